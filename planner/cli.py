@@ -1,0 +1,256 @@
+"""``trainplan``: plan, estimate, explain, emit, run, detect, catalog, portfolio, fleet, app.
+
+Thin: each command parses its flags, calls the API and renders (``planner.render``). Every
+user error becomes one line on stderr and exit code 2; an infeasible request is an answer
+(exit 0, ``feasible: false`` with the reason and the fix).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+try:  # typer >= 0.20 vendors click as typer._click
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older typer uses click itself
+    import click
+
+from planner import render
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Size, plan and run LLM training: GPUs, layout, memory, time and cost.")
+
+JSON = typer.Option(False, "--json", help="machine-readable output")
+
+
+class ObjectiveChoice(str, Enum):
+    cost = "cost"
+    time = "time"
+    mix = "mix"
+
+
+class DeviceChoice(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+def parse_pairs(text: str | None, what: str, cast=float) -> dict:
+    """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit)."""
+    out: dict = {}
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            out[key.strip()] = None
+            continue
+        try:
+            out[key.strip()] = cast(value)
+        except ValueError:
+            raise ValueError(f"{what}: '{item}' is not ID=NUMBER") from None
+    return out
+
+
+def load_model_arg(model: str):
+    from planner.models import load_model
+    spec = load_model(model)
+    path = Path(model)
+    hf_path = str(path.resolve()) if path.exists() else None
+    return spec, hf_path
+
+
+@app.command()
+def estimate(
+    model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
+    gpu: str = typer.Option(..., help="catalog GPU id (trainplan catalog)"),
+    num_gpus: int = typer.Option(..., "--num-gpus", help="world size"),
+    nodes: Optional[int] = typer.Option(None, help="number of nodes (default: by the node template)"),
+    tp: int = typer.Option(1), pp: int = typer.Option(1), cp: int = typer.Option(1),
+    dp_replicate: int = typer.Option(1, "--dp-replicate"),
+    dp_shard: int = typer.Option(-1, "--dp-shard", help="-1 = the rest of the world"),
+    sharding: Sharding = typer.Option(Sharding.FSDP),
+    micro_batch: int = typer.Option(..., "--micro-batch"),
+    seq_len: int = typer.Option(..., "--seq-len"),
+    global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens"),
+    grad_accum: Optional[int] = typer.Option(None, "--grad-accum"),
+    ac: ActivationCheckpointing = typer.Option(ActivationCheckpointing.NONE, "--ac"),
+    precision: Precision = typer.Option(Precision.BF16),
+    impl: Implementation = typer.Option(Implementation.NATIVE),
+    compile: bool = typer.Option(False, "--compile"),
+    offload: bool = typer.Option(False, "--offload"),
+    tokens: Optional[float] = typer.Option(None, help="training tokens, for time-to-train and cost"),
+    price: Optional[float] = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
+    out: Optional[Path] = typer.Option(None, help="write a runnable plan file"),
+    as_json: bool = JSON,
+) -> None:
+    """Evaluate one given configuration: memory, step time, throughput, cost."""
+    from planner.api import build_plan
+    if global_batch_tokens is not None and grad_accum is not None:
+        raise ValueError("give --global-batch-tokens or --grad-accum, not both")
+    spec, hf_path = load_model_arg(model)
+    layout = Layout(dp_replicate=dp_replicate, dp_shard=dp_shard, tp=tp, pp=pp, cp=cp, sharding=sharding)
+    dp = layout.resolve(num_gpus).dp
+    accum = grad_accum or (TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp)
+                           if global_batch_tokens else 1)
+    training = TrainingConfig(seq_len=seq_len, micro_batch=micro_batch, grad_accum=accum,
+                              activation_checkpointing=ac, precision=precision, impl=impl,
+                              compile=compile, offload=offload)
+    plan = build_plan(spec, gpu, layout, training, num_gpus=num_gpus, num_nodes=nodes,
+                      training_tokens=tokens, price=price, hf_config_path=hf_path)
+    if out:
+        plan.save(out)
+    render.estimate(plan, as_json=as_json, saved_to=out)
+
+
+@app.command()
+def plan(
+    model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
+    tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
+    deadline_days: Optional[float] = typer.Option(None, "--deadline-days"),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd"),
+    objective: ObjectiveChoice = typer.Option(ObjectiveChoice.cost),
+    gpus: Optional[str] = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
+    prices: Optional[str] = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
+    seq_len: int = typer.Option(4096, "--seq-len"),
+    global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens"),
+    precision: Precision = typer.Option(Precision.BF16),
+    impl: Implementation = typer.Option(Implementation.NATIVE),
+    allow_offload: bool = typer.Option(False, "--allow-offload"),
+    max_gpus: int = typer.Option(4096, "--max-gpus"),
+    top: int = typer.Option(5, "--top", help="alternatives to list"),
+    out: Optional[Path] = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
+    as_json: bool = JSON,
+) -> None:
+    """Choose GPU type, count and parallel layout for one training job (ILP)."""
+    from planner.api import InfeasiblePlan, PlanRequest, plan as solve
+    spec, hf_path = load_model_arg(model)
+    request = PlanRequest(model=spec, hf_config_path=hf_path, training_tokens=tokens, deadline_days=deadline_days,
+                          budget_usd=budget_usd, objective=objective.value,
+                          gpus=parse_pairs(gpus, "--gpus", int) or None,
+                          price_overrides=parse_pairs(prices, "--price"), seq_len=seq_len,
+                          global_batch_tokens=global_batch_tokens, precision=precision, impl=impl,
+                          allow_offload=allow_offload, max_gpus=max_gpus, top_k=top)
+    try:
+        with render.working("searching layouts and solving the ILP", quiet=as_json):
+            result = solve(request)
+    except InfeasiblePlan as exc:
+        render.infeasible(exc, as_json=as_json)
+        return
+    if out:
+        result.plan.save(out)
+    render.plan_result(result, as_json=as_json, saved_to=out)
+
+
+@app.command()
+def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: bool = JSON) -> None:
+    """Explain a plan: every memory and time term, and what limits it."""
+    from planner.plan import Plan
+    render.explain(Plan.load(plan_file), as_json=as_json)
+
+
+@app.command()
+def catalog(as_json: bool = JSON) -> None:
+    """List the GPUs in the hardware catalog with their key numbers and sources."""
+    from planner.hardware import load_catalog
+    render.catalog(load_catalog(), as_json=as_json)
+
+
+@app.command()
+def detect(as_json: bool = JSON) -> None:
+    """Read the local NVIDIA GPUs (NVML) and match them to catalog entries."""
+    from planner.detect import NoGPUDriver, detect_gpus
+    from planner.hardware import load_catalog
+    try:
+        found = detect_gpus(load_catalog())
+    except NoGPUDriver as exc:
+        render.no_driver(str(exc), as_json=as_json)
+        return
+    render.detected(found, as_json=as_json)
+
+
+@app.command()
+def emit(
+    plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
+    out: Path = typer.Option(..., "--out", help="job directory to write"),
+    steps: int = typer.Option(50, help="optimizer steps to train"),
+    checkpoint_every: int = typer.Option(20, "--checkpoint-every"),
+    data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
+    tokenizer: Optional[str] = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
+    seed: int = typer.Option(1234),
+    name: Optional[str] = typer.Option(None, help="job name (default: the directory name)"),
+    as_json: bool = JSON,
+) -> None:
+    """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
+    from planner.plan import Plan
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+    run = RunSettings(steps=steps, checkpoint_every=checkpoint_every, data=data, tokenizer=tokenizer, seed=seed)
+    job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
+    render.emitted(job_json, as_json=as_json)
+
+
+@app.command()
+def run(
+    job_dir: Path = typer.Argument(..., help="a job directory from trainplan emit"),
+    device: DeviceChoice = typer.Option(DeviceChoice.auto),
+    nproc: Optional[int] = typer.Option(None, help="processes on this node (default: the plan's)"),
+    steps: Optional[int] = typer.Option(None, help="override the number of steps"),
+    auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
+    max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun elastic restarts"),
+) -> None:
+    """Run (or resume) a job with torchrun on this machine."""
+    from trainer.launch import run_job
+    code = run_job(job_dir, device=device.value, nproc=nproc, steps=steps, auto_replan=auto_replan,
+                   max_restarts=max_restarts)
+    raise typer.Exit(code)
+
+
+@app.command("app")
+def app_command(port: int = typer.Option(8501), address: str = typer.Option("localhost")) -> None:
+    """Start the Streamlit sizing app (bound to localhost by default)."""
+    import subprocess
+    app_path = Path(__file__).resolve().parent.parent / "app.py"
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "streamlit", "run", str(app_path),
+                                      "--server.address", address, "--server.port", str(port),
+                                      "--server.headless", "true", "--browser.gatherUsageStats", "false"]))
+
+
+def one_line(exc: BaseException) -> str:
+    """The first meaningful line of an error (pydantic errors put the field on line 2)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if hasattr(exc, "errors") and callable(exc.errors):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
+        return f"{where}: {first.get('msg', lines[0] if lines else exc)}"
+    return lines[0] if lines else exc.__class__.__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: map user errors to one line + exit 2; let real bugs raise."""
+    from pydantic import ValidationError
+    try:
+        app(args=argv, standalone_mode=False, prog_name="trainplan")
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print("trainplan: aborted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except click.exceptions.NoArgsIsHelpError:
+        return 0
+    except click.ClickException as exc:
+        print(f"trainplan: error: {exc.format_message()}", file=sys.stderr)
+        return 2
+    except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
+        print(f"trainplan: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

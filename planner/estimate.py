@@ -1,0 +1,159 @@
+"""Score configurations: memory, step time, throughput, time-to-train, cost and energy.
+
+``score`` works on a whole ``Candidates`` table (the search); ``estimate`` wraps one concrete
+configuration and returns the typed ``Estimate`` with its breakdowns (the CLI/app/trainer).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.candidates import Candidates, single
+from planner.flops import hardware_flops_per_token, model_flops_per_token
+from planner.hardware import Catalog, GPUSpec, load_catalog
+from planner.layout import Layout, TrainingConfig
+from planner.memory import GIB, MemoryBreakdown, memory
+from planner.model_spec import ModelSpec
+from planner.plan import Estimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
+from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.step_time import TimeBreakdown, step_time
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Scores:
+    memory: MemoryBreakdown
+    time: TimeBreakdown
+    tokens_per_step: np.ndarray
+    tokens_per_s: np.ndarray
+    model_flops_per_token: np.ndarray
+    hardware_flops_per_token: np.ndarray
+    mfu: np.ndarray
+    hfu: np.ndarray
+    fits: np.ndarray
+    capacity_bytes: np.ndarray
+
+
+def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Structural validity: heads and layers split evenly, tp inside one scale-up domain,
+    sequence split evenly for load-balanced context parallelism, precision supported."""
+    return ((model.num_heads % c.tp == 0) & (model.num_kv_heads % c.tp == 0)
+            & (model.ffn_hidden_size % c.tp == 0) & (model.num_layers % c.pp == 0)
+            & (c.tp <= c.scaleup_domain_size) & (c.scaleup_domain_size % c.tp == 0)
+            & ((c.cp == 1) | (c.seq_len % (2 * c.cp) == 0))
+            & (c.dp * c.tp * c.pp * c.cp == c.num_gpus) & np.isfinite(c.matmul_peak_flops))
+
+
+def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_SETTINGS) -> Scores:
+    mem = memory(model, c, settings)
+    time = step_time(model, c, settings)
+    tokens_per_step = (c.micro_batch * c.seq_len * c.grad_accum * c.dp).astype(float)
+    tokens_per_s = tokens_per_step / time.step
+    mflops = model_flops_per_token(model, c.seq_len, settings)
+    hflops = hardware_flops_per_token(model, c, settings)
+    cluster_peak = c.bf16_peak_flops * c.num_gpus
+    capacity = c.memory_bytes * (1.0 - settings.memory_headroom)
+    return Scores(memory=mem, time=time, tokens_per_step=tokens_per_step, tokens_per_s=tokens_per_s,
+                  model_flops_per_token=np.broadcast_to(mflops, tokens_per_s.shape),
+                  hardware_flops_per_token=hflops,
+                  mfu=tokens_per_s * mflops / cluster_peak, hfu=tokens_per_s * hflops / cluster_peak,
+                  fits=mem.device_total <= capacity, capacity_bytes=c.memory_bytes)
+
+
+def job_totals(scores: Scores, c: Candidates, training_tokens: float | None,
+               settings: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Time-to-train (s), rental cost (USD) and energy (kWh) for a token budget."""
+    if training_tokens is None:
+        nan = np.full(len(c), np.nan)
+        return nan, nan, nan
+    seconds = training_tokens / scores.tokens_per_s
+    hours = seconds / SECONDS_PER_HOUR
+    cost = hours * c.num_gpus * c.price_per_gpu_hour
+    energy = hours * c.num_gpus * c.tdp_watts * settings.power_fraction_of_tdp * settings.pue / 1000.0
+    return seconds, cost, energy
+
+
+def memory_fix_hint(need_gib: float, capacity_gib: float, layout: Layout, training: TrainingConfig) -> str:
+    """A concrete next step for a configuration that does not fit."""
+    factor = int(np.ceil(need_gib / max(capacity_gib, 1e-9)))
+    hints = []
+    if layout.sharding.value != "fsdp" or layout.dp_shard < 2:
+        hints.append(f"shard with FSDP over at least {max(2, factor)} GPUs")
+    hints.append(f"use tp={min(8, 2 ** int(np.ceil(np.log2(max(factor, 2)))))}")
+    if training.activation_checkpointing.value != "full":
+        hints.append("enable full activation checkpointing")
+    if training.micro_batch > 1:
+        hints.append(f"lower the micro-batch below {training.micro_batch}")
+    return "; or ".join(hints)
+
+
+def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: TrainingConfig, *,
+             num_gpus: int, num_nodes: int | None = None, catalog: Catalog | None = None,
+             settings: ModelingSettings = DEFAULT_SETTINGS, training_tokens: float | None = None) -> Estimate:
+    """Predict one configuration. Raises ValueError when the layout cannot exist."""
+    catalog = catalog or load_catalog()
+    gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
+    resolved = layout.resolve(num_gpus)
+    node = catalog.node(gpu_spec.default_node)
+    gpus_per_node = node.gpus_per_node
+    if num_nodes is not None:
+        if num_nodes < 1 or num_gpus % num_nodes:
+            raise ValueError(f"--nodes {num_nodes} does not divide --num-gpus {num_gpus}")
+        gpus_per_node = num_gpus // num_nodes
+    network = catalog.network(gpu_spec.default_network).bandwidth_bytes_per_s_per_gpu
+    c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network,
+               num_gpus=num_gpus)
+    check_divisible(model, c, resolved, training, gpu_spec)
+    s = score(model, c, settings)
+    seconds, cost, energy = job_totals(s, c, training_tokens, settings)
+    need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
+    usable = cap * (1 - settings.memory_headroom)
+    feasible = bool(s.fits[0])
+    reason = fix = None
+    if not feasible:
+        reason = (f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
+                  f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)")
+        fix = memory_fix_hint(need, usable, resolved, training)
+    optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
+    return Estimate(
+        feasible=feasible, reason=reason, fix=fix, gpu=gpu_spec.id, num_gpus=num_gpus,
+        num_nodes=int(c.num_nodes[0]),
+        memory=MemoryEstimate(peak_gib=float(s.memory.peak_allocated[0]) / GIB,
+                              reserved_gib=float(s.memory.reserved[0]) / GIB, capacity_gib=cap,
+                              headroom_fraction=settings.memory_headroom,
+                              breakdown_gib=s.memory.as_gib()),
+        time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=s.time.as_dict()),
+        throughput=ThroughputEstimate(
+            tokens_per_s=float(s.tokens_per_s[0]), tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
+            mfu=float(s.mfu[0]), hfu=float(s.hfu[0]),
+            model_flops_per_token=float(s.model_flops_per_token[0]),
+            hardware_flops_per_token=float(s.hardware_flops_per_token[0])),
+        layout={**resolved.model_dump(mode="json"), "micro_batch": training.micro_batch,
+                "grad_accum": training.grad_accum, "seq_len": training.seq_len,
+                "activation_checkpointing": training.activation_checkpointing.value,
+                "precision": training.precision.value, "impl": training.impl.value,
+                "compile": training.compile, "offload": training.offload},
+        global_batch_tokens=int(s.tokens_per_step[0]),
+        time_to_train_h=None if optional(seconds) is None else optional(seconds) / SECONDS_PER_HOUR,
+        cost_usd=optional(cost), energy_kwh=optional(energy))
+
+
+def check_divisible(model: ModelSpec, c: Candidates, layout: Layout, training: TrainingConfig,
+                    gpu: GPUSpec) -> None:
+    """Name the first structural problem of a single configuration (ValueError)."""
+    checks = [
+        (model.num_heads % layout.tp == 0, f"tp={layout.tp} does not divide num_heads={model.num_heads}"),
+        (model.num_kv_heads % layout.tp == 0, f"tp={layout.tp} does not divide num_kv_heads={model.num_kv_heads}"),
+        (model.ffn_hidden_size % layout.tp == 0, f"tp={layout.tp} does not divide ffn_hidden_size={model.ffn_hidden_size}"),
+        (model.num_layers % layout.pp == 0, f"pp={layout.pp} does not divide num_layers={model.num_layers}"),
+        (layout.tp <= gpu.scaleup_domain_size and gpu.scaleup_domain_size % layout.tp == 0,
+         f"tp={layout.tp} must fit inside one {gpu.scaleup_kind} domain of {gpu.scaleup_domain_size} GPUs on {gpu.id}"),
+        (layout.cp == 1 or training.seq_len % (2 * layout.cp) == 0,
+         f"cp={layout.cp} needs seq_len divisible by {2 * layout.cp}, got {training.seq_len}"),
+        (bool(np.isfinite(c.matmul_peak_flops[0])), f"{gpu.id} does not support {training.precision.value}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ValueError(message)

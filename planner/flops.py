@@ -1,0 +1,62 @@
+"""FLOPs per token: model FLOPs (MFU) and hardware FLOPs including recompute (HFU).
+
+Kaplan et al. 2020 / PaLM (Chowdhery et al. 2022, App. B): a forward pass costs 2 FLOPs per
+matmul parameter per token plus the attention score and value products; backward costs
+twice the forward. Recompute adds forward work to the hardware count only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.candidates import AC_FULL, AC_SELECTIVE, Candidates
+from planner.model_spec import ModelSpec
+from planner.settings import ModelingSettings
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Forward FLOPs per token by part (whole model, before any parallel split)."""
+
+    block_matmul: float        # q, k, v, o and MLP projections of all blocks (active experts)
+    attention: np.ndarray      # QK^T and AV products of all blocks (depends on seq_len)
+    lm_head: float
+
+    @property
+    def forward(self) -> np.ndarray:
+        return self.block_matmul + self.attention + self.lm_head
+
+
+def matmul_params_per_block(model: ModelSpec) -> float:
+    """Weights that take part in a matmul for one token in one block (MoE: routed experts)."""
+    h = model.hidden_size
+    attention = 2 * h * model.q_size + 2 * h * model.kv_size
+    mlp_one = (3 if model.mlp == "swiglu" else 2) * h * model.ffn_hidden_size
+    router = h * model.num_experts if model.is_moe else 0
+    return attention + mlp_one * model.experts_per_token + router
+
+
+def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSettings) -> FlopsPerToken:
+    """2 FLOPs per weight; attention 2*2*seq*q_size per block (halved when counted causally)."""
+    causal = 0.5 if s.causal_attention_flops else 1.0
+    attention = 4.0 * seq_len * model.q_size * model.num_layers * causal
+    return FlopsPerToken(block_matmul=2.0 * matmul_params_per_block(model) * model.num_layers,
+                         attention=np.asarray(attention, dtype=float),
+                         lm_head=2.0 * model.hidden_size * model.vocab_size)
+
+
+def model_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSettings) -> np.ndarray:
+    """Forward + backward = 3x forward (6N + attention): the MFU numerator."""
+    return 3.0 * forward_flops_per_token(model, seq_len, s).forward
+
+
+def recompute_fraction(c: Candidates) -> np.ndarray:
+    """Share of block forward work done again in backward: full 1, every-other-block 1/2."""
+    return np.select([c.ac == AC_FULL, c.ac == AC_SELECTIVE], [1.0, 0.5], 0.0)
+
+
+def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Model FLOPs plus the recomputed block forwards: the HFU numerator."""
+    f = forward_flops_per_token(model, c.seq_len, s)
+    return 3.0 * f.forward + recompute_fraction(c) * (f.block_matmul + f.attention)

@@ -1,0 +1,381 @@
+"""Hardware catalog: GPUs, node templates and networks, read from TOML and converted to SI once.
+
+The data lives in ``hw_catalog/{gpus,nodes,networks}/<id>.toml`` at the repository root (see
+docs/hardware.md for the format and the rules behind the numbers). Users add or override entries
+by passing their own directories with the same layout to ``load_catalog``; a file whose id
+already exists replaces the earlier entry as a whole.
+
+Every number in a file carries a ``[sources]`` entry; loading rejects a file without one, so an
+unsourced number cannot slip into a plan that someone pays for.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "hw_catalog"
+GIB = 2**30
+
+# Usable-capacity rule (docs/hardware.md). HBM parts: the H200 calibration run saw 139.80 GiB in
+# PyTorch for a "141 GB" label; NVML shows the same label-to-total ratio on H100 (81,559 MiB for
+# "80 GB") and H200 (140.40 GiB), so the ratio transfers across HBM parts.
+HBM_USABLE_FRACTION = 139.80 / 141
+# GDDR6 data-center cards run with ECC on, which carves out 1/16 (L4: 23,034 MiB of 24 GiB;
+# L40S: 46,068 MiB of 48 GiB in nvidia-smi); PyTorch then sees what the H200 saw of NVML's total.
+GDDR_ECC_USABLE_FRACTION = 15 / 16 * (139.80 / 140.40)
+
+ScaleupKind = Literal["nvswitch", "nvlink_bridge", "infinity_fabric", "pcie", "nvlink_switch_rack"]
+SCALEUP_KINDS: tuple[str, ...] = ScaleupKind.__args__
+NETWORK_KINDS = ("infiniband", "roce", "ethernet", "slingshot", "efa", "other")
+PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+
+def usable_memory_gib(vendor_label_gb: float, gddr_ecc: bool = False) -> float:
+    """Framework-visible capacity for a vendor "GB" label (read as GiB, as vendors print it)."""
+    fraction = GDDR_ECC_USABLE_FRACTION if gddr_ecc else HBM_USABLE_FRACTION
+    return round(vendor_label_gb * fraction, 2)
+
+
+class CatalogError(ValueError):
+    """A catalog file is malformed; the message is one line naming the file and the field."""
+
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class GPUSpec(BaseModel):
+    """One accelerator (as software sees it: an MI250X GCD is one GPU), in SI units."""
+
+    model_config = _FROZEN
+    id: str
+    name: str
+    vendor: str
+    memory_bytes: int
+    hbm_bandwidth_bytes_per_s: float
+    peak_flops_per_s: dict[str, float]  # dense; a missing key means unsupported
+    scaleup_kind: ScaleupKind
+    scaleup_domain_size: int
+    scaleup_bandwidth_bytes_per_s: float    # per GPU, per direction
+    internode_bandwidth_bytes_per_s: float  # per GPU, per direction, on the default network
+    pcie_bandwidth_bytes_per_s: float       # per direction
+    tdp_watts: float
+    price_per_gpu_hour_usd: float
+    purchase_price_usd: float | None = None
+    default_node: str
+    default_network: str
+    sources: dict[str, str]
+
+    def peak_flops(self, precision: str) -> float:
+        key = getattr(precision, "value", precision)
+        if key not in self.peak_flops_per_s:
+            raise ValueError(f"{self.id} has no dense {key} tensor throughput")
+        return self.peak_flops_per_s[key]
+
+    def with_price(self, usd_per_hour: float) -> GPUSpec:
+        if not (isinstance(usd_per_hour, (int, float)) and math.isfinite(usd_per_hour) and usd_per_hour > 0):
+            raise ValueError(f"price for {self.id} must be a positive number of USD per GPU-hour, got {usd_per_hour!r}")
+        sources = {**self.sources, "price_usd_per_gpu_hour": "user override"}
+        return self.model_copy(update={"price_per_gpu_hour_usd": float(usd_per_hour), "sources": sources})
+
+
+class NodeTemplate(BaseModel):
+    """A server layout; the scale-up domain may be part of a node (bridged pairs) or span nodes (NVL72)."""
+
+    model_config = _FROZEN
+    id: str
+    name: str
+    gpus_per_node: int
+    scaleup_domain_size: int
+    description: str = ""
+    sources: dict[str, str]
+
+    @property
+    def scaleup_domains_per_node(self) -> int:
+        return max(1, self.gpus_per_node // self.scaleup_domain_size)
+
+    @property
+    def nodes_per_scaleup_domain(self) -> int:
+        return max(1, self.scaleup_domain_size // self.gpus_per_node)
+
+
+class NetworkSpec(BaseModel):
+    """Scale-out network at line rate; efficiencies belong to the analytic model, not here."""
+
+    model_config = _FROZEN
+    id: str
+    name: str
+    kind: str
+    bandwidth_bytes_per_s_per_gpu: float  # per direction
+    latency_s: float
+    efficiency_note: str = ""
+    sources: dict[str, str]
+
+
+class System(NamedTuple):
+    gpu: GPUSpec
+    node: NodeTemplate
+    network: NetworkSpec
+
+
+class Catalog(BaseModel):
+    model_config = _FROZEN
+    gpus: dict[str, GPUSpec]
+    nodes: dict[str, NodeTemplate]
+    networks: dict[str, NetworkSpec]
+
+    def gpu(self, gpu_id: str) -> GPUSpec:
+        return _lookup(self.gpus, gpu_id, "GPU")
+
+    def node(self, node_id: str) -> NodeTemplate:
+        return _lookup(self.nodes, node_id, "node template")
+
+    def network(self, network_id: str) -> NetworkSpec:
+        return _lookup(self.networks, network_id, "network")
+
+    def system_for(self, gpu_id: str) -> System:
+        gpu = self.gpu(gpu_id)
+        return System(gpu, self.node(gpu.default_node), self.network(gpu.default_network))
+
+
+def _lookup(entries: dict[str, Any], key: str, what: str) -> Any:
+    normalized = key.strip().lower()
+    if normalized in entries:
+        return entries[normalized]
+    close = difflib.get_close_matches(normalized, entries, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(entries))}"
+    raise ValueError(f"unknown {what} '{key}'; {hint}")
+
+
+# ----------------------------------------------------------------------------- file schema
+
+
+@dataclass(frozen=True)
+class _Num:
+    low: float              # exclusive
+    high: float             # inclusive
+    integer: bool = False
+    required: bool = True
+
+    def check(self, value: Any, where: str) -> float | int:
+        kind = "an integer" if self.integer else "a number"
+        ok_type = isinstance(value, int) if self.integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type or not self.low < value <= self.high:
+            raise CatalogError(f"{where}: expected {kind} in ({self.low:g}, {self.high:g}], got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class _Text:
+    choices: tuple[str, ...] = ()
+    required: bool = True
+
+    def check(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise CatalogError(f"{where}: expected a non-empty string, got {value!r}")
+        if self.choices and value not in self.choices:
+            raise CatalogError(f"{where}: expected one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+_TFLOPS = _Num(0, 20_000)
+_OPTIONAL_TFLOPS = _Num(0, 20_000, required=False)
+GPU_FIELDS: dict[str, _Num | _Text] = {
+    "id": _Text(), "name": _Text(), "vendor": _Text(),
+    "memory_gib": _Num(1, 2048),
+    "hbm_bandwidth_tbps": _Num(0, 100),
+    "bf16_tflops": _OPTIONAL_TFLOPS, "fp16_tflops": _OPTIONAL_TFLOPS, "fp8_tflops": _OPTIONAL_TFLOPS,
+    "tf32_tflops": _OPTIONAL_TFLOPS, "fp32_tflops": _TFLOPS,
+    "scaleup_kind": _Text(SCALEUP_KINDS),
+    "scaleup_domain_size": _Num(0, 100_000, integer=True),
+    "scaleup_gbyte_per_s": _Num(0, 100_000),
+    "internode_gbit_per_s": _Num(0, 100_000),
+    "pcie_gbyte_per_s": _Num(0, 10_000),
+    "tdp_w": _Num(0, 10_000),
+    "price_usd_per_gpu_hour": _Num(0, 1_000),
+    "purchase_price_usd": _Num(0, 10_000_000, required=False),
+    "default_node": _Text(), "default_network": _Text(),
+    "notes": _Text(required=False),
+}
+NODE_FIELDS: dict[str, _Num | _Text] = {
+    "id": _Text(), "name": _Text(),
+    "gpus_per_node": _Num(0, 1024, integer=True),
+    "scaleup_domain_size": _Num(0, 100_000, integer=True),
+    "description": _Text(required=False),
+}
+NETWORK_FIELDS: dict[str, _Num | _Text] = {
+    "id": _Text(), "name": _Text(), "kind": _Text(NETWORK_KINDS),
+    "gbit_per_s_per_gpu": _Num(0, 100_000),
+    "latency_us": _Num(0, 10_000),
+    "efficiency_note": _Text(required=False),
+}
+
+
+def _show(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(BUILTIN_DIR.parent))
+    except ValueError:
+        return str(path)
+
+
+def _read_entry(path: Path, fields: dict[str, _Num | _Text]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Parse and validate one file; returns (values, sources)."""
+    where = _show(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise CatalogError(f"{where}: invalid TOML: {err}") from None
+    for key in raw:
+        if key != "sources" and key not in fields:
+            raise CatalogError(f"{where}: field '{key}': unknown field{_did_you_mean(key, fields)}")
+    values = {}
+    for name, spec in fields.items():
+        if name in raw:
+            values[name] = spec.check(raw[name], f"{where}: field '{name}'")
+        elif spec.required:
+            raise CatalogError(f"{where}: field '{name}': missing")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", values["id"]):
+        raise CatalogError(f"{where}: field 'id': expected lowercase letters, digits, '.', '_' or '-', got {values['id']!r}")
+    if values["id"] != path.stem:
+        raise CatalogError(f"{where}: field 'id': must equal the file name '{path.stem}', got {values['id']!r}")
+    return values, _read_sources(raw.get("sources"), values, fields, where)
+
+
+def _read_sources(raw: Any, values: dict[str, Any], fields: dict[str, _Num | _Text], where: str) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        got = "nothing" if raw is None else repr(raw)
+        raise CatalogError(f"{where}: field 'sources': expected a table of field = \"source, date\", got {got}")
+    for key, text in raw.items():
+        if key not in fields:
+            raise CatalogError(f"{where}: field 'sources.{key}': unknown field{_did_you_mean(key, fields)}")
+        if not isinstance(text, str) or not text.strip():
+            raise CatalogError(f"{where}: field 'sources.{key}': expected a non-empty string, got {text!r}")
+    for name, spec in fields.items():
+        if isinstance(spec, _Num) and name in values and name not in raw:
+            raise CatalogError(f"{where}: field 'sources.{name}': missing (every number needs a source and date)")
+    return dict(raw)
+
+
+def _did_you_mean(key: str, fields: dict[str, Any]) -> str:
+    close = difflib.get_close_matches(key, fields, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_gpu_consistency(values: dict[str, Any], where: str) -> None:
+    """Cross-field checks that catch a sparse or mis-columned number entered as dense."""
+    bf16 = values.get("bf16_tflops") or values.get("fp16_tflops")
+    if bf16 is None:
+        raise CatalogError(f"{where}: field 'bf16_tflops': missing (a GPU needs bf16_tflops or fp16_tflops)")
+    if values.get("fp8_tflops", math.inf) < bf16:
+        raise CatalogError(f"{where}: field 'fp8_tflops': expected at least the 16-bit rate {bf16:g}, got {values['fp8_tflops']!r}")
+    for name in ("tf32_tflops", "fp32_tflops"):
+        if values.get(name, 0) > bf16:
+            raise CatalogError(f"{where}: field '{name}': expected at most the 16-bit rate {bf16:g}, got {values[name]!r}")
+
+
+def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
+    return GPUSpec(
+        id=values["id"], name=values["name"], vendor=values["vendor"],
+        memory_bytes=round(values["memory_gib"] * GIB),
+        hbm_bandwidth_bytes_per_s=values["hbm_bandwidth_tbps"] * 1e12,
+        peak_flops_per_s={p: values[f"{p}_tflops"] * 1e12 for p in PRECISIONS if f"{p}_tflops" in values},
+        scaleup_kind=values["scaleup_kind"],
+        scaleup_domain_size=values["scaleup_domain_size"],
+        scaleup_bandwidth_bytes_per_s=values["scaleup_gbyte_per_s"] * 1e9,
+        internode_bandwidth_bytes_per_s=values["internode_gbit_per_s"] * 1e9 / 8,
+        pcie_bandwidth_bytes_per_s=values["pcie_gbyte_per_s"] * 1e9,
+        tdp_watts=float(values["tdp_w"]),
+        price_per_gpu_hour_usd=float(values["price_usd_per_gpu_hour"]),
+        purchase_price_usd=values.get("purchase_price_usd"),
+        default_node=values["default_node"], default_network=values["default_network"],
+        sources=sources,
+    )
+
+
+def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> NodeTemplate:
+    per_node, domain = values["gpus_per_node"], values["scaleup_domain_size"]
+    if per_node % domain and domain % per_node:
+        raise CatalogError(f"{where}: field 'scaleup_domain_size': {domain} neither divides nor is a multiple "
+                           f"of gpus_per_node {per_node}")
+    return NodeTemplate(id=values["id"], name=values["name"], gpus_per_node=per_node, scaleup_domain_size=domain,
+                        description=values.get("description", ""), sources=sources)
+
+
+def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpec:
+    return NetworkSpec(
+        id=values["id"], name=values["name"], kind=values["kind"],
+        bandwidth_bytes_per_s_per_gpu=values["gbit_per_s_per_gpu"] * 1e9 / 8,
+        latency_s=values["latency_us"] * 1e-6,
+        efficiency_note=values.get("efficiency_note", ""), sources=sources,
+    )
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _catalog_files(dirs: list[Path], kind: str) -> dict[str, Path]:
+    """id -> file for one kind; a later directory overrides an earlier one."""
+    files: dict[str, Path] = {}
+    for directory in dirs:
+        for path in sorted((directory / kind).glob("*.toml")):
+            files[path.stem] = path
+    return files
+
+
+def _check_dirs(dirs: list[Path]) -> None:
+    for directory in dirs:
+        if not directory.is_dir():
+            raise CatalogError(f"{directory}: catalog directory does not exist")
+        if not any((directory / kind).is_dir() for kind in ("gpus", "nodes", "networks")):
+            raise CatalogError(f"{directory}: catalog directory has no gpus/, nodes/ or networks/ folder")
+
+
+def _check_references(gpu_files: dict[str, Path], gpus: dict[str, GPUSpec],
+                      nodes: dict[str, NodeTemplate], networks: dict[str, NetworkSpec]) -> None:
+    for gpu_id, gpu in gpus.items():
+        where = _show(gpu_files[gpu_id])
+        if gpu.default_node not in nodes:
+            raise CatalogError(f"{where}: field 'default_node': unknown node '{gpu.default_node}' "
+                               f"(known: {', '.join(sorted(nodes))})")
+        if gpu.default_network not in networks:
+            raise CatalogError(f"{where}: field 'default_network': unknown network '{gpu.default_network}' "
+                               f"(known: {', '.join(sorted(networks))})")
+        node_domain = nodes[gpu.default_node].scaleup_domain_size
+        if node_domain != gpu.scaleup_domain_size:
+            raise CatalogError(f"{where}: field 'scaleup_domain_size': {gpu.scaleup_domain_size} disagrees with "
+                               f"default_node '{gpu.default_node}' ({node_domain})")
+
+
+def _build(dirs: list[Path]) -> Catalog:
+    _check_dirs(dirs)
+    gpu_files = _catalog_files(dirs, "gpus")
+    gpus = {}
+    for gpu_id, path in gpu_files.items():
+        values, sources = _read_entry(path, GPU_FIELDS)
+        _check_gpu_consistency(values, _show(path))
+        gpus[gpu_id] = _gpu_from(values, sources)
+    nodes = {node_id: _node_from(*_read_entry(path, NODE_FIELDS), _show(path))
+             for node_id, path in _catalog_files(dirs, "nodes").items()}
+    networks = {net_id: _network_from(*_read_entry(path, NETWORK_FIELDS))
+                for net_id, path in _catalog_files(dirs, "networks").items()}
+    _check_references(gpu_files, gpus, nodes, networks)
+    return Catalog(gpus=gpus, nodes=nodes, networks=networks)
+
+
+@functools.cache
+def _builtin_catalog() -> Catalog:
+    return _build([BUILTIN_DIR])
+
+
+def load_catalog(extra_dirs: list[Path] | None = None) -> Catalog:
+    """The built-in catalog (cached), plus user directories that add or replace entries by id."""
+    if not extra_dirs:
+        return _builtin_catalog()
+    return _build([BUILTIN_DIR, *(Path(d) for d in extra_dirs)])

@@ -1,0 +1,607 @@
+"""Pick one training configuration from a scored candidate table with a small ILP.
+
+The analytic model scores every candidate (GPU type, count, layout, micro-batch, ...) and
+hands over a :class:`CandidateTable`. This module filters it, prunes dominated rows
+(estimate first, solve second), solves the single-job ILP of :func:`solve_single` with
+PuLP (HiGHS when ``highspy`` is importable, CBC otherwise) and, when nothing is
+feasible, says which constraint binds and how to fix it (:class:`InfeasiblePlan`).
+The maths is in the docstring of :func:`solve_single` and in docs/ilp.md.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+import pulp
+
+__all__ = [
+    "CandidateTable", "Constraint", "InfeasiblePlan", "Objective", "RowChecks", "SingleSolution",
+    "check_rows", "make_solver", "objective_weights", "pareto_mask", "solve_single",
+]
+
+_COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
+    "gpu_id": object, "num_gpus": np.int64, "fits_memory": bool, "memory_need_gib": np.float64,
+    "capacity_gib": np.float64, "time_to_train_s": np.float64, "cost_usd": np.float64,
+    "batch_ok": bool, "divisible": bool, "label": object,
+}
+# A secondary objective weight: among equally good rows, prefer the faster (cost objective)
+# or the cheaper (time objective) one. Small enough not to change the primary optimum.
+TIE_BREAK_WEIGHT = 1e-6
+
+
+@dataclass(frozen=True)
+class CandidateTable:
+    """Struct of numpy arrays, one row per (gpu type, gpu count, layout, micro-batch, ...) candidate."""
+
+    gpu_id: np.ndarray          # str (object) array
+    num_gpus: np.ndarray        # int
+    fits_memory: np.ndarray     # bool: predicted reserved memory <= capacity*(1-headroom)
+    memory_need_gib: np.ndarray  # float: predicted per-GPU need (for diagnosis)
+    capacity_gib: np.ndarray    # float
+    time_to_train_s: np.ndarray  # float, for the job's token budget
+    cost_usd: np.ndarray        # float, for the job (rent at on-demand price)
+    batch_ok: np.ndarray        # bool: global batch within tolerance
+    divisible: np.ndarray       # bool: heads%tp, layers%pp, degrees multiply to the count, tp in domain
+    label: np.ndarray           # str: human-readable layout description
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # other columns to carry through
+
+    def __post_init__(self) -> None:
+        num_rows = len(np.asarray(self.gpu_id))
+        for name, dtype in _COLUMN_KINDS.items():
+            column = np.asarray(getattr(self, name))
+            if column.ndim != 1 or len(column) != num_rows:
+                raise ValueError(f"CandidateTable.{name}: expected a 1-D array of {num_rows} rows, "
+                                 f"got shape {column.shape}")
+            object.__setattr__(self, name, column.astype(dtype, copy=False))
+        extra = {}
+        for name, values in self.extra.items():
+            column = np.asarray(values)
+            if name in _COLUMN_KINDS:
+                raise ValueError(f"CandidateTable.extra[{name!r}]: clashes with a core column")
+            if column.ndim != 1 or len(column) != num_rows:
+                raise ValueError(f"CandidateTable.extra[{name!r}]: expected {num_rows} rows, "
+                                 f"got shape {column.shape}")
+            extra[name] = column
+        object.__setattr__(self, "extra", extra)
+
+    def __len__(self) -> int:
+        return len(self.gpu_id)
+
+    def take(self, indices: np.ndarray | list[int]) -> "CandidateTable":
+        """The rows at ``indices`` (in that order), extra columns included."""
+        indices = np.asarray(indices, dtype=np.int64)
+        core = {name: getattr(self, name)[indices] for name in _COLUMN_KINDS}
+        return CandidateTable(**core, extra={k: v[indices] for k, v in self.extra.items()})
+
+    def to_frame(self) -> pd.DataFrame:
+        columns = {name: getattr(self, name) for name in _COLUMN_KINDS}
+        columns.update(self.extra)
+        return pd.DataFrame(columns)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> "CandidateTable":
+        """Inverse of :meth:`to_frame`: core columns by name, every other column into ``extra``."""
+        missing = [name for name in _COLUMN_KINDS if name not in frame.columns]
+        if missing:
+            raise ValueError(f"candidate frame: missing column(s) {', '.join(missing)}")
+        core = {name: frame[name].to_numpy() for name in _COLUMN_KINDS}
+        extra = {str(k): frame[k].to_numpy() for k in frame.columns if k not in _COLUMN_KINDS}
+        return cls(**core, extra=extra)
+
+
+class Constraint(str, Enum):
+    """The constraints of the single-job model, in the order :func:`diagnose` re-imposes them."""
+
+    MEMORY = "memory"
+    DIVISIBILITY = "divisibility"
+    BATCH = "batch"
+    INVENTORY = "inventory"
+    DEADLINE = "deadline"
+    BUDGET = "budget"
+
+
+class InfeasiblePlan(Exception):
+    """No candidate satisfies every constraint: which one binds, by how much, and a fix."""
+
+    def __init__(self, constraint: Constraint, detail: str, fix: str, *,
+                 required: float | None = None, available: float | None = None) -> None:
+        super().__init__(f"{constraint.value}: {detail}; {fix}")
+        self.constraint = constraint
+        self.detail = detail
+        self.fix = fix
+        self.required = required    # e.g. GiB needed, GPUs needed, seconds, USD
+        self.available = available  # the matching limit
+
+
+@dataclass(frozen=True, eq=False)
+class RowChecks:
+    """Per-row pass/fail of each constraint (bool arrays) and the limits they were checked against."""
+
+    memory: np.ndarray
+    divisibility: np.ndarray
+    batch: np.ndarray
+    gpu_type: np.ndarray   # the row's GPU type has a non-zero inventory
+    inventory: np.ndarray  # n_c <= inv[g(c)]
+    deadline: np.ndarray
+    budget: np.ndarray
+    inventory_limits: dict[str, int] | None
+    deadline_s: float | None
+    budget_usd: float | None
+
+    def passes(self, constraint: Constraint) -> np.ndarray:
+        return getattr(self, constraint.value)
+
+    def feasible(self) -> np.ndarray:
+        ok = self.gpu_type.copy()
+        for constraint in Constraint:
+            ok &= self.passes(constraint)
+        return ok
+
+
+class Objective(str, Enum):
+    COST = "cost"  # minimise C (tie-break on T)
+    TIME = "time"  # minimise T (tie-break on C)
+    MIX = "mix"    # minimise w*C/C_ref + (1-w)*T/T_ref
+
+
+def objective_weights(objective: Objective | str, cost_weight: float = 0.5) -> tuple[float, float]:
+    """(weight on C/C_ref, weight on T/T_ref); both > 0 so that the optimum is Pareto-optimal."""
+    try:
+        objective = Objective(objective)
+    except ValueError:
+        raise ValueError(f"objective: expected one of cost, time, mix; got {objective!r}") from None
+    if objective is Objective.COST:
+        return 1.0, TIE_BREAK_WEIGHT
+    if objective is Objective.TIME:
+        return TIE_BREAK_WEIGHT, 1.0
+    if not 0.0 <= cost_weight <= 1.0:
+        raise ValueError(f"cost_weight: expected a value in [0, 1], got {cost_weight}")
+    return max(cost_weight, TIE_BREAK_WEIGHT), max(1.0 - cost_weight, TIE_BREAK_WEIGHT)
+
+
+def positive_reference(values: np.ndarray) -> float:
+    """Normaliser for one term of the objective: the best value, or 1 when that is not positive."""
+    best = float(np.min(values))
+    return best if best > 0 else 1.0
+
+
+def check_rows(table: CandidateTable, *, deadline_s: float | None = None,
+               budget_usd: float | None = None,
+               inventory: Mapping[str, int] | None = None) -> RowChecks:
+    """Evaluate every per-row constraint of the single-job model, vectorised.
+
+    ``inventory`` maps GPU type -> GPUs available; types not in it are not allowed; ``None``
+    means no limit. Raises ValueError on bad limits or on a row that passes the memory,
+    divisibility and batch filters but has a non-finite time or cost.
+    """
+    _check_limit("deadline_s", deadline_s)
+    _check_limit("budget_usd", budget_usd)
+    gpu_codes, gpu_types = pd.factorize(table.gpu_id)
+    if inventory is None:
+        inventory_per_row = np.full(len(table), np.inf)
+    else:
+        for gpu, count in inventory.items():
+            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+                raise ValueError(f"inventory[{gpu!r}]: expected a GPU count >= 0, got {count!r}")
+        per_type = np.array([inventory.get(gpu, 0) for gpu in gpu_types], dtype=np.float64)
+        inventory_per_row = per_type[gpu_codes] if len(table) else np.zeros(0)
+    time_s, cost_usd = table.time_to_train_s, table.cost_usd
+    checks = RowChecks(
+        memory=table.fits_memory, divisibility=table.divisible, batch=table.batch_ok,
+        gpu_type=inventory_per_row > 0, inventory=table.num_gpus <= inventory_per_row,
+        deadline=time_s <= deadline_s if deadline_s is not None else np.ones(len(table), bool),
+        budget=cost_usd <= budget_usd if budget_usd is not None else np.ones(len(table), bool),
+        inventory_limits=dict(inventory) if inventory is not None else None,
+        deadline_s=deadline_s, budget_usd=budget_usd)
+    _check_scored(table, checks.memory & checks.divisibility & checks.batch)
+    return checks
+
+
+def _check_limit(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: expected a positive number, got {value!r}")
+
+
+def _check_scored(table: CandidateTable, plausible: np.ndarray) -> None:
+    for name in ("time_to_train_s", "cost_usd"):
+        bad = plausible & ~(np.isfinite(getattr(table, name)) & (getattr(table, name) >= 0))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"CandidateTable.{name}: row {row} ({table.label[row]}) passes the "
+                             f"memory, divisibility and batch checks but has value "
+                             f"{getattr(table, name)[row]!r}")
+    bad = plausible & (table.num_gpus < 1)
+    if bad.any():
+        raise ValueError(f"CandidateTable.num_gpus: row {int(np.flatnonzero(bad)[0])} has < 1 GPU")
+
+
+def pareto_mask(group: np.ndarray, cost: np.ndarray, time: np.ndarray,
+                size: np.ndarray | None = None) -> np.ndarray:
+    """Rows that no other row of the same group dominates (lower-or-equal in every key).
+
+    Keys are (cost, time), plus ``size`` (GPU count) when given, which the shared-inventory
+    models need: a cheaper, faster plan that takes more GPUs may not fit. Of exact
+    duplicates the lowest index is kept.
+    """
+    group_codes = pd.factorize(group)[0]
+    if size is None:
+        return _pareto_2d(group_codes, cost, time)
+    size_codes = pd.factorize(size)[0]
+    keep = _pareto_2d(group_codes * (int(size_codes.max(initial=0)) + 1) + size_codes, cost, time)
+    # Survivors can now only be dominated by a row of the same group with strictly fewer GPUs.
+    survivors = np.flatnonzero(keep)
+    for code in np.unique(group_codes[survivors]):
+        rows = survivors[group_codes[survivors] == code]
+        keep[rows[_dominated_by_smaller(cost[rows], time[rows], size[rows])]] = False
+    return keep
+
+
+def _pareto_2d(group_codes: np.ndarray, cost: np.ndarray, time: np.ndarray) -> np.ndarray:
+    # Sorted by (group, cost, time), a row survives iff it is strictly faster than every
+    # row before it in its group: those are all at most as expensive.
+    num_rows = len(group_codes)
+    order = np.lexsort((time, cost, group_codes))
+    sorted_groups, sorted_time = group_codes[order], time[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if num_rows else []
+    keep_sorted = np.zeros(num_rows, dtype=bool)
+    for start, end in zip(starts, list(starts[1:]) + [num_rows]):  # one pass per group
+        fastest_so_far = np.minimum.accumulate(sorted_time[start:end])
+        keep_sorted[start] = True
+        keep_sorted[start + 1:end] = sorted_time[start + 1:end] < fastest_so_far[:-1]
+    keep = np.zeros(num_rows, dtype=bool)
+    keep[order] = keep_sorted
+    return keep
+
+
+def _dominated_by_smaller(cost: np.ndarray, time: np.ndarray, size: np.ndarray,
+                          chunk: int = 2048) -> np.ndarray:
+    dominated = np.zeros(len(cost), dtype=bool)
+    for start in range(0, len(cost), chunk):  # chunked so the pairwise matrix stays small
+        rows = slice(start, start + chunk)
+        dominated[rows] = ((cost[None, :] <= cost[rows, None]) & (time[None, :] <= time[rows, None])
+                           & (size[None, :] < size[rows, None])).any(axis=1)
+    return dominated
+
+
+@functools.cache
+def _highs_available() -> bool:
+    try:
+        import highspy
+    except ImportError:
+        return False
+    # highspy prints a banner on the first Highs() of a process, before any option can be
+    # set: take it once here with stdout pointed at /dev/null so that solves stay quiet.
+    saved_stdout = os.dup(1)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
+    return True
+
+
+def make_solver(solver: str = "auto", time_limit_s: float | None = None) -> tuple[pulp.LpSolver, str]:
+    """A quiet PuLP solver with a zero optimality gap, and its name ("highs" or "cbc").
+
+    ``auto`` takes HiGHS when ``highspy`` is importable (in-process, no files), else CBC
+    (a subprocess whose temporary files PuLP deletes).
+    """
+    choice = solver.lower()
+    if choice not in ("auto", "cbc", "highs"):
+        raise ValueError(f"solver: expected auto, cbc or highs, got {solver!r}")
+    if choice == "highs" and not _highs_available():
+        raise ValueError("solver='highs' needs the highspy package (pip install highspy)")
+    if choice == "highs" or (choice == "auto" and _highs_available()):
+        return pulp.HiGHS(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s), "highs"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3 deprecates the bundled CBC
+        return pulp.PULP_CBC_CMD(msg=False, threads=1, gapRel=0.0, gapAbs=0.0,
+                                 timeLimit=time_limit_s, keepFiles=False), "cbc"
+
+
+def new_binaries(problem: pulp.LpProblem, prefix: str, count: int) -> list[pulp.LpVariable]:
+    return [new_variable(problem, f"{prefix}{i}", cat=pulp.LpBinary) for i in range(count)]
+
+
+def new_variable(problem: pulp.LpProblem, name: str, low: float | None = 0,
+                 high: float | None = None, cat: str = pulp.LpContinuous) -> pulp.LpVariable:
+    if hasattr(problem, "add_variable"):  # PuLP >= 3.3 attaches variables to the model
+        return problem.add_variable(name, low, high, cat=cat)
+    return pulp.LpVariable(name, low, high, cat=cat)
+
+
+def run_solver(problem: pulp.LpProblem, solver: str, time_limit_s: float | None) -> tuple[bool, str]:
+    """Solve in place; (optimal?, solver name). False means proven infeasible."""
+    engine, name = make_solver(solver, time_limit_s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        status = pulp.LpStatus[problem.solve(engine)]
+    if status == "Optimal":
+        return True, name
+    if status == "Infeasible":
+        return False, name
+    raise RuntimeError(f"{name} stopped without an optimal solution (status {status}"
+                       + (f", time limit {time_limit_s} s)" if time_limit_s else ")"))
+
+
+def chosen_index(variables: list[pulp.LpVariable]) -> int:
+    return int(np.argmax([v.varValue or 0.0 for v in variables]))
+
+
+@dataclass(frozen=True)
+class SingleSolution:
+    """The chosen row and how it was found; row indices refer to the ORIGINAL table."""
+
+    row: int
+    objective: Objective
+    objective_value: float        # w_C*C/C_ref + w_T*T/T_ref at the optimum
+    cost_usd: float
+    time_to_train_s: float
+    alternatives: tuple[int, ...]  # the next-best feasible rows, best first
+    solver: str
+    num_rows: int                  # rows in the table
+    num_feasible: int              # rows that pass every constraint
+    num_pruned: int                # feasible rows dropped as dominated before the ILP
+    num_variables: int             # binaries in the ILP
+    cost_ref_usd: float
+    time_ref_s: float
+
+
+def solve_single(table: CandidateTable, objective: Objective | str = Objective.COST, *,
+                 deadline_s: float | None = None, budget_usd: float | None = None,
+                 inventory: Mapping[str, int] | None = None, cost_weight: float = 0.5,
+                 top_k: int = 5, solver: str = "auto", prune: bool = True,
+                 time_limit_s: float | None = None) -> SingleSolution:
+    r"""Choose the best candidate for one job.
+
+    Notation: candidates c in C, each with GPU type g(c), GPU count n_c, time-to-train T_c,
+    cost C_c and the booleans fits_c (memory), div_c (divisibility), bat_c (batch). Limits:
+    deadline D, budget B, inventory inv_g per GPU type (types absent from ``inventory`` have
+    inv_g = 0; no ``inventory`` means inv_g = inf). Objective weights (w_C, w_T) from
+    :func:`objective_weights`; C_ref, T_ref = the least C and T over feasible rows.
+
+        variables   x_c in {0, 1}      for c in C' = {c : fits_c and div_c and bat_c}   (1-3)
+        minimise    sum_c (w_C C_c / C_ref + w_T T_c / T_ref) x_c
+        subject to  (4) sum_c x_c = 1
+                    (5) sum_c T_c x_c <= D
+                    (6) sum_c C_c x_c <= B
+                    (7) sum_{c : g(c) = g} n_c x_c <= inv_g     for every GPU type g
+
+    With one job, (5)-(7) bind one x_c at a time, so they are also applied as row filters
+    before pruning (Pareto pruning is only sound on rows that satisfy every constraint); the
+    model keeps them so that it is the one written here. Dominated rows (per GPU type, the
+    (C, T) Pareto front of feasible rows is kept) get no variable: both weights are positive,
+    so an optimum is never dominated. Raises :class:`InfeasiblePlan` when no row is feasible.
+    """
+    if top_k < 0:
+        raise ValueError(f"top_k: expected >= 0, got {top_k}")
+    w_cost, w_time = objective_weights(objective, cost_weight)
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory)
+    feasible = np.flatnonzero(checks.feasible())
+    if len(feasible) == 0:
+        raise diagnose(table, checks)
+    C, T, n = table.cost_usd, table.time_to_train_s, table.num_gpus
+    C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
+    score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
+    kept = feasible[pareto_mask(table.gpu_id[feasible], C[feasible], T[feasible])] if prune else feasible
+
+    problem = pulp.LpProblem("single_job", pulp.LpMinimize)
+    x = new_binaries(problem, "x", len(kept))
+    kept_score = w_cost * C[kept] / C_ref + w_time * T[kept] / T_ref
+    problem += pulp.LpAffineExpression(zip(x, kept_score.tolist()))
+    problem += pulp.lpSum(x) == 1                                                     # (4)
+    if deadline_s is not None:
+        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist())) <= deadline_s    # (5)
+    if budget_usd is not None:
+        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist())) <= budget_usd    # (6)
+    for gpu, limit in (inventory or {}).items():                                      # (7)
+        of_type = np.flatnonzero(table.gpu_id[kept] == gpu)
+        if len(of_type):
+            problem += pulp.LpAffineExpression((x[i], float(n[kept[i]])) for i in of_type) <= limit
+    optimal, solver_name = run_solver(problem, solver, time_limit_s)
+    assert optimal, "every variable of the single-job model is a feasible row"
+    row = int(kept[chosen_index(x)])
+    return SingleSolution(
+        row=row, objective=Objective(objective), cost_usd=float(C[row]),
+        objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
+        time_to_train_s=float(T[row]), alternatives=_best_rows(feasible, score, row, top_k),
+        solver=solver_name, num_rows=len(table), num_feasible=len(feasible),
+        num_pruned=len(feasible) - len(kept), num_variables=len(x),
+        cost_ref_usd=C_ref, time_ref_s=T_ref)
+
+
+def _best_rows(rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int) -> tuple[int, ...]:
+    """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: lower index)."""
+    count = min(top_k + 1, len(rows))
+    if count == 0:
+        return ()
+    best = np.argpartition(score, count - 1)[:count]
+    best = best[np.lexsort((rows[best], score[best]))]
+    return tuple(int(r) for r in rows[best] if r != chosen)[:top_k]
+
+
+# --- infeasibility diagnosis ---------------------------------------------------------------
+
+def diagnose(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
+    """Name the constraint that empties the candidate set, with numbers and a fix.
+
+    Rows of GPU types outside the inventory are out of scope from the start. The constraints
+    are then re-imposed one at a time in :class:`Constraint` order (memory, divisibility,
+    batch, inventory, deadline, budget); the first one after which no row is left binds,
+    and its message is computed on the rows that passed the earlier ones.
+    """
+    passing = checks.gpu_type
+    if not passing.any():
+        return _explain_gpu_types(table, checks)
+    for constraint in Constraint:
+        narrowed = passing & checks.passes(constraint)
+        if not narrowed.any():
+            return _EXPLAIN[constraint](table, checks, passing)
+        passing = narrowed
+    raise AssertionError("diagnose() called on a table with a feasible row")
+
+
+def _explain_gpu_types(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
+    types = ", ".join(sorted(set(table.gpu_id.tolist()))) or "none"
+    return InfeasiblePlan(
+        Constraint.INVENTORY,
+        f"no candidate uses a GPU type in the inventory ({_inventory_text(checks)}); "
+        f"candidate GPU types: {types}", "add GPUs of one of those types to the inventory",
+        required=1, available=0)
+
+
+def _explain_memory(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    # Compare like with like: the smallest need on the allowed GPU type with the most memory.
+    capacity = float(np.max(table.capacity_gib[passing]))
+    largest = passing & (table.capacity_gib == capacity)
+    pool = np.flatnonzero(largest & checks.divisibility if (largest & checks.divisibility).any()
+                          else largest)
+    row = int(pool[np.argmin(table.memory_need_gib[pool])])
+    need = float(table.memory_need_gib[row])
+    detail = f"needs {need:.1f} GiB per GPU, the largest allowed GPU has {capacity:.1f} GiB"
+    if need <= capacity:
+        detail += " less the headroom the fit rule keeps free"
+    factor = 2 ** max(1, math.ceil(math.log2(max(need / capacity, 1.0))))
+    return InfeasiblePlan(Constraint.MEMORY, detail, _memory_fix(table, row, pool, factor),
+                          required=need, available=capacity)
+
+
+def _memory_fix(table: CandidateTable, row: int, pool: np.ndarray, factor: int) -> str:
+    if "dp_shard" not in table.extra or "tp" not in table.extra:
+        return (f"shard over about {factor}x more GPUs (FSDP or tensor parallel), "
+                "lower the micro-batch or checkpoint activations")
+    shards = max(int(table.extra["dp_shard"][row]), 1)
+    tp = max(int(table.extra["tp"][row]), 1)
+    fix = f"shard with FSDP over at least {shards * factor} GPUs"
+    if tp * factor <= int(np.max(table.extra["tp"][pool])):  # a tp degree the model allows
+        fix += f" or use tp={tp * factor}"
+    return fix
+
+
+def _explain_divisibility(table: CandidateTable, checks: RowChecks,
+                          passing: np.ndarray) -> InfeasiblePlan:
+    return InfeasiblePlan(
+        Constraint.DIVISIBILITY,
+        f"none of the {int(passing.sum())} candidates that fit in memory "
+        f"({_count_range(table, passing)} GPUs) has a valid layout (heads % tp, layers % pp, "
+        "degrees multiplying to the GPU count, tp within the scale-up domain)",
+        "allow other GPU counts or tp/pp degrees")
+
+
+def _explain_batch(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    return InfeasiblePlan(
+        Constraint.BATCH,
+        f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
+        "GPUs) reaches the target global batch within tolerance",
+        "widen the batch tolerance or pick a global batch the data-parallel degrees divide")
+
+
+def _explain_inventory(table: CandidateTable, checks: RowChecks,
+                       passing: np.ndarray) -> InfeasiblePlan:
+    limits = checks.inventory_limits or {}
+    best: tuple[float, str, int] | None = None
+    for gpu in sorted(set(table.gpu_id[passing].tolist())):
+        smallest = int(table.num_gpus[passing & (table.gpu_id == gpu)].min())
+        shortfall = smallest / limits[gpu]
+        if best is None or shortfall < best[0]:
+            best = (shortfall, gpu, smallest)
+    assert best is not None
+    _, gpu, smallest = best
+    return InfeasiblePlan(
+        Constraint.INVENTORY,
+        f"the smallest plan that fits needs {smallest} {gpu} GPUs, the inventory allows "
+        f"{gpu}<={limits[gpu]}", f"allow {smallest} {gpu} GPUs or a GPU type with more memory",
+        required=smallest, available=limits[gpu])
+
+
+def _explain_deadline(table: CandidateTable, checks: RowChecks,
+                      passing: np.ndarray) -> InfeasiblePlan:
+    T = table.time_to_train_s
+    fastest = float(T[passing].min())
+    assert checks.deadline_s is not None
+    fix = f"allow {_format_duration(fastest, round_up=True)}"
+    bigger = (checks.gpu_type & checks.memory & checks.divisibility & checks.batch
+              & ~checks.inventory & checks.deadline)
+    if bigger.any():  # more GPUs than the inventory has would meet the deadline
+        rows = np.flatnonzero(bigger)
+        row = int(rows[np.lexsort((T[rows], table.num_gpus[rows]))[0]])
+        fix += (f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in "
+                f"{_format_duration(float(T[row]))})")
+    elif checks.inventory_limits is not None:
+        fix += "; no candidate meets the deadline at any GPU count"
+    return InfeasiblePlan(
+        Constraint.DEADLINE, f"the fastest plan needs {_format_duration(fastest)} with the "
+        f"allowed inventory ({_inventory_text(checks)})", fix,
+        required=fastest, available=checks.deadline_s)
+
+
+def _explain_budget(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    C, T = table.cost_usd, table.time_to_train_s
+    cheapest = float(C[passing].min())
+    budget = checks.budget_usd
+    assert budget is not None
+    decimals = _distinguishing_decimals(cheapest, budget)
+    scope = "the cheapest plan that meets the deadline" if checks.deadline_s else "the cheapest plan"
+    fix = f"raise the budget to {_format_usd(cheapest, decimals, round_up=True)}"
+    if checks.deadline_s is not None:
+        within_budget = (checks.gpu_type & checks.memory & checks.divisibility & checks.batch
+                         & checks.inventory & checks.budget)
+        if within_budget.any():
+            fastest = float(T[within_budget].min())
+            fix += f" or extend the deadline to {_format_duration(fastest, round_up=True)}"
+    return InfeasiblePlan(
+        Constraint.BUDGET, f"{scope} costs {_format_usd(cheapest, decimals)} > "
+        f"{_format_usd(budget, decimals)}", fix, required=cheapest, available=budget)
+
+
+_EXPLAIN = {
+    Constraint.MEMORY: _explain_memory, Constraint.DIVISIBILITY: _explain_divisibility,
+    Constraint.BATCH: _explain_batch, Constraint.INVENTORY: _explain_inventory,
+    Constraint.DEADLINE: _explain_deadline, Constraint.BUDGET: _explain_budget,
+}
+
+
+def _inventory_text(checks: RowChecks) -> str:
+    if checks.inventory_limits is None:
+        return "no inventory limit"
+    return ", ".join(f"{gpu}<={count}" for gpu, count in checks.inventory_limits.items()) or "empty"
+
+
+def _count_range(table: CandidateTable, rows: np.ndarray) -> str:
+    low, high = int(table.num_gpus[rows].min()), int(table.num_gpus[rows].max())
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _format_duration(seconds: float, round_up: bool = False) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size or unit == "minutes":
+            value = seconds / size
+            return f"{math.ceil(value - 1e-9)} {unit}" if round_up else f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _format_usd(value: float, decimals: int = 1, round_up: bool = False) -> str:
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+        if abs(value) >= scale or scale == 1.0:
+            scaled = value / scale
+            if round_up:
+                scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
+            return f"${scaled:,.{decimals}f}{suffix}"
+    raise AssertionError("unreachable")
+
+
+def _distinguishing_decimals(first: float, second: float) -> int:
+    """Fewest decimals (1-4) that print two amounts differently."""
+    for decimals in range(1, 5):
+        if _format_usd(first, decimals) != _format_usd(second, decimals):
+            return decimals
+    return 4

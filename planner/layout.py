@@ -1,0 +1,149 @@
+"""Parallel layout and training settings shared by the planner and the trainer.
+
+The device mesh is ``(pp, dp_replicate, dp_shard, cp, tp)`` (outermost first), as in
+torchtitan's ``ParallelDims``: tp is innermost so that it stays inside one scale-up
+domain, pp outermost so that its point-to-point traffic is the one that crosses nodes.
+``-1`` for ``dp_shard`` means "whatever is left of the world size".
+"""
+from __future__ import annotations
+
+import math
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Sharding(str, Enum):
+    """How parameters, gradients and optimizer states are split over the data-parallel group."""
+
+    NONE = "none"    # DDP: every rank holds everything
+    ZERO1 = "zero1"  # optimizer states sharded
+    ZERO2 = "zero2"  # + gradients sharded (FSDP2 with reshard_after_forward=False)
+    FSDP = "fsdp"    # ZeRO-3: + parameters sharded; HSDP when dp_replicate > 1
+
+
+class ActivationCheckpointing(str, Enum):
+    NONE = "none"
+    SELECTIVE = "selective"  # recompute attention internals only (Korthikanti et al. 2022)
+    FULL = "full"            # keep only each block's input, recompute the block
+
+
+class Precision(str, Enum):
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    FP32 = "fp32"
+
+
+class Implementation(str, Enum):
+    NATIVE = "native"  # trainplan's own Llama-family trainer
+    HF = "hf"          # stock Hugging Face transformers model under FSDP2
+
+
+class PipelineSchedule(str, Enum):
+    ONE_F_ONE_B = "1f1b"
+    GPIPE = "gpipe"
+
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+class Layout(BaseModel):
+    """Degrees of each parallel axis. Validates itself; ``resolve`` fills ``-1``."""
+
+    model_config = _FROZEN
+
+    dp_replicate: int = Field(1, ge=1)
+    dp_shard: int = Field(-1, ge=-1)
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+    cp: int = Field(1, ge=1)
+    sharding: Sharding = Sharding.FSDP
+    pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
+
+    @model_validator(mode="after")
+    def _check(self) -> "Layout":
+        if self.dp_shard == 0:
+            raise ValueError("dp_shard must be >= 1, or -1 for 'the rest'")
+        if self.sharding == Sharding.NONE and self.dp_shard not in (1, -1):
+            raise ValueError("sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard")
+        return self
+
+    @property
+    def non_dp(self) -> int:
+        return self.tp * self.pp * self.cp
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel degree (replicas x shards); only valid once resolved."""
+        assert self.dp_shard > 0, "resolve() the layout first"
+        return self.dp_replicate * self.dp_shard
+
+    @property
+    def world_size(self) -> int:
+        return self.dp * self.non_dp
+
+    @property
+    def shard_degree(self) -> int:
+        """Ranks over which the sharded states are split (1 for DDP)."""
+        return 1 if self.sharding == Sharding.NONE else self.dp_shard
+
+    def resolve(self, world_size: int) -> "Layout":
+        """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""
+        if world_size < 1:
+            raise ValueError(f"world size must be >= 1, got {world_size}")
+        fixed = self.dp_replicate * self.non_dp
+        if self.dp_shard == -1:
+            if world_size % fixed:
+                raise ValueError(
+                    f"world size {world_size} is not divisible by dp_replicate*tp*pp*cp = {fixed}")
+            rest = world_size // fixed
+            if self.sharding == Sharding.NONE:
+                # DDP: the leftover ranks are replicas, not shards.
+                return self.model_copy(update={"dp_replicate": self.dp_replicate * rest, "dp_shard": 1})
+            return self.model_copy(update={"dp_shard": rest})
+        if fixed * self.dp_shard != world_size:
+            raise ValueError(
+                f"degrees multiply to {fixed * self.dp_shard} "
+                f"(dp_replicate={self.dp_replicate} x dp_shard={self.dp_shard} x tp={self.tp} "
+                f"x pp={self.pp} x cp={self.cp}), not the world size {world_size}")
+        return self
+
+    def mesh_shape(self) -> tuple[tuple[str, int], ...]:
+        """Named mesh axes, outermost first, degree-1 axes included (the trainer drops them)."""
+        return (("pp", self.pp), ("dp_replicate", self.dp_replicate), ("dp_shard", self.dp_shard),
+                ("cp", self.cp), ("tp", self.tp))
+
+    def describe(self) -> str:
+        parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]
+        kind = "hsdp" if self.sharding == Sharding.FSDP and self.dp_replicate > 1 else self.sharding.value
+        return " ".join([kind, *parts]) if parts else f"{kind} (1 GPU)"
+
+
+class TrainingConfig(BaseModel):
+    """Per-step settings: batch shape, recompute, precision, implementation.
+
+    With pipeline parallelism the ``grad_accum`` micro-batches of one step are the
+    pipeline's micro-batches (so the bubble shrinks as accumulation grows).
+    """
+
+    model_config = _FROZEN
+
+    seq_len: int = Field(2048, ge=1)
+    micro_batch: int = Field(1, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    activation_checkpointing: ActivationCheckpointing = ActivationCheckpointing.NONE
+    precision: Precision = Precision.BF16
+    impl: Implementation = Implementation.NATIVE
+    compile: bool = False
+    offload: bool = False
+
+    def tokens_per_step(self, layout: Layout) -> int:
+        """Global batch in tokens: micro_batch x seq x accumulation x data-parallel degree."""
+        return self.micro_batch * self.seq_len * self.grad_accum * layout.dp
+
+    @staticmethod
+    def grad_accum_for(global_batch_tokens: int, micro_batch: int, seq_len: int, dp: int) -> int:
+        """Smallest accumulation that reaches the requested global batch (at least 1)."""
+        per_pass = micro_batch * seq_len * dp
+        return max(1, math.ceil(global_batch_tokens / per_pass - 1e-9))

@@ -1,0 +1,228 @@
+"""Per-GPU memory: states, buffers, activations, logits; allocated and reserved peaks.
+
+Every function broadcasts over a ``Candidates`` table. Byte counts come from what autograd
+saves for backward in the forward of each module (derivations in docs/model.md, checked
+against measured FSDP2 runs in tests/test_calibration.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from planner.candidates import (AC_FULL, AC_NONE, AC_SELECTIVE, IMPL_HF, PREC_FP32, SCHED_GPIPE,
+                                SHARD_FSDP, SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates)
+from planner.model_spec import ModelSpec
+from planner.settings import ModelingSettings
+
+FP32_BYTES = 4.0
+ADAM_STATE_BYTES = 8.0          # exp_avg + exp_avg_sq in fp32
+LSE_BYTES_PER_HEAD = 4.0        # flash attention's fp32 log-sum-exp per query and head
+LOSS_BYTES_PER_LOGIT = 12.0     # see logits_loss_bytes
+GIB = 2.0**30
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU on the most loaded pipeline stage (arrays over candidates)."""
+
+    params: np.ndarray            # sharded master weights (fp32)
+    grads: np.ndarray             # gradients (fp32), at the peak
+    optimizer: np.ndarray         # AdamW moments
+    unsharded_params: np.ndarray  # compute-dtype copies: FSDP all-gather buffers / autocast cache
+    activations: np.ndarray       # saved for backward, all in-flight micro-batches
+    logits_loss: np.ndarray       # loss backward (logits, fp32 log-softmax, grads) or block recompute
+    misc: np.ndarray              # workspaces and small buffers
+    peak_allocated: np.ndarray
+    reserved: np.ndarray          # caching-allocator peak (max_memory_reserved)
+    device_total: np.ndarray      # reserved + CUDA context: what must fit on the device
+
+    def as_gib(self, row: int = 0) -> dict[str, float]:
+        skip = {"peak_allocated", "reserved", "device_total"}
+        return {f.name: float(getattr(self, f.name)[row]) / GIB for f in fields(self) if f.name not in skip}
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameter counts held by one pipeline stage, before tensor-parallel splitting."""
+
+    blocks: np.ndarray     # transformer-block parameters on the stage
+    root: np.ndarray       # embedding / final norm / LM head on the stage
+    per_block: float
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.blocks + self.root
+
+
+def layers_per_stage(model: ModelSpec, c: Candidates) -> np.ndarray:
+    return np.ceil(model.num_layers / c.pp)
+
+
+def stage_params(model: ModelSpec, c: Candidates, last_stage: bool) -> StageParams:
+    """Blocks are split evenly; the embedding sits on the first stage, norm + head on the last
+    (a tied head needs its own copy on the last stage once pp > 1)."""
+    counts = model.param_counts()
+    head = counts.final_norm + (counts.lm_head or counts.embedding)
+    single = c.pp == 1
+    if last_stage:
+        root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, head)
+    else:
+        root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, counts.embedding)
+    return StageParams(blocks=layers_per_stage(model, c) * counts.per_layer, root=root.astype(float),
+                       per_block=float(counts.per_layer))
+
+
+def compute_dtype_bytes(c: Candidates) -> np.ndarray:
+    """Bytes of a compute-dtype element: fp32 runs in fp32; bf16/fp16/fp8 keep bf16 weights."""
+    return np.where(c.precision == PREC_FP32, 4.0, 2.0)
+
+
+def state_bytes(stage: StageParams, c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Master params, full-step grads and AdamW moments per GPU (fp32), by sharding stage.
+
+    DDP keeps all three whole; ZeRO-1 shards the moments, ZeRO-2 also the grads, FSDP also the
+    params (Rajbhandari et al. 2020, Table 1). Offload moves all three to host memory.
+    """
+    local = stage.total / c.tp
+    shard = np.maximum(c.dp_shard, 1)
+    params = local * FP32_BYTES / np.where(c.sharding == SHARD_FSDP, shard, 1)
+    grads = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO2, shard, 1)
+    moments = local * ADAM_STATE_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)
+    on_gpu = ~c.offload.astype(bool)
+    return params * on_gpu, grads * on_gpu, moments * on_gpu
+
+
+def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Compute-dtype parameter copies that exist during forward/backward.
+
+    FSDP: the root (embedding/head) stays gathered for the whole step, plus the gathered block
+    and the one being prefetched. ZeRO-2 (no reshard after forward) keeps every block gathered.
+    DDP/ZeRO-1 under autocast cache a low-precision copy of every weight for the step.
+    """
+    dtype = compute_dtype_bytes(c)
+    blocks_gathered = np.where(c.sharding == SHARD_FSDP,
+                               np.minimum(s.fsdp_unsharded_blocks, stage.blocks / stage.per_block),
+                               stage.blocks / stage.per_block)
+    copies = (stage.root + blocks_gathered * stage.per_block) / c.tp * dtype
+    needs_copy = (c.precision != PREC_FP32) | (c.sharding == SHARD_FSDP) | c.offload.astype(bool)
+    return np.where(needs_copy, copies, 0.0)
+
+
+def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Bytes one norm saves per token, in units of the compute dtype.
+
+    HF LlamaRMSNorm upcasts to fp32 (saved by pow/mul: 4h), saves the normalised bf16 value for
+    the weight multiply (2h) and its output is saved by the next linear (2h): 8h. A fused norm
+    (F.rms_norm / nn.LayerNorm) saves its input and output only: 4h. With tensor + sequence
+    parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
+    column-parallel linear is whole.
+    """
+    h = model.hidden_size
+    manual_rms = (c.impl == IMPL_HF) & (model.norm == "rmsnorm")
+    internal = np.where(manual_rms, 6.0 * h, 2.0 * h) * compute_dtype_bytes(c) / 2.0
+    return internal / c.tp + 2.0 * h * compute_dtype_bytes(c) / 2.0
+
+
+def block_activation_bytes_per_token(model: ModelSpec, c: Candidates) -> dict[str, np.ndarray]:
+    """Bytes saved for backward by one block per token (no recompute), split by part."""
+    dtype = compute_dtype_bytes(c)
+    tp = c.tp
+    # q, k, v after rotary + attention output (saved by SDPA and by o_proj), + fp32 LSE.
+    attention = (2 * model.q_size + 2 * model.kv_size) * dtype / tp
+    attention = attention + LSE_BYTES_PER_HEAD * model.num_heads / tp
+    if model.mlp == "swiglu":
+        # gate (SiLU input), SiLU output, up, product (down_proj input).
+        mlp = 4.0 * model.ffn_hidden_size * dtype / tp
+    else:
+        # fc1 output (GeLU input) and GeLU output (fc2 input).
+        mlp = 2.0 * model.ffn_hidden_size * dtype / tp
+    mlp = mlp * model.experts_per_token
+    norms = 2.0 * norm_saved_bytes(model, c)
+    return {"attention": attention, "mlp": mlp, "norms": norms}
+
+
+def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """What a fully checkpointed block keeps: its input (sequence-sharded under TP)."""
+    return model.hidden_size * compute_dtype_bytes(c) / c.tp
+
+
+def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
+    """1F1B keeps up to pp micro-batches alive on the first stage, one on the last; GPipe all."""
+    m = c.grad_accum
+    one_f_one_b = np.minimum(c.pp, m) if first_stage else np.ones_like(m)
+    alive = np.where(c.pp_schedule == SCHED_GPIPE, m, one_f_one_b)
+    return np.where(c.pp == 1, 1, alive)
+
+
+def activation_bytes(model: ModelSpec, c: Candidates, first_stage: bool) -> np.ndarray:
+    """Activations saved for backward by all in-flight micro-batches of a stage."""
+    tokens = c.micro_batch * c.seq_len / c.cp
+    full = sum(block_activation_bytes_per_token(model, c).values()) * tokens
+    kept = block_input_bytes_per_token(model, c) * tokens
+    n = layers_per_stage(model, c)
+    # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2).
+    per_microbatch = np.select([c.ac == AC_SELECTIVE, c.ac == AC_FULL],
+                               [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept], n * full)
+    last_norm = np.where(first_stage & (c.pp > 1), 0.0, norm_saved_bytes(model, c) * tokens)
+    return per_microbatch * in_flight_microbatches(c, first_stage) + last_norm
+
+
+def recompute_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """A checkpointed block re-materialises its activations during its own backward."""
+    tokens = c.micro_batch * c.seq_len / c.cp
+    full = sum(block_activation_bytes_per_token(model, c).values()) * tokens
+    return np.where(c.ac == AC_NONE, 0.0, full)
+
+
+def logits_loss_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Peak of the LM head + cross-entropy on the last stage, per micro-batch.
+
+    Backward of log-softmax holds its saved fp32 output, the fp32 incoming gradient and the
+    fp32 result at once: 12 bytes per logit (vocabulary split by tp with loss parallelism).
+    The forward peak is lower (bf16 logits 2 + fp32 upcast 4 + log-softmax 4 = 10 bytes).
+    """
+    tokens = c.micro_batch * c.seq_len / c.cp
+    return LOSS_BYTES_PER_LOGIT * tokens * model.vocab_size / c.tp
+
+
+def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stage: bool) -> MemoryBreakdown:
+    stage = stage_params(model, c, last_stage)
+    params, grads_full, moments = state_bytes(stage, c)
+    unsharded = unsharded_param_bytes(stage, c, s)
+    # With pp == 1 the one stage is both first and last: in-flight count is 1 either way.
+    acts = activation_bytes(model, c, first_stage=not last_stage)
+    loss = logits_loss_bytes(model, c) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
+    # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
+    grads_during = np.where(c.grad_accum > 1, grads_full, 0.0)
+    misc = np.full(len(c), s.misc_allocated_bytes)
+    # The loss buffers are gone before the first block is recomputed: the larger one counts.
+    transient = np.maximum(loss, recompute_bytes(model, c))
+    peak_a = params + moments + unsharded + grads_during + acts + transient
+    # Peak B: end of backward, all gradients materialised, activations freed.
+    peak_b = params + moments + unsharded + grads_full
+    peak = np.maximum(peak_a, peak_b) + misc
+    grads = np.where(peak_a >= peak_b, grads_during, grads_full)
+    reserved = reserved_bytes(peak, loss, grads_full, acts, c, s)
+    device_total = reserved + s.cuda_context_bytes
+    return MemoryBreakdown(params=params, grads=grads, optimizer=moments, unsharded_params=unsharded,
+                           activations=np.where(peak_a >= peak_b, acts, 0.0),
+                           logits_loss=np.where(peak_a >= peak_b, transient, 0.0), misc=misc,
+                           peak_allocated=peak, reserved=reserved, device_total=device_total)
+
+
+def reserved_bytes(peak, loss, grads_full, acts, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """The caching allocator keeps freed blocks: the logits-sized buffers and the gradient
+    churn of each step leave reserved-but-unallocated segments above the allocated peak."""
+    del acts, c
+    slack = s.reserve_transient_fraction * loss / 3.0 + s.reserve_static_fraction * grads_full
+    return peak + np.maximum(slack, s.reserve_floor_bytes)
+
+
+def memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
+    """The most loaded stage: the first (most in-flight activations) or the last (loss)."""
+    first = stage_memory(model, c, s, last_stage=False)
+    last = stage_memory(model, c, s, last_stage=True)
+    use_last = last.device_total >= first.device_total
+    return MemoryBreakdown(**{f.name: np.where(use_last, getattr(last, f.name), getattr(first, f.name))
+                              for f in fields(MemoryBreakdown)})

@@ -1,0 +1,303 @@
+"""Model presets and a reader for Hugging Face ``config.json`` files.
+
+Both produce a :class:`~planner.model_spec.ModelSpec`. A config file is read strictly as
+JSON data: nothing is downloaded, no code it names (``auto_map``) is imported, and keys
+we do not need are ignored. Optional keys default as in ``transformers``, so a spec
+counts exactly the parameters that ``AutoModelForCausalLM.from_config`` would build.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from planner.model_spec import ModelSpec
+
+# --------------------------------------------------------------------------- presets
+
+
+def _llama(name: str, layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, vocab: int,
+           max_seq_len: int, tied: bool = False, family: str = "llama", **extra: Any) -> ModelSpec:
+    return ModelSpec(name=name, family=family, num_layers=layers, hidden_size=hidden, ffn_hidden_size=ffn,
+                     num_heads=heads, num_kv_heads=kv_heads, vocab_size=vocab, max_seq_len=max_seq_len,
+                     tied_embeddings=tied, **extra)
+
+
+def _gpt3(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    """GPT-3 paper (Brown et al. 2020, Table 2.1) on the GPT-2 architecture."""
+    return ModelSpec(name=name, family="gpt2", num_layers=layers, hidden_size=hidden, ffn_hidden_size=4 * hidden,
+                     num_heads=heads, num_kv_heads=heads, vocab_size=50257, max_seq_len=2048,
+                     tied_embeddings=True, mlp="gelu", norm="layernorm", position="learned",
+                     qkv_bias=True, out_bias=True, mlp_bias=True, norm_bias=True)
+
+
+def _build_presets() -> dict[str, ModelSpec]:
+    specs = [
+        _llama("tiny", 4, 256, 688, 4, 2, 512, 512),
+        # Synthetic Llama models of the H200 calibration runs (shared/calibration).
+        _llama("llama-124m", 12, 768, 3072, 12, 12, 50304, 8192, tied=True),
+        _llama("llama-350m", 24, 1024, 2816, 16, 16, 32000, 8192),
+        _gpt3("gpt3-125m", 12, 768, 12),
+        _gpt3("gpt3-350m", 24, 1024, 16),
+        _gpt3("gpt3-760m", 24, 1536, 16),
+        # The paper lists 24 heads of 128 for d_model 2048, which cannot tile the model
+        # width; 16 x 128 (as in Megatron's GPT-3 1.3B recipe) keeps the table's head size.
+        _gpt3("gpt3-1.3b", 24, 2048, 16),
+        _gpt3("gpt3-2.7b", 32, 2560, 32),
+        _gpt3("gpt3-6.7b", 32, 4096, 32),
+        _gpt3("gpt3-13b", 40, 5120, 40),  # the paper's "5140" is a typo for 40 x 128
+        _gpt3("gpt3-175b", 96, 12288, 96),
+        _llama("llama2-7b", 32, 4096, 11008, 32, 32, 32000, 4096),
+        _llama("llama2-13b", 40, 5120, 13824, 40, 40, 32000, 4096),
+        _llama("llama2-70b", 80, 8192, 28672, 64, 8, 32000, 4096),
+        _llama("llama3.2-1b", 16, 2048, 8192, 32, 8, 128256, 131072, tied=True),
+        _llama("llama3.2-3b", 28, 3072, 8192, 24, 8, 128256, 131072, tied=True),
+        _llama("llama3-8b", 32, 4096, 14336, 32, 8, 128256, 8192),
+        _llama("llama3-70b", 80, 8192, 28672, 64, 8, 128256, 8192),
+        _llama("llama3.1-405b", 126, 16384, 53248, 128, 8, 128256, 131072),
+        _llama("mistral-7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mistral"),
+        _llama("qwen2.5-7b", 28, 3584, 18944, 28, 4, 152064, 32768, family="qwen2", qkv_bias=True),
+        _llama("qwen2.5-72b", 80, 8192, 29568, 64, 8, 152064, 32768, family="qwen2", qkv_bias=True),
+        _llama("mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mixtral",
+               num_experts=8, experts_per_token=2),
+    ]
+    presets = {spec.name: spec for spec in specs}
+    # Llama 3.1 has the same weights' shapes as Llama 3; only the context length grew.
+    for alias, base in (("llama3.1-8b", "llama3-8b"), ("llama3.1-70b", "llama3-70b")):
+        presets[alias] = presets[base].model_copy(update={"name": alias, "max_seq_len": 131072})
+    return presets
+
+
+_PRESETS = _build_presets()
+
+
+def list_presets() -> list[str]:
+    return list(_PRESETS)
+
+
+def get_preset(name: str) -> ModelSpec:
+    try:
+        return _PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown model preset {name!r}{_suggest(name)}") from None
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, list_presets(), n=3, cutoff=0.5)
+    return f"; did you mean {', '.join(close)}?" if close else f"; presets: {', '.join(list_presets())}"
+
+
+def load_model(name_or_path: str) -> ModelSpec:
+    """A preset name, or a path to a ``config.json`` (or a directory holding one)."""
+    if name_or_path in _PRESETS:
+        return _PRESETS[name_or_path]
+    if Path(name_or_path).exists():
+        return model_from_hf_config(name_or_path)
+    raise ValueError(f"{name_or_path!r} is neither a model preset nor an existing config path"
+                     f"{_suggest(name_or_path)}")
+
+
+# ------------------------------------------------------------------ HF config reader
+
+MAX_CONFIG_BYTES = 1_000_000
+# Upper bounds far beyond any real model; larger values are typos or corrupt files.
+_MAX_HIDDEN = 1_000_000
+_MAX_LAYERS = 10_000
+_MAX_VOCAB = 10_000_000
+_MAX_FFN = 10_000_000
+_MAX_HEADS = 100_000
+_MAX_EXPERTS = 100_000
+_MAX_POSITIONS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class _Config:
+    """A parsed config.json plus its path, so that every error can name the file."""
+
+    path: Path
+    data: dict[str, Any]
+
+    def error(self, problem: str) -> ValueError:
+        return ValueError(f"{self.path}: {problem}")
+
+    def size(self, *keys: str, limit: int, default: int | None = None) -> int:
+        """First present key among ``keys`` (JSON null counts as absent), a positive int."""
+        key = next((k for k in keys if self.data.get(k) is not None), None)
+        if key is None:
+            if default is None:
+                raise self.error(f"missing key {keys[0]!r}")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"{key!r} must be an integer, got {value!r}")
+        if not 0 < value <= limit:
+            raise self.error(f"{key!r} = {value} is out of range (1..{limit})")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(f"{key!r} must be true or false, got {value!r}")
+        return value
+
+    def section(self, key: str) -> _Config:
+        value = self.data.get(key) or {}
+        if not isinstance(value, dict):
+            raise self.error(f"{key!r} must be an object")
+        return _Config(self.path, value)
+
+
+def _common(cfg: _Config, hidden: tuple[str, ...], layers: tuple[str, ...], heads: tuple[str, ...]) -> dict:
+    return dict(hidden_size=cfg.size(*hidden, limit=_MAX_HIDDEN),
+                num_layers=cfg.size(*layers, limit=_MAX_LAYERS),
+                num_heads=cfg.size(*heads, limit=_MAX_HEADS),
+                vocab_size=cfg.size("vocab_size", limit=_MAX_VOCAB))
+
+
+def _llama_like(cfg: _Config, family: str) -> dict:
+    """llama, mistral, qwen2 and mixtral: RMSNorm, SwiGLU, RoPE, optional GQA."""
+    fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
+    # transformers' class defaults when the key is absent: Llama -> MHA, Qwen2 -> 32, others -> 8.
+    kv_default = {"llama": fields["num_heads"], "qwen2": 32}.get(family, 8)
+    fields.update(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
+        num_kv_heads=cfg.size("num_key_value_heads", limit=_MAX_HEADS, default=kv_default),
+        max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=2048),
+        tied_embeddings=cfg.flag("tie_word_embeddings", False),
+    )
+    if cfg.data.get("head_dim") is not None:
+        head_dim = cfg.size("head_dim", limit=_MAX_HIDDEN)
+        if head_dim * fields["num_heads"] != fields["hidden_size"]:  # keep specs canonical: None = default
+            fields["head_dim"] = head_dim
+    if family == "llama":
+        attention_bias = cfg.flag("attention_bias", False)
+        fields.update(qkv_bias=attention_bias, out_bias=attention_bias, mlp_bias=cfg.flag("mlp_bias", False))
+    elif family == "qwen2":
+        fields["qkv_bias"] = True
+    elif family == "mixtral":
+        fields["num_experts"] = cfg.size("num_local_experts", limit=_MAX_EXPERTS, default=8)
+        fields["experts_per_token"] = cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=2)
+    return fields
+
+
+_GELU_LAYERNORM = dict(mlp="gelu", norm="layernorm", norm_bias=True, mlp_bias=True)
+
+
+def _gpt2(cfg: _Config) -> dict:
+    fields = _common(cfg, ("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"),
+                     ("n_head", "num_attention_heads"))
+    inner = cfg.size("n_inner", limit=_MAX_FFN, default=4 * fields["hidden_size"])
+    return dict(fields, **_GELU_LAYERNORM, ffn_hidden_size=inner, position="learned",
+                max_seq_len=cfg.size("n_positions", "max_position_embeddings", limit=_MAX_POSITIONS, default=1024),
+                qkv_bias=True, out_bias=True, tied_embeddings=cfg.flag("tie_word_embeddings", True))
+
+
+def _gpt_neox(cfg: _Config) -> dict:
+    # use_parallel_residual and rotary_pct change the dataflow, not the weights.
+    fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
+    attention_bias = cfg.flag("attention_bias", True)
+    return dict(fields, **_GELU_LAYERNORM, ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
+                max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=2048),
+                qkv_bias=attention_bias, out_bias=attention_bias,
+                tied_embeddings=cfg.flag("tie_word_embeddings", False))
+
+
+def _mpt(cfg: _Config) -> dict:
+    """MosaicML MPT as its own code builds it (transformers' port fixes ffn=4h and no biases)."""
+    fields = _common(cfg, ("d_model",), ("n_layers",), ("n_heads",))
+    hidden, attn = fields["hidden_size"], cfg.section("attn_config")
+    if attn.flag("qk_ln", False):
+        raise cfg.error("attn_config.qk_ln is not supported")
+    ffn_type = cfg.section("ffn_config").data.get("ffn_type", "mptmlp")
+    if ffn_type != "mptmlp":
+        raise cfg.error(f"ffn_config.ffn_type {ffn_type!r} is not supported (only 'mptmlp')")
+    kv_heads = {"multihead_attention": fields["num_heads"], "multiquery_attention": 1}.get(
+        attn.data.get("attn_type", "multihead_attention"))
+    if kv_heads is None:  # grouped_query_attention
+        kv_heads = attn.size("kv_n_heads", limit=_MAX_HEADS)
+    ratio = cfg.data.get("expansion_ratio", 4)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio * hidden <= _MAX_FFN:
+        raise cfg.error(f"'expansion_ratio' = {ratio!r} is not a sensible positive number")
+    if attn.flag("alibi", True):
+        position = "alibi"
+    else:
+        position = "rope" if attn.flag("rope", False) else "learned"
+    bias = not cfg.flag("no_bias", True)
+    return dict(fields, mlp="gelu", norm="layernorm", norm_bias=bias, mlp_bias=bias, qkv_bias=bias,
+                out_bias=bias, ffn_hidden_size=int(ratio * hidden), num_kv_heads=kv_heads, position=position,
+                max_seq_len=cfg.size("max_seq_len", limit=_MAX_POSITIONS, default=2048),
+                tied_embeddings=cfg.flag("tie_word_embeddings", True))
+
+
+def _bloom(cfg: _Config) -> dict:
+    fields = _common(cfg, ("n_embed", "hidden_size"), ("n_layer", "num_hidden_layers"),
+                     ("n_head", "num_attention_heads"))
+    return dict(fields, **_GELU_LAYERNORM, ffn_hidden_size=4 * fields["hidden_size"], position="alibi",
+                embedding_norm=True, qkv_bias=True, out_bias=True,
+                max_seq_len=cfg.size("seq_length", limit=_MAX_POSITIONS, default=2048),
+                tied_embeddings=cfg.flag("tie_word_embeddings", True))
+
+
+_READERS: dict[str, Callable[[_Config], dict]] = {
+    "llama": lambda cfg: _llama_like(cfg, "llama"),
+    "mistral": lambda cfg: _llama_like(cfg, "mistral"),
+    "qwen2": lambda cfg: _llama_like(cfg, "qwen2"),
+    "mixtral": lambda cfg: _llama_like(cfg, "mixtral"),
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "mpt": _mpt,
+    "bloom": _bloom,
+}
+SUPPORTED_MODEL_TYPES = tuple(_READERS)
+
+
+def _read_json_object(path: Path) -> _Config:
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such config file")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path}: file is over {MAX_CONFIG_BYTES} bytes, not a model config")
+    try:
+        data = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: top level must be a JSON object, got {type(data).__name__}")
+    return _Config(path, data)
+
+
+def _check_heads(cfg: _Config, fields: dict) -> None:
+    hidden, heads, kv_heads = fields["hidden_size"], fields["num_heads"], fields["num_kv_heads"]
+    if "head_dim" not in fields and hidden % heads:
+        raise cfg.error(f"{heads} attention heads do not divide hidden size {hidden}")
+    if heads % kv_heads:
+        raise cfg.error(f"{kv_heads} key/value heads do not divide {heads} attention heads")
+    if fields.get("experts_per_token", 1) > fields.get("num_experts", 1):
+        raise cfg.error("num_experts_per_tok exceeds num_local_experts")
+
+
+def model_from_hf_config(path: str | Path) -> ModelSpec:
+    """Read a Hugging Face ``config.json`` (or the directory holding it) into a ModelSpec."""
+    cfg = _read_json_object(Path(path))
+    model_type = cfg.data.get("model_type")
+    if model_type is None:
+        raise cfg.error("missing key 'model_type'")
+    if not isinstance(model_type, str) or model_type not in _READERS:
+        raise cfg.error(f"unsupported model_type {model_type!r} (supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
+    fields = _READERS[model_type](cfg)
+    fields.setdefault("num_kv_heads", fields["num_heads"])
+    _check_heads(cfg, fields)
+    default_name = cfg.path.parent.name if cfg.path.name == "config.json" else cfg.path.stem
+    name = cfg.data.get("_name_or_path") or default_name or model_type
+    try:
+        return ModelSpec(name=str(name), family=model_type, **fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise cfg.error(f"invalid model dimensions: {first['msg']}") from None

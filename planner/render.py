@@ -1,0 +1,184 @@
+"""Terminal and JSON rendering for the CLI (rich tables; JSON keys are a public contract)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.plan import Estimate, Plan
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+
+
+@contextlib.contextmanager
+def working(message: str, quiet: bool = False):
+    """A spinner on stderr for work that can take more than a moment."""
+    if quiet or not err.is_terminal:
+        yield
+        return
+    with err.status(message):
+        yield
+
+
+def estimate_json(e: Estimate) -> dict:
+    return e.model_dump(mode="json")
+
+
+def money(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"${x / 1e6:,.2f}M" if x >= 1e6 else f"${x:,.0f}"
+
+
+def duration_h(h: float | None) -> str:
+    if h is None:
+        return "-"
+    return f"{h / 24:,.1f} days" if h >= 48 else f"{h:,.1f} h"
+
+
+def breakdown_table(title: str, values: dict[str, float], unit: str, total_label: str, total: float) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    for name, value in values.items():
+        if value:
+            table.add_row(f"  {name.replace('_', ' ')}", f"{value:,.3f} {unit}")
+    table.add_row(f"  [bold]{total_label}[/bold]", f"[bold]{total:,.3f} {unit}[/bold]")
+    return table
+
+
+def summary_lines(p: Plan) -> list[str]:
+    e = p.estimate
+    t = p.training
+    lines = [
+        f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s))",
+        f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
+        f"  = {e.global_batch_tokens:,} tokens/step",
+        f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
+        + (", compile" if t.compile else "") + (", offload" if t.offload else ""),
+        f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
+        f" of {e.memory.capacity_gib:.1f} GiB",
+        f"step {e.time.step_s:.3f} s, {e.throughput.tokens_per_s:,.0f} tokens/s "
+        f"({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}",
+    ]
+    if e.time_to_train_h is not None:
+        lines.append(f"time-to-train {duration_h(e.time_to_train_h)}, cost {money(e.cost_usd)}, "
+                     f"energy {e.energy_kwh:,.0f} kWh")
+    if not e.feasible:
+        lines.append(f"[red]infeasible[/red] - {e.reason}")
+        lines.append(f"fix: {e.fix}")
+    return lines
+
+
+def print_plan(p: Plan) -> None:
+    for line in summary_lines(p):
+        out.print(line)
+    e = p.estimate
+    out.print(breakdown_table("memory per GPU (GiB)", e.memory.breakdown_gib, "GiB", "allocated peak", e.memory.peak_gib))
+    out.print(breakdown_table("step time (s)", e.time.breakdown_s, "s", "step", e.time.step_s))
+
+
+def estimate(p: Plan, *, as_json: bool, saved_to: Path | None) -> None:
+    if as_json:
+        emit_json(estimate_json(p.estimate))
+        return
+    print_plan(p)
+    if saved_to:
+        out.print(f"plan written to {saved_to}")
+
+
+def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
+    if as_json:
+        emit_json({"feasible": True, "plan": estimate_json(result.plan.estimate),
+                   "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
+                   "solver": result.solution.solver, "num_candidates": result.num_candidates,
+                   "num_feasible": result.solution.num_feasible, "seconds": round(result.seconds, 3)})
+        return
+    print_plan(result.plan)
+    if result.alternatives:
+        table = Table(title="alternatives", title_justify="left")
+        for col in ("GPU", "n", "layout", "mb x acc", "AC", "time", "cost", "MFU", "mem GiB"):
+            table.add_column(col)
+        for a in (result.plan, *result.alternatives):
+            e = a.estimate
+            table.add_row(a.gpu, str(a.num_gpus), a.layout.describe(),
+                          f"{a.training.micro_batch} x {a.training.grad_accum}",
+                          a.training.activation_checkpointing.value, duration_h(e.time_to_train_h),
+                          money(e.cost_usd), f"{e.throughput.mfu:.1%}",
+                          f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}")
+        out.print(table)
+    out.print(f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
+              f"solved with {result.solution.solver} in {result.seconds:.2f} s")
+    if saved_to:
+        out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
+
+
+def infeasible(exc, *, as_json: bool) -> None:
+    if as_json:
+        emit_json({"feasible": False, "constraint": exc.constraint.value, "reason": str(exc),
+                   "detail": exc.detail, "fix": exc.fix})
+        return
+    out.print(f"[red]no feasible plan[/red] - {exc.constraint.value}: {exc.detail}")
+    out.print(f"fix: {exc.fix}")
+
+
+def explain(p: Plan, *, as_json: bool) -> None:
+    from planner.explain import explain_plan
+    notes = explain_plan(p)
+    if as_json:
+        emit_json({"plan": estimate_json(p.estimate), "notes": notes})
+        return
+    print_plan(p)
+    out.print("[bold]why[/bold]")
+    for note in notes:
+        out.print(f"  - {note}")
+
+
+def catalog(cat, *, as_json: bool) -> None:
+    if as_json:
+        emit_json({gid: g.model_dump(mode="json") for gid, g in cat.gpus.items()})
+        return
+    table = Table(title="GPU catalog (dense peaks)")
+    for col in ("id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "net Gb/s", "TDP W", "$/GPU-h"):
+        table.add_column(col)
+    for g in cat.gpus.values():
+        fp8 = g.peak_flops_per_s.get("fp8")
+        table.add_row(g.id, f"{g.memory_bytes / 2**30:.1f}", f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}",
+                      f"{g.peak_flops('bf16') / 1e12:.0f}", "-" if fp8 is None else f"{fp8 / 1e12:.0f}",
+                      f"{g.scaleup_kind} x{g.scaleup_domain_size}",
+                      f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}", f"{g.tdp_watts:.0f}",
+                      f"{g.price_per_gpu_hour_usd:.2f}")
+    out.print(table)
+
+
+def no_driver(message: str, *, as_json: bool) -> None:
+    if as_json:
+        emit_json({"gpus": [], "error": message})
+    else:
+        out.print(message)
+
+
+def detected(found, *, as_json: bool) -> None:
+    rows = [{"index": d.index, "name": d.name, "memory_gib": d.memory_bytes / 2**30,
+             "driver": d.driver_version, "catalog_id": d.spec.id if d.spec else None} for d in found]
+    if as_json:
+        emit_json({"gpus": rows})
+        return
+    for r in rows:
+        out.print(f"GPU {r['index']}: {r['name']} ({r['memory_gib']:.1f} GiB, driver {r['driver']}) -> "
+                  f"{r['catalog_id'] or 'no catalog match'}")
+
+
+def emitted(job_json: Path, *, as_json: bool) -> None:
+    job_dir = job_json.parent
+    if as_json:
+        emit_json({"job_dir": str(job_dir), "files": sorted(p.name for p in job_dir.iterdir() if p.is_file())})
+        return
+    out.print(f"job written to {job_dir} (run it: trainplan run {job_dir})")

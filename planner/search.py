@@ -1,0 +1,126 @@
+"""Generate the candidate table for a planning request.
+
+Knobs are crossed with a Cartesian product of index arrays (one vectorised generator, no
+nested loops per knob), then structural constraints filter the rows: degrees multiply to the
+GPU count, tp divides the heads and fits one scale-up domain, pp divides the layers, and the
+accumulation reaches the global batch within tolerance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.candidates import (AC_CODES, IMPL_CODES, PRECISION_CODES, SCHED_1F1B, SHARD_FSDP,
+                                SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates, hardware_columns)
+from planner.hardware import Catalog, GPUSpec
+from planner.layout import ActivationCheckpointing, Implementation, Precision
+from planner.model_spec import ModelSpec
+
+# Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
+SHARDING_VARIANTS = ((SHARD_FSDP, False), (SHARD_FSDP, True), (SHARD_ZERO2, False),
+                     (SHARD_ZERO1, False), (SHARD_NONE, False))
+MICRO_BATCHES = (1, 2, 4, 8, 16)
+TP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 72)
+PP_DEGREES = (1, 2, 4, 8, 16, 32)
+CP_DEGREES = (1, 2, 4, 8, 16)
+CP_MIN_SEQ_LEN = 16384   # context parallelism only pays for long sequences
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the planner may choose; each tuple lists the allowed values of one knob."""
+
+    seq_len: int
+    global_batch_tokens: int
+    batch_tolerance: float = 0.25
+    precisions: tuple[Precision, ...] = (Precision.BF16,)
+    activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
+    allow_offload: bool = False
+    allow_cp: bool = True
+    impl: Implementation = Implementation.NATIVE
+    max_gpus: int = 4096
+    min_gpus: int = 1
+
+
+def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1) -> np.ndarray:
+    """1, 2, 4, ... up to a node, then whole nodes on a ~1.25x geometric grid."""
+    small = [n for n in (1, 2, 4) if n < gpus_per_node]
+    nodes, k = [], 1
+    while k * gpus_per_node <= max_gpus:
+        nodes.append(k * gpus_per_node)
+        k = max(k + 1, int(round(k * 1.25)))
+    counts = np.array(sorted(set(small + nodes + ([max_gpus] if max_gpus % gpus_per_node == 0 else []))))
+    return counts[(counts >= min_gpus) & (counts <= max_gpus)]
+
+
+def cartesian(**axes: np.ndarray) -> dict[str, np.ndarray]:
+    """Every combination of the given 1-D arrays, as flat columns."""
+    grids = np.meshgrid(*axes.values(), indexing="ij")
+    return {name: grid.ravel() for name, grid in zip(axes, grids)}
+
+
+def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
+             space: SearchSpace) -> dict[str, np.ndarray]:
+    """All structurally valid combinations for one GPU type."""
+    cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
+    ac = [AC_CODES.index(a) for a in space.activation_checkpointing]
+    prec = [PRECISION_CODES.index(p) for p in space.precisions]
+    rows = cartesian(num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
+                     tp=np.array(TP_DEGREES), pp=np.array(PP_DEGREES), cp=np.array(cp_options),
+                     variant=np.arange(len(SHARDING_VARIANTS)), micro_batch=np.array(MICRO_BATCHES),
+                     ac=np.array(ac), precision=np.array(prec),
+                     offload=np.array([False, True] if space.allow_offload else [False]))
+    n, tp, pp, cp = rows["num_gpus"], rows["tp"], rows["pp"], rows["cp"]
+    sharding = np.array([v[0] for v in SHARDING_VARIANTS])[rows["variant"]]
+    hsdp = np.array([v[1] for v in SHARDING_VARIANTS])[rows["variant"]]
+    non_dp = tp * pp * cp
+    dp = n // non_dp
+    num_nodes = np.maximum(1, n // gpus_per_node)
+    # HSDP: replicate across nodes, shard inside a node (tp*cp ranks of it are not dp).
+    replicate = np.where(hsdp, num_nodes, 1)
+    ok = ((n % non_dp == 0) & (dp >= 1) & (model.num_heads % tp == 0) & (model.num_kv_heads % tp == 0)
+          & (model.ffn_hidden_size % tp == 0) & (tp <= gpu.scaleup_domain_size)
+          & (gpu.scaleup_domain_size % tp == 0) & (model.num_layers % pp == 0)
+          & ((cp == 1) | (space.seq_len % (2 * cp) == 0))
+          & (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
+          & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP)))
+    rows = {k: v[ok] for k, v in rows.items()}
+    dp, replicate, sharding = dp[ok], replicate[ok], sharding[ok]
+    rows["sharding"] = sharding
+    rows["dp_replicate"] = np.where(sharding == SHARD_NONE, dp, replicate)
+    rows["dp_shard"] = np.where(sharding == SHARD_NONE, 1, dp // replicate)
+    per_pass = rows["micro_batch"] * space.seq_len * dp
+    rows["grad_accum"] = np.maximum(1, np.round(space.global_batch_tokens / per_pass)).astype(int)
+    del rows["variant"]
+    return rows
+
+
+def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | None],
+                     space: SearchSpace) -> Candidates:
+    """The candidate table over the allowed GPU types (inventory caps the count searched)."""
+    specs = [catalog.gpu(gid) for gid in gpus]
+    columns: list[dict[str, np.ndarray]] = []
+    for index, gpu in enumerate(specs):
+        node = catalog.node(gpu.default_node)
+        limit = min(space.max_gpus, gpus[gpu.id] or space.max_gpus)
+        rows = gpu_rows(model, gpu, node.gpus_per_node, limit, space)
+        rows["gpu_index"] = np.full(len(rows["tp"]), index)
+        columns.append(rows)
+    flat = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
+    node_sizes = [catalog.node(g.default_node).gpus_per_node for g in specs]
+    networks = [catalog.network(g.default_network).bandwidth_bytes_per_s_per_gpu for g in specs]
+    hw = hardware_columns(specs, flat["gpu_index"], flat["precision"], node_sizes, networks)
+    size = len(flat["tp"])
+    return Candidates(
+        gpu_index=flat["gpu_index"], num_gpus=flat["num_gpus"], dp_replicate=flat["dp_replicate"],
+        dp_shard=flat["dp_shard"], tp=flat["tp"], pp=flat["pp"], cp=flat["cp"], sharding=flat["sharding"],
+        pp_schedule=np.full(size, SCHED_1F1B), micro_batch=flat["micro_batch"],
+        seq_len=np.full(size, space.seq_len), grad_accum=flat["grad_accum"], ac=flat["ac"],
+        precision=flat["precision"], impl=np.full(size, IMPL_CODES.index(space.impl)),
+        compile=np.zeros(size, dtype=bool), offload=flat["offload"], **hw)
+
+
+def batch_within_tolerance(c: Candidates, space: SearchSpace) -> np.ndarray:
+    achieved = c.micro_batch * c.seq_len * c.grad_accum * c.dp
+    return np.abs(achieved - space.global_batch_tokens) <= space.batch_tolerance * space.global_batch_tokens

@@ -1,0 +1,99 @@
+"""Every modelling assumption of the analytic model, named, documented and overridable.
+
+Defaults are physical where a physical value exists (byte sizes, collective algorithms) and
+calibrated where none does (efficiencies, software overheads). ``docs/model.md`` gives the
+source or the calibration row behind each one; ``tests/test_calibration.py`` keeps them honest.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class ModelingSettings:
+    # --- compute -------------------------------------------------------------------------
+    # Achievable fraction of the dense datasheet peak for a large square bf16 GEMM.
+    # H200: 742.8 / 989.4 TFLOP/s measured (shared/calibration, 8192^3); ml-engineering's
+    # MAMF table gives 0.80 on H100 SXM and 0.87 on A100: 0.75-0.87 across parts.
+    matmul_peak_fraction: float = 0.75
+    # GEMM efficiency falls for narrow shapes: eff = peak_fraction * d / (d + matmul_half_dim)
+    # for each of the smaller GEMM dims (wave quantisation and short K loops).
+    matmul_half_dim: float = 96.0
+    # Achievable fraction of the datasheet HBM bandwidth for streaming elementwise kernels
+    # (H200: 4.26 TB/s device copy measured vs 4.8 spec = 0.89).
+    hbm_bandwidth_fraction: float = 0.6
+    # Fused (flash) attention reaches a lower fraction of peak than plain GEMMs; its
+    # efficiency also scales with head_dim through the same shape factor.
+    attention_peak_fraction: float = 0.5
+    # Loss: bf16 logits, fp32 upcast, log-softmax, its gradient and the cast back, read and
+    # written about three times over per logit (bytes per logit, forward + backward).
+    loss_traffic_bytes_per_logit: float = 36.0
+    # torch.compile fuses elementwise chains: traffic and kernel count shrink by this factor.
+    compile_elementwise_factor: float = 0.5
+    # --- host (CPU) dispatch ---------------------------------------------------------------
+    # Host time to dispatch one transformer block's forward + backward kernels in eager mode,
+    # FSDP2 hooks and collectives included (calibrated on the H200 rows, small models,
+    # where the GPU outruns the host).
+    host_overhead_per_block_s: float = 5.5e-3
+    host_overhead_per_step_s: float = 4.0e-3
+    compile_host_factor: float = 0.35
+    # Fraction of host dispatch hidden behind GPU work (queue runs ahead of the GPU).
+    host_overlap: float = 1.0
+    # --- optimizer -------------------------------------------------------------------------
+    # Fused AdamW streams fp32 param, grad, m, v (read 16 B) and writes param, m, v (12 B).
+    adamw_bytes_per_param: float = 28.0
+    # Gradient clipping reads every gradient once (foreach norm) and scales it (read+write).
+    clip_bytes_per_param: float = 12.0
+    # FSDP2 per all-gather pass: fp32 shard -> bf16 copy-in, gather, copy-out (bytes/param);
+    # per reduce-scatter: bf16 grad -> fp32, copy-in, reduce, shard out.
+    fsdp_gather_copy_bytes_per_param: float = 8.0
+    fsdp_reduce_copy_bytes_per_param: float = 12.0
+    # CPU offload moves fp32 grads down and params up over the host link and runs AdamW on
+    # the host (bytes per param per step over PCIe).
+    offload_bytes_per_param: float = 8.0
+    host_link_bandwidth: float = 25e9
+    # --- memory ----------------------------------------------------------------------------
+    # Unaccounted allocations (cuBLAS workspaces, RNG state, small buffers), bytes.
+    misc_allocated_bytes: float = 96 * 2**20
+    # Caching-allocator reserve above the allocated peak: a fraction of the largest transient
+    # blocks (logits-sized buffers) plus a fraction of the per-step gradient churn.
+    reserve_transient_fraction: float = 0.4
+    reserve_static_fraction: float = 1.1
+    reserve_floor_bytes: float = 512 * 2**20
+    # CUDA context + kernels, outside the caching allocator (not in max_memory_reserved).
+    cuda_context_bytes: float = 0.6 * 2**30
+    # FSDP2 all-gathers one block ahead (implicit prefetch), so two blocks are unsharded.
+    fsdp_unsharded_blocks: int = 2
+    # Fit rule: reserved + context <= capacity * (1 - memory_headroom).
+    memory_headroom: float = 0.05
+    # --- communication -------------------------------------------------------------------------
+    # Per-message latency (alpha) of one ring step, intra-node and inter-node.
+    latency_scaleup_s: float = 8e-6
+    latency_network_s: float = 15e-6
+    # Achievable fraction of link bandwidth for large NCCL collectives (busbw / line rate):
+    # nccl-tests reach ~0.75-0.85 of NVLink/NVSwitch and ~0.85-0.9 of IB line rate.
+    scaleup_bandwidth_fraction: float = 0.75
+    network_bandwidth_fraction: float = 0.8
+    # Fraction of data-parallel (FSDP/ZeRO/DDP) traffic hidden behind compute.
+    dp_comm_overlap: float = 0.85
+    # Fraction of tensor-parallel traffic hidden (Megatron TP comm overlap, async TP).
+    tp_comm_overlap: float = 0.3
+    # Fraction of pipeline point-to-point traffic hidden.
+    pp_comm_overlap: float = 0.5
+    # Fraction of context-parallel (ring attention) KV exchange hidden.
+    cp_comm_overlap: float = 0.7
+    # --- FLOP conventions --------------------------------------------------------------------
+    # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
+    # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").
+    causal_attention_flops: bool = True
+    # --- power -----------------------------------------------------------------------------
+    # Average board power as a fraction of TDP during training, and the facility PUE.
+    power_fraction_of_tdp: float = 0.8
+    pue: float = 1.25
+
+    def but(self, **changes: float) -> "ModelingSettings":
+        """A copy with some settings changed (unknown names raise TypeError)."""
+        return replace(self, **changes)
+
+
+DEFAULT_SETTINGS = ModelingSettings()

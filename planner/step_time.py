@@ -1,0 +1,189 @@
+"""Step time per GPU: compute, memory-bound work, host dispatch, communication, bubble.
+
+One step = ``grad_accum`` micro-batches (the pipeline's micro-batches when pp > 1) plus one
+optimizer step. The GPU's busy time and the host's dispatch time run concurrently; the longer
+one sets the pace. Exposed communication and the pipeline bubble add to the GPU's time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from planner import comm
+from planner.candidates import IMPL_HF, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.flops import forward_flops_per_token, recompute_fraction
+from planner.memory import compute_dtype_bytes, layers_per_stage, stage_params
+from planner.model_spec import ModelSpec
+from planner.settings import ModelingSettings
+
+
+@dataclass(frozen=True)
+class TimeBreakdown:
+    """Seconds per optimizer step (arrays over candidates)."""
+
+    matmul: np.ndarray        # block and LM-head GEMMs, recompute included
+    attention: np.ndarray     # fused attention kernels
+    memory_bound: np.ndarray  # norms, activations, rotary, residuals, loss
+    optimizer: np.ndarray     # AdamW + clipping + FSDP cast/copy kernels
+    host_stall: np.ndarray    # host dispatch time the GPU waits for
+    dp_comm: np.ndarray       # exposed FSDP/ZeRO/DDP collectives
+    tp_comm: np.ndarray       # exposed tensor-parallel collectives
+    pp_comm: np.ndarray       # exposed pipeline send/recv
+    cp_comm: np.ndarray       # exposed context-parallel KV exchange
+    bubble: np.ndarray        # pipeline fill and drain
+    step: np.ndarray
+
+    def as_dict(self, row: int = 0) -> dict[str, float]:
+        return {f.name: float(getattr(self, f.name)[row]) for f in fields(self) if f.name != "step"}
+
+
+def gemm_efficiency(dims: list, s: ModelingSettings) -> np.ndarray:
+    """Fraction of peak for a GEMM whose smaller dimensions are ``dims``."""
+    eff = np.asarray(s.matmul_peak_fraction, dtype=float)
+    for d in dims:
+        d = np.asarray(d, dtype=float)
+        eff = eff * d / (d + s.matmul_half_dim)
+    return eff
+
+
+def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Forward GEMM seconds per token for one block, shape-aware, split by tp.
+
+    Each projection costs 2 * in * out FLOPs per token; MoE runs ``experts_per_token`` MLPs.
+    """
+    h, tp, f = model.hidden_size, c.tp, model.ffn_hidden_size
+    qkv = model.q_size + 2 * model.kv_size
+    n_up = 2 if model.mlp == "swiglu" else 1
+    # (in dim, out dim, copies per token) of each projection on one tp rank.
+    projections = [(h, qkv / tp, 1), (model.q_size / tp, h, 1),
+                   (h, f / tp, n_up * model.experts_per_token), (f / tp, h, model.experts_per_token)]
+    seconds = 0.0
+    for d_in, d_out, copies in projections:
+        seconds = seconds + 2.0 * d_in * d_out * copies / (c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s))
+    return seconds
+
+
+def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """HBM bytes moved by one block's non-GEMM kernels per token, forward + backward (eager).
+
+    Counted kernel by kernel (read + write, in compute-dtype units d; backward about twice
+    the forward): an unfused RMSNorm (HF: upcast, pow, mean, mul, downcast, weight mul) moves
+    ~18 elements of h forward, a fused norm ~4; rotary ~10 per q/k element; SwiGLU's SiLU and
+    product ~5 per ffn element (GeLU ~3); two residual adds ~3 h each; SDPA layout copies none.
+    """
+    h, d = model.hidden_size, compute_dtype_bytes(c)
+    manual_rms = (c.impl == IMPL_HF) & (model.norm == "rmsnorm")
+    norm = np.where(manual_rms, 18.0, 4.0) * h * 2             # two norms per block
+    rotary = 10.0 * (model.q_size + model.kv_size) if model.position == "rope" else 0.0
+    act = (5.0 if model.mlp == "swiglu" else 3.0) * model.ffn_hidden_size * model.experts_per_token
+    residual = 2 * 3.0 * h
+    forward = (norm / c.tp + (rotary + act) / c.tp + residual / c.tp) * d
+    return 3.0 * forward
+
+
+def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
+    """GPU seconds of one micro-batch's forward + backward on the busiest stage."""
+    tokens = c.micro_batch * c.seq_len / c.cp
+    n_layers = layers_per_stage(model, c)
+    passes = 3.0 + recompute_fraction(c)   # fwd + 2x bwd + recomputed fwd
+    blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
+    head_dims = [model.hidden_size, model.vocab_size / c.tp]
+    head = (3.0 * 2.0 * model.hidden_size * model.vocab_size / c.tp * tokens
+            / (c.matmul_peak_flops * gemm_efficiency(head_dims, s)))
+    fwd = forward_flops_per_token(model, c.seq_len, s)
+    attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
+    attention = attn_flops * (passes + 0.5) / (c.bf16_peak_flops * s.attention_peak_fraction
+                                               * gemm_efficiency([model.dim_head], s) / s.matmul_peak_fraction)
+    fused = np.where(c.compile, s.compile_elementwise_factor, 1.0)
+    elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
+    loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
+    memory_bound = (elementwise + loss) / (c.hbm_bandwidth * s.hbm_bandwidth_fraction)
+    return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}
+
+
+def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
+    parameters for each all-gather pass and gradients for each reduce-scatter."""
+    local = stage_params(model, c, last_stage=True).total / c.tp
+    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.dp_shard, 1), 1)
+    optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
+    gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0, 1.0) * c.grad_accum
+    fsdp_bytes = local * (s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param)
+    fsdp_bytes = np.where(c.sharding >= SHARD_ZERO2, fsdp_bytes, 0.0)
+    on_gpu = np.where(c.offload, 0.0, 1.0)
+    bandwidth = c.hbm_bandwidth * s.hbm_bandwidth_fraction
+    offload = np.where(c.offload, local / shard * s.offload_bytes_per_param / s.host_link_bandwidth, 0.0)
+    return (optimizer_bytes * on_gpu + fsdp_bytes) / bandwidth + offload
+
+
+def host_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Host dispatch: per block per micro-batch (more with recompute), plus per step."""
+    per_block = s.host_overhead_per_block_s * np.where(c.compile, s.compile_host_factor, 1.0)
+    per_block = per_block * (1.0 + recompute_fraction(c) / 3.0)
+    return layers_per_stage(model, c) * c.grad_accum * per_block + s.host_overhead_per_step_s
+
+
+@dataclass(frozen=True)
+class CommTimes:
+    """Raw (un-overlapped) communication seconds per step, by parallel axis."""
+
+    dp: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+
+
+def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTimes:
+    """Per-step collective time of each axis (mesh order pp, dp_replicate, dp_shard, cp, tp)."""
+    dtype = compute_dtype_bytes(c)
+    local_params = stage_params(model, c, last_stage=True).total / c.tp
+    tokens = c.micro_batch * c.seq_len / c.cp
+    n_layers = layers_per_stage(model, c)
+    m = c.grad_accum
+    tp_link = comm.group_link(c, c.tp, np.ones_like(c.tp), s)
+    shard_link = comm.group_link(c, c.dp_shard, c.cp * c.tp, s)
+    replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
+    cp_link = comm.group_link(c, c.cp, c.tp, s)
+    pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
+    # FSDP gathers params each forward and again each backward; ZeRO-2 once per micro-batch.
+    # Gradients are reduce-scattered in fp32 once per step (no sync on inner micro-steps).
+    gathers = np.where(c.sharding == SHARD_FSDP, 2.0, 1.0) * m
+    shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.dp_shard, shard_link)
+                     + comm.reduce_scatter_s(local_params * 4.0, c.dp_shard, shard_link))
+    sharded_dp = np.where(c.sharding >= SHARD_ZERO2, shard_traffic, 0.0)
+    # DDP and ZeRO-1 all-reduce (ZeRO-1: reduce-scatter + all-gather) the fp32 gradients.
+    replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp, comm.group_link(c, c.dp, c.cp * c.tp, s))
+    hsdp = comm.all_reduce_s(local_params * 4.0 / c.dp_shard, c.dp_replicate, replicate_link)
+    dp = np.where(c.sharding >= SHARD_ZERO2, sharded_dp + hsdp, replicated_dp)
+    # Megatron TP (+SP): 2 all-reduce-equivalents forward, 2 backward, 2 more when recomputing.
+    tp_collectives = 4.0 + 2.0 * recompute_fraction(c)
+    tp = n_layers * m * tp_collectives * comm.all_reduce_s(tokens * model.hidden_size * dtype, c.tp, tp_link)
+    # Pipeline: activations forward and gradients backward cross each stage boundary.
+    pp = np.where(c.pp > 1, 2.0 * m * comm.p2p_s(tokens * model.hidden_size * dtype, pp_link), 0.0)
+    # Ring attention passes K and V around cp ranks (forward) and K, V, dK, dV (backward).
+    kv_bytes = 2.0 * tokens * model.kv_size * dtype
+    cp = n_layers * m * 3.0 * (c.cp - 1) * (cp_link.latency + kv_bytes / cp_link.bandwidth)
+    return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
+
+
+def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:
+    """Combine: GPU busy time vs host dispatch, exposed comm, and the pipeline bubble."""
+    per_mb = compute_time_per_microbatch(model, c, s)
+    m = c.grad_accum
+    matmul, attention, memory_bound = (per_mb[k] * m for k in ("matmul", "attention", "memory_bound"))
+    compute = matmul + attention + memory_bound
+    optimizer = optimizer_time(model, c, s)
+    raw = comm_times(model, c, s)
+    dp = comm.exposed_s(raw.dp, compute, s.dp_comm_overlap)
+    tp = comm.exposed_s(raw.tp, compute, s.tp_comm_overlap)
+    pp = comm.exposed_s(raw.pp, compute, s.pp_comm_overlap)
+    cp = comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap)
+    # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1).
+    bubble = np.where(c.pp > 1, (c.pp - 1) * (compute + tp) / m, 0.0)
+    gpu = compute + optimizer + dp + tp + pp + cp + bubble
+    host = host_time(model, c, s)
+    host_stall = np.maximum(host - gpu, 0.0) + (1.0 - s.host_overlap) * np.minimum(host, gpu)
+    return TimeBreakdown(matmul=matmul, attention=attention, memory_bound=memory_bound,
+                         optimizer=optimizer, host_stall=host_stall, dp_comm=dp, tp_comm=tp,
+                         pp_comm=pp, cp_comm=cp, bubble=bubble, step=gpu + host_stall)

@@ -1,0 +1,341 @@
+"""Hardware catalog: data checked against the shared reference CSVs, loader validation, detection."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tomllib
+import types
+from pathlib import Path
+
+import pytest
+
+from planner.detect import NO_DRIVER_MESSAGE, NoGPUDriver, detect_gpus, match_gpu_name
+from planner.hardware import (
+    BUILTIN_DIR, GIB, CatalogError, load_catalog, usable_memory_gib,
+)
+from planner.layout import Precision
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+needs_reference = pytest.mark.skipif(not (REFERENCE / "gpu_specs.csv").exists(),
+                                     reason="../shared/reference (gpu_specs.csv) is not available")
+
+REQUIRED_IDS = ("a10 a30 l4 l40 l40s a100-40gb-sxm a100-80gb-sxm a100-80gb-pcie h100-sxm h100-pcie h100-nvl "
+                "h200-sxm h200-nvl b200 gb200 mi250x mi300x mi325x").split()
+CSV_ROW = {
+    "a10": "NVIDIA A10", "a30": "NVIDIA A30 24GB", "l4": "NVIDIA L4", "l40": "NVIDIA L40 48GB", "l40s": "NVIDIA L40S",
+    "a100-40gb-sxm": "NVIDIA A100 40GB SXM", "a100-80gb-sxm": "NVIDIA A100 80GB SXM",
+    "a100-80gb-pcie": "NVIDIA A100 80GB PCIe", "h100-sxm": "NVIDIA H100 80GB SXM",
+    "h100-pcie": "NVIDIA H100 PCIe 80GB", "h100-nvl": "NVIDIA H100 NVL 94GB", "h200-sxm": "NVIDIA H200 SXM 141GB",
+    "h200-nvl": "NVIDIA H200 NVL 141GB", "b200": "NVIDIA B200 (HGX B200)",
+    "gb200": "NVIDIA GB200 (per Blackwell GPU, NVL72)", "mi250x": "AMD Instinct MI250X",
+    "mi300x": "AMD Instinct MI300X", "mi325x": "AMD Instinct MI325X",
+}
+PRICE_GPU = {  # gpu_cloud_prices.csv "gpu" column -> catalog id
+    "A100 SXM 40GB": "a100-40gb-sxm", "A100 SXM 80GB": "a100-80gb-sxm", "A100 (80GB class)": "a100-80gb-sxm",
+    "A100 PCIe 80GB": "a100-80gb-pcie", "H100 SXM 80GB": "h100-sxm", "H100 80GB": "h100-sxm",
+    "H100 NVL 94GB": "h100-nvl", "H100 PCIe 80GB": "h100-pcie", "H200 141GB": "h200-sxm", "B200 180GB": "b200",
+    "A10 24GB": "a10", "L40S 48GB": "l40s", "L40 48GB": "l40",
+}
+DATE = re.compile(r"20\d\d-\d\d")
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+def _csv_rows(name: str) -> list[dict[str, str]]:
+    with open(REFERENCE / name, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+# ----------------------------------------------------------------------------- the data
+
+
+def test_all_required_gpus_present_and_resolvable(catalog):
+    assert set(REQUIRED_IDS) <= set(catalog.gpus)
+    for gpu_id in REQUIRED_IDS:
+        gpu, node, network = catalog.system_for(gpu_id)
+        assert gpu.id == gpu_id and node.scaleup_domain_size == gpu.scaleup_domain_size
+        # the GPU's typical internode rate is the one of its default network, so the two never disagree
+        assert gpu.internode_bandwidth_bytes_per_s == network.bandwidth_bytes_per_s_per_gpu
+
+
+def test_every_number_has_a_dated_source():
+    for path in sorted(BUILTIN_DIR.glob("*/*.toml")):
+        raw = tomllib.loads(path.read_text())
+        numbers = {k for k, v in raw.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        assert numbers <= set(raw["sources"]), f"{path.name}: unsourced {numbers - set(raw['sources'])}"
+        for field, text in raw["sources"].items():
+            assert DATE.search(text), f"{path.name}: sources.{field} has no date"
+
+
+def test_flops_are_dense_not_sparse(catalog):
+    h100 = catalog.gpu("h100-sxm")
+    assert h100.peak_flops("bf16") == pytest.approx(989.4e12)
+    assert h100.peak_flops(Precision.FP8) == pytest.approx(1978.9e12)
+    assert catalog.gpu("b200").peak_flops("bf16") == pytest.approx(2250e12)   # vendor prints 4.5 PF sparse
+    assert catalog.gpu("l4").peak_flops("bf16") == pytest.approx(121e12)      # datasheet prints 242*
+    for gpu in catalog.gpus.values():
+        flops = gpu.peak_flops_per_s
+        # a sparse number in one column and a dense one in another breaks these fixed ratios
+        if "fp8" in flops:
+            assert flops["fp8"] / flops["bf16"] == pytest.approx(2, rel=0.03), gpu.id
+        if "tf32" in flops:
+            assert flops["tf32"] / flops["bf16"] == pytest.approx(0.5, rel=0.03), gpu.id
+
+
+def test_unsupported_precision_is_an_error(catalog):
+    for gpu_id, missing in [("a100-80gb-sxm", "fp8"), ("a10", "fp8"), ("mi250x", "tf32")]:
+        with pytest.raises(ValueError, match=f"^{gpu_id} has no dense {missing} tensor throughput$"):
+            catalog.gpu(gpu_id).peak_flops(missing)
+
+
+@needs_reference
+def test_numbers_agree_with_reference_csv(catalog):
+    rows = {row["name"]: row for row in _csv_rows("gpu_specs.csv")}
+    for gpu_id, row_name in CSV_ROW.items():
+        gpu, row = catalog.gpu(gpu_id), rows[row_name]
+        per = 2 if gpu_id == "mi250x" else 1  # one catalog GPU = one GCD of the 2-GCD package
+        label = float(row["memory_gb_vendor_label"]) / per
+        usable = usable_memory_gib(label, gddr_ecc="GDDR" in row["memory_type"])
+        assert gpu.memory_bytes / GIB == pytest.approx(usable, abs=0.006), gpu_id
+        assert gpu.hbm_bandwidth_bytes_per_s == pytest.approx(float(row["memory_bandwidth_TBps"]) * 1e12 / per)
+        for key, column in [("bf16", "dense_bf16_tflops"), ("fp16", "dense_fp16_tflops"),
+                            ("fp8", "dense_fp8_tflops"), ("tf32", "dense_tf32_tflops"),
+                            ("fp32", "fp32_tflops_non_tensor")]:
+            expected = float(row[column]) * 1e12 / per if row[column] else None
+            assert gpu.peak_flops_per_s.get(key) == pytest.approx(expected), (gpu_id, key)
+        assert gpu.scaleup_domain_size == int(row["max_gpus_per_scaleup_domain"]) * per
+        assert gpu.scaleup_bandwidth_bytes_per_s == pytest.approx(
+            float(row["intra_node_bw_unidir_GBps_per_gpu"]) * 1e9 / per)
+        pcie_per_gpu = float(row["pcie_bw_bidir_GBps"]) * 1e9 / 2  # MI250X: one x16 link per GCD
+        assert gpu.pcie_bandwidth_bytes_per_s == pytest.approx(pcie_per_gpu)
+        assert gpu.tdp_watts == pytest.approx(float(row["tdp_w"]) / per)
+        if row["typical_internode_Gbps_per_gpu"]:
+            assert gpu.internode_bandwidth_bytes_per_s == pytest.approx(
+                float(row["typical_internode_Gbps_per_gpu"]) * 1e9 / 8)
+
+
+def _reference_prices() -> dict[str, float]:
+    """The documented rule: one on-demand rate per provider (its largest instance), median per GPU."""
+    per_provider: dict[tuple[str, str], dict[str, str]] = {}
+    for row in _csv_rows("gpu_cloud_prices.csv"):
+        basis = row["pricing_basis"]
+        if not row["usd_per_gpu_hour"] or not basis.startswith("on-demand") or "equivalent" in basis:
+            continue
+        key = (PRICE_GPU[row["gpu"]], row["provider"])
+        if key not in per_provider or int(row["gpus_per_instance"]) > int(per_provider[key]["gpus_per_instance"]):
+            per_provider[key] = row
+    by_gpu: dict[str, list[float]] = {}
+    for (gpu_id, _), row in per_provider.items():
+        by_gpu.setdefault(gpu_id, []).append(float(row["usd_per_gpu_hour"]))
+    return {gpu_id: statistics.median(values) for gpu_id, values in by_gpu.items()}
+
+
+@needs_reference
+def test_prices_follow_the_documented_rule(catalog):
+    reference = _reference_prices()
+    assert reference["h100-sxm"] == pytest.approx(5.0725)  # six providers; GCP's 1g shape is not on-demand
+    for gpu in catalog.gpus.values():
+        source = gpu.sources["price_usd_per_gpu_hour"]
+        if gpu.id in reference:
+            assert gpu.price_per_gpu_hour_usd == pytest.approx(reference[gpu.id], abs=0.006), gpu.id
+            assert "ESTIMATE" not in source
+        else:
+            assert source.startswith("ESTIMATE"), f"{gpu.id}: a price without a CSV rate must say it is an estimate"
+
+
+def test_usable_capacity_rule_matches_calibration():
+    assert usable_memory_gib(141) == pytest.approx(139.80, abs=0.005)       # H200 as PyTorch saw it
+    assert usable_memory_gib(24, gddr_ecc=True) < 23034 / 1024              # below the NVML total of an L4
+
+
+# ----------------------------------------------------------------------------- loader behaviour
+
+
+def test_si_conversion(catalog):
+    h200 = catalog.gpu("h200-sxm")
+    assert h200.memory_bytes == round(139.80 * GIB)
+    assert h200.hbm_bandwidth_bytes_per_s == pytest.approx(4.8e12)
+    assert h200.peak_flops_per_s["bf16"] == pytest.approx(989.4e12)
+    assert h200.scaleup_bandwidth_bytes_per_s == pytest.approx(450e9)
+    assert h200.internode_bandwidth_bytes_per_s == pytest.approx(50e9)  # 400 Gb/s
+    assert h200.pcie_bandwidth_bytes_per_s == pytest.approx(64e9)
+    assert h200.tdp_watts == 700 and h200.purchase_price_usd is None
+    network = catalog.network("eth-100g")
+    assert network.bandwidth_bytes_per_s_per_gpu == pytest.approx(25e9 / 8)
+    assert network.latency_s == pytest.approx(20e-6)
+
+
+def test_node_templates_map_scaleup_domains(catalog):
+    nvl72, pairs = catalog.node("nvl72"), catalog.node("pcie-8-nvlink-pairs")
+    assert (nvl72.gpus_per_node, nvl72.nodes_per_scaleup_domain, nvl72.scaleup_domains_per_node) == (4, 18, 1)
+    assert (pairs.scaleup_domains_per_node, pairs.nodes_per_scaleup_domain) == (4, 1)
+    assert catalog.node("frontier-4x-mi250x").gpus_per_node == 8  # GCDs, like the mi250x entry
+
+
+def test_default_catalog_is_cached(catalog):
+    assert load_catalog() is catalog and load_catalog([]) is catalog
+
+
+def test_unknown_ids_suggest_close_matches(catalog):
+    with pytest.raises(ValueError, match=r"unknown GPU 'h100'; did you mean .*h100-sxm"):
+        catalog.gpu("h100")
+    with pytest.raises(ValueError, match="unknown network 'ib'"):
+        catalog.network("ib")
+    assert catalog.gpu("H200-SXM").id == "h200-sxm"
+
+
+def test_with_price_overrides_and_keeps_original(catalog):
+    h100 = catalog.gpu("h100-sxm")
+    cheap = h100.with_price(2.5)
+    assert cheap.price_per_gpu_hour_usd == 2.5 and cheap.sources["price_usd_per_gpu_hour"] == "user override"
+    assert h100.price_per_gpu_hour_usd == pytest.approx(5.07)
+    with pytest.raises(ValueError, match="positive"):
+        h100.with_price(-1)
+
+
+def test_loading_does_not_import_torch():
+    code = "import sys, planner.hardware as h; h.load_catalog(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def _dump(entry: dict) -> str:
+    """Minimal TOML writer for flat catalog entries (JSON strings are valid TOML basic strings)."""
+    def line(key, value):
+        return f"{key} = {json.dumps(value)}"
+    body = [line(k, v) for k, v in entry.items() if k != "sources"]
+    return "\n".join(body + ["", "[sources]"] + [line(k, v) for k, v in entry.get("sources", {}).items()]) + "\n"
+
+
+def _user_gpu(tmp_path: Path, gpu_id: str = "my-gpu", **changes) -> Path:
+    """Write a copy of the h100-sxm entry under a new id into a user dir; None removes a field."""
+    entry = tomllib.loads((BUILTIN_DIR / "gpus" / "h100-sxm.toml").read_text())
+    entry["id"] = gpu_id
+    for key, value in changes.items():
+        if value is None:
+            entry.pop(key, None)
+            entry["sources"].pop(key, None)
+        else:
+            entry[key] = value
+    (tmp_path / "gpus").mkdir(exist_ok=True)
+    path = tmp_path / "gpus" / f"{gpu_id}.toml"
+    path.write_text(_dump(entry))
+    return path
+
+
+def test_user_dir_adds_and_overrides(tmp_path, catalog):
+    _user_gpu(tmp_path, "my-gpu", name="Lab H100", memory_gib=80.0, price_usd_per_gpu_hour=1.5)
+    _user_gpu(tmp_path, "h100-sxm", price_usd_per_gpu_hour=2.0)
+    merged = load_catalog([tmp_path])
+    assert merged.gpu("my-gpu").memory_bytes == 80 * GIB
+    assert merged.gpu("h100-sxm").price_per_gpu_hour_usd == 2.0
+    assert catalog.gpu("h100-sxm").price_per_gpu_hour_usd == pytest.approx(5.07)  # built-in cache untouched
+    assert len(merged.gpus) == len(catalog.gpus) + 1
+
+
+@pytest.mark.parametrize("changes, field, detail", [
+    ({"memory_gib": None}, "memory_gib", "missing"),
+    ({"memory_gib": "eighty"}, "memory_gib", "expected a number in (1, 2048], got 'eighty'"),
+    ({"memory_gib": -3}, "memory_gib", "expected a number in (1, 2048], got -3"),
+    ({"scaleup_domain_size": 8.5}, "scaleup_domain_size", "expected an integer"),
+    ({"scaleup_kind": "nvlink"}, "scaleup_kind", "expected one of"),
+    ({"memory_gb": 80}, "memory_gb", "unknown field (did you mean 'memory_gib'?)"),
+    ({"hbm_bandwidth_tbps": 0}, "hbm_bandwidth_tbps", "expected a number in (0, 100]"),
+    ({"tf32_tflops": 1978.9}, "tf32_tflops", "expected at most the 16-bit rate"),
+    ({"fp8_tflops": 500.0}, "fp8_tflops", "expected at least the 16-bit rate"),
+    ({"default_node": "hgx-16"}, "default_node", "unknown node 'hgx-16'"),
+    ({"default_node": "pcie-8"}, "scaleup_domain_size", "disagrees with default_node"),
+    ({"id": "other"}, "id", "must equal the file name"),
+    ({"sources": {"memory_gib": "S5"}}, "sources.hbm_bandwidth_tbps", "missing (every number needs a source"),
+])
+def test_bad_gpu_file_names_file_and_field(tmp_path, changes, field, detail):
+    path = _user_gpu(tmp_path)
+    entry = tomllib.loads(path.read_text())
+    entry.update(changes)
+    for key, value in changes.items():
+        if value is None:
+            del entry[key]
+    path.write_text(_dump(entry))
+    with pytest.raises(CatalogError) as caught:
+        load_catalog([tmp_path])
+    message = str(caught.value)
+    assert message.startswith(f"{path}: field '{field}': ")
+    assert detail in message and "\n" not in message
+
+
+def test_bad_toml_and_missing_dir(tmp_path):
+    (tmp_path / "networks").mkdir()
+    (tmp_path / "networks" / "lan.toml").write_text("id = lan\n")
+    with pytest.raises(CatalogError, match=r"lan.toml: invalid TOML"):
+        load_catalog([tmp_path])
+    with pytest.raises(CatalogError, match="does not exist"):
+        load_catalog([tmp_path / "nope"])
+
+
+# ----------------------------------------------------------------------------- detection
+
+
+@pytest.mark.parametrize("name, memory_mib, expected", [
+    ("NVIDIA H200", 143_771, "h200-sxm"),                  # NVML total from the calibration run
+    ("NVIDIA H100 80GB HBM3", 81_559, "h100-sxm"),
+    ("NVIDIA A100-SXM4-40GB", 40_960, "a100-40gb-sxm"),
+    ("NVIDIA A100-SXM4-80GB", 81_920, "a100-80gb-sxm"),
+    ("NVIDIA A100 80GB PCIe", 81_920, "a100-80gb-pcie"),
+    ("NVIDIA H100 NVL", 95_830, "h100-nvl"),
+    ("NVIDIA H100 PCIe", 81_559, "h100-pcie"),
+    ("NVIDIA H200 NVL", 143_771, "h200-nvl"),
+    ("NVIDIA L40S", 46_068, "l40s"),
+    ("NVIDIA L40", 46_068, "l40"),
+    ("NVIDIA L4", 23_034, "l4"),
+    ("NVIDIA A10", 23_028, "a10"),
+    ("NVIDIA A10G", 23_028, None),                         # AWS SKU, not the A10 datasheet part
+    ("NVIDIA H100 80GB HBM3", 65_536, None),               # unlisted 64 GB variant: no borrowed numbers
+    ("NVIDIA GeForce RTX 4090", 24_564, None),
+])
+def test_match_gpu_name(catalog, name, memory_mib, expected):
+    spec = match_gpu_name(name, memory_mib * 2**20, catalog)
+    assert (spec.id if spec else None) == expected
+
+
+def test_detect_without_driver_raises(monkeypatch, catalog):
+    import pynvml
+
+    def fail():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    monkeypatch.setattr(pynvml, "nvmlInit", fail)
+    with pytest.raises(NoGPUDriver) as caught:
+        detect_gpus(catalog)
+    assert str(caught.value) == NO_DRIVER_MESSAGE
+
+
+def test_detect_without_pynvml_raises(monkeypatch, catalog):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    with pytest.raises(NoGPUDriver, match="pynvml"):
+        detect_gpus(catalog)
+
+
+def test_detect_with_fake_nvml(monkeypatch, catalog):
+    calls = []
+    fake = types.SimpleNamespace(
+        NVMLError=RuntimeError,
+        nvmlInit=lambda: calls.append("init"),
+        nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlSystemGetDriverVersion=lambda: b"580.159.04",
+        nvmlDeviceGetCount=lambda: 2,
+        nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: ["NVIDIA H200", "NVIDIA A10G"][h],
+        nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(total=[143_771, 23_028][h] * 2**20),
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    found = detect_gpus(catalog)
+    assert [(g.index, g.name, g.driver_version) for g in found] == [
+        (0, "NVIDIA H200", "580.159.04"), (1, "NVIDIA A10G", "580.159.04")]
+    assert found[0].spec.id == "h200-sxm" and found[1].spec is None
+    assert calls == ["init", "shutdown"]

@@ -1,0 +1,291 @@
+"""Shared-inventory portfolio and rent-vs-buy fleet sizing against brute-force enumeration."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from planner.ilp import TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan, solve_single
+from planner.portfolio import (GpuEconomics, JobCandidates, TcoAssumptions, break_even,
+                               size_fleet, solve_portfolio)
+
+DAY = 86400.0
+GPUS = np.array(["a100", "h100"], dtype=object)
+PRICE_PER_GPU_HOUR = np.array([2.0, 4.0])
+
+
+def random_job(rng: np.random.Generator, name: str, num_rows: int) -> JobCandidates:
+    """Work of 4-24 GPU-days; faster GPUs finish sooner but cost more per hour."""
+    gpu = rng.integers(0, 2, num_rows)
+    n = rng.choice([1, 2, 4], num_rows)
+    gpu_days = rng.uniform(4, 24) * rng.uniform(0.8, 1.6, num_rows) / np.where(gpu == 1, 2.0, 1.0)
+    time_s = np.round(gpu_days / n * 4) / 4 * DAY  # quarter days: ties are common
+    cost = n * time_s / 3600 * PRICE_PER_GPU_HOUR[gpu] * rng.uniform(0.9, 1.1, num_rows)
+    table = CandidateTable(
+        gpu_id=GPUS[gpu], num_gpus=n, fits_memory=rng.random(num_rows) < 0.9,
+        memory_need_gib=np.full(num_rows, 60.0), capacity_gib=np.full(num_rows, 80.0),
+        time_to_train_s=time_s, cost_usd=cost, batch_ok=np.ones(num_rows, bool),
+        divisible=np.ones(num_rows, bool), label=np.array([f"{name}/{i}" for i in range(num_rows)]))
+    return JobCandidates(name, table, deadline_s=float(rng.uniform(8, 24)) * DAY,
+                         budget_usd=float(rng.uniform(1500, 4000)) if rng.random() < 0.5 else None)
+
+
+def job_options(job: JobCandidates, inventory, horizon_s, num_slots):
+    """(row, start slot, end time, slots held) for every way the job can run alone."""
+    table, options = job.table, []
+    finish_by = min(t for t in (job.deadline_s, horizon_s, math.inf) if t is not None)
+    slot_s = horizon_s / num_slots if horizon_s is not None else None
+    for row in range(len(table)):
+        gpu, n, T = table.gpu_id[row], table.num_gpus[row], table.time_to_train_s[row]
+        if not (table.fits_memory[row] and table.divisible[row] and table.batch_ok[row]):
+            continue
+        if inventory is not None and n > inventory.get(gpu, 0):
+            continue
+        if job.budget_usd is not None and table.cost_usd[row] > job.budget_usd:
+            continue
+        for slot in range(num_slots):
+            start = slot * (slot_s or 0.0)
+            if start + T <= finish_by:
+                held = 1 if slot_s is None else max(1, math.ceil(T / slot_s - 1e-9))
+                options.append((row, slot, start + T, held))
+    return options
+
+
+def usage_per_type(jobs, combo, num_slots) -> dict[str, np.ndarray]:
+    usage = {str(g): np.zeros(num_slots) for g in GPUS}
+    for job, (row, slot, _, held) in zip(jobs, combo):
+        usage[job.table.gpu_id[row]][slot:slot + held] += job.table.num_gpus[row]
+    return usage
+
+
+def brute_force_portfolio(jobs, inventory, objective, cost_weight, horizon_s, num_slots):
+    weights = {"cost": (1.0, TIE_BREAK_WEIGHT), "time": (TIE_BREAK_WEIGHT, 1.0),
+               "mix": (cost_weight, 1 - cost_weight)}[objective]
+    per_job, refs = [], []
+    for job in jobs:
+        options = job_options(job, inventory, horizon_s, num_slots)
+        rows = sorted({o[0] for o in options})
+        if not rows:
+            return None
+        per_job.append(options)
+        refs.append((job.table.cost_usd[rows].min(), job.table.time_to_train_s[rows].min()))
+    best = None
+    for combo in itertools.product(*per_job):
+        usage = usage_per_type(jobs, combo, num_slots)
+        if any(np.any(usage[g] > inventory.get(g, 0)) for g in usage):
+            continue
+        value = sum(weights[0] * job.table.cost_usd[row] / c_ref + weights[1] * end / t_ref
+                    for job, (row, _, end, _), (c_ref, t_ref) in zip(jobs, combo, refs))
+        best = value if best is None else min(best, value)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_portfolio_optimum_equals_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    jobs = [random_job(rng, f"job{j}", int(rng.integers(4, 8))) for j in range(int(rng.integers(2, 4)))]
+    inventory = {"a100": int(rng.choice([2, 4, 6])), "h100": int(rng.choice([0, 2, 4]))}
+    sequenced = seed % 2 == 1
+    horizon_s, num_slots = (24 * DAY, 4) if sequenced else (None, 1)
+    for objective in ("cost", "time", "mix"):
+        expected = brute_force_portfolio(jobs, inventory, objective, 0.4, horizon_s, num_slots)
+        if expected is None:
+            with pytest.raises(InfeasiblePlan):
+                solve_portfolio(jobs, inventory, objective, cost_weight=0.4, horizon_s=horizon_s,
+                                num_slots=num_slots)
+            continue
+        solution = solve_portfolio(jobs, inventory, objective, cost_weight=0.4,
+                                   horizon_s=horizon_s, num_slots=num_slots)
+        assert solution.objective_value == pytest.approx(expected, rel=1e-9)
+        combo = [next(o for o in job_options(job, inventory, horizon_s, num_slots)
+                      if o[0] == a.row and o[2] == pytest.approx(a.end_s))
+                 for job, a in zip(jobs, solution.assignments)]
+        usage = usage_per_type(jobs, combo, num_slots)
+        assert all(np.all(usage[g] <= inventory.get(g, 0)) for g in usage)
+
+
+def test_random_portfolios_cover_feasible_and_infeasible_cases() -> None:
+    outcomes = set()
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        jobs = [random_job(rng, f"job{j}", int(rng.integers(4, 8))) for j in range(int(rng.integers(2, 4)))]
+        inventory = {"a100": int(rng.choice([2, 4, 6])), "h100": int(rng.choice([0, 2, 4]))}
+        horizon_s, num_slots = (24 * DAY, 4) if seed % 2 == 1 else (None, 1)
+        outcomes.add(brute_force_portfolio(jobs, inventory, "cost", 0.4, horizon_s, num_slots) is None)
+    assert outcomes == {True, False}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_portfolio_pruning_and_solvers_agree(seed: int) -> None:
+    rng = np.random.default_rng(50 + seed)
+    jobs = [random_job(rng, f"job{j}", 30) for j in range(3)]
+    inventory = {"a100": 8, "h100": 4}
+    values = {(prune, solver): solve_portfolio(jobs, inventory, "mix", horizon_s=30 * DAY,
+                                               num_slots=5, prune=prune, solver=solver).objective_value
+              for prune in (True, False) for solver in ("cbc", "highs")}
+    assert max(values.values()) == pytest.approx(min(values.values()), rel=1e-9)
+
+
+def test_one_job_portfolio_is_the_single_job_optimum() -> None:
+    job = random_job(np.random.default_rng(4), "solo", 40)
+    inventory = {"a100": 4, "h100": 2}
+    single = solve_single(job.table, "cost", deadline_s=job.deadline_s, budget_usd=job.budget_usd,
+                          inventory=inventory)
+    portfolio = solve_portfolio([job], inventory, "cost")
+    assert portfolio.assignments[0].cost_usd == single.cost_usd
+    assert portfolio.assignments[0].start_s == 0.0
+
+
+def two_big_jobs() -> list[JobCandidates]:
+    def table(days: float) -> CandidateTable:
+        return CandidateTable(
+            gpu_id=np.array(["h100"], dtype=object), num_gpus=[8], fits_memory=[True],
+            memory_need_gib=[60.0], capacity_gib=[80.0], time_to_train_s=[days * DAY],
+            cost_usd=[8 * days * 24 * 4.0], batch_ok=[True], divisible=[True], label=["8 x h100"])
+    return [JobCandidates("first", table(5)), JobCandidates("second", table(6))]
+
+
+def test_sequencing_fits_jobs_that_cannot_run_together() -> None:
+    jobs = two_big_jobs()
+    with pytest.raises(InfeasiblePlan) as caught:
+        solve_portfolio(jobs, {"h100": 8})
+    assert caught.value.constraint is Constraint.INVENTORY
+    assert "the 2 jobs cannot share the inventory (h100<=8)" in str(caught.value)
+    solution = solve_portfolio(jobs, {"h100": 8}, "time", horizon_s=12 * DAY, num_slots=12)
+    first, second = sorted(solution.assignments, key=lambda a: a.start_s)
+    assert first.end_s <= second.start_s
+    assert solution.makespan_s == pytest.approx(11 * DAY)
+    with pytest.raises(InfeasiblePlan, match="need at least 88 GPU-days, the inventory offers 80"):
+        solve_portfolio(jobs, {"h100": 8}, horizon_s=10 * DAY, num_slots=10)
+
+
+def test_a_job_that_cannot_run_alone_is_named() -> None:
+    jobs = two_big_jobs()
+    with pytest.raises(InfeasiblePlan, match="^inventory: job 'first': the smallest plan that fits "
+                                             "needs 8 h100 GPUs"):
+        solve_portfolio(jobs, {"h100": 4})
+    with pytest.raises(ValueError, match="unique"):
+        solve_portfolio([jobs[0], jobs[0]], {"h100": 8})
+    with pytest.raises(ValueError, match="horizon"):
+        solve_portfolio(jobs, {"h100": 8}, num_slots=3)
+
+
+# --- fleet sizing ---------------------------------------------------------------------------
+
+ECONOMICS = {"a100": GpuEconomics(purchase_usd=12_000, tdp_w=400, rent_usd_per_gpu_hour=2.0),
+             "h100": GpuEconomics(purchase_usd=25_000, tdp_w=700, rent_usd_per_gpu_hour=4.0)}
+
+
+def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchase, allow_rent,
+                      allow_buy=True):
+    """Least total cost over explicit purchase counts b_g and every way to run each job."""
+    horizon_s = horizon_days * DAY
+    rates = {g: break_even(g, e, tco, horizon_s / 3600, e.rent_usd_per_gpu_hour)
+             for g, e in economics.items()}
+    per_job = []
+    for job in jobs:
+        owned = job_options(job, None, horizon_s, num_slots) if allow_buy else []
+        owned = [o + (True,) for o in owned if job.table.gpu_id[o[0]] in economics]
+        rentable = [o for o in job_options(job, None, horizon_s, num_slots) if o[1] == 0]
+        rent = [(min(rentable, key=lambda o: job.table.cost_usd[o[0]])[0], 0, 0.0, 0, False)]
+        per_job.append(owned + (rent if allow_rent else []))
+    combos, peaks, running = list(itertools.product(*per_job)), [], []
+    for combo in combos:
+        usage = {str(g): np.zeros(num_slots) for g in GPUS}
+        cost = 0.0
+        for job, (row, slot, end, held, is_owned) in zip(jobs, combo):
+            gpu, n = job.table.gpu_id[row], job.table.num_gpus[row]
+            if is_owned:
+                usage[gpu][slot:slot + held] += n
+                cost += rates[gpu].owned_usd_per_busy_hour * n * job.table.time_to_train_s[row] / 3600
+            else:
+                cost += job.table.cost_usd[row]
+        peaks.append([usage[str(g)].max() for g in GPUS])
+        running.append(cost)
+    peaks, running = np.array(peaks), np.array(running)
+    best = None
+    for bought in itertools.product(*(range(max_purchase[str(g)] + 1) for g in GPUS)):
+        fits = np.all(peaks <= np.array(bought), axis=1)
+        if fits.any():
+            fixed = sum(rates[str(g)].owned_fixed_usd * b for g, b in zip(GPUS, bought))
+            value = fixed + running[fits].min()
+            best = value if best is None else min(best, value)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fleet_sizing_equals_brute_force_over_purchase_counts(seed: int) -> None:
+    rng = np.random.default_rng(70 + seed)
+    jobs = [random_job(rng, f"job{j}", int(rng.integers(3, 6))) for j in range(2)]
+    tco = TcoAssumptions(hosting_usd_per_gpu_month=float(rng.choice([0.0, 150.0, 400.0])))
+    horizon_days, num_slots = float(rng.choice([30.0, 90.0, 360.0])), 3
+    max_purchase = {"a100": 6, "h100": int(rng.choice([2, 6]))}
+    solution = size_fleet(jobs, ECONOMICS, horizon_days, tco, num_slots=num_slots,
+                          max_purchase=max_purchase)
+    mixed = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, True)
+    buy_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, False)
+    rent_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase,
+                                  True, allow_buy=False)
+    assert solution.mixed.total_cost_usd == pytest.approx(mixed, rel=1e-9)
+    assert solution.rent_only.total_cost_usd == pytest.approx(rent_only, rel=1e-9)
+    if buy_only is None:
+        assert solution.buy_only is None
+    else:
+        assert solution.buy_only.total_cost_usd == pytest.approx(buy_only, rel=1e-9)
+    assert solution.mixed.total_cost_usd <= solution.rent_only.total_cost_usd + 1e-6
+    for gpu, count in solution.mixed.purchased.items():
+        assert count <= max_purchase[gpu]
+
+
+def test_fleet_sizing_buys_when_the_horizon_is_busy_and_rents_when_it_is_not() -> None:
+    jobs = two_big_jobs()  # 8 h100 for 5 days, then 6 days
+    busy = size_fleet(jobs, ECONOMICS, horizon_days=12, num_slots=12,
+                      tco=TcoAssumptions(lifetime_years=0.05, residual_fraction=0.0,
+                                         hosting_usd_per_gpu_month=0.0))
+    # owning 12 days costs 25000 * 12 / (0.05 * 365.25) = 16.4k per GPU, less than renting
+    # 11 busy days (1056 $/GPU): so buy 8 only if fixed < rent... here renting is cheaper
+    assert busy.mixed.purchased == {} and busy.buy_only.purchased == {"h100": 8}
+    cheap = size_fleet(jobs, ECONOMICS, horizon_days=12, num_slots=12,
+                       tco=TcoAssumptions(lifetime_years=6, residual_fraction=0.5,
+                                          hosting_usd_per_gpu_month=0.0))
+    assert cheap.mixed.purchased == {"h100": 8}
+    assert all(a.owned for a in cheap.mixed.assignments)
+    assert cheap.mixed.total_cost_usd < cheap.rent_only.total_cost_usd
+    assert cheap.rent_only.purchased == {} and cheap.rent_only.rent_cost_usd == pytest.approx(
+        8 * 11 * 24 * 4.0)
+
+
+def test_break_even_utilisation_balances_owning_and_renting() -> None:
+    tco = TcoAssumptions(lifetime_years=4, residual_fraction=0.2, pue=1.25,
+                         electricity_usd_per_kwh=0.1, hosting_usd_per_gpu_month=100,
+                         idle_power_fraction=0.25)
+    hours = 365.25 * 24
+    result = break_even("h100", GpuEconomics(purchase_usd=30_000, tdp_w=800), tco, hours, 3.0)
+    power = 0.8 * 1.25 * 0.1  # $/hour at full draw
+    assert result.owned_fixed_usd == pytest.approx(30_000 * 0.8 / 4 + 100 * 12 + 0.25 * power * hours)
+    assert result.owned_usd_per_busy_hour == pytest.approx(0.75 * power)
+    u = result.break_even_utilisation
+    own = result.owned_fixed_usd + u * hours * result.owned_usd_per_busy_hour
+    assert own == pytest.approx(u * hours * 3.0)
+    assert 0 < u < 1
+    never = break_even("x", GpuEconomics(purchase_usd=1.0, tdp_w=800), tco, hours, 0.01)
+    assert never.break_even_utilisation == math.inf
+
+
+def test_rent_rate_is_implied_from_the_tables_when_not_given() -> None:
+    jobs = two_big_jobs()
+    solution = size_fleet(jobs, {"h100": GpuEconomics(purchase_usd=25_000, tdp_w=700)}, 30)
+    assert solution.break_even[0].rent_usd_per_gpu_hour == pytest.approx(4.0)
+
+
+def test_tco_assumptions_are_validated() -> None:
+    with pytest.raises(ValueError, match="lifetime_years"):
+        TcoAssumptions(lifetime_years=0)
+    with pytest.raises(ValueError, match="residual_fraction"):
+        TcoAssumptions(residual_fraction=1.5)
+    with pytest.raises(ValueError, match="hosting_usd_per_gpu_month"):
+        TcoAssumptions(hosting_usd_per_gpu_month=-1)
+    with pytest.raises(InfeasiblePlan, match="^deadline: job 'first'"):
+        size_fleet([JobCandidates("first", two_big_jobs()[0].table, deadline_s=DAY)], ECONOMICS, 30)

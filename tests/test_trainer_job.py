@@ -1,0 +1,343 @@
+"""trainer.job (emit) and trainer.launch (run): scripts, quoting, the lock, replanning, two nodes."""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from planner.layout import Layout, Precision, TrainingConfig
+from planner.models import get_preset
+from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
+from trainer import launch
+from trainer.job import JOB_FILES, default_job_name, emit_job, k8s_name
+from trainer.job_spec import JobSpec, RunSettings
+from trainer.launch import JobDirLockedError, job_lock, run_job
+
+EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
+VENV_BIN = str(Path(sys.executable).parent)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "H100-SXM", seq_len: int = 64) -> Plan:
+    num_gpus = num_nodes * gpus_per_node
+    memory = MemoryEstimate(peak_gib=1.0, reserved_gib=1.2, capacity_gib=80.0, headroom_fraction=0.1,
+                            breakdown_gib={"params": 0.5})
+    estimate = Estimate(feasible=True, gpu=gpu, num_gpus=num_gpus, num_nodes=num_nodes, memory=memory,
+                        time=TimeEstimate(step_s=0.25, breakdown_s={"compute": 0.25}),
+                        throughput=ThroughputEstimate(tokens_per_s=1e5, tokens_per_s_per_gpu=1e5 / num_gpus,
+                                                      mfu=0.4, hfu=0.4, model_flops_per_token=1e6,
+                                                      hardware_flops_per_token=1e6),
+                        layout={"dp_shard": num_gpus}, global_batch_tokens=num_gpus * seq_len)
+    return Plan(model=get_preset("tiny"), gpu=gpu, num_gpus=num_gpus, num_nodes=num_nodes,
+                gpus_per_node=gpus_per_node, layout=Layout(dp_shard=num_gpus),
+                training=TrainingConfig(seq_len=seq_len, micro_batch=1, precision=Precision.FP32),
+                estimate=estimate)
+
+
+def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
+    """torchrun/srun/scontrol stand-ins: torchrun writes its argv (NUL-separated) to ``record``."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tools = {"torchrun": f'#!/bin/bash\nprintf "%s\\0" "$@" > {shlex.quote(str(record))}\n',
+             "srun": '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
+             "scontrol": '#!/bin/bash\necho node-a\necho node-b\n'}
+    for name, body in tools.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+
+def recorded_argv(record: Path) -> list[str]:
+    return record.read_bytes().decode().split("\0")[:-1]
+
+
+# --------------------------------------------------------------------------- emit
+
+
+def test_emit_writes_every_file_and_a_loadable_job(tmp_path: Path) -> None:
+    job_json = emit_job(make_plan(), tmp_path / "job", name="llama-test", run=RunSettings(steps=7))
+    assert job_json == tmp_path / "job" / "job.json"
+    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == sorted(JOB_FILES)
+    spec = JobSpec.load(tmp_path / "job")
+    assert (spec.name, spec.run.steps, spec.schema_version, spec.plan.num_gpus) == ("llama-test", 7, 1, 8)
+    for script in ("launch.sh", "slurm.sbatch"):
+        assert os.access(tmp_path / "job" / script, os.X_OK)
+        subprocess.run(["bash", "-n", str(tmp_path / "job" / script)], check=True)
+    readme = (tmp_path / "job" / "README.md").read_text()
+    assert "8 x H100-SXM" in readme and "trainplan run" in readme
+
+
+def test_emit_makes_local_paths_absolute_and_validates_names(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    emit_job(make_plan(), Path("job"), name=None, run=RunSettings(data="corpus"))
+    spec = JobSpec.load(tmp_path / "job")
+    assert spec.run.data == str(tmp_path / "corpus") and spec.name == "job"
+    with pytest.raises(ValueError, match="job name 'bad name': use 1-64 letters"):
+        emit_job(make_plan(), tmp_path / "j2", name="bad name", run=RunSettings())
+    assert default_job_name(Path("/x/.. weird  dir!!")) == "weird-dir"
+    assert default_job_name(Path("/x/!!!")) == "trainplan-job"
+    assert k8s_name("My_Job.v2") == "my-job-v2"
+
+
+def test_launch_sh_runs_torchrun_with_the_exact_job_dir(tmp_path: Path) -> None:
+    job_dir = tmp_path / EVIL / "job"
+    emit_job(make_plan(), job_dir, name=None, run=RunSettings(data=str(tmp_path)))
+    env = fake_tools(tmp_path / "bin", tmp_path / "argv")
+    subprocess.run(["bash", "-n", str(job_dir / "launch.sh")], check=True)
+    subprocess.run(["bash", str(job_dir / "launch.sh"), "--steps", "5"], check=True, env=env, cwd=tmp_path)
+    assert recorded_argv(tmp_path / "argv") == ["--standalone", "--nnodes", "1", "--nproc-per-node", "8", "-m",
+                                                "trainer.train", str(job_dir), "--steps", "5"]
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+def test_launch_sh_multi_node_needs_an_endpoint(tmp_path: Path) -> None:
+    emit_job(make_plan(num_nodes=2, gpus_per_node=4), tmp_path / "job", name="two", run=RunSettings())
+    env = fake_tools(tmp_path / "bin", tmp_path / "argv")
+    missing = subprocess.run(["bash", str(tmp_path / "job" / "launch.sh")], env=env, capture_output=True, text=True)
+    assert missing.returncode != 0 and "set RDZV_ENDPOINT" in missing.stderr
+    env.update(NODE_RANK="1", RDZV_ENDPOINT="head:29500")
+    subprocess.run(["bash", str(tmp_path / "job" / "launch.sh")], check=True, env=env)
+    assert recorded_argv(tmp_path / "argv") == [
+        "--nnodes", "2", "--nproc-per-node", "4", "--node-rank", "1", "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", "head:29500", "--rdzv-id", "two", "--max-restarts", "0",
+        "-m", "trainer.train", str(tmp_path / "job")]
+
+
+def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
+    job_dir = tmp_path / EVIL
+    emit_job(make_plan(num_nodes=4, gpus_per_node=8), job_dir, name="big.run", run=RunSettings(steps=100))
+    script = (job_dir / "slurm.sbatch").read_text()
+    for line in ("#SBATCH --job-name=big.run", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1",
+                 "#SBATCH --gpus-per-node=8", '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
+                 '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
+                 "srun --kill-on-bad-exit=1 torchrun", "predicted 100 steps = 0.01 h"):
+        assert line in script
+    subprocess.run(["bash", "-n", str(job_dir / "slurm.sbatch")], check=True)
+    env = fake_tools(tmp_path / "bin", tmp_path / "argv")
+    env.update(SLURM_JOB_NODELIST="node-[a-b]", SLURM_NNODES="4", SLURM_JOB_ID="77")
+    subprocess.run(["bash", str(job_dir / "slurm.sbatch")], check=True, env=env, cwd=tmp_path)
+    assert recorded_argv(tmp_path / "argv") == [
+        "--nnodes", "4", "--nproc-per-node", "8", "--rdzv-backend", "c10d", "--rdzv-endpoint", "node-a:29500",
+        "--rdzv-id", "77", "-m", "trainer.train", str(job_dir)]
+    assert not list(tmp_path.rglob("PWNED*"))
+
+
+def _load_yaml(text: str) -> dict:
+    try:
+        import yaml
+    except ImportError:  # JSON is a subset of YAML: without PyYAML, check the JSON part
+        return json.loads("".join(line for line in text.splitlines(True) if not line.startswith("#")))
+    return yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("num_nodes", [1, 3])
+def test_k8s_manifest_is_a_valid_pytorchjob(tmp_path: Path, num_nodes: int) -> None:
+    # A hostile GPU name must stay inside the comment header.
+    plan = make_plan(num_nodes=num_nodes, gpus_per_node=2).model_copy(update={"gpu": "H100\nkind: Pod\n# x"})
+    emit_job(plan, tmp_path / "job", name="Tiny_Run.1", run=RunSettings(), k8s_image="reg/trainplan:1")
+    manifest = _load_yaml((tmp_path / "job" / "k8s.yaml").read_text())
+    assert (manifest["apiVersion"], manifest["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
+    assert manifest["metadata"]["name"] == "tiny-run-1"
+    spec = manifest["spec"]
+    assert spec["nprocPerNode"] == "2"
+    replicas = spec["pytorchReplicaSpecs"]
+    assert replicas["Master"]["replicas"] == 1
+    assert ("Worker" in replicas) == (num_nodes > 1)
+    if num_nodes > 1:
+        assert replicas["Worker"]["replicas"] == num_nodes - 1
+    for replica in replicas.values():
+        pod = replica["template"]["spec"]
+        container = pod["containers"][0]
+        assert container["name"] == "pytorch" and container["image"] == "reg/trainplan:1"
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == 2
+        command = container["command"]
+        assert command[:5] == ["torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
+        assert command[-3:] == ["-m", "trainer.train", "/jobs/Tiny_Run.1"]
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
+        assert claims == ["trainplan-jobs"]
+        assert {"name": "jobs", "mountPath": "/jobs"} in container["volumeMounts"]
+
+
+# --------------------------------------------------------------------------- the launcher
+
+
+FAKE_TRAINER = textwrap.dedent('''
+    """Stand-in for trainer.train: records what it was given, then behaves as MODE says."""
+    import fcntl, json, os, signal, sys, time
+    from pathlib import Path
+
+    job_dir = Path(sys.argv[1])
+    mode = os.environ.get("FAKE_MODE", "ok")
+    runs = job_dir / "fake_runs.jsonl"
+    try:
+        lock = os.open(job_dir / ".lock", os.O_RDWR)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        locked = False
+    except BlockingIOError:
+        locked = True
+    job = json.loads((job_dir / "job.json").read_text())
+    with runs.open("a") as out:
+        out.write(json.dumps({"argv": sys.argv[1:], "world": os.environ["WORLD_SIZE"], "rank": os.environ["RANK"],
+                              "locked": locked, "micro_batch": job["plan"]["training"]["micro_batch"]}) + "\\n")
+    if mode == "replan" and job["plan"]["training"]["micro_batch"] == 1:
+        if os.environ["RANK"] == "0":
+            (job_dir / "replan_needed.json").write_text(json.dumps({"measured_peak_gib": 91.5, "capacity_gib": 80}))
+        sys.exit(3)
+    if mode == "sleep":
+        def stop(signum, frame):
+            (job_dir / f"got_signal_{os.environ['RANK']}").write_text(str(signum))
+            sys.exit(143)
+        signal.signal(signal.SIGTERM, stop)
+        (job_dir / "started").write_text("")
+        time.sleep(60)
+''')
+
+
+@pytest.fixture
+def fake_trainer(tmp_path: Path, monkeypatch) -> Path:
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "fake_trainer.py").write_text(FAKE_TRAINER)
+    monkeypatch.setenv("PYTHONPATH", f"{modules}:{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    job_dir = tmp_path / "job"
+    emit_job(make_plan(gpus_per_node=2), job_dir, name="fake", run=RunSettings())
+    return job_dir
+
+
+def _runs(job_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (job_dir / "fake_runs.jsonl").read_text().splitlines()]
+
+
+def test_run_job_starts_the_plans_world_and_holds_the_lock(fake_trainer: Path) -> None:
+    code = run_job(fake_trainer, device="cpu", steps=3, module="fake_trainer")
+    assert code == 0
+    runs = _runs(fake_trainer)
+    assert sorted(r["rank"] for r in runs) == ["0", "1"] and {r["world"] for r in runs} == {"2"}
+    assert all(r["argv"] == [str(fake_trainer), "--device", "cpu", "--steps", "3"] for r in runs)
+    assert all(r["locked"] for r in runs)  # the lock is held while the trainer runs
+    with job_lock(fake_trainer):  # ... and released afterwards
+        pass
+
+
+def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
+    with job_lock(fake_trainer):
+        with pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "):
+            run_job(fake_trainer, device="cpu", module="fake_trainer")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from trainer.launch import job_lock
+        with job_lock({str(fake_trainer)!r}):
+            print("locked", flush=True)
+            time.sleep(30)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(JobDirLockedError, match=f"already being run by pid {holder.pid} on"):
+            run_job(fake_trainer, device="cpu", module="fake_trainer")
+        assert launch.main([str(fake_trainer), "--device", "cpu"]) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not (fake_trainer / "fake_runs.jsonl").exists()
+
+
+def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("FAKE_MODE", "replan")
+    assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer") == 3
+    err = capsys.readouterr().err
+    assert "measured_peak_gib: 91.5" in err and "--auto-replan" in err
+    monkeypatch.setitem(sys.modules, "planner.api", types.ModuleType("planner.api"))  # no replan() yet
+    assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 3
+    assert "needs planner.api.replan" in capsys.readouterr().err
+    assert JobSpec.load(fake_trainer).plan.training.micro_batch == 1
+
+
+def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_MODE", "replan")
+    seen = []
+
+    def replan(plan: Plan, correction: dict) -> Plan:
+        seen.append(correction)
+        return plan.model_copy(update={"training": plan.training.model_copy(update={"micro_batch": 2})})
+
+    api = types.ModuleType("planner.api")
+    api.replan = replan
+    monkeypatch.setitem(sys.modules, "planner.api", api)
+    before = JobSpec.load(fake_trainer)
+    assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 0
+    assert seen == [{"measured_peak_gib": 91.5, "capacity_gib": 80}]
+    after = JobSpec.load(fake_trainer)
+    assert after.plan.training.micro_batch == 2 and after.run == before.run and after.name == before.name
+    assert JobSpec.model_validate_json((fake_trainer / "job.replan-1.json").read_text()) == before
+    assert [r["micro_batch"] for r in _runs(fake_trainer)] == [1, 2]
+    assert (fake_trainer / "replan_needed.1.json").exists() and not (fake_trainer / "replan_needed.json").exists()
+
+
+def test_sigterm_reaches_the_trainer(fake_trainer: Path) -> None:
+    env = dict(os.environ, FAKE_MODE="sleep")
+    runner = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(fake_trainer), "--device", "cpu",
+                               "--nproc", "1", "--module", "fake_trainer"], env=env, cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not (fake_trainer / "started").exists():
+        assert runner.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(60) != 0
+    assert (fake_trainer / "got_signal_0").read_text() == str(int(signal.SIGTERM))
+
+
+def test_multi_node_plans_need_rendezvous_options(tmp_path: Path) -> None:
+    emit_job(make_plan(num_nodes=2, gpus_per_node=1), tmp_path / "job", name="two", run=RunSettings())
+    with pytest.raises(ValueError, match="the plan spans 2 nodes"):
+        run_job(tmp_path / "job", device="cpu")
+    with pytest.raises(ValueError, match="--auto-replan works on single-node runs"):
+        run_job(tmp_path / "job", device="cpu", auto_replan=True, rdzv_endpoint="h:1")
+
+
+# --------------------------------------------------------------------------- two nodes, end to end
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REPO / "trainer" / "train.py").exists(), reason="trainer/train.py is not written yet")
+def test_two_torchrun_agents_train_a_tiny_job(tmp_path: Path) -> None:
+    """Node 0 via `python -m trainer.launch` (lock, data), node 1 via the emitted launch.sh."""
+    job_dir = tmp_path / "job"
+    emit_job(make_plan(num_nodes=2, gpus_per_node=1, seq_len=32), job_dir, name="two-nodes",
+             run=RunSettings(steps=2, checkpoint_every=2, probe_steps=0, warmup_steps=0))
+    endpoint = f"127.0.0.1:{_free_port()}"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PATH=f"{VENV_BIN}:{os.environ['PATH']}")
+    node0 = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--device", "cpu",
+                              "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", endpoint],
+                             env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node1 = subprocess.Popen(["bash", str(job_dir / "launch.sh"), "--device", "cpu"],
+                             env=dict(env, NODE_RANK="1", RDZV_ENDPOINT=endpoint), cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out0, _ = node0.communicate(timeout=240)
+        out1, _ = node1.communicate(timeout=60)
+    finally:
+        for proc in (node0, node1):
+            if proc.poll() is None:
+                proc.kill()
+    assert node0.returncode == 0, out0[-3000:]
+    assert node1.returncode == 0, out1[-3000:]
+    assert (job_dir / ".lock").exists()
+    written = {p.name for p in job_dir.iterdir()} - set(JOB_FILES) - {".lock"}
+    assert written, "the trainer left no checkpoint or metrics in the job directory"

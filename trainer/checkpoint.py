@@ -1,0 +1,243 @@
+"""Atomic, verified, distributed checkpoints (torch.distributed.checkpoint).
+
+Layout of ``JOB_DIR/ckpt``::
+
+    step-000040/            a complete checkpoint (only ever appears by rename)
+        .metadata, __0_0.distcp, ...   DCP shards of model + optimizer (sharded, reshardable)
+        rank-00000.pt ...              per-rank state: step, loader position, RNG, scheduler, ...
+        manifest.json                  every other file with size + sha256, written last
+    step-000060.tmp/        being written; removed or ignored if the run dies
+
+All ranks write into ``step-N.tmp``, fsync, agree at a barrier, hash their share of the
+files, and rank 0 writes the manifest and renames the directory. A crash at any point
+leaves the previous checkpoints untouched. The directory must be shared by all ranks
+(one node, or a shared filesystem across nodes).
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import CheckpointException
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+MANIFEST = "manifest.json"
+_STEP_DIR = re.compile(r"^step-(\d{6,})$")
+_HASH_CHUNK = 1 << 20
+
+
+class CheckpointDiskFullError(RuntimeError):
+    """Saving a checkpoint ran out of disk space (previous checkpoints are kept)."""
+
+
+@dataclass
+class Checkpointable:
+    """What one checkpoint holds: the sharded model/optimizer and this rank's small state."""
+
+    model: torch.nn.Module                 # this rank's model (its pipeline stage under pp)
+    optimizer: torch.optim.Optimizer
+    rank_state: Callable[[], dict[str, Any]]          # step, loader, scheduler, RNG, counters
+    load_rank_state: Callable[[dict[str, Any]], None]
+
+
+def step_dir_name(step: int) -> str:
+    return f"step-{step:06d}"
+
+
+def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
+    """Completed checkpoints, oldest first (``.tmp`` directories are not checkpoints)."""
+    if not ckpt_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir()]
+    return sorted(found)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            return True
+        if isinstance(current, CheckpointException):
+            pending.extend(failure[0] for failure in current.failures.values())
+        pending.extend([current.__cause__, current.__context__])
+    return "No space left on device" in str(exc)
+
+
+def _files_of(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
+def _hash_share(directory: Path, files: list[str], rank: int, world: int) -> dict[str, dict]:
+    """This rank's share (every world-th file) of the manifest entries."""
+    return {name: {"size": (directory / name).stat().st_size, "sha256": _sha256(directory / name)}
+            for name in files[rank::world]}
+
+
+def _all_true(flag: bool, device: torch.device) -> bool:
+    value = torch.tensor([1 if flag else 0], device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MIN)
+    return bool(value.item())
+
+
+class CheckpointManager:
+    def __init__(self, ckpt_dir: Path, keep: int, collective_device: torch.device):
+        self.ckpt_dir = Path(ckpt_dir)
+        self.keep = keep
+        self.device = collective_device  # tensors for all_reduce (CPU for gloo, CUDA for NCCL)
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+
+    # ------------------------------------------------------------------ save
+
+    def save(self, step: int, state: Checkpointable) -> Path:
+        final = self.ckpt_dir / step_dir_name(step)
+        tmp = self.ckpt_dir / (step_dir_name(step) + ".tmp")
+        if self.rank == 0:
+            self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(tmp, ignore_errors=True)   # left over by a crash during an earlier save
+            tmp.mkdir()
+        dist.barrier()
+        error: BaseException | None = None
+        try:
+            self._write_shards(tmp, state)
+        except (OSError, CheckpointException, RuntimeError) as exc:
+            error = exc
+        if not _all_true(error is None, self.device):
+            self._abandon(tmp, step, error)
+        self._write_manifest_and_publish(tmp, final)
+        self._prune()
+        return final
+
+    def _write_shards(self, tmp: Path, state: Checkpointable) -> None:
+        model_sd, optim_sd = self._state_dicts(state)
+        dcp.save({"model": model_sd, "optim": optim_sd}, storage_writer=dcp.FileSystemWriter(tmp, sync_files=True))
+        rank_file = tmp / f"rank-{self.rank:05d}.pt"
+        with rank_file.open("wb") as handle:
+            torch.save(state.rank_state(), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    @staticmethod
+    def _state_dicts(state: Checkpointable) -> tuple[dict, dict]:
+        """Sharded (DTensor) state dicts with layout-independent parameter names."""
+        return get_state_dict(state.model, state.optimizer)
+
+    def _abandon(self, tmp: Path, step: int, error: BaseException | None) -> None:
+        disk_full = torch.tensor([1 if error is not None and _is_disk_full(error) else 0], device=self.device)
+        dist.all_reduce(disk_full, op=dist.ReduceOp.MAX)
+        if self.rank == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+        dist.barrier()
+        kept = ", ".join(p.name for _, p in list_checkpoints(self.ckpt_dir)) or "none"
+        if disk_full.item():
+            raise CheckpointDiskFullError(
+                f"disk full while writing checkpoint {tmp} (step {step}): free space on "
+                f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})")
+        detail = str(error).splitlines()[0] if error is not None else "failed on another rank"
+        raise RuntimeError(f"writing checkpoint {tmp} failed ({detail}); previous checkpoints kept ({kept})")
+
+    def _write_manifest_and_publish(self, tmp: Path, final: Path) -> None:
+        files = _files_of(tmp)
+        share = _hash_share(tmp, files, self.rank, self.world)
+        shares: list[dict] = [{} for _ in range(self.world)]
+        dist.all_gather_object(shares, share)
+        if self.rank == 0:
+            entries = {name: entry for part in shares for name, entry in part.items()}
+            manifest = {"files": dict(sorted(entries.items())), "world_size": self.world}
+            with (tmp / MANIFEST).open("w") as handle:
+                handle.write(json.dumps(manifest, indent=1) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            _fsync_dir(tmp)
+            if final.exists():          # a checkpoint of this step from an earlier attempt
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+            _fsync_dir(self.ckpt_dir)
+        dist.barrier()
+
+    def _prune(self) -> None:
+        if self.rank != 0:
+            return
+        for _, path in list_checkpoints(self.ckpt_dir)[:-self.keep]:
+            shutil.rmtree(path, ignore_errors=True)
+
+    # ------------------------------------------------------------------ load
+
+    def verify(self, path: Path) -> str | None:
+        """None when the manifest matches the files; otherwise what is wrong (same on all ranks)."""
+        problem = None
+        try:
+            manifest = json.loads((path / MANIFEST).read_text())["files"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            manifest, problem = {}, f"unreadable manifest ({exc.__class__.__name__})"
+        names = sorted(manifest)
+        if problem is None:
+            problem = self._check_share(path, manifest, names)
+            if problem is None and set(_files_of(path)) != set(names):
+                problem = "files differ from the manifest"
+        problems: list[str | None] = [None] * self.world
+        dist.all_gather_object(problems, problem)
+        return next((p for p in problems if p is not None), None)
+
+    def _check_share(self, path: Path, manifest: dict, names: list[str]) -> str | None:
+        for name in names[self.rank::self.world]:
+            file = path / name
+            if not file.is_file():
+                return f"{name} is missing"
+            if file.stat().st_size != manifest[name]["size"]:
+                return f"{name} has {file.stat().st_size} bytes, manifest says {manifest[name]['size']}"
+            if _sha256(file) != manifest[name]["sha256"]:
+                return f"{name} does not match its sha256"
+        return None
+
+    def load_latest(self, state: Checkpointable) -> int | None:
+        """Load the newest checkpoint that verifies; returns its step, or None to start fresh."""
+        for step, path in reversed(list_checkpoints(self.ckpt_dir)):
+            problem = self.verify(path)
+            if problem is not None:
+                if self.rank == 0:
+                    print(f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", flush=True)
+                continue
+            self._load(path, state)
+            return step
+        return None
+
+    def _load(self, path: Path, state: Checkpointable) -> None:
+        model_sd, optim_sd = self._state_dicts(state)
+        dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+        set_state_dict(state.model, state.optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
+        rank_file = path / f"rank-{self.rank:05d}.pt"
+        if not rank_file.exists():  # resumed on more ranks than saved: continue from rank 0's position
+            rank_file = path / "rank-00000.pt"
+        state.load_rank_state(torch.load(rank_file, weights_only=True))
+

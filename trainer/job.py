@@ -1,0 +1,244 @@
+"""``trainplan emit``: turn a plan into a self-contained job directory.
+
+The directory holds ``job.json`` (what the trainer reads) and ready-to-run launchers for one
+node (``launch.sh``), Slurm (``slurm.sbatch``) and Kubernetes (``k8s.yaml``, a Kubeflow
+PyTorchJob). Nothing user-supplied reaches a script unquoted: the job name must match the
+JobSpec pattern, paths go through ``shlex.quote``, plan strings in comments are flattened to
+one printable line, and the Kubernetes manifest is JSON (a subset of YAML) written by ``json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from planner.plan import Plan
+from trainer.job_spec import JobSpec, RunSettings
+
+DEFAULT_K8S_IMAGE = "trainplan:latest"
+DEFAULT_K8S_PVC = "trainplan-jobs"
+K8S_JOBS_MOUNT = "/jobs"          # where the PVC is mounted in the pods
+RDZV_PORT = 29500                 # c10d rendezvous port on the first node (Slurm)
+JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
+
+
+def emit_job(plan: Plan, out_dir: Path, *, name: str | None, run: RunSettings,
+             k8s_image: str = DEFAULT_K8S_IMAGE, k8s_pvc: str = DEFAULT_K8S_PVC) -> Path:
+    """Write the job directory ``out_dir`` and return the path of its ``job.json``."""
+    out_dir = Path(out_dir).expanduser().resolve()
+    spec = _job_spec(plan, name if name is not None else default_job_name(out_dir), _absolute_paths(run))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    job_json = _write_atomic(out_dir / "job.json", spec.model_dump_json(indent=2) + "\n")
+    _write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
+    _write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir), executable=True)
+    _write_atomic(out_dir / "k8s.yaml", render_k8s(spec, k8s_image, k8s_pvc))
+    _write_atomic(out_dir / "README.md", render_readme(spec, out_dir, k8s_pvc))
+    return job_json
+
+
+def default_job_name(out_dir: Path) -> str:
+    """The directory name made into a valid job name (``trainplan-job`` if nothing is left)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", out_dir.name).lstrip("._-")[:64].rstrip("-")
+    return cleaned or "trainplan-job"
+
+
+def _job_spec(plan: Plan, name: str, run: RunSettings) -> JobSpec:
+    try:
+        return JobSpec(name=name, plan=plan, run=run)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        if error["loc"] == ("name",):
+            raise ValueError(f"job name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
+                             "letter or digit") from None
+        raise ValueError(f"job {name!r}: {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
+
+
+def _absolute_paths(run: RunSettings) -> RunSettings:
+    """Local paths in the run settings made absolute, so the job does not depend on the cwd."""
+    update = {}
+    for field in ("data", "tokenizer", "hf_weights"):
+        value = getattr(run, field)
+        if value and value != "synthetic" and Path(value).expanduser().exists():
+            update[field] = str(Path(value).expanduser().resolve())
+    return run.model_copy(update=update)
+
+
+def _write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    if executable:
+        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    os.replace(tmp, path)
+    return path
+
+
+def _one_line(text: object) -> str:
+    """Any value made safe for a shell or YAML comment: printable characters on one line."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))
+
+
+def procs_per_node(plan: Plan) -> int:
+    if plan.num_gpus % plan.num_nodes:
+        raise ValueError(f"plan: {plan.num_gpus} GPUs do not split evenly over {plan.num_nodes} nodes")
+    return plan.num_gpus // plan.num_nodes
+
+
+def _summary(spec: JobSpec) -> str:
+    plan = spec.plan
+    return _one_line(f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({plan.num_nodes} node(s)), "
+                     f"layout {plan.layout.describe()}, predicted step {plan.estimate.time.step_s:.3g} s")
+
+
+# --------------------------------------------------------------------------- launch.sh
+
+
+def render_launch_sh(spec: JobSpec) -> str:
+    nodes, procs = spec.plan.num_nodes, procs_per_node(spec.plan)
+    return f"""#!/usr/bin/env bash
+# trainplan job {spec.name}: {_summary(spec)}
+# One node:      bash launch.sh [trainer options, e.g. --steps 100]
+# Several nodes: on each node run  NODE_RANK=<0..{nodes - 1}> RDZV_ENDPOINT=<node-0 host>:{RDZV_PORT} bash launch.sh
+# `trainplan run` does the same with a lock, data preparation and automatic replanning.
+set -euo pipefail
+JOB_DIR="$(cd -- "$(dirname -- "${{BASH_SOURCE[0]}}")" && pwd -P)"
+NUM_NODES={nodes}
+NPROC_PER_NODE={procs}
+if [ "$NUM_NODES" -eq 1 ]; then
+  exec torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
+    -m trainer.train "$JOB_DIR" "$@"
+fi
+: "${{RDZV_ENDPOINT:?set RDZV_ENDPOINT=host:port of node 0 and NODE_RANK on each of the $NUM_NODES nodes}}"
+exec torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
+  --rdzv-backend c10d --rdzv-endpoint "$RDZV_ENDPOINT" --rdzv-id {shlex.quote(spec.name)} \\
+  --max-restarts "${{MAX_RESTARTS:-0}}" \\
+  -m trainer.train "$JOB_DIR" "$@"
+"""
+
+
+# --------------------------------------------------------------------------- slurm.sbatch
+
+
+def render_slurm(spec: JobSpec, job_dir: Path) -> str:
+    plan = spec.plan
+    procs = procs_per_node(plan)
+    hours = spec.run.steps * plan.estimate.time.step_s / 3600
+    # The name is pattern-checked, so it is safe inside an #SBATCH directive (which no shell parses).
+    return f"""#!/bin/bash
+#SBATCH --job-name={spec.name}
+#SBATCH --nodes={plan.num_nodes}
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node={procs}
+#SBATCH --exclusive
+# trainplan job {spec.name}: {_summary(spec)}
+# predicted {spec.run.steps} steps = {hours:.2f} h of training: add a --time limit with margin.
+# Submit: sbatch slurm.sbatch [trainer options]. The job directory must be on a shared file system.
+# Exit code 3 means the validation probe found the plan does not fit: see replan_needed.json.
+set -euo pipefail
+JOB_DIR={shlex.quote(str(job_dir))}
+head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
+# One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node.
+srun --kill-on-bad-exit=1 torchrun \\
+  --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
+  --rdzv-backend c10d --rdzv-endpoint "$head_node:{RDZV_PORT}" --rdzv-id "$SLURM_JOB_ID" \\
+  -m trainer.train "$JOB_DIR" "$@"
+"""
+
+
+# --------------------------------------------------------------------------- k8s.yaml
+
+
+def k8s_name(name: str) -> str:
+    """A DNS-1123 label from the job name (lower case, '-' for '.' and '_', at most 50 characters
+    so the operator's pod suffixes such as ``-worker-12`` still fit in 63)."""
+    label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:50].rstrip("-")
+    return label or "trainplan-job"
+
+
+def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
+    """The PyTorchJob (kubeflow.org/v1) as plain data."""
+    plan = spec.plan
+    procs = procs_per_node(plan)
+    job_path = f"{K8S_JOBS_MOUNT}/{spec.name}"
+    # The operator sets RANK (the pod's node rank), MASTER_ADDR and MASTER_PORT in each pod;
+    # Kubernetes expands $(VAR) in the command from the container's environment.
+    command = ["torchrun", "--nnodes", str(plan.num_nodes), "--nproc-per-node", str(procs),
+               "--node-rank", "$(RANK)", "--master-addr", "$(MASTER_ADDR)", "--master-port", "$(MASTER_PORT)",
+               "-m", "trainer.train", job_path]
+    container = {
+        "name": "pytorch",  # the operator looks for a container of this name
+        "image": image,
+        "command": command,
+        "resources": {"limits": {"nvidia.com/gpu": procs}, "requests": {"nvidia.com/gpu": procs}},
+        "volumeMounts": [{"name": "jobs", "mountPath": K8S_JOBS_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    volumes = [{"name": "jobs", "persistentVolumeClaim": {"claimName": pvc}},
+               {"name": "dshm", "emptyDir": {"medium": "Memory"}}]  # NCCL needs more than 64 MiB of /dev/shm
+
+    def replica(count: int) -> dict:
+        # ExitCode: restart pods killed by signals (preemption), not on errors such as 3 (replan).
+        return {"replicas": count, "restartPolicy": "ExitCode",
+                "template": {"spec": {"containers": [container], "volumes": volumes}}}
+
+    replicas = {"Master": replica(1)}
+    if plan.num_nodes > 1:
+        replicas["Worker"] = replica(plan.num_nodes - 1)
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": k8s_name(spec.name), "labels": {"app.kubernetes.io/managed-by": "trainplan"}},
+        "spec": {"nprocPerNode": str(procs), "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+                 "pytorchReplicaSpecs": replicas},
+    }
+
+
+def render_k8s(spec: JobSpec, image: str, pvc: str) -> str:
+    header = (f"# trainplan job {spec.name}: {_summary(spec)}\n"
+              f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {_one_line(pvc)} "
+              f"(ReadWriteMany), set the image, then: kubectl apply -f k8s.yaml\n"
+              "# JSON is a subset of YAML; this file is both.\n")
+    return header + json.dumps(k8s_manifest(spec, image, pvc), indent=2) + "\n"
+
+
+# --------------------------------------------------------------------------- README.md
+
+
+def render_readme(spec: JobSpec, job_dir: Path, pvc: str) -> str:
+    plan, run = spec.plan, spec.run
+    quoted_dir = shlex.quote(str(job_dir))
+    memory = plan.estimate.memory
+    rows = [("model", plan.model.name), ("hardware", f"{plan.num_gpus} x {plan.gpu} on {plan.num_nodes} node(s)"),
+            ("layout", plan.layout.describe()),
+            ("batch", f"micro-batch {plan.training.micro_batch} x seq {plan.training.seq_len} x accumulation "
+                      f"{plan.training.grad_accum}"),
+            ("predicted step", f"{plan.estimate.time.step_s:.3g} s"),
+            ("predicted memory", f"{memory.reserved_gib:.1f} of {memory.capacity_gib:.1f} GiB reserved"),
+            ("run", f"{run.steps} steps, checkpoint every {run.checkpoint_every}, seed {run.seed}"),
+            ("data", run.data)]
+    table = "\n".join(f"| {key} | {_one_line(value).replace('|', '/')} |" for key, value in rows)
+    return f"""# trainplan job `{spec.name}`
+
+| | |
+|---|---|
+{table}
+
+`job.json` is the whole job (plan + run settings); the scripts only start `python -m trainer.train`.
+
+## Run
+
+- Here, with a lock, data preparation and resume: `trainplan run {quoted_dir}`
+- One node by hand: `bash {shlex.quote(str(job_dir / "launch.sh"))}`
+- Slurm ({plan.num_nodes} node(s), job directory on a shared file system): `sbatch {shlex.quote(str(job_dir / "slurm.sbatch"))}`
+- Kubernetes (Kubeflow training operator): copy this directory to `{K8S_JOBS_MOUNT}/{spec.name}` on the
+  PVC `{_one_line(pvc)}`, set the image in `k8s.yaml`, `kubectl apply -f k8s.yaml`.
+
+A stopped run resumes from its latest good checkpoint when started again. Exit code 3 means the
+validation probe measured that the plan does not fit; `replan_needed.json` has the numbers and
+`trainplan run --auto-replan` corrects the plan and continues. If `run.data` is not reachable
+where the job runs, prepare the shards first (`python -m trainer.launch {quoted_dir} --prepare-only`):
+the trainer then uses `data/` as it is.
+"""

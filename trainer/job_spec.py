@@ -1,0 +1,60 @@
+"""``job.json``: a plan plus the training-run settings. The trainer reads only this."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.plan import Plan
+
+JOB_SCHEMA_VERSION = 1
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunSettings(BaseModel):
+    """Settings of one training run that are not part of the plan."""
+
+    model_config = _FROZEN
+    steps: int = Field(50, ge=1)
+    checkpoint_every: int = Field(20, ge=1)
+    keep_checkpoints: int = Field(2, ge=1)
+    data: str = "synthetic"            # "synthetic" or a path to text/jsonl/parquet files
+    tokenizer: str | None = None        # path to a local tokenizer.json; None = byte-level
+    seed: int = 1234
+    lr: float = Field(3e-4, gt=0)
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)
+    warmup_steps: int = Field(5, ge=0)
+    weight_decay: float = Field(0.01, ge=0)
+    grad_clip: float = Field(1.0, gt=0)
+    eval_every: int = Field(0, ge=0)    # 0 = no validation during training
+    eval_batches: int = Field(4, ge=1)
+    early_stop_patience: int = Field(0, ge=0)
+    probe_steps: int = Field(3, ge=0)   # validation probe before the long run
+    max_bad_steps: int = Field(5, ge=1)  # NaN/inf steps tolerated before stopping
+    pipeline_schedule: str | None = None  # override the plan's schedule (gpipe, 1f1b)
+    freeze_layers: int = Field(0, ge=0)   # fine-tuning: freeze the lowest N blocks
+    hf_weights: str | None = None         # local directory with pretrained weights (--impl hf)
+    memory_headroom: float = Field(0.1, ge=0, lt=1)
+
+
+class JobSpec(BaseModel):
+    model_config = _FROZEN
+    schema_version: int = JOB_SCHEMA_VERSION
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    plan: Plan
+    run: RunSettings = RunSettings()
+
+    def save(self, job_dir: str | Path) -> Path:
+        path = Path(job_dir) / "job.json"
+        path.write_text(self.model_dump_json(indent=2) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, job_dir: str | Path) -> "JobSpec":
+        path = Path(job_dir) / "job.json"
+        try:
+            return cls.model_validate_json(path.read_text())
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read job file ({exc.strerror})") from None
+        except Exception as exc:
+            raise ValueError(f"{path}: not a valid trainplan job ({str(exc).splitlines()[0]})") from None

@@ -1,0 +1,265 @@
+"""``trainplan run``: start a job directory's training under torchrun, and look after it.
+
+``run_job`` takes an exclusive lock on the job directory, prepares the data once (before any
+process group exists, so a long tokenisation cannot hit a collective timeout), starts
+``python -m torch.distributed.run ... -m trainer.train JOB_DIR`` with the plan's world size,
+passes its output straight through, forwards SIGINT/SIGTERM to it, and handles the trainer's
+"replan needed" exit. Resuming needs nothing here: the trainer loads its latest good checkpoint.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from trainer.job_spec import JobSpec
+
+REPLAN_EXIT_CODE = 3
+REPLAN_FILE = "replan_needed.json"
+LOCK_FILE = ".lock"
+MAX_REPLANS = 3            # a corrected plan that still does not fit is not retried forever
+TERMINATE_GRACE_S = 30.0   # after forwarding a signal, before SIGKILL (when the launcher itself fails)
+TRAINER_MODULE = "trainer.train"
+
+
+class JobDirLockedError(ValueError):
+    """Another ``trainplan run`` holds the job directory."""
+
+
+def lock_path(job_dir: Path, node_rank: int = 0) -> Path:
+    # One lock per node: on a shared file system every node's launcher uses the same directory.
+    return Path(job_dir) / (LOCK_FILE if node_rank == 0 else f"{LOCK_FILE}-node{node_rank}")
+
+
+@contextmanager
+def job_lock(job_dir: Path, node_rank: int = 0) -> Iterator[int]:
+    """Hold ``JOB_DIR/.lock`` (flock, non-blocking) and yield its descriptor.
+
+    The lock lives on the open file, so a child given the descriptor keeps it held even if this
+    process is killed; it is released when the last holder exits. The file is never deleted
+    (deleting a lock file lets two processes lock two different files).
+    """
+    path = lock_path(job_dir, node_rank)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise JobDirLockedError(f"job dir {job_dir} is already being run by pid {holder}") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield fd
+    finally:
+        os.ftruncate(fd, 0)
+        os.close(fd)
+
+
+def resolve_device(device: str) -> str:
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device {device!r}: use auto, cpu or cuda")
+    if device != "auto":
+        return device
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def torchrun_command(spec: JobSpec, job_dir: Path, *, device: str, nproc: int | None = None,
+                     steps: int | None = None, max_restarts: int = 0, nnodes: int | None = None,
+                     node_rank: int = 0, rdzv_endpoint: str | None = None, rdzv_id: str | None = None,
+                     module: str = TRAINER_MODULE) -> list[str]:
+    """The torchrun argv for this node. Defaults come from the plan; overrides are for CPU runs and tests."""
+    plan = spec.plan
+    nnodes = nnodes or plan.num_nodes
+    if nproc is None:
+        if plan.num_gpus % nnodes:
+            raise ValueError(f"{job_dir}: {plan.num_gpus} GPUs do not split over {nnodes} nodes; pass --nproc")
+        nproc = plan.num_gpus // nnodes
+    if nnodes > 1 and not rdzv_endpoint:
+        raise ValueError(f"{job_dir}: the plan spans {nnodes} nodes: pass --nnodes/--node-rank/--rdzv-endpoint "
+                         "on each node, or use slurm.sbatch / k8s.yaml")
+    if not 0 <= node_rank < nnodes:
+        raise ValueError(f"node rank {node_rank} is outside 0..{nnodes - 1}")
+    command = [sys.executable, "-m", "torch.distributed.run"]
+    if rdzv_endpoint:
+        command += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
+                    "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id or spec.name]
+    else:
+        command += ["--standalone", "--nnodes", "1"]
+    command += ["--nproc-per-node", str(nproc), "--max-restarts", str(max_restarts),
+                "-m", module, str(job_dir), "--device", device]
+    return command + (["--steps", str(steps)] if steps else [])
+
+
+def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
+    """Run ``command`` in its own process group with inherited stdout/stderr; forward SIGINT and
+    SIGTERM to the whole group. Returns the exit code (128 + signal number when killed)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")  # progress lines reach the terminal as printed
+    child = subprocess.Popen(command, start_new_session=True, pass_fds=keep_fds, env=env)
+
+    def forward(signum: int, _frame: object) -> None:
+        _signal_group(child, signum)
+
+    forwarded = (signal.SIGINT, signal.SIGTERM)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, forward) for sig in forwarded} if in_main_thread else {}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if child.poll() is None:  # we are failing (e.g. an exception): do not leave the job behind
+            _signal_group(child, signal.SIGTERM)
+            try:
+                child.wait(TERMINATE_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(child, signal.SIGKILL)
+                child.wait()
+    return 128 - code if code < 0 else code
+
+
+def _signal_group(child: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(child.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
+    """Build or reuse the job's data shards (idempotent; a no-op for synthetic data)."""
+    from trainer.data import prepare_data
+    prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
+
+
+def read_replan_report(job_dir: Path) -> dict | None:
+    path = Path(job_dir) / REPLAN_FILE
+    try:
+        report = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return {"error": f"{path}: unreadable ({exc})"}
+    return report if isinstance(report, dict) else {"report": report}
+
+
+def _archive_replan_report(job_dir: Path) -> None:
+    """Move a report of an earlier run aside, so only this run's report triggers a replan."""
+    path = Path(job_dir) / REPLAN_FILE
+    if path.exists():
+        os.replace(path, _next_free(Path(job_dir), "replan_needed.{}.json"))
+
+
+def _print_report(job_dir: Path, report: dict) -> None:
+    print(f"trainplan: the validation probe found that the plan in {job_dir} does not fit:", file=sys.stderr)
+    for key, value in report.items():
+        print(f"  {key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}", file=sys.stderr)
+
+
+def replan_job(job_dir: Path, spec: JobSpec, report: dict) -> JobSpec | None:
+    """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if unavailable."""
+    try:
+        from planner import api
+    except ImportError:
+        api = None
+    replan = getattr(api, "replan", None)
+    if replan is None:
+        print("trainplan: automatic replanning needs planner.api.replan, which this installation lacks; "
+              "plan again with the measured numbers above", file=sys.stderr)
+        return None
+    new_plan = replan(spec.plan, report)
+    from trainer.job import emit_job
+    history = _next_free(Path(job_dir), "job.replan-{}.json")
+    shutil.copyfile(Path(job_dir) / "job.json", history)
+    emit_job(new_plan, job_dir, name=spec.name, run=spec.run)
+    print(f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "
+          f"the previous job.json is {history.name}", file=sys.stderr)
+    return JobSpec.load(job_dir)
+
+
+def _next_free(directory: Path, pattern: str) -> Path:
+    index = 1
+    while (directory / pattern.format(index)).exists():
+        index += 1
+    return directory / pattern.format(index)
+
+
+def run_job(job_dir: Path, *, device: str = "auto", nproc: int | None = None, steps: int | None = None,
+            auto_replan: bool = False, max_restarts: int = 0, nnodes: int | None = None, node_rank: int = 0,
+            rdzv_endpoint: str | None = None, rdzv_id: str | None = None,
+            module: str = TRAINER_MODULE) -> int:
+    """Run (or resume) the job in ``job_dir`` on this node; returns the exit code.
+
+    ``nnodes``/``node_rank``/``rdzv_endpoint`` start one of several nodes (as slurm.sbatch does);
+    ``module`` is the entry module torchrun starts (tests use a stand-in).
+    Raises JobDirLockedError if another launcher runs this directory, ValueError on bad input.
+    """
+    job_dir = Path(job_dir).resolve()
+    spec = JobSpec.load(job_dir)
+    device = resolve_device(device)
+    if auto_replan and (nnodes or spec.plan.num_nodes) > 1:
+        raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
+    with job_lock(job_dir, node_rank) as lock_fd:
+        for _ in range(MAX_REPLANS + 1):
+            command = torchrun_command(spec, job_dir, device=device, nproc=nproc, steps=steps,
+                                       max_restarts=max_restarts, nnodes=nnodes, node_rank=node_rank,
+                                       rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id, module=module)
+            if node_rank == 0:
+                prepare_job_data(job_dir, spec)
+                _archive_replan_report(job_dir)
+            code = run_child(command, keep_fds=(lock_fd,))
+            report = read_replan_report(job_dir) if code != 0 else None
+            if report is None:
+                return code
+            _print_report(job_dir, report)
+            if not auto_replan:
+                print("trainplan: rerun with --auto-replan to correct the plan and continue", file=sys.stderr)
+                return REPLAN_EXIT_CODE
+            spec = replan_job(job_dir, spec, report)
+            if spec is None:
+                return REPLAN_EXIT_CODE
+        print(f"trainplan: still does not fit after {MAX_REPLANS} replans; giving up", file=sys.stderr)
+        return REPLAN_EXIT_CODE
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainer.launch", description=run_job.__doc__.splitlines()[0])
+    parser.add_argument("job_dir", type=Path)
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--nproc", type=int)
+    parser.add_argument("--steps", type=int)
+    parser.add_argument("--auto-replan", action="store_true")
+    parser.add_argument("--max-restarts", type=int, default=0)
+    parser.add_argument("--nnodes", type=int)
+    parser.add_argument("--node-rank", type=int, default=0)
+    parser.add_argument("--rdzv-endpoint")
+    parser.add_argument("--rdzv-id")
+    parser.add_argument("--prepare-only", action="store_true", help="build the data shards and exit")
+    parser.add_argument("--module", default=TRAINER_MODULE, help=argparse.SUPPRESS)  # tests: a stand-in trainer
+    args = parser.parse_args(argv)
+    try:
+        if args.prepare_only:
+            with job_lock(args.job_dir.resolve()):
+                prepare_job_data(args.job_dir.resolve(), JobSpec.load(args.job_dir))
+            return 0
+        return run_job(args.job_dir, device=args.device, nproc=args.nproc, steps=args.steps,
+                       auto_replan=args.auto_replan, max_restarts=args.max_restarts, nnodes=args.nnodes,
+                       node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id,
+                       module=args.module)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Per-step metrics (``metrics.jsonl`` + TensorBoard), GPU sampling and the console progress line.
+
+Only global rank 0 writes. On resume, records after the checkpoint's step (written by the
+interrupted run after its last checkpoint) are dropped first, so every step appears once.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+GIB = 2**30
+LOW_UTILIZATION_PERCENT = 70.0
+UTILIZATION_WINDOW_STEPS = 20
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    step: int
+    loss: float
+    lr: float
+    grad_norm: float
+    step_s: float
+    tokens_per_s: float
+    mfu: float | None
+    peak_mem_gib: float | None
+    gpu_util: float | None
+    power_w: float | None
+    skipped: bool = False               # NaN/inf loss or gradients: no optimizer update
+    loss_scale: float | None = None     # fp16 only
+    val_loss: float | None = None
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def peak_flops_per_s(gpu_id: str, precision: str) -> float | None:
+    """Dense peak of one plan GPU from the hardware catalog; None when unknown."""
+    try:
+        from planner.hardware import load_catalog
+        return load_catalog().gpu(gpu_id).peak_flops(precision)
+    except (ImportError, ValueError):
+        return None
+
+
+def model_flops_per_token(plan) -> float:
+    """6N + attention FLOPs per token, with the planner's own convention (for a like-for-like MFU)."""
+    predicted = plan.estimate.throughput.model_flops_per_token
+    if predicted > 0:
+        return predicted
+    import numpy as np
+
+    from planner.flops import model_flops_per_token as planner_flops
+    from planner.settings import ModelingSettings
+    return float(planner_flops(plan.model, np.asarray(float(plan.training.seq_len)), ModelingSettings()))
+
+
+class GpuSampler:
+    """Utilisation and power of this process's GPU via NVML (nvidia-ml-py); None elsewhere."""
+
+    def __init__(self, device: torch.device):
+        self._handle = None
+        if device.type != "cuda":
+            return
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+        except Exception:  # no driver / library: sampling is optional
+            self._handle = None
+
+    def sample(self) -> tuple[float | None, float | None]:
+        if self._handle is None:
+            return None, None
+        try:
+            util = float(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
+            power = self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1000.0
+        except Exception:
+            return None, None
+        return util, power
+
+
+def truncate_after(path: Path, last_step: int) -> None:
+    """Keep only records with ``step <= last_step`` (atomic rewrite)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by the crash
+        if isinstance(record, dict) and record.get("step", 0) <= last_step:
+            kept.append(line)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in kept))
+    os.replace(tmp, path)
+
+
+class MetricsLogger:
+    def __init__(self, job_dir: Path, resume_step: int, enabled: bool, tensorboard: bool = True):
+        self.enabled = enabled
+        self.path = Path(job_dir) / "metrics.jsonl"
+        self.low_util = deque(maxlen=UTILIZATION_WINDOW_STEPS)
+        self._warned_at = -UTILIZATION_WINDOW_STEPS
+        self._tb = None
+        if not enabled:
+            return
+        truncate_after(self.path, resume_step)
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+            # purge_step drops TensorBoard events after the checkpoint, as above for the jsonl.
+            self._tb = SummaryWriter(log_dir=str(Path(job_dir) / "tb"), purge_step=resume_step + 1)
+
+    def log_step(self, metrics: StepMetrics) -> None:
+        if not self.enabled:
+            return
+        record = {key: (_finite_or_none(value) if isinstance(value, float) else value)
+                  for key, value in asdict(metrics).items()}
+        if not math.isfinite(metrics.loss):
+            record["loss"] = str(metrics.loss)   # keep "nan"/"inf" visible; JSON has no NaN
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if self._tb is not None:
+            for key, value in record.items():
+                if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self._tb.add_scalar(f"train/{key}", value, metrics.step)
+        self._check_utilization(metrics)
+
+    def _check_utilization(self, metrics: StepMetrics) -> None:
+        if metrics.gpu_util is None:
+            return
+        self.low_util.append(metrics.gpu_util < LOW_UTILIZATION_PERCENT)
+        window_full = len(self.low_util) == self.low_util.maxlen
+        if window_full and all(self.low_util) and metrics.step - self._warned_at >= UTILIZATION_WINDOW_STEPS:
+            self._warned_at = metrics.step
+            print(f"\nwarning: GPU utilisation below {LOW_UTILIZATION_PERCENT:.0f}% for the last "
+                  f"{UTILIZATION_WINDOW_STEPS} steps (now {metrics.gpu_util:.0f}%): the input pipeline, "
+                  f"communication or small kernels are limiting; see metrics.jsonl", file=sys.stderr, flush=True)
+
+    def log_scalar(self, name: str, value: float, step: int) -> None:
+        if self.enabled and self._tb is not None and math.isfinite(value):
+            self._tb.add_scalar(name, value, step)
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def _format_duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+class ProgressBar:
+    """One console line on rank 0: a bar, loss, tokens/s and ETA (redrawn on a TTY, else printed every ~5%)."""
+
+    WIDTH = 24
+
+    def __init__(self, first_step: int, last_step: int, enabled: bool, stream=sys.stdout):
+        self.first_step, self.last_step, self.enabled, self.stream = first_step, last_step, enabled, stream
+        self.is_tty = enabled and stream.isatty()
+        self.every = max(1, (last_step - first_step) // 20)
+        self.started = time.perf_counter()
+
+    def update(self, metrics: StepMetrics) -> None:
+        if not self.enabled:
+            return
+        done = metrics.step - self.first_step
+        total = max(1, self.last_step - self.first_step)
+        if not self.is_tty and done % self.every and metrics.step != self.last_step:
+            return
+        elapsed = time.perf_counter() - self.started
+        eta = elapsed / max(done, 1) * (self.last_step - metrics.step)
+        filled = int(self.WIDTH * done / total)
+        line = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {metrics.step}/{self.last_step} "
+                f"loss {metrics.loss:.4f} {metrics.tokens_per_s:,.0f} tok/s ETA {_format_duration(eta)}"
+                + (" (skipped: non-finite)" if metrics.skipped else ""))
+        self.stream.write(("\r" + line) if self.is_tty else line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.is_tty:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,207 @@
+"""trainplan's native Llama-family decoder (RMSNorm, RoPE, GQA, SwiGLU, SDPA attention).
+
+The model is built on the meta device, parallelised (TP, pipeline split, FSDP) and only
+then materialised (``to_empty``) and initialised shard by shard
+(``trainer.parallel.init_parameters`` with :func:`native_init_rule`), so no rank ever
+holds all the weights. Blocks live in an ``nn.ModuleDict`` keyed by their global index:
+a pipeline stage deletes the blocks it does not own and the remaining parameter names
+(``layers.7.attention.wq.weight``) stay the same on every layout, which keeps
+checkpoints layout-independent.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from planner.model_spec import ModelSpec
+
+ROPE_THETA = 10_000.0
+NORM_EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    num_layers: int
+    hidden_size: int
+    ffn_hidden_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    seq_len: int            # RoPE table length: the training sequence length
+    tied_embeddings: bool
+    qkv_bias: bool
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec, seq_len: int) -> "ModelArgs":
+        """Reject what the native model cannot express; ``--impl hf`` runs the rest."""
+        unsupported = [
+            f"{field}={value!r}" for field, value, supported in (
+                ("mlp", spec.mlp, "swiglu"), ("norm", spec.norm, "rmsnorm"), ("position", spec.position, "rope"),
+                ("out_bias", spec.out_bias, False), ("mlp_bias", spec.mlp_bias, False),
+                ("norm_bias", spec.norm_bias, False), ("embedding_norm", spec.embedding_norm, False),
+                ("num_experts", spec.num_experts, 1))
+            if value != supported]
+        if unsupported:
+            raise ValueError(f"model {spec.name!r}: the native trainer builds Llama-family models only "
+                             f"({', '.join(unsupported)}); use impl 'hf'")
+        return cls(num_layers=spec.num_layers, hidden_size=spec.hidden_size, ffn_hidden_size=spec.ffn_hidden_size,
+                   num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.dim_head,
+                   vocab_size=spec.vocab_size, seq_len=seq_len, tied_embeddings=spec.tied_embeddings,
+                   qkv_bias=spec.qkv_bias)
+
+
+def rope_tables(head_dim: int, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+    """``[seq, head_dim]``: cos in the first half of the last dim, sin in the second."""
+    inv_freq = 1.0 / (ROPE_THETA ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+    angles = torch.outer(torch.arange(seq_len, device=device, dtype=torch.float32), inv_freq)
+    return torch.cat([angles.cos(), angles.sin()], dim=-1)
+
+
+def apply_rope(x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+    """Rotate ``x`` ``[batch, seq, heads, head_dim]`` (half-split convention, as in HF Llama)."""
+    seq = x.shape[1]
+    cos, sin = rope[:seq].to(x.dtype).chunk(2, dim=-1)
+    cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = NORM_EPS):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The fused kernel accumulates in fp32 and saves only its input for backward
+        # (the planner's activation model assumes a fused norm for the native trainer).
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+    """RoPE + causal SDPA on ``[batch, seq, heads, head_dim]``."""
+    q, k = apply_rope(q, rope), apply_rope(k, rope)
+    q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    if k.shape[1] != q.shape[1]:
+        # Expand the kv heads explicitly rather than SDPA's enable_gqa, which context-parallel
+        # ring attention does not accept.
+        repeats = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(repeats, dim=1), v.repeat_interleave(repeats, dim=1)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return out.transpose(1, 2)
+
+
+class Attention(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.head_dim = args.head_dim
+        self.wq = nn.Linear(args.hidden_size, args.num_heads * args.head_dim, bias=args.qkv_bias)
+        self.wk = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
+        self.wv = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
+        self.wo = nn.Linear(args.num_heads * args.head_dim, args.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        # -1 heads: under tensor parallelism each rank holds heads/tp of them.
+        q = self.wq(x).view(batch, seq, -1, self.head_dim)
+        k = self.wk(x).view(batch, seq, -1, self.head_dim)
+        v = self.wv(x).view(batch, seq, -1, self.head_dim)
+        out = attention_core(q, k, v, rope)
+        return self.wo(out.reshape(batch, seq, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, hidden_size: int, ffn_hidden_size: int):
+        super().__init__()
+        self.w1 = nn.Linear(hidden_size, ffn_hidden_size, bias=False)  # gate
+        self.w3 = nn.Linear(hidden_size, ffn_hidden_size, bias=False)  # up
+        self.w2 = nn.Linear(ffn_hidden_size, hidden_size, bias=False)  # down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.attention_norm = RMSNorm(args.hidden_size)
+        self.attention = Attention(args)
+        self.ffn_norm = RMSNorm(args.hidden_size)
+        self.feed_forward = FeedForward(args.hidden_size, args.ffn_hidden_size)
+
+    def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+        h = x + self.attention(self.attention_norm(x), rope)
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+class Transformer(nn.Module):
+    """Decoder-only LM. On a pipeline stage some of embedding/norm/output are ``None``."""
+
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.args = args
+        self.tok_embeddings: nn.Embedding | None = nn.Embedding(args.vocab_size, args.hidden_size)
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(args) for i in range(args.num_layers)})
+        self.norm: RMSNorm | None = RMSNorm(args.hidden_size)
+        self.output: nn.Linear | None = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
+        if args.tied_embeddings:
+            self.output.weight = self.tok_embeddings.weight
+        # Not persistent: recomputed by init_buffers, never checkpointed.
+        self.register_buffer("rope", rope_tables(args.head_dim, args.seq_len), persistent=False)
+
+    def forward(self, tokens_or_hidden: torch.Tensor) -> torch.Tensor:
+        """Token ids -> logits; a middle pipeline stage maps hidden states to hidden states."""
+        h = self.tok_embeddings(tokens_or_hidden) if self.tok_embeddings is not None else tokens_or_hidden
+        for block in self.layers.values():
+            h = block(h, self.rope)
+        if self.norm is not None:
+            h = self.norm(h)
+        if self.output is not None:
+            h = self.output(h)
+        return h
+
+    def init_buffers(self, device: torch.device) -> None:
+        """Recompute the RoPE table after ``to_empty`` (it is not a parameter, never sharded)."""
+        self.rope = rope_tables(self.args.head_dim, self.args.seq_len, device=device)
+
+
+InitFn = Callable[[torch.Tensor, torch.Generator], None]
+
+
+def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
+    """How each parameter (by its name) is initialised: Llama-style truncated normals,
+    residual-branch outputs scaled down with depth (GPT-2 practice), norms at one."""
+    out_std = 0.02 / math.sqrt(2 * args.num_layers)
+    head_std = args.hidden_size ** -0.5
+    embed_std = 0.02 if args.tied_embeddings else 1.0
+
+    def normal(std: float) -> InitFn:
+        return lambda t, g: nn.init.trunc_normal_(t, std=std, a=-3 * std, b=3 * std, generator=g)
+
+    def rule(name: str, owner: nn.Module) -> InitFn:
+        del owner  # the native model's parameter names say everything
+        if name.endswith("norm.weight"):
+            return lambda t, g: nn.init.ones_(t)
+        if name.endswith(".bias"):
+            return lambda t, g: nn.init.zeros_(t)
+        if name == "tok_embeddings.weight":
+            return lambda t, g: nn.init.normal_(t, std=embed_std, generator=g)
+        if name == "output.weight":
+            return normal(head_std)
+        if name.endswith(("attention.wo.weight", "feed_forward.w2.weight")):
+            return normal(out_std)
+        return normal(0.02)
+    return rule
+
+
+def build_native_model(spec: ModelSpec, seq_len: int) -> Transformer:
+    """The model on the meta device (no memory)."""
+    args = ModelArgs.from_spec(spec, seq_len)
+    with torch.device("meta"):
+        return Transformer(args)

@@ -1,0 +1,115 @@
+"""AdamW, the warmup + cosine schedule, DTensor-aware gradient clipping and fp16 loss scaling."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.tensor import DTensor
+from torch.optim.lr_scheduler import LambdaLR
+
+from trainer.job_spec import RunSettings
+
+
+def build_optimizer(model: nn.Module, run: RunSettings, fused: bool) -> torch.optim.AdamW:
+    """AdamW; no weight decay on vectors (norm weights, biases), as is standard for LLMs."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if not trainable:
+        raise ValueError("no trainable parameters (freeze_layers leaves nothing to train?)")
+    decay = [p for p in trainable if p.ndim >= 2]
+    no_decay = [p for p in trainable if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": run.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW([g for g in groups if g["params"]], lr=run.lr, betas=(0.9, 0.95), eps=1e-8,
+                             fused=fused or None, foreach=None if fused else True)
+
+
+def lr_factor(step: int, run: RunSettings) -> float:
+    """Multiplier of ``run.lr`` for optimizer step ``step`` (0-based): linear warmup, cosine decay."""
+    if step < run.warmup_steps:
+        return (step + 1) / run.warmup_steps
+    decay_steps = max(1, run.steps - run.warmup_steps)
+    progress = min(1.0, (step - run.warmup_steps) / decay_steps)
+    cosine = 0.5 * (1.0 + math.cos(math.pi * progress))
+    return run.min_lr_ratio + (1.0 - run.min_lr_ratio) * cosine
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, run: RunSettings) -> LambdaLR:
+    return LambdaLR(optimizer, lambda step: lr_factor(step, run))
+
+
+def _grad_groups(params: list[nn.Parameter]) -> dict[object, list[torch.Tensor]]:
+    """Gradients grouped by DTensor mesh + placements (a norm can only reduce within one layout)."""
+    groups: dict[object, list[torch.Tensor]] = {}
+    for p in params:
+        if p.grad is None:
+            continue
+        key = (p.grad.device_mesh, p.grad.placements) if isinstance(p.grad, DTensor) else None
+        groups.setdefault(key, []).append(p.grad)
+    return groups
+
+
+def global_grad_norm(params: list[nn.Parameter], pp_group: dist.ProcessGroup | None,
+                     device: torch.device) -> torch.Tensor:
+    """L2 norm of all gradients of the model, across shards, TP ranks and pipeline stages."""
+    squares = torch.zeros((), device=device, dtype=torch.float32)
+    for grads in _grad_groups(params).values():
+        norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=True)
+        if isinstance(norm, DTensor):
+            norm = norm.full_tensor()   # sums the shards' partial norms
+        squares = squares + norm.float().pow(2)
+    if pp_group is not None and dist.get_world_size(pp_group) > 1:
+        dist.all_reduce(squares, group=pp_group)   # each stage holds different parameters
+    return squares.sqrt()
+
+
+def clip_gradients(params: list[nn.Parameter], max_norm: float, total_norm: torch.Tensor) -> None:
+    torch.nn.utils.clip_grads_with_norm_(params, max_norm, total_norm, foreach=True)
+
+
+def multiply_gradients(params: list[nn.Parameter], factor: float) -> None:
+    local = [p.grad.to_local() if isinstance(p.grad, DTensor) else p.grad for p in params if p.grad is not None]
+    if local:
+        torch._foreach_mul_(local, factor)
+
+
+@dataclass
+class LossScaler:
+    """Dynamic loss scaling for fp16 (scale 1 and never changing for other precisions).
+
+    Implemented in the loop rather than with ``torch.amp.GradScaler`` because the overflow
+    decision must be global: the gradient norm is already reduced over all shards and
+    stages, so every rank skips or steps together.
+    """
+
+    enabled: bool
+    scale: float = 2.0**16
+    growth_interval: int = 1000
+    min_scale: float = 1.0
+    good_steps: int = 0
+
+    @classmethod
+    def for_precision(cls, fp16: bool) -> "LossScaler":
+        return cls(enabled=fp16, scale=2.0**16 if fp16 else 1.0)
+
+    def update(self, found_non_finite: bool) -> None:
+        if not self.enabled:
+            return
+        if found_non_finite:
+            self.scale = max(self.min_scale, self.scale / 2)
+            self.good_steps = 0
+            return
+        self.good_steps += 1
+        if self.good_steps % self.growth_interval == 0:
+            self.scale *= 2
+
+    @property
+    def at_minimum(self) -> bool:
+        return self.enabled and self.scale <= self.min_scale
+
+    def state_dict(self) -> dict:
+        return {"scale": self.scale, "good_steps": self.good_steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.scale, self.good_steps = float(state["scale"]), int(state["good_steps"])

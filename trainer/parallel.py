@@ -1,0 +1,231 @@
+"""One DeviceMesh for the whole layout, and data parallelism / recompute / compile on it.
+
+How each ``Layout.sharding`` maps onto PyTorch (the planner's memory and communication
+model should match this):
+
+* ``fsdp`` (ZeRO-3): FSDP2 ``fully_shard`` on every block and on the root,
+  ``reshard_after_forward=True``; HSDP (2-D mesh ``dp_replicate x dp_shard``) when
+  ``dp_replicate > 1``. Gradients are reduce-scattered after every micro-batch, so they
+  stay sharded during accumulation.
+* ``zero2``: the same FSDP2 wrapping with ``reshard_after_forward=False``: parameters are
+  gathered once per micro-batch and kept through backward; inside an accumulation window
+  they also stay gathered between micro-batches (``set_reshard_after_backward(False)``).
+  Gradients are reduce-scattered after every micro-batch.
+* ``zero1``: as ``zero2``, but inner micro-batches also skip the gradient reduce-scatter
+  (``set_requires_gradient_sync(False)``): full gradients accumulate locally and are
+  reduce-scattered once per step; only optimizer states (and the fp32 master weights)
+  stay sharded between steps. This is an FSDP2 approximation of ZeRO-1: between steps the
+  bf16 working copy of the parameters is sharded too, which ZeRO-1 does not do.
+* ``none`` (DDP): FSDP2's ``replicate`` (the composable DDP built on FSDP2's machinery) on
+  every block and the root over ``dp_replicate``; one all-reduce per step.
+
+With pipeline parallelism, torch.distributed.pipelining drives FSDP itself: gradients of
+all micro-batches accumulate unsharded and are reduced once per step whatever the sharding.
+
+Activation checkpointing (non-reentrant): ``full`` wraps every block, so only block inputs
+are kept; ``selective`` wraps every other block (torchtitan's layer-selective AC with
+frequency 2), which is what the planner's memory and recompute model assumes. (With SDPA's
+fused attention there is no quadratic score matrix to drop, so recomputing only the
+attention core would save little.)
+"""
+from __future__ import annotations
+
+import functools
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.tensor import DTensor, distribute_tensor
+from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+
+from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding
+
+InitFn = Callable[[torch.Tensor, torch.Generator], None]
+
+PARAM_DTYPES = {Precision.BF16: torch.bfloat16, Precision.FP16: torch.float16,
+                Precision.FP8: torch.bfloat16, Precision.FP32: None}
+
+
+@dataclass(frozen=True)
+class Meshes:
+    """The world mesh ``(pp, dp_replicate, dp_shard, cp, tp)`` and the views the trainer uses."""
+
+    world: DeviceMesh
+    dp: DeviceMesh            # data-parallel ranks (replicas x shards): who reads distinct data
+    fsdp: DeviceMesh          # what FSDP shards over: (dp_replicate,) dp_shard x cp
+    dp_cp: DeviceMesh         # ranks whose losses are averaged for reporting
+
+    @property
+    def tp(self) -> DeviceMesh:
+        return self.world["tp"]
+
+    @property
+    def pp(self) -> DeviceMesh:
+        return self.world["pp"]
+
+    @property
+    def cp(self) -> DeviceMesh:
+        return self.world["cp"]
+
+
+def build_meshes(layout: Layout, device_type: str) -> Meshes:
+    """Every axis is kept (degree-1 ones too) so that code can always slice by name."""
+    names = tuple(name for name, _ in layout.mesh_shape())
+    shape = tuple(degree for _, degree in layout.mesh_shape())
+    world = init_device_mesh(device_type, shape, mesh_dim_names=names)
+    dp = world["dp_replicate", "dp_shard"]._flatten("dp")
+    dp_shard_cp = world["dp_shard", "cp"]._flatten("dp_shard_cp")
+    dp_cp = world["dp_replicate", "dp_shard", "cp"]._flatten("dp_cp")
+    if layout.sharding == Sharding.NONE:
+        fsdp = dp_cp  # replicate() takes a 1-D mesh; dp_shard is 1 under DDP
+    elif layout.dp_replicate > 1:
+        fsdp = world["dp_replicate", "dp_shard_cp"]
+    else:
+        fsdp = dp_shard_cp
+    return Meshes(world=world, dp=dp, fsdp=fsdp, dp_cp=dp_cp)
+
+
+def init_distributed(device_type: str) -> None:
+    """Process group from torchrun's environment; CPU collectives always available (gloo)."""
+    if dist.is_initialized():
+        return
+    backend = "cpu:gloo,cuda:nccl" if device_type == "cuda" else "gloo"
+    dist.init_process_group(backend=backend)
+
+
+def block_container(model: nn.Module) -> nn.Module:
+    """The ModuleDict (native) or ModuleList (HF) holding the transformer blocks."""
+    if hasattr(model, "layers"):
+        return model.layers
+    return model.model.layers
+
+
+def replace_blocks(model: nn.Module, wrap) -> None:
+    container = block_container(model)
+    for name, block in list(container.named_children()):
+        container.register_module(name, wrap(block))
+
+
+def apply_activation_checkpointing(model: nn.Module, mode: ActivationCheckpointing) -> None:
+    """``full``: every block; ``selective``: every other block (the 2nd, 4th, ... of the stage)."""
+    if mode == ActivationCheckpointing.NONE:
+        return
+    every = 1 if mode == ActivationCheckpointing.FULL else 2
+    container = block_container(model)
+    for position, (name, block) in enumerate(list(container.named_children()), start=1):
+        if position % every == 0:
+            container.register_module(name, checkpoint_wrapper(block, preserve_rng_state=False))
+
+
+def apply_fp8(model: nn.Module) -> None:
+    """torchao float8 training for every linear layer except the LM head (kept in bf16 for accuracy).
+
+    Static checks guarantee torchao and an sm_89+ GPU; dimensions not divisible by 16 stay bf16.
+    """
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    def wanted(module: nn.Module, fqn: str) -> bool:
+        return isinstance(module, nn.Linear) and not fqn.endswith(("output", "lm_head")) \
+            and module.in_features % 16 == 0 and module.out_features % 16 == 0
+
+    convert_to_float8_training(model, config=Float8LinearConfig(), module_filter_fn=wanted)
+
+
+def apply_compile(model: nn.Module) -> None:
+    """Compile each block separately (before FSDP, whose hooks stay outside the graphs)."""
+    replace_blocks(model, lambda block: torch.compile(block, fullgraph=False))
+
+
+def mixed_precision_policy(precision: Precision) -> MixedPrecisionPolicy:
+    """Compute in bf16/fp16, keep fp32 master weights, reduce gradients in fp32."""
+    param_dtype = PARAM_DTYPES[precision]
+    if param_dtype is None:
+        return MixedPrecisionPolicy()
+    return MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+
+
+def apply_data_parallel(model: nn.Module, meshes: Meshes, layout: Layout, precision: Precision,
+                        offload: bool, pin_memory: bool) -> None:
+    """Wrap every block and then the root (bottom-up, so each block is its own comm group)."""
+    mp_policy = mixed_precision_policy(precision)
+    offload_policy = CPUOffloadPolicy(pin_memory=pin_memory) if offload else OffloadPolicy()
+    if layout.sharding == Sharding.NONE:
+        from torch.distributed._composable.replicate_with_fsdp import replicate
+        wrap = functools.partial(replicate, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
+    else:
+        wrap = functools.partial(fully_shard, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
+    reshard = layout.sharding == Sharding.FSDP
+    for block in block_container(model).children():
+        if layout.sharding == Sharding.NONE:
+            wrap(block)
+        else:
+            wrap(block, reshard_after_forward=reshard)
+    if layout.sharding == Sharding.NONE:
+        wrap(model)
+    else:
+        wrap(model, reshard_after_forward=False)
+
+
+def set_micro_batch_sync(model: nn.Module, sharding: Sharding, is_last_micro_batch: bool) -> None:
+    """Per-micro-batch communication of gradient accumulation (see the module docstring)."""
+    if not isinstance(model, FSDPModule):
+        return
+    if sharding in (Sharding.NONE, Sharding.ZERO1):
+        model.set_requires_gradient_sync(is_last_micro_batch)
+    if sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        model.set_reshard_after_backward(is_last_micro_batch)
+
+
+_WRAPPER_PREFIXES = ("_checkpoint_wrapped_module.", "_orig_mod.", "_fsdp_wrapped_module.")
+
+
+def clean_name(name: str) -> str:
+    """A parameter's name without activation-checkpoint / compile wrapper components."""
+    for prefix in _WRAPPER_PREFIXES:
+        name = name.replace(prefix, "")
+    return name
+
+
+def _param_seed(seed: int, name: str) -> int:
+    return (seed * 1_000_003 + zlib.crc32(name.encode())) % 2**62
+
+
+@torch.no_grad()
+def init_parameters(model: nn.Module, seed: int, rule: Callable[[str, nn.Module], InitFn]) -> None:
+    """Initialise every (sharded) parameter identically on every layout.
+
+    Each parameter is generated whole from its own generator, seeded by (seed, name), and
+    each rank keeps its shard. So the initial model does not depend on dp/tp/pp degrees
+    (runs on different layouts can be compared step by step), and no two shards repeat
+    the same random numbers (which a shared seed without DTensor's RNG tracker, as on CPU,
+    would do). The full tensor exists one parameter at a time.
+    """
+    for name, param in model.named_parameters():
+        owner = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+        clean = clean_name(name)
+        target = param.to_local() if isinstance(param, DTensor) else param
+        full = torch.empty(param.shape, dtype=param.dtype, device=target.device)
+        generator = torch.Generator(device=target.device).manual_seed(_param_seed(seed, clean))
+        rule(clean, owner)(full, generator)
+        if isinstance(param, DTensor):
+            local = distribute_tensor(full, param.device_mesh, param.placements, src_data_rank=None).to_local()
+        else:
+            local = full
+        assert local.shape == target.shape, f"{clean}: shard {tuple(local.shape)} vs {tuple(target.shape)}"
+        target.copy_(local)
+
+
+def freeze_lowest_blocks(model: nn.Module, num_frozen: int) -> None:
+    """Fine-tuning: no gradients for the blocks with global index < ``num_frozen``.
+
+    Must run before sharding: FSDP copies ``requires_grad`` into the sharded parameters.
+    Block names are global indices on every pipeline stage (see ``trainer.model``).
+    """
+    for name, block in block_container(model).named_children():
+        if int(name) < num_frozen:
+            block.requires_grad_(False)

@@ -1,0 +1,244 @@
+"""Validation of a plan before and after the run: static checks, the probe, the final report.
+
+``check_plan`` refuses what cannot run, each problem as a one-line ValueError. The probe is
+the first ``probe_steps`` steps of every launch: their step time and (CUDA) peak memory are
+compared with the plan's prediction in ``validation.json``; when the measured memory does not
+fit the device (or a probe step runs out of memory) the run stops before the long part with
+``replan_needed.json``, which the launcher's ``--auto-replan`` feeds back to the planner.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from planner.layout import Implementation, Layout, PipelineSchedule, Precision, Sharding
+from planner.plan import Plan
+from trainer.job_spec import RunSettings
+
+GIB = 2**30
+FP8_MIN_CAPABILITY = (8, 9)
+
+
+class ReplanNeeded(Exception):
+    """The plan does not fit the device as measured; ``replan_needed.json`` says by how much."""
+
+
+def _check_divisible(value: int, degree: int, what: str, axis: str) -> None:
+    if value % degree:
+        raise ValueError(f"plan: {what} {value} is not divisible by {axis}={degree}")
+
+
+def _check_model_split(plan: Plan, layout: Layout) -> None:
+    spec = plan.model
+    _check_divisible(spec.num_heads, layout.tp, "num_heads", "tp")
+    _check_divisible(spec.num_kv_heads, layout.tp, "num_kv_heads", "tp")
+    _check_divisible(spec.ffn_hidden_size, layout.tp, "ffn_hidden_size", "tp")
+    _check_divisible(spec.vocab_size, layout.tp, "vocab_size", "tp")
+    _check_divisible(spec.num_layers, layout.pp, "num_layers", "pp")
+    if layout.tp > 1 and plan.training.impl == Implementation.NATIVE:
+        _check_divisible(plan.training.seq_len, layout.tp, "seq_len (sequence parallelism)", "tp")
+
+
+def _check_pipeline(plan: Plan, layout: Layout, run: RunSettings) -> None:
+    if layout.pp == 1:
+        return
+    if plan.training.impl != Implementation.NATIVE:
+        raise ValueError("plan: pipeline parallelism (pp > 1) needs impl 'native'")
+    if plan.model.tied_embeddings:
+        raise ValueError("plan: pipeline parallelism with tied embeddings is not supported by the trainer "
+                         "(embedding and LM head would live on different stages)")
+    schedule = PipelineSchedule(run.pipeline_schedule) if run.pipeline_schedule else layout.pp_schedule
+    if schedule == PipelineSchedule.ONE_F_ONE_B and plan.training.grad_accum < layout.pp:
+        raise ValueError(f"plan: the 1f1b schedule needs grad_accum >= pp "
+                         f"({plan.training.grad_accum} < {layout.pp}): raise grad_accum or use gpipe")
+
+
+def _check_context_parallel(plan: Plan, layout: Layout, device: torch.device) -> None:
+    if layout.cp == 1:
+        return
+    if device.type != "cuda":
+        raise ValueError("plan: context parallel needs CUDA (torch's ring attention has no CPU kernel); "
+                         "use cp=1 on this device")
+    if plan.training.impl != Implementation.NATIVE:
+        raise ValueError("plan: context parallelism (cp > 1) needs impl 'native'")
+    _check_divisible(plan.training.seq_len, 2 * layout.cp, "seq_len (load-balanced context parallel)", "2*cp")
+
+
+def _check_precision(plan: Plan, layout: Layout, device: torch.device) -> None:
+    if plan.training.precision != Precision.FP8:
+        return
+    if layout.tp > 1:
+        raise ValueError("plan: fp8 with tensor parallelism is not supported by the trainer; use tp=1 or bf16")
+    if device.type != "cuda" or torch.cuda.get_device_capability(device) < FP8_MIN_CAPABILITY:
+        raise ValueError("plan: fp8 training needs a GPU with compute capability >= 8.9 (Ada, Hopper or newer)")
+    try:
+        import torchao.float8  # noqa: F401
+    except ImportError:
+        raise ValueError("plan: fp8 training needs torchao (pip install torchao)") from None
+
+
+def _check_run(plan: Plan, run: RunSettings) -> None:
+    if plan.training.seq_len > plan.model.max_seq_len:
+        raise ValueError(f"plan: seq_len {plan.training.seq_len} exceeds the model's max_seq_len "
+                         f"{plan.model.max_seq_len}")
+    if run.freeze_layers > plan.model.num_layers:
+        raise ValueError(f"job: freeze_layers={run.freeze_layers} exceeds the model's {plan.model.num_layers} layers")
+    if run.hf_weights is not None and plan.training.impl != Implementation.HF:
+        raise ValueError("job: hf_weights (pretrained weights) needs impl 'hf'")
+    if run.hf_weights is not None and not Path(run.hf_weights).is_dir():
+        raise ValueError(f"job: hf_weights {run.hf_weights} is not a directory")
+
+
+def _check_memory_fit(plan: Plan, run: RunSettings, device: torch.device) -> None:
+    if device.type != "cuda":
+        return
+    capacity_gib = torch.cuda.get_device_properties(device).total_memory / GIB
+    usable = capacity_gib * (1 - run.memory_headroom)
+    predicted = plan.estimate.memory.reserved_gib
+    if predicted > usable:
+        raise ValueError(f"plan: predicted {predicted:.1f} GiB reserved per GPU exceeds this GPU's "
+                         f"{capacity_gib:.1f} GiB x (1 - headroom {run.memory_headroom}) = {usable:.1f} GiB")
+
+
+def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.device) -> Layout:
+    """Static checks of the plan against the model, the world and the device; the resolved layout."""
+    try:
+        layout = plan.layout.resolve(world_size)
+    except ValueError as exc:
+        raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {world_size} processes: {exc}") from None
+    if plan.training.offload and layout.sharding == Sharding.NONE:
+        raise ValueError("plan: CPU offload needs sharded states (sharding zero1/zero2/fsdp), not DDP")
+    _check_model_split(plan, layout)
+    _check_pipeline(plan, layout, run)
+    _check_context_parallel(plan, layout, device)
+    _check_precision(plan, layout, device)
+    _check_run(plan, run)
+    _check_memory_fit(plan, run, device)
+    return layout
+
+
+# ----------------------------------------------------------------------------- probe
+
+
+@dataclass(frozen=True)
+class MemoryReading:
+    peak_gib: float | None       # max_memory_allocated, max over ranks (None off CUDA)
+    reserved_gib: float | None   # max_memory_reserved, max over ranks
+    capacity_gib: float | None
+
+
+def _error_pct(measured: float | None, predicted: float) -> float | None:
+    if measured is None or predicted <= 0:
+        return None
+    return 100.0 * (measured - predicted) / predicted
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def typical_step_s(step_times: list[float]) -> float | None:
+    """Median step time without the first step (allocator warm-up, lazy optimizer states)."""
+    times = step_times[1:] if len(step_times) > 1 else step_times
+    return statistics.median(times) if times else None
+
+
+def write_validation(job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading) -> dict:
+    predicted = {"peak_gib": plan.estimate.memory.peak_gib, "step_s": plan.estimate.time.step_s}
+    measured = {"peak_gib": memory.peak_gib, "step_s": typical_step_s(step_times)}
+    payload = {"predicted": predicted, "measured": measured,
+               "error_pct": {key: _error_pct(measured[key], predicted[key]) for key in predicted},
+               "reserved_gib": {"predicted": plan.estimate.memory.reserved_gib, "measured": memory.reserved_gib},
+               "capacity_gib": memory.capacity_gib, "probe_steps": len(step_times)}
+    _write_json(Path(job_dir) / "validation.json", payload)
+    return payload
+
+
+def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headroom: float, reason: str) -> Path:
+    """The measured memory and the factor by which the planner's memory model under-predicted."""
+    predicted = plan.estimate.memory
+    measured_reserved = memory.reserved_gib if memory.reserved_gib is not None else memory.capacity_gib
+    correction = measured_reserved / predicted.reserved_gib if measured_reserved and predicted.reserved_gib > 0 else None
+    payload = {"reason": reason,
+               "predicted": {"peak_gib": predicted.peak_gib, "reserved_gib": predicted.reserved_gib},
+               "measured": {"peak_gib": memory.peak_gib, "reserved_gib": memory.reserved_gib},
+               "capacity_gib": memory.capacity_gib, "headroom_fraction": headroom,
+               "memory_correction": correction, "layout": plan.layout.describe(),
+               "training": plan.training.model_dump(mode="json")}
+    path = Path(job_dir) / "replan_needed.json"
+    _write_json(path, payload)
+    return path
+
+
+def check_measured_fit(job_dir: Path, plan: Plan, memory: MemoryReading, headroom: float, is_rank0: bool) -> None:
+    """Raise ReplanNeeded when measured reserved memory leaves less than the headroom."""
+    if memory.reserved_gib is None or memory.capacity_gib is None:
+        return
+    usable = memory.capacity_gib * (1 - headroom)
+    if memory.reserved_gib <= usable:
+        return
+    reason = (f"probe reserved {memory.reserved_gib:.2f} GiB per GPU, more than {usable:.2f} GiB "
+              f"({memory.capacity_gib:.1f} GiB x (1 - headroom {headroom})); predicted "
+              f"{plan.estimate.memory.reserved_gib:.2f} GiB")
+    if is_rank0:
+        write_replan_needed(job_dir, plan, memory, headroom, reason)
+    raise ReplanNeeded(reason)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    steps_done: int
+    outcome: str
+    step_s: float | None
+    tokens_per_s: float | None
+    mfu: float | None
+    peak_gib: float | None
+    final_train_loss: float | None
+    final_val_loss: float | None
+    test_loss: float | None
+    test_perplexity: float | None
+    bad_steps: int
+    wall_s: float
+
+
+def write_report(job_dir: Path, plan: Plan, summary: RunSummary) -> dict:
+    est = plan.estimate
+    pairs = {"step_s": (est.time.step_s, summary.step_s),
+             "tokens_per_s": (est.throughput.tokens_per_s, summary.tokens_per_s),
+             "peak_gib": (est.memory.peak_gib, summary.peak_gib),
+             "mfu": (est.throughput.mfu, summary.mfu)}
+    payload = {"predicted": {k: p for k, (p, _) in pairs.items()},
+               "measured": {k: m for k, (_, m) in pairs.items()},
+               "error_pct": {k: _error_pct(m, p) for k, (p, m) in pairs.items()},
+               "losses": {"final_train": summary.final_train_loss, "final_val": summary.final_val_loss,
+                          "test": summary.test_loss, "test_perplexity": summary.test_perplexity},
+               "steps_done": summary.steps_done, "outcome": summary.outcome, "bad_steps": summary.bad_steps,
+               "wall_s": summary.wall_s, "layout": plan.layout.describe(), "gpu": plan.gpu}
+    _write_json(Path(job_dir) / "report.json", payload)
+    return payload
+
+
+def format_report(report: dict) -> str:
+    def show(value, fmt):
+        return "-" if value is None else format(value, fmt)
+    lines = [f"run {report['outcome']} after {report['steps_done']} steps ({report['wall_s']:.0f} s), "
+             f"layout {report['layout']}",
+             f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}"]
+    for key, fmt in (("step_s", ".3f"), ("tokens_per_s", ",.0f"), ("peak_gib", ".2f"), ("mfu", ".3f")):
+        err = report["error_pct"][key]
+        lines.append(f"{key:14}{show(report['predicted'][key], fmt):>12}{show(report['measured'][key], fmt):>12}"
+                     f"{show(err, '+.1f') + ('%' if err is not None else ''):>9}")
+    losses = report["losses"]
+    lines.append(f"loss: train {show(losses['final_train'], '.4f')}, val {show(losses['final_val'], '.4f')}, "
+                 f"test {show(losses['test'], '.4f')} (perplexity {show(losses['test_perplexity'], '.2f')})")
+    return "\n".join(lines)

@@ -1,0 +1,346 @@
+"""The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop and finish."""
+from __future__ import annotations
+
+import math
+import signal
+import time
+from dataclasses import asdict, dataclass
+from enum import Enum
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from planner.layout import Implementation, Layout, PipelineSchedule, Precision
+from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
+from trainer.data import build_loader, prepare_data
+from trainer.job_spec import JobSpec
+from trainer.metrics import (GIB, GpuSampler, MetricsLogger, ProgressBar, StepMetrics, model_flops_per_token,
+                             peak_flops_per_s)
+from trainer.optim import LossScaler, build_optimizer, build_scheduler
+from trainer.parallel import Meshes
+from trainer.pipeline import build_pipeline_schedule
+from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measured_fit, format_report,
+                           typical_step_s, write_replan_needed, write_report, write_validation)
+from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
+
+
+class Outcome(str, Enum):
+    COMPLETED = "completed"
+    EARLY_STOPPED = "early_stopped"
+    PREEMPTED = "preempted"          # SIGTERM: saved, exit 0, resume later
+    DIVERGED = "diverged"            # max_bad_steps non-finite steps
+
+
+@dataclass
+class TrainState:
+    """Counters that a checkpoint restores along with the model."""
+
+    step: int = 0
+    bad_steps: int = 0               # non-finite loss/gradients (skipped)
+    overflow_steps: int = 0          # fp16 loss-scale overflows (skipped, not "bad")
+    best_val_loss: float = math.inf
+    evals_without_improvement: int = 0
+    last_val_loss: float | None = None
+    last_train_loss: float | None = None
+
+
+class PreemptionFlag:
+    """SIGTERM sets a flag; the loop saves at the next step boundary and exits."""
+
+    def __init__(self):
+        self.requested = False
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        del signum, frame
+        self.requested = True
+
+
+class Session:
+    def __init__(self, job: JobSpec, job_dir: Path, device: torch.device, layout: Layout, meshes: Meshes,
+                 model: torch.nn.Module):
+        self.job, self.job_dir, self.device, self.layout, self.meshes, self.model = \
+            job, Path(job_dir), device, layout, meshes, model
+        self.run, self.plan, self.training = job.run, job.plan, job.plan.training
+        self.is_rank0 = dist.get_rank() == 0
+        # Collectives on CPU tensors need gloo; NCCL needs CUDA tensors.
+        self.state = TrainState()
+        self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
+        self._build_optimizer()
+        self._prepare_data()
+        self.ckpt = CheckpointManager(self.job_dir / "ckpt", self.run.keep_checkpoints, device)
+        self.preemption = PreemptionFlag()
+        self.step_times: list[float] = []
+        self.max_peak_gib = 0.0
+        self.max_reserved_gib = 0.0
+        self.last_saved_step = -1
+        self.started = time.perf_counter()
+        self.metrics: MetricsLogger | None = None
+        self.gpu = GpuSampler(device) if self.is_rank0 else None
+        self.flops_per_token = model_flops_per_token(self.plan)
+        self.peak_flops = peak_flops_per_s(self.plan.gpu, self.training.precision.value) \
+            if device.type == "cuda" else None
+
+    # ------------------------------------------------------------------ setup
+
+    def _build_optimizer(self) -> None:
+        fused = self.device.type == "cuda" and not self.training.offload
+        self.optimizer = build_optimizer(self.model, self.run, fused=fused)
+        self.scheduler = build_scheduler(self.optimizer, self.run)
+        schedule = None
+        if self.layout.pp > 1:
+            kind = PipelineSchedule(self.run.pipeline_schedule) if self.run.pipeline_schedule else self.layout.pp_schedule
+            schedule = build_pipeline_schedule(self.model, self.meshes.pp, self.device, self.training.grad_accum,
+                                               kind, pipeline_loss_fn(self.scaler))
+        native = self.training.impl == Implementation.NATIVE
+        self.stepper = Stepper(self.model, self.optimizer, self.scheduler, self.scaler, self.layout, self.meshes,
+                               self.device, self.run.grad_clip, schedule, uses_loss_parallel(self.layout, native))
+
+    def _prepare_data(self) -> None:
+        """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank."""
+        result: list[str | None] = [None]
+        if self.is_rank0:
+            try:
+                info = prepare_data(self.run, self.job_dir, self.plan.model.vocab_size, self.training.seq_len)
+                if info.loss_floor is not None:
+                    print(f"data: synthetic, best achievable loss {info.loss_floor:.3f}", flush=True)
+            except ValueError as exc:
+                result[0] = str(exc)
+        dist.broadcast_object_list(result, src=0)
+        if result[0] is not None:
+            raise ValueError(result[0])
+        self.loader = self._loader("train")
+        if self.run.eval_every:
+            self._loader("val")  # fail now, not at the first evaluation, if the split is too small
+
+    def _loader(self, split: str):
+        return build_loader(self.run, self.job_dir, split, self.training.seq_len, self.training.micro_batch,
+                            self.meshes.dp.get_local_rank(), self.meshes.dp.size(), self.plan.model.vocab_size,
+                            pin_memory=self.device.type == "cuda")
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _checkpointable(self) -> Checkpointable:
+        return Checkpointable(model=self.model, optimizer=self.optimizer, rank_state=self._rank_state,
+                              load_rank_state=self._load_rank_state)
+
+    def _rank_state(self) -> dict:
+        rng = {"torch": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        return {"train": asdict(self.state), "loader": self.loader.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng}
+
+    def _load_rank_state(self, saved: dict) -> None:
+        self.state = TrainState(**saved["train"])
+        self.loader.load_state_dict(saved["loader"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.scaler.load_state_dict(saved["scaler"])
+        torch.set_rng_state(saved["rng"]["torch"])
+        if "cuda" in saved["rng"] and self.device.type == "cuda":
+            torch.cuda.set_rng_state(saved["rng"]["cuda"], self.device)
+
+    def load_checkpoint(self) -> None:
+        step = self.ckpt.load_latest(self._checkpointable())
+        if step is not None and self.is_rank0:
+            print(f"resumed from checkpoint {step_dir_name(step)} (step {step} of {self.run.steps})", flush=True)
+        self.last_saved_step = step if step is not None else -1
+        self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0)
+
+    def save(self) -> None:
+        if self.last_saved_step == self.state.step:
+            return
+        path = self.ckpt.save(self.state.step, self._checkpointable())
+        self.last_saved_step = self.state.step
+        if self.is_rank0:
+            print(f"\nsaved checkpoint {path}", flush=True)
+
+    # ------------------------------------------------------------------ probe
+
+    def _memory_reading(self) -> MemoryReading:
+        if self.device.type != "cuda":
+            return MemoryReading(None, None, None)
+        values = torch.tensor([self.max_peak_gib, self.max_reserved_gib], device=self.device)
+        dist.all_reduce(values, op=dist.ReduceOp.MAX)
+        capacity = torch.cuda.get_device_properties(self.device).total_memory / GIB
+        return MemoryReading(values[0].item(), values[1].item(), capacity)
+
+    def probe(self) -> Outcome | None:
+        """Run the first ``probe_steps`` steps of this launch measured; stop if they do not fit."""
+        num_steps = min(self.run.probe_steps, self.run.steps - self.state.step)
+        if num_steps <= 0:
+            return None
+        try:
+            outcome = self.run_steps(self.state.step + num_steps)
+        except torch.OutOfMemoryError as exc:
+            capacity = torch.cuda.get_device_properties(self.device).total_memory / GIB
+            reading = MemoryReading(None, torch.cuda.max_memory_reserved(self.device) / GIB, capacity)
+            reason = f"out of memory during the probe ({str(exc).splitlines()[0]})"
+            # Written by the rank that ran out (others may be blocked in a collective).
+            write_replan_needed(self.job_dir, self.plan, reading, self.run.memory_headroom, reason)
+            raise ReplanNeeded(reason) from None
+        memory = self._memory_reading()
+        if self.is_rank0:
+            report = write_validation(self.job_dir, self.plan, self.step_times, memory)
+            measured = report["measured"]
+            print(f"\nprobe: {num_steps} steps, step {measured['step_s']:.3f} s (predicted "
+                  f"{report['predicted']['step_s']:.3f} s), peak "
+                  + (f"{measured['peak_gib']:.2f} GiB" if measured["peak_gib"] is not None else "n/a on this device")
+                  + f" (predicted {report['predicted']['peak_gib']:.2f} GiB)", flush=True)
+        check_measured_fit(self.job_dir, self.plan, memory, self.run.memory_headroom, self.is_rank0)
+        return outcome
+
+    # ------------------------------------------------------------------ loop
+
+    def loop(self) -> Outcome:
+        return self.run_steps(self.run.steps) or Outcome.COMPLETED
+
+    def _next_batches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [next(self.loader) for _ in range(self.training.grad_accum)]
+
+    def _synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _track_memory(self) -> float | None:
+        if self.device.type != "cuda":
+            return None
+        peak = torch.cuda.max_memory_allocated(self.device) / GIB
+        self.max_peak_gib = max(self.max_peak_gib, peak)
+        self.max_reserved_gib = max(self.max_reserved_gib, torch.cuda.max_memory_reserved(self.device) / GIB)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        return peak
+
+    def _preemption_requested(self) -> bool:
+        flag = torch.tensor([1 if self.preemption.requested else 0], device=self.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)   # every rank stops at the same step
+        return bool(flag.item())
+
+    def run_steps(self, until_step: int) -> Outcome | None:
+        """Train until ``until_step``; an Outcome when the run must end early."""
+        progress = ProgressBar(self.state.step, self.run.steps, enabled=self.is_rank0)
+        tokens_per_step = self.training.tokens_per_step(self.layout)
+        while self.state.step < until_step:
+            batches = self._next_batches()
+            self._synchronize()
+            started = time.perf_counter()
+            result = self.stepper.train_step(batches)
+            self._synchronize()
+            step_s = time.perf_counter() - started
+            self.step_times.append(step_s)
+            self.state.step += 1
+            self._count_bad(result)
+            val_loss = self._maybe_evaluate()
+            metrics = self._step_metrics(result, step_s, tokens_per_step, val_loss)
+            self.metrics.log_step(metrics)
+            progress.update(metrics)
+            outcome = self._end_condition(val_loss)
+            if outcome is not None:
+                progress.close()
+                return outcome
+            if self.state.step % self.run.checkpoint_every == 0:
+                self.save()
+        progress.close()
+        return None
+
+    def _count_bad(self, result) -> None:
+        if not result.skipped:
+            self.state.last_train_loss = result.loss
+            return
+        if result.overflow and not self.scaler.at_minimum:
+            self.state.overflow_steps += 1
+            return
+        self.state.bad_steps += 1
+        if self.is_rank0:
+            print(f"\nwarning: step {self.state.step}: non-finite loss {result.loss} or gradient norm "
+                  f"{result.grad_norm}; skipped (no update), {self.state.bad_steps} of max_bad_steps "
+                  f"{self.run.max_bad_steps}", flush=True)
+
+    def _step_metrics(self, result, step_s: float, tokens_per_step: int, val_loss: float | None) -> StepMetrics:
+        tokens_per_s = tokens_per_step / step_s
+        mfu = None
+        if self.peak_flops:
+            mfu = self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops)
+        util, power = self.gpu.sample() if self.gpu is not None else (None, None)
+        return StepMetrics(step=self.state.step, loss=result.loss, lr=self.scheduler.get_last_lr()[0],
+                           grad_norm=result.grad_norm, step_s=step_s, tokens_per_s=tokens_per_s, mfu=mfu,
+                           peak_mem_gib=self._track_memory(), gpu_util=util, power_w=power, skipped=result.skipped,
+                           loss_scale=self.scaler.scale if self.scaler.enabled else None, val_loss=val_loss)
+
+    def _end_condition(self, val_loss: float | None) -> Outcome | None:
+        if self.state.bad_steps >= self.run.max_bad_steps:
+            return Outcome.DIVERGED
+        if val_loss is not None and self.run.early_stop_patience \
+                and self.state.evals_without_improvement >= self.run.early_stop_patience:
+            return Outcome.EARLY_STOPPED
+        if self._preemption_requested():
+            return Outcome.PREEMPTED
+        return None
+
+    # ------------------------------------------------------------------ evaluation
+
+    def evaluate(self, split: str) -> float:
+        """Mean loss over the same first ``eval_batches`` batches of a split every time."""
+        loader = self._loader(split)
+        num = self.run.eval_batches
+        if self.layout.pp > 1:  # whole pipeline calls of grad_accum micro-batches
+            num = math.ceil(num / self.training.grad_accum) * self.training.grad_accum
+        return self.stepper.eval_loss([next(loader) for _ in range(num)])
+
+    def _maybe_evaluate(self) -> float | None:
+        if not self.run.eval_every or self.state.step % self.run.eval_every:
+            return None
+        val_loss = self.evaluate("val")
+        self.state.last_val_loss = val_loss
+        if val_loss < self.state.best_val_loss:
+            self.state.best_val_loss, self.state.evals_without_improvement = val_loss, 0
+        else:
+            self.state.evals_without_improvement += 1
+        self.metrics.log_scalar("val/loss", val_loss, self.state.step)
+        return val_loss
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self, outcome: Outcome) -> None:
+        """Save (except after divergence, which keeps the last good checkpoint), test, report."""
+        if outcome == Outcome.DIVERGED:
+            kept = self.last_saved_step
+            if self.is_rank0:
+                print(f"\nerror: {self.state.bad_steps} non-finite steps (max_bad_steps={self.run.max_bad_steps}); "
+                      f"stopping at step {self.state.step}, last good checkpoint: "
+                      f"{step_dir_name(kept) if kept >= 0 else 'none'}", flush=True)
+            self._report(outcome, test_loss=None)
+            return
+        self.save()
+        if outcome == Outcome.PREEMPTED:
+            if self.is_rank0:
+                print(f"SIGTERM: saved checkpoint at step {self.state.step}; exiting", flush=True)
+            return
+        self._report(outcome, test_loss=self._test_loss())
+
+    def _test_loss(self) -> float | None:
+        try:
+            return self.evaluate("test")
+        except ValueError as exc:  # a tiny dataset's test split may hold no full batch
+            if self.is_rank0:
+                print(f"note: no test loss ({exc})", flush=True)
+            return None
+
+    def _report(self, outcome: Outcome, test_loss: float | None) -> None:
+        memory = self._memory_reading()
+        if self.metrics is not None:
+            self.metrics.close()
+        if not self.is_rank0:
+            return
+        step_s = typical_step_s(self.step_times)
+        tokens_per_s = self.training.tokens_per_step(self.layout) / step_s if step_s else None
+        mfu = self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops) \
+            if self.peak_flops and tokens_per_s else None
+        perplexity = math.exp(test_loss) if test_loss is not None and test_loss < 50 else None
+        summary = RunSummary(steps_done=self.state.step, outcome=outcome.value, step_s=step_s,
+                             tokens_per_s=tokens_per_s, mfu=mfu, peak_gib=memory.peak_gib,
+                             final_train_loss=self.state.last_train_loss, final_val_loss=self.state.last_val_loss,
+                             test_loss=test_loss, test_perplexity=perplexity, bad_steps=self.state.bad_steps,
+                             wall_s=time.perf_counter() - self.started)
+        print("\n" + format_report(write_report(self.job_dir, self.plan, summary)), flush=True)

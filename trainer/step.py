@@ -1,0 +1,154 @@
+"""One optimizer step (forward/backward over the accumulation window, clip, update) and evaluation.
+
+A step whose loss or gradient norm is not finite makes no update (``skipped``). Both values
+are reduced over all ranks before the decision, so every rank skips or steps together.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.parallel import loss_parallel
+
+from planner.layout import Layout
+from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
+from trainer.parallel import Meshes, set_micro_batch_sync
+from trainer.pipeline import run_pipeline_step
+
+IGNORE_INDEX = -100
+
+
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean next-token loss in fp32 (``labels`` are already shifted by the data loader)."""
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1), ignore_index=IGNORE_INDEX)
+
+
+def _local(value: torch.Tensor) -> torch.Tensor:
+    return value.full_tensor() if isinstance(value, DTensor) else value
+
+
+@dataclass(frozen=True)
+class StepResult:
+    loss: float          # mean over the global batch (nan/inf when not finite)
+    grad_norm: float     # before clipping, unscaled
+    skipped: bool        # no optimizer update
+    overflow: bool       # fp16 only: gradients overflowed at a finite loss (scale lowered)
+
+
+class Stepper:
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, scaler: LossScaler,
+                 layout: Layout, meshes: Meshes, device: torch.device, grad_clip: float,
+                 pipeline_schedule=None, use_loss_parallel: bool = False):
+        self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
+        self.layout, self.meshes, self.device, self.grad_clip = layout, meshes, device, grad_clip
+        self.schedule = pipeline_schedule
+        self.use_loss_parallel = use_loss_parallel
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        pp_rank = meshes.pp.get_local_rank()
+        self.holds_loss = pp_rank == layout.pp - 1   # the last pipeline stage computes the loss
+        self.loss_ranks = dist.get_world_size() // layout.pp
+
+    # ------------------------------------------------------------------ contexts
+
+    def _context(self, input_ids: torch.Tensor, labels: torch.Tensor):
+        stack = contextlib.ExitStack()
+        if self.use_loss_parallel:
+            stack.enter_context(loss_parallel())
+        if self.layout.cp > 1:
+            from torch.distributed.tensor.experimental import context_parallel
+            # Shard inputs, labels and the RoPE table along the sequence over the cp ranks.
+            stack.enter_context(context_parallel(
+                self.meshes.cp, buffers=[input_ids, labels, self.model.rope], buffer_seq_dims=[1, 1, 0],
+                no_restore_buffers={input_ids, labels}))
+        return stack
+
+    # ------------------------------------------------------------------ forward/backward
+
+    def _forward_backward(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Summed mean loss over the accumulation window on this rank (0 off the last stage)."""
+        if self.schedule is not None:
+            input_ids = torch.cat([x for x, _ in batches]).to(self.device, non_blocking=True)
+            labels = torch.cat([y for _, y in batches]).to(self.device, non_blocking=True)
+            with self._context(input_ids, labels):
+                loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=True)
+            return loss / self.scaler.scale if loss is not None else torch.zeros((), device=self.device)
+        total = torch.zeros((), device=self.device)
+        for index, (input_ids, labels) in enumerate(batches):
+            input_ids = input_ids.to(self.device, non_blocking=True)
+            labels = labels.to(self.device, non_blocking=True)
+            set_micro_batch_sync(self.model, self.layout.sharding, index == len(batches) - 1)
+            with self._context(input_ids, labels):
+                output = self.model(input_ids)
+                loss = cross_entropy(getattr(output, "logits", output), labels) / len(batches)
+                (loss * self.scaler.scale).backward()
+            total += _local(loss.detach()).float()
+        return total
+
+    def _global_mean(self, local_loss: torch.Tensor) -> torch.Tensor:
+        """Average over the ranks that hold a loss (data-parallel replicas; tp copies agree)."""
+        value = local_loss.detach().float().clone() if self.holds_loss else torch.zeros((), device=self.device)
+        dist.all_reduce(value)
+        return value / self.loss_ranks
+
+    def train_step(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> StepResult:
+        loss = self._global_mean(self._forward_backward(batches))
+        if self.scaler.enabled:
+            multiply_gradients(self.params, 1.0 / self.scaler.scale)
+        grad_norm = global_grad_norm(self.params, self.meshes.pp.get_group() if self.layout.pp > 1 else None,
+                                     self.device)
+        loss_value, norm_value = loss.item(), grad_norm.item()
+        finite = math.isfinite(loss_value) and math.isfinite(norm_value)
+        if finite:
+            clip_gradients(self.params, self.grad_clip, grad_norm)
+            self.optimizer.step()
+        self.scheduler.step()
+        self.scaler.update(found_non_finite=not finite)
+        self.optimizer.zero_grad(set_to_none=True)
+        overflow = self.scaler.enabled and not finite and math.isfinite(loss_value)
+        return StepResult(loss=loss_value, grad_norm=norm_value, skipped=not finite, overflow=overflow)
+
+    # ------------------------------------------------------------------ evaluation
+
+    @torch.no_grad()
+    def eval_loss(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
+        """Mean loss over ``batches`` (one micro-batch each; grouped per pipeline call under pp)."""
+        self.model.eval()
+        total, count = torch.zeros((), device=self.device), 0
+        if self.schedule is not None:
+            group = self.schedule._n_microbatches
+            for start in range(0, len(batches) - group + 1, group):
+                chunk = batches[start:start + group]
+                input_ids = torch.cat([x for x, _ in chunk]).to(self.device)
+                labels = torch.cat([y for _, y in chunk]).to(self.device)
+                with self._context(input_ids, labels):
+                    loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=False)
+                total += (loss / self.scaler.scale) if loss is not None else 0.0
+                count += 1
+        else:
+            for input_ids, labels in batches:
+                input_ids, labels = input_ids.to(self.device), labels.to(self.device)
+                with self._context(input_ids, labels):
+                    output = self.model(input_ids)
+                    total += _local(cross_entropy(getattr(output, "logits", output), labels)).float()
+                count += 1
+        self.model.train()
+        return self._global_mean(total / max(count, 1)).item()
+
+
+def uses_loss_parallel(layout: Layout, native: bool) -> bool:
+    """Vocabulary-parallel loss whenever the native LM head is tensor-parallel."""
+    return native and layout.tp > 1
+
+
+
+def pipeline_loss_fn(scaler: LossScaler):
+    """The pipeline schedule's loss (scaled for fp16; the schedule averages gradients over micro-batches)."""
+    def loss_fn(output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return cross_entropy(output, labels) * scaler.scale
+    return loss_fn

@@ -1,0 +1,167 @@
+"""Run one plan as a real FSDP2 job: ``python -m trainer.train JOB_DIR [--device cpu|cuda] [--steps K]``.
+
+Started by torchrun (one process per GPU). ``train`` reads as its phases: build the mesh,
+build the model (meta device), shard and initialise it, load the latest good checkpoint,
+probe the plan, run the loop, save and report.
+
+Exit codes (per worker): 0 done / early-stopped / preempted by SIGTERM after saving;
+2 the job or plan is invalid here (one-line message); 3 the probe found that the plan does not
+fit (``replan_needed.json`` written); 4 the disk filled up while checkpointing (previous
+checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from planner.layout import Implementation, Layout, Precision
+from trainer.checkpoint import CheckpointDiskFullError
+from trainer.job_spec import JobSpec
+from trainer.model import build_native_model, native_init_rule
+from trainer.parallel import (Meshes, apply_activation_checkpointing, apply_compile, apply_data_parallel, apply_fp8,
+                              build_meshes, freeze_lowest_blocks, init_distributed, init_parameters)
+from trainer.pipeline import split_native_for_stage
+from trainer.probe import ReplanNeeded, check_plan
+from trainer.session import Outcome, Session
+
+EXIT_OK, EXIT_INVALID, EXIT_REPLAN, EXIT_DISK_FULL, EXIT_DIVERGED = 0, 2, 3, 4, 5
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: torch.device
+    rank: int
+    world_size: int
+
+    @property
+    def is_rank0(self) -> bool:
+        return self.rank == 0
+
+
+def setup_runtime(device_type: str, seed: int) -> Runtime:
+    if device_type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda: no CUDA device is visible to this process")
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    init_distributed(device.type)
+    torch.manual_seed(seed)
+    return Runtime(device=device, rank=dist.get_rank(), world_size=dist.get_world_size())
+
+
+def load_job(job_dir: Path, steps: int | None) -> JobSpec:
+    job = JobSpec.load(job_dir)
+    if steps is not None:
+        if steps < 1:
+            raise ValueError(f"--steps must be >= 1, got {steps}")
+        job = job.model_copy(update={"run": job.run.model_copy(update={"steps": steps})})
+    return job
+
+
+# ----------------------------------------------------------------------------- phases
+
+
+def build_model(job: JobSpec, layout: Layout, meshes: Meshes) -> torch.nn.Module:
+    """The model (this rank's pipeline stage of it) on the meta device, frozen blocks marked."""
+    training = job.plan.training
+    if training.impl == Implementation.NATIVE:
+        model = build_native_model(job.plan.model, training.seq_len)
+        split_native_for_stage(model, meshes.pp.get_local_rank(), layout.pp)
+    else:
+        from trainer.hf_model import build_hf_model
+        model = build_hf_model(job.plan.model, job.plan.hf_config_path, training.seq_len)
+    freeze_lowest_blocks(model, job.run.freeze_layers)
+    return model
+
+
+def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Meshes, device: torch.device) -> None:
+    """fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP, then materialise and initialise."""
+    training, native = job.plan.training, job.plan.training.impl == Implementation.NATIVE
+    if training.precision == Precision.FP8:
+        apply_fp8(model)
+    if layout.tp > 1:
+        from trainer.tensor_parallel import apply_hf_tensor_parallel, apply_native_tensor_parallel
+        if native:
+            apply_native_tensor_parallel(model, meshes.tp, loss_parallel=True)
+        else:
+            apply_hf_tensor_parallel(model, meshes.tp)
+    apply_activation_checkpointing(model, training.activation_checkpointing)
+    if training.compile:
+        apply_compile(model)
+    apply_data_parallel(model, meshes, layout, training.precision, offload=training.offload,
+                        pin_memory=device.type == "cuda")
+    # With CPU offload the sharded parameters live in host memory; FSDP moves what it gathers.
+    model.to_empty(device="cpu" if training.offload else device)
+    if native:
+        init_parameters(model, job.run.seed, native_init_rule(model.args))
+        model.init_buffers(device)
+    else:
+        from trainer.hf_model import hf_init_rule, init_hf_buffers, load_hf_weights
+        init_parameters(model, job.run.seed, hf_init_rule(model))
+        init_hf_buffers(model)
+        if job.run.hf_weights is not None:
+            load_hf_weights(model, job.run.hf_weights)
+
+
+def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
+    job = load_job(job_dir, steps)
+    runtime = setup_runtime(device_type, job.run.seed)
+    layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
+    meshes = build_meshes(layout, runtime.device.type)
+    model = build_model(job, layout, meshes)
+    shard_model(model, job, layout, meshes, runtime.device)
+    session = Session(job, job_dir, runtime.device, layout, meshes, model)
+    session.load_checkpoint()
+    outcome = session.probe()
+    if outcome is None:
+        outcome = session.loop()
+    session.finish(outcome)
+    return EXIT_DIVERGED if outcome == Outcome.DIVERGED else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m trainer.train", description=__doc__.splitlines()[0])
+    parser.add_argument("job_dir", type=Path, help="job directory holding job.json")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--steps", type=int, default=None, help="override the job's number of steps")
+    return parser.parse_args(argv)
+
+
+def _report_error(message: str) -> None:
+    rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
+    if rank == 0:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return train(args.job_dir, args.device, args.steps)
+    except ValueError as exc:
+        _report_error(str(exc))
+        return EXIT_INVALID
+    except ReplanNeeded as exc:
+        _report_error(f"the plan does not fit: {exc} (see {args.job_dir / 'replan_needed.json'})")
+        return EXIT_REPLAN
+    except CheckpointDiskFullError as exc:
+        _report_error(str(exc))
+        return EXIT_DISK_FULL
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
