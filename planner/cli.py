@@ -209,6 +209,47 @@ def run(
     raise typer.Exit(code)
 
 
+@app.command()
+def portfolio(jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) with [inventory] and [[jobs]]"),
+              as_json: bool = JSON) -> None:
+    """Size several jobs at once on one shared GPU inventory."""
+    from planner.explore import plan_portfolio
+    from planner.ilp import InfeasiblePlan
+    from planner.portfolio_file import read_jobs_file
+    spec = read_jobs_file(jobs_file)
+    if not spec.inventory:
+        raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
+    requests = spec.requests({g: n for g, n in spec.inventory.items()})
+    try:
+        with render.working(f"planning {len(requests)} jobs", quiet=as_json):
+            solution = plan_portfolio(requests, spec.inventory, objective=spec.objective,
+                                      horizon_days=spec.horizon_days, num_slots=spec.num_slots)
+    except InfeasiblePlan as exc:
+        render.infeasible(exc, as_json=as_json)
+        return
+    render.portfolio(solution, as_json=as_json)
+
+
+@app.command()
+def fleet(jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_usd] and [[jobs]]"),
+          as_json: bool = JSON) -> None:
+    """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
+    from planner.explore import plan_fleet
+    from planner.ilp import InfeasiblePlan
+    from planner.portfolio_file import read_jobs_file
+    spec = read_jobs_file(jobs_file)
+    if not spec.purchase_usd or spec.horizon_days is None:
+        raise ValueError(f"{jobs_file}: fleet needs horizon_days and a [purchase_usd] table")
+    requests = spec.requests({g: None for g in spec.purchase_usd})
+    try:
+        with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
+            solution = plan_fleet(requests, spec.purchase_usd, spec.horizon_days, num_slots=max(spec.num_slots, 2))
+    except InfeasiblePlan as exc:
+        render.infeasible(exc, as_json=as_json)
+        return
+    render.fleet(solution, as_json=as_json)
+
+
 @app.command("app")
 def app_command(port: int = typer.Option(8501), address: str = typer.Option("localhost")) -> None:
     """Start the Streamlit sizing app (bound to localhost by default)."""

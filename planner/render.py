@@ -182,3 +182,44 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
         emit_json({"job_dir": str(job_dir), "files": sorted(p.name for p in job_dir.iterdir() if p.is_file())})
         return
     out.print(f"job written to {job_dir} (run it: trainplan run {job_dir})")
+
+
+def portfolio(solution, *, as_json: bool) -> None:
+    rows = [dict(job=a.job, gpu=a.gpu_id, num_gpus=a.num_gpus, layout=a.label, start_days=a.start_s / 86400,
+                 end_days=a.end_s / 86400, cost_usd=a.cost_usd) for a in solution.assignments]
+    if as_json:
+        emit_json({"feasible": True, "assignments": rows, "total_cost_usd": solution.total_cost_usd,
+                   "makespan_days": solution.makespan_s / 86400, "solver": solution.solver})
+        return
+    table = Table(title="portfolio on the shared inventory", title_justify="left")
+    for col in ("job", "GPU", "n", "start", "end", "cost"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["job"], r["gpu"], str(r["num_gpus"]), f"day {r['start_days']:.1f}",
+                      f"day {r['end_days']:.1f}", money(r["cost_usd"]))
+    out.print(table)
+    out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / 86400:.1f}")
+
+
+def fleet(solution, *, as_json: bool) -> None:
+    def plan_dict(p):
+        return None if p is None else {"total_cost_usd": p.total_cost_usd, "purchased": p.purchased,
+                                       "ownership_cost_usd": p.ownership_cost_usd, "rent_cost_usd": p.rent_cost_usd,
+                                       "running_cost_usd": p.running_cost_usd}
+    data = {"mixed": plan_dict(solution.mixed), "rent_only": plan_dict(solution.rent_only),
+            "buy_only": plan_dict(solution.buy_only), "horizon_days": solution.horizon_days,
+            "break_even": [{"gpu": b.gpu_id, "utilisation": b.break_even_utilisation} for b in solution.break_even]}
+    if as_json:
+        emit_json(data)
+        return
+    table = Table(title=f"rent vs buy over {solution.horizon_days:.0f} days", title_justify="left")
+    for col in ("option", "total", "GPUs bought", "rent"):
+        table.add_column(col)
+    for name in ("mixed", "rent_only", "buy_only"):
+        p = data[name]
+        if p:
+            bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
+            table.add_row(name.replace("_", " "), money(p["total_cost_usd"]), bought, money(p["rent_cost_usd"]))
+    out.print(table)
+    for b in data["break_even"]:
+        out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")

@@ -1,0 +1,49 @@
+"""Planner speed: single-job search over the whole catalog and a 10-job portfolio.
+
+Targets (issue #2): single job < 2 s, 10-job portfolio < 10 s on one core. Prints a table;
+asserts nothing (shared machines are noisy).  Run: .venv/bin/python bench/bench_plan.py
+"""
+from __future__ import annotations
+
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from planner.api import PlanRequest, plan  # noqa: E402
+from planner.explore import plan_portfolio  # noqa: E402
+from planner.hardware import load_catalog  # noqa: E402
+from planner.models import get_preset  # noqa: E402
+
+
+def timed(fn, repeat: int = 3) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def main() -> None:
+    load_catalog()
+    rows = []
+    for name, tokens, days in (("llama3-8b", 1e12, 30), ("llama3-70b", 2e12, 60), ("llama3.1-405b", 2e12, 90),
+                               ("mixtral-8x7b", 1e12, 60), ("gpt3-175b", 3e11, 60)):
+        request = PlanRequest(model=get_preset(name), training_tokens=tokens, deadline_days=days)
+        seconds, result = timed(lambda: plan(request))
+        rows.append((f"plan {name}", result.num_candidates, seconds, 2.0))
+    models = ["llama3-8b", "llama3.2-1b", "llama3.2-3b", "mistral-7b", "qwen2.5-7b", "gpt3-1.3b", "gpt3-2.7b",
+              "llama2-7b", "llama2-13b", "gpt3-6.7b"]
+    inventory = {"h100-sxm": 512, "a100-80gb-sxm": 256, "h200-sxm": 128}
+    requests = {f"job{i}-{m}": PlanRequest(model=get_preset(m), training_tokens=2e11, deadline_days=60,
+                                           gpus=dict(inventory)) for i, m in enumerate(models)}
+    seconds, _ = timed(lambda: plan_portfolio(requests, inventory), repeat=1)
+    rows.append(("portfolio 10 jobs", sum(1 for _ in requests), seconds, 10.0))
+    print(f"{'case':28s} {'candidates':>11s} {'seconds':>8s} {'target':>7s}")
+    for case, n, s, target in rows:
+        print(f"{case:28s} {n:>11,d} {s:8.2f} {target:7.1f}  {'ok' if s < target else 'SLOW'}")
+
+
+if __name__ == "__main__":
+    main()

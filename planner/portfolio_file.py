@@ -1,0 +1,73 @@
+"""The jobs file read by ``trainplan portfolio`` and ``trainplan fleet`` (TOML or JSON).
+
+    horizon_days = 90            # optional: jobs may be sequenced inside it
+    num_slots = 6
+    [inventory]                  # portfolio: GPUs on hand, shared by all jobs
+    h100-sxm = 256
+    [purchase_usd]               # fleet: GPU types that may be bought, price per GPU
+    h100-sxm = 35000
+    [[jobs]]
+    name = "chat-8b"
+    model = "llama3-8b"
+    tokens = 1e12
+    deadline_days = 60
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from planner.api import PlanRequest
+
+
+class JobEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    model: str
+    tokens: float = Field(gt=0)
+    deadline_days: float | None = Field(None, gt=0)
+    budget_usd: float | None = Field(None, gt=0)
+    seq_len: int = Field(4096, ge=16)
+    global_batch_tokens: int | None = Field(None, ge=1)
+
+
+class JobsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    horizon_days: float | None = Field(None, gt=0)
+    num_slots: int = Field(1, ge=1, le=64)
+    objective: str = "cost"
+    inventory: dict[str, int] = {}
+    purchase_usd: dict[str, float] = {}
+    jobs: list[JobEntry] = Field(min_length=1)
+
+    def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
+        from planner.models import load_model
+        out = {}
+        for job in self.jobs:
+            if job.name in out:
+                raise ValueError(f"jobs: duplicate job name '{job.name}'")
+            out[job.name] = PlanRequest(model=load_model(job.model), training_tokens=job.tokens,
+                                        deadline_days=job.deadline_days, budget_usd=job.budget_usd,
+                                        seq_len=job.seq_len, global_batch_tokens=job.global_batch_tokens, gpus=gpus)
+        return out
+
+
+def read_jobs_file(path: Path) -> JobsFile:
+    """Parse and validate; errors name the file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        raw = json.loads(text) if str(path).endswith(".json") else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: not valid {'JSON' if str(path).endswith('.json') else 'TOML'} ({exc})") from None
+    try:
+        return JobsFile.model_validate(raw)
+    except Exception as exc:
+        first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+        where = ".".join(str(p) for p in first["loc"]) or "file"
+        raise ValueError(f"{path}: {where}: {first['msg']}") from None

@@ -1,0 +1,105 @@
+"""Helpers for the trainer tests: tiny job directories and torchrun launches on CPU (gloo)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from planner.layout import Layout, TrainingConfig
+from planner.model_spec import ModelSpec
+from planner.models import get_preset
+from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
+from trainer.job_spec import JobSpec, RunSettings
+
+REPO = Path(__file__).resolve().parents[1]
+# Placeholder predictions: the CPU tests check the plumbing of validation.json, not the planner.
+PREDICTED_PEAK_GIB = 1.5
+PREDICTED_STEP_S = 0.05
+
+
+def tiny_spec(**changes) -> ModelSpec:
+    """The ``tiny`` preset (4 layers, hidden 256, 4 heads / 2 kv heads, vocab 512)."""
+    return get_preset("tiny").model_copy(update=changes)
+
+
+def make_plan(layout: Layout, training: TrainingConfig, num_gpus: int, model: ModelSpec | None = None,
+              hf_config_path: str | None = None) -> Plan:
+    memory = MemoryEstimate(peak_gib=PREDICTED_PEAK_GIB, reserved_gib=PREDICTED_PEAK_GIB * 1.2, capacity_gib=80.0,
+                            headroom_fraction=0.1, breakdown_gib={})
+    estimate = Estimate(feasible=True, gpu="h100-sxm", num_gpus=num_gpus, num_nodes=1, memory=memory,
+                        time=TimeEstimate(step_s=PREDICTED_STEP_S, breakdown_s={}),
+                        throughput=ThroughputEstimate(tokens_per_s=1e5, tokens_per_s_per_gpu=1e5 / num_gpus, mfu=0.4,
+                                                      hfu=0.4, model_flops_per_token=0.0, hardware_flops_per_token=0.0),
+                        layout={}, global_batch_tokens=training.tokens_per_step(layout.resolve(num_gpus)))
+    return Plan(model=model or tiny_spec(), hf_config_path=hf_config_path, gpu="h100-sxm", num_gpus=num_gpus,
+                num_nodes=1, gpus_per_node=num_gpus, layout=layout, training=training, estimate=estimate)
+
+
+def write_job(job_dir: Path, layout: Layout, num_gpus: int, *, model: ModelSpec | None = None,
+              hf_config_path: str | None = None, seq_len: int = 32, micro_batch: int = 2, grad_accum: int = 1,
+              **run_settings) -> Path:
+    """A job directory for the tiny model; ``run_settings`` override RunSettings and TrainingConfig fields."""
+    training_fields = {k: run_settings.pop(k) for k in list(run_settings) if k in TrainingConfig.model_fields}
+    training = TrainingConfig(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
+                              **{"precision": "fp32", **training_fields})
+    defaults = dict(steps=30, lr=3e-3, warmup_steps=3, checkpoint_every=1000, probe_steps=2, seed=1234)
+    run = RunSettings(**{**defaults, **run_settings})
+    job_dir.mkdir(parents=True, exist_ok=True)
+    JobSpec(name="tiny-test", plan=make_plan(layout, training, num_gpus, model, hf_config_path), run=run).save(job_dir)
+    return job_dir
+
+
+def torchrun_command(job_dir: Path, nproc: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+            "-m", "trainer.train", str(job_dir), "--device", "cpu", *extra]
+
+
+def subprocess_env() -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", PYTHONPATH=str(REPO))
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return env
+
+
+def run_torchrun(job_dir: Path, nproc: int, *extra: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(torchrun_command(job_dir, nproc, *extra), cwd=REPO, env=subprocess_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def start_torchrun(job_dir: Path, nproc: int, log: Path, *extra: str) -> subprocess.Popen:
+    """torchrun in its own process group (so the test can signal or kill the whole group)."""
+    handle = log.open("w")
+    return subprocess.Popen(torchrun_command(job_dir, nproc, *extra), cwd=REPO, env=subprocess_env(), stdout=handle,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_for(predicate, timeout: float, what: str, poll: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def read_metrics(job_dir: Path) -> list[dict]:
+    path = job_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def losses_by_step(job_dir: Path) -> dict[int, float]:
+    return {record["step"]: record["loss"] for record in read_metrics(job_dir)}
+
+
+def describe(result: subprocess.CompletedProcess) -> str:
+    return f"exit {result.returncode}\n--- output ---\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"

@@ -1,0 +1,109 @@
+"""The installed ``trainplan`` command: JSON contract, exit codes, one-line errors."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TRAINPLAN = str(Path(sys.executable).with_name("trainplan"))
+
+
+def run(*args: str, check_ok: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([TRAINPLAN, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "160"})
+    if check_ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_estimate_json_contract(tmp_path):
+    out = tmp_path / "plan.json"
+    proc = run("estimate", "--model", "llama3.2-3b", "--gpu", "h200-sxm", "--num-gpus", "1", "--micro-batch", "2",
+               "--seq-len", "2048", "--impl", "hf", "--json", "--out", str(out))
+    data = json.loads(proc.stdout)
+    assert data["feasible"] is True
+    assert set(data["memory"]) >= {"peak_gib", "reserved_gib", "capacity_gib", "breakdown_gib"}
+    assert set(data["time"]) >= {"step_s", "breakdown_s"}
+    assert set(data["throughput"]) >= {"tokens_per_s", "tokens_per_s_per_gpu", "mfu", "hfu"}
+    assert data["layout"]["tp"] == 1 and data["layout"]["dp_shard"] == 1
+    assert 50 < data["memory"]["peak_gib"] < 62  # measured 56.7 GiB on an H200
+    assert json.loads(out.read_text())["gpu"] == "h200-sxm"
+
+
+def test_estimate_global_batch_sets_accumulation():
+    data = json.loads(run("estimate", "--model", "tiny", "--gpu", "a100-80gb-sxm", "--num-gpus", "4",
+                          "--micro-batch", "2", "--seq-len", "256", "--global-batch-tokens", "8192", "--json").stdout)
+    assert data["layout"]["grad_accum"] == 4 and data["global_batch_tokens"] == 8192
+
+
+def test_plan_json_contract(tmp_path):
+    out = tmp_path / "plan.json"
+    data = json.loads(run("plan", "--model", "llama3-8b", "--tokens", "1e12", "--deadline-days", "30",
+                          "--top", "3", "--json", "--out", str(out)).stdout)
+    for entry in [data["plan"], *data["alternatives"]]:
+        assert {"feasible", "memory", "time", "throughput", "layout", "gpu", "num_gpus",
+                "time_to_train_h", "cost_usd"} <= set(entry)
+    assert len(data["alternatives"]) == 3
+    assert data["plan"]["time_to_train_h"] <= 30 * 24
+    explained = json.loads(run("explain", str(out), "--json").stdout)
+    assert explained["notes"]
+
+
+def test_plan_prints_a_readable_plan():
+    text = run("plan", "--model", "llama3-8b", "--tokens", "1e12", "--deadline-days", "30").stdout
+    for needle in ("memory per GPU", "step time", "time-to-train", "alternatives", "MFU"):
+        assert needle in text
+
+
+def test_infeasible_plan_is_an_answer():
+    proc = run("plan", "--model", "llama3.1-405b", "--tokens", "1e12", "--gpus", "h100-sxm=8", "--json")
+    data = json.loads(proc.stdout)
+    assert data["feasible"] is False and data["constraint"] == "memory" and data["fix"]
+
+
+def test_catalog_and_detect():
+    data = json.loads(run("catalog", "--json").stdout)
+    assert "h200-sxm" in data and len(data) >= 18
+    proc = run("detect")
+    assert proc.stdout.strip().count("\n") == 0  # no driver here: one line
+
+
+BAD = [
+    ["estimate", "--model", "tiny"],
+    ["estimate", "--model", "tiny", "--gpu", "h100", "--num-gpus", "1", "--micro-batch", "1", "--seq-len", "128"],
+    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "0", "--micro-batch", "1", "--seq-len", "128"],
+    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "8", "--tp", "3", "--micro-batch", "1",
+     "--seq-len", "128"],
+    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "2", "--micro-batch", "-1", "--seq-len", "128"],
+    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "2", "--micro-batch", "1", "--seq-len", "128",
+     "--sharding", "zero9"],
+    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "2", "--micro-batch", "1", "--seq-len", "128",
+     "--grad-accum", "2", "--global-batch-tokens", "1024"],
+    ["estimate", "--model", "/nonexistent/config.json", "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "1",
+     "--seq-len", "128"],
+    ["plan", "--model", "nope", "--tokens", "1e9"],
+    ["plan", "--model", "tiny", "--tokens", "-5"],
+    ["plan", "--model", "tiny", "--tokens", "1e9", "--gpus", "h100-sxm=x"],
+    ["plan", "--model", "tiny", "--tokens", "1e9", "--deadline-days", "0"],
+    ["explain", "/nonexistent/plan.json"],
+    ["no-such-command"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD, ids=[" ".join(a)[:60] for a in BAD])
+def test_bad_input_is_one_line_and_exit_2(argv):
+    proc = run(*argv, check_ok=False)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("trainplan: error:"), proc.stderr
+
+
+def test_bad_config_file_is_one_line(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "t5", "d_model": 512}')
+    proc = run("estimate", "--model", str(bad), "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "1",
+               "--seq-len", "128", check_ok=False)
+    assert proc.returncode == 2 and "t5" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,135 @@
+"""Physics of the analytic model: breakdowns add up, knobs move memory and time the right way,
+and the vectorised scorer agrees with the one-configuration path."""
+import numpy as np
+import pytest
+
+from planner.api import build_plan
+from planner.estimate import estimate, score
+from planner.hardware import load_catalog
+from planner.layout import ActivationCheckpointing as AC, Layout, Precision, Sharding, TrainingConfig
+from planner.models import get_preset
+
+CATALOG = load_catalog()
+LLAMA8B = get_preset("llama3-8b")
+
+
+def est(layout=Layout(), num_gpus=8, gpu="h100-sxm", model=LLAMA8B, **training):
+    cfg = dict(seq_len=4096, micro_batch=1, grad_accum=1)
+    cfg.update(training)
+    return estimate(model, gpu, layout, TrainingConfig(**cfg), num_gpus=num_gpus, catalog=CATALOG,
+                    training_tokens=1e10)
+
+
+def test_breakdown_adds_up_to_the_peak():
+    e = est()
+    assert sum(e.memory.breakdown_gib.values()) == pytest.approx(e.memory.peak_gib, rel=1e-9)
+    assert sum(e.time.breakdown_s.values()) == pytest.approx(e.time.step_s, rel=1e-9)
+    assert e.memory.reserved_gib > e.memory.peak_gib
+
+
+def test_fsdp_shards_the_states():
+    one, eight = est(num_gpus=1, micro_batch=1), est(num_gpus=8)
+    assert eight.memory.breakdown_gib["optimizer"] == pytest.approx(one.memory.breakdown_gib["optimizer"] / 8)
+    assert eight.memory.breakdown_gib["params"] == pytest.approx(one.memory.breakdown_gib["params"] / 8)
+
+
+@pytest.mark.parametrize("sharding, params_sharded, moments_sharded", [
+    (Sharding.NONE, False, False), (Sharding.ZERO1, False, True), (Sharding.ZERO2, False, True),
+    (Sharding.FSDP, True, True)])
+def test_zero_stages(sharding, params_sharded, moments_sharded):
+    full = LLAMA8B.num_params() / 2**30
+    e = est(Layout(sharding=sharding), num_gpus=8)
+    assert e.memory.breakdown_gib["params"] == pytest.approx(full * 4 / (8 if params_sharded else 1))
+    assert e.memory.breakdown_gib["optimizer"] == pytest.approx(full * 8 / (8 if moments_sharded else 1))
+
+
+def test_activation_checkpointing_trades_memory_for_time():
+    none, sel, full = (est(activation_checkpointing=a, micro_batch=2) for a in (AC.NONE, AC.SELECTIVE, AC.FULL))
+    assert none.memory.peak_gib > sel.memory.peak_gib > full.memory.peak_gib
+    assert none.time.step_s < sel.time.step_s < full.time.step_s
+    assert full.throughput.hfu > full.throughput.mfu
+    assert none.throughput.hfu == pytest.approx(none.throughput.mfu)
+
+
+def test_activations_scale_with_micro_batch():
+    a1 = est(micro_batch=1).memory.breakdown_gib["activations"]
+    a4 = est(micro_batch=4).memory.breakdown_gib["activations"]
+    assert a4 == pytest.approx(4 * a1, rel=0.02)
+
+
+def test_tensor_parallel_splits_activations_and_costs_communication():
+    base = est(Layout(), num_gpus=8, micro_batch=2)
+    tp = est(Layout(tp=4), num_gpus=8, micro_batch=2)
+    assert tp.memory.breakdown_gib["activations"] < base.memory.breakdown_gib["activations"] / 2
+    assert tp.time.breakdown_s["tp_comm"] > 0 and base.time.breakdown_s["tp_comm"] == 0
+
+
+def test_pipeline_first_stage_holds_in_flight_micro_batches_and_bubble_shrinks():
+    few = est(Layout(pp=4), num_gpus=8, grad_accum=4)
+    many = est(Layout(pp=4), num_gpus=8, grad_accum=32)
+    assert few.time.breakdown_s["bubble"] / few.time.step_s > many.time.breakdown_s["bubble"] / many.time.step_s
+    gpipe = est(Layout(pp=4, pp_schedule="gpipe"), num_gpus=8, grad_accum=32)
+    assert gpipe.memory.breakdown_gib["activations"] > many.memory.breakdown_gib["activations"]
+
+
+def test_offload_moves_states_to_the_host():
+    e = est(offload=True)
+    assert e.memory.breakdown_gib["optimizer"] == 0 and e.memory.breakdown_gib["params"] == 0
+    assert e.time.step_s > est().time.step_s
+
+
+def test_cross_node_collectives_are_slower_than_nvlink():
+    inside = est(Layout(), num_gpus=8)
+    across = est(Layout(), num_gpus=64)
+    assert across.time.breakdown_s["dp_comm"] >= inside.time.breakdown_s["dp_comm"]
+    assert across.throughput.tokens_per_s_per_gpu <= inside.throughput.tokens_per_s_per_gpu * 1.001
+
+
+def test_mfu_is_sane_for_a_standard_setup():
+    e = est(Layout(), num_gpus=8, micro_batch=2, activation_checkpointing=AC.SELECTIVE)
+    assert 0.25 < e.throughput.mfu < 0.7
+    assert e.time_to_train_h > 0 and e.cost_usd > 0 and e.energy_kwh > 0
+
+
+def test_infeasible_configuration_is_an_answer_with_a_fix():
+    e = est(Layout(), num_gpus=1, micro_batch=8, model=get_preset("llama3-70b"))
+    assert not e.feasible
+    assert "memory" in e.reason and "GiB" in e.reason
+    assert "FSDP" in e.fix or "tp=" in e.fix
+
+
+@pytest.mark.parametrize("layout, message", [
+    (Layout(tp=3), "not divisible"), (Layout(tp=16), "scale-up domain"), (Layout(pp=3, dp_shard=1), "multiply"),
+    (Layout(pp=5, dp_shard=-1), "not divisible")])
+def test_impossible_layouts_raise(layout, message):
+    with pytest.raises(ValueError):
+        est(layout, num_gpus=16 if layout.tp == 16 else 8)
+
+
+def test_unsupported_precision_is_rejected():
+    with pytest.raises(ValueError, match="fp8"):
+        est(num_gpus=8, gpu="a100-80gb-sxm", precision=Precision.FP8)
+
+
+def test_search_rows_rescore_identically_through_the_single_configuration_path():
+    """Rows generated by the search (whole table, vectorised) equal a fresh estimate of each row."""
+    from planner.search import SearchSpace, build_candidates
+    space = SearchSpace(seq_len=4096, global_batch_tokens=2**21, max_gpus=64)
+    c = build_candidates(LLAMA8B, CATALOG, {"h100-sxm": None, "a100-80gb-sxm": None}, space)
+    s = score(LLAMA8B, c)
+    gpus = [CATALOG.gpu("h100-sxm"), CATALOG.gpu("a100-80gb-sxm")]
+    for row in np.random.default_rng(0).choice(len(c), size=25, replace=False):
+        e = estimate(LLAMA8B, gpus[c.gpu_index[row]], c.layout(row), c.training(row),
+                     num_gpus=int(c.num_gpus[row]), num_nodes=int(c.num_nodes[row]), catalog=CATALOG)
+        assert e.time.step_s == pytest.approx(float(s.time.step[row]), rel=1e-9)
+        assert e.memory.reserved_gib * 2**30 == pytest.approx(float(s.memory.reserved[row]), rel=1e-9)
+        assert e.feasible == bool(s.fits[row])
+
+
+def test_build_plan_round_trips_through_json(tmp_path):
+    p = build_plan(get_preset("tiny"), "h100-sxm", Layout(), TrainingConfig(seq_len=256, micro_batch=2),
+                   num_gpus=2, training_tokens=1e6, price=1.5)
+    from planner.plan import Plan
+    loaded = Plan.load(p.save(tmp_path / "p.json"))
+    assert loaded == p
+    assert loaded.price_per_gpu_hour_usd == 1.5 and loaded.layout.dp_shard == 2

@@ -1,0 +1,92 @@
+"""End-to-end planning: the ILP's choice equals brute force over the real scored table,
+deadlines/budgets/inventory bind, infeasible requests explain themselves."""
+import numpy as np
+import pytest
+
+from planner.api import PlanRequest, plan, replan
+from planner.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.ilp import InfeasiblePlan
+from planner.models import get_preset
+
+SECONDS_PER_DAY = 86400
+
+
+@pytest.fixture(scope="module")
+def llama8b_result():
+    return plan(PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e12, deadline_days=30))
+
+
+def test_plan_meets_the_deadline_with_breakdowns(llama8b_result):
+    p = llama8b_result.plan
+    assert p.estimate.feasible
+    assert p.estimate.time_to_train_h <= 30 * 24
+    assert p.estimate.memory.breakdown_gib and p.estimate.time.breakdown_s
+    assert p.layout.world_size == p.num_gpus
+    assert len(llama8b_result.alternatives) == 5
+
+
+@pytest.mark.parametrize("objective, key", [("cost", "cost_usd"), ("time", "time_to_train_s")])
+@pytest.mark.parametrize("seed", range(3))
+def test_ilp_choice_equals_brute_force_on_real_candidates(objective, key, seed):
+    rng = np.random.default_rng(seed)
+    gpus = {g: int(rng.choice([8, 16, 32, 64])) for g in rng.choice(
+        ["a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s", "mi300x"], size=2, replace=False)}
+    request = PlanRequest(model=get_preset(str(rng.choice(["llama3.2-1b", "gpt3-1.3b", "mistral-7b"]))),
+                          training_tokens=float(rng.choice([2e10, 5e10])), seq_len=2048, gpus=gpus,
+                          deadline_days=float(rng.choice([20, 60])), objective=objective, top_k=0)
+    t = scored_search(request).table
+    ok = (t.fits_memory & t.divisible & t.batch_ok & (t.time_to_train_s <= request.deadline_days * SECONDS_PER_DAY)
+          & (t.num_gpus <= np.array([gpus[g] for g in t.gpu_id])))
+    if not ok.any():
+        with pytest.raises(InfeasiblePlan):
+            plan(request)
+        return
+    best = getattr(t, key)[ok].min()
+    chosen = plan(request).solution
+    assert getattr(chosen, key) == pytest.approx(best, rel=1e-9)
+
+
+def test_budget_and_inventory_bind():
+    base = dict(model=get_preset("llama3.2-1b"), training_tokens=5e10, seq_len=2048)
+    free = plan(PlanRequest(**base, objective="time", gpus={"h100-sxm": 64}, top_k=0)).plan
+    assert free.num_gpus <= 64
+    capped = plan(PlanRequest(**base, objective="time", gpus={"h100-sxm": 16}, top_k=0)).plan
+    assert capped.num_gpus <= 16 and capped.estimate.time_to_train_h >= free.estimate.time_to_train_h
+    cheapest = plan(PlanRequest(**base, gpus={"h100-sxm": 64}, top_k=0)).plan
+    with pytest.raises(InfeasiblePlan) as info:
+        plan(PlanRequest(**base, gpus={"h100-sxm": 64}, budget_usd=cheapest.estimate.cost_usd * 0.5))
+    assert info.value.constraint.value == "budget"
+
+
+def test_infeasible_memory_names_the_constraint_and_a_fix():
+    with pytest.raises(InfeasiblePlan) as info:
+        plan(PlanRequest(model=get_preset("llama3.1-405b"), training_tokens=1e12, gpus={"h100-sxm": 8}))
+    assert info.value.constraint.value == "memory"
+    assert "GiB" in str(info.value) and info.value.fix
+
+
+def test_frontier_and_scaling_views():
+    search = scored_search(PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=5e10, seq_len=2048,
+                                       gpus={"h100-sxm": 64, "a100-80gb-sxm": 64}))
+    points = best_per_count(search.frame)
+    front = points[pareto_front(points)]
+    assert len(front) >= 1
+    for _, p in front.iterrows():  # nothing strictly dominates a frontier point
+        better = points[(points.cost_usd < p.cost_usd) & (points.time_to_train_days < p.time_to_train_days)]
+        assert better.empty
+
+
+def test_why_not_explains_a_losing_gpu():
+    request = PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=5e10, seq_len=2048,
+                          gpus={"h100-sxm": 64, "a10": 64})
+    chosen = plan(request).plan.gpu
+    loser = "a10" if chosen == "h100-sxm" else "h100-sxm"
+    text = why_not(request, loser)
+    assert loser in text and ("$" in text or "infeasible" in text)
+
+
+def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_result):
+    p = llama8b_result.plan
+    corrected = replan(p, 1.3)
+    assert corrected.gpu == p.gpu and corrected.num_gpus == p.num_gpus
+    assert corrected.estimate.memory.reserved_gib <= p.estimate.memory.reserved_gib + 1e-9
