@@ -39,9 +39,9 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     model: ModelSpec
     hf_config_path: str | None = None
-    training_tokens: float = Field(gt=0)
-    deadline_days: float | None = Field(None, gt=0)
-    budget_usd: float | None = Field(None, gt=0)
+    training_tokens: float = Field(ge=1, allow_inf_nan=False)
+    deadline_days: float | None = Field(None, gt=0, allow_inf_nan=False)
+    budget_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     objective: Objective = Objective.COST
     cost_weight: float = Field(0.5, ge=0, le=1)
     gpus: dict[str, int | None] | None = None

@@ -236,14 +236,16 @@ def fleet(jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_u
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.explore import plan_fleet
     from planner.ilp import InfeasiblePlan
-    from planner.portfolio_file import read_jobs_file
+    from planner.hardware import load_catalog
+    from planner.portfolio_file import purchase_prices, read_jobs_file
     spec = read_jobs_file(jobs_file)
-    if not spec.purchase_usd or spec.horizon_days is None:
-        raise ValueError(f"{jobs_file}: fleet needs horizon_days and a [purchase_usd] table")
-    requests = spec.requests({g: None for g in spec.purchase_usd})
+    prices = purchase_prices(spec, load_catalog())
+    if not prices or spec.horizon_days is None:
+        raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
+    requests = spec.requests({g: None for g in prices})
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
-            solution = plan_fleet(requests, spec.purchase_usd, spec.horizon_days, num_slots=max(spec.num_slots, 2))
+            solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2))
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)
         return

@@ -302,10 +302,12 @@ def make_solver(solver: str = "auto", time_limit_s: float | None = None) -> tupl
         raise ValueError("solver='highs' needs the highspy package (pip install highspy)")
     if choice == "highs" or (choice == "auto" and _highs_available()):
         return pulp.HiGHS(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s), "highs"
+    # No ``threads`` option: CBC's default is serial, while ``-threads 1`` switches the bundled
+    # CBC 2.10 to its threaded search, which now and then idles 10 s before returning.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3 deprecates the bundled CBC
-        return pulp.PULP_CBC_CMD(msg=False, threads=1, gapRel=0.0, gapAbs=0.0,
-                                 timeLimit=time_limit_s, keepFiles=False), "cbc"
+        return pulp.PULP_CBC_CMD(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s,
+                                 keepFiles=False), "cbc"
 
 
 def new_binaries(problem: pulp.LpProblem, prefix: str, count: int) -> list[pulp.LpVariable]:

@@ -369,7 +369,7 @@ def size_fleet(jobs: Sequence[JobCandidates], economics: Mapping[str, GpuEconomi
         if prune:
             gpu_hours = table.num_gpus * table.time_to_train_s
             buyable = buyable[pareto_mask(table.gpu_id[buyable], gpu_hours[buyable],
-                                          table.time_to_train_s[buyable], size=table.num_gpus[buyable])]
+                                          table.time_to_train_s[buyable])]
         parts.append(_expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
     options = _concat(parts)
     hours = options.num_gpus * (options.end_s - options.start_s) / 3600

@@ -4,8 +4,8 @@
     num_slots = 6
     [inventory]                  # portfolio: GPUs on hand, shared by all jobs
     h100-sxm = 256
-    [purchase_usd]               # fleet: GPU types that may be bought, price per GPU
-    h100-sxm = 35000
+    [purchase_usd]               # fleet: GPU types that may be bought, USD per GPU
+    h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
     [[jobs]]
     name = "chat-8b"
     model = "llama3-8b"
@@ -40,7 +40,8 @@ class JobsFile(BaseModel):
     num_slots: int = Field(1, ge=1, le=64)
     objective: str = "cost"
     inventory: dict[str, int] = {}
-    purchase_usd: dict[str, float] = {}
+    buy: list[str] = []          # fleet: GPU types to price at the catalog's purchase price
+    purchase_usd: dict[str, float | None] = {}   # None: the catalog's purchase price
     jobs: list[JobEntry] = Field(min_length=1)
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
@@ -71,3 +72,14 @@ def read_jobs_file(path: Path) -> JobsFile:
         first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
         where = ".".join(str(p) for p in first["loc"]) or "file"
         raise ValueError(f"{path}: {where}: {first['msg']}") from None
+
+
+def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
+    """Explicit prices first, then catalog prices for the types listed in ``buy``."""
+    prices = {catalog.gpu(g).id: p for g, p in spec.purchase_usd.items() if p is not None}
+    for gpu_id in [*spec.buy, *(g for g, p in spec.purchase_usd.items() if p is None)]:
+        gpu = catalog.gpu(gpu_id)
+        if gpu.purchase_price_usd is None:
+            raise ValueError(f"{gpu.id} has no purchase price in the catalog: give one in [purchase_usd]")
+        prices.setdefault(gpu.id, gpu.purchase_price_usd)
+    return prices

@@ -107,3 +107,32 @@ def test_bad_config_file_is_one_line(tmp_path):
     proc = run("estimate", "--model", str(bad), "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "1",
                "--seq-len", "128", check_ok=False)
     assert proc.returncode == 2 and "t5" in proc.stderr and "Traceback" not in proc.stderr
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_portfolio_shares_the_inventory():
+    data = json.loads(run("portfolio", str(REPO / "examples" / "portfolio.toml"), "--json").stdout)
+    assert {a["job"] for a in data["assignments"]} == {"chat-8b", "small-1b", "code-7b"}
+    for gpu, limit in {"h100-sxm": 256, "a100-80gb-sxm": 64}.items():
+        # jobs that overlap in time never use more than the inventory
+        for a in data["assignments"]:
+            overlapping = [b for b in data["assignments"] if b["gpu"] == gpu and b["start_days"] < a["end_days"]
+                           and a["start_days"] < b["end_days"]]
+            assert sum(b["num_gpus"] for b in overlapping) <= limit
+    assert data["total_cost_usd"] == sum(a["cost_usd"] for a in data["assignments"])
+
+
+def test_fleet_compares_rent_and_buy():
+    data = json.loads(run("fleet", str(REPO / "examples" / "fleet.toml"), "--json").stdout)
+    assert data["mixed"]["total_cost_usd"] <= data["rent_only"]["total_cost_usd"] + 1e-6
+    assert data["buy_only"] is None or data["mixed"]["total_cost_usd"] <= data["buy_only"]["total_cost_usd"] + 1e-6
+    assert {b["gpu"] for b in data["break_even"]} == {"h100-sxm", "a100-80gb-sxm"}
+
+
+def test_bad_jobs_file_is_one_line(tmp_path):
+    bad = tmp_path / "jobs.toml"
+    bad.write_text('[[jobs]]\nname = "x"\nmodel = "tiny"\ntokens = -1\n')
+    proc = run("portfolio", str(bad), check_ok=False)
+    assert proc.returncode == 2 and "tokens" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

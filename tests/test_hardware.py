@@ -150,6 +150,46 @@ def test_prices_follow_the_documented_rule(catalog):
             assert source.startswith("ESTIMATE"), f"{gpu.id}: a price without a CSV rate must say it is an estimate"
 
 
+# Purchase prices: no reference file has them, so each is a dated ESTIMATE under one convention (docs/hardware.md).
+PURCHASE_CONVENTION = "ESTIMATE: per GPU incl. its share of server and scale-out network, excl. facility/support; "
+
+
+def test_every_gpu_has_a_sourced_purchase_price(catalog):
+    for gpu in catalog.gpus.values():
+        assert gpu.purchase_price_usd is not None and gpu.purchase_price_usd > 0, gpu.id
+        source = gpu.sources["purchase_price_usd"]
+        assert source.startswith(PURCHASE_CONVENTION), f"{gpu.id}: purchase price must state the convention"
+        cited = source.removesuffix("; read 2026-11-29")
+        assert cited != source and re.search(r"20\d\d|undated", cited), f"{gpu.id}: say when the cited page is from"
+
+
+def test_purchase_prices_rank_like_the_parts(catalog):
+    usd = {gpu.id: gpu.purchase_price_usd for gpu in catalog.gpus.values()}
+    assert usd["b200"] > usd["h200-sxm"] >= usd["h100-sxm"] > usd["a100-80gb-sxm"] > usd["a100-40gb-sxm"]
+    assert usd["l4"] < usd["l40s"] and usd["mi300x"] < usd["mi325x"]
+    # same chip: an NVSwitch server on a 400G fabric costs more per GPU than a card in a plain PCIe server
+    assert usd["h100-pcie"] < usd["h100-sxm"] and usd["a100-80gb-pcie"] < usd["a100-80gb-sxm"]
+    assert usd["h200-nvl"] < usd["h200-sxm"]
+
+
+def test_purchase_price_pays_back_within_years_of_on_demand_rent(catalog):
+    # catches a slipped digit: owning breaks even against on-demand rent after months, not days or decades
+    for gpu in catalog.gpus.values():
+        months = gpu.purchase_price_usd / gpu.price_per_gpu_hour_usd / 730
+        assert 3 < months < 36, (gpu.id, round(months, 1))
+
+
+def test_purchase_price_is_optional_but_sourced_when_given(tmp_path):
+    _user_gpu(tmp_path, "no-price", purchase_price_usd=None)
+    assert load_catalog([tmp_path]).gpu("no-price").purchase_price_usd is None
+    path = _user_gpu(tmp_path, "unsourced", purchase_price_usd=30_000)
+    entry = tomllib.loads(path.read_text())
+    del entry["sources"]["purchase_price_usd"]
+    path.write_text(_dump(entry))
+    with pytest.raises(CatalogError, match=r"unsourced.toml: field 'sources.purchase_price_usd': missing"):
+        load_catalog([tmp_path])
+
+
 def test_usable_capacity_rule_matches_calibration():
     assert usable_memory_gib(141) == pytest.approx(139.80, abs=0.005)       # H200 as PyTorch saw it
     assert usable_memory_gib(24, gddr_ecc=True) < 23034 / 1024              # below the NVML total of an L4
@@ -166,7 +206,7 @@ def test_si_conversion(catalog):
     assert h200.scaleup_bandwidth_bytes_per_s == pytest.approx(450e9)
     assert h200.internode_bandwidth_bytes_per_s == pytest.approx(50e9)  # 400 Gb/s
     assert h200.pcie_bandwidth_bytes_per_s == pytest.approx(64e9)
-    assert h200.tdp_watts == 700 and h200.purchase_price_usd is None
+    assert h200.tdp_watts == 700 and isinstance(h200.purchase_price_usd, float)
     network = catalog.network("eth-100g")
     assert network.bandwidth_bytes_per_s_per_gpu == pytest.approx(25e9 / 8)
     assert network.latency_s == pytest.approx(20e-6)
@@ -254,6 +294,7 @@ def test_user_dir_adds_and_overrides(tmp_path, catalog):
     ({"default_node": "pcie-8"}, "scaleup_domain_size", "disagrees with default_node"),
     ({"id": "other"}, "id", "must equal the file name"),
     ({"sources": {"memory_gib": "S5"}}, "sources.hbm_bandwidth_tbps", "missing (every number needs a source"),
+    ({"purchase_price_usd": -5}, "purchase_price_usd", "expected a number in (0, 1e+07], got -5"),
 ])
 def test_bad_gpu_file_names_file_and_field(tmp_path, changes, field, detail):
     path = _user_gpu(tmp_path)

@@ -244,12 +244,13 @@ def test_fleet_sizing_buys_when_the_horizon_is_busy_and_rents_when_it_is_not() -
     busy = size_fleet(jobs, ECONOMICS, horizon_days=12, num_slots=12,
                       tco=TcoAssumptions(lifetime_years=0.05, residual_fraction=0.0,
                                          hosting_usd_per_gpu_month=0.0))
-    # owning 12 days costs 25000 * 12 / (0.05 * 365.25) = 16.4k per GPU, less than renting
-    # 11 busy days (1056 $/GPU): so buy 8 only if fixed < rent... here renting is cheaper
+    # A GPU written off in 0.05 years costs 25000 * 12 / 18.3 = 16.4k for 12 days, renting it
+    # for its 11 busy days 1056 $: rent everything; buying only still needs 8 GPUs.
     assert busy.mixed.purchased == {} and busy.buy_only.purchased == {"h100": 8}
     cheap = size_fleet(jobs, ECONOMICS, horizon_days=12, num_slots=12,
                        tco=TcoAssumptions(lifetime_years=6, residual_fraction=0.5,
                                           hosting_usd_per_gpu_month=0.0))
+    # Now a GPU costs 25000 * 0.5 * 12 / 2191.5 = 68 $ for 12 days: buy all 8.
     assert cheap.mixed.purchased == {"h100": 8}
     assert all(a.owned for a in cheap.mixed.assignments)
     assert cheap.mixed.total_cost_usd < cheap.rent_only.total_cost_usd
