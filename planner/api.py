@@ -166,13 +166,19 @@ def build_plan(model: ModelSpec, gpu: str, layout: Layout, training: TrainingCon
                 price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd, estimate=est)
 
 
-def replan(plan_: Plan, memory_correction: float, *, catalog: Catalog | None = None,
+OOM_CORRECTION = 1.5  # assumed under-prediction when the probe ran out of memory before measuring
+
+
+def replan(plan_: Plan, memory_correction: float | dict, *, catalog: Catalog | None = None,
            settings: ModelingSettings = DEFAULT_SETTINGS) -> Plan:
     """Re-solve a plan after a probe measured ``memory_correction`` x the predicted memory.
 
-    Keeps the GPU type, count and token budget; inflates every memory prediction by the
-    measured factor (through a larger headroom) so the chosen layout leaves room for it.
+    ``memory_correction`` is a factor or the trainer's ``replan_needed.json`` report. Keeps the
+    GPU type, count and token budget; inflates every memory prediction by the measured factor
+    (through a larger headroom) so the chosen layout leaves room for it.
     """
+    if isinstance(memory_correction, dict):
+        memory_correction = memory_correction.get("memory_correction") or OOM_CORRECTION
     if not memory_correction > 0:
         raise ValueError(f"memory correction must be > 0, got {memory_correction}")
     headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)

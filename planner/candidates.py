@@ -58,6 +58,12 @@ class Candidates:
     network_bandwidth: np.ndarray      # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
     tdp_watts: np.ndarray
+    # Virtual pipeline stages per rank; None (tables built without it) means 1 everywhere.
+    vpp: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.vpp is None:
+            object.__setattr__(self, "vpp", np.ones_like(self.num_gpus))
 
     def __len__(self) -> int:
         return len(self.num_gpus)
@@ -77,7 +83,7 @@ class Candidates:
         return Layout(dp_replicate=int(self.dp_replicate[row]), dp_shard=int(self.dp_shard[row]),
                       tp=int(self.tp[row]), pp=int(self.pp[row]), cp=int(self.cp[row]),
                       sharding=SHARDING_CODES[int(self.sharding[row])],
-                      pp_schedule=SCHEDULE_CODES[int(self.pp_schedule[row])])
+                      pp_schedule=SCHEDULE_CODES[int(self.pp_schedule[row])], vpp=int(self.vpp[row]))
 
     def training(self, row: int) -> TrainingConfig:
         return TrainingConfig(seq_len=int(self.seq_len[row]), micro_batch=int(self.micro_batch[row]),
@@ -136,4 +142,4 @@ def single(gpu, layout: Layout, training: TrainingConfig, *, gpus_per_node: int,
         micro_batch=one(training.micro_batch), seq_len=one(training.seq_len),
         grad_accum=one(training.grad_accum), ac=one(AC_CODES.index(training.activation_checkpointing)),
         precision=precision, impl=one(IMPL_CODES.index(training.impl)),
-        compile=one(training.compile), offload=one(training.offload), **hw)
+        compile=one(training.compile), offload=one(training.offload), vpp=one(layout.vpp), **hw)

@@ -201,11 +201,16 @@ def run(
     steps: Optional[int] = typer.Option(None, help="override the number of steps"),
     auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
     max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun elastic restarts"),
+    nnodes: Optional[int] = typer.Option(None, help="nodes in the run (default: the plan's)"),
+    node_rank: int = typer.Option(0, "--node-rank", help="this node's rank"),
+    rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", help="HOST:PORT of node 0 (multi-node)"),
+    rdzv_id: Optional[str] = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
 ) -> None:
     """Run (or resume) a job with torchrun on this machine."""
     from trainer.launch import run_job
     code = run_job(job_dir, device=device.value, nproc=nproc, steps=steps, auto_replan=auto_replan,
-                   max_restarts=max_restarts)
+                   max_restarts=max_restarts, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
+                   rdzv_id=rdzv_id)
     raise typer.Exit(code)
 
 

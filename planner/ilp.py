@@ -23,7 +23,7 @@ import pulp
 
 __all__ = [
     "CandidateTable", "Constraint", "InfeasiblePlan", "Objective", "RowChecks", "SingleSolution",
-    "check_rows", "make_solver", "objective_weights", "pareto_mask", "solve_single",
+    "check_rows", "diagnose", "make_solver", "objective_weights", "pareto_mask", "solve_single",
 ]
 
 _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
@@ -36,7 +36,7 @@ _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
 TIE_BREAK_WEIGHT = 1e-6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality: == on arrays has no single truth value
 class CandidateTable:
     """Struct of numpy arrays, one row per (gpu type, gpu count, layout, micro-batch, ...) candidate."""
 
@@ -119,6 +119,10 @@ class InfeasiblePlan(Exception):
         self.required = required    # e.g. GiB needed, GPUs needed, seconds, USD
         self.available = available  # the matching limit
 
+    def __reduce__(self):  # keep the fields across pickling (process pools, caches)
+        return (type(self), (self.constraint, self.detail, self.fix),
+                {"required": self.required, "available": self.available})
+
 
 @dataclass(frozen=True, eq=False)
 class RowChecks:
@@ -181,6 +185,8 @@ def check_rows(table: CandidateTable, *, deadline_s: float | None = None,
     means no limit. Raises ValueError on bad limits or on a row that passes the memory,
     divisibility and batch filters but has a non-finite time or cost.
     """
+    if len(table) == 0:
+        raise ValueError("CandidateTable: no rows to choose from")
     _check_limit("deadline_s", deadline_s)
     _check_limit("budget_usd", budget_usd)
     gpu_codes, gpu_types = pd.factorize(table.gpu_id)
@@ -191,7 +197,7 @@ def check_rows(table: CandidateTable, *, deadline_s: float | None = None,
             if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
                 raise ValueError(f"inventory[{gpu!r}]: expected a GPU count >= 0, got {count!r}")
         per_type = np.array([inventory.get(gpu, 0) for gpu in gpu_types], dtype=np.float64)
-        inventory_per_row = per_type[gpu_codes] if len(table) else np.zeros(0)
+        inventory_per_row = per_type[gpu_codes]
     time_s, cost_usd = table.time_to_train_s, table.cost_usd
     checks = RowChecks(
         memory=table.fits_memory, divisibility=table.divisible, batch=table.batch_ok,

@@ -60,11 +60,16 @@ class Layout(BaseModel):
     cp: int = Field(1, ge=1)
     sharding: Sharding = Sharding.FSDP
     pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
+    # Virtual pipeline stages per rank (interleaved 1F1B, Narayanan et al. 2021 sec. 2.2.2):
+    # each rank holds vpp non-adjacent chunks of layers; the bubble shrinks by vpp.
+    vpp: int = Field(1, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> "Layout":
         if self.dp_shard == 0:
             raise ValueError("dp_shard must be >= 1, or -1 for 'the rest'")
+        if self.vpp > 1 and (self.pp == 1 or self.pp_schedule != PipelineSchedule.ONE_F_ONE_B):
+            raise ValueError("vpp > 1 (interleaved schedule) needs pp > 1 and the 1f1b schedule")
         if self.sharding == Sharding.NONE and self.dp_shard not in (1, -1):
             raise ValueError("sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard")
         return self
@@ -116,6 +121,7 @@ class Layout(BaseModel):
 
     def describe(self) -> str:
         parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]
+        parts += [f"vpp={self.vpp}"] if self.vpp > 1 else []
         kind = "hsdp" if self.sharding == Sharding.FSDP and self.dp_replicate > 1 else self.sharding.value
         return " ".join([kind, *parts]) if parts else f"{kind} (1 GPU)"
 

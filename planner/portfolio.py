@@ -75,7 +75,10 @@ def _job_rows(job: JobCandidates, inventory: Mapping[str, int] | None, finish_by
     rows = np.flatnonzero(checks.feasible())
     if len(rows) == 0:
         reason = diagnose(job.table, checks)
-        raise InfeasiblePlan(reason.constraint, f"job {job.name!r}: {reason.detail}", reason.fix,
+        detail = f"job {job.name!r}: {reason.detail}"
+        if reason.constraint is Constraint.DEADLINE and finish_by != job.deadline_s:
+            detail += " (the horizon ends before the deadline)"
+        raise InfeasiblePlan(reason.constraint, detail, reason.fix,
                              required=reason.required, available=reason.available)
     if prune_cost is None:
         return rows
@@ -201,8 +204,7 @@ def solve_portfolio(jobs: Sequence[JobCandidates], inventory: Mapping[str, int],
     optimal, solver_name = run_solver(problem, solver, time_limit_s)
     if not optimal:
         raise _shared_inventory_infeasible(jobs, inventory, horizon_s)
-    picked = [int(np.flatnonzero(options.job == j)[chosen_index(
-        [y[i] for i in np.flatnonzero(options.job == j)])]) for j in range(len(jobs))]
+    picked = _picked_options(options, y, len(jobs))
     assignments = tuple(JobAssignment(
         job=jobs[j].name, row=int(options.row[i]), gpu_id=str(options.gpu[i]),
         num_gpus=int(options.num_gpus[i]), label=str(jobs[j].table.label[options.row[i]]),
@@ -213,6 +215,15 @@ def solve_portfolio(jobs: Sequence[JobCandidates], inventory: Mapping[str, int],
         total_cost_usd=float(sum(a.cost_usd for a in assignments)),
         makespan_s=max(a.end_s for a in assignments), solver=solver_name,
         num_variables=len(y), slot_s=slot_s)
+
+
+def _picked_options(options: _Options, y: list[pulp.LpVariable], num_jobs: int) -> list[int]:
+    """Index of the option set to 1 for each job."""
+    picked = []
+    for j in range(num_jobs):
+        mine = np.flatnonzero(options.job == j)
+        picked.append(int(mine[chosen_index([y[i] for i in mine])]))
+    return picked
 
 
 def _shared_inventory_infeasible(jobs: Sequence[JobCandidates], inventory: Mapping[str, int],
@@ -369,7 +380,7 @@ def size_fleet(jobs: Sequence[JobCandidates], economics: Mapping[str, GpuEconomi
         if prune:
             gpu_hours = table.num_gpus * table.time_to_train_s
             buyable = buyable[pareto_mask(table.gpu_id[buyable], gpu_hours[buyable],
-                                          table.time_to_train_s[buyable])]
+                                          table.time_to_train_s[buyable], size=table.num_gpus[buyable])]
         parts.append(_expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
     options = _concat(parts)
     hours = options.num_gpus * (options.end_s - options.start_s) / 3600

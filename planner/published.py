@@ -25,7 +25,8 @@ from planner.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model_spec import ModelSpec
 from planner.models import get_preset, list_presets
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.settings import (DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, MEGATRON_LM_SETTINGS,
+                               ModelingSettings)
 
 DEFAULT_PUBLISHED_RUNS = Path(__file__).resolve().parent.parent / "data" / "calibration" / "published_runs.csv"
 
@@ -48,6 +49,35 @@ class FlopConvention(str, Enum):
     # Megatron-Bridge "Model TFLOP/s/GPU" (S14): 3x forward, no recompute, causal attention
     # (its TFLOP/s divided by its tokens/s matches this count, not the non-causal one).
     MODEL_CAUSAL = "model_causal"
+
+
+class Stack(str, Enum):
+    """The software stack behind a row, which picks the settings profile it is predicted with."""
+
+    MEGATRON_LM = "megatron-lm"       # Megatron-LM papers of 2021-22: no flash attention, no overlap
+    MEGATRON_CORE = "megatron-core"   # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine
+    DEEPSPEED = "deepspeed"           # DeepSpeed ZeRO-3, Megatron-DeepSpeed: no profile of its own
+    PYTORCH = "pytorch"               # anything else: trainplan's default (PyTorch FSDP2) profile
+
+
+STACK_SETTINGS = {
+    Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
+    Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
+    Stack.DEEPSPEED: MEGATRON_LM_SETTINGS,   # shown for reference: the nearest kernels
+    Stack.PYTORCH: DEFAULT_SETTINGS,
+}
+
+
+def stack_for(row: dict[str, str]) -> Stack:
+    """DeepSpeed when the sharding or the source names it; Megatron-Core for its releases and the
+    NeMo family; Megatron-LM for the other Megatron rows; PyTorch otherwise."""
+    named = f"{row['zero_stage_or_fsdp']} {row['source']}".lower()
+    if "deepspeed" in named:
+        return Stack.DEEPSPEED
+    text = " ".join(row[k] for k in ("source", "source_locator", "model_name", "precision")).lower()
+    if any(key in text for key in ("megatron-core", "nemo", "megatron-bridge", "transformerengine")):
+        return Stack.MEGATRON_CORE
+    return Stack.MEGATRON_LM if "megatron" in text else Stack.PYTORCH
 
 
 class SkipReason(str, Enum):
@@ -81,8 +111,8 @@ class PublishedRun:
     gpu_id: str
     num_gpus: int
     layout: Layout
-    vpp: int
     training: TrainingConfig
+    stack: Stack
     measured_tokens_per_s_per_gpu: float
     measured_tflops_per_gpu: float | None
     convention: FlopConvention | None
@@ -215,8 +245,9 @@ def sharding_for(text: str, inferred: list[str]) -> Sharding:
     return Sharding.ZERO1
 
 
-def layout_for(row: dict[str, str], num_gpus: int, inferred: list[str]) -> tuple[Layout, int] | SkipReason:
-    """(Layout, vpp) or why the row has none. cp blank = 1 (the pre-context-parallel sources)."""
+def layout_for(row: dict[str, str], num_gpus: int, inferred: list[str]) -> Layout | SkipReason:
+    """The row's Layout or why it has none. cp blank = 1 (the pre-context-parallel sources);
+    vpp blank = 1 (plain 1F1B)."""
     tp, pp, dp = (_integer(row[k]) for k in ("tp", "pp", "dp"))
     if None in (tp, pp, dp):
         return SkipReason.NO_LAYOUT
@@ -224,11 +255,9 @@ def layout_for(row: dict[str, str], num_gpus: int, inferred: list[str]) -> tuple
     if tp * pp * dp * cp != num_gpus:
         return SkipReason.LAYOUT_INCONSISTENT
     sharding = sharding_for(row["zero_stage_or_fsdp"], inferred)
-    if sharding == Sharding.NONE:
-        layout = Layout(dp_replicate=dp, dp_shard=1, tp=tp, pp=pp, cp=cp, sharding=sharding)
-    else:
-        layout = Layout(dp_shard=dp, tp=tp, pp=pp, cp=cp, sharding=sharding)
-    return layout, _integer(row["vpp"]) or 1
+    replicas, shards = (dp, 1) if sharding == Sharding.NONE else (1, dp)
+    return Layout(dp_replicate=replicas, dp_shard=shards, tp=tp, pp=pp, cp=cp, sharding=sharding,
+                  vpp=_integer(row["vpp"]) or 1)
 
 
 def recompute_for(text: str, inferred: list[str]) -> ActivationCheckpointing:
@@ -375,7 +404,7 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
     precision = precision_for(row["precision"])
     if precision is None:
         return skip(SkipReason.PRECISION_NOT_MODELLED)
-    training = training_for(row, layout[0], precision, inferred)
+    training = training_for(row, layout, precision, inferred)
     if isinstance(training, SkipReason):
         return skip(training)
     convention = convention_for(row)
@@ -384,7 +413,7 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
         return skip(SkipReason.NO_THROUGHPUT)
     return PublishedRun(row_id=int(row["row_id"]), source_id=row["source_id"], model_name=row["model_name"],
                         model=model, published_params=_number(row["n_params"]), gpu_id=gpu_id,
-                        num_gpus=num_gpus, layout=layout[0], vpp=layout[1], training=training,
+                        num_gpus=num_gpus, layout=layout, training=training, stack=stack_for(row),
                         measured_tokens_per_s_per_gpu=tokens,
                         measured_tflops_per_gpu=_number(row["measured_tflops_per_gpu"]),
                         convention=convention, inferred=tuple(inferred))
@@ -409,6 +438,8 @@ def comparability(run: PublishedRun) -> str | None:
     such rows are shown but not scored. Everything else inferred (recompute, sharding, vocab)
     moves a prediction by a few percent at most and is listed in the row's ``inferred``.
     """
+    if run.stack == Stack.DEEPSPEED:
+        return "DeepSpeed stack: no implementation profile"
     if "micro_batch=1" in run.inferred and run.layout.pp > 1:
         return "micro-batch not published, pp > 1"
     return None
@@ -453,10 +484,12 @@ def predict(run: PublishedRun, catalog: Catalog, settings: ModelingSettings) -> 
                                fits=bool(scores.fits[0]), excluded=comparability(run))
 
 
-def compare_published(runs: list[PublishedRun], settings: ModelingSettings = DEFAULT_SETTINGS,
+def compare_published(runs: list[PublishedRun], profiles: dict[Stack, ModelingSettings] | None = None,
                       catalog: Catalog | None = None) -> list[PublishedComparison]:
+    """Predict every run with the settings profile of its stack (``STACK_SETTINGS`` by default)."""
     catalog = catalog or load_catalog()
-    return [predict(run, catalog, settings) for run in runs]
+    profiles = {**STACK_SETTINGS, **(profiles or {})}
+    return [predict(run, catalog, profiles[run.stack]) for run in runs]
 
 
 def mean_abs_error(comparisons: list[PublishedComparison]) -> float:

@@ -30,6 +30,29 @@ class ModelingSettings:
     loss_traffic_bytes_per_logit: float = 36.0
     # torch.compile fuses elementwise chains: traffic and kernel count shrink by this factor.
     compile_elementwise_factor: float = 0.5
+    # Elementwise traffic of the software stack without torch.compile, relative to the
+    # PyTorch-eager kernel count of ``elementwise_bytes_per_token``: 1 for eager modules;
+    # libraries of hand-fused kernels (Apex / TransformerEngine: fused norms, bias-GeLU,
+    # bias-dropout-add, fused RoPE and SwiGLU) move about what torch.compile leaves.
+    elementwise_fusion_factor: float = 1.0
+    # Flash attention (Dao et al. 2022; PyTorch SDPA, cuDNN, TransformerEngine) keeps the
+    # s x s score matrix on chip. Without it (Megatron-LM before flash attention) the scores
+    # go through HBM: see unfused_attention_bytes_per_score.
+    flash_attention: bool = True
+    # HBM bytes per score element and head in one unfused 16-bit attention forward: QK^T
+    # writes 2, fused scale-mask-softmax reads 2 and writes 2, attention dropout writes a
+    # 1-byte mask and reads/writes 2 + 2, the AV batched GEMM reads 2 (~13). The backward
+    # is counted as twice the forward and a recompute as one more forward. These tensors are
+    # far larger than L2 and stream at copy speed: streaming_bandwidth_fraction.
+    unfused_attention_bytes_per_score: float = 13.0
+    # A large contiguous read-modify-write reaches the device-copy bandwidth (H200: 4.26 TB/s
+    # measured vs 4.8 spec = 0.89), unlike the many small eager kernels of
+    # hbm_bandwidth_fraction.
+    streaming_bandwidth_fraction: float = 0.89
+    # FP8 GEMMs (TransformerEngine with per-tensor scaling, Hopper/Blackwell) reach this
+    # fraction of the dense FP8 peak, the amax/cast kernels that feed them included.
+    # Attention and the LM head stay in 16-bit.
+    fp8_matmul_peak_fraction: float = 0.55
     # --- host (CPU) dispatch ---------------------------------------------------------------
     # Host time to dispatch one transformer block's forward + backward kernels in eager mode,
     # FSDP2 hooks and collectives included (calibrated on the H200 rows, small models,
@@ -67,9 +90,12 @@ class ModelingSettings:
     # Fit rule: reserved + context <= capacity * (1 - memory_headroom).
     memory_headroom: float = 0.05
     # --- communication -------------------------------------------------------------------------
-    # Per-message latency (alpha) of one ring step, intra-node and inter-node.
-    latency_scaleup_s: float = 8e-6
-    latency_network_s: float = 15e-6
+    # Latency (alpha) of one ring step, intra-node and inter-node, plus a fixed cost per
+    # collective: NCCL's own tuning model (src/graph/tuning.cc, ring with the Simple protocol
+    # that carries large messages): 3.4 us per NVLink step, 14 us per network step, 8.4 us base.
+    latency_scaleup_s: float = 3.4e-6
+    latency_network_s: float = 14e-6
+    collective_base_latency_s: float = 8.4e-6
     # Achievable fraction of link bandwidth for large NCCL collectives (busbw / line rate):
     # nccl-tests reach ~0.75-0.85 of NVLink/NVSwitch and ~0.85-0.9 of IB line rate.
     scaleup_bandwidth_fraction: float = 0.75
@@ -97,3 +123,43 @@ class ModelingSettings:
 
 
 DEFAULT_SETTINGS = ModelingSettings()
+
+
+# --- software-stack profiles ---------------------------------------------------------------
+# The defaults describe trainplan's own trainer: PyTorch-eager modules under FSDP2 (calibrated
+# on the H200 runs). Published large-scale runs used other stacks; these profiles change only
+# what the stack changes, each for the reason given.
+
+MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
+    # Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022 (A100, fp16): no flash
+    # attention yet, so the s x s scores pass through HBM.
+    flash_attention=False,
+    # Apex/Megatron fused kernels (fused LayerNorm, bias-GeLU, bias-dropout-add, scale-mask-
+    # softmax): about the traffic torch.compile leaves.
+    elementwise_fusion_factor=DEFAULT_SETTINGS.compile_elementwise_factor,
+    # No FSDP hooks or HF module overhead: ~60 kernel launches per block forward + backward at
+    # ~15 us of PyTorch dispatch each.
+    host_overhead_per_block_s=1.0e-3,
+    # Its DistributedDataParallel all-reduced gradients after the backward (overlap arrived with
+    # Megatron-Core's --overlap-grad-reduce), and tensor-parallel all-reduces sat on the
+    # critical path (no TP overlap before TransformerEngine userbuffers).
+    dp_comm_overlap=0.0,
+    tp_comm_overlap=0.0,
+)
+
+MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
+    # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine: the same fused elementwise
+    # kernels and launch cost as above ...
+    elementwise_fusion_factor=DEFAULT_SETTINGS.compile_elementwise_factor,
+    host_overhead_per_block_s=1.0e-3,
+    # ... cuDNN fused attention, FlashAttention-3-class on Hopper (Shah et al. 2024: 1.5-2x
+    # FlashAttention-2, which the default describes through PyTorch SDPA) ...
+    attention_peak_fraction=0.6,
+    # ... gathers into and reduces from persistent contiguous buffers (distributed optimizer,
+    # Megatron-FSDP): no per-collective copy-in/copy-out kernels ...
+    fsdp_gather_copy_bytes_per_param=0.0,
+    fsdp_reduce_copy_bytes_per_param=0.0,
+    # ... and --tp-comm-overlap (userbuffers) splits the sequence-parallel all-gathers and
+    # reduce-scatters into chunks pipelined with the GEMMs that consume them.
+    tp_comm_overlap=0.7,
+)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from planner import comm
-from planner.candidates import IMPL_HF, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.flops import forward_flops_per_token, recompute_fraction
 from planner.memory import compute_dtype_bytes, layers_per_stage, stage_params
 from planner.model_spec import ModelSpec
@@ -38,13 +38,19 @@ class TimeBreakdown:
         return {f.name: float(getattr(self, f.name)[row]) for f in fields(self) if f.name != "step"}
 
 
-def gemm_efficiency(dims: list, s: ModelingSettings) -> np.ndarray:
+def gemm_efficiency(dims: list, s: ModelingSettings, peak_fraction=None) -> np.ndarray:
     """Fraction of peak for a GEMM whose smaller dimensions are ``dims``."""
-    eff = np.asarray(s.matmul_peak_fraction, dtype=float)
+    eff = np.asarray(s.matmul_peak_fraction if peak_fraction is None else peak_fraction, dtype=float)
     for d in dims:
         d = np.asarray(d, dtype=float)
         eff = eff * d / (d + s.matmul_half_dim)
     return eff
+
+
+def block_peak_fraction(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Achievable fraction of the row's GEMM peak: FP8 GEMMs reach less of their (doubled)
+    peak than 16-bit ones, scaling and casts included."""
+    return np.where(c.precision == PREC_FP8, s.fp8_matmul_peak_fraction, s.matmul_peak_fraction)
 
 
 def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -58,9 +64,11 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
     # (in dim, out dim, copies per token) of each projection on one tp rank.
     projections = [(h, qkv / tp, 1), (model.q_size / tp, h, 1),
                    (h, f / tp, n_up * model.experts_per_token), (f / tp, h, model.experts_per_token)]
+    peak = block_peak_fraction(c, s)
     seconds = 0.0
     for d_in, d_out, copies in projections:
-        seconds = seconds + 2.0 * d_in * d_out * copies / (c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s))
+        seconds = seconds + 2.0 * d_in * d_out * copies / (c.matmul_peak_flops
+                                                          * gemm_efficiency([d_in, d_out], s, peak))
     return seconds
 
 
@@ -82,23 +90,40 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return 3.0 * forward
 
 
+def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """HBM traffic of materialised attention scores per micro-batch (no flash attention): every
+    head writes and re-reads its full s x s score matrix (masked, not skipped), forward once,
+    backward about twice, recompute once more."""
+    if s.flash_attention:
+        return np.zeros(len(c))
+    tokens = c.micro_batch * c.seq_len / c.cp
+    scores = tokens * c.seq_len * model.num_heads / c.tp
+    passes = 3.0 + recompute_fraction(c)
+    return layers_per_stage(model, c) * scores * s.unfused_attention_bytes_per_score * passes
+
+
 def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
     """GPU seconds of one micro-batch's forward + backward on the busiest stage."""
     tokens = c.micro_batch * c.seq_len / c.cp
     n_layers = layers_per_stage(model, c)
     passes = 3.0 + recompute_fraction(c)   # fwd + 2x bwd + recomputed fwd
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
+    # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
+    head_peak = np.where(c.precision == PREC_FP8, c.bf16_peak_flops, c.matmul_peak_flops)
     head_dims = [model.hidden_size, model.vocab_size / c.tp]
     head = (3.0 * 2.0 * model.hidden_size * model.vocab_size / c.tp * tokens
-            / (c.matmul_peak_flops * gemm_efficiency(head_dims, s)))
+            / (head_peak * gemm_efficiency(head_dims, s)))
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
-    attention = attn_flops * (passes + 0.5) / (c.bf16_peak_flops * s.attention_peak_fraction
-                                               * gemm_efficiency([model.dim_head], s) / s.matmul_peak_fraction)
-    fused = np.where(c.compile, s.compile_elementwise_factor, 1.0)
+    # Flash attention's backward recomputes the scores: half a forward more.
+    flash_recompute = 0.5 if s.flash_attention else 0.0
+    attention = attn_flops * (passes + flash_recompute) / (
+        c.bf16_peak_flops * s.attention_peak_fraction * gemm_efficiency([model.dim_head], s) / s.matmul_peak_fraction)
+    fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
-    memory_bound = (elementwise + loss) / (c.hbm_bandwidth * s.hbm_bandwidth_fraction)
+    scores = unfused_attention_bytes(model, c, s) / (c.hbm_bandwidth * s.streaming_bandwidth_fraction)
+    memory_bound = (elementwise + loss) / (c.hbm_bandwidth * s.hbm_bandwidth_fraction) + scores
     return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}
 
 
@@ -148,9 +173,11 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
     # FSDP gathers params each forward and again each backward; ZeRO-2 once per micro-batch.
     # Gradients are reduce-scattered in fp32 once per step (no sync on inner micro-steps).
+    # Each pass is one collective per block (+ one for the root), each paying the ring latency.
+    calls = n_layers + 1
     gathers = np.where(c.sharding == SHARD_FSDP, 2.0, 1.0) * m
-    shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.dp_shard, shard_link)
-                     + comm.reduce_scatter_s(local_params * 4.0, c.dp_shard, shard_link))
+    shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.dp_shard, shard_link, calls)
+                     + comm.reduce_scatter_s(local_params * 4.0, c.dp_shard, shard_link, calls))
     sharded_dp = np.where(c.sharding >= SHARD_ZERO2, shard_traffic, 0.0)
     # DDP and ZeRO-1 all-reduce (ZeRO-1: reduce-scatter + all-gather) the fp32 gradients.
     replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp, comm.group_link(c, c.dp, c.cp * c.tp, s))
@@ -159,10 +186,15 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # Megatron TP (+SP): 2 all-reduce-equivalents forward, 2 backward, 2 more when recomputing.
     tp_collectives = 4.0 + 2.0 * recompute_fraction(c)
     tp = n_layers * m * tp_collectives * comm.all_reduce_s(tokens * model.hidden_size * dtype, c.tp, tp_link)
-    # Pipeline: activations forward and gradients backward cross each stage boundary.
-    pp = np.where(c.pp > 1, 2.0 * m * comm.p2p_s(tokens * model.hidden_size * dtype, pp_link), 0.0)
-    # Ring attention passes K and V around cp ranks (forward) and K, V, dK, dV (backward).
-    kv_bytes = 2.0 * tokens * model.kv_size * dtype
+    # Pipeline: activations forward and gradients backward cross each stage boundary; with vpp
+    # chunks per rank every micro-batch crosses vpp times as many boundaries.
+    # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather
+    # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
+    activation = tokens * model.hidden_size * dtype / c.tp
+    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
+    # Ring attention passes K and V around cp ranks (forward) and K, V, dK, dV (backward); each
+    # tensor-parallel rank exchanges only its own kv heads.
+    kv_bytes = 2.0 * tokens * model.kv_size / c.tp * dtype
     cp = n_layers * m * 3.0 * (c.cp - 1) * (cp_link.latency + kv_bytes / cp_link.bandwidth)
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
 
@@ -179,8 +211,9 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     tp = comm.exposed_s(raw.tp, compute, s.tp_comm_overlap)
     pp = comm.exposed_s(raw.pp, compute, s.pp_comm_overlap)
     cp = comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap)
-    # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1).
-    bubble = np.where(c.pp > 1, (c.pp - 1) * (compute + tp) / m, 0.0)
+    # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
+    # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
+    bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
     gpu = compute + optimizer + dp + tp + pp + cp + bubble
     host = host_time(model, c, s)
     host_stall = np.maximum(host - gpu, 0.0) + (1.0 - s.host_overlap) * np.minimum(host, gpu)

@@ -351,3 +351,14 @@ def test_diagnosis_names_the_first_constraint_that_empties_the_set(seed: int) ->
         solve_single(table, **limits)
     assert caught.value.constraint is expected
     assert str(caught.value).startswith(f"{expected.value}: ") and "\n" not in str(caught.value)
+
+
+def test_infeasible_plan_survives_pickling_and_empty_tables_are_rejected() -> None:
+    import pickle
+
+    error = InfeasiblePlan(Constraint.BUDGET, "costs $2", "raise it", required=2.0, available=1.0)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.constraint, copy.fix, copy.required) == (str(error), error.constraint,
+                                                                      "raise it", 2.0)
+    with pytest.raises(ValueError, match="no rows"):
+        solve_single(hand_table([{}]).take([]))

@@ -16,13 +16,15 @@ GPUS = np.array(["a100", "h100"], dtype=object)
 PRICE_PER_GPU_HOUR = np.array([2.0, 4.0])
 
 
-def random_job(rng: np.random.Generator, name: str, num_rows: int) -> JobCandidates:
+def random_job(rng: np.random.Generator, name: str, num_rows: int,
+               price_noise: float = 0.1) -> JobCandidates:
     """Work of 4-24 GPU-days; faster GPUs finish sooner but cost more per hour."""
     gpu = rng.integers(0, 2, num_rows)
     n = rng.choice([1, 2, 4], num_rows)
     gpu_days = rng.uniform(4, 24) * rng.uniform(0.8, 1.6, num_rows) / np.where(gpu == 1, 2.0, 1.0)
     time_s = np.round(gpu_days / n * 4) / 4 * DAY  # quarter days: ties are common
-    cost = n * time_s / 3600 * PRICE_PER_GPU_HOUR[gpu] * rng.uniform(0.9, 1.1, num_rows)
+    noise = rng.uniform(1 - price_noise, 1 + price_noise, num_rows)
+    cost = n * time_s / 3600 * PRICE_PER_GPU_HOUR[gpu] * noise
     table = CandidateTable(
         gpu_id=GPUS[gpu], num_gpus=n, fits_memory=rng.random(num_rows) < 0.9,
         memory_need_gib=np.full(num_rows, 60.0), capacity_gib=np.full(num_rows, 80.0),
@@ -166,6 +168,8 @@ def test_a_job_that_cannot_run_alone_is_named() -> None:
     with pytest.raises(InfeasiblePlan, match="^inventory: job 'first': the smallest plan that fits "
                                              "needs 8 h100 GPUs"):
         solve_portfolio(jobs, {"h100": 4})
+    with pytest.raises(InfeasiblePlan, match="^deadline: job 'second'.*horizon ends before"):
+        solve_portfolio(jobs, {"h100": 16}, horizon_s=5.5 * DAY)
     with pytest.raises(ValueError, match="unique"):
         solve_portfolio([jobs[0], jobs[0]], {"h100": 8})
     with pytest.raises(ValueError, match="horizon"):
@@ -195,7 +199,7 @@ def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchas
     for combo in combos:
         usage = {str(g): np.zeros(num_slots) for g in GPUS}
         cost = 0.0
-        for job, (row, slot, end, held, is_owned) in zip(jobs, combo):
+        for job, (row, slot, _, held, is_owned) in zip(jobs, combo):
             gpu, n = job.table.gpu_id[row], job.table.num_gpus[row]
             if is_owned:
                 usage[gpu][slot:slot + held] += n
@@ -223,7 +227,7 @@ def test_fleet_sizing_equals_brute_force_over_purchase_counts(seed: int) -> None
     horizon_days, num_slots = float(rng.choice([30.0, 90.0, 360.0])), 3
     max_purchase = {"a100": 6, "h100": int(rng.choice([2, 6]))}
     solution = size_fleet(jobs, ECONOMICS, horizon_days, tco, num_slots=num_slots,
-                          max_purchase=max_purchase)
+                          max_purchase=max_purchase, solver=("cbc", "highs")[seed % 2])
     mixed = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, True)
     buy_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, False)
     rent_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase,
@@ -237,6 +241,16 @@ def test_fleet_sizing_equals_brute_force_over_purchase_counts(seed: int) -> None
     assert solution.mixed.total_cost_usd <= solution.rent_only.total_cost_usd + 1e-6
     for gpu, count in solution.mixed.purchased.items():
         assert count <= max_purchase[gpu]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fleet_pruning_keeps_the_optimum(seed: int) -> None:
+    # Rent prices far from GPU-hours x rate: pruning must rank owned rows by GPU-hours.
+    rng = np.random.default_rng(90 + seed)
+    jobs = [random_job(rng, f"job{j}", 25, price_noise=0.9) for j in range(3)]
+    plans = [size_fleet(jobs, ECONOMICS, 60, num_slots=4, prune=prune) for prune in (True, False)]
+    for pruned, full in [(plans[0].mixed, plans[1].mixed), (plans[0].buy_only, plans[1].buy_only)]:
+        assert pruned.total_cost_usd == pytest.approx(full.total_cost_usd, rel=1e-9)
 
 
 def test_fleet_sizing_buys_when_the_horizon_is_busy_and_rents_when_it_is_not() -> None:

@@ -49,7 +49,8 @@ def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
     bin_dir.mkdir(parents=True, exist_ok=True)
     tools = {"torchrun": f'#!/bin/bash\nprintf "%s\\0" "$@" > {shlex.quote(str(record))}\n',
              "srun": '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
-             "scontrol": '#!/bin/bash\necho node-a\necho node-b\n'}
+             # Many names, as on a large allocation: a reader that stops early would SIGPIPE it.
+             "scontrol": '#!/bin/bash\necho node-a\nfor i in $(seq 20000); do echo node-$i; done\n'}
     for name, body in tools.items():
         (bin_dir / name).write_text(body)
         (bin_dir / name).chmod(0o755)
@@ -319,8 +320,11 @@ def _free_port() -> int:
 def test_two_torchrun_agents_train_a_tiny_job(tmp_path: Path) -> None:
     """Node 0 via `python -m trainer.launch` (lock, data), node 1 via the emitted launch.sh."""
     job_dir = tmp_path / "job"
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"Document {i} about the river and the stone bridge."}) + "\n"
+                              for i in range(300)))
     emit_job(make_plan(num_nodes=2, gpus_per_node=1, seq_len=32), job_dir, name="two-nodes",
-             run=RunSettings(steps=2, checkpoint_every=2, probe_steps=0, warmup_steps=0))
+             run=RunSettings(steps=2, checkpoint_every=2, probe_steps=0, warmup_steps=0, data=str(corpus)))
     endpoint = f"127.0.0.1:{_free_port()}"
     env = dict(os.environ, OMP_NUM_THREADS="1", PATH=f"{VENV_BIN}:{os.environ['PATH']}")
     node0 = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--device", "cpu",
@@ -338,6 +342,8 @@ def test_two_torchrun_agents_train_a_tiny_job(tmp_path: Path) -> None:
                 proc.kill()
     assert node0.returncode == 0, out0[-3000:]
     assert node1.returncode == 0, out1[-3000:]
-    assert (job_dir / ".lock").exists()
-    written = {p.name for p in job_dir.iterdir()} - set(JOB_FILES) - {".lock"}
-    assert written, "the trainer left no checkpoint or metrics in the job directory"
+    assert "300 kept" in out0  # node 0's launcher prepared the shards before torchrun started
+    assert json.loads((job_dir / "data" / "meta.json").read_text())["cleaning"]["num_kept"] == 300
+    report = json.loads((job_dir / "report.json").read_text())  # written by the trainer's rank 0
+    assert report["steps_done"] == 2 and "dp_shard=2" in report["layout"], report
+    assert (job_dir / "ckpt" / "step-000002").is_dir()

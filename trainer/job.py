@@ -140,7 +140,9 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 # Exit code 3 means the validation probe found the plan does not fit: see replan_needed.json.
 set -euo pipefail
 JOB_DIR={shlex.quote(str(job_dir))}
-head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
+# sed reads all of its input: `head -n 1` would make scontrol die of SIGPIPE, failing under pipefail.
+head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
+: "${{head_node:?no node names in SLURM_JOB_NODELIST}}"
 # One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node.
 srun --kill-on-bad-exit=1 torchrun \\
   --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
@@ -200,7 +202,7 @@ def render_k8s(spec: JobSpec, image: str, pvc: str) -> str:
     header = (f"# trainplan job {spec.name}: {_summary(spec)}\n"
               f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {_one_line(pvc)} "
               f"(ReadWriteMany), set the image, then: kubectl apply -f k8s.yaml\n"
-              "# JSON is a subset of YAML; this file is both.\n")
+              "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n")
     return header + json.dumps(k8s_manifest(spec, image, pvc), indent=2) + "\n"
 
 

@@ -138,6 +138,8 @@ def _signal_group(child: subprocess.Popen, signum: int) -> None:
 
 def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
     """Build or reuse the job's data shards (idempotent; a no-op for synthetic data)."""
+    if spec.run.data == "synthetic":
+        return  # nothing to build; the trainer checks the vocabulary itself
     from trainer.data import prepare_data
     prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
 

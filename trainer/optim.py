@@ -64,8 +64,16 @@ def global_grad_norm(params: list[nn.Parameter], pp_group: dist.ProcessGroup | N
     return squares.sqrt()
 
 
-def clip_gradients(params: list[nn.Parameter], max_norm: float, total_norm: torch.Tensor) -> None:
-    torch.nn.utils.clip_grads_with_norm_(params, max_norm, total_norm, foreach=True)
+def clip_gradients(params: list[nn.Parameter], max_norm: float, total_norm: float) -> None:
+    """Scale all gradients so their global norm is at most ``max_norm``.
+
+    Works on the local shards: gradients may be DTensors on different meshes (an HF model
+    under TP has tp-sharded projections and plain replicated norms), which a single
+    foreach op over the DTensors cannot mix.
+    """
+    coefficient = max_norm / (total_norm + 1e-6)
+    if coefficient < 1.0:
+        multiply_gradients(params, coefficient)
 
 
 def multiply_gradients(params: list[nn.Parameter], factor: float) -> None:

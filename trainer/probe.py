@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from planner.layout import Implementation, Layout, PipelineSchedule, Precision, Sharding
+from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from planner.plan import Plan
 from trainer.job_spec import RunSettings
 
@@ -49,6 +49,9 @@ def _check_pipeline(plan: Plan, layout: Layout, run: RunSettings) -> None:
         return
     if plan.training.impl != Implementation.NATIVE:
         raise ValueError("plan: pipeline parallelism (pp > 1) needs impl 'native'")
+    if layout.vpp > 1:
+        raise ValueError(f"plan: the interleaved pipeline schedule (vpp={layout.vpp}) is not supported by the "
+                         f"trainer; use vpp=1")
     if plan.model.tied_embeddings:
         raise ValueError("plan: pipeline parallelism with tied embeddings is not supported by the trainer "
                          "(embedding and LM head would live on different stages)")
@@ -111,8 +114,6 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
         layout = plan.layout.resolve(world_size)
     except ValueError as exc:
         raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {world_size} processes: {exc}") from None
-    if plan.training.offload and layout.sharding == Sharding.NONE:
-        raise ValueError("plan: CPU offload needs sharded states (sharding zero1/zero2/fsdp), not DDP")
     _check_model_split(plan, layout)
     _check_pipeline(plan, layout, run)
     _check_context_parallel(plan, layout, device)

@@ -50,11 +50,14 @@ class PreemptionFlag:
 
     def __init__(self):
         self.requested = False
-        signal.signal(signal.SIGTERM, self._handle)
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
 
     def _handle(self, signum, frame) -> None:
         del signum, frame
         self.requested = True
+
+    def close(self) -> None:
+        signal.signal(signal.SIGTERM, self._previous)
 
 
 class Session:
@@ -81,6 +84,11 @@ class Session:
         self.flops_per_token = model_flops_per_token(self.plan)
         self.peak_flops = peak_flops_per_s(self.plan.gpu, self.training.precision.value) \
             if device.type == "cuda" else None
+
+    def close(self) -> None:
+        self.preemption.close()
+        if self.metrics is not None:
+            self.metrics.close()
 
     # ------------------------------------------------------------------ setup
 
@@ -174,8 +182,10 @@ class Session:
         try:
             outcome = self.run_steps(self.state.step + num_steps)
         except torch.OutOfMemoryError as exc:
-            capacity = torch.cuda.get_device_properties(self.device).total_memory / GIB
-            reading = MemoryReading(None, torch.cuda.max_memory_reserved(self.device) / GIB, capacity)
+            reading = MemoryReading(None, None, None)
+            if self.device.type == "cuda":
+                reading = MemoryReading(None, torch.cuda.max_memory_reserved(self.device) / GIB,
+                                        torch.cuda.get_device_properties(self.device).total_memory / GIB)
             reason = f"out of memory during the probe ({str(exc).splitlines()[0]})"
             # Written by the rank that ran out (others may be blocked in a collective).
             write_replan_needed(self.job_dir, self.plan, reading, self.run.memory_headroom, reason)

@@ -105,7 +105,7 @@ class Stepper:
         loss_value, norm_value = loss.item(), grad_norm.item()
         finite = math.isfinite(loss_value) and math.isfinite(norm_value)
         if finite:
-            clip_gradients(self.params, self.grad_clip, grad_norm)
+            clip_gradients(self.params, self.grad_clip, norm_value)
             self.optimizer.step()
         self.scheduler.step()
         self.scaler.update(found_non_finite=not finite)

@@ -120,11 +120,14 @@ def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
     model = build_model(job, layout, meshes)
     shard_model(model, job, layout, meshes, runtime.device)
     session = Session(job, job_dir, runtime.device, layout, meshes, model)
-    session.load_checkpoint()
-    outcome = session.probe()
-    if outcome is None:
-        outcome = session.loop()
-    session.finish(outcome)
+    try:
+        session.load_checkpoint()
+        outcome = session.probe()
+        if outcome is None:
+            outcome = session.loop()
+        session.finish(outcome)
+    finally:
+        session.close()
     return EXIT_DIVERGED if outcome == Outcome.DIVERGED else EXIT_OK
 
 

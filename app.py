@@ -1,0 +1,575 @@
+"""trainplan's sizing app: ``trainplan app`` (or ``streamlit run app.py``), bound to localhost.
+
+Thin by design: the sidebar's widgets become a ``PlanRequest``; ``planner.api`` and
+``planner.explore`` answer it; ``planner.app_charts`` turns the answers into figures and
+tables; every label comes from ``planner.app_i18n`` (English / 中文). Answers are cached on
+the request's JSON, so a rerun that does not change the request costs milliseconds.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from planner import app_charts as charts
+from planner.api import PlanRequest
+from planner.app_i18n import LANGUAGE_NAMES, Labels
+from planner.detect import NoGPUDriver, detect_gpus
+from planner.explain import explain_plan
+from planner.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.hardware import Catalog, load_catalog
+from planner.layout import ActivationCheckpointing, Precision
+from planner.model_spec import ModelSpec
+from planner.models import get_preset, list_presets
+from planner.plan import Plan
+from planner.portfolio import TcoAssumptions
+from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+
+SEQ_LENS = tuple(2**k for k in range(9, 18))                 # 512 .. 131072
+GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))         # 0 = the planner's default; 8K .. 16M
+PLAN_TABLE_COLUMNS = ("rank", "gpu", "num_gpus", "num_nodes", "layout", "micro_batch", "grad_accum", "ac",
+                      "time_to_train_days", "cost_usd", "energy_kwh", "mfu", "tokens_per_s", "memory_gib",
+                      "capacity_gib")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    request: PlanRequest
+    headroom: float          # memory headroom fraction (ModelingSettings.memory_headroom)
+    portfolio_mode: bool
+
+    @property
+    def key(self) -> str:
+        return self.request.model_dump_json()
+
+
+@dataclass
+class LocalRun:
+    job_dir: Path
+    process: subprocess.Popen
+
+
+# --------------------------------------------------------------------------- cached API calls
+
+
+@st.cache_resource(show_spinner=False)
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def settings_for(headroom: float) -> ModelingSettings:
+    return DEFAULT_SETTINGS.but(memory_headroom=headroom)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_plan(request_json: str, headroom: float) -> charts.PlanOutcome:
+    return charts.solve(PlanRequest.model_validate_json(request_json), settings_for(headroom))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_search(request_json: str, headroom: float) -> pd.DataFrame:
+    """Every valid candidate (read-only: shared between sessions)."""
+    return scored_search(PlanRequest.model_validate_json(request_json), settings=settings_for(headroom)).frame
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_frontier(request_json: str, headroom: float, objective: str) -> pd.DataFrame:
+    points = best_per_count(cached_search(request_json, headroom), "time" if objective == "time" else "cost")
+    return points.assign(pareto=pareto_front(points))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def cached_why_not(request_json: str, headroom: float, gpu: str) -> str:
+    return why_not(PlanRequest.model_validate_json(request_json), gpu, settings=settings_for(headroom))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
+    return charts.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_portfolio(jobs: tuple[tuple[str, str], ...], inventory: tuple[tuple[str, int], ...], objective: str,
+                     horizon_days: float | None, num_slots: int, headroom: float) -> charts.PortfolioOutcome:
+    requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs}
+
+    def layout_of(job: str, row: int) -> str:
+        frame = cached_search(dict(jobs)[job], headroom)
+        return str(frame.loc[frame["row"] == row, "layout"].iloc[0])
+
+    return charts.solve_jobs(requests, dict(inventory), objective=objective, horizon_days=horizon_days,
+                             num_slots=num_slots, settings=settings_for(headroom), layout_of=layout_of)
+
+
+@st.cache_resource(ttl=60, show_spinner=False)
+def cached_detect() -> list | str:
+    """Local GPUs, or the one-line reason there are none."""
+    try:
+        found = detect_gpus(catalog())
+    except NoGPUDriver as exc:
+        return str(exc)
+    return found or "NVML found no GPUs"
+
+
+# --------------------------------------------------------------------------- sidebar
+
+
+def widget_defaults(cat: Catalog) -> dict:
+    tco = TcoAssumptions()
+    base = get_preset("llama3-8b")
+    values = {
+        "lang": "en", "model_source": "preset", "preset": "llama3-8b", "tokens_mode": "chinchilla",
+        "chinchilla_multiple": 1.0, "tokens_billions": 100.0, "seq_len": 4096, "global_batch": 0,
+        "deadline_days": 0.0, "budget_usd": 0.0, "objective": "cost", "cost_weight": 0.5, "gpus": list(cat.gpus),
+        "pricing": "on_demand", "precision": Precision.BF16.value, "ac": [a.value for a in ActivationCheckpointing],
+        "allow_offload": False, "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100), "top_k": 10,
+        "max_gpus": 4096, "portfolio_mode": False, "why_not_gpu": "", "scaling_gpu": "",
+        "emit_name": "trainplan-job", "emit_steps": 50, "run_steps": 20, "job_name": "job-1",
+        "horizon_days": 0.0, "num_slots": 1, "tco_utilisation": 0.7,
+        "tco_lifetime_years": tco.lifetime_years, "tco_residual": tco.residual_fraction,
+        "tco_electricity": tco.electricity_usd_per_kwh, "tco_hosting": tco.hosting_usd_per_gpu_month,
+        "tco_pue": tco.pue,
+        "custom_layers": base.num_layers, "custom_hidden": base.hidden_size, "custom_ffn": base.ffn_hidden_size,
+        "custom_heads": base.num_heads, "custom_kv_heads": base.num_kv_heads, "custom_vocab": base.vocab_size,
+        "custom_experts": 1, "custom_experts_per_token": 1,
+    }
+    for gpu in cat.gpus.values():
+        values[f"inv_{gpu.id}"] = 0
+        values[f"price_{gpu.id}"] = float(gpu.price_per_gpu_hour_usd)
+        values[f"purchase_{gpu.id}"] = float(gpu.purchase_price_usd or 0.0)
+    return values
+
+
+def init_state(cat: Catalog) -> None:
+    """Widget values live in session_state (set once here), so widgets never get a second default."""
+    for key, value in widget_defaults(cat).items():
+        st.session_state.setdefault(key, value)
+    st.session_state.setdefault("portfolio_jobs", {})
+
+
+def sidebar_model(tr: Labels) -> ModelSpec | None:
+    source = st.radio(tr("model_source"), ("preset", "upload", "custom"), key="model_source",
+                      format_func=tr.option, horizontal=True)
+    if source == "preset":
+        return get_preset(st.selectbox(tr("preset"), list_presets(), key="preset", on_change=fit_seq_len))
+    if source == "upload":
+        uploaded = st.file_uploader(tr("upload_config"), type=["json"], key="config_upload", max_upload_size=1,
+                                    help=tr("upload_help"))
+        if uploaded is None:
+            st.info(tr("upload_needed"))
+            return None
+        try:
+            return charts.model_from_upload(uploaded.getvalue(), uploaded.name)
+        except ValueError as exc:
+            st.error(tr("bad_config", error=str(exc)))
+            return None
+    return custom_model(tr)
+
+
+def fit_seq_len() -> None:
+    """On a preset change, shorten the sequence to the model's context if it is longer (the trainer refuses)."""
+    limit = get_preset(st.session_state["preset"]).max_seq_len
+    if st.session_state.get("seq_len", 0) > limit:
+        st.session_state["seq_len"] = max((s for s in SEQ_LENS if s <= limit), default=SEQ_LENS[0])
+
+
+def custom_model(tr: Labels) -> ModelSpec | None:
+    dims = {}
+    left, right = st.columns(2)
+    for i, (field, key) in enumerate((("num_layers", "custom_layers"), ("hidden_size", "custom_hidden"),
+                                      ("ffn_hidden_size", "custom_ffn"), ("num_heads", "custom_heads"),
+                                      ("num_kv_heads", "custom_kv_heads"), ("vocab_size", "custom_vocab"),
+                                      ("num_experts", "custom_experts"),
+                                      ("experts_per_token", "custom_experts_per_token"))):
+        dims[field] = (left if i % 2 == 0 else right).number_input(tr(key), min_value=1, step=1, key=key)
+    try:
+        return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
+    except ValueError as exc:
+        st.error(tr("bad_custom", error=charts.first_line(exc)))
+        return None
+
+
+def sidebar_tokens(tr: Labels, model: ModelSpec) -> float:
+    mode = st.radio(tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option,
+                    horizontal=True)
+    if mode == "chinchilla":
+        multiple = st.number_input(tr("chinchilla_multiple"), min_value=0.01, step=0.5, key="chinchilla_multiple")
+        tokens = charts.chinchilla_tokens(model, multiple)
+    else:
+        tokens = st.number_input(tr("tokens_billions"), min_value=0.001, step=10.0, key="tokens_billions") * 1e9
+    st.caption(tr("model_summary", name=model.name, params=model.num_params() / 1e9, tokens=tokens / 1e9))
+    return tokens
+
+
+def sidebar_goals(tr: Labels) -> dict:
+    deadline = st.number_input(tr("deadline_days"), min_value=0.0, step=1.0, key="deadline_days")
+    budget = st.number_input(tr("budget_usd"), min_value=0.0, step=1000.0, key="budget_usd")
+    objective = st.radio(tr("objective"), ("cost", "time", "mix"), key="objective", format_func=tr.option,
+                         horizontal=True)
+    weight = 0.5
+    if objective == "mix":
+        weight = st.slider(tr("cost_weight"), 0.0, 1.0, step=0.05, key="cost_weight")
+    return dict(deadline_days=deadline or None, budget_usd=budget or None, objective=objective, cost_weight=weight)
+
+
+def sidebar_gpus(tr: Labels, cat: Catalog) -> tuple[dict[str, int | None], dict[str, float]] | None:
+    allowed = st.multiselect(tr("gpus"), list(cat.gpus), key="gpus",
+                             format_func=lambda g: f"{g} ({cat.gpus[g].name})")
+    pricing = st.radio(tr("pricing"), ("on_demand", "bought"), key="pricing", format_func=tr.option, horizontal=True)
+    if not allowed:
+        st.error(tr("no_gpus"))
+        return None
+    tco, utilisation = (ownership_inputs(tr) if pricing == "bought" else (None, None))
+    gpus, prices = {}, {}
+    with st.expander(tr("inventory_prices")):
+        st.caption(tr("inventory_help"))
+        for gpu in allowed:
+            left, right = st.columns(2)
+            count = left.number_input(tr("inventory", gpu=gpu), min_value=0, step=1, key=f"inv_{gpu}")
+            gpus[gpu] = int(count) or None
+            if tco is None:
+                price = right.number_input(tr("price", gpu=gpu), min_value=0.01, step=0.1, key=f"price_{gpu}")
+                if price != cat.gpus[gpu].price_per_gpu_hour_usd:
+                    prices[gpu] = price
+                continue
+            purchase = right.number_input(tr("purchase", gpu=gpu), min_value=0.0, step=1000.0, key=f"purchase_{gpu}")
+            try:
+                prices[gpu] = charts.amortised_price_per_gpu_hour(purchase, cat.gpus[gpu].tdp_watts, utilisation, tco,
+                                                                  DEFAULT_SETTINGS.power_fraction_of_tdp)
+            except ValueError as exc:
+                st.error(f"{gpu}: {exc}")
+                return None
+            right.caption(tr("amortised", price=prices[gpu]))
+    return gpus, prices
+
+
+def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
+    with st.expander(tr("ownership"), expanded=True):
+        st.caption(tr("ownership_help"))
+        utilisation = st.slider(tr("tco_utilisation"), 0.05, 1.0, step=0.05, key="tco_utilisation")
+        values = dict(
+            lifetime_years=st.number_input(tr("tco_lifetime_years"), min_value=0.5, step=0.5, key="tco_lifetime_years"),
+            residual_fraction=st.slider(tr("tco_residual"), 0.0, 0.9, step=0.05, key="tco_residual"),
+            electricity_usd_per_kwh=st.number_input(tr("tco_electricity"), min_value=0.0, step=0.01,
+                                                    key="tco_electricity"),
+            hosting_usd_per_gpu_month=st.number_input(tr("tco_hosting"), min_value=0.0, step=10.0, key="tco_hosting"),
+            pue=st.number_input(tr("tco_pue"), min_value=1.0, step=0.05, key="tco_pue"))
+    return TcoAssumptions(**values), utilisation
+
+
+def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
+    seq_len = st.selectbox(tr("seq_len"), SEQ_LENS, key="seq_len")
+    if model is not None and seq_len > model.max_seq_len:
+        st.warning(tr("seq_too_long", seq_len=seq_len, model=model.name, limit=model.max_seq_len))
+    batch = st.selectbox(tr("global_batch"), GLOBAL_BATCHES, key="global_batch",
+                         format_func=lambda v: tr("auto") if v == 0 else charts.token_count(v))
+    precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
+    ac = st.multiselect(tr("ac"), [a.value for a in ActivationCheckpointing], key="ac", format_func=tr.option)
+    offload = st.checkbox(tr("allow_offload"), key="allow_offload")
+    max_gpus = st.number_input(tr("max_gpus"), min_value=1, step=64, key="max_gpus")
+    top_k = st.slider(tr("top_k"), 1, 50, key="top_k")
+    return dict(seq_len=seq_len, global_batch_tokens=batch or None, precision=precision,
+                activation_checkpointing=tuple(ac), allow_offload=offload, max_gpus=int(max_gpus), top_k=top_k)
+
+
+def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
+    with st.sidebar:
+        lang = st.radio("Language / 语言", tuple(LANGUAGE_NAMES), key="lang", format_func=LANGUAGE_NAMES.get,
+                        horizontal=True)
+        tr = Labels(lang)
+        portfolio = st.toggle(tr("portfolio_mode"), key="portfolio_mode", help=tr("portfolio_help"))
+        st.header(tr("section_model"))
+        model = sidebar_model(tr)
+        tokens = sidebar_tokens(tr, model) if model is not None else None
+        st.header(tr("section_goals"))
+        goals = sidebar_goals(tr)
+        st.header(tr("section_gpus"))
+        gpu_choice = sidebar_gpus(tr, cat)
+        st.header(tr("section_training"))
+        training = sidebar_training(tr, model)
+        headroom = st.slider(tr("headroom"), 0, 50, key="headroom_pct", help=tr("headroom_help")) / 100
+    if model is None or gpu_choice is None:
+        return tr, None
+    if not training["activation_checkpointing"]:
+        st.error(tr("no_ac"))
+        return tr, None
+    gpus, prices = gpu_choice
+    try:
+        request = PlanRequest(model=model, training_tokens=tokens, gpus=gpus, price_overrides=prices,
+                              **goals, **training)
+    except ValueError as exc:
+        st.error(tr("bad_request", error=charts.first_line(exc)))
+        return tr, None
+    return tr, Inputs(request=request, headroom=headroom, portfolio_mode=portfolio)
+
+
+# --------------------------------------------------------------------------- single job
+
+
+def show_infeasible(tr: Labels, infeasible: charts.Infeasible) -> None:
+    st.warning(tr("infeasible", constraint=tr.option(infeasible.constraint), detail=infeasible.detail,
+                  fix=infeasible.fix))
+
+
+def duration(tr: Labels, hours: float) -> str:
+    key, value = charts.duration_key(hours)
+    return tr(key, value=value)
+
+
+def plan_card(tr: Labels, plan: Plan, result) -> None:
+    e, t = plan.estimate, plan.training
+    mem = e.memory
+    items = [
+        ("card_gpus", f"{plan.num_gpus} × {plan.gpu}"), ("card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
+        ("card_layout", plan.layout.describe()),
+        ("card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
+        ("card_ac", tr.option(t.activation_checkpointing.value)),
+        ("card_time", duration(tr, e.time_to_train_h)), ("card_cost", charts.money(e.cost_usd)),
+        ("card_energy", f"{e.energy_kwh:,.0f} kWh"), ("card_mfu", f"{e.throughput.mfu:.1%}"),
+        ("card_memory", f"{mem.reserved_gib:.1f} / {mem.capacity_gib:.1f} GiB"),
+    ]
+    with st.container(border=True):
+        st.subheader(tr("plan_card", model=plan.model.name))
+        for row in (items[:5], items[5:]):
+            for column, (key, value) in zip(st.columns(len(row)), row):
+                column.metric(tr(key), value)
+        st.caption(tr("card_footer", step=e.time.step_s, tokens=e.throughput.tokens_per_s,
+                      candidates=result.num_candidates, feasible=result.solution.num_feasible,
+                      solver=result.solution.solver, seconds=result.seconds))
+        with st.expander(tr("why_this_plan")):
+            st.markdown("\n".join(f"- {note}" for note in explain_plan(plan)))
+
+
+def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
+    context_gib = settings_for(headroom).cuda_context_bytes / 2**30
+    st.markdown(f"**{tr('chart_memory')}**")
+    st.plotly_chart(charts.memory_figure(plans, context_gib, tr), key="chart_memory")
+    st.markdown(f"**{tr('chart_step')}**")
+    st.plotly_chart(charts.step_time_figure(plans, tr), key="chart_step")
+
+
+def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
+    points = cached_frontier(inputs.key, inputs.headroom, inputs.request.objective.value)
+    if points.empty:
+        st.info(tr("no_candidates"))
+        return
+    st.markdown(f"**{tr('chart_frontier')}**")
+    st.plotly_chart(charts.frontier_figure(points, points["pareto"], chosen, tr), key="chart_frontier")
+    gpus = sorted(points["gpu"].unique())
+    if st.session_state.get("scaling_gpu") not in gpus:
+        st.session_state["scaling_gpu"] = chosen.gpu if chosen is not None and chosen.gpu in gpus else gpus[0]
+    gpu = st.selectbox(tr("scaling_gpu"), gpus, key="scaling_gpu")
+    st.markdown(f"**{tr('chart_scaling')}**")
+    st.plotly_chart(charts.scaling_figure(points, gpu, tr), key="chart_scaling")
+
+
+def show_top_plans(tr: Labels, plans: list[Plan]) -> None:
+    frame = charts.top_plans_frame(plans)
+    st.dataframe(frame.rename(columns={c: tr(f"col_{c}") for c in PLAN_TABLE_COLUMNS}), hide_index=True,
+                 key="top_plans", column_config={tr("col_mfu"): st.column_config.NumberColumn(format="percent"),
+                                                 tr("col_cost_usd"): st.column_config.NumberColumn(format="dollar")})
+
+
+def show_why_not(tr: Labels, inputs: Inputs) -> None:
+    options = ["", *(inputs.request.gpus or catalog().gpus)]
+    if st.session_state.get("why_not_gpu") not in options:
+        st.session_state["why_not_gpu"] = ""
+    gpu = st.selectbox(tr("why_not_gpu"), options, key="why_not_gpu", format_func=lambda g: g or tr("pick_gpu"))
+    if gpu:
+        with st.spinner(tr("working")):
+            st.info(cached_why_not(inputs.key, inputs.headroom, gpu))
+
+
+def show_downloads(tr: Labels, plan: Plan) -> None:
+    st.download_button(tr("download_plan"), plan.to_json() + "\n", file_name="plan.json", mime="application/json",
+                       key="download_plan")
+    left, right = st.columns(2)
+    name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
+    steps = right.number_input(tr("emit_steps"), min_value=1, step=10, key="emit_steps")
+    try:
+        data = cached_job_zip(plan.to_json(), name, int(steps))
+    except ValueError as exc:
+        st.error(charts.first_line(exc))
+        return
+    st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip",
+                       key="download_job")
+    st.caption(tr("job_help"))
+
+
+def show_single(tr: Labels, inputs: Inputs) -> None:
+    with st.spinner(tr("working")):
+        outcome = cached_plan(inputs.key, inputs.headroom)
+    if outcome.error:
+        st.error(tr("bad_request", error=outcome.error))
+        return
+    result = outcome.result
+    plans = [] if result is None else [result.plan, *result.alternatives]
+    if outcome.infeasible:
+        show_infeasible(tr, outcome.infeasible)
+    else:
+        plan_card(tr, result.plan, result)
+    names = ["tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local"]
+    if not plans:
+        names = [n for n in names if n not in ("tab_breakdowns", "tab_top", "tab_downloads")]
+    tabs = dict(zip(names, st.tabs([tr(n) for n in names])))
+    if plans:
+        with tabs["tab_breakdowns"]:
+            show_breakdowns(tr, plans, inputs.headroom)
+        with tabs["tab_top"]:
+            show_top_plans(tr, plans)
+        with tabs["tab_downloads"]:
+            show_downloads(tr, result.plan)
+    with tabs["tab_explore"], st.spinner(tr("working")):
+        show_explore(tr, inputs, result.plan if result else None)
+    with tabs["tab_why_not"]:
+        show_why_not(tr, inputs)
+    with tabs["tab_local"]:
+        show_local(tr, inputs)
+
+
+# --------------------------------------------------------------------------- local GPUs
+
+
+def show_local(tr: Labels, inputs: Inputs) -> None:
+    found = cached_detect()
+    if isinstance(found, str):
+        st.caption(tr("no_local_gpus", reason=found))
+        return
+    st.dataframe(pd.DataFrame([{tr("col_index"): g.index, tr("col_name"): g.name,
+                                tr("col_memory_gib"): g.memory_bytes / 2**30,
+                                tr("col_catalog"): g.spec.id if g.spec else "-"} for g in found]),
+                 hide_index=True, key="local_gpus")
+    matched = [g.spec.id for g in found if g.spec is not None]
+    if not matched:
+        st.caption(tr("local_unmatched"))
+        return
+    gpu = max(set(matched), key=matched.count)
+    count = matched.count(gpu)
+    steps = st.number_input(tr("run_steps"), min_value=1, step=10, key="run_steps")
+    run = st.session_state.get("local_run")
+    running = run is not None and run.process.poll() is None
+    if st.button(tr("run_local", count=count, gpu=gpu), key="run_local", disabled=running):
+        start_local_run(tr, inputs, gpu, count, int(steps))
+    run = st.session_state.get("local_run")
+    if run is not None:
+        live = st.fragment(run_every=2.0)(show_run) if run.process.poll() is None else show_run
+        live(tr)
+
+
+def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int) -> None:
+    """Plan for the local GPUs (no deadline or budget), emit into a temporary folder, start ``trainplan run``."""
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    local = inputs.request.model_copy(update={"gpus": {gpu: count}, "deadline_days": None, "budget_usd": None,
+                                              "max_gpus": count, "top_k": 0})
+    outcome = cached_plan(local.model_dump_json(), inputs.headroom)
+    if outcome.result is None:
+        st.warning(outcome.error or tr("infeasible", constraint=tr.option(outcome.infeasible.constraint),
+                                       detail=outcome.infeasible.detail, fix=outcome.infeasible.fix))
+        return
+    job_dir = Path(tempfile.mkdtemp(prefix="trainplan-run-")) / "job"
+    emit_job(outcome.result.plan, job_dir, name="local-run", run=RunSettings(steps=steps))
+    with (job_dir / "run.log").open("wb") as log:
+        # trainer.launch is what `trainplan run` calls; started directly, its exit code reaches us unchanged.
+        process = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--steps", str(steps)],
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    st.session_state["local_run"] = LocalRun(job_dir=job_dir, process=process)
+
+
+def show_run(tr: Labels) -> None:
+    run: LocalRun = st.session_state["local_run"]
+    code = run.process.poll()
+    status = tr("run_running", pid=run.process.pid) if code is None else tr("run_finished", code=code)
+    st.markdown(f"**{status}** `{run.job_dir}`")
+    metrics = charts.read_metrics(run.job_dir / "metrics.jsonl")
+    if len(metrics):
+        last = metrics.iloc[-1]
+        left, right = st.columns(2)
+        left.metric(tr("loss"), f"{last['loss']:.4f}")
+        right.metric(tr("tokens_per_s"), f"{last['tokens_per_s']:,.0f}")
+    st.plotly_chart(charts.run_figure(metrics, tr), key="chart_run")
+    log = run.job_dir / "run.log"
+    if log.exists():
+        st.code("\n".join(log.read_text(errors="replace").splitlines()[-15:]) or " ")
+    if code is None and st.button(tr("stop_run"), key="stop_run"):
+        os.killpg(run.process.pid, signal.SIGTERM)  # our own child's process group (start_new_session)
+
+
+# --------------------------------------------------------------------------- portfolio
+
+
+def show_portfolio(tr: Labels, inputs: Inputs) -> None:
+    jobs: dict[str, str] = st.session_state["portfolio_jobs"]
+    st.subheader(tr("portfolio"))
+    st.caption(tr("portfolio_help"))
+    left, mid, right = st.columns([2, 1, 1])
+    name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
+    if mid.button(tr("add_job"), key="add_job"):
+        if name.strip():
+            jobs[name.strip()] = inputs.key
+        else:
+            st.error(tr("job_name_needed"))
+    if right.button(tr("clear_jobs"), key="clear_jobs"):
+        jobs.clear()
+    if not jobs:
+        st.info(tr("no_jobs"))
+        return
+    st.dataframe(pd.DataFrame([{tr("col_job"): n, tr("col_model"): PlanRequest.model_validate_json(j).model.name,
+                                tr("col_tokens_b"): PlanRequest.model_validate_json(j).training_tokens / 1e9}
+                               for n, j in jobs.items()]), hide_index=True, key="portfolio_jobs_table")
+    inventory = {g: n for g, n in (inputs.request.gpus or {}).items() if n}
+    if not inventory:
+        st.warning(tr("portfolio_inventory"))
+        return
+    left, right = st.columns(2)
+    horizon = left.number_input(tr("horizon_days"), min_value=0.0, step=5.0, key="horizon_days")
+    slots = right.number_input(tr("num_slots"), min_value=1, max_value=48, step=1, key="num_slots")
+    with st.spinner(tr("working")):
+        outcome = cached_portfolio(tuple(jobs.items()), tuple(sorted(inventory.items())),
+                                   inputs.request.objective.value, horizon or None, int(slots), inputs.headroom)
+    show_portfolio_outcome(tr, outcome)
+
+
+def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome) -> None:
+    if outcome.error:
+        st.error(tr("bad_request", error=outcome.error))
+        return
+    if outcome.infeasible:
+        show_infeasible(tr, outcome.infeasible)
+        return
+    left, right = st.columns(2)
+    left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
+    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * 24))
+    st.dataframe(outcome.frame.rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="portfolio_table")
+    st.plotly_chart(charts.portfolio_figure(outcome.frame, tr), key="chart_portfolio")
+
+
+# --------------------------------------------------------------------------- page
+
+
+def main() -> None:
+    st.set_page_config(page_title="trainplan", layout="wide")
+    cat = catalog()
+    init_state(cat)
+    tr, inputs = sidebar(cat)
+    st.title(tr("title"))
+    st.caption(tr("subtitle"))
+    if inputs is None:
+        st.info(tr("fix_inputs"))
+        return
+    if inputs.portfolio_mode:
+        show_portfolio(tr, inputs)
+    else:
+        show_single(tr, inputs)
+
+
+if __name__ == "__main__":
+    main()

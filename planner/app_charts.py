@@ -1,0 +1,364 @@
+"""Figures, tables and small helpers for the Streamlit app (``app.py``).
+
+Pure functions of plans and DataFrames (plus the few file helpers the app needs: reading an
+uploaded config, zipping an emitted job, reading a run's ``metrics.jsonl``), so the app stays
+thin and everything here is testable without Streamlit. No planning happens here: every number
+comes from ``planner.api`` / ``planner.explore``.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from planner.api import PlanRequest, PlanResult, plan
+from planner.app_i18n import Labels
+from planner.ilp import InfeasiblePlan
+from planner.models import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.model_spec import ModelSpec
+from planner.plan import Plan
+from planner.portfolio import TcoAssumptions
+from planner.settings import ModelingSettings
+
+CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal tokens per parameter
+HOURS_PER_YEAR = 8760.0
+MEMORY_TERMS = ("params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc")
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Infeasible:
+    """An InfeasiblePlan as plain data (the exception itself does not pickle for st.cache_data)."""
+
+    constraint: str
+    detail: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """What the app shows for one request: a result, or why there is none."""
+
+    result: PlanResult | None = None
+    infeasible: Infeasible | None = None
+    error: str | None = None
+
+
+def first_line(exc: BaseException) -> str:
+    """One readable line of an error; pydantic errors name the field."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        message = str(first.get("msg", "")).removeprefix("Value error, ")
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where}: {message}" if where else message
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
+    """``planner.api.plan`` with its user-facing failures turned into data."""
+    try:
+        return PlanOutcome(result=plan(request, settings=settings))
+    except InfeasiblePlan as exc:
+        return PlanOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
+    except ValueError as exc:
+        return PlanOutcome(error=first_line(exc))
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def money(usd: float) -> str:
+    """$1.23M, $12,345 or $9.35: whole dollars where cents would be noise."""
+    if usd >= 1e6:
+        return f"${usd / 1e6:,.2f}M"
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
+def token_count(tokens: int) -> str:
+    """Binary-prefixed token counts as batch sizes are usually quoted: 8K, 512K, 4M."""
+    return f"{tokens / 2**20:g}M" if tokens >= 2**20 else f"{tokens / 2**10:g}K"
+
+
+def duration_key(hours: float) -> tuple[str, float]:
+    """('days_value', days) from two days on, else ('hours_value', hours): a label key and its number."""
+    return ("days_value", hours / 24) if hours >= 48 else ("hours_value", hours)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def chinchilla_tokens(model: ModelSpec, multiple: float) -> float:
+    return multiple * CHINCHILLA_TOKENS_PER_PARAM * model.num_params()
+
+
+def amortised_price_per_gpu_hour(purchase_usd: float, tdp_w: float, utilisation: float, tco: TcoAssumptions,
+                                 power_fraction_of_tdp: float) -> float:
+    """Owning a GPU expressed as USD per busy GPU-hour (docs/app.md):
+
+        (purchase * (1 - residual) / lifetime_years + hosting_per_month * 12) / (8760 * utilisation)
+        + tdp_kW * power_fraction_of_tdp * PUE * electricity_usd_per_kWh
+
+    The fixed yearly cost is spread over the hours the GPU is busy; power is paid while it runs.
+    """
+    if not purchase_usd > 0:
+        raise ValueError(f"purchase price must be > 0 USD, got {purchase_usd}")
+    if not 0 < utilisation <= 1:
+        raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
+    fixed_per_year = purchase_usd * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12
+    power = tdp_w / 1000 * power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
+    return fixed_per_year / (HOURS_PER_YEAR * utilisation) + power
+
+
+def model_from_upload(data: bytes, filename: str) -> ModelSpec:
+    """A ModelSpec from an uploaded ``config.json``; ValueError (one line naming the upload) if unusable.
+
+    The bytes go to a private temporary folder, which is removed again; the reader rejects
+    files over ``MAX_CONFIG_BYTES`` itself, but the size is checked first so nothing large is written.
+    """
+    shown = Path(filename).name or "upload"
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{shown}: {len(data) / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit "
+                         "for a model config")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or "config"
+    folder = Path(tempfile.mkdtemp(prefix="trainplan-upload-"))
+    path = folder / f"{stem}.json"
+    try:
+        path.write_bytes(data)
+        return model_from_hf_config(path)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(str(path), shown)) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def emit_job_zip(plan_: Plan, name: str, steps: int) -> bytes:
+    """The job directory of ``trainplan emit`` as zip bytes, built in a temporary folder."""
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    folder = Path(tempfile.mkdtemp(prefix="trainplan-job-"))
+    try:
+        job_dir = folder / name
+        emit_job(plan_, job_dir, name=name, run=RunSettings(steps=steps))
+        return zip_directory(job_dir)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def zip_directory(directory: Path) -> bytes:
+    """Every file under ``directory``, stored under its name (``job/launch.sh``), modes kept."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo.from_file(path, arcname=f"{directory.name}/{path.relative_to(directory)}")
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+def read_metrics(path: Path) -> pd.DataFrame:
+    """A run's ``metrics.jsonl`` as a frame (step, loss, tokens_per_s, ...); empty while none are written."""
+    records = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the line being written right now
+        if isinstance(record, dict) and "step" in record:
+            records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=None if records else ["step", "loss", "tokens_per_s"])
+    for column in ("loss", "tokens_per_s"):
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")  # "nan"/"inf" strings -> NaN
+    return frame
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
+    """One row per plan (the chosen one first), numeric columns kept numeric so they sort."""
+    rows = []
+    for rank, p in enumerate(plans, start=1):
+        e, t = p.estimate, p.training
+        rows.append({
+            "rank": rank, "gpu": p.gpu, "num_gpus": p.num_gpus, "num_nodes": p.num_nodes,
+            "layout": p.layout.describe(), "micro_batch": t.micro_batch, "grad_accum": t.grad_accum,
+            "ac": t.activation_checkpointing.value,
+            "time_to_train_days": (e.time_to_train_h or math.nan) / 24, "cost_usd": e.cost_usd,
+            "energy_kwh": e.energy_kwh, "mfu": e.throughput.mfu, "tokens_per_s": e.throughput.tokens_per_s,
+            "memory_gib": e.memory.reserved_gib, "capacity_gib": e.memory.capacity_gib,
+        })
+    return pd.DataFrame(rows)
+
+
+def plan_names(plans: Sequence[Plan]) -> list[str]:
+    """Short, unique bar labels: '#1 8x h100-sxm'."""
+    return [f"#{i} {p.num_gpus}x {p.gpu}" for i, p in enumerate(plans, start=1)]
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _term_name(tr: Labels, prefix: str, term: str) -> str:
+    """A breakdown term's label; terms the API adds later show under their own name."""
+    return tr.get(f"{prefix}_{term}", term.replace("_", " "))
+
+
+def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.Figure:
+    """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
+    names = plan_names(plans)
+    fig = go.Figure()
+    terms = list(dict.fromkeys([*MEMORY_TERMS, *(k for p in plans for k in p.estimate.memory.breakdown_gib)]))
+    for term in terms:
+        fig.add_bar(name=_term_name(tr, "mem", term), x=names,
+                    y=[p.estimate.memory.breakdown_gib.get(term, 0.0) for p in plans])
+    reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
+    fig.add_bar(name=tr("mem_allocator_reserve"), x=names, y=reserve)
+    fig.add_bar(name=tr("mem_cuda_context"), x=names, y=[context_gib] * len(plans))
+    capacity = [p.estimate.memory.capacity_gib for p in plans]
+    usable = [p.estimate.memory.capacity_gib * (1 - p.estimate.memory.headroom_fraction) for p in plans]
+    line = dict(symbol="line-ew", size=60, line=dict(width=3))
+    fig.add_scatter(name=tr("capacity"), x=names, y=capacity, mode="markers",
+                    marker=dict(line_color="crimson", **line))
+    fig.add_scatter(name=tr("usable_limit"), x=names, y=usable, mode="markers",
+                    marker=dict(line_color="orange", **line))
+    fig.update_layout(barmode="stack", yaxis_title=tr("axis_gib_per_gpu"), legend_title_text=tr("term"),
+                      margin=dict(t=30, b=10))
+    return fig
+
+
+def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
+    """Seconds per optimizer step of each plan, split into compute, memory, communication, bubble."""
+    names = plan_names(plans)
+    terms = list(dict.fromkeys(k for p in plans for k in p.estimate.time.breakdown_s))
+    fig = go.Figure()
+    for term in terms:
+        values = [p.estimate.time.breakdown_s.get(term, 0.0) for p in plans]
+        if any(v > 0 for v in values):
+            fig.add_bar(name=_term_name(tr, "time", term), x=names, y=values)
+    fig.update_layout(barmode="stack", yaxis_title=tr("axis_step_s"), legend_title_text=tr("term"),
+                      margin=dict(t=30, b=10))
+    return fig
+
+
+def _hover(frame: pd.DataFrame) -> list[str]:
+    return [f"{g} x{n}<br>{layout}<br>${cost:,.0f} | {days:,.2f} d"
+            for g, n, layout, cost, days in zip(frame["gpu"], frame["num_gpus"], frame["layout"],
+                                                frame["cost_usd"], frame["time_to_train_days"])]
+
+
+def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None, tr: Labels) -> go.Figure:
+    """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined."""
+    fig = go.Figure()
+    for gpu, group in points.groupby("gpu", sort=True):
+        fig.add_scatter(name=str(gpu), x=group["time_to_train_days"], y=group["cost_usd"], mode="markers",
+                        text=_hover(group), hovertemplate="%{text}<extra></extra>", marker=dict(size=7, opacity=0.7))
+    best = points[front].sort_values("time_to_train_days")
+    fig.add_scatter(name=tr("pareto_front"), x=best["time_to_train_days"], y=best["cost_usd"], mode="lines+markers",
+                    text=_hover(best), hovertemplate="%{text}<extra></extra>",
+                    line=dict(color="black", dash="dot"), marker=dict(size=10, symbol="circle-open", color="black"))
+    if chosen is not None and chosen.estimate.cost_usd is not None:
+        fig.add_scatter(name=tr("chosen_plan"), x=[chosen.estimate.time_to_train_h / 24], y=[chosen.estimate.cost_usd],
+                        mode="markers", marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
+                        text=[f"{chosen.gpu} x{chosen.num_gpus}<br>{chosen.layout.describe()}"],
+                        hovertemplate="%{text}<extra></extra>")
+    fig.update_layout(xaxis_title=tr("axis_days"), yaxis_title=tr("axis_cost"), xaxis_type="log", yaxis_type="log",
+                      legend_title_text=tr("gpu_type"), margin=dict(t=30, b=10))
+    return fig
+
+
+def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
+    """Cost (left axis) and time-to-train (right axis) against GPU count for one GPU type."""
+    rows = points[points["gpu"] == gpu].sort_values("num_gpus")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    hover = _hover(rows)
+    fig.add_scatter(name=tr("axis_cost"), x=rows["num_gpus"], y=rows["cost_usd"], mode="lines+markers",
+                    text=hover, hovertemplate="%{text}<extra></extra>", secondary_y=False)
+    fig.add_scatter(name=tr("axis_days"), x=rows["num_gpus"], y=rows["time_to_train_days"], mode="lines+markers",
+                    text=hover, hovertemplate="%{text}<extra></extra>", secondary_y=True)
+    fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log")
+    fig.update_yaxes(title_text=tr("axis_cost"), secondary_y=False)
+    fig.update_yaxes(title_text=tr("axis_days"), secondary_y=True)
+    fig.update_layout(title_text=gpu, margin=dict(t=40, b=10))
+    return fig
+
+
+def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
+    """One bar per job from its start to its end (days), labelled with its GPUs."""
+    fig = go.Figure()
+    for row in assignments.itertuples(index=False):
+        fig.add_bar(name=row.job, y=[row.job], x=[row.end_days - row.start_days], base=[row.start_days],
+                    orientation="h", text=[f"{row.num_gpus}x {row.gpu}"], textposition="inside",
+                    hovertemplate=f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<extra></extra>")
+    fig.update_layout(xaxis_title=tr("axis_days"), showlegend=False, barmode="overlay", margin=dict(t=30, b=10))
+    return fig
+
+
+def run_figure(metrics: pd.DataFrame, tr: Labels) -> go.Figure:
+    """Loss (left axis) and tokens/s (right axis) of a live local run against the step."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    if len(metrics):
+        fig.add_scatter(name=tr("loss"), x=metrics["step"], y=metrics["loss"], mode="lines+markers", secondary_y=False)
+        fig.add_scatter(name=tr("tokens_per_s"), x=metrics["step"], y=metrics["tokens_per_s"], mode="lines",
+                        secondary_y=True)
+    fig.update_xaxes(title_text=tr("axis_step"))
+    fig.update_yaxes(title_text=tr("loss"), secondary_y=False)
+    fig.update_yaxes(title_text=tr("tokens_per_s"), secondary_y=True)
+    fig.update_layout(margin=dict(t=30, b=10))
+    return fig
+
+
+# --------------------------------------------------------------------------- portfolio
+
+
+@dataclass(frozen=True)
+class PortfolioOutcome:
+    frame: pd.DataFrame | None = None   # one row per job: gpu, num_gpus, layout, start/end days, cost
+    total_cost_usd: float | None = None
+    makespan_days: float | None = None
+    infeasible: Infeasible | None = None
+    error: str | None = None
+
+
+def solve_jobs(requests: dict[str, PlanRequest], inventory: dict[str, int], *, objective: str,
+               horizon_days: float | None, num_slots: int, settings: ModelingSettings,
+               layout_of: Callable[[str, int], str]) -> PortfolioOutcome:
+    """``planner.explore.plan_portfolio`` as a table; ``layout_of(job, row)`` names each chosen row's layout."""
+    from planner.explore import plan_portfolio
+
+    try:
+        solution = plan_portfolio(requests, inventory, objective=objective, horizon_days=horizon_days,
+                                  num_slots=num_slots, settings=settings)
+    except InfeasiblePlan as exc:
+        return PortfolioOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
+    except ValueError as exc:
+        return PortfolioOutcome(error=first_line(exc))
+    frame = pd.DataFrame([{
+        "job": a.job, "gpu": a.gpu_id, "num_gpus": a.num_gpus, "layout": layout_of(a.job, a.row),
+        "start_days": a.start_s / 86400, "end_days": a.end_s / 86400, "cost_usd": a.cost_usd,
+    } for a in solution.assignments])
+    return PortfolioOutcome(frame=frame, total_cost_usd=solution.total_cost_usd,
+                            makespan_days=solution.makespan_s / 86400)

@@ -1,0 +1,275 @@
+"""Every label of the Streamlit app in English and Chinese (简体中文).
+
+``Labels(lang)("key", **values)`` returns the label with ``str.format`` placeholders filled;
+both languages of a key must use the same placeholders (tests/test_app.py checks). Text the
+planner itself writes (why-not answers, infeasibility details, plan notes) stays English.
+"""
+from __future__ import annotations
+
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+
+# key -> (English, 中文)
+_LABELS: dict[str, tuple[str, str]] = {
+    # page
+    "title": ("trainplan: size your LLM training", "trainplan：LLM 训练规划"),
+    "subtitle": ("Pick a model, a token budget and the GPUs you can get; the planner chooses GPU type, count and "
+                 "parallel layout, and says what it costs.",
+                 "选择模型、训练 token 数和可用的 GPU；规划器会给出 GPU 型号、数量与并行布局，以及所需费用。"),
+    "working": ("Planning…", "正在规划…"),
+    "fix_inputs": ("Fix the inputs in the sidebar to see a plan.", "请先修正侧栏中的输入，才能显示方案。"),
+    # sidebar: model
+    "portfolio_mode": ("Portfolio mode (several jobs)", "组合模式（多个任务）"),
+    "portfolio_help": ("Add the job configured in the sidebar to the list, repeat with other settings, and the "
+                       "planner schedules all jobs on the shared GPU inventory.",
+                       "将侧栏中配置的任务加入列表，改变设置后重复添加，规划器会在共享的 GPU 库存上安排所有任务。"),
+    "section_model": ("Model", "模型"),
+    "model_source": ("Model source", "模型来源"),
+    "opt_preset": ("Preset", "预设"),
+    "opt_upload": ("config.json", "config.json 文件"),
+    "opt_custom": ("Custom", "自定义"),
+    "preset": ("Preset model", "预设模型"),
+    "upload_config": ("Hugging Face config.json (at most 1 MB)", "Hugging Face config.json（最大 1 MB）"),
+    "upload_help": ("Read as JSON data only: nothing is downloaded or executed.", "仅作为 JSON 数据读取：不会下载或执行任何内容。"),
+    "upload_needed": ("Upload a config.json to plan for it.", "请上传 config.json 以进行规划。"),
+    "bad_config": ("Cannot use this config: {error}", "无法使用该配置：{error}"),
+    "bad_custom": ("Invalid model dimensions: {error}", "模型维度无效：{error}"),
+    "custom_layers": ("Layers", "层数"),
+    "custom_hidden": ("Hidden size", "隐藏层维度"),
+    "custom_ffn": ("FFN size (per expert)", "FFN 维度（每个专家）"),
+    "custom_heads": ("Attention heads", "注意力头数"),
+    "custom_kv_heads": ("Key/value heads", "KV 头数"),
+    "custom_vocab": ("Vocabulary", "词表大小"),
+    "custom_experts": ("Experts (1 = dense)", "专家数（1 = 稠密）"),
+    "custom_experts_per_token": ("Experts per token", "每个 token 的专家数"),
+    "tokens_mode": ("Training tokens", "训练 token 数"),
+    "opt_chinchilla": ("× Chinchilla (20/param)", "× Chinchilla（每参数 20）"),
+    "opt_absolute": ("Absolute", "绝对数量"),
+    "chinchilla_multiple": ("Multiple of 20 tokens per parameter", "每参数 20 token 的倍数"),
+    "tokens_billions": ("Training tokens (billions)", "训练 token 数（十亿）"),
+    "model_summary": ("{name}: {params:,.2f} B parameters, {tokens:,.1f} B training tokens",
+                      "{name}：{params:,.2f} B 参数，{tokens:,.1f} B 训练 token"),
+    # sidebar: goals
+    "section_goals": ("Deadline, budget, objective", "期限、预算与目标"),
+    "deadline_days": ("Deadline (days, 0 = none)", "期限（天，0 = 不限）"),
+    "budget_usd": ("Budget (USD, 0 = none)", "预算（美元，0 = 不限）"),
+    "objective": ("Objective", "优化目标"),
+    "opt_cost": ("Cheapest", "成本最低"),
+    "opt_time": ("Fastest", "时间最短"),
+    "opt_mix": ("Mixed", "折中"),
+    "cost_weight": ("Weight on cost (1 = cost only)", "成本权重（1 = 只看成本）"),
+    # sidebar: GPUs
+    "section_gpus": ("GPUs", "GPU"),
+    "gpus": ("Allowed GPU types", "允许的 GPU 型号"),
+    "no_gpus": ("Allow at least one GPU type.", "请至少允许一种 GPU 型号。"),
+    "pricing": ("GPU pricing", "GPU 计价方式"),
+    "opt_on_demand": ("Rent (on demand)", "按需租用"),
+    "opt_bought": ("Buy (amortised)", "购买（摊销）"),
+    "inventory_prices": ("Inventory and prices per GPU type", "各型号 GPU 的库存与价格"),
+    "inventory_help": ("Inventory 0 = unlimited. Rent: USD per GPU-hour (catalog price preset). Buy: purchase price "
+                       "per GPU, turned into USD per GPU-hour with the ownership assumptions.",
+                       "库存 0 = 不限。租用：每 GPU 小时的美元价格（预填目录价）。购买：每块 GPU 的购买价格，"
+                       "按持有成本假设折算为每 GPU 小时的美元价格。"),
+    "inventory": ("{gpu}: GPUs available", "{gpu}：可用数量"),
+    "price": ("{gpu}: USD/GPU-hour", "{gpu}：美元/GPU 小时"),
+    "purchase": ("{gpu}: purchase USD/GPU", "{gpu}：购买价（美元/块）"),
+    "amortised": ("= ${price:.2f} per GPU-hour", "= 每 GPU 小时 ${price:.2f}"),
+    "ownership": ("Ownership assumptions", "持有成本假设"),
+    "ownership_help": ("USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / (8760 h × utilisation) "
+                       "+ TDP × power fraction × PUE × electricity.",
+                       "每 GPU 小时美元 = (价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / (8760 小时 × 利用率) "
+                       "+ TDP × 功耗比例 × PUE × 电价。"),
+    "tco_utilisation": ("Utilisation (busy fraction of the year)", "利用率（一年中忙碌的比例）"),
+    "tco_lifetime_years": ("Lifetime (years)", "使用年限（年）"),
+    "tco_residual": ("Residual value (fraction of price)", "残值（价格的比例）"),
+    "tco_electricity": ("Electricity (USD/kWh)", "电价（美元/千瓦时）"),
+    "tco_hosting": ("Hosting (USD per GPU-month)", "托管费（美元/GPU·月）"),
+    "tco_pue": ("Facility PUE", "机房 PUE"),
+    # sidebar: training
+    "section_training": ("Training settings", "训练设置"),
+    "seq_len": ("Sequence length", "序列长度"),
+    "seq_too_long": ("{seq_len} tokens is longer than {model}'s context of {limit}: the trainer will refuse this plan.",
+                     "{seq_len} 个 token 超过了 {model} 的上下文长度 {limit}：训练器将拒绝运行此方案。"),
+    "global_batch": ("Global batch (tokens)", "全局批大小（token）"),
+    "auto": ("auto (by model size)", "自动（按模型规模）"),
+    "precision": ("Precision", "精度"),
+    "ac": ("Activation checkpointing allowed", "允许的激活重计算"),
+    "opt_none": ("none", "不使用"),
+    "opt_selective": ("selective", "选择性"),
+    "opt_full": ("full", "完全"),
+    "no_ac": ("Allow at least one activation-checkpointing mode.", "请至少允许一种激活重计算方式。"),
+    "allow_offload": ("Allow CPU offload", "允许 CPU 卸载"),
+    "max_gpus": ("Most GPUs to consider", "最多考虑的 GPU 数"),
+    "top_k": ("Plans to list", "列出的方案数"),
+    "headroom": ("Memory headroom (%)", "显存余量（%）"),
+    "headroom_help": ("Fraction of each GPU's memory kept free: a plan fits when reserved memory plus the CUDA "
+                      "context stays below capacity × (1 − headroom).",
+                      "每块 GPU 预留的显存比例：当保留显存加 CUDA 上下文不超过 容量 × (1 − 余量) 时方案可行。"),
+    "bad_request": ("Cannot plan: {error}", "无法规划：{error}"),
+    # plan card
+    "plan_card": ("Plan for {model}", "{model} 的训练方案"),
+    "card_gpus": ("GPUs", "GPU"),
+    "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
+    "card_layout": ("Layout", "并行布局"),
+    "card_batch": ("Micro-batch × accum. × seq", "微批 × 累积 × 序列"),
+    "card_ac": ("Activation ckpt.", "激活重计算"),
+    "card_time": ("Time to train", "训练时间"),
+    "card_cost": ("Cost", "费用"),
+    "card_energy": ("Energy", "能耗"),
+    "card_mfu": ("MFU", "MFU"),
+    "card_memory": ("Memory per GPU", "每 GPU 显存"),
+    "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
+    "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
+    "card_footer": ("step {step:.3g} s · {tokens:,.0f} tokens/s · {candidates:,} candidates, {feasible:,} feasible · "
+                    "{solver} in {seconds:.1f} s",
+                    "每步 {step:.3g} 秒 · {tokens:,.0f} token/秒 · {candidates:,} 个候选，{feasible:,} 个可行 · "
+                    "{solver} 用时 {seconds:.1f} 秒"),
+    "why_this_plan": ("Why this plan", "为什么选这个方案"),
+    "infeasible": ("No plan satisfies every constraint. Binding constraint: {constraint}: {detail}. Fix: {fix}",
+                   "没有满足全部约束的方案。起作用的约束：{constraint}：{detail}。解决办法：{fix}"),
+    "opt_memory": ("memory", "显存"),
+    "opt_divisibility": ("divisibility", "整除性"),
+    "opt_batch": ("batch size", "批大小"),
+    "opt_inventory": ("inventory", "库存"),
+    "opt_deadline": ("deadline", "期限"),
+    "opt_budget": ("budget", "预算"),
+    # tabs
+    "tab_breakdowns": ("Memory and step time", "显存与单步时间"),
+    "tab_explore": ("Cost vs time", "费用与时间"),
+    "tab_top": ("Top plans", "候选方案"),
+    "tab_why_not": ("Why not…?", "为什么不选…？"),
+    "tab_downloads": ("Downloads", "下载"),
+    "tab_local": ("Local GPUs", "本机 GPU"),
+    # charts
+    "chart_memory": ("Per-GPU memory against capacity", "每 GPU 显存与容量"),
+    "chart_step": ("Step time breakdown", "单步时间分解"),
+    "chart_frontier": ("Cost against time-to-train (best layout per GPU type and count; Pareto front joined)",
+                       "费用与训练时间（每种型号和数量的最佳布局；连线为帕累托前沿）"),
+    "chart_scaling": ("Cost and time against GPU count", "费用和时间随 GPU 数量的变化"),
+    "scaling_gpu": ("GPU type for the scaling chart", "扩展曲线的 GPU 型号"),
+    "no_candidates": ("No candidate layout fits these settings.", "在这些设置下没有可行的候选布局。"),
+    "term": ("Term", "组成部分"),
+    "capacity": ("capacity", "容量"),
+    "usable_limit": ("usable (after headroom)", "可用（扣除余量）"),
+    "pareto_front": ("Pareto front", "帕累托前沿"),
+    "chosen_plan": ("chosen plan", "选定方案"),
+    "gpu_type": ("GPU type", "GPU 型号"),
+    "axis_gib_per_gpu": ("GiB per GPU", "每 GPU 的 GiB"),
+    "axis_step_s": ("seconds per step", "每步秒数"),
+    "axis_days": ("time to train (days)", "训练时间（天）"),
+    "axis_cost": ("cost (USD)", "费用（美元）"),
+    "axis_num_gpus": ("GPUs", "GPU 数量"),
+    "axis_step": ("step", "步数"),
+    "mem_params": ("parameters", "参数"),
+    "mem_grads": ("gradients", "梯度"),
+    "mem_optimizer": ("optimizer states", "优化器状态"),
+    "mem_unsharded_params": ("unsharded parameters", "未分片参数"),
+    "mem_activations": ("activations", "激活"),
+    "mem_logits_loss": ("logits and loss", "logits 与损失"),
+    "mem_misc": ("misc. buffers", "其他缓冲区"),
+    "mem_allocator_reserve": ("allocator reserve", "分配器预留"),
+    "mem_cuda_context": ("CUDA context", "CUDA 上下文"),
+    "time_matmul": ("matmul", "矩阵乘"),
+    "time_attention": ("attention", "注意力"),
+    "time_memory_bound": ("memory-bound kernels", "访存密集算子"),
+    "time_optimizer": ("optimizer", "优化器"),
+    "time_host_stall": ("host stall", "主机等待"),
+    "time_dp_comm": ("data-parallel comm.", "数据并行通信"),
+    "time_tp_comm": ("tensor-parallel comm.", "张量并行通信"),
+    "time_pp_comm": ("pipeline comm.", "流水线通信"),
+    "time_cp_comm": ("context-parallel comm.", "上下文并行通信"),
+    "time_bubble": ("pipeline bubble", "流水线气泡"),
+    # tables
+    "col_rank": ("#", "#"),
+    "col_gpu": ("GPU", "GPU"),
+    "col_num_gpus": ("GPUs", "GPU 数"),
+    "col_num_nodes": ("nodes", "节点数"),
+    "col_layout": ("layout", "布局"),
+    "col_micro_batch": ("micro-batch", "微批"),
+    "col_grad_accum": ("accumulation", "梯度累积"),
+    "col_ac": ("activation ckpt.", "激活重计算"),
+    "col_time_to_train_days": ("days", "天数"),
+    "col_cost_usd": ("cost (USD)", "费用（美元）"),
+    "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),
+    "col_mfu": ("MFU", "MFU"),
+    "col_tokens_per_s": ("tokens/s", "token/秒"),
+    "col_memory_gib": ("memory (GiB)", "显存（GiB）"),
+    "col_capacity_gib": ("capacity (GiB)", "容量（GiB）"),
+    "col_job": ("job", "任务"),
+    "col_model": ("model", "模型"),
+    "col_tokens_b": ("tokens (B)", "token（十亿）"),
+    "col_start_days": ("start (day)", "开始（天）"),
+    "col_end_days": ("end (day)", "结束（天）"),
+    "col_index": ("index", "序号"),
+    "col_name": ("name", "名称"),
+    "col_catalog": ("catalog entry", "目录型号"),
+    # why not
+    "why_not_gpu": ("Why was this GPU type not chosen?", "为什么没有选择这种 GPU？"),
+    "pick_gpu": ("— pick a GPU type —", "— 选择 GPU 型号 —"),
+    # downloads
+    "download_plan": ("Download plan.json", "下载 plan.json"),
+    "emit_name": ("Job name", "任务名称"),
+    "emit_steps": ("Training steps in the job", "任务中的训练步数"),
+    "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
+    "job_help": ("The zip holds job.json, launch.sh, slurm.sbatch, k8s.yaml and a README: unzip it and run "
+                 "`trainplan run DIR`, `sbatch slurm.sbatch` or `kubectl apply -f k8s.yaml`.",
+                 "zip 中包含 job.json、launch.sh、slurm.sbatch、k8s.yaml 和 README：解压后运行 "
+                 "`trainplan run DIR`、`sbatch slurm.sbatch` 或 `kubectl apply -f k8s.yaml`。"),
+    # local GPUs
+    "no_local_gpus": ("No local GPUs to run on ({reason}).", "本机没有可用于运行的 GPU（{reason}）。"),
+    "local_unmatched": ("None of these GPUs is in the hardware catalog, so no plan can be made for them.",
+                        "这些 GPU 都不在硬件目录中，无法为其规划。"),
+    "run_steps": ("Steps to run", "运行步数"),
+    "run_local": ("Plan for {count} × {gpu} here and run", "为本机 {count} × {gpu} 规划并运行"),
+    "run_running": ("Running (pid {pid})", "运行中（pid {pid}）"),
+    "run_finished": ("Finished with exit code {code}", "已结束，退出码 {code}"),
+    "stop_run": ("Stop the run", "停止运行"),
+    "loss": ("loss", "损失"),
+    "tokens_per_s": ("tokens/s", "token/秒"),
+    # portfolio
+    "portfolio": ("Portfolio: several jobs on one inventory", "组合：多个任务共享一个库存"),
+    "job_name": ("Name of the job in the sidebar", "侧栏中任务的名称"),
+    "add_job": ("Add job", "添加任务"),
+    "clear_jobs": ("Remove all jobs", "移除全部任务"),
+    "job_name_needed": ("Give the job a name.", "请为任务命名。"),
+    "no_jobs": ("No jobs yet: configure one in the sidebar and add it.", "还没有任务：请在侧栏配置后添加。"),
+    "portfolio_inventory": ("Set an inventory for at least one GPU type (sidebar, Inventory and prices): jobs share "
+                            "those GPUs.", "请至少为一种 GPU 设置库存（侧栏“库存与价格”）：各任务共享这些 GPU。"),
+    "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
+    "num_slots": ("Start-time slots", "开始时间槽数"),
+    "total_cost": ("Total cost", "总费用"),
+    "makespan": ("All jobs done after", "全部完成所需时间"),
+}
+
+LANGUAGES = tuple(LANGUAGE_NAMES)
+
+
+class Labels:
+    """The app's labels in one language; call it with a key (and placeholder values)."""
+
+    def __init__(self, lang: str):
+        if lang not in LANGUAGE_NAMES:
+            raise ValueError(f"language {lang!r}: use one of {', '.join(LANGUAGE_NAMES)}")
+        self.lang = lang
+        self._index = LANGUAGES.index(lang)
+
+    def __call__(self, key: str, **values: object) -> str:
+        text = _LABELS[key][self._index]
+        return text.format(**values) if values else text
+
+    def get(self, key: str, default: str) -> str:
+        """The label for ``key``, or ``default`` for keys that have none (terms the API adds later)."""
+        return _LABELS[key][self._index] if key in _LABELS else default
+
+    def option(self, value: str) -> str:
+        """Label of a choice (``opt_<value>``): radio options, constraints, checkpointing modes."""
+        return self(f"opt_{value}")
+
+
+def label_keys() -> tuple[str, ...]:
+    return tuple(_LABELS)
+
+
+def all_labels(lang: str) -> dict[str, str]:
+    """Every label of one language (unformatted), for tests and translators."""
+    index = LANGUAGES.index(lang)
+    return {key: texts[index] for key, texts in _LABELS.items()}

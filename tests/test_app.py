@@ -1,0 +1,359 @@
+"""The Streamlit app, run headless with AppTest: widgets, plan card vs planner.api, errors, language.
+
+Every expected number comes from calling ``planner.api`` / ``planner.explore`` directly with the
+request the widgets describe, so a wrong wiring (a widget feeding the wrong field, a stale cache,
+a mislabelled metric) fails here. Small models and two or three GPU types keep each run fast.
+"""
+from __future__ import annotations
+
+import io
+import json
+import string
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Widget
+
+from planner import app_charts as charts
+from planner.api import PlanRequest, plan
+from planner.app_i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
+from planner.detect import DetectedGPU
+from planner.explore import plan_portfolio, why_not
+from planner.hardware import load_catalog
+from planner.ilp import InfeasiblePlan
+from planner.model_spec import ModelSpec
+from planner.models import get_preset, model_from_hf_config
+from planner.portfolio import TcoAssumptions
+from planner.settings import DEFAULT_SETTINGS
+from trainer.job_spec import JobSpec
+
+pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+HF_CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
+GPUS = ["h100-sxm", "a100-80gb-sxm"]
+EN, ZH = Labels("en"), Labels("zh")
+
+
+def run_app(**state) -> AppTest:
+    """Run the app once with widget values preset through session_state (the app's own defaults path)."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    state.setdefault("preset", "gpt3-125m")
+    state.setdefault("gpus", GPUS)
+    state.setdefault("seq_len", 2048)  # gpt3-125m's context
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def request_for(model: ModelSpec | None = None, **changes) -> PlanRequest:
+    """The request the app builds from its default widget values (and ``changes``)."""
+    model = model or get_preset("gpt3-125m")
+    fields = dict(model=model, training_tokens=20 * model.num_params(), gpus={g: None for g in GPUS},
+                  price_overrides={}, seq_len=2048, global_batch_tokens=None, deadline_days=None, budget_usd=None,
+                  objective="cost", cost_weight=0.5, top_k=10, max_gpus=4096, allow_offload=False)
+    fields.update(changes)
+    return PlanRequest(**fields)
+
+
+def card(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> None:
+    """The plan card's numbers are those of planner.api.plan for the same request."""
+    expected = plan(request, settings=DEFAULT_SETTINGS).plan
+    shown = card(at)
+    e = expected.estimate
+    assert shown[tr("card_gpus")] == f"{expected.num_gpus} × {expected.gpu}"
+    assert shown[tr("card_nodes")] == f"{expected.num_nodes} × {expected.gpus_per_node}"
+    assert shown[tr("card_layout")] == expected.layout.describe()
+    t = expected.training
+    assert shown[tr("card_batch")] == f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"
+    assert shown[tr("card_cost")] == charts.money(e.cost_usd)
+    assert shown[tr("card_mfu")] == f"{e.throughput.mfu:.1%}"
+    assert shown[tr("card_energy")] == f"{e.energy_kwh:,.0f} kWh"
+    assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} / {e.memory.capacity_gib:.1f} GiB"
+    key, value = charts.duration_key(e.time_to_train_h)
+    assert shown[tr("card_time")] == tr(key, value=value)
+
+
+def table(at: AppTest, column: str):
+    """The first st.dataframe with this column (AppTest sees no key on a non-selectable dataframe)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def widgets(at: AppTest) -> list[Widget]:
+    return [node for root in (at.sidebar, at.main) for node in root if isinstance(node, Widget)]
+
+
+# --------------------------------------------------------------------------- app runs
+
+
+def test_plan_card_matches_the_api_and_every_panel_renders():
+    at = run_app()
+    assert_card_shows(at, request_for())
+    assert [t.label for t in at.tabs] == [EN(k) for k in ("tab_breakdowns", "tab_explore", "tab_top",
+                                                          "tab_why_not", "tab_downloads", "tab_local")]
+    charts_shown = {c.proto.id for c in at.get("plotly_chart")}
+    assert len(charts_shown) == 4  # memory, step time, frontier, scaling
+    top = table(at, EN("col_layout"))
+    expected = plan(request_for(), settings=DEFAULT_SETTINGS)
+    assert list(top[EN("col_gpu")]) == [p.gpu for p in (expected.plan, *expected.alternatives)]
+    assert list(top[EN("col_num_gpus")]) == [p.num_gpus for p in (expected.plan, *expected.alternatives)]
+    assert {b.key for b in at.get("download_button")} == {"download_plan", "download_job"}
+
+
+def test_every_widget_has_a_key_in_every_mode():
+    states = [
+        {},
+        dict(model_source="custom", pricing="bought", objective="mix", tokens_mode="absolute"),
+        dict(model_source="upload"),
+        dict(portfolio_mode=True, **{"inv_h100-sxm": 8}),
+    ]
+    for state in states:
+        at = run_app(**state)
+        missing = [f"{w.type}:{getattr(w, 'label', '')}" for w in widgets(at) if not w.key]
+        assert not missing, (state, missing)
+        assert len(widgets(at)) > 10
+
+
+def test_changed_inputs_give_the_api_plan_for_the_same_request():
+    at = run_app()
+    at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
+    at.sidebar.number_input(key="tokens_billions").set_value(5.0)
+    at.sidebar.multiselect(key="gpus").set_value(["a100-80gb-sxm", "l40s"])
+    at.sidebar.number_input(key="deadline_days").set_value(2.0)
+    at.sidebar.radio(key="objective").set_value("time")
+    at.sidebar.selectbox(key="seq_len").set_value(1024)
+    at.run()
+    at.sidebar.number_input(key="inv_a100-80gb-sxm").set_value(16)
+    at.sidebar.number_input(key="price_l40s").set_value(0.9)
+    at.run()
+    assert not at.exception
+    request = request_for(training_tokens=5e9, gpus={"a100-80gb-sxm": 16, "l40s": None}, deadline_days=2.0,
+                          objective="time", seq_len=1024, price_overrides={"l40s": 0.9})
+    assert_card_shows(at, request)
+
+
+def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
+    request = request_for(deadline_days=0.01, gpus={"a100-80gb-sxm": 2})
+    with pytest.raises(InfeasiblePlan) as expected:
+        plan(request, settings=DEFAULT_SETTINGS)
+    at = run_app(gpus=["a100-80gb-sxm"], deadline_days=0.01, **{"inv_a100-80gb-sxm": 2})
+    assert not at.metric
+    (warning,) = at.warning
+    assert EN.option(expected.value.constraint.value) in warning.value
+    assert expected.value.detail in warning.value and expected.value.fix in warning.value
+    assert EN("tab_why_not") in [t.label for t in at.tabs]  # the page still explains itself
+
+
+def test_language_switch_translates_every_label():
+    en = run_app()
+    zh = run_app(lang="zh")
+    en_labels = {w.key: w.label for w in widgets(en)}
+    zh_labels = {w.key: w.label for w in widgets(zh)}
+    assert en_labels.keys() == zh_labels.keys()
+    untranslated = [k for k in en_labels if en_labels[k] == zh_labels[k] and k != "lang"]
+    assert not untranslated
+    assert zh.sidebar.selectbox(key="preset").label == ZH("preset")
+    assert zh.title[0].value == ZH("title")
+    assert [t.label for t in zh.tabs][0] == ZH("tab_breakdowns")
+    assert_card_shows(zh, request_for(), tr=ZH)
+    assert ZH("card_time") in card(zh) and EN("card_time") not in card(zh)
+
+
+def test_custom_dimensions_are_planned_as_given():
+    at = run_app(model_source="custom")
+    for key, value in (("custom_layers", 12), ("custom_hidden", 1024), ("custom_ffn", 2816), ("custom_heads", 16),
+                       ("custom_kv_heads", 4), ("custom_vocab", 32000)):
+        at.sidebar.number_input(key=key).set_value(value)
+    at.run()
+    model = ModelSpec(name="custom", num_layers=12, hidden_size=1024, ffn_hidden_size=2816, num_heads=16,
+                      num_kv_heads=4, vocab_size=32000, max_seq_len=131072)
+    assert_card_shows(at, request_for(model=model))
+    at.sidebar.number_input(key="custom_heads").set_value(3).run()
+    assert [e.value for e in at.error] == [EN("bad_custom", error="num_heads 3 is not a multiple of "
+                                                                  "num_kv_heads 4")]
+    assert not at.metric
+
+
+def test_uploaded_config_is_planned_like_the_file():
+    at = run_app(model_source="upload")
+    assert at.sidebar.info[0].value == EN("upload_needed")
+    path = HF_CONFIGS / "llama.json"
+    at.sidebar.file_uploader(key="config_upload").upload("llama.json", path.read_bytes(), "application/json")
+    at.run()
+    assert not at.error
+    model = model_from_hf_config(path)
+    assert_card_shows(at, request_for(model=model.model_copy(update={"name": model.name})))
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"{not json", "not valid JSON"),
+    (json.dumps({"model_type": "t5", "d_model": 512}).encode(), "unsupported model_type 't5'"),
+    (json.dumps({"model_type": "llama", "hidden_size": 10**9, "num_hidden_layers": 2, "num_attention_heads": 8,
+                 "vocab_size": 100, "intermediate_size": 64}).encode(), "out of range"),
+    (b" " * 1_000_001 + b"{}", "over the 1 MB limit"),
+])
+def test_bad_uploads_show_a_clear_error(content, message):
+    at = run_app(model_source="upload")
+    at.sidebar.file_uploader(key="config_upload").upload("bad.json", content, "application/json")
+    at.run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and message in errors[0] and errors[0].startswith(EN("bad_config", error="bad.json"))
+    assert "trainplan-upload-" not in errors[0]  # names the upload, not the temporary file
+    assert at.info[0].value == EN("fix_inputs")
+
+
+def test_bought_gpus_are_priced_by_the_documented_formula():
+    at = run_app(pricing="bought", gpus=["h100-sxm"], **{"purchase_h100-sxm": 40000.0, "tco_utilisation": 0.5})
+    tco = TcoAssumptions()
+    tdp = load_catalog().gpu("h100-sxm").tdp_watts
+    price = ((40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12)
+             / (8760 * 0.5) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue
+             * tco.electricity_usd_per_kwh)
+    assert any(c.value == EN("amortised", price=price) for c in at.sidebar.caption)
+    assert_card_shows(at, request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price}))
+
+
+def test_why_not_panel_shows_the_explore_answer():
+    at = run_app()
+    chosen = card(at)[EN("card_gpus")].split(" × ")[1]
+    other = next(g for g in GPUS if g != chosen)
+    at.selectbox(key="why_not_gpu").set_value(other).run()
+    assert at.info[-1].value == why_not(request_for(), other, settings=DEFAULT_SETTINGS)
+
+
+def test_portfolio_mode_schedules_the_added_jobs():
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], **{"inv_h100-sxm": 8})
+    assert at.info[0].value == EN("no_jobs")
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    at.sidebar.selectbox(key="preset").set_value("gpt3-350m")
+    at.text_input(key="job_name").set_value("larger")
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    requests = {"small": request_for(gpus={"h100-sxm": 8}),
+                "larger": request_for(model=get_preset("gpt3-350m"), gpus={"h100-sxm": 8})}
+    expected = plan_portfolio(requests, {"h100-sxm": 8}, objective="cost", settings=DEFAULT_SETTINGS)
+    shown = table(at, EN("col_start_days"))
+    assert list(shown[EN("col_job")]) == [a.job for a in expected.assignments]
+    assert list(shown[EN("col_num_gpus")]) == [a.num_gpus for a in expected.assignments]
+    assert card(at)[EN("total_cost")] == charts.money(expected.total_cost_usd)
+    at.button(key="clear_jobs").click().run()
+    assert at.info[0].value == EN("no_jobs")
+
+
+def test_local_gpu_panel_is_a_note_without_a_driver_and_a_run_button_with_gpus(monkeypatch):
+    from planner import detect
+    from planner.detect import NoGPUDriver
+
+    def no_driver(catalog):
+        raise NoGPUDriver("no NVIDIA driver found")
+
+    def one_h100(catalog):
+        return [DetectedGPU(0, "NVIDIA H100 80GB HBM3", 80 * 2**30, "550.54", catalog.gpu("h100-sxm"))]
+
+    try:
+        monkeypatch.setattr(detect, "detect_gpus", no_driver)
+        st.cache_resource.clear()
+        at = run_app()
+        assert any(c.value == EN("no_local_gpus", reason="no NVIDIA driver found") for c in at.caption)
+        assert not [b for b in at.button if b.key == "run_local"]
+        monkeypatch.setattr(detect, "detect_gpus", one_h100)
+        st.cache_resource.clear()
+        at = run_app()
+        assert table(at, EN("col_catalog")).iloc[0, 1] == "NVIDIA H100 80GB HBM3"
+        assert at.button(key="run_local").label == EN("run_local", count=1, gpu="h100-sxm")
+    finally:
+        st.cache_resource.clear()
+
+
+# --------------------------------------------------------------------------- helpers without Streamlit
+
+
+def test_labels_exist_in_both_languages_with_the_same_placeholders():
+    fields = lambda text: {name for _, name, _, _ in string.Formatter().parse(text) if name}  # noqa: E731
+    en, zh = all_labels("en"), all_labels("zh")
+    assert set(LANGUAGE_NAMES) == {"en", "zh"} and en.keys() == zh.keys() == set(label_keys())
+    for key in label_keys():
+        assert en[key].strip() and zh[key].strip(), key
+        assert fields(en[key]) == fields(zh[key]), key
+    same = sorted(k for k in en if en[k] == zh[k])
+    assert same == ["card_mfu", "col_gpu", "col_mfu", "col_rank"], same  # names that are not translated
+    with pytest.raises(ValueError, match="language 'fr'"):
+        Labels("fr")
+
+
+def test_model_from_upload_names_the_upload_and_leaves_no_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spec = charts.model_from_upload((HF_CONFIGS / "mistral.json").read_bytes(), "my model.json")
+    assert spec == model_from_hf_config(HF_CONFIGS / "mistral.json").model_copy(update={"name": spec.name})
+    with pytest.raises(ValueError, match=r"^cfg\.json: top level must be a JSON object"):
+        charts.model_from_upload(b"[1, 2]", "cfg.json")
+    with pytest.raises(ValueError, match="over the 1 MB limit"):
+        charts.model_from_upload(b"{" + b" " * 1_000_000 + b"}", "big.json")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_amortised_price_by_hand():
+    tco = TcoAssumptions(lifetime_years=4, residual_fraction=0.2, pue=1.3, electricity_usd_per_kwh=0.1,
+                         hosting_usd_per_gpu_month=150)
+    # (30000 * 0.8 / 4 + 150 * 12) / (8760 * 0.5) + 0.7 kW * 0.8 * 1.3 * 0.1 $/kWh
+    assert charts.amortised_price_per_gpu_hour(30000, 700, 0.5, tco, 0.8) == pytest.approx(7800 / 4380 + 0.0728)
+    with pytest.raises(ValueError, match="utilisation"):
+        charts.amortised_price_per_gpu_hour(30000, 700, 0.0, tco, 0.8)
+
+
+def test_formatting():
+    assert charts.money(9.349) == "$9.35" and charts.money(12_345.6) == "$12,346"
+    assert charts.money(2_500_000) == "$2.50M"
+    assert charts.duration_key(10.0) == ("hours_value", 10.0) and charts.duration_key(72.0) == ("days_value", 3.0)
+
+
+def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    data = charts.emit_job_zip(chosen, "my-job", steps=7)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = set(archive.namelist())
+        spec = JobSpec.model_validate_json(archive.read("my-job/job.json"))
+        launch_mode = archive.getinfo("my-job/launch.sh").external_attr >> 16
+    assert {"my-job/job.json", "my-job/launch.sh", "my-job/slurm.sbatch", "my-job/k8s.yaml"} <= names
+    assert spec.plan == chosen and spec.run.steps == 7 and spec.name == "my-job"
+    assert launch_mode & 0o100
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="job name"):
+        charts.emit_job_zip(chosen, "bad name!", steps=7)
+
+
+def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    assert charts.read_metrics(path).empty
+    path.write_text('{"step": 1, "loss": 5.0, "tokens_per_s": 100.0}\n{"step": 2, "loss": "nan", "tokens_per_s": 90}\n'
+                    '{"step": 3, "lo')
+    frame = charts.read_metrics(path)
+    assert list(frame["step"]) == [1, 2] and frame["loss"].isna().tolist() == [False, True]
+
+
+def test_figures_carry_the_plan_numbers():
+    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    plans = [result.plan, *result.alternatives]
+    memory = charts.memory_figure(plans, 0.6, EN)
+    bars = [t for t in memory.data if t.type == "bar"]
+    for i, p in enumerate(plans):
+        stacked = sum(t.y[i] for t in bars)
+        assert stacked == pytest.approx(max(p.estimate.memory.reserved_gib, p.estimate.memory.peak_gib) + 0.6)
+    capacity = next(t for t in memory.data if t.name == EN("capacity"))
+    assert list(capacity.y) == [p.estimate.memory.capacity_gib for p in plans]
+    step = charts.step_time_figure(plans, ZH)
+    assert sum(t.y[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
+    assert ZH("time_matmul") in {t.name for t in step.data}

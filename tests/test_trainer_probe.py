@@ -1,0 +1,106 @@
+"""Static plan checks, validation.json, replan_needed.json and report.json."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from planner.layout import Layout
+from trainer.job_spec import RunSettings
+from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measured_fit, check_plan, format_report,
+                           write_report, write_validation)
+
+from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
+from planner.layout import TrainingConfig
+
+CPU = torch.device("cpu")
+
+
+def plan_for(layout: Layout, world: int, model=None, **training):
+    return make_plan(layout, TrainingConfig(seq_len=32, **training), world, model=model)
+
+
+def refusal(plan, world: int, run: RunSettings | None = None) -> str:
+    with pytest.raises(ValueError) as info:
+        check_plan(plan, run or RunSettings(), world, CPU)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_layout_must_match_the_world_size():
+    assert "does not fit 4 processes" in refusal(plan_for(Layout(dp_shard=1, tp=2), 2), 4)
+
+
+def test_valid_plans_resolve_the_layout():
+    layout = check_plan(plan_for(Layout(dp_shard=-1, tp=2), 4), RunSettings(), 4, CPU)
+    assert (layout.dp_shard, layout.tp) == (2, 2)
+
+
+@pytest.mark.parametrize("layout, world, model, training, expected", [
+    (Layout(dp_shard=1, pp=2, vpp=2), 2, None, {"grad_accum": 4}, "interleaved pipeline schedule (vpp=2)"),
+    (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
+    (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
+    (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),
+    (Layout(dp_shard=1, cp=2), 2, None, {}, "context parallel needs CUDA"),
+    (Layout(dp_shard=1), 1, None, {"precision": "fp8"}, "fp8 training needs a GPU"),
+    (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
+    (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
+    (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),
+    (Layout(dp_shard=1), 1, tiny_spec(max_seq_len=16), {}, "exceeds the model's max_seq_len 16"),
+])
+def test_static_checks_refuse_with_one_line(layout, world, model, training, expected):
+    assert expected in refusal(plan_for(layout, world, model, **training), world)
+
+
+def test_gpipe_accepts_fewer_microbatches_than_stages():
+    plan = plan_for(Layout(dp_shard=1, pp=2, pp_schedule="gpipe"), 2, grad_accum=1)
+    assert check_plan(plan, RunSettings(), 2, CPU).pp == 2
+    # The run settings may override the plan's schedule.
+    assert "1f1b" in refusal(plan, 2, RunSettings(pipeline_schedule="1f1b"))
+
+
+def test_run_settings_are_checked_against_the_plan(tmp_path):
+    plan = plan_for(Layout(dp_shard=1), 1)
+    assert "freeze_layers=9" in refusal(plan, 1, RunSettings(freeze_layers=9))
+    assert "needs impl 'hf'" in refusal(plan, 1, RunSettings(hf_weights=str(tmp_path)))
+    hf_plan = plan_for(Layout(dp_shard=1), 1, impl="hf")
+    assert "is not a directory" in refusal(hf_plan, 1, RunSettings(hf_weights=str(tmp_path / "missing")))
+
+
+def test_validation_json_compares_prediction_and_probe(tmp_path):
+    plan = plan_for(Layout(dp_shard=1), 1)
+    payload = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None))
+    on_disk = json.loads((tmp_path / "validation.json").read_text())
+    assert on_disk == json.loads(json.dumps(payload))
+    assert on_disk["predicted"] == {"peak_gib": PREDICTED_PEAK_GIB, "step_s": PREDICTED_STEP_S}
+    assert on_disk["measured"] == {"peak_gib": None, "step_s": 0.1}   # median without the warm-up step
+    assert on_disk["error_pct"]["step_s"] == pytest.approx(100.0)
+    assert on_disk["error_pct"]["peak_gib"] is None
+
+
+def test_measured_overflow_writes_replan_needed(tmp_path):
+    plan = plan_for(Layout(dp_shard=1), 1)
+    fits = MemoryReading(peak_gib=60.0, reserved_gib=70.0, capacity_gib=80.0)
+    check_measured_fit(tmp_path, plan, fits, headroom=0.1, is_rank0=True)
+    assert not (tmp_path / "replan_needed.json").exists()
+    too_big = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
+    with pytest.raises(ReplanNeeded, match="75.00 GiB"):
+        check_measured_fit(tmp_path, plan, too_big, headroom=0.1, is_rank0=True)
+    replan = json.loads((tmp_path / "replan_needed.json").read_text())
+    assert replan["measured"] == {"peak_gib": 70.0, "reserved_gib": 75.0}
+    assert replan["memory_correction"] == pytest.approx(75.0 / plan.estimate.memory.reserved_gib)
+    assert replan["headroom_fraction"] == 0.1 and replan["capacity_gib"] == 80.0
+
+
+def test_report_has_predicted_and_measured(tmp_path):
+    plan = plan_for(Layout(dp_shard=1), 1)
+    summary = RunSummary(steps_done=10, outcome="completed", step_s=0.1, tokens_per_s=640.0, mfu=None, peak_gib=None,
+                         final_train_loss=3.0, final_val_loss=3.2, test_loss=3.3, test_perplexity=27.1, bad_steps=0,
+                         wall_s=5.0)
+    report = write_report(tmp_path, plan, summary)
+    assert json.loads((tmp_path / "report.json").read_text())["measured"]["step_s"] == 0.1
+    assert report["error_pct"]["step_s"] == pytest.approx(100.0)
+    text = format_report(report)
+    assert "step_s" in text and "+100.0%" in text and "perplexity 27.10" in text
