@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -34,9 +30,10 @@ from planner.settings import DEFAULT_SETTINGS, ModelingSettings
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))                 # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))         # 0 = the planner's default; 8K .. 16M
-PLAN_TABLE_COLUMNS = ("rank", "gpu", "num_gpus", "num_nodes", "layout", "micro_batch", "grad_accum", "ac",
-                      "time_to_train_days", "cost_usd", "energy_kwh", "mfu", "tokens_per_s", "memory_gib",
-                      "capacity_gib")
+# Choice widgets whose option labels are translated (format_func=tr...).
+TRANSLATED_CHOICES = ("model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu")
+TAB_NAMES = ("tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local")
+CARD_CSS = "<style>[data-testid='stMetricValue'] { font-size: 1.6rem; }</style>"  # long layouts fit
 
 
 @dataclass(frozen=True)
@@ -48,12 +45,6 @@ class Inputs:
     @property
     def key(self) -> str:
         return self.request.model_dump_json()
-
-
-@dataclass
-class LocalRun:
-    job_dir: Path
-    process: subprocess.Popen
 
 
 # --------------------------------------------------------------------------- cached API calls
@@ -121,35 +112,25 @@ def cached_detect() -> list | str:
 # --------------------------------------------------------------------------- sidebar
 
 
-def widget_defaults(cat: Catalog) -> dict:
-    tco = TcoAssumptions()
-    base = get_preset("llama3-8b")
-    values = {
-        "lang": "en", "model_source": "preset", "preset": "llama3-8b", "tokens_mode": "chinchilla",
-        "chinchilla_multiple": 1.0, "tokens_billions": 100.0, "seq_len": 4096, "global_batch": 0,
-        "deadline_days": 0.0, "budget_usd": 0.0, "objective": "cost", "cost_weight": 0.5, "gpus": list(cat.gpus),
-        "pricing": "on_demand", "precision": Precision.BF16.value, "ac": [a.value for a in ActivationCheckpointing],
-        "allow_offload": False, "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100), "top_k": 10,
-        "max_gpus": 4096, "portfolio_mode": False, "why_not_gpu": "", "scaling_gpu": "",
-        "emit_name": "trainplan-job", "emit_steps": 50, "run_steps": 20, "job_name": "job-1",
-        "horizon_days": 0.0, "num_slots": 1, "tco_utilisation": 0.7,
-        "tco_lifetime_years": tco.lifetime_years, "tco_residual": tco.residual_fraction,
-        "tco_electricity": tco.electricity_usd_per_kwh, "tco_hosting": tco.hosting_usd_per_gpu_month,
-        "tco_pue": tco.pue,
-        "custom_layers": base.num_layers, "custom_hidden": base.hidden_size, "custom_ffn": base.ffn_hidden_size,
-        "custom_heads": base.num_heads, "custom_kv_heads": base.num_kv_heads, "custom_vocab": base.vocab_size,
-        "custom_experts": 1, "custom_experts_per_token": 1,
-    }
-    for gpu in cat.gpus.values():
-        values[f"inv_{gpu.id}"] = 0
-        values[f"price_{gpu.id}"] = float(gpu.price_per_gpu_hour_usd)
-        values[f"purchase_{gpu.id}"] = float(gpu.purchase_price_usd or 0.0)
-    return values
+def keep_choices() -> None:
+    """Keep every choice across a language switch.
+
+    The browser holds a choice widget's value as its displayed label, which the switch changes;
+    assigning each value again (in this callback, before the rerun) sends it with the new labels.
+    """
+    for key in TRANSLATED_CHOICES:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+    open_tab = st.session_state.get("main_tab")
+    new = Labels(st.session_state["lang"])
+    for name in TAB_NAMES:  # the open tab is stored as its label
+        if open_tab in (Labels(lang)(name) for lang in LANGUAGE_NAMES):
+            st.session_state["main_tab"] = new(name)
 
 
 def init_state(cat: Catalog) -> None:
     """Widget values live in session_state (set once here), so widgets never get a second default."""
-    for key, value in widget_defaults(cat).items():
+    for key, value in charts.widget_defaults(cat).items():
         st.session_state.setdefault(key, value)
     st.session_state.setdefault("portfolio_jobs", {})
 
@@ -220,8 +201,7 @@ def sidebar_goals(tr: Labels) -> dict:
 
 
 def sidebar_gpus(tr: Labels, cat: Catalog) -> tuple[dict[str, int | None], dict[str, float]] | None:
-    allowed = st.multiselect(tr("gpus"), list(cat.gpus), key="gpus",
-                             format_func=lambda g: f"{g} ({cat.gpus[g].name})")
+    allowed = st.multiselect(tr("gpus"), list(cat.gpus), key="gpus", help=tr("gpus_help"))
     pricing = st.radio(tr("pricing"), ("on_demand", "bought"), key="pricing", format_func=tr.option, horizontal=True)
     if not allowed:
         st.error(tr("no_gpus"))
@@ -282,7 +262,7 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
 def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
     with st.sidebar:
         lang = st.radio("Language / 语言", tuple(LANGUAGE_NAMES), key="lang", format_func=LANGUAGE_NAMES.get,
-                        horizontal=True)
+                        horizontal=True, on_change=keep_choices)
         tr = Labels(lang)
         portfolio = st.toggle(tr("portfolio_mode"), key="portfolio_mode", help=tr("portfolio_help"))
         st.header(tr("section_model"))
@@ -324,22 +304,22 @@ def duration(tr: Labels, hours: float) -> str:
 
 
 def plan_card(tr: Labels, plan: Plan, result) -> None:
-    e, t = plan.estimate, plan.training
-    mem = e.memory
-    items = [
-        ("card_gpus", f"{plan.num_gpus} × {plan.gpu}"), ("card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
-        ("card_layout", plan.layout.describe()),
-        ("card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
-        ("card_ac", tr.option(t.activation_checkpointing.value)),
-        ("card_time", duration(tr, e.time_to_train_h)), ("card_cost", charts.money(e.cost_usd)),
-        ("card_energy", f"{e.energy_kwh:,.0f} kWh"), ("card_mfu", f"{e.throughput.mfu:.1%}"),
-        ("card_memory", f"{mem.reserved_gib:.1f} / {mem.capacity_gib:.1f} GiB"),
-    ]
+    e, t, mem = plan.estimate, plan.training, plan.estimate.memory
+    rows = (
+        ((1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"), (1, "card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
+         (1, "card_time", duration(tr, e.time_to_train_h)), (1, "card_cost", charts.money(e.cost_usd))),
+        ((1, "card_energy", f"{e.energy_kwh:,.0f} kWh"), (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
+         (1, "card_memory", f"{mem.reserved_gib:.1f} GiB"), (1, "card_ac", tr.option(t.activation_checkpointing.value))),
+        ((3, "card_layout", plan.layout.describe()), (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}")),
+    )
+    memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
     with st.container(border=True):
+        st.html(CARD_CSS)
         st.subheader(tr("plan_card", model=plan.model.name))
-        for row in (items[:5], items[5:]):
-            for column, (key, value) in zip(st.columns(len(row)), row):
-                column.metric(tr(key), value)
+        for row in rows:
+            for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row):
+                delta = memory_of if key == "card_memory" else None
+                column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
         st.caption(tr("card_footer", step=e.time.step_s, tokens=e.throughput.tokens_per_s,
                       candidates=result.num_candidates, feasible=result.solution.num_feasible,
                       solver=result.solution.solver, seconds=result.seconds))
@@ -372,9 +352,12 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
 
 def show_top_plans(tr: Labels, plans: list[Plan]) -> None:
     frame = charts.top_plans_frame(plans)
-    st.dataframe(frame.rename(columns={c: tr(f"col_{c}") for c in PLAN_TABLE_COLUMNS}), hide_index=True,
-                 key="top_plans", column_config={tr("col_mfu"): st.column_config.NumberColumn(format="percent"),
-                                                 tr("col_cost_usd"): st.column_config.NumberColumn(format="dollar")})
+    formats = {"time_to_train_days": "%.2f", "cost_usd": "dollar", "energy_kwh": "%.0f", "mfu": "percent",
+               "tokens_per_s": "%.0f", "memory_gib": "%.1f", "capacity_gib": "%.1f"}
+    st.dataframe(frame.rename(columns=lambda c: tr(f"col_{c}")), hide_index=True,
+                 key="top_plans", column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f)
+                                                 for c, f in formats.items()})
+    st.caption(tr("top_help"))
 
 
 def show_why_not(tr: Labels, inputs: Inputs) -> None:
@@ -415,23 +398,22 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         show_infeasible(tr, outcome.infeasible)
     else:
         plan_card(tr, result.plan, result)
-    names = ["tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local"]
-    if not plans:
-        names = [n for n in names if n not in ("tab_breakdowns", "tab_top", "tab_downloads")]
-    tabs = dict(zip(names, st.tabs([tr(n) for n in names])))
-    if plans:
-        with tabs["tab_breakdowns"]:
-            show_breakdowns(tr, plans, inputs.headroom)
-        with tabs["tab_top"]:
-            show_top_plans(tr, plans)
-        with tabs["tab_downloads"]:
-            show_downloads(tr, result.plan)
-    with tabs["tab_explore"], st.spinner(tr("working")):
-        show_explore(tr, inputs, result.plan if result else None)
-    with tabs["tab_why_not"]:
-        show_why_not(tr, inputs)
-    with tabs["tab_local"]:
-        show_local(tr, inputs)
+    panels = {
+        "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs.headroom),
+        "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
+        "tab_top": lambda: show_top_plans(tr, plans),
+        "tab_why_not": lambda: show_why_not(tr, inputs),
+        "tab_downloads": lambda: show_downloads(tr, result.plan),
+        "tab_local": lambda: show_local(tr, inputs),
+    }
+    if not plans:  # infeasible: what is left to explore is why
+        panels = {name: panel for name, panel in panels.items() if name in ("tab_explore", "tab_why_not", "tab_local")}
+    # Only the open tab runs: the frontier (every candidate) and why-not (two more solves) cost seconds.
+    tabs = st.tabs([tr(name) for name in panels], key="main_tab", on_change="rerun")
+    for tab, panel in zip(tabs, panels.values()):
+        if tab.open:
+            with tab, st.spinner(tr("working")):
+                panel()
 
 
 # --------------------------------------------------------------------------- local GPUs
@@ -442,10 +424,8 @@ def show_local(tr: Labels, inputs: Inputs) -> None:
     if isinstance(found, str):
         st.caption(tr("no_local_gpus", reason=found))
         return
-    st.dataframe(pd.DataFrame([{tr("col_index"): g.index, tr("col_name"): g.name,
-                                tr("col_memory_gib"): g.memory_bytes / 2**30,
-                                tr("col_catalog"): g.spec.id if g.spec else "-"} for g in found]),
-                 hide_index=True, key="local_gpus")
+    st.dataframe(charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True,
+                 key="local_gpus")
     matched = [g.spec.id for g in found if g.spec is not None]
     if not matched:
         st.caption(tr("local_unmatched"))
@@ -464,10 +444,7 @@ def show_local(tr: Labels, inputs: Inputs) -> None:
 
 
 def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int) -> None:
-    """Plan for the local GPUs (no deadline or budget), emit into a temporary folder, start ``trainplan run``."""
-    from trainer.job import emit_job
-    from trainer.job_spec import RunSettings
-
+    """Plan for the local GPUs (no deadline or budget) and start training it."""
     local = inputs.request.model_copy(update={"gpus": {gpu: count}, "deadline_days": None, "budget_usd": None,
                                               "max_gpus": count, "top_k": 0})
     outcome = cached_plan(local.model_dump_json(), inputs.headroom)
@@ -475,17 +452,11 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
         st.warning(outcome.error or tr("infeasible", constraint=tr.option(outcome.infeasible.constraint),
                                        detail=outcome.infeasible.detail, fix=outcome.infeasible.fix))
         return
-    job_dir = Path(tempfile.mkdtemp(prefix="trainplan-run-")) / "job"
-    emit_job(outcome.result.plan, job_dir, name="local-run", run=RunSettings(steps=steps))
-    with (job_dir / "run.log").open("wb") as log:
-        # trainer.launch is what `trainplan run` calls; started directly, its exit code reaches us unchanged.
-        process = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--steps", str(steps)],
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    st.session_state["local_run"] = LocalRun(job_dir=job_dir, process=process)
+    st.session_state["local_run"] = charts.start_training(outcome.result.plan, steps)
 
 
 def show_run(tr: Labels) -> None:
-    run: LocalRun = st.session_state["local_run"]
+    run: charts.LocalRun = st.session_state["local_run"]
     code = run.process.poll()
     status = tr("run_running", pid=run.process.pid) if code is None else tr("run_finished", code=code)
     st.markdown(f"**{status}** `{run.job_dir}`")
@@ -496,9 +467,7 @@ def show_run(tr: Labels) -> None:
         left.metric(tr("loss"), f"{last['loss']:.4f}")
         right.metric(tr("tokens_per_s"), f"{last['tokens_per_s']:,.0f}")
     st.plotly_chart(charts.run_figure(metrics, tr), key="chart_run")
-    log = run.job_dir / "run.log"
-    if log.exists():
-        st.code("\n".join(log.read_text(errors="replace").splitlines()[-15:]) or " ")
+    st.code(charts.log_tail(run.job_dir / "run.log") or " ")
     if code is None and st.button(tr("stop_run"), key="stop_run"):
         os.killpg(run.process.pid, signal.SIGTERM)  # our own child's process group (start_new_session)
 
@@ -522,9 +491,9 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     if not jobs:
         st.info(tr("no_jobs"))
         return
-    st.dataframe(pd.DataFrame([{tr("col_job"): n, tr("col_model"): PlanRequest.model_validate_json(j).model.name,
-                                tr("col_tokens_b"): PlanRequest.model_validate_json(j).training_tokens / 1e9}
-                               for n, j in jobs.items()]), hide_index=True, key="portfolio_jobs_table")
+    requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
+    st.dataframe(charts.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True,
+                 key="portfolio_jobs_table", column_config={tr("col_tokens_b"): st.column_config.NumberColumn(format="%.1f")})
     inventory = {g: n for g, n in (inputs.request.gpus or {}).items() if n}
     if not inventory:
         st.warning(tr("portfolio_inventory"))
@@ -548,7 +517,9 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome) -> None
     left, right = st.columns(2)
     left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
     right.metric(tr("makespan"), duration(tr, outcome.makespan_days * 24))
-    st.dataframe(outcome.frame.rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="portfolio_table")
+    formats = {"start_days": "%.1f", "end_days": "%.1f", "cost_usd": "dollar"}
+    st.dataframe(outcome.frame.rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="portfolio_table",
+                 column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()})
     st.plotly_chart(charts.portfolio_figure(outcome.frame, tr), key="chart_portfolio")
 
 

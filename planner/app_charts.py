@@ -12,6 +12,8 @@ import json
 import math
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -24,12 +26,14 @@ from plotly.subplots import make_subplots
 
 from planner.api import PlanRequest, PlanResult, plan
 from planner.app_i18n import Labels
+from planner.hardware import Catalog
 from planner.ilp import InfeasiblePlan
-from planner.models import MAX_CONFIG_BYTES, model_from_hf_config
+from planner.layout import ActivationCheckpointing, Precision
+from planner.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
 from planner.model_spec import ModelSpec
 from planner.plan import Plan
 from planner.portfolio import TcoAssumptions
-from planner.settings import ModelingSettings
+from planner.settings import DEFAULT_SETTINGS, ModelingSettings
 
 CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal tokens per parameter
 HOURS_PER_YEAR = 8760.0
@@ -100,6 +104,36 @@ def duration_key(hours: float) -> tuple[str, float]:
 
 
 # --------------------------------------------------------------------------- inputs
+
+
+DEFAULT_PRESET = "llama3-8b"
+
+
+def widget_defaults(cat: Catalog) -> dict[str, object]:
+    """Every widget's starting value, by widget key (the app puts them in session_state once)."""
+    tco = TcoAssumptions()
+    base = get_preset(DEFAULT_PRESET)
+    values: dict[str, object] = {
+        "lang": "en", "model_source": "preset", "preset": DEFAULT_PRESET, "tokens_mode": "chinchilla",
+        "chinchilla_multiple": 1.0, "tokens_billions": 100.0, "seq_len": 4096, "global_batch": 0,
+        "deadline_days": 0.0, "budget_usd": 0.0, "objective": "cost", "cost_weight": 0.5, "gpus": list(cat.gpus),
+        "pricing": "on_demand", "precision": Precision.BF16.value, "ac": [a.value for a in ActivationCheckpointing],
+        "allow_offload": False, "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100), "top_k": 10,
+        "max_gpus": 4096, "portfolio_mode": False, "why_not_gpu": "", "scaling_gpu": "",
+        "emit_name": "trainplan-job", "emit_steps": 50, "run_steps": 20, "job_name": "job-1",
+        "horizon_days": 0.0, "num_slots": 1, "tco_utilisation": 0.7,
+        "tco_lifetime_years": tco.lifetime_years, "tco_residual": tco.residual_fraction,
+        "tco_electricity": tco.electricity_usd_per_kwh, "tco_hosting": tco.hosting_usd_per_gpu_month,
+        "tco_pue": tco.pue,
+        "custom_layers": base.num_layers, "custom_hidden": base.hidden_size, "custom_ffn": base.ffn_hidden_size,
+        "custom_heads": base.num_heads, "custom_kv_heads": base.num_kv_heads, "custom_vocab": base.vocab_size,
+        "custom_experts": 1, "custom_experts_per_token": 1,
+    }
+    for gpu in cat.gpus.values():
+        values[f"inv_{gpu.id}"] = 0
+        values[f"price_{gpu.id}"] = float(gpu.price_per_gpu_hour_usd)
+        values[f"purchase_{gpu.id}"] = float(gpu.purchase_price_usd or 0.0)
+    return values
 
 
 def chinchilla_tokens(model: ModelSpec, multiple: float) -> float:
@@ -195,7 +229,48 @@ def read_metrics(path: Path) -> pd.DataFrame:
     return frame
 
 
+@dataclass
+class LocalRun:
+    job_dir: Path
+    process: subprocess.Popen
+
+
+def start_training(plan_: Plan, steps: int) -> LocalRun:
+    """Emit the plan into a new temporary folder and train it there in the background.
+
+    ``python -m trainer.launch`` is what ``trainplan run`` calls; started directly, its exit code
+    reaches the app unchanged. It runs in its own session, so stopping it stops its torchrun too.
+    """
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    job_dir = Path(tempfile.mkdtemp(prefix="trainplan-run-")) / "job"
+    emit_job(plan_, job_dir, name="local-run", run=RunSettings(steps=steps))
+    with (job_dir / "run.log").open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--steps", str(steps)],
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return LocalRun(job_dir=job_dir, process=process)
+
+
+def log_tail(path: Path, num_lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-num_lines:])
+    except FileNotFoundError:
+        return ""
+
+
 # --------------------------------------------------------------------------- tables
+
+
+def local_gpus_frame(found: Sequence) -> pd.DataFrame:
+    """``planner.detect.DetectedGPU`` rows: index, name, memory, catalog match."""
+    return pd.DataFrame([{"index": g.index, "name": g.name, "memory_gib": g.memory_bytes / 2**30,
+                          "catalog": g.spec.id if g.spec else "-"} for g in found])
+
+
+def jobs_frame(requests: dict[str, PlanRequest]) -> pd.DataFrame:
+    return pd.DataFrame([{"job": name, "model": r.model.name, "tokens_b": r.training_tokens / 1e9}
+                         for name, r in requests.items()])
 
 
 def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
@@ -296,12 +371,12 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     hover = _hover(rows)
     fig.add_scatter(name=tr("axis_cost"), x=rows["num_gpus"], y=rows["cost_usd"], mode="lines+markers",
-                    text=hover, hovertemplate="%{text}<extra></extra>", secondary_y=False)
+                    text=hover, hovertemplate="%{text}<extra></extra>", line_color="#1f77b4", secondary_y=False)
     fig.add_scatter(name=tr("axis_days"), x=rows["num_gpus"], y=rows["time_to_train_days"], mode="lines+markers",
-                    text=hover, hovertemplate="%{text}<extra></extra>", secondary_y=True)
+                    text=hover, hovertemplate="%{text}<extra></extra>", line_color="#ff7f0e", secondary_y=True)
     fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log")
-    fig.update_yaxes(title_text=tr("axis_cost"), secondary_y=False)
-    fig.update_yaxes(title_text=tr("axis_days"), secondary_y=True)
+    fig.update_yaxes(title_text=tr("axis_cost"), rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text=tr("axis_days"), type="log", showgrid=False, secondary_y=True)  # time spans decades
     fig.update_layout(title_text=gpu, margin=dict(t=40, b=10))
     return fig
 
@@ -313,7 +388,8 @@ def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
         fig.add_bar(name=row.job, y=[row.job], x=[row.end_days - row.start_days], base=[row.start_days],
                     orientation="h", text=[f"{row.num_gpus}x {row.gpu}"], textposition="inside",
                     hovertemplate=f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<extra></extra>")
-    fig.update_layout(xaxis_title=tr("axis_days"), showlegend=False, barmode="overlay", margin=dict(t=30, b=10))
+    fig.update_layout(xaxis_title=tr("axis_schedule_days"), showlegend=False, barmode="overlay",
+                      margin=dict(t=30, b=10))
     return fig
 
 

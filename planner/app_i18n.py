@@ -60,6 +60,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     # sidebar: GPUs
     "section_gpus": ("GPUs", "GPU"),
     "gpus": ("Allowed GPU types", "允许的 GPU 型号"),
+    "gpus_help": ("Catalog ids: `trainplan catalog` lists each GPU's memory, peak FLOP/s, links and price.",
+                  "目录型号：`trainplan catalog` 列出每种 GPU 的显存、峰值算力、互联与价格。"),
     "no_gpus": ("Allow at least one GPU type.", "请至少允许一种 GPU 型号。"),
     "pricing": ("GPU pricing", "GPU 计价方式"),
     "opt_on_demand": ("Rent (on demand)", "按需租用"),
@@ -117,6 +119,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_energy": ("Energy", "能耗"),
     "card_mfu": ("MFU", "MFU"),
     "card_memory": ("Memory per GPU", "每 GPU 显存"),
+    "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB", "占 {capacity:.1f} GiB 的 {fraction:.0%}"),
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
     "card_footer": ("step {step:.3g} s · {tokens:,.0f} tokens/s · {candidates:,} candidates, {feasible:,} feasible · "
@@ -157,6 +160,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "axis_step_s": ("seconds per step", "每步秒数"),
     "axis_days": ("time to train (days)", "训练时间（天）"),
     "axis_cost": ("cost (USD)", "费用（美元）"),
+    "axis_schedule_days": ("days from the start", "距开始的天数"),
     "axis_num_gpus": ("GPUs", "GPU 数量"),
     "axis_step": ("step", "步数"),
     "mem_params": ("parameters", "参数"),
@@ -202,6 +206,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_index": ("index", "序号"),
     "col_name": ("name", "名称"),
     "col_catalog": ("catalog entry", "目录型号"),
+    "top_help": ("The chosen plan and the next best the solver found; click a column to sort.",
+                 "选定方案及求解器找到的其余较优方案；点击列名可排序。"),
     # why not
     "why_not_gpu": ("Why was this GPU type not chosen?", "为什么没有选择这种 GPU？"),
     "pick_gpu": ("— pick a GPU type —", "— 选择 GPU 型号 —"),

@@ -24,7 +24,7 @@ class Sharding(str, Enum):
 
 class ActivationCheckpointing(str, Enum):
     NONE = "none"
-    SELECTIVE = "selective"  # recompute attention internals only (Korthikanti et al. 2022)
+    SELECTIVE = "selective"  # checkpoint every other block (torchtitan layer-selective AC, freq 2)
     FULL = "full"            # keep only each block's input, recompute the block
 
 

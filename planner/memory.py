@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from planner.candidates import (AC_FULL, AC_NONE, AC_SELECTIVE, IMPL_HF, PREC_FP32, SCHED_GPIPE,
-                                SHARD_FSDP, SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates)
+                                SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates)
 from planner.model_spec import ModelSpec
 from planner.settings import ModelingSettings
 

@@ -19,8 +19,9 @@ class ModelingSettings:
     # GEMM efficiency falls for narrow shapes: eff = peak_fraction * d / (d + matmul_half_dim)
     # for each of the smaller GEMM dims (wave quantisation and short K loops).
     matmul_half_dim: float = 96.0
-    # Achievable fraction of the datasheet HBM bandwidth for streaming elementwise kernels
-    # (H200: 4.26 TB/s device copy measured vs 4.8 spec = 0.89).
+    # Achievable fraction of the datasheet HBM bandwidth for the many small eager elementwise
+    # kernels of a training step (launch tails, partial waves): calibrated on the H200 rows,
+    # well below the 0.89 a large device copy reaches (streaming_bandwidth_fraction).
     hbm_bandwidth_fraction: float = 0.6
     # Fused (flash) attention reaches a lower fraction of peak than plain GEMMs; its
     # efficiency also scales with head_dim through the same shape factor.
@@ -50,8 +51,9 @@ class ModelingSettings:
     # hbm_bandwidth_fraction.
     streaming_bandwidth_fraction: float = 0.89
     # FP8 GEMMs (TransformerEngine with per-tensor scaling, Hopper/Blackwell) reach this
-    # fraction of the dense FP8 peak, the amax/cast kernels that feed them included.
-    # Attention and the LM head stay in 16-bit.
+    # fraction of the dense FP8 peak, the amax/cast kernels that feed them included: 0.55 x 2
+    # = 1.47x the bf16 GEMM rate, fitted on the published FP8 runs (NeMo, Megatron-Bridge on
+    # H100/B200/GB200). Attention and the LM head stay in 16-bit.
     fp8_matmul_peak_fraction: float = 0.55
     # --- host (CPU) dispatch ---------------------------------------------------------------
     # Host time to dispatch one transformer block's forward + backward kernels in eager mode,
@@ -152,14 +154,17 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # kernels and launch cost as above ...
     elementwise_fusion_factor=DEFAULT_SETTINGS.compile_elementwise_factor,
     host_overhead_per_block_s=1.0e-3,
-    # ... cuDNN fused attention, FlashAttention-3-class on Hopper (Shah et al. 2024: 1.5-2x
-    # FlashAttention-2, which the default describes through PyTorch SDPA) ...
+    # ... cuDNN fused attention (TransformerEngine) instead of PyTorch SDPA's FlashAttention-2
+    # kernels: fitted on the published NeMo/Megatron-Bridge runs (the long-sequence context-
+    # parallel rows pin it, attention being >90 % of their step) at 1.2x the default, short of
+    # FlashAttention-3's 1.5-2x kernel-level gain (Shah et al. 2024) ...
     attention_peak_fraction=0.6,
     # ... gathers into and reduces from persistent contiguous buffers (distributed optimizer,
     # Megatron-FSDP): no per-collective copy-in/copy-out kernels ...
     fsdp_gather_copy_bytes_per_param=0.0,
     fsdp_reduce_copy_bytes_per_param=0.0,
     # ... and --tp-comm-overlap (userbuffers) splits the sequence-parallel all-gathers and
-    # reduce-scatters into chunks pipelined with the GEMMs that consume them.
+    # reduce-scatters into chunks pipelined with the GEMMs that consume them (fitted on the
+    # same runs; the default 0.3 assumes no such overlap).
     tp_comm_overlap=0.7,
 )

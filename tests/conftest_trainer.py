@@ -4,10 +4,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
 
 from planner.layout import Layout, TrainingConfig
 from planner.model_spec import ModelSpec
@@ -70,7 +75,7 @@ def run_torchrun(job_dir: Path, nproc: int, *extra: str, timeout: float = 180) -
 
 
 def start_torchrun(job_dir: Path, nproc: int, log: Path, *extra: str) -> subprocess.Popen:
-    """torchrun in its own process group (so the test can signal or kill the whole group)."""
+    """torchrun in the background, its output in ``log``."""
     handle = log.open("w")
     return subprocess.Popen(torchrun_command(job_dir, nproc, *extra), cwd=REPO, env=subprocess_env(), stdout=handle,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -85,11 +90,33 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.1) -> None:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
+def _descendants(pid: int) -> list[int]:
+    """Child processes, recursively (torchrun starts each worker in a session of its own)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, pending = [], [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL torchrun and every worker at once, as a node failure would."""
+    for pid in [proc.pid, *_descendants(proc.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def read_metrics(job_dir: Path) -> list[dict]:
@@ -103,3 +130,19 @@ def losses_by_step(job_dir: Path) -> dict[int, float]:
 
 def describe(result: subprocess.CompletedProcess) -> str:
     return f"exit {result.returncode}\n--- output ---\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+
+
+@pytest.fixture
+def in_process(monkeypatch):
+    """torchrun's environment for a world of one (``trainer.train.main`` in the test process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for key, value in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
+                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)).items():
+        monkeypatch.setenv(key, value)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # like OMP_NUM_THREADS=1 in the torchrun tests
+    yield
+    torch.set_num_threads(threads)
+    assert not dist.is_initialized()

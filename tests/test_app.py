@@ -62,6 +62,14 @@ def request_for(model: ModelSpec | None = None, **changes) -> PlanRequest:
     return PlanRequest(**fields)
 
 
+def open_tab(at: AppTest, name: str, tr: Labels = EN) -> AppTest:
+    """Switch the main tabs (only the open tab's panel runs)."""
+    at.session_state["main_tab"] = tr(name)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def card(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -79,7 +87,10 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_cost")] == charts.money(e.cost_usd)
     assert shown[tr("card_mfu")] == f"{e.throughput.mfu:.1%}"
     assert shown[tr("card_energy")] == f"{e.energy_kwh:,.0f} kWh"
-    assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} / {e.memory.capacity_gib:.1f} GiB"
+    assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} GiB"
+    (memory,) = [m for m in at.metric if m.label == tr("card_memory")]
+    assert memory.delta == tr("card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib,
+                              capacity=e.memory.capacity_gib)
     key, value = charts.duration_key(e.time_to_train_h)
     assert shown[tr("card_time")] == tr(key, value=value)
 
@@ -101,12 +112,16 @@ def test_plan_card_matches_the_api_and_every_panel_renders():
     assert_card_shows(at, request_for())
     assert [t.label for t in at.tabs] == [EN(k) for k in ("tab_breakdowns", "tab_explore", "tab_top",
                                                           "tab_why_not", "tab_downloads", "tab_local")]
-    charts_shown = {c.proto.id for c in at.get("plotly_chart")}
-    assert len(charts_shown) == 4  # memory, step time, frontier, scaling
+    assert len(at.get("plotly_chart")) == 2  # memory and step time: only the open tab runs
+    open_tab(at, "tab_explore")
+    assert len(at.get("plotly_chart")) == 2  # frontier, scaling
+    assert at.selectbox(key="scaling_gpu").value == card(at)[EN("card_gpus")].split(" × ")[1]
+    open_tab(at, "tab_top")
     top = table(at, EN("col_layout"))
     expected = plan(request_for(), settings=DEFAULT_SETTINGS)
     assert list(top[EN("col_gpu")]) == [p.gpu for p in (expected.plan, *expected.alternatives)]
     assert list(top[EN("col_num_gpus")]) == [p.num_gpus for p in (expected.plan, *expected.alternatives)]
+    open_tab(at, "tab_downloads")
     assert {b.key for b in at.get("download_button")} == {"download_plan", "download_job"}
 
 
@@ -117,8 +132,10 @@ def test_every_widget_has_a_key_in_every_mode():
         dict(model_source="upload"),
         dict(portfolio_mode=True, **{"inv_h100-sxm": 8}),
     ]
-    for state in states:
-        at = run_app(**state)
+    runs = [run_app(**state) for state in states]
+    at = runs[0]
+    runs += [open_tab(at, name) for name in ("tab_explore", "tab_why_not", "tab_downloads")]
+    for state, at in zip(states + ["explore", "why-not", "downloads"], runs):
         missing = [f"{w.type}:{getattr(w, 'label', '')}" for w in widgets(at) if not w.key]
         assert not missing, (state, missing)
         assert len(widgets(at)) > 10
@@ -129,17 +146,19 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
     at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
     at.sidebar.number_input(key="tokens_billions").set_value(5.0)
     at.sidebar.multiselect(key="gpus").set_value(["a100-80gb-sxm", "l40s"])
-    at.sidebar.number_input(key="deadline_days").set_value(2.0)
-    at.sidebar.radio(key="objective").set_value("time")
+    at.sidebar.number_input(key="deadline_days").set_value(0.1)  # binds: the cheapest plan takes 10 h
     at.sidebar.selectbox(key="seq_len").set_value(1024)
     at.run()
     at.sidebar.number_input(key="inv_a100-80gb-sxm").set_value(16)
+    at.sidebar.number_input(key="price_a100-80gb-sxm").set_value(1.5)
     at.sidebar.number_input(key="price_l40s").set_value(0.9)
     at.run()
     assert not at.exception
-    request = request_for(training_tokens=5e9, gpus={"a100-80gb-sxm": 16, "l40s": None}, deadline_days=2.0,
-                          objective="time", seq_len=1024, price_overrides={"l40s": 0.9})
+    request = request_for(training_tokens=5e9, gpus={"a100-80gb-sxm": 16, "l40s": None}, deadline_days=0.1,
+                          seq_len=1024, price_overrides={"a100-80gb-sxm": 1.5, "l40s": 0.9})
     assert_card_shows(at, request)
+    at.sidebar.radio(key="objective").set_value("time").run()
+    assert_card_shows(at, request.model_copy(update={"objective": "time"}))
 
 
 def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
@@ -162,11 +181,21 @@ def test_language_switch_translates_every_label():
     assert en_labels.keys() == zh_labels.keys()
     untranslated = [k for k in en_labels if en_labels[k] == zh_labels[k] and k != "lang"]
     assert not untranslated
+    import app  # the page's module: its functions run only under `streamlit run`
+
+    translated_options = {w.key for w in widgets(zh) if hasattr(w, "options")
+                          and list(w.options) != list(next(v for v in widgets(en) if v.key == w.key).options)}
+    assert translated_options and translated_options <= set(app.TRANSLATED_CHOICES)  # kept across a switch
     assert zh.sidebar.selectbox(key="preset").label == ZH("preset")
     assert zh.title[0].value == ZH("title")
     assert [t.label for t in zh.tabs][0] == ZH("tab_breakdowns")
     assert_card_shows(zh, request_for(), tr=ZH)
     assert ZH("card_time") in card(zh) and EN("card_time") not in card(zh)
+    # The open tab and the choices survive a switch (the browser holds both as labels).
+    at = open_tab(run_app(objective="time"), "tab_why_not")
+    at.sidebar.radio(key="lang").set_value("zh").run()
+    assert at.session_state["main_tab"] == ZH("tab_why_not") and at.selectbox(key="why_not_gpu").label == ZH("why_not_gpu")
+    assert at.sidebar.radio(key="objective").value == "time"
 
 
 def test_custom_dimensions_are_planned_as_given():
@@ -213,6 +242,15 @@ def test_bad_uploads_show_a_clear_error(content, message):
     assert at.info[0].value == EN("fix_inputs")
 
 
+def test_a_preset_change_fits_the_sequence_to_the_model_context():
+    at = run_app(preset="llama3.2-1b", seq_len=8192)
+    assert not at.sidebar.warning
+    at.sidebar.selectbox(key="preset").set_value("gpt3-125m").run()  # context 2048
+    assert at.sidebar.selectbox(key="seq_len").value == 2048 and not at.sidebar.warning
+    at.sidebar.selectbox(key="seq_len").set_value(4096).run()
+    assert [w.value for w in at.sidebar.warning] == [EN("seq_too_long", seq_len=4096, model="gpt3-125m", limit=2048)]
+
+
 def test_bought_gpus_are_priced_by_the_documented_formula():
     at = run_app(pricing="bought", gpus=["h100-sxm"], **{"purchase_h100-sxm": 40000.0, "tco_utilisation": 0.5})
     tco = TcoAssumptions()
@@ -225,7 +263,7 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
 
 
 def test_why_not_panel_shows_the_explore_answer():
-    at = run_app()
+    at = open_tab(run_app(), "tab_why_not")
     chosen = card(at)[EN("card_gpus")].split(" × ")[1]
     other = next(g for g in GPUS if g != chosen)
     at.selectbox(key="why_not_gpu").set_value(other).run()
@@ -265,12 +303,12 @@ def test_local_gpu_panel_is_a_note_without_a_driver_and_a_run_button_with_gpus(m
     try:
         monkeypatch.setattr(detect, "detect_gpus", no_driver)
         st.cache_resource.clear()
-        at = run_app()
+        at = open_tab(run_app(), "tab_local")
         assert any(c.value == EN("no_local_gpus", reason="no NVIDIA driver found") for c in at.caption)
         assert not [b for b in at.button if b.key == "run_local"]
         monkeypatch.setattr(detect, "detect_gpus", one_h100)
         st.cache_resource.clear()
-        at = run_app()
+        at = open_tab(run_app(), "tab_local")
         assert table(at, EN("col_catalog")).iloc[0, 1] == "NVIDIA H100 80GB HBM3"
         assert at.button(key="run_local").label == EN("run_local", count=1, gpu="h100-sxm")
     finally:
@@ -357,3 +395,37 @@ def test_figures_carry_the_plan_numbers():
     step = charts.step_time_figure(plans, ZH)
     assert sum(t.y[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
     assert ZH("time_matmul") in {t.name for t in step.data}
+
+
+@pytest.mark.slow
+def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
+    """End to end on CPU: detected GPUs (faked) -> plan for them -> emitted job -> trainer.launch -> metrics."""
+    import os
+    import shutil
+    import signal
+
+    from planner import detect
+
+    def one_h100(catalog):
+        return [DetectedGPU(0, "NVIDIA H100 80GB HBM3", 80 * 2**30, "550.54", catalog.gpu("h100-sxm"))]
+
+    monkeypatch.setattr(detect, "detect_gpus", one_h100)
+    st.cache_resource.clear()
+    at = open_tab(run_app(preset="tiny", gpus=["h100-sxm"], seq_len=512, global_batch=8192, run_steps=2), "tab_local")
+    at.button(key="run_local").click().run()
+    run = at.session_state["local_run"]
+    try:
+        assert run.process.wait(timeout=180) == 0, (run.job_dir / "run.log").read_text()[-2000:]
+        at.run()
+        assert any(m.value.startswith(f"**{EN('run_finished', code=0)}**") for m in at.markdown)
+        metrics = charts.read_metrics(run.job_dir / "metrics.jsonl")
+        assert list(metrics["step"]) == [1, 2]
+        assert card(at)[EN("loss")] == f"{metrics['loss'].iloc[-1]:.4f}"
+        local = request_for(model=get_preset("tiny"), gpus={"h100-sxm": 1}, seq_len=512, global_batch_tokens=8192,
+                            max_gpus=1, top_k=0)
+        assert JobSpec.load(run.job_dir).plan == plan(local, settings=DEFAULT_SETTINGS).plan
+    finally:
+        if run.process.poll() is None:
+            os.killpg(run.process.pid, signal.SIGKILL)
+        shutil.rmtree(run.job_dir.parent, ignore_errors=True)
+        st.cache_resource.clear()

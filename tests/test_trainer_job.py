@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import types
 from pathlib import Path
 
 import pytest
@@ -258,9 +257,13 @@ def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer:
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer") == 3
     err = capsys.readouterr().err
     assert "measured_peak_gib: 91.5" in err and "--auto-replan" in err
-    monkeypatch.setitem(sys.modules, "planner.api", types.ModuleType("planner.api"))  # no replan() yet
+    from planner.ilp import Constraint, InfeasiblePlan
+
+    def nothing_fits(plan, report):
+        raise InfeasiblePlan(Constraint.MEMORY, "needs 95.0 GiB per GPU", "use more GPUs")
+    monkeypatch.setattr("planner.api.replan", nothing_fits)
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 3
-    assert "needs planner.api.replan" in capsys.readouterr().err
+    assert "no layout of" in capsys.readouterr().err
     assert JobSpec.load(fake_trainer).plan.training.micro_batch == 1
 
 
@@ -272,9 +275,7 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
         seen.append(correction)
         return plan.model_copy(update={"training": plan.training.model_copy(update={"micro_batch": 2})})
 
-    api = types.ModuleType("planner.api")
-    api.replan = replan
-    monkeypatch.setitem(sys.modules, "planner.api", api)
+    monkeypatch.setattr("planner.api.replan", replan)
     before = JobSpec.load(fake_trainer)
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 0
     assert seen == [{"measured_peak_gib": 91.5, "capacity_gib": 80}]

@@ -32,7 +32,7 @@ def test_native_param_count_matches_spec(preset):
     assert count_params(model) == spec.num_params()
 
 
-@pytest.mark.parametrize("preset", ["tiny", "llama-124m", "qwen2.5-7b"])
+@pytest.mark.parametrize("preset", ["tiny", "llama-124m", "qwen2.5-7b", "mistral-7b", "gpt3-125m", "mixtral-8x7b"])
 def test_hf_param_count_matches_spec(preset):
     spec = get_preset(preset)
     model = build_hf_model(spec, None, seq_len=128)
@@ -127,6 +127,13 @@ def test_hf_config_file_is_read_without_custom_code(tmp_path):
         load_hf_config(tiny_spec(), str(path), 16)
 
 
-def test_hf_impl_without_config_refuses_unknown_families():
+def test_hf_impl_without_config_refuses_unknown_architectures():
     with pytest.raises(ValueError, match="hf_config_path"):
-        build_hf_model(get_preset("gpt3-125m"), None, seq_len=16)
+        build_hf_model(tiny_spec(norm="layernorm"), None, seq_len=16)
+
+
+def test_hf_blocks_are_found_in_any_architecture():
+    for preset in ("tiny", "gpt3-125m"):
+        spec = get_preset(preset)
+        blocks = block_container(build_hf_model(spec, None, seq_len=16))
+        assert len(blocks) == spec.num_layers and isinstance(blocks, torch.nn.ModuleList)

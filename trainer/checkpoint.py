@@ -134,7 +134,12 @@ class CheckpointManager:
             error = exc
         if not _all_true(error is None, self.device):
             self._abandon(tmp, step, error)
-        self._write_manifest_and_publish(tmp, final)
+        try:
+            self._write_manifest_and_publish(tmp, final)
+        except OSError as exc:   # rank 0 only: the others learn of it below
+            error = exc
+        if not _all_true(error is None, self.device):
+            self._abandon(tmp, step, error)
         self._prune()
         return final
 
@@ -167,6 +172,7 @@ class CheckpointManager:
         raise RuntimeError(f"writing checkpoint {tmp} failed ({detail}); previous checkpoints kept ({kept})")
 
     def _write_manifest_and_publish(self, tmp: Path, final: Path) -> None:
+        """Hash in parallel; rank 0 writes the manifest last, then renames (the commit point)."""
         files = _files_of(tmp)
         share = _hash_share(tmp, files, self.rank, self.world)
         shares: list[dict] = [{} for _ in range(self.world)]
@@ -183,7 +189,6 @@ class CheckpointManager:
                 shutil.rmtree(final)
             os.rename(tmp, final)
             _fsync_dir(self.ckpt_dir)
-        dist.barrier()
 
     def _prune(self) -> None:
         if self.rank != 0:

@@ -21,20 +21,28 @@ from planner.model_spec import ModelSpec
 
 
 def _config_from_spec(spec: ModelSpec, seq_len: int):
-    """A transformers config with exactly the spec's shapes (Llama, Mistral or Qwen2 families)."""
-    from transformers import LlamaConfig, Qwen2Config
+    """A transformers config with exactly the spec's shapes, for the families presets use."""
+    import transformers
 
+    if spec.family == "gpt2":
+        return transformers.GPT2Config(n_embd=spec.hidden_size, n_layer=spec.num_layers, n_head=spec.num_heads,
+                                       n_inner=spec.ffn_hidden_size, n_positions=max(spec.max_seq_len, seq_len),
+                                       vocab_size=spec.vocab_size, tie_word_embeddings=spec.tied_embeddings,
+                                       use_cache=False)
     common = dict(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.ffn_hidden_size,
                   num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
                   num_key_value_heads=spec.num_kv_heads, head_dim=spec.dim_head,
                   max_position_embeddings=max(spec.max_seq_len, seq_len), tie_word_embeddings=spec.tied_embeddings,
                   use_cache=False)
-    llama_like = spec.mlp == "swiglu" and spec.norm == "rmsnorm" and spec.position == "rope" \
-        and not spec.mlp_bias and not spec.norm_bias and not spec.is_moe and not spec.embedding_norm
-    if llama_like and spec.qkv_bias and not spec.out_bias:
-        return Qwen2Config(**common)
-    if llama_like and spec.qkv_bias == spec.out_bias:
-        return LlamaConfig(attention_bias=spec.qkv_bias, **common)
+    swiglu = spec.mlp == "swiglu" and spec.norm == "rmsnorm" and spec.position == "rope" \
+        and not spec.norm_bias and not spec.embedding_norm
+    if swiglu and spec.family == "mixtral" and not (spec.qkv_bias or spec.out_bias or spec.mlp_bias):
+        return transformers.MixtralConfig(**common, num_local_experts=spec.num_experts,
+                                          num_experts_per_tok=spec.experts_per_token)
+    if swiglu and not spec.is_moe and spec.qkv_bias and not spec.out_bias and not spec.mlp_bias:
+        return transformers.Qwen2Config(**common)
+    if swiglu and not spec.is_moe and spec.qkv_bias == spec.out_bias:
+        return transformers.LlamaConfig(attention_bias=spec.qkv_bias, mlp_bias=spec.mlp_bias, **common)
     raise ValueError(f"model {spec.name!r} (family {spec.family}) has no built-in transformers config here; "
                      f"plan it from its config.json (hf_config_path) to train it with impl 'hf'")
 
@@ -73,8 +81,10 @@ def build_hf_model(spec: ModelSpec, hf_config_path: str | None, seq_len: int) ->
 
 
 def hf_init_rule(model: nn.Module):
-    """transformers' default initialisation (normal(0, initializer_range) for linear and embedding
-    weights, zero biases, unit norms) as a per-parameter rule for ``init_parameters``."""
+    """transformers' default initialisation as a per-parameter rule for ``init_parameters``:
+    normal(0, initializer_range) weight matrices (linear, Conv1D, embeddings), zero biases,
+    unit norm weights. (Model-specific refinements such as GPT-2's scaled residual
+    projections are not reproduced; they matter for training from scratch only.)"""
     std = getattr(model.config, "initializer_range", None) or 0.02
 
     def rule(name: str, owner: nn.Module):
@@ -83,7 +93,7 @@ def hf_init_rule(model: nn.Module):
             return (lambda t, g: nn.init.ones_(t)) if leaf == "weight" else (lambda t, g: nn.init.zeros_(t))
         if leaf == "bias":
             return lambda t, g: nn.init.zeros_(t)
-        if isinstance(owner, (nn.Linear, nn.Embedding)):
+        if getattr(owner, leaf).ndim >= 2:
             return lambda t, g: nn.init.normal_(t, std=std, generator=g)
         raise ValueError(f"{type(model).__name__}: no initialisation rule for parameter {name} "
                          f"of {type(owner).__name__}")

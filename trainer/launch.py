@@ -169,17 +169,15 @@ def _print_report(job_dir: Path, report: dict) -> None:
 
 
 def replan_job(job_dir: Path, spec: JobSpec, report: dict) -> JobSpec | None:
-    """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if unavailable."""
+    """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if none fits."""
+    from planner import api
+    from planner.ilp import InfeasiblePlan
     try:
-        from planner import api
-    except ImportError:
-        api = None
-    replan = getattr(api, "replan", None)
-    if replan is None:
-        print("trainplan: automatic replanning needs planner.api.replan, which this installation lacks; "
-              "plan again with the measured numbers above", file=sys.stderr)
+        new_plan = api.replan(spec.plan, report)
+    except InfeasiblePlan as exc:
+        print(f"trainplan: no layout of {spec.plan.num_gpus} x {spec.plan.gpu} fits the measured memory: {exc}",
+              file=sys.stderr)
         return None
-    new_plan = replan(spec.plan, report)
     from trainer.job import emit_job
     history = _next_free(Path(job_dir), "job.replan-{}.json")
     shutil.copyfile(Path(job_dir) / "job.json", history)

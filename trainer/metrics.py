@@ -30,7 +30,7 @@ class StepMetrics:
     step_s: float
     tokens_per_s: float
     mfu: float | None
-    peak_mem_gib: float | None
+    peak_mem_gib: float | None          # rank 0's max_memory_allocated during the step (CUDA)
     gpu_util: float | None
     power_w: float | None
     skipped: bool = False               # NaN/inf loss or gradients: no optimizer update

@@ -99,10 +99,14 @@ def init_distributed(device_type: str) -> None:
 
 
 def block_container(model: nn.Module) -> nn.Module:
-    """The ModuleDict (native) or ModuleList (HF) holding the transformer blocks."""
-    if hasattr(model, "layers"):
+    """The ModuleDict (native) or ModuleList (HF: the one list with one entry per layer) of blocks."""
+    if isinstance(getattr(model, "layers", None), nn.ModuleDict):
         return model.layers
-    return model.model.layers
+    num_layers = model.config.num_hidden_layers
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == num_layers]
+    if len(lists) != 1:
+        raise ValueError(f"{type(model).__name__}: cannot tell which module list holds its {num_layers} blocks")
+    return lists[0]
 
 
 def replace_blocks(model: nn.Module, wrap) -> None:

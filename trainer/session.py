@@ -1,4 +1,4 @@
-"""The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop and finish."""
+"""The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop, save and report."""
 from __future__ import annotations
 
 import math
@@ -67,11 +67,11 @@ class Session:
             job, Path(job_dir), device, layout, meshes, model
         self.run, self.plan, self.training = job.run, job.plan, job.plan.training
         self.is_rank0 = dist.get_rank() == 0
-        # Collectives on CPU tensors need gloo; NCCL needs CUDA tensors.
         self.state = TrainState()
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
         self._build_optimizer()
         self._prepare_data()
+        # Its small collectives use tensors on ``device``: CPU for gloo, CUDA for NCCL.
         self.ckpt = CheckpointManager(self.job_dir / "ckpt", self.run.keep_checkpoints, device)
         self.preemption = PreemptionFlag()
         self.step_times: list[float] = []
@@ -103,7 +103,8 @@ class Session:
                                                kind, pipeline_loss_fn(self.scaler))
         native = self.training.impl == Implementation.NATIVE
         self.stepper = Stepper(self.model, self.optimizer, self.scheduler, self.scaler, self.layout, self.meshes,
-                               self.device, self.run.grad_clip, schedule, uses_loss_parallel(self.layout, native))
+                               self.device, self.run.grad_clip, schedule, self.training.grad_accum,
+                               uses_loss_parallel(self.layout, native))
 
     def _prepare_data(self) -> None:
         """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank."""
@@ -179,6 +180,8 @@ class Session:
         num_steps = min(self.run.probe_steps, self.run.steps - self.state.step)
         if num_steps <= 0:
             return None
+        if self.device.type == "cuda":   # measure the steps, not model building or checkpoint loading
+            torch.cuda.reset_peak_memory_stats(self.device)
         try:
             outcome = self.run_steps(self.state.step + num_steps)
         except torch.OutOfMemoryError as exc:
@@ -273,7 +276,7 @@ class Session:
         if self.peak_flops:
             mfu = self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops)
         util, power = self.gpu.sample() if self.gpu is not None else (None, None)
-        return StepMetrics(step=self.state.step, loss=result.loss, lr=self.scheduler.get_last_lr()[0],
+        return StepMetrics(step=self.state.step, loss=result.loss, lr=result.lr,
                            grad_norm=result.grad_norm, step_s=step_s, tokens_per_s=tokens_per_s, mfu=mfu,
                            peak_mem_gib=self._track_memory(), gpu_util=util, power_w=power, skipped=result.skipped,
                            loss_scale=self.scaler.scale if self.scaler.enabled else None, val_loss=val_loss)
@@ -310,9 +313,9 @@ class Session:
         self.metrics.log_scalar("val/loss", val_loss, self.state.step)
         return val_loss
 
-    # ------------------------------------------------------------------ finish
+    # ------------------------------------------------------------------ save and report
 
-    def finish(self, outcome: Outcome) -> None:
+    def save_and_report(self, outcome: Outcome) -> None:
         """Save (except after divergence, which keeps the last good checkpoint), test, report."""
         if outcome == Outcome.DIVERGED:
             kept = self.last_saved_step

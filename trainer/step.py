@@ -36,6 +36,7 @@ def _local(value: torch.Tensor) -> torch.Tensor:
 @dataclass(frozen=True)
 class StepResult:
     loss: float          # mean over the global batch (nan/inf when not finite)
+    lr: float            # the learning rate this step used
     grad_norm: float     # before clipping, unscaled
     skipped: bool        # no optimizer update
     overflow: bool       # fp16 only: gradients overflowed at a finite loss (scale lowered)
@@ -44,10 +45,11 @@ class StepResult:
 class Stepper:
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, scaler: LossScaler,
                  layout: Layout, meshes: Meshes, device: torch.device, grad_clip: float,
-                 pipeline_schedule=None, use_loss_parallel: bool = False):
+                 pipeline_schedule=None, pipeline_microbatches: int = 1, use_loss_parallel: bool = False):
         self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
         self.layout, self.meshes, self.device, self.grad_clip = layout, meshes, device, grad_clip
         self.schedule = pipeline_schedule
+        self.pipeline_microbatches = pipeline_microbatches
         self.use_loss_parallel = use_loss_parallel
         self.params = [p for p in model.parameters() if p.requires_grad]
         pp_rank = meshes.pp.get_local_rank()
@@ -77,7 +79,7 @@ class Stepper:
             labels = torch.cat([y for _, y in batches]).to(self.device, non_blocking=True)
             with self._context(input_ids, labels):
                 loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=True)
-            return loss / self.scaler.scale if loss is not None else torch.zeros((), device=self.device)
+            return _local(loss) / self.scaler.scale if loss is not None else torch.zeros((), device=self.device)
         total = torch.zeros((), device=self.device)
         for index, (input_ids, labels) in enumerate(batches):
             input_ids = input_ids.to(self.device, non_blocking=True)
@@ -104,6 +106,7 @@ class Stepper:
                                      self.device)
         loss_value, norm_value = loss.item(), grad_norm.item()
         finite = math.isfinite(loss_value) and math.isfinite(norm_value)
+        lr = self.optimizer.param_groups[0]["lr"]
         if finite:
             clip_gradients(self.params, self.grad_clip, norm_value)
             self.optimizer.step()
@@ -111,7 +114,7 @@ class Stepper:
         self.scaler.update(found_non_finite=not finite)
         self.optimizer.zero_grad(set_to_none=True)
         overflow = self.scaler.enabled and not finite and math.isfinite(loss_value)
-        return StepResult(loss=loss_value, grad_norm=norm_value, skipped=not finite, overflow=overflow)
+        return StepResult(loss=loss_value, lr=lr, grad_norm=norm_value, skipped=not finite, overflow=overflow)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -121,14 +124,14 @@ class Stepper:
         self.model.eval()
         total, count = torch.zeros((), device=self.device), 0
         if self.schedule is not None:
-            group = self.schedule._n_microbatches
+            group = self.pipeline_microbatches
             for start in range(0, len(batches) - group + 1, group):
                 chunk = batches[start:start + group]
                 input_ids = torch.cat([x for x, _ in chunk]).to(self.device)
                 labels = torch.cat([y for _, y in chunk]).to(self.device)
                 with self._context(input_ids, labels):
                     loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=False)
-                total += (loss / self.scaler.scale) if loss is not None else 0.0
+                total += (_local(loss) / self.scaler.scale) if loss is not None else 0.0
                 count += 1
         else:
             for input_ids, labels in batches:

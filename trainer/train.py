@@ -1,8 +1,8 @@
 """Run one plan as a real FSDP2 job: ``python -m trainer.train JOB_DIR [--device cpu|cuda] [--steps K]``.
 
-Started by torchrun (one process per GPU). ``train`` reads as its phases: build the mesh,
-build the model (meta device), shard and initialise it, load the latest good checkpoint,
-probe the plan, run the loop, save and report.
+Started by torchrun (one process per GPU). ``train`` reads as its phases: check the plan,
+build the mesh, build the model (meta device), shard and initialise it, load the latest
+good checkpoint, probe the plan, run the loop, save and report.
 
 Exit codes (per worker): 0 done / early-stopped / preempted by SIGTERM after saving;
 2 the job or plan is invalid here (one-line message); 3 the probe found that the plan does not
@@ -38,10 +38,6 @@ class Runtime:
     device: torch.device
     rank: int
     world_size: int
-
-    @property
-    def is_rank0(self) -> bool:
-        return self.rank == 0
 
 
 def setup_runtime(device_type: str, seed: int) -> Runtime:
@@ -84,7 +80,7 @@ def build_model(job: JobSpec, layout: Layout, meshes: Meshes) -> torch.nn.Module
 
 
 def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Meshes, device: torch.device) -> None:
-    """fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP, then materialise and initialise."""
+    """Still on meta: fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP (torchtitan's order)."""
     training, native = job.plan.training, job.plan.training.impl == Implementation.NATIVE
     if training.precision == Precision.FP8:
         apply_fp8(model)
@@ -99,6 +95,11 @@ def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Me
         apply_compile(model)
     apply_data_parallel(model, meshes, layout, training.precision, offload=training.offload,
                         pin_memory=device.type == "cuda")
+
+
+def initialise_model(model: torch.nn.Module, job: JobSpec, device: torch.device) -> None:
+    """Allocate this rank's shards, fill them (layout-independent init), load pretrained weights."""
+    training, native = job.plan.training, job.plan.training.impl == Implementation.NATIVE
     # With CPU offload the sharded parameters live in host memory; FSDP moves what it gathers.
     model.to_empty(device="cpu" if training.offload else device)
     if native:
@@ -119,13 +120,14 @@ def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
     meshes = build_meshes(layout, runtime.device.type)
     model = build_model(job, layout, meshes)
     shard_model(model, job, layout, meshes, runtime.device)
+    initialise_model(model, job, runtime.device)
     session = Session(job, job_dir, runtime.device, layout, meshes, model)
     try:
         session.load_checkpoint()
         outcome = session.probe()
         if outcome is None:
             outcome = session.loop()
-        session.finish(outcome)
+        session.save_and_report(outcome)
     finally:
         session.close()
     return EXIT_DIVERGED if outcome == Outcome.DIVERGED else EXIT_OK

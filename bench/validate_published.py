@@ -1,0 +1,102 @@
+"""Published large-scale training runs against trainplan's step-time model: prints the table.
+
+    python bench/validate_published.py                  # markdown table + summary on stdout
+    python bench/validate_published.py --write-docs     # also refresh docs/validation.md
+
+Each row is predicted with the settings profile of its software stack (planner.published).
+Errors are (predicted - measured) / measured tokens/s per GPU, which equals the TFLOP/s error
+in the source's own FLOP convention.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from planner.published import (DEFAULT_PUBLISHED_RUNS, PublishedComparison, SkippedRow, compare_published,
+                               mean_abs_error, read_published_runs)
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- published-table:start -->", "<!-- published-table:end -->"
+
+
+def _tflops(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
+
+
+def _config(c: PublishedComparison) -> str:
+    t = c.run.training
+    return (f"{c.run.layout.describe()}, mb {t.micro_batch} x {t.grad_accum}, "
+            f"{t.activation_checkpointing.value} recompute, {t.precision.value}")
+
+
+def row_table(comparisons: list[PublishedComparison]) -> list[str]:
+    lines = ["| row | source | model | GPUs | layout | stack | measured tok/s/GPU | predicted | error % "
+             "| TFLOP/s meas / pred (convention) | scored | notes |",
+             "|---|---|---|---|---|---|---:|---:|---:|---|---|---|"]
+    for c in comparisons:
+        r = c.run
+        flops = (f"{_tflops(r.measured_tflops_per_gpu) or '-'} / {_tflops(c.predicted_tflops_per_gpu)}"
+                 f" ({r.convention.value})" if r.convention else "")
+        notes = "; ".join([*r.inferred, *([] if c.fits else ["memory model: does not fit"])])
+        lines.append(f"| {r.row_id} | {r.source} | {r.model_name} | {r.num_gpus} x {r.gpu_id} | {_config(c)} "
+                     f"| {r.stack.value} | {r.measured_tokens_per_s_per_gpu:,.1f} "
+                     f"| {c.predicted_tokens_per_s_per_gpu:,.1f} | {100 * c.error:+.1f} | {flops} "
+                     f"| {'yes' if c.excluded is None else 'no: ' + c.excluded} | {notes} |")
+    return lines
+
+
+def summary(comparisons: list[PublishedComparison], skipped: list[SkippedRow]) -> list[str]:
+    scored = [c for c in comparisons if c.excluded is None]
+    groups: dict[tuple[str, str], list[PublishedComparison]] = defaultdict(list)
+    for c in comparisons:
+        groups[(c.run.source, c.excluded or "scored")].append(c)
+    lines = ["| source | rows | scored? | mean abs error % | mean signed error % | worst % |",
+             "|---|---:|---|---:|---:|---:|"]
+    for (source, status), rows in groups.items():
+        signed = sum(c.error for c in rows) / len(rows)
+        worst = max(rows, key=lambda c: abs(c.error)).error
+        lines.append(f"| {source} | {len(rows)} | {'yes' if status == 'scored' else 'no: ' + status} "
+                     f"| {100 * mean_abs_error(rows):.1f} | {100 * signed:+.1f} | {100 * worst:+.1f} |")
+    signed = sum(c.error for c in scored) / len(scored)
+    lines.append(f"| **all comparable** | **{len(scored)}** | yes | **{100 * mean_abs_error(scored):.1f}** "
+                 f"| **{100 * signed:+.1f}** | {100 * max(scored, key=lambda c: abs(c.error)).error:+.1f} |")
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for s in skipped:
+        reasons[s.reason.value].append(str(s.row_id))
+    lines += ["", "Rows not predicted at all:", ""]
+    lines += [f"- {reason}: {len(rows)} ({', '.join(rows)})" for reason, rows in reasons.items()]
+    return lines
+
+
+def render(path: Path = DEFAULT_PUBLISHED_RUNS) -> str:
+    runs, skipped = read_published_runs(path)
+    comparisons = compare_published(runs)
+    return "\n".join([*summary(comparisons, skipped), "", *row_table(comparisons)])
+
+
+def write_docs(table: str, docs: Path = DOCS) -> None:
+    """Replace the generated block of docs/validation.md (between the two markers)."""
+    text = docs.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{docs}: markers {START} / {END} not found")
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    docs.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=DEFAULT_PUBLISHED_RUNS)
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the table in {DOCS}")
+    args = parser.parse_args(argv)
+    table = render(args.csv)
+    print(table)
+    if args.write_docs:
+        write_docs(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

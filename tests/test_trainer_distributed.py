@@ -1,0 +1,164 @@
+"""Multi-process training on CPU (torchrun, gloo): every layout, kill-and-resume, SIGTERM.
+
+All runs see the same global batch (4 sequences of 32 tokens per step, ordered by the
+data loader) and the same initial weights (initialisation does not depend on the layout),
+and use a constant learning rate after warm-up. So, up to floating-point summation order,
+every layout must reproduce the reference FSDP run step by step. This checks much more
+than "the loss falls": a layout that dropped a gradient, double-counted a replica or
+mis-split a pipeline would drift from the reference within a few steps.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from planner.layout import Layout
+from trainer.checkpoint import list_checkpoints
+from trainer.train import EXIT_OK, main
+
+from conftest_trainer import (describe, in_process, kill_tree, losses_by_step, read_metrics,  # noqa: F401
+                              run_torchrun, start_torchrun, wait_for, write_job)
+
+pytestmark = pytest.mark.slow
+
+# 4 sequences per step: micro_batch 1 x grad_accum x data-parallel degree = 4.
+COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
+REFERENCE_STEPS = 40
+LAYOUT_STEPS = 12
+
+
+def mean(values) -> float:
+    return sum(values) / len(values)
+
+
+def assert_learns(losses: dict[int, float]) -> None:
+    steps = sorted(losses)
+    first, last = mean([losses[s] for s in steps[:3]]), mean([losses[s] for s in steps[-3:]])
+    assert last < first - 0.5, f"loss did not fall: first steps {first:.3f}, last steps {last:.3f}"
+
+
+def assert_same_trajectory(losses: dict[int, float], reference: dict[int, float], tolerance: float) -> None:
+    assert sorted(losses) == list(range(1, len(losses) + 1))
+    worst = max(abs(losses[s] - reference[s]) for s in losses)
+    assert worst <= tolerance, f"differs from the reference FSDP run by up to {worst:.2e} (allowed {tolerance})"
+
+
+@pytest.fixture(scope="module")
+def reference_dir(tmp_path_factory) -> Path:
+    """FSDP over 2 ranks, 40 steps, a checkpoint every 5: the run every other one is compared with."""
+    job = write_job(tmp_path_factory.mktemp("reference"), Layout(dp_shard=2), 2, steps=REFERENCE_STEPS,
+                    grad_accum=2, checkpoint_every=5, **COMMON)
+    result = run_torchrun(job, 2)
+    assert result.returncode == 0, describe(result)
+    assert_learns(losses_by_step(job))
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [35, 40]   # keep_checkpoints=2
+    return job
+
+
+@pytest.fixture(scope="module")
+def reference(reference_dir) -> dict[int, float]:
+    return losses_by_step(reference_dir)
+
+
+LAYOUTS = {
+    "hsdp-2x2": (Layout(dp_replicate=2, dp_shard=2), 4, dict(grad_accum=1), 1e-3),
+    "fsdp2-x-tp2": (Layout(dp_shard=2, tp=2), 4, dict(grad_accum=2), 1e-3),
+    # Pipelines also evaluate (schedule.eval) every 6 steps; the TP one uses the vocabulary-parallel loss.
+    "pp2-gpipe-x-tp2": (Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4,
+                        dict(grad_accum=4, eval_every=6, eval_batches=4), 1e-3),
+    "pp2-1f1b-x-fsdp2": (Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4,
+                         dict(grad_accum=2, eval_every=6, eval_batches=2), 1e-3),
+    "ddp2-full-ac": (Layout(dp_replicate=2, sharding="none"), 2,
+                     dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
+    "zero1-selective-ac": (Layout(dp_shard=2, sharding="zero1"), 2,
+                           dict(grad_accum=2, activation_checkpointing="selective"), 1e-3),
+    # bf16 compute rounds differently from the fp32 reference; it must still follow it closely.
+    "zero2-bf16": (Layout(dp_shard=2, sharding="zero2"), 2, dict(grad_accum=2, precision="bf16"), 5e-2),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_layout_trains_like_the_reference(name, reference, tmp_path):
+    layout, nproc, training, tolerance = LAYOUTS[name]
+    job = write_job(tmp_path, layout, nproc, steps=LAYOUT_STEPS, **training, **COMMON)
+    result = run_torchrun(job, nproc)
+    assert result.returncode == 0, describe(result)
+    losses = losses_by_step(job)
+    assert_learns(losses)
+    assert_same_trajectory(losses, reference, tolerance)
+    if "eval_every" in training:
+        val_losses = [r["val_loss"] for r in read_metrics(job) if r["val_loss"] is not None]
+        assert len(val_losses) == 2 and val_losses[1] < val_losses[0] < 7.0
+
+
+def test_hf_model_under_tensor_parallel_matches_one_process(tmp_path, in_process):
+    """--impl hf with tp=2 (column/row-parallel projections) against the same model on one process."""
+    settings = dict(steps=6, impl="hf", **COMMON)
+    parallel = write_job(tmp_path / "tp2", Layout(dp_shard=1, tp=2), 2, grad_accum=4, **settings)
+    result = run_torchrun(parallel, 2)
+    assert result.returncode == 0, describe(result)
+    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=4, **settings)
+    assert main([str(single), "--device", "cpu"]) == EXIT_OK
+    assert_same_trajectory(losses_by_step(parallel), losses_by_step(single), 1e-4)
+
+
+def test_killed_run_resumes_exactly(reference, tmp_path):
+    """SIGKILL torchrun and its workers after the first checkpoint; the resumed run matches the reference."""
+    job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=REFERENCE_STEPS, grad_accum=2, checkpoint_every=5,
+                    **COMMON)
+    proc = start_torchrun(job, 2, tmp_path / "killed.log")
+    try:
+        wait_for(lambda: (job / "ckpt" / "step-000005").exists() or proc.poll() is not None, 120,
+                 "the first checkpoint", poll=0.02)
+    finally:
+        kill_tree(proc)
+        proc.wait(30)
+    steps_before_kill = len(read_metrics(job))
+    assert 5 <= steps_before_kill < REFERENCE_STEPS, (tmp_path / "killed.log").read_text()[-3000:]
+    result = run_torchrun(job, 2)
+    assert result.returncode == 0, describe(result)
+    assert "resumed from checkpoint step-0000" in result.stdout
+    losses = losses_by_step(job)
+    assert [r["step"] for r in read_metrics(job)] == list(range(1, REFERENCE_STEPS + 1))   # no duplicates
+    assert_same_trajectory(losses, reference, 1e-5)
+
+
+def test_checkpoint_resumes_on_a_different_layout(reference_dir, reference, tmp_path):
+    """Checkpoints hold layout-independent names and resharding DCP shards: an FSDP checkpoint
+    continues as a 2-stage pipeline (as after an automatic replan) on the same trajectory."""
+    shutil.copytree(reference_dir / "ckpt" / "step-000035", tmp_path / "ckpt" / "step-000035")
+    job = write_job(tmp_path, Layout(dp_shard=1, pp=2, pp_schedule="gpipe"), 2, steps=REFERENCE_STEPS,
+                    grad_accum=4, **COMMON)
+    result = run_torchrun(job, 2)
+    assert result.returncode == 0, describe(result)
+    assert "resumed from checkpoint step-000035" in result.stdout
+    losses = losses_by_step(job)
+    assert sorted(losses) == list(range(36, REFERENCE_STEPS + 1))
+    assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
+
+
+def test_sigterm_saves_and_exits_promptly(tmp_path):
+    job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=5000, grad_accum=2, **COMMON)
+    log = tmp_path / "run.log"
+    proc = start_torchrun(job, 2, log)
+    try:
+        wait_for(lambda: len(read_metrics(job)) >= 3 or proc.poll() is not None, 120, "three steps")
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)   # what a scheduler does; torchrun forwards it to the workers
+        proc.wait(60)
+        elapsed = time.monotonic() - signalled
+    finally:
+        kill_tree(proc)
+    output = log.read_text()
+    saved = [step for step, _ in list_checkpoints(job / "ckpt")]
+    assert len(saved) == 1 and 3 <= saved[0] < 5000, output[-3000:]
+    assert f"SIGTERM: saved checkpoint at step {saved[0]}; exiting" in output
+    assert elapsed < 30
+    manifest = json.loads((job / "ckpt" / f"step-{saved[0]:06d}" / "manifest.json").read_text())
+    assert {"rank-00000.pt", "rank-00001.pt", ".metadata"} <= set(manifest["files"])
+    assert not list(Path(job / "ckpt").glob("*.tmp"))

@@ -1,0 +1,262 @@
+"""Whole runs in this process (world size 1, gloo): outputs, NaN steps, disk full, corrupt checkpoints,
+probe OOM, early stopping, fp16, HF pretrained weights with frozen blocks, compiled blocks."""
+from __future__ import annotations
+
+import errno
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import trainer.checkpoint as checkpoint_module
+import trainer.step as step_module
+from planner.layout import Layout
+from trainer.checkpoint import list_checkpoints
+from trainer.job_spec import JobSpec
+from trainer.optim import lr_factor
+from trainer.train import EXIT_DISK_FULL, EXIT_DIVERGED, EXIT_OK, EXIT_REPLAN, main
+
+from conftest_trainer import in_process, losses_by_step, read_metrics, tiny_spec, write_job  # noqa: F401
+
+SINGLE = Layout(dp_shard=1)
+
+
+def train(job_dir: Path, *extra: str) -> int:
+    return main([str(job_dir), "--device", "cpu", *extra])
+
+
+def nan_at(monkeypatch, bad_calls: set[int]) -> None:
+    """Make the loss of the given (1-based) micro-batch calls NaN: a real non-finite forward."""
+    original, calls = step_module.cross_entropy, [0]
+
+    def cross_entropy(logits, labels):
+        calls[0] += 1
+        loss = original(logits, labels)
+        return loss * float("nan") if calls[0] in bad_calls else loss
+    monkeypatch.setattr(step_module, "cross_entropy", cross_entropy)
+
+
+def test_run_writes_metrics_validation_report_and_checkpoint(tmp_path, in_process):
+    job = write_job(tmp_path, SINGLE, 1, steps=8, eval_every=4, eval_batches=2, checkpoint_every=4)
+    run = JobSpec.load(job).run
+    assert train(job) == EXIT_OK
+    records = read_metrics(job)
+    assert [r["step"] for r in records] == list(range(1, 9))
+    assert [r["val_loss"] is not None for r in records] == [False, False, False, True] * 2
+    assert all(r["mfu"] is None and r["peak_mem_gib"] is None for r in records)   # CPU: no GPU numbers
+    assert [r["lr"] for r in records[:4]] == pytest.approx([1e-3, 2e-3, 3e-3, 3e-3 * lr_factor(3, run)])
+    validation = json.loads((job / "validation.json").read_text())
+    assert validation["measured"]["peak_gib"] is None and validation["measured"]["step_s"] > 0
+    report = json.loads((job / "report.json").read_text())
+    assert report["outcome"] == "completed" and report["steps_done"] == 8
+    assert report["losses"]["test_perplexity"] == pytest.approx(math.exp(report["losses"]["test"]))
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [4, 8]
+    assert (job / "ckpt" / "step-000008" / "manifest.json").exists()
+
+
+def test_non_finite_step_is_skipped_and_counted(tmp_path, in_process, monkeypatch):
+    job = write_job(tmp_path, SINGLE, 1, steps=6, probe_steps=0)
+    nan_at(monkeypatch, {3})
+    assert train(job) == EXIT_OK
+    records = read_metrics(job)
+    assert [r["skipped"] for r in records] == [False, False, True, False, False, False]
+    assert records[2]["loss"] == "nan" and records[2]["grad_norm"] is None
+    assert json.loads((job / "report.json").read_text())["bad_steps"] == 1
+
+
+def test_too_many_bad_steps_stop_and_keep_the_last_good_checkpoint(tmp_path, in_process, monkeypatch, capsys):
+    job = write_job(tmp_path, SINGLE, 1, steps=20, checkpoint_every=2, max_bad_steps=2, probe_steps=0)
+    nan_at(monkeypatch, set(range(4, 100)))
+    assert train(job) == EXIT_DIVERGED
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [2, 4]   # step 4 made no update: still good
+    assert "last good checkpoint: step-000004" in capsys.readouterr().out
+    assert len(read_metrics(job)) == 5
+
+
+def _fail_call(monkeypatch, owner, name: str, failing_call: int) -> None:
+    real, calls = getattr(owner, name), [0]
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == failing_call:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(owner, name, failing)
+
+
+@pytest.mark.parametrize("while_writing", ["shards", "manifest"])
+def test_disk_full_while_saving_keeps_the_previous_checkpoint(while_writing, tmp_path, in_process, monkeypatch,
+                                                              capsys):
+    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=2, probe_steps=0)
+    if while_writing == "shards":     # the second checkpoint's DCP write
+        _fail_call(monkeypatch, checkpoint_module.dcp, "save", 2)
+    else:   # fsync of the second checkpoint's directory after its manifest (before the rename)
+        _fail_call(monkeypatch, checkpoint_module, "_fsync_dir", 3)
+    assert train(job) == EXIT_DISK_FULL
+    assert "disk full while writing checkpoint" in capsys.readouterr().err
+    assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
+
+
+def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path, in_process, capsys):
+    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
+    assert train(job) == EXIT_OK
+    first = losses_by_step(job)
+    shard = job / "ckpt" / "step-000006" / "__0_0.distcp"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert train(job, "--steps", "8") == EXIT_OK
+    out = capsys.readouterr().out
+    assert "step-000006 is corrupt (__0_0.distcp does not match its sha256)" in out
+    assert "resumed from checkpoint step-000003" in out
+    assert [r["step"] for r in read_metrics(job)] == list(range(1, 9))   # each step once
+    resumed = losses_by_step(job)
+    for step in (4, 5, 6):                           # redone from step 3, identically
+        assert resumed[step] == pytest.approx(first[step], abs=1e-6)
+
+
+def test_probe_out_of_memory_asks_for_a_replan(tmp_path, in_process, monkeypatch):
+    job = write_job(tmp_path, SINGLE, 1, steps=6, probe_steps=2)
+
+    def out_of_memory(self, batches):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+    monkeypatch.setattr(step_module.Stepper, "train_step", out_of_memory)
+    assert train(job) == EXIT_REPLAN
+    replan = json.loads((job / "replan_needed.json").read_text())
+    assert replan["reason"].startswith("out of memory during the probe (CUDA out of memory")
+    assert replan["predicted"]["peak_gib"] > 0
+
+
+def test_early_stopping_after_patience_evaluations(tmp_path, in_process, monkeypatch):
+    job = write_job(tmp_path, SINGLE, 1, steps=20, eval_every=2, early_stop_patience=2, probe_steps=0)
+    val_losses = iter([3.0, 3.1, 2.9, 2.95, 3.0, 3.5, 3.6])
+    real_eval = step_module.Stepper.eval_loss
+
+    def eval_loss(self, batches):
+        real_eval(self, batches)
+        return next(val_losses)
+    monkeypatch.setattr(step_module.Stepper, "eval_loss", eval_loss)
+    assert train(job) == EXIT_OK
+    report = json.loads((job / "report.json").read_text())
+    # Evaluations at 2 (best), 4 (worse), 6 (best), 8 and 10 (worse twice): stop at 10.
+    assert report["outcome"] == "early_stopped" and report["steps_done"] == 10
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [10]
+
+
+def test_fp16_uses_dynamic_loss_scaling(tmp_path, in_process):
+    job = write_job(tmp_path, SINGLE, 1, steps=4, precision="fp16", probe_steps=0)
+    assert train(job) == EXIT_OK
+    records = read_metrics(job)
+    assert all(r["loss_scale"] is not None for r in records) and not any(r["skipped"] for r in records)
+    assert records[-1]["loss"] < records[0]["loss"]
+
+
+def test_cpu_offload_trains_like_the_default(tmp_path, in_process):
+    plain = write_job(tmp_path / "plain", SINGLE, 1, steps=3, probe_steps=0)
+    offload = write_job(tmp_path / "offload", SINGLE, 1, steps=3, probe_steps=0, offload=True)
+    assert train(plain) == EXIT_OK and train(offload) == EXIT_OK
+    assert losses_by_step(offload) == pytest.approx(losses_by_step(plain), abs=1e-6)
+
+
+def test_invalid_plan_exits_with_a_one_line_error(tmp_path, in_process, capsys):
+    job = write_job(tmp_path, Layout(dp_shard=1, cp=2), 2, steps=2)
+    assert train(job) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: plan: layout {Layout(dp_shard=1, cp=2).describe()} does not fit 1 processes: "
+                   "degrees multiply to 2 (dp_replicate=1 x dp_shard=1 x tp=1 x pp=1 x cp=2), not the world size 1"]
+
+
+def _hf_pretrained(tmp_path: Path):
+    transformers = pytest.importorskip("transformers")
+    from trainer.hf_model import _config_from_spec
+    torch.manual_seed(5)
+    model = transformers.AutoModelForCausalLM.from_config(_config_from_spec(tiny_spec(), 32))
+    model.save_pretrained(tmp_path / "pretrained", safe_serialization=True)
+    return model
+
+
+def _checkpoint_weights(step_dir: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+    dcp_to_torch_save(step_dir, tmp_path / "full.pt")
+    return torch.load(tmp_path / "full.pt", weights_only=False)["model"]
+
+
+def test_hf_impl_loads_pretrained_weights_and_freezes_blocks(tmp_path, in_process):
+    pretrained = _hf_pretrained(tmp_path)
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=3, impl="hf", freeze_layers=2, probe_steps=0,
+                    hf_weights=str(tmp_path / "pretrained"))
+    assert train(job) == EXIT_OK
+    # The first step's loss is the pretrained model's loss on the first batch.
+    from trainer.data import build_loader
+    run = JobSpec.load(job).run
+    input_ids, labels = next(build_loader(run, job, "train", 32, 2, 0, 1, 512))
+    with torch.no_grad():
+        expected = step_module.cross_entropy(pretrained(input_ids=input_ids).logits, labels).item()
+    assert read_metrics(job)[0]["loss"] == pytest.approx(expected, rel=1e-5)
+    trained = _checkpoint_weights(job / "ckpt" / "step-000003", tmp_path)
+    original = pretrained.state_dict()
+    for name in ("model.layers.0.mlp.up_proj.weight", "model.layers.1.self_attn.q_proj.weight"):
+        assert torch.equal(trained[name], original[name]), f"{name} is frozen"
+    for name in ("model.layers.2.mlp.up_proj.weight", "model.layers.3.self_attn.q_proj.weight"):
+        assert not torch.equal(trained[name], original[name]), f"{name} is trained"
+
+
+def test_hf_impl_trains_a_gpt2_architecture(tmp_path, in_process):
+    """Not only Llama: learned positions, LayerNorm, GeLU, Conv1D projections, tied head."""
+    spec = tiny_spec(name="tiny-gpt2", family="gpt2", num_layers=2, num_kv_heads=4, tied_embeddings=True, mlp="gelu",
+                     norm="layernorm", position="learned", qkv_bias=True, out_bias=True, mlp_bias=True,
+                     norm_bias=True)
+    job = write_job(tmp_path, Layout(dp_shard=1), 1, model=spec, steps=3, impl="hf", probe_steps=0,
+                    activation_checkpointing="full")
+    assert train(job) == EXIT_OK
+    losses = losses_by_step(job)
+    assert len(losses) == 3 and all(math.isfinite(v) for v in losses.values())
+
+
+def test_hf_weights_that_do_not_match_are_refused(tmp_path, in_process, capsys):
+    (tmp_path / "pretrained").mkdir()
+    from safetensors.torch import save_file
+    save_file({"model.embed_tokens.weight": torch.zeros(512, 256)}, str(tmp_path / "pretrained" / "model.safetensors"))
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, impl="hf", hf_weights=str(tmp_path / "pretrained"))
+    assert train(job) == 2
+    assert "weights do not match the model (missing ['lm_head.weight'" in capsys.readouterr().err
+
+
+def test_compiled_blocks_match_eager_under_fsdp(in_process):
+    """The per-block compile path (wrap before FSDP, names unchanged), with a fast backend.
+
+    Inductor's CPU C++ build takes ~40 s for one block, too slow for CI; the trainer uses
+    the same code with the default backend.
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from trainer.model import ModelArgs, Transformer, native_init_rule
+    from trainer.parallel import apply_compile, clean_name, init_parameters
+
+    dist.init_process_group("gloo")
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        args = ModelArgs.from_spec(tiny_spec(num_layers=2), seq_len=16)
+        models = [Transformer(args), Transformer(args)]
+        apply_compile(models[1], backend="aot_eager")
+        losses, grads = [], []
+        for model in models:
+            for block in model.layers.values():
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            init_parameters(model, seed=3, rule=native_init_rule(args))
+            tokens = torch.randint(0, 512, (2, 16), generator=torch.Generator().manual_seed(1))
+            loss = step_module.cross_entropy(model(tokens), tokens)
+            loss.backward()
+            losses.append(loss.item())
+            grads.append(model.layers["1"].feed_forward.w2.weight.grad.full_tensor())
+        assert type(models[1].layers["0"]).__name__.endswith("OptimizedModule")
+        assert {clean_name(n) for n, _ in models[1].named_parameters()} == {n for n, _ in models[0].named_parameters()}
+        assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+        torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-6)
+    finally:
+        dist.destroy_process_group()
