@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.candidates import Candidates
 from planner.estimate import divisible, estimate, job_totals, score
@@ -56,6 +56,13 @@ class PlanRequest(BaseModel):
     max_gpus: int = Field(4096, ge=1)
     top_k: int = Field(5, ge=0, le=100)
     solver: str = "auto"
+
+    @model_validator(mode="after")
+    def _check_sequence(self) -> "PlanRequest":
+        if self.seq_len > self.model.max_seq_len:
+            raise ValueError(f"seq_len {self.seq_len} exceeds {self.model.name}'s context of "
+                             f"{self.model.max_seq_len} tokens")
+        return self
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,8 @@ def app_command(port: int = typer.Option(8501), address: str = typer.Option("loc
     app_path = Path(__file__).resolve().parent.parent / "app.py"
     raise typer.Exit(subprocess.call([sys.executable, "-m", "streamlit", "run", str(app_path),
                                       "--server.address", address, "--server.port", str(port),
-                                      "--server.headless", "true", "--browser.gatherUsageStats", "false"]))
+                                      "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                                      "--server.maxUploadSize", "1", "--server.fileWatcherType", "none"]))
 
 
 def one_line(exc: BaseException) -> str:
@@ -272,8 +273,9 @@ def one_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     if hasattr(exc, "errors") and callable(exc.errors):
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
-        return f"{where}: {first.get('msg', lines[0] if lines else exc)}"
+        message = str(first.get("msg", lines[0] if lines else exc)).removeprefix("Value error, ")
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where}: {message}" if where else message
     return lines[0] if lines else exc.__class__.__name__
 
 
@@ -281,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: map user errors to one line + exit 2; let real bugs raise."""
     from pydantic import ValidationError
     try:
-        app(args=argv, standalone_mode=False, prog_name="trainplan")
+        code = app(args=argv, standalone_mode=False, prog_name="trainplan")
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
@@ -297,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
         print(f"trainplan: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

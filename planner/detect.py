@@ -94,5 +94,7 @@ def detect_gpus(catalog: Catalog) -> list[DetectedGPU]:
             memory = int(nvml.nvmlDeviceGetMemoryInfo(handle).total)
             found.append(DetectedGPU(index, name, memory, driver, match_gpu_name(name, memory, catalog)))
         return found
+    except nvml.NVMLError as exc:
+        raise NoGPUDriver(f"NVML could not read the GPUs ({exc}); check the NVIDIA driver") from None
     finally:
         nvml.nvmlShutdown()

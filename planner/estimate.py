@@ -144,6 +144,8 @@ def check_divisible(model: ModelSpec, c: Candidates, layout: Layout, training: T
                     gpu: GPUSpec) -> None:
     """Name the first structural problem of a single configuration (ValueError)."""
     checks = [
+        (training.seq_len <= model.max_seq_len,
+         f"seq_len {training.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"),
         (model.num_heads % layout.tp == 0, f"tp={layout.tp} does not divide num_heads={model.num_heads}"),
         (model.num_kv_heads % layout.tp == 0, f"tp={layout.tp} does not divide num_kv_heads={model.num_kv_heads}"),
         (model.ffn_hidden_size % layout.tp == 0, f"tp={layout.tp} does not divide ffn_hidden_size={model.ffn_hidden_size}"),

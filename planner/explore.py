@@ -99,9 +99,13 @@ def why_not(request: PlanRequest, gpu_id: str, *, catalog: Catalog | None = None
 
 
 def job_candidates(request: PlanRequest, name: str, catalog: Catalog, settings: ModelingSettings):
+    """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
     search = scored_search(request, catalog=catalog, settings=settings)
     deadline = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
-    return JobCandidates(name=name, table=search.table, deadline_s=deadline, budget_usd=request.budget_usd)
+    labels = np.full(len(search.table), "", dtype=object)
+    labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()
+    table = replace(search.table, label=labels)
+    return JobCandidates(name=name, table=table, deadline_s=deadline, budget_usd=request.budget_usd)
 
 
 def plan_portfolio(requests: dict[str, PlanRequest], inventory: dict[str, int], *, objective: str = "cost",

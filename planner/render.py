@@ -192,10 +192,10 @@ def portfolio(solution, *, as_json: bool) -> None:
                    "makespan_days": solution.makespan_s / 86400, "solver": solution.solver})
         return
     table = Table(title="portfolio on the shared inventory", title_justify="left")
-    for col in ("job", "GPU", "n", "start", "end", "cost"):
+    for col in ("job", "GPU", "n", "layout", "start", "end", "cost"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["job"], r["gpu"], str(r["num_gpus"]), f"day {r['start_days']:.1f}",
+        table.add_row(r["job"], r["gpu"], str(r["num_gpus"]), r["layout"], f"day {r['start_days']:.1f}",
                       f"day {r['end_days']:.1f}", money(r["cost_usd"]))
     out.print(table)
     out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / 86400:.1f}")

@@ -1,4 +1,4 @@
-"""Training data: read, clean, split, tokenise and pack documents; resumable per-rank loaders.
+"""Training data: split and pack documents into token shards; resumable per-rank loaders.
 
 ``prepare_data`` (global rank 0, before the others read) turns ``run.data`` into three packed
 token streams ``job_dir/data/{train,val,test}.bin`` plus ``meta.json``. ``build_loader`` gives
@@ -8,6 +8,9 @@ seed and the sequence's global index, so every rank and every resume sees the sa
 
 Loading runs in the calling process: a batch is one fancy-index into a memory map, far cheaper
 than a training step, so worker processes would add nothing but resume bookkeeping.
+
+Finding, reading, cleaning and tokenising the documents is :mod:`trainer.corpus`; its public
+names are re-exported here.
 """
 from __future__ import annotations
 
@@ -15,54 +18,43 @@ import hashlib
 import json
 import math
 import os
-import re
 import sys
-import unicodedata
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import numpy as np
 import torch
 
+from trainer.corpus import (BYTE_VOCAB_SIZE, EOS_TOKEN_NAMES, MAX_CONTROL_FRACTION, MAX_REPLACEMENT_FRACTION,
+                            MIN_LETTER_FRACTION, SUPPORTED_SUFFIXES, TXT_DOCUMENT_SEPARATOR, CleaningStats,
+                            Tokenizer, clean_documents, file_digest, is_garbled, list_input_files, normalise,
+                            read_documents)
 from trainer.job_spec import RunSettings
+
+__all__ = [
+    # this module: split, pack, load
+    "DATA_FORMAT_VERSION", "ENCODE_BATCH_DOCS", "NUM_SPLIT_BUCKETS", "NUM_TRAIN_BUCKETS", "SPLITS",
+    "SYNTHETIC_FOLLOW_PROB", "DataInfo", "ResumableLoader", "SplitInfo", "build_loader", "prepare_data",
+    "read_meta", "split_of", "synthetic_loss_floor",
+    # re-exported from trainer.corpus (read, clean, tokenise), where they used to live
+    "BYTE_VOCAB_SIZE", "EOS_TOKEN_NAMES", "MAX_CONTROL_FRACTION", "MAX_REPLACEMENT_FRACTION",
+    "MIN_LETTER_FRACTION", "SUPPORTED_SUFFIXES", "TXT_DOCUMENT_SEPARATOR", "CleaningStats", "Tokenizer",
+    "clean_documents", "is_garbled", "list_input_files", "normalise", "read_documents",
+]
 
 DATA_FORMAT_VERSION = 1
 SPLITS = ("train", "val", "test")
-SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".parquet")
 # 8:1:1 by document: a document's hash picks one of ten buckets, 0-7 train, 8 val, 9 test.
 NUM_SPLIT_BUCKETS = 10
 NUM_TRAIN_BUCKETS = 8
-# A .txt file is one document unless it contains this line, which separates documents.
-TXT_DOCUMENT_SEPARATOR = "<|endoftext|>"
-# A document is "garbled" when any of these is exceeded (fractions of its characters).
-MAX_REPLACEMENT_FRACTION = 0.01  # U+FFFD: bytes that were not valid UTF-8
-MAX_CONTROL_FRACTION = 0.01      # C0/C1 control characters other than tab and newlines
-MIN_LETTER_FRACTION = 0.25       # letters among non-whitespace characters (binary, symbol soup)
-# Byte-level fallback tokenizer: ids 0-255 are the bytes, 256 ends a document.
-BYTE_VOCAB_SIZE = 257
-EOS_TOKEN_NAMES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>")
 ENCODE_BATCH_DOCS = 256
 # Synthetic data: a token is followed by (token + stride) % vocab with this probability, else by
 # a uniform random token, so a model can learn something and the loss has a known floor.
 SYNTHETIC_FOLLOW_PROB = 0.75
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_LETTER_RE = re.compile(r"[^\W\d_]")
-_SPACE_RE = re.compile(r"\s+")
 _SPLIT_IDS = {name: index for index, name in enumerate(SPLITS)}
 _SYNTHETIC_STRIDE_STREAM = len(SPLITS)  # an RNG stream id no split uses
-
-
-@dataclass
-class CleaningStats:
-    """Document counts of the cleaning pass (filled in while streaming)."""
-
-    num_read: int = 0
-    num_empty: int = 0
-    num_garbled: int = 0
-    num_duplicates: int = 0
-    num_kept: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,144 +86,7 @@ class DataInfo:
         return None if info is None else max(0, (info.num_tokens - 1) // seq_len)
 
 
-# --------------------------------------------------------------------------- tokenizers
-
-
-class Tokenizer:
-    """A local ``tokenizer.json`` (Hugging Face ``tokenizers``) or the byte-level fallback."""
-
-    def __init__(self, path: str | None):
-        self.path = path
-        self._hf = None
-        if path is None:
-            self.vocab_size, self.eos_id, self.digest = BYTE_VOCAB_SIZE, BYTE_VOCAB_SIZE - 1, "byte-level"
-            return
-        from tokenizers import Tokenizer as HFTokenizer
-        try:
-            self._hf = HFTokenizer.from_file(path)
-        except Exception as exc:
-            raise ValueError(f"{path}: cannot load tokenizer ({str(exc).splitlines()[0]})") from None
-        self.vocab_size = self._hf.get_vocab_size(with_added_tokens=True)
-        eos = [self._hf.token_to_id(name) for name in EOS_TOKEN_NAMES]
-        if all(token_id is None for token_id in eos):
-            raise ValueError(f"{path}: tokenizer has no end-of-document token (one of {', '.join(EOS_TOKEN_NAMES)})")
-        self.eos_id = next(token_id for token_id in eos if token_id is not None)
-        self.digest = _file_digest(Path(path))
-
-    def check_fits(self, model_vocab_size: int) -> None:
-        if self.vocab_size > model_vocab_size:
-            raise ValueError(f"{self.path or 'byte-level tokenizer'}: {self.vocab_size} tokens do not fit the "
-                             f"model's vocab_size {model_vocab_size}")
-
-    def encode_documents(self, texts: list[str], dtype: np.dtype) -> list[np.ndarray]:
-        """Token ids of each document followed by the end-of-document id."""
-        if self._hf is None:
-            encoded = [np.frombuffer(text.encode("utf-8"), dtype=np.uint8) for text in texts]
-        else:
-            encoded = [np.asarray(enc.ids, dtype=np.int64)
-                       for enc in self._hf.encode_batch(texts, add_special_tokens=False)]
-        return [np.append(ids.astype(dtype), np.array([self.eos_id], dtype=dtype)) for ids in encoded]
-
-    @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(np.uint16 if self.vocab_size <= 2**16 else np.uint32)
-
-
-# --------------------------------------------------------------------------- reading and cleaning
-
-
-def list_input_files(source: Path) -> list[Path]:
-    """The files ``run.data`` names: itself, or every supported file under it, sorted."""
-    if source.is_file():
-        if source.suffix not in SUPPORTED_SUFFIXES:
-            raise ValueError(f"{source}: unsupported data file (use {', '.join(SUPPORTED_SUFFIXES)})")
-        return [source]
-    if not source.is_dir():
-        raise ValueError(f"{source}: data path does not exist (give a file, a directory or 'synthetic')")
-    files = sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in SUPPORTED_SUFFIXES
-                   and not any(part.startswith(".") for part in p.relative_to(source).parts))
-    if not files:
-        raise ValueError(f"{source}: no {', '.join(SUPPORTED_SUFFIXES)} files found")
-    return files
-
-
-def read_documents(path: Path) -> Iterator[str]:
-    """Raw document texts of one file; undecodable bytes become U+FFFD (then count as garbled)."""
-    if path.suffix == ".txt":
-        text = path.read_text(encoding="utf-8", errors="replace")
-        yield from re.split(r"^" + re.escape(TXT_DOCUMENT_SEPARATOR) + r"[ \t]*$", text, flags=re.M)
-    elif path.suffix == ".jsonl":
-        yield from _read_jsonl(path)
-    else:
-        yield from _read_parquet(path)
-
-
-def _read_jsonl(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line_no, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: invalid JSON ({exc.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("text", 0), (str, type(None))):
-                raise ValueError(f"{path}:{line_no}: expected an object with a string \"text\" field")
-            yield record.get("text") or ""
-
-
-def _read_parquet(path: Path) -> Iterator[str]:
-    import pyarrow.parquet as pq
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as exc:
-        raise ValueError(f"{path}: cannot read parquet file ({str(exc).splitlines()[0]})") from None
-    if "text" not in parquet.schema_arrow.names:
-        raise ValueError(f"{path}: parquet file has no \"text\" column (columns: {parquet.schema_arrow.names})")
-    for batch in parquet.iter_batches(columns=["text"], batch_size=1024):
-        for text in batch.column(0).to_pylist():
-            yield text if isinstance(text, str) else ""
-
-
-def normalise(text: str) -> str:
-    """The form duplicates are compared in: NFC, whitespace runs collapsed, ends stripped."""
-    return _SPACE_RE.sub(" ", unicodedata.normalize("NFC", text)).strip()
-
-
-def is_garbled(text: str) -> bool:
-    """True for mis-decoded, binary or symbol-soup text (see the thresholds above)."""
-    num_chars = len(text)
-    if text.count("\ufffd") > MAX_REPLACEMENT_FRACTION * num_chars:
-        return True
-    if len(_CONTROL_RE.findall(text)) > MAX_CONTROL_FRACTION * num_chars:
-        return True
-    num_visible = num_chars - text.count(" ") - sum(text.count(c) for c in "\n\t\r")
-    num_letters = num_chars - len(_LETTER_RE.sub("", text))
-    return num_letters < MIN_LETTER_FRACTION * max(1, num_visible)
-
-
-def clean_documents(texts: Iterable[str], stats: CleaningStats) -> Iterator[tuple[str, bytes]]:
-    """Drop empty, garbled and repeated documents; yield (stripped text, sha1 of normal form).
-
-    ``stats`` is updated in place, so the caller can report it after streaming.
-    """
-    seen: set[bytes] = set()
-    for text in texts:
-        stats.num_read += 1
-        normal = normalise(text)
-        if not normal:
-            stats.num_empty += 1
-            continue
-        if is_garbled(normal):
-            stats.num_garbled += 1
-            continue
-        digest = hashlib.sha1(normal.encode("utf-8")).digest()
-        if digest in seen:
-            stats.num_duplicates += 1
-            continue
-        seen.add(digest)
-        stats.num_kept += 1
-        yield text.strip(), digest
+# --------------------------------------------------------------------------- splits and shards
 
 
 def split_of(digest: bytes) -> str:
@@ -242,21 +97,13 @@ def split_of(digest: bytes) -> str:
     return "val" if bucket == NUM_TRAIN_BUCKETS else "test"
 
 
-# --------------------------------------------------------------------------- shards
-
-
-def _file_digest(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "blake2b").hexdigest()[:32]
-
-
 def _fingerprint(source: Path, files: list[Path], tokenizer: Tokenizer) -> str:
     """Hash of everything the shards depend on: input contents and names, tokenizer, rules."""
     rules = [DATA_FORMAT_VERSION, NUM_SPLIT_BUCKETS, NUM_TRAIN_BUCKETS, TXT_DOCUMENT_SEPARATOR,
              MAX_REPLACEMENT_FRACTION, MAX_CONTROL_FRACTION, MIN_LETTER_FRACTION, tokenizer.digest,
              str(tokenizer.dtype)]
     root = source if source.is_dir() else source.parent
-    inputs = [[str(p.relative_to(root)), _file_digest(p)] for p in files]
+    inputs = [[str(p.relative_to(root)), file_digest(p)] for p in files]
     return hashlib.blake2b(json.dumps([rules, inputs]).encode(), digest_size=16).hexdigest()
 
 

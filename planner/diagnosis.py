@@ -1,0 +1,250 @@
+"""Why the single-job model has no feasible row: which constraint binds, by how much, and a fix.
+
+:func:`planner.ilp.check_rows` evaluates every constraint per row into a :class:`RowChecks`;
+when no row passes them all, :func:`diagnose` re-imposes them one at a time and turns the
+first one that empties the candidate set into an :class:`InfeasiblePlan` with numbers and a
+fix. The rules are in docs/ilp.md ("Infeasibility diagnosis").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # annotations only: planner.ilp imports this module
+    from planner.ilp import CandidateTable
+
+__all__ = ["Constraint", "InfeasiblePlan", "RowChecks", "diagnose"]
+
+
+class Constraint(str, Enum):
+    """The constraints of the single-job model, in the order :func:`diagnose` re-imposes them."""
+
+    MEMORY = "memory"
+    DIVISIBILITY = "divisibility"
+    BATCH = "batch"
+    INVENTORY = "inventory"
+    DEADLINE = "deadline"
+    BUDGET = "budget"
+
+
+class InfeasiblePlan(Exception):
+    """No candidate satisfies every constraint: which one binds, by how much, and a fix."""
+
+    def __init__(self, constraint: Constraint, detail: str, fix: str, *,
+                 required: float | None = None, available: float | None = None) -> None:
+        super().__init__(f"{constraint.value}: {detail}; {fix}")
+        self.constraint = constraint
+        self.detail = detail
+        self.fix = fix
+        self.required = required    # e.g. GiB needed, GPUs needed, seconds, USD
+        self.available = available  # the matching limit
+
+    def __reduce__(self):  # keep the fields across pickling (process pools, caches)
+        return (type(self), (self.constraint, self.detail, self.fix),
+                {"required": self.required, "available": self.available})
+
+
+@dataclass(frozen=True, eq=False)
+class RowChecks:
+    """Per-row pass/fail of each constraint (bool arrays) and the limits they were checked against."""
+
+    memory: np.ndarray
+    divisibility: np.ndarray
+    batch: np.ndarray
+    gpu_type: np.ndarray   # the row's GPU type has a non-zero inventory
+    inventory: np.ndarray  # n_c <= inv[g(c)]
+    deadline: np.ndarray
+    budget: np.ndarray
+    inventory_limits: dict[str, int] | None
+    deadline_s: float | None
+    budget_usd: float | None
+
+    def passes(self, constraint: Constraint) -> np.ndarray:
+        return getattr(self, constraint.value)
+
+    def feasible(self) -> np.ndarray:
+        ok = self.gpu_type.copy()
+        for constraint in Constraint:
+            ok &= self.passes(constraint)
+        return ok
+
+
+
+def diagnose(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
+    """Name the constraint that empties the candidate set, with numbers and a fix.
+
+    Rows of GPU types outside the inventory are out of scope from the start. The constraints
+    are then re-imposed one at a time in :class:`Constraint` order (memory, divisibility,
+    batch, inventory, deadline, budget); the first one after which no row is left binds,
+    and its message is computed on the rows that passed the earlier ones.
+    """
+    passing = checks.gpu_type
+    if not passing.any():
+        return _explain_gpu_types(table, checks)
+    for constraint in Constraint:
+        narrowed = passing & checks.passes(constraint)
+        if not narrowed.any():
+            return _EXPLAIN[constraint](table, checks, passing)
+        passing = narrowed
+    raise AssertionError("diagnose() called on a table with a feasible row")
+
+
+def _explain_gpu_types(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
+    types = ", ".join(sorted(set(table.gpu_id.tolist()))) or "none"
+    return InfeasiblePlan(
+        Constraint.INVENTORY,
+        f"no candidate uses a GPU type in the inventory ({_inventory_text(checks)}); "
+        f"candidate GPU types: {types}", "add GPUs of one of those types to the inventory",
+        required=1, available=0)
+
+
+def _explain_memory(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    # Compare like with like: the smallest need on the allowed GPU type with the most memory.
+    capacity = float(np.max(table.capacity_gib[passing]))
+    largest = passing & (table.capacity_gib == capacity)
+    pool = np.flatnonzero(largest & checks.divisibility if (largest & checks.divisibility).any()
+                          else largest)
+    row = int(pool[np.argmin(table.memory_need_gib[pool])])
+    need = float(table.memory_need_gib[row])
+    detail = f"needs {need:.1f} GiB per GPU, the largest allowed GPU has {capacity:.1f} GiB"
+    if need <= capacity:
+        detail += " less the headroom the fit rule keeps free"
+    factor = 2 ** max(1, math.ceil(math.log2(max(need / capacity, 1.0))))
+    return InfeasiblePlan(Constraint.MEMORY, detail, _memory_fix(table, row, pool, factor),
+                          required=need, available=capacity)
+
+
+def _memory_fix(table: CandidateTable, row: int, pool: np.ndarray, factor: int) -> str:
+    if "dp_shard" not in table.extra or "tp" not in table.extra:
+        return (f"shard over about {factor}x more GPUs (FSDP or tensor parallel), "
+                "lower the micro-batch or checkpoint activations")
+    shards = max(int(table.extra["dp_shard"][row]), 1)
+    tp = max(int(table.extra["tp"][row]), 1)
+    fix = f"shard with FSDP over at least {shards * factor} GPUs"
+    if tp * factor <= int(np.max(table.extra["tp"][pool])):  # a tp degree the model allows
+        fix += f" or use tp={tp * factor}"
+    return fix
+
+
+def _explain_divisibility(table: CandidateTable, checks: RowChecks,
+                          passing: np.ndarray) -> InfeasiblePlan:
+    return InfeasiblePlan(
+        Constraint.DIVISIBILITY,
+        f"none of the {int(passing.sum())} candidates that fit in memory "
+        f"({_count_range(table, passing)} GPUs) has a valid layout (heads % tp, layers % pp, "
+        "degrees multiplying to the GPU count, tp within the scale-up domain)",
+        "allow other GPU counts or tp/pp degrees")
+
+
+def _explain_batch(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    return InfeasiblePlan(
+        Constraint.BATCH,
+        f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
+        "GPUs) reaches the target global batch within tolerance",
+        "widen the batch tolerance or pick a global batch the data-parallel degrees divide")
+
+
+def _explain_inventory(table: CandidateTable, checks: RowChecks,
+                       passing: np.ndarray) -> InfeasiblePlan:
+    limits = checks.inventory_limits or {}
+    best: tuple[float, str, int] | None = None
+    for gpu in sorted(set(table.gpu_id[passing].tolist())):
+        smallest = int(table.num_gpus[passing & (table.gpu_id == gpu)].min())
+        shortfall = smallest / limits[gpu]
+        if best is None or shortfall < best[0]:
+            best = (shortfall, gpu, smallest)
+    assert best is not None
+    _, gpu, smallest = best
+    return InfeasiblePlan(
+        Constraint.INVENTORY,
+        f"the smallest plan that fits needs {smallest} {gpu} GPUs, the inventory allows "
+        f"{gpu}<={limits[gpu]}", f"allow {smallest} {gpu} GPUs or a GPU type with more memory",
+        required=smallest, available=limits[gpu])
+
+
+def _explain_deadline(table: CandidateTable, checks: RowChecks,
+                      passing: np.ndarray) -> InfeasiblePlan:
+    T = table.time_to_train_s
+    fastest = float(T[passing].min())
+    assert checks.deadline_s is not None
+    fix = f"allow {_format_duration(fastest, round_up=True)}"
+    bigger = (checks.gpu_type & checks.memory & checks.divisibility & checks.batch
+              & ~checks.inventory & checks.deadline)
+    if bigger.any():  # more GPUs than the inventory has would meet the deadline
+        rows = np.flatnonzero(bigger)
+        row = int(rows[np.lexsort((T[rows], table.num_gpus[rows]))[0]])
+        fix += (f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in "
+                f"{_format_duration(float(T[row]))})")
+    elif checks.inventory_limits is not None:
+        fix += "; no candidate meets the deadline at any GPU count"
+    return InfeasiblePlan(
+        Constraint.DEADLINE, f"the fastest plan needs {_format_duration(fastest)} with the "
+        f"allowed inventory ({_inventory_text(checks)})", fix,
+        required=fastest, available=checks.deadline_s)
+
+
+def _explain_budget(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    C, T = table.cost_usd, table.time_to_train_s
+    cheapest = float(C[passing].min())
+    budget = checks.budget_usd
+    assert budget is not None
+    decimals = _distinguishing_decimals(cheapest, budget)
+    scope = "the cheapest plan that meets the deadline" if checks.deadline_s else "the cheapest plan"
+    fix = f"raise the budget to {_format_usd(cheapest, decimals, round_up=True)}"
+    if checks.deadline_s is not None:
+        within_budget = (checks.gpu_type & checks.memory & checks.divisibility & checks.batch
+                         & checks.inventory & checks.budget)
+        if within_budget.any():
+            fastest = float(T[within_budget].min())
+            fix += f" or extend the deadline to {_format_duration(fastest, round_up=True)}"
+    return InfeasiblePlan(
+        Constraint.BUDGET, f"{scope} costs {_format_usd(cheapest, decimals)} > "
+        f"{_format_usd(budget, decimals)}", fix, required=cheapest, available=budget)
+
+
+_EXPLAIN = {
+    Constraint.MEMORY: _explain_memory, Constraint.DIVISIBILITY: _explain_divisibility,
+    Constraint.BATCH: _explain_batch, Constraint.INVENTORY: _explain_inventory,
+    Constraint.DEADLINE: _explain_deadline, Constraint.BUDGET: _explain_budget,
+}
+
+
+def _inventory_text(checks: RowChecks) -> str:
+    if checks.inventory_limits is None:
+        return "no inventory limit"
+    return ", ".join(f"{gpu}<={count}" for gpu, count in checks.inventory_limits.items()) or "empty"
+
+
+def _count_range(table: CandidateTable, rows: np.ndarray) -> str:
+    low, high = int(table.num_gpus[rows].min()), int(table.num_gpus[rows].max())
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _format_duration(seconds: float, round_up: bool = False) -> str:
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2 * size or unit == "minutes":
+            value = seconds / size
+            return f"{math.ceil(value - 1e-9)} {unit}" if round_up else f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _format_usd(value: float, decimals: int = 1, round_up: bool = False) -> str:
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+        if abs(value) >= scale or scale == 1.0:
+            scaled = value / scale
+            if round_up:
+                scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
+            return f"${scaled:,.{decimals}f}{suffix}"
+    raise AssertionError("unreachable")
+
+
+def _distinguishing_decimals(first: float, second: float) -> int:
+    """Fewest decimals (1-4) that print two amounts differently."""
+    for decimals in range(1, 5):
+        if _format_usd(first, decimals) != _format_usd(second, decimals):
+            return decimals
+    return 4
