@@ -151,7 +151,7 @@ def test_interleaving_divides_the_bubble_by_vpp():
 
 
 def test_context_parallel_exchange_is_per_tensor_parallel_rank():
-    model = get_preset("llama3-8b")
+    model = get_preset("llama3.1-8b")  # 128K context
     tp1 = _step(Layout(cp=2, sharding=Sharding.ZERO1), 16, model, seq_len=65536, grad_accum=1)
     tp4 = _step(Layout(cp=2, tp=4, sharding=Sharding.ZERO1), 64, model, seq_len=65536, grad_accum=1)
     assert tp4["cp_comm"] < tp1["cp_comm"] / 2

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from planner.model_spec import ModelSpec
+from trainer.parallel import InitFn
 
 ROPE_THETA = 10_000.0
 NORM_EPS = 1e-5
@@ -169,9 +170,6 @@ class Transformer(nn.Module):
     def init_buffers(self, device: torch.device) -> None:
         """Recompute the RoPE table after ``to_empty`` (it is not a parameter, never sharded)."""
         self.rope = rope_tables(self.args.head_dim, self.args.seq_len, device=device)
-
-
-InitFn = Callable[[torch.Tensor, torch.Generator], None]
 
 
 def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:

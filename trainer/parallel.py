@@ -57,8 +57,7 @@ class Meshes:
 
     world: DeviceMesh
     dp: DeviceMesh            # data-parallel ranks (replicas x shards): who reads distinct data
-    fsdp: DeviceMesh          # what FSDP shards over: (dp_replicate,) dp_shard x cp
-    dp_cp: DeviceMesh         # ranks whose losses are averaged for reporting
+    fsdp: DeviceMesh          # what FSDP shards over / DDP replicates over (includes cp)
 
     @property
     def tp(self) -> DeviceMesh:
@@ -80,14 +79,14 @@ def build_meshes(layout: Layout, device_type: str) -> Meshes:
     world = init_device_mesh(device_type, shape, mesh_dim_names=names)
     dp = world["dp_replicate", "dp_shard"]._flatten("dp")
     dp_shard_cp = world["dp_shard", "cp"]._flatten("dp_shard_cp")
-    dp_cp = world["dp_replicate", "dp_shard", "cp"]._flatten("dp_cp")
     if layout.sharding == Sharding.NONE:
-        fsdp = dp_cp  # replicate() takes a 1-D mesh; dp_shard is 1 under DDP
+        # replicate() takes a 1-D mesh; dp_shard is 1 under DDP.
+        fsdp = world["dp_replicate", "dp_shard", "cp"]._flatten("dp_replicate_cp")
     elif layout.dp_replicate > 1:
         fsdp = world["dp_replicate", "dp_shard_cp"]
     else:
         fsdp = dp_shard_cp
-    return Meshes(world=world, dp=dp, fsdp=fsdp, dp_cp=dp_cp)
+    return Meshes(world=world, dp=dp, fsdp=fsdp)
 
 
 def init_distributed(device_type: str) -> None:
@@ -166,16 +165,13 @@ def apply_data_parallel(model: nn.Module, meshes: Meshes, layout: Layout, precis
         wrap = functools.partial(replicate, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
     else:
         wrap = functools.partial(fully_shard, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
-    reshard = layout.sharding == Sharding.FSDP
+    sharded = layout.sharding != Sharding.NONE
+    # The root keeps its (small, always needed) embedding / head gathered; zero1/zero2 blocks too.
+    block_options = {"reshard_after_forward": layout.sharding == Sharding.FSDP} if sharded else {}
+    root_options = {"reshard_after_forward": False} if sharded else {}
     for block in block_container(model).children():
-        if layout.sharding == Sharding.NONE:
-            wrap(block)
-        else:
-            wrap(block, reshard_after_forward=reshard)
-    if layout.sharding == Sharding.NONE:
-        wrap(model)
-    else:
-        wrap(model, reshard_after_forward=False)
+        wrap(block, **block_options)
+    wrap(model, **root_options)
 
 
 def set_micro_batch_sync(model: nn.Module, sharding: Sharding, is_last_micro_batch: bool) -> None:
