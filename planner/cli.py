@@ -178,6 +178,7 @@ def emit(
     out: Path = typer.Option(..., "--out", help="job directory to write"),
     steps: int = typer.Option(50, help="optimizer steps to train"),
     checkpoint_every: int = typer.Option(20, "--checkpoint-every"),
+    no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: Optional[str] = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
     seed: int = typer.Option(1234),
@@ -188,7 +189,8 @@ def emit(
     from planner.plan import Plan
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
-    run = RunSettings(steps=steps, checkpoint_every=checkpoint_every, data=data, tokenizer=tokenizer, seed=seed)
+    run = RunSettings(steps=steps, checkpoint_every=checkpoint_every, data=data, tokenizer=tokenizer, seed=seed,
+                      save_checkpoints=not no_checkpoints)
     job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
     render.emitted(job_json, as_json=as_json)
 

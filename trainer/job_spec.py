@@ -18,6 +18,7 @@ class RunSettings(BaseModel):
     steps: int = Field(50, ge=1)
     checkpoint_every: int = Field(20, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
+    save_checkpoints: bool = True       # False: benchmarks that must not write model-sized files
     data: str = "synthetic"            # "synthetic" or a path to text/jsonl/parquet files
     tokenizer: str | None = None        # path to a local tokenizer.json; None = byte-level
     seed: int = 1234

@@ -158,7 +158,7 @@ class Session:
         self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0)
 
     def save(self) -> None:
-        if self.last_saved_step == self.state.step:
+        if self.last_saved_step == self.state.step or not self.run.save_checkpoints:
             return
         path = self.ckpt.save(self.state.step, self._checkpointable())
         self.last_saved_step = self.state.step
