@@ -43,7 +43,16 @@ def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
             & (model.ffn_hidden_size % c.tp == 0) & (model.num_layers % c.pp == 0)
             & (c.tp <= c.scaleup_domain_size) & (c.scaleup_domain_size % c.tp == 0)
             & ((c.cp == 1) | (c.seq_len % (2 * c.cp) == 0))
-            & (c.dp * c.tp * c.pp * c.cp == c.num_gpus) & np.isfinite(c.matmul_peak_flops))
+            & (c.dp * c.tp * c.pp * c.cp == c.num_gpus) & np.isfinite(c.matmul_peak_flops)
+            & trainer_can_run(model, c))
+
+
+def trainer_can_run(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """What trainplan's trainer supports (trainer/probe.py check_plan): no pipeline split of a
+    tied embedding/head or of a Hugging Face model, fp8 only without tensor parallelism."""
+    from planner.candidates import IMPL_HF, PREC_FP8
+    pipeline_ok = (c.pp == 1) | (~np.asarray(model.tied_embeddings) & (c.impl != IMPL_HF))
+    return pipeline_ok & ((c.precision != PREC_FP8) | (c.tp == 1)) & (c.vpp == 1)
 
 
 def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_SETTINGS) -> Scores:
@@ -156,6 +165,10 @@ def check_divisible(model: ModelSpec, c: Candidates, layout: Layout, training: T
         (layout.cp == 1 or training.seq_len % (2 * layout.cp) == 0,
          f"cp={layout.cp} needs seq_len divisible by {2 * layout.cp}, got {training.seq_len}"),
         (bool(np.isfinite(c.matmul_peak_flops[0])), f"{gpu.id} does not support {training.precision.value}"),
+        (layout.pp == 1 or not model.tied_embeddings,
+         f"pp={layout.pp}: trainplan's trainer cannot split {model.name}'s tied embedding and head across stages"),
+        (layout.pp == 1 or training.impl.value != "hf", "pp > 1 needs --impl native (the HF model is not split)"),
+        (training.precision.value != "fp8" or layout.tp == 1, "fp8 training runs with tp=1 only"),
     ]
     for ok, message in checks:
         if not ok:

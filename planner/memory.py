@@ -79,14 +79,16 @@ def compute_dtype_bytes(c: Candidates) -> np.ndarray:
 
 
 def state_bytes(stage: StageParams, c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Master params, full-step grads and AdamW moments per GPU (fp32), by sharding stage.
+    """fp32 master params, full-step grads and AdamW moments per GPU, by sharding stage.
 
-    DDP keeps all three whole; ZeRO-1 shards the moments, ZeRO-2 also the grads, FSDP also the
-    params (Rajbhandari et al. 2020, Table 1). Offload moves all three to host memory.
+    DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32
+    master weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
+    the grads; FSDP also the 16-bit working params (counted in ``unsharded_param_bytes``).
+    Offload moves all three to host memory.
     """
     local = stage.total / c.tp
     shard = np.maximum(c.dp_shard, 1)
-    params = local * FP32_BYTES / np.where(c.sharding == SHARD_FSDP, shard, 1)
+    params = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)
     grads = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO2, shard, 1)
     moments = local * ADAM_STATE_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)
     on_gpu = ~c.offload.astype(bool)
@@ -98,7 +100,8 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
 
     FSDP: the root (embedding/head) stays gathered for the whole step, plus the gathered block
     and the one being prefetched. ZeRO-2 (no reshard after forward) keeps every block gathered.
-    DDP/ZeRO-1 under autocast cache a low-precision copy of every weight for the step.
+    DDP/ZeRO-1 keep a low-precision working copy of every weight for the step (FSDP2's
+    ``replicate`` and no-reshard wrapping cast the fp32 master once per step).
     """
     dtype = compute_dtype_bytes(c)
     blocks_gathered = np.where(c.sharding == SHARD_FSDP,
@@ -194,7 +197,9 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     acts = activation_bytes(model, c, first_stage=not last_stage)
     loss = logits_loss_bytes(model, c) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
-    grads_during = np.where(c.grad_accum > 1, grads_full, 0.0)
+    # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
+    unsharded_grads = stage.total / c.tp * FP32_BYTES * ~c.offload.astype(bool)
+    grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
     transient = np.maximum(loss, recompute_bytes(model, c))

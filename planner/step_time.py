@@ -133,9 +133,11 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     local = stage_params(model, c, last_stage=True).total / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.dp_shard, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
-    gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0, 1.0) * c.grad_accum
-    fsdp_bytes = local * (s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param)
-    fsdp_bytes = np.where(c.sharding >= SHARD_ZERO2, fsdp_bytes, 0.0)
+    gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
+    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
+    fsdp_bytes = local * (s.fsdp_gather_copy_bytes_per_param * gather_passes
+                          + s.fsdp_reduce_copy_bytes_per_param * reductions)
+    fsdp_bytes = np.where(c.sharding >= SHARD_ZERO1, fsdp_bytes, 0.0)
     on_gpu = np.where(c.offload, 0.0, 1.0)
     bandwidth = c.hbm_bandwidth * s.hbm_bandwidth_fraction
     offload = np.where(c.offload, local / shard * s.offload_bytes_per_param / s.host_link_bandwidth, 0.0)
@@ -171,18 +173,19 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
     cp_link = comm.group_link(c, c.cp, c.tp, s)
     pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
-    # FSDP gathers params each forward and again each backward; ZeRO-2 once per micro-batch.
-    # Gradients are reduce-scattered in fp32 once per step (no sync on inner micro-steps).
-    # Each pass is one collective per block (+ one for the root), each paying the ring latency.
+    # Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
+    # ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
+    # reduce-scatter fp32 gradients after every micro-batch (they stay sharded); ZeRO-1 and
+    # pipelines accumulate locally and reduce once. Each pass is one collective per block
+    # (+ one for the root), each paying the ring latency. DDP all-reduces once per step.
     calls = n_layers + 1
-    gathers = np.where(c.sharding == SHARD_FSDP, 2.0, 1.0) * m
+    gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * m, 1.0)
+    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), m, 1.0)
     shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.dp_shard, shard_link, calls)
-                     + comm.reduce_scatter_s(local_params * 4.0, c.dp_shard, shard_link, calls))
-    sharded_dp = np.where(c.sharding >= SHARD_ZERO2, shard_traffic, 0.0)
-    # DDP and ZeRO-1 all-reduce (ZeRO-1: reduce-scatter + all-gather) the fp32 gradients.
+                     + reductions * comm.reduce_scatter_s(local_params * 4.0, c.dp_shard, shard_link, calls))
     replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp, comm.group_link(c, c.dp, c.cp * c.tp, s))
-    hsdp = comm.all_reduce_s(local_params * 4.0 / c.dp_shard, c.dp_replicate, replicate_link)
-    dp = np.where(c.sharding >= SHARD_ZERO2, sharded_dp + hsdp, replicated_dp)
+    hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.dp_shard, c.dp_replicate, replicate_link)
+    dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     # Megatron TP (+SP): 2 all-reduce-equivalents forward, 2 backward, 2 more when recomputing.
     tp_collectives = 4.0 + 2.0 * recompute_fraction(c)
     tp = n_layers * m * tp_collectives * comm.all_reduce_s(tokens * model.hidden_size * dtype, c.tp, tp_link)

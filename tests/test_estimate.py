@@ -33,14 +33,20 @@ def test_fsdp_shards_the_states():
     assert eight.memory.breakdown_gib["params"] == pytest.approx(one.memory.breakdown_gib["params"] / 8)
 
 
-@pytest.mark.parametrize("sharding, params_sharded, moments_sharded", [
-    (Sharding.NONE, False, False), (Sharding.ZERO1, False, True), (Sharding.ZERO2, False, True),
-    (Sharding.FSDP, True, True)])
-def test_zero_stages(sharding, params_sharded, moments_sharded):
+@pytest.mark.parametrize("sharding, states_sharded, grads_sharded, working_copy_whole", [
+    (Sharding.NONE, False, False, True), (Sharding.ZERO1, True, False, True), (Sharding.ZERO2, True, True, True),
+    (Sharding.FSDP, True, True, False)])
+def test_zero_stages(sharding, states_sharded, grads_sharded, working_copy_whole):
+    """ZeRO-1 shards the optimizer state (fp32 master + moments), ZeRO-2 also gradients, FSDP also
+    the bf16 working copy (Rajbhandari et al. 2020); gradients only exist at the peak with m > 1."""
     full = LLAMA8B.num_params() / 2**30
-    e = est(Layout(sharding=sharding), num_gpus=8)
-    assert e.memory.breakdown_gib["params"] == pytest.approx(full * 4 / (8 if params_sharded else 1))
-    assert e.memory.breakdown_gib["optimizer"] == pytest.approx(full * 8 / (8 if moments_sharded else 1))
+    e = est(Layout(sharding=sharding), num_gpus=8, grad_accum=2)
+    shard = lambda sharded: 8 if sharded else 1  # noqa: E731
+    assert e.memory.breakdown_gib["params"] == pytest.approx(full * 4 / shard(states_sharded))
+    assert e.memory.breakdown_gib["optimizer"] == pytest.approx(full * 8 / shard(states_sharded))
+    assert e.memory.breakdown_gib["grads"] == pytest.approx(full * 4 / shard(grads_sharded))
+    whole_copy = e.memory.breakdown_gib["unsharded_params"] == pytest.approx(full * 2)
+    assert whole_copy == working_copy_whole
 
 
 def test_activation_checkpointing_trades_memory_for_time():

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from planner.models import get_preset
-from trainer.hf_model import _config_from_spec, build_hf_model, hf_init_rule, load_hf_config
+from trainer.hf_model import config_from_spec, build_hf_model, hf_init_rule, load_hf_config
 from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import apply_activation_checkpointing, block_container, clean_name, init_parameters
 from planner.layout import ActivationCheckpointing
@@ -66,7 +66,7 @@ def test_native_model_computes_what_hf_llama_computes():
     native = Transformer(args)
     native.init_buffers(torch.device("cpu"))
     init_parameters(native, seed=7, rule=native_init_rule(args))
-    hf = transformers.AutoModelForCausalLM.from_config(_config_from_spec(spec, 32), attn_implementation="sdpa")
+    hf = transformers.AutoModelForCausalLM.from_config(config_from_spec(spec, 32), attn_implementation="sdpa")
     names = _native_to_hf_names(spec.num_layers)
     hf.load_state_dict({names[k]: v for k, v in native.state_dict().items()}, strict=True)
     tokens = torch.randint(0, spec.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
@@ -115,7 +115,7 @@ def test_hf_init_rule_covers_every_parameter():
 
 
 def test_hf_config_file_is_read_without_custom_code(tmp_path):
-    config = _config_from_spec(tiny_spec(), 16).to_dict()
+    config = config_from_spec(tiny_spec(), 16).to_dict()
     config["auto_map"] = {"AutoModelForCausalLM": "evil.Model"}  # must be ignored, never imported
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))

@@ -172,9 +172,9 @@ def test_invalid_plan_exits_with_a_one_line_error(tmp_path, in_process, capsys):
 
 def _hf_pretrained(tmp_path: Path):
     transformers = pytest.importorskip("transformers")
-    from trainer.hf_model import _config_from_spec
+    from trainer.hf_model import config_from_spec
     torch.manual_seed(5)
-    model = transformers.AutoModelForCausalLM.from_config(_config_from_spec(tiny_spec(), 32))
+    model = transformers.AutoModelForCausalLM.from_config(config_from_spec(tiny_spec(), 32))
     model.save_pretrained(tmp_path / "pretrained", safe_serialization=True)
     return model
 

@@ -20,7 +20,7 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from planner.model_spec import ModelSpec
 
 
-def _config_from_spec(spec: ModelSpec, seq_len: int):
+def config_from_spec(spec: ModelSpec, seq_len: int):
     """A transformers config with exactly the spec's shapes, for the families presets use."""
     import transformers
 
@@ -49,7 +49,7 @@ def _config_from_spec(spec: ModelSpec, seq_len: int):
 
 def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     if hf_config_path is None:
-        return _config_from_spec(spec, seq_len)
+        return config_from_spec(spec, seq_len)
     from transformers import AutoConfig
 
     path = Path(hf_config_path)
