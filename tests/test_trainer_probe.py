@@ -76,8 +76,10 @@ def test_validation_json_compares_prediction_and_probe(tmp_path):
     assert on_disk == json.loads(json.dumps(payload))
     assert on_disk["predicted"] == {"peak_gib": PREDICTED_PEAK_GIB, "step_s": PREDICTED_STEP_S}
     assert on_disk["measured"] == {"peak_gib": None, "step_s": 0.1}   # median without the warm-up step
-    assert on_disk["error_pct"]["step_s"] == pytest.approx(100.0)
+    assert on_disk["error_pct"]["step_s"] == pytest.approx(-50.0)   # (predicted - measured) / measured
     assert on_disk["error_pct"]["peak_gib"] is None
+    on_cpu = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None), "cpu")
+    assert on_cpu["comparable"] is False and on_cpu["error_pct"]["step_s"] is None
 
 
 def test_measured_overflow_writes_replan_needed(tmp_path):
@@ -101,6 +103,8 @@ def test_report_has_predicted_and_measured(tmp_path):
                          wall_s=5.0)
     report = write_report(tmp_path, plan, summary)
     assert json.loads((tmp_path / "report.json").read_text())["measured"]["step_s"] == 0.1
-    assert report["error_pct"]["step_s"] == pytest.approx(100.0)
+    assert report["error_pct"]["step_s"] == pytest.approx(-50.0)
     text = format_report(report)
-    assert "step_s" in text and "+100.0%" in text and "perplexity 27.10" in text
+    assert "step_s" in text and "-50.0%" in text and "perplexity 27.10" in text
+    on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu"))
+    assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu

@@ -134,9 +134,10 @@ class MemoryReading:
 
 
 def _error_pct(measured: float | None, predicted: float) -> float | None:
-    if measured is None or predicted <= 0:
+    """(predicted - measured) / measured, in percent: the convention of docs/validation.md."""
+    if measured is None or not measured > 0 or predicted is None:
         return None
-    return 100.0 * (measured - predicted) / predicted
+    return 100.0 * (predicted - measured) / measured
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -151,11 +152,16 @@ def typical_step_s(step_times: list[float]) -> float | None:
     return statistics.median(times) if times else None
 
 
-def write_validation(job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading) -> dict:
+def write_validation(job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading,
+                     device_type: str = "cuda") -> dict:
+    """Predicted vs measured after the probe. Off CUDA the timings are not the planned GPU's:
+    they are recorded but not compared (``error_pct`` null, ``comparable`` false)."""
     predicted = {"peak_gib": plan.estimate.memory.peak_gib, "step_s": plan.estimate.time.step_s}
     measured = {"peak_gib": memory.peak_gib, "step_s": typical_step_s(step_times)}
-    payload = {"predicted": predicted, "measured": measured,
-               "error_pct": {key: _error_pct(measured[key], predicted[key]) for key in predicted},
+    comparable = device_type == "cuda"
+    payload = {"predicted": predicted, "measured": measured, "device": device_type, "comparable": comparable,
+               "error_pct": {key: _error_pct(measured[key], predicted[key]) if comparable else None
+                             for key in predicted},
                "reserved_gib": {"predicted": plan.estimate.memory.reserved_gib, "measured": memory.reserved_gib},
                "capacity_gib": memory.capacity_gib, "probe_steps": len(step_times)}
     _write_json(Path(job_dir) / "validation.json", payload)
@@ -212,15 +218,17 @@ class RunSummary:
     wall_s: float
 
 
-def write_report(job_dir: Path, plan: Plan, summary: RunSummary) -> dict:
+def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> dict:
     est = plan.estimate
+    comparable = device_type == "cuda"
     pairs = {"step_s": (est.time.step_s, summary.step_s),
              "tokens_per_s": (est.throughput.tokens_per_s, summary.tokens_per_s),
              "peak_gib": (est.memory.peak_gib, summary.peak_gib),
              "mfu": (est.throughput.mfu, summary.mfu)}
     payload = {"predicted": {k: p for k, (p, _) in pairs.items()},
                "measured": {k: m for k, (_, m) in pairs.items()},
-               "error_pct": {k: _error_pct(m, p) for k, (p, m) in pairs.items()},
+               "error_pct": {k: _error_pct(m, p) if comparable else None for k, (p, m) in pairs.items()},
+               "device": device_type, "comparable": comparable,
                "losses": {"final_train": summary.final_train_loss, "final_val": summary.final_val_loss,
                           "test": summary.test_loss, "test_perplexity": summary.test_perplexity},
                "steps_done": summary.steps_done, "outcome": summary.outcome, "bad_steps": summary.bad_steps,
@@ -235,6 +243,8 @@ def format_report(report: dict) -> str:
     lines = [f"run {report['outcome']} after {report['steps_done']} steps ({report['wall_s']:.0f} s), "
              f"layout {report['layout']}",
              f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}"]
+    if not report.get("comparable", True):
+        lines.insert(1, f"(measured on {report.get('device')}; the prediction is for {report['gpu']}, so no error is computed)")
     for key, fmt in (("step_s", ".3f"), ("tokens_per_s", ",.0f"), ("peak_gib", ".2f"), ("mfu", ".3f")):
         err = report["error_pct"][key]
         lines.append(f"{key:14}{show(report['predicted'][key], fmt):>12}{show(report['measured'][key], fmt):>12}"

@@ -195,7 +195,7 @@ class Session:
             raise ReplanNeeded(reason) from None
         memory = self._memory_reading()
         if self.is_rank0:
-            report = write_validation(self.job_dir, self.plan, self.step_times, memory)
+            report = write_validation(self.job_dir, self.plan, self.step_times, memory, self.device.type)
             measured = report["measured"]
             print(f"\nprobe: {num_steps} steps, step {measured['step_s']:.3f} s (predicted "
                   f"{report['predicted']['step_s']:.3f} s), peak "
@@ -356,4 +356,4 @@ class Session:
                              final_train_loss=self.state.last_train_loss, final_val_loss=self.state.last_val_loss,
                              test_loss=test_loss, test_perplexity=perplexity, bad_steps=self.state.bad_steps,
                              wall_s=time.perf_counter() - self.started)
-        print("\n" + format_report(write_report(self.job_dir, self.plan, summary)), flush=True)
+        print("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)), flush=True)
