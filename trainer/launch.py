@@ -69,10 +69,22 @@ def job_lock(job_dir: Path, node_rank: int = 0) -> Iterator[int]:
 def resolve_device(device: str) -> str:
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"device {device!r}: use auto, cpu or cuda")
-    if device != "auto":
+    if device == "cpu":
         return device
     import torch
+    if device == "cuda" and not torch.cuda.is_available():
+        # Checked here, before torchrun starts one failing worker per GPU.
+        raise ValueError("--device cuda: no CUDA device is visible on this machine (use --device cpu)")
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _check_counts(nproc: int | None, steps: int | None, max_restarts: int) -> None:
+    if nproc is not None and nproc < 1:
+        raise ValueError(f"--nproc must be >= 1, got {nproc}")
+    if steps is not None and steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {steps}")
+    if max_restarts < 0:
+        raise ValueError(f"--max-restarts must be >= 0, got {max_restarts}")
 
 
 def torchrun_command(spec: JobSpec, job_dir: Path, *, device: str, nproc: int | None = None,
@@ -99,13 +111,17 @@ def torchrun_command(spec: JobSpec, job_dir: Path, *, device: str, nproc: int | 
         command += ["--standalone", "--nnodes", "1"]
     command += ["--nproc-per-node", str(nproc), "--max-restarts", str(max_restarts),
                 "-m", module, str(job_dir), "--device", device]
-    return command + (["--steps", str(steps)] if steps else [])
+    return command + (["--steps", str(steps)] if steps is not None else [])
 
 
 def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
     """Run ``command`` in its own process group with inherited stdout/stderr; forward SIGINT and
     SIGTERM to the whole group. Returns the exit code (128 + signal number when killed)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")  # progress lines reach the terminal as printed
+    # PYTHONUNBUFFERED: progress lines reach the terminal as printed. The store knob: torchrun's
+    # workers otherwise reuse the agent's TCPStore across --max-restarts, and a restarted gloo/NCCL
+    # group reads the dead workers' addresses from it (pytorch/pytorch#135712, #167288); with it
+    # each restart round gets a fresh store.
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
     child = subprocess.Popen(command, start_new_session=True, pass_fds=keep_fds, env=env)
 
     def forward(signum: int, _frame: object) -> None:
@@ -206,6 +222,7 @@ def run_job(job_dir: Path, *, device: str = "auto", nproc: int | None = None, st
     """
     job_dir = Path(job_dir).resolve()
     spec = JobSpec.load(job_dir)
+    _check_counts(nproc, steps, max_restarts)
     device = resolve_device(device)
     if auto_replan and (nnodes or spec.plan.num_nodes) > 1:
         raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
