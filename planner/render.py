@@ -12,6 +12,8 @@ from rich.table import Table
 from planner.plan import Estimate, Plan
 
 out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
+    out = Console(highlight=False, soft_wrap=True, width=150)
 err = Console(stderr=True, highlight=False)
 
 

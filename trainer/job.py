@@ -32,7 +32,10 @@ def emit_job(plan: Plan, out_dir: Path, *, name: str | None, run: RunSettings,
     """Write the job directory ``out_dir`` and return the path of its ``job.json``."""
     out_dir = Path(out_dir).expanduser().resolve()
     spec = _job_spec(plan, name if name is not None else default_job_name(out_dir), _absolute_paths(run))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:   # a file of that name, a read-only parent, ...
+        raise ValueError(f"--out {out_dir}: cannot create the job directory ({exc.strerror})") from None
     job_json = _write_atomic(out_dir / "job.json", spec.model_dump_json(indent=2) + "\n")
     _write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
     _write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir), executable=True)
@@ -105,6 +108,9 @@ def render_launch_sh(spec: JobSpec) -> str:
 # Several nodes: on each node run  NODE_RANK=<0..{nodes - 1}> RDZV_ENDPOINT=<node-0 host>:{RDZV_PORT} bash launch.sh
 # `trainplan run` does the same with a lock, data preparation and automatic replanning.
 set -euo pipefail
+# A fresh rendezvous store per restart round: torchrun's shared store hands restarted workers the
+# dead ones' addresses (pytorch/pytorch#135712); every node must agree on this setting.
+export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1
 JOB_DIR="$(cd -- "$(dirname -- "${{BASH_SOURCE[0]}}")" && pwd -P)"
 NUM_NODES={nodes}
 NPROC_PER_NODE={procs}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.plan import Plan
 
@@ -57,5 +57,10 @@ class JobSpec(BaseModel):
             return cls.model_validate_json(path.read_text())
         except OSError as exc:
             raise ValueError(f"{path}: cannot read job file ({exc.strerror})") from None
+        except ValidationError as exc:   # name the field (or the JSON error), not only the class
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            detail = f"{where}: {first['msg']}" if where else first["msg"]
+            raise ValueError(f"{path}: not a valid trainplan job ({detail})") from None
         except Exception as exc:
             raise ValueError(f"{path}: not a valid trainplan job ({str(exc).splitlines()[0]})") from None
