@@ -15,6 +15,7 @@ RESULTS=${OUT:-runs/gpu_validate}
 MODELS=${MODELS:-"llama3.2-1b llama3.2-3b llama2-7b"}
 STEPS=${STEPS:-30}
 SEQ=${SEQ:-2048}
+COMPILE=${COMPILE:-}          # COMPILE=1: plan and run with per-block torch.compile
 mkdir -p "$RESULTS"
 export PYTHONUNBUFFERED=1
 
@@ -30,7 +31,7 @@ for MODEL in $MODELS; do
   echo "=== $MODEL: plan for one $GPU_ID"
   # One GPU; a global batch of 16 sequences lets the planner pick micro-batch x accumulation and AC.
   "$PY" -m planner.cli plan --model "$MODEL" --tokens 1e10 --gpus "$GPU_ID=1" --max-gpus 1 --seq-len "$SEQ" \
-      --global-batch-tokens $((16 * SEQ)) --top 0 --out "$DIR/plan.json" > "$DIR/plan.txt" 2>&1 || true
+      --global-batch-tokens $((16 * SEQ)) --top 0 ${COMPILE:+--compile} --out "$DIR/plan.json" > "$DIR/plan.txt" 2>&1 || true
   if [ ! -f "$DIR/plan.json" ]; then echo "no feasible plan for $MODEL:"; cat "$DIR/plan.txt"; continue; fi
   head -6 "$DIR/plan.txt"
   "$PY" -m planner.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" --checkpoint-every 100000 \

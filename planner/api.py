@@ -53,6 +53,7 @@ class PlanRequest(BaseModel):
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
     impl: Implementation = Implementation.NATIVE
+    compile: bool = False
     max_gpus: int = Field(4096, ge=1)
     top_k: int = Field(5, ge=0, le=100)
     solver: str = "auto"
@@ -101,7 +102,8 @@ def search_space(request: PlanRequest) -> SearchSpace:
                        global_batch_tokens=request.global_batch_tokens or default_global_batch_tokens(request.model),
                        batch_tolerance=request.batch_tolerance, precisions=(request.precision,),
                        activation_checkpointing=request.activation_checkpointing,
-                       allow_offload=request.allow_offload, impl=request.impl, max_gpus=request.max_gpus)
+                       allow_offload=request.allow_offload, impl=request.impl, compile=request.compile,
+                       max_gpus=request.max_gpus)
 
 
 def candidate_table(model: ModelSpec, c: Candidates, gpu_ids: list[str], space: SearchSpace,
@@ -194,6 +196,7 @@ def replan(plan_: Plan, memory_correction: float | dict, *, catalog: Catalog | N
                           training_tokens=plan_.training_tokens or 1e9, gpus={plan_.gpu: plan_.num_gpus},
                           seq_len=plan_.training.seq_len, global_batch_tokens=plan_.estimate.global_batch_tokens,
                           precision=plan_.training.precision, impl=plan_.training.impl,
+                          compile=plan_.training.compile,
                           max_gpus=plan_.num_gpus, objective=Objective.TIME, top_k=0)
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
     catalog = catalog or load_catalog()

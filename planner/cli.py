@@ -120,6 +120,7 @@ def plan(
     precision: Precision = typer.Option(Precision.BF16),
     impl: Implementation = typer.Option(Implementation.NATIVE),
     allow_offload: bool = typer.Option(False, "--allow-offload"),
+    compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
     max_gpus: int = typer.Option(4096, "--max-gpus"),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
     out: Optional[Path] = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
@@ -133,7 +134,7 @@ def plan(
                           gpus=parse_pairs(gpus, "--gpus", int) or None,
                           price_overrides=parse_pairs(prices, "--price"), seq_len=seq_len,
                           global_batch_tokens=global_batch_tokens, precision=precision, impl=impl,
-                          allow_offload=allow_offload, max_gpus=max_gpus, top_k=top)
+                          allow_offload=allow_offload, compile=compile, max_gpus=max_gpus, top_k=top)
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request)

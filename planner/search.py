@@ -39,6 +39,7 @@ class SearchSpace:
     allow_offload: bool = False
     allow_cp: bool = True
     impl: Implementation = Implementation.NATIVE
+    compile: bool = False
     max_gpus: int = 4096
     min_gpus: int = 1
 
@@ -118,7 +119,7 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
         pp_schedule=np.full(size, SCHED_1F1B), micro_batch=flat["micro_batch"],
         seq_len=np.full(size, space.seq_len), grad_accum=flat["grad_accum"], ac=flat["ac"],
         precision=flat["precision"], impl=np.full(size, IMPL_CODES.index(space.impl)),
-        compile=np.zeros(size, dtype=bool), offload=flat["offload"], **hw)
+        compile=np.full(size, space.compile), offload=flat["offload"], **hw)
 
 
 def batch_within_tolerance(c: Candidates, space: SearchSpace) -> np.ndarray:
