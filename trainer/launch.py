@@ -26,6 +26,7 @@ from trainer.job_spec import JobSpec
 
 REPLAN_EXIT_CODE = 3
 REPLAN_FILE = "replan_needed.json"
+EXIT_STATUS_FILE = "exit_status.json"   # written by trainer.train (its EXIT_STATUS_FILE)
 LOCK_FILE = ".lock"
 MAX_REPLANS = 3            # a corrected plan that still does not fit is not retried forever
 TERMINATE_GRACE_S = 30.0   # after forwarding a signal, before SIGKILL (when the launcher itself fails)
@@ -145,6 +146,17 @@ def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
     return 128 - code if code < 0 else code
 
 
+def worker_exit_code(job_dir: Path, torchrun_code: int) -> int:
+    """torchrun turns every worker failure into 1; the trainer leaves its own code (2 invalid,
+    4 disk full, 5 diverged) in ``exit_status.json``, which is what ``trainplan run`` returns."""
+    if torchrun_code != 1:
+        return torchrun_code
+    try:
+        return int(json.loads((job_dir / EXIT_STATUS_FILE).read_text())["code"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return torchrun_code
+
+
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
     try:
         os.killpg(child.pid, signum)
@@ -234,7 +246,8 @@ def run_job(job_dir: Path, *, device: str = "auto", nproc: int | None = None, st
             if node_rank == 0:
                 prepare_job_data(job_dir, spec)
                 _archive_replan_report(job_dir)
-            code = run_child(command, keep_fds=(lock_fd,))
+            (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
+            code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,)))
             report = read_replan_report(job_dir) if code != 0 else None
             if report is None:
                 return code

@@ -12,6 +12,7 @@ checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -150,19 +151,33 @@ def _report_error(message: str) -> None:
         print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+EXIT_STATUS_FILE = "exit_status.json"
+
+
+def record_exit(job_dir: Path, code: int) -> int:
+    """Leave the worker's exit code for the launcher: torchrun reports any failed worker as 1."""
+    rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
+    if rank == 0 and code != EXIT_OK:
+        try:
+            (Path(job_dir) / EXIT_STATUS_FILE).write_text(json.dumps({"code": code}) + "\n")
+        except OSError:
+            pass  # a full disk must not hide the original error
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        return train(args.job_dir, args.device, args.steps)
+        return record_exit(args.job_dir, train(args.job_dir, args.device, args.steps))
     except ValueError as exc:
         _report_error(str(exc))
-        return EXIT_INVALID
+        return record_exit(args.job_dir, EXIT_INVALID)
     except ReplanNeeded as exc:
         _report_error(f"the plan does not fit: {exc} (see {args.job_dir / 'replan_needed.json'})")
         return EXIT_REPLAN
     except CheckpointDiskFullError as exc:
         _report_error(str(exc))
-        return EXIT_DISK_FULL
+        return record_exit(args.job_dir, EXIT_DISK_FULL)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
