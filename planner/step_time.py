@@ -86,8 +86,7 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     rotary = 10.0 * (model.q_size + model.kv_size) if model.position == "rope" else 0.0
     act = (5.0 if model.mlp == "swiglu" else 3.0) * model.ffn_hidden_size * model.experts_per_token
     residual = 2 * 3.0 * h
-    forward = (norm / c.tp + (rotary + act) / c.tp + residual / c.tp) * d
-    return 3.0 * forward
+    return 3.0 * (norm + rotary + act + residual) / c.tp * d
 
 
 def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
