@@ -7,6 +7,7 @@
 #
 #   bash bench/gpu_validate.sh            # all models
 #   MODELS="llama3.2-1b" STEPS=20 bash bench/gpu_validate.sh
+#   DEVICE=cpu GPU_ID=h100-sxm MODELS=tiny STEPS=3 SEQ=128 bash bench/gpu_validate.sh   # dry run (tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
@@ -19,7 +20,8 @@ COMPILE=${COMPILE:-}          # COMPILE=1: plan and run with per-block torch.com
 mkdir -p "$RESULTS"
 export PYTHONUNBUFFERED=1
 
-GPU_ID=$("$PY" -m planner.cli detect --json | "$PY" -c 'import json,sys; g=json.load(sys.stdin)["gpus"]; print(g[0]["catalog_id"] if g and g[0]["catalog_id"] else "")')
+DEVICE=${DEVICE:-cuda}
+GPU_ID=${GPU_ID:-$("$PY" -m planner.cli detect --json | "$PY" -c 'import json,sys; g=json.load(sys.stdin)["gpus"]; print(g[0]["catalog_id"] if g and g[0]["catalog_id"] else "")')}
 if [ -z "$GPU_ID" ]; then
   echo "gpu_validate: no catalog-matched NVIDIA GPU found (trainplan detect)"; exit 2
 fi
@@ -37,10 +39,11 @@ for MODEL in $MODELS; do
   "$PY" -m planner.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" --checkpoint-every 100000 \
       --no-checkpoints > /dev/null
   echo "=== $MODEL: trainplan native trainer"
-  timeout 240 "$PY" -m planner.cli run "$DIR/job" --device cuda > "$DIR/native.log" 2>&1
+  timeout 240 "$PY" -m planner.cli run "$DIR/job" --device "$DEVICE" > "$DIR/native.log" 2>&1
   echo "exit $?" >> "$DIR/native.log"; tail -8 "$DIR/native.log"
   MB=$("$PY" -c "import json; p=json.load(open('$DIR/plan.json')); print(p['training']['micro_batch'])")
   AC=$("$PY" -c "import json; p=json.load(open('$DIR/plan.json')); print('--ac' if p['training']['activation_checkpointing']!='none' else '')")
+  if [ "$DEVICE" != cuda ]; then echo "(no stock HF baseline off CUDA)"; continue; fi
   echo "=== $MODEL: stock HF transformers + FSDP2 (micro-batch $MB $AC)"
   timeout 180 "$PY" bench/hf_fsdp2_baseline.py --model "$MODEL" --micro-batch "$MB" --seq-len "$SEQ" --steps 10 $AC \
       > "$DIR/hf.json" 2> "$DIR/hf.log"
