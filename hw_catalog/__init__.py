@@ -1,0 +1,1 @@
+"""Sourced GPU, node and network data (TOML files; see docs/hardware.md)."""
