@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates import Candidates, single
+from planner.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 from planner.flops import hardware_flops_per_token, model_flops_per_token
 from planner.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
@@ -17,6 +17,7 @@ from planner.memory import GIB, MemoryBreakdown, memory
 from planner.model_spec import ModelSpec
 from planner.plan import Estimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.structure import first_structural_problem, structurally_valid
 from planner.step_time import TimeBreakdown, step_time
 
 SECONDS_PER_HOUR = 3600.0
@@ -36,23 +37,19 @@ class Scores:
     capacity_bytes: np.ndarray
 
 
+def rule_values(c: Candidates) -> dict:
+    """The candidate columns the structural rules (planner/structure.py) read."""
+    return dict(tp=c.tp, pp=c.pp, cp=c.cp, seq_len=c.seq_len, grad_accum=c.grad_accum,
+                scaleup_domain_size=c.scaleup_domain_size, hf=c.impl == IMPL_HF, fp8=c.precision == PREC_FP8,
+                one_f_one_b=c.pp_schedule == SCHED_1F1B)
+
+
 def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """Structural validity: heads and layers split evenly, tp inside one scale-up domain,
-    sequence split evenly for load-balanced context parallelism, precision supported."""
-    return ((model.num_heads % c.tp == 0) & (model.num_kv_heads % c.tp == 0)
-            & (model.ffn_hidden_size % c.tp == 0) & (model.num_layers % c.pp == 0)
-            & (c.tp <= c.scaleup_domain_size) & (c.scaleup_domain_size % c.tp == 0)
-            & ((c.cp == 1) | (c.seq_len % (2 * c.cp) == 0))
-            & (c.dp * c.tp * c.pp * c.cp == c.num_gpus) & np.isfinite(c.matmul_peak_flops)
-            & trainer_can_run(model, c))
-
-
-def trainer_can_run(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """What trainplan's trainer supports (trainer/probe.py check_plan): no pipeline split of a
-    tied embedding/head or of a Hugging Face model, fp8 only without tensor parallelism."""
-    from planner.candidates import IMPL_HF, PREC_FP8
-    pipeline_ok = (c.pp == 1) | (~np.asarray(model.tied_embeddings) & (c.impl != IMPL_HF))
-    return pipeline_ok & ((c.precision != PREC_FP8) | (c.tp == 1)) & (c.vpp == 1)
+    """Structurally valid and runnable by trainplan's trainer: the shared rules, degrees that
+    multiply to the GPU count, a supported precision, and no interleaved pipeline (modelled for
+    published runs, not run by the trainer)."""
+    return (structurally_valid(model, **rule_values(c)) & (c.dp * c.tp * c.pp * c.cp == c.num_gpus)
+            & np.isfinite(c.matmul_peak_flops) & (c.vpp == 1))
 
 
 def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_SETTINGS) -> Scores:
@@ -152,24 +149,10 @@ def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: Tra
 def check_divisible(model: ModelSpec, c: Candidates, layout: Layout, training: TrainingConfig,
                     gpu: GPUSpec) -> None:
     """Name the first structural problem of a single configuration (ValueError)."""
-    checks = [
-        (training.seq_len <= model.max_seq_len,
-         f"seq_len {training.seq_len} exceeds {model.name}'s context of {model.max_seq_len} tokens"),
-        (model.num_heads % layout.tp == 0, f"tp={layout.tp} does not divide num_heads={model.num_heads}"),
-        (model.num_kv_heads % layout.tp == 0, f"tp={layout.tp} does not divide num_kv_heads={model.num_kv_heads}"),
-        (model.ffn_hidden_size % layout.tp == 0, f"tp={layout.tp} does not divide ffn_hidden_size={model.ffn_hidden_size}"),
-        (model.num_layers % (layout.pp * layout.vpp) == 0,
-         f"pp={layout.pp} x vpp={layout.vpp} does not divide num_layers={model.num_layers}"),
-        (layout.tp <= gpu.scaleup_domain_size and gpu.scaleup_domain_size % layout.tp == 0,
-         f"tp={layout.tp} must fit inside one {gpu.scaleup_kind} domain of {gpu.scaleup_domain_size} GPUs on {gpu.id}"),
-        (layout.cp == 1 or training.seq_len % (2 * layout.cp) == 0,
-         f"cp={layout.cp} needs seq_len divisible by {2 * layout.cp}, got {training.seq_len}"),
-        (bool(np.isfinite(c.matmul_peak_flops[0])), f"{gpu.id} does not support {training.precision.value}"),
-        (layout.pp == 1 or not model.tied_embeddings,
-         f"pp={layout.pp}: trainplan's trainer cannot split {model.name}'s tied embedding and head across stages"),
-        (layout.pp == 1 or training.impl.value != "hf", "pp > 1 needs --impl native (the HF model is not split)"),
-        (training.precision.value != "fp8" or layout.tp == 1, "fp8 training runs with tp=1 only"),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise ValueError(message)
+    problem = first_structural_problem(model, **rule_values(c))
+    if problem is None and model.num_layers % (layout.pp * layout.vpp):
+        problem = f"pp={layout.pp} x vpp={layout.vpp} does not divide num_layers={model.num_layers}"
+    if problem is None and not np.isfinite(c.matmul_peak_flops[0]):
+        problem = f"{gpu.id} does not support {training.precision.value}"
+    if problem is not None:
+        raise ValueError(problem)

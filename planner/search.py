@@ -1,9 +1,9 @@
 """Generate the candidate table for a planning request.
 
 Knobs are crossed with a Cartesian product of index arrays (one vectorised generator, no
-nested loops per knob), then structural constraints filter the rows: degrees multiply to the
-GPU count, tp divides the heads and fits one scale-up domain, pp divides the layers, and the
-accumulation reaches the global batch within tolerance.
+nested loops per knob), then constraints filter the rows: degrees multiply to the GPU count,
+and the shared structural rules of ``planner/structure.py`` hold (what the trainer runs). The
+accumulation is chosen to reach the global batch; ``batch_within_tolerance`` checks it.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from planner.candidates import (AC_CODES, IMPL_CODES, PRECISION_CODES, SCHED_1F1
 from planner.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model_spec import ModelSpec
+from planner.structure import structurally_valid
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
 SHARDING_VARIANTS = ((SHARD_FSDP, False), (SHARD_FSDP, True), (SHARD_ZERO2, False),
@@ -76,23 +77,23 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     sharding = np.array([v[0] for v in SHARDING_VARIANTS])[rows["variant"]]
     hsdp = np.array([v[1] for v in SHARDING_VARIANTS])[rows["variant"]]
     non_dp = tp * pp * cp
-    dp = n // non_dp
+    dp = np.maximum(n // non_dp, 1)
     num_nodes = np.maximum(1, n // gpus_per_node)
     # HSDP: replicate across nodes, shard inside a node (tp*cp ranks of it are not dp).
     replicate = np.where(hsdp, num_nodes, 1)
-    ok = ((n % non_dp == 0) & (dp >= 1) & (model.num_heads % tp == 0) & (model.num_kv_heads % tp == 0)
-          & (model.ffn_hidden_size % tp == 0) & (tp <= gpu.scaleup_domain_size)
-          & (gpu.scaleup_domain_size % tp == 0) & (model.num_layers % pp == 0)
-          & ((cp == 1) | (space.seq_len % (2 * cp) == 0))
+    grad_accum = np.maximum(1, np.round(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp)))
+    ok = ((n % non_dp == 0) & (n >= non_dp)
           & (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
-          & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP)))
+          & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
+          & structurally_valid(model, tp=tp, pp=pp, cp=cp, seq_len=space.seq_len, grad_accum=grad_accum,
+                               scaleup_domain_size=gpu.scaleup_domain_size, hf=space.impl == Implementation.HF,
+                               fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8), one_f_one_b=True))
     rows = {k: v[ok] for k, v in rows.items()}
     dp, replicate, sharding = dp[ok], replicate[ok], sharding[ok]
     rows["sharding"] = sharding
     rows["dp_replicate"] = np.where(sharding == SHARD_NONE, dp, replicate)
     rows["dp_shard"] = np.where(sharding == SHARD_NONE, 1, dp // replicate)
-    per_pass = rows["micro_batch"] * space.seq_len * dp
-    rows["grad_accum"] = np.maximum(1, np.round(space.global_batch_tokens / per_pass)).astype(int)
+    rows["grad_accum"] = grad_accum[ok].astype(int)
     del rows["variant"]
     return rows
 

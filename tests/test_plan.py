@@ -90,3 +90,31 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
     corrected = replan(p, 1.3)
     assert corrected.gpu == p.gpu and corrected.num_gpus == p.num_gpus
     assert corrected.estimate.memory.reserved_gib <= p.estimate.memory.reserved_gib + 1e-9
+
+
+@pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b"])
+def test_every_proposed_plan_passes_the_trainers_static_checks(model):
+    """The planner's search and the trainer share planner/structure.py: a plan it proposes is one
+    the trainer accepts (GPT-3's odd vocabulary rules out tensor parallelism, tied embeddings rule
+    out pipelines)."""
+    import torch
+
+    from trainer.job_spec import RunSettings
+    from trainer.probe import check_plan
+    result = plan(PlanRequest(model=get_preset(model), training_tokens=1e11, seq_len=2048, top_k=20,
+                              gpus={"h100-sxm": 512, "a100-80gb-sxm": 512}, deadline_days=60))
+    for p in (result.plan, *result.alternatives):
+        assert check_plan(p, RunSettings(), p.num_gpus, torch.device("cpu")).world_size == p.num_gpus
+
+
+def test_search_drops_what_the_trainer_cannot_run():
+    from planner.hardware import load_catalog
+    from planner.search import SearchSpace, build_candidates
+    space = SearchSpace(seq_len=2048, global_batch_tokens=2**20, max_gpus=64)
+    gpt3 = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None}, space)
+    assert set(gpt3.tp) == {1}                      # vocabulary 50257: no vocabulary-parallel loss
+    tied = build_candidates(get_preset("llama3.2-1b"), load_catalog(), {"h100-sxm": None}, space)
+    assert set(tied.pp) == {1} and set(tied.tp) > {1}  # tied embedding/head: no pipeline split
+    untied = build_candidates(get_preset("llama3-8b"), load_catalog(), {"h100-sxm": None}, space)
+    pipelined = untied.pp > 1
+    assert pipelined.any() and (untied.grad_accum[pipelined] >= untied.pp[pipelined]).all()  # 1f1b

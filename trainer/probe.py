@@ -18,6 +18,7 @@ import torch
 
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from planner.plan import Plan
+from planner.structure import first_structural_problem
 from trainer.job_spec import RunSettings
 
 GIB = 2**30
@@ -28,55 +29,30 @@ class ReplanNeeded(Exception):
     """The plan does not fit the device as measured; ``replan_needed.json`` says by how much."""
 
 
-def _check_divisible(value: int, degree: int, what: str, axis: str) -> None:
-    if value % degree:
-        raise ValueError(f"plan: {what} {value} is not divisible by {axis}={degree}")
-
-
-def _check_model_split(plan: Plan, layout: Layout) -> None:
-    spec = plan.model
-    _check_divisible(spec.num_heads, layout.tp, "num_heads", "tp")
-    _check_divisible(spec.num_kv_heads, layout.tp, "num_kv_heads", "tp")
-    _check_divisible(spec.ffn_hidden_size, layout.tp, "ffn_hidden_size", "tp")
-    _check_divisible(spec.vocab_size, layout.tp, "vocab_size", "tp")
-    _check_divisible(spec.num_layers, layout.pp, "num_layers", "pp")
-    if layout.tp > 1 and plan.training.impl == Implementation.NATIVE:
-        _check_divisible(plan.training.seq_len, layout.tp, "seq_len (sequence parallelism)", "tp")
-
-
-def _check_pipeline(plan: Plan, layout: Layout, run: RunSettings) -> None:
-    if layout.pp == 1:
-        return
-    if plan.training.impl != Implementation.NATIVE:
-        raise ValueError("plan: pipeline parallelism (pp > 1) needs impl 'native'")
+def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
+    """The planner's structural rules (planner/structure.py), the same ones its search obeys."""
+    schedule = PipelineSchedule(run.pipeline_schedule) if run.pipeline_schedule else layout.pp_schedule
+    problem = first_structural_problem(
+        plan.model, tp=layout.tp, pp=layout.pp, cp=layout.cp, seq_len=plan.training.seq_len,
+        grad_accum=plan.training.grad_accum, scaleup_domain_size=layout.tp,  # the domain is the planner's concern
+        hf=plan.training.impl == Implementation.HF, fp8=plan.training.precision == Precision.FP8,
+        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B)
+    if problem is not None:
+        raise ValueError(f"plan: {problem}")
     if layout.vpp > 1:
         raise ValueError(f"plan: the interleaved pipeline schedule (vpp={layout.vpp}) is not supported by the "
                          f"trainer; use vpp=1")
-    if plan.model.tied_embeddings:
-        raise ValueError("plan: pipeline parallelism with tied embeddings is not supported by the trainer "
-                         "(embedding and LM head would live on different stages)")
-    schedule = PipelineSchedule(run.pipeline_schedule) if run.pipeline_schedule else layout.pp_schedule
-    if schedule == PipelineSchedule.ONE_F_ONE_B and plan.training.grad_accum < layout.pp:
-        raise ValueError(f"plan: the 1f1b schedule needs grad_accum >= pp "
-                         f"({plan.training.grad_accum} < {layout.pp}): raise grad_accum or use gpipe")
 
 
-def _check_context_parallel(plan: Plan, layout: Layout, device: torch.device) -> None:
-    if layout.cp == 1:
-        return
-    if device.type != "cuda":
+def _check_context_parallel(layout: Layout, device: torch.device) -> None:
+    if layout.cp > 1 and device.type != "cuda":
         raise ValueError("plan: context parallel needs CUDA (torch's ring attention has no CPU kernel); "
                          "use cp=1 on this device")
-    if plan.training.impl != Implementation.NATIVE:
-        raise ValueError("plan: context parallelism (cp > 1) needs impl 'native'")
-    _check_divisible(plan.training.seq_len, 2 * layout.cp, "seq_len (load-balanced context parallel)", "2*cp")
 
 
-def _check_precision(plan: Plan, layout: Layout, device: torch.device) -> None:
+def _check_precision(plan: Plan, device: torch.device) -> None:
     if plan.training.precision != Precision.FP8:
         return
-    if layout.tp > 1:
-        raise ValueError("plan: fp8 with tensor parallelism is not supported by the trainer; use tp=1 or bf16")
     if device.type != "cuda" or torch.cuda.get_device_capability(device) < FP8_MIN_CAPABILITY:
         raise ValueError("plan: fp8 training needs a GPU with compute capability >= 8.9 (Ada, Hopper or newer)")
     try:
@@ -86,9 +62,6 @@ def _check_precision(plan: Plan, layout: Layout, device: torch.device) -> None:
 
 
 def _check_run(plan: Plan, run: RunSettings) -> None:
-    if plan.training.seq_len > plan.model.max_seq_len:
-        raise ValueError(f"plan: seq_len {plan.training.seq_len} exceeds the model's max_seq_len "
-                         f"{plan.model.max_seq_len}")
     if run.freeze_layers > plan.model.num_layers:
         raise ValueError(f"job: freeze_layers={run.freeze_layers} exceeds the model's {plan.model.num_layers} layers")
     if run.hf_weights is not None and plan.training.impl != Implementation.HF:
@@ -114,10 +87,9 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
         layout = plan.layout.resolve(world_size)
     except ValueError as exc:
         raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {world_size} processes: {exc}") from None
-    _check_model_split(plan, layout)
-    _check_pipeline(plan, layout, run)
-    _check_context_parallel(plan, layout, device)
-    _check_precision(plan, layout, device)
+    _check_structure(plan, layout, run)
+    _check_context_parallel(layout, device)
+    _check_precision(plan, device)
     _check_run(plan, run)
     _check_memory_fit(plan, run, device)
     return layout
