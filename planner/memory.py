@@ -127,12 +127,15 @@ def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     return internal / c.tp + 2.0 * h * compute_dtype_bytes(c) / 2.0
 
 
-def block_activation_bytes_per_token(model: ModelSpec, c: Candidates) -> dict[str, np.ndarray]:
-    """Bytes saved for backward by one block per token (no recompute), split by part."""
+def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
+    """Bytes saved for backward by one block per local token (no recompute), split by part."""
     dtype = compute_dtype_bytes(c)
     tp = c.tp
+    # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
+    # tokens) for the attention backward; ring attention keeps only its own.
+    kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
     # q, k, v after rotary + attention output (saved by SDPA and by o_proj), + fp32 LSE.
-    attention = (2 * model.q_size + 2 * model.kv_size) * dtype / tp
+    attention = (2 * model.q_size + 2 * model.kv_size * kv_tokens_per_token) * dtype / tp
     attention = attention + LSE_BYTES_PER_HEAD * model.num_heads / tp
     if model.mlp == "swiglu":
         # gate (SiLU input), SiLU output, up, product (down_proj input).
@@ -158,10 +161,10 @@ def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
     return np.where(c.pp == 1, 1, alive)
 
 
-def activation_bytes(model: ModelSpec, c: Candidates, first_stage: bool) -> np.ndarray:
+def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, first_stage: bool) -> np.ndarray:
     """Activations saved for backward by all in-flight micro-batches of a stage."""
     tokens = c.micro_batch * c.seq_len / c.cp
-    full = sum(block_activation_bytes_per_token(model, c).values()) * tokens
+    full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
     kept = block_input_bytes_per_token(model, c) * tokens
     n = layers_per_stage(model, c)
     # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2).
@@ -171,10 +174,10 @@ def activation_bytes(model: ModelSpec, c: Candidates, first_stage: bool) -> np.n
     return per_microbatch * in_flight_microbatches(c, first_stage) + last_norm
 
 
-def recompute_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+def recompute_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """A checkpointed block re-materialises its activations during its own backward."""
     tokens = c.micro_batch * c.seq_len / c.cp
-    full = sum(block_activation_bytes_per_token(model, c).values()) * tokens
+    full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
     return np.where(c.ac == AC_NONE, 0.0, full)
 
 
@@ -194,7 +197,7 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     params, grads_full, moments = state_bytes(stage, c)
     unsharded = unsharded_param_bytes(stage, c, s)
     # With pp == 1 the one stage is both first and last: in-flight count is 1 either way.
-    acts = activation_bytes(model, c, first_stage=not last_stage)
+    acts = activation_bytes(model, c, s, first_stage=not last_stage)
     loss = logits_loss_bytes(model, c) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
@@ -202,7 +205,7 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
-    transient = np.maximum(loss, recompute_bytes(model, c))
+    transient = np.maximum(loss, recompute_bytes(model, c, s))
     peak_a = params + moments + unsharded + grads_during + acts + transient
     # Peak B: end of backward, all gradients materialised, activations freed.
     peak_b = params + moments + unsharded + grads_full

@@ -108,8 +108,14 @@ class ModelingSettings:
     tp_comm_overlap: float = 0.3
     # Fraction of pipeline point-to-point traffic hidden.
     pp_comm_overlap: float = 0.5
-    # Fraction of context-parallel (ring attention) KV exchange hidden.
-    cp_comm_overlap: float = 0.7
+    # How K and V cross the cp ranks. False (trainplan's trainer, trainer/context_parallel.py;
+    # Llama 3's all-gather CP): every rank gathers the whole sequence's K and V before attention
+    # and keeps them for backward. True (Megatron-Core/TransformerEngine ring attention): K,V
+    # chunks pass around the ring, each rank keeps only its own.
+    cp_ring_attention: bool = False
+    # Fraction of the context-parallel KV exchange hidden behind attention. trainplan's gather
+    # is issued right before the attention that needs it, so none is hidden.
+    cp_comm_overlap: float = 0.0
     # --- FLOP conventions --------------------------------------------------------------------
     # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
     # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").
@@ -167,4 +173,7 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # reduce-scatters into chunks pipelined with the GEMMs that consume them (fitted on the
     # same runs; the default 0.3 assumes no such overlap).
     tp_comm_overlap=0.7,
+    # ... and ring attention with each K,V transfer under the previous chunk's attention.
+    cp_ring_attention=True,
+    cp_comm_overlap=0.7,
 )

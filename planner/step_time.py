@@ -160,6 +160,19 @@ class CommTimes:
     cp: np.ndarray
 
 
+def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link) -> np.ndarray:
+    """K/V exchange of one block for one micro-batch; each tensor-parallel rank moves only its
+    own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
+    kv_bytes = 2.0 * token_bytes * model.kv_size / c.tp     # this rank's K and V
+    # Ring: K,V pass around the cp ranks forward, K,V,dK,dV backward.
+    ring = 3.0 * (c.cp - 1) * (link.latency + kv_bytes / link.bandwidth)
+    # All-gather (trainer/context_parallel.py): gather K and V (2 collectives) forward, again
+    # when a checkpointed block is recomputed, and reduce-scatter dK, dV backward.
+    passes = 2.0 + recompute_fraction(c)
+    gathered = passes * comm.all_gather_s(kv_bytes * c.cp, c.cp, link, calls=2)
+    return np.where(c.cp > 1, np.where(s.cp_ring_attention, ring, gathered), 0.0)
+
+
 def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTimes:
     """Per-step collective time of each axis (mesh order pp, dp_replicate, dp_shard, cp, tp)."""
     dtype = compute_dtype_bytes(c)
@@ -194,10 +207,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
-    # Ring attention passes K and V around cp ranks (forward) and K, V, dK, dV (backward); each
-    # tensor-parallel rank exchanges only its own kv heads.
-    kv_bytes = 2.0 * tokens * model.kv_size / c.tp * dtype
-    cp = n_layers * m * 3.0 * (c.cp - 1) * (cp_link.latency + kv_bytes / cp_link.bandwidth)
+    cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
 
 

@@ -4,7 +4,7 @@ One list, used three ways: vectorised over every candidate of the search (``plan
 ``planner/estimate.py``), and for one configuration with the message of the first rule it breaks
 (``estimate``'s ValueError and the trainer's static check in ``trainer/probe.py``). Keeping them
 in one place is what guarantees that the planner never proposes a plan the trainer refuses.
-Device-specific checks (CUDA for context parallelism, fp8 hardware, memory) stay in the trainer.
+Device-specific checks (fp8 hardware, memory) stay in the trainer.
 """
 from __future__ import annotations
 

@@ -406,9 +406,12 @@ def test_an_app_session_writes_only_inside_its_temp_folder(tmp_path, monkeypatch
 
 def test_trainplan_run_returns_the_trainers_own_exit_code(tmp_path):
     """torchrun reports any failed worker as 1; `trainplan run` returns the trainer's code (2: the
-    job is invalid on this machine) with its one-line reason."""
+    job is invalid on this machine) with its one-line reason, and torchrun's ChildFailedError
+    becomes one line instead of a traceback."""
     job = write_job(tmp_path / "job", SINGLE, 1, steps=2, freeze_layers=9)
     proc = trainplan("run", str(job), "--device", "cpu", "--nproc", "1", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "freeze_layers=9" in proc.stderr + proc.stdout
+    assert "training failed: rank 0 exited with code 2" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout and "ChildFailedError" not in proc.stderr
     assert json.loads((job / "exit_status.json").read_text()) == {"code": 2}

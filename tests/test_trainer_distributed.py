@@ -77,6 +77,11 @@ LAYOUTS = {
                      dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
     "zero1-selective-ac": (Layout(dp_shard=2, sharding="zero1"), 2,
                            dict(grad_accum=2, activation_checkpointing="selective"), 1e-3),
+    # Context parallel: each rank holds half of every sequence; recompute re-gathers K/V.
+    "cp2-x-fsdp2-full-ac": (Layout(dp_shard=2, cp=2), 4, dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
+    "cp2-x-tp2": (Layout(dp_shard=1, cp=2, tp=2), 4, dict(grad_accum=4), 1e-3),
+    "pp2-1f1b-x-cp2": (Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"), 4,
+                        dict(grad_accum=4, eval_every=6, eval_batches=4), 1e-3),
     # bf16 compute rounds differently from the fp32 reference; it must still follow it closely.
     "zero2-bf16": (Layout(dp_shard=2, sharding="zero2"), 2, dict(grad_accum=2, precision="bf16"), 5e-2),
 }

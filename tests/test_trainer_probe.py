@@ -18,7 +18,7 @@ CPU = torch.device("cpu")
 
 
 def plan_for(layout: Layout, world: int, model=None, **training):
-    return make_plan(layout, TrainingConfig(seq_len=32, **training), world, model=model)
+    return make_plan(layout, TrainingConfig(**{"seq_len": 32, **training}), world, model=model)
 
 
 def refusal(plan, world: int, run: RunSettings | None = None) -> str:
@@ -43,7 +43,9 @@ def test_valid_plans_resolve_the_layout():
     (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
     (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
     (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),
-    (Layout(dp_shard=1, cp=2), 2, None, {}, "context parallel needs CUDA"),
+    (Layout(dp_shard=1, cp=4), 4, None, {"seq_len": 36}, "seq_len (load-balanced context parallel) 36 is not "
+                                                         "divisible by 2*cp=8"),
+    (Layout(dp_shard=1, cp=2), 2, None, {"impl": "hf"}, "context parallelism (cp > 1) needs impl 'native'"),
     (Layout(dp_shard=1), 1, None, {"precision": "fp8"}, "fp8 training needs a GPU"),
     (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
     (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),

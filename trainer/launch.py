@@ -2,8 +2,8 @@
 
 ``run_job`` takes an exclusive lock on the job directory, prepares the data once (before any
 process group exists, so a long tokenisation cannot hit a collective timeout), starts
-``python -m torch.distributed.run ... -m trainer.train JOB_DIR`` with the plan's world size,
-passes its output straight through, forwards SIGINT/SIGTERM to it, and handles the trainer's
+``python -m trainer.torchrun ... -m trainer.train JOB_DIR`` (torchrun that reports a failed worker
+in one line, trainer/torchrun.py) with the plan's world size, passes its output straight through, forwards SIGINT/SIGTERM to it, and handles the trainer's
 "replan needed" exit. Resuming needs nothing here: the trainer loads its latest good checkpoint.
 """
 from __future__ import annotations
@@ -104,7 +104,7 @@ def torchrun_command(spec: JobSpec, job_dir: Path, *, device: str, nproc: int | 
                          "on each node, or use slurm.sbatch / k8s.yaml")
     if not 0 <= node_rank < nnodes:
         raise ValueError(f"node rank {node_rank} is outside 0..{nnodes - 1}")
-    command = [sys.executable, "-m", "torch.distributed.run"]
+    command = [sys.executable, "-m", "trainer.torchrun"]  # torchrun, failures as one line
     if rdzv_endpoint:
         command += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
                     "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id or spec.name]

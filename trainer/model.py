@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from planner.model_spec import ModelSpec
+from trainer.context_parallel import ContextParallel, context_parallel_attention
 from trainer.parallel import InitFn
 
 ROPE_THETA = 10_000.0
@@ -85,16 +86,17 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
-def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
-    """RoPE + causal SDPA on ``[batch, seq, heads, head_dim]``."""
+def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: torch.Tensor,
+                   context_parallel: ContextParallel | None = None) -> torch.Tensor:
+    """RoPE + causal SDPA on ``[batch, seq, heads, head_dim]`` (this rank's tokens under cp)."""
     q, k = apply_rope(q, rope), apply_rope(k, rope)
     q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-    if k.shape[1] != q.shape[1]:
-        # Expand the kv heads explicitly rather than SDPA's enable_gqa, which context-parallel
-        # ring attention does not accept.
-        repeats = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(repeats, dim=1), v.repeat_interleave(repeats, dim=1)
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    if context_parallel is not None:
+        out = context_parallel_attention(q, k, v, context_parallel)
+    else:
+        # enable_gqa: the kernel reads each kv head for its query heads, so K and V are saved
+        # for backward with kv_heads only (what the planner's activation model counts).
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=k.shape[1] != q.shape[1])
     return out.transpose(1, 2)
 
 
@@ -106,6 +108,7 @@ class Attention(nn.Module):
         self.wk = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.wv = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.wo = nn.Linear(args.num_heads * args.head_dim, args.hidden_size, bias=False)
+        self.context_parallel: ContextParallel | None = None   # set by apply_context_parallel
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = x.shape
@@ -113,7 +116,7 @@ class Attention(nn.Module):
         q = self.wq(x).view(batch, seq, -1, self.head_dim)
         k = self.wk(x).view(batch, seq, -1, self.head_dim)
         v = self.wv(x).view(batch, seq, -1, self.head_dim)
-        out = attention_core(q, k, v, rope)
+        out = attention_core(q, k, v, rope, self.context_parallel)
         return self.wo(out.reshape(batch, seq, -1))
 
 
@@ -155,12 +158,18 @@ class Transformer(nn.Module):
             self.output.weight = self.tok_embeddings.weight
         # Not persistent: recomputed by init_buffers, never checkpointed.
         self.register_buffer("rope", rope_tables(args.head_dim, args.seq_len), persistent=False)
+        self.context_parallel: ContextParallel | None = None   # set by apply_context_parallel
 
     def forward(self, tokens_or_hidden: torch.Tensor) -> torch.Tensor:
         """Token ids -> logits; a middle pipeline stage maps hidden states to hidden states."""
         h = self.tok_embeddings(tokens_or_hidden) if self.tok_embeddings is not None else tokens_or_hidden
+        rope = self.rope
+        if self.context_parallel is not None:
+            # This rank holds tokens from two places of the (always full-length, packed) training
+            # sequence: rotate each by its global position.
+            rope = rope.index_select(0, self.context_parallel.positions(self.args.seq_len, rope.device))
         for block in self.layers.values():
-            h = block(h, self.rope)
+            h = block(h, rope)
         if self.norm is not None:
             h = self.norm(h)
         if self.output is not None:

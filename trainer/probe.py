@@ -44,12 +44,6 @@ def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
                          f"trainer; use vpp=1")
 
 
-def _check_context_parallel(layout: Layout, device: torch.device) -> None:
-    if layout.cp > 1 and device.type != "cuda":
-        raise ValueError("plan: context parallel needs CUDA (torch's ring attention has no CPU kernel); "
-                         "use cp=1 on this device")
-
-
 def _check_precision(plan: Plan, device: torch.device) -> None:
     if plan.training.precision != Precision.FP8:
         return
@@ -88,7 +82,6 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
     except ValueError as exc:
         raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {world_size} processes: {exc}") from None
     _check_structure(plan, layout, run)
-    _check_context_parallel(layout, device)
     _check_precision(plan, device)
     _check_run(plan, run)
     _check_memory_fit(plan, run, device)

@@ -104,7 +104,8 @@ class Session:
         native = self.training.impl == Implementation.NATIVE
         self.stepper = Stepper(self.model, self.optimizer, self.scheduler, self.scaler, self.layout, self.meshes,
                                self.device, self.run.grad_clip, schedule, self.training.grad_accum,
-                               uses_loss_parallel(self.layout, native))
+                               uses_loss_parallel(self.layout, native),
+                               getattr(self.model, "context_parallel", None))   # set on the native model when cp > 1
 
     def _prepare_data(self) -> None:
         """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank."""

@@ -17,6 +17,7 @@ from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import loss_parallel
 
 from planner.layout import Layout
+from trainer.context_parallel import ContextParallel
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import run_pipeline_step
@@ -45,12 +46,14 @@ class StepResult:
 class Stepper:
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, scaler: LossScaler,
                  layout: Layout, meshes: Meshes, device: torch.device, grad_clip: float,
-                 pipeline_schedule=None, pipeline_microbatches: int = 1, use_loss_parallel: bool = False):
+                 pipeline_schedule=None, pipeline_microbatches: int = 1, use_loss_parallel: bool = False,
+                 context_parallel: ContextParallel | None = None):
         self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
         self.layout, self.meshes, self.device, self.grad_clip = layout, meshes, device, grad_clip
         self.schedule = pipeline_schedule
         self.pipeline_microbatches = pipeline_microbatches
         self.use_loss_parallel = use_loss_parallel
+        self.context_parallel = context_parallel
         self.params = [p for p in model.parameters() if p.requires_grad]
         pp_rank = meshes.pp.get_local_rank()
         self.holds_loss = pp_rank == layout.pp - 1   # the last pipeline stage computes the loss
@@ -58,34 +61,31 @@ class Stepper:
 
     # ------------------------------------------------------------------ contexts
 
-    def _context(self, input_ids: torch.Tensor, labels: torch.Tensor):
-        stack = contextlib.ExitStack()
-        if self.use_loss_parallel:
-            stack.enter_context(loss_parallel())
-        if self.layout.cp > 1:
-            from torch.distributed.tensor.experimental import context_parallel
-            # Shard inputs, labels and the RoPE table along the sequence over the cp ranks.
-            stack.enter_context(context_parallel(
-                self.meshes.cp, buffers=[input_ids, labels, self.model.rope], buffer_seq_dims=[1, 1, 0],
-                no_restore_buffers={input_ids, labels}))
-        return stack
+    def _context(self):
+        return loss_parallel() if self.use_loss_parallel else contextlib.nullcontext()
+
+    def _local_tokens(self, input_ids: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """On the device; under context parallelism only this rank's share of the sequence."""
+        input_ids = input_ids.to(self.device, non_blocking=True)
+        labels = labels.to(self.device, non_blocking=True)
+        if self.context_parallel is not None:
+            input_ids, labels = self.context_parallel.shard(input_ids), self.context_parallel.shard(labels)
+        return input_ids, labels
 
     # ------------------------------------------------------------------ forward/backward
 
     def _forward_backward(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """Summed mean loss over the accumulation window on this rank (0 off the last stage)."""
         if self.schedule is not None:
-            input_ids = torch.cat([x for x, _ in batches]).to(self.device, non_blocking=True)
-            labels = torch.cat([y for _, y in batches]).to(self.device, non_blocking=True)
-            with self._context(input_ids, labels):
+            input_ids, labels = self._local_tokens(torch.cat([x for x, _ in batches]), torch.cat([y for _, y in batches]))
+            with self._context():
                 loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=True)
             return _local(loss) / self.scaler.scale if loss is not None else torch.zeros((), device=self.device)
         total = torch.zeros((), device=self.device)
         for index, (input_ids, labels) in enumerate(batches):
-            input_ids = input_ids.to(self.device, non_blocking=True)
-            labels = labels.to(self.device, non_blocking=True)
+            input_ids, labels = self._local_tokens(input_ids, labels)
             set_micro_batch_sync(self.model, self.layout.sharding, index == len(batches) - 1)
-            with self._context(input_ids, labels):
+            with self._context():
                 output = self.model(input_ids)
                 loss = cross_entropy(getattr(output, "logits", output), labels) / len(batches)
                 (loss * self.scaler.scale).backward()
@@ -127,16 +127,15 @@ class Stepper:
             group = self.pipeline_microbatches
             for start in range(0, len(batches) - group + 1, group):
                 chunk = batches[start:start + group]
-                input_ids = torch.cat([x for x, _ in chunk]).to(self.device)
-                labels = torch.cat([y for _, y in chunk]).to(self.device)
-                with self._context(input_ids, labels):
+                input_ids, labels = self._local_tokens(torch.cat([x for x, _ in chunk]), torch.cat([y for _, y in chunk]))
+                with self._context():
                     loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=False)
                 total += (_local(loss) / self.scaler.scale) if loss is not None else 0.0
                 count += 1
         else:
             for input_ids, labels in batches:
-                input_ids, labels = input_ids.to(self.device), labels.to(self.device)
-                with self._context(input_ids, labels):
+                input_ids, labels = self._local_tokens(input_ids, labels)
+                with self._context():
                     output = self.model(input_ids)
                     total += _local(cross_entropy(getattr(output, "logits", output), labels)).float()
                 count += 1

@@ -25,6 +25,7 @@ from planner.layout import Implementation, Layout, Precision
 from trainer.checkpoint import CheckpointDiskFullError
 from trainer.job_spec import JobSpec
 from trainer.model import build_native_model, native_init_rule
+from trainer.context_parallel import apply_context_parallel
 from trainer.parallel import (Meshes, apply_activation_checkpointing, apply_compile, apply_data_parallel, apply_fp8,
                               build_meshes, freeze_lowest_blocks, init_distributed, init_parameters)
 from trainer.pipeline import split_native_for_stage
@@ -73,6 +74,8 @@ def build_model(job: JobSpec, layout: Layout, meshes: Meshes) -> torch.nn.Module
     if training.impl == Implementation.NATIVE:
         model = build_native_model(job.plan.model, training.seq_len)
         split_native_for_stage(model, meshes.pp.get_local_rank(), layout.pp)
+        if layout.cp > 1:
+            apply_context_parallel(model, meshes.cp)
     else:
         from trainer.hf_model import build_hf_model
         model = build_hf_model(job.plan.model, job.plan.hf_config_path, training.seq_len)
