@@ -30,7 +30,9 @@ def main() -> None:
     rows = []
     for name, tokens, days in (("llama3-8b", 1e12, 30), ("llama3-70b", 2e12, 60), ("llama3.1-405b", 2e12, 90),
                                ("mixtral-8x7b", 1e12, 60), ("gpt3-175b", 3e11, 60)):
-        request = PlanRequest(model=get_preset(name), training_tokens=tokens, deadline_days=days)
+        model = get_preset(name)
+        request = PlanRequest(model=model, training_tokens=tokens, deadline_days=days,
+                              seq_len=min(4096, model.max_seq_len))   # GPT-3 was trained at 2048
         seconds, result = timed(lambda: plan(request))
         rows.append((f"plan {name}", result.num_candidates, seconds, 2.0))
     models = ["llama3-8b", "llama3.2-1b", "llama3.2-3b", "mistral-7b", "qwen2.5-7b", "gpt3-1.3b", "gpt3-2.7b",

@@ -33,6 +33,9 @@ def default_global_batch_tokens(model: ModelSpec) -> int:
     return 2**20 if n < 3e9 else (2**21 if n < 3e10 else 2**22)
 
 
+DEFAULT_SEQ_LEN = 4096
+
+
 class PlanRequest(BaseModel):
     """What the user asks for. ``gpus`` maps allowed GPU ids to an inventory (None = unlimited)."""
 
@@ -46,7 +49,8 @@ class PlanRequest(BaseModel):
     cost_weight: float = Field(0.5, ge=0, le=1)
     gpus: dict[str, int | None] | None = None
     price_overrides: dict[str, float] = {}
-    seq_len: int = Field(4096, ge=16)
+    # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
+    seq_len: int | None = Field(None, ge=16)
     global_batch_tokens: int | None = Field(None, ge=1)
     batch_tolerance: float = Field(0.25, ge=0, lt=1)
     precision: Precision = Precision.BF16
@@ -60,6 +64,8 @@ class PlanRequest(BaseModel):
 
     @model_validator(mode="after")
     def _check_sequence(self) -> "PlanRequest":
+        if self.seq_len is None:
+            object.__setattr__(self, "seq_len", min(DEFAULT_SEQ_LEN, self.model.max_seq_len))
         if self.seq_len > self.model.max_seq_len:
             raise ValueError(f"seq_len {self.seq_len} exceeds {self.model.name}'s context of "
                              f"{self.model.max_seq_len} tokens")

@@ -115,7 +115,7 @@ def plan(
     objective: ObjectiveChoice = typer.Option(ObjectiveChoice.cost),
     gpus: Optional[str] = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
     prices: Optional[str] = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
-    seq_len: int = typer.Option(4096, "--seq-len"),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
     global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens"),
     precision: Precision = typer.Option(Precision.BF16),
     impl: Implementation = typer.Option(Implementation.NATIVE),

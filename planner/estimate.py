@@ -41,15 +41,14 @@ def rule_values(c: Candidates) -> dict:
     """The candidate columns the structural rules (planner/structure.py) read."""
     return dict(tp=c.tp, pp=c.pp, cp=c.cp, seq_len=c.seq_len, grad_accum=c.grad_accum,
                 scaleup_domain_size=c.scaleup_domain_size, hf=c.impl == IMPL_HF, fp8=c.precision == PREC_FP8,
-                one_f_one_b=c.pp_schedule == SCHED_1F1B)
+                one_f_one_b=c.pp_schedule == SCHED_1F1B, vpp=c.vpp)
 
 
 def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
     """Structurally valid and runnable by trainplan's trainer: the shared rules, degrees that
-    multiply to the GPU count, a supported precision, and no interleaved pipeline (modelled for
-    published runs, not run by the trainer)."""
+    multiply to the GPU count, and a supported precision."""
     return (structurally_valid(model, **rule_values(c)) & (c.dp * c.tp * c.pp * c.cp == c.num_gpus)
-            & np.isfinite(c.matmul_peak_flops) & (c.vpp == 1))
+            & np.isfinite(c.matmul_peak_flops))
 
 
 def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_SETTINGS) -> Scores:
@@ -111,7 +110,7 @@ def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: Tra
     network = catalog.network(gpu_spec.default_network).bandwidth_bytes_per_s_per_gpu
     c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network,
                num_gpus=num_gpus)
-    check_divisible(model, c, resolved, training, gpu_spec)
+    check_divisible(model, c, training, gpu_spec)
     s = score(model, c, settings)
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
@@ -146,12 +145,9 @@ def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: Tra
         cost_usd=optional(cost), energy_kwh=optional(energy))
 
 
-def check_divisible(model: ModelSpec, c: Candidates, layout: Layout, training: TrainingConfig,
-                    gpu: GPUSpec) -> None:
+def check_divisible(model: ModelSpec, c: Candidates, training: TrainingConfig, gpu: GPUSpec) -> None:
     """Name the first structural problem of a single configuration (ValueError)."""
     problem = first_structural_problem(model, **rule_values(c))
-    if problem is None and model.num_layers % (layout.pp * layout.vpp):
-        problem = f"pp={layout.pp} x vpp={layout.vpp} does not divide num_layers={model.num_layers}"
     if problem is None and not np.isfinite(c.matmul_peak_flops[0]):
         problem = f"{gpu.id} does not support {training.precision.value}"
     if problem is not None:

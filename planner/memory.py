@@ -154,11 +154,23 @@ def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
 
 
 def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
-    """1F1B keeps up to pp micro-batches alive on the first stage, one on the last; GPipe all."""
-    m = c.grad_accum
-    one_f_one_b = np.minimum(c.pp, m) if first_stage else np.ones_like(m)
-    alive = np.where(c.pp_schedule == SCHED_GPIPE, m, one_f_one_b)
-    return np.where(c.pp == 1, 1, alive)
+    """Micro-batches whose activations a rank holds at its peak, in units of all its layers.
+
+    1F1B warms up with ``pp-1-rank`` forwards: pp micro-batches alive on the first stage, one on
+    the last; GPipe keeps all.
+    Interleaved 1F1B (vpp chunks per rank) warms up with ``(vpp-1) pp + 2 (pp-1-rank)`` chunk
+    forwards before its first backward (Megatron's and torch's schedules alike), each 1/vpp of
+    the rank's layers: ``pp + (pp-1)/vpp`` on the first rank (Korthikanti et al. 2022, sec.
+    4.2.3: ``pp (1 + (pp-1)/(pp vpp))``) and ``((vpp-1) pp + 1)/vpp`` on the last.
+    """
+    m = c.grad_accum.astype(float)
+    vpp = c.vpp.astype(float)
+    if first_stage:
+        one_f_one_b = np.where(vpp > 1, c.pp + (c.pp - 1) / vpp, c.pp)
+    else:
+        one_f_one_b = np.where(vpp > 1, ((vpp - 1) * c.pp + 1) / vpp, 1.0)
+    alive = np.where(c.pp_schedule == SCHED_GPIPE, m, np.minimum(one_f_one_b, m))
+    return np.where(c.pp == 1, 1.0, alive)
 
 
 def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, first_stage: bool) -> np.ndarray:

@@ -30,7 +30,7 @@ class JobEntry(BaseModel):
     tokens: float = Field(gt=0)
     deadline_days: float | None = Field(None, gt=0)
     budget_usd: float | None = Field(None, gt=0)
-    seq_len: int = Field(4096, ge=16)
+    seq_len: int | None = Field(None, ge=16)   # None: the planner's default for the model
     global_batch_tokens: int | None = Field(None, ge=1)
 
 

@@ -25,6 +25,9 @@ MICRO_BATCHES = (1, 2, 4, 8, 16)
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 72)
 PP_DEGREES = (1, 2, 4, 8, 16, 32)
 CP_DEGREES = (1, 2, 4, 8, 16)
+# Interleaved pipeline chunks per rank (pp > 1 only): the bubble shrinks by vpp for vpp times
+# the stage-boundary traffic and more in-flight activations on the first stage.
+VPP_DEGREES = (1, 2, 4)
 CP_MIN_SEQ_LEN = 16384   # context parallelism only pays for long sequences
 
 
@@ -70,6 +73,7 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
     rows = cartesian(num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
                      tp=np.array(TP_DEGREES), pp=np.array(PP_DEGREES), cp=np.array(cp_options),
+                     vpp=np.array(VPP_DEGREES),
                      variant=np.arange(len(SHARDING_VARIANTS)), micro_batch=np.array(MICRO_BATCHES),
                      ac=np.array(ac), precision=np.array(prec),
                      offload=np.array([False, True] if space.allow_offload else [False]))
@@ -82,12 +86,13 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     # HSDP: replicate across nodes, shard inside a node (tp*cp ranks of it are not dp).
     replicate = np.where(hsdp, num_nodes, 1)
     grad_accum = np.maximum(1, np.round(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp)))
-    ok = ((n % non_dp == 0) & (n >= non_dp)
+    ok = ((n % non_dp == 0) & (n >= non_dp) & ((pp > 1) | (rows["vpp"] == 1))
           & (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
           & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
           & structurally_valid(model, tp=tp, pp=pp, cp=cp, seq_len=space.seq_len, grad_accum=grad_accum,
                                scaleup_domain_size=gpu.scaleup_domain_size, hf=space.impl == Implementation.HF,
-                               fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8), one_f_one_b=True))
+                               fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8), one_f_one_b=True,
+                               vpp=rows["vpp"]))
     rows = {k: v[ok] for k, v in rows.items()}
     dp, replicate, sharding = dp[ok], replicate[ok], sharding[ok]
     rows["sharding"] = sharding
@@ -120,7 +125,7 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
         pp_schedule=np.full(size, SCHED_1F1B), micro_batch=flat["micro_batch"],
         seq_len=np.full(size, space.seq_len), grad_accum=flat["grad_accum"], ac=flat["ac"],
         precision=flat["precision"], impl=np.full(size, IMPL_CODES.index(space.impl)),
-        compile=np.full(size, space.compile), offload=flat["offload"], **hw)
+        compile=np.full(size, space.compile), offload=flat["offload"], vpp=flat["vpp"], **hw)
 
 
 def batch_within_tolerance(c: Candidates, space: SearchSpace) -> np.ndarray:

@@ -18,7 +18,7 @@ Rule = tuple[np.ndarray, Callable[[], str]]
 
 
 def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scaleup_domain_size,
-                     hf, fp8, one_f_one_b) -> list[Rule]:
+                     hf, fp8, one_f_one_b, vpp=1) -> list[Rule]:
     """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
     arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand."""
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
@@ -44,6 +44,12 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
                  "(embedding and LM head would live on different stages)"),
         ((pp == 1) | ~one_f_one_b | (grad_accum >= pp),
          lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe"),
+        ((vpp == 1) | (model.num_layers % (pp * vpp) == 0),
+         lambda: f"num_layers {model.num_layers} is not divisible by pp*vpp={pp * vpp} (interleaved stages)"),
+        # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size.
+        ((vpp == 1) | (grad_accum % np.maximum(1, grad_accum // pp) == 0),
+         lambda: f"the interleaved schedule needs grad_accum ({grad_accum}) divisible by grad_accum // pp "
+                 f"(use a multiple of pp={pp})"),
         ((cp == 1) | ~hf, lambda: "context parallelism (cp > 1) needs impl 'native'"),
         ((cp == 1) | (seq_len % (2 * cp) == 0),
          lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}"),

@@ -73,6 +73,9 @@ LAYOUTS = {
                         dict(grad_accum=4, eval_every=6, eval_batches=4), 1e-3),
     "pp2-1f1b-x-fsdp2": (Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4,
                          dict(grad_accum=2, eval_every=6, eval_batches=2), 1e-3),
+    # Interleaved 1F1B: each pp rank runs 2 of the 4 one-block stages (0+2, 1+3).
+    "pp2-vpp2-x-fsdp2": (Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"), 4,
+                         dict(grad_accum=2, eval_every=6, eval_batches=2), 1e-3),
     "ddp2-full-ac": (Layout(dp_replicate=2, sharding="none"), 2,
                      dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
     "zero1-selective-ac": (Layout(dp_shard=2, sharding="zero1"), 2,
@@ -135,13 +138,15 @@ def test_killed_run_resumes_exactly(reference, tmp_path):
 
 def test_checkpoint_resumes_on_a_different_layout(reference_dir, reference, tmp_path):
     """Checkpoints hold layout-independent names and resharding DCP shards: an FSDP checkpoint
-    continues as a 2-stage pipeline (as after an automatic replan) on the same trajectory."""
+    continues as an interleaved pipeline (2 ranks x 2 stages each, as after an automatic replan)
+    on the same trajectory."""
     shutil.copytree(reference_dir / "ckpt" / "step-000025", tmp_path / "ckpt" / "step-000025")
-    job = write_job(tmp_path, Layout(dp_shard=1, pp=2, pp_schedule="gpipe"), 2, steps=REFERENCE_STEPS,
+    job = write_job(tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=REFERENCE_STEPS,
                     grad_accum=4, **COMMON)
     result = run_torchrun(job, 2)
     assert result.returncode == 0, describe(result)
     assert "resumed from checkpoint step-000025" in result.stdout
+    assert "pipeline: interleaved 1f1b, stages 0, 2 on pp rank 0 of 2" in result.stdout
     losses = losses_by_step(job)
     assert sorted(losses) == list(range(26, REFERENCE_STEPS + 1))
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4

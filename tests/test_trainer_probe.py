@@ -39,7 +39,9 @@ def test_valid_plans_resolve_the_layout():
 
 
 @pytest.mark.parametrize("layout, world, model, training, expected", [
-    (Layout(dp_shard=1, pp=2, vpp=2), 2, None, {"grad_accum": 4}, "interleaved pipeline schedule (vpp=2)"),
+    (Layout(dp_shard=1, pp=2, vpp=4), 2, None, {"grad_accum": 4}, "num_layers 4 is not divisible by pp*vpp=8"),
+    (Layout(dp_shard=1, pp=2, vpp=2), 2, None, {"grad_accum": 5},
+     "the interleaved schedule needs grad_accum (5) divisible by grad_accum // pp"),
     (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
     (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
     (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),

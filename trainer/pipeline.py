@@ -1,10 +1,17 @@
 """Pipeline parallelism with torch.distributed.pipelining.
 
-Each pp rank keeps one contiguous slice of the blocks (``num_layers / pp`` of them), the
-first stage also the embedding, the last the final norm and LM head. One training step
-feeds the ``grad_accum x micro_batch`` batch to the schedule, which splits it into
-``grad_accum`` pipeline micro-batches (GPipe: all forwards then all backwards; 1F1B:
-interleaved, at most ``pp`` micro-batches' activations alive at once).
+The model's blocks are cut into ``pp x vpp`` stages of ``num_layers / (pp vpp)`` consecutive
+blocks; stage 0 also holds the embedding, the last stage the final norm and LM head. Rank
+``r`` of the pp axis runs stages ``r, r + pp, r + 2 pp, ...`` (``vpp`` of them: one unless the
+plan interleaves). One training step feeds the ``grad_accum x micro_batch`` batch to the
+schedule, which splits it into ``grad_accum`` pipeline micro-batches: GPipe runs all forwards
+then all backwards; 1F1B interleaves them, at most ``pp`` micro-batches' activations alive at
+once; with ``vpp > 1`` the interleaved 1F1B schedule (Narayanan et al. 2021, sec. 2.2) cuts the
+bubble by ``vpp`` for ``vpp`` times the stage-boundary traffic.
+
+Each stage is its own module (FSDP root, compile and checkpoint wrappers apply per stage);
+:class:`StageChunks` gathers a rank's stages under the plain model's parameter names for the
+optimizer and checkpoints, so checkpoints stay layout-independent.
 """
 from __future__ import annotations
 
@@ -13,40 +20,69 @@ from typing import Callable
 import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
 from planner.layout import PipelineSchedule
 
 SCHEDULES = {PipelineSchedule.GPIPE: ScheduleGPipe, PipelineSchedule.ONE_F_ONE_B: Schedule1F1B}
 
 
-def stage_layer_ids(num_layers: int, pp_rank: int, pp_size: int) -> range:
-    per_stage = num_layers // pp_size
-    return range(pp_rank * per_stage, (pp_rank + 1) * per_stage)
+def local_stage_ids(pp_rank: int, pp_size: int, vpp: int) -> list[int]:
+    """The global stages one pp rank runs (looped placement, as Megatron and torch assume)."""
+    return [pp_rank + chunk * pp_size for chunk in range(vpp)]
 
 
-def split_native_for_stage(model: nn.Module, pp_rank: int, pp_size: int) -> None:
+def stage_layer_ids(num_layers: int, stage: int, num_stages: int) -> range:
+    per_stage = num_layers // num_stages
+    return range(stage * per_stage, (stage + 1) * per_stage)
+
+
+def split_native_for_stage(model: nn.Module, stage: int, num_stages: int) -> None:
     """Drop (still on meta, so for free) what this stage does not run."""
-    if pp_size == 1:
+    if num_stages == 1:
         return
-    keep = {str(i) for i in stage_layer_ids(len(model.layers), pp_rank, pp_size)}
+    keep = {str(i) for i in stage_layer_ids(len(model.layers), stage, num_stages)}
     for name in [name for name in model.layers if name not in keep]:
         del model.layers[name]
-    if pp_rank != 0:
+    if stage != 0:
         model.tok_embeddings = None
-    if pp_rank != pp_size - 1:
+    if stage != num_stages - 1:
         model.norm = None
         model.output = None
 
 
-def build_pipeline_schedule(stage_module: nn.Module, pp_mesh: DeviceMesh, device: torch.device,
+class StageChunks(nn.Module):
+    """A rank's interleaved stages seen as one model: the union of their blocks, embedding,
+    norm and head under the plain model's names (the modules are shared, not copied).
+    Never called: the pipeline schedule runs each stage."""
+
+    def __init__(self, chunks: list[nn.Module]):
+        super().__init__()
+        self.args = chunks[0].args
+        self.layers = nn.ModuleDict()
+        for chunk in chunks:
+            self.layers.update(chunk.layers)
+        for part in ("tok_embeddings", "norm", "output"):
+            setattr(self, part, next((getattr(c, part) for c in chunks if getattr(c, part) is not None), None))
+        self.context_parallel = chunks[0].context_parallel
+
+    def forward(self, *args):
+        raise RuntimeError("StageChunks is not callable: the pipeline schedule runs its stages")
+
+
+def build_pipeline_schedule(stage_modules: list[nn.Module], pp_mesh: DeviceMesh, device: torch.device,
                             num_microbatches: int, schedule: PipelineSchedule,
                             loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]):
-    """A single-stage-per-rank schedule; gradients are averaged over the micro-batches."""
-    pp_rank, pp_size = pp_mesh.get_local_rank(), pp_mesh.size()
-    stage = PipelineStage(stage_module, stage_index=pp_rank, num_stages=pp_size, device=device,
-                          group=pp_mesh.get_group())
-    return SCHEDULES[schedule](stage, n_microbatches=num_microbatches, loss_fn=loss_fn, scale_grads=True)
+    """One stage per rank (GPipe / 1F1B) or ``vpp`` of them (interleaved 1F1B); gradients are
+    averaged over the micro-batches."""
+    pp_rank, pp_size, vpp = pp_mesh.get_local_rank(), pp_mesh.size(), len(stage_modules)
+    stages = [PipelineStage(module, stage_index=stage, num_stages=pp_size * vpp, device=device,
+                            group=pp_mesh.get_group())
+              for module, stage in zip(stage_modules, local_stage_ids(pp_rank, pp_size, vpp))]
+    if vpp > 1:
+        assert schedule == PipelineSchedule.ONE_F_ONE_B, "the structural rules allow vpp > 1 with 1f1b only"
+        return ScheduleInterleaved1F1B(stages, n_microbatches=num_microbatches, loss_fn=loss_fn, scale_grads=True)
+    return SCHEDULES[schedule](stages[0], n_microbatches=num_microbatches, loss_fn=loss_fn, scale_grads=True)
 
 
 def run_pipeline_step(schedule, pp_mesh: DeviceMesh, input_ids: torch.Tensor, labels: torch.Tensor,

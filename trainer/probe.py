@@ -36,12 +36,12 @@ def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
         plan.model, tp=layout.tp, pp=layout.pp, cp=layout.cp, seq_len=plan.training.seq_len,
         grad_accum=plan.training.grad_accum, scaleup_domain_size=layout.tp,  # the domain is the planner's concern
         hf=plan.training.impl == Implementation.HF, fp8=plan.training.precision == Precision.FP8,
-        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B)
+        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B, vpp=layout.vpp)
     if problem is not None:
         raise ValueError(f"plan: {problem}")
-    if layout.vpp > 1:
-        raise ValueError(f"plan: the interleaved pipeline schedule (vpp={layout.vpp}) is not supported by the "
-                         f"trainer; use vpp=1")
+    if layout.vpp > 1 and schedule != PipelineSchedule.ONE_F_ONE_B:
+        raise ValueError(f"job: pipeline_schedule {schedule.value} cannot run the plan's interleaved stages "
+                         f"(vpp={layout.vpp}); use 1f1b")
 
 
 def _check_precision(plan: Plan, device: torch.device) -> None:

@@ -19,7 +19,7 @@ from trainer.metrics import (GIB, GpuSampler, MetricsLogger, ProgressBar, StepMe
                              peak_flops_per_s)
 from trainer.optim import LossScaler, build_optimizer, build_scheduler
 from trainer.parallel import Meshes
-from trainer.pipeline import build_pipeline_schedule
+from trainer.pipeline import build_pipeline_schedule, local_stage_ids
 from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measured_fit, format_report,
                            typical_step_s, write_replan_needed, write_report, write_validation)
 from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
@@ -60,16 +60,34 @@ class PreemptionFlag:
         signal.signal(signal.SIGTERM, self._previous)
 
 
+def describe_run(layout: Layout, precision: Precision, world_size: int, device: torch.device,
+                 pipeline: PipelineSchedule | None, num_local_stages: int) -> str:
+    """``layout: fsdp pp=2 dp_shard=2 vpp=2 on 4 cpu processes, bf16; pipeline: interleaved 1f1b,
+    stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start."""
+    line = f"layout: {layout.describe()} on {world_size} {device.type} processes, {precision.value}"
+    if pipeline is not None:
+        stages = ", ".join(str(s) for s in local_stage_ids(0, layout.pp, num_local_stages))
+        kind = f"interleaved {pipeline.value}" if num_local_stages > 1 else pipeline.value
+        line += f"; pipeline: {kind}, stages {stages} on pp rank 0 of {layout.pp}"
+    return line
+
+
 class Session:
     def __init__(self, job: JobSpec, job_dir: Path, device: torch.device, layout: Layout, meshes: Meshes,
-                 model: torch.nn.Module):
+                 model: torch.nn.Module, stage_modules: list[torch.nn.Module] | None = None):
+        """``model``: what the optimizer and checkpoints see; ``stage_modules``: what the pipeline
+        runs (this rank's stages; defaults to ``[model]``)."""
         self.job, self.job_dir, self.device, self.layout, self.meshes, self.model = \
             job, Path(job_dir), device, layout, meshes, model
+        self.stage_modules = stage_modules or [model]
         self.run, self.plan, self.training = job.run, job.plan, job.plan.training
         self.is_rank0 = dist.get_rank() == 0
         self.state = TrainState()
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
         self._build_optimizer()
+        if self.is_rank0:
+            print(describe_run(layout, self.training.precision, dist.get_world_size(), device, self.pipeline_kind,
+                               len(self.stage_modules)), flush=True)
         self._prepare_data()
         # Its small collectives use tensors on ``device``: CPU for gloo, CUDA for NCCL.
         self.ckpt = CheckpointManager(self.job_dir / "ckpt", self.run.keep_checkpoints, device)
@@ -96,10 +114,11 @@ class Session:
         fused = self.device.type == "cuda" and not self.training.offload
         self.optimizer = build_optimizer(self.model, self.run, fused=fused)
         self.scheduler = build_scheduler(self.optimizer, self.run)
-        schedule = None
+        schedule, self.pipeline_kind = None, None
         if self.layout.pp > 1:
             kind = PipelineSchedule(self.run.pipeline_schedule) if self.run.pipeline_schedule else self.layout.pp_schedule
-            schedule = build_pipeline_schedule(self.model, self.meshes.pp, self.device, self.training.grad_accum,
+            self.pipeline_kind = kind
+            schedule = build_pipeline_schedule(self.stage_modules, self.meshes.pp, self.device, self.training.grad_accum,
                                                kind, pipeline_loss_fn(self.scaler))
         native = self.training.impl == Implementation.NATIVE
         self.stepper = Stepper(self.model, self.optimizer, self.scheduler, self.scaler, self.layout, self.meshes,

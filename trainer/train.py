@@ -23,12 +23,12 @@ import torch.distributed as dist
 
 from planner.layout import Implementation, Layout, Precision
 from trainer.checkpoint import CheckpointDiskFullError
+from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
 from trainer.model import build_native_model, native_init_rule
-from trainer.context_parallel import apply_context_parallel
 from trainer.parallel import (Meshes, apply_activation_checkpointing, apply_compile, apply_data_parallel, apply_fp8,
                               build_meshes, freeze_lowest_blocks, init_distributed, init_parameters)
-from trainer.pipeline import split_native_for_stage
+from trainer.pipeline import StageChunks, local_stage_ids, split_native_for_stage
 from trainer.probe import ReplanNeeded, check_plan
 from trainer.session import Outcome, Session
 
@@ -68,19 +68,25 @@ def load_job(job_dir: Path, steps: int | None) -> JobSpec:
 # ----------------------------------------------------------------------------- phases
 
 
-def build_model(job: JobSpec, layout: Layout, meshes: Meshes) -> torch.nn.Module:
-    """The model (this rank's pipeline stage of it) on the meta device, frozen blocks marked."""
+def build_stage_modules(job: JobSpec, layout: Layout, meshes: Meshes) -> list[torch.nn.Module]:
+    """This rank's model on the meta device: the whole model, or its pipeline stages (one, or
+    ``vpp`` interleaved ones), frozen blocks marked."""
     training = job.plan.training
     if training.impl == Implementation.NATIVE:
-        model = build_native_model(job.plan.model, training.seq_len)
-        split_native_for_stage(model, meshes.pp.get_local_rank(), layout.pp)
-        if layout.cp > 1:
-            apply_context_parallel(model, meshes.cp)
+        stage_ids = local_stage_ids(meshes.pp.get_local_rank(), layout.pp, layout.vpp)
+        modules = []
+        for stage in stage_ids:
+            module = build_native_model(job.plan.model, training.seq_len)
+            split_native_for_stage(module, stage, layout.pp * layout.vpp)
+            if layout.cp > 1:
+                apply_context_parallel(module, meshes.cp)
+            modules.append(module)
     else:
         from trainer.hf_model import build_hf_model
-        model = build_hf_model(job.plan.model, job.plan.hf_config_path, training.seq_len)
-    freeze_lowest_blocks(model, job.run.freeze_layers)
-    return model
+        modules = [build_hf_model(job.plan.model, job.plan.hf_config_path, training.seq_len)]
+    for module in modules:
+        freeze_lowest_blocks(module, job.run.freeze_layers)
+    return modules
 
 
 def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Meshes, device: torch.device) -> None:
@@ -101,20 +107,25 @@ def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Me
                         pin_memory=device.type == "cuda")
 
 
-def initialise_model(model: torch.nn.Module, job: JobSpec, device: torch.device) -> None:
-    """Allocate this rank's shards, fill them (layout-independent init), load pretrained weights."""
+def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch.device) -> torch.nn.Module:
+    """Allocate this rank's shards, fill them (layout-independent init), load pretrained weights;
+    the model the optimizer and checkpoints see (the stages' union under interleaving)."""
     training, native = job.plan.training, job.plan.training.impl == Implementation.NATIVE
-    # With CPU offload the sharded parameters live in host memory; FSDP moves what it gathers.
-    model.to_empty(device="cpu" if training.offload else device)
+    for module in modules:
+        # With CPU offload the sharded parameters live in host memory; FSDP moves what it gathers.
+        module.to_empty(device="cpu" if training.offload else device)
+    model = modules[0] if len(modules) == 1 else StageChunks(modules)
     if native:
         init_parameters(model, job.run.seed, native_init_rule(model.args))
-        model.init_buffers(device)
+        for module in modules:
+            module.init_buffers(device)
     else:
         from trainer.hf_model import hf_init_rule, init_hf_buffers, load_hf_weights
         init_parameters(model, job.run.seed, hf_init_rule(model))
         init_hf_buffers(model)
         if job.run.hf_weights is not None:
             load_hf_weights(model, job.run.hf_weights)
+    return model
 
 
 def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
@@ -122,10 +133,11 @@ def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
     runtime = setup_runtime(device_type, job.run.seed)
     layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
     meshes = build_meshes(layout, runtime.device.type)
-    model = build_model(job, layout, meshes)
-    shard_model(model, job, layout, meshes, runtime.device)
-    initialise_model(model, job, runtime.device)
-    session = Session(job, job_dir, runtime.device, layout, meshes, model)
+    stage_modules = build_stage_modules(job, layout, meshes)
+    for module in stage_modules:
+        shard_model(module, job, layout, meshes, runtime.device)
+    model = initialise_model(stage_modules, job, runtime.device)
+    session = Session(job, job_dir, runtime.device, layout, meshes, model, stage_modules)
     try:
         session.load_checkpoint()
         outcome = session.probe()
