@@ -23,6 +23,7 @@ from planner.model_spec import ModelSpec
 from planner.plan import Plan
 from planner.search import SearchSpace, batch_within_tolerance, build_candidates
 from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.structure import default_implementation
 
 SECONDS_PER_DAY = 86400.0
 
@@ -56,7 +57,8 @@ class PlanRequest(BaseModel):
     precision: Precision = Precision.BF16
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
-    impl: Implementation = Implementation.NATIVE
+    # None: native for Llama-family models, Hugging Face transformers for the rest (GPT-3, MoE).
+    impl: Implementation | None = None
     compile: bool = False
     max_gpus: int = Field(4096, ge=1)
     top_k: int = Field(5, ge=0, le=100)
@@ -66,6 +68,8 @@ class PlanRequest(BaseModel):
     def _check_sequence(self) -> "PlanRequest":
         if self.seq_len is None:
             object.__setattr__(self, "seq_len", min(DEFAULT_SEQ_LEN, self.model.max_seq_len))
+        if self.impl is None:
+            object.__setattr__(self, "impl", default_implementation(self.model))
         if self.seq_len > self.model.max_seq_len:
             raise ValueError(f"seq_len {self.seq_len} exceeds {self.model.name}'s context of "
                              f"{self.model.max_seq_len} tokens")

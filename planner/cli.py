@@ -20,7 +20,8 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
 from planner import render
-from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.layout import (ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Precision, Sharding,
+                            TrainingConfig)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Size, plan and run LLM training: GPUs, layout, memory, time and cost.")
@@ -70,6 +71,8 @@ def estimate(
     num_gpus: int = typer.Option(..., "--num-gpus", help="world size"),
     nodes: Optional[int] = typer.Option(None, help="number of nodes (default: by the node template)"),
     tp: int = typer.Option(1), pp: int = typer.Option(1), cp: int = typer.Option(1),
+    vpp: int = typer.Option(1, help="interleaved pipeline stages per rank (needs pp > 1 and 1f1b)"),
+    pp_schedule: PipelineSchedule = typer.Option(PipelineSchedule.ONE_F_ONE_B, "--pp-schedule"),
     dp_replicate: int = typer.Option(1, "--dp-replicate"),
     dp_shard: int = typer.Option(-1, "--dp-shard", help="-1 = the rest of the world"),
     sharding: Sharding = typer.Option(Sharding.FSDP),
@@ -79,7 +82,7 @@ def estimate(
     grad_accum: Optional[int] = typer.Option(None, "--grad-accum"),
     ac: ActivationCheckpointing = typer.Option(ActivationCheckpointing.NONE, "--ac"),
     precision: Precision = typer.Option(Precision.BF16),
-    impl: Implementation = typer.Option(Implementation.NATIVE),
+    impl: Optional[Implementation] = typer.Option(None, help="default: native for Llama-family models, else hf"),
     compile: bool = typer.Option(False, "--compile"),
     offload: bool = typer.Option(False, "--offload"),
     tokens: Optional[float] = typer.Option(None, help="training tokens, for time-to-train and cost"),
@@ -89,15 +92,18 @@ def estimate(
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
     from planner.api import build_plan
+    from planner.structure import default_implementation
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
     spec, hf_path = load_model_arg(model)
-    layout = Layout(dp_replicate=dp_replicate, dp_shard=dp_shard, tp=tp, pp=pp, cp=cp, sharding=sharding)
+    layout = Layout(dp_replicate=dp_replicate, dp_shard=dp_shard, tp=tp, pp=pp, cp=cp, vpp=vpp,
+                    pp_schedule=pp_schedule, sharding=sharding)
     dp = layout.resolve(num_gpus).dp
     accum = grad_accum or (TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp)
                            if global_batch_tokens else 1)
     training = TrainingConfig(seq_len=seq_len, micro_batch=micro_batch, grad_accum=accum,
-                              activation_checkpointing=ac, precision=precision, impl=impl,
+                              activation_checkpointing=ac, precision=precision,
+                              impl=impl or default_implementation(spec),
                               compile=compile, offload=offload)
     plan = build_plan(spec, gpu, layout, training, num_gpus=num_gpus, num_nodes=nodes,
                       training_tokens=tokens, price=price, hf_config_path=hf_path)
@@ -118,7 +124,7 @@ def plan(
     seq_len: Optional[int] = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
     global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens"),
     precision: Precision = typer.Option(Precision.BF16),
-    impl: Implementation = typer.Option(Implementation.NATIVE),
+    impl: Optional[Implementation] = typer.Option(None, help="default: native for Llama-family models, else hf"),
     allow_offload: bool = typer.Option(False, "--allow-offload"),
     compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
     max_gpus: int = typer.Option(4096, "--max-gpus"),

@@ -12,9 +12,27 @@ from typing import Callable
 
 import numpy as np
 
+from planner.layout import Implementation
 from planner.model_spec import ModelSpec
 
 Rule = tuple[np.ndarray, Callable[[], str]]
+
+# What trainplan's native decoder builds (trainer/model.py): field, the value it supports.
+NATIVE_ARCHITECTURE = (("mlp", "swiglu"), ("norm", "rmsnorm"), ("position", "rope"), ("out_bias", False),
+                       ("mlp_bias", False), ("norm_bias", False), ("embedding_norm", False), ("num_experts", 1))
+
+
+def native_unsupported(model: ModelSpec) -> list[str]:
+    """The model's features the native decoder lacks (``field=value``); empty for Llama-family
+    models. The same blocks are what tensor parallelism of an HF model needs (q/k/v/o and
+    gate/up/down projections)."""
+    return [f"{field}={getattr(model, field)!r}" for field, supported in NATIVE_ARCHITECTURE
+            if getattr(model, field) != supported]
+
+
+def default_implementation(model: ModelSpec) -> Implementation:
+    """The native trainer where it can build the model, Hugging Face transformers otherwise."""
+    return Implementation.HF if native_unsupported(model) else Implementation.NATIVE
 
 
 def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scaleup_domain_size,
@@ -26,11 +44,17 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
     def split(value: int, degree, what: str, axis: str) -> Rule:
         return value % degree == 0, lambda: f"{what} {value} is not divisible by {axis}={degree}"
 
+    unsupported = native_unsupported(model)
+    llama_family = not unsupported
     return [
+        (hf | llama_family,
+         lambda: f"the native trainer builds Llama-family models only ({', '.join(unsupported)}); use impl 'hf'"),
         (seq_len <= model.max_seq_len,
          lambda: f"seq_len {seq_len} exceeds the model's max_seq_len {model.max_seq_len} ({model.name})"),
         split(model.num_heads, tp, "num_heads", "tp"),
         split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
+        ((tp == 1) | ~hf | llama_family,
+         lambda: f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(unsupported)})"),
         split(model.ffn_hidden_size, tp, "ffn_hidden_size", "tp"),
         split(model.vocab_size, tp, "vocab_size (vocabulary-parallel loss)", "tp"),
         ((tp == 1) | hf | (seq_len % tp == 0),

@@ -1,11 +1,14 @@
 """End-to-end planning: the ILP's choice equals brute force over the real scored table,
 deadlines/budgets/inventory bind, infeasible requests explain themselves."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 from planner.api import PlanRequest, plan, replan
 from planner.explore import best_per_count, pareto_front, scored_search, why_not
 from planner.ilp import InfeasiblePlan
+from planner.layout import Implementation
 from planner.models import get_preset
 
 SECONDS_PER_DAY = 86400
@@ -95,14 +98,15 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
 @pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b"])
 def test_every_proposed_plan_passes_the_trainers_static_checks(model):
     """The planner's search and the trainer share planner/structure.py: a plan it proposes is one
-    the trainer accepts (GPT-3's odd vocabulary rules out tensor parallelism, tied embeddings rule
-    out pipelines)."""
+    the trainer accepts (GPT-3 is not Llama-family: Hugging Face model, no TP or pipeline; tied
+    embeddings rule out pipelines)."""
     import torch
 
     from trainer.job_spec import RunSettings
     from trainer.probe import check_plan
     result = plan(PlanRequest(model=get_preset(model), training_tokens=1e11, seq_len=2048, top_k=20,
                               gpus={"h100-sxm": 512, "a100-80gb-sxm": 512}, deadline_days=60))
+    assert result.plan.training.impl == (Implementation.HF if model.startswith("gpt3") else Implementation.NATIVE)
     for p in (result.plan, *result.alternatives):
         assert check_plan(p, RunSettings(), p.num_gpus, torch.device("cpu")).world_size == p.num_gpus
 
@@ -112,7 +116,11 @@ def test_search_drops_what_the_trainer_cannot_run():
     from planner.search import SearchSpace, build_candidates
     space = SearchSpace(seq_len=2048, global_batch_tokens=2**20, max_gpus=64)
     gpt3 = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None}, space)
-    assert set(gpt3.tp) == {1}                      # vocabulary 50257: no vocabulary-parallel loss
+    assert len(gpt3) == 0                           # not Llama-family: the native trainer cannot build it
+    gpt3_hf = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None},
+                               dataclasses.replace(space, impl=Implementation.HF))
+    # HF: tensor parallelism needs Llama-style blocks, pipelines and cp the native model.
+    assert len(gpt3_hf) and set(gpt3_hf.tp) == set(gpt3_hf.pp) == set(gpt3_hf.cp) == {1}
     tied = build_candidates(get_preset("llama3.2-1b"), load_catalog(), {"h100-sxm": None}, space)
     assert set(tied.pp) == {1} and set(tied.tp) > {1}  # tied embedding/head: no pipeline split
     untied = build_candidates(get_preset("llama3-8b"), load_catalog(), {"h100-sxm": None}, space)

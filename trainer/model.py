@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from planner.model_spec import ModelSpec
+from planner.structure import native_unsupported
 from trainer.context_parallel import ContextParallel, context_parallel_attention
 from trainer.parallel import InitFn
 
@@ -42,13 +43,7 @@ class ModelArgs:
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> "ModelArgs":
         """Reject what the native model cannot express; ``--impl hf`` runs the rest."""
-        unsupported = [
-            f"{field}={value!r}" for field, value, supported in (
-                ("mlp", spec.mlp, "swiglu"), ("norm", spec.norm, "rmsnorm"), ("position", spec.position, "rope"),
-                ("out_bias", spec.out_bias, False), ("mlp_bias", spec.mlp_bias, False),
-                ("norm_bias", spec.norm_bias, False), ("embedding_norm", spec.embedding_norm, False),
-                ("num_experts", spec.num_experts, 1))
-            if value != supported]
+        unsupported = native_unsupported(spec)
         if unsupported:
             raise ValueError(f"model {spec.name!r}: the native trainer builds Llama-family models only "
                              f"({', '.join(unsupported)}); use impl 'hf'")
