@@ -17,17 +17,29 @@ from planner.model_spec import ModelSpec
 
 Rule = tuple[np.ndarray, Callable[[], str]]
 
-# What trainplan's native decoder builds (trainer/model.py): field, the value it supports.
-NATIVE_ARCHITECTURE = (("mlp", "swiglu"), ("norm", "rmsnorm"), ("position", "rope"), ("out_bias", False),
-                       ("mlp_bias", False), ("norm_bias", False), ("embedding_norm", False), ("num_experts", 1))
+# Architecture features trainplan's native decoder (trainer/model.py) does not build.
+NATIVE_UNSUPPORTED = (("position", "alibi"), ("embedding_norm", True))
+# The native model pads its vocabulary to a multiple of this (Megatron-LM's
+# --make-vocab-size-divisible-by default), so tensor parallelism can split odd vocabularies.
+VOCAB_PAD_MULTIPLE = 128
+
+
+def padded_vocab_size(vocab_size: int) -> int:
+    return -(-vocab_size // VOCAB_PAD_MULTIPLE) * VOCAB_PAD_MULTIPLE
 
 
 def native_unsupported(model: ModelSpec) -> list[str]:
-    """The model's features the native decoder lacks (``field=value``); empty for Llama-family
-    models. The same blocks are what tensor parallelism of an HF model needs (q/k/v/o and
-    gate/up/down projections)."""
-    return [f"{field}={getattr(model, field)!r}" for field, supported in NATIVE_ARCHITECTURE
-            if getattr(model, field) != supported]
+    """The model's features the native decoder lacks (``field=value``): ALiBi, an embedding
+    norm (BLOOM), experts (MoE); empty for the Llama and GPT-2/3 families."""
+    found = [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
+    return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
+
+
+def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:
+    """Tensor parallelism of a Hugging Face model splits Llama-style q/k/v/o and gate/up/down
+    projections (trainer/tensor_parallel.py): dense SwiGLU blocks only."""
+    return ([f"mlp={model.mlp!r}"] if model.mlp != "swiglu" else []) + \
+        ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
 
 
 def default_implementation(model: ModelSpec) -> Implementation:
@@ -44,19 +56,21 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
     def split(value: int, degree, what: str, axis: str) -> Rule:
         return value % degree == 0, lambda: f"{what} {value} is not divisible by {axis}={degree}"
 
-    unsupported = native_unsupported(model)
-    llama_family = not unsupported
+    not_native, not_hf_tp = native_unsupported(model), hf_tensor_parallel_unsupported(model)
     return [
-        (hf | llama_family,
-         lambda: f"the native trainer builds Llama-family models only ({', '.join(unsupported)}); use impl 'hf'"),
+        (hf | (not not_native),
+         lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"),
         (seq_len <= model.max_seq_len,
          lambda: f"seq_len {seq_len} exceeds the model's max_seq_len {model.max_seq_len} ({model.name})"),
         split(model.num_heads, tp, "num_heads", "tp"),
         split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
-        ((tp == 1) | ~hf | llama_family,
-         lambda: f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(unsupported)})"),
+        ((tp == 1) | ~hf | (not not_hf_tp),
+         lambda: f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(not_hf_tp)}); "
+                 f"use impl 'native'"),
         split(model.ffn_hidden_size, tp, "ffn_hidden_size", "tp"),
-        split(model.vocab_size, tp, "vocab_size (vocabulary-parallel loss)", "tp"),
+        (hf | (padded_vocab_size(model.vocab_size) % tp == 0),
+         lambda: f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
+                 f"vocabulary-parallel loss) is not divisible by tp={tp}"),
         ((tp == 1) | hf | (seq_len % tp == 0),
          lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp={tp}"),
         ((tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),

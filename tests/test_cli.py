@@ -52,18 +52,19 @@ def test_plan_json_contract(tmp_path):
 
 
 def test_defaults_follow_the_model(tmp_path):
-    """GPT-3 is not Llama-family and was trained at 2048 tokens: with no --impl / --seq-len the plan
-    uses the Hugging Face implementation and the model's context, and the job it emits is valid."""
+    """With no --impl / --seq-len: GPT-3 (trained at 2048 tokens) plans at its context on the native
+    trainer; Mixtral (MoE, which the native model does not build) estimates on the HF one."""
     out = tmp_path / "plan.json"
     run("plan", "--model", "gpt3-1.3b", "--tokens", "1e10", "--deadline-days", "30", "--out", str(out))
     training = json.loads(out.read_text())["training"]
-    assert (training["impl"], training["seq_len"]) == ("hf", 2048)
-    estimated = json.loads(run("estimate", "--model", "gpt3-1.3b", "--gpu", "h100-sxm", "--num-gpus", "8",
-                               "--micro-batch", "1", "--seq-len", "2048", "--json", "--out", str(out)).stdout)
-    assert estimated["feasible"] and json.loads(out.read_text())["training"]["impl"] == "hf"
-    refused = run("estimate", "--model", "gpt3-1.3b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1",
-                  "--seq-len", "2048", "--impl", "native", check_ok=False)
-    assert refused.returncode == 2 and "native trainer builds Llama-family models only" in refused.stderr
+    assert (training["impl"], training["seq_len"]) == ("native", 2048)
+    estimated = json.loads(run("estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "64",
+                               "--micro-batch", "1", "--seq-len", "4096", "--ac", "full", "--json",
+                               "--out", str(out)).stdout)
+    assert estimated["layout"]["dp_shard"] == 64 and json.loads(out.read_text())["training"]["impl"] == "hf"
+    refused = run("estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "64",
+                  "--micro-batch", "1", "--seq-len", "4096", "--impl", "native", check_ok=False)
+    assert refused.returncode == 2 and "native trainer cannot build num_experts=8" in refused.stderr
 
 
 def test_plan_prints_a_readable_plan():

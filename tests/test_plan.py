@@ -95,18 +95,18 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
     assert corrected.estimate.memory.reserved_gib <= p.estimate.memory.reserved_gib + 1e-9
 
 
-@pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b"])
+@pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b", "mixtral-8x7b"])
 def test_every_proposed_plan_passes_the_trainers_static_checks(model):
     """The planner's search and the trainer share planner/structure.py: a plan it proposes is one
-    the trainer accepts (GPT-3 is not Llama-family: Hugging Face model, no TP or pipeline; tied
-    embeddings rule out pipelines)."""
+    the trainer accepts (tied embeddings rule out pipelines; MoE models run on the Hugging Face
+    implementation, without tensor or pipeline parallelism)."""
     import torch
 
     from trainer.job_spec import RunSettings
     from trainer.probe import check_plan
     result = plan(PlanRequest(model=get_preset(model), training_tokens=1e11, seq_len=2048, top_k=20,
                               gpus={"h100-sxm": 512, "a100-80gb-sxm": 512}, deadline_days=60))
-    assert result.plan.training.impl == (Implementation.HF if model.startswith("gpt3") else Implementation.NATIVE)
+    assert result.plan.training.impl == (Implementation.HF if model.startswith("mixtral") else Implementation.NATIVE)
     for p in (result.plan, *result.alternatives):
         assert check_plan(p, RunSettings(), p.num_gpus, torch.device("cpu")).world_size == p.num_gpus
 
@@ -116,11 +116,15 @@ def test_search_drops_what_the_trainer_cannot_run():
     from planner.search import SearchSpace, build_candidates
     space = SearchSpace(seq_len=2048, global_batch_tokens=2**20, max_gpus=64)
     gpt3 = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None}, space)
-    assert len(gpt3) == 0                           # not Llama-family: the native trainer cannot build it
-    gpt3_hf = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None},
-                               dataclasses.replace(space, impl=Implementation.HF))
-    # HF: tensor parallelism needs Llama-style blocks, pipelines and cp the native model.
-    assert len(gpt3_hf) and set(gpt3_hf.tp) == set(gpt3_hf.pp) == set(gpt3_hf.cp) == {1}
+    # Vocabulary 50257, padded to 50304 by the native model: tensor parallelism up to 128 ways;
+    # tied embedding/head: no pipeline split.
+    assert set(gpt3.tp) == {1, 2, 4, 8} and set(gpt3.pp) == {1}
+    mixtral = build_candidates(get_preset("mixtral-8x7b"), load_catalog(), {"h100-sxm": None}, space)
+    assert len(mixtral) == 0                        # MoE: the native trainer cannot build it
+    mixtral_hf = build_candidates(get_preset("mixtral-8x7b"), load_catalog(), {"h100-sxm": None},
+                                  dataclasses.replace(space, impl=Implementation.HF))
+    # HF: tensor parallelism needs dense Llama-style blocks, pipelines and cp the native model.
+    assert len(mixtral_hf) and set(mixtral_hf.tp) == set(mixtral_hf.pp) == set(mixtral_hf.cp) == {1}
     tied = build_candidates(get_preset("llama3.2-1b"), load_catalog(), {"h100-sxm": None}, space)
     assert set(tied.pp) == {1} and set(tied.tp) > {1}  # tied embedding/head: no pipeline split
     untied = build_candidates(get_preset("llama3-8b"), load_catalog(), {"h100-sxm": None}, space)

@@ -115,6 +115,21 @@ def test_hf_model_under_tensor_parallel_matches_one_process(tmp_path, in_process
     assert_same_trajectory(losses_by_step(parallel), losses_by_step(single), 1e-4)
 
 
+def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, in_process):
+    """GPT-2/3 blocks (learned positions, LayerNorm and linear biases, tanh GeLU, tied head, a
+    vocabulary padded from 500 to 512) under tp=2 x cp=2 against the same model on one process."""
+    from test_trainer_model import tiny_gpt_spec
+    settings = dict(steps=8, model=tiny_gpt_spec(), grad_accum=4, **COMMON)
+    parallel = write_job(tmp_path / "tp2-cp2", Layout(dp_shard=1, tp=2, cp=2), 4, **settings)
+    result = run_torchrun(parallel, 4)
+    assert result.returncode == 0, describe(result)
+    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, **settings)
+    assert main([str(single), "--device", "cpu"]) == EXIT_OK
+    losses = losses_by_step(parallel)
+    assert_same_trajectory(losses, losses_by_step(single), 1e-3)
+    assert losses[8] < losses[1] - 0.1
+
+
 def test_killed_run_resumes_exactly(reference, tmp_path):
     """SIGKILL torchrun and its workers after the first checkpoint; the resumed run matches the reference."""
     job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=REFERENCE_STEPS, grad_accum=2, checkpoint_every=5,

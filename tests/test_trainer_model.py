@@ -39,10 +39,72 @@ def test_hf_param_count_matches_spec(preset):
     assert count_params(model) == spec.num_params()
 
 
-def test_native_refuses_non_llama_architectures():
+def test_native_refuses_what_it_cannot_build():
     with pytest.raises(ValueError, match="impl 'hf'") as info:
-        build_native_model(get_preset("gpt3-125m"), seq_len=128)
-    assert "mlp='gelu'" in str(info.value) and "\n" not in str(info.value)
+        build_native_model(get_preset("mixtral-8x7b"), seq_len=128)
+    assert "num_experts=8" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="position='alibi'"):
+        build_native_model(tiny_spec(position="alibi"), seq_len=128)
+
+
+@pytest.mark.parametrize("preset", ["gpt3-125m", "gpt3-1.3b", "gpt3-175b"])
+def test_native_gpt_param_count_is_the_spec_plus_vocabulary_padding(preset):
+    """GPT-3's 50257 tokens are padded to 50304 (a multiple of 128) in the embedding/head."""
+    spec = get_preset(preset)
+    model = build_native_model(spec, seq_len=2048)
+    assert model.args.vocab_size == 50304
+    assert count_params(model) == spec.num_params() + (50304 - 50257) * spec.hidden_size
+
+
+def tiny_gpt_spec(**changes):
+    """GPT-2 architecture at test size, with an odd vocabulary (padded to 512 natively)."""
+    base = get_preset("gpt3-125m").model_copy(update=dict(
+        name="tiny-gpt", num_layers=2, hidden_size=64, ffn_hidden_size=256, num_heads=4, num_kv_heads=4,
+        vocab_size=500, max_seq_len=64))
+    return base.model_copy(update=changes)
+
+
+def _gpt2_state_dict(native: torch.nn.Module, num_layers: int, vocab_size: int) -> dict[str, torch.Tensor]:
+    """Native weights in transformers' GPT-2 layout (Conv1D stores [in, out]; q/k/v fused)."""
+    sd = native.state_dict()
+    out = {"transformer.wte.weight": sd["tok_embeddings.weight"][:vocab_size],
+           "transformer.wpe.weight": sd["pos_embeddings.weight"],
+           "transformer.ln_f.weight": sd["norm.weight"], "transformer.ln_f.bias": sd["norm.bias"],
+           "lm_head.weight": sd["tok_embeddings.weight"][:vocab_size]}
+    for i in range(num_layers):
+        p, h = f"layers.{i}.", f"transformer.h.{i}."
+        for native_norm, hf_norm in (("attention_norm", "ln_1"), ("ffn_norm", "ln_2")):
+            for kind in ("weight", "bias"):
+                out[h + f"{hf_norm}.{kind}"] = sd[p + f"{native_norm}.{kind}"]
+        qkv = [p + f"attention.{w}" for w in ("wq", "wk", "wv")]
+        out[h + "attn.c_attn.weight"] = torch.cat([sd[n + ".weight"].T for n in qkv], dim=1)
+        out[h + "attn.c_attn.bias"] = torch.cat([sd[n + ".bias"] for n in qkv])
+        for native_linear, hf_linear in (("attention.wo", "attn.c_proj"), ("feed_forward.w1", "mlp.c_fc"),
+                                         ("feed_forward.w2", "mlp.c_proj")):
+            out[h + f"{hf_linear}.weight"] = sd[p + f"{native_linear}.weight"].T
+            out[h + f"{hf_linear}.bias"] = sd[p + f"{native_linear}.bias"]
+    return out
+
+
+def test_native_gpt_computes_what_hf_gpt2_computes():
+    """Same weights -> same logits: learned positions, LayerNorm with bias, tanh GeLU, biases."""
+    spec = tiny_gpt_spec()
+    args = ModelArgs.from_spec(spec, seq_len=32)
+    native = Transformer(args)
+    native.init_buffers(torch.device("cpu"))
+    init_parameters(native, seed=7, rule=native_init_rule(args))
+    for name, param in native.named_parameters():   # make every bias and norm matter
+        if name.endswith((".bias", "norm.weight")):
+            param.data.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(len(name)))
+    native.tok_embeddings.weight.data.mul_(30)      # tied head: logits of order 1, not 0.02
+    hf = transformers.AutoModelForCausalLM.from_config(config_from_spec(spec, 32), attn_implementation="sdpa")
+    hf.load_state_dict(_gpt2_state_dict(native, spec.num_layers, spec.vocab_size), strict=True)
+    hf.eval()   # GPT-2's dropout
+    tokens = torch.randint(0, spec.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ours, theirs = native(tokens)[..., :spec.vocab_size], hf(input_ids=tokens).logits
+    assert ours.abs().max() > 1.0
+    torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
 def _native_to_hf_names(num_layers: int) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""trainplan's native Llama-family decoder (RMSNorm, RoPE, GQA, SwiGLU, SDPA attention).
+"""trainplan's native decoder: the Llama family (RMSNorm, RoPE, GQA, SwiGLU) and the GPT-2/3
+family (LayerNorm, learned positions, GeLU MLP, biases), with SDPA attention.
 
 The model is built on the meta device, parallelised (TP, pipeline split, FSDP) and only
 then materialised (``to_empty``) and initialised shard by shard
@@ -6,7 +7,9 @@ then materialised (``to_empty``) and initialised shard by shard
 holds all the weights. Blocks live in an ``nn.ModuleDict`` keyed by their global index:
 a pipeline stage deletes the blocks it does not own and the remaining parameter names
 (``layers.7.attention.wq.weight``) stay the same on every layout, which keeps
-checkpoints layout-independent.
+checkpoints layout-independent. The vocabulary is padded to a multiple of
+``VOCAB_PAD_MULTIPLE`` (planner/structure.py; Megatron-LM does the same), so tensor
+parallelism can split GPT-3's 50257 tokens; the padding rows never see a label.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from planner.model_spec import ModelSpec
-from planner.structure import native_unsupported
+from planner.structure import native_unsupported, padded_vocab_size
 from trainer.context_parallel import ContextParallel, context_parallel_attention
 from trainer.parallel import InitFn
 
@@ -35,22 +38,31 @@ class ModelArgs:
     num_heads: int
     num_kv_heads: int
     head_dim: int
-    vocab_size: int
-    seq_len: int            # RoPE table length: the training sequence length
+    vocab_size: int          # padded (padded_vocab_size)
+    seq_len: int             # RoPE table length: the training sequence length
+    max_seq_len: int         # learned position table length: the model's context
     tied_embeddings: bool
     qkv_bias: bool
+    out_bias: bool = False
+    mlp: str = "swiglu"      # swiglu | gelu
+    mlp_bias: bool = False
+    norm: str = "rmsnorm"    # rmsnorm | layernorm
+    norm_bias: bool = False
+    position: str = "rope"   # rope | learned
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> "ModelArgs":
         """Reject what the native model cannot express; ``--impl hf`` runs the rest."""
         unsupported = native_unsupported(spec)
         if unsupported:
-            raise ValueError(f"model {spec.name!r}: the native trainer builds Llama-family models only "
-                             f"({', '.join(unsupported)}); use impl 'hf'")
+            raise ValueError(f"model {spec.name!r}: the native trainer cannot build {', '.join(unsupported)}; "
+                             f"use impl 'hf'")
         return cls(num_layers=spec.num_layers, hidden_size=spec.hidden_size, ffn_hidden_size=spec.ffn_hidden_size,
                    num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.dim_head,
-                   vocab_size=spec.vocab_size, seq_len=seq_len, tied_embeddings=spec.tied_embeddings,
-                   qkv_bias=spec.qkv_bias)
+                   vocab_size=padded_vocab_size(spec.vocab_size), seq_len=seq_len,
+                   max_seq_len=max(spec.max_seq_len, seq_len), tied_embeddings=spec.tied_embeddings,
+                   qkv_bias=spec.qkv_bias, out_bias=spec.out_bias, mlp=spec.mlp, mlp_bias=spec.mlp_bias,
+                   norm=spec.norm, norm_bias=spec.norm_bias, position=spec.position)
 
 
 def rope_tables(head_dim: int, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
@@ -81,10 +93,12 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
-def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: torch.Tensor,
+def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: torch.Tensor | None,
                    context_parallel: ContextParallel | None = None) -> torch.Tensor:
-    """RoPE + causal SDPA on ``[batch, seq, heads, head_dim]`` (this rank's tokens under cp)."""
-    q, k = apply_rope(q, rope), apply_rope(k, rope)
+    """RoPE (unless positions are learned) + causal SDPA on ``[batch, seq, heads, head_dim]``
+    (this rank's tokens under cp)."""
+    if rope is not None:
+        q, k = apply_rope(q, rope), apply_rope(k, rope)
     q, k, v = (t.transpose(1, 2) for t in (q, k, v))
     if context_parallel is not None:
         out = context_parallel_attention(q, k, v, context_parallel)
@@ -102,10 +116,10 @@ class Attention(nn.Module):
         self.wq = nn.Linear(args.hidden_size, args.num_heads * args.head_dim, bias=args.qkv_bias)
         self.wk = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.wv = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
-        self.wo = nn.Linear(args.num_heads * args.head_dim, args.hidden_size, bias=False)
+        self.wo = nn.Linear(args.num_heads * args.head_dim, args.hidden_size, bias=args.out_bias)
         self.context_parallel: ContextParallel | None = None   # set by apply_context_parallel
 
-    def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
         batch, seq, _ = x.shape
         # -1 heads: under tensor parallelism each rank holds heads/tp of them.
         q = self.wq(x).view(batch, seq, -1, self.head_dim)
@@ -116,27 +130,50 @@ class Attention(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, hidden_size: int, ffn_hidden_size: int):
+    """SwiGLU (w1 gate, w3 up, w2 down) or GeLU (w1 up, w2 down; GPT-2's tanh approximation)."""
+
+    def __init__(self, args: ModelArgs):
         super().__init__()
-        self.w1 = nn.Linear(hidden_size, ffn_hidden_size, bias=False)  # gate
-        self.w3 = nn.Linear(hidden_size, ffn_hidden_size, bias=False)  # up
-        self.w2 = nn.Linear(ffn_hidden_size, hidden_size, bias=False)  # down
+        self.swiglu = args.mlp == "swiglu"
+        self.w1 = nn.Linear(args.hidden_size, args.ffn_hidden_size, bias=args.mlp_bias)
+        if self.swiglu:
+            self.w3 = nn.Linear(args.hidden_size, args.ffn_hidden_size, bias=args.mlp_bias)
+        self.w2 = nn.Linear(args.ffn_hidden_size, args.hidden_size, bias=args.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        if self.swiglu:
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        return self.w2(F.gelu(self.w1(x), approximate="tanh"))
+
+
+def build_norm(args: ModelArgs) -> nn.Module:
+    if args.norm == "layernorm":
+        return nn.LayerNorm(args.hidden_size, eps=NORM_EPS, bias=args.norm_bias)
+    return RMSNorm(args.hidden_size)
 
 
 class TransformerBlock(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
-        self.attention_norm = RMSNorm(args.hidden_size)
+        self.attention_norm = build_norm(args)
         self.attention = Attention(args)
-        self.ffn_norm = RMSNorm(args.hidden_size)
-        self.feed_forward = FeedForward(args.hidden_size, args.ffn_hidden_size)
+        self.ffn_norm = build_norm(args)
+        self.feed_forward = FeedForward(args)
 
-    def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
         h = x + self.attention(self.attention_norm(x), rope)
         return h + self.feed_forward(self.ffn_norm(h))
+
+
+class PositionEmbedding(nn.Module):
+    """Learned absolute positions (GPT-2/3), added to the token embeddings of stage 0."""
+
+    def __init__(self, max_seq_len: int, hidden_size: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(max_seq_len, hidden_size))
+
+    def forward(self, h: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return h + F.embedding(positions, self.weight)
 
 
 class Transformer(nn.Module):
@@ -146,23 +183,42 @@ class Transformer(nn.Module):
         super().__init__()
         self.args = args
         self.tok_embeddings: nn.Embedding | None = nn.Embedding(args.vocab_size, args.hidden_size)
+        self.pos_embeddings: PositionEmbedding | None = (
+            PositionEmbedding(args.max_seq_len, args.hidden_size) if args.position == "learned" else None)
         self.layers = nn.ModuleDict({str(i): TransformerBlock(args) for i in range(args.num_layers)})
-        self.norm: RMSNorm | None = RMSNorm(args.hidden_size)
+        self.norm: nn.Module | None = build_norm(args)
         self.output: nn.Linear | None = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
         if args.tied_embeddings:
             self.output.weight = self.tok_embeddings.weight
         # Not persistent: recomputed by init_buffers, never checkpointed.
-        self.register_buffer("rope", rope_tables(args.head_dim, args.seq_len), persistent=False)
+        self.register_buffer("rope", self._rope_table(), persistent=False)
         self.context_parallel: ContextParallel | None = None   # set by apply_context_parallel
+
+    def _rope_table(self, device: torch.device | None = None) -> torch.Tensor | None:
+        if self.args.position != "rope":
+            return None
+        return rope_tables(self.args.head_dim, self.args.seq_len, device=device)
+
+    def positions(self, num_local_tokens: int, device: torch.device) -> torch.Tensor:
+        """Global positions of this rank's tokens: all of the sequence, or its two chunks of it
+        under context parallelism."""
+        if self.context_parallel is not None:
+            return self.context_parallel.positions(num_local_tokens * self.context_parallel.size, device)
+        return torch.arange(num_local_tokens, device=device)
 
     def forward(self, tokens_or_hidden: torch.Tensor) -> torch.Tensor:
         """Token ids -> logits; a middle pipeline stage maps hidden states to hidden states."""
-        h = self.tok_embeddings(tokens_or_hidden) if self.tok_embeddings is not None else tokens_or_hidden
+        h = tokens_or_hidden
+        if self.tok_embeddings is not None:
+            h = self.tok_embeddings(h)
+            if self.pos_embeddings is not None:
+                h = self.pos_embeddings(h, self.positions(h.shape[1], h.device))
         rope = self.rope
-        if self.context_parallel is not None:
-            # This rank holds tokens from two places of the (always full-length, packed) training
-            # sequence: rotate each by its global position.
-            rope = rope.index_select(0, self.context_parallel.positions(self.args.seq_len, rope.device))
+        if rope is not None and self.context_parallel is not None:
+            # Rotate by global position. (Under sequence parallelism h holds 1/tp of the local
+            # tokens here, so count them from the packed training sequence instead.)
+            local = self.args.seq_len // self.context_parallel.size
+            rope = rope.index_select(0, self.positions(local, rope.device))
         for block in self.layers.values():
             h = block(h, rope)
         if self.norm is not None:
@@ -173,7 +229,7 @@ class Transformer(nn.Module):
 
     def init_buffers(self, device: torch.device) -> None:
         """Recompute the RoPE table after ``to_empty`` (it is not a parameter, never sharded)."""
-        self.rope = rope_tables(self.args.head_dim, self.args.seq_len, device=device)
+        self.rope = self._rope_table(device)
 
 
 def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:

@@ -18,6 +18,7 @@ from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     PrepareModuleInput,
+    PrepareModuleOutput,
     RowwiseParallel,
     SequenceParallel,
     parallelize_module,
@@ -26,8 +27,8 @@ from torch.distributed.tensor.parallel import (
 from trainer.parallel import block_container
 
 
-def _native_block_plan() -> dict:
-    return {
+def _native_block_plan(swiglu: bool) -> dict:
+    plan = {
         "attention_norm": SequenceParallel(),
         # (x, rope): gather the sequence-split x; rope is a plain replicated buffer.
         "attention": PrepareModuleInput(input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)),
@@ -38,16 +39,24 @@ def _native_block_plan() -> dict:
         "ffn_norm": SequenceParallel(),
         "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
         "feed_forward.w1": ColwiseParallel(),
-        "feed_forward.w3": ColwiseParallel(),
         "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
     }
+    if swiglu:
+        plan["feed_forward.w3"] = ColwiseParallel()
+    return plan
 
 
 def _native_root_plan(model: nn.Module, loss_parallel: bool) -> dict:
     """Plans only for the parts this pipeline stage holds."""
     plan = {}
-    if model.tok_embeddings is not None:
+    if model.tok_embeddings is not None and model.pos_embeddings is None:
         plan["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
+    elif model.tok_embeddings is not None:
+        # Learned positions are added to the whole sequence (same on every tp rank, so the
+        # replicated position table gets the same gradient everywhere), then split for the
+        # sequence-parallel first norm.
+        plan["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Replicate())
+        plan["pos_embeddings"] = PrepareModuleOutput(output_layouts=Replicate(), desired_output_layouts=Shard(1))
     if model.norm is not None:
         plan["norm"] = SequenceParallel()
     if model.output is not None:
@@ -60,7 +69,7 @@ def _native_root_plan(model: nn.Module, loss_parallel: bool) -> dict:
 def apply_native_tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh, loss_parallel: bool) -> None:
     parallelize_module(model, tp_mesh, _native_root_plan(model, loss_parallel))
     for block in block_container(model).children():
-        parallelize_module(block, tp_mesh, _native_block_plan())
+        parallelize_module(block, tp_mesh, _native_block_plan(model.args.mlp == "swiglu"))
     if model.args.tied_embeddings and model.tok_embeddings is not None and model.output is not None:
         # Both are Shard(0) over the vocabulary; parallelize_module made two copies, re-tie them.
         model.output.weight = model.tok_embeddings.weight
