@@ -32,16 +32,17 @@ def tiny_spec(**changes) -> ModelSpec:
 
 
 def make_plan(layout: Layout, training: TrainingConfig, num_gpus: int, model: ModelSpec | None = None,
-              hf_config_path: str | None = None) -> Plan:
+              hf_config_path: str | None = None, num_nodes: int = 1, gpu: str = "h100-sxm") -> Plan:
     memory = MemoryEstimate(peak_gib=PREDICTED_PEAK_GIB, reserved_gib=PREDICTED_PEAK_GIB * 1.2, capacity_gib=80.0,
                             headroom_fraction=0.1, breakdown_gib={})
-    estimate = Estimate(feasible=True, gpu="h100-sxm", num_gpus=num_gpus, num_nodes=1, memory=memory,
+    estimate = Estimate(feasible=True, gpu=gpu, num_gpus=num_gpus, num_nodes=num_nodes, memory=memory,
                         time=TimeEstimate(step_s=PREDICTED_STEP_S, breakdown_s={}),
                         throughput=ThroughputEstimate(tokens_per_s=1e5, tokens_per_s_per_gpu=1e5 / num_gpus, mfu=0.4,
                                                       hfu=0.4, model_flops_per_token=0.0, hardware_flops_per_token=0.0),
                         layout={}, global_batch_tokens=training.tokens_per_step(layout.resolve(num_gpus)))
-    return Plan(model=model or tiny_spec(), hf_config_path=hf_config_path, gpu="h100-sxm", num_gpus=num_gpus,
-                num_nodes=1, gpus_per_node=num_gpus, layout=layout, training=training, estimate=estimate)
+    return Plan(model=model or tiny_spec(), hf_config_path=hf_config_path, gpu=gpu, num_gpus=num_gpus,
+                num_nodes=num_nodes, gpus_per_node=num_gpus // num_nodes, layout=layout, training=training,
+                estimate=estimate)
 
 
 def write_job(job_dir: Path, layout: Layout, num_gpus: int, *, model: ModelSpec | None = None,

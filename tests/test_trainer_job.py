@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from planner.layout import Layout, Precision, TrainingConfig
-from planner.models import get_preset
-from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
+from planner.plan import Plan
 from trainer import launch
 from trainer.job import JOB_FILES, default_job_name, emit_job, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, job_lock, run_job
+
+import conftest_trainer
 
 EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
 VENV_BIN = str(Path(sys.executable).parent)
@@ -29,18 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "H100-SXM", seq_len: int = 64) -> Plan:
     num_gpus = num_nodes * gpus_per_node
-    memory = MemoryEstimate(peak_gib=1.0, reserved_gib=1.2, capacity_gib=80.0, headroom_fraction=0.1,
-                            breakdown_gib={"params": 0.5})
-    estimate = Estimate(feasible=True, gpu=gpu, num_gpus=num_gpus, num_nodes=num_nodes, memory=memory,
-                        time=TimeEstimate(step_s=0.25, breakdown_s={"compute": 0.25}),
-                        throughput=ThroughputEstimate(tokens_per_s=1e5, tokens_per_s_per_gpu=1e5 / num_gpus,
-                                                      mfu=0.4, hfu=0.4, model_flops_per_token=1e6,
-                                                      hardware_flops_per_token=1e6),
-                        layout={"dp_shard": num_gpus}, global_batch_tokens=num_gpus * seq_len)
-    return Plan(model=get_preset("tiny"), gpu=gpu, num_gpus=num_gpus, num_nodes=num_nodes,
-                gpus_per_node=gpus_per_node, layout=Layout(dp_shard=num_gpus),
-                training=TrainingConfig(seq_len=seq_len, micro_batch=1, precision=Precision.FP32),
-                estimate=estimate)
+    training = TrainingConfig(seq_len=seq_len, micro_batch=1, precision=Precision.FP32)
+    return conftest_trainer.make_plan(Layout(dp_shard=num_gpus), training, num_gpus, num_nodes=num_nodes, gpu=gpu)
 
 
 def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
@@ -115,12 +106,12 @@ def test_launch_sh_multi_node_needs_an_endpoint(tmp_path: Path) -> None:
 
 def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
     job_dir = tmp_path / EVIL
-    emit_job(make_plan(num_nodes=4, gpus_per_node=8), job_dir, name="big.run", run=RunSettings(steps=100))
+    emit_job(make_plan(num_nodes=4, gpus_per_node=8), job_dir, name="big.run", run=RunSettings(steps=1800))
     script = (job_dir / "slurm.sbatch").read_text()
     for line in ("#SBATCH --job-name=big.run", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1",
                  "#SBATCH --gpus-per-node=8", '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
                  '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
-                 "srun --kill-on-bad-exit=1 torchrun", "predicted 100 steps = 0.01 h"):
+                 "srun --kill-on-bad-exit=1 torchrun", "predicted 1800 steps = 0.03 h"):   # 0.05 s a step
         assert line in script
     subprocess.run(["bash", "-n", str(job_dir / "slurm.sbatch")], check=True)
     env = fake_tools(tmp_path / "bin", tmp_path / "argv")
