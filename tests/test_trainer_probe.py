@@ -48,7 +48,6 @@ def test_valid_plans_resolve_the_layout():
     (Layout(dp_shard=1, cp=4), 4, None, {"seq_len": 36}, "seq_len (load-balanced context parallel) 36 is not "
                                                          "divisible by 2*cp=8"),
     (Layout(dp_shard=1, cp=2), 2, None, {"impl": "hf"}, "context parallelism (cp > 1) needs impl 'native'"),
-    (Layout(dp_shard=1), 1, None, {"precision": "fp8"}, "fp8 training needs a GPU"),
     (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
     (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
     (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),
@@ -56,6 +55,14 @@ def test_valid_plans_resolve_the_layout():
 ])
 def test_static_checks_refuse_with_one_line(layout, world, model, training, expected):
     assert expected in refusal(plan_for(layout, world, model, **training), world)
+
+
+def test_fp8_without_torchao_is_refused(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "torchao", None)   # import torchao -> ImportError
+    monkeypatch.setitem(sys.modules, "torchao.float8", None)
+    assert "fp8 training needs torchao (pip install torchao)" in refusal(plan_for(Layout(dp_shard=1), 1,
+                                                                                precision="fp8"), 1)
 
 
 def test_gpipe_accepts_fewer_microbatches_than_stages():

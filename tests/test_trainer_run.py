@@ -155,6 +155,27 @@ def test_fp16_uses_dynamic_loss_scaling(tmp_path, in_process):
     assert records[-1]["loss"] < records[0]["loss"]
 
 
+def test_fp8_converts_every_block_linear_and_keeps_the_head(tmp_path, in_process):
+    """torchao float8 on every block projection, the LM head in bf16; on CPU torch emulates the
+    fp8 matmuls (slowly), so a small model trains a few steps close to its bf16 twin."""
+    pytest.importorskip("torchao.float8")
+    from torchao.float8.float8_linear import Float8Linear
+    from trainer.model import build_native_model
+    from trainer.parallel import apply_fp8
+    small = tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128)   # fp8 needs dims divisible by 16
+    model = build_native_model(small, seq_len=32)
+    apply_fp8(model)
+    kinds = {name: type(module) for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+    assert kinds.pop("output") is torch.nn.Linear and set(kinds.values()) == {Float8Linear} and len(kinds) == 14
+    runs = {precision: write_job(tmp_path / precision, SINGLE, 1, model=small, steps=6, precision=precision,
+                                 probe_steps=0) for precision in ("fp8", "bf16")}
+    assert all(train(job) == EXIT_OK for job in runs.values())
+    fp8, bf16 = losses_by_step(runs["fp8"]), losses_by_step(runs["bf16"])
+    # Close to bf16 (measured: within 6e-4), but not equal: the fp8 casts really ran.
+    gap = max(abs(fp8[step] - bf16[step]) for step in bf16)
+    assert sorted(fp8) == list(range(1, 7)) and 0 < gap < 1e-2
+
+
 def test_cpu_offload_trains_like_the_default(tmp_path, in_process):
     plain = write_job(tmp_path / "plain", SINGLE, 1, steps=3, probe_steps=0)
     offload = write_job(tmp_path / "offload", SINGLE, 1, steps=3, probe_steps=0, offload=True)
