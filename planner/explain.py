@@ -37,7 +37,8 @@ def time_notes(p: Plan) -> list[str]:
         notes.append(f"exposed communication is {comm / total:.0%} of the step: fewer nodes per "
                      "collective (HSDP, tp inside a node) or a larger batch per GPU hides more")
     if t.breakdown_s.get("bubble", 0) > 0.1 * total:
-        notes.append("the pipeline bubble is large: more micro-batches per step (accumulation) shrink it")
+        notes.append("the pipeline bubble is large: more micro-batches per step (accumulation) or "
+                     "interleaved stages (vpp) shrink it")
     return notes
 
 
