@@ -7,6 +7,7 @@
 #
 #   bash bench/gpu_validate.sh            # all models
 #   MODELS="llama3.2-1b" STEPS=20 bash bench/gpu_validate.sh
+#   PRECISION=fp8 MODELS="llama3.2-1b" OUT=runs/gpu_fp8 bash bench/gpu_validate.sh   # needs torchao
 #   DEVICE=cpu GPU_ID=h100-sxm MODELS=tiny STEPS=3 SEQ=128 bash bench/gpu_validate.sh   # dry run (tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ MODELS=${MODELS:-"llama3.2-1b llama3.2-3b llama2-7b"}
 STEPS=${STEPS:-30}
 SEQ=${SEQ:-2048}
 COMPILE=${COMPILE:-}          # COMPILE=1: plan and run with per-block torch.compile
+PRECISION=${PRECISION:-bf16}  # PRECISION=fp8: torchao float8 (Ada/Hopper or newer)
 mkdir -p "$RESULTS"
 export PYTHONUNBUFFERED=1
 
@@ -25,7 +27,7 @@ GPU_ID=${GPU_ID:-$("$PY" -m planner.cli detect --json | "$PY" -c 'import json,sy
 if [ -z "$GPU_ID" ]; then
   echo "gpu_validate: no catalog-matched NVIDIA GPU found (trainplan detect)"; exit 2
 fi
-echo "gpu_validate: GPU $GPU_ID, models: $MODELS, $STEPS steps, seq $SEQ"
+echo "gpu_validate: GPU $GPU_ID, models: $MODELS, $STEPS steps, seq $SEQ, $PRECISION"
 
 for MODEL in $MODELS; do
   DIR="$RESULTS/$MODEL"
@@ -33,7 +35,7 @@ for MODEL in $MODELS; do
   echo "=== $MODEL: plan for one $GPU_ID"
   # One GPU; a global batch of 16 sequences lets the planner pick micro-batch x accumulation and AC.
   "$PY" -m planner.cli plan --model "$MODEL" --tokens 1e10 --gpus "$GPU_ID=1" --max-gpus 1 --seq-len "$SEQ" \
-      --global-batch-tokens $((16 * SEQ)) --top 0 ${COMPILE:+--compile} --out "$DIR/plan.json" > "$DIR/plan.txt" 2>&1 || true
+      --global-batch-tokens $((16 * SEQ)) --top 0 --precision "$PRECISION" ${COMPILE:+--compile} --out "$DIR/plan.json" > "$DIR/plan.txt" 2>&1 || true
   if [ ! -f "$DIR/plan.json" ]; then echo "no feasible plan for $MODEL:"; cat "$DIR/plan.txt"; continue; fi
   head -6 "$DIR/plan.txt"
   "$PY" -m planner.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" --checkpoint-every 100000 \
