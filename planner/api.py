@@ -57,7 +57,8 @@ class PlanRequest(BaseModel):
     precision: Precision = Precision.BF16
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
-    # None: native for Llama-family models, Hugging Face transformers for the rest (GPT-3, MoE).
+    # None: native where trainer/model.py builds the model (Llama, GPT-2/3 families), else Hugging
+    # Face transformers (MoE, GPT-NeoX, MPT, BLOOM).
     impl: Implementation | None = None
     compile: bool = False
     max_gpus: int = Field(4096, ge=1)

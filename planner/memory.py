@@ -157,18 +157,19 @@ def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
     """Micro-batches whose activations a rank holds at its peak, in units of all its layers.
 
     1F1B warms up with ``pp-1-rank`` forwards: pp micro-batches alive on the first stage, one on
-    the last; GPipe keeps all.
-    Interleaved 1F1B (vpp chunks per rank) warms up with ``(vpp-1) pp + 2 (pp-1-rank)`` chunk
-    forwards before its first backward (Megatron's and torch's schedules alike), each 1/vpp of
-    the rank's layers: ``pp + (pp-1)/vpp`` on the first rank (Korthikanti et al. 2022, sec.
-    4.2.3: ``pp (1 + (pp-1)/(pp vpp))``) and ``((vpp-1) pp + 1)/vpp`` on the last.
+    the last; GPipe keeps all. Interleaved 1F1B (vpp chunks per rank) runs ``m // pp`` equal
+    rounds of ``r = m / rounds`` micro-batches and warms up with ``(vpp-1) r + 2 (pp-1-rank)``
+    chunk forwards before its first backward (torch's ``_get_warmup_ops``; Megatron's with
+    ``r = pp``), each 1/vpp of the rank's layers: ``pp + (pp-1)/vpp`` on the first rank when
+    ``r = pp`` (Korthikanti et al. 2022, sec. 4.2.3: ``pp (1 + (pp-1)/(pp vpp))``).
     """
     m = c.grad_accum.astype(float)
     vpp = c.vpp.astype(float)
-    if first_stage:
-        one_f_one_b = np.where(vpp > 1, c.pp + (c.pp - 1) / vpp, c.pp)
-    else:
-        one_f_one_b = np.where(vpp > 1, ((vpp - 1) * c.pp + 1) / vpp, 1.0)
+    per_round = m / np.maximum(1, c.grad_accum // np.maximum(c.pp, 1))
+    hops = 2.0 * (c.pp - 1) if first_stage else 0.0
+    interleaved = ((vpp - 1) * per_round + hops + 1) / vpp
+    plain = c.pp if first_stage else np.ones_like(m)
+    one_f_one_b = np.where(vpp > 1, interleaved, plain)
     alive = np.where(c.pp_schedule == SCHED_GPIPE, m, np.minimum(one_f_one_b, m))
     return np.where(c.pp == 1, 1.0, alive)
 

@@ -17,7 +17,11 @@ from planner.model_spec import ModelSpec
 
 Rule = tuple[np.ndarray, Callable[[], str]]
 
-# Architecture features trainplan's native decoder (trainer/model.py) does not build.
+# Families whose blocks trainplan's native decoder (trainer/model.py) reproduces: sequential
+# residual, full-width RoPE or learned positions. GPT-NeoX (parallel residual, partial rotary),
+# MPT and BLOOM (ALiBi) and Mixtral (MoE) are not among them.
+NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2")
+# Features the native decoder does not build, whatever the family says.
 NATIVE_UNSUPPORTED = (("position", "alibi"), ("embedding_norm", True))
 # The native model pads its vocabulary to a multiple of this (Megatron-LM's
 # --make-vocab-size-divisible-by default), so tensor parallelism can split odd vocabularies.
@@ -29,9 +33,10 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 
 def native_unsupported(model: ModelSpec) -> list[str]:
-    """The model's features the native decoder lacks (``field=value``): ALiBi, an embedding
-    norm (BLOOM), experts (MoE); empty for the Llama and GPT-2/3 families."""
-    found = [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
+    """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
+    an embedding norm (BLOOM), experts (MoE); empty for the Llama and GPT-2/3 families."""
+    found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
+    found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
 
 
@@ -71,8 +76,9 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
         (hf | (padded_vocab_size(model.vocab_size) % tp == 0),
          lambda: f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
                  f"vocabulary-parallel loss) is not divisible by tp={tp}"),
-        ((tp == 1) | hf | (seq_len % tp == 0),
-         lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp={tp}"),
+        # Sequence parallelism splits each context-parallel rank's seq_len/cp tokens over tp.
+        ((tp == 1) | hf | (seq_len % (tp * cp) == 0),
+         lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={tp * cp}"),
         ((tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
          lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs"),
         split(model.num_layers, pp, "num_layers", "pp"),

@@ -139,3 +139,23 @@ def test_build_plan_round_trips_through_json(tmp_path):
     loaded = Plan.load(p.save(tmp_path / "p.json"))
     assert loaded == p
     assert loaded.price_per_gpu_hour_usd == 1.5 and loaded.layout.dp_shard == 2
+
+
+def test_interleaved_in_flight_activations_follow_torchs_warmup():
+    """The memory model's micro-batches alive at the peak equal torch's interleaved-1F1B warm-up
+    (+1 steady forward) on the first and the last pp rank, for every grad_accum the rules allow."""
+    from types import SimpleNamespace
+
+    from planner.candidates import SCHED_1F1B
+    from planner.memory import in_flight_microbatches
+    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    rows = [(pp, vpp, m) for pp in (2, 4, 8) for vpp in (2, 4) for m in range(1, 3 * pp + 1)
+            if m % max(1, m // pp) == 0]
+    c = SimpleNamespace(**{k: np.array(v) for k, v in zip(("pp", "vpp", "grad_accum"), zip(*rows))},
+                        pp_schedule=np.full(len(rows), SCHED_1F1B))
+    for first_stage, rank_of in ((True, lambda pp: 0), (False, lambda pp: pp - 1)):
+        model = in_flight_microbatches(c, first_stage)
+        for i, (pp, vpp, m) in enumerate(rows):
+            per_round = m // max(1, m // pp)
+            warmup = schedules._get_warmup_ops(rank_of(pp), vpp, per_round, pp, m)
+            assert model[i] == pytest.approx(min(warmup + 1, m * vpp) / vpp), (pp, vpp, m, first_stage)

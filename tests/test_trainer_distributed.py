@@ -130,6 +130,27 @@ def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, i
     assert losses[8] < losses[1] - 0.1
 
 
+def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
+    """Learned positions live on stage 0 only: an untied GPT model on pp=2 x vpp=2 follows one
+    process, and its checkpoint (taken at step 4) resumes on one process on the same trajectory."""
+    from test_trainer_model import tiny_gpt_spec
+    settings = dict(model=tiny_gpt_spec(tied_embeddings=False, num_layers=4), grad_accum=4, **COMMON)
+    piped = write_job(tmp_path / "pp2-vpp2", Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=8,
+                      checkpoint_every=4, **settings)
+    result = run_torchrun(piped, 2)
+    assert result.returncode == 0, describe(result)
+    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, steps=8, **settings)
+    assert main([str(single), "--device", "cpu"]) == EXIT_OK
+    reference = losses_by_step(single)
+    assert_same_trajectory(losses_by_step(piped), reference, 1e-3)
+    resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, steps=8, **settings)
+    shutil.copytree(piped / "ckpt" / "step-000004", resumed / "ckpt" / "step-000004")
+    assert main([str(resumed), "--device", "cpu"]) == EXIT_OK
+    losses = losses_by_step(resumed)
+    assert sorted(losses) == [5, 6, 7, 8]
+    assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
+
+
 def test_killed_run_resumes_exactly(reference, tmp_path):
     """SIGKILL torchrun and its workers after the first checkpoint; the resumed run matches the reference."""
     job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=REFERENCE_STEPS, grad_accum=2, checkpoint_every=5,

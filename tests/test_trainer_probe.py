@@ -48,6 +48,9 @@ def test_valid_plans_resolve_the_layout():
     (Layout(dp_shard=1, cp=4), 4, None, {"seq_len": 36}, "seq_len (load-balanced context parallel) 36 is not "
                                                          "divisible by 2*cp=8"),
     (Layout(dp_shard=1, cp=2), 2, None, {"impl": "hf"}, "context parallelism (cp > 1) needs impl 'native'"),
+    # Sequence parallelism splits each cp rank's 36/2 tokens over tp=4.
+    (Layout(dp_shard=1, cp=2, tp=4), 8, tiny_spec(num_kv_heads=4), {"seq_len": 36},
+     "seq_len (sequence parallelism) 36 is not divisible by tp*cp=8"),
     (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
     (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
     (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),

@@ -76,7 +76,6 @@ class _GatherSequence(torch.autograd.Function):
         return local, None, None, None
 
 
-@torch.compiler.disable
 def gather_sequence(local: torch.Tensor, cp: ContextParallel) -> torch.Tensor:
     """``[batch, seq/cp, ...]`` on each rank -> ``[batch, seq, ...]`` in global token order."""
     gathered = _GatherSequence.apply(local.transpose(0, 1), cp.group, cp.size, cp.rank)
@@ -87,6 +86,7 @@ def gather_sequence(local: torch.Tensor, cp: ContextParallel) -> torch.Tensor:
     return ordered.transpose(0, 1)
 
 
+@torch.compiler.disable   # collectives and CausalBias masks: one clean graph break under per-block compile
 def context_parallel_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cp: ContextParallel) -> torch.Tensor:
     """Causal attention of this rank's queries over the whole sequence.
 

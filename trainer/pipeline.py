@@ -46,6 +46,7 @@ def split_native_for_stage(model: nn.Module, stage: int, num_stages: int) -> Non
         del model.layers[name]
     if stage != 0:
         model.tok_embeddings = None
+        model.pos_embeddings = None
     if stage != num_stages - 1:
         model.norm = None
         model.output = None
@@ -62,7 +63,7 @@ class StageChunks(nn.Module):
         self.layers = nn.ModuleDict()
         for chunk in chunks:
             self.layers.update(chunk.layers)
-        for part in ("tok_embeddings", "norm", "output"):
+        for part in ("tok_embeddings", "pos_embeddings", "norm", "output"):
             setattr(self, part, next((getattr(c, part) for c in chunks if getattr(c, part) is not None), None))
         self.context_parallel = chunks[0].context_parallel
 
