@@ -64,7 +64,8 @@ def test_defaults_follow_the_model(tmp_path):
     assert estimated["layout"]["dp_shard"] == 64 and json.loads(out.read_text())["training"]["impl"] == "hf"
     refused = run("estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "64",
                   "--micro-batch", "1", "--seq-len", "4096", "--impl", "native", check_ok=False)
-    assert refused.returncode == 2 and "native trainer cannot build num_experts=8" in refused.stderr
+    assert refused.returncode == 2 and "native trainer cannot build" in refused.stderr
+    assert "num_experts=8" in refused.stderr
 
 
 def test_plan_prints_a_readable_plan():

@@ -1,6 +1,6 @@
 """Context parallelism (trainer/context_parallel.py) against the same model on one process.
 
-Two gloo processes each hold half of every sequence (load-balanced chunks); their logits
+Gloo processes each hold a share of every sequence (load-balanced chunks); their logits
 must equal the full model's at the same positions, and their summed parameter gradients the
 full model's gradients.
 """
@@ -71,7 +71,7 @@ def _worker(rank: int, world: int, port: int, queue) -> None:
     dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [4])   # 8 chunks; 2 ranks run in the layout tests
 def test_context_parallel_matches_the_full_sequence(world):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
