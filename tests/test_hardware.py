@@ -380,3 +380,18 @@ def test_detect_with_fake_nvml(monkeypatch, catalog):
         (0, "NVIDIA H200", "580.159.04"), (1, "NVIDIA A10G", "580.159.04")]
     assert found[0].spec.id == "h200-sxm" and found[1].spec is None
     assert calls == ["init", "shutdown"]
+
+
+def test_every_catalog_file_is_package_data():
+    """A wheel carries hw_catalog/*/*.toml only if pyproject lists each folder as a package with
+    *.toml data: a new catalog folder must be added there."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for path in (root / "hw_catalog").rglob("*.toml"):
+        package = ".".join(path.parent.relative_to(root).parts)
+        assert package in setuptools["packages"], f"{package} is not listed in [tool.setuptools] packages"
+        patterns = setuptools["package-data"].get(package, [])
+        assert any(fnmatch.fnmatch(path.name, p) for p in patterns), f"{path} is not package data"
