@@ -28,7 +28,8 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
         return transformers.GPT2Config(n_embd=spec.hidden_size, n_layer=spec.num_layers, n_head=spec.num_heads,
                                        n_inner=spec.ffn_hidden_size, n_positions=max(spec.max_seq_len, seq_len),
                                        vocab_size=spec.vocab_size, tie_word_embeddings=spec.tied_embeddings,
-                                       use_cache=False)
+                                       # No dropout, like the native model (GPT2Config defaults to 0.1).
+                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
     common = dict(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.ffn_hidden_size,
                   num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
                   num_key_value_heads=spec.num_kv_heads, head_dim=spec.dim_head,
