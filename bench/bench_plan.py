@@ -28,13 +28,14 @@ def timed(fn, repeat: int = 3) -> tuple[float, object]:
 def main() -> None:
     load_catalog()
     rows = []
-    for name, tokens, days in (("llama3-8b", 1e12, 30), ("llama3-70b", 2e12, 60), ("llama3.1-405b", 2e12, 90),
-                               ("mixtral-8x7b", 1e12, 60), ("gpt3-175b", 3e11, 60)):
-        model = get_preset(name)
-        request = PlanRequest(model=model, training_tokens=tokens, deadline_days=days,
-                              seq_len=min(4096, model.max_seq_len))   # GPT-3 was trained at 2048
+    for name, tokens, days, seq_len in (("llama3-8b", 1e12, 30, None), ("llama3-70b", 2e12, 60, None),
+                                        ("llama3.1-405b", 2e12, 90, None), ("mixtral-8x7b", 1e12, 60, None),
+                                        ("gpt3-175b", 3e11, 60, None), ("llama3.1-8b", 1e11, 30, 65536)):
+        # seq_len None: 4096, or the model's context when shorter (GPT-3: 2048).
+        request = PlanRequest(model=get_preset(name), training_tokens=tokens, deadline_days=days, seq_len=seq_len)
         seconds, result = timed(lambda: plan(request))
-        rows.append((f"plan {name}", result.num_candidates, seconds, 2.0))
+        label = f"plan {name}" + (f" seq {seq_len // 1024}K" if seq_len else "")
+        rows.append((label, result.num_candidates, seconds, 2.0 if seq_len is None else 4.0))
     models = ["llama3-8b", "llama3.2-1b", "llama3.2-3b", "mistral-7b", "qwen2.5-7b", "gpt3-1.3b", "gpt3-2.7b",
               "llama2-7b", "llama2-13b", "gpt3-6.7b"]
     inventory = {"h100-sxm": 512, "a100-80gb-sxm": 256, "h200-sxm": 128}

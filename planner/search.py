@@ -65,18 +65,31 @@ def cartesian(**axes: np.ndarray) -> dict[str, np.ndarray]:
     return {name: grid.ravel() for name, grid in zip(axes, grids)}
 
 
+def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndarray]:
+    """Every row of ``table`` combined with every combination of ``axes``."""
+    grid = cartesian(**axes)
+    num_rows, num_combos = len(next(iter(table.values()))), len(next(iter(grid.values())))
+    return {**{k: np.repeat(v, num_combos) for k, v in table.items()},
+            **{k: np.tile(v, num_rows) for k, v in grid.items()}}
+
+
 def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
              space: SearchSpace) -> dict[str, np.ndarray]:
     """All structurally valid combinations for one GPU type."""
     cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
     ac = [AC_CODES.index(a) for a in space.activation_checkpointing]
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
-    rows = cartesian(num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
+    # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
+    # before the other knobs multiply the table keeps the search fast.
+    mesh = cartesian(num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
                      tp=np.array(TP_DEGREES), pp=np.array(PP_DEGREES), cp=np.array(cp_options),
-                     vpp=np.array(VPP_DEGREES),
-                     variant=np.arange(len(SHARDING_VARIANTS)), micro_batch=np.array(MICRO_BATCHES),
-                     ac=np.array(ac), precision=np.array(prec),
-                     offload=np.array([False, True] if space.allow_offload else [False]))
+                     vpp=np.array(VPP_DEGREES))
+    non_dp = mesh["tp"] * mesh["pp"] * mesh["cp"]
+    fits = (mesh["num_gpus"] % non_dp == 0) & (mesh["num_gpus"] >= non_dp) & ((mesh["pp"] > 1) | (mesh["vpp"] == 1))
+    rows = cross({k: v[fits] for k, v in mesh.items()},
+                 variant=np.arange(len(SHARDING_VARIANTS)), micro_batch=np.array(MICRO_BATCHES),
+                 ac=np.array(ac), precision=np.array(prec),
+                 offload=np.array([False, True] if space.allow_offload else [False]))
     n, tp, pp, cp = rows["num_gpus"], rows["tp"], rows["pp"], rows["cp"]
     sharding = np.array([v[0] for v in SHARDING_VARIANTS])[rows["variant"]]
     hsdp = np.array([v[1] for v in SHARDING_VARIANTS])[rows["variant"]]
@@ -86,8 +99,7 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     # HSDP: replicate across nodes, shard inside a node (tp*cp ranks of it are not dp).
     replicate = np.where(hsdp, num_nodes, 1)
     grad_accum = np.maximum(1, np.round(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp)))
-    ok = ((n % non_dp == 0) & (n >= non_dp) & ((pp > 1) | (rows["vpp"] == 1))
-          & (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
+    ok = ((~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
           & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
           & structurally_valid(model, tp=tp, pp=pp, cp=cp, seq_len=space.seq_len, grad_accum=grad_accum,
                                scaleup_domain_size=gpu.scaleup_domain_size, hf=space.impl == Implementation.HF,

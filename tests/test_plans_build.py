@@ -1,0 +1,63 @@
+"""Every plan the planner proposes builds and shards in the trainer, at its real size.
+
+The trainer's static check shares the planner's structural rules, but only building the model
+proves that TP plans, pipeline splits, interleaved stages, context parallelism and FSDP wrapping
+accept a layout. Each proposed plan is built on the meta device by the first and the last rank
+of a fake process group of the plan's world size (torch's ``fake`` backend: no communication,
+no memory), exactly as ``trainer.train`` would up to materialising the weights.
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.testing._internal.distributed.fake_pg import FakeStore
+
+from planner.api import PlanRequest, plan
+from planner.layout import Implementation
+from planner.models import get_preset
+from trainer.job_spec import JobSpec, RunSettings
+from trainer.parallel import build_meshes
+from trainer.probe import check_plan
+from trainer.train import build_stage_modules, shard_model
+
+# (preset, seq_len, tokens): dense and GQA Llama, GPT-3 (padded vocabulary, learned positions,
+# tied head), long context (context parallelism), MoE on the Hugging Face implementation.
+REQUESTS = [("llama3-70b", None, 2e12), ("gpt3-13b", None, 3e11), ("llama3.1-8b", 65536, 1e11),
+            ("llama3.2-1b", None, 1e11), ("mixtral-8x7b", None, 1e11)]
+
+
+@functools.cache
+def proposed(preset: str, seq_len: int | None, tokens: float):
+    result = plan(PlanRequest(model=get_preset(preset), training_tokens=tokens, deadline_days=30, top_k=3,
+                              seq_len=seq_len))
+    return (result.plan, *result.alternatives)
+
+
+def build_on_fake_world(plan_, rank: int) -> list[torch.nn.Module]:
+    job = JobSpec(name="fake", plan=plan_, run=RunSettings())
+    dist.init_process_group("fake", rank=rank, world_size=plan_.num_gpus, store=FakeStore())
+    try:
+        layout = check_plan(plan_, job.run, plan_.num_gpus, torch.device("cpu"))
+        meshes = build_meshes(layout, "cpu")
+        modules = build_stage_modules(job, layout, meshes)
+        for module in modules:
+            shard_model(module, job, layout, meshes, torch.device("cpu"))
+        return modules
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("request_", REQUESTS, ids=[r[0] for r in REQUESTS])
+def test_every_proposed_plan_builds_at_its_real_size(request_):
+    plans = proposed(*request_)
+    for plan_ in plans:
+        layout = plan_.layout.resolve(plan_.num_gpus)
+        for rank in (0, plan_.num_gpus - 1):
+            modules = build_on_fake_world(plan_, rank)
+            assert len(modules) == layout.vpp if plan_.training.impl == Implementation.NATIVE else len(modules) == 1
+            assert all(p.is_meta for module in modules for p in module.parameters())
+    if request_[0] == "llama3.1-8b":
+        assert any(p.layout.cp > 1 for p in plans), "a 64K-token request should use context parallelism"
