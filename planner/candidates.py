@@ -73,6 +73,13 @@ class Candidates:
         return self.dp_replicate * self.dp_shard
 
     @property
+    def shard_group(self) -> np.ndarray:
+        """Ranks that shard one copy of the states (ZeRO/FSDP): the data-parallel shards and the
+        context-parallel ranks, which hold the same weights (trainer/parallel.py's fsdp mesh;
+        Megatron-Core's data-parallel group with context parallelism)."""
+        return self.dp_shard * self.cp
+
+    @property
     def num_nodes(self) -> np.ndarray:
         return np.maximum(1, -(-self.num_gpus // self.gpus_per_node))
 

@@ -19,7 +19,7 @@ def memory_notes(p: Plan) -> list[str]:
     if name == "activations" and p.training.activation_checkpointing.value == "none":
         notes.append("activations dominate: selective or full checkpointing, a smaller micro-batch, "
                      "or tp/cp would cut them")
-    if name in ("optimizer", "params", "grads") and p.layout.shard_degree < p.layout.dp:
+    if name in ("optimizer", "params", "grads") and p.layout.shard_degree < p.layout.dp * p.layout.cp:
         notes.append("states dominate: shard them further (fsdp over more ranks) to free memory")
     return notes
 

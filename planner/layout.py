@@ -90,8 +90,9 @@ class Layout(BaseModel):
 
     @property
     def shard_degree(self) -> int:
-        """Ranks over which the sharded states are split (1 for DDP)."""
-        return 1 if self.sharding == Sharding.NONE else self.dp_shard
+        """Ranks over which the sharded states are split (1 for DDP): the data-parallel shards
+        and the context-parallel ranks, which hold the same weights."""
+        return 1 if self.sharding == Sharding.NONE else self.dp_shard * self.cp
 
     def resolve(self, world_size: int) -> "Layout":
         """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""

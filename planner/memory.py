@@ -87,7 +87,7 @@ def state_bytes(stage: StageParams, c: Candidates) -> tuple[np.ndarray, np.ndarr
     Offload moves all three to host memory.
     """
     local = stage.total / c.tp
-    shard = np.maximum(c.dp_shard, 1)
+    shard = np.maximum(c.shard_group, 1)
     params = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)
     grads = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO2, shard, 1)
     moments = local * ADAM_STATE_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)

@@ -130,7 +130,7 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
     parameters for each all-gather pass and gradients for each reduce-scatter."""
     local = stage_params(model, c, last_stage=True).total / c.tp
-    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.dp_shard, 1), 1)
+    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
@@ -181,7 +181,8 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     n_layers = layers_per_stage(model, c)
     m = c.grad_accum
     tp_link = comm.group_link(c, c.tp, np.ones_like(c.tp), s)
-    shard_link = comm.group_link(c, c.dp_shard, c.cp * c.tp, s)
+    # Context-parallel ranks hold the same weights: they shard and reduce with the dp ranks.
+    shard_link = comm.group_link(c, c.shard_group, c.tp, s)
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
     cp_link = comm.group_link(c, c.cp, c.tp, s)
     pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
@@ -193,10 +194,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     calls = n_layers + 1
     gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * m, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), m, 1.0)
-    shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.dp_shard, shard_link, calls)
-                     + reductions * comm.reduce_scatter_s(local_params * 4.0, c.dp_shard, shard_link, calls))
-    replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp, comm.group_link(c, c.dp, c.cp * c.tp, s))
-    hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.dp_shard, c.dp_replicate, replicate_link)
+    shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.shard_group, shard_link, calls)
+                     + reductions * comm.reduce_scatter_s(local_params * 4.0, c.shard_group, shard_link, calls))
+    replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
+    hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     # Megatron TP (+SP): 2 all-reduce-equivalents forward, 2 backward, 2 more when recomputing.
     tp_collectives = 4.0 + 2.0 * recompute_fraction(c)
