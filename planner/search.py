@@ -99,17 +99,18 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     # HSDP: replicate across nodes, shard inside a node (tp*cp ranks of it are not dp).
     replicate = np.where(hsdp, num_nodes, 1)
     grad_accum = np.maximum(1, np.round(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp)))
+    dp_shard = np.where(sharding == SHARD_NONE, 1, dp // np.maximum(replicate, 1))
     ok = ((~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
           & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
           & structurally_valid(model, tp=tp, pp=pp, cp=cp, seq_len=space.seq_len, grad_accum=grad_accum,
                                scaleup_domain_size=gpu.scaleup_domain_size, hf=space.impl == Implementation.HF,
                                fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8), one_f_one_b=True,
-                               vpp=rows["vpp"]))
+                               vpp=rows["vpp"], shard_group=np.where(sharding == SHARD_NONE, 1, np.maximum(dp_shard * cp, 1))))
     rows = {k: v[ok] for k, v in rows.items()}
     dp, replicate, sharding = dp[ok], replicate[ok], sharding[ok]
     rows["sharding"] = sharding
     rows["dp_replicate"] = np.where(sharding == SHARD_NONE, dp, replicate)
-    rows["dp_shard"] = np.where(sharding == SHARD_NONE, 1, dp // replicate)
+    rows["dp_shard"] = dp_shard[ok]
     rows["grad_accum"] = grad_accum[ok].astype(int)
     del rows["variant"]
     return rows

@@ -53,7 +53,7 @@ def default_implementation(model: ModelSpec) -> Implementation:
 
 
 def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scaleup_domain_size,
-                     hf, fp8, one_f_one_b, vpp=1) -> list[Rule]:
+                     hf, fp8, one_f_one_b, vpp=1, shard_group=1) -> list[Rule]:
     """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
     arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand."""
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
@@ -98,6 +98,12 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
         ((cp == 1) | (seq_len % (2 * cp) == 0),
          lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}"),
         (~fp8 | (tp == 1), lambda: "fp8 with tensor parallelism is not supported by the trainer; use tp=1 or bf16"),
+        # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the
+        # hidden dim (trainer/parallel.py shard_placement); otherwise some ranks hold whole experts.
+        ((model.num_experts == 1) | (model.num_experts % shard_group == 0) | (model.hidden_size % shard_group == 0),
+         lambda: f"MoE expert weights ({model.num_experts} experts, hidden {model.hidden_size}) do not shard "
+                 f"evenly over dp_shard*cp={shard_group} ranks: use a count that divides {model.num_experts} "
+                 f"or {model.hidden_size}"),
     ]
 
 

@@ -4,7 +4,9 @@ The trainer's static check shares the planner's structural rules, but only build
 proves that TP plans, pipeline splits, interleaved stages, context parallelism and FSDP wrapping
 accept a layout. Each proposed plan is built on the meta device by the first and the last rank
 of a fake process group of the plan's world size (torch's ``fake`` backend: no communication,
-no memory), exactly as ``trainer.train`` would up to materialising the weights.
+no memory), exactly as ``trainer.train`` would up to materialising the weights. The shards it
+holds are then what the planner predicted for the fp32 master parameters: this is how the
+context-parallel ranks' share of the states and the uneven sharding of MoE experts were found.
 """
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ import functools
 import pytest
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
 from planner.api import PlanRequest, plan
 from planner.layout import Implementation
+from planner.memory import GIB
 from planner.models import get_preset
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.parallel import build_meshes
@@ -50,14 +54,26 @@ def build_on_fake_world(plan_, rank: int) -> list[torch.nn.Module]:
         dist.destroy_process_group()
 
 
+def local_param_gib(modules: list[torch.nn.Module]) -> float:
+    """fp32 bytes of this rank's parameter shards (a tied weight once)."""
+    shards = {id(p): p.to_local() if isinstance(p, DTensor) else p for m in modules for p in m.parameters()}
+    return sum(t.numel() for t in shards.values()) * 4 / GIB
+
+
 @pytest.mark.parametrize("request_", REQUESTS, ids=[r[0] for r in REQUESTS])
 def test_every_proposed_plan_builds_at_its_real_size(request_):
     plans = proposed(*request_)
     for plan_ in plans:
         layout = plan_.layout.resolve(plan_.num_gpus)
+        built_gib = []
         for rank in (0, plan_.num_gpus - 1):
             modules = build_on_fake_world(plan_, rank)
             assert len(modules) == layout.vpp if plan_.training.impl == Implementation.NATIVE else len(modules) == 1
             assert all(p.is_meta for module in modules for p in module.parameters())
+            built_gib.append(local_param_gib(modules))
+        if not plan_.training.offload:
+            # The planner reports its most loaded stage; FSDP pads uneven shards a little.
+            predicted = plan_.estimate.memory.breakdown_gib["params"]
+            assert predicted == pytest.approx(max(built_gib), rel=0.02), (plan_.layout.describe(), built_gib)
     if request_[0] == "llama3.1-8b":
         assert any(p.layout.cp > 1 for p in plans), "a 64K-token request should use context parallelism"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from planner.layout import Layout
+from planner.models import get_preset
 from trainer.checkpoint import list_checkpoints
 from trainer.train import EXIT_OK, main
 
@@ -128,6 +129,22 @@ def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, i
     losses = losses_by_step(parallel)
     assert_same_trajectory(losses, losses_by_step(single), 1e-3)
     assert losses[8] < losses[1] - 0.1
+
+
+def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_process):
+    """A Mixtral-style HF model with 2 experts under FSDP on 4 ranks: the fused expert tensors
+    shard along their hidden dim (not by whole experts, which would leave 2 ranks without any)
+    and training follows one process."""
+    moe = get_preset("mixtral-8x7b").model_copy(update=dict(
+        name="tiny-moe", num_layers=2, hidden_size=64, ffn_hidden_size=128, num_heads=4, num_kv_heads=2,
+        vocab_size=512, num_experts=2, experts_per_token=1, max_seq_len=64))
+    settings = dict(model=moe, impl="hf", steps=6, **COMMON)
+    sharded = write_job(tmp_path / "fsdp4", Layout(dp_shard=4), 4, grad_accum=1, **settings)
+    result = run_torchrun(sharded, 4)
+    assert result.returncode == 0, describe(result)
+    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=4, **settings)
+    assert main([str(single), "--device", "cpu"]) == EXIT_OK
+    assert_same_trajectory(losses_by_step(sharded), losses_by_step(single), 1e-4)
 
 
 def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):

@@ -13,6 +13,7 @@ from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measur
 
 from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
 from planner.layout import TrainingConfig
+from planner.models import get_preset
 
 CPU = torch.device("cpu")
 
@@ -48,6 +49,8 @@ def test_valid_plans_resolve_the_layout():
     (Layout(dp_shard=1, cp=4), 4, None, {"seq_len": 36}, "seq_len (load-balanced context parallel) 36 is not "
                                                          "divisible by 2*cp=8"),
     (Layout(dp_shard=1, cp=2), 2, None, {"impl": "hf"}, "context parallelism (cp > 1) needs impl 'native'"),
+    (Layout(dp_shard=24), 24, get_preset("mixtral-8x7b"), {"impl": "hf"},
+     "MoE expert weights (8 experts, hidden 4096) do not shard evenly over dp_shard*cp=24 ranks"),
     # Sequence parallelism splits each cp rank's 36/2 tokens over tp=4.
     (Layout(dp_shard=1, cp=2, tp=4), 8, tiny_spec(num_kv_heads=4), {"seq_len": 36},
      "seq_len (sequence parallelism) 36 is not divisible by tp*cp=8"),

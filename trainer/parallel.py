@@ -40,7 +40,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
-from torch.distributed.tensor import DTensor, distribute_tensor
+from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding
@@ -164,7 +164,8 @@ def apply_data_parallel(model: nn.Module, meshes: Meshes, layout: Layout, precis
         from torch.distributed._composable.replicate_with_fsdp import replicate
         wrap = functools.partial(replicate, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
     else:
-        wrap = functools.partial(fully_shard, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
+        wrap = functools.partial(fully_shard, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy,
+                                 shard_placement_fn=shard_placement(meshes.fsdp.shape[-1]))
     sharded = layout.sharding != Sharding.NONE
     # The root keeps its (small, always needed) embedding / head gathered; zero1/zero2 blocks too.
     block_options = {"reshard_after_forward": layout.sharding == Sharding.FSDP} if sharded else {}
@@ -172,6 +173,19 @@ def apply_data_parallel(model: nn.Module, meshes: Meshes, layout: Layout, precis
     for block in block_container(model).children():
         wrap(block, **block_options)
     wrap(model, **root_options)
+
+
+def shard_placement(num_shards: int) -> Callable[[nn.Parameter], Shard | None]:
+    """FSDP shards dim 0 unless it has fewer rows than shards: a fused MoE expert tensor of 8
+    experts over 32 ranks would leave 24 ranks with nothing and 8 with a whole expert each. Then
+    the largest dim that splits evenly (FSDP2 shards other dims only evenly), so every rank holds
+    1/num_shards as the planner assumes; the structural rules guarantee one exists for experts."""
+    def place(param: nn.Parameter) -> Shard | None:
+        if param.ndim == 0 or param.shape[0] >= num_shards:
+            return None   # FSDP's default, Shard(0)
+        even = [dim for dim in range(param.ndim) if param.shape[dim] % num_shards == 0]
+        return Shard(max(even, key=lambda dim: param.shape[dim])) if even else None
+    return place
 
 
 def set_micro_batch_sync(model: nn.Module, sharding: Sharding, is_last_micro_batch: bool) -> None:

@@ -36,7 +36,7 @@ def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
         plan.model, tp=layout.tp, pp=layout.pp, cp=layout.cp, seq_len=plan.training.seq_len,
         grad_accum=plan.training.grad_accum, scaleup_domain_size=layout.tp,  # the domain is the planner's concern
         hf=plan.training.impl == Implementation.HF, fp8=plan.training.precision == Precision.FP8,
-        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B, vpp=layout.vpp)
+        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B, vpp=layout.vpp, shard_group=layout.shard_degree)
     if problem is not None:
         raise ValueError(f"plan: {problem}")
     if layout.vpp > 1 and schedule != PipelineSchedule.ONE_F_ONE_B:
