@@ -105,30 +105,34 @@ def test_layout_trains_like_the_reference(name, reference, tmp_path):
         assert len(val_losses) == 2 and val_losses[1] < val_losses[0] < 7.0
 
 
+def run_beside_one_process(tmp_path: Path, layout: Layout, nproc: int, *, grad_accum: int,
+                           **settings) -> tuple[Path, dict[int, float], dict[int, float]]:
+    """Train ``layout`` on ``nproc`` ranks and the same job (same global batch) on one process:
+    the parallel job directory and both loss curves."""
+    parallel = write_job(tmp_path / "parallel", layout, nproc, grad_accum=grad_accum, **settings)
+    result = run_torchrun(parallel, nproc)
+    assert result.returncode == 0, describe(result)
+    dp = layout.resolve(nproc).dp
+    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=grad_accum * dp, **settings)
+    assert main([str(single), "--device", "cpu"]) == EXIT_OK
+    return parallel, losses_by_step(parallel), losses_by_step(single)
+
+
 def test_hf_model_under_tensor_parallel_matches_one_process(tmp_path, in_process):
     """--impl hf with tp=2 (column/row-parallel projections) against the same model on one process."""
-    settings = dict(steps=6, impl="hf", **COMMON)
-    parallel = write_job(tmp_path / "tp2", Layout(dp_shard=1, tp=2), 2, grad_accum=4, **settings)
-    result = run_torchrun(parallel, 2)
-    assert result.returncode == 0, describe(result)
-    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=4, **settings)
-    assert main([str(single), "--device", "cpu"]) == EXIT_OK
-    assert_same_trajectory(losses_by_step(parallel), losses_by_step(single), 1e-4)
+    _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=1, tp=2), 2, grad_accum=4, steps=6,
+                                                 impl="hf", **COMMON)
+    assert_same_trajectory(parallel, single, 1e-4)
 
 
 def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, in_process):
     """GPT-2/3 blocks (learned positions, LayerNorm and linear biases, tanh GeLU, tied head, a
     vocabulary padded from 500 to 512) under tp=2 x cp=2 against the same model on one process."""
     from test_trainer_model import tiny_gpt_spec
-    settings = dict(steps=8, model=tiny_gpt_spec(), grad_accum=4, **COMMON)
-    parallel = write_job(tmp_path / "tp2-cp2", Layout(dp_shard=1, tp=2, cp=2), 4, **settings)
-    result = run_torchrun(parallel, 4)
-    assert result.returncode == 0, describe(result)
-    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, **settings)
-    assert main([str(single), "--device", "cpu"]) == EXIT_OK
-    losses = losses_by_step(parallel)
-    assert_same_trajectory(losses, losses_by_step(single), 1e-3)
-    assert losses[8] < losses[1] - 0.1
+    _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=1, tp=2, cp=2), 4, grad_accum=4,
+                                                 steps=8, model=tiny_gpt_spec(), **COMMON)
+    assert_same_trajectory(parallel, single, 1e-3)
+    assert parallel[8] < parallel[1] - 0.1
 
 
 def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_process):
@@ -138,30 +142,22 @@ def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_proc
     moe = get_preset("mixtral-8x7b").model_copy(update=dict(
         name="tiny-moe", num_layers=2, hidden_size=64, ffn_hidden_size=128, num_heads=4, num_kv_heads=2,
         vocab_size=512, num_experts=2, experts_per_token=1, max_seq_len=64))
-    settings = dict(model=moe, impl="hf", steps=6, **COMMON)
-    sharded = write_job(tmp_path / "fsdp4", Layout(dp_shard=4), 4, grad_accum=1, **settings)
-    result = run_torchrun(sharded, 4)
-    assert result.returncode == 0, describe(result)
-    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=4, **settings)
-    assert main([str(single), "--device", "cpu"]) == EXIT_OK
-    assert_same_trajectory(losses_by_step(sharded), losses_by_step(single), 1e-4)
+    _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=4), 4, grad_accum=1, steps=6,
+                                                 model=moe, impl="hf", **COMMON)
+    assert_same_trajectory(parallel, single, 1e-4)
 
 
 def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     """Learned positions live on stage 0 only: an untied GPT model on pp=2 x vpp=2 follows one
     process, and its checkpoint (taken at step 4) resumes on one process on the same trajectory."""
     from test_trainer_model import tiny_gpt_spec
-    settings = dict(model=tiny_gpt_spec(tied_embeddings=False, num_layers=4), grad_accum=4, **COMMON)
-    piped = write_job(tmp_path / "pp2-vpp2", Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=8,
-                      checkpoint_every=4, **settings)
-    result = run_torchrun(piped, 2)
-    assert result.returncode == 0, describe(result)
-    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, steps=8, **settings)
-    assert main([str(single), "--device", "cpu"]) == EXIT_OK
-    reference = losses_by_step(single)
-    assert_same_trajectory(losses_by_step(piped), reference, 1e-3)
-    resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, steps=8, **settings)
-    shutil.copytree(piped / "ckpt" / "step-000004", resumed / "ckpt" / "step-000004")
+    settings = dict(model=tiny_gpt_spec(tied_embeddings=False, num_layers=4), steps=8, **COMMON)
+    piped_dir, piped, reference = run_beside_one_process(
+        tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, grad_accum=4, checkpoint_every=4,
+        **settings)
+    assert_same_trajectory(piped, reference, 1e-3)
+    resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, grad_accum=4, **settings)
+    shutil.copytree(piped_dir / "ckpt" / "step-000004", resumed / "ckpt" / "step-000004")
     assert main([str(resumed), "--device", "cpu"]) == EXIT_OK
     losses = losses_by_step(resumed)
     assert sorted(losses) == [5, 6, 7, 8]
