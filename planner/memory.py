@@ -194,6 +194,14 @@ def recompute_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     return np.where(c.ac == AC_NONE, 0.0, full)
 
 
+def gathered_kv_grad_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """All-gather context parallelism: one block's attention backward holds dK and dV of the
+    whole sequence until they are reduce-scattered (ring attention keeps only local ones)."""
+    tokens = c.micro_batch * c.seq_len
+    grads = 2.0 * tokens * model.kv_size / c.tp * compute_dtype_bytes(c)
+    return np.where((c.cp > 1) & ~np.asarray(s.cp_ring_attention), grads, 0.0)
+
+
 def logits_loss_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     """Peak of the LM head + cross-entropy on the last stage, per micro-batch.
 
@@ -218,7 +226,7 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
-    transient = np.maximum(loss, recompute_bytes(model, c, s))
+    transient = np.maximum(loss, recompute_bytes(model, c, s) + gathered_kv_grad_bytes(model, c, s))
     peak_a = params + moments + unsharded + grads_during + acts + transient
     # Peak B: end of backward, all gradients materialised, activations freed.
     peak_b = params + moments + unsharded + grads_full

@@ -159,3 +159,21 @@ def test_interleaved_in_flight_activations_follow_torchs_warmup():
             per_round = m // max(1, m // pp)
             warmup = schedules._get_warmup_ops(rank_of(pp), vpp, per_round, pp, m)
             assert model[i] == pytest.approx(min(warmup + 1, m * vpp) / vpp), (pp, vpp, m, first_stage)
+
+
+def test_all_gather_context_parallelism_keeps_the_whole_sequences_kv():
+    """trainplan's CP gathers K/V of the whole sequence (kept for backward, plus dK/dV in one
+    block's backward, gather exposed); ring attention (Megatron-Core) keeps only its own chunk and
+    hides most of its transfers under the attention."""
+    from planner.settings import DEFAULT_SETTINGS
+    model = get_preset("llama3.1-8b")   # 128K context
+    training = TrainingConfig(seq_len=32768, micro_batch=1, grad_accum=1)
+    kwargs = dict(num_gpus=8, catalog=CATALOG, training_tokens=1e10)
+    gathered = estimate(model, "h100-sxm", Layout(cp=4), training, **kwargs)
+    ring = estimate(model, "h100-sxm", Layout(cp=4), training,
+                    settings=DEFAULT_SETTINGS.but(cp_ring_attention=True, cp_comm_overlap=0.7), **kwargs)
+    tokens, kv_bytes = 32768 // 4, 2 * model.kv_size * 2    # local tokens; K and V in bf16
+    extra_saved = model.num_layers * tokens * kv_bytes * (4 - 1) / 2**30
+    assert gathered.memory.breakdown_gib["activations"] - ring.memory.breakdown_gib["activations"] == \
+        pytest.approx(extra_saved, rel=1e-6)
+    assert gathered.time.breakdown_s["cp_comm"] > ring.time.breakdown_s["cp_comm"] > 0
