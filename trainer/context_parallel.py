@@ -13,8 +13,8 @@ bottom-right-aligned causal mask. The backward of the all-gather is a reduce-sca
 and dV. Everything else in the block is token-wise, so it runs on the local tokens as is.
 
 Unlike ring attention this needs no custom attention kernel: it runs on any backend (gloo
-on CPU in the tests, NCCL on GPU), and on CUDA the masked SDPA call dispatches to flash
-attention. The cost is that every rank keeps the gathered K and V of the whole sequence
+on CPU in the tests, NCCL on GPU), and on CUDA torch's ``CausalBias`` dispatches the
+bottom-right mask to flash attention in bf16/fp16 (not yet run on a GPU here). The cost is that every rank keeps the gathered K and V of the whole sequence
 for backward (``planner/memory.py`` counts it), and the gather is not overlapped with
 compute (``planner/step_time.py``).
 """
