@@ -30,6 +30,7 @@ from trainer.corpus import (BYTE_VOCAB_SIZE, EOS_TOKEN_NAMES, MAX_CONTROL_FRACTI
                             MIN_LETTER_FRACTION, SUPPORTED_SUFFIXES, TXT_DOCUMENT_SEPARATOR, CleaningStats,
                             Tokenizer, clean_documents, file_digest, is_garbled, list_input_files, normalise,
                             read_documents)
+from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
 __all__ = [
@@ -135,15 +136,6 @@ class _ShardWriter:
             (self.data_dir / f".{split}.bin.tmp").unlink(missing_ok=True)
 
 
-def _write_json_atomic(path: Path, payload: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as handle:
-        handle.write(json.dumps(payload, indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def _tokenise_into(writer: _ShardWriter, documents: Iterable[tuple[str, bytes]], tokenizer: Tokenizer) -> None:
     pending: dict[str, list[str]] = {split: [] for split in SPLITS}
     for text, digest in documents:
@@ -176,7 +168,7 @@ def _build_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tok
             "dtype": str(tokenizer.dtype),
             "splits": {s: {"num_documents": writer.documents[s], "num_tokens": writer.tokens[s]} for s in SPLITS},
             "cleaning": asdict(stats)}
-    _write_json_atomic(data_dir / "meta.json", meta)
+    write_json_atomic(data_dir / "meta.json", meta)
     return meta
 
 

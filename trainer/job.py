@@ -9,15 +9,14 @@ one printable line, and the Kubernetes manifest is JSON (a subset of YAML) writt
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import stat
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from planner.plan import Plan
+from trainer.files import write_atomic
 from trainer.job_spec import JobSpec, RunSettings
 
 DEFAULT_K8S_IMAGE = "trainplan:latest"
@@ -36,11 +35,11 @@ def emit_job(plan: Plan, out_dir: Path, *, name: str | None, run: RunSettings,
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:   # a file of that name, a read-only parent, ...
         raise ValueError(f"--out {out_dir}: cannot create the job directory ({exc.strerror})") from None
-    job_json = _write_atomic(out_dir / "job.json", spec.model_dump_json(indent=2) + "\n")
-    _write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
-    _write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir), executable=True)
-    _write_atomic(out_dir / "k8s.yaml", render_k8s(spec, k8s_image, k8s_pvc))
-    _write_atomic(out_dir / "README.md", render_readme(spec, out_dir, k8s_pvc))
+    job_json = spec.save(out_dir)
+    write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
+    write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir), executable=True)
+    write_atomic(out_dir / "k8s.yaml", render_k8s(spec, k8s_image, k8s_pvc))
+    write_atomic(out_dir / "README.md", render_readme(spec, out_dir, k8s_pvc))
     return job_json
 
 
@@ -69,15 +68,6 @@ def _absolute_paths(run: RunSettings) -> RunSettings:
         if value and value != "synthetic" and Path(value).expanduser().exists():
             update[field] = str(Path(value).expanduser().resolve())
     return run.model_copy(update=update)
-
-
-def _write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    if executable:
-        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    os.replace(tmp, path)
-    return path
 
 
 def _one_line(text: object) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.plan import Plan
+from trainer.files import write_atomic
 
 JOB_SCHEMA_VERSION = 1
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -46,9 +47,7 @@ class JobSpec(BaseModel):
     run: RunSettings = RunSettings()
 
     def save(self, job_dir: str | Path) -> Path:
-        path = Path(job_dir) / "job.json"
-        path.write_text(self.model_dump_json(indent=2) + "\n")
-        return path
+        return write_atomic(Path(job_dir) / "job.json", self.model_dump_json(indent=2) + "\n")
 
     @classmethod
     def load(cls, job_dir: str | Path) -> "JobSpec":

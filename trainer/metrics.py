@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from collections import deque
@@ -15,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+
+from trainer.files import write_atomic
 
 GIB = 2**30
 LOW_UTILIZATION_PERCENT = 70.0
@@ -101,9 +102,7 @@ def truncate_after(path: Path, last_step: int) -> None:
             continue  # a line cut short by the crash
         if isinstance(record, dict) and record.get("step", 0) <= last_step:
             kept.append(line)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept))
-    os.replace(tmp, path)
+    write_atomic(path, "".join(line + "\n" for line in kept))
 
 
 class MetricsLogger:

@@ -8,8 +8,6 @@ fit the device (or a probe step runs out of memory) the run stops before the lon
 """
 from __future__ import annotations
 
-import json
-import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ import torch
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from planner.plan import Plan
 from planner.structure import first_structural_problem
+from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
 GIB = 2**30
@@ -106,12 +105,6 @@ def _error_pct(measured: float | None, predicted: float) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
-def _write_json(path: Path, payload: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def typical_step_s(step_times: list[float]) -> float | None:
     """Median step time without the first step (allocator warm-up, lazy optimizer states)."""
     times = step_times[1:] if len(step_times) > 1 else step_times
@@ -130,7 +123,7 @@ def write_validation(job_dir: Path, plan: Plan, step_times: list[float], memory:
                              for key in predicted},
                "reserved_gib": {"predicted": plan.estimate.memory.reserved_gib, "measured": memory.reserved_gib},
                "capacity_gib": memory.capacity_gib, "probe_steps": len(step_times)}
-    _write_json(Path(job_dir) / "validation.json", payload)
+    write_json_atomic(Path(job_dir) / "validation.json", payload)
     return payload
 
 
@@ -146,7 +139,7 @@ def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headro
                "memory_correction": correction, "layout": plan.layout.describe(),
                "training": plan.training.model_dump(mode="json")}
     path = Path(job_dir) / "replan_needed.json"
-    _write_json(path, payload)
+    write_json_atomic(path, payload)
     return path
 
 
@@ -199,7 +192,7 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
                           "test": summary.test_loss, "test_perplexity": summary.test_perplexity},
                "steps_done": summary.steps_done, "outcome": summary.outcome, "bad_steps": summary.bad_steps,
                "wall_s": summary.wall_s, "layout": plan.layout.describe(), "gpu": plan.gpu}
-    _write_json(Path(job_dir) / "report.json", payload)
+    write_json_atomic(Path(job_dir) / "report.json", payload)
     return payload
 
 

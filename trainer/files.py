@@ -1,0 +1,25 @@
+"""Atomic small-file writes for the job directory (job files, metadata, reports)."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:
+    """Write ``text`` to a hidden temporary file beside ``path``, flush it to disk, then rename
+    it over ``path``: a crash leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if executable:
+        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    os.replace(tmp, path)
+    return path
+
+
+def write_json_atomic(path: Path, payload: dict) -> Path:
+    return write_atomic(path, json.dumps(payload, indent=2) + "\n")
