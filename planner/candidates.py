@@ -26,6 +26,14 @@ IMPL_NATIVE, IMPL_HF = range(2)
 SCHED_1F1B, SCHED_GPIPE = range(2)
 
 
+def shard_group(sharding, dp_shard, cp) -> np.ndarray:
+    """Ranks that shard one copy of the states (1 under DDP): the data-parallel shards and the
+    context-parallel ranks, which hold the same weights (trainer/parallel.py's fsdp mesh;
+    Megatron-Core's data-parallel group with context parallelism). Layout.shard_degree is the
+    same for one layout."""
+    return np.where(np.asarray(sharding) == SHARD_NONE, 1, np.maximum(np.asarray(dp_shard) * cp, 1))
+
+
 @dataclass(frozen=True)
 class Candidates:
     """Struct of equal-length numpy arrays. Hardware columns are in SI units."""
@@ -74,10 +82,7 @@ class Candidates:
 
     @property
     def shard_group(self) -> np.ndarray:
-        """Ranks that shard one copy of the states (ZeRO/FSDP): the data-parallel shards and the
-        context-parallel ranks, which hold the same weights (trainer/parallel.py's fsdp mesh;
-        Megatron-Core's data-parallel group with context parallelism)."""
-        return self.dp_shard * self.cp
+        return shard_group(self.sharding, self.dp_shard, self.cp)
 
     @property
     def num_nodes(self) -> np.ndarray:

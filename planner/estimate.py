@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, SHARD_NONE, Candidates, single
+from planner.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 from planner.flops import hardware_flops_per_token, model_flops_per_token
 from planner.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
@@ -42,7 +42,7 @@ def rule_values(c: Candidates) -> dict:
     return dict(tp=c.tp, pp=c.pp, cp=c.cp, seq_len=c.seq_len, grad_accum=c.grad_accum,
                 scaleup_domain_size=c.scaleup_domain_size, hf=c.impl == IMPL_HF, fp8=c.precision == PREC_FP8,
                 one_f_one_b=c.pp_schedule == SCHED_1F1B, vpp=c.vpp,
-                shard_group=np.where(c.sharding == SHARD_NONE, 1, c.shard_group))
+                shard_group=c.shard_group)
 
 
 def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.candidates import (AC_CODES, IMPL_CODES, PRECISION_CODES, SCHED_1F1B, SHARD_FSDP,
-                                SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates, hardware_columns)
+                                SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates, hardware_columns, shard_group)
 from planner.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model_spec import ModelSpec
@@ -105,7 +105,7 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
           & structurally_valid(model, tp=tp, pp=pp, cp=cp, seq_len=space.seq_len, grad_accum=grad_accum,
                                scaleup_domain_size=gpu.scaleup_domain_size, hf=space.impl == Implementation.HF,
                                fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8), one_f_one_b=True,
-                               vpp=rows["vpp"], shard_group=np.where(sharding == SHARD_NONE, 1, np.maximum(dp_shard * cp, 1))))
+                               vpp=rows["vpp"], shard_group=shard_group(sharding, dp_shard, cp)))
     rows = {k: v[ok] for k, v in rows.items()}
     dp, replicate, sharding = dp[ok], replicate[ok], sharding[ok]
     rows["sharding"] = sharding
