@@ -23,7 +23,7 @@ from planner.model_spec import ModelSpec
 from planner.plan import Plan
 from planner.search import SearchSpace, batch_within_tolerance, build_candidates
 from planner.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.structure import default_implementation
+from planner.structure import default_implementation, sequence_too_long
 
 SECONDS_PER_DAY = 86400.0
 
@@ -71,9 +71,8 @@ class PlanRequest(BaseModel):
             object.__setattr__(self, "seq_len", min(DEFAULT_SEQ_LEN, self.model.max_seq_len))
         if self.impl is None:
             object.__setattr__(self, "impl", default_implementation(self.model))
-        if self.seq_len > self.model.max_seq_len:
-            raise ValueError(f"seq_len {self.seq_len} exceeds {self.model.name}'s context of "
-                             f"{self.model.max_seq_len} tokens")
+        if self.seq_len > self.model.max_seq_len:   # checked up front: the search would find nothing
+            raise ValueError(sequence_too_long(self.model, self.seq_len))
         return self
 
 

@@ -52,6 +52,10 @@ def default_implementation(model: ModelSpec) -> Implementation:
     return Implementation.HF if native_unsupported(model) else Implementation.NATIVE
 
 
+def sequence_too_long(model: ModelSpec, seq_len: int) -> str:
+    return f"seq_len {seq_len} exceeds the model's max_seq_len {model.max_seq_len} ({model.name})"
+
+
 def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scaleup_domain_size,
                      hf, fp8, one_f_one_b, vpp=1, shard_group=1) -> list[Rule]:
     """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
@@ -65,8 +69,7 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
     return [
         (hf | (not not_native),
          lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"),
-        (seq_len <= model.max_seq_len,
-         lambda: f"seq_len {seq_len} exceeds the model's max_seq_len {model.max_seq_len} ({model.name})"),
+        (seq_len <= model.max_seq_len, lambda: sequence_too_long(model, seq_len)),
         split(model.num_heads, tp, "num_heads", "tp"),
         split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
         ((tp == 1) | ~hf | (not not_hf_tp),
