@@ -216,9 +216,8 @@ class Transformer(nn.Module):
         rope = self.rope
         if rope is not None and self.context_parallel is not None:
             # Rotate by global position. (Under sequence parallelism h holds 1/tp of the local
-            # tokens here, so count them from the packed training sequence instead.)
-            local = self.args.seq_len // self.context_parallel.size
-            rope = rope.index_select(0, self.positions(local, rope.device))
+            # tokens here, so take them from the packed training sequence instead.)
+            rope = rope.index_select(0, self.context_parallel.positions(self.args.seq_len, rope.device))
         for block in self.layers.values():
             h = block(h, rope)
         if self.norm is not None:
