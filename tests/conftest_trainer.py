@@ -31,6 +31,14 @@ def tiny_spec(**changes) -> ModelSpec:
     return get_preset("tiny").model_copy(update=changes)
 
 
+def tiny_gpt_spec(**changes):
+    """GPT-2 architecture at test size, with an odd vocabulary (padded to 512 natively)."""
+    base = get_preset("gpt3-125m").model_copy(update=dict(
+        name="tiny-gpt", num_layers=2, hidden_size=64, ffn_hidden_size=256, num_heads=4, num_kv_heads=4,
+        vocab_size=500, max_seq_len=64))
+    return base.model_copy(update=changes)
+
+
 def make_plan(layout: Layout, training: TrainingConfig, num_gpus: int, model: ModelSpec | None = None,
               hf_config_path: str | None = None, num_nodes: int = 1, gpu: str = "h100-sxm") -> Plan:
     memory = MemoryEstimate(peak_gib=PREDICTED_PEAK_GIB, reserved_gib=PREDICTED_PEAK_GIB * 1.2, capacity_gib=80.0,

@@ -23,7 +23,7 @@ from trainer.checkpoint import list_checkpoints
 from trainer.train import EXIT_OK, main
 
 from conftest_trainer import (describe, in_process, kill_tree, losses_by_step, read_metrics,  # noqa: F401
-                              run_torchrun, start_torchrun, wait_for, write_job)
+                              run_torchrun, start_torchrun, tiny_gpt_spec, wait_for, write_job)
 
 pytestmark = pytest.mark.slow
 
@@ -128,7 +128,6 @@ def test_hf_model_under_tensor_parallel_matches_one_process(tmp_path, in_process
 def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, in_process):
     """GPT-2/3 blocks (learned positions, LayerNorm and linear biases, tanh GeLU, tied head, a
     vocabulary padded from 500 to 512) under tp=2 x cp=2 against the same model on one process."""
-    from test_trainer_model import tiny_gpt_spec
     _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=1, tp=2, cp=2), 4, grad_accum=4,
                                                  steps=8, model=tiny_gpt_spec(), **COMMON)
     assert_same_trajectory(parallel, single, 1e-3)
@@ -150,7 +149,6 @@ def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_proc
 def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     """Learned positions live on stage 0 only: an untied GPT model on pp=2 x vpp=2 follows one
     process, and its checkpoint (taken at step 4) resumes on one process on the same trajectory."""
-    from test_trainer_model import tiny_gpt_spec
     settings = dict(model=tiny_gpt_spec(tied_embeddings=False, num_layers=4), steps=8, **COMMON)
     piped_dir, piped, reference = run_beside_one_process(
         tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, grad_accum=4, checkpoint_every=4,

@@ -12,7 +12,7 @@ from trainer.model import ModelArgs, Transformer, build_native_model, native_ini
 from trainer.parallel import apply_activation_checkpointing, block_container, clean_name, init_parameters
 from planner.layout import ActivationCheckpointing
 
-from conftest_trainer import tiny_spec
+from conftest_trainer import tiny_gpt_spec, tiny_spec
 
 transformers = pytest.importorskip("transformers")
 
@@ -54,14 +54,6 @@ def test_native_gpt_param_count_is_the_spec_plus_vocabulary_padding(preset):
     model = build_native_model(spec, seq_len=2048)
     assert model.args.vocab_size == 50304
     assert count_params(model) == spec.num_params() + (50304 - 50257) * spec.hidden_size
-
-
-def tiny_gpt_spec(**changes):
-    """GPT-2 architecture at test size, with an odd vocabulary (padded to 512 natively)."""
-    base = get_preset("gpt3-125m").model_copy(update=dict(
-        name="tiny-gpt", num_layers=2, hidden_size=64, ffn_hidden_size=256, num_heads=4, num_kv_heads=4,
-        vocab_size=500, max_seq_len=64))
-    return base.model_copy(update=changes)
 
 
 def _gpt2_state_dict(native: torch.nn.Module, num_layers: int, vocab_size: int) -> dict[str, torch.Tensor]:
