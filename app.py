@@ -1,8 +1,8 @@
 """trainplan's sizing app: ``trainplan app`` (or ``streamlit run app.py``), bound to localhost.
 
-Thin by design: the sidebar's widgets (``planner.app_sidebar``) become a ``PlanRequest``;
-``planner.api`` and ``planner.explore`` answer it; ``planner.app_charts`` turns the answers
-into figures and tables; every label comes from ``planner.app_i18n`` (English / 中文). Answers
+Thin by design: the sidebar's widgets (``ui.sidebar``) become a ``PlanRequest``;
+``planner.api`` and ``planner.search.explore`` answer it; ``ui.charts`` turns the answers
+into figures and tables; every label comes from ``ui.i18n`` (English / 中文). Answers
 are cached on the request's JSON, so a rerun that does not change the request costs milliseconds.
 """
 from __future__ import annotations
@@ -13,16 +13,16 @@ import signal
 import pandas as pd
 import streamlit as st
 
-from planner import app_charts as charts
+from ui import charts
 from planner.api import PlanRequest
-from planner.app_i18n import Labels
-from planner.app_sidebar import TRANSLATED_CHOICES, Inputs, init_state, sidebar
-from planner.detect import NoGPUDriver, detect_gpus
+from ui.i18n import Labels
+from ui.sidebar import TRANSLATED_CHOICES, Inputs, init_state, sidebar
+from planner.catalog.detect import NoGPUDriver, detect_gpus
 from planner.explain import explain_plan
-from planner.explore import best_per_count, pareto_front, scored_search, why_not
-from planner.hardware import Catalog, load_catalog
+from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.catalog.hardware import Catalog, load_catalog
 from planner.plan import Plan
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 
 __all__ = ("TRANSLATED_CHOICES", "main")  # the tests read which choices survive a language switch from here
 CARD_CSS = "<style>[data-testid='stMetricValue'] { font-size: 1.6rem; }</style>"  # long layouts fit

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from planner.ilp import CandidateTable, solve_single
-from planner.portfolio import GpuEconomics, JobCandidates, size_fleet, solve_portfolio
+from planner.search.ilp import CandidateTable, solve_single
+from planner.search.portfolio import GpuEconomics, JobCandidates, size_fleet, solve_portfolio
 
 GPUS = np.array(["a100-80g", "h100-sxm", "h200", "b200", "l40s", "mi300x"], dtype=object)
 CAPACITY_GIB = np.array([80.0, 80.0, 141.0, 180.0, 48.0, 192.0])

@@ -11,9 +11,9 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from planner.api import PlanRequest, plan  # noqa: E402
-from planner.explore import plan_portfolio  # noqa: E402
-from planner.hardware import load_catalog  # noqa: E402
-from planner.models import get_preset  # noqa: E402
+from planner.search.explore import plan_portfolio  # noqa: E402
+from planner.catalog.hardware import load_catalog  # noqa: E402
+from planner.catalog.models import get_preset  # noqa: E402
 
 
 def timed(fn, repeat: int = 3) -> tuple[float, object]:

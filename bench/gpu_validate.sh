@@ -23,7 +23,7 @@ mkdir -p "$RESULTS"
 export PYTHONUNBUFFERED=1
 
 DEVICE=${DEVICE:-cuda}
-GPU_ID=${GPU_ID:-$("$PY" -m planner.cli detect --json | "$PY" -c 'import json,sys; g=json.load(sys.stdin)["gpus"]; print(g[0]["catalog_id"] if g and g[0]["catalog_id"] else "")')}
+GPU_ID=${GPU_ID:-$("$PY" -m ui.cli detect --json | "$PY" -c 'import json,sys; g=json.load(sys.stdin)["gpus"]; print(g[0]["catalog_id"] if g and g[0]["catalog_id"] else "")')}
 if [ -z "$GPU_ID" ]; then
   echo "gpu_validate: no catalog-matched NVIDIA GPU found (trainplan detect)"; exit 2
 fi
@@ -34,14 +34,14 @@ for MODEL in $MODELS; do
   rm -rf "$DIR"; mkdir -p "$DIR"
   echo "=== $MODEL: plan for one $GPU_ID"
   # One GPU; a global batch of 16 sequences lets the planner pick micro-batch x accumulation and AC.
-  "$PY" -m planner.cli plan --model "$MODEL" --tokens 1e10 --gpus "$GPU_ID=1" --max-gpus 1 --seq-len "$SEQ" \
+  "$PY" -m ui.cli plan --model "$MODEL" --tokens 1e10 --gpus "$GPU_ID=1" --max-gpus 1 --seq-len "$SEQ" \
       --global-batch-tokens $((16 * SEQ)) --top 0 --precision "$PRECISION" ${COMPILE:+--compile} --out "$DIR/plan.json" > "$DIR/plan.txt" 2>&1 || true
   if [ ! -f "$DIR/plan.json" ]; then echo "no feasible plan for $MODEL:"; cat "$DIR/plan.txt"; continue; fi
   head -6 "$DIR/plan.txt"
-  "$PY" -m planner.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" --checkpoint-every 100000 \
+  "$PY" -m ui.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" --checkpoint-every 100000 \
       --no-checkpoints > /dev/null
   echo "=== $MODEL: trainplan native trainer"
-  timeout 240 "$PY" -m planner.cli run "$DIR/job" --device "$DEVICE" > "$DIR/native.log" 2>&1
+  timeout 240 "$PY" -m ui.cli run "$DIR/job" --device "$DEVICE" > "$DIR/native.log" 2>&1
   echo "exit $?" >> "$DIR/native.log"; tail -8 "$DIR/native.log"
   MB=$("$PY" -c "import json; p=json.load(open('$DIR/plan.json')); print(p['training']['micro_batch'])")
   AC=$("$PY" -c "import json; p=json.load(open('$DIR/plan.json')); print('--ac' if p['training']['activation_checkpointing']!='none' else '')")

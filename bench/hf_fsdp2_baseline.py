@@ -21,7 +21,7 @@ def build(model_name: str, activation_checkpointing: bool):
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from planner.models import get_preset
+    from planner.catalog.models import get_preset
     spec = get_preset(model_name)
     config = LlamaConfig(hidden_size=spec.hidden_size, intermediate_size=spec.ffn_hidden_size,
                          num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
@@ -43,8 +43,8 @@ def local_bf16_peak() -> float:
     """Dense bf16 peak of this GPU from the catalog (matched by NVML-style name and memory)."""
     import torch
 
-    from planner.detect import match_gpu_name
-    from planner.hardware import load_catalog
+    from planner.catalog.detect import match_gpu_name
+    from planner.catalog.hardware import load_catalog
     props = torch.cuda.get_device_properties(0)
     spec = match_gpu_name(props.name, props.total_memory, load_catalog())
     if spec is None:
@@ -85,8 +85,8 @@ def main() -> None:
             times.append(time.perf_counter() - start)
     step_s = statistics.median(times)
     tokens = args.micro_batch * args.seq_len
-    from planner.flops import model_flops_per_token
-    from planner.settings import DEFAULT_SETTINGS
+    from planner.model.flops import model_flops_per_token
+    from planner.model.settings import DEFAULT_SETTINGS
     flops = float(model_flops_per_token(spec, args.seq_len, DEFAULT_SETTINGS)) * tokens / step_s
     peak = local_bf16_peak()
     print(json.dumps({"impl": "hf-stock", "model": args.model, "micro_batch": args.micro_batch, "seq_len": args.seq_len,

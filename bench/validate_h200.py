@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-from planner.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
+from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 
 
 def main() -> None:

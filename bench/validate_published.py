@@ -3,7 +3,7 @@
     python bench/validate_published.py                  # markdown table + summary on stdout
     python bench/validate_published.py --write-docs     # also refresh docs/validation.md
 
-Each row is predicted with the settings profile of its software stack (planner.published).
+Each row is predicted with the settings profile of its software stack (validation.published).
 Errors are (predicted - measured) / measured tokens/s per GPU, which equals the TFLOP/s error
 in the source's own FLOP convention.
 """
@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from planner.published import (DEFAULT_PUBLISHED_RUNS, PublishedComparison, SkippedRow, compare_published,
+from validation.published import (DEFAULT_PUBLISHED_RUNS, PublishedComparison, SkippedRow, compare_published,
                                mean_abs_error, read_published_runs)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"

@@ -13,17 +13,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.candidates import Candidates
-from planner.estimate import divisible, estimate, job_totals, score
-from planner.hardware import Catalog, load_catalog
-from planner.ilp import CandidateTable, InfeasiblePlan, Objective, SingleSolution, solve_single
+from planner.search.candidates import Candidates
+from planner.model.estimate import divisible, estimate, job_totals, score
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.search.ilp import CandidateTable, InfeasiblePlan, Objective, SingleSolution, solve_single
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
-from planner.memory import GIB
-from planner.model_spec import ModelSpec
+from planner.model.memory import GIB
+from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.search import SearchSpace, batch_within_tolerance, build_candidates
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.structure import default_implementation, sequence_too_long
+from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.structure import default_implementation, sequence_too_long
 
 SECONDS_PER_DAY = 86400.0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.layout import Layout, TrainingConfig
-from planner.model_spec import ModelSpec
+from planner.model.spec import ModelSpec
 
 PLAN_SCHEMA_VERSION = 1
 _FROZEN = ConfigDict(frozen=True, extra="forbid")

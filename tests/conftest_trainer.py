@@ -15,8 +15,8 @@ import torch
 import torch.distributed as dist
 
 from planner.layout import Layout, TrainingConfig
-from planner.model_spec import ModelSpec
-from planner.models import get_preset
+from planner.model.spec import ModelSpec
+from planner.catalog.models import get_preset
 from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
 from trainer.job_spec import JobSpec, RunSettings
 

@@ -1,6 +1,6 @@
 """The Streamlit app, run headless with AppTest: widgets, plan card vs planner.api, errors, language.
 
-Every expected number comes from calling ``planner.api`` / ``planner.explore`` directly with the
+Every expected number comes from calling ``planner.api`` / ``planner.search.explore`` directly with the
 request the widgets describe, so a wrong wiring (a widget feeding the wrong field, a stale cache,
 a mislabelled metric) fails here. Small models and two or three GPU types keep each run fast.
 """
@@ -18,17 +18,17 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
-from planner import app_charts as charts
+from ui import charts
 from planner.api import PlanRequest, plan
-from planner.app_i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
-from planner.detect import DetectedGPU
-from planner.explore import plan_portfolio, why_not
-from planner.hardware import load_catalog
-from planner.ilp import InfeasiblePlan
-from planner.model_spec import ModelSpec
-from planner.models import get_preset, model_from_hf_config
-from planner.portfolio import TcoAssumptions
-from planner.settings import DEFAULT_SETTINGS
+from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
+from planner.catalog.detect import DetectedGPU
+from planner.search.explore import plan_portfolio, why_not
+from planner.catalog.hardware import load_catalog
+from planner.search.ilp import InfeasiblePlan
+from planner.model.spec import ModelSpec
+from planner.catalog.models import get_preset, model_from_hf_config
+from planner.search.portfolio import TcoAssumptions
+from planner.model.settings import DEFAULT_SETTINGS
 from trainer.job_spec import JobSpec
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
@@ -291,8 +291,8 @@ def test_portfolio_mode_schedules_the_added_jobs():
 
 
 def test_local_gpu_panel_is_a_note_without_a_driver_and_a_run_button_with_gpus(monkeypatch):
-    from planner import detect
-    from planner.detect import NoGPUDriver
+    from planner.catalog import detect
+    from planner.catalog.detect import NoGPUDriver
 
     def no_driver(catalog):
         raise NoGPUDriver("no NVIDIA driver found")
@@ -404,7 +404,7 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
     import shutil
     import signal
 
-    from planner import detect
+    from planner.catalog import detect
 
     def one_h100(catalog):
         return [DetectedGPU(0, "NVIDIA H100 80GB HBM3", 80 * 2**30, "550.54", catalog.gpu("h100-sxm"))]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.app_i18n import Labels
+from ui.i18n import Labels
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,7 @@ Per-row bounds catch a formula that is right on average but wrong for one regime
 """
 import pytest
 
-from planner.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
+from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.detect import NO_DRIVER_MESSAGE, NoGPUDriver, detect_gpus, match_gpu_name
-from planner.hardware import (
+from planner.catalog.detect import NO_DRIVER_MESSAGE, NoGPUDriver, detect_gpus, match_gpu_name
+from planner.catalog.hardware import (
     BUILTIN_DIR, GIB, CatalogError, load_catalog, usable_memory_gib,
 )
 from planner.layout import Precision
@@ -241,7 +241,7 @@ def test_with_price_overrides_and_keeps_original(catalog):
 
 
 def test_loading_does_not_import_torch():
-    code = "import sys, planner.hardware as h; h.load_catalog(); print('torch' in sys.modules)"
+    code = "import sys, planner.catalog.hardware as h; h.load_catalog(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

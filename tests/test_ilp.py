@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.ilp import (TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan,
+from planner.search.ilp import (TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan,
                          check_rows, make_solver, pareto_mask, solve_single)
 
 GPU_TYPES = np.array(["a100", "h100", "h200"], dtype=object)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from planner.model_spec import ModelSpec
-from planner.models import (
+from planner.model.spec import ModelSpec
+from planner.catalog.models import (
     MAX_CONFIG_BYTES, SUPPORTED_MODEL_TYPES, get_preset, list_presets, load_model, model_from_hf_config,
 )
 

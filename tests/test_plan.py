@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from planner.api import PlanRequest, plan, replan
-from planner.explore import best_per_count, pareto_front, scored_search, why_not
-from planner.ilp import InfeasiblePlan
+from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.search.ilp import InfeasiblePlan
 from planner.layout import Implementation
-from planner.models import get_preset
+from planner.catalog.models import get_preset
 
 SECONDS_PER_DAY = 86400
 
@@ -97,7 +97,7 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
 
 @pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b", "mixtral-8x7b"])
 def test_every_proposed_plan_passes_the_trainers_static_checks(model):
-    """The planner's search and the trainer share planner/structure.py: a plan it proposes is one
+    """The planner's search and the trainer share planner/model/structure.py: a plan it proposes is one
     the trainer accepts (tied embeddings rule out pipelines; MoE models run on the Hugging Face
     implementation, without tensor or pipeline parallelism)."""
     import torch
@@ -112,8 +112,8 @@ def test_every_proposed_plan_passes_the_trainers_static_checks(model):
 
 
 def test_search_drops_what_the_trainer_cannot_run():
-    from planner.hardware import load_catalog
-    from planner.search import SearchSpace, build_candidates
+    from planner.catalog.hardware import load_catalog
+    from planner.search.space import SearchSpace, build_candidates
     space = SearchSpace(seq_len=2048, global_batch_tokens=2**20, max_gpus=64)
     gpt3 = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None}, space)
     # Vocabulary 50257, padded to 50304 by the native model: tensor parallelism up to 128 ways;

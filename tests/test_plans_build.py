@@ -20,8 +20,8 @@ from torch.testing._internal.distributed.fake_pg import FakeStore
 
 from planner.api import PlanRequest, plan
 from planner.layout import Implementation
-from planner.memory import GIB
-from planner.models import get_preset
+from planner.model.memory import GIB
+from planner.catalog.models import get_preset
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.parallel import build_meshes
 from trainer.probe import check_plan

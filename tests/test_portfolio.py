@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from planner.ilp import TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan, solve_single
-from planner.portfolio import (GpuEconomics, JobCandidates, TcoAssumptions, break_even,
+from planner.search.ilp import TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan, solve_single
+from planner.search.portfolio import (GpuEconomics, JobCandidates, TcoAssumptions, break_even,
                                size_fleet, solve_portfolio)
 
 DAY = 86400.0

@@ -9,12 +9,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from pydantic import ValidationError
 
 from planner.api import PlanRequest, plan
-from planner.estimate import estimate
-from planner.hardware import load_catalog
-from planner.ilp import InfeasiblePlan
+from planner.model.estimate import estimate
+from planner.catalog.hardware import load_catalog
+from planner.search.ilp import InfeasiblePlan
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
-from planner.model_spec import ModelSpec
-from planner.models import model_from_hf_config
+from planner.model.spec import ModelSpec
+from planner.catalog.models import model_from_hf_config
 
 CATALOG = load_catalog()
 GPU_IDS = sorted(CATALOG.gpus)
@@ -67,7 +67,7 @@ def test_estimate_answers_or_raises_value_error(spec, gpu, num_gpus, tp, pp, cp,
                                                  st.one_of(st.none(), st.integers(-2, 512)), max_size=3)),
        seq_len=st.sampled_from([0, 128, 2048, 8192, 32768]))
 def test_plan_answers_or_raises_value_error(model, tokens, deadline, budget, gpus, seq_len):
-    from planner.models import get_preset
+    from planner.catalog.models import get_preset
     try:
         request = PlanRequest(model=get_preset(model), training_tokens=tokens, deadline_days=deadline,
                               budget_usd=budget, gpus=gpus, seq_len=seq_len, top_k=2)

@@ -6,10 +6,10 @@ the sources' own ratios, and the headline error on the comparable set (docs/vali
 """
 import pytest
 
-from planner.estimate import estimate
+from planner.model.estimate import estimate
 from planner.layout import ActivationCheckpointing as AC, Layout, Precision, Sharding, TrainingConfig
-from planner.models import get_preset
-from planner.published import (PARAM_COUNT_TOLERANCE, FlopConvention, SkipReason, Stack, compare_published,
+from planner.catalog.models import get_preset
+from validation.published import (PARAM_COUNT_TOLERANCE, FlopConvention, SkipReason, Stack, compare_published,
                                flops_per_token, gpu_id_for, mean_abs_error, megatron_eq3_flops_per_token,
                                read_published_runs)
 

@@ -358,7 +358,7 @@ def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] in ("localhost", "127.0.0.1")
     assert config["server"]["maxUploadSize"] <= 1                       # MB; a config.json is a few KB
-    import planner.cli as cli
+    import ui.cli as cli
     calls = []
     monkeypatch.setattr(subprocess, "call", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0
@@ -376,7 +376,7 @@ def test_an_app_session_writes_only_inside_its_temp_folder(tmp_path, monkeypatch
 
     import streamlit as st
     from streamlit.testing.v1 import AppTest
-    from planner.app_i18n import Labels
+    from ui.i18n import Labels
     workdir, temp = tmp_path / "cwd", tmp_path / "temp"
     workdir.mkdir()
     temp.mkdir()

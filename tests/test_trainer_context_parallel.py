@@ -14,7 +14,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from planner.models import get_preset
+from planner.catalog.models import get_preset
 from trainer.context_parallel import ContextParallel, apply_context_parallel, gather_sequence
 from trainer.model import build_native_model, native_init_rule
 from trainer.parallel import init_parameters

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from planner.layout import Layout
-from planner.models import get_preset
+from planner.catalog.models import get_preset
 from trainer.checkpoint import list_checkpoints
 from trainer.train import EXIT_OK, main
 

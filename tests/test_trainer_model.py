@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from planner.models import get_preset
+from planner.catalog.models import get_preset
 from trainer.hf_model import config_from_spec, build_hf_model, hf_init_rule, load_hf_config
 from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import apply_activation_checkpointing, block_container, clean_name, init_parameters

@@ -13,7 +13,7 @@ from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measur
 
 from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
 from planner.layout import TrainingConfig
-from planner.models import get_preset
+from planner.catalog.models import get_preset
 
 CPU = torch.device("cpu")
 

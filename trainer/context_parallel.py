@@ -15,8 +15,8 @@ and dV. Everything else in the block is token-wise, so it runs on the local toke
 Unlike ring attention this needs no custom attention kernel: it runs on any backend (gloo
 on CPU in the tests, NCCL on GPU), and on CUDA torch's ``CausalBias`` dispatches the
 bottom-right mask to flash attention in bf16/fp16 (not yet run on a GPU here). The cost is that every rank keeps the gathered K and V of the whole sequence
-for backward (``planner/memory.py`` counts it), and the gather is not overlapped with
-compute (``planner/step_time.py``).
+for backward (``planner/model/memory.py`` counts it), and the gather is not overlapped with
+compute (``planner/model/step_time.py``).
 """
 from __future__ import annotations
 

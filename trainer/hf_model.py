@@ -17,7 +17,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
 
-from planner.model_spec import ModelSpec
+from planner.model.spec import ModelSpec
 
 
 def config_from_spec(spec: ModelSpec, seq_len: int):

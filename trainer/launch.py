@@ -199,7 +199,7 @@ def _print_report(job_dir: Path, report: dict) -> None:
 def replan_job(job_dir: Path, spec: JobSpec, report: dict) -> JobSpec | None:
     """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if none fits."""
     from planner import api
-    from planner.ilp import InfeasiblePlan
+    from planner.search.ilp import InfeasiblePlan
     try:
         new_plan = api.replan(spec.plan, report)
     except InfeasiblePlan as exc:

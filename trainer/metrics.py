@@ -46,7 +46,7 @@ def _finite_or_none(value: float | None) -> float | None:
 def peak_flops_per_s(gpu_id: str, precision: str) -> float | None:
     """Dense peak of one plan GPU from the hardware catalog; None when unknown."""
     try:
-        from planner.hardware import load_catalog
+        from planner.catalog.hardware import load_catalog
         return load_catalog().gpu(gpu_id).peak_flops(precision)
     except (ImportError, ValueError):
         return None
@@ -59,8 +59,8 @@ def model_flops_per_token(plan) -> float:
         return predicted
     import numpy as np
 
-    from planner.flops import model_flops_per_token as planner_flops
-    from planner.settings import ModelingSettings
+    from planner.model.flops import model_flops_per_token as planner_flops
+    from planner.model.settings import ModelingSettings
     return float(planner_flops(plan.model, np.asarray(float(plan.training.seq_len)), ModelingSettings()))
 
 

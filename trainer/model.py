@@ -8,7 +8,7 @@ holds all the weights. Blocks live in an ``nn.ModuleDict`` keyed by their global
 a pipeline stage deletes the blocks it does not own and the remaining parameter names
 (``layers.7.attention.wq.weight``) stay the same on every layout, which keeps
 checkpoints layout-independent. The vocabulary is padded to a multiple of
-``VOCAB_PAD_MULTIPLE`` (planner/structure.py; Megatron-LM does the same), so tensor
+``VOCAB_PAD_MULTIPLE`` (planner/model/structure.py; Megatron-LM does the same), so tensor
 parallelism can split GPT-3's 50257 tokens; the padding rows never see a label.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from planner.model_spec import ModelSpec
-from planner.structure import native_unsupported, padded_vocab_size
+from planner.model.spec import ModelSpec
+from planner.model.structure import native_unsupported, padded_vocab_size
 from trainer.context_parallel import ContextParallel, context_parallel_attention
 from trainer.parallel import InitFn
 

@@ -16,7 +16,7 @@ import torch
 
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from planner.plan import Plan
-from planner.structure import first_structural_problem
+from planner.model.structure import first_structural_problem
 from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
@@ -29,7 +29,7 @@ class ReplanNeeded(Exception):
 
 
 def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
-    """The planner's structural rules (planner/structure.py), the same ones its search obeys."""
+    """The planner's structural rules (planner/model/structure.py), the same ones its search obeys."""
     schedule = PipelineSchedule(run.pipeline_schedule) if run.pipeline_schedule else layout.pp_schedule
     problem = first_structural_problem(
         plan.model, tp=layout.tp, pp=layout.pp, cp=layout.cp, seq_len=plan.training.seq_len,

@@ -1,6 +1,6 @@
 """Model presets and a reader for Hugging Face ``config.json`` files.
 
-Both produce a :class:`~planner.model_spec.ModelSpec`. A config file is read strictly as
+Both produce a :class:`~planner.model.spec.ModelSpec`. A config file is read strictly as
 JSON data: nothing is downloaded, no code it names (``auto_map``) is imported, and keys
 we do not need are ignored. Optional keys default as in ``transformers``, so a spec
 counts exactly the parameters that ``AutoModelForCausalLM.from_config`` would build.
@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from planner.model_spec import ModelSpec
+from planner.model.spec import ModelSpec
 
 # --------------------------------------------------------------------------- presets
 

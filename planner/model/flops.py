@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates import AC_FULL, AC_SELECTIVE, Candidates
-from planner.model_spec import ModelSpec
-from planner.settings import ModelingSettings
+from planner.search.candidates import AC_FULL, AC_SELECTIVE, Candidates
+from planner.model.spec import ModelSpec
+from planner.model.settings import ModelingSettings
 
 
 @dataclass(frozen=True)

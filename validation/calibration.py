@@ -5,11 +5,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.estimate import estimate
-from planner.hardware import load_catalog
+from planner.model.estimate import estimate
+from planner.catalog.hardware import load_catalog
 from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig
-from planner.model_spec import ModelSpec
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 
 DEFAULT_H200_RUNS = Path(__file__).resolve().parent.parent / "data" / "calibration" / "h200_fsdp2_hf_llama.jsonl"
 

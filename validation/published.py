@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from planner.candidates import single
-from planner.estimate import score
-from planner.flops import forward_flops_per_token
-from planner.hardware import Catalog, load_catalog
+from planner.search.candidates import single
+from planner.model.estimate import score
+from planner.model.flops import forward_flops_per_token
+from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
-from planner.model_spec import ModelSpec
-from planner.models import get_preset, list_presets
-from planner.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, MEGATRON_LM_SETTINGS, ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.catalog.models import get_preset, list_presets
+from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, MEGATRON_LM_SETTINGS, ModelingSettings
 
 DEFAULT_PUBLISHED_RUNS = Path(__file__).resolve().parent.parent / "data" / "calibration" / "published_runs.csv"
 # Published parameter counts are rounded labels ("1.7B"); a rebuilt model must land within this.

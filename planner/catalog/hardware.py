@@ -21,7 +21,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "hw_catalog"
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "hw_catalog"
 GIB = 2**30
 
 # Usable-capacity rule (docs/hardware.md). HBM parts: the H200 calibration run saw 139.80 GiB in

@@ -9,13 +9,13 @@ import pandas as pd
 
 from planner.api import (SECONDS_PER_DAY, PlanRequest, PlanResult, allowed_gpus, candidate_table,
                          catalog_with_prices, plan, plan_from_row, search_space)
-from planner.candidates import AC_CODES, SHARDING_CODES
-from planner.hardware import Catalog, load_catalog
-from planner.ilp import CandidateTable, InfeasiblePlan, check_rows
-from planner.portfolio import (FleetSolution, GpuEconomics, JobCandidates, PortfolioSolution,
+from planner.search.candidates import AC_CODES, SHARDING_CODES
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.search.ilp import CandidateTable, InfeasiblePlan, check_rows
+from planner.search.portfolio import (FleetSolution, GpuEconomics, JobCandidates, PortfolioSolution,
                                TcoAssumptions, size_fleet, solve_portfolio)
-from planner.search import build_candidates
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.search.space import build_candidates
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner import comm
-from planner.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
-from planner.flops import forward_flops_per_token, recompute_fraction
-from planner.memory import compute_dtype_bytes, layers_per_stage, stage_params
-from planner.model_spec import ModelSpec
-from planner.settings import ModelingSettings
+from planner.model import comm
+from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.model.flops import forward_flops_per_token, recompute_fraction
+from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
+from planner.model.spec import ModelSpec
+from planner.model.settings import ModelingSettings
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The structural rules a configuration must satisfy to exist and to run on trainplan's trainer.
 
-One list, used three ways: vectorised over every candidate of the search (``planner/search.py``,
-``planner/estimate.py``), and for one configuration with the message of the first rule it breaks
+One list, used three ways: vectorised over every candidate of the search (``planner/search/space.py``,
+``planner/model/estimate.py``), and for one configuration with the message of the first rule it breaks
 (``estimate``'s ValueError and the trainer's static check in ``trainer/probe.py``). Keeping them
 in one place is what guarantees that the planner never proposes a plan the trainer refuses.
 Device-specific checks (fp8 hardware, memory) stay in the trainer.
@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from planner.layout import Implementation
-from planner.model_spec import ModelSpec
+from planner.model.spec import ModelSpec
 
 Rule = tuple[np.ndarray, Callable[[], str]]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates import Candidates
-from planner.settings import ModelingSettings
+from planner.search.candidates import Candidates
+from planner.model.settings import ModelingSettings
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Knobs are crossed with a Cartesian product of index arrays (one vectorised generator, no
 nested loops per knob), then constraints filter the rows: degrees multiply to the GPU count,
-and the shared structural rules of ``planner/structure.py`` hold (what the trainer runs). The
+and the shared structural rules of ``planner/model/structure.py`` hold (what the trainer runs). The
 accumulation is chosen to reach the global batch; ``batch_within_tolerance`` checks it.
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates import (AC_CODES, IMPL_CODES, PRECISION_CODES, SCHED_1F1B, SHARD_FSDP,
+from planner.search.candidates import (AC_CODES, IMPL_CODES, PRECISION_CODES, SCHED_1F1B, SHARD_FSDP,
                                 SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates, hardware_columns, shard_group)
-from planner.hardware import Catalog, GPUSpec
+from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
-from planner.model_spec import ModelSpec
-from planner.structure import structurally_valid
+from planner.model.spec import ModelSpec
+from planner.model.structure import structurally_valid
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
 SHARDING_VARIANTS = ((SHARD_FSDP, False), (SHARD_FSDP, True), (SHARD_ZERO2, False),

@@ -45,7 +45,7 @@ class JobsFile(BaseModel):
     jobs: list[JobEntry] = Field(min_length=1)
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
-        from planner.models import load_model
+        from planner.catalog.models import load_model
         out = {}
         for job in self.jobs:
             if job.name in out:

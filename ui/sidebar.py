@@ -1,7 +1,7 @@
 """The sizing app's sidebar: its widgets, read into a ``PlanRequest`` (``Inputs``) for ``app.py``.
 
 Widgets only: every number shown here (token budgets, amortised prices) comes from
-``planner.app_charts``, every label from ``planner.app_i18n``. Widget values live in
+``ui.charts``, every label from ``ui.i18n``. Widget values live in
 ``st.session_state`` under the widgets' keys, set once by ``init_state``.
 """
 from __future__ import annotations
@@ -10,15 +10,15 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from planner import app_charts as charts
+from ui import charts
 from planner.api import PlanRequest
-from planner.app_i18n import LANGUAGE_NAMES, Labels
-from planner.hardware import Catalog
+from ui.i18n import LANGUAGE_NAMES, Labels
+from planner.catalog.hardware import Catalog
 from planner.layout import ActivationCheckpointing, Precision
-from planner.model_spec import ModelSpec
-from planner.models import get_preset, list_presets
-from planner.portfolio import TcoAssumptions
-from planner.settings import DEFAULT_SETTINGS
+from planner.model.spec import ModelSpec
+from planner.catalog.models import get_preset, list_presets
+from planner.search.portfolio import TcoAssumptions
+from planner.model.settings import DEFAULT_SETTINGS
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))                 # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))         # 0 = the planner's default; 8K .. 16M

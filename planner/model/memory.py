@@ -10,10 +10,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner.candidates import (AC_FULL, AC_NONE, AC_SELECTIVE, IMPL_HF, PREC_FP32, SCHED_GPIPE,
+from planner.search.candidates import (AC_FULL, AC_NONE, AC_SELECTIVE, IMPL_HF, PREC_FP32, SCHED_GPIPE,
                                 SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates)
-from planner.model_spec import ModelSpec
-from planner.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.model.settings import ModelingSettings
 
 FP32_BYTES = 4.0
 ADAM_STATE_BYTES = 8.0          # exp_avg + exp_avg_sq in fp32

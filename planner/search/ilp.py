@@ -4,7 +4,7 @@ The analytic model scores every candidate (GPU type, count, layout, micro-batch,
 hands over a :class:`CandidateTable`. This module filters it, prunes dominated rows
 (estimate first, solve second), solves the single-job ILP of :func:`solve_single` with
 PuLP (HiGHS when ``highspy`` is importable, CBC otherwise) and, when nothing is
-feasible, raises the :class:`InfeasiblePlan` that :mod:`planner.diagnosis` builds (which
+feasible, raises the :class:`InfeasiblePlan` that :mod:`planner.search.diagnosis` builds (which
 constraint binds and how to fix it; re-exported here with :class:`Constraint`,
 :class:`RowChecks` and :func:`diagnose`). The maths is in the docstring of
 :func:`solve_single` and in docs/ilp.md.
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pulp
 
-from planner.diagnosis import Constraint, InfeasiblePlan, RowChecks, diagnose
+from planner.search.diagnosis import Constraint, InfeasiblePlan, RowChecks, diagnose
 
 __all__ = [
     "CandidateTable", "Constraint", "InfeasiblePlan", "Objective", "RowChecks", "SingleSolution",

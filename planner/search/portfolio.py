@@ -2,7 +2,7 @@
 
 Both are time-indexed ILPs over a horizon cut into equal slots; the models and their
 assumptions are written out in the docstrings below and in docs/ilp.md. Each job's scored
-:class:`~planner.ilp.CandidateTable` is filtered and pruned first (a row is dropped when
+:class:`~planner.search.ilp.CandidateTable` is filtered and pruned first (a row is dropped when
 another row of the same GPU type is no dearer, no slower and uses no more GPUs), so the
 ILPs only see the few rows that can matter.
 """
@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pulp
 
-from planner.ilp import (CandidateTable, Constraint, InfeasiblePlan, Objective, check_rows,
+from planner.search.ilp import (CandidateTable, Constraint, InfeasiblePlan, Objective, check_rows,
                          chosen_index, diagnose, new_binaries, new_variable, objective_weights,
                          pareto_mask, positive_reference, run_solver)
 

@@ -1,7 +1,7 @@
 """Architecture description of a decoder-only transformer, and its parameter count.
 
 A ``ModelSpec`` is pure data: presets and Hugging Face ``config.json`` files (see
-``planner.models``) are both turned into one. Counts follow the module structure of the
+``planner.catalog.models``) are both turned into one. Counts follow the module structure of the
 reference implementations (Hugging Face transformers), so they match the real models.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``trainplan``: plan, estimate, explain, emit, run, detect, catalog, portfolio, fleet, app.
 
-Thin: each command parses its flags, calls the API and renders (``planner.render``). Every
+Thin: each command parses its flags, calls the API and renders (``ui.render``). Every
 user error becomes one line on stderr and exit code 2; an infeasible request is an answer
 (exit 0, ``feasible: false`` with the reason and the fix).
 """
@@ -19,7 +19,7 @@ try:  # typer >= 0.20 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
-from planner import render
+from ui import render
 from planner.layout import (ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Precision, Sharding,
                             TrainingConfig)
 
@@ -57,7 +57,7 @@ def parse_pairs(text: str | None, what: str, cast=float) -> dict:
 
 
 def load_model_arg(model: str):
-    from planner.models import load_model
+    from planner.catalog.models import load_model
     spec = load_model(model)
     path = Path(model)
     hf_path = str(path.resolve()) if path.exists() else None
@@ -92,7 +92,7 @@ def estimate(
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
     from planner.api import build_plan
-    from planner.structure import default_implementation
+    from planner.model.structure import default_implementation
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
     spec, hf_path = load_model_arg(model)
@@ -162,15 +162,15 @@ def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: 
 @app.command()
 def catalog(as_json: bool = JSON) -> None:
     """List the GPUs in the hardware catalog with their key numbers and sources."""
-    from planner.hardware import load_catalog
+    from planner.catalog.hardware import load_catalog
     render.catalog(load_catalog(), as_json=as_json)
 
 
 @app.command()
 def detect(as_json: bool = JSON) -> None:
     """Read the local NVIDIA GPUs (NVML) and match them to catalog entries."""
-    from planner.detect import NoGPUDriver, detect_gpus
-    from planner.hardware import load_catalog
+    from planner.catalog.detect import NoGPUDriver, detect_gpus
+    from planner.catalog.hardware import load_catalog
     try:
         found = detect_gpus(load_catalog())
     except NoGPUDriver as exc:
@@ -227,9 +227,9 @@ def run(
 def portfolio(jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) with [inventory] and [[jobs]]"),
               as_json: bool = JSON) -> None:
     """Size several jobs at once on one shared GPU inventory."""
-    from planner.explore import plan_portfolio
-    from planner.ilp import InfeasiblePlan
-    from planner.portfolio_file import read_jobs_file
+    from planner.search.explore import plan_portfolio
+    from planner.search.ilp import InfeasiblePlan
+    from ui.portfolio_file import read_jobs_file
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
@@ -248,10 +248,10 @@ def portfolio(jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) 
 def fleet(jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_usd] and [[jobs]]"),
           as_json: bool = JSON) -> None:
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
-    from planner.explore import plan_fleet
-    from planner.ilp import InfeasiblePlan
-    from planner.hardware import load_catalog
-    from planner.portfolio_file import purchase_prices, read_jobs_file
+    from planner.search.explore import plan_fleet
+    from planner.search.ilp import InfeasiblePlan
+    from planner.catalog.hardware import load_catalog
+    from ui.portfolio_file import purchase_prices, read_jobs_file
     spec = read_jobs_file(jobs_file)
     prices = purchase_prices(spec, load_catalog())
     if not prices or spec.horizon_days is None:

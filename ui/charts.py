@@ -3,7 +3,7 @@
 Pure functions of plans and DataFrames (plus the few file helpers the app needs: reading an
 uploaded config, zipping an emitted job, reading a run's ``metrics.jsonl``), so the app stays
 thin and everything here is testable without Streamlit. No planning happens here: every number
-comes from ``planner.api`` / ``planner.explore``.
+comes from ``planner.api`` / ``planner.search.explore``.
 """
 from __future__ import annotations
 
@@ -25,15 +25,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.api import PlanRequest, PlanResult, plan
-from planner.app_i18n import Labels
-from planner.hardware import Catalog
-from planner.ilp import InfeasiblePlan
+from ui.i18n import Labels
+from planner.catalog.hardware import Catalog
+from planner.search.ilp import InfeasiblePlan
 from planner.layout import ActivationCheckpointing, Precision
-from planner.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
-from planner.model_spec import ModelSpec
+from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
+from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.portfolio import TcoAssumptions
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.search.portfolio import TcoAssumptions
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 
 CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal tokens per parameter
 HOURS_PER_YEAR = 8760.0
@@ -263,7 +263,7 @@ def log_tail(path: Path, num_lines: int = 15) -> str:
 
 
 def local_gpus_frame(found: Sequence) -> pd.DataFrame:
-    """``planner.detect.DetectedGPU`` rows: index, name, memory, catalog match."""
+    """``planner.catalog.detect.DetectedGPU`` rows: index, name, memory, catalog match."""
     return pd.DataFrame([{"index": g.index, "name": g.name, "memory_gib": g.memory_bytes / 2**30,
                           "catalog": g.spec.id if g.spec else "-"} for g in found])
 
@@ -422,8 +422,8 @@ class PortfolioOutcome:
 def solve_jobs(requests: dict[str, PlanRequest], inventory: dict[str, int], *, objective: str,
                horizon_days: float | None, num_slots: int, settings: ModelingSettings,
                layout_of: Callable[[str, int], str]) -> PortfolioOutcome:
-    """``planner.explore.plan_portfolio`` as a table; ``layout_of(job, row)`` names each chosen row's layout."""
-    from planner.explore import plan_portfolio
+    """``planner.search.explore.plan_portfolio`` as a table; ``layout_of(job, row)`` names each chosen row's layout."""
+    from planner.search.explore import plan_portfolio
 
     try:
         solution = plan_portfolio(requests, inventory, objective=objective, horizon_days=horizon_days,

@@ -1,6 +1,6 @@
 """Why the single-job model has no feasible row: which constraint binds, by how much, and a fix.
 
-:func:`planner.ilp.check_rows` evaluates every constraint per row into a :class:`RowChecks`;
+:func:`planner.search.ilp.check_rows` evaluates every constraint per row into a :class:`RowChecks`;
 when no row passes them all, :func:`diagnose` re-imposes them one at a time and turns the
 first one that empties the candidate set into an :class:`InfeasiblePlan` with numbers and a
 fix. The rules are in docs/ilp.md ("Infeasibility diagnosis").
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # annotations only: planner.ilp imports this module
-    from planner.ilp import CandidateTable
+if TYPE_CHECKING:  # annotations only: planner.search.ilp imports this module
+    from planner.search.ilp import CandidateTable
 
 __all__ = ["Constraint", "InfeasiblePlan", "RowChecks", "diagnose"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from planner.hardware import Catalog, GPUSpec
+from planner.catalog.hardware import Catalog, GPUSpec
 
 MEMORY_TOLERANCE = 0.10
 _VENDOR_TOKENS = {"nvidia", "amd", "instinct", "tesla"}

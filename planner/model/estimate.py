@@ -9,16 +9,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
-from planner.flops import hardware_flops_per_token, model_flops_per_token
-from planner.hardware import Catalog, GPUSpec, load_catalog
+from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
+from planner.model.flops import hardware_flops_per_token, model_flops_per_token
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
-from planner.memory import GIB, MemoryBreakdown, memory
-from planner.model_spec import ModelSpec
+from planner.model.memory import GIB, MemoryBreakdown, memory
+from planner.model.spec import ModelSpec
 from planner.plan import Estimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
-from planner.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.structure import first_structural_problem, structurally_valid
-from planner.step_time import TimeBreakdown, step_time
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.structure import first_structural_problem, structurally_valid
+from planner.model.step_time import TimeBreakdown, step_time
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -38,7 +38,7 @@ class Scores:
 
 
 def rule_values(c: Candidates) -> dict:
-    """The candidate columns the structural rules (planner/structure.py) read."""
+    """The candidate columns the structural rules (planner/model/structure.py) read."""
     return dict(tp=c.tp, pp=c.pp, cp=c.cp, seq_len=c.seq_len, grad_accum=c.grad_accum,
                 scaleup_domain_size=c.scaleup_domain_size, hf=c.impl == IMPL_HF, fp8=c.precision == PREC_FP8,
                 one_f_one_b=c.pp_schedule == SCHED_1F1B, vpp=c.vpp,
