@@ -5,6 +5,7 @@ Thin by design: the sidebar's widgets (``ui.sidebar``) become a ``PlanRequest``;
 into figures and tables; every label comes from ``ui.i18n`` (English / 中文). Answers
 are cached on the request's JSON, so a rerun that does not change the request costs milliseconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,16 +14,16 @@ import signal
 import pandas as pd
 import streamlit as st
 
-from ui import charts
 from planner.api import PlanRequest
+from planner.catalog.detect import NoGPUDriver, detect_gpus
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.explain import explain_plan
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.plan import Plan
+from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
+from ui import charts
 from ui.i18n import Labels
 from ui.sidebar import TRANSLATED_CHOICES, Inputs, init_state, sidebar
-from planner.catalog.detect import NoGPUDriver, detect_gpus
-from planner.explain import explain_plan
-from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
-from planner.catalog.hardware import Catalog, load_catalog
-from planner.plan import Plan
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 
 __all__ = ("TRANSLATED_CHOICES", "main")  # the tests read which choices survive a language switch from here
 CARD_CSS = "<style>[data-testid='stMetricValue'] { font-size: 1.6rem; }</style>"  # long layouts fit
@@ -68,16 +69,29 @@ def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def cached_portfolio(jobs: tuple[tuple[str, str], ...], inventory: tuple[tuple[str, int], ...], objective: str,
-                     horizon_days: float | None, num_slots: int, headroom: float) -> charts.PortfolioOutcome:
+def cached_portfolio(
+    jobs: tuple[tuple[str, str], ...],
+    inventory: tuple[tuple[str, int], ...],
+    objective: str,
+    horizon_days: float | None,
+    num_slots: int,
+    headroom: float,
+) -> charts.PortfolioOutcome:
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs}
 
     def layout_of(job: str, row: int) -> str:
         frame = cached_search(dict(jobs)[job], headroom)
         return str(frame.loc[frame["row"] == row, "layout"].iloc[0])
 
-    return charts.solve_jobs(requests, dict(inventory), objective=objective, horizon_days=horizon_days,
-                             num_slots=num_slots, settings=settings_for(headroom), layout_of=layout_of)
+    return charts.solve_jobs(
+        requests,
+        dict(inventory),
+        objective=objective,
+        horizon_days=horizon_days,
+        num_slots=num_slots,
+        settings=settings_for(headroom),
+        layout_of=layout_of,
+    )
 
 
 @st.cache_resource(ttl=60, show_spinner=False)
@@ -90,13 +104,13 @@ def cached_detect() -> list | str:
     return found or "NVML found no GPUs"
 
 
-
 # --------------------------------------------------------------------------- single job
 
 
 def show_infeasible(tr: Labels, infeasible: charts.Infeasible) -> None:
-    st.warning(tr("infeasible", constraint=tr.option(infeasible.constraint), detail=infeasible.detail,
-                  fix=infeasible.fix))
+    st.warning(
+        tr("infeasible", constraint=tr.option(infeasible.constraint), detail=infeasible.detail, fix=infeasible.fix)
+    )
 
 
 def duration(tr: Labels, hours: float) -> str:
@@ -107,11 +121,22 @@ def duration(tr: Labels, hours: float) -> str:
 def plan_card(tr: Labels, plan: Plan, result) -> None:
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
     rows = (
-        ((1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"), (1, "card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
-         (1, "card_time", duration(tr, e.time_to_train_h)), (1, "card_cost", charts.money(e.cost_usd))),
-        ((1, "card_energy", f"{e.energy_kwh:,.0f} kWh"), (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
-         (1, "card_memory", f"{mem.reserved_gib:.1f} GiB"), (1, "card_ac", tr.option(t.activation_checkpointing.value))),
-        ((3, "card_layout", plan.layout.describe()), (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}")),
+        (
+            (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
+            (1, "card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
+            (1, "card_time", duration(tr, e.time_to_train_h)),
+            (1, "card_cost", charts.money(e.cost_usd)),
+        ),
+        (
+            (1, "card_energy", f"{e.energy_kwh:,.0f} kWh"),
+            (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
+            (1, "card_memory", f"{mem.reserved_gib:.1f} GiB"),
+            (1, "card_ac", tr.option(t.activation_checkpointing.value)),
+        ),
+        (
+            (3, "card_layout", plan.layout.describe()),
+            (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
+        ),
     )
     memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
     with st.container(border=True):
@@ -121,9 +146,17 @@ def plan_card(tr: Labels, plan: Plan, result) -> None:
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row):
                 delta = memory_of if key == "card_memory" else None
                 column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
-        st.caption(tr("card_footer", step=e.time.step_s, tokens=e.throughput.tokens_per_s,
-                      candidates=result.num_candidates, feasible=result.solution.num_feasible,
-                      solver=result.solution.solver, seconds=result.seconds))
+        st.caption(
+            tr(
+                "card_footer",
+                step=e.time.step_s,
+                tokens=e.throughput.tokens_per_s,
+                candidates=result.num_candidates,
+                feasible=result.solution.num_feasible,
+                solver=result.solution.solver,
+                seconds=result.seconds,
+            )
+        )
         with st.expander(tr("why_this_plan")):
             st.markdown("\n".join(f"- {note}" for note in explain_plan(plan)))
 
@@ -153,11 +186,21 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
 
 def show_top_plans(tr: Labels, plans: list[Plan]) -> None:
     frame = charts.top_plans_frame(plans)
-    formats = {"time_to_train_days": "%.2f", "cost_usd": "dollar", "energy_kwh": "%.0f", "mfu": "percent",
-               "tokens_per_s": "%.0f", "memory_gib": "%.1f", "capacity_gib": "%.1f"}
-    st.dataframe(frame.rename(columns=lambda c: tr(f"col_{c}")), hide_index=True,
-                 key="top_plans", column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f)
-                                                 for c, f in formats.items()})
+    formats = {
+        "time_to_train_days": "%.2f",
+        "cost_usd": "dollar",
+        "energy_kwh": "%.0f",
+        "mfu": "percent",
+        "tokens_per_s": "%.0f",
+        "memory_gib": "%.1f",
+        "capacity_gib": "%.1f",
+    }
+    st.dataframe(
+        frame.rename(columns=lambda c: tr(f"col_{c}")),
+        hide_index=True,
+        key="top_plans",
+        column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
+    )
     st.caption(tr("top_help"))
 
 
@@ -172,8 +215,9 @@ def show_why_not(tr: Labels, inputs: Inputs) -> None:
 
 
 def show_downloads(tr: Labels, plan: Plan) -> None:
-    st.download_button(tr("download_plan"), plan.to_json() + "\n", file_name="plan.json", mime="application/json",
-                       key="download_plan")
+    st.download_button(
+        tr("download_plan"), plan.to_json() + "\n", file_name="plan.json", mime="application/json", key="download_plan"
+    )
     left, right = st.columns(2)
     name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
     steps = right.number_input(tr("emit_steps"), min_value=1, step=10, key="emit_steps")
@@ -182,8 +226,7 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     except ValueError as exc:
         st.error(charts.first_line(exc))
         return
-    st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip",
-                       key="download_job")
+    st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip", key="download_job")
     st.caption(tr("job_help"))
 
 
@@ -225,8 +268,9 @@ def show_local(tr: Labels, inputs: Inputs) -> None:
     if isinstance(found, str):
         st.caption(tr("no_local_gpus", reason=found))
         return
-    st.dataframe(charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True,
-                 key="local_gpus")
+    st.dataframe(
+        charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="local_gpus"
+    )
     matched = [g.spec.id for g in found if g.spec is not None]
     if not matched:
         st.caption(tr("local_unmatched"))
@@ -246,12 +290,20 @@ def show_local(tr: Labels, inputs: Inputs) -> None:
 
 def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int) -> None:
     """Plan for the local GPUs (no deadline or budget) and start training it."""
-    local = inputs.request.model_copy(update={"gpus": {gpu: count}, "deadline_days": None, "budget_usd": None,
-                                              "max_gpus": count, "top_k": 0})
+    local = inputs.request.model_copy(
+        update={"gpus": {gpu: count}, "deadline_days": None, "budget_usd": None, "max_gpus": count, "top_k": 0}
+    )
     outcome = cached_plan(local.model_dump_json(), inputs.headroom)
     if outcome.result is None:
-        st.warning(outcome.error or tr("infeasible", constraint=tr.option(outcome.infeasible.constraint),
-                                       detail=outcome.infeasible.detail, fix=outcome.infeasible.fix))
+        st.warning(
+            outcome.error
+            or tr(
+                "infeasible",
+                constraint=tr.option(outcome.infeasible.constraint),
+                detail=outcome.infeasible.detail,
+                fix=outcome.infeasible.fix,
+            )
+        )
         return
     st.session_state["local_run"] = charts.start_training(outcome.result.plan, steps)
 
@@ -293,8 +345,12 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
         st.info(tr("no_jobs"))
         return
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
-    st.dataframe(charts.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True,
-                 key="portfolio_jobs_table", column_config={tr("col_tokens_b"): st.column_config.NumberColumn(format="%.1f")})
+    st.dataframe(
+        charts.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
+        hide_index=True,
+        key="portfolio_jobs_table",
+        column_config={tr("col_tokens_b"): st.column_config.NumberColumn(format="%.1f")},
+    )
     inventory = {g: n for g, n in (inputs.request.gpus or {}).items() if n}
     if not inventory:
         st.warning(tr("portfolio_inventory"))
@@ -303,8 +359,14 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     horizon = left.number_input(tr("horizon_days"), min_value=0.0, step=5.0, key="horizon_days")
     slots = right.number_input(tr("num_slots"), min_value=1, max_value=48, step=1, key="num_slots")
     with st.spinner(tr("working")):
-        outcome = cached_portfolio(tuple(jobs.items()), tuple(sorted(inventory.items())),
-                                   inputs.request.objective.value, horizon or None, int(slots), inputs.headroom)
+        outcome = cached_portfolio(
+            tuple(jobs.items()),
+            tuple(sorted(inventory.items())),
+            inputs.request.objective.value,
+            horizon or None,
+            int(slots),
+            inputs.headroom,
+        )
     show_portfolio_outcome(tr, outcome)
 
 
@@ -319,8 +381,12 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome) -> None
     left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
     right.metric(tr("makespan"), duration(tr, outcome.makespan_days * 24))
     formats = {"start_days": "%.1f", "end_days": "%.1f", "cost_usd": "dollar"}
-    st.dataframe(outcome.frame.rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="portfolio_table",
-                 column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()})
+    st.dataframe(
+        outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),
+        hide_index=True,
+        key="portfolio_table",
+        column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
+    )
     st.plotly_chart(charts.portfolio_figure(outcome.frame, tr), key="chart_portfolio")
 
 

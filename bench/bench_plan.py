@@ -3,6 +3,7 @@
 Targets (issue #2): single job < 2 s, 10-job portfolio < 10 s on one core. Prints a table;
 asserts nothing (shared machines are noisy).  Run: .venv/bin/python bench/bench_plan.py
 """
+
 from __future__ import annotations
 
 import os
@@ -10,10 +11,10 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from planner.api import PlanRequest, plan  # noqa: E402
-from planner.search.explore import plan_portfolio  # noqa: E402
-from planner.catalog.hardware import load_catalog  # noqa: E402
-from planner.catalog.models import get_preset  # noqa: E402
+from planner.api import PlanRequest, plan
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.search.explore import plan_portfolio
 
 
 def timed(fn, repeat: int = 3) -> tuple[float, object]:
@@ -28,19 +29,36 @@ def timed(fn, repeat: int = 3) -> tuple[float, object]:
 def main() -> None:
     load_catalog()
     rows = []
-    for name, tokens, days, seq_len in (("llama3-8b", 1e12, 30, None), ("llama3-70b", 2e12, 60, None),
-                                        ("llama3.1-405b", 2e12, 90, None), ("mixtral-8x7b", 1e12, 60, None),
-                                        ("gpt3-175b", 3e11, 60, None), ("llama3.1-8b", 1e11, 30, 65536)):
+    for name, tokens, days, seq_len in (
+        ("llama3-8b", 1e12, 30, None),
+        ("llama3-70b", 2e12, 60, None),
+        ("llama3.1-405b", 2e12, 90, None),
+        ("mixtral-8x7b", 1e12, 60, None),
+        ("gpt3-175b", 3e11, 60, None),
+        ("llama3.1-8b", 1e11, 30, 65536),
+    ):
         # seq_len None: 4096, or the model's context when shorter (GPT-3: 2048).
         request = PlanRequest(model=get_preset(name), training_tokens=tokens, deadline_days=days, seq_len=seq_len)
         seconds, result = timed(lambda: plan(request))
         label = f"plan {name}" + (f" seq {seq_len // 1024}K" if seq_len else "")
         rows.append((label, result.num_candidates, seconds, 2.0 if seq_len is None else 4.0))
-    models = ["llama3-8b", "llama3.2-1b", "llama3.2-3b", "mistral-7b", "qwen2.5-7b", "gpt3-1.3b", "gpt3-2.7b",
-              "llama2-7b", "llama2-13b", "gpt3-6.7b"]
+    models = [
+        "llama3-8b",
+        "llama3.2-1b",
+        "llama3.2-3b",
+        "mistral-7b",
+        "qwen2.5-7b",
+        "gpt3-1.3b",
+        "gpt3-2.7b",
+        "llama2-7b",
+        "llama2-13b",
+        "gpt3-6.7b",
+    ]
     inventory = {"h100-sxm": 512, "a100-80gb-sxm": 256, "h200-sxm": 128}
-    requests = {f"job{i}-{m}": PlanRequest(model=get_preset(m), training_tokens=2e11, deadline_days=60,
-                                           gpus=dict(inventory)) for i, m in enumerate(models)}
+    requests = {
+        f"job{i}-{m}": PlanRequest(model=get_preset(m), training_tokens=2e11, deadline_days=60, gpus=dict(inventory))
+        for i, m in enumerate(models)
+    }
     seconds, _ = timed(lambda: plan_portfolio(requests, inventory), repeat=1)
     rows.append(("portfolio 10 jobs", sum(1 for _ in requests), seconds, 10.0))
     print(f"{'case':28s} {'candidates':>11s} {'seconds':>8s} {'target':>7s}")

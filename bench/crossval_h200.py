@@ -3,17 +3,22 @@
 For each run, the settings are re-fitted (grid search, mean |error|) on the other eight and the
 left-out run is predicted: an estimate of the error on runs the model has not seen.
 """
+
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 
-from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 from planner.model.settings import DEFAULT_SETTINGS
+from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 
-GRID = dict(host_overhead_per_block_s=[3e-3, 4e-3, 5.5e-3, 7e-3], matmul_half_dim=[64, 96, 192, 384],
-            attention_peak_fraction=[0.35, 0.5, 0.65], hbm_bandwidth_fraction=[0.5, 0.6, 0.75, 0.9])
+GRID = dict(
+    host_overhead_per_block_s=[3e-3, 4e-3, 5.5e-3, 7e-3],
+    matmul_half_dim=[64, 96, 192, 384],
+    attention_peak_fraction=[0.35, 0.5, 0.65],
+    hbm_bandwidth_fraction=[0.5, 0.6, 0.75, 0.9],
+)
 
 
 def main() -> None:

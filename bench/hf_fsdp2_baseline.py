@@ -7,6 +7,7 @@ Prints one JSON line: peak allocated/reserved GiB, median step seconds, tokens/s
 
     python bench/hf_fsdp2_baseline.py --model llama3.2-1b --micro-batch 4 --seq-len 2048 --steps 12
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,12 +23,20 @@ def build(model_name: str, activation_checkpointing: bool):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from planner.catalog.models import get_preset
+
     spec = get_preset(model_name)
-    config = LlamaConfig(hidden_size=spec.hidden_size, intermediate_size=spec.ffn_hidden_size,
-                         num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
-                         num_key_value_heads=spec.num_kv_heads, vocab_size=spec.vocab_size,
-                         tie_word_embeddings=spec.tied_embeddings, max_position_embeddings=spec.max_seq_len,
-                         attn_implementation="sdpa", use_cache=False)
+    config = LlamaConfig(
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.ffn_hidden_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        vocab_size=spec.vocab_size,
+        tie_word_embeddings=spec.tied_embeddings,
+        max_position_embeddings=spec.max_seq_len,
+        attn_implementation="sdpa",
+        use_cache=False,
+    )
     with torch.device("cuda"):
         model = LlamaForCausalLM(config)
     if activation_checkpointing:
@@ -45,6 +54,7 @@ def local_bf16_peak() -> float:
 
     from planner.catalog.detect import match_gpu_name
     from planner.catalog.hardware import load_catalog
+
     props = torch.cuda.get_device_properties(0)
     spec = match_gpu_name(props.name, props.total_memory, load_catalog())
     if spec is None:
@@ -87,12 +97,25 @@ def main() -> None:
     tokens = args.micro_batch * args.seq_len
     from planner.model.flops import model_flops_per_token
     from planner.model.settings import DEFAULT_SETTINGS
+
     flops = float(model_flops_per_token(spec, args.seq_len, DEFAULT_SETTINGS)) * tokens / step_s
     peak = local_bf16_peak()
-    print(json.dumps({"impl": "hf-stock", "model": args.model, "micro_batch": args.micro_batch, "seq_len": args.seq_len,
-                      "ac": args.ac, "step_s": step_s, "tokens_per_s": tokens / step_s, "mfu": flops / peak,
-                      "peak_alloc_gib": torch.cuda.max_memory_allocated() / 2**30,
-                      "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30}))
+    print(
+        json.dumps(
+            {
+                "impl": "hf-stock",
+                "model": args.model,
+                "micro_batch": args.micro_batch,
+                "seq_len": args.seq_len,
+                "ac": args.ac,
+                "step_s": step_s,
+                "tokens_per_s": tokens / step_s,
+                "mfu": flops / peak,
+                "peak_alloc_gib": torch.cuda.max_memory_allocated() / 2**30,
+                "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
+            }
+        )
+    )
     dist.destroy_process_group()
 
 

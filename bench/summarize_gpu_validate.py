@@ -2,6 +2,7 @@
 
 Writes summary.json and summary.md beside the per-model folders and prints the table.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,15 +39,22 @@ def row_for(model_dir: Path) -> dict:
     # A run off CUDA (dry run) measures the wrong device: no error against the GPU prediction.
     compare = error_pct if report.get("comparable", True) else (lambda _p, _m: None)
     return {
-        "model": model_dir.name, "gpu": plan.get("gpu"), "layout": report.get("layout"),
-        "micro_batch": training.get("micro_batch"), "grad_accum": training.get("grad_accum"),
+        "model": model_dir.name,
+        "gpu": plan.get("gpu"),
+        "layout": report.get("layout"),
+        "micro_batch": training.get("micro_batch"),
+        "grad_accum": training.get("grad_accum"),
         "ac": training.get("activation_checkpointing"),
-        "pred_peak_gib": predicted.get("peak_gib"), "meas_peak_gib": measured.get("peak_gib"),
+        "pred_peak_gib": predicted.get("peak_gib"),
+        "meas_peak_gib": measured.get("peak_gib"),
         "peak_err_pct": compare(predicted.get("peak_gib"), measured.get("peak_gib")),
-        "pred_step_s": predicted.get("step_s"), "meas_step_s": measured.get("step_s"),
+        "pred_step_s": predicted.get("step_s"),
+        "meas_step_s": measured.get("step_s"),
         "step_err_pct": compare(predicted.get("step_s"), measured.get("step_s")),
-        "native_mfu": measured.get("mfu"), "hf_mfu": hf.get("mfu"),
-        "hf_step_s_per_microbatch": hf.get("step_s"), "hf_peak_gib": hf.get("peak_alloc_gib"),
+        "native_mfu": measured.get("mfu"),
+        "hf_mfu": hf.get("mfu"),
+        "hf_step_s_per_microbatch": hf.get("step_s"),
+        "hf_peak_gib": hf.get("peak_alloc_gib"),
         "outcome": report.get("outcome"),
     }
 
@@ -58,15 +66,18 @@ def fmt(value, spec: str) -> str:
 def main(results: Path) -> None:
     rows = [row_for(d) for d in sorted(results.iterdir()) if d.is_dir()]
     (results / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
-    header = ("| model | GPU | layout | mb x acc | AC | peak GiB pred/meas (err) | step s pred/meas (err) "
-              "| MFU native | MFU stock HF |")
+    header = (
+        "| model | GPU | layout | mb x acc | AC | peak GiB pred/meas (err) | step s pred/meas (err) "
+        "| MFU native | MFU stock HF |"
+    )
     lines = [header, "|" + "---|" * 9]
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['gpu']} | {r['layout']} | {r['micro_batch']} x {r['grad_accum']} | {r['ac']} "
             f"| {fmt(r['pred_peak_gib'], '.1f')}/{fmt(r['meas_peak_gib'], '.1f')} ({fmt(r['peak_err_pct'], '+.1f')}%) "
             f"| {fmt(r['pred_step_s'], '.3f')}/{fmt(r['meas_step_s'], '.3f')} ({fmt(r['step_err_pct'], '+.1f')}%) "
-            f"| {fmt(r['native_mfu'], '.1%')} | {fmt(r['hf_mfu'], '.1%')} |")
+            f"| {fmt(r['native_mfu'], '.1%')} | {fmt(r['hf_mfu'], '.1%')} |"
+        )
     text = "\n".join(lines)
     (results / "summary.md").write_text(text + "\n")
     print(text)

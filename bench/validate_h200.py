@@ -1,7 +1,8 @@
 """Predicted vs measured on the real FSDP2 runs on one H200 (data/calibration): a markdown table.
 
-    .venv/bin/python bench/validate_h200.py
+.venv/bin/python bench/validate_h200.py
 """
+
 from __future__ import annotations
 
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs

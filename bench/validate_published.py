@@ -7,6 +7,7 @@ Each row is predicted with the settings profile of its software stack (validatio
 Errors are (predicted - measured) / measured tokens/s per GPU, which equals the TFLOP/s error
 in the source's own FLOP convention.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,14 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from validation.published import (DEFAULT_PUBLISHED_RUNS, PublishedComparison, SkippedRow, compare_published,
-                               mean_abs_error, read_published_runs)
+from validation.published import (
+    DEFAULT_PUBLISHED_RUNS,
+    PublishedComparison,
+    SkippedRow,
+    compare_published,
+    mean_abs_error,
+    read_published_runs,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
 START, END = "<!-- published-table:start -->", "<!-- published-table:end -->"
@@ -27,23 +34,33 @@ def _tflops(value: float | None) -> str:
 
 def _config(c: PublishedComparison) -> str:
     t = c.run.training
-    return (f"{c.run.layout.describe()}, mb {t.micro_batch} x {t.grad_accum}, "
-            f"{t.activation_checkpointing.value} recompute, {t.precision.value}")
+    return (
+        f"{c.run.layout.describe()}, mb {t.micro_batch} x {t.grad_accum}, "
+        f"{t.activation_checkpointing.value} recompute, {t.precision.value}"
+    )
 
 
 def row_table(comparisons: list[PublishedComparison]) -> list[str]:
-    lines = ["| row | source | model | GPUs | layout | stack | measured tok/s/GPU | predicted | error % "
-             "| TFLOP/s meas / pred (convention) | scored | notes |",
-             "|---|---|---|---|---|---|---:|---:|---:|---|---|---|"]
+    lines = [
+        "| row | source | model | GPUs | layout | stack | measured tok/s/GPU | predicted | error % "
+        "| TFLOP/s meas / pred (convention) | scored | notes |",
+        "|---|---|---|---|---|---|---:|---:|---:|---|---|---|",
+    ]
     for c in comparisons:
         r = c.run
-        flops = (f"{_tflops(r.measured_tflops_per_gpu) or '-'} / {_tflops(c.predicted_tflops_per_gpu)}"
-                 f" ({r.convention.value})" if r.convention else "")
+        flops = (
+            f"{_tflops(r.measured_tflops_per_gpu) or '-'} / {_tflops(c.predicted_tflops_per_gpu)}"
+            f" ({r.convention.value})"
+            if r.convention
+            else ""
+        )
         notes = "; ".join([*r.inferred, *([] if c.fits else ["memory model: does not fit"])])
-        lines.append(f"| {r.row_id} | {r.source} | {r.model_name} | {r.num_gpus} x {r.gpu_id} | {_config(c)} "
-                     f"| {r.stack.value} | {r.measured_tokens_per_s_per_gpu:,.1f} "
-                     f"| {c.predicted_tokens_per_s_per_gpu:,.1f} | {100 * c.error:+.1f} | {flops} "
-                     f"| {'yes' if c.excluded is None else 'no: ' + c.excluded} | {notes} |")
+        lines.append(
+            f"| {r.row_id} | {r.source} | {r.model_name} | {r.num_gpus} x {r.gpu_id} | {_config(c)} "
+            f"| {r.stack.value} | {r.measured_tokens_per_s_per_gpu:,.1f} "
+            f"| {c.predicted_tokens_per_s_per_gpu:,.1f} | {100 * c.error:+.1f} | {flops} "
+            f"| {'yes' if c.excluded is None else 'no: ' + c.excluded} | {notes} |"
+        )
     return lines
 
 
@@ -52,16 +69,22 @@ def summary(comparisons: list[PublishedComparison], skipped: list[SkippedRow]) -
     groups: dict[tuple[str, str], list[PublishedComparison]] = defaultdict(list)
     for c in comparisons:
         groups[(c.run.source, c.excluded or "scored")].append(c)
-    lines = ["| source | rows | scored? | mean abs error % | mean signed error % | worst % |",
-             "|---|---:|---|---:|---:|---:|"]
+    lines = [
+        "| source | rows | scored? | mean abs error % | mean signed error % | worst % |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
     for (source, status), rows in groups.items():
         signed = sum(c.error for c in rows) / len(rows)
         worst = max(rows, key=lambda c: abs(c.error)).error
-        lines.append(f"| {source} | {len(rows)} | {'yes' if status == 'scored' else 'no: ' + status} "
-                     f"| {100 * mean_abs_error(rows):.1f} | {100 * signed:+.1f} | {100 * worst:+.1f} |")
+        lines.append(
+            f"| {source} | {len(rows)} | {'yes' if status == 'scored' else 'no: ' + status} "
+            f"| {100 * mean_abs_error(rows):.1f} | {100 * signed:+.1f} | {100 * worst:+.1f} |"
+        )
     signed = sum(c.error for c in scored) / len(scored)
-    lines.append(f"| **all comparable** | **{len(scored)}** | yes | **{100 * mean_abs_error(scored):.1f}** "
-                 f"| **{100 * signed:+.1f}** | {100 * max(scored, key=lambda c: abs(c.error)).error:+.1f} |")
+    lines.append(
+        f"| **all comparable** | **{len(scored)}** | yes | **{100 * mean_abs_error(scored):.1f}** "
+        f"| **{100 * signed:+.1f}** | {100 * max(scored, key=lambda c: abs(c.error)).error:+.1f} |"
+    )
     reasons: dict[str, list[str]] = defaultdict(list)
     for s in skipped:
         reasons[s.reason.value].append(str(s.row_id))

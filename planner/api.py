@@ -4,6 +4,7 @@ The CLI and the Streamlit app call only these functions. Planning is: generate c
 score them all (vectorised), solve the ILP over the scored table, then re-score the chosen
 rows one by one through ``estimate`` and return typed ``Plan`` objects.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,17 +14,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.search.candidates import Candidates
-from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.search.ilp import CandidateTable, InfeasiblePlan, Objective, SingleSolution, solve_single
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
+from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.memory import GIB
-from planner.model.spec import ModelSpec
-from planner.plan import Plan
-from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.spec import ModelSpec
 from planner.model.structure import default_implementation, sequence_too_long
+from planner.plan import Plan
+from planner.search.candidates import Candidates
+from planner.search.ilp import CandidateTable, InfeasiblePlan, Objective, SingleSolution, solve_single
+from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
 
 SECONDS_PER_DAY = 86400.0
 
@@ -66,12 +67,12 @@ class PlanRequest(BaseModel):
     solver: str = "auto"
 
     @model_validator(mode="after")
-    def _check_sequence(self) -> "PlanRequest":
+    def _check_sequence(self) -> PlanRequest:
         if self.seq_len is None:
             object.__setattr__(self, "seq_len", min(DEFAULT_SEQ_LEN, self.model.max_seq_len))
         if self.impl is None:
             object.__setattr__(self, "impl", default_implementation(self.model))
-        if self.seq_len > self.model.max_seq_len:   # checked up front: the search would find nothing
+        if self.seq_len > self.model.max_seq_len:  # checked up front: the search would find nothing
             raise ValueError(sequence_too_long(self.model, self.seq_len))
         return self
 
@@ -108,44 +109,82 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
 
 
 def search_space(request: PlanRequest) -> SearchSpace:
-    return SearchSpace(seq_len=request.seq_len,
-                       global_batch_tokens=request.global_batch_tokens or default_global_batch_tokens(request.model),
-                       batch_tolerance=request.batch_tolerance, precisions=(request.precision,),
-                       activation_checkpointing=request.activation_checkpointing,
-                       allow_offload=request.allow_offload, impl=request.impl, compile=request.compile,
-                       max_gpus=request.max_gpus)
+    return SearchSpace(
+        seq_len=request.seq_len,
+        global_batch_tokens=request.global_batch_tokens or default_global_batch_tokens(request.model),
+        batch_tolerance=request.batch_tolerance,
+        precisions=(request.precision,),
+        activation_checkpointing=request.activation_checkpointing,
+        allow_offload=request.allow_offload,
+        impl=request.impl,
+        compile=request.compile,
+        max_gpus=request.max_gpus,
+    )
 
 
-def candidate_table(model: ModelSpec, c: Candidates, gpu_ids: list[str], space: SearchSpace,
-                    training_tokens: float, settings: ModelingSettings) -> CandidateTable:
+def candidate_table(
+    model: ModelSpec,
+    c: Candidates,
+    gpu_ids: list[str],
+    space: SearchSpace,
+    training_tokens: float,
+    settings: ModelingSettings,
+) -> CandidateTable:
     """Score every candidate and hand the ILP the columns it constrains on."""
     s = score(model, c, settings)
     seconds, cost, _ = job_totals(s, c, training_tokens, settings)
     return CandidateTable(
-        gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index], num_gpus=c.num_gpus, fits_memory=s.fits,
-        memory_need_gib=s.memory.device_total / GIB, capacity_gib=s.capacity_bytes / GIB,
-        time_to_train_s=seconds, cost_usd=cost, batch_ok=batch_within_tolerance(c, space),
-        divisible=divisible(model, c), label=np.full(len(c), "", dtype=object),
-        extra={"tp": c.tp, "pp": c.pp, "dp_shard": c.dp_shard, "row": np.arange(len(c))})
+        gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
+        num_gpus=c.num_gpus,
+        fits_memory=s.fits,
+        memory_need_gib=s.memory.device_total / GIB,
+        capacity_gib=s.capacity_bytes / GIB,
+        time_to_train_s=seconds,
+        cost_usd=cost,
+        batch_ok=batch_within_tolerance(c, space),
+        divisible=divisible(model, c),
+        label=np.full(len(c), "", dtype=object),
+        extra={"tp": c.tp, "pp": c.pp, "dp_shard": c.dp_shard, "row": np.arange(len(c))},
+    )
 
 
-def plan_from_row(request: PlanRequest, c: Candidates, row: int, gpu_ids: list[str], catalog: Catalog,
-                  settings: ModelingSettings) -> Plan:
+def plan_from_row(
+    request: PlanRequest, c: Candidates, row: int, gpu_ids: list[str], catalog: Catalog, settings: ModelingSettings
+) -> Plan:
     """Re-score one chosen row through the scalar path and wrap it as a runnable Plan."""
     gpu = catalog.gpu(gpu_ids[int(c.gpu_index[row])])
     layout, training = c.layout(row), c.training(row)
     num_gpus = int(c.num_gpus[row])
     num_nodes = int(c.num_nodes[row])
-    est = estimate(request.model, gpu, layout, training, num_gpus=num_gpus, num_nodes=num_nodes,
-                   catalog=catalog, settings=settings, training_tokens=request.training_tokens)
-    return Plan(model=request.model, hf_config_path=request.hf_config_path, gpu=gpu.id, num_gpus=num_gpus,
-                num_nodes=num_nodes, gpus_per_node=num_gpus // num_nodes, layout=layout, training=training,
-                training_tokens=request.training_tokens, price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
-                estimate=est)
+    est = estimate(
+        request.model,
+        gpu,
+        layout,
+        training,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        catalog=catalog,
+        settings=settings,
+        training_tokens=request.training_tokens,
+    )
+    return Plan(
+        model=request.model,
+        hf_config_path=request.hf_config_path,
+        gpu=gpu.id,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        gpus_per_node=num_gpus // num_nodes,
+        layout=layout,
+        training=training,
+        training_tokens=request.training_tokens,
+        price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
+        estimate=est,
+    )
 
 
-def plan(request: PlanRequest, *, catalog: Catalog | None = None,
-         settings: ModelingSettings = DEFAULT_SETTINGS) -> PlanResult:
+def plan(
+    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
+) -> PlanResult:
     """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits."""
     started = time.perf_counter()
     catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
@@ -155,41 +194,86 @@ def plan(request: PlanRequest, *, catalog: Catalog | None = None,
     gpu_ids = list(gpus)
     table = candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings)
     inventory = {g: n for g, n in gpus.items() if n is not None} or None
-    solution = solve_single(table, request.objective, cost_weight=request.cost_weight,
-                            deadline_s=None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY,
-                            budget_usd=request.budget_usd, inventory=inventory, top_k=request.top_k,
-                            solver=request.solver)
+    solution = solve_single(
+        table,
+        request.objective,
+        cost_weight=request.cost_weight,
+        deadline_s=None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY,
+        budget_usd=request.budget_usd,
+        inventory=inventory,
+        top_k=request.top_k,
+        solver=request.solver,
+    )
     chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
-    assert math.isclose(chosen.estimate.time_to_train_h * 3600, float(table.time_to_train_s[solution.row]),
-                        rel_tol=1e-6), "scalar re-score disagrees with the vectorised score"
+    assert math.isclose(
+        chosen.estimate.time_to_train_h * 3600, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
+    ), "scalar re-score disagrees with the vectorised score"
     alternatives = tuple(plan_from_row(request, c, r, gpu_ids, catalog, settings) for r in solution.alternatives)
-    return PlanResult(plan=chosen, alternatives=alternatives, solution=solution, num_candidates=len(c),
-                      seconds=time.perf_counter() - started)
+    return PlanResult(
+        plan=chosen,
+        alternatives=alternatives,
+        solution=solution,
+        num_candidates=len(c),
+        seconds=time.perf_counter() - started,
+    )
 
 
-def build_plan(model: ModelSpec, gpu: str, layout: Layout, training: TrainingConfig, *, num_gpus: int,
-               num_nodes: int | None = None, training_tokens: float | None = None, price: float | None = None,
-               hf_config_path: str | None = None, catalog: Catalog | None = None,
-               settings: ModelingSettings = DEFAULT_SETTINGS) -> Plan:
+def build_plan(
+    model: ModelSpec,
+    gpu: str,
+    layout: Layout,
+    training: TrainingConfig,
+    *,
+    num_gpus: int,
+    num_nodes: int | None = None,
+    training_tokens: float | None = None,
+    price: float | None = None,
+    hf_config_path: str | None = None,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings = DEFAULT_SETTINGS,
+) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``)."""
     catalog = catalog or load_catalog()
     spec = catalog.gpu(gpu)
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})
         spec = catalog.gpu(spec.id)
-    est = estimate(model, spec, layout, training, num_gpus=num_gpus, num_nodes=num_nodes, catalog=catalog,
-                   settings=settings, training_tokens=training_tokens)
-    return Plan(model=model, hf_config_path=hf_config_path, gpu=spec.id, num_gpus=num_gpus,
-                num_nodes=est.num_nodes, gpus_per_node=num_gpus // est.num_nodes, layout=layout.resolve(num_gpus),
-                training=training, training_tokens=training_tokens,
-                price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd, estimate=est)
+    est = estimate(
+        model,
+        spec,
+        layout,
+        training,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        catalog=catalog,
+        settings=settings,
+        training_tokens=training_tokens,
+    )
+    return Plan(
+        model=model,
+        hf_config_path=hf_config_path,
+        gpu=spec.id,
+        num_gpus=num_gpus,
+        num_nodes=est.num_nodes,
+        gpus_per_node=num_gpus // est.num_nodes,
+        layout=layout.resolve(num_gpus),
+        training=training,
+        training_tokens=training_tokens,
+        price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
+        estimate=est,
+    )
 
 
 OOM_CORRECTION = 1.5  # assumed under-prediction when the probe ran out of memory before measuring
 
 
-def replan(plan_: Plan, memory_correction: float | dict, *, catalog: Catalog | None = None,
-           settings: ModelingSettings = DEFAULT_SETTINGS) -> Plan:
+def replan(
+    plan_: Plan,
+    memory_correction: float | dict,
+    *,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings = DEFAULT_SETTINGS,
+) -> Plan:
     """Re-solve a plan after a probe measured ``memory_correction`` x the predicted memory.
 
     ``memory_correction`` is a factor or the trainer's ``replan_needed.json`` report. Keeps the
@@ -202,12 +286,20 @@ def replan(plan_: Plan, memory_correction: float | dict, *, catalog: Catalog | N
         raise ValueError(f"memory correction must be > 0, got {memory_correction}")
     headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)
     corrected = settings.but(memory_headroom=min(headroom, 0.95))
-    request = PlanRequest(model=plan_.model, hf_config_path=plan_.hf_config_path,
-                          training_tokens=plan_.training_tokens or 1e9, gpus={plan_.gpu: plan_.num_gpus},
-                          seq_len=plan_.training.seq_len, global_batch_tokens=plan_.estimate.global_batch_tokens,
-                          precision=plan_.training.precision, impl=plan_.training.impl,
-                          compile=plan_.training.compile,
-                          max_gpus=plan_.num_gpus, objective=Objective.TIME, top_k=0)
+    request = PlanRequest(
+        model=plan_.model,
+        hf_config_path=plan_.hf_config_path,
+        training_tokens=plan_.training_tokens or 1e9,
+        gpus={plan_.gpu: plan_.num_gpus},
+        seq_len=plan_.training.seq_len,
+        global_batch_tokens=plan_.estimate.global_batch_tokens,
+        precision=plan_.training.precision,
+        impl=plan_.training.impl,
+        compile=plan_.training.compile,
+        max_gpus=plan_.num_gpus,
+        objective=Objective.TIME,
+        top_k=0,
+    )
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
     catalog = catalog or load_catalog()
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
@@ -216,5 +308,15 @@ def replan(plan_: Plan, memory_correction: float | dict, *, catalog: Catalog | N
     return plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected)
 
 
-__all__ = ["PlanRequest", "PlanResult", "InfeasiblePlan", "plan", "replan", "estimate", "build_plan",
-           "default_global_batch_tokens", "Layout", "TrainingConfig"]
+__all__ = [
+    "InfeasiblePlan",
+    "Layout",
+    "PlanRequest",
+    "PlanResult",
+    "TrainingConfig",
+    "build_plan",
+    "default_global_batch_tokens",
+    "estimate",
+    "plan",
+    "replan",
+]

@@ -5,6 +5,7 @@ torchtitan's ``ParallelDims``: tp is innermost so that it stays inside one scale
 domain, pp outermost so that its point-to-point traffic is the one that crosses nodes.
 ``-1`` for ``dp_shard`` means "whatever is left of the world size".
 """
+
 from __future__ import annotations
 
 import math
@@ -16,16 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class Sharding(str, Enum):
     """How parameters, gradients and optimizer states are split over the data-parallel group."""
 
-    NONE = "none"    # DDP: every rank holds everything
+    NONE = "none"  # DDP: every rank holds everything
     ZERO1 = "zero1"  # optimizer states sharded
     ZERO2 = "zero2"  # + gradients sharded (FSDP2 with reshard_after_forward=False)
-    FSDP = "fsdp"    # ZeRO-3: + parameters sharded; HSDP when dp_replicate > 1
+    FSDP = "fsdp"  # ZeRO-3: + parameters sharded; HSDP when dp_replicate > 1
 
 
 class ActivationCheckpointing(str, Enum):
     NONE = "none"
     SELECTIVE = "selective"  # checkpoint every other block (torchtitan layer-selective AC, freq 2)
-    FULL = "full"            # keep only each block's input, recompute the block
+    FULL = "full"  # keep only each block's input, recompute the block
 
 
 class Precision(str, Enum):
@@ -37,7 +38,7 @@ class Precision(str, Enum):
 
 class Implementation(str, Enum):
     NATIVE = "native"  # trainplan's own Llama-family trainer
-    HF = "hf"          # stock Hugging Face transformers model under FSDP2
+    HF = "hf"  # stock Hugging Face transformers model under FSDP2
 
 
 class PipelineSchedule(str, Enum):
@@ -65,7 +66,7 @@ class Layout(BaseModel):
     vpp: int = Field(1, ge=1)
 
     @model_validator(mode="after")
-    def _check(self) -> "Layout":
+    def _check(self) -> Layout:
         if self.dp_shard == 0:
             raise ValueError("dp_shard must be >= 1, or -1 for 'the rest'")
         if self.vpp > 1 and (self.pp == 1 or self.pp_schedule != PipelineSchedule.ONE_F_ONE_B):
@@ -94,15 +95,14 @@ class Layout(BaseModel):
         and the context-parallel ranks, which hold the same weights."""
         return 1 if self.sharding == Sharding.NONE else self.dp_shard * self.cp
 
-    def resolve(self, world_size: int) -> "Layout":
+    def resolve(self, world_size: int) -> Layout:
         """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""
         if world_size < 1:
             raise ValueError(f"world size must be >= 1, got {world_size}")
         fixed = self.dp_replicate * self.non_dp
         if self.dp_shard == -1:
             if world_size % fixed:
-                raise ValueError(
-                    f"world size {world_size} is not divisible by dp_replicate*tp*pp*cp = {fixed}")
+                raise ValueError(f"world size {world_size} is not divisible by dp_replicate*tp*pp*cp = {fixed}")
             rest = world_size // fixed
             if self.sharding == Sharding.NONE:
                 # DDP: the leftover ranks are replicas, not shards.
@@ -112,13 +112,19 @@ class Layout(BaseModel):
             raise ValueError(
                 f"degrees multiply to {fixed * self.dp_shard} "
                 f"(dp_replicate={self.dp_replicate} x dp_shard={self.dp_shard} x tp={self.tp} "
-                f"x pp={self.pp} x cp={self.cp}), not the world size {world_size}")
+                f"x pp={self.pp} x cp={self.cp}), not the world size {world_size}"
+            )
         return self
 
     def mesh_shape(self) -> tuple[tuple[str, int], ...]:
         """Named mesh axes, outermost first, degree-1 axes included (the trainer drops them)."""
-        return (("pp", self.pp), ("dp_replicate", self.dp_replicate), ("dp_shard", self.dp_shard),
-                ("cp", self.cp), ("tp", self.tp))
+        return (
+            ("pp", self.pp),
+            ("dp_replicate", self.dp_replicate),
+            ("dp_shard", self.dp_shard),
+            ("cp", self.cp),
+            ("tp", self.tp),
+        )
 
     def describe(self) -> str:
         parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]

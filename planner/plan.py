@@ -4,6 +4,7 @@
 ``trainplan estimate``); ``Plan`` adds what the trainer needs to run it. Both are frozen
 pydantic models, so ``emit`` only serialises and the trainer only validates.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,10 +20,10 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 class MemoryEstimate(BaseModel):
     model_config = _FROZEN
-    peak_gib: float            # predicted max_memory_allocated
-    reserved_gib: float        # predicted max_memory_reserved (caching allocator)
-    capacity_gib: float        # usable device memory
-    headroom_fraction: float   # the fit rule: reserved <= capacity * (1 - headroom)
+    peak_gib: float  # predicted max_memory_allocated
+    reserved_gib: float  # predicted max_memory_reserved (caching allocator)
+    capacity_gib: float  # usable device memory
+    headroom_fraction: float  # the fit rule: reserved <= capacity * (1 - headroom)
     breakdown_gib: dict[str, float]
 
 
@@ -36,8 +37,8 @@ class ThroughputEstimate(BaseModel):
     model_config = _FROZEN
     tokens_per_s: float
     tokens_per_s_per_gpu: float
-    mfu: float                 # model FLOPs (6N + attention) / dense peak
-    hfu: float                 # hardware FLOPs incl. recompute / dense peak
+    mfu: float  # model FLOPs (6N + attention) / dense peak
+    hfu: float  # hardware FLOPs incl. recompute / dense peak
     model_flops_per_token: float
     hardware_flops_per_token: float
 
@@ -68,7 +69,7 @@ class Plan(BaseModel):
     model_config = _FROZEN
     schema_version: int = PLAN_SCHEMA_VERSION
     model: ModelSpec
-    hf_config_path: str | None = None   # set when the model came from a local config.json
+    hf_config_path: str | None = None  # set when the model came from a local config.json
     gpu: str
     num_gpus: int = Field(ge=1)
     num_nodes: int = Field(ge=1)
@@ -88,7 +89,7 @@ class Plan(BaseModel):
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "Plan":
+    def load(cls, path: str | Path) -> Plan:
         """Read a plan file; raises ValueError naming the file when it is not a valid plan."""
         path = Path(path)
         try:

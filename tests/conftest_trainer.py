@@ -1,4 +1,5 @@
 """Helpers for the trainer tests: tiny job directories and torchrun launches on CPU (gloo)."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.spec import ModelSpec
-from planner.catalog.models import get_preset
 from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
 from trainer.job_spec import JobSpec, RunSettings
 
@@ -33,33 +34,85 @@ def tiny_spec(**changes) -> ModelSpec:
 
 def tiny_gpt_spec(**changes):
     """GPT-2 architecture at test size, with an odd vocabulary (padded to 512 natively)."""
-    base = get_preset("gpt3-125m").model_copy(update=dict(
-        name="tiny-gpt", num_layers=2, hidden_size=64, ffn_hidden_size=256, num_heads=4, num_kv_heads=4,
-        vocab_size=500, max_seq_len=64))
+    base = get_preset("gpt3-125m").model_copy(
+        update=dict(
+            name="tiny-gpt",
+            num_layers=2,
+            hidden_size=64,
+            ffn_hidden_size=256,
+            num_heads=4,
+            num_kv_heads=4,
+            vocab_size=500,
+            max_seq_len=64,
+        )
+    )
     return base.model_copy(update=changes)
 
 
-def make_plan(layout: Layout, training: TrainingConfig, num_gpus: int, model: ModelSpec | None = None,
-              hf_config_path: str | None = None, num_nodes: int = 1, gpu: str = "h100-sxm") -> Plan:
-    memory = MemoryEstimate(peak_gib=PREDICTED_PEAK_GIB, reserved_gib=PREDICTED_PEAK_GIB * 1.2, capacity_gib=80.0,
-                            headroom_fraction=0.1, breakdown_gib={})
-    estimate = Estimate(feasible=True, gpu=gpu, num_gpus=num_gpus, num_nodes=num_nodes, memory=memory,
-                        time=TimeEstimate(step_s=PREDICTED_STEP_S, breakdown_s={}),
-                        throughput=ThroughputEstimate(tokens_per_s=1e5, tokens_per_s_per_gpu=1e5 / num_gpus, mfu=0.4,
-                                                      hfu=0.4, model_flops_per_token=0.0, hardware_flops_per_token=0.0),
-                        layout={}, global_batch_tokens=training.tokens_per_step(layout.resolve(num_gpus)))
-    return Plan(model=model or tiny_spec(), hf_config_path=hf_config_path, gpu=gpu, num_gpus=num_gpus,
-                num_nodes=num_nodes, gpus_per_node=num_gpus // num_nodes, layout=layout, training=training,
-                estimate=estimate)
+def make_plan(
+    layout: Layout,
+    training: TrainingConfig,
+    num_gpus: int,
+    model: ModelSpec | None = None,
+    hf_config_path: str | None = None,
+    num_nodes: int = 1,
+    gpu: str = "h100-sxm",
+) -> Plan:
+    memory = MemoryEstimate(
+        peak_gib=PREDICTED_PEAK_GIB,
+        reserved_gib=PREDICTED_PEAK_GIB * 1.2,
+        capacity_gib=80.0,
+        headroom_fraction=0.1,
+        breakdown_gib={},
+    )
+    estimate = Estimate(
+        feasible=True,
+        gpu=gpu,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        memory=memory,
+        time=TimeEstimate(step_s=PREDICTED_STEP_S, breakdown_s={}),
+        throughput=ThroughputEstimate(
+            tokens_per_s=1e5,
+            tokens_per_s_per_gpu=1e5 / num_gpus,
+            mfu=0.4,
+            hfu=0.4,
+            model_flops_per_token=0.0,
+            hardware_flops_per_token=0.0,
+        ),
+        layout={},
+        global_batch_tokens=training.tokens_per_step(layout.resolve(num_gpus)),
+    )
+    return Plan(
+        model=model or tiny_spec(),
+        hf_config_path=hf_config_path,
+        gpu=gpu,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        gpus_per_node=num_gpus // num_nodes,
+        layout=layout,
+        training=training,
+        estimate=estimate,
+    )
 
 
-def write_job(job_dir: Path, layout: Layout, num_gpus: int, *, model: ModelSpec | None = None,
-              hf_config_path: str | None = None, seq_len: int = 32, micro_batch: int = 2, grad_accum: int = 1,
-              **run_settings) -> Path:
+def write_job(
+    job_dir: Path,
+    layout: Layout,
+    num_gpus: int,
+    *,
+    model: ModelSpec | None = None,
+    hf_config_path: str | None = None,
+    seq_len: int = 32,
+    micro_batch: int = 2,
+    grad_accum: int = 1,
+    **run_settings,
+) -> Path:
     """A job directory for the tiny model; ``run_settings`` override RunSettings and TrainingConfig fields."""
     training_fields = {k: run_settings.pop(k) for k in list(run_settings) if k in TrainingConfig.model_fields}
-    training = TrainingConfig(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
-                              **{"precision": "fp32", **training_fields})
+    training = TrainingConfig(
+        seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum, **{"precision": "fp32", **training_fields}
+    )
     defaults = dict(steps=30, lr=3e-3, warmup_steps=3, checkpoint_every=1000, probe_steps=2, seed=1234)
     run = RunSettings(**{**defaults, **run_settings})
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -68,8 +121,19 @@ def write_job(job_dir: Path, layout: Layout, num_gpus: int, *, model: ModelSpec 
 
 
 def torchrun_command(job_dir: Path, nproc: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "trainer.train", str(job_dir), "--device", "cpu", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "trainer.train",
+        str(job_dir),
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def subprocess_env() -> dict[str, str]:
@@ -79,15 +143,28 @@ def subprocess_env() -> dict[str, str]:
 
 
 def run_torchrun(job_dir: Path, nproc: int, *extra: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(torchrun_command(job_dir, nproc, *extra), cwd=REPO, env=subprocess_env(), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        torchrun_command(job_dir, nproc, *extra),
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def start_torchrun(job_dir: Path, nproc: int, log: Path, *extra: str) -> subprocess.Popen:
     """torchrun in the background, its output in ``log``."""
     handle = log.open("w")
-    return subprocess.Popen(torchrun_command(job_dir, nproc, *extra), cwd=REPO, env=subprocess_env(), stdout=handle,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        torchrun_command(job_dir, nproc, *extra),
+        cwd=REPO,
+        env=subprocess_env(),
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.1) -> None:
@@ -147,11 +224,12 @@ def in_process(monkeypatch):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    for key, value in dict(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)).items():
+    for key, value in dict(
+        RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    ).items():
         monkeypatch.setenv(key, value)
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)   # like OMP_NUM_THREADS=1 in the torchrun tests
+    torch.set_num_threads(1)  # like OMP_NUM_THREADS=1 in the torchrun tests
     yield
     torch.set_num_threads(threads)
     assert not dist.is_initialized()

@@ -4,6 +4,7 @@ Every expected number comes from calling ``planner.api`` / ``planner.search.expl
 request the widgets describe, so a wrong wiring (a widget feeding the wrong field, a stale cache,
 a mislabelled metric) fails here. Small models and two or three GPU types keep each run fast.
 """
+
 from __future__ import annotations
 
 import io
@@ -18,18 +19,18 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
-from ui import charts
 from planner.api import PlanRequest, plan
-from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 from planner.catalog.detect import DetectedGPU
-from planner.search.explore import plan_portfolio, why_not
 from planner.catalog.hardware import load_catalog
-from planner.search.ilp import InfeasiblePlan
-from planner.model.spec import ModelSpec
 from planner.catalog.models import get_preset, model_from_hf_config
-from planner.search.portfolio import TcoAssumptions
 from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.spec import ModelSpec
+from planner.search.explore import plan_portfolio, why_not
+from planner.search.ilp import InfeasiblePlan
+from planner.search.portfolio import TcoAssumptions
 from trainer.job_spec import JobSpec
+from ui import charts
+from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
 
@@ -55,9 +56,21 @@ def run_app(**state) -> AppTest:
 def request_for(model: ModelSpec | None = None, **changes) -> PlanRequest:
     """The request the app builds from its default widget values (and ``changes``)."""
     model = model or get_preset("gpt3-125m")
-    fields = dict(model=model, training_tokens=20 * model.num_params(), gpus={g: None for g in GPUS},
-                  price_overrides={}, seq_len=2048, global_batch_tokens=None, deadline_days=None, budget_usd=None,
-                  objective="cost", cost_weight=0.5, top_k=10, max_gpus=4096, allow_offload=False)
+    fields = dict(
+        model=model,
+        training_tokens=20 * model.num_params(),
+        gpus={g: None for g in GPUS},
+        price_overrides={},
+        seq_len=2048,
+        global_batch_tokens=None,
+        deadline_days=None,
+        budget_usd=None,
+        objective="cost",
+        cost_weight=0.5,
+        top_k=10,
+        max_gpus=4096,
+        allow_offload=False,
+    )
     fields.update(changes)
     return PlanRequest(**fields)
 
@@ -89,8 +102,9 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_energy")] == f"{e.energy_kwh:,.0f} kWh"
     assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} GiB"
     (memory,) = [m for m in at.metric if m.label == tr("card_memory")]
-    assert memory.delta == tr("card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib,
-                              capacity=e.memory.capacity_gib)
+    assert memory.delta == tr(
+        "card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib, capacity=e.memory.capacity_gib
+    )
     key, value = charts.duration_key(e.time_to_train_h)
     assert shown[tr("card_time")] == tr(key, value=value)
 
@@ -110,8 +124,9 @@ def widgets(at: AppTest) -> list[Widget]:
 def test_plan_card_matches_the_api_and_every_panel_renders():
     at = run_app()
     assert_card_shows(at, request_for())
-    assert [t.label for t in at.tabs] == [EN(k) for k in ("tab_breakdowns", "tab_explore", "tab_top",
-                                                          "tab_why_not", "tab_downloads", "tab_local")]
+    assert [t.label for t in at.tabs] == [
+        EN(k) for k in ("tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local")
+    ]
     assert len(at.get("plotly_chart")) == 2  # memory and step time: only the open tab runs
     open_tab(at, "tab_explore")
     assert len(at.get("plotly_chart")) == 2  # frontier, scaling
@@ -154,8 +169,13 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
     at.sidebar.number_input(key="price_l40s").set_value(0.9)
     at.run()
     assert not at.exception
-    request = request_for(training_tokens=5e9, gpus={"a100-80gb-sxm": 16, "l40s": None}, deadline_days=0.1,
-                          seq_len=1024, price_overrides={"a100-80gb-sxm": 1.5, "l40s": 0.9})
+    request = request_for(
+        training_tokens=5e9,
+        gpus={"a100-80gb-sxm": 16, "l40s": None},
+        deadline_days=0.1,
+        seq_len=1024,
+        price_overrides={"a100-80gb-sxm": 1.5, "l40s": 0.9},
+    )
     assert_card_shows(at, request)
     at.sidebar.radio(key="objective").set_value("time").run()
     assert_card_shows(at, request.model_copy(update={"objective": "time"}))
@@ -183,8 +203,11 @@ def test_language_switch_translates_every_label():
     assert not untranslated
     import app  # the page's module: its functions run only under `streamlit run`
 
-    translated_options = {w.key for w in widgets(zh) if hasattr(w, "options")
-                          and list(w.options) != list(next(v for v in widgets(en) if v.key == w.key).options)}
+    translated_options = {
+        w.key
+        for w in widgets(zh)
+        if hasattr(w, "options") and list(w.options) != list(next(v for v in widgets(en) if v.key == w.key).options)
+    }
     assert translated_options and translated_options <= set(app.TRANSLATED_CHOICES)  # kept across a switch
     assert zh.sidebar.selectbox(key="preset").label == ZH("preset")
     assert zh.title[0].value == ZH("title")
@@ -194,22 +217,37 @@ def test_language_switch_translates_every_label():
     # The open tab and the choices survive a switch (the browser holds both as labels).
     at = open_tab(run_app(objective="time"), "tab_why_not")
     at.sidebar.radio(key="lang").set_value("zh").run()
-    assert at.session_state["main_tab"] == ZH("tab_why_not") and at.selectbox(key="why_not_gpu").label == ZH("why_not_gpu")
+    assert at.session_state["main_tab"] == ZH("tab_why_not") and at.selectbox(key="why_not_gpu").label == ZH(
+        "why_not_gpu"
+    )
     assert at.sidebar.radio(key="objective").value == "time"
 
 
 def test_custom_dimensions_are_planned_as_given():
     at = run_app(model_source="custom")
-    for key, value in (("custom_layers", 12), ("custom_hidden", 1024), ("custom_ffn", 2816), ("custom_heads", 16),
-                       ("custom_kv_heads", 4), ("custom_vocab", 32000)):
+    for key, value in (
+        ("custom_layers", 12),
+        ("custom_hidden", 1024),
+        ("custom_ffn", 2816),
+        ("custom_heads", 16),
+        ("custom_kv_heads", 4),
+        ("custom_vocab", 32000),
+    ):
         at.sidebar.number_input(key=key).set_value(value)
     at.run()
-    model = ModelSpec(name="custom", num_layers=12, hidden_size=1024, ffn_hidden_size=2816, num_heads=16,
-                      num_kv_heads=4, vocab_size=32000, max_seq_len=131072)
+    model = ModelSpec(
+        name="custom",
+        num_layers=12,
+        hidden_size=1024,
+        ffn_hidden_size=2816,
+        num_heads=16,
+        num_kv_heads=4,
+        vocab_size=32000,
+        max_seq_len=131072,
+    )
     assert_card_shows(at, request_for(model=model))
     at.sidebar.number_input(key="custom_heads").set_value(3).run()
-    assert [e.value for e in at.error] == [EN("bad_custom", error="num_heads 3 is not a multiple of "
-                                                                  "num_kv_heads 4")]
+    assert [e.value for e in at.error] == [EN("bad_custom", error="num_heads 3 is not a multiple of num_kv_heads 4")]
     assert not at.metric
 
 
@@ -224,13 +262,27 @@ def test_uploaded_config_is_planned_like_the_file():
     assert_card_shows(at, request_for(model=model.model_copy(update={"name": model.name})))
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"{not json", "not valid JSON"),
-    (json.dumps({"model_type": "t5", "d_model": 512}).encode(), "unsupported model_type 't5'"),
-    (json.dumps({"model_type": "llama", "hidden_size": 10**9, "num_hidden_layers": 2, "num_attention_heads": 8,
-                 "vocab_size": 100, "intermediate_size": 64}).encode(), "out of range"),
-    (b" " * 1_000_001 + b"{}", "over the 1 MB limit"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"{not json", "not valid JSON"),
+        (json.dumps({"model_type": "t5", "d_model": 512}).encode(), "unsupported model_type 't5'"),
+        (
+            json.dumps(
+                {
+                    "model_type": "llama",
+                    "hidden_size": 10**9,
+                    "num_hidden_layers": 2,
+                    "num_attention_heads": 8,
+                    "vocab_size": 100,
+                    "intermediate_size": 64,
+                }
+            ).encode(),
+            "out of range",
+        ),
+        (b" " * 1_000_001 + b"{}", "over the 1 MB limit"),
+    ],
+)
 def test_bad_uploads_show_a_clear_error(content, message):
     at = run_app(model_source="upload")
     at.sidebar.file_uploader(key="config_upload").upload("bad.json", content, "application/json")
@@ -255,9 +307,9 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     at = run_app(pricing="bought", gpus=["h100-sxm"], **{"purchase_h100-sxm": 40000.0, "tco_utilisation": 0.5})
     tco = TcoAssumptions()
     tdp = load_catalog().gpu("h100-sxm").tdp_watts
-    price = ((40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12)
-             / (8760 * 0.5) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue
-             * tco.electricity_usd_per_kwh)
+    price = (40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12) / (
+        8760 * 0.5
+    ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
     assert any(c.value == EN("amortised", price=price) for c in at.sidebar.caption)
     assert_card_shows(at, request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price}))
 
@@ -279,8 +331,10 @@ def test_portfolio_mode_schedules_the_added_jobs():
     at.text_input(key="job_name").set_value("larger")
     at.button(key="add_job").click().run()
     assert not at.exception
-    requests = {"small": request_for(gpus={"h100-sxm": 8}),
-                "larger": request_for(model=get_preset("gpt3-350m"), gpus={"h100-sxm": 8})}
+    requests = {
+        "small": request_for(gpus={"h100-sxm": 8}),
+        "larger": request_for(model=get_preset("gpt3-350m"), gpus={"h100-sxm": 8}),
+    }
     expected = plan_portfolio(requests, {"h100-sxm": 8}, objective="cost", settings=DEFAULT_SETTINGS)
     shown = table(at, EN("col_start_days"))
     assert list(shown[EN("col_job")]) == [a.job for a in expected.assignments]
@@ -343,8 +397,9 @@ def test_model_from_upload_names_the_upload_and_leaves_no_files(tmp_path, monkey
 
 
 def test_amortised_price_by_hand():
-    tco = TcoAssumptions(lifetime_years=4, residual_fraction=0.2, pue=1.3, electricity_usd_per_kwh=0.1,
-                         hosting_usd_per_gpu_month=150)
+    tco = TcoAssumptions(
+        lifetime_years=4, residual_fraction=0.2, pue=1.3, electricity_usd_per_kwh=0.1, hosting_usd_per_gpu_month=150
+    )
     # (30000 * 0.8 / 4 + 150 * 12) / (8760 * 0.5) + 0.7 kW * 0.8 * 1.3 * 0.1 $/kWh
     assert charts.amortised_price_per_gpu_hour(30000, 700, 0.5, tco, 0.8) == pytest.approx(7800 / 4380 + 0.0728)
     with pytest.raises(ValueError, match="utilisation"):
@@ -376,8 +431,10 @@ def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
 def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
     path = tmp_path / "metrics.jsonl"
     assert charts.read_metrics(path).empty
-    path.write_text('{"step": 1, "loss": 5.0, "tokens_per_s": 100.0}\n{"step": 2, "loss": "nan", "tokens_per_s": 90}\n'
-                    '{"step": 3, "lo')
+    path.write_text(
+        '{"step": 1, "loss": 5.0, "tokens_per_s": 100.0}\n{"step": 2, "loss": "nan", "tokens_per_s": 90}\n'
+        '{"step": 3, "lo'
+    )
     frame = charts.read_metrics(path)
     assert list(frame["step"]) == [1, 2] and frame["loss"].isna().tolist() == [False, True]
 
@@ -421,8 +478,9 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
         metrics = charts.read_metrics(run.job_dir / "metrics.jsonl")
         assert list(metrics["step"]) == [1, 2]
         assert card(at)[EN("loss")] == f"{metrics['loss'].iloc[-1]:.4f}"
-        local = request_for(model=get_preset("tiny"), gpus={"h100-sxm": 1}, seq_len=512, global_batch_tokens=8192,
-                            max_gpus=1, top_k=0)
+        local = request_for(
+            model=get_preset("tiny"), gpus={"h100-sxm": 1}, seq_len=512, global_batch_tokens=8192, max_gpus=1, top_k=0
+        )
         assert JobSpec.load(run.job_dir).plan == plan(local, settings=DEFAULT_SETTINGS).plan
     finally:
         if run.process.poll() is None:

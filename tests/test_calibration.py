@@ -3,6 +3,7 @@
 Targets (issue #2): mean error of the allocated peak within 5 %, of the step time within 10 %.
 Per-row bounds catch a formula that is right on average but wrong for one regime.
 """
+
 import pytest
 
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs

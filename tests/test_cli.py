@@ -1,4 +1,5 @@
 """The installed ``trainplan`` command: JSON contract, exit codes, one-line errors."""
+
 import json
 import os
 import subprocess
@@ -11,8 +12,9 @@ TRAINPLAN = str(Path(sys.executable).with_name("trainplan"))
 
 
 def run(*args: str, check_ok: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([TRAINPLAN, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "160"})
+    proc = subprocess.run(
+        [TRAINPLAN, *args], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "160"}
+    )
     if check_ok:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -20,8 +22,24 @@ def run(*args: str, check_ok: bool = True) -> subprocess.CompletedProcess:
 
 def test_estimate_json_contract(tmp_path):
     out = tmp_path / "plan.json"
-    proc = run("estimate", "--model", "llama3.2-3b", "--gpu", "h200-sxm", "--num-gpus", "1", "--micro-batch", "2",
-               "--seq-len", "2048", "--impl", "hf", "--json", "--out", str(out))
+    proc = run(
+        "estimate",
+        "--model",
+        "llama3.2-3b",
+        "--gpu",
+        "h200-sxm",
+        "--num-gpus",
+        "1",
+        "--micro-batch",
+        "2",
+        "--seq-len",
+        "2048",
+        "--impl",
+        "hf",
+        "--json",
+        "--out",
+        str(out),
+    )
     data = json.loads(proc.stdout)
     assert data["feasible"] is True
     assert set(data["memory"]) >= {"peak_gib", "reserved_gib", "capacity_gib", "breakdown_gib"}
@@ -33,18 +51,57 @@ def test_estimate_json_contract(tmp_path):
 
 
 def test_estimate_global_batch_sets_accumulation():
-    data = json.loads(run("estimate", "--model", "tiny", "--gpu", "a100-80gb-sxm", "--num-gpus", "4",
-                          "--micro-batch", "2", "--seq-len", "256", "--global-batch-tokens", "8192", "--json").stdout)
+    data = json.loads(
+        run(
+            "estimate",
+            "--model",
+            "tiny",
+            "--gpu",
+            "a100-80gb-sxm",
+            "--num-gpus",
+            "4",
+            "--micro-batch",
+            "2",
+            "--seq-len",
+            "256",
+            "--global-batch-tokens",
+            "8192",
+            "--json",
+        ).stdout
+    )
     assert data["layout"]["grad_accum"] == 4 and data["global_batch_tokens"] == 8192
 
 
 def test_plan_json_contract(tmp_path):
     out = tmp_path / "plan.json"
-    data = json.loads(run("plan", "--model", "llama3-8b", "--tokens", "1e12", "--deadline-days", "30",
-                          "--top", "3", "--json", "--out", str(out)).stdout)
+    data = json.loads(
+        run(
+            "plan",
+            "--model",
+            "llama3-8b",
+            "--tokens",
+            "1e12",
+            "--deadline-days",
+            "30",
+            "--top",
+            "3",
+            "--json",
+            "--out",
+            str(out),
+        ).stdout
+    )
     for entry in [data["plan"], *data["alternatives"]]:
-        assert {"feasible", "memory", "time", "throughput", "layout", "gpu", "num_gpus",
-                "time_to_train_h", "cost_usd"} <= set(entry)
+        assert {
+            "feasible",
+            "memory",
+            "time",
+            "throughput",
+            "layout",
+            "gpu",
+            "num_gpus",
+            "time_to_train_h",
+            "cost_usd",
+        } <= set(entry)
     assert len(data["alternatives"]) == 3
     assert data["plan"]["time_to_train_h"] <= 30 * 24
     explained = json.loads(run("explain", str(out), "--json").stdout)
@@ -58,12 +115,43 @@ def test_defaults_follow_the_model(tmp_path):
     run("plan", "--model", "gpt3-1.3b", "--tokens", "1e10", "--deadline-days", "30", "--out", str(out))
     training = json.loads(out.read_text())["training"]
     assert (training["impl"], training["seq_len"]) == ("native", 2048)
-    estimated = json.loads(run("estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "64",
-                               "--micro-batch", "1", "--seq-len", "4096", "--ac", "full", "--json",
-                               "--out", str(out)).stdout)
+    estimated = json.loads(
+        run(
+            "estimate",
+            "--model",
+            "mixtral-8x7b",
+            "--gpu",
+            "h100-sxm",
+            "--num-gpus",
+            "64",
+            "--micro-batch",
+            "1",
+            "--seq-len",
+            "4096",
+            "--ac",
+            "full",
+            "--json",
+            "--out",
+            str(out),
+        ).stdout
+    )
     assert estimated["layout"]["dp_shard"] == 64 and json.loads(out.read_text())["training"]["impl"] == "hf"
-    refused = run("estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "64",
-                  "--micro-batch", "1", "--seq-len", "4096", "--impl", "native", check_ok=False)
+    refused = run(
+        "estimate",
+        "--model",
+        "mixtral-8x7b",
+        "--gpu",
+        "h100-sxm",
+        "--num-gpus",
+        "64",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "4096",
+        "--impl",
+        "native",
+        check_ok=False,
+    )
     assert refused.returncode == 2 and "native trainer cannot build" in refused.stderr
     assert "num_experts=8" in refused.stderr
 
@@ -91,15 +179,67 @@ BAD = [
     ["estimate", "--model", "tiny"],
     ["estimate", "--model", "tiny", "--gpu", "h100", "--num-gpus", "1", "--micro-batch", "1", "--seq-len", "128"],
     ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "0", "--micro-batch", "1", "--seq-len", "128"],
-    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "8", "--tp", "3", "--micro-batch", "1",
-     "--seq-len", "128"],
+    [
+        "estimate",
+        "--model",
+        "tiny",
+        "--gpu",
+        "h100-sxm",
+        "--num-gpus",
+        "8",
+        "--tp",
+        "3",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "128",
+    ],
     ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "2", "--micro-batch", "-1", "--seq-len", "128"],
-    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "2", "--micro-batch", "1", "--seq-len", "128",
-     "--sharding", "zero9"],
-    ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "2", "--micro-batch", "1", "--seq-len", "128",
-     "--grad-accum", "2", "--global-batch-tokens", "1024"],
-    ["estimate", "--model", "/nonexistent/config.json", "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "1",
-     "--seq-len", "128"],
+    [
+        "estimate",
+        "--model",
+        "tiny",
+        "--gpu",
+        "h100-sxm",
+        "--num-gpus",
+        "2",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "128",
+        "--sharding",
+        "zero9",
+    ],
+    [
+        "estimate",
+        "--model",
+        "tiny",
+        "--gpu",
+        "h100-sxm",
+        "--num-gpus",
+        "2",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "128",
+        "--grad-accum",
+        "2",
+        "--global-batch-tokens",
+        "1024",
+    ],
+    [
+        "estimate",
+        "--model",
+        "/nonexistent/config.json",
+        "--gpu",
+        "h100-sxm",
+        "--num-gpus",
+        "1",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "128",
+    ],
     ["plan", "--model", "nope", "--tokens", "1e9"],
     ["plan", "--model", "tiny", "--tokens", "-5"],
     ["plan", "--model", "tiny", "--tokens", "1e9", "--gpus", "h100-sxm=x"],
@@ -121,8 +261,20 @@ def test_bad_input_is_one_line_and_exit_2(argv):
 def test_bad_config_file_is_one_line(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text('{"model_type": "t5", "d_model": 512}')
-    proc = run("estimate", "--model", str(bad), "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "1",
-               "--seq-len", "128", check_ok=False)
+    proc = run(
+        "estimate",
+        "--model",
+        str(bad),
+        "--gpu",
+        "h100-sxm",
+        "--num-gpus",
+        "1",
+        "--micro-batch",
+        "1",
+        "--seq-len",
+        "128",
+        check_ok=False,
+    )
     assert proc.returncode == 2 and "t5" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -135,8 +287,11 @@ def test_portfolio_shares_the_inventory():
     for gpu, limit in {"h100-sxm": 256, "a100-80gb-sxm": 64}.items():
         # jobs that overlap in time never use more than the inventory
         for a in data["assignments"]:
-            overlapping = [b for b in data["assignments"] if b["gpu"] == gpu and b["start_days"] < a["end_days"]
-                           and a["start_days"] < b["end_days"]]
+            overlapping = [
+                b
+                for b in data["assignments"]
+                if b["gpu"] == gpu and b["start_days"] < a["end_days"] and a["start_days"] < b["end_days"]
+            ]
             assert sum(b["num_gpus"] for b in overlapping) <= limit
     assert data["total_cost_usd"] == sum(a["cost_usd"] for a in data["assignments"])
 

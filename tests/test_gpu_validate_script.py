@@ -1,9 +1,10 @@
 """bench/gpu_validate.sh must work when a GPU session finally runs it: a CPU dry run of the
 whole path (plan for one GPU -> emit -> run -> summary) on the tiny preset."""
+
 import json
 import os
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,25 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_gpu_validate_dry_run_on_cpu(tmp_path):
-    env = {**os.environ, "DEVICE": "cpu", "GPU_ID": "h100-sxm", "MODELS": "tiny", "STEPS": "3", "SEQ": "128",
-           "OUT": str(tmp_path), "OMP_NUM_THREADS": "1", "PYTHON": sys.executable}
-    proc = subprocess.run(["bash", str(REPO / "bench" / "gpu_validate.sh")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "DEVICE": "cpu",
+        "GPU_ID": "h100-sxm",
+        "MODELS": "tiny",
+        "STEPS": "3",
+        "SEQ": "128",
+        "OUT": str(tmp_path),
+        "OMP_NUM_THREADS": "1",
+        "PYTHON": sys.executable,
+    }
+    proc = subprocess.run(
+        ["bash", str(REPO / "bench" / "gpu_validate.sh")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads((tmp_path / "summary.json").read_text())
     assert [r["model"] for r in rows] == ["tiny"]

@@ -1,4 +1,5 @@
 """Hardware catalog: data checked against the shared reference CSVs, loader validation, detection."""
+
 from __future__ import annotations
 
 import csv
@@ -15,30 +16,54 @@ import pytest
 
 from planner.catalog.detect import NO_DRIVER_MESSAGE, NoGPUDriver, detect_gpus, match_gpu_name
 from planner.catalog.hardware import (
-    BUILTIN_DIR, GIB, CatalogError, load_catalog, usable_memory_gib,
+    BUILTIN_DIR,
+    GIB,
+    CatalogError,
+    load_catalog,
+    usable_memory_gib,
 )
 from planner.layout import Precision
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-needs_reference = pytest.mark.skipif(not (REFERENCE / "gpu_specs.csv").exists(),
-                                     reason="../shared/reference (gpu_specs.csv) is not available")
+needs_reference = pytest.mark.skipif(
+    not (REFERENCE / "gpu_specs.csv").exists(), reason="../shared/reference (gpu_specs.csv) is not available"
+)
 
-REQUIRED_IDS = ("a10 a30 l4 l40 l40s a100-40gb-sxm a100-80gb-sxm a100-80gb-pcie h100-sxm h100-pcie h100-nvl "
-                "h200-sxm h200-nvl b200 gb200 mi250x mi300x mi325x").split()
+REQUIRED_IDS = ["a10", "a30", "l4", "l40", "l40s", "a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "b200", "gb200", "mi250x", "mi300x", "mi325x"]
 CSV_ROW = {
-    "a10": "NVIDIA A10", "a30": "NVIDIA A30 24GB", "l4": "NVIDIA L4", "l40": "NVIDIA L40 48GB", "l40s": "NVIDIA L40S",
-    "a100-40gb-sxm": "NVIDIA A100 40GB SXM", "a100-80gb-sxm": "NVIDIA A100 80GB SXM",
-    "a100-80gb-pcie": "NVIDIA A100 80GB PCIe", "h100-sxm": "NVIDIA H100 80GB SXM",
-    "h100-pcie": "NVIDIA H100 PCIe 80GB", "h100-nvl": "NVIDIA H100 NVL 94GB", "h200-sxm": "NVIDIA H200 SXM 141GB",
-    "h200-nvl": "NVIDIA H200 NVL 141GB", "b200": "NVIDIA B200 (HGX B200)",
-    "gb200": "NVIDIA GB200 (per Blackwell GPU, NVL72)", "mi250x": "AMD Instinct MI250X",
-    "mi300x": "AMD Instinct MI300X", "mi325x": "AMD Instinct MI325X",
+    "a10": "NVIDIA A10",
+    "a30": "NVIDIA A30 24GB",
+    "l4": "NVIDIA L4",
+    "l40": "NVIDIA L40 48GB",
+    "l40s": "NVIDIA L40S",
+    "a100-40gb-sxm": "NVIDIA A100 40GB SXM",
+    "a100-80gb-sxm": "NVIDIA A100 80GB SXM",
+    "a100-80gb-pcie": "NVIDIA A100 80GB PCIe",
+    "h100-sxm": "NVIDIA H100 80GB SXM",
+    "h100-pcie": "NVIDIA H100 PCIe 80GB",
+    "h100-nvl": "NVIDIA H100 NVL 94GB",
+    "h200-sxm": "NVIDIA H200 SXM 141GB",
+    "h200-nvl": "NVIDIA H200 NVL 141GB",
+    "b200": "NVIDIA B200 (HGX B200)",
+    "gb200": "NVIDIA GB200 (per Blackwell GPU, NVL72)",
+    "mi250x": "AMD Instinct MI250X",
+    "mi300x": "AMD Instinct MI300X",
+    "mi325x": "AMD Instinct MI325X",
 }
 PRICE_GPU = {  # gpu_cloud_prices.csv "gpu" column -> catalog id
-    "A100 SXM 40GB": "a100-40gb-sxm", "A100 SXM 80GB": "a100-80gb-sxm", "A100 (80GB class)": "a100-80gb-sxm",
-    "A100 PCIe 80GB": "a100-80gb-pcie", "H100 SXM 80GB": "h100-sxm", "H100 80GB": "h100-sxm",
-    "H100 NVL 94GB": "h100-nvl", "H100 PCIe 80GB": "h100-pcie", "H200 141GB": "h200-sxm", "B200 180GB": "b200",
-    "A10 24GB": "a10", "L40S 48GB": "l40s", "L40 48GB": "l40",
+    "A100 SXM 40GB": "a100-40gb-sxm",
+    "A100 SXM 80GB": "a100-80gb-sxm",
+    "A100 (80GB class)": "a100-80gb-sxm",
+    "A100 PCIe 80GB": "a100-80gb-pcie",
+    "H100 SXM 80GB": "h100-sxm",
+    "H100 80GB": "h100-sxm",
+    "H100 NVL 94GB": "h100-nvl",
+    "H100 PCIe 80GB": "h100-pcie",
+    "H200 141GB": "h200-sxm",
+    "B200 180GB": "b200",
+    "A10 24GB": "a10",
+    "L40S 48GB": "l40s",
+    "L40 48GB": "l40",
 }
 DATE = re.compile(r"20\d\d-\d\d")
 
@@ -78,8 +103,8 @@ def test_flops_are_dense_not_sparse(catalog):
     h100 = catalog.gpu("h100-sxm")
     assert h100.peak_flops("bf16") == pytest.approx(989.4e12)
     assert h100.peak_flops(Precision.FP8) == pytest.approx(1978.9e12)
-    assert catalog.gpu("b200").peak_flops("bf16") == pytest.approx(2250e12)   # vendor prints 4.5 PF sparse
-    assert catalog.gpu("l4").peak_flops("bf16") == pytest.approx(121e12)      # datasheet prints 242*
+    assert catalog.gpu("b200").peak_flops("bf16") == pytest.approx(2250e12)  # vendor prints 4.5 PF sparse
+    assert catalog.gpu("l4").peak_flops("bf16") == pytest.approx(121e12)  # datasheet prints 242*
     for gpu in catalog.gpus.values():
         flops = gpu.peak_flops_per_s
         # a sparse number in one column and a dense one in another breaks these fixed ratios
@@ -105,20 +130,26 @@ def test_numbers_agree_with_reference_csv(catalog):
         usable = usable_memory_gib(label, gddr_ecc="GDDR" in row["memory_type"])
         assert gpu.memory_bytes / GIB == pytest.approx(usable, abs=0.006), gpu_id
         assert gpu.hbm_bandwidth_bytes_per_s == pytest.approx(float(row["memory_bandwidth_TBps"]) * 1e12 / per)
-        for key, column in [("bf16", "dense_bf16_tflops"), ("fp16", "dense_fp16_tflops"),
-                            ("fp8", "dense_fp8_tflops"), ("tf32", "dense_tf32_tflops"),
-                            ("fp32", "fp32_tflops_non_tensor")]:
+        for key, column in [
+            ("bf16", "dense_bf16_tflops"),
+            ("fp16", "dense_fp16_tflops"),
+            ("fp8", "dense_fp8_tflops"),
+            ("tf32", "dense_tf32_tflops"),
+            ("fp32", "fp32_tflops_non_tensor"),
+        ]:
             expected = float(row[column]) * 1e12 / per if row[column] else None
             assert gpu.peak_flops_per_s.get(key) == pytest.approx(expected), (gpu_id, key)
         assert gpu.scaleup_domain_size == int(row["max_gpus_per_scaleup_domain"]) * per
         assert gpu.scaleup_bandwidth_bytes_per_s == pytest.approx(
-            float(row["intra_node_bw_unidir_GBps_per_gpu"]) * 1e9 / per)
+            float(row["intra_node_bw_unidir_GBps_per_gpu"]) * 1e9 / per
+        )
         pcie_per_gpu = float(row["pcie_bw_bidir_GBps"]) * 1e9 / 2  # MI250X: one x16 link per GCD
         assert gpu.pcie_bandwidth_bytes_per_s == pytest.approx(pcie_per_gpu)
         assert gpu.tdp_watts == pytest.approx(float(row["tdp_w"]) / per)
         if row["typical_internode_Gbps_per_gpu"]:
             assert gpu.internode_bandwidth_bytes_per_s == pytest.approx(
-                float(row["typical_internode_Gbps_per_gpu"]) * 1e9 / 8)
+                float(row["typical_internode_Gbps_per_gpu"]) * 1e9 / 8
+            )
 
 
 def _reference_prices() -> dict[str, float]:
@@ -191,8 +222,8 @@ def test_purchase_price_is_optional_but_sourced_when_given(tmp_path):
 
 
 def test_usable_capacity_rule_matches_calibration():
-    assert usable_memory_gib(141) == pytest.approx(139.80, abs=0.005)       # H200 as PyTorch saw it
-    assert usable_memory_gib(24, gddr_ecc=True) < 23034 / 1024              # below the NVML total of an L4
+    assert usable_memory_gib(141) == pytest.approx(139.80, abs=0.005)  # H200 as PyTorch saw it
+    assert usable_memory_gib(24, gddr_ecc=True) < 23034 / 1024  # below the NVML total of an L4
 
 
 # ----------------------------------------------------------------------------- loader behaviour
@@ -248,8 +279,10 @@ def test_loading_does_not_import_torch():
 
 def _dump(entry: dict) -> str:
     """Minimal TOML writer for flat catalog entries (JSON strings are valid TOML basic strings)."""
+
     def line(key, value):
         return f"{key} = {json.dumps(value)}"
+
     body = [line(k, v) for k, v in entry.items() if k != "sources"]
     return "\n".join(body + ["", "[sources]"] + [line(k, v) for k, v in entry.get("sources", {}).items()]) + "\n"
 
@@ -280,22 +313,25 @@ def test_user_dir_adds_and_overrides(tmp_path, catalog):
     assert len(merged.gpus) == len(catalog.gpus) + 1
 
 
-@pytest.mark.parametrize("changes, field, detail", [
-    ({"memory_gib": None}, "memory_gib", "missing"),
-    ({"memory_gib": "eighty"}, "memory_gib", "expected a number in (1, 2048], got 'eighty'"),
-    ({"memory_gib": -3}, "memory_gib", "expected a number in (1, 2048], got -3"),
-    ({"scaleup_domain_size": 8.5}, "scaleup_domain_size", "expected an integer"),
-    ({"scaleup_kind": "nvlink"}, "scaleup_kind", "expected one of"),
-    ({"memory_gb": 80}, "memory_gb", "unknown field (did you mean 'memory_gib'?)"),
-    ({"hbm_bandwidth_tbps": 0}, "hbm_bandwidth_tbps", "expected a number in (0, 100]"),
-    ({"tf32_tflops": 1978.9}, "tf32_tflops", "expected at most the 16-bit rate"),
-    ({"fp8_tflops": 500.0}, "fp8_tflops", "expected at least the 16-bit rate"),
-    ({"default_node": "hgx-16"}, "default_node", "unknown node 'hgx-16'"),
-    ({"default_node": "pcie-8"}, "scaleup_domain_size", "disagrees with default_node"),
-    ({"id": "other"}, "id", "must equal the file name"),
-    ({"sources": {"memory_gib": "S5"}}, "sources.hbm_bandwidth_tbps", "missing (every number needs a source"),
-    ({"purchase_price_usd": -5}, "purchase_price_usd", "expected a number in (0, 1e+07], got -5"),
-])
+@pytest.mark.parametrize(
+    "changes, field, detail",
+    [
+        ({"memory_gib": None}, "memory_gib", "missing"),
+        ({"memory_gib": "eighty"}, "memory_gib", "expected a number in (1, 2048], got 'eighty'"),
+        ({"memory_gib": -3}, "memory_gib", "expected a number in (1, 2048], got -3"),
+        ({"scaleup_domain_size": 8.5}, "scaleup_domain_size", "expected an integer"),
+        ({"scaleup_kind": "nvlink"}, "scaleup_kind", "expected one of"),
+        ({"memory_gb": 80}, "memory_gb", "unknown field (did you mean 'memory_gib'?)"),
+        ({"hbm_bandwidth_tbps": 0}, "hbm_bandwidth_tbps", "expected a number in (0, 100]"),
+        ({"tf32_tflops": 1978.9}, "tf32_tflops", "expected at most the 16-bit rate"),
+        ({"fp8_tflops": 500.0}, "fp8_tflops", "expected at least the 16-bit rate"),
+        ({"default_node": "hgx-16"}, "default_node", "unknown node 'hgx-16'"),
+        ({"default_node": "pcie-8"}, "scaleup_domain_size", "disagrees with default_node"),
+        ({"id": "other"}, "id", "must equal the file name"),
+        ({"sources": {"memory_gib": "S5"}}, "sources.hbm_bandwidth_tbps", "missing (every number needs a source"),
+        ({"purchase_price_usd": -5}, "purchase_price_usd", "expected a number in (0, 1e+07], got -5"),
+    ],
+)
 def test_bad_gpu_file_names_file_and_field(tmp_path, changes, field, detail):
     path = _user_gpu(tmp_path)
     entry = tomllib.loads(path.read_text())
@@ -323,23 +359,26 @@ def test_bad_toml_and_missing_dir(tmp_path):
 # ----------------------------------------------------------------------------- detection
 
 
-@pytest.mark.parametrize("name, memory_mib, expected", [
-    ("NVIDIA H200", 143_771, "h200-sxm"),                  # NVML total from the calibration run
-    ("NVIDIA H100 80GB HBM3", 81_559, "h100-sxm"),
-    ("NVIDIA A100-SXM4-40GB", 40_960, "a100-40gb-sxm"),
-    ("NVIDIA A100-SXM4-80GB", 81_920, "a100-80gb-sxm"),
-    ("NVIDIA A100 80GB PCIe", 81_920, "a100-80gb-pcie"),
-    ("NVIDIA H100 NVL", 95_830, "h100-nvl"),
-    ("NVIDIA H100 PCIe", 81_559, "h100-pcie"),
-    ("NVIDIA H200 NVL", 143_771, "h200-nvl"),
-    ("NVIDIA L40S", 46_068, "l40s"),
-    ("NVIDIA L40", 46_068, "l40"),
-    ("NVIDIA L4", 23_034, "l4"),
-    ("NVIDIA A10", 23_028, "a10"),
-    ("NVIDIA A10G", 23_028, None),                         # AWS SKU, not the A10 datasheet part
-    ("NVIDIA H100 80GB HBM3", 65_536, None),               # unlisted 64 GB variant: no borrowed numbers
-    ("NVIDIA GeForce RTX 4090", 24_564, None),
-])
+@pytest.mark.parametrize(
+    "name, memory_mib, expected",
+    [
+        ("NVIDIA H200", 143_771, "h200-sxm"),  # NVML total from the calibration run
+        ("NVIDIA H100 80GB HBM3", 81_559, "h100-sxm"),
+        ("NVIDIA A100-SXM4-40GB", 40_960, "a100-40gb-sxm"),
+        ("NVIDIA A100-SXM4-80GB", 81_920, "a100-80gb-sxm"),
+        ("NVIDIA A100 80GB PCIe", 81_920, "a100-80gb-pcie"),
+        ("NVIDIA H100 NVL", 95_830, "h100-nvl"),
+        ("NVIDIA H100 PCIe", 81_559, "h100-pcie"),
+        ("NVIDIA H200 NVL", 143_771, "h200-nvl"),
+        ("NVIDIA L40S", 46_068, "l40s"),
+        ("NVIDIA L40", 46_068, "l40"),
+        ("NVIDIA L4", 23_034, "l4"),
+        ("NVIDIA A10", 23_028, "a10"),
+        ("NVIDIA A10G", 23_028, None),  # AWS SKU, not the A10 datasheet part
+        ("NVIDIA H100 80GB HBM3", 65_536, None),  # unlisted 64 GB variant: no borrowed numbers
+        ("NVIDIA GeForce RTX 4090", 24_564, None),
+    ],
+)
 def test_match_gpu_name(catalog, name, memory_mib, expected):
     spec = match_gpu_name(name, memory_mib * 2**20, catalog)
     assert (spec.id if spec else None) == expected
@@ -350,6 +389,7 @@ def test_detect_without_driver_raises(monkeypatch, catalog):
 
     def fail():
         raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
     monkeypatch.setattr(pynvml, "nvmlInit", fail)
     with pytest.raises(NoGPUDriver) as caught:
         detect_gpus(catalog)
@@ -377,7 +417,9 @@ def test_detect_with_fake_nvml(monkeypatch, catalog):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     found = detect_gpus(catalog)
     assert [(g.index, g.name, g.driver_version) for g in found] == [
-        (0, "NVIDIA H200", "580.159.04"), (1, "NVIDIA A10G", "580.159.04")]
+        (0, "NVIDIA H200", "580.159.04"),
+        (1, "NVIDIA A10G", "580.159.04"),
+    ]
     assert found[0].spec.id == "h200-sxm" and found[1].spec is None
     assert calls == ["init", "shutdown"]
 
@@ -388,6 +430,7 @@ def test_every_catalog_file_is_package_data():
     import fnmatch
     import tomllib
     from pathlib import Path
+
     root = Path(__file__).resolve().parents[1]
     setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     for path in (root / "hw_catalog").rglob("*.toml"):

@@ -1,4 +1,5 @@
 """The single-job ILP against brute-force enumeration, pruning, solvers and diagnosis messages."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.search.ilp import (TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan,
-                         check_rows, make_solver, pareto_mask, solve_single)
+from planner.search.ilp import (
+    TIE_BREAK_WEIGHT,
+    CandidateTable,
+    Constraint,
+    InfeasiblePlan,
+    check_rows,
+    make_solver,
+    pareto_mask,
+    solve_single,
+)
 
 GPU_TYPES = np.array(["a100", "h100", "h200"], dtype=object)
 CAPACITY_GIB = np.array([80.0, 80.0, 141.0])
@@ -20,41 +29,46 @@ def random_table(rng: np.random.Generator, num_rows: int) -> CandidateTable:
     gpu = rng.integers(0, len(GPU_TYPES), num_rows)
     need = rng.uniform(20, 200, num_rows)
     return CandidateTable(
-        gpu_id=GPU_TYPES[gpu], num_gpus=rng.choice([1, 2, 4, 8, 16, 32, 64], num_rows),
-        fits_memory=need <= CAPACITY_GIB[gpu] * 0.9, memory_need_gib=need,
+        gpu_id=GPU_TYPES[gpu],
+        num_gpus=rng.choice([1, 2, 4, 8, 16, 32, 64], num_rows),
+        fits_memory=need <= CAPACITY_GIB[gpu] * 0.9,
+        memory_need_gib=need,
         capacity_gib=CAPACITY_GIB[gpu],
         time_to_train_s=rng.integers(1, 60, num_rows) * 86400.0 / 4,
         cost_usd=rng.integers(1, 80, num_rows) * 25_000.0,
-        batch_ok=rng.random(num_rows) < 0.85, divisible=rng.random(num_rows) < 0.85,
+        batch_ok=rng.random(num_rows) < 0.85,
+        divisible=rng.random(num_rows) < 0.85,
         label=np.array([f"row {i}" for i in range(num_rows)], dtype=object),
-        extra={"tp": rng.choice([1, 2, 4, 8], num_rows), "dp_shard": rng.choice([1, 2, 8], num_rows)})
+        extra={"tp": rng.choice([1, 2, 4, 8], num_rows), "dp_shard": rng.choice([1, 2, 8], num_rows)},
+    )
 
 
 def random_limits(rng: np.random.Generator) -> dict:
     inventory = {str(g): int(rng.choice([0, 4, 16, 64])) for g in GPU_TYPES if rng.random() < 0.8}
-    return dict(deadline_s=float(rng.uniform(2, 15)) * 86400 if rng.random() < 0.8 else None,
-                budget_usd=float(rng.uniform(2e5, 1.5e6)) if rng.random() < 0.8 else None,
-                inventory=inventory if rng.random() < 0.8 else None)
+    return dict(
+        deadline_s=float(rng.uniform(2, 15)) * 86400 if rng.random() < 0.8 else None,
+        budget_usd=float(rng.uniform(2e5, 1.5e6)) if rng.random() < 0.8 else None,
+        inventory=inventory if rng.random() < 0.8 else None,
+    )
 
 
-def brute_force_feasible(table: CandidateTable, deadline_s=None, budget_usd=None,
-                         inventory=None) -> np.ndarray:
+def brute_force_feasible(table: CandidateTable, deadline_s=None, budget_usd=None, inventory=None) -> np.ndarray:
     rows = []
     for i in range(len(table)):
         gpu, n = table.gpu_id[i], table.num_gpus[i]
         ok = table.fits_memory[i] and table.divisible[i] and table.batch_ok[i]
-        ok = ok and (inventory is None or n <= inventory.get(gpu, 0) and inventory.get(gpu, 0) > 0)
+        ok = ok and (inventory is None or (n <= inventory.get(gpu, 0) and inventory.get(gpu, 0) > 0))
         ok = ok and (deadline_s is None or table.time_to_train_s[i] <= deadline_s)
         ok = ok and (budget_usd is None or table.cost_usd[i] <= budget_usd)
         rows.append(bool(ok))
     return np.array(rows)
 
 
-def brute_force_scores(table: CandidateTable, feasible: np.ndarray, objective: str,
-                       cost_weight: float) -> np.ndarray:
+def brute_force_scores(table: CandidateTable, feasible: np.ndarray, objective: str, cost_weight: float) -> np.ndarray:
     C, T = table.cost_usd[feasible], table.time_to_train_s[feasible]
-    w = {"cost": (1.0, TIE_BREAK_WEIGHT), "time": (TIE_BREAK_WEIGHT, 1.0),
-         "mix": (cost_weight, 1 - cost_weight)}[objective]
+    w = {"cost": (1.0, TIE_BREAK_WEIGHT), "time": (TIE_BREAK_WEIGHT, 1.0), "mix": (cost_weight, 1 - cost_weight)}[
+        objective
+    ]
     return w[0] * C / C.min() + w[1] * T / T.min()
 
 
@@ -127,8 +141,7 @@ def test_pareto_mask_matches_the_definition(seed: int) -> None:
     cost, time = rng.integers(0, 12, num_rows).astype(float), rng.integers(0, 12, num_rows).astype(float)
     size = rng.choice([1, 2, 4, 8], num_rows)
     assert np.array_equal(pareto_mask(group, cost, time), quadratic_front(group, cost, time))
-    assert np.array_equal(pareto_mask(group, cost, time, size=size),
-                          quadratic_front(group, cost, time, size))
+    assert np.array_equal(pareto_mask(group, cost, time, size=size), quadratic_front(group, cost, time, size))
 
 
 def test_alternatives_are_the_next_best_feasible_rows() -> None:
@@ -154,11 +167,17 @@ def test_large_tables_are_pruned_to_a_small_model() -> None:
     gpu = rng.integers(0, 3, num_rows)
     time = rng.uniform(1e5, 1e7, num_rows)
     table = CandidateTable(
-        gpu_id=GPU_TYPES[gpu], num_gpus=rng.choice([8, 16, 32, 64], num_rows),
-        fits_memory=rng.random(num_rows) < 0.7, memory_need_gib=np.full(num_rows, 50.0),
-        capacity_gib=CAPACITY_GIB[gpu], time_to_train_s=time,
-        cost_usd=3e9 / time * rng.uniform(0.5, 2.0, num_rows), batch_ok=np.ones(num_rows, bool),
-        divisible=np.ones(num_rows, bool), label=np.full(num_rows, "x", dtype=object))
+        gpu_id=GPU_TYPES[gpu],
+        num_gpus=rng.choice([8, 16, 32, 64], num_rows),
+        fits_memory=rng.random(num_rows) < 0.7,
+        memory_need_gib=np.full(num_rows, 50.0),
+        capacity_gib=CAPACITY_GIB[gpu],
+        time_to_train_s=time,
+        cost_usd=3e9 / time * rng.uniform(0.5, 2.0, num_rows),
+        batch_ok=np.ones(num_rows, bool),
+        divisible=np.ones(num_rows, bool),
+        label=np.full(num_rows, "x", dtype=object),
+    )
     solution = solve_single(table, "mix", inventory={"h100": 64, "h200": 32})
     assert solution.num_variables < 500 < solution.num_feasible
     assert solution.num_variables + solution.num_pruned == solution.num_feasible
@@ -183,6 +202,7 @@ def test_solver_choice_is_validated() -> None:
 
 
 # --- the candidate table --------------------------------------------------------------------
+
 
 def test_table_take_and_frame_round_trip() -> None:
     table = random_table(np.random.default_rng(5), 40)
@@ -230,27 +250,42 @@ def test_bad_inputs_raise_value_errors() -> None:
 
 # --- infeasibility diagnosis ----------------------------------------------------------------
 
+
 def hand_table(rows: list[dict]) -> CandidateTable:
-    defaults = dict(gpu_id="h200", num_gpus=8, fits_memory=True, memory_need_gib=100.0,
-                    capacity_gib=141.0, time_to_train_s=86400.0, cost_usd=1e5, batch_ok=True,
-                    divisible=True, tp=1, dp_shard=8)
+    defaults = dict(
+        gpu_id="h200",
+        num_gpus=8,
+        fits_memory=True,
+        memory_need_gib=100.0,
+        capacity_gib=141.0,
+        time_to_train_s=86400.0,
+        cost_usd=1e5,
+        batch_ok=True,
+        divisible=True,
+        tp=1,
+        dp_shard=8,
+    )
     frame = pd.DataFrame([{**defaults, **row} for row in rows])
     frame["label"] = [f"row {i}" for i in range(len(frame))]
     return CandidateTable.from_frame(frame)
 
 
 def test_memory_message_names_need_capacity_and_sharding() -> None:
-    table = hand_table([
-        dict(fits_memory=False, memory_need_gib=162.0, num_gpus=1, tp=1, dp_shard=1),
-        dict(fits_memory=False, memory_need_gib=170.0, num_gpus=2, tp=2, dp_shard=1),
-        dict(fits_memory=False, memory_need_gib=150.0, divisible=False),
-        dict(gpu_id="a100", capacity_gib=80.0, fits_memory=False, memory_need_gib=90.0),
-    ])
+    table = hand_table(
+        [
+            dict(fits_memory=False, memory_need_gib=162.0, num_gpus=1, tp=1, dp_shard=1),
+            dict(fits_memory=False, memory_need_gib=170.0, num_gpus=2, tp=2, dp_shard=1),
+            dict(fits_memory=False, memory_need_gib=150.0, divisible=False),
+            dict(gpu_id="a100", capacity_gib=80.0, fits_memory=False, memory_need_gib=90.0),
+        ]
+    )
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table, inventory={"h200": 8})
     error = caught.value
-    assert str(error) == ("memory: needs 162.0 GiB per GPU, the largest allowed GPU has 141.0 GiB; "
-                          "shard with FSDP over at least 2 GPUs or use tp=2")
+    assert str(error) == (
+        "memory: needs 162.0 GiB per GPU, the largest allowed GPU has 141.0 GiB; "
+        "shard with FSDP over at least 2 GPUs or use tp=2"
+    )
     assert error.constraint is Constraint.MEMORY
     assert (error.required, error.available) == (162.0, 141.0)
     assert "\n" not in str(error)
@@ -264,8 +299,7 @@ def test_memory_message_without_layout_columns_and_within_headroom() -> None:
 
 
 def test_divisibility_and_batch_messages() -> None:
-    table = hand_table([dict(divisible=False, num_gpus=8), dict(divisible=False, num_gpus=24),
-                        dict(fits_memory=False)])
+    table = hand_table([dict(divisible=False, num_gpus=8), dict(divisible=False, num_gpus=24), dict(fits_memory=False)])
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table)
     assert caught.value.constraint is Constraint.DIVISIBILITY
@@ -276,29 +310,38 @@ def test_divisibility_and_batch_messages() -> None:
 
 
 def test_inventory_messages() -> None:
-    table = hand_table([dict(num_gpus=16), dict(num_gpus=32),
-                        dict(gpu_id="a100", capacity_gib=80.0, num_gpus=64)])
+    table = hand_table([dict(num_gpus=16), dict(num_gpus=32), dict(gpu_id="a100", capacity_gib=80.0, num_gpus=64)])
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table, inventory={"h200": 8, "a100": 16})
-    assert str(caught.value) == ("inventory: the smallest plan that fits needs 16 h200 GPUs, the "
-                                 "inventory allows h200<=8; allow 16 h200 GPUs or a GPU type with "
-                                 "more memory")
+    assert str(caught.value) == (
+        "inventory: the smallest plan that fits needs 16 h200 GPUs, the "
+        "inventory allows h200<=8; allow 16 h200 GPUs or a GPU type with "
+        "more memory"
+    )
     assert (caught.value.required, caught.value.available) == (16, 8)
-    with pytest.raises(InfeasiblePlan, match="no candidate uses a GPU type in the inventory "
-                                             "\\(b200<=8\\); candidate GPU types: a100, h200"):
+    with pytest.raises(
+        InfeasiblePlan,
+        match="no candidate uses a GPU type in the inventory \\(b200<=8\\); candidate GPU types: a100, h200",
+    ):
         solve_single(table, inventory={"b200": 8})
 
 
 def test_deadline_messages() -> None:
     day = 86400.0
-    table = hand_table([dict(num_gpus=64, time_to_train_s=41.3 * day),
-                        dict(num_gpus=128, time_to_train_s=22.0 * day),
-                        dict(num_gpus=32, time_to_train_s=80.0 * day)])
+    table = hand_table(
+        [
+            dict(num_gpus=64, time_to_train_s=41.3 * day),
+            dict(num_gpus=128, time_to_train_s=22.0 * day),
+            dict(num_gpus=32, time_to_train_s=80.0 * day),
+        ]
+    )
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table, deadline_s=30 * day, inventory={"h200": 64})
-    assert str(caught.value) == ("deadline: the fastest plan needs 41.3 days with the allowed "
-                                 "inventory (h200<=64); allow 42 days or more GPUs (128 h200 finish "
-                                 "in 22.0 days)")
+    assert str(caught.value) == (
+        "deadline: the fastest plan needs 41.3 days with the allowed "
+        "inventory (h200<=64); allow 42 days or more GPUs (128 h200 finish "
+        "in 22.0 days)"
+    )
     assert caught.value.required == pytest.approx(41.3 * day)
     with pytest.raises(InfeasiblePlan, match="needs 22.0 days .*no inventory limit.*allow 22 days$"):
         solve_single(table, deadline_s=10 * day)
@@ -312,17 +355,21 @@ def test_deadline_messages() -> None:
 
 def test_budget_messages() -> None:
     day = 86400.0
-    table = hand_table([dict(num_gpus=64, time_to_train_s=20 * day, cost_usd=1.2e6),
-                        dict(num_gpus=16, time_to_train_s=70 * day, cost_usd=0.9e6)])
+    table = hand_table(
+        [
+            dict(num_gpus=64, time_to_train_s=20 * day, cost_usd=1.2e6),
+            dict(num_gpus=16, time_to_train_s=70 * day, cost_usd=0.9e6),
+        ]
+    )
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table, deadline_s=30 * day, budget_usd=1.0e6)
-    assert str(caught.value) == ("budget: the cheapest plan that meets the deadline costs $1.2M > "
-                                 "$1.0M; raise the budget to $1.2M or extend the deadline to 70 days")
+    assert str(caught.value) == (
+        "budget: the cheapest plan that meets the deadline costs $1.2M > "
+        "$1.0M; raise the budget to $1.2M or extend the deadline to 70 days"
+    )
     assert caught.value.constraint is Constraint.BUDGET
-    with pytest.raises(InfeasiblePlan, match="costs \\$1.23M > \\$1.20M; raise the budget to "
-                                             "\\$1.24M$"):
-        solve_single(hand_table([dict(cost_usd=1_234_567.0)]), deadline_s=30 * day,
-                     budget_usd=1.2e6)
+    with pytest.raises(InfeasiblePlan, match="costs \\$1.23M > \\$1.20M; raise the budget to \\$1.24M$"):
+        solve_single(hand_table([dict(cost_usd=1_234_567.0)]), deadline_s=30 * day, budget_usd=1.2e6)
     with pytest.raises(InfeasiblePlan, match="^budget: the cheapest plan costs \\$900.0k > \\$500.0k"):
         solve_single(table, budget_usd=5e5)
 
@@ -331,13 +378,23 @@ def test_budget_messages() -> None:
 def test_diagnosis_names_the_first_constraint_that_empties_the_set(seed: int) -> None:
     rng = np.random.default_rng(400 + seed)
     table = random_table(rng, int(rng.integers(2, 30)))  # few rows: every constraint gets to bind
-    limits = dict(deadline_s=float(rng.uniform(1, 12)) * 86400, budget_usd=float(rng.uniform(1e5, 1e6)),
-                  inventory={"h100": int(rng.choice([1, 4, 16])), "h200": int(rng.choice([1, 4, 16]))})
+    limits = dict(
+        deadline_s=float(rng.uniform(1, 12)) * 86400,
+        budget_usd=float(rng.uniform(1e5, 1e6)),
+        inventory={"h100": int(rng.choice([1, 4, 16])), "h200": int(rng.choice([1, 4, 16]))},
+    )
     checks = check_rows(table, **limits)
-    steps = [table.fits_memory, table.divisible, table.batch_ok, checks.inventory,
-             table.time_to_train_s <= limits["deadline_s"], table.cost_usd <= limits["budget_usd"]]
-    passing = np.isin(table.gpu_id, ["h100", "h200"]) & (np.array(
-        [limits["inventory"].get(g, 0) for g in table.gpu_id]) > 0)
+    steps = [
+        table.fits_memory,
+        table.divisible,
+        table.batch_ok,
+        checks.inventory,
+        table.time_to_train_s <= limits["deadline_s"],
+        table.cost_usd <= limits["budget_usd"],
+    ]
+    passing = np.isin(table.gpu_id, ["h100", "h200"]) & (
+        np.array([limits["inventory"].get(g, 0) for g in table.gpu_id]) > 0
+    )
     expected = None
     for constraint, step in zip(Constraint, steps):
         if not (passing & step).any():
@@ -358,7 +415,6 @@ def test_infeasible_plan_survives_pickling_and_empty_tables_are_rejected() -> No
 
     error = InfeasiblePlan(Constraint.BUDGET, "costs $2", "raise it", required=2.0, available=1.0)
     copy = pickle.loads(pickle.dumps(error))
-    assert (str(copy), copy.constraint, copy.fix, copy.required) == (str(error), error.constraint,
-                                                                      "raise it", 2.0)
+    assert (str(copy), copy.constraint, copy.fix, copy.required) == (str(error), error.constraint, "raise it", 2.0)
     with pytest.raises(ValueError, match="no rows"):
         solve_single(hand_table([{}]).take([]))

@@ -1,4 +1,5 @@
 """Presets and the HF config reader, checked against real transformers models built on meta."""
+
 from __future__ import annotations
 
 import functools
@@ -10,10 +11,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from planner.model.spec import ModelSpec
 from planner.catalog.models import (
-    MAX_CONFIG_BYTES, SUPPORTED_MODEL_TYPES, get_preset, list_presets, load_model, model_from_hf_config,
+    MAX_CONFIG_BYTES,
+    SUPPORTED_MODEL_TYPES,
+    get_preset,
+    list_presets,
+    load_model,
+    model_from_hf_config,
 )
+from planner.model.spec import ModelSpec
 
 transformers = pytest.importorskip("transformers")
 
@@ -21,8 +27,17 @@ FIXTURES = Path(__file__).parent / "data" / "hf_configs"
 CALIBRATION = Path("/work/shared/calibration/h200_fsdp2_hf_llama.jsonl")
 
 _SWIGLU_ARCH = dict(mlp="swiglu", norm="rmsnorm", position="rope", norm_bias=False, embedding_norm=False)
-_GPT2_ARCH = dict(mlp="gelu", norm="layernorm", position="learned", norm_bias=True, embedding_norm=False,
-                  qkv_bias=True, out_bias=True, mlp_bias=True, num_experts=1)
+_GPT2_ARCH = dict(
+    mlp="gelu",
+    norm="layernorm",
+    position="learned",
+    norm_bias=True,
+    embedding_norm=False,
+    qkv_bias=True,
+    out_bias=True,
+    mlp_bias=True,
+    num_experts=1,
+)
 
 
 def _require(spec: ModelSpec, **expected) -> None:
@@ -36,14 +51,26 @@ def hf_config_from_spec(spec: ModelSpec):
     if spec.family == "gpt2":
         _require(spec, **_GPT2_ARCH)
         return transformers.GPT2Config(
-            n_embd=spec.hidden_size, n_layer=spec.num_layers, n_head=spec.num_heads, n_inner=spec.ffn_hidden_size,
-            n_positions=spec.max_seq_len, vocab_size=spec.vocab_size, tie_word_embeddings=spec.tied_embeddings)
+            n_embd=spec.hidden_size,
+            n_layer=spec.num_layers,
+            n_head=spec.num_heads,
+            n_inner=spec.ffn_hidden_size,
+            n_positions=spec.max_seq_len,
+            vocab_size=spec.vocab_size,
+            tie_word_embeddings=spec.tied_embeddings,
+        )
     _require(spec, **_SWIGLU_ARCH)
     common = dict(
-        hidden_size=spec.hidden_size, intermediate_size=spec.ffn_hidden_size, num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_kv_heads, head_dim=spec.dim_head,
-        vocab_size=spec.vocab_size, max_position_embeddings=spec.max_seq_len,
-        tie_word_embeddings=spec.tied_embeddings)
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.ffn_hidden_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.dim_head,
+        vocab_size=spec.vocab_size,
+        max_position_embeddings=spec.max_seq_len,
+        tie_word_embeddings=spec.tied_embeddings,
+    )
     if spec.family == "llama":
         _require(spec, out_bias=spec.qkv_bias, num_experts=1)
         return transformers.LlamaConfig(**common, attention_bias=spec.qkv_bias, mlp_bias=spec.mlp_bias)
@@ -55,8 +82,9 @@ def hf_config_from_spec(spec: ModelSpec):
         _require(spec, num_experts=1)
         return transformers.MistralConfig(**common)
     if spec.family == "mixtral":
-        return transformers.MixtralConfig(**common, num_local_experts=spec.num_experts,
-                                          num_experts_per_tok=spec.experts_per_token)
+        return transformers.MixtralConfig(
+            **common, num_local_experts=spec.num_experts, num_experts_per_tok=spec.experts_per_token
+        )
     raise AssertionError(f"no transformers config for family {spec.family}")
 
 
@@ -103,16 +131,19 @@ def test_preset_counts_match_transformers(name):
     assert spec.param_counts().per_layer == _count(layer)
 
 
-@pytest.mark.parametrize("name, total", [
-    ("llama3-8b", 8_030_261_248),
-    ("llama3.1-8b", 8_030_261_248),
-    ("llama2-7b", 6_738_415_616),
-    ("mistral-7b", 7_241_732_096),
-    ("llama-124m", 151_898_880),
-    ("llama-350m", 373_867_520),
-    ("llama3.2-3b", 3_212_749_824),
-    ("llama3.2-1b", 1_235_814_400),
-])
+@pytest.mark.parametrize(
+    "name, total",
+    [
+        ("llama3-8b", 8_030_261_248),
+        ("llama3.1-8b", 8_030_261_248),
+        ("llama2-7b", 6_738_415_616),
+        ("mistral-7b", 7_241_732_096),
+        ("llama-124m", 151_898_880),
+        ("llama-350m", 373_867_520),
+        ("llama3.2-3b", 3_212_749_824),
+        ("llama3.2-1b", 1_235_814_400),
+    ],
+)
 def test_published_totals(name, total):
     assert get_preset(name).num_params() == total
 
@@ -137,8 +168,15 @@ def test_calibration_models_match_measured_rows():
     assert rows
     for row in rows:
         spec = get_preset(row["model"])
-        dims = (spec.num_layers, spec.hidden_size, spec.ffn_hidden_size, spec.num_heads, spec.num_kv_heads,
-                spec.vocab_size, spec.tied_embeddings)
+        dims = (
+            spec.num_layers,
+            spec.hidden_size,
+            spec.ffn_hidden_size,
+            spec.num_heads,
+            spec.num_kv_heads,
+            spec.vocab_size,
+            spec.tied_embeddings,
+        )
         assert dims == tuple(row[k] for k in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "tied"))
         assert spec.num_params() == row["n_params"]
         assert spec.max_seq_len >= row["seq"]
@@ -181,14 +219,22 @@ def test_every_supported_type_has_a_fixture():
 
 # Variants flip the keys that change the weights, so each mapping is checked both ways.
 _VARIANTS = [
-    ("llama", {}), ("llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": False}),
+    ("llama", {}),
+    ("llama", {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": False}),
     ("llama", {"head_dim": None, "num_key_value_heads": None}),
-    ("mistral", {}), ("mistral", {"head_dim": None, "tie_word_embeddings": True}),
-    ("qwen2", {}), ("qwen2", {"tie_word_embeddings": False}),
-    ("mixtral", {}), ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 1}),
-    ("gpt2", {}), ("gpt2", {"n_inner": 2000, "tie_word_embeddings": False, "n_positions": 512}),
-    ("gpt_neox", {}), ("gpt_neox", {"attention_bias": False, "tie_word_embeddings": True}),
-    ("mpt", {}), ("bloom", {}), ("bloom", {"hidden_size": None, "n_embed": 512, "tie_word_embeddings": False}),
+    ("mistral", {}),
+    ("mistral", {"head_dim": None, "tie_word_embeddings": True}),
+    ("qwen2", {}),
+    ("qwen2", {"tie_word_embeddings": False}),
+    ("mixtral", {}),
+    ("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 1}),
+    ("gpt2", {}),
+    ("gpt2", {"n_inner": 2000, "tie_word_embeddings": False, "n_positions": 512}),
+    ("gpt_neox", {}),
+    ("gpt_neox", {"attention_bias": False, "tie_word_embeddings": True}),
+    ("mpt", {}),
+    ("bloom", {}),
+    ("bloom", {"hidden_size": None, "n_embed": 512, "tie_word_embeddings": False}),
 ]
 
 
@@ -207,10 +253,16 @@ def test_hf_config_round_trip_matches_transformers(tmp_path, model_type, overrid
     assert spec.param_counts().per_layer == _count(_decoder_layers(model, spec.num_layers)[0])
 
 
-@pytest.mark.parametrize("model_type, total", [
-    ("gpt2", 124_439_808), ("gpt_neox", 162_322_944), ("bloom", 559_214_592), ("qwen2", 494_032_768),
-    ("mpt", 6_649_286_656),
-])
+@pytest.mark.parametrize(
+    "model_type, total",
+    [
+        ("gpt2", 124_439_808),
+        ("gpt_neox", 162_322_944),
+        ("bloom", 559_214_592),
+        ("qwen2", 494_032_768),
+        ("mpt", 6_649_286_656),
+    ],
+)
 def test_fixture_totals_match_published_counts(model_type, total):
     assert model_from_hf_config(FIXTURES / f"{model_type}.json").num_params() == total
 
@@ -224,8 +276,14 @@ def test_mpt_keys_the_transformers_port_ignores(tmp_path):
     assert spec.qkv_bias and spec.mlp_bias and spec.norm_bias
 
 
-_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-          "num_attention_heads": 4, "vocab_size": 100}
+_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "vocab_size": 100,
+}
 
 
 def _llama_with(**changes) -> dict:
@@ -234,31 +292,45 @@ def _llama_with(**changes) -> dict:
     return {k: v for k, v in data.items() if v is not None}
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"{not json", "not valid JSON"),
-    (b"\xff\xfe\x00", "not valid JSON"),
-    (b"[1, 2]", "must be a JSON object"),
-    (_llama_with(model_type="t5"), r"unsupported model_type 't5' \(supported: llama"),
-    (_llama_with(model_type=["llama"]), "unsupported model_type"),
-    (_llama_with(model_type=None), "missing key 'model_type'"),
-    (_llama_with(hidden_size=None), "missing key 'hidden_size'"),
-    (_llama_with(hidden_size=0), "out of range"),
-    (_llama_with(num_hidden_layers=-2), "out of range"),
-    (_llama_with(hidden_size=2_000_000), "out of range"),
-    (_llama_with(num_hidden_layers=10_001), "out of range"),
-    (_llama_with(vocab_size=20_000_000), "out of range"),
-    (_llama_with(hidden_size="64"), "must be an integer"),
-    (_llama_with(hidden_size=64.0), "must be an integer"),
-    (_llama_with(num_hidden_layers=True), "must be an integer"),
-    (_llama_with(tie_word_embeddings="yes"), "must be true or false"),
-    (_llama_with(num_attention_heads=3), "do not divide hidden size 64"),
-    (_llama_with(num_key_value_heads=3), "3 key/value heads do not divide"),
-    (_llama_with(model_type="mixtral", num_key_value_heads=4, num_local_experts=2, num_experts_per_tok=4),
-     "exceeds"),
-    ({"model_type": "mpt", "d_model": 64, "n_heads": 4, "n_layers": 2, "vocab_size": 100,
-      "attn_config": {"qk_ln": True}}, "qk_ln is not supported"),
-    (_llama_with(padding="x" * MAX_CONFIG_BYTES), "over 1000000 bytes"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"{not json", "not valid JSON"),
+        (b"\xff\xfe\x00", "not valid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (_llama_with(model_type="t5"), r"unsupported model_type 't5' \(supported: llama"),
+        (_llama_with(model_type=["llama"]), "unsupported model_type"),
+        (_llama_with(model_type=None), "missing key 'model_type'"),
+        (_llama_with(hidden_size=None), "missing key 'hidden_size'"),
+        (_llama_with(hidden_size=0), "out of range"),
+        (_llama_with(num_hidden_layers=-2), "out of range"),
+        (_llama_with(hidden_size=2_000_000), "out of range"),
+        (_llama_with(num_hidden_layers=10_001), "out of range"),
+        (_llama_with(vocab_size=20_000_000), "out of range"),
+        (_llama_with(hidden_size="64"), "must be an integer"),
+        (_llama_with(hidden_size=64.0), "must be an integer"),
+        (_llama_with(num_hidden_layers=True), "must be an integer"),
+        (_llama_with(tie_word_embeddings="yes"), "must be true or false"),
+        (_llama_with(num_attention_heads=3), "do not divide hidden size 64"),
+        (_llama_with(num_key_value_heads=3), "3 key/value heads do not divide"),
+        (
+            _llama_with(model_type="mixtral", num_key_value_heads=4, num_local_experts=2, num_experts_per_tok=4),
+            "exceeds",
+        ),
+        (
+            {
+                "model_type": "mpt",
+                "d_model": 64,
+                "n_heads": 4,
+                "n_layers": 2,
+                "vocab_size": 100,
+                "attn_config": {"qk_ln": True},
+            },
+            "qk_ln is not supported",
+        ),
+        (_llama_with(padding="x" * MAX_CONFIG_BYTES), "over 1000000 bytes"),
+    ],
+)
 def test_bad_configs_raise_one_line_errors_naming_the_file(tmp_path, content, problem):
     path = tmp_path / "config.json"
     path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
@@ -276,8 +348,11 @@ def test_directory_without_config_names_the_path(tmp_path):
 def test_remote_code_keys_are_ignored_and_never_run(tmp_path):
     sentinel = tmp_path / "code_ran"
     (tmp_path / "evil_modeling.py").write_text(f"open({str(sentinel)!r}, 'w').close()\n")
-    data = {**_LLAMA, "trust_remote_code": True,
-            "auto_map": {"AutoConfig": "evil_modeling.EvilConfig", "AutoModelForCausalLM": "evil_modeling.Evil"}}
+    data = {
+        **_LLAMA,
+        "trust_remote_code": True,
+        "auto_map": {"AutoConfig": "evil_modeling.EvilConfig", "AutoModelForCausalLM": "evil_modeling.Evil"},
+    }
     _write_config(tmp_path, data)
     spec = load_model(str(tmp_path))
     plain = model_from_hf_config(_write_config(tmp_path, _LLAMA, name="plain.json"))

@@ -1,15 +1,16 @@
 """End-to-end planning: the ILP's choice equals brute force over the real scored table,
 deadlines/budgets/inventory bind, infeasible requests explain themselves."""
+
 import dataclasses
 
 import numpy as np
 import pytest
 
 from planner.api import PlanRequest, plan, replan
+from planner.catalog.models import get_preset
+from planner.layout import Implementation
 from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
 from planner.search.ilp import InfeasiblePlan
-from planner.layout import Implementation
-from planner.catalog.models import get_preset
 
 SECONDS_PER_DAY = 86400
 
@@ -32,14 +33,27 @@ def test_plan_meets_the_deadline_with_breakdowns(llama8b_result):
 @pytest.mark.parametrize("seed", range(3))
 def test_ilp_choice_equals_brute_force_on_real_candidates(objective, key, seed):
     rng = np.random.default_rng(seed)
-    gpus = {g: int(rng.choice([8, 16, 32, 64])) for g in rng.choice(
-        ["a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s", "mi300x"], size=2, replace=False)}
-    request = PlanRequest(model=get_preset(str(rng.choice(["llama3.2-1b", "gpt3-1.3b", "mistral-7b"]))),
-                          training_tokens=float(rng.choice([2e10, 5e10])), seq_len=2048, gpus=gpus,
-                          deadline_days=float(rng.choice([20, 60])), objective=objective, top_k=0)
+    gpus = {
+        g: int(rng.choice([8, 16, 32, 64]))
+        for g in rng.choice(["a100-80gb-sxm", "h100-sxm", "h200-sxm", "l40s", "mi300x"], size=2, replace=False)
+    }
+    request = PlanRequest(
+        model=get_preset(str(rng.choice(["llama3.2-1b", "gpt3-1.3b", "mistral-7b"]))),
+        training_tokens=float(rng.choice([2e10, 5e10])),
+        seq_len=2048,
+        gpus=gpus,
+        deadline_days=float(rng.choice([20, 60])),
+        objective=objective,
+        top_k=0,
+    )
     t = scored_search(request).table
-    ok = (t.fits_memory & t.divisible & t.batch_ok & (t.time_to_train_s <= request.deadline_days * SECONDS_PER_DAY)
-          & (t.num_gpus <= np.array([gpus[g] for g in t.gpu_id])))
+    ok = (
+        t.fits_memory
+        & t.divisible
+        & t.batch_ok
+        & (t.time_to_train_s <= request.deadline_days * SECONDS_PER_DAY)
+        & (t.num_gpus <= np.array([gpus[g] for g in t.gpu_id]))
+    )
     if not ok.any():
         with pytest.raises(InfeasiblePlan):
             plan(request)
@@ -69,8 +83,14 @@ def test_infeasible_memory_names_the_constraint_and_a_fix():
 
 
 def test_frontier_and_scaling_views():
-    search = scored_search(PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=5e10, seq_len=2048,
-                                       gpus={"h100-sxm": 64, "a100-80gb-sxm": 64}))
+    search = scored_search(
+        PlanRequest(
+            model=get_preset("llama3.2-1b"),
+            training_tokens=5e10,
+            seq_len=2048,
+            gpus={"h100-sxm": 64, "a100-80gb-sxm": 64},
+        )
+    )
     points = best_per_count(search.frame)
     front = points[pareto_front(points)]
     assert len(front) >= 1
@@ -80,8 +100,9 @@ def test_frontier_and_scaling_views():
 
 
 def test_why_not_explains_a_losing_gpu():
-    request = PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=5e10, seq_len=2048,
-                          gpus={"h100-sxm": 64, "a10": 64})
+    request = PlanRequest(
+        model=get_preset("llama3.2-1b"), training_tokens=5e10, seq_len=2048, gpus={"h100-sxm": 64, "a10": 64}
+    )
     chosen = plan(request).plan.gpu
     loser = "a10" if chosen == "h100-sxm" else "h100-sxm"
     text = why_not(request, loser)
@@ -104,8 +125,17 @@ def test_every_proposed_plan_passes_the_trainers_static_checks(model):
 
     from trainer.job_spec import RunSettings
     from trainer.probe import check_plan
-    result = plan(PlanRequest(model=get_preset(model), training_tokens=1e11, seq_len=2048, top_k=20,
-                              gpus={"h100-sxm": 512, "a100-80gb-sxm": 512}, deadline_days=60))
+
+    result = plan(
+        PlanRequest(
+            model=get_preset(model),
+            training_tokens=1e11,
+            seq_len=2048,
+            top_k=20,
+            gpus={"h100-sxm": 512, "a100-80gb-sxm": 512},
+            deadline_days=60,
+        )
+    )
     assert result.plan.training.impl == (Implementation.HF if model.startswith("mixtral") else Implementation.NATIVE)
     for p in (result.plan, *result.alternatives):
         assert check_plan(p, RunSettings(), p.num_gpus, torch.device("cpu")).world_size == p.num_gpus
@@ -114,15 +144,20 @@ def test_every_proposed_plan_passes_the_trainers_static_checks(model):
 def test_search_drops_what_the_trainer_cannot_run():
     from planner.catalog.hardware import load_catalog
     from planner.search.space import SearchSpace, build_candidates
+
     space = SearchSpace(seq_len=2048, global_batch_tokens=2**20, max_gpus=64)
     gpt3 = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None}, space)
     # Vocabulary 50257, padded to 50304 by the native model: tensor parallelism up to 128 ways;
     # tied embedding/head: no pipeline split.
     assert set(gpt3.tp) == {1, 2, 4, 8} and set(gpt3.pp) == {1}
     mixtral = build_candidates(get_preset("mixtral-8x7b"), load_catalog(), {"h100-sxm": None}, space)
-    assert len(mixtral) == 0                        # MoE: the native trainer cannot build it
-    mixtral_hf = build_candidates(get_preset("mixtral-8x7b"), load_catalog(), {"h100-sxm": None},
-                                  dataclasses.replace(space, impl=Implementation.HF))
+    assert len(mixtral) == 0  # MoE: the native trainer cannot build it
+    mixtral_hf = build_candidates(
+        get_preset("mixtral-8x7b"),
+        load_catalog(),
+        {"h100-sxm": None},
+        dataclasses.replace(space, impl=Implementation.HF),
+    )
     # HF: tensor parallelism needs dense Llama-style blocks, pipelines and cp the native model.
     assert len(mixtral_hf) and set(mixtral_hf.tp) == set(mixtral_hf.pp) == set(mixtral_hf.cp) == {1}
     tied = build_candidates(get_preset("llama3.2-1b"), load_catalog(), {"h100-sxm": None}, space)

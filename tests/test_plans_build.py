@@ -8,6 +8,7 @@ no memory), exactly as ``trainer.train`` would up to materialising the weights. 
 holds are then what the planner predicted for the fp32 master parameters: this is how the
 context-parallel ranks' share of the states and the uneven sharding of MoE experts were found.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,9 +20,9 @@ from torch.distributed.tensor import DTensor
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
 from planner.api import PlanRequest, plan
+from planner.catalog.models import get_preset
 from planner.layout import Implementation
 from planner.model.memory import GIB
-from planner.catalog.models import get_preset
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.parallel import build_meshes
 from trainer.probe import check_plan
@@ -29,14 +30,20 @@ from trainer.train import build_stage_modules, shard_model
 
 # (preset, seq_len, tokens): dense and GQA Llama, GPT-3 (padded vocabulary, learned positions,
 # tied head), long context (context parallelism), MoE on the Hugging Face implementation.
-REQUESTS = [("llama3-70b", None, 2e12), ("gpt3-13b", None, 3e11), ("llama3.1-8b", 65536, 1e11),
-            ("llama3.2-1b", None, 1e11), ("mixtral-8x7b", None, 1e11)]
+REQUESTS = [
+    ("llama3-70b", None, 2e12),
+    ("gpt3-13b", None, 3e11),
+    ("llama3.1-8b", 65536, 1e11),
+    ("llama3.2-1b", None, 1e11),
+    ("mixtral-8x7b", None, 1e11),
+]
 
 
 @functools.cache
 def proposed(preset: str, seq_len: int | None, tokens: float):
-    result = plan(PlanRequest(model=get_preset(preset), training_tokens=tokens, deadline_days=30, top_k=3,
-                              seq_len=seq_len))
+    result = plan(
+        PlanRequest(model=get_preset(preset), training_tokens=tokens, deadline_days=30, top_k=3, seq_len=seq_len)
+    )
     return (result.plan, *result.alternatives)
 
 

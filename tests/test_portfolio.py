@@ -1,4 +1,5 @@
 """Shared-inventory portfolio and rent-vs-buy fleet sizing against brute-force enumeration."""
+
 from __future__ import annotations
 
 import itertools
@@ -8,16 +9,21 @@ import numpy as np
 import pytest
 
 from planner.search.ilp import TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan, solve_single
-from planner.search.portfolio import (GpuEconomics, JobCandidates, TcoAssumptions, break_even,
-                               size_fleet, solve_portfolio)
+from planner.search.portfolio import (
+    GpuEconomics,
+    JobCandidates,
+    TcoAssumptions,
+    break_even,
+    size_fleet,
+    solve_portfolio,
+)
 
 DAY = 86400.0
 GPUS = np.array(["a100", "h100"], dtype=object)
 PRICE_PER_GPU_HOUR = np.array([2.0, 4.0])
 
 
-def random_job(rng: np.random.Generator, name: str, num_rows: int,
-               price_noise: float = 0.1) -> JobCandidates:
+def random_job(rng: np.random.Generator, name: str, num_rows: int, price_noise: float = 0.1) -> JobCandidates:
     """Work of 4-24 GPU-days; faster GPUs finish sooner but cost more per hour."""
     gpu = rng.integers(0, 2, num_rows)
     n = rng.choice([1, 2, 4], num_rows)
@@ -26,12 +32,23 @@ def random_job(rng: np.random.Generator, name: str, num_rows: int,
     noise = rng.uniform(1 - price_noise, 1 + price_noise, num_rows)
     cost = n * time_s / 3600 * PRICE_PER_GPU_HOUR[gpu] * noise
     table = CandidateTable(
-        gpu_id=GPUS[gpu], num_gpus=n, fits_memory=rng.random(num_rows) < 0.9,
-        memory_need_gib=np.full(num_rows, 60.0), capacity_gib=np.full(num_rows, 80.0),
-        time_to_train_s=time_s, cost_usd=cost, batch_ok=np.ones(num_rows, bool),
-        divisible=np.ones(num_rows, bool), label=np.array([f"{name}/{i}" for i in range(num_rows)]))
-    return JobCandidates(name, table, deadline_s=float(rng.uniform(8, 24)) * DAY,
-                         budget_usd=float(rng.uniform(1500, 4000)) if rng.random() < 0.5 else None)
+        gpu_id=GPUS[gpu],
+        num_gpus=n,
+        fits_memory=rng.random(num_rows) < 0.9,
+        memory_need_gib=np.full(num_rows, 60.0),
+        capacity_gib=np.full(num_rows, 80.0),
+        time_to_train_s=time_s,
+        cost_usd=cost,
+        batch_ok=np.ones(num_rows, bool),
+        divisible=np.ones(num_rows, bool),
+        label=np.array([f"{name}/{i}" for i in range(num_rows)]),
+    )
+    return JobCandidates(
+        name,
+        table,
+        deadline_s=float(rng.uniform(8, 24)) * DAY,
+        budget_usd=float(rng.uniform(1500, 4000)) if rng.random() < 0.5 else None,
+    )
 
 
 def job_options(job: JobCandidates, inventory, horizon_s, num_slots):
@@ -58,13 +75,14 @@ def job_options(job: JobCandidates, inventory, horizon_s, num_slots):
 def usage_per_type(jobs, combo, num_slots) -> dict[str, np.ndarray]:
     usage = {str(g): np.zeros(num_slots) for g in GPUS}
     for job, (row, slot, _, held) in zip(jobs, combo):
-        usage[job.table.gpu_id[row]][slot:slot + held] += job.table.num_gpus[row]
+        usage[job.table.gpu_id[row]][slot : slot + held] += job.table.num_gpus[row]
     return usage
 
 
 def brute_force_portfolio(jobs, inventory, objective, cost_weight, horizon_s, num_slots):
-    weights = {"cost": (1.0, TIE_BREAK_WEIGHT), "time": (TIE_BREAK_WEIGHT, 1.0),
-               "mix": (cost_weight, 1 - cost_weight)}[objective]
+    weights = {"cost": (1.0, TIE_BREAK_WEIGHT), "time": (TIE_BREAK_WEIGHT, 1.0), "mix": (cost_weight, 1 - cost_weight)}[
+        objective
+    ]
     per_job, refs = [], []
     for job in jobs:
         options = job_options(job, inventory, horizon_s, num_slots)
@@ -78,8 +96,10 @@ def brute_force_portfolio(jobs, inventory, objective, cost_weight, horizon_s, nu
         usage = usage_per_type(jobs, combo, num_slots)
         if any(np.any(usage[g] > inventory.get(g, 0)) for g in usage):
             continue
-        value = sum(weights[0] * job.table.cost_usd[row] / c_ref + weights[1] * end / t_ref
-                    for job, (row, _, end, _), (c_ref, t_ref) in zip(jobs, combo, refs))
+        value = sum(
+            weights[0] * job.table.cost_usd[row] / c_ref + weights[1] * end / t_ref
+            for job, (row, _, end, _), (c_ref, t_ref) in zip(jobs, combo, refs)
+        )
         best = value if best is None else min(best, value)
     return best
 
@@ -95,15 +115,20 @@ def test_portfolio_optimum_equals_brute_force(seed: int) -> None:
         expected = brute_force_portfolio(jobs, inventory, objective, 0.4, horizon_s, num_slots)
         if expected is None:
             with pytest.raises(InfeasiblePlan):
-                solve_portfolio(jobs, inventory, objective, cost_weight=0.4, horizon_s=horizon_s,
-                                num_slots=num_slots)
+                solve_portfolio(jobs, inventory, objective, cost_weight=0.4, horizon_s=horizon_s, num_slots=num_slots)
             continue
-        solution = solve_portfolio(jobs, inventory, objective, cost_weight=0.4,
-                                   horizon_s=horizon_s, num_slots=num_slots)
+        solution = solve_portfolio(
+            jobs, inventory, objective, cost_weight=0.4, horizon_s=horizon_s, num_slots=num_slots
+        )
         assert solution.objective_value == pytest.approx(expected, rel=1e-9)
-        combo = [next(o for o in job_options(job, inventory, horizon_s, num_slots)
-                      if o[0] == a.row and o[2] == pytest.approx(a.end_s))
-                 for job, a in zip(jobs, solution.assignments)]
+        combo = [
+            next(
+                o
+                for o in job_options(job, inventory, horizon_s, num_slots)
+                if o[0] == a.row and o[2] == pytest.approx(a.end_s)
+            )
+            for job, a in zip(jobs, solution.assignments)
+        ]
         usage = usage_per_type(jobs, combo, num_slots)
         assert all(np.all(usage[g] <= inventory.get(g, 0)) for g in usage)
 
@@ -124,17 +149,20 @@ def test_portfolio_pruning_and_solvers_agree(seed: int) -> None:
     rng = np.random.default_rng(50 + seed)
     jobs = [random_job(rng, f"job{j}", 30) for j in range(3)]
     inventory = {"a100": 8, "h100": 4}
-    values = {(prune, solver): solve_portfolio(jobs, inventory, "mix", horizon_s=30 * DAY,
-                                               num_slots=5, prune=prune, solver=solver).objective_value
-              for prune in (True, False) for solver in ("cbc", "highs")}
+    values = {
+        (prune, solver): solve_portfolio(
+            jobs, inventory, "mix", horizon_s=30 * DAY, num_slots=5, prune=prune, solver=solver
+        ).objective_value
+        for prune in (True, False)
+        for solver in ("cbc", "highs")
+    }
     assert max(values.values()) == pytest.approx(min(values.values()), rel=1e-9)
 
 
 def test_one_job_portfolio_is_the_single_job_optimum() -> None:
     job = random_job(np.random.default_rng(4), "solo", 40)
     inventory = {"a100": 4, "h100": 2}
-    single = solve_single(job.table, "cost", deadline_s=job.deadline_s, budget_usd=job.budget_usd,
-                          inventory=inventory)
+    single = solve_single(job.table, "cost", deadline_s=job.deadline_s, budget_usd=job.budget_usd, inventory=inventory)
     portfolio = solve_portfolio([job], inventory, "cost")
     assert portfolio.assignments[0].cost_usd == single.cost_usd
     assert portfolio.assignments[0].start_s == 0.0
@@ -143,9 +171,18 @@ def test_one_job_portfolio_is_the_single_job_optimum() -> None:
 def two_big_jobs() -> list[JobCandidates]:
     def table(days: float) -> CandidateTable:
         return CandidateTable(
-            gpu_id=np.array(["h100"], dtype=object), num_gpus=[8], fits_memory=[True],
-            memory_need_gib=[60.0], capacity_gib=[80.0], time_to_train_s=[days * DAY],
-            cost_usd=[8 * days * 24 * 4.0], batch_ok=[True], divisible=[True], label=["8 x h100"])
+            gpu_id=np.array(["h100"], dtype=object),
+            num_gpus=[8],
+            fits_memory=[True],
+            memory_need_gib=[60.0],
+            capacity_gib=[80.0],
+            time_to_train_s=[days * DAY],
+            cost_usd=[8 * days * 24 * 4.0],
+            batch_ok=[True],
+            divisible=[True],
+            label=["8 x h100"],
+        )
+
     return [JobCandidates("first", table(5)), JobCandidates("second", table(6))]
 
 
@@ -165,8 +202,7 @@ def test_sequencing_fits_jobs_that_cannot_run_together() -> None:
 
 def test_a_job_that_cannot_run_alone_is_named() -> None:
     jobs = two_big_jobs()
-    with pytest.raises(InfeasiblePlan, match="^inventory: job 'first': the smallest plan that fits "
-                                             "needs 8 h100 GPUs"):
+    with pytest.raises(InfeasiblePlan, match="^inventory: job 'first': the smallest plan that fits needs 8 h100 GPUs"):
         solve_portfolio(jobs, {"h100": 4})
     with pytest.raises(InfeasiblePlan, match="^deadline: job 'second'.*horizon ends before"):
         solve_portfolio(jobs, {"h100": 16}, horizon_s=5.5 * DAY)
@@ -178,16 +214,16 @@ def test_a_job_that_cannot_run_alone_is_named() -> None:
 
 # --- fleet sizing ---------------------------------------------------------------------------
 
-ECONOMICS = {"a100": GpuEconomics(purchase_usd=12_000, tdp_w=400, rent_usd_per_gpu_hour=2.0),
-             "h100": GpuEconomics(purchase_usd=25_000, tdp_w=700, rent_usd_per_gpu_hour=4.0)}
+ECONOMICS = {
+    "a100": GpuEconomics(purchase_usd=12_000, tdp_w=400, rent_usd_per_gpu_hour=2.0),
+    "h100": GpuEconomics(purchase_usd=25_000, tdp_w=700, rent_usd_per_gpu_hour=4.0),
+}
 
 
-def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchase, allow_rent,
-                      allow_buy=True):
+def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchase, allow_rent, allow_buy=True):
     """Least total cost over explicit purchase counts b_g and every way to run each job."""
     horizon_s = horizon_days * DAY
-    rates = {g: break_even(g, e, tco, horizon_s / 3600, e.rent_usd_per_gpu_hour)
-             for g, e in economics.items()}
+    rates = {g: break_even(g, e, tco, horizon_s / 3600, e.rent_usd_per_gpu_hour) for g, e in economics.items()}
     per_job = []
     for job in jobs:
         owned = job_options(job, None, horizon_s, num_slots) if allow_buy else []
@@ -202,7 +238,7 @@ def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchas
         for job, (row, slot, _, held, is_owned) in zip(jobs, combo):
             gpu, n = job.table.gpu_id[row], job.table.num_gpus[row]
             if is_owned:
-                usage[gpu][slot:slot + held] += n
+                usage[gpu][slot : slot + held] += n
                 cost += rates[gpu].owned_usd_per_busy_hour * n * job.table.time_to_train_s[row] / 3600
             else:
                 cost += job.table.cost_usd[row]
@@ -226,12 +262,18 @@ def test_fleet_sizing_equals_brute_force_over_purchase_counts(seed: int) -> None
     tco = TcoAssumptions(hosting_usd_per_gpu_month=float(rng.choice([0.0, 150.0, 400.0])))
     horizon_days, num_slots = float(rng.choice([30.0, 90.0, 360.0])), 3
     max_purchase = {"a100": 6, "h100": int(rng.choice([2, 6]))}
-    solution = size_fleet(jobs, ECONOMICS, horizon_days, tco, num_slots=num_slots,
-                          max_purchase=max_purchase, solver=("cbc", "highs")[seed % 2])
+    solution = size_fleet(
+        jobs,
+        ECONOMICS,
+        horizon_days,
+        tco,
+        num_slots=num_slots,
+        max_purchase=max_purchase,
+        solver=("cbc", "highs")[seed % 2],
+    )
     mixed = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, True)
     buy_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, False)
-    rent_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase,
-                                  True, allow_buy=False)
+    rent_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, True, allow_buy=False)
     assert solution.mixed.total_cost_usd == pytest.approx(mixed, rel=1e-9)
     assert solution.rent_only.total_cost_usd == pytest.approx(rent_only, rel=1e-9)
     if buy_only is None:
@@ -255,27 +297,39 @@ def test_fleet_pruning_keeps_the_optimum(seed: int) -> None:
 
 def test_fleet_sizing_buys_when_the_horizon_is_busy_and_rents_when_it_is_not() -> None:
     jobs = two_big_jobs()  # 8 h100 for 5 days, then 6 days
-    busy = size_fleet(jobs, ECONOMICS, horizon_days=12, num_slots=12,
-                      tco=TcoAssumptions(lifetime_years=0.05, residual_fraction=0.0,
-                                         hosting_usd_per_gpu_month=0.0))
+    busy = size_fleet(
+        jobs,
+        ECONOMICS,
+        horizon_days=12,
+        num_slots=12,
+        tco=TcoAssumptions(lifetime_years=0.05, residual_fraction=0.0, hosting_usd_per_gpu_month=0.0),
+    )
     # A GPU written off in 0.05 years costs 25000 * 12 / 18.3 = 16.4k for 12 days, renting it
     # for its 11 busy days 1056 $: rent everything; buying only still needs 8 GPUs.
     assert busy.mixed.purchased == {} and busy.buy_only.purchased == {"h100": 8}
-    cheap = size_fleet(jobs, ECONOMICS, horizon_days=12, num_slots=12,
-                       tco=TcoAssumptions(lifetime_years=6, residual_fraction=0.5,
-                                          hosting_usd_per_gpu_month=0.0))
+    cheap = size_fleet(
+        jobs,
+        ECONOMICS,
+        horizon_days=12,
+        num_slots=12,
+        tco=TcoAssumptions(lifetime_years=6, residual_fraction=0.5, hosting_usd_per_gpu_month=0.0),
+    )
     # Now a GPU costs 25000 * 0.5 * 12 / 2191.5 = 68 $ for 12 days: buy all 8.
     assert cheap.mixed.purchased == {"h100": 8}
     assert all(a.owned for a in cheap.mixed.assignments)
     assert cheap.mixed.total_cost_usd < cheap.rent_only.total_cost_usd
-    assert cheap.rent_only.purchased == {} and cheap.rent_only.rent_cost_usd == pytest.approx(
-        8 * 11 * 24 * 4.0)
+    assert cheap.rent_only.purchased == {} and cheap.rent_only.rent_cost_usd == pytest.approx(8 * 11 * 24 * 4.0)
 
 
 def test_break_even_utilisation_balances_owning_and_renting() -> None:
-    tco = TcoAssumptions(lifetime_years=4, residual_fraction=0.2, pue=1.25,
-                         electricity_usd_per_kwh=0.1, hosting_usd_per_gpu_month=100,
-                         idle_power_fraction=0.25)
+    tco = TcoAssumptions(
+        lifetime_years=4,
+        residual_fraction=0.2,
+        pue=1.25,
+        electricity_usd_per_kwh=0.1,
+        hosting_usd_per_gpu_month=100,
+        idle_power_fraction=0.25,
+    )
     hours = 365.25 * 24
     result = break_even("h100", GpuEconomics(purchase_usd=30_000, tdp_w=800), tco, hours, 3.0)
     power = 0.8 * 1.25 * 0.1  # $/hour at full draw

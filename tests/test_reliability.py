@@ -6,6 +6,7 @@ test_hardware.py, model configs in test_models.py, script quoting and the job-di
 test_trainer_job.py, NaN steps and disk-full saves in test_trainer_run.py, kill-and-resume and
 SIGTERM in test_trainer_distributed.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,18 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from conftest_trainer import (
+    REPO,
+    _descendants,
+    in_process,
+    kill_tree,
+    losses_by_step,
+    make_plan,
+    read_metrics,
+    subprocess_env,
+    wait_for,
+    write_job,
+)
 
 import trainer.step as step_module
 from planner.layout import Layout, TrainingConfig
@@ -28,16 +41,14 @@ from trainer.checkpoint import CheckpointManager, list_checkpoints
 from trainer.launch import job_lock
 from trainer.train import EXIT_OK, main
 
-from conftest_trainer import (REPO, _descendants, in_process, kill_tree, losses_by_step,  # noqa: F401
-                              make_plan, read_metrics, subprocess_env, wait_for, write_job)
-
 TRAINPLAN = str(Path(sys.executable).with_name("trainplan"))
 SINGLE = Layout(dp_shard=1)
 
 
 def trainplan(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([TRAINPLAN, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                          env=subprocess_env())
+    return subprocess.run(
+        [TRAINPLAN, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=subprocess_env()
+    )
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, needle: str) -> str:
@@ -74,24 +85,37 @@ def inputs(tmp_path_factory) -> Path:
 # (argv with {d} for the inputs dir, what the one error line must name)
 BAD_EMIT_AND_RUN = {
     "emit: missing plan file": (["emit", "{d}/missing.json", "--out", "{d}/j1"], "missing.json: cannot read plan file"),
-    "emit: plan is not JSON": (["emit", "{d}/notjson.txt", "--out", "{d}/j2"], "notjson.txt: not a valid trainplan plan"),
-    "emit: shell metacharacters in the name": (["emit", "{d}/plan.json", "--out", "{d}/j3", "--name", "x; rm -rf ~"],
-                                               "job name 'x; rm -rf ~'"),
-    "emit: name with a command substitution": (["emit", "{d}/plan.json", "--out", "{d}/j4", "--name", "$(touch PWNED)"],
-                                               "job name"),
+    "emit: plan is not JSON": (
+        ["emit", "{d}/notjson.txt", "--out", "{d}/j2"],
+        "notjson.txt: not a valid trainplan plan",
+    ),
+    "emit: shell metacharacters in the name": (
+        ["emit", "{d}/plan.json", "--out", "{d}/j3", "--name", "x; rm -rf ~"],
+        "job name 'x; rm -rf ~'",
+    ),
+    "emit: name with a command substitution": (
+        ["emit", "{d}/plan.json", "--out", "{d}/j4", "--name", "$(touch PWNED)"],
+        "job name",
+    ),
     "emit: --steps 0": (["emit", "{d}/plan.json", "--out", "{d}/j5", "--steps", "0"], "steps"),
-    "emit: --checkpoint-every 0": (["emit", "{d}/plan.json", "--out", "{d}/j6", "--checkpoint-every", "0"],
-                                   "checkpoint_every"),
-    "emit: --out is a file": (["emit", "{d}/plan.json", "--out", "{d}/notjson.txt"],
-                              "cannot create the job directory (File exists)"),
+    "emit: --checkpoint-every 0": (
+        ["emit", "{d}/plan.json", "--out", "{d}/j6", "--checkpoint-every", "0"],
+        "checkpoint_every",
+    ),
+    "emit: --out is a file": (
+        ["emit", "{d}/plan.json", "--out", "{d}/notjson.txt"],
+        "cannot create the job directory (File exists)",
+    ),
     "run: missing job dir": (["run", "{d}/no-such-job", "--device", "cpu"], "no-such-job/job.json: cannot read"),
     "run: dir without job.json": (["run", "{d}/empty", "--device", "cpu"], "empty/job.json: cannot read job file"),
     "run: corrupt job.json": (["run", "{d}/corrupt", "--device", "cpu"], "corrupt/job.json: not a valid trainplan job"),
     "run: out-of-range field in job.json": (["run", "{d}/out-of-range", "--device", "cpu"], "run.checkpoint_every"),
     "run: --nproc 0": (["run", "{d}/good", "--device", "cpu", "--nproc", "0"], "--nproc must be >= 1"),
     "run: --steps 0": (["run", "{d}/good", "--device", "cpu", "--steps", "0"], "--steps must be >= 1"),
-    "run: --max-restarts -1": (["run", "{d}/good", "--device", "cpu", "--max-restarts", "-1"],
-                               "--max-restarts must be >= 0"),
+    "run: --max-restarts -1": (
+        ["run", "{d}/good", "--device", "cpu", "--max-restarts", "-1"],
+        "--max-restarts must be >= 0",
+    ),
     "run: --device tpu": (["run", "{d}/good", "--device", "tpu"], "--device"),
 }
 
@@ -133,8 +157,10 @@ DAMAGE = {
     # what is done to step-000006, and what the trainer must say about it
     "truncated shard": (lambda d: _truncate(d / "__0_0.distcp"), r"__0_0\.distcp has \d+ bytes, manifest says \d+"),
     "missing manifest": (lambda d: (d / "manifest.json").unlink(), r"unreadable manifest \(FileNotFoundError\)"),
-    "garbled manifest": (lambda d: (d / "manifest.json").write_text("{\"files\": "),
-                         r"unreadable manifest \(JSONDecodeError\)"),
+    "garbled manifest": (
+        lambda d: (d / "manifest.json").write_text('{"files": '),
+        r"unreadable manifest \(JSONDecodeError\)",
+    ),
     "missing rank state": (lambda d: (d / "rank-00000.pt").unlink(), r"rank-00000\.pt is missing"),
     "stray file": (lambda d: (d / "extra.bin").write_bytes(b"x"), r"files differ from the manifest"),
 }
@@ -169,7 +195,7 @@ def test_no_good_checkpoint_starts_over_without_crashing(tmp_path, in_process, c
     out = capsys.readouterr().out
     assert out.count("is corrupt") == 2 and "resumed from checkpoint" not in out
     assert [r["step"] for r in read_metrics(job)] == list(range(1, 7))
-    assert losses_by_step(job) == pytest.approx(first, abs=1e-6)   # the same run again, from the seed
+    assert losses_by_step(job) == pytest.approx(first, abs=1e-6)  # the same run again, from the seed
 
 
 # --------------------------------------------------------------------------- non-finite steps
@@ -197,6 +223,7 @@ def _poison_call(monkeypatch, bad_call: int, kind: str) -> None:
         if kind == "inf loss":
             return original(logits, labels) * float("inf")
         return original(_InfiniteGradient.apply(logits), labels)
+
     monkeypatch.setattr(step_module, "cross_entropy", cross_entropy)
 
 
@@ -207,9 +234,9 @@ def test_infinite_loss_or_gradient_is_skipped_and_counted(kind, tmp_path, in_pro
     assert train(job) == EXIT_OK
     records = read_metrics(job)
     assert [r["skipped"] for r in records] == [False, False, True, False, False]
-    assert records[2]["grad_norm"] is None                          # not a number: not written as one
+    assert records[2]["grad_norm"] is None  # not a number: not written as one
     if kind == "inf gradient":
-        assert isinstance(records[2]["loss"], float)                # the loss was finite, the update was not
+        assert isinstance(records[2]["loss"], float)  # the loss was finite, the update was not
     else:
         assert records[2]["loss"] == "inf"
     assert json.loads((job / "report.json").read_text())["bad_steps"] == 1
@@ -220,8 +247,14 @@ def test_infinite_loss_or_gradient_is_skipped_and_counted(kind, tmp_path, in_pro
 
 def start_run(job: Path, log: Path, *extra: str) -> subprocess.Popen:
     """``trainplan run JOB --device cpu`` in the background (its own session), output in ``log``."""
-    return subprocess.Popen([TRAINPLAN, "run", str(job), "--device", "cpu", *extra], cwd=REPO, env=subprocess_env(),
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [TRAINPLAN, "run", str(job), "--device", "cpu", *extra],
+        cwd=REPO,
+        env=subprocess_env(),
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def logged_losses(job: Path) -> dict[int, float]:
@@ -247,7 +280,7 @@ def _signal_all(pids: list[int], signum: int) -> None:
 def _has_files(directory: Path) -> bool:
     try:
         return any(entry.is_file() for entry in os.scandir(directory))
-    except OSError:   # renamed or removed meanwhile
+    except OSError:  # renamed or removed meanwhile
         return False
 
 
@@ -259,13 +292,15 @@ def freeze_during_a_save(proc: subprocess.Popen, ckpt: Path, timeout: float) -> 
     disk, the checkpoint not yet renamed into place. If the rename won the race, the processes
     continue and a later save is tried.
     """
-    wait_for(lambda: (ckpt / "step-000001").exists() or proc.poll() is not None, 120, "the first checkpoint",
-             poll=0.01)
+    wait_for(lambda: (ckpt / "step-000001").exists() or proc.poll() is not None, 120, "the first checkpoint", poll=0.01)
     pids = [proc.pid, *_descendants(proc.pid)]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        pending = [Path(entry.path) for entry in os.scandir(ckpt)
-                   if entry.name.endswith(".tmp") and entry.name >= "step-000002"]
+        pending = [
+            Path(entry.path)
+            for entry in os.scandir(ckpt)
+            if entry.name.endswith(".tmp") and entry.name >= "step-000002"
+        ]
         if pending and _has_files(pending[0]):
             _signal_all(pids, signal.SIGSTOP)
             if _has_files(pending[0]) and not pending[0].with_suffix("").exists():
@@ -292,7 +327,7 @@ def test_sigkill_during_a_checkpoint_save_keeps_the_previous_one(tmp_path):
     try:
         tmp = freeze_during_a_save(proc, job / "ckpt", timeout=60)
     finally:
-        kill_tree(proc)   # SIGKILL works on stopped processes: nothing gets to clean up
+        kill_tree(proc)  # SIGKILL works on stopped processes: nothing gets to clean up
         proc.wait(30)
     killed_at = int(tmp.name.removeprefix("step-").removesuffix(".tmp"))
     before = logged_losses(job)
@@ -302,13 +337,19 @@ def test_sigkill_during_a_checkpoint_save_keeps_the_previous_one(tmp_path):
     assert killed_at not in saved and saved[-1] == killed_at - 1
     assert verify_checkpoint(job / "ckpt" / f"step-{killed_at - 1:06d}") is None
     # The lock died with its holders: the same command resumes and finishes.
-    result = subprocess.run([TRAINPLAN, "run", str(job), "--device", "cpu"], cwd=REPO, env=subprocess_env(),
-                            capture_output=True, text=True, timeout=180)
+    result = subprocess.run(
+        [TRAINPLAN, "run", str(job), "--device", "cpu"],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"resumed from checkpoint step-{killed_at - 1:06d}" in result.stdout
     assert [r["step"] for r in read_metrics(job)] == list(range(1, steps + 1))
     after = losses_by_step(job)
-    assert after[killed_at] == pytest.approx(before[killed_at], abs=1e-6)   # the step redone, identically
+    assert after[killed_at] == pytest.approx(before[killed_at], abs=1e-6)  # the step redone, identically
     assert not list((job / "ckpt").glob("*.tmp"))
     assert [step for step, _ in list_checkpoints(job / "ckpt")] == [steps - 1, steps]
 
@@ -324,17 +365,22 @@ def _rank_of(pid: int) -> str | None:
 @pytest.mark.slow
 def test_a_killed_rank_is_restarted_by_torchrun_from_the_last_checkpoint(tmp_path):
     steps, every = 16, 4
-    job = write_job(tmp_path / "job", Layout(dp_shard=2), 2, steps=steps, checkpoint_every=every,
-                    min_lr_ratio=1.0, probe_steps=0)
+    job = write_job(
+        tmp_path / "job", Layout(dp_shard=2), 2, steps=steps, checkpoint_every=every, min_lr_ratio=1.0, probe_steps=0
+    )
     log = tmp_path / "run.log"
     proc = start_run(job, log, "--max-restarts", "1")
     try:
-        wait_for(lambda: len(logged_losses(job)) >= every + 2 or proc.poll() is not None, 120,
-                 "two steps past the first checkpoint", poll=0.02)
+        wait_for(
+            lambda: len(logged_losses(job)) >= every + 2 or proc.poll() is not None,
+            120,
+            "two steps past the first checkpoint",
+            poll=0.02,
+        )
         workers = [pid for pid in _descendants(proc.pid) if _rank_of(pid) == "1"]
         assert len(workers) == 1, log.read_text()[-3000:]
         os.kill(workers[0], signal.SIGKILL)
-        before = logged_losses(job)   # read before the restarted workers rewrite metrics.jsonl
+        before = logged_losses(job)  # read before the restarted workers rewrite metrics.jsonl
         code = proc.wait(150)
     finally:
         kill_tree(proc)
@@ -343,7 +389,7 @@ def test_a_killed_rank_is_restarted_by_torchrun_from_the_last_checkpoint(tmp_pat
     assert code == 0, output[-4000:]
     resumed = int(re.search(r"resumed from checkpoint step-(\d+)", output).group(1))
     assert resumed % every == 0 and every <= resumed <= max(before)
-    assert [r["step"] for r in read_metrics(job)] == list(range(1, steps + 1))   # every step exactly once
+    assert [r["step"] for r in read_metrics(job)] == list(range(1, steps + 1))  # every step exactly once
     after = losses_by_step(job)
     redone = [s for s in before if s > resumed]
     assert [after[s] for s in redone] == pytest.approx([before[s] for s in redone], abs=1e-6)
@@ -357,18 +403,19 @@ def test_a_killed_rank_is_restarted_by_torchrun_from_the_last_checkpoint(tmp_pat
 def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
     assert config["server"]["address"] in ("localhost", "127.0.0.1")
-    assert config["server"]["maxUploadSize"] <= 1                       # MB; a config.json is a few KB
+    assert config["server"]["maxUploadSize"] <= 1  # MB; a config.json is a few KB
     import ui.cli as cli
+
     calls = []
     monkeypatch.setattr(subprocess, "call", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0
     argv = calls[0]
-    options = dict(zip(argv[argv.index("run") + 2::2], argv[argv.index("run") + 3::2]))
+    options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2]))
     assert options["--server.address"] == "localhost"
     assert int(options["--server.maxUploadSize"]) <= 1
 
 
-@pytest.mark.xdist_group("app")   # with test_app.py: the Streamlit caches are per process
+@pytest.mark.xdist_group("app")  # with test_app.py: the Streamlit caches are per process
 def test_an_app_session_writes_only_inside_its_temp_folder(tmp_path, monkeypatch):
     """Upload a config, plan, build the job zip (after refusing a hostile job name): afterwards the
     working directory is untouched and the temp folder is empty again."""
@@ -376,13 +423,15 @@ def test_an_app_session_writes_only_inside_its_temp_folder(tmp_path, monkeypatch
 
     import streamlit as st
     from streamlit.testing.v1 import AppTest
+
     from ui.i18n import Labels
+
     workdir, temp = tmp_path / "cwd", tmp_path / "temp"
     workdir.mkdir()
     temp.mkdir()
     monkeypatch.chdir(workdir)
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    st.cache_data.clear()   # build the zip now, not from another test's cache
+    st.cache_data.clear()  # build the zip now, not from another test's cache
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     for key, value in dict(model_source="upload", gpus=["h100-sxm"], seq_len=2048).items():
         at.session_state[key] = value

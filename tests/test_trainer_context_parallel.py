@@ -4,6 +4,7 @@ Gloo processes each hold a share of every sequence (load-balanced chunks); their
 must equal the full model's at the same positions, and their summed parameter gradients the
 full model's gradients.
 """
+
 from __future__ import annotations
 
 import socket
@@ -34,7 +35,7 @@ def test_positions_pair_early_and_late_chunks():
 
 
 def _model(seed: int) -> torch.nn.Module:
-    model = build_native_model(get_preset("tiny"), SEQ_LEN)   # GQA: 4 heads, 2 kv heads
+    model = build_native_model(get_preset("tiny"), SEQ_LEN)  # GQA: 4 heads, 2 kv heads
     model.to_empty(device="cpu")
     init_parameters(model, seed, native_init_rule(model.args))
     model.init_buffers(torch.device("cpu"))
@@ -71,7 +72,7 @@ def _worker(rank: int, world: int, port: int, queue) -> None:
     dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("world", [4])   # 8 chunks; 2 ranks run in the layout tests
+@pytest.mark.parametrize("world", [4])  # 8 chunks; 2 ranks run in the layout tests
 def test_context_parallel_matches_the_full_sequence(world):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,4 +1,5 @@
 """trainer.data: cleaning, 8:1:1 document split, packed shards, per-rank resumable loaders."""
+
 from __future__ import annotations
 
 import json
@@ -13,19 +14,18 @@ import pytest
 import torch
 
 from trainer import data
-from trainer.data import (BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, build_loader, is_garbled, prepare_data,
-                          read_meta)
+from trainer.data import BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, build_loader, is_garbled, prepare_data, read_meta
 from trainer.job_spec import RunSettings
 
-WORDS = ("river stone light garden paper window morning silver market bridge quiet yellow winter "
-         "forest engine letter harbor candle meadow thunder").split()
+WORDS = ["river", "stone", "light", "garden", "paper", "window", "morning", "silver", "market", "bridge", "quiet", "yellow", "winter", "forest", "engine", "letter", "harbor", "candle", "meadow", "thunder"]
 MODEL_VOCAB = 512
 
 
 def make_documents(count: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
-    return [f"Document {i}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 40))) + "."
-            for i in range(count)]
+    return [
+        f"Document {i}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 40))) + "." for i in range(count)
+    ]
 
 
 def write_jsonl(path: Path, texts: list[str]) -> Path:
@@ -57,9 +57,11 @@ def test_cleaning_counts_duplicates_empty_and_garbled(tmp_path: Path, capsys) ->
     good = make_documents(50)
     duplicates = [good[0], "  " + good[1].replace(" ", "   ") + "\n", good[2]]  # whitespace-only variants too
     empty = ["", "   \n\t "]
-    garbled = ["Caf\ufffd " * 20,                                  # mis-decoded bytes
-               "text " + "\x00\x01\x02" * 10 + " more text",        # binary control characters
-               "#### 1234 5678 !!! ??? %%% 9999 &&& ***"]          # no letters to speak of
+    garbled = [
+        "Caf\ufffd " * 20,  # mis-decoded bytes
+        "text " + "\x00\x01\x02" * 10 + " more text",  # binary control characters
+        "#### 1234 5678 !!! ??? %%% 9999 &&& ***",
+    ]  # no letters to speak of
     write_jsonl(tmp_path / "in.jsonl", good + duplicates + empty + garbled)
     info = prepare_data(RunSettings(data=str(tmp_path / "in.jsonl")), tmp_path / "job", MODEL_VOCAB, 16)
     c = info.cleaning
@@ -135,11 +137,14 @@ def test_directory_of_mixed_files_is_read_in_sorted_order(tmp_path: Path) -> Non
     assert train == [t for t in texts if t in set(train)]  # file order, then line order
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"text": "fine"}\n{"text": broken\n', "bad.jsonl:2: invalid JSON"),
-    ('{"text": "fine"}\n{"body": "no text"}\n', 'bad.jsonl:2: expected an object with a string "text" field'),
-    ('["not", "an", "object"]\n', "bad.jsonl:1: expected an object"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"text": "fine"}\n{"text": broken\n', "bad.jsonl:2: invalid JSON"),
+        ('{"text": "fine"}\n{"body": "no text"}\n', 'bad.jsonl:2: expected an object with a string "text" field'),
+        ('["not", "an", "object"]\n', "bad.jsonl:1: expected an object"),
+    ],
+)
 def test_bad_jsonl_names_file_and_line(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "bad.jsonl").write_text(content)
     with pytest.raises(ValueError, match=message):
@@ -235,6 +240,7 @@ def test_unreachable_inputs_reuse_prepared_shards(corpus_job, capsys) -> None:
 
 def _train_tokenizer(path: Path, texts: list[str], special: list[str]) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
     tokenizer = Tokenizer(models.WordLevel(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]"] + special))
@@ -247,6 +253,7 @@ def test_tokenizer_json_is_used_and_checked_against_the_model_vocab(tmp_path: Pa
     write_jsonl(tmp_path / "in.jsonl", texts)
     tok_path = _train_tokenizer(tmp_path / "tokenizer.json", texts, ["<|endoftext|>"])
     from tokenizers import Tokenizer
+
     reference = Tokenizer.from_file(str(tok_path))
     vocab = reference.get_vocab_size()
     run = RunSettings(data=str(tmp_path / "in.jsonl"), tokenizer=str(tok_path))
@@ -263,8 +270,9 @@ def test_tokenizer_json_is_used_and_checked_against_the_model_vocab(tmp_path: Pa
         prepare_data(run.model_copy(update={"tokenizer": str(no_eos)}), tmp_path / "job3", MODEL_VOCAB, 16)
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(ValueError, match="broken.json: cannot load tokenizer"):
-        prepare_data(run.model_copy(update={"tokenizer": str(tmp_path / "broken.json")}), tmp_path / "j4",
-                     MODEL_VOCAB, 16)
+        prepare_data(
+            run.model_copy(update={"tokenizer": str(tmp_path / "broken.json")}), tmp_path / "j4", MODEL_VOCAB, 16
+        )
 
 
 def test_changing_the_tokenizer_rebuilds_the_shards(tmp_path: Path) -> None:
@@ -289,8 +297,10 @@ def test_rank_slices_are_disjoint_and_cover_the_epoch(corpus_job) -> None:
     info = prepare_data(run, job_dir, MODEL_VOCAB, 32)
     num_sequences = info.num_sequences("train", 32)
     dp_size, micro_batch = 3, 4
-    per_rank = [np.concatenate(_epoch_indices(build_loader(run, job_dir, "train", 32, micro_batch, r, dp_size,
-                                                           MODEL_VOCAB))) for r in range(dp_size)]
+    per_rank = [
+        np.concatenate(_epoch_indices(build_loader(run, job_dir, "train", 32, micro_batch, r, dp_size, MODEL_VOCAB)))
+        for r in range(dp_size)
+    ]
     usable = num_sequences // dp_size // micro_batch * micro_batch
     assert all(len(indices) == usable for indices in per_rank)
     union = np.concatenate(per_rank)
@@ -313,7 +323,7 @@ def test_batches_are_shifted_windows_of_the_shard(corpus_job) -> None:
     assert inputs.shape == labels.shape == (4, 32) and inputs.dtype == labels.dtype == torch.int64
     loader.load_state_dict(state)
     for row, index in enumerate(loader.next_indices()):
-        window = tokens[index * 32: index * 32 + 33]
+        window = tokens[index * 32 : index * 32 + 33]
         assert inputs[row].tolist() == window[:-1].tolist() and labels[row].tolist() == window[1:].tolist()
 
 

@@ -7,6 +7,7 @@ every layout must reproduce the reference FSDP run step by step. This checks muc
 than "the loss falls": a layout that dropped a gradient, double-counted a replica or
 mis-split a pipeline would drift from the reference within a few steps.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,23 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest_trainer import (
+    describe,
+    in_process,
+    kill_tree,
+    losses_by_step,
+    read_metrics,
+    run_torchrun,
+    start_torchrun,
+    tiny_gpt_spec,
+    wait_for,
+    write_job,
+)
 
-from planner.layout import Layout
 from planner.catalog.models import get_preset
+from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
 from trainer.train import EXIT_OK, main
-
-from conftest_trainer import (describe, in_process, kill_tree, losses_by_step, read_metrics,  # noqa: F401
-                              run_torchrun, start_torchrun, tiny_gpt_spec, wait_for, write_job)
 
 pytestmark = pytest.mark.slow
 
@@ -52,12 +62,19 @@ def assert_same_trajectory(losses: dict[int, float], reference: dict[int, float]
 @pytest.fixture(scope="module")
 def reference_dir(tmp_path_factory) -> Path:
     """FSDP over 2 ranks, 30 steps, a checkpoint every 5: the run every other one is compared with."""
-    job = write_job(tmp_path_factory.mktemp("reference"), Layout(dp_shard=2), 2, steps=REFERENCE_STEPS,
-                    grad_accum=2, checkpoint_every=5, **COMMON)
+    job = write_job(
+        tmp_path_factory.mktemp("reference"),
+        Layout(dp_shard=2),
+        2,
+        steps=REFERENCE_STEPS,
+        grad_accum=2,
+        checkpoint_every=5,
+        **COMMON,
+    )
     result = run_torchrun(job, 2)
     assert result.returncode == 0, describe(result)
     assert_learns(losses_by_step(job))
-    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [25, 30]   # keep_checkpoints=2
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [25, 30]  # keep_checkpoints=2
     return job
 
 
@@ -70,22 +87,46 @@ LAYOUTS = {
     "hsdp-2x2": (Layout(dp_replicate=2, dp_shard=2), 4, dict(grad_accum=1), 1e-3),
     "fsdp2-x-tp2": (Layout(dp_shard=2, tp=2), 4, dict(grad_accum=2), 1e-3),
     # Pipelines also evaluate (schedule.eval) every 6 steps; the TP one uses the vocabulary-parallel loss.
-    "pp2-gpipe-x-tp2": (Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4,
-                        dict(grad_accum=4, eval_every=6, eval_batches=4), 1e-3),
-    "pp2-1f1b-x-fsdp2": (Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4,
-                         dict(grad_accum=2, eval_every=6, eval_batches=2), 1e-3),
+    "pp2-gpipe-x-tp2": (
+        Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"),
+        4,
+        dict(grad_accum=4, eval_every=6, eval_batches=4),
+        1e-3,
+    ),
+    "pp2-1f1b-x-fsdp2": (
+        Layout(dp_shard=2, pp=2, pp_schedule="1f1b"),
+        4,
+        dict(grad_accum=2, eval_every=6, eval_batches=2),
+        1e-3,
+    ),
     # Interleaved 1F1B: each pp rank runs 2 of the 4 one-block stages (0+2, 1+3).
-    "pp2-vpp2-x-fsdp2": (Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"), 4,
-                         dict(grad_accum=2, eval_every=6, eval_batches=2), 1e-3),
-    "ddp2-full-ac": (Layout(dp_replicate=2, sharding="none"), 2,
-                     dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
-    "zero1-selective-ac": (Layout(dp_shard=2, sharding="zero1"), 2,
-                           dict(grad_accum=2, activation_checkpointing="selective"), 1e-3),
+    "pp2-vpp2-x-fsdp2": (
+        Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"),
+        4,
+        dict(grad_accum=2, eval_every=6, eval_batches=2),
+        1e-3,
+    ),
+    "ddp2-full-ac": (
+        Layout(dp_replicate=2, sharding="none"),
+        2,
+        dict(grad_accum=2, activation_checkpointing="full"),
+        1e-3,
+    ),
+    "zero1-selective-ac": (
+        Layout(dp_shard=2, sharding="zero1"),
+        2,
+        dict(grad_accum=2, activation_checkpointing="selective"),
+        1e-3,
+    ),
     # Context parallel: each rank holds half of every sequence; recompute re-gathers K/V.
     "cp2-x-fsdp2-full-ac": (Layout(dp_shard=2, cp=2), 4, dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
     "cp2-x-tp2": (Layout(dp_shard=1, cp=2, tp=2), 4, dict(grad_accum=4), 1e-3),
-    "pp2-1f1b-x-cp2": (Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"), 4,
-                        dict(grad_accum=4, eval_every=6, eval_batches=4), 1e-3),
+    "pp2-1f1b-x-cp2": (
+        Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"),
+        4,
+        dict(grad_accum=4, eval_every=6, eval_batches=4),
+        1e-3,
+    ),
     # bf16 compute rounds differently from the fp32 reference; it must still follow it closely.
     "zero2-bf16": (Layout(dp_shard=2, sharding="zero2"), 2, dict(grad_accum=2, precision="bf16"), 5e-2),
 }
@@ -105,8 +146,9 @@ def test_layout_trains_like_the_reference(name, reference, tmp_path):
         assert len(val_losses) == 2 and val_losses[1] < val_losses[0] < 7.0
 
 
-def run_beside_one_process(tmp_path: Path, layout: Layout, nproc: int, *, grad_accum: int,
-                           **settings) -> tuple[Path, dict[int, float], dict[int, float]]:
+def run_beside_one_process(
+    tmp_path: Path, layout: Layout, nproc: int, *, grad_accum: int, **settings
+) -> tuple[Path, dict[int, float], dict[int, float]]:
     """Train ``layout`` on ``nproc`` ranks and the same job (same global batch) on one process:
     the parallel job directory and both loss curves."""
     parallel = write_job(tmp_path / "parallel", layout, nproc, grad_accum=grad_accum, **settings)
@@ -120,16 +162,18 @@ def run_beside_one_process(tmp_path: Path, layout: Layout, nproc: int, *, grad_a
 
 def test_hf_model_under_tensor_parallel_matches_one_process(tmp_path, in_process):
     """--impl hf with tp=2 (column/row-parallel projections) against the same model on one process."""
-    _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=1, tp=2), 2, grad_accum=4, steps=6,
-                                                 impl="hf", **COMMON)
+    _, parallel, single = run_beside_one_process(
+        tmp_path, Layout(dp_shard=1, tp=2), 2, grad_accum=4, steps=6, impl="hf", **COMMON
+    )
     assert_same_trajectory(parallel, single, 1e-4)
 
 
 def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, in_process):
     """GPT-2/3 blocks (learned positions, LayerNorm and linear biases, tanh GeLU, tied head, a
     vocabulary padded from 500 to 512) under tp=2 x cp=2 against the same model on one process."""
-    _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=1, tp=2, cp=2), 4, grad_accum=4,
-                                                 steps=8, model=tiny_gpt_spec(), **COMMON)
+    _, parallel, single = run_beside_one_process(
+        tmp_path, Layout(dp_shard=1, tp=2, cp=2), 4, grad_accum=4, steps=8, model=tiny_gpt_spec(), **COMMON
+    )
     assert_same_trajectory(parallel, single, 1e-3)
     assert parallel[8] < parallel[1] - 0.1
 
@@ -138,11 +182,23 @@ def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_proc
     """A Mixtral-style HF model with 2 experts under FSDP on 4 ranks: the fused expert tensors
     shard along their hidden dim (not by whole experts, which would leave 2 ranks without any)
     and training follows one process."""
-    moe = get_preset("mixtral-8x7b").model_copy(update=dict(
-        name="tiny-moe", num_layers=2, hidden_size=64, ffn_hidden_size=128, num_heads=4, num_kv_heads=2,
-        vocab_size=512, num_experts=2, experts_per_token=1, max_seq_len=64))
-    _, parallel, single = run_beside_one_process(tmp_path, Layout(dp_shard=4), 4, grad_accum=1, steps=6,
-                                                 model=moe, impl="hf", **COMMON)
+    moe = get_preset("mixtral-8x7b").model_copy(
+        update=dict(
+            name="tiny-moe",
+            num_layers=2,
+            hidden_size=64,
+            ffn_hidden_size=128,
+            num_heads=4,
+            num_kv_heads=2,
+            vocab_size=512,
+            num_experts=2,
+            experts_per_token=1,
+            max_seq_len=64,
+        )
+    )
+    _, parallel, single = run_beside_one_process(
+        tmp_path, Layout(dp_shard=4), 4, grad_accum=1, steps=6, model=moe, impl="hf", **COMMON
+    )
     assert_same_trajectory(parallel, single, 1e-4)
 
 
@@ -151,8 +207,8 @@ def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     process, and its checkpoint (taken at step 4) resumes on one process on the same trajectory."""
     settings = dict(model=tiny_gpt_spec(tied_embeddings=False, num_layers=4), steps=8, **COMMON)
     piped_dir, piped, reference = run_beside_one_process(
-        tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, grad_accum=4, checkpoint_every=4,
-        **settings)
+        tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, grad_accum=4, checkpoint_every=4, **settings
+    )
     assert_same_trajectory(piped, reference, 1e-3)
     resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, grad_accum=4, **settings)
     shutil.copytree(piped_dir / "ckpt" / "step-000004", resumed / "ckpt" / "step-000004")
@@ -164,12 +220,15 @@ def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
 
 def test_killed_run_resumes_exactly(reference, tmp_path):
     """SIGKILL torchrun and its workers after the first checkpoint; the resumed run matches the reference."""
-    job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=REFERENCE_STEPS, grad_accum=2, checkpoint_every=5,
-                    **COMMON)
+    job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=REFERENCE_STEPS, grad_accum=2, checkpoint_every=5, **COMMON)
     proc = start_torchrun(job, 2, tmp_path / "killed.log")
     try:
-        wait_for(lambda: (job / "ckpt" / "step-000005").exists() or proc.poll() is not None, 120,
-                 "the first checkpoint", poll=0.02)
+        wait_for(
+            lambda: (job / "ckpt" / "step-000005").exists() or proc.poll() is not None,
+            120,
+            "the first checkpoint",
+            poll=0.02,
+        )
     finally:
         kill_tree(proc)
         proc.wait(30)
@@ -179,7 +238,7 @@ def test_killed_run_resumes_exactly(reference, tmp_path):
     assert result.returncode == 0, describe(result)
     assert "resumed from checkpoint step-0000" in result.stdout
     losses = losses_by_step(job)
-    assert [r["step"] for r in read_metrics(job)] == list(range(1, REFERENCE_STEPS + 1))   # no duplicates
+    assert [r["step"] for r in read_metrics(job)] == list(range(1, REFERENCE_STEPS + 1))  # no duplicates
     assert_same_trajectory(losses, reference, 1e-5)
 
 
@@ -188,8 +247,9 @@ def test_checkpoint_resumes_on_a_different_layout(reference_dir, reference, tmp_
     continues as an interleaved pipeline (2 ranks x 2 stages each, as after an automatic replan)
     on the same trajectory."""
     shutil.copytree(reference_dir / "ckpt" / "step-000025", tmp_path / "ckpt" / "step-000025")
-    job = write_job(tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=REFERENCE_STEPS,
-                    grad_accum=4, **COMMON)
+    job = write_job(
+        tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=REFERENCE_STEPS, grad_accum=4, **COMMON
+    )
     result = run_torchrun(job, 2)
     assert result.returncode == 0, describe(result)
     assert "resumed from checkpoint step-000025" in result.stdout
@@ -206,7 +266,7 @@ def test_sigterm_saves_and_exits_promptly(tmp_path):
     try:
         wait_for(lambda: len(read_metrics(job)) >= 3 or proc.poll() is not None, 120, "three steps")
         signalled = time.monotonic()
-        proc.send_signal(signal.SIGTERM)   # what a scheduler does; torchrun forwards it to the workers
+        proc.send_signal(signal.SIGTERM)  # what a scheduler does; torchrun forwards it to the workers
         proc.wait(60)
         elapsed = time.monotonic() - signalled
     finally:

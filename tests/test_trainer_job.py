@@ -1,4 +1,5 @@
 """trainer.job (emit) and trainer.launch (run): scripts, quoting, the lock, replanning, two nodes."""
+
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import conftest_trainer
 import pytest
 
 from planner.layout import Layout, Precision, TrainingConfig
@@ -20,8 +22,6 @@ from trainer import launch
 from trainer.job import JOB_FILES, default_job_name, emit_job, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, job_lock, run_job
-
-import conftest_trainer
 
 EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
 VENV_BIN = str(Path(sys.executable).parent)
@@ -37,10 +37,12 @@ def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "H100-SXM",
 def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
     """torchrun/srun/scontrol stand-ins: torchrun writes its argv (NUL-separated) to ``record``."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    tools = {"torchrun": f'#!/bin/bash\nprintf "%s\\0" "$@" > {shlex.quote(str(record))}\n',
-             "srun": '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
-             # Many names, as on a large allocation: a reader that stops early would SIGPIPE it.
-             "scontrol": '#!/bin/bash\necho node-a\nfor i in $(seq 20000); do echo node-$i; done\n'}
+    tools = {
+        "torchrun": f'#!/bin/bash\nprintf "%s\\0" "$@" > {shlex.quote(str(record))}\n',
+        "srun": '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
+        # Many names, as on a large allocation: a reader that stops early would SIGPIPE it.
+        "scontrol": "#!/bin/bash\necho node-a\nfor i in $(seq 20000); do echo node-$i; done\n",
+    }
     for name, body in tools.items():
         (bin_dir / name).write_text(body)
         (bin_dir / name).chmod(0o755)
@@ -86,8 +88,18 @@ def test_launch_sh_runs_torchrun_with_the_exact_job_dir(tmp_path: Path) -> None:
     env = fake_tools(tmp_path / "bin", tmp_path / "argv")
     subprocess.run(["bash", "-n", str(job_dir / "launch.sh")], check=True)
     subprocess.run(["bash", str(job_dir / "launch.sh"), "--steps", "5"], check=True, env=env, cwd=tmp_path)
-    assert recorded_argv(tmp_path / "argv") == ["--standalone", "--nnodes", "1", "--nproc-per-node", "8", "-m",
-                                                "trainer.train", str(job_dir), "--steps", "5"]
+    assert recorded_argv(tmp_path / "argv") == [
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        "8",
+        "-m",
+        "trainer.train",
+        str(job_dir),
+        "--steps",
+        "5",
+    ]
     assert not list(tmp_path.rglob("PWNED*"))
 
 
@@ -99,27 +111,60 @@ def test_launch_sh_multi_node_needs_an_endpoint(tmp_path: Path) -> None:
     env.update(NODE_RANK="1", RDZV_ENDPOINT="head:29500")
     subprocess.run(["bash", str(tmp_path / "job" / "launch.sh")], check=True, env=env)
     assert recorded_argv(tmp_path / "argv") == [
-        "--nnodes", "2", "--nproc-per-node", "4", "--node-rank", "1", "--rdzv-backend", "c10d",
-        "--rdzv-endpoint", "head:29500", "--rdzv-id", "two", "--max-restarts", "0",
-        "-m", "trainer.train", str(tmp_path / "job")]
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "4",
+        "--node-rank",
+        "1",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "head:29500",
+        "--rdzv-id",
+        "two",
+        "--max-restarts",
+        "0",
+        "-m",
+        "trainer.train",
+        str(tmp_path / "job"),
+    ]
 
 
 def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
     job_dir = tmp_path / EVIL
     emit_job(make_plan(num_nodes=4, gpus_per_node=8), job_dir, name="big.run", run=RunSettings(steps=1800))
     script = (job_dir / "slurm.sbatch").read_text()
-    for line in ("#SBATCH --job-name=big.run", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1",
-                 "#SBATCH --gpus-per-node=8", '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
-                 '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
-                 "srun --kill-on-bad-exit=1 torchrun", "predicted 1800 steps = 0.03 h"):   # 0.05 s a step
+    for line in (
+        "#SBATCH --job-name=big.run",
+        "#SBATCH --nodes=4",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --gpus-per-node=8",
+        '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
+        '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
+        "srun --kill-on-bad-exit=1 torchrun",
+        "predicted 1800 steps = 0.03 h",
+    ):  # 0.05 s a step
         assert line in script
     subprocess.run(["bash", "-n", str(job_dir / "slurm.sbatch")], check=True)
     env = fake_tools(tmp_path / "bin", tmp_path / "argv")
     env.update(SLURM_JOB_NODELIST="node-[a-b]", SLURM_NNODES="4", SLURM_JOB_ID="77")
     subprocess.run(["bash", str(job_dir / "slurm.sbatch")], check=True, env=env, cwd=tmp_path)
     assert recorded_argv(tmp_path / "argv") == [
-        "--nnodes", "4", "--nproc-per-node", "8", "--rdzv-backend", "c10d", "--rdzv-endpoint", "node-a:29500",
-        "--rdzv-id", "77", "-m", "trainer.train", str(job_dir)]
+        "--nnodes",
+        "4",
+        "--nproc-per-node",
+        "8",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        "node-a:29500",
+        "--rdzv-id",
+        "77",
+        "-m",
+        "trainer.train",
+        str(job_dir),
+    ]
     assert not list(tmp_path.rglob("PWNED*"))
 
 
@@ -225,13 +270,21 @@ def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
     with job_lock(fake_trainer):
         with pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "):
             run_job(fake_trainer, device="cpu", module="fake_trainer")
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sys, time
         from trainer.launch import job_lock
         with job_lock({str(fake_trainer)!r}):
             print("locked", flush=True)
             time.sleep(30)
-        """)], stdout=subprocess.PIPE, text=True)
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(JobDirLockedError, match=f"already being run by pid {holder.pid} on"):
@@ -252,6 +305,7 @@ def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer:
 
     def nothing_fits(plan, report):
         raise InfeasiblePlan(Constraint.MEMORY, "needs 95.0 GiB per GPU", "use more GPUs")
+
     monkeypatch.setattr("planner.api.replan", nothing_fits)
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 3
     assert "no layout of" in capsys.readouterr().err
@@ -279,8 +333,22 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
 
 def test_sigterm_reaches_the_trainer(fake_trainer: Path) -> None:
     env = dict(os.environ, FAKE_MODE="sleep")
-    runner = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(fake_trainer), "--device", "cpu",
-                               "--nproc", "1", "--module", "fake_trainer"], env=env, cwd=REPO)
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainer.launch",
+            str(fake_trainer),
+            "--device",
+            "cpu",
+            "--nproc",
+            "1",
+            "--module",
+            "fake_trainer",
+        ],
+        env=env,
+        cwd=REPO,
+    )
     deadline = time.monotonic() + 60
     while not (fake_trainer / "started").exists():
         assert runner.poll() is None and time.monotonic() < deadline
@@ -313,18 +381,46 @@ def test_two_torchrun_agents_train_a_tiny_job(tmp_path: Path) -> None:
     """Node 0 via `python -m trainer.launch` (lock, data), node 1 via the emitted launch.sh."""
     job_dir = tmp_path / "job"
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"text": f"Document {i} about the river and the stone bridge."}) + "\n"
-                              for i in range(300)))
-    emit_job(make_plan(num_nodes=2, gpus_per_node=1, seq_len=32), job_dir, name="two-nodes",
-             run=RunSettings(steps=2, checkpoint_every=2, probe_steps=0, warmup_steps=0, data=str(corpus)))
+    corpus.write_text(
+        "".join(json.dumps({"text": f"Document {i} about the river and the stone bridge."}) + "\n" for i in range(300))
+    )
+    emit_job(
+        make_plan(num_nodes=2, gpus_per_node=1, seq_len=32),
+        job_dir,
+        name="two-nodes",
+        run=RunSettings(steps=2, checkpoint_every=2, probe_steps=0, warmup_steps=0, data=str(corpus)),
+    )
     endpoint = f"127.0.0.1:{_free_port()}"
     env = dict(os.environ, OMP_NUM_THREADS="1", PATH=f"{VENV_BIN}:{os.environ['PATH']}")
-    node0 = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--device", "cpu",
-                              "--nnodes", "2", "--node-rank", "0", "--rdzv-endpoint", endpoint],
-                             env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    node1 = subprocess.Popen(["bash", str(job_dir / "launch.sh"), "--device", "cpu"],
-                             env=dict(env, NODE_RANK="1", RDZV_ENDPOINT=endpoint), cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node0 = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainer.launch",
+            str(job_dir),
+            "--device",
+            "cpu",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            "0",
+            "--rdzv-endpoint",
+            endpoint,
+        ],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    node1 = subprocess.Popen(
+        ["bash", str(job_dir / "launch.sh"), "--device", "cpu"],
+        env=dict(env, NODE_RANK="1", RDZV_ENDPOINT=endpoint),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         out0, _ = node0.communicate(timeout=240)
         out1, _ = node1.communicate(timeout=60)

@@ -1,21 +1,39 @@
 """metrics.jsonl (resume without duplicates), TensorBoard, utilisation warning, progress line, MFU inputs."""
+
 from __future__ import annotations
 
 import io
 import json
 
 import pytest
+from conftest_trainer import make_plan
 
 from planner.layout import Layout, TrainingConfig
-from trainer.metrics import (LOW_UTILIZATION_PERCENT, UTILIZATION_WINDOW_STEPS, MetricsLogger, ProgressBar,
-                             StepMetrics, model_flops_per_token, peak_flops_per_s, truncate_after)
-
-from conftest_trainer import make_plan
+from trainer.metrics import (
+    LOW_UTILIZATION_PERCENT,
+    UTILIZATION_WINDOW_STEPS,
+    MetricsLogger,
+    ProgressBar,
+    StepMetrics,
+    model_flops_per_token,
+    peak_flops_per_s,
+    truncate_after,
+)
 
 
 def metrics(step: int, loss: float = 2.0, gpu_util: float | None = None) -> StepMetrics:
-    return StepMetrics(step=step, loss=loss, lr=1e-3, grad_norm=0.5, step_s=0.1, tokens_per_s=1000.0, mfu=None,
-                       peak_mem_gib=None, gpu_util=gpu_util, power_w=None)
+    return StepMetrics(
+        step=step,
+        loss=loss,
+        lr=1e-3,
+        grad_norm=0.5,
+        step_s=0.1,
+        tokens_per_s=1000.0,
+        mfu=None,
+        peak_mem_gib=None,
+        gpu_util=gpu_util,
+        power_w=None,
+    )
 
 
 def test_log_step_writes_one_record_per_step_and_tensorboard(tmp_path):
@@ -26,9 +44,10 @@ def test_log_step_writes_one_record_per_step_and_tensorboard(tmp_path):
     logger.close()
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2, 3]
-    assert {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "peak_mem_gib", "gpu_util",
-            "power_w"} <= set(records[0])
-    assert records[2]["loss"] == "nan"            # visible, and the file stays valid JSON
+    assert {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "peak_mem_gib", "gpu_util", "power_w"} <= set(
+        records[0]
+    )
+    assert records[2]["loss"] == "nan"  # visible, and the file stays valid JSON
     assert any((tmp_path / "tb").iterdir())
 
 
@@ -70,7 +89,7 @@ def test_progress_line_without_a_terminal():
     for step in range(1, 41):
         bar.update(metrics(step, loss=3.25))
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 20                       # every ~5%
+    assert len(lines) == 20  # every ~5%
     assert lines[-1].startswith("[########################] step 40/40 loss 3.2500 1,000 tok/s ETA")
 
 
@@ -81,8 +100,10 @@ def test_peak_flops_from_the_catalog():
 
 def test_model_flops_fall_back_to_the_planner_formula():
     plan = make_plan(Layout(dp_shard=1), TrainingConfig(seq_len=32), 1)
-    assert plan.estimate.throughput.model_flops_per_token == 0.0      # placeholder estimate
+    assert plan.estimate.throughput.model_flops_per_token == 0.0  # placeholder estimate
     flops = model_flops_per_token(plan)
     spec = plan.model
-    matmul_params = spec.num_params() - spec.vocab_size * spec.hidden_size - (2 * spec.num_layers + 1) * spec.hidden_size
+    matmul_params = (
+        spec.num_params() - spec.vocab_size * spec.hidden_size - (2 * spec.num_layers + 1) * spec.hidden_size
+    )
     assert flops == pytest.approx(6 * matmul_params + 6 * 32 * spec.q_size * spec.num_layers, rel=0.01)

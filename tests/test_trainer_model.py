@@ -1,23 +1,22 @@
 """Native model and HF model construction: parameter counts, numerics against transformers, init rules."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 import torch
+from conftest_trainer import tiny_gpt_spec, tiny_spec
 
 from planner.catalog.models import get_preset
-from trainer.hf_model import config_from_spec, build_hf_model, hf_init_rule, load_hf_config
+from planner.layout import ActivationCheckpointing
+from trainer.hf_model import build_hf_model, config_from_spec, hf_init_rule, load_hf_config
 from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import apply_activation_checkpointing, block_container, clean_name, init_parameters
-from planner.layout import ActivationCheckpointing
-
-from conftest_trainer import tiny_gpt_spec, tiny_spec
 
 transformers = pytest.importorskip("transformers")
 
-LLAMA_STYLE = ["tiny", "llama-124m", "llama-350m", "llama2-7b", "llama3-8b", "llama3.2-1b", "mistral-7b",
-               "qwen2.5-7b"]
+LLAMA_STYLE = ["tiny", "llama-124m", "llama-350m", "llama2-7b", "llama3-8b", "llama3.2-1b", "mistral-7b", "qwen2.5-7b"]
 
 
 def count_params(model: torch.nn.Module) -> int:
@@ -59,10 +58,13 @@ def test_native_gpt_param_count_is_the_spec_plus_vocabulary_padding(preset):
 def _gpt2_state_dict(native: torch.nn.Module, num_layers: int, vocab_size: int) -> dict[str, torch.Tensor]:
     """Native weights in transformers' GPT-2 layout (Conv1D stores [in, out]; q/k/v fused)."""
     sd = native.state_dict()
-    out = {"transformer.wte.weight": sd["tok_embeddings.weight"][:vocab_size],
-           "transformer.wpe.weight": sd["pos_embeddings.weight"],
-           "transformer.ln_f.weight": sd["norm.weight"], "transformer.ln_f.bias": sd["norm.bias"],
-           "lm_head.weight": sd["tok_embeddings.weight"][:vocab_size]}
+    out = {
+        "transformer.wte.weight": sd["tok_embeddings.weight"][:vocab_size],
+        "transformer.wpe.weight": sd["pos_embeddings.weight"],
+        "transformer.ln_f.weight": sd["norm.weight"],
+        "transformer.ln_f.bias": sd["norm.bias"],
+        "lm_head.weight": sd["tok_embeddings.weight"][:vocab_size],
+    }
     for i in range(num_layers):
         p, h = f"layers.{i}.", f"transformer.h.{i}."
         for native_norm, hf_norm in (("attention_norm", "ln_1"), ("ffn_norm", "ln_2")):
@@ -71,8 +73,11 @@ def _gpt2_state_dict(native: torch.nn.Module, num_layers: int, vocab_size: int) 
         qkv = [p + f"attention.{w}" for w in ("wq", "wk", "wv")]
         out[h + "attn.c_attn.weight"] = torch.cat([sd[n + ".weight"].T for n in qkv], dim=1)
         out[h + "attn.c_attn.bias"] = torch.cat([sd[n + ".bias"] for n in qkv])
-        for native_linear, hf_linear in (("attention.wo", "attn.c_proj"), ("feed_forward.w1", "mlp.c_fc"),
-                                         ("feed_forward.w2", "mlp.c_proj")):
+        for native_linear, hf_linear in (
+            ("attention.wo", "attn.c_proj"),
+            ("feed_forward.w1", "mlp.c_fc"),
+            ("feed_forward.w2", "mlp.c_proj"),
+        ):
             out[h + f"{hf_linear}.weight"] = sd[p + f"{native_linear}.weight"].T
             out[h + f"{hf_linear}.bias"] = sd[p + f"{native_linear}.bias"]
     return out
@@ -85,28 +90,37 @@ def test_native_gpt_computes_what_hf_gpt2_computes():
     native = Transformer(args)
     native.init_buffers(torch.device("cpu"))
     init_parameters(native, seed=7, rule=native_init_rule(args))
-    for name, param in native.named_parameters():   # make every bias and norm matter
+    for name, param in native.named_parameters():  # make every bias and norm matter
         if name.endswith((".bias", "norm.weight")):
             param.data.normal_(0.0, 0.1, generator=torch.Generator().manual_seed(len(name)))
-    native.tok_embeddings.weight.data.mul_(30)      # tied head: logits of order 1, not 0.02
+    native.tok_embeddings.weight.data.mul_(30)  # tied head: logits of order 1, not 0.02
     hf = transformers.AutoModelForCausalLM.from_config(config_from_spec(spec, 32), attn_implementation="sdpa")
     hf.load_state_dict(_gpt2_state_dict(native, spec.num_layers, spec.vocab_size), strict=True)
-    hf.eval()   # GPT-2's dropout
+    hf.eval()  # GPT-2's dropout
     tokens = torch.randint(0, spec.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        ours, theirs = native(tokens)[..., :spec.vocab_size], hf(input_ids=tokens).logits
+        ours, theirs = native(tokens)[..., : spec.vocab_size], hf(input_ids=tokens).logits
     assert ours.abs().max() > 1.0
     torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
 def _native_to_hf_names(num_layers: int) -> dict[str, str]:
-    names = {"tok_embeddings.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight",
-             "output.weight": "lm_head.weight"}
-    pairs = [("attention.wq", "self_attn.q_proj"), ("attention.wk", "self_attn.k_proj"),
-             ("attention.wv", "self_attn.v_proj"), ("attention.wo", "self_attn.o_proj"),
-             ("feed_forward.w1", "mlp.gate_proj"), ("feed_forward.w3", "mlp.up_proj"),
-             ("feed_forward.w2", "mlp.down_proj"), ("attention_norm", "input_layernorm"),
-             ("ffn_norm", "post_attention_layernorm")]
+    names = {
+        "tok_embeddings.weight": "model.embed_tokens.weight",
+        "norm.weight": "model.norm.weight",
+        "output.weight": "lm_head.weight",
+    }
+    pairs = [
+        ("attention.wq", "self_attn.q_proj"),
+        ("attention.wk", "self_attn.k_proj"),
+        ("attention.wv", "self_attn.v_proj"),
+        ("attention.wo", "self_attn.o_proj"),
+        ("feed_forward.w1", "mlp.gate_proj"),
+        ("feed_forward.w3", "mlp.up_proj"),
+        ("feed_forward.w2", "mlp.down_proj"),
+        ("attention_norm", "input_layernorm"),
+        ("ffn_norm", "post_attention_layernorm"),
+    ]
     for i in range(num_layers):
         for native, hf in pairs:
             names[f"layers.{i}.{native}.weight"] = f"model.layers.{i}.{hf}.weight"
@@ -126,7 +140,7 @@ def test_native_model_computes_what_hf_llama_computes():
     tokens = torch.randint(0, spec.vocab_size, (2, 32), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         ours, theirs = native(tokens), hf(input_ids=tokens).logits
-    assert ours.abs().max() > 1.0   # not a degenerate all-zero comparison
+    assert ours.abs().max() > 1.0  # not a degenerate all-zero comparison
     torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-4)
 
 
@@ -145,7 +159,7 @@ def test_init_is_seeded_per_parameter_and_follows_the_rule():
     assert first.tok_embeddings.weight.std().item() == pytest.approx(1.0, rel=0.05)
     # Rows of a weight never repeat (what a shared seed per shard would produce).
     w1 = first.layers["0"].feed_forward.w1.weight
-    assert not torch.equal(w1[: w1.shape[0] // 2], w1[w1.shape[0] // 2:])
+    assert not torch.equal(w1[: w1.shape[0] // 2], w1[w1.shape[0] // 2 :])
 
 
 def test_activation_checkpointing_wraps_blocks_and_keeps_names():
@@ -155,7 +169,7 @@ def test_activation_checkpointing_wraps_blocks_and_keeps_names():
     apply_activation_checkpointing(selective, ActivationCheckpointing.SELECTIVE)
     wrapped = lambda model: [type(b).__name__ == "CheckpointWrapper" for b in block_container(model).children()]  # noqa: E731
     assert wrapped(full) == [True] * 4
-    assert wrapped(selective) == [False, True, False, True]   # every other block
+    assert wrapped(selective) == [False, True, False, True]  # every other block
     names = {clean_name(n) for n, _ in full.named_parameters()}
     assert names == {n for n, _ in build_native_model(spec, 16).named_parameters()}
 

@@ -1,4 +1,5 @@
 """Learning-rate schedule, gradient norm/clipping, fp16 loss scaling, optimizer groups."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,8 @@ def test_schedule_warms_up_linearly_then_decays_to_the_floor():
     decay = factors[10:]
     assert all(a >= b for a, b in zip(decay, decay[1:]))
     assert factors[-1] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 89 / 90)))
-    assert lr_factor(run.steps, run) == pytest.approx(0.1)        # the floor is reached at the end
-    assert lr_factor(55, run) == pytest.approx(0.55)               # half way: midpoint of 1 and 0.1
+    assert lr_factor(run.steps, run) == pytest.approx(0.1)  # the floor is reached at the end
+    assert lr_factor(55, run) == pytest.approx(0.55)  # half way: midpoint of 1 and 0.1
 
 
 def test_constant_schedule_when_floor_is_one():

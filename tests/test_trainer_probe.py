@@ -1,19 +1,26 @@
 """Static plan checks, validation.json, replan_needed.json and report.json."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 import torch
-
-from planner.layout import Layout
-from trainer.job_spec import RunSettings
-from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measured_fit, check_plan, format_report,
-                           write_report, write_validation)
-
 from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
-from planner.layout import TrainingConfig
+
 from planner.catalog.models import get_preset
+from planner.layout import Layout, TrainingConfig
+from trainer.job_spec import RunSettings
+from trainer.probe import (
+    MemoryReading,
+    ReplanNeeded,
+    RunSummary,
+    check_measured_fit,
+    check_plan,
+    format_report,
+    write_report,
+    write_validation,
+)
 
 CPU = torch.device("cpu")
 
@@ -39,36 +46,61 @@ def test_valid_plans_resolve_the_layout():
     assert (layout.dp_shard, layout.tp) == (2, 2)
 
 
-@pytest.mark.parametrize("layout, world, model, training, expected", [
-    (Layout(dp_shard=1, pp=2, vpp=4), 2, None, {"grad_accum": 4}, "num_layers 4 is not divisible by pp*vpp=8"),
-    (Layout(dp_shard=1, pp=2, vpp=2), 2, None, {"grad_accum": 5},
-     "the interleaved schedule needs grad_accum (5) divisible by grad_accum // pp"),
-    (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
-    (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
-    (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),
-    (Layout(dp_shard=1, cp=4), 4, None, {"seq_len": 36}, "seq_len (load-balanced context parallel) 36 is not "
-                                                         "divisible by 2*cp=8"),
-    (Layout(dp_shard=1, cp=2), 2, None, {"impl": "hf"}, "context parallelism (cp > 1) needs impl 'native'"),
-    (Layout(dp_shard=24), 24, get_preset("mixtral-8x7b"), {"impl": "hf"},
-     "MoE expert weights (8 experts, hidden 4096) do not shard evenly over dp_shard*cp=24 ranks"),
-    # Sequence parallelism splits each cp rank's 36/2 tokens over tp=4.
-    (Layout(dp_shard=1, cp=2, tp=4), 8, tiny_spec(num_kv_heads=4), {"seq_len": 36},
-     "seq_len (sequence parallelism) 36 is not divisible by tp*cp=8"),
-    (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
-    (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
-    (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),
-    (Layout(dp_shard=1), 1, tiny_spec(max_seq_len=16), {}, "exceeds the model's max_seq_len 16"),
-])
+@pytest.mark.parametrize(
+    "layout, world, model, training, expected",
+    [
+        (Layout(dp_shard=1, pp=2, vpp=4), 2, None, {"grad_accum": 4}, "num_layers 4 is not divisible by pp*vpp=8"),
+        (
+            Layout(dp_shard=1, pp=2, vpp=2),
+            2,
+            None,
+            {"grad_accum": 5},
+            "the interleaved schedule needs grad_accum (5) divisible by grad_accum // pp",
+        ),
+        (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
+        (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
+        (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),
+        (
+            Layout(dp_shard=1, cp=4),
+            4,
+            None,
+            {"seq_len": 36},
+            "seq_len (load-balanced context parallel) 36 is not divisible by 2*cp=8",
+        ),
+        (Layout(dp_shard=1, cp=2), 2, None, {"impl": "hf"}, "context parallelism (cp > 1) needs impl 'native'"),
+        (
+            Layout(dp_shard=24),
+            24,
+            get_preset("mixtral-8x7b"),
+            {"impl": "hf"},
+            "MoE expert weights (8 experts, hidden 4096) do not shard evenly over dp_shard*cp=24 ranks",
+        ),
+        # Sequence parallelism splits each cp rank's 36/2 tokens over tp=4.
+        (
+            Layout(dp_shard=1, cp=2, tp=4),
+            8,
+            tiny_spec(num_kv_heads=4),
+            {"seq_len": 36},
+            "seq_len (sequence parallelism) 36 is not divisible by tp*cp=8",
+        ),
+        (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
+        (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
+        (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),
+        (Layout(dp_shard=1), 1, tiny_spec(max_seq_len=16), {}, "exceeds the model's max_seq_len 16"),
+    ],
+)
 def test_static_checks_refuse_with_one_line(layout, world, model, training, expected):
     assert expected in refusal(plan_for(layout, world, model, **training), world)
 
 
 def test_fp8_without_torchao_is_refused(monkeypatch):
     import sys
-    monkeypatch.setitem(sys.modules, "torchao", None)   # import torchao -> ImportError
+
+    monkeypatch.setitem(sys.modules, "torchao", None)  # import torchao -> ImportError
     monkeypatch.setitem(sys.modules, "torchao.float8", None)
-    assert "fp8 training needs torchao (pip install torchao)" in refusal(plan_for(Layout(dp_shard=1), 1,
-                                                                                precision="fp8"), 1)
+    assert "fp8 training needs torchao (pip install torchao)" in refusal(
+        plan_for(Layout(dp_shard=1), 1, precision="fp8"), 1
+    )
 
 
 def test_gpipe_accepts_fewer_microbatches_than_stages():
@@ -92,8 +124,8 @@ def test_validation_json_compares_prediction_and_probe(tmp_path):
     on_disk = json.loads((tmp_path / "validation.json").read_text())
     assert on_disk == json.loads(json.dumps(payload))
     assert on_disk["predicted"] == {"peak_gib": PREDICTED_PEAK_GIB, "step_s": PREDICTED_STEP_S}
-    assert on_disk["measured"] == {"peak_gib": None, "step_s": 0.1}   # median without the warm-up step
-    assert on_disk["error_pct"]["step_s"] == pytest.approx(-50.0)   # (predicted - measured) / measured
+    assert on_disk["measured"] == {"peak_gib": None, "step_s": 0.1}  # median without the warm-up step
+    assert on_disk["error_pct"]["step_s"] == pytest.approx(-50.0)  # (predicted - measured) / measured
     assert on_disk["error_pct"]["peak_gib"] is None
     on_cpu = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None), "cpu")
     assert on_cpu["comparable"] is False and on_cpu["error_pct"]["step_s"] is None
@@ -115,9 +147,20 @@ def test_measured_overflow_writes_replan_needed(tmp_path):
 
 def test_report_has_predicted_and_measured(tmp_path):
     plan = plan_for(Layout(dp_shard=1), 1)
-    summary = RunSummary(steps_done=10, outcome="completed", step_s=0.1, tokens_per_s=640.0, mfu=None, peak_gib=None,
-                         final_train_loss=3.0, final_val_loss=3.2, test_loss=3.3, test_perplexity=27.1, bad_steps=0,
-                         wall_s=5.0)
+    summary = RunSummary(
+        steps_done=10,
+        outcome="completed",
+        step_s=0.1,
+        tokens_per_s=640.0,
+        mfu=None,
+        peak_gib=None,
+        final_train_loss=3.0,
+        final_val_loss=3.2,
+        test_loss=3.3,
+        test_perplexity=27.1,
+        bad_steps=0,
+        wall_s=5.0,
+    )
     report = write_report(tmp_path, plan, summary)
     assert json.loads((tmp_path / "report.json").read_text())["measured"]["step_s"] == 0.1
     assert report["error_pct"]["step_s"] == pytest.approx(-50.0)

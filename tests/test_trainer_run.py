@@ -1,5 +1,6 @@
 """Whole runs in this process (world size 1, gloo): outputs, NaN steps, disk full, corrupt checkpoints,
 probe OOM, early stopping, fp16, HF pretrained weights with frozen blocks, compiled blocks."""
+
 from __future__ import annotations
 
 import errno
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from conftest_trainer import in_process, losses_by_step, read_metrics, tiny_spec, write_job
 
 import trainer.checkpoint as checkpoint_module
 import trainer.step as step_module
@@ -18,8 +20,6 @@ from trainer.checkpoint import list_checkpoints
 from trainer.job_spec import JobSpec
 from trainer.optim import lr_factor
 from trainer.train import EXIT_DISK_FULL, EXIT_DIVERGED, EXIT_OK, EXIT_REPLAN, main
-
-from conftest_trainer import in_process, losses_by_step, read_metrics, tiny_spec, write_job  # noqa: F401
 
 SINGLE = Layout(dp_shard=1)
 
@@ -36,6 +36,7 @@ def nan_at(monkeypatch, bad_calls: set[int]) -> None:
         calls[0] += 1
         loss = original(logits, labels)
         return loss * float("nan") if calls[0] in bad_calls else loss
+
     monkeypatch.setattr(step_module, "cross_entropy", cross_entropy)
 
 
@@ -46,7 +47,7 @@ def test_run_writes_metrics_validation_report_and_checkpoint(tmp_path, in_proces
     records = read_metrics(job)
     assert [r["step"] for r in records] == list(range(1, 9))
     assert [r["val_loss"] is not None for r in records] == [False, False, False, True] * 2
-    assert all(r["mfu"] is None and r["peak_mem_gib"] is None for r in records)   # CPU: no GPU numbers
+    assert all(r["mfu"] is None and r["peak_mem_gib"] is None for r in records)  # CPU: no GPU numbers
     assert [r["lr"] for r in records[:4]] == pytest.approx([1e-3, 2e-3, 3e-3, 3e-3 * lr_factor(3, run)])
     validation = json.loads((job / "validation.json").read_text())
     assert validation["measured"]["peak_gib"] is None and validation["measured"]["step_s"] > 0
@@ -71,7 +72,7 @@ def test_too_many_bad_steps_stop_and_keep_the_last_good_checkpoint(tmp_path, in_
     job = write_job(tmp_path, SINGLE, 1, steps=20, checkpoint_every=2, max_bad_steps=2, probe_steps=0)
     nan_at(monkeypatch, set(range(4, 100)))
     assert train(job) == EXIT_DIVERGED
-    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [2, 4]   # step 4 made no update: still good
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [2, 4]  # step 4 made no update: still good
     assert "last good checkpoint: step-000004" in capsys.readouterr().out
     assert len(read_metrics(job)) == 5
 
@@ -84,16 +85,16 @@ def _fail_call(monkeypatch, owner, name: str, failing_call: int) -> None:
         if calls[0] == failing_call:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(*args, **kwargs)
+
     monkeypatch.setattr(owner, name, failing)
 
 
 @pytest.mark.parametrize("while_writing", ["shards", "manifest"])
-def test_disk_full_while_saving_keeps_the_previous_checkpoint(while_writing, tmp_path, in_process, monkeypatch,
-                                                              capsys):
+def test_disk_full_while_saving_keeps_the_previous_checkpoint(while_writing, tmp_path, in_process, monkeypatch, capsys):
     job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=2, probe_steps=0)
-    if while_writing == "shards":     # the second checkpoint's DCP write
+    if while_writing == "shards":  # the second checkpoint's DCP write
         _fail_call(monkeypatch, checkpoint_module.dcp, "save", 2)
-    else:   # fsync of the second checkpoint's directory after its manifest (before the rename)
+    else:  # fsync of the second checkpoint's directory after its manifest (before the rename)
         _fail_call(monkeypatch, checkpoint_module, "_fsync_dir", 3)
     assert train(job) == EXIT_DISK_FULL
     assert "disk full while writing checkpoint" in capsys.readouterr().err
@@ -113,9 +114,9 @@ def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path, in_process,
     out = capsys.readouterr().out
     assert "step-000006 is corrupt (__0_0.distcp does not match its sha256)" in out
     assert "resumed from checkpoint step-000003" in out
-    assert [r["step"] for r in read_metrics(job)] == list(range(1, 9))   # each step once
+    assert [r["step"] for r in read_metrics(job)] == list(range(1, 9))  # each step once
     resumed = losses_by_step(job)
-    for step in (4, 5, 6):                           # redone from step 3, identically
+    for step in (4, 5, 6):  # redone from step 3, identically
         assert resumed[step] == pytest.approx(first[step], abs=1e-6)
 
 
@@ -124,6 +125,7 @@ def test_probe_out_of_memory_asks_for_a_replan(tmp_path, in_process, monkeypatch
 
     def out_of_memory(self, batches):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
     monkeypatch.setattr(step_module.Stepper, "train_step", out_of_memory)
     assert train(job) == EXIT_REPLAN
     replan = json.loads((job / "replan_needed.json").read_text())
@@ -139,6 +141,7 @@ def test_early_stopping_after_patience_evaluations(tmp_path, in_process, monkeyp
     def eval_loss(self, batches):
         real_eval(self, batches)
         return next(val_losses)
+
     monkeypatch.setattr(step_module.Stepper, "eval_loss", eval_loss)
     assert train(job) == EXIT_OK
     report = json.loads((job / "report.json").read_text())
@@ -160,15 +163,19 @@ def test_fp8_converts_every_block_linear_and_keeps_the_head(tmp_path, in_process
     fp8 matmuls (slowly), so a small model trains a few steps close to its bf16 twin."""
     pytest.importorskip("torchao.float8")
     from torchao.float8.float8_linear import Float8Linear
+
     from trainer.model import build_native_model
     from trainer.parallel import apply_fp8
-    small = tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128)   # fp8 needs dims divisible by 16
+
+    small = tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128)  # fp8 needs dims divisible by 16
     model = build_native_model(small, seq_len=32)
     apply_fp8(model)
     kinds = {name: type(module) for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
     assert kinds.pop("output") is torch.nn.Linear and set(kinds.values()) == {Float8Linear} and len(kinds) == 14
-    runs = {precision: write_job(tmp_path / precision, SINGLE, 1, model=small, steps=6, precision=precision,
-                                 probe_steps=0) for precision in ("fp8", "bf16")}
+    runs = {
+        precision: write_job(tmp_path / precision, SINGLE, 1, model=small, steps=6, precision=precision, probe_steps=0)
+        for precision in ("fp8", "bf16")
+    }
     assert all(train(job) == EXIT_OK for job in runs.values())
     fp8, bf16 = losses_by_step(runs["fp8"]), losses_by_step(runs["bf16"])
     # Close to bf16 (measured: within 6e-4), but not equal: the fp8 casts really ran.
@@ -194,6 +201,7 @@ def test_invalid_plan_exits_with_a_one_line_error(tmp_path, in_process, capsys):
 def _hf_pretrained(tmp_path: Path):
     transformers = pytest.importorskip("transformers")
     from trainer.hf_model import config_from_spec
+
     torch.manual_seed(5)
     model = transformers.AutoModelForCausalLM.from_config(config_from_spec(tiny_spec(), 32))
     model.save_pretrained(tmp_path / "pretrained", safe_serialization=True)
@@ -202,17 +210,27 @@ def _hf_pretrained(tmp_path: Path):
 
 def _checkpoint_weights(step_dir: Path, tmp_path: Path) -> dict[str, torch.Tensor]:
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
     dcp_to_torch_save(step_dir, tmp_path / "full.pt")
     return torch.load(tmp_path / "full.pt", weights_only=False)["model"]
 
 
 def test_hf_impl_loads_pretrained_weights_and_freezes_blocks(tmp_path, in_process):
     pretrained = _hf_pretrained(tmp_path)
-    job = write_job(tmp_path / "job", SINGLE, 1, steps=3, impl="hf", freeze_layers=2, probe_steps=0,
-                    hf_weights=str(tmp_path / "pretrained"))
+    job = write_job(
+        tmp_path / "job",
+        SINGLE,
+        1,
+        steps=3,
+        impl="hf",
+        freeze_layers=2,
+        probe_steps=0,
+        hf_weights=str(tmp_path / "pretrained"),
+    )
     assert train(job) == EXIT_OK
     # The first step's loss is the pretrained model's loss on the first batch.
     from trainer.data import build_loader
+
     run = JobSpec.load(job).run
     input_ids, labels = next(build_loader(run, job, "train", 32, 2, 0, 1, 512))
     with torch.no_grad():
@@ -228,11 +246,23 @@ def test_hf_impl_loads_pretrained_weights_and_freezes_blocks(tmp_path, in_proces
 
 def test_hf_impl_trains_a_gpt2_architecture(tmp_path, in_process):
     """Not only Llama: learned positions, LayerNorm, GeLU, Conv1D projections, tied head."""
-    spec = tiny_spec(name="tiny-gpt2", family="gpt2", num_layers=2, num_kv_heads=4, tied_embeddings=True, mlp="gelu",
-                     norm="layernorm", position="learned", qkv_bias=True, out_bias=True, mlp_bias=True,
-                     norm_bias=True)
-    job = write_job(tmp_path, Layout(dp_shard=1), 1, model=spec, steps=3, impl="hf", probe_steps=0,
-                    activation_checkpointing="full")
+    spec = tiny_spec(
+        name="tiny-gpt2",
+        family="gpt2",
+        num_layers=2,
+        num_kv_heads=4,
+        tied_embeddings=True,
+        mlp="gelu",
+        norm="layernorm",
+        position="learned",
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        norm_bias=True,
+    )
+    job = write_job(
+        tmp_path, Layout(dp_shard=1), 1, model=spec, steps=3, impl="hf", probe_steps=0, activation_checkpointing="full"
+    )
     assert train(job) == EXIT_OK
     losses = losses_by_step(job)
     assert len(losses) == 3 and all(math.isfinite(v) for v in losses.values())
@@ -241,6 +271,7 @@ def test_hf_impl_trains_a_gpt2_architecture(tmp_path, in_process):
 def test_hf_weights_that_do_not_match_are_refused(tmp_path, in_process, capsys):
     (tmp_path / "pretrained").mkdir()
     from safetensors.torch import save_file
+
     save_file({"model.embed_tokens.weight": torch.zeros(512, 256)}, str(tmp_path / "pretrained" / "model.safetensors"))
     job = write_job(tmp_path / "job", SINGLE, 1, steps=2, impl="hf", hf_weights=str(tmp_path / "pretrained"))
     assert train(job) == 2
@@ -255,6 +286,7 @@ def test_compiled_blocks_match_eager_under_fsdp(in_process):
     """
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+
     from trainer.model import ModelArgs, Transformer, native_init_rule
     from trainer.parallel import apply_compile, clean_name, init_parameters
 

@@ -13,6 +13,7 @@ files, and rank 0 writes the manifest and renames the directory. A crash at any 
 leaves the previous checkpoints untouched. The directory must be shared by all ranks
 (one node, or a shared filesystem across nodes).
 """
+
 from __future__ import annotations
 
 import errno
@@ -21,9 +22,10 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -44,9 +46,9 @@ class CheckpointDiskFullError(RuntimeError):
 class Checkpointable:
     """What one checkpoint holds: the sharded model/optimizer and this rank's small state."""
 
-    model: torch.nn.Module                 # this rank's model (its pipeline stage under pp)
+    model: torch.nn.Module  # this rank's model (its pipeline stage under pp)
     optimizer: torch.optim.Optimizer
-    rank_state: Callable[[], dict[str, Any]]          # step, loader, scheduler, RNG, counters
+    rank_state: Callable[[], dict[str, Any]]  # step, loader, scheduler, RNG, counters
     load_rank_state: Callable[[dict[str, Any]], None]
 
 
@@ -100,8 +102,10 @@ def _files_of(directory: Path) -> list[str]:
 
 def _hash_share(directory: Path, files: list[str], rank: int, world: int) -> dict[str, dict]:
     """This rank's share (every world-th file) of the manifest entries."""
-    return {name: {"size": (directory / name).stat().st_size, "sha256": _sha256(directory / name)}
-            for name in files[rank::world]}
+    return {
+        name: {"size": (directory / name).stat().st_size, "sha256": _sha256(directory / name)}
+        for name in files[rank::world]
+    }
 
 
 def _all_true(flag: bool, device: torch.device) -> bool:
@@ -124,7 +128,7 @@ class CheckpointManager:
         tmp = self.ckpt_dir / (step_dir_name(step) + ".tmp")
         if self.rank == 0:
             self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(tmp, ignore_errors=True)   # left over by a crash during an earlier save
+            shutil.rmtree(tmp, ignore_errors=True)  # left over by a crash during an earlier save
             tmp.mkdir()
         dist.barrier()
         error: BaseException | None = None
@@ -136,7 +140,7 @@ class CheckpointManager:
             self._abandon(tmp, step, error)
         try:
             self._write_manifest_and_publish(tmp, final)
-        except OSError as exc:   # rank 0 only: the others learn of it below
+        except OSError as exc:  # rank 0 only: the others learn of it below
             error = exc
         if not _all_true(error is None, self.device):
             self._abandon(tmp, step, error)
@@ -167,7 +171,8 @@ class CheckpointManager:
         if disk_full.item():
             raise CheckpointDiskFullError(
                 f"disk full while writing checkpoint {tmp} (step {step}): free space on "
-                f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})")
+                f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})"
+            )
         detail = str(error).splitlines()[0] if error is not None else "failed on another rank"
         raise RuntimeError(f"writing checkpoint {tmp} failed ({detail}); previous checkpoints kept ({kept})")
 
@@ -185,7 +190,7 @@ class CheckpointManager:
                 handle.flush()
                 os.fsync(handle.fileno())
             _fsync_dir(tmp)
-            if final.exists():          # a checkpoint of this step from an earlier attempt
+            if final.exists():  # a checkpoint of this step from an earlier attempt
                 shutil.rmtree(final)
             os.rename(tmp, final)
             _fsync_dir(self.ckpt_dir)
@@ -193,7 +198,7 @@ class CheckpointManager:
     def _prune(self) -> None:
         if self.rank != 0:
             return
-        for _, path in list_checkpoints(self.ckpt_dir)[:-self.keep]:
+        for _, path in list_checkpoints(self.ckpt_dir)[: -self.keep]:
             shutil.rmtree(path, ignore_errors=True)
 
     # ------------------------------------------------------------------ load
@@ -215,7 +220,7 @@ class CheckpointManager:
         return next((p for p in problems if p is not None), None)
 
     def _check_share(self, path: Path, manifest: dict, names: list[str]) -> str | None:
-        for name in names[self.rank::self.world]:
+        for name in names[self.rank :: self.world]:
             file = path / name
             if not file.is_file():
                 return f"{name} is missing"
@@ -245,4 +250,3 @@ class CheckpointManager:
         if not rank_file.exists():  # resumed on more ranks than saved: continue from rank 0's position
             rank_file = path / "rank-00000.pt"
         state.load_rank_state(torch.load(rank_file, weights_only=True))
-

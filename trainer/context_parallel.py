@@ -18,6 +18,7 @@ bottom-right mask to flash attention in bf16/fp16 (not yet run on a GPU here). T
 for backward (``planner/model/memory.py`` counts it), and the gather is not overlapped with
 compute (``planner/model/step_time.py``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class _GatherSequence(torch.autograd.Function):
     def forward(ctx, local: torch.Tensor, group: dist.ProcessGroup, size: int, rank: int) -> torch.Tensor:
         ctx.group, ctx.size, ctx.rank = group, size, rank
         gathered = local.new_empty((size * local.shape[0], *local.shape[1:]))
-        if not local.is_meta:   # the pipeline's shape inference runs stages on meta tensors
+        if not local.is_meta:  # the pipeline's shape inference runs stages on meta tensors
             dist.all_gather_into_tensor(gathered, local.contiguous(), group=group)
         return gathered
 
@@ -86,7 +87,7 @@ def gather_sequence(local: torch.Tensor, cp: ContextParallel) -> torch.Tensor:
     return ordered.transpose(0, 1)
 
 
-@torch.compiler.disable   # collectives and CausalBias masks: one clean graph break under per-block compile
+@torch.compiler.disable  # collectives and CausalBias masks: one clean graph break under per-block compile
 def context_parallel_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cp: ContextParallel) -> torch.Tensor:
     """Causal attention of this rank's queries over the whole sequence.
 
@@ -97,11 +98,18 @@ def context_parallel_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     chunk = q.shape[2] // 2
     outputs = []
     for half, chunk_id in enumerate(cp.chunk_ids()):
-        q_chunk = q[:, :, half * chunk:(half + 1) * chunk]
-        num_keys = (chunk_id + 1) * chunk     # every key up to the end of this query chunk
+        q_chunk = q[:, :, half * chunk : (half + 1) * chunk]
+        num_keys = (chunk_id + 1) * chunk  # every key up to the end of this query chunk
         mask = causal_lower_right(chunk, num_keys)
-        outputs.append(F.scaled_dot_product_attention(q_chunk, k_all[:, :, :num_keys], v_all[:, :, :num_keys],
-                                                      attn_mask=mask, enable_gqa=k.shape[1] != q.shape[1]))
+        outputs.append(
+            F.scaled_dot_product_attention(
+                q_chunk,
+                k_all[:, :, :num_keys],
+                v_all[:, :, :num_keys],
+                attn_mask=mask,
+                enable_gqa=k.shape[1] != q.shape[1],
+            )
+        )
     return torch.cat(outputs, dim=2)
 
 

@@ -3,15 +3,16 @@
 ``trainer.data`` splits, packs and loads what comes out of here (and re-exports the public
 names of this module). Documents are handed on one at a time, as generators.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -20,8 +21,8 @@ SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".parquet")
 TXT_DOCUMENT_SEPARATOR = "<|endoftext|>"
 # A document is "garbled" when any of these is exceeded (fractions of its characters).
 MAX_REPLACEMENT_FRACTION = 0.01  # U+FFFD: bytes that were not valid UTF-8
-MAX_CONTROL_FRACTION = 0.01      # C0/C1 control characters other than tab and newlines
-MIN_LETTER_FRACTION = 0.25       # letters among non-whitespace characters (binary, symbol soup)
+MAX_CONTROL_FRACTION = 0.01  # C0/C1 control characters other than tab and newlines
+MIN_LETTER_FRACTION = 0.25  # letters among non-whitespace characters (binary, symbol soup)
 # Byte-level fallback tokenizer: ids 0-255 are the bytes, 256 ends a document.
 BYTE_VOCAB_SIZE = 257
 EOS_TOKEN_NAMES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>")
@@ -55,6 +56,7 @@ class Tokenizer:
             self.vocab_size, self.eos_id, self.digest = BYTE_VOCAB_SIZE, BYTE_VOCAB_SIZE - 1, "byte-level"
             return
         from tokenizers import Tokenizer as HFTokenizer
+
         try:
             self._hf = HFTokenizer.from_file(path)
         except Exception as exc:
@@ -68,16 +70,19 @@ class Tokenizer:
 
     def check_fits(self, model_vocab_size: int) -> None:
         if self.vocab_size > model_vocab_size:
-            raise ValueError(f"{self.path or 'byte-level tokenizer'}: {self.vocab_size} tokens do not fit the "
-                             f"model's vocab_size {model_vocab_size}")
+            raise ValueError(
+                f"{self.path or 'byte-level tokenizer'}: {self.vocab_size} tokens do not fit the "
+                f"model's vocab_size {model_vocab_size}"
+            )
 
     def encode_documents(self, texts: list[str], dtype: np.dtype) -> list[np.ndarray]:
         """Token ids of each document followed by the end-of-document id."""
         if self._hf is None:
             encoded = [np.frombuffer(text.encode("utf-8"), dtype=np.uint8) for text in texts]
         else:
-            encoded = [np.asarray(enc.ids, dtype=np.int64)
-                       for enc in self._hf.encode_batch(texts, add_special_tokens=False)]
+            encoded = [
+                np.asarray(enc.ids, dtype=np.int64) for enc in self._hf.encode_batch(texts, add_special_tokens=False)
+            ]
         return [np.append(ids.astype(dtype), np.array([self.eos_id], dtype=dtype)) for ids in encoded]
 
     @property
@@ -102,8 +107,13 @@ def list_input_files(source: Path) -> list[Path]:
         return [source]
     if not source.is_dir():
         raise ValueError(f"{source}: data path does not exist (give a file, a directory or 'synthetic')")
-    files = sorted(p for p in source.rglob("*") if p.is_file() and p.suffix in SUPPORTED_SUFFIXES
-                   and not any(part.startswith(".") for part in p.relative_to(source).parts))
+    files = sorted(
+        p
+        for p in source.rglob("*")
+        if p.is_file()
+        and p.suffix in SUPPORTED_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(source).parts)
+    )
     if not files:
         raise ValueError(f"{source}: no {', '.join(SUPPORTED_SUFFIXES)} files found")
     return files
@@ -130,18 +140,19 @@ def _read_jsonl(path: Path) -> Iterator[str]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{line_no}: invalid JSON ({exc.msg})") from None
             if not isinstance(record, dict) or not isinstance(record.get("text", 0), (str, type(None))):
-                raise ValueError(f"{path}:{line_no}: expected an object with a string \"text\" field")
+                raise ValueError(f'{path}:{line_no}: expected an object with a string "text" field')
             yield record.get("text") or ""
 
 
 def _read_parquet(path: Path) -> Iterator[str]:
     import pyarrow.parquet as pq
+
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:
         raise ValueError(f"{path}: cannot read parquet file ({str(exc).splitlines()[0]})") from None
     if "text" not in parquet.schema_arrow.names:
-        raise ValueError(f"{path}: parquet file has no \"text\" column (columns: {parquet.schema_arrow.names})")
+        raise ValueError(f'{path}: parquet file has no "text" column (columns: {parquet.schema_arrow.names})')
     for batch in parquet.iter_batches(columns=["text"], batch_size=1024):
         for text in batch.column(0).to_pylist():
             yield text if isinstance(text, str) else ""

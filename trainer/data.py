@@ -12,6 +12,7 @@ than a training step, so worker processes would add nothing but resume bookkeepi
 Finding, reading, cleaning and tokenising the documents is :mod:`trainer.corpus`; its public
 names are re-exported here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,29 +20,64 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import torch
 
-from trainer.corpus import (BYTE_VOCAB_SIZE, EOS_TOKEN_NAMES, MAX_CONTROL_FRACTION, MAX_REPLACEMENT_FRACTION,
-                            MIN_LETTER_FRACTION, SUPPORTED_SUFFIXES, TXT_DOCUMENT_SEPARATOR, CleaningStats,
-                            Tokenizer, clean_documents, file_digest, is_garbled, list_input_files, normalise,
-                            read_documents)
+from trainer.corpus import (
+    BYTE_VOCAB_SIZE,
+    EOS_TOKEN_NAMES,
+    MAX_CONTROL_FRACTION,
+    MAX_REPLACEMENT_FRACTION,
+    MIN_LETTER_FRACTION,
+    SUPPORTED_SUFFIXES,
+    TXT_DOCUMENT_SEPARATOR,
+    CleaningStats,
+    Tokenizer,
+    clean_documents,
+    file_digest,
+    is_garbled,
+    list_input_files,
+    normalise,
+    read_documents,
+)
 from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
 __all__ = [
     # this module: split, pack, load
-    "DATA_FORMAT_VERSION", "ENCODE_BATCH_DOCS", "NUM_SPLIT_BUCKETS", "NUM_TRAIN_BUCKETS", "SPLITS",
-    "SYNTHETIC_FOLLOW_PROB", "DataInfo", "ResumableLoader", "SplitInfo", "build_loader", "prepare_data",
-    "read_meta", "split_of", "synthetic_loss_floor",
+    "DATA_FORMAT_VERSION",
+    "ENCODE_BATCH_DOCS",
+    "NUM_SPLIT_BUCKETS",
+    "NUM_TRAIN_BUCKETS",
+    "SPLITS",
+    "SYNTHETIC_FOLLOW_PROB",
+    "DataInfo",
+    "ResumableLoader",
+    "SplitInfo",
+    "build_loader",
+    "prepare_data",
+    "read_meta",
+    "split_of",
+    "synthetic_loss_floor",
     # re-exported from trainer.corpus (read, clean, tokenise), where they used to live
-    "BYTE_VOCAB_SIZE", "EOS_TOKEN_NAMES", "MAX_CONTROL_FRACTION", "MAX_REPLACEMENT_FRACTION",
-    "MIN_LETTER_FRACTION", "SUPPORTED_SUFFIXES", "TXT_DOCUMENT_SEPARATOR", "CleaningStats", "Tokenizer",
-    "clean_documents", "is_garbled", "list_input_files", "normalise", "read_documents",
+    "BYTE_VOCAB_SIZE",
+    "EOS_TOKEN_NAMES",
+    "MAX_CONTROL_FRACTION",
+    "MAX_REPLACEMENT_FRACTION",
+    "MIN_LETTER_FRACTION",
+    "SUPPORTED_SUFFIXES",
+    "TXT_DOCUMENT_SEPARATOR",
+    "CleaningStats",
+    "Tokenizer",
+    "clean_documents",
+    "is_garbled",
+    "list_input_files",
+    "normalise",
+    "read_documents",
 ]
 
 DATA_FORMAT_VERSION = 1
@@ -100,9 +136,17 @@ def split_of(digest: bytes) -> str:
 
 def _fingerprint(source: Path, files: list[Path], tokenizer: Tokenizer) -> str:
     """Hash of everything the shards depend on: input contents and names, tokenizer, rules."""
-    rules = [DATA_FORMAT_VERSION, NUM_SPLIT_BUCKETS, NUM_TRAIN_BUCKETS, TXT_DOCUMENT_SEPARATOR,
-             MAX_REPLACEMENT_FRACTION, MAX_CONTROL_FRACTION, MIN_LETTER_FRACTION, tokenizer.digest,
-             str(tokenizer.dtype)]
+    rules = [
+        DATA_FORMAT_VERSION,
+        NUM_SPLIT_BUCKETS,
+        NUM_TRAIN_BUCKETS,
+        TXT_DOCUMENT_SEPARATOR,
+        MAX_REPLACEMENT_FRACTION,
+        MAX_CONTROL_FRACTION,
+        MIN_LETTER_FRACTION,
+        tokenizer.digest,
+        str(tokenizer.dtype),
+    ]
     root = source if source.is_dir() else source.parent
     inputs = [[str(p.relative_to(root)), file_digest(p)] for p in files]
     return hashlib.blake2b(json.dumps([rules, inputs]).encode(), digest_size=16).hexdigest()
@@ -162,12 +206,18 @@ def _build_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tok
     except BaseException:
         writer.abort()
         raise
-    meta = {"format_version": DATA_FORMAT_VERSION, "fingerprint": fingerprint, "source": source,
-            "tokenizer": tokenizer.path, "tokenizer_digest": tokenizer.digest,
-            "tokenizer_vocab_size": tokenizer.vocab_size, "eos_id": tokenizer.eos_id,
-            "dtype": str(tokenizer.dtype),
-            "splits": {s: {"num_documents": writer.documents[s], "num_tokens": writer.tokens[s]} for s in SPLITS},
-            "cleaning": asdict(stats)}
+    meta = {
+        "format_version": DATA_FORMAT_VERSION,
+        "fingerprint": fingerprint,
+        "source": source,
+        "tokenizer": tokenizer.path,
+        "tokenizer_digest": tokenizer.digest,
+        "tokenizer_vocab_size": tokenizer.vocab_size,
+        "eos_id": tokenizer.eos_id,
+        "dtype": str(tokenizer.dtype),
+        "splits": {s: {"num_documents": writer.documents[s], "num_tokens": writer.tokens[s]} for s in SPLITS},
+        "cleaning": asdict(stats),
+    }
     write_json_atomic(data_dir / "meta.json", meta)
     return meta
 
@@ -187,9 +237,17 @@ def read_meta(data_dir: Path) -> dict | None:
 
 def _info_from_meta(meta: dict, reused: bool) -> DataInfo:
     splits = {s: SplitInfo(**meta["splits"][s]) for s in SPLITS}
-    return DataInfo(source=meta["source"], synthetic=False, fingerprint=meta["fingerprint"],
-                    tokenizer_vocab_size=meta["tokenizer_vocab_size"], eos_id=meta["eos_id"],
-                    dtype=meta["dtype"], cleaning=CleaningStats(**meta["cleaning"]), reused=reused, **splits)
+    return DataInfo(
+        source=meta["source"],
+        synthetic=False,
+        fingerprint=meta["fingerprint"],
+        tokenizer_vocab_size=meta["tokenizer_vocab_size"],
+        eos_id=meta["eos_id"],
+        dtype=meta["dtype"],
+        cleaning=CleaningStats(**meta["cleaning"]),
+        reused=reused,
+        **splits,
+    )
 
 
 # --------------------------------------------------------------------------- prepare_data
@@ -212,16 +270,29 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
     tokenizer = Tokenizer(run.tokenizer)
     tokenizer.check_fits(vocab_size)
     if run.data == "synthetic":
-        return DataInfo(source="synthetic", synthetic=True, fingerprint=_synthetic_fingerprint(run.seed, vocab_size),
-                        tokenizer_vocab_size=vocab_size, eos_id=tokenizer.eos_id, dtype=None,
-                        loss_floor=synthetic_loss_floor(vocab_size))
+        return DataInfo(
+            source="synthetic",
+            synthetic=True,
+            fingerprint=_synthetic_fingerprint(run.seed, vocab_size),
+            tokenizer_vocab_size=vocab_size,
+            eos_id=tokenizer.eos_id,
+            dtype=None,
+            loss_floor=synthetic_loss_floor(vocab_size),
+        )
     data_dir = Path(job_dir) / "data"
     source = Path(run.data)
     meta = read_meta(data_dir)
-    if not source.exists() and meta is not None and meta["source"] == run.data \
-            and meta["tokenizer_digest"] == tokenizer.digest:
-        print(f"data: {source} is not reachable here; using the shards prepared from it "
-              f"(fingerprint {meta['fingerprint'][:12]})", flush=True)
+    if (
+        not source.exists()
+        and meta is not None
+        and meta["source"] == run.data
+        and meta["tokenizer_digest"] == tokenizer.digest
+    ):
+        print(
+            f"data: {source} is not reachable here; using the shards prepared from it "
+            f"(fingerprint {meta['fingerprint'][:12]})",
+            flush=True,
+        )
         info = _info_from_meta(meta, reused=True)
     else:
         files = list_input_files(source)
@@ -233,18 +304,26 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
             info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
             _print_summary(info, data_dir)
     if info.train.num_tokens < seq_len + 1:
-        raise ValueError(f"{run.data}: the train split has {info.train.num_tokens} tokens after cleaning, "
-                         f"fewer than one sequence of {seq_len} (+1) tokens")
+        raise ValueError(
+            f"{run.data}: the train split has {info.train.num_tokens} tokens after cleaning, "
+            f"fewer than one sequence of {seq_len} (+1) tokens"
+        )
     return info
 
 
 def _print_summary(info: DataInfo, data_dir: Path) -> None:
     c = info.cleaning
-    print(f"data: read {c.num_read} documents: {c.num_empty} empty, {c.num_garbled} garbled, "
-          f"{c.num_duplicates} duplicates removed, {c.num_kept} kept", flush=True)
-    print(f"data: train/val/test {info.train.num_documents}/{info.val.num_documents}/{info.test.num_documents} "
-          f"documents, {info.train.num_tokens}/{info.val.num_tokens}/{info.test.num_tokens} tokens "
-          f"({info.dtype}) in {data_dir}", flush=True)
+    print(
+        f"data: read {c.num_read} documents: {c.num_empty} empty, {c.num_garbled} garbled, "
+        f"{c.num_duplicates} duplicates removed, {c.num_kept} kept",
+        flush=True,
+    )
+    print(
+        f"data: train/val/test {info.train.num_documents}/{info.val.num_documents}/{info.test.num_documents} "
+        f"documents, {info.train.num_tokens}/{info.val.num_tokens}/{info.test.num_tokens} tokens "
+        f"({info.dtype}) in {data_dir}",
+        flush=True,
+    )
 
 
 # --------------------------------------------------------------------------- loaders
@@ -255,8 +334,11 @@ class _PackedSequences:
 
     def __init__(self, path: Path, dtype: str, num_tokens: int, seq_len: int):
         self.seq_len = seq_len
-        self.tokens = (np.memmap(path, dtype=np.dtype(dtype), mode="r", shape=(num_tokens,))
-                       if num_tokens else np.zeros(0, dtype=np.dtype(dtype)))
+        self.tokens = (
+            np.memmap(path, dtype=np.dtype(dtype), mode="r", shape=(num_tokens,))
+            if num_tokens
+            else np.zeros(0, dtype=np.dtype(dtype))
+        )
         self.num_sequences = max(0, (num_tokens - 1) // seq_len)
 
     def get(self, indices: np.ndarray) -> np.ndarray:
@@ -298,8 +380,18 @@ class ResumableLoader:
     batch the next epoch starts.
     """
 
-    def __init__(self, source, *, split: str, seed: int, micro_batch: int, dp_rank: int, dp_size: int,
-                 fingerprint: str, pin_memory: bool = False):
+    def __init__(
+        self,
+        source,
+        *,
+        split: str,
+        seed: int,
+        micro_batch: int,
+        dp_rank: int,
+        dp_size: int,
+        fingerprint: str,
+        pin_memory: bool = False,
+    ):
         self.source, self.split, self.seed = source, split, seed
         self.micro_batch, self.dp_rank, self.dp_size = micro_batch, dp_rank, dp_size
         self.fingerprint, self.pin_memory = fingerprint, pin_memory
@@ -316,7 +408,7 @@ class ResumableLoader:
         if self._order_epoch != self.epoch:
             rng = np.random.default_rng([self.seed, _SPLIT_IDS[self.split], self.epoch])
             usable = self.batches_per_epoch * self.micro_batch * self.dp_size
-            self._order = rng.permutation(self.source.num_sequences)[self.dp_rank:usable:self.dp_size]
+            self._order = rng.permutation(self.source.num_sequences)[self.dp_rank : usable : self.dp_size]
             self._order_epoch = self.epoch
         return self._order
 
@@ -329,11 +421,11 @@ class ResumableLoader:
             if self.position >= self.batches_per_epoch:
                 self.epoch, self.position = self.epoch + 1, 0
             begin = self.position * self.micro_batch
-            indices = self._rank_order()[begin:begin + self.micro_batch]
+            indices = self._rank_order()[begin : begin + self.micro_batch]
         self.position += 1
         return indices
 
-    def __iter__(self) -> "ResumableLoader":
+    def __iter__(self) -> ResumableLoader:
         return self
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -344,19 +436,34 @@ class ResumableLoader:
         return inputs, labels
 
     def state_dict(self) -> dict:
-        return {"version": 1, "split": self.split, "seed": self.seed, "epoch": self.epoch,
-                "position": self.position, "micro_batch": self.micro_batch, "dp_size": self.dp_size,
-                "seq_len": self.source.seq_len, "fingerprint": self.fingerprint}
+        return {
+            "version": 1,
+            "split": self.split,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "position": self.position,
+            "micro_batch": self.micro_batch,
+            "dp_size": self.dp_size,
+            "seq_len": self.source.seq_len,
+            "fingerprint": self.fingerprint,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from ``state``. Exact when data, seq_len, batch and dp size are unchanged."""
         if state.get("split") != self.split:
             raise ValueError(f"loader state is for split {state.get('split')!r}, not {self.split!r}")
         self.epoch = int(state["epoch"])
-        if state.get("fingerprint") != self.fingerprint or state.get("seq_len") != self.source.seq_len \
-                or state.get("seed") != self.seed:
-            print(f"data: the {self.split} data, seq_len or seed changed since this state was saved; "
-                  f"restarting epoch {self.epoch} from its beginning", file=sys.stderr, flush=True)
+        if (
+            state.get("fingerprint") != self.fingerprint
+            or state.get("seq_len") != self.source.seq_len
+            or state.get("seed") != self.seed
+        ):
+            print(
+                f"data: the {self.split} data, seq_len or seed changed since this state was saved; "
+                f"restarting epoch {self.epoch} from its beginning",
+                file=sys.stderr,
+                flush=True,
+            )
             self.position = 0
             return
         position = int(state["position"])
@@ -364,19 +471,33 @@ class ResumableLoader:
             # Same global order; convert "sequences consumed in this epoch" to our batch shape.
             consumed = position * int(state["micro_batch"]) * int(state["dp_size"])
             position = consumed // (self.micro_batch * self.dp_size)
-            print(f"data: batch shape changed ({state['dp_size']}x{state['micro_batch']} -> "
-                  f"{self.dp_size}x{self.micro_batch}); resuming at sequence ~{consumed} of epoch {self.epoch}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"data: batch shape changed ({state['dp_size']}x{state['micro_batch']} -> "
+                f"{self.dp_size}x{self.micro_batch}); resuming at sequence ~{consumed} of epoch {self.epoch}",
+                file=sys.stderr,
+                flush=True,
+            )
         self.position = position
 
 
-def build_loader(run: RunSettings, job_dir: Path, split: str, seq_len: int, micro_batch: int,
-                 dp_rank: int, dp_size: int, vocab_size: int, *, pin_memory: bool = False) -> ResumableLoader:
+def build_loader(
+    run: RunSettings,
+    job_dir: Path,
+    split: str,
+    seq_len: int,
+    micro_batch: int,
+    dp_rank: int,
+    dp_size: int,
+    vocab_size: int,
+    *,
+    pin_memory: bool = False,
+) -> ResumableLoader:
     """This rank's resumable iterator of ``(input_ids, labels)``, int64 ``[micro_batch, seq_len]``."""
     _check_split(split)
     if not 0 <= dp_rank < dp_size or micro_batch < 1 or seq_len < 1:
-        raise ValueError(f"bad loader shape: dp_rank={dp_rank}, dp_size={dp_size}, micro_batch={micro_batch}, "
-                         f"seq_len={seq_len}")
+        raise ValueError(
+            f"bad loader shape: dp_rank={dp_rank}, dp_size={dp_size}, micro_batch={micro_batch}, seq_len={seq_len}"
+        )
     seed = run.seed % 2**63  # numpy seeds must be non-negative
     if run.data == "synthetic":
         source = _SyntheticSequences(seed, split, vocab_size, seq_len)
@@ -387,16 +508,29 @@ def build_loader(run: RunSettings, job_dir: Path, split: str, seq_len: int, micr
         if meta is None:
             raise ValueError(f"{data_dir}: no prepared data (prepare_data runs on rank 0 before loaders are built)")
         if meta["tokenizer_vocab_size"] > vocab_size:
-            raise ValueError(f"{data_dir}: shards use {meta['tokenizer_vocab_size']} token ids, more than the "
-                             f"model's vocab_size {vocab_size}")
-        source = _PackedSequences(data_dir / f"{split}.bin", meta["dtype"], meta["splits"][split]["num_tokens"],
-                                  seq_len)
+            raise ValueError(
+                f"{data_dir}: shards use {meta['tokenizer_vocab_size']} token ids, more than the "
+                f"model's vocab_size {vocab_size}"
+            )
+        source = _PackedSequences(
+            data_dir / f"{split}.bin", meta["dtype"], meta["splits"][split]["num_tokens"], seq_len
+        )
         fingerprint = meta["fingerprint"]
-    loader = ResumableLoader(source, split=split, seed=seed, micro_batch=micro_batch, dp_rank=dp_rank,
-                             dp_size=dp_size, fingerprint=fingerprint, pin_memory=pin_memory)
+    loader = ResumableLoader(
+        source,
+        split=split,
+        seed=seed,
+        micro_batch=micro_batch,
+        dp_rank=dp_rank,
+        dp_size=dp_size,
+        fingerprint=fingerprint,
+        pin_memory=pin_memory,
+    )
     if loader.batches_per_epoch == 0:
-        raise ValueError(f"{run.data}: the {split} split has {source.num_sequences} sequences of {seq_len} tokens, "
-                         f"too few for {dp_size} data-parallel ranks x micro-batch {micro_batch}")
+        raise ValueError(
+            f"{run.data}: the {split} split has {source.num_sequences} sequences of {seq_len} tokens, "
+            f"too few for {dp_size} data-parallel ranks x micro-batch {micro_batch}"
+        )
     return loader
 
 
@@ -408,4 +542,3 @@ def _check_split(split: str) -> str:
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r} (use {', '.join(SPLITS)})")
     return split
-

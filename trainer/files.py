@@ -1,4 +1,5 @@
 """Atomic small-file writes for the job directory (job files, metadata, reports)."""
+
 from __future__ import annotations
 
 import json

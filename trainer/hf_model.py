@@ -7,6 +7,7 @@ initialised shard by shard like transformers does; pretrained weights (``hf_weig
 a local directory of safetensors files) are read on rank 0 only and broadcast into the
 shards.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,27 +26,51 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
     import transformers
 
     if spec.family == "gpt2":
-        return transformers.GPT2Config(n_embd=spec.hidden_size, n_layer=spec.num_layers, n_head=spec.num_heads,
-                                       n_inner=spec.ffn_hidden_size, n_positions=max(spec.max_seq_len, seq_len),
-                                       vocab_size=spec.vocab_size, tie_word_embeddings=spec.tied_embeddings,
-                                       # No dropout, like the native model (GPT2Config defaults to 0.1).
-                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
-    common = dict(vocab_size=spec.vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.ffn_hidden_size,
-                  num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
-                  num_key_value_heads=spec.num_kv_heads, head_dim=spec.dim_head,
-                  max_position_embeddings=max(spec.max_seq_len, seq_len), tie_word_embeddings=spec.tied_embeddings,
-                  use_cache=False)
-    swiglu = spec.mlp == "swiglu" and spec.norm == "rmsnorm" and spec.position == "rope" \
-        and not spec.norm_bias and not spec.embedding_norm
+        return transformers.GPT2Config(
+            n_embd=spec.hidden_size,
+            n_layer=spec.num_layers,
+            n_head=spec.num_heads,
+            n_inner=spec.ffn_hidden_size,
+            n_positions=max(spec.max_seq_len, seq_len),
+            vocab_size=spec.vocab_size,
+            tie_word_embeddings=spec.tied_embeddings,
+            # No dropout, like the native model (GPT2Config defaults to 0.1).
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            use_cache=False,
+        )
+    common = dict(
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.ffn_hidden_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.dim_head,
+        max_position_embeddings=max(spec.max_seq_len, seq_len),
+        tie_word_embeddings=spec.tied_embeddings,
+        use_cache=False,
+    )
+    swiglu = (
+        spec.mlp == "swiglu"
+        and spec.norm == "rmsnorm"
+        and spec.position == "rope"
+        and not spec.norm_bias
+        and not spec.embedding_norm
+    )
     if swiglu and spec.family == "mixtral" and not (spec.qkv_bias or spec.out_bias or spec.mlp_bias):
-        return transformers.MixtralConfig(**common, num_local_experts=spec.num_experts,
-                                          num_experts_per_tok=spec.experts_per_token)
+        return transformers.MixtralConfig(
+            **common, num_local_experts=spec.num_experts, num_experts_per_tok=spec.experts_per_token
+        )
     if swiglu and not spec.is_moe and spec.qkv_bias and not spec.out_bias and not spec.mlp_bias:
         return transformers.Qwen2Config(**common)
     if swiglu and not spec.is_moe and spec.qkv_bias == spec.out_bias:
         return transformers.LlamaConfig(attention_bias=spec.qkv_bias, mlp_bias=spec.mlp_bias, **common)
-    raise ValueError(f"model {spec.name!r} (family {spec.family}) has no built-in transformers config here; "
-                     f"plan it from its config.json (hf_config_path) to train it with impl 'hf'")
+    raise ValueError(
+        f"model {spec.name!r} (family {spec.family}) has no built-in transformers config here; "
+        f"plan it from its config.json (hf_config_path) to train it with impl 'hf'"
+    )
 
 
 def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
@@ -65,8 +90,9 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     try:
         config = AutoConfig.for_model(model_type, **data)
     except ValueError as exc:
-        raise ValueError(f"{hf_config_path}: transformers does not know model_type {model_type!r} "
-                         f"(custom code is never run): {exc}") from None
+        raise ValueError(
+            f"{hf_config_path}: transformers does not know model_type {model_type!r} (custom code is never run): {exc}"
+        ) from None
     config.use_cache = False
     return config
 
@@ -96,8 +122,10 @@ def hf_init_rule(model: nn.Module):
             return lambda t, g: nn.init.zeros_(t)
         if getattr(owner, leaf).ndim >= 2:
             return lambda t, g: nn.init.normal_(t, std=std, generator=g)
-        raise ValueError(f"{type(model).__name__}: no initialisation rule for parameter {name} "
-                         f"of {type(owner).__name__}")
+        raise ValueError(
+            f"{type(model).__name__}: no initialisation rule for parameter {name} of {type(owner).__name__}"
+        )
+
     return rule
 
 
@@ -127,9 +155,11 @@ def _check_keys(model: nn.Module, loaded: dict[str, torch.Tensor], weights_dir: 
     missing = sorted(expected - set(loaded) - tied)
     unexpected = sorted(set(loaded) - expected)
     if missing or unexpected:
-        raise ValueError(f"{weights_dir}: weights do not match the model "
-                         f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
-                         f"unexpected {unexpected[:3]}{'...' if len(unexpected) > 3 else ''})")
+        raise ValueError(
+            f"{weights_dir}: weights do not match the model "
+            f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
+            f"unexpected {unexpected[:3]}{'...' if len(unexpected) > 3 else ''})"
+        )
 
 
 def load_hf_weights(model: nn.Module, weights_dir: str) -> None:

@@ -6,6 +6,7 @@ PyTorchJob). Nothing user-supplied reaches a script unquoted: the job name must 
 JobSpec pattern, paths go through ``shlex.quote``, plan strings in comments are flattened to
 one printable line, and the Kubernetes manifest is JSON (a subset of YAML) written by ``json``.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,19 +22,26 @@ from trainer.job_spec import JobSpec, RunSettings
 
 DEFAULT_K8S_IMAGE = "trainplan:latest"
 DEFAULT_K8S_PVC = "trainplan-jobs"
-K8S_JOBS_MOUNT = "/jobs"          # where the PVC is mounted in the pods
-RDZV_PORT = 29500                 # c10d rendezvous port on the first node (Slurm)
+K8S_JOBS_MOUNT = "/jobs"  # where the PVC is mounted in the pods
+RDZV_PORT = 29500  # c10d rendezvous port on the first node (Slurm)
 JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
 
 
-def emit_job(plan: Plan, out_dir: Path, *, name: str | None, run: RunSettings,
-             k8s_image: str = DEFAULT_K8S_IMAGE, k8s_pvc: str = DEFAULT_K8S_PVC) -> Path:
+def emit_job(
+    plan: Plan,
+    out_dir: Path,
+    *,
+    name: str | None,
+    run: RunSettings,
+    k8s_image: str = DEFAULT_K8S_IMAGE,
+    k8s_pvc: str = DEFAULT_K8S_PVC,
+) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``."""
     out_dir = Path(out_dir).expanduser().resolve()
     spec = _job_spec(plan, name if name is not None else default_job_name(out_dir), _absolute_paths(run))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:   # a file of that name, a read-only parent, ...
+    except OSError as exc:  # a file of that name, a read-only parent, ...
         raise ValueError(f"--out {out_dir}: cannot create the job directory ({exc.strerror})") from None
     job_json = spec.save(out_dir)
     write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
@@ -55,8 +63,9 @@ def _job_spec(plan: Plan, name: str, run: RunSettings) -> JobSpec:
     except ValidationError as exc:
         error = exc.errors()[0]
         if error["loc"] == ("name",):
-            raise ValueError(f"job name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a "
-                             "letter or digit") from None
+            raise ValueError(
+                f"job name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            ) from None
         raise ValueError(f"job {name!r}: {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
 
 
@@ -83,8 +92,10 @@ def procs_per_node(plan: Plan) -> int:
 
 def _summary(spec: JobSpec) -> str:
     plan = spec.plan
-    return _one_line(f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({plan.num_nodes} node(s)), "
-                     f"layout {plan.layout.describe()}, predicted step {plan.estimate.time.step_s:.3g} s")
+    return _one_line(
+        f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({plan.num_nodes} node(s)), "
+        f"layout {plan.layout.describe()}, predicted step {plan.estimate.time.step_s:.3g} s"
+    )
 
 
 # --------------------------------------------------------------------------- launch.sh
@@ -164,9 +175,22 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     job_path = f"{K8S_JOBS_MOUNT}/{spec.name}"
     # The operator sets RANK (the pod's node rank), MASTER_ADDR and MASTER_PORT in each pod;
     # Kubernetes expands $(VAR) in the command from the container's environment.
-    command = ["torchrun", "--nnodes", str(plan.num_nodes), "--nproc-per-node", str(procs),
-               "--node-rank", "$(RANK)", "--master-addr", "$(MASTER_ADDR)", "--master-port", "$(MASTER_PORT)",
-               "-m", "trainer.train", job_path]
+    command = [
+        "torchrun",
+        "--nnodes",
+        str(plan.num_nodes),
+        "--nproc-per-node",
+        str(procs),
+        "--node-rank",
+        "$(RANK)",
+        "--master-addr",
+        "$(MASTER_ADDR)",
+        "--master-port",
+        "$(MASTER_PORT)",
+        "-m",
+        "trainer.train",
+        job_path,
+    ]
     container = {
         "name": "pytorch",  # the operator looks for a container of this name
         "image": image,
@@ -174,13 +198,18 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         "resources": {"limits": {"nvidia.com/gpu": procs}, "requests": {"nvidia.com/gpu": procs}},
         "volumeMounts": [{"name": "jobs", "mountPath": K8S_JOBS_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    volumes = [{"name": "jobs", "persistentVolumeClaim": {"claimName": pvc}},
-               {"name": "dshm", "emptyDir": {"medium": "Memory"}}]  # NCCL needs more than 64 MiB of /dev/shm
+    volumes = [
+        {"name": "jobs", "persistentVolumeClaim": {"claimName": pvc}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+    ]  # NCCL needs more than 64 MiB of /dev/shm
 
     def replica(count: int) -> dict:
         # ExitCode: restart pods killed by signals (preemption), not on errors such as 3 (replan).
-        return {"replicas": count, "restartPolicy": "ExitCode",
-                "template": {"spec": {"containers": [container], "volumes": volumes}}}
+        return {
+            "replicas": count,
+            "restartPolicy": "ExitCode",
+            "template": {"spec": {"containers": [container], "volumes": volumes}},
+        }
 
     replicas = {"Master": replica(1)}
     if plan.num_nodes > 1:
@@ -189,16 +218,21 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": k8s_name(spec.name), "labels": {"app.kubernetes.io/managed-by": "trainplan"}},
-        "spec": {"nprocPerNode": str(procs), "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
-                 "pytorchReplicaSpecs": replicas},
+        "spec": {
+            "nprocPerNode": str(procs),
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+            "pytorchReplicaSpecs": replicas,
+        },
     }
 
 
 def render_k8s(spec: JobSpec, image: str, pvc: str) -> str:
-    header = (f"# trainplan job {spec.name}: {_summary(spec)}\n"
-              f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {_one_line(pvc)} "
-              f"(ReadWriteMany), set the image, then: kubectl apply -f k8s.yaml\n"
-              "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n")
+    header = (
+        f"# trainplan job {spec.name}: {_summary(spec)}\n"
+        f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {_one_line(pvc)} "
+        f"(ReadWriteMany), set the image, then: kubectl apply -f k8s.yaml\n"
+        "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n"
+    )
     return header + json.dumps(k8s_manifest(spec, image, pvc), indent=2) + "\n"
 
 
@@ -209,14 +243,20 @@ def render_readme(spec: JobSpec, job_dir: Path, pvc: str) -> str:
     plan, run = spec.plan, spec.run
     quoted_dir = shlex.quote(str(job_dir))
     memory = plan.estimate.memory
-    rows = [("model", plan.model.name), ("hardware", f"{plan.num_gpus} x {plan.gpu} on {plan.num_nodes} node(s)"),
-            ("layout", plan.layout.describe()),
-            ("batch", f"micro-batch {plan.training.micro_batch} x seq {plan.training.seq_len} x accumulation "
-                      f"{plan.training.grad_accum}"),
-            ("predicted step", f"{plan.estimate.time.step_s:.3g} s"),
-            ("predicted memory", f"{memory.reserved_gib:.1f} of {memory.capacity_gib:.1f} GiB reserved"),
-            ("run", f"{run.steps} steps, checkpoint every {run.checkpoint_every}, seed {run.seed}"),
-            ("data", run.data)]
+    rows = [
+        ("model", plan.model.name),
+        ("hardware", f"{plan.num_gpus} x {plan.gpu} on {plan.num_nodes} node(s)"),
+        ("layout", plan.layout.describe()),
+        (
+            "batch",
+            f"micro-batch {plan.training.micro_batch} x seq {plan.training.seq_len} x accumulation "
+            f"{plan.training.grad_accum}",
+        ),
+        ("predicted step", f"{plan.estimate.time.step_s:.3g} s"),
+        ("predicted memory", f"{memory.reserved_gib:.1f} of {memory.capacity_gib:.1f} GiB reserved"),
+        ("run", f"{run.steps} steps, checkpoint every {run.checkpoint_every}, seed {run.seed}"),
+        ("data", run.data),
+    ]
     table = "\n".join(f"| {key} | {_one_line(value).replace('|', '/')} |" for key, value in rows)
     return f"""# trainplan job `{spec.name}`
 

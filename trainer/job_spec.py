@@ -1,4 +1,5 @@
 """``job.json``: a plan plus the training-run settings. The trainer reads only this."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,23 +20,23 @@ class RunSettings(BaseModel):
     steps: int = Field(50, ge=1)
     checkpoint_every: int = Field(20, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
-    save_checkpoints: bool = True       # False: benchmarks that must not write model-sized files
-    data: str = "synthetic"            # "synthetic" or a path to text/jsonl/parquet files
-    tokenizer: str | None = None        # path to a local tokenizer.json; None = byte-level
+    save_checkpoints: bool = True  # False: benchmarks that must not write model-sized files
+    data: str = "synthetic"  # "synthetic" or a path to text/jsonl/parquet files
+    tokenizer: str | None = None  # path to a local tokenizer.json; None = byte-level
     seed: int = 1234
     lr: float = Field(3e-4, gt=0)
     min_lr_ratio: float = Field(0.1, ge=0, le=1)
     warmup_steps: int = Field(5, ge=0)
     weight_decay: float = Field(0.01, ge=0)
     grad_clip: float = Field(1.0, gt=0)
-    eval_every: int = Field(0, ge=0)    # 0 = no validation during training
+    eval_every: int = Field(0, ge=0)  # 0 = no validation during training
     eval_batches: int = Field(4, ge=1)
     early_stop_patience: int = Field(0, ge=0)
-    probe_steps: int = Field(3, ge=0)   # validation probe before the long run
+    probe_steps: int = Field(3, ge=0)  # validation probe before the long run
     max_bad_steps: int = Field(5, ge=1)  # NaN/inf steps tolerated before stopping
     pipeline_schedule: str | None = None  # override the plan's schedule (gpipe, 1f1b)
-    freeze_layers: int = Field(0, ge=0)   # fine-tuning: freeze the lowest N blocks
-    hf_weights: str | None = None         # local directory with pretrained weights (--impl hf)
+    freeze_layers: int = Field(0, ge=0)  # fine-tuning: freeze the lowest N blocks
+    hf_weights: str | None = None  # local directory with pretrained weights (--impl hf)
     memory_headroom: float = Field(0.1, ge=0, lt=1)
 
 
@@ -50,13 +51,13 @@ class JobSpec(BaseModel):
         return write_atomic(Path(job_dir) / "job.json", self.model_dump_json(indent=2) + "\n")
 
     @classmethod
-    def load(cls, job_dir: str | Path) -> "JobSpec":
+    def load(cls, job_dir: str | Path) -> JobSpec:
         path = Path(job_dir) / "job.json"
         try:
             return cls.model_validate_json(path.read_text())
         except OSError as exc:
             raise ValueError(f"{path}: cannot read job file ({exc.strerror})") from None
-        except ValidationError as exc:   # name the field (or the JSON error), not only the class
+        except ValidationError as exc:  # name the field (or the JSON error), not only the class
             first = exc.errors()[0]
             where = ".".join(map(str, first["loc"]))
             detail = f"{where}: {first['msg']}" if where else first["msg"]

@@ -6,6 +6,7 @@ process group exists, so a long tokenisation cannot hit a collective timeout), s
 in one line, trainer/torchrun.py) with the plan's world size, passes its output straight through, forwards SIGINT/SIGTERM to it, and handles the trainer's
 "replan needed" exit. Resuming needs nothing here: the trainer loads its latest good checkpoint.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,18 +19,18 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from trainer.job_spec import JobSpec
 
 REPLAN_EXIT_CODE = 3
 REPLAN_FILE = "replan_needed.json"
-EXIT_STATUS_FILE = "exit_status.json"   # written by trainer.train (its EXIT_STATUS_FILE)
+EXIT_STATUS_FILE = "exit_status.json"  # written by trainer.train (its EXIT_STATUS_FILE)
 LOCK_FILE = ".lock"
-MAX_REPLANS = 3            # a corrected plan that still does not fit is not retried forever
-TERMINATE_GRACE_S = 30.0   # after forwarding a signal, before SIGKILL (when the launcher itself fails)
+MAX_REPLANS = 3  # a corrected plan that still does not fit is not retried forever
+TERMINATE_GRACE_S = 30.0  # after forwarding a signal, before SIGKILL (when the launcher itself fails)
 TRAINER_MODULE = "trainer.train"
 
 
@@ -73,6 +74,7 @@ def resolve_device(device: str) -> str:
     if device == "cpu":
         return device
     import torch
+
     if device == "cuda" and not torch.cuda.is_available():
         # Checked here, before torchrun starts one failing worker per GPU.
         raise ValueError("--device cuda: no CUDA device is visible on this machine (use --device cpu)")
@@ -88,10 +90,20 @@ def _check_counts(nproc: int | None, steps: int | None, max_restarts: int) -> No
         raise ValueError(f"--max-restarts must be >= 0, got {max_restarts}")
 
 
-def torchrun_command(spec: JobSpec, job_dir: Path, *, device: str, nproc: int | None = None,
-                     steps: int | None = None, max_restarts: int = 0, nnodes: int | None = None,
-                     node_rank: int = 0, rdzv_endpoint: str | None = None, rdzv_id: str | None = None,
-                     module: str = TRAINER_MODULE) -> list[str]:
+def torchrun_command(
+    spec: JobSpec,
+    job_dir: Path,
+    *,
+    device: str,
+    nproc: int | None = None,
+    steps: int | None = None,
+    max_restarts: int = 0,
+    nnodes: int | None = None,
+    node_rank: int = 0,
+    rdzv_endpoint: str | None = None,
+    rdzv_id: str | None = None,
+    module: str = TRAINER_MODULE,
+) -> list[str]:
     """The torchrun argv for this node. Defaults come from the plan; overrides are for CPU runs and tests."""
     plan = spec.plan
     nnodes = nnodes or plan.num_nodes
@@ -100,18 +112,39 @@ def torchrun_command(spec: JobSpec, job_dir: Path, *, device: str, nproc: int | 
             raise ValueError(f"{job_dir}: {plan.num_gpus} GPUs do not split over {nnodes} nodes; pass --nproc")
         nproc = plan.num_gpus // nnodes
     if nnodes > 1 and not rdzv_endpoint:
-        raise ValueError(f"{job_dir}: the plan spans {nnodes} nodes: pass --nnodes/--node-rank/--rdzv-endpoint "
-                         "on each node, or use slurm.sbatch / k8s.yaml")
+        raise ValueError(
+            f"{job_dir}: the plan spans {nnodes} nodes: pass --nnodes/--node-rank/--rdzv-endpoint "
+            "on each node, or use slurm.sbatch / k8s.yaml"
+        )
     if not 0 <= node_rank < nnodes:
         raise ValueError(f"node rank {node_rank} is outside 0..{nnodes - 1}")
     command = [sys.executable, "-m", "trainer.torchrun"]  # torchrun, failures as one line
     if rdzv_endpoint:
-        command += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
-                    "--rdzv-endpoint", rdzv_endpoint, "--rdzv-id", rdzv_id or spec.name]
+        command += [
+            "--nnodes",
+            str(nnodes),
+            "--node-rank",
+            str(node_rank),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            rdzv_endpoint,
+            "--rdzv-id",
+            rdzv_id or spec.name,
+        ]
     else:
         command += ["--standalone", "--nnodes", "1"]
-    command += ["--nproc-per-node", str(nproc), "--max-restarts", str(max_restarts),
-                "-m", module, str(job_dir), "--device", device]
+    command += [
+        "--nproc-per-node",
+        str(nproc),
+        "--max-restarts",
+        str(max_restarts),
+        "-m",
+        module,
+        str(job_dir),
+        "--device",
+        device,
+    ]
     return command + (["--steps", str(steps)] if steps is not None else [])
 
 
@@ -169,6 +202,7 @@ def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
     if spec.run.data == "synthetic":
         return  # nothing to build; the trainer checks the vocabulary itself
     from trainer.data import prepare_data
+
     prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
 
 
@@ -200,18 +234,25 @@ def replan_job(job_dir: Path, spec: JobSpec, report: dict) -> JobSpec | None:
     """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if none fits."""
     from planner import api
     from planner.search.ilp import InfeasiblePlan
+
     try:
         new_plan = api.replan(spec.plan, report)
     except InfeasiblePlan as exc:
-        print(f"trainplan: no layout of {spec.plan.num_gpus} x {spec.plan.gpu} fits the measured memory: {exc}",
-              file=sys.stderr)
+        print(
+            f"trainplan: no layout of {spec.plan.num_gpus} x {spec.plan.gpu} fits the measured memory: {exc}",
+            file=sys.stderr,
+        )
         return None
     from trainer.job import emit_job
+
     history = _next_free(Path(job_dir), "job.replan-{}.json")
     shutil.copyfile(Path(job_dir) / "job.json", history)
     emit_job(new_plan, job_dir, name=spec.name, run=spec.run)
-    print(f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "
-          f"the previous job.json is {history.name}", file=sys.stderr)
+    print(
+        f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "
+        f"the previous job.json is {history.name}",
+        file=sys.stderr,
+    )
     return JobSpec.load(job_dir)
 
 
@@ -222,10 +263,20 @@ def _next_free(directory: Path, pattern: str) -> Path:
     return directory / pattern.format(index)
 
 
-def run_job(job_dir: Path, *, device: str = "auto", nproc: int | None = None, steps: int | None = None,
-            auto_replan: bool = False, max_restarts: int = 0, nnodes: int | None = None, node_rank: int = 0,
-            rdzv_endpoint: str | None = None, rdzv_id: str | None = None,
-            module: str = TRAINER_MODULE) -> int:
+def run_job(
+    job_dir: Path,
+    *,
+    device: str = "auto",
+    nproc: int | None = None,
+    steps: int | None = None,
+    auto_replan: bool = False,
+    max_restarts: int = 0,
+    nnodes: int | None = None,
+    node_rank: int = 0,
+    rdzv_endpoint: str | None = None,
+    rdzv_id: str | None = None,
+    module: str = TRAINER_MODULE,
+) -> int:
     """Run (or resume) the job in ``job_dir`` on this node; returns the exit code.
 
     ``nnodes``/``node_rank``/``rdzv_endpoint`` start one of several nodes (as slurm.sbatch does);
@@ -240,9 +291,19 @@ def run_job(job_dir: Path, *, device: str = "auto", nproc: int | None = None, st
         raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
     with job_lock(job_dir, node_rank) as lock_fd:
         for _ in range(MAX_REPLANS + 1):
-            command = torchrun_command(spec, job_dir, device=device, nproc=nproc, steps=steps,
-                                       max_restarts=max_restarts, nnodes=nnodes, node_rank=node_rank,
-                                       rdzv_endpoint=rdzv_endpoint, rdzv_id=rdzv_id, module=module)
+            command = torchrun_command(
+                spec,
+                job_dir,
+                device=device,
+                nproc=nproc,
+                steps=steps,
+                max_restarts=max_restarts,
+                nnodes=nnodes,
+                node_rank=node_rank,
+                rdzv_endpoint=rdzv_endpoint,
+                rdzv_id=rdzv_id,
+                module=module,
+            )
             if node_rank == 0:
                 prepare_job_data(job_dir, spec)
                 _archive_replan_report(job_dir)
@@ -282,10 +343,19 @@ def main(argv: list[str] | None = None) -> int:
             with job_lock(args.job_dir.resolve()):
                 prepare_job_data(args.job_dir.resolve(), JobSpec.load(args.job_dir))
             return 0
-        return run_job(args.job_dir, device=args.device, nproc=args.nproc, steps=args.steps,
-                       auto_replan=args.auto_replan, max_restarts=args.max_restarts, nnodes=args.nnodes,
-                       node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id,
-                       module=args.module)
+        return run_job(
+            args.job_dir,
+            device=args.device,
+            nproc=args.nproc,
+            steps=args.steps,
+            auto_replan=args.auto_replan,
+            max_restarts=args.max_restarts,
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            rdzv_endpoint=args.rdzv_endpoint,
+            rdzv_id=args.rdzv_id,
+            module=args.module,
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@
 Only global rank 0 writes. On resume, records after the checkpoint's step (written by the
 interrupted run after its last checkpoint) are dropped first, so every step appears once.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,11 +32,11 @@ class StepMetrics:
     step_s: float
     tokens_per_s: float
     mfu: float | None
-    peak_mem_gib: float | None          # rank 0's max_memory_allocated during the step (CUDA)
+    peak_mem_gib: float | None  # rank 0's max_memory_allocated during the step (CUDA)
     gpu_util: float | None
     power_w: float | None
-    skipped: bool = False               # NaN/inf loss or gradients: no optimizer update
-    loss_scale: float | None = None     # fp16 only
+    skipped: bool = False  # NaN/inf loss or gradients: no optimizer update
+    loss_scale: float | None = None  # fp16 only
     val_loss: float | None = None
 
 
@@ -47,6 +48,7 @@ def peak_flops_per_s(gpu_id: str, precision: str) -> float | None:
     """Dense peak of one plan GPU from the hardware catalog; None when unknown."""
     try:
         from planner.catalog.hardware import load_catalog
+
         return load_catalog().gpu(gpu_id).peak_flops(precision)
     except (ImportError, ValueError):
         return None
@@ -61,6 +63,7 @@ def model_flops_per_token(plan) -> float:
 
     from planner.model.flops import model_flops_per_token as planner_flops
     from planner.model.settings import ModelingSettings
+
     return float(planner_flops(plan.model, np.asarray(float(plan.training.seq_len)), ModelingSettings()))
 
 
@@ -73,6 +76,7 @@ class GpuSampler:
             return
         try:
             import pynvml
+
             pynvml.nvmlInit()
             self._nvml = pynvml
             self._handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
@@ -117,16 +121,19 @@ class MetricsLogger:
         truncate_after(self.path, resume_step)
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
+
             # purge_step drops TensorBoard events after the checkpoint, as above for the jsonl.
             self._tb = SummaryWriter(log_dir=str(Path(job_dir) / "tb"), purge_step=resume_step + 1)
 
     def log_step(self, metrics: StepMetrics) -> None:
         if not self.enabled:
             return
-        record = {key: (_finite_or_none(value) if isinstance(value, float) else value)
-                  for key, value in asdict(metrics).items()}
+        record = {
+            key: (_finite_or_none(value) if isinstance(value, float) else value)
+            for key, value in asdict(metrics).items()
+        }
         if not math.isfinite(metrics.loss):
-            record["loss"] = str(metrics.loss)   # keep "nan"/"inf" visible; JSON has no NaN
+            record["loss"] = str(metrics.loss)  # keep "nan"/"inf" visible; JSON has no NaN
         with self.path.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
         if self._tb is not None:
@@ -142,9 +149,13 @@ class MetricsLogger:
         window_full = len(self.low_util) == self.low_util.maxlen
         if window_full and all(self.low_util) and metrics.step - self._warned_at >= UTILIZATION_WINDOW_STEPS:
             self._warned_at = metrics.step
-            print(f"\nwarning: GPU utilisation below {LOW_UTILIZATION_PERCENT:.0f}% for the last "
-                  f"{UTILIZATION_WINDOW_STEPS} steps (now {metrics.gpu_util:.0f}%): the input pipeline, "
-                  f"communication or small kernels are limiting; see metrics.jsonl", file=sys.stderr, flush=True)
+            print(
+                f"\nwarning: GPU utilisation below {LOW_UTILIZATION_PERCENT:.0f}% for the last "
+                f"{UTILIZATION_WINDOW_STEPS} steps (now {metrics.gpu_util:.0f}%): the input pipeline, "
+                f"communication or small kernels are limiting; see metrics.jsonl",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def log_scalar(self, name: str, value: float, step: int) -> None:
         if self.enabled and self._tb is not None and math.isfinite(value):
@@ -183,9 +194,11 @@ class ProgressBar:
         elapsed = time.perf_counter() - self.started
         eta = elapsed / max(done, 1) * (self.last_step - metrics.step)
         filled = int(self.WIDTH * done / total)
-        line = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {metrics.step}/{self.last_step} "
-                f"loss {metrics.loss:.4f} {metrics.tokens_per_s:,.0f} tok/s ETA {_format_duration(eta)}"
-                + (" (skipped: non-finite)" if metrics.skipped else ""))
+        line = (
+            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {metrics.step}/{self.last_step} "
+            f"loss {metrics.loss:.4f} {metrics.tokens_per_s:,.0f} tok/s ETA {_format_duration(eta)}"
+            + (" (skipped: non-finite)" if metrics.skipped else "")
+        )
         self.stream.write(("\r" + line) if self.is_tty else line + "\n")
         self.stream.flush()
 

@@ -11,11 +11,12 @@ checkpoints layout-independent. The vocabulary is padded to a multiple of
 ``VOCAB_PAD_MULTIPLE`` (planner/model/structure.py; Megatron-LM does the same), so tensor
 parallelism can split GPT-3's 50257 tokens; the padding rows never see a label.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -38,31 +39,45 @@ class ModelArgs:
     num_heads: int
     num_kv_heads: int
     head_dim: int
-    vocab_size: int          # padded (padded_vocab_size)
-    seq_len: int             # RoPE table length: the training sequence length
-    max_seq_len: int         # learned position table length: the model's context
+    vocab_size: int  # padded (padded_vocab_size)
+    seq_len: int  # RoPE table length: the training sequence length
+    max_seq_len: int  # learned position table length: the model's context
     tied_embeddings: bool
     qkv_bias: bool
     out_bias: bool = False
-    mlp: str = "swiglu"      # swiglu | gelu
+    mlp: str = "swiglu"  # swiglu | gelu
     mlp_bias: bool = False
-    norm: str = "rmsnorm"    # rmsnorm | layernorm
+    norm: str = "rmsnorm"  # rmsnorm | layernorm
     norm_bias: bool = False
-    position: str = "rope"   # rope | learned
+    position: str = "rope"  # rope | learned
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec, seq_len: int) -> "ModelArgs":
+    def from_spec(cls, spec: ModelSpec, seq_len: int) -> ModelArgs:
         """Reject what the native model cannot express; ``--impl hf`` runs the rest."""
         unsupported = native_unsupported(spec)
         if unsupported:
-            raise ValueError(f"model {spec.name!r}: the native trainer cannot build {', '.join(unsupported)}; "
-                             f"use impl 'hf'")
-        return cls(num_layers=spec.num_layers, hidden_size=spec.hidden_size, ffn_hidden_size=spec.ffn_hidden_size,
-                   num_heads=spec.num_heads, num_kv_heads=spec.num_kv_heads, head_dim=spec.dim_head,
-                   vocab_size=padded_vocab_size(spec.vocab_size), seq_len=seq_len,
-                   max_seq_len=max(spec.max_seq_len, seq_len), tied_embeddings=spec.tied_embeddings,
-                   qkv_bias=spec.qkv_bias, out_bias=spec.out_bias, mlp=spec.mlp, mlp_bias=spec.mlp_bias,
-                   norm=spec.norm, norm_bias=spec.norm_bias, position=spec.position)
+            raise ValueError(
+                f"model {spec.name!r}: the native trainer cannot build {', '.join(unsupported)}; use impl 'hf'"
+            )
+        return cls(
+            num_layers=spec.num_layers,
+            hidden_size=spec.hidden_size,
+            ffn_hidden_size=spec.ffn_hidden_size,
+            num_heads=spec.num_heads,
+            num_kv_heads=spec.num_kv_heads,
+            head_dim=spec.dim_head,
+            vocab_size=padded_vocab_size(spec.vocab_size),
+            seq_len=seq_len,
+            max_seq_len=max(spec.max_seq_len, seq_len),
+            tied_embeddings=spec.tied_embeddings,
+            qkv_bias=spec.qkv_bias,
+            out_bias=spec.out_bias,
+            mlp=spec.mlp,
+            mlp_bias=spec.mlp_bias,
+            norm=spec.norm,
+            norm_bias=spec.norm_bias,
+            position=spec.position,
+        )
 
 
 def rope_tables(head_dim: int, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
@@ -93,8 +108,13 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
-def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rope: torch.Tensor | None,
-                   context_parallel: ContextParallel | None = None) -> torch.Tensor:
+def attention_core(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    rope: torch.Tensor | None,
+    context_parallel: ContextParallel | None = None,
+) -> torch.Tensor:
     """RoPE (unless positions are learned) + causal SDPA on ``[batch, seq, heads, head_dim]``
     (this rank's tokens under cp)."""
     if rope is not None:
@@ -117,7 +137,7 @@ class Attention(nn.Module):
         self.wk = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.wv = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.wo = nn.Linear(args.num_heads * args.head_dim, args.hidden_size, bias=args.out_bias)
-        self.context_parallel: ContextParallel | None = None   # set by apply_context_parallel
+        self.context_parallel: ContextParallel | None = None  # set by apply_context_parallel
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
         batch, seq, _ = x.shape
@@ -184,7 +204,8 @@ class Transformer(nn.Module):
         self.args = args
         self.tok_embeddings: nn.Embedding | None = nn.Embedding(args.vocab_size, args.hidden_size)
         self.pos_embeddings: PositionEmbedding | None = (
-            PositionEmbedding(args.max_seq_len, args.hidden_size) if args.position == "learned" else None)
+            PositionEmbedding(args.max_seq_len, args.hidden_size) if args.position == "learned" else None
+        )
         self.layers = nn.ModuleDict({str(i): TransformerBlock(args) for i in range(args.num_layers)})
         self.norm: nn.Module | None = build_norm(args)
         self.output: nn.Linear | None = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
@@ -192,7 +213,7 @@ class Transformer(nn.Module):
             self.output.weight = self.tok_embeddings.weight
         # Not persistent: recomputed by init_buffers, never checkpointed.
         self.register_buffer("rope", self._rope_table(), persistent=False)
-        self.context_parallel: ContextParallel | None = None   # set by apply_context_parallel
+        self.context_parallel: ContextParallel | None = None  # set by apply_context_parallel
 
     def _rope_table(self, device: torch.device | None = None) -> torch.Tensor | None:
         if self.args.position != "rope":
@@ -235,7 +256,7 @@ def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
     """How each parameter (by its name) is initialised: Llama-style truncated normals,
     residual-branch outputs scaled down with depth (GPT-2 practice), norms at one."""
     out_std = 0.02 / math.sqrt(2 * args.num_layers)
-    head_std = args.hidden_size ** -0.5
+    head_std = args.hidden_size**-0.5
     embed_std = 0.02 if args.tied_embeddings else 1.0
 
     def normal(std: float) -> InitFn:
@@ -254,6 +275,7 @@ def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
         if name.endswith(("attention.wo.weight", "feed_forward.w2.weight")):
             return normal(out_std)
         return normal(0.02)
+
     return rule
 
 

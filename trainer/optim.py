@@ -1,4 +1,5 @@
 """AdamW, the warmup + cosine schedule, DTensor-aware gradient clipping and fp16 loss scaling."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,14 @@ def build_optimizer(model: nn.Module, run: RunSettings, fused: bool) -> torch.op
     decay = [p for p in trainable if p.ndim >= 2]
     no_decay = [p for p in trainable if p.ndim < 2]
     groups = [{"params": decay, "weight_decay": run.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW([g for g in groups if g["params"]], lr=run.lr, betas=(0.9, 0.95), eps=1e-8,
-                             fused=fused or None, foreach=None if fused else True)
+    return torch.optim.AdamW(
+        [g for g in groups if g["params"]],
+        lr=run.lr,
+        betas=(0.9, 0.95),
+        eps=1e-8,
+        fused=fused or None,
+        foreach=None if fused else True,
+    )
 
 
 def lr_factor(step: int, run: RunSettings) -> float:
@@ -50,17 +57,18 @@ def _grad_groups(params: list[nn.Parameter]) -> dict[object, list[torch.Tensor]]
     return groups
 
 
-def global_grad_norm(params: list[nn.Parameter], pp_group: dist.ProcessGroup | None,
-                     device: torch.device) -> torch.Tensor:
+def global_grad_norm(
+    params: list[nn.Parameter], pp_group: dist.ProcessGroup | None, device: torch.device
+) -> torch.Tensor:
     """L2 norm of all gradients of the model, across shards, TP ranks and pipeline stages."""
     squares = torch.zeros((), device=device, dtype=torch.float32)
     for grads in _grad_groups(params).values():
         norm = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=True)
         if isinstance(norm, DTensor):
-            norm = norm.full_tensor()   # sums the shards' partial norms
+            norm = norm.full_tensor()  # sums the shards' partial norms
         squares = squares + norm.float().pow(2)
     if pp_group is not None and dist.get_world_size(pp_group) > 1:
-        dist.all_reduce(squares, group=pp_group)   # each stage holds different parameters
+        dist.all_reduce(squares, group=pp_group)  # each stage holds different parameters
     return squares.sqrt()
 
 
@@ -98,7 +106,7 @@ class LossScaler:
     good_steps: int = 0
 
     @classmethod
-    def for_precision(cls, fp16: bool) -> "LossScaler":
+    def for_precision(cls, fp16: bool) -> LossScaler:
         return cls(enabled=fp16, scale=2.0**16 if fp16 else 1.0)
 
     def update(self, found_non_finite: bool) -> None:

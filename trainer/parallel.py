@@ -28,27 +28,32 @@ frequency 2), which is what the planner's memory and recompute model assumes. (W
 fused attention there is no quadratic score matrix to drop, so recomputing only the
 attention core would save little.)
 """
+
 from __future__ import annotations
 
 import functools
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
-from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding
 
 InitFn = Callable[[torch.Tensor, torch.Generator], None]
 
-PARAM_DTYPES = {Precision.BF16: torch.bfloat16, Precision.FP16: torch.float16,
-                Precision.FP8: torch.bfloat16, Precision.FP32: None}
+PARAM_DTYPES = {
+    Precision.BF16: torch.bfloat16,
+    Precision.FP16: torch.float16,
+    Precision.FP8: torch.bfloat16,
+    Precision.FP32: None,
+}
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,8 @@ class Meshes:
     """The world mesh ``(pp, dp_replicate, dp_shard, cp, tp)`` and the views the trainer uses."""
 
     world: DeviceMesh
-    dp: DeviceMesh            # data-parallel ranks (replicas x shards): who reads distinct data
-    fsdp: DeviceMesh          # what FSDP shards over / DDP replicates over (includes cp)
+    dp: DeviceMesh  # data-parallel ranks (replicas x shards): who reads distinct data
+    fsdp: DeviceMesh  # what FSDP shards over / DDP replicates over (includes cp)
 
     @property
     def tp(self) -> DeviceMesh:
@@ -133,8 +138,12 @@ def apply_fp8(model: nn.Module) -> None:
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
     def wanted(module: nn.Module, fqn: str) -> bool:
-        return isinstance(module, nn.Linear) and not fqn.endswith(("output", "lm_head")) \
-            and module.in_features % 16 == 0 and module.out_features % 16 == 0
+        return (
+            isinstance(module, nn.Linear)
+            and not fqn.endswith(("output", "lm_head"))
+            and module.in_features % 16 == 0
+            and module.out_features % 16 == 0
+        )
 
     convert_to_float8_training(model, config=Float8LinearConfig(), module_filter_fn=wanted)
 
@@ -155,17 +164,24 @@ def mixed_precision_policy(precision: Precision) -> MixedPrecisionPolicy:
     return MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
 
 
-def apply_data_parallel(model: nn.Module, meshes: Meshes, layout: Layout, precision: Precision,
-                        offload: bool, pin_memory: bool) -> None:
+def apply_data_parallel(
+    model: nn.Module, meshes: Meshes, layout: Layout, precision: Precision, offload: bool, pin_memory: bool
+) -> None:
     """Wrap every block and then the root (bottom-up, so each block is its own comm group)."""
     mp_policy = mixed_precision_policy(precision)
     offload_policy = CPUOffloadPolicy(pin_memory=pin_memory) if offload else OffloadPolicy()
     if layout.sharding == Sharding.NONE:
         from torch.distributed._composable.replicate_with_fsdp import replicate
+
         wrap = functools.partial(replicate, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
     else:
-        wrap = functools.partial(fully_shard, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy,
-                                 shard_placement_fn=shard_placement(meshes.fsdp.shape[-1]))
+        wrap = functools.partial(
+            fully_shard,
+            mesh=meshes.fsdp,
+            mp_policy=mp_policy,
+            offload_policy=offload_policy,
+            shard_placement_fn=shard_placement(meshes.fsdp.shape[-1]),
+        )
     sharded = layout.sharding != Sharding.NONE
     # The root keeps its (small, always needed) embedding / head gathered; zero1/zero2 blocks too.
     block_options = {"reshard_after_forward": layout.sharding == Sharding.FSDP} if sharded else {}
@@ -180,11 +196,13 @@ def shard_placement(num_shards: int) -> Callable[[nn.Parameter], Shard | None]:
     experts over 32 ranks would leave 24 ranks with nothing and 8 with a whole expert each. Then
     the largest dim that splits evenly (FSDP2 shards other dims only evenly), so every rank holds
     1/num_shards as the planner assumes; the structural rules guarantee one exists for experts."""
+
     def place(param: nn.Parameter) -> Shard | None:
         if param.ndim == 0 or param.shape[0] >= num_shards:
-            return None   # FSDP's default, Shard(0)
+            return None  # FSDP's default, Shard(0)
         even = [dim for dim in range(param.ndim) if param.shape[dim] % num_shards == 0]
         return Shard(max(even, key=lambda dim: param.shape[dim])) if even else None
+
     return place
 
 

@@ -13,9 +13,10 @@ Each stage is its own module (FSDP root, compile and checkpoint wrappers apply p
 :class:`StageChunks` gathers a rank's stages under the plain model's parameter names for the
 optimizer and checkpoints, so checkpoints stay layout-independent.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -71,23 +72,30 @@ class StageChunks(nn.Module):
         raise RuntimeError("StageChunks is not callable: the pipeline schedule runs its stages")
 
 
-def build_pipeline_schedule(stage_modules: list[nn.Module], pp_mesh: DeviceMesh, device: torch.device,
-                            num_microbatches: int, schedule: PipelineSchedule,
-                            loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]):
+def build_pipeline_schedule(
+    stage_modules: list[nn.Module],
+    pp_mesh: DeviceMesh,
+    device: torch.device,
+    num_microbatches: int,
+    schedule: PipelineSchedule,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+):
     """One stage per rank (GPipe / 1F1B) or ``vpp`` of them (interleaved 1F1B); gradients are
     averaged over the micro-batches."""
     pp_rank, pp_size, vpp = pp_mesh.get_local_rank(), pp_mesh.size(), len(stage_modules)
-    stages = [PipelineStage(module, stage_index=stage, num_stages=pp_size * vpp, device=device,
-                            group=pp_mesh.get_group())
-              for module, stage in zip(stage_modules, local_stage_ids(pp_rank, pp_size, vpp))]
+    stages = [
+        PipelineStage(module, stage_index=stage, num_stages=pp_size * vpp, device=device, group=pp_mesh.get_group())
+        for module, stage in zip(stage_modules, local_stage_ids(pp_rank, pp_size, vpp))
+    ]
     if vpp > 1:
         assert schedule == PipelineSchedule.ONE_F_ONE_B, "the structural rules allow vpp > 1 with 1f1b only"
         return ScheduleInterleaved1F1B(stages, n_microbatches=num_microbatches, loss_fn=loss_fn, scale_grads=True)
     return SCHEDULES[schedule](stages[0], n_microbatches=num_microbatches, loss_fn=loss_fn, scale_grads=True)
 
 
-def run_pipeline_step(schedule, pp_mesh: DeviceMesh, input_ids: torch.Tensor, labels: torch.Tensor,
-                      train: bool) -> torch.Tensor | None:
+def run_pipeline_step(
+    schedule, pp_mesh: DeviceMesh, input_ids: torch.Tensor, labels: torch.Tensor, train: bool
+) -> torch.Tensor | None:
     """Forward (+ backward when ``train``) of one whole batch; the last stage returns the mean loss."""
     pp_rank, pp_size = pp_mesh.get_local_rank(), pp_mesh.size()
     is_last = pp_rank == pp_size - 1

@@ -6,6 +6,7 @@ compared with the plan's prediction in ``validation.json``; when the measured me
 fit the device (or a probe step runs out of memory) the run stops before the long part with
 ``replan_needed.json``, which the launcher's ``--auto-replan`` feeds back to the planner.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -15,8 +16,8 @@ from pathlib import Path
 import torch
 
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
-from planner.plan import Plan
 from planner.model.structure import first_structural_problem
+from planner.plan import Plan
 from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
@@ -32,15 +33,26 @@ def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
     """The planner's structural rules (planner/model/structure.py), the same ones its search obeys."""
     schedule = PipelineSchedule(run.pipeline_schedule) if run.pipeline_schedule else layout.pp_schedule
     problem = first_structural_problem(
-        plan.model, tp=layout.tp, pp=layout.pp, cp=layout.cp, seq_len=plan.training.seq_len,
-        grad_accum=plan.training.grad_accum, scaleup_domain_size=layout.tp,  # the domain is the planner's concern
-        hf=plan.training.impl == Implementation.HF, fp8=plan.training.precision == Precision.FP8,
-        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B, vpp=layout.vpp, shard_group=layout.shard_degree)
+        plan.model,
+        tp=layout.tp,
+        pp=layout.pp,
+        cp=layout.cp,
+        seq_len=plan.training.seq_len,
+        grad_accum=plan.training.grad_accum,
+        scaleup_domain_size=layout.tp,  # the domain is the planner's concern
+        hf=plan.training.impl == Implementation.HF,
+        fp8=plan.training.precision == Precision.FP8,
+        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B,
+        vpp=layout.vpp,
+        shard_group=layout.shard_degree,
+    )
     if problem is not None:
         raise ValueError(f"plan: {problem}")
     if layout.vpp > 1 and schedule != PipelineSchedule.ONE_F_ONE_B:
-        raise ValueError(f"job: pipeline_schedule {schedule.value} cannot run the plan's interleaved stages "
-                         f"(vpp={layout.vpp}); use 1f1b")
+        raise ValueError(
+            f"job: pipeline_schedule {schedule.value} cannot run the plan's interleaved stages "
+            f"(vpp={layout.vpp}); use 1f1b"
+        )
 
 
 def _check_precision(plan: Plan, device: torch.device) -> None:
@@ -71,8 +83,10 @@ def _check_memory_fit(plan: Plan, run: RunSettings, device: torch.device) -> Non
     usable = capacity_gib * (1 - run.memory_headroom)
     predicted = plan.estimate.memory.reserved_gib
     if predicted > usable:
-        raise ValueError(f"plan: predicted {predicted:.1f} GiB reserved per GPU exceeds this GPU's "
-                         f"{capacity_gib:.1f} GiB x (1 - headroom {run.memory_headroom}) = {usable:.1f} GiB")
+        raise ValueError(
+            f"plan: predicted {predicted:.1f} GiB reserved per GPU exceeds this GPU's "
+            f"{capacity_gib:.1f} GiB x (1 - headroom {run.memory_headroom}) = {usable:.1f} GiB"
+        )
 
 
 def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.device) -> Layout:
@@ -93,8 +107,8 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
 
 @dataclass(frozen=True)
 class MemoryReading:
-    peak_gib: float | None       # max_memory_allocated, max over ranks (None off CUDA)
-    reserved_gib: float | None   # max_memory_reserved, max over ranks
+    peak_gib: float | None  # max_memory_allocated, max over ranks (None off CUDA)
+    reserved_gib: float | None  # max_memory_reserved, max over ranks
     capacity_gib: float | None
 
 
@@ -111,18 +125,24 @@ def typical_step_s(step_times: list[float]) -> float | None:
     return statistics.median(times) if times else None
 
 
-def write_validation(job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading,
-                     device_type: str = "cuda") -> dict:
+def write_validation(
+    job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading, device_type: str = "cuda"
+) -> dict:
     """Predicted vs measured after the probe. Off CUDA the timings are not the planned GPU's:
     they are recorded but not compared (``error_pct`` null, ``comparable`` false)."""
     predicted = {"peak_gib": plan.estimate.memory.peak_gib, "step_s": plan.estimate.time.step_s}
     measured = {"peak_gib": memory.peak_gib, "step_s": typical_step_s(step_times)}
     comparable = device_type == "cuda"
-    payload = {"predicted": predicted, "measured": measured, "device": device_type, "comparable": comparable,
-               "error_pct": {key: _error_pct(measured[key], predicted[key]) if comparable else None
-                             for key in predicted},
-               "reserved_gib": {"predicted": plan.estimate.memory.reserved_gib, "measured": memory.reserved_gib},
-               "capacity_gib": memory.capacity_gib, "probe_steps": len(step_times)}
+    payload = {
+        "predicted": predicted,
+        "measured": measured,
+        "device": device_type,
+        "comparable": comparable,
+        "error_pct": {key: _error_pct(measured[key], predicted[key]) if comparable else None for key in predicted},
+        "reserved_gib": {"predicted": plan.estimate.memory.reserved_gib, "measured": memory.reserved_gib},
+        "capacity_gib": memory.capacity_gib,
+        "probe_steps": len(step_times),
+    }
     write_json_atomic(Path(job_dir) / "validation.json", payload)
     return payload
 
@@ -131,13 +151,19 @@ def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headro
     """The measured memory and the factor by which the planner's memory model under-predicted."""
     predicted = plan.estimate.memory
     measured_reserved = memory.reserved_gib if memory.reserved_gib is not None else memory.capacity_gib
-    correction = measured_reserved / predicted.reserved_gib if measured_reserved and predicted.reserved_gib > 0 else None
-    payload = {"reason": reason,
-               "predicted": {"peak_gib": predicted.peak_gib, "reserved_gib": predicted.reserved_gib},
-               "measured": {"peak_gib": memory.peak_gib, "reserved_gib": memory.reserved_gib},
-               "capacity_gib": memory.capacity_gib, "headroom_fraction": headroom,
-               "memory_correction": correction, "layout": plan.layout.describe(),
-               "training": plan.training.model_dump(mode="json")}
+    correction = (
+        measured_reserved / predicted.reserved_gib if measured_reserved and predicted.reserved_gib > 0 else None
+    )
+    payload = {
+        "reason": reason,
+        "predicted": {"peak_gib": predicted.peak_gib, "reserved_gib": predicted.reserved_gib},
+        "measured": {"peak_gib": memory.peak_gib, "reserved_gib": memory.reserved_gib},
+        "capacity_gib": memory.capacity_gib,
+        "headroom_fraction": headroom,
+        "memory_correction": correction,
+        "layout": plan.layout.describe(),
+        "training": plan.training.model_dump(mode="json"),
+    }
     path = Path(job_dir) / "replan_needed.json"
     write_json_atomic(path, payload)
     return path
@@ -150,9 +176,11 @@ def check_measured_fit(job_dir: Path, plan: Plan, memory: MemoryReading, headroo
     usable = memory.capacity_gib * (1 - headroom)
     if memory.reserved_gib <= usable:
         return
-    reason = (f"probe reserved {memory.reserved_gib:.2f} GiB per GPU, more than {usable:.2f} GiB "
-              f"({memory.capacity_gib:.1f} GiB x (1 - headroom {headroom})); predicted "
-              f"{plan.estimate.memory.reserved_gib:.2f} GiB")
+    reason = (
+        f"probe reserved {memory.reserved_gib:.2f} GiB per GPU, more than {usable:.2f} GiB "
+        f"({memory.capacity_gib:.1f} GiB x (1 - headroom {headroom})); predicted "
+        f"{plan.estimate.memory.reserved_gib:.2f} GiB"
+    )
     if is_rank0:
         write_replan_needed(job_dir, plan, memory, headroom, reason)
     raise ReplanNeeded(reason)
@@ -180,18 +208,31 @@ class RunSummary:
 def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> dict:
     est = plan.estimate
     comparable = device_type == "cuda"
-    pairs = {"step_s": (est.time.step_s, summary.step_s),
-             "tokens_per_s": (est.throughput.tokens_per_s, summary.tokens_per_s),
-             "peak_gib": (est.memory.peak_gib, summary.peak_gib),
-             "mfu": (est.throughput.mfu, summary.mfu)}
-    payload = {"predicted": {k: p for k, (p, _) in pairs.items()},
-               "measured": {k: m for k, (_, m) in pairs.items()},
-               "error_pct": {k: _error_pct(m, p) if comparable else None for k, (p, m) in pairs.items()},
-               "device": device_type, "comparable": comparable,
-               "losses": {"final_train": summary.final_train_loss, "final_val": summary.final_val_loss,
-                          "test": summary.test_loss, "test_perplexity": summary.test_perplexity},
-               "steps_done": summary.steps_done, "outcome": summary.outcome, "bad_steps": summary.bad_steps,
-               "wall_s": summary.wall_s, "layout": plan.layout.describe(), "gpu": plan.gpu}
+    pairs = {
+        "step_s": (est.time.step_s, summary.step_s),
+        "tokens_per_s": (est.throughput.tokens_per_s, summary.tokens_per_s),
+        "peak_gib": (est.memory.peak_gib, summary.peak_gib),
+        "mfu": (est.throughput.mfu, summary.mfu),
+    }
+    payload = {
+        "predicted": {k: p for k, (p, _) in pairs.items()},
+        "measured": {k: m for k, (_, m) in pairs.items()},
+        "error_pct": {k: _error_pct(m, p) if comparable else None for k, (p, m) in pairs.items()},
+        "device": device_type,
+        "comparable": comparable,
+        "losses": {
+            "final_train": summary.final_train_loss,
+            "final_val": summary.final_val_loss,
+            "test": summary.test_loss,
+            "test_perplexity": summary.test_perplexity,
+        },
+        "steps_done": summary.steps_done,
+        "outcome": summary.outcome,
+        "bad_steps": summary.bad_steps,
+        "wall_s": summary.wall_s,
+        "layout": plan.layout.describe(),
+        "gpu": plan.gpu,
+    }
     write_json_atomic(Path(job_dir) / "report.json", payload)
     return payload
 
@@ -199,16 +240,25 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
 def format_report(report: dict) -> str:
     def show(value, fmt):
         return "-" if value is None else format(value, fmt)
-    lines = [f"run {report['outcome']} after {report['steps_done']} steps ({report['wall_s']:.0f} s), "
-             f"layout {report['layout']}",
-             f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}"]
+
+    lines = [
+        f"run {report['outcome']} after {report['steps_done']} steps ({report['wall_s']:.0f} s), "
+        f"layout {report['layout']}",
+        f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
+    ]
     if not report.get("comparable", True):
-        lines.insert(1, f"(measured on {report.get('device')}; the prediction is for {report['gpu']}, so no error is computed)")
+        lines.insert(
+            1, f"(measured on {report.get('device')}; the prediction is for {report['gpu']}, so no error is computed)"
+        )
     for key, fmt in (("step_s", ".3f"), ("tokens_per_s", ",.0f"), ("peak_gib", ".2f"), ("mfu", ".3f")):
         err = report["error_pct"][key]
-        lines.append(f"{key:14}{show(report['predicted'][key], fmt):>12}{show(report['measured'][key], fmt):>12}"
-                     f"{show(err, '+.1f') + ('%' if err is not None else ''):>9}")
+        lines.append(
+            f"{key:14}{show(report['predicted'][key], fmt):>12}{show(report['measured'][key], fmt):>12}"
+            f"{show(err, '+.1f') + ('%' if err is not None else ''):>9}"
+        )
     losses = report["losses"]
-    lines.append(f"loss: train {show(losses['final_train'], '.4f')}, val {show(losses['final_val'], '.4f')}, "
-                 f"test {show(losses['test'], '.4f')} (perplexity {show(losses['test_perplexity'], '.2f')})")
+    lines.append(
+        f"loss: train {show(losses['final_train'], '.4f')}, val {show(losses['final_val'], '.4f')}, "
+        f"test {show(losses['test'], '.4f')} (perplexity {show(losses['test_perplexity'], '.2f')})"
+    )
     return "\n".join(lines)

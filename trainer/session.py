@@ -1,4 +1,5 @@
 """The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop, save and report."""
+
 from __future__ import annotations
 
 import math
@@ -15,21 +16,37 @@ from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
 from trainer.data import build_loader, prepare_data
 from trainer.job_spec import JobSpec
-from trainer.metrics import (GIB, GpuSampler, MetricsLogger, ProgressBar, StepMetrics, model_flops_per_token,
-                             peak_flops_per_s)
+from trainer.metrics import (
+    GIB,
+    GpuSampler,
+    MetricsLogger,
+    ProgressBar,
+    StepMetrics,
+    model_flops_per_token,
+    peak_flops_per_s,
+)
 from trainer.optim import LossScaler, build_optimizer, build_scheduler
 from trainer.parallel import Meshes
 from trainer.pipeline import build_pipeline_schedule, local_stage_ids
-from trainer.probe import (MemoryReading, ReplanNeeded, RunSummary, check_measured_fit, format_report,
-                           typical_step_s, write_replan_needed, write_report, write_validation)
+from trainer.probe import (
+    MemoryReading,
+    ReplanNeeded,
+    RunSummary,
+    check_measured_fit,
+    format_report,
+    typical_step_s,
+    write_replan_needed,
+    write_report,
+    write_validation,
+)
 from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
 
 
 class Outcome(str, Enum):
     COMPLETED = "completed"
     EARLY_STOPPED = "early_stopped"
-    PREEMPTED = "preempted"          # SIGTERM: saved, exit 0, resume later
-    DIVERGED = "diverged"            # max_bad_steps non-finite steps
+    PREEMPTED = "preempted"  # SIGTERM: saved, exit 0, resume later
+    DIVERGED = "diverged"  # max_bad_steps non-finite steps
 
 
 @dataclass
@@ -37,8 +54,8 @@ class TrainState:
     """Counters that a checkpoint restores along with the model."""
 
     step: int = 0
-    bad_steps: int = 0               # non-finite loss/gradients (skipped)
-    overflow_steps: int = 0          # fp16 loss-scale overflows (skipped, not "bad")
+    bad_steps: int = 0  # non-finite loss/gradients (skipped)
+    overflow_steps: int = 0  # fp16 loss-scale overflows (skipped, not "bad")
     best_val_loss: float = math.inf
     evals_without_improvement: int = 0
     last_val_loss: float | None = None
@@ -60,8 +77,14 @@ class PreemptionFlag:
         signal.signal(signal.SIGTERM, self._previous)
 
 
-def describe_run(layout: Layout, precision: Precision, world_size: int, device: torch.device,
-                 pipeline: PipelineSchedule | None, num_local_stages: int) -> str:
+def describe_run(
+    layout: Layout,
+    precision: Precision,
+    world_size: int,
+    device: torch.device,
+    pipeline: PipelineSchedule | None,
+    num_local_stages: int,
+) -> str:
     """``layout: fsdp pp=2 dp_shard=2 vpp=2 on 4 cpu processes, bf16; pipeline: interleaved 1f1b,
     stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start."""
     line = f"layout: {layout.describe()} on {world_size} {device.type} processes, {precision.value}"
@@ -73,12 +96,26 @@ def describe_run(layout: Layout, precision: Precision, world_size: int, device: 
 
 
 class Session:
-    def __init__(self, job: JobSpec, job_dir: Path, device: torch.device, layout: Layout, meshes: Meshes,
-                 model: torch.nn.Module, stage_modules: list[torch.nn.Module] | None = None):
+    def __init__(
+        self,
+        job: JobSpec,
+        job_dir: Path,
+        device: torch.device,
+        layout: Layout,
+        meshes: Meshes,
+        model: torch.nn.Module,
+        stage_modules: list[torch.nn.Module] | None = None,
+    ):
         """``model``: what the optimizer and checkpoints see; ``stage_modules``: what the pipeline
         runs (this rank's stages; defaults to ``[model]``)."""
-        self.job, self.job_dir, self.device, self.layout, self.meshes, self.model = \
-            job, Path(job_dir), device, layout, meshes, model
+        self.job, self.job_dir, self.device, self.layout, self.meshes, self.model = (
+            job,
+            Path(job_dir),
+            device,
+            layout,
+            meshes,
+            model,
+        )
         self.stage_modules = stage_modules or [model]
         self.run, self.plan, self.training = job.run, job.plan, job.plan.training
         self.is_rank0 = dist.get_rank() == 0
@@ -86,8 +123,17 @@ class Session:
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
         self._build_optimizer()
         if self.is_rank0:
-            print(describe_run(layout, self.training.precision, dist.get_world_size(), device, self.pipeline_kind,
-                               len(self.stage_modules)), flush=True)
+            print(
+                describe_run(
+                    layout,
+                    self.training.precision,
+                    dist.get_world_size(),
+                    device,
+                    self.pipeline_kind,
+                    len(self.stage_modules),
+                ),
+                flush=True,
+            )
         self._prepare_data()
         # Its small collectives use tensors on ``device``: CPU for gloo, CUDA for NCCL.
         self.ckpt = CheckpointManager(self.job_dir / "ckpt", self.run.keep_checkpoints, device)
@@ -100,8 +146,9 @@ class Session:
         self.metrics: MetricsLogger | None = None
         self.gpu = GpuSampler(device) if self.is_rank0 else None
         self.flops_per_token = model_flops_per_token(self.plan)
-        self.peak_flops = peak_flops_per_s(self.plan.gpu, self.training.precision.value) \
-            if device.type == "cuda" else None
+        self.peak_flops = (
+            peak_flops_per_s(self.plan.gpu, self.training.precision.value) if device.type == "cuda" else None
+        )
 
     def close(self) -> None:
         self.preemption.close()
@@ -116,15 +163,33 @@ class Session:
         self.scheduler = build_scheduler(self.optimizer, self.run)
         schedule, self.pipeline_kind = None, None
         if self.layout.pp > 1:
-            kind = PipelineSchedule(self.run.pipeline_schedule) if self.run.pipeline_schedule else self.layout.pp_schedule
+            kind = (
+                PipelineSchedule(self.run.pipeline_schedule) if self.run.pipeline_schedule else self.layout.pp_schedule
+            )
             self.pipeline_kind = kind
-            schedule = build_pipeline_schedule(self.stage_modules, self.meshes.pp, self.device, self.training.grad_accum,
-                                               kind, pipeline_loss_fn(self.scaler))
+            schedule = build_pipeline_schedule(
+                self.stage_modules,
+                self.meshes.pp,
+                self.device,
+                self.training.grad_accum,
+                kind,
+                pipeline_loss_fn(self.scaler),
+            )
         native = self.training.impl == Implementation.NATIVE
-        self.stepper = Stepper(self.model, self.optimizer, self.scheduler, self.scaler, self.layout, self.meshes,
-                               self.device, self.run.grad_clip, schedule, self.training.grad_accum,
-                               uses_loss_parallel(self.layout, native),
-                               getattr(self.model, "context_parallel", None))   # set on the native model when cp > 1
+        self.stepper = Stepper(
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            self.scaler,
+            self.layout,
+            self.meshes,
+            self.device,
+            self.run.grad_clip,
+            schedule,
+            self.training.grad_accum,
+            uses_loss_parallel(self.layout, native),
+            getattr(self.model, "context_parallel", None),
+        )  # set on the native model when cp > 1
 
     def _prepare_data(self) -> None:
         """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank."""
@@ -144,22 +209,39 @@ class Session:
             self._loader("val")  # fail now, not at the first evaluation, if the split is too small
 
     def _loader(self, split: str):
-        return build_loader(self.run, self.job_dir, split, self.training.seq_len, self.training.micro_batch,
-                            self.meshes.dp.get_local_rank(), self.meshes.dp.size(), self.plan.model.vocab_size,
-                            pin_memory=self.device.type == "cuda")
+        return build_loader(
+            self.run,
+            self.job_dir,
+            split,
+            self.training.seq_len,
+            self.training.micro_batch,
+            self.meshes.dp.get_local_rank(),
+            self.meshes.dp.size(),
+            self.plan.model.vocab_size,
+            pin_memory=self.device.type == "cuda",
+        )
 
     # ------------------------------------------------------------------ checkpoints
 
     def _checkpointable(self) -> Checkpointable:
-        return Checkpointable(model=self.model, optimizer=self.optimizer, rank_state=self._rank_state,
-                              load_rank_state=self._load_rank_state)
+        return Checkpointable(
+            model=self.model,
+            optimizer=self.optimizer,
+            rank_state=self._rank_state,
+            load_rank_state=self._load_rank_state,
+        )
 
     def _rank_state(self) -> dict:
         rng = {"torch": torch.get_rng_state()}
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
-        return {"train": asdict(self.state), "loader": self.loader.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(), "rng": rng}
+        return {
+            "train": asdict(self.state),
+            "loader": self.loader.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "rng": rng,
+        }
 
     def _load_rank_state(self, saved: dict) -> None:
         self.state = TrainState(**saved["train"])
@@ -200,15 +282,18 @@ class Session:
         num_steps = min(self.run.probe_steps, self.run.steps - self.state.step)
         if num_steps <= 0:
             return None
-        if self.device.type == "cuda":   # measure the steps, not model building or checkpoint loading
+        if self.device.type == "cuda":  # measure the steps, not model building or checkpoint loading
             torch.cuda.reset_peak_memory_stats(self.device)
         try:
             outcome = self.run_steps(self.state.step + num_steps)
         except torch.OutOfMemoryError as exc:
             reading = MemoryReading(None, None, None)
             if self.device.type == "cuda":
-                reading = MemoryReading(None, torch.cuda.max_memory_reserved(self.device) / GIB,
-                                        torch.cuda.get_device_properties(self.device).total_memory / GIB)
+                reading = MemoryReading(
+                    None,
+                    torch.cuda.max_memory_reserved(self.device) / GIB,
+                    torch.cuda.get_device_properties(self.device).total_memory / GIB,
+                )
             reason = f"out of memory during the probe ({str(exc).splitlines()[0]})"
             # Written by the rank that ran out (others may be blocked in a collective).
             write_replan_needed(self.job_dir, self.plan, reading, self.run.memory_headroom, reason)
@@ -217,10 +302,13 @@ class Session:
         if self.is_rank0:
             report = write_validation(self.job_dir, self.plan, self.step_times, memory, self.device.type)
             measured = report["measured"]
-            print(f"\nprobe: {num_steps} steps, step {measured['step_s']:.3f} s (predicted "
-                  f"{report['predicted']['step_s']:.3f} s), peak "
-                  + (f"{measured['peak_gib']:.2f} GiB" if measured["peak_gib"] is not None else "n/a on this device")
-                  + f" (predicted {report['predicted']['peak_gib']:.2f} GiB)", flush=True)
+            print(
+                f"\nprobe: {num_steps} steps, step {measured['step_s']:.3f} s (predicted "
+                f"{report['predicted']['step_s']:.3f} s), peak "
+                + (f"{measured['peak_gib']:.2f} GiB" if measured["peak_gib"] is not None else "n/a on this device")
+                + f" (predicted {report['predicted']['peak_gib']:.2f} GiB)",
+                flush=True,
+            )
         check_measured_fit(self.job_dir, self.plan, memory, self.run.memory_headroom, self.is_rank0)
         return outcome
 
@@ -247,7 +335,7 @@ class Session:
 
     def _preemption_requested(self) -> bool:
         flag = torch.tensor([1 if self.preemption.requested else 0], device=self.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)   # every rank stops at the same step
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step
         return bool(flag.item())
 
     def run_steps(self, until_step: int) -> Outcome | None:
@@ -286,9 +374,12 @@ class Session:
             return
         self.state.bad_steps += 1
         if self.is_rank0:
-            print(f"\nwarning: step {self.state.step}: non-finite loss {result.loss} or gradient norm "
-                  f"{result.grad_norm}; skipped (no update), {self.state.bad_steps} of max_bad_steps "
-                  f"{self.run.max_bad_steps}", flush=True)
+            print(
+                f"\nwarning: step {self.state.step}: non-finite loss {result.loss} or gradient norm "
+                f"{result.grad_norm}; skipped (no update), {self.state.bad_steps} of max_bad_steps "
+                f"{self.run.max_bad_steps}",
+                flush=True,
+            )
 
     def _step_metrics(self, result, step_s: float, tokens_per_step: int, val_loss: float | None) -> StepMetrics:
         tokens_per_s = tokens_per_step / step_s
@@ -296,16 +387,30 @@ class Session:
         if self.peak_flops:
             mfu = self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops)
         util, power = self.gpu.sample() if self.gpu is not None else (None, None)
-        return StepMetrics(step=self.state.step, loss=result.loss, lr=result.lr,
-                           grad_norm=result.grad_norm, step_s=step_s, tokens_per_s=tokens_per_s, mfu=mfu,
-                           peak_mem_gib=self._track_memory(), gpu_util=util, power_w=power, skipped=result.skipped,
-                           loss_scale=self.scaler.scale if self.scaler.enabled else None, val_loss=val_loss)
+        return StepMetrics(
+            step=self.state.step,
+            loss=result.loss,
+            lr=result.lr,
+            grad_norm=result.grad_norm,
+            step_s=step_s,
+            tokens_per_s=tokens_per_s,
+            mfu=mfu,
+            peak_mem_gib=self._track_memory(),
+            gpu_util=util,
+            power_w=power,
+            skipped=result.skipped,
+            loss_scale=self.scaler.scale if self.scaler.enabled else None,
+            val_loss=val_loss,
+        )
 
     def _end_condition(self, val_loss: float | None) -> Outcome | None:
         if self.state.bad_steps >= self.run.max_bad_steps:
             return Outcome.DIVERGED
-        if val_loss is not None and self.run.early_stop_patience \
-                and self.state.evals_without_improvement >= self.run.early_stop_patience:
+        if (
+            val_loss is not None
+            and self.run.early_stop_patience
+            and self.state.evals_without_improvement >= self.run.early_stop_patience
+        ):
             return Outcome.EARLY_STOPPED
         if self._preemption_requested():
             return Outcome.PREEMPTED
@@ -340,9 +445,12 @@ class Session:
         if outcome == Outcome.DIVERGED:
             kept = self.last_saved_step
             if self.is_rank0:
-                print(f"\nerror: {self.state.bad_steps} non-finite steps (max_bad_steps={self.run.max_bad_steps}); "
-                      f"stopping at step {self.state.step}, last good checkpoint: "
-                      f"{step_dir_name(kept) if kept >= 0 else 'none'}", flush=True)
+                print(
+                    f"\nerror: {self.state.bad_steps} non-finite steps (max_bad_steps={self.run.max_bad_steps}); "
+                    f"stopping at step {self.state.step}, last good checkpoint: "
+                    f"{step_dir_name(kept) if kept >= 0 else 'none'}",
+                    flush=True,
+                )
             self._report(outcome, test_loss=None)
             return
         self.save()
@@ -368,12 +476,24 @@ class Session:
             return
         step_s = typical_step_s(self.step_times)
         tokens_per_s = self.training.tokens_per_step(self.layout) / step_s if step_s else None
-        mfu = self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops) \
-            if self.peak_flops and tokens_per_s else None
+        mfu = (
+            self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops)
+            if self.peak_flops and tokens_per_s
+            else None
+        )
         perplexity = math.exp(test_loss) if test_loss is not None and test_loss < 50 else None
-        summary = RunSummary(steps_done=self.state.step, outcome=outcome.value, step_s=step_s,
-                             tokens_per_s=tokens_per_s, mfu=mfu, peak_gib=memory.peak_gib,
-                             final_train_loss=self.state.last_train_loss, final_val_loss=self.state.last_val_loss,
-                             test_loss=test_loss, test_perplexity=perplexity, bad_steps=self.state.bad_steps,
-                             wall_s=time.perf_counter() - self.started)
+        summary = RunSummary(
+            steps_done=self.state.step,
+            outcome=outcome.value,
+            step_s=step_s,
+            tokens_per_s=tokens_per_s,
+            mfu=mfu,
+            peak_gib=memory.peak_gib,
+            final_train_loss=self.state.last_train_loss,
+            final_val_loss=self.state.last_val_loss,
+            test_loss=test_loss,
+            test_perplexity=perplexity,
+            bad_steps=self.state.bad_steps,
+            wall_s=time.perf_counter() - self.started,
+        )
         print("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)), flush=True)

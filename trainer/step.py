@@ -3,6 +3,7 @@
 A step whose loss or gradient norm is not finite makes no update (``skipped``). Both values
 are reduced over all ranks before the decision, so every rank skips or steps together.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,18 +37,29 @@ def _local(value: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class StepResult:
-    loss: float          # mean over the global batch (nan/inf when not finite)
-    lr: float            # the learning rate this step used
-    grad_norm: float     # before clipping, unscaled
-    skipped: bool        # no optimizer update
-    overflow: bool       # fp16 only: gradients overflowed at a finite loss (scale lowered)
+    loss: float  # mean over the global batch (nan/inf when not finite)
+    lr: float  # the learning rate this step used
+    grad_norm: float  # before clipping, unscaled
+    skipped: bool  # no optimizer update
+    overflow: bool  # fp16 only: gradients overflowed at a finite loss (scale lowered)
 
 
 class Stepper:
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler, scaler: LossScaler,
-                 layout: Layout, meshes: Meshes, device: torch.device, grad_clip: float,
-                 pipeline_schedule=None, pipeline_microbatches: int = 1, use_loss_parallel: bool = False,
-                 context_parallel: ContextParallel | None = None):
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler,
+        scaler: LossScaler,
+        layout: Layout,
+        meshes: Meshes,
+        device: torch.device,
+        grad_clip: float,
+        pipeline_schedule=None,
+        pipeline_microbatches: int = 1,
+        use_loss_parallel: bool = False,
+        context_parallel: ContextParallel | None = None,
+    ):
         self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
         self.layout, self.meshes, self.device, self.grad_clip = layout, meshes, device, grad_clip
         self.schedule = pipeline_schedule
@@ -56,7 +68,7 @@ class Stepper:
         self.context_parallel = context_parallel
         self.params = [p for p in model.parameters() if p.requires_grad]
         pp_rank = meshes.pp.get_local_rank()
-        self.holds_loss = pp_rank == layout.pp - 1   # the last pipeline stage computes the loss
+        self.holds_loss = pp_rank == layout.pp - 1  # the last pipeline stage computes the loss
         self.loss_ranks = dist.get_world_size() // layout.pp
 
     # ------------------------------------------------------------------ contexts
@@ -77,7 +89,9 @@ class Stepper:
     def _forward_backward(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """Summed mean loss over the accumulation window on this rank (0 off the last stage)."""
         if self.schedule is not None:
-            input_ids, labels = self._local_tokens(torch.cat([x for x, _ in batches]), torch.cat([y for _, y in batches]))
+            input_ids, labels = self._local_tokens(
+                torch.cat([x for x, _ in batches]), torch.cat([y for _, y in batches])
+            )
             with self._context():
                 loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=True)
             return _local(loss) / self.scaler.scale if loss is not None else torch.zeros((), device=self.device)
@@ -102,8 +116,9 @@ class Stepper:
         loss = self._global_mean(self._forward_backward(batches))
         if self.scaler.enabled:
             multiply_gradients(self.params, 1.0 / self.scaler.scale)
-        grad_norm = global_grad_norm(self.params, self.meshes.pp.get_group() if self.layout.pp > 1 else None,
-                                     self.device)
+        grad_norm = global_grad_norm(
+            self.params, self.meshes.pp.get_group() if self.layout.pp > 1 else None, self.device
+        )
         loss_value, norm_value = loss.item(), grad_norm.item()
         finite = math.isfinite(loss_value) and math.isfinite(norm_value)
         lr = self.optimizer.param_groups[0]["lr"]
@@ -126,8 +141,10 @@ class Stepper:
         if self.schedule is not None:
             group = self.pipeline_microbatches
             for start in range(0, len(batches) - group + 1, group):
-                chunk = batches[start:start + group]
-                input_ids, labels = self._local_tokens(torch.cat([x for x, _ in chunk]), torch.cat([y for _, y in chunk]))
+                chunk = batches[start : start + group]
+                input_ids, labels = self._local_tokens(
+                    torch.cat([x for x, _ in chunk]), torch.cat([y for _, y in chunk])
+                )
                 with self._context():
                     loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=False)
                 total += (_local(loss) / self.scaler.scale) if loss is not None else 0.0
@@ -148,9 +165,10 @@ def uses_loss_parallel(layout: Layout, native: bool) -> bool:
     return native and layout.tp > 1
 
 
-
 def pipeline_loss_fn(scaler: LossScaler):
     """The pipeline schedule's loss (scaled for fp16; the schedule averages gradients over micro-batches)."""
+
     def loss_fn(output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return cross_entropy(output, labels) * scaler.scale
+
     return loss_fn

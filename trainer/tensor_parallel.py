@@ -10,6 +10,7 @@ HF models: the same column/row split of attention and MLP projections, without s
 parallelism (HF blocks take extra arguments whose layouts we do not control); embedding,
 norms and LM head stay replicated.
 """
+
 from __future__ import annotations
 
 from torch import nn
@@ -60,9 +61,11 @@ def _native_root_plan(model: nn.Module, loss_parallel: bool) -> dict:
     if model.norm is not None:
         plan["norm"] = SequenceParallel()
     if model.output is not None:
-        plan["output"] = ColwiseParallel(input_layouts=Shard(1),
-                                         output_layouts=Shard(-1) if loss_parallel else Replicate(),
-                                         use_local_output=not loss_parallel)
+        plan["output"] = ColwiseParallel(
+            input_layouts=Shard(1),
+            output_layouts=Shard(-1) if loss_parallel else Replicate(),
+            use_local_output=not loss_parallel,
+        )
     return plan
 
 
@@ -96,6 +99,8 @@ def apply_hf_tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh) -> None:
     for block in block_container(model).children():
         missing = [name for name in plan if not _has_submodule(block, name)]
         if missing:
-            raise ValueError(f"tensor parallelism for HF models needs Llama-style blocks; "
-                             f"{type(block).__name__} lacks {', '.join(missing)}")
+            raise ValueError(
+                f"tensor parallelism for HF models needs Llama-style blocks; "
+                f"{type(block).__name__} lacks {', '.join(missing)}"
+            )
         parallelize_module(block, tp_mesh, plan)

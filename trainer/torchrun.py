@@ -7,6 +7,7 @@ becomes one line naming the failed ranks and exit codes, and the launcher exits 
 does (``trainer.launch`` then returns the trainer's own code from ``exit_status.json``). The
 emitted ``launch.sh`` / ``slurm.sbatch`` / ``k8s.yaml`` keep calling plain torchrun.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,8 +20,10 @@ TORCHRUN_FAILED = 1
 
 def failure_line(error: ChildFailedError) -> str:
     """``training failed: rank 0 exited with code 2, rank 1 with code 2``."""
-    parts = [f"rank {rank} {'exited with code' if i == 0 else 'with code'} {failure.exitcode}"
-             for i, (rank, failure) in enumerate(sorted(error.failures.items()))]
+    parts = [
+        f"rank {rank} {'exited with code' if i == 0 else 'with code'} {failure.exitcode}"
+        for i, (rank, failure) in enumerate(sorted(error.failures.items()))
+    ]
     return "training failed: " + ", ".join(parts) + " (the workers' own messages are above)"
 
 

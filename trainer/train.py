@@ -9,6 +9,7 @@ Exit codes (per worker): 0 done / early-stopped / preempted by SIGTERM after sav
 fit (``replan_needed.json`` written); 4 the disk filled up while checkpointing (previous
 checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,17 @@ from trainer.checkpoint import CheckpointDiskFullError
 from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
 from trainer.model import build_native_model, native_init_rule
-from trainer.parallel import (Meshes, apply_activation_checkpointing, apply_compile, apply_data_parallel, apply_fp8,
-                              build_meshes, freeze_lowest_blocks, init_distributed, init_parameters)
+from trainer.parallel import (
+    Meshes,
+    apply_activation_checkpointing,
+    apply_compile,
+    apply_data_parallel,
+    apply_fp8,
+    build_meshes,
+    freeze_lowest_blocks,
+    init_distributed,
+    init_parameters,
+)
 from trainer.pipeline import StageChunks, local_stage_ids, split_native_for_stage
 from trainer.probe import ReplanNeeded, check_plan
 from trainer.session import Outcome, Session
@@ -83,6 +93,7 @@ def build_stage_modules(job: JobSpec, layout: Layout, meshes: Meshes) -> list[to
             modules.append(module)
     else:
         from trainer.hf_model import build_hf_model
+
         modules = [build_hf_model(job.plan.model, job.plan.hf_config_path, training.seq_len)]
     for module in modules:
         freeze_lowest_blocks(module, job.run.freeze_layers)
@@ -96,6 +107,7 @@ def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Me
         apply_fp8(model)
     if layout.tp > 1:
         from trainer.tensor_parallel import apply_hf_tensor_parallel, apply_native_tensor_parallel
+
         if native:
             apply_native_tensor_parallel(model, meshes.tp, loss_parallel=True)
         else:
@@ -103,8 +115,9 @@ def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Me
     apply_activation_checkpointing(model, training.activation_checkpointing)
     if training.compile:
         apply_compile(model)
-    apply_data_parallel(model, meshes, layout, training.precision, offload=training.offload,
-                        pin_memory=device.type == "cuda")
+    apply_data_parallel(
+        model, meshes, layout, training.precision, offload=training.offload, pin_memory=device.type == "cuda"
+    )
 
 
 def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch.device) -> torch.nn.Module:
@@ -121,6 +134,7 @@ def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch
             module.init_buffers(device)
     else:
         from trainer.hf_model import hf_init_rule, init_hf_buffers, load_hf_weights
+
         init_parameters(model, job.run.seed, hf_init_rule(model))
         init_hf_buffers(model)
         if job.run.hf_weights is not None:

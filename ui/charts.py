@@ -5,6 +5,7 @@ uploaded config, zipping an emitted job, reading a run's ``metrics.jsonl``), so 
 thin and everything here is testable without Streamlit. No planning happens here: every number
 comes from ``planner.api`` / ``planner.search.explore``.
 """
+
 from __future__ import annotations
 
 import io
@@ -16,26 +17,26 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.api import PlanRequest, PlanResult, plan
-from ui.i18n import Labels
 from planner.catalog.hardware import Catalog
-from planner.search.ilp import InfeasiblePlan
-from planner.layout import ActivationCheckpointing, Precision
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
+from planner.layout import ActivationCheckpointing, Precision
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
+from planner.search.ilp import InfeasiblePlan
 from planner.search.portfolio import TcoAssumptions
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from ui.i18n import Labels
 
-CHINCHILLA_TOKENS_PER_PARAM = 20   # Hoffmann et al. 2022: compute-optimal tokens per parameter
+CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
 HOURS_PER_YEAR = 8760.0
 MEMORY_TERMS = ("params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc")
 
@@ -114,20 +115,49 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
     tco = TcoAssumptions()
     base = get_preset(DEFAULT_PRESET)
     values: dict[str, object] = {
-        "lang": "en", "model_source": "preset", "preset": DEFAULT_PRESET, "tokens_mode": "chinchilla",
-        "chinchilla_multiple": 1.0, "tokens_billions": 100.0, "seq_len": 4096, "global_batch": 0,
-        "deadline_days": 0.0, "budget_usd": 0.0, "objective": "cost", "cost_weight": 0.5, "gpus": list(cat.gpus),
-        "pricing": "on_demand", "precision": Precision.BF16.value, "ac": [a.value for a in ActivationCheckpointing],
-        "allow_offload": False, "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100), "top_k": 10,
-        "max_gpus": 4096, "portfolio_mode": False, "why_not_gpu": "", "scaling_gpu": "",
-        "emit_name": "trainplan-job", "emit_steps": 50, "run_steps": 20, "job_name": "job-1",
-        "horizon_days": 0.0, "num_slots": 1, "tco_utilisation": 0.7,
-        "tco_lifetime_years": tco.lifetime_years, "tco_residual": tco.residual_fraction,
-        "tco_electricity": tco.electricity_usd_per_kwh, "tco_hosting": tco.hosting_usd_per_gpu_month,
+        "lang": "en",
+        "model_source": "preset",
+        "preset": DEFAULT_PRESET,
+        "tokens_mode": "chinchilla",
+        "chinchilla_multiple": 1.0,
+        "tokens_billions": 100.0,
+        "seq_len": 4096,
+        "global_batch": 0,
+        "deadline_days": 0.0,
+        "budget_usd": 0.0,
+        "objective": "cost",
+        "cost_weight": 0.5,
+        "gpus": list(cat.gpus),
+        "pricing": "on_demand",
+        "precision": Precision.BF16.value,
+        "ac": [a.value for a in ActivationCheckpointing],
+        "allow_offload": False,
+        "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100),
+        "top_k": 10,
+        "max_gpus": 4096,
+        "portfolio_mode": False,
+        "why_not_gpu": "",
+        "scaling_gpu": "",
+        "emit_name": "trainplan-job",
+        "emit_steps": 50,
+        "run_steps": 20,
+        "job_name": "job-1",
+        "horizon_days": 0.0,
+        "num_slots": 1,
+        "tco_utilisation": 0.7,
+        "tco_lifetime_years": tco.lifetime_years,
+        "tco_residual": tco.residual_fraction,
+        "tco_electricity": tco.electricity_usd_per_kwh,
+        "tco_hosting": tco.hosting_usd_per_gpu_month,
         "tco_pue": tco.pue,
-        "custom_layers": base.num_layers, "custom_hidden": base.hidden_size, "custom_ffn": base.ffn_hidden_size,
-        "custom_heads": base.num_heads, "custom_kv_heads": base.num_kv_heads, "custom_vocab": base.vocab_size,
-        "custom_experts": 1, "custom_experts_per_token": 1,
+        "custom_layers": base.num_layers,
+        "custom_hidden": base.hidden_size,
+        "custom_ffn": base.ffn_hidden_size,
+        "custom_heads": base.num_heads,
+        "custom_kv_heads": base.num_kv_heads,
+        "custom_vocab": base.vocab_size,
+        "custom_experts": 1,
+        "custom_experts_per_token": 1,
     }
     for gpu in cat.gpus.values():
         values[f"inv_{gpu.id}"] = 0
@@ -140,8 +170,9 @@ def chinchilla_tokens(model: ModelSpec, multiple: float) -> float:
     return multiple * CHINCHILLA_TOKENS_PER_PARAM * model.num_params()
 
 
-def amortised_price_per_gpu_hour(purchase_usd: float, tdp_w: float, utilisation: float, tco: TcoAssumptions,
-                                 power_fraction_of_tdp: float) -> float:
+def amortised_price_per_gpu_hour(
+    purchase_usd: float, tdp_w: float, utilisation: float, tco: TcoAssumptions, power_fraction_of_tdp: float
+) -> float:
     """Owning a GPU expressed as USD per busy GPU-hour (docs/app.md):
 
         (purchase * (1 - residual) / lifetime_years + hosting_per_month * 12) / (8760 * utilisation)
@@ -153,7 +184,9 @@ def amortised_price_per_gpu_hour(purchase_usd: float, tdp_w: float, utilisation:
         raise ValueError(f"purchase price must be > 0 USD, got {purchase_usd}")
     if not 0 < utilisation <= 1:
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
-    fixed_per_year = purchase_usd * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12
+    fixed_per_year = (
+        purchase_usd * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12
+    )
     power = tdp_w / 1000 * power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
     return fixed_per_year / (HOURS_PER_YEAR * utilisation) + power
 
@@ -166,8 +199,9 @@ def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     """
     shown = Path(filename).name or "upload"
     if len(data) > MAX_CONFIG_BYTES:
-        raise ValueError(f"{shown}: {len(data) / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit "
-                         "for a model config")
+        raise ValueError(
+            f"{shown}: {len(data) / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for a model config"
+        )
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or "config"
     folder = Path(tempfile.mkdtemp(prefix="trainplan-upload-"))
     path = folder / f"{stem}.json"
@@ -247,8 +281,12 @@ def start_training(plan_: Plan, steps: int) -> LocalRun:
     job_dir = Path(tempfile.mkdtemp(prefix="trainplan-run-")) / "job"
     emit_job(plan_, job_dir, name="local-run", run=RunSettings(steps=steps))
     with (job_dir / "run.log").open("wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "trainer.launch", str(job_dir), "--steps", str(steps)],
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "trainer.launch", str(job_dir), "--steps", str(steps)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     return LocalRun(job_dir=job_dir, process=process)
 
 
@@ -264,13 +302,23 @@ def log_tail(path: Path, num_lines: int = 15) -> str:
 
 def local_gpus_frame(found: Sequence) -> pd.DataFrame:
     """``planner.catalog.detect.DetectedGPU`` rows: index, name, memory, catalog match."""
-    return pd.DataFrame([{"index": g.index, "name": g.name, "memory_gib": g.memory_bytes / 2**30,
-                          "catalog": g.spec.id if g.spec else "-"} for g in found])
+    return pd.DataFrame(
+        [
+            {
+                "index": g.index,
+                "name": g.name,
+                "memory_gib": g.memory_bytes / 2**30,
+                "catalog": g.spec.id if g.spec else "-",
+            }
+            for g in found
+        ]
+    )
 
 
 def jobs_frame(requests: dict[str, PlanRequest]) -> pd.DataFrame:
-    return pd.DataFrame([{"job": name, "model": r.model.name, "tokens_b": r.training_tokens / 1e9}
-                         for name, r in requests.items()])
+    return pd.DataFrame(
+        [{"job": name, "model": r.model.name, "tokens_b": r.training_tokens / 1e9} for name, r in requests.items()]
+    )
 
 
 def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
@@ -278,14 +326,25 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
     rows = []
     for rank, p in enumerate(plans, start=1):
         e, t = p.estimate, p.training
-        rows.append({
-            "rank": rank, "gpu": p.gpu, "num_gpus": p.num_gpus, "num_nodes": p.num_nodes,
-            "layout": p.layout.describe(), "micro_batch": t.micro_batch, "grad_accum": t.grad_accum,
-            "ac": t.activation_checkpointing.value,
-            "time_to_train_days": (e.time_to_train_h or math.nan) / 24, "cost_usd": e.cost_usd,
-            "energy_kwh": e.energy_kwh, "mfu": e.throughput.mfu, "tokens_per_s": e.throughput.tokens_per_s,
-            "memory_gib": e.memory.reserved_gib, "capacity_gib": e.memory.capacity_gib,
-        })
+        rows.append(
+            {
+                "rank": rank,
+                "gpu": p.gpu,
+                "num_gpus": p.num_gpus,
+                "num_nodes": p.num_nodes,
+                "layout": p.layout.describe(),
+                "micro_batch": t.micro_batch,
+                "grad_accum": t.grad_accum,
+                "ac": t.activation_checkpointing.value,
+                "time_to_train_days": (e.time_to_train_h or math.nan) / 24,
+                "cost_usd": e.cost_usd,
+                "energy_kwh": e.energy_kwh,
+                "mfu": e.throughput.mfu,
+                "tokens_per_s": e.throughput.tokens_per_s,
+                "memory_gib": e.memory.reserved_gib,
+                "capacity_gib": e.memory.capacity_gib,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -308,20 +367,22 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
     fig = go.Figure()
     terms = list(dict.fromkeys([*MEMORY_TERMS, *(k for p in plans for k in p.estimate.memory.breakdown_gib)]))
     for term in terms:
-        fig.add_bar(name=_term_name(tr, "mem", term), x=names,
-                    y=[p.estimate.memory.breakdown_gib.get(term, 0.0) for p in plans])
+        fig.add_bar(
+            name=_term_name(tr, "mem", term), x=names, y=[p.estimate.memory.breakdown_gib.get(term, 0.0) for p in plans]
+        )
     reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
     fig.add_bar(name=tr("mem_allocator_reserve"), x=names, y=reserve)
     fig.add_bar(name=tr("mem_cuda_context"), x=names, y=[context_gib] * len(plans))
     capacity = [p.estimate.memory.capacity_gib for p in plans]
     usable = [p.estimate.memory.capacity_gib * (1 - p.estimate.memory.headroom_fraction) for p in plans]
     line = dict(symbol="line-ew", size=60, line=dict(width=3))
-    fig.add_scatter(name=tr("capacity"), x=names, y=capacity, mode="markers",
-                    marker=dict(line_color="crimson", **line))
-    fig.add_scatter(name=tr("usable_limit"), x=names, y=usable, mode="markers",
-                    marker=dict(line_color="orange", **line))
-    fig.update_layout(barmode="stack", yaxis_title=tr("axis_gib_per_gpu"), legend_title_text=tr("term"),
-                      margin=dict(t=30, b=10))
+    fig.add_scatter(name=tr("capacity"), x=names, y=capacity, mode="markers", marker=dict(line_color="crimson", **line))
+    fig.add_scatter(
+        name=tr("usable_limit"), x=names, y=usable, mode="markers", marker=dict(line_color="orange", **line)
+    )
+    fig.update_layout(
+        barmode="stack", yaxis_title=tr("axis_gib_per_gpu"), legend_title_text=tr("term"), margin=dict(t=30, b=10)
+    )
     return fig
 
 
@@ -334,34 +395,63 @@ def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
         values = [p.estimate.time.breakdown_s.get(term, 0.0) for p in plans]
         if any(v > 0 for v in values):
             fig.add_bar(name=_term_name(tr, "time", term), x=names, y=values)
-    fig.update_layout(barmode="stack", yaxis_title=tr("axis_step_s"), legend_title_text=tr("term"),
-                      margin=dict(t=30, b=10))
+    fig.update_layout(
+        barmode="stack", yaxis_title=tr("axis_step_s"), legend_title_text=tr("term"), margin=dict(t=30, b=10)
+    )
     return fig
 
 
 def _hover(frame: pd.DataFrame) -> list[str]:
-    return [f"{g} x{n}<br>{layout}<br>${cost:,.0f} | {days:,.2f} d"
-            for g, n, layout, cost, days in zip(frame["gpu"], frame["num_gpus"], frame["layout"],
-                                                frame["cost_usd"], frame["time_to_train_days"])]
+    return [
+        f"{g} x{n}<br>{layout}<br>${cost:,.0f} | {days:,.2f} d"
+        for g, n, layout, cost, days in zip(
+            frame["gpu"], frame["num_gpus"], frame["layout"], frame["cost_usd"], frame["time_to_train_days"]
+        )
+    ]
 
 
 def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None, tr: Labels) -> go.Figure:
     """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined."""
     fig = go.Figure()
     for gpu, group in points.groupby("gpu", sort=True):
-        fig.add_scatter(name=str(gpu), x=group["time_to_train_days"], y=group["cost_usd"], mode="markers",
-                        text=_hover(group), hovertemplate="%{text}<extra></extra>", marker=dict(size=7, opacity=0.7))
+        fig.add_scatter(
+            name=str(gpu),
+            x=group["time_to_train_days"],
+            y=group["cost_usd"],
+            mode="markers",
+            text=_hover(group),
+            hovertemplate="%{text}<extra></extra>",
+            marker=dict(size=7, opacity=0.7),
+        )
     best = points[front].sort_values("time_to_train_days")
-    fig.add_scatter(name=tr("pareto_front"), x=best["time_to_train_days"], y=best["cost_usd"], mode="lines+markers",
-                    text=_hover(best), hovertemplate="%{text}<extra></extra>",
-                    line=dict(color="black", dash="dot"), marker=dict(size=10, symbol="circle-open", color="black"))
+    fig.add_scatter(
+        name=tr("pareto_front"),
+        x=best["time_to_train_days"],
+        y=best["cost_usd"],
+        mode="lines+markers",
+        text=_hover(best),
+        hovertemplate="%{text}<extra></extra>",
+        line=dict(color="black", dash="dot"),
+        marker=dict(size=10, symbol="circle-open", color="black"),
+    )
     if chosen is not None and chosen.estimate.cost_usd is not None:
-        fig.add_scatter(name=tr("chosen_plan"), x=[chosen.estimate.time_to_train_h / 24], y=[chosen.estimate.cost_usd],
-                        mode="markers", marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
-                        text=[f"{chosen.gpu} x{chosen.num_gpus}<br>{chosen.layout.describe()}"],
-                        hovertemplate="%{text}<extra></extra>")
-    fig.update_layout(xaxis_title=tr("axis_days"), yaxis_title=tr("axis_cost"), xaxis_type="log", yaxis_type="log",
-                      legend_title_text=tr("gpu_type"), margin=dict(t=30, b=10))
+        fig.add_scatter(
+            name=tr("chosen_plan"),
+            x=[chosen.estimate.time_to_train_h / 24],
+            y=[chosen.estimate.cost_usd],
+            mode="markers",
+            marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
+            text=[f"{chosen.gpu} x{chosen.num_gpus}<br>{chosen.layout.describe()}"],
+            hovertemplate="%{text}<extra></extra>",
+        )
+    fig.update_layout(
+        xaxis_title=tr("axis_days"),
+        yaxis_title=tr("axis_cost"),
+        xaxis_type="log",
+        yaxis_type="log",
+        legend_title_text=tr("gpu_type"),
+        margin=dict(t=30, b=10),
+    )
     return fig
 
 
@@ -370,10 +460,26 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
     rows = points[points["gpu"] == gpu].sort_values("num_gpus")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     hover = _hover(rows)
-    fig.add_scatter(name=tr("axis_cost"), x=rows["num_gpus"], y=rows["cost_usd"], mode="lines+markers",
-                    text=hover, hovertemplate="%{text}<extra></extra>", line_color="#1f77b4", secondary_y=False)
-    fig.add_scatter(name=tr("axis_days"), x=rows["num_gpus"], y=rows["time_to_train_days"], mode="lines+markers",
-                    text=hover, hovertemplate="%{text}<extra></extra>", line_color="#ff7f0e", secondary_y=True)
+    fig.add_scatter(
+        name=tr("axis_cost"),
+        x=rows["num_gpus"],
+        y=rows["cost_usd"],
+        mode="lines+markers",
+        text=hover,
+        hovertemplate="%{text}<extra></extra>",
+        line_color="#1f77b4",
+        secondary_y=False,
+    )
+    fig.add_scatter(
+        name=tr("axis_days"),
+        x=rows["num_gpus"],
+        y=rows["time_to_train_days"],
+        mode="lines+markers",
+        text=hover,
+        hovertemplate="%{text}<extra></extra>",
+        line_color="#ff7f0e",
+        secondary_y=True,
+    )
     fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log")
     fig.update_yaxes(title_text=tr("axis_cost"), rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text=tr("axis_days"), type="log", showgrid=False, secondary_y=True)  # time spans decades
@@ -385,11 +491,19 @@ def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
     """One bar per job from its start to its end (days), labelled with its GPUs."""
     fig = go.Figure()
     for row in assignments.itertuples(index=False):
-        fig.add_bar(name=row.job, y=[row.job], x=[row.end_days - row.start_days], base=[row.start_days],
-                    orientation="h", text=[f"{row.num_gpus}x {row.gpu}"], textposition="inside",
-                    hovertemplate=f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<extra></extra>")
-    fig.update_layout(xaxis_title=tr("axis_schedule_days"), showlegend=False, barmode="overlay",
-                      margin=dict(t=30, b=10))
+        fig.add_bar(
+            name=row.job,
+            y=[row.job],
+            x=[row.end_days - row.start_days],
+            base=[row.start_days],
+            orientation="h",
+            text=[f"{row.num_gpus}x {row.gpu}"],
+            textposition="inside",
+            hovertemplate=f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<extra></extra>",
+        )
+    fig.update_layout(
+        xaxis_title=tr("axis_schedule_days"), showlegend=False, barmode="overlay", margin=dict(t=30, b=10)
+    )
     return fig
 
 
@@ -398,8 +512,9 @@ def run_figure(metrics: pd.DataFrame, tr: Labels) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     if len(metrics):
         fig.add_scatter(name=tr("loss"), x=metrics["step"], y=metrics["loss"], mode="lines+markers", secondary_y=False)
-        fig.add_scatter(name=tr("tokens_per_s"), x=metrics["step"], y=metrics["tokens_per_s"], mode="lines",
-                        secondary_y=True)
+        fig.add_scatter(
+            name=tr("tokens_per_s"), x=metrics["step"], y=metrics["tokens_per_s"], mode="lines", secondary_y=True
+        )
     fig.update_xaxes(title_text=tr("axis_step"))
     fig.update_yaxes(title_text=tr("loss"), secondary_y=False)
     fig.update_yaxes(title_text=tr("tokens_per_s"), secondary_y=True)
@@ -412,29 +527,48 @@ def run_figure(metrics: pd.DataFrame, tr: Labels) -> go.Figure:
 
 @dataclass(frozen=True)
 class PortfolioOutcome:
-    frame: pd.DataFrame | None = None   # one row per job: gpu, num_gpus, layout, start/end days, cost
+    frame: pd.DataFrame | None = None  # one row per job: gpu, num_gpus, layout, start/end days, cost
     total_cost_usd: float | None = None
     makespan_days: float | None = None
     infeasible: Infeasible | None = None
     error: str | None = None
 
 
-def solve_jobs(requests: dict[str, PlanRequest], inventory: dict[str, int], *, objective: str,
-               horizon_days: float | None, num_slots: int, settings: ModelingSettings,
-               layout_of: Callable[[str, int], str]) -> PortfolioOutcome:
+def solve_jobs(
+    requests: dict[str, PlanRequest],
+    inventory: dict[str, int],
+    *,
+    objective: str,
+    horizon_days: float | None,
+    num_slots: int,
+    settings: ModelingSettings,
+    layout_of: Callable[[str, int], str],
+) -> PortfolioOutcome:
     """``planner.search.explore.plan_portfolio`` as a table; ``layout_of(job, row)`` names each chosen row's layout."""
     from planner.search.explore import plan_portfolio
 
     try:
-        solution = plan_portfolio(requests, inventory, objective=objective, horizon_days=horizon_days,
-                                  num_slots=num_slots, settings=settings)
+        solution = plan_portfolio(
+            requests, inventory, objective=objective, horizon_days=horizon_days, num_slots=num_slots, settings=settings
+        )
     except InfeasiblePlan as exc:
         return PortfolioOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
     except ValueError as exc:
         return PortfolioOutcome(error=first_line(exc))
-    frame = pd.DataFrame([{
-        "job": a.job, "gpu": a.gpu_id, "num_gpus": a.num_gpus, "layout": layout_of(a.job, a.row),
-        "start_days": a.start_s / 86400, "end_days": a.end_s / 86400, "cost_usd": a.cost_usd,
-    } for a in solution.assignments])
-    return PortfolioOutcome(frame=frame, total_cost_usd=solution.total_cost_usd,
-                            makespan_days=solution.makespan_s / 86400)
+    frame = pd.DataFrame(
+        [
+            {
+                "job": a.job,
+                "gpu": a.gpu_id,
+                "num_gpus": a.num_gpus,
+                "layout": layout_of(a.job, a.row),
+                "start_days": a.start_s / 86400,
+                "end_days": a.end_s / 86400,
+                "cost_usd": a.cost_usd,
+            }
+            for a in solution.assignments
+        ]
+    )
+    return PortfolioOutcome(
+        frame=frame, total_cost_usd=solution.total_cost_usd, makespan_days=solution.makespan_s / 86400
+    )

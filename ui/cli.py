@@ -4,13 +4,13 @@ Thin: each command parses its flags, calls the API and renders (``ui.render``). 
 user error becomes one line on stderr and exit code 2; an infeasible request is an answer
 (exit 0, ``feasible: false`` with the reason and the fix).
 """
+
 from __future__ import annotations
 
 import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,12 +19,23 @@ try:  # typer >= 0.20 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Layout,
+    PipelineSchedule,
+    Precision,
+    Sharding,
+    TrainingConfig,
+)
 from ui import render
-from planner.layout import (ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Precision, Sharding,
-                            TrainingConfig)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Size, plan and run LLM training: GPUs, layout, memory, time and cost.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Size, plan and run LLM training: GPUs, layout, memory, time and cost.",
+)
 
 JSON = typer.Option(False, "--json", help="machine-readable output")
 
@@ -58,6 +69,7 @@ def parse_pairs(text: str | None, what: str, cast=float) -> dict:
 
 def load_model_arg(model: str):
     from planner.catalog.models import load_model
+
     spec = load_model(model)
     path = Path(model)
     hf_path = str(path.resolve()) if path.exists() else None
@@ -69,8 +81,10 @@ def estimate(
     model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
     gpu: str = typer.Option(..., help="catalog GPU id (trainplan catalog)"),
     num_gpus: int = typer.Option(..., "--num-gpus", help="world size"),
-    nodes: Optional[int] = typer.Option(None, help="number of nodes (default: by the node template)"),
-    tp: int = typer.Option(1), pp: int = typer.Option(1), cp: int = typer.Option(1),
+    nodes: int | None = typer.Option(None, help="number of nodes (default: by the node template)"),
+    tp: int = typer.Option(1),
+    pp: int = typer.Option(1),
+    cp: int = typer.Option(1),
     vpp: int = typer.Option(1, help="interleaved pipeline stages per rank (needs pp > 1 and 1f1b)"),
     pp_schedule: PipelineSchedule = typer.Option(PipelineSchedule.ONE_F_ONE_B, "--pp-schedule"),
     dp_replicate: int = typer.Option(1, "--dp-replicate"),
@@ -78,35 +92,60 @@ def estimate(
     sharding: Sharding = typer.Option(Sharding.FSDP),
     micro_batch: int = typer.Option(..., "--micro-batch"),
     seq_len: int = typer.Option(..., "--seq-len"),
-    global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens"),
-    grad_accum: Optional[int] = typer.Option(None, "--grad-accum"),
+    global_batch_tokens: int | None = typer.Option(None, "--global-batch-tokens"),
+    grad_accum: int | None = typer.Option(None, "--grad-accum"),
     ac: ActivationCheckpointing = typer.Option(ActivationCheckpointing.NONE, "--ac"),
     precision: Precision = typer.Option(Precision.BF16),
-    impl: Optional[Implementation] = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
+    impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
     compile: bool = typer.Option(False, "--compile"),
     offload: bool = typer.Option(False, "--offload"),
-    tokens: Optional[float] = typer.Option(None, help="training tokens, for time-to-train and cost"),
-    price: Optional[float] = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
-    out: Optional[Path] = typer.Option(None, help="write a runnable plan file"),
+    tokens: float | None = typer.Option(None, help="training tokens, for time-to-train and cost"),
+    price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
+    out: Path | None = typer.Option(None, help="write a runnable plan file"),
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
     from planner.api import build_plan
     from planner.model.structure import default_implementation
+
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
     spec, hf_path = load_model_arg(model)
-    layout = Layout(dp_replicate=dp_replicate, dp_shard=dp_shard, tp=tp, pp=pp, cp=cp, vpp=vpp,
-                    pp_schedule=pp_schedule, sharding=sharding)
+    layout = Layout(
+        dp_replicate=dp_replicate,
+        dp_shard=dp_shard,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        vpp=vpp,
+        pp_schedule=pp_schedule,
+        sharding=sharding,
+    )
     dp = layout.resolve(num_gpus).dp
-    accum = grad_accum or (TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp)
-                           if global_batch_tokens else 1)
-    training = TrainingConfig(seq_len=seq_len, micro_batch=micro_batch, grad_accum=accum,
-                              activation_checkpointing=ac, precision=precision,
-                              impl=impl or default_implementation(spec),
-                              compile=compile, offload=offload)
-    plan = build_plan(spec, gpu, layout, training, num_gpus=num_gpus, num_nodes=nodes,
-                      training_tokens=tokens, price=price, hf_config_path=hf_path)
+    accum = grad_accum or (
+        TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else 1
+    )
+    training = TrainingConfig(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        grad_accum=accum,
+        activation_checkpointing=ac,
+        precision=precision,
+        impl=impl or default_implementation(spec),
+        compile=compile,
+        offload=offload,
+    )
+    plan = build_plan(
+        spec,
+        gpu,
+        layout,
+        training,
+        num_gpus=num_gpus,
+        num_nodes=nodes,
+        training_tokens=tokens,
+        price=price,
+        hf_config_path=hf_path,
+    )
     if out:
         plan.save(out)
     render.estimate(plan, as_json=as_json, saved_to=out)
@@ -116,31 +155,45 @@ def estimate(
 def plan(
     model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
     tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
-    deadline_days: Optional[float] = typer.Option(None, "--deadline-days"),
-    budget_usd: Optional[float] = typer.Option(None, "--budget-usd"),
+    deadline_days: float | None = typer.Option(None, "--deadline-days"),
+    budget_usd: float | None = typer.Option(None, "--budget-usd"),
     objective: ObjectiveChoice = typer.Option(ObjectiveChoice.cost),
-    gpus: Optional[str] = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
-    prices: Optional[str] = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
-    global_batch_tokens: Optional[int] = typer.Option(None, "--global-batch-tokens"),
+    gpus: str | None = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
+    prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
+    seq_len: int | None = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
+    global_batch_tokens: int | None = typer.Option(None, "--global-batch-tokens"),
     precision: Precision = typer.Option(Precision.BF16),
-    impl: Optional[Implementation] = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
+    impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
     allow_offload: bool = typer.Option(False, "--allow-offload"),
     compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
     max_gpus: int = typer.Option(4096, "--max-gpus"),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
-    out: Optional[Path] = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
+    out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
-    from planner.api import InfeasiblePlan, PlanRequest, plan as solve
+    from planner.api import InfeasiblePlan, PlanRequest
+    from planner.api import plan as solve
+
     spec, hf_path = load_model_arg(model)
-    request = PlanRequest(model=spec, hf_config_path=hf_path, training_tokens=tokens, deadline_days=deadline_days,
-                          budget_usd=budget_usd, objective=objective.value,
-                          gpus=parse_pairs(gpus, "--gpus", int) or None,
-                          price_overrides=parse_pairs(prices, "--price"), seq_len=seq_len,
-                          global_batch_tokens=global_batch_tokens, precision=precision, impl=impl,
-                          allow_offload=allow_offload, compile=compile, max_gpus=max_gpus, top_k=top)
+    request = PlanRequest(
+        model=spec,
+        hf_config_path=hf_path,
+        training_tokens=tokens,
+        deadline_days=deadline_days,
+        budget_usd=budget_usd,
+        objective=objective.value,
+        gpus=parse_pairs(gpus, "--gpus", int) or None,
+        price_overrides=parse_pairs(prices, "--price"),
+        seq_len=seq_len,
+        global_batch_tokens=global_batch_tokens,
+        precision=precision,
+        impl=impl,
+        allow_offload=allow_offload,
+        compile=compile,
+        max_gpus=max_gpus,
+        top_k=top,
+    )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request)
@@ -156,6 +209,7 @@ def plan(
 def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: bool = JSON) -> None:
     """Explain a plan: every memory and time term, and what limits it."""
     from planner.plan import Plan
+
     render.explain(Plan.load(plan_file), as_json=as_json)
 
 
@@ -163,6 +217,7 @@ def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: 
 def catalog(as_json: bool = JSON) -> None:
     """List the GPUs in the hardware catalog with their key numbers and sources."""
     from planner.catalog.hardware import load_catalog
+
     render.catalog(load_catalog(), as_json=as_json)
 
 
@@ -171,6 +226,7 @@ def detect(as_json: bool = JSON) -> None:
     """Read the local NVIDIA GPUs (NVML) and match them to catalog entries."""
     from planner.catalog.detect import NoGPUDriver, detect_gpus
     from planner.catalog.hardware import load_catalog
+
     try:
         found = detect_gpus(load_catalog())
     except NoGPUDriver as exc:
@@ -187,17 +243,24 @@ def emit(
     checkpoint_every: int = typer.Option(20, "--checkpoint-every"),
     no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
-    tokenizer: Optional[str] = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
+    tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
     seed: int = typer.Option(1234),
-    name: Optional[str] = typer.Option(None, help="job name (default: the directory name)"),
+    name: str | None = typer.Option(None, help="job name (default: the directory name)"),
     as_json: bool = JSON,
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
     from planner.plan import Plan
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
-    run = RunSettings(steps=steps, checkpoint_every=checkpoint_every, data=data, tokenizer=tokenizer, seed=seed,
-                      save_checkpoints=not no_checkpoints)
+
+    run = RunSettings(
+        steps=steps,
+        checkpoint_every=checkpoint_every,
+        data=data,
+        tokenizer=tokenizer,
+        seed=seed,
+        save_checkpoints=not no_checkpoints,
+    )
     job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
     render.emitted(job_json, as_json=as_json)
 
@@ -206,38 +269,56 @@ def emit(
 def run(
     job_dir: Path = typer.Argument(..., help="a job directory from trainplan emit"),
     device: DeviceChoice = typer.Option(DeviceChoice.auto),
-    nproc: Optional[int] = typer.Option(None, help="processes on this node (default: the plan's)"),
-    steps: Optional[int] = typer.Option(None, help="override the number of steps"),
+    nproc: int | None = typer.Option(None, help="processes on this node (default: the plan's)"),
+    steps: int | None = typer.Option(None, help="override the number of steps"),
     auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
     max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun elastic restarts"),
-    nnodes: Optional[int] = typer.Option(None, help="nodes in the run (default: the plan's)"),
+    nnodes: int | None = typer.Option(None, help="nodes in the run (default: the plan's)"),
     node_rank: int = typer.Option(0, "--node-rank", help="this node's rank"),
-    rdzv_endpoint: Optional[str] = typer.Option(None, "--rdzv-endpoint", help="HOST:PORT of node 0 (multi-node)"),
-    rdzv_id: Optional[str] = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
+    rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", help="HOST:PORT of node 0 (multi-node)"),
+    rdzv_id: str | None = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
 ) -> None:
     """Run (or resume) a job with torchrun on this machine."""
     from trainer.launch import run_job
-    code = run_job(job_dir, device=device.value, nproc=nproc, steps=steps, auto_replan=auto_replan,
-                   max_restarts=max_restarts, nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                   rdzv_id=rdzv_id)
+
+    code = run_job(
+        job_dir,
+        device=device.value,
+        nproc=nproc,
+        steps=steps,
+        auto_replan=auto_replan,
+        max_restarts=max_restarts,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+    )
     raise typer.Exit(code)
 
 
 @app.command()
-def portfolio(jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) with [inventory] and [[jobs]]"),
-              as_json: bool = JSON) -> None:
+def portfolio(
+    jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) with [inventory] and [[jobs]]"),
+    as_json: bool = JSON,
+) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.search.explore import plan_portfolio
     from planner.search.ilp import InfeasiblePlan
     from ui.portfolio_file import read_jobs_file
+
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
     try:
         with render.working(f"planning {len(requests)} jobs", quiet=as_json):
-            solution = plan_portfolio(requests, spec.inventory, objective=spec.objective,
-                                      horizon_days=spec.horizon_days, num_slots=spec.num_slots)
+            solution = plan_portfolio(
+                requests,
+                spec.inventory,
+                objective=spec.objective,
+                horizon_days=spec.horizon_days,
+                num_slots=spec.num_slots,
+            )
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)
         return
@@ -245,13 +326,15 @@ def portfolio(jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) 
 
 
 @app.command()
-def fleet(jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_usd] and [[jobs]]"),
-          as_json: bool = JSON) -> None:
+def fleet(
+    jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_usd] and [[jobs]]"), as_json: bool = JSON
+) -> None:
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
+    from planner.catalog.hardware import load_catalog
     from planner.search.explore import plan_fleet
     from planner.search.ilp import InfeasiblePlan
-    from planner.catalog.hardware import load_catalog
     from ui.portfolio_file import purchase_prices, read_jobs_file
+
     spec = read_jobs_file(jobs_file)
     prices = purchase_prices(spec, load_catalog())
     if not prices or spec.horizon_days is None:
@@ -270,11 +353,31 @@ def fleet(jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_u
 def app_command(port: int = typer.Option(8501), address: str = typer.Option("localhost")) -> None:
     """Start the Streamlit sizing app (bound to localhost by default)."""
     import subprocess
+
     app_path = Path(__file__).resolve().parent.parent / "app.py"
-    raise typer.Exit(subprocess.call([sys.executable, "-m", "streamlit", "run", str(app_path),
-                                      "--server.address", address, "--server.port", str(port),
-                                      "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                                      "--server.maxUploadSize", "1", "--server.fileWatcherType", "none"]))
+    raise typer.Exit(
+        subprocess.call(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(app_path),
+                "--server.address",
+                address,
+                "--server.port",
+                str(port),
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.maxUploadSize",
+                "1",
+                "--server.fileWatcherType",
+                "none",
+            ]
+        )
+    )
 
 
 def one_line(exc: BaseException) -> str:
@@ -291,6 +394,7 @@ def one_line(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: map user errors to one line + exit 2; let real bugs raise."""
     from pydantic import ValidationError
+
     try:
         code = app(args=argv, standalone_mode=False, prog_name="trainplan")
     except typer.Exit as exc:

@@ -4,6 +4,7 @@
 both languages of a key must use the same placeholders (tests/test_app.py checks). Text the
 planner itself writes (why-not answers, infeasibility details, plan notes) stays English.
 """
+
 from __future__ import annotations
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
@@ -12,16 +13,20 @@ LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 _LABELS: dict[str, tuple[str, str]] = {
     # page
     "title": ("trainplan: size your LLM training", "trainplan：LLM 训练规划"),
-    "subtitle": ("Pick a model, a token budget and the GPUs you can get; the planner chooses GPU type, count and "
-                 "parallel layout, and says what it costs.",
-                 "选择模型、训练 token 数和可用的 GPU；规划器会给出 GPU 型号、数量与并行布局，以及所需费用。"),
+    "subtitle": (
+        "Pick a model, a token budget and the GPUs you can get; the planner chooses GPU type, count and "
+        "parallel layout, and says what it costs.",
+        "选择模型、训练 token 数和可用的 GPU；规划器会给出 GPU 型号、数量与并行布局，以及所需费用。",
+    ),
     "working": ("Planning…", "正在规划…"),
     "fix_inputs": ("Fix the inputs in the sidebar to see a plan.", "请先修正侧栏中的输入，才能显示方案。"),
     # sidebar: model
     "portfolio_mode": ("Portfolio mode (several jobs)", "组合模式（多个任务）"),
-    "portfolio_help": ("Add the job configured in the sidebar to the list, repeat with other settings, and the "
-                       "planner schedules all jobs on the shared GPU inventory.",
-                       "将侧栏中配置的任务加入列表，改变设置后重复添加，规划器会在共享的 GPU 库存上安排所有任务。"),
+    "portfolio_help": (
+        "Add the job configured in the sidebar to the list, repeat with other settings, and the "
+        "planner schedules all jobs on the shared GPU inventory.",
+        "将侧栏中配置的任务加入列表，改变设置后重复添加，规划器会在共享的 GPU 库存上安排所有任务。",
+    ),
     "section_model": ("Model", "模型"),
     "model_source": ("Model source", "模型来源"),
     "opt_preset": ("Preset", "预设"),
@@ -29,7 +34,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_custom": ("Custom", "自定义"),
     "preset": ("Preset model", "预设模型"),
     "upload_config": ("Hugging Face config.json (at most 1 MB)", "Hugging Face config.json（最大 1 MB）"),
-    "upload_help": ("Read as JSON data only: nothing is downloaded or executed.", "仅作为 JSON 数据读取：不会下载或执行任何内容。"),
+    "upload_help": (
+        "Read as JSON data only: nothing is downloaded or executed.",
+        "仅作为 JSON 数据读取：不会下载或执行任何内容。",
+    ),
     "upload_needed": ("Upload a config.json to plan for it.", "请上传 config.json 以进行规划。"),
     "bad_config": ("Cannot use this config: {error}", "无法使用该配置：{error}"),
     "bad_custom": ("Invalid model dimensions: {error}", "模型维度无效：{error}"),
@@ -46,8 +54,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_absolute": ("Absolute", "绝对数量"),
     "chinchilla_multiple": ("Multiple of 20 tokens per parameter", "每参数 20 token 的倍数"),
     "tokens_billions": ("Training tokens (billions)", "训练 token 数（十亿）"),
-    "model_summary": ("{name}: {params:,.2f} B parameters, {tokens:,.1f} B training tokens",
-                      "{name}：{params:,.2f} B 参数，{tokens:,.1f} B 训练 token"),
+    "model_summary": (
+        "{name}: {params:,.2f} B parameters, {tokens:,.1f} B training tokens",
+        "{name}：{params:,.2f} B 参数，{tokens:,.1f} B 训练 token",
+    ),
     # sidebar: goals
     "section_goals": ("Deadline, budget, objective", "期限、预算与目标"),
     "deadline_days": ("Deadline (days, 0 = none)", "期限（天，0 = 不限）"),
@@ -60,26 +70,32 @@ _LABELS: dict[str, tuple[str, str]] = {
     # sidebar: GPUs
     "section_gpus": ("GPUs", "GPU"),
     "gpus": ("Allowed GPU types", "允许的 GPU 型号"),
-    "gpus_help": ("Catalog ids: `trainplan catalog` lists each GPU's memory, peak FLOP/s, links and price.",
-                  "目录型号：`trainplan catalog` 列出每种 GPU 的显存、峰值算力、互联与价格。"),
+    "gpus_help": (
+        "Catalog ids: `trainplan catalog` lists each GPU's memory, peak FLOP/s, links and price.",
+        "目录型号：`trainplan catalog` 列出每种 GPU 的显存、峰值算力、互联与价格。",
+    ),
     "no_gpus": ("Allow at least one GPU type.", "请至少允许一种 GPU 型号。"),
     "pricing": ("GPU pricing", "GPU 计价方式"),
     "opt_on_demand": ("Rent (on demand)", "按需租用"),
     "opt_bought": ("Buy (amortised)", "购买（摊销）"),
     "inventory_prices": ("Inventory and prices per GPU type", "各型号 GPU 的库存与价格"),
-    "inventory_help": ("Inventory 0 = unlimited. Rent: USD per GPU-hour (catalog price preset). Buy: purchase price "
-                       "per GPU, turned into USD per GPU-hour with the ownership assumptions.",
-                       "库存 0 = 不限。租用：每 GPU 小时的美元价格（预填目录价）。购买：每块 GPU 的购买价格，"
-                       "按持有成本假设折算为每 GPU 小时的美元价格。"),
+    "inventory_help": (
+        "Inventory 0 = unlimited. Rent: USD per GPU-hour (catalog price preset). Buy: purchase price "
+        "per GPU, turned into USD per GPU-hour with the ownership assumptions.",
+        "库存 0 = 不限。租用：每 GPU 小时的美元价格（预填目录价）。购买：每块 GPU 的购买价格，"
+        "按持有成本假设折算为每 GPU 小时的美元价格。",
+    ),
     "inventory": ("{gpu}: GPUs available", "{gpu}：可用数量"),
     "price": ("{gpu}: USD/GPU-hour", "{gpu}：美元/GPU 小时"),
     "purchase": ("{gpu}: purchase USD/GPU", "{gpu}：购买价（美元/块）"),
     "amortised": ("= ${price:.2f} per GPU-hour", "= 每 GPU 小时 ${price:.2f}"),
     "ownership": ("Ownership assumptions", "持有成本假设"),
-    "ownership_help": ("USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / (8760 h × utilisation) "
-                       "+ TDP × power fraction × PUE × electricity.",
-                       "每 GPU 小时美元 = (价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / (8760 小时 × 利用率) "
-                       "+ TDP × 功耗比例 × PUE × 电价。"),
+    "ownership_help": (
+        "USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / (8760 h × utilisation) "
+        "+ TDP × power fraction × PUE × electricity.",
+        "每 GPU 小时美元 = (价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / (8760 小时 × 利用率) "
+        "+ TDP × 功耗比例 × PUE × 电价。",
+    ),
     "tco_utilisation": ("Utilisation (busy fraction of the year)", "利用率（一年中忙碌的比例）"),
     "tco_lifetime_years": ("Lifetime (years)", "使用年限（年）"),
     "tco_residual": ("Residual value (fraction of price)", "残值（价格的比例）"),
@@ -89,8 +105,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     # sidebar: training
     "section_training": ("Training settings", "训练设置"),
     "seq_len": ("Sequence length", "序列长度"),
-    "seq_too_long": ("{seq_len} tokens is longer than {model}'s context of {limit}: the trainer will refuse this plan.",
-                     "{seq_len} 个 token 超过了 {model} 的上下文长度 {limit}：训练器将拒绝运行此方案。"),
+    "seq_too_long": (
+        "{seq_len} tokens is longer than {model}'s context of {limit}: the trainer will refuse this plan.",
+        "{seq_len} 个 token 超过了 {model} 的上下文长度 {limit}：训练器将拒绝运行此方案。",
+    ),
     "global_batch": ("Global batch (tokens)", "全局批大小（token）"),
     "auto": ("auto (by model size)", "自动（按模型规模）"),
     "precision": ("Precision", "精度"),
@@ -103,9 +121,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "max_gpus": ("Most GPUs to consider", "最多考虑的 GPU 数"),
     "top_k": ("Plans to list", "列出的方案数"),
     "headroom": ("Memory headroom (%)", "显存余量（%）"),
-    "headroom_help": ("Fraction of each GPU's memory kept free: a plan fits when reserved memory plus the CUDA "
-                      "context stays below capacity × (1 − headroom).",
-                      "每块 GPU 预留的显存比例：当保留显存加 CUDA 上下文不超过 容量 × (1 − 余量) 时方案可行。"),
+    "headroom_help": (
+        "Fraction of each GPU's memory kept free: a plan fits when reserved memory plus the CUDA "
+        "context stays below capacity × (1 − headroom).",
+        "每块 GPU 预留的显存比例：当保留显存加 CUDA 上下文不超过 容量 × (1 − 余量) 时方案可行。",
+    ),
     "bad_request": ("Cannot plan: {error}", "无法规划：{error}"),
     # plan card
     "plan_card": ("Plan for {model}", "{model} 的训练方案"),
@@ -122,13 +142,17 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB", "占 {capacity:.1f} GiB 的 {fraction:.0%}"),
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
-    "card_footer": ("step {step:.3g} s · {tokens:,.0f} tokens/s · {candidates:,} candidates, {feasible:,} feasible · "
-                    "{solver} in {seconds:.1f} s",
-                    "每步 {step:.3g} 秒 · {tokens:,.0f} token/秒 · {candidates:,} 个候选，{feasible:,} 个可行 · "
-                    "{solver} 用时 {seconds:.1f} 秒"),
+    "card_footer": (
+        "step {step:.3g} s · {tokens:,.0f} tokens/s · {candidates:,} candidates, {feasible:,} feasible · "
+        "{solver} in {seconds:.1f} s",
+        "每步 {step:.3g} 秒 · {tokens:,.0f} token/秒 · {candidates:,} 个候选，{feasible:,} 个可行 · "
+        "{solver} 用时 {seconds:.1f} 秒",
+    ),
     "why_this_plan": ("Why this plan", "为什么选这个方案"),
-    "infeasible": ("No plan satisfies every constraint. Binding constraint: {constraint}: {detail}. Fix: {fix}",
-                   "没有满足全部约束的方案。起作用的约束：{constraint}：{detail}。解决办法：{fix}"),
+    "infeasible": (
+        "No plan satisfies every constraint. Binding constraint: {constraint}: {detail}. Fix: {fix}",
+        "没有满足全部约束的方案。起作用的约束：{constraint}：{detail}。解决办法：{fix}",
+    ),
     "opt_memory": ("memory", "显存"),
     "opt_divisibility": ("divisibility", "整除性"),
     "opt_batch": ("batch size", "批大小"),
@@ -145,8 +169,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     # charts
     "chart_memory": ("Per-GPU memory against capacity", "每 GPU 显存与容量"),
     "chart_step": ("Step time breakdown", "单步时间分解"),
-    "chart_frontier": ("Cost against time-to-train (best layout per GPU type and count; Pareto front joined)",
-                       "费用与训练时间（每种型号和数量的最佳布局；连线为帕累托前沿）"),
+    "chart_frontier": (
+        "Cost against time-to-train (best layout per GPU type and count; Pareto front joined)",
+        "费用与训练时间（每种型号和数量的最佳布局；连线为帕累托前沿）",
+    ),
     "chart_scaling": ("Cost and time against GPU count", "费用和时间随 GPU 数量的变化"),
     "scaling_gpu": ("GPU type for the scaling chart", "扩展曲线的 GPU 型号"),
     "no_candidates": ("No candidate layout fits these settings.", "在这些设置下没有可行的候选布局。"),
@@ -206,8 +232,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_index": ("index", "序号"),
     "col_name": ("name", "名称"),
     "col_catalog": ("catalog entry", "目录型号"),
-    "top_help": ("The chosen plan and the next best the solver found; click a column to sort.",
-                 "选定方案及求解器找到的其余较优方案；点击列名可排序。"),
+    "top_help": (
+        "The chosen plan and the next best the solver found; click a column to sort.",
+        "选定方案及求解器找到的其余较优方案；点击列名可排序。",
+    ),
     # why not
     "why_not_gpu": ("Why was this GPU type not chosen?", "为什么没有选择这种 GPU？"),
     "pick_gpu": ("— pick a GPU type —", "— 选择 GPU 型号 —"),
@@ -216,14 +244,18 @@ _LABELS: dict[str, tuple[str, str]] = {
     "emit_name": ("Job name", "任务名称"),
     "emit_steps": ("Training steps in the job", "任务中的训练步数"),
     "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
-    "job_help": ("The zip holds job.json, launch.sh, slurm.sbatch, k8s.yaml and a README: unzip it and run "
-                 "`trainplan run DIR`, `sbatch slurm.sbatch` or `kubectl apply -f k8s.yaml`.",
-                 "zip 中包含 job.json、launch.sh、slurm.sbatch、k8s.yaml 和 README：解压后运行 "
-                 "`trainplan run DIR`、`sbatch slurm.sbatch` 或 `kubectl apply -f k8s.yaml`。"),
+    "job_help": (
+        "The zip holds job.json, launch.sh, slurm.sbatch, k8s.yaml and a README: unzip it and run "
+        "`trainplan run DIR`, `sbatch slurm.sbatch` or `kubectl apply -f k8s.yaml`.",
+        "zip 中包含 job.json、launch.sh、slurm.sbatch、k8s.yaml 和 README：解压后运行 "
+        "`trainplan run DIR`、`sbatch slurm.sbatch` 或 `kubectl apply -f k8s.yaml`。",
+    ),
     # local GPUs
     "no_local_gpus": ("No local GPUs to run on ({reason}).", "本机没有可用于运行的 GPU（{reason}）。"),
-    "local_unmatched": ("None of these GPUs is in the hardware catalog, so no plan can be made for them.",
-                        "这些 GPU 都不在硬件目录中，无法为其规划。"),
+    "local_unmatched": (
+        "None of these GPUs is in the hardware catalog, so no plan can be made for them.",
+        "这些 GPU 都不在硬件目录中，无法为其规划。",
+    ),
     "run_steps": ("Steps to run", "运行步数"),
     "run_local": ("Plan for {count} × {gpu} here and run", "为本机 {count} × {gpu} 规划并运行"),
     "run_running": ("Running (pid {pid})", "运行中（pid {pid}）"),
@@ -238,8 +270,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "clear_jobs": ("Remove all jobs", "移除全部任务"),
     "job_name_needed": ("Give the job a name.", "请为任务命名。"),
     "no_jobs": ("No jobs yet: configure one in the sidebar and add it.", "还没有任务：请在侧栏配置后添加。"),
-    "portfolio_inventory": ("Set an inventory for at least one GPU type (sidebar, Inventory and prices): jobs share "
-                            "those GPUs.", "请至少为一种 GPU 设置库存（侧栏“库存与价格”）：各任务共享这些 GPU。"),
+    "portfolio_inventory": (
+        "Set an inventory for at least one GPU type (sidebar, Inventory and prices): jobs share those GPUs.",
+        "请至少为一种 GPU 设置库存（侧栏“库存与价格”）：各任务共享这些 GPU。",
+    ),
     "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
     "num_slots": ("Start-time slots", "开始时间槽数"),
     "total_cost": ("Total cost", "总费用"),

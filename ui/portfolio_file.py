@@ -1,17 +1,18 @@
 """The jobs file read by ``trainplan portfolio`` and ``trainplan fleet`` (TOML or JSON).
 
-    horizon_days = 90            # optional: jobs may be sequenced inside it
-    num_slots = 6
-    [inventory]                  # portfolio: GPUs on hand, shared by all jobs
-    h100-sxm = 256
-    [purchase_usd]               # fleet: GPU types that may be bought, USD per GPU
-    h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
-    [[jobs]]
-    name = "chat-8b"
-    model = "llama3-8b"
-    tokens = 1e12
-    deadline_days = 60
+horizon_days = 90            # optional: jobs may be sequenced inside it
+num_slots = 6
+[inventory]                  # portfolio: GPUs on hand, shared by all jobs
+h100-sxm = 256
+[purchase_usd]               # fleet: GPU types that may be bought, USD per GPU
+h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
+[[jobs]]
+name = "chat-8b"
+model = "llama3-8b"
+tokens = 1e12
+deadline_days = 60
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ class JobEntry(BaseModel):
     tokens: float = Field(gt=0)
     deadline_days: float | None = Field(None, gt=0)
     budget_usd: float | None = Field(None, gt=0)
-    seq_len: int | None = Field(None, ge=16)   # None: the planner's default for the model
+    seq_len: int | None = Field(None, ge=16)  # None: the planner's default for the model
     global_batch_tokens: int | None = Field(None, ge=1)
 
 
@@ -40,19 +41,26 @@ class JobsFile(BaseModel):
     num_slots: int = Field(1, ge=1, le=64)
     objective: str = "cost"
     inventory: dict[str, int] = {}
-    buy: list[str] = []          # fleet: GPU types to price at the catalog's purchase price
-    purchase_usd: dict[str, float | None] = {}   # None: the catalog's purchase price
+    buy: list[str] = []  # fleet: GPU types to price at the catalog's purchase price
+    purchase_usd: dict[str, float | None] = {}  # None: the catalog's purchase price
     jobs: list[JobEntry] = Field(min_length=1)
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
         from planner.catalog.models import load_model
+
         out = {}
         for job in self.jobs:
             if job.name in out:
                 raise ValueError(f"jobs: duplicate job name '{job.name}'")
-            out[job.name] = PlanRequest(model=load_model(job.model), training_tokens=job.tokens,
-                                        deadline_days=job.deadline_days, budget_usd=job.budget_usd,
-                                        seq_len=job.seq_len, global_batch_tokens=job.global_batch_tokens, gpus=gpus)
+            out[job.name] = PlanRequest(
+                model=load_model(job.model),
+                training_tokens=job.tokens,
+                deadline_days=job.deadline_days,
+                budget_usd=job.budget_usd,
+                seq_len=job.seq_len,
+                global_batch_tokens=job.global_batch_tokens,
+                gpus=gpus,
+            )
         return out
 
 

@@ -1,4 +1,5 @@
 """Terminal and JSON rendering for the CLI (rich tables; JSON keys are a public contract)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -64,15 +65,17 @@ def summary_lines(p: Plan) -> list[str]:
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step",
         f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
-        + (", compile" if t.compile else "") + (", offload" if t.offload else ""),
+        + (", compile" if t.compile else "")
+        + (", offload" if t.offload else ""),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB",
         f"step {e.time.step_s:.3f} s, {e.throughput.tokens_per_s:,.0f} tokens/s "
         f"({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}",
     ]
     if e.time_to_train_h is not None:
-        lines.append(f"time-to-train {duration_h(e.time_to_train_h)}, cost {money(e.cost_usd)}, "
-                     f"energy {e.energy_kwh:,.0f} kWh")
+        lines.append(
+            f"time-to-train {duration_h(e.time_to_train_h)}, cost {money(e.cost_usd)}, energy {e.energy_kwh:,.0f} kWh"
+        )
     if not e.feasible:
         lines.append(f"[red]infeasible[/red] - {e.reason}")
         lines.append(f"fix: {e.fix}")
@@ -83,7 +86,9 @@ def print_plan(p: Plan) -> None:
     for line in summary_lines(p):
         out.print(line)
     e = p.estimate
-    out.print(breakdown_table("memory per GPU (GiB)", e.memory.breakdown_gib, "GiB", "allocated peak", e.memory.peak_gib))
+    out.print(
+        breakdown_table("memory per GPU (GiB)", e.memory.breakdown_gib, "GiB", "allocated peak", e.memory.peak_gib)
+    )
     out.print(breakdown_table("step time (s)", e.time.breakdown_s, "s", "step", e.time.step_s))
 
 
@@ -98,10 +103,17 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None) -> None:
 
 def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
     if as_json:
-        emit_json({"feasible": True, "plan": estimate_json(result.plan.estimate),
-                   "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
-                   "solver": result.solution.solver, "num_candidates": result.num_candidates,
-                   "num_feasible": result.solution.num_feasible, "seconds": round(result.seconds, 3)})
+        emit_json(
+            {
+                "feasible": True,
+                "plan": estimate_json(result.plan.estimate),
+                "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
+                "solver": result.solution.solver,
+                "num_candidates": result.num_candidates,
+                "num_feasible": result.solution.num_feasible,
+                "seconds": round(result.seconds, 3),
+            }
+        )
         return
     print_plan(result.plan)
     if result.alternatives:
@@ -110,22 +122,37 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
             table.add_column(col)
         for a in (result.plan, *result.alternatives):
             e = a.estimate
-            table.add_row(a.gpu, str(a.num_gpus), a.layout.describe(),
-                          f"{a.training.micro_batch} x {a.training.grad_accum}",
-                          a.training.activation_checkpointing.value, duration_h(e.time_to_train_h),
-                          money(e.cost_usd), f"{e.throughput.mfu:.1%}",
-                          f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}")
+            table.add_row(
+                a.gpu,
+                str(a.num_gpus),
+                a.layout.describe(),
+                f"{a.training.micro_batch} x {a.training.grad_accum}",
+                a.training.activation_checkpointing.value,
+                duration_h(e.time_to_train_h),
+                money(e.cost_usd),
+                f"{e.throughput.mfu:.1%}",
+                f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
+            )
         out.print(table)
-    out.print(f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
-              f"solved with {result.solution.solver} in {result.seconds:.2f} s")
+    out.print(
+        f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
+        f"solved with {result.solution.solver} in {result.seconds:.2f} s"
+    )
     if saved_to:
         out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
 
 
 def infeasible(exc, *, as_json: bool) -> None:
     if as_json:
-        emit_json({"feasible": False, "constraint": exc.constraint.value, "reason": str(exc),
-                   "detail": exc.detail, "fix": exc.fix})
+        emit_json(
+            {
+                "feasible": False,
+                "constraint": exc.constraint.value,
+                "reason": str(exc),
+                "detail": exc.detail,
+                "fix": exc.fix,
+            }
+        )
         return
     out.print(f"[red]no feasible plan[/red] - {exc.constraint.value}: {exc.detail}")
     out.print(f"fix: {exc.fix}")
@@ -133,6 +160,7 @@ def infeasible(exc, *, as_json: bool) -> None:
 
 def explain(p: Plan, *, as_json: bool) -> None:
     from planner.explain import explain_plan
+
     notes = explain_plan(p)
     if as_json:
         emit_json({"plan": estimate_json(p.estimate), "notes": notes})
@@ -152,11 +180,17 @@ def catalog(cat, *, as_json: bool) -> None:
         table.add_column(col)
     for g in cat.gpus.values():
         fp8 = g.peak_flops_per_s.get("fp8")
-        table.add_row(g.id, f"{g.memory_bytes / 2**30:.1f}", f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}",
-                      f"{g.peak_flops('bf16') / 1e12:.0f}", "-" if fp8 is None else f"{fp8 / 1e12:.0f}",
-                      f"{g.scaleup_kind} x{g.scaleup_domain_size}",
-                      f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}", f"{g.tdp_watts:.0f}",
-                      f"{g.price_per_gpu_hour_usd:.2f}")
+        table.add_row(
+            g.id,
+            f"{g.memory_bytes / 2**30:.1f}",
+            f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}",
+            f"{g.peak_flops('bf16') / 1e12:.0f}",
+            "-" if fp8 is None else f"{fp8 / 1e12:.0f}",
+            f"{g.scaleup_kind} x{g.scaleup_domain_size}",
+            f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}",
+            f"{g.tdp_watts:.0f}",
+            f"{g.price_per_gpu_hour_usd:.2f}",
+        )
     out.print(table)
 
 
@@ -168,14 +202,24 @@ def no_driver(message: str, *, as_json: bool) -> None:
 
 
 def detected(found, *, as_json: bool) -> None:
-    rows = [{"index": d.index, "name": d.name, "memory_gib": d.memory_bytes / 2**30,
-             "driver": d.driver_version, "catalog_id": d.spec.id if d.spec else None} for d in found]
+    rows = [
+        {
+            "index": d.index,
+            "name": d.name,
+            "memory_gib": d.memory_bytes / 2**30,
+            "driver": d.driver_version,
+            "catalog_id": d.spec.id if d.spec else None,
+        }
+        for d in found
+    ]
     if as_json:
         emit_json({"gpus": rows})
         return
     for r in rows:
-        out.print(f"GPU {r['index']}: {r['name']} ({r['memory_gib']:.1f} GiB, driver {r['driver']}) -> "
-                  f"{r['catalog_id'] or 'no catalog match'}")
+        out.print(
+            f"GPU {r['index']}: {r['name']} ({r['memory_gib']:.1f} GiB, driver {r['driver']}) -> "
+            f"{r['catalog_id'] or 'no catalog match'}"
+        )
 
 
 def emitted(job_json: Path, *, as_json: bool) -> None:
@@ -187,30 +231,67 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
 
 
 def portfolio(solution, *, as_json: bool) -> None:
-    rows = [dict(job=a.job, gpu=a.gpu_id, num_gpus=a.num_gpus, layout=a.label, start_days=a.start_s / 86400,
-                 end_days=a.end_s / 86400, cost_usd=a.cost_usd) for a in solution.assignments]
+    rows = [
+        dict(
+            job=a.job,
+            gpu=a.gpu_id,
+            num_gpus=a.num_gpus,
+            layout=a.label,
+            start_days=a.start_s / 86400,
+            end_days=a.end_s / 86400,
+            cost_usd=a.cost_usd,
+        )
+        for a in solution.assignments
+    ]
     if as_json:
-        emit_json({"feasible": True, "assignments": rows, "total_cost_usd": solution.total_cost_usd,
-                   "makespan_days": solution.makespan_s / 86400, "solver": solution.solver})
+        emit_json(
+            {
+                "feasible": True,
+                "assignments": rows,
+                "total_cost_usd": solution.total_cost_usd,
+                "makespan_days": solution.makespan_s / 86400,
+                "solver": solution.solver,
+            }
+        )
         return
     table = Table(title="portfolio on the shared inventory", title_justify="left")
     for col in ("job", "GPU", "n", "layout", "start", "end", "cost"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["job"], r["gpu"], str(r["num_gpus"]), r["layout"], f"day {r['start_days']:.1f}",
-                      f"day {r['end_days']:.1f}", money(r["cost_usd"]))
+        table.add_row(
+            r["job"],
+            r["gpu"],
+            str(r["num_gpus"]),
+            r["layout"],
+            f"day {r['start_days']:.1f}",
+            f"day {r['end_days']:.1f}",
+            money(r["cost_usd"]),
+        )
     out.print(table)
     out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / 86400:.1f}")
 
 
 def fleet(solution, *, as_json: bool) -> None:
     def plan_dict(p):
-        return None if p is None else {"total_cost_usd": p.total_cost_usd, "purchased": p.purchased,
-                                       "ownership_cost_usd": p.ownership_cost_usd, "rent_cost_usd": p.rent_cost_usd,
-                                       "running_cost_usd": p.running_cost_usd}
-    data = {"mixed": plan_dict(solution.mixed), "rent_only": plan_dict(solution.rent_only),
-            "buy_only": plan_dict(solution.buy_only), "horizon_days": solution.horizon_days,
-            "break_even": [{"gpu": b.gpu_id, "utilisation": b.break_even_utilisation} for b in solution.break_even]}
+        return (
+            None
+            if p is None
+            else {
+                "total_cost_usd": p.total_cost_usd,
+                "purchased": p.purchased,
+                "ownership_cost_usd": p.ownership_cost_usd,
+                "rent_cost_usd": p.rent_cost_usd,
+                "running_cost_usd": p.running_cost_usd,
+            }
+        )
+
+    data = {
+        "mixed": plan_dict(solution.mixed),
+        "rent_only": plan_dict(solution.rent_only),
+        "buy_only": plan_dict(solution.buy_only),
+        "horizon_days": solution.horizon_days,
+        "break_even": [{"gpu": b.gpu_id, "utilisation": b.break_even_utilisation} for b in solution.break_even],
+    }
     if as_json:
         emit_json(data)
         return

@@ -4,24 +4,25 @@ Widgets only: every number shown here (token budgets, amortised prices) comes fr
 ``ui.charts``, every label from ``ui.i18n``. Widget values live in
 ``st.session_state`` under the widgets' keys, set once by ``init_state``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import streamlit as st
 
-from ui import charts
 from planner.api import PlanRequest
-from ui.i18n import LANGUAGE_NAMES, Labels
 from planner.catalog.hardware import Catalog
-from planner.layout import ActivationCheckpointing, Precision
-from planner.model.spec import ModelSpec
 from planner.catalog.models import get_preset, list_presets
-from planner.search.portfolio import TcoAssumptions
+from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.spec import ModelSpec
+from planner.search.portfolio import TcoAssumptions
+from ui import charts
+from ui.i18n import LANGUAGE_NAMES, Labels
 
-SEQ_LENS = tuple(2**k for k in range(9, 18))                 # 512 .. 131072
-GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))         # 0 = the planner's default; 8K .. 16M
+SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
+GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
 # Choice widgets whose option labels are translated (format_func=tr...), on the whole page: the
 # language switch lives here, so it re-sends these and the open tab of app.py's main area.
 TRANSLATED_CHOICES = ("model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu")
@@ -31,7 +32,7 @@ TAB_NAMES = ("tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_dow
 @dataclass(frozen=True)
 class Inputs:
     request: PlanRequest
-    headroom: float          # memory headroom fraction (ModelingSettings.memory_headroom)
+    headroom: float  # memory headroom fraction (ModelingSettings.memory_headroom)
     portfolio_mode: bool
 
     @property
@@ -63,13 +64,15 @@ def init_state(cat: Catalog) -> None:
 
 
 def sidebar_model(tr: Labels) -> ModelSpec | None:
-    source = st.radio(tr("model_source"), ("preset", "upload", "custom"), key="model_source",
-                      format_func=tr.option, horizontal=True)
+    source = st.radio(
+        tr("model_source"), ("preset", "upload", "custom"), key="model_source", format_func=tr.option, horizontal=True
+    )
     if source == "preset":
         return get_preset(st.selectbox(tr("preset"), list_presets(), key="preset", on_change=fit_seq_len))
     if source == "upload":
-        uploaded = st.file_uploader(tr("upload_config"), type=["json"], key="config_upload", max_upload_size=1,
-                                    help=tr("upload_help"))
+        uploaded = st.file_uploader(
+            tr("upload_config"), type=["json"], key="config_upload", max_upload_size=1, help=tr("upload_help")
+        )
         if uploaded is None:
             st.info(tr("upload_needed"))
             return None
@@ -91,11 +94,18 @@ def fit_seq_len() -> None:
 def custom_model(tr: Labels) -> ModelSpec | None:
     dims = {}
     left, right = st.columns(2)
-    for i, (field, key) in enumerate((("num_layers", "custom_layers"), ("hidden_size", "custom_hidden"),
-                                      ("ffn_hidden_size", "custom_ffn"), ("num_heads", "custom_heads"),
-                                      ("num_kv_heads", "custom_kv_heads"), ("vocab_size", "custom_vocab"),
-                                      ("num_experts", "custom_experts"),
-                                      ("experts_per_token", "custom_experts_per_token"))):
+    for i, (field, key) in enumerate(
+        (
+            ("num_layers", "custom_layers"),
+            ("hidden_size", "custom_hidden"),
+            ("ffn_hidden_size", "custom_ffn"),
+            ("num_heads", "custom_heads"),
+            ("num_kv_heads", "custom_kv_heads"),
+            ("vocab_size", "custom_vocab"),
+            ("num_experts", "custom_experts"),
+            ("experts_per_token", "custom_experts_per_token"),
+        )
+    ):
         dims[field] = (left if i % 2 == 0 else right).number_input(tr(key), min_value=1, step=1, key=key)
     try:
         return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
@@ -105,8 +115,9 @@ def custom_model(tr: Labels) -> ModelSpec | None:
 
 
 def sidebar_tokens(tr: Labels, model: ModelSpec) -> float:
-    mode = st.radio(tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option,
-                    horizontal=True)
+    mode = st.radio(
+        tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option, horizontal=True
+    )
     if mode == "chinchilla":
         multiple = st.number_input(tr("chinchilla_multiple"), min_value=0.01, step=0.5, key="chinchilla_multiple")
         tokens = charts.chinchilla_tokens(model, multiple)
@@ -119,8 +130,9 @@ def sidebar_tokens(tr: Labels, model: ModelSpec) -> float:
 def sidebar_goals(tr: Labels) -> dict:
     deadline = st.number_input(tr("deadline_days"), min_value=0.0, step=1.0, key="deadline_days")
     budget = st.number_input(tr("budget_usd"), min_value=0.0, step=1000.0, key="budget_usd")
-    objective = st.radio(tr("objective"), ("cost", "time", "mix"), key="objective", format_func=tr.option,
-                         horizontal=True)
+    objective = st.radio(
+        tr("objective"), ("cost", "time", "mix"), key="objective", format_func=tr.option, horizontal=True
+    )
     weight = 0.5
     if objective == "mix":
         weight = st.slider(tr("cost_weight"), 0.0, 1.0, step=0.05, key="cost_weight")
@@ -133,7 +145,7 @@ def sidebar_gpus(tr: Labels, cat: Catalog) -> tuple[dict[str, int | None], dict[
     if not allowed:
         st.error(tr("no_gpus"))
         return None
-    tco, utilisation = (ownership_inputs(tr) if pricing == "bought" else (None, None))
+    tco, utilisation = ownership_inputs(tr) if pricing == "bought" else (None, None)
     gpus, prices = {}, {}
     with st.expander(tr("inventory_prices")):
         st.caption(tr("inventory_help"))
@@ -148,8 +160,9 @@ def sidebar_gpus(tr: Labels, cat: Catalog) -> tuple[dict[str, int | None], dict[
                 continue
             purchase = right.number_input(tr("purchase", gpu=gpu), min_value=0.0, step=1000.0, key=f"purchase_{gpu}")
             try:
-                prices[gpu] = charts.amortised_price_per_gpu_hour(purchase, cat.gpus[gpu].tdp_watts, utilisation, tco,
-                                                                  DEFAULT_SETTINGS.power_fraction_of_tdp)
+                prices[gpu] = charts.amortised_price_per_gpu_hour(
+                    purchase, cat.gpus[gpu].tdp_watts, utilisation, tco, DEFAULT_SETTINGS.power_fraction_of_tdp
+                )
             except ValueError as exc:
                 st.error(f"{gpu}: {exc}")
                 return None
@@ -164,10 +177,12 @@ def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
         values = dict(
             lifetime_years=st.number_input(tr("tco_lifetime_years"), min_value=0.5, step=0.5, key="tco_lifetime_years"),
             residual_fraction=st.slider(tr("tco_residual"), 0.0, 0.9, step=0.05, key="tco_residual"),
-            electricity_usd_per_kwh=st.number_input(tr("tco_electricity"), min_value=0.0, step=0.01,
-                                                    key="tco_electricity"),
+            electricity_usd_per_kwh=st.number_input(
+                tr("tco_electricity"), min_value=0.0, step=0.01, key="tco_electricity"
+            ),
             hosting_usd_per_gpu_month=st.number_input(tr("tco_hosting"), min_value=0.0, step=10.0, key="tco_hosting"),
-            pue=st.number_input(tr("tco_pue"), min_value=1.0, step=0.05, key="tco_pue"))
+            pue=st.number_input(tr("tco_pue"), min_value=1.0, step=0.05, key="tco_pue"),
+        )
     return TcoAssumptions(**values), utilisation
 
 
@@ -175,21 +190,38 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     seq_len = st.selectbox(tr("seq_len"), SEQ_LENS, key="seq_len")
     if model is not None and seq_len > model.max_seq_len:
         st.warning(tr("seq_too_long", seq_len=seq_len, model=model.name, limit=model.max_seq_len))
-    batch = st.selectbox(tr("global_batch"), GLOBAL_BATCHES, key="global_batch",
-                         format_func=lambda v: tr("auto") if v == 0 else charts.token_count(v))
+    batch = st.selectbox(
+        tr("global_batch"),
+        GLOBAL_BATCHES,
+        key="global_batch",
+        format_func=lambda v: tr("auto") if v == 0 else charts.token_count(v),
+    )
     precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
     ac = st.multiselect(tr("ac"), [a.value for a in ActivationCheckpointing], key="ac", format_func=tr.option)
     offload = st.checkbox(tr("allow_offload"), key="allow_offload")
     max_gpus = st.number_input(tr("max_gpus"), min_value=1, step=64, key="max_gpus")
     top_k = st.slider(tr("top_k"), 1, 50, key="top_k")
-    return dict(seq_len=seq_len, global_batch_tokens=batch or None, precision=precision,
-                activation_checkpointing=tuple(ac), allow_offload=offload, max_gpus=int(max_gpus), top_k=top_k)
+    return dict(
+        seq_len=seq_len,
+        global_batch_tokens=batch or None,
+        precision=precision,
+        activation_checkpointing=tuple(ac),
+        allow_offload=offload,
+        max_gpus=int(max_gpus),
+        top_k=top_k,
+    )
 
 
 def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
     with st.sidebar:
-        lang = st.radio("Language / 语言", tuple(LANGUAGE_NAMES), key="lang", format_func=LANGUAGE_NAMES.get,
-                        horizontal=True, on_change=keep_choices)
+        lang = st.radio(
+            "Language / 语言",
+            tuple(LANGUAGE_NAMES),
+            key="lang",
+            format_func=LANGUAGE_NAMES.get,
+            horizontal=True,
+            on_change=keep_choices,
+        )
         tr = Labels(lang)
         portfolio = st.toggle(tr("portfolio_mode"), key="portfolio_mode", help=tr("portfolio_help"))
         st.header(tr("section_model"))
@@ -209,8 +241,9 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         return tr, None
     gpus, prices = gpu_choice
     try:
-        request = PlanRequest(model=model, training_tokens=tokens, gpus=gpus, price_overrides=prices,
-                              **goals, **training)
+        request = PlanRequest(
+            model=model, training_tokens=tokens, gpus=gpus, price_overrides=prices, **goals, **training
+        )
     except ValueError as exc:
         st.error(tr("bad_request", error=charts.first_line(exc)))
         return tr, None

@@ -9,6 +9,7 @@ TFLOP/s per GPU, the latter counted in the source's own convention, so both carr
 A readable run is *comparable* (in the headline error) unless :func:`comparability` names a
 reason decided from the row alone: see docs/validation.md.
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,14 +19,14 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from planner.search.candidates import single
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.models import get_preset, list_presets
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import score
 from planner.model.flops import forward_flops_per_token
-from planner.catalog.hardware import Catalog, load_catalog
-from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
-from planner.model.spec import ModelSpec
-from planner.catalog.models import get_preset, list_presets
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, MEGATRON_LM_SETTINGS, ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.search.candidates import single
 
 DEFAULT_PUBLISHED_RUNS = Path(__file__).resolve().parent.parent / "data" / "calibration" / "published_runs.csv"
 # Published parameter counts are rounded labels ("1.7B"); a rebuilt model must land within this.
@@ -38,24 +39,24 @@ MEGATRON_GPT_VOCAB = 51200
 class FlopConvention(str, Enum):
     """How a source turned a step into TFLOP/s (published_runs_sources.md)."""
 
-    MEGATRON_HARDWARE = "megatron_eq3_with_recompute"   # S2, S5 (and BLOOM-style hardware TFLOPs)
-    MODEL_NONCAUSAL = "model_noncausal"                 # S3, S4, S13, PaLM-style MFU (S10)
-    MODEL_CAUSAL = "model_causal"                       # S14 Megatron-Bridge
+    MEGATRON_HARDWARE = "megatron_eq3_with_recompute"  # S2, S5 (and BLOOM-style hardware TFLOPs)
+    MODEL_NONCAUSAL = "model_noncausal"  # S3, S4, S13, PaLM-style MFU (S10)
+    MODEL_CAUSAL = "model_causal"  # S14 Megatron-Bridge
 
 
 class Stack(str, Enum):
     """The software stack of a row; it picks the settings profile the row is predicted with."""
 
-    MEGATRON_LM = "megatron-lm"       # Megatron-LM papers of 2021-22: no flash attention, no overlap
-    MEGATRON_CORE = "megatron-core"   # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine
-    DEEPSPEED = "deepspeed"           # DeepSpeed ZeRO-3, Megatron-DeepSpeed: no profile of its own
-    PYTORCH = "pytorch"               # anything else: trainplan's default (PyTorch FSDP2) profile
+    MEGATRON_LM = "megatron-lm"  # Megatron-LM papers of 2021-22: no flash attention, no overlap
+    MEGATRON_CORE = "megatron-core"  # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine
+    DEEPSPEED = "deepspeed"  # DeepSpeed ZeRO-3, Megatron-DeepSpeed: no profile of its own
+    PYTORCH = "pytorch"  # anything else: trainplan's default (PyTorch FSDP2) profile
 
 
 STACK_SETTINGS = {
     Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
     Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
-    Stack.DEEPSPEED: MEGATRON_LM_SETTINGS,   # shown for reference only: the nearest kernels
+    Stack.DEEPSPEED: MEGATRON_LM_SETTINGS,  # shown for reference only: the nearest kernels
     Stack.PYTORCH: DEFAULT_SETTINGS,
 }
 
@@ -98,7 +99,7 @@ class PublishedRun:
     measured_tokens_per_s_per_gpu: float
     measured_tflops_per_gpu: float | None
     convention: FlopConvention | None
-    inferred: tuple[str, ...]     # what a documented rule filled in (shown in the table notes)
+    inferred: tuple[str, ...]  # what a documented rule filled in (shown in the table notes)
 
     @property
     def source(self) -> str:
@@ -126,8 +127,13 @@ def _integer(text: str) -> int | None:
 # --------------------------------------------------------------------------- GPU, stack, model
 
 GPU_IDS = (  # (pattern in gpu_type, catalog id); first match wins: GB300 before GB200 before B200
-    ("TPU", None), ("GB300", None), ("GB200", "gb200"), ("B200", "b200"),
-    ("H100", "h100-sxm"), ("A100-SXM4-80GB", "a100-80gb-sxm"), ("A100-SXM4-40GB", "a100-40gb-sxm"),
+    ("TPU", None),
+    ("GB300", None),
+    ("GB200", "gb200"),
+    ("B200", "b200"),
+    ("H100", "h100-sxm"),
+    ("A100-SXM4-80GB", "a100-80gb-sxm"),
+    ("A100-SXM4-40GB", "a100-40gb-sxm"),
 )
 
 
@@ -156,14 +162,33 @@ def _spec(name: str, style: str, dims: dict[str, int], tied: bool) -> ModelSpec:
         return ModelSpec(family="llama", **common)
     if style == "nemotron":
         return ModelSpec(family="nemotron", mlp="gelu", norm="layernorm", position="rope", **common)
-    return ModelSpec(family="gpt2", mlp="gelu", norm="layernorm", position="learned", qkv_bias=True,
-                     out_bias=True, mlp_bias=True, norm_bias=True, **common)
+    return ModelSpec(
+        family="gpt2",
+        mlp="gelu",
+        norm="layernorm",
+        position="learned",
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        norm_bias=True,
+        **common,
+    )
 
 
 def _preset_matching(spec: ModelSpec) -> ModelSpec | None:
     """The trainplan preset with the same shapes, context stretched to the row's sequence."""
-    keys = ("num_layers", "hidden_size", "ffn_hidden_size", "num_heads", "num_kv_heads", "vocab_size",
-            "mlp", "norm", "position", "tied_embeddings")
+    keys = (
+        "num_layers",
+        "hidden_size",
+        "ffn_hidden_size",
+        "num_heads",
+        "num_kv_heads",
+        "vocab_size",
+        "mlp",
+        "norm",
+        "position",
+        "tied_embeddings",
+    )
     for preset in map(get_preset, list_presets()):
         if all(getattr(preset, k) == getattr(spec, k) for k in keys):
             return preset.model_copy(update={"max_seq_len": max(preset.max_seq_len, spec.max_seq_len)})
@@ -185,8 +210,15 @@ def model_for(row: dict[str, str], inferred: list[str]) -> ModelSpec | SkipReaso
     if vocab is None:
         vocab = MEGATRON_GPT_VOCAB
         inferred.append(f"vocab={vocab}")
-    dims = dict(num_layers=layers, hidden_size=hidden, ffn_hidden_size=ffn, num_heads=heads,
-                num_kv_heads=_integer(row["n_kv_heads"]) or heads, vocab_size=vocab, max_seq_len=max(seq_len, 2048))
+    dims = dict(
+        num_layers=layers,
+        hidden_size=hidden,
+        ffn_hidden_size=ffn,
+        num_heads=heads,
+        num_kv_heads=_integer(row["n_kv_heads"]) or heads,
+        vocab_size=vocab,
+        max_seq_len=max(seq_len, 2048),
+    )
     options = [_spec(row["model_name"], style, dims, tied) for tied in (style == "gpt", style != "gpt")]
     published = _number(row["n_params"])
     if published is not None:
@@ -205,10 +237,18 @@ def sharding_for(text: str, inferred: list[str]) -> Sharding:
     optimizer/grads" keeps parameters whole (zero2); plain Megatron DP and DDP replicate (none).
     Unstated = distributed optimizer: the NeMo recipes use it, and S3's --overlap-param-gather
     exists only with it."""
-    rules = (("megatron-fsdp", Sharding.FSDP), ("zero-3", Sharding.FSDP), ("fsdp (fully", Sharding.FSDP),
-             ("optimizer/grads", Sharding.ZERO2), ("zero-2", Sharding.ZERO2),
-             ("distributed optimizer", Sharding.ZERO1), ("zero-1", Sharding.ZERO1),
-             ("none", Sharding.NONE), ("megatron dp", Sharding.NONE), ("ddp", Sharding.NONE))
+    rules = (
+        ("megatron-fsdp", Sharding.FSDP),
+        ("zero-3", Sharding.FSDP),
+        ("fsdp (fully", Sharding.FSDP),
+        ("optimizer/grads", Sharding.ZERO2),
+        ("zero-2", Sharding.ZERO2),
+        ("distributed optimizer", Sharding.ZERO1),
+        ("zero-1", Sharding.ZERO1),
+        ("none", Sharding.NONE),
+        ("megatron dp", Sharding.NONE),
+        ("ddp", Sharding.NONE),
+    )
     found = next((sharding for pattern, sharding in rules if pattern in text.lower()), None)
     if found is None:
         inferred.append("sharding=zero1")
@@ -225,8 +265,9 @@ def layout_for(row: dict[str, str], num_gpus: int, inferred: list[str]) -> Layou
         return SkipReason.LAYOUT_INCONSISTENT
     sharding = sharding_for(row["zero_stage_or_fsdp"], inferred)
     replicas, shards = (dp, 1) if sharding == Sharding.NONE else (1, dp)
-    return Layout(dp_replicate=replicas, dp_shard=shards, tp=tp, pp=pp, cp=cp, sharding=sharding,
-                  vpp=_integer(row["vpp"]) or 1)
+    return Layout(
+        dp_replicate=replicas, dp_shard=shards, tp=tp, pp=pp, cp=cp, sharding=sharding, vpp=_integer(row["vpp"]) or 1
+    )
 
 
 def recompute_for(text: str, inferred: list[str]) -> ActivationCheckpointing:
@@ -252,8 +293,9 @@ def precision_for(text: str) -> Precision | None:
     return Precision.FP16 if t.startswith("fp16") else Precision.BF16
 
 
-def training_for(row: dict[str, str], layout: Layout, precision: Precision,
-                 inferred: list[str]) -> TrainingConfig | SkipReason:
+def training_for(
+    row: dict[str, str], layout: Layout, precision: Precision, inferred: list[str]
+) -> TrainingConfig | SkipReason:
     """Blank grad_accum = global batch / (micro_batch x dp); blank micro-batch = 1 (Megatron's
     default, and what every large-model row that states it uses)."""
     seq_len = _integer(row["seq_len"])
@@ -266,9 +308,14 @@ def training_for(row: dict[str, str], layout: Layout, precision: Precision,
         if sequences is None:
             return SkipReason.NO_BATCH
         grad_accum = max(1, round(sequences / (micro_batch * layout.dp)))
-    return TrainingConfig(seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum,
-                          activation_checkpointing=recompute_for(row["activation_recompute"], inferred),
-                          precision=precision, impl=Implementation.NATIVE)
+    return TrainingConfig(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        grad_accum=grad_accum,
+        activation_checkpointing=recompute_for(row["activation_recompute"], inferred),
+        precision=precision,
+        impl=Implementation.NATIVE,
+    )
 
 
 # --------------------------------------------------------------------------- FLOP conventions
@@ -335,9 +382,15 @@ def _mfu_peak_flops(row: dict[str, str], catalog: Catalog, gpu_id: str, precisio
     return catalog.gpu(gpu_id).peak_flops("fp8" if fp8 else "bf16")
 
 
-def measured_tokens_per_s_per_gpu(row: dict[str, str], model: ModelSpec, training: TrainingConfig,
-                                  gpu_id: str, convention: FlopConvention | None, catalog: Catalog,
-                                  inferred: list[str]) -> float | None:
+def measured_tokens_per_s_per_gpu(
+    row: dict[str, str],
+    model: ModelSpec,
+    training: TrainingConfig,
+    gpu_id: str,
+    convention: FlopConvention | None,
+    catalog: Catalog,
+    inferred: list[str],
+) -> float | None:
     """Published tokens/s per GPU; else the job total / GPUs; else TFLOP/s (or MFU x peak)
     divided by the FLOPs per token of the source's own convention, which is exact."""
     per_gpu, total = _number(row["measured_tokens_per_s_per_gpu"]), _number(row["measured_tokens_per_s_total"])
@@ -364,9 +417,15 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
         ("layout", lambda: layout_for(row, fields["num_gpus"], inferred)),
         ("precision", lambda: precision_for(row["precision"]) or SkipReason.PRECISION_NOT_MODELLED),
         ("training", lambda: training_for(row, fields["layout"], fields["precision"], inferred)),
-        ("tokens", lambda: measured_tokens_per_s_per_gpu(row, fields["model"], fields["training"], gpu_id,
-                                                         fields["convention"], catalog, inferred)
-         or SkipReason.NO_THROUGHPUT),
+        (
+            "tokens",
+            lambda: (
+                measured_tokens_per_s_per_gpu(
+                    row, fields["model"], fields["training"], gpu_id, fields["convention"], catalog, inferred
+                )
+                or SkipReason.NO_THROUGHPUT
+            ),
+        ),
     )
     problem = None
     if gpu_id is None:
@@ -379,17 +438,28 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
         fields[name] = value
     if problem is not None:
         return SkippedRow(int(row["row_id"]), row["source_id"], row["model_name"], problem)
-    return PublishedRun(row_id=int(row["row_id"]), source_id=row["source_id"], model_name=row["model_name"],
-                        model=fields["model"], published_params=_number(row["n_params"]), gpu_id=gpu_id,
-                        num_gpus=fields["num_gpus"], layout=fields["layout"], training=fields["training"],
-                        stack=stack_for(row), micro_batch_published=_integer(row["micro_batch"]) is not None,
-                        measured_tokens_per_s_per_gpu=fields["tokens"],
-                        measured_tflops_per_gpu=_number(row["measured_tflops_per_gpu"]),
-                        convention=fields["convention"], inferred=tuple(inferred))
+    return PublishedRun(
+        row_id=int(row["row_id"]),
+        source_id=row["source_id"],
+        model_name=row["model_name"],
+        model=fields["model"],
+        published_params=_number(row["n_params"]),
+        gpu_id=gpu_id,
+        num_gpus=fields["num_gpus"],
+        layout=fields["layout"],
+        training=fields["training"],
+        stack=stack_for(row),
+        micro_batch_published=_integer(row["micro_batch"]) is not None,
+        measured_tokens_per_s_per_gpu=fields["tokens"],
+        measured_tflops_per_gpu=_number(row["measured_tflops_per_gpu"]),
+        convention=fields["convention"],
+        inferred=tuple(inferred),
+    )
 
 
-def read_published_runs(path: Path = DEFAULT_PUBLISHED_RUNS,
-                        catalog: Catalog | None = None) -> tuple[list[PublishedRun], list[SkippedRow]]:
+def read_published_runs(
+    path: Path = DEFAULT_PUBLISHED_RUNS, catalog: Catalog | None = None
+) -> tuple[list[PublishedRun], list[SkippedRow]]:
     """Every row of the file, split into runs to predict and rows skipped with a reason."""
     catalog = catalog or load_catalog()
     runs, skipped = [], []
@@ -421,9 +491,9 @@ def comparability(run: PublishedRun) -> str | None:
 class PublishedComparison:
     run: PublishedRun
     predicted_tokens_per_s_per_gpu: float
-    predicted_tflops_per_gpu: float | None   # in the source's convention
-    fits: bool                                # the memory model's verdict on the published layout
-    excluded: str | None                      # why not in the headline error
+    predicted_tflops_per_gpu: float | None  # in the source's convention
+    fits: bool  # the memory model's verdict on the published layout
+    excluded: str | None  # why not in the headline error
 
     @property
     def error(self) -> float:
@@ -441,18 +511,29 @@ def predict(run: PublishedRun, catalog: Catalog, settings: ModelingSettings) -> 
     """
     gpu = catalog.gpu(run.gpu_id)
     network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
-    c = single(gpu, run.layout.resolve(run.num_gpus), run.training, network_bandwidth=network,
-               gpus_per_node=catalog.node(gpu.default_node).gpus_per_node, num_gpus=run.num_gpus)
+    c = single(
+        gpu,
+        run.layout.resolve(run.num_gpus),
+        run.training,
+        network_bandwidth=network,
+        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
+        num_gpus=run.num_gpus,
+    )
     scores = score(run.model, c, settings)
     tokens = float(scores.tokens_per_s[0]) / run.num_gpus
     per_token = flops_per_token(run)
-    return PublishedComparison(run=run, predicted_tokens_per_s_per_gpu=tokens,
-                               predicted_tflops_per_gpu=None if per_token is None else tokens * per_token / 1e12,
-                               fits=bool(scores.fits[0]), excluded=comparability(run))
+    return PublishedComparison(
+        run=run,
+        predicted_tokens_per_s_per_gpu=tokens,
+        predicted_tflops_per_gpu=None if per_token is None else tokens * per_token / 1e12,
+        fits=bool(scores.fits[0]),
+        excluded=comparability(run),
+    )
 
 
-def compare_published(runs: list[PublishedRun], profiles: dict[Stack, ModelingSettings] | None = None,
-                      catalog: Catalog | None = None) -> list[PublishedComparison]:
+def compare_published(
+    runs: list[PublishedRun], profiles: dict[Stack, ModelingSettings] | None = None, catalog: Catalog | None = None
+) -> list[PublishedComparison]:
     """Predict every run with the settings profile of its stack (``STACK_SETTINGS``, overridable)."""
     catalog = catalog or load_catalog()
     profiles = {**STACK_SETTINGS, **(profiles or {})}

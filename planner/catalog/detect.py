@@ -11,6 +11,7 @@ without a GPU. Rules, in order:
    wins, if within 10%; otherwise there is no match (an unlisted variant such as a 64 GB H100 must
    not borrow the 80 GB entry's numbers).
 """
+
 from __future__ import annotations
 
 import re
@@ -30,10 +31,10 @@ class NoGPUDriver(RuntimeError):
 @dataclass(frozen=True)
 class DetectedGPU:
     index: int
-    name: str              # as NVML reports it
-    memory_bytes: int      # NVML total; PyTorch sees slightly less
+    name: str  # as NVML reports it
+    memory_bytes: int  # NVML total; PyTorch sees slightly less
     driver_version: str
-    spec: GPUSpec | None   # catalog match; None when the device is not in the catalog
+    spec: GPUSpec | None  # catalog match; None when the device is not in the catalog
 
 
 def _name_tokens(name: str) -> list[str]:
@@ -53,7 +54,8 @@ def match_gpu_name(name: str, memory_bytes: int | None, catalog: Catalog) -> GPU
     tokens = _name_tokens(name)
     form = _form_of(tokens)
     candidates = [
-        spec for spec in catalog.gpus.values()
+        spec
+        for spec in catalog.gpus.values()
         if spec.id.split("-")[0] in tokens and _form_of(spec.id.split("-")) == form
     ]
     if not candidates:
@@ -70,7 +72,9 @@ def _load_nvml():
     try:
         import pynvml
     except ImportError:
-        raise NoGPUDriver("nvidia-ml-py (pynvml) is not installed; trainplan detect needs it and an NVIDIA GPU") from None
+        raise NoGPUDriver(
+            "nvidia-ml-py (pynvml) is not installed; trainplan detect needs it and an NVIDIA GPU"
+        ) from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError:

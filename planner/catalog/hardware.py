@@ -8,6 +8,7 @@ already exists replaces the earlier entry as a whole.
 Every number in a file carries a ``[sources]`` entry; loading rejects a file without one, so an
 unsourced number cannot slip into a plan that someone pays for.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -63,9 +64,9 @@ class GPUSpec(BaseModel):
     peak_flops_per_s: dict[str, float]  # dense; a missing key means unsupported
     scaleup_kind: ScaleupKind
     scaleup_domain_size: int
-    scaleup_bandwidth_bytes_per_s: float    # per GPU, per direction
+    scaleup_bandwidth_bytes_per_s: float  # per GPU, per direction
     internode_bandwidth_bytes_per_s: float  # per GPU, per direction, on the default network
-    pcie_bandwidth_bytes_per_s: float       # per direction
+    pcie_bandwidth_bytes_per_s: float  # per direction
     tdp_watts: float
     price_per_gpu_hour_usd: float
     purchase_price_usd: float | None = None
@@ -159,8 +160,8 @@ def _lookup(entries: dict[str, Any], key: str, what: str) -> Any:
 
 @dataclass(frozen=True)
 class _Num:
-    low: float              # exclusive
-    high: float             # inclusive
+    low: float  # exclusive
+    high: float  # inclusive
     integer: bool = False
     required: bool = True
 
@@ -188,11 +189,16 @@ class _Text:
 _TFLOPS = _Num(0, 20_000)
 _OPTIONAL_TFLOPS = _Num(0, 20_000, required=False)
 GPU_FIELDS: dict[str, _Num | _Text] = {
-    "id": _Text(), "name": _Text(), "vendor": _Text(),
+    "id": _Text(),
+    "name": _Text(),
+    "vendor": _Text(),
     "memory_gib": _Num(1, 2048),
     "hbm_bandwidth_tbps": _Num(0, 100),
-    "bf16_tflops": _OPTIONAL_TFLOPS, "fp16_tflops": _OPTIONAL_TFLOPS, "fp8_tflops": _OPTIONAL_TFLOPS,
-    "tf32_tflops": _OPTIONAL_TFLOPS, "fp32_tflops": _TFLOPS,
+    "bf16_tflops": _OPTIONAL_TFLOPS,
+    "fp16_tflops": _OPTIONAL_TFLOPS,
+    "fp8_tflops": _OPTIONAL_TFLOPS,
+    "tf32_tflops": _OPTIONAL_TFLOPS,
+    "fp32_tflops": _TFLOPS,
     "scaleup_kind": _Text(SCALEUP_KINDS),
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
     "scaleup_gbyte_per_s": _Num(0, 100_000),
@@ -201,17 +207,21 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "tdp_w": _Num(0, 10_000),
     "price_usd_per_gpu_hour": _Num(0, 1_000),
     "purchase_price_usd": _Num(0, 10_000_000, required=False),
-    "default_node": _Text(), "default_network": _Text(),
+    "default_node": _Text(),
+    "default_network": _Text(),
     "notes": _Text(required=False),
 }
 NODE_FIELDS: dict[str, _Num | _Text] = {
-    "id": _Text(), "name": _Text(),
+    "id": _Text(),
+    "name": _Text(),
     "gpus_per_node": _Num(0, 1024, integer=True),
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
     "description": _Text(required=False),
 }
 NETWORK_FIELDS: dict[str, _Num | _Text] = {
-    "id": _Text(), "name": _Text(), "kind": _Text(NETWORK_KINDS),
+    "id": _Text(),
+    "name": _Text(),
+    "kind": _Text(NETWORK_KINDS),
     "gbit_per_s_per_gpu": _Num(0, 100_000),
     "latency_us": _Num(0, 10_000),
     "efficiency_note": _Text(required=False),
@@ -242,7 +252,9 @@ def _read_entry(path: Path, fields: dict[str, _Num | _Text]) -> tuple[dict[str, 
         elif spec.required:
             raise CatalogError(f"{where}: field '{name}': missing")
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", values["id"]):
-        raise CatalogError(f"{where}: field 'id': expected lowercase letters, digits, '.', '_' or '-', got {values['id']!r}")
+        raise CatalogError(
+            f"{where}: field 'id': expected lowercase letters, digits, '.', '_' or '-', got {values['id']!r}"
+        )
     if values["id"] != path.stem:
         raise CatalogError(f"{where}: field 'id': must equal the file name '{path.stem}', got {values['id']!r}")
     return values, _read_sources(raw.get("sources"), values, fields, where)
@@ -274,15 +286,21 @@ def _check_gpu_consistency(values: dict[str, Any], where: str) -> None:
     if bf16 is None:
         raise CatalogError(f"{where}: field 'bf16_tflops': missing (a GPU needs bf16_tflops or fp16_tflops)")
     if values.get("fp8_tflops", math.inf) < bf16:
-        raise CatalogError(f"{where}: field 'fp8_tflops': expected at least the 16-bit rate {bf16:g}, got {values['fp8_tflops']!r}")
+        raise CatalogError(
+            f"{where}: field 'fp8_tflops': expected at least the 16-bit rate {bf16:g}, got {values['fp8_tflops']!r}"
+        )
     for name in ("tf32_tflops", "fp32_tflops"):
         if values.get(name, 0) > bf16:
-            raise CatalogError(f"{where}: field '{name}': expected at most the 16-bit rate {bf16:g}, got {values[name]!r}")
+            raise CatalogError(
+                f"{where}: field '{name}': expected at most the 16-bit rate {bf16:g}, got {values[name]!r}"
+            )
 
 
 def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
     return GPUSpec(
-        id=values["id"], name=values["name"], vendor=values["vendor"],
+        id=values["id"],
+        name=values["name"],
+        vendor=values["vendor"],
         memory_bytes=round(values["memory_gib"] * GIB),
         hbm_bandwidth_bytes_per_s=values["hbm_bandwidth_tbps"] * 1e12,
         peak_flops_per_s={p: values[f"{p}_tflops"] * 1e12 for p in PRECISIONS if f"{p}_tflops" in values},
@@ -294,7 +312,8 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         tdp_watts=float(values["tdp_w"]),
         price_per_gpu_hour_usd=float(values["price_usd_per_gpu_hour"]),
         purchase_price_usd=values.get("purchase_price_usd"),
-        default_node=values["default_node"], default_network=values["default_network"],
+        default_node=values["default_node"],
+        default_network=values["default_network"],
         sources=sources,
     )
 
@@ -302,18 +321,29 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
 def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> NodeTemplate:
     per_node, domain = values["gpus_per_node"], values["scaleup_domain_size"]
     if per_node % domain and domain % per_node:
-        raise CatalogError(f"{where}: field 'scaleup_domain_size': {domain} neither divides nor is a multiple "
-                           f"of gpus_per_node {per_node}")
-    return NodeTemplate(id=values["id"], name=values["name"], gpus_per_node=per_node, scaleup_domain_size=domain,
-                        description=values.get("description", ""), sources=sources)
+        raise CatalogError(
+            f"{where}: field 'scaleup_domain_size': {domain} neither divides nor is a multiple "
+            f"of gpus_per_node {per_node}"
+        )
+    return NodeTemplate(
+        id=values["id"],
+        name=values["name"],
+        gpus_per_node=per_node,
+        scaleup_domain_size=domain,
+        description=values.get("description", ""),
+        sources=sources,
+    )
 
 
 def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpec:
     return NetworkSpec(
-        id=values["id"], name=values["name"], kind=values["kind"],
+        id=values["id"],
+        name=values["name"],
+        kind=values["kind"],
         bandwidth_bytes_per_s_per_gpu=values["gbit_per_s_per_gpu"] * 1e9 / 8,
         latency_s=values["latency_us"] * 1e-6,
-        efficiency_note=values.get("efficiency_note", ""), sources=sources,
+        efficiency_note=values.get("efficiency_note", ""),
+        sources=sources,
     )
 
 
@@ -337,20 +367,29 @@ def _check_dirs(dirs: list[Path]) -> None:
             raise CatalogError(f"{directory}: catalog directory has no gpus/, nodes/ or networks/ folder")
 
 
-def _check_references(gpu_files: dict[str, Path], gpus: dict[str, GPUSpec],
-                      nodes: dict[str, NodeTemplate], networks: dict[str, NetworkSpec]) -> None:
+def _check_references(
+    gpu_files: dict[str, Path],
+    gpus: dict[str, GPUSpec],
+    nodes: dict[str, NodeTemplate],
+    networks: dict[str, NetworkSpec],
+) -> None:
     for gpu_id, gpu in gpus.items():
         where = _show(gpu_files[gpu_id])
         if gpu.default_node not in nodes:
-            raise CatalogError(f"{where}: field 'default_node': unknown node '{gpu.default_node}' "
-                               f"(known: {', '.join(sorted(nodes))})")
+            raise CatalogError(
+                f"{where}: field 'default_node': unknown node '{gpu.default_node}' (known: {', '.join(sorted(nodes))})"
+            )
         if gpu.default_network not in networks:
-            raise CatalogError(f"{where}: field 'default_network': unknown network '{gpu.default_network}' "
-                               f"(known: {', '.join(sorted(networks))})")
+            raise CatalogError(
+                f"{where}: field 'default_network': unknown network '{gpu.default_network}' "
+                f"(known: {', '.join(sorted(networks))})"
+            )
         node_domain = nodes[gpu.default_node].scaleup_domain_size
         if node_domain != gpu.scaleup_domain_size:
-            raise CatalogError(f"{where}: field 'scaleup_domain_size': {gpu.scaleup_domain_size} disagrees with "
-                               f"default_node '{gpu.default_node}' ({node_domain})")
+            raise CatalogError(
+                f"{where}: field 'scaleup_domain_size': {gpu.scaleup_domain_size} disagrees with "
+                f"default_node '{gpu.default_node}' ({node_domain})"
+            )
 
 
 def _build(dirs: list[Path]) -> Catalog:
@@ -361,10 +400,14 @@ def _build(dirs: list[Path]) -> Catalog:
         values, sources = _read_entry(path, GPU_FIELDS)
         _check_gpu_consistency(values, _show(path))
         gpus[gpu_id] = _gpu_from(values, sources)
-    nodes = {node_id: _node_from(*_read_entry(path, NODE_FIELDS), _show(path))
-             for node_id, path in _catalog_files(dirs, "nodes").items()}
-    networks = {net_id: _network_from(*_read_entry(path, NETWORK_FIELDS))
-                for net_id, path in _catalog_files(dirs, "networks").items()}
+    nodes = {
+        node_id: _node_from(*_read_entry(path, NODE_FIELDS), _show(path))
+        for node_id, path in _catalog_files(dirs, "nodes").items()
+    }
+    networks = {
+        net_id: _network_from(*_read_entry(path, NETWORK_FIELDS))
+        for net_id, path in _catalog_files(dirs, "networks").items()
+    }
     _check_references(gpu_files, gpus, nodes, networks)
     return Catalog(gpus=gpus, nodes=nodes, networks=networks)
 

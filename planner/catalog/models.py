@@ -5,13 +5,15 @@ JSON data: nothing is downloaded, no code it names (``auto_map``) is imported, a
 we do not need are ignored. Optional keys default as in ``transformers``, so a spec
 counts exactly the parameters that ``AutoModelForCausalLM.from_config`` would build.
 """
+
 from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,19 +22,55 @@ from planner.model.spec import ModelSpec
 # --------------------------------------------------------------------------- presets
 
 
-def _llama(name: str, layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, vocab: int,
-           max_seq_len: int, tied: bool = False, family: str = "llama", **extra: Any) -> ModelSpec:
-    return ModelSpec(name=name, family=family, num_layers=layers, hidden_size=hidden, ffn_hidden_size=ffn,
-                     num_heads=heads, num_kv_heads=kv_heads, vocab_size=vocab, max_seq_len=max_seq_len,
-                     tied_embeddings=tied, **extra)
+def _llama(
+    name: str,
+    layers: int,
+    hidden: int,
+    ffn: int,
+    heads: int,
+    kv_heads: int,
+    vocab: int,
+    max_seq_len: int,
+    tied: bool = False,
+    family: str = "llama",
+    **extra: Any,
+) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        family=family,
+        num_layers=layers,
+        hidden_size=hidden,
+        ffn_hidden_size=ffn,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        vocab_size=vocab,
+        max_seq_len=max_seq_len,
+        tied_embeddings=tied,
+        **extra,
+    )
 
 
 def _gpt3(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
     """GPT-3 paper (Brown et al. 2020, Table 2.1) on the GPT-2 architecture."""
-    return ModelSpec(name=name, family="gpt2", num_layers=layers, hidden_size=hidden, ffn_hidden_size=4 * hidden,
-                     num_heads=heads, num_kv_heads=heads, vocab_size=50257, max_seq_len=2048,
-                     tied_embeddings=True, mlp="gelu", norm="layernorm", position="learned",
-                     qkv_bias=True, out_bias=True, mlp_bias=True, norm_bias=True)
+    return ModelSpec(
+        name=name,
+        family="gpt2",
+        num_layers=layers,
+        hidden_size=hidden,
+        ffn_hidden_size=4 * hidden,
+        num_heads=heads,
+        num_kv_heads=heads,
+        vocab_size=50257,
+        max_seq_len=2048,
+        tied_embeddings=True,
+        mlp="gelu",
+        norm="layernorm",
+        position="learned",
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        norm_bias=True,
+    )
 
 
 def _build_presets() -> dict[str, ModelSpec]:
@@ -62,8 +100,9 @@ def _build_presets() -> dict[str, ModelSpec]:
         _llama("mistral-7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mistral"),
         _llama("qwen2.5-7b", 28, 3584, 18944, 28, 4, 152064, 32768, family="qwen2", qkv_bias=True),
         _llama("qwen2.5-72b", 80, 8192, 29568, 64, 8, 152064, 32768, family="qwen2", qkv_bias=True),
-        _llama("mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mixtral",
-               num_experts=8, experts_per_token=2),
+        _llama(
+            "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mixtral", num_experts=8, experts_per_token=2
+        ),
     ]
     presets = {spec.name: spec for spec in specs}
     # Llama 3.1 has the same weights' shapes as Llama 3; only the context length grew.
@@ -97,8 +136,7 @@ def load_model(name_or_path: str) -> ModelSpec:
         return _PRESETS[name_or_path]
     if Path(name_or_path).exists():
         return model_from_hf_config(name_or_path)
-    raise ValueError(f"{name_or_path!r} is neither a model preset nor an existing config path"
-                     f"{_suggest(name_or_path)}")
+    raise ValueError(f"{name_or_path!r} is neither a model preset nor an existing config path{_suggest(name_or_path)}")
 
 
 # ------------------------------------------------------------------ HF config reader
@@ -154,10 +192,12 @@ class _Config:
 
 
 def _common(cfg: _Config, hidden: tuple[str, ...], layers: tuple[str, ...], heads: tuple[str, ...]) -> dict:
-    return dict(hidden_size=cfg.size(*hidden, limit=_MAX_HIDDEN),
-                num_layers=cfg.size(*layers, limit=_MAX_LAYERS),
-                num_heads=cfg.size(*heads, limit=_MAX_HEADS),
-                vocab_size=cfg.size("vocab_size", limit=_MAX_VOCAB))
+    return dict(
+        hidden_size=cfg.size(*hidden, limit=_MAX_HIDDEN),
+        num_layers=cfg.size(*layers, limit=_MAX_LAYERS),
+        num_heads=cfg.size(*heads, limit=_MAX_HEADS),
+        vocab_size=cfg.size("vocab_size", limit=_MAX_VOCAB),
+    )
 
 
 def _llama_like(cfg: _Config, family: str) -> dict:
@@ -190,22 +230,35 @@ _GELU_LAYERNORM = dict(mlp="gelu", norm="layernorm", norm_bias=True, mlp_bias=Tr
 
 
 def _gpt2(cfg: _Config) -> dict:
-    fields = _common(cfg, ("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"),
-                     ("n_head", "num_attention_heads"))
+    fields = _common(
+        cfg, ("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads")
+    )
     inner = cfg.size("n_inner", limit=_MAX_FFN, default=4 * fields["hidden_size"])
-    return dict(fields, **_GELU_LAYERNORM, ffn_hidden_size=inner, position="learned",
-                max_seq_len=cfg.size("n_positions", "max_position_embeddings", limit=_MAX_POSITIONS, default=1024),
-                qkv_bias=True, out_bias=True, tied_embeddings=cfg.flag("tie_word_embeddings", True))
+    return dict(
+        fields,
+        **_GELU_LAYERNORM,
+        ffn_hidden_size=inner,
+        position="learned",
+        max_seq_len=cfg.size("n_positions", "max_position_embeddings", limit=_MAX_POSITIONS, default=1024),
+        qkv_bias=True,
+        out_bias=True,
+        tied_embeddings=cfg.flag("tie_word_embeddings", True),
+    )
 
 
 def _gpt_neox(cfg: _Config) -> dict:
     # use_parallel_residual and rotary_pct change the dataflow, not the weights.
     fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
     attention_bias = cfg.flag("attention_bias", True)
-    return dict(fields, **_GELU_LAYERNORM, ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
-                max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=2048),
-                qkv_bias=attention_bias, out_bias=attention_bias,
-                tied_embeddings=cfg.flag("tie_word_embeddings", False))
+    return dict(
+        fields,
+        **_GELU_LAYERNORM,
+        ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
+        max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=2048),
+        qkv_bias=attention_bias,
+        out_bias=attention_bias,
+        tied_embeddings=cfg.flag("tie_word_embeddings", False),
+    )
 
 
 def _mpt(cfg: _Config) -> dict:
@@ -218,7 +271,8 @@ def _mpt(cfg: _Config) -> dict:
     if ffn_type != "mptmlp":
         raise cfg.error(f"ffn_config.ffn_type {ffn_type!r} is not supported (only 'mptmlp')")
     kv_heads = {"multihead_attention": fields["num_heads"], "multiquery_attention": 1}.get(
-        attn.data.get("attn_type", "multihead_attention"))
+        attn.data.get("attn_type", "multihead_attention")
+    )
     if kv_heads is None:  # grouped_query_attention
         kv_heads = attn.size("kv_n_heads", limit=_MAX_HEADS)
     ratio = cfg.data.get("expansion_ratio", 4)
@@ -229,19 +283,37 @@ def _mpt(cfg: _Config) -> dict:
     else:
         position = "rope" if attn.flag("rope", False) else "learned"
     bias = not cfg.flag("no_bias", True)
-    return dict(fields, mlp="gelu", norm="layernorm", norm_bias=bias, mlp_bias=bias, qkv_bias=bias,
-                out_bias=bias, ffn_hidden_size=int(ratio * hidden), num_kv_heads=kv_heads, position=position,
-                max_seq_len=cfg.size("max_seq_len", limit=_MAX_POSITIONS, default=2048),
-                tied_embeddings=cfg.flag("tie_word_embeddings", True))
+    return dict(
+        fields,
+        mlp="gelu",
+        norm="layernorm",
+        norm_bias=bias,
+        mlp_bias=bias,
+        qkv_bias=bias,
+        out_bias=bias,
+        ffn_hidden_size=int(ratio * hidden),
+        num_kv_heads=kv_heads,
+        position=position,
+        max_seq_len=cfg.size("max_seq_len", limit=_MAX_POSITIONS, default=2048),
+        tied_embeddings=cfg.flag("tie_word_embeddings", True),
+    )
 
 
 def _bloom(cfg: _Config) -> dict:
-    fields = _common(cfg, ("n_embed", "hidden_size"), ("n_layer", "num_hidden_layers"),
-                     ("n_head", "num_attention_heads"))
-    return dict(fields, **_GELU_LAYERNORM, ffn_hidden_size=4 * fields["hidden_size"], position="alibi",
-                embedding_norm=True, qkv_bias=True, out_bias=True,
-                max_seq_len=cfg.size("seq_length", limit=_MAX_POSITIONS, default=2048),
-                tied_embeddings=cfg.flag("tie_word_embeddings", True))
+    fields = _common(
+        cfg, ("n_embed", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads")
+    )
+    return dict(
+        fields,
+        **_GELU_LAYERNORM,
+        ffn_hidden_size=4 * fields["hidden_size"],
+        position="alibi",
+        embedding_norm=True,
+        qkv_bias=True,
+        out_bias=True,
+        max_seq_len=cfg.size("seq_length", limit=_MAX_POSITIONS, default=2048),
+        tied_embeddings=cfg.flag("tie_word_embeddings", True),
+    )
 
 
 _READERS: dict[str, Callable[[_Config], dict]] = {

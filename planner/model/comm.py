@@ -12,14 +12,15 @@ the ring per node, e.g. 4 x HDR per 8-GPU node -> 100 GB/s (NVIDIA/nccl-tests#11
 NVLink intra-node bandwidth" with more NICs (NVIDIA/nccl#412). A group with one rank per domain
 (data parallelism across tensor-parallel groups) gets one NIC.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.search.candidates import Candidates
 from planner.model.settings import ModelingSettings
+from planner.search.candidates import Candidates
 
 
 @dataclass(frozen=True)

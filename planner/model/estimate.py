@@ -3,22 +3,23 @@
 ``score`` works on a whole ``Candidates`` table (the search); ``estimate`` wraps one concrete
 configuration and returns the typed ``Estimate`` with its breakdowns (the CLI/app/trainer).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
-from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
+from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.memory import GIB, MemoryBreakdown, memory
-from planner.model.spec import ModelSpec
-from planner.plan import Estimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.model.structure import first_structural_problem, structurally_valid
+from planner.model.spec import ModelSpec
 from planner.model.step_time import TimeBreakdown, step_time
+from planner.model.structure import first_structural_problem, structurally_valid
+from planner.plan import Estimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
+from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -39,17 +40,29 @@ class Scores:
 
 def rule_values(c: Candidates) -> dict:
     """The candidate columns the structural rules (planner/model/structure.py) read."""
-    return dict(tp=c.tp, pp=c.pp, cp=c.cp, seq_len=c.seq_len, grad_accum=c.grad_accum,
-                scaleup_domain_size=c.scaleup_domain_size, hf=c.impl == IMPL_HF, fp8=c.precision == PREC_FP8,
-                one_f_one_b=c.pp_schedule == SCHED_1F1B, vpp=c.vpp,
-                shard_group=c.shard_group)
+    return dict(
+        tp=c.tp,
+        pp=c.pp,
+        cp=c.cp,
+        seq_len=c.seq_len,
+        grad_accum=c.grad_accum,
+        scaleup_domain_size=c.scaleup_domain_size,
+        hf=c.impl == IMPL_HF,
+        fp8=c.precision == PREC_FP8,
+        one_f_one_b=c.pp_schedule == SCHED_1F1B,
+        vpp=c.vpp,
+        shard_group=c.shard_group,
+    )
 
 
 def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
     """Structurally valid and runnable by trainplan's trainer: the shared rules, degrees that
     multiply to the GPU count, and a supported precision."""
-    return (structurally_valid(model, **rule_values(c)) & (c.dp * c.tp * c.pp * c.cp == c.num_gpus)
-            & np.isfinite(c.matmul_peak_flops))
+    return (
+        structurally_valid(model, **rule_values(c))
+        & (c.dp * c.tp * c.pp * c.cp == c.num_gpus)
+        & np.isfinite(c.matmul_peak_flops)
+    )
 
 
 def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_SETTINGS) -> Scores:
@@ -61,15 +74,23 @@ def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_
     hflops = hardware_flops_per_token(model, c, settings)
     cluster_peak = c.bf16_peak_flops * c.num_gpus
     capacity = c.memory_bytes * (1.0 - settings.memory_headroom)
-    return Scores(memory=mem, time=time, tokens_per_step=tokens_per_step, tokens_per_s=tokens_per_s,
-                  model_flops_per_token=np.broadcast_to(mflops, tokens_per_s.shape),
-                  hardware_flops_per_token=hflops,
-                  mfu=tokens_per_s * mflops / cluster_peak, hfu=tokens_per_s * hflops / cluster_peak,
-                  fits=mem.device_total <= capacity, capacity_bytes=c.memory_bytes)
+    return Scores(
+        memory=mem,
+        time=time,
+        tokens_per_step=tokens_per_step,
+        tokens_per_s=tokens_per_s,
+        model_flops_per_token=np.broadcast_to(mflops, tokens_per_s.shape),
+        hardware_flops_per_token=hflops,
+        mfu=tokens_per_s * mflops / cluster_peak,
+        hfu=tokens_per_s * hflops / cluster_peak,
+        fits=mem.device_total <= capacity,
+        capacity_bytes=c.memory_bytes,
+    )
 
 
-def job_totals(scores: Scores, c: Candidates, training_tokens: float | None,
-               settings: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def job_totals(
+    scores: Scores, c: Candidates, training_tokens: float | None, settings: ModelingSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Time-to-train (s), rental cost (USD) and energy (kWh) for a token budget."""
     if training_tokens is None:
         nan = np.full(len(c), np.nan)
@@ -95,9 +116,18 @@ def memory_fix_hint(need_gib: float, capacity_gib: float, layout: Layout, traini
     return "; or ".join(hints)
 
 
-def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: TrainingConfig, *,
-             num_gpus: int, num_nodes: int | None = None, catalog: Catalog | None = None,
-             settings: ModelingSettings = DEFAULT_SETTINGS, training_tokens: float | None = None) -> Estimate:
+def estimate(
+    model: ModelSpec,
+    gpu: GPUSpec | str,
+    layout: Layout,
+    training: TrainingConfig,
+    *,
+    num_gpus: int,
+    num_nodes: int | None = None,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings = DEFAULT_SETTINGS,
+    training_tokens: float | None = None,
+) -> Estimate:
     """Predict one configuration. Raises ValueError when the layout cannot exist."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
@@ -109,8 +139,7 @@ def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: Tra
             raise ValueError(f"--nodes {num_nodes} does not divide --num-gpus {num_gpus}")
         gpus_per_node = num_gpus // num_nodes
     network = catalog.network(gpu_spec.default_network).bandwidth_bytes_per_s_per_gpu
-    c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network,
-               num_gpus=num_gpus)
+    c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
     check_divisible(model, c, training, gpu_spec)
     s = score(model, c, settings)
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
@@ -119,31 +148,51 @@ def estimate(model: ModelSpec, gpu: GPUSpec | str, layout: Layout, training: Tra
     feasible = bool(s.fits[0])
     reason = fix = None
     if not feasible:
-        reason = (f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
-                  f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)")
+        reason = (
+            f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
+            f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
+        )
         fix = memory_fix_hint(need, usable, resolved, training)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     return Estimate(
-        feasible=feasible, reason=reason, fix=fix, gpu=gpu_spec.id, num_gpus=num_gpus,
+        feasible=feasible,
+        reason=reason,
+        fix=fix,
+        gpu=gpu_spec.id,
+        num_gpus=num_gpus,
         num_nodes=int(c.num_nodes[0]),
-        memory=MemoryEstimate(peak_gib=float(s.memory.peak_allocated[0]) / GIB,
-                              reserved_gib=float(s.memory.reserved[0]) / GIB, capacity_gib=cap,
-                              headroom_fraction=settings.memory_headroom,
-                              breakdown_gib=s.memory.as_gib()),
+        memory=MemoryEstimate(
+            peak_gib=float(s.memory.peak_allocated[0]) / GIB,
+            reserved_gib=float(s.memory.reserved[0]) / GIB,
+            capacity_gib=cap,
+            headroom_fraction=settings.memory_headroom,
+            breakdown_gib=s.memory.as_gib(),
+        ),
         time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=s.time.as_dict()),
         throughput=ThroughputEstimate(
-            tokens_per_s=float(s.tokens_per_s[0]), tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
-            mfu=float(s.mfu[0]), hfu=float(s.hfu[0]),
+            tokens_per_s=float(s.tokens_per_s[0]),
+            tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
+            mfu=float(s.mfu[0]),
+            hfu=float(s.hfu[0]),
             model_flops_per_token=float(s.model_flops_per_token[0]),
-            hardware_flops_per_token=float(s.hardware_flops_per_token[0])),
-        layout={**resolved.model_dump(mode="json"), "micro_batch": training.micro_batch,
-                "grad_accum": training.grad_accum, "seq_len": training.seq_len,
-                "activation_checkpointing": training.activation_checkpointing.value,
-                "precision": training.precision.value, "impl": training.impl.value,
-                "compile": training.compile, "offload": training.offload},
+            hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
+        ),
+        layout={
+            **resolved.model_dump(mode="json"),
+            "micro_batch": training.micro_batch,
+            "grad_accum": training.grad_accum,
+            "seq_len": training.seq_len,
+            "activation_checkpointing": training.activation_checkpointing.value,
+            "precision": training.precision.value,
+            "impl": training.impl.value,
+            "compile": training.compile,
+            "offload": training.offload,
+        },
         global_batch_tokens=int(s.tokens_per_step[0]),
         time_to_train_h=None if optional(seconds) is None else optional(seconds) / SECONDS_PER_HOUR,
-        cost_usd=optional(cost), energy_kwh=optional(energy))
+        cost_usd=optional(cost),
+        energy_kwh=optional(energy),
+    )
 
 
 def check_divisible(model: ModelSpec, c: Candidates, training: TrainingConfig, gpu: GPUSpec) -> None:

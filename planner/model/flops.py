@@ -4,23 +4,24 @@ Kaplan et al. 2020 / PaLM (Chowdhery et al. 2022, App. B): a forward pass costs 
 matmul parameter per token plus the attention score and value products; backward costs
 twice the forward. Recompute adds forward work to the hardware count only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.search.candidates import AC_FULL, AC_SELECTIVE, Candidates
-from planner.model.spec import ModelSpec
 from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.search.candidates import AC_FULL, AC_SELECTIVE, Candidates
 
 
 @dataclass(frozen=True)
 class FlopsPerToken:
     """Forward FLOPs per token by part (whole model, before any parallel split)."""
 
-    block_matmul: float        # q, k, v, o and MLP projections of all blocks (active experts)
-    attention: np.ndarray      # QK^T and AV products of all blocks (depends on seq_len)
+    block_matmul: float  # q, k, v, o and MLP projections of all blocks (active experts)
+    attention: np.ndarray  # QK^T and AV products of all blocks (depends on seq_len)
     lm_head: float
 
     @property
@@ -41,9 +42,11 @@ def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSe
     """2 FLOPs per weight; attention 2*2*seq*q_size per block (halved when counted causally)."""
     causal = 0.5 if s.causal_attention_flops else 1.0
     attention = 4.0 * seq_len * model.q_size * model.num_layers * causal
-    return FlopsPerToken(block_matmul=2.0 * matmul_params_per_block(model) * model.num_layers,
-                         attention=np.asarray(attention, dtype=float),
-                         lm_head=2.0 * model.hidden_size * model.vocab_size)
+    return FlopsPerToken(
+        block_matmul=2.0 * matmul_params_per_block(model) * model.num_layers,
+        attention=np.asarray(attention, dtype=float),
+        lm_head=2.0 * model.hidden_size * model.vocab_size,
+    )
 
 
 def model_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSettings) -> np.ndarray:

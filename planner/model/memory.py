@@ -4,21 +4,32 @@ Every function broadcasts over a ``Candidates`` table. Byte counts come from wha
 saves for backward in the forward of each module (derivations in docs/model.md, checked
 against measured FSDP2 runs in tests/test_calibration.py).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner.search.candidates import (AC_FULL, AC_NONE, AC_SELECTIVE, IMPL_HF, PREC_FP32, SCHED_GPIPE,
-                                SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates)
-from planner.model.spec import ModelSpec
 from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.search.candidates import (
+    AC_FULL,
+    AC_NONE,
+    AC_SELECTIVE,
+    IMPL_HF,
+    PREC_FP32,
+    SCHED_GPIPE,
+    SHARD_FSDP,
+    SHARD_ZERO1,
+    SHARD_ZERO2,
+    Candidates,
+)
 
 FP32_BYTES = 4.0
-ADAM_STATE_BYTES = 8.0          # exp_avg + exp_avg_sq in fp32
-LSE_BYTES_PER_HEAD = 4.0        # flash attention's fp32 log-sum-exp per query and head
-LOSS_BYTES_PER_LOGIT = 12.0     # see logits_loss_bytes
+ADAM_STATE_BYTES = 8.0  # exp_avg + exp_avg_sq in fp32
+LSE_BYTES_PER_HEAD = 4.0  # flash attention's fp32 log-sum-exp per query and head
+LOSS_BYTES_PER_LOGIT = 12.0  # see logits_loss_bytes
 GIB = 2.0**30
 
 
@@ -26,16 +37,16 @@ GIB = 2.0**30
 class MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage (arrays over candidates)."""
 
-    params: np.ndarray            # sharded master weights (fp32)
-    grads: np.ndarray             # gradients (fp32), at the peak
-    optimizer: np.ndarray         # AdamW moments
+    params: np.ndarray  # sharded master weights (fp32)
+    grads: np.ndarray  # gradients (fp32), at the peak
+    optimizer: np.ndarray  # AdamW moments
     unsharded_params: np.ndarray  # compute-dtype copies: FSDP all-gather buffers / autocast cache
-    activations: np.ndarray       # saved for backward, all in-flight micro-batches
-    logits_loss: np.ndarray       # loss backward (logits, fp32 log-softmax, grads) or block recompute
-    misc: np.ndarray              # workspaces and small buffers
+    activations: np.ndarray  # saved for backward, all in-flight micro-batches
+    logits_loss: np.ndarray  # loss backward (logits, fp32 log-softmax, grads) or block recompute
+    misc: np.ndarray  # workspaces and small buffers
     peak_allocated: np.ndarray
-    reserved: np.ndarray          # caching-allocator peak (max_memory_reserved)
-    device_total: np.ndarray      # reserved + CUDA context: what must fit on the device
+    reserved: np.ndarray  # caching-allocator peak (max_memory_reserved)
+    device_total: np.ndarray  # reserved + CUDA context: what must fit on the device
 
     def as_gib(self, row: int = 0) -> dict[str, float]:
         skip = {"peak_allocated", "reserved", "device_total"}
@@ -46,8 +57,8 @@ class MemoryBreakdown:
 class StageParams:
     """Parameter counts held by one pipeline stage, before tensor-parallel splitting."""
 
-    blocks: np.ndarray     # transformer-block parameters on the stage
-    root: np.ndarray       # embedding / final norm / LM head on the stage
+    blocks: np.ndarray  # transformer-block parameters on the stage
+    root: np.ndarray  # embedding / final norm / LM head on the stage
     per_block: float
 
     @property
@@ -69,8 +80,9 @@ def stage_params(model: ModelSpec, c: Candidates, last_stage: bool) -> StagePara
         root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, head)
     else:
         root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, counts.embedding)
-    return StageParams(blocks=layers_per_stage(model, c) * counts.per_layer, root=root.astype(float),
-                       per_block=float(counts.per_layer))
+    return StageParams(
+        blocks=layers_per_stage(model, c) * counts.per_layer, root=root.astype(float), per_block=float(counts.per_layer)
+    )
 
 
 def compute_dtype_bytes(c: Candidates) -> np.ndarray:
@@ -104,9 +116,11 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     ``replicate`` and no-reshard wrapping cast the fp32 master once per step).
     """
     dtype = compute_dtype_bytes(c)
-    blocks_gathered = np.where(c.sharding == SHARD_FSDP,
-                               np.minimum(s.fsdp_unsharded_blocks, stage.blocks / stage.per_block),
-                               stage.blocks / stage.per_block)
+    blocks_gathered = np.where(
+        c.sharding == SHARD_FSDP,
+        np.minimum(s.fsdp_unsharded_blocks, stage.blocks / stage.per_block),
+        stage.blocks / stage.per_block,
+    )
     copies = (stage.root + blocks_gathered * stage.per_block) / c.tp * dtype
     needs_copy = (c.precision != PREC_FP32) | (c.sharding == SHARD_FSDP) | c.offload.astype(bool)
     return np.where(needs_copy, copies, 0.0)
@@ -181,8 +195,9 @@ def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, first
     kept = block_input_bytes_per_token(model, c) * tokens
     n = layers_per_stage(model, c)
     # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2).
-    per_microbatch = np.select([c.ac == AC_SELECTIVE, c.ac == AC_FULL],
-                               [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept], n * full)
+    per_microbatch = np.select(
+        [c.ac == AC_SELECTIVE, c.ac == AC_FULL], [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept], n * full
+    )
     last_norm = np.where(first_stage & (c.pp > 1), 0.0, norm_saved_bytes(model, c) * tokens)
     return per_microbatch * in_flight_microbatches(c, first_stage) + last_norm
 
@@ -234,10 +249,18 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     grads = np.where(peak_a >= peak_b, grads_during, grads_full)
     reserved = reserved_bytes(peak, loss, grads_full, acts, c, s)
     device_total = reserved + s.cuda_context_bytes
-    return MemoryBreakdown(params=params, grads=grads, optimizer=moments, unsharded_params=unsharded,
-                           activations=np.where(peak_a >= peak_b, acts, 0.0),
-                           logits_loss=np.where(peak_a >= peak_b, transient, 0.0), misc=misc,
-                           peak_allocated=peak, reserved=reserved, device_total=device_total)
+    return MemoryBreakdown(
+        params=params,
+        grads=grads,
+        optimizer=moments,
+        unsharded_params=unsharded,
+        activations=np.where(peak_a >= peak_b, acts, 0.0),
+        logits_loss=np.where(peak_a >= peak_b, transient, 0.0),
+        misc=misc,
+        peak_allocated=peak,
+        reserved=reserved,
+        device_total=device_total,
+    )
 
 
 def reserved_bytes(peak, loss, grads_full, acts, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -253,5 +276,6 @@ def memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakd
     first = stage_memory(model, c, s, last_stage=False)
     last = stage_memory(model, c, s, last_stage=True)
     use_last = last.device_total >= first.device_total
-    return MemoryBreakdown(**{f.name: np.where(use_last, getattr(last, f.name), getattr(first, f.name))
-                              for f in fields(MemoryBreakdown)})
+    return MemoryBreakdown(
+        **{f.name: np.where(use_last, getattr(last, f.name), getattr(first, f.name)) for f in fields(MemoryBreakdown)}
+    )

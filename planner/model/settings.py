@@ -4,6 +4,7 @@ Defaults are physical where a physical value exists (byte sizes, collective algo
 calibrated where none does (efficiencies, software overheads). ``docs/model.md`` gives the
 source or the calibration row behind each one; ``tests/test_calibration.py`` keeps them honest.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -125,7 +126,7 @@ class ModelingSettings:
     power_fraction_of_tdp: float = 0.8
     pue: float = 1.25
 
-    def but(self, **changes: float) -> "ModelingSettings":
+    def but(self, **changes: float) -> ModelingSettings:
         """A copy with some settings changed (unknown names raise TypeError)."""
         return replace(self, **changes)
 

@@ -4,6 +4,7 @@ A ``ModelSpec`` is pure data: presets and Hugging Face ``config.json`` files (se
 ``planner.catalog.models``) are both turned into one. Counts follow the module structure of the
 reference implementations (Hugging Face transformers), so they match the real models.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -20,12 +21,12 @@ class ParamCounts(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    embedding: int          # token (+ learned position) embeddings, embedding norm
+    embedding: int  # token (+ learned position) embeddings, embedding norm
     attention_per_layer: int
-    mlp_per_layer: int       # all experts for MoE
+    mlp_per_layer: int  # all experts for MoE
     norms_per_layer: int
     final_norm: int
-    lm_head: int             # 0 when tied to the embedding
+    lm_head: int  # 0 when tied to the embedding
     router_per_layer: int = 0
     num_layers: int
 
@@ -44,10 +45,10 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    family: str = "llama"                 # llama, mistral, qwen2, mixtral, gpt2, gpt_neox, mpt, bloom
+    family: str = "llama"  # llama, mistral, qwen2, mixtral, gpt2, gpt_neox, mpt, bloom
     num_layers: int = Field(ge=1)
     hidden_size: int = Field(ge=1)
-    ffn_hidden_size: int = Field(ge=1)    # per expert for MoE; gate/up width for SwiGLU
+    ffn_hidden_size: int = Field(ge=1)  # per expert for MoE; gate/up width for SwiGLU
     num_heads: int = Field(ge=1)
     num_kv_heads: int = Field(ge=1)
     head_dim: int | None = Field(None, ge=1)
@@ -57,16 +58,16 @@ class ModelSpec(BaseModel):
     mlp: MlpKind = "swiglu"
     norm: NormKind = "rmsnorm"
     position: PositionKind = "rope"
-    qkv_bias: bool = False                # q/k/v projection biases (gpt2, neox, bloom, qwen2)
-    out_bias: bool = False                # attention output projection bias
+    qkv_bias: bool = False  # q/k/v projection biases (gpt2, neox, bloom, qwen2)
+    out_bias: bool = False  # attention output projection bias
     mlp_bias: bool = False
-    norm_bias: bool = False               # LayerNorm with a bias term
-    embedding_norm: bool = False          # BLOOM's word_embeddings_layernorm
-    num_experts: int = Field(1, ge=1)     # MoE: experts per layer
+    norm_bias: bool = False  # LayerNorm with a bias term
+    embedding_norm: bool = False  # BLOOM's word_embeddings_layernorm
+    num_experts: int = Field(1, ge=1)  # MoE: experts per layer
     experts_per_token: int = Field(1, ge=1)
 
     @model_validator(mode="after")
-    def _check(self) -> "ModelSpec":
+    def _check(self) -> ModelSpec:
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads}")
         if self.head_dim is None and self.hidden_size % self.num_heads:

@@ -4,6 +4,7 @@ One step = ``grad_accum`` micro-batches (the pipeline's micro-batches when pp > 
 optimizer step. The GPU's busy time and the host's dispatch time run concurrently; the longer
 one sets the pace. Exposed communication and the pipeline bubble add to the GPU's time.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -11,27 +12,27 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from planner.model import comm
-from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.flops import forward_flops_per_token, recompute_fraction
 from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
-from planner.model.spec import ModelSpec
 from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 
 
 @dataclass(frozen=True)
 class TimeBreakdown:
     """Seconds per optimizer step (arrays over candidates)."""
 
-    matmul: np.ndarray        # block and LM-head GEMMs, recompute included
-    attention: np.ndarray     # fused attention kernels
+    matmul: np.ndarray  # block and LM-head GEMMs, recompute included
+    attention: np.ndarray  # fused attention kernels
     memory_bound: np.ndarray  # norms, activations, rotary, residuals, loss
-    optimizer: np.ndarray     # AdamW + clipping + FSDP cast/copy kernels
-    host_stall: np.ndarray    # host dispatch time the GPU waits for
-    dp_comm: np.ndarray       # exposed FSDP/ZeRO/DDP collectives
-    tp_comm: np.ndarray       # exposed tensor-parallel collectives
-    pp_comm: np.ndarray       # exposed pipeline send/recv
-    cp_comm: np.ndarray       # exposed context-parallel KV exchange
-    bubble: np.ndarray        # pipeline fill and drain
+    optimizer: np.ndarray  # AdamW + clipping + FSDP cast/copy kernels
+    host_stall: np.ndarray  # host dispatch time the GPU waits for
+    dp_comm: np.ndarray  # exposed FSDP/ZeRO/DDP collectives
+    tp_comm: np.ndarray  # exposed tensor-parallel collectives
+    pp_comm: np.ndarray  # exposed pipeline send/recv
+    cp_comm: np.ndarray  # exposed context-parallel KV exchange
+    bubble: np.ndarray  # pipeline fill and drain
     step: np.ndarray
 
     def as_dict(self, row: int = 0) -> dict[str, float]:
@@ -62,13 +63,18 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
     qkv = model.q_size + 2 * model.kv_size
     n_up = 2 if model.mlp == "swiglu" else 1
     # (in dim, out dim, copies per token) of each projection on one tp rank.
-    projections = [(h, qkv / tp, 1), (model.q_size / tp, h, 1),
-                   (h, f / tp, n_up * model.experts_per_token), (f / tp, h, model.experts_per_token)]
+    projections = [
+        (h, qkv / tp, 1),
+        (model.q_size / tp, h, 1),
+        (h, f / tp, n_up * model.experts_per_token),
+        (f / tp, h, model.experts_per_token),
+    ]
     peak = block_peak_fraction(c, s)
     seconds = 0.0
     for d_in, d_out, copies in projections:
-        seconds = seconds + 2.0 * d_in * d_out * copies / (c.matmul_peak_flops
-                                                          * gemm_efficiency([d_in, d_out], s, peak))
+        seconds = seconds + 2.0 * d_in * d_out * copies / (
+            c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s, peak)
+        )
     return seconds
 
 
@@ -82,7 +88,7 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     """
     h, d = model.hidden_size, compute_dtype_bytes(c)
     manual_rms = (c.impl == IMPL_HF) & (model.norm == "rmsnorm")
-    norm = np.where(manual_rms, 18.0, 4.0) * h * 2             # two norms per block
+    norm = np.where(manual_rms, 18.0, 4.0) * h * 2  # two norms per block
     rotary = 10.0 * (model.q_size + model.kv_size) if model.position == "rope" else 0.0
     act = (5.0 if model.mlp == "swiglu" else 3.0) * model.ffn_hidden_size * model.experts_per_token
     residual = 2 * 3.0 * h
@@ -105,19 +111,28 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     """GPU seconds of one micro-batch's forward + backward on the busiest stage."""
     tokens = c.micro_batch * c.seq_len / c.cp
     n_layers = layers_per_stage(model, c)
-    passes = 3.0 + recompute_fraction(c)   # fwd + 2x bwd + recomputed fwd
+    passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
     head_peak = np.where(c.precision == PREC_FP8, c.bf16_peak_flops, c.matmul_peak_flops)
     head_dims = [model.hidden_size, model.vocab_size / c.tp]
-    head = (3.0 * 2.0 * model.hidden_size * model.vocab_size / c.tp * tokens
-            / (head_peak * gemm_efficiency(head_dims, s)))
+    head = (
+        3.0 * 2.0 * model.hidden_size * model.vocab_size / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
+    )
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
     # Flash attention's backward recomputes the scores: half a forward more.
     flash_recompute = 0.5 if s.flash_attention else 0.0
-    attention = attn_flops * (passes + flash_recompute) / (
-        c.bf16_peak_flops * s.attention_peak_fraction * gemm_efficiency([model.dim_head], s) / s.matmul_peak_fraction)
+    attention = (
+        attn_flops
+        * (passes + flash_recompute)
+        / (
+            c.bf16_peak_flops
+            * s.attention_peak_fraction
+            * gemm_efficiency([model.dim_head], s)
+            / s.matmul_peak_fraction
+        )
+    )
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
@@ -134,8 +149,9 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
-    fsdp_bytes = local * (s.fsdp_gather_copy_bytes_per_param * gather_passes
-                          + s.fsdp_reduce_copy_bytes_per_param * reductions)
+    fsdp_bytes = local * (
+        s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param * reductions
+    )
     fsdp_bytes = np.where(c.sharding >= SHARD_ZERO1, fsdp_bytes, 0.0)
     on_gpu = np.where(c.offload, 0.0, 1.0)
     bandwidth = c.hbm_bandwidth * s.hbm_bandwidth_fraction
@@ -163,7 +179,7 @@ class CommTimes:
 def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link) -> np.ndarray:
     """K/V exchange of one block for one micro-batch; each tensor-parallel rank moves only its
     own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
-    kv_bytes = 2.0 * token_bytes * model.kv_size / c.tp     # this rank's K and V
+    kv_bytes = 2.0 * token_bytes * model.kv_size / c.tp  # this rank's K and V
     # Ring: K,V pass around the cp ranks forward, K,V,dK,dV backward.
     ring = 3.0 * (c.cp - 1) * (link.latency + kv_bytes / link.bandwidth)
     # All-gather (trainer/context_parallel.py): gather K and V (2 collectives) forward, again
@@ -194,8 +210,9 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     calls = n_layers + 1
     gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * m, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), m, 1.0)
-    shard_traffic = (gathers * comm.all_gather_s(local_params * dtype, c.shard_group, shard_link, calls)
-                     + reductions * comm.reduce_scatter_s(local_params * 4.0, c.shard_group, shard_link, calls))
+    shard_traffic = gathers * comm.all_gather_s(
+        local_params * dtype, c.shard_group, shard_link, calls
+    ) + reductions * comm.reduce_scatter_s(local_params * 4.0, c.shard_group, shard_link, calls)
     replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
     hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
@@ -230,6 +247,16 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     gpu = compute + optimizer + dp + tp + pp + cp + bubble
     host = host_time(model, c, s)
     host_stall = np.maximum(host - gpu, 0.0) + (1.0 - s.host_overlap) * np.minimum(host, gpu)
-    return TimeBreakdown(matmul=matmul, attention=attention, memory_bound=memory_bound,
-                         optimizer=optimizer, host_stall=host_stall, dp_comm=dp, tp_comm=tp,
-                         pp_comm=pp, cp_comm=cp, bubble=bubble, step=gpu + host_stall)
+    return TimeBreakdown(
+        matmul=matmul,
+        attention=attention,
+        memory_bound=memory_bound,
+        optimizer=optimizer,
+        host_stall=host_stall,
+        dp_comm=dp,
+        tp_comm=tp,
+        pp_comm=pp,
+        cp_comm=cp,
+        bubble=bubble,
+        step=gpu + host_stall,
+    )

@@ -6,9 +6,10 @@ One list, used three ways: vectorised over every candidate of the search (``plan
 in one place is what guarantees that the planner never proposes a plan the trainer refuses.
 Device-specific checks (fp8 hardware, memory) stay in the trainer.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -43,8 +44,9 @@ def native_unsupported(model: ModelSpec) -> list[str]:
 def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:
     """Tensor parallelism of a Hugging Face model splits Llama-style q/k/v/o and gate/up/down
     projections (trainer/tensor_parallel.py): dense SwiGLU blocks only."""
-    return ([f"mlp={model.mlp!r}"] if model.mlp != "swiglu" else []) + \
-        ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
+    return ([f"mlp={model.mlp!r}"] if model.mlp != "swiglu" else []) + (
+        [f"num_experts={model.num_experts}"] if model.num_experts > 1 else []
+    )
 
 
 def default_implementation(model: ModelSpec) -> Implementation:
@@ -56,8 +58,21 @@ def sequence_too_long(model: ModelSpec, seq_len: int) -> str:
     return f"seq_len {seq_len} exceeds the model's max_seq_len {model.max_seq_len} ({model.name})"
 
 
-def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scaleup_domain_size,
-                     hf, fp8, one_f_one_b, vpp=1, shard_group=1) -> list[Rule]:
+def structural_rules(
+    model: ModelSpec,
+    *,
+    tp,
+    pp,
+    cp,
+    seq_len,
+    grad_accum,
+    scaleup_domain_size,
+    hf,
+    fp8,
+    one_f_one_b,
+    vpp=1,
+    shard_group=1,
+) -> list[Rule]:
     """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
     arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand."""
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
@@ -67,46 +82,75 @@ def structural_rules(model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, scale
 
     not_native, not_hf_tp = native_unsupported(model), hf_tensor_parallel_unsupported(model)
     return [
-        (hf | (not not_native),
-         lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"),
+        (hf | (not not_native), lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"),
         (seq_len <= model.max_seq_len, lambda: sequence_too_long(model, seq_len)),
         split(model.num_heads, tp, "num_heads", "tp"),
         split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
-        ((tp == 1) | ~hf | (not not_hf_tp),
-         lambda: f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(not_hf_tp)}); "
-                 f"use impl 'native'"),
+        (
+            (tp == 1) | ~hf | (not not_hf_tp),
+            lambda: (
+                f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(not_hf_tp)}); "
+                f"use impl 'native'"
+            ),
+        ),
         split(model.ffn_hidden_size, tp, "ffn_hidden_size", "tp"),
-        (hf | (padded_vocab_size(model.vocab_size) % tp == 0),
-         lambda: f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
-                 f"vocabulary-parallel loss) is not divisible by tp={tp}"),
+        (
+            hf | (padded_vocab_size(model.vocab_size) % tp == 0),
+            lambda: (
+                f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
+                f"vocabulary-parallel loss) is not divisible by tp={tp}"
+            ),
+        ),
         # Sequence parallelism splits each context-parallel rank's seq_len/cp tokens over tp.
-        ((tp == 1) | hf | (seq_len % (tp * cp) == 0),
-         lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={tp * cp}"),
-        ((tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
-         lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs"),
+        (
+            (tp == 1) | hf | (seq_len % (tp * cp) == 0),
+            lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={tp * cp}",
+        ),
+        (
+            (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
+            lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs",
+        ),
         split(model.num_layers, pp, "num_layers", "pp"),
         ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
-        ((pp == 1) | ~np.asarray(model.tied_embeddings),
-         lambda: "pipeline parallelism with tied embeddings is not supported by the trainer "
-                 "(embedding and LM head would live on different stages)"),
-        ((pp == 1) | ~one_f_one_b | (grad_accum >= pp),
-         lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe"),
-        ((vpp == 1) | (model.num_layers % (pp * vpp) == 0),
-         lambda: f"num_layers {model.num_layers} is not divisible by pp*vpp={pp * vpp} (interleaved stages)"),
+        (
+            (pp == 1) | ~np.asarray(model.tied_embeddings),
+            lambda: (
+                "pipeline parallelism with tied embeddings is not supported by the trainer "
+                "(embedding and LM head would live on different stages)"
+            ),
+        ),
+        (
+            (pp == 1) | ~one_f_one_b | (grad_accum >= pp),
+            lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe",
+        ),
+        (
+            (vpp == 1) | (model.num_layers % (pp * vpp) == 0),
+            lambda: f"num_layers {model.num_layers} is not divisible by pp*vpp={pp * vpp} (interleaved stages)",
+        ),
         # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size.
-        ((vpp == 1) | (grad_accum % np.maximum(1, grad_accum // pp) == 0),
-         lambda: f"the interleaved schedule needs grad_accum ({grad_accum}) divisible by grad_accum // pp "
-                 f"(use a multiple of pp={pp})"),
+        (
+            (vpp == 1) | (grad_accum % np.maximum(1, grad_accum // pp) == 0),
+            lambda: (
+                f"the interleaved schedule needs grad_accum ({grad_accum}) divisible by grad_accum // pp "
+                f"(use a multiple of pp={pp})"
+            ),
+        ),
         ((cp == 1) | ~hf, lambda: "context parallelism (cp > 1) needs impl 'native'"),
-        ((cp == 1) | (seq_len % (2 * cp) == 0),
-         lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}"),
+        (
+            (cp == 1) | (seq_len % (2 * cp) == 0),
+            lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}",
+        ),
         (~fp8 | (tp == 1), lambda: "fp8 with tensor parallelism is not supported by the trainer; use tp=1 or bf16"),
         # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the
         # hidden dim (trainer/parallel.py shard_placement); otherwise some ranks hold whole experts.
-        ((model.num_experts == 1) | (model.num_experts % shard_group == 0) | (model.hidden_size % shard_group == 0),
-         lambda: f"MoE expert weights ({model.num_experts} experts, hidden {model.hidden_size}) do not shard "
-                 f"evenly over dp_shard*cp={shard_group} ranks: use a count that divides {model.num_experts} "
-                 f"or {model.hidden_size}"),
+        (
+            (model.num_experts == 1) | (model.num_experts % shard_group == 0) | (model.hidden_size % shard_group == 0),
+            lambda: (
+                f"MoE expert weights ({model.num_experts} experts, hidden {model.hidden_size}) do not shard "
+                f"evenly over dp_shard*cp={shard_group} ranks: use a count that divides {model.num_experts} "
+                f"or {model.hidden_size}"
+            ),
+        ),
     ]
 
 

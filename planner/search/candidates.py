@@ -4,14 +4,22 @@ The analytic model is written with numpy broadcasting over this table, so the sa
 formulas score one configuration (``trainplan estimate``) or a million (``trainplan plan``).
 Enum-valued knobs are stored as small integer codes; ``CODES`` maps them back.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner.layout import (ActivationCheckpointing, Implementation, Layout, PipelineSchedule,
-                            Precision, Sharding, TrainingConfig)
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Layout,
+    PipelineSchedule,
+    Precision,
+    Sharding,
+    TrainingConfig,
+)
 
 SHARDING_CODES = (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2, Sharding.FSDP)
 AC_CODES = (ActivationCheckpointing.NONE, ActivationCheckpointing.SELECTIVE, ActivationCheckpointing.FULL)
@@ -58,12 +66,12 @@ class Candidates:
     offload: np.ndarray
     # hardware, gathered per row
     memory_bytes: np.ndarray
-    matmul_peak_flops: np.ndarray      # dense peak for the row's precision (tf32 for fp32)
-    bf16_peak_flops: np.ndarray        # attention and MFU reference
-    hbm_bandwidth: np.ndarray          # bytes/s
-    scaleup_bandwidth: np.ndarray      # bytes/s per GPU per direction
+    matmul_peak_flops: np.ndarray  # dense peak for the row's precision (tf32 for fp32)
+    bf16_peak_flops: np.ndarray  # attention and MFU reference
+    hbm_bandwidth: np.ndarray  # bytes/s
+    scaleup_bandwidth: np.ndarray  # bytes/s per GPU per direction
     scaleup_domain_size: np.ndarray
-    network_bandwidth: np.ndarray      # bytes/s per GPU per direction, across nodes
+    network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
     tdp_watts: np.ndarray
     # Virtual pipeline stages per rank; None (tables built without it) means 1 everywhere.
@@ -88,22 +96,32 @@ class Candidates:
     def num_nodes(self) -> np.ndarray:
         return np.maximum(1, -(-self.num_gpus // self.gpus_per_node))
 
-    def take(self, index) -> "Candidates":
+    def take(self, index) -> Candidates:
         return Candidates(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
     def layout(self, row: int) -> Layout:
-        return Layout(dp_replicate=int(self.dp_replicate[row]), dp_shard=int(self.dp_shard[row]),
-                      tp=int(self.tp[row]), pp=int(self.pp[row]), cp=int(self.cp[row]),
-                      sharding=SHARDING_CODES[int(self.sharding[row])],
-                      pp_schedule=SCHEDULE_CODES[int(self.pp_schedule[row])], vpp=int(self.vpp[row]))
+        return Layout(
+            dp_replicate=int(self.dp_replicate[row]),
+            dp_shard=int(self.dp_shard[row]),
+            tp=int(self.tp[row]),
+            pp=int(self.pp[row]),
+            cp=int(self.cp[row]),
+            sharding=SHARDING_CODES[int(self.sharding[row])],
+            pp_schedule=SCHEDULE_CODES[int(self.pp_schedule[row])],
+            vpp=int(self.vpp[row]),
+        )
 
     def training(self, row: int) -> TrainingConfig:
-        return TrainingConfig(seq_len=int(self.seq_len[row]), micro_batch=int(self.micro_batch[row]),
-                              grad_accum=int(self.grad_accum[row]),
-                              activation_checkpointing=AC_CODES[int(self.ac[row])],
-                              precision=PRECISION_CODES[int(self.precision[row])],
-                              impl=IMPL_CODES[int(self.impl[row])],
-                              compile=bool(self.compile[row]), offload=bool(self.offload[row]))
+        return TrainingConfig(
+            seq_len=int(self.seq_len[row]),
+            micro_batch=int(self.micro_batch[row]),
+            grad_accum=int(self.grad_accum[row]),
+            activation_checkpointing=AC_CODES[int(self.ac[row])],
+            precision=PRECISION_CODES[int(self.precision[row])],
+            impl=IMPL_CODES[int(self.impl[row])],
+            compile=bool(self.compile[row]),
+            offload=bool(self.offload[row]),
+        )
 
 
 def matmul_peak(gpu, precision: Precision) -> float:
@@ -112,9 +130,11 @@ def matmul_peak(gpu, precision: Precision) -> float:
     return gpu.peak_flops(key)
 
 
-def hardware_columns(gpus: list, gpu_index: np.ndarray, precision: np.ndarray,
-                     gpus_per_node: list[int], network_bandwidth: list[float]) -> dict[str, np.ndarray]:
+def hardware_columns(
+    gpus: list, gpu_index: np.ndarray, precision: np.ndarray, gpus_per_node: list[int], network_bandwidth: list[float]
+) -> dict[str, np.ndarray]:
     """Gather the per-GPU hardware numbers for each row (NaN peak = precision unsupported)."""
+
     def peak_table(prec: Precision) -> np.ndarray:
         out = []
         for gpu in gpus:
@@ -140,18 +160,37 @@ def hardware_columns(gpus: list, gpu_index: np.ndarray, precision: np.ndarray,
     )
 
 
-def single(gpu, layout: Layout, training: TrainingConfig, *, gpus_per_node: int,
-           network_bandwidth: float, num_gpus: int | None = None) -> Candidates:
+def single(
+    gpu,
+    layout: Layout,
+    training: TrainingConfig,
+    *,
+    gpus_per_node: int,
+    network_bandwidth: float,
+    num_gpus: int | None = None,
+) -> Candidates:
     """A one-row table for one concrete configuration (layout must be resolved)."""
     one = lambda v: np.array([v])  # noqa: E731
     precision = one(PRECISION_CODES.index(training.precision))
     hw = hardware_columns([gpu], one(0), precision, [gpus_per_node], [network_bandwidth])
     return Candidates(
-        gpu_index=one(0), num_gpus=one(num_gpus or layout.world_size),
-        dp_replicate=one(layout.dp_replicate), dp_shard=one(layout.dp_shard), tp=one(layout.tp),
-        pp=one(layout.pp), cp=one(layout.cp), sharding=one(SHARDING_CODES.index(layout.sharding)),
+        gpu_index=one(0),
+        num_gpus=one(num_gpus or layout.world_size),
+        dp_replicate=one(layout.dp_replicate),
+        dp_shard=one(layout.dp_shard),
+        tp=one(layout.tp),
+        pp=one(layout.pp),
+        cp=one(layout.cp),
+        sharding=one(SHARDING_CODES.index(layout.sharding)),
         pp_schedule=one(SCHEDULE_CODES.index(layout.pp_schedule)),
-        micro_batch=one(training.micro_batch), seq_len=one(training.seq_len),
-        grad_accum=one(training.grad_accum), ac=one(AC_CODES.index(training.activation_checkpointing)),
-        precision=precision, impl=one(IMPL_CODES.index(training.impl)),
-        compile=one(training.compile), offload=one(training.offload), vpp=one(layout.vpp), **hw)
+        micro_batch=one(training.micro_batch),
+        seq_len=one(training.seq_len),
+        grad_accum=one(training.grad_accum),
+        ac=one(AC_CODES.index(training.activation_checkpointing)),
+        precision=precision,
+        impl=one(IMPL_CODES.index(training.impl)),
+        compile=one(training.compile),
+        offload=one(training.offload),
+        vpp=one(layout.vpp),
+        **hw,
+    )

@@ -5,6 +5,7 @@ when no row passes them all, :func:`diagnose` re-imposes them one at a time and 
 first one that empties the candidate set into an :class:`InfeasiblePlan` with numbers and a
 fix. The rules are in docs/ilp.md ("Infeasibility diagnosis").
 """
+
 from __future__ import annotations
 
 import math
@@ -34,18 +35,28 @@ class Constraint(str, Enum):
 class InfeasiblePlan(Exception):
     """No candidate satisfies every constraint: which one binds, by how much, and a fix."""
 
-    def __init__(self, constraint: Constraint, detail: str, fix: str, *,
-                 required: float | None = None, available: float | None = None) -> None:
+    def __init__(
+        self,
+        constraint: Constraint,
+        detail: str,
+        fix: str,
+        *,
+        required: float | None = None,
+        available: float | None = None,
+    ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
         self.detail = detail
         self.fix = fix
-        self.required = required    # e.g. GiB needed, GPUs needed, seconds, USD
+        self.required = required  # e.g. GiB needed, GPUs needed, seconds, USD
         self.available = available  # the matching limit
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
-        return (type(self), (self.constraint, self.detail, self.fix),
-                {"required": self.required, "available": self.available})
+        return (
+            type(self),
+            (self.constraint, self.detail, self.fix),
+            {"required": self.required, "available": self.available},
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,7 +66,7 @@ class RowChecks:
     memory: np.ndarray
     divisibility: np.ndarray
     batch: np.ndarray
-    gpu_type: np.ndarray   # the row's GPU type has a non-zero inventory
+    gpu_type: np.ndarray  # the row's GPU type has a non-zero inventory
     inventory: np.ndarray  # n_c <= inv[g(c)]
     deadline: np.ndarray
     budget: np.ndarray
@@ -71,7 +82,6 @@ class RowChecks:
         for constraint in Constraint:
             ok &= self.passes(constraint)
         return ok
-
 
 
 def diagnose(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
@@ -97,31 +107,35 @@ def _explain_gpu_types(table: CandidateTable, checks: RowChecks) -> InfeasiblePl
     types = ", ".join(sorted(set(table.gpu_id.tolist()))) or "none"
     return InfeasiblePlan(
         Constraint.INVENTORY,
-        f"no candidate uses a GPU type in the inventory ({_inventory_text(checks)}); "
-        f"candidate GPU types: {types}", "add GPUs of one of those types to the inventory",
-        required=1, available=0)
+        f"no candidate uses a GPU type in the inventory ({_inventory_text(checks)}); candidate GPU types: {types}",
+        "add GPUs of one of those types to the inventory",
+        required=1,
+        available=0,
+    )
 
 
 def _explain_memory(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     # Compare like with like: the smallest need on the allowed GPU type with the most memory.
     capacity = float(np.max(table.capacity_gib[passing]))
     largest = passing & (table.capacity_gib == capacity)
-    pool = np.flatnonzero(largest & checks.divisibility if (largest & checks.divisibility).any()
-                          else largest)
+    pool = np.flatnonzero(largest & checks.divisibility if (largest & checks.divisibility).any() else largest)
     row = int(pool[np.argmin(table.memory_need_gib[pool])])
     need = float(table.memory_need_gib[row])
     detail = f"needs {need:.1f} GiB per GPU, the largest allowed GPU has {capacity:.1f} GiB"
     if need <= capacity:
         detail += " less the headroom the fit rule keeps free"
     factor = 2 ** max(1, math.ceil(math.log2(max(need / capacity, 1.0))))
-    return InfeasiblePlan(Constraint.MEMORY, detail, _memory_fix(table, row, pool, factor),
-                          required=need, available=capacity)
+    return InfeasiblePlan(
+        Constraint.MEMORY, detail, _memory_fix(table, row, pool, factor), required=need, available=capacity
+    )
 
 
 def _memory_fix(table: CandidateTable, row: int, pool: np.ndarray, factor: int) -> str:
     if "dp_shard" not in table.extra or "tp" not in table.extra:
-        return (f"shard over about {factor}x more GPUs (FSDP or tensor parallel), "
-                "lower the micro-batch or checkpoint activations")
+        return (
+            f"shard over about {factor}x more GPUs (FSDP or tensor parallel), "
+            "lower the micro-batch or checkpoint activations"
+        )
     shards = max(int(table.extra["dp_shard"][row]), 1)
     tp = max(int(table.extra["tp"][row]), 1)
     fix = f"shard with FSDP over at least {shards * factor} GPUs"
@@ -130,14 +144,14 @@ def _memory_fix(table: CandidateTable, row: int, pool: np.ndarray, factor: int) 
     return fix
 
 
-def _explain_divisibility(table: CandidateTable, checks: RowChecks,
-                          passing: np.ndarray) -> InfeasiblePlan:
+def _explain_divisibility(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     return InfeasiblePlan(
         Constraint.DIVISIBILITY,
         f"none of the {int(passing.sum())} candidates that fit in memory "
         f"({_count_range(table, passing)} GPUs) has a valid layout (heads % tp, layers % pp, "
         "degrees multiplying to the GPU count, tp within the scale-up domain)",
-        "allow other GPU counts or tp/pp degrees")
+        "allow other GPU counts or tp/pp degrees",
+    )
 
 
 def _explain_batch(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
@@ -145,11 +159,11 @@ def _explain_batch(table: CandidateTable, checks: RowChecks, passing: np.ndarray
         Constraint.BATCH,
         f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
         "GPUs) reaches the target global batch within tolerance",
-        "widen the batch tolerance or pick a global batch the data-parallel degrees divide")
+        "widen the batch tolerance or pick a global batch the data-parallel degrees divide",
+    )
 
 
-def _explain_inventory(table: CandidateTable, checks: RowChecks,
-                       passing: np.ndarray) -> InfeasiblePlan:
+def _explain_inventory(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     limits = checks.inventory_limits or {}
     best: tuple[float, str, int] | None = None
     for gpu in sorted(set(table.gpu_id[passing].tolist())):
@@ -161,30 +175,32 @@ def _explain_inventory(table: CandidateTable, checks: RowChecks,
     _, gpu, smallest = best
     return InfeasiblePlan(
         Constraint.INVENTORY,
-        f"the smallest plan that fits needs {smallest} {gpu} GPUs, the inventory allows "
-        f"{gpu}<={limits[gpu]}", f"allow {smallest} {gpu} GPUs or a GPU type with more memory",
-        required=smallest, available=limits[gpu])
+        f"the smallest plan that fits needs {smallest} {gpu} GPUs, the inventory allows {gpu}<={limits[gpu]}",
+        f"allow {smallest} {gpu} GPUs or a GPU type with more memory",
+        required=smallest,
+        available=limits[gpu],
+    )
 
 
-def _explain_deadline(table: CandidateTable, checks: RowChecks,
-                      passing: np.ndarray) -> InfeasiblePlan:
+def _explain_deadline(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     T = table.time_to_train_s
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
     fix = f"allow {_format_duration(fastest, round_up=True)}"
-    bigger = (checks.gpu_type & checks.memory & checks.divisibility & checks.batch
-              & ~checks.inventory & checks.deadline)
+    bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
         rows = np.flatnonzero(bigger)
         row = int(rows[np.lexsort((T[rows], table.num_gpus[rows]))[0]])
-        fix += (f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in "
-                f"{_format_duration(float(T[row]))})")
+        fix += f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in {_format_duration(float(T[row]))})"
     elif checks.inventory_limits is not None:
         fix += "; no candidate meets the deadline at any GPU count"
     return InfeasiblePlan(
-        Constraint.DEADLINE, f"the fastest plan needs {_format_duration(fastest)} with the "
-        f"allowed inventory ({_inventory_text(checks)})", fix,
-        required=fastest, available=checks.deadline_s)
+        Constraint.DEADLINE,
+        f"the fastest plan needs {_format_duration(fastest)} with the allowed inventory ({_inventory_text(checks)})",
+        fix,
+        required=fastest,
+        available=checks.deadline_s,
+    )
 
 
 def _explain_budget(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
@@ -196,20 +212,28 @@ def _explain_budget(table: CandidateTable, checks: RowChecks, passing: np.ndarra
     scope = "the cheapest plan that meets the deadline" if checks.deadline_s else "the cheapest plan"
     fix = f"raise the budget to {_format_usd(cheapest, decimals, round_up=True)}"
     if checks.deadline_s is not None:
-        within_budget = (checks.gpu_type & checks.memory & checks.divisibility & checks.batch
-                         & checks.inventory & checks.budget)
+        within_budget = (
+            checks.gpu_type & checks.memory & checks.divisibility & checks.batch & checks.inventory & checks.budget
+        )
         if within_budget.any():
             fastest = float(T[within_budget].min())
             fix += f" or extend the deadline to {_format_duration(fastest, round_up=True)}"
     return InfeasiblePlan(
-        Constraint.BUDGET, f"{scope} costs {_format_usd(cheapest, decimals)} > "
-        f"{_format_usd(budget, decimals)}", fix, required=cheapest, available=budget)
+        Constraint.BUDGET,
+        f"{scope} costs {_format_usd(cheapest, decimals)} > {_format_usd(budget, decimals)}",
+        fix,
+        required=cheapest,
+        available=budget,
+    )
 
 
 _EXPLAIN = {
-    Constraint.MEMORY: _explain_memory, Constraint.DIVISIBILITY: _explain_divisibility,
-    Constraint.BATCH: _explain_batch, Constraint.INVENTORY: _explain_inventory,
-    Constraint.DEADLINE: _explain_deadline, Constraint.BUDGET: _explain_budget,
+    Constraint.MEMORY: _explain_memory,
+    Constraint.DIVISIBILITY: _explain_divisibility,
+    Constraint.BATCH: _explain_batch,
+    Constraint.INVENTORY: _explain_inventory,
+    Constraint.DEADLINE: _explain_deadline,
+    Constraint.BUDGET: _explain_budget,
 }
 
 

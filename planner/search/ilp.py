@@ -9,15 +9,16 @@ constraint binds and how to fix it; re-exported here with :class:`Constraint`,
 :class:`RowChecks` and :func:`diagnose`). The maths is in the docstring of
 :func:`solve_single` and in docs/ilp.md.
 """
+
 from __future__ import annotations
 
 import functools
 import math
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -26,14 +27,31 @@ import pulp
 from planner.search.diagnosis import Constraint, InfeasiblePlan, RowChecks, diagnose
 
 __all__ = [
-    "CandidateTable", "Constraint", "InfeasiblePlan", "Objective", "RowChecks", "SingleSolution",
-    "check_rows", "diagnose", "make_solver", "objective_weights", "pareto_mask", "solve_single",
+    "CandidateTable",
+    "Constraint",
+    "InfeasiblePlan",
+    "Objective",
+    "RowChecks",
+    "SingleSolution",
+    "check_rows",
+    "diagnose",
+    "make_solver",
+    "objective_weights",
+    "pareto_mask",
+    "solve_single",
 ]
 
 _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
-    "gpu_id": object, "num_gpus": np.int64, "fits_memory": bool, "memory_need_gib": np.float64,
-    "capacity_gib": np.float64, "time_to_train_s": np.float64, "cost_usd": np.float64,
-    "batch_ok": bool, "divisible": bool, "label": object,
+    "gpu_id": object,
+    "num_gpus": np.int64,
+    "fits_memory": bool,
+    "memory_need_gib": np.float64,
+    "capacity_gib": np.float64,
+    "time_to_train_s": np.float64,
+    "cost_usd": np.float64,
+    "batch_ok": bool,
+    "divisible": bool,
+    "label": object,
 }
 # A secondary objective weight: among equally good rows, prefer the faster (cost objective)
 # or the cheaper (time objective) one. Small enough not to change the primary optimum.
@@ -44,16 +62,16 @@ TIE_BREAK_WEIGHT = 1e-6
 class CandidateTable:
     """Struct of numpy arrays, one row per (gpu type, gpu count, layout, micro-batch, ...) candidate."""
 
-    gpu_id: np.ndarray          # str (object) array
-    num_gpus: np.ndarray        # int
-    fits_memory: np.ndarray     # bool: predicted reserved memory <= capacity*(1-headroom)
+    gpu_id: np.ndarray  # str (object) array
+    num_gpus: np.ndarray  # int
+    fits_memory: np.ndarray  # bool: predicted reserved memory <= capacity*(1-headroom)
     memory_need_gib: np.ndarray  # float: predicted per-GPU need (for diagnosis)
-    capacity_gib: np.ndarray    # float
+    capacity_gib: np.ndarray  # float
     time_to_train_s: np.ndarray  # float, for the job's token budget
-    cost_usd: np.ndarray        # float, for the job (rent at on-demand price)
-    batch_ok: np.ndarray        # bool: global batch within tolerance
-    divisible: np.ndarray       # bool: heads%tp, layers%pp, degrees multiply to the count, tp in domain
-    label: np.ndarray           # str: human-readable layout description
+    cost_usd: np.ndarray  # float, for the job (rent at on-demand price)
+    batch_ok: np.ndarray  # bool: global batch within tolerance
+    divisible: np.ndarray  # bool: heads%tp, layers%pp, degrees multiply to the count, tp in domain
+    label: np.ndarray  # str: human-readable layout description
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # other columns to carry through
 
     def __post_init__(self) -> None:
@@ -61,8 +79,9 @@ class CandidateTable:
         for name, dtype in _COLUMN_KINDS.items():
             column = np.asarray(getattr(self, name))
             if column.ndim != 1 or len(column) != num_rows:
-                raise ValueError(f"CandidateTable.{name}: expected a 1-D array of {num_rows} rows, "
-                                 f"got shape {column.shape}")
+                raise ValueError(
+                    f"CandidateTable.{name}: expected a 1-D array of {num_rows} rows, got shape {column.shape}"
+                )
             object.__setattr__(self, name, column.astype(dtype, copy=False))
         extra = {}
         for name, values in self.extra.items():
@@ -70,15 +89,14 @@ class CandidateTable:
             if name in _COLUMN_KINDS:
                 raise ValueError(f"CandidateTable.extra[{name!r}]: clashes with a core column")
             if column.ndim != 1 or len(column) != num_rows:
-                raise ValueError(f"CandidateTable.extra[{name!r}]: expected {num_rows} rows, "
-                                 f"got shape {column.shape}")
+                raise ValueError(f"CandidateTable.extra[{name!r}]: expected {num_rows} rows, got shape {column.shape}")
             extra[name] = column
         object.__setattr__(self, "extra", extra)
 
     def __len__(self) -> int:
         return len(self.gpu_id)
 
-    def take(self, indices: np.ndarray | list[int]) -> "CandidateTable":
+    def take(self, indices: np.ndarray | list[int]) -> CandidateTable:
         """The rows at ``indices`` (in that order), extra columns included."""
         indices = np.asarray(indices, dtype=np.int64)
         core = {name: getattr(self, name)[indices] for name in _COLUMN_KINDS}
@@ -90,7 +108,7 @@ class CandidateTable:
         return pd.DataFrame(columns)
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> "CandidateTable":
+    def from_frame(cls, frame: pd.DataFrame) -> CandidateTable:
         """Inverse of :meth:`to_frame`: core columns by name, every other column into ``extra``."""
         missing = [name for name in _COLUMN_KINDS if name not in frame.columns]
         if missing:
@@ -103,7 +121,7 @@ class CandidateTable:
 class Objective(str, Enum):
     COST = "cost"  # minimise C (tie-break on T)
     TIME = "time"  # minimise T (tie-break on C)
-    MIX = "mix"    # minimise w*C/C_ref + (1-w)*T/T_ref
+    MIX = "mix"  # minimise w*C/C_ref + (1-w)*T/T_ref
 
 
 def objective_weights(objective: Objective | str, cost_weight: float = 0.5) -> tuple[float, float]:
@@ -127,9 +145,13 @@ def positive_reference(values: np.ndarray) -> float:
     return best if best > 0 else 1.0
 
 
-def check_rows(table: CandidateTable, *, deadline_s: float | None = None,
-               budget_usd: float | None = None,
-               inventory: Mapping[str, int] | None = None) -> RowChecks:
+def check_rows(
+    table: CandidateTable,
+    *,
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    inventory: Mapping[str, int] | None = None,
+) -> RowChecks:
     """Evaluate every per-row constraint of the single-job model, vectorised.
 
     ``inventory`` maps GPU type -> GPUs available; types not in it are not allowed; ``None``
@@ -151,12 +173,17 @@ def check_rows(table: CandidateTable, *, deadline_s: float | None = None,
         inventory_per_row = per_type[gpu_codes]
     time_s, cost_usd = table.time_to_train_s, table.cost_usd
     checks = RowChecks(
-        memory=table.fits_memory, divisibility=table.divisible, batch=table.batch_ok,
-        gpu_type=inventory_per_row > 0, inventory=table.num_gpus <= inventory_per_row,
+        memory=table.fits_memory,
+        divisibility=table.divisible,
+        batch=table.batch_ok,
+        gpu_type=inventory_per_row > 0,
+        inventory=table.num_gpus <= inventory_per_row,
         deadline=time_s <= deadline_s if deadline_s is not None else np.ones(len(table), bool),
         budget=cost_usd <= budget_usd if budget_usd is not None else np.ones(len(table), bool),
         inventory_limits=dict(inventory) if inventory is not None else None,
-        deadline_s=deadline_s, budget_usd=budget_usd)
+        deadline_s=deadline_s,
+        budget_usd=budget_usd,
+    )
     _check_scored(table, checks.memory & checks.divisibility & checks.batch)
     return checks
 
@@ -171,16 +198,17 @@ def _check_scored(table: CandidateTable, plausible: np.ndarray) -> None:
         bad = plausible & ~(np.isfinite(getattr(table, name)) & (getattr(table, name) >= 0))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"CandidateTable.{name}: row {row} ({table.label[row]}) passes the "
-                             f"memory, divisibility and batch checks but has value "
-                             f"{getattr(table, name)[row]!r}")
+            raise ValueError(
+                f"CandidateTable.{name}: row {row} ({table.label[row]}) passes the "
+                f"memory, divisibility and batch checks but has value "
+                f"{getattr(table, name)[row]!r}"
+            )
     bad = plausible & (table.num_gpus < 1)
     if bad.any():
         raise ValueError(f"CandidateTable.num_gpus: row {int(np.flatnonzero(bad)[0])} has < 1 GPU")
 
 
-def pareto_mask(group: np.ndarray, cost: np.ndarray, time: np.ndarray,
-                size: np.ndarray | None = None) -> np.ndarray:
+def pareto_mask(group: np.ndarray, cost: np.ndarray, time: np.ndarray, size: np.ndarray | None = None) -> np.ndarray:
     """Rows that no other row of the same group dominates (lower-or-equal in every key).
 
     Keys are (cost, time), plus ``size`` (GPU count) when given, which the shared-inventory
@@ -211,19 +239,21 @@ def _pareto_2d(group_codes: np.ndarray, cost: np.ndarray, time: np.ndarray) -> n
     for start, end in zip(starts, list(starts[1:]) + [num_rows]):  # one pass per group
         fastest_so_far = np.minimum.accumulate(sorted_time[start:end])
         keep_sorted[start] = True
-        keep_sorted[start + 1:end] = sorted_time[start + 1:end] < fastest_so_far[:-1]
+        keep_sorted[start + 1 : end] = sorted_time[start + 1 : end] < fastest_so_far[:-1]
     keep = np.zeros(num_rows, dtype=bool)
     keep[order] = keep_sorted
     return keep
 
 
-def _dominated_by_smaller(cost: np.ndarray, time: np.ndarray, size: np.ndarray,
-                          chunk: int = 2048) -> np.ndarray:
+def _dominated_by_smaller(cost: np.ndarray, time: np.ndarray, size: np.ndarray, chunk: int = 2048) -> np.ndarray:
     dominated = np.zeros(len(cost), dtype=bool)
     for start in range(0, len(cost), chunk):  # chunked so the pairwise matrix stays small
         rows = slice(start, start + chunk)
-        dominated[rows] = ((cost[None, :] <= cost[rows, None]) & (time[None, :] <= time[rows, None])
-                           & (size[None, :] < size[rows, None])).any(axis=1)
+        dominated[rows] = (
+            (cost[None, :] <= cost[rows, None])
+            & (time[None, :] <= time[rows, None])
+            & (size[None, :] < size[rows, None])
+        ).any(axis=1)
     return dominated
 
 
@@ -263,16 +293,16 @@ def make_solver(solver: str = "auto", time_limit_s: float | None = None) -> tupl
     # CBC 2.10 to its threaded search, which now and then idles 10 s before returning.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3 deprecates the bundled CBC
-        return pulp.PULP_CBC_CMD(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s,
-                                 keepFiles=False), "cbc"
+        return pulp.PULP_CBC_CMD(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s, keepFiles=False), "cbc"
 
 
 def new_binaries(problem: pulp.LpProblem, prefix: str, count: int) -> list[pulp.LpVariable]:
     return [new_variable(problem, f"{prefix}{i}", cat=pulp.LpBinary) for i in range(count)]
 
 
-def new_variable(problem: pulp.LpProblem, name: str, low: float | None = 0,
-                 high: float | None = None, cat: str = pulp.LpContinuous) -> pulp.LpVariable:
+def new_variable(
+    problem: pulp.LpProblem, name: str, low: float | None = 0, high: float | None = None, cat: str = pulp.LpContinuous
+) -> pulp.LpVariable:
     if hasattr(problem, "add_variable"):  # PuLP >= 3.3 attaches variables to the model
         return problem.add_variable(name, low, high, cat=cat)
     return pulp.LpVariable(name, low, high, cat=cat)
@@ -288,8 +318,10 @@ def run_solver(problem: pulp.LpProblem, solver: str, time_limit_s: float | None)
         return True, name
     if status == "Infeasible":
         return False, name
-    raise RuntimeError(f"{name} stopped without an optimal solution (status {status}"
-                       + (f", time limit {time_limit_s} s)" if time_limit_s else ")"))
+    raise RuntimeError(
+        f"{name} stopped without an optimal solution (status {status}"
+        + (f", time limit {time_limit_s} s)" if time_limit_s else ")")
+    )
 
 
 def chosen_index(variables: list[pulp.LpVariable]) -> int:
@@ -302,24 +334,32 @@ class SingleSolution:
 
     row: int
     objective: Objective
-    objective_value: float        # w_C*C/C_ref + w_T*T/T_ref at the optimum
+    objective_value: float  # w_C*C/C_ref + w_T*T/T_ref at the optimum
     cost_usd: float
     time_to_train_s: float
     alternatives: tuple[int, ...]  # the next-best feasible rows, best first
     solver: str
-    num_rows: int                  # rows in the table
-    num_feasible: int              # rows that pass every constraint
-    num_pruned: int                # feasible rows dropped as dominated before the ILP
-    num_variables: int             # binaries in the ILP
+    num_rows: int  # rows in the table
+    num_feasible: int  # rows that pass every constraint
+    num_pruned: int  # feasible rows dropped as dominated before the ILP
+    num_variables: int  # binaries in the ILP
     cost_ref_usd: float
     time_ref_s: float
 
 
-def solve_single(table: CandidateTable, objective: Objective | str = Objective.COST, *,
-                 deadline_s: float | None = None, budget_usd: float | None = None,
-                 inventory: Mapping[str, int] | None = None, cost_weight: float = 0.5,
-                 top_k: int = 5, solver: str = "auto", prune: bool = True,
-                 time_limit_s: float | None = None) -> SingleSolution:
+def solve_single(
+    table: CandidateTable,
+    objective: Objective | str = Objective.COST,
+    *,
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    inventory: Mapping[str, int] | None = None,
+    cost_weight: float = 0.5,
+    top_k: int = 5,
+    solver: str = "auto",
+    prune: bool = True,
+    time_limit_s: float | None = None,
+) -> SingleSolution:
     r"""Choose the best candidate for one job.
 
     Notation: candidates c in C, each with GPU type g(c), GPU count n_c, time-to-train T_c,
@@ -357,12 +397,12 @@ def solve_single(table: CandidateTable, objective: Objective | str = Objective.C
     x = new_binaries(problem, "x", len(kept))
     kept_score = w_cost * C[kept] / C_ref + w_time * T[kept] / T_ref
     problem += pulp.LpAffineExpression(zip(x, kept_score.tolist()))
-    problem += pulp.lpSum(x) == 1                                                     # (4)
+    problem += pulp.lpSum(x) == 1  # (4)
     if deadline_s is not None:
-        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist())) <= deadline_s    # (5)
+        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist())) <= deadline_s  # (5)
     if budget_usd is not None:
-        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist())) <= budget_usd    # (6)
-    for gpu, limit in (inventory or {}).items():                                      # (7)
+        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist())) <= budget_usd  # (6)
+    for gpu, limit in (inventory or {}).items():  # (7)
         of_type = np.flatnonzero(table.gpu_id[kept] == gpu)
         if len(of_type):
             problem += pulp.LpAffineExpression((x[i], float(n[kept[i]])) for i in of_type) <= limit
@@ -370,12 +410,20 @@ def solve_single(table: CandidateTable, objective: Objective | str = Objective.C
     assert optimal, "every variable of the single-job model is a feasible row"
     row = int(kept[chosen_index(x)])
     return SingleSolution(
-        row=row, objective=Objective(objective), cost_usd=float(C[row]),
+        row=row,
+        objective=Objective(objective),
+        cost_usd=float(C[row]),
         objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
-        time_to_train_s=float(T[row]), alternatives=_best_rows(feasible, score, row, top_k),
-        solver=solver_name, num_rows=len(table), num_feasible=len(feasible),
-        num_pruned=len(feasible) - len(kept), num_variables=len(x),
-        cost_ref_usd=C_ref, time_ref_s=T_ref)
+        time_to_train_s=float(T[row]),
+        alternatives=_best_rows(feasible, score, row, top_k),
+        solver=solver_name,
+        num_rows=len(table),
+        num_feasible=len(feasible),
+        num_pruned=len(feasible) - len(kept),
+        num_variables=len(x),
+        cost_ref_usd=C_ref,
+        time_ref_s=T_ref,
+    )
 
 
 def _best_rows(rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int) -> tuple[int, ...]:

@@ -6,23 +6,44 @@ assumptions are written out in the docstrings below and in docs/ilp.md. Each job
 another row of the same GPU type is no dearer, no slower and uses no more GPUs), so the
 ILPs only see the few rows that can matter.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import pulp
 
-from planner.search.ilp import (CandidateTable, Constraint, InfeasiblePlan, Objective, check_rows,
-                         chosen_index, diagnose, new_binaries, new_variable, objective_weights,
-                         pareto_mask, positive_reference, run_solver)
+from planner.search.ilp import (
+    CandidateTable,
+    Constraint,
+    InfeasiblePlan,
+    Objective,
+    check_rows,
+    chosen_index,
+    diagnose,
+    new_binaries,
+    new_variable,
+    objective_weights,
+    pareto_mask,
+    positive_reference,
+    run_solver,
+)
 
 __all__ = [
-    "FleetAssignment", "FleetPlan", "FleetSolution", "GpuBreakEven", "GpuEconomics",
-    "JobAssignment", "JobCandidates", "PortfolioSolution", "TcoAssumptions", "solve_portfolio",
+    "FleetAssignment",
+    "FleetPlan",
+    "FleetSolution",
+    "GpuBreakEven",
+    "GpuEconomics",
+    "JobAssignment",
+    "JobCandidates",
+    "PortfolioSolution",
+    "TcoAssumptions",
     "size_fleet",
+    "solve_portfolio",
 ]
 
 _HOURS_PER_YEAR = 365.25 * 24
@@ -68,8 +89,13 @@ def _finish_by(job: JobCandidates, horizon_s: float | None) -> float | None:
     return min(limits) if limits else None
 
 
-def _job_rows(job: JobCandidates, inventory: Mapping[str, int] | None, finish_by: float | None,
-              budget_usd: float | None, prune_cost: np.ndarray | None) -> np.ndarray:
+def _job_rows(
+    job: JobCandidates,
+    inventory: Mapping[str, int] | None,
+    finish_by: float | None,
+    budget_usd: float | None,
+    prune_cost: np.ndarray | None,
+) -> np.ndarray:
     """Rows of one job that are feasible on their own, minus dominated ones (if pruning)."""
     checks = check_rows(job.table, deadline_s=finish_by, budget_usd=budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
@@ -78,17 +104,20 @@ def _job_rows(job: JobCandidates, inventory: Mapping[str, int] | None, finish_by
         detail = f"job {job.name!r}: {reason.detail}"
         if reason.constraint is Constraint.DEADLINE and finish_by != job.deadline_s:
             detail += " (the horizon ends before the deadline)"
-        raise InfeasiblePlan(reason.constraint, detail, reason.fix,
-                             required=reason.required, available=reason.available)
+        raise InfeasiblePlan(
+            reason.constraint, detail, reason.fix, required=reason.required, available=reason.available
+        )
     if prune_cost is None:
         return rows
     table = job.table
-    return rows[pareto_mask(table.gpu_id[rows], prune_cost[rows], table.time_to_train_s[rows],
-                            size=table.num_gpus[rows])]
+    return rows[
+        pareto_mask(table.gpu_id[rows], prune_cost[rows], table.time_to_train_s[rows], size=table.num_gpus[rows])
+    ]
 
 
-def _expand_starts(job_index: int, job: JobCandidates, rows: np.ndarray, num_slots: int,
-                   slot_s: float | None, finish_by: float | None) -> _Options:
+def _expand_starts(
+    job_index: int, job: JobCandidates, rows: np.ndarray, num_slots: int, slot_s: float | None, finish_by: float | None
+) -> _Options:
     """Each row at each start slot from which it still finishes by ``finish_by``."""
     table = job.table
     T = table.time_to_train_s[rows]
@@ -102,10 +131,17 @@ def _expand_starts(job_index: int, job: JobCandidates, rows: np.ndarray, num_slo
     else:
         busy = np.maximum(np.ceil(T[row_at] / slot_s - 1e-9), 1).astype(np.int64)
     chosen = rows[row_at]
-    return _Options(job=np.full(len(chosen), job_index), row=chosen, gpu=table.gpu_id[chosen],
-                    num_gpus=table.num_gpus[chosen], cost_usd=table.cost_usd[chosen],
-                    start_slot=starts[slot_at], busy_slots=busy, start_s=start_s[slot_at],
-                    end_s=end_s[row_at, slot_at])
+    return _Options(
+        job=np.full(len(chosen), job_index),
+        row=chosen,
+        gpu=table.gpu_id[chosen],
+        num_gpus=table.num_gpus[chosen],
+        cost_usd=table.cost_usd[chosen],
+        start_slot=starts[slot_at],
+        busy_slots=busy,
+        start_s=start_s[slot_at],
+        end_s=end_s[row_at, slot_at],
+    )
 
 
 def _concat(parts: Sequence[_Options]) -> _Options:
@@ -113,15 +149,17 @@ def _concat(parts: Sequence[_Options]) -> _Options:
     return _Options(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
 
 
-def _usage_constraints(problem: pulp.LpProblem, options: _Options, y: list[pulp.LpVariable],
-                       num_slots: int, num_jobs: int, limit_of) -> None:
+def _usage_constraints(
+    problem: pulp.LpProblem, options: _Options, y: list[pulp.LpVariable], num_slots: int, num_jobs: int, limit_of
+) -> None:
     """For each GPU type g and slot t: sum of n_o y_o over options running in t <= limit_of(g)."""
     for gpu in sorted(set(options.gpu.tolist())):
         of_type = options.gpu == gpu
         limit = limit_of(gpu)
         for slot in range(num_slots):
-            running = np.flatnonzero(of_type & (options.start_slot <= slot)
-                                     & (slot < options.start_slot + options.busy_slots))
+            running = np.flatnonzero(
+                of_type & (options.start_slot <= slot) & (slot < options.start_slot + options.busy_slots)
+            )
             if len(running) == 0:
                 continue
             if isinstance(limit, (int, float)):  # skip slots where even each job's largest fits
@@ -136,7 +174,7 @@ def _usage_constraints(problem: pulp.LpProblem, options: _Options, y: list[pulp.
 @dataclass(frozen=True)
 class JobAssignment:
     job: str
-    row: int           # row in the job's own table
+    row: int  # row in the job's own table
     gpu_id: str
     num_gpus: int
     label: str
@@ -153,13 +191,21 @@ class PortfolioSolution:
     makespan_s: float
     solver: str
     num_variables: int
-    slot_s: float | None   # None: one slot, all jobs concurrent from time 0
+    slot_s: float | None  # None: one slot, all jobs concurrent from time 0
 
 
-def solve_portfolio(jobs: Sequence[JobCandidates], inventory: Mapping[str, int],
-                    objective: Objective | str = Objective.COST, *, cost_weight: float = 0.5,
-                    horizon_s: float | None = None, num_slots: int = 1, solver: str = "auto",
-                    prune: bool = True, time_limit_s: float | None = None) -> PortfolioSolution:
+def solve_portfolio(
+    jobs: Sequence[JobCandidates],
+    inventory: Mapping[str, int],
+    objective: Objective | str = Objective.COST,
+    *,
+    cost_weight: float = 0.5,
+    horizon_s: float | None = None,
+    num_slots: int = 1,
+    solver: str = "auto",
+    prune: bool = True,
+    time_limit_s: float | None = None,
+) -> PortfolioSolution:
     r"""Choose one candidate and a start time for every job, sharing ``inventory``.
 
     The horizon H is cut into S slots of length dt = H/S (S = 1 and no H: all jobs run
@@ -198,23 +244,35 @@ def solve_portfolio(jobs: Sequence[JobCandidates], inventory: Mapping[str, int],
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
     y = new_binaries(problem, "y", len(score))
     problem += pulp.LpAffineExpression(zip(y, score.tolist()))
-    for j in range(len(jobs)):                                                          # (1)
+    for j in range(len(jobs)):  # (1)
         problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1
     _usage_constraints(problem, options, y, num_slots, len(jobs), lambda g: inventory[g])  # (2)
     optimal, solver_name = run_solver(problem, solver, time_limit_s)
     if not optimal:
         raise _shared_inventory_infeasible(jobs, inventory, horizon_s)
     picked = _picked_options(options, y, len(jobs))
-    assignments = tuple(JobAssignment(
-        job=jobs[j].name, row=int(options.row[i]), gpu_id=str(options.gpu[i]),
-        num_gpus=int(options.num_gpus[i]), label=str(jobs[j].table.label[options.row[i]]),
-        start_s=float(options.start_s[i]), end_s=float(options.end_s[i]),
-        cost_usd=float(options.cost_usd[i])) for j, i in enumerate(picked))
+    assignments = tuple(
+        JobAssignment(
+            job=jobs[j].name,
+            row=int(options.row[i]),
+            gpu_id=str(options.gpu[i]),
+            num_gpus=int(options.num_gpus[i]),
+            label=str(jobs[j].table.label[options.row[i]]),
+            start_s=float(options.start_s[i]),
+            end_s=float(options.end_s[i]),
+            cost_usd=float(options.cost_usd[i]),
+        )
+        for j, i in enumerate(picked)
+    )
     return PortfolioSolution(
-        assignments=assignments, objective_value=float(score[picked].sum()),
+        assignments=assignments,
+        objective_value=float(score[picked].sum()),
         total_cost_usd=float(sum(a.cost_usd for a in assignments)),
-        makespan_s=max(a.end_s for a in assignments), solver=solver_name,
-        num_variables=len(y), slot_s=slot_s)
+        makespan_s=max(a.end_s for a in assignments),
+        solver=solver_name,
+        num_variables=len(y),
+        slot_s=slot_s,
+    )
 
 
 def _picked_options(options: _Options, y: list[pulp.LpVariable], num_jobs: int) -> list[int]:
@@ -226,8 +284,9 @@ def _picked_options(options: _Options, y: list[pulp.LpVariable], num_jobs: int) 
     return picked
 
 
-def _shared_inventory_infeasible(jobs: Sequence[JobCandidates], inventory: Mapping[str, int],
-                                 horizon_s: float | None) -> InfeasiblePlan:
+def _shared_inventory_infeasible(
+    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], horizon_s: float | None
+) -> InfeasiblePlan:
     # Each job fits alone, so the GPUs are too few for all of them together. A lower bound
     # on the GPU-time they need tells the user how far off the inventory is.
     need = 0.0
@@ -235,30 +294,40 @@ def _shared_inventory_infeasible(jobs: Sequence[JobCandidates], inventory: Mappi
         rows = np.flatnonzero(check_rows(job.table, inventory=inventory).feasible())
         need += float(np.min(job.table.num_gpus[rows] * job.table.time_to_train_s[rows]))
     limits = ", ".join(f"{gpu}<={count}" for gpu, count in inventory.items())
-    window = horizon_s if horizon_s is not None else max(
-        (job.deadline_s for job in jobs if job.deadline_s is not None), default=None)
+    window = (
+        horizon_s
+        if horizon_s is not None
+        else max((job.deadline_s for job in jobs if job.deadline_s is not None), default=None)
+    )
     detail = f"the {len(jobs)} jobs cannot share the inventory ({limits})"
     if window is not None:
         offered = sum(inventory.values()) * window
-        detail += (f" in time: they need at least {need / 86400:,.0f} GPU-days, the inventory "
-                   f"offers {offered / 86400:,.0f} GPU-days by {window / 86400:.1f} days")
-    return InfeasiblePlan(Constraint.INVENTORY, detail,
-                          "add GPUs, lengthen the horizon or the deadlines, or drop a job",
-                          required=need, available=None)
+        detail += (
+            f" in time: they need at least {need / 86400:,.0f} GPU-days, the inventory "
+            f"offers {offered / 86400:,.0f} GPU-days by {window / 86400:.1f} days"
+        )
+    return InfeasiblePlan(
+        Constraint.INVENTORY,
+        detail,
+        "add GPUs, lengthen the horizon or the deadlines, or drop a job",
+        required=need,
+        available=None,
+    )
 
 
 # --- fleet sizing: rent vs buy --------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class TcoAssumptions:
     """What owning a GPU costs besides its price; defaults are round mid-range figures."""
 
-    lifetime_years: float = 4.0            # straight-line amortisation period
-    residual_fraction: float = 0.2         # resale value at end of life, fraction of the price
-    pue: float = 1.3                       # facility power / IT power (modern colocation)
+    lifetime_years: float = 4.0  # straight-line amortisation period
+    residual_fraction: float = 0.2  # resale value at end of life, fraction of the price
+    pue: float = 1.3  # facility power / IT power (modern colocation)
     electricity_usd_per_kwh: float = 0.10  # industrial rate
     hosting_usd_per_gpu_month: float = 150.0  # rack space, network, ops staff share
-    idle_power_fraction: float = 0.2       # draw of an idle GPU, fraction of its TDP
+    idle_power_fraction: float = 0.2  # draw of an idle GPU, fraction of its TDP
 
     def __post_init__(self) -> None:
         for name in ("lifetime_years", "pue"):
@@ -276,7 +345,7 @@ class TcoAssumptions:
 class GpuEconomics:
     """Buying one GPU of a type. Put host power in ``tdp_w`` (wall power / GPUs per server)."""
 
-    purchase_usd: float                 # per GPU, with its share of server, network, install
+    purchase_usd: float  # per GPU, with its share of server, network, install
     tdp_w: float
     rent_usd_per_gpu_hour: float | None = None  # None: implied by the jobs' cost_usd columns
 
@@ -288,10 +357,10 @@ class GpuEconomics:
 @dataclass(frozen=True)
 class GpuBreakEven:
     gpu_id: str
-    owned_fixed_usd: float           # one GPU over the horizon: amortisation, hosting, idle power
-    owned_usd_per_busy_hour: float   # extra power while it trains
+    owned_fixed_usd: float  # one GPU over the horizon: amortisation, hosting, idle power
+    owned_usd_per_busy_hour: float  # extra power while it trains
     rent_usd_per_gpu_hour: float
-    break_even_utilisation: float    # busy fraction above which buying is cheaper (inf: never)
+    break_even_utilisation: float  # busy fraction above which buying is cheaper (inf: never)
 
 
 @dataclass(frozen=True)
@@ -311,7 +380,7 @@ class FleetPlan:
     total_cost_usd: float
     purchased: dict[str, int]  # GPU type -> GPUs bought
     ownership_cost_usd: float  # fixed cost of the purchased GPUs over the horizon
-    running_cost_usd: float    # busy power of owned GPUs
+    running_cost_usd: float  # busy power of owned GPUs
     rent_cost_usd: float
     assignments: tuple[FleetAssignment, ...]
 
@@ -326,25 +395,34 @@ class FleetSolution:
     solver: str
 
 
-def break_even(gpu: str, economics: GpuEconomics, tco: TcoAssumptions, horizon_hours: float,
-               rent_usd_per_gpu_hour: float) -> GpuBreakEven:
+def break_even(
+    gpu: str, economics: GpuEconomics, tco: TcoAssumptions, horizon_hours: float, rent_usd_per_gpu_hour: float
+) -> GpuBreakEven:
     """Owning one GPU for H hours costs F + u H v at busy fraction u; renting u H hours costs u H r."""
     power_kw_usd = economics.tdp_w / 1000 * tco.pue * tco.electricity_usd_per_kwh
-    fixed = (economics.purchase_usd * (1 - tco.residual_fraction) * horizon_hours
-             / (tco.lifetime_years * _HOURS_PER_YEAR)
-             + tco.hosting_usd_per_gpu_month * horizon_hours / (_HOURS_PER_YEAR / 12)
-             + tco.idle_power_fraction * power_kw_usd * horizon_hours)
+    fixed = (
+        economics.purchase_usd * (1 - tco.residual_fraction) * horizon_hours / (tco.lifetime_years * _HOURS_PER_YEAR)
+        + tco.hosting_usd_per_gpu_month * horizon_hours / (_HOURS_PER_YEAR / 12)
+        + tco.idle_power_fraction * power_kw_usd * horizon_hours
+    )
     busy = (1 - tco.idle_power_fraction) * power_kw_usd
     margin = rent_usd_per_gpu_hour - busy
     utilisation = fixed / (horizon_hours * margin) if margin > 0 else math.inf
     return GpuBreakEven(gpu, fixed, busy, rent_usd_per_gpu_hour, utilisation)
 
 
-def size_fleet(jobs: Sequence[JobCandidates], economics: Mapping[str, GpuEconomics],
-               horizon_days: float, tco: TcoAssumptions = TcoAssumptions(), *,
-               num_slots: int = 12, max_purchase: Mapping[str, int] | None = None,
-               solver: str = "auto", prune: bool = True,
-               time_limit_s: float | None = None) -> FleetSolution:
+def size_fleet(
+    jobs: Sequence[JobCandidates],
+    economics: Mapping[str, GpuEconomics],
+    horizon_days: float,
+    tco: TcoAssumptions = TcoAssumptions(),
+    *,
+    num_slots: int = 12,
+    max_purchase: Mapping[str, int] | None = None,
+    solver: str = "auto",
+    prune: bool = True,
+    time_limit_s: float | None = None,
+) -> FleetSolution:
     r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost.
 
     Over a horizon H cut into S slots, with owned options o = (job j, row c, start slot s)
@@ -366,8 +444,10 @@ def size_fleet(jobs: Sequence[JobCandidates], economics: Mapping[str, GpuEconomi
     horizon_s = horizon_days * 86400.0
     slot_s = _slot_s(horizon_s, num_slots)
     limits = dict(max_purchase or {})
-    rates = [break_even(gpu, econ, tco, horizon_s / 3600, _rent_rate(gpu, econ, jobs))
-             for gpu, econ in sorted(economics.items())]
+    rates = [
+        break_even(gpu, econ, tco, horizon_s / 3600, _rent_rate(gpu, econ, jobs))
+        for gpu, econ in sorted(economics.items())
+    ]
     busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
     rent_rows, parts = [], []
     for j, job in enumerate(jobs):
@@ -379,20 +459,32 @@ def size_fleet(jobs: Sequence[JobCandidates], economics: Mapping[str, GpuEconomi
         buyable = buyable[table.num_gpus[buyable] <= cap]
         if prune:
             gpu_hours = table.num_gpus * table.time_to_train_s
-            buyable = buyable[pareto_mask(table.gpu_id[buyable], gpu_hours[buyable],
-                                          table.time_to_train_s[buyable], size=table.num_gpus[buyable])]
+            buyable = buyable[
+                pareto_mask(
+                    table.gpu_id[buyable],
+                    gpu_hours[buyable],
+                    table.time_to_train_s[buyable],
+                    size=table.num_gpus[buyable],
+                )
+            ]
         parts.append(_expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
     options = _concat(parts)
     hours = options.num_gpus * (options.end_s - options.start_s) / 3600
     owned_cost = np.array([busy_rate[g] for g in options.gpu]) * hours
-    model = _FleetModel(jobs, options, owned_cost, rent_rows,
-                        {b.gpu_id: b.owned_fixed_usd for b in rates}, limits, num_slots)
+    model = _FleetModel(
+        jobs, options, owned_cost, rent_rows, {b.gpu_id: b.owned_fixed_usd for b in rates}, limits, num_slots
+    )
     mixed, solver_name = model.solve(allow_rent=True, solver=solver, time_limit_s=time_limit_s)
     assert mixed is not None, "renting every job is always feasible"
     buy_only, _ = model.solve(allow_rent=False, solver=solver, time_limit_s=time_limit_s)
-    return FleetSolution(mixed=mixed, rent_only=model.plan({}, [None] * len(jobs)),
-                         buy_only=buy_only, break_even=tuple(rates), horizon_days=horizon_days,
-                         solver=solver_name)
+    return FleetSolution(
+        mixed=mixed,
+        rent_only=model.plan({}, [None] * len(jobs)),
+        buy_only=buy_only,
+        break_even=tuple(rates),
+        horizon_days=horizon_days,
+        solver=solver_name,
+    )
 
 
 def _rent_rate(gpu: str, economics: GpuEconomics, jobs: Sequence[JobCandidates]) -> float:
@@ -417,23 +509,25 @@ class _FleetModel:
     max_purchase: dict[str, int]
     num_slots: int
 
-    def solve(self, allow_rent: bool, solver: str,
-              time_limit_s: float | None) -> tuple[FleetPlan | None, str]:
+    def solve(self, allow_rent: bool, solver: str, time_limit_s: float | None) -> tuple[FleetPlan | None, str]:
         options, num_jobs = self.options, len(self.jobs)
         if not allow_rent and len(set(options.job.tolist())) < num_jobs:
             return None, solver
         problem = pulp.LpProblem("fleet", pulp.LpMinimize)
         y = new_binaries(problem, "y", len(options.job))
         z = new_binaries(problem, "z", num_jobs) if allow_rent else []
-        buy = {g: new_variable(problem, f"b_{i}", 0, self.max_purchase.get(g), pulp.LpInteger)
-               for i, g in enumerate(sorted(set(options.gpu.tolist())))}
+        buy = {
+            g: new_variable(problem, f"b_{i}", 0, self.max_purchase.get(g), pulp.LpInteger)
+            for i, g in enumerate(sorted(set(options.gpu.tolist())))
+        }
         rent = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows)]
-        problem += (pulp.LpAffineExpression(zip(y, self.owned_cost.tolist()))
-                    + pulp.LpAffineExpression((b, self.fixed_usd[g]) for g, b in buy.items())
-                    + pulp.LpAffineExpression(zip(z, rent)))
-        for j in range(num_jobs):                                                       # (1)
-            problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) + (
-                z[j] if allow_rent else 0) == 1
+        problem += (
+            pulp.LpAffineExpression(zip(y, self.owned_cost.tolist()))
+            + pulp.LpAffineExpression((b, self.fixed_usd[g]) for g, b in buy.items())
+            + pulp.LpAffineExpression(zip(z, rent))
+        )
+        for j in range(num_jobs):  # (1)
+            problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) + (z[j] if allow_rent else 0) == 1
         _usage_constraints(problem, options, y, self.num_slots, num_jobs, lambda g: buy[g])  # (2)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
@@ -451,18 +545,40 @@ class _FleetModel:
         for j, (job, option) in enumerate(zip(self.jobs, owned)):
             if option is None:
                 row, table = self.rent_rows[j], job.table
-                assignments.append(FleetAssignment(
-                    job.name, row, str(table.gpu_id[row]), int(table.num_gpus[row]), False, 0.0,
-                    float(table.time_to_train_s[row]), float(table.cost_usd[row])))
+                assignments.append(
+                    FleetAssignment(
+                        job.name,
+                        row,
+                        str(table.gpu_id[row]),
+                        int(table.num_gpus[row]),
+                        False,
+                        0.0,
+                        float(table.time_to_train_s[row]),
+                        float(table.cost_usd[row]),
+                    )
+                )
             else:
                 o = self.options
-                assignments.append(FleetAssignment(
-                    job.name, int(o.row[option]), str(o.gpu[option]), int(o.num_gpus[option]), True,
-                    float(o.start_s[option]), float(o.end_s[option]), float(self.owned_cost[option])))
+                assignments.append(
+                    FleetAssignment(
+                        job.name,
+                        int(o.row[option]),
+                        str(o.gpu[option]),
+                        int(o.num_gpus[option]),
+                        True,
+                        float(o.start_s[option]),
+                        float(o.end_s[option]),
+                        float(self.owned_cost[option]),
+                    )
+                )
         ownership = sum(self.fixed_usd[g] * count for g, count in purchased.items())
         running = sum(a.cost_usd for a in assignments if a.owned)
         rent = sum(a.cost_usd for a in assignments if not a.owned)
-        return FleetPlan(total_cost_usd=ownership + running + rent,
-                         purchased={g: c for g, c in purchased.items() if c > 0},
-                         ownership_cost_usd=ownership, running_cost_usd=running,
-                         rent_cost_usd=rent, assignments=tuple(assignments))
+        return FleetPlan(
+            total_cost_usd=ownership + running + rent,
+            purchased={g: c for g, c in purchased.items() if c > 0},
+            ownership_cost_usd=ownership,
+            running_cost_usd=running,
+            rent_cost_usd=rent,
+            assignments=tuple(assignments),
+        )

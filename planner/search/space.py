@@ -5,22 +5,39 @@ nested loops per knob), then constraints filter the rows: degrees multiply to th
 and the shared structural rules of ``planner/model/structure.py`` hold (what the trainer runs). The
 accumulation is chosen to reach the global batch; ``batch_within_tolerance`` checks it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.search.candidates import (AC_CODES, IMPL_CODES, PRECISION_CODES, SCHED_1F1B, SHARD_FSDP,
-                                SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates, hardware_columns, shard_group)
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model.spec import ModelSpec
 from planner.model.structure import structurally_valid
+from planner.search.candidates import (
+    AC_CODES,
+    IMPL_CODES,
+    PRECISION_CODES,
+    SCHED_1F1B,
+    SHARD_FSDP,
+    SHARD_NONE,
+    SHARD_ZERO1,
+    SHARD_ZERO2,
+    Candidates,
+    hardware_columns,
+    shard_group,
+)
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
-SHARDING_VARIANTS = ((SHARD_FSDP, False), (SHARD_FSDP, True), (SHARD_ZERO2, False),
-                     (SHARD_ZERO1, False), (SHARD_NONE, False))
+SHARDING_VARIANTS = (
+    (SHARD_FSDP, False),
+    (SHARD_FSDP, True),
+    (SHARD_ZERO2, False),
+    (SHARD_ZERO1, False),
+    (SHARD_NONE, False),
+)
 MICRO_BATCHES = (1, 2, 4, 8, 16)
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 72)
 PP_DEGREES = (1, 2, 4, 8, 16, 32)
@@ -28,7 +45,7 @@ CP_DEGREES = (1, 2, 4, 8, 16)
 # Interleaved pipeline chunks per rank (pp > 1 only): the bubble shrinks by vpp for vpp times
 # the stage-boundary traffic and more in-flight activations on the first stage.
 VPP_DEGREES = (1, 2, 4)
-CP_MIN_SEQ_LEN = 16384   # context parallelism only pays for long sequences
+CP_MIN_SEQ_LEN = 16384  # context parallelism only pays for long sequences
 
 
 @dataclass(frozen=True)
@@ -69,27 +86,38 @@ def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndar
     """Every row of ``table`` combined with every combination of ``axes``."""
     grid = cartesian(**axes)
     num_rows, num_combos = len(next(iter(table.values()))), len(next(iter(grid.values())))
-    return {**{k: np.repeat(v, num_combos) for k, v in table.items()},
-            **{k: np.tile(v, num_rows) for k, v in grid.items()}}
+    return {
+        **{k: np.repeat(v, num_combos) for k, v in table.items()},
+        **{k: np.tile(v, num_rows) for k, v in grid.items()},
+    }
 
 
-def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
-             space: SearchSpace) -> dict[str, np.ndarray]:
+def gpu_rows(
+    model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int, space: SearchSpace
+) -> dict[str, np.ndarray]:
     """All structurally valid combinations for one GPU type."""
     cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
     ac = [AC_CODES.index(a) for a in space.activation_checkpointing]
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
     # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
     # before the other knobs multiply the table keeps the search fast.
-    mesh = cartesian(num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
-                     tp=np.array(TP_DEGREES), pp=np.array(PP_DEGREES), cp=np.array(cp_options),
-                     vpp=np.array(VPP_DEGREES))
+    mesh = cartesian(
+        num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
+        tp=np.array(TP_DEGREES),
+        pp=np.array(PP_DEGREES),
+        cp=np.array(cp_options),
+        vpp=np.array(VPP_DEGREES),
+    )
     non_dp = mesh["tp"] * mesh["pp"] * mesh["cp"]
     fits = (mesh["num_gpus"] % non_dp == 0) & (mesh["num_gpus"] >= non_dp) & ((mesh["pp"] > 1) | (mesh["vpp"] == 1))
-    rows = cross({k: v[fits] for k, v in mesh.items()},
-                 variant=np.arange(len(SHARDING_VARIANTS)), micro_batch=np.array(MICRO_BATCHES),
-                 ac=np.array(ac), precision=np.array(prec),
-                 offload=np.array([False, True] if space.allow_offload else [False]))
+    rows = cross(
+        {k: v[fits] for k, v in mesh.items()},
+        variant=np.arange(len(SHARDING_VARIANTS)),
+        micro_batch=np.array(MICRO_BATCHES),
+        ac=np.array(ac),
+        precision=np.array(prec),
+        offload=np.array([False, True] if space.allow_offload else [False]),
+    )
     n, tp, pp, cp = rows["num_gpus"], rows["tp"], rows["pp"], rows["cp"]
     sharding = np.array([v[0] for v in SHARDING_VARIANTS])[rows["variant"]]
     hsdp = np.array([v[1] for v in SHARDING_VARIANTS])[rows["variant"]]
@@ -100,12 +128,24 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     replicate = np.where(hsdp, num_nodes, 1)
     grad_accum = np.maximum(1, np.round(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp)))
     dp_shard = np.where(sharding == SHARD_NONE, 1, dp // np.maximum(replicate, 1))
-    ok = ((~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
-          & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
-          & structurally_valid(model, tp=tp, pp=pp, cp=cp, seq_len=space.seq_len, grad_accum=grad_accum,
-                               scaleup_domain_size=gpu.scaleup_domain_size, hf=space.impl == Implementation.HF,
-                               fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8), one_f_one_b=True,
-                               vpp=rows["vpp"], shard_group=shard_group(sharding, dp_shard, cp)))
+    ok = (
+        (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
+        & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
+        & structurally_valid(
+            model,
+            tp=tp,
+            pp=pp,
+            cp=cp,
+            seq_len=space.seq_len,
+            grad_accum=grad_accum,
+            scaleup_domain_size=gpu.scaleup_domain_size,
+            hf=space.impl == Implementation.HF,
+            fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8),
+            one_f_one_b=True,
+            vpp=rows["vpp"],
+            shard_group=shard_group(sharding, dp_shard, cp),
+        )
+    )
     rows = {k: v[ok] for k, v in rows.items()}
     dp, replicate, sharding = dp[ok], replicate[ok], sharding[ok]
     rows["sharding"] = sharding
@@ -116,8 +156,7 @@ def gpu_rows(model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int,
     return rows
 
 
-def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | None],
-                     space: SearchSpace) -> Candidates:
+def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | None], space: SearchSpace) -> Candidates:
     """The candidate table over the allowed GPU types (inventory caps the count searched)."""
     specs = [catalog.gpu(gid) for gid in gpus]
     columns: list[dict[str, np.ndarray]] = []
@@ -133,12 +172,26 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     hw = hardware_columns(specs, flat["gpu_index"], flat["precision"], node_sizes, networks)
     size = len(flat["tp"])
     return Candidates(
-        gpu_index=flat["gpu_index"], num_gpus=flat["num_gpus"], dp_replicate=flat["dp_replicate"],
-        dp_shard=flat["dp_shard"], tp=flat["tp"], pp=flat["pp"], cp=flat["cp"], sharding=flat["sharding"],
-        pp_schedule=np.full(size, SCHED_1F1B), micro_batch=flat["micro_batch"],
-        seq_len=np.full(size, space.seq_len), grad_accum=flat["grad_accum"], ac=flat["ac"],
-        precision=flat["precision"], impl=np.full(size, IMPL_CODES.index(space.impl)),
-        compile=np.full(size, space.compile), offload=flat["offload"], vpp=flat["vpp"], **hw)
+        gpu_index=flat["gpu_index"],
+        num_gpus=flat["num_gpus"],
+        dp_replicate=flat["dp_replicate"],
+        dp_shard=flat["dp_shard"],
+        tp=flat["tp"],
+        pp=flat["pp"],
+        cp=flat["cp"],
+        sharding=flat["sharding"],
+        pp_schedule=np.full(size, SCHED_1F1B),
+        micro_batch=flat["micro_batch"],
+        seq_len=np.full(size, space.seq_len),
+        grad_accum=flat["grad_accum"],
+        ac=flat["ac"],
+        precision=flat["precision"],
+        impl=np.full(size, IMPL_CODES.index(space.impl)),
+        compile=np.full(size, space.compile),
+        offload=flat["offload"],
+        vpp=flat["vpp"],
+        **hw,
+    )
 
 
 def batch_within_tolerance(c: Candidates, space: SearchSpace) -> np.ndarray:
