@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from planner.plan import Plan
 
 
-def largest(values: dict[str, float]) -> tuple[str, float]:
-    name = max(values, key=values.get)
-    return name.replace("_", " "), values[name]
+def largest(terms: Iterable[tuple[str, float]]) -> tuple[str, float]:
+    """The first largest ``(term, value)`` of a breakdown (``MemoryTerms``/``TimeTerms`` iterate so)."""
+    name, value = max(terms, key=lambda term: term[1])
+    return name.replace("_", " "), value
 
 
 def memory_notes(p: Plan) -> list[str]:
     m = p.estimate.memory
-    name, value = largest(m.breakdown_gib)
+    terms = m.breakdown_gib
+    name, value = largest(terms)
     usable = m.capacity_gib * (1 - m.headroom_fraction)
     notes = [
         f"memory: {name} is the largest term ({value:.1f} GiB of {m.peak_gib:.1f} GiB allocated); "
         f"reserved {m.reserved_gib:.1f} GiB uses {m.reserved_gib / usable:.0%} of the usable "
         f"{usable:.1f} GiB"
     ]
-    if name == "activations" and p.training.activation_checkpointing.value == "none":
+    if value == terms.activations and p.training.activation_checkpointing.value == "none":
         notes.append(
             "activations dominate: selective or full checkpointing, a smaller micro-batch, or tp/cp would cut them"
         )
-    if name in ("optimizer", "params", "grads") and p.layout.shard_degree < p.layout.dp * p.layout.cp:
+    if value in (terms.optimizer, terms.params, terms.grads) and p.layout.shard_degree < p.layout.dp * p.layout.cp:
         notes.append("states dominate: shard them further (fsdp over more ranks) to free memory")
     return notes
 
@@ -31,18 +35,18 @@ def memory_notes(p: Plan) -> list[str]:
 def time_notes(p: Plan) -> list[str]:
     t = p.estimate.time
     total = t.step_s
-    parts = {k: v for k, v in t.breakdown_s.items() if v > 0}
-    name, value = largest(parts)
+    terms = t.breakdown_s
+    name, value = largest((term, v) for term, v in terms if v > 0)
     notes = [f"step time: {name} is the largest part ({value / total:.0%} of {total:.3f} s)"]
-    if t.breakdown_s.get("host_stall", 0) > 0.1 * total:
+    if terms.host_stall > 0.1 * total:
         notes.append("the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps")
-    comm = sum(t.breakdown_s.get(k, 0) for k in ("dp_comm", "tp_comm", "pp_comm", "cp_comm"))
+    comm = terms.exposed_comm
     if comm > 0.15 * total:
         notes.append(
             f"exposed communication is {comm / total:.0%} of the step: fewer nodes per "
             "collective (HSDP, tp inside a node) or a larger batch per GPU hides more"
         )
-    if t.breakdown_s.get("bubble", 0) > 0.1 * total:
+    if terms.bubble > 0.1 * total:
         notes.append(
             "the pipeline bubble is large: more micro-batches per step (accumulation) or "
             "interleaved stages (vpp) shrink it"

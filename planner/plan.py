@@ -11,11 +11,68 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.layout import Layout, TrainingConfig
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Layout,
+    PipelineSchedule,
+    Precision,
+    Sharding,
+    TrainingConfig,
+)
 from planner.model.spec import ModelSpec
 
 PLAN_SCHEMA_VERSION = 1
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class MemoryTerms(BaseModel):
+    """GiB per GPU on the most loaded pipeline stage, term by term (they add up to the allocated
+    peak). Iterating yields ``(term, GiB)`` in this order; a term absent from a file reads as 0."""
+
+    model_config = _FROZEN
+    params: float = 0.0  # sharded master weights (fp32)
+    grads: float = 0.0  # gradients (fp32), at the peak
+    optimizer: float = 0.0  # AdamW moments
+    unsharded_params: float = 0.0  # compute-dtype copies: FSDP all-gather buffers / autocast cache
+    activations: float = 0.0  # saved for backward, all in-flight micro-batches
+    logits_loss: float = 0.0  # loss backward (logits, fp32 log-softmax, grads) or block recompute
+    misc: float = 0.0  # workspaces and small buffers
+
+    @property
+    def states(self) -> float:
+        """Parameters, gradients and optimizer states: what sharding splits."""
+        return self.params + self.grads + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return sum(value for _, value in self)
+
+
+class TimeTerms(BaseModel):
+    """Seconds per optimizer step, term by term (they add up to the step time). Iterating
+    yields ``(term, seconds)`` in this order; a term absent from a file reads as 0."""
+
+    model_config = _FROZEN
+    matmul: float = 0.0  # block and LM-head GEMMs, recompute included
+    attention: float = 0.0  # fused attention kernels
+    memory_bound: float = 0.0  # norms, activations, rotary, residuals, loss
+    optimizer: float = 0.0  # AdamW + clipping + FSDP cast/copy kernels
+    host_stall: float = 0.0  # host dispatch time the GPU waits for
+    dp_comm: float = 0.0  # exposed FSDP/ZeRO/DDP collectives
+    tp_comm: float = 0.0  # exposed tensor-parallel collectives
+    pp_comm: float = 0.0  # exposed pipeline send/recv
+    cp_comm: float = 0.0  # exposed context-parallel KV exchange
+    bubble: float = 0.0  # pipeline fill and drain
+
+    @property
+    def exposed_comm(self) -> float:
+        """Communication the step waits for, over all parallel axes."""
+        return self.dp_comm + self.tp_comm + self.pp_comm + self.cp_comm
+
+    @property
+    def total(self) -> float:
+        return sum(value for _, value in self)
 
 
 class MemoryEstimate(BaseModel):
@@ -24,13 +81,13 @@ class MemoryEstimate(BaseModel):
     reserved_gib: float  # predicted max_memory_reserved (caching allocator)
     capacity_gib: float  # usable device memory
     headroom_fraction: float  # the fit rule: reserved <= capacity * (1 - headroom)
-    breakdown_gib: dict[str, float]
+    breakdown_gib: MemoryTerms
 
 
 class TimeEstimate(BaseModel):
     model_config = _FROZEN
     step_s: float
-    breakdown_s: dict[str, float]
+    breakdown_s: TimeTerms
 
 
 class ThroughputEstimate(BaseModel):
@@ -41,6 +98,33 @@ class ThroughputEstimate(BaseModel):
     hfu: float  # hardware FLOPs incl. recompute / dense peak
     model_flops_per_token: float
     hardware_flops_per_token: float
+
+
+class EstimateLayout(BaseModel):
+    """The estimated configuration in one flat record: the resolved ``Layout`` and the
+    ``TrainingConfig`` (``layout`` in the JSON of ``trainplan estimate``). Defaults as theirs."""
+
+    model_config = _FROZEN
+    dp_replicate: int = 1
+    dp_shard: int = -1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    sharding: Sharding = Sharding.FSDP
+    pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
+    vpp: int = 1
+    micro_batch: int = 1
+    grad_accum: int = 1
+    seq_len: int = 2048
+    activation_checkpointing: ActivationCheckpointing = ActivationCheckpointing.NONE
+    precision: Precision = Precision.BF16
+    impl: Implementation = Implementation.NATIVE
+    compile: bool = False
+    offload: bool = False
+
+    @classmethod
+    def of(cls, layout: Layout, training: TrainingConfig) -> EstimateLayout:
+        return cls(**dict(layout), **dict(training))
 
 
 class Estimate(BaseModel):
@@ -56,7 +140,7 @@ class Estimate(BaseModel):
     memory: MemoryEstimate
     time: TimeEstimate
     throughput: ThroughputEstimate
-    layout: dict
+    layout: EstimateLayout
     global_batch_tokens: int
     time_to_train_h: float | None = None
     cost_usd: float | None = None

@@ -23,15 +23,15 @@ def est(layout=Layout(), num_gpus=8, gpu="h100-sxm", model=LLAMA8B, **training):
 
 def test_breakdown_adds_up_to_the_peak():
     e = est()
-    assert sum(e.memory.breakdown_gib.values()) == pytest.approx(e.memory.peak_gib, rel=1e-9)
-    assert sum(e.time.breakdown_s.values()) == pytest.approx(e.time.step_s, rel=1e-9)
+    assert e.memory.breakdown_gib.total == pytest.approx(e.memory.peak_gib, rel=1e-9)
+    assert e.time.breakdown_s.total == pytest.approx(e.time.step_s, rel=1e-9)
     assert e.memory.reserved_gib > e.memory.peak_gib
 
 
 def test_fsdp_shards_the_states():
     one, eight = est(num_gpus=1, micro_batch=1), est(num_gpus=8)
-    assert eight.memory.breakdown_gib["optimizer"] == pytest.approx(one.memory.breakdown_gib["optimizer"] / 8)
-    assert eight.memory.breakdown_gib["params"] == pytest.approx(one.memory.breakdown_gib["params"] / 8)
+    assert eight.memory.breakdown_gib.optimizer == pytest.approx(one.memory.breakdown_gib.optimizer / 8)
+    assert eight.memory.breakdown_gib.params == pytest.approx(one.memory.breakdown_gib.params / 8)
 
 
 @pytest.mark.parametrize(
@@ -49,10 +49,10 @@ def test_zero_stages(sharding, states_sharded, grads_sharded, working_copy_whole
     full = LLAMA8B.num_params() / 2**30
     e = est(Layout(sharding=sharding), num_gpus=8, grad_accum=2)
     shard = lambda sharded: 8 if sharded else 1  # noqa: E731
-    assert e.memory.breakdown_gib["params"] == pytest.approx(full * 4 / shard(states_sharded))
-    assert e.memory.breakdown_gib["optimizer"] == pytest.approx(full * 8 / shard(states_sharded))
-    assert e.memory.breakdown_gib["grads"] == pytest.approx(full * 4 / shard(grads_sharded))
-    whole_copy = e.memory.breakdown_gib["unsharded_params"] == pytest.approx(full * 2)
+    assert e.memory.breakdown_gib.params == pytest.approx(full * 4 / shard(states_sharded))
+    assert e.memory.breakdown_gib.optimizer == pytest.approx(full * 8 / shard(states_sharded))
+    assert e.memory.breakdown_gib.grads == pytest.approx(full * 4 / shard(grads_sharded))
+    whole_copy = e.memory.breakdown_gib.unsharded_params == pytest.approx(full * 2)
     assert whole_copy == working_copy_whole
 
 
@@ -65,36 +65,36 @@ def test_activation_checkpointing_trades_memory_for_time():
 
 
 def test_activations_scale_with_micro_batch():
-    a1 = est(micro_batch=1).memory.breakdown_gib["activations"]
-    a4 = est(micro_batch=4).memory.breakdown_gib["activations"]
+    a1 = est(micro_batch=1).memory.breakdown_gib.activations
+    a4 = est(micro_batch=4).memory.breakdown_gib.activations
     assert a4 == pytest.approx(4 * a1, rel=0.02)
 
 
 def test_tensor_parallel_splits_activations_and_costs_communication():
     base = est(Layout(), num_gpus=8, micro_batch=2)
     tp = est(Layout(tp=4), num_gpus=8, micro_batch=2)
-    assert tp.memory.breakdown_gib["activations"] < base.memory.breakdown_gib["activations"] / 2
-    assert tp.time.breakdown_s["tp_comm"] > 0 and base.time.breakdown_s["tp_comm"] == 0
+    assert tp.memory.breakdown_gib.activations < base.memory.breakdown_gib.activations / 2
+    assert tp.time.breakdown_s.tp_comm > 0 and base.time.breakdown_s.tp_comm == 0
 
 
 def test_pipeline_first_stage_holds_in_flight_micro_batches_and_bubble_shrinks():
     few = est(Layout(pp=4), num_gpus=8, grad_accum=4)
     many = est(Layout(pp=4), num_gpus=8, grad_accum=32)
-    assert few.time.breakdown_s["bubble"] / few.time.step_s > many.time.breakdown_s["bubble"] / many.time.step_s
+    assert few.time.breakdown_s.bubble / few.time.step_s > many.time.breakdown_s.bubble / many.time.step_s
     gpipe = est(Layout(pp=4, pp_schedule="gpipe"), num_gpus=8, grad_accum=32)
-    assert gpipe.memory.breakdown_gib["activations"] > many.memory.breakdown_gib["activations"]
+    assert gpipe.memory.breakdown_gib.activations > many.memory.breakdown_gib.activations
 
 
 def test_offload_moves_states_to_the_host():
     e = est(offload=True)
-    assert e.memory.breakdown_gib["optimizer"] == 0 and e.memory.breakdown_gib["params"] == 0
+    assert e.memory.breakdown_gib.optimizer == 0 and e.memory.breakdown_gib.params == 0
     assert e.time.step_s > est().time.step_s
 
 
 def test_cross_node_collectives_are_slower_than_nvlink():
     inside = est(Layout(), num_gpus=8)
     across = est(Layout(), num_gpus=64)
-    assert across.time.breakdown_s["dp_comm"] >= inside.time.breakdown_s["dp_comm"]
+    assert across.time.breakdown_s.dp_comm >= inside.time.breakdown_s.dp_comm
     assert across.throughput.tokens_per_s_per_gpu <= inside.throughput.tokens_per_s_per_gpu * 1.001
 
 
@@ -170,6 +170,36 @@ def test_build_plan_round_trips_through_json(tmp_path):
     assert loaded.price_per_gpu_hour_usd == 1.5 and loaded.layout.dp_shard == 2
 
 
+def test_estimate_json_keeps_its_keys_and_reads_back_typed():
+    """layout and the breakdowns are typed views whose JSON keys are the model's terms."""
+    from planner.plan import Estimate, EstimateLayout, MemoryTerms, TimeTerms
+
+    e = est(Layout(tp=2, pp=2), grad_accum=4, activation_checkpointing=AC.SELECTIVE)
+    data = e.model_dump(mode="json")
+    assert list(data["memory"]["breakdown_gib"]) == [
+        "params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc"
+    ]  # fmt: skip
+    assert list(data["time"]["breakdown_s"]) == [
+        "matmul", "attention", "memory_bound", "optimizer", "host_stall",
+        "dp_comm", "tp_comm", "pp_comm", "cp_comm", "bubble",
+    ]  # fmt: skip
+    assert list(data["layout"]) == [
+        "dp_replicate", "dp_shard", "tp", "pp", "cp", "sharding", "pp_schedule", "vpp",
+        "micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "precision", "impl", "compile", "offload",
+    ]  # fmt: skip
+    assert data["layout"]["dp_shard"] == 2 and data["layout"]["activation_checkpointing"] == "selective"
+    back = Estimate.model_validate_json(e.model_dump_json())
+    assert back == e and isinstance(back.layout, EstimateLayout)
+    assert isinstance(back.memory.breakdown_gib, MemoryTerms) and isinstance(back.time.breakdown_s, TimeTerms)
+    assert back.layout.tp == 2 and back.layout.activation_checkpointing == AC.SELECTIVE
+    assert e.time.breakdown_s.exposed_comm == pytest.approx(
+        e.time.breakdown_s.dp_comm + e.time.breakdown_s.tp_comm + e.time.breakdown_s.pp_comm
+    )
+    assert e.memory.breakdown_gib.states == pytest.approx(
+        e.memory.breakdown_gib.params + e.memory.breakdown_gib.grads + e.memory.breakdown_gib.optimizer
+    )
+
+
 def test_interleaved_in_flight_activations_follow_torchs_warmup():
     """The memory model's micro-batches alive at the peak equal torch's interleaved-1F1B warm-up
     (+1 steady forward) on the first and the last pp rank, for every grad_accum the rules allow."""
@@ -214,7 +244,7 @@ def test_all_gather_context_parallelism_keeps_the_whole_sequences_kv():
     )
     tokens, kv_bytes = 32768 // 4, 2 * model.kv_size * 2  # local tokens; K and V in bf16
     extra_saved = model.num_layers * tokens * kv_bytes * (4 - 1) / 2**30
-    assert gathered.memory.breakdown_gib["activations"] - ring.memory.breakdown_gib["activations"] == pytest.approx(
+    assert gathered.memory.breakdown_gib.activations - ring.memory.breakdown_gib.activations == pytest.approx(
         extra_saved, rel=1e-6
     )
-    assert gathered.time.breakdown_s["cp_comm"] > ring.time.breakdown_s["cp_comm"] > 0
+    assert gathered.time.breakdown_s.cp_comm > ring.time.breakdown_s.cp_comm > 0

@@ -80,7 +80,7 @@ def test_every_proposed_plan_builds_at_its_real_size(request_):
             built_gib.append(local_param_gib(modules))
         if not plan_.training.offload:
             # The planner reports its most loaded stage; FSDP pads uneven shards a little.
-            predicted = plan_.estimate.memory.breakdown_gib["params"]
+            predicted = plan_.estimate.memory.breakdown_gib.params
             assert predicted == pytest.approx(max(built_gib), rel=0.02), (plan_.layout.describe(), built_gib)
     if request_[0] == "llama3.1-8b":
         assert any(p.layout.cp > 1 for p in plans), "a 64K-token request should use context parallelism"

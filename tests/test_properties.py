@@ -84,8 +84,8 @@ def test_estimate_answers_or_raises_value_error(
         e.memory.reserved_gib,
         e.time.step_s,
         e.throughput.tokens_per_s,
-        *e.memory.breakdown_gib.values(),
-        *e.time.breakdown_s.values(),
+        *dict(e.memory.breakdown_gib).values(),
+        *dict(e.time.breakdown_s).values(),
     )
     assert e.time.step_s > 0 and e.memory.peak_gib > 0
     assert 0 <= e.throughput.mfu <= 1.0 and e.throughput.hfu >= e.throughput.mfu - 1e-12

@@ -164,7 +164,7 @@ def _step(layout, num_gpus, model=LLAMA70B, **training):
 def test_interleaving_divides_the_bubble_by_vpp():
     plain = _step(Layout(tp=8, pp=4, sharding=Sharding.ZERO1), 64)
     interleaved = _step(Layout(tp=8, pp=4, vpp=5, sharding=Sharding.ZERO1), 64)
-    assert interleaved["bubble"] == pytest.approx(plain["bubble"] / 5, rel=0.02)
+    assert interleaved.bubble == pytest.approx(plain.bubble / 5, rel=0.02)
     with pytest.raises(ValueError, match="vpp"):
         Layout(vpp=2)
 
@@ -173,7 +173,7 @@ def test_context_parallel_exchange_is_per_tensor_parallel_rank():
     model = get_preset("llama3.1-8b")  # 128K context
     tp1 = _step(Layout(cp=2, sharding=Sharding.ZERO1), 16, model, seq_len=65536, grad_accum=1)
     tp4 = _step(Layout(cp=2, tp=4, sharding=Sharding.ZERO1), 64, model, seq_len=65536, grad_accum=1)
-    assert tp4["cp_comm"] < tp1["cp_comm"] / 2
+    assert tp4.cp_comm < tp1.cp_comm / 2
 
 
 def test_fsdp_across_nodes_uses_every_nic_of_the_node():
@@ -182,4 +182,4 @@ def test_fsdp_across_nodes_uses_every_nic_of_the_node():
     model = get_preset("llama3-8b")
     one_node = _step(Layout(), 8, model, micro_batch=1, grad_accum=1)
     four_nodes = _step(Layout(), 32, model, micro_batch=1, grad_accum=1)
-    assert four_nodes["dp_comm"] < 3 * one_node["dp_comm"] + 0.05
+    assert four_nodes.dp_comm < 3 * one_node.dp_comm + 0.05

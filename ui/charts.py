@@ -31,14 +31,13 @@ from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_c
 from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.plan import Plan
+from planner.plan import MemoryTerms, Plan, TimeTerms
 from planner.search.ilp import InfeasiblePlan
 from planner.search.portfolio import TcoAssumptions
 from ui.i18n import Labels
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
 HOURS_PER_YEAR = 8760.0
-MEMORY_TERMS = ("params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc")
 
 
 # --------------------------------------------------------------------------- results
@@ -365,11 +364,9 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
     """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
     names = plan_names(plans)
     fig = go.Figure()
-    terms = list(dict.fromkeys([*MEMORY_TERMS, *(k for p in plans for k in p.estimate.memory.breakdown_gib)]))
-    for term in terms:
-        fig.add_bar(
-            name=_term_name(tr, "mem", term), x=names, y=[p.estimate.memory.breakdown_gib.get(term, 0.0) for p in plans]
-        )
+    columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
+    for term in MemoryTerms.model_fields:
+        fig.add_bar(name=_term_name(tr, "mem", term), x=names, y=[column[term] for column in columns])
     reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
     fig.add_bar(name=tr("mem_allocator_reserve"), x=names, y=reserve)
     fig.add_bar(name=tr("mem_cuda_context"), x=names, y=[context_gib] * len(plans))
@@ -389,10 +386,10 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
 def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
     """Seconds per optimizer step of each plan, split into compute, memory, communication, bubble."""
     names = plan_names(plans)
-    terms = list(dict.fromkeys(k for p in plans for k in p.estimate.time.breakdown_s))
+    columns = [dict(p.estimate.time.breakdown_s) for p in plans]
     fig = go.Figure()
-    for term in terms:
-        values = [p.estimate.time.breakdown_s.get(term, 0.0) for p in plans]
+    for term in TimeTerms.model_fields:
+        values = [column[term] for column in columns]
         if any(v > 0 for v in values):
             fig.add_bar(name=_term_name(tr, "time", term), x=names, y=values)
     fig.update_layout(

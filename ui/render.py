@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from planner.plan import Estimate, Plan
+from planner.plan import Estimate, MemoryTerms, Plan, TimeTerms
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -48,9 +48,9 @@ def duration_h(h: float | None) -> str:
     return f"{h / 24:,.1f} days" if h >= 48 else f"{h:,.1f} h"
 
 
-def breakdown_table(title: str, values: dict[str, float], unit: str, total_label: str, total: float) -> Table:
+def breakdown_table(title: str, terms: MemoryTerms | TimeTerms, unit: str, total_label: str, total: float) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
-    for name, value in values.items():
+    for name, value in terms:
         if value:
             table.add_row(f"  {name.replace('_', ' ')}", f"{value:,.3f} {unit}")
     table.add_row(f"  [bold]{total_label}[/bold]", f"[bold]{total:,.3f} {unit}[/bold]")

@@ -18,7 +18,15 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.step_time import TimeBreakdown, step_time
 from planner.model.structure import first_structural_problem, structurally_valid
-from planner.plan import Estimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
+from planner.plan import (
+    Estimate,
+    EstimateLayout,
+    MemoryEstimate,
+    MemoryTerms,
+    ThroughputEstimate,
+    TimeEstimate,
+    TimeTerms,
+)
 from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 
 SECONDS_PER_HOUR = 3600.0
@@ -166,9 +174,9 @@ def estimate(
             reserved_gib=float(s.memory.reserved[0]) / GIB,
             capacity_gib=cap,
             headroom_fraction=settings.memory_headroom,
-            breakdown_gib=s.memory.as_gib(),
+            breakdown_gib=MemoryTerms(**s.memory.as_gib()),
         ),
-        time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=s.time.as_dict()),
+        time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=TimeTerms(**s.time.as_dict())),
         throughput=ThroughputEstimate(
             tokens_per_s=float(s.tokens_per_s[0]),
             tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
@@ -177,17 +185,7 @@ def estimate(
             model_flops_per_token=float(s.model_flops_per_token[0]),
             hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
         ),
-        layout={
-            **resolved.model_dump(mode="json"),
-            "micro_batch": training.micro_batch,
-            "grad_accum": training.grad_accum,
-            "seq_len": training.seq_len,
-            "activation_checkpointing": training.activation_checkpointing.value,
-            "precision": training.precision.value,
-            "impl": training.impl.value,
-            "compile": training.compile,
-            "offload": training.offload,
-        },
+        layout=EstimateLayout.of(resolved, training),
         global_batch_tokens=int(s.tokens_per_step[0]),
         time_to_train_h=None if optional(seconds) is None else optional(seconds) / SECONDS_PER_HOUR,
         cost_usd=optional(cost),
