@@ -22,6 +22,7 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.structure import default_implementation, sequence_too_long
 from planner.plan import Plan
+from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
 from planner.search.ilp import CandidateTable, InfeasiblePlan, Objective, SingleSolution, solve_single
 from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
@@ -269,19 +270,19 @@ OOM_CORRECTION = 1.5  # assumed under-prediction when the probe ran out of memor
 
 def replan(
     plan_: Plan,
-    memory_correction: float | dict,
+    memory_correction: float | ReplanRequest,
     *,
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
 ) -> Plan:
     """Re-solve a plan after a probe measured ``memory_correction`` x the predicted memory.
 
-    ``memory_correction`` is a factor or the trainer's ``replan_needed.json`` report. Keeps the
+    ``memory_correction`` is a factor or the trainer's ``replan_needed.json`` (a ReplanRequest). Keeps the
     GPU type, count and token budget; inflates every memory prediction by the measured factor
     (through a larger headroom) so the chosen layout leaves room for it.
     """
-    if isinstance(memory_correction, dict):
-        memory_correction = memory_correction.get("memory_correction") or OOM_CORRECTION
+    if isinstance(memory_correction, ReplanRequest):
+        memory_correction = memory_correction.memory_correction or OOM_CORRECTION
     if not memory_correction > 0:
         raise ValueError(f"memory correction must be > 0, got {memory_correction}")
     headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)
@@ -313,6 +314,7 @@ __all__ = [
     "Layout",
     "PlanRequest",
     "PlanResult",
+    "ReplanRequest",
     "TrainingConfig",
     "build_plan",
     "default_global_batch_tokens",

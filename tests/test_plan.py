@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from planner.api import PlanRequest, plan, replan
+from planner.api import PlanRequest, ReplanRequest, plan, replan
 from planner.catalog.models import get_preset
 from planner.layout import Implementation
 from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
@@ -114,6 +114,8 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
     corrected = replan(p, 1.3)
     assert corrected.gpu == p.gpu and corrected.num_gpus == p.num_gpus
     assert corrected.estimate.memory.reserved_gib <= p.estimate.memory.reserved_gib + 1e-9
+    request = ReplanRequest(reason="probe reserved too much", memory_correction=1.3, training=p.training)
+    assert replan(p, request) == corrected  # the trainer's replan_needed.json, typed
 
 
 @pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b", "mixtral-8x7b"])

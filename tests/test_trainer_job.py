@@ -18,6 +18,7 @@ import pytest
 
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
+from planner.reports import ReplanRequest
 from trainer import launch
 from trainer.job import JOB_FILES, default_job_name, emit_job, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
@@ -227,7 +228,9 @@ FAKE_TRAINER = textwrap.dedent('''
                               "locked": locked, "micro_batch": job["plan"]["training"]["micro_batch"]}) + "\\n")
     if mode == "replan" and job["plan"]["training"]["micro_batch"] == 1:
         if os.environ["RANK"] == "0":
-            (job_dir / "replan_needed.json").write_text(json.dumps({"measured_peak_gib": 91.5, "capacity_gib": 80}))
+            (job_dir / "replan_needed.json").write_text(
+                json.dumps({"reason": "probe too big", "measured": {"peak_gib": 91.5}, "capacity_gib": 80})
+            )
         sys.exit(3)
     if mode == "sleep":
         def stop(signum, frame):
@@ -300,7 +303,7 @@ def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer:
     monkeypatch.setenv("FAKE_MODE", "replan")
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer") == 3
     err = capsys.readouterr().err
-    assert "measured_peak_gib: 91.5" in err and "--auto-replan" in err
+    assert 'measured: {"peak_gib": 91.5, "reserved_gib": null}' in err and "--auto-replan" in err
     from planner.search.ilp import Constraint, InfeasiblePlan
 
     def nothing_fits(plan, report):
@@ -316,14 +319,14 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
     monkeypatch.setenv("FAKE_MODE", "replan")
     seen = []
 
-    def replan(plan: Plan, correction: dict) -> Plan:
+    def replan(plan: Plan, correction: ReplanRequest) -> Plan:
         seen.append(correction)
         return plan.model_copy(update={"training": plan.training.model_copy(update={"micro_batch": 2})})
 
     monkeypatch.setattr("planner.api.replan", replan)
     before = JobSpec.load(fake_trainer)
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 0
-    assert seen == [{"measured_peak_gib": 91.5, "capacity_gib": 80}]
+    assert seen == [ReplanRequest(reason="probe too big", measured={"peak_gib": 91.5}, capacity_gib=80)]
     after = JobSpec.load(fake_trainer)
     assert after.plan.training.micro_batch == 2 and after.run == before.run and after.name == before.name
     assert JobSpec.model_validate_json((fake_trainer / "job.replan-1.json").read_text()) == before

@@ -10,6 +10,7 @@ from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, ti
 
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
+from planner.reports import ReplanRequest, RunReport, ValidationReport
 from trainer.job_spec import RunSettings
 from trainer.probe import (
     MemoryReading,
@@ -120,15 +121,17 @@ def test_run_settings_are_checked_against_the_plan(tmp_path):
 
 def test_validation_json_compares_prediction_and_probe(tmp_path):
     plan = plan_for(Layout(dp_shard=1), 1)
-    payload = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None))
+    report = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None))
     on_disk = json.loads((tmp_path / "validation.json").read_text())
-    assert on_disk == json.loads(json.dumps(payload))
+    assert on_disk == report.model_dump(mode="json")
+    assert ValidationReport.load(tmp_path / "validation.json") == report
+    assert report.measured.step_s == 0.1 and report.error_pct.step_s == pytest.approx(-50.0)
     assert on_disk["predicted"] == {"peak_gib": PREDICTED_PEAK_GIB, "step_s": PREDICTED_STEP_S}
     assert on_disk["measured"] == {"peak_gib": None, "step_s": 0.1}  # median without the warm-up step
     assert on_disk["error_pct"]["step_s"] == pytest.approx(-50.0)  # (predicted - measured) / measured
     assert on_disk["error_pct"]["peak_gib"] is None
     on_cpu = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None), "cpu")
-    assert on_cpu["comparable"] is False and on_cpu["error_pct"]["step_s"] is None
+    assert on_cpu.comparable is False and on_cpu.error_pct.step_s is None
 
 
 def test_measured_overflow_writes_replan_needed(tmp_path):
@@ -143,6 +146,9 @@ def test_measured_overflow_writes_replan_needed(tmp_path):
     assert replan["measured"] == {"peak_gib": 70.0, "reserved_gib": 75.0}
     assert replan["memory_correction"] == pytest.approx(75.0 / plan.estimate.memory.reserved_gib)
     assert replan["headroom_fraction"] == 0.1 and replan["capacity_gib"] == 80.0
+    request = ReplanRequest.load(tmp_path / "replan_needed.json")
+    assert request.model_dump(mode="json") == replan and request.training == plan.training
+    assert request.measured.reserved_gib == 75.0 and request.layout == plan.layout.describe()
 
 
 def test_report_has_predicted_and_measured(tmp_path):
@@ -163,8 +169,82 @@ def test_report_has_predicted_and_measured(tmp_path):
     )
     report = write_report(tmp_path, plan, summary)
     assert json.loads((tmp_path / "report.json").read_text())["measured"]["step_s"] == 0.1
-    assert report["error_pct"]["step_s"] == pytest.approx(-50.0)
+    assert report.error_pct.step_s == pytest.approx(-50.0) and report.losses.test_perplexity == 27.1
+    assert RunReport.load(tmp_path / "report.json") == report
     text = format_report(report)
     assert "step_s" in text and "-50.0%" in text and "perplexity 27.10" in text
     on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu"))
     assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu
+
+
+# The on-disk keys of the three reports: their JSON is read by people, scripts and the planner.
+VALIDATION_KEYS = {
+    "predicted": {"peak_gib", "step_s"},
+    "measured": {"peak_gib", "step_s"},
+    "device": None,
+    "comparable": None,
+    "error_pct": {"peak_gib", "step_s"},
+    "reserved_gib": {"predicted", "measured"},
+    "capacity_gib": None,
+    "probe_steps": None,
+}
+FIGURES = {"step_s", "tokens_per_s", "peak_gib", "mfu"}
+REPORT_KEYS = {
+    "predicted": FIGURES,
+    "measured": FIGURES,
+    "error_pct": FIGURES,
+    "device": None,
+    "comparable": None,
+    "losses": {"final_train", "final_val", "test", "test_perplexity"},
+    "steps_done": None,
+    "outcome": None,
+    "bad_steps": None,
+    "wall_s": None,
+    "layout": None,
+    "gpu": None,
+}
+REPLAN_KEYS = {
+    "reason": None,
+    "predicted": {"peak_gib", "reserved_gib"},
+    "measured": {"peak_gib", "reserved_gib"},
+    "capacity_gib": None,
+    "headroom_fraction": None,
+    "memory_correction": None,
+    "layout": None,
+    "training": set(TrainingConfig.model_fields),
+}
+
+
+def _keys(data: dict) -> dict:
+    return {k: set(v) if isinstance(v, dict) else None for k, v in data.items()}
+
+
+def test_reports_round_trip_through_json_with_their_keys(tmp_path):
+    plan = plan_for(Layout(dp_shard=1), 1)
+    memory = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
+    validation = write_validation(tmp_path, plan, [0.3, 0.1], memory)
+    summary = RunSummary(10, "completed", 0.1, 640.0, 0.3, 1.2, 3.0, None, 3.3, 27.1, 0, 5.0)
+    report = write_report(tmp_path, plan, summary)
+    with pytest.raises(ReplanNeeded):
+        check_measured_fit(tmp_path, plan, memory, headroom=0.1, is_rank0=True)
+    for cls, name, keys, written in (
+        (ValidationReport, "validation.json", VALIDATION_KEYS, validation),
+        (RunReport, "report.json", REPORT_KEYS, report),
+        (ReplanRequest, "replan_needed.json", REPLAN_KEYS, None),
+    ):
+        data = json.loads((tmp_path / name).read_text())
+        assert list(data) == list(keys) and _keys(data) == keys, name  # same keys, same order
+        loaded = cls.load(tmp_path / name)
+        assert json.loads(loaded.to_json()) == data
+        assert cls.model_validate_json(loaded.model_dump_json()) == loaded
+        if written is not None:
+            assert loaded == written
+
+
+def test_an_unreadable_replan_file_still_asks_for_a_replan(tmp_path):
+    from trainer.launch import read_replan_report
+
+    assert read_replan_report(tmp_path) is None
+    (tmp_path / "replan_needed.json").write_text("{not json")
+    request = read_replan_report(tmp_path)
+    assert "replan_needed.json: unreadable" in request.reason and request.memory_correction is None

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from planner.reports import ReplanRequest
 from trainer.job_spec import JobSpec
 
 REPLAN_EXIT_CODE = 3
@@ -206,15 +207,15 @@ def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
     prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
 
 
-def read_replan_report(job_dir: Path) -> dict | None:
+def read_replan_report(job_dir: Path) -> ReplanRequest | None:
+    """The trainer's ``replan_needed.json``; one naming the problem when it cannot be read."""
     path = Path(job_dir) / REPLAN_FILE
     try:
-        report = json.loads(path.read_text())
+        return ReplanRequest.load(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        return {"error": f"{path}: unreadable ({exc})"}
-    return report if isinstance(report, dict) else {"report": report}
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        return ReplanRequest(reason=f"{path}: unreadable ({str(exc).splitlines()[0]})")
 
 
 def _archive_replan_report(job_dir: Path) -> None:
@@ -224,13 +225,13 @@ def _archive_replan_report(job_dir: Path) -> None:
         os.replace(path, _next_free(Path(job_dir), "replan_needed.{}.json"))
 
 
-def _print_report(job_dir: Path, report: dict) -> None:
+def _print_report(job_dir: Path, report: ReplanRequest) -> None:
     print(f"trainplan: the validation probe found that the plan in {job_dir} does not fit:", file=sys.stderr)
-    for key, value in report.items():
+    for key, value in report.model_dump(mode="json").items():
         print(f"  {key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}", file=sys.stderr)
 
 
-def replan_job(job_dir: Path, spec: JobSpec, report: dict) -> JobSpec | None:
+def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec | None:
     """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if none fits."""
     from planner import api
     from planner.search.ilp import InfeasiblePlan

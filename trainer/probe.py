@@ -18,6 +18,17 @@ import torch
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from planner.model.structure import first_structural_problem
 from planner.plan import Plan
+from planner.reports import (
+    Losses,
+    MemoryFigures,
+    PredictedMeasured,
+    ProbeFigures,
+    ReplanRequest,
+    RunFigures,
+    RunReport,
+    ValidationReport,
+    error_pct,
+)
 from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
@@ -112,13 +123,6 @@ class MemoryReading:
     capacity_gib: float | None
 
 
-def _error_pct(measured: float | None, predicted: float) -> float | None:
-    """(predicted - measured) / measured, in percent: the convention of docs/validation.md."""
-    if measured is None or not measured > 0 or predicted is None:
-        return None
-    return 100.0 * (predicted - measured) / measured
-
-
 def typical_step_s(step_times: list[float]) -> float | None:
     """Median step time without the first step (allocator warm-up, lazy optimizer states)."""
     times = step_times[1:] if len(step_times) > 1 else step_times
@@ -127,24 +131,27 @@ def typical_step_s(step_times: list[float]) -> float | None:
 
 def write_validation(
     job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading, device_type: str = "cuda"
-) -> dict:
+) -> ValidationReport:
     """Predicted vs measured after the probe. Off CUDA the timings are not the planned GPU's:
     they are recorded but not compared (``error_pct`` null, ``comparable`` false)."""
-    predicted = {"peak_gib": plan.estimate.memory.peak_gib, "step_s": plan.estimate.time.step_s}
-    measured = {"peak_gib": memory.peak_gib, "step_s": typical_step_s(step_times)}
+    predicted = ProbeFigures(peak_gib=plan.estimate.memory.peak_gib, step_s=plan.estimate.time.step_s)
+    measured = ProbeFigures(peak_gib=memory.peak_gib, step_s=typical_step_s(step_times))
     comparable = device_type == "cuda"
-    payload = {
-        "predicted": predicted,
-        "measured": measured,
-        "device": device_type,
-        "comparable": comparable,
-        "error_pct": {key: _error_pct(measured[key], predicted[key]) if comparable else None for key in predicted},
-        "reserved_gib": {"predicted": plan.estimate.memory.reserved_gib, "measured": memory.reserved_gib},
-        "capacity_gib": memory.capacity_gib,
-        "probe_steps": len(step_times),
-    }
-    write_json_atomic(Path(job_dir) / "validation.json", payload)
-    return payload
+    report = ValidationReport(
+        predicted=predicted,
+        measured=measured,
+        device=device_type,
+        comparable=comparable,
+        error_pct=ProbeFigures(
+            peak_gib=error_pct(measured.peak_gib, predicted.peak_gib) if comparable else None,
+            step_s=error_pct(measured.step_s, predicted.step_s) if comparable else None,
+        ),
+        reserved_gib=PredictedMeasured(predicted=plan.estimate.memory.reserved_gib, measured=memory.reserved_gib),
+        capacity_gib=memory.capacity_gib,
+        probe_steps=len(step_times),
+    )
+    write_json_atomic(Path(job_dir) / "validation.json", report.model_dump(mode="json"))
+    return report
 
 
 def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headroom: float, reason: str) -> Path:
@@ -154,18 +161,18 @@ def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headro
     correction = (
         measured_reserved / predicted.reserved_gib if measured_reserved and predicted.reserved_gib > 0 else None
     )
-    payload = {
-        "reason": reason,
-        "predicted": {"peak_gib": predicted.peak_gib, "reserved_gib": predicted.reserved_gib},
-        "measured": {"peak_gib": memory.peak_gib, "reserved_gib": memory.reserved_gib},
-        "capacity_gib": memory.capacity_gib,
-        "headroom_fraction": headroom,
-        "memory_correction": correction,
-        "layout": plan.layout.describe(),
-        "training": plan.training.model_dump(mode="json"),
-    }
+    request = ReplanRequest(
+        reason=reason,
+        predicted=MemoryFigures(peak_gib=predicted.peak_gib, reserved_gib=predicted.reserved_gib),
+        measured=MemoryFigures(peak_gib=memory.peak_gib, reserved_gib=memory.reserved_gib),
+        capacity_gib=memory.capacity_gib,
+        headroom_fraction=headroom,
+        memory_correction=correction,
+        layout=plan.layout.describe(),
+        training=plan.training,
+    )
     path = Path(job_dir) / "replan_needed.json"
-    write_json_atomic(path, payload)
+    write_json_atomic(path, request.model_dump(mode="json"))
     return path
 
 
@@ -205,60 +212,64 @@ class RunSummary:
     wall_s: float
 
 
-def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> dict:
+def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> RunReport:
     est = plan.estimate
     comparable = device_type == "cuda"
-    pairs = {
-        "step_s": (est.time.step_s, summary.step_s),
-        "tokens_per_s": (est.throughput.tokens_per_s, summary.tokens_per_s),
-        "peak_gib": (est.memory.peak_gib, summary.peak_gib),
-        "mfu": (est.throughput.mfu, summary.mfu),
-    }
-    payload = {
-        "predicted": {k: p for k, (p, _) in pairs.items()},
-        "measured": {k: m for k, (_, m) in pairs.items()},
-        "error_pct": {k: _error_pct(m, p) if comparable else None for k, (p, m) in pairs.items()},
-        "device": device_type,
-        "comparable": comparable,
-        "losses": {
-            "final_train": summary.final_train_loss,
-            "final_val": summary.final_val_loss,
-            "test": summary.test_loss,
-            "test_perplexity": summary.test_perplexity,
-        },
-        "steps_done": summary.steps_done,
-        "outcome": summary.outcome,
-        "bad_steps": summary.bad_steps,
-        "wall_s": summary.wall_s,
-        "layout": plan.layout.describe(),
-        "gpu": plan.gpu,
-    }
-    write_json_atomic(Path(job_dir) / "report.json", payload)
-    return payload
+    predicted = RunFigures(
+        step_s=est.time.step_s,
+        tokens_per_s=est.throughput.tokens_per_s,
+        peak_gib=est.memory.peak_gib,
+        mfu=est.throughput.mfu,
+    )
+    measured = RunFigures(
+        step_s=summary.step_s, tokens_per_s=summary.tokens_per_s, peak_gib=summary.peak_gib, mfu=summary.mfu
+    )
+    errors = {name: error_pct(getattr(measured, name), value) if comparable else None for name, value in predicted}
+    report = RunReport(
+        predicted=predicted,
+        measured=measured,
+        error_pct=RunFigures(**errors),
+        device=device_type,
+        comparable=comparable,
+        losses=Losses(
+            final_train=summary.final_train_loss,
+            final_val=summary.final_val_loss,
+            test=summary.test_loss,
+            test_perplexity=summary.test_perplexity,
+        ),
+        steps_done=summary.steps_done,
+        outcome=summary.outcome,
+        bad_steps=summary.bad_steps,
+        wall_s=summary.wall_s,
+        layout=plan.layout.describe(),
+        gpu=plan.gpu,
+    )
+    write_json_atomic(Path(job_dir) / "report.json", report.model_dump(mode="json"))
+    return report
 
 
-def format_report(report: dict) -> str:
+REPORT_FORMATS = {"step_s": ".3f", "tokens_per_s": ",.0f", "peak_gib": ".2f", "mfu": ".3f"}  # RunFigures' fields
+
+
+def format_report(report: RunReport) -> str:
     def show(value, fmt):
         return "-" if value is None else format(value, fmt)
 
     lines = [
-        f"run {report['outcome']} after {report['steps_done']} steps ({report['wall_s']:.0f} s), "
-        f"layout {report['layout']}",
+        f"run {report.outcome} after {report.steps_done} steps ({report.wall_s:.0f} s), layout {report.layout}",
         f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
-    if not report.get("comparable", True):
-        lines.insert(
-            1, f"(measured on {report.get('device')}; the prediction is for {report['gpu']}, so no error is computed)"
-        )
-    for key, fmt in (("step_s", ".3f"), ("tokens_per_s", ",.0f"), ("peak_gib", ".2f"), ("mfu", ".3f")):
-        err = report["error_pct"][key]
+    if not report.comparable:
+        lines.insert(1, f"(measured on {report.device}; the prediction is for {report.gpu}, so no error is computed)")
+    for (key, predicted), (_, measured), (_, err) in zip(report.predicted, report.measured, report.error_pct):
+        fmt = REPORT_FORMATS[key]
         lines.append(
-            f"{key:14}{show(report['predicted'][key], fmt):>12}{show(report['measured'][key], fmt):>12}"
+            f"{key:14}{show(predicted, fmt):>12}{show(measured, fmt):>12}"
             f"{show(err, '+.1f') + ('%' if err is not None else ''):>9}"
         )
-    losses = report["losses"]
+    losses = report.losses
     lines.append(
-        f"loss: train {show(losses['final_train'], '.4f')}, val {show(losses['final_val'], '.4f')}, "
-        f"test {show(losses['test'], '.4f')} (perplexity {show(losses['test_perplexity'], '.2f')})"
+        f"loss: train {show(losses.final_train, '.4f')}, val {show(losses.final_val, '.4f')}, "
+        f"test {show(losses.test, '.4f')} (perplexity {show(losses.test_perplexity, '.2f')})"
     )
     return "\n".join(lines)

@@ -301,12 +301,12 @@ class Session:
         memory = self._memory_reading()
         if self.is_rank0:
             report = write_validation(self.job_dir, self.plan, self.step_times, memory, self.device.type)
-            measured = report["measured"]
+            measured, predicted = report.measured, report.predicted
             print(
-                f"\nprobe: {num_steps} steps, step {measured['step_s']:.3f} s (predicted "
-                f"{report['predicted']['step_s']:.3f} s), peak "
-                + (f"{measured['peak_gib']:.2f} GiB" if measured["peak_gib"] is not None else "n/a on this device")
-                + f" (predicted {report['predicted']['peak_gib']:.2f} GiB)",
+                f"\nprobe: {num_steps} steps, step {measured.step_s:.3f} s (predicted "
+                f"{predicted.step_s:.3f} s), peak "
+                + (f"{measured.peak_gib:.2f} GiB" if measured.peak_gib is not None else "n/a on this device")
+                + f" (predicted {predicted.peak_gib:.2f} GiB)",
                 flush=True,
             )
         check_measured_fit(self.job_dir, self.plan, memory, self.run.memory_headroom, self.is_rank0)

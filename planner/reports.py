@@ -1,0 +1,130 @@
+"""The typed results that flow back: trainer -> job directory -> planner (and the user).
+
+``ValidationReport`` is ``validation.json`` (the probe's measured vs predicted figures),
+``RunReport`` is ``report.json`` (the whole run's), ``ReplanRequest`` is
+``replan_needed.json`` (the probe found the plan does not fit; ``planner.api.replan`` reads
+it). Frozen pydantic models: the trainer writes them with ``model_dump_json``, readers validate.
+Their JSON keys are the files' public contract. Measured figures are None where the device
+cannot measure them (no CUDA); error percentages are None where they are not comparable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict
+
+from planner.layout import TrainingConfig
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Report(BaseModel):
+    model_config = _FROZEN
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """Read and validate a report file (OSError, or ValueError when it is not this report)."""
+        return cls.model_validate_json(Path(path).read_text())
+
+
+def error_pct(measured: float | None, predicted: float | None) -> float | None:
+    """(predicted - measured) / measured, in percent: the convention of docs/validation.md."""
+    if measured is None or not measured > 0 or predicted is None:
+        return None
+    return 100.0 * (predicted - measured) / measured
+
+
+# ----------------------------------------------------------------------------- validation.json
+
+
+class ProbeFigures(BaseModel):
+    """Peak allocated memory and typical step time (predicted, measured, or the error in %)."""
+
+    model_config = _FROZEN
+    peak_gib: float | None = None
+    step_s: float | None = None
+
+
+class PredictedMeasured(BaseModel):
+    model_config = _FROZEN
+    predicted: float | None = None
+    measured: float | None = None
+
+
+class ValidationReport(_Report):
+    """``validation.json``: the plan's prediction against the probe's first steps."""
+
+    predicted: ProbeFigures
+    measured: ProbeFigures
+    device: str  # "cuda", or "cpu" where nothing is comparable
+    comparable: bool
+    error_pct: ProbeFigures
+    reserved_gib: PredictedMeasured
+    capacity_gib: float | None = None
+    probe_steps: int
+
+
+# ----------------------------------------------------------------------------- report.json
+
+
+class RunFigures(BaseModel):
+    """Step time, throughput, peak allocated memory and MFU (predicted, measured, or error in %)."""
+
+    model_config = _FROZEN
+    step_s: float | None = None
+    tokens_per_s: float | None = None
+    peak_gib: float | None = None
+    mfu: float | None = None
+
+
+class Losses(BaseModel):
+    model_config = _FROZEN
+    final_train: float | None = None
+    final_val: float | None = None
+    test: float | None = None
+    test_perplexity: float | None = None
+
+
+class RunReport(_Report):
+    """``report.json``: how the run ended and how it compared with the plan."""
+
+    predicted: RunFigures
+    measured: RunFigures
+    error_pct: RunFigures
+    device: str
+    comparable: bool
+    losses: Losses
+    steps_done: int
+    outcome: str  # completed, early_stopped, preempted, diverged
+    bad_steps: int
+    wall_s: float
+    layout: str  # Layout.describe() of the run
+    gpu: str
+
+
+# ----------------------------------------------------------------------------- replan_needed.json
+
+
+class MemoryFigures(BaseModel):
+    model_config = _FROZEN
+    peak_gib: float | None = None
+    reserved_gib: float | None = None
+
+
+class ReplanRequest(_Report):
+    """``replan_needed.json``: the probe's memory did not fit. ``memory_correction`` is measured
+    / predicted reserved memory (None when the probe ran out of memory before measuring)."""
+
+    reason: str
+    predicted: MemoryFigures = MemoryFigures()
+    measured: MemoryFigures = MemoryFigures()
+    capacity_gib: float | None = None
+    headroom_fraction: float | None = None
+    memory_correction: float | None = None
+    layout: str | None = None
+    training: TrainingConfig | None = None
