@@ -261,7 +261,9 @@ def format_report(report: RunReport) -> str:
     ]
     if not report.comparable:
         lines.insert(1, f"(measured on {report.device}; the prediction is for {report.gpu}, so no error is computed)")
-    for (key, predicted), (_, measured), (_, err) in zip(report.predicted, report.measured, report.error_pct):
+    for (key, predicted), (_, measured), (_, err) in zip(
+        report.predicted, report.measured, report.error_pct, strict=True
+    ):
         fmt = REPORT_FORMATS[key]
         lines.append(
             f"{key:14}{show(predicted, fmt):>12}{show(measured, fmt):>12}"
