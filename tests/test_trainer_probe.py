@@ -9,9 +9,9 @@ import torch
 from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
 
 from planner.catalog.models import get_preset
-from planner.layout import Layout, TrainingConfig
+from planner.layout import Layout, PipelineSchedule, TrainingConfig
 from planner.reports import ReplanRequest, RunReport, ValidationReport
-from trainer.job_spec import RunSettings
+from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides
 from trainer.probe import (
     MemoryReading,
     ReplanNeeded,
@@ -107,8 +107,26 @@ def test_fp8_without_torchao_is_refused(monkeypatch):
 def test_gpipe_accepts_fewer_microbatches_than_stages():
     plan = plan_for(Layout(dp_shard=1, pp=2, pp_schedule="gpipe"), 2, grad_accum=1)
     assert check_plan(plan, RunSettings(), 2, CPU).pp == 2
-    # The run settings may override the plan's schedule.
-    assert "1f1b" in refusal(plan, 2, RunSettings(pipeline_schedule="1f1b"))
+    # The run settings may override the plan's schedule: applied to the plan once, at emit.
+    overridden = apply_run_overrides(plan, RunSettings(pipeline_schedule="1f1b"))
+    assert overridden.layout.pp_schedule == PipelineSchedule.ONE_F_ONE_B and plan.layout.pp_schedule == "gpipe"
+    assert "1f1b" in refusal(overridden, 2)
+
+
+def test_run_overrides_are_applied_to_the_plan_at_emit(tmp_path):
+    from trainer.job import emit_job
+
+    plan = plan_for(Layout(dp_shard=1, pp=2, pp_schedule="1f1b"), 2, grad_accum=2)
+    run = RunSettings(pipeline_schedule="gpipe")
+    emit_job(plan, tmp_path / "job", name="override", run=run)
+    job = JobSpec.load(tmp_path / "job")
+    assert job.plan.layout.pp_schedule == PipelineSchedule.GPIPE and job.run.pipeline_schedule == "gpipe"
+    assert job.plan.model_copy(update={"layout": plan.layout}) == plan  # nothing else changed
+    with pytest.raises(ValueError, match="not applied to the plan"):
+        JobSpec(name="stale", plan=plan, run=run)
+    interleaved = plan_for(Layout(dp_shard=1, pp=2, vpp=2), 2, grad_accum=4)
+    with pytest.raises(ValueError, match="pipeline_schedule gpipe cannot run the plan's layout"):
+        emit_job(interleaved, tmp_path / "bad", name="bad", run=run)
 
 
 def test_run_settings_are_checked_against_the_plan(tmp_path):

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from planner.plan import Plan
 from trainer.files import write_atomic
-from trainer.job_spec import JobSpec, RunSettings
+from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides
 
 DEFAULT_K8S_IMAGE = "trainplan:latest"
 DEFAULT_K8S_PVC = "trainplan-jobs"
@@ -38,7 +38,8 @@ def emit_job(
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``."""
     out_dir = Path(out_dir).expanduser().resolve()
-    spec = _job_spec(plan, name if name is not None else default_job_name(out_dir), _absolute_paths(run))
+    run = _absolute_paths(run)
+    spec = _job_spec(apply_run_overrides(plan, run), name if name is not None else default_job_name(out_dir), run)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, a read-only parent, ...

@@ -1,11 +1,16 @@
-"""``job.json``: a plan plus the training-run settings. The trainer reads only this."""
+"""``job.json``: a plan plus the training-run settings. The trainer reads only this.
+
+Run settings that change the plan (``pipeline_schedule``) are applied to it once, when the job
+is emitted (:func:`apply_run_overrides`): the trainer reads the layout only from ``job.plan``.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from planner.layout import Layout, PipelineSchedule
 from planner.plan import Plan
 from trainer.files import write_atomic
 
@@ -34,10 +39,27 @@ class RunSettings(BaseModel):
     early_stop_patience: int = Field(0, ge=0)
     probe_steps: int = Field(3, ge=0)  # validation probe before the long run
     max_bad_steps: int = Field(5, ge=1)  # NaN/inf steps tolerated before stopping
-    pipeline_schedule: str | None = None  # override the plan's schedule (gpipe, 1f1b)
+    # Overrides the plan's schedule; applied to job.plan at emit (apply_run_overrides), kept as a record.
+    pipeline_schedule: PipelineSchedule | None = None
     freeze_layers: int = Field(0, ge=0)  # fine-tuning: freeze the lowest N blocks
     hf_weights: str | None = None  # local directory with pretrained weights (--impl hf)
     memory_headroom: float = Field(0.1, ge=0, lt=1)
+
+
+def apply_run_overrides(plan: Plan, run: RunSettings) -> Plan:
+    """The plan the trainer runs: ``plan`` with the run settings' overrides applied (a new frozen
+    Plan; the layout is re-validated). The estimate is left as predicted for the planned layout."""
+    if run.pipeline_schedule is None or run.pipeline_schedule == plan.layout.pp_schedule:
+        return plan
+    try:
+        layout = Layout.model_validate({**dict(plan.layout), "pp_schedule": run.pipeline_schedule})
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise ValueError(
+            f"job: pipeline_schedule {run.pipeline_schedule.value} cannot run the plan's layout "
+            f"{plan.layout.describe()} ({reason})"
+        ) from None
+    return plan.model_copy(update={"layout": layout})
 
 
 class JobSpec(BaseModel):
@@ -46,6 +68,16 @@ class JobSpec(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
     plan: Plan
     run: RunSettings = RunSettings()
+
+    @model_validator(mode="after")
+    def _overrides_applied(self) -> JobSpec:
+        schedule = self.run.pipeline_schedule
+        if schedule is not None and schedule != self.plan.layout.pp_schedule:
+            raise ValueError(
+                f"run.pipeline_schedule {schedule.value} is not applied to the plan (its pp_schedule is "
+                f"{self.plan.layout.pp_schedule.value}): emit the job again, which applies run overrides"
+            )
+        return self
 
     def save(self, job_dir: str | Path) -> Path:
         return write_atomic(Path(job_dir) / "job.json", self.model_dump_json(indent=2) + "\n")

@@ -40,9 +40,9 @@ class ReplanNeeded(Exception):
     """The plan does not fit the device as measured; ``replan_needed.json`` says by how much."""
 
 
-def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
-    """The planner's structural rules (planner/model/structure.py), the same ones its search obeys."""
-    schedule = PipelineSchedule(run.pipeline_schedule) if run.pipeline_schedule else layout.pp_schedule
+def _check_structure(plan: Plan, layout: Layout) -> None:
+    """The planner's structural rules (planner/model/structure.py), the same ones its search obeys.
+    The schedule is the plan's: run overrides were applied to it when the job was emitted."""
     problem = first_structural_problem(
         plan.model,
         tp=layout.tp,
@@ -53,17 +53,12 @@ def _check_structure(plan: Plan, layout: Layout, run: RunSettings) -> None:
         scaleup_domain_size=layout.tp,  # the domain is the planner's concern
         hf=plan.training.impl == Implementation.HF,
         fp8=plan.training.precision == Precision.FP8,
-        one_f_one_b=schedule == PipelineSchedule.ONE_F_ONE_B,
+        one_f_one_b=layout.pp_schedule == PipelineSchedule.ONE_F_ONE_B,
         vpp=layout.vpp,
         shard_group=layout.shard_degree,
     )
     if problem is not None:
         raise ValueError(f"plan: {problem}")
-    if layout.vpp > 1 and schedule != PipelineSchedule.ONE_F_ONE_B:
-        raise ValueError(
-            f"job: pipeline_schedule {schedule.value} cannot run the plan's interleaved stages "
-            f"(vpp={layout.vpp}); use 1f1b"
-        )
 
 
 def _check_precision(plan: Plan, device: torch.device) -> None:
@@ -106,7 +101,7 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
         layout = plan.layout.resolve(world_size)
     except ValueError as exc:
         raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {world_size} processes: {exc}") from None
-    _check_structure(plan, layout, run)
+    _check_structure(plan, layout)
     _check_precision(plan, device)
     _check_run(plan, run)
     _check_memory_fit(plan, run, device)

@@ -163,9 +163,7 @@ class Session:
         self.scheduler = build_scheduler(self.optimizer, self.run)
         schedule, self.pipeline_kind = None, None
         if self.layout.pp > 1:
-            kind = (
-                PipelineSchedule(self.run.pipeline_schedule) if self.run.pipeline_schedule else self.layout.pp_schedule
-            )
+            kind = self.layout.pp_schedule  # the plan's, run overrides applied at emit
             self.pipeline_kind = kind
             schedule = build_pipeline_schedule(
                 self.stage_modules,
