@@ -78,11 +78,6 @@ def cached_portfolio(
     headroom: float,
 ) -> charts.PortfolioOutcome:
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs}
-
-    def layout_of(job: str, row: int) -> str:
-        frame = cached_search(dict(jobs)[job], headroom)
-        return str(frame.loc[frame["row"] == row, "layout"].iloc[0])
-
     return charts.solve_jobs(
         requests,
         dict(inventory),
@@ -90,7 +85,6 @@ def cached_portfolio(
         horizon_days=horizon_days,
         num_slots=num_slots,
         settings=settings_for(headroom),
-        layout_of=layout_of,
     )
 
 

@@ -296,6 +296,37 @@ def test_portfolio_shares_the_inventory():
     assert data["total_cost_usd"] == sum(a["cost_usd"] for a in data["assignments"])
 
 
+def test_portfolio_emits_one_job_per_assignment(tmp_path):
+    """--emit DIR writes DIR/<job>/ for every assignment exactly as `trainplan emit` writes it."""
+    from planner.plan import Plan
+    from trainer.job import JOB_FILES
+    from trainer.job_spec import JobSpec
+
+    jobs_file = str(REPO / "examples" / "portfolio.toml")
+    plain = run("portfolio", jobs_file, "--json").stdout
+    data = json.loads(run("portfolio", jobs_file, "--json", "--emit", str(tmp_path / "jobs")).stdout)
+    assert {k: v for k, v in data.items() if k != "job_dirs"} == json.loads(plain)  # same answer
+    assert set(data["job_dirs"]) == {a["job"] for a in data["assignments"]}
+    for a in data["assignments"]:
+        job_dir = tmp_path / "jobs" / a["job"]
+        assert data["job_dirs"][a["job"]] == str(job_dir.resolve())
+        assert sorted(p.name for p in job_dir.iterdir()) == sorted(JOB_FILES)
+        job = JobSpec.load(job_dir)
+        assert job.name == a["job"] and (job.plan.gpu, job.plan.num_gpus) == (a["gpu"], a["num_gpus"])
+        plan_file = job.plan.save(tmp_path / f"{a['job']}.json")
+        assert Plan.load(plan_file) == job.plan  # the plan reads back
+        by_emit = tmp_path / "emitted" / a["job"]
+        run("emit", str(plan_file), "--out", str(by_emit), "--name", a["job"])
+        assert sorted(p.name for p in by_emit.iterdir()) == sorted(JOB_FILES)
+        assert JobSpec.load(by_emit) == job  # what `trainplan emit` writes for the same plan
+        for name in JOB_FILES:  # the scripts differ only by the directory they name
+            expected = (by_emit / name).read_text().replace(str(by_emit.resolve()), str(job_dir.resolve()))
+            assert (job_dir / name).read_text() == expected, name
+    text = run("portfolio", jobs_file, "--emit", str(tmp_path / "again")).stdout
+    assert text.startswith(run("portfolio", jobs_file).stdout)  # the table, then one line per job
+    assert "chat-8b: job written to" in text
+
+
 def test_fleet_compares_rent_and_buy():
     data = json.loads(run("fleet", str(REPO / "examples" / "fleet.toml"), "--json").stdout)
     assert data["mixed"]["total_cost_usd"] <= data["rent_only"]["total_cost_usd"] + 1e-6

@@ -358,3 +358,28 @@ def test_tco_assumptions_are_validated() -> None:
         TcoAssumptions(hosting_usd_per_gpu_month=-1)
     with pytest.raises(InfeasiblePlan, match="^deadline: job 'first'"):
         size_fleet([JobCandidates("first", two_big_jobs()[0].table, deadline_s=DAY)], ECONOMICS, 30)
+
+
+def test_plan_portfolio_returns_one_runnable_plan_per_job():
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from planner.plan import Plan
+    from planner.search.explore import plan_label, plan_portfolio, scored_search
+
+    gpus = {"h100-sxm": 16}
+    requests = {
+        "one": PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=2e10, gpus=gpus),
+        "two": PlanRequest(model=get_preset("gpt3-350m"), training_tokens=1e10, gpus=gpus),
+    }
+    result = plan_portfolio(requests, gpus)
+    assert [a.job for a in result.assignments] == ["one", "two"]
+    assert sum(a.num_gpus for a in result.assignments) <= 16  # one slot: all run at once
+    for a in result.assignments:
+        assert isinstance(a.plan, Plan) and a.plan.model == requests[a.job].model and a.gpu_id == "h100-sxm"
+        assert a.plan.estimate.feasible and a.plan.estimate.cost_usd == pytest.approx(a.cost_usd, rel=1e-6)
+        assert Plan.model_validate_json(a.plan.to_json()) == a.plan
+    # A plan's label is the one the search table shows for its row.
+    search = scored_search(requests["one"])
+    rows = search.frame.iloc[:: max(1, len(search.frame) // 20)]
+    for row, label in zip(rows["row"], rows["layout"], strict=True):
+        assert plan_label(search.plan_for_row(int(row))) == label

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -539,9 +539,8 @@ def solve_jobs(
     horizon_days: float | None,
     num_slots: int,
     settings: ModelingSettings,
-    layout_of: Callable[[str, int], str],
 ) -> PortfolioOutcome:
-    """``planner.search.explore.plan_portfolio`` as a table; ``layout_of(job, row)`` names each chosen row's layout."""
+    """``planner.search.explore.plan_portfolio`` as a table: one row per job's chosen plan."""
     from planner.search.explore import plan_portfolio
 
     try:
@@ -558,7 +557,7 @@ def solve_jobs(
                 "job": a.job,
                 "gpu": a.gpu_id,
                 "num_gpus": a.num_gpus,
-                "layout": layout_of(a.job, a.row),
+                "layout": a.label,
                 "start_days": a.start_s / 86400,
                 "end_days": a.end_s / 86400,
                 "cost_usd": a.cost_usd,

@@ -299,6 +299,9 @@ def run(
 @app.command()
 def portfolio(
     jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) with [inventory] and [[jobs]]"),
+    emit_dir: Path | None = typer.Option(
+        None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
@@ -322,7 +325,15 @@ def portfolio(
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)
         return
-    render.portfolio(solution, as_json=as_json)
+    emitted = None
+    if emit_dir is not None:
+        from trainer.job import emit_job
+        from trainer.job_spec import RunSettings
+
+        emitted = {
+            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings()) for a in solution.assignments
+        }
+    render.portfolio(solution, as_json=as_json, emitted=emitted)
 
 
 @app.command()

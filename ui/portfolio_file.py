@@ -52,8 +52,10 @@ class JobsFile(BaseModel):
         for job in self.jobs:
             if job.name in out:
                 raise ValueError(f"jobs: duplicate job name '{job.name}'")
+            path = Path(job.model)
             out[job.name] = PlanRequest(
                 model=load_model(job.model),
+                hf_config_path=str(path.resolve()) if path.exists() else None,  # as trainplan plan records it
                 training_tokens=job.tokens,
                 deadline_days=job.deadline_days,
                 budget_usd=job.budget_usd,

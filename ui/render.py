@@ -230,7 +230,8 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
     out.print(f"job written to {job_dir} (run it: trainplan run {job_dir})")
 
 
-def portfolio(solution, *, as_json: bool) -> None:
+def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
+    """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     rows = [
         dict(
             job=a.job,
@@ -244,15 +245,16 @@ def portfolio(solution, *, as_json: bool) -> None:
         for a in solution.assignments
     ]
     if as_json:
-        emit_json(
-            {
-                "feasible": True,
-                "assignments": rows,
-                "total_cost_usd": solution.total_cost_usd,
-                "makespan_days": solution.makespan_s / 86400,
-                "solver": solution.solver,
-            }
-        )
+        data = {
+            "feasible": True,
+            "assignments": rows,
+            "total_cost_usd": solution.total_cost_usd,
+            "makespan_days": solution.makespan_s / 86400,
+            "solver": solution.solver,
+        }
+        if emitted is not None:
+            data["job_dirs"] = {job: str(job_json.parent) for job, job_json in emitted.items()}
+        emit_json(data)
         return
     table = Table(title="portfolio on the shared inventory", title_justify="left")
     for col in ("job", "GPU", "n", "layout", "start", "end", "cost"):
@@ -269,6 +271,8 @@ def portfolio(solution, *, as_json: bool) -> None:
         )
     out.print(table)
     out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / 86400:.1f}")
+    for job, job_json in (emitted or {}).items():
+        out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
 
 
 def fleet(solution, *, as_json: bool) -> None:

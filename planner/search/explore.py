@@ -21,7 +21,8 @@ from planner.api import (
 )
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.search.candidates import AC_CODES, SHARDING_CODES
+from planner.plan import Plan
+from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.search.ilp import CandidateTable, InfeasiblePlan, check_rows
 from planner.search.portfolio import (
     FleetSolution,
@@ -40,6 +41,13 @@ class ScoredSearch:
     request: PlanRequest
     table: CandidateTable
     frame: pd.DataFrame  # one row per candidate that passes memory/divisibility/batch
+    candidates: Candidates | None = None  # what ``plan_for_row`` re-scores
+    gpu_ids: tuple[str, ...] = ()
+    catalog: Catalog | None = None  # with the request's price overrides
+
+    def plan_for_row(self, row: int, settings: ModelingSettings = DEFAULT_SETTINGS) -> Plan:
+        """Candidate ``row`` of the table as a runnable Plan (re-scored through ``estimate``)."""
+        return plan_from_row(self.request, self.candidates, row, list(self.gpu_ids), self.catalog, settings)
 
 
 def scored_search(
@@ -74,7 +82,7 @@ def scored_search(
         }
     )
     frame["layout"] = layout_labels(frame)
-    return ScoredSearch(request=request, table=table, frame=frame)
+    return ScoredSearch(request=request, table=table, frame=frame, candidates=c, gpu_ids=tuple(gpus), catalog=catalog)
 
 
 def layout_labels(frame: pd.DataFrame) -> pd.Series:
@@ -91,6 +99,23 @@ def layout_labels(frame: pd.DataFrame) -> pd.Series:
         + frame["grad_accum"].astype(str)
         + " | ac "
         + frame["ac"].astype(str)
+    )
+
+
+def plan_label(p: Plan) -> str:
+    """``layout_labels`` of one plan: 'zero1 dp_shard=12 tp=2 | mb 2 x 21 | ac none'."""
+    layout, training = p.layout, p.training
+    degrees = (
+        ("dp_replicate", layout.dp_replicate),
+        ("dp_shard", layout.dp_shard),
+        ("tp", layout.tp),
+        ("pp", layout.pp),
+        ("cp", layout.cp),
+    )
+    axes = "".join(f" {axis}={degree}" for axis, degree in degrees if degree > 1)
+    return (
+        f"{layout.sharding.value}{axes} | mb {training.micro_batch} x {training.grad_accum}"
+        f" | ac {training.activation_checkpointing.value}"
     )
 
 
@@ -140,12 +165,52 @@ def why_not(
 
 def job_candidates(request: PlanRequest, name: str, catalog: Catalog, settings: ModelingSettings):
     """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
-    search = scored_search(request, catalog=catalog, settings=settings)
+    return _job_candidates(scored_search(request, catalog=catalog, settings=settings), name)
+
+
+def _job_candidates(search: ScoredSearch, name: str) -> JobCandidates:
+    request = search.request
     deadline = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     labels = np.full(len(search.table), "", dtype=object)
     labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()
     table = replace(search.table, label=labels)
     return JobCandidates(name=name, table=table, deadline_s=deadline, budget_usd=request.budget_usd)
+
+
+@dataclass(frozen=True)
+class PortfolioJob:
+    """One job of a portfolio: the runnable plan chosen for it and when it runs."""
+
+    job: str
+    plan: Plan
+    start_s: float
+    end_s: float
+    cost_usd: float  # as the portfolio ILP priced it
+
+    @property
+    def gpu_id(self) -> str:
+        return self.plan.gpu
+
+    @property
+    def num_gpus(self) -> int:
+        return self.plan.num_gpus
+
+    @property
+    def label(self) -> str:
+        return plan_label(self.plan)
+
+
+@dataclass(frozen=True)
+class PortfolioPlan:
+    """``plan_portfolio``'s answer: one Plan per job, with the schedule's totals."""
+
+    assignments: tuple[PortfolioJob, ...]
+    objective_value: float
+    total_cost_usd: float
+    makespan_s: float
+    solver: str
+    num_variables: int
+    slot_s: float | None  # None: one slot, all jobs concurrent from time 0
 
 
 def plan_portfolio(
@@ -157,12 +222,32 @@ def plan_portfolio(
     num_slots: int = 1,
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
-) -> PortfolioSolution:
-    """Several jobs sharing one inventory; each picks one candidate and a start slot."""
+) -> PortfolioPlan:
+    """Several jobs sharing one inventory; each gets one runnable Plan and a start time."""
     catalog = catalog or load_catalog()
-    jobs = [job_candidates(r, name, catalog, settings) for name, r in requests.items()]
+    searches = {name: scored_search(r, catalog=catalog, settings=settings) for name, r in requests.items()}
+    jobs = [_job_candidates(search, name) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
-    return solve_portfolio(jobs, inventory, objective, horizon_s=horizon, num_slots=num_slots)
+    solution: PortfolioSolution = solve_portfolio(jobs, inventory, objective, horizon_s=horizon, num_slots=num_slots)
+    assignments = tuple(
+        PortfolioJob(
+            job=a.job,
+            plan=searches[a.job].plan_for_row(a.row, settings),
+            start_s=a.start_s,
+            end_s=a.end_s,
+            cost_usd=a.cost_usd,
+        )
+        for a in solution.assignments
+    )
+    return PortfolioPlan(
+        assignments=assignments,
+        objective_value=solution.objective_value,
+        total_cost_usd=solution.total_cost_usd,
+        makespan_s=solution.makespan_s,
+        solver=solution.solver,
+        num_variables=solution.num_variables,
+        slot_s=solution.slot_s,
+    )
 
 
 def plan_fleet(
@@ -191,12 +276,15 @@ def plan_fleet(
 
 __all__ = [
     "PlanResult",
+    "PortfolioJob",
+    "PortfolioPlan",
     "ScoredSearch",
     "best_per_count",
     "check_rows",
     "pareto_front",
     "plan_fleet",
     "plan_from_row",
+    "plan_label",
     "plan_portfolio",
     "replace",
     "scored_search",
