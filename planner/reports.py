@@ -3,7 +3,7 @@
 ``ValidationReport`` is ``validation.json`` (the probe's measured vs predicted figures),
 ``RunReport`` is ``report.json`` (the whole run's), ``ReplanRequest`` is
 ``replan_needed.json`` (the probe found the plan does not fit; ``planner.api.replan`` reads
-it). Frozen pydantic models: the trainer writes them with ``model_dump_json``, readers validate.
+it). Frozen pydantic models: the trainer writes their ``model_dump(mode="json")``, readers validate.
 Their JSON keys are the files' public contract. Measured figures are None where the device
 cannot measure them (no CUDA); error percentages are None where they are not comparable.
 """
