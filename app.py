@@ -18,9 +18,11 @@ from planner.api import PlanRequest
 from planner.catalog.detect import NoGPUDriver, detect_gpus
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.explain import explain_plan
+from planner.fmt import one_line
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
 from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.units import GIB
 from ui import charts
 from ui.i18n import Labels
 from ui.sidebar import TRANSLATED_CHOICES, Inputs, init_state, sidebar
@@ -162,7 +164,7 @@ def plan_card(tr: Labels, plan: Plan, result) -> None:
 
 
 def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
-    context_gib = settings_for(headroom).cuda_context_bytes / 2**30
+    context_gib = settings_for(headroom).cuda_context_bytes / GIB
     st.markdown(f"**{tr('chart_memory')}**")
     st.plotly_chart(charts.memory_figure(plans, context_gib, tr), key="chart_memory")
     st.markdown(f"**{tr('chart_step')}**")
@@ -224,7 +226,7 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     try:
         data = cached_job_zip(plan.to_json(), name, int(steps))
     except ValueError as exc:
-        st.error(charts.first_line(exc))
+        st.error(one_line(exc))
         return
     st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip", key="download_job")
     st.caption(tr("job_help"))

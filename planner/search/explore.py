@@ -20,9 +20,10 @@ from planner.api import (
     search_space,
 )
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.search.candidates import AC_CODES, SHARDING_CODES
-from planner.search.ilp import CandidateTable, InfeasiblePlan, check_rows
+from planner.search.ilp import CandidateTable, check_rows
 from planner.search.portfolio import (
     FleetSolution,
     GpuEconomics,
