@@ -22,7 +22,7 @@ from planner.fmt import one_line
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
 from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
-from planner.units import GIB
+from planner.units import GIB, HOURS_PER_DAY
 from ui import charts
 from ui.i18n import Labels
 from ui.sidebar import TRANSLATED_CHOICES, Inputs, init_state, sidebar
@@ -381,7 +381,7 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome) -> None
         return
     left, right = st.columns(2)
     left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
-    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * 24))
+    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
     formats = {"start_days": "%.1f", "end_days": "%.1f", "cost_usd": "dollar"}
     st.dataframe(
         outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),

@@ -36,7 +36,7 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.search.portfolio import TcoAssumptions, ownership_usd
-from planner.units import GIB, SECONDS_PER_DAY
+from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.i18n import Labels
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
@@ -324,7 +324,7 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
                 "micro_batch": t.micro_batch,
                 "grad_accum": t.grad_accum,
                 "ac": t.activation_checkpointing.value,
-                "time_to_train_days": (e.time_to_train_h or math.nan) / 24,
+                "time_to_train_days": (e.time_to_train_h or math.nan) / HOURS_PER_DAY,
                 "cost_usd": e.cost_usd,
                 "energy_kwh": e.energy_kwh,
                 "mfu": e.throughput.mfu,
@@ -425,7 +425,7 @@ def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None,
     if chosen is not None and chosen.estimate.cost_usd is not None:
         fig.add_scatter(
             name=tr("chosen_plan"),
-            x=[chosen.estimate.time_to_train_h / 24],
+            x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
             y=[chosen.estimate.cost_usd],
             mode="markers",
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),

@@ -34,6 +34,7 @@ from planner.search.portfolio import (
     solve_portfolio,
 )
 from planner.search.space import build_candidates
+from planner.units import HOURS_PER_DAY
 
 
 @dataclass(frozen=True)
@@ -134,8 +135,8 @@ def why_not(
     e, w = mine.estimate, winner.estimate
     return (
         f"{gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
-        f"{e.time_to_train_h / 24:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
-        f"${w.cost_usd:,.0f} in {w.time_to_train_h / 24:.1f} days"
+        f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
+        f"${w.cost_usd:,.0f} in {w.time_to_train_h / HOURS_PER_DAY:.1f} days"
     )
 
 
