@@ -18,9 +18,11 @@ from planner.api import PlanRequest
 from planner.catalog.detect import NoGPUDriver, detect_gpus
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.explain import explain_plan
+from planner.fmt import one_line
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
 from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.units import GIB, HOURS_PER_DAY
 from ui import charts
 from ui.i18n import Labels
 from ui.sidebar import TRANSLATED_CHOICES, Inputs, init_state, sidebar
@@ -156,7 +158,7 @@ def plan_card(tr: Labels, plan: Plan, result) -> None:
 
 
 def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
-    context_gib = settings_for(headroom).cuda_context_bytes / 2**30
+    context_gib = settings_for(headroom).cuda_context_bytes / GIB
     st.markdown(f"**{tr('chart_memory')}**")
     st.plotly_chart(charts.memory_figure(plans, context_gib, tr), key="chart_memory")
     st.markdown(f"**{tr('chart_step')}**")
@@ -218,7 +220,7 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     try:
         data = cached_job_zip(plan.to_json(), name, int(steps))
     except ValueError as exc:
-        st.error(charts.first_line(exc))
+        st.error(one_line(exc))
         return
     st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip", key="download_job")
     st.caption(tr("job_help"))
@@ -373,7 +375,7 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome) -> None
         return
     left, right = st.columns(2)
     left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
-    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * 24))
+    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
     formats = {"start_days": "%.1f", "end_days": "%.1f", "cost_usd": "dollar"}
     st.dataframe(
         outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),

@@ -13,12 +13,13 @@ import numpy as np
 
 from planner.search.ilp import CandidateTable, solve_single
 from planner.search.portfolio import GpuEconomics, JobCandidates, size_fleet, solve_portfolio
+from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 GPUS = np.array(["a100-80g", "h100-sxm", "h200", "b200", "l40s", "mi300x"], dtype=object)
 CAPACITY_GIB = np.array([80.0, 80.0, 141.0, 180.0, 48.0, 192.0])
 SPEED = np.array([1.0, 3.0, 3.3, 6.0, 1.2, 3.5])  # relative to a100
 PRICE_PER_GPU_HOUR = np.array([1.8, 3.0, 3.8, 6.0, 1.0, 3.5])
-DAY = 86400.0
+DAY = SECONDS_PER_DAY
 
 
 def synthetic_table(rng: np.random.Generator, num_rows: int, gpu_days_a100: float) -> CandidateTable:
@@ -35,7 +36,7 @@ def synthetic_table(rng: np.random.Generator, num_rows: int, gpu_days_a100: floa
         memory_need_gib=need,
         capacity_gib=CAPACITY_GIB[gpu],
         time_to_train_s=time_s,
-        cost_usd=n * time_s / 3600 * PRICE_PER_GPU_HOUR[gpu],
+        cost_usd=n * time_s / SECONDS_PER_HOUR * PRICE_PER_GPU_HOUR[gpu],
         batch_ok=rng.random(num_rows) < 0.9,
         divisible=rng.random(num_rows) < 0.9,
         label=np.full(num_rows, "synthetic", dtype=object),

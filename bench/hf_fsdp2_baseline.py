@@ -97,6 +97,7 @@ def main() -> None:
     tokens = args.micro_batch * args.seq_len
     from planner.model.flops import model_flops_per_token
     from planner.model.settings import DEFAULT_SETTINGS
+    from planner.units import GIB
 
     flops = float(model_flops_per_token(spec, args.seq_len, DEFAULT_SETTINGS)) * tokens / step_s
     peak = local_bf16_peak()
@@ -111,8 +112,8 @@ def main() -> None:
                 "step_s": step_s,
                 "tokens_per_s": tokens / step_s,
                 "mfu": flops / peak,
-                "peak_alloc_gib": torch.cuda.max_memory_allocated() / 2**30,
-                "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2**30,
+                "peak_alloc_gib": torch.cuda.max_memory_allocated() / GIB,
+                "peak_reserved_gib": torch.cuda.max_memory_reserved() / GIB,
             }
         )
     )

@@ -17,17 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
-from planner.model.memory import GIB
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.structure import default_implementation, sequence_too_long
 from planner.plan import Plan
 from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
-from planner.search.ilp import CandidateTable, InfeasiblePlan, Objective, SingleSolution, solve_single
+from planner.search.ilp import CandidateTable, Objective, SingleSolution, solve_single
 from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
-
-SECONDS_PER_DAY = 86400.0
+from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
 def default_global_batch_tokens(model: ModelSpec) -> int:
@@ -207,7 +205,7 @@ def plan(
     )
     chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
     assert math.isclose(
-        chosen.estimate.time_to_train_h * 3600, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
+        chosen.estimate.time_to_train_h * SECONDS_PER_HOUR, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
     ), "scalar re-score disagrees with the vectorised score"
     alternatives = tuple(plan_from_row(request, c, r, gpu_ids, catalog, settings) for r in solution.alternatives)
     return PlanResult(
@@ -310,7 +308,6 @@ def replan(
 
 
 __all__ = [
-    "InfeasiblePlan",
     "Layout",
     "PlanRequest",
     "PlanResult",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.fmt import one_line
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -183,6 +184,4 @@ class Plan(BaseModel):
         try:
             return cls.model_validate_json(text)
         except Exception as exc:  # pydantic.ValidationError or JSON decode error
-            first = str(exc).splitlines()
-            detail = first[1].strip() + ": " + first[2].strip() if len(first) > 2 else first[0]
-            raise ValueError(f"{path}: not a valid trainplan plan ({detail})") from None
+            raise ValueError(f"{path}: not a valid trainplan plan ({one_line(exc, verbatim=True)})") from None

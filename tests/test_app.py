@@ -23,11 +23,12 @@ from planner.api import PlanRequest, plan
 from planner.catalog.detect import DetectedGPU
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset, model_from_hf_config
+from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.search.explore import plan_portfolio, why_not
-from planner.search.ilp import InfeasiblePlan
 from planner.search.portfolio import TcoAssumptions
+from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
 from ui import charts
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
@@ -308,7 +309,7 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     tco = TcoAssumptions()
     tdp = load_catalog().gpu("h100-sxm").tdp_watts
     price = (40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12) / (
-        8760 * 0.5
+        HOURS_PER_YEAR * 0.5
     ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
     assert any(c.value == EN("amortised", price=price) for c in at.sidebar.caption)
     assert_card_shows(at, request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price}))
@@ -400,8 +401,8 @@ def test_amortised_price_by_hand():
     tco = TcoAssumptions(
         lifetime_years=4, residual_fraction=0.2, pue=1.3, electricity_usd_per_kwh=0.1, hosting_usd_per_gpu_month=150
     )
-    # (30000 * 0.8 / 4 + 150 * 12) / (8760 * 0.5) + 0.7 kW * 0.8 * 1.3 * 0.1 $/kWh
-    assert charts.amortised_price_per_gpu_hour(30000, 700, 0.5, tco, 0.8) == pytest.approx(7800 / 4380 + 0.0728)
+    # (30000 * 0.8 / 4 + 150 * 12) / (8766 * 0.5) + 0.7 kW * 0.8 * 1.3 * 0.1 $/kWh
+    assert charts.amortised_price_per_gpu_hour(30000, 700, 0.5, tco, 0.8) == pytest.approx(7800 / 4383 + 0.0728)
     with pytest.raises(ValueError, match="utilisation"):
         charts.amortised_price_per_gpu_hour(30000, 700, 0.0, tco, 0.8)
 

@@ -29,7 +29,26 @@ needs_reference = pytest.mark.skipif(
     not (REFERENCE / "gpu_specs.csv").exists(), reason="../shared/reference (gpu_specs.csv) is not available"
 )
 
-REQUIRED_IDS = ["a10", "a30", "l4", "l40", "l40s", "a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "b200", "gb200", "mi250x", "mi300x", "mi325x"]
+REQUIRED_IDS = [
+    "a10",
+    "a30",
+    "l4",
+    "l40",
+    "l40s",
+    "a100-40gb-sxm",
+    "a100-80gb-sxm",
+    "a100-80gb-pcie",
+    "h100-sxm",
+    "h100-pcie",
+    "h100-nvl",
+    "h200-sxm",
+    "h200-nvl",
+    "b200",
+    "gb200",
+    "mi250x",
+    "mi300x",
+    "mi325x",
+]
 CSV_ROW = {
     "a10": "NVIDIA A10",
     "a30": "NVIDIA A30 24GB",

@@ -8,11 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from planner.errors import Constraint, InfeasiblePlan
 from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
     CandidateTable,
-    Constraint,
-    InfeasiblePlan,
     check_rows,
     make_solver,
     pareto_mask,

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from planner.search.ilp import TIE_BREAK_WEIGHT, CandidateTable, Constraint, InfeasiblePlan, solve_single
+from planner.errors import Constraint, InfeasiblePlan
+from planner.search.ilp import TIE_BREAK_WEIGHT, CandidateTable, solve_single
 from planner.search.portfolio import (
     GpuEconomics,
     JobCandidates,

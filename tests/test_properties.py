@@ -13,10 +13,10 @@ from pydantic import ValidationError
 from planner.api import PlanRequest, plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import model_from_hf_config
+from planner.errors import InfeasiblePlan
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import estimate
 from planner.model.spec import ModelSpec
-from planner.search.ilp import InfeasiblePlan
 
 CATALOG = load_catalog()
 GPU_IDS = sorted(CATALOG.gpus)

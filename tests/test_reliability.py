@@ -36,10 +36,11 @@ from conftest_trainer import (
 )
 
 import trainer.step as step_module
+from planner.errors import ExitCode
 from planner.layout import Layout, TrainingConfig
 from trainer.checkpoint import CheckpointManager, list_checkpoints
 from trainer.launch import job_lock
-from trainer.train import EXIT_OK, main
+from trainer.train import main
 
 TRAINPLAN = str(Path(sys.executable).with_name("trainplan"))
 SINGLE = Layout(dp_shard=1)
@@ -169,13 +170,13 @@ DAMAGE = {
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_checkpoint_is_named_and_the_previous_one_used(damage, tmp_path, in_process, capsys):
     job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     first = losses_by_step(job)
     newest = job / "ckpt" / "step-000006"
     corrupt, expected = DAMAGE[damage]
     corrupt(newest)
     capsys.readouterr()
-    assert train(job, "--steps", "8") == EXIT_OK
+    assert train(job, "--steps", "8") == ExitCode.OK
     out = capsys.readouterr().out
     assert re.search(rf"checkpoint {re.escape(str(newest))} is corrupt \({expected}\); falling back", out), out
     assert "resumed from checkpoint step-000003" in out
@@ -186,12 +187,12 @@ def test_damaged_checkpoint_is_named_and_the_previous_one_used(damage, tmp_path,
 
 def test_no_good_checkpoint_starts_over_without_crashing(tmp_path, in_process, capsys):
     job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     first = losses_by_step(job)
     for step in (3, 6):
         _truncate(job / "ckpt" / f"step-{step:06d}" / "__0_0.distcp")
     capsys.readouterr()
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     out = capsys.readouterr().out
     assert out.count("is corrupt") == 2 and "resumed from checkpoint" not in out
     assert [r["step"] for r in read_metrics(job)] == list(range(1, 7))
@@ -231,7 +232,7 @@ def _poison_call(monkeypatch, bad_call: int, kind: str) -> None:
 def test_infinite_loss_or_gradient_is_skipped_and_counted(kind, tmp_path, in_process, monkeypatch):
     job = write_job(tmp_path, SINGLE, 1, steps=5, probe_steps=0)
     _poison_call(monkeypatch, 3, kind)
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     records = read_metrics(job)
     assert [r["skipped"] for r in records] == [False, False, True, False, False]
     assert records[2]["grad_norm"] is None  # not a number: not written as one

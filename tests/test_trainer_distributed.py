@@ -31,9 +31,10 @@ from conftest_trainer import (
 )
 
 from planner.catalog.models import get_preset
+from planner.errors import ExitCode
 from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
-from trainer.train import EXIT_OK, main
+from trainer.train import main
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +157,7 @@ def run_beside_one_process(
     assert result.returncode == 0, describe(result)
     dp = layout.resolve(nproc).dp
     single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=grad_accum * dp, **settings)
-    assert main([str(single), "--device", "cpu"]) == EXIT_OK
+    assert main([str(single), "--device", "cpu"]) == ExitCode.OK
     return parallel, losses_by_step(parallel), losses_by_step(single)
 
 
@@ -212,7 +213,7 @@ def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     assert_same_trajectory(piped, reference, 1e-3)
     resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, grad_accum=4, **settings)
     shutil.copytree(piped_dir / "ckpt" / "step-000004", resumed / "ckpt" / "step-000004")
-    assert main([str(resumed), "--device", "cpu"]) == EXIT_OK
+    assert main([str(resumed), "--device", "cpu"]) == ExitCode.OK
     losses = losses_by_step(resumed)
     assert sorted(losses) == [5, 6, 7, 8]
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4

@@ -304,7 +304,7 @@ def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer:
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer") == 3
     err = capsys.readouterr().err
     assert 'measured: {"peak_gib": 91.5, "reserved_gib": null}' in err and "--auto-replan" in err
-    from planner.search.ilp import Constraint, InfeasiblePlan
+    from planner.errors import Constraint, InfeasiblePlan
 
     def nothing_fits(plan, report):
         raise InfeasiblePlan(Constraint.MEMORY, "needs 95.0 GiB per GPU", "use more GPUs")

@@ -15,11 +15,12 @@ from conftest_trainer import in_process, losses_by_step, read_metrics, tiny_spec
 
 import trainer.checkpoint as checkpoint_module
 import trainer.step as step_module
+from planner.errors import ExitCode
 from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
 from trainer.job_spec import JobSpec
 from trainer.optim import lr_factor
-from trainer.train import EXIT_DISK_FULL, EXIT_DIVERGED, EXIT_OK, EXIT_REPLAN, main
+from trainer.train import main
 
 SINGLE = Layout(dp_shard=1)
 
@@ -43,7 +44,7 @@ def nan_at(monkeypatch, bad_calls: set[int]) -> None:
 def test_run_writes_metrics_validation_report_and_checkpoint(tmp_path, in_process):
     job = write_job(tmp_path, SINGLE, 1, steps=8, eval_every=4, eval_batches=2, checkpoint_every=4)
     run = JobSpec.load(job).run
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     records = read_metrics(job)
     assert [r["step"] for r in records] == list(range(1, 9))
     assert [r["val_loss"] is not None for r in records] == [False, False, False, True] * 2
@@ -61,7 +62,7 @@ def test_run_writes_metrics_validation_report_and_checkpoint(tmp_path, in_proces
 def test_non_finite_step_is_skipped_and_counted(tmp_path, in_process, monkeypatch):
     job = write_job(tmp_path, SINGLE, 1, steps=6, probe_steps=0)
     nan_at(monkeypatch, {3})
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     records = read_metrics(job)
     assert [r["skipped"] for r in records] == [False, False, True, False, False, False]
     assert records[2]["loss"] == "nan" and records[2]["grad_norm"] is None
@@ -71,7 +72,7 @@ def test_non_finite_step_is_skipped_and_counted(tmp_path, in_process, monkeypatc
 def test_too_many_bad_steps_stop_and_keep_the_last_good_checkpoint(tmp_path, in_process, monkeypatch, capsys):
     job = write_job(tmp_path, SINGLE, 1, steps=20, checkpoint_every=2, max_bad_steps=2, probe_steps=0)
     nan_at(monkeypatch, set(range(4, 100)))
-    assert train(job) == EXIT_DIVERGED
+    assert train(job) == ExitCode.DIVERGED
     assert [step for step, _ in list_checkpoints(job / "ckpt")] == [2, 4]  # step 4 made no update: still good
     assert "last good checkpoint: step-000004" in capsys.readouterr().out
     assert len(read_metrics(job)) == 5
@@ -96,21 +97,21 @@ def test_disk_full_while_saving_keeps_the_previous_checkpoint(while_writing, tmp
         _fail_call(monkeypatch, checkpoint_module.dcp, "save", 2)
     else:  # fsync of the second checkpoint's directory after its manifest (before the rename)
         _fail_call(monkeypatch, checkpoint_module, "_fsync_dir", 3)
-    assert train(job) == EXIT_DISK_FULL
+    assert train(job) == ExitCode.DISK_FULL
     assert "disk full while writing checkpoint" in capsys.readouterr().err
     assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
 
 
 def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path, in_process, capsys):
     job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     first = losses_by_step(job)
     shard = job / "ckpt" / "step-000006" / "__0_0.distcp"
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))
     capsys.readouterr()
-    assert train(job, "--steps", "8") == EXIT_OK
+    assert train(job, "--steps", "8") == ExitCode.OK
     out = capsys.readouterr().out
     assert "step-000006 is corrupt (__0_0.distcp does not match its sha256)" in out
     assert "resumed from checkpoint step-000003" in out
@@ -127,7 +128,7 @@ def test_probe_out_of_memory_asks_for_a_replan(tmp_path, in_process, monkeypatch
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
     monkeypatch.setattr(step_module.Stepper, "train_step", out_of_memory)
-    assert train(job) == EXIT_REPLAN
+    assert train(job) == ExitCode.REPLAN
     replan = json.loads((job / "replan_needed.json").read_text())
     assert replan["reason"].startswith("out of memory during the probe (CUDA out of memory")
     assert replan["predicted"]["peak_gib"] > 0
@@ -143,7 +144,7 @@ def test_early_stopping_after_patience_evaluations(tmp_path, in_process, monkeyp
         return next(val_losses)
 
     monkeypatch.setattr(step_module.Stepper, "eval_loss", eval_loss)
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     report = json.loads((job / "report.json").read_text())
     # Evaluations at 2 (best), 4 (worse), 6 (best), 8 and 10 (worse twice): stop at 10.
     assert report["outcome"] == "early_stopped" and report["steps_done"] == 10
@@ -152,7 +153,7 @@ def test_early_stopping_after_patience_evaluations(tmp_path, in_process, monkeyp
 
 def test_fp16_uses_dynamic_loss_scaling(tmp_path, in_process):
     job = write_job(tmp_path, SINGLE, 1, steps=4, precision="fp16", probe_steps=0)
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     records = read_metrics(job)
     assert all(r["loss_scale"] is not None for r in records) and not any(r["skipped"] for r in records)
     assert records[-1]["loss"] < records[0]["loss"]
@@ -176,7 +177,7 @@ def test_fp8_converts_every_block_linear_and_keeps_the_head(tmp_path, in_process
         precision: write_job(tmp_path / precision, SINGLE, 1, model=small, steps=6, precision=precision, probe_steps=0)
         for precision in ("fp8", "bf16")
     }
-    assert all(train(job) == EXIT_OK for job in runs.values())
+    assert all(train(job) == ExitCode.OK for job in runs.values())
     fp8, bf16 = losses_by_step(runs["fp8"]), losses_by_step(runs["bf16"])
     # Close to bf16 (measured: within 6e-4), but not equal: the fp8 casts really ran.
     gap = max(abs(fp8[step] - bf16[step]) for step in bf16)
@@ -186,7 +187,7 @@ def test_fp8_converts_every_block_linear_and_keeps_the_head(tmp_path, in_process
 def test_cpu_offload_trains_like_the_default(tmp_path, in_process):
     plain = write_job(tmp_path / "plain", SINGLE, 1, steps=3, probe_steps=0)
     offload = write_job(tmp_path / "offload", SINGLE, 1, steps=3, probe_steps=0, offload=True)
-    assert train(plain) == EXIT_OK and train(offload) == EXIT_OK
+    assert train(plain) == ExitCode.OK and train(offload) == ExitCode.OK
     assert losses_by_step(offload) == pytest.approx(losses_by_step(plain), abs=1e-6)
 
 
@@ -227,7 +228,7 @@ def test_hf_impl_loads_pretrained_weights_and_freezes_blocks(tmp_path, in_proces
         probe_steps=0,
         hf_weights=str(tmp_path / "pretrained"),
     )
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     # The first step's loss is the pretrained model's loss on the first batch.
     from trainer.data import build_loader
 
@@ -263,7 +264,7 @@ def test_hf_impl_trains_a_gpt2_architecture(tmp_path, in_process):
     job = write_job(
         tmp_path, Layout(dp_shard=1), 1, model=spec, steps=3, impl="hf", probe_steps=0, activation_checkpointing="full"
     )
-    assert train(job) == EXIT_OK
+    assert train(job) == ExitCode.OK
     losses = losses_by_step(job)
     assert len(losses) == 3 and all(math.isfinite(v) for v in losses.values())
 

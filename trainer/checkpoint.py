@@ -33,13 +33,12 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from planner.errors import CheckpointDiskFullError
+from planner.fmt import one_line
+
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 _HASH_CHUNK = 1 << 20
-
-
-class CheckpointDiskFullError(RuntimeError):
-    """Saving a checkpoint ran out of disk space (previous checkpoints are kept)."""
 
 
 @dataclass
@@ -173,7 +172,7 @@ class CheckpointManager:
                 f"disk full while writing checkpoint {tmp} (step {step}): free space on "
                 f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})"
             )
-        detail = str(error).splitlines()[0] if error is not None else "failed on another rank"
+        detail = one_line(error) if error is not None else "failed on another rank"
         raise RuntimeError(f"writing checkpoint {tmp} failed ({detail}); previous checkpoints kept ({kept})")
 
     def _write_manifest_and_publish(self, tmp: Path, final: Path) -> None:

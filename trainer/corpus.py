@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.fmt import one_line
+
 SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".parquet")
 # A .txt file is one document unless it contains this line, which separates documents.
 TXT_DOCUMENT_SEPARATOR = "<|endoftext|>"
@@ -60,7 +62,7 @@ class Tokenizer:
         try:
             self._hf = HFTokenizer.from_file(path)
         except Exception as exc:
-            raise ValueError(f"{path}: cannot load tokenizer ({str(exc).splitlines()[0]})") from None
+            raise ValueError(f"{path}: cannot load tokenizer ({one_line(exc)})") from None
         self.vocab_size = self._hf.get_vocab_size(with_added_tokens=True)
         eos = [self._hf.token_to_id(name) for name in EOS_TOKEN_NAMES]
         if all(token_id is None for token_id in eos):
@@ -150,7 +152,7 @@ def _read_parquet(path: Path) -> Iterator[str]:
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:
-        raise ValueError(f"{path}: cannot read parquet file ({str(exc).splitlines()[0]})") from None
+        raise ValueError(f"{path}: cannot read parquet file ({one_line(exc)})") from None
     if "text" not in parquet.schema_arrow.names:
         raise ValueError(f'{path}: parquet file has no "text" column (columns: {parquet.schema_arrow.names})')
     for batch in parquet.iter_batches(columns=["text"], batch_size=1024):

@@ -16,9 +16,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from planner.fmt import one_line
 from planner.plan import Plan
+from planner.units import SECONDS_PER_HOUR
 from trainer.files import write_atomic
-from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides
+from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides, memory_headroom
 
 DEFAULT_K8S_IMAGE = "trainplan:latest"
 DEFAULT_K8S_PVC = "trainplan-jobs"
@@ -59,6 +61,9 @@ def default_job_name(out_dir: Path) -> str:
 
 
 def _job_spec(plan: Plan, name: str, run: RunSettings) -> JobSpec:
+    # The job carries the headroom the planner fitted the plan with, so the trainer checks
+    # memory with the same rule (planner.model.memory.fits) and the same headroom.
+    run = run.model_copy(update={"memory_headroom": memory_headroom(plan, run)})
     try:
         return JobSpec(name=name, plan=plan, run=run)
     except ValidationError as exc:
@@ -67,7 +72,7 @@ def _job_spec(plan: Plan, name: str, run: RunSettings) -> JobSpec:
             raise ValueError(
                 f"job name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             ) from None
-        raise ValueError(f"job {name!r}: {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
+        raise ValueError(f"job {name!r}: {one_line(exc, keep_prefix=True)}") from None
 
 
 def _absolute_paths(run: RunSettings) -> RunSettings:
@@ -134,7 +139,7 @@ exec torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-ra
 def render_slurm(spec: JobSpec, job_dir: Path) -> str:
     plan = spec.plan
     procs = procs_per_node(plan)
-    hours = spec.run.steps * plan.estimate.time.step_s / 3600
+    hours = spec.run.steps * plan.estimate.time.step_s / SECONDS_PER_HOUR
     # The name is pattern-checked, so it is safe inside an #SBATCH directive (which no shell parses).
     return f"""#!/bin/bash
 #SBATCH --job-name={spec.name}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from planner.fmt import one_line
 from planner.layout import Layout, PipelineSchedule
 from planner.plan import Plan
 from trainer.files import write_atomic
@@ -43,7 +44,14 @@ class RunSettings(BaseModel):
     pipeline_schedule: PipelineSchedule | None = None
     freeze_layers: int = Field(0, ge=0)  # fine-tuning: freeze the lowest N blocks
     hf_weights: str | None = None  # local directory with pretrained weights (--impl hf)
-    memory_headroom: float = Field(0.1, ge=0, lt=1)
+    # Fit-rule headroom for the trainer's memory checks; None = the plan's own (the planner's,
+    # plan.estimate.memory.headroom_fraction), which emit writes into job.json.
+    memory_headroom: float | None = Field(None, ge=0, lt=1)
+
+
+def memory_headroom(plan: Plan, run: RunSettings) -> float:
+    """The headroom the trainer checks memory with: the run's, else the one the planner fitted the plan with."""
+    return plan.estimate.memory.headroom_fraction if run.memory_headroom is None else run.memory_headroom
 
 
 def apply_run_overrides(plan: Plan, run: RunSettings) -> Plan:
@@ -90,9 +98,6 @@ class JobSpec(BaseModel):
         except OSError as exc:
             raise ValueError(f"{path}: cannot read job file ({exc.strerror})") from None
         except ValidationError as exc:  # name the field (or the JSON error), not only the class
-            first = exc.errors()[0]
-            where = ".".join(map(str, first["loc"]))
-            detail = f"{where}: {first['msg']}" if where else first["msg"]
-            raise ValueError(f"{path}: not a valid trainplan job ({detail})") from None
+            raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc, keep_prefix=True)})") from None
         except Exception as exc:
-            raise ValueError(f"{path}: not a valid trainplan job ({str(exc).splitlines()[0]})") from None
+            raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc)})") from None

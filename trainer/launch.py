@@ -23,20 +23,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from planner.errors import ExitCode, JobDirLockedError
 from planner.reports import ReplanRequest
 from trainer.job_spec import JobSpec
 
-REPLAN_EXIT_CODE = 3
 REPLAN_FILE = "replan_needed.json"
 EXIT_STATUS_FILE = "exit_status.json"  # written by trainer.train (its EXIT_STATUS_FILE)
 LOCK_FILE = ".lock"
 MAX_REPLANS = 3  # a corrected plan that still does not fit is not retried forever
 TERMINATE_GRACE_S = 30.0  # after forwarding a signal, before SIGKILL (when the launcher itself fails)
 TRAINER_MODULE = "trainer.train"
-
-
-class JobDirLockedError(ValueError):
-    """Another ``trainplan run`` holds the job directory."""
 
 
 def lock_path(job_dir: Path, node_rank: int = 0) -> Path:
@@ -183,7 +179,7 @@ def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
 def worker_exit_code(job_dir: Path, torchrun_code: int) -> int:
     """torchrun turns every worker failure into 1; the trainer leaves its own code (2 invalid,
     4 disk full, 5 diverged) in ``exit_status.json``, which is what ``trainplan run`` returns."""
-    if torchrun_code != 1:
+    if torchrun_code != ExitCode.FAILED:
         return torchrun_code
     try:
         return int(json.loads((job_dir / EXIT_STATUS_FILE).read_text())["code"])
@@ -234,7 +230,7 @@ def _print_report(job_dir: Path, report: ReplanRequest) -> None:
 def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec | None:
     """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if none fits."""
     from planner import api
-    from planner.search.ilp import InfeasiblePlan
+    from planner.errors import InfeasiblePlan
 
     try:
         new_plan = api.replan(spec.plan, report)
@@ -310,18 +306,18 @@ def run_job(
                 _archive_replan_report(job_dir)
             (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
             code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,)))
-            report = read_replan_report(job_dir) if code != 0 else None
+            report = read_replan_report(job_dir) if code != ExitCode.OK else None
             if report is None:
                 return code
             _print_report(job_dir, report)
             if not auto_replan:
                 print("trainplan: rerun with --auto-replan to correct the plan and continue", file=sys.stderr)
-                return REPLAN_EXIT_CODE
+                return ExitCode.REPLAN
             spec = replan_job(job_dir, spec, report)
             if spec is None:
-                return REPLAN_EXIT_CODE
+                return ExitCode.REPLAN
         print(f"trainplan: still does not fit after {MAX_REPLANS} replans; giving up", file=sys.stderr)
-        return REPLAN_EXIT_CODE
+        return ExitCode.REPLAN
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -343,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.prepare_only:
             with job_lock(args.job_dir.resolve()):
                 prepare_job_data(args.job_dir.resolve(), JobSpec.load(args.job_dir))
-            return 0
+            return ExitCode.OK
         return run_job(
             args.job_dir,
             device=args.device,
@@ -359,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.INVALID
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
+from planner.fmt import duration_clock
 from trainer.files import write_atomic
 
-GIB = 2**30
 LOW_UTILIZATION_PERCENT = 70.0
 UTILIZATION_WINDOW_STEPS = 20
 
@@ -167,12 +167,6 @@ class MetricsLogger:
             self._tb = None
 
 
-def _format_duration(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
-
-
 class ProgressBar:
     """One console line on rank 0: a bar, loss, tokens/s and ETA (redrawn on a TTY, else printed every ~5%)."""
 
@@ -196,7 +190,7 @@ class ProgressBar:
         filled = int(self.WIDTH * done / total)
         line = (
             f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {metrics.step}/{self.last_step} "
-            f"loss {metrics.loss:.4f} {metrics.tokens_per_s:,.0f} tok/s ETA {_format_duration(eta)}"
+            f"loss {metrics.loss:.4f} {metrics.tokens_per_s:,.0f} tok/s ETA {duration_clock(eta)}"
             + (" (skipped: non-finite)" if metrics.skipped else "")
         )
         self.stream.write(("\r" + line) if self.is_tty else line + "\n")

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import torch
 
+from planner.errors import ReplanNeeded
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
+from planner.model.memory import fits, usable_capacity
+from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.structure import first_structural_problem
 from planner.plan import Plan
 from planner.reports import (
@@ -29,15 +32,15 @@ from planner.reports import (
     ValidationReport,
     error_pct,
 )
+from planner.units import GIB
 from trainer.files import write_json_atomic
-from trainer.job_spec import RunSettings
+from trainer.job_spec import RunSettings, memory_headroom
 
-GIB = 2**30
+# The CUDA context lives outside the caching allocator: the planner's fit rule adds it to the
+# reserved memory (planner.model.settings.cuda_context_bytes), and so do the checks here.
+CUDA_CONTEXT_GIB = DEFAULT_SETTINGS.cuda_context_bytes / GIB
+
 FP8_MIN_CAPABILITY = (8, 9)
-
-
-class ReplanNeeded(Exception):
-    """The plan does not fit the device as measured; ``replan_needed.json`` says by how much."""
 
 
 def _check_structure(plan: Plan, layout: Layout) -> None:
@@ -82,17 +85,23 @@ def _check_run(plan: Plan, run: RunSettings) -> None:
         raise ValueError(f"job: hf_weights {run.hf_weights} is not a directory")
 
 
+def check_memory_fit(plan: Plan, capacity_gib: float, headroom: float) -> None:
+    """The planner's fit rule (planner.model.memory.fits) on the plan's prediction and this
+    device's capacity: predicted reserved + CUDA context <= capacity x (1 - headroom)."""
+    predicted = plan.estimate.memory.reserved_gib
+    if not fits(predicted + CUDA_CONTEXT_GIB, capacity_gib, headroom):
+        usable = usable_capacity(capacity_gib, headroom)
+        raise ValueError(
+            f"plan: predicted {predicted:.1f} GiB reserved + {CUDA_CONTEXT_GIB:.1f} GiB CUDA context per GPU "
+            f"exceeds this GPU's {capacity_gib:.1f} GiB x (1 - headroom {headroom}) = {usable:.1f} GiB"
+        )
+
+
 def _check_memory_fit(plan: Plan, run: RunSettings, device: torch.device) -> None:
     if device.type != "cuda":
         return
     capacity_gib = torch.cuda.get_device_properties(device).total_memory / GIB
-    usable = capacity_gib * (1 - run.memory_headroom)
-    predicted = plan.estimate.memory.reserved_gib
-    if predicted > usable:
-        raise ValueError(
-            f"plan: predicted {predicted:.1f} GiB reserved per GPU exceeds this GPU's "
-            f"{capacity_gib:.1f} GiB x (1 - headroom {run.memory_headroom}) = {usable:.1f} GiB"
-        )
+    check_memory_fit(plan, capacity_gib, memory_headroom(plan, run))
 
 
 def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.device) -> Layout:
@@ -172,14 +181,15 @@ def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headro
 
 
 def check_measured_fit(job_dir: Path, plan: Plan, memory: MemoryReading, headroom: float, is_rank0: bool) -> None:
-    """Raise ReplanNeeded when measured reserved memory leaves less than the headroom."""
+    """Raise ReplanNeeded when measured reserved memory (+ the CUDA context) breaks the fit rule."""
     if memory.reserved_gib is None or memory.capacity_gib is None:
         return
-    usable = memory.capacity_gib * (1 - headroom)
-    if memory.reserved_gib <= usable:
+    if fits(memory.reserved_gib + CUDA_CONTEXT_GIB, memory.capacity_gib, headroom):
         return
+    usable = usable_capacity(memory.capacity_gib, headroom)
     reason = (
-        f"probe reserved {memory.reserved_gib:.2f} GiB per GPU, more than {usable:.2f} GiB "
+        f"probe reserved {memory.reserved_gib:.2f} GiB + {CUDA_CONTEXT_GIB:.2f} GiB CUDA context per GPU, "
+        f"more than {usable:.2f} GiB "
         f"({memory.capacity_gib:.1f} GiB x (1 - headroom {headroom})); predicted "
         f"{plan.estimate.memory.reserved_gib:.2f} GiB"
     )

@@ -12,12 +12,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from planner.errors import ReplanNeeded
+from planner.fmt import one_line
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
+from planner.units import GIB
 from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
 from trainer.data import build_loader, prepare_data
-from trainer.job_spec import JobSpec
+from trainer.job_spec import JobSpec, memory_headroom
 from trainer.metrics import (
-    GIB,
     GpuSampler,
     MetricsLogger,
     ProgressBar,
@@ -30,7 +32,6 @@ from trainer.parallel import Meshes
 from trainer.pipeline import build_pipeline_schedule, local_stage_ids
 from trainer.probe import (
     MemoryReading,
-    ReplanNeeded,
     RunSummary,
     check_measured_fit,
     format_report,
@@ -292,9 +293,9 @@ class Session:
                     torch.cuda.max_memory_reserved(self.device) / GIB,
                     torch.cuda.get_device_properties(self.device).total_memory / GIB,
                 )
-            reason = f"out of memory during the probe ({str(exc).splitlines()[0]})"
+            reason = f"out of memory during the probe ({one_line(exc)})"
             # Written by the rank that ran out (others may be blocked in a collective).
-            write_replan_needed(self.job_dir, self.plan, reading, self.run.memory_headroom, reason)
+            write_replan_needed(self.job_dir, self.plan, reading, memory_headroom(self.plan, self.run), reason)
             raise ReplanNeeded(reason) from None
         memory = self._memory_reading()
         if self.is_rank0:
@@ -307,7 +308,7 @@ class Session:
                 + f" (predicted {predicted.peak_gib:.2f} GiB)",
                 flush=True,
             )
-        check_measured_fit(self.job_dir, self.plan, memory, self.run.memory_headroom, self.is_rank0)
+        check_measured_fit(self.job_dir, self.plan, memory, memory_headroom(self.plan, self.run), self.is_rank0)
         return outcome
 
     # ------------------------------------------------------------------ loop

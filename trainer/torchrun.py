@@ -15,7 +15,7 @@ import sys
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import parse_args, run
 
-TORCHRUN_FAILED = 1
+from planner.errors import ExitCode
 
 
 def failure_line(error: ChildFailedError) -> str:
@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         run(args)
     except ChildFailedError as error:
         print(failure_line(error), file=sys.stderr)
-        return TORCHRUN_FAILED
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from planner.errors import CheckpointDiskFullError, ExitCode, ReplanNeeded
 from planner.layout import Implementation, Layout, Precision
-from trainer.checkpoint import CheckpointDiskFullError
 from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
 from trainer.model import build_native_model, native_init_rule
@@ -39,10 +39,8 @@ from trainer.parallel import (
     init_parameters,
 )
 from trainer.pipeline import StageChunks, local_stage_ids, split_native_for_stage
-from trainer.probe import ReplanNeeded, check_plan
+from trainer.probe import check_plan
 from trainer.session import Outcome, Session
-
-EXIT_OK, EXIT_INVALID, EXIT_REPLAN, EXIT_DISK_FULL, EXIT_DIVERGED = 0, 2, 3, 4, 5
 
 
 @dataclass(frozen=True)
@@ -160,7 +158,7 @@ def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
         session.save_and_report(outcome)
     finally:
         session.close()
-    return EXIT_DIVERGED if outcome == Outcome.DIVERGED else EXIT_OK
+    return ExitCode.DIVERGED if outcome == Outcome.DIVERGED else ExitCode.OK
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -186,7 +184,7 @@ EXIT_STATUS_FILE = "exit_status.json"
 def record_exit(job_dir: Path, code: int) -> int:
     """Leave the worker's exit code for the launcher: torchrun reports any failed worker as 1."""
     rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
-    if rank == 0 and code != EXIT_OK:
+    if rank == 0 and code != ExitCode.OK:
         try:
             (Path(job_dir) / EXIT_STATUS_FILE).write_text(json.dumps({"code": code}) + "\n")
         except OSError:
@@ -200,13 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         return record_exit(args.job_dir, train(args.job_dir, args.device, args.steps))
     except ValueError as exc:
         _report_error(str(exc))
-        return record_exit(args.job_dir, EXIT_INVALID)
+        return record_exit(args.job_dir, ExitCode.INVALID)
     except ReplanNeeded as exc:
         _report_error(f"the plan does not fit: {exc} (see {args.job_dir / 'replan_needed.json'})")
-        return EXIT_REPLAN
+        return ExitCode.REPLAN
     except CheckpointDiskFullError as exc:
         _report_error(str(exc))
-        return record_exit(args.job_dir, EXIT_DISK_FULL)
+        return record_exit(args.job_dir, ExitCode.DISK_FULL)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

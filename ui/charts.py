@@ -28,16 +28,18 @@ from plotly.subplots import make_subplots
 from planner.api import PlanRequest, PlanResult, plan
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
+from planner.errors import InfeasiblePlan
+from planner.fmt import duration_parts, one_line
+from planner.fmt import money as _money
 from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.plan import MemoryTerms, Plan, TimeTerms
-from planner.search.ilp import InfeasiblePlan
-from planner.search.portfolio import TcoAssumptions
+from planner.search.portfolio import TcoAssumptions, ownership_usd
+from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.i18n import Labels
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
-HOURS_PER_YEAR = 8760.0
 
 
 # --------------------------------------------------------------------------- results
@@ -61,18 +63,6 @@ class PlanOutcome:
     error: str | None = None
 
 
-def first_line(exc: BaseException) -> str:
-    """One readable line of an error; pydantic errors name the field."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        message = str(first.get("msg", "")).removeprefix("Value error, ")
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return f"{where}: {message}" if where else message
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
     """``planner.api.plan`` with its user-facing failures turned into data."""
     try:
@@ -80,7 +70,7 @@ def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
     except InfeasiblePlan as exc:
         return PlanOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
     except ValueError as exc:
-        return PlanOutcome(error=first_line(exc))
+        return PlanOutcome(error=one_line(exc))
 
 
 # --------------------------------------------------------------------------- formatting
@@ -88,9 +78,7 @@ def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
 
 def money(usd: float) -> str:
     """$1.23M, $12,345 or $9.35: whole dollars where cents would be noise."""
-    if usd >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+    return _money(usd, cents_below=100)
 
 
 def token_count(tokens: int) -> str:
@@ -100,7 +88,8 @@ def token_count(tokens: int) -> str:
 
 def duration_key(hours: float) -> tuple[str, float]:
     """('days_value', days) from two days on, else ('hours_value', hours): a label key and its number."""
-    return ("days_value", hours / 24) if hours >= 48 else ("hours_value", hours)
+    unit, value = duration_parts(hours)
+    return f"{unit}_value", value
 
 
 # --------------------------------------------------------------------------- inputs
@@ -174,20 +163,19 @@ def amortised_price_per_gpu_hour(
 ) -> float:
     """Owning a GPU expressed as USD per busy GPU-hour (docs/app.md):
 
-        (purchase * (1 - residual) / lifetime_years + hosting_per_month * 12) / (8760 * utilisation)
+        ownership_usd(purchase, tco, 1 h) / utilisation
         + tdp_kW * power_fraction_of_tdp * PUE * electricity_usd_per_kWh
 
-    The fixed yearly cost is spread over the hours the GPU is busy; power is paid while it runs.
+    The fixed cost of owning the GPU for an hour (:func:`planner.search.portfolio.ownership_usd`,
+    the TCO formula the fleet ILP uses too) is spread over the hours it is busy; power is paid
+    while it runs.
     """
     if not purchase_usd > 0:
         raise ValueError(f"purchase price must be > 0 USD, got {purchase_usd}")
     if not 0 < utilisation <= 1:
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
-    fixed_per_year = (
-        purchase_usd * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12
-    )
     power = tdp_w / 1000 * power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
-    return fixed_per_year / (HOURS_PER_YEAR * utilisation) + power
+    return ownership_usd(purchase_usd, tco, 1.0) / utilisation + power
 
 
 def model_from_upload(data: bytes, filename: str) -> ModelSpec:
@@ -306,7 +294,7 @@ def local_gpus_frame(found: Sequence) -> pd.DataFrame:
             {
                 "index": g.index,
                 "name": g.name,
-                "memory_gib": g.memory_bytes / 2**30,
+                "memory_gib": g.memory_bytes / GIB,
                 "catalog": g.spec.id if g.spec else "-",
             }
             for g in found
@@ -335,7 +323,7 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
                 "micro_batch": t.micro_batch,
                 "grad_accum": t.grad_accum,
                 "ac": t.activation_checkpointing.value,
-                "time_to_train_days": (e.time_to_train_h or math.nan) / 24,
+                "time_to_train_days": (e.time_to_train_h or math.nan) / HOURS_PER_DAY,
                 "cost_usd": e.cost_usd,
                 "energy_kwh": e.energy_kwh,
                 "mfu": e.throughput.mfu,
@@ -434,7 +422,7 @@ def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None,
     if chosen is not None and chosen.estimate.cost_usd is not None:
         fig.add_scatter(
             name=tr("chosen_plan"),
-            x=[chosen.estimate.time_to_train_h / 24],
+            x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
             y=[chosen.estimate.cost_usd],
             mode="markers",
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
@@ -550,7 +538,7 @@ def solve_jobs(
     except InfeasiblePlan as exc:
         return PortfolioOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
     except ValueError as exc:
-        return PortfolioOutcome(error=first_line(exc))
+        return PortfolioOutcome(error=one_line(exc))
     frame = pd.DataFrame(
         [
             {
@@ -558,13 +546,13 @@ def solve_jobs(
                 "gpu": a.gpu_id,
                 "num_gpus": a.num_gpus,
                 "layout": a.label,
-                "start_days": a.start_s / 86400,
-                "end_days": a.end_s / 86400,
+                "start_days": a.start_s / SECONDS_PER_DAY,
+                "end_days": a.end_s / SECONDS_PER_DAY,
                 "cost_usd": a.cost_usd,
             }
             for a in solution.assignments
         ]
     )
     return PortfolioOutcome(
-        frame=frame, total_cost_usd=solution.total_cost_usd, makespan_days=solution.makespan_s / 86400
+        frame=frame, total_cost_usd=solution.total_cost_usd, makespan_days=solution.makespan_s / SECONDS_PER_DAY
     )

@@ -19,6 +19,8 @@ try:  # typer >= 0.20 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click
 
+from planner.errors import ExitCode, InfeasiblePlan
+from planner.fmt import one_line
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -172,7 +174,7 @@ def plan(
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
-    from planner.api import InfeasiblePlan, PlanRequest
+    from planner.api import PlanRequest
     from planner.api import plan as solve
 
     spec, hf_path = load_model_arg(model)
@@ -306,7 +308,6 @@ def portfolio(
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.search.explore import plan_portfolio
-    from planner.search.ilp import InfeasiblePlan
     from ui.portfolio_file import read_jobs_file
 
     spec = read_jobs_file(jobs_file)
@@ -343,7 +344,6 @@ def fleet(
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.catalog.hardware import load_catalog
     from planner.search.explore import plan_fleet
-    from planner.search.ilp import InfeasiblePlan
     from ui.portfolio_file import purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
@@ -391,17 +391,6 @@ def app_command(port: int = typer.Option(8501), address: str = typer.Option("loc
     )
 
 
-def one_line(exc: BaseException) -> str:
-    """The first meaningful line of an error (pydantic errors put the field on line 2)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    if hasattr(exc, "errors") and callable(exc.errors):
-        first = exc.errors()[0]
-        message = str(first.get("msg", lines[0] if lines else exc)).removeprefix("Value error, ")
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        return f"{where}: {message}" if where else message
-    return lines[0] if lines else exc.__class__.__name__
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: map user errors to one line + exit 2; let real bugs raise."""
     from pydantic import ValidationError
@@ -412,18 +401,18 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except typer.Abort:
         print("trainplan: aborted", file=sys.stderr)
-        return 130
+        return ExitCode.ABORTED
     except BrokenPipeError:
-        return 0
+        return ExitCode.OK
     except click.exceptions.NoArgsIsHelpError:
-        return 0
+        return ExitCode.OK
     except click.ClickException as exc:
         print(f"trainplan: error: {exc.format_message()}", file=sys.stderr)
-        return 2
+        return ExitCode.INVALID
     except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
         print(f"trainplan: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    return code if isinstance(code, int) else 0
+        return ExitCode.INVALID
+    return code if isinstance(code, int) else ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ planner itself writes (why-not answers, infeasibility details, plan notes) stays
 
 from __future__ import annotations
 
+from planner.units import HOURS_PER_YEAR
+
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 
 # key -> (English, 中文)
@@ -91,9 +93,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "amortised": ("= ${price:.2f} per GPU-hour", "= 每 GPU 小时 ${price:.2f}"),
     "ownership": ("Ownership assumptions", "持有成本假设"),
     "ownership_help": (
-        "USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / (8760 h × utilisation) "
+        f"USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / ({HOURS_PER_YEAR:g} h × utilisation) "
         "+ TDP × power fraction × PUE × electricity.",
-        "每 GPU 小时美元 = (价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / (8760 小时 × 利用率) "
+        f"每 GPU 小时美元 = (价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / ({HOURS_PER_YEAR:g} 小时 × 利用率) "
         "+ TDP × 功耗比例 × PUE × 电价。",
     ),
     "tco_utilisation": ("Utilisation (busy fraction of the year)", "利用率（一年中忙碌的比例）"),

@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner.api import PlanRequest
+from planner.fmt import one_line
 
 
 class JobEntry(BaseModel):
@@ -79,9 +80,7 @@ def read_jobs_file(path: Path) -> JobsFile:
     try:
         return JobsFile.model_validate(raw)
     except Exception as exc:
-        first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
-        where = ".".join(str(p) for p in first["loc"]) or "file"
-        raise ValueError(f"{path}: {where}: {first['msg']}") from None
+        raise ValueError(f"{path}: {one_line(exc, default_where='file', keep_prefix=True)}") from None
 
 
 def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:

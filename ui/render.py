@@ -10,7 +10,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from planner.fmt import duration_h, money
 from planner.plan import Estimate, MemoryTerms, Plan, TimeTerms
+from planner.units import GIB, SECONDS_PER_DAY
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -34,18 +36,6 @@ def working(message: str, quiet: bool = False):
 
 def estimate_json(e: Estimate) -> dict:
     return e.model_dump(mode="json")
-
-
-def money(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"${x / 1e6:,.2f}M" if x >= 1e6 else f"${x:,.0f}"
-
-
-def duration_h(h: float | None) -> str:
-    if h is None:
-        return "-"
-    return f"{h / 24:,.1f} days" if h >= 48 else f"{h:,.1f} h"
 
 
 def breakdown_table(title: str, terms: MemoryTerms | TimeTerms, unit: str, total_label: str, total: float) -> Table:
@@ -182,7 +172,7 @@ def catalog(cat, *, as_json: bool) -> None:
         fp8 = g.peak_flops_per_s.get("fp8")
         table.add_row(
             g.id,
-            f"{g.memory_bytes / 2**30:.1f}",
+            f"{g.memory_bytes / GIB:.1f}",
             f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}",
             f"{g.peak_flops('bf16') / 1e12:.0f}",
             "-" if fp8 is None else f"{fp8 / 1e12:.0f}",
@@ -206,7 +196,7 @@ def detected(found, *, as_json: bool) -> None:
         {
             "index": d.index,
             "name": d.name,
-            "memory_gib": d.memory_bytes / 2**30,
+            "memory_gib": d.memory_bytes / GIB,
             "driver": d.driver_version,
             "catalog_id": d.spec.id if d.spec else None,
         }
@@ -238,8 +228,8 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             gpu=a.gpu_id,
             num_gpus=a.num_gpus,
             layout=a.label,
-            start_days=a.start_s / 86400,
-            end_days=a.end_s / 86400,
+            start_days=a.start_s / SECONDS_PER_DAY,
+            end_days=a.end_s / SECONDS_PER_DAY,
             cost_usd=a.cost_usd,
         )
         for a in solution.assignments
@@ -249,7 +239,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "feasible": True,
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
-            "makespan_days": solution.makespan_s / 86400,
+            "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
             "solver": solution.solver,
         }
         if emitted is not None:
@@ -270,7 +260,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             money(r["cost_usd"]),
         )
     out.print(table)
-    out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / 86400:.1f}")
+    out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / SECONDS_PER_DAY:.1f}")
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
 

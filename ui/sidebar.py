@@ -14,6 +14,7 @@ import streamlit as st
 from planner.api import PlanRequest
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
+from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
@@ -110,7 +111,7 @@ def custom_model(tr: Labels) -> ModelSpec | None:
     try:
         return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
     except ValueError as exc:
-        st.error(tr("bad_custom", error=charts.first_line(exc)))
+        st.error(tr("bad_custom", error=one_line(exc)))
         return None
 
 
@@ -245,6 +246,6 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             model=model, training_tokens=tokens, gpus=gpus, price_overrides=prices, **goals, **training
         )
     except ValueError as exc:
-        st.error(tr("bad_request", error=charts.first_line(exc)))
+        st.error(tr("bad_request", error=one_line(exc)))
         return tr, None
     return tr, Inputs(request=request, headroom=headroom, portfolio_mode=portfolio)

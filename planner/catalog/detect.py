@@ -18,14 +18,11 @@ import re
 from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
+from planner.errors import NoGPUDriver
 
 MEMORY_TOLERANCE = 0.10
 _VENDOR_TOKENS = {"nvidia", "amd", "instinct", "tesla"}
 NO_DRIVER_MESSAGE = "no NVIDIA driver found (NVML could not be loaded); trainplan detect needs an NVIDIA GPU"
-
-
-class NoGPUDriver(RuntimeError):
-    """NVML (the NVIDIA driver library) or its Python binding is unavailable."""
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from planner.errors import CatalogError
+from planner.units import GIB
+
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "hw_catalog"
-GIB = 2**30
 
 # Usable-capacity rule (docs/hardware.md). HBM parts: the H200 calibration run saw 139.80 GiB in
 # PyTorch for a "141 GB" label; NVML shows the same label-to-total ratio on H100 (81,559 MiB for
@@ -43,10 +45,6 @@ def usable_memory_gib(vendor_label_gb: float, gddr_ecc: bool = False) -> float:
     """Framework-visible capacity for a vendor "GB" label (read as GiB, as vendors print it)."""
     fraction = GDDR_ECC_USABLE_FRACTION if gddr_ecc else HBM_USABLE_FRACTION
     return round(vendor_label_gb * fraction, 2)
-
-
-class CatalogError(ValueError):
-    """A catalog file is malformed; the message is one line naming the file and the field."""
 
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from planner.fmt import one_line
 from planner.model.spec import ModelSpec
 
 # --------------------------------------------------------------------------- presets
@@ -371,5 +372,4 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     try:
         return ModelSpec(name=str(name), family=model_type, **fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise cfg.error(f"invalid model dimensions: {first['msg']}") from None
+        raise cfg.error(f"invalid model dimensions: {one_line(exc, where=False, keep_prefix=True)}") from None

@@ -13,7 +13,7 @@ import numpy as np
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
-from planner.model.memory import GIB, MemoryBreakdown, memory
+from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.step_time import TimeBreakdown, step_time
@@ -28,8 +28,7 @@ from planner.plan import (
     TimeTerms,
 )
 from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
-
-SECONDS_PER_HOUR = 3600.0
+from planner.units import GIB, SECONDS_PER_HOUR
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,6 @@ def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_
     mflops = model_flops_per_token(model, c.seq_len, settings)
     hflops = hardware_flops_per_token(model, c, settings)
     cluster_peak = c.bf16_peak_flops * c.num_gpus
-    capacity = c.memory_bytes * (1.0 - settings.memory_headroom)
     return Scores(
         memory=mem,
         time=time,
@@ -91,7 +89,7 @@ def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_
         hardware_flops_per_token=hflops,
         mfu=tokens_per_s * mflops / cluster_peak,
         hfu=tokens_per_s * hflops / cluster_peak,
-        fits=mem.device_total <= capacity,
+        fits=fits(mem.device_total, c.memory_bytes, settings.memory_headroom),
         capacity_bytes=c.memory_bytes,
     )
 
@@ -152,7 +150,7 @@ def estimate(
     s = score(model, c, settings)
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
-    usable = cap * (1 - settings.memory_headroom)
+    usable = usable_capacity(cap, settings.memory_headroom)
     feasible = bool(s.fits[0])
     reason = fix = None
     if not feasible:

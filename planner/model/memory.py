@@ -25,12 +25,28 @@ from planner.search.candidates import (
     SHARD_ZERO2,
     Candidates,
 )
+from planner.units import GIB
 
 FP32_BYTES = 4.0
 ADAM_STATE_BYTES = 8.0  # exp_avg + exp_avg_sq in fp32
 LSE_BYTES_PER_HEAD = 4.0  # flash attention's fp32 log-sum-exp per query and head
 LOSS_BYTES_PER_LOGIT = 12.0  # see logits_loss_bytes
-GIB = 2.0**30
+
+
+def usable_capacity(capacity, headroom: float):
+    """What the fit rule lets a plan use of a device: ``capacity * (1 - headroom)``."""
+    return capacity * (1.0 - headroom)
+
+
+def fits(memory, capacity, headroom: float):
+    """The fit rule, the one the planner searches with and the trainer checks with:
+
+        memory <= capacity * (1 - headroom)
+
+    ``memory`` is what must fit on the device (caching-allocator reserve + CUDA context),
+    ``capacity`` the device's memory, both in the same unit; numbers or numpy arrays.
+    """
+    return memory <= usable_capacity(capacity, headroom)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from planner.units import GIB, MIB
+
 
 @dataclass(frozen=True)
 class ModelingSettings:
@@ -80,14 +82,14 @@ class ModelingSettings:
     host_link_bandwidth: float = 25e9
     # --- memory ----------------------------------------------------------------------------
     # Unaccounted allocations (cuBLAS workspaces, RNG state, small buffers), bytes.
-    misc_allocated_bytes: float = 96 * 2**20
+    misc_allocated_bytes: float = 96 * MIB
     # Caching-allocator reserve above the allocated peak: a fraction of the largest transient
     # blocks (logits-sized buffers) plus a fraction of the per-step gradient churn.
     reserve_transient_fraction: float = 0.4
     reserve_static_fraction: float = 1.1
-    reserve_floor_bytes: float = 512 * 2**20
+    reserve_floor_bytes: float = 512 * MIB
     # CUDA context + kernels, outside the caching allocator (not in max_memory_reserved).
-    cuda_context_bytes: float = 0.6 * 2**30
+    cuda_context_bytes: float = 0.6 * GIB
     # FSDP2 all-gathers one block ahead (implicit prefetch), so two blocks are unsharded.
     fsdp_unsharded_blocks: int = 2
     # Fit rule: reserved + context <= capacity * (1 - memory_headroom).

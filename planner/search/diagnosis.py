@@ -10,53 +10,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:  # annotations only: planner.search.ilp imports this module
-    from planner.search.ilp import CandidateTable
+from planner.errors import Constraint, InfeasiblePlan
+from planner.fmt import duration_words, money_short
 
-__all__ = ["Constraint", "InfeasiblePlan", "RowChecks", "diagnose"]
-
-
-class Constraint(str, Enum):
-    """The constraints of the single-job model, in the order :func:`diagnose` re-imposes them."""
-
-    MEMORY = "memory"
-    DIVISIBILITY = "divisibility"
-    BATCH = "batch"
-    INVENTORY = "inventory"
-    DEADLINE = "deadline"
-    BUDGET = "budget"
+__all__ = ["RowChecks", "diagnose"]
 
 
-class InfeasiblePlan(Exception):
-    """No candidate satisfies every constraint: which one binds, by how much, and a fix."""
+class TableColumns(Protocol):
+    """The columns of :class:`planner.search.ilp.CandidateTable` the diagnosis reads (a protocol,
+    so this module does not import the ILP module that imports it)."""
 
-    def __init__(
-        self,
-        constraint: Constraint,
-        detail: str,
-        fix: str,
-        *,
-        required: float | None = None,
-        available: float | None = None,
-    ) -> None:
-        super().__init__(f"{constraint.value}: {detail}; {fix}")
-        self.constraint = constraint
-        self.detail = detail
-        self.fix = fix
-        self.required = required  # e.g. GiB needed, GPUs needed, seconds, USD
-        self.available = available  # the matching limit
-
-    def __reduce__(self):  # keep the fields across pickling (process pools, caches)
-        return (
-            type(self),
-            (self.constraint, self.detail, self.fix),
-            {"required": self.required, "available": self.available},
-        )
+    gpu_id: np.ndarray
+    num_gpus: np.ndarray
+    capacity_gib: np.ndarray
+    memory_need_gib: np.ndarray
+    time_to_train_s: np.ndarray
+    cost_usd: np.ndarray
+    extra: dict[str, np.ndarray]
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +58,7 @@ class RowChecks:
         return ok
 
 
-def diagnose(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
+def diagnose(table: TableColumns, checks: RowChecks) -> InfeasiblePlan:
     """Name the constraint that empties the candidate set, with numbers and a fix.
 
     Rows of GPU types outside the inventory are out of scope from the start. The constraints
@@ -103,7 +77,7 @@ def diagnose(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
     raise AssertionError("diagnose() called on a table with a feasible row")
 
 
-def _explain_gpu_types(table: CandidateTable, checks: RowChecks) -> InfeasiblePlan:
+def _explain_gpu_types(table: TableColumns, checks: RowChecks) -> InfeasiblePlan:
     types = ", ".join(sorted(set(table.gpu_id.tolist()))) or "none"
     return InfeasiblePlan(
         Constraint.INVENTORY,
@@ -114,7 +88,7 @@ def _explain_gpu_types(table: CandidateTable, checks: RowChecks) -> InfeasiblePl
     )
 
 
-def _explain_memory(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+def _explain_memory(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     # Compare like with like: the smallest need on the allowed GPU type with the most memory.
     capacity = float(np.max(table.capacity_gib[passing]))
     largest = passing & (table.capacity_gib == capacity)
@@ -130,7 +104,7 @@ def _explain_memory(table: CandidateTable, checks: RowChecks, passing: np.ndarra
     )
 
 
-def _memory_fix(table: CandidateTable, row: int, pool: np.ndarray, factor: int) -> str:
+def _memory_fix(table: TableColumns, row: int, pool: np.ndarray, factor: int) -> str:
     if "dp_shard" not in table.extra or "tp" not in table.extra:
         return (
             f"shard over about {factor}x more GPUs (FSDP or tensor parallel), "
@@ -144,7 +118,7 @@ def _memory_fix(table: CandidateTable, row: int, pool: np.ndarray, factor: int) 
     return fix
 
 
-def _explain_divisibility(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+def _explain_divisibility(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     return InfeasiblePlan(
         Constraint.DIVISIBILITY,
         f"none of the {int(passing.sum())} candidates that fit in memory "
@@ -154,7 +128,7 @@ def _explain_divisibility(table: CandidateTable, checks: RowChecks, passing: np.
     )
 
 
-def _explain_batch(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+def _explain_batch(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     return InfeasiblePlan(
         Constraint.BATCH,
         f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
@@ -163,7 +137,7 @@ def _explain_batch(table: CandidateTable, checks: RowChecks, passing: np.ndarray
     )
 
 
-def _explain_inventory(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+def _explain_inventory(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     limits = checks.inventory_limits or {}
     best: tuple[float, str, int] | None = None
     for gpu in sorted(set(table.gpu_id[passing].tolist())):
@@ -182,45 +156,45 @@ def _explain_inventory(table: CandidateTable, checks: RowChecks, passing: np.nda
     )
 
 
-def _explain_deadline(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     T = table.time_to_train_s
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
-    fix = f"allow {_format_duration(fastest, round_up=True)}"
+    fix = f"allow {duration_words(fastest, round_up=True)}"
     bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
         rows = np.flatnonzero(bigger)
         row = int(rows[np.lexsort((T[rows], table.num_gpus[rows]))[0]])
-        fix += f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in {_format_duration(float(T[row]))})"
+        fix += f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in {duration_words(float(T[row]))})"
     elif checks.inventory_limits is not None:
         fix += "; no candidate meets the deadline at any GPU count"
     return InfeasiblePlan(
         Constraint.DEADLINE,
-        f"the fastest plan needs {_format_duration(fastest)} with the allowed inventory ({_inventory_text(checks)})",
+        f"the fastest plan needs {duration_words(fastest)} with the allowed inventory ({_inventory_text(checks)})",
         fix,
         required=fastest,
         available=checks.deadline_s,
     )
 
 
-def _explain_budget(table: CandidateTable, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     C, T = table.cost_usd, table.time_to_train_s
     cheapest = float(C[passing].min())
     budget = checks.budget_usd
     assert budget is not None
     decimals = _distinguishing_decimals(cheapest, budget)
     scope = "the cheapest plan that meets the deadline" if checks.deadline_s else "the cheapest plan"
-    fix = f"raise the budget to {_format_usd(cheapest, decimals, round_up=True)}"
+    fix = f"raise the budget to {money_short(cheapest, decimals, round_up=True)}"
     if checks.deadline_s is not None:
         within_budget = (
             checks.gpu_type & checks.memory & checks.divisibility & checks.batch & checks.inventory & checks.budget
         )
         if within_budget.any():
             fastest = float(T[within_budget].min())
-            fix += f" or extend the deadline to {_format_duration(fastest, round_up=True)}"
+            fix += f" or extend the deadline to {duration_words(fastest, round_up=True)}"
     return InfeasiblePlan(
         Constraint.BUDGET,
-        f"{scope} costs {_format_usd(cheapest, decimals)} > {_format_usd(budget, decimals)}",
+        f"{scope} costs {money_short(cheapest, decimals)} > {money_short(budget, decimals)}",
         fix,
         required=cheapest,
         available=budget,
@@ -243,32 +217,14 @@ def _inventory_text(checks: RowChecks) -> str:
     return ", ".join(f"{gpu}<={count}" for gpu, count in checks.inventory_limits.items()) or "empty"
 
 
-def _count_range(table: CandidateTable, rows: np.ndarray) -> str:
+def _count_range(table: TableColumns, rows: np.ndarray) -> str:
     low, high = int(table.num_gpus[rows].min()), int(table.num_gpus[rows].max())
     return str(low) if low == high else f"{low}-{high}"
-
-
-def _format_duration(seconds: float, round_up: bool = False) -> str:
-    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
-        if seconds >= 2 * size or unit == "minutes":
-            value = seconds / size
-            return f"{math.ceil(value - 1e-9)} {unit}" if round_up else f"{value:.1f} {unit}"
-    raise AssertionError("unreachable")
-
-
-def _format_usd(value: float, decimals: int = 1, round_up: bool = False) -> str:
-    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k"), (1.0, "")):
-        if abs(value) >= scale or scale == 1.0:
-            scaled = value / scale
-            if round_up:
-                scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
-            return f"${scaled:,.{decimals}f}{suffix}"
-    raise AssertionError("unreachable")
 
 
 def _distinguishing_decimals(first: float, second: float) -> int:
     """Fewest decimals (1-4) that print two amounts differently."""
     for decimals in range(1, 5):
-        if _format_usd(first, decimals) != _format_usd(second, decimals):
+        if money_short(first, decimals) != money_short(second, decimals):
             return decimals
     return 4

@@ -20,10 +20,11 @@ from planner.api import (
     search_space,
 )
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
 from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
-from planner.search.ilp import CandidateTable, InfeasiblePlan, check_rows
+from planner.search.ilp import CandidateTable, check_rows
 from planner.search.portfolio import (
     FleetSolution,
     GpuEconomics,
@@ -34,6 +35,7 @@ from planner.search.portfolio import (
     solve_portfolio,
 )
 from planner.search.space import build_candidates
+from planner.units import HOURS_PER_DAY
 
 
 @dataclass(frozen=True)
@@ -158,8 +160,8 @@ def why_not(
     e, w = mine.estimate, winner.estimate
     return (
         f"{gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
-        f"{e.time_to_train_h / 24:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
-        f"${w.cost_usd:,.0f} in {w.time_to_train_h / 24:.1f} days"
+        f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
+        f"${w.cost_usd:,.0f} in {w.time_to_train_h / HOURS_PER_DAY:.1f} days"
     )
 
 

@@ -4,10 +4,9 @@ The analytic model scores every candidate (GPU type, count, layout, micro-batch,
 hands over a :class:`CandidateTable`. This module filters it, prunes dominated rows
 (estimate first, solve second), solves the single-job ILP of :func:`solve_single` with
 PuLP (HiGHS when ``highspy`` is importable, CBC otherwise) and, when nothing is
-feasible, raises the :class:`InfeasiblePlan` that :mod:`planner.search.diagnosis` builds (which
-constraint binds and how to fix it; re-exported here with :class:`Constraint`,
-:class:`RowChecks` and :func:`diagnose`). The maths is in the docstring of
-:func:`solve_single` and in docs/ilp.md.
+feasible, raises the :class:`~planner.errors.InfeasiblePlan` that :mod:`planner.search.diagnosis`
+builds (which constraint binds and how to fix it; :class:`RowChecks` is re-exported here).
+The maths is in the docstring of :func:`solve_single` and in docs/ilp.md.
 """
 
 from __future__ import annotations
@@ -24,17 +23,14 @@ import numpy as np
 import pandas as pd
 import pulp
 
-from planner.search.diagnosis import Constraint, InfeasiblePlan, RowChecks, diagnose
+from planner.search.diagnosis import RowChecks, diagnose
 
 __all__ = [
     "CandidateTable",
-    "Constraint",
-    "InfeasiblePlan",
     "Objective",
     "RowChecks",
     "SingleSolution",
     "check_rows",
-    "diagnose",
     "make_solver",
     "objective_weights",
     "pareto_mask",

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
+from planner.errors import Constraint, InfeasiblePlan
+from planner.search.diagnosis import diagnose
 from planner.search.ilp import (
     CandidateTable,
-    Constraint,
-    InfeasiblePlan,
     Objective,
     check_rows,
     chosen_index,
-    diagnose,
     new_binaries,
     new_variable,
     objective_weights,
@@ -31,6 +30,7 @@ from planner.search.ilp import (
     positive_reference,
     run_solver,
 )
+from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = [
     "FleetAssignment",
@@ -42,11 +42,10 @@ __all__ = [
     "JobCandidates",
     "PortfolioSolution",
     "TcoAssumptions",
+    "ownership_usd",
     "size_fleet",
     "solve_portfolio",
 ]
-
-_HOURS_PER_YEAR = 365.25 * 24
 
 
 @dataclass(frozen=True)
@@ -303,8 +302,8 @@ def _shared_inventory_infeasible(
     if window is not None:
         offered = sum(inventory.values()) * window
         detail += (
-            f" in time: they need at least {need / 86400:,.0f} GPU-days, the inventory "
-            f"offers {offered / 86400:,.0f} GPU-days by {window / 86400:.1f} days"
+            f" in time: they need at least {need / SECONDS_PER_DAY:,.0f} GPU-days, the inventory "
+            f"offers {offered / SECONDS_PER_DAY:,.0f} GPU-days by {window / SECONDS_PER_DAY:.1f} days"
         )
     return InfeasiblePlan(
         Constraint.INVENTORY,
@@ -339,6 +338,20 @@ class TcoAssumptions:
         for name in ("electricity_usd_per_kwh", "hosting_usd_per_gpu_month"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"TcoAssumptions.{name}: expected >= 0")
+
+
+def ownership_usd(purchase_usd: float, tco: TcoAssumptions, hours: float) -> float:
+    """The one TCO formula: the fixed cost of owning one GPU for ``hours`` wall-clock hours,
+
+        purchase * (1 - residual) * hours / (lifetime_years * HOURS_PER_YEAR)
+        + hosting_per_month * hours / (HOURS_PER_YEAR / 12)
+
+    (straight-line depreciation to the resale value, plus hosting; power is extra). Used by
+    :func:`break_even` (fleet sizing) and by the app's amortised price per GPU-hour.
+    """
+    return purchase_usd * (1 - tco.residual_fraction) * hours / (
+        tco.lifetime_years * HOURS_PER_YEAR
+    ) + tco.hosting_usd_per_gpu_month * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
 
 
 @dataclass(frozen=True)
@@ -401,8 +414,7 @@ def break_even(
     """Owning one GPU for H hours costs F + u H v at busy fraction u; renting u H hours costs u H r."""
     power_kw_usd = economics.tdp_w / 1000 * tco.pue * tco.electricity_usd_per_kwh
     fixed = (
-        economics.purchase_usd * (1 - tco.residual_fraction) * horizon_hours / (tco.lifetime_years * _HOURS_PER_YEAR)
-        + tco.hosting_usd_per_gpu_month * horizon_hours / (_HOURS_PER_YEAR / 12)
+        ownership_usd(economics.purchase_usd, tco, horizon_hours)
         + tco.idle_power_fraction * power_kw_usd * horizon_hours
     )
     busy = (1 - tco.idle_power_fraction) * power_kw_usd
@@ -441,11 +453,11 @@ def size_fleet(
     """
     if not jobs:
         raise ValueError("jobs: expected at least one job")
-    horizon_s = horizon_days * 86400.0
+    horizon_s = horizon_days * SECONDS_PER_DAY
     slot_s = _slot_s(horizon_s, num_slots)
     limits = dict(max_purchase or {})
     rates = [
-        break_even(gpu, econ, tco, horizon_s / 3600, _rent_rate(gpu, econ, jobs))
+        break_even(gpu, econ, tco, horizon_s / SECONDS_PER_HOUR, _rent_rate(gpu, econ, jobs))
         for gpu, econ in sorted(economics.items())
     ]
     busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
@@ -469,7 +481,7 @@ def size_fleet(
             ]
         parts.append(_expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
     options = _concat(parts)
-    hours = options.num_gpus * (options.end_s - options.start_s) / 3600
+    hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
     owned_cost = np.array([busy_rate[g] for g in options.gpu]) * hours
     model = _FleetModel(
         jobs, options, owned_cost, rent_rows, {b.gpu_id: b.owned_fixed_usd for b in rates}, limits, num_slots
@@ -495,7 +507,7 @@ def _rent_rate(gpu: str, economics: GpuEconomics, jobs: Sequence[JobCandidates])
         table = job.table
         rows = table.fits_memory & table.divisible & table.batch_ok & (table.gpu_id == gpu)
         cost += float(table.cost_usd[rows].sum())
-        gpu_hours += float((table.num_gpus[rows] * table.time_to_train_s[rows]).sum()) / 3600
+        gpu_hours += float((table.num_gpus[rows] * table.time_to_train_s[rows]).sum()) / SECONDS_PER_HOUR
     return cost / gpu_hours if gpu_hours > 0 else math.nan
 
 

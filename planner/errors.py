@@ -1,0 +1,97 @@
+"""The error surface in one place: the typed exceptions with their structured fields, and the
+process exit codes of ``trainplan`` (ui/cli.py) and the trainer (trainer/launch.py, trainer/train.py).
+
+Only the standard library is imported here, so every layer (planner, trainer, ui) can import
+this module without pulling anything else in.
+"""
+
+from __future__ import annotations
+
+from enum import Enum, IntEnum
+
+__all__ = [
+    "CatalogError",
+    "CheckpointDiskFullError",
+    "Constraint",
+    "ExitCode",
+    "InfeasiblePlan",
+    "JobDirLockedError",
+    "NoGPUDriver",
+    "ReplanNeeded",
+]
+
+
+class ExitCode(IntEnum):
+    """Exit codes of ``trainplan`` and of each trainer worker (docs/trainer.md)."""
+
+    OK = 0  # done, early-stopped, preempted after saving; an infeasible request is an answer too
+    FAILED = 1  # torchrun's code for any failed worker when the worker left no code of its own
+    INVALID = 2  # a user error: bad flag, file, job or plan (one line on stderr)
+    REPLAN = 3  # the probe found that the plan does not fit (replan_needed.json written)
+    DISK_FULL = 4  # the disk filled up while checkpointing (previous checkpoints kept)
+    DIVERGED = 5  # too many non-finite steps (the last good checkpoint is kept)
+    ABORTED = 130  # interrupted (128 + SIGINT)
+
+
+# --------------------------------------------------------------------------- planner
+
+
+class Constraint(str, Enum):
+    """The constraints of the single-job model, in the order the diagnosis re-imposes them."""
+
+    MEMORY = "memory"
+    DIVISIBILITY = "divisibility"
+    BATCH = "batch"
+    INVENTORY = "inventory"
+    DEADLINE = "deadline"
+    BUDGET = "budget"
+
+
+class InfeasiblePlan(Exception):
+    """No candidate satisfies every constraint: which one binds, by how much, and a fix."""
+
+    def __init__(
+        self,
+        constraint: Constraint,
+        detail: str,
+        fix: str,
+        *,
+        required: float | None = None,
+        available: float | None = None,
+    ) -> None:
+        super().__init__(f"{constraint.value}: {detail}; {fix}")
+        self.constraint = constraint
+        self.detail = detail
+        self.fix = fix
+        self.required = required  # e.g. GiB needed, GPUs needed, seconds, USD
+        self.available = available  # the matching limit
+
+    def __reduce__(self):  # keep the fields across pickling (process pools, caches)
+        return (
+            type(self),
+            (self.constraint, self.detail, self.fix),
+            {"required": self.required, "available": self.available},
+        )
+
+
+class CatalogError(ValueError):
+    """A catalog file is malformed; the message is one line naming the file and the field."""
+
+
+class NoGPUDriver(RuntimeError):
+    """NVML (the NVIDIA driver library) or its Python binding is unavailable."""
+
+
+# --------------------------------------------------------------------------- trainer
+
+
+class JobDirLockedError(ValueError):
+    """Another ``trainplan run`` holds the job directory."""
+
+
+class CheckpointDiskFullError(RuntimeError):
+    """Saving a checkpoint ran out of disk space (previous checkpoints are kept)."""
+
+
+class ReplanNeeded(Exception):
+    """The plan does not fit the device as measured; ``replan_needed.json`` says by how much."""

@@ -1,0 +1,111 @@
+"""Text for people: money, durations and errors on one line, in one place.
+
+Every user-visible amount, duration and error message goes through these helpers
+(ui/render.py, ui/charts.py, the ILP diagnosis, the file readers), so the same number
+always reads the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+
+__all__ = ["duration_clock", "duration_h", "duration_parts", "duration_words", "money", "money_short", "one_line"]
+
+_VALUE_ERROR = "Value error, "  # pydantic's prefix on a ValueError raised by a validator
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def one_line(
+    exc: BaseException,
+    *,
+    where: bool = True,
+    default_where: str = "",
+    keep_prefix: bool = False,
+    verbatim: bool = False,
+) -> str:
+    """One readable line of an exception; a pydantic ValidationError names its first field.
+
+    For a ValidationError: ``loc: msg`` (``default_where`` stands in for an empty location;
+    ``where=False`` gives the message alone; pydantic's "Value error, " prefix is dropped
+    unless ``keep_prefix``). Any other exception: its first non-blank line (the class name if
+    it has no text). ``verbatim``: pydantic's own text instead, its second and third lines
+    joined (``loc: msg [type=..., input_value=...]``), or the first line of a shorter text.
+    """
+    if verbatim:
+        text = str(exc).splitlines()
+        return text[1].strip() + ": " + text[2].strip() if len(text) > 2 else text[0]
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        message = str(first.get("msg", ""))
+        if not keep_prefix:
+            message = message.removeprefix(_VALUE_ERROR)
+        loc = ".".join(str(part) for part in first.get("loc", ())) or default_where
+        return f"{loc}: {message}" if where and loc else message
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- money
+
+
+def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
+    """``$1.23M`` from a million on, else whole dollars (``$12,345``); cents below ``cents_below``.
+
+    None (no price) reads ``-``.
+    """
+    if usd is None:
+        return "-"
+    if usd >= 1e6:
+        return f"${usd / 1e6:,.2f}M"
+    return f"${usd:,.0f}" if usd >= cents_below else f"${usd:,.2f}"
+
+
+def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
+    """``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$7.8`` with ``decimals`` decimals (rounded up if asked)."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+        if abs(usd) >= scale or scale == 1.0:
+            scaled = usd / scale
+            if round_up:
+                scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
+            return f"${scaled:,.{decimals}f}{suffix}"
+    raise AssertionError("unreachable")
+
+
+# --------------------------------------------------------------------------- durations
+
+
+def duration_parts(hours: float, smallest: str = "hours") -> tuple[str, float]:
+    """The unit a duration reads best in, and its value: days from two days on, hours from
+    two hours on (or below, when ``smallest`` is "hours"), else minutes."""
+    if hours >= 2 * HOURS_PER_DAY:
+        return "days", hours / HOURS_PER_DAY
+    if smallest == "hours" or hours >= 2:
+        return "hours", hours
+    return "minutes", hours * 60
+
+
+def duration_h(hours: float | None) -> str:
+    """Table style: ``12.5 days`` or ``30.0 h``; None reads ``-``."""
+    if hours is None:
+        return "-"
+    unit, value = duration_parts(hours)
+    return f"{value:,.1f} {'days' if unit == 'days' else 'h'}"
+
+
+def duration_words(seconds: float, round_up: bool = False) -> str:
+    """Sentence style: ``12.5 days``, ``3.0 hours``, ``45.0 minutes`` (whole units, rounded up, if asked)."""
+    unit, _ = duration_parts(seconds / SECONDS_PER_HOUR, smallest="minutes")
+    value = seconds / {"days": SECONDS_PER_DAY, "hours": SECONDS_PER_HOUR, "minutes": SECONDS_PER_MINUTE}[unit]
+    return f"{math.ceil(value - 1e-9)} {unit}" if round_up else f"{value:.1f} {unit}"
+
+
+def duration_clock(seconds: float) -> str:
+    """Clock style for an ETA: ``1:02:03`` from an hour on, else ``02:03`` (whole seconds, never negative)."""
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, int(SECONDS_PER_HOUR))
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
