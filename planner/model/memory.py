@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from planner.model.block import block_table, root_table
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
@@ -28,7 +29,6 @@ from planner.search.candidates import (
 
 FP32_BYTES = 4.0
 ADAM_STATE_BYTES = 8.0  # exp_avg + exp_avg_sq in fp32
-LSE_BYTES_PER_HEAD = 4.0  # flash attention's fp32 log-sum-exp per query and head
 LOSS_BYTES_PER_LOGIT = 12.0  # see logits_loss_bytes
 GIB = 2.0**30
 
@@ -126,8 +126,31 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
+def saved_bytes(tensors, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:
+    """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
+    compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
+    linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens."""
+    dtype = compute_dtype_bytes(c)
+
+    def elements(keep) -> np.ndarray:
+        return sum(t.elements * kv_tokens_per_token if t.cp_gathered else t.elements for t in tensors if keep(t))
+
+    split = elements(lambda t: t.tp_split and not t.fp32) * dtype / c.tp
+    fp32 = elements(lambda t: t.tp_split and t.fp32) * FP32_BYTES / c.tp
+    assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
+    whole = elements(lambda t: not t.tp_split) * dtype
+    (copies,) = {t.copies for t in tensors}  # one routed-expert multiplier per part
+    return (split + fp32 + whole) * copies
+
+
+def by_impl(c: Candidates, per_table) -> np.ndarray:
+    """``per_table(hf_modules)`` for the native and the Hugging Face blocks, chosen per row."""
+    native, hf = per_table(False), per_table(True)
+    return np.where(c.impl == IMPL_HF, hf, native)
+
+
 def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """Bytes one norm saves per token, in units of the compute dtype.
+    """Bytes one norm saves per token (the final norm's rows in ``planner/model/block.py``).
 
     HF LlamaRMSNorm upcasts to fp32 (saved by pow/mul: 4h), saves the normalised bf16 value for
     the weight multiply (2h) and its output is saved by the next linear (2h): 8h. A fused norm
@@ -135,36 +158,28 @@ def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
     column-parallel linear is whole.
     """
-    h = model.hidden_size
-    manual_rms = (c.impl == IMPL_HF) & (model.norm == "rmsnorm")
-    internal = np.where(manual_rms, 6.0 * h, 2.0 * h) * compute_dtype_bytes(c) / 2.0
-    return internal / c.tp + 2.0 * h * compute_dtype_bytes(c) / 2.0
+    return by_impl(c, lambda hf: saved_bytes(root_table(model, hf).final_norm_saved, c))
 
 
 def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
-    """Bytes saved for backward by one block per local token (no recompute), split by part."""
-    dtype = compute_dtype_bytes(c)
-    tp = c.tp
+    """Bytes saved for backward by one block per local token (no recompute), split by part:
+    the ``saved`` rows of ``planner/model/block.py`` (q, k, v, attention output and fp32 LSE;
+    SwiGLU's gate, SiLU output, up and product or GeLU's fc1 and GeLU outputs, per routed
+    expert; the two norms)."""
     # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
     # tokens) for the attention backward; ring attention keeps only its own.
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
-    # q, k, v after rotary + attention output (saved by SDPA and by o_proj), + fp32 LSE.
-    attention = (2 * model.q_size + 2 * model.kv_size * kv_tokens_per_token) * dtype / tp
-    attention = attention + LSE_BYTES_PER_HEAD * model.num_heads / tp
-    if model.mlp == "swiglu":
-        # gate (SiLU input), SiLU output, up, product (down_proj input).
-        mlp = 4.0 * model.ffn_hidden_size * dtype / tp
-    else:
-        # fc1 output (GeLU input) and GeLU output (fc2 input).
-        mlp = 2.0 * model.ffn_hidden_size * dtype / tp
-    mlp = mlp * model.experts_per_token
-    norms = 2.0 * norm_saved_bytes(model, c)
-    return {"attention": attention, "mlp": mlp, "norms": norms}
+    return {
+        part.value: by_impl(
+            c, lambda hf, part=part: saved_bytes(block_table(model, hf).saved_in(part), c, kv_tokens_per_token)
+        )
+        for part in block_table(model).saved_parts
+    }
 
 
 def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     """What a fully checkpointed block keeps: its input (sequence-sharded under TP)."""
-    return model.hidden_size * compute_dtype_bytes(c) / c.tp
+    return saved_bytes((block_table(model).checkpoint,), c)
 
 
 def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
