@@ -165,6 +165,11 @@ class BlockTable:
         return tuple(dict.fromkeys(t.part for t in self.saved))
 
     @property
+    def cp_gathered_elements(self) -> int:
+        """Elements per token context parallelism exchanges (K and V)."""
+        return sum(t.elements for t in self.saved if t.cp_gathered)
+
+    @property
     def elementwise_elements(self) -> int:
         """Forward elementwise traffic per token of the tp-split passes (all of them today)."""
         assert all(e.tp_split for e in self.elementwise), "step_time assumes every pass is tp-split"

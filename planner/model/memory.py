@@ -228,7 +228,7 @@ def gathered_kv_grad_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings)
     """All-gather context parallelism: one block's attention backward holds dK and dV of the
     whole sequence until they are reduce-scattered (ring attention keeps only local ones)."""
     tokens = c.micro_batch * c.seq_len
-    grads = 2.0 * tokens * model.kv_size / c.tp * compute_dtype_bytes(c)
+    grads = tokens * block_table(model).cp_gathered_elements / c.tp * compute_dtype_bytes(c)
     return np.where((c.cp > 1) & ~np.asarray(s.cp_ring_attention), grads, 0.0)
 
 

@@ -170,7 +170,7 @@ class CommTimes:
 def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link) -> np.ndarray:
     """K/V exchange of one block for one micro-batch; each tensor-parallel rank moves only its
     own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
-    kv_bytes = 2.0 * token_bytes * model.kv_size / c.tp  # this rank's K and V
+    kv_bytes = token_bytes * block_table(model).cp_gathered_elements / c.tp  # this rank's K and V
     # Ring: K,V pass around the cp ranks forward, K,V,dK,dV backward.
     ring = 3.0 * (c.cp - 1) * (link.latency + kv_bytes / link.bandwidth)
     # All-gather (trainer/context_parallel.py): gather K and V (2 collectives) forward, again
