@@ -181,3 +181,9 @@ def test_tensor_parallel_splits_saved_tensors_except_the_gathered_norm_outputs()
     assert four["attention"] == one["attention"] / 4 and four["mlp"] == one["mlp"] / 4
     h = m.hidden_size
     assert four["norms"] == 2 * (h * 2 / 4 + h * 2)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
+def test_two_row_parallel_gemms_per_block(model):
+    """o and down: Megatron's two tp all-reduces per block forward, whatever the family."""
+    assert block_table(model).tp_reductions == 2

@@ -142,6 +142,8 @@ class Elementwise:
 
 @dataclass(frozen=True)
 class BlockTable:
+    """The operations of one decoder block, per token, in execution order."""
+
     gemms: tuple[Gemm, ...]
     attention: AttentionCore
     saved: tuple[Saved, ...]
@@ -156,6 +158,13 @@ class BlockTable:
     def matmul_weights(self) -> int:
         """Weights one token multiplies with in one block (MoE: routed experts only)."""
         return sum(g.active_weights for g in self.gemms)
+
+    @property
+    def tp_reductions(self) -> int:
+        """Row-parallel GEMMs (o, down): each ends in a tp all-reduce (reduce-scatter under
+        sequence parallelism) forward, and its column-parallel partner's input gradient in one
+        backward (Megatron's f/g operators)."""
+        return sum(1 for g in self.gemms if g.split == TpSplit.ROW)
 
     def saved_in(self, part: Part) -> tuple[Saved, ...]:
         return tuple(t for t in self.saved if t.part == part)

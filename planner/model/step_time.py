@@ -207,8 +207,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
     hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
-    # Megatron TP (+SP): 2 all-reduce-equivalents forward, 2 backward, 2 more when recomputing.
-    tp_collectives = 4.0 + 2.0 * recompute_fraction(c)
+    # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
+    # backward, as many more when recomputing.
+    row_parallel = block_table(model).tp_reductions
+    tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c)
     tp = n_layers * m * tp_collectives * comm.all_reduce_s(tokens * model.hidden_size * dtype, c.tp, tp_link)
     # Pipeline: activations forward and gradients backward cross each stage boundary; with vpp
     # chunks per rank every micro-batch crosses vpp times as many boundaries.
