@@ -126,27 +126,37 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
-def saved_bytes(tensors, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:
+def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
     """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
     compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
     linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens."""
-    dtype = compute_dtype_bytes(c)
-
-    def elements(keep) -> np.ndarray:
-        return sum(t.elements * kv_tokens_per_token if t.cp_gathered else t.elements for t in tensors if keep(t))
-
-    split = elements(lambda t: t.tp_split and not t.fp32) * dtype / c.tp
-    fp32 = elements(lambda t: t.tp_split and t.fp32) * FP32_BYTES / c.tp
     assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
-    whole = elements(lambda t: not t.tp_split) * dtype
+    total = None
+    for rows, size, split in (
+        ([t for t in tensors if t.tp_split and not t.fp32], dtype, True),
+        ([t for t in tensors if t.tp_split and t.fp32], FP32_BYTES, True),
+        ([t for t in tensors if not t.tp_split], dtype, False),
+    ):
+        if not rows:
+            continue
+        elements = sum(t.elements for t in rows if not t.cp_gathered)
+        gathered = sum(t.elements for t in rows if t.cp_gathered)
+        if gathered:
+            elements = elements + gathered * kv_tokens_per_token
+        term = elements * size / tp if split else elements * size
+        total = term if total is None else total + term
     (copies,) = {t.copies for t in tensors}  # one routed-expert multiplier per part
-    return (split + fp32 + whole) * copies
+    return total if copies == 1 else total * copies
 
 
-def by_impl(c: Candidates, per_table) -> np.ndarray:
-    """``per_table(hf_modules)`` for the native and the Hugging Face blocks, chosen per row."""
-    native, hf = per_table(False), per_table(True)
-    return np.where(c.impl == IMPL_HF, hf, native)
+def _saved_by_impl(native_rows, hf_rows, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:
+    """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
+    they differ (HF's eager RMSNorm)."""
+    dtype = compute_dtype_bytes(c)
+    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token)
+    if hf_rows == native_rows:
+        return native
+    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token), native)
 
 
 def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
@@ -158,7 +168,7 @@ def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
     column-parallel linear is whole.
     """
-    return by_impl(c, lambda hf: saved_bytes(root_table(model, hf).final_norm_saved, c))
+    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c)
 
 
 def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
@@ -169,17 +179,16 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
     # tokens) for the attention backward; ring attention keeps only its own.
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
+    native, hf = block_table(model), block_table(model, hf_modules=True)
     return {
-        part.value: by_impl(
-            c, lambda hf, part=part: saved_bytes(block_table(model, hf).saved_in(part), c, kv_tokens_per_token)
-        )
-        for part in block_table(model).saved_parts
+        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, kv_tokens_per_token)
+        for part in native.saved_parts
     }
 
 
 def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     """What a fully checkpointed block keeps: its input (sequence-sharded under TP)."""
-    return saved_bytes((block_table(model).checkpoint,), c)
+    return saved_bytes((block_table(model).checkpoint,), compute_dtype_bytes(c), c.tp)
 
 
 def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:

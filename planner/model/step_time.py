@@ -14,10 +14,10 @@ import numpy as np
 from planner.model import comm
 from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, recompute_fraction
-from planner.model.memory import by_impl, compute_dtype_bytes, layers_per_stage, stage_params
+from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     ~4; rotary ~10 per q/k element; SwiGLU's SiLU and product ~5 per ffn element (GeLU ~3); two
     residual adds ~3 h each; SDPA layout copies none.
     """
-    elements = by_impl(c, lambda hf: block_table(model, hf).elementwise_elements)
+    native, hf = block_table(model).elementwise_elements, block_table(model, hf_modules=True).elementwise_elements
+    elements = native if hf == native else np.where(c.impl == IMPL_HF, hf, native)
     return 3.0 * elements / c.tp * compute_dtype_bytes(c)
 
 
