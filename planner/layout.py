@@ -82,7 +82,7 @@ class Layout(BaseModel):
         if self.dp_shard == 0:
             raise ValueError("dp_shard must be >= 1, or -1 for 'the rest'")
         # Interleaving places vpp stages on each pp rank (trainer/pipeline.py local_stage_ids) and
-        # torch's only interleaved schedule is 1F1B's (ScheduleInterleaved1F1B).
+        # the trainer runs them with torch's ScheduleInterleaved1F1B (build_pipeline_schedule).
         if self.vpp > 1 and (self.pp == 1 or self.pp_schedule != PipelineSchedule.ONE_F_ONE_B):
             raise ValueError("vpp > 1 (interleaved schedule) needs pp > 1 and the 1f1b schedule")
         # DDP is FSDP2's replicate() over a 1-D mesh (trainer/parallel.py build_meshes): its ranks
