@@ -9,7 +9,7 @@ domain, pp outermost so that its point-to-point traffic is the one that crosses 
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import Enum, StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,6 +46,17 @@ class PipelineSchedule(str, Enum):
     GPIPE = "gpipe"
 
 
+class MeshAxis(StrEnum):
+    """Named dimensions of the device mesh, outermost first (the order of ``Layout.mesh_shape``
+    and of the trainer's ``init_device_mesh``). Each is a ``Layout`` field of the same name."""
+
+    PP = "pp"
+    DP_REPLICATE = "dp_replicate"
+    DP_SHARD = "dp_shard"
+    CP = "cp"
+    TP = "tp"
+
+
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
 
 
@@ -67,13 +78,53 @@ class Layout(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> Layout:
+        # -1 is the one non-positive degree: "the rest of the world size", filled by resolve().
         if self.dp_shard == 0:
             raise ValueError("dp_shard must be >= 1, or -1 for 'the rest'")
+        # Interleaving places vpp stages on each pp rank (trainer/pipeline.py local_stage_ids) and
+        # the trainer runs them with torch's ScheduleInterleaved1F1B (build_pipeline_schedule).
         if self.vpp > 1 and (self.pp == 1 or self.pp_schedule != PipelineSchedule.ONE_F_ONE_B):
             raise ValueError("vpp > 1 (interleaved schedule) needs pp > 1 and the 1f1b schedule")
+        # DDP is FSDP2's replicate() over a 1-D mesh (trainer/parallel.py build_meshes): its ranks
+        # are replicas; a shard degree would mean nothing.
         if self.sharding == Sharding.NONE and self.dp_shard not in (1, -1):
             raise ValueError("sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard")
         return self
+
+    @property
+    def pp_enabled(self) -> bool:
+        return self.pp > 1
+
+    @property
+    def vpp_enabled(self) -> bool:
+        return self.vpp > 1
+
+    @property
+    def dp_replicate_enabled(self) -> bool:
+        return self.dp_replicate > 1
+
+    @property
+    def dp_shard_enabled(self) -> bool:
+        """Only valid once resolved (``dp_shard`` may be -1 before)."""
+        assert self.dp_shard > 0, "resolve() the layout first"
+        return self.dp_shard > 1
+
+    @property
+    def fsdp_enabled(self) -> bool:
+        """Parameters sharded (FSDP / HSDP, ZeRO-3)."""
+        return self.sharding == Sharding.FSDP
+
+    @property
+    def hsdp_enabled(self) -> bool:
+        return self.fsdp_enabled and self.dp_replicate_enabled
+
+    @property
+    def cp_enabled(self) -> bool:
+        return self.cp > 1
+
+    @property
+    def tp_enabled(self) -> bool:
+        return self.tp > 1
 
     @property
     def non_dp(self) -> int:
@@ -116,20 +167,14 @@ class Layout(BaseModel):
             )
         return self
 
-    def mesh_shape(self) -> tuple[tuple[str, int], ...]:
+    def mesh_shape(self) -> tuple[tuple[MeshAxis, int], ...]:
         """Named mesh axes, outermost first, degree-1 axes included (the trainer drops them)."""
-        return (
-            ("pp", self.pp),
-            ("dp_replicate", self.dp_replicate),
-            ("dp_shard", self.dp_shard),
-            ("cp", self.cp),
-            ("tp", self.tp),
-        )
+        return tuple((axis, getattr(self, axis.value)) for axis in MeshAxis)
 
     def describe(self) -> str:
         parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]
-        parts += [f"vpp={self.vpp}"] if self.vpp > 1 else []
-        kind = "hsdp" if self.sharding == Sharding.FSDP and self.dp_replicate > 1 else self.sharding.value
+        parts += [f"vpp={self.vpp}"] if self.vpp_enabled else []
+        kind = "hsdp" if self.hsdp_enabled else self.sharding.value
         return " ".join([kind, *parts]) if parts else f"{kind} (1 GPU)"
 
 

@@ -44,7 +44,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 
-from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding
+from planner.layout import ActivationCheckpointing, Layout, MeshAxis, Precision, Sharding
 
 InitFn = Callable[[torch.Tensor, torch.Generator], None]
 
@@ -66,29 +66,31 @@ class Meshes:
 
     @property
     def tp(self) -> DeviceMesh:
-        return self.world["tp"]
+        return self.world[MeshAxis.TP.value]
 
     @property
     def pp(self) -> DeviceMesh:
-        return self.world["pp"]
+        return self.world[MeshAxis.PP.value]
 
     @property
     def cp(self) -> DeviceMesh:
-        return self.world["cp"]
+        return self.world[MeshAxis.CP.value]
 
 
 def build_meshes(layout: Layout, device_type: str) -> Meshes:
     """Every axis is kept (degree-1 ones too) so that code can always slice by name."""
-    names = tuple(name for name, _ in layout.mesh_shape())
+    names = tuple(axis.value for axis, _ in layout.mesh_shape())  # plain str in torch's mesh
     shape = tuple(degree for _, degree in layout.mesh_shape())
     world = init_device_mesh(device_type, shape, mesh_dim_names=names)
-    dp = world["dp_replicate", "dp_shard"]._flatten("dp")
-    dp_shard_cp = world["dp_shard", "cp"]._flatten("dp_shard_cp")
+    dp = world[MeshAxis.DP_REPLICATE.value, MeshAxis.DP_SHARD.value]._flatten("dp")
+    dp_shard_cp = world[MeshAxis.DP_SHARD.value, MeshAxis.CP.value]._flatten("dp_shard_cp")
     if layout.sharding == Sharding.NONE:
         # replicate() takes a 1-D mesh; dp_shard is 1 under DDP.
-        fsdp = world["dp_replicate", "dp_shard", "cp"]._flatten("dp_replicate_cp")
+        fsdp = world[MeshAxis.DP_REPLICATE.value, MeshAxis.DP_SHARD.value, MeshAxis.CP.value]._flatten(
+            "dp_replicate_cp"
+        )
     elif layout.dp_replicate > 1:
-        fsdp = world["dp_replicate", "dp_shard_cp"]
+        fsdp = world[MeshAxis.DP_REPLICATE.value, "dp_shard_cp"]
     else:
         fsdp = dp_shard_cp
     return Meshes(world=world, dp=dp, fsdp=fsdp)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model.block import block_table, root_table
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import AC_FULL, AC_SELECTIVE, Candidates
@@ -31,21 +32,19 @@ class FlopsPerToken:
 
 def matmul_params_per_block(model: ModelSpec) -> float:
     """Weights that take part in a matmul for one token in one block (MoE: routed experts)."""
-    h = model.hidden_size
-    attention = 2 * h * model.q_size + 2 * h * model.kv_size
-    mlp_one = (3 if model.mlp == "swiglu" else 2) * h * model.ffn_hidden_size
-    router = h * model.num_experts if model.is_moe else 0
-    return attention + mlp_one * model.experts_per_token + router
+    return block_table(model).matmul_weights
 
 
 def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSettings) -> FlopsPerToken:
     """2 FLOPs per weight; attention 2*2*seq*q_size per block (halved when counted causally)."""
     causal = 0.5 if s.causal_attention_flops else 1.0
-    attention = 4.0 * seq_len * model.q_size * model.num_layers * causal
+    block = block_table(model)
+    attention = seq_len * block.attention.flops_per_token_per_key * model.num_layers * causal
+    head = root_table(model).lm_head
     return FlopsPerToken(
-        block_matmul=2.0 * matmul_params_per_block(model) * model.num_layers,
+        block_matmul=2.0 * block.matmul_weights * model.num_layers,
         attention=np.asarray(attention, dtype=float),
-        lm_head=2.0 * model.hidden_size * model.vocab_size,
+        lm_head=2.0 * head.d_in * head.d_out,
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from planner.model.block import block_table, root_table
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
@@ -29,7 +30,6 @@ from planner.units import GIB
 
 FP32_BYTES = 4.0
 ADAM_STATE_BYTES = 8.0  # exp_avg + exp_avg_sq in fp32
-LSE_BYTES_PER_HEAD = 4.0  # flash attention's fp32 log-sum-exp per query and head
 LOSS_BYTES_PER_LOGIT = 12.0  # see logits_loss_bytes
 
 
@@ -142,8 +142,41 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
+def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
+    """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
+    compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
+    linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens."""
+    assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
+    total = None
+    for rows, size, split in (
+        ([t for t in tensors if t.tp_split and not t.fp32], dtype, True),
+        ([t for t in tensors if t.tp_split and t.fp32], FP32_BYTES, True),
+        ([t for t in tensors if not t.tp_split], dtype, False),
+    ):
+        if not rows:
+            continue
+        elements = sum(t.elements for t in rows if not t.cp_gathered)
+        gathered = sum(t.elements for t in rows if t.cp_gathered)
+        if gathered:
+            elements = elements + gathered * kv_tokens_per_token
+        term = elements * size / tp if split else elements * size
+        total = term if total is None else total + term
+    (copies,) = {t.copies for t in tensors}  # one routed-expert multiplier per part
+    return total if copies == 1 else total * copies
+
+
+def _saved_by_impl(native_rows, hf_rows, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:
+    """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
+    they differ (HF's eager RMSNorm)."""
+    dtype = compute_dtype_bytes(c)
+    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token)
+    if hf_rows == native_rows:
+        return native
+    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token), native)
+
+
 def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """Bytes one norm saves per token, in units of the compute dtype.
+    """Bytes one norm saves per token (the final norm's rows in ``planner/model/block.py``).
 
     HF LlamaRMSNorm upcasts to fp32 (saved by pow/mul: 4h), saves the normalised bf16 value for
     the weight multiply (2h) and its output is saved by the next linear (2h): 8h. A fused norm
@@ -151,36 +184,27 @@ def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
     column-parallel linear is whole.
     """
-    h = model.hidden_size
-    manual_rms = (c.impl == IMPL_HF) & (model.norm == "rmsnorm")
-    internal = np.where(manual_rms, 6.0 * h, 2.0 * h) * compute_dtype_bytes(c) / 2.0
-    return internal / c.tp + 2.0 * h * compute_dtype_bytes(c) / 2.0
+    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c)
 
 
 def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
-    """Bytes saved for backward by one block per local token (no recompute), split by part."""
-    dtype = compute_dtype_bytes(c)
-    tp = c.tp
+    """Bytes saved for backward by one block per local token (no recompute), split by part:
+    the ``saved`` rows of ``planner/model/block.py`` (q, k, v, attention output and fp32 LSE;
+    SwiGLU's gate, SiLU output, up and product or GeLU's fc1 and GeLU outputs, per routed
+    expert; the two norms)."""
     # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
     # tokens) for the attention backward; ring attention keeps only its own.
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
-    # q, k, v after rotary + attention output (saved by SDPA and by o_proj), + fp32 LSE.
-    attention = (2 * model.q_size + 2 * model.kv_size * kv_tokens_per_token) * dtype / tp
-    attention = attention + LSE_BYTES_PER_HEAD * model.num_heads / tp
-    if model.mlp == "swiglu":
-        # gate (SiLU input), SiLU output, up, product (down_proj input).
-        mlp = 4.0 * model.ffn_hidden_size * dtype / tp
-    else:
-        # fc1 output (GeLU input) and GeLU output (fc2 input).
-        mlp = 2.0 * model.ffn_hidden_size * dtype / tp
-    mlp = mlp * model.experts_per_token
-    norms = 2.0 * norm_saved_bytes(model, c)
-    return {"attention": attention, "mlp": mlp, "norms": norms}
+    native, hf = block_table(model), block_table(model, hf_modules=True)
+    return {
+        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, kv_tokens_per_token)
+        for part in native.saved_parts
+    }
 
 
 def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     """What a fully checkpointed block keeps: its input (sequence-sharded under TP)."""
-    return model.hidden_size * compute_dtype_bytes(c) / c.tp
+    return saved_bytes((block_table(model).checkpoint,), compute_dtype_bytes(c), c.tp)
 
 
 def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
@@ -229,7 +253,7 @@ def gathered_kv_grad_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings)
     """All-gather context parallelism: one block's attention backward holds dK and dV of the
     whole sequence until they are reduce-scattered (ring attention keeps only local ones)."""
     tokens = c.micro_batch * c.seq_len
-    grads = 2.0 * tokens * model.kv_size / c.tp * compute_dtype_bytes(c)
+    grads = tokens * block_table(model).cp_gathered_elements / c.tp * compute_dtype_bytes(c)
     return np.where((c.cp > 1) & ~np.asarray(s.cp_ring_attention), grads, 0.0)
 
 

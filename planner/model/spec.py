@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.model.block import Part, block_table, root_table
+
 MlpKind = Literal["swiglu", "gelu"]
 NormKind = Literal["rmsnorm", "layernorm"]
 PositionKind = Literal["rope", "learned", "alibi"]
@@ -93,26 +95,16 @@ class ModelSpec(BaseModel):
         return self.num_experts > 1
 
     def param_counts(self) -> ParamCounts:
-        h, f, v = self.hidden_size, self.ffn_hidden_size, self.vocab_size
-        norm_params = h * (2 if self.norm_bias else 1)
-        embedding = v * h + (self.max_seq_len * h if self.position == "learned" else 0)
-        embedding += norm_params if self.embedding_norm else 0
-        # q, k, v and output projections (+ biases).
-        attention = h * self.q_size + 2 * h * self.kv_size + self.q_size * h
-        attention += (self.q_size + 2 * self.kv_size) if self.qkv_bias else 0
-        attention += h if self.out_bias else 0
-        # SwiGLU has gate, up and down matrices; GeLU has up and down.
-        mlp_one = (3 if self.mlp == "swiglu" else 2) * h * f
-        mlp_one += ((2 * f if self.mlp == "swiglu" else f) + h) if self.mlp_bias else 0
-        router = h * self.num_experts if self.is_moe else 0
+        """Derived from the block-operations table (``planner/model/block.py``)."""
+        block, root = block_table(self), root_table(self)
         return ParamCounts(
-            embedding=embedding,
-            attention_per_layer=attention,
-            mlp_per_layer=mlp_one * self.num_experts,
-            norms_per_layer=2 * norm_params,
-            router_per_layer=router,
-            final_norm=norm_params,
-            lm_head=0 if self.tied_embeddings else v * h,
+            embedding=root.embedding_params,
+            attention_per_layer=block.params(Part.ATTENTION),
+            mlp_per_layer=block.params(Part.MLP),
+            norms_per_layer=block.params(Part.NORMS),
+            router_per_layer=block.params(Part.ROUTER),
+            final_norm=root.final_norm.params,
+            lm_head=root.lm_head.params,
             num_layers=self.num_layers,
         )
 

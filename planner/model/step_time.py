@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from planner.model import comm
+from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, recompute_fraction
 from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
 from planner.model.settings import ModelingSettings
@@ -57,22 +58,17 @@ def block_peak_fraction(c: Candidates, s: ModelingSettings) -> np.ndarray:
 def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Forward GEMM seconds per token for one block, shape-aware, split by tp.
 
-    Each projection costs 2 * in * out FLOPs per token; MoE runs ``experts_per_token`` MLPs.
+    The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token;
+    MoE runs ``experts_per_token`` MLPs.
     """
-    h, tp, f = model.hidden_size, c.tp, model.ffn_hidden_size
-    qkv = model.q_size + 2 * model.kv_size
-    n_up = 2 if model.mlp == "swiglu" else 1
-    # (in dim, out dim, copies per token) of each projection on one tp rank.
-    projections = [
-        (h, qkv / tp, 1),
-        (model.q_size / tp, h, 1),
-        (h, f / tp, n_up * model.experts_per_token),
-        (f / tp, h, model.experts_per_token),
-    ]
     peak = block_peak_fraction(c, s)
     seconds = 0.0
-    for d_in, d_out, copies in projections:
-        seconds = seconds + 2.0 * d_in * d_out * copies / (
+    # (in dim, out dim) on one tp rank and copies per token of each timed GEMM of the block table.
+    for gemm in block_table(model).gemms:
+        if not gemm.timed:
+            continue
+        d_in, d_out = gemm.local_dims(c.tp)
+        seconds = seconds + 2.0 * d_in * d_out * gemm.copies / (
             c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s, peak)
         )
     return seconds
@@ -81,18 +77,15 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
 def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     """HBM bytes moved by one block's non-GEMM kernels per token, forward + backward (eager).
 
-    Counted kernel by kernel (read + write, in compute-dtype units d; backward about twice
-    the forward): an unfused RMSNorm (HF: upcast, pow, mean, mul, downcast, weight mul) moves
-    ~18 elements of h forward, a fused norm ~4; rotary ~10 per q/k element; SwiGLU's SiLU and
-    product ~5 per ffn element (GeLU ~3); two residual adds ~3 h each; SDPA layout copies none.
+    The ``elementwise`` rows of ``planner/model/block.py``, counted kernel by kernel (read +
+    write, in compute-dtype units d; backward about twice the forward): an unfused RMSNorm (HF:
+    upcast, pow, mean, mul, downcast, weight mul) moves ~18 elements of h forward, a fused norm
+    ~4; rotary ~10 per q/k element; SwiGLU's SiLU and product ~5 per ffn element (GeLU ~3); two
+    residual adds ~3 h each; SDPA layout copies none.
     """
-    h, d = model.hidden_size, compute_dtype_bytes(c)
-    manual_rms = (c.impl == IMPL_HF) & (model.norm == "rmsnorm")
-    norm = np.where(manual_rms, 18.0, 4.0) * h * 2  # two norms per block
-    rotary = 10.0 * (model.q_size + model.kv_size) if model.position == "rope" else 0.0
-    act = (5.0 if model.mlp == "swiglu" else 3.0) * model.ffn_hidden_size * model.experts_per_token
-    residual = 2 * 3.0 * h
-    return 3.0 * (norm + rotary + act + residual) / c.tp * d
+    native, hf = block_table(model).elementwise_elements, block_table(model, hf_modules=True).elementwise_elements
+    elements = native if hf == native else np.where(c.impl == IMPL_HF, hf, native)
+    return 3.0 * elements / c.tp * compute_dtype_bytes(c)
 
 
 def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -115,10 +108,9 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
     head_peak = np.where(c.precision == PREC_FP8, c.bf16_peak_flops, c.matmul_peak_flops)
-    head_dims = [model.hidden_size, model.vocab_size / c.tp]
-    head = (
-        3.0 * 2.0 * model.hidden_size * model.vocab_size / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
-    )
+    lm_head = root_table(model).lm_head
+    head_dims = list(lm_head.local_dims(c.tp))
+    head = 3.0 * 2.0 * lm_head.d_in * lm_head.d_out / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
     # Flash attention's backward recomputes the scores: half a forward more.
@@ -129,7 +121,7 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
         / (
             c.bf16_peak_flops
             * s.attention_peak_fraction
-            * gemm_efficiency([model.dim_head], s)
+            * gemm_efficiency([block_table(model).attention.head_dim], s)
             / s.matmul_peak_fraction
         )
     )
@@ -179,7 +171,7 @@ class CommTimes:
 def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link) -> np.ndarray:
     """K/V exchange of one block for one micro-batch; each tensor-parallel rank moves only its
     own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
-    kv_bytes = 2.0 * token_bytes * model.kv_size / c.tp  # this rank's K and V
+    kv_bytes = token_bytes * block_table(model).cp_gathered_elements / c.tp  # this rank's K and V
     # Ring: K,V pass around the cp ranks forward, K,V,dK,dV backward.
     ring = 3.0 * (c.cp - 1) * (link.latency + kv_bytes / link.bandwidth)
     # All-gather (trainer/context_parallel.py): gather K and V (2 collectives) forward, again
@@ -216,8 +208,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
     hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
-    # Megatron TP (+SP): 2 all-reduce-equivalents forward, 2 backward, 2 more when recomputing.
-    tp_collectives = 4.0 + 2.0 * recompute_fraction(c)
+    # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
+    # backward, as many more when recomputing.
+    row_parallel = block_table(model).tp_reductions
+    tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c)
     tp = n_layers * m * tp_collectives * comm.all_reduce_s(tokens * model.hidden_size * dtype, c.tp, tp_link)
     # Pipeline: activations forward and gradients backward cross each stage boundary; with vpp
     # chunks per rank every micro-batch crosses vpp times as many boundaries.

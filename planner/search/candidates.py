@@ -2,14 +2,17 @@
 
 The analytic model is written with numpy broadcasting over this table, so the same
 formulas score one configuration (``trainplan estimate``) or a million (``trainplan plan``).
-Enum-valued knobs are stored as small integer codes; ``CODES`` maps them back.
+Each ``Layout`` and ``TrainingConfig`` field is one column (``KNOBS``, derived from the two
+models' fields); enum-valued knobs are stored as small integer codes (``CODES`` maps them back).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from planner.layout import (
     ActivationCheckpointing,
@@ -27,6 +30,14 @@ PRECISION_CODES = (Precision.BF16, Precision.FP16, Precision.FP8, Precision.FP32
 IMPL_CODES = (Implementation.NATIVE, Implementation.HF)
 SCHEDULE_CODES = (PipelineSchedule.ONE_F_ONE_B, PipelineSchedule.GPIPE)
 
+CODES: dict[type, tuple] = {
+    Sharding: SHARDING_CODES,
+    ActivationCheckpointing: AC_CODES,
+    Precision: PRECISION_CODES,
+    Implementation: IMPL_CODES,
+    PipelineSchedule: SCHEDULE_CODES,
+}
+
 SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_FSDP = range(4)
 AC_NONE, AC_SELECTIVE, AC_FULL = range(3)
 PREC_BF16, PREC_FP16, PREC_FP8, PREC_FP32 = range(4)
@@ -40,6 +51,37 @@ def shard_group(sharding, dp_shard, cp) -> np.ndarray:
     Megatron-Core's data-parallel group with context parallelism). Layout.shard_degree is the
     same for one layout."""
     return np.where(np.asarray(sharding) == SHARD_NONE, 1, np.maximum(np.asarray(dp_shard) * cp, 1))
+
+
+# Candidate columns named other than their field (the formulas' short names).
+COLUMN_NAMES = {"activation_checkpointing": "ac"}
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One ``Layout`` / ``TrainingConfig`` field stored as a candidate column."""
+
+    field: str
+    column: str
+    owner: type[BaseModel]
+    kind: type  # int, bool or an enum with codes in CODES
+
+    def encode(self, value: Any) -> Any:
+        return CODES[self.kind].index(value) if self.kind in CODES else value
+
+    def decode(self, value: Any) -> Any:
+        return CODES[self.kind][int(value)] if self.kind in CODES else self.kind(value)
+
+    @property
+    def default(self) -> Any:
+        return self.encode(self.owner.model_fields[self.field].default)
+
+
+KNOBS: tuple[Knob, ...] = tuple(
+    Knob(name, COLUMN_NAMES.get(name, name), owner, info.annotation)
+    for owner in (Layout, TrainingConfig)
+    for name, info in owner.model_fields.items()
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +106,8 @@ class Candidates:
     impl: np.ndarray
     compile: np.ndarray
     offload: np.ndarray
+    # Virtual pipeline stages per rank (interleaved 1F1B).
+    vpp: np.ndarray
     # hardware, gathered per row
     memory_bytes: np.ndarray
     matmul_peak_flops: np.ndarray  # dense peak for the row's precision (tf32 for fp32)
@@ -74,12 +118,6 @@ class Candidates:
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
     tdp_watts: np.ndarray
-    # Virtual pipeline stages per rank; None (tables built without it) means 1 everywhere.
-    vpp: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        if self.vpp is None:
-            object.__setattr__(self, "vpp", np.ones_like(self.num_gpus))
 
     def __len__(self) -> int:
         return len(self.num_gpus)
@@ -99,29 +137,27 @@ class Candidates:
     def take(self, index) -> Candidates:
         return Candidates(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
+    def knob_values(self, owner: type[BaseModel], row: int) -> dict[str, Any]:
+        return {k.field: k.decode(getattr(self, k.column)[row]) for k in KNOBS if k.owner is owner}
+
     def layout(self, row: int) -> Layout:
-        return Layout(
-            dp_replicate=int(self.dp_replicate[row]),
-            dp_shard=int(self.dp_shard[row]),
-            tp=int(self.tp[row]),
-            pp=int(self.pp[row]),
-            cp=int(self.cp[row]),
-            sharding=SHARDING_CODES[int(self.sharding[row])],
-            pp_schedule=SCHEDULE_CODES[int(self.pp_schedule[row])],
-            vpp=int(self.vpp[row]),
-        )
+        return Layout(**self.knob_values(Layout, row))
 
     def training(self, row: int) -> TrainingConfig:
-        return TrainingConfig(
-            seq_len=int(self.seq_len[row]),
-            micro_batch=int(self.micro_batch[row]),
-            grad_accum=int(self.grad_accum[row]),
-            activation_checkpointing=AC_CODES[int(self.ac[row])],
-            precision=PRECISION_CODES[int(self.precision[row])],
-            impl=IMPL_CODES[int(self.impl[row])],
-            compile=bool(self.compile[row]),
-            offload=bool(self.offload[row]),
-        )
+        return TrainingConfig(**self.knob_values(TrainingConfig, row))
+
+    @classmethod
+    def from_columns(cls, size: int, **columns) -> Candidates:
+        """A table from its columns; a scalar fills its column, and a knob left out takes its
+        field's default (a knob the caller does not vary)."""
+        for knob in KNOBS:
+            columns.setdefault(knob.column, knob.default)
+        return cls(**{name: np.full(size, v) if np.ndim(v) == 0 else v for name, v in columns.items()})
+
+
+_unstored = {k.column for k in KNOBS} - {f.name for f in fields(Candidates)}
+if _unstored:
+    raise TypeError(f"Candidates has no column for the Layout/TrainingConfig field(s) {sorted(_unstored)}")
 
 
 def matmul_peak(gpu, precision: Precision) -> float:
@@ -170,27 +206,7 @@ def single(
     num_gpus: int | None = None,
 ) -> Candidates:
     """A one-row table for one concrete configuration (layout must be resolved)."""
-    one = lambda v: np.array([v])  # noqa: E731
-    precision = one(PRECISION_CODES.index(training.precision))
-    hw = hardware_columns([gpu], one(0), precision, [gpus_per_node], [network_bandwidth])
-    return Candidates(
-        gpu_index=one(0),
-        num_gpus=one(num_gpus or layout.world_size),
-        dp_replicate=one(layout.dp_replicate),
-        dp_shard=one(layout.dp_shard),
-        tp=one(layout.tp),
-        pp=one(layout.pp),
-        cp=one(layout.cp),
-        sharding=one(SHARDING_CODES.index(layout.sharding)),
-        pp_schedule=one(SCHEDULE_CODES.index(layout.pp_schedule)),
-        micro_batch=one(training.micro_batch),
-        seq_len=one(training.seq_len),
-        grad_accum=one(training.grad_accum),
-        ac=one(AC_CODES.index(training.activation_checkpointing)),
-        precision=precision,
-        impl=one(IMPL_CODES.index(training.impl)),
-        compile=one(training.compile),
-        offload=one(training.offload),
-        vpp=one(layout.vpp),
-        **hw,
-    )
+    knobs = {k.column: k.encode(getattr(layout if k.owner is Layout else training, k.field)) for k in KNOBS}
+    precision = np.array([knobs["precision"]])
+    hw = hardware_columns([gpu], np.array([0]), precision, [gpus_per_node], [network_bandwidth])
+    return Candidates.from_columns(1, gpu_index=0, num_gpus=num_gpus or layout.world_size, **knobs, **hw)

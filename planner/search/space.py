@@ -170,26 +170,15 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     node_sizes = [catalog.node(g.default_node).gpus_per_node for g in specs]
     networks = [catalog.network(g.default_network).bandwidth_bytes_per_s_per_gpu for g in specs]
     hw = hardware_columns(specs, flat["gpu_index"], flat["precision"], node_sizes, networks)
-    size = len(flat["tp"])
-    return Candidates(
-        gpu_index=flat["gpu_index"],
-        num_gpus=flat["num_gpus"],
-        dp_replicate=flat["dp_replicate"],
-        dp_shard=flat["dp_shard"],
-        tp=flat["tp"],
-        pp=flat["pp"],
-        cp=flat["cp"],
-        sharding=flat["sharding"],
-        pp_schedule=np.full(size, SCHED_1F1B),
-        micro_batch=flat["micro_batch"],
-        seq_len=np.full(size, space.seq_len),
-        grad_accum=flat["grad_accum"],
-        ac=flat["ac"],
-        precision=flat["precision"],
-        impl=np.full(size, IMPL_CODES.index(space.impl)),
-        compile=np.full(size, space.compile),
-        offload=flat["offload"],
-        vpp=flat["vpp"],
+    # Knobs the search does not vary are single values; any other Layout/TrainingConfig field
+    # takes its default (Candidates.from_columns).
+    return Candidates.from_columns(
+        len(flat["tp"]),
+        **flat,
+        pp_schedule=SCHED_1F1B,
+        seq_len=space.seq_len,
+        impl=IMPL_CODES.index(space.impl),
+        compile=space.compile,
         **hw,
     )
 
