@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from trainer.job_spec import JobSpec
@@ -191,10 +191,8 @@ def worker_exit_code(job_dir: Path, torchrun_code: int) -> int:
 
 
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(child.pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:

@@ -6,7 +6,7 @@ import math
 import signal
 import time
 from dataclasses import asdict, dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import torch
@@ -42,7 +42,7 @@ from trainer.probe import (
 from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     COMPLETED = "completed"
     EARLY_STOPPED = "early_stopped"
     PREEMPTED = "preempted"  # SIGTERM: saved, exit 0, resume later

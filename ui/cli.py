@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -54,13 +54,13 @@ if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "displ
     typer.core.TyperOption.display_type_rich = _hide_flag_type(typer.core.TyperOption.display_type_rich)
 
 
-class ObjectiveChoice(str, Enum):
+class ObjectiveChoice(StrEnum):
     cost = "cost"
     time = "time"
     mix = "mix"
 
 
-class DeviceChoice(str, Enum):
+class DeviceChoice(StrEnum):
     auto = "auto"
     cpu = "cpu"
     cuda = "cuda"

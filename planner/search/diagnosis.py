@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # annotations only: planner.search.ilp imports this module
 __all__ = ["Constraint", "InfeasiblePlan", "RowChecks", "diagnose"]
 
 
-class Constraint(str, Enum):
+class Constraint(StrEnum):
     """The constraints of the single-job model, in the order :func:`diagnose` re-imposes them."""
 
     MEMORY = "memory"
