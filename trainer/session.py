@@ -306,7 +306,13 @@ class Session:
                 f"\nprobe: {num_steps} steps, step {measured['step_s']:.3f} s (predicted "
                 f"{report['predicted']['step_s']:.3f} s), peak "
                 + (f"{measured['peak_gib']:.2f} GiB" if measured["peak_gib"] is not None else "n/a on this device")
-                + f" (predicted {report['predicted']['peak_gib']:.2f} GiB)",
+                + f" (predicted {report['predicted']['peak_gib']:.2f} GiB)"
+                + (
+                    ""
+                    if report["comparable"]
+                    else f"\nprobe: measured on {self.device.type.upper()}, so the timings are not compared with the"
+                    f" prediction for {self.plan.gpu}: this run checks that the plan runs, not its speed"
+                ),
                 flush=True,
             )
         check_measured_fit(self.job_dir, self.plan, memory, self.run.memory_headroom, self.is_rank0)
