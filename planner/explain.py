@@ -6,7 +6,7 @@ from planner.plan import Plan
 
 
 def largest(values: dict[str, float]) -> tuple[str, float]:
-    name = max(values, key=values.get)
+    name = max(values, key=lambda key: values[key])
     return name.replace("_", " "), values[name]
 
 

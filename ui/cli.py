@@ -18,7 +18,7 @@ from rich.markup import escape
 try:  # typer >= 0.20 vendors click as typer._click
     from typer import _click as click
 except ImportError:  # pragma: no cover - older typer uses click itself
-    import click
+    import click  # type: ignore[no-redef]
 
 from planner.layout import (
     ActivationCheckpointing,
@@ -51,7 +51,9 @@ def _hide_flag_type(display_type_rich):
 
 
 if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "display_type_rich"):
-    typer.core.TyperOption.display_type_rich = _hide_flag_type(typer.core.TyperOption.display_type_rich)
+    typer.core.TyperOption.display_type_rich = _hide_flag_type(  # type: ignore[method-assign]
+        typer.core.TyperOption.display_type_rich
+    )
 
 
 class ObjectiveChoice(StrEnum):

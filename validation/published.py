@@ -462,7 +462,8 @@ def read_published_runs(
 ) -> tuple[list[PublishedRun], list[SkippedRow]]:
     """Every row of the file, split into runs to predict and rows skipped with a reason."""
     catalog = catalog or load_catalog()
-    runs, skipped = [], []
+    runs: list[PublishedRun] = []
+    skipped: list[SkippedRow] = []
     with Path(path).open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             read = read_row(row, catalog)

@@ -234,7 +234,9 @@ def _pareto_2d(group_codes: np.ndarray, cost: np.ndarray, time: np.ndarray) -> n
     num_rows = len(group_codes)
     order = np.lexsort((time, cost, group_codes))
     sorted_groups, sorted_time = group_codes[order], time[order]
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if num_rows else []
+    starts: np.ndarray | list[int] = (
+        np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if num_rows else []
+    )
     keep_sorted = np.zeros(num_rows, dtype=bool)
     # strict=False: with no rows, starts is empty and the ends are [0]
     for start, end in zip(starts, [*starts[1:], num_rows], strict=False):  # one pass per group

@@ -532,7 +532,7 @@ class _FleetModel:
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             return None, solver_name
-        owned = [None] * num_jobs
+        owned: list[int | None] = [None] * num_jobs
         for j in range(num_jobs):
             mine = np.flatnonzero(options.job == j)
             if len(mine) and (y[mine[chosen_index([y[i] for i in mine])]].varValue or 0) > 0.5:
