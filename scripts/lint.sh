@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Lint, format and type checks (CI runs them after setup, before the tests). Needs the [test]
-# extras: bash scripts/setup.sh test (or scripts/test.sh) installs them into .venv.
-set -euo pipefail
+# Lint, format and type checks (CI runs them after setup, before the tests); all three run and
+# any failure fails the script. Needs the [test] extras: bash scripts/setup.sh test installs them.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${TRAINPLAN_VENV:-.venv}/bin
-"$BIN/ruff" check .
-"$BIN/ruff" format --check .
-"$BIN/mypy"  # files and settings: [tool.mypy] in pyproject.toml
+status=0
+"$BIN/ruff" check . || status=1
+"$BIN/ruff" format --check . || status=1
+"$BIN/mypy" || status=1  # files and settings: [tool.mypy] in pyproject.toml
+exit $status
