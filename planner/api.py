@@ -207,7 +207,9 @@ def plan(
     )
     chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
     assert math.isclose(
-        chosen.estimate.time_to_train_h * 3600, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
+        chosen.estimate.time_to_train_h * 3600,  # type: ignore[operator]  # set: training_tokens is required
+        float(table.time_to_train_s[solution.row]),
+        rel_tol=1e-6,
     ), "scalar re-score disagrees with the vectorised score"
     alternatives = tuple(plan_from_row(request, c, r, gpu_ids, catalog, settings) for r in solution.alternatives)
     return PlanResult(

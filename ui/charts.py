@@ -442,7 +442,7 @@ def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None,
     if chosen is not None and chosen.estimate.cost_usd is not None:
         fig.add_scatter(
             name=tr("chosen_plan"),
-            x=[chosen.estimate.time_to_train_h / 24],
+            x=[chosen.estimate.time_to_train_h / 24],  # type: ignore[operator]  # time_to_train_h: set, plans here have training tokens
             y=[chosen.estimate.cost_usd],
             mode="markers",
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),

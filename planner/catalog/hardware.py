@@ -245,7 +245,7 @@ def _read_entry(path: Path, fields: dict[str, _Num | _Text]) -> tuple[dict[str, 
     for key in raw:
         if key != "sources" and key not in fields:
             raise CatalogError(f"{where}: field '{key}': unknown field{_did_you_mean(key, fields)}")
-    values = {}
+    values: dict[str, Any] = {}
     for name, spec in fields.items():
         if name in raw:
             values[name] = spec.check(raw[name], f"{where}: field '{name}'")

@@ -8,6 +8,7 @@ one sets the pace. Exposed communication and the pipeline bubble add to the GPU'
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -63,14 +64,14 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
     qkv = model.q_size + 2 * model.kv_size
     n_up = 2 if model.mlp == "swiglu" else 1
     # (in dim, out dim, copies per token) of each projection on one tp rank.
-    projections = [
+    projections: list[tuple[Any, Any, int]] = [  # dims: ints or per-candidate arrays
         (h, qkv / tp, 1),
         (model.q_size / tp, h, 1),
         (h, f / tp, n_up * model.experts_per_token),
         (f / tp, h, model.experts_per_token),
     ]
     peak = block_peak_fraction(c, s)
-    seconds = 0.0
+    seconds: Any = 0.0  # an array after the first projection (c.tp is one)
     for d_in, d_out, copies in projections:
         seconds = seconds + 2.0 * d_in * d_out * copies / (
             c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s, peak)
@@ -224,7 +225,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
-    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
+    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)  # type: ignore[operator]  # vpp: set in Candidates.__post_init__
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
 

@@ -108,7 +108,7 @@ class Candidates:
             cp=int(self.cp[row]),
             sharding=SHARDING_CODES[int(self.sharding[row])],
             pp_schedule=SCHEDULE_CODES[int(self.pp_schedule[row])],
-            vpp=int(self.vpp[row]),
+            vpp=int(self.vpp[row]),  # type: ignore[index]  # __post_init__ sets vpp
         )
 
     def training(self, row: int) -> TrainingConfig:

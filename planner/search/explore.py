@@ -133,8 +133,8 @@ def why_not(
     e, w = mine.estimate, winner.estimate
     return (
         f"{gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
-        f"{e.time_to_train_h / 24:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
-        f"${w.cost_usd:,.0f} in {w.time_to_train_h / 24:.1f} days"
+        f"{e.time_to_train_h / 24:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "  # type: ignore[operator]  # time_to_train_h: set, plans here have training tokens
+        f"${w.cost_usd:,.0f} in {w.time_to_train_h / 24:.1f} days"  # type: ignore[operator]  # time_to_train_h: set, plans here have training tokens
     )
 
 
