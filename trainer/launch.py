@@ -314,15 +314,18 @@ def run_job(
             if not auto_replan:
                 print("trainplan: rerun with --auto-replan to correct the plan and continue", file=sys.stderr)
                 return REPLAN_EXIT_CODE
-            spec = replan_job(job_dir, spec, report)
-            if spec is None:
+            replanned = replan_job(job_dir, spec, report)
+            if replanned is None:
                 return REPLAN_EXIT_CODE
+            spec = replanned
         print(f"trainplan: still does not fit after {MAX_REPLANS} replans; giving up", file=sys.stderr)
         return REPLAN_EXIT_CODE
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainer.launch", description=run_job.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.launch", description=(run_job.__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("job_dir", type=Path)
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--nproc", type=int)
