@@ -139,7 +139,7 @@ def plan_card(tr: Labels, plan: Plan, result) -> None:
         st.html(CARD_CSS)
         st.subheader(tr("plan_card", model=plan.model.name))
         for row in rows:
-            for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row):
+            for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 delta = memory_of if key == "card_memory" else None
                 column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
         st.caption(
@@ -250,7 +250,7 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         panels = {name: panel for name, panel in panels.items() if name in ("tab_explore", "tab_why_not", "tab_local")}
     # Only the open tab runs: the frontier (every candidate) and why-not (two more solves) cost seconds.
     tabs = st.tabs([tr(name) for name in panels], key="main_tab", on_change="rerun")
-    for tab, panel in zip(tabs, panels.values()):
+    for tab, panel in zip(tabs, panels.values(), strict=True):
         if tab.open:
             with tab, st.spinner(tr("working")):
                 panel()

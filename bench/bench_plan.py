@@ -39,7 +39,7 @@ def main() -> None:
     ):
         # seq_len None: 4096, or the model's context when shorter (GPT-3: 2048).
         request = PlanRequest(model=get_preset(name), training_tokens=tokens, deadline_days=days, seq_len=seq_len)
-        seconds, result = timed(lambda: plan(request))
+        seconds, result = timed(lambda request=request: plan(request))
         label = f"plan {name}" + (f" seq {seq_len // 1024}K" if seq_len else "")
         rows.append((label, result.num_candidates, seconds, 2.0 if seq_len is None else 4.0))
     models = [

@@ -23,7 +23,9 @@ GRID = dict(
 
 def main() -> None:
     rows = read_h200_runs(DEFAULT_H200_RUNS)
-    candidates = [DEFAULT_SETTINGS.but(**dict(zip(GRID, values))) for values in itertools.product(*GRID.values())]
+    candidates = [
+        DEFAULT_SETTINGS.but(**dict(zip(GRID, values, strict=True))) for values in itertools.product(*GRID.values())
+    ]
     errors = np.array([[c.error for c in compare_h200(rows, s)["step"]] for s in candidates])  # [setting, row]
     held_out = []
     for i, row in enumerate(rows):

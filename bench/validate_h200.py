@@ -12,7 +12,7 @@ def main() -> None:
     result = compare_h200(read_h200_runs(DEFAULT_H200_RUNS))
     print("| run | peak alloc GiB meas / pred (err) | reserved GiB meas / pred (err) | step s meas / pred (err) |")
     print("|---|---|---|---|")
-    for alloc, reserved, step in zip(result["peak_alloc"], result["reserved"], result["step"]):
+    for alloc, reserved, step in zip(result["peak_alloc"], result["reserved"], result["step"], strict=True):
         cells = [f"{c.measured:.2f} / {c.predicted:.2f} ({c.error:+.1%})" for c in (alloc, reserved)]
         cells.append(f"{step.measured:.3f} / {step.predicted:.3f} ({step.error:+.1%})")
         print(f"| {alloc.name} | " + " | ".join(cells) + " |")

@@ -67,12 +67,12 @@ class PlanRequest(BaseModel):
 
     @model_validator(mode="after")
     def _check_sequence(self) -> PlanRequest:
-        if self.seq_len is None:
-            object.__setattr__(self, "seq_len", min(DEFAULT_SEQ_LEN, self.model.max_seq_len))
+        seq_len = min(DEFAULT_SEQ_LEN, self.model.max_seq_len) if self.seq_len is None else self.seq_len
+        object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", default_implementation(self.model))
-        if self.seq_len > self.model.max_seq_len:  # checked up front: the search would find nothing
-            raise ValueError(sequence_too_long(self.model, self.seq_len))
+        if seq_len > self.model.max_seq_len:  # checked up front: the search would find nothing
+            raise ValueError(sequence_too_long(self.model, seq_len))
         return self
 
 
@@ -108,6 +108,7 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
 
 
 def search_space(request: PlanRequest) -> SearchSpace:
+    assert request.seq_len is not None and request.impl is not None, "PlanRequest's validator sets both"
     return SearchSpace(
         seq_len=request.seq_len,
         global_batch_tokens=request.global_batch_tokens or default_global_batch_tokens(request.model),

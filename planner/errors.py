@@ -7,7 +7,7 @@ this module without pulling anything else in.
 
 from __future__ import annotations
 
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 
 __all__ = [
     "CatalogError",
@@ -36,7 +36,7 @@ class ExitCode(IntEnum):
 # --------------------------------------------------------------------------- planner
 
 
-class Constraint(str, Enum):
+class Constraint(StrEnum):
     """The constraints of the single-job model, in the order the diagnosis re-imposes them."""
 
     MEMORY = "memory"

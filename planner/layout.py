@@ -9,12 +9,12 @@ domain, pp outermost so that its point-to-point traffic is the one that crosses 
 from __future__ import annotations
 
 import math
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-class Sharding(str, Enum):
+class Sharding(StrEnum):
     """How parameters, gradients and optimizer states are split over the data-parallel group."""
 
     NONE = "none"  # DDP: every rank holds everything
@@ -23,25 +23,25 @@ class Sharding(str, Enum):
     FSDP = "fsdp"  # ZeRO-3: + parameters sharded; HSDP when dp_replicate > 1
 
 
-class ActivationCheckpointing(str, Enum):
+class ActivationCheckpointing(StrEnum):
     NONE = "none"
     SELECTIVE = "selective"  # checkpoint every other block (torchtitan layer-selective AC, freq 2)
     FULL = "full"  # keep only each block's input, recompute the block
 
 
-class Precision(str, Enum):
+class Precision(StrEnum):
     BF16 = "bf16"
     FP16 = "fp16"
     FP8 = "fp8"
     FP32 = "fp32"
 
 
-class Implementation(str, Enum):
+class Implementation(StrEnum):
     NATIVE = "native"  # trainplan's own Llama-family trainer
     HF = "hf"  # stock Hugging Face transformers model under FSDP2
 
 
-class PipelineSchedule(str, Enum):
+class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"
     GPIPE = "gpipe"
 

@@ -3,7 +3,7 @@
 # the tiny preset, emit it as a job and train a few steps on CPU with 2 processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh train   # base + [train]: what plan, emit and run need (not the test tools)
 TP=.venv/bin/trainplan
 $TP plan --model llama3-8b --tokens 1e12 --deadline-days 30
 WORK=${TRAINPLAN_DEMO_DIR:-runs/demo}

@@ -81,7 +81,7 @@ def _fsync_dir(path: Path) -> None:
 
 def _is_disk_full(exc: BaseException) -> bool:
     seen: set[int] = set()
-    pending = [exc]
+    pending: list[BaseException | None] = [exc]
     while pending:
         current = pending.pop()
         if current is None or id(current) in seen:

@@ -47,7 +47,7 @@ from trainer.corpus import (
 from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - grouped: this module's names, then the re-exports
     # this module: split, pack, load
     "DATA_FORMAT_VERSION",
     "ENCODE_BATCH_DOCS",

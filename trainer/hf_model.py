@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -40,7 +41,7 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
             attn_pdrop=0.0,
             use_cache=False,
         )
-    common = dict(
+    common: dict[str, Any] = dict(
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
         intermediate_size=spec.ffn_hidden_size,

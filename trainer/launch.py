@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from planner.errors import ExitCode, JobDirLockedError
@@ -188,10 +188,8 @@ def worker_exit_code(job_dir: Path, torchrun_code: int) -> int:
 
 
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(child.pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
@@ -313,15 +311,18 @@ def run_job(
             if not auto_replan:
                 print("trainplan: rerun with --auto-replan to correct the plan and continue", file=sys.stderr)
                 return ExitCode.REPLAN
-            spec = replan_job(job_dir, spec, report)
-            if spec is None:
+            replanned = replan_job(job_dir, spec, report)
+            if replanned is None:
                 return ExitCode.REPLAN
+            spec = replanned
         print(f"trainplan: still does not fit after {MAX_REPLANS} replans; giving up", file=sys.stderr)
         return ExitCode.REPLAN
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m trainer.launch", description=run_job.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.launch", description=(run_job.__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("job_dir", type=Path)
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--nproc", type=int)

@@ -113,7 +113,7 @@ class MetricsLogger:
     def __init__(self, job_dir: Path, resume_step: int, enabled: bool, tensorboard: bool = True):
         self.enabled = enabled
         self.path = Path(job_dir) / "metrics.jsonl"
-        self.low_util = deque(maxlen=UTILIZATION_WINDOW_STEPS)
+        self.low_util: deque[bool] = deque(maxlen=UTILIZATION_WINDOW_STEPS)
         self._warned_at = -UTILIZATION_WINDOW_STEPS
         self._tb = None
         if not enabled:

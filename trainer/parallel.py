@@ -46,7 +46,7 @@ from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 
 from planner.layout import ActivationCheckpointing, Layout, MeshAxis, Precision, Sharding
 
-InitFn = Callable[[torch.Tensor, torch.Generator], None]
+InitFn = Callable[[torch.Tensor, torch.Generator], object]  # the in-place init's return is unused
 
 PARAM_DTYPES = {
     Precision.BF16: torch.bfloat16,

@@ -85,7 +85,7 @@ def build_pipeline_schedule(
     pp_rank, pp_size, vpp = pp_mesh.get_local_rank(), pp_mesh.size(), len(stage_modules)
     stages = [
         PipelineStage(module, stage_index=stage, num_stages=pp_size * vpp, device=device, group=pp_mesh.get_group())
-        for module, stage in zip(stage_modules, local_stage_ids(pp_rank, pp_size, vpp))
+        for module, stage in zip(stage_modules, local_stage_ids(pp_rank, pp_size, vpp), strict=True)
     ]
     if vpp > 1:
         assert schedule == PipelineSchedule.ONE_F_ONE_B, "the structural rules allow vpp > 1 with 1f1b only"

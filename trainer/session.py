@@ -6,7 +6,7 @@ import math
 import signal
 import time
 from dataclasses import asdict, dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import torch
@@ -43,7 +43,7 @@ from trainer.probe import (
 from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     COMPLETED = "completed"
     EARLY_STOPPED = "early_stopped"
     PREEMPTED = "preempted"  # SIGTERM: saved, exit 0, resume later
@@ -305,7 +305,13 @@ class Session:
                 f"\nprobe: {num_steps} steps, step {measured.step_s:.3f} s (predicted "
                 f"{predicted.step_s:.3f} s), peak "
                 + (f"{measured.peak_gib:.2f} GiB" if measured.peak_gib is not None else "n/a on this device")
-                + f" (predicted {predicted.peak_gib:.2f} GiB)",
+                + f" (predicted {predicted.peak_gib:.2f} GiB)"
+                + (
+                    ""
+                    if report.comparable
+                    else f"\nprobe: measured on {self.device.type.upper()}, so the timings are not compared with the"
+                    f" prediction for {self.plan.gpu}: this run checks that the plan runs, not its speed"
+                ),
                 flush=True,
             )
         check_measured_fit(self.job_dir, self.plan, memory, memory_headroom(self.plan, self.run), self.is_rank0)

@@ -10,10 +10,11 @@ emitted ``launch.sh`` / ``slurm.sbatch`` / ``k8s.yaml`` keep calling plain torch
 
 from __future__ import annotations
 
+import os
 import sys
 
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-from torch.distributed.run import parse_args, run
+from torch.distributed.run import determine_local_world_size, parse_args, run
 
 from planner.errors import ExitCode
 
@@ -29,6 +30,9 @@ def failure_line(error: ChildFailedError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
+        # torchrun's own default (one OpenMP thread per worker), without its warning banner
+        os.environ["OMP_NUM_THREADS"] = "1"
     try:
         run(args)
     except ChildFailedError as error:

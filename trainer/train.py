@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,10 +186,8 @@ def record_exit(job_dir: Path, code: int) -> int:
     """Leave the worker's exit code for the launcher: torchrun reports any failed worker as 1."""
     rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
     if rank == 0 and code != ExitCode.OK:
-        try:
+        with suppress(OSError):  # a full disk must not hide the original error
             (Path(job_dir) / EXIT_STATUS_FILE).write_text(json.dumps({"code": code}) + "\n")
-        except OSError:
-            pass  # a full disk must not hide the original error
     return code
 
 

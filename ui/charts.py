@@ -390,7 +390,12 @@ def _hover(frame: pd.DataFrame) -> list[str]:
     return [
         f"{g} x{n}<br>{layout}<br>${cost:,.0f} | {days:,.2f} d"
         for g, n, layout, cost, days in zip(
-            frame["gpu"], frame["num_gpus"], frame["layout"], frame["cost_usd"], frame["time_to_train_days"]
+            frame["gpu"],
+            frame["num_gpus"],
+            frame["layout"],
+            frame["cost_usd"],
+            frame["time_to_train_days"],
+            strict=True,
         )
     ]
 

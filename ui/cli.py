@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 try:  # typer >= 0.20 vendors click as typer._click
     from typer import _click as click
 except ImportError:  # pragma: no cover - older typer uses click itself
-    import click
+    import click  # type: ignore[no-redef]
 
 from planner.errors import ExitCode, InfeasiblePlan
 from planner.fmt import one_line
@@ -42,13 +43,28 @@ app = typer.Typer(
 JSON = typer.Option(False, "--json", help="machine-readable output")
 
 
-class ObjectiveChoice(str, Enum):
+def _hide_flag_type(display_type_rich):
+    """Typer's rich help prints ``<bool>`` beside flags, which take no value (its plain help does not)."""
+
+    def display(self, ctx):
+        return None if self.is_flag or self.count else display_type_rich(self, ctx)
+
+    return display
+
+
+if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "display_type_rich"):
+    typer.core.TyperOption.display_type_rich = _hide_flag_type(  # type: ignore[method-assign]
+        typer.core.TyperOption.display_type_rich
+    )
+
+
+class ObjectiveChoice(StrEnum):
     cost = "cost"
     time = "time"
     mix = "mix"
 
 
-class DeviceChoice(str, Enum):
+class DeviceChoice(StrEnum):
     auto = "auto"
     cpu = "cpu"
     cuda = "cuda"
@@ -84,23 +100,35 @@ def estimate(
     gpu: str = typer.Option(..., help="catalog GPU id (trainplan catalog)"),
     num_gpus: int = typer.Option(..., "--num-gpus", help="world size"),
     nodes: int | None = typer.Option(None, help="number of nodes (default: by the node template)"),
-    tp: int = typer.Option(1),
-    pp: int = typer.Option(1),
-    cp: int = typer.Option(1),
+    tp: int = typer.Option(1, help="tensor-parallel degree"),
+    pp: int = typer.Option(1, help="pipeline-parallel stages"),
+    cp: int = typer.Option(1, help="context-parallel degree (splits the sequence)"),
     vpp: int = typer.Option(1, help="interleaved pipeline stages per rank (needs pp > 1 and 1f1b)"),
-    pp_schedule: PipelineSchedule = typer.Option(PipelineSchedule.ONE_F_ONE_B, "--pp-schedule"),
-    dp_replicate: int = typer.Option(1, "--dp-replicate"),
-    dp_shard: int = typer.Option(-1, "--dp-shard", help="-1 = the rest of the world"),
-    sharding: Sharding = typer.Option(Sharding.FSDP),
-    micro_batch: int = typer.Option(..., "--micro-batch"),
-    seq_len: int = typer.Option(..., "--seq-len"),
-    global_batch_tokens: int | None = typer.Option(None, "--global-batch-tokens"),
-    grad_accum: int | None = typer.Option(None, "--grad-accum"),
-    ac: ActivationCheckpointing = typer.Option(ActivationCheckpointing.NONE, "--ac"),
-    precision: Precision = typer.Option(Precision.BF16),
+    pp_schedule: PipelineSchedule = typer.Option(
+        PipelineSchedule.ONE_F_ONE_B, "--pp-schedule", help="pipeline schedule (with pp > 1)"
+    ),
+    dp_replicate: int = typer.Option(1, "--dp-replicate", help="data-parallel replicas (HSDP when > 1 with fsdp)"),
+    dp_shard: int = typer.Option(-1, "--dp-shard", help="data-parallel shard group size; -1 = the rest of the world"),
+    sharding: Sharding = typer.Option(
+        Sharding.FSDP, help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters"
+    ),
+    micro_batch: int = typer.Option(..., "--micro-batch", help="sequences per rank per micro-step"),
+    seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
+    global_batch_tokens: int | None = typer.Option(
+        None, "--global-batch-tokens", help="tokens per optimizer step; sets the gradient accumulation"
+    ),
+    grad_accum: int | None = typer.Option(
+        None, "--grad-accum", help="micro-steps per optimizer step (default 1; or from --global-batch-tokens)"
+    ),
+    ac: ActivationCheckpointing = typer.Option(
+        ActivationCheckpointing.NONE, "--ac", help="activation checkpointing: selective = every other block"
+    ),
+    precision: Precision = typer.Option(Precision.BF16, help="training precision"),
     impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
-    compile: bool = typer.Option(False, "--compile"),
-    offload: bool = typer.Option(False, "--offload"),
+    compile: bool = typer.Option(False, "--compile", help="per-block torch.compile"),
+    offload: bool = typer.Option(
+        False, "--offload", help="CPU offload: optimizer states and the AdamW step on the host"
+    ),
     tokens: float | None = typer.Option(None, help="training tokens, for time-to-train and cost"),
     price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
@@ -157,18 +185,24 @@ def estimate(
 def plan(
     model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
     tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
-    deadline_days: float | None = typer.Option(None, "--deadline-days"),
-    budget_usd: float | None = typer.Option(None, "--budget-usd"),
-    objective: ObjectiveChoice = typer.Option(ObjectiveChoice.cost),
+    deadline_days: float | None = typer.Option(None, "--deadline-days", help="finish training within this many days"),
+    budget_usd: float | None = typer.Option(None, "--budget-usd", help="spend at most this many USD"),
+    objective: ObjectiveChoice = typer.Option(
+        ObjectiveChoice.cost, help="minimise cost, time, or an even mix of the two (each against its best)"
+    ),
     gpus: str | None = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
     prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
     seq_len: int | None = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
-    global_batch_tokens: int | None = typer.Option(None, "--global-batch-tokens"),
-    precision: Precision = typer.Option(Precision.BF16),
+    global_batch_tokens: int | None = typer.Option(
+        None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
+    ),
+    precision: Precision = typer.Option(Precision.BF16, help="training precision"),
     impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
-    allow_offload: bool = typer.Option(False, "--allow-offload"),
+    allow_offload: bool = typer.Option(
+        False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
+    ),
     compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
-    max_gpus: int = typer.Option(4096, "--max-gpus"),
+    max_gpus: int = typer.Option(4096, "--max-gpus", help="largest GPU count to consider"),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     as_json: bool = JSON,
@@ -242,11 +276,11 @@ def emit(
     plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
     out: Path = typer.Option(..., "--out", help="job directory to write"),
     steps: int = typer.Option(50, help="optimizer steps to train"),
-    checkpoint_every: int = typer.Option(20, "--checkpoint-every"),
+    checkpoint_every: int = typer.Option(20, "--checkpoint-every", help="save a checkpoint every N steps"),
     no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
-    seed: int = typer.Option(1234),
+    seed: int = typer.Option(1234, help="random seed (weights and data order)"),
     name: str | None = typer.Option(None, help="job name (default: the directory name)"),
     as_json: bool = JSON,
 ) -> None:
@@ -270,7 +304,7 @@ def emit(
 @app.command()
 def run(
     job_dir: Path = typer.Argument(..., help="a job directory from trainplan emit"),
-    device: DeviceChoice = typer.Option(DeviceChoice.auto),
+    device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu"),
     nproc: int | None = typer.Option(None, help="processes on this node (default: the plan's)"),
     steps: int | None = typer.Option(None, help="override the number of steps"),
     auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
@@ -300,7 +334,7 @@ def run(
 
 @app.command()
 def portfolio(
-    jobs_file: Path = typer.Argument(..., help="jobs file (TOML/JSON) with [inventory] and [[jobs]]"),
+    jobs_file: Path = typer.Argument(..., help=escape("jobs file (TOML/JSON) with [inventory] and [[jobs]]")),
     emit_dir: Path | None = typer.Option(
         None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
     ),
@@ -339,7 +373,14 @@ def portfolio(
 
 @app.command()
 def fleet(
-    jobs_file: Path = typer.Argument(..., help="jobs file with [purchase_usd] and [[jobs]]"), as_json: bool = JSON
+    jobs_file: Path = typer.Argument(
+        ...,
+        help=escape(
+            "jobs file (TOML/JSON) with horizon_days, the GPU types to buy"
+            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]]"
+        ),
+    ),
+    as_json: bool = JSON,
 ) -> None:
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.catalog.hardware import load_catalog
@@ -361,7 +402,10 @@ def fleet(
 
 
 @app.command("app")
-def app_command(port: int = typer.Option(8501), address: str = typer.Option("localhost")) -> None:
+def app_command(
+    port: int = typer.Option(8501, help="port to serve on"),
+    address: str = typer.Option("localhost", help="address to bind (0.0.0.0 to serve other machines)"),
+) -> None:
     """Start the Streamlit sizing app (bound to localhost by default)."""
     import subprocess
 

@@ -188,7 +188,7 @@ def no_driver(message: str, *, as_json: bool) -> None:
     if as_json:
         emit_json({"gpus": [], "error": message})
     else:
-        out.print(message)
+        out.print(message, markup=False)  # the message may name an extra, [train]
 
 
 def detected(found, *, as_json: bool) -> None:

@@ -53,7 +53,7 @@ def keep_choices() -> None:
     open_tab = st.session_state.get("main_tab")
     new = Labels(st.session_state["lang"])
     for name in TAB_NAMES:  # the open tab is stored as its label
-        if open_tab in (Labels(lang)(name) for lang in LANGUAGE_NAMES):
+        if open_tab in [Labels(lang)(name) for lang in LANGUAGE_NAMES]:
             st.session_state["main_tab"] = new(name)
 
 
@@ -162,7 +162,11 @@ def sidebar_gpus(tr: Labels, cat: Catalog) -> tuple[dict[str, int | None], dict[
             purchase = right.number_input(tr("purchase", gpu=gpu), min_value=0.0, step=1000.0, key=f"purchase_{gpu}")
             try:
                 prices[gpu] = charts.amortised_price_per_gpu_hour(
-                    purchase, cat.gpus[gpu].tdp_watts, utilisation, tco, DEFAULT_SETTINGS.power_fraction_of_tdp
+                    purchase,
+                    cat.gpus[gpu].tdp_watts,
+                    utilisation,  # type: ignore[arg-type]  # set whenever tco is
+                    tco,
+                    DEFAULT_SETTINGS.power_fraction_of_tdp,
                 )
             except ValueError as exc:
                 st.error(f"{gpu}: {exc}")

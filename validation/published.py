@@ -16,7 +16,7 @@ import csv
 import math
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from planner.catalog.hardware import Catalog, load_catalog
@@ -36,7 +36,7 @@ PARAM_COUNT_TOLERANCE = 0.06
 MEGATRON_GPT_VOCAB = 51200
 
 
-class FlopConvention(str, Enum):
+class FlopConvention(StrEnum):
     """How a source turned a step into TFLOP/s (published_runs_sources.md)."""
 
     MEGATRON_HARDWARE = "megatron_eq3_with_recompute"  # S2, S5 (and BLOOM-style hardware TFLOPs)
@@ -44,7 +44,7 @@ class FlopConvention(str, Enum):
     MODEL_CAUSAL = "model_causal"  # S14 Megatron-Bridge
 
 
-class Stack(str, Enum):
+class Stack(StrEnum):
     """The software stack of a row; it picks the settings profile the row is predicted with."""
 
     MEGATRON_LM = "megatron-lm"  # Megatron-LM papers of 2021-22: no flash attention, no overlap
@@ -61,7 +61,7 @@ STACK_SETTINGS = {
 }
 
 
-class SkipReason(str, Enum):
+class SkipReason(StrEnum):
     TPU = "TPU, not a GPU"
     GPU_NOT_IN_CATALOG = "GPU not in the catalog (or not stated)"
     NO_LAYOUT = "parallel layout missing"
@@ -462,7 +462,8 @@ def read_published_runs(
 ) -> tuple[list[PublishedRun], list[SkippedRow]]:
     """Every row of the file, split into runs to predict and rows skipped with a reason."""
     catalog = catalog or load_catalog()
-    runs, skipped = [], []
+    runs: list[PublishedRun] = []
+    skipped: list[SkippedRow] = []
     with Path(path).open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             read = read_row(row, catalog)

@@ -70,7 +70,8 @@ def _load_nvml():
         import pynvml
     except ImportError:
         raise NoGPUDriver(
-            "nvidia-ml-py (pynvml) is not installed; trainplan detect needs it and an NVIDIA GPU"
+            "nvidia-ml-py (pynvml) is not installed: it comes with pip install 'trainplan[train]';"
+            " trainplan detect needs it and an NVIDIA GPU (planning does not)"
         ) from None
     try:
         pynvml.nvmlInit()

@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,7 +36,7 @@ HBM_USABLE_FRACTION = 139.80 / 141
 GDDR_ECC_USABLE_FRACTION = 15 / 16 * (139.80 / 140.40)
 
 ScaleupKind = Literal["nvswitch", "nvlink_bridge", "infinity_fabric", "pcie", "nvlink_switch_rack"]
-SCALEUP_KINDS: tuple[str, ...] = ScaleupKind.__args__
+SCALEUP_KINDS: tuple[str, ...] = get_args(ScaleupKind)
 NETWORK_KINDS = ("infiniband", "roce", "ethernet", "slingshot", "efa", "other")
 PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
 
@@ -243,7 +243,7 @@ def _read_entry(path: Path, fields: dict[str, _Num | _Text]) -> tuple[dict[str, 
     for key in raw:
         if key != "sources" and key not in fields:
             raise CatalogError(f"{where}: field '{key}': unknown field{_did_you_mean(key, fields)}")
-    values = {}
+    values: dict[str, Any] = {}
     for name, spec in fields.items():
         if name in raw:
             values[name] = spec.check(raw[name], f"{where}: field '{name}'")

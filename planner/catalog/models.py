@@ -279,10 +279,7 @@ def _mpt(cfg: _Config) -> dict:
     ratio = cfg.data.get("expansion_ratio", 4)
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio * hidden <= _MAX_FFN:
         raise cfg.error(f"'expansion_ratio' = {ratio!r} is not a sensible positive number")
-    if attn.flag("alibi", True):
-        position = "alibi"
-    else:
-        position = "rope" if attn.flag("rope", False) else "learned"
+    position = "alibi" if attn.flag("alibi", True) else ("rope" if attn.flag("rope", False) else "learned")
     bias = not cfg.flag("no_bias", True)
     return dict(
         fields,

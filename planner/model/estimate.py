@@ -185,7 +185,7 @@ def estimate(
         ),
         layout=EstimateLayout.of(resolved, training),
         global_batch_tokens=int(s.tokens_per_step[0]),
-        time_to_train_h=None if optional(seconds) is None else optional(seconds) / SECONDS_PER_HOUR,
+        time_to_train_h=None if (train_s := optional(seconds)) is None else train_s / SECONDS_PER_HOUR,
         cost_usd=optional(cost),
         energy_kwh=optional(energy),
     )

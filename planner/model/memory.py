@@ -218,7 +218,7 @@ def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
     ``r = pp`` (Korthikanti et al. 2022, sec. 4.2.3: ``pp (1 + (pp-1)/(pp vpp))``).
     """
     m = c.grad_accum.astype(float)
-    vpp = c.vpp.astype(float)
+    vpp = c.vpp.astype(float)  # type: ignore[union-attr]  # Candidates.__post_init__ sets vpp
     per_round = m / np.maximum(1, c.grad_accum // np.maximum(c.pp, 1))
     hops = 2.0 * (c.pp - 1) if first_stage else 0.0
     interleaved = ((vpp - 1) * per_round + hops + 1) / vpp

@@ -8,6 +8,7 @@ source or the calibration row behind each one; ``tests/test_calibration.py`` kee
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.units import GIB, MIB
 
@@ -128,7 +129,7 @@ class ModelingSettings:
     power_fraction_of_tdp: float = 0.8
     pue: float = 1.25
 
-    def but(self, **changes: float) -> ModelingSettings:
+    def but(self, **changes: Any) -> ModelingSettings:
         """A copy with some settings changed (unknown names raise TypeError)."""
         return replace(self, **changes)
 

@@ -218,7 +218,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
-    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
+    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)  # type: ignore[operator]  # vpp: set in Candidates.__post_init__
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
 

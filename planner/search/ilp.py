@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 import pandas as pd
@@ -114,7 +114,7 @@ class CandidateTable:
         return cls(**core, extra=extra)
 
 
-class Objective(str, Enum):
+class Objective(StrEnum):
     COST = "cost"  # minimise C (tie-break on T)
     TIME = "time"  # minimise T (tie-break on C)
     MIX = "mix"  # minimise w*C/C_ref + (1-w)*T/T_ref
@@ -230,9 +230,12 @@ def _pareto_2d(group_codes: np.ndarray, cost: np.ndarray, time: np.ndarray) -> n
     num_rows = len(group_codes)
     order = np.lexsort((time, cost, group_codes))
     sorted_groups, sorted_time = group_codes[order], time[order]
-    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if num_rows else []
+    starts: np.ndarray | list[int] = (
+        np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]) if num_rows else []
+    )
     keep_sorted = np.zeros(num_rows, dtype=bool)
-    for start, end in zip(starts, list(starts[1:]) + [num_rows]):  # one pass per group
+    # strict=False: with no rows, starts is empty and the ends are [0]
+    for start, end in zip(starts, [*starts[1:], num_rows], strict=False):  # one pass per group
         fastest_so_far = np.minimum.accumulate(sorted_time[start:end])
         keep_sorted[start] = True
         keep_sorted[start + 1 : end] = sorted_time[start + 1 : end] < fastest_so_far[:-1]
@@ -392,12 +395,12 @@ def solve_single(
     problem = pulp.LpProblem("single_job", pulp.LpMinimize)
     x = new_binaries(problem, "x", len(kept))
     kept_score = w_cost * C[kept] / C_ref + w_time * T[kept] / T_ref
-    problem += pulp.LpAffineExpression(zip(x, kept_score.tolist()))
+    problem += pulp.LpAffineExpression(zip(x, kept_score.tolist(), strict=True))
     problem += pulp.lpSum(x) == 1  # (4)
     if deadline_s is not None:
-        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist())) <= deadline_s  # (5)
+        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist(), strict=True)) <= deadline_s  # (5)
     if budget_usd is not None:
-        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist())) <= budget_usd  # (6)
+        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist(), strict=True)) <= budget_usd  # (6)
     for gpu, limit in (inventory or {}).items():  # (7)
         of_type = np.flatnonzero(table.gpu_id[kept] == gpu)
         if len(of_type):

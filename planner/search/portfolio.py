@@ -242,7 +242,7 @@ def solve_portfolio(
 
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
     y = new_binaries(problem, "y", len(score))
-    problem += pulp.LpAffineExpression(zip(y, score.tolist()))
+    problem += pulp.LpAffineExpression(zip(y, score.tolist(), strict=True))
     for j in range(len(jobs)):  # (1)
         problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1
     _usage_constraints(problem, options, y, num_slots, len(jobs), lambda g: inventory[g])  # (2)
@@ -532,11 +532,11 @@ class _FleetModel:
             g: new_variable(problem, f"b_{i}", 0, self.max_purchase.get(g), pulp.LpInteger)
             for i, g in enumerate(sorted(set(options.gpu.tolist())))
         }
-        rent = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows)]
+        rent = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)]
         problem += (
-            pulp.LpAffineExpression(zip(y, self.owned_cost.tolist()))
+            pulp.LpAffineExpression(zip(y, self.owned_cost.tolist(), strict=True))
             + pulp.LpAffineExpression((b, self.fixed_usd[g]) for g, b in buy.items())
-            + pulp.LpAffineExpression(zip(z, rent))
+            + pulp.LpAffineExpression(zip(z, rent, strict=False))  # z is empty when renting is not allowed
         )
         for j in range(num_jobs):  # (1)
             problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) + (z[j] if allow_rent else 0) == 1
@@ -544,17 +544,17 @@ class _FleetModel:
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             return None, solver_name
-        owned = [None] * num_jobs
+        owned: list[int | None] = [None] * num_jobs
         for j in range(num_jobs):
             mine = np.flatnonzero(options.job == j)
             if len(mine) and (y[mine[chosen_index([y[i] for i in mine])]].varValue or 0) > 0.5:
                 owned[j] = int(mine[chosen_index([y[i] for i in mine])])
-        return self.plan({g: int(round(b.varValue or 0)) for g, b in buy.items()}, owned), solver_name
+        return self.plan({g: round(b.varValue or 0) for g, b in buy.items()}, owned), solver_name
 
     def plan(self, purchased: dict[str, int], owned: list[int | None]) -> FleetPlan:
         """Price a decision: GPUs bought and, per job, its owned option index (None: rented)."""
         assignments = []
-        for j, (job, option) in enumerate(zip(self.jobs, owned)):
+        for j, (job, option) in enumerate(zip(self.jobs, owned, strict=True)):
             if option is None:
                 row, table = self.rent_rows[j], job.table
                 assignments.append(

@@ -71,7 +71,7 @@ def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1) -> np.ndarr
     nodes, k = [], 1
     while k * gpus_per_node <= max_gpus:
         nodes.append(k * gpus_per_node)
-        k = max(k + 1, int(round(k * 1.25)))
+        k = max(k + 1, round(k * 1.25))
     counts = np.array(sorted(set(small + nodes + ([max_gpus] if max_gpus % gpus_per_node == 0 else []))))
     return counts[(counts >= min_gpus) & (counts <= max_gpus)]
 
@@ -79,7 +79,7 @@ def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1) -> np.ndarr
 def cartesian(**axes: np.ndarray) -> dict[str, np.ndarray]:
     """Every combination of the given 1-D arrays, as flat columns."""
     grids = np.meshgrid(*axes.values(), indexing="ij")
-    return {name: grid.ravel() for name, grid in zip(axes, grids)}
+    return {name: grid.ravel() for name, grid in zip(axes, grids, strict=True)}
 
 
 def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndarray]:
