@@ -205,6 +205,7 @@ def plan(
         solver=request.solver,
     )
     chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
+    assert chosen.estimate.time_to_train_h is not None  # plan() always has training tokens
     assert math.isclose(
         chosen.estimate.time_to_train_h * SECONDS_PER_HOUR, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
     ), "scalar re-score disagrees with the vectorised score"

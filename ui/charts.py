@@ -424,7 +424,7 @@ def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None,
         line=dict(color="black", dash="dot"),
         marker=dict(size=10, symbol="circle-open", color="black"),
     )
-    if chosen is not None and chosen.estimate.cost_usd is not None:
+    if chosen is not None and chosen.estimate.cost_usd is not None and chosen.estimate.time_to_train_h is not None:
         fig.add_scatter(
             name=tr("chosen_plan"),
             x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],

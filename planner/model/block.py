@@ -233,7 +233,6 @@ def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
     q, kv = model.q_size, model.kv_size
     swiglu = model.mlp == "swiglu"
     ept = model.experts_per_token
-    experts = dict(experts=model.num_experts, active=ept)
     gemms = [
         # wq, wk, wv share their input and are timed as one GEMM of their total width.
         Gemm("qkv", Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),
@@ -246,10 +245,11 @@ def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
             f,
             TpSplit.COLUMN,
             2 if swiglu else 1,
-            **experts,
+            experts=model.num_experts,
+            active=ept,
             bias=model.mlp_bias,
         ),
-        Gemm("down", Part.MLP, f, h, TpSplit.ROW, **experts, bias=model.mlp_bias),
+        Gemm("down", Part.MLP, f, h, TpSplit.ROW, experts=model.num_experts, active=ept, bias=model.mlp_bias),
     ]
     if model.is_moe:
         gemms.append(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE, timed=False))
@@ -265,7 +265,7 @@ def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
         Saved("log-sum-exp", Part.ATTENTION, model.num_heads, fp32=True),
     ]
     if swiglu:
-        names = ("gate (SiLU input)", "SiLU output", "up", "product (down input)")
+        names: tuple[str, ...] = ("gate (SiLU input)", "SiLU output", "up", "product (down input)")
     else:
         names = ("fc1 output (GeLU input)", "GeLU output (fc2 input)")
     saved += [Saved(name, Part.MLP, f, copies=ept) for name in names]

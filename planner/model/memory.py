@@ -8,6 +8,7 @@ against measured FSDP2 runs in tests/test_calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,7 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
     compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
     linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens."""
     assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
-    total = None
+    total: Any = None  # an array after the first non-empty part
     for rows, size, split in (
         ([t for t in tensors if t.tp_split and not t.fp32], dtype, True),
         ([t for t in tensors if t.tp_split and t.fp32], FP32_BYTES, True),
@@ -218,7 +219,7 @@ def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
     ``r = pp`` (Korthikanti et al. 2022, sec. 4.2.3: ``pp (1 + (pp-1)/(pp vpp))``).
     """
     m = c.grad_accum.astype(float)
-    vpp = c.vpp.astype(float)  # type: ignore[union-attr]  # Candidates.__post_init__ sets vpp
+    vpp = c.vpp.astype(float)
     per_round = m / np.maximum(1, c.grad_accum // np.maximum(c.pp, 1))
     hops = 2.0 * (c.pp - 1) if first_stage else 0.0
     interleaved = ((vpp - 1) * per_round + hops + 1) / vpp

@@ -8,6 +8,7 @@ one sets the pace. Exposed communication and the pipeline bubble add to the GPU'
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
     MoE runs ``experts_per_token`` MLPs.
     """
     peak = block_peak_fraction(c, s)
-    seconds = 0.0
+    seconds: Any = 0.0  # an array after the first GEMM (c.tp is one)
     # (in dim, out dim) on one tp rank and copies per token of each timed GEMM of the block table.
     for gemm in block_table(model).gemms:
         if not gemm.timed:
@@ -218,7 +219,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
-    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)  # type: ignore[operator]  # vpp: set in Candidates.__post_init__
+    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
 

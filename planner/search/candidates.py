@@ -64,7 +64,7 @@ class Knob:
     field: str
     column: str
     owner: type[BaseModel]
-    kind: type  # int, bool or an enum with codes in CODES
+    kind: Any  # int, bool or an enum with codes in CODES
 
     def encode(self, value: Any) -> Any:
         return CODES[self.kind].index(value) if self.kind in CODES else value

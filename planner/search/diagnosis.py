@@ -24,13 +24,20 @@ class TableColumns(Protocol):
     """The columns of :class:`planner.search.ilp.CandidateTable` the diagnosis reads (a protocol,
     so this module does not import the ILP module that imports it)."""
 
-    gpu_id: np.ndarray
-    num_gpus: np.ndarray
-    capacity_gib: np.ndarray
-    memory_need_gib: np.ndarray
-    time_to_train_s: np.ndarray
-    cost_usd: np.ndarray
-    extra: dict[str, np.ndarray]
+    @property
+    def gpu_id(self) -> np.ndarray: ...
+    @property
+    def num_gpus(self) -> np.ndarray: ...
+    @property
+    def capacity_gib(self) -> np.ndarray: ...
+    @property
+    def memory_need_gib(self) -> np.ndarray: ...
+    @property
+    def time_to_train_s(self) -> np.ndarray: ...
+    @property
+    def cost_usd(self) -> np.ndarray: ...
+    @property
+    def extra(self) -> dict[str, np.ndarray]: ...
 
 
 @dataclass(frozen=True, eq=False)

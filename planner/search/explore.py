@@ -49,6 +49,8 @@ class ScoredSearch:
 
     def plan_for_row(self, row: int, settings: ModelingSettings = DEFAULT_SETTINGS) -> Plan:
         """Candidate ``row`` of the table as a runnable Plan (re-scored through ``estimate``)."""
+        if self.candidates is None or self.catalog is None:
+            raise ValueError("this search kept no candidates to re-score (scored_search keeps them)")
         return plan_from_row(self.request, self.candidates, row, list(self.gpu_ids), self.catalog, settings)
 
 
@@ -158,6 +160,7 @@ def why_not(
     if winner.gpu == gpu:
         return f"{gpu} is the chosen GPU type"
     e, w = mine.estimate, winner.estimate
+    assert e.time_to_train_h is not None and w.time_to_train_h is not None  # requests carry tokens
     return (
         f"{gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
         f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
