@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
+from support.jobs import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
 
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig

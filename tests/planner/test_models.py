@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import DATA
 
 from planner.catalog.models import (
     MAX_CONFIG_BYTES,
@@ -23,7 +24,7 @@ from planner.model.spec import ModelSpec
 
 transformers = pytest.importorskip("transformers")
 
-FIXTURES = Path(__file__).parent / "data" / "hf_configs"
+FIXTURES = DATA / "hf_configs"
 CALIBRATION = Path("/work/shared/calibration/h200_fsdp2_hf_llama.jsonl")
 
 _SWIGLU_ARCH = dict(mlp="swiglu", norm="rmsnorm", position="rope", norm_bias=False, embedding_norm=False)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest_trainer import tiny_gpt_spec, tiny_spec
+from support.jobs import tiny_gpt_spec, tiny_spec
 
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing

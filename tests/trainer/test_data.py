@@ -17,7 +17,28 @@ from trainer import data
 from trainer.data import BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, build_loader, is_garbled, prepare_data, read_meta
 from trainer.job_spec import RunSettings
 
-WORDS = ["river", "stone", "light", "garden", "paper", "window", "morning", "silver", "market", "bridge", "quiet", "yellow", "winter", "forest", "engine", "letter", "harbor", "candle", "meadow", "thunder"]
+WORDS = [
+    "river",
+    "stone",
+    "light",
+    "garden",
+    "paper",
+    "window",
+    "morning",
+    "silver",
+    "market",
+    "bridge",
+    "quiet",
+    "yellow",
+    "winter",
+    "forest",
+    "engine",
+    "letter",
+    "harbor",
+    "candle",
+    "meadow",
+    "thunder",
+]
 MODEL_VOCAB = 512
 
 

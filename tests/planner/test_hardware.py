@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
+from support import REPO, SHARED
 
 from planner.catalog.detect import NO_DRIVER_MESSAGE, NoGPUDriver, detect_gpus, match_gpu_name
 from planner.catalog.hardware import (
@@ -24,12 +25,31 @@ from planner.catalog.hardware import (
 )
 from planner.layout import Precision
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REFERENCE = SHARED / "reference"
 needs_reference = pytest.mark.skipif(
     not (REFERENCE / "gpu_specs.csv").exists(), reason="../shared/reference (gpu_specs.csv) is not available"
 )
 
-REQUIRED_IDS = ["a10", "a30", "l4", "l40", "l40s", "a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h100-nvl", "h200-sxm", "h200-nvl", "b200", "gb200", "mi250x", "mi300x", "mi325x"]
+REQUIRED_IDS = [
+    "a10",
+    "a30",
+    "l4",
+    "l40",
+    "l40s",
+    "a100-40gb-sxm",
+    "a100-80gb-sxm",
+    "a100-80gb-pcie",
+    "h100-sxm",
+    "h100-pcie",
+    "h100-nvl",
+    "h200-sxm",
+    "h200-nvl",
+    "b200",
+    "gb200",
+    "mi250x",
+    "mi300x",
+    "mi325x",
+]
 CSV_ROW = {
     "a10": "NVIDIA A10",
     "a30": "NVIDIA A30 24GB",
@@ -429,9 +449,8 @@ def test_every_catalog_file_is_package_data():
     *.toml data: a new catalog folder must be added there."""
     import fnmatch
     import tomllib
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     for path in (root / "hw_catalog").rglob("*.toml"):
         package = ".".join(path.parent.relative_to(root).parts)

@@ -12,12 +12,12 @@ import json
 import string
 import tempfile
 import zipfile
-from pathlib import Path
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
+from support import DATA, REPO
 
 from planner.api import PlanRequest, plan
 from planner.catalog.detect import DetectedGPU
@@ -34,8 +34,8 @@ from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-HF_CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
+APP = str(REPO / "app.py")
+HF_CONFIGS = DATA / "hf_configs"
 GPUS = ["h100-sxm", "a100-80gb-sxm"]
 EN, ZH = Labels("en"), Labels("zh")
 

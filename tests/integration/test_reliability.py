@@ -22,10 +22,9 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from conftest_trainer import (
-    REPO,
-    _descendants,
-    in_process,
+from support import REPO
+from support.jobs import (
+    descendants,
     kill_tree,
     losses_by_step,
     make_plan,
@@ -293,7 +292,7 @@ def freeze_during_a_save(proc: subprocess.Popen, ckpt: Path, timeout: float) -> 
     continue and a later save is tried.
     """
     wait_for(lambda: (ckpt / "step-000001").exists() or proc.poll() is not None, 120, "the first checkpoint", poll=0.01)
-    pids = [proc.pid, *_descendants(proc.pid)]
+    pids = [proc.pid, *descendants(proc.pid)]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         pending = [
@@ -377,7 +376,7 @@ def test_a_killed_rank_is_restarted_by_torchrun_from_the_last_checkpoint(tmp_pat
             "two steps past the first checkpoint",
             poll=0.02,
         )
-        workers = [pid for pid in _descendants(proc.pid) if _rank_of(pid) == "1"]
+        workers = [pid for pid in descendants(proc.pid) if _rank_of(pid) == "1"]
         assert len(workers) == 1, log.read_text()[-3000:]
         os.kill(workers[0], signal.SIGKILL)
         before = logged_losses(job)  # read before the restarted workers rewrite metrics.jsonl
