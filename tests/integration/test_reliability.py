@@ -9,6 +9,7 @@ SIGTERM in test_trainer_distributed.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -270,10 +271,8 @@ def logged_losses(job: Path) -> dict[int, float]:
 
 def _signal_all(pids: list[int], signum: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
 
 
 def _has_files(directory: Path) -> bool:
@@ -409,7 +408,7 @@ def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     monkeypatch.setattr(subprocess, "call", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0
     argv = calls[0]
-    options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2]))
+    options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2], strict=False))
     assert options["--server.address"] == "localhost"
     assert int(options["--server.maxUploadSize"]) <= 1
 

@@ -294,7 +294,7 @@ def test_memory_message_names_need_capacity_and_sharding() -> None:
 def test_memory_message_without_layout_columns_and_within_headroom() -> None:
     frame = hand_table([dict(fits_memory=False, memory_need_gib=135.0)]).to_frame()
     table = CandidateTable.from_frame(frame.drop(columns=["tp", "dp_shard"]))
-    with pytest.raises(InfeasiblePlan, match="135.0 GiB .* 141.0 GiB less the headroom.*about 2x"):
+    with pytest.raises(InfeasiblePlan, match=r"135.0 GiB .* 141.0 GiB less the headroom.*about 2x"):
         solve_single(table)
 
 
@@ -305,7 +305,7 @@ def test_divisibility_and_batch_messages() -> None:
     assert caught.value.constraint is Constraint.DIVISIBILITY
     assert "none of the 2 candidates that fit in memory (8-24 GPUs)" in str(caught.value)
     table = hand_table([dict(batch_ok=False), dict(batch_ok=False, divisible=False)])
-    with pytest.raises(InfeasiblePlan, match="^batch: none of the 1 valid layouts that fit \\(8 GPUs\\)"):
+    with pytest.raises(InfeasiblePlan, match=r"^batch: none of the 1 valid layouts that fit \(8 GPUs\)"):
         solve_single(table)
 
 
@@ -343,13 +343,13 @@ def test_deadline_messages() -> None:
         "in 22.0 days)"
     )
     assert caught.value.required == pytest.approx(41.3 * day)
-    with pytest.raises(InfeasiblePlan, match="needs 22.0 days .*no inventory limit.*allow 22 days$"):
+    with pytest.raises(InfeasiblePlan, match=r"needs 22.0 days .*no inventory limit.*allow 22 days$"):
         solve_single(table, deadline_s=10 * day)
     with pytest.raises(InfeasiblePlan, match="allow 42 days; no candidate meets the deadline"):
         solve_single(table, deadline_s=10 * day, inventory={"h200": 64})
-    with pytest.raises(InfeasiblePlan, match="needs 22.0 days .*allow 22 days"):
+    with pytest.raises(InfeasiblePlan, match=r"needs 22.0 days .*allow 22 days"):
         solve_single(hand_table([dict(time_to_train_s=22 * day)]), deadline_s=1 * day)
-    with pytest.raises(InfeasiblePlan, match="needs 5.0 hours.*allow 5 hours"):
+    with pytest.raises(InfeasiblePlan, match=r"needs 5.0 hours.*allow 5 hours"):
         solve_single(hand_table([dict(time_to_train_s=5 * 3600.0)]), deadline_s=3600.0)
 
 
@@ -368,9 +368,9 @@ def test_budget_messages() -> None:
         "$1.0M; raise the budget to $1.2M or extend the deadline to 70 days"
     )
     assert caught.value.constraint is Constraint.BUDGET
-    with pytest.raises(InfeasiblePlan, match="costs \\$1.23M > \\$1.20M; raise the budget to \\$1.24M$"):
+    with pytest.raises(InfeasiblePlan, match=r"costs \$1.23M > \$1.20M; raise the budget to \$1.24M$"):
         solve_single(hand_table([dict(cost_usd=1_234_567.0)]), deadline_s=30 * day, budget_usd=1.2e6)
-    with pytest.raises(InfeasiblePlan, match="^budget: the cheapest plan costs \\$900.0k > \\$500.0k"):
+    with pytest.raises(InfeasiblePlan, match=r"^budget: the cheapest plan costs \$900.0k > \$500.0k"):
         solve_single(table, budget_usd=5e5)
 
 
@@ -396,7 +396,7 @@ def test_diagnosis_names_the_first_constraint_that_empties_the_set(seed: int) ->
         np.array([limits["inventory"].get(g, 0) for g in table.gpu_id]) > 0
     )
     expected = None
-    for constraint, step in zip(Constraint, steps):
+    for constraint, step in zip(Constraint, steps, strict=True):
         if not (passing & step).any():
             expected = constraint
             break

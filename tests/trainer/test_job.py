@@ -266,9 +266,11 @@ def test_run_job_starts_the_plans_world_and_holds_the_lock(fake_trainer: Path) -
 
 
 def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
-    with job_lock(fake_trainer):
-        with pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "):
-            run_job(fake_trainer, device="cpu", module="fake_trainer")
+    with (
+        job_lock(fake_trainer),
+        pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "),
+    ):
+        run_job(fake_trainer, device="cpu", module="fake_trainer")
     holder = subprocess.Popen(
         [
             sys.executable,

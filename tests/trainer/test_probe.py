@@ -137,7 +137,7 @@ def test_measured_overflow_writes_replan_needed(tmp_path):
     check_measured_fit(tmp_path, plan, fits, headroom=0.1, is_rank0=True)
     assert not (tmp_path / "replan_needed.json").exists()
     too_big = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
-    with pytest.raises(ReplanNeeded, match="75.00 GiB"):
+    with pytest.raises(ReplanNeeded, match=r"75.00 GiB"):
         check_measured_fit(tmp_path, plan, too_big, headroom=0.1, is_rank0=True)
     replan = json.loads((tmp_path / "replan_needed.json").read_text())
     assert replan["measured"] == {"peak_gib": 70.0, "reserved_gib": 75.0}

@@ -150,7 +150,7 @@ def test_every_widget_has_a_key_in_every_mode():
     runs = [run_app(**state) for state in states]
     at = runs[0]
     runs += [open_tab(at, name) for name in ("tab_explore", "tab_why_not", "tab_downloads")]
-    for state, at in zip(states + ["explore", "why-not", "downloads"], runs):
+    for state, at in zip([*states, "explore", "why-not", "downloads"], runs, strict=True):
         missing = [f"{w.type}:{getattr(w, 'label', '')}" for w in widgets(at) if not w.key]
         assert not missing, (state, missing)
         assert len(widgets(at)) > 10
@@ -211,7 +211,7 @@ def test_language_switch_translates_every_label():
     assert translated_options and translated_options <= set(app.TRANSLATED_CHOICES)  # kept across a switch
     assert zh.sidebar.selectbox(key="preset").label == ZH("preset")
     assert zh.title[0].value == ZH("title")
-    assert [t.label for t in zh.tabs][0] == ZH("tab_breakdowns")
+    assert next(t.label for t in zh.tabs) == ZH("tab_breakdowns")
     assert_card_shows(zh, request_for(), tr=ZH)
     assert ZH("card_time") in card(zh) and EN("card_time") not in card(zh)
     # The open tab and the choices survive a switch (the browser holds both as labels).
