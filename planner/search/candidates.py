@@ -7,7 +7,7 @@ Enum-valued knobs are stored as small integer codes; ``CODES`` maps them back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -95,9 +95,6 @@ class Candidates:
     @property
     def num_nodes(self) -> np.ndarray:
         return np.maximum(1, -(-self.num_gpus // self.gpus_per_node))
-
-    def take(self, index) -> Candidates:
-        return Candidates(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
     def layout(self, row: int) -> Layout:
         return Layout(

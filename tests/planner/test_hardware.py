@@ -104,7 +104,8 @@ def _csv_rows(name: str) -> list[dict[str, str]]:
 def test_all_required_gpus_present_and_resolvable(catalog):
     assert set(REQUIRED_IDS) <= set(catalog.gpus)
     for gpu_id in REQUIRED_IDS:
-        gpu, node, network = catalog.system_for(gpu_id)
+        gpu = catalog.gpu(gpu_id)
+        node, network = catalog.node(gpu.default_node), catalog.network(gpu.default_network)
         assert gpu.id == gpu_id and node.scaleup_domain_size == gpu.scaleup_domain_size
         # the GPU's typical internode rate is the one of its default network, so the two never disagree
         assert gpu.internode_bandwidth_bytes_per_s == network.bandwidth_bytes_per_s_per_gpu
@@ -260,7 +261,6 @@ def test_si_conversion(catalog):
     assert h200.tdp_watts == 700 and isinstance(h200.purchase_price_usd, float)
     network = catalog.network("eth-100g")
     assert network.bandwidth_bytes_per_s_per_gpu == pytest.approx(25e9 / 8)
-    assert network.latency_s == pytest.approx(20e-6)
 
 
 def test_node_templates_map_scaleup_domains(catalog):
@@ -365,6 +365,24 @@ def test_bad_gpu_file_names_file_and_field(tmp_path, changes, field, detail):
     message = str(caught.value)
     assert message.startswith(f"{path}: field '{field}': ")
     assert detail in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "key, value, detail",
+    [
+        ("latency_us", -1, "expected a number in (0, 10000], got -1"),
+        ("kind", "token-ring", "expected one of infiniband"),
+    ],
+)
+def test_network_fields_the_model_does_not_read_are_still_checked(tmp_path, key, value, detail):
+    entry = tomllib.loads((BUILTIN_DIR / "networks" / "eth-100g.toml").read_text())
+    entry[key] = value
+    (tmp_path / "networks").mkdir()
+    path = tmp_path / "networks" / "eth-100g.toml"
+    path.write_text(_dump(entry))
+    with pytest.raises(CatalogError) as caught:
+        load_catalog([tmp_path])
+    assert str(caught.value).startswith(f"{path}: field '{key}': ") and detail in str(caught.value)
 
 
 def test_bad_toml_and_missing_dir(tmp_path):

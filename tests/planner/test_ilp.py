@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from planner.search.ilp import (
@@ -204,31 +204,28 @@ def test_solver_choice_is_validated() -> None:
 # --- the candidate table --------------------------------------------------------------------
 
 
-def test_table_take_and_frame_round_trip() -> None:
+def core_columns(table: CandidateTable) -> dict[str, np.ndarray]:
+    return {f.name: getattr(table, f.name) for f in dataclasses.fields(table) if f.name != "extra"}
+
+
+def test_table_take_and_column_types() -> None:
     table = random_table(np.random.default_rng(5), 40)
-    assert len(table) == 40
+    assert len(table) == 40 and len(core_columns(table)) + len(table.extra) == 12
     part = table.take([3, 1, 39])
     assert list(part.label) == ["row 3", "row 1", "row 39"]
     assert np.array_equal(part.extra["tp"], table.extra["tp"][[3, 1, 39]])
-    frame = table.to_frame()
-    assert isinstance(frame, pd.DataFrame) and frame.shape == (40, 12)
-    back = CandidateTable.from_frame(frame)
-    assert np.array_equal(back.cost_usd, table.cost_usd)
-    assert np.array_equal(back.extra["dp_shard"], table.extra["dp_shard"])
-    assert back.num_gpus.dtype == np.int64 and back.fits_memory.dtype == bool
+    assert np.array_equal(part.cost_usd, table.cost_usd[[3, 1, 39]])
+    assert table.num_gpus.dtype == np.int64 and table.fits_memory.dtype == bool
 
 
 def test_table_rejects_ragged_columns() -> None:
-    columns = random_table(np.random.default_rng(5), 10).to_frame()
-    core = {k: columns[k].to_numpy() for k in columns.columns if k not in ("tp", "dp_shard")}
+    core = core_columns(random_table(np.random.default_rng(5), 10))
     with pytest.raises(ValueError, match="cost_usd"):
         CandidateTable(**{**core, "cost_usd": core["cost_usd"][:9]})
     with pytest.raises(ValueError, match="extra\\['tp'\\]"):
         CandidateTable(**core, extra={"tp": np.ones(3)})
     with pytest.raises(ValueError, match="clashes"):
         CandidateTable(**core, extra={"label": core["label"]})
-    with pytest.raises(ValueError, match="missing column"):
-        CandidateTable.from_frame(columns.drop(columns="label"))
 
 
 def test_bad_inputs_raise_value_errors() -> None:
@@ -241,17 +238,17 @@ def test_bad_inputs_raise_value_errors() -> None:
         solve_single(table, deadline_s=-1.0)
     with pytest.raises(ValueError, match="inventory\\['h100'\\]"):
         solve_single(table, inventory={"h100": 2.5})
-    broken = table.to_frame()
     plausible = np.flatnonzero(table.fits_memory & table.divisible & table.batch_ok)[0]
-    broken.loc[plausible, "cost_usd"] = math.nan
+    cost = table.cost_usd.copy()
+    cost[plausible] = math.nan
     with pytest.raises(ValueError, match=f"cost_usd: row {plausible}"):
-        solve_single(CandidateTable.from_frame(broken))
+        solve_single(dataclasses.replace(table, cost_usd=cost))
 
 
 # --- infeasibility diagnosis ----------------------------------------------------------------
 
 
-def hand_table(rows: list[dict]) -> CandidateTable:
+def hand_table(rows: list[dict], layout_columns: bool = True) -> CandidateTable:
     defaults = dict(
         gpu_id="h200",
         num_gpus=8,
@@ -265,9 +262,11 @@ def hand_table(rows: list[dict]) -> CandidateTable:
         tp=1,
         dp_shard=8,
     )
-    frame = pd.DataFrame([{**defaults, **row} for row in rows])
-    frame["label"] = [f"row {i}" for i in range(len(frame))]
-    return CandidateTable.from_frame(frame)
+    records = [{**defaults, **row} for row in rows]
+    columns = {key: np.array([record[key] for record in records]) for key in defaults}
+    extra = {key: columns.pop(key) for key in ("tp", "dp_shard")}
+    labels = np.array([f"row {i}" for i in range(len(records))], dtype=object)
+    return CandidateTable(**columns, label=labels, extra=extra if layout_columns else {})
 
 
 def test_memory_message_names_need_capacity_and_sharding() -> None:
@@ -292,8 +291,7 @@ def test_memory_message_names_need_capacity_and_sharding() -> None:
 
 
 def test_memory_message_without_layout_columns_and_within_headroom() -> None:
-    frame = hand_table([dict(fits_memory=False, memory_need_gib=135.0)]).to_frame()
-    table = CandidateTable.from_frame(frame.drop(columns=["tp", "dp_shard"]))
+    table = hand_table([dict(fits_memory=False, memory_need_gib=135.0)], layout_columns=False)
     with pytest.raises(InfeasiblePlan, match=r"135.0 GiB .* 141.0 GiB less the headroom.*about 2x"):
         solve_single(table)
 
