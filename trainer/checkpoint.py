@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -32,6 +33,10 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from trainer.log import ON_STDOUT
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
@@ -235,8 +240,9 @@ class CheckpointManager:
         for step, path in reversed(list_checkpoints(self.ckpt_dir)):
             problem = self.verify(path)
             if problem is not None:
-                if self.rank == 0:
-                    print(f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", flush=True)
+                log.warning(
+                    f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", extra=ON_STDOUT
+                )
                 continue
             self._load(path, state)
             return step

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from trainer.job_spec import JobSpec
+from trainer.log import setup_logging
 
 REPLAN_EXIT_CODE = 3
 REPLAN_FILE = "replan_needed.json"
@@ -283,6 +284,7 @@ def run_job(
     ``module`` is the entry module torchrun starts (tests use a stand-in).
     Raises JobDirLockedError if another launcher runs this directory, ValueError on bad input.
     """
+    setup_logging()  # prepare_data's lines, printed here before torchrun starts
     job_dir = Path(job_dir).resolve()
     spec = JobSpec.load(job_dir)
     _check_counts(nproc, steps, max_restarts)
@@ -338,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prepare-only", action="store_true", help="build the data shards and exit")
     parser.add_argument("--module", default=TRAINER_MODULE, help=argparse.SUPPRESS)  # tests: a stand-in trainer
     args = parser.parse_args(argv)
+    setup_logging()
     try:
         if args.prepare_only:
             with job_lock(args.job_dir.resolve()):
