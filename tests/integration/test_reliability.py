@@ -1,10 +1,10 @@
 """Issue #5: bad input at the command line, faults during training, and safety of the app.
 
 The rest of the issue's cases live next to the code they exercise (see docs/reliability.md for
-the whole table): hypothesis properties in test_properties.py, catalog files in
-test_hardware.py, model configs in test_models.py, script quoting and the job-dir lock in
-test_trainer_job.py, NaN steps and disk-full saves in test_trainer_run.py, kill-and-resume and
-SIGTERM in test_trainer_distributed.py.
+the whole table): hypothesis properties in planner/test_properties.py, catalog files in
+planner/test_hardware.py, model configs in planner/test_models.py, script quoting and the job-dir
+lock in trainer/test_job.py, NaN steps and disk-full saves in trainer/test_run.py, kill-and-resume
+and SIGTERM in integration/test_distributed.py.
 """
 
 from __future__ import annotations
