@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian's headless Chromium and its driver for tests/test_app_browser.py (idempotent),
+# Install Debian's headless Chromium and its driver for tests/ui/test_app_browser.py (idempotent),
 # plus a Chinese font so that screenshots of the 中文 interface show characters, not boxes.
 # Never fails the caller: without a browser those tests skip with a reason.
 set -u

@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -35,6 +36,9 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from planner.errors import CheckpointDiskFullError
 from planner.fmt import one_line
+from trainer.log import ON_STDOUT
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
@@ -234,8 +238,9 @@ class CheckpointManager:
         for step, path in reversed(list_checkpoints(self.ckpt_dir)):
             problem = self.verify(path)
             if problem is not None:
-                if self.rank == 0:
-                    print(f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", flush=True)
+                log.warning(
+                    f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", extra=ON_STDOUT
+                )
                 continue
             self._load(path, state)
             return step

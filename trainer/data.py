@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,6 +46,9 @@ from trainer.corpus import (
 )
 from trainer.files import write_json_atomic
 from trainer.job_spec import RunSettings
+from trainer.log import ALL_RANKS
+
+log = logging.getLogger(__name__)
 
 __all__ = [  # noqa: RUF022 - grouped: this module's names, then the re-exports
     # this module: split, pack, load
@@ -288,17 +291,16 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
         and meta["source"] == run.data
         and meta["tokenizer_digest"] == tokenizer.digest
     ):
-        print(
+        log.info(
             f"data: {source} is not reachable here; using the shards prepared from it "
-            f"(fingerprint {meta['fingerprint'][:12]})",
-            flush=True,
+            f"(fingerprint {meta['fingerprint'][:12]})"
         )
         info = _info_from_meta(meta, reused=True)
     else:
         files = list_input_files(source)
         fingerprint = _fingerprint(source, files, tokenizer)
         if meta is not None and meta["fingerprint"] == fingerprint:
-            print(f"data: reusing prepared shards in {data_dir} (fingerprint {fingerprint[:12]})", flush=True)
+            log.info(f"data: reusing prepared shards in {data_dir} (fingerprint {fingerprint[:12]})")
             info = _info_from_meta(meta, reused=True)
         else:
             info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
@@ -313,16 +315,14 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
 
 def _print_summary(info: DataInfo, data_dir: Path) -> None:
     c = info.cleaning
-    print(
+    log.info(
         f"data: read {c.num_read} documents: {c.num_empty} empty, {c.num_garbled} garbled, "
-        f"{c.num_duplicates} duplicates removed, {c.num_kept} kept",
-        flush=True,
+        f"{c.num_duplicates} duplicates removed, {c.num_kept} kept"
     )
-    print(
+    log.info(
         f"data: train/val/test {info.train.num_documents}/{info.val.num_documents}/{info.test.num_documents} "
         f"documents, {info.train.num_tokens}/{info.val.num_tokens}/{info.test.num_tokens} tokens "
-        f"({info.dtype}) in {data_dir}",
-        flush=True,
+        f"({info.dtype}) in {data_dir}"
     )
 
 
@@ -458,11 +458,10 @@ class ResumableLoader:
             or state.get("seq_len") != self.source.seq_len
             or state.get("seed") != self.seed
         ):
-            print(
+            log.warning(
                 f"data: the {self.split} data, seq_len or seed changed since this state was saved; "
                 f"restarting epoch {self.epoch} from its beginning",
-                file=sys.stderr,
-                flush=True,
+                extra=ALL_RANKS,  # each rank's loader restores its own state
             )
             self.position = 0
             return
@@ -471,11 +470,10 @@ class ResumableLoader:
             # Same global order; convert "sequences consumed in this epoch" to our batch shape.
             consumed = position * int(state["micro_batch"]) * int(state["dp_size"])
             position = consumed // (self.micro_batch * self.dp_size)
-            print(
+            log.warning(
                 f"data: batch shape changed ({state['dp_size']}x{state['micro_batch']} -> "
                 f"{self.dp_size}x{self.micro_batch}); resuming at sequence ~{consumed} of epoch {self.epoch}",
-                file=sys.stderr,
-                flush=True,
+                extra=ALL_RANKS,
             )
         self.position = position
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from planner.errors import ExitCode, JobDirLockedError
 from planner.reports import ReplanRequest
 from trainer.job_spec import JobSpec
+from trainer.log import setup_logging
 
 REPLAN_FILE = "replan_needed.json"
 EXIT_STATUS_FILE = "exit_status.json"  # written by trainer.train (its EXIT_STATUS_FILE)
@@ -278,6 +279,7 @@ def run_job(
     ``module`` is the entry module torchrun starts (tests use a stand-in).
     Raises JobDirLockedError if another launcher runs this directory, ValueError on bad input.
     """
+    setup_logging()  # prepare_data's lines, printed here before torchrun starts
     job_dir = Path(job_dir).resolve()
     spec = JobSpec.load(job_dir)
     _check_counts(nproc, steps, max_restarts)
@@ -336,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prepare-only", action="store_true", help="build the data shards and exit")
     parser.add_argument("--module", default=TRAINER_MODULE, help=argparse.SUPPRESS)  # tests: a stand-in trainer
     args = parser.parse_args(argv)
+    setup_logging()
     try:
         if args.prepare_only:
             with job_lock(args.job_dir.resolve()):

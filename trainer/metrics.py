@@ -7,6 +7,7 @@ interrupted run after its last checkpoint) are dropped first, so every step appe
 from __future__ import annotations
 
 import json
+import logging
 import math
 import sys
 import time
@@ -18,6 +19,8 @@ import torch
 
 from planner.fmt import duration_clock
 from trainer.files import write_atomic
+
+log = logging.getLogger(__name__)
 
 LOW_UTILIZATION_PERCENT = 70.0
 UTILIZATION_WINDOW_STEPS = 20
@@ -149,12 +152,10 @@ class MetricsLogger:
         window_full = len(self.low_util) == self.low_util.maxlen
         if window_full and all(self.low_util) and metrics.step - self._warned_at >= UTILIZATION_WINDOW_STEPS:
             self._warned_at = metrics.step
-            print(
+            log.warning(
                 f"\nwarning: GPU utilisation below {LOW_UTILIZATION_PERCENT:.0f}% for the last "
                 f"{UTILIZATION_WINDOW_STEPS} steps (now {metrics.gpu_util:.0f}%): the input pipeline, "
-                f"communication or small kernels are limiting; see metrics.jsonl",
-                file=sys.stderr,
-                flush=True,
+                f"communication or small kernels are limiting; see metrics.jsonl"
             )
 
     def log_scalar(self, name: str, value: float, step: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import signal
 import time
@@ -19,6 +20,7 @@ from planner.units import GIB
 from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
 from trainer.data import build_loader, prepare_data
 from trainer.job_spec import JobSpec, memory_headroom
+from trainer.log import ON_STDOUT
 from trainer.metrics import (
     GpuSampler,
     MetricsLogger,
@@ -41,6 +43,8 @@ from trainer.probe import (
     write_validation,
 )
 from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
+
+log = logging.getLogger(__name__)
 
 
 class Outcome(StrEnum):
@@ -123,18 +127,16 @@ class Session:
         self.state = TrainState()
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
         self._build_optimizer()
-        if self.is_rank0:
-            print(
-                describe_run(
-                    layout,
-                    self.training.precision,
-                    dist.get_world_size(),
-                    device,
-                    self.pipeline_kind,
-                    len(self.stage_modules),
-                ),
-                flush=True,
+        log.info(
+            describe_run(
+                layout,
+                self.training.precision,
+                dist.get_world_size(),
+                device,
+                self.pipeline_kind,
+                len(self.stage_modules),
             )
+        )
         self._prepare_data()
         # Its small collectives use tensors on ``device``: CPU for gloo, CUDA for NCCL.
         self.ckpt = CheckpointManager(self.job_dir / "ckpt", self.run.keep_checkpoints, device)
@@ -197,7 +199,7 @@ class Session:
             try:
                 info = prepare_data(self.run, self.job_dir, self.plan.model.vocab_size, self.training.seq_len)
                 if info.loss_floor is not None:
-                    print(f"data: synthetic, best achievable loss {info.loss_floor:.3f}", flush=True)
+                    log.info(f"data: synthetic, best achievable loss {info.loss_floor:.3f}")
             except ValueError as exc:
                 result[0] = str(exc)
         dist.broadcast_object_list(result, src=0)
@@ -253,8 +255,8 @@ class Session:
 
     def load_checkpoint(self) -> None:
         step = self.ckpt.load_latest(self._checkpointable())
-        if step is not None and self.is_rank0:
-            print(f"resumed from checkpoint {step_dir_name(step)} (step {step} of {self.run.steps})", flush=True)
+        if step is not None:
+            log.info(f"resumed from checkpoint {step_dir_name(step)} (step {step} of {self.run.steps})")
         self.last_saved_step = step if step is not None else -1
         self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0)
 
@@ -263,8 +265,7 @@ class Session:
             return
         path = self.ckpt.save(self.state.step, self._checkpointable())
         self.last_saved_step = self.state.step
-        if self.is_rank0:
-            print(f"\nsaved checkpoint {path}", flush=True)
+        log.info(f"\nsaved checkpoint {path}")
 
     # ------------------------------------------------------------------ probe
 
@@ -301,7 +302,7 @@ class Session:
         if self.is_rank0:
             report = write_validation(self.job_dir, self.plan, self.step_times, memory, self.device.type)
             measured, predicted = report.measured, report.predicted
-            print(
+            log.info(
                 f"\nprobe: {num_steps} steps, step {measured.step_s:.3f} s (predicted "
                 f"{predicted.step_s:.3f} s), peak "
                 + (f"{measured.peak_gib:.2f} GiB" if measured.peak_gib is not None else "n/a on this device")
@@ -312,7 +313,6 @@ class Session:
                     else f"\nprobe: measured on {self.device.type.upper()}, so the timings are not compared with the"
                     f" prediction for {self.plan.gpu}: this run checks that the plan runs, not its speed"
                 ),
-                flush=True,
             )
         check_measured_fit(self.job_dir, self.plan, memory, memory_headroom(self.plan, self.run), self.is_rank0)
         return outcome
@@ -378,13 +378,12 @@ class Session:
             self.state.overflow_steps += 1
             return
         self.state.bad_steps += 1
-        if self.is_rank0:
-            print(
-                f"\nwarning: step {self.state.step}: non-finite loss {result.loss} or gradient norm "
-                f"{result.grad_norm}; skipped (no update), {self.state.bad_steps} of max_bad_steps "
-                f"{self.run.max_bad_steps}",
-                flush=True,
-            )
+        log.warning(
+            f"\nwarning: step {self.state.step}: non-finite loss {result.loss} or gradient norm "
+            f"{result.grad_norm}; skipped (no update), {self.state.bad_steps} of max_bad_steps "
+            f"{self.run.max_bad_steps}",
+            extra=ON_STDOUT,
+        )
 
     def _step_metrics(self, result, step_s: float, tokens_per_step: int, val_loss: float | None) -> StepMetrics:
         tokens_per_s = tokens_per_step / step_s
@@ -449,19 +448,17 @@ class Session:
         """Save (except after divergence, which keeps the last good checkpoint), test, report."""
         if outcome == Outcome.DIVERGED:
             kept = self.last_saved_step
-            if self.is_rank0:
-                print(
-                    f"\nerror: {self.state.bad_steps} non-finite steps (max_bad_steps={self.run.max_bad_steps}); "
-                    f"stopping at step {self.state.step}, last good checkpoint: "
-                    f"{step_dir_name(kept) if kept >= 0 else 'none'}",
-                    flush=True,
-                )
+            log.error(
+                f"\nerror: {self.state.bad_steps} non-finite steps (max_bad_steps={self.run.max_bad_steps}); "
+                f"stopping at step {self.state.step}, last good checkpoint: "
+                f"{step_dir_name(kept) if kept >= 0 else 'none'}",
+                extra=ON_STDOUT,
+            )
             self._report(outcome, test_loss=None)
             return
         self.save()
         if outcome == Outcome.PREEMPTED:
-            if self.is_rank0:
-                print(f"SIGTERM: saved checkpoint at step {self.state.step}; exiting", flush=True)
+            log.info(f"SIGTERM: saved checkpoint at step {self.state.step}; exiting")
             return
         self._report(outcome, test_loss=self._test_loss())
 
@@ -469,8 +466,7 @@ class Session:
         try:
             return self.evaluate("test")
         except ValueError as exc:  # a tiny dataset's test split may hold no full batch
-            if self.is_rank0:
-                print(f"note: no test loss ({exc})", flush=True)
+            log.info(f"note: no test loss ({exc})")
             return None
 
     def _report(self, outcome: Outcome, test_loss: float | None) -> None:
@@ -501,4 +497,4 @@ class Session:
             bad_steps=self.state.bad_steps,
             wall_s=time.perf_counter() - self.started,
         )
-        print("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)), flush=True)
+        log.info("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)))

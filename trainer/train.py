@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from contextlib import suppress
@@ -27,6 +28,7 @@ from planner.errors import CheckpointDiskFullError, ExitCode, ReplanNeeded
 from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
+from trainer.log import setup_logging
 from trainer.model import build_native_model, native_init_rule
 from trainer.parallel import (
     Meshes,
@@ -42,6 +44,8 @@ from trainer.parallel import (
 from trainer.pipeline import StageChunks, local_stage_ids, split_native_for_stage
 from trainer.probe import check_plan
 from trainer.session import Outcome, Session
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -174,9 +178,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _report_error(message: str) -> None:
-    rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "0"))
-    if rank == 0:
-        print(f"error: {message}", file=sys.stderr, flush=True)
+    log.error(f"error: {message}")  # rank 0: the other ranks fail the same way
 
 
 EXIT_STATUS_FILE = "exit_status.json"
@@ -192,6 +194,7 @@ def record_exit(job_dir: Path, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    setup_logging()
     args = parse_args(argv)
     try:
         return record_exit(args.job_dir, train(args.job_dir, args.device, args.steps))

@@ -1,7 +1,7 @@
 """Every label of the Streamlit app in English and Chinese (简体中文).
 
 ``Labels(lang)("key", **values)`` returns the label with ``str.format`` placeholders filled;
-both languages of a key must use the same placeholders (tests/test_app.py checks). Text the
+both languages of a key must use the same placeholders (tests/ui/test_app.py checks). Text the
 planner itself writes (why-not answers, infeasibility details, plan notes) stays English.
 """
 

@@ -18,7 +18,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -93,7 +93,6 @@ class NodeTemplate(BaseModel):
     name: str
     gpus_per_node: int
     scaleup_domain_size: int
-    description: str = ""
     sources: dict[str, str]
 
     @property
@@ -106,22 +105,16 @@ class NodeTemplate(BaseModel):
 
 
 class NetworkSpec(BaseModel):
-    """Scale-out network at line rate; efficiencies belong to the analytic model, not here."""
+    """Scale-out network at line rate; efficiencies belong to the analytic model, not here.
+
+    The files' ``kind``, ``latency_us`` and ``efficiency_note`` are checked and sourced but not kept:
+    the model reads the bandwidth only."""
 
     model_config = _FROZEN
     id: str
     name: str
-    kind: str
     bandwidth_bytes_per_s_per_gpu: float  # per direction
-    latency_s: float
-    efficiency_note: str = ""
     sources: dict[str, str]
-
-
-class System(NamedTuple):
-    gpu: GPUSpec
-    node: NodeTemplate
-    network: NetworkSpec
 
 
 class Catalog(BaseModel):
@@ -138,10 +131,6 @@ class Catalog(BaseModel):
 
     def network(self, network_id: str) -> NetworkSpec:
         return _lookup(self.networks, network_id, "network")
-
-    def system_for(self, gpu_id: str) -> System:
-        gpu = self.gpu(gpu_id)
-        return System(gpu, self.node(gpu.default_node), self.network(gpu.default_network))
 
 
 def _lookup(entries: dict[str, Any], key: str, what: str) -> Any:
@@ -328,7 +317,6 @@ def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> N
         name=values["name"],
         gpus_per_node=per_node,
         scaleup_domain_size=domain,
-        description=values.get("description", ""),
         sources=sources,
     )
 
@@ -337,10 +325,7 @@ def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpe
     return NetworkSpec(
         id=values["id"],
         name=values["name"],
-        kind=values["kind"],
         bandwidth_bytes_per_s_per_gpu=values["gbit_per_s_per_gpu"] * 1e9 / 8,
-        latency_s=values["latency_us"] * 1e-6,
-        efficiency_note=values.get("efficiency_note", ""),
         sources=sources,
     )
 

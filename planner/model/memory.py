@@ -2,7 +2,7 @@
 
 Every function broadcasts over a ``Candidates`` table. Byte counts come from what autograd
 saves for backward in the forward of each module (derivations in docs/model.md, checked
-against measured FSDP2 runs in tests/test_calibration.py).
+against measured FSDP2 runs in tests/planner/test_calibration.py).
 """
 
 from __future__ import annotations

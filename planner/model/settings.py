@@ -2,7 +2,7 @@
 
 Defaults are physical where a physical value exists (byte sizes, collective algorithms) and
 calibrated where none does (efficiencies, software overheads). ``docs/model.md`` gives the
-source or the calibration row behind each one; ``tests/test_calibration.py`` keeps them honest.
+source or the calibration row behind each one; ``tests/planner/test_calibration.py`` keeps them honest.
 """
 
 from __future__ import annotations

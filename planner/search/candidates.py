@@ -134,9 +134,6 @@ class Candidates:
     def num_nodes(self) -> np.ndarray:
         return np.maximum(1, -(-self.num_gpus // self.gpus_per_node))
 
-    def take(self, index) -> Candidates:
-        return Candidates(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
-
     def knob_values(self, owner: type[BaseModel], row: int) -> dict[str, Any]:
         return {k.field: k.decode(getattr(self, k.column)[row]) for k in KNOBS if k.owner is owner}
 

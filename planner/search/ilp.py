@@ -98,21 +98,6 @@ class CandidateTable:
         core = {name: getattr(self, name)[indices] for name in _COLUMN_KINDS}
         return CandidateTable(**core, extra={k: v[indices] for k, v in self.extra.items()})
 
-    def to_frame(self) -> pd.DataFrame:
-        columns = {name: getattr(self, name) for name in _COLUMN_KINDS}
-        columns.update(self.extra)
-        return pd.DataFrame(columns)
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> CandidateTable:
-        """Inverse of :meth:`to_frame`: core columns by name, every other column into ``extra``."""
-        missing = [name for name in _COLUMN_KINDS if name not in frame.columns]
-        if missing:
-            raise ValueError(f"candidate frame: missing column(s) {', '.join(missing)}")
-        core = {name: frame[name].to_numpy() for name in _COLUMN_KINDS}
-        extra = {str(k): frame[k].to_numpy() for k in frame.columns if k not in _COLUMN_KINDS}
-        return cls(**core, extra=extra)
-
 
 class Objective(StrEnum):
     COST = "cost"  # minimise C (tie-break on T)

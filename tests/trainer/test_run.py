@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from conftest_trainer import in_process, losses_by_step, read_metrics, tiny_spec, write_job
+from support.jobs import losses_by_step, read_metrics, tiny_spec, write_job
 
 import trainer.checkpoint as checkpoint_module
 import trainer.step as step_module

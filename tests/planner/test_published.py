@@ -117,7 +117,7 @@ def test_selective_recompute_maps_to_none_and_deepspeed_rows_are_not_scored(runs
 
 def test_megatron_eq3_matches_the_paper_formula(runs):
     run = runs[224]  # GPT-310B: l=96, h=16384, V=51200, s=2048
-    l, h, v, s = 96, 16384, 51200, 2048
+    l, h, v, s = 96, 16384, 51200, 2048  # noqa: E741 (the paper's symbols)
     paper = 96 * l * h**2 * (1 + s / (6 * h) + v / (16 * l * h))
     assert megatron_eq3_flops_per_token(run.model, s) == pytest.approx(paper, rel=1e-3)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 import math
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, field_validator
+from support import REPO
 
 from planner.api import build_plan
 from planner.catalog.models import get_preset
@@ -23,7 +23,7 @@ from trainer.job_spec import JobSpec, RunSettings, memory_headroom
 from trainer.probe import check_memory_fit
 from ui import charts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 
 # --------------------------------------------------------------------------- exit codes and errors
 

@@ -1,14 +1,15 @@
 """Issue #5: bad input at the command line, faults during training, and safety of the app.
 
 The rest of the issue's cases live next to the code they exercise (see docs/reliability.md for
-the whole table): hypothesis properties in test_properties.py, catalog files in
-test_hardware.py, model configs in test_models.py, script quoting and the job-dir lock in
-test_trainer_job.py, NaN steps and disk-full saves in test_trainer_run.py, kill-and-resume and
-SIGTERM in test_trainer_distributed.py.
+the whole table): hypothesis properties in planner/test_properties.py, catalog files in
+planner/test_hardware.py, model configs in planner/test_models.py, script quoting and the job-dir
+lock in trainer/test_job.py, NaN steps and disk-full saves in trainer/test_run.py, kill-and-resume
+and SIGTERM in integration/test_distributed.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,10 +23,9 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from conftest_trainer import (
-    REPO,
-    _descendants,
-    in_process,
+from support import REPO
+from support.jobs import (
+    descendants,
     kill_tree,
     losses_by_step,
     make_plan,
@@ -272,10 +272,8 @@ def logged_losses(job: Path) -> dict[int, float]:
 
 def _signal_all(pids: list[int], signum: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
 
 
 def _has_files(directory: Path) -> bool:
@@ -294,7 +292,7 @@ def freeze_during_a_save(proc: subprocess.Popen, ckpt: Path, timeout: float) -> 
     continue and a later save is tried.
     """
     wait_for(lambda: (ckpt / "step-000001").exists() or proc.poll() is not None, 120, "the first checkpoint", poll=0.01)
-    pids = [proc.pid, *_descendants(proc.pid)]
+    pids = [proc.pid, *descendants(proc.pid)]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         pending = [
@@ -378,7 +376,7 @@ def test_a_killed_rank_is_restarted_by_torchrun_from_the_last_checkpoint(tmp_pat
             "two steps past the first checkpoint",
             poll=0.02,
         )
-        workers = [pid for pid in _descendants(proc.pid) if _rank_of(pid) == "1"]
+        workers = [pid for pid in descendants(proc.pid) if _rank_of(pid) == "1"]
         assert len(workers) == 1, log.read_text()[-3000:]
         os.kill(workers[0], signal.SIGKILL)
         before = logged_losses(job)  # read before the restarted workers rewrite metrics.jsonl
@@ -411,7 +409,7 @@ def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     monkeypatch.setattr(subprocess, "call", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0
     argv = calls[0]
-    options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2]))
+    options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2], strict=False))
     assert options["--server.address"] == "localhost"
     assert int(options["--server.maxUploadSize"]) <= 1
 

@@ -75,7 +75,7 @@ def job_options(job: JobCandidates, inventory, horizon_s, num_slots):
 
 def usage_per_type(jobs, combo, num_slots) -> dict[str, np.ndarray]:
     usage = {str(g): np.zeros(num_slots) for g in GPUS}
-    for job, (row, slot, _, held) in zip(jobs, combo):
+    for job, (row, slot, _, held) in zip(jobs, combo, strict=True):
         usage[job.table.gpu_id[row]][slot : slot + held] += job.table.num_gpus[row]
     return usage
 
@@ -99,7 +99,7 @@ def brute_force_portfolio(jobs, inventory, objective, cost_weight, horizon_s, nu
             continue
         value = sum(
             weights[0] * job.table.cost_usd[row] / c_ref + weights[1] * end / t_ref
-            for job, (row, _, end, _), (c_ref, t_ref) in zip(jobs, combo, refs)
+            for job, (row, _, end, _), (c_ref, t_ref) in zip(jobs, combo, refs, strict=True)
         )
         best = value if best is None else min(best, value)
     return best
@@ -128,7 +128,7 @@ def test_portfolio_optimum_equals_brute_force(seed: int) -> None:
                 for o in job_options(job, inventory, horizon_s, num_slots)
                 if o[0] == a.row and o[2] == pytest.approx(a.end_s)
             )
-            for job, a in zip(jobs, solution.assignments)
+            for job, a in zip(jobs, solution.assignments, strict=True)
         ]
         usage = usage_per_type(jobs, combo, num_slots)
         assert all(np.all(usage[g] <= inventory.get(g, 0)) for g in usage)
@@ -203,9 +203,9 @@ def test_sequencing_fits_jobs_that_cannot_run_together() -> None:
 
 def test_a_job_that_cannot_run_alone_is_named() -> None:
     jobs = two_big_jobs()
-    with pytest.raises(InfeasiblePlan, match="^inventory: job 'first': the smallest plan that fits needs 8 h100 GPUs"):
+    with pytest.raises(InfeasiblePlan, match=r"^inventory: job 'first': the smallest plan that fits needs 8 h100 GPUs"):
         solve_portfolio(jobs, {"h100": 4})
-    with pytest.raises(InfeasiblePlan, match="^deadline: job 'second'.*horizon ends before"):
+    with pytest.raises(InfeasiblePlan, match=r"^deadline: job 'second'.*horizon ends before"):
         solve_portfolio(jobs, {"h100": 16}, horizon_s=5.5 * DAY)
     with pytest.raises(ValueError, match="unique"):
         solve_portfolio([jobs[0], jobs[0]], {"h100": 8})
@@ -228,7 +228,7 @@ def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchas
     per_job = []
     for job in jobs:
         owned = job_options(job, None, horizon_s, num_slots) if allow_buy else []
-        owned = [o + (True,) for o in owned if job.table.gpu_id[o[0]] in economics]
+        owned = [(*o, True) for o in owned if job.table.gpu_id[o[0]] in economics]
         rentable = [o for o in job_options(job, None, horizon_s, num_slots) if o[1] == 0]
         rent = [(min(rentable, key=lambda o: job.table.cost_usd[o[0]])[0], 0, 0.0, 0, False)]
         per_job.append(owned + (rent if allow_rent else []))
@@ -236,7 +236,7 @@ def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchas
     for combo in combos:
         usage = {str(g): np.zeros(num_slots) for g in GPUS}
         cost = 0.0
-        for job, (row, slot, _, held, is_owned) in zip(jobs, combo):
+        for job, (row, slot, _, held, is_owned) in zip(jobs, combo, strict=True):
             gpu, n = job.table.gpu_id[row], job.table.num_gpus[row]
             if is_owned:
                 usage[gpu][slot : slot + held] += n
@@ -250,7 +250,7 @@ def brute_force_fleet(jobs, economics, tco, horizon_days, num_slots, max_purchas
     for bought in itertools.product(*(range(max_purchase[str(g)] + 1) for g in GPUS)):
         fits = np.all(peaks <= np.array(bought), axis=1)
         if fits.any():
-            fixed = sum(rates[str(g)].owned_fixed_usd * b for g, b in zip(GPUS, bought))
+            fixed = sum(rates[str(g)].owned_fixed_usd * b for g, b in zip(GPUS, bought, strict=True))
             value = fixed + running[fits].min()
             best = value if best is None else min(best, value)
     return best
@@ -357,7 +357,7 @@ def test_tco_assumptions_are_validated() -> None:
         TcoAssumptions(residual_fraction=1.5)
     with pytest.raises(ValueError, match="hosting_usd_per_gpu_month"):
         TcoAssumptions(hosting_usd_per_gpu_month=-1)
-    with pytest.raises(InfeasiblePlan, match="^deadline: job 'first'"):
+    with pytest.raises(InfeasiblePlan, match=r"^deadline: job 'first'"):
         size_fleet([JobCandidates("first", two_big_jobs()[0].table, deadline_s=DAY)], ECONOMICS, 30)
 
 

@@ -61,7 +61,7 @@ def shard_documents(job_dir: Path, split: str) -> list[str]:
     tokens = np.fromfile(job_dir / "data" / f"{split}.bin", dtype=meta["dtype"])
     ends = np.flatnonzero(tokens == BYTE_VOCAB_SIZE - 1)
     starts = np.concatenate([[0], ends[:-1] + 1])
-    return [tokens[s:e].astype(np.uint8).tobytes().decode() for s, e in zip(starts, ends)]
+    return [tokens[s:e].astype(np.uint8).tobytes().decode() for s, e in zip(starts, ends, strict=True)]
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_cleaning_counts_duplicates_empty_and_garbled(tmp_path: Path, capsys) ->
     c = info.cleaning
     assert (c.num_read, c.num_empty, c.num_garbled, c.num_duplicates, c.num_kept) == (58, 2, 3, 3, 50)
     assert "58 documents: 2 empty, 3 garbled, 3 duplicates removed, 50 kept" in capsys.readouterr().out
-    kept = sorted(sum((shard_documents(tmp_path / "job", s) for s in data.SPLITS), []))
+    kept = sorted(doc for s in data.SPLITS for doc in shard_documents(tmp_path / "job", s))
     assert kept == sorted(good)
 
 
@@ -100,7 +100,7 @@ def test_garbled_thresholds_keep_ordinary_text() -> None:
 
 
 def test_split_is_8_1_1_by_document_disjoint_and_round_trips(corpus_job) -> None:
-    run, job_dir, texts = corpus_job
+    run, job_dir, _texts = corpus_job
     write_jsonl(Path(run.data) / "docs.jsonl", make_documents(3000))
     info = prepare_data(run, job_dir, MODEL_VOCAB, 32)
     counts = {s: getattr(info, s).num_documents for s in data.SPLITS}
@@ -179,7 +179,7 @@ def test_bad_inputs_are_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="data path does not exist"):
         prepare_data(RunSettings(data=str(tmp_path / "missing")), tmp_path / "job", MODEL_VOCAB, 8)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="no .txt, .jsonl, .parquet files found"):
+    with pytest.raises(ValueError, match=r"no .txt, .jsonl, .parquet files found"):
         prepare_data(RunSettings(data=str(tmp_path / "empty")), tmp_path / "job", MODEL_VOCAB, 8)
     (tmp_path / "x.csv").write_text("text\nhello\n")
     with pytest.raises(ValueError, match="unsupported data file"):
@@ -212,7 +212,7 @@ def test_prepare_is_idempotent_and_rebuilds_when_inputs_change(corpus_job, capsy
 
 
 def test_interrupted_build_leaves_nothing_that_looks_valid(corpus_job, monkeypatch) -> None:
-    run, job_dir, texts = corpus_job
+    run, job_dir, _texts = corpus_job
     prepare_data(run, job_dir, MODEL_VOCAB, 32)
     write_jsonl(Path(run.data) / "docs.jsonl", make_documents(600, seed=1))
     calls = {"n": 0}
@@ -264,7 +264,7 @@ def _train_tokenizer(path: Path, texts: list[str], special: list[str]) -> Path:
 
     tokenizer = Tokenizer(models.WordLevel(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]"] + special))
+    tokenizer.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[UNK]", *special]))
     tokenizer.save(str(path))
     return path
 
@@ -290,7 +290,7 @@ def test_tokenizer_json_is_used_and_checked_against_the_model_vocab(tmp_path: Pa
     with pytest.raises(ValueError, match="no end-of-document token"):
         prepare_data(run.model_copy(update={"tokenizer": str(no_eos)}), tmp_path / "job3", MODEL_VOCAB, 16)
     (tmp_path / "broken.json").write_text("{not json")
-    with pytest.raises(ValueError, match="broken.json: cannot load tokenizer"):
+    with pytest.raises(ValueError, match=r"broken.json: cannot load tokenizer"):
         prepare_data(
             run.model_copy(update={"tokenizer": str(tmp_path / "broken.json")}), tmp_path / "j4", MODEL_VOCAB, 16
         )

@@ -16,12 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support import REPO
 
 from ui.i18n import Labels
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",

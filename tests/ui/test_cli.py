@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import REPO
 
 TRAINPLAN = str(Path(sys.executable).with_name("trainplan"))
 
@@ -276,9 +277,6 @@ def test_bad_config_file_is_one_line(tmp_path):
         check_ok=False,
     )
     assert proc.returncode == 2 and "t5" in proc.stderr and "Traceback" not in proc.stderr
-
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_portfolio_shares_the_inventory():

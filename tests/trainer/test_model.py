@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest_trainer import tiny_gpt_spec, tiny_spec
+from support.jobs import tiny_gpt_spec, tiny_spec
 
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing
@@ -149,7 +149,7 @@ def test_init_is_seeded_per_parameter_and_follows_the_rule():
     first, second, other = Transformer(args), Transformer(args), Transformer(args)
     for model, seed in ((first, 1), (second, 1), (other, 2)):
         init_parameters(model, seed=seed, rule=native_init_rule(args))
-    for (name, a), b, c in zip(first.named_parameters(), second.parameters(), other.parameters()):
+    for (name, a), b, c in zip(first.named_parameters(), second.parameters(), other.parameters(), strict=True):
         assert torch.equal(a, b), name
         if not name.endswith("norm.weight"):
             assert not torch.equal(a, c), name

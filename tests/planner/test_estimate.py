@@ -213,7 +213,7 @@ def test_interleaved_in_flight_activations_follow_torchs_warmup():
         (pp, vpp, m) for pp in (2, 4, 8) for vpp in (2, 4) for m in range(1, 3 * pp + 1) if m % max(1, m // pp) == 0
     ]
     c = SimpleNamespace(
-        **{k: np.array(v) for k, v in zip(("pp", "vpp", "grad_accum"), zip(*rows))},
+        **{k: np.array(v) for k, v in zip(("pp", "vpp", "grad_accum"), zip(*rows, strict=True), strict=True)},
         pp_schedule=np.full(len(rows), SCHED_1F1B),
     )
     for first_stage, rank_of in ((True, lambda pp: 0), (False, lambda pp: pp - 1)):

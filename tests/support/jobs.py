@@ -1,27 +1,23 @@
-"""Helpers for the trainer tests: tiny job directories and torchrun launches on CPU (gloo)."""
+"""Tiny models, plans and job directories, and torchrun launches on CPU (gloo), for the trainer tests."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
-import torch
-import torch.distributed as dist
-
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.spec import ModelSpec
 from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
+from support import REPO
 from trainer.job_spec import JobSpec, RunSettings
 
-REPO = Path(__file__).resolve().parents[1]
 # Placeholder predictions: the CPU tests check the plumbing of validation.json, not the planner.
 PREDICTED_PEAK_GIB = 1.5
 PREDICTED_STEP_S = 0.05
@@ -176,7 +172,7 @@ def wait_for(predicate, timeout: float, what: str, poll: float = 0.1) -> None:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """Child processes, recursively (torchrun starts each worker in a session of its own)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
@@ -198,11 +194,9 @@ def _descendants(pid: int) -> list[int]:
 
 def kill_tree(proc: subprocess.Popen) -> None:
     """SIGKILL torchrun and every worker at once, as a node failure would."""
-    for pid in [proc.pid, *_descendants(proc.pid)]:
-        try:
+    for pid in [proc.pid, *descendants(proc.pid)]:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def read_metrics(job_dir: Path) -> list[dict]:
@@ -216,20 +210,3 @@ def losses_by_step(job_dir: Path) -> dict[int, float]:
 
 def describe(result: subprocess.CompletedProcess) -> str:
     return f"exit {result.returncode}\n--- output ---\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
-
-
-@pytest.fixture
-def in_process(monkeypatch):
-    """torchrun's environment for a world of one (``trainer.train.main`` in the test process)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    for key, value in dict(
-        RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
-    ).items():
-        monkeypatch.setenv(key, value)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # like OMP_NUM_THREADS=1 in the torchrun tests
-    yield
-    torch.set_num_threads(threads)
-    assert not dist.is_initialized()

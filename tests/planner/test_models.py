@@ -7,9 +7,10 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
+from support import DATA
 
 from planner.catalog.models import (
     MAX_CONFIG_BYTES,
@@ -21,9 +22,12 @@ from planner.catalog.models import (
 )
 from planner.model.spec import ModelSpec
 
+if TYPE_CHECKING:
+    import torch
+
 transformers = pytest.importorskip("transformers")
 
-FIXTURES = Path(__file__).parent / "data" / "hf_configs"
+FIXTURES = DATA / "hf_configs"
 CALIBRATION = Path("/work/shared/calibration/h200_fsdp2_hf_llama.jsonl")
 
 _SWIGLU_ARCH = dict(mlp="swiglu", norm="rmsnorm", position="rope", norm_bias=False, embedding_norm=False)
@@ -89,6 +93,7 @@ def hf_config_from_spec(spec: ModelSpec):
 
 
 def _build_on_meta(hf_config) -> torch.nn.Module:
+    torch = pytest.importorskip("torch")  # here, not at the top: the planner tests collect without torch
     with torch.device("meta"):
         return transformers.AutoModelForCausalLM.from_config(hf_config)
 
@@ -98,6 +103,8 @@ def _count(model: torch.nn.Module) -> int:
 
 
 def _decoder_layers(model: torch.nn.Module, num_layers: int) -> torch.nn.ModuleList:
+    import torch
+
     lists = [m for m in model.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == num_layers]
     assert len(lists) == 1, "expected exactly one list of decoder layers"
     return lists[0]

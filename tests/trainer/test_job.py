@@ -13,8 +13,8 @@ import textwrap
 import time
 from pathlib import Path
 
-import conftest_trainer
 import pytest
+from support import REPO, jobs
 
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
@@ -26,13 +26,12 @@ from trainer.launch import JobDirLockedError, job_lock, run_job
 
 EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
 VENV_BIN = str(Path(sys.executable).parent)
-REPO = Path(__file__).resolve().parents[1]
 
 
 def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "H100-SXM", seq_len: int = 64) -> Plan:
     num_gpus = num_nodes * gpus_per_node
     training = TrainingConfig(seq_len=seq_len, micro_batch=1, precision=Precision.FP32)
-    return conftest_trainer.make_plan(Layout(dp_shard=num_gpus), training, num_gpus, num_nodes=num_nodes, gpu=gpu)
+    return jobs.make_plan(Layout(dp_shard=num_gpus), training, num_gpus, num_nodes=num_nodes, gpu=gpu)
 
 
 def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
@@ -270,9 +269,11 @@ def test_run_job_starts_the_plans_world_and_holds_the_lock(fake_trainer: Path) -
 
 
 def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
-    with job_lock(fake_trainer):
-        with pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "):
-            run_job(fake_trainer, device="cpu", module="fake_trainer")
+    with (
+        job_lock(fake_trainer),
+        pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "),
+    ):
+        run_job(fake_trainer, device="cpu", module="fake_trainer")
     holder = subprocess.Popen(
         [
             sys.executable,

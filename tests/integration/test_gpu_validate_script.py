@@ -5,11 +5,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from support import REPO
 
 
 @pytest.mark.slow

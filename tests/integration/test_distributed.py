@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest_trainer import (
+from support.jobs import (
     describe,
-    in_process,
     kill_tree,
     losses_by_step,
     read_metrics,

@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from conftest_trainer import make_plan
+from support.jobs import make_plan
 
 from planner.layout import Layout, TrainingConfig
 from trainer.metrics import (

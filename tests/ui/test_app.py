@@ -12,12 +12,12 @@ import json
 import string
 import tempfile
 import zipfile
-from pathlib import Path
 
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
+from support import DATA, REPO
 
 from planner.api import PlanRequest, plan
 from planner.catalog.detect import DetectedGPU
@@ -35,8 +35,8 @@ from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-HF_CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
+APP = str(REPO / "app.py")
+HF_CONFIGS = DATA / "hf_configs"
 GPUS = ["h100-sxm", "a100-80gb-sxm"]
 EN, ZH = Labels("en"), Labels("zh")
 
@@ -151,7 +151,7 @@ def test_every_widget_has_a_key_in_every_mode():
     runs = [run_app(**state) for state in states]
     at = runs[0]
     runs += [open_tab(at, name) for name in ("tab_explore", "tab_why_not", "tab_downloads")]
-    for state, at in zip(states + ["explore", "why-not", "downloads"], runs):
+    for state, at in zip([*states, "explore", "why-not", "downloads"], runs, strict=True):
         missing = [f"{w.type}:{getattr(w, 'label', '')}" for w in widgets(at) if not w.key]
         assert not missing, (state, missing)
         assert len(widgets(at)) > 10
@@ -212,7 +212,7 @@ def test_language_switch_translates_every_label():
     assert translated_options and translated_options <= set(app.TRANSLATED_CHOICES)  # kept across a switch
     assert zh.sidebar.selectbox(key="preset").label == ZH("preset")
     assert zh.title[0].value == ZH("title")
-    assert [t.label for t in zh.tabs][0] == ZH("tab_breakdowns")
+    assert next(t.label for t in zh.tabs) == ZH("tab_breakdowns")
     assert_card_shows(zh, request_for(), tr=ZH)
     assert ZH("card_time") in card(zh) and EN("card_time") not in card(zh)
     # The open tab and the choices survive a switch (the browser holds both as labels).

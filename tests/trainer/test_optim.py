@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -18,7 +19,7 @@ def test_schedule_warms_up_linearly_then_decays_to_the_floor():
     assert factors[:10] == pytest.approx([(i + 1) / 10 for i in range(10)])
     assert factors[10] == pytest.approx(1.0)
     decay = factors[10:]
-    assert all(a >= b for a, b in zip(decay, decay[1:]))
+    assert all(a >= b for a, b in itertools.pairwise(decay))
     assert factors[-1] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 89 / 90)))
     assert lr_factor(run.steps, run) == pytest.approx(0.1)  # the floor is reached at the end
     assert lr_factor(55, run) == pytest.approx(0.55)  # half way: midpoint of 1 and 0.1

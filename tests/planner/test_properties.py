@@ -100,7 +100,7 @@ def test_estimate_answers_or_raises_value_error(
     budget=st.one_of(st.none(), st.floats(min_value=-1, max_value=1e7)),
     gpus=st.one_of(
         st.none(),
-        st.dictionaries(st.sampled_from(GPU_IDS + ["bogus"]), st.one_of(st.none(), st.integers(-2, 512)), max_size=3),
+        st.dictionaries(st.sampled_from([*GPU_IDS, "bogus"]), st.one_of(st.none(), st.integers(-2, 512)), max_size=3),
     ),
     seq_len=st.sampled_from([0, 128, 2048, 8192, 32768]),
 )

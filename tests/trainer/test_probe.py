@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest_trainer import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
+from support.jobs import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
 
 from planner.catalog.models import get_preset
 from planner.layout import Layout, PipelineSchedule, TrainingConfig
@@ -158,7 +158,7 @@ def test_measured_overflow_writes_replan_needed(tmp_path):
     check_measured_fit(tmp_path, plan, fits, headroom=0.1, is_rank0=True)
     assert not (tmp_path / "replan_needed.json").exists()
     too_big = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
-    with pytest.raises(ReplanNeeded, match="75.00 GiB"):
+    with pytest.raises(ReplanNeeded, match=r"75.00 GiB"):
         check_measured_fit(tmp_path, plan, too_big, headroom=0.1, is_rank0=True)
     replan = json.loads((tmp_path / "replan_needed.json").read_text())
     assert replan["measured"] == {"peak_gib": 70.0, "reserved_gib": 75.0}

@@ -1,0 +1,36 @@
+"""trainer/log.py: the trainer's lines as print wrote them, rank 0 only unless marked for all ranks."""
+
+from __future__ import annotations
+
+import logging
+
+from trainer.log import ALL_RANKS, ON_STDOUT, ConsoleHandler, setup_logging
+
+log = logging.getLogger("trainer.test_log")
+
+
+def test_rank_zero_prints_the_bare_message_info_to_stdout_warnings_to_stderr(capsys, monkeypatch):
+    monkeypatch.setenv("RANK", "0")
+    log.info("\nsaved checkpoint /x (100%)")
+    log.warning("data: batch shape changed")
+    log.error("\nerror: 5 non-finite steps", extra=ON_STDOUT)
+    out, err = capsys.readouterr()
+    assert out == "\nsaved checkpoint /x (100%)\n\nerror: 5 non-finite steps\n"
+    assert err == "data: batch shape changed\n"
+
+
+def test_other_ranks_show_only_records_marked_for_all_ranks(capsys, monkeypatch):
+    monkeypatch.setenv("RANK", "3")
+    log.info("layout: fsdp on 4 cpu processes")
+    log.error("error: the plan does not fit")
+    log.warning("data: restarting epoch 2 from its beginning", extra=ALL_RANKS)
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "data: restarting epoch 2 from its beginning\n")
+
+
+def test_setup_is_idempotent_and_does_not_propagate():
+    logger = setup_logging()
+    assert setup_logging() is logger and logger.name == "trainer"
+    assert sum(isinstance(handler, ConsoleHandler) for handler in logger.handlers) == 1
+    assert not logger.propagate and logger.level == logging.INFO
+    log.debug("not shown")  # below INFO
