@@ -24,6 +24,7 @@ from planner.catalog.detect import DetectedGPU
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset, model_from_hf_config
 from planner.errors import InfeasiblePlan
+from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.search.explore import plan_portfolio, why_not
@@ -469,7 +470,12 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
 
     monkeypatch.setattr(detect, "detect_gpus", one_h100)
     st.cache_resource.clear()
-    at = open_tab(run_app(preset="tiny", gpus=["h100-sxm"], seq_len=512, global_batch=8192, run_steps=2), "tab_local")
+    # fp32: CPUs without native bf16 run bf16 matmuls ~15x slower (2 s per step here instead of minutes);
+    # the flow under test does not depend on the precision.
+    at = open_tab(
+        run_app(preset="tiny", gpus=["h100-sxm"], seq_len=512, global_batch=8192, run_steps=2, precision="fp32"),
+        "tab_local",
+    )
     at.button(key="run_local").click().run()
     run = at.session_state["local_run"]
     try:
@@ -480,7 +486,13 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
         assert list(metrics["step"]) == [1, 2]
         assert card(at)[EN("loss")] == f"{metrics['loss'].iloc[-1]:.4f}"
         local = request_for(
-            model=get_preset("tiny"), gpus={"h100-sxm": 1}, seq_len=512, global_batch_tokens=8192, max_gpus=1, top_k=0
+            model=get_preset("tiny"),
+            gpus={"h100-sxm": 1},
+            seq_len=512,
+            global_batch_tokens=8192,
+            max_gpus=1,
+            top_k=0,
+            precision=Precision.FP32,
         )
         assert JobSpec.load(run.job_dir).plan == plan(local, settings=DEFAULT_SETTINGS).plan
     finally:
