@@ -68,6 +68,9 @@ class GPUSpec(BaseModel):
     tdp_watts: float
     price_per_gpu_hour_usd: float
     purchase_price_usd: float | None = None
+    # Interruptions per GPU-hour of a training job (hardware and system software together),
+    # from a published cluster study; None: ModelingSettings.failure_rate_per_gpu_hour.
+    failure_rate_per_gpu_hour: float | None = None
     default_node: str
     default_network: str
     sources: dict[str, str]
@@ -205,6 +208,7 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "tdp_w": _Num(0, 10_000),
     "price_usd_per_gpu_hour": _Num(0, 1_000),
     "purchase_price_usd": _Num(0, 10_000_000, required=False),
+    "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
     "default_node": _Text(),
     "default_network": _Text(),
     "notes": _Text(required=False),
@@ -310,6 +314,9 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         tdp_watts=float(values["tdp_w"]),
         price_per_gpu_hour_usd=float(values["price_usd_per_gpu_hour"]),
         purchase_price_usd=values.get("purchase_price_usd"),
+        failure_rate_per_gpu_hour=(
+            None if "failures_per_1k_gpu_days" not in values else values["failures_per_1k_gpu_days"] / 1000 / 24
+        ),
         default_node=values["default_node"],
         default_network=values["default_network"],
         sources=sources,
