@@ -13,7 +13,7 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate
-from planner.model.goodput import CHECKPOINT_BYTES_PER_PARAM, goodput
+from planner.model.goodput import CHECKPOINT_BYTES_PER_PARAM, MIN_GOODPUT, goodput
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan
 from planner.search.space import build_candidates
@@ -65,7 +65,7 @@ def test_young_daly_interval_and_goodput_formula():
 def test_failures_outpacing_progress_never_finish():
     settings = DEFAULT_SETTINGS.but(restart_overhead_s=4 * SECONDS_PER_HOUR)  # > MTTF of 3.1 h
     g = goodput(np.array([1e6]), np.array([1.0]), np.array([16_384]), np.array([LLAMA3_RATE]), 1e12, settings)
-    assert g.fraction[0] == 0.0 and np.isinf(g.wall_s[0])
+    assert g.fraction[0] == MIN_GOODPUT and g.wall_s[0] == pytest.approx(1e6 / MIN_GOODPUT)
 
 
 def test_mttf_is_inverse_in_the_gpu_count_and_matches_llama3():
@@ -202,3 +202,13 @@ def test_old_plan_json_without_goodput_loads_and_emits(tmp_path: Path):
     assert old.estimate.goodput is None
     job = JobSpec.model_validate_json(emit_job(old, tmp_path / "j", name="j", run=RunSettings()).read_text())
     assert job.run.checkpoint_every == RunSettings().checkpoint_every
+
+
+def test_plan_survives_failure_rates_that_outpace_progress():
+    hopeless = DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=100.0)  # MTTF under a minute
+    result = plan(
+        PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=1e9, gpus={"a100-80gb-sxm": 16}),
+        settings=hopeless,
+    )
+    g = result.plan.estimate.goodput
+    assert g is not None and g.goodput_fraction == MIN_GOODPUT

@@ -27,6 +27,11 @@ from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.units import SECONDS_PER_HOUR
 
+# Where failures outpace progress (tau / 2 + restart >= MTTF) the first-order model has no
+# finite answer; the job is scored at this goodput (1,000x its failure-free time) so that it
+# stays a finite, visibly hopeless row of the search instead of breaking the ILP.
+MIN_GOODPUT = 1e-3
+
 # Bytes per parameter in a training checkpoint: fp32 master weights and the two AdamW moments
 # (the gradients are not saved).
 CHECKPOINT_BYTES_PER_PARAM = FP32_BYTES + ADAM_STATE_BYTES
@@ -46,7 +51,7 @@ class Goodput:
     restart_s: np.ndarray  # restart overhead + restore, per failure
     interval_s: np.ndarray  # checkpoint interval, a whole number of steps
     interval_steps: np.ndarray
-    fraction: np.ndarray  # useful time / wall time (0 when failures outpace progress)
+    fraction: np.ndarray  # useful time / wall time (MIN_GOODPUT when failures outpace progress)
     wall_s: np.ndarray  # time-to-train including the lost time (NaN without a token budget)
     interruptions: np.ndarray  # expected failures over the wall time
 
@@ -83,8 +88,8 @@ def goodput(
         interval = steps * step
         lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0)
         overhead = np.where(np.isfinite(interval), write / interval, 0.0)
-        fraction = np.clip((1.0 - lost) / (1.0 + overhead), 0.0, 1.0)
-        wall = np.where(fraction > 0, useful / fraction, np.inf)
+        fraction = np.clip((1.0 - lost) / (1.0 + overhead), MIN_GOODPUT, 1.0)
+        wall = useful / fraction
         interruptions = np.where(np.isfinite(mttf), wall / mttf, 0.0)
     return Goodput(
         mttf_s=mttf,
