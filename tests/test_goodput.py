@@ -73,10 +73,25 @@ def test_mttf_is_inverse_in_the_gpu_count_and_matches_llama3():
     assert e8.goodput is not None and e64.goodput is not None
     assert e8.goodput.mttf_h == pytest.approx(8 * e64.goodput.mttf_h, rel=1e-9)
     assert e8.goodput.mttf_h == pytest.approx(1 / (8 * LLAMA3_RATE), rel=1e-3)  # from the h100-sxm file
-    assert CATALOG.gpu("h100-sxm").failure_rate_per_gpu_hour == pytest.approx(LLAMA3_RATE, rel=1e-3)
-    # a GPU without a catalog rate uses the setting
+    # 366 of the 419 per GPU (h100-sxm.toml), 53 per 8-GPU host (hgx-8.toml)
+    assert CATALOG.gpu("h100-sxm").failure_rate_per_gpu_hour == pytest.approx(366 / 419 * LLAMA3_RATE, rel=1e-3)
+    assert CATALOG.node("hgx-8").failure_rate_per_node_hour == pytest.approx(8 * 53 / 419 * LLAMA3_RATE, rel=1e-3)
+    # a GPU without a catalog rate uses the setting; its node (hgx-8) keeps the catalog's
     a100 = est(gpu="a100-80gb-sxm", settings=DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=1e-4))
-    assert a100.goodput is not None and a100.goodput.mttf_h == pytest.approx(1 / (8 * 1e-4))
+    node_rate = CATALOG.node("hgx-8").failure_rate_per_node_hour
+    assert a100.goodput is not None and a100.goodput.mttf_h == pytest.approx(1 / (8 * 1e-4 + node_rate))
+
+
+def test_smaller_nodes_fail_more_often_per_gpu():
+    """Host failures scale with the node count: 64 GPUs in 16 hosts of 4 fail sooner than in 8 of 8."""
+    eight = est(num_gpus=64)
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1)
+    four = estimate(LLAMA8B, "h100-sxm", Layout(), training, num_gpus=64, num_nodes=16, catalog=CATALOG)
+    assert eight.goodput is not None and four.goodput is not None and eight.goodput.mttf_h and four.goodput.mttf_h
+    gpu_rate = CATALOG.gpu("h100-sxm").failure_rate_per_gpu_hour
+    node_rate = CATALOG.node("hgx-8").failure_rate_per_node_hour
+    assert four.goodput.mttf_h == pytest.approx(1 / (64 * gpu_rate + 16 * node_rate))
+    assert four.goodput.mttf_h < eight.goodput.mttf_h
 
 
 def test_checkpoint_write_is_the_state_sharded_over_all_ranks():
@@ -92,12 +107,14 @@ def test_checkpoint_write_is_the_state_sharded_over_all_ranks():
 
 def test_goodput_tends_to_one_as_the_failure_rate_vanishes():
     fractions = []
-    for rate in (1e-4, 1e-6, 1e-8, 1e-10):
-        e = est(gpu="a100-80gb-sxm", num_gpus=1024, settings=DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=rate))
+    for rate in (1e-4, 1e-6, 1e-8, 1e-10):  # mi300x and its amd-oam-8 node have no catalog rate
+        rates = DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=rate, failure_rate_per_node_hour=rate)
+        e = est(gpu="mi300x", num_gpus=1024, settings=rates)
         assert e.goodput is not None
         fractions.append(e.goodput.goodput_fraction)
     assert fractions == sorted(fractions) and fractions[-1] > 0.9999
-    off = est(gpu="a100-80gb-sxm", num_gpus=1024, settings=DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=0.0))
+    zero = DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=0.0, failure_rate_per_node_hour=0.0)
+    off = est(gpu="mi300x", num_gpus=1024, settings=zero)
     assert off.goodput is not None and off.goodput.goodput_fraction == 1.0
     assert off.goodput.mttf_h is None and off.goodput.expected_interruptions == 0.0
     assert off.goodput.checkpoint_interval_min is None  # nothing to recover from

@@ -68,9 +68,11 @@ class GPUSpec(BaseModel):
     tdp_watts: float
     price_per_gpu_hour_usd: float
     purchase_price_usd: float | None = None
-    # Interruptions per GPU-hour of a training job (hardware and system software together),
-    # from a published cluster study; None: ModelingSettings.failure_rate_per_gpu_hour.
+    # Interruptions per GPU-hour of a training job (GPU, network and system software), from a
+    # published cluster study; None: ModelingSettings.failure_rate_per_gpu_hour.
     failure_rate_per_gpu_hour: float | None = None
+    # Host failures per node-hour of the default node template (NodeTemplate), copied at load.
+    node_failure_rate_per_node_hour: float | None = None
     default_node: str
     default_network: str
     sources: dict[str, str]
@@ -97,6 +99,9 @@ class NodeTemplate(BaseModel):
     gpus_per_node: int
     scaleup_domain_size: int
     description: str = ""
+    # Interruptions per node-hour from host parts (CPU, NIC, SSD, PSU, DRAM, host maintenance);
+    # None: ModelingSettings.failure_rate_per_node_hour.
+    failure_rate_per_node_hour: float | None = None
     sources: dict[str, str]
 
     @property
@@ -218,6 +223,7 @@ NODE_FIELDS: dict[str, _Num | _Text] = {
     "name": _Text(),
     "gpus_per_node": _Num(0, 1024, integer=True),
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
+    "failures_per_1k_node_days": _Num(0, 1_000, required=False),
     "description": _Text(required=False),
 }
 NETWORK_FIELDS: dict[str, _Num | _Text] = {
@@ -336,6 +342,9 @@ def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> N
         gpus_per_node=per_node,
         scaleup_domain_size=domain,
         description=values.get("description", ""),
+        failure_rate_per_node_hour=(
+            None if "failures_per_1k_node_days" not in values else values["failures_per_1k_node_days"] / 1000 / 24
+        ),
         sources=sources,
     )
 
@@ -414,6 +423,12 @@ def _build(dirs: list[Path]) -> Catalog:
         for net_id, path in _catalog_files(dirs, "networks").items()
     }
     _check_references(gpu_files, gpus, nodes, networks)
+    gpus = {
+        gpu_id: gpu.model_copy(
+            update={"node_failure_rate_per_node_hour": nodes[gpu.default_node].failure_rate_per_node_hour}
+        )
+        for gpu_id, gpu in gpus.items()
+    }
     return Catalog(gpus=gpus, nodes=nodes, networks=networks)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
-from planner.model.goodput import Goodput, checkpoint_bytes, failure_rate, goodput
+from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -101,8 +101,10 @@ def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_
 def job_goodput(scores: Scores, c: Candidates, training_tokens: float | None, settings: ModelingSettings) -> Goodput:
     """Failures, checkpoints and restarts of each row (wall time NaN without a token budget)."""
     useful = np.full(len(c), np.nan) if training_tokens is None else training_tokens / scores.tokens_per_s
-    rate = failure_rate(c.failure_rate_per_gpu_hour, settings)
-    return goodput(useful, scores.time.step, c.num_gpus, rate, scores.checkpoint_bytes, settings)
+    gpu_rate, node_rate = failure_rates(c.failure_rate_per_gpu_hour, c.failure_rate_per_node_hour, settings)
+    return goodput(
+        useful, scores.time.step, c.num_gpus, gpu_rate, scores.checkpoint_bytes, settings, c.num_nodes, node_rate
+    )
 
 
 def job_totals(

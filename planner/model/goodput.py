@@ -3,8 +3,8 @@
 Vectorised over a candidate table, so the ILP's scoring and the scalar ``estimate`` share one
 formula (docs/model.md, "Goodput"):
 
-- a job of ``n`` GPUs fails at ``n x rate`` per hour (failures independent per GPU-hour):
-  ``MTTF = 1 / (n x rate)``;
+- a job of ``n`` GPUs on ``k`` nodes fails at ``n x r_gpu + k x r_node`` per hour (failures
+  independent per GPU-hour and per host-hour): ``MTTF = 1 / (n x r_gpu + k x r_node)``;
 - a checkpoint writes the job's state (fp32 master weights + AdamW moments) sharded over all
   ranks, ``write = state_bytes / (n x storage bandwidth per GPU)``; a restore reads it back at
   the same rate and a restart adds a fixed overhead (rescheduling, process-group setup);
@@ -56,11 +56,17 @@ class Goodput:
     interruptions: np.ndarray  # expected failures over the wall time
 
 
-def failure_rate(c_rate: np.ndarray, settings: ModelingSettings) -> np.ndarray:
-    """Per-GPU-hour failure rate: the catalog's where the GPU file has one, else the setting
-    (0 with ``model_failures`` off)."""
-    rate = np.asarray(c_rate, dtype=float)
-    return np.where(np.isfinite(rate), rate, settings.failure_rate_per_gpu_hour) * settings.model_failures
+def failure_rates(
+    gpu_rate: np.ndarray, node_rate: np.ndarray, settings: ModelingSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-GPU-hour and per-node-hour failure rates: the catalog's where the GPU (node) file
+    has one, else the settings' (both 0 with ``model_failures`` off)."""
+    gpu, node = np.asarray(gpu_rate, dtype=float), np.asarray(node_rate, dtype=float)
+    on = float(settings.model_failures)
+    return (
+        np.where(np.isfinite(gpu), gpu, settings.failure_rate_per_gpu_hour) * on,
+        np.where(np.isfinite(node), node, settings.failure_rate_per_node_hour) * on,
+    )
 
 
 def goodput(
@@ -70,12 +76,17 @@ def goodput(
     rate_per_gpu_hour: np.ndarray,
     state_bytes: float | np.ndarray,
     settings: ModelingSettings,
+    num_nodes: np.ndarray | int = 1,
+    rate_per_node_hour: np.ndarray | float = 0.0,
 ) -> Goodput:
     """Failures, checkpoints and restarts for a failure-free run of ``useful_s`` seconds."""
     n = np.asarray(num_gpus, dtype=float)
     step = np.asarray(step_s, dtype=float)
     useful = np.asarray(useful_s, dtype=float)
-    failures_per_s = n * np.asarray(rate_per_gpu_hour, dtype=float) / SECONDS_PER_HOUR
+    per_hour = n * np.asarray(rate_per_gpu_hour, dtype=float) + np.asarray(num_nodes, dtype=float) * np.asarray(
+        rate_per_node_hour, dtype=float
+    )
+    failures_per_s = per_hour / SECONDS_PER_HOUR
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mttf = np.where(failures_per_s > 0, 1.0 / failures_per_s, np.inf)
         write = state_bytes / (n * settings.checkpoint_bandwidth_bytes_per_s_per_gpu)
