@@ -20,7 +20,7 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.explain import explain_plan
 from planner.fmt import one_line
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.plan import Plan
+from planner.plan import GoodputEstimate, Plan
 from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
 from planner.units import GIB, HOURS_PER_DAY
 from ui import charts
@@ -114,6 +114,23 @@ def duration(tr: Labels, hours: float) -> str:
     return tr(key, value=value)
 
 
+def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, str], ...]:
+    """Goodput, job MTTF, expected interruptions and checkpoint interval ("-" where none)."""
+    if g is None:
+        return ()
+    none = "-"
+    return (
+        (1, "card_goodput", f"{g.goodput_fraction:.1%}"),
+        (1, "card_mttf", none if g.mttf_h is None else duration(tr, g.mttf_h)),
+        (1, "card_interruptions", none if g.expected_interruptions is None else f"{g.expected_interruptions:,.1f}"),
+        (
+            1,
+            "card_ckpt_interval",
+            none if g.checkpoint_interval_min is None else tr("minutes_value", value=g.checkpoint_interval_min),
+        ),
+    )
+
+
 def plan_card(tr: Labels, plan: Plan, result) -> None:
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
     rows = (
@@ -133,12 +150,13 @@ def plan_card(tr: Labels, plan: Plan, result) -> None:
             (3, "card_layout", plan.layout.describe()),
             (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
         ),
+        goodput_row(tr, e.goodput),
     )
     memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
     with st.container(border=True):
         st.html(CARD_CSS)
         st.subheader(tr("plan_card", model=plan.model.name))
-        for row in rows:
+        for row in filter(None, rows):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 delta = memory_of if key == "card_memory" else None
                 column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")

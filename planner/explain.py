@@ -62,8 +62,23 @@ def throughput_notes(p: Plan) -> list[str]:
     ]
 
 
+def goodput_notes(p: Plan) -> list[str]:
+    g, e = p.estimate.goodput, p.estimate
+    if g is None or g.mttf_h is None or g.checkpoint_interval_min is None:
+        return []
+    lost = ""
+    if e.time_to_train_h is not None:
+        lost = f"; the lost time adds {e.time_to_train_h * (1 - g.goodput_fraction):,.1f} h to time-to-train and cost"
+    return [
+        f"failures: a {p.num_gpus}-GPU job fails every {g.mttf_h:,.1f} h on average; a checkpoint takes "
+        f"{g.checkpoint_write_s:,.1f} s, so the Young/Daly interval is {g.checkpoint_interval_min:,.1f} min; "
+        f"each failure costs half an interval plus a {g.restart_s / 60:,.1f}-min restart: goodput "
+        f"{g.goodput_fraction:.1%}{lost}"
+    ]
+
+
 def explain_plan(p: Plan) -> list[str]:
-    notes = memory_notes(p) + time_notes(p) + throughput_notes(p)
+    notes = memory_notes(p) + time_notes(p) + throughput_notes(p) + goodput_notes(p)
     if not p.estimate.feasible:
         notes.insert(0, f"infeasible: {p.estimate.reason}; fix: {p.estimate.fix}")
     return notes

@@ -128,6 +128,21 @@ class EstimateLayout(BaseModel):
         return cls(**dict(layout), **dict(training))
 
 
+class GoodputEstimate(BaseModel):
+    """Failures, checkpoints and restarts (planner/model/goodput.py). ``mttf_h`` and the
+    interval are None when the failure rate is 0; ``expected_interruptions`` without a token
+    budget."""
+
+    model_config = _FROZEN
+    mttf_h: float | None  # mean time to failure of the whole job
+    expected_interruptions: float | None = None  # over the time-to-train
+    checkpoint_interval_min: float | None  # Young/Daly optimum, whole steps
+    checkpoint_interval_steps: int | None = None
+    checkpoint_write_s: float = 0.0  # one save, sharded over all ranks
+    restart_s: float = 0.0  # restart overhead + restore, per failure
+    goodput_fraction: float  # useful time / wall time
+
+
 class Estimate(BaseModel):
     """One configuration's prediction; ``reason`` says why it is infeasible."""
 
@@ -146,6 +161,7 @@ class Estimate(BaseModel):
     time_to_train_h: float | None = None
     cost_usd: float | None = None
     energy_kwh: float | None = None
+    goodput: GoodputEstimate | None = None  # absent from plan files written before it
 
 
 class Plan(BaseModel):

@@ -40,7 +40,7 @@ def emit_job(
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``."""
     out_dir = Path(out_dir).expanduser().resolve()
-    run = _absolute_paths(run)
+    run = checkpoint_interval(plan, _absolute_paths(run))
     spec = _job_spec(apply_run_overrides(plan, run), name if name is not None else default_job_name(out_dir), run)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -52,6 +52,15 @@ def emit_job(
     write_atomic(out_dir / "k8s.yaml", render_k8s(spec, k8s_image, k8s_pvc))
     write_atomic(out_dir / "README.md", render_readme(spec, out_dir, k8s_pvc))
     return job_json
+
+
+def checkpoint_interval(plan: Plan, run: RunSettings) -> RunSettings:
+    """``run`` with ``checkpoint_every`` set to the plan's Young/Daly interval (in steps), unless
+    the caller set it or the plan has none (an older plan file, or a zero failure rate)."""
+    goodput = plan.estimate.goodput
+    if "checkpoint_every" in run.model_fields_set or goodput is None or goodput.checkpoint_interval_steps is None:
+        return run
+    return run.model_copy(update={"checkpoint_every": max(1, goodput.checkpoint_interval_steps)})
 
 
 def default_job_name(out_dir: Path) -> str:

@@ -276,7 +276,11 @@ def emit(
     plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
     out: Path = typer.Option(..., "--out", help="job directory to write"),
     steps: int = typer.Option(50, help="optimizer steps to train"),
-    checkpoint_every: int = typer.Option(20, "--checkpoint-every", help="save a checkpoint every N steps"),
+    checkpoint_every: int | None = typer.Option(
+        None,
+        "--checkpoint-every",
+        help="save a checkpoint every N steps (default: the plan's goodput interval, else 20)",
+    ),
     no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
@@ -289,13 +293,14 @@ def emit(
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
 
+    given = {} if checkpoint_every is None else {"checkpoint_every": checkpoint_every}
     run = RunSettings(
         steps=steps,
-        checkpoint_every=checkpoint_every,
         data=data,
         tokenizer=tokenizer,
         seed=seed,
         save_checkpoints=not no_checkpoints,
+        **given,
     )
     job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
     render.emitted(job_json, as_json=as_json)

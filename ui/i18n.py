@@ -142,6 +142,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_mfu": ("MFU", "MFU"),
     "card_memory": ("Memory per GPU", "每 GPU 显存"),
     "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB", "占 {capacity:.1f} GiB 的 {fraction:.0%}"),
+    "card_goodput": ("Goodput", "有效训练时间占比"),
+    "card_mttf": ("Job MTTF", "任务平均故障间隔"),
+    "card_interruptions": ("Expected interruptions", "预计中断次数"),
+    "card_ckpt_interval": ("Checkpoint every", "检查点间隔"),
+    "minutes_value": ("{value:,.1f} min", "{value:,.1f} 分钟"),
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
     "card_footer": (

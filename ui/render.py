@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from planner.fmt import duration_h, money
-from planner.plan import Estimate, MemoryTerms, Plan, TimeTerms
+from planner.fmt import duration_h, duration_words, money
+from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms
 from planner.units import GIB, SECONDS_PER_DAY
 
 out = Console(highlight=False, soft_wrap=True)
@@ -66,10 +66,28 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(
             f"time-to-train {duration_h(e.time_to_train_h)}, cost {money(e.cost_usd)}, energy {e.energy_kwh:,.0f} kWh"
         )
+    if e.goodput is not None:
+        lines.append(goodput_line(e.goodput))
     if not e.feasible:
         lines.append(f"[red]infeasible[/red] - {e.reason}")
         lines.append(f"fix: {e.fix}")
     return lines
+
+
+def goodput_line(g: GoodputEstimate) -> str:
+    """``goodput 92.4%: MTTF 3.1 h, 419 expected interruptions, checkpoint every 4.0 minutes ...``."""
+    if g.mttf_h is None:
+        return "goodput 100% (failure rate 0: no failures modelled)"
+    parts = [f"MTTF {g.mttf_h:,.1f} h"]
+    if g.expected_interruptions is not None:
+        parts.append(f"{g.expected_interruptions:,.1f} expected interruptions")
+    if g.checkpoint_interval_min is not None:
+        steps = f"{g.checkpoint_interval_steps:,} steps, " if g.checkpoint_interval_steps is not None else ""
+        parts.append(
+            f"checkpoint every {duration_words(g.checkpoint_interval_min * 60)} ({steps}{g.checkpoint_write_s:,.0f} s to write)"
+        )
+    parts.append(f"restart {duration_words(g.restart_s)}")
+    return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)
 
 
 def print_plan(p: Plan) -> None:

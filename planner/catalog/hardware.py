@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict
 
 from planner.errors import CatalogError
-from planner.units import GIB
+from planner.units import GIB, HOURS_PER_DAY
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "hw_catalog"
 
@@ -68,6 +68,11 @@ class GPUSpec(BaseModel):
     tdp_watts: float
     price_per_gpu_hour_usd: float
     purchase_price_usd: float | None = None
+    # Interruptions per GPU-hour of a training job (GPU, network and system software), from a
+    # published cluster study; None: ModelingSettings.failure_rate_per_gpu_hour.
+    failure_rate_per_gpu_hour: float | None = None
+    # Host failures per node-hour of the default node template (NodeTemplate), copied at load.
+    node_failure_rate_per_node_hour: float | None = None
     default_node: str
     default_network: str
     sources: dict[str, str]
@@ -93,6 +98,9 @@ class NodeTemplate(BaseModel):
     name: str
     gpus_per_node: int
     scaleup_domain_size: int
+    # Interruptions per node-hour from host parts (CPU, NIC, SSD, PSU, DRAM, host maintenance);
+    # None: ModelingSettings.failure_rate_per_node_hour.
+    failure_rate_per_node_hour: float | None = None
     sources: dict[str, str]
 
     @property
@@ -194,6 +202,7 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "tdp_w": _Num(0, 10_000),
     "price_usd_per_gpu_hour": _Num(0, 1_000),
     "purchase_price_usd": _Num(0, 10_000_000, required=False),
+    "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
     "default_node": _Text(),
     "default_network": _Text(),
     "notes": _Text(required=False),
@@ -203,6 +212,7 @@ NODE_FIELDS: dict[str, _Num | _Text] = {
     "name": _Text(),
     "gpus_per_node": _Num(0, 1024, integer=True),
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
+    "failures_per_1k_node_days": _Num(0, 1_000, required=False),
     "description": _Text(required=False),
 }
 NETWORK_FIELDS: dict[str, _Num | _Text] = {
@@ -283,6 +293,11 @@ def _check_gpu_consistency(values: dict[str, Any], where: str) -> None:
             )
 
 
+def _per_hour(failures_per_1k_days: float) -> float:
+    """Failures per 1,000 unit-days (how cluster studies report them) as failures per unit-hour."""
+    return failures_per_1k_days / 1000 / HOURS_PER_DAY
+
+
 def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
     return GPUSpec(
         id=values["id"],
@@ -299,6 +314,9 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         tdp_watts=float(values["tdp_w"]),
         price_per_gpu_hour_usd=float(values["price_usd_per_gpu_hour"]),
         purchase_price_usd=values.get("purchase_price_usd"),
+        failure_rate_per_gpu_hour=(
+            None if "failures_per_1k_gpu_days" not in values else _per_hour(values["failures_per_1k_gpu_days"])
+        ),
         default_node=values["default_node"],
         default_network=values["default_network"],
         sources=sources,
@@ -317,6 +335,9 @@ def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> N
         name=values["name"],
         gpus_per_node=per_node,
         scaleup_domain_size=domain,
+        failure_rate_per_node_hour=(
+            None if "failures_per_1k_node_days" not in values else _per_hour(values["failures_per_1k_node_days"])
+        ),
         sources=sources,
     )
 
@@ -392,6 +413,12 @@ def _build(dirs: list[Path]) -> Catalog:
         for net_id, path in _catalog_files(dirs, "networks").items()
     }
     _check_references(gpu_files, gpus, nodes, networks)
+    gpus = {
+        gpu_id: gpu.model_copy(
+            update={"node_failure_rate_per_node_hour": nodes[gpu.default_node].failure_rate_per_node_hour}
+        )
+        for gpu_id, gpu in gpus.items()
+    }
     return Catalog(gpus=gpus, nodes=nodes, networks=networks)
 
 

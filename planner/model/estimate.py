@@ -13,6 +13,7 @@ import numpy as np
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
+from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -21,6 +22,7 @@ from planner.model.structure import first_structural_problem, structurally_valid
 from planner.plan import (
     Estimate,
     EstimateLayout,
+    GoodputEstimate,
     MemoryEstimate,
     MemoryTerms,
     ThroughputEstimate,
@@ -43,6 +45,7 @@ class Scores:
     hfu: np.ndarray
     fits: np.ndarray
     capacity_bytes: np.ndarray
+    checkpoint_bytes: float  # one checkpoint, all ranks (planner/model/goodput.py)
 
 
 def rule_values(c: Candidates) -> dict:
@@ -91,17 +94,28 @@ def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_
         hfu=tokens_per_s * hflops / cluster_peak,
         fits=fits(mem.device_total, c.memory_bytes, settings.memory_headroom),
         capacity_bytes=c.memory_bytes,
+        checkpoint_bytes=checkpoint_bytes(model),
+    )
+
+
+def job_goodput(scores: Scores, c: Candidates, training_tokens: float | None, settings: ModelingSettings) -> Goodput:
+    """Failures, checkpoints and restarts of each row (wall time NaN without a token budget)."""
+    useful = np.full(len(c), np.nan) if training_tokens is None else training_tokens / scores.tokens_per_s
+    gpu_rate, node_rate = failure_rates(c.failure_rate_per_gpu_hour, c.failure_rate_per_node_hour, settings)
+    return goodput(
+        useful, scores.time.step, c.num_gpus, gpu_rate, scores.checkpoint_bytes, settings, c.num_nodes, node_rate
     )
 
 
 def job_totals(
     scores: Scores, c: Candidates, training_tokens: float | None, settings: ModelingSettings
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Time-to-train (s), rental cost (USD) and energy (kWh) for a token budget."""
+    """Time-to-train (s), rental cost (USD) and energy (kWh) for a token budget, the time lost
+    to failures, checkpoints and restarts included (``job_goodput``)."""
     if training_tokens is None:
         nan = np.full(len(c), np.nan)
         return nan, nan, nan
-    seconds = training_tokens / scores.tokens_per_s
+    seconds = job_goodput(scores, c, training_tokens, settings).wall_s
     hours = seconds / SECONDS_PER_HOUR
     cost = hours * c.num_gpus * c.price_per_gpu_hour
     energy = hours * c.num_gpus * c.tdp_watts * settings.power_fraction_of_tdp * settings.pue / 1000.0
@@ -149,6 +163,7 @@ def estimate(
     check_divisible(model, c, training, gpu_spec)
     s = score(model, c, settings)
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
+    g = job_goodput(s, c, training_tokens, settings)
     need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
     usable = usable_capacity(cap, settings.memory_headroom)
     feasible = bool(s.fits[0])
@@ -188,6 +203,23 @@ def estimate(
         time_to_train_h=None if (train_s := optional(seconds)) is None else train_s / SECONDS_PER_HOUR,
         cost_usd=optional(cost),
         energy_kwh=optional(energy),
+        goodput=goodput_estimate(g),
+    )
+
+
+def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
+    """One row of ``Goodput`` as the typed record of the plan (None where nothing fails)."""
+    finite = lambda v: None if not np.isfinite(v[row]) else float(v[row])  # noqa: E731
+    mttf = finite(g.mttf_s)
+    interval = finite(g.interval_s)
+    return GoodputEstimate(
+        mttf_h=None if mttf is None else mttf / SECONDS_PER_HOUR,
+        expected_interruptions=finite(g.interruptions),
+        checkpoint_interval_min=None if interval is None else interval / 60,
+        checkpoint_interval_steps=None if interval is None else int(g.interval_steps[row]),
+        checkpoint_write_s=float(g.write_s[row]),
+        restart_s=float(g.restart_s[row]),
+        goodput_fraction=float(g.fraction[row]),
     )
 
 

@@ -118,6 +118,8 @@ class Candidates:
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
     tdp_watts: np.ndarray
+    failure_rate_per_gpu_hour: np.ndarray  # NaN: the ModelingSettings default
+    failure_rate_per_node_hour: np.ndarray  # of the GPU's default node template; NaN: the default
 
     def __len__(self) -> int:
         return len(self.num_gpus)
@@ -189,6 +191,12 @@ def hardware_columns(
         network_bandwidth=col(network_bandwidth),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
         tdp_watts=col([g.tdp_watts for g in gpus]),
+        failure_rate_per_gpu_hour=col(
+            [np.nan if g.failure_rate_per_gpu_hour is None else g.failure_rate_per_gpu_hour for g in gpus]
+        ),
+        failure_rate_per_node_hour=col(
+            [np.nan if g.node_failure_rate_per_node_hour is None else g.node_failure_rate_per_node_hour for g in gpus]
+        ),
         gpus_per_node=np.asarray(gpus_per_node)[gpu_index],
     )
 

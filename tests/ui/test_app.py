@@ -109,6 +109,9 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     )
     key, value = charts.duration_key(e.time_to_train_h)
     assert shown[tr("card_time")] == tr(key, value=value)
+    assert e.goodput is not None and e.goodput.expected_interruptions is not None
+    assert shown[tr("card_goodput")] == f"{e.goodput.goodput_fraction:.1%}"
+    assert shown[tr("card_interruptions")] == f"{e.goodput.expected_interruptions:,.1f}"
 
 
 def table(at: AppTest, column: str):

@@ -1,0 +1,114 @@
+"""Goodput: what failures, checkpoints and restarts add to a failure-free time-to-train.
+
+Vectorised over a candidate table, so the ILP's scoring and the scalar ``estimate`` share one
+formula (docs/model.md, "Goodput"):
+
+- a job of ``n`` GPUs on ``k`` nodes fails at ``n x r_gpu + k x r_node`` per hour (failures
+  independent per GPU-hour and per host-hour): ``MTTF = 1 / (n x r_gpu + k x r_node)``;
+- a checkpoint writes the job's state (fp32 master weights + AdamW moments) sharded over all
+  ranks, ``write = state_bytes / (n x storage bandwidth per GPU)``; a restore reads it back at
+  the same rate and a restart adds a fixed overhead (rescheduling, process-group setup);
+- checkpoints every ``tau = sqrt(2 x write x MTTF)`` (Young 1974; Daly 2006's first-order
+  optimum), rounded to whole optimizer steps and never longer than the run;
+- per useful second the job spends ``write / tau`` writing checkpoints, and each failure
+  loses ``tau / 2`` of work on average plus the restart: wall time ``W`` solves
+  ``W = T (1 + write / tau) + (W / MTTF) (tau / 2 + restart)``, so
+  ``goodput = T / W = (1 - (tau / 2 + restart) / MTTF) / (1 + write / tau)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.model.memory import ADAM_STATE_BYTES, FP32_BYTES
+from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.units import SECONDS_PER_HOUR
+
+# Where failures outpace progress (tau / 2 + restart >= MTTF) the first-order model has no
+# finite answer; the job is scored at this goodput (1,000x its failure-free time) so that it
+# stays a finite, visibly hopeless row of the search instead of breaking the ILP.
+MIN_GOODPUT = 1e-3
+
+# Bytes per parameter in a training checkpoint: fp32 master weights and the two AdamW moments
+# (the gradients are not saved).
+CHECKPOINT_BYTES_PER_PARAM = FP32_BYTES + ADAM_STATE_BYTES
+
+
+def checkpoint_bytes(model: ModelSpec) -> float:
+    """Bytes one checkpoint writes, over all ranks (each shard once)."""
+    return float(model.num_params()) * CHECKPOINT_BYTES_PER_PARAM
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """Per-row arrays; ``mttf_s`` and ``interval_s`` are inf when nothing fails (no checkpoints)."""
+
+    mttf_s: np.ndarray
+    write_s: np.ndarray  # one checkpoint save (the step waits for it)
+    restart_s: np.ndarray  # restart overhead + restore, per failure
+    interval_s: np.ndarray  # checkpoint interval, a whole number of steps
+    interval_steps: np.ndarray
+    fraction: np.ndarray  # useful time / wall time (MIN_GOODPUT when failures outpace progress)
+    wall_s: np.ndarray  # time-to-train including the lost time (NaN without a token budget)
+    interruptions: np.ndarray  # expected failures over the wall time
+
+
+def failure_rates(
+    gpu_rate: np.ndarray, node_rate: np.ndarray, settings: ModelingSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-GPU-hour and per-node-hour failure rates: the catalog's where the GPU (node) file
+    has one, else the settings' (both 0 with ``model_failures`` off)."""
+    gpu, node = np.asarray(gpu_rate, dtype=float), np.asarray(node_rate, dtype=float)
+    on = float(settings.model_failures)
+    return (
+        np.where(np.isfinite(gpu), gpu, settings.failure_rate_per_gpu_hour) * on,
+        np.where(np.isfinite(node), node, settings.failure_rate_per_node_hour) * on,
+    )
+
+
+def goodput(
+    useful_s: np.ndarray,
+    step_s: np.ndarray,
+    num_gpus: np.ndarray,
+    rate_per_gpu_hour: np.ndarray,
+    state_bytes: float | np.ndarray,
+    settings: ModelingSettings,
+    num_nodes: np.ndarray | int = 1,
+    rate_per_node_hour: np.ndarray | float = 0.0,
+) -> Goodput:
+    """Failures, checkpoints and restarts for a failure-free run of ``useful_s`` seconds."""
+    n = np.asarray(num_gpus, dtype=float)
+    step = np.asarray(step_s, dtype=float)
+    useful = np.asarray(useful_s, dtype=float)
+    per_hour = n * np.asarray(rate_per_gpu_hour, dtype=float) + np.asarray(num_nodes, dtype=float) * np.asarray(
+        rate_per_node_hour, dtype=float
+    )
+    failures_per_s = per_hour / SECONDS_PER_HOUR
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mttf = np.where(failures_per_s > 0, 1.0 / failures_per_s, np.inf)
+        write = state_bytes / (n * settings.checkpoint_bandwidth_bytes_per_s_per_gpu)
+        restart = settings.restart_overhead_s + write  # restore reads what the save wrote
+        young = np.sqrt(2.0 * write * mttf)
+        # no point checkpointing less than once per run, nor at all when nothing fails
+        capped = np.where(np.isfinite(mttf), np.fmin(young, useful), np.inf)
+        steps = np.maximum(1.0, np.round(capped / step))
+        steps = np.where(np.isfinite(steps), steps, np.inf)
+        interval = steps * step
+        lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0)
+        overhead = np.where(np.isfinite(interval), write / interval, 0.0)
+        fraction = np.clip((1.0 - lost) / (1.0 + overhead), MIN_GOODPUT, 1.0)
+        wall = useful / fraction
+        interruptions = np.where(np.isfinite(mttf), wall / mttf, 0.0)
+    return Goodput(
+        mttf_s=mttf,
+        write_s=write,
+        restart_s=restart,
+        interval_s=interval,
+        interval_steps=steps,
+        fraction=fraction,
+        wall_s=np.where(np.isnan(useful), np.nan, wall),
+        interruptions=np.where(np.isnan(useful), np.nan, interruptions),
+    )
