@@ -19,7 +19,7 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Prec
 from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.structure import default_implementation, sequence_too_long
+from planner.model.structure import context_extension_warning, default_implementation
 from planner.plan import Plan
 from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
@@ -71,9 +71,14 @@ class PlanRequest(BaseModel):
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", default_implementation(self.model))
-        if seq_len > self.model.max_seq_len:  # checked up front: the search would find nothing
-            raise ValueError(sequence_too_long(self.model, seq_len))
         return self
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the request asks that works but deserves a word (context extension)."""
+        assert self.seq_len is not None
+        warning = context_extension_warning(self.model, self.seq_len)
+        return (warning,) if warning else ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,7 @@ class PlanResult:
     solution: SingleSolution
     num_candidates: int
     seconds: float
+    warnings: tuple[str, ...] = ()  # printed on stderr by the CLI
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:
@@ -216,6 +222,7 @@ def plan(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
+        warnings=request.warnings,
     )
 
 

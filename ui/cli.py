@@ -136,7 +136,7 @@ def estimate(
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
     from planner.api import build_plan
-    from planner.model.structure import default_implementation
+    from planner.model.structure import context_extension_warning, default_implementation
 
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
@@ -176,6 +176,8 @@ def estimate(
         price=price,
         hf_config_path=hf_path,
     )
+    if warning := context_extension_warning(spec, seq_len):
+        render.warn(warning)
     if out:
         plan.save(out)
     render.estimate(plan, as_json=as_json, saved_to=out)

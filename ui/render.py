@@ -34,6 +34,11 @@ def working(message: str, quiet: bool = False):
         yield
 
 
+def warn(message: str) -> None:
+    """One warning line on stderr (the answer itself stays on stdout)."""
+    err.print(f"trainplan: warning: {message}", markup=False, soft_wrap=True)
+
+
 def estimate_json(e: Estimate) -> dict:
     return e.model_dump(mode="json")
 
@@ -92,6 +97,8 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None) -> None:
 
 
 def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
+    for message in result.warnings:
+        warn(message)
     if as_json:
         emit_json(
             {
@@ -102,6 +109,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
                 "num_candidates": result.num_candidates,
                 "num_feasible": result.solution.num_feasible,
                 "seconds": round(result.seconds, 3),
+                "warnings": list(result.warnings),
             }
         )
         return
