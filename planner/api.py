@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.errors import InfeasiblePlan
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -23,7 +24,8 @@ from planner.model.structure import context_extension_warning, default_implement
 from planner.plan import Plan
 from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
-from planner.search.ilp import CandidateTable, Objective, SingleSolution, solve_single
+from planner.search.diagnosis import diagnose
+from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, solve_single
 from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -35,6 +37,14 @@ def default_global_batch_tokens(model: ModelSpec) -> int:
 
 
 DEFAULT_SEQ_LEN = 4096
+# The largest GPU count searched for a GPU type with no inventory (and no ``max_gpus``). A type
+# with an inventory is searched up to its inventory; the cap is printed with the plan and named
+# in infeasible answers when it, not an inventory, limits the search.
+DEFAULT_MAX_GPUS = 4096
+# When a cap left the search empty, the counts up to this many times the cap are scored to tell
+# whether the cap binds (docs/ilp.md, "GPU-count limits").
+CAP_PROBE_FACTOR = 8
+CAP_PROBE_MIN = 4 * DEFAULT_MAX_GPUS
 
 
 class PlanRequest(BaseModel):
@@ -61,7 +71,9 @@ class PlanRequest(BaseModel):
     # Face transformers (MoE, GPT-NeoX, MPT, BLOOM).
     impl: Implementation | None = None
     compile: bool = False
-    max_gpus: int = Field(4096, ge=1)
+    # Largest GPU count to consider per type. None: a type's inventory, and for a type without
+    # one, DEFAULT_MAX_GPUS or the largest inventory given, whichever is larger.
+    max_gpus: int | None = Field(None, ge=1)
     top_k: int = Field(5, ge=0, le=100)
     solver: str = "auto"
 
@@ -89,6 +101,8 @@ class PlanResult:
     num_candidates: int
     seconds: float
     warnings: tuple[str, ...] = ()  # printed on stderr by the CLI
+    count_limits: dict[str, int] = field(default_factory=dict)  # largest count searched per GPU type
+    count_caps: dict[str, int] = field(default_factory=dict)  # the types a cap limited, not an inventory
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:
@@ -113,7 +127,32 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
     return out
 
 
-def search_space(request: PlanRequest) -> SearchSpace:
+@dataclass(frozen=True)
+class CountLimits:
+    """The largest GPU count searched per type, and which of those limits are caps (``max_gpus``
+    or DEFAULT_MAX_GPUS) rather than the type's inventory."""
+
+    limits: dict[str, int]
+    caps: dict[str, int]
+
+    @property
+    def largest(self) -> int:
+        return max(self.limits.values())
+
+
+def count_limits(request: PlanRequest, gpus: dict[str, int | None]) -> CountLimits:
+    """Inventory where given (lowered by an explicit ``max_gpus``), else the cap."""
+    inventories = [n for n in gpus.values() if n is not None]
+    cap = request.max_gpus or max([DEFAULT_MAX_GPUS, *inventories])
+    limits, caps = {}, {}
+    for gpu, inventory in gpus.items():
+        limits[gpu] = cap if inventory is None else min(inventory, cap)
+        if inventory is None or cap < inventory:
+            caps[gpu] = cap
+    return CountLimits(limits, caps)
+
+
+def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpace:
     assert request.seq_len is not None and request.impl is not None, "PlanRequest's validator sets both"
     return SearchSpace(
         seq_len=request.seq_len,
@@ -124,7 +163,7 @@ def search_space(request: PlanRequest) -> SearchSpace:
         allow_offload=request.allow_offload,
         impl=request.impl,
         compile=request.compile,
-        max_gpus=request.max_gpus,
+        max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
     )
 
 
@@ -195,21 +234,28 @@ def plan(
     started = time.perf_counter()
     catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
     gpus = allowed_gpus(request, catalog)
-    space = search_space(request)
-    c = build_candidates(request.model, catalog, gpus, space)
+    limits = count_limits(request, gpus)
+    space = search_space(request, limits.largest)
+    c = build_candidates(request.model, catalog, dict(limits.limits), space)
     gpu_ids = list(gpus)
     table = candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings)
     inventory = {g: n for g, n in gpus.items() if n is not None} or None
-    solution = solve_single(
-        table,
-        request.objective,
-        cost_weight=request.cost_weight,
-        deadline_s=None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY,
-        budget_usd=request.budget_usd,
-        inventory=inventory,
-        top_k=request.top_k,
-        solver=request.solver,
-    )
+    deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
+    try:
+        solution = solve_single(
+            table,
+            request.objective,
+            cost_weight=request.cost_weight,
+            deadline_s=deadline_s,
+            budget_usd=request.budget_usd,
+            inventory=inventory,
+            top_k=request.top_k,
+            solver=request.solver,
+        )
+    except InfeasiblePlan:
+        if not limits.caps:
+            raise
+        raise cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) from None
     chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
     assert chosen.estimate.time_to_train_h is not None  # plan() always has training tokens
     assert math.isclose(
@@ -223,7 +269,35 @@ def plan(
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
         warnings=request.warnings,
+        count_limits=limits.limits,
+        count_caps=limits.caps,
     )
+
+
+def cap_diagnosis(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpus: dict[str, int | None],
+    limits: CountLimits,
+    deadline_s: float | None,
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
+    """Why a capped search found nothing: score the counts up to CAP_PROBE_FACTOR x the cap (never
+    past an inventory) and diagnose them with the caps as limits, so the answer names the cap when
+    more GPUs than it allows would do (constraint 'inventory', docs/ilp.md)."""
+    probe: dict[str, int | None] = {}
+    for gpu, limit in limits.limits.items():
+        wider = max(limit * CAP_PROBE_FACTOR, CAP_PROBE_MIN)
+        probe[gpu] = limit if gpu not in limits.caps else min(gpus[gpu] or wider, wider)
+    largest = max(n for n in probe.values() if n is not None)
+    space = replace(search_space(request, largest), extra_counts=tuple(sorted(set(limits.limits.values()))))
+    c = build_candidates(request.model, catalog, probe, space)
+    table = candidate_table(request.model, c, list(gpus), space, request.training_tokens, settings)
+    checks = check_rows(
+        table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=limits.limits, count_caps=limits.caps
+    )
+    assert not checks.feasible().any(), "the probe's rows within the limits are the search's rows"
+    return diagnose(table, checks)
 
 
 def build_plan(

@@ -204,7 +204,12 @@ def plan(
         False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
     ),
     compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
-    max_gpus: int = typer.Option(4096, "--max-gpus", help="largest GPU count to consider"),
+    max_gpus: int | None = typer.Option(
+        None,
+        "--max-gpus",
+        help="largest GPU count to consider per type (default: the type's inventory in --gpus; 4096,"
+        " or the largest inventory given, for a type without one)",
+    ),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     as_json: bool = JSON,

@@ -110,6 +110,8 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
                 "num_feasible": result.solution.num_feasible,
                 "seconds": round(result.seconds, 3),
                 "warnings": list(result.warnings),
+                "gpu_count_limits": result.count_limits,
+                "gpu_count_caps": result.count_caps,
             }
         )
         return
@@ -136,8 +138,18 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
         f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
         f"solved with {result.solution.solver} in {result.seconds:.2f} s"
     )
+    if result.count_caps:
+        out.print(count_caps_line(result.count_caps, result.count_limits))
     if saved_to:
         out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
+
+
+def count_caps_line(caps: dict[str, int], limits: dict[str, int]) -> str:
+    """Name the GPU-count cap the search ran under (types without an inventory, or max_gpus)."""
+    values = sorted(set(caps.values()))
+    scope = "per GPU type" if set(caps) == set(limits) else "for " + ", ".join(caps)
+    counts = " or ".join(f"{v:,}" for v in values)
+    return f"GPU counts searched up to {counts} {scope} (max_gpus cap; raise it with --max-gpus)"
 
 
 def infeasible(exc, *, as_json: bool) -> None:

@@ -147,11 +147,13 @@ def check_rows(
     deadline_s: float | None = None,
     budget_usd: float | None = None,
     inventory: Mapping[str, int] | None = None,
+    count_caps: Mapping[str, int] | None = None,
 ) -> RowChecks:
     """Evaluate every per-row constraint of the single-job model, vectorised.
 
     ``inventory`` maps GPU type -> GPUs available; types not in it are not allowed; ``None``
-    means no limit. Raises ValueError on bad limits or on a row that passes the memory,
+    means no limit. ``count_caps`` names the types whose ``inventory`` entry is a GPU-count cap
+    (max_gpus) rather than GPUs on hand, for the diagnosis' wording. Raises ValueError on bad limits or on a row that passes the memory,
     divisibility and batch filters but has a non-finite time or cost.
     """
     if len(table) == 0:
@@ -179,6 +181,7 @@ def check_rows(
         inventory_limits=dict(inventory) if inventory is not None else None,
         deadline_s=deadline_s,
         budget_usd=budget_usd,
+        count_caps=dict(count_caps or {}),
     )
     _check_scored(table, checks.memory & checks.divisibility & checks.batch)
     return checks

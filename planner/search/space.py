@@ -61,18 +61,21 @@ class SearchSpace:
     allow_cp: bool = True
     impl: Implementation = Implementation.NATIVE
     compile: bool = False
-    max_gpus: int = 4096
+    max_gpus: int = 4096  # the largest count for a GPU type without an inventory
     min_gpus: int = 1
+    extra_counts: tuple[int, ...] = ()  # whole-node counts searched besides the grid (a cap, an inventory)
 
 
-def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1) -> np.ndarray:
-    """1, 2, 4, ... up to a node, then whole nodes on a ~1.25x geometric grid."""
+def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
+    """1, 2, 4, ... up to a node, then whole nodes on a ~1.25x geometric grid, the largest whole-node
+    count and the ``extra`` whole-node counts."""
     small = [n for n in (1, 2, 4) if n < gpus_per_node]
     nodes, k = [], 1
     while k * gpus_per_node <= max_gpus:
         nodes.append(k * gpus_per_node)
         k = max(k + 1, round(k * 1.25))
-    counts = np.array(sorted(set(small + nodes + ([max_gpus] if max_gpus % gpus_per_node == 0 else []))))
+    whole = [n for n in (max_gpus, *extra) if n % gpus_per_node == 0]
+    counts = np.array(sorted(set(small + nodes + whole)))
     return counts[(counts >= min_gpus) & (counts <= max_gpus)]
 
 
@@ -102,7 +105,7 @@ def gpu_rows(
     # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
     # before the other knobs multiply the table keeps the search fast.
     mesh = cartesian(
-        num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
+        num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus, space.extra_counts),
         tp=np.array(TP_DEGREES),
         pp=np.array(PP_DEGREES),
         cp=np.array(cp_options),
