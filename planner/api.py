@@ -26,7 +26,13 @@ from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, solve_single
-from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
+from planner.search.space import (
+    DEFAULT_BATCH_TOLERANCE,
+    SearchSpace,
+    batch_tokens,
+    batch_within_tolerance,
+    build_candidates,
+)
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
@@ -63,7 +69,11 @@ class PlanRequest(BaseModel):
     # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
     seq_len: int | None = Field(None, ge=16)
     global_batch_tokens: int | None = Field(None, ge=1)
-    batch_tolerance: float = Field(0.25, ge=0, lt=1)
+    # Largest relative distance of the batch from global_batch_tokens; of the feasible plans, those
+    # of the achievable batch nearest the request are kept (the plan and its alternatives share it)
+    # unless vary_batch, which lets each use any batch within the tolerance.
+    batch_tolerance: float = Field(DEFAULT_BATCH_TOLERANCE, ge=0, lt=1)
+    vary_batch: bool = False
     precision: Precision = Precision.BF16
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
@@ -152,11 +162,16 @@ def count_limits(request: PlanRequest, gpus: dict[str, int | None]) -> CountLimi
     return CountLimits(limits, caps)
 
 
+def requested_batch_tokens(request: PlanRequest) -> int:
+    """The global batch the request asks for (its own, or the default for the model's size)."""
+    return request.global_batch_tokens or default_global_batch_tokens(request.model)
+
+
 def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpace:
     assert request.seq_len is not None and request.impl is not None, "PlanRequest's validator sets both"
     return SearchSpace(
         seq_len=request.seq_len,
-        global_batch_tokens=request.global_batch_tokens or default_global_batch_tokens(request.model),
+        global_batch_tokens=requested_batch_tokens(request),
         batch_tolerance=request.batch_tolerance,
         precisions=(request.precision,),
         activation_checkpointing=request.activation_checkpointing,
@@ -189,7 +204,13 @@ def candidate_table(
         batch_ok=batch_within_tolerance(c, space),
         divisible=divisible(model, c),
         label=np.full(len(c), "", dtype=object),
-        extra={"tp": c.tp, "pp": c.pp, "dp_shard": c.dp_shard, "row": np.arange(len(c))},
+        extra={
+            "tp": c.tp,
+            "pp": c.pp,
+            "dp_shard": c.dp_shard,
+            "row": np.arange(len(c)),
+            "batch_tokens": batch_tokens(c),
+        },
     )
 
 
@@ -211,7 +232,7 @@ def plan_from_row(
         catalog=catalog,
         settings=settings,
         training_tokens=request.training_tokens,
-    )
+    ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
     return Plan(
         model=request.model,
         hf_config_path=request.hf_config_path,
@@ -251,6 +272,7 @@ def plan(
             inventory=inventory,
             top_k=request.top_k,
             solver=request.solver,
+            batch_target=None if request.vary_batch else requested_batch_tokens(request),
         )
     except InfeasiblePlan:
         if not limits.caps:
@@ -313,8 +335,10 @@ def build_plan(
     hf_config_path: str | None = None,
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
+    requested_global_batch_tokens: int | None = None,
 ) -> Plan:
-    """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``)."""
+    """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
+    ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes."""
     catalog = catalog or load_catalog()
     spec = catalog.gpu(gpu)
     if price is not None:
@@ -331,6 +355,8 @@ def build_plan(
         settings=settings,
         training_tokens=training_tokens,
     )
+    if requested_global_batch_tokens is not None:
+        est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
     return Plan(
         model=model,
         hf_config_path=hf_config_path,
@@ -386,8 +412,19 @@ def replan(
     catalog = catalog or load_catalog()
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
     table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)
-    solution = solve_single(table, Objective.TIME, inventory={plan_.gpu: plan_.num_gpus}, top_k=0)
-    return plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected)
+    solution = solve_single(
+        table,
+        Objective.TIME,
+        inventory={plan_.gpu: plan_.num_gpus},
+        top_k=0,
+        batch_target=plan_.estimate.global_batch_tokens,
+    )
+    replanned = plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected)
+    requested = plan_.estimate.requested_global_batch_tokens  # what the first plan was asked for
+    if requested is None:
+        return replanned
+    estimate_ = replanned.estimate.model_copy(update={"requested_global_batch_tokens": requested})
+    return replanned.model_copy(update={"estimate": estimate_})
 
 
 __all__ = [

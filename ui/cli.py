@@ -115,7 +115,9 @@ def estimate(
     micro_batch: int = typer.Option(..., "--micro-batch", help="sequences per rank per micro-step"),
     seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
     global_batch_tokens: int | None = typer.Option(
-        None, "--global-batch-tokens", help="tokens per optimizer step; sets the gradient accumulation"
+        None,
+        "--global-batch-tokens",
+        help="tokens per optimizer step; sets the gradient accumulation (the nearest batch the layout makes)",
     ),
     grad_accum: int | None = typer.Option(
         None, "--grad-accum", help="micro-steps per optimizer step (default 1; or from --global-batch-tokens)"
@@ -175,6 +177,7 @@ def estimate(
         training_tokens=tokens,
         price=price,
         hf_config_path=hf_path,
+        requested_global_batch_tokens=global_batch_tokens,
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
@@ -197,6 +200,15 @@ def plan(
     seq_len: int | None = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
     global_batch_tokens: int | None = typer.Option(
         None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
+    ),
+    batch_tolerance: float = typer.Option(
+        0.05,
+        "--batch-tolerance",
+        help="largest relative distance of the batch from --global-batch-tokens; the plan uses the"
+        " requested batch when a layout divides it, else the nearest achievable one",
+    ),
+    vary_batch: bool = typer.Option(
+        False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"
     ),
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
     impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
@@ -230,6 +242,8 @@ def plan(
         price_overrides=parse_pairs(prices, "--price"),
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,
+        batch_tolerance=batch_tolerance,
+        vary_batch=vary_batch,
         precision=precision,
         impl=impl,
         allow_offload=allow_offload,

@@ -58,7 +58,7 @@ def summary_lines(p: Plan) -> list[str]:
     lines = [
         f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s))",
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
-        f"  = {e.global_batch_tokens:,} tokens/step",
+        f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else ""),
@@ -75,6 +75,14 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(f"[red]infeasible[/red] - {e.reason}")
         lines.append(f"fix: {e.fix}")
     return lines
+
+
+def batch_note(e: Estimate) -> str:
+    """Beside the batch: the requested one, when the layout could not make it exactly."""
+    requested = e.requested_global_batch_tokens
+    if requested is None or requested == e.global_batch_tokens:
+        return ""
+    return f" (requested {requested:,}: nearest achievable, {e.global_batch_tokens / requested - 1:+.1%})"
 
 
 def print_plan(p: Plan) -> None:

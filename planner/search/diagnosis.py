@@ -144,7 +144,8 @@ def _explain_batch(table: TableColumns, checks: RowChecks, passing: np.ndarray) 
         Constraint.BATCH,
         f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
         "GPUs) reaches the target global batch within tolerance",
-        "widen the batch tolerance or pick a global batch the data-parallel degrees divide",
+        "widen the batch tolerance (batch_tolerance, --batch-tolerance) or pick a global batch the "
+        "data-parallel degrees divide",
     )
 
 
