@@ -42,6 +42,17 @@ def main() -> None:
         seconds, result = timed(lambda request=request: plan(request))
         label = f"plan {name}" + (f" seq {seq_len // 1024}K" if seq_len else "")
         rows.append((label, result.num_candidates, seconds, 2.0 if seq_len is None else 4.0))
+    # Frontier scale (issue #10): Llama 3.1 405B on an inventory of 16,384 H100s, target < 3 s.
+    frontier = PlanRequest(
+        model=get_preset("llama3.1-405b"),
+        training_tokens=15.6e12,
+        gpus={"h100-sxm": 16384},
+        seq_len=8192,
+        global_batch_tokens=2**24,
+        objective="time",
+    )
+    seconds, result = timed(lambda: plan(frontier))
+    rows.append(("plan 405b on 16384 h100", result.num_candidates, seconds, 3.0))
     models = [
         "llama3-8b",
         "llama3.2-1b",

@@ -9,22 +9,30 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.errors import InfeasiblePlan
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.structure import default_implementation, sequence_too_long
+from planner.model.structure import context_extension_warning, default_implementation
 from planner.plan import Plan
 from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
-from planner.search.ilp import CandidateTable, Objective, SingleSolution, solve_single
-from planner.search.space import SearchSpace, batch_within_tolerance, build_candidates
+from planner.search.diagnosis import diagnose
+from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, solve_single
+from planner.search.space import (
+    DEFAULT_BATCH_TOLERANCE,
+    SearchSpace,
+    batch_tokens,
+    batch_within_tolerance,
+    build_candidates,
+)
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
@@ -35,6 +43,14 @@ def default_global_batch_tokens(model: ModelSpec) -> int:
 
 
 DEFAULT_SEQ_LEN = 4096
+# The largest GPU count searched for a GPU type with no inventory (and no ``max_gpus``). A type
+# with an inventory is searched up to its inventory; the cap is printed with the plan and named
+# in infeasible answers when it, not an inventory, limits the search.
+DEFAULT_MAX_GPUS = 4096
+# When a cap left the search empty, the counts up to this many times the cap are scored to tell
+# whether the cap binds (docs/ilp.md, "GPU-count limits").
+CAP_PROBE_FACTOR = 8
+CAP_PROBE_MIN = 4 * DEFAULT_MAX_GPUS
 
 
 class PlanRequest(BaseModel):
@@ -53,7 +69,11 @@ class PlanRequest(BaseModel):
     # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
     seq_len: int | None = Field(None, ge=16)
     global_batch_tokens: int | None = Field(None, ge=1)
-    batch_tolerance: float = Field(0.25, ge=0, lt=1)
+    # Largest relative distance of the batch from global_batch_tokens; of the feasible plans, those
+    # of the achievable batch nearest the request are kept (the plan and its alternatives share it)
+    # unless vary_batch, which lets each use any batch within the tolerance.
+    batch_tolerance: float = Field(DEFAULT_BATCH_TOLERANCE, ge=0, lt=1)
+    vary_batch: bool = False
     precision: Precision = Precision.BF16
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
@@ -61,7 +81,9 @@ class PlanRequest(BaseModel):
     # Face transformers (MoE, GPT-NeoX, MPT, BLOOM).
     impl: Implementation | None = None
     compile: bool = False
-    max_gpus: int = Field(4096, ge=1)
+    # Largest GPU count to consider per type. None: a type's inventory, and for a type without
+    # one, DEFAULT_MAX_GPUS or the largest inventory given, whichever is larger.
+    max_gpus: int | None = Field(None, ge=1)
     top_k: int = Field(5, ge=0, le=100)
     solver: str = "auto"
 
@@ -71,9 +93,14 @@ class PlanRequest(BaseModel):
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", default_implementation(self.model))
-        if seq_len > self.model.max_seq_len:  # checked up front: the search would find nothing
-            raise ValueError(sequence_too_long(self.model, seq_len))
         return self
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the request asks that works but deserves a word (context extension)."""
+        assert self.seq_len is not None
+        warning = context_extension_warning(self.model, self.seq_len)
+        return (warning,) if warning else ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +110,9 @@ class PlanResult:
     solution: SingleSolution
     num_candidates: int
     seconds: float
+    warnings: tuple[str, ...] = ()  # printed on stderr by the CLI
+    count_limits: dict[str, int] = field(default_factory=dict)  # largest count searched per GPU type
+    count_caps: dict[str, int] = field(default_factory=dict)  # the types a cap limited, not an inventory
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:
@@ -107,18 +137,48 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
     return out
 
 
-def search_space(request: PlanRequest) -> SearchSpace:
+@dataclass(frozen=True)
+class CountLimits:
+    """The largest GPU count searched per type, and which of those limits are caps (``max_gpus``
+    or DEFAULT_MAX_GPUS) rather than the type's inventory."""
+
+    limits: dict[str, int]
+    caps: dict[str, int]
+
+    @property
+    def largest(self) -> int:
+        return max(self.limits.values())
+
+
+def count_limits(request: PlanRequest, gpus: dict[str, int | None]) -> CountLimits:
+    """Inventory where given (lowered by an explicit ``max_gpus``), else the cap."""
+    inventories = [n for n in gpus.values() if n is not None]
+    cap = request.max_gpus or max([DEFAULT_MAX_GPUS, *inventories])
+    limits, caps = {}, {}
+    for gpu, inventory in gpus.items():
+        limits[gpu] = cap if inventory is None else min(inventory, cap)
+        if inventory is None or cap < inventory:
+            caps[gpu] = cap
+    return CountLimits(limits, caps)
+
+
+def requested_batch_tokens(request: PlanRequest) -> int:
+    """The global batch the request asks for (its own, or the default for the model's size)."""
+    return request.global_batch_tokens or default_global_batch_tokens(request.model)
+
+
+def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpace:
     assert request.seq_len is not None and request.impl is not None, "PlanRequest's validator sets both"
     return SearchSpace(
         seq_len=request.seq_len,
-        global_batch_tokens=request.global_batch_tokens or default_global_batch_tokens(request.model),
+        global_batch_tokens=requested_batch_tokens(request),
         batch_tolerance=request.batch_tolerance,
         precisions=(request.precision,),
         activation_checkpointing=request.activation_checkpointing,
         allow_offload=request.allow_offload,
         impl=request.impl,
         compile=request.compile,
-        max_gpus=request.max_gpus,
+        max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
     )
 
 
@@ -144,7 +204,13 @@ def candidate_table(
         batch_ok=batch_within_tolerance(c, space),
         divisible=divisible(model, c),
         label=np.full(len(c), "", dtype=object),
-        extra={"tp": c.tp, "pp": c.pp, "dp_shard": c.dp_shard, "row": np.arange(len(c))},
+        extra={
+            "tp": c.tp,
+            "pp": c.pp,
+            "dp_shard": c.dp_shard,
+            "row": np.arange(len(c)),
+            "batch_tokens": batch_tokens(c),
+        },
     )
 
 
@@ -166,7 +232,7 @@ def plan_from_row(
         catalog=catalog,
         settings=settings,
         training_tokens=request.training_tokens,
-    )
+    ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
     return Plan(
         model=request.model,
         hf_config_path=request.hf_config_path,
@@ -189,21 +255,29 @@ def plan(
     started = time.perf_counter()
     catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
     gpus = allowed_gpus(request, catalog)
-    space = search_space(request)
-    c = build_candidates(request.model, catalog, gpus, space)
+    limits = count_limits(request, gpus)
+    space = search_space(request, limits.largest)
+    c = build_candidates(request.model, catalog, dict(limits.limits), space)
     gpu_ids = list(gpus)
     table = candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings)
     inventory = {g: n for g, n in gpus.items() if n is not None} or None
-    solution = solve_single(
-        table,
-        request.objective,
-        cost_weight=request.cost_weight,
-        deadline_s=None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY,
-        budget_usd=request.budget_usd,
-        inventory=inventory,
-        top_k=request.top_k,
-        solver=request.solver,
-    )
+    deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
+    try:
+        solution = solve_single(
+            table,
+            request.objective,
+            cost_weight=request.cost_weight,
+            deadline_s=deadline_s,
+            budget_usd=request.budget_usd,
+            inventory=inventory,
+            top_k=request.top_k,
+            solver=request.solver,
+            batch_target=None if request.vary_batch else requested_batch_tokens(request),
+        )
+    except InfeasiblePlan:
+        if not limits.caps:
+            raise
+        raise cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) from None
     chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
     assert chosen.estimate.time_to_train_h is not None  # plan() always has training tokens
     assert math.isclose(
@@ -216,7 +290,36 @@ def plan(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
+        warnings=request.warnings,
+        count_limits=limits.limits,
+        count_caps=limits.caps,
     )
+
+
+def cap_diagnosis(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpus: dict[str, int | None],
+    limits: CountLimits,
+    deadline_s: float | None,
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
+    """Why a capped search found nothing: score the counts up to CAP_PROBE_FACTOR x the cap (never
+    past an inventory) and diagnose them with the caps as limits, so the answer names the cap when
+    more GPUs than it allows would do (constraint 'inventory', docs/ilp.md)."""
+    probe: dict[str, int | None] = {}
+    for gpu, limit in limits.limits.items():
+        wider = max(limit * CAP_PROBE_FACTOR, CAP_PROBE_MIN)
+        probe[gpu] = limit if gpu not in limits.caps else min(gpus[gpu] or wider, wider)
+    largest = max(n for n in probe.values() if n is not None)
+    space = replace(search_space(request, largest), extra_counts=tuple(sorted(set(limits.limits.values()))))
+    c = build_candidates(request.model, catalog, probe, space)
+    table = candidate_table(request.model, c, list(gpus), space, request.training_tokens, settings)
+    checks = check_rows(
+        table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=limits.limits, count_caps=limits.caps
+    )
+    assert not checks.feasible().any(), "the probe's rows within the limits are the search's rows"
+    return diagnose(table, checks)
 
 
 def build_plan(
@@ -232,8 +335,10 @@ def build_plan(
     hf_config_path: str | None = None,
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
+    requested_global_batch_tokens: int | None = None,
 ) -> Plan:
-    """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``)."""
+    """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
+    ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes."""
     catalog = catalog or load_catalog()
     spec = catalog.gpu(gpu)
     if price is not None:
@@ -250,6 +355,8 @@ def build_plan(
         settings=settings,
         training_tokens=training_tokens,
     )
+    if requested_global_batch_tokens is not None:
+        est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
     return Plan(
         model=model,
         hf_config_path=hf_config_path,
@@ -305,8 +412,19 @@ def replan(
     catalog = catalog or load_catalog()
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
     table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)
-    solution = solve_single(table, Objective.TIME, inventory={plan_.gpu: plan_.num_gpus}, top_k=0)
-    return plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected)
+    solution = solve_single(
+        table,
+        Objective.TIME,
+        inventory={plan_.gpu: plan_.num_gpus},
+        top_k=0,
+        batch_target=plan_.estimate.global_batch_tokens,
+    )
+    replanned = plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected)
+    requested = plan_.estimate.requested_global_batch_tokens  # what the first plan was asked for
+    if requested is None:
+        return replanned
+    estimate_ = replanned.estimate.model_copy(update={"requested_global_batch_tokens": requested})
+    return replanned.model_copy(update={"estimate": estimate_})
 
 
 __all__ = [

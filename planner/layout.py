@@ -202,6 +202,7 @@ class TrainingConfig(BaseModel):
 
     @staticmethod
     def grad_accum_for(global_batch_tokens: int, micro_batch: int, seq_len: int, dp: int) -> int:
-        """Smallest accumulation that reaches the requested global batch (at least 1)."""
+        """The accumulation whose batch is nearest the requested global batch (at least 1; a tie
+        goes to the larger batch): exact whenever micro_batch * seq_len * dp divides it."""
         per_pass = micro_batch * seq_len * dp
-        return max(1, math.ceil(global_batch_tokens / per_pass - 1e-9))
+        return max(1, math.floor(global_batch_tokens / per_pass + 0.5 + 1e-9))

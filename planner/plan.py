@@ -158,6 +158,9 @@ class Estimate(BaseModel):
     throughput: ThroughputEstimate
     layout: EstimateLayout
     global_batch_tokens: int
+    # What was asked for, when a global batch was (plan, estimate --global-batch-tokens); differs
+    # from global_batch_tokens when no layout in reach divides it (the nearest achievable is used).
+    requested_global_batch_tokens: int | None = None
     time_to_train_h: float | None = None
     cost_usd: float | None = None
     energy_kwh: float | None = None

@@ -115,7 +115,9 @@ def estimate(
     micro_batch: int = typer.Option(..., "--micro-batch", help="sequences per rank per micro-step"),
     seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
     global_batch_tokens: int | None = typer.Option(
-        None, "--global-batch-tokens", help="tokens per optimizer step; sets the gradient accumulation"
+        None,
+        "--global-batch-tokens",
+        help="tokens per optimizer step; sets the gradient accumulation (the nearest batch the layout makes)",
     ),
     grad_accum: int | None = typer.Option(
         None, "--grad-accum", help="micro-steps per optimizer step (default 1; or from --global-batch-tokens)"
@@ -136,7 +138,7 @@ def estimate(
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
     from planner.api import build_plan
-    from planner.model.structure import default_implementation
+    from planner.model.structure import context_extension_warning, default_implementation
 
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
@@ -175,7 +177,10 @@ def estimate(
         training_tokens=tokens,
         price=price,
         hf_config_path=hf_path,
+        requested_global_batch_tokens=global_batch_tokens,
     )
+    if warning := context_extension_warning(spec, seq_len):
+        render.warn(warning)
     if out:
         plan.save(out)
     render.estimate(plan, as_json=as_json, saved_to=out)
@@ -196,13 +201,27 @@ def plan(
     global_batch_tokens: int | None = typer.Option(
         None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
     ),
+    batch_tolerance: float = typer.Option(
+        0.05,
+        "--batch-tolerance",
+        help="largest relative distance of the batch from --global-batch-tokens; the plan uses the"
+        " requested batch when a layout divides it, else the nearest achievable one",
+    ),
+    vary_batch: bool = typer.Option(
+        False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"
+    ),
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
     impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
     allow_offload: bool = typer.Option(
         False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
     ),
     compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
-    max_gpus: int = typer.Option(4096, "--max-gpus", help="largest GPU count to consider"),
+    max_gpus: int | None = typer.Option(
+        None,
+        "--max-gpus",
+        help="largest GPU count to consider per type (default: the type's inventory in --gpus; 4096,"
+        " or the largest inventory given, for a type without one)",
+    ),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     as_json: bool = JSON,
@@ -223,6 +242,8 @@ def plan(
         price_overrides=parse_pairs(prices, "--price"),
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,
+        batch_tolerance=batch_tolerance,
+        vary_batch=vary_batch,
         precision=precision,
         impl=impl,
         allow_offload=allow_offload,

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from planner.fmt import duration_h, duration_words, money
 from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms
-from planner.units import GIB, SECONDS_PER_DAY
+from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -34,6 +34,11 @@ def working(message: str, quiet: bool = False):
         yield
 
 
+def warn(message: str) -> None:
+    """One warning line on stderr (the answer itself stays on stdout)."""
+    err.print(f"trainplan: warning: {message}", markup=False, soft_wrap=True)
+
+
 def estimate_json(e: Estimate) -> dict:
     return e.model_dump(mode="json")
 
@@ -53,7 +58,7 @@ def summary_lines(p: Plan) -> list[str]:
     lines = [
         f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s))",
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
-        f"  = {e.global_batch_tokens:,} tokens/step",
+        f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else ""),
@@ -84,10 +89,18 @@ def goodput_line(g: GoodputEstimate) -> str:
     if g.checkpoint_interval_min is not None:
         steps = f"{g.checkpoint_interval_steps:,} steps, " if g.checkpoint_interval_steps is not None else ""
         parts.append(
-            f"checkpoint every {duration_words(g.checkpoint_interval_min * 60)} ({steps}{g.checkpoint_write_s:,.0f} s to write)"
+            f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)} ({steps}{g.checkpoint_write_s:,.0f} s to write)"
         )
     parts.append(f"restart {duration_words(g.restart_s)}")
     return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)
+
+
+def batch_note(e: Estimate) -> str:
+    """Beside the batch: the requested one, when the layout could not make it exactly."""
+    requested = e.requested_global_batch_tokens
+    if requested is None or requested == e.global_batch_tokens:
+        return ""
+    return f" (requested {requested:,}: nearest achievable, {e.global_batch_tokens / requested - 1:+.1%})"
 
 
 def print_plan(p: Plan) -> None:
@@ -110,6 +123,8 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None) -> None:
 
 
 def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
+    for message in result.warnings:
+        warn(message)
     if as_json:
         emit_json(
             {
@@ -120,6 +135,9 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
                 "num_candidates": result.num_candidates,
                 "num_feasible": result.solution.num_feasible,
                 "seconds": round(result.seconds, 3),
+                "warnings": list(result.warnings),
+                "gpu_count_limits": result.count_limits,
+                "gpu_count_caps": result.count_caps,
             }
         )
         return
@@ -146,8 +164,18 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
         f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
         f"solved with {result.solution.solver} in {result.seconds:.2f} s"
     )
+    if result.count_caps:
+        out.print(count_caps_line(result.count_caps, result.count_limits))
     if saved_to:
         out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
+
+
+def count_caps_line(caps: dict[str, int], limits: dict[str, int]) -> str:
+    """Name the GPU-count cap the search ran under (types without an inventory, or max_gpus)."""
+    values = sorted(set(caps.values()))
+    scope = "per GPU type" if set(caps) == set(limits) else "for " + ", ".join(caps)
+    counts = " or ".join(f"{v:,}" for v in values)
+    return f"GPU counts searched up to {counts} {scope} (max_gpus cap; raise it with --max-gpus)"
 
 
 def infeasible(exc, *, as_json: bool) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,11 +120,29 @@ def list_presets() -> list[str]:
     return list(_PRESETS)
 
 
+# Spellings of the Llama 3.1 sizes that name no other preset: there is no Llama 3 405B, and
+# "llama3.1-405b" is what people mean by any of these.
+_ALIASES = {"llama3-405b": "llama3.1-405b", "llama31-405b": "llama3.1-405b"}
+
+
+def canonical_preset_name(name: str) -> str | None:
+    """The preset a common spelling names, or None: case, a ``meta-llama/`` or ``meta-`` prefix,
+    ``llama-3.1``/``llama_3.1``/``Llama-3.1-405B`` and ``llama3-405b`` all resolve
+    (``Meta-Llama-3.1-405B`` -> ``llama3.1-405b``)."""
+    if name in _PRESETS:
+        return name
+    key = name.strip().lower().replace("_", "-")
+    key = key.removeprefix("meta-llama/").removeprefix("meta-")
+    key = re.sub(r"^llama-(\d)", r"llama\1", key)  # llama-3.1-8b -> llama3.1-8b
+    key = _ALIASES.get(key, key)
+    return key if key in _PRESETS else None
+
+
 def get_preset(name: str) -> ModelSpec:
-    try:
-        return _PRESETS[name]
-    except KeyError:
-        raise ValueError(f"unknown model preset {name!r}{_suggest(name)}") from None
+    canonical = canonical_preset_name(name)
+    if canonical is None:
+        raise ValueError(f"unknown model preset {name!r}{_suggest(name)}")
+    return _PRESETS[canonical]
 
 
 def _suggest(name: str) -> str:
@@ -137,6 +156,9 @@ def load_model(name_or_path: str) -> ModelSpec:
         return _PRESETS[name_or_path]
     if Path(name_or_path).exists():
         return model_from_hf_config(name_or_path)
+    canonical = canonical_preset_name(name_or_path)
+    if canonical is not None:
+        return _PRESETS[canonical]
     raise ValueError(f"{name_or_path!r} is neither a model preset nor an existing config path{_suggest(name_or_path)}")
 
 

@@ -54,8 +54,16 @@ def default_implementation(model: ModelSpec) -> Implementation:
     return Implementation.HF if native_unsupported(model) else Implementation.NATIVE
 
 
-def sequence_too_long(model: ModelSpec, seq_len: int) -> str:
-    return f"seq_len {seq_len} exceeds the model's max_seq_len {model.max_seq_len} ({model.name})"
+def context_extension_warning(model: ModelSpec, seq_len: int) -> str | None:
+    """A warning when ``seq_len`` exceeds the model's ``max_position_embeddings`` (``max_seq_len``),
+    else None. Not an error: training longer than the pretrained context is context extension, and
+    the trainer builds its position table or RoPE cache for the longer sequence (trainer/model.py)."""
+    if seq_len <= model.max_seq_len:
+        return None
+    return (
+        f"seq_len {seq_len} exceeds {model.name}'s max_position_embeddings {model.max_seq_len}: "
+        "planned as context extension (positions beyond the pretrained context)"
+    )
 
 
 def structural_rules(
@@ -83,7 +91,6 @@ def structural_rules(
     not_native, not_hf_tp = native_unsupported(model), hf_tensor_parallel_unsupported(model)
     return [
         (hf | (not not_native), lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"),
-        (seq_len <= model.max_seq_len, lambda: sequence_too_long(model, seq_len)),
         split(model.num_heads, tp, "num_heads", "tp"),
         split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
         (

@@ -9,7 +9,7 @@ fix. The rules are in docs/ilp.md ("Infeasibility diagnosis").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -54,6 +54,8 @@ class RowChecks:
     inventory_limits: dict[str, int] | None
     deadline_s: float | None
     budget_usd: float | None
+    # The types whose limit in ``inventory_limits`` is a GPU-count cap (max_gpus), not an inventory.
+    count_caps: dict[str, int] = field(default_factory=dict)
 
     def passes(self, constraint: Constraint) -> np.ndarray:
         return getattr(self, constraint.value)
@@ -105,6 +107,8 @@ def _explain_memory(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     detail = f"needs {need:.1f} GiB per GPU, the largest allowed GPU has {capacity:.1f} GiB"
     if need <= capacity:
         detail += " less the headroom the fit rule keeps free"
+    if checks.count_caps:
+        detail += f" (at up to {int(table.num_gpus[passing].max())} GPUs, beyond the max_gpus cap)"
     factor = 2 ** max(1, math.ceil(math.log2(max(need / capacity, 1.0))))
     return InfeasiblePlan(
         Constraint.MEMORY, detail, _memory_fix(table, row, pool, factor), required=need, available=capacity
@@ -140,7 +144,8 @@ def _explain_batch(table: TableColumns, checks: RowChecks, passing: np.ndarray) 
         Constraint.BATCH,
         f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
         "GPUs) reaches the target global batch within tolerance",
-        "widen the batch tolerance or pick a global batch the data-parallel degrees divide",
+        "widen the batch tolerance (batch_tolerance, --batch-tolerance) or pick a global batch the "
+        "data-parallel degrees divide",
     )
 
 
@@ -154,6 +159,15 @@ def _explain_inventory(table: TableColumns, checks: RowChecks, passing: np.ndarr
             best = (shortfall, gpu, smallest)
     assert best is not None
     _, gpu, smallest = best
+    if gpu in checks.count_caps:
+        return InfeasiblePlan(
+            Constraint.INVENTORY,
+            f"the smallest plan that fits needs {smallest} {gpu} GPUs, the GPU-count cap allows "
+            f"{gpu}<={limits[gpu]} (max_gpus)",
+            f"raise max_gpus (--max-gpus) to {smallest}",
+            required=smallest,
+            available=limits[gpu],
+        )
     return InfeasiblePlan(
         Constraint.INVENTORY,
         f"the smallest plan that fits needs {smallest} {gpu} GPUs, the inventory allows {gpu}<={limits[gpu]}",
@@ -172,9 +186,14 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
         rows = np.flatnonzero(bigger)
         row = int(rows[np.lexsort((T[rows], table.num_gpus[rows]))[0]])
-        fix += f" or more GPUs ({table.num_gpus[row]} {table.gpu_id[row]} finish in {duration_words(float(T[row]))})"
+        finish = f"{table.num_gpus[row]} {table.gpu_id[row]} finish in {duration_words(float(T[row]))}"
+        if table.gpu_id[row] in checks.count_caps:
+            fix += f" or raise max_gpus (--max-gpus) to {table.num_gpus[row]} ({finish})"
+        else:
+            fix += f" or more GPUs ({finish})"
     elif checks.inventory_limits is not None:
-        fix += "; no candidate meets the deadline at any GPU count"
+        searched = f" up to {int(table.num_gpus.max())}" if checks.count_caps else ""
+        fix += f"; no candidate meets the deadline at any GPU count{searched}"
     return InfeasiblePlan(
         Constraint.DEADLINE,
         f"the fastest plan needs {duration_words(fastest)} with the allowed inventory ({_inventory_text(checks)})",
@@ -221,7 +240,11 @@ _EXPLAIN = {
 def _inventory_text(checks: RowChecks) -> str:
     if checks.inventory_limits is None:
         return "no inventory limit"
-    return ", ".join(f"{gpu}<={count}" for gpu, count in checks.inventory_limits.items()) or "empty"
+    caps, limits = checks.count_caps, checks.inventory_limits
+    if caps and set(caps) == set(limits) and len(set(caps.values())) == 1:
+        return f"no inventory limit; GPU counts capped at {next(iter(caps.values()))} per type (max_gpus)"
+    text = ", ".join(f"{gpu}<={count}" + (" (max_gpus cap)" if gpu in caps else "") for gpu, count in limits.items())
+    return text or "empty"
 
 
 def _count_range(table: TableColumns, rows: np.ndarray) -> str:

@@ -15,6 +15,7 @@ from planner.api import (
     allowed_gpus,
     candidate_table,
     catalog_with_prices,
+    count_limits,
     plan,
     plan_from_row,
     search_space,
@@ -60,8 +61,9 @@ def scored_search(
     """Every valid candidate with its time, cost and layout, as a DataFrame."""
     catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
     gpus = allowed_gpus(request, catalog)
-    space = search_space(request)
-    c = build_candidates(request.model, catalog, gpus, space)
+    limits = count_limits(request, gpus)
+    space = search_space(request, limits.largest)
+    c = build_candidates(request.model, catalog, dict(limits.limits), space)
     table = candidate_table(request.model, c, list(gpus), space, request.training_tokens, settings)
     ok = table.fits_memory & table.divisible & table.batch_ok
     idx = np.flatnonzero(ok)

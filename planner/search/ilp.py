@@ -32,6 +32,7 @@ __all__ = [
     "SingleSolution",
     "check_rows",
     "make_solver",
+    "nearest_batch",
     "objective_weights",
     "pareto_mask",
     "solve_single",
@@ -132,11 +133,13 @@ def check_rows(
     deadline_s: float | None = None,
     budget_usd: float | None = None,
     inventory: Mapping[str, int] | None = None,
+    count_caps: Mapping[str, int] | None = None,
 ) -> RowChecks:
     """Evaluate every per-row constraint of the single-job model, vectorised.
 
     ``inventory`` maps GPU type -> GPUs available; types not in it are not allowed; ``None``
-    means no limit. Raises ValueError on bad limits or on a row that passes the memory,
+    means no limit. ``count_caps`` names the types whose ``inventory`` entry is a GPU-count cap
+    (max_gpus) rather than GPUs on hand, for the diagnosis' wording. Raises ValueError on bad limits or on a row that passes the memory,
     divisibility and batch filters but has a non-finite time or cost.
     """
     if len(table) == 0:
@@ -164,6 +167,7 @@ def check_rows(
         inventory_limits=dict(inventory) if inventory is not None else None,
         deadline_s=deadline_s,
         budget_usd=budget_usd,
+        count_caps=dict(count_caps or {}),
     )
     _check_scored(table, checks.memory & checks.divisibility & checks.batch)
     return checks
@@ -343,6 +347,7 @@ def solve_single(
     solver: str = "auto",
     prune: bool = True,
     time_limit_s: float | None = None,
+    batch_target: int | None = None,
 ) -> SingleSolution:
     r"""Choose the best candidate for one job.
 
@@ -364,6 +369,11 @@ def solve_single(
     model keeps them so that it is the one written here. Dominated rows (per GPU type, the
     (C, T) Pareto front of feasible rows is kept) get no variable: both weights are positive,
     so an optimum is never dominated. Raises :class:`InfeasiblePlan` when no row is feasible.
+
+    ``batch_target`` (the requested global batch, tokens; needs ``table.extra["batch_tokens"]``):
+    of the feasible rows only those whose batch b_c is the one nearest the target are kept,
+    b* = argmin_{b_c : c feasible} |b_c - target| (a tie goes to the larger batch), so the batch is
+    met exactly whenever a feasible row meets it, and the plan and its alternatives share b*.
     """
     if top_k < 0:
         raise ValueError(f"top_k: expected >= 0, got {top_k}")
@@ -372,6 +382,8 @@ def solve_single(
     feasible = np.flatnonzero(checks.feasible())
     if len(feasible) == 0:
         raise diagnose(table, checks)
+    if batch_target is not None:
+        feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
     C, T, n = table.cost_usd, table.time_to_train_s, table.num_gpus
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
     score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
@@ -408,6 +420,15 @@ def solve_single(
         cost_ref_usd=C_ref,
         time_ref_s=T_ref,
     )
+
+
+def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
+    """Mask of the entries equal to the batch nearest ``target`` (a tie goes to the larger batch)."""
+    batch = np.asarray(batch_tokens, dtype=np.int64)
+    distance = np.abs(batch - target)
+    nearest = distance.min()
+    best = int(batch[distance == nearest].max())
+    return batch == best
 
 
 def _best_rows(rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int) -> tuple[int, ...]:

@@ -46,6 +46,9 @@ CP_DEGREES = (1, 2, 4, 8, 16)
 # the stage-boundary traffic and more in-flight activations on the first stage.
 VPP_DEGREES = (1, 2, 4)
 CP_MIN_SEQ_LEN = 16384  # context parallelism only pays for long sequences
+# Largest relative distance of a candidate's global batch from the requested one. Of the feasible
+# candidates, plan() then keeps those of the achievable batch nearest the request (docs/ilp.md).
+DEFAULT_BATCH_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -54,25 +57,33 @@ class SearchSpace:
 
     seq_len: int
     global_batch_tokens: int
-    batch_tolerance: float = 0.25
+    batch_tolerance: float = DEFAULT_BATCH_TOLERANCE
     precisions: tuple[Precision, ...] = (Precision.BF16,)
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
     allow_cp: bool = True
     impl: Implementation = Implementation.NATIVE
     compile: bool = False
-    max_gpus: int = 4096
+    max_gpus: int = 4096  # the largest count for a GPU type without an inventory
     min_gpus: int = 1
+    extra_counts: tuple[int, ...] = ()  # whole-node counts searched besides the grid (a cap, an inventory)
 
 
-def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1) -> np.ndarray:
-    """1, 2, 4, ... up to a node, then whole nodes on a ~1.25x geometric grid."""
+def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
+    """1, 2, 4, ... up to a node, then whole nodes on a ~1.25x geometric grid and at every power of
+    two (the data-parallel degrees that divide a power-of-two global batch exactly), the largest
+    whole-node count and the ``extra`` whole-node counts."""
     small = [n for n in (1, 2, 4) if n < gpus_per_node]
     nodes, k = [], 1
     while k * gpus_per_node <= max_gpus:
         nodes.append(k * gpus_per_node)
         k = max(k + 1, round(k * 1.25))
-    counts = np.array(sorted(set(small + nodes + ([max_gpus] if max_gpus % gpus_per_node == 0 else []))))
+    k = 1
+    while k * gpus_per_node <= max_gpus:
+        nodes.append(k * gpus_per_node)
+        k *= 2
+    whole = [n for n in (max_gpus, *extra) if n % gpus_per_node == 0]
+    counts = np.array(sorted(set(small + nodes + whole)))
     return counts[(counts >= min_gpus) & (counts <= max_gpus)]
 
 
@@ -102,7 +113,7 @@ def gpu_rows(
     # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
     # before the other knobs multiply the table keeps the search fast.
     mesh = cartesian(
-        num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus),
+        num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus, space.extra_counts),
         tp=np.array(TP_DEGREES),
         pp=np.array(PP_DEGREES),
         cp=np.array(cp_options),
@@ -126,7 +137,10 @@ def gpu_rows(
     num_nodes = np.maximum(1, n // gpus_per_node)
     # HSDP: replicate across nodes, shard inside a node (tp*cp ranks of it are not dp).
     replicate = np.where(hsdp, num_nodes, 1)
-    grad_accum = np.maximum(1, np.round(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp)))
+    # The accumulation nearest the batch (ties to the larger), as TrainingConfig.grad_accum_for.
+    grad_accum = np.maximum(
+        1, np.floor(space.global_batch_tokens / (rows["micro_batch"] * space.seq_len * dp) + 0.5 + 1e-9)
+    )
     dp_shard = np.where(sharding == SHARD_NONE, 1, dp // np.maximum(replicate, 1))
     ok = (
         (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
@@ -183,6 +197,11 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     )
 
 
+def batch_tokens(c: Candidates) -> np.ndarray:
+    """Each candidate's global batch in tokens."""
+    return c.micro_batch * c.seq_len * c.grad_accum * c.dp
+
+
 def batch_within_tolerance(c: Candidates, space: SearchSpace) -> np.ndarray:
-    achieved = c.micro_batch * c.seq_len * c.grad_accum * c.dp
+    achieved = batch_tokens(c)
     return np.abs(achieved - space.global_batch_tokens) <= space.batch_tolerance * space.global_batch_tokens

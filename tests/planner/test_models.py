@@ -202,6 +202,24 @@ def test_unknown_preset_suggests_close_names():
         get_preset("zzzz")
 
 
+@pytest.mark.parametrize(
+    ("spelling", "preset"),
+    [
+        ("llama3-405b", "llama3.1-405b"),
+        ("llama-3-405b", "llama3.1-405b"),
+        ("Llama-3.1-405B", "llama3.1-405b"),
+        ("meta-llama/Llama-3.1-405B", "llama3.1-405b"),
+        ("Meta-Llama-3.1-70B", "llama3.1-70b"),
+        ("llama_3.1_8b", "llama3.1-8b"),
+        ("Llama-3-8B", "llama3-8b"),
+        ("llama-2-7b", "llama2-7b"),
+    ],
+)
+def test_common_spellings_resolve_to_presets(spelling, preset):
+    assert get_preset(spelling) == get_preset(preset)
+    assert load_model(spelling).name == preset
+
+
 def test_load_model_accepts_presets_files_and_directories(tmp_path):
     assert load_model("mistral-7b") == get_preset("mistral-7b")
     data = json.loads((FIXTURES / "llama.json").read_text())

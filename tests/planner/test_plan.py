@@ -167,3 +167,39 @@ def test_search_drops_what_the_trainer_cannot_run():
     untied = build_candidates(get_preset("llama3-8b"), load_catalog(), {"h100-sxm": None}, space)
     pipelined = untied.pp > 1
     assert pipelined.any() and (untied.grad_accum[pipelined] >= untied.pp[pipelined]).all()  # 1f1b
+
+
+def test_gpu_counts_follow_the_inventory_past_the_default_cap():
+    """No hidden cap: an inventory of 16,384 is searched up to 16,384 (the default 4096 was a silent cap)."""
+    result = plan(
+        PlanRequest(
+            model=get_preset("llama3.1-405b"),
+            training_tokens=15.6e12,
+            gpus={"h100-sxm": 16384},
+            seq_len=8192,
+            global_batch_tokens=2**24,
+            objective="time",
+            top_k=0,
+        )
+    )
+    assert result.count_limits == {"h100-sxm": 16384} and result.count_caps == {}
+    assert result.plan.num_gpus > 4096
+
+
+def test_a_cap_is_reported_and_named_when_it_binds():
+    """Without an inventory the count range has a cap; it is on the result, and an infeasible answer
+    says so when more GPUs than it allows would do."""
+    tiny = plan(PlanRequest(model=get_preset("tiny"), training_tokens=1e9, gpus={"h100-sxm": None}, top_k=0))
+    assert tiny.count_caps == {"h100-sxm": 4096} == tiny.count_limits
+    lowered = plan(
+        PlanRequest(model=get_preset("tiny"), training_tokens=1e9, gpus={"h100-sxm": 64}, max_gpus=32, top_k=0)
+    )
+    assert lowered.count_caps == {"h100-sxm": 32} and lowered.plan.num_gpus <= 32
+    with pytest.raises(InfeasiblePlan) as info:
+        plan(PlanRequest(model=get_preset("llama3.1-405b"), training_tokens=1e12, gpus={"h100-sxm": None}, max_gpus=8))
+    assert info.value.constraint.value == "inventory" and "cap" in info.value.detail and "max_gpus" in info.value.fix
+    assert info.value.available == 8 and info.value.required > 8
+    with pytest.raises(InfeasiblePlan) as info:  # the cap, not an inventory, limits the deadline
+        plan(PlanRequest(model=get_preset("llama3-70b"), training_tokens=1e13, deadline_days=60, max_gpus=64))
+    assert info.value.constraint.value == "deadline" and "capped at 64" in info.value.detail
+    assert "max_gpus" in info.value.fix

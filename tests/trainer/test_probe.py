@@ -87,11 +87,15 @@ def test_valid_plans_resolve_the_layout():
         (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
         (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
         (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),
-        (Layout(dp_shard=1), 1, tiny_spec(max_seq_len=16), {}, "exceeds the model's max_seq_len 16"),
     ],
 )
 def test_static_checks_refuse_with_one_line(layout, world, model, training, expected):
     assert expected in refusal(plan_for(layout, world, model, **training), world)
+
+
+def test_a_sequence_beyond_the_context_is_not_refused():
+    """Context extension: the trainer builds positions for the longer sequence (a warning at plan time)."""
+    assert check_plan(plan_for(Layout(dp_shard=1), 1, tiny_spec(max_seq_len=16)), RunSettings(), 1, CPU).dp_shard == 1
 
 
 def test_fp8_without_torchao_is_refused(monkeypatch):
@@ -158,7 +162,7 @@ def test_measured_overflow_writes_replan_needed(tmp_path):
     check_measured_fit(tmp_path, plan, fits, headroom=0.1, is_rank0=True)
     assert not (tmp_path / "replan_needed.json").exists()
     too_big = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
-    with pytest.raises(ReplanNeeded, match=r"75.00 GiB"):
+    with pytest.raises(ReplanNeeded, match=r"75\.00 GiB"):
         check_measured_fit(tmp_path, plan, too_big, headroom=0.1, is_rank0=True)
     replan = json.loads((tmp_path / "replan_needed.json").read_text())
     assert replan["measured"] == {"peak_gib": 70.0, "reserved_gib": 75.0}

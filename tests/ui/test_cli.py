@@ -163,6 +163,21 @@ def test_plan_prints_a_readable_plan():
         assert needle in text
 
 
+def test_sequence_beyond_the_context_is_a_warning_on_stderr():
+    """Context extension: GPT-3 (2048 positions) at 4096 tokens plans and estimates, with one warning."""
+    planned = run("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--seq-len", "4096", "--top", "0", "--json")
+    data = json.loads(planned.stdout)
+    assert data["feasible"] is True and data["plan"]["layout"]["seq_len"] == 4096
+    assert data["warnings"] == [line.removeprefix("trainplan: warning: ") for line in planned.stderr.splitlines()]
+    assert "max_position_embeddings 2048" in data["warnings"][0] and "context extension" in data["warnings"][0]
+    estimated = run(
+        "estimate", "--model", "gpt3-125m", "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "1",
+        "--seq-len", "4096",
+    )  # fmt: skip
+    assert "tokens/step" in estimated.stdout
+    assert estimated.stderr.startswith("trainplan: warning: seq_len 4096 exceeds gpt3-125m's max_position_embeddings")
+
+
 def test_infeasible_plan_is_an_answer():
     proc = run("plan", "--model", "llama3.1-405b", "--tokens", "1e12", "--gpus", "h100-sxm=8", "--json")
     data = json.loads(proc.stdout)
