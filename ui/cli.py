@@ -281,6 +281,9 @@ def emit(
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
     seed: int = typer.Option(1234, help="random seed (weights and data order)"),
+    loss_chunk_tokens: int = typer.Option(
+        1024, "--loss-chunk-tokens", min=0, help="LM head + loss over this many tokens at a time; 0 = full logits"
+    ),
     name: str | None = typer.Option(None, help="job name (default: the directory name)"),
     as_json: bool = JSON,
 ) -> None:
@@ -296,6 +299,7 @@ def emit(
         tokenizer=tokenizer,
         seed=seed,
         save_checkpoints=not no_checkpoints,
+        loss_chunk_tokens=loss_chunk_tokens,
     )
     job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
     render.emitted(job_json, as_json=as_json)
