@@ -18,12 +18,12 @@ from torch.distributed.tensor.parallel import loss_parallel
 
 from planner.layout import Layout
 from trainer.context_parallel import ContextParallel
-from trainer.loss import IGNORE_INDEX, LossHead, cross_entropy
+from trainer.loss import IGNORE_INDEX as IGNORE_INDEX  # re-exported: the loss lives in trainer/loss.py
+from trainer.loss import LossHead
+from trainer.loss import cross_entropy as cross_entropy
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import run_pipeline_step
-
-__all__ = ["IGNORE_INDEX", "cross_entropy", "model_loss"]
 
 
 def model_loss(head: LossHead, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
