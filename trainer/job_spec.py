@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.fmt import one_line
 from planner.layout import Layout, PipelineSchedule
+from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan
 from trainer.files import write_atomic
 
@@ -44,6 +45,10 @@ class RunSettings(BaseModel):
     pipeline_schedule: PipelineSchedule | None = None
     freeze_layers: int = Field(0, ge=0)  # fine-tuning: freeze the lowest N blocks
     hf_weights: str | None = None  # local directory with pretrained weights (--impl hf)
+    # LM head + cross-entropy over this many tokens at a time, never the full fp32 logits
+    # (trainer/loss.py); 0 = the full-logits loss. Only where the head is not tensor-parallel
+    # (tp = 1). The planner models the default: ModelingSettings.loss_chunk_tokens.
+    loss_chunk_tokens: int = Field(DEFAULT_SETTINGS.loss_chunk_tokens, ge=0)
     # Fit-rule headroom for the trainer's memory checks; None = the plan's own (the planner's,
     # plan.estimate.memory.headroom_fraction), which emit writes into job.json.
     memory_headroom: float | None = Field(None, ge=0, lt=1)

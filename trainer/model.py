@@ -214,6 +214,9 @@ class Transformer(nn.Module):
         # Not persistent: recomputed by init_buffers, never checkpointed.
         self.register_buffer("rope", self._rope_table(), persistent=False)
         self.context_parallel: ContextParallel | None = None  # set by apply_context_parallel
+        # Set by trainer.loss.detach_head: the forward ends at the final norm and the chunked
+        # loss applies ``output`` itself (no full-vocabulary logits).
+        self.skip_head = False
 
     def _rope_table(self, device: torch.device | None = None) -> torch.Tensor | None:
         if self.args.position != "rope":
@@ -228,7 +231,8 @@ class Transformer(nn.Module):
         return torch.arange(num_local_tokens, device=device)
 
     def forward(self, tokens_or_hidden: torch.Tensor) -> torch.Tensor:
-        """Token ids -> logits; a middle pipeline stage maps hidden states to hidden states."""
+        """Token ids -> logits (final-norm outputs with ``skip_head``); a middle pipeline stage
+        maps hidden states to hidden states."""
         h = tokens_or_hidden
         if self.tok_embeddings is not None:
             h = self.tok_embeddings(h)
@@ -243,7 +247,7 @@ class Transformer(nn.Module):
             h = block(h, rope)
         if self.norm is not None:
             h = self.norm(h)
-        if self.output is not None:
+        if self.output is not None and not self.skip_head:
             h = self.output(h)
         return h
 

@@ -21,6 +21,7 @@ from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
 from trainer.data import build_loader, prepare_data
 from trainer.job_spec import JobSpec, memory_headroom
 from trainer.log import ON_STDOUT
+from trainer.loss import build_loss_head, chunk_tokens_for
 from trainer.metrics import (
     GpuSampler,
     MetricsLogger,
@@ -165,6 +166,9 @@ class Session:
         self.optimizer = build_optimizer(self.model, self.run, fused=fused)
         self.scheduler = build_scheduler(self.optimizer, self.run)
         schedule, self.pipeline_kind = None, None
+        self.loss_head = build_loss_head(
+            self.stage_modules, chunk_tokens_for(self.run.loss_chunk_tokens, self.layout.tp)
+        )
         if self.layout.pp > 1:
             kind = self.layout.pp_schedule  # the plan's, run overrides applied at emit
             self.pipeline_kind = kind
@@ -174,7 +178,7 @@ class Session:
                 self.device,
                 self.training.grad_accum,
                 kind,
-                pipeline_loss_fn(self.scaler),
+                pipeline_loss_fn(self.scaler, self.loss_head),
             )
         native = self.training.impl == Implementation.NATIVE
         self.stepper = Stepper(
@@ -189,8 +193,9 @@ class Session:
             schedule,
             self.training.grad_accum,
             uses_loss_parallel(self.layout, native),
-            getattr(self.model, "context_parallel", None),
-        )  # set on the native model when cp > 1
+            getattr(self.model, "context_parallel", None),  # set on the native model when cp > 1
+            self.loss_head,
+        )
 
     def _prepare_data(self) -> None:
         """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank."""

@@ -12,23 +12,24 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import loss_parallel
 
 from planner.layout import Layout
 from trainer.context_parallel import ContextParallel
+from trainer.loss import IGNORE_INDEX as IGNORE_INDEX  # re-exported: the loss lives in trainer/loss.py
+from trainer.loss import LossHead
+from trainer.loss import cross_entropy as cross_entropy
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import run_pipeline_step
 
-IGNORE_INDEX = -100
 
-
-def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean next-token loss in fp32 (``labels`` are already shifted by the data loader)."""
-    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1), ignore_index=IGNORE_INDEX)
+def model_loss(head: LossHead, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean next-token loss of a model output: logits, or the final-norm hidden states when the
+    head computes a chunked loss (trainer/loss.py). Every loss of a step goes through here."""
+    return head(getattr(output, "logits", output), labels)
 
 
 def _local(value: torch.Tensor) -> torch.Tensor:
@@ -59,6 +60,7 @@ class Stepper:
         pipeline_microbatches: int = 1,
         use_loss_parallel: bool = False,
         context_parallel: ContextParallel | None = None,
+        loss_head: LossHead | None = None,
     ):
         self.model, self.optimizer, self.scheduler, self.scaler = model, optimizer, scheduler, scaler
         self.layout, self.meshes, self.device, self.grad_clip = layout, meshes, device, grad_clip
@@ -66,6 +68,7 @@ class Stepper:
         self.pipeline_microbatches = pipeline_microbatches
         self.use_loss_parallel = use_loss_parallel
         self.context_parallel = context_parallel
+        self.loss_head = loss_head or LossHead(None, 0)  # default: full-logits cross-entropy
         self.params = [p for p in model.parameters() if p.requires_grad]
         pp_rank = meshes.pp.get_local_rank()
         self.holds_loss = pp_rank == layout.pp - 1  # the last pipeline stage computes the loss
@@ -101,7 +104,7 @@ class Stepper:
             set_micro_batch_sync(self.model, self.layout.sharding, index == len(batches) - 1)
             with self._context():
                 output = self.model(input_ids)
-                loss = cross_entropy(getattr(output, "logits", output), labels) / len(batches)
+                loss = model_loss(self.loss_head, output, labels) / len(batches)
                 (loss * self.scaler.scale).backward()
             total += _local(loss.detach()).float()
         return total
@@ -154,7 +157,7 @@ class Stepper:
                 input_ids, labels = self._local_tokens(input_ids, labels)
                 with self._context():
                     output = self.model(input_ids)
-                    total += _local(cross_entropy(getattr(output, "logits", output), labels)).float()
+                    total += _local(model_loss(self.loss_head, output, labels)).float()
                 count += 1
         self.model.train()
         return self._global_mean(total / max(count, 1)).item()
@@ -165,10 +168,12 @@ def uses_loss_parallel(layout: Layout, native: bool) -> bool:
     return native and layout.tp > 1
 
 
-def pipeline_loss_fn(scaler: LossScaler):
-    """The pipeline schedule's loss (scaled for fp16; the schedule averages gradients over micro-batches)."""
+def pipeline_loss_fn(scaler: LossScaler, head: LossHead | None = None):
+    """The pipeline schedule's loss on the last stage (scaled for fp16; the schedule averages
+    gradients over micro-batches)."""
+    loss_head = head or LossHead(None, 0)
 
     def loss_fn(output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return cross_entropy(output, labels) * scaler.scale
+        return model_loss(loss_head, output, labels) * scaler.scale
 
     return loss_fn

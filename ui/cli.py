@@ -306,6 +306,12 @@ def emit(
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
     seed: int = typer.Option(1234, help="random seed (weights and data order)"),
+    loss_chunk_tokens: int | None = typer.Option(
+        None,
+        "--loss-chunk-tokens",
+        min=0,
+        help="LM head + loss over this many tokens at a time; 0 = full logits (default: the planner's, 1024)",
+    ),
     name: str | None = typer.Option(None, help="job name (default: the directory name)"),
     as_json: bool = JSON,
 ) -> None:
@@ -314,7 +320,11 @@ def emit(
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
 
-    given = {} if checkpoint_every is None else {"checkpoint_every": checkpoint_every}
+    given = {
+        name: value
+        for name, value in (("checkpoint_every", checkpoint_every), ("loss_chunk_tokens", loss_chunk_tokens))
+        if value is not None  # unset: RunSettings' default
+    }
     run = RunSettings(
         steps=steps,
         data=data,

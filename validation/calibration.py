@@ -76,6 +76,9 @@ class Comparison:
 
 
 def compare_h200(rows: list[H200Row], settings: ModelingSettings = DEFAULT_SETTINGS) -> dict[str, list[Comparison]]:
+    """Every row predicted with ``settings``, and with the loss those runs computed: stock HF
+    ``model(labels=...)``, full-vocabulary fp32 logits (``loss_chunk_tokens=0``)."""
+    settings = settings.but(loss_chunk_tokens=0)
     catalog = load_catalog()
     out: dict[str, list[Comparison]] = {"peak_alloc": [], "reserved": [], "step": []}
     for r in rows:

@@ -58,7 +58,24 @@ def recompute_fraction(c: Candidates) -> np.ndarray:
     return np.select([c.ac == AC_FULL, c.ac == AC_SELECTIVE], [1.0, 0.5], 0.0)
 
 
+def chunked_loss(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Where the LM head + loss runs over token chunks (``s.loss_chunk_tokens``): wherever the
+    head is not tensor-parallel, as trainer/loss.py does (with tp > 1 it keeps the full local
+    logits of the vocabulary-parallel loss)."""
+    return (s.loss_chunk_tokens > 0) & (c.tp == 1)
+
+
+def head_recompute_fraction(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Share of the LM head's forward done again in backward: the chunked loss recomputes each
+    chunk's logits (one more head GEMM), the full-logits loss nothing."""
+    return np.where(chunked_loss(c, s), 1.0, 0.0)
+
+
 def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Model FLOPs plus the recomputed block forwards: the HFU numerator."""
+    """Model FLOPs plus the recomputed block forwards and LM head: the HFU numerator."""
     f = forward_flops_per_token(model, c.seq_len, s)
-    return 3.0 * f.forward + recompute_fraction(c) * (f.block_matmul + f.attention)
+    return (
+        3.0 * f.forward
+        + recompute_fraction(c) * (f.block_matmul + f.attention)
+        + head_recompute_fraction(c, s) * f.lm_head
+    )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from planner.model.block import block_table, root_table
+from planner.model.flops import chunked_loss
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
@@ -258,15 +259,19 @@ def gathered_kv_grad_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings)
     return np.where((c.cp > 1) & ~np.asarray(s.cp_ring_attention), grads, 0.0)
 
 
-def logits_loss_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Peak of the LM head + cross-entropy on the last stage, per micro-batch.
 
     Backward of log-softmax holds its saved fp32 output, the fp32 incoming gradient and the
     fp32 result at once: 12 bytes per logit (vocabulary split by tp with loss parallelism).
     The forward peak is lower (bf16 logits 2 + fp32 upcast 4 + log-softmax 4 = 10 bytes).
+    The chunked loss (``chunked_loss``) holds the logits of one chunk of
+    ``s.loss_chunk_tokens`` tokens at a time (recomputed bf16 2 + fp32 4 + fp32 temporaries):
+    the same 12 bytes per logit bound them, for the chunk's tokens only.
     """
     tokens = c.micro_batch * c.seq_len / c.cp
-    return LOSS_BYTES_PER_LOGIT * tokens * model.vocab_size / c.tp
+    held = np.where(chunked_loss(c, s), np.minimum(tokens, max(s.loss_chunk_tokens, 1)), tokens)
+    return LOSS_BYTES_PER_LOGIT * held * model.vocab_size / c.tp
 
 
 def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stage: bool) -> MemoryBreakdown:
@@ -275,7 +280,7 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     unsharded = unsharded_param_bytes(stage, c, s)
     # With pp == 1 the one stage is both first and last: in-flight count is 1 either way.
     acts = activation_bytes(model, c, s, first_stage=not last_stage)
-    loss = logits_loss_bytes(model, c) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
+    loss = logits_loss_bytes(model, c, s) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
     unsharded_grads = stage.total / c.tp * FP32_BYTES * ~c.offload.astype(bool)

@@ -30,6 +30,12 @@ class ModelingSettings:
     # Fused (flash) attention reaches a lower fraction of peak than plain GEMMs; its
     # efficiency also scales with head_dim through the same shape factor.
     attention_peak_fraction: float = 0.5
+    # How the LM head + cross-entropy holds its logits. > 0: over chunks of this many tokens,
+    # never the full-vocabulary fp32 logits (trainplan's trainer, trainer/loss.py: its default
+    # RunSettings.loss_chunk_tokens, used wherever the head is not tensor-parallel); the loss
+    # backward recomputes each chunk's logits (one more head forward GEMM). 0: the full logits
+    # of the micro-batch at once (stock HF ``model(labels=...)``, torch/Megatron cross-entropy).
+    loss_chunk_tokens: int = 1024
     # Loss: bf16 logits, fp32 upcast, log-softmax, its gradient and the cast back, read and
     # written about three times over per logit (bytes per logit, forward + backward).
     loss_traffic_bytes_per_logit: float = 36.0
@@ -179,6 +185,8 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # critical path (no TP overlap before TransformerEngine userbuffers).
     dp_comm_overlap=0.0,
     tp_comm_overlap=0.0,
+    # Vocabulary-parallel cross-entropy in fp32 over the full local logits.
+    loss_chunk_tokens=0,
 )
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
@@ -202,4 +210,6 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,
     cp_comm_overlap=0.7,
+    # Vocabulary-parallel cross-entropy (fused or not) over the full local logits.
+    loss_chunk_tokens=0,
 )

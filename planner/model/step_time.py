@@ -14,7 +14,7 @@ import numpy as np
 
 from planner.model import comm
 from planner.model.block import block_table, root_table
-from planner.model.flops import forward_flops_per_token, recompute_fraction
+from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
 from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -111,7 +111,11 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     head_peak = np.where(c.precision == PREC_FP8, c.bf16_peak_flops, c.matmul_peak_flops)
     lm_head = root_table(model).lm_head
     head_dims = list(lm_head.local_dims(c.tp))
-    head = 3.0 * 2.0 * lm_head.d_in * lm_head.d_out / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
+    # fwd + 2x bwd, + one more forward where the chunked loss recomputes the logits.
+    head_passes = 3.0 + head_recompute_fraction(c, s)
+    head = (
+        head_passes * 2.0 * lm_head.d_in * lm_head.d_out / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
+    )
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
     # Flash attention's backward recomputes the scores: half a forward more.

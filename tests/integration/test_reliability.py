@@ -215,17 +215,17 @@ class _InfiniteGradient(torch.autograd.Function):
 
 
 def _poison_call(monkeypatch, bad_call: int, kind: str) -> None:
-    original, calls = step_module.cross_entropy, [0]
+    original, calls = step_module.model_loss, [0]
 
-    def cross_entropy(logits, labels):
+    def model_loss(head, output, labels):
         calls[0] += 1
         if calls[0] != bad_call:
-            return original(logits, labels)
+            return original(head, output, labels)
         if kind == "inf loss":
-            return original(logits, labels) * float("inf")
-        return original(_InfiniteGradient.apply(logits), labels)
+            return original(head, output, labels) * float("inf")
+        return original(head, _InfiniteGradient.apply(output), labels)
 
-    monkeypatch.setattr(step_module, "cross_entropy", cross_entropy)
+    monkeypatch.setattr(step_module, "model_loss", model_loss)
 
 
 @pytest.mark.parametrize("kind", ["inf loss", "inf gradient"])

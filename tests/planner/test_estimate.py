@@ -10,6 +10,7 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import estimate, score
+from planner.model.settings import DEFAULT_SETTINGS
 
 CATALOG = load_catalog()
 LLAMA8B = get_preset("llama3-8b")
@@ -61,7 +62,42 @@ def test_activation_checkpointing_trades_memory_for_time():
     assert none.memory.peak_gib > sel.memory.peak_gib > full.memory.peak_gib
     assert none.time.step_s < sel.time.step_s < full.time.step_s
     assert full.throughput.hfu > full.throughput.mfu
-    assert none.throughput.hfu == pytest.approx(none.throughput.mfu)
+    # Without block recompute the only extra hardware work is the chunked loss's head recompute.
+    head = 2.0 * LLAMA8B.hidden_size * LLAMA8B.vocab_size
+    extra = head / none.throughput.model_flops_per_token
+    assert none.throughput.hfu == pytest.approx(none.throughput.mfu * (1 + extra))
+    full_logits = estimate(
+        LLAMA8B,
+        "h100-sxm",
+        Layout(),
+        TrainingConfig(seq_len=4096, micro_batch=2),
+        num_gpus=8,
+        catalog=CATALOG,
+        settings=DEFAULT_SETTINGS.but(loss_chunk_tokens=0),
+    )
+    assert full_logits.throughput.hfu == pytest.approx(full_logits.throughput.mfu)
+
+
+def test_chunked_loss_holds_one_chunk_of_logits_and_recomputes_the_head():
+    """The trainer's chunked loss (tp = 1): 12 bytes per logit for loss_chunk_tokens tokens, not
+    for the micro-batch; a tensor-parallel head keeps the full local logits (vocabulary-parallel)."""
+    chunked = est(micro_batch=4)
+    full = estimate(
+        LLAMA8B,
+        "h100-sxm",
+        Layout(),
+        TrainingConfig(seq_len=4096, micro_batch=4),
+        num_gpus=8,
+        catalog=CATALOG,
+        settings=DEFAULT_SETTINGS.but(loss_chunk_tokens=0),
+    )
+    vocab, gib = LLAMA8B.vocab_size, 2**30
+    assert full.memory.breakdown_gib.logits_loss == pytest.approx(12 * 4 * 4096 * vocab / gib)
+    saved = (4 * 4096 - DEFAULT_SETTINGS.loss_chunk_tokens) * 12 * vocab / gib
+    assert full.memory.peak_gib - chunked.memory.peak_gib == pytest.approx(saved, rel=1e-6)
+    assert chunked.time.step_s > full.time.step_s  # one more head GEMM per token
+    tp = est(Layout(tp=2), micro_batch=4)
+    assert tp.memory.breakdown_gib.logits_loss == pytest.approx(12 * 4 * 4096 * vocab / 2 / gib)
 
 
 def test_activations_scale_with_micro_batch():

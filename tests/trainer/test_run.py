@@ -31,14 +31,14 @@ def train(job_dir: Path, *extra: str) -> int:
 
 def nan_at(monkeypatch, bad_calls: set[int]) -> None:
     """Make the loss of the given (1-based) micro-batch calls NaN: a real non-finite forward."""
-    original, calls = step_module.cross_entropy, [0]
+    original, calls = step_module.model_loss, [0]
 
-    def cross_entropy(logits, labels):
+    def model_loss(head, output, labels):
         calls[0] += 1
-        loss = original(logits, labels)
+        loss = original(head, output, labels)
         return loss * float("nan") if calls[0] in bad_calls else loss
 
-    monkeypatch.setattr(step_module, "cross_entropy", cross_entropy)
+    monkeypatch.setattr(step_module, "model_loss", model_loss)
 
 
 def test_run_writes_metrics_validation_report_and_checkpoint(tmp_path, in_process):
