@@ -17,12 +17,7 @@ from typing import Any, cast
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.checkpoint.state_dict import (
-    DictValueType,
-    StateDictOptions,
-    get_model_state_dict,
-    set_model_state_dict,
-)
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
 
 from planner.model.spec import ModelSpec
 
@@ -183,5 +178,5 @@ def load_hf_weights(model: nn.Module, weights_dir: str) -> None:
     if error[0] is not None:
         raise ValueError(error[0])
     options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=False)
-    # dict is invariant: a dict[str, Tensor] is a valid dict[str, ValueType] that mypy will not accept as one
-    set_model_state_dict(model, cast(DictValueType, full), options=options)
+    # dict is invariant: a dict[str, Tensor] is a valid state dict that mypy will not accept as one
+    set_model_state_dict(model, cast(dict[str, Any], full), options=options)
