@@ -133,6 +133,8 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
 
 def plan_card(tr: Labels, plan: Plan, result) -> None:
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
+    # a plan from plan() always has training tokens, so a time and a cost to train
+    assert e.time_to_train_h is not None and e.cost_usd is not None
     rows = (
         (
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
@@ -255,13 +257,14 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
     if outcome.infeasible:
         show_infeasible(tr, outcome.infeasible)
     else:
+        assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
         plan_card(tr, result.plan, result)
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs.headroom),
         "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
         "tab_top": lambda: show_top_plans(tr, plans),
         "tab_why_not": lambda: show_why_not(tr, inputs),
-        "tab_downloads": lambda: show_downloads(tr, result.plan),
+        "tab_downloads": lambda: show_downloads(tr, plans[0]),  # result.plan: the tab is dropped without plans
         "tab_local": lambda: show_local(tr, inputs),
     }
     if not plans:  # infeasible: what is left to explore is why
@@ -309,15 +312,19 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
     )
     outcome = cached_plan(local.model_dump_json(), inputs.headroom)
     if outcome.result is None:
-        st.warning(
-            outcome.error
-            or tr(
-                "infeasible",
-                constraint=tr.option(outcome.infeasible.constraint),
-                detail=outcome.infeasible.detail,
-                fix=outcome.infeasible.fix,
+        if outcome.error:
+            st.warning(outcome.error)
+        else:
+            infeasible = outcome.infeasible
+            assert infeasible is not None  # a PlanOutcome with neither result nor error is infeasible
+            st.warning(
+                tr(
+                    "infeasible",
+                    constraint=tr.option(infeasible.constraint),
+                    detail=infeasible.detail,
+                    fix=infeasible.fix,
+                )
             )
-        )
         return
     st.session_state["local_run"] = charts.start_training(outcome.result.plan, steps)
 
@@ -391,6 +398,8 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome) -> None
     if outcome.infeasible:
         show_infeasible(tr, outcome.infeasible)
         return
+    # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
+    assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
     left, right = st.columns(2)
     left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
     right.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))

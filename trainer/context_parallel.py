@@ -22,6 +22,7 @@ compute (``planner/model/step_time.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -118,5 +119,6 @@ def apply_context_parallel(model: torch.nn.Module, mesh) -> ContextParallel:
     cp = ContextParallel(group=mesh.get_group(), size=mesh.size(), rank=mesh.get_local_rank())
     for module in model.modules():
         if hasattr(module, "context_parallel"):
-            module.context_parallel = cp
+            # Module.__setattr__ is typed for Tensor | Module values; this attribute holds a ContextParallel
+            cast(Any, module).context_parallel = cp
     return cp

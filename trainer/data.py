@@ -249,7 +249,9 @@ def _info_from_meta(meta: dict, reused: bool) -> DataInfo:
         dtype=meta["dtype"],
         cleaning=CleaningStats(**meta["cleaning"]),
         reused=reused,
-        **splits,
+        train=splits["train"],
+        val=splits["val"],
+        test=splits["test"],
     )
 
 
@@ -305,6 +307,7 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
         else:
             info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
             _print_summary(info, data_dir)
+    assert info.train is not None  # _info_from_meta sets every split (only synthetic data has none)
     if info.train.num_tokens < seq_len + 1:
         raise ValueError(
             f"{run.data}: the train split has {info.train.num_tokens} tokens after cleaning, "
@@ -315,6 +318,8 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
 
 def _print_summary(info: DataInfo, data_dir: Path) -> None:
     c = info.cleaning
+    # prepared (not synthetic) data: _info_from_meta sets the cleaning stats and every split
+    assert c is not None and info.train is not None and info.val is not None and info.test is not None
     log.info(
         f"data: read {c.num_read} documents: {c.num_empty} empty, {c.num_garbled} garbled, "
         f"{c.num_duplicates} duplicates removed, {c.num_kept} kept"
@@ -407,7 +412,9 @@ class ResumableLoader:
     def _rank_order(self) -> np.ndarray:
         if self._order_epoch != self.epoch:
             rng = np.random.default_rng([self.seed, _SPLIT_IDS[self.split], self.epoch])
-            usable = self.batches_per_epoch * self.micro_batch * self.dp_size
+            batches_per_epoch = self.batches_per_epoch
+            assert batches_per_epoch is not None  # next_indices orders finite sources only
+            usable = batches_per_epoch * self.micro_batch * self.dp_size
             self._order = rng.permutation(self.source.num_sequences)[self.dp_rank : usable : self.dp_size]
             self._order_epoch = self.epoch
         return self._order
@@ -497,6 +504,7 @@ def build_loader(
             f"bad loader shape: dp_rank={dp_rank}, dp_size={dp_size}, micro_batch={micro_batch}, seq_len={seq_len}"
         )
     seed = run.seed % 2**63  # numpy seeds must be non-negative
+    source: _SyntheticSequences | _PackedSequences
     if run.data == "synthetic":
         source = _SyntheticSequences(seed, split, vocab_size, seq_len)
         fingerprint = _synthetic_fingerprint(run.seed, vocab_size)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -135,7 +135,7 @@ def init_hf_buffers(model: nn.Module) -> None:
     """Recompute non-persistent buffers (RoPE inverse frequencies) after ``to_empty``."""
     for module in model.modules():
         if any(True for _ in module.buffers(recurse=False)):
-            model._init_weights(module)
+            cast(Any, model)._init_weights(module)  # an HF PreTrainedModel method, not a Tensor or Module
 
 
 def _read_safetensors(weights_dir: Path) -> dict[str, torch.Tensor]:
@@ -178,4 +178,5 @@ def load_hf_weights(model: nn.Module, weights_dir: str) -> None:
     if error[0] is not None:
         raise ValueError(error[0])
     options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=False)
-    set_model_state_dict(model, full, options=options)
+    # dict is invariant: a dict[str, Tensor] is a valid state dict that mypy will not accept as one
+    set_model_state_dict(model, cast(dict[str, Any], full), options=options)

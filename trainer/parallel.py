@@ -35,6 +35,7 @@ import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -107,8 +108,9 @@ def init_distributed(device_type: str) -> None:
 def block_container(model: nn.Module) -> nn.Module:
     """The ModuleDict (native) or ModuleList (HF: the one list with one entry per layer) of blocks."""
     if isinstance(getattr(model, "layers", None), nn.ModuleDict):
-        return model.layers
-    num_layers = model.config.num_hidden_layers
+        return cast(nn.Module, model.layers)
+    config: Any = model.config  # an HF model's PretrainedConfig, not a Tensor or Module
+    num_layers = config.num_hidden_layers
     lists = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) == num_layers]
     if len(lists) != 1:
         raise ValueError(f"{type(model).__name__}: cannot tell which module list holds its {num_layers} blocks")
@@ -175,7 +177,9 @@ def apply_data_parallel(
     if layout.sharding == Sharding.NONE:
         from torch.distributed._composable.replicate_with_fsdp import replicate
 
-        wrap = functools.partial(replicate, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy)
+        wrap: Callable[..., object] = functools.partial(
+            replicate, mesh=meshes.fsdp, mp_policy=mp_policy, offload_policy=offload_policy
+        )
     else:
         wrap = functools.partial(
             fully_shard,

@@ -17,6 +17,7 @@ optimizer and checkpoints, so checkpoints stay layout-independent.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
@@ -24,6 +25,9 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
 from planner.layout import PipelineSchedule
+
+if TYPE_CHECKING:
+    from torch.distributed.pipelining.stage import _PipelineStageBase
 
 SCHEDULES = {PipelineSchedule.GPIPE: ScheduleGPipe, PipelineSchedule.ONE_F_ONE_B: Schedule1F1B}
 
@@ -42,15 +46,18 @@ def split_native_for_stage(model: nn.Module, stage: int, num_stages: int) -> Non
     """Drop (still on meta, so for free) what this stage does not run."""
     if num_stages == 1:
         return
-    keep = {str(i) for i in stage_layer_ids(len(model.layers), stage, num_stages)}
-    for name in [name for name in model.layers if name not in keep]:
-        del model.layers[name]
+    layers = cast(nn.ModuleDict, model.layers)
+    keep = {str(i) for i in stage_layer_ids(len(layers), stage, num_stages)}
+    for name in [name for name in layers if name not in keep]:
+        del layers[name]
+    # setattr: Module's typed __setattr__ takes a Tensor or Module, not the None that drops a part
+    dropped: list[str] = []
     if stage != 0:
-        model.tok_embeddings = None
-        model.pos_embeddings = None
+        dropped += ["tok_embeddings", "pos_embeddings"]
     if stage != num_stages - 1:
-        model.norm = None
-        model.output = None
+        dropped += ["norm", "output"]
+    for part in dropped:
+        setattr(model, part, None)
 
 
 class StageChunks(nn.Module):
@@ -63,7 +70,8 @@ class StageChunks(nn.Module):
         self.args = chunks[0].args
         self.layers = nn.ModuleDict()
         for chunk in chunks:
-            self.layers.update(chunk.layers)
+            # torch's stub takes a Mapping only, though update() accepts a ModuleDict (its own check)
+            self.layers.update(cast(nn.ModuleDict, chunk.layers))  # type: ignore[arg-type]
         for part in ("tok_embeddings", "pos_embeddings", "norm", "output"):
             setattr(self, part, next((getattr(c, part) for c in chunks if getattr(c, part) is not None), None))
         self.context_parallel = chunks[0].context_parallel
@@ -83,7 +91,7 @@ def build_pipeline_schedule(
     """One stage per rank (GPipe / 1F1B) or ``vpp`` of them (interleaved 1F1B); gradients are
     averaged over the micro-batches."""
     pp_rank, pp_size, vpp = pp_mesh.get_local_rank(), pp_mesh.size(), len(stage_modules)
-    stages = [
+    stages: list[_PipelineStageBase] = [
         PipelineStage(module, stage_index=stage, num_stages=pp_size * vpp, device=device, group=pp_mesh.get_group())
         for module, stage in zip(stage_modules, local_stage_ids(pp_rank, pp_size, vpp), strict=True)
     ]
@@ -108,4 +116,5 @@ def run_pipeline_step(
         schedule.eval(*args, target=target, losses=losses)
     if not is_last:
         return None
+    assert losses is not None  # the last stage collects its losses in the list made above
     return torch.stack([loss.detach().float() for loss in losses]).mean()

@@ -348,6 +348,11 @@ class Session:
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step
         return bool(flag.item())
 
+    def _opened_metrics(self) -> MetricsLogger:
+        if self.metrics is None:  # load_checkpoint() opens it (it knows the step to resume from)
+            raise RuntimeError("the metrics log is not open: call load_checkpoint() before training steps")
+        return self.metrics
+
     def run_steps(self, until_step: int) -> Outcome | None:
         """Train until ``until_step``; an Outcome when the run must end early."""
         progress = ProgressBar(self.state.step, self.run.steps, enabled=self.is_rank0)
@@ -364,7 +369,7 @@ class Session:
             self._count_bad(result)
             val_loss = self._maybe_evaluate()
             metrics = self._step_metrics(result, step_s, tokens_per_step, val_loss)
-            self.metrics.log_step(metrics)
+            self._opened_metrics().log_step(metrics)
             progress.update(metrics)
             outcome = self._end_condition(val_loss)
             if outcome is not None:
@@ -444,7 +449,7 @@ class Session:
             self.state.best_val_loss, self.state.evals_without_improvement = val_loss, 0
         else:
             self.state.evals_without_improvement += 1
-        self.metrics.log_scalar("val/loss", val_loss, self.state.step)
+        self._opened_metrics().log_scalar("val/loss", val_loss, self.state.step)
         return val_loss
 
     # ------------------------------------------------------------------ save and report

@@ -13,11 +13,14 @@ norms and LM head stay replicated.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
+    ParallelStyle,
     PrepareModuleInput,
     PrepareModuleOutput,
     RowwiseParallel,
@@ -26,6 +29,9 @@ from torch.distributed.tensor.parallel import (
 )
 
 from trainer.parallel import block_container
+
+if TYPE_CHECKING:
+    from trainer.model import ModelArgs
 
 
 def _native_block_plan(swiglu: bool) -> dict:
@@ -49,7 +55,7 @@ def _native_block_plan(swiglu: bool) -> dict:
 
 def _native_root_plan(model: nn.Module, loss_parallel: bool) -> dict:
     """Plans only for the parts this pipeline stage holds."""
-    plan = {}
+    plan: dict[str, ParallelStyle] = {}
     if model.tok_embeddings is not None and model.pos_embeddings is None:
         plan["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
     elif model.tok_embeddings is not None:
@@ -71,11 +77,12 @@ def _native_root_plan(model: nn.Module, loss_parallel: bool) -> dict:
 
 def apply_native_tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh, loss_parallel: bool) -> None:
     parallelize_module(model, tp_mesh, _native_root_plan(model, loss_parallel))
+    args = cast("ModelArgs", model.args)  # the native Transformer (or StageChunks) keeps its ModelArgs
     for block in block_container(model).children():
-        parallelize_module(block, tp_mesh, _native_block_plan(model.args.mlp == "swiglu"))
-    if model.args.tied_embeddings and model.tok_embeddings is not None and model.output is not None:
+        parallelize_module(block, tp_mesh, _native_block_plan(args.mlp == "swiglu"))
+    if args.tied_embeddings and model.tok_embeddings is not None and model.output is not None:
         # Both are Shard(0) over the vocabulary; parallelize_module made two copies, re-tie them.
-        model.output.weight = model.tok_embeddings.weight
+        cast(nn.Module, model.output).weight = cast(nn.Module, model.tok_embeddings).weight
 
 
 def _has_submodule(module: nn.Module, path: str) -> bool:

@@ -20,6 +20,7 @@ import sys
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 import torch.distributed as dist
@@ -29,7 +30,7 @@ from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
 from trainer.log import setup_logging
-from trainer.model import build_native_model, native_init_rule
+from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import (
     Meshes,
     apply_activation_checkpointing,
@@ -87,9 +88,9 @@ def build_stage_modules(job: JobSpec, layout: Layout, meshes: Meshes) -> list[to
     training = job.plan.training
     if training.impl == Implementation.NATIVE:
         stage_ids = local_stage_ids(meshes.pp.get_local_rank(), layout.pp, layout.vpp)
-        modules = []
+        modules: list[torch.nn.Module] = []
         for stage in stage_ids:
-            module = build_native_model(job.plan.model, training.seq_len)
+            module: torch.nn.Module = build_native_model(job.plan.model, training.seq_len)
             split_native_for_stage(module, stage, layout.pp * layout.vpp)
             if layout.cp > 1:
                 apply_context_parallel(module, meshes.cp)
@@ -132,9 +133,9 @@ def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch
         module.to_empty(device="cpu" if training.offload else device)
     model = modules[0] if len(modules) == 1 else StageChunks(modules)
     if native:
-        init_parameters(model, job.run.seed, native_init_rule(model.args))
+        init_parameters(model, job.run.seed, native_init_rule(cast(ModelArgs, model.args)))
         for module in modules:
-            module.init_buffers(device)
+            cast(Transformer, module).init_buffers(device)  # native: every module is a Transformer stage
     else:
         from trainer.hf_model import hf_init_rule, init_hf_buffers, load_hf_weights
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, cast
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset, list_presets
@@ -202,7 +203,13 @@ def model_for(row: dict[str, str], inferred: list[str]) -> ModelSpec | SkipReaso
     name = row["model_name"].lower()
     style = "llama" if "llama" in name else "nemotron" if "nemotron" in name else "gpt"
     ffn, vocab = _integer(row["ffn_hidden"]), _integer(row["vocab"])
-    if None in (layers, hidden, heads, seq_len) or (style != "gpt" and None in (ffn, vocab)):
+    if (
+        layers is None
+        or hidden is None
+        or heads is None
+        or seq_len is None
+        or (style != "gpt" and (ffn is None or vocab is None))
+    ):
         return SkipReason.NO_MODEL_DIMS
     if ffn is None:
         ffn = 4 * hidden
@@ -258,7 +265,7 @@ def sharding_for(text: str, inferred: list[str]) -> Sharding:
 def layout_for(row: dict[str, str], num_gpus: int, inferred: list[str]) -> Layout | SkipReason:
     """The row's Layout. Blank cp = 1 (sources that predate context parallelism); blank vpp = 1."""
     tp, pp, dp = (_integer(row[k]) for k in ("tp", "pp", "dp"))
-    if None in (tp, pp, dp):
+    if tp is None or pp is None or dp is None:
         return SkipReason.NO_LAYOUT
     cp = _integer(row["cp"]) or 1
     if tp * pp * dp * cp != num_gpus:
@@ -299,6 +306,7 @@ def training_for(
     """Blank grad_accum = global batch / (micro_batch x dp); blank micro-batch = 1 (Megatron's
     default, and what every large-model row that states it uses)."""
     seq_len = _integer(row["seq_len"])
+    assert seq_len is not None  # model_for, which read_row runs first, skips a row without seq_len
     micro_batch = _integer(row["micro_batch"]) or 1
     grad_accum = _integer(row["grad_accum"])
     if grad_accum is None:
@@ -395,13 +403,19 @@ def measured_tokens_per_s_per_gpu(
     divided by the FLOPs per token of the source's own convention, which is exact."""
     per_gpu, total = _number(row["measured_tokens_per_s_per_gpu"]), _number(row["measured_tokens_per_s_total"])
     if per_gpu is not None or total is not None:
-        return per_gpu if per_gpu is not None else total / _integer(row["n_gpus"])
+        if per_gpu is not None:
+            return per_gpu
+        num_gpus = _integer(row["n_gpus"])
+        # read_row asks for tokens only after layout_for matched tp x pp x dp x cp to n_gpus
+        assert total is not None and num_gpus is not None
+        return total / num_gpus
     tflops, mfu = _number(row["measured_tflops_per_gpu"]), _number(row["measured_mfu_pct"])
     if convention is None or (tflops is None and mfu is None):
         return None
     if tflops is not None:
         flops = tflops * 1e12
     else:
+        assert mfu is not None  # tflops is None here, and a row with neither returned above
         flops = mfu / 100 * _mfu_peak_flops(row, catalog, gpu_id, training.precision)
     inferred.append("tokens/s from TFLOP/s" if tflops is not None else "tokens/s from MFU")
     return flops / CONVENTIONS[convention](model, training.seq_len)
@@ -411,7 +425,7 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
     """One CSV row -> a run to predict, or the reason it cannot be predicted."""
     gpu_id = gpu_id_for(row["gpu_type"])
     inferred: list[str] = []
-    fields = dict(gpu_id=gpu_id, num_gpus=_integer(row["n_gpus"]) or 0, convention=convention_for(row))
+    fields: dict[str, Any] = dict(gpu_id=gpu_id, num_gpus=_integer(row["n_gpus"]) or 0, convention=convention_for(row))
     steps = (
         ("model", lambda: model_for(row, inferred)),
         ("layout", lambda: layout_for(row, fields["num_gpus"], inferred)),
@@ -421,7 +435,13 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
             "tokens",
             lambda: (
                 measured_tokens_per_s_per_gpu(
-                    row, fields["model"], fields["training"], gpu_id, fields["convention"], catalog, inferred
+                    row,
+                    fields["model"],
+                    fields["training"],
+                    cast(str, gpu_id),  # the steps run only for a catalog GPU (else problem is set first)
+                    fields["convention"],
+                    catalog,
+                    inferred,
                 )
                 or SkipReason.NO_THROUGHPUT
             ),
@@ -438,6 +458,7 @@ def read_row(row: dict[str, str], catalog: Catalog) -> PublishedRun | SkippedRow
         fields[name] = value
     if problem is not None:
         return SkippedRow(int(row["row_id"]), row["source_id"], row["model_name"], problem)
+    assert gpu_id is not None  # else problem was set before the first step
     return PublishedRun(
         row_id=int(row["row_id"]),
         source_id=row["source_id"],
@@ -467,7 +488,10 @@ def read_published_runs(
     with Path(path).open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             read = read_row(row, catalog)
-            (runs if isinstance(read, PublishedRun) else skipped).append(read)
+            if isinstance(read, PublishedRun):
+                runs.append(read)
+            else:
+                skipped.append(read)
     return runs, skipped
 
 

@@ -35,7 +35,7 @@ def matmul_params_per_block(model: ModelSpec) -> float:
     return block_table(model).matmul_weights
 
 
-def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSettings) -> FlopsPerToken:
+def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray | float, s: ModelingSettings) -> FlopsPerToken:
     """2 FLOPs per weight; attention 2*2*seq*q_size per block (halved when counted causally)."""
     causal = 0.5 if s.causal_attention_flops else 1.0
     block = block_table(model)
