@@ -122,18 +122,50 @@ def job_totals(
     return seconds, cost, energy
 
 
-def memory_fix_hint(need_gib: float, capacity_gib: float, layout: Layout, training: TrainingConfig) -> str:
-    """A concrete next step for a configuration that does not fit."""
-    factor = int(np.ceil(need_gib / max(capacity_gib, 1e-9)))
+def memory_fix_hint(
+    need_gib: float,
+    usable_gib: float,
+    terms: MemoryTerms,
+    layout: Layout,
+    training: TrainingConfig,
+    model: ModelSpec,
+    *,
+    gpus_per_node: int,
+) -> str:
+    """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
+    smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
+    named unsized): sharding splits only the states (params, grads,
+    optimizer), tensor parallelism nearly every term; checkpointing and a smaller micro-batch
+    shrink the activations."""
+    excess = need_gib - usable_gib
+    # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
+    # with them: compare in the need's currency.
+    states = terms.states * need_gib / max(terms.total, 1e-9)
     hints = []
-    if layout.sharding.value != "fsdp" or layout.dp_shard < 2:
-        hints.append(f"shard with FSDP over at least {max(2, factor)} GPUs")
-    hints.append(f"use tp={min(8, 2 ** int(np.ceil(np.log2(max(factor, 2)))))}")
-    if training.activation_checkpointing.value != "full":
+    if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:  # a large share left unsharded
+        hints.append("shard parameters, gradients and optimizer states with FSDP (sharding fsdp)")
+    elif states > excess:  # FSDP over k x more ranks frees (1 - 1/k) of the states
+        k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None)
+        if k is not None:
+            hints.append(f"shard with FSDP over at least {layout.dp_shard * k} GPUs (now {layout.dp_shard})")
+    if training.activation_checkpointing.value != "full" and terms.activations > 0:
         hints.append("enable full activation checkpointing")
     if training.micro_batch > 1:
         hints.append(f"lower the micro-batch below {training.micro_batch}")
-    return "; or ".join(hints)
+    splittable = need_gib - terms.misc
+    tp = next(
+        (
+            t
+            for t in (layout.tp * 2**j for j in range(1, 8))
+            if t <= gpus_per_node and model.num_heads % t == 0 and splittable * (1 - layout.tp / t) >= excess
+        ),
+        None,
+    )
+    if tp is not None:
+        hints.append(f"use tp={tp} (now {layout.tp})")
+    elif layout.pp < model.num_layers:
+        hints.append(f"split the layers over more pipeline stages (pp > {layout.pp})")
+    return "; or ".join(hints) if hints else "use a GPU with more memory"
 
 
 def estimate(
@@ -167,13 +199,14 @@ def estimate(
     need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
     usable = usable_capacity(cap, settings.memory_headroom)
     feasible = bool(s.fits[0])
+    terms = MemoryTerms(**s.memory.as_gib())
     reason = fix = None
     if not feasible:
         reason = (
             f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
             f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
-        fix = memory_fix_hint(need, usable, resolved, training)
+        fix = memory_fix_hint(need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     return Estimate(
         feasible=feasible,
@@ -187,7 +220,7 @@ def estimate(
             reserved_gib=float(s.memory.reserved[0]) / GIB,
             capacity_gib=cap,
             headroom_fraction=settings.memory_headroom,
-            breakdown_gib=MemoryTerms(**s.memory.as_gib()),
+            breakdown_gib=terms,
         ),
         time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=TimeTerms(**s.time.as_dict())),
         throughput=ThroughputEstimate(

@@ -144,7 +144,40 @@ def test_infeasible_configuration_is_an_answer_with_a_fix():
     e = est(Layout(), num_gpus=1, micro_batch=8, model=get_preset("llama3-70b"))
     assert not e.feasible
     assert "memory" in e.reason and "GiB" in e.reason
-    assert "FSDP" in e.fix or "tp=" in e.fix
+    assert "activation checkpointing" in e.fix and "micro-batch below 8" in e.fix
+    # With the activations already minimal, the states are what must be split.
+    e = est(Layout(), num_gpus=1, micro_batch=1, model=get_preset("llama3-70b"), activation_checkpointing=AC.FULL)
+    assert "shard with FSDP over at least 32 GPUs (now 1)" in e.fix
+
+
+def _named_degree(fix: str, pattern: str) -> int | None:
+    import re
+
+    found = re.search(pattern, fix)
+    return int(found.group(1)) if found else None
+
+
+@pytest.mark.parametrize(
+    "layout, num_gpus, micro_batch",
+    [
+        (Layout(tp=8, dp_shard=-1, sharding=Sharding.FSDP), 8, 4),  # tp at the scale-up limit
+        (Layout(tp=2, dp_shard=-1, sharding=Sharding.FSDP), 16, 16),
+        (Layout(dp_shard=-1, sharding=Sharding.FSDP), 1024, 1),  # already sharded over 1024
+        (Layout(dp_shard=-1, sharding=Sharding.ZERO1), 8, 1),
+    ],
+)
+def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_batch):
+    e = est(layout, num_gpus=num_gpus, micro_batch=micro_batch, model=get_preset("llama3-70b"), seq_len=8192)
+    assert not e.feasible and e.fix
+    resolved = layout.resolve(num_gpus)
+    tp = _named_degree(e.fix, r"use tp=(\d+)")
+    assert tp is None or resolved.tp < tp <= 8
+    shards = _named_degree(e.fix, r"FSDP over at least (\d+)")
+    assert shards is None or shards > resolved.dp_shard
+    if layout.sharding is Sharding.ZERO1:
+        assert "with FSDP" in e.fix
+    if micro_batch == 1:
+        assert "micro-batch" not in e.fix
 
 
 @pytest.mark.parametrize(
