@@ -191,6 +191,8 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
             fix += f" or raise max_gpus (--max-gpus) to {table.num_gpus[row]} ({finish})"
         else:
             fix += f" or more GPUs ({finish})"
+    elif (batch_fix := _batch_bound_fix(table, checks)) is not None:
+        fix += batch_fix
     elif checks.inventory_limits is not None:
         searched = f" up to {int(table.num_gpus.max())}" if checks.count_caps else ""
         fix += f"; no candidate meets the deadline at any GPU count{searched}"
@@ -200,6 +202,22 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
         fix,
         required=fastest,
         available=checks.deadline_s,
+    )
+
+
+def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> str | None:
+    """When only the global batch keeps more GPUs from meeting the deadline (data parallelism
+    needs at least one sequence per rank and step), the batch that would let them."""
+    bound = checks.gpu_type & checks.memory & checks.divisibility & ~checks.batch & checks.inventory & checks.deadline
+    if not bound.any() or "batch_tokens" not in table.extra:
+        return None
+    rows = np.flatnonzero(bound)
+    batch = table.extra["batch_tokens"]
+    row = int(rows[np.lexsort((table.num_gpus[rows], batch[rows]))[0]])  # smallest such batch, then fewest GPUs
+    return (
+        f"; the global batch caps the GPU count: a global batch of {int(batch[row]):,} tokens "
+        f"(--global-batch-tokens) lets {table.num_gpus[row]} {table.gpu_id[row]} finish in "
+        f"{duration_words(float(table.time_to_train_s[row]))}"
     )
 
 

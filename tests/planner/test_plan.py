@@ -203,3 +203,25 @@ def test_a_cap_is_reported_and_named_when_it_binds():
         plan(PlanRequest(model=get_preset("llama3-70b"), training_tokens=1e13, deadline_days=60, max_gpus=64))
     assert info.value.constraint.value == "deadline" and "capped at 64" in info.value.detail
     assert "max_gpus" in info.value.fix
+
+
+def test_a_batch_limited_gpu_count_is_named_with_the_batch_that_lifts_it():
+    """1M-token batches of 8K sequences allow 128 data-parallel ranks: the deadline then needs a
+    larger global batch, not more inventory, and the fix says by how much."""
+    request = PlanRequest(
+        model=get_preset("llama3-8b"),
+        training_tokens=15e12,
+        deadline_days=20,
+        gpus={"h100-sxm": 4096},
+        seq_len=8192,
+        global_batch_tokens=1 << 20,
+        top_k=0,
+    )
+    with pytest.raises(InfeasiblePlan) as info:
+        plan(request)
+    assert info.value.constraint.value == "deadline"
+    assert "the global batch caps the GPU count" in info.value.fix and "--global-batch-tokens" in info.value.fix
+    bigger = int(info.value.fix.split("global batch of ")[1].split(" tokens")[0].replace(",", ""))
+    assert bigger > 1 << 20
+    lifted = plan(request.model_copy(update=dict(global_batch_tokens=bigger, batch_tolerance=0.0)))
+    assert lifted.plan.estimate.time_to_train_h <= 20 * 24
