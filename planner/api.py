@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
+from planner.fmt import duration_words
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -51,6 +52,9 @@ DEFAULT_MAX_GPUS = 4096
 # whether the cap binds (docs/ilp.md, "GPU-count limits").
 CAP_PROBE_FACTOR = 8
 CAP_PROBE_MIN = 4 * DEFAULT_MAX_GPUS
+# A plan that trains for longer than this gets a warning: GPUs, prices and methods rarely hold
+# for a year, and "16 H100 for 1,244 days" was answered without a word (issue 10).
+LONG_JOB_WARNING_DAYS = 365.0
 
 
 class PlanRequest(BaseModel):
@@ -290,9 +294,20 @@ def plan(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=request.warnings,
+        warnings=request.warnings + long_job_warnings(chosen),
         count_limits=limits.limits,
         count_caps=limits.caps,
+    )
+
+
+def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
+    """A warning when the chosen plan trains for over LONG_JOB_WARNING_DAYS."""
+    hours = chosen.estimate.time_to_train_h
+    if hours is None or hours * SECONDS_PER_HOUR <= LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY:
+        return ()
+    return (
+        f"the plan trains for {duration_words(hours * SECONDS_PER_HOUR)}, over a year: a deadline "
+        "(--deadline-days) sizes the GPU count for a date",
     )
 
 

@@ -53,6 +53,10 @@ _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
 # A secondary objective weight: among equally good rows, prefer the faster (cost objective)
 # or the cheaper (time objective) one. Small enough not to change the primary optimum.
 TIE_BREAK_WEIGHT = 1e-6
+# Plans within this fraction of the primary optimum count as tied; the other objective then
+# decides (cost: the faster wins; time: the cheaper). Without it "cost" chose 2 x B200 for
+# 4.6 days over 8 x B200 for 27.7 h at $4 (0.1 %) more (issue 10).
+NEAR_TIE_FRACTION = 0.01
 
 
 @dataclass(frozen=True, eq=False)  # identity equality: == on arrays has no single truth value
@@ -364,6 +368,14 @@ def solve_single(
                     (6) sum_c C_c x_c <= B
                     (7) sum_{c : g(c) = g} n_c x_c <= inv_g     for every GPU type g
 
+    Near ties (objectives cost and time, with P the primary and S the other of C, T): a second
+    solve with objective S_c / S_ref (+ the tie-break weight on P) and
+
+                    (8) sum_c P_c x_c <= (1 + eps) P*       (P* = the first solve's optimum)
+
+    keeps a plan within eps = NEAR_TIE_FRACTION of the cheapest (fastest) and takes the fastest
+    (cheapest) of those.
+
     With one job, (5)-(7) bind one x_c at a time, so they are also applied as row filters
     before pruning (Pareto pruning is only sound on rows that satisfy every constraint); the
     model keeps them so that it is the one written here. Dominated rows (per GPU type, the
@@ -384,30 +396,28 @@ def solve_single(
         raise diagnose(table, checks)
     if batch_target is not None:
         feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
-    C, T, n = table.cost_usd, table.time_to_train_s, table.num_gpus
+    C, T = table.cost_usd, table.time_to_train_s
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
     score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
     kept = feasible[pareto_mask(table.gpu_id[feasible], C[feasible], T[feasible])] if prune else feasible
 
-    problem = pulp.LpProblem("single_job", pulp.LpMinimize)
-    x = new_binaries(problem, "x", len(kept))
+    objective = Objective(objective)
+    limits = _Limits(deadline_s, budget_usd, inventory)
     kept_score = w_cost * C[kept] / C_ref + w_time * T[kept] / T_ref
-    problem += pulp.LpAffineExpression(zip(x, kept_score.tolist(), strict=True))
-    problem += pulp.lpSum(x) == 1  # (4)
-    if deadline_s is not None:
-        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist(), strict=True)) <= deadline_s  # (5)
-    if budget_usd is not None:
-        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist(), strict=True)) <= budget_usd  # (6)
-    for gpu, limit in (inventory or {}).items():  # (7)
-        of_type = np.flatnonzero(table.gpu_id[kept] == gpu)
-        if len(of_type):
-            problem += pulp.LpAffineExpression((x[i], float(n[kept[i]])) for i in of_type) <= limit
+    problem, x = _single_job_problem(table, kept, kept_score, limits)
     optimal, solver_name = run_solver(problem, solver, time_limit_s)
     assert optimal, "every variable of the single-job model is a feasible row"
+    if objective in (Objective.COST, Objective.TIME):
+        P, S, P_ref, S_ref = (C, T, C_ref, T_ref) if objective is Objective.COST else (T, C, T_ref, C_ref)
+        optimum = float(P[kept[chosen_index(x)]])
+        problem, x = _single_job_problem(table, kept, S[kept] / S_ref + TIE_BREAK_WEIGHT * P[kept] / P_ref, limits)
+        problem += pulp.LpAffineExpression(zip(x, P[kept].tolist(), strict=True)) <= optimum * (1 + NEAR_TIE_FRACTION)
+        optimal, solver_name = run_solver(problem, solver, time_limit_s)  # (8)
+        assert optimal, "the first solve's optimum satisfies (8)"
     row = int(kept[chosen_index(x)])
     return SingleSolution(
         row=row,
-        objective=Objective(objective),
+        objective=objective,
         cost_usd=float(C[row]),
         objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
         time_to_train_s=float(T[row]),
@@ -420,6 +430,34 @@ def solve_single(
         cost_ref_usd=C_ref,
         time_ref_s=T_ref,
     )
+
+
+@dataclass(frozen=True)
+class _Limits:
+    deadline_s: float | None
+    budget_usd: float | None
+    inventory: Mapping[str, int] | None
+
+
+def _single_job_problem(
+    table: CandidateTable, kept: np.ndarray, coefficients: np.ndarray, limits: _Limits
+) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
+    """(1)-(7) of :func:`solve_single` over the rows ``kept``, minimising ``coefficients . x``."""
+    C, T, n = table.cost_usd, table.time_to_train_s, table.num_gpus
+    deadline_s, budget_usd, inventory = limits.deadline_s, limits.budget_usd, limits.inventory
+    problem = pulp.LpProblem("single_job", pulp.LpMinimize)
+    x = new_binaries(problem, "x", len(kept))
+    problem += pulp.LpAffineExpression(zip(x, coefficients.tolist(), strict=True))
+    problem += pulp.lpSum(x) == 1  # (4)
+    if deadline_s is not None:
+        problem += pulp.LpAffineExpression(zip(x, T[kept].tolist(), strict=True)) <= deadline_s  # (5)
+    if budget_usd is not None:
+        problem += pulp.LpAffineExpression(zip(x, C[kept].tolist(), strict=True)) <= budget_usd  # (6)
+    for gpu, limit in (inventory or {}).items():  # (7)
+        of_type = np.flatnonzero(table.gpu_id[kept] == gpu)
+        if len(of_type):
+            problem += pulp.LpAffineExpression((x[i], float(n[kept[i]])) for i in of_type) <= limit
+    return problem, x
 
 
 def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
