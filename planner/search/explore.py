@@ -18,6 +18,7 @@ from planner.api import (
     count_limits,
     plan,
     plan_from_row,
+    requested_batch_tokens,
     search_space,
 )
 from planner.catalog.hardware import Catalog, load_catalog
@@ -181,7 +182,8 @@ def _job_candidates(search: ScoredSearch, name: str) -> JobCandidates:
     labels = np.full(len(search.table), "", dtype=object)
     labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()
     table = replace(search.table, label=labels)
-    return JobCandidates(name=name, table=table, deadline_s=deadline, budget_usd=request.budget_usd)
+    batch = None if request.vary_batch else requested_batch_tokens(request)
+    return JobCandidates(name=name, table=table, deadline_s=deadline, budget_usd=request.budget_usd, batch_target=batch)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from planner.search.ilp import (
     Objective,
     check_rows,
     chosen_index,
+    nearest_batch,
     new_binaries,
     new_variable,
     objective_weights,
@@ -56,6 +57,9 @@ class JobCandidates:
     table: CandidateTable
     deadline_s: float | None = None
     budget_usd: float | None = None  # on the job's rent cost; size_fleet ignores it
+    # The requested global batch (tokens; needs table.extra["batch_tokens"]): of the rows feasible
+    # on their own, only those of the achievable batch nearest it are offered, as in solve_single.
+    batch_target: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,7 +99,8 @@ def _job_rows(
     budget_usd: float | None,
     prune_cost: np.ndarray | None,
 ) -> np.ndarray:
-    """Rows of one job that are feasible on their own, minus dominated ones (if pruning)."""
+    """Rows of one job that are feasible on their own, at the batch nearest its target, minus
+    dominated ones (if pruning)."""
     checks = check_rows(job.table, deadline_s=finish_by, budget_usd=budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
     if len(rows) == 0:
@@ -106,6 +111,8 @@ def _job_rows(
         raise InfeasiblePlan(
             reason.constraint, detail, reason.fix, required=reason.required, available=reason.available
         )
+    if job.batch_target is not None:
+        rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]
     if prune_cost is None:
         return rows
     table = job.table

@@ -384,3 +384,30 @@ def test_plan_portfolio_returns_one_runnable_plan_per_job():
     rows = search.frame.iloc[:: max(1, len(search.frame) // 20)]
     for row, label in zip(rows["row"], rows["layout"], strict=True):
         assert plan_label(search.plan_for_row(int(row))) == label
+
+
+def test_portfolio_and_fleet_plans_train_at_the_batch_nearest_the_request():
+    """As with one job, each job of a portfolio or fleet trains at the achievable batch nearest the
+    one it asked for (the request's tolerance only bounds the search), unless vary_batch."""
+    from planner.api import PlanRequest, plan
+    from planner.catalog.hardware import load_catalog
+    from planner.catalog.models import get_preset
+    from planner.model.settings import DEFAULT_SETTINGS
+    from planner.search.explore import job_candidates, plan_fleet, plan_portfolio
+
+    gpus = {"h100-sxm": 64}
+    requests = {
+        "one": PlanRequest(
+            model=get_preset("llama3.2-1b"), training_tokens=2e10, gpus=gpus, global_batch_tokens=1_000_000
+        ),
+        "two": PlanRequest(model=get_preset("gpt3-350m"), training_tokens=1e10, gpus=gpus),
+    }
+    portfolio = plan_portfolio(requests, gpus)
+    for a in portfolio.assignments:
+        alone = plan(requests[a.job]).plan.estimate.global_batch_tokens
+        assert a.plan.estimate.global_batch_tokens == alone, a.job
+    fleet = plan_fleet(requests, {"h100-sxm": 25_000.0}, horizon_days=90, num_slots=3)
+    catalog = load_catalog()
+    for a in fleet.mixed.assignments + fleet.rent_only.assignments:
+        table = job_candidates(requests[a.job], a.job, catalog, DEFAULT_SETTINGS).table
+        assert table.extra["batch_tokens"][a.row] == plan(requests[a.job]).plan.estimate.global_batch_tokens
