@@ -62,6 +62,7 @@ def rule_values(c: Candidates) -> dict:
         one_f_one_b=c.pp_schedule == SCHED_1F1B,
         vpp=c.vpp,
         shard_group=c.shard_group,
+        ep=c.ep,
     )
 
 
