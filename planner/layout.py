@@ -114,7 +114,9 @@ class Layout(BaseModel):
         # (torchtitan's dp_shard_mod_ep mesh, trainer/parallel.py build_meshes); DDP's replicate()
         # has no such mesh.
         if self.ep > 1 and self.sharding == Sharding.NONE:
-            raise ValueError("expert parallelism (ep > 1) shards experts over dp_shard x cp: use sharding fsdp/zero1/zero2")
+            raise ValueError(
+                "expert parallelism (ep > 1) shards experts over dp_shard x cp: use sharding fsdp/zero1/zero2"
+            )
         if self.dp_shard > 0:
             self._check_ep()
         return self

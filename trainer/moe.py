@@ -99,9 +99,7 @@ class GroupedExperts(nn.Module):
 
     def forward(self, tokens: torch.Tensor, counts: list[int]) -> torch.Tensor:
         w1, w3, w2 = self._local(self.w1), self._local(self.w3), self._local(self.w2)
-        outputs = [
-            (F.silu(chunk @ w1[e]) * (chunk @ w3[e])) @ w2[e] for e, chunk in enumerate(tokens.split(counts))
-        ]
+        outputs = [(F.silu(chunk @ w1[e]) * (chunk @ w3[e])) @ w2[e] for e, chunk in enumerate(tokens.split(counts))]
         return torch.cat(outputs) if outputs else tokens.new_empty((0, w2.shape[-1]))
 
 

@@ -20,8 +20,8 @@ from planner.layout import Layout
 from trainer.context_parallel import ContextParallel
 from trainer.loss import IGNORE_INDEX as IGNORE_INDEX  # re-exported: the loss lives in trainer/loss.py
 from trainer.loss import LossHead
-from trainer.moe import set_aux_loss_scale
 from trainer.loss import cross_entropy as cross_entropy
+from trainer.moe import set_aux_loss_scale
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import run_pipeline_step

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
-from planner.layout import Layout, TrainingConfig
+from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
@@ -123,13 +123,18 @@ def job_totals(
     return seconds, cost, energy
 
 
-def memory_fix_hint(need_gib: float, capacity_gib: float, layout: Layout, training: TrainingConfig) -> str:
+def memory_fix_hint(
+    need_gib: float, capacity_gib: float, layout: Layout, training: TrainingConfig, moe: bool = False
+) -> str:
     """A concrete next step for a configuration that does not fit."""
     factor = int(np.ceil(need_gib / max(capacity_gib, 1e-9)))
     hints = []
     if layout.sharding.value != "fsdp" or layout.dp_shard < 2:
         hints.append(f"shard with FSDP over at least {max(2, factor)} GPUs")
-    hints.append(f"use tp={min(8, 2 ** int(np.ceil(np.log2(max(factor, 2)))))}")
+    if moe and training.impl == Implementation.NATIVE:  # native MoE blocks take no tp (structure.py)
+        hints.append(f"use about {factor}x the GPUs (experts shard over dp_shard x cp)")
+    else:
+        hints.append(f"use tp={min(8, 2 ** int(np.ceil(np.log2(max(factor, 2)))))}")
     if training.activation_checkpointing.value != "full":
         hints.append("enable full activation checkpointing")
     if training.micro_batch > 1:
@@ -174,7 +179,7 @@ def estimate(
             f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
             f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
-        fix = memory_fix_hint(need, usable, resolved, training)
+        fix = memory_fix_hint(need, usable, resolved, training, model.is_moe)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     return Estimate(
         feasible=feasible,

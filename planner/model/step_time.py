@@ -151,8 +151,10 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
     # Gathered and reduced: the rank's share of the experts (1/ep) with the dense weights.
-    fsdp_bytes = stage.held / c.tp * (
-        s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param * reductions
+    fsdp_bytes = (
+        stage.held
+        / c.tp
+        * (s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param * reductions)
     )
     fsdp_bytes = np.where(c.sharding >= SHARD_ZERO1, fsdp_bytes, 0.0)
     on_gpu = np.where(c.offload, 0.0, 1.0)

@@ -311,7 +311,7 @@ def test_native_moe_under_expert_parallelism_matches_one_process(tmp_path, in_pr
             max_seq_len=64,
         )
     )
-    _, parallel, single = run_beside_one_process(
+    parallel_dir, parallel, single = run_beside_one_process(
         tmp_path,
         Layout(dp_shard=4, ep=2),
         4,
@@ -323,4 +323,8 @@ def test_native_moe_under_expert_parallelism_matches_one_process(tmp_path, in_pr
         **COMMON,
     )
     assert_same_trajectory(parallel, single, 1e-3)
-    assert parallel[6] < parallel[1]
+    # AdamW hides a mis-scaled gradient from the loss; the gradient norm shows it (expert
+    # gradients sum over the ep ranks and must be averaged over all data-parallel ranks).
+    pairs = zip(read_metrics(parallel_dir), read_metrics(tmp_path / "single"), strict=True)
+    norms = [(p["grad_norm"], s["grad_norm"]) for p, s in pairs]
+    assert all(abs(p - s) <= 1e-3 * s for p, s in norms), norms

@@ -9,10 +9,10 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import (
+    WORLD_AXES,
     ActivationCheckpointing,
     Implementation,
     Layout,
-    WORLD_AXES,
     MeshAxis,
     PipelineSchedule,
     Precision,

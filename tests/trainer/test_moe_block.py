@@ -48,7 +48,9 @@ def test_moe_matches_a_token_by_token_mixtral_reference():
             probs = F.softmax(moe.router(token), dim=-1)
             top, ids = probs.topk(2)
             top = top / top.sum()
-            expected = sum(w * ((F.silu(token @ w1[e]) * (token @ w3[e])) @ w2[e]) for w, e in zip(top, ids.tolist()))
+            expected = sum(
+                w * ((F.silu(token @ w1[e]) * (token @ w3[e])) @ w2[e]) for w, e in zip(top, ids.tolist(), strict=True)
+            )
             torch.testing.assert_close(out[b, t], expected, rtol=1e-5, atol=1e-6)
 
 
