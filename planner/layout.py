@@ -4,6 +4,12 @@ The device mesh is ``(pp, dp_replicate, dp_shard, cp, tp)`` (outermost first), a
 torchtitan's ``ParallelDims``: tp is innermost so that it stays inside one scale-up
 domain, pp outermost so that its point-to-point traffic is the one that crosses nodes.
 ``-1`` for ``dp_shard`` means "whatever is left of the world size".
+
+Expert parallelism (``ep``) adds no ranks: as in torchtitan, MoE experts are sharded over ranks
+borrowed from the data-parallel shard and context-parallel dimensions. ``dp_shard x cp`` is
+split into ``(dp_shard x cp / ep, ep)``, ep innermost (next to tp): each ep group holds one copy
+of every expert, E/ep per rank, and FSDP shards each expert over the outer ``dp_shard x cp / ep``
+ranks (torchtitan's ``dp_shard_mod_ep``).
 """
 
 from __future__ import annotations
@@ -55,6 +61,19 @@ class MeshAxis(StrEnum):
     DP_SHARD = "dp_shard"
     CP = "cp"
     TP = "tp"
+    # Borrowed from dp_shard x cp (module docstring): an axis of the experts' mesh, not of the world.
+    EP = "ep"
+
+
+# The world mesh's axes, outermost first (ep is carved out of dp_shard x cp, it adds no ranks).
+WORLD_AXES = (MeshAxis.PP, MeshAxis.DP_REPLICATE, MeshAxis.DP_SHARD, MeshAxis.CP, MeshAxis.TP)
+
+
+def ep_fits(ep, cp, dp_shard):
+    """torchtitan's expert-parallel rule (torchtitan/distributed/parallel_dims.py, _validate, expert
+    tp = tp: "EP would borrow all cp and some dp_shard degree"): ep % cp == 0 and
+    (dp_shard * cp) % ep == 0. Scalars or numpy arrays; ``Layout`` and the search both use it."""
+    return (ep == 1) | ((ep % cp == 0) & ((dp_shard * cp) % ep == 0))
 
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
@@ -75,6 +94,8 @@ class Layout(BaseModel):
     # Virtual pipeline stages per rank (interleaved 1F1B, Narayanan et al. 2021 sec. 2.2.2):
     # each rank holds vpp non-adjacent chunks of layers; the bubble shrinks by vpp.
     vpp: int = Field(1, ge=1)
+    # Expert-parallel degree: MoE experts split over ep ranks of the dp_shard x cp group.
+    ep: int = Field(1, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> Layout:
@@ -89,7 +110,24 @@ class Layout(BaseModel):
         # are replicas; a shard degree would mean nothing.
         if self.sharding == Sharding.NONE and self.dp_shard not in (1, -1):
             raise ValueError("sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard")
+        # Experts sharded over ep are then FSDP-sharded over the rest of dp_shard x cp
+        # (torchtitan's dp_shard_mod_ep mesh, trainer/parallel.py build_meshes); DDP's replicate()
+        # has no such mesh.
+        if self.ep > 1 and self.sharding == Sharding.NONE:
+            raise ValueError(
+                "expert parallelism (ep > 1) shards experts over dp_shard x cp: use sharding fsdp/zero1/zero2"
+            )
+        if self.dp_shard > 0:
+            self._check_ep()
         return self
+
+    def _check_ep(self) -> None:
+        """``ep_fits``: whole cp groups sit inside one ep group and ep groups tile dp_shard x cp."""
+        if not bool(ep_fits(self.ep, self.cp, self.dp_shard)):
+            raise ValueError(
+                f"ep={self.ep} must be a multiple of cp={self.cp} and divide dp_shard*cp="
+                f"{self.dp_shard * self.cp} (experts borrow the data- and context-parallel ranks)"
+            )
 
     @property
     def pp_enabled(self) -> bool:
@@ -119,6 +157,10 @@ class Layout(BaseModel):
         return self.fsdp_enabled and self.dp_replicate_enabled
 
     @property
+    def ep_enabled(self) -> bool:
+        return self.ep > 1
+
+    @property
     def cp_enabled(self) -> bool:
         return self.cp > 1
 
@@ -146,6 +188,11 @@ class Layout(BaseModel):
         and the context-parallel ranks, which hold the same weights."""
         return 1 if self.sharding == Sharding.NONE else self.dp_shard * self.cp
 
+    @property
+    def expert_shard_degree(self) -> int:
+        """Ranks over which one expert's states are sharded (torchtitan's dp_shard_mod_ep)."""
+        return max(self.shard_degree // self.ep, 1)
+
     def resolve(self, world_size: int) -> Layout:
         """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""
         if world_size < 1:
@@ -158,7 +205,9 @@ class Layout(BaseModel):
             if self.sharding == Sharding.NONE:
                 # DDP: the leftover ranks are replicas, not shards.
                 return self.model_copy(update={"dp_replicate": self.dp_replicate * rest, "dp_shard": 1})
-            return self.model_copy(update={"dp_shard": rest})
+            resolved = self.model_copy(update={"dp_shard": rest})
+            resolved._check_ep()
+            return resolved
         if fixed * self.dp_shard != world_size:
             raise ValueError(
                 f"degrees multiply to {fixed * self.dp_shard} "
@@ -169,11 +218,12 @@ class Layout(BaseModel):
 
     def mesh_shape(self) -> tuple[tuple[MeshAxis, int], ...]:
         """Named mesh axes, outermost first, degree-1 axes included (the trainer drops them)."""
-        return tuple((axis, getattr(self, axis.value)) for axis in MeshAxis)
+        return tuple((axis, getattr(self, axis.value)) for axis in WORLD_AXES)
 
     def describe(self) -> str:
         parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]
         parts += [f"vpp={self.vpp}"] if self.vpp_enabled else []
+        parts += [f"ep={self.ep}"] if self.ep_enabled else []
         kind = "hsdp" if self.hsdp_enabled else self.sharding.value
         return " ".join([kind, *parts]) if parts else f"{kind} (1 GPU)"
 

@@ -64,12 +64,13 @@ class TimeTerms(BaseModel):
     tp_comm: float = 0.0  # exposed tensor-parallel collectives
     pp_comm: float = 0.0  # exposed pipeline send/recv
     cp_comm: float = 0.0  # exposed context-parallel KV exchange
+    ep_comm: float = 0.0  # exposed MoE dispatch/combine all-to-alls
     bubble: float = 0.0  # pipeline fill and drain
 
     @property
     def exposed_comm(self) -> float:
         """Communication the step waits for, over all parallel axes."""
-        return self.dp_comm + self.tp_comm + self.pp_comm + self.cp_comm
+        return self.dp_comm + self.tp_comm + self.pp_comm + self.cp_comm + self.ep_comm
 
     @property
     def total(self) -> float:
@@ -114,6 +115,7 @@ class EstimateLayout(BaseModel):
     sharding: Sharding = Sharding.FSDP
     pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     vpp: int = 1
+    ep: int = 1
     micro_batch: int = 1
     grad_accum: int = 1
     seq_len: int = 2048

@@ -1,5 +1,6 @@
-"""trainplan's native decoder: the Llama family (RMSNorm, RoPE, GQA, SwiGLU) and the GPT-2/3
-family (LayerNorm, learned positions, GeLU MLP, biases), with SDPA attention.
+"""trainplan's native decoder: the Llama family (RMSNorm, RoPE, GQA, SwiGLU), Mixtral-style
+mixture-of-experts blocks (trainer/moe.py) and the GPT-2/3 family (LayerNorm, learned
+positions, GeLU MLP, biases), with SDPA attention.
 
 The model is built on the meta device, parallelised (TP, pipeline split, FSDP) and only
 then materialised (``to_empty``) and initialised shard by shard
@@ -25,6 +26,7 @@ from torch import nn
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported, padded_vocab_size
 from trainer.context_parallel import ContextParallel, context_parallel_attention
+from trainer.moe import MoE
 from trainer.parallel import InitFn
 
 ROPE_THETA = 10_000.0
@@ -50,6 +52,8 @@ class ModelArgs:
     norm: str = "rmsnorm"  # rmsnorm | layernorm
     norm_bias: bool = False
     position: str = "rope"  # rope | learned
+    num_experts: int = 1  # > 1: routed SwiGLU experts (trainer/moe.py)
+    experts_per_token: int = 1
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> ModelArgs:
@@ -77,6 +81,8 @@ class ModelArgs:
             norm=spec.norm,
             norm_bias=spec.norm_bias,
             position=spec.position,
+            num_experts=spec.num_experts,
+            experts_per_token=spec.experts_per_token,
         )
 
 
@@ -178,7 +184,11 @@ class TransformerBlock(nn.Module):
         self.attention_norm = build_norm(args)
         self.attention = Attention(args)
         self.ffn_norm = build_norm(args)
-        self.feed_forward = FeedForward(args)
+        self.feed_forward: nn.Module = (
+            MoE(args.hidden_size, args.ffn_hidden_size, args.num_experts, args.experts_per_token)
+            if args.num_experts > 1
+            else FeedForward(args)
+        )
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
         h = x + self.attention(self.attention_norm(x), rope)
@@ -276,7 +286,7 @@ def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
             return lambda t, g: nn.init.normal_(t, std=embed_std, generator=g)
         if name == "output.weight":
             return normal(head_std)
-        if name.endswith(("attention.wo.weight", "feed_forward.w2.weight")):
+        if name.endswith(("attention.wo.weight", "feed_forward.w2.weight", "feed_forward.experts.w2")):
             return normal(out_std)
         return normal(0.02)
 

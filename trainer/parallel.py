@@ -19,6 +19,12 @@ model should match this):
 * ``none`` (DDP): FSDP2's ``replicate`` (the composable DDP built on FSDP2's machinery) on
   every block and the root over ``dp_replicate``; one all-reduce per step.
 
+Expert parallelism (``ep > 1``, trainer/moe.py) follows torchtitan's ParallelDims: a second mesh
+``(pp, dp_replicate, dp_shard_mod_ep, ep, tp)`` over the same ranks splits ``dp_shard x cp`` into
+an outer FSDP dimension and the inner ep one. Each block's experts are a ``Shard(0)`` DTensor on
+``ep`` and their own FSDP unit over ``dp_shard_mod_ep`` (with ``dp_replicate`` under HSDP);
+everything else shards over ``dp_shard x cp`` as without experts.
+
 With pipeline parallelism, torch.distributed.pipelining drives FSDP itself: gradients of
 all micro-batches accumulate unsharded and are reduced once per step whatever the sharding.
 
@@ -46,6 +52,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionP
 from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 
 from planner.layout import ActivationCheckpointing, Layout, MeshAxis, Precision, Sharding
+from trainer.moe import moe_modules
 
 InitFn = Callable[[torch.Tensor, torch.Generator], object]  # the in-place init's return is unused
 
@@ -64,6 +71,22 @@ class Meshes:
     world: DeviceMesh
     dp: DeviceMesh  # data-parallel ranks (replicas x shards): who reads distinct data
     fsdp: DeviceMesh  # what FSDP shards over / DDP replicates over (includes cp)
+    # ep > 1: the experts' mesh (pp, dp_replicate, dp_shard_mod_ep, ep, tp) over the same ranks.
+    experts: DeviceMesh | None = None
+    hsdp: bool = False
+
+    @property
+    def ep(self) -> DeviceMesh:
+        assert self.experts is not None, "no expert parallelism"
+        return self.experts[MeshAxis.EP.value]
+
+    @property
+    def expert_fsdp(self) -> DeviceMesh:
+        """What each expert is FSDP-sharded over: the rest of dp_shard x cp (x dp_replicate)."""
+        assert self.experts is not None, "no expert parallelism"
+        if self.hsdp:
+            return self.experts[MeshAxis.DP_REPLICATE.value, EXPERT_SHARD_DIM]
+        return self.experts[EXPERT_SHARD_DIM]
 
     @property
     def tp(self) -> DeviceMesh:
@@ -94,7 +117,19 @@ def build_meshes(layout: Layout, device_type: str) -> Meshes:
         fsdp = world[MeshAxis.DP_REPLICATE.value, "dp_shard_cp"]
     else:
         fsdp = dp_shard_cp
-    return Meshes(world=world, dp=dp, fsdp=fsdp)
+    experts = expert_mesh(layout, device_type) if layout.ep > 1 else None
+    return Meshes(world=world, dp=dp, fsdp=fsdp, experts=experts, hsdp=layout.hsdp_enabled)
+
+
+EXPERT_SHARD_DIM = "dp_shard_mod_ep"  # torchtitan's name
+
+
+def expert_mesh(layout: Layout, device_type: str) -> DeviceMesh:
+    """``dp_shard x cp`` split into (dp_shard_mod_ep, ep), ep innermost: in row-major rank order
+    the flattened (dp_shard, cp) index is the same, so the two meshes share their ranks."""
+    shape = (layout.pp, layout.dp_replicate, layout.expert_shard_degree, layout.ep, layout.tp)
+    names = (MeshAxis.PP.value, MeshAxis.DP_REPLICATE.value, EXPERT_SHARD_DIM, MeshAxis.EP.value, MeshAxis.TP.value)
+    return DeviceMesh(device_type, torch.arange(layout.world_size).view(shape), mesh_dim_names=names)
 
 
 def init_distributed(device_type: str) -> None:
@@ -193,6 +228,14 @@ def apply_data_parallel(
     block_options = {"reshard_after_forward": layout.sharding == Sharding.FSDP} if sharded else {}
     root_options = {"reshard_after_forward": False} if sharded else {}
     for block in block_container(model).children():
+        if meshes.experts is not None:  # experts first: their own unit over the expert mesh
+            for moe in moe_modules(block):
+                wrap(
+                    moe.experts,
+                    mesh=meshes.expert_fsdp,
+                    shard_placement_fn=shard_placement(meshes.expert_fsdp.shape[-1]),
+                    **block_options,
+                )
         wrap(block, **block_options)
     wrap(model, **root_options)
 
@@ -204,10 +247,12 @@ def shard_placement(num_shards: int) -> Callable[[nn.Parameter], Shard | None]:
     1/num_shards as the planner assumes; the structural rules guarantee one exists for experts."""
 
     def place(param: nn.Parameter) -> Shard | None:
-        if param.ndim == 0 or param.shape[0] >= num_shards:
+        # FSDP shards the local tensor of a DTensor (an ep rank's experts).
+        shape = param.to_local().shape if isinstance(param, DTensor) else param.shape
+        if param.ndim == 0 or shape[0] >= num_shards:
             return None  # FSDP's default, Shard(0)
-        even = [dim for dim in range(param.ndim) if param.shape[dim] % num_shards == 0]
-        return Shard(max(even, key=lambda dim: param.shape[dim])) if even else None
+        even = [dim for dim in range(param.ndim) if shape[dim] % num_shards == 0]
+        return Shard(max(even, key=lambda dim: shape[dim])) if even else None
 
     return place
 

@@ -59,6 +59,7 @@ def _check_structure(plan: Plan, layout: Layout) -> None:
         one_f_one_b=layout.pp_schedule == PipelineSchedule.ONE_F_ONE_B,
         vpp=layout.vpp,
         shard_group=layout.shard_degree,
+        ep=layout.ep,
     )
     if problem is not None:
         raise ValueError(f"plan: {problem}")

@@ -21,6 +21,7 @@ from trainer.context_parallel import ContextParallel
 from trainer.loss import IGNORE_INDEX as IGNORE_INDEX  # re-exported: the loss lives in trainer/loss.py
 from trainer.loss import LossHead
 from trainer.loss import cross_entropy as cross_entropy
+from trainer.moe import set_aux_loss_scale
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import run_pipeline_step
@@ -116,6 +117,8 @@ class Stepper:
         return value / self.loss_ranks
 
     def train_step(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> StepResult:
+        # The pipeline schedule divides the gradients by its micro-batches itself.
+        set_aux_loss_scale(self.model, 1 if self.schedule is not None else len(batches), self.scaler.scale)
         loss = self._global_mean(self._forward_backward(batches))
         if self.scaler.enabled:
             multiply_gradients(self.params, 1.0 / self.scaler.scale)

@@ -116,6 +116,10 @@ def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Me
             apply_native_tensor_parallel(model, meshes.tp, loss_parallel=True)
         else:
             apply_hf_tensor_parallel(model, meshes.tp)
+    if layout.ep > 1:
+        from trainer.moe import apply_expert_parallel
+
+        apply_expert_parallel(model, meshes.ep)
     apply_activation_checkpointing(model, training.activation_checkpointing)
     if training.compile:
         apply_compile(model)

@@ -104,6 +104,7 @@ def estimate(
     pp: int = typer.Option(1, help="pipeline-parallel stages"),
     cp: int = typer.Option(1, help="context-parallel degree (splits the sequence)"),
     vpp: int = typer.Option(1, help="interleaved pipeline stages per rank (needs pp > 1 and 1f1b)"),
+    ep: int = typer.Option(1, help="expert-parallel degree (MoE): experts split over ranks of dp_shard x cp"),
     pp_schedule: PipelineSchedule = typer.Option(
         PipelineSchedule.ONE_F_ONE_B, "--pp-schedule", help="pipeline schedule (with pp > 1)"
     ),
@@ -150,6 +151,7 @@ def estimate(
         pp=pp,
         cp=cp,
         vpp=vpp,
+        ep=ep,
         pp_schedule=pp_schedule,
         sharding=sharding,
     )

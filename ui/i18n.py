@@ -214,6 +214,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "time_tp_comm": ("tensor-parallel comm.", "张量并行通信"),
     "time_pp_comm": ("pipeline comm.", "流水线通信"),
     "time_cp_comm": ("context-parallel comm.", "上下文并行通信"),
+    "time_ep_comm": ("expert-parallel all-to-all", "专家并行全交换"),
     "time_bubble": ("pipeline bubble", "流水线气泡"),
     # tables
     "col_rank": ("#", "#"),

@@ -63,8 +63,7 @@ class Gemm:
     active: int = 1
     bias: bool = False
     tied: bool = False  # shares its weight with another row (tied LM head): no parameters of its own
-    # Part of the shape-aware GEMM time (step_time.block_gemm_time_per_token). The router's
-    # h x experts GEMM is counted in FLOPs but not timed (small next to the experts).
+    # Part of the shape-aware GEMM time (step_time.block_gemm_time_per_token).
     timed: bool = True
 
     @property
@@ -125,6 +124,9 @@ class Saved:
     tp_split: bool = True
     cp_gathered: bool = False
     copies: int = 1
+    # Held per routed token copy on the rank of its expert: under expert parallelism the busiest
+    # rank holds more than the mean (planner/model/moe.py busiest_rank_load).
+    routed: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,8 @@ def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
         Gemm("down", Part.MLP, f, h, TpSplit.ROW, experts=model.num_experts, active=ept, bias=model.mlp_bias),
     ]
     if model.is_moe:
-        gemms.append(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE, timed=False))
+        # The router's h x experts GEMM, timed like the others (a narrow one: eff(E)).
+        gemms.append(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE))
     attn_norm, attn_norm_saved = _norm_rows(model, "attention norm", hf_modules)
     mlp_norm, mlp_norm_saved = _norm_rows(model, "mlp norm", hf_modules)
     saved = [
@@ -268,7 +271,16 @@ def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
         names: tuple[str, ...] = ("gate (SiLU input)", "SiLU output", "up", "product (down input)")
     else:
         names = ("fc1 output (GeLU input)", "GeLU output (fc2 input)")
-    saved += [Saved(name, Part.MLP, f, copies=ept) for name in names]
+    moe = model.is_moe
+    saved += [Saved(name, Part.MLP, f, copies=ept, routed=moe) for name in names]
+    if moe:
+        # trainer/moe.py: each routed copy's hidden state as dispatched (the gate/up input) and the
+        # expert's output kept by the weighted combine; the router's fp32 softmax probabilities.
+        saved += [
+            Saved("dispatched tokens (expert input)", Part.MLP, h, copies=ept, routed=True),
+            Saved("expert output (combine input)", Part.MLP, h, copies=ept, routed=True),
+            Saved("router probabilities", Part.ROUTER, model.num_experts, fp32=True),
+        ]
     saved += [*attn_norm_saved, *mlp_norm_saved]
     elementwise = [attn_norm, mlp_norm]
     if model.position == "rope":
@@ -276,6 +288,10 @@ def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
     # SiLU and product ~5 per ffn element, GeLU ~3; two residual adds ~3 h each.
     elementwise.append(Elementwise("activation", Part.MLP, (5 if swiglu else 3) * f, copies=ept))
     elementwise += [Elementwise(f"residual add {i}", Part.OTHER, 3 * h) for i in (1, 2)]
+    if moe:
+        # Permuting each routed copy into expert order and back (read + write h, twice), and the
+        # weighted sum of the k expert outputs (~3 h per copy).
+        elementwise.append(Elementwise("dispatch, combine", Part.ROUTER, 7 * h, copies=ept))
     return BlockTable(
         gemms=tuple(gemms),
         attention=AttentionCore(model.num_heads, model.num_kv_heads, model.dim_head),

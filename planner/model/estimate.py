@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
-from planner.layout import Layout, TrainingConfig
+from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
@@ -62,6 +62,7 @@ def rule_values(c: Candidates) -> dict:
         one_f_one_b=c.pp_schedule == SCHED_1F1B,
         vpp=c.vpp,
         shard_group=c.shard_group,
+        ep=c.ep,
     )
 
 
@@ -153,11 +154,15 @@ def memory_fix_hint(
     if training.micro_batch > 1:
         hints.append(f"lower the micro-batch below {training.micro_batch}")
     splittable = need_gib - terms.misc
+    native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
     tp = next(
         (
             t
             for t in (layout.tp * 2**j for j in range(1, 8))
-            if t <= gpus_per_node and model.num_heads % t == 0 and splittable * (1 - layout.tp / t) >= excess
+            if not native_moe
+            and t <= gpus_per_node
+            and model.num_heads % t == 0
+            and splittable * (1 - layout.tp / t) >= excess
         ),
         None,
     )

@@ -14,6 +14,7 @@ import numpy as np
 
 from planner.model.block import block_table, root_table
 from planner.model.flops import chunked_loss
+from planner.model.moe import busiest_rank_load, held_fraction, routed_expert_params_per_layer
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
@@ -78,10 +79,25 @@ class StageParams:
     blocks: np.ndarray  # transformer-block parameters on the stage
     root: np.ndarray  # embedding / final norm / LM head on the stage
     per_block: float
+    # MoE: the routed experts' share of ``blocks`` / ``per_block``, and the fraction of them one
+    # rank holds (1/ep; planner/model/moe.py). Zero / one for dense models.
+    experts: np.ndarray | float = 0.0
+    per_block_experts: float = 0.0
+    expert_held: np.ndarray | float = 1.0
 
     @property
     def total(self) -> np.ndarray:
         return self.blocks + self.root
+
+    @property
+    def held(self) -> np.ndarray:
+        """Parameters one rank holds before data-parallel sharding: the dense ones and its ep
+        group's share of the experts."""
+        return self.total - self.experts * (1.0 - self.expert_held)
+
+    @property
+    def held_per_block(self):
+        return self.per_block - self.per_block_experts * (1.0 - self.expert_held)
 
 
 def layers_per_stage(model: ModelSpec, c: Candidates) -> np.ndarray:
@@ -98,8 +114,14 @@ def stage_params(model: ModelSpec, c: Candidates, last_stage: bool) -> StagePara
         root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, head)
     else:
         root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, counts.embedding)
+    experts = float(routed_expert_params_per_layer(model))
     return StageParams(
-        blocks=layers_per_stage(model, c) * counts.per_layer, root=root.astype(float), per_block=float(counts.per_layer)
+        blocks=layers_per_stage(model, c) * counts.per_layer,
+        root=root.astype(float),
+        per_block=float(counts.per_layer),
+        experts=layers_per_stage(model, c) * experts,
+        per_block_experts=experts,
+        expert_held=held_fraction(c),
     )
 
 
@@ -114,13 +136,15 @@ def state_bytes(stage: StageParams, c: Candidates) -> tuple[np.ndarray, np.ndarr
     DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32
     master weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
     the grads; FSDP also the 16-bit working params (counted in ``unsharded_param_bytes``).
-    Offload moves all three to host memory.
+    Offload moves all three to host memory. MoE experts split over ep ranks are sharded over
+    the other ``shard_group / ep``: the sharded states are ``total / shard_group`` either way,
+    the unsharded ones hold 1/ep of the experts (``StageParams.held``).
     """
-    local = stage.total / c.tp
+    local, held = stage.total / c.tp, stage.held / c.tp
     shard = np.maximum(c.shard_group, 1)
-    params = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)
-    grads = local * FP32_BYTES / np.where(c.sharding >= SHARD_ZERO2, shard, 1)
-    moments = local * ADAM_STATE_BYTES / np.where(c.sharding >= SHARD_ZERO1, shard, 1)
+    params = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * FP32_BYTES
+    grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * FP32_BYTES
+    moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * ADAM_STATE_BYTES
     on_gpu = ~c.offload.astype(bool)
     return params * on_gpu, grads * on_gpu, moments * on_gpu
 
@@ -139,7 +163,8 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
         np.minimum(s.fsdp_unsharded_blocks, stage.blocks / stage.per_block),
         stage.blocks / stage.per_block,
     )
-    copies = (stage.root + blocks_gathered * stage.per_block) / c.tp * dtype
+    # A gathered MoE block holds its ep rank's experts only.
+    copies = (stage.root + blocks_gathered * stage.held_per_block) / c.tp * dtype
     needs_copy = (c.precision != PREC_FP32) | (c.sharding == SHARD_FSDP) | c.offload.astype(bool)
     return np.where(needs_copy, copies, 0.0)
 
@@ -198,8 +223,10 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     # tokens) for the attention backward; ring attention keeps only its own.
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
     native, hf = block_table(model), block_table(model, hf_modules=True)
+    load = busiest_rank_load(c, s)  # MoE: the busiest ep rank's routed copies over the mean
     return {
         part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, kv_tokens_per_token)
+        * (load if any(t.routed for t in native.saved_in(part)) else 1.0)
         for part in native.saved_parts
     }
 
@@ -283,7 +310,7 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     loss = logits_loss_bytes(model, c, s) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
-    unsharded_grads = stage.total / c.tp * FP32_BYTES * ~c.offload.astype(bool)
+    unsharded_grads = stage.held / c.tp * FP32_BYTES * ~c.offload.astype(bool)
     grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.

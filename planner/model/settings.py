@@ -126,6 +126,17 @@ class ModelingSettings:
     # Fraction of the context-parallel KV exchange hidden behind attention. trainplan's gather
     # is issued right before the attention that needs it, so none is hidden.
     cp_comm_overlap: float = 0.0
+    # --- mixture of experts (planner/model/moe.py) -------------------------------------------
+    # Tokens the busiest expert-parallel rank receives over the mean (max/mean load), which sets
+    # its expert GEMMs, dispatched activations and all-to-all volume. ESTIMATE from the
+    # capacity factors MoE runs are sized with: GShard (Lepikhin et al. 2020, sec. 2.2) and
+    # Switch (Fedus et al. 2021, sec. 2.2, Table 1) train with capacity factor 1.0-1.25 and drop
+    # few tokens at 1.25, i.e. the balanced routers' busiest expert stays near 1.25x the mean.
+    moe_token_imbalance: float = 1.25
+    # Fraction of the dispatch/combine all-to-alls hidden behind compute. trainplan's MoE block
+    # (trainer/moe.py) waits for each all-to-all before the expert GEMMs that need it: none.
+    # (DeepSeek-V3's DualPipe overlaps them almost entirely, sec. 3.2.1 of its report.)
+    ep_comm_overlap: float = 0.0
     # --- FLOP conventions --------------------------------------------------------------------
     # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
     # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.model import comm
+from planner.model import comm, moe
 from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
 from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
@@ -34,6 +34,7 @@ class TimeBreakdown:
     tp_comm: np.ndarray  # exposed tensor-parallel collectives
     pp_comm: np.ndarray  # exposed pipeline send/recv
     cp_comm: np.ndarray  # exposed context-parallel KV exchange
+    ep_comm: np.ndarray  # exposed MoE dispatch/combine all-to-alls
     bubble: np.ndarray  # pipeline fill and drain
     step: np.ndarray
 
@@ -60,16 +61,18 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
     """Forward GEMM seconds per token for one block, shape-aware, split by tp.
 
     The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token;
-    MoE runs ``experts_per_token`` MLPs.
+    MoE runs ``experts_per_token`` MLPs, at the busiest ep rank's load and the shape factor of
+    the per-expert batch (``moe.routed_gemm_time_factor``).
     """
     peak = block_peak_fraction(c, s)
+    routed = moe.routed_gemm_time_factor(model, c, s) if model.is_moe else 1.0
     seconds: Any = 0.0  # an array after the first GEMM (c.tp is one)
     # (in dim, out dim) on one tp rank and copies per token of each timed GEMM of the block table.
     for gemm in block_table(model).gemms:
         if not gemm.timed:
             continue
         d_in, d_out = gemm.local_dims(c.tp)
-        seconds = seconds + 2.0 * d_in * d_out * gemm.copies / (
+        seconds = seconds + 2.0 * d_in * d_out * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
             c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s, peak)
         )
     return seconds
@@ -141,13 +144,17 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
 def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
     parameters for each all-gather pass and gradients for each reduce-scatter."""
-    local = stage_params(model, c, last_stage=True).total / c.tp
+    stage = stage_params(model, c, last_stage=True)
+    local = stage.total / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
-    fsdp_bytes = local * (
-        s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param * reductions
+    # Gathered and reduced: the rank's share of the experts (1/ep) with the dense weights.
+    fsdp_bytes = (
+        stage.held
+        / c.tp
+        * (s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param * reductions)
     )
     fsdp_bytes = np.where(c.sharding >= SHARD_ZERO1, fsdp_bytes, 0.0)
     on_gpu = np.where(c.offload, 0.0, 1.0)
@@ -171,6 +178,7 @@ class CommTimes:
     tp: np.ndarray
     pp: np.ndarray
     cp: np.ndarray
+    ep: np.ndarray
 
 
 def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link) -> np.ndarray:
@@ -207,9 +215,23 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     calls = n_layers + 1
     gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * m, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), m, 1.0)
-    shard_traffic = gathers * comm.all_gather_s(
-        local_params * dtype, c.shard_group, shard_link, calls
-    ) + reductions * comm.reduce_scatter_s(local_params * 4.0, c.shard_group, shard_link, calls)
+
+    def sharded(params, n, link, calls):
+        return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(
+            params * 4.0, n, link, calls
+        )
+
+    # With ep > 1 a block's experts are their own FSDP unit over the expert shard group (ranks
+    # tp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
+    stage = stage_params(model, c, last_stage=True)
+    experts = stage.experts * stage.expert_held / c.tp
+    expert_link = comm.group_link(c, c.expert_shard_group, c.tp * c.ep, s)
+    shard_traffic = np.where(
+        c.ep > 1,
+        sharded(local_params - stage.experts / c.tp, c.shard_group, shard_link, calls)
+        + sharded(experts, c.expert_shard_group, expert_link, n_layers),
+        sharded(local_params, c.shard_group, shard_link, calls),
+    )
     replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
     hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
@@ -225,7 +247,8 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
-    return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
+    ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
+    return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
 
 
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:
@@ -240,10 +263,11 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     tp = comm.exposed_s(raw.tp, compute, s.tp_comm_overlap)
     pp = comm.exposed_s(raw.pp, compute, s.pp_comm_overlap)
     cp = comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap)
+    ep = comm.exposed_s(raw.ep, compute, s.ep_comm_overlap)
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
-    gpu = compute + optimizer + dp + tp + pp + cp + bubble
+    gpu = compute + optimizer + dp + tp + pp + cp + ep + bubble
     host = host_time(model, c, s)
     host_stall = np.maximum(host - gpu, 0.0) + (1.0 - s.host_overlap) * np.minimum(host, gpu)
     return TimeBreakdown(
@@ -256,6 +280,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
         tp_comm=tp,
         pp_comm=pp,
         cp_comm=cp,
+        ep_comm=ep,
         bubble=bubble,
         step=gpu + host_stall,
     )

@@ -20,8 +20,9 @@ Rule = tuple[np.ndarray, Callable[[], str]]
 
 # Families whose blocks trainplan's native decoder (trainer/model.py) reproduces: sequential
 # residual, full-width RoPE or learned positions. GPT-NeoX (parallel residual, partial rotary),
-# MPT and BLOOM (ALiBi) and Mixtral (MoE) are not among them.
-NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2")
+# MPT and BLOOM (ALiBi) are not among them. Mixtral is Mistral's block with a routed-expert MLP,
+# which trainer/moe.py builds (with expert parallelism).
+NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "mixtral")
 # Features the native decoder does not build, whatever the family says.
 NATIVE_UNSUPPORTED = (("position", "alibi"), ("embedding_norm", True))
 # The native model pads its vocabulary to a multiple of this (Megatron-LM's
@@ -35,10 +36,9 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM), experts (MoE); empty for the Llama and GPT-2/3 families."""
+    an embedding norm (BLOOM); empty for the Llama, GPT-2/3 and Mixtral families."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
-    found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
-    return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
+    return found + [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
 
 
 def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:
@@ -80,6 +80,7 @@ def structural_rules(
     one_f_one_b,
     vpp=1,
     shard_group=1,
+    ep=1,
 ) -> list[Rule]:
     """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
     arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand."""
@@ -148,14 +149,33 @@ def structural_rules(
             lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}",
         ),
         (~fp8 | (tp == 1), lambda: "fp8 with tensor parallelism is not supported by the trainer; use tp=1 or bf16"),
+        *_expert_rules(model, tp=tp, hf=hf, shard_group=shard_group, ep=ep),
+    ]
+
+
+def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
+    """MoE: how experts split over the ep ranks and shard over the rest (planner/layout.py)."""
+    ep = np.asarray(ep)
+    local_experts = model.num_experts // np.maximum(ep, 1)
+    expert_shards = np.maximum(np.asarray(shard_group) // np.maximum(ep, 1), 1)
+    return [
+        ((ep == 1) | np.asarray(model.is_moe), lambda: f"ep={ep} needs a mixture-of-experts model"),
+        # trainer/moe.py splits the experts into equal groups, one per ep rank (whole experts).
+        (model.num_experts % ep == 0, lambda: f"num_experts {model.num_experts} is not divisible by ep={ep}"),
+        ((ep == 1) | ~hf, lambda: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)"),
+        # The native MoE block keeps whole experts on each rank (no expert tensor parallelism).
+        (
+            (tp == 1) | hf | np.asarray(not model.is_moe),
+            lambda: "tensor parallelism of native MoE blocks (expert tp) is not built: use tp=1 or ep",
+        ),
         # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the
         # hidden dim (trainer/parallel.py shard_placement); otherwise some ranks hold whole experts.
         (
-            (model.num_experts == 1) | (model.num_experts % shard_group == 0) | (model.hidden_size % shard_group == 0),
+            (model.num_experts == 1) | (local_experts % expert_shards == 0) | (model.hidden_size % expert_shards == 0),
             lambda: (
-                f"MoE expert weights ({model.num_experts} experts, hidden {model.hidden_size}) do not shard "
-                f"evenly over dp_shard*cp={shard_group} ranks: use a count that divides {model.num_experts} "
-                f"or {model.hidden_size}"
+                f"MoE expert weights ({local_experts} experts{' per ep rank' if ep > 1 else ''}, hidden "
+                f"{model.hidden_size}) do not shard evenly over dp_shard*cp{'/ep' if ep > 1 else ''}="
+                f"{expert_shards} ranks: use a count that divides {local_experts} or {model.hidden_size}"
             ),
         ),
     ]

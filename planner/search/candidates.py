@@ -108,6 +108,8 @@ class Candidates:
     offload: np.ndarray
     # Virtual pipeline stages per rank (interleaved 1F1B).
     vpp: np.ndarray
+    # Expert-parallel degree, borrowed from dp_shard x cp (planner/layout.py).
+    ep: np.ndarray
     # hardware, gathered per row
     memory_bytes: np.ndarray
     matmul_peak_flops: np.ndarray  # dense peak for the row's precision (tf32 for fp32)
@@ -131,6 +133,12 @@ class Candidates:
     @property
     def shard_group(self) -> np.ndarray:
         return shard_group(self.sharding, self.dp_shard, self.cp)
+
+    @property
+    def expert_shard_group(self) -> np.ndarray:
+        """Ranks that shard one expert's states: the shard group less the ep ranks the experts are
+        split over (Layout.expert_shard_degree; torchtitan's dp_shard_mod_ep)."""
+        return np.maximum(self.shard_group // self.ep, 1)
 
     @property
     def num_nodes(self) -> np.ndarray:

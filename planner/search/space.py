@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec
-from planner.layout import ActivationCheckpointing, Implementation, Precision
+from planner.layout import ActivationCheckpointing, Implementation, Precision, ep_fits
 from planner.model.spec import ModelSpec
 from planner.model.structure import structurally_valid
 from planner.search.candidates import (
@@ -87,6 +87,16 @@ def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tupl
     return counts[(counts >= min_gpus) & (counts <= max_gpus)]
 
 
+def expert_parallel_degrees(model: ModelSpec, impl: Implementation) -> np.ndarray:
+    """The ep degrees worth trying: every divisor of the expert count (experts split in equal
+    whole groups, planner/model/structure.py); 1 for dense models and the Hugging Face path. Which
+    of them a layout admits is ``ep_fits`` (torchtitan's rule), applied per row."""
+    if not model.is_moe or impl == Implementation.HF:
+        return np.array([1])
+    e = model.num_experts
+    return np.array([d for d in range(1, e + 1) if e % d == 0])
+
+
 def cartesian(**axes: np.ndarray) -> dict[str, np.ndarray]:
     """Every combination of the given 1-D arrays, as flat columns."""
     grids = np.meshgrid(*axes.values(), indexing="ij")
@@ -128,6 +138,7 @@ def gpu_rows(
         ac=np.array(ac),
         precision=np.array(prec),
         offload=np.array([False, True] if space.allow_offload else [False]),
+        ep=expert_parallel_degrees(model, space.impl),
     )
     n, tp, pp, cp = rows["num_gpus"], rows["tp"], rows["pp"], rows["cp"]
     sharding = np.array([v[0] for v in SHARDING_VARIANTS])[rows["variant"]]
@@ -144,6 +155,8 @@ def gpu_rows(
     dp_shard = np.where(sharding == SHARD_NONE, 1, dp // np.maximum(replicate, 1))
     ok = (
         (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
+        & ep_fits(rows["ep"], cp, dp_shard)
+        & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
         & structurally_valid(
             model,
@@ -158,6 +171,7 @@ def gpu_rows(
             one_f_one_b=True,
             vpp=rows["vpp"],
             shard_group=shard_group(sharding, dp_shard, cp),
+            ep=rows["ep"],
         )
     )
     rows = {k: v[ok] for k, v in rows.items()}

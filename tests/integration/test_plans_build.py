@@ -29,7 +29,7 @@ from trainer.probe import check_plan
 from trainer.train import build_stage_modules, shard_model
 
 # (preset, seq_len, tokens): dense and GQA Llama, GPT-3 (padded vocabulary, learned positions,
-# tied head), long context (context parallelism), MoE on the Hugging Face implementation.
+# tied head), long context (context parallelism), MoE on the native block with expert parallelism.
 REQUESTS = [
     ("llama3-70b", None, 2e12),
     ("gpt3-13b", None, 3e11),

@@ -99,7 +99,7 @@ def test_moe_counts_every_expert_but_runs_the_routed_ones():
     dense_mlp = 3 * m.hidden_size * m.ffn_hidden_size
     assert block.params(Part.MLP) == 8 * dense_mlp
     router = next(g for g in block.gemms if g.part == Part.ROUTER)
-    assert (router.split, router.timed, router.params) == (TpSplit.NONE, False, m.hidden_size * 8)
+    assert (router.split, router.timed, router.params) == (TpSplit.NONE, True, m.hidden_size * 8)
     attention = sum(g.active_weights for g in block.gemms if g.part == Part.ATTENTION)
     assert block.matmul_weights == attention + 2 * dense_mlp + router.params
     assert m.num_active_params() < m.num_params()

@@ -9,6 +9,7 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import (
+    WORLD_AXES,
     ActivationCheckpointing,
     Implementation,
     Layout,
@@ -22,7 +23,9 @@ from planner.search.candidates import KNOBS, Candidates, single
 
 
 def test_every_mesh_axis_is_a_layout_degree_outermost_first():
-    assert [str(a) for a in MeshAxis] == ["pp", "dp_replicate", "dp_shard", "cp", "tp"]
+    assert [str(a) for a in MeshAxis] == ["pp", "dp_replicate", "dp_shard", "cp", "tp", "ep"]
+    # ep is carved out of dp_shard x cp (planner/layout.py): an axis of the experts' mesh only.
+    assert [str(a) for a in WORLD_AXES] == ["pp", "dp_replicate", "dp_shard", "cp", "tp"]
     layout = Layout(dp_replicate=2, dp_shard=3, tp=4, pp=5, cp=6)
     assert layout.mesh_shape() == (
         (MeshAxis.PP, 5),

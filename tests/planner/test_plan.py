@@ -124,8 +124,8 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
 @pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b", "mixtral-8x7b"])
 def test_every_proposed_plan_passes_the_trainers_static_checks(model):
     """The planner's search and the trainer share planner/model/structure.py: a plan it proposes is one
-    the trainer accepts (tied embeddings rule out pipelines; MoE models run on the Hugging Face
-    implementation, without tensor or pipeline parallelism)."""
+    the trainer accepts (tied embeddings rule out pipelines; MoE models run on the native MoE
+    block with expert parallelism, without tensor parallelism)."""
     torch = pytest.importorskip("torch")
 
     from trainer.job_spec import RunSettings
@@ -141,7 +141,7 @@ def test_every_proposed_plan_passes_the_trainers_static_checks(model):
             deadline_days=60,
         )
     )
-    assert result.plan.training.impl == (Implementation.HF if model.startswith("mixtral") else Implementation.NATIVE)
+    assert result.plan.training.impl == Implementation.NATIVE
     for p in (result.plan, *result.alternatives):
         assert check_plan(p, RunSettings(), p.num_gpus, torch.device("cpu")).world_size == p.num_gpus
 
@@ -156,15 +156,18 @@ def test_search_drops_what_the_trainer_cannot_run():
     # tied embedding/head: no pipeline split.
     assert set(gpt3.tp) == {1, 2, 4, 8} and set(gpt3.pp) == {1}
     mixtral = build_candidates(get_preset("mixtral-8x7b"), load_catalog(), {"h100-sxm": None}, space)
-    assert len(mixtral) == 0  # MoE: the native trainer cannot build it
+    # Native MoE blocks: whole experts per rank (no tp), expert parallelism over divisors of 8.
+    assert set(mixtral.tp) == {1} and set(mixtral.ep) == {1, 2, 4, 8}
+    assert ((mixtral.shard_group % mixtral.ep == 0) & (mixtral.ep % mixtral.cp == 0)).all()
     mixtral_hf = build_candidates(
         get_preset("mixtral-8x7b"),
         load_catalog(),
         {"h100-sxm": None},
         dataclasses.replace(space, impl=Implementation.HF),
     )
-    # HF: tensor parallelism needs dense Llama-style blocks, pipelines and cp the native model.
+    # HF: tensor parallelism needs dense Llama-style blocks, pipelines, cp and ep the native model.
     assert len(mixtral_hf) and set(mixtral_hf.tp) == set(mixtral_hf.pp) == set(mixtral_hf.cp) == {1}
+    assert set(mixtral_hf.ep) == {1}
     tied = build_candidates(get_preset("llama3.2-1b"), load_catalog(), {"h100-sxm": None}, space)
     assert set(tied.pp) == {1} and set(tied.tp) > {1}  # tied embedding/head: no pipeline split
     untied = build_candidates(get_preset("llama3-8b"), load_catalog(), {"h100-sxm": None}, space)

@@ -111,7 +111,7 @@ def test_plan_json_contract(tmp_path):
 
 def test_defaults_follow_the_model(tmp_path):
     """With no --impl / --seq-len: GPT-3 (trained at 2048 tokens) plans at its context on the native
-    trainer; Mixtral (MoE, which the native model does not build) estimates on the HF one."""
+    trainer; Mixtral (MoE) estimates on the native one too (trainer/moe.py), with ``--ep``."""
     out = tmp_path / "plan.json"
     run("plan", "--model", "gpt3-1.3b", "--tokens", "1e10", "--deadline-days", "30", "--out", str(out))
     training = json.loads(out.read_text())["training"]
@@ -136,7 +136,7 @@ def test_defaults_follow_the_model(tmp_path):
             str(out),
         ).stdout
     )
-    assert estimated["layout"]["dp_shard"] == 64 and json.loads(out.read_text())["training"]["impl"] == "hf"
+    assert estimated["layout"]["dp_shard"] == 64 and json.loads(out.read_text())["training"]["impl"] == "native"
     refused = run(
         "estimate",
         "--model",
@@ -150,11 +150,20 @@ def test_defaults_follow_the_model(tmp_path):
         "--seq-len",
         "4096",
         "--impl",
-        "native",
+        "hf",
+        "--ep",
+        "8",
         check_ok=False,
     )
-    assert refused.returncode == 2 and "native trainer cannot build" in refused.stderr
-    assert "num_experts=8" in refused.stderr
+    assert refused.returncode == 2 and "expert parallelism (ep > 1) needs impl 'native'" in refused.stderr
+
+
+def test_estimate_with_expert_parallelism_puts_ep_in_the_layout():
+    args = ["--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
+    estimated = json.loads(run("estimate", *args, "--seq-len", "4096", "--ep", "8", "--json").stdout)
+    assert estimated["layout"]["ep"] == 8 and estimated["time"]["breakdown_s"]["ep_comm"] > 0
+    refused = run("estimate", *args, "--seq-len", "4096", "--ep", "3", check_ok=False)
+    assert refused.returncode == 2 and "ep=3" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_plan_prints_a_readable_plan():

@@ -1,0 +1,72 @@
+"""Published mixture-of-experts runs against trainplan's model (held out): prints the table.
+
+    python bench/validate_moe.py                  # markdown table + summary on stdout
+    python bench/validate_moe.py --write-docs     # also refresh docs/validation.md
+
+Rows and sources: validation/moe_runs.py. Errors are (predicted - measured) / measured tokens/s
+per GPU. Nothing in the model was fitted on these rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from validation.moe_runs import MoeComparison, compare_moe_runs
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- moe-table:start -->", "<!-- moe-table:end -->"
+
+
+def _config(c: MoeComparison) -> str:
+    t = c.run.training
+    return f"{c.run.layout.describe()}, mb {t.micro_batch} x {t.grad_accum}, {t.precision.value}"
+
+
+def render(comparisons: list[MoeComparison]) -> str:
+    lines = [
+        "| run | source | GPUs | layout | measured tok/s/GPU | predicted | error % | all-to-all share (pred.) "
+        "| notes |",
+        "|---|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for c in comparisons:
+        r = c.run
+        notes = "; ".join(n for n in (r.note, "" if c.fits else "memory model: does not fit") if n)
+        lines.append(
+            f"| {r.label} | {r.source} | {r.num_gpus} x {r.gpu} | {_config(c)} "
+            f"| {r.measured_tokens_per_s_per_gpu:,.0f} | {c.predicted_tokens_per_s_per_gpu:,.0f} "
+            f"| {100 * c.error:+.1f} | {100 * c.ep_comm_share:.0f} % | {notes} |"
+        )
+    mean_abs = sum(abs(c.error) for c in comparisons) / len(comparisons)
+    signed = sum(c.error for c in comparisons) / len(comparisons)
+    lines += [
+        "",
+        f"Held out, {len(comparisons)} runs: mean abs error {100 * mean_abs:.1f} %, mean signed {100 * signed:+.1f} %.",
+    ]
+    return "\n".join(lines)
+
+
+def write_docs(table: str, docs: Path = DOCS) -> None:
+    """Replace the generated block of docs/validation.md (between the two markers)."""
+    text = docs.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{docs}: markers {START} / {END} not found")
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    docs.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the table in {DOCS}")
+    args = parser.parse_args(argv)
+    table = render(compare_moe_runs())
+    print(table)
+    if args.write_docs:
+        write_docs(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

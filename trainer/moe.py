@@ -1,0 +1,178 @@
+"""The native mixture-of-experts MLP: a top-k router, SwiGLU experts, token dispatch by
+all-to-all over the expert-parallel group, and the load-balancing loss.
+
+One code path for every layout: with ``ep = 1`` the all-to-alls are skipped and the block is
+the one-process reference; with ``ep > 1`` each rank holds ``E / ep`` experts (a ``Shard(0)``
+DTensor over the ep mesh, FSDP-sharded over the rest of ``dp_shard x cp``, as in torchtitan;
+trainer/parallel.py) and exchanges routed token copies with its ep peers. The planner models
+the same block (planner/model/moe.py, docs/model.md "Mixture of experts").
+
+Routing as in Mixtral (Jiang et al. 2024, sec. 2.1; HF ``MixtralSparseMoeBlock``): fp32 softmax
+over the experts, the top k, renormalised to sum to one. Load balancing as in Switch (Fedus et
+al. 2021, eq. 4) and Mixtral's ``load_balancing_loss_func``: ``E * sum_i f_i P_i`` over the
+rank's micro-batch (``f_i`` tokens routed to expert i per token, ``P_i`` its mean router
+probability), weighted by ``AUX_LOSS_COEF``. Its gradient is injected in backward (Megatron-Core's
+``MoEAuxLossAutoScaler``), so it shapes training without entering the reported loss, and works
+unchanged under pipelining and activation checkpointing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+
+# Switch Transformer's alpha (Fedus et al. 2021, sec. 2.2: 1e-2 "large enough to ensure load
+# balancing while small enough to not overwhelm the primary cross-entropy objective").
+AUX_LOSS_COEF = 1e-2
+
+
+class _AllToAll(torch.autograd.Function):
+    """``all_to_all_single`` of rows; its backward is the reverse exchange."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, out_splits: list[int], in_splits: list[int], group) -> torch.Tensor:
+        ctx.group, ctx.out_splits, ctx.in_splits = group, out_splits, in_splits
+        out = x.new_empty((sum(out_splits), *x.shape[1:]))
+        dist.all_to_all_single(out, x.contiguous(), out_splits, in_splits, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (grad,) = grads
+        back = grad.new_empty((sum(ctx.in_splits), *grad.shape[1:]))
+        dist.all_to_all_single(back, grad.contiguous(), ctx.in_splits, ctx.out_splits, group=ctx.group)
+        return back, None, None, None
+
+
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward; multiplies the gradient by ``scale``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.scale = scale
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        return grads[0] * ctx.scale, None
+
+
+class _AuxLossGrad(torch.autograd.Function):
+    """Passes ``output`` through and gives ``aux`` the gradient ``scale`` (d loss / d aux)."""
+
+    @staticmethod
+    def forward(ctx: Any, output: torch.Tensor, aux: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.scale = scale
+        ctx.save_for_backward(aux)
+        return output.view_as(output)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (aux,) = ctx.saved_tensors
+        return grads[0], torch.full_like(aux, ctx.scale), None
+
+
+class GroupedExperts(nn.Module):
+    """``E`` SwiGLU experts stored as ``[E, in, out]`` tensors (w1 gate, w3 up, w2 down), run as
+    a loop over the experts' contiguous token groups."""
+
+    def __init__(self, num_experts: int, hidden_size: int, ffn_hidden_size: int):
+        super().__init__()
+        self.w1 = nn.Parameter(torch.empty(num_experts, hidden_size, ffn_hidden_size))
+        self.w3 = nn.Parameter(torch.empty(num_experts, hidden_size, ffn_hidden_size))
+        self.w2 = nn.Parameter(torch.empty(num_experts, ffn_hidden_size, hidden_size))
+        self.ep_size = 1  # set by apply_expert_parallel
+
+    def _local(self, weight: torch.Tensor) -> torch.Tensor:
+        """This rank's experts. Their gradient sums the contributions of every ep rank's tokens,
+        and FSDP then averages over only dp_shard*cp/ep ranks: 1/ep makes it the data-parallel
+        mean (torchtitan's fsdp_gradient_divide_factor; gloo has no pre-multiplied reduction)."""
+        if isinstance(weight, DTensor):
+            weight = weight.to_local()
+        return _ScaleGrad.apply(weight, 1.0 / self.ep_size) if self.ep_size > 1 else weight
+
+    def forward(self, tokens: torch.Tensor, counts: list[int]) -> torch.Tensor:
+        w1, w3, w2 = self._local(self.w1), self._local(self.w3), self._local(self.w2)
+        outputs = [(F.silu(chunk @ w1[e]) * (chunk @ w3[e])) @ w2[e] for e, chunk in enumerate(tokens.split(counts))]
+        return torch.cat(outputs) if outputs else tokens.new_empty((0, w2.shape[-1]))
+
+
+class MoE(nn.Module):
+    """Router + experts; ``forward`` maps ``[batch, seq, h]`` to the same shape."""
+
+    def __init__(self, hidden_size: int, ffn_hidden_size: int, num_experts: int, top_k: int):
+        super().__init__()
+        self.num_experts, self.top_k = num_experts, top_k
+        self.router = nn.Linear(hidden_size, num_experts, bias=False)
+        self.experts = GroupedExperts(num_experts, hidden_size, ffn_hidden_size)
+        self.ep_group: dist.ProcessGroup | None = None  # set by apply_expert_parallel
+        # d(total loss)/d(aux loss) for this micro-batch: set each step (set_aux_loss_scale).
+        self.aux_loss_scale = AUX_LOSS_COEF
+
+    def _route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(top-k weights, top-k expert ids, load-balancing loss) of ``x`` [tokens, h]."""
+        probs = F.softmax(self.router(x).float(), dim=-1)
+        weights, experts = probs.topk(self.top_k, dim=-1)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        routed_fraction = F.one_hot(experts, self.num_experts).float().sum(dim=(0, 1)) / x.shape[0]
+        aux = self.num_experts * (routed_fraction.detach() * probs.mean(dim=0)).sum()
+        return weights.to(x.dtype), experts, aux
+
+    def _dispatch_and_run(self, routed: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """Expert outputs of ``routed`` (token copies in expert order, ``counts`` per expert)."""
+        if self.ep_group is None:
+            return self.experts(routed, counts.tolist())
+        ep = dist.get_world_size(self.ep_group)
+        local = self.num_experts // ep
+        received_counts = torch.empty_like(counts)
+        dist.all_to_all_single(received_counts, counts, group=self.ep_group)  # [source, local expert]
+        send = counts.view(ep, local).sum(dim=1).tolist()
+        by_source = received_counts.view(ep, local)
+        receive = by_source.sum(dim=1).tolist()
+        received = _AllToAll.apply(routed, receive, send, self.ep_group)
+        # Arrived source-major (each source's copies in expert order): regroup by expert.
+        chunks = received.split(by_source.flatten().tolist())
+        expert_major = [chunks[s * local + j] for j in range(local) for s in range(ep)]
+        out = self.experts(torch.cat(expert_major), by_source.sum(dim=0).tolist())
+        out_chunks = out.split([c.shape[0] for c in expert_major])
+        source_major = torch.cat([out_chunks[j * ep + s] for s in range(ep) for j in range(local)])
+        return _AllToAll.apply(source_major, send, receive, self.ep_group)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])
+        weights, experts, aux = self._route(x)
+        flat = experts.flatten()
+        order = torch.argsort(flat, stable=True)  # token copies grouped by expert
+        counts = torch.bincount(flat, minlength=self.num_experts)
+        out = self._dispatch_and_run(x[order // self.top_k], counts)
+        combined = torch.zeros_like(out).index_copy(0, order, out).view(-1, self.top_k, shape[-1])
+        y = (combined * weights.unsqueeze(-1)).sum(dim=1).view(shape)
+        return _AuxLossGrad.apply(y, aux, self.aux_loss_scale) if self.training else y
+
+
+def moe_modules(model: nn.Module) -> list[MoE]:
+    return [m for m in model.modules() if isinstance(m, MoE)]
+
+
+def set_aux_loss_scale(model: nn.Module, micro_batches: int, loss_scale: float) -> None:
+    """Weight each micro-batch's load-balancing loss like its LM loss: 1/micro_batches of the
+    step (the pipeline schedule divides the gradients itself: pass 1), times the fp16 scale."""
+    for moe in moe_modules(model):
+        moe.aux_loss_scale = AUX_LOSS_COEF * loss_scale / micro_batches
+
+
+def apply_expert_parallel(model: nn.Module, ep_mesh: DeviceMesh) -> None:
+    """Split every MoE block's experts over ``ep_mesh`` (whole experts, ``Shard(0)``), on meta."""
+    group = ep_mesh.get_group()
+    for moe in moe_modules(model):
+        moe.ep_group = group
+        moe.experts.ep_size = ep_mesh.size()
+        for name, param in list(moe.experts.named_parameters(recurse=False)):
+            moe.experts.register_parameter(name, nn.Parameter(distribute_tensor(param, ep_mesh, [Shard(0)])))

@@ -1,0 +1,198 @@
+"""Published mixture-of-experts training runs against the model (held out: nothing is fitted on them).
+
+Each row is a configuration a source states (model, GPUs, layout with its expert-parallel degree,
+batch, precision) and the throughput it measured. ``compare_moe_runs`` predicts it with the
+planner's ``score`` under the settings profile of its software stack, changed only where the
+source states a fact the profile does not know (Megatron-Bridge force-balances the routed tokens
+in its benchmarks: ``moe_token_imbalance = 1``). The rows and their sources are listed in
+docs/validation.md ("Mixture-of-experts runs"); ``bench/validate_moe.py`` prints the table.
+
+The models are built here (``ModelSpec``) from each model's config.json; the planner cannot yet
+express DeepSeek-V3's multi-head latent attention, shared expert and dense first layers, so that
+row uses the closest block it can express (``DEEPSEEK_V3_APPROX``, its deviations listed there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.estimate import score
+from planner.model.settings import MEGATRON_CORE_SETTINGS, ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.search.candidates import single
+
+MEGATRON_BRIDGE_ARCHIVE = (
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100 tables; "
+    "'In MoE training benchmarks, we force-balance the token distribution among experts')"
+)
+DEEPSEEK_V3_REPORT = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437"
+
+# Megatron-Bridge: Megatron-Core on TransformerEngine, routed tokens force-balanced (stated).
+BALANCED_MEGATRON_CORE = MEGATRON_CORE_SETTINGS.but(moe_token_imbalance=1.0)
+
+# Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads / 4 kv heads of 128, 128 experts
+# of width 768 (moe_intermediate_size), 8 per token, vocabulary 151936, untied.
+QWEN3_30B_A3B = ModelSpec(
+    name="qwen3-30b-a3b",
+    family="mixtral",
+    num_layers=48,
+    hidden_size=2048,
+    ffn_hidden_size=768,
+    num_heads=32,
+    num_kv_heads=4,
+    head_dim=128,
+    vocab_size=151936,
+    max_seq_len=40960,
+    num_experts=128,
+    experts_per_token=8,
+)
+# openai/gpt-oss-120b config.json: 36 layers, hidden 2880, 64 heads / 8 kv heads of 64, 128 experts
+# of width 2880, 4 per token, vocabulary 201088, attention biases. Not expressed: the sliding
+# window (128 tokens) of every other layer (attention cost overstated) and the expert biases.
+GPT_OSS_120B = ModelSpec(
+    name="gpt-oss-120b",
+    family="mixtral",
+    num_layers=36,
+    hidden_size=2880,
+    ffn_hidden_size=2880,
+    num_heads=64,
+    num_kv_heads=8,
+    head_dim=64,
+    vocab_size=201088,
+    max_seq_len=131072,
+    qkv_bias=True,
+    out_bias=True,
+    num_experts=128,
+    experts_per_token=4,
+)
+# DeepSeek-V3 (its report, sec. 4.2): 61 layers, hidden 7168, 256 routed experts of width 2048,
+# 8 per token + 1 shared, first 3 layers dense (width 18432 = 9 x 2048), MLA with 128 heads.
+# Approximated: the shared expert as a 9th routed one (same FLOPs; its tokens counted in the
+# all-to-all), the dense layers as MoE ones (same active FLOPs, 3 x 255 more experts stored),
+# MLA's projections by GQA with head_dim 96 and 8 kv heads (187M parameters per layer, as MLA's
+# q/kv down- and up-projections), whose attention core is ~40 % below MLA's (192-wide q.k, 128-wide
+# v: about 4 % of the step's FLOPs). 37.4B active parameters (report: 37B), 705B total (671B).
+# The multi-token-prediction module (one more block) is not counted.
+DEEPSEEK_V3_APPROX = ModelSpec(
+    name="deepseek-v3 (approximation)",
+    family="mixtral",
+    num_layers=61,
+    hidden_size=7168,
+    ffn_hidden_size=2048,
+    num_heads=128,
+    num_kv_heads=8,
+    head_dim=96,
+    vocab_size=129280,
+    max_seq_len=4096,
+    num_experts=256,
+    experts_per_token=9,
+)
+# H800: the H100 SXM with its NVLink cut to 400 GB/s bidirectional (200 GB/s per direction;
+# DeepSeek-V3 report sec. 3.2.2 measures 160 GB/s of it), the same compute and HBM, and one
+# 400 Gb/s InfiniBand NIC per GPU (the report's cluster, sec. 3.1).
+H800_SCALEUP_BYTES_PER_S = 200e9
+
+
+def h800(catalog: Catalog) -> GPUSpec:
+    h100 = catalog.gpu("h100-sxm")
+    sources = {**h100.sources, "scaleup_gbyte_per_s": f"H800 NVLink 400 GB/s bidirectional ({DEEPSEEK_V3_REPORT})"}
+    return h100.model_copy(
+        update={"id": "h800", "scaleup_bandwidth_bytes_per_s": H800_SCALEUP_BYTES_PER_S, "sources": sources}
+    )
+
+
+@dataclass(frozen=True)
+class MoeRun:
+    """One published configuration and what it measured (tokens/s per GPU)."""
+
+    label: str
+    source: str
+    model: ModelSpec
+    gpu: str  # catalog id, or "h800" (built from h100-sxm)
+    num_gpus: int
+    layout: Layout
+    training: TrainingConfig
+    measured_tokens_per_s_per_gpu: float
+    settings: ModelingSettings
+    note: str = ""
+
+
+def _bridge(label: str, model, gpus: int, pp: int, vpp: int, ep: int, gbs: int, mbs: int, fp8: bool, tokens: float):
+    """A Megatron-Bridge DGX-H100 row: TP 1, CP 1, FSDP 0 (DDP with the distributed optimizer,
+    the recipes' default: zero1), sequence length 4096."""
+    dp = gpus // pp
+    layout = Layout(dp_shard=dp, pp=pp, vpp=vpp, ep=ep, sharding=Sharding.ZERO1)
+    training = TrainingConfig(
+        seq_len=4096,
+        micro_batch=mbs,
+        grad_accum=gbs // (mbs * dp),
+        precision=Precision.FP8 if fp8 else Precision.BF16,
+        impl=Implementation.NATIVE,
+    )
+    return MoeRun(
+        label, MEGATRON_BRIDGE_ARCHIVE, model, "h100-sxm", gpus, layout, training, tokens, BALANCED_MEGATRON_CORE
+    )
+
+
+# DeepSeek-V3 pre-training: 14.8T tokens in 2,664K H800 GPU-hours (2.788M in all, less 119K for
+# the context extension and 5K for post-training; report Table 1 and sec. 1), on 2,048 H800 with
+# 16-way pipeline, 64-way expert (over 8 nodes) and ZeRO-1 data parallelism (sec. 3.2), FP8
+# (sec. 3.3), 4K sequences, batch ramped to 15,360 sequences (sec. 4.2; the final batch is used).
+DEEPSEEK_V3_TOKENS = 14.8e12
+DEEPSEEK_V3_GPU_HOURS = 2_664_000
+
+MOE_RUNS: tuple[MoeRun, ...] = (
+    _bridge("Qwen3-30B-A3B, 26.02", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 5113),
+    _bridge("Qwen3-30B-A3B, 25.11", QWEN3_30B_A3B, 16, 2, 24, 8, 512, 2, True, 5275),
+    _bridge("GPT-OSS-120B, 26.02", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5993),
+    MoeRun(
+        "DeepSeek-V3 pre-training",
+        DEEPSEEK_V3_REPORT,
+        DEEPSEEK_V3_APPROX,
+        "h800",
+        2048,
+        Layout(dp_shard=128, pp=16, ep=64, sharding=Sharding.ZERO1),
+        TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=120, precision=Precision.FP8),
+        DEEPSEEK_V3_TOKENS / (DEEPSEEK_V3_GPU_HOURS * 3600.0),
+        MEGATRON_CORE_SETTINGS,
+        note="in-house stack with DualPipe (all-to-alls overlapped); nearest profile: Megatron-Core",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class MoeComparison:
+    run: MoeRun
+    predicted_tokens_per_s_per_gpu: float
+    ep_comm_share: float  # exposed all-to-all time / step time, predicted
+    fits: bool
+
+    @property
+    def error(self) -> float:
+        measured = self.run.measured_tokens_per_s_per_gpu
+        return (self.predicted_tokens_per_s_per_gpu - measured) / measured
+
+
+def predict_moe_run(run: MoeRun, catalog: Catalog) -> MoeComparison:
+    gpu = h800(catalog) if run.gpu == "h800" else catalog.gpu(run.gpu)
+    c = single(
+        gpu,
+        run.layout.resolve(run.num_gpus),
+        run.training,
+        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
+        network_bandwidth=catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu,
+    )
+    scores = score(run.model, c, run.settings)
+    return MoeComparison(
+        run=run,
+        predicted_tokens_per_s_per_gpu=float(scores.tokens_per_s[0]) / run.num_gpus,
+        ep_comm_share=float(scores.time.ep_comm[0] / scores.time.step[0]),
+        fits=bool(scores.fits[0]),
+    )
+
+
+def compare_moe_runs(runs: tuple[MoeRun, ...] = MOE_RUNS, catalog: Catalog | None = None) -> list[MoeComparison]:
+    catalog = catalog or load_catalog()
+    return [predict_moe_run(run, catalog) for run in runs]
