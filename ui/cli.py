@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from planner.errors import ExitCode, InfeasiblePlan
 from planner.fmt import one_line
+from planner.model.settings import Stack
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -41,6 +42,10 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="machine-readable output")
+STACK_HELP = (
+    "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
+    " (estimate only; docs/model.md 4b)"
+)
 
 
 def _hide_flag_type(display_type_rich):
@@ -134,6 +139,7 @@ def estimate(
     tokens: float | None = typer.Option(None, help="training tokens, for time-to-train and cost"),
     price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
+    stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
@@ -178,6 +184,7 @@ def estimate(
         price=price,
         hf_config_path=hf_path,
         requested_global_batch_tokens=global_batch_tokens,
+        stack=stack,
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
@@ -224,6 +231,7 @@ def plan(
     ),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
+    stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
@@ -250,6 +258,7 @@ def plan(
         compile=compile,
         max_gpus=max_gpus,
         top_k=top,
+        stack=stack,
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
@@ -263,11 +272,17 @@ def plan(
 
 
 @app.command()
-def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: bool = JSON) -> None:
+def explain(
+    plan_file: Path = typer.Argument(..., help="a plan.json"),
+    stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
+    as_json: bool = JSON,
+) -> None:
     """Explain a plan: every memory and time term, and what limits it."""
+    from planner.api import restack
     from planner.plan import Plan
 
-    render.explain(Plan.load(plan_file), as_json=as_json)
+    loaded = Plan.load(plan_file)
+    render.explain(loaded if stack is None else restack(loaded, stack), as_json=as_json)
 
 
 @app.command()
@@ -333,7 +348,13 @@ def emit(
         save_checkpoints=not no_checkpoints,
         **given,
     )
-    job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
+    loaded = Plan.load(plan_file)
+    if loaded.stack != Stack.TRAINPLAN:
+        raise ValueError(
+            f"{plan_file}: an estimate for the {loaded.stack.value} stack; trainplan emits only plans made with"
+            " --stack trainplan"
+        )
+    job_json = emit_job(loaded, out, name=name, run=run)
     render.emitted(job_json, as_json=as_json)
 
 

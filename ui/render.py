@@ -61,7 +61,8 @@ def summary_lines(p: Plan) -> list[str]:
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
-        + (", offload" if t.offload else ""),
+        + (", offload" if t.offload else "")
+        + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)"),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB",
         f"step {e.time.step_s:.3f} s, {e.throughput.tokens_per_s:,.0f} tokens/s "

@@ -8,6 +8,7 @@ source or the calibration row behind each one; ``tests/planner/test_calibration.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from planner.units import GIB, MIB
@@ -235,3 +236,28 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # Vocabulary-parallel cross-entropy (fused or not) over the full local logits.
     loss_chunk_tokens=0,
 )
+
+# torchtitan (pytorch/torchtitan): PyTorch FSDP2/TP/PP/CP on its own Llama modules, the same SDPA
+# flash kernels, FSDP2 copy-in/copy-out and fused AdamW as trainplan's trainer, so only the loss
+# differs: torchtitan/components/loss.py ``cross_entropy_loss`` runs F.cross_entropy over the full
+# fp32 logits (compiled with the model under --compile); trainplan's trainer chunks it. torch.compile
+# and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
+TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
+
+
+class Stack(StrEnum):
+    """The training software a prediction describes (``--stack``). Only ``trainplan`` plans can be
+    emitted and run; the others are estimates of what that stack would do on the same layout."""
+
+    TRAINPLAN = "trainplan"
+    TORCHTITAN = "torchtitan"
+    MEGATRON_LM = "megatron-lm"
+    MEGATRON_CORE = "megatron-core"
+
+
+STACK_SETTINGS: dict[Stack, ModelingSettings] = {
+    Stack.TRAINPLAN: DEFAULT_SETTINGS,
+    Stack.TORCHTITAN: TORCHTITAN_SETTINGS,
+    Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
+    Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
+}
