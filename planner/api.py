@@ -383,8 +383,9 @@ def build_plan(
 
 
 def restack(plan_: Plan, stack: Stack, *, catalog: Catalog | None = None) -> Plan:
-    """The same configuration estimated for another software stack (``explain --stack``)."""
-    if stack == plan_.stack:
+    """The same configuration estimated for another software stack or catalog (``explain --stack``,
+    ``--calibration``)."""
+    if stack == plan_.stack and catalog is None:
         return plan_
     return build_plan(
         plan_.model,

@@ -347,3 +347,16 @@ def fleet(solution, *, as_json: bool) -> None:
     out.print(table)
     for b in data["break_even"]:
         out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
+
+
+def progress_line(done: int, total: int, label: str) -> None:
+    """One line per stage of a measurement sweep on stderr: a bar and what runs now."""
+    width = 20
+    filled = width * done // max(total, 1)
+    print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}", file=sys.stderr, flush=True)
+
+
+def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
+    out.print(f"measured rates for {gpu_id} written to {path} (use: --calibration {path})")
+    for name, value in values.items():
+        out.print(f"  {name} = {value:,.4g}")

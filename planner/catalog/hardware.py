@@ -348,6 +348,40 @@ def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRa
     )
 
 
+def rate_file_values(gpu: GPUSpec) -> dict[str, float]:
+    """The achievable rates a GPU has, in the units of the file fields (inverse of _rates_from)."""
+    r = gpu.rates
+    values = {f"gemm_{p}_tflops_achieved": v / 1e12 for p, v in r.gemm_flops_per_s.items()}
+    for name, value in (
+        ("attention_fwd_tflops_achieved", r.attention_fwd_flops_per_s),
+        ("attention_bwd_tflops_achieved", r.attention_bwd_flops_per_s),
+        ("hbm_copy_tbps_achieved", r.copy_bandwidth_bytes_per_s),
+    ):
+        if value is not None:
+            values[name] = value / 1e12
+    return values
+
+
+def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) -> GPUSpec:
+    """The GPU with some achievable rates replaced (file-field units), each sourced ``source``
+    (which names its provenance); checked like a catalog file's (CatalogError naming ``where``)."""
+    ceilings = {
+        "bf16_tflops": gpu.peak_flops_per_s.get("bf16", gpu.peak_flops_per_s.get("fp16", 0.0)) / 1e12,
+        "hbm_bandwidth_tbps": gpu.hbm_bandwidth_bytes_per_s / 1e12,
+        **({"fp8_tflops": gpu.peak_flops_per_s["fp8"] / 1e12} if "fp8" in gpu.peak_flops_per_s else {}),
+    }
+    known = dict(RATE_FIELDS)
+    for name, value in values.items():
+        if name not in known:
+            raise CatalogError(f"{where}: field '{name}': not an achievable rate{_did_you_mean(name, known)}")
+        GPU_FIELDS[name].check(value, f"{where}: field '{name}'")
+    merged = {**rate_file_values(gpu), **values}
+    sources = {name: gpu.sources.get(name, source) for name in merged} | {name: source for name in values}
+    _check_rates({**ceilings, **merged}, sources, where)
+    rates = _rates_from(merged, sources)
+    return gpu.model_copy(update={"rates": rates, "sources": {**gpu.sources, **sources}})
+
+
 def _check_gpu_consistency(values: dict[str, Any], where: str) -> None:
     """Cross-field checks that catch a sparse or mis-columned number entered as dense."""
     bf16 = values.get("bf16_tflops") or values.get("fp16_tflops")
