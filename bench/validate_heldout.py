@@ -13,7 +13,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from validation.heldout import GENERATION_ORDER, HeldOut, h200_leave_one_out, published_leave_one_generation_out, summarise
+from validation.heldout import (
+    GENERATION_ORDER,
+    HeldOut,
+    h200_leave_one_out,
+    published_leave_one_generation_out,
+    summarise,
+)
 from validation.published import read_published_runs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"

@@ -22,7 +22,6 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from planner.errors import ExitCode, InfeasiblePlan
 from planner.fmt import one_line
-from planner.model.settings import Stack
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -32,6 +31,7 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
+from planner.model.settings import Stack
 from ui import render
 
 app = typer.Typer(

@@ -24,7 +24,7 @@ import numpy as np
 
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, ModelingSettings
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
-from validation.published import PublishedComparison, PublishedRun, Stack, compare_published
+from validation.published import PublishedRun, Stack, compare_published
 
 # GPU generation of each catalog id the published rows use.
 GENERATIONS = {
@@ -38,13 +38,13 @@ GENERATIONS = {
 GENERATION_ORDER = ("A100", "H100", "B200/GB200", "H200")
 
 # The Megatron-Core settings fitted on published rows, and the grid they are re-fitted over.
-MC_GRID = {
+MC_GRID: dict[str, list[float]] = {
     "attention_kernel_factor": [0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6],
     "tp_comm_overlap": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
 }
 
 # The H200-fitted settings and their grid (bench/crossval_h200.py).
-H200_GRID = {
+H200_GRID: dict[str, list[float]] = {
     "host_overhead_per_block_s": [3e-3, 4e-3, 5.5e-3, 7e-3],
     "matmul_half_dim": [64, 96, 192, 384],
     # the old attention_peak_fraction grid 0.35 / 0.5 / 0.65 in this setting's units
@@ -160,4 +160,3 @@ def summarise(items: Iterable[HeldOut], key, fitted: bool = False) -> list[Summa
         )
         for g, e in groups.items()
     ]
-

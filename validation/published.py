@@ -25,7 +25,8 @@ from planner.catalog.models import get_preset, list_presets
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import score
 from planner.model.flops import forward_flops_per_token
-from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS as PROFILES, ModelingSettings
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import STACK_SETTINGS as PROFILES
 from planner.model.settings import Stack as Profile
 from planner.model.spec import ModelSpec
 from planner.search.candidates import single

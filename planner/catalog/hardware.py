@@ -336,7 +336,9 @@ def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRa
     def tflops(name: str) -> float | None:
         return values[name] * 1e12 if name in values else None
 
-    gemm = {p: values[f"gemm_{p}_tflops_achieved"] * 1e12 for p in ("bf16", "fp8") if f"gemm_{p}_tflops_achieved" in values}
+    gemm = {
+        p: values[f"gemm_{p}_tflops_achieved"] * 1e12 for p in ("bf16", "fp8") if f"gemm_{p}_tflops_achieved" in values
+    }
     return AchievableRates(
         gemm_flops_per_s=gemm,
         attention_fwd_flops_per_s=tflops("attention_fwd_tflops_achieved"),

@@ -27,7 +27,9 @@ def _step(catalog, gpu_id: str = "h100-sxm") -> float:
 def test_round_trip_and_merge_mark_the_rates_measured(tmp_path):
     path = _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 800.0, "hbm_copy_tbps_achieved": 3.0}})
     machine, gpus = read_calibration(path)
-    assert machine == MACHINE and gpus == {"h100-sxm": {"gemm_bf16_tflops_achieved": 800, "hbm_copy_tbps_achieved": 3.0}}
+    assert machine == MACHINE and gpus == {
+        "h100-sxm": {"gemm_bf16_tflops_achieved": 800, "hbm_copy_tbps_achieved": 3.0}
+    }
     h100 = apply_calibration(load_catalog(), path).gpu("h100-sxm")
     assert h100.rates.gemm_flops_per_s["bf16"] == pytest.approx(800e12)
     assert h100.rates.copy_bandwidth_bytes_per_s == pytest.approx(3e12)
@@ -39,8 +41,12 @@ def test_round_trip_and_merge_mark_the_rates_measured(tmp_path):
 
 def test_a_faster_measured_gemm_lowers_the_prediction_and_a_slower_raises_it(tmp_path):
     base = _step(load_catalog())
-    fast = _step(apply_calibration(load_catalog(), _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 900.0}}, "f.toml")))
-    slow = _step(apply_calibration(load_catalog(), _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 500.0}}, "s.toml")))
+    fast = _step(
+        apply_calibration(load_catalog(), _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 900.0}}, "f.toml"))
+    )
+    slow = _step(
+        apply_calibration(load_catalog(), _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 500.0}}, "s.toml"))
+    )
     assert fast < base < slow
     assert _step(load_catalog()) == base  # the built-in catalog is not changed
 

@@ -90,14 +90,24 @@ def test_a_gpu_without_rates_falls_back_to_the_global_fractions():
     assert rates.copy_bandwidth(c, DEFAULT_SETTINGS)[0] == pytest.approx(
         b200.hbm_bandwidth_bytes_per_s * DEFAULT_SETTINGS.streaming_bandwidth_fraction
     )
-    fp8 = single(b200, Layout(dp_shard=1), TrainingConfig(seq_len=2048, precision=Precision.FP8), gpus_per_node=8, network_bandwidth=50e9)
-    assert rates.gemm_rate(fp8, DEFAULT_SETTINGS)[0] == pytest.approx(4500e12 * DEFAULT_SETTINGS.fp8_matmul_peak_fraction)
+    fp8 = single(
+        b200,
+        Layout(dp_shard=1),
+        TrainingConfig(seq_len=2048, precision=Precision.FP8),
+        gpus_per_node=8,
+        network_bandwidth=50e9,
+    )
+    assert rates.gemm_rate(fp8, DEFAULT_SETTINGS)[0] == pytest.approx(
+        4500e12 * DEFAULT_SETTINGS.fp8_matmul_peak_fraction
+    )
 
 
 def test_attention_rate_follows_the_catalog_the_head_dim_and_the_stack():
     catalog = load_catalog()
     a100, h100 = (
-        single(catalog.gpu(g), Layout(dp_shard=1), TrainingConfig(seq_len=4096), gpus_per_node=8, network_bandwidth=25e9)
+        single(
+            catalog.gpu(g), Layout(dp_shard=1), TrainingConfig(seq_len=4096), gpus_per_node=8, network_bandwidth=25e9
+        )
         for g in ("a100-80gb-sxm", "h100-sxm")
     )
     s = DEFAULT_SETTINGS
@@ -107,7 +117,9 @@ def test_attention_rate_follows_the_catalog_the_head_dim_and_the_stack():
     assert 1.8 < fwd_a100 / fwd_h100 < 2.4
     assert rates.attention_rates(h100, s, 64)[0][0] < rates.attention_rates(h100, s, 128)[0][0]
     mc = rates.attention_rates(h100, MEGATRON_CORE_SETTINGS, 128)[0][0]
-    assert mc == pytest.approx(rates.attention_rates(h100, s, 128)[0][0] * MEGATRON_CORE_SETTINGS.attention_kernel_factor)
+    assert mc == pytest.approx(
+        rates.attention_rates(h100, s, 128)[0][0] * MEGATRON_CORE_SETTINGS.attention_kernel_factor
+    )
 
 
 def test_fp8_casts_are_a_memory_bound_term_only_under_fp8():
@@ -115,7 +127,14 @@ def test_fp8_casts_are_a_memory_bound_term_only_under_fp8():
     model = get_preset("llama3-8b")
     times = {}
     for precision in (Precision.BF16, Precision.FP8):
-        e = estimate(model, "h100-sxm", Layout(dp_shard=8), TrainingConfig(seq_len=4096, precision=precision), num_gpus=8, catalog=catalog)
+        e = estimate(
+            model,
+            "h100-sxm",
+            Layout(dp_shard=8),
+            TrainingConfig(seq_len=4096, precision=precision),
+            num_gpus=8,
+            catalog=catalog,
+        )
         times[precision] = e.time.breakdown_s
     assert times[Precision.FP8].matmul < times[Precision.BF16].matmul
     assert times[Precision.FP8].memory_bound > times[Precision.BF16].memory_bound

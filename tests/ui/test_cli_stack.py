@@ -18,9 +18,7 @@ def _gpt_config(tmp_path: Path, layers: int, hidden: int, heads: int) -> Path:
     """A Hugging Face GPT-2-style config.json of a Megatron GPT (vocabulary 51200, tied)."""
     path = tmp_path / f"gpt-{layers}x{hidden}" / "config.json"
     path.parent.mkdir()
-    config = dict(
-        model_type="gpt2", n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=51200, n_positions=2048
-    )
+    config = dict(model_type="gpt2", n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=51200, n_positions=2048)
     path.write_text(json.dumps(config))
     return path
 
@@ -33,7 +31,11 @@ def _estimate(capsys, *args: str) -> dict:
 # (row id, GPT shape, estimate flags): S4's 22B on 8 A100 (tp 8, full recompute) and S2's 1.7B on 32.
 ROWS = [
     (250, (48, 6144, 64), ["--num-gpus", "8", "--tp", "8", "--micro-batch", "4", "--grad-accum", "1"]),
-    (217, (24, 2304, 24), ["--num-gpus", "32", "--dp-replicate", "32", "--dp-shard", "1", "--micro-batch", "1", "--grad-accum", "16"]),
+    (
+        217,
+        (24, 2304, 24),
+        ["--num-gpus", "32", "--dp-replicate", "32", "--dp-shard", "1", "--micro-batch", "1", "--grad-accum", "16"],
+    ),
 ]
 
 
