@@ -83,22 +83,22 @@ def test_a_faster_measured_gemm_lowers_the_predicted_step(tmp_path):
 
 def test_a_gpu_without_rates_falls_back_to_the_global_fractions():
     catalog = load_catalog()
-    b200 = catalog.gpu("b200")
-    assert not b200.rates.gemm_flops_per_s
-    c = single(b200, Layout(dp_shard=1), TrainingConfig(seq_len=2048), gpus_per_node=8, network_bandwidth=50e9)
-    assert rates.gemm_rate(c, DEFAULT_SETTINGS)[0] == pytest.approx(2250e12 * DEFAULT_SETTINGS.matmul_peak_fraction)
+    l40s = catalog.gpu("l40s")
+    assert not l40s.rates.gemm_flops_per_s
+    c = single(l40s, Layout(dp_shard=1), TrainingConfig(seq_len=2048), gpus_per_node=8, network_bandwidth=50e9)
+    assert rates.gemm_rate(c, DEFAULT_SETTINGS)[0] == pytest.approx(362.05e12 * DEFAULT_SETTINGS.matmul_peak_fraction)
     assert rates.copy_bandwidth(c, DEFAULT_SETTINGS)[0] == pytest.approx(
-        b200.hbm_bandwidth_bytes_per_s * DEFAULT_SETTINGS.streaming_bandwidth_fraction
+        l40s.hbm_bandwidth_bytes_per_s * DEFAULT_SETTINGS.streaming_bandwidth_fraction
     )
     fp8 = single(
-        b200,
+        l40s,
         Layout(dp_shard=1),
         TrainingConfig(seq_len=2048, precision=Precision.FP8),
         gpus_per_node=8,
         network_bandwidth=50e9,
     )
     assert rates.gemm_rate(fp8, DEFAULT_SETTINGS)[0] == pytest.approx(
-        4500e12 * DEFAULT_SETTINGS.fp8_matmul_peak_fraction
+        733e12 * DEFAULT_SETTINGS.fp8_matmul_peak_fraction
     )
 
 
