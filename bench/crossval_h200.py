@@ -12,13 +12,9 @@ import numpy as np
 
 from planner.model.settings import DEFAULT_SETTINGS
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
+from validation.heldout import H200_GRID
 
-GRID = dict(
-    host_overhead_per_block_s=[3e-3, 4e-3, 5.5e-3, 7e-3],
-    matmul_half_dim=[64, 96, 192, 384],
-    attention_peak_fraction=[0.35, 0.5, 0.65],
-    hbm_bandwidth_fraction=[0.5, 0.6, 0.75, 0.9],
-)
+GRID = H200_GRID  # one grid for this and bench/validate_heldout.py
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.model.structure import context_extension_warning, default_implementation
 from planner.plan import Plan
@@ -90,6 +90,9 @@ class PlanRequest(BaseModel):
     max_gpus: int | None = Field(None, ge=1)
     top_k: int = Field(5, ge=0, le=100)
     solver: str = "auto"
+    # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
+    # are estimate-only.
+    stack: Stack = Stack.TRAINPLAN
 
     @model_validator(mode="after")
     def _check_sequence(self) -> PlanRequest:
@@ -249,13 +252,16 @@ def plan_from_row(
         training_tokens=request.training_tokens,
         price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
         estimate=est,
+        stack=request.stack,
     )
 
 
 def plan(
-    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
+    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
 ) -> PlanResult:
-    """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits."""
+    """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits.
+    ``settings`` None: the profile of ``request.stack``."""
+    settings = settings or STACK_SETTINGS[request.stack]
     started = time.perf_counter()
     catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
     gpus = allowed_gpus(request, catalog)
@@ -349,11 +355,14 @@ def build_plan(
     price: float | None = None,
     hf_config_path: str | None = None,
     catalog: Catalog | None = None,
-    settings: ModelingSettings = DEFAULT_SETTINGS,
+    settings: ModelingSettings | None = None,
     requested_global_batch_tokens: int | None = None,
+    stack: Stack = Stack.TRAINPLAN,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
-    ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes."""
+    ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
+    ``settings`` None: the profile of ``stack``."""
+    settings = settings or STACK_SETTINGS[stack]
     catalog = catalog or load_catalog()
     spec = catalog.gpu(gpu)
     if price is not None:
@@ -384,6 +393,28 @@ def build_plan(
         training_tokens=training_tokens,
         price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
         estimate=est,
+        stack=stack,
+    )
+
+
+def restack(plan_: Plan, stack: Stack, *, catalog: Catalog | None = None) -> Plan:
+    """The same configuration estimated for another software stack or catalog (``explain --stack``,
+    ``--calibration``)."""
+    if stack == plan_.stack and catalog is None:
+        return plan_
+    return build_plan(
+        plan_.model,
+        plan_.gpu,
+        plan_.layout,
+        plan_.training,
+        num_gpus=plan_.num_gpus,
+        num_nodes=plan_.num_nodes,
+        training_tokens=plan_.training_tokens,
+        price=plan_.price_per_gpu_hour_usd,
+        hf_config_path=plan_.hf_config_path,
+        catalog=catalog,
+        requested_global_batch_tokens=plan_.estimate.requested_global_batch_tokens,
+        stack=stack,
     )
 
 
@@ -453,4 +484,5 @@ __all__ = [
     "estimate",
     "plan",
     "replan",
+    "restack",
 ]

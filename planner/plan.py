@@ -21,6 +21,7 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
+from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 
 PLAN_SCHEMA_VERSION = 1
@@ -185,6 +186,8 @@ class Plan(BaseModel):
     training_tokens: float | None = None
     price_per_gpu_hour_usd: float | None = None
     estimate: Estimate
+    # The software the estimate describes; only trainplan plans can be emitted (emit refuses others).
+    stack: Stack = Stack.TRAINPLAN
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

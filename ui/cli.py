@@ -31,6 +31,7 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
+from planner.model.settings import Stack
 from ui import render
 
 app = typer.Typer(
@@ -41,6 +42,11 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="machine-readable output")
+CALIBRATION_HELP = "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
+STACK_HELP = (
+    "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
+    " (estimate only; docs/model.md 4b)"
+)
 
 
 def _hide_flag_type(display_type_rich):
@@ -135,6 +141,8 @@ def estimate(
     tokens: float | None = typer.Option(None, help="training tokens, for time-to-train and cost"),
     price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
+    stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
+    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
@@ -180,6 +188,8 @@ def estimate(
         price=price,
         hf_config_path=hf_path,
         requested_global_batch_tokens=global_batch_tokens,
+        stack=stack,
+        catalog=calibrated_catalog(calibration),
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
@@ -226,6 +236,8 @@ def plan(
     ),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
+    stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
+    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
@@ -252,10 +264,11 @@ def plan(
         compile=compile,
         max_gpus=max_gpus,
         top_k=top,
+        stack=stack,
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
-            result = solve(request)
+            result = solve(request, catalog=calibrated_catalog(calibration))
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)
         return
@@ -265,11 +278,77 @@ def plan(
 
 
 @app.command()
-def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: bool = JSON) -> None:
+def explain(
+    plan_file: Path = typer.Argument(..., help="a plan.json"),
+    stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
+    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP + " (re-estimates the plan)"),
+    as_json: bool = JSON,
+) -> None:
     """Explain a plan: every memory and time term, and what limits it."""
+    from planner.api import restack
     from planner.plan import Plan
 
-    render.explain(Plan.load(plan_file), as_json=as_json)
+    loaded = Plan.load(plan_file)
+    if stack is not None or calibration is not None:
+        loaded = restack(loaded, stack or loaded.stack, catalog=calibrated_catalog(calibration))
+    render.explain(loaded, as_json=as_json)
+
+
+@app.command()
+def calibrate(
+    gpu: str | None = typer.Option(None, help="catalog id the measurements belong to (default: NVML's match)"),
+    device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu (format only)"),
+    quick: bool = typer.Option(False, "--quick", help="smaller sizes, fewer repeats (about a minute on a GPU)"),
+    out: Path = typer.Option(Path("trainplan-calibration.toml"), "--out", help="calibration file to write"),
+) -> None:
+    """Measure this machine's GEMM, attention and copy rates into a calibration file (--calibration)."""
+    import torch
+
+    from planner.catalog.calibration import apply_calibration, write_calibration
+    from planner.catalog.hardware import load_catalog
+    from trainer.calibrate import machine_info, measure
+
+    use_cuda = device == DeviceChoice.cuda or (device == DeviceChoice.auto and torch.cuda.is_available())
+    if use_cuda and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available")
+    gpu_id, driver = _calibration_target(gpu, use_cuda)
+    load_catalog().gpu(gpu_id)  # an unknown id fails before anything is measured
+    target = torch.device("cuda" if use_cuda else "cpu")
+    values = measure(target, quick, render.progress_line)
+    path = write_calibration(out, machine_info(target, driver), {gpu_id: values})
+    apply_calibration(load_catalog(), path)  # the file must load back as it will be used
+    render.calibrated(path, gpu_id, values)
+
+
+def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | None]:
+    """The catalog id and driver of the device measured: --gpu, else NVML's match on CUDA."""
+    if not use_cuda:
+        if gpu is None:
+            raise ValueError("--gpu: needed on CPU (the catalog entry the measurements are written for)")
+        return gpu, None
+    from planner.catalog.detect import NoGPUDriver, detect_gpus
+    from planner.catalog.hardware import load_catalog
+
+    try:
+        found = detect_gpus(load_catalog())
+    except NoGPUDriver:
+        found = []
+    driver = found[0].driver_version if found else None
+    matched = gpu or (found[0].spec.id if found and found[0].spec else None)
+    if matched is None:
+        raise ValueError("--gpu: this GPU matches no catalog entry; name the entry to write the rates for")
+    return matched, driver
+
+
+def calibrated_catalog(calibration: Path | None):
+    """The catalog, with a calibration file's measured rates when one is given."""
+    from planner.catalog.hardware import load_catalog
+
+    if calibration is None:
+        return None
+    from planner.catalog.calibration import apply_calibration
+
+    return apply_calibration(load_catalog(), calibration)
 
 
 @app.command()
@@ -335,7 +414,13 @@ def emit(
         save_checkpoints=not no_checkpoints,
         **given,
     )
-    job_json = emit_job(Plan.load(plan_file), out, name=name, run=run)
+    loaded = Plan.load(plan_file)
+    if loaded.stack != Stack.TRAINPLAN:
+        raise ValueError(
+            f"{plan_file}: an estimate for the {loaded.stack.value} stack; trainplan emits only plans made with"
+            " --stack trainplan"
+        )
+    job_json = emit_job(loaded, out, name=name, run=run)
     render.emitted(job_json, as_json=as_json)
 
 

@@ -61,7 +61,8 @@ def summary_lines(p: Plan) -> list[str]:
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
-        + (", offload" if t.offload else ""),
+        + (", offload" if t.offload else "")
+        + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)"),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB",
         f"step {e.time.step_s:.3f} s, {e.throughput.tokens_per_s:,.0f} tokens/s "
@@ -346,3 +347,16 @@ def fleet(solution, *, as_json: bool) -> None:
     out.print(table)
     for b in data["break_even"]:
         out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
+
+
+def progress_line(done: int, total: int, label: str) -> None:
+    """One line per stage of a measurement sweep on stderr: a bar and what runs now."""
+    width = 20
+    filled = width * done // max(total, 1)
+    print(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}", file=sys.stderr, flush=True)
+
+
+def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
+    out.print(f"measured rates for {gpu_id} written to {path} (use: --calibration {path})")
+    for name, value in values.items():
+        out.print(f"  {name} = {value:,.4g}")

@@ -25,7 +25,9 @@ from planner.catalog.models import get_preset, list_presets
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import score
 from planner.model.flops import forward_flops_per_token
-from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, MEGATRON_LM_SETTINGS, ModelingSettings
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import STACK_SETTINGS as PROFILES
+from planner.model.settings import Stack as Profile
 from planner.model.spec import ModelSpec
 from planner.search.candidates import single
 
@@ -54,11 +56,12 @@ class Stack(StrEnum):
     PYTORCH = "pytorch"  # anything else: trainplan's default (PyTorch FSDP2) profile
 
 
+# Each row's stack predicted with the planner's profile of it (``trainplan estimate --stack``).
 STACK_SETTINGS = {
-    Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
-    Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
-    Stack.DEEPSPEED: MEGATRON_LM_SETTINGS,  # shown for reference only: the nearest kernels
-    Stack.PYTORCH: DEFAULT_SETTINGS,
+    Stack.MEGATRON_LM: PROFILES[Profile.MEGATRON_LM],
+    Stack.MEGATRON_CORE: PROFILES[Profile.MEGATRON_CORE],
+    Stack.DEEPSPEED: PROFILES[Profile.MEGATRON_LM],  # shown for reference only: the nearest kernels
+    Stack.PYTORCH: PROFILES[Profile.TRAINPLAN],
 }
 
 

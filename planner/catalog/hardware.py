@@ -49,6 +49,28 @@ def usable_memory_gib(vendor_label_gb: float, gddr_ecc: bool = False) -> float:
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
+# Achievable rates (docs/hardware.md "Achievable rates"): each source names how the number was
+# obtained, with one of these prefixes, so a plan can say which of its inputs were measured.
+PROVENANCES = ("MEASURED", "PUBLISHED", "ESTIMATE")
+
+
+class AchievableRates(BaseModel):
+    """What kernels really reach on one GPU, in SI units; None = no data, the model then uses
+    its global fraction of the datasheet figure (ModelingSettings, a scaled estimate).
+
+    ``gemm_flops_per_s`` is a large, aligned dense GEMM (the shape model of step_time.py scales
+    it down for narrow shapes); ``attention_*`` the flash-attention kernel PyTorch SDPA runs
+    (FlashAttention-2), at head dim 128 and long sequences, forward and backward FLOPs counted
+    as that paper does (backward = 2.5 forward); ``copy_bandwidth_bytes_per_s`` a large
+    device-to-device copy, bytes read + written."""
+
+    model_config = _FROZEN
+    gemm_flops_per_s: dict[str, float] = {}  # precision -> FLOP/s (bf16, fp8)
+    attention_fwd_flops_per_s: float | None = None
+    attention_bwd_flops_per_s: float | None = None
+    copy_bandwidth_bytes_per_s: float | None = None
+    provenance: dict[str, str] = {}  # field in the file -> MEASURED / PUBLISHED / ESTIMATE
+
 
 class GPUSpec(BaseModel):
     """One accelerator (as software sees it: an MI250X GCD is one GPU), in SI units."""
@@ -76,6 +98,7 @@ class GPUSpec(BaseModel):
     default_node: str
     default_network: str
     sources: dict[str, str]
+    rates: AchievableRates = AchievableRates()
 
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)
@@ -203,6 +226,12 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "price_usd_per_gpu_hour": _Num(0, 1_000),
     "purchase_price_usd": _Num(0, 10_000_000, required=False),
     "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
+    # achievable rates (optional; their sources start with a PROVENANCES word)
+    "gemm_bf16_tflops_achieved": _OPTIONAL_TFLOPS,
+    "gemm_fp8_tflops_achieved": _OPTIONAL_TFLOPS,
+    "attention_fwd_tflops_achieved": _OPTIONAL_TFLOPS,
+    "attention_bwd_tflops_achieved": _OPTIONAL_TFLOPS,
+    "hbm_copy_tbps_achieved": _Num(0, 100, required=False),
     "default_node": _Text(),
     "default_network": _Text(),
     "notes": _Text(required=False),
@@ -277,6 +306,84 @@ def _did_you_mean(key: str, fields: dict[str, Any]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+RATE_FIELDS = (  # file field -> the datasheet field it cannot exceed
+    ("gemm_bf16_tflops_achieved", "bf16_tflops"),
+    ("gemm_fp8_tflops_achieved", "fp8_tflops"),
+    ("attention_fwd_tflops_achieved", "bf16_tflops"),
+    ("attention_bwd_tflops_achieved", "bf16_tflops"),
+    ("hbm_copy_tbps_achieved", "hbm_bandwidth_tbps"),
+)
+
+
+def _check_rates(values: dict[str, Any], sources: dict[str, str], where: str) -> None:
+    """An achievable rate stays under its datasheet figure and says how it was obtained."""
+    for name, ceiling in RATE_FIELDS:
+        if name not in values:
+            continue
+        if ceiling not in values:
+            raise CatalogError(f"{where}: field '{name}': needs '{ceiling}' (the datasheet figure it is a share of)")
+        if values[name] > values[ceiling]:
+            raise CatalogError(
+                f"{where}: field '{name}': expected at most {ceiling} {values[ceiling]:g}, got {values[name]!r}"
+            )
+        if not sources[name].startswith(PROVENANCES):
+            raise CatalogError(
+                f"{where}: field 'sources.{name}': must start with one of {', '.join(PROVENANCES)} (how it was obtained)"
+            )
+
+
+def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRates:
+    def tflops(name: str) -> float | None:
+        return values[name] * 1e12 if name in values else None
+
+    gemm = {
+        p: values[f"gemm_{p}_tflops_achieved"] * 1e12 for p in ("bf16", "fp8") if f"gemm_{p}_tflops_achieved" in values
+    }
+    return AchievableRates(
+        gemm_flops_per_s=gemm,
+        attention_fwd_flops_per_s=tflops("attention_fwd_tflops_achieved"),
+        attention_bwd_flops_per_s=tflops("attention_bwd_tflops_achieved"),
+        copy_bandwidth_bytes_per_s=(
+            values["hbm_copy_tbps_achieved"] * 1e12 if "hbm_copy_tbps_achieved" in values else None
+        ),
+        provenance={name: sources[name].split(":")[0].split()[0] for name, _ in RATE_FIELDS if name in values},
+    )
+
+
+def rate_file_values(gpu: GPUSpec) -> dict[str, float]:
+    """The achievable rates a GPU has, in the units of the file fields (inverse of _rates_from)."""
+    r = gpu.rates
+    values = {f"gemm_{p}_tflops_achieved": v / 1e12 for p, v in r.gemm_flops_per_s.items()}
+    for name, value in (
+        ("attention_fwd_tflops_achieved", r.attention_fwd_flops_per_s),
+        ("attention_bwd_tflops_achieved", r.attention_bwd_flops_per_s),
+        ("hbm_copy_tbps_achieved", r.copy_bandwidth_bytes_per_s),
+    ):
+        if value is not None:
+            values[name] = value / 1e12
+    return values
+
+
+def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) -> GPUSpec:
+    """The GPU with some achievable rates replaced (file-field units), each sourced ``source``
+    (which names its provenance); checked like a catalog file's (CatalogError naming ``where``)."""
+    ceilings = {
+        "bf16_tflops": gpu.peak_flops_per_s.get("bf16", gpu.peak_flops_per_s.get("fp16", 0.0)) / 1e12,
+        "hbm_bandwidth_tbps": gpu.hbm_bandwidth_bytes_per_s / 1e12,
+        **({"fp8_tflops": gpu.peak_flops_per_s["fp8"] / 1e12} if "fp8" in gpu.peak_flops_per_s else {}),
+    }
+    known = dict(RATE_FIELDS)
+    for name, value in values.items():
+        if name not in known:
+            raise CatalogError(f"{where}: field '{name}': not an achievable rate{_did_you_mean(name, known)}")
+        GPU_FIELDS[name].check(value, f"{where}: field '{name}'")
+    merged = {**rate_file_values(gpu), **values}
+    sources = {name: gpu.sources.get(name, source) for name in merged} | {name: source for name in values}
+    _check_rates({**ceilings, **merged}, sources, where)
+    rates = _rates_from(merged, sources)
+    return gpu.model_copy(update={"rates": rates, "sources": {**gpu.sources, **sources}})
+
+
 def _check_gpu_consistency(values: dict[str, Any], where: str) -> None:
     """Cross-field checks that catch a sparse or mis-columned number entered as dense."""
     bf16 = values.get("bf16_tflops") or values.get("fp16_tflops")
@@ -320,6 +427,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         default_node=values["default_node"],
         default_network=values["default_network"],
         sources=sources,
+        rates=_rates_from(values, sources),
     )
 
 
@@ -403,6 +511,7 @@ def _build(dirs: list[Path]) -> Catalog:
     for gpu_id, path in gpu_files.items():
         values, sources = _read_entry(path, GPU_FIELDS)
         _check_gpu_consistency(values, _show(path))
+        _check_rates(values, sources, _show(path))
         gpus[gpu_id] = _gpu_from(values, sources)
     nodes = {
         node_id: _node_from(*_read_entry(path, NODE_FIELDS), _show(path))

@@ -8,6 +8,7 @@ source or the calibration row behind each one; ``tests/planner/test_calibration.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from planner.units import GIB, MIB
@@ -16,20 +17,32 @@ from planner.units import GIB, MIB
 @dataclass(frozen=True)
 class ModelingSettings:
     # --- compute -------------------------------------------------------------------------
-    # Achievable fraction of the dense datasheet peak for a large square bf16 GEMM.
-    # H200: 742.8 / 989.4 TFLOP/s measured (shared/calibration, 8192^3); ml-engineering's
-    # MAMF table gives 0.80 on H100 SXM and 0.87 on A100: 0.75-0.87 across parts.
+    # Per-GPU achievable rates live in the catalog (hw_catalog/gpus/*.toml, planner/model/
+    # rates.py). The fractions below apply only to a GPU whose file has no such figure, and are
+    # then a scaled estimate.
+    # Achievable fraction of the dense datasheet peak for a large bf16 GEMM: the H200's
+    # 742.8 / 989.4 TFLOP/s measured at 8192^3 (shared/calibration).
     matmul_peak_fraction: float = 0.75
-    # GEMM efficiency falls for narrow shapes: eff = peak_fraction * d / (d + matmul_half_dim)
-    # for each of the smaller GEMM dims (wave quantisation and short K loops).
+    # GEMM efficiency falls for narrow shapes: rate x d / (d + matmul_half_dim) for each of the
+    # smaller GEMM dims (wave quantisation and short K loops); calibrated on the H200 rows.
     matmul_half_dim: float = 96.0
     # Achievable fraction of the datasheet HBM bandwidth for the many small eager elementwise
     # kernels of a training step (launch tails, partial waves): calibrated on the H200 rows,
-    # well below the 0.89 a large device copy reaches (streaming_bandwidth_fraction).
+    # well below the 0.89 a large device copy reaches (streaming_bandwidth_fraction). On a GPU
+    # with a measured copy bandwidth the same ratio to it applies (rates.eager_bandwidth).
     hbm_bandwidth_fraction: float = 0.6
-    # Fused (flash) attention reaches a lower fraction of peak than plain GEMMs; its
-    # efficiency also scales with head_dim through the same shape factor.
-    attention_peak_fraction: float = 0.5
+    # Flash attention's fraction of the bf16 peak on a GPU whose catalog file has no attention
+    # rate: ESTIMATE, FlashAttention-2's published figure on the H100 (335 TFLOP/s forward +
+    # backward at head dim 128, Dao 2023 sec. 4.1), the kernel PyTorch SDPA runs on Hopper.
+    attention_peak_fraction: float = 335.0 / 989.4
+    # The kernels' published figures are best cases (head dim 128, 8-16K tokens, often
+    # non-causal); the attention of real training steps (causal, 1-8K tokens, GQA layouts)
+    # reaches this fraction of them. FITTED on the H200 runs (bench/crossval_h200.py re-fits it
+    # leaving each run out); head-dim dependence follows the GEMM shape factor.
+    attention_shape_fraction: float = 0.845
+    # Speed of the stack's attention kernel relative to the one the catalog's rates describe
+    # (PyTorch SDPA's FlashAttention-2): 1 for trainplan's trainer.
+    attention_kernel_factor: float = 1.0
     # How the LM head + cross-entropy holds its logits. > 0: over chunks of this many tokens,
     # never the full-vocabulary fp32 logits (trainplan's trainer, trainer/loss.py: its default
     # RunSettings.loss_chunk_tokens, used wherever the head is not tensor-parallel); the loss
@@ -60,11 +73,16 @@ class ModelingSettings:
     # measured vs 4.8 spec = 0.89), unlike the many small eager kernels of
     # hbm_bandwidth_fraction.
     streaming_bandwidth_fraction: float = 0.89
-    # FP8 GEMMs (TransformerEngine with per-tensor scaling, Hopper/Blackwell) reach this
-    # fraction of the dense FP8 peak, the amax/cast kernels that feed them included: 0.55 x 2
-    # = 1.47x the bf16 GEMM rate, fitted on the published FP8 runs (NeMo, Megatron-Bridge on
-    # H100/B200/GB200). Attention and the LM head stay in 16-bit.
-    fp8_matmul_peak_fraction: float = 0.55
+    # FP8 GEMMs (per-tensor scaling) on a GPU with no catalog FP8 GEMM rate reach this fraction
+    # of the dense FP8 peak: ESTIMATE, the H100's (1,311 / 1,979, hw_catalog/gpus/h100-sxm.toml).
+    # The scaling casts are counted apart (fp8_cast_bytes_per_element). Attention and the LM
+    # head stay in 16-bit.
+    fp8_matmul_peak_fraction: float = 0.66
+    # HBM bytes per GEMM input and output-gradient element and token of the FP8 recipe's casts,
+    # forward + backward: amax read (2) + bf16 read (2) + fp8 write (1) per cast, plus the fp8
+    # transposed copy the weight-gradient GEMM reads (1) (TransformerEngine's fused
+    # cast-transpose; torchao float8 the same): 6. Moved at the eager bandwidth.
+    fp8_cast_bytes_per_element: float = 6.0
     # --- host (CPU) dispatch ---------------------------------------------------------------
     # Host time to dispatch one transformer block's forward + backward kernels in eager mode,
     # FSDP2 hooks and collectives included (calibrated on the H200 rows, small models,
@@ -200,16 +218,21 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     loss_chunk_tokens=0,
 )
 
+# Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py
+# re-fits both leaving out each GPU generation.
+MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 1.2
+MEGATRON_CORE_TP_COMM_OVERLAP = 0.7
+
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine: the same fused elementwise
     # kernels and launch cost as above ...
     elementwise_fusion_factor=DEFAULT_SETTINGS.compile_elementwise_factor,
     host_overhead_per_block_s=1.0e-3,
     # ... cuDNN fused attention (TransformerEngine) instead of PyTorch SDPA's FlashAttention-2
-    # kernels: fitted on the published NeMo/Megatron-Bridge runs (the long-sequence context-
-    # parallel rows pin it, attention being >90 % of their step) at 1.2x the default, short of
-    # FlashAttention-3's 1.5-2x kernel-level gain (Shah et al. 2024) ...
-    attention_peak_fraction=0.6,
+    # kernels: FITTED on the published NeMo/Megatron-Bridge runs (the long-sequence context-
+    # parallel rows pin it, attention being >90 % of their step); bench/validate_heldout.py
+    # re-fits it leaving out the generation it scores ...
+    attention_kernel_factor=MEGATRON_CORE_ATTENTION_KERNEL_FACTOR,
     # ... gathers into and reduces from persistent contiguous buffers (distributed optimizer,
     # Megatron-FSDP): no per-collective copy-in/copy-out kernels ...
     fsdp_gather_copy_bytes_per_param=0.0,
@@ -217,10 +240,35 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # ... and --tp-comm-overlap (userbuffers) splits the sequence-parallel all-gathers and
     # reduce-scatters into chunks pipelined with the GEMMs that consume them (fitted on the
     # same runs; the default 0.3 assumes no such overlap).
-    tp_comm_overlap=0.7,
+    tp_comm_overlap=MEGATRON_CORE_TP_COMM_OVERLAP,
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,
     cp_comm_overlap=0.7,
     # Vocabulary-parallel cross-entropy (fused or not) over the full local logits.
     loss_chunk_tokens=0,
 )
+
+# torchtitan (pytorch/torchtitan): PyTorch FSDP2/TP/PP/CP on its own Llama modules, the same SDPA
+# flash kernels, FSDP2 copy-in/copy-out and fused AdamW as trainplan's trainer, so only the loss
+# differs: torchtitan/components/loss.py ``cross_entropy_loss`` runs F.cross_entropy over the full
+# fp32 logits (compiled with the model under --compile); trainplan's trainer chunks it. torch.compile
+# and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
+TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
+
+
+class Stack(StrEnum):
+    """The training software a prediction describes (``--stack``). Only ``trainplan`` plans can be
+    emitted and run; the others are estimates of what that stack would do on the same layout."""
+
+    TRAINPLAN = "trainplan"
+    TORCHTITAN = "torchtitan"
+    MEGATRON_LM = "megatron-lm"
+    MEGATRON_CORE = "megatron-core"
+
+
+STACK_SETTINGS: dict[Stack, ModelingSettings] = {
+    Stack.TRAINPLAN: DEFAULT_SETTINGS,
+    Stack.TORCHTITAN: TORCHTITAN_SETTINGS,
+    Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
+    Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
+}

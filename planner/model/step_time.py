@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.model import comm, moe
+from planner.model import comm, moe, rates
 from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
 from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
@@ -42,40 +42,36 @@ class TimeBreakdown:
         return {f.name: float(getattr(self, f.name)[row]) for f in fields(self) if f.name != "step"}
 
 
-def gemm_efficiency(dims: list, s: ModelingSettings, peak_fraction=None) -> np.ndarray:
-    """Fraction of peak for a GEMM whose smaller dimensions are ``dims``."""
-    eff = np.asarray(s.matmul_peak_fraction if peak_fraction is None else peak_fraction, dtype=float)
-    for d in dims:
-        d = np.asarray(d, dtype=float)
-        eff = eff * d / (d + s.matmul_half_dim)
-    return eff
-
-
-def block_peak_fraction(c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Achievable fraction of the row's GEMM peak: FP8 GEMMs reach less of their (doubled)
-    peak than 16-bit ones, scaling and casts included."""
-    return np.where(c.precision == PREC_FP8, s.fp8_matmul_peak_fraction, s.matmul_peak_fraction)
-
-
 def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Forward GEMM seconds per token for one block, shape-aware, split by tp.
 
-    The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token;
-    MoE runs ``experts_per_token`` MLPs, at the busiest ep rank's load and the shape factor of
-    the per-expert batch (``moe.routed_gemm_time_factor``).
+    The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token at
+    the GPU's large-GEMM rate (``rates.gemm_rate``) times the shape factor of its dims; MoE runs
+    ``experts_per_token`` MLPs, at the busiest ep rank's load and the shape factor of the
+    per-expert batch (``moe.routed_gemm_time_factor``).
     """
-    peak = block_peak_fraction(c, s)
+    rate = rates.gemm_rate(c, s)
     routed = moe.routed_gemm_time_factor(model, c, s) if model.is_moe else 1.0
     seconds: Any = 0.0  # an array after the first GEMM (c.tp is one)
-    # (in dim, out dim) on one tp rank and copies per token of each timed GEMM of the block table.
     for gemm in block_table(model).gemms:
         if not gemm.timed:
             continue
         d_in, d_out = gemm.local_dims(c.tp)
         seconds = seconds + 2.0 * d_in * d_out * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
-            c.matmul_peak_flops * gemm_efficiency([d_in, d_out], s, peak)
+            rate * rates.shape_factor([d_in, d_out], s)
         )
     return seconds
+
+
+def fp8_cast_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """HBM bytes per token and block of the FP8 recipe's casts (forward + backward): every timed
+    GEMM's input and output-gradient elements are scaled and cast (``fp8_cast_bytes_per_element``)."""
+    elements: Any = 0.0
+    for gemm in block_table(model).gemms:
+        if gemm.timed:
+            d_in, d_out = gemm.local_dims(c.tp)
+            elements = elements + (d_in + d_out) * gemm.copies
+    return np.where(c.precision == PREC_FP8, elements * s.fp8_cast_bytes_per_element, 0.0)
 
 
 def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
@@ -111,33 +107,36 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
-    head_peak = np.where(c.precision == PREC_FP8, c.bf16_peak_flops, c.matmul_peak_flops)
+    head_rate = np.where(c.precision == PREC_FP8, rates.bf16_gemm_rate(c, s), rates.gemm_rate(c, s))
     lm_head = root_table(model).lm_head
     head_dims = list(lm_head.local_dims(c.tp))
     # fwd + 2x bwd, + one more forward where the chunked loss recomputes the logits.
     head_passes = 3.0 + head_recompute_fraction(c, s)
     head = (
-        head_passes * 2.0 * lm_head.d_in * lm_head.d_out / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
+        head_passes
+        * 2.0
+        * lm_head.d_in
+        * lm_head.d_out
+        / c.tp
+        * tokens
+        / (head_rate * rates.shape_factor(head_dims, s))
     )
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
-    # Flash attention's backward recomputes the scores: half a forward more.
-    flash_recompute = 0.5 if s.flash_attention else 0.0
-    attention = (
-        attn_flops
-        * (passes + flash_recompute)
-        / (
-            c.bf16_peak_flops
-            * s.attention_peak_fraction
-            * gemm_efficiency([block_table(model).attention.head_dim], s)
-            / s.matmul_peak_fraction
-        )
-    )
+    # Forward (and its recompute) at the forward rate; the backward, 2x the forward's FLOPs, and
+    # with flash attention half a forward more (it recomputes the scores), at the backward rate.
+    head_dim = block_table(model).attention.head_dim
+    if s.flash_attention:
+        attn_fwd, attn_bwd = rates.attention_rates(c, s, head_dim)
+        attention = attn_flops * ((1.0 + recompute_fraction(c)) / attn_fwd + 2.5 / attn_bwd)
+    else:
+        attention = attn_flops * (3.0 + recompute_fraction(c)) / rates.unfused_attention_rate(c, s, head_dim)
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
+    fp8_casts = n_layers * tokens * fp8_cast_bytes_per_token(model, c, s) * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
-    scores = unfused_attention_bytes(model, c, s) / (c.hbm_bandwidth * s.streaming_bandwidth_fraction)
-    memory_bound = (elementwise + loss) / (c.hbm_bandwidth * s.hbm_bandwidth_fraction) + scores
+    scores = unfused_attention_bytes(model, c, s) / rates.copy_bandwidth(c, s)
+    memory_bound = (elementwise + fp8_casts + loss) / rates.eager_bandwidth(c, s) + scores
     return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}
 
 
@@ -158,7 +157,7 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     )
     fsdp_bytes = np.where(c.sharding >= SHARD_ZERO1, fsdp_bytes, 0.0)
     on_gpu = np.where(c.offload, 0.0, 1.0)
-    bandwidth = c.hbm_bandwidth * s.hbm_bandwidth_fraction
+    bandwidth = rates.eager_bandwidth(c, s)
     offload = np.where(c.offload, local / shard * s.offload_bytes_per_param / s.host_link_bandwidth, 0.0)
     return (optimizer_bytes * on_gpu + fsdp_bytes) / bandwidth + offload
 

@@ -115,6 +115,13 @@ class Candidates:
     matmul_peak_flops: np.ndarray  # dense peak for the row's precision (tf32 for fp32)
     bf16_peak_flops: np.ndarray  # attention and MFU reference
     hbm_bandwidth: np.ndarray  # bytes/s
+    # Achievable rates from the catalog (GPUSpec.rates); NaN: no data, the model's global
+    # fraction of the datasheet figure applies (planner/model/rates.py).
+    gemm_flops: np.ndarray  # large dense GEMM in the row's precision
+    bf16_gemm_flops: np.ndarray  # the same in bf16 (the LM head of FP8 recipes)
+    attention_fwd_flops: np.ndarray  # SDPA flash attention forward, head dim 128
+    attention_bwd_flops: np.ndarray  # and backward (FLOPs counted as 2.5x the forward)
+    copy_bandwidth: np.ndarray  # large device copy, bytes read + written per second
     scaleup_bandwidth: np.ndarray  # bytes/s per GPU per direction
     scaleup_domain_size: np.ndarray
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
@@ -188,8 +195,19 @@ def hardware_columns(
         return np.array(out)
 
     peaks = np.stack([peak_table(p) for p in PRECISION_CODES])  # [precision, gpu]
+    # fp16 GEMMs run at the bf16 rate; fp32 runs TF32, which no catalog entry measures.
+    rate_key = {Precision.FP16: "bf16"}
+    gemm = np.stack(
+        [[g.rates.gemm_flops_per_s.get(rate_key.get(p, p.value), np.nan) for g in gpus] for p in PRECISION_CODES]
+    )
     col = lambda values: np.asarray(values, dtype=float)[gpu_index]  # noqa: E731
+    nan_if_none = lambda values: col([np.nan if v is None else v for v in values])  # noqa: E731
     return dict(
+        gemm_flops=gemm[precision, gpu_index],
+        bf16_gemm_flops=col([g.rates.gemm_flops_per_s.get("bf16", np.nan) for g in gpus]),
+        attention_fwd_flops=nan_if_none([g.rates.attention_fwd_flops_per_s for g in gpus]),
+        attention_bwd_flops=nan_if_none([g.rates.attention_bwd_flops_per_s for g in gpus]),
+        copy_bandwidth=nan_if_none([g.rates.copy_bandwidth_bytes_per_s for g in gpus]),
         memory_bytes=col([g.memory_bytes for g in gpus]),
         matmul_peak_flops=peaks[precision, gpu_index],
         bf16_peak_flops=col([g.peak_flops("bf16") for g in gpus]),

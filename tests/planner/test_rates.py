@@ -1,0 +1,141 @@
+"""Per-GPU achievable rates: catalog fields, their provenance, and how the step-time model uses them."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.catalog.hardware import BUILTIN_DIR, PROVENANCES, CatalogError, load_catalog
+from planner.catalog.models import get_preset
+from planner.layout import Layout, Precision, TrainingConfig
+from planner.model import rates
+from planner.model.estimate import estimate
+from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS
+from planner.search.candidates import single
+
+
+def _write(tmp_path: Path, gpu_id: str, **changes) -> Path:
+    """A copy of h100-sxm under ``gpu_id`` with fields changed (None removes one); a change given
+    as (value, source) also sets its source."""
+    entry = tomllib.loads((BUILTIN_DIR / "gpus" / "h100-sxm.toml").read_text())
+    entry["id"] = gpu_id
+    for key, value in changes.items():
+        if value is None:
+            entry.pop(key, None)
+            entry["sources"].pop(key, None)
+            continue
+        value, source = value if isinstance(value, tuple) else (value, None)
+        entry[key] = value
+        if source is not None:
+            entry["sources"][key] = source
+    lines = [f"{k} = {json.dumps(v)}" for k, v in entry.items() if k != "sources"]
+    lines += ["", "[sources]"] + [f"{k} = {json.dumps(v)}" for k, v in entry["sources"].items()]
+    (tmp_path / "gpus").mkdir(exist_ok=True)
+    path = tmp_path / "gpus" / f"{gpu_id}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_h200_rates_are_the_calibration_measurements_in_si():
+    h200 = load_catalog().gpu("h200-sxm").rates
+    assert h200.gemm_flops_per_s["bf16"] == pytest.approx(742.8e12)
+    assert h200.copy_bandwidth_bytes_per_s == pytest.approx(4.26e12)
+    assert h200.provenance["gemm_bf16_tflops_achieved"] == "MEASURED"
+    assert h200.provenance["hbm_copy_tbps_achieved"] == "MEASURED"
+
+
+def test_every_builtin_rate_states_its_provenance():
+    for path in sorted((BUILTIN_DIR / "gpus").glob("*.toml")):
+        raw = tomllib.loads(path.read_text())
+        for key in (k for k in raw if k.endswith("_achieved")):
+            assert raw["sources"][key].startswith(PROVENANCES), (path.name, key)
+
+
+def test_a_rate_above_its_datasheet_figure_is_refused(tmp_path):
+    _write(tmp_path, "fast", gemm_bf16_tflops_achieved=1200.0)
+    with pytest.raises(CatalogError, match=r"fast.toml: field 'gemm_bf16_tflops_achieved': expected at most"):
+        load_catalog([tmp_path])
+
+
+def test_a_rate_without_provenance_is_refused(tmp_path):
+    _write(tmp_path, "vague", gemm_bf16_tflops_achieved=(700.0, "someone said so, 2026-12-01"))
+    with pytest.raises(CatalogError, match=r"sources.gemm_bf16_tflops_achieved': must start with one of MEASURED"):
+        load_catalog([tmp_path])
+
+
+def test_a_faster_measured_gemm_lowers_the_predicted_step(tmp_path):
+    source = "MEASURED: test, 2026-12-01"
+    _write(tmp_path, "slow-gemm", gemm_bf16_tflops_achieved=(500.0, source))
+    _write(tmp_path, "fast-gemm", gemm_bf16_tflops_achieved=(900.0, source))
+    catalog = load_catalog([tmp_path])
+    model, training = get_preset("llama3-8b"), TrainingConfig(seq_len=2048, micro_batch=2)
+
+    def step(gpu_id: str) -> float:
+        e = estimate(model, gpu_id, Layout(dp_shard=8), training, num_gpus=8, catalog=catalog)
+        return e.time.step_s
+
+    assert step("fast-gemm") < step("h100-sxm") < step("slow-gemm")
+
+
+def test_a_gpu_without_rates_falls_back_to_the_global_fractions():
+    catalog = load_catalog()
+    l40s = catalog.gpu("l40s")
+    assert not l40s.rates.gemm_flops_per_s
+    c = single(l40s, Layout(dp_shard=1), TrainingConfig(seq_len=2048), gpus_per_node=8, network_bandwidth=50e9)
+    assert rates.gemm_rate(c, DEFAULT_SETTINGS)[0] == pytest.approx(362.05e12 * DEFAULT_SETTINGS.matmul_peak_fraction)
+    assert rates.copy_bandwidth(c, DEFAULT_SETTINGS)[0] == pytest.approx(
+        l40s.hbm_bandwidth_bytes_per_s * DEFAULT_SETTINGS.streaming_bandwidth_fraction
+    )
+    fp8 = single(
+        l40s,
+        Layout(dp_shard=1),
+        TrainingConfig(seq_len=2048, precision=Precision.FP8),
+        gpus_per_node=8,
+        network_bandwidth=50e9,
+    )
+    assert rates.gemm_rate(fp8, DEFAULT_SETTINGS)[0] == pytest.approx(
+        733e12 * DEFAULT_SETTINGS.fp8_matmul_peak_fraction
+    )
+
+
+def test_attention_rate_follows_the_catalog_the_head_dim_and_the_stack():
+    catalog = load_catalog()
+    a100, h100 = (
+        single(
+            catalog.gpu(g), Layout(dp_shard=1), TrainingConfig(seq_len=4096), gpus_per_node=8, network_bandwidth=25e9
+        )
+        for g in ("a100-80gb-sxm", "h100-sxm")
+    )
+    s = DEFAULT_SETTINGS
+    # FlashAttention-2 reaches about twice the share of peak on A100 that it reaches on H100
+    fwd_a100 = rates.attention_rates(a100, s, 128)[0][0] / 312e12
+    fwd_h100 = rates.attention_rates(h100, s, 128)[0][0] / 989.4e12
+    assert 1.8 < fwd_a100 / fwd_h100 < 2.4
+    assert rates.attention_rates(h100, s, 64)[0][0] < rates.attention_rates(h100, s, 128)[0][0]
+    mc = rates.attention_rates(h100, MEGATRON_CORE_SETTINGS, 128)[0][0]
+    assert mc == pytest.approx(
+        rates.attention_rates(h100, s, 128)[0][0] * MEGATRON_CORE_SETTINGS.attention_kernel_factor
+    )
+
+
+def test_fp8_casts_are_a_memory_bound_term_only_under_fp8():
+    catalog = load_catalog()
+    model = get_preset("llama3-8b")
+    times = {}
+    for precision in (Precision.BF16, Precision.FP8):
+        e = estimate(
+            model,
+            "h100-sxm",
+            Layout(dp_shard=8),
+            TrainingConfig(seq_len=4096, precision=precision),
+            num_gpus=8,
+            catalog=catalog,
+        )
+        times[precision] = e.time.breakdown_s
+    assert times[Precision.FP8].matmul < times[Precision.BF16].matmul
+    assert times[Precision.FP8].memory_bound > times[Precision.BF16].memory_bound
+    assert np.isfinite(times[Precision.FP8].memory_bound)

@@ -1,0 +1,81 @@
+"""``--stack``: estimate, plan and explain predict for another software stack; emit refuses those plans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.model.settings import STACK_SETTINGS, Stack
+from ui.cli import main
+from validation.published import STACK_SETTINGS as ROW_PROFILES
+from validation.published import predict, read_published_runs
+
+
+def _gpt_config(tmp_path: Path, layers: int, hidden: int, heads: int) -> Path:
+    """A Hugging Face GPT-2-style config.json of a Megatron GPT (vocabulary 51200, tied)."""
+    path = tmp_path / f"gpt-{layers}x{hidden}" / "config.json"
+    path.parent.mkdir()
+    config = dict(model_type="gpt2", n_layer=layers, n_embd=hidden, n_head=heads, vocab_size=51200, n_positions=2048)
+    path.write_text(json.dumps(config))
+    return path
+
+
+def _estimate(capsys, *args: str) -> dict:
+    assert main(["estimate", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# (row id, GPT shape, estimate flags): S4's 22B on 8 A100 (tp 8, full recompute) and S2's 1.7B on 32.
+ROWS = [
+    (250, (48, 6144, 64), ["--num-gpus", "8", "--tp", "8", "--micro-batch", "4", "--grad-accum", "1"]),
+    (
+        217,
+        (24, 2304, 24),
+        ["--num-gpus", "32", "--dp-replicate", "32", "--dp-shard", "1", "--micro-batch", "1", "--grad-accum", "16"],
+    ),
+]
+
+
+@pytest.mark.parametrize("row_id, shape, flags", ROWS)
+def test_estimate_megatron_lm_reproduces_the_published_rows(tmp_path, capsys, row_id, shape, flags):
+    run = next(r for r in read_published_runs()[0] if r.row_id == row_id)
+    expected = predict(run, load_catalog(), ROW_PROFILES[run.stack]).predicted_tokens_per_s_per_gpu
+    config = _gpt_config(tmp_path, *shape)
+    common = ["--model", str(config), "--gpu", "a100-80gb-sxm", "--sharding", "none", "--seq-len", "2048"]
+    common += ["--ac", "full", "--impl", "native", *flags]
+    got = _estimate(capsys, *common, "--stack", "megatron-lm")["throughput"]["tokens_per_s_per_gpu"]
+    assert got == pytest.approx(expected, rel=1e-9)
+    default = _estimate(capsys, *common)["throughput"]["tokens_per_s_per_gpu"]
+    assert default != pytest.approx(got, rel=1e-3)  # the profile changes the prediction
+
+
+def test_stack_profiles_change_only_what_the_stack_changes():
+    trainplan, torchtitan = STACK_SETTINGS[Stack.TRAINPLAN], STACK_SETTINGS[Stack.TORCHTITAN]
+    changed = {k for k, v in vars(torchtitan).items() if vars(trainplan)[k] != v}
+    assert changed == {"loss_chunk_tokens"}  # torchtitan: full fp32 logits, otherwise the same PyTorch
+
+
+def test_emit_refuses_a_plan_of_another_stack_in_one_line(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    args = ["--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
+    args += ["--seq-len", "2048", "--stack", "megatron-core", "--out", str(plan)]
+    _estimate(capsys, *args)
+    assert json.loads(plan.read_text())["stack"] == "megatron-core"
+    assert main(["emit", str(plan), "--out", str(tmp_path / "job")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "megatron-core stack" in err
+    assert not (tmp_path / "job").exists()
+
+
+def test_explain_re_estimates_for_another_stack(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    args = ["--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "2"]
+    own = _estimate(capsys, *args, "--seq-len", "4096", "--out", str(plan))
+    assert main(["explain", str(plan), "--stack", "torchtitan", "--json"]) == 0
+    titan = json.loads(capsys.readouterr().out)["plan"]
+    # torchtitan holds the full fp32 logits: more memory than trainplan's chunked loss
+    assert titan["memory"]["peak_gib"] > own["memory"]["peak_gib"]
+    assert main(["explain", str(plan), "--stack", "tensorflow"]) == 2

@@ -1,0 +1,119 @@
+"""``trainplan calibrate``: measure this machine's achievable rates for the catalog.
+
+What it runs, each the median of timed repeats after warm-ups: a square dense GEMM in the training
+dtype (bf16 on CUDA, fp32 on CPU, where only the file format and the merge are of use), PyTorch
+SDPA causal attention forward and backward at head dim 128 (the kernel trainplan's trainer runs;
+FLOPs counted as FlashAttention-2 does: forward 2 x 2 s^2 d per head halved for the causal mask,
+backward 2.5 x forward), and a large device copy (bytes read + written). The result is a
+calibration file (planner/catalog/calibration.py) that ``--calibration`` merges over the catalog.
+Collectives by message size are not measured yet (the catalog has no field for them).
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes of one sweep; ``quick`` and the CPU use smaller ones."""
+
+    gemm_n: int
+    attention_seq: int
+    attention_heads: int
+    copy_bytes: int
+    repeats: int
+    warmups: int
+
+
+def sizes_for(device: torch.device, quick: bool) -> Sizes:
+    if device.type == "cpu":  # tiny: a CPU run checks the format, not the numbers
+        return Sizes(gemm_n=128, attention_seq=128, attention_heads=2, copy_bytes=1 << 20, repeats=3, warmups=1)
+    if quick:
+        return Sizes(gemm_n=4096, attention_seq=2048, attention_heads=16, copy_bytes=1 << 30, repeats=5, warmups=2)
+    return Sizes(gemm_n=8192, attention_seq=4096, attention_heads=32, copy_bytes=4 << 30, repeats=10, warmups=3)
+
+
+def _seconds(device: torch.device, fn: Callable[[], object], sizes: Sizes) -> float:
+    """Median wall time of ``fn`` (synchronised on CUDA)."""
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(sizes.warmups):
+        fn()
+    sync()
+    times = []
+    for _ in range(sizes.repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def gemm_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> float:
+    n = sizes.gemm_n
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    return 2.0 * n**3 / _seconds(device, lambda: a @ b, sizes) / 1e12
+
+
+def attention_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> tuple[float, float]:
+    """(forward, backward) TFLOP/s of causal SDPA at head dim 128."""
+    shape = (1, sizes.attention_heads, sizes.attention_seq, 128)
+    q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+    forward_flops = 4.0 * sizes.attention_heads * sizes.attention_seq**2 * 128 / 2
+    fwd = _seconds(device, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), sizes)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    grad = torch.randn_like(out)
+
+    def backward() -> None:
+        torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), grad)
+
+    both = _seconds(device, backward, sizes)
+    return forward_flops / fwd / 1e12, 2.5 * forward_flops / max(both - fwd, 1e-9) / 1e12
+
+
+def copy_tbps(device: torch.device, sizes: Sizes) -> float:
+    src = torch.empty(sizes.copy_bytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return 2.0 * sizes.copy_bytes / _seconds(device, lambda: dst.copy_(src), sizes) / 1e12
+
+
+def machine_info(device: torch.device, driver: str | None) -> dict[str, str]:
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or 'host'})"
+    return {
+        "host": platform.node() or "unknown",
+        "device": name,
+        "driver": driver or ("unknown" if device.type == "cuda" else "none (cpu)"),
+        "date": datetime.date.today().isoformat(),
+        "software": f"torch {torch.__version__}",
+    }
+
+
+def measure(device: torch.device, quick: bool, progress: Callable[[int, int, str], None]) -> dict[str, float]:
+    """The achievable-rate fields of one GPU (file units), measured on ``device``."""
+    sizes = sizes_for(device, quick)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    progress(0, 3, f"GEMM {sizes.gemm_n}^3 {str(dtype).removeprefix('torch.')}")
+    gemm = gemm_tflops(device, dtype, sizes)
+    progress(1, 3, f"SDPA causal, {sizes.attention_heads} heads x {sizes.attention_seq} tokens x 128")
+    fwd, bwd = attention_tflops(device, dtype, sizes)
+    progress(2, 3, f"copy {sizes.copy_bytes / 2**20:,.0f} MiB")
+    copy = copy_tbps(device, sizes)
+    progress(3, 3, "done")
+    return {
+        "gemm_bf16_tflops_achieved": gemm,
+        "attention_fwd_tflops_achieved": fwd,
+        "attention_bwd_tflops_achieved": bwd,
+        "hbm_copy_tbps_achieved": copy,
+    }

@@ -1,0 +1,162 @@
+"""Held-out accuracy per GPU generation: every setting fitted on published rows is re-fitted
+without the generation being scored (leave-one-generation-out), then that generation is predicted.
+
+What is fitted where (docs/validation.md):
+
+- on the published Megatron-Core-family rows (S3, S13, S14): the Megatron-Core profile's
+  ``attention_kernel_factor`` and ``tp_comm_overlap`` (``MC_GRID``); re-fitted here on the other
+  generations' rows for each generation scored;
+- on the H200 runs (trainplan's own stack): host dispatch, GEMM shape, attention shape fraction
+  and eager bandwidth fraction; no published row runs that stack, so the H200 figure is the
+  leave-one-run-out error of ``bench/crossval_h200.py`` (``h200_leave_one_out``), and for the
+  published generations these settings were fitted on another generation;
+- everything else is a measurement, a published figure or a derivation (hw_catalog, settings).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, ModelingSettings
+from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
+from validation.published import PublishedRun, Stack, compare_published
+
+# GPU generation of each catalog id the published rows use.
+GENERATIONS = {
+    "a100-80gb-sxm": "A100",
+    "a100-40gb-sxm": "A100",
+    "h100-sxm": "H100",
+    "h200-sxm": "H200",
+    "b200": "B200/GB200",
+    "gb200": "B200/GB200",
+}
+GENERATION_ORDER = ("A100", "H100", "B200/GB200", "H200")
+
+# The Megatron-Core settings fitted on published rows, and the grid they are re-fitted over.
+MC_GRID: dict[str, list[float]] = {
+    "attention_kernel_factor": [0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6],
+    "tp_comm_overlap": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+}
+
+# The H200-fitted settings and their grid (bench/crossval_h200.py).
+H200_GRID: dict[str, list[float]] = {
+    "host_overhead_per_block_s": [3e-3, 4e-3, 5.5e-3, 7e-3],
+    "matmul_half_dim": [64, 96, 192, 384],
+    # the old attention_peak_fraction grid 0.35 / 0.5 / 0.65 in this setting's units
+    "attention_shape_fraction": [0.59, 0.845, 1.1],
+    "hbm_bandwidth_fraction": [0.5, 0.6, 0.75, 0.9],
+}
+
+
+def generation(run: PublishedRun) -> str:
+    return GENERATIONS.get(run.gpu_id, run.gpu_id)
+
+
+def _grid(grid: dict[str, list[float]]) -> list[dict[str, float]]:
+    return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One scored row predicted with settings fitted without its generation."""
+
+    generation: str
+    source: str
+    name: str
+    error: float  # (predicted - measured) / measured tokens/s (H200: step-time based, same sign)
+    fitted_error: float  # with the shipped settings (fitted on everything)
+    fit: dict[str, float]  # the settings re-fitted without this generation
+
+
+def _errors(runs: list[PublishedRun], choice: dict[str, float]) -> np.ndarray:
+    profile = MEGATRON_CORE_SETTINGS.but(**choice)
+    return np.array([c.error for c in compare_published(runs, {Stack.MEGATRON_CORE: profile})])
+
+
+def published_leave_one_generation_out(runs: list[PublishedRun]) -> list[HeldOut]:
+    """Every comparable published row, its Megatron-Core settings re-fitted (grid, mean |error|)
+    on the comparable Megatron-Core rows of the other generations."""
+    shipped = compare_published(runs)
+    scored = [(r, c) for r, c in zip(runs, shipped, strict=True) if c.excluded is None]
+    runs = [r for r, _ in scored]
+    choices = _grid(MC_GRID)
+    errors = np.stack([_errors(runs, choice) for choice in choices])  # [choice, row]
+    uses_mc = np.array([r.stack == Stack.MEGATRON_CORE for r in runs])
+    gens = np.array([generation(r) for r in runs])
+    out = []
+    for gen in dict.fromkeys(gens):
+        train = uses_mc & (gens != gen)
+        best = int(np.argmin(np.abs(errors[:, train]).mean(axis=1))) if train.any() else None
+        for i in np.flatnonzero(gens == gen):
+            run, fitted = scored[i]
+            uses = best is not None and uses_mc[i]
+            out.append(
+                HeldOut(
+                    generation=gen,
+                    source=run.source,
+                    name=f"{run.row_id} {run.model_name}",
+                    error=float(errors[best, i]) if uses and best is not None else fitted.error,
+                    fitted_error=fitted.error,
+                    fit=choices[best] if uses and best is not None else {},
+                )
+            )
+    return out
+
+
+def h200_leave_one_out(settings: ModelingSettings = DEFAULT_SETTINGS) -> list[HeldOut]:
+    """The H200 runs, the four H200-fitted settings re-fitted on the other eight each time.
+    Tokens/s error = measured / predicted step - 1 (tokens per step are fixed)."""
+    rows = read_h200_runs(DEFAULT_H200_RUNS)
+    choices = _grid(H200_GRID)
+    step = np.array([[c.error for c in compare_h200(rows, settings.but(**ch))["step"]] for ch in choices])
+    shipped = [c.error for c in compare_h200(rows, settings)["step"]]
+    out = []
+    for i, row in enumerate(rows):
+        best = int(np.argmin(np.delete(np.abs(step), i, axis=1).mean(axis=1)))
+        out.append(
+            HeldOut(
+                generation="H200",
+                source="calibration",
+                name=row.name,
+                error=_tokens_error(step[best, i]),
+                fitted_error=_tokens_error(shipped[i]),
+                fit=choices[best],
+            )
+        )
+    return out
+
+
+def _tokens_error(step_error: float) -> float:
+    """A step-time error as a tokens/s error: tokens/s = tokens / step."""
+    return 1.0 / (1.0 + step_error) - 1.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    group: str
+    rows: int
+    mean_signed: float
+    mean_abs: float
+    worst: float
+
+
+def summarise(items: Iterable[HeldOut], key, fitted: bool = False) -> list[Summary]:
+    """Mean signed and mean absolute error per group (``key`` maps a row to its group)."""
+    groups: dict[str, list[float]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item.fitted_error if fitted else item.error)
+    return [
+        Summary(
+            group=g,
+            rows=len(e),
+            mean_signed=float(np.mean(e)),
+            mean_abs=float(np.mean(np.abs(e))),
+            worst=float(max(e, key=abs)) if e else math.nan,
+        )
+        for g, e in groups.items()
+    ]
