@@ -246,7 +246,7 @@ def _llama_like(cfg: _Config, family: str) -> dict:
     elif family == "mixtral":
         fields["num_experts"] = cfg.size("num_local_experts", limit=_MAX_EXPERTS, default=8)
         fields["experts_per_token"] = cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=2)
-    return fields
+    return fields | _sliding_window(cfg, family, fields["num_layers"])
 
 
 _GELU_LAYERNORM = dict(mlp="gelu", norm="layernorm", norm_bias=True, mlp_bias=True)
@@ -336,6 +336,172 @@ def _bloom(cfg: _Config) -> dict:
     )
 
 
+def _layer_kinds(cfg: _Config, layers: int) -> list[str] | None:
+    """The config's ``layer_types`` list (transformers >= 4.53 writes one), or None."""
+    kinds = cfg.data.get("layer_types")
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
+        raise cfg.error(f"'layer_types' must list one attention type per layer ({layers})")
+    return kinds
+
+
+def _sliding_window(cfg: _Config, family: str, layers: int) -> dict:
+    """Window size and windowed layer count, as transformers builds them: Mistral and Phi-3
+    window every layer when ``sliding_window`` is set (Mistral's default 4096); Qwen windows
+    layers from ``max_window_layers`` on, only with ``use_sliding_window``; Gemma 2 every other
+    layer from the first, Gemma 3 all but every ``sliding_window_pattern``-th (6). A
+    ``layer_types`` list, when present, is what counts."""
+    default = {"mistral": 4096, "gemma2": 4096, "gemma3": 4096}.get(family)
+    present = "sliding_window" in cfg.data
+    window = cfg.size("sliding_window", limit=_MAX_POSITIONS, default=0) if present else default
+    if family in ("qwen2", "qwen3", "qwen3_moe") and not cfg.flag("use_sliding_window", False):
+        window = None
+    if not window:
+        return {}
+    kinds = _layer_kinds(cfg, layers)
+    if kinds is not None:
+        count = sum(kind == "sliding_attention" for kind in kinds)
+    elif family == "gemma2":
+        count = (layers + 1) // 2
+    elif family == "gemma3":
+        count = layers - layers // cfg.size("sliding_window_pattern", limit=_MAX_LAYERS, default=6)
+    elif family in ("qwen2", "qwen3", "qwen3_moe"):
+        count = layers - min(layers, cfg.size("max_window_layers", limit=_MAX_LAYERS, default=28))
+    else:
+        count = layers
+    return dict(sliding_window=window, sliding_layers=count) if count else {}
+
+
+def _decoder(cfg: _Config, family: str, kv_default: int | None, head_dim_default: int | None, **defaults) -> dict:
+    """The keys the newer RMSNorm/RoPE decoders share (Qwen3, Gemma, Phi-3, OLMo 2, DeepSeek);
+    ``defaults`` are the family's transformers defaults for absent optional keys."""
+    fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
+    heads, hidden = fields["num_heads"], fields["hidden_size"]
+    head_dim = cfg.size("head_dim", limit=_MAX_HIDDEN, default=head_dim_default or hidden // heads)
+    bias = cfg.flag("attention_bias", False)
+    fields.update(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
+        num_kv_heads=cfg.size("num_key_value_heads", limit=_MAX_HEADS, default=kv_default or heads),
+        max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=defaults["max_seq_len"]),
+        tied_embeddings=cfg.flag("tie_word_embeddings", defaults.get("tied", False)),
+        qkv_bias=bias,
+        out_bias=bias,
+    )
+    if head_dim * heads != hidden:  # keep specs canonical: None = hidden / heads
+        fields["head_dim"] = head_dim
+    return fields | _sliding_window(cfg, family, fields["num_layers"])
+
+
+def _qwen3(cfg: _Config) -> dict:
+    """Qwen3: Llama with per-head q/k RMSNorm and no qkv bias (transformers' default head_dim 128)."""
+    return _decoder(cfg, "qwen3", 32, 128, max_seq_len=32768) | dict(qk_norm="head")
+
+
+def _qwen3_moe(cfg: _Config) -> dict:
+    """Qwen3-MoE: ``num_experts`` experts of ``moe_intermediate_size``; the layers listed in
+    ``mlp_only_layers`` or off the ``decoder_sparse_step`` have a dense MLP of ``intermediate_size``."""
+    fields = _decoder(cfg, "qwen3_moe", 4, None, max_seq_len=32768) | dict(qk_norm="head")
+    layers = fields["num_layers"]
+    step = cfg.size("decoder_sparse_step", limit=_MAX_LAYERS, default=1)
+    dense_only = cfg.data.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise cfg.error("'mlp_only_layers' must be a list of layer indices")
+    dense = sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
+    return fields | dict(
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=_MAX_FFN, default=768),
+        num_experts=cfg.size("num_experts", limit=_MAX_EXPERTS, default=128),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=8),
+        dense_layers=dense,
+    )
+
+
+_GEMMA = dict(mlp="geglu", norm_placement="sandwich", embedding_scale=True)
+
+
+def _gemma2(cfg: _Config) -> dict:
+    """Gemma 2: GeGLU, four norms per block, scaled tied embeddings, alternating local/global
+    attention, tanh soft-caps on attention scores (50) and logits (30)."""
+    fields = _decoder(cfg, "gemma2", 4, 256, max_seq_len=8192, tied=True) | _GEMMA
+    caps = {}
+    for key, field, default in (("attn_logit_softcapping", "attn_softcap", 50.0), ("final_logit_softcapping", "final_softcap", 30.0)):
+        value = cfg.data.get(key, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise cfg.error(f"{key!r} must be a positive number or null, got {value!r}")
+        caps[field] = None if value is None else float(value)
+    return fields | caps
+
+
+def _gemma3_text(cfg: _Config) -> dict:
+    """Gemma 3 (text): Gemma 2's block with per-head q/k norms instead of the attention soft-cap
+    and five local layers per global one."""
+    base = _decoder(cfg, "gemma3", 4, 256, max_seq_len=131072, tied=True) | _GEMMA | dict(qk_norm="head")
+    cap = cfg.data.get("final_logit_softcapping")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
+        raise cfg.error(f"'final_logit_softcapping' must be a positive number or null, got {cap!r}")
+    return base | (dict(final_softcap=float(cap)) if cap is not None else {})
+
+
+def _gemma3(cfg: _Config) -> dict:
+    """Gemma 3 multimodal checkpoints (4B and up): the language model's ``text_config``; the
+    vision tower is not planned. The released configs omit the vocabulary (transformers: 262208)."""
+    text = cfg.section("text_config")
+    data = {"vocab_size": 262208, **{k: v for k, v in text.data.items() if v is not None}}
+    return _gemma3_text(_Config(cfg.path, data))
+
+
+def _phi3(cfg: _Config) -> dict:
+    """Phi-3: Llama's shapes with fused qkv and gate/up weights; a ``sliding_window`` (2047 in
+    Phi-3-mini-4k) applies to every layer."""
+    return _decoder(cfg, "phi3", None, None, max_seq_len=4096) | dict(fused_projections=True)
+
+
+def _olmo2(cfg: _Config) -> dict:
+    """OLMo 2: norms after each sub-layer (before the residual add) and RMSNorm over the whole
+    q and k projections."""
+    return _decoder(cfg, "olmo2", None, None, max_seq_len=2048) | dict(norm_placement="post", qk_norm="full")
+
+
+def _deepseek_v3(cfg: _Config) -> dict:
+    """DeepSeek-V3: MLA, ``first_k_dense_replace`` dense blocks, then ``n_routed_experts``
+    routed (``num_experts_per_tok`` per token) + ``n_shared_experts`` shared experts of
+    ``moe_intermediate_size``; ``num_nextn_predict_layers`` MTP modules (counted apart).
+    transformers makes every layer from k on a MoE block (``moe_layer_freq`` is not read)."""
+    if cfg.flag("attention_bias", False):
+        raise cfg.error("attention_bias is not supported for deepseek_v3")
+    fields = _decoder(cfg, "deepseek_v3", None, None, max_seq_len=4096)
+    rope = cfg.size("qk_rope_head_dim", limit=_MAX_HIDDEN, default=64)
+    nope = cfg.size("qk_nope_head_dim", limit=_MAX_HIDDEN, default=128)
+    # Absent: transformers' default 1536; an explicit null: one q projection (DeepSeek-V2-Lite).
+    q_lora = None if "q_lora_rank" in cfg.data and cfg.data["q_lora_rank"] is None else 1536
+    if cfg.data.get("q_lora_rank") is not None:
+        q_lora = cfg.size("q_lora_rank", limit=_MAX_HIDDEN)
+    mla = dict(
+        q_lora_rank=q_lora,
+        kv_lora_rank=cfg.size("kv_lora_rank", limit=_MAX_HIDDEN, default=512),
+        qk_rope_head_dim=rope,
+        v_head_dim=cfg.size("v_head_dim", limit=_MAX_HIDDEN, default=128),
+    )
+    dense = min(fields["num_layers"], cfg.size("first_k_dense_replace", limit=_MAX_LAYERS, default=3))
+    fields.pop("head_dim", None)
+    mtp = cfg.data.get("num_nextn_predict_layers", 1)
+    if isinstance(mtp, bool) or not isinstance(mtp, int) or mtp < 0:
+        raise cfg.error(f"'num_nextn_predict_layers' must be a non-negative integer, got {mtp!r}")
+    return fields | dict(
+        head_dim=nope + rope,
+        num_kv_heads=fields["num_heads"],
+        mla=mla,
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=_MAX_FFN, default=2048),
+        num_experts=cfg.size("n_routed_experts", limit=_MAX_EXPERTS, default=256),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=8),
+        shared_experts=cfg.size("n_shared_experts", limit=_MAX_EXPERTS, default=1),
+        dense_layers=dense,
+        mtp_layers=mtp,
+    )
+
+
 _READERS: dict[str, Callable[[_Config], dict]] = {
     "llama": lambda cfg: _llama_like(cfg, "llama"),
     "mistral": lambda cfg: _llama_like(cfg, "mistral"),
@@ -345,6 +511,14 @@ _READERS: dict[str, Callable[[_Config], dict]] = {
     "gpt_neox": _gpt_neox,
     "mpt": _mpt,
     "bloom": _bloom,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "gemma2": _gemma2,
+    "gemma3": _gemma3,
+    "gemma3_text": _gemma3_text,
+    "phi3": _phi3,
+    "olmo2": _olmo2,
+    "deepseek_v3": _deepseek_v3,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 

@@ -99,7 +99,10 @@ def stage_params(model: ModelSpec, c: Candidates, last_stage: bool) -> StagePara
     else:
         root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, counts.embedding)
     return StageParams(
-        blocks=layers_per_stage(model, c) * counts.per_layer, root=root.astype(float), per_block=float(counts.per_layer)
+        # The heaviest blocks when they differ (DeepSeek: a stage of expert blocks, not its dense ones).
+        blocks=counts.heaviest_blocks(layers_per_stage(model, c)),
+        root=root.astype(float),
+        per_block=float(counts.per_layer),
     )
 
 
