@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.model.block import Part, block_table, layer_tables, mtp_module_params, root_table
