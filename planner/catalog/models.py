@@ -336,6 +336,16 @@ def _bloom(cfg: _Config) -> dict:
     )
 
 
+def _layer_count(cfg: _Config, key: str, default: int) -> int:
+    """A non-negative number of layers (0 is meaningful: no dense layers, no MTP module)."""
+    value = cfg.data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_LAYERS:
+        raise cfg.error(f"{key!r} must be an integer in 0..{_MAX_LAYERS}, got {value!r}")
+    return value
+
+
 def _layer_kinds(cfg: _Config, layers: int) -> list[str] | None:
     """The config's ``layer_types`` list (transformers >= 4.53 writes one), or None."""
     kinds = cfg.data.get("layer_types")
@@ -483,11 +493,9 @@ def _deepseek_v3(cfg: _Config) -> dict:
         qk_rope_head_dim=rope,
         v_head_dim=cfg.size("v_head_dim", limit=_MAX_HIDDEN, default=128),
     )
-    dense = min(fields["num_layers"], cfg.size("first_k_dense_replace", limit=_MAX_LAYERS, default=3))
+    dense = min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", 3))
     fields.pop("head_dim", None)
-    mtp = cfg.data.get("num_nextn_predict_layers", 1)
-    if isinstance(mtp, bool) or not isinstance(mtp, int) or mtp < 0:
-        raise cfg.error(f"'num_nextn_predict_layers' must be a non-negative integer, got {mtp!r}")
+    mtp = _layer_count(cfg, "num_nextn_predict_layers", 1)
     return fields | dict(
         head_dim=nope + rope,
         num_kv_heads=fields["num_heads"],

@@ -468,7 +468,7 @@ def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
     final_norm, final_norm_saved = _norm_rows(model, "final norm", hf_modules)
     elementwise = []
     if model.embedding_scale:
-        elementwise.append(Elementwise("embedding scale", Part.OTHER, 2 * h, tp_split=False))
+        elementwise.append(Elementwise("embedding scale", Part.OTHER, 2 * h))
     if model.final_softcap is not None:
         elementwise.append(Elementwise("logit soft-cap", Part.OTHER, 3 * 2 * v))  # divide, tanh, multiply
     return RootTable(

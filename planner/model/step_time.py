@@ -133,6 +133,10 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
+    # Passes around the embedding and head (Gemma's embedding scaling, the logit soft-cap).
+    root_passes = sum(e.elements for e in root_table(model).elementwise)
+    if root_passes:
+        loss = loss + 3.0 * root_passes * tokens / c.tp * compute_dtype_bytes(c)
     scores = unfused_attention_bytes(model, c, s) / (c.hbm_bandwidth * s.streaming_bandwidth_fraction)
     memory_bound = (elementwise + loss) / (c.hbm_bandwidth * s.hbm_bandwidth_fraction) + scores
     return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}
