@@ -106,11 +106,102 @@ def _build_presets() -> dict[str, ModelSpec]:
             "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mixtral", num_experts=8, experts_per_token=2
         ),
     ]
-    presets = {spec.name: spec for spec in specs}
+    presets = {spec.name: spec for spec in specs + _family_presets()}
     # Llama 3.1 has the same weights' shapes as Llama 3; only the context length grew.
     for alias, base in (("llama3.1-8b", "llama3-8b"), ("llama3.1-70b", "llama3-70b")):
         presets[alias] = presets[base].model_copy(update={"name": alias, "max_seq_len": 131072})
     return presets
+
+
+def _family_presets() -> list[ModelSpec]:
+    """The released models of the newer families, as their config.json files read
+    (tests/planner/test_model_families.py checks each against tests/data/hf_configs)."""
+    qwen3 = dict(family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
+    gemma = dict(mlp="geglu", norm_placement="sandwich", embedding_scale=True, head_dim=256, norm_eps=1e-6)
+    return [
+        _llama("qwen3-8b", 36, 4096, 12288, 32, 8, 151936, 40960, **qwen3),
+        _llama(
+            "qwen3-30b-a3b",
+            48,
+            2048,
+            768,
+            32,
+            4,
+            151936,
+            40960,
+            **(qwen3 | dict(family="qwen3_moe", head_dim=128, num_experts=128, experts_per_token=8, dense_ffn_hidden_size=6144)),
+        ),
+        _llama(
+            "gemma2-9b",
+            42,
+            3584,
+            14336,
+            16,
+            8,
+            256000,
+            8192,
+            tied=True,
+            family="gemma2",
+            sliding_window=4096,
+            sliding_layers=21,
+            attn_softcap=50.0,
+            final_softcap=30.0,
+            rope_theta=10000.0,
+            **gemma,
+        ),
+        _llama(
+            "phi3-mini",
+            32,
+            3072,
+            8192,
+            32,
+            32,
+            32064,
+            4096,
+            family="phi3",
+            fused_projections=True,
+            sliding_window=2047,
+            sliding_layers=32,
+            rope_theta=10000.0,
+            norm_eps=1e-5,
+        ),
+        _llama(
+            "olmo2-7b",
+            32,
+            4096,
+            11008,
+            32,
+            32,
+            100352,
+            4096,
+            family="olmo2",
+            qk_norm="full",
+            norm_placement="post",
+            rope_theta=5e5,
+            norm_eps=1e-6,
+        ),
+        _llama(
+            "deepseek-v3",
+            61,
+            7168,
+            2048,
+            128,
+            128,
+            129280,
+            163840,
+            family="deepseek_v3",
+            head_dim=192,
+            mla=dict(q_lora_rank=1536, kv_lora_rank=512, qk_rope_head_dim=64, v_head_dim=128),
+            num_experts=256,
+            experts_per_token=8,
+            shared_experts=1,
+            dense_layers=3,
+            dense_ffn_hidden_size=18432,
+            mtp_layers=1,
+            rope_theta=10000.0,
+            norm_eps=1e-6,
+        ),
+    ]
 
 
 _PRESETS = _build_presets()
@@ -383,6 +474,15 @@ def _sliding_window(cfg: _Config, family: str, layers: int) -> dict:
     return dict(sliding_window=window, sliding_layers=count) if count else {}
 
 
+def _positive_number(cfg: _Config, key: str, default: float) -> float:
+    value = cfg.data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise cfg.error(f"{key!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
 def _decoder(cfg: _Config, family: str, kv_default: int | None, head_dim_default: int | None, **defaults) -> dict:
     """The keys the newer RMSNorm/RoPE decoders share (Qwen3, Gemma, Phi-3, OLMo 2, DeepSeek);
     ``defaults`` are the family's transformers defaults for absent optional keys."""
@@ -397,6 +497,8 @@ def _decoder(cfg: _Config, family: str, kv_default: int | None, head_dim_default
         tied_embeddings=cfg.flag("tie_word_embeddings", defaults.get("tied", False)),
         qkv_bias=bias,
         out_bias=bias,
+        rope_theta=_positive_number(cfg, "rope_theta", defaults.get("rope_theta", 10000.0)),
+        norm_eps=_positive_number(cfg, "rms_norm_eps", defaults.get("norm_eps", 1e-6)),
     )
     if head_dim * heads != hidden:  # keep specs canonical: None = hidden / heads
         fields["head_dim"] = head_dim
@@ -405,13 +507,13 @@ def _decoder(cfg: _Config, family: str, kv_default: int | None, head_dim_default
 
 def _qwen3(cfg: _Config) -> dict:
     """Qwen3: Llama with per-head q/k RMSNorm and no qkv bias (transformers' default head_dim 128)."""
-    return _decoder(cfg, "qwen3", 32, 128, max_seq_len=32768) | dict(qk_norm="head")
+    return _decoder(cfg, "qwen3", 32, 128, max_seq_len=32768, rope_theta=1e6) | dict(qk_norm="head")
 
 
 def _qwen3_moe(cfg: _Config) -> dict:
     """Qwen3-MoE: ``num_experts`` experts of ``moe_intermediate_size``; the layers listed in
     ``mlp_only_layers`` or off the ``decoder_sparse_step`` have a dense MLP of ``intermediate_size``."""
-    fields = _decoder(cfg, "qwen3_moe", 4, None, max_seq_len=32768) | dict(qk_norm="head")
+    fields = _decoder(cfg, "qwen3_moe", 4, None, max_seq_len=32768, rope_theta=1e6) | dict(qk_norm="head")
     layers = fields["num_layers"]
     step = cfg.size("decoder_sparse_step", limit=_MAX_LAYERS, default=1)
     dense_only = cfg.data.get("mlp_only_layers") or []
@@ -435,7 +537,10 @@ def _gemma2(cfg: _Config) -> dict:
     attention, tanh soft-caps on attention scores (50) and logits (30)."""
     fields = _decoder(cfg, "gemma2", 4, 256, max_seq_len=8192, tied=True) | _GEMMA
     caps = {}
-    for key, field, default in (("attn_logit_softcapping", "attn_softcap", 50.0), ("final_logit_softcapping", "final_softcap", 30.0)):
+    for key, field, default in (
+        ("attn_logit_softcapping", "attn_softcap", 50.0),
+        ("final_logit_softcapping", "final_softcap", 30.0),
+    ):
         value = cfg.data.get(key, default)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise cfg.error(f"{key!r} must be a positive number or null, got {value!r}")
@@ -464,13 +569,13 @@ def _gemma3(cfg: _Config) -> dict:
 def _phi3(cfg: _Config) -> dict:
     """Phi-3: Llama's shapes with fused qkv and gate/up weights; a ``sliding_window`` (2047 in
     Phi-3-mini-4k) applies to every layer."""
-    return _decoder(cfg, "phi3", None, None, max_seq_len=4096) | dict(fused_projections=True)
+    return _decoder(cfg, "phi3", None, None, max_seq_len=4096, norm_eps=1e-5) | dict(fused_projections=True)
 
 
 def _olmo2(cfg: _Config) -> dict:
     """OLMo 2: norms after each sub-layer (before the residual add) and RMSNorm over the whole
     q and k projections."""
-    return _decoder(cfg, "olmo2", None, None, max_seq_len=2048) | dict(norm_placement="post", qk_norm="full")
+    return _decoder(cfg, "olmo2", None, None, max_seq_len=2048, norm_eps=1e-5) | dict(norm_placement="post", qk_norm="full")
 
 
 def _deepseek_v3(cfg: _Config) -> dict:

@@ -125,6 +125,10 @@ class ModelSpec(BaseModel):
     embedding_scale: bool = False  # Gemma: embeddings multiplied by sqrt(hidden)
     fused_projections: bool = False  # Phi-3: one qkv and one gate/up weight (same shapes in sum)
     mla: LatentAttention | None = None
+    # RoPE base and norm epsilon for the native trainer (None: its defaults, 10000 and 1e-5);
+    # read from the config by the newer families' readers. No effect on the planner's figures.
+    rope_theta: float | None = Field(None, gt=0)
+    norm_eps: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

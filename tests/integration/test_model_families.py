@@ -46,7 +46,9 @@ def _layer_counts(model: torch.nn.Module, num_layers: int) -> list[int]:
 
 def _spec_layer_counts(spec: ModelSpec) -> list[int]:
     counts = spec.param_counts()
-    return sorted([counts.dense_per_layer] * counts.dense_layers + [counts.per_layer] * (spec.num_layers - counts.dense_layers))
+    return sorted(
+        [counts.dense_per_layer] * counts.dense_layers + [counts.per_layer] * (spec.num_layers - counts.dense_layers)
+    )
 
 
 def _check(tmp_path: Path, data: dict) -> ModelSpec:

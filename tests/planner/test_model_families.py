@@ -197,3 +197,21 @@ def test_estimate_reports_the_model():
     assert (est.model.params, est.model.active_params) == (spec.num_params(), spec.num_active_params())
     assert est.model.family == "qwen3_moe" and not est.model.native
     assert json.loads(est.model_dump_json())["model"]["active_params"] == spec.num_active_params()
+
+
+@pytest.mark.parametrize(
+    "preset, model_type",
+    [
+        ("qwen3-8b", "qwen3"),
+        ("qwen3-30b-a3b", "qwen3_moe"),
+        ("gemma2-9b", "gemma2"),
+        ("phi3-mini", "phi3"),
+        ("olmo2-7b", "olmo2"),
+        ("deepseek-v3", "deepseek_v3"),
+    ],
+)
+def test_presets_are_the_stored_configs(preset, model_type):
+    from planner.catalog.models import get_preset
+
+    spec = get_preset(preset)
+    assert spec == _spec(model_type).model_copy(update={"name": preset})
