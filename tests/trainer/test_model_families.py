@@ -105,3 +105,14 @@ def test_gemma_and_deepseek_run_through_transformers():
     for model_type in ("gemma2", "gemma3_text", "deepseek_v3", "qwen3_moe"):
         spec = model_from_hf_config(DATA / "hf_configs" / f"{model_type}.json")
         assert native_unsupported(spec), model_type
+
+
+@pytest.mark.parametrize("preset", ["qwen3-8b", "qwen3-30b-a3b", "gemma2-9b", "phi3-mini", "olmo2-7b", "deepseek-v3"])
+def test_hf_builds_the_family_presets(preset):
+    """``impl hf`` for a preset (no config.json): transformers builds exactly the spec's weights."""
+    from planner.catalog.models import get_preset
+    from trainer.hf_model import build_hf_model
+
+    spec = get_preset(preset)
+    model = build_hf_model(spec, None, seq_len=4096)
+    assert sum(p.numel() for p in model.parameters()) == spec.num_params()
