@@ -129,7 +129,12 @@ def _family_presets() -> list[ModelSpec]:
             4,
             151936,
             40960,
-            **(qwen3 | dict(family="qwen3_moe", head_dim=128, num_experts=128, experts_per_token=8, dense_ffn_hidden_size=6144)),
+            **(
+                qwen3
+                | dict(
+                    family="qwen3_moe", head_dim=128, num_experts=128, experts_per_token=8, dense_ffn_hidden_size=6144
+                )
+            ),
         ),
         _llama(
             "gemma2-9b",
@@ -575,7 +580,9 @@ def _phi3(cfg: _Config) -> dict:
 def _olmo2(cfg: _Config) -> dict:
     """OLMo 2: norms after each sub-layer (before the residual add) and RMSNorm over the whole
     q and k projections."""
-    return _decoder(cfg, "olmo2", None, None, max_seq_len=2048, norm_eps=1e-5) | dict(norm_placement="post", qk_norm="full")
+    return _decoder(cfg, "olmo2", None, None, max_seq_len=2048, norm_eps=1e-5) | dict(
+        norm_placement="post", qk_norm="full"
+    )
 
 
 def _deepseek_v3(cfg: _Config) -> dict:

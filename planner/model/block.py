@@ -378,7 +378,9 @@ def _feed_forward_rows(model: ModelSpec, dense: bool) -> _Rows:
     rows = _mlp_rows(model, "experts", f, model.num_experts, model.experts_per_token)
     if model.shared_experts:
         rows += _mlp_rows(model, "shared experts", f * model.shared_experts)
-    return rows + _Rows(gemms=(Gemm("router", Part.ROUTER, model.hidden_size, model.num_experts, TpSplit.NONE, timed=False),))
+    return rows + _Rows(
+        gemms=(Gemm("router", Part.ROUTER, model.hidden_size, model.num_experts, TpSplit.NONE, timed=False),)
+    )
 
 
 def _block_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:

@@ -43,14 +43,14 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM), experts (MoE); empty for the Llama and GPT-2/3 families."""
+    an embedding norm (BLOOM), Gemma's block, MLA, experts (MoE); empty for the Llama relatives
+    and the GPT-2/3 family."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
     found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
     found += [
-        f"{field}={getattr(model, field)!r}"
-        for field in ("attn_softcap", "final_softcap", "mla")
-        if getattr(model, field)
+        f"{field}={getattr(model, field)!r}" for field in ("attn_softcap", "final_softcap") if getattr(model, field)
     ]
+    found += ["mla (latent attention)"] if model.mla is not None else []
     if 0 < model.sliding_layers < model.num_layers:
         found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])

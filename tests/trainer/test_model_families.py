@@ -32,7 +32,10 @@ _TINY = dict(
 
 # (config.json keys, native -> HF norm names). Phi-3's fused weights are split below.
 FAMILIES = {
-    "qwen3": ({"head_dim": 16, "rope_theta": 1e6, "rms_norm_eps": 1e-6}, ("input_layernorm", "post_attention_layernorm")),
+    "qwen3": (
+        {"head_dim": 16, "rope_theta": 1e6, "rms_norm_eps": 1e-6},
+        ("input_layernorm", "post_attention_layernorm"),
+    ),
     "olmo2": ({"rope_theta": 5e5, "rms_norm_eps": 1e-6}, ("post_attention_layernorm", "post_feedforward_layernorm")),
     "phi3": ({"sliding_window": 8}, ("input_layernorm", "post_attention_layernorm")),
     "mistral": ({"sliding_window": 8, "head_dim": 16}, ("input_layernorm", "post_attention_layernorm")),
