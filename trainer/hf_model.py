@@ -76,7 +76,7 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
 
     if spec.family in FAMILY_CONFIGS:
         family = "gemma3_text" if spec.family == "gemma3" else spec.family  # the text model only
-        common: dict[str, Any] = dict(
+        shapes: dict[str, Any] = dict(
             vocab_size=spec.vocab_size,
             hidden_size=spec.hidden_size,
             intermediate_size=spec.ffn_hidden_size,
@@ -88,9 +88,9 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
             tie_word_embeddings=spec.tied_embeddings,
             use_cache=False,
         )
-        common |= dict(rope_theta=spec.rope_theta) if spec.rope_theta else {}
-        common |= dict(rms_norm_eps=spec.norm_eps) if spec.norm_eps else {}
-        return transformers.AutoConfig.for_model(family, **(common | _family_fields(spec)))
+        shapes |= dict(rope_theta=spec.rope_theta) if spec.rope_theta else {}
+        shapes |= dict(rms_norm_eps=spec.norm_eps) if spec.norm_eps else {}
+        return transformers.AutoConfig.for_model(family, **(shapes | _family_fields(spec)))
     if spec.family == "gpt2":
         return transformers.GPT2Config(
             n_embd=spec.hidden_size,
