@@ -119,3 +119,16 @@ def test_hf_builds_the_family_presets(preset):
     spec = get_preset(preset)
     model = build_hf_model(spec, None, seq_len=4096)
     assert sum(p.numel() for p in model.parameters()) == spec.num_params()
+
+
+@pytest.mark.parametrize("preset", ["qwen3-8b", "phi3-mini", "olmo2-7b"])
+def test_native_builds_the_family_presets(preset):
+    """The native model of a released config holds the spec's parameters (+ vocabulary padding)."""
+    from planner.catalog.models import get_preset
+    from planner.model.structure import padded_vocab_size
+    from trainer.model import build_native_model
+
+    spec = get_preset(preset)
+    model = build_native_model(spec, seq_len=4096)
+    padding = (padded_vocab_size(spec.vocab_size) - spec.vocab_size) * spec.hidden_size * 2  # embedding + head
+    assert sum(p.numel() for p in model.parameters()) == spec.num_params() + padding
