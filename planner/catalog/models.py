@@ -100,6 +100,20 @@ def _build_presets() -> dict[str, ModelSpec]:
         _llama("llama3-70b", 80, 8192, 28672, 64, 8, 128256, 8192),
         _llama("llama3.1-405b", 126, 16384, 53248, 128, 8, 128256, 131072),
         _llama("mistral-7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mistral"),
+        # Mistral 7B v0.1: the same weights, every layer attending to the last 4096 keys.
+        _llama(
+            "mistral-7b-v0.1",
+            32,
+            4096,
+            14336,
+            32,
+            8,
+            32000,
+            32768,
+            family="mistral",
+            sliding_window=4096,
+            sliding_layers=32,
+        ),
         _llama("qwen2.5-7b", 28, 3584, 18944, 28, 4, 152064, 32768, family="qwen2", qkv_bias=True),
         _llama("qwen2.5-72b", 80, 8192, 29568, 64, 8, 152064, 32768, family="qwen2", qkv_bias=True),
         _llama(

@@ -215,3 +215,14 @@ def test_presets_are_the_stored_configs(preset, model_type):
 
     spec = get_preset(preset)
     assert spec == _spec(model_type).model_copy(update={"name": preset})
+
+
+def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():
+    from planner.catalog.models import get_preset
+
+    windowed, full = get_preset("mistral-7b-v0.1"), get_preset("mistral-7b")
+    assert windowed.num_params() == full.num_params()
+    seq = np.array([4096.0, 32768.0])
+    ratio = forward_flops_per_token(windowed, seq, DEFAULT_SETTINGS).attention
+    ratio = ratio / forward_flops_per_token(full, seq, DEFAULT_SETTINGS).attention
+    assert ratio[0] == pytest.approx(1.0) and ratio[1] == pytest.approx((4096 - 4096**2 / (2 * 32768)) / 16384)
