@@ -129,7 +129,7 @@ def _build_presets() -> dict[str, ModelSpec]:
 
 def _family_presets() -> list[ModelSpec]:
     """The released models of the newer families, as their config.json files read
-    (tests/planner/test_model_families.py checks each against tests/data/hf_configs)."""
+    (tests/planner/test_family_specs.py checks each against tests/data/hf_configs)."""
     qwen3: dict[str, Any] = dict(family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
     gemma: dict[str, Any] = dict(
         mlp="geglu", norm_placement="sandwich", embedding_scale=True, head_dim=256, norm_eps=1e-6

@@ -179,8 +179,9 @@ class BlockTable:
     def tp_reductions(self) -> int:
         """Row-parallel GEMMs (o, down): each ends in a tp all-reduce (reduce-scatter under
         sequence parallelism) forward, and its column-parallel partner's input gradient in one
-        backward (Megatron's f/g operators)."""
-        return sum(1 for g in self.gemms if g.split == TpSplit.ROW)
+        backward (Megatron's f/g operators). Row-parallel partial sums of one sub-layer (routed and
+        shared experts' down projections) add up before a single reduction: one per part."""
+        return len({g.part for g in self.gemms if g.split == TpSplit.ROW})
 
     def saved_in(self, part: Part) -> tuple[Saved, ...]:
         return tuple(t for t in self.saved if t.part == part)

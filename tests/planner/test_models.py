@@ -51,7 +51,7 @@ def _require(spec: ModelSpec, **expected) -> None:
 
 
 # Presets of the newer families are their released config.json files (stored in FIXTURES;
-# tests/planner/test_model_families.py checks that each preset equals its file read).
+# tests/planner/test_family_specs.py checks that each preset equals its file read).
 _FIXTURE_PRESETS = {
     "qwen3-8b": "qwen3",
     "qwen3-30b-a3b": "qwen3_moe",

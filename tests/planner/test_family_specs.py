@@ -1,7 +1,7 @@
 """The newer families (Qwen3, Qwen3-MoE, Gemma 2/3, Phi-3, OLMo 2, DeepSeek-V3): published
 parameter counts, and the block-table rows they add (MLA, q/k norms, sliding windows, soft-caps,
 dense + MoE layers, shared experts). Counts against transformers itself are in
-tests/integration/test_model_families.py (they need torch)."""
+tests/integration/test_family_params.py (they need torch)."""
 
 from __future__ import annotations
 
