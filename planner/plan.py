@@ -23,6 +23,7 @@ from planner.layout import (
 )
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
+from planner.model.structure import native_unsupported
 
 PLAN_SCHEMA_VERSION = 1
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -146,6 +147,32 @@ class GoodputEstimate(BaseModel):
     goodput_fraction: float  # useful time / wall time
 
 
+class ModelSummary(BaseModel):
+    """What is trained (``model`` in the JSON of ``trainplan estimate``): parameters in total and
+    per token (MoE: routed experts only), DeepSeek's MTP modules apart, and whether trainplan's
+    native decoder builds the family (otherwise ``impl hf`` trains the transformers modules)."""
+
+    model_config = _FROZEN
+    name: str
+    family: str
+    params: int
+    active_params: int
+    mtp_params: int = 0
+    native: bool
+
+    @classmethod
+    def of(cls, model: ModelSpec) -> ModelSummary:
+        counts = model.param_counts()
+        return cls(
+            name=model.name,
+            family=model.family,
+            params=counts.total,
+            active_params=model.num_active_params(),
+            mtp_params=counts.mtp,
+            native=not native_unsupported(model),
+        )
+
+
 class Estimate(BaseModel):
     """One configuration's prediction; ``reason`` says why it is infeasible."""
 
@@ -168,6 +195,7 @@ class Estimate(BaseModel):
     cost_usd: float | None = None
     energy_kwh: float | None = None
     goodput: GoodputEstimate | None = None  # absent from plan files written before it
+    model: ModelSummary | None = None  # absent from plan files written before it
 
 
 class Plan(BaseModel):

@@ -22,10 +22,75 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from planner.model.spec import ModelSpec
 
 
+def _family_fields(spec: ModelSpec) -> dict[str, Any]:
+    """transformers keys of the newer families beyond the Llama ones (``config_from_spec``)."""
+    windowed = dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}
+    if spec.family in ("qwen3", "qwen3_moe"):
+        fields: dict[str, Any] = dict(attention_bias=spec.qkv_bias)
+        if spec.sliding_layers:
+            fields |= dict(use_sliding_window=True, max_window_layers=spec.num_layers - spec.sliding_layers, **windowed)
+        if spec.family == "qwen3_moe":  # dense blocks first (the spec keeps their count, not their places)
+            fields |= dict(
+                intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+                moe_intermediate_size=spec.ffn_hidden_size,
+                num_experts=spec.num_experts,
+                num_experts_per_tok=spec.experts_per_token,
+                mlp_only_layers=list(range(spec.dense_layers)),
+            )
+        return fields
+    if spec.family in ("gemma2", "gemma3", "gemma3_text"):
+        caps = dict(final_logit_softcapping=spec.final_softcap)
+        caps |= dict(attn_logit_softcapping=spec.attn_softcap) if spec.family == "gemma2" else {}
+        return dict(query_pre_attn_scalar=spec.dim_head, **caps, **windowed)
+    if spec.family == "phi3":
+        return windowed
+    if spec.family == "olmo2":
+        return dict(attention_bias=spec.qkv_bias)
+    if spec.family == "deepseek_v3" and spec.mla is not None:
+        groups = 8 if spec.num_experts % 8 == 0 else 1  # group-limited routing: 8 groups, top 4
+        return dict(
+            head_dim=spec.mla.qk_rope_head_dim,  # transformers' rotary width
+            intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+            moe_intermediate_size=spec.ffn_hidden_size,
+            n_routed_experts=spec.num_experts,
+            num_experts_per_tok=spec.experts_per_token,
+            n_shared_experts=spec.shared_experts,
+            first_k_dense_replace=spec.dense_layers,
+            q_lora_rank=spec.mla.q_lora_rank,
+            kv_lora_rank=spec.mla.kv_lora_rank,
+            qk_nope_head_dim=spec.dim_head - spec.mla.qk_rope_head_dim,
+            qk_rope_head_dim=spec.mla.qk_rope_head_dim,
+            v_head_dim=spec.mla.v_head_dim,
+            n_group=groups,
+            topk_group=min(4, groups),
+        )
+    raise ValueError(f"model {spec.name!r}: no transformers config for family {spec.family}")
+
+
+FAMILY_CONFIGS = ("qwen3", "qwen3_moe", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo2", "deepseek_v3")
+
+
 def config_from_spec(spec: ModelSpec, seq_len: int):
     """A transformers config with exactly the spec's shapes, for the families presets use."""
     import transformers
 
+    if spec.family in FAMILY_CONFIGS:
+        family = "gemma3_text" if spec.family == "gemma3" else spec.family  # the text model only
+        shapes: dict[str, Any] = dict(
+            vocab_size=spec.vocab_size,
+            hidden_size=spec.hidden_size,
+            intermediate_size=spec.ffn_hidden_size,
+            num_hidden_layers=spec.num_layers,
+            num_attention_heads=spec.num_heads,
+            num_key_value_heads=spec.num_kv_heads,
+            head_dim=spec.dim_head,
+            max_position_embeddings=max(spec.max_seq_len, seq_len),
+            tie_word_embeddings=spec.tied_embeddings,
+            use_cache=False,
+        )
+        shapes |= dict(rope_theta=spec.rope_theta) if spec.rope_theta else {}
+        shapes |= dict(rms_norm_eps=spec.norm_eps) if spec.norm_eps else {}
+        return transformers.AutoConfig.for_model(family, **(shapes | _family_fields(spec)))
     if spec.family == "gpt2":
         return transformers.GPT2Config(
             n_embd=spec.hidden_size,
@@ -99,12 +164,15 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
 
 
 def build_hf_model(spec: ModelSpec, hf_config_path: str | None, seq_len: int) -> nn.Module:
-    """The causal LM on the meta device (no memory), with SDPA attention."""
+    """The causal LM on the meta device (no memory), with SDPA attention where transformers has it."""
     from transformers import AutoModelForCausalLM
 
     config = load_hf_config(spec, hf_config_path, seq_len)
+    # transformers has no SDPA path for soft-capped attention scores (Gemma 2): eager attention,
+    # which materialises the scores (the planner's flash-attention figures do not cover it).
+    attention = "eager" if spec.attn_softcap else "sdpa"
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", trust_remote_code=False)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation=attention, trust_remote_code=False)
     return model
 
 

@@ -1,6 +1,9 @@
-"""trainplan's native decoder: the Llama family (RMSNorm, RoPE, GQA, SwiGLU), Mixtral-style
-mixture-of-experts blocks (trainer/moe.py) and the GPT-2/3 family (LayerNorm, learned
-positions, GeLU MLP, biases), with SDPA attention.
+"""trainplan's native decoder: the Llama family (RMSNorm, RoPE, GQA, SwiGLU) with its close
+relatives (Qwen3's per-head q/k norms; OLMo 2's post-norm blocks and whole-projection q/k norms;
+Phi-3, whose fused qkv and gate/up weights are built as separate projections; a sliding window
+on every layer for Mistral v0.1 and Phi-3), Mixtral-style mixture-of-experts blocks
+(trainer/moe.py) and the GPT-2/3 family (LayerNorm, learned positions, GeLU MLP, biases), with
+SDPA attention.
 
 The model is built on the meta device, parallelised (TP, pipeline split, FSDP) and only
 then materialised (``to_empty``) and initialised shard by shard
@@ -54,6 +57,11 @@ class ModelArgs:
     position: str = "rope"  # rope | learned
     num_experts: int = 1  # > 1: routed SwiGLU experts (trainer/moe.py)
     experts_per_token: int = 1
+    qk_norm: str = "none"  # none | head (RMSNorm over head_dim) | full (over the q / k projections)
+    norm_placement: str = "pre"  # pre (norm the sub-layer input) | post (norm its output)
+    sliding_window: int | None = None  # every layer attends to the last ``sliding_window`` keys
+    rope_theta: float = ROPE_THETA
+    norm_eps: float = NORM_EPS
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> ModelArgs:
@@ -83,12 +91,20 @@ class ModelArgs:
             position=spec.position,
             num_experts=spec.num_experts,
             experts_per_token=spec.experts_per_token,
+            qk_norm=spec.qk_norm,
+            norm_placement=spec.norm_placement,
+            # native_unsupported refuses windows on some layers only (Gemma).
+            sliding_window=spec.sliding_window if spec.sliding_layers else None,
+            rope_theta=spec.rope_theta or ROPE_THETA,
+            norm_eps=spec.norm_eps or NORM_EPS,
         )
 
 
-def rope_tables(head_dim: int, seq_len: int, device: torch.device | None = None) -> torch.Tensor:
+def rope_tables(
+    head_dim: int, seq_len: int, device: torch.device | None = None, theta: float = ROPE_THETA
+) -> torch.Tensor:
     """``[seq, head_dim]``: cos in the first half of the last dim, sin in the second."""
-    inv_freq = 1.0 / (ROPE_THETA ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
     angles = torch.outer(torch.arange(seq_len, device=device, dtype=torch.float32), inv_freq)
     return torch.cat([angles.cos(), angles.sin()], dim=-1)
 
@@ -114,44 +130,74 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
+def sliding_window_mask(seq: int, window: int, device: torch.device) -> torch.Tensor:
+    """``[seq, seq]`` boolean: query i attends to keys j with i - window < j <= i (as
+    transformers' ``sliding_window_overlay`` on a causal mask)."""
+    i = torch.arange(seq, device=device)[:, None]
+    j = torch.arange(seq, device=device)[None, :]
+    return (j <= i) & (j > i - window)
+
+
 def attention_core(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     rope: torch.Tensor | None,
     context_parallel: ContextParallel | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:
     """RoPE (unless positions are learned) + causal SDPA on ``[batch, seq, heads, head_dim]``
-    (this rank's tokens under cp)."""
+    (this rank's tokens under cp), within ``window`` keys when the sequence is longer."""
     if rope is not None:
         q, k = apply_rope(q, rope), apply_rope(k, rope)
     q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    # enable_gqa: the kernel reads each kv head for its query heads, so K and V are saved
+    # for backward with kv_heads only (what the planner's activation model counts).
+    gqa = k.shape[1] != q.shape[1]
     if context_parallel is not None:
+        # planner/model/structure.py refuses cp with a window shorter than the sequence.
         out = context_parallel_attention(q, k, v, context_parallel)
+    elif window is not None and q.shape[2] > window:
+        mask = sliding_window_mask(q.shape[2], window, q.device)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
     else:
-        # enable_gqa: the kernel reads each kv head for its query heads, so K and V are saved
-        # for backward with kv_heads only (what the planner's activation model counts).
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=k.shape[1] != q.shape[1])
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
     return out.transpose(1, 2)
 
 
 class Attention(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
-        self.head_dim = args.head_dim
-        self.wq = nn.Linear(args.hidden_size, args.num_heads * args.head_dim, bias=args.qkv_bias)
-        self.wk = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
-        self.wv = nn.Linear(args.hidden_size, args.num_kv_heads * args.head_dim, bias=args.qkv_bias)
-        self.wo = nn.Linear(args.num_heads * args.head_dim, args.hidden_size, bias=args.out_bias)
+        self.head_dim, self.window = args.head_dim, args.sliding_window
+        q_size, kv_size = args.num_heads * args.head_dim, args.num_kv_heads * args.head_dim
+        self.wq = nn.Linear(args.hidden_size, q_size, bias=args.qkv_bias)
+        self.wk = nn.Linear(args.hidden_size, kv_size, bias=args.qkv_bias)
+        self.wv = nn.Linear(args.hidden_size, kv_size, bias=args.qkv_bias)
+        self.wo = nn.Linear(q_size, args.hidden_size, bias=args.out_bias)
+        # q/k RMSNorm before RoPE: per head (Qwen3) or over the whole projection (OLMo 2).
+        self.q_norm: RMSNorm | None = None
+        self.k_norm: RMSNorm | None = None
+        if args.qk_norm != "none":
+            per_head = args.qk_norm == "head"
+            self.q_norm = RMSNorm(args.head_dim if per_head else q_size, args.norm_eps)
+            self.k_norm = RMSNorm(args.head_dim if per_head else kv_size, args.norm_eps)
+        self.per_head_norm = args.qk_norm == "head"
         self.context_parallel: ContextParallel | None = None  # set by apply_context_parallel
+
+    def _project(self, x: torch.Tensor, linear: nn.Linear, norm: RMSNorm | None) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        out = linear(x)
+        if norm is not None and not self.per_head_norm:
+            out = norm(out)
+        # -1 heads: under tensor parallelism each rank holds heads/tp of them.
+        out = out.view(batch, seq, -1, self.head_dim)
+        return norm(out) if norm is not None and self.per_head_norm else out
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
         batch, seq, _ = x.shape
-        # -1 heads: under tensor parallelism each rank holds heads/tp of them.
-        q = self.wq(x).view(batch, seq, -1, self.head_dim)
-        k = self.wk(x).view(batch, seq, -1, self.head_dim)
-        v = self.wv(x).view(batch, seq, -1, self.head_dim)
-        out = attention_core(q, k, v, rope, self.context_parallel)
+        q, k = self._project(x, self.wq, self.q_norm), self._project(x, self.wk, self.k_norm)
+        v = self._project(x, self.wv, None)
+        out = attention_core(q, k, v, rope, self.context_parallel, self.window)
         return self.wo(out.reshape(batch, seq, -1))
 
 
@@ -174,13 +220,17 @@ class FeedForward(nn.Module):
 
 def build_norm(args: ModelArgs) -> nn.Module:
     if args.norm == "layernorm":
-        return nn.LayerNorm(args.hidden_size, eps=NORM_EPS, bias=args.norm_bias)
-    return RMSNorm(args.hidden_size)
+        return nn.LayerNorm(args.hidden_size, eps=args.norm_eps, bias=args.norm_bias)
+    return RMSNorm(args.hidden_size, args.norm_eps)
 
 
 class TransformerBlock(nn.Module):
+    """Pre-norm (norm each sub-layer's input) or post-norm (OLMo 2: norm its output before the
+    residual add); the norms keep their names either way, so TP plans and checkpoints match."""
+
     def __init__(self, args: ModelArgs):
         super().__init__()
+        self.post_norm = args.norm_placement == "post"
         self.attention_norm = build_norm(args)
         self.attention = Attention(args)
         self.ffn_norm = build_norm(args)
@@ -191,6 +241,9 @@ class TransformerBlock(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
+        if self.post_norm:
+            h = x + self.attention_norm(self.attention(x, rope))
+            return h + self.ffn_norm(self.feed_forward(h))
         h = x + self.attention(self.attention_norm(x), rope)
         return h + self.feed_forward(self.ffn_norm(h))
 
@@ -231,7 +284,7 @@ class Transformer(nn.Module):
     def _rope_table(self, device: torch.device | None = None) -> torch.Tensor | None:
         if self.args.position != "rope":
             return None
-        return rope_tables(self.args.head_dim, self.args.seq_len, device=device)
+        return rope_tables(self.args.head_dim, self.args.seq_len, device=device, theta=self.args.rope_theta)
 
     def positions(self, num_local_tokens: int, device: torch.device) -> torch.Tensor:
         """Global positions of this rank's tokens: all of the sequence, or its two chunks of it

@@ -100,17 +100,129 @@ def _build_presets() -> dict[str, ModelSpec]:
         _llama("llama3-70b", 80, 8192, 28672, 64, 8, 128256, 8192),
         _llama("llama3.1-405b", 126, 16384, 53248, 128, 8, 128256, 131072),
         _llama("mistral-7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mistral"),
+        # Mistral 7B v0.1: the same weights, every layer attending to the last 4096 keys.
+        _llama(
+            "mistral-7b-v0.1",
+            32,
+            4096,
+            14336,
+            32,
+            8,
+            32000,
+            32768,
+            family="mistral",
+            sliding_window=4096,
+            sliding_layers=32,
+        ),
         _llama("qwen2.5-7b", 28, 3584, 18944, 28, 4, 152064, 32768, family="qwen2", qkv_bias=True),
         _llama("qwen2.5-72b", 80, 8192, 29568, 64, 8, 152064, 32768, family="qwen2", qkv_bias=True),
         _llama(
             "mixtral-8x7b", 32, 4096, 14336, 32, 8, 32000, 32768, family="mixtral", num_experts=8, experts_per_token=2
         ),
     ]
-    presets = {spec.name: spec for spec in specs}
+    presets = {spec.name: spec for spec in specs + _family_presets()}
     # Llama 3.1 has the same weights' shapes as Llama 3; only the context length grew.
     for alias, base in (("llama3.1-8b", "llama3-8b"), ("llama3.1-70b", "llama3-70b")):
         presets[alias] = presets[base].model_copy(update={"name": alias, "max_seq_len": 131072})
     return presets
+
+
+def _family_presets() -> list[ModelSpec]:
+    """The released models of the newer families, as their config.json files read
+    (tests/planner/test_family_specs.py checks each against tests/data/hf_configs)."""
+    qwen3: dict[str, Any] = dict(family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
+    gemma: dict[str, Any] = dict(
+        mlp="geglu", norm_placement="sandwich", embedding_scale=True, head_dim=256, norm_eps=1e-6
+    )
+    return [
+        _llama("qwen3-8b", 36, 4096, 12288, 32, 8, 151936, 40960, **qwen3),
+        _llama(
+            "qwen3-30b-a3b",
+            48,
+            2048,
+            768,
+            32,
+            4,
+            151936,
+            40960,
+            **(
+                qwen3
+                | dict(
+                    family="qwen3_moe", head_dim=128, num_experts=128, experts_per_token=8, dense_ffn_hidden_size=6144
+                )
+            ),
+        ),
+        _llama(
+            "gemma2-9b",
+            42,
+            3584,
+            14336,
+            16,
+            8,
+            256000,
+            8192,
+            tied=True,
+            family="gemma2",
+            sliding_window=4096,
+            sliding_layers=21,
+            attn_softcap=50.0,
+            final_softcap=30.0,
+            rope_theta=10000.0,
+            **gemma,
+        ),
+        _llama(
+            "phi3-mini",
+            32,
+            3072,
+            8192,
+            32,
+            32,
+            32064,
+            4096,
+            family="phi3",
+            fused_projections=True,
+            sliding_window=2047,
+            sliding_layers=32,
+            rope_theta=10000.0,
+            norm_eps=1e-5,
+        ),
+        _llama(
+            "olmo2-7b",
+            32,
+            4096,
+            11008,
+            32,
+            32,
+            100352,
+            4096,
+            family="olmo2",
+            qk_norm="full",
+            norm_placement="post",
+            rope_theta=5e5,
+            norm_eps=1e-6,
+        ),
+        _llama(
+            "deepseek-v3",
+            61,
+            7168,
+            2048,
+            128,
+            128,
+            129280,
+            163840,
+            family="deepseek_v3",
+            head_dim=192,
+            mla=dict(q_lora_rank=1536, kv_lora_rank=512, qk_rope_head_dim=64, v_head_dim=128),
+            num_experts=256,
+            experts_per_token=8,
+            shared_experts=1,
+            dense_layers=3,
+            dense_ffn_hidden_size=18432,
+            mtp_layers=1,
+            rope_theta=10000.0,
+            norm_eps=1e-6,
+        ),
+    ]
 
 
 _PRESETS = _build_presets()
@@ -246,7 +358,7 @@ def _llama_like(cfg: _Config, family: str) -> dict:
     elif family == "mixtral":
         fields["num_experts"] = cfg.size("num_local_experts", limit=_MAX_EXPERTS, default=8)
         fields["experts_per_token"] = cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=2)
-    return fields
+    return fields | _sliding_window(cfg, family, fields["num_layers"])
 
 
 _GELU_LAYERNORM = dict(mlp="gelu", norm="layernorm", norm_bias=True, mlp_bias=True)
@@ -336,6 +448,196 @@ def _bloom(cfg: _Config) -> dict:
     )
 
 
+def _layer_count(cfg: _Config, key: str, default: int) -> int:
+    """A non-negative number of layers (0 is meaningful: no dense layers, no MTP module)."""
+    value = cfg.data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_LAYERS:
+        raise cfg.error(f"{key!r} must be an integer in 0..{_MAX_LAYERS}, got {value!r}")
+    return value
+
+
+def _layer_kinds(cfg: _Config, layers: int) -> list[str] | None:
+    """The config's ``layer_types`` list (transformers >= 4.53 writes one), or None."""
+    kinds = cfg.data.get("layer_types")
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
+        raise cfg.error(f"'layer_types' must list one attention type per layer ({layers})")
+    return kinds
+
+
+def _sliding_window(cfg: _Config, family: str, layers: int) -> dict:
+    """Window size and windowed layer count, as transformers builds them: Mistral and Phi-3
+    window every layer when ``sliding_window`` is set (Mistral's default 4096); Qwen windows
+    layers from ``max_window_layers`` on, only with ``use_sliding_window``; Gemma 2 every other
+    layer from the first, Gemma 3 all but every ``sliding_window_pattern``-th (6). A
+    ``layer_types`` list, when present, is what counts."""
+    default = {"mistral": 4096, "gemma2": 4096, "gemma3": 4096}.get(family)
+    present = "sliding_window" in cfg.data
+    window = cfg.size("sliding_window", limit=_MAX_POSITIONS, default=0) if present else default
+    if family in ("qwen2", "qwen3", "qwen3_moe") and not cfg.flag("use_sliding_window", False):
+        window = None
+    if not window:
+        return {}
+    kinds = _layer_kinds(cfg, layers)
+    if kinds is not None:
+        count = sum(kind == "sliding_attention" for kind in kinds)
+    elif family == "gemma2":
+        count = (layers + 1) // 2
+    elif family == "gemma3":
+        count = layers - layers // cfg.size("sliding_window_pattern", limit=_MAX_LAYERS, default=6)
+    elif family in ("qwen2", "qwen3", "qwen3_moe"):
+        count = layers - min(layers, cfg.size("max_window_layers", limit=_MAX_LAYERS, default=28))
+    else:
+        count = layers
+    return dict(sliding_window=window, sliding_layers=count) if count else {}
+
+
+def _positive_number(cfg: _Config, key: str, default: float) -> float:
+    value = cfg.data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise cfg.error(f"{key!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _decoder(cfg: _Config, family: str, kv_default: int | None, head_dim_default: int | None, **defaults) -> dict:
+    """The keys the newer RMSNorm/RoPE decoders share (Qwen3, Gemma, Phi-3, OLMo 2, DeepSeek);
+    ``defaults`` are the family's transformers defaults for absent optional keys."""
+    fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
+    heads, hidden = fields["num_heads"], fields["hidden_size"]
+    head_dim = cfg.size("head_dim", limit=_MAX_HIDDEN, default=head_dim_default or hidden // heads)
+    bias = cfg.flag("attention_bias", False)
+    fields.update(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
+        num_kv_heads=cfg.size("num_key_value_heads", limit=_MAX_HEADS, default=kv_default or heads),
+        max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=defaults["max_seq_len"]),
+        tied_embeddings=cfg.flag("tie_word_embeddings", defaults.get("tied", False)),
+        qkv_bias=bias,
+        out_bias=bias,
+        rope_theta=_positive_number(cfg, "rope_theta", defaults.get("rope_theta", 10000.0)),
+        norm_eps=_positive_number(cfg, "rms_norm_eps", defaults.get("norm_eps", 1e-6)),
+    )
+    if head_dim * heads != hidden:  # keep specs canonical: None = hidden / heads
+        fields["head_dim"] = head_dim
+    return fields | _sliding_window(cfg, family, fields["num_layers"])
+
+
+def _qwen3(cfg: _Config) -> dict:
+    """Qwen3: Llama with per-head q/k RMSNorm and no qkv bias (transformers' default head_dim 128)."""
+    return _decoder(cfg, "qwen3", 32, 128, max_seq_len=32768, rope_theta=1e6) | dict(qk_norm="head")
+
+
+def _qwen3_moe(cfg: _Config) -> dict:
+    """Qwen3-MoE: ``num_experts`` experts of ``moe_intermediate_size``; the layers listed in
+    ``mlp_only_layers`` or off the ``decoder_sparse_step`` have a dense MLP of ``intermediate_size``."""
+    fields = _decoder(cfg, "qwen3_moe", 4, None, max_seq_len=32768, rope_theta=1e6) | dict(qk_norm="head")
+    layers = fields["num_layers"]
+    step = cfg.size("decoder_sparse_step", limit=_MAX_LAYERS, default=1)
+    dense_only = cfg.data.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise cfg.error("'mlp_only_layers' must be a list of layer indices")
+    dense = sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
+    return fields | dict(
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=_MAX_FFN, default=768),
+        num_experts=cfg.size("num_experts", limit=_MAX_EXPERTS, default=128),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=8),
+        dense_layers=dense,
+    )
+
+
+_GEMMA = dict(mlp="geglu", norm_placement="sandwich", embedding_scale=True)
+
+
+def _gemma2(cfg: _Config) -> dict:
+    """Gemma 2: GeGLU, four norms per block, scaled tied embeddings, alternating local/global
+    attention, tanh soft-caps on attention scores (50) and logits (30)."""
+    fields = _decoder(cfg, "gemma2", 4, 256, max_seq_len=8192, tied=True) | _GEMMA
+    caps = {}
+    for key, field, default in (
+        ("attn_logit_softcapping", "attn_softcap", 50.0),
+        ("final_logit_softcapping", "final_softcap", 30.0),
+    ):
+        value = cfg.data.get(key, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise cfg.error(f"{key!r} must be a positive number or null, got {value!r}")
+        caps[field] = None if value is None else float(value)
+    return fields | caps
+
+
+def _gemma3_text(cfg: _Config) -> dict:
+    """Gemma 3 (text): Gemma 2's block with per-head q/k norms instead of the attention soft-cap
+    and five local layers per global one."""
+    base = _decoder(cfg, "gemma3", 4, 256, max_seq_len=131072, tied=True) | _GEMMA | dict(qk_norm="head")
+    cap = cfg.data.get("final_logit_softcapping")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
+        raise cfg.error(f"'final_logit_softcapping' must be a positive number or null, got {cap!r}")
+    return base | (dict(final_softcap=float(cap)) if cap is not None else {})
+
+
+def _gemma3(cfg: _Config) -> dict:
+    """Gemma 3 multimodal checkpoints (4B and up): the language model's ``text_config``; the
+    vision tower is not planned. The released configs omit the vocabulary (transformers: 262208)."""
+    text = cfg.section("text_config")
+    data = {"vocab_size": 262208, **{k: v for k, v in text.data.items() if v is not None}}
+    return _gemma3_text(_Config(cfg.path, data))
+
+
+def _phi3(cfg: _Config) -> dict:
+    """Phi-3: Llama's shapes with fused qkv and gate/up weights; a ``sliding_window`` (2047 in
+    Phi-3-mini-4k) applies to every layer."""
+    return _decoder(cfg, "phi3", None, None, max_seq_len=4096, norm_eps=1e-5) | dict(fused_projections=True)
+
+
+def _olmo2(cfg: _Config) -> dict:
+    """OLMo 2: norms after each sub-layer (before the residual add) and RMSNorm over the whole
+    q and k projections."""
+    return _decoder(cfg, "olmo2", None, None, max_seq_len=2048, norm_eps=1e-5) | dict(
+        norm_placement="post", qk_norm="full"
+    )
+
+
+def _deepseek_v3(cfg: _Config) -> dict:
+    """DeepSeek-V3: MLA, ``first_k_dense_replace`` dense blocks, then ``n_routed_experts``
+    routed (``num_experts_per_tok`` per token) + ``n_shared_experts`` shared experts of
+    ``moe_intermediate_size``; ``num_nextn_predict_layers`` MTP modules (counted apart).
+    transformers makes every layer from k on a MoE block (``moe_layer_freq`` is not read)."""
+    if cfg.flag("attention_bias", False):
+        raise cfg.error("attention_bias is not supported for deepseek_v3")
+    fields = _decoder(cfg, "deepseek_v3", None, None, max_seq_len=4096)
+    rope = cfg.size("qk_rope_head_dim", limit=_MAX_HIDDEN, default=64)
+    nope = cfg.size("qk_nope_head_dim", limit=_MAX_HIDDEN, default=128)
+    # Absent: transformers' default 1536; an explicit null: one q projection (DeepSeek-V2-Lite).
+    q_lora = None if "q_lora_rank" in cfg.data and cfg.data["q_lora_rank"] is None else 1536
+    if cfg.data.get("q_lora_rank") is not None:
+        q_lora = cfg.size("q_lora_rank", limit=_MAX_HIDDEN)
+    mla = dict(
+        q_lora_rank=q_lora,
+        kv_lora_rank=cfg.size("kv_lora_rank", limit=_MAX_HIDDEN, default=512),
+        qk_rope_head_dim=rope,
+        v_head_dim=cfg.size("v_head_dim", limit=_MAX_HIDDEN, default=128),
+    )
+    dense = min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", 3))
+    fields.pop("head_dim", None)
+    mtp = _layer_count(cfg, "num_nextn_predict_layers", 1)
+    return fields | dict(
+        head_dim=nope + rope,
+        num_kv_heads=fields["num_heads"],
+        mla=mla,
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=_MAX_FFN, default=2048),
+        num_experts=cfg.size("n_routed_experts", limit=_MAX_EXPERTS, default=256),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=8),
+        shared_experts=cfg.size("n_shared_experts", limit=_MAX_EXPERTS, default=1),
+        dense_layers=dense,
+        mtp_layers=mtp,
+    )
+
+
 _READERS: dict[str, Callable[[_Config], dict]] = {
     "llama": lambda cfg: _llama_like(cfg, "llama"),
     "mistral": lambda cfg: _llama_like(cfg, "mistral"),
@@ -345,6 +647,14 @@ _READERS: dict[str, Callable[[_Config], dict]] = {
     "gpt_neox": _gpt_neox,
     "mpt": _mpt,
     "bloom": _bloom,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
+    "gemma2": _gemma2,
+    "gemma3": _gemma3,
+    "gemma3_text": _gemma3_text,
+    "phi3": _phi3,
+    "olmo2": _olmo2,
+    "deepseek_v3": _deepseek_v3,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from planner.model.spec import ModelSpec
 
@@ -73,6 +75,13 @@ class Gemm:
         return self.count * self.experts * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
 
     @property
+    def active_params(self) -> int:
+        """Parameters one token touches: the ``active`` copies (all of a dense row)."""
+        if self.tied:
+            return 0
+        return self.count * self.active * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+
+    @property
     def active_weights(self) -> int:
         """Weights one token multiplies with (2 FLOPs each forward)."""
         return self.count * self.active * self.d_in * self.d_out
@@ -97,12 +106,14 @@ class AttentionCore:
 
     heads: int
     kv_heads: int
-    head_dim: int
+    head_dim: int  # query/key head size
+    v_head_dim: int  # value head size (differs under MLA)
 
     @property
     def flops_per_token_per_key(self) -> int:
-        """Forward FLOPs per query token per key position: 2 q_size (QK^T) + 2 q_size (AV)."""
-        return 2 * 2 * self.heads * self.head_dim
+        """Forward FLOPs per query token per key position: 2 heads head_dim (QK^T) + 2 heads
+        v_head_dim (AV); 4 q_size when the two head sizes agree."""
+        return 2 * self.heads * (self.head_dim + self.v_head_dim)
 
 
 @dataclass(frozen=True)
@@ -157,6 +168,11 @@ class BlockTable:
         return gemms + sum(e.params for e in self.elementwise if part in (None, e.part))
 
     @property
+    def active_params(self) -> int:
+        """Parameters one token touches in this block (MoE: routed experts only)."""
+        return sum(g.active_params for g in self.gemms) + sum(e.params for e in self.elementwise)
+
+    @property
     def matmul_weights(self) -> int:
         """Weights one token multiplies with in one block (MoE: routed experts only)."""
         return sum(g.active_weights for g in self.gemms)
@@ -165,8 +181,9 @@ class BlockTable:
     def tp_reductions(self) -> int:
         """Row-parallel GEMMs (o, down): each ends in a tp all-reduce (reduce-scatter under
         sequence parallelism) forward, and its column-parallel partner's input gradient in one
-        backward (Megatron's f/g operators)."""
-        return sum(1 for g in self.gemms if g.split == TpSplit.ROW)
+        backward (Megatron's f/g operators). Row-parallel partial sums of one sub-layer (routed and
+        shared experts' down projections) add up before a single reduction: one per part."""
+        return len({g.part for g in self.gemms if g.split == TpSplit.ROW})
 
     def saved_in(self, part: Part) -> tuple[Saved, ...]:
         return tuple(t for t in self.saved if t.part == part)
@@ -195,10 +212,13 @@ class RootTable:
     final_norm: Elementwise
     final_norm_saved: tuple[Saved, ...]
     lm_head: Gemm
+    # Per-token passes besides the final norm: Gemma's embedding scaling (h) and the logit
+    # soft-cap (divide, tanh, multiply over the vocabulary), in compute-dtype elements.
+    elementwise: tuple[Elementwise, ...] = ()
 
 
-def _norm_params(model: ModelSpec) -> int:
-    return model.hidden_size * (2 if model.norm_bias else 1)
+def _norm_params(model: ModelSpec, width: int | None = None) -> int:
+    return (width or model.hidden_size) * (2 if model.norm_bias else 1)
 
 
 def _eager_rmsnorm(model: ModelSpec, hf_modules: bool) -> bool:
@@ -207,109 +227,273 @@ def _eager_rmsnorm(model: ModelSpec, hf_modules: bool) -> bool:
     return hf_modules and model.norm == "rmsnorm"
 
 
-def _norm_rows(model: ModelSpec, name: str, hf_modules: bool) -> tuple[Elementwise, tuple[Saved, ...]]:
-    """A norm's elementwise pass and saved tensors.
+def _norm_rows(
+    model: ModelSpec, name: str, hf_modules: bool, width: int | None = None, part: Part = Part.NORMS
+) -> tuple[Elementwise, tuple[Saved, ...]]:
+    """A norm's elementwise pass and saved tensors, ``width`` elements per token (hidden size).
 
-    Eager RMSNorm moves ~18 h elements forward (fused ~4 h) and saves the fp32 upcast plus the
-    normalised value (3 h compute-dtype units), a fused norm its input (h); both on 1/tp of the
-    sequence under sequence parallelism. Its output, gathered for the next column-parallel
-    linear, is saved whole (h).
+    Eager RMSNorm moves ~18 elements per normalised element forward (fused ~4) and saves the
+    fp32 upcast plus the normalised value (3 compute-dtype units), a fused norm its input (1);
+    both on 1/tp of the sequence under sequence parallelism. Its output, gathered for the next
+    column-parallel linear, is saved whole.
     """
-    h, eager = model.hidden_size, _eager_rmsnorm(model, hf_modules)
-    pass_ = Elementwise(name, Part.NORMS, (18 if eager else 4) * h, params=_norm_params(model))
+    w, eager = width or model.hidden_size, _eager_rmsnorm(model, hf_modules)
+    pass_ = Elementwise(name, part, (18 if eager else 4) * w, params=_norm_params(model, w))
     saved = (
-        Saved(f"{name} internals", Part.NORMS, (3 if eager else 1) * h),
-        Saved(f"{name} output (gathered)", Part.NORMS, h, tp_split=False),
+        Saved(f"{name} internals", part, (3 if eager else 1) * w),
+        Saved(f"{name} output (gathered)", part, w, tp_split=False),
     )
     return pass_, saved
 
 
-def block_table(model: ModelSpec, hf_modules: bool = False) -> BlockTable:
-    """The operations of one decoder block of ``model``.
+@dataclass(frozen=True)
+class _Rows:
+    """Rows of one share of the block (attention or MLP), in execution order."""
 
-    ``hf_modules``: the block is Hugging Face's eager module (only its RMSNorm differs here).
-    Covers Llama-style (SwiGLU, RMSNorm, RoPE, GQA), GPT-2/3-style (GeLU, LayerNorm, biases,
-    learned positions) and MoE blocks (``num_experts`` MLPs, ``experts_per_token`` routed).
-    """
-    h, f = model.hidden_size, model.ffn_hidden_size
+    gemms: tuple[Gemm, ...] = ()
+    saved: tuple[Saved, ...] = ()
+    elementwise: tuple[Elementwise, ...] = ()
+
+    def __add__(self, other: _Rows) -> _Rows:
+        return _Rows(self.gemms + other.gemms, self.saved + other.saved, self.elementwise + other.elementwise)
+
+
+def _qk_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+    """RMSNorm of q and k (Qwen3/Gemma 3 per head: head_dim weights each; OLMo 2 over the
+    whole projection: q_size + kv_size weights). The pass covers every q and k element."""
+    if model.qk_norm == "none":
+        return _Rows()
     q, kv = model.q_size, model.kv_size
-    swiglu = model.mlp == "swiglu"
-    ept = model.experts_per_token
-    gemms = [
-        # wq, wk, wv share their input and are timed as one GEMM of their total width.
-        Gemm("qkv", Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),
-        Gemm("o", Part.ATTENTION, q, h, TpSplit.ROW, bias=model.out_bias),
-        # SwiGLU: gate (w1) and up (w3); GeLU: fc1.
-        Gemm(
-            "gate+up" if swiglu else "up",
-            Part.MLP,
-            h,
-            f,
-            TpSplit.COLUMN,
-            2 if swiglu else 1,
-            experts=model.num_experts,
-            active=ept,
-            bias=model.mlp_bias,
-        ),
-        Gemm("down", Part.MLP, f, h, TpSplit.ROW, experts=model.num_experts, active=ept, bias=model.mlp_bias),
-    ]
-    if model.is_moe:
-        # The router's h x experts GEMM, timed like the others (a narrow one: eff(E)).
-        gemms.append(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE))
-    attn_norm, attn_norm_saved = _norm_rows(model, "attention norm", hf_modules)
-    mlp_norm, mlp_norm_saved = _norm_rows(model, "mlp norm", hf_modules)
-    saved = [
-        # q, k after rotary, v (SDPA saves them; all-gather CP keeps the whole sequence's K, V),
-        # the attention output (saved by SDPA and by o_proj) and flash attention's fp32 LSE.
-        Saved("q", Part.ATTENTION, q),
-        Saved("k", Part.ATTENTION, kv, cp_gathered=True),
-        Saved("v", Part.ATTENTION, kv, cp_gathered=True),
-        Saved("attention output", Part.ATTENTION, q),
-        Saved("log-sum-exp", Part.ATTENTION, model.num_heads, fp32=True),
-    ]
-    if swiglu:
-        names: tuple[str, ...] = ("gate (SiLU input)", "SiLU output", "up", "product (down input)")
-    else:
-        names = ("fc1 output (GeLU input)", "GeLU output (fc2 input)")
-    moe = model.is_moe
-    saved += [Saved(name, Part.MLP, f, copies=ept, routed=moe) for name in names]
-    if moe:
-        # trainer/moe.py: each routed copy's hidden state as dispatched (the gate/up input) and the
-        # expert's output kept by the weighted combine; the router's fp32 softmax probabilities.
-        saved += [
-            Saved("dispatched tokens (expert input)", Part.MLP, h, copies=ept, routed=True),
-            Saved("expert output (combine input)", Part.MLP, h, copies=ept, routed=True),
-            Saved("router probabilities", Part.ROUTER, model.num_experts, fp32=True),
-        ]
-    saved += [*attn_norm_saved, *mlp_norm_saved]
-    elementwise = [attn_norm, mlp_norm]
-    if model.position == "rope":
-        elementwise.append(Elementwise("rotary", Part.OTHER, 10 * (q + kv)))  # ~10 per q/k element
-    # SiLU and product ~5 per ffn element, GeLU ~3; two residual adds ~3 h each.
-    elementwise.append(Elementwise("activation", Part.MLP, (5 if swiglu else 3) * f, copies=ept))
-    elementwise += [Elementwise(f"residual add {i}", Part.OTHER, 3 * h) for i in (1, 2)]
-    if moe:
-        # Permuting each routed copy into expert order and back (read + write h, twice), and the
-        # weighted sum of the k expert outputs (~3 h per copy).
-        elementwise.append(Elementwise("dispatch, combine", Part.ROUTER, 7 * h, copies=ept))
-    return BlockTable(
-        gemms=tuple(gemms),
-        attention=AttentionCore(model.num_heads, model.num_kv_heads, model.dim_head),
-        saved=tuple(saved),
-        checkpoint=Saved("block input", Part.OTHER, h),
-        elementwise=tuple(elementwise),
+    weights = 2 * model.dim_head if model.qk_norm == "head" else q + kv
+    eager = _eager_rmsnorm(model, hf_modules)
+    return _Rows(
+        saved=(Saved("q/k norm inputs", Part.ATTENTION, (3 if eager else 1) * (q + kv)),),
+        elementwise=(Elementwise("q/k norm", Part.ATTENTION, (18 if eager else 4) * (q + kv), params=weights),),
     )
 
 
+def _latent_attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+    """DeepSeek MLA. The down projections are replicated under tensor parallelism (as in
+    Megatron-Core's MLA), the up projections column-parallel. Saved for backward besides q, k, v:
+    the normalised query latent and the key/value latent (kv_lora_rank + the shared rotary key:
+    what an inference KV cache keeps per token)."""
+    assert model.mla is not None
+    h, heads, mla = model.hidden_size, model.num_heads, model.mla
+    qk, nope = model.dim_head, model.dim_head - mla.qk_rope_head_dim
+    rows = _Rows()
+    if mla.q_lora_rank is None:
+        rows += _Rows(gemms=(Gemm("q", Part.ATTENTION, h, heads * qk, TpSplit.COLUMN),))
+    else:
+        norm, norm_saved = _norm_rows(model, "q latent norm", hf_modules, mla.q_lora_rank, Part.ATTENTION)
+        rows += _Rows(
+            gemms=(
+                Gemm("q down", Part.ATTENTION, h, mla.q_lora_rank, TpSplit.NONE),
+                Gemm("q up", Part.ATTENTION, mla.q_lora_rank, heads * qk, TpSplit.COLUMN),
+            ),
+            saved=norm_saved,
+            elementwise=(norm,),
+        )
+    latent = mla.kv_lora_rank + mla.qk_rope_head_dim
+    norm, norm_saved = _norm_rows(model, "kv latent norm", hf_modules, mla.kv_lora_rank, Part.ATTENTION)
+    return rows + _Rows(
+        gemms=(
+            Gemm("kv down", Part.ATTENTION, h, latent, TpSplit.NONE),
+            Gemm("kv up", Part.ATTENTION, mla.kv_lora_rank, heads * (nope + mla.v_head_dim), TpSplit.COLUMN),
+            Gemm("o", Part.ATTENTION, heads * mla.v_head_dim, h, TpSplit.ROW),
+        ),
+        saved=(
+            Saved("kv latent", Part.ATTENTION, latent, tp_split=False),
+            *norm_saved,
+            Saved("q", Part.ATTENTION, heads * qk),
+            Saved("k", Part.ATTENTION, heads * qk, cp_gathered=True),
+            Saved("v", Part.ATTENTION, heads * mla.v_head_dim, cp_gathered=True),
+            Saved("attention output", Part.ATTENTION, heads * mla.v_head_dim),
+            Saved("log-sum-exp", Part.ATTENTION, heads, fp32=True),
+        ),
+        elementwise=(norm, Elementwise("rotary", Part.OTHER, 10 * (heads + 1) * mla.qk_rope_head_dim)),
+    )
+
+
+def _attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+    """Multi-head / grouped-query attention, or MLA."""
+    if model.mla is not None:
+        return _latent_attention_rows(model, hf_modules)
+    h, q, kv = model.hidden_size, model.q_size, model.kv_size
+    rows = _Rows(
+        gemms=(
+            # wq, wk, wv share their input and are timed as one GEMM of their total width.
+            Gemm("qkv", Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),
+            Gemm("o", Part.ATTENTION, q, h, TpSplit.ROW, bias=model.out_bias),
+        ),
+        # q, k after rotary, v (SDPA saves them; all-gather CP keeps the whole sequence's K, V),
+        # the attention output (saved by SDPA and by o_proj) and flash attention's fp32 LSE.
+        saved=(
+            Saved("q", Part.ATTENTION, q),
+            Saved("k", Part.ATTENTION, kv, cp_gathered=True),
+            Saved("v", Part.ATTENTION, kv, cp_gathered=True),
+            Saved("attention output", Part.ATTENTION, q),
+            Saved("log-sum-exp", Part.ATTENTION, model.num_heads, fp32=True),
+        ),
+    )
+    rows += _qk_norm_rows(model, hf_modules)
+    if model.position == "rope":
+        rows += _Rows(elementwise=(Elementwise("rotary", Part.OTHER, 10 * (q + kv)),))  # ~10 per q/k element
+    return rows
+
+
+def _mlp_rows(
+    model: ModelSpec, name: str, width: int, experts: int = 1, active: int = 1, routed: bool = False
+) -> _Rows:
+    """One (set of) MLP(s): gated (SwiGLU/GeGLU: gate and up, then down) or GeLU (up, down).
+    ``experts`` copies stored, ``active`` of them run per token; ``routed``: their saved tensors
+    sit on the rank of the token's expert (``Saved.routed``). Phi-3's fused gate/up is one
+    GEMM twice as wide (same parameters and FLOPs). ``name`` prefixes the rows (experts)."""
+    h, gated, prefix = model.hidden_size, model.mlp != "gelu", f"{name} " if name else ""
+    fused = gated and model.fused_projections
+    up = Gemm(
+        f"{prefix}gate+up" if gated else f"{prefix}up",
+        Part.MLP,
+        h,
+        2 * width if fused else width,
+        TpSplit.COLUMN,
+        2 if gated and not fused else 1,
+        experts=experts,
+        active=active,
+        bias=model.mlp_bias,
+    )
+    down = Gemm(f"{prefix}down", Part.MLP, width, h, TpSplit.ROW, experts=experts, active=active, bias=model.mlp_bias)
+    act = "SiLU" if model.mlp == "swiglu" else "GeLU"
+    if gated:
+        names: tuple[str, ...] = (f"gate ({act} input)", f"{act} output", "up", "product (down input)")
+    else:
+        names = ("fc1 output (GeLU input)", "GeLU output (fc2 input)")
+    # The gated activation and product ~5 per ffn element, GeLU ~3.
+    return _Rows(
+        gemms=(up, down),
+        saved=tuple(Saved(f"{prefix}{n}", Part.MLP, width, copies=active, routed=routed) for n in names),
+        elementwise=(Elementwise(f"{prefix}activation", Part.MLP, (5 if gated else 3) * width, copies=active),),
+    )
+
+
+def _feed_forward_rows(model: ModelSpec, dense: bool) -> _Rows:
+    """A dense MLP, or routed experts + shared experts + router (MoE blocks)."""
+    if not model.is_moe or dense:
+        width = (model.dense_ffn_hidden_size or model.ffn_hidden_size) if dense else model.ffn_hidden_size
+        return _mlp_rows(model, "", width)
+    f, h, ept = model.ffn_hidden_size, model.hidden_size, model.experts_per_token
+    rows = _mlp_rows(model, "experts", f, model.num_experts, ept, routed=True)
+    if model.shared_experts:
+        rows += _mlp_rows(model, "shared experts", f * model.shared_experts)
+    return rows + _Rows(
+        # The router's h x experts GEMM, timed like the others (a narrow one: eff(E)).
+        gemms=(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE),),
+        # trainer/moe.py: each routed copy's hidden state as dispatched (the gate/up input) and the
+        # expert's output kept by the weighted combine; the router's fp32 softmax probabilities.
+        saved=(
+            Saved("dispatched tokens (expert input)", Part.MLP, h, copies=ept, routed=True),
+            Saved("expert output (combine input)", Part.MLP, h, copies=ept, routed=True),
+            Saved("router probabilities", Part.ROUTER, model.num_experts, fp32=True),
+        ),
+        # Permuting each routed copy into expert order and back (read + write h, twice), and the
+        # weighted sum of the k expert outputs (~3 h per copy).
+        elementwise=(Elementwise("dispatch, combine", Part.ROUTER, 7 * h, copies=ept),),
+    )
+
+
+def _block_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+    """Pre-norm and post-norm blocks have two norms, Gemma's sandwich four."""
+    names = {
+        "pre": ("attention norm", "mlp norm"),
+        "post": ("post-attention norm", "post-mlp norm"),
+        "sandwich": ("attention norm", "post-attention norm", "mlp norm", "post-mlp norm"),
+    }[model.norm_placement]
+    rows = _Rows()
+    for name in names:
+        pass_, saved = _norm_rows(model, name, hf_modules)
+        rows += _Rows(saved=saved, elementwise=(pass_,))
+    return rows
+
+
+def block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False) -> BlockTable:
+    """The operations of one decoder block of ``model``.
+
+    ``hf_modules``: the block is Hugging Face's eager module (only its RMSNorm differs here).
+    ``dense``: one of a MoE model's dense blocks (DeepSeek's first ``dense_layers``); otherwise
+    a MoE model's table is its expert block. Covers Llama-style (SwiGLU, RMSNorm, RoPE, GQA,
+    q/k norms, post or sandwich norms), GPT-2/3-style (GeLU, LayerNorm, biases, learned
+    positions), MLA and MoE blocks (routed + shared experts).
+    """
+    h = model.hidden_size
+    attention, mlp = _attention_rows(model, hf_modules), _feed_forward_rows(model, dense)
+    norms = _block_norm_rows(model, hf_modules)
+    # Two residual adds ~3 h each.
+    residual = _Rows(elementwise=tuple(Elementwise(f"residual add {i}", Part.OTHER, 3 * h) for i in (1, 2)))
+    rows = attention + mlp + norms + residual
+    saved = attention.saved + mlp.saved + norms.saved
+    head_dim = model.dim_head
+    return BlockTable(
+        gemms=rows.gemms,
+        attention=AttentionCore(
+            model.num_heads, model.num_kv_heads, head_dim, model.mla.v_head_dim if model.mla else head_dim
+        ),
+        saved=saved,
+        checkpoint=Saved("block input", Part.OTHER, h),
+        elementwise=(*norms.elementwise, *attention.elementwise, *mlp.elementwise, *residual.elementwise),
+    )
+
+
+def layer_tables(model: ModelSpec, hf_modules: bool = False) -> tuple[tuple[int, BlockTable], ...]:
+    """(number of blocks, their table) for each kind of block the model has."""
+    if not model.dense_layers:
+        return ((model.num_layers, block_table(model, hf_modules)),)
+    return (
+        (model.dense_layers, block_table(model, hf_modules, dense=True)),
+        (model.num_layers - model.dense_layers, block_table(model, hf_modules)),
+    )
+
+
+def mtp_module_params(model: ModelSpec) -> int:
+    """One DeepSeek-V3 multi-token-prediction module (DeepSeek-V3 report, Sec. 2.2): norms of
+    the hidden state and of the next token's embedding, their 2h -> h projection, one block like
+    the model's last, and a final norm; embedding and output head are shared with the model."""
+    h = model.hidden_size
+    return 3 * _norm_params(model) + 2 * h * h + block_table(model).params()
+
+
+def attended_keys(model: ModelSpec, seq_len, causal: bool):
+    """Key positions per query summed over the blocks (a number or an array over ``seq_len``).
+
+    Full attention: ``seq_len`` per block (half when counted causally, the planner's
+    convention). A block with a sliding window of w attends min(seq, w) keys; counted causally
+    a query i sees min(i + 1, w), on average w - w^2 / (2 seq) once seq > w. A kernel that skips
+    the blocks outside the window is assumed (FlashAttention-2 ``window_size``, FlexAttention).
+    """
+    full = model.num_layers - model.sliding_layers
+    if not model.sliding_layers:
+        return full * (0.5 * seq_len if causal else seq_len)
+    w, seq = float(model.sliding_window or 0), np.asarray(seq_len, dtype=float)
+    if causal:
+        windowed = np.where(seq <= w, 0.5 * seq, w - w * w / (2.0 * np.maximum(seq, 1.0)))
+        return full * 0.5 * seq + model.sliding_layers * windowed
+    return full * seq + model.sliding_layers * np.minimum(seq, w)
+
+
 def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
-    """Embedding (+ learned positions, + BLOOM's embedding norm), final norm, LM head."""
+    """Embedding (+ learned positions, + BLOOM's embedding norm), final norm, LM head, and the
+    per-token passes around them (Gemma's embedding scaling, the logit soft-cap)."""
     h, v = model.hidden_size, model.vocab_size
     embedding = v * h + (model.max_seq_len * h if model.position == "learned" else 0)
     embedding += _norm_params(model) if model.embedding_norm else 0
     final_norm, final_norm_saved = _norm_rows(model, "final norm", hf_modules)
+    elementwise = []
+    if model.embedding_scale:
+        elementwise.append(Elementwise("embedding scale", Part.OTHER, 2 * h))
+    if model.final_softcap is not None:
+        elementwise.append(Elementwise("logit soft-cap", Part.OTHER, 3 * 2 * v))  # divide, tanh, multiply
     return RootTable(
         embedding_params=embedding,
         final_norm=final_norm,
         final_norm_saved=final_norm_saved,
         lm_head=Gemm("lm_head", Part.OTHER, h, v, TpSplit.COLUMN, tied=model.tied_embeddings),
+        elementwise=tuple(elementwise),
     )

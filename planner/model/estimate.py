@@ -25,6 +25,7 @@ from planner.plan import (
     GoodputEstimate,
     MemoryEstimate,
     MemoryTerms,
+    ModelSummary,
     ThroughputEstimate,
     TimeEstimate,
     TimeTerms,
@@ -242,6 +243,7 @@ def estimate(
         cost_usd=optional(cost),
         energy_kwh=optional(energy),
         goodput=goodput_estimate(g),
+        model=ModelSummary.of(model),
     )
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.model.block import block_table, root_table
+from planner.model.block import attended_keys, block_table, layer_tables, root_table
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import AC_FULL, AC_SELECTIVE, Candidates
@@ -31,18 +31,20 @@ class FlopsPerToken:
 
 
 def matmul_params_per_block(model: ModelSpec) -> float:
-    """Weights that take part in a matmul for one token in one block (MoE: routed experts)."""
-    return block_table(model).matmul_weights
+    """Weights that take part in a matmul for one token in one block (MoE: routed experts),
+    averaged over the blocks when they differ (DeepSeek's dense first layers)."""
+    return sum(n * table.matmul_weights for n, table in layer_tables(model)) / model.num_layers
 
 
 def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray | float, s: ModelingSettings) -> FlopsPerToken:
-    """2 FLOPs per weight; attention 2*2*seq*q_size per block (halved when counted causally)."""
-    causal = 0.5 if s.causal_attention_flops else 1.0
+    """2 FLOPs per weight; attention 2 * heads * (qk + v head dims) per attended key and block
+    (half the keys when counted causally; a sliding window bounds them: ``attended_keys``)."""
     block = block_table(model)
-    attention = seq_len * block.attention.flops_per_token_per_key * model.num_layers * causal
+    attention = attended_keys(model, seq_len, s.causal_attention_flops) * block.attention.flops_per_token_per_key
     head = root_table(model).lm_head
+    weights = sum(n * table.matmul_weights for n, table in layer_tables(model))
     return FlopsPerToken(
-        block_matmul=2.0 * block.matmul_weights * model.num_layers,
+        block_matmul=2.0 * weights,
         attention=np.asarray(attention, dtype=float),
         lm_head=2.0 * head.d_in * head.d_out,
     )

@@ -116,7 +116,8 @@ def stage_params(model: ModelSpec, c: Candidates, last_stage: bool) -> StagePara
         root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, counts.embedding)
     experts = float(routed_expert_params_per_layer(model))
     return StageParams(
-        blocks=layers_per_stage(model, c) * counts.per_layer,
+        # The heaviest blocks when they differ (DeepSeek: a stage of expert blocks, not its dense ones).
+        blocks=counts.heaviest_blocks(layers_per_stage(model, c)),
         root=root.astype(float),
         per_block=float(counts.per_layer),
         experts=layers_per_stage(model, c) * experts,
@@ -172,7 +173,8 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
 def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
     """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
     compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
-    linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens."""
+    linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens;
+    each row ``copies`` times (per routed expert)."""
     assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
     total: Any = None  # an array after the first non-empty part
     for rows, size, split in (
@@ -182,14 +184,14 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
     ):
         if not rows:
             continue
-        elements = sum(t.elements for t in rows if not t.cp_gathered)
-        gathered = sum(t.elements for t in rows if t.cp_gathered)
+        # copies: per routed expert (MoE); shared experts' rows have one.
+        elements = sum(t.elements * t.copies for t in rows if not t.cp_gathered)
+        gathered = sum(t.elements * t.copies for t in rows if t.cp_gathered)
         if gathered:
             elements = elements + gathered * kv_tokens_per_token
         term = elements * size / tp if split else elements * size
         total = term if total is None else total + term
-    (copies,) = {t.copies for t in tensors}  # one routed-expert multiplier per part
-    return total if copies == 1 else total * copies
+    return total
 
 
 def _saved_by_impl(native_rows, hf_rows, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:

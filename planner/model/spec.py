@@ -9,13 +9,34 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.model.block import Part, block_table, root_table
+from planner.model.block import Part, block_table, layer_tables, mtp_module_params, root_table
 
-MlpKind = Literal["swiglu", "gelu"]
+MlpKind = Literal["swiglu", "geglu", "gelu"]  # gated (SiLU / tanh-GeLU gate) or plain GeLU
 NormKind = Literal["rmsnorm", "layernorm"]
 PositionKind = Literal["rope", "learned", "alibi"]
+# RMSNorm of queries and keys before RoPE: none; per head over head_dim (Qwen3, Gemma 3);
+# over the whole projection, q_size and kv_size wide (OLMo 2).
+QkNormKind = Literal["none", "head", "full"]
+# Where each sub-layer's norms sit: pre (Llama: norm the input), post (OLMo 2: norm the output
+# before the residual add), sandwich (Gemma 2/3: both, four norms per block).
+NormPlacement = Literal["pre", "post", "sandwich"]
+
+
+class LatentAttention(BaseModel):
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, Sec. 2.1): queries through a
+    rank-``q_lora_rank`` bottleneck (None: one projection), keys and values through a shared
+    ``kv_lora_rank`` latent plus one ``qk_rope_head_dim`` rotary key for all heads. The
+    model's ``head_dim`` is the query/key head size (nope + rope); values are ``v_head_dim``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    q_lora_rank: int | None = Field(None, ge=1)
+    kv_lora_rank: int = Field(ge=1)
+    qk_rope_head_dim: int = Field(ge=1)
+    v_head_dim: int = Field(ge=1)
 
 
 class ParamCounts(BaseModel):
@@ -31,14 +52,38 @@ class ParamCounts(BaseModel):
     lm_head: int  # 0 when tied to the embedding
     router_per_layer: int = 0
     num_layers: int
+    # Models whose layers differ (DeepSeek's first dense layers): how many blocks have a dense
+    # MLP instead of the experts, and that MLP's parameters. The ``*_per_layer`` fields above
+    # describe the other (MoE) blocks.
+    dense_layers: int = 0
+    dense_mlp_per_layer: int = 0
+    # Multi-token-prediction modules (DeepSeek-V3): not part of ``total`` (transformers does not
+    # build them and the trainer does not train them), reported separately.
+    mtp: int = 0
 
     @property
     def per_layer(self) -> int:
         return self.attention_per_layer + self.mlp_per_layer + self.norms_per_layer + self.router_per_layer
 
     @property
+    def dense_per_layer(self) -> int:
+        return self.attention_per_layer + self.dense_mlp_per_layer + self.norms_per_layer
+
+    def heaviest_blocks(self, layers):
+        """Parameters of the ``layers`` heaviest blocks (a number or an array): the most one
+        pipeline stage of that many blocks holds when the layers are not all alike."""
+        moe = (self.per_layer, self.num_layers - self.dense_layers)
+        (heavy, heavy_count), (light, _) = sorted((moe, (self.dense_per_layer, self.dense_layers)), reverse=True)
+        first = np.minimum(layers, heavy_count)
+        return first * heavy + (layers - first) * light
+
+    @property
+    def blocks(self) -> int:
+        return (self.num_layers - self.dense_layers) * self.per_layer + self.dense_layers * self.dense_per_layer
+
+    @property
     def total(self) -> int:
-        return self.embedding + self.num_layers * self.per_layer + self.final_norm + self.lm_head
+        return self.embedding + self.blocks + self.final_norm + self.lm_head
 
 
 class ModelSpec(BaseModel):
@@ -65,8 +110,25 @@ class ModelSpec(BaseModel):
     mlp_bias: bool = False
     norm_bias: bool = False  # LayerNorm with a bias term
     embedding_norm: bool = False  # BLOOM's word_embeddings_layernorm
-    num_experts: int = Field(1, ge=1)  # MoE: experts per layer
+    num_experts: int = Field(1, ge=1)  # MoE: routed experts per layer
     experts_per_token: int = Field(1, ge=1)
+    shared_experts: int = Field(0, ge=0)  # always-on experts, one MLP shared_experts x ffn wide
+    dense_layers: int = Field(0, ge=0)  # MoE models: blocks with a dense MLP (DeepSeek: the first k)
+    dense_ffn_hidden_size: int | None = Field(None, ge=1)  # their MLP width (None: ffn_hidden_size)
+    mtp_layers: int = Field(0, ge=0)  # DeepSeek-V3 multi-token-prediction modules (counted apart)
+    qk_norm: QkNormKind = "none"
+    norm_placement: NormPlacement = "pre"
+    sliding_window: int | None = Field(None, ge=1)  # local attention span, in tokens
+    sliding_layers: int = Field(0, ge=0)  # how many blocks attend within the window
+    attn_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of attention scores
+    final_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of the logits
+    embedding_scale: bool = False  # Gemma: embeddings multiplied by sqrt(hidden)
+    fused_projections: bool = False  # Phi-3: one qkv and one gate/up weight (same shapes in sum)
+    mla: LatentAttention | None = None
+    # RoPE base and norm epsilon for the native trainer (None: its defaults, 10000 and 1e-5);
+    # read from the config by the newer families' readers. No effect on the planner's figures.
+    rope_theta: float | None = Field(None, gt=0)
+    norm_eps: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
@@ -76,6 +138,12 @@ class ModelSpec(BaseModel):
             raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
         if self.experts_per_token > self.num_experts:
             raise ValueError("experts_per_token exceeds num_experts")
+        if self.dense_layers > self.num_layers or self.sliding_layers > self.num_layers:
+            raise ValueError("dense_layers and sliding_layers cannot exceed num_layers")
+        if self.sliding_layers and self.sliding_window is None:
+            raise ValueError("sliding_layers needs a sliding_window")
+        if self.dense_layers and not self.is_moe:
+            raise ValueError("dense_layers applies to MoE models only")
         return self
 
     @property
@@ -94,6 +162,11 @@ class ModelSpec(BaseModel):
     def is_moe(self) -> bool:
         return self.num_experts > 1
 
+    @property
+    def moe_layers(self) -> int:
+        """Blocks with experts (all of them for Mixtral / Qwen3-MoE, L - k for DeepSeek)."""
+        return self.num_layers - self.dense_layers if self.is_moe else 0
+
     def param_counts(self) -> ParamCounts:
         """Derived from the block-operations table (``planner/model/block.py``)."""
         block, root = block_table(self), root_table(self)
@@ -106,14 +179,17 @@ class ModelSpec(BaseModel):
             final_norm=root.final_norm.params,
             lm_head=root.lm_head.params,
             num_layers=self.num_layers,
+            dense_layers=self.dense_layers,
+            dense_mlp_per_layer=block_table(self, dense=True).params(Part.MLP) if self.dense_layers else 0,
+            mtp=self.mtp_layers * mtp_module_params(self),
         )
 
     def num_params(self) -> int:
         return self.param_counts().total
 
     def num_active_params(self) -> int:
-        """Parameters touched per token (MoE: only the routed experts' MLPs)."""
-        c = self.param_counts()
-        mlp_active = c.mlp_per_layer // self.num_experts * self.experts_per_token
-        per_layer = c.attention_per_layer + mlp_active + c.norms_per_layer + c.router_per_layer
-        return c.embedding + self.num_layers * per_layer + c.final_norm + c.lm_head
+        """Parameters touched per token: MoE blocks count their routed ``experts_per_token`` MLPs
+        (plus shared experts and router), dense blocks everything; MTP modules excluded."""
+        root = root_table(self)
+        blocks = sum(count * table.active_params for count, table in layer_tables(self))
+        return root.embedding_params + blocks + root.final_norm.params + root.lm_head.params

@@ -135,6 +135,10 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
     fp8_casts = n_layers * tokens * fp8_cast_bytes_per_token(model, c, s) * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
+    # Passes around the embedding and head (Gemma's embedding scaling, the logit soft-cap).
+    root_passes = sum(e.elements for e in root_table(model).elementwise)
+    if root_passes:
+        loss = loss + 3.0 * root_passes * tokens / c.tp * compute_dtype_bytes(c)
     scores = unfused_attention_bytes(model, c, s) / rates.copy_bandwidth(c, s)
     memory_bound = (elementwise + fp8_casts + loss) / rates.eager_bandwidth(c, s) + scores
     return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}

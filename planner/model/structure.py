@@ -19,12 +19,22 @@ from planner.model.spec import ModelSpec
 Rule = tuple[np.ndarray, Callable[[], str]]
 
 # Families whose blocks trainplan's native decoder (trainer/model.py) reproduces: sequential
-# residual, full-width RoPE or learned positions. GPT-NeoX (parallel residual, partial rotary),
-# MPT and BLOOM (ALiBi) are not among them. Mixtral is Mistral's block with a routed-expert MLP,
-# which trainer/moe.py builds (with expert parallelism).
-NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "mixtral")
+# residual, full-width RoPE or learned positions, optional q/k norms (Qwen3, OLMo 2), post-norm
+# blocks (OLMo 2), every layer windowed or none (Mistral v0.1, Phi-3). Mixtral is Mistral's block
+# with a routed-expert MLP, which trainer/moe.py builds (with expert parallelism). GPT-NeoX
+# (parallel residual, partial rotary), MPT and BLOOM (ALiBi), Gemma (sandwich norms, soft-caps,
+# mixed local/global layers), DeepSeek (MLA) and the other MoE families are not among them.
+NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3", "mixtral")
+# The one MoE family whose block trainer/moe.py builds (top-k routed SwiGLU experts, no shared ones).
+NATIVE_MOE_FAMILIES = ("mixtral",)
 # Features the native decoder does not build, whatever the family says.
-NATIVE_UNSUPPORTED = (("position", "alibi"), ("embedding_norm", True))
+NATIVE_UNSUPPORTED = (
+    ("position", "alibi"),
+    ("embedding_norm", True),
+    ("mlp", "geglu"),
+    ("norm_placement", "sandwich"),
+    ("embedding_scale", True),
+)
 # The native model pads its vocabulary to a multiple of this (Megatron-LM's
 # --make-vocab-size-divisible-by default), so tensor parallelism can split odd vocabularies.
 VOCAB_PAD_MULTIPLE = 128
@@ -36,17 +46,29 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM); empty for the Llama, GPT-2/3 and Mixtral families."""
+    an embedding norm (BLOOM), Gemma's block, MLA, experts outside Mixtral's; empty for the
+    Llama relatives, the GPT-2/3 family and Mixtral."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
-    return found + [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
+    found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
+    found += [
+        f"{field}={getattr(model, field)!r}" for field in ("attn_softcap", "final_softcap") if getattr(model, field)
+    ]
+    found += ["mla (latent attention)"] if model.mla is not None else []
+    if 0 < model.sliding_layers < model.num_layers:
+        found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
+    moe_native = model.family in NATIVE_MOE_FAMILIES and not model.shared_experts
+    return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 and not moe_native else [])
 
 
 def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:
     """Tensor parallelism of a Hugging Face model splits Llama-style q/k/v/o and gate/up/down
-    projections (trainer/tensor_parallel.py): dense SwiGLU blocks only."""
-    return ([f"mlp={model.mlp!r}"] if model.mlp != "swiglu" else []) + (
-        [f"num_experts={model.num_experts}"] if model.num_experts > 1 else []
-    )
+    projections (trainer/tensor_parallel.py): dense gated-MLP blocks with separate q, k, v
+    (not Phi-3's fused weights or MLA) and per-head q/k norms if any."""
+    found = [f"mlp={model.mlp!r}"] if model.mlp == "gelu" else []
+    found += ["fused_projections=True"] if model.fused_projections else []
+    found += ["mla"] if model.mla is not None else []
+    found += ["qk_norm='full'"] if model.qk_norm == "full" else []
+    return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
 
 
 def default_implementation(model: ModelSpec) -> Implementation:
@@ -103,6 +125,10 @@ def structural_rules(
         ),
         split(model.ffn_hidden_size, tp, "ffn_hidden_size", "tp"),
         (
+            (tp == 1) | hf | (model.qk_norm != "full"),
+            lambda: "the native trainer's whole-projection q/k norm (OLMo 2) runs on one rank's heads: use tp=1",
+        ),
+        (
             hf | (padded_vocab_size(model.vocab_size) % tp == 0),
             lambda: (
                 f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
@@ -144,6 +170,12 @@ def structural_rules(
             ),
         ),
         ((cp == 1) | ~hf, lambda: "context parallelism (cp > 1) needs impl 'native'"),
+        (
+            (cp == 1) | (model.sliding_window is None) | (seq_len <= (model.sliding_window or 0)),
+            lambda: (
+                f"context parallelism has no sliding-window mask (window {model.sliding_window} < seq_len {seq_len})"
+            ),
+        ),
         (
             (cp == 1) | (seq_len % (2 * cp) == 0),
             lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}",

@@ -25,6 +25,7 @@ from support.jobs import (
     run_torchrun,
     start_torchrun,
     tiny_gpt_spec,
+    tiny_spec,
     wait_for,
     write_job,
 )
@@ -176,6 +177,16 @@ def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, i
     )
     assert_same_trajectory(parallel, single, 1e-3)
     assert parallel[8] < parallel[1] - 0.1
+
+
+def test_native_qwen3_blocks_under_tp_match_one_process(tmp_path, in_process):
+    """Qwen3 blocks (per-head q/k RMSNorm before RoPE, which tensor parallelism leaves on each
+    rank's heads; RoPE base 1e6) under tp=2 with sequence parallelism against one process."""
+    qwen3 = tiny_spec(name="tiny-qwen3", family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
+    _, parallel, single = run_beside_one_process(
+        tmp_path, Layout(dp_shard=1, tp=2), 2, grad_accum=4, steps=6, model=qwen3, **COMMON
+    )
+    assert_same_trajectory(parallel, single, 1e-4)
 
 
 def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_process):

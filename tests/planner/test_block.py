@@ -38,17 +38,42 @@ MOE_GELU = ModelSpec(
 MODELS = [get_preset(name) for name in list_presets()] + [MOE_GELU]
 
 
+def _closed_form_attention(m: ModelSpec) -> int:
+    h, q, kv = m.hidden_size, m.q_size, m.kv_size
+    if m.mla is not None:  # DeepSeek MLA (transformers' DeepseekV3Attention)
+        a, heads = m.mla, m.num_heads
+        nope = m.dim_head - a.qk_rope_head_dim
+        queries = h * q if a.q_lora_rank is None else h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * q
+        kv_path = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+        kv_path += a.kv_lora_rank * heads * (nope + a.v_head_dim)
+        return queries + kv_path + heads * a.v_head_dim * h
+    attention = 2 * h * q + 2 * h * kv + ((q + 2 * kv) if m.qkv_bias else 0) + (h if m.out_bias else 0)
+    qk_norm = {"none": 0, "head": 2 * m.dim_head, "full": q + kv}[m.qk_norm]
+    return attention + qk_norm
+
+
+def _closed_form_mlp(m: ModelSpec, f: int) -> int:
+    h = m.hidden_size
+    mats, up_biases = (2, f) if m.mlp == "gelu" else (3, 2 * f)
+    return mats * h * f + ((up_biases + h) if m.mlp_bias else 0)
+
+
 def closed_form_params(m: ModelSpec) -> int:
     """The parameter count written out by hand (Hugging Face module structure)."""
-    h, f, v, q, kv = m.hidden_size, m.ffn_hidden_size, m.vocab_size, m.q_size, m.kv_size
+    h, f, v = m.hidden_size, m.ffn_hidden_size, m.vocab_size
     norm = h * (2 if m.norm_bias else 1)
-    attention = 2 * h * q + 2 * h * kv + ((q + 2 * kv) if m.qkv_bias else 0) + (h if m.out_bias else 0)
-    mats, up_biases = (3, 2 * f) if m.mlp == "swiglu" else (2, f)
-    mlp = (mats * h * f + ((up_biases + h) if m.mlp_bias else 0)) * m.num_experts
+    norms = (4 if m.norm_placement == "sandwich" else 2) * norm
+    attention = _closed_form_attention(m)
+    mlp = _closed_form_mlp(m, f) * m.num_experts + (
+        _closed_form_mlp(m, f * m.shared_experts) if m.shared_experts else 0
+    )
     router = h * m.num_experts if m.is_moe else 0
+    dense_mlp = _closed_form_mlp(m, m.dense_ffn_hidden_size or f)
     embedding = v * h + (m.max_seq_len * h if m.position == "learned" else 0) + (norm if m.embedding_norm else 0)
     head = 0 if m.tied_embeddings else v * h
-    return embedding + m.num_layers * (attention + mlp + router + 2 * norm) + norm + head
+    blocks = (m.num_layers - m.dense_layers) * (attention + mlp + router + norms)
+    blocks += m.dense_layers * (attention + dense_mlp + norms)
+    return embedding + blocks + norm + head
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.name)
