@@ -104,7 +104,7 @@ def _mpt(size: str, layers: int, hidden: int, heads: int) -> ModelSpec:
         num_heads=heads,
         num_kv_heads=heads,
         vocab_size=50368,
-        max_seq_len=65536,
+        max_seq_len=512,  # the learned position table: stretched to each row's sequence (_model)
         tied_embeddings=True,
         mlp="gelu",
         norm="layernorm",
