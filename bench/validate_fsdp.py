@@ -2,6 +2,7 @@
 
     python bench/validate_fsdp.py            # per generation and per source
     python bench/validate_fsdp.py --rows     # and every row
+    python bench/validate_fsdp.py --write-docs   # refresh the table in docs/validation.md
 
 Nothing is fitted on these rows (validation/fsdp_runs.py; rows and how each was read:
 data/validation/fsdp_runs_sources.md). Error = predicted / measured tokens/s per GPU - 1.
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from validation.fsdp_runs import FsdpComparison, compare_fsdp_runs
 
 GENERATION_ORDER = ("A100", "H100", "H200")
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- fsdp-table:start -->", "<!-- fsdp-table:end -->"
 
 
 def _summary(comparisons: list[FsdpComparison], key, title: str) -> list[str]:
@@ -35,7 +39,9 @@ def _summary(comparisons: list[FsdpComparison], key, title: str) -> list[str]:
 
 
 def _rows(comparisons: list[FsdpComparison]) -> list[str]:
-    lines = ["| # | source | GPU | model | GPUs | tp/cp | seq x mb | AC | prec | compile | measured | predicted | error % |"]
+    lines = [
+        "| # | source | GPU | model | GPUs | tp/cp | seq x mb | AC | prec | compile | measured | predicted | error % |"
+    ]
     lines.append("|---:|---|---|---|---:|---|---|---|---|---|---:|---:|---:|")
     for c in comparisons:
         r, t = c.run, c.run.training
@@ -58,10 +64,23 @@ def render(rows: bool = False) -> str:
     return "\n".join(lines)
 
 
+def write_docs(table: str, docs: Path = DOCS) -> None:
+    text = docs.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{docs}: markers {START} / {END} not found")
+    head, rest = text.split(START, 1)
+    docs.write_text(f"{head}{START}\n{table}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="also print every row")
-    print(render(parser.parse_args(argv).rows))
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the summary tables in {DOCS}")
+    args = parser.parse_args(argv)
+    table = render(args.rows)
+    print(table)
+    if args.write_docs:
+        write_docs(render())
     return 0
 
 
