@@ -22,6 +22,7 @@ from planner.model.estimate import score
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.search.candidates import single
+from planner.units import GIB
 
 DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "fsdp_runs.csv"
 
@@ -61,7 +62,7 @@ GENERATIONS = {
 # and NVL" (footnote 2). ESTIMATE: the middle of the SXM (989.4) and NVL (835.5) dense bf16 peaks,
 # applied to every compute rate of the H100 SXM entry (GEMM, FP8 GEMM, attention).
 GRAND_TETON_HBM_BYTES_PER_S = 2.4e12
-GRAND_TETON_MEMORY_BYTES = int(96e9 * 0.9915)  # the catalog's HBM capacity rule (docs/hardware.md)
+GRAND_TETON_MEMORY_BYTES = int(96 * 0.9915 * GIB)  # the catalog's HBM label rule (docs/hardware.md)
 GRAND_TETON_TORCHTITAN = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, 'Hardware' and footnote 2"
 
 
