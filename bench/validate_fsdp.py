@@ -1,0 +1,88 @@
+"""Held-out tokens/s error on published FSDP runs of PyTorch stacks (torchtitan, fms-fsdp, llm-foundry).
+
+    python bench/validate_fsdp.py            # per generation and per source
+    python bench/validate_fsdp.py --rows     # and every row
+    python bench/validate_fsdp.py --write-docs   # refresh the table in docs/validation.md
+
+Nothing is fitted on these rows (validation/fsdp_runs.py; rows and how each was read:
+data/validation/fsdp_runs_sources.md). Error = predicted / measured tokens/s per GPU - 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from validation.fsdp_runs import FsdpComparison, compare_fsdp_runs
+
+GENERATION_ORDER = ("A100", "H100", "H200")
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- fsdp-table:start -->", "<!-- fsdp-table:end -->"
+
+
+def _summary(comparisons: list[FsdpComparison], key, title: str) -> list[str]:
+    groups: dict[str, list[float]] = {}
+    for c in comparisons:
+        groups.setdefault(key(c), []).append(c.error)
+    order = {g: i for i, g in enumerate(GENERATION_ORDER)}
+    lines = [f"| {title} | rows | mean signed % | mean abs % | worst % |", "|---|---:|---:|---:|---:|"]
+    for group in sorted(groups, key=lambda g: (order.get(g.split(" ")[0], 9), g)):
+        e = np.array(groups[group])
+        worst = float(e[np.argmax(np.abs(e))])
+        lines.append(
+            f"| {group} | {len(e)} | {100 * e.mean():+.1f} | {100 * np.abs(e).mean():.1f} | {100 * worst:+.1f} |"
+        )
+    return lines
+
+
+def _rows(comparisons: list[FsdpComparison]) -> list[str]:
+    lines = [
+        "| # | source | GPU | model | GPUs | tp/cp | seq x mb | AC | prec | compile | measured | predicted | error % |"
+    ]
+    lines.append("|---:|---|---|---|---:|---|---|---|---|---|---:|---:|---:|")
+    for c in comparisons:
+        r, t = c.run, c.run.training
+        lines.append(
+            f"| {r.row_id} | {r.source} | {r.gpu} | {r.model.name} | {r.num_gpus} | {r.layout.tp}/{r.layout.cp} "
+            f"| {t.seq_len} x {t.micro_batch} | {t.activation_checkpointing.value} | {t.precision.value} "
+            f"| {'y' if t.compile else 'n'} | {r.measured_tokens_per_s_per_gpu:,.0f} "
+            f"| {c.predicted_tokens_per_s_per_gpu:,.0f} | {100 * c.error:+.1f} |"
+        )
+    return lines
+
+
+def render(rows: bool = False) -> str:
+    comparisons = compare_fsdp_runs()
+    lines = ["**Held-out FSDP runs** (nothing fitted on them):", ""]
+    lines += _summary(comparisons, lambda c: c.run.generation, "GPU generation")
+    lines += ["", *_summary(comparisons, lambda c: f"{c.run.generation} {c.run.source}", "generation, source")]
+    if rows:
+        lines += ["", *_rows(comparisons)]
+    return "\n".join(lines)
+
+
+def write_docs(table: str, docs: Path = DOCS) -> None:
+    text = docs.read_text(encoding="utf-8")
+    if START not in text or END not in text:
+        raise ValueError(f"{docs}: markers {START} / {END} not found")
+    head, rest = text.split(START, 1)
+    docs.write_text(f"{head}{START}\n{table}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", action="store_true", help="also print every row")
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the summary tables in {DOCS}")
+    args = parser.parse_args(argv)
+    table = render(args.rows)
+    print(table)
+    if args.write_docs:
+        write_docs(render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,90 @@
+"""Held-out FSDP rows (data/validation/fsdp_runs.csv, validation/fsdp_runs.py)."""
+
+from __future__ import annotations
+
+import collections
+import csv
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.layout import ActivationCheckpointing, Precision
+from validation.fsdp_runs import (
+    DEFAULT_FSDP_RUNS,
+    GENERATIONS,
+    STACK_PROFILES,
+    _model,
+    compare_fsdp_runs,
+    grand_teton_h100,
+    predict_fsdp_run,
+    read_fsdp_runs,
+)
+
+CATALOG = load_catalog()
+RUNS = read_fsdp_runs()
+
+
+def test_every_row_reads_with_a_profile_and_a_generation():
+    with DEFAULT_FSDP_RUNS.open(newline="", encoding="utf-8") as f:
+        raw = list(csv.DictReader(f))
+    assert len(RUNS) == len(raw) == 234
+    assert collections.Counter(r.source for r in RUNS) == {"torchtitan": 17, "fms-fsdp": 8, "llm-foundry": 209}
+    for run in RUNS:
+        assert (run.source, run.attention) in STACK_PROFILES
+        assert run.gpu in GENERATIONS
+        assert run.layout.resolve(run.num_gpus).world_size == run.num_gpus
+        assert run.measured_tokens_per_s_per_gpu > 0
+        assert run.locator
+
+
+def test_rows_read_as_the_sources_state():
+    first = RUNS[0]  # torchtitan Table 1 'FSDP': Llama 3.1 8B, 8 GPUs, 2 x 8192, selective AC
+    assert (first.model.name, first.num_gpus, first.training.micro_batch, first.training.seq_len) == (
+        "llama3.1-8b",
+        8,
+        2,
+        8192,
+    )
+    assert first.training.activation_checkpointing == ActivationCheckpointing.SELECTIVE
+    assert first.measured_tokens_per_s_per_gpu == 5762
+    cp8 = next(r for r in RUNS if r.layout.cp == 8)
+    assert cp8.training.seq_len == 262144 and cp8.training.precision == Precision.FP8 and cp8.training.compile
+    hsdp = next(r for r in RUNS if r.source == "fms-fsdp" and r.gpu == "a100-80gb-sxm")
+    assert hsdp.layout.dp_replicate == 16 and hsdp.layout.dp_shard == 8
+
+
+@pytest.mark.parametrize(
+    ("name", "seq", "published"),
+    # llm-foundry's NumParams column: MPT-7B at 2048 and 65536 tokens (learned positions), 70B.
+    [("mpt-7b", 2048, 6658859008), ("mpt-7b", 65536, 6918905856), ("mpt-70b", 2048, 64862437376)],
+)
+def test_mpt_models_match_the_published_parameter_counts(name, seq, published):
+    assert abs(_model(name, seq).num_params() / published - 1.0) < 1e-3
+
+
+def test_grand_teton_h100_is_the_sxm_part_at_500_w_on_hbm2e():
+    sxm, tt = CATALOG.gpu("h100-sxm"), grand_teton_h100(CATALOG)
+    clock = tt.peak_flops_per_s["bf16"] / sxm.peak_flops_per_s["bf16"]
+    nvl = CATALOG.gpu("h100-nvl").peak_flops_per_s["bf16"] / sxm.peak_flops_per_s["bf16"]
+    assert clock == pytest.approx((1.0 + nvl) / 2.0)
+    assert tt.rates.gemm_flops_per_s["bf16"] == pytest.approx(sxm.rates.gemm_flops_per_s["bf16"] * clock)
+    assert tt.hbm_bandwidth_bytes_per_s == 2.4e12 and tt.memory_bytes > sxm.memory_bytes
+    # The same run predicts slower on it than on the catalog's 700 W SXM part.
+    run = RUNS[0]
+    on_tt = predict_fsdp_run(run, CATALOG).predicted_tokens_per_s_per_gpu
+    sxm_run = type(run)(**{**run.__dict__, "gpu": "h100-sxm"})
+    assert on_tt < predict_fsdp_run(sxm_run, CATALOG).predicted_tokens_per_s_per_gpu
+
+
+def test_triton_rows_predict_slower_attention_than_flash_rows():
+    triton = next(r for r in RUNS if r.attention == "triton" and r.gpu == "h100-sxm")
+    flash = type(triton)(**{**triton.__dict__, "attention": "flash"})
+    slow, fast = predict_fsdp_run(triton, CATALOG), predict_fsdp_run(flash, CATALOG)
+    assert slow.breakdown["attention"] > fast.breakdown["attention"]
+
+
+def test_errors_are_finite_and_signed():
+    comparisons = compare_fsdp_runs(RUNS[:25], CATALOG)
+    errors = [c.error for c in comparisons]
+    assert all(-1.0 < e < 2.0 for e in errors)
+    assert any(e > 0 for e in errors) and any(e < 0 for e in errors)

@@ -1,0 +1,250 @@
+"""Published FSDP runs on PyTorch stacks against the model (held out: nothing is fitted on them).
+
+The rows (data/validation/fsdp_runs.csv, read as data/validation/fsdp_runs_sources.md describes)
+come from torchtitan's benchmark files, IBM's fms-fsdp README and MosaicML llm-foundry's benchmark
+tables; none is in data/calibration and no setting of the model was chosen by looking at them.
+``compare_fsdp_runs`` predicts each row with the planner's ``score`` under the settings profile of
+its stack (``STACK_PROFILES``: each changes only what that stack does differently from trainplan's
+trainer) on the row's GPU, layout, batch, precision, compile and network; ``bench/validate_fsdp.py``
+prints the signed and absolute tokens/s errors per GPU generation and per source.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.catalog.models import get_preset
+from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
+from planner.model.estimate import score
+from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
+from planner.model.spec import ModelSpec
+from planner.search.candidates import single
+from planner.units import GIB
+
+DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "fsdp_runs.csv"
+
+# FlashAttention-2 (Dao 2023, arXiv:2307.08691, sec. 4.1, A100): "1.3-2.5x faster than
+# FlashAttention in Triton". llm-foundry's attn_impl='triton' runs that Triton kernel (MPT's
+# flash_attn_triton.py): its speed relative to the FA2 rates of the catalog is taken as the
+# geometric middle of the published range, 1 / sqrt(1.3 x 2.5) = 0.56 (ESTIMATE; same ratio on H100).
+TRITON_FLASH_ATTENTION_FACTOR = 1.0 / (1.3 * 2.5) ** 0.5
+
+# llm-foundry (Composer FSDP1, MPT modules, no torch.compile): the loss is flash-attn's fused
+# cross-entropy over the full logits (no chunking, loss_fn 'fused_crossentropy'); attention is
+# the flash-attn package's FA2 ('flash') or the Triton kernel ('triton').
+LLM_FOUNDRY_FLASH = STACK_SETTINGS[Stack.TORCHTITAN]
+LLM_FOUNDRY_TRITON = LLM_FOUNDRY_FLASH.but(attention_kernel_factor=TRITON_FLASH_ATTENTION_FACTOR)
+
+# (source, attention column) -> the profile a row is predicted with. fms-fsdp: PyTorch FSDP1 with
+# SDPA's FA2 and torch.compile on its own Llama modules, full-logits F.cross_entropy: what the
+# torchtitan profile describes.
+STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
+    ("torchtitan", "sdpa-fa2"): STACK_SETTINGS[Stack.TORCHTITAN],
+    ("fms-fsdp", "sdpa-fa2"): STACK_SETTINGS[Stack.TORCHTITAN],
+    ("llm-foundry", "flash"): LLM_FOUNDRY_FLASH,
+    ("llm-foundry", "triton"): LLM_FOUNDRY_TRITON,
+}
+
+# GPU generation of each GPU id the rows use.
+GENERATIONS = {
+    "a100-40gb-sxm": "A100",
+    "a100-80gb-sxm": "A100",
+    "h100-sxm": "H100",
+    "h100-grand-teton": "H100",
+    "h200-sxm": "H200",
+}
+
+# torchtitan's H100s (its benchmark files, "Hardware"): Grand Teton hosts, H100 with 96 GB HBM2e
+# at 2.4 TB/s, run at the default 500 W power limit; "the actual peak TFLOPs number is between SXM
+# and NVL" (footnote 2). ESTIMATE: the middle of the SXM (989.4) and NVL (835.5) dense bf16 peaks,
+# applied to every compute rate of the H100 SXM entry (GEMM, FP8 GEMM, attention).
+GRAND_TETON_HBM_BYTES_PER_S = 2.4e12
+GRAND_TETON_MEMORY_BYTES = int(96 * 0.9915 * GIB)  # the catalog's HBM label rule (docs/hardware.md)
+GRAND_TETON_TORCHTITAN = "pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, 'Hardware' and footnote 2"
+
+
+def grand_teton_h100(catalog: Catalog) -> GPUSpec:
+    sxm, nvl = catalog.gpu("h100-sxm"), catalog.gpu("h100-nvl")
+    clock = 0.5 * (1.0 + nvl.peak_flops_per_s["bf16"] / sxm.peak_flops_per_s["bf16"])
+    rates = sxm.rates
+    scaled_rates = rates.model_copy(
+        update={
+            "gemm_flops_per_s": {k: v * clock for k, v in rates.gemm_flops_per_s.items()},
+            "attention_fwd_flops_per_s": (rates.attention_fwd_flops_per_s or 0.0) * clock or None,
+            "attention_bwd_flops_per_s": (rates.attention_bwd_flops_per_s or 0.0) * clock or None,
+            # the copy-to-datasheet share of the SXM part, on the 2.4 TB/s HBM2e
+            "copy_bandwidth_bytes_per_s": None,
+        }
+    )
+    sources = {**sxm.sources, "hbm_bandwidth_tbps": GRAND_TETON_TORCHTITAN, "memory_gib": GRAND_TETON_TORCHTITAN}
+    return sxm.model_copy(
+        update={
+            "id": "h100-grand-teton",
+            "memory_bytes": GRAND_TETON_MEMORY_BYTES,
+            "hbm_bandwidth_bytes_per_s": GRAND_TETON_HBM_BYTES_PER_S,
+            "peak_flops_per_s": {k: v * clock for k, v in sxm.peak_flops_per_s.items()},
+            "rates": scaled_rates,
+            "sources": sources,
+        }
+    )
+
+
+def _mpt(size: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    """MPT (llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml at 5e85bd62d): GeLU MLP of width
+    4 x d_model, LayerNorm and projections without biases (MPT's no_bias), learned positions
+    (learned_pos_emb default, no ALiBi), tied embeddings, vocabulary 50368."""
+    return ModelSpec(
+        name=f"mpt-{size}",
+        family="mpt",
+        num_layers=layers,
+        hidden_size=hidden,
+        ffn_hidden_size=4 * hidden,
+        num_heads=heads,
+        num_kv_heads=heads,
+        vocab_size=50368,
+        max_seq_len=512,  # the learned position table: stretched to each row's sequence (_model)
+        tied_embeddings=True,
+        mlp="gelu",
+        norm="layernorm",
+        position="learned",
+    )
+
+
+MODELS: dict[str, ModelSpec] = {
+    **{
+        f"mpt-{s}": _mpt(s, n, d, h)
+        for s, n, d, h in (
+            ("125m", 12, 768, 12),
+            ("350m", 24, 1024, 16),
+            ("760m", 24, 1536, 12),
+            ("1b", 24, 2048, 16),
+            ("3b", 32, 2560, 20),
+            ("7b", 32, 4096, 32),
+            ("13b", 40, 5120, 40),
+            ("30b", 48, 7168, 56),
+            ("70b", 80, 8192, 64),
+        )
+    },
+    # fms-fsdp fms_fsdp/utils/config_utils.py 'llama2_34b': 48 layers, 8192 wide, 64 heads / 8 kv,
+    # MLP 22016, fms' default vocabulary 32000 (CodeLlama-34B's shapes).
+    "codellama-34b": ModelSpec(
+        name="codellama-34b",
+        num_layers=48,
+        hidden_size=8192,
+        ffn_hidden_size=22016,
+        num_heads=64,
+        num_kv_heads=8,
+        vocab_size=32000,
+        max_seq_len=16384,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class FsdpRun:
+    row_id: int
+    source: str
+    locator: str
+    model: ModelSpec
+    gpu: str
+    num_gpus: int
+    layout: Layout
+    training: TrainingConfig
+    attention: str
+    network_bytes_per_s_per_gpu: float
+    measured_tokens_per_s_per_gpu: float
+
+    @property
+    def generation(self) -> str:
+        return GENERATIONS[self.gpu]
+
+    @property
+    def settings(self) -> ModelingSettings:
+        return STACK_PROFILES[(self.source, self.attention)]
+
+
+def _model(name: str, seq_len: int) -> ModelSpec:
+    spec = MODELS.get(name) or get_preset(name)
+    return spec.model_copy(update={"max_seq_len": max(spec.max_seq_len, seq_len)})
+
+
+def _run(row: dict[str, str]) -> FsdpRun:
+    n, rep, tp, pp, cp = (int(row[k]) for k in ("num_gpus", "dp_replicate", "tp", "pp", "cp"))
+    layout = Layout(
+        dp_replicate=rep,
+        dp_shard=n // (rep * tp * pp * cp),
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        sharding=Sharding(row["sharding"]),
+    )
+    seq = int(row["seq_len"])
+    training = TrainingConfig(
+        seq_len=seq,
+        micro_batch=int(row["micro_batch"]),
+        grad_accum=int(row["grad_accum"]),
+        activation_checkpointing=ActivationCheckpointing(row["ac"]),
+        precision=Precision(row["precision"]),
+        compile=row["compile"] == "1",
+    )
+    return FsdpRun(
+        row_id=int(row["row_id"]),
+        source=row["source"],
+        locator=row["locator"],
+        model=_model(row["model"], seq),
+        gpu=row["gpu"],
+        num_gpus=n,
+        layout=layout,
+        training=training,
+        attention=row["attention"],
+        network_bytes_per_s_per_gpu=float(row["network_gbit_per_gpu"]) * 1e9 / 8.0,
+        measured_tokens_per_s_per_gpu=float(row["tokens_per_s_per_gpu"]),
+    )
+
+
+def read_fsdp_runs(path: Path = DEFAULT_FSDP_RUNS) -> list[FsdpRun]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return [_run(row) for row in csv.DictReader(f)]
+
+
+@dataclass(frozen=True)
+class FsdpComparison:
+    run: FsdpRun
+    predicted_tokens_per_s_per_gpu: float
+    fits: bool
+    breakdown: dict[str, float]  # seconds per step by term
+
+    @property
+    def error(self) -> float:
+        measured = self.run.measured_tokens_per_s_per_gpu
+        return (self.predicted_tokens_per_s_per_gpu - measured) / measured
+
+
+def gpu_for(run: FsdpRun, catalog: Catalog) -> GPUSpec:
+    return grand_teton_h100(catalog) if run.gpu == "h100-grand-teton" else catalog.gpu(run.gpu)
+
+
+def predict_fsdp_run(run: FsdpRun, catalog: Catalog, settings: ModelingSettings | None = None) -> FsdpComparison:
+    gpu = gpu_for(run, catalog)
+    c = single(
+        gpu,
+        run.layout.resolve(run.num_gpus),
+        run.training,
+        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
+        network_bandwidth=run.network_bytes_per_s_per_gpu,
+    )
+    scores = score(run.model, c, settings or run.settings)
+    return FsdpComparison(
+        run=run,
+        predicted_tokens_per_s_per_gpu=float(scores.tokens_per_s[0]) / run.num_gpus,
+        fits=bool(scores.fits[0]),
+        breakdown=scores.time.as_dict(),
+    )
+
+
+def compare_fsdp_runs(runs: list[FsdpRun] | None = None, catalog: Catalog | None = None) -> list[FsdpComparison]:
+    catalog = catalog or load_catalog()
+    return [predict_fsdp_run(run, catalog) for run in runs or read_fsdp_runs()]
