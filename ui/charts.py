@@ -49,6 +49,12 @@ class Infeasible:
     constraint: str
     detail: str
     fix: str
+    required: float | None = None  # InfeasiblePlan's typed figures (GiB, GPUs, seconds, USD)
+    available: float | None = None
+
+    @classmethod
+    def of(cls, exc: InfeasiblePlan) -> Infeasible:
+        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available)
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
     try:
         return PlanOutcome(result=plan(request, settings=settings))
     except InfeasiblePlan as exc:
-        return PlanOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
+        return PlanOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:
         return PlanOutcome(error=one_line(exc))
 
@@ -112,7 +118,6 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "budget_usd": 0.0,
         "objective": "cost",
         "cost_weight": 0.5,
-        "gpus": list(cat.gpus),
         "pricing": "on_demand",
         "precision": Precision.BF16.value,
         "ac": [a.value for a in ActivationCheckpointing],
@@ -143,11 +148,19 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "custom_vocab": base.vocab_size,
         "custom_experts": 1,
         "custom_experts_per_token": 1,
+        "run_dir": "",
+        "ex_gpu": "h100-sxm",
+        "ex_num_gpus": 8,
+        "ex_tp": 1,
+        "ex_pp": 1,
+        "ex_cp": 1,
+        "ex_dp_replicate": 1,
+        "ex_sharding": "fsdp",
+        "ex_micro_batch": 1,
+        "ex_grad_accum": 1,
+        "ex_ac": "none",
+        "ex_precision": "bf16",
     }
-    for gpu in cat.gpus.values():
-        values[f"inv_{gpu.id}"] = 0
-        values[f"price_{gpu.id}"] = float(gpu.price_per_gpu_hour_usd)
-        values[f"purchase_{gpu.id}"] = float(gpu.purchase_price_usd or 0.0)
     return values
 
 
@@ -301,7 +314,16 @@ def local_gpus_frame(found: Sequence) -> pd.DataFrame:
 
 def jobs_frame(requests: dict[str, PlanRequest]) -> pd.DataFrame:
     return pd.DataFrame(
-        [{"job": name, "model": r.model.name, "tokens_b": r.training_tokens / 1e9} for name, r in requests.items()]
+        [
+            {
+                "job": name,
+                "model": r.model.name,
+                "tokens_b": r.training_tokens / 1e9,
+                "deadline_days": r.deadline_days,
+                "budget_usd": r.budget_usd,
+            }
+            for name, r in requests.items()
+        ]
     )
 
 
@@ -361,7 +383,7 @@ def solve_jobs(
             requests, inventory, objective=objective, horizon_days=horizon_days, num_slots=num_slots, settings=settings
         )
     except InfeasiblePlan as exc:
-        return PortfolioOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
+        return PortfolioOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:
         return PortfolioOutcome(error=one_line(exc))
     frame = pd.DataFrame(

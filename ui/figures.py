@@ -166,7 +166,12 @@ def _hover(frame: pd.DataFrame) -> list[str]:
     return [
         f"{n}x {g}<br>{layout}<br>{money_label(cost) if cost >= 1e3 else f'${cost:,.0f}'} · {days:,.2f} days"
         for g, n, layout, cost, days in zip(
-            frame["gpu"], frame["num_gpus"], frame["layout"], frame["cost_usd"], frame["time_to_train_days"], strict=True
+            frame["gpu"],
+            frame["num_gpus"],
+            frame["layout"],
+            frame["cost_usd"],
+            frame["time_to_train_days"],
+            strict=True,
         )
     ]
 
@@ -298,7 +303,9 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
     counts = rows["num_gpus"]
     values, text = decade_ticks(float(counts.min()), float(counts.max()), lambda v: f"{v:,.0f}")
     fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log", tickvals=values, ticktext=text)
-    fig.update_yaxes(title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False)
+    fig.update_yaxes(
+        title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False
+    )
     days = rows["time_to_train_days"]
     low, high = math.log10(float(days.min()) / 1.3), math.log10(float(days.max()) * 1.3)
     values, text = decade_ticks(10**low, 10**high, days_label)
