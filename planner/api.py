@@ -315,7 +315,7 @@ def near_tie_row(
     rows = np.flatnonzero(checks.feasible())
     if not request.vary_batch:
         rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
-    return near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, request.objective.value)
+    return near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
 
 
 def cap_diagnosis(

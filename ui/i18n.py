@@ -169,10 +169,9 @@ _LABELS: dict[str, tuple[str, str]] = {
         "没有满足全部约束的方案。起作用的约束：{constraint}。{body}",
     ),
     "why_deadline": (
-        "The fastest plan needs {need:,.1f} days, the deadline is {have:,.1f} days (GPU limit: {limit}). "
-        "Fix: allow {fix_days:,} days, or raise the GPU limit.",
-        "最快的方案需要 {need:,.1f} 天，期限为 {have:,.1f} 天（GPU 上限：{limit}）。"
-        "解决办法：将期限放宽到 {fix_days:,} 天，或提高 GPU 上限。",
+        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}). "
+        "Fix: allow {fix}, or raise the GPU limit.",
+        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）。解决办法：将期限放宽到 {fix}，或提高 GPU 上限。",
     ),
     "why_budget": (
         "The cheapest plan costs {need}, the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",

@@ -12,7 +12,7 @@ import math
 
 from planner.api import PlanRequest, PlanResult
 from planner.fmt import money_short
-from planner.units import SECONDS_PER_DAY
+from planner.units import SECONDS_PER_HOUR
 from ui.charts import Infeasible, duration_key, money
 from ui.i18n import Labels
 
@@ -20,6 +20,12 @@ from ui.i18n import Labels
 def duration(tr: Labels, hours: float) -> str:
     key, value = duration_key(hours)
     return tr(key, value=value)
+
+
+def duration_up(tr: Labels, hours: float) -> str:
+    """A duration rounded up in its last shown digit: enough time, never a little short."""
+    key, value = duration_key(hours)
+    return tr(key, value=math.ceil(value * 10 - 1e-9) / 10)
 
 
 def gpu_limit(tr: Labels, request: PlanRequest) -> str:
@@ -34,8 +40,8 @@ def gpu_limit(tr: Labels, request: PlanRequest) -> str:
     return "; ".join(parts) or tr("no_gpu_limit")
 
 
-def _days(seconds: float | None) -> float:
-    return (seconds or 0.0) / SECONDS_PER_DAY
+def _hours(seconds: float | None) -> float:
+    return (seconds or 0.0) / SECONDS_PER_HOUR
 
 
 def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
@@ -44,7 +50,7 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     limit = gpu_limit(tr, request)
     values: dict[str, object] = dict(limit=limit)
     if c == "deadline":
-        values.update(need=_days(need), have=_days(have), fix_days=math.ceil(_days(need) - 1e-9))
+        values.update(need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need)))
     elif c == "budget":
         values.update(need=money_short(need or 0.0, 1), have=money_short(have or 0.0, 1))
         values.update(fix_usd=money_short(need or 0.0, 1, round_up=True))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import re
 import string
 import tempfile
 import zipfile
@@ -31,7 +33,8 @@ from planner.search.explore import plan_portfolio, why_not
 from planner.search.portfolio import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
-from ui import charts
+from ui import charts, figures
+from ui.gpu_table import apply_edits, rows_with
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
@@ -40,13 +43,22 @@ APP = str(REPO / "app.py")
 HF_CONFIGS = DATA / "hf_configs"
 GPUS = ["h100-sxm", "a100-80gb-sxm"]
 EN, ZH = Labels("en"), Labels("zh")
+CATALOG = load_catalog()
+TABS = (
+    "tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_explorer", "tab_run", "tab_local",
+)  # fmt: skip
 
 
-def run_app(**state) -> AppTest:
+def gpu_rows(gpus=GPUS, inventory=None, prices=None, purchases=None):
+    """The sidebar's GPU table (``ui.gpu_table``) with these types allowed and these values set."""
+    return rows_with(CATALOG, allowed=gpus, inventory=inventory, prices=prices, purchases=purchases)
+
+
+def run_app(gpus=GPUS, inventory=None, prices=None, purchases=None, **state) -> AppTest:
     """Run the app once with widget values preset through session_state (the app's own defaults path)."""
     at = AppTest.from_file(APP, default_timeout=60)
     state.setdefault("preset", "gpt3-125m")
-    state.setdefault("gpus", GPUS)
+    state["gpu_rows"] = gpu_rows(gpus, inventory, prices, purchases)
     state.setdefault("seq_len", 2048)  # gpt3-125m's context
     for key, value in state.items():
         at.session_state[key] = value
@@ -119,6 +131,14 @@ def table(at: AppTest, column: str):
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
+ENGLISH_SENTENCE = re.compile(r"\b[A-Za-z]{2,}(?:[ ,;:]+[A-Za-z]{2,}){3,}\b")  # four English words in a row
+
+
+def english_sentences(text: str) -> list[str]:
+    """Runs of four or more English words: what must not be left in 中文 mode."""
+    return ENGLISH_SENTENCE.findall(text)
+
+
 def widgets(at: AppTest) -> list[Widget]:
     return [node for root in (at.sidebar, at.main) for node in root if isinstance(node, Widget)]
 
@@ -129,9 +149,7 @@ def widgets(at: AppTest) -> list[Widget]:
 def test_plan_card_matches_the_api_and_every_panel_renders():
     at = run_app()
     assert_card_shows(at, request_for())
-    assert [t.label for t in at.tabs] == [
-        EN(k) for k in ("tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local")
-    ]
+    assert [t.label for t in at.tabs] == [EN(k) for k in TABS]
     assert len(at.get("plotly_chart")) == 2  # memory and step time: only the open tab runs
     open_tab(at, "tab_explore")
     assert len(at.get("plotly_chart")) == 2  # frontier, scaling
@@ -150,12 +168,13 @@ def test_every_widget_has_a_key_in_every_mode():
         {},
         dict(model_source="custom", pricing="bought", objective="mix", tokens_mode="absolute"),
         dict(model_source="upload"),
-        dict(portfolio_mode=True, **{"inv_h100-sxm": 8}),
+        dict(portfolio_mode=True, inventory={"h100-sxm": 8}),
     ]
     runs = [run_app(**state) for state in states]
     at = runs[0]
-    runs += [open_tab(at, name) for name in ("tab_explore", "tab_why_not", "tab_downloads")]
-    for state, at in zip([*states, "explore", "why-not", "downloads"], runs, strict=True):
+    extra = ("tab_explore", "tab_why_not", "tab_downloads", "tab_explorer", "tab_run")
+    runs += [open_tab(at, name) for name in extra]
+    for state, at in zip([*states, *extra], runs, strict=True):
         missing = [f"{w.type}:{getattr(w, 'label', '')}" for w in widgets(at) if not w.key]
         assert not missing, (state, missing)
         assert len(widgets(at)) > 10
@@ -165,13 +184,16 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
     at = run_app()
     at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
     at.sidebar.number_input(key="tokens_billions").set_value(5.0)
-    at.sidebar.multiselect(key="gpus").set_value(["a100-80gb-sxm", "l40s"])
     at.sidebar.number_input(key="deadline_days").set_value(0.1)  # binds: the cheapest plan takes 10 h
     at.sidebar.selectbox(key="seq_len").set_value(1024)
     at.run()
-    at.sidebar.number_input(key="inv_a100-80gb-sxm").set_value(16)
-    at.sidebar.number_input(key="price_a100-80gb-sxm").set_value(1.5)
-    at.sidebar.number_input(key="price_l40s").set_value(0.9)
+    # the GPU table's edits as the editor reports them (rows by position), folded as its on_change does
+    rows = at.session_state["gpu_rows"]
+    position = {gpu: i for i, gpu in enumerate(rows.index)}
+    edits = {position[g]: {"allowed": g in ("a100-80gb-sxm", "l40s")} for g in GPUS + ["l40s"]}
+    edits[position["a100-80gb-sxm"]].update(inventory=16, usd_per_gpu_hour=1.5, memory_gib=1.0)  # memory: read-only
+    edits[position["l40s"]]["usd_per_gpu_hour"] = 0.9
+    at.session_state["gpu_rows"] = apply_edits(rows, {"edited_rows": edits})
     at.run()
     assert not at.exception
     request = request_for(
@@ -190,12 +212,35 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
     request = request_for(deadline_days=0.01, gpus={"a100-80gb-sxm": 2})
     with pytest.raises(InfeasiblePlan) as expected:
         plan(request, settings=DEFAULT_SETTINGS)
-    at = run_app(gpus=["a100-80gb-sxm"], deadline_days=0.01, **{"inv_a100-80gb-sxm": 2})
+    at = run_app(gpus=["a100-80gb-sxm"], deadline_days=0.01, inventory={"a100-80gb-sxm": 2})
     assert not at.metric
     (warning,) = at.warning
-    assert EN.option(expected.value.constraint.value) in warning.value
-    assert expected.value.detail in warning.value and expected.value.fix in warning.value
+    exc = expected.value
+    assert warning.value == EN(
+        "infeasible",
+        constraint=EN.option("deadline"),
+        body=EN(
+            "why_deadline",
+            need=EN("hours_value", value=exc.required / 3600),
+            have=EN("hours_value", value=0.24),
+            limit=f"{EN('gpu_inventory')}: a100-80gb-sxm ≤ 2",
+            fix=EN("hours_value", value=math.ceil(exc.required / 360 - 1e-9) / 10),
+        ),
+    )
+    assert any(c.value == f"{exc.detail}; {exc.fix}" for c in at.caption)  # the planner's own words too
     assert EN("tab_why_not") in [t.label for t in at.tabs]  # the page still explains itself
+
+
+def test_infeasible_message_names_the_gpu_cap_when_it_binds_in_both_languages():
+    request = request_for(deadline_days=0.01, max_gpus=4)
+    with pytest.raises(InfeasiblePlan) as expected:
+        plan(request, settings=DEFAULT_SETTINGS)
+    assert "max_gpus" in expected.value.fix  # the cap binds: more GPUs would meet the deadline
+    for tr in (EN, ZH):
+        at = run_app(deadline_days=0.01, max_gpus=4, lang=tr.lang)
+        (warning,) = at.warning
+        assert f"{tr('max_gpus')} = 4" in warning.value and tr("no_gpu_limit") not in warning.value
+    assert not english_sentences(warning.value)
 
 
 def test_language_switch_translates_every_label():
@@ -252,7 +297,9 @@ def test_custom_dimensions_are_planned_as_given():
     )
     assert_card_shows(at, request_for(model=model))
     at.sidebar.number_input(key="custom_heads").set_value(3).run()
-    assert [e.value for e in at.error] == [EN("bad_custom", error="num_heads 3 is not a multiple of num_kv_heads 4")]
+    # the error names the fields by their labels on screen, not ModelSpec's field names
+    error = f"“{EN('custom_heads')}” 3 is not a multiple of “{EN('custom_kv_heads')}” 4"
+    assert [e.value for e in at.error] == [EN("bad_custom", error=error)]
     assert not at.metric
 
 
@@ -309,14 +356,18 @@ def test_a_preset_change_fits_the_sequence_to_the_model_context():
 
 
 def test_bought_gpus_are_priced_by_the_documented_formula():
-    at = run_app(pricing="bought", gpus=["h100-sxm"], **{"purchase_h100-sxm": 40000.0, "tco_utilisation": 0.5})
+    at = run_app(pricing="bought", gpus=["h100-sxm"], purchases={"h100-sxm": 40000.0}, tco_utilisation=0.5)
     tco = TcoAssumptions()
     tdp = load_catalog().gpu("h100-sxm").tdp_watts
     price = (40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12) / (
         HOURS_PER_YEAR * 0.5
     ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
-    assert any(c.value == EN("amortised", price=price) for c in at.sidebar.caption)
-    assert_card_shows(at, request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price}))
+    assert any(c.value == EN("amortised", gpu="h100-sxm", price=price) for c in at.sidebar.caption)
+    request = request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price})
+    assert card(at)[EN("card_cost_bought")] == charts.money(plan(request, settings=DEFAULT_SETTINGS).plan.estimate.cost_usd)
+    assert EN("card_cost") not in card(at)  # in Buy mode the cost says it is amortised
+    open_tab(at, "tab_top")
+    assert EN("col_cost_usd_bought") in table(at, EN("col_layout")).columns
 
 
 def test_why_not_panel_shows_the_explore_answer():
@@ -328,7 +379,7 @@ def test_why_not_panel_shows_the_explore_answer():
 
 
 def test_portfolio_mode_schedules_the_added_jobs():
-    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], **{"inv_h100-sxm": 8})
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
     assert at.info[0].value == EN("no_jobs")
     at.text_input(key="job_name").set_value("small")
     at.button(key="add_job").click().run()
@@ -447,14 +498,14 @@ def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
 def test_figures_carry_the_plan_numbers():
     result = plan(request_for(), settings=DEFAULT_SETTINGS)
     plans = [result.plan, *result.alternatives]
-    memory = charts.memory_figure(plans, 0.6, EN)
+    memory = figures.memory_figure(plans, 0.6, EN)
     bars = [t for t in memory.data if t.type == "bar"]
     for i, p in enumerate(plans):
         stacked = sum(t.y[i] for t in bars)
         assert stacked == pytest.approx(max(p.estimate.memory.reserved_gib, p.estimate.memory.peak_gib) + 0.6)
     capacity = next(t for t in memory.data if t.name == EN("capacity"))
     assert list(capacity.y) == [p.estimate.memory.capacity_gib for p in plans]
-    step = charts.step_time_figure(plans, ZH)
+    step = figures.step_time_figure(plans, ZH)
     assert sum(t.y[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
     assert ZH("time_matmul") in {t.name for t in step.data}
 
