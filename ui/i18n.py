@@ -40,7 +40,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Read as JSON data only: nothing is downloaded or executed.",
         "仅作为 JSON 数据读取：不会下载或执行任何内容。",
     ),
-    "upload_needed": ("Upload a config.json to plan for it.", "请上传 config.json 以进行规划。"),
+    "upload_needed": (
+        "Upload a config.json to plan for it (at most 1 MB: the browser refuses a larger file and marks it red; "
+        "a model config is a few KB).",
+        "请上传 config.json 以进行规划（最大 1 MB：浏览器会拒绝更大的文件并标红；模型配置通常只有几 KB）。",
+    ),
     "bad_config": ("Cannot use this config: {error}", "无法使用该配置：{error}"),
     "bad_custom": ("Invalid model dimensions: {error}", "模型维度无效：{error}"),
     "custom_layers": ("Layers", "层数"),

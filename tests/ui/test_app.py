@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import re
 import string
 import tempfile
 import zipfile
@@ -18,8 +17,20 @@ import zipfile
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.element_tree import Widget
-from support import DATA, REPO
+from support.app import (
+    EN,
+    GPUS,
+    HF_CONFIGS,
+    TABS,
+    ZH,
+    card,
+    english_sentences,
+    open_tab,
+    request_for,
+    run_app,
+    table,
+    widgets,
+)  # fmt: skip
 
 from planner.api import PlanRequest, plan
 from planner.catalog.detect import DetectedGPU
@@ -34,71 +45,10 @@ from planner.search.portfolio import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
 from ui import charts, figures
-from ui.gpu_table import apply_edits, rows_with
+from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
-
-APP = str(REPO / "app.py")
-HF_CONFIGS = DATA / "hf_configs"
-GPUS = ["h100-sxm", "a100-80gb-sxm"]
-EN, ZH = Labels("en"), Labels("zh")
-CATALOG = load_catalog()
-TABS = (
-    "tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_explorer", "tab_run", "tab_local",
-)  # fmt: skip
-
-
-def gpu_rows(gpus=GPUS, inventory=None, prices=None, purchases=None):
-    """The sidebar's GPU table (``ui.gpu_table``) with these types allowed and these values set."""
-    return rows_with(CATALOG, allowed=gpus, inventory=inventory, prices=prices, purchases=purchases)
-
-
-def run_app(gpus=GPUS, inventory=None, prices=None, purchases=None, **state) -> AppTest:
-    """Run the app once with widget values preset through session_state (the app's own defaults path)."""
-    at = AppTest.from_file(APP, default_timeout=60)
-    state.setdefault("preset", "gpt3-125m")
-    state["gpu_rows"] = gpu_rows(gpus, inventory, prices, purchases)
-    state.setdefault("seq_len", 2048)  # gpt3-125m's context
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def request_for(model: ModelSpec | None = None, **changes) -> PlanRequest:
-    """The request the app builds from its default widget values (and ``changes``)."""
-    model = model or get_preset("gpt3-125m")
-    fields = dict(
-        model=model,
-        training_tokens=20 * model.num_params(),
-        gpus={g: None for g in GPUS},
-        price_overrides={},
-        seq_len=2048,
-        global_batch_tokens=None,
-        deadline_days=None,
-        budget_usd=None,
-        objective="cost",
-        cost_weight=0.5,
-        top_k=10,
-        max_gpus=4096,
-        allow_offload=False,
-    )
-    fields.update(changes)
-    return PlanRequest(**fields)
-
-
-def open_tab(at: AppTest, name: str, tr: Labels = EN) -> AppTest:
-    """Switch the main tabs (only the open tab's panel runs)."""
-    at.session_state["main_tab"] = tr(name)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def card(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
 
 
 def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> None:
@@ -124,23 +74,6 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert e.goodput is not None and e.goodput.expected_interruptions is not None
     assert shown[tr("card_goodput")] == f"{e.goodput.goodput_fraction:.1%}"
     assert shown[tr("card_interruptions")] == f"{e.goodput.expected_interruptions:,.1f}"
-
-
-def table(at: AppTest, column: str):
-    """The first st.dataframe with this column (AppTest sees no key on a non-selectable dataframe)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
-
-
-ENGLISH_SENTENCE = re.compile(r"\b[A-Za-z]{2,}(?:[ ,;:]+[A-Za-z]{2,}){3,}\b")  # four English words in a row
-
-
-def english_sentences(text: str) -> list[str]:
-    """Runs of four or more English words: what must not be left in 中文 mode."""
-    return ENGLISH_SENTENCE.findall(text)
-
-
-def widgets(at: AppTest) -> list[Widget]:
-    return [node for root in (at.sidebar, at.main) for node in root if isinstance(node, Widget)]
 
 
 # --------------------------------------------------------------------------- app runs
@@ -190,7 +123,7 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
     # the GPU table's edits as the editor reports them (rows by position), folded as its on_change does
     rows = at.session_state["gpu_rows"]
     position = {gpu: i for i, gpu in enumerate(rows.index)}
-    edits = {position[g]: {"allowed": g in ("a100-80gb-sxm", "l40s")} for g in GPUS + ["l40s"]}
+    edits = {position[g]: {"allowed": g in ("a100-80gb-sxm", "l40s")} for g in [*GPUS, "l40s"]}
     edits[position["a100-80gb-sxm"]].update(inventory=16, usd_per_gpu_hour=1.5, memory_gib=1.0)  # memory: read-only
     edits[position["l40s"]]["usd_per_gpu_hour"] = 0.9
     at.session_state["gpu_rows"] = apply_edits(rows, {"edited_rows": edits})
@@ -364,7 +297,9 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
     assert any(c.value == EN("amortised", gpu="h100-sxm", price=price) for c in at.sidebar.caption)
     request = request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price})
-    assert card(at)[EN("card_cost_bought")] == charts.money(plan(request, settings=DEFAULT_SETTINGS).plan.estimate.cost_usd)
+    assert card(at)[EN("card_cost_bought")] == charts.money(
+        plan(request, settings=DEFAULT_SETTINGS).plan.estimate.cost_usd
+    )
     assert EN("card_cost") not in card(at)  # in Buy mode the cost says it is amortised
     open_tab(at, "tab_top")
     assert EN("col_cost_usd_bought") in table(at, EN("col_layout")).columns
