@@ -18,7 +18,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
+from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from ui import charts
 
 
@@ -49,8 +49,8 @@ def cached_frontier(request_json: str, headroom: float, objective: str) -> pd.Da
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def cached_why_not(request_json: str, headroom: float, gpu: str) -> str:
-    return why_not(PlanRequest.model_validate_json(request_json), gpu, settings=settings_for(headroom))
+def cached_why_not(request_json: str, headroom: float, gpu: str) -> WhyNot:
+    return why_not_answer(PlanRequest.model_validate_json(request_json), gpu, settings=settings_for(headroom))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -112,6 +112,8 @@ def explorer_summary(tr: Labels, p: Plan) -> None:
     st.caption(f"{p.layout.describe()} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
     if e.feasible:
         st.success(tr("ex_fits"))
+    elif m.reserved_gib > usable or tr.lang != "en":  # the figures say it in any language
+        st.warning(tr("ex_over_memory", need=m.reserved_gib, usable=usable))
     else:
         st.warning(tr("ex_does_not_fit", reason=e.reason or "", fix=e.fix or ""))
 

@@ -305,6 +305,68 @@ _LABELS: dict[str, tuple[str, str]] = {
     # why not
     "why_not_gpu": ("Why was this GPU type not chosen?", "为什么没有选择这种 GPU？"),
     "pick_gpu": ("— pick a GPU type —", "— 选择 GPU 型号 —"),
+    "why_not_gpu_infeasible": ("{gpu} is infeasible: {why}", "{gpu} 不可行：{why}"),
+    "why_not_none_feasible": ("No GPU type is feasible: {why}", "没有可行的 GPU 型号：{why}"),
+    "why_not_chosen": ("{gpu} is the chosen GPU type.", "{gpu} 就是选定的 GPU 型号。"),
+    "why_not_compare": (
+        "{gpu}: its best plan is {mine}; the chosen plan is {winner}.",
+        "{gpu}：它的最佳方案为 {mine}；选定的方案为 {winner}。",
+    ),
+    "plan_phrase": (
+        "{gpus} ({layout}) for {cost} in {time}, MFU {mfu:.0%}",
+        "{gpus}（{layout}），费用 {cost}，用时 {time}，MFU {mfu:.0%}",
+    ),
+    # plan notes (planner.explain.NoteKind), with the planner's figures
+    "note_memory": (
+        "memory: {term} is the largest term ({value_gib:.1f} GiB of {peak_gib:.1f} GiB allocated); reserved "
+        "{reserved_gib:.1f} GiB uses {used_fraction:.0%} of the usable {usable_gib:.1f} GiB",
+        "显存：{term} 是最大的一项（已分配 {peak_gib:.1f} GiB 中占 {value_gib:.1f} GiB）；保留的 {reserved_gib:.1f} GiB "
+        "占可用 {usable_gib:.1f} GiB 的 {used_fraction:.0%}",
+    ),
+    "note_activations_dominate": (
+        "activations dominate: selective or full checkpointing, a smaller micro-batch, or tp/cp would cut them",
+        "激活占主导：选择性或完全激活重计算、更小的微批或 tp/cp 都能减少它",
+    ),
+    "note_states_dominate": (
+        "states dominate: shard them further (fsdp over more ranks) to free memory",
+        "模型状态占主导：进一步分片（在更多 rank 上使用 fsdp）可释放显存",
+    ),
+    "note_step_time": (
+        "step time: {term} is the largest part ({fraction:.0%} of {step_s:.3f} s)",
+        "单步时间：{term} 是最大的部分（占 {step_s:.3f} 秒的 {fraction:.0%}）",
+    ),
+    "note_host_bound": (
+        "the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps",
+        "主机下发算子的速度不够：torch.compile 或更大的微批会有帮助",
+    ),
+    "note_exposed_comm": (
+        "exposed communication is {fraction:.0%} of the step: fewer nodes per collective (HSDP, tp inside a node) "
+        "or a larger batch per GPU hides more",
+        "未被掩盖的通信占单步的 {fraction:.0%}：减少每个集合通信涉及的节点（HSDP、节点内 tp）或增大每 GPU 的批量可掩盖更多",
+    ),
+    "note_bubble": (
+        "the pipeline bubble is large: more micro-batches per step (accumulation) or interleaved stages (vpp) shrink it",
+        "流水线气泡较大：每步更多的微批（梯度累积）或交错流水线（vpp）可以缩小它",
+    ),
+    "note_mfu": (
+        "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); HFU {hfu:.1%} adds recompute "
+        "({hardware_gflop:.2f} GFLOP/token)",
+        "MFU {mfu:.1%} 按 6N + 注意力 FLOPs 计算（每 token {model_gflop:.2f} GFLOP）；HFU {hfu:.1%} 计入重计算"
+        "（每 token {hardware_gflop:.2f} GFLOP）",
+    ),
+    "note_failures": (
+        "failures: a {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes {write_s:,.1f} s, "
+        "so the Young/Daly interval is {interval_min:,.1f} min; each failure costs half an interval plus a "
+        "{restart_min:,.1f}-min restart: goodput {goodput:.1%}",
+        "故障：{num_gpus} 块 GPU 的任务平均每 {mttf_h:,.1f} 小时故障一次；一次检查点需 {write_s:,.1f} 秒，"
+        "因此 Young/Daly 间隔为 {interval_min:,.1f} 分钟；每次故障损失半个间隔加 {restart_min:,.1f} 分钟重启："
+        "有效训练时间占比 {goodput:.1%}",
+    ),
+    "note_lost": (
+        "; the lost time adds {lost_h:,.1f} h to time-to-train and cost",
+        "；损失的时间使训练时间和费用增加 {lost_h:,.1f} 小时",
+    ),
+    "note_infeasible": ("infeasible: {reason}; fix: {fix}", "不可行：{reason}；解决办法：{fix}"),
     # downloads
     "download_plan": ("Download plan.json", "下载 plan.json"),
     "emit_name": ("Job name", "任务名称"),
@@ -317,7 +379,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         "`trainplan run DIR`、`sbatch slurm.sbatch` 或 `kubectl apply -f k8s.yaml`。",
     ),
     # local GPUs
-    "no_local_gpus": ("No local GPUs to run on ({reason}).", "本机没有可用于运行的 GPU（{reason}）。"),
+    "no_local_gpus": ("No local GPUs to run on", "本机没有可用于运行的 GPU（未找到 NVIDIA 驱动或 GPU）"),
     "local_unmatched": (
         "None of these GPUs is in the hardware catalog, so no plan can be made for them.",
         "这些 GPU 都不在硬件目录中，无法为其规划。",
@@ -354,6 +416,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ex_batch": ("{tokens:,} tokens per step", "每步 {tokens:,} 个 token"),
     "ex_fits": ("Fits: reserved memory stays within the usable capacity.", "可行：保留显存未超过可用容量。"),
     "ex_does_not_fit": ("Does not fit: {reason}. Try: {fix}", "放不下：{reason}。可以尝试：{fix}"),
+    "ex_over_memory": (
+        "Does not fit: {need:,.1f} GiB reserved per GPU, {usable:,.1f} GiB usable. Shard further, lower the "
+        "micro-batch or checkpoint activations.",
+        "放不下：每 GPU 需保留 {need:,.1f} GiB，可用 {usable:,.1f} GiB。请进一步分片、减小微批或使用激活重计算。",
+    ),
     "ex_send": ("Send to plan", "发送到规划"),
     "ex_send_help": (
         "Plan for this GPU type and count only (sets the sidebar's GPU table).",

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 
 from planner.api import PlanRequest, PlanResult
+from planner.explain import Note, NoteKind, plan_notes
+from planner.plan import Plan
+from planner.search.explore import WhyNot
 from planner.fmt import money_short
 from planner.units import SECONDS_PER_HOUR
 from ui.charts import Infeasible, duration_key, money
@@ -76,3 +79,49 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
         cost=money(e.cost_usd),
     )
     return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
+
+
+def why_not_text(tr: Labels, answer: WhyNot, request: PlanRequest) -> str:
+    """``WhyNot`` in the page's language (English: the planner's own sentence)."""
+    if tr.lang == "en":
+        return answer.text()
+    if answer.mine is None or answer.winner is None:
+        assert answer.infeasible is not None  # set whenever a plan is missing
+        scope = request if answer.mine is not None else request.model_copy(update={"gpus": {answer.gpu: None}})
+        key = "why_not_gpu_infeasible" if answer.mine is None else "why_not_none_feasible"
+        return tr(key, gpu=answer.gpu, why=infeasible_text(tr, Infeasible.of(answer.infeasible), scope))
+    if answer.chosen:
+        return tr("why_not_chosen", gpu=answer.gpu)
+    return tr("why_not_compare", gpu=answer.gpu, mine=plan_phrase(tr, answer.mine), winner=plan_phrase(tr, answer.winner))
+
+
+def plan_phrase(tr: Labels, p: Plan) -> str:
+    e = p.estimate
+    assert e.time_to_train_h is not None and e.cost_usd is not None  # planned with training tokens
+    return tr(
+        "plan_phrase",
+        gpus=f"{p.num_gpus} × {p.gpu}",
+        layout=p.layout.describe(),
+        cost=money(e.cost_usd),
+        time=duration(tr, e.time_to_train_h),
+        mfu=e.throughput.mfu,
+    )
+
+
+def note_text(tr: Labels, note: Note) -> str:
+    """A plan note in the page's language, from its typed figures (term names translated)."""
+    if tr.lang == "en":
+        return note.text()
+    figures = note.figures()
+    if "term" in figures:
+        prefix = "mem" if note.kind is NoteKind.MEMORY else "time"
+        term = str(figures["term"])
+        figures["term"] = tr.get(f"{prefix}_{term}", term)
+    text = tr(f"note_{note.kind.value}", **figures)
+    if note.kind is NoteKind.FAILURES and figures.get("lost_h") is not None:
+        text += tr("note_lost", lost_h=figures["lost_h"])
+    return text
+
+
+def plan_note_texts(tr: Labels, p: Plan) -> list[str]:
+    return [note_text(tr, note) for note in plan_notes(p)]

@@ -130,7 +130,8 @@ def show_run_view(tr: Labels, inputs: Inputs) -> None:
 def show_local(tr: Labels, inputs: Inputs) -> None:
     found = cached_detect()
     if isinstance(found, str):
-        st.caption(tr("no_local_gpus", reason=found))
+        # NVML's reason is English text from the driver layer: shown on the English page only
+        st.caption(f"{tr('no_local_gpus')} ({found})." if tr.lang == "en" else f"{tr('no_local_gpus')}。")
         return
     st.dataframe(
         charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="local_gpus"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.explain import explain_plan
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
@@ -16,7 +15,7 @@ from ui import charts, figures
 from ui.cached import cached_frontier, cached_job_zip, cached_plan, cached_why_not, catalog, settings_for
 from ui.explorer import show_explorer
 from ui.i18n import Labels
-from ui.messages import duration, infeasible_text, near_tie_text
+from ui.messages import duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
@@ -92,7 +91,7 @@ def plan_card(tr: Labels, plan: Plan, result, bought: bool = False) -> None:
         if tie:
             st.info(tie, icon="⚖️")
         with st.expander(tr("why_this_plan")):
-            st.markdown("\n".join(f"- {note}" for note in explain_plan(plan)))
+            st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
 
 
 def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
@@ -169,7 +168,7 @@ def show_why_not(tr: Labels, inputs: Inputs) -> None:
     gpu = st.selectbox(tr("why_not_gpu"), options, key="why_not_gpu", format_func=lambda g: g or tr("pick_gpu"))
     if gpu:
         with st.spinner(tr("working")):
-            st.info(cached_why_not(inputs.key, inputs.headroom, gpu))
+            st.info(why_not_text(tr, cached_why_not(inputs.key, inputs.headroom, gpu), inputs.request))
 
 
 def show_downloads(tr: Labels, plan: Plan) -> None:

@@ -31,6 +31,7 @@ from planner.model.settings import DEFAULT_SETTINGS
 from planner.search.explore import best_per_count, pareto_front, scored_search
 from ui import figures
 from ui.gpu_table import apply_edits, default_rows
+from ui.i18n import all_labels
 from ui.messages import near_tie_text
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
@@ -284,3 +285,21 @@ def page_texts(at) -> list[str]:
         if not frame.proto.editing_mode:  # the sidebar's GPU table holds source citations, not messages
             texts += [str(v) for v in frame.value.to_numpy().ravel() if isinstance(v, str)]
     return texts
+
+
+def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
+    from planner.explain import NoteKind, plan_notes
+    from planner.search.explore import why_not_answer
+    from ui.messages import note_text, why_not_text
+
+    assert {f"note_{kind.value}" for kind in NoteKind} <= set(all_labels("zh"))
+    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    for p in (result.plan, *result.alternatives):
+        for note in plan_notes(p):
+            assert note_text(EN, note) == note.text()
+            assert not english_sentences(note_text(ZH, note)), note
+    request = request_for(deadline_days=0.01)
+    for gpu in ("a100-80gb-sxm", "l4"):  # a slower type the deadline rules out alone
+        answer = why_not_answer(request, gpu, settings=DEFAULT_SETTINGS)
+        assert not english_sentences(why_not_text(ZH, answer, request)), answer
+        assert why_not_text(EN, answer, request) == answer.text()
