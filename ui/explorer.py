@@ -45,7 +45,7 @@ def send_to_plan() -> None:
     st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
 
 
-def explorer_inputs(tr: Labels) -> tuple[str, int, Layout, dict]:
+def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     gpus = list(catalog().gpus)
     left, right = st.columns(2)
     gpu = left.selectbox(tr("ex_gpu"), gpus, key="ex_gpu")
@@ -55,14 +55,12 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, Layout, dict]:
         int(column.number_input(tr(key), min_value=1, step=1, key=key))
         for column, key in zip(columns, DEGREES, strict=True)
     )
-    columns = st.columns(5)
-    sharding = columns[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], key="ex_sharding")
-    micro = int(columns[1].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
-    accum = int(columns[2].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
-    ac = columns[3].selectbox(
-        tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option
-    )
-    precision = columns[4].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
+    row = st.columns(5)
+    sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], key="ex_sharding")
+    micro = int(row[1].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
+    accum = int(row[2].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
+    ac = row[3].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
+    precision = row[4].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
     layout = dict(tp=tp, pp=pp, cp=cp, dp_replicate=dp_replicate, sharding=sharding)
     return (
         gpu,

@@ -12,9 +12,9 @@ import math
 
 from planner.api import PlanRequest, PlanResult
 from planner.explain import Note, NoteKind, plan_notes
+from planner.fmt import money_short
 from planner.plan import Plan
 from planner.search.explore import WhyNot
-from planner.fmt import money_short
 from planner.units import SECONDS_PER_HOUR
 from ui.charts import Infeasible, duration_key, money
 from ui.i18n import Labels
@@ -34,7 +34,7 @@ def duration_up(tr: Labels, hours: float) -> str:
 def gpu_limit(tr: Labels, request: PlanRequest) -> str:
     """What bounds the GPU count of this request, as the sidebar shows it."""
     caps = request.max_gpus is not None and any(
-        n is None or n > request.max_gpus for n in (request.gpus or {None: None}).values()
+        n is None or n > request.max_gpus for n in (request.gpus or {"": None}).values()
     )
     inventories = ", ".join(f"{g} ≤ {n:,}" for g, n in (request.gpus or {}).items() if n is not None)
     parts = [f"{tr('max_gpus')} = {request.max_gpus:,}"] if caps and request.max_gpus else []
@@ -53,7 +53,9 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     limit = gpu_limit(tr, request)
     values: dict[str, object] = dict(limit=limit)
     if c == "deadline":
-        values.update(need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need)))
+        values.update(
+            need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need))
+        )
     elif c == "budget":
         values.update(need=money_short(need or 0.0, 1), have=money_short(have or 0.0, 1))
         values.update(fix_usd=money_short(need or 0.0, 1, round_up=True))
@@ -92,7 +94,9 @@ def why_not_text(tr: Labels, answer: WhyNot, request: PlanRequest) -> str:
         return tr(key, gpu=answer.gpu, why=infeasible_text(tr, Infeasible.of(answer.infeasible), scope))
     if answer.chosen:
         return tr("why_not_chosen", gpu=answer.gpu)
-    return tr("why_not_compare", gpu=answer.gpu, mine=plan_phrase(tr, answer.mine), winner=plan_phrase(tr, answer.winner))
+    return tr(
+        "why_not_compare", gpu=answer.gpu, mine=plan_phrase(tr, answer.mine), winner=plan_phrase(tr, answer.winner)
+    )
 
 
 def plan_phrase(tr: Labels, p: Plan) -> str:

@@ -144,15 +144,20 @@ def on_screen_names(tr: Labels, message: str) -> str:
     return message
 
 
-def sidebar_tokens(tr: Labels, model: ModelSpec) -> float:
+def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
+    """The token budget; drawn even while there is no model yet (an upload pending), so its value stays."""
     mode = st.radio(
         tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option, horizontal=True
     )
     if mode == "chinchilla":
         multiple = st.number_input(tr("chinchilla_multiple"), min_value=0.01, step=0.5, key="chinchilla_multiple")
+        if model is None:
+            return None
         tokens = charts.chinchilla_tokens(model, multiple)
     else:
         tokens = st.number_input(tr("tokens_billions"), min_value=0.001, step=10.0, key="tokens_billions") * 1e9
+        if model is None:
+            return None
     st.caption(tr("model_summary", name=model.name, params=model.num_params() / 1e9, tokens=tokens / 1e9))
     return tokens
 
@@ -231,7 +236,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         portfolio = st.toggle(tr("portfolio_mode"), key="portfolio_mode", help=tr("portfolio_help"))
         st.header(tr("section_model"))
         model = sidebar_model(tr)
-        tokens = sidebar_tokens(tr, model) if model is not None else None
+        tokens = sidebar_tokens(tr, model)
         st.header(tr("section_goals"))
         goals = sidebar_goals(tr)
         st.header(tr("section_gpus"))

@@ -319,6 +319,7 @@ __all__ = [
     "PortfolioJob",
     "PortfolioPlan",
     "ScoredSearch",
+    "WhyNot",
     "best_per_count",
     "check_rows",
     "pareto_front",
@@ -328,7 +329,6 @@ __all__ = [
     "plan_portfolio",
     "replace",
     "scored_search",
-    "WhyNot",
     "why_not",
     "why_not_answer",
 ]
