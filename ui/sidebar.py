@@ -63,9 +63,15 @@ def keep_choices() -> None:
     The browser holds a choice widget's value as its displayed label, which the switch changes;
     assigning each value again (in this callback, before the rerun) sends it with the new labels.
     """
-    for key in TRANSLATED_CHOICES:
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+    # every widget, not only those with translated options: a widget whose label changes is a new
+    # widget to the browser, and one whose value was last restored from KEPT (the preset after
+    # Preset -> config.json -> Preset) would otherwise come back at its first option
+    # Values come from KEPT (the end of the last run: a language switch changes nothing else), since
+    # the browser may send such a widget's first option instead.
+    kept = st.session_state.get(KEPT, {})
+    for key in (*TRANSLATED_CHOICES, *kept):
+        if key != "lang" and (key in kept or key in st.session_state):
+            st.session_state[key] = kept.get(key, st.session_state.get(key))
     open_tab = st.session_state.get("main_tab")
     new = Labels(st.session_state["lang"])
     for name in TAB_NAMES:  # the open tab is stored as its label
