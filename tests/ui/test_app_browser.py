@@ -162,6 +162,11 @@ def run_flows(app: Page, url: str) -> None:
     app.wait_text("Near tie")
     app.check("01-default-plan")
 
+    app.tab(EN("tab_explore"))
+    page.get_by_text(EN("knee")).first.wait_for(timeout=90_000)  # the frontier's legend: knee, front, GPU types
+    page.get_by_test_id("stPlotlyChart").first.scroll_into_view_if_needed()
+    app.check("01b-frontier")
+
     app.tab(EN("tab_downloads"))
     with page.expect_download() as download:
         page.get_by_role("button", name=EN("download_plan")).first.click()
