@@ -80,9 +80,7 @@ def useful_range(values: pd.Series, front: pd.Series, *marks: float | None) -> t
 
 def _log_axis(fig: go.Figure, axis: str, low_log: float, high_log: float, label, **extra) -> None:
     values, text = decade_ticks(10**low_log, 10**high_log, label)
-    getattr(fig, f"update_{axis}axes")(
-        type="log", range=[low_log, high_log], tickvals=values, ticktext=text, minor=dict(showgrid=True), **extra
-    )
+    getattr(fig, f"update_{axis}axes")(type="log", range=[low_log, high_log], tickvals=values, ticktext=text, **extra)
 
 
 # --------------------------------------------------------------------------- plan bars

@@ -116,7 +116,9 @@ class Page:
         self.page.wait_for_timeout(800)  # let the Plotly charts draw
         assert self.page.get_by_test_id("stException").count() == 0, name
         assert not self.errors, (name, self.errors)
-        self.page.screenshot(path=self.folder / f"{name}.png", full_page=True)
+        self.page.screenshot(
+            path=self.folder / f"{name}.png", timeout=60_000
+        )  # the viewport: Streamlit scrolls inside it
 
     def number(self, label: str, value: str) -> None:
         box = self.page.get_by_label(label, exact=True)
