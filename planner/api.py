@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
+from planner.frontier import NearTie, near_tie
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack
@@ -26,7 +27,7 @@ from planner.plan import Plan
 from planner.reports import ReplanRequest
 from planner.search.candidates import Candidates
 from planner.search.diagnosis import diagnose
-from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, solve_single
+from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, nearest_batch, solve_single
 from planner.search.space import (
     DEFAULT_BATCH_TOLERANCE,
     SearchSpace,
@@ -120,6 +121,8 @@ class PlanResult:
     warnings: tuple[str, ...] = ()  # printed on stderr by the CLI
     count_limits: dict[str, int] = field(default_factory=dict)  # largest count searched per GPU type
     count_caps: dict[str, int] = field(default_factory=dict)  # the types a cap limited, not an inventory
+    near_tie: NearTie | None = None  # a feasible plan slightly worse on the objective, much better on the other
+    near_tie_plan: Plan | None = None  # that plan
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:
@@ -294,6 +297,7 @@ def plan(
         chosen.estimate.time_to_train_h * SECONDS_PER_HOUR, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
     ), "scalar re-score disagrees with the vectorised score"
     alternatives = tuple(plan_from_row(request, c, r, gpu_ids, catalog, settings) for r in solution.alternatives)
+    tie = near_tie_row(request, table, solution, deadline_s, inventory)
     return PlanResult(
         plan=chosen,
         alternatives=alternatives,
@@ -303,6 +307,8 @@ def plan(
         warnings=request.warnings + long_job_warnings(chosen),
         count_limits=limits.limits,
         count_caps=limits.caps,
+        near_tie=tie,
+        near_tie_plan=None if tie is None else plan_from_row(request, c, tie.row, gpu_ids, catalog, settings),
     )
 
 
@@ -315,6 +321,22 @@ def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
         f"the plan trains for {duration_words(hours * SECONDS_PER_HOUR)}, over a year: a deadline "
         "(--deadline-days) sizes the GPU count for a date",
     )
+
+
+def near_tie_row(
+    request: PlanRequest,
+    table: CandidateTable,
+    solution: SingleSolution,
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+) -> NearTie | None:
+    """The near tie (planner.frontier) among the rows the solver could have chosen: those passing every
+    constraint, at the chosen batch unless the request varies it."""
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
+    rows = np.flatnonzero(checks.feasible())
+    if not request.vary_batch:
+        rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
+    return near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
 
 
 def cap_diagnosis(

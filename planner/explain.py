@@ -1,84 +1,159 @@
-"""Plain-language reading of a plan's breakdowns: what dominates, what binds, what to try."""
+"""Plain-language reading of a plan's breakdowns: what dominates, what binds, what to try.
+
+``plan_notes`` returns typed notes (a ``NoteKind`` and its named figures), so every front end
+can word them in its own language; ``explain_plan`` is their English text (``NOTE_TEXT``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
 
 from planner.plan import Plan
 
 
+class NoteKind(StrEnum):
+    MEMORY = "memory"  # term, value_gib, peak_gib, reserved_gib, used_fraction, usable_gib
+    ACTIVATIONS_DOMINATE = "activations_dominate"
+    STATES_DOMINATE = "states_dominate"
+    STEP_TIME = "step_time"  # term, fraction, step_s
+    HOST_BOUND = "host_bound"
+    EXPOSED_COMM = "exposed_comm"  # fraction
+    BUBBLE = "bubble"
+    MFU = "mfu"  # mfu, model_gflop, hfu, hardware_gflop
+    FAILURES = "failures"  # num_gpus, mttf_h, write_s, interval_min, restart_min, goodput, lost_h (or None)
+    INFEASIBLE = "infeasible"  # reason, fix
+
+
+NOTE_TEXT: dict[NoteKind, str] = {
+    NoteKind.MEMORY: "memory: {term} is the largest term ({value_gib:.1f} GiB of {peak_gib:.1f} GiB allocated); "
+    "reserved {reserved_gib:.1f} GiB uses {used_fraction:.0%} of the usable {usable_gib:.1f} GiB",
+    NoteKind.ACTIVATIONS_DOMINATE: "activations dominate: selective or full checkpointing, a smaller micro-batch, "
+    "or tp/cp would cut them",
+    NoteKind.STATES_DOMINATE: "states dominate: shard them further (fsdp over more ranks) to free memory",
+    NoteKind.STEP_TIME: "step time: {term} is the largest part ({fraction:.0%} of {step_s:.3f} s)",
+    NoteKind.HOST_BOUND: "the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps",
+    NoteKind.EXPOSED_COMM: "exposed communication is {fraction:.0%} of the step: fewer nodes per "
+    "collective (HSDP, tp inside a node) or a larger batch per GPU hides more",
+    NoteKind.BUBBLE: "the pipeline bubble is large: more micro-batches per step (accumulation) or "
+    "interleaved stages (vpp) shrink it",
+    NoteKind.MFU: "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); "
+    "HFU {hfu:.1%} adds recompute ({hardware_gflop:.2f} GFLOP/token)",
+    NoteKind.FAILURES: "failures: a {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes "
+    "{write_s:,.1f} s, so the Young/Daly interval is {interval_min:,.1f} min; "
+    "each failure costs half an interval plus a {restart_min:,.1f}-min restart: goodput {goodput:.1%}",
+    NoteKind.INFEASIBLE: "infeasible: {reason}; fix: {fix}",
+}
+LOST_TEXT = "; the lost time adds {lost_h:,.1f} h to time-to-train and cost"
+
+
+@dataclass(frozen=True)
+class Note:
+    """One observation about a plan: its kind and the figures its sentence needs (``term``: a
+    ``MemoryTerms``/``TimeTerms`` field name)."""
+
+    kind: NoteKind
+    values: tuple[tuple[str, float | int | str | None], ...] = ()
+
+    def figures(self) -> dict[str, float | int | str | None]:
+        return dict(self.values)
+
+    def text(self) -> str:
+        figures = {k: (v.replace("_", " ") if k == "term" and isinstance(v, str) else v) for k, v in self.values}
+        text = NOTE_TEXT[self.kind].format(**figures)
+        if self.kind is NoteKind.FAILURES and figures.get("lost_h") is not None:
+            text += LOST_TEXT.format(**figures)
+        return text
+
+
+def _note(kind: NoteKind, **values: float | int | str | None) -> Note:
+    return Note(kind, tuple(values.items()))
+
+
 def largest(terms: Iterable[tuple[str, float]]) -> tuple[str, float]:
     """The first largest ``(term, value)`` of a breakdown (``MemoryTerms``/``TimeTerms`` iterate so)."""
-    name, value = max(terms, key=lambda term: term[1])
-    return name.replace("_", " "), value
+    return max(terms, key=lambda term: term[1])
 
 
-def memory_notes(p: Plan) -> list[str]:
+def memory_notes(p: Plan) -> list[Note]:
     m = p.estimate.memory
     terms = m.breakdown_gib
     name, value = largest(terms)
     usable = m.capacity_gib * (1 - m.headroom_fraction)
     notes = [
-        f"memory: {name} is the largest term ({value:.1f} GiB of {m.peak_gib:.1f} GiB allocated); "
-        f"reserved {m.reserved_gib:.1f} GiB uses {m.reserved_gib / usable:.0%} of the usable "
-        f"{usable:.1f} GiB"
+        _note(
+            NoteKind.MEMORY,
+            term=name,
+            value_gib=value,
+            peak_gib=m.peak_gib,
+            reserved_gib=m.reserved_gib,
+            used_fraction=m.reserved_gib / usable,
+            usable_gib=usable,
+        )
     ]
     if value == terms.activations and p.training.activation_checkpointing.value == "none":
-        notes.append(
-            "activations dominate: selective or full checkpointing, a smaller micro-batch, or tp/cp would cut them"
-        )
+        notes.append(_note(NoteKind.ACTIVATIONS_DOMINATE))
     if value in (terms.optimizer, terms.params, terms.grads) and p.layout.shard_degree < p.layout.dp * p.layout.cp:
-        notes.append("states dominate: shard them further (fsdp over more ranks) to free memory")
+        notes.append(_note(NoteKind.STATES_DOMINATE))
     return notes
 
 
-def time_notes(p: Plan) -> list[str]:
+def time_notes(p: Plan) -> list[Note]:
     t = p.estimate.time
     total = t.step_s
     terms = t.breakdown_s
     name, value = largest((term, v) for term, v in terms if v > 0)
-    notes = [f"step time: {name} is the largest part ({value / total:.0%} of {total:.3f} s)"]
+    notes = [_note(NoteKind.STEP_TIME, term=name, fraction=value / total, step_s=total)]
     if terms.host_stall > 0.1 * total:
-        notes.append("the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps")
+        notes.append(_note(NoteKind.HOST_BOUND))
     comm = terms.exposed_comm
     if comm > 0.15 * total:
-        notes.append(
-            f"exposed communication is {comm / total:.0%} of the step: fewer nodes per "
-            "collective (HSDP, tp inside a node) or a larger batch per GPU hides more"
-        )
+        notes.append(_note(NoteKind.EXPOSED_COMM, fraction=comm / total))
     if terms.bubble > 0.1 * total:
-        notes.append(
-            "the pipeline bubble is large: more micro-batches per step (accumulation) or "
-            "interleaved stages (vpp) shrink it"
-        )
+        notes.append(_note(NoteKind.BUBBLE))
     return notes
 
 
-def throughput_notes(p: Plan) -> list[str]:
+def throughput_notes(p: Plan) -> list[Note]:
     th = p.estimate.throughput
     return [
-        f"MFU {th.mfu:.1%} counts 6N + attention FLOPs ({th.model_flops_per_token / 1e9:.2f} GFLOP/token); "
-        f"HFU {th.hfu:.1%} adds recompute ({th.hardware_flops_per_token / 1e9:.2f} GFLOP/token)"
+        _note(
+            NoteKind.MFU,
+            mfu=th.mfu,
+            model_gflop=th.model_flops_per_token / 1e9,
+            hfu=th.hfu,
+            hardware_gflop=th.hardware_flops_per_token / 1e9,
+        )
     ]
 
 
-def goodput_notes(p: Plan) -> list[str]:
+def goodput_notes(p: Plan) -> list[Note]:
     g, e = p.estimate.goodput, p.estimate
     if g is None or g.mttf_h is None or g.checkpoint_interval_min is None:
         return []
-    lost = ""
-    if e.time_to_train_h is not None:
-        lost = f"; the lost time adds {e.time_to_train_h * (1 - g.goodput_fraction):,.1f} h to time-to-train and cost"
+    lost = None if e.time_to_train_h is None else e.time_to_train_h * (1 - g.goodput_fraction)
     return [
-        f"failures: a {p.num_gpus}-GPU job fails every {g.mttf_h:,.1f} h on average; a checkpoint takes "
-        f"{g.checkpoint_write_s:,.1f} s, so the Young/Daly interval is {g.checkpoint_interval_min:,.1f} min; "
-        f"each failure costs half an interval plus a {g.restart_s / 60:,.1f}-min restart: goodput "
-        f"{g.goodput_fraction:.1%}{lost}"
+        _note(
+            NoteKind.FAILURES,
+            num_gpus=p.num_gpus,
+            mttf_h=g.mttf_h,
+            write_s=g.checkpoint_write_s,
+            interval_min=g.checkpoint_interval_min,
+            restart_min=g.restart_s / 60,
+            goodput=g.goodput_fraction,
+            lost_h=lost,
+        )
     ]
 
 
-def explain_plan(p: Plan) -> list[str]:
+def plan_notes(p: Plan) -> list[Note]:
+    """What dominates memory and time, the utilisation, failures; an infeasible plan's reason first."""
     notes = memory_notes(p) + time_notes(p) + throughput_notes(p) + goodput_notes(p)
     if not p.estimate.feasible:
-        notes.insert(0, f"infeasible: {p.estimate.reason}; fix: {p.estimate.fix}")
+        notes.insert(0, _note(NoteKind.INFEASIBLE, reason=p.estimate.reason, fix=p.estimate.fix))
     return notes
+
+
+def explain_plan(p: Plan) -> list[str]:
+    return [note.text() for note in plan_notes(p)]

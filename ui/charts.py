@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from planner.api import PlanRequest, PlanResult, plan
 from planner.catalog.hardware import Catalog
@@ -34,10 +32,9 @@ from planner.fmt import money as _money
 from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.plan import MemoryTerms, Plan, TimeTerms
+from planner.plan import Plan
 from planner.search.portfolio import TcoAssumptions, ownership_usd
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.i18n import Labels
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
 
@@ -52,6 +49,12 @@ class Infeasible:
     constraint: str
     detail: str
     fix: str
+    required: float | None = None  # InfeasiblePlan's typed figures (GiB, GPUs, seconds, USD)
+    available: float | None = None
+
+    @classmethod
+    def of(cls, exc: InfeasiblePlan) -> Infeasible:
+        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
     try:
         return PlanOutcome(result=plan(request, settings=settings))
     except InfeasiblePlan as exc:
-        return PlanOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
+        return PlanOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:
         return PlanOutcome(error=one_line(exc))
 
@@ -115,7 +118,6 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "budget_usd": 0.0,
         "objective": "cost",
         "cost_weight": 0.5,
-        "gpus": list(cat.gpus),
         "pricing": "on_demand",
         "precision": Precision.BF16.value,
         "ac": [a.value for a in ActivationCheckpointing],
@@ -146,11 +148,19 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "custom_vocab": base.vocab_size,
         "custom_experts": 1,
         "custom_experts_per_token": 1,
+        "run_dir": "",
+        "ex_gpu": "h100-sxm",
+        "ex_num_gpus": 8,
+        "ex_tp": 1,
+        "ex_pp": 1,
+        "ex_cp": 1,
+        "ex_dp_replicate": 1,
+        "ex_sharding": "fsdp",
+        "ex_micro_batch": 1,
+        "ex_grad_accum": 1,
+        "ex_ac": "none",
+        "ex_precision": "bf16",
     }
-    for gpu in cat.gpus.values():
-        values[f"inv_{gpu.id}"] = 0
-        values[f"price_{gpu.id}"] = float(gpu.price_per_gpu_hour_usd)
-        values[f"purchase_{gpu.id}"] = float(gpu.purchase_price_usd or 0.0)
     return values
 
 
@@ -304,7 +314,16 @@ def local_gpus_frame(found: Sequence) -> pd.DataFrame:
 
 def jobs_frame(requests: dict[str, PlanRequest]) -> pd.DataFrame:
     return pd.DataFrame(
-        [{"job": name, "model": r.model.name, "tokens_b": r.training_tokens / 1e9} for name, r in requests.items()]
+        [
+            {
+                "job": name,
+                "model": r.model.name,
+                "tokens_b": r.training_tokens / 1e9,
+                "deadline_days": r.deadline_days,
+                "budget_usd": r.budget_usd,
+            }
+            for name, r in requests.items()
+        ]
     )
 
 
@@ -333,183 +352,6 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def plan_names(plans: Sequence[Plan]) -> list[str]:
-    """Short, unique bar labels: '#1 8x h100-sxm'."""
-    return [f"#{i} {p.num_gpus}x {p.gpu}" for i, p in enumerate(plans, start=1)]
-
-
-# --------------------------------------------------------------------------- figures
-
-
-def _term_name(tr: Labels, prefix: str, term: str) -> str:
-    """A breakdown term's label; terms the API adds later show under their own name."""
-    return tr.get(f"{prefix}_{term}", term.replace("_", " "))
-
-
-def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.Figure:
-    """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
-    names = plan_names(plans)
-    fig = go.Figure()
-    columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
-    for term in MemoryTerms.model_fields:
-        fig.add_bar(name=_term_name(tr, "mem", term), x=names, y=[column[term] for column in columns])
-    reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
-    fig.add_bar(name=tr("mem_allocator_reserve"), x=names, y=reserve)
-    fig.add_bar(name=tr("mem_cuda_context"), x=names, y=[context_gib] * len(plans))
-    capacity = [p.estimate.memory.capacity_gib for p in plans]
-    usable = [p.estimate.memory.capacity_gib * (1 - p.estimate.memory.headroom_fraction) for p in plans]
-    line = dict(symbol="line-ew", size=60, line=dict(width=3))
-    fig.add_scatter(name=tr("capacity"), x=names, y=capacity, mode="markers", marker=dict(line_color="crimson", **line))
-    fig.add_scatter(
-        name=tr("usable_limit"), x=names, y=usable, mode="markers", marker=dict(line_color="orange", **line)
-    )
-    fig.update_layout(
-        barmode="stack", yaxis_title=tr("axis_gib_per_gpu"), legend_title_text=tr("term"), margin=dict(t=30, b=10)
-    )
-    return fig
-
-
-def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
-    """Seconds per optimizer step of each plan, split into compute, memory, communication, bubble."""
-    names = plan_names(plans)
-    columns = [dict(p.estimate.time.breakdown_s) for p in plans]
-    fig = go.Figure()
-    for term in TimeTerms.model_fields:
-        values = [column[term] for column in columns]
-        if any(v > 0 for v in values):
-            fig.add_bar(name=_term_name(tr, "time", term), x=names, y=values)
-    fig.update_layout(
-        barmode="stack", yaxis_title=tr("axis_step_s"), legend_title_text=tr("term"), margin=dict(t=30, b=10)
-    )
-    return fig
-
-
-def _hover(frame: pd.DataFrame) -> list[str]:
-    return [
-        f"{g} x{n}<br>{layout}<br>${cost:,.0f} | {days:,.2f} d"
-        for g, n, layout, cost, days in zip(
-            frame["gpu"],
-            frame["num_gpus"],
-            frame["layout"],
-            frame["cost_usd"],
-            frame["time_to_train_days"],
-            strict=True,
-        )
-    ]
-
-
-def frontier_figure(points: pd.DataFrame, front: pd.Series, chosen: Plan | None, tr: Labels) -> go.Figure:
-    """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined."""
-    fig = go.Figure()
-    for gpu, group in points.groupby("gpu", sort=True):
-        fig.add_scatter(
-            name=str(gpu),
-            x=group["time_to_train_days"],
-            y=group["cost_usd"],
-            mode="markers",
-            text=_hover(group),
-            hovertemplate="%{text}<extra></extra>",
-            marker=dict(size=7, opacity=0.7),
-        )
-    best = points[front].sort_values("time_to_train_days")
-    fig.add_scatter(
-        name=tr("pareto_front"),
-        x=best["time_to_train_days"],
-        y=best["cost_usd"],
-        mode="lines+markers",
-        text=_hover(best),
-        hovertemplate="%{text}<extra></extra>",
-        line=dict(color="black", dash="dot"),
-        marker=dict(size=10, symbol="circle-open", color="black"),
-    )
-    if chosen is not None and chosen.estimate.cost_usd is not None and chosen.estimate.time_to_train_h is not None:
-        fig.add_scatter(
-            name=tr("chosen_plan"),
-            x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
-            y=[chosen.estimate.cost_usd],
-            mode="markers",
-            marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
-            text=[f"{chosen.gpu} x{chosen.num_gpus}<br>{chosen.layout.describe()}"],
-            hovertemplate="%{text}<extra></extra>",
-        )
-    fig.update_layout(
-        xaxis_title=tr("axis_days"),
-        yaxis_title=tr("axis_cost"),
-        xaxis_type="log",
-        yaxis_type="log",
-        legend_title_text=tr("gpu_type"),
-        margin=dict(t=30, b=10),
-    )
-    return fig
-
-
-def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
-    """Cost (left axis) and time-to-train (right axis) against GPU count for one GPU type."""
-    rows = points[points["gpu"] == gpu].sort_values("num_gpus")
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    hover = _hover(rows)
-    fig.add_scatter(
-        name=tr("axis_cost"),
-        x=rows["num_gpus"],
-        y=rows["cost_usd"],
-        mode="lines+markers",
-        text=hover,
-        hovertemplate="%{text}<extra></extra>",
-        line_color="#1f77b4",
-        secondary_y=False,
-    )
-    fig.add_scatter(
-        name=tr("axis_days"),
-        x=rows["num_gpus"],
-        y=rows["time_to_train_days"],
-        mode="lines+markers",
-        text=hover,
-        hovertemplate="%{text}<extra></extra>",
-        line_color="#ff7f0e",
-        secondary_y=True,
-    )
-    fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log")
-    fig.update_yaxes(title_text=tr("axis_cost"), rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text=tr("axis_days"), type="log", showgrid=False, secondary_y=True)  # time spans decades
-    fig.update_layout(title_text=gpu, margin=dict(t=40, b=10))
-    return fig
-
-
-def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
-    """One bar per job from its start to its end (days), labelled with its GPUs."""
-    fig = go.Figure()
-    for row in assignments.itertuples(index=False):
-        fig.add_bar(
-            name=row.job,
-            y=[row.job],
-            x=[row.end_days - row.start_days],
-            base=[row.start_days],
-            orientation="h",
-            text=[f"{row.num_gpus}x {row.gpu}"],
-            textposition="inside",
-            hovertemplate=f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<extra></extra>",
-        )
-    fig.update_layout(
-        xaxis_title=tr("axis_schedule_days"), showlegend=False, barmode="overlay", margin=dict(t=30, b=10)
-    )
-    return fig
-
-
-def run_figure(metrics: pd.DataFrame, tr: Labels) -> go.Figure:
-    """Loss (left axis) and tokens/s (right axis) of a live local run against the step."""
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    if len(metrics):
-        fig.add_scatter(name=tr("loss"), x=metrics["step"], y=metrics["loss"], mode="lines+markers", secondary_y=False)
-        fig.add_scatter(
-            name=tr("tokens_per_s"), x=metrics["step"], y=metrics["tokens_per_s"], mode="lines", secondary_y=True
-        )
-    fig.update_xaxes(title_text=tr("axis_step"))
-    fig.update_yaxes(title_text=tr("loss"), secondary_y=False)
-    fig.update_yaxes(title_text=tr("tokens_per_s"), secondary_y=True)
-    fig.update_layout(margin=dict(t=30, b=10))
-    return fig
 
 
 # --------------------------------------------------------------------------- portfolio
@@ -541,7 +383,7 @@ def solve_jobs(
             requests, inventory, objective=objective, horizon_days=horizon_days, num_slots=num_slots, settings=settings
         )
     except InfeasiblePlan as exc:
-        return PortfolioOutcome(infeasible=Infeasible(exc.constraint.value, exc.detail, exc.fix))
+        return PortfolioOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:
         return PortfolioOutcome(error=one_line(exc))
     frame = pd.DataFrame(

@@ -1,13 +1,15 @@
 """Every label of the Streamlit app in English and Chinese (简体中文).
 
 ``Labels(lang)("key", **values)`` returns the label with ``str.format`` placeholders filled;
-both languages of a key must use the same placeholders (tests/ui/test_app.py checks). Text the
-planner itself writes (why-not answers, infeasibility details, plan notes) stays English.
+both languages of a key must use the same placeholders (tests/ui/test_app.py checks). What the
+planner answers (why-not, infeasibility, plan notes) is worded from its typed fields with the
+labels of ``ui.i18n_messages``.
 """
 
 from __future__ import annotations
 
 from planner.units import HOURS_PER_YEAR
+from ui.i18n_messages import MESSAGE_LABELS
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 
@@ -40,7 +42,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Read as JSON data only: nothing is downloaded or executed.",
         "仅作为 JSON 数据读取：不会下载或执行任何内容。",
     ),
-    "upload_needed": ("Upload a config.json to plan for it.", "请上传 config.json 以进行规划。"),
+    "upload_needed": (
+        "Upload a config.json to plan for it (at most 1 MB: the browser refuses a larger file and marks it red; "
+        "a model config is a few KB).",
+        "请上传 config.json 以进行规划（最大 1 MB：浏览器会拒绝更大的文件并标红；模型配置通常只有几 KB）。",
+    ),
     "bad_config": ("Cannot use this config: {error}", "无法使用该配置：{error}"),
     "bad_custom": ("Invalid model dimensions: {error}", "模型维度无效：{error}"),
     "custom_layers": ("Layers", "层数"),
@@ -71,26 +77,33 @@ _LABELS: dict[str, tuple[str, str]] = {
     "cost_weight": ("Weight on cost (1 = cost only)", "成本权重（1 = 只看成本）"),
     # sidebar: GPUs
     "section_gpus": ("GPUs", "GPU"),
-    "gpus": ("Allowed GPU types", "允许的 GPU 型号"),
-    "gpus_help": (
-        "Catalog ids: `trainplan catalog` lists each GPU's memory, peak FLOP/s, links and price.",
-        "目录型号：`trainplan catalog` 列出每种 GPU 的显存、峰值算力、互联与价格。",
-    ),
     "no_gpus": ("Allow at least one GPU type.", "请至少允许一种 GPU 型号。"),
     "pricing": ("GPU pricing", "GPU 计价方式"),
     "opt_on_demand": ("Rent (on demand)", "按需租用"),
     "opt_bought": ("Buy (amortised)", "购买（摊销）"),
-    "inventory_prices": ("Inventory and prices per GPU type", "各型号 GPU 的库存与价格"),
-    "inventory_help": (
-        "Inventory 0 = unlimited. Rent: USD per GPU-hour (catalog price preset). Buy: purchase price "
-        "per GPU, turned into USD per GPU-hour with the ownership assumptions.",
-        "库存 0 = 不限。租用：每 GPU 小时的美元价格（预填目录价）。购买：每块 GPU 的购买价格，"
-        "按持有成本假设折算为每 GPU 小时的美元价格。",
+    "gpu_allowed": ("allowed", "允许"),
+    "gpu_inventory": ("inventory", "库存"),
+    "gpu_price": ("$/GPU-hour", "美元/GPU 小时"),
+    "gpu_price_help": (
+        "Rent: USD per GPU-hour (the catalog's on-demand price).",
+        "租用：每 GPU 小时的美元价格（目录按需价）。",
     ),
-    "inventory": ("{gpu}: GPUs available", "{gpu}：可用数量"),
-    "price": ("{gpu}: USD/GPU-hour", "{gpu}：美元/GPU 小时"),
-    "purchase": ("{gpu}: purchase USD/GPU", "{gpu}：购买价（美元/块）"),
-    "amortised": ("= ${price:.2f} per GPU-hour", "= 每 GPU 小时 ${price:.2f}"),
+    "gpu_purchase": ("purchase $/GPU", "购买价（美元/块）"),
+    "gpu_memory": ("memory (GiB)", "显存（GiB）"),
+    "gpu_bf16": ("bf16 TFLOP/s", "bf16 TFLOP/s（稠密）"),
+    "gpu_source": ("provenance of the rates", "参数来源"),
+    "inventory_help": (
+        "Blank = no limit, 0 = none of this type, N = at most N GPUs; the same in portfolio mode.",
+        "留空 = 不限，0 = 不使用该型号，N = 最多 N 块；组合模式中含义相同。",
+    ),
+    "gpu_table_help": (
+        "Tick the GPU types the planner may use; inventory blank = no limit, 0 = none. Rent: edit $/GPU-hour. "
+        "Buy: edit the purchase price (amortised with the ownership assumptions).",
+        "勾选规划器可用的 GPU 型号；库存留空 = 不限，0 = 不使用。租用：编辑每 GPU 小时价格。"
+        "购买：编辑购买价（按持有成本假设摊销）。",
+    ),
+    "bad_price": ("{gpu}: the price must be above $0 per GPU-hour.", "{gpu}：价格必须大于每 GPU 小时 0 美元。"),
+    "amortised": ("{gpu} = ${price:.2f} per GPU-hour", "{gpu} = 每 GPU 小时 ${price:.2f}"),
     "ownership": ("Ownership assumptions", "持有成本假设"),
     "ownership_help": (
         f"USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / ({HOURS_PER_YEAR:g} h × utilisation) "
@@ -138,6 +151,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_ac": ("Activation ckpt.", "激活重计算"),
     "card_time": ("Time to train", "训练时间"),
     "card_cost": ("Cost", "费用"),
+    "card_cost_bought": ("Cost (amortised purchase)", "费用（购买摊销）"),
     "card_energy": ("Energy", "能耗"),
     "card_mfu": ("MFU", "MFU"),
     "card_memory": ("Memory per GPU", "每 GPU 显存"),
@@ -156,10 +170,6 @@ _LABELS: dict[str, tuple[str, str]] = {
         "{solver} 用时 {seconds:.1f} 秒",
     ),
     "why_this_plan": ("Why this plan", "为什么选这个方案"),
-    "infeasible": (
-        "No plan satisfies every constraint. Binding constraint: {constraint}: {detail}. Fix: {fix}",
-        "没有满足全部约束的方案。起作用的约束：{constraint}：{detail}。解决办法：{fix}",
-    ),
     "opt_memory": ("memory", "显存"),
     "opt_divisibility": ("divisibility", "整除性"),
     "opt_batch": ("batch size", "批大小"),
@@ -172,6 +182,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "tab_top": ("Top plans", "候选方案"),
     "tab_why_not": ("Why not…?", "为什么不选…？"),
     "tab_downloads": ("Downloads", "下载"),
+    "tab_explorer": ("Layout explorer", "布局探索"),
+    "tab_run": ("Run", "运行记录"),
     "tab_local": ("Local GPUs", "本机 GPU"),
     # charts
     "chart_memory": ("Per-GPU memory against capacity", "每 GPU 显存与容量"),
@@ -227,6 +239,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_ac": ("activation ckpt.", "激活重计算"),
     "col_time_to_train_days": ("days", "天数"),
     "col_cost_usd": ("cost (USD)", "费用（美元）"),
+    "col_cost_usd_bought": ("cost (USD, amortised)", "费用（美元，摊销）"),
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),
     "col_mfu": ("MFU", "MFU"),
     "col_tokens_per_s": ("tokens/s", "token/秒"),
@@ -259,7 +272,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         "`trainplan run DIR`、`sbatch slurm.sbatch` 或 `kubectl apply -f k8s.yaml`。",
     ),
     # local GPUs
-    "no_local_gpus": ("No local GPUs to run on ({reason}).", "本机没有可用于运行的 GPU（{reason}）。"),
+    "no_local_gpus": ("No local GPUs to run on", "本机没有可用于运行的 GPU（未找到 NVIDIA 驱动或 GPU）"),
     "local_unmatched": (
         "None of these GPUs is in the hardware catalog, so no plan can be made for them.",
         "这些 GPU 都不在硬件目录中，无法为其规划。",
@@ -271,6 +284,56 @@ _LABELS: dict[str, tuple[str, str]] = {
     "stop_run": ("Stop the run", "停止运行"),
     "loss": ("loss", "损失"),
     "tokens_per_s": ("tokens/s", "token/秒"),
+    # layout explorer
+    "ex_help": (
+        "Fix every knob of one configuration: memory per term against the capacity and the step time "
+        "are the planner's own estimate. dp_shard is what the count leaves after tp × pp × cp × dp_replicate.",
+        "固定一个配置的所有参数：各项显存与容量的对比及单步时间都来自规划器自身的估算。"
+        "dp_shard 为 GPU 数除以 tp × pp × cp × dp_replicate 后的剩余部分。",
+    ),
+    "ex_load": ("Start from the chosen plan", "从选定方案开始"),
+    "ex_gpu": ("GPU type", "GPU 型号"),
+    "ex_num_gpus": ("GPUs", "GPU 数量"),
+    "ex_tp": ("tensor parallel (tp)", "张量并行（tp）"),
+    "ex_pp": ("pipeline stages (pp)", "流水线级数（pp）"),
+    "ex_cp": ("context parallel (cp)", "上下文并行（cp）"),
+    "ex_dp_replicate": ("replicas (dp_replicate)", "副本数（dp_replicate）"),
+    "ex_sharding": ("sharding", "分片方式"),
+    "ex_micro_batch": ("micro-batch", "微批"),
+    "ex_grad_accum": ("accumulation", "梯度累积"),
+    "ex_ac": ("activation ckpt.", "激活重计算"),
+    "ex_precision": ("precision", "精度"),
+    "ex_invalid": ("This configuration cannot exist: {error}", "该配置无法成立：{error}"),
+    "ex_memory": ("reserved / usable per GPU", "每 GPU 保留 / 可用显存"),
+    "ex_step": ("step time", "单步时间"),
+    "ex_batch": ("{tokens:,} tokens per step", "每步 {tokens:,} 个 token"),
+    "ex_fits": ("Fits: reserved memory stays within the usable capacity.", "可行：保留显存未超过可用容量。"),
+    "ex_does_not_fit": ("Does not fit: {reason}. Try: {fix}", "放不下：{reason}。可以尝试：{fix}"),
+    "ex_over_memory": (
+        "Does not fit: {need:,.1f} GiB reserved per GPU, {usable:,.1f} GiB usable. Shard further, lower the "
+        "micro-batch or checkpoint activations.",
+        "放不下：每 GPU 需保留 {need:,.1f} GiB，可用 {usable:,.1f} GiB。请进一步分片、减小微批或使用激活重计算。",
+    ),
+    "ex_send": ("Send to plan", "发送到规划"),
+    "ex_send_help": (
+        "Plan for this GPU type and count only (sets the sidebar's GPU table).",
+        "只为该 GPU 型号和数量规划（设置侧栏的 GPU 表）。",
+    ),
+    # run view
+    "run_dir": ("Job directory", "任务目录"),
+    "run_dir_help": (
+        "A directory written by `trainplan emit` / `trainplan run`: job.json, metrics.jsonl, validation.json.",
+        "由 `trainplan emit` / `trainplan run` 写出的目录：job.json、metrics.jsonl、validation.json。",
+    ),
+    "run_dir_needed": (
+        "Enter a job directory to compare its run with its plan (refreshes while it runs).",
+        "输入任务目录，对比其运行与方案（运行中自动刷新）。",
+    ),
+    "run_steps_read": ("{steps:,} steps logged {live}", "已记录 {steps:,} 步 {live}"),
+    "run_live": ("· live, refreshing", "· 运行中，自动刷新"),
+    "run_mfu": ("MFU", "MFU（模型算力利用率）"),
+    "run_memory": ("peak memory (GiB)", "峰值显存（GiB）"),
+    "predicted": ("predicted", "预测值"),
     # portfolio
     "portfolio": ("Portfolio: several jobs on one inventory", "组合：多个任务共享一个库存"),
     "job_name": ("Name of the job in the sidebar", "侧栏中任务的名称"),
@@ -279,15 +342,25 @@ _LABELS: dict[str, tuple[str, str]] = {
     "job_name_needed": ("Give the job a name.", "请为任务命名。"),
     "no_jobs": ("No jobs yet: configure one in the sidebar and add it.", "还没有任务：请在侧栏配置后添加。"),
     "portfolio_inventory": (
-        "Set an inventory for at least one GPU type (sidebar, Inventory and prices): jobs share those GPUs.",
-        "请至少为一种 GPU 设置库存（侧栏“库存与价格”）：各任务共享这些 GPU。",
+        "Shared inventory: {inventory} (a type without an inventory: up to “Most GPUs to consider”).",
+        "共享库存：{inventory}（未设库存的型号：最多为“最多考虑的 GPU 数”）。",
     ),
+    "job_pick": ("Job", "任务"),
+    "update_job": ("Update with the sidebar", "用侧栏设置更新"),
+    "update_job_help": (
+        "Replace this job's settings with what the sidebar describes now.",
+        "用侧栏当前的设置替换此任务的设置。",
+    ),
+    "remove_job": ("Remove this job", "移除此任务"),
+    "col_deadline_days": ("deadline (days)", "期限（天）"),
+    "col_budget_usd": ("budget (USD)", "预算（美元）"),
     "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
     "num_slots": ("Start-time slots", "开始时间槽数"),
     "total_cost": ("Total cost", "总费用"),
     "makespan": ("All jobs done after", "全部完成所需时间"),
 }
 
+_LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)
 LANGUAGES = tuple(LANGUAGE_NAMES)
 
 

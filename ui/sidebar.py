@@ -7,6 +7,7 @@ Widgets only: every number shown here (token budgets, amortised prices) comes fr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import streamlit as st
@@ -16,18 +17,32 @@ from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
-from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.search.portfolio import TcoAssumptions
 from ui import charts
+from ui.gpu_table import ROWS_KEY, GpuChoice, default_rows, gpu_table
 from ui.i18n import LANGUAGE_NAMES, Labels
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
 # Choice widgets whose option labels are translated (format_func=tr...), on the whole page: the
 # language switch lives here, so it re-sends these and the open tab of app.py's main area.
-TRANSLATED_CHOICES = ("model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu")
-TAB_NAMES = ("tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local")
+TRANSLATED_CHOICES = (
+    "model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu", "ex_ac",
+)  # fmt: skip
+CUSTOM_FIELDS = {  # ModelSpec field -> its widget key (and label key)
+    "num_layers": "custom_layers",
+    "hidden_size": "custom_hidden",
+    "ffn_hidden_size": "custom_ffn",
+    "num_heads": "custom_heads",
+    "num_kv_heads": "custom_kv_heads",
+    "vocab_size": "custom_vocab",
+    "num_experts": "custom_experts",
+    "experts_per_token": "custom_experts_per_token",
+}
+TAB_NAMES = (
+    "tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_explorer", "tab_run", "tab_local",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -35,6 +50,7 @@ class Inputs:
     request: PlanRequest
     headroom: float  # memory headroom fraction (ModelingSettings.memory_headroom)
     portfolio_mode: bool
+    bought: bool = False  # GPU prices are amortised purchases, not rent
 
     @property
     def key(self) -> str:
@@ -47,9 +63,15 @@ def keep_choices() -> None:
     The browser holds a choice widget's value as its displayed label, which the switch changes;
     assigning each value again (in this callback, before the rerun) sends it with the new labels.
     """
-    for key in TRANSLATED_CHOICES:
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+    # every widget, not only those with translated options: a widget whose label changes is a new
+    # widget to the browser, and one whose value was last restored from KEPT (the preset after
+    # Preset -> config.json -> Preset) would otherwise come back at its first option
+    # Values come from KEPT (the end of the last run: a language switch changes nothing else), since
+    # the browser may send such a widget's first option instead.
+    kept = st.session_state.get(KEPT, {})
+    for key in (*TRANSLATED_CHOICES, *kept):
+        if key != "lang" and (key in kept or key in st.session_state):
+            st.session_state[key] = kept.get(key, st.session_state.get(key))
     open_tab = st.session_state.get("main_tab")
     new = Labels(st.session_state["lang"])
     for name in TAB_NAMES:  # the open tab is stored as its label
@@ -57,11 +79,28 @@ def keep_choices() -> None:
             st.session_state["main_tab"] = new(name)
 
 
+KEPT = "_kept"  # widget values as of the end of the last run (not a widget key: Streamlit never drops it)
+
+
 def init_state(cat: Catalog) -> None:
-    """Widget values live in session_state (set once here), so widgets never get a second default."""
+    """Widget values live in session_state (set once here), so widgets never get a second default.
+
+    Streamlit drops the value of a widget that a run does not draw (the preset selectbox while the
+    source is config.json); such a value comes back from ``KEPT``, so Preset -> config.json ->
+    Preset finds the preset and token budget as they were.
+    """
+    kept = st.session_state.setdefault(KEPT, {})
     for key, value in charts.widget_defaults(cat).items():
-        st.session_state.setdefault(key, value)
+        if key not in st.session_state:
+            st.session_state[key] = kept.get(key, value)
+    st.session_state.setdefault(ROWS_KEY, default_rows(cat))
     st.session_state.setdefault("portfolio_jobs", {})
+
+
+def keep_values(cat: Catalog) -> None:
+    """At the end of a run: remember every widget's value (see init_state)."""
+    keys = charts.widget_defaults(cat)
+    st.session_state[KEPT] = {key: st.session_state[key] for key in keys if key in st.session_state}
 
 
 def sidebar_model(tr: Labels) -> ModelSpec | None:
@@ -75,7 +114,7 @@ def sidebar_model(tr: Labels) -> ModelSpec | None:
             tr("upload_config"), type=["json"], key="config_upload", max_upload_size=1, help=tr("upload_help")
         )
         if uploaded is None:
-            st.info(tr("upload_needed"))
+            st.info(tr("upload_needed"))  # also what a refused file (over 1 MB, marked red) leaves
             return None
         try:
             return charts.model_from_upload(uploaded.getvalue(), uploaded.name)
@@ -95,35 +134,36 @@ def fit_seq_len() -> None:
 def custom_model(tr: Labels) -> ModelSpec | None:
     dims = {}
     left, right = st.columns(2)
-    for i, (field, key) in enumerate(
-        (
-            ("num_layers", "custom_layers"),
-            ("hidden_size", "custom_hidden"),
-            ("ffn_hidden_size", "custom_ffn"),
-            ("num_heads", "custom_heads"),
-            ("num_kv_heads", "custom_kv_heads"),
-            ("vocab_size", "custom_vocab"),
-            ("num_experts", "custom_experts"),
-            ("experts_per_token", "custom_experts_per_token"),
-        )
-    ):
+    for i, (field, key) in enumerate(CUSTOM_FIELDS.items()):
         dims[field] = (left if i % 2 == 0 else right).number_input(tr(key), min_value=1, step=1, key=key)
     try:
         return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
     except ValueError as exc:
-        st.error(tr("bad_custom", error=one_line(exc)))
+        st.error(tr("bad_custom", error=on_screen_names(tr, one_line(exc, where=False))))
         return None
 
 
-def sidebar_tokens(tr: Labels, model: ModelSpec) -> float:
+def on_screen_names(tr: Labels, message: str) -> str:
+    """A ModelSpec error with its field names (num_kv_heads) replaced by the labels on screen ("Key/value heads")."""
+    for field in sorted(CUSTOM_FIELDS, key=len, reverse=True):  # num_kv_heads before num_heads
+        message = re.sub(rf"\b{field}\b", f"“{tr(CUSTOM_FIELDS[field])}”", message)
+    return message
+
+
+def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
+    """The token budget; drawn even while there is no model yet (an upload pending), so its value stays."""
     mode = st.radio(
         tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option, horizontal=True
     )
     if mode == "chinchilla":
         multiple = st.number_input(tr("chinchilla_multiple"), min_value=0.01, step=0.5, key="chinchilla_multiple")
+        if model is None:
+            return None
         tokens = charts.chinchilla_tokens(model, multiple)
     else:
         tokens = st.number_input(tr("tokens_billions"), min_value=0.001, step=10.0, key="tokens_billions") * 1e9
+        if model is None:
+            return None
     st.caption(tr("model_summary", name=model.name, params=model.num_params() / 1e9, tokens=tokens / 1e9))
     return tokens
 
@@ -140,39 +180,10 @@ def sidebar_goals(tr: Labels) -> dict:
     return dict(deadline_days=deadline or None, budget_usd=budget or None, objective=objective, cost_weight=weight)
 
 
-def sidebar_gpus(tr: Labels, cat: Catalog) -> tuple[dict[str, int | None], dict[str, float]] | None:
-    allowed = st.multiselect(tr("gpus"), list(cat.gpus), key="gpus", help=tr("gpus_help"))
+def sidebar_gpus(tr: Labels, cat: Catalog) -> GpuChoice | None:
     pricing = st.radio(tr("pricing"), ("on_demand", "bought"), key="pricing", format_func=tr.option, horizontal=True)
-    if not allowed:
-        st.error(tr("no_gpus"))
-        return None
     tco, utilisation = ownership_inputs(tr) if pricing == "bought" else (None, None)
-    gpus, prices = {}, {}
-    with st.expander(tr("inventory_prices")):
-        st.caption(tr("inventory_help"))
-        for gpu in allowed:
-            left, right = st.columns(2)
-            count = left.number_input(tr("inventory", gpu=gpu), min_value=0, step=1, key=f"inv_{gpu}")
-            gpus[gpu] = int(count) or None
-            if tco is None:
-                price = right.number_input(tr("price", gpu=gpu), min_value=0.01, step=0.1, key=f"price_{gpu}")
-                if price != cat.gpus[gpu].price_per_gpu_hour_usd:
-                    prices[gpu] = price
-                continue
-            purchase = right.number_input(tr("purchase", gpu=gpu), min_value=0.0, step=1000.0, key=f"purchase_{gpu}")
-            try:
-                prices[gpu] = charts.amortised_price_per_gpu_hour(
-                    purchase,
-                    cat.gpus[gpu].tdp_watts,
-                    utilisation,  # type: ignore[arg-type]  # set whenever tco is
-                    tco,
-                    DEFAULT_SETTINGS.power_fraction_of_tdp,
-                )
-            except ValueError as exc:
-                st.error(f"{gpu}: {exc}")
-                return None
-            right.caption(tr("amortised", price=prices[gpu]))
-    return gpus, prices
+    return gpu_table(tr, cat, tco, utilisation)
 
 
 def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
@@ -231,7 +242,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         portfolio = st.toggle(tr("portfolio_mode"), key="portfolio_mode", help=tr("portfolio_help"))
         st.header(tr("section_model"))
         model = sidebar_model(tr)
-        tokens = sidebar_tokens(tr, model) if model is not None else None
+        tokens = sidebar_tokens(tr, model)
         st.header(tr("section_goals"))
         goals = sidebar_goals(tr)
         st.header(tr("section_gpus"))
@@ -244,12 +255,17 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
     if not training["activation_checkpointing"]:
         st.error(tr("no_ac"))
         return tr, None
-    gpus, prices = gpu_choice
     try:
         request = PlanRequest(
-            model=model, training_tokens=tokens, gpus=gpus, price_overrides=prices, **goals, **training
+            model=model,
+            training_tokens=tokens,
+            gpus=gpu_choice.gpus,
+            price_overrides=gpu_choice.prices,
+            **goals,
+            **training,
         )
     except ValueError as exc:
         st.error(tr("bad_request", error=one_line(exc)))
         return tr, None
-    return tr, Inputs(request=request, headroom=headroom, portfolio_mode=portfolio)
+    bought = st.session_state["pricing"] == "bought"
+    return tr, Inputs(request=request, headroom=headroom, portfolio_mode=portfolio, bought=bought)

@@ -144,9 +144,43 @@ def pareto_front(frame: pd.DataFrame) -> pd.Series:
     return front
 
 
-def why_not(
+@dataclass(frozen=True)
+class WhyNot:
+    """Why a GPU type lost, as data: its own best plan and the chosen one, or what rules it out.
+
+    ``mine`` None: the type alone is infeasible (``infeasible`` says why). ``winner`` None with
+    ``mine`` set: no type at all is feasible under the full request (``infeasible``).
+    """
+
+    gpu: str
+    mine: Plan | None = None
+    winner: Plan | None = None
+    infeasible: InfeasiblePlan | None = None
+
+    @property
+    def chosen(self) -> bool:
+        return self.winner is not None and self.winner.gpu == self.gpu
+
+    def text(self) -> str:
+        if self.mine is None:
+            return f"{self.gpu} is infeasible: {self.infeasible}"
+        if self.winner is None:
+            return f"no GPU type is feasible: {self.infeasible}"
+        if self.chosen:
+            return f"{self.gpu} is the chosen GPU type"
+        mine, winner = self.mine, self.winner
+        e, w = mine.estimate, winner.estimate
+        assert e.time_to_train_h is not None and w.time_to_train_h is not None  # requests carry tokens
+        return (
+            f"{self.gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
+            f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan "
+            f"costs ${w.cost_usd:,.0f} in {w.time_to_train_h / HOURS_PER_DAY:.1f} days"
+        )
+
+
+def why_not_answer(
     request: PlanRequest, gpu_id: str, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
-) -> str:
+) -> WhyNot:
     """Why a GPU type lost: its own best plan compared with the winner, or what rules it out."""
     catalog = catalog or load_catalog()
     gpu = catalog.gpu(gpu_id).id
@@ -155,20 +189,19 @@ def why_not(
     try:
         mine = plan(only, catalog=catalog, settings=settings).plan
     except InfeasiblePlan as exc:
-        return f"{gpu} is infeasible: {exc}"
+        return WhyNot(gpu=gpu, infeasible=exc)
     try:
         winner = plan(request.model_copy(update={"top_k": 0}), catalog=catalog, settings=settings).plan
     except InfeasiblePlan as exc:
-        return f"no GPU type is feasible: {exc}"
-    if winner.gpu == gpu:
-        return f"{gpu} is the chosen GPU type"
-    e, w = mine.estimate, winner.estimate
-    assert e.time_to_train_h is not None and w.time_to_train_h is not None  # requests carry tokens
-    return (
-        f"{gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
-        f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.0%}); the chosen {winner.gpu} plan costs "
-        f"${w.cost_usd:,.0f} in {w.time_to_train_h / HOURS_PER_DAY:.1f} days"
-    )
+        return WhyNot(gpu=gpu, mine=mine, infeasible=exc)
+    return WhyNot(gpu=gpu, mine=mine, winner=winner)
+
+
+def why_not(
+    request: PlanRequest, gpu_id: str, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
+) -> str:
+    """``why_not_answer`` in one English sentence."""
+    return why_not_answer(request, gpu_id, catalog=catalog, settings=settings).text()
 
 
 def job_candidates(request: PlanRequest, name: str, catalog: Catalog, settings: ModelingSettings):
@@ -288,6 +321,7 @@ __all__ = [
     "PortfolioJob",
     "PortfolioPlan",
     "ScoredSearch",
+    "WhyNot",
     "best_per_count",
     "check_rows",
     "pareto_front",
@@ -298,4 +332,5 @@ __all__ = [
     "replace",
     "scored_search",
     "why_not",
+    "why_not_answer",
 ]

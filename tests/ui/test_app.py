@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import string
 import tempfile
 import zipfile
@@ -16,8 +17,20 @@ import zipfile
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.element_tree import Widget
-from support import DATA, REPO
+from support.app import (
+    EN,
+    GPUS,
+    HF_CONFIGS,
+    TABS,
+    ZH,
+    card,
+    english_sentences,
+    open_tab,
+    request_for,
+    run_app,
+    table,
+    widgets,
+)  # fmt: skip
 
 from planner.api import PlanRequest, plan
 from planner.catalog.detect import DetectedGPU
@@ -31,62 +44,11 @@ from planner.search.explore import plan_portfolio, why_not
 from planner.search.portfolio import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
-from ui import charts
+from ui import charts, figures
+from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
 pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
-
-APP = str(REPO / "app.py")
-HF_CONFIGS = DATA / "hf_configs"
-GPUS = ["h100-sxm", "a100-80gb-sxm"]
-EN, ZH = Labels("en"), Labels("zh")
-
-
-def run_app(**state) -> AppTest:
-    """Run the app once with widget values preset through session_state (the app's own defaults path)."""
-    at = AppTest.from_file(APP, default_timeout=60)
-    state.setdefault("preset", "gpt3-125m")
-    state.setdefault("gpus", GPUS)
-    state.setdefault("seq_len", 2048)  # gpt3-125m's context
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def request_for(model: ModelSpec | None = None, **changes) -> PlanRequest:
-    """The request the app builds from its default widget values (and ``changes``)."""
-    model = model or get_preset("gpt3-125m")
-    fields = dict(
-        model=model,
-        training_tokens=20 * model.num_params(),
-        gpus={g: None for g in GPUS},
-        price_overrides={},
-        seq_len=2048,
-        global_batch_tokens=None,
-        deadline_days=None,
-        budget_usd=None,
-        objective="cost",
-        cost_weight=0.5,
-        top_k=10,
-        max_gpus=4096,
-        allow_offload=False,
-    )
-    fields.update(changes)
-    return PlanRequest(**fields)
-
-
-def open_tab(at: AppTest, name: str, tr: Labels = EN) -> AppTest:
-    """Switch the main tabs (only the open tab's panel runs)."""
-    at.session_state["main_tab"] = tr(name)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def card(at: AppTest) -> dict[str, str]:
-    return {m.label: m.value for m in at.metric}
 
 
 def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> None:
@@ -114,24 +76,13 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_interruptions")] == f"{e.goodput.expected_interruptions:,.1f}"
 
 
-def table(at: AppTest, column: str):
-    """The first st.dataframe with this column (AppTest sees no key on a non-selectable dataframe)."""
-    return next(d.value for d in at.dataframe if column in d.value.columns)
-
-
-def widgets(at: AppTest) -> list[Widget]:
-    return [node for root in (at.sidebar, at.main) for node in root if isinstance(node, Widget)]
-
-
 # --------------------------------------------------------------------------- app runs
 
 
 def test_plan_card_matches_the_api_and_every_panel_renders():
     at = run_app()
     assert_card_shows(at, request_for())
-    assert [t.label for t in at.tabs] == [
-        EN(k) for k in ("tab_breakdowns", "tab_explore", "tab_top", "tab_why_not", "tab_downloads", "tab_local")
-    ]
+    assert [t.label for t in at.tabs] == [EN(k) for k in TABS]
     assert len(at.get("plotly_chart")) == 2  # memory and step time: only the open tab runs
     open_tab(at, "tab_explore")
     assert len(at.get("plotly_chart")) == 2  # frontier, scaling
@@ -150,12 +101,13 @@ def test_every_widget_has_a_key_in_every_mode():
         {},
         dict(model_source="custom", pricing="bought", objective="mix", tokens_mode="absolute"),
         dict(model_source="upload"),
-        dict(portfolio_mode=True, **{"inv_h100-sxm": 8}),
+        dict(portfolio_mode=True, inventory={"h100-sxm": 8}),
     ]
     runs = [run_app(**state) for state in states]
     at = runs[0]
-    runs += [open_tab(at, name) for name in ("tab_explore", "tab_why_not", "tab_downloads")]
-    for state, at in zip([*states, "explore", "why-not", "downloads"], runs, strict=True):
+    extra = ("tab_explore", "tab_why_not", "tab_downloads", "tab_explorer", "tab_run")
+    runs += [open_tab(at, name) for name in extra]
+    for state, at in zip([*states, *extra], runs, strict=True):
         missing = [f"{w.type}:{getattr(w, 'label', '')}" for w in widgets(at) if not w.key]
         assert not missing, (state, missing)
         assert len(widgets(at)) > 10
@@ -165,13 +117,16 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
     at = run_app()
     at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
     at.sidebar.number_input(key="tokens_billions").set_value(5.0)
-    at.sidebar.multiselect(key="gpus").set_value(["a100-80gb-sxm", "l40s"])
     at.sidebar.number_input(key="deadline_days").set_value(0.1)  # binds: the cheapest plan takes 10 h
     at.sidebar.selectbox(key="seq_len").set_value(1024)
     at.run()
-    at.sidebar.number_input(key="inv_a100-80gb-sxm").set_value(16)
-    at.sidebar.number_input(key="price_a100-80gb-sxm").set_value(1.5)
-    at.sidebar.number_input(key="price_l40s").set_value(0.9)
+    # the GPU table's edits as the editor reports them (rows by position), folded as its on_change does
+    rows = at.session_state["gpu_rows"]
+    position = {gpu: i for i, gpu in enumerate(rows.index)}
+    edits = {position[g]: {"allowed": g in ("a100-80gb-sxm", "l40s")} for g in [*GPUS, "l40s"]}
+    edits[position["a100-80gb-sxm"]].update(inventory=16, usd_per_gpu_hour=1.5, memory_gib=1.0)  # memory: read-only
+    edits[position["l40s"]]["usd_per_gpu_hour"] = 0.9
+    at.session_state["gpu_rows"] = apply_edits(rows, {"edited_rows": edits})
     at.run()
     assert not at.exception
     request = request_for(
@@ -190,12 +145,35 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
     request = request_for(deadline_days=0.01, gpus={"a100-80gb-sxm": 2})
     with pytest.raises(InfeasiblePlan) as expected:
         plan(request, settings=DEFAULT_SETTINGS)
-    at = run_app(gpus=["a100-80gb-sxm"], deadline_days=0.01, **{"inv_a100-80gb-sxm": 2})
+    at = run_app(gpus=["a100-80gb-sxm"], deadline_days=0.01, inventory={"a100-80gb-sxm": 2})
     assert not at.metric
     (warning,) = at.warning
-    assert EN.option(expected.value.constraint.value) in warning.value
-    assert expected.value.detail in warning.value and expected.value.fix in warning.value
+    exc = expected.value
+    assert warning.value == EN(
+        "infeasible",
+        constraint=EN.option("deadline"),
+        body=EN(
+            "why_deadline",
+            need=EN("hours_value", value=exc.required / 3600),
+            have=EN("hours_value", value=0.24),
+            limit=f"{EN('gpu_inventory')}: a100-80gb-sxm ≤ 2",
+            fix=EN("hours_value", value=math.ceil(exc.required / 360 - 1e-9) / 10),
+        ),
+    )
+    assert any(c.value == f"{exc.detail}; {exc.fix}" for c in at.caption)  # the planner's own words too
     assert EN("tab_why_not") in [t.label for t in at.tabs]  # the page still explains itself
+
+
+def test_infeasible_message_names_the_gpu_cap_when_it_binds_in_both_languages():
+    request = request_for(deadline_days=0.01, max_gpus=4)
+    with pytest.raises(InfeasiblePlan) as expected:
+        plan(request, settings=DEFAULT_SETTINGS)
+    assert "max_gpus" in expected.value.fix  # the cap binds: more GPUs would meet the deadline
+    for tr in (EN, ZH):
+        at = run_app(deadline_days=0.01, max_gpus=4, lang=tr.lang)
+        (warning,) = at.warning
+        assert f"{tr('max_gpus')} = 4" in warning.value and tr("no_gpu_limit") not in warning.value
+    assert not english_sentences(warning.value)
 
 
 def test_language_switch_translates_every_label():
@@ -252,7 +230,9 @@ def test_custom_dimensions_are_planned_as_given():
     )
     assert_card_shows(at, request_for(model=model))
     at.sidebar.number_input(key="custom_heads").set_value(3).run()
-    assert [e.value for e in at.error] == [EN("bad_custom", error="num_heads 3 is not a multiple of num_kv_heads 4")]
+    # the error names the fields by their labels on screen, not ModelSpec's field names
+    error = f"“{EN('custom_heads')}” 3 is not a multiple of “{EN('custom_kv_heads')}” 4"
+    assert [e.value for e in at.error] == [EN("bad_custom", error=error)]
     assert not at.metric
 
 
@@ -309,14 +289,20 @@ def test_a_preset_change_fits_the_sequence_to_the_model_context():
 
 
 def test_bought_gpus_are_priced_by_the_documented_formula():
-    at = run_app(pricing="bought", gpus=["h100-sxm"], **{"purchase_h100-sxm": 40000.0, "tco_utilisation": 0.5})
+    at = run_app(pricing="bought", gpus=["h100-sxm"], purchases={"h100-sxm": 40000.0}, tco_utilisation=0.5)
     tco = TcoAssumptions()
     tdp = load_catalog().gpu("h100-sxm").tdp_watts
     price = (40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12) / (
         HOURS_PER_YEAR * 0.5
     ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
-    assert any(c.value == EN("amortised", price=price) for c in at.sidebar.caption)
-    assert_card_shows(at, request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price}))
+    assert any(c.value == EN("amortised", gpu="h100-sxm", price=price) for c in at.sidebar.caption)
+    request = request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price})
+    assert card(at)[EN("card_cost_bought")] == charts.money(
+        plan(request, settings=DEFAULT_SETTINGS).plan.estimate.cost_usd
+    )
+    assert EN("card_cost") not in card(at)  # in Buy mode the cost says it is amortised
+    open_tab(at, "tab_top")
+    assert EN("col_cost_usd_bought") in table(at, EN("col_layout")).columns
 
 
 def test_why_not_panel_shows_the_explore_answer():
@@ -328,7 +314,7 @@ def test_why_not_panel_shows_the_explore_answer():
 
 
 def test_portfolio_mode_schedules_the_added_jobs():
-    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], **{"inv_h100-sxm": 8})
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
     assert at.info[0].value == EN("no_jobs")
     at.text_input(key="job_name").set_value("small")
     at.button(key="add_job").click().run()
@@ -363,7 +349,7 @@ def test_local_gpu_panel_is_a_note_without_a_driver_and_a_run_button_with_gpus(m
         monkeypatch.setattr(detect, "detect_gpus", no_driver)
         st.cache_resource.clear()
         at = open_tab(run_app(), "tab_local")
-        assert any(c.value == EN("no_local_gpus", reason="no NVIDIA driver found") for c in at.caption)
+        assert any(c.value == f"{EN('no_local_gpus')} (no NVIDIA driver found)." for c in at.caption)
         assert not [b for b in at.button if b.key == "run_local"]
         monkeypatch.setattr(detect, "detect_gpus", one_h100)
         st.cache_resource.clear()
@@ -447,14 +433,14 @@ def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
 def test_figures_carry_the_plan_numbers():
     result = plan(request_for(), settings=DEFAULT_SETTINGS)
     plans = [result.plan, *result.alternatives]
-    memory = charts.memory_figure(plans, 0.6, EN)
+    memory = figures.memory_figure(plans, 0.6, EN)
     bars = [t for t in memory.data if t.type == "bar"]
     for i, p in enumerate(plans):
         stacked = sum(t.y[i] for t in bars)
         assert stacked == pytest.approx(max(p.estimate.memory.reserved_gib, p.estimate.memory.peak_gib) + 0.6)
     capacity = next(t for t in memory.data if t.name == EN("capacity"))
     assert list(capacity.y) == [p.estimate.memory.capacity_gib for p in plans]
-    step = charts.step_time_figure(plans, ZH)
+    step = figures.step_time_figure(plans, ZH)
     assert sum(t.y[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
     assert ZH("time_matmul") in {t.name for t in step.data}
 

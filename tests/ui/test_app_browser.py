@@ -6,6 +6,7 @@ Playwright drives that binary, it never downloads its own browsers.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import DATA, REPO
 
 from ui.i18n import Labels
 
@@ -34,6 +35,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 EN, ZH = Labels("en"), Labels("zh")
+HF_CONFIGS = DATA / "hf_configs"
 
 
 def free_port() -> int:
@@ -98,30 +100,116 @@ def app_url(tmp_path):
             server.wait()
 
 
-def test_app_renders_a_plan_card_in_chromium_and_switches_language(app_url, tmp_path):
+class Page:
+    """A Playwright page on the app that collects console errors and page exceptions, and shoots."""
+
+    def __init__(self, page, folder: Path):
+        self.page, self.folder, self.errors = page, folder, []
+        page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+
+    def wait_text(self, text: str, timeout_s: float = 90, exact: bool = False) -> None:
+        self.page.get_by_text(text, exact=exact).first.wait_for(timeout=timeout_s * 1000)
+
+    def check(self, name: str) -> None:
+        """No Python exception on the page, no console error so far; a full-page screenshot."""
+        self.page.wait_for_timeout(800)  # let the Plotly charts draw
+        assert self.page.get_by_test_id("stException").count() == 0, name
+        assert not self.errors, (name, self.errors)
+        self.page.screenshot(
+            path=self.folder / f"{name}.png", timeout=60_000
+        )  # the viewport: Streamlit scrolls inside it
+
+    def number(self, label: str, value: str) -> None:
+        box = self.page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter")
+
+    def select(self, label: str, option: str) -> None:
+        self.page.get_by_label(label, exact=True).click()
+        self.page.get_by_role("option", name=option, exact=True).click()
+
+    def tab(self, label: str) -> None:
+        self.page.get_by_role("tab", name=label).click()
+
+    def radio(self, label: str) -> None:
+        self.page.get_by_role("radio", name=label).check(force=True)
+
+
+def test_every_flow_in_chromium_without_errors(app_url, tmp_path):
+    """Default plan, downloads, explorer, infeasible, big job, config upload and the source round trip,
+    中文, portfolio: each step checked for exceptions and console errors and saved as a screenshot."""
     from playwright.sync_api import sync_playwright
 
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.goto(app_url)
-            page.get_by_text(EN("plan_card", model="llama3-8b")).wait_for(timeout=120_000)
-            for key in ("card_gpus", "card_time", "card_cost", "card_memory"):
-                page.get_by_test_id("stMetricLabel").filter(has_text=EN(key)).first.wait_for(timeout=10_000)
-            assert page.get_by_test_id("stException").count() == 0
-            page.wait_for_timeout(1500)  # let the Plotly charts draw
-            page.screenshot(path=tmp_path / "app.png", full_page=True)
-            assert (tmp_path / "app.png").stat().st_size > 50_000
-
-            # A choice made before switching language survives the switch (the browser keys it by label).
-            page.get_by_role("radio", name=EN.option("time")).check(force=True)
-            page.get_by_test_id("stMetricLabel").filter(has_text=EN("card_time")).first.wait_for(timeout=60_000)
-            page.get_by_text("中文", exact=True).click()
-            page.get_by_text(ZH("plan_card", model="llama3-8b")).wait_for(timeout=60_000)
-            page.get_by_test_id("stMetricLabel").filter(has_text=ZH("card_time")).first.wait_for(timeout=10_000)
-            assert page.get_by_role("radio", name=ZH.option("time")).is_checked()
-            assert page.get_by_role("radio", name=ZH.option("preset")).is_checked()
-            page.screenshot(path=tmp_path / "app_zh.png", full_page=True)
+            app = Page(browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True), shots)
+            try:
+                run_flows(app, app_url)
+            except Exception:
+                app.page.screenshot(path=shots / "failure.png", full_page=True)
+                raise
         finally:
             browser.close()
+    assert len(list(shots.glob("*.png"))) >= 8
+
+
+def run_flows(app: Page, url: str) -> None:
+    page = app.page
+    page.goto(url)
+    app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+    app.wait_text("Near tie")
+    app.check("01-default-plan")
+
+    app.tab(EN("tab_explore"))
+    page.get_by_text(EN("knee")).first.wait_for(timeout=90_000)  # the frontier's legend: knee, front, GPU types
+    page.get_by_test_id("stPlotlyChart").first.scroll_into_view_if_needed()
+    app.check("01b-frontier")
+
+    app.tab(EN("tab_downloads"))
+    with page.expect_download() as download:
+        page.get_by_role("button", name=EN("download_plan")).first.click()
+    plan = json.loads(Path(download.value.path()).read_text())
+    assert plan["model"]["name"] == "llama3-8b" and plan["num_gpus"] >= 1
+    app.check("02-downloads")
+
+    app.tab(EN("tab_explorer"))
+    page.get_by_text(EN("ex_fits")).first.wait_for(timeout=60_000)
+    with page.expect_download() as download:
+        page.get_by_role("button", name=EN("download_plan")).first.click()
+    assert json.loads(Path(download.value.path()).read_text())["gpu"] == plan["gpu"]
+    app.check("03-explorer")
+
+    app.number(EN("deadline_days"), "0.001")
+    app.wait_text(EN.option("deadline") + ".")
+    app.check("04-infeasible")
+    app.number(EN("deadline_days"), "0")
+
+    app.select(EN("preset"), "llama3-70b")
+    app.radio(EN.option("absolute"))
+    app.number(EN("tokens_billions"), "2000")
+    app.wait_text(EN("plan_card", model="llama3-70b"), 120)
+    app.check("05-big-job")
+
+    app.radio(EN.option("upload"))
+    page.locator("input[type=file]").set_input_files(str(HF_CONFIGS / "llama.json"))
+    app.wait_text(EN("plan_card", model="llama"), 120, exact=True)
+    app.check("06-config-upload")
+    app.radio(EN.option("preset"))
+    app.wait_text(EN("plan_card", model="llama3-70b"), 120)  # the preset and 2,000 B tokens came back
+    assert page.get_by_label(EN("tokens_billions"), exact=True).input_value() == "2000.00"
+    app.check("07-round-trip")
+
+    page.get_by_text("中文", exact=True).click()
+    app.wait_text(ZH("plan_card", model="llama3-70b"), 90)
+    app.check("08-zh")
+    page.get_by_text("English", exact=True).click()
+    app.wait_text(EN("plan_card", model="llama3-70b"), 90)
+
+    page.get_by_text(EN("portfolio_mode")).click()
+    page.get_by_role("button", name=EN("add_job")).click()
+    app.wait_text(EN("total_cost"), 120)
+    app.check("09-portfolio")

@@ -1,0 +1,93 @@
+"""Reading the cost/time trade-off: the near tie beside the chosen plan, and the frontier's knee.
+
+Pure functions of cost and time columns (arrays over candidate rows), so the API, the CLI and
+the app read the trade-off the same way.
+
+* **Near tie**: the optimum of one objective can sit next to a plan that is far better on the
+  other for almost nothing ("cheapest": 4 x B200 in 19.5 days for $12,719, while 8 x B200 take
+  9.8 days for $27 more). Among the feasible rows at most ``tolerance`` worse on the objective,
+  the one best on the other axis is the near tie when it gains at least ``min_gain`` x.
+* **Knee**: the Pareto-front point farthest from the chord joining the front's two ends, in
+  log-log space (a scale-free form of the "Kneedle" rule, Satopaa et al. 2011): past it, each
+  halving of time costs a growing multiple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["NEAR_TIE_MIN_GAIN", "NEAR_TIE_TOLERANCE", "NearTie", "knee", "near_tie", "pareto_rows"]
+
+NEAR_TIE_TOLERANCE = 0.10  # at most 10 % worse on the objective (cost or time) than the optimum
+NEAR_TIE_MIN_GAIN = 1.25  # and at least 1.25 x better on the other axis: less is not worth a word
+
+
+@dataclass(frozen=True)
+class NearTie:
+    """A row almost as good as the chosen one on the objective and much better on the other axis.
+
+    objective "cost": the row costs ``extra_fraction`` more and is ``gain`` x faster;
+    objective "time": it takes ``extra_fraction`` longer and is ``gain`` x cheaper.
+    """
+
+    row: int
+    objective: str
+    extra_fraction: float
+    gain: float
+
+
+def near_tie(
+    cost_usd: np.ndarray,
+    time_s: np.ndarray,
+    rows: np.ndarray,
+    chosen: int,
+    objective: str,
+    *,
+    tolerance: float = NEAR_TIE_TOLERANCE,
+    min_gain: float = NEAR_TIE_MIN_GAIN,
+) -> NearTie | None:
+    """The near tie among ``rows`` (feasible row indices) for the ``chosen`` row; None when there is none
+    or the objective is a mix (its optimum already weighs both axes)."""
+    if objective not in ("cost", "time") or len(rows) == 0:
+        return None
+    main, other = (cost_usd, time_s) if objective == "cost" else (time_s, cost_usd)
+    rows = np.asarray(rows)
+    close = rows[main[rows] <= main[chosen] * (1 + tolerance)]
+    best = int(close[np.argmin(other[close])]) if len(close) else chosen
+    if best == chosen or not other[best] > 0:
+        return None
+    gain = float(other[chosen] / other[best])
+    if gain < min_gain:
+        return None
+    return NearTie(row=best, objective=objective, extra_fraction=float(main[best] / main[chosen] - 1), gain=gain)
+
+
+def pareto_rows(cost_usd: np.ndarray, time_s: np.ndarray) -> np.ndarray:
+    """Positions of the points no other point beats on both cost and time, fastest first."""
+    cost, time = np.asarray(cost_usd, dtype=float), np.asarray(time_s, dtype=float)
+    order = np.lexsort((cost, time))  # by time, then cost
+    front, best_cost = [], np.inf
+    for i in order:
+        if cost[i] < best_cost:
+            front.append(int(i))
+            best_cost = cost[i]
+    return np.asarray(front, dtype=int)
+
+
+def knee(cost_usd: np.ndarray, time_s: np.ndarray) -> int | None:
+    """Position of the Pareto front's knee (farthest from the chord of its ends in log-log space);
+    None when the front has fewer than three points or is straight."""
+    front = pareto_rows(cost_usd, time_s)
+    if len(front) < 3:
+        return None
+    x = np.log(np.asarray(time_s, dtype=float)[front])
+    y = np.log(np.asarray(cost_usd, dtype=float)[front])
+    dx, dy = x[-1] - x[0], y[-1] - y[0]
+    length = float(np.hypot(dx, dy))
+    if length == 0:
+        return None
+    distance = np.abs(dy * (x - x[0]) - dx * (y - y[0])) / length
+    best = int(np.argmax(distance))
+    return int(front[best]) if distance[best] > 1e-9 else None

@@ -1,0 +1,47 @@
+"""planner.frontier: the near tie beside the chosen plan and the Pareto front's knee."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.frontier import NEAR_TIE_MIN_GAIN, knee, near_tie, pareto_rows
+
+# The issue's example: 4 x B200 for 19.5 days at $12,719; 8 x B200 take 9.8 days for $27 more.
+COST = np.array([12_719.0, 12_746.0, 14_500.0, 30_000.0, 11_000.0])
+DAYS = np.array([19.5, 9.8, 5.0, 1.0, 200.0])
+
+
+def test_near_tie_for_the_cheapest_plan_is_the_much_faster_one_costing_a_little_more():
+    feasible = np.arange(4)  # row 4 is cheaper but infeasible (past the deadline)
+    tie = near_tie(COST, DAYS, feasible, 0, "cost")
+    assert tie is not None and tie.row == 1 and tie.objective == "cost"
+    assert tie.extra_fraction == pytest.approx(27 / 12_719)
+    assert tie.gain == pytest.approx(19.5 / 9.8)
+    wider = near_tie(COST, DAYS, feasible, 0, "cost", tolerance=0.2)  # 14,500 is 14 % more, 3.9 x faster
+    assert wider is not None and wider.row == 2
+
+
+def test_near_tie_for_the_fastest_plan_is_a_much_cheaper_one_taking_a_little_longer():
+    cost, days = np.array([100.0, 40.0, 10.0]), np.array([1.0, 1.05, 5.0])
+    tie = near_tie(cost, days, np.arange(3), 0, "time")
+    assert tie is not None and tie.row == 1 and tie.gain == pytest.approx(2.5)
+    assert tie.extra_fraction == pytest.approx(0.05)
+
+
+def test_no_near_tie_when_nothing_gains_enough_or_the_objective_is_a_mix():
+    cost, days = np.array([100.0, 101.0]), np.array([10.0, 10.0 / (NEAR_TIE_MIN_GAIN * 0.99)])
+    assert near_tie(cost, days, np.arange(2), 0, "cost") is None
+    assert near_tie(COST, DAYS, np.arange(4), 0, "mix") is None
+    assert near_tie(COST, DAYS, np.array([0]), 0, "cost") is None
+
+
+def test_pareto_rows_and_the_knee():
+    # a front that halves time cheaply down to 4 days, then pays a lot per halving
+    days = np.array([64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 50.0])
+    cost = np.array([100.0, 101.0, 103.0, 106.0, 110.0, 400.0, 3000.0, 500.0])
+    assert list(pareto_rows(cost, days)) == [6, 5, 4, 3, 2, 1, 0]  # row 7 is dominated
+    assert knee(cost, days) == 4
+    assert knee(cost[:2], days[:2]) is None
+    line = np.array([1.0, 2.0, 4.0])  # a straight front in log-log has no knee
+    assert knee(line, 1 / line) is None

@@ -1,0 +1,305 @@
+"""The app's round-2 views, headless (AppTest) and as figures: charts, kept choices, GPU table,
+near tie, layout explorer, run view, portfolio editing, and 中文 without English sentences.
+
+Expected values come from the planner's API for the same request (``plan``, ``build_plan``,
+``scored_search``), so a chart or a panel wired to the wrong number fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from support.app import (
+    CATALOG,
+    EN,
+    TABS,
+    ZH,
+    card,
+    english_sentences,
+    open_tab,
+    request_for,
+    run_app,
+    table,
+)  # fmt: skip
+
+from planner.api import build_plan, plan
+from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.search.explore import best_per_count, pareto_front, scored_search
+from ui import figures
+from ui.gpu_table import apply_edits, default_rows
+from ui.i18n import all_labels
+from ui.messages import near_tie_text
+
+pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
+
+
+@pytest.fixture(scope="module")
+def points():
+    frame = best_per_count(scored_search(request_for(), settings=DEFAULT_SETTINGS).frame, "cost")
+    return frame.assign(pareto=pareto_front(frame))
+
+
+def is_decade(value: float) -> bool:
+    return math.isclose(math.log10(value), round(math.log10(value)), abs_tol=1e-9)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_log_axes_tick_at_decades_with_readable_labels(points):
+    scaling = figures.scaling_figure(points, "h100-sxm", EN)
+    days = scaling.layout.yaxis2
+    assert days.type == "log" and all(is_decade(v) for v in days.tickvals)
+    assert list(days.ticktext) == [figures.days_label(v) for v in days.tickvals]
+    assert all(len(text) <= 7 for text in days.ticktext)  # "1,000", "0.01": no "116.6755" or "10.15318k"
+    assert scaling.layout.yaxis.tickprefix == "$" and scaling.layout.yaxis.tickformat == ",.0f"
+    assert figures.decade_ticks(0.3, 250, figures.days_label) == (
+        [0.1, 1.0, 10.0, 100.0, 1000.0],
+        ["0.1", "1", "10", "100", "1,000"],
+    )
+    assert figures.decade_ticks(900, 2e6, figures.money_label)[1] == ["$100", "$1k", "$10k", "$100k", "$1M", "$10M"]
+
+
+def test_every_gpu_type_has_its_own_colour_and_symbol_in_every_chart(points):
+    styles = [figures.gpu_style(g) for g in CATALOG.gpus]
+    assert len({s.color for s in styles}) == len(styles) == len({(s.color, s.symbol) for s in styles})
+    frontier = figures.frontier_figure(points, points["pareto"], None, EN)
+    scaling = figures.scaling_figure(points, "a100-80gb-sxm", EN)
+    trace = next(t for t in frontier.data if t.name == "a100-80gb-sxm")
+    assert trace.marker.symbol == figures.gpu_style("a100-80gb-sxm").symbol
+    assert set(trace.marker.color) == {figures.gpu_style("a100-80gb-sxm").color}
+    assert scaling.data[0].line.color == figures.gpu_style("a100-80gb-sxm").color
+
+
+def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points):
+    deadline, budget = float(points["time_to_train_days"].median()), float(points["cost_usd"].median())
+    limits = figures.Limits(deadline_days=deadline, budget_usd=budget, inventory={"h100-sxm": 8})
+    knee = points[points["pareto"]].iloc[0]
+    fig = figures.frontier_figure(points, points["pareto"], None, EN, limits, knee)
+    lines = {(shape.type, shape.x0 if shape.x0 == shape.x1 else shape.y0) for shape in fig.layout.shapes}
+    assert ("line", deadline) in lines and ("line", budget) in lines
+    names = [t.name for t in fig.data]
+    assert {EN("pareto_front"), EN("knee"), EN("deadline_line", days=deadline)} <= set(names)
+    h100 = next(t for t in fig.data if t.name == "h100-sxm")
+    group = points[points["gpu"] == "h100-sxm"]
+    ok = limits.feasible(points)[group.index]
+    assert [c == figures.INFEASIBLE_GREY for c in h100.marker.color] == list(~ok)
+    assert (~ok).any() and ok.any()
+    front_end = points.loc[points["pareto"], "time_to_train_days"].max()
+    assert 10 ** fig.layout.xaxis.range[1] <= max(front_end * figures.CLIP_FACTOR, deadline * 1.5) * 1.001
+    assert all(is_decade(v) for v in (*fig.layout.xaxis.tickvals, *fig.layout.yaxis.tickvals))
+    assert fig.layout.legend.orientation == "h"  # wraps below the plot: every entry stays visible
+    ranks = {t.name: t.legendrank for t in fig.data if t.legendrank is not None}
+    assert ranks[EN("pareto_front")] < 1000 and ranks[EN("knee")] < 1000  # listed before the GPU types
+
+
+def test_memory_and_step_bars_say_which_plan_is_which():
+    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    plans = [result.plan, *result.alternatives]
+    for fig, unit in ((figures.memory_figure(plans, 0.6, EN), "GiB"), (figures.step_time_figure(plans, EN), " s")):
+        bar = next(t for t in fig.data if t.type == "bar")
+        assert len(set(bar.x)) == len(plans)
+        assert all(p.layout.describe() in label for p, label in zip(plans, bar.x, strict=True))
+        assert unit in bar.hovertemplate and "%{customdata}" in bar.hovertemplate
+        assert fig.layout.hoverlabel.namelength == -1  # "allocator reserve", never "allocator re..."
+
+
+# --------------------------------------------------------------------------- page
+
+
+def test_choices_survive_preset_then_config_json_then_preset():
+    at = run_app(preset="gpt3-350m", tokens_mode="absolute", tokens_billions=2000.0)
+    at.sidebar.radio(key="model_source").set_value("upload").run()
+    assert at.sidebar.info[0].value == EN("upload_needed") and "1 MB" in EN("upload_needed")
+    at.sidebar.radio(key="model_source").set_value("preset").run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="preset").value == "gpt3-350m"
+    assert at.sidebar.radio(key="tokens_mode").value == "absolute"
+    assert at.sidebar.number_input(key="tokens_billions").value == 2000.0
+
+
+def test_sidebar_gpu_table_replaces_the_multiselect_and_the_per_gpu_inputs():
+    at = run_app()
+    editors = [d for d in at.sidebar.dataframe if d.proto.editing_mode]
+    assert len(editors) == 1
+    assert not [w for w in at.sidebar.multiselect if w.key == "gpus"]
+    assert len(at.sidebar.number_input) < 10  # 36 inventory/price inputs are gone
+    rows = default_rows(CATALOG)
+    assert list(rows.columns) == [
+        "allowed",
+        "inventory",
+        "usd_per_gpu_hour",
+        "purchase_usd",
+        "memory_gib",
+        "bf16_tflops",
+        "source",
+    ]
+    assert rows.loc["h100-sxm", "bf16_tflops"] == 989 and "gpu_specs.csv" in rows.loc["h100-sxm", "source"]
+    edited = apply_edits(rows, {"edited_rows": {0: {"allowed": False, "memory_gib": 1.0, "inventory": 3}}})
+    assert not edited.iloc[0]["allowed"] and edited.iloc[0]["inventory"] == 3
+    assert edited.iloc[0]["memory_gib"] == rows.iloc[0]["memory_gib"]  # read-only columns ignore edits
+
+
+def test_inventory_zero_excludes_a_type_and_blank_is_no_limit():
+    at = run_app(inventory={"a100-80gb-sxm": 0})
+    assert card(at)[EN("card_gpus")].endswith("h100-sxm")
+    expected = plan(request_for(gpus={"h100-sxm": None}), settings=DEFAULT_SETTINGS).plan
+    assert card(at)[EN("card_gpus")] == f"{expected.num_gpus} × {expected.gpu}"
+
+
+def test_top_plans_table_is_formatted_like_the_card_with_memory_in_view():
+    at = open_tab(run_app(), "tab_top")
+    shown = table(at, EN("col_layout"))
+    columns = list(shown.columns)
+    assert columns.index(EN("col_memory_gib")) < 6 and columns.index(EN("col_capacity_gib")) < 7
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert config[EN("col_cost_usd")]["type_config"]["format"] == "$%,.0f"
+    assert config[EN("col_tokens_per_s")]["type_config"]["format"] == "%,.0f"
+
+
+def test_near_tie_callout_under_the_plan_card():
+    at = run_app()
+    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    assert result.near_tie is not None and result.near_tie_plan is not None
+    assert near_tie_text(EN, result) in [i.value for i in at.info]
+    tie = result.near_tie
+    assert tie.extra_fraction <= 0.10 and tie.gain >= 1.25
+    assert result.near_tie_plan.estimate.cost_usd <= result.plan.estimate.cost_usd * 1.10
+
+
+def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
+    at = open_tab(run_app(), "tab_explorer")
+    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    assert (
+        at.selectbox(key="ex_gpu").value == chosen.gpu and at.number_input(key="ex_num_gpus").value == chosen.num_gpus
+    )
+    for key, value in (("ex_num_gpus", 8), ("ex_tp", 2), ("ex_micro_batch", 2), ("ex_grad_accum", 4)):
+        at.number_input(key=key).set_value(value)
+    at.selectbox(key="ex_gpu").set_value("a100-80gb-sxm")
+    at.selectbox(key="ex_ac").set_value("full")
+    at.selectbox(key="ex_sharding").set_value("zero2")
+    at.run()
+    request = request_for()
+    training = TrainingConfig(
+        seq_len=2048, micro_batch=2, grad_accum=4, activation_checkpointing=ActivationCheckpointing.FULL,
+        precision=Precision.BF16, impl=request.impl,
+    )  # fmt: skip
+    expected = build_plan(
+        request.model, "a100-80gb-sxm", Layout(tp=2, sharding=Sharding.ZERO2), training,
+        num_gpus=8, training_tokens=request.training_tokens,
+    )  # fmt: skip
+    e = expected.estimate
+    shown = card(at)
+    assert shown[EN("ex_step")] == f"{e.time.step_s:,.3g} s"
+    assert shown[EN("tokens_per_s")] == f"{e.throughput.tokens_per_s:,.0f}"
+    assert shown[EN("ex_memory")].startswith(f"{e.memory.reserved_gib:,.1f} / ")
+    assert {b.key for b in at.get("download_button")} >= {"ex_download"}
+    at.button(key="ex_send").click().run()
+    rows = at.session_state["gpu_rows"]
+    assert list(rows.index[rows["allowed"]]) == ["a100-80gb-sxm"] and rows.loc["a100-80gb-sxm", "inventory"] == 8
+    at.number_input(key="ex_tp").set_value(3).run()  # 16 heads: tp=3 cannot exist
+    assert any(EN("ex_invalid", error="").split(":")[0] in e.value for e in at.error)
+
+
+@pytest.fixture
+def job_dir(tmp_path):
+    """A job emitted for the default plan, with a short synthetic metrics.jsonl (a run in progress)."""
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    directory = tmp_path / "job"
+    emit_job(chosen, directory, name="view-test", run=RunSettings(steps=5))
+    tokens = chosen.estimate.throughput.tokens_per_s
+    with (directory / "metrics.jsonl").open("w") as out:
+        for step in range(1, 6):
+            record = dict(step=step, loss=10.0 / step, tokens_per_s=tokens * 0.9, mfu=0.2, peak_mem_gib=3.0)
+            out.write(json.dumps(record) + "\n")
+    return directory, chosen
+
+
+def test_run_view_plots_a_job_directory_against_its_plan(job_dir):
+    directory, chosen = job_dir
+    at = open_tab(run_app(run_dir=str(directory)), "tab_run")
+    assert not at.error
+    assert any(c.value == EN("run_steps_read", steps=5, live=EN("run_live")) for c in at.caption)  # fresh: live
+    assert card(at)[EN("loss")] == f"{2.0:.4f}"
+    from ui.run_view import read_job, run_figure
+
+    view = read_job(directory)
+    fig = run_figure(view, EN)
+    predicted = {shape.y0 for shape in fig.layout.shapes}
+    assert chosen.estimate.throughput.tokens_per_s in predicted and chosen.estimate.throughput.mfu in predicted
+    (directory / "report.json").write_text("{}")  # finished: no more refreshing
+    assert not read_job(directory).live
+    at = open_tab(run_app(run_dir=str(directory / "missing")), "tab_run")
+    assert at.error and "job.json" in at.error[0].value
+
+
+def test_portfolio_jobs_are_edited_one_at_a_time_and_show_deadline_and_budget():
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], max_gpus=8)  # blank inventory: up to the GPU cap
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    assert any(c.value == EN("portfolio_inventory", inventory="h100-sxm ≤ 8") for c in at.caption)
+    at.sidebar.number_input(key="deadline_days").set_value(30.0)
+    at.sidebar.number_input(key="budget_usd").set_value(5000.0)
+    at.text_input(key="job_name").set_value("second")
+    at.button(key="add_job").click().run()
+    jobs = table(at, EN("col_deadline_days"))
+    assert list(jobs[EN("col_job")]) == ["small", "second"]
+    assert np.isnan(jobs[EN("col_deadline_days")][0]) and jobs[EN("col_budget_usd")][1] == 5000.0
+    at.selectbox(key="job_pick").set_value("small")
+    at.button(key="update_job").click().run()  # small now carries the sidebar's deadline
+    assert table(at, EN("col_deadline_days"))[EN("col_deadline_days")][0] == 30.0
+    at.button(key="remove_job").click().run()
+    assert list(table(at, EN("col_deadline_days"))[EN("col_job")]) == ["second"]
+    assert not at.exception
+
+
+def test_chinese_page_has_no_english_sentence_in_any_panel():
+    at = run_app(lang="zh")
+    texts = []
+    for name in TABS:
+        at = open_tab(at, name, ZH)
+        if name == "tab_why_not":
+            at.selectbox(key="why_not_gpu").set_value("a100-80gb-sxm").run()
+            at.selectbox(key="why_not_gpu").set_value("h100-sxm").run()
+        texts += page_texts(at)
+    at = run_app(lang="zh", deadline_days=0.01, inventory={"a100-80gb-sxm": 2}, gpus=["a100-80gb-sxm"])
+    texts += page_texts(at)
+    left = [(text, english_sentences(text)) for text in texts if english_sentences(text)]
+    assert not left, left[:5]
+
+
+def page_texts(at) -> list[str]:
+    """Every message, caption, metric and table cell the page shows (the GPU table's citations aside)."""
+    texts = [
+        e.value for kind in ("markdown", "caption", "info", "warning", "error", "success") for e in getattr(at, kind)
+    ]
+    texts += [f"{m.label} {m.value}" for m in at.metric]
+    for frame in at.dataframe:
+        if not frame.proto.editing_mode:  # the sidebar's GPU table holds source citations, not messages
+            texts += [str(v) for v in frame.value.to_numpy().ravel() if isinstance(v, str)]
+    return texts
+
+
+def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
+    from planner.explain import NoteKind, plan_notes
+    from planner.search.explore import why_not_answer
+    from ui.messages import note_text, why_not_text
+
+    assert {f"note_{kind.value}" for kind in NoteKind} <= set(all_labels("zh"))
+    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    for p in (result.plan, *result.alternatives):
+        for note in plan_notes(p):
+            assert note_text(EN, note) == note.text()
+            assert not english_sentences(note_text(ZH, note)), note
+    request = request_for(deadline_days=0.01)
+    for gpu in ("a100-80gb-sxm", "l4"):  # a slower type the deadline rules out alone
+        answer = why_not_answer(request, gpu, settings=DEFAULT_SETTINGS)
+        assert not english_sentences(why_not_text(ZH, answer, request)), answer
+        assert why_not_text(EN, answer, request) == answer.text()

@@ -1,0 +1,108 @@
+"""The app's cached calls of the planner API (``st.cache_data`` on the request's JSON).
+
+A rerun that does not change the request (a language switch, a tab, a sort) costs milliseconds;
+the scored candidate table is a shared read-only resource.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from planner.api import PlanRequest, build_plan
+from planner.catalog import detect
+from planner.catalog.detect import NoGPUDriver
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.fmt import one_line
+from planner.layout import Layout, TrainingConfig
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.plan import Plan
+from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
+from ui import charts
+
+
+@st.cache_resource(show_spinner=False)
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+def settings_for(headroom: float) -> ModelingSettings:
+    return DEFAULT_SETTINGS.but(memory_headroom=headroom)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_plan(request_json: str, headroom: float) -> charts.PlanOutcome:
+    return charts.solve(PlanRequest.model_validate_json(request_json), settings_for(headroom))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_search(request_json: str, headroom: float) -> pd.DataFrame:
+    """Every valid candidate (read-only: shared between sessions)."""
+    return scored_search(PlanRequest.model_validate_json(request_json), settings=settings_for(headroom)).frame
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_frontier(request_json: str, headroom: float, objective: str) -> pd.DataFrame:
+    points = best_per_count(cached_search(request_json, headroom), "time" if objective == "time" else "cost")
+    return points.assign(pareto=pareto_front(points))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def cached_why_not(request_json: str, headroom: float, gpu: str) -> WhyNot:
+    return why_not_answer(PlanRequest.model_validate_json(request_json), gpu, settings=settings_for(headroom))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
+    return charts.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_portfolio(
+    jobs: tuple[tuple[str, str], ...],
+    inventory: tuple[tuple[str, int], ...],
+    objective: str,
+    horizon_days: float | None,
+    num_slots: int,
+    headroom: float,
+) -> charts.PortfolioOutcome:
+    requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs}
+    return charts.solve_jobs(
+        requests,
+        dict(inventory),
+        objective=objective,
+        horizon_days=horizon_days,
+        num_slots=num_slots,
+        settings=settings_for(headroom),
+    )
+
+
+@st.cache_resource(ttl=60, show_spinner=False)
+def cached_detect() -> list | str:
+    """Local GPUs, or the one-line reason there are none."""
+    try:
+        found = detect.detect_gpus(catalog())  # looked up on each call: tests fake it
+    except NoGPUDriver as exc:
+        return str(exc)
+    return found or "NVML found no GPUs"
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_layout_plan(
+    model_json: str, gpu: str, layout_json: str, training_json: str, num_gpus: int, tokens: float, headroom: float
+) -> Plan | str:
+    """``build_plan`` of one fixed configuration (the layout explorer), or the one-line reason it cannot exist."""
+    try:
+        return build_plan(
+            ModelSpec.model_validate_json(model_json),
+            gpu,
+            Layout.model_validate_json(layout_json),
+            TrainingConfig.model_validate_json(training_json),
+            num_gpus=num_gpus,
+            training_tokens=tokens,
+            catalog=catalog(),
+            settings=settings_for(headroom),
+        )
+    except ValueError as exc:
+        return one_line(exc)

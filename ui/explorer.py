@@ -1,0 +1,139 @@
+"""The layout explorer: fix every knob of one configuration and read the API's exact estimate.
+
+GPU type and count, tp/pp/cp/dp_replicate (dp_shard is what is left of the count), sharding,
+micro-batch, accumulation, activation checkpointing and precision; the answer is
+``planner.api.build_plan`` (the same ``estimate`` the planner scores), shown as memory per term
+against the capacity and the step-time breakdown. "Send to plan" makes the sidebar plan for that
+GPU type and count; "Download plan.json" saves this configuration as a runnable plan.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.fmt import one_line
+from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
+from planner.plan import Plan
+from planner.units import GIB, HOURS_PER_DAY
+from ui import charts, figures
+from ui.cached import cached_layout_plan, catalog, settings_for
+from ui.gpu_table import ROWS_KEY, VERSION_KEY
+from ui.i18n import Labels
+from ui.sidebar import Inputs
+
+DEGREES = ("ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate")
+CHOICES = {"ex_sharding": Sharding, "ex_ac": ActivationCheckpointing, "ex_precision": Precision}
+
+
+def load_plan(p: Plan) -> None:
+    """Set the explorer's widgets to a plan's configuration."""
+    state, layout, training = st.session_state, p.layout, p.training
+    state.update(ex_gpu=p.gpu, ex_num_gpus=p.num_gpus, ex_tp=layout.tp, ex_pp=layout.pp, ex_cp=layout.cp)
+    state.update(ex_dp_replicate=layout.dp_replicate, ex_sharding=layout.sharding.value)
+    state.update(ex_micro_batch=training.micro_batch, ex_grad_accum=training.grad_accum)
+    state.update(ex_ac=training.activation_checkpointing.value, ex_precision=training.precision.value)
+    state["ex_loaded"] = True
+
+
+def send_to_plan() -> None:
+    """Make the sidebar plan for the explored GPU type and count only (the GPU table's rows)."""
+    rows = st.session_state[ROWS_KEY].copy()
+    gpu = st.session_state["ex_gpu"]
+    rows["allowed"] = rows.index == gpu
+    rows.loc[gpu, "inventory"] = int(st.session_state["ex_num_gpus"])
+    st.session_state[ROWS_KEY] = rows
+    st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
+
+
+def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
+    gpus = list(catalog().gpus)
+    left, right = st.columns(2)
+    gpu = left.selectbox(tr("ex_gpu"), gpus, key="ex_gpu")
+    num_gpus = int(right.number_input(tr("ex_num_gpus"), min_value=1, step=1, key="ex_num_gpus"))
+    columns = st.columns(len(DEGREES))
+    tp, pp, cp, dp_replicate = (
+        int(column.number_input(tr(key), min_value=1, step=1, key=key))
+        for column, key in zip(columns, DEGREES, strict=True)
+    )
+    row = st.columns(5)
+    sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], key="ex_sharding")
+    micro = int(row[1].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
+    accum = int(row[2].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
+    ac = row[3].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
+    precision = row[4].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
+    layout = dict(tp=tp, pp=pp, cp=cp, dp_replicate=dp_replicate, sharding=sharding)
+    return (
+        gpu,
+        num_gpus,
+        layout,
+        dict(micro_batch=micro, grad_accum=accum, activation_checkpointing=ac, precision=precision),
+    )
+
+
+def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: dict, training: dict) -> Plan | None:
+    request = inputs.request
+    try:
+        shape = Layout(**layout)
+        config = TrainingConfig(seq_len=request.seq_len, impl=request.impl, **training)
+    except ValueError as exc:
+        st.error(tr("ex_invalid", error=one_line(exc, where=False)))
+        return None
+    answer = cached_layout_plan(
+        request.model.model_dump_json(),
+        gpu,
+        shape.model_dump_json(),
+        config.model_dump_json(),
+        num_gpus,
+        request.training_tokens,
+        inputs.headroom,
+    )
+    if isinstance(answer, str):
+        st.error(tr("ex_invalid", error=answer))
+        return None
+    return answer
+
+
+def explorer_summary(tr: Labels, p: Plan) -> None:
+    e = p.estimate
+    m = e.memory
+    usable = m.capacity_gib * (1 - m.headroom_fraction)
+    values = (
+        ("ex_memory", f"{m.reserved_gib:,.1f} / {usable:,.1f} GiB"),
+        ("ex_step", f"{e.time.step_s:,.3g} s"),
+        ("tokens_per_s", f"{e.throughput.tokens_per_s:,.0f}"),
+        ("card_mfu", f"{e.throughput.mfu:.1%}"),
+        ("card_time", f"{(e.time_to_train_h or 0) / HOURS_PER_DAY:,.1f} d"),
+        ("card_cost", charts.money(e.cost_usd or 0.0)),
+    )
+    for column, (key, value) in zip(st.columns(len(values)), values, strict=True):
+        column.metric(tr(key), value)
+    st.caption(f"{p.layout.describe()} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
+    if e.feasible:
+        st.success(tr("ex_fits"))
+    elif m.reserved_gib > usable or tr.lang != "en":  # the figures say it in any language
+        st.warning(tr("ex_over_memory", need=m.reserved_gib, usable=usable))
+    else:
+        st.warning(tr("ex_does_not_fit", reason=e.reason or "", fix=e.fix or ""))
+
+
+def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
+    """The explorer's widgets (starting from the chosen plan), the estimate, its breakdowns and actions."""
+    if not st.session_state.get("ex_loaded") and chosen is not None:
+        load_plan(chosen)
+    st.caption(tr("ex_help"))
+    if chosen is not None:
+        st.button(tr("ex_load"), key="ex_load", on_click=load_plan, args=(chosen,))
+    gpu, num_gpus, layout, training = explorer_inputs(tr)
+    p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
+    if p is None:
+        return
+    explorer_summary(tr, p)
+    context_gib = settings_for(inputs.headroom).cuda_context_bytes / GIB
+    left, right = st.columns(2)
+    left.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")
+    right.plotly_chart(figures.step_time_figure([p], tr), key="chart_ex_step")
+    left, right = st.columns(2)
+    left.button(tr("ex_send"), key="ex_send", on_click=send_to_plan, help=tr("ex_send_help"))
+    right.download_button(
+        tr("download_plan"), p.to_json() + "\n", file_name="plan.json", mime="application/json", key="ex_download"
+    )

@@ -1,0 +1,342 @@
+"""The app's Plotly figures: pure functions of plans and frames (testable without Streamlit).
+
+One style per GPU type (``gpu_style``: a fixed colour and symbol by catalog position, the same in
+every chart), units in every axis title and hover, decade ticks on log axes (``decade_ticks``),
+and axes clipped to the useful range (``useful_range``) so a 1,000,000-day point does not squeeze
+the plans worth reading.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from planner.catalog.hardware import load_catalog
+from planner.fmt import money_short
+from planner.plan import MemoryTerms, Plan, TimeTerms
+from planner.search.explore import plan_label
+from planner.units import HOURS_PER_DAY
+from ui.i18n import Labels
+
+# 18 colours a viewer tells apart (Plotly's Dark24 without its near-black, kept for the Pareto front)
+PALETTE = (
+    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#B68100", "#750D86", "#EB663B", "#511CFB",
+    "#00A08B", "#FB00D1", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#0D2A63", "#AF0038", "#E2E2E2",
+)  # fmt: skip
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
+INFEASIBLE_GREY = "rgba(150, 150, 150, 0.45)"
+CLIP_FACTOR = 30.0  # the x/y axes end this many times past the Pareto front's far end
+HOVER = dict(namelength=-1)  # full term and trace names in hover boxes
+
+
+@dataclass(frozen=True)
+class GpuStyle:
+    color: str
+    symbol: str
+
+
+@cache
+def _catalog_order() -> tuple[str, ...]:
+    return tuple(sorted(load_catalog().gpus))
+
+
+def gpu_style(gpu: str) -> GpuStyle:
+    """The fixed colour and symbol of a GPU type: by its place in the catalog, so every chart agrees."""
+    order = _catalog_order()
+    index = order.index(gpu) if gpu in order else len(order) + sum(map(ord, gpu))
+    return GpuStyle(PALETTE[index % len(PALETTE)], SYMBOLS[index % len(SYMBOLS)])
+
+
+def decade_ticks(low: float, high: float, label) -> tuple[list[float], list[str]]:
+    """Tick values 1, 10, 100, ... spanning [low, high] (one more decade each side) and their labels."""
+    first = math.floor(math.log10(max(low, 1e-12)))
+    last = math.ceil(math.log10(max(high, low, 1e-12)))
+    values = [10.0**k for k in range(first, last + 1)]
+    return values, [label(v) for v in values]
+
+
+def days_label(days: float) -> str:
+    return f"{days:,.0f}" if days >= 1 else f"{days:g}"
+
+
+def money_label(usd: float) -> str:
+    return money_short(usd, 0) if usd >= 1 else f"${usd:g}"
+
+
+def useful_range(values: pd.Series, front: pd.Series, *marks: float | None) -> tuple[float, float]:
+    """A log axis's range (log10 units): all points from the smallest, up to CLIP_FACTOR x the front's end
+    (or a deadline/budget line, whichever is further)."""
+    low = float(values.min())
+    high = max([float(front.max()) * CLIP_FACTOR, *(m * 1.5 for m in marks if m)])
+    high = min(high, float(values.max()) * 1.3)
+    return math.log10(low / 1.3), math.log10(max(high, low * 2))
+
+
+def _log_axis(fig: go.Figure, axis: str, low_log: float, high_log: float, label, **extra) -> None:
+    values, text = decade_ticks(10**low_log, 10**high_log, label)
+    getattr(fig, f"update_{axis}axes")(type="log", range=[low_log, high_log], tickvals=values, ticktext=text, **extra)
+
+
+# --------------------------------------------------------------------------- plan bars
+
+
+def plan_names(plans: Sequence[Plan]) -> list[str]:
+    """Unique bar labels that say which plan is which: '#1 8x h100-sxm' over its layout."""
+    return [f"#{i} {p.num_gpus}x {p.gpu}<br>{p.layout.describe()}" for i, p in enumerate(plans, start=1)]
+
+
+def _term_name(tr: Labels, prefix: str, term: str) -> str:
+    """A breakdown term's label; terms the API adds later show under their own name."""
+    return tr.get(f"{prefix}_{term}", term.replace("_", " "))
+
+
+def _bar(fig: go.Figure, name: str, x: list[str], y: list[float], labels: list[str], unit: str) -> None:
+    fig.add_bar(
+        name=name,
+        x=x,
+        y=y,
+        customdata=labels,
+        hovertemplate=f"{name}: %{{y:,.2f}} {unit}<br>%{{customdata}}<extra></extra>",
+    )
+
+
+def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.Figure:
+    """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
+    names, labels = plan_names(plans), [f"{p.num_gpus}x {p.gpu}: {plan_label(p)}" for p in plans]
+    fig = go.Figure()
+    columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
+    for term in MemoryTerms.model_fields:
+        _bar(fig, _term_name(tr, "mem", term), names, [column[term] for column in columns], labels, "GiB")
+    reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
+    _bar(fig, tr("mem_allocator_reserve"), names, reserve, labels, "GiB")
+    _bar(fig, tr("mem_cuda_context"), names, [context_gib] * len(plans), labels, "GiB")
+    capacity = [p.estimate.memory.capacity_gib for p in plans]
+    usable = [p.estimate.memory.capacity_gib * (1 - p.estimate.memory.headroom_fraction) for p in plans]
+    line = dict(symbol="line-ew", size=60, line=dict(width=3))
+    for key, values, colour in (("capacity", capacity, "crimson"), ("usable_limit", usable, "orange")):
+        fig.add_scatter(
+            name=tr(key),
+            x=names,
+            y=values,
+            mode="markers",
+            marker=dict(line_color=colour, **line),
+            hovertemplate=f"{tr(key)}: %{{y:,.1f}} GiB<extra></extra>",
+        )
+    fig.update_layout(
+        barmode="stack",
+        yaxis_title=tr("axis_gib_per_gpu"),
+        legend_title_text=tr("term"),
+        margin=dict(t=30, b=10),
+        hoverlabel=HOVER,
+    )
+    return fig
+
+
+def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
+    """Seconds per optimizer step of each plan, split into compute, memory, communication, bubble."""
+    names, labels = plan_names(plans), [f"{p.num_gpus}x {p.gpu}: {plan_label(p)}" for p in plans]
+    columns = [dict(p.estimate.time.breakdown_s) for p in plans]
+    fig = go.Figure()
+    for term in TimeTerms.model_fields:
+        values = [column[term] for column in columns]
+        if any(v > 0 for v in values):
+            _bar(fig, _term_name(tr, "time", term), names, values, labels, "s")
+    fig.update_layout(
+        barmode="stack",
+        yaxis_title=tr("axis_step_s"),
+        legend_title_text=tr("term"),
+        margin=dict(t=30, b=10),
+        hoverlabel=HOVER,
+    )
+    return fig
+
+
+# --------------------------------------------------------------------------- frontier and scaling
+
+
+def _hover(frame: pd.DataFrame) -> list[str]:
+    return [
+        f"{n}x {g}<br>{layout}<br>{money_label(cost) if cost >= 1e3 else f'${cost:,.0f}'} · {days:,.2f} days"
+        for g, n, layout, cost, days in zip(
+            frame["gpu"],
+            frame["num_gpus"],
+            frame["layout"],
+            frame["cost_usd"],
+            frame["time_to_train_days"],
+            strict=True,
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The request's deadline, budget and inventory: what greys a point out and where the lines go."""
+
+    deadline_days: float | None = None
+    budget_usd: float | None = None
+    inventory: dict[str, int] | None = None  # GPU type -> most GPUs (types without a limit absent)
+
+    def feasible(self, points: pd.DataFrame) -> pd.Series:
+        ok = pd.Series(True, index=points.index)
+        if self.deadline_days:
+            ok &= points["time_to_train_days"] <= self.deadline_days
+        if self.budget_usd:
+            ok &= points["cost_usd"] <= self.budget_usd
+        for gpu, most in (self.inventory or {}).items():
+            ok &= ~((points["gpu"] == gpu) & (points["num_gpus"] > most))
+        return ok
+
+
+def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: Labels) -> None:
+    for gpu, group in points.groupby("gpu", sort=True):
+        style = gpu_style(str(gpu))
+        colours = [style.color if good else INFEASIBLE_GREY for good in ok[group.index]]
+        fig.add_scatter(
+            name=str(gpu),
+            legendgroup=str(gpu),
+            x=group["time_to_train_days"],
+            y=group["cost_usd"],
+            mode="markers",
+            text=_hover(group),
+            hovertemplate="%{text}<extra></extra>",
+            marker=dict(size=8, symbol=style.symbol, color=colours, line=dict(width=0.5, color=style.color)),
+        )
+
+
+def _limit_lines(fig: go.Figure, limits: Limits, tr: Labels) -> None:
+    if limits.deadline_days:
+        fig.add_vline(limits.deadline_days, line=dict(color="crimson", dash="dash"))
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=tr("deadline_line", days=limits.deadline_days),
+                        line=dict(color="crimson", dash="dash"), legendrank=3)  # fmt: skip
+    if limits.budget_usd:
+        fig.add_hline(limits.budget_usd, line=dict(color="darkorange", dash="dash"))
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=tr("budget_line", usd=money_label(limits.budget_usd)),
+                        line=dict(color="darkorange", dash="dash"), legendrank=4)  # fmt: skip
+
+
+def frontier_figure(
+    points: pd.DataFrame,
+    front: pd.Series,
+    chosen: Plan | None,
+    tr: Labels,
+    limits: Limits = Limits(),
+    knee: pd.Series | None = None,
+) -> go.Figure:
+    """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined,
+    points outside the deadline/budget/inventory grey, the knee and the chosen plan marked."""
+    fig = go.Figure()
+    ok = limits.feasible(points)
+    _frontier_points(fig, points, ok, tr)
+    best = points[front].sort_values("time_to_train_days")
+    fig.add_scatter(
+        name=tr("pareto_front"),
+        x=best["time_to_train_days"],
+        y=best["cost_usd"],
+        mode="lines",
+        hoverinfo="skip",
+        line=dict(color="black", dash="dot"),
+        legendrank=1,
+    )
+    if knee is not None:
+        fig.add_scatter(
+            name=tr("knee"),
+            x=[knee["time_to_train_days"]],
+            y=[knee["cost_usd"]],
+            mode="markers",
+            marker=dict(size=16, symbol="diamond-open", color="black", line=dict(width=2)),
+            text=_hover(knee.to_frame().T),
+            hovertemplate=f"{tr('knee')}<br>%{{text}}<extra></extra>",
+            legendrank=2,
+        )
+    if chosen is not None and chosen.estimate.cost_usd is not None and chosen.estimate.time_to_train_h is not None:
+        fig.add_scatter(
+            name=tr("chosen_plan"),
+            x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
+            y=[chosen.estimate.cost_usd],
+            mode="markers",
+            marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
+            text=[f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout.describe()}"],
+            hovertemplate="%{text}<extra></extra>",
+            legendrank=0,
+        )
+    _limit_lines(fig, limits, tr)
+    x_range = useful_range(points["time_to_train_days"], best["time_to_train_days"], limits.deadline_days)
+    y_range = useful_range(points["cost_usd"], best["cost_usd"], limits.budget_usd)
+    _log_axis(fig, "x", *x_range, days_label, title_text=tr("axis_days"))
+    _log_axis(fig, "y", *y_range, money_label, title_text=tr("axis_cost"))
+    # a horizontal legend below the plot wraps instead of scrolling: every entry stays visible
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="top", y=-0.18, title_text=tr("gpu_type")),
+        margin=dict(t=30, b=10),
+        height=620,
+        hoverlabel=HOVER,
+    )
+    return fig
+
+
+def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
+    """Cost (left axis) and time-to-train (right axis, log with decade ticks) against GPU count."""
+    rows = points[points["gpu"] == gpu].sort_values("num_gpus")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    hover = _hover(rows)
+    style = gpu_style(gpu)
+    for key, column, dash, secondary in (("axis_cost", "cost_usd", None, False), ("axis_days", "time_to_train_days", "dot", True)):  # fmt: skip
+        fig.add_scatter(
+            name=tr(key),
+            x=rows["num_gpus"],
+            y=rows[column],
+            mode="lines+markers",
+            text=hover,
+            hovertemplate="%{text}<extra></extra>",
+            line=dict(color=style.color, dash=dash),
+            marker=dict(symbol=style.symbol if not secondary else "circle-open"),
+            secondary_y=secondary,
+        )
+    counts = rows["num_gpus"]
+    values, text = decade_ticks(float(counts.min()), float(counts.max()), lambda v: f"{v:,.0f}")
+    fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log", tickvals=values, ticktext=text)
+    fig.update_yaxes(
+        title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False
+    )
+    days = rows["time_to_train_days"]
+    low, high = math.log10(float(days.min()) / 1.3), math.log10(float(days.max()) * 1.3)
+    values, text = decade_ticks(10**low, 10**high, days_label)
+    fig.update_yaxes(
+        title_text=tr("axis_days"), type="log", range=[low, high], tickvals=values, ticktext=text,
+        showgrid=False, secondary_y=True,
+    )  # fmt: skip
+    fig.update_layout(title_text=gpu, margin=dict(t=40, b=10), hoverlabel=HOVER, legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+# --------------------------------------------------------------------------- portfolio and runs
+
+
+def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
+    """One bar per job from its start to its end (days), coloured by its GPU type."""
+    fig = go.Figure()
+    for row in assignments.itertuples(index=False):
+        fig.add_bar(
+            name=row.job,
+            y=[row.job],
+            x=[row.end_days - row.start_days],
+            base=[row.start_days],
+            orientation="h",
+            marker_color=gpu_style(row.gpu).color,
+            text=[f"{row.num_gpus}x {row.gpu}"],
+            textposition="inside",
+            hovertemplate=(
+                f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<br>"
+                f"{tr('axis_schedule_days')}: {row.start_days:,.1f}–{row.end_days:,.1f}<extra></extra>"
+            ),
+        )
+    fig.update_layout(
+        xaxis_title=tr("axis_schedule_days"), showlegend=False, barmode="overlay", margin=dict(t=30, b=10)
+    )
+    return fig

@@ -1,0 +1,176 @@
+"""The sidebar's GPU table: one ``st.data_editor`` row per catalog GPU type.
+
+Columns: allowed, inventory (blank = no limit, 0 = none; the same in single-job and portfolio
+mode), USD per GPU-hour (rent), purchase USD (buy), memory, bf16 TFLOP/s and where the rates
+come from. The table's values live in ``st.session_state["gpu_rows"]`` (a DataFrame indexed by
+GPU id); each edit in the browser is folded into it by ``fold_edits`` and the editor is
+re-created on the new rows, so an edit survives any rerun, a language switch and a mode change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from planner.catalog.hardware import Catalog
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.search.portfolio import TcoAssumptions
+from planner.units import GIB
+from ui import charts
+from ui.i18n import Labels
+
+ROWS_KEY = "gpu_rows"
+VERSION_KEY = "gpu_editor_version"
+EDITABLE = ("allowed", "inventory", "usd_per_gpu_hour", "purchase_usd")
+TFLOPS = 1e12
+
+
+def default_rows(cat: Catalog) -> pd.DataFrame:
+    """Every catalog GPU allowed, no inventory limit, the catalog's prices; memory, bf16 peak, provenance."""
+    rows = []
+    for gpu in cat.gpus.values():
+        bf16 = gpu.peak_flops_per_s.get("bf16")
+        rows.append(
+            {
+                "gpu": gpu.id,
+                "allowed": True,
+                "inventory": None,
+                "usd_per_gpu_hour": float(gpu.price_per_gpu_hour_usd),
+                "purchase_usd": float(gpu.purchase_price_usd or 0.0),
+                "memory_gib": round(gpu.memory_bytes / GIB, 1),
+                "bf16_tflops": None if bf16 is None else round(bf16 / TFLOPS),
+                "source": provenance(gpu.sources),
+            }
+        )
+    frame = pd.DataFrame(rows).set_index("gpu")
+    frame["inventory"] = frame["inventory"].astype("Int64")  # nullable: blank = no limit
+    return frame
+
+
+def provenance(sources: dict[str, str]) -> str:
+    """Where the rates and the price come from, short: 'bf16: dense_bf16_tflops from gpu_specs.csv ...'."""
+    parts = [f"{key}: {sources[key]}" for key in ("bf16_tflops", "price_usd_per_gpu_hour") if key in sources]
+    return " | ".join(parts)
+
+
+def rows_with(cat: Catalog, allowed=None, inventory=None, prices=None, purchases=None) -> pd.DataFrame:
+    """``default_rows`` with some types allowed (the rest not) and some values set: tests and callers."""
+    frame = default_rows(cat)
+    if allowed is not None:
+        frame["allowed"] = frame.index.isin(list(allowed))
+    for column, values in (("inventory", inventory), ("usd_per_gpu_hour", prices), ("purchase_usd", purchases)):
+        for gpu, value in (values or {}).items():
+            frame.loc[gpu, column] = value
+    return frame
+
+
+def apply_edits(frame: pd.DataFrame, edits: dict) -> pd.DataFrame:
+    """The rows with a data_editor's ``edited_rows`` ({position: {column: value}}) applied."""
+    out = frame.copy()
+    for position, changes in (edits or {}).get("edited_rows", {}).items():
+        gpu = out.index[int(position)]
+        for column, value in changes.items():
+            if column in EDITABLE:
+                out.loc[gpu, column] = value
+    return out
+
+
+def editor_key() -> str:
+    return f"gpu_editor_{st.session_state.get(VERSION_KEY, 0)}"
+
+
+def fold_edits() -> None:
+    """on_change: keep the edit in the rows and re-create the editor on them."""
+    key = editor_key()
+    st.session_state[ROWS_KEY] = apply_edits(st.session_state[ROWS_KEY], st.session_state.get(key, {}))
+    st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    gpus: dict[str, int | None]  # allowed type -> inventory (None = no limit)
+    prices: dict[str, float]  # USD per GPU-hour that differ from the catalog's (rent) or amortised (buy)
+
+
+def column_config(tr: Labels, bought: bool) -> dict:
+    c = st.column_config
+    return {
+        "_index": c.TextColumn(tr("col_gpu"), disabled=True),
+        "allowed": c.CheckboxColumn(tr("gpu_allowed")),
+        "inventory": c.NumberColumn(tr("gpu_inventory"), min_value=0, step=1, format="%d", help=tr("inventory_help")),
+        "usd_per_gpu_hour": c.NumberColumn(
+            tr("gpu_price"), min_value=0.01, step=0.01, format="$%.2f", disabled=bought, help=tr("gpu_price_help")
+        ),
+        "purchase_usd": c.NumberColumn(
+            tr("gpu_purchase"), min_value=0.0, step=1000.0, format="$%,.0f", disabled=not bought
+        ),
+        "memory_gib": c.NumberColumn(tr("gpu_memory"), format="%.1f", disabled=True),
+        "bf16_tflops": c.NumberColumn(tr("gpu_bf16"), format="%,d", disabled=True),
+        "source": c.TextColumn(tr("gpu_source"), disabled=True, width="medium"),
+    }
+
+
+def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation: float | None) -> GpuChoice | None:
+    """The editor, read into allowed types, inventories and prices; None (with an error) when unusable."""
+    frame: pd.DataFrame = st.session_state[ROWS_KEY]
+    st.data_editor(
+        frame,
+        key=editor_key(),
+        on_change=fold_edits,
+        column_config=column_config(tr, tco is not None),
+        disabled=("memory_gib", "bf16_tflops", "source"),
+        num_rows="fixed",
+        height=min(36 * (len(frame) + 1) + 3, 420),
+    )
+    st.caption(tr("gpu_table_help"))
+    return read_choice(tr, cat, frame, tco, utilisation)
+
+
+def read_choice(
+    tr: Labels, cat: Catalog, frame: pd.DataFrame, tco: TcoAssumptions | None, utilisation: float | None
+) -> GpuChoice | None:
+    gpus: dict[str, int | None] = {}
+    prices: dict[str, float] = {}
+    for gpu, row in frame[frame["allowed"].astype(bool)].iterrows():
+        inventory = None if pd.isna(row["inventory"]) else int(row["inventory"])
+        if inventory == 0:
+            continue  # none of this type, in every mode
+        gpus[str(gpu)] = inventory
+        price = price_of(tr, cat, str(gpu), row, tco, utilisation)
+        if price is None:
+            return None
+        if not math.isclose(price, cat.gpus[str(gpu)].price_per_gpu_hour_usd):
+            prices[str(gpu)] = price
+    if not gpus:
+        st.error(tr("no_gpus"))
+        return None
+    if tco is not None:
+        st.caption(" · ".join(tr("amortised", gpu=gpu, price=price) for gpu, price in prices.items()))
+    return GpuChoice(gpus=gpus, prices=prices)
+
+
+def price_of(
+    tr: Labels, cat: Catalog, gpu: str, row: pd.Series, tco: TcoAssumptions | None, utilisation: float | None
+) -> float | None:
+    """Rent: the row's USD per GPU-hour. Buy: its purchase price amortised (docs/app.md)."""
+    if tco is None:
+        price = float(row["usd_per_gpu_hour"])
+        if not price > 0:
+            st.error(tr("bad_price", gpu=gpu))
+            return None
+        return price
+    assert utilisation is not None  # set whenever tco is
+    try:
+        return charts.amortised_price_per_gpu_hour(
+            float(row["purchase_usd"]),
+            cat.gpus[gpu].tdp_watts,
+            utilisation,
+            tco,
+            DEFAULT_SETTINGS.power_fraction_of_tdp,
+        )
+    except ValueError as exc:
+        st.error(f"{gpu}: {exc}")
+        return None

@@ -1,0 +1,131 @@
+"""The planner's answers as sentences in the app's language, built from their typed fields.
+
+An infeasible request is rendered from ``InfeasiblePlan``'s constraint and its required/available
+figures (planner/errors.py), and the limit that bounds the GPU count is named by its on-screen
+label ("Most GPUs to consider = 4096") when a cap, not an inventory, binds. The planner's own
+English detail stays available (``Infeasible.detail``/``fix``) for the CLI and the English page.
+"""
+
+from __future__ import annotations
+
+import math
+
+from planner.api import PlanRequest, PlanResult
+from planner.explain import Note, NoteKind, plan_notes
+from planner.fmt import money_short
+from planner.plan import Plan
+from planner.search.explore import WhyNot
+from planner.units import SECONDS_PER_HOUR
+from ui.charts import Infeasible, duration_key, money
+from ui.i18n import Labels
+
+
+def duration(tr: Labels, hours: float) -> str:
+    key, value = duration_key(hours)
+    return tr(key, value=value)
+
+
+def duration_up(tr: Labels, hours: float) -> str:
+    """A duration rounded up in its last shown digit: enough time, never a little short."""
+    key, value = duration_key(hours)
+    return tr(key, value=math.ceil(value * 10 - 1e-9) / 10)
+
+
+def gpu_limit(tr: Labels, request: PlanRequest) -> str:
+    """What bounds the GPU count of this request, as the sidebar shows it."""
+    caps = request.max_gpus is not None and any(
+        n is None or n > request.max_gpus for n in (request.gpus or {"": None}).values()
+    )
+    inventories = ", ".join(f"{g} ≤ {n:,}" for g, n in (request.gpus or {}).items() if n is not None)
+    parts = [f"{tr('max_gpus')} = {request.max_gpus:,}"] if caps and request.max_gpus else []
+    if inventories:
+        parts.append(f"{tr('gpu_inventory')}: {inventories}")
+    return "; ".join(parts) or tr("no_gpu_limit")
+
+
+def _hours(seconds: float | None) -> float:
+    return (seconds or 0.0) / SECONDS_PER_HOUR
+
+
+def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
+    """One paragraph: the binding constraint, its figures, the limit on GPUs, and a fix."""
+    c, need, have = infeasible.constraint, infeasible.required, infeasible.available
+    limit = gpu_limit(tr, request)
+    values: dict[str, object] = dict(limit=limit)
+    if c == "deadline":
+        values.update(
+            need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need))
+        )
+    elif c == "budget":
+        values.update(need=money_short(need or 0.0, 1), have=money_short(have or 0.0, 1))
+        values.update(fix_usd=money_short(need or 0.0, 1, round_up=True))
+    elif c in ("memory", "inventory"):
+        values.update(need=need or 0.0, have=have or 0.0)
+    key = f"why_{c}" if c in ("deadline", "budget", "memory", "inventory", "divisibility", "batch") else None
+    body = tr(key, **values) if key else f"{infeasible.detail}; {infeasible.fix}"
+    return tr("infeasible", constraint=tr.option(c), body=body)
+
+
+def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
+    """'For +0.2 % cost, 2.0 x faster: 8 x b200 in 9.8 days for $12,746' (or the cheaper twin of the fastest)."""
+    tie, other = result.near_tie, result.near_tie_plan
+    if tie is None or other is None:
+        return None
+    e = other.estimate
+    assert e.time_to_train_h is not None and e.cost_usd is not None
+    values = dict(
+        extra=tie.extra_fraction * 100,
+        gain=tie.gain,
+        gpus=f"{other.num_gpus} × {other.gpu}",
+        time=duration(tr, e.time_to_train_h),
+        cost=money(e.cost_usd),
+    )
+    return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
+
+
+def why_not_text(tr: Labels, answer: WhyNot, request: PlanRequest) -> str:
+    """``WhyNot`` in the page's language (English: the planner's own sentence)."""
+    if tr.lang == "en":
+        return answer.text()
+    if answer.mine is None or answer.winner is None:
+        assert answer.infeasible is not None  # set whenever a plan is missing
+        scope = request if answer.mine is not None else request.model_copy(update={"gpus": {answer.gpu: None}})
+        key = "why_not_gpu_infeasible" if answer.mine is None else "why_not_none_feasible"
+        return tr(key, gpu=answer.gpu, why=infeasible_text(tr, Infeasible.of(answer.infeasible), scope))
+    if answer.chosen:
+        return tr("why_not_chosen", gpu=answer.gpu)
+    return tr(
+        "why_not_compare", gpu=answer.gpu, mine=plan_phrase(tr, answer.mine), winner=plan_phrase(tr, answer.winner)
+    )
+
+
+def plan_phrase(tr: Labels, p: Plan) -> str:
+    e = p.estimate
+    assert e.time_to_train_h is not None and e.cost_usd is not None  # planned with training tokens
+    return tr(
+        "plan_phrase",
+        gpus=f"{p.num_gpus} × {p.gpu}",
+        layout=p.layout.describe(),
+        cost=money(e.cost_usd),
+        time=duration(tr, e.time_to_train_h),
+        mfu=e.throughput.mfu,
+    )
+
+
+def note_text(tr: Labels, note: Note) -> str:
+    """A plan note in the page's language, from its typed figures (term names translated)."""
+    if tr.lang == "en":
+        return note.text()
+    figures = note.figures()
+    if "term" in figures:
+        prefix = "mem" if note.kind is NoteKind.MEMORY else "time"
+        term = str(figures["term"])
+        figures["term"] = tr.get(f"{prefix}_{term}", term)
+    text = tr(f"note_{note.kind.value}", **figures)
+    if note.kind is NoteKind.FAILURES and figures.get("lost_h") is not None:
+        text += tr("note_lost", lost_h=figures["lost_h"])
+    return text
+
+
+def plan_note_texts(tr: Labels, p: Plan) -> list[str]:
+    return [note_text(tr, note) for note in plan_notes(p)]

@@ -1,0 +1,107 @@
+"""Portfolio mode: several jobs on one shared GPU inventory (``planner.search.explore.plan_portfolio``).
+
+Inventory means the same as on the single-job page: a type's count is its limit, blank is no
+limit (here: up to "Most GPUs to consider", the search's own cap), 0 or unticked is none.
+Jobs are added from the sidebar, and updated or removed one at a time.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.api import PlanRequest
+from planner.units import HOURS_PER_DAY
+from ui import charts, figures
+from ui.cached import cached_portfolio
+from ui.i18n import Labels
+from ui.messages import duration, infeasible_text
+from ui.sidebar import Inputs
+
+
+def shared_inventory(request: PlanRequest) -> dict[str, int]:
+    """The portfolio's inventory: each allowed type's count, or the GPU-count cap where it has none."""
+    cap = request.max_gpus or 4096
+    return {g: (cap if n is None else n) for g, n in (request.gpus or {}).items()}
+
+
+def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
+    """Add the sidebar's job; update or remove one job; remove all (buttons aligned with the inputs)."""
+    left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+    name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
+    if mid.button(tr("add_job"), key="add_job", use_container_width=True):
+        if name.strip():
+            jobs[name.strip()] = inputs.key
+        else:
+            st.error(tr("job_name_needed"))
+    if right.button(tr("clear_jobs"), key="clear_jobs", use_container_width=True):
+        jobs.clear()
+    if not jobs:
+        return
+    left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+    names = list(jobs)
+    if st.session_state.get("job_pick") not in names:
+        st.session_state["job_pick"] = names[0]
+    picked = left.selectbox(tr("job_pick"), names, key="job_pick")
+    if mid.button(tr("update_job"), key="update_job", use_container_width=True, help=tr("update_job_help")):
+        jobs[picked] = inputs.key
+    if right.button(tr("remove_job"), key="remove_job", use_container_width=True):
+        jobs.pop(picked, None)
+        st.rerun()
+
+
+def show_portfolio(tr: Labels, inputs: Inputs) -> None:
+    jobs: dict[str, str] = st.session_state["portfolio_jobs"]
+    st.subheader(tr("portfolio"))
+    st.caption(tr("portfolio_help"))
+    job_controls(tr, jobs, inputs)
+    if not jobs:
+        st.info(tr("no_jobs"))
+        return
+    requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
+    st.dataframe(
+        charts.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
+        hide_index=True,
+        key="portfolio_jobs_table",
+        column_config={
+            tr("col_tokens_b"): st.column_config.NumberColumn(format="%,.1f"),
+            tr("col_deadline_days"): st.column_config.NumberColumn(format="%,.1f"),
+            tr("col_budget_usd"): st.column_config.NumberColumn(format="$%,.0f"),
+        },
+    )
+    inventory = shared_inventory(inputs.request)
+    st.caption(tr("portfolio_inventory", inventory=", ".join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
+    left, right = st.columns(2)
+    horizon = left.number_input(tr("horizon_days"), min_value=0.0, step=5.0, key="horizon_days")
+    slots = right.number_input(tr("num_slots"), min_value=1, max_value=48, step=1, key="num_slots")
+    with st.spinner(tr("working")):
+        outcome = cached_portfolio(
+            tuple(jobs.items()),
+            tuple(sorted(inventory.items())),
+            inputs.request.objective.value,
+            horizon or None,
+            int(slots),
+            inputs.headroom,
+        )
+    show_portfolio_outcome(tr, outcome, inputs)
+
+
+def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome, inputs: Inputs) -> None:
+    if outcome.error:
+        st.error(tr("bad_request", error=outcome.error))
+        return
+    if outcome.infeasible:
+        st.warning(infeasible_text(tr, outcome.infeasible, inputs.request))
+        return
+    # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
+    assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
+    left, right = st.columns(2)
+    left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
+    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
+    formats = {"start_days": "%,.1f", "end_days": "%,.1f", "cost_usd": "$%,.0f"}
+    st.dataframe(
+        outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),
+        hide_index=True,
+        key="portfolio_table",
+        column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
+    )
+    st.plotly_chart(figures.portfolio_figure(outcome.frame, tr), key="chart_portfolio")

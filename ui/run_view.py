@@ -1,0 +1,181 @@
+"""Runs: open a job directory (or the local run just started) and compare it with its plan.
+
+Reads ``job.json`` (the plan and its prediction), ``metrics.jsonl`` (per-step loss, tokens/s, MFU,
+peak memory) and, when the probe wrote it, ``validation.json``; plots each measured series
+against the plan's predicted value and refreshes every ``REFRESH_S`` while the run is live (its
+metrics changed within ``LIVE_S``, no ``report.json`` yet).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from planner.plan import Plan
+from planner.reports import ValidationReport
+from ui import charts
+from ui.cached import cached_detect, cached_plan
+from ui.i18n import Labels
+from ui.messages import infeasible_text
+from ui.sidebar import Inputs
+
+REFRESH_S = 2.0
+LIVE_S = 120.0
+SERIES = (  # metrics.jsonl column, label key, unit
+    ("loss", "loss", ""),
+    ("tokens_per_s", "tokens_per_s", "tokens/s"),
+    ("mfu", "run_mfu", ""),
+    ("peak_mem_gib", "run_memory", "GiB"),
+)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What a job directory holds: its plan (None when job.json is unreadable), metrics, validation."""
+
+    plan: Plan | None
+    metrics: pd.DataFrame
+    validation: ValidationReport | None
+    live: bool
+    error: str | None = None
+
+
+def read_job(job_dir: Path) -> JobView:
+    from trainer.job_spec import JobSpec
+
+    job_dir = Path(job_dir).expanduser()
+    try:
+        plan = JobSpec.load(job_dir).plan
+    except ValueError as exc:
+        return JobView(None, pd.DataFrame(), None, False, error=str(exc))
+    metrics = charts.read_metrics(job_dir / "metrics.jsonl")
+    validation = None
+    if (job_dir / "validation.json").exists():
+        try:
+            validation = ValidationReport.load(job_dir / "validation.json")
+        except (OSError, ValueError):
+            validation = None
+    path = job_dir / "metrics.jsonl"
+    recent = path.exists() and time.time() - path.stat().st_mtime < LIVE_S
+    return JobView(plan, metrics, validation, live=recent and not (job_dir / "report.json").exists())
+
+
+def predictions(plan: Plan, validation: ValidationReport | None) -> dict[str, float | None]:
+    """The plan's predicted value of each series (memory: the probe's prediction when there is one)."""
+    e = plan.estimate
+    memory = e.memory.peak_gib
+    if validation is not None and validation.predicted.peak_gib is not None:
+        memory = validation.predicted.peak_gib
+    return {"loss": None, "tokens_per_s": e.throughput.tokens_per_s, "mfu": e.throughput.mfu, "peak_mem_gib": memory}
+
+
+def run_figure(view: JobView, tr: Labels) -> go.Figure:
+    """Loss, tokens/s, MFU and peak memory against the step, each with the plan's prediction dashed."""
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[tr(key) for _, key, _ in SERIES])
+    predicted = predictions(view.plan, view.validation) if view.plan else {}
+    metrics = view.metrics
+    for i, (column, key, unit) in enumerate(SERIES):
+        row, col = divmod(i, 2)
+        if column in metrics and metrics[column].notna().any():
+            fig.add_scatter(
+                x=metrics["step"], y=pd.to_numeric(metrics[column], errors="coerce"), mode="lines+markers",
+                name=tr(key), row=row + 1, col=col + 1,
+                hovertemplate=f"{tr('axis_step')} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>",
+            )  # fmt: skip
+        if predicted.get(column) is not None:
+            fig.add_hline(
+                predicted[column], line=dict(dash="dash", color="crimson"), row=row + 1, col=col + 1,
+                annotation_text=tr("predicted"),
+            )  # fmt: skip
+        fig.update_xaxes(title_text=tr("axis_step"), row=row + 1, col=col + 1)
+    fig.update_layout(showlegend=False, height=560, margin=dict(t=40, b=10))
+    return fig
+
+
+def show_job(tr: Labels, job_dir: Path, key: str) -> None:
+    view = read_job(job_dir)
+    if view.error:
+        st.error(view.error)
+        return
+    st.caption(tr("run_steps_read", steps=len(view.metrics), live=tr("run_live") if view.live else ""))
+    if len(view.metrics) and "loss" in view.metrics:
+        last = view.metrics.iloc[-1]
+        left, right = st.columns(2)
+        left.metric(tr("loss"), f"{last['loss']:.4f}")
+        right.metric(tr("tokens_per_s"), f"{last['tokens_per_s']:,.0f}")
+    st.plotly_chart(run_figure(view, tr), key=f"chart_run_{key}")
+
+
+def show_run_view(tr: Labels, inputs: Inputs) -> None:
+    """A job directory's metrics against its plan; refreshes while the run is live."""
+    path = st.text_input(tr("run_dir"), key="run_dir", help=tr("run_dir_help")).strip()
+    if not path:
+        st.caption(tr("run_dir_needed"))
+        return
+    job_dir = Path(path).expanduser()
+    if read_job(job_dir).live:
+        st.fragment(run_every=REFRESH_S)(show_job)(tr, job_dir, "dir")
+    else:
+        show_job(tr, job_dir, "dir")
+
+
+def show_local(tr: Labels, inputs: Inputs) -> None:
+    found = cached_detect()
+    if isinstance(found, str):
+        # NVML's reason is English text from the driver layer: shown on the English page only
+        st.caption(f"{tr('no_local_gpus')} ({found})." if tr.lang == "en" else f"{tr('no_local_gpus')}。")
+        return
+    st.dataframe(
+        charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="local_gpus"
+    )
+    matched = [g.spec.id for g in found if g.spec is not None]
+    if not matched:
+        st.caption(tr("local_unmatched"))
+        return
+    gpu = max(set(matched), key=matched.count)
+    count = matched.count(gpu)
+    steps = st.number_input(tr("run_steps"), min_value=1, step=10, key="run_steps")
+    run = st.session_state.get("local_run")
+    running = run is not None and run.process.poll() is None
+    if st.button(tr("run_local", count=count, gpu=gpu), key="run_local", disabled=running):
+        start_local_run(tr, inputs, gpu, count, int(steps))
+    run = st.session_state.get("local_run")
+    if run is not None:
+        live = st.fragment(run_every=2.0)(show_run) if run.process.poll() is None else show_run
+        live(tr)
+
+
+def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int) -> None:
+    """Plan for the local GPUs (no deadline or budget) and start training it."""
+    local = inputs.request.model_copy(
+        update={"gpus": {gpu: count}, "deadline_days": None, "budget_usd": None, "max_gpus": count, "top_k": 0}
+    )
+    outcome = cached_plan(local.model_dump_json(), inputs.headroom)
+    if outcome.result is None:
+        if outcome.error:
+            st.warning(outcome.error)
+        else:
+            infeasible = outcome.infeasible
+            assert infeasible is not None  # a PlanOutcome with neither result nor error is infeasible
+            st.warning(infeasible_text(tr, infeasible, local))
+        return
+    st.session_state["local_run"] = charts.start_training(outcome.result.plan, steps)
+
+
+def show_run(tr: Labels) -> None:
+    run: charts.LocalRun = st.session_state["local_run"]
+    code = run.process.poll()
+    status = tr("run_running", pid=run.process.pid) if code is None else tr("run_finished", code=code)
+    st.markdown(f"**{status}** `{run.job_dir}`")
+    show_job(tr, run.job_dir, "local")
+    st.code(charts.log_tail(run.job_dir / "run.log") or " ")
+    if code is None and st.button(tr("stop_run"), key="stop_run"):
+        os.killpg(run.process.pid, signal.SIGTERM)  # our own child's process group (start_new_session)

@@ -1,0 +1,220 @@
+"""The single-job page: the plan card (with its near tie), or why there is none, and the tabs.
+
+Only the open tab runs: the frontier (every candidate) and why-not (two more solves) cost seconds.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.fmt import one_line
+from planner.frontier import knee
+from planner.plan import GoodputEstimate, Plan
+from planner.units import GIB
+from ui import charts, figures
+from ui.cached import cached_frontier, cached_job_zip, cached_plan, cached_why_not, catalog, settings_for
+from ui.explorer import show_explorer
+from ui.i18n import Labels
+from ui.messages import duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
+from ui.run_view import show_local, show_run_view
+from ui.sidebar import Inputs
+
+CARD_CSS = "<style>[data-testid='stMetricValue'] { font-size: 1.6rem; }</style>"  # long layouts fit
+
+
+def show_infeasible(tr: Labels, infeasible: charts.Infeasible, inputs: Inputs) -> None:
+    st.warning(infeasible_text(tr, infeasible, inputs.request))
+    if tr.lang == "en":
+        st.caption(f"{infeasible.detail}; {infeasible.fix}")  # the planner's own words, with every number
+
+
+def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, str], ...]:
+    """Goodput, job MTTF, expected interruptions and checkpoint interval ("-" where none)."""
+    if g is None:
+        return ()
+    none = "-"
+    return (
+        (1, "card_goodput", f"{g.goodput_fraction:.1%}"),
+        (1, "card_mttf", none if g.mttf_h is None else duration(tr, g.mttf_h)),
+        (1, "card_interruptions", none if g.expected_interruptions is None else f"{g.expected_interruptions:,.1f}"),
+        (
+            1,
+            "card_ckpt_interval",
+            none if g.checkpoint_interval_min is None else tr("minutes_value", value=g.checkpoint_interval_min),
+        ),
+    )
+
+
+def plan_card(tr: Labels, plan: Plan, result, bought: bool = False) -> None:
+    e, t, mem = plan.estimate, plan.training, plan.estimate.memory
+    # a plan from plan() always has training tokens, so a time and a cost to train
+    assert e.time_to_train_h is not None and e.cost_usd is not None
+    rows = (
+        (
+            (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
+            (1, "card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
+            (1, "card_time", duration(tr, e.time_to_train_h)),
+            (1, "card_cost_bought" if bought else "card_cost", charts.money(e.cost_usd)),
+        ),
+        (
+            (1, "card_energy", f"{e.energy_kwh:,.0f} kWh"),
+            (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
+            (1, "card_memory", f"{mem.reserved_gib:.1f} GiB"),
+            (1, "card_ac", tr.option(t.activation_checkpointing.value)),
+        ),
+        (
+            (3, "card_layout", plan.layout.describe()),
+            (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
+        ),
+        goodput_row(tr, e.goodput),
+    )
+    memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
+    with st.container(border=True):
+        st.html(CARD_CSS)
+        st.subheader(tr("plan_card", model=plan.model.name))
+        for row in filter(None, rows):
+            for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
+                delta = memory_of if key == "card_memory" else None
+                column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
+        st.caption(
+            tr(
+                "card_footer",
+                step=e.time.step_s,
+                tokens=e.throughput.tokens_per_s,
+                candidates=result.num_candidates,
+                feasible=result.solution.num_feasible,
+                solver=result.solution.solver,
+                seconds=result.seconds,
+            )
+        )
+        tie = near_tie_text(tr, result)
+        if tie:
+            st.info(tie, icon="⚖️")
+        with st.expander(tr("why_this_plan")):
+            st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
+
+
+def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
+    context_gib = settings_for(headroom).cuda_context_bytes / GIB
+    st.markdown(f"**{tr('chart_memory')}**")
+    st.plotly_chart(figures.memory_figure(plans, context_gib, tr), key="chart_memory")
+    st.markdown(f"**{tr('chart_step')}**")
+    st.plotly_chart(figures.step_time_figure(plans, tr), key="chart_step")
+
+
+def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
+    points = cached_frontier(inputs.key, inputs.headroom, inputs.request.objective.value)
+    if points.empty:
+        st.info(tr("no_candidates"))
+        return
+    st.markdown(f"**{tr('chart_frontier')}**")
+    request = inputs.request
+    limits = figures.Limits(
+        deadline_days=request.deadline_days,
+        budget_usd=request.budget_usd,
+        inventory={g: n for g, n in (request.gpus or {}).items() if n is not None},
+    )
+    usable = points[limits.feasible(points)]
+    at = knee(usable["cost_usd"].to_numpy(), usable["time_to_train_days"].to_numpy()) if len(usable) else None
+    bend = None if at is None else usable.iloc[at]
+    fig = figures.frontier_figure(points, points["pareto"], chosen, tr, limits, bend)
+    st.plotly_chart(fig, key="chart_frontier")
+    gpus = sorted(points["gpu"].unique())
+    if st.session_state.get("scaling_gpu") not in gpus:
+        st.session_state["scaling_gpu"] = chosen.gpu if chosen is not None and chosen.gpu in gpus else gpus[0]
+    gpu = st.selectbox(tr("scaling_gpu"), gpus, key="scaling_gpu")
+    st.markdown(f"**{tr('chart_scaling')}**")
+    st.plotly_chart(figures.scaling_figure(points, gpu, tr), key="chart_scaling")
+
+
+TOP_FORMATS = {
+    "num_gpus": "%,d",
+    "num_nodes": "%,d",
+    "time_to_train_days": "%,.2f",
+    "cost_usd": "$%,.0f",  # whole dollars, like the plan card
+    "energy_kwh": "%,.0f",
+    "mfu": "percent",
+    "tokens_per_s": "%,.0f",
+    "memory_gib": "%.1f",
+    "capacity_gib": "%.1f",
+}
+TOP_ORDER = (  # memory next to the headline figures, so it is visible without scrolling
+    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib", "mfu",
+    "tokens_per_s", "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
+)  # fmt: skip
+ROW_PX = 35  # st.dataframe's row height: a table this many pixels per row (+ header) shows every row
+
+
+def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
+    frame = charts.top_plans_frame(plans)[list(TOP_ORDER)]
+    frame["ac"] = frame["ac"].map(tr.option)
+    names = {c: tr(f"col_{c}") for c in frame.columns}
+    if bought:
+        names["cost_usd"] = tr("col_cost_usd_bought")
+    st.dataframe(
+        frame.rename(columns=names),
+        hide_index=True,
+        key="top_plans",
+        height=ROW_PX * (len(frame) + 1) + 3,
+        column_config={names[c]: st.column_config.NumberColumn(format=f) for c, f in TOP_FORMATS.items()},
+    )
+    st.caption(tr("top_help"))
+
+
+def show_why_not(tr: Labels, inputs: Inputs) -> None:
+    options = ["", *(inputs.request.gpus or catalog().gpus)]
+    if st.session_state.get("why_not_gpu") not in options:
+        st.session_state["why_not_gpu"] = ""
+    gpu = st.selectbox(tr("why_not_gpu"), options, key="why_not_gpu", format_func=lambda g: g or tr("pick_gpu"))
+    if gpu:
+        with st.spinner(tr("working")):
+            st.info(why_not_text(tr, cached_why_not(inputs.key, inputs.headroom, gpu), inputs.request))
+
+
+def show_downloads(tr: Labels, plan: Plan) -> None:
+    st.download_button(
+        tr("download_plan"), plan.to_json() + "\n", file_name="plan.json", mime="application/json", key="download_plan"
+    )
+    left, right = st.columns(2)
+    name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
+    steps = right.number_input(tr("emit_steps"), min_value=1, step=10, key="emit_steps")
+    try:
+        data = cached_job_zip(plan.to_json(), name, int(steps))
+    except ValueError as exc:
+        st.error(one_line(exc))
+        return
+    st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip", key="download_job")
+    st.caption(tr("job_help"))
+
+
+def show_single(tr: Labels, inputs: Inputs) -> None:
+    with st.spinner(tr("working")):
+        outcome = cached_plan(inputs.key, inputs.headroom)
+    if outcome.error:
+        st.error(tr("bad_request", error=outcome.error))
+        return
+    result = outcome.result
+    plans = [] if result is None else [result.plan, *result.alternatives]
+    if outcome.infeasible:
+        show_infeasible(tr, outcome.infeasible, inputs)
+    else:
+        assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
+        plan_card(tr, result.plan, result, inputs.bought)
+    panels = {
+        "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs.headroom),
+        "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
+        "tab_top": lambda: show_top_plans(tr, plans, inputs.bought),
+        "tab_why_not": lambda: show_why_not(tr, inputs),
+        "tab_downloads": lambda: show_downloads(tr, plans[0]),  # result.plan: the tab is dropped without plans
+        "tab_explorer": lambda: show_explorer(tr, inputs, plans[0] if plans else None),
+        "tab_run": lambda: show_run_view(tr, inputs),
+        "tab_local": lambda: show_local(tr, inputs),
+    }
+    if not plans:  # infeasible: what is left to explore is why
+        kept = ("tab_explore", "tab_why_not", "tab_explorer", "tab_run", "tab_local")
+        panels = {name: panel for name, panel in panels.items() if name in kept}
+    tabs = st.tabs([tr(name) for name in panels], key="main_tab", on_change="rerun")
+    for tab, panel in zip(tabs, panels.values(), strict=True):
+        if tab.open:
+            with tab, st.spinner(tr("working")):
+                panel()
