@@ -155,6 +155,16 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     return params * on_gpu, grads * on_gpu, moments * on_gpu
 
 
+def optimizer_grad_copy_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """fp32 gradient shard a sharded optimizer makes from bf16 gradients (``s.grad_bytes`` < 4)
+    at its step; none when the gradients are fp32 already (the default)."""
+    if s.grad_bytes >= FP32_BYTES:
+        return np.zeros(len(c))
+    shard = np.maximum(c.shard_group, 1)
+    sharded = (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool)
+    return np.where(sharded, stage.total / c.tp / shard * FP32_BYTES, 0.0)
+
+
 def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Compute-dtype parameter copies that exist during forward/backward.
 
@@ -325,8 +335,10 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stag
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
     transient = np.maximum(loss, recompute_bytes(model, c, s) + gathered_kv_grad_bytes(model, c, s))
     peak_a = params + moments + unsharded + grads_during + acts + transient
-    # Peak B: end of backward, all gradients materialised, activations freed.
-    peak_b = params + moments + unsharded + grads_full
+    # Peak B: end of backward, all gradients materialised, activations freed; with bf16 gradient
+    # buffers the sharded optimizer also holds an fp32 copy of its gradient shard for the step
+    # (Megatron-Core docs/source/api-guide/dist_optimizer.md: 4 + 16/d bytes per parameter).
+    peak_b = params + moments + unsharded + grads_full + optimizer_grad_copy_bytes(stage, c, s)
     peak = np.maximum(peak_a, peak_b) + misc
     grads = np.where(peak_a >= peak_b, grads_during, grads_full)
     reserved = reserved_bytes(peak, loss, grads_full, acts, c, s)

@@ -12,7 +12,13 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model import comm
-from planner.model.memory import block_activation_bytes_per_token, memory, stage_params, state_bytes
+from planner.model.memory import (
+    block_activation_bytes_per_token,
+    memory,
+    optimizer_grad_copy_bytes,
+    stage_params,
+    state_bytes,
+)
 from planner.model.moe import (
     all_to_all_s,
     expert_launch_s,
@@ -233,3 +239,15 @@ def test_per_expert_launches_scale_with_the_experts_a_rank_holds():
         c = candidates(Layout(ep=ep), 8)
         assert expert_launch_s(MIXTRAL, c, s)[0] == pytest.approx(MIXTRAL.num_experts / ep * per_launch)
     assert expert_launch_s(MIXTRAL, candidates(Layout(ep=8), 8), DEFAULT_SETTINGS)[0] == 0.0
+
+
+def test_bf16_gradients_halve_the_gradient_buffer_and_add_the_optimizers_fp32_shard():
+    """Megatron-Core's distributed optimizer with bf16 gradients: 2 bytes per held parameter for
+    the gradient buffer and an fp32 gradient shard (4/d) at the step (its dist_optimizer.md)."""
+    c = candidates(Layout(dp_shard=8, ep=8, sharding=Sharding.ZERO1), 8)
+    stage = stage_params(MIXTRAL, c, last_stage=True)
+    bf16 = DEFAULT_SETTINGS.but(grad_bytes=2.0)
+    fp32_grads = state_bytes(stage, c, DEFAULT_SETTINGS)[1][0]
+    assert state_bytes(stage, c, bf16)[1][0] == pytest.approx(fp32_grads / 2)
+    assert optimizer_grad_copy_bytes(stage, c, bf16)[0] == pytest.approx(stage.total[0] / 8 * 4.0)
+    assert optimizer_grad_copy_bytes(stage, c, DEFAULT_SETTINGS)[0] == 0.0
