@@ -76,18 +76,21 @@ def exposed_s(comm_s, compute_s, overlap: float) -> np.ndarray:
     return np.maximum(comm_s - overlap * compute_s, (1.0 - overlap) * comm_s)
 
 
-def all_to_all_s(c: Candidates, send_bytes, n, stride, s: ModelingSettings) -> np.ndarray:
+def all_to_all_s(c: Candidates, send_bytes, n, stride, s: ModelingSettings, network_send_bytes=None) -> np.ndarray:
     """All-to-all in which each of ``n`` ranks (``stride`` apart) sends ``send_bytes``, 1/n to
     every rank of the group (itself included): pairwise exchange, ``n - 1`` steps of
     ``send_bytes / n`` each (Thakur, Rabenseifner and Gropp 2005, sec. 3.6). The peers in the
     sender's scale-up domain are reached over NVLink, the others through its own NIC at the same
-    time (NCCL sends to every peer at once): the slower of the two shares sets the time."""
+    time (NCCL sends to every peer at once): the slower of the two shares sets the time.
+    ``network_send_bytes``: what leaves the node when it differs from ``send_bytes`` (MoE
+    node-limited routing sends a token once per node, planner/model/moe.py)."""
     n = np.asarray(n, dtype=float)
     domain = np.maximum(np.minimum(c.scaleup_domain_size, c.num_gpus), 1)
     local = np.clip(domain // np.maximum(stride, 1), 1, np.maximum(n, 1))
     scaleup = c.scaleup_bandwidth * s.scaleup_bandwidth_fraction
     network = c.network_bandwidth * s.network_bandwidth_fraction
     per_peer = send_bytes / np.maximum(n, 1)
-    transfer = np.maximum((local - 1) * per_peer / scaleup, (n - local) * per_peer / network)
+    network_per_peer = per_peer if network_send_bytes is None else network_send_bytes / np.maximum(n, 1)
+    transfer = np.maximum((local - 1) * per_peer / scaleup, (n - local) * network_per_peer / network)
     latency = np.where(n > local, s.latency_network_s, s.latency_scaleup_s)
     return np.where(n > 1, s.collective_base_latency_s + (n - 1) * latency + transfer, 0.0)

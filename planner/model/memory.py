@@ -12,10 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from planner.model.block import block_table, root_table
+from planner.model.block import Part, block_table, root_table
 from planner.model.flops import chunked_loss
-from planner.model.moe import busiest_rank_load, held_fraction, routed_expert_params_per_layer
-from planner.model.settings import ModelingSettings
+from planner.model.moe import (
+    busiest_rank_load,
+    grouped_mlp_saved_bytes_per_token,
+    held_fraction,
+    routed_expert_params_per_layer,
+)
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
     AC_FULL,
@@ -29,11 +34,9 @@ from planner.search.candidates import (
     SHARD_ZERO2,
     Candidates,
 )
-from planner.units import GIB
+from planner.units import FP32_BYTES, GIB
 
-FP32_BYTES = 4.0
-ADAM_STATE_BYTES = 8.0  # exp_avg + exp_avg_sq in fp32
-LOSS_BYTES_PER_LOGIT = 12.0  # see logits_loss_bytes
+ADAM_STATE_BYTES = DEFAULT_SETTINGS.adam_state_bytes  # exp_avg + exp_avg_sq in fp32
 
 
 def usable_capacity(capacity, headroom: float):
@@ -131,7 +134,7 @@ def compute_dtype_bytes(c: Candidates) -> np.ndarray:
     return np.where(c.precision == PREC_FP32, 4.0, 2.0)
 
 
-def state_bytes(stage: StageParams, c: Candidates) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """fp32 master params, full-step grads and AdamW moments per GPU, by sharding stage.
 
     DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32
@@ -139,15 +142,28 @@ def state_bytes(stage: StageParams, c: Candidates) -> tuple[np.ndarray, np.ndarr
     the grads; FSDP also the 16-bit working params (counted in ``unsharded_param_bytes``).
     Offload moves all three to host memory. MoE experts split over ep ranks are sharded over
     the other ``shard_group / ep``: the sharded states are ``total / shard_group`` either way,
-    the unsharded ones hold 1/ep of the experts (``StageParams.held``).
+    the unsharded ones hold 1/ep of the experts (``StageParams.held``): the expert-data-parallel
+    group of Megatron-Core (``dp x cp x tp / (ep x etp)``, parallel_state.py) gives the same
+    per-rank share, ``experts / (ep x edp) = experts / shard_group``. Gradients are
+    ``s.grad_bytes`` per element (fp32 unless a stack keeps bf16 gradient buffers).
     """
     local, held = stage.total / c.tp, stage.held / c.tp
     shard = np.maximum(c.shard_group, 1)
     params = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * FP32_BYTES
-    grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * FP32_BYTES
-    moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * ADAM_STATE_BYTES
+    grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * s.grad_bytes
+    moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
     on_gpu = ~c.offload.astype(bool)
     return params * on_gpu, grads * on_gpu, moments * on_gpu
+
+
+def optimizer_grad_copy_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """fp32 gradient shard a sharded optimizer makes from bf16 gradients (``s.grad_bytes`` < 4)
+    at its step; none when the gradients are fp32 already (the default)."""
+    if s.grad_bytes >= FP32_BYTES:
+        return np.zeros(len(c))
+    shard = np.maximum(c.shard_group, 1)
+    sharded = (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool)
+    return np.where(sharded, stage.total / c.tp / shard * FP32_BYTES, 0.0)
 
 
 def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -226,11 +242,14 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
     native, hf = block_table(model), block_table(model, hf_modules=True)
     load = busiest_rank_load(c, s)  # MoE: the busiest ep rank's routed copies over the mean
-    return {
+    saved = {
         part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, kv_tokens_per_token)
         * (load if any(t.routed for t in native.saved_in(part)) else 1.0)
         for part in native.saved_parts
     }
+    if model.is_moe and s.moe_grouped_mlp:  # the MLP rows of an MoE block are all routed
+        saved[Part.MLP.value] = grouped_mlp_saved_bytes_per_token(model, c, s) * load
+    return saved
 
 
 def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
@@ -300,26 +319,28 @@ def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     """
     tokens = c.micro_batch * c.seq_len / c.cp
     held = np.where(chunked_loss(c, s), np.minimum(tokens, max(s.loss_chunk_tokens, 1)), tokens)
-    return LOSS_BYTES_PER_LOGIT * held * model.vocab_size / c.tp
+    return s.loss_bytes_per_logit * held * model.vocab_size / c.tp
 
 
 def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stage: bool) -> MemoryBreakdown:
     stage = stage_params(model, c, last_stage)
-    params, grads_full, moments = state_bytes(stage, c)
+    params, grads_full, moments = state_bytes(stage, c, s)
     unsharded = unsharded_param_bytes(stage, c, s)
     # With pp == 1 the one stage is both first and last: in-flight count is 1 either way.
     acts = activation_bytes(model, c, s, first_stage=not last_stage)
     loss = logits_loss_bytes(model, c, s) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
-    unsharded_grads = stage.held / c.tp * FP32_BYTES * ~c.offload.astype(bool)
+    unsharded_grads = stage.held / c.tp * s.grad_bytes * ~c.offload.astype(bool)
     grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
     transient = np.maximum(loss, recompute_bytes(model, c, s) + gathered_kv_grad_bytes(model, c, s))
     peak_a = params + moments + unsharded + grads_during + acts + transient
-    # Peak B: end of backward, all gradients materialised, activations freed.
-    peak_b = params + moments + unsharded + grads_full
+    # Peak B: end of backward, all gradients materialised, activations freed; with bf16 gradient
+    # buffers the sharded optimizer also holds an fp32 copy of its gradient shard for the step
+    # (Megatron-Core docs/source/api-guide/dist_optimizer.md: 4 + 16/d bytes per parameter).
+    peak_b = params + moments + unsharded + grads_full + optimizer_grad_copy_bytes(stage, c, s)
     peak = np.maximum(peak_a, peak_b) + misc
     grads = np.where(peak_a >= peak_b, grads_during, grads_full)
     reserved = reserved_bytes(peak, loss, grads_full, acts, c, s)

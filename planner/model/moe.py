@@ -17,7 +17,8 @@ from planner.model.block import block_table
 from planner.model.flops import recompute_fraction
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import Candidates
+from planner.search.candidates import PREC_FP8, PREC_FP32, Candidates
+from planner.units import FP32_BYTES
 
 
 def routed_expert_params_per_layer(model: ModelSpec) -> int:
@@ -57,12 +58,53 @@ def all_to_all_s(model: ModelSpec, c: Candidates, s: ModelingSettings, dtype_byt
 
     Each rank sends its ``N k`` routed token copies (``h`` elements each, times the busiest
     rank's load) and gets as many back: dispatch and combine forward, their transposes backward,
-    again on recompute (4 + 2 x recompute per block)."""
+    again on recompute (4 + 2 x recompute per block). With node-limited routing
+    (``s.moe_max_nodes_per_token``) fewer copies leave the node (``network_copies_per_token``)."""
     if not model.is_moe:
         return np.zeros(len(c))
     tokens = c.micro_batch * c.seq_len / c.cp
     send = tokens * model.experts_per_token * model.hidden_size * dtype_bytes * busiest_rank_load(c, s)
+    # Node-limited routing: the copies that cross the network are fewer than the routed ones.
+    network = send * network_copies_per_token(model, c, s) / model.experts_per_token
     # ep groups are innermost next to tp (planner/layout.py): ranks tp apart.
-    one = comm.all_to_all_s(c, send, c.ep, c.tp, s)
+    one = comm.all_to_all_s(c, send, c.ep, c.tp, s, network_send_bytes=network)
     calls = 4.0 + 2.0 * recompute_fraction(c)
     return np.where(c.ep > 1, calls * one, 0.0)
+
+
+def grouped_mlp_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Bytes a grouped expert MLP saves per local token (``s.moe_grouped_mlp``), all routed copies:
+    fc1 input ``h``, fc1 output ``2f`` (SwiGLU; ``f`` for GeLU), fc2 input ``f`` unless the
+    activation is recomputed, and one fp32 router probability per copy. The linear inputs are FP8
+    under the FP8 recipe (TransformerEngine saves the quantised input for the weight gradient);
+    the activation input is FP8 with ``s.moe_fp8_activation_cache``. The f-wide tensors split over
+    tp, the dispatched input does not."""
+    h, f, k = model.hidden_size, model.ffn_hidden_size, model.experts_per_token
+    glu = 2 if model.mlp == "swiglu" else 1
+    dtype = np.where(c.precision == PREC_FP32, 4.0, 2.0)
+    linear_in = np.where(c.precision == PREC_FP8, 1.0, dtype)
+    act_in = np.where(s.moe_fp8_activation_cache, 1.0, dtype)
+    fc2_in = 0.0 if s.moe_recompute_activation else f * linear_in
+    return k * (h * linear_in + (glu * f * act_in + fc2_in) / c.tp + FP32_BYTES)
+
+
+def expert_launch_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Host dispatch of one block's per-expert kernels (forward + backward) on one rank: the
+    ``E / ep`` experts it holds, each with its GEMM launches and, under FP8, its cast launches,
+    at ``s.moe_launch_s`` each."""
+    if not model.is_moe:
+        return np.zeros(len(c))
+    local = model.num_experts / np.maximum(c.ep, 1)
+    casts = np.where(c.precision == PREC_FP8, s.moe_fp8_cast_launches_per_local_expert, 0.0)
+    return local * (s.moe_gemm_launches_per_local_expert + casts) * s.moe_launch_s
+
+
+def network_copies_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Copies of a token's hidden state that leave its node. Without a node limit every routed
+    copy on another node crosses the network; with node-limited routing (DeepSeek-V3, sec.
+    2.1.2) a token crosses once per destination node, at most ``s.moe_max_nodes_per_token``,
+    and is forwarded to its experts inside the node over NVLink (sec. 3.2.2)."""
+    k = float(model.experts_per_token)
+    if s.moe_max_nodes_per_token <= 0:
+        return np.full(len(c), k)
+    return np.minimum(k, float(s.moe_max_nodes_per_token))

@@ -106,6 +106,14 @@ class ModelingSettings:
     offload_bytes_per_param: float = 8.0
     host_link_bandwidth: float = 25e9
     # --- memory ----------------------------------------------------------------------------
+    # Bytes per gradient element held for the step: fp32 (trainplan's FSDP2 reduce dtype,
+    # Megatron's grad_reduce_in_fp32). 2: bf16 gradient buffers.
+    grad_bytes: float = 4.0
+    # AdamW's exp_avg + exp_avg_sq per parameter: fp32 (8); bf16 moments halve it.
+    adam_state_bytes: float = 8.0
+    # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
+    # fp32 log-softmax with its saved output, incoming gradient and result.
+    loss_bytes_per_logit: float = 12.0
     # Unaccounted allocations (cuBLAS workspaces, RNG state, small buffers), bytes.
     misc_allocated_bytes: float = 96 * MIB
     # Caching-allocator reserve above the allocated peak: a fraction of the largest transient
@@ -155,6 +163,32 @@ class ModelingSettings:
     # (trainer/moe.py) waits for each all-to-all before the expert GEMMs that need it: none.
     # (DeepSeek-V3's DualPipe overlaps them almost entirely, sec. 3.2.1 of its report.)
     ep_comm_overlap: float = 0.0
+    # What a routed expert MLP saves for backward. False: trainplan's block (trainer/moe.py:
+    # the dispatched copy h, SwiGLU's four f-wide tensors, the expert output h kept by the
+    # weighted combine). True: a grouped MLP with the router probabilities fused into the
+    # activation (Megatron-Core TEGroupedMLP, megatron/core/transformer/moe/experts.py with
+    # ``weighted_bias_swiglu``): fc1 input h, fc1 output 2f (the SwiGLU input), fc2 input f, one
+    # fp32 probability; under FP8, TransformerEngine saves the two linear inputs as FP8 (1 byte).
+    moe_grouped_mlp: bool = False
+    # Recompute the expert activation (SwiGLU) output in backward instead of saving the fc2 input
+    # (Megatron-Core ``recompute_modules=["moe_act"]``; DeepSeek-V3 report sec. 3.3.4).
+    moe_recompute_activation: bool = False
+    # The SwiGLU input of the experts is cached in FP8 (DeepSeek-V3 report sec. 3.3.4, "these
+    # activations are also stored in FP8 with our fine-grained quantization method").
+    moe_fp8_activation_cache: bool = False
+    # Host dispatch per locally held expert and block (forward + backward), on top of
+    # ``host_overhead_per_block_s``: a grouped GEMM that loops over the experts launches each
+    # one's fc1/fc2 forward, data- and weight-gradient GEMMs (6) and, under FP8, the casts of
+    # their inputs and output gradients (4). 0: not counted apart from the block's dispatch
+    # (trainplan's profile: its per-expert Python loop, trainer/moe.py, is not yet measured).
+    moe_gemm_launches_per_local_expert: float = 0.0
+    moe_fp8_cast_launches_per_local_expert: float = 0.0
+    # Seconds of host time per such launch (the CUDA launch plus the framework's C++ loop).
+    moe_launch_s: float = 0.0
+    # Node-limited routing: each token's experts lie on at most this many nodes, and a token
+    # crosses the network once per node it visits (then is forwarded over NVLink): DeepSeek-V3
+    # report sec. 2.1.2 and 3.2.2 (M = 4). 0: no limit (a copy per routed expert crosses).
+    moe_max_nodes_per_token: int = 0
     # --- FLOP conventions --------------------------------------------------------------------
     # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
     # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").
@@ -222,6 +256,8 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # re-fits both leaving out each GPU generation.
 MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 1.2
 MEGATRON_CORE_TP_COMM_OVERLAP = 0.7
+# Host dispatch per kernel launch in the Megatron profiles: ~60 launches per block, 1 ms.
+MEGATRON_DISPATCH_S_PER_LAUNCH = 1.0e-3 / 60
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine: the same fused elementwise
@@ -246,6 +282,41 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     cp_comm_overlap=0.7,
     # Vocabulary-parallel cross-entropy (fused or not) over the full local logits.
     loss_chunk_tokens=0,
+    # MoE (only MoE blocks read these): TEGroupedMLP with the probabilities fused into the
+    # SwiGLU (megatron/core/transformer/moe/experts.py), so fc1 input, fc1 output and fc2 input
+    # are saved per routed copy (FP8 linear inputs under FP8) ...
+    moe_grouped_mlp=True,
+    # ... and TransformerEngine's GroupedLinear on Hopper runs one cuBLAS GEMM per local expert
+    # (general_grouped_gemm loops over them): 6 launches per expert and block (fc1, fc2: forward,
+    # dgrad, wgrad) and, under FP8, 4 casts (the inputs forward, the output gradients backward),
+    # at the profile's dispatch cost per launch (1 ms per block / ~60 launches). ESTIMATE.
+    moe_gemm_launches_per_local_expert=6.0,
+    moe_fp8_cast_launches_per_local_expert=4.0,
+    moe_launch_s=MEGATRON_DISPATCH_S_PER_LAUNCH,
+)
+
+# DeepSeek-V3's in-house HAI-LLM stack as its report describes it (arXiv:2412.19437), on top of
+# the Megatron-Core kernels profile (not a --stack choice: no published code to emit for).
+DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
+    # DualPipe pairs a forward and a backward chunk so that "both all-to-all and PP communication
+    # can be fully hidden during execution" (sec. 3.2.1): hidden up to the compute beside them.
+    ep_comm_overlap=1.0,
+    pp_comm_overlap=1.0,
+    # Each token's experts lie on at most 4 nodes; it crosses InfiniBand once per node and is
+    # forwarded over NVLink (sec. 2.1.2, 3.2.2).
+    moe_max_nodes_per_token=4,
+    # The SwiGLU inputs are cached in FP8 and its output recomputed in backward (sec. 3.3.4).
+    moe_recompute_activation=True,
+    moe_fp8_activation_cache=True,
+    # AdamW moments in BF16 (sec. 3.3.4, "Low-Precision Optimizer States"); master weights and
+    # the gradients accumulated over the batch stay FP32 (same section). The accumulation buffer
+    # lives for the whole step, allocated once (as Megatron-Core's contiguous buffer): no
+    # per-step gradient churn left reserved above the peak (the 1.1 default is FSDP2's).
+    adam_state_bytes=4.0,
+    reserve_static_fraction=0.0,
+    # Its own kernels: no per-expert launch cost is published; the grouped GEMM is assumed fused.
+    moe_gemm_launches_per_local_expert=0.0,
+    moe_fp8_cast_launches_per_local_expert=0.0,
 )
 
 # torchtitan (pytorch/torchtitan): PyTorch FSDP2/TP/PP/CP on its own Llama modules, the same SDPA
