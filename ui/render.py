@@ -139,10 +139,13 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
                 "warnings": list(result.warnings),
                 "gpu_count_limits": result.count_limits,
                 "gpu_count_caps": result.count_caps,
+                "near_tie": None if result.near_tie is None else near_tie_json(result),
             }
         )
         return
     print_plan(result.plan)
+    if result.near_tie is not None:
+        out.print(near_tie_line(result))
     if result.alternatives:
         table = Table(title="alternatives", title_justify="left")
         for col in ("GPU", "n", "layout", "mb x acc", "AC", "time", "cost", "MFU", "mem GiB"):
@@ -169,6 +172,26 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
         out.print(count_caps_line(result.count_caps, result.count_limits))
     if saved_to:
         out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
+
+
+def near_tie_json(result) -> dict:
+    tie = result.near_tie
+    return {
+        "objective": tie.objective,
+        "extra_fraction": tie.extra_fraction,
+        "gain": tie.gain,
+        "plan": estimate_json(result.near_tie_plan.estimate),
+    }
+
+
+def near_tie_line(result) -> str:
+    """'near tie: 8 x b200 (fsdp dp_shard=8) for +0.1 % cost, 4.0x faster (27.7 h, $4,004)'."""
+    tie, p = result.near_tie, result.near_tie_plan
+    worse, better = ("cost", "faster") if tie.objective == "cost" else ("time", "cheaper")
+    return (
+        f"near tie: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {tie.extra_fraction:+.1%} {worse}, "
+        f"{tie.gain:.1f}x {better} ({duration_h(p.estimate.time_to_train_h)}, {money(p.estimate.cost_usd)})"
+    )
 
 
 def count_caps_line(caps: dict[str, int], limits: dict[str, int]) -> str:

@@ -172,6 +172,19 @@ def test_plan_prints_a_readable_plan():
         assert needle in text
 
 
+def test_plan_names_a_near_tie_in_text_and_json():
+    """The cheapest 8B plan on up to 64 B200 has a plan a few % dearer and several x faster beside it."""
+    args = ("plan", "--model", "llama3-8b", "--tokens", "1.6e11", "--gpus", "b200=64", "--top", "0")
+    line = next(x for x in run(*args).stdout.splitlines() if x.startswith("near tie:"))
+    assert "% cost" in line and "x faster" in line and "x b200" in line
+    data = json.loads(run(*args, "--json").stdout)
+    tie = data["near_tie"]
+    assert tie["objective"] == "cost" and 0 < tie["extra_fraction"] <= 0.10 and tie["gain"] >= 1.25
+    chosen, other = data["plan"], tie["plan"]
+    assert other["cost_usd"] == pytest.approx(chosen["cost_usd"] * (1 + tie["extra_fraction"]), rel=1e-9)
+    assert other["time_to_train_h"] == pytest.approx(chosen["time_to_train_h"] / tie["gain"], rel=1e-9)
+
+
 def test_sequence_beyond_the_context_is_a_warning_on_stderr():
     """Context extension: GPT-3 (2048 positions) at 4096 tokens plans and estimates, with one warning."""
     planned = run("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--seq-len", "4096", "--top", "0", "--json")
