@@ -15,7 +15,8 @@ import numpy as np
 from planner.model import comm
 from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
-from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
+from planner.model.memory import busiest_stage_params, compute_dtype_bytes, layers_per_stage
+from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
@@ -89,7 +90,7 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return 3.0 * elements / c.tp * compute_dtype_bytes(c)
 
 
-def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers) -> np.ndarray:
     """HBM traffic of materialised attention scores per micro-batch (no flash attention): every
     head writes and re-reads its full s x s score matrix (masked, not skipped), forward once,
     backward about twice, recompute once more."""
@@ -98,13 +99,23 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
     tokens = c.micro_batch * c.seq_len / c.cp
     scores = tokens * c.seq_len * model.num_heads / c.tp
     passes = 3.0 + recompute_fraction(c)
-    return layers_per_stage(model, c) * scores * s.unfused_attention_bytes_per_score * passes
+    return n_layers * scores * s.unfused_attention_bytes_per_score * passes
 
 
 def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
-    """GPU seconds of one micro-batch's forward + backward on the busiest stage."""
+    """GPU seconds of one micro-batch's forward + backward on the slowest pp rank: uneven stages
+    (planner/model/pipeline.py) and the LM head + loss on the last one; in a 1F1B pipeline the
+    slowest stage sets the pace of every other (stage imbalance)."""
+    per_rank = [rank_compute_time(model, c, s, rank.layers, rank.head) for rank in pipeline_ranks(model.num_layers, c)]
+    slowest = np.argmax(np.stack([sum(terms.values()) for terms in per_rank]), axis=0)
+    return {term: np.choose(slowest, [terms[term] for terms in per_rank]) for term in per_rank[0]}
+
+
+def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers, head_on) -> dict[str, np.ndarray]:
+    """GPU seconds of one micro-batch's forward + backward on a rank of ``n_layers`` blocks, with
+    the LM head and loss where ``head_on``."""
     tokens = c.micro_batch * c.seq_len / c.cp
-    n_layers = layers_per_stage(model, c)
+    head_share = np.where(head_on, 1.0, 0.0)
     passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
@@ -115,7 +126,7 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     head_passes = 3.0 + head_recompute_fraction(c, s)
     head = (
         head_passes * 2.0 * lm_head.d_in * lm_head.d_out / c.tp * tokens / (head_peak * gemm_efficiency(head_dims, s))
-    )
+    ) * head_share
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
     # Flash attention's backward recomputes the scores: half a forward more.
@@ -132,8 +143,8 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     )
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
-    loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
-    scores = unfused_attention_bytes(model, c, s) / (c.hbm_bandwidth * s.streaming_bandwidth_fraction)
+    loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp * head_share
+    scores = unfused_attention_bytes(model, c, s, n_layers) / (c.hbm_bandwidth * s.streaming_bandwidth_fraction)
     memory_bound = (elementwise + loss) / (c.hbm_bandwidth * s.hbm_bandwidth_fraction) + scores
     return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}
 
@@ -141,7 +152,7 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
 def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
     parameters for each all-gather pass and gradients for each reduce-scatter."""
-    local = stage_params(model, c, last_stage=True).total / c.tp
+    local = busiest_stage_params(model, c) / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
@@ -189,7 +200,7 @@ def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings
 def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTimes:
     """Per-step collective time of each axis (mesh order pp, dp_replicate, dp_shard, cp, tp)."""
     dtype = compute_dtype_bytes(c)
-    local_params = stage_params(model, c, last_stage=True).total / c.tp
+    local_params = busiest_stage_params(model, c) / c.tp
     tokens = c.micro_batch * c.seq_len / c.cp
     n_layers = layers_per_stage(model, c)
     m = c.grad_accum

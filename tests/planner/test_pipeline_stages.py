@@ -1,0 +1,71 @@
+"""Uneven pipeline stages: the split rule, its vectorised per-rank form, and what it changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.catalog.models import get_preset
+from planner.layout import Layout, TrainingConfig, stage_layer_counts, stage_layer_ranges
+from planner.model.estimate import estimate
+from planner.model.pipeline import rank_layers
+from planner.search.space import pipeline_degrees
+
+
+def test_llama3_405b_on_16_stages_is_metas_split():
+    """Dubey et al. 2024 sec. 3.3.2: one block fewer on the first and the last stage."""
+    assert stage_layer_counts(126, 16) == (7,) + (8,) * 14 + (7,)
+
+
+@pytest.mark.parametrize("num_layers, num_stages", [(32, 8), (80, 16), (4, 2), (4, 4), (6, 3), (96, 96)])
+def test_divisible_layers_keep_the_even_split(num_layers, num_stages):
+    assert stage_layer_counts(num_layers, num_stages) == (num_layers // num_stages,) * num_stages
+
+
+def test_stages_cover_every_block_once_in_order():
+    for num_layers in range(1, 40):
+        for num_stages in range(1, num_layers + 1):
+            ranges = stage_layer_ranges(num_layers, num_stages)
+            assert [i for r in ranges for i in r] == list(range(num_layers))
+            counts = stage_layer_counts(num_layers, num_stages)
+            slots = [c + (s == 0) + (s == num_stages - 1) for s, c in enumerate(counts)] if num_stages > 1 else counts
+            assert max(slots) - min(slots) <= 1  # weighted load balanced to one block
+
+
+def test_more_stages_than_layers_is_refused():
+    with pytest.raises(ValueError, match="pipeline stages need 1..4"):
+        stage_layer_counts(4, 5)
+
+
+def test_vectorised_rank_layers_match_the_rule():
+    for num_layers in (1, 2, 3, 5, 7, 16, 27, 32, 61, 126):
+        for pp in range(1, num_layers + 1):
+            for vpp in range(1, num_layers // pp + 1) if pp > 1 else (1,):
+                counts = stage_layer_counts(num_layers, pp * vpp)
+                want = [sum(counts[r + k * pp] for k in range(vpp)) for r in range(pp)]
+                assert rank_layers(num_layers, pp, vpp, np.arange(pp)).tolist() == want, (num_layers, pp, vpp)
+
+
+def test_search_grid_is_derived_from_the_layer_count():
+    pp, vpp = pipeline_degrees(126)
+    assert {3, 7, 9, 14, 16, 63, 126} <= set(pp.tolist())
+    assert (pp * vpp <= 126).all() and ((pp > 1) | (vpp == 1)).all()
+    assert 7 in vpp[pp == 16]  # one block per chunk: 126 // 16
+    assert pipeline_degrees(1)[0].tolist() == [1]
+
+
+def test_metas_405b_layout_estimates_with_uneven_stages():
+    """126 layers on pp=16 were refused before (not divisible); the first rank (7 blocks, the
+    embedding, 16 micro-batches in flight) is the most loaded with no recompute."""
+    e = estimate(
+        get_preset("llama3.1-405b"),
+        "h100-sxm",
+        Layout(tp=8, pp=16, sharding="zero1"),
+        TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=16, activation_checkpointing="full"),
+        num_gpus=16384,
+    )
+    assert e.feasible and e.layout.pp == 16
+    one = e.memory.breakdown_gib.activations
+    # Full recompute keeps each block's input: 7 or 8 blocks x 16 micro-batches x 8192 x 16384 x 2 / tp.
+    per_block = 8192 * 16384 * 2 / 8 / 2**30
+    assert 7 * 16 * per_block <= one <= 8 * 16 * per_block + 1.0
