@@ -1,7 +1,9 @@
 """Pipeline parallelism with torch.distributed.pipelining.
 
-The model's blocks are cut into ``pp x vpp`` stages of ``num_layers / (pp vpp)`` consecutive
-blocks; stage 0 also holds the embedding, the last stage the final norm and LM head. Rank
+The model's blocks are cut into ``pp x vpp`` stages of consecutive blocks, uneven where the
+layers do not divide (``planner.layout.stage_layer_counts``, the rule the planner models: the
+embedding and the head each weigh one block, so the first and last stages may hold one block
+fewer); stage 0 also holds the embedding, the last stage the final norm and LM head. Rank
 ``r`` of the pp axis runs stages ``r, r + pp, r + 2 pp, ...`` (``vpp`` of them: one unless the
 plan interleaves). One training step feeds the ``grad_accum x micro_batch`` batch to the
 schedule, which splits it into ``grad_accum`` pipeline micro-batches: GPipe runs all forwards
@@ -24,7 +26,7 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
-from planner.layout import PipelineSchedule
+from planner.layout import PipelineSchedule, stage_layer_ranges
 
 if TYPE_CHECKING:
     from torch.distributed.pipelining.stage import _PipelineStageBase
@@ -38,8 +40,8 @@ def local_stage_ids(pp_rank: int, pp_size: int, vpp: int) -> list[int]:
 
 
 def stage_layer_ids(num_layers: int, stage: int, num_stages: int) -> range:
-    per_stage = num_layers // num_stages
-    return range(stage * per_stage, (stage + 1) * per_stage)
+    """The global block indices of one stage (uneven stages, planner/layout.py)."""
+    return stage_layer_ranges(num_layers, num_stages)[stage]
 
 
 def split_native_for_stage(model: nn.Module, stage: int, num_stages: int) -> None:

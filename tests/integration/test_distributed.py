@@ -25,6 +25,7 @@ from support.jobs import (
     run_torchrun,
     start_torchrun,
     tiny_gpt_spec,
+    tiny_spec,
     wait_for,
     write_job,
 )
@@ -227,6 +228,24 @@ def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     losses = losses_by_step(resumed)
     assert sorted(losses) == [5, 6, 7, 8]
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
+
+
+@pytest.mark.parametrize(
+    "layout, num_layers, grad_accum",
+    [
+        # 4 blocks on 3 stages: 1, 2, 1 (the embedding and the head each weigh one block).
+        (Layout(dp_shard=1, pp=3, pp_schedule="1f1b"), 4, 3),
+        # 5 blocks on 2 ranks x 2 interleaved stages: 1, 2, 1, 1 (rank 0 runs 1 + 1, rank 1 2 + 1).
+        (Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 5, 4),
+    ],
+    ids=["pp3-1f1b-4-layers", "pp2-vpp2-5-layers"],
+)
+def test_uneven_pipeline_follows_one_process(layout, num_layers, grad_accum, tmp_path, in_process):
+    """Stages of unequal block counts (planner/layout.py stage_layer_counts) train like one
+    process: no block dropped or run twice, gradients of every stage reach the optimizer."""
+    settings = dict(model=tiny_spec(num_layers=num_layers), steps=6, **COMMON)
+    _, piped, reference = run_beside_one_process(tmp_path, layout, layout.pp, grad_accum=grad_accum, **settings)
+    assert_same_trajectory(piped, reference, 1e-3)
 
 
 def test_killed_run_resumes_exactly(reference, tmp_path):
