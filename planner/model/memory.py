@@ -146,10 +146,12 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
-def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
+def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True) -> np.ndarray:
     """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
     compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
-    linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens."""
+    linear) on every rank, or split too where only their sequence shard is kept (not
+    ``gathered_kept``: ``ModelingSettings.sp_saves_gathered_inputs``); context-parallel-gathered
+    ones for ``kv_tokens_per_token`` tokens."""
     assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
     total: Any = None  # an array after the first non-empty part
     for rows, size, split in (
@@ -163,23 +165,25 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
         gathered = sum(t.elements for t in rows if t.cp_gathered)
         if gathered:
             elements = elements + gathered * kv_tokens_per_token
-        term = elements * size / tp if split else elements * size
+        term = elements * size / tp if (split or not gathered_kept) else elements * size
         total = term if total is None else total + term
     (copies,) = {t.copies for t in tensors}  # one routed-expert multiplier per part
     return total if copies == 1 else total * copies
 
 
-def _saved_by_impl(native_rows, hf_rows, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:
+def _saved_by_impl(
+    native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0
+) -> np.ndarray:
     """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
     they differ (HF's eager RMSNorm)."""
-    dtype = compute_dtype_bytes(c)
-    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token)
+    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
+    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token, kept)
     if hf_rows == native_rows:
         return native
-    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token), native)
+    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token, kept), native)
 
 
-def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+def norm_saved_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Bytes one norm saves per token (the final norm's rows in ``planner/model/block.py``).
 
     HF LlamaRMSNorm upcasts to fp32 (saved by pow/mul: 4h), saves the normalised bf16 value for
@@ -188,7 +192,7 @@ def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
     column-parallel linear is whole.
     """
-    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c)
+    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c, s)
 
 
 def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
@@ -201,7 +205,7 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
     native, hf = block_table(model), block_table(model, hf_modules=True)
     return {
-        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, kv_tokens_per_token)
+        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, s, kv_tokens_per_token)
         for part in native.saved_parts
     }
 
@@ -221,7 +225,7 @@ def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, rank:
     per_microbatch = np.select(
         [c.ac == AC_SELECTIVE, c.ac == AC_FULL], [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept], n * full
     )
-    last_norm = np.where(rank.head, norm_saved_bytes(model, c) * tokens, 0.0)
+    last_norm = np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0)
     return per_microbatch * rank.in_flight + last_norm
 
 
