@@ -19,6 +19,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate
+from planner.model.settings import DEFAULT_SETTINGS
 
 META_GPU_HOURS = 30.84e6  # Llama 3.1 model card, 405B pre-training on H100-80GB
 TOKENS, SEQ, BATCH = 15.6e12, 8192, 2**24
@@ -52,26 +53,35 @@ def frontier_plan() -> None:
 
 
 def meta_layout() -> None:
+    """Meta's layout with trainplan's trainer (DEFAULT_SETTINGS) and, as a what-if, with Megatron's
+    sequence-parallel activation storage (``sp_saves_gathered_inputs=False``)."""
     model = get_preset("llama3.1-405b")
     print("Meta's TP8 x PP16 x DP128 (16384 H100, micro_batch 1, grad_accum 16):")
-    print(f"  {'sharding':8s} {'vpp':>3s} {'ac':10s} {'GiB':>6s} {'acts':>6s} {'fits':>5s} {'days':>6s} {'MFU':>6s}")
-    for sharding in ("fsdp", "zero1"):
-        for vpp in (1, 2):
-            for ac in ("none", "selective", "full"):
-                e = estimate(
-                    model,
-                    "h100-sxm",
-                    Layout(tp=8, pp=16, vpp=vpp, sharding=sharding),
-                    TrainingConfig(seq_len=SEQ, micro_batch=1, grad_accum=16, activation_checkpointing=ac),
-                    num_gpus=16384,
-                    training_tokens=TOKENS,
-                )
-                days = (e.time_to_train_h or float("nan")) / 24
-                print(
-                    f"  {sharding:8s} {vpp:>3d} {ac:10s} {e.memory.reserved_gib + 0.0:6.1f} "
-                    f"{e.memory.breakdown_gib.activations:6.1f} {'yes' if e.feasible else 'no':>5s} "
-                    f"{days:6.1f} {e.throughput.mfu:6.1%}"
-                )
+    print(
+        f"  {'physics':9s} {'sharding':8s} {'vpp':>3s} {'ac':10s} {'GiB':>6s} {'acts':>6s} {'fits':>5s} "
+        f"{'days':>6s} {'MFU':>6s}"
+    )
+    megatron_sp = DEFAULT_SETTINGS.but(sp_saves_gathered_inputs=False)
+    cases = [
+        ("trainer", sh, vpp, ac) for sh in ("fsdp", "zero1") for vpp in (1, 2) for ac in ("none", "selective", "full")
+    ]
+    cases += [("megatron", "zero1", vpp, ac) for vpp in (1, 2) for ac in ("none", "selective")]
+    for physics, sharding, vpp, ac in cases:
+        e = estimate(
+            model,
+            "h100-sxm",
+            Layout(tp=8, pp=16, vpp=vpp, sharding=sharding),
+            TrainingConfig(seq_len=SEQ, micro_batch=1, grad_accum=16, activation_checkpointing=ac),
+            num_gpus=16384,
+            training_tokens=TOKENS,
+            settings=DEFAULT_SETTINGS if physics == "trainer" else megatron_sp,
+        )
+        days = (e.time_to_train_h or float("nan")) / 24
+        print(
+            f"  {physics:9s} {sharding:8s} {vpp:>3d} {ac:10s} {e.memory.reserved_gib:6.1f} "
+            f"{e.memory.breakdown_gib.activations:6.1f} {'yes' if e.feasible else 'no':>5s} "
+            f"{days:6.1f} {e.throughput.mfu:6.1%}"
+        )
 
 
 if __name__ == "__main__":

@@ -208,7 +208,6 @@ class TrainingConfig(BaseModel):
         return max(1, math.floor(global_batch_tokens / per_pass + 0.5 + 1e-9))
 
 
-
 # Uneven pipeline stages. The embedding counts as PIPELINE_INPUT_WEIGHT blocks on the first
 # stage and the final norm + LM head as PIPELINE_OUTPUT_WEIGHT blocks on the last (torchtitan's
 # generate_llm_fqn_per_model_part, input_weight=output_weight=1, its defaults), so those stages

@@ -97,7 +97,9 @@ def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StagePa
     head = counts.final_norm + (counts.lm_head or counts.embedding)
     whole = counts.embedding + counts.final_norm + counts.lm_head
     root = np.where(c.pp == 1, whole, np.where(rank.embedding, counts.embedding, 0.0) + np.where(rank.head, head, 0.0))
-    return StageParams(blocks=rank.layers * counts.per_layer, root=root.astype(float), per_block=float(counts.per_layer))
+    return StageParams(
+        blocks=rank.layers * counts.per_layer, root=root.astype(float), per_block=float(counts.per_layer)
+    )
 
 
 def busiest_stage_params(model: ModelSpec, c: Candidates) -> np.ndarray:
@@ -171,9 +173,7 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True)
     return total if copies == 1 else total * copies
 
 
-def _saved_by_impl(
-    native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0
-) -> np.ndarray:
+def _saved_by_impl(native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0) -> np.ndarray:
     """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
     they differ (HF's eager RMSNorm)."""
     dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs

@@ -120,7 +120,9 @@ def structural_rules(
         # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count.
         (
             pp * vpp <= model.num_layers,
-            lambda: f"pp*vpp={pp * vpp} pipeline stages exceed num_layers {model.num_layers} (one block per stage at most)",
+            lambda: (
+                f"pp*vpp={pp * vpp} pipeline stages exceed num_layers {model.num_layers} (one block per stage at most)"
+            ),
         ),
         ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
         (

@@ -244,9 +244,7 @@ def torch_peak_live_chunks(pp: int, vpp: int, m: int) -> list[int]:
     pipelining = pytest.importorskip("torch.distributed.pipelining")
     from torch.distributed.pipelining.schedules import _ComputationType
 
-    stages = [
-        SimpleNamespace(group_size=pp, group_rank=0, num_stages=pp * vpp, stage_index=k * pp) for k in range(vpp)
-    ]
+    stages = [SimpleNamespace(group_size=pp, group_rank=0, num_stages=pp * vpp, stage_index=k * pp) for k in range(vpp)]
     schedule = pipelining.ScheduleInterleaved1F1B(stages, n_microbatches=m)
     peaks = []
     for rank in range(pp):
@@ -272,7 +270,13 @@ def test_in_flight_activations_follow_torchs_interleaved_schedule_on_every_rank(
     from planner.model.pipeline import in_flight_microbatches
     from planner.search.candidates import SCHED_1F1B
 
-    rows = [(pp, vpp, m) for pp in (2, 3, 4, 8) for vpp in (2, 3, 4) for m in range(1, 3 * pp + 1) if m % max(1, m // pp) == 0]
+    rows = [
+        (pp, vpp, m)
+        for pp in (2, 3, 4, 8)
+        for vpp in (2, 3, 4)
+        for m in range(1, 3 * pp + 1)
+        if m % max(1, m // pp) == 0
+    ]
     for pp, vpp, m in rows:
         c = SimpleNamespace(
             pp=np.full(pp, pp), vpp=np.full(pp, vpp), grad_accum=np.full(pp, m), pp_schedule=np.full(pp, SCHED_1F1B)

@@ -33,7 +33,7 @@ def test_stages_cover_every_block_once_in_order():
 
 
 def test_more_stages_than_layers_is_refused():
-    with pytest.raises(ValueError, match="pipeline stages need 1..4"):
+    with pytest.raises(ValueError, match=r"pipeline stages need 1\.\.4"):
         stage_layer_counts(4, 5)
 
 
