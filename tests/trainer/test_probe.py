@@ -50,7 +50,13 @@ def test_valid_plans_resolve_the_layout():
 @pytest.mark.parametrize(
     "layout, world, model, training, expected",
     [
-        (Layout(dp_shard=1, pp=2, vpp=4), 2, None, {"grad_accum": 4}, "num_layers 4 is not divisible by pp*vpp=8"),
+        (
+            Layout(dp_shard=1, pp=2, vpp=4),
+            2,
+            None,
+            {"grad_accum": 4},
+            "pp*vpp=8 pipeline stages exceed num_layers 4 (one block per stage at most)",
+        ),
         (
             Layout(dp_shard=1, pp=2, vpp=2),
             2,
@@ -60,7 +66,7 @@ def test_valid_plans_resolve_the_layout():
         ),
         (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
         (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
-        (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),
+        (Layout(dp_shard=1, pp=5), 5, None, {"grad_accum": 5}, "pp*vpp=5 pipeline stages exceed num_layers 4"),
         (
             Layout(dp_shard=1, cp=4),
             4,
