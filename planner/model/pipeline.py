@@ -11,6 +11,8 @@ last the head and the loss.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,11 +88,22 @@ def pipeline_rank(num_layers: int, c: Candidates, rank) -> PipelineRank:
     )
 
 
+# One scoring pass asks for the ranks of the same table a dozen times (memory, step time, comm):
+# the last table's ranks are kept, keyed by the table itself (a weak reference, so nothing leaks).
+_last_ranks: tuple[weakref.ref, int, tuple[PipelineRank, ...]] | None = None
+
+
 def pipeline_ranks(num_layers: int, c: Candidates) -> tuple[PipelineRank, ...]:
     """The first, second and last pp rank (the same rank where pp is 1 or 2): they bound every
     rank's memory and time (module docstring)."""
+    global _last_ranks
+    if _last_ranks is not None and _last_ranks[0]() is c and _last_ranks[1] == num_layers:
+        return _last_ranks[2]
     last = c.pp - 1
-    return tuple(pipeline_rank(num_layers, c, r) for r in (np.zeros_like(c.pp), np.minimum(1, last), last))
+    ranks = tuple(pipeline_rank(num_layers, c, r) for r in (np.zeros_like(c.pp), np.minimum(1, last), last))
+    with contextlib.suppress(TypeError):  # a stand-in table without weak references (tests): not cached
+        _last_ranks = (weakref.ref(c), num_layers, ranks)
+    return ranks
 
 
 def max_rank_layers(num_layers: int, c: Candidates) -> np.ndarray:
