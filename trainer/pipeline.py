@@ -22,9 +22,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+from torch.distributed.tensor import DTensor
 
 from planner.layout import PipelineSchedule, stage_layer_ranges
 
@@ -80,6 +82,45 @@ class StageChunks(nn.Module):
 
     def forward(self, *args):
         raise RuntimeError("StageChunks is not callable: the pipeline schedule runs its stages")
+
+
+# A pipelined tied embedding: the last stage's LM head is its own copy of the first stage's
+# embedding weight (same initial values, trainer.train's init aliases), so it is one parameter
+# name per rank and not a shared tensor.
+TIED_HEAD_ALIASES = {"output.weight": "tok_embeddings.weight"}
+
+
+class TiedEmbeddingSync:
+    """Keeps a tied embedding and LM head one weight when they sit on different pipeline ranks.
+
+    The first pp rank holds it as the embedding, the last as the head (the same shards: both
+    are ``[vocab, hidden]`` split along the vocabulary by tp and along dim 0 by FSDP). After the
+    backward their gradients are summed between the two ranks of each pp group, as one weight's
+    would be (Megatron's embedding group; Narayanan et al. 2021), so both copies take the same
+    optimizer step and stay equal. The gradient norm counts the first rank's copy only.
+    """
+
+    def __init__(self, model: nn.Module, pp_mesh: DeviceMesh):
+        pp_rank, pp_size = pp_mesh.get_local_rank(), pp_mesh.size()
+        self.weight: nn.Parameter | None = None
+        self.counted_in_norm = True
+        self.group = None
+        if pp_rank not in (0, pp_size - 1):
+            return
+        part = cast(nn.Module, model.tok_embeddings if pp_rank == 0 else model.output)
+        self.weight = cast(nn.Parameter, part.weight)
+        self.counted_in_norm = pp_rank == 0
+        ranks = pp_mesh.mesh.flatten().tolist()
+        # Only the two members create (and join) their group.
+        self.group = dist.new_group([ranks[0], ranks[-1]], use_local_synchronization=True)
+
+    @torch.no_grad()
+    def sync(self) -> None:
+        if self.weight is None or self.weight.grad is None:
+            return
+        grad = self.weight.grad
+        local = grad.to_local() if isinstance(grad, DTensor) else grad
+        dist.all_reduce(local, group=self.group)
 
 
 def build_pipeline_schedule(

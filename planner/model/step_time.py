@@ -235,8 +235,20 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
+    pp = pp + tied_embedding_sync_s(model, c, pp_link)
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp)
+
+
+def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link) -> np.ndarray:
+    """A tied embedding split over the pipeline: once per step the first and the last pp rank
+    sum the gradient of their copies (trainer/pipeline.py ``TiedEmbeddingSync``), fp32 and
+    sharded as the step left it (by tp, and over the shard group from ZeRO-1 on)."""
+    if not model.tied_embeddings:
+        return np.zeros(len(c))
+    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
+    grad_bytes = model.vocab_size * model.hidden_size * 4.0 / c.tp / shard
+    return np.where(c.pp > 1, comm.all_reduce_s(grad_bytes, np.full_like(c.pp, 2), pp_link), 0.0)
 
 
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:

@@ -126,13 +126,6 @@ def structural_rules(
         ),
         ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
         (
-            (pp == 1) | ~np.asarray(model.tied_embeddings),
-            lambda: (
-                "pipeline parallelism with tied embeddings is not supported by the trainer "
-                "(embedding and LM head would live on different stages)"
-            ),
-        ),
-        (
             (pp == 1) | ~one_f_one_b | (grad_accum >= pp),
             lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe",
         ),
