@@ -83,19 +83,26 @@ def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tupl
     return counts[(counts >= min_gpus) & (counts <= max_gpus)]
 
 
+# Pipeline degrees the search tries besides the powers of two: divisors of the layer count up to
+# this (3, 5, 6, 7, ...: even stages on node counts that are not powers of two); and interleaved
+# chunks per rank up to this many (Megatron's and torchtitan's recipes use 2-8). Larger grids cost
+# search time for layouts that rarely win; estimate takes any pp x vpp <= num_layers.
+PP_DIVISOR_MAX = 16
+VPP_MAX = 8
+
+
 def pipeline_degrees(num_layers: int) -> tuple[np.ndarray, np.ndarray]:
     """The (pp, vpp) pairs searched, derived from the layer count (stages may be uneven,
-    planner/layout.py ``stage_layer_counts``): pp every power of two and every divisor of the
-    layer count up to it (126 layers: 1, 2, 3, 4, 6, 7, 8, 9, 14, 16, ...); interleaved chunks per
-    rank (pp > 1) every power of two up to ``num_layers // pp`` and that finest value itself (one
-    block per chunk where pp divides the layers). The bubble shrinks by vpp for vpp times the
-    stage-boundary traffic and more in-flight activations (planner/model/pipeline.py)."""
+    planner/layout.py ``stage_layer_counts``): pp every power of two up to the layer count and
+    every divisor of it up to ``PP_DIVISOR_MAX`` (126 layers: 1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 32,
+    64); interleaved chunks per rank (pp > 1) every power of two up to ``num_layers // pp`` and
+    ``VPP_MAX``. The bubble shrinks by vpp for vpp times the stage-boundary traffic and more
+    in-flight activations (planner/model/pipeline.py)."""
     powers = [1 << k for k in range(num_layers.bit_length()) if 1 << k <= num_layers]
-    divisors = [d for d in range(1, num_layers + 1) if num_layers % d == 0]
+    divisors = [d for d in range(1, min(num_layers, PP_DIVISOR_MAX) + 1) if num_layers % d == 0]
     pairs = [(1, 1)]
     for pp in sorted(set(powers + divisors) - {1}):
-        finest = num_layers // pp
-        pairs += [(pp, vpp) for vpp in sorted({v for v in powers if v <= finest} | {finest})]
+        pairs += [(pp, vpp) for vpp in powers if vpp <= min(num_layers // pp, VPP_MAX)]
     pp_values, vpp_values = zip(*pairs, strict=True)
     return np.array(pp_values), np.array(vpp_values)
 

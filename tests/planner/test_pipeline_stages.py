@@ -53,9 +53,9 @@ def test_vectorised_rank_layers_match_the_rule():
 
 def test_search_grid_is_derived_from_the_layer_count():
     pp, vpp = pipeline_degrees(126)
-    assert {3, 7, 9, 14, 16, 63, 126} <= set(pp.tolist())
-    assert (pp * vpp <= 126).all() and ((pp > 1) | (vpp == 1)).all()
-    assert 7 in vpp[pp == 16]  # one block per chunk: 126 // 16
+    assert set(pp.tolist()) == {1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 32, 64}
+    assert (pp * vpp <= 126).all() and ((pp > 1) | (vpp == 1)).all() and vpp.max() == 8
+    assert vpp[pp == 16].tolist() == [1, 2, 4]  # 126 // 16 = 7 blocks per rank
     assert pipeline_degrees(1)[0].tolist() == [1]
 
 
