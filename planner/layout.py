@@ -256,3 +256,56 @@ class TrainingConfig(BaseModel):
         goes to the larger batch): exact whenever micro_batch * seq_len * dp divides it."""
         per_pass = micro_batch * seq_len * dp
         return max(1, math.floor(global_batch_tokens / per_pass + 0.5 + 1e-9))
+
+
+# Uneven pipeline stages. The embedding counts as PIPELINE_INPUT_WEIGHT blocks on the first
+# stage and the final norm + LM head as PIPELINE_OUTPUT_WEIGHT blocks on the last (torchtitan's
+# generate_llm_fqn_per_model_part, input_weight=output_weight=1, its defaults), so those stages
+# may get fewer blocks. Llama 3 (Dubey et al. 2024, sec. 3.3.2) did the same: "reduce one
+# Transformer layer each from the first and the last stages" (126 layers on 16 stages: 7, 8..., 7).
+PIPELINE_INPUT_WEIGHT = 1
+PIPELINE_OUTPUT_WEIGHT = 1
+
+
+def extra_slot_order(num_stages: int) -> tuple[int, ...]:
+    """Which stages take the remainder slots, in turn: the first, the last, then the second,
+    third, ... (see ``stage_layer_counts``)."""
+    middle = tuple(range(1, num_stages - 1))
+    return (0,) + ((num_stages - 1,) if num_stages > 1 else ()) + middle
+
+
+def stage_layer_counts(num_layers: int, num_stages: int) -> tuple[int, ...]:
+    """Blocks on each of ``num_stages`` pipeline stages (``1 <= num_stages <= num_layers``).
+
+    The rule: ``num_layers + PIPELINE_INPUT_WEIGHT + PIPELINE_OUTPUT_WEIGHT`` weighted slots are
+    split as evenly as possible (every stage ``slots // num_stages``); the first stage spends
+    ``PIPELINE_INPUT_WEIGHT`` of its slots on the embedding, the last ``PIPELINE_OUTPUT_WEIGHT``
+    on the norm and head. The ``slots % num_stages`` remainder goes to the stages of
+    ``extra_slot_order``: the embedding and head stages first, then the second, third, ...
+    torchtitan gives the remainder to the first stages instead (32 blocks on 8 stages: 4, 5, 4,
+    ..., 3, whose 5-block stage is slower than the even split); this order minimises the largest
+    stage's weighted load and keeps the even split whenever the layers divide (32 on 8: 4 each;
+    126 on 16: 7, 8, ..., 8, 7 as Llama 3). Stage ``s`` holds the next ``counts[s]`` blocks
+    (``stage_layer_ranges``).
+    """
+    if not 1 <= num_stages <= num_layers:
+        raise ValueError(f"{num_stages} pipeline stages need 1..{num_layers} (the layer count)")
+    if num_stages == 1:
+        return (num_layers,)
+    base, extra = divmod(num_layers + PIPELINE_INPUT_WEIGHT + PIPELINE_OUTPUT_WEIGHT, num_stages)
+    counts = [base] * num_stages
+    for stage in extra_slot_order(num_stages)[:extra]:
+        counts[stage] += 1
+    counts[0] -= PIPELINE_INPUT_WEIGHT
+    counts[-1] -= PIPELINE_OUTPUT_WEIGHT
+    assert sum(counts) == num_layers and min(counts) >= 0, counts
+    return tuple(counts)
+
+
+def stage_layer_ranges(num_layers: int, num_stages: int) -> tuple[range, ...]:
+    """The global block indices of each stage, consecutive, by ``stage_layer_counts``."""
+    ranges, start = [], 0
+    for count in stage_layer_counts(num_layers, num_stages):
+        ranges.append(range(start, start + count))
+        start += count
+    return tuple(ranges)

@@ -282,18 +282,23 @@ def _param_seed(seed: int, name: str) -> int:
 
 
 @torch.no_grad()
-def init_parameters(model: nn.Module, seed: int, rule: Callable[[str, nn.Module], InitFn]) -> None:
+def init_parameters(
+    model: nn.Module, seed: int, rule: Callable[[str, nn.Module], InitFn], aliases: dict[str, str] | None = None
+) -> None:
     """Initialise every (sharded) parameter identically on every layout.
 
     Each parameter is generated whole from its own generator, seeded by (seed, name), and
     each rank keeps its shard. So the initial model does not depend on dp/tp/pp degrees
     (runs on different layouts can be compared step by step), and no two shards repeat
     the same random numbers (which a shared seed without DTensor's RNG tracker, as on CPU,
-    would do). The full tensor exists one parameter at a time.
+    would do). The full tensor exists one parameter at a time. ``aliases`` names parameters
+    that are copies of another (a pipelined tied head: trainer/pipeline.py ``TIED_HEAD_ALIASES``):
+    they are generated as that one.
     """
     for name, param in model.named_parameters():
         owner = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
         clean = clean_name(name)
+        clean = (aliases or {}).get(clean, clean)
         target = param.to_local() if isinstance(param, DTensor) else param
         full = torch.empty(param.shape, dtype=param.dtype, device=target.device)
         generator = torch.Generator(device=target.device).manual_seed(_param_seed(seed, clean))

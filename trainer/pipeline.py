@@ -1,7 +1,9 @@
 """Pipeline parallelism with torch.distributed.pipelining.
 
-The model's blocks are cut into ``pp x vpp`` stages of ``num_layers / (pp vpp)`` consecutive
-blocks; stage 0 also holds the embedding, the last stage the final norm and LM head. Rank
+The model's blocks are cut into ``pp x vpp`` stages of consecutive blocks, uneven where the
+layers do not divide (``planner.layout.stage_layer_counts``, the rule the planner models: the
+embedding and the head each weigh one block, so the first and last stages may hold one block
+fewer); stage 0 also holds the embedding, the last stage the final norm and LM head. Rank
 ``r`` of the pp axis runs stages ``r, r + pp, r + 2 pp, ...`` (``vpp`` of them: one unless the
 plan interleaves). One training step feeds the ``grad_accum x micro_batch`` batch to the
 schedule, which splits it into ``grad_accum`` pipeline micro-batches: GPipe runs all forwards
@@ -20,11 +22,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+from torch.distributed.tensor import DTensor
 
-from planner.layout import PipelineSchedule
+from planner.layout import PipelineSchedule, stage_layer_ranges
 
 if TYPE_CHECKING:
     from torch.distributed.pipelining.stage import _PipelineStageBase
@@ -38,8 +42,8 @@ def local_stage_ids(pp_rank: int, pp_size: int, vpp: int) -> list[int]:
 
 
 def stage_layer_ids(num_layers: int, stage: int, num_stages: int) -> range:
-    per_stage = num_layers // num_stages
-    return range(stage * per_stage, (stage + 1) * per_stage)
+    """The global block indices of one stage (uneven stages, planner/layout.py)."""
+    return stage_layer_ranges(num_layers, num_stages)[stage]
 
 
 def split_native_for_stage(model: nn.Module, stage: int, num_stages: int) -> None:
@@ -78,6 +82,45 @@ class StageChunks(nn.Module):
 
     def forward(self, *args):
         raise RuntimeError("StageChunks is not callable: the pipeline schedule runs its stages")
+
+
+# A pipelined tied embedding: the last stage's LM head is its own copy of the first stage's
+# embedding weight (same initial values, trainer.train's init aliases), so it is one parameter
+# name per rank and not a shared tensor.
+TIED_HEAD_ALIASES = {"output.weight": "tok_embeddings.weight"}
+
+
+class TiedEmbeddingSync:
+    """Keeps a tied embedding and LM head one weight when they sit on different pipeline ranks.
+
+    The first pp rank holds it as the embedding, the last as the head (the same shards: both
+    are ``[vocab, hidden]`` split along the vocabulary by tp and along dim 0 by FSDP). After the
+    backward their gradients are summed between the two ranks of each pp group, as one weight's
+    would be (Megatron's embedding group; Narayanan et al. 2021), so both copies take the same
+    optimizer step and stay equal. The gradient norm counts the first rank's copy only.
+    """
+
+    def __init__(self, model: nn.Module, pp_mesh: DeviceMesh):
+        pp_rank, pp_size = pp_mesh.get_local_rank(), pp_mesh.size()
+        self.weight: nn.Parameter | None = None
+        self.counted_in_norm = True
+        self.group = None
+        if pp_rank not in (0, pp_size - 1):
+            return
+        part = cast(nn.Module, model.tok_embeddings if pp_rank == 0 else model.output)
+        self.weight = cast(nn.Parameter, part.weight)
+        self.counted_in_norm = pp_rank == 0
+        ranks = pp_mesh.mesh.flatten().tolist()
+        # Only the two members create (and join) their group.
+        self.group = dist.new_group([ranks[0], ranks[-1]], use_local_synchronization=True)
+
+    @torch.no_grad()
+    def sync(self) -> None:
+        if self.weight is None or self.weight.grad is None:
+            return
+        grad = self.weight.grad
+        local = grad.to_local() if isinstance(grad, DTensor) else grad
+        dist.all_reduce(local, group=self.group)
 
 
 def build_pipeline_schedule(

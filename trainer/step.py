@@ -24,7 +24,7 @@ from trainer.loss import cross_entropy as cross_entropy
 from trainer.moe import set_aux_loss_scale
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
-from trainer.pipeline import run_pipeline_step
+from trainer.pipeline import TiedEmbeddingSync, run_pipeline_step
 
 
 def model_loss(head: LossHead, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -71,6 +71,12 @@ class Stepper:
         self.context_parallel = context_parallel
         self.loss_head = loss_head or LossHead(None, 0)  # default: full-logits cross-entropy
         self.params = [p for p in model.parameters() if p.requires_grad]
+        # A tied embedding split over the pipeline: one copy on the first rank, one on the last.
+        args = getattr(model, "args", None)
+        tied = layout.pp > 1 and args is not None and args.tied_embeddings
+        self.tied = TiedEmbeddingSync(model, meshes.pp) if tied else None
+        uncounted = self.tied.weight if self.tied is not None and not self.tied.counted_in_norm else None
+        self.norm_params = [p for p in self.params if p is not uncounted]
         pp_rank = meshes.pp.get_local_rank()
         self.holds_loss = pp_rank == layout.pp - 1  # the last pipeline stage computes the loss
         self.loss_ranks = dist.get_world_size() // layout.pp
@@ -120,10 +126,12 @@ class Stepper:
         # The pipeline schedule divides the gradients by its micro-batches itself.
         set_aux_loss_scale(self.model, 1 if self.schedule is not None else len(batches), self.scaler.scale)
         loss = self._global_mean(self._forward_backward(batches))
+        if self.tied is not None:
+            self.tied.sync()
         if self.scaler.enabled:
             multiply_gradients(self.params, 1.0 / self.scaler.scale)
         grad_norm = global_grad_norm(
-            self.params, self.meshes.pp.get_group() if self.layout.pp > 1 else None, self.device
+            self.norm_params, self.meshes.pp.get_group() if self.layout.pp > 1 else None, self.device
         )
         loss_value, norm_value = loss.item(), grad_norm.item()
         finite = math.isfinite(loss_value) and math.isfinite(norm_value)

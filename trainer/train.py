@@ -42,7 +42,7 @@ from trainer.parallel import (
     init_distributed,
     init_parameters,
 )
-from trainer.pipeline import StageChunks, local_stage_ids, split_native_for_stage
+from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, local_stage_ids, split_native_for_stage
 from trainer.probe import check_plan
 from trainer.session import Outcome, Session
 
@@ -137,7 +137,11 @@ def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch
         module.to_empty(device="cpu" if training.offload else device)
     model = modules[0] if len(modules) == 1 else StageChunks(modules)
     if native:
-        init_parameters(model, job.run.seed, native_init_rule(cast(ModelArgs, model.args)))
+        args = cast(ModelArgs, model.args)
+        # A pipelined tied head is its own copy of the embedding (trainer/pipeline.py).
+        init_parameters(
+            model, job.run.seed, native_init_rule(args), TIED_HEAD_ALIASES if args.tied_embeddings else None
+        )
         for module in modules:
             cast(Transformer, module).init_buffers(device)  # native: every module is a Transformer stage
     else:

@@ -20,6 +20,7 @@ from planner.model.moe import (
     held_fraction,
     routed_expert_params_per_layer,
 )
+from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
@@ -28,7 +29,6 @@ from planner.search.candidates import (
     AC_SELECTIVE,
     IMPL_HF,
     PREC_FP32,
-    SCHED_GPIPE,
     SHARD_FSDP,
     SHARD_ZERO1,
     SHARD_ZERO2,
@@ -104,29 +104,48 @@ class StageParams:
 
 
 def layers_per_stage(model: ModelSpec, c: Candidates) -> np.ndarray:
-    return np.ceil(model.num_layers / c.pp)
+    """Blocks on the pp rank with the most of them (uneven stages: planner/model/pipeline.py)."""
+    return max_rank_layers(model.num_layers, c)
 
 
-def stage_params(model: ModelSpec, c: Candidates, last_stage: bool) -> StageParams:
-    """Blocks are split evenly; the embedding sits on the first stage, norm + head on the last
-    (a tied head needs its own copy on the last stage once pp > 1)."""
+def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StageParams:
+    """The rank's blocks (uneven stages); the embedding on the first stage, norm + head on the
+    last (a tied head keeps its own copy of the embedding on the last stage once pp > 1: its
+    gradient is all-reduced with the first stage's, ``step_time.tied_embedding_sync_s``)."""
     counts = model.param_counts()
     head = counts.final_norm + (counts.lm_head or counts.embedding)
-    single = c.pp == 1
-    if last_stage:
-        root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, head)
-    else:
-        root = np.where(single, counts.embedding + counts.final_norm + counts.lm_head, counts.embedding)
+    whole = counts.embedding + counts.final_norm + counts.lm_head
+    root = np.where(c.pp == 1, whole, np.where(rank.embedding, counts.embedding, 0.0) + np.where(rank.head, head, 0.0))
     experts = float(routed_expert_params_per_layer(model))
     return StageParams(
         # The heaviest blocks when they differ (DeepSeek: a stage of expert blocks, not its dense ones).
-        blocks=counts.heaviest_blocks(layers_per_stage(model, c)),
+        blocks=counts.heaviest_blocks(rank.layers),
         root=root.astype(float),
         per_block=float(counts.per_layer),
-        experts=layers_per_stage(model, c) * experts,
+        experts=rank.layers * experts,
         per_block_experts=experts,
         expert_held=held_fraction(c),
     )
+
+
+def busiest_stage(model: ModelSpec, c: Candidates) -> StageParams:
+    """The parameters of the pp rank that holds the most of them, row by row."""
+    stages = [stage_params(model, c, rank) for rank in pipeline_ranks(model.num_layers, c)]
+    busiest = np.argmax(np.stack([stage.total for stage in stages]), axis=0)
+    pick = lambda field: np.choose(busiest, [np.broadcast_to(getattr(st, field), busiest.shape) for st in stages])  # noqa: E731
+    return StageParams(
+        blocks=pick("blocks"),
+        root=pick("root"),
+        per_block=stages[0].per_block,
+        experts=pick("experts"),
+        per_block_experts=stages[0].per_block_experts,
+        expert_held=stages[0].expert_held,
+    )
+
+
+def busiest_stage_params(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Parameters (before tp) of the pp rank that holds the most of them."""
+    return busiest_stage(model, c).total
 
 
 def compute_dtype_bytes(c: Candidates) -> np.ndarray:
@@ -186,11 +205,12 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
-def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
+def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True) -> np.ndarray:
     """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
     compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
-    linear) on every rank; context-parallel-gathered ones for ``kv_tokens_per_token`` tokens;
-    each row ``copies`` times (per routed expert)."""
+    linear) on every rank, or split too where only their sequence shard is kept (not
+    ``gathered_kept``: ``ModelingSettings.sp_saves_gathered_inputs``); context-parallel-gathered
+    ones for ``kv_tokens_per_token`` tokens; each row ``copies`` times (per routed expert)."""
     assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
     total: Any = None  # an array after the first non-empty part
     for rows, size, split in (
@@ -205,22 +225,22 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0) -> np.ndarray:
         gathered = sum(t.elements * t.copies for t in rows if t.cp_gathered)
         if gathered:
             elements = elements + gathered * kv_tokens_per_token
-        term = elements * size / tp if split else elements * size
+        term = elements * size / tp if (split or not gathered_kept) else elements * size
         total = term if total is None else total + term
     return total
 
 
-def _saved_by_impl(native_rows, hf_rows, c: Candidates, kv_tokens_per_token=1.0) -> np.ndarray:
+def _saved_by_impl(native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0) -> np.ndarray:
     """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
     they differ (HF's eager RMSNorm)."""
-    dtype = compute_dtype_bytes(c)
-    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token)
+    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
+    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token, kept)
     if hf_rows == native_rows:
         return native
-    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token), native)
+    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token, kept), native)
 
 
-def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
+def norm_saved_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Bytes one norm saves per token (the final norm's rows in ``planner/model/block.py``).
 
     HF LlamaRMSNorm upcasts to fp32 (saved by pow/mul: 4h), saves the normalised bf16 value for
@@ -229,7 +249,7 @@ def norm_saved_bytes(model: ModelSpec, c: Candidates) -> np.ndarray:
     parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
     column-parallel linear is whole.
     """
-    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c)
+    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c, s)
 
 
 def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
@@ -243,7 +263,7 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     native, hf = block_table(model), block_table(model, hf_modules=True)
     load = busiest_rank_load(c, s)  # MoE: the busiest ep rank's routed copies over the mean
     saved = {
-        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, kv_tokens_per_token)
+        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, s, kv_tokens_per_token)
         * (load if any(t.routed for t in native.saved_in(part)) else 1.0)
         for part in native.saved_parts
     }
@@ -257,39 +277,18 @@ def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return saved_bytes((block_table(model).checkpoint,), compute_dtype_bytes(c), c.tp)
 
 
-def in_flight_microbatches(c: Candidates, first_stage: bool) -> np.ndarray:
-    """Micro-batches whose activations a rank holds at its peak, in units of all its layers.
-
-    1F1B warms up with ``pp-1-rank`` forwards: pp micro-batches alive on the first stage, one on
-    the last; GPipe keeps all. Interleaved 1F1B (vpp chunks per rank) runs ``m // pp`` equal
-    rounds of ``r = m / rounds`` micro-batches and warms up with ``(vpp-1) r + 2 (pp-1-rank)``
-    chunk forwards before its first backward (torch's ``_get_warmup_ops``; Megatron's with
-    ``r = pp``), each 1/vpp of the rank's layers: ``pp + (pp-1)/vpp`` on the first rank when
-    ``r = pp`` (Korthikanti et al. 2022, sec. 4.2.3: ``pp (1 + (pp-1)/(pp vpp))``).
-    """
-    m = c.grad_accum.astype(float)
-    vpp = c.vpp.astype(float)
-    per_round = m / np.maximum(1, c.grad_accum // np.maximum(c.pp, 1))
-    hops = 2.0 * (c.pp - 1) if first_stage else 0.0
-    interleaved = ((vpp - 1) * per_round + hops + 1) / vpp
-    plain = c.pp if first_stage else np.ones_like(m)
-    one_f_one_b = np.where(vpp > 1, interleaved, plain)
-    alive = np.where(c.pp_schedule == SCHED_GPIPE, m, np.minimum(one_f_one_b, m))
-    return np.where(c.pp == 1, 1.0, alive)
-
-
-def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, first_stage: bool) -> np.ndarray:
-    """Activations saved for backward by all in-flight micro-batches of a stage."""
+def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank) -> np.ndarray:
+    """Activations saved for backward by all in-flight micro-batches of one pp rank."""
     tokens = c.micro_batch * c.seq_len / c.cp
     full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
     kept = block_input_bytes_per_token(model, c) * tokens
-    n = layers_per_stage(model, c)
+    n = rank.layers
     # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2).
     per_microbatch = np.select(
         [c.ac == AC_SELECTIVE, c.ac == AC_FULL], [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept], n * full
     )
-    last_norm = np.where(first_stage & (c.pp > 1), 0.0, norm_saved_bytes(model, c) * tokens)
-    return per_microbatch * in_flight_microbatches(c, first_stage) + last_norm
+    last_norm = np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0)
+    return per_microbatch * rank.in_flight + last_norm
 
 
 def recompute_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -322,13 +321,13 @@ def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     return s.loss_bytes_per_logit * held * model.vocab_size / c.tp
 
 
-def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, last_stage: bool) -> MemoryBreakdown:
-    stage = stage_params(model, c, last_stage)
+def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank) -> MemoryBreakdown:
+    """One pp rank's peak (the only rank when pp is 1)."""
+    stage = stage_params(model, c, rank)
     params, grads_full, moments = state_bytes(stage, c, s)
     unsharded = unsharded_param_bytes(stage, c, s)
-    # With pp == 1 the one stage is both first and last: in-flight count is 1 either way.
-    acts = activation_bytes(model, c, s, first_stage=not last_stage)
-    loss = logits_loss_bytes(model, c, s) * np.where(last_stage | (c.pp == 1), 1.0, 0.0)
+    acts = activation_bytes(model, c, s, rank)
+    loss = logits_loss_bytes(model, c, s) * np.where(rank.head, 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
     unsharded_grads = stage.held / c.tp * s.grad_bytes * ~c.offload.astype(bool)
@@ -368,10 +367,10 @@ def reserved_bytes(peak, loss, grads_full, acts, c: Candidates, s: ModelingSetti
 
 
 def memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
-    """The most loaded stage: the first (most in-flight activations) or the last (loss)."""
-    first = stage_memory(model, c, s, last_stage=False)
-    last = stage_memory(model, c, s, last_stage=True)
-    use_last = last.device_total >= first.device_total
+    """The most loaded pp rank: the first (embedding, most in-flight activations), the second
+    (most blocks of a middle rank) or the last (head and loss); planner/model/pipeline.py."""
+    stages = [stage_memory(model, c, s, rank) for rank in pipeline_ranks(model.num_layers, c)]
+    worst = np.argmax(np.stack([m.device_total for m in stages]), axis=0)
     return MemoryBreakdown(
-        **{f.name: np.where(use_last, getattr(last, f.name), getattr(first, f.name)) for f in fields(MemoryBreakdown)}
+        **{f.name: np.choose(worst, [getattr(m, f.name) for m in stages]) for f in fields(MemoryBreakdown)}
     )

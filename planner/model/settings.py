@@ -149,6 +149,11 @@ class ModelingSettings:
     # and keeps them for backward. True (Megatron-Core/TransformerEngine ring attention): K,V
     # chunks pass around the ring, each rank keeps only its own.
     cp_ring_attention: bool = False
+    # Sequence parallelism with tensor parallelism: torch's DTensor ColwiseParallel (trainplan's
+    # trainer/tensor_parallel.py) saves the all-gathered (whole-sequence) input of each
+    # column-parallel linear for its weight gradient; Megatron saves only its 1/tp sequence shard
+    # and all-gathers it again in backward (Korthikanti et al. 2022, sec. 4.2.2, their 34 sbh / t).
+    sp_saves_gathered_inputs: bool = True
     # Fraction of the context-parallel KV exchange hidden behind attention. trainplan's gather
     # is issued right before the attention that needs it, so none is hidden.
     cp_comm_overlap: float = 0.0
@@ -280,6 +285,8 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,
     cp_comm_overlap=0.7,
+    # ... and sequence-parallel linears that keep their input shard only (re-gathered in backward).
+    sp_saves_gathered_inputs=False,
     # Vocabulary-parallel cross-entropy (fused or not) over the full local logits.
     loss_chunk_tokens=0,
     # MoE (only MoE blocks read these): TEGroupedMLP with the probabilities fused into the

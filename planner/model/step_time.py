@@ -15,7 +15,8 @@ import numpy as np
 from planner.model import comm, moe, rates
 from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
-from planner.model.memory import compute_dtype_bytes, layers_per_stage, stage_params
+from planner.model.memory import busiest_stage, busiest_stage_params, compute_dtype_bytes, layers_per_stage
+from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
@@ -88,7 +89,7 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return 3.0 * elements / c.tp * compute_dtype_bytes(c)
 
 
-def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers) -> np.ndarray:
     """HBM traffic of materialised attention scores per micro-batch (no flash attention): every
     head writes and re-reads its full s x s score matrix (masked, not skipped), forward once,
     backward about twice, recompute once more."""
@@ -97,13 +98,23 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
     tokens = c.micro_batch * c.seq_len / c.cp
     scores = tokens * c.seq_len * model.num_heads / c.tp
     passes = 3.0 + recompute_fraction(c)
-    return layers_per_stage(model, c) * scores * s.unfused_attention_bytes_per_score * passes
+    return n_layers * scores * s.unfused_attention_bytes_per_score * passes
 
 
 def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
-    """GPU seconds of one micro-batch's forward + backward on the busiest stage."""
+    """GPU seconds of one micro-batch's forward + backward on the slowest pp rank: uneven stages
+    (planner/model/pipeline.py) and the LM head + loss on the last one; in a 1F1B pipeline the
+    slowest stage sets the pace of every other (stage imbalance)."""
+    per_rank = [rank_compute_time(model, c, s, rank.layers, rank.head) for rank in pipeline_ranks(model.num_layers, c)]
+    slowest = np.argmax(np.stack([sum(terms.values()) for terms in per_rank]), axis=0)
+    return {term: np.choose(slowest, [terms[term] for terms in per_rank]) for term in per_rank[0]}
+
+
+def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers, head_on) -> dict[str, np.ndarray]:
+    """GPU seconds of one micro-batch's forward + backward on a rank of ``n_layers`` blocks, with
+    the LM head and loss where ``head_on``."""
     tokens = c.micro_batch * c.seq_len / c.cp
-    n_layers = layers_per_stage(model, c)
+    head_share = np.where(head_on, 1.0, 0.0)
     passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
@@ -120,7 +131,7 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
         / c.tp
         * tokens
         / (head_rate * rates.shape_factor(head_dims, s))
-    )
+    ) * head_share
     fwd = forward_flops_per_token(model, c.seq_len, s)
     attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
     # Forward (and its recompute) at the forward rate; the backward, 2x the forward's FLOPs, and
@@ -139,7 +150,8 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     root_passes = sum(e.elements for e in root_table(model).elementwise)
     if root_passes:
         loss = loss + 3.0 * root_passes * tokens / c.tp * compute_dtype_bytes(c)
-    scores = unfused_attention_bytes(model, c, s) / rates.copy_bandwidth(c, s)
+    loss = loss * head_share
+    scores = unfused_attention_bytes(model, c, s, n_layers) / rates.copy_bandwidth(c, s)
     memory_bound = (elementwise + fp8_casts + loss) / rates.eager_bandwidth(c, s) + scores
     return {"matmul": blocks + head, "attention": attention, "memory_bound": memory_bound}
 
@@ -147,7 +159,7 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
 def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
     parameters for each all-gather pass and gradients for each reduce-scatter."""
-    stage = stage_params(model, c, last_stage=True)
+    stage = busiest_stage(model, c)
     local = stage.total / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
@@ -202,7 +214,7 @@ def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings
 def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTimes:
     """Per-step collective time of each axis (mesh order pp, dp_replicate, dp_shard, cp, tp)."""
     dtype = compute_dtype_bytes(c)
-    local_params = stage_params(model, c, last_stage=True).total / c.tp
+    local_params = busiest_stage_params(model, c) / c.tp
     tokens = c.micro_batch * c.seq_len / c.cp
     n_layers = layers_per_stage(model, c)
     m = c.grad_accum
@@ -228,7 +240,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
 
     # With ep > 1 a block's experts are their own FSDP unit over the expert shard group (ranks
     # tp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
-    stage = stage_params(model, c, last_stage=True)
+    stage = busiest_stage(model, c)
     experts = stage.experts * stage.expert_held / c.tp
     expert_link = comm.group_link(c, c.expert_shard_group, c.tp * c.ep, s)
     shard_traffic = np.where(
@@ -251,9 +263,21 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
+    pp = pp + tied_embedding_sync_s(model, c, pp_link)
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
+
+
+def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link) -> np.ndarray:
+    """A tied embedding split over the pipeline: once per step the first and the last pp rank
+    sum the gradient of their copies (trainer/pipeline.py ``TiedEmbeddingSync``), fp32 and
+    sharded as the step left it (by tp, and over the shard group from ZeRO-1 on)."""
+    if not model.tied_embeddings:
+        return np.zeros(len(c))
+    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
+    grad_bytes = model.vocab_size * model.hidden_size * 4.0 / c.tp / shard
+    return np.where(c.pp > 1, comm.all_reduce_s(grad_bytes, np.full_like(c.pp, 2), pp_link), 0.0)
 
 
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:

@@ -144,22 +144,17 @@ def structural_rules(
             (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
             lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs",
         ),
-        split(model.num_layers, pp, "num_layers", "pp"),
-        ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
+        # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count.
         (
-            (pp == 1) | ~np.asarray(model.tied_embeddings),
+            pp * vpp <= model.num_layers,
             lambda: (
-                "pipeline parallelism with tied embeddings is not supported by the trainer "
-                "(embedding and LM head would live on different stages)"
+                f"pp*vpp={pp * vpp} pipeline stages exceed num_layers {model.num_layers} (one block per stage at most)"
             ),
         ),
+        ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
         (
             (pp == 1) | ~one_f_one_b | (grad_accum >= pp),
             lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe",
-        ),
-        (
-            (vpp == 1) | (model.num_layers % (pp * vpp) == 0),
-            lambda: f"num_layers {model.num_layers} is not divisible by pp*vpp={pp * vpp} (interleaved stages)",
         ),
         # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size.
         (

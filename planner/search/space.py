@@ -40,11 +40,7 @@ SHARDING_VARIANTS = (
 )
 MICRO_BATCHES = (1, 2, 4, 8, 16)
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 72)
-PP_DEGREES = (1, 2, 4, 8, 16, 32)
 CP_DEGREES = (1, 2, 4, 8, 16)
-# Interleaved pipeline chunks per rank (pp > 1 only): the bubble shrinks by vpp for vpp times
-# the stage-boundary traffic and more in-flight activations on the first stage.
-VPP_DEGREES = (1, 2, 4)
 CP_MIN_SEQ_LEN = 16384  # context parallelism only pays for long sequences
 # Largest relative distance of a candidate's global batch from the requested one. Of the feasible
 # candidates, plan() then keeps those of the achievable batch nearest the request (docs/ilp.md).
@@ -97,6 +93,30 @@ def expert_parallel_degrees(model: ModelSpec, impl: Implementation) -> np.ndarra
     return np.array([d for d in range(1, e + 1) if e % d == 0])
 
 
+# Pipeline degrees the search tries besides the powers of two: divisors of the layer count up to
+# this (3, 5, 6, 7, ...: even stages on node counts that are not powers of two); and interleaved
+# chunks per rank up to this many (Megatron's and torchtitan's recipes use 2-8). Larger grids cost
+# search time for layouts that rarely win; estimate takes any pp x vpp <= num_layers.
+PP_DIVISOR_MAX = 16
+VPP_MAX = 8
+
+
+def pipeline_degrees(num_layers: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (pp, vpp) pairs searched, derived from the layer count (stages may be uneven,
+    planner/layout.py ``stage_layer_counts``): pp every power of two up to the layer count and
+    every divisor of it up to ``PP_DIVISOR_MAX`` (126 layers: 1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 32,
+    64); interleaved chunks per rank (pp > 1) every power of two up to ``num_layers // pp`` and
+    ``VPP_MAX``. The bubble shrinks by vpp for vpp times the stage-boundary traffic and more
+    in-flight activations (planner/model/pipeline.py)."""
+    powers = [1 << k for k in range(num_layers.bit_length()) if 1 << k <= num_layers]
+    divisors = [d for d in range(1, min(num_layers, PP_DIVISOR_MAX) + 1) if num_layers % d == 0]
+    pairs = [(1, 1)]
+    for pp in sorted(set(powers + divisors) - {1}):
+        pairs += [(pp, vpp) for vpp in powers if vpp <= min(num_layers // pp, VPP_MAX)]
+    pp_values, vpp_values = zip(*pairs, strict=True)
+    return np.array(pp_values), np.array(vpp_values)
+
+
 def cartesian(**axes: np.ndarray) -> dict[str, np.ndarray]:
     """Every combination of the given 1-D arrays, as flat columns."""
     grids = np.meshgrid(*axes.values(), indexing="ij")
@@ -122,15 +142,17 @@ def gpu_rows(
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
     # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
     # before the other knobs multiply the table keeps the search fast.
+    pp_values, vpp_values = pipeline_degrees(model.num_layers)
     mesh = cartesian(
         num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus, space.extra_counts),
         tp=np.array(TP_DEGREES),
-        pp=np.array(PP_DEGREES),
+        pipeline=np.arange(len(pp_values)),
         cp=np.array(cp_options),
-        vpp=np.array(VPP_DEGREES),
     )
+    mesh["pp"], mesh["vpp"] = pp_values[mesh["pipeline"]], vpp_values[mesh["pipeline"]]
+    del mesh["pipeline"]
     non_dp = mesh["tp"] * mesh["pp"] * mesh["cp"]
-    fits = (mesh["num_gpus"] % non_dp == 0) & (mesh["num_gpus"] >= non_dp) & ((mesh["pp"] > 1) | (mesh["vpp"] == 1))
+    fits = (mesh["num_gpus"] % non_dp == 0) & (mesh["num_gpus"] >= non_dp)
     rows = cross(
         {k: v[fits] for k, v in mesh.items()},
         variant=np.arange(len(SHARDING_VARIANTS)),

@@ -240,6 +240,43 @@ def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
 
 
+@pytest.mark.parametrize(
+    "layout, num_layers, grad_accum",
+    [
+        # 4 blocks on 3 stages: 1, 2, 1 (the embedding and the head each weigh one block).
+        (Layout(dp_shard=1, pp=3, pp_schedule="1f1b"), 4, 3),
+        # 5 blocks on 2 ranks x 2 interleaved stages: 1, 2, 1, 1 (rank 0 runs 1 + 1, rank 1 2 + 1).
+        (Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 5, 4),
+    ],
+    ids=["pp3-1f1b-4-layers", "pp2-vpp2-5-layers"],
+)
+def test_uneven_pipeline_follows_one_process(layout, num_layers, grad_accum, tmp_path, in_process):
+    """Stages of unequal block counts (planner/layout.py stage_layer_counts) train like one
+    process: no block dropped or run twice, gradients of every stage reach the optimizer."""
+    settings = dict(model=tiny_spec(num_layers=num_layers), steps=6, **COMMON)
+    _, piped, reference = run_beside_one_process(tmp_path, layout, layout.pp, grad_accum=grad_accum, **settings)
+    assert_same_trajectory(piped, reference, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "layout, nproc, grad_accum",
+    [
+        # FSDP-sharded copies on the first and the last of 2 stages (grads are DTensor shards).
+        (Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4, 2),
+        # 4 blocks on 3 stages (1, 2, 1): the middle rank holds neither copy.
+        (Layout(dp_shard=1, pp=3, pp_schedule="1f1b"), 3, 3),
+    ],
+    ids=["pp2-x-fsdp2", "pp3-uneven"],
+)
+def test_pipelined_tied_embedding_follows_one_process(layout, nproc, grad_accum, tmp_path, in_process):
+    """A tied embedding/head (GPT-2 style, learned positions) split over the pipeline: the last
+    stage's head is a copy of the first stage's embedding, their gradients summed every step
+    (trainer/pipeline.py TiedEmbeddingSync), and the run follows one process."""
+    settings = dict(model=tiny_gpt_spec(num_layers=4), steps=6, **COMMON)
+    _, piped, reference = run_beside_one_process(tmp_path, layout, nproc, grad_accum=grad_accum, **settings)
+    assert_same_trajectory(piped, reference, 1e-3)
+
+
 def test_killed_run_resumes_exactly(reference, tmp_path):
     """SIGKILL torchrun and its workers after the first checkpoint; the resumed run matches the reference."""
     job = write_job(tmp_path, Layout(dp_shard=2), 2, steps=REFERENCE_STEPS, grad_accum=2, checkpoint_every=5, **COMMON)

@@ -269,28 +269,75 @@ def test_estimate_json_keeps_its_keys_and_reads_back_typed():
     )
 
 
-def test_interleaved_in_flight_activations_follow_torchs_warmup():
-    """The memory model's micro-batches alive at the peak equal torch's interleaved-1F1B warm-up
-    (+1 steady forward) on the first and the last pp rank, for every grad_accum the rules allow."""
+def torch_peak_live_chunks(pp: int, vpp: int, m: int) -> list[int]:
+    """Chunk forwards alive (done, not yet backwarded) at the peak on each rank, counted in the
+    action lists (``pipeline_order``) of torch's ScheduleInterleaved1F1B."""
     from types import SimpleNamespace
 
-    from planner.model.memory import in_flight_microbatches
+    pipelining = pytest.importorskip("torch.distributed.pipelining")
+    from torch.distributed.pipelining.schedules import _ComputationType
+
+    stages = [SimpleNamespace(group_size=pp, group_rank=0, num_stages=pp * vpp, stage_index=k * pp) for k in range(vpp)]
+    schedule = pipelining.ScheduleInterleaved1F1B(stages, n_microbatches=m)
+    peaks = []
+    for rank in range(pp):
+        live = peak = 0
+        for action in schedule.pipeline_order[rank]:
+            if action is None:
+                continue
+            if action.computation_type == _ComputationType.FORWARD:
+                live += 1
+            elif action.computation_type == _ComputationType.FULL_BACKWARD:
+                live -= 1
+            peak = max(peak, live)
+        peaks.append(peak)
+    return peaks
+
+
+def test_in_flight_activations_follow_torchs_interleaved_schedule_on_every_rank():
+    """The memory model's micro-batches alive at the peak, on every pp rank, equal the chunk
+    forwards torch's interleaved 1F1B holds before their backward (in units of the rank's vpp
+    chunks), for every grad_accum the rules allow."""
+    from types import SimpleNamespace
+
+    from planner.model.pipeline import in_flight_microbatches
     from planner.search.candidates import SCHED_1F1B
 
-    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
     rows = [
-        (pp, vpp, m) for pp in (2, 4, 8) for vpp in (2, 4) for m in range(1, 3 * pp + 1) if m % max(1, m // pp) == 0
+        (pp, vpp, m)
+        for pp in (2, 3, 4, 8)
+        for vpp in (2, 3, 4)
+        for m in range(1, 3 * pp + 1)
+        if m % max(1, m // pp) == 0
     ]
-    c = SimpleNamespace(
-        **{k: np.array(v) for k, v in zip(("pp", "vpp", "grad_accum"), zip(*rows, strict=True), strict=True)},
-        pp_schedule=np.full(len(rows), SCHED_1F1B),
-    )
-    for first_stage, rank_of in ((True, lambda pp: 0), (False, lambda pp: pp - 1)):
-        model = in_flight_microbatches(c, first_stage)
-        for i, (pp, vpp, m) in enumerate(rows):
-            per_round = m // max(1, m // pp)
-            warmup = schedules._get_warmup_ops(rank_of(pp), vpp, per_round, pp, m)
-            assert model[i] == pytest.approx(min(warmup + 1, m * vpp) / vpp), (pp, vpp, m, first_stage)
+    for pp, vpp, m in rows:
+        c = SimpleNamespace(
+            pp=np.full(pp, pp), vpp=np.full(pp, vpp), grad_accum=np.full(pp, m), pp_schedule=np.full(pp, SCHED_1F1B)
+        )
+        model = in_flight_microbatches(c, np.arange(pp))
+        torch_chunks = torch_peak_live_chunks(pp, vpp, m)
+        assert model.tolist() == pytest.approx([chunks / vpp for chunks in torch_chunks]), (pp, vpp, m)
+
+
+def test_one_f_one_b_holds_pp_minus_rank_micro_batches():
+    """torch's Schedule1F1B warms up with min(m, pp - stage) forwards and then runs one backward
+    before each forward: rank r holds pp - r micro-batches (at most m); GPipe holds all m."""
+    from types import SimpleNamespace
+
+    from planner.model.pipeline import in_flight_microbatches
+    from planner.search.candidates import SCHED_1F1B, SCHED_GPIPE
+
+    pp, m = 4, 6
+    ranks = np.arange(pp)
+    c = SimpleNamespace(pp=np.full(pp, pp), vpp=np.ones(pp, int), grad_accum=np.full(pp, m), pp_schedule=SCHED_1F1B)
+    assert in_flight_microbatches(c, ranks).tolist() == [4, 3, 2, 1]
+    assert in_flight_microbatches(SimpleNamespace(**{**vars(c), "grad_accum": np.full(pp, 2)}), ranks).tolist() == [
+        2,
+        2,
+        2,
+        1,
+    ]
+    assert in_flight_microbatches(SimpleNamespace(**{**vars(c), "pp_schedule": SCHED_GPIPE}), ranks).tolist() == [6] * 4
 
 
 def test_all_gather_context_parallelism_keeps_the_whole_sequences_kv():

@@ -14,9 +14,9 @@ from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model import comm
 from planner.model.memory import (
     block_activation_bytes_per_token,
+    busiest_stage,
     memory,
     optimizer_grad_copy_bytes,
-    stage_params,
     state_bytes,
 )
 from planner.model.moe import (
@@ -125,7 +125,7 @@ def test_expert_states_shard_over_all_ranks_and_gather_only_local_experts():
 def test_zero1_holds_the_ep_share_of_expert_gradients():
     """ZeRO-1 keeps whole local gradients: only 1/ep of the experts' with expert parallelism."""
     plain, ep = (candidates(Layout(ep=e, sharding=Sharding.ZERO1), 8) for e in (1, 8))
-    grads = [state_bytes(stage_params(MIXTRAL, c, last_stage=True), c, DEFAULT_SETTINGS)[1][0] for c in (plain, ep)]
+    grads = [state_bytes(busiest_stage(MIXTRAL, c), c, DEFAULT_SETTINGS)[1][0] for c in (plain, ep)]
     expert_grads = MIXTRAL.num_layers * routed_expert_params_per_layer(MIXTRAL) * 4.0
     assert grads[0] - grads[1] == pytest.approx(expert_grads * (1 - 1 / 8))
 
@@ -245,7 +245,7 @@ def test_bf16_gradients_halve_the_gradient_buffer_and_add_the_optimizers_fp32_sh
     """Megatron-Core's distributed optimizer with bf16 gradients: 2 bytes per held parameter for
     the gradient buffer and an fp32 gradient shard (4/d) at the step (its dist_optimizer.md)."""
     c = candidates(Layout(dp_shard=8, ep=8, sharding=Sharding.ZERO1), 8)
-    stage = stage_params(MIXTRAL, c, last_stage=True)
+    stage = busiest_stage(MIXTRAL, c)
     bf16 = DEFAULT_SETTINGS.but(grad_bytes=2.0)
     fp32_grads = state_bytes(stage, c, DEFAULT_SETTINGS)[1][0]
     assert state_bytes(stage, c, bf16)[1][0] == pytest.approx(fp32_grads / 2)

@@ -153,8 +153,9 @@ def test_search_drops_what_the_trainer_cannot_run():
     space = SearchSpace(seq_len=2048, global_batch_tokens=2**20, max_gpus=64)
     gpt3 = build_candidates(get_preset("gpt3-1.3b"), load_catalog(), {"h100-sxm": None}, space)
     # Vocabulary 50257, padded to 50304 by the native model: tensor parallelism up to 128 ways;
-    # tied embedding/head: no pipeline split.
-    assert set(gpt3.tp) == {1, 2, 4, 8} and set(gpt3.pp) == {1}
+    # a tied embedding/head may be pipelined (trainer/pipeline.py TiedEmbeddingSync), 24 layers
+    # on up to 24 stages: every pp of the grid derived from the layer count.
+    assert set(gpt3.tp) == {1, 2, 4, 8} and set(gpt3.pp) == {1, 2, 3, 4, 6, 8, 12, 16}
     mixtral = build_candidates(get_preset("mixtral-8x7b"), load_catalog(), {"h100-sxm": None}, space)
     # Native MoE blocks: whole experts per rank (no tp), expert parallelism over divisors of 8.
     assert set(mixtral.tp) == {1} and set(mixtral.ep) == {1, 2, 4, 8}
@@ -169,7 +170,7 @@ def test_search_drops_what_the_trainer_cannot_run():
     assert len(mixtral_hf) and set(mixtral_hf.tp) == set(mixtral_hf.pp) == set(mixtral_hf.cp) == {1}
     assert set(mixtral_hf.ep) == {1}
     tied = build_candidates(get_preset("llama3.2-1b"), load_catalog(), {"h100-sxm": None}, space)
-    assert set(tied.pp) == {1} and set(tied.tp) > {1}  # tied embedding/head: no pipeline split
+    assert set(tied.pp) > {1} and set(tied.tp) > {1}  # tied embedding/head: pipelined (TiedEmbeddingSync)
     untied = build_candidates(get_preset("llama3-8b"), load_catalog(), {"h100-sxm": None}, space)
     pipelined = untied.pp > 1
     assert pipelined.any() and (untied.grad_accum[pipelined] >= untied.pp[pipelined]).all()  # 1f1b

@@ -42,6 +42,13 @@ def test_layout_must_match_the_world_size():
     assert "does not fit 4 processes" in refusal(plan_for(Layout(dp_shard=1, tp=2), 2), 4)
 
 
+def test_tied_embeddings_and_uneven_stages_pass_the_static_check():
+    """A tied embedding/head may be pipelined, and 4 blocks may be cut into 3 stages."""
+    tied = plan_for(Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), grad_accum=2)
+    assert check_plan(tied, RunSettings(), 2, CPU).pp == 2
+    assert check_plan(plan_for(Layout(dp_shard=1, pp=3), 3, grad_accum=3), RunSettings(), 3, CPU).pp == 3
+
+
 def test_valid_plans_resolve_the_layout():
     layout = check_plan(plan_for(Layout(dp_shard=-1, tp=2), 4), RunSettings(), 4, CPU)
     assert (layout.dp_shard, layout.tp) == (2, 2)
@@ -50,7 +57,13 @@ def test_valid_plans_resolve_the_layout():
 @pytest.mark.parametrize(
     "layout, world, model, training, expected",
     [
-        (Layout(dp_shard=1, pp=2, vpp=4), 2, None, {"grad_accum": 4}, "num_layers 4 is not divisible by pp*vpp=8"),
+        (
+            Layout(dp_shard=1, pp=2, vpp=4),
+            2,
+            None,
+            {"grad_accum": 4},
+            "pp*vpp=8 pipeline stages exceed num_layers 4 (one block per stage at most)",
+        ),
         (
             Layout(dp_shard=1, pp=2, vpp=2),
             2,
@@ -60,7 +73,7 @@ def test_valid_plans_resolve_the_layout():
         ),
         (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
         (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
-        (Layout(dp_shard=1, pp=3), 3, None, {"grad_accum": 3}, "num_layers 4 is not divisible by pp=3"),
+        (Layout(dp_shard=1, pp=5), 5, None, {"grad_accum": 5}, "pp*vpp=5 pipeline stages exceed num_layers 4"),
         (
             Layout(dp_shard=1, cp=4),
             4,
@@ -86,7 +99,6 @@ def test_valid_plans_resolve_the_layout():
         ),
         (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 1}, "1f1b schedule needs grad_accum >= pp"),
         (Layout(dp_shard=1, pp=2), 2, None, {"grad_accum": 2, "impl": "hf"}, "needs impl 'native'"),
-        (Layout(dp_shard=1, pp=2), 2, tiny_spec(tied_embeddings=True), {"grad_accum": 2}, "tied embeddings"),
     ],
 )
 def test_static_checks_refuse_with_one_line(layout, world, model, training, expected):
