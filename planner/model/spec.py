@@ -76,6 +76,9 @@ class ModelSpec(BaseModel):
             raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
         if self.experts_per_token > self.num_experts:
             raise ValueError("experts_per_token exceeds num_experts")
+        if self.position == "rope" and self.dim_head % 2:
+            # RoPE rotates pairs of channels: the trainer cannot build an odd head dimension.
+            raise ValueError(f"head_dim {self.dim_head} is odd: RoPE needs an even head dimension")
         return self
 
     @property

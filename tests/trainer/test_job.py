@@ -197,7 +197,9 @@ def test_k8s_manifest_is_a_valid_pytorchjob(tmp_path: Path, num_nodes: int) -> N
         assert container["name"] == "pytorch" and container["image"] == "reg/trainplan:1"
         assert container["resources"]["limits"]["nvidia.com/gpu"] == 2
         command = container["command"]
-        assert command[:5] == ["torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
+        # trainer.torchrun exits 143 on SIGTERM: a preempted pod is retried under restartPolicy ExitCode
+        assert command[:7] == ["python", "-m", "trainer.torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
+        assert replica["restartPolicy"] == "ExitCode"
         assert command[-3:] == ["-m", "trainer.train", "/jobs/Tiny_Run.1"]
         claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
         assert claims == ["trainplan-jobs"]
