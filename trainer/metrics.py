@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from planner.errors import DiskFullError
 from planner.fmt import duration_clock
 from trainer.files import write_atomic
 
@@ -132,7 +133,13 @@ def truncate_after(path: Path, last_step: int) -> None:
             kept.append(line.decode())
     if dropped:
         log.warning(f"warning: {path}: line(s) {', '.join(map(str, dropped[:10]))} are not metrics records; dropped")
-    write_atomic(path, "".join(line + "\n" for line in kept))
+    if len(kept) == len(lines):
+        return  # nothing to drop: no rewrite (which needs free space)
+    try:
+        write_atomic(path, "".join(line + "\n" for line in kept))
+    except OSError as exc:
+        path.with_name(f".{path.name}.tmp").unlink(missing_ok=True)
+        raise DiskFullError(f"cannot rewrite {path} ({exc.strerror}); free space and resume") from None
 
 
 class MetricsLogger:

@@ -93,7 +93,7 @@ def parse_pairs(text: str | None, what: str, cast=float) -> dict:
 MAX_GPUS = 1 << 20  # more GPUs than any cluster: a typo, refused before the search
 MAX_BATCH_TOKENS = 1 << 40  # tokens per optimizer step
 MAX_PRICE_USD = 1e6  # per GPU-hour
-MAX_PLAN_BYTES = 16_000_000  # a plan file is a few KB: refuse /dev/zero before reading it all
+MAX_INPUT_BYTES = 16_000_000  # a plan or jobs file is a few KB: refuse /dev/zero before reading it all
 
 
 def check_range(flag: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
@@ -106,12 +106,12 @@ def check_range(flag: str, value: float | None, low: float, high: float, *, low_
         raise ValueError(f"{flag} must be a finite number {bound} and <= {high:g}, got {value}")
 
 
-def check_plan_file(path: Path) -> Path:
-    """Refuse a plan file that is not a regular file of reasonable size, before Plan.load reads it."""
+def check_input_file(path: Path) -> Path:
+    """Refuse a plan or jobs file over MAX_INPUT_BYTES (``/dev/zero``) before its reader reads it all."""
     from trainer.files import read_capped
 
     with contextlib.suppress(OSError):  # Plan.load names the file and the error
-        read_capped(path, MAX_PLAN_BYTES)
+        read_capped(path, MAX_INPUT_BYTES)
     return path
 
 
@@ -305,7 +305,7 @@ def explain(plan_file: Path = typer.Argument(..., help="a plan.json"), as_json: 
     """Explain a plan: every memory and time term, and what limits it."""
     from planner.plan import Plan
 
-    loaded = Plan.load(check_plan_file(plan_file))
+    loaded = Plan.load(check_input_file(plan_file))
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     render.explain(loaded, as_json=as_json)
@@ -379,7 +379,7 @@ def emit(
         save_checkpoints=not no_checkpoints,
         **given,
     )
-    job_json = emit_job(Plan.load(check_plan_file(plan_file)), out, name=name, run=run, force=force)
+    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force)
     render.emitted(job_json, as_json=as_json)
 
 
@@ -426,7 +426,7 @@ def portfolio(
     from planner.search.explore import plan_portfolio
     from ui.portfolio_file import read_jobs_file
 
-    spec = read_jobs_file(jobs_file)
+    spec = read_jobs_file(check_input_file(jobs_file))
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
@@ -469,7 +469,7 @@ def fleet(
     from planner.search.explore import plan_fleet
     from ui.portfolio_file import purchase_prices, read_jobs_file
 
-    spec = read_jobs_file(jobs_file)
+    spec = read_jobs_file(check_input_file(jobs_file))
     prices = purchase_prices(spec, load_catalog())
     for gpu_id, usd in prices.items():
         check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, 1e9, low_open=True)
