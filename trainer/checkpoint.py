@@ -336,7 +336,7 @@ class CheckpointManager:
         problem = None
         try:
             self._load(path, state)
-        except Exception as exc:  # an unloadable .metadata, shard or rank file: fall back, not crash
+        except (Exception, CheckpointException) as exc:  # an unloadable .metadata, shard or rank file: fall back
             problem = f"does not load: {exc.__class__.__name__}{_detail(exc)}"
         problems: list[str | None] = [None] * self.world
         dist.all_gather_object(problems, problem)
