@@ -135,7 +135,7 @@ MANIFEST_SHAPES = {
     '{"files": [1]}': r"malformed manifest \('files' is not an object\)",
     "[]": r"malformed manifest \('files' is not an object\)",
     '{"files": {".metadata": {"sha256": "x"}}}': r"malformed manifest \(bad entry for '\.metadata'\)",
-    '{"files": {"../../etc/passwd": {"size": 1, "sha256": "x"}}}': r"malformed manifest \(bad entry",
+    '{"files": {"../../etc/passwd": {"size": 1, "sha256": "x"}}}': r"malformed manifest \(bad entry for '\.\./\.\./etc/passwd'\)",
     '{"files": {"a": {"size": true, "sha256": "x"}}}': r"malformed manifest \(bad entry for 'a'\)",
     "[" * 3000 + "]" * 3000: r"(unreadable manifest \(RecursionError\)|malformed manifest)",
     "\xff": r"unreadable manifest \(\w+Error\)",
