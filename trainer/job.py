@@ -165,6 +165,7 @@ def render_launch_sh(spec: JobSpec) -> str:
 # One node:      bash launch.sh [trainer options, e.g. --steps 100]
 # Several nodes: on each node run  NODE_RANK=<0..{nodes - 1}> RDZV_ENDPOINT=<node-0 host>:{RDZV_PORT} bash launch.sh
 # `trainplan run` does the same with a lock, data preparation and automatic replanning.
+# trainer.torchrun is torchrun that exits 143 on SIGTERM (preemption) and 130 on Ctrl-C, one line each.
 set -euo pipefail
 # A fresh rendezvous store per restart round: torchrun's shared store hands restarted workers the
 # dead ones' addresses (pytorch/pytorch#135712); every node must agree on this setting.
@@ -173,11 +174,11 @@ JOB_DIR="$(cd -- "$(dirname -- "${{BASH_SOURCE[0]}}")" && pwd -P)"
 NUM_NODES={nodes}
 NPROC_PER_NODE={procs}
 if [ "$NUM_NODES" -eq 1 ]; then
-  exec torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
+  exec python -m trainer.torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
     -m trainer.train "$JOB_DIR" "$@"
 fi
 : "${{RDZV_ENDPOINT:?set RDZV_ENDPOINT=host:port of node 0 and NODE_RANK on each of the $NUM_NODES nodes}}"
-exec torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
+exec python -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
   --rdzv-backend c10d --rdzv-endpoint "$RDZV_ENDPOINT" --rdzv-id {shlex.quote(spec.name)} \\
   --max-restarts "${{MAX_RESTARTS:-0}}" \\
   -m trainer.train "$JOB_DIR" "$@"
@@ -208,7 +209,7 @@ JOB_DIR={shlex.quote(str(job_dir))}
 head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 : "${{head_node:?no node names in SLURM_JOB_NODELIST}}"
 # One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node.
-srun --kill-on-bad-exit=1 torchrun \\
+srun --kill-on-bad-exit=1 python -m trainer.torchrun \\
   --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
   --rdzv-backend c10d --rdzv-endpoint "$head_node:{RDZV_PORT}" --rdzv-id "$SLURM_JOB_ID" \\
   -m trainer.train "$JOB_DIR" "$@"
