@@ -260,6 +260,7 @@ def test_generated_argv_is_an_answer_or_one_line(data, files, tmp_path, monkeypa
     line; never a traceback. ``run`` stops short of torchrun (its start is tested elsewhere)."""
     started = []
     monkeypatch.setattr(launch, "run_child", lambda command, **kw: started.append(command) or 0)
+    monkeypatch.chdir(tmp_path)  # a relative --out (e.g. "x") lands here, not in the repository
     out = Path(os.path.realpath(tmp_path)) / f"o{len(list(tmp_path.iterdir()))}"
     out.mkdir()
     argv = data.draw(argv_for(files, out))
