@@ -110,9 +110,8 @@ def run_until_free(job: Path, log: Path) -> subprocess.Popen:
     naming that live agent: retry then (what an operator does)."""
     while True:
         proc = start(job, log)
-        try:
-            proc.wait(3)
-        except subprocess.TimeoutExpired:
+        wait_for(lambda proc=proc: proc.poll() is not None or "layout:" in log.read_text(), 180, "a start")
+        if proc.poll() is None:
             return proc
         text = log.read_text()
         if "already being run by pid" not in text:
