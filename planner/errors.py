@@ -13,6 +13,7 @@ __all__ = [
     "CatalogError",
     "CheckpointDiskFullError",
     "Constraint",
+    "DiskFullError",
     "ExitCode",
     "InfeasiblePlan",
     "JobDirLockedError",
@@ -24,13 +25,16 @@ __all__ = [
 class ExitCode(IntEnum):
     """Exit codes of ``trainplan`` and of each trainer worker (docs/trainer.md)."""
 
-    OK = 0  # done, early-stopped, preempted after saving; an infeasible request is an answer too
+    OK = 0  # done or early-stopped; an infeasible request is an answer too
     FAILED = 1  # torchrun's code for any failed worker when the worker left no code of its own
     INVALID = 2  # a user error: bad flag, file, job or plan (one line on stderr)
     REPLAN = 3  # the probe found that the plan does not fit (replan_needed.json written)
     DISK_FULL = 4  # the disk filled up while checkpointing (previous checkpoints kept)
     DIVERGED = 5  # too many non-finite steps (the last good checkpoint is kept)
-    ABORTED = 130  # interrupted (128 + SIGINT)
+    ABORTED = 130  # interrupted (128 + SIGINT: Ctrl-C); the trainer saved a checkpoint first
+    # SIGTERM (a scheduler's preemption): saved, stopped, resume by running again. 128 + SIGTERM, as a
+    # process killed by it, so Kubernetes' restartPolicy ExitCode and Slurm's requeue retry it.
+    PREEMPTED = 143
 
 
 # --------------------------------------------------------------------------- planner
@@ -89,7 +93,11 @@ class JobDirLockedError(ValueError):
     """Another ``trainplan run`` holds the job directory."""
 
 
-class CheckpointDiskFullError(RuntimeError):
+class DiskFullError(RuntimeError):
+    """The job directory's disk filled up (metrics, reports); exit code DISK_FULL."""
+
+
+class CheckpointDiskFullError(DiskFullError):
     """Saving a checkpoint ran out of disk space (previous checkpoints are kept)."""
 
 

@@ -96,7 +96,59 @@ def _is_disk_full(exc: BaseException) -> bool:
         if isinstance(current, CheckpointException):
             pending.extend(failure[0] for failure in current.failures.values())
         pending.extend([current.__cause__, current.__context__])
-    return "No space left on device" in str(exc)
+    # torch's zip writer (torch.save, and DCP's shard files through it) turns ENOSPC into
+    # "unexpected pos N vs M" / "file write failed" without an errno.
+    return any(text in str(exc) for text in _DISK_FULL_TEXTS)
+
+
+_DISK_FULL_TEXTS = ("No space left on device", "unexpected pos", "file write failed", "Disk quota exceeded")
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Which model a checkpoint holds: the shapes the weights depend on, fingerprinted."""
+
+    sha256: str
+    description: str
+
+
+def model_identity(plan) -> ModelIdentity:
+    """A replan may change the layout and the batch (DCP reshards), never the model: so the
+    fingerprint is the model spec's, with the plan's name and hardware for the message."""
+    spec_json = plan.model.model_dump_json(exclude={"name"})
+    return ModelIdentity(
+        sha256=hashlib.sha256(spec_json.encode()).hexdigest(),
+        description=f"model {plan.model.name} ({plan.model.num_layers} layers, hidden {plan.model.hidden_size}, "
+        f"vocab {plan.model.vocab_size})",
+    )
+
+
+def _manifest_files(manifest: object) -> dict[str, dict]:
+    """The manifest's ``files``, checked for shape: ``{name: {"size": int, "sha256": str}}``."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict):
+        raise ValueError("'files' is not an object")
+    for name, entry in files.items():
+        if (
+            not isinstance(entry, dict)
+            or type(entry.get("size")) is not int
+            or not isinstance(entry.get("sha256"), str)
+            or "/" + name != str(Path("/" + name).resolve())  # no "..", no absolute names
+        ):
+            raise ValueError(f"bad entry for {name!r}")
+    return files
+
+
+def _detail(exc: BaseException) -> str:
+    text = one_line(exc)[:160]
+    return f": {text}" if text and text != exc.__class__.__name__ else ""
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _files_of(directory: Path) -> list[str]:
@@ -118,10 +170,15 @@ def _all_true(flag: bool, device: torch.device) -> bool:
 
 
 class CheckpointManager:
-    def __init__(self, ckpt_dir: Path, keep: int, collective_device: torch.device):
+    def __init__(
+        self, ckpt_dir: Path, keep: int, collective_device: torch.device, identity: ModelIdentity | None = None
+    ):
         self.ckpt_dir = Path(ckpt_dir)
+        if self.ckpt_dir.exists() and not self.ckpt_dir.is_dir():
+            raise ValueError(f"{self.ckpt_dir} is not a directory: move it aside (checkpoints are written there)")
         self.keep = keep
         self.device = collective_device  # tensors for all_reduce (CPU for gloo, CUDA for NCCL)
+        self.identity = identity  # written into each manifest; a checkpoint of another model is refused
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
 
     # ------------------------------------------------------------------ save
@@ -131,7 +188,7 @@ class CheckpointManager:
         tmp = self.ckpt_dir / (step_dir_name(step) + ".tmp")
         if self.rank == 0:
             self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(tmp, ignore_errors=True)  # left over by a crash during an earlier save
+            _remove(tmp)  # left over by a crash during an earlier save (a directory, or a stray file)
             tmp.mkdir()
         dist.barrier()
         error: BaseException | None = None
@@ -187,7 +244,10 @@ class CheckpointManager:
         dist.all_gather_object(shares, share)
         if self.rank == 0:
             entries = {name: entry for part in shares for name, entry in part.items()}
-            manifest = {"files": dict(sorted(entries.items())), "world_size": self.world}
+            manifest: dict[str, Any] = {"files": dict(sorted(entries.items())), "world_size": self.world}
+            if self.identity is not None:
+                manifest["model_sha256"] = self.identity.sha256
+                manifest["model"] = self.identity.description
             with (tmp / MANIFEST).open("w") as handle:
                 handle.write(json.dumps(manifest, indent=1) + "\n")
                 handle.flush()
@@ -209,10 +269,13 @@ class CheckpointManager:
     def verify(self, path: Path) -> str | None:
         """None when the manifest matches the files; otherwise what is wrong (same on all ranks)."""
         problem = None
+        manifest: dict[str, dict] = {}
         try:
-            manifest = json.loads((path / MANIFEST).read_text())["files"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            manifest, problem = {}, f"unreadable manifest ({exc.__class__.__name__})"
+            manifest = _manifest_files(json.loads((path / MANIFEST).read_text()))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            problem = f"unreadable manifest ({exc.__class__.__name__})"
+        except ValueError as exc:  # valid JSON of the wrong shape, e.g. {"files": null}
+            problem = f"malformed manifest ({exc})"
         names = sorted(manifest)
         if problem is None:
             problem = self._check_share(path, manifest, names)
@@ -234,17 +297,50 @@ class CheckpointManager:
         return None
 
     def load_latest(self, state: Checkpointable) -> int | None:
-        """Load the newest checkpoint that verifies; returns its step, or None to start fresh."""
+        """Load the newest checkpoint that verifies and loads; returns its step, or None to start fresh."""
+        touched = None  # a checkpoint whose load failed part-way: the model may hold some of it
         for step, path in reversed(list_checkpoints(self.ckpt_dir)):
             problem = self.verify(path)
+            if problem is None:
+                self._check_identity(path)
+                problem = self._try_load(path, state)
+                touched = touched or (path if problem is not None else None)
             if problem is not None:
                 log.warning(
                     f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", extra=ON_STDOUT
                 )
                 continue
-            self._load(path, state)
             return step
+        if touched is not None:
+            raise ValueError(
+                f"no checkpoint in {self.ckpt_dir} could be loaded, and {touched.name} failed part-way, so the"
+                f" model is not freshly initialised: move {self.ckpt_dir} aside to start over"
+            )
         return None
+
+    def _check_identity(self, path: Path) -> None:
+        """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""
+        if self.identity is None:
+            return
+        manifest = json.loads((path / MANIFEST).read_text())
+        saved = manifest.get("model_sha256")
+        if isinstance(saved, str) and saved != self.identity.sha256:
+            raise ValueError(
+                f"checkpoint {path} holds {str(manifest.get('model', 'another model'))[:200]}, but job.json is for"
+                f" {self.identity.description}: the job dir was emitted again for another plan; move"
+                f" {self.ckpt_dir} aside or emit into a new directory"
+            )
+
+    def _try_load(self, path: Path, state: Checkpointable) -> str | None:
+        """Load on every rank; None when every rank loaded, else one rank's reason (same on all)."""
+        problem = None
+        try:
+            self._load(path, state)
+        except (Exception, CheckpointException) as exc:  # an unloadable .metadata, shard or rank file: fall back
+            problem = f"does not load: {exc.__class__.__name__}{_detail(exc)}"
+        problems: list[str | None] = [None] * self.world
+        dist.all_gather_object(problems, problem)
+        return next((p for p in problems if p is not None), None)
 
     def _load(self, path: Path, state: Checkpointable) -> None:
         model_sd, optim_sd = self._state_dicts(state)

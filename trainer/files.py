@@ -24,3 +24,13 @@ def write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:
 
 def write_json_atomic(path: Path, payload: dict) -> Path:
     return write_atomic(path, json.dumps(payload, indent=2) + "\n")
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``, refusing more than ``limit`` (``/dev/zero``, a huge file) without
+    reading it all; OSError as ``open`` raises it, ValueError when the file is too big."""
+    with Path(path).open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: over {limit} bytes, not a trainplan file")
+    return data

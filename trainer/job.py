@@ -37,11 +37,23 @@ def emit_job(
     run: RunSettings,
     k8s_image: str = DEFAULT_K8S_IMAGE,
     k8s_pvc: str = DEFAULT_K8S_PVC,
+    force: bool = False,
 ) -> Path:
-    """Write the job directory ``out_dir`` and return the path of its ``job.json``."""
+    """Write the job directory ``out_dir`` and return the path of its ``job.json``.
+
+    Refused unless ``force``: an infeasible plan, and a directory that holds something else (another
+    job's plan, or files that are not a job: emit would overwrite its README.md)."""
+    if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
+        raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
     out_dir = Path(out_dir).expanduser().resolve()
+    if not plan.estimate.feasible and not force:
+        reason = _one_line(plan.estimate.reason or "it does not fit")
+        raise ValueError(f"the plan is infeasible ({reason}); fix it, or emit --force to write the job anyway")
     run = checkpoint_interval(plan, _absolute_paths(run))
+    check_input_paths(run)
     spec = _job_spec(apply_run_overrides(plan, run), name if name is not None else default_job_name(out_dir), run)
+    if not force:
+        check_emit_target(out_dir, spec)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, a read-only parent, ...
@@ -52,6 +64,36 @@ def emit_job(
     write_atomic(out_dir / "k8s.yaml", render_k8s(spec, k8s_image, k8s_pvc))
     write_atomic(out_dir / "README.md", render_readme(spec, out_dir, k8s_pvc))
     return job_json
+
+
+def check_input_paths(run: RunSettings) -> None:
+    """The data, tokenizer and weights the job names exist now, not first at ``run`` (after queueing)."""
+    for field in ("data", "tokenizer", "hf_weights"):
+        value = getattr(run, field)
+        if value and value != "synthetic" and not Path(value).expanduser().exists():
+            raise ValueError(f"--{field.replace('_', '-')} {value}: no such file or directory")
+
+
+def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
+    """Refuse a directory that holds another plan's job, or files that are not a job."""
+    if not out_dir.is_dir():
+        return
+    existing = out_dir / "job.json"
+    if existing.exists():
+        try:
+            other = JobSpec.load(out_dir)
+        except ValueError:
+            raise ValueError(
+                f"--out {out_dir}: holds a job.json that is not a valid job; use --force to replace it"
+            ) from None
+        if other.plan.model != spec.plan.model or other.plan.layout != spec.plan.layout:
+            raise ValueError(
+                f"--out {out_dir}: holds another job ({_one_line(other.name)}: {_one_line(other.plan.model.name)}, "
+                f"{other.plan.layout.describe()}) and its checkpoints; emit into a new directory, or --force"
+            )
+        return
+    if any(out_dir.iterdir()):
+        raise ValueError(f"--out {out_dir}: the directory is not empty and holds no job; use a new one, or --force")
 
 
 def checkpoint_interval(plan: Plan, run: RunSettings) -> RunSettings:
@@ -123,6 +165,7 @@ def render_launch_sh(spec: JobSpec) -> str:
 # One node:      bash launch.sh [trainer options, e.g. --steps 100]
 # Several nodes: on each node run  NODE_RANK=<0..{nodes - 1}> RDZV_ENDPOINT=<node-0 host>:{RDZV_PORT} bash launch.sh
 # `trainplan run` does the same with a lock, data preparation and automatic replanning.
+# trainer.torchrun is torchrun that exits 143 on SIGTERM (preemption) and 130 on Ctrl-C, one line each.
 set -euo pipefail
 # A fresh rendezvous store per restart round: torchrun's shared store hands restarted workers the
 # dead ones' addresses (pytorch/pytorch#135712); every node must agree on this setting.
@@ -131,11 +174,11 @@ JOB_DIR="$(cd -- "$(dirname -- "${{BASH_SOURCE[0]}}")" && pwd -P)"
 NUM_NODES={nodes}
 NPROC_PER_NODE={procs}
 if [ "$NUM_NODES" -eq 1 ]; then
-  exec torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
+  exec python -m trainer.torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
     -m trainer.train "$JOB_DIR" "$@"
 fi
 : "${{RDZV_ENDPOINT:?set RDZV_ENDPOINT=host:port of node 0 and NODE_RANK on each of the $NUM_NODES nodes}}"
-exec torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
+exec python -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
   --rdzv-backend c10d --rdzv-endpoint "$RDZV_ENDPOINT" --rdzv-id {shlex.quote(spec.name)} \\
   --max-restarts "${{MAX_RESTARTS:-0}}" \\
   -m trainer.train "$JOB_DIR" "$@"
@@ -166,7 +209,7 @@ JOB_DIR={shlex.quote(str(job_dir))}
 head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 : "${{head_node:?no node names in SLURM_JOB_NODELIST}}"
 # One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node.
-srun --kill-on-bad-exit=1 torchrun \\
+srun --kill-on-bad-exit=1 python -m trainer.torchrun \\
   --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
   --rdzv-backend c10d --rdzv-endpoint "$head_node:{RDZV_PORT}" --rdzv-id "$SLURM_JOB_ID" \\
   -m trainer.train "$JOB_DIR" "$@"
@@ -190,8 +233,12 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     job_path = f"{K8S_JOBS_MOUNT}/{spec.name}"
     # The operator sets RANK (the pod's node rank), MASTER_ADDR and MASTER_PORT in each pod;
     # Kubernetes expands $(VAR) in the command from the container's environment.
+    # trainer.torchrun: torchrun that exits 143 on SIGTERM (retryable under restartPolicy ExitCode),
+    # where plain torchrun raises SignalException and exits 1 (permanent).
     command = [
-        "torchrun",
+        "python",
+        "-m",
+        "trainer.torchrun",
         "--nnodes",
         str(plan.num_nodes),
         "--nproc-per-node",
@@ -219,7 +266,7 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     ]  # NCCL needs more than 64 MiB of /dev/shm
 
     def replica(count: int) -> dict:
-        # ExitCode: restart pods killed by signals (preemption), not on errors such as 3 (replan).
+        # ExitCode: restart pods that exit 128+ (preemption: 143), not on errors such as 2, 3 (replan), 4.
         return {
             "replicas": count,
             "restartPolicy": "ExitCode",

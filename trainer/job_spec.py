@@ -14,9 +14,11 @@ from planner.fmt import one_line
 from planner.layout import Layout, PipelineSchedule
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan
-from trainer.files import write_atomic
+from trainer.files import read_capped, write_atomic
 
 JOB_SCHEMA_VERSION = 1
+MAX_SEED = 2**32 - 1  # numpy's seed range; torch takes it too
+MAX_JOB_BYTES = 16_000_000  # job.json is a few KB: refuse /dev/zero and the like before reading
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -30,12 +32,12 @@ class RunSettings(BaseModel):
     save_checkpoints: bool = True  # False: benchmarks that must not write model-sized files
     data: str = "synthetic"  # "synthetic" or a path to text/jsonl/parquet files
     tokenizer: str | None = None  # path to a local tokenizer.json; None = byte-level
-    seed: int = 1234
-    lr: float = Field(3e-4, gt=0)
+    seed: int = Field(1234, ge=0, le=MAX_SEED)
+    lr: float = Field(3e-4, gt=0, allow_inf_nan=False)
     min_lr_ratio: float = Field(0.1, ge=0, le=1)
     warmup_steps: int = Field(5, ge=0)
-    weight_decay: float = Field(0.01, ge=0)
-    grad_clip: float = Field(1.0, gt=0)
+    weight_decay: float = Field(0.01, ge=0, allow_inf_nan=False)
+    grad_clip: float = Field(1.0, gt=0, allow_inf_nan=False)
     eval_every: int = Field(0, ge=0)  # 0 = no validation during training
     eval_batches: int = Field(4, ge=1)
     early_stop_patience: int = Field(0, ge=0)
@@ -99,7 +101,7 @@ class JobSpec(BaseModel):
     def load(cls, job_dir: str | Path) -> JobSpec:
         path = Path(job_dir) / "job.json"
         try:
-            return cls.model_validate_json(path.read_text())
+            return cls.model_validate_json(read_capped(path, MAX_JOB_BYTES))
         except OSError as exc:
             raise ValueError(f"{path}: cannot read job file ({exc.strerror})") from None
         except ValidationError as exc:  # name the field (or the JSON error), not only the class

@@ -10,60 +10,30 @@ in one line, trainer/torchrun.py) with the plan's world size, passes its output 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
 from planner.errors import ExitCode, JobDirLockedError
 from planner.reports import ReplanRequest
 from trainer.job_spec import JobSpec
+from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
+
+__all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
 
 REPLAN_FILE = "replan_needed.json"
 EXIT_STATUS_FILE = "exit_status.json"  # written by trainer.train (its EXIT_STATUS_FILE)
-LOCK_FILE = ".lock"
+MAX_RESTARTS = 1000  # torchrun elastic restarts: more is a typo, not a policy
 MAX_REPLANS = 3  # a corrected plan that still does not fit is not retried forever
 TERMINATE_GRACE_S = 30.0  # after forwarding a signal, before SIGKILL (when the launcher itself fails)
 TRAINER_MODULE = "trainer.train"
-
-
-def lock_path(job_dir: Path, node_rank: int = 0) -> Path:
-    # One lock per node: on a shared file system every node's launcher uses the same directory.
-    return Path(job_dir) / (LOCK_FILE if node_rank == 0 else f"{LOCK_FILE}-node{node_rank}")
-
-
-@contextmanager
-def job_lock(job_dir: Path, node_rank: int = 0) -> Iterator[int]:
-    """Hold ``JOB_DIR/.lock`` (flock, non-blocking) and yield its descriptor.
-
-    The lock lives on the open file, so a child given the descriptor keeps it held even if this
-    process is killed; it is released when the last holder exits. The file is never deleted
-    (deleting a lock file lets two processes lock two different files).
-    """
-    path = lock_path(job_dir, node_rank)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise JobDirLockedError(f"job dir {job_dir} is already being run by pid {holder}") from None
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-        yield fd
-    finally:
-        os.ftruncate(fd, 0)
-        os.close(fd)
 
 
 def resolve_device(device: str) -> str:
@@ -86,6 +56,22 @@ def _check_counts(nproc: int | None, steps: int | None, max_restarts: int) -> No
         raise ValueError(f"--steps must be >= 1, got {steps}")
     if max_restarts < 0:
         raise ValueError(f"--max-restarts must be >= 0, got {max_restarts}")
+    if max_restarts > MAX_RESTARTS:
+        raise ValueError(f"--max-restarts must be <= {MAX_RESTARTS}, got {max_restarts}")
+
+
+def check_node_args(spec: JobSpec, nproc: int | None, nnodes: int | None, node_rank: int) -> int:
+    """Check the per-node overrides against the plan before anything starts; the node count."""
+    nnodes = spec.plan.num_nodes if nnodes is None else nnodes
+    if not 1 <= nnodes <= spec.plan.num_gpus:
+        raise ValueError(f"--nnodes must be in 1..{spec.plan.num_gpus} (the plan's GPUs), got {nnodes}")
+    if not 0 <= node_rank < nnodes:
+        raise ValueError(f"--node-rank {node_rank} is outside 0..{nnodes - 1}")
+    per_node = -(-spec.plan.num_gpus // nnodes)
+    if nproc is not None and nproc > per_node:
+        # The plan's world is the most processes the trainer can use (fewer: a smaller test run).
+        raise ValueError(f"--nproc {nproc}: the plan runs {per_node} processes per node; use at most that")
+    return nnodes
 
 
 def torchrun_command(
@@ -144,6 +130,19 @@ def torchrun_command(
         device,
     ]
     return command + (["--steps", str(steps)] if steps is not None else [])
+
+
+def _node_ranks(spec: JobSpec, nproc: int | None, nnodes: int | None, node_rank: int) -> tuple[int, int]:
+    """The global ranks this node's workers take: (first, count)."""
+    per_node = nproc or -(-spec.plan.num_gpus // (nnodes or spec.plan.num_nodes))
+    return node_rank * per_node, per_node
+
+
+def check_endpoint(endpoint: str) -> None:
+    """``HOST:PORT`` with a port in 1..65535 (torchrun's own parse fails with a traceback)."""
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or any(c.isspace() for c in host) or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--rdzv-endpoint {endpoint!r}: use HOST:PORT with a port in 1..65535")
 
 
 def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
@@ -243,7 +242,7 @@ def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec |
 
     history = _next_free(Path(job_dir), "job.replan-{}.json")
     shutil.copyfile(Path(job_dir) / "job.json", history)
-    emit_job(new_plan, job_dir, name=spec.name, run=spec.run)
+    emit_job(new_plan, job_dir, name=spec.name, run=spec.run, force=True)  # the same job, corrected
     print(
         f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "
         f"the previous job.json is {history.name}",
@@ -280,14 +279,20 @@ def run_job(
     Raises JobDirLockedError if another launcher runs this directory, ValueError on bad input.
     """
     setup_logging()  # prepare_data's lines, printed here before torchrun starts
+    if any(not ch.isprintable() for ch in str(job_dir)):  # "J\n" would be read back as "J" by a shell
+        raise ValueError(f"job dir {str(job_dir)!r}: the path has control characters")
     job_dir = Path(job_dir).resolve()
     spec = JobSpec.load(job_dir)
     _check_counts(nproc, steps, max_restarts)
+    check_node_args(spec, nproc, nnodes, node_rank)
+    if rdzv_endpoint is not None:
+        check_endpoint(rdzv_endpoint)
     device = resolve_device(device)
     if auto_replan and (nnodes or spec.plan.num_nodes) > 1:
         raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
     with job_lock(job_dir, node_rank) as lock_fd:
         for _ in range(MAX_REPLANS + 1):
+            check_no_workers(job_dir, *_node_ranks(spec, nproc, nnodes, node_rank))
             command = torchrun_command(
                 spec,
                 job_dir,

@@ -6,9 +6,12 @@ interrupted run after its last checkpoint) are dropped first, so every step appe
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import math
+import os
 import sys
 import time
 from collections import deque
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from planner.errors import DiskFullError
 from planner.fmt import duration_clock
 from trainer.files import write_atomic
 
@@ -97,19 +101,45 @@ class GpuSampler:
         return util, power
 
 
+def _step_of(line: bytes) -> int | None:
+    """The step of one metrics record; None for a line that is not one (cut short, garbage)."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):  # JSON errors and bytes that are not UTF-8
+        return None
+    step = record.get("step") if isinstance(record, dict) else None
+    return step if type(step) is int else None
+
+
 def truncate_after(path: Path, last_step: int) -> None:
-    """Keep only records with ``step <= last_step`` (atomic rewrite)."""
-    if not path.exists():
+    """Keep only records with ``step <= last_step`` (atomic rewrite); lines that are not records
+    are dropped with a warning naming the file (a torn last line after a crash, silently)."""
+    if not path.is_file():
+        if path.exists():
+            raise ValueError(f"{path} is not a file: move it aside")
         return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by the crash
-        if isinstance(record, dict) and record.get("step", 0) <= last_step:
-            kept.append(line)
-    write_atomic(path, "".join(line + "\n" for line in kept))
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
+    kept, dropped = [], []
+    for number, line in enumerate(lines, 1):
+        step = _step_of(line)
+        if step is None:
+            if number < len(lines):  # the last line may be cut short by a crash: that is expected
+                dropped.append(number)
+            continue
+        if step <= last_step:
+            kept.append(line.decode())
+    if dropped:
+        log.warning(f"warning: {path}: line(s) {', '.join(map(str, dropped[:10]))} are not metrics records; dropped")
+    if len(kept) == len(lines):
+        return  # nothing to drop: no rewrite (which needs free space)
+    try:
+        write_atomic(path, "".join(line + "\n" for line in kept))
+    except OSError as exc:
+        path.with_name(f".{path.name}.tmp").unlink(missing_ok=True)
+        raise DiskFullError(f"cannot rewrite {path} ({exc.strerror}); free space and resume") from None
 
 
 class MetricsLogger:
@@ -119,6 +149,7 @@ class MetricsLogger:
         self.low_util: deque[bool] = deque(maxlen=UTILIZATION_WINDOW_STEPS)
         self._warned_at = -UTILIZATION_WINDOW_STEPS
         self._tb = None
+        self.failure: str | None = None  # why a record could not be written (the session stops on it)
         if not enabled:
             return
         truncate_after(self.path, resume_step)
@@ -137,13 +168,38 @@ class MetricsLogger:
         }
         if not math.isfinite(metrics.loss):
             record["loss"] = str(metrics.loss)  # keep "nan"/"inf" visible; JSON has no NaN
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        if self.failure is not None or not self._append((json.dumps(record) + "\n").encode()):
+            return
         if self._tb is not None:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
                     self._tb.add_scalar(f"train/{key}", value, metrics.step)
         self._check_utilization(metrics)
+
+    def _append(self, data: bytes) -> bool:
+        """Append one whole line or nothing: on a failed write (a full disk) the file is cut back
+        to where it was, and ``failure`` says why."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            self.failure = f"cannot write {self.path} ({exc.strerror})"
+            return False
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)  # no half-written JSON line left behind
+                self.failure = f"disk full while writing {self.path} ({exc.strerror})"
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    self.failure = f"cannot write {self.path} ({exc.strerror})"
+                return False
+        finally:
+            os.close(fd)
+        return True
 
     def _check_utilization(self, metrics: StepMetrics) -> None:
         if metrics.gpu_util is None:

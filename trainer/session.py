@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import signal
 import time
 from dataclasses import asdict, dataclass
@@ -13,13 +14,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from planner.errors import ReplanNeeded
+from planner.errors import DiskFullError, ExitCode, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
 from planner.units import GIB
-from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
+from trainer.checkpoint import Checkpointable, CheckpointManager, model_identity, step_dir_name
 from trainer.data import build_loader, prepare_data
 from trainer.job_spec import JobSpec, memory_headroom
+from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
 from trainer.loss import build_loss_head, chunk_tokens_for
 from trainer.metrics import (
@@ -69,18 +71,42 @@ class TrainState:
 
 
 class PreemptionFlag:
-    """SIGTERM sets a flag; the loop saves at the next step boundary and exits."""
+    """SIGTERM (preemption, or the parent's death: trainer/locks.py) and SIGINT (Ctrl-C) set a flag;
+    the loop saves at the next step boundary and exits. Installed once, as early as the worker
+    starts (``install``), so a signal during start-up is not a traceback either."""
+
+    _installed: PreemptionFlag | None = None
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
     def __init__(self):
-        self.requested = False
-        self._previous = signal.signal(signal.SIGTERM, self._handle)
+        self.signum: int | None = None
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
+
+    @classmethod
+    def install(cls) -> PreemptionFlag:
+        if cls._installed is None:
+            cls._installed = cls()
+        return cls._installed
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
 
     def _handle(self, signum, frame) -> None:
-        del signum, frame
-        self.requested = True
+        del frame
+        self.signum = self.signum or signum
+
+    def exit_code(self) -> ExitCode:
+        return ExitCode.ABORTED if self.signum == signal.SIGINT else ExitCode.PREEMPTED
+
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else "SIGTERM"
 
     def close(self) -> None:
-        signal.signal(signal.SIGTERM, self._previous)
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        if PreemptionFlag._installed is self:
+            PreemptionFlag._installed = None
 
 
 def describe_run(
@@ -140,8 +166,12 @@ class Session:
         )
         self._prepare_data()
         # Its small collectives use tensors on ``device``: CPU for gloo, CUDA for NCCL.
-        self.ckpt = CheckpointManager(self.job_dir / "ckpt", self.run.keep_checkpoints, device)
-        self.preemption = PreemptionFlag()
+        self.ckpt = CheckpointManager(
+            self.job_dir / "ckpt", self.run.keep_checkpoints, device, model_identity(self.plan)
+        )
+        self.preemption = PreemptionFlag.install()
+        # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
+        self.parent_pid = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
         self.step_times: list[float] = []
         self.max_peak_gib = 0.0
         self.max_reserved_gib = 0.0
@@ -343,10 +373,24 @@ class Session:
         torch.cuda.reset_peak_memory_stats(self.device)
         return peak
 
-    def _preemption_requested(self) -> bool:
-        flag = torch.tensor([1 if self.preemption.requested else 0], device=self.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)  # every rank stops at the same step
-        return bool(flag.item())
+    def stop_requested(self) -> bool:
+        """Whether any rank was signalled or orphaned, or rank 0 could not write its metrics (a
+        full disk): one all-reduce, so every rank stops at the same step."""
+        stop = self.preemption.requested or parent_gone(self.parent_pid)
+        failure = self.metrics.failure if self.metrics is not None else None
+        flags = torch.tensor([1 if stop else 0, 1 if failure else 0], device=self.device)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        if flags[1].item():
+            raise DiskFullError(
+                (failure or f"rank 0 could not write {self.job_dir / 'metrics.jsonl'}")
+                + f"; free space and resume from the last checkpoint ({self._kept()})"
+            )
+        if stop and not self.preemption.requested:
+            self.preemption.signum = signal.SIGTERM  # the launcher died: save and exit as preempted
+        return bool(flags[0].item())
+
+    def _kept(self) -> str:
+        return step_dir_name(self.last_saved_step) if self.last_saved_step >= 0 else "none yet"
 
     def _opened_metrics(self) -> MetricsLogger:
         if self.metrics is None:  # load_checkpoint() opens it (it knows the step to resume from)
@@ -426,7 +470,7 @@ class Session:
             and self.state.evals_without_improvement >= self.run.early_stop_patience
         ):
             return Outcome.EARLY_STOPPED
-        if self._preemption_requested():
+        if self.stop_requested():
             return Outcome.PREEMPTED
         return None
 
@@ -466,10 +510,15 @@ class Session:
             )
             self._report(outcome, test_loss=None)
             return
-        self.save()
         if outcome == Outcome.PREEMPTED:
-            log.info(f"SIGTERM: saved checkpoint at step {self.state.step}; exiting")
+            name = self.preemption.name()
+            if self.state.step == 0 or not self.run.save_checkpoints:
+                log.info(f"{name}: stopped at step {self.state.step} before anything new was trained; exiting")
+            else:
+                self.save()
+                log.info(f"{name}: saved checkpoint at step {self.state.step}; exiting")
             return
+        self.save()
         self._report(outcome, test_loss=self._test_loss())
 
     def _test_loss(self) -> float | None:

@@ -1,22 +1,43 @@
-"""torchrun for ``trainplan run``: the same launcher, one summary line instead of a traceback.
+"""torchrun for ``trainplan run`` and the emitted scripts: the same launcher, one line instead of a traceback.
 
-``python -m trainer.torchrun ARGS`` takes torchrun's own arguments. When a worker fails,
-torchrun's entry point lets ``ChildFailedError`` escape as a Python traceback with a boxed
-failure table, after the trainer has already printed its one-line reason. Here that error
-becomes one line naming the failed ranks and exit codes, and the launcher exits 1 as torchrun
-does (``trainer.launch`` then returns the trainer's own code from ``exit_status.json``). The
-emitted ``launch.sh`` / ``slurm.sbatch`` / ``k8s.yaml`` keep calling plain torchrun.
+``python -m trainer.torchrun ARGS`` takes torchrun's own arguments. Plain torchrun lets two
+errors escape as Python tracebacks:
+
+- ``ChildFailedError`` when a worker fails, with a boxed failure table, after the trainer has
+  already printed its one-line reason. Here it becomes one line naming the failed ranks and exit
+  codes; the exit code is the trainer's own (2 invalid, 4 disk full, 5 diverged, 143 preempted)
+  when a worker left one, else 1 as torchrun's.
+- ``SignalException`` when the agent gets SIGTERM/SIGINT (preemption, Ctrl-C). The agent has
+  already passed the signal to the workers, which save a checkpoint and exit; here it becomes
+  one line and the exit code 128 + the signal (143 for SIGTERM), which schedulers and the
+  Kubernetes ``restartPolicy: ExitCode`` treat as retryable, unlike torchrun's 1.
+
+The agent also asks for SIGTERM when its own parent (``trainplan run``) dies, so it never trains on
+detached; its workers do the same (trainer/locks.py).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
+from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import determine_local_world_size, parse_args, run
 
 from planner.errors import ExitCode
+from trainer.locks import die_with_parent
+
+# The trainer's own codes that say more than torchrun's 1 (planner/errors.py).
+_TRAINER_CODES = {
+    ExitCode.INVALID,
+    ExitCode.REPLAN,
+    ExitCode.DISK_FULL,
+    ExitCode.DIVERGED,
+    ExitCode.ABORTED,
+    ExitCode.PREEMPTED,
+}
 
 
 def failure_line(error: ChildFailedError) -> str:
@@ -28,16 +49,31 @@ def failure_line(error: ChildFailedError) -> str:
     return "training failed: " + ", ".join(parts) + " (the workers' own messages are above)"
 
 
+def failure_code(error: ChildFailedError) -> int:
+    """The lowest rank's trainer code when a worker exited with one, else torchrun's 1."""
+    for _, failure in sorted(error.failures.items()):
+        if failure.exitcode in _TRAINER_CODES:
+            return failure.exitcode
+    return ExitCode.FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
-        # torchrun's own default (one OpenMP thread per worker), without its warning banner
-        os.environ["OMP_NUM_THREADS"] = "1"
+    die_with_parent(signal.SIGTERM)
     try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
+            # torchrun's own default (one OpenMP thread per worker), without its warning banner
+            os.environ["OMP_NUM_THREADS"] = "1"
         run(args)
     except ChildFailedError as error:
         print(failure_line(error), file=sys.stderr)
-        return ExitCode.FAILED
+        return failure_code(error)
+    except SignalException as error:
+        name = signal.Signals(error.sigval).name
+        print(f"torchrun: stopped by {name}; the workers saved a checkpoint where they could", file=sys.stderr)
+        return 128 + int(error.sigval)
+    except KeyboardInterrupt:  # before torchrun installed its handlers
+        return ExitCode.ABORTED
     return ExitCode.OK
 
 

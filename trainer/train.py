@@ -4,7 +4,8 @@ Started by torchrun (one process per GPU). ``train`` reads as its phases: check 
 build the mesh, build the model (meta device), shard and initialise it, load the latest
 good checkpoint, probe the plan, run the loop, save and report.
 
-Exit codes (per worker): 0 done / early-stopped / preempted by SIGTERM after saving;
+Exit codes (per worker, planner/errors.py ExitCode): 0 done / early-stopped; 143 preempted by
+SIGTERM (or the launcher's death) after saving; 130 the same for SIGINT (Ctrl-C);
 2 the job or plan is invalid here (one-line message); 3 the probe found that the plan does not
 fit (``replan_needed.json`` written); 4 the disk filled up while checkpointing (previous
 checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept).
@@ -16,6 +17,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from contextlib import suppress
 from dataclasses import dataclass
@@ -25,10 +27,11 @@ from typing import cast
 import torch
 import torch.distributed as dist
 
-from planner.errors import CheckpointDiskFullError, ExitCode, ReplanNeeded
+from planner.errors import DiskFullError, ExitCode, ReplanNeeded
 from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
+from trainer.locks import die_with_parent, hold_worker_lock
 from trainer.log import setup_logging
 from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import (
@@ -44,7 +47,7 @@ from trainer.parallel import (
 )
 from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, local_stage_ids, split_native_for_stage
 from trainer.probe import check_plan
-from trainer.session import Outcome, Session
+from trainer.session import Outcome, PreemptionFlag, Session
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +159,15 @@ def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch
 
 def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
     job = load_job(job_dir, steps)
+    # Held while this worker lives: a worker orphaned by a dead launcher still locks the directory.
+    lock_fd = hold_worker_lock(job_dir, int(os.environ.get("RANK", "0")))
+    try:
+        return _train(job, job_dir, device_type)
+    finally:
+        os.close(lock_fd)
+
+
+def _train(job: JobSpec, job_dir: Path, device_type: str) -> int:
     runtime = setup_runtime(device_type, job.run.seed)
     layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
     meshes = build_meshes(layout, runtime.device.type)
@@ -166,12 +178,15 @@ def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
     session = Session(job, job_dir, runtime.device, layout, meshes, model, stage_modules)
     try:
         session.load_checkpoint()
-        outcome = session.probe()
+        # A signal during start-up (or an orphaned start): stop before the first step.
+        outcome = Outcome.PREEMPTED if session.stop_requested() else session.probe()
         if outcome is None:
             outcome = session.loop()
         session.save_and_report(outcome)
     finally:
         session.close()
+    if outcome == Outcome.PREEMPTED:
+        return session.preemption.exit_code()
     return ExitCode.DIVERGED if outcome == Outcome.DIVERGED else ExitCode.OK
 
 
@@ -203,6 +218,9 @@ def record_exit(job_dir: Path, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    preemption = PreemptionFlag.install()  # SIGTERM/Ctrl-C from here on: a clean stop, no traceback
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # started by torchrun: stop when the agent dies
+        die_with_parent(signal.SIGTERM)
     setup_logging()
     args = parse_args(argv)
     try:
@@ -213,10 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     except ReplanNeeded as exc:
         _report_error(f"the plan does not fit: {exc} (see {args.job_dir / 'replan_needed.json'})")
         return ExitCode.REPLAN
-    except CheckpointDiskFullError as exc:
+    except DiskFullError as exc:
         _report_error(str(exc))
         return record_exit(args.job_dir, ExitCode.DISK_FULL)
     finally:
+        preemption.close()
         if dist.is_initialized():
             dist.destroy_process_group()
 

@@ -7,7 +7,12 @@ user error becomes one line on stderr and exit code 2; an infeasible request is 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
+import signal
+import subprocess
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -91,6 +96,31 @@ def parse_pairs(text: str | None, what: str, cast=float) -> dict:
     return out
 
 
+MAX_GPUS = 1 << 20  # more GPUs than any cluster: a typo, refused before the search
+MAX_BATCH_TOKENS = 1 << 40  # tokens per optimizer step
+MAX_PRICE_USD = 1e6  # per GPU-hour
+MAX_INPUT_BYTES = 16_000_000  # a plan or jobs file is a few KB: refuse /dev/zero before reading it all
+
+
+def check_range(flag: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
+    """``value`` finite and within ``low``..``high`` (``low`` excluded when ``low_open``); None passes."""
+    if value is None:
+        return
+    ok = math.isfinite(value) and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        raise ValueError(f"{flag} must be a finite number {bound} and <= {high:g}, got {value}")
+
+
+def check_input_file(path: Path) -> Path:
+    """Refuse a plan or jobs file over MAX_INPUT_BYTES (``/dev/zero``) before its reader reads it all."""
+    from trainer.files import read_capped
+
+    with contextlib.suppress(OSError):  # Plan.load names the file and the error
+        read_capped(path, MAX_INPUT_BYTES)
+    return path
+
+
 def load_model_arg(model: str):
     from planner.catalog.models import load_model
 
@@ -151,6 +181,11 @@ def estimate(
 
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
+    check_range("--num-gpus", num_gpus, 1, MAX_GPUS)
+    check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
+    check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
+    check_range("--tokens", tokens, 0, 1e18, low_open=True)
+    check_range("--price", price, 0, MAX_PRICE_USD)
     spec, hf_path = load_model_arg(model)
     layout = Layout(
         dp_replicate=dp_replicate,
@@ -244,6 +279,9 @@ def plan(
     from planner.api import PlanRequest
     from planner.api import plan as solve
 
+    check_range("--tokens", tokens, 0, 1e18, low_open=True)
+    check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
+    check_range("--max-gpus", max_gpus, 1, MAX_GPUS)
     spec, hf_path = load_model_arg(model)
     request = PlanRequest(
         model=spec,
@@ -288,7 +326,9 @@ def explain(
     from planner.api import restack
     from planner.plan import Plan
 
-    loaded = Plan.load(plan_file)
+    loaded = Plan.load(check_input_file(plan_file))
+    if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
+        raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or calibration is not None:
         loaded = restack(loaded, stack or loaded.stack, catalog=calibrated_catalog(calibration))
     render.explain(loaded, as_json=as_json)
@@ -394,6 +434,9 @@ def emit(
         help="LM head + loss over this many tokens at a time; 0 = full logits (default: the planner's, 1024)",
     ),
     name: str | None = typer.Option(None, help="job name (default: the directory name)"),
+    force: bool = typer.Option(
+        False, "--force", help="write an infeasible plan, or into a directory that holds another job"
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
@@ -406,6 +449,8 @@ def emit(
         for name, value in (("checkpoint_every", checkpoint_every), ("loss_chunk_tokens", loss_chunk_tokens))
         if value is not None  # unset: RunSettings' default
     }
+    if not str(out).strip():  # Path("") is ".": the current directory
+        raise ValueError("--out: give a directory name")
     run = RunSettings(
         steps=steps,
         data=data,
@@ -414,13 +459,13 @@ def emit(
         save_checkpoints=not no_checkpoints,
         **given,
     )
-    loaded = Plan.load(plan_file)
+    loaded = Plan.load(check_input_file(plan_file))
     if loaded.stack != Stack.TRAINPLAN:
         raise ValueError(
             f"{plan_file}: an estimate for the {loaded.stack.value} stack; trainplan emits only plans made with"
             " --stack trainplan"
         )
-    job_json = emit_job(loaded, out, name=name, run=run)
+    job_json = emit_job(loaded, out, name=name, run=run, force=force)
     render.emitted(job_json, as_json=as_json)
 
 
@@ -467,7 +512,7 @@ def portfolio(
     from planner.search.explore import plan_portfolio
     from ui.portfolio_file import read_jobs_file
 
-    spec = read_jobs_file(jobs_file)
+    spec = read_jobs_file(check_input_file(jobs_file))
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
@@ -510,8 +555,10 @@ def fleet(
     from planner.search.explore import plan_fleet
     from ui.portfolio_file import purchase_prices, read_jobs_file
 
-    spec = read_jobs_file(jobs_file)
+    spec = read_jobs_file(check_input_file(jobs_file))
     prices = purchase_prices(spec, load_catalog())
+    for gpu_id, usd in prices.items():
+        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, 1e9, low_open=True)
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     requests = spec.requests({g: None for g in prices})
@@ -530,11 +577,9 @@ def app_command(
     address: str = typer.Option("localhost", help="address to bind (0.0.0.0 to serve other machines)"),
 ) -> None:
     """Start the Streamlit sizing app (bound to localhost by default)."""
-    import subprocess
-
     app_path = Path(__file__).resolve().parent.parent / "app.py"
     raise typer.Exit(
-        subprocess.call(
+        run_forwarding_signals(
             [
                 sys.executable,
                 "-m",
@@ -558,8 +603,39 @@ def app_command(
     )
 
 
+def run_forwarding_signals(argv: list[str]) -> int:
+    """Run ``argv``; SIGTERM/SIGINT to us reach it too (``subprocess.call`` would leave it running)."""
+    child = subprocess.Popen(argv)
+    forwarded = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum)) for sig in forwarded}
+    try:
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if child.poll() is None:
+            child.terminate()
+            child.wait()
+
+
+def _flush_stdout() -> bool:
+    """Flush stdout now (e.g. to /dev/full) so a failure is one line, not an error at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+        print(f"trainplan: error: cannot write the output ({exc.strerror})", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: map user errors to one line + exit 2; let real bugs raise."""
+    code = _main(argv)
+    return code if _flush_stdout() else ExitCode.INVALID
+
+
+def _main(argv: list[str] | None) -> int:
     from pydantic import ValidationError
 
     try:
@@ -578,6 +654,16 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INVALID
     except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
         print(f"trainplan: error: {one_line(exc)}", file=sys.stderr)
+        return ExitCode.INVALID
+    except OSError as exc:  # --out on a read-only or full disk, a directory, a name too long
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"trainplan: error: {where}{exc.strerror or one_line(exc)}"[:500], file=sys.stderr)
+        return ExitCode.INVALID
+    except OverflowError:
+        print("trainplan: error: a number is too large", file=sys.stderr)
+        return ExitCode.INVALID
+    except RecursionError:
+        print("trainplan: error: an input file is nested too deeply", file=sys.stderr)
         return ExitCode.INVALID
     return code if isinstance(code, int) else ExitCode.OK
 

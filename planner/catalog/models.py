@@ -405,9 +405,10 @@ def _mpt(cfg: _Config) -> dict:
     ffn_type = cfg.section("ffn_config").data.get("ffn_type", "mptmlp")
     if ffn_type != "mptmlp":
         raise cfg.error(f"ffn_config.ffn_type {ffn_type!r} is not supported (only 'mptmlp')")
-    kv_heads = {"multihead_attention": fields["num_heads"], "multiquery_attention": 1}.get(
-        attn.data.get("attn_type", "multihead_attention")
-    )
+    attn_type = attn.data.get("attn_type", "multihead_attention")
+    if not isinstance(attn_type, str):
+        raise cfg.error(f"attn_config.attn_type must be a string, got {type(attn_type).__name__}")
+    kv_heads = {"multihead_attention": fields["num_heads"], "multiquery_attention": 1}.get(attn_type)
     if kv_heads is None:  # grouped_query_attention
         kv_heads = attn.size("kv_n_heads", limit=_MAX_HEADS)
     ratio = cfg.data.get("expansion_ratio", 4)
@@ -670,6 +671,8 @@ def _read_json_object(path: Path) -> _Config:
         data = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply, not a model config") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: top level must be a JSON object, got {type(data).__name__}")
     return _Config(path, data)
@@ -698,6 +701,8 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     _check_heads(cfg, fields)
     default_name = cfg.path.parent.name if cfg.path.name == "config.json" else cfg.path.stem
     name = cfg.data.get("_name_or_path") or default_name or model_type
+    # Printed by estimate/explain: no terminal escape sequences or control characters from a file.
+    name = "".join(ch for ch in str(name) if ch.isprintable())[:200] or model_type
     try:
         return ModelSpec(name=str(name), family=model_type, **fields)
     except ValidationError as exc:

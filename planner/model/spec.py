@@ -144,6 +144,9 @@ class ModelSpec(BaseModel):
             raise ValueError("sliding_layers needs a sliding_window")
         if self.dense_layers and not self.is_moe:
             raise ValueError("dense_layers applies to MoE models only")
+        if self.position == "rope" and self.dim_head % 2:
+            # RoPE rotates pairs of channels: the trainer cannot build an odd head dimension.
+            raise ValueError(f"head_dim {self.dim_head} is odd: RoPE needs an even head dimension")
         return self
 
     @property

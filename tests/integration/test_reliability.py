@@ -406,7 +406,7 @@ def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     import ui.cli as cli
 
     calls = []
-    monkeypatch.setattr(subprocess, "call", lambda argv: calls.append(argv) or 0)
+    monkeypatch.setattr(cli, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0
     argv = calls[0]
     options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2], strict=False))

@@ -234,7 +234,9 @@ def test_a_plan_the_planner_rejects_is_rejected_by_the_trainer(tmp_path) -> None
     for headroom, verdict in ((boundary - 1e-4, True), (boundary + 1e-4, False)):
         plan = h200_plan(14, headroom)
         assert plan.estimate.feasible is verdict
-        spec = JobSpec.load(emit_job(plan, tmp_path / f"job-{verdict}", name="edge", run=RunSettings()).parent)
+        # emit refuses an infeasible plan unless forced: forced here, to show the trainer refuses it too
+        job_json = emit_job(plan, tmp_path / f"job-{verdict}", name="edge", run=RunSettings(), force=not verdict)
+        spec = JobSpec.load(job_json.parent)
         assert trainer_accepts(spec.plan, spec.run) is verdict
     with pytest.raises(ValueError, match=r"predicted 137\.\d GiB reserved \+ 0\.6 GiB CUDA context"):
         check_memory_fit(too_big, too_big.estimate.memory.capacity_gib, memory_headroom(too_big, RunSettings()))

@@ -35,10 +35,11 @@ def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "H100-SXM",
 
 
 def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
-    """torchrun/srun/scontrol stand-ins: torchrun writes its argv (NUL-separated) to ``record``."""
+    """python/srun/scontrol stand-ins: python (running trainer.torchrun) writes its argv, NUL-separated, to ``record``."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     tools = {
-        "torchrun": f'#!/bin/bash\nprintf "%s\\0" "$@" > {shlex.quote(str(record))}\n',
+        # The scripts run ``python -m trainer.torchrun``: this python records its argv.
+        "python": f'#!/bin/bash\nprintf "%s\\0" "$@" > {shlex.quote(str(record))}\n',
         "srun": '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
         # Many names, as on a large allocation: a reader that stops early would SIGPIPE it.
         "scontrol": "#!/bin/bash\necho node-a\nfor i in $(seq 20000); do echo node-$i; done\n",
@@ -50,7 +51,10 @@ def fake_tools(bin_dir: Path, record: Path) -> dict[str, str]:
 
 
 def recorded_argv(record: Path) -> list[str]:
-    return record.read_bytes().decode().split("\0")[:-1]
+    """torchrun's arguments (after ``-m trainer.torchrun``)."""
+    argv = record.read_bytes().decode().split("\0")[:-1]
+    assert argv[:2] == ["-m", "trainer.torchrun"], argv
+    return argv[2:]
 
 
 # --------------------------------------------------------------------------- emit
@@ -142,7 +146,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         "#SBATCH --gpus-per-node=8",
         '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
         '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
-        "srun --kill-on-bad-exit=1 torchrun",
+        "srun --kill-on-bad-exit=1 python -m trainer.torchrun",
         "predicted 1800 steps = 0.03 h",
     ):  # 0.05 s a step
         assert line in script
@@ -197,7 +201,9 @@ def test_k8s_manifest_is_a_valid_pytorchjob(tmp_path: Path, num_nodes: int) -> N
         assert container["name"] == "pytorch" and container["image"] == "reg/trainplan:1"
         assert container["resources"]["limits"]["nvidia.com/gpu"] == 2
         command = container["command"]
-        assert command[:5] == ["torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
+        # trainer.torchrun exits 143 on SIGTERM: a preempted pod is retried under restartPolicy ExitCode
+        assert command[:7] == ["python", "-m", "trainer.torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
+        assert replica["restartPolicy"] == "ExitCode"
         assert command[-3:] == ["-m", "trainer.train", "/jobs/Tiny_Run.1"]
         claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
         assert claims == ["trainplan-jobs"]
