@@ -333,14 +333,14 @@ def test_native_moe_under_expert_parallelism_matches_one_process(tmp_path, in_pr
     assert max(abs(losses[s] - single[s]) for s in losses) <= 1e-4
 
 
-
 def test_fp8_under_tensor_parallel_matches_one_process(tmp_path, in_process):
     """precision fp8 with tp=2: every block takes torchao's float8 tensor-parallel styles (the
     sequence-split norm outputs cast to float8 before their all-gather) and follows the fp8
     model on one process; on CPU torch emulates the fp8 matmuls. Both use the same tensor-wise
     scales (the amax of a sharded DTensor is the global one) but bf16 partial sums added in
-    another order: a last-bit change moves an element across an fp8 rounding step, hence the
-    bf16 row's tolerance rather than fp32's (measured: TODO)."""
+    another order, and a last-bit change can move an element across an fp8 rounding step: a
+    looser bound than fp32's 1e-3 (measured: 4.4e-4 apart; allowed 5e-3). A dropped shard or
+    mis-scaled cast is off by far more."""
     pytest.importorskip("torchao.float8")
     settings = dict(model=tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128), steps=6, precision="fp8")
     parallel = write_job(tmp_path / "parallel", Layout(dp_shard=1, tp=2), 2, grad_accum=4, **settings, **COMMON)
@@ -350,6 +350,5 @@ def test_fp8_under_tensor_parallel_matches_one_process(tmp_path, in_process):
     single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=4, **settings, **COMMON)
     assert main([str(single), "--device", "cpu"]) == ExitCode.OK
     losses, reference = losses_by_step(parallel), losses_by_step(single)
-    print({s: losses[s] - reference[s] for s in losses})
-    assert_same_trajectory(losses, reference, 5e-2)
+    assert_same_trajectory(losses, reference, 5e-3)
     assert losses[6] < losses[1] - 0.1
