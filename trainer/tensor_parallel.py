@@ -52,12 +52,20 @@ def _block_linears(swiglu: bool) -> tuple[str, ...]:
 
 
 def is_float8_block(block: nn.Module, swiglu: bool) -> bool:
-    """Every projection of the block converted by ``apply_fp8`` (dims divisible by 16)."""
+    """Every projection of the block converted by ``apply_fp8`` (dims divisible by 16), with the
+    tensor-wise scales torchao's float8 styles assume (row-wise blocks would keep the plain
+    styles and gather bf16, as torchtitan does)."""
     try:
+        from torchao.float8.config import ScalingGranularity
         from torchao.float8.float8_linear import Float8Linear
     except ImportError:
         return False
-    return all(isinstance(block.get_submodule(name), Float8Linear) for name in _block_linears(swiglu))
+    linears = [block.get_submodule(name) for name in _block_linears(swiglu)]
+    return all(
+        isinstance(linear, Float8Linear)
+        and linear.config.cast_config_input.scaling_granularity is ScalingGranularity.TENSORWISE
+        for linear in linears
+    )
 
 
 def gather_float8_as_bytes() -> None:
