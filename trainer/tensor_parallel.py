@@ -6,6 +6,13 @@ split along the sequence), the embedding is split over the vocabulary and the LM
 column-parallel with a vocabulary-parallel loss (``loss_parallel``), so the full logits
 are never gathered.
 
+Float8 (precision fp8, torchao tensor-wise scaling): blocks whose projections are all
+``Float8Linear`` use torchao's float8 styles instead, as torchtitan does: the sequence-split
+norm output is cast to float8 *before* the all-gather (``PrepareFloat8ModuleInput``), so
+q/k/v (gate/up) share one float8 all-gather of half the bf16 bytes, and the row-parallel
+outputs' gradients are cast to float8 before their backward all-gather. The embedding, norms
+and LM head stay bf16, as ``apply_fp8`` leaves them.
+
 HF models: the same column/row split of attention and MLP projections, without sequence
 parallelism (HF blocks take extra arguments whose layouts we do not control); embedding,
 norms and LM head stay replicated.
@@ -13,8 +20,10 @@ norms and LM head stay replicated.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, cast
 
+import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import Replicate, Shard
@@ -33,23 +42,79 @@ from trainer.parallel import block_container
 if TYPE_CHECKING:
     from trainer.model import ModelArgs
 
+log = logging.getLogger(__name__)
 
-def _native_block_plan(swiglu: bool) -> dict:
+
+def _block_linears(swiglu: bool) -> tuple[str, ...]:
+    return ("attention.wq", "attention.wk", "attention.wv", "attention.wo", "feed_forward.w1", "feed_forward.w2") + (
+        ("feed_forward.w3",) if swiglu else ()
+    )
+
+
+def is_float8_block(block: nn.Module, swiglu: bool) -> bool:
+    """Every projection of the block converted by ``apply_fp8`` (dims divisible by 16), with the
+    tensor-wise scales torchao's float8 styles assume (row-wise blocks would keep the plain
+    styles and gather bf16, as torchtitan does)."""
+    try:
+        from torchao.float8.config import ScalingGranularity
+        from torchao.float8.float8_linear import Float8Linear
+    except ImportError:
+        return False
+    linears = [block.get_submodule(name) for name in _block_linears(swiglu)]
+    return all(
+        isinstance(linear, Float8Linear)
+        and linear.config.cast_config_input.scaling_granularity is ScalingGranularity.TENSORWISE
+        for linear in linears
+    )
+
+
+def gather_float8_as_bytes() -> None:
+    """gloo has no float8 dtypes (its all-gather raises "Invalid scalar type"); NCCL moves them
+    as bytes. On CPU, torchao's float8 all-gather goes through a uint8 view of the same bytes,
+    bit-identical, so CPU runs exercise the float8 styles end to end. The collective stays
+    asynchronous: its pending work is keyed by storage, which the float8 view shares."""
+    from torchao.float8.float8_ops import FLOAT8_OPS_TABLE
+    from torchao.float8.float8_training_tensor import Float8TrainingTensor
+
+    def all_gather_bytes(aten_op, args, kwargs=None):
+        fp8 = args[0]
+        data = fp8._data.contiguous()
+        gathered = aten_op(data.view(torch.uint8), *args[1:], **(kwargs or {})).view(data.dtype)
+        return Float8TrainingTensor(gathered, fp8._scale, fp8._orig_dtype, fp8._linear_mm_config, fp8._gemm_input_role)
+
+    for op in (
+        torch.ops._c10d_functional.all_gather_into_tensor.default,
+        torch.ops.c10d_functional.all_gather_into_tensor.default,
+    ):
+        FLOAT8_OPS_TABLE[op] = all_gather_bytes
+
+
+def _native_block_plan(swiglu: bool, float8: bool) -> dict:
+    if float8:
+        from torchao.float8.float8_tensor_parallel import (
+            Float8ColwiseParallel,
+            Float8RowwiseParallel,
+            PrepareFloat8ModuleInput,
+        )
+
+        colwise, rowwise, prepare_input = Float8ColwiseParallel, Float8RowwiseParallel, PrepareFloat8ModuleInput
+    else:
+        colwise, rowwise, prepare_input = ColwiseParallel, RowwiseParallel, PrepareModuleInput
     plan = {
         "attention_norm": SequenceParallel(),
         # (x, rope): gather the sequence-split x; rope is a plain replicated buffer.
-        "attention": PrepareModuleInput(input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)),
-        "attention.wq": ColwiseParallel(),
-        "attention.wk": ColwiseParallel(),
-        "attention.wv": ColwiseParallel(),
-        "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
+        "attention": prepare_input(input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None)),
+        "attention.wq": colwise(),
+        "attention.wk": colwise(),
+        "attention.wv": colwise(),
+        "attention.wo": rowwise(output_layouts=Shard(1)),
         "ffn_norm": SequenceParallel(),
-        "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-        "feed_forward.w1": ColwiseParallel(),
-        "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
+        "feed_forward": prepare_input(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+        "feed_forward.w1": colwise(),
+        "feed_forward.w2": rowwise(output_layouts=Shard(1)),
     }
     if swiglu:
-        plan["feed_forward.w3"] = ColwiseParallel()
+        plan["feed_forward.w3"] = colwise()
     return plan
 
 
@@ -78,8 +143,15 @@ def _native_root_plan(model: nn.Module, loss_parallel: bool) -> dict:
 def apply_native_tensor_parallel(model: nn.Module, tp_mesh: DeviceMesh, loss_parallel: bool) -> None:
     parallelize_module(model, tp_mesh, _native_root_plan(model, loss_parallel))
     args = cast("ModelArgs", model.args)  # the native Transformer (or StageChunks) keeps its ModelArgs
-    for block in block_container(model).children():
-        parallelize_module(block, tp_mesh, _native_block_plan(args.mlp == "swiglu"))
+    swiglu = args.mlp == "swiglu"
+    blocks = list(block_container(model).children())
+    float8 = [is_float8_block(block, swiglu) for block in blocks]
+    if any(float8) and tp_mesh.device_type == "cpu":
+        gather_float8_as_bytes()
+    for block, block_float8 in zip(blocks, float8, strict=True):
+        parallelize_module(block, tp_mesh, _native_block_plan(swiglu, block_float8))
+    if any(float8):
+        log.info(f"tensor parallel: float8 all-gathers in {sum(float8)} of {len(blocks)} blocks")
     if args.tied_embeddings and model.tok_embeddings is not None and model.output is not None:
         # Both are Shard(0) over the vocabulary; parallelize_module made two copies, re-tie them.
         cast(nn.Module, model.output).weight = cast(nn.Module, model.tok_embeddings).weight

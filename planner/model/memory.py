@@ -28,6 +28,7 @@ from planner.search.candidates import (
     AC_NONE,
     AC_SELECTIVE,
     IMPL_HF,
+    PREC_FP8,
     PREC_FP32,
     SHARD_FSDP,
     SHARD_ZERO1,
@@ -36,6 +37,7 @@ from planner.search.candidates import (
 )
 from planner.units import FP32_BYTES, GIB
 
+FP8_BYTES = 1.0
 ADAM_STATE_BYTES = DEFAULT_SETTINGS.adam_state_bytes  # exp_avg + exp_avg_sq in fp32
 
 
@@ -153,6 +155,14 @@ def compute_dtype_bytes(c: Candidates) -> np.ndarray:
     return np.where(c.precision == PREC_FP32, 4.0, 2.0)
 
 
+def tp_gathered_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Bytes of a tp-gathered block activation (a column-parallel linear's input): fp8 x tp on
+    native blocks casts it to float8 before the all-gather and the linears save that float8
+    copy (``fp8_tp_float8_all_gather``; trainer/tensor_parallel.py)."""
+    float8 = (c.precision == PREC_FP8) & (c.tp > 1) & (c.impl != IMPL_HF) & s.fp8_tp_float8_all_gather
+    return np.where(float8, FP8_BYTES, compute_dtype_bytes(c))
+
+
 def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """fp32 master params, full-step grads and AdamW moments per GPU, by sharding stage.
 
@@ -205,18 +215,19 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
-def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True) -> np.ndarray:
+def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True, whole_dtype=None) -> np.ndarray:
     """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
     compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
-    linear) on every rank, or split too where only their sequence shard is kept (not
-    ``gathered_kept``: ``ModelingSettings.sp_saves_gathered_inputs``); context-parallel-gathered
-    ones for ``kv_tokens_per_token`` tokens; each row ``copies`` times (per routed expert)."""
+    linear, ``whole_dtype`` bytes each, default ``dtype``) on every rank, or split too where only
+    their sequence shard is kept (not ``gathered_kept``: ``ModelingSettings.sp_saves_gathered_inputs``);
+    context-parallel-gathered ones for ``kv_tokens_per_token`` tokens; each row ``copies`` times
+    (per routed expert)."""
     assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
     total: Any = None  # an array after the first non-empty part
     for rows, size, split in (
         ([t for t in tensors if t.tp_split and not t.fp32], dtype, True),
         ([t for t in tensors if t.tp_split and t.fp32], FP32_BYTES, True),
-        ([t for t in tensors if not t.tp_split], dtype, False),
+        ([t for t in tensors if not t.tp_split], dtype if whole_dtype is None else whole_dtype, False),
     ):
         if not rows:
             continue
@@ -230,11 +241,13 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True)
     return total
 
 
-def _saved_by_impl(native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0) -> np.ndarray:
+def _saved_by_impl(
+    native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None
+) -> np.ndarray:
     """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
     they differ (HF's eager RMSNorm)."""
     dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
-    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token, kept)
+    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token, kept, whole_dtype)
     if hf_rows == native_rows:
         return native
     return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token, kept), native)
@@ -263,7 +276,9 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     native, hf = block_table(model), block_table(model, hf_modules=True)
     load = busiest_rank_load(c, s)  # MoE: the busiest ep rank's routed copies over the mean
     saved = {
-        part.value: _saved_by_impl(native.saved_in(part), hf.saved_in(part), c, s, kv_tokens_per_token)
+        part.value: _saved_by_impl(
+            native.saved_in(part), hf.saved_in(part), c, s, kv_tokens_per_token, whole_dtype=tp_gathered_bytes(c, s)
+        )
         * (load if any(t.routed for t in native.saved_in(part)) else 1.0)
         for part in native.saved_parts
     }

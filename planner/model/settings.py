@@ -83,6 +83,12 @@ class ModelingSettings:
     # transposed copy the weight-gradient GEMM reads (1) (TransformerEngine's fused
     # cast-transpose; torchao float8 the same): 6. Moved at the eager bandwidth.
     fp8_cast_bytes_per_element: float = 6.0
+    # fp8 x tensor parallelism: the sequence-parallel all-gathers (block inputs forward, row-
+    # parallel output gradients backward) move float8, 1 byte an element, and the column-parallel
+    # linears save that float8 copy for backward: torchao's Float8ColwiseParallel /
+    # Float8RowwiseParallel / PrepareFloat8ModuleInput, as torchtitan's parallelize_llama and
+    # trainer/tensor_parallel.py use them. The reduce-scatters stay bf16.
+    fp8_tp_float8_all_gather: bool = True
     # --- host (CPU) dispatch ---------------------------------------------------------------
     # Host time to dispatch one transformer block's forward + backward kernels in eager mode,
     # FSDP2 hooks and collectives included (calibrated on the H200 rows, small models,
@@ -265,6 +271,9 @@ MEGATRON_CORE_TP_COMM_OVERLAP = 0.7
 MEGATRON_DISPATCH_S_PER_LAUNCH = 1.0e-3 / 60
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
+    # TransformerEngine's fp8 sequence-parallel collectives are not modelled: its tp_comm_overlap
+    # was fitted with bf16-byte all-gathers, which this keeps (validate_published unchanged).
+    fp8_tp_float8_all_gather=False,
     # Megatron-Core / NeMo / Megatron-Bridge on TransformerEngine: the same fused elementwise
     # kernels and launch cost as above ...
     elementwise_fusion_factor=DEFAULT_SETTINGS.compile_elementwise_factor,

@@ -15,7 +15,13 @@ import numpy as np
 from planner.model import comm, moe, rates
 from planner.model.block import block_table, root_table
 from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
-from planner.model.memory import busiest_stage, busiest_stage_params, compute_dtype_bytes, layers_per_stage
+from planner.model.memory import (
+    busiest_stage,
+    busiest_stage_params,
+    compute_dtype_bytes,
+    layers_per_stage,
+    tp_gathered_bytes,
+)
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -253,10 +259,21 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
-    # backward, as many more when recomputing.
+    # backward, as many more when recomputing; each is an all-gather (the block input forward,
+    # the output gradient backward) and a reduce-scatter. Under fp8 the all-gathers move float8
+    # (tp_gathered_bytes), the reduce-scatters bf16 partial sums.
     row_parallel = block_table(model).tp_reductions
     tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c)
-    tp = n_layers * m * tp_collectives * comm.all_reduce_s(tokens * model.hidden_size * dtype, c.tp, tp_link)
+    activation_elements = tokens * model.hidden_size
+    tp = (
+        n_layers
+        * m
+        * tp_collectives
+        * (
+            comm.all_gather_s(activation_elements * tp_gathered_bytes(c, s), c.tp, tp_link)
+            + comm.reduce_scatter_s(activation_elements * dtype, c.tp, tp_link)
+        )
+    )
     # Pipeline: activations forward and gradients backward cross each stage boundary; with vpp
     # chunks per rank every micro-batch crosses vpp times as many boundaries.
     # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather

@@ -175,7 +175,8 @@ def structural_rules(
             (cp == 1) | (seq_len % (2 * cp) == 0),
             lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}",
         ),
-        (~fp8 | (tp == 1), lambda: "fp8 with tensor parallelism is not supported by the trainer; use tp=1 or bf16"),
+        # Native blocks take torchao's float8 tensor-parallel styles (trainer/tensor_parallel.py).
+        (~fp8 | (tp == 1) | ~hf, lambda: "fp8 with tensor parallelism needs impl 'native'"),
         *_expert_rules(model, tp=tp, hf=hf, shard_group=shard_group, ep=ep),
     ]
 

@@ -16,7 +16,7 @@ import functools
 import pytest
 import torch
 import torch.distributed as dist
-from torch.distributed.tensor import DTensor
+from torch.distributed.tensor import DTensor, Shard
 from torch.testing._internal.distributed.fake_pg import FakeStore
 
 from planner.api import PlanRequest, plan
@@ -93,3 +93,30 @@ def test_every_proposed_plan_builds_at_its_real_size(request_):
         assert any(p.layout.pp > 1 and 126 % (p.layout.pp * p.layout.vpp) for p in plans), "uneven stages expected"
     if request_[0] == "llama3.1-8b":
         assert any(p.layout.cp > 1 for p in plans), "a 64K-token request should use context parallelism"
+
+
+def test_proposed_fp8_tensor_parallel_plan_builds_with_float8_styles():
+    """An fp8 request: the proposed tensor-parallel plans convert every block projection to
+    Float8Linear (tp-sharded DTensor weights) and shard as the planner predicted."""
+    pytest.importorskip("torchao.float8")
+    from torchao.float8.float8_linear import Float8Linear
+
+    from planner.layout import Precision
+    from trainer.parallel import block_container
+
+    result = plan(
+        PlanRequest(
+            model=get_preset("llama3-70b"), training_tokens=2e12, deadline_days=30, top_k=3, precision=Precision.FP8
+        )
+    )
+    tensor_parallel = [p for p in (result.plan, *result.alternatives) if p.layout.tp > 1]
+    assert tensor_parallel, "a 70B fp8 request should use tensor parallelism"
+    for plan_ in tensor_parallel:
+        modules = build_on_fake_world(plan_, 0)
+        block = next(iter(block_container(modules[0]).children()))
+        wq = block.get_submodule("attention.wq")
+        assert isinstance(wq, Float8Linear) and isinstance(wq.weight, DTensor)
+        names = wq.weight.device_mesh.mesh_dim_names or ()
+        assert wq.weight.placements[names.index("tp")] == Shard(0), (names, wq.weight.placements)
+        predicted = plan_.estimate.memory.breakdown_gib.params
+        assert predicted == pytest.approx(local_param_gib(modules), rel=0.02), plan_.layout.describe()
