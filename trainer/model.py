@@ -422,6 +422,10 @@ class Transformer(nn.Module):
         reset_router_bias(self)
 
 
+# The projections that write into the residual stream (their init shrinks with depth).
+_RESIDUAL_OUTPUTS = ("attention.wo.weight", "feed_forward.w2.weight", "feed_forward.experts.w2", "shared.w2.weight")
+
+
 def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
     """How each parameter (by its name) is initialised: Llama-style truncated normals,
     residual-branch outputs scaled down with depth (GPT-2 practice), norms at one."""
@@ -442,9 +446,7 @@ def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
             return lambda t, g: nn.init.normal_(t, std=embed_std, generator=g)
         if name == "output.weight":
             return normal(head_std)
-        if name.endswith(
-            ("attention.wo.weight", "feed_forward.w2.weight", "feed_forward.experts.w2", "feed_forward.shared.w2.weight")
-        ):
+        if name.endswith(_RESIDUAL_OUTPUTS):
             return normal(out_std)
         return normal(0.02)
 

@@ -140,6 +140,8 @@ class MoE(nn.Module):
     """Router + experts (+ shared experts); ``forward`` maps ``[batch, seq, h]`` to the same shape.
     ``router``: "softmax" (Mixtral) or "sigmoid" (DeepSeek-V3, group-limited)."""
 
+    e_score_correction_bias: torch.Tensor  # a buffer, sigmoid router only
+
     def __init__(
         self,
         hidden_size: int,

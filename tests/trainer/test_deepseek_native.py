@@ -50,6 +50,9 @@ _TINY = dict(
 )
 
 
+_SWIGLU = (("w1", "gate_proj"), ("w3", "up_proj"), ("w2", "down_proj"))
+
+
 def _attention_weights(sd: dict[str, torch.Tensor], p: str, h: str) -> dict[str, torch.Tensor]:
     names = {
         "wq": "q_proj",
@@ -80,10 +83,9 @@ def _mlp_weights(native: Transformer, sd: dict[str, torch.Tensor], i: int, p: st
         f"{h}mlp.experts.gate_up_proj": torch.cat([sd[experts + "w1"], sd[experts + "w3"]], dim=2).transpose(1, 2),
         f"{h}mlp.experts.down_proj": sd[experts + "w2"].transpose(1, 2),
     }
-    return out | {f"{h}mlp.shared_experts.{hf}.weight": sd[f"{p}feed_forward.shared.{ours}.weight"] for ours, hf in _SWIGLU}
-
-
-_SWIGLU = (("w1", "gate_proj"), ("w3", "up_proj"), ("w2", "down_proj"))
+    return out | {
+        f"{h}mlp.shared_experts.{hf}.weight": sd[f"{p}feed_forward.shared.{ours}.weight"] for ours, hf in _SWIGLU
+    }
 
 
 def _hf_state_dict(native: Transformer) -> dict[str, torch.Tensor]:
