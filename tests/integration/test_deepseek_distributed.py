@@ -17,9 +17,12 @@ pytestmark = pytest.mark.slow
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
 
 
-def test_native_deepseek_v3_under_expert_parallelism_matches_one_process(tmp_path, in_process):
-    """ep=2 x fsdp=4 on 4 ranks: each rank holds 2 of the 4 routed experts (top 2; 4 experts
-    route over one group), the shared expert and MLA are FSDP-sharded like dense weights."""
+@pytest.mark.parametrize("layout", [Layout(dp_shard=4, ep=2), Layout(dp_shard=2, cp=2, ep=2)], ids=["ep", "ep-cp"])
+def test_native_deepseek_v3_under_expert_parallelism_matches_one_process(tmp_path, in_process, layout):
+    """ep=2 on 4 ranks (x fsdp=4, or x fsdp=2 x cp=2): each rank holds 2 of the 4 routed experts
+    (top 2; 4 experts route over one group), the shared expert and MLA are FSDP-sharded like dense
+    weights; under cp the shared rotary key turns by global position and MLA's 12-wide values
+    travel with its 24-wide keys."""
     spec = get_preset("deepseek-v3").model_copy(
         update=dict(
             name="tiny-deepseek-v3",
@@ -41,10 +44,11 @@ def test_native_deepseek_v3_under_expert_parallelism_matches_one_process(tmp_pat
         )
     )
     settings = dict(steps=6, model=spec, impl="native", loss_chunk_tokens=0, **COMMON)
-    parallel_dir = write_job(tmp_path / "parallel", Layout(dp_shard=4, ep=2), 4, grad_accum=1, **settings)
+    parallel_dir = write_job(tmp_path / "parallel", layout, 4, grad_accum=1, **settings)
     result = run_torchrun(parallel_dir, 4)
     assert result.returncode == 0, describe(result)
-    single_dir = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=4, **settings)
+    dp = layout.resolve(4).dp
+    single_dir = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=dp, **settings)
     assert main([str(single_dir), "--device", "cpu"]) == ExitCode.OK
     parallel, single = losses_by_step(parallel_dir), losses_by_step(single_dir)
     assert sorted(parallel) == list(range(1, 7))
