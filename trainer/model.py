@@ -2,7 +2,9 @@
 relatives (Qwen3's per-head q/k norms; OLMo 2's post-norm blocks and whole-projection q/k norms;
 Phi-3, whose fused qkv and gate/up weights are built as separate projections; a sliding window
 on every layer for Mistral v0.1 and Phi-3), Mixtral-style mixture-of-experts blocks
-(trainer/moe.py) and the GPT-2/3 family (LayerNorm, learned positions, GeLU MLP, biases), with
+(trainer/moe.py), DeepSeek-V3 (multi-head latent attention, its first dense blocks, then MoE
+blocks with shared experts and the sigmoid router; the MTP modules are not built or trained)
+and the GPT-2/3 family (LayerNorm, learned positions, GeLU MLP, biases), with
 SDPA attention.
 
 The model is built on the meta device, parallelised (TP, pipeline split, FSDP) and only
@@ -29,7 +31,7 @@ from torch import nn
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported, padded_vocab_size
 from trainer.context_parallel import ContextParallel, context_parallel_attention
-from trainer.moe import MoE
+from trainer.moe import MoE, reset_router_bias
 from trainer.parallel import InitFn
 
 ROPE_THETA = 10_000.0
@@ -62,6 +64,16 @@ class ModelArgs:
     sliding_window: int | None = None  # every layer attends to the last ``sliding_window`` keys
     rope_theta: float = ROPE_THETA
     norm_eps: float = NORM_EPS
+    # DeepSeek-V3: MLA (kv_lora_rank > 0; head_dim = nope + rope), the first dense_layers blocks
+    # with a dense_ffn_hidden_size MLP, shared experts, the sigmoid router.
+    q_lora_rank: int | None = None
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    dense_layers: int = 0
+    dense_ffn_hidden_size: int | None = None
+    shared_experts: int = 0
+    router: str = "softmax"  # softmax (Mixtral) | sigmoid (DeepSeek-V3)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> ModelArgs:
@@ -97,7 +109,26 @@ class ModelArgs:
             sliding_window=spec.sliding_window if spec.sliding_layers else None,
             rope_theta=spec.rope_theta or ROPE_THETA,
             norm_eps=spec.norm_eps or NORM_EPS,
+            **_deepseek_fields(spec),
         )
+
+
+def _deepseek_fields(spec: ModelSpec) -> dict:
+    """The MLA and DeepSeek-MoE fields of ``ModelArgs`` (none for the other families)."""
+    fields = dict(
+        dense_layers=spec.dense_layers,
+        dense_ffn_hidden_size=spec.dense_ffn_hidden_size,
+        shared_experts=spec.shared_experts,
+        router="sigmoid" if spec.family == "deepseek_v3" else "softmax",
+    )
+    if spec.mla is None:
+        return fields
+    return fields | dict(
+        q_lora_rank=spec.mla.q_lora_rank,
+        kv_lora_rank=spec.mla.kv_lora_rank,
+        qk_rope_head_dim=spec.mla.qk_rope_head_dim,
+        v_head_dim=spec.mla.v_head_dim,
+    )
 
 
 def rope_tables(
@@ -201,16 +232,78 @@ class Attention(nn.Module):
         return self.wo(out.reshape(batch, seq, -1))
 
 
-class FeedForward(nn.Module):
-    """SwiGLU (w1 gate, w3 up, w2 down) or GeLU (w1 up, w2 down; GPT-2's tanh approximation)."""
+# transformers' DeepseekV3RMSNorm default: the q and kv latent norms do not take rms_norm_eps.
+LATENT_NORM_EPS = 1e-6
+
+
+def deinterleave(x: torch.Tensor) -> torch.Tensor:
+    """DeepSeek's rotary pairs are adjacent (x0, x1), (x2, x3), ...: evens then odds, so the
+    half-split rotation applies (transformers' ``apply_rotary_pos_emb_interleave``, its default
+    ``rope_interleave``)."""
+    return torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)
+
+
+class LatentAttention(nn.Module):
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, sec. 2.1; transformers'
+    ``DeepseekV3Attention``): queries through a normed ``q_lora_rank`` latent (or one projection),
+    keys and values up-projected from a normed ``kv_lora_rank`` latent, each head's key ending in
+    one rotary key shared by all heads. Softmax scale 1/sqrt(nope + rope), SDPA's default for the
+    192-wide q/k heads (no YaRN: the planned pre-training runs at the RoPE base length)."""
 
     def __init__(self, args: ModelArgs):
         super().__init__()
+        self.heads, self.rope_dim, self.v_dim = args.num_heads, args.qk_rope_head_dim, args.v_head_dim
+        self.nope_dim, self.kv_rank = args.head_dim - args.qk_rope_head_dim, args.kv_lora_rank
+        h, q_size = args.hidden_size, args.num_heads * args.head_dim
+        self.wq: nn.Linear | None = None
+        self.wq_a: nn.Linear | None = None
+        self.q_norm: RMSNorm | None = None
+        self.wq_b: nn.Linear | None = None
+        if args.q_lora_rank is None:
+            self.wq = nn.Linear(h, q_size, bias=False)
+        else:
+            self.wq_a = nn.Linear(h, args.q_lora_rank, bias=False)
+            self.q_norm = RMSNorm(args.q_lora_rank, LATENT_NORM_EPS)
+            self.wq_b = nn.Linear(args.q_lora_rank, q_size, bias=False)
+        self.wkv_a = nn.Linear(h, args.kv_lora_rank + args.qk_rope_head_dim, bias=False)
+        self.kv_norm = RMSNorm(args.kv_lora_rank, LATENT_NORM_EPS)
+        self.wkv_b = nn.Linear(args.kv_lora_rank, args.num_heads * (self.nope_dim + args.v_head_dim), bias=False)
+        self.wo = nn.Linear(args.num_heads * args.v_head_dim, h, bias=False)
+        self.context_parallel: ContextParallel | None = None  # set by apply_context_parallel
+
+    def _queries(self, x: torch.Tensor) -> torch.Tensor:
+        if self.wq is not None:
+            return self.wq(x)
+        assert self.wq_a is not None and self.q_norm is not None and self.wq_b is not None
+        return self.wq_b(self.q_norm(self.wq_a(x)))
+
+    def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
+        assert rope is not None, "MLA has rotary positions"
+        batch, seq, _ = x.shape
+        q = self._queries(x).view(batch, seq, self.heads, self.nope_dim + self.rope_dim)
+        q_nope, q_rot = q.split([self.nope_dim, self.rope_dim], dim=-1)
+        latent, k_rot = self.wkv_a(x).split([self.kv_rank, self.rope_dim], dim=-1)
+        kv = self.wkv_b(self.kv_norm(latent)).view(batch, seq, self.heads, self.nope_dim + self.v_dim)
+        k_nope, v = kv.split([self.nope_dim, self.v_dim], dim=-1)
+        q_rot = apply_rope(deinterleave(q_rot), rope)
+        k_rot = apply_rope(deinterleave(k_rot).unsqueeze(2), rope).expand(-1, -1, self.heads, -1)
+        q, k = torch.cat([q_nope, q_rot], dim=-1), torch.cat([k_nope, k_rot], dim=-1)
+        out = attention_core(q, k, v, None, self.context_parallel)
+        return self.wo(out.reshape(batch, seq, -1))
+
+
+class FeedForward(nn.Module):
+    """SwiGLU (w1 gate, w3 up, w2 down) or GeLU (w1 up, w2 down; GPT-2's tanh approximation),
+    ``width`` wide (default ``ffn_hidden_size``)."""
+
+    def __init__(self, args: ModelArgs, width: int | None = None):
+        super().__init__()
         self.swiglu = args.mlp == "swiglu"
-        self.w1 = nn.Linear(args.hidden_size, args.ffn_hidden_size, bias=args.mlp_bias)
+        width = width or args.ffn_hidden_size
+        self.w1 = nn.Linear(args.hidden_size, width, bias=args.mlp_bias)
         if self.swiglu:
-            self.w3 = nn.Linear(args.hidden_size, args.ffn_hidden_size, bias=args.mlp_bias)
-        self.w2 = nn.Linear(args.ffn_hidden_size, args.hidden_size, bias=args.mlp_bias)
+            self.w3 = nn.Linear(args.hidden_size, width, bias=args.mlp_bias)
+        self.w2 = nn.Linear(width, args.hidden_size, bias=args.mlp_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.swiglu:
@@ -228,16 +321,23 @@ class TransformerBlock(nn.Module):
     """Pre-norm (norm each sub-layer's input) or post-norm (OLMo 2: norm its output before the
     residual add); the norms keep their names either way, so TP plans and checkpoints match."""
 
-    def __init__(self, args: ModelArgs):
+    def __init__(self, args: ModelArgs, index: int = 0):
         super().__init__()
         self.post_norm = args.norm_placement == "post"
         self.attention_norm = build_norm(args)
-        self.attention = Attention(args)
+        self.attention: nn.Module = LatentAttention(args) if args.kv_lora_rank else Attention(args)
         self.ffn_norm = build_norm(args)
         self.feed_forward: nn.Module = (
-            MoE(args.hidden_size, args.ffn_hidden_size, args.num_experts, args.experts_per_token)
-            if args.num_experts > 1
-            else FeedForward(args)
+            MoE(
+                args.hidden_size,
+                args.ffn_hidden_size,
+                args.num_experts,
+                args.experts_per_token,
+                shared_experts=args.shared_experts,
+                router=args.router,
+            )
+            if args.num_experts > 1 and index >= args.dense_layers  # DeepSeek: the first k are dense
+            else FeedForward(args, args.dense_ffn_hidden_size if args.num_experts > 1 else None)
         )
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor | None) -> torch.Tensor:
@@ -269,7 +369,7 @@ class Transformer(nn.Module):
         self.pos_embeddings: PositionEmbedding | None = (
             PositionEmbedding(args.max_seq_len, args.hidden_size) if args.position == "learned" else None
         )
-        self.layers = nn.ModuleDict({str(i): TransformerBlock(args) for i in range(args.num_layers)})
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(args, i) for i in range(args.num_layers)})
         self.norm: nn.Module | None = build_norm(args)
         self.output: nn.Linear | None = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
         if args.tied_embeddings:
@@ -284,7 +384,8 @@ class Transformer(nn.Module):
     def _rope_table(self, device: torch.device | None = None) -> torch.Tensor | None:
         if self.args.position != "rope":
             return None
-        return rope_tables(self.args.head_dim, self.args.seq_len, device=device, theta=self.args.rope_theta)
+        rotary = self.args.qk_rope_head_dim or self.args.head_dim  # MLA: the rotary key's width
+        return rope_tables(rotary, self.args.seq_len, device=device, theta=self.args.rope_theta)
 
     def positions(self, num_local_tokens: int, device: torch.device) -> torch.Tensor:
         """Global positions of this rank's tokens: all of the sequence, or its two chunks of it
@@ -315,8 +416,14 @@ class Transformer(nn.Module):
         return h
 
     def init_buffers(self, device: torch.device) -> None:
-        """Recompute the RoPE table after ``to_empty`` (it is not a parameter, never sharded)."""
+        """Recompute the RoPE table after ``to_empty`` (it is not a parameter, never sharded);
+        zero DeepSeek's router correction biases."""
         self.rope = self._rope_table(device)
+        reset_router_bias(self)
+
+
+# The projections that write into the residual stream (their init shrinks with depth).
+_RESIDUAL_OUTPUTS = ("attention.wo.weight", "feed_forward.w2.weight", "feed_forward.experts.w2", "shared.w2.weight")
 
 
 def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
@@ -339,7 +446,7 @@ def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
             return lambda t, g: nn.init.normal_(t, std=embed_std, generator=g)
         if name == "output.weight":
             return normal(head_std)
-        if name.endswith(("attention.wo.weight", "feed_forward.w2.weight", "feed_forward.experts.w2")):
+        if name.endswith(_RESIDUAL_OUTPUTS):
             return normal(out_std)
         return normal(0.02)
 

@@ -8,7 +8,14 @@ trainer/parallel.py) and exchanges routed token copies with its ep peers. The pl
 the same block (planner/model/moe.py, docs/model.md "Mixture of experts").
 
 Routing as in Mixtral (Jiang et al. 2024, sec. 2.1; HF ``MixtralSparseMoeBlock``): fp32 softmax
-over the experts, the top k, renormalised to sum to one. Load balancing as in Switch (Fedus et
+over the experts, the top k, renormalised to sum to one. Or as in DeepSeek-V3 (DeepSeek-AI 2024,
+sec. 2.1.2; transformers' ``DeepseekV3TopkRouter``): fp32 sigmoid affinities, experts chosen by
+affinity + ``e_score_correction_bias`` within the ``DEEPSEEK_TOPK_GROUPS`` best of
+``DEEPSEEK_GROUPS`` expert groups (a group scores its two best experts), weighted by their bare
+affinities renormalised and times ``DEEPSEEK_ROUTED_SCALE``; plus ``shared_experts`` always-on
+experts (one SwiGLU MLP ``shared_experts x ffn`` wide). The correction bias is DeepSeek's
+auxiliary-loss-free balancing; its update rule (a sign step after each batch) is not built: the
+bias stays at zero and the load-balancing loss below balances the load. Load balancing as in Switch (Fedus et
 al. 2021, eq. 4) and Mixtral's ``load_balancing_loss_func``: ``E * sum_i f_i P_i`` over the
 rank's micro-batch (``f_i`` tokens routed to expert i per token, ``P_i`` its mean router
 probability), weighted by ``AUX_LOSS_COEF``. Its gradient is injected in backward (Megatron-Core's
@@ -30,6 +37,19 @@ from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 # Switch Transformer's alpha (Fedus et al. 2021, sec. 2.2: 1e-2 "large enough to ensure load
 # balancing while small enough to not overwhelm the primary cross-entropy objective").
 AUX_LOSS_COEF = 1e-2
+# DeepSeek-V3's router (its config.json and transformers' DeepseekV3Config defaults): 8 groups of
+# experts, the best 4 of them eligible, routed weights scaled by 2.5 after normalisation. The spec
+# does not carry them; a model whose expert count 8 does not divide routes over one group
+# (trainer/hf_model.py builds transformers' model by the same rule).
+DEEPSEEK_GROUPS = 8
+DEEPSEEK_TOPK_GROUPS = 4
+DEEPSEEK_ROUTED_SCALE = 2.5
+
+
+def deepseek_groups(num_experts: int) -> tuple[int, int]:
+    """(expert groups, eligible groups) of DeepSeek's group-limited routing."""
+    groups = DEEPSEEK_GROUPS if num_experts % DEEPSEEK_GROUPS == 0 else 1
+    return groups, min(DEEPSEEK_TOPK_GROUPS, groups)
 
 
 class _AllToAll(torch.autograd.Function):
@@ -103,23 +123,68 @@ class GroupedExperts(nn.Module):
         return torch.cat(outputs) if outputs else tokens.new_empty((0, w2.shape[-1]))
 
 
-class MoE(nn.Module):
-    """Router + experts; ``forward`` maps ``[batch, seq, h]`` to the same shape."""
+class SharedExperts(nn.Module):
+    """DeepSeek's always-on experts: one SwiGLU MLP (w1 gate, w3 up, w2 down) every token takes."""
 
-    def __init__(self, hidden_size: int, ffn_hidden_size: int, num_experts: int, top_k: int):
+    def __init__(self, hidden_size: int, ffn_hidden_size: int):
         super().__init__()
-        self.num_experts, self.top_k = num_experts, top_k
+        self.w1 = nn.Linear(hidden_size, ffn_hidden_size, bias=False)
+        self.w3 = nn.Linear(hidden_size, ffn_hidden_size, bias=False)
+        self.w2 = nn.Linear(ffn_hidden_size, hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class MoE(nn.Module):
+    """Router + experts (+ shared experts); ``forward`` maps ``[batch, seq, h]`` to the same shape.
+    ``router``: "softmax" (Mixtral) or "sigmoid" (DeepSeek-V3, group-limited)."""
+
+    e_score_correction_bias: torch.Tensor  # a buffer, sigmoid router only
+
+    def __init__(
+        self,
+        hidden_size: int,
+        ffn_hidden_size: int,
+        num_experts: int,
+        top_k: int,
+        shared_experts: int = 0,
+        router: str = "softmax",
+    ):
+        super().__init__()
+        self.num_experts, self.top_k, self.sigmoid = num_experts, top_k, router == "sigmoid"
         self.router = nn.Linear(hidden_size, num_experts, bias=False)
+        if self.sigmoid:
+            self.groups, self.topk_groups = deepseek_groups(num_experts)
+            # Not persistent: never updated (see the module docstring), zeroed by reset_router_bias.
+            self.register_buffer("e_score_correction_bias", torch.zeros(num_experts), persistent=False)
         self.experts = GroupedExperts(num_experts, hidden_size, ffn_hidden_size)
+        self.shared = SharedExperts(hidden_size, ffn_hidden_size * shared_experts) if shared_experts else None
         self.ep_group: dist.ProcessGroup | None = None  # set by apply_expert_parallel
         # d(total loss)/d(aux loss) for this micro-batch: set each step (set_aux_loss_scale).
         self.aux_loss_scale = AUX_LOSS_COEF
 
+    def _sigmoid_top_k(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """DeepSeek-V3: (weights, expert ids, normalised affinities for the balancing loss)."""
+        scores = F.linear(x.float(), self.router.weight.float()).sigmoid()
+        choice = scores.detach() + self.e_score_correction_bias
+        grouped = choice.view(-1, self.groups, self.num_experts // self.groups)
+        best_groups = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(dim=-1)
+        keep = torch.zeros_like(best_groups).scatter_(1, best_groups.topk(self.topk_groups, dim=-1).indices, 1.0)
+        eligible = keep.bool().unsqueeze(-1).expand_as(grouped).reshape_as(choice)
+        experts = choice.masked_fill(~eligible, float("-inf")).topk(self.top_k, dim=-1).indices
+        weights = scores.gather(1, experts)
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20) * DEEPSEEK_ROUTED_SCALE
+        return weights, experts, scores / scores.sum(dim=-1, keepdim=True)
+
     def _route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(top-k weights, top-k expert ids, load-balancing loss) of ``x`` [tokens, h]."""
-        probs = F.softmax(self.router(x).float(), dim=-1)
-        weights, experts = probs.topk(self.top_k, dim=-1)
-        weights = weights / weights.sum(dim=-1, keepdim=True)
+        if self.sigmoid:
+            weights, experts, probs = self._sigmoid_top_k(x)
+        else:
+            probs = F.softmax(self.router(x).float(), dim=-1)
+            weights, experts = probs.topk(self.top_k, dim=-1)
+            weights = weights / weights.sum(dim=-1, keepdim=True)
         routed_fraction = F.one_hot(experts, self.num_experts).float().sum(dim=(0, 1)) / x.shape[0]
         aux = self.num_experts * (routed_fraction.detach() * probs.mean(dim=0)).sum()
         return weights.to(x.dtype), experts, aux
@@ -154,11 +219,20 @@ class MoE(nn.Module):
         out = self._dispatch_and_run(x[order // self.top_k], counts)
         combined = torch.zeros_like(out).index_copy(0, order, out).view(-1, self.top_k, shape[-1])
         y = (combined * weights.unsqueeze(-1)).sum(dim=1).view(shape)
+        if self.shared is not None:
+            y = y + self.shared(x.view(shape))
         return _AuxLossGrad.apply(y, aux, self.aux_loss_scale) if self.training else y
 
 
 def moe_modules(model: nn.Module) -> list[MoE]:
     return [m for m in model.modules() if isinstance(m, MoE)]
+
+
+def reset_router_bias(model: nn.Module) -> None:
+    """Zero DeepSeek routers' correction biases (after ``to_empty``: buffers, not parameters)."""
+    for moe in moe_modules(model):
+        if moe.sigmoid:
+            moe.e_score_correction_bias.zero_()
 
 
 def set_aux_loss_scale(model: nn.Module, micro_batches: int, loss_scale: float) -> None:

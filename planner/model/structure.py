@@ -21,12 +21,18 @@ Rule = tuple[np.ndarray, Callable[[], str]]
 # Families whose blocks trainplan's native decoder (trainer/model.py) reproduces: sequential
 # residual, full-width RoPE or learned positions, optional q/k norms (Qwen3, OLMo 2), post-norm
 # blocks (OLMo 2), every layer windowed or none (Mistral v0.1, Phi-3). Mixtral is Mistral's block
-# with a routed-expert MLP, which trainer/moe.py builds (with expert parallelism). GPT-NeoX
-# (parallel residual, partial rotary), MPT and BLOOM (ALiBi), Gemma (sandwich norms, soft-caps,
-# mixed local/global layers), DeepSeek (MLA) and the other MoE families are not among them.
-NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3", "mixtral")
-# The one MoE family whose block trainer/moe.py builds (top-k routed SwiGLU experts, no shared ones).
-NATIVE_MOE_FAMILIES = ("mixtral",)
+# with a routed-expert MLP, which trainer/moe.py builds (with expert parallelism); DeepSeek-V3 is
+# MLA (trainer/model.py LatentAttention), dense first blocks, then MoE blocks with shared experts
+# and the sigmoid router. GPT-NeoX (parallel residual, partial rotary), MPT and BLOOM (ALiBi),
+# Gemma (sandwich norms, soft-caps, mixed local/global layers) and Qwen3-MoE are not among them.
+NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3", "mixtral", "deepseek_v3")
+# The MoE families whose block trainer/moe.py builds: top-k routed SwiGLU experts (Mixtral), plus
+# shared experts and group-limited sigmoid routing (DeepSeek-V3).
+NATIVE_MOE_FAMILIES = ("mixtral", "deepseek_v3")
+# The MoE families whose native block has always-on shared experts.
+NATIVE_SHARED_EXPERT_FAMILIES = ("deepseek_v3",)
+# The families whose latent attention (MLA) the native decoder builds.
+NATIVE_MLA_FAMILIES = ("deepseek_v3",)
 # Features the native decoder does not build, whatever the family says.
 NATIVE_UNSUPPORTED = (
     ("position", "alibi"),
@@ -46,17 +52,18 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM), Gemma's block, MLA, experts outside Mixtral's; empty for the
-    Llama relatives, the GPT-2/3 family and Mixtral."""
+    an embedding norm (BLOOM), Gemma's block, MLA or experts outside DeepSeek's / Mixtral's; empty
+    for the Llama relatives, the GPT-2/3 family, Mixtral and DeepSeek-V3."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
     found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
     found += [
         f"{field}={getattr(model, field)!r}" for field in ("attn_softcap", "final_softcap") if getattr(model, field)
     ]
-    found += ["mla (latent attention)"] if model.mla is not None else []
+    found += ["mla (latent attention)"] if model.mla is not None and model.family not in NATIVE_MLA_FAMILIES else []
     if 0 < model.sliding_layers < model.num_layers:
         found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
-    moe_native = model.family in NATIVE_MOE_FAMILIES and not model.shared_experts
+    shared_ok = not model.shared_experts or model.family in NATIVE_SHARED_EXPERT_FAMILIES
+    moe_native = model.family in NATIVE_MOE_FAMILIES and shared_ok
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 and not moe_native else [])
 
 
