@@ -124,7 +124,8 @@ def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StagePa
         blocks=counts.heaviest_blocks(rank.layers),
         root=root.astype(float),
         per_block=float(counts.per_layer),
-        experts=rank.layers * experts,
+        # The heaviest blocks are expert blocks: at most moe_layers of the rank's blocks hold experts.
+        experts=np.minimum(rank.layers, model.moe_layers) * experts,
         per_block_experts=experts,
         expert_held=held_fraction(c),
     )
