@@ -126,7 +126,9 @@ class Page:
         box.press("Enter")
 
     def select(self, label: str, option: str) -> None:
+        # Typing filters the list: a long one renders only the options in view (virtualised).
         self.page.get_by_label(label, exact=True).click()
+        self.page.keyboard.type(option)
         self.page.get_by_role("option", name=option, exact=True).click()
 
     def tab(self, label: str) -> None:

@@ -12,6 +12,7 @@ from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
 from planner.layout import TrainingConfig
 from planner.search.explore import scored_search
+from planner.search.ilp import NEAR_TIE_FRACTION
 from ui.cli import main
 
 
@@ -55,7 +56,8 @@ def test_vary_batch_lets_alternatives_differ_and_is_never_worse():
     shared = plan(PlanRequest(**base, top_k=10))
     free = plan(PlanRequest(**base, top_k=10, vary_batch=True))
     assert len(batches(shared)) == 1 and len(batches(free)) > 1
-    assert free.plan.estimate.cost_usd <= shared.plan.estimate.cost_usd
+    # Never worse, up to the solver's near-tie band: within it the faster plan wins.
+    assert free.plan.estimate.cost_usd <= shared.plan.estimate.cost_usd * (1 + NEAR_TIE_FRACTION)
 
 
 def test_zero_tolerance_on_an_unachievable_batch_names_the_batch():
