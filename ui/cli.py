@@ -7,9 +7,7 @@ user error becomes one line on stderr and exit code 2; an infeasible request is 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import os
 import signal
 import subprocess
@@ -38,6 +36,16 @@ from planner.layout import (
 )
 from planner.model.settings import Stack
 from ui import render
+from ui.calibration import calibrated_catalog
+from ui.inputs import (
+    MAX_BATCH_TOKENS,
+    MAX_GPUS,
+    MAX_PRICE_USD,
+    check_input_file,
+    check_range,
+    load_model_arg,
+    parse_pairs,
+)
 
 app = typer.Typer(
     add_completion=False,
@@ -79,55 +87,6 @@ class DeviceChoice(StrEnum):
     auto = "auto"
     cpu = "cpu"
     cuda = "cuda"
-
-
-def parse_pairs(text: str | None, what: str, cast=float) -> dict:
-    """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit)."""
-    out: dict = {}
-    for item in filter(None, (part.strip() for part in (text or "").split(","))):
-        key, sep, value = item.partition("=")
-        if not sep:
-            out[key.strip()] = None
-            continue
-        try:
-            out[key.strip()] = cast(value)
-        except ValueError:
-            raise ValueError(f"{what}: '{item}' is not ID=NUMBER") from None
-    return out
-
-
-MAX_GPUS = 1 << 20  # more GPUs than any cluster: a typo, refused before the search
-MAX_BATCH_TOKENS = 1 << 40  # tokens per optimizer step
-MAX_PRICE_USD = 1e6  # per GPU-hour
-MAX_INPUT_BYTES = 16_000_000  # a plan or jobs file is a few KB: refuse /dev/zero before reading it all
-
-
-def check_range(flag: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
-    """``value`` finite and within ``low``..``high`` (``low`` excluded when ``low_open``); None passes."""
-    if value is None:
-        return
-    ok = math.isfinite(value) and (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        bound = f"> {low:g}" if low_open else f">= {low:g}"
-        raise ValueError(f"{flag} must be a finite number {bound} and <= {high:g}, got {value}")
-
-
-def check_input_file(path: Path) -> Path:
-    """Refuse a plan or jobs file over MAX_INPUT_BYTES (``/dev/zero``) before its reader reads it all."""
-    from trainer.files import read_capped
-
-    with contextlib.suppress(OSError):  # Plan.load names the file and the error
-        read_capped(path, MAX_INPUT_BYTES)
-    return path
-
-
-def load_model_arg(model: str):
-    from planner.catalog.models import load_model
-
-    spec = load_model(model)
-    path = Path(model)
-    hf_path = str(path.resolve()) if path.exists() else None
-    return spec, hf_path
 
 
 @app.command()
@@ -342,53 +301,9 @@ def calibrate(
     out: Path = typer.Option(Path("trainplan-calibration.toml"), "--out", help="calibration file to write"),
 ) -> None:
     """Measure this machine's GEMM, attention and copy rates into a calibration file (--calibration)."""
-    import torch
+    from ui.calibration import run_calibration
 
-    from planner.catalog.calibration import apply_calibration, write_calibration
-    from planner.catalog.hardware import load_catalog
-    from trainer.calibrate import machine_info, measure
-
-    use_cuda = device == DeviceChoice.cuda or (device == DeviceChoice.auto and torch.cuda.is_available())
-    if use_cuda and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is available")
-    gpu_id, driver = _calibration_target(gpu, use_cuda)
-    load_catalog().gpu(gpu_id)  # an unknown id fails before anything is measured
-    target = torch.device("cuda" if use_cuda else "cpu")
-    values = measure(target, quick, render.progress_line)
-    path = write_calibration(out, machine_info(target, driver), {gpu_id: values})
-    apply_calibration(load_catalog(), path)  # the file must load back as it will be used
-    render.calibrated(path, gpu_id, values)
-
-
-def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | None]:
-    """The catalog id and driver of the device measured: --gpu, else NVML's match on CUDA."""
-    if not use_cuda:
-        if gpu is None:
-            raise ValueError("--gpu: needed on CPU (the catalog entry the measurements are written for)")
-        return gpu, None
-    from planner.catalog.detect import NoGPUDriver, detect_gpus
-    from planner.catalog.hardware import load_catalog
-
-    try:
-        found = detect_gpus(load_catalog())
-    except NoGPUDriver:
-        found = []
-    driver = found[0].driver_version if found else None
-    matched = gpu or (found[0].spec.id if found and found[0].spec else None)
-    if matched is None:
-        raise ValueError("--gpu: this GPU matches no catalog entry; name the entry to write the rates for")
-    return matched, driver
-
-
-def calibrated_catalog(calibration: Path | None):
-    """The catalog, with a calibration file's measured rates when one is given."""
-    from planner.catalog.hardware import load_catalog
-
-    if calibration is None:
-        return None
-    from planner.catalog.calibration import apply_calibration
-
-    return apply_calibration(load_catalog(), calibration)
+    run_calibration(gpu, device.value, quick, out)
 
 
 @app.command()
