@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from validation.docs import replace_marked_block
 from validation.fsdp_runs import FsdpComparison, compare_fsdp_runs
 
 GENERATION_ORDER = ("A100", "H100", "H200")
@@ -65,11 +66,7 @@ def render(rows: bool = False) -> str:
 
 
 def write_docs(table: str, docs: Path = DOCS) -> None:
-    text = docs.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"{docs}: markers {START} / {END} not found")
-    head, rest = text.split(START, 1)
-    docs.write_text(f"{head}{START}\n{table}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+    replace_marked_block(docs, START, END, table)
 
 
 def main(argv: list[str]) -> int:

@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from validation.docs import replace_marked_block
 from validation.heldout import (
     GENERATION_ORDER,
     HeldOut,
@@ -53,11 +54,7 @@ def render() -> str:
 
 
 def write_docs(table: str, docs: Path = DOCS) -> None:
-    text = docs.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"{docs}: markers {START} / {END} not found")
-    head, rest = text.split(START, 1)
-    docs.write_text(f"{head}{START}\n{table}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+    replace_marked_block(docs, START, END, table)
 
 
 def main(argv: list[str]) -> int:

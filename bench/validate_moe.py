@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from validation.docs import replace_marked_block
 from validation.moe_runs import MoeComparison, compare_moe_runs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
@@ -48,13 +49,7 @@ def render(comparisons: list[MoeComparison]) -> str:
 
 
 def write_docs(table: str, docs: Path = DOCS) -> None:
-    """Replace the generated block of docs/validation.md (between the two markers)."""
-    text = docs.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"{docs}: markers {START} / {END} not found")
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    docs.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+    replace_marked_block(docs, START, END, table)
 
 
 def main(argv: list[str]) -> int:

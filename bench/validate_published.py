@@ -15,6 +15,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from validation.docs import replace_marked_block
 from validation.published import (
     DEFAULT_PUBLISHED_RUNS,
     PublishedComparison,
@@ -100,13 +101,7 @@ def render(path: Path = DEFAULT_PUBLISHED_RUNS) -> str:
 
 
 def write_docs(table: str, docs: Path = DOCS) -> None:
-    """Replace the generated block of docs/validation.md (between the two markers)."""
-    text = docs.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise ValueError(f"{docs}: markers {START} / {END} not found")
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    docs.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+    replace_marked_block(docs, START, END, table)
 
 
 def main(argv: list[str]) -> int:
