@@ -76,8 +76,11 @@ def test_every_gpu_type_has_its_own_colour_and_symbol_in_every_chart(points):
 
 
 def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points):
-    deadline, budget = float(points["time_to_train_days"].median()), float(points["cost_usd"].median())
-    limits = figures.Limits(deadline_days=deadline, budget_usd=budget, inventory={"h100-sxm": 8})
+    # Limits that split the h100 points: half of them miss the deadline (their own median time).
+    h100_points = points[points["gpu"] == "h100-sxm"]
+    deadline = float(h100_points["time_to_train_days"].median())
+    budget = float(points["cost_usd"].max()) * 2
+    limits = figures.Limits(deadline_days=deadline, budget_usd=budget, inventory={"h100-sxm": 1 << 20})
     knee = points[points["pareto"]].iloc[0]
     fig = figures.frontier_figure(points, points["pareto"], None, EN, limits, knee)
     lines = {(shape.type, shape.x0 if shape.x0 == shape.x1 else shape.y0) for shape in fig.layout.shapes}
