@@ -74,20 +74,22 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
     """A transformers config with exactly the spec's shapes, for the families presets use."""
     import transformers
 
+    # The shapes every Llama-style config takes (GPT-2's config names them differently).
+    common: dict[str, Any] = dict(
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.ffn_hidden_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        head_dim=spec.dim_head,
+        max_position_embeddings=max(spec.max_seq_len, seq_len),
+        tie_word_embeddings=spec.tied_embeddings,
+        use_cache=False,
+    )
     if spec.family in FAMILY_CONFIGS:
         family = "gemma3_text" if spec.family == "gemma3" else spec.family  # the text model only
-        shapes: dict[str, Any] = dict(
-            vocab_size=spec.vocab_size,
-            hidden_size=spec.hidden_size,
-            intermediate_size=spec.ffn_hidden_size,
-            num_hidden_layers=spec.num_layers,
-            num_attention_heads=spec.num_heads,
-            num_key_value_heads=spec.num_kv_heads,
-            head_dim=spec.dim_head,
-            max_position_embeddings=max(spec.max_seq_len, seq_len),
-            tie_word_embeddings=spec.tied_embeddings,
-            use_cache=False,
-        )
+        shapes = dict(common)
         shapes |= dict(rope_theta=spec.rope_theta) if spec.rope_theta else {}
         shapes |= dict(rms_norm_eps=spec.norm_eps) if spec.norm_eps else {}
         return transformers.AutoConfig.for_model(family, **(shapes | _family_fields(spec)))
@@ -106,18 +108,6 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
             attn_pdrop=0.0,
             use_cache=False,
         )
-    common: dict[str, Any] = dict(
-        vocab_size=spec.vocab_size,
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.ffn_hidden_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads,
-        head_dim=spec.dim_head,
-        max_position_embeddings=max(spec.max_seq_len, seq_len),
-        tie_word_embeddings=spec.tied_embeddings,
-        use_cache=False,
-    )
     swiglu = (
         spec.mlp == "swiglu"
         and spec.norm == "rmsnorm"
