@@ -21,7 +21,7 @@ parallelism can split GPT-3's 50257 tokens; the padding rows never see a label.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -362,14 +362,15 @@ class PositionEmbedding(nn.Module):
 class Transformer(nn.Module):
     """Decoder-only LM. On a pipeline stage some of embedding/norm/output are ``None``."""
 
-    def __init__(self, args: ModelArgs):
+    def __init__(self, args: ModelArgs, layer_ids: Iterable[int] | None = None):
         super().__init__()
         self.args = args
         self.tok_embeddings: nn.Embedding | None = nn.Embedding(args.vocab_size, args.hidden_size)
         self.pos_embeddings: PositionEmbedding | None = (
             PositionEmbedding(args.max_seq_len, args.hidden_size) if args.position == "learned" else None
         )
-        self.layers = nn.ModuleDict({str(i): TransformerBlock(args, i) for i in range(args.num_layers)})
+        ids = range(args.num_layers) if layer_ids is None else layer_ids  # a pipeline stage: its blocks only
+        self.layers = nn.ModuleDict({str(i): TransformerBlock(args, i) for i in ids})
         self.norm: nn.Module | None = build_norm(args)
         self.output: nn.Linear | None = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
         if args.tied_embeddings:
@@ -453,8 +454,8 @@ def native_init_rule(args: ModelArgs) -> Callable[[str, nn.Module], InitFn]:
     return rule
 
 
-def build_native_model(spec: ModelSpec, seq_len: int) -> Transformer:
-    """The model on the meta device (no memory)."""
+def build_native_model(spec: ModelSpec, seq_len: int, layer_ids: Iterable[int] | None = None) -> Transformer:
+    """The model on the meta device (no memory); with ``layer_ids`` only those blocks (global indices)."""
     args = ModelArgs.from_spec(spec, seq_len)
     with torch.device("meta"):
-        return Transformer(args)
+        return Transformer(args, layer_ids)

@@ -33,7 +33,7 @@ from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
 from trainer.locks import die_with_parent, hold_worker_lock
 from trainer.log import setup_logging
-from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
+from trainer.model import ModelArgs, Transformer, native_init_rule
 from trainer.parallel import (
     Meshes,
     apply_activation_checkpointing,
@@ -45,7 +45,7 @@ from trainer.parallel import (
     init_distributed,
     init_parameters,
 )
-from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, local_stage_ids, split_native_for_stage
+from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, build_native_stage, local_stage_ids
 from trainer.probe import check_plan
 from trainer.session import Outcome, PreemptionFlag, Session
 
@@ -93,8 +93,7 @@ def build_stage_modules(job: JobSpec, layout: Layout, meshes: Meshes) -> list[to
         stage_ids = local_stage_ids(meshes.pp.get_local_rank(), layout.pp, layout.vpp)
         modules: list[torch.nn.Module] = []
         for stage in stage_ids:
-            module: torch.nn.Module = build_native_model(job.plan.model, training.seq_len)
-            split_native_for_stage(module, stage, layout.pp * layout.vpp)
+            module = build_native_stage(job.plan.model, training.seq_len, stage, layout.pp * layout.vpp)
             if layout.cp > 1:
                 apply_context_parallel(module, meshes.cp)
             modules.append(module)
