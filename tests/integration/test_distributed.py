@@ -6,10 +6,17 @@ and use a constant learning rate after warm-up. So, up to floating-point summati
 every layout must reproduce the reference FSDP run step by step. This checks much more
 than "the loss falls": a layout that dropped a gradient, double-counted a replica or
 mis-split a pipeline would drift from the reference within a few steps.
+
+The parallel runs of the table below share one torchrun launch per world size
+(``support/job_batch.py``: each worker imports torch once and runs the jobs in turn, each
+through ``trainer.train.main`` with a process group of its own); a launch spends most of its
+time starting up. Kill, resume and SIGTERM tests launch torchrun themselves: they test the
+launch.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import signal
@@ -18,8 +25,12 @@ from pathlib import Path
 
 import pytest
 from support.jobs import (
+    Run,
+    batch_result,
     describe,
+    finished,
     kill_tree,
+    launch_runs,
     losses_by_step,
     read_metrics,
     run_torchrun,
@@ -36,12 +47,13 @@ from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
 from trainer.train import main
 
-pytestmark = pytest.mark.slow
+# One worker: the batched launches are a module fixture, run once for all the tests using them.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distributed")]
 
 # 4 sequences per step: micro_batch 1 x grad_accum x data-parallel degree = 4.
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
 REFERENCE_STEPS = 30
-LAYOUT_STEPS = 12
+LAYOUT_STEPS = 8
 
 
 def mean(values) -> float:
@@ -60,20 +72,139 @@ def assert_same_trajectory(losses: dict[int, float], reference: dict[int, float]
     assert worst <= tolerance, f"differs from the reference FSDP run by up to {worst:.2e} (allowed {tolerance})"
 
 
-@pytest.fixture(scope="module")
-def reference_dir(tmp_path_factory) -> Path:
-    """FSDP over 2 ranks, 30 steps, a checkpoint every 5: the run every other one is compared with."""
-    job = write_job(
-        tmp_path_factory.mktemp("reference"),
-        Layout(dp_shard=2),
-        2,
-        steps=REFERENCE_STEPS,
-        grad_accum=2,
-        checkpoint_every=5,
-        **COMMON,
+def assert_same_gradient_norms(parallel: Path, single: Path) -> None:
+    """AdamW hides a mis-scaled gradient from the loss; the gradient norm shows it."""
+    pairs = zip(read_metrics(parallel), read_metrics(single), strict=True)
+    norms = [(p["grad_norm"], s["grad_norm"]) for p, s in pairs]
+    assert all(abs(p - s) <= 1e-3 * s for p, s in norms), norms
+
+
+def layout_run(layout: Layout, nproc: int, grad_accum: int, **training) -> Run:
+    return Run(layout, nproc, grad_accum, dict(steps=LAYOUT_STEPS, **training, **COMMON))
+
+
+# FSDP over 2 ranks, 30 steps, a checkpoint every 5: the run every layout is compared with.
+REFERENCE = Run(Layout(dp_shard=2), 2, 2, dict(steps=REFERENCE_STEPS, checkpoint_every=5, **COMMON))
+
+# name: (run, tolerance against the reference)
+LAYOUTS = {
+    "hsdp-2x2": (layout_run(Layout(dp_replicate=2, dp_shard=2), 4, 1), 1e-3),
+    "fsdp2-x-tp2": (layout_run(Layout(dp_shard=2, tp=2), 4, 2), 1e-3),
+    # Pipelines also evaluate (schedule.eval) twice; the TP one uses the vocabulary-parallel loss.
+    "pp2-gpipe-x-tp2": (
+        layout_run(Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4, 4, eval_every=4, eval_batches=4),
+        1e-3,
+    ),
+    "pp2-1f1b-x-fsdp2": (
+        layout_run(Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4, 2, eval_every=4, eval_batches=2),
+        1e-3,
+    ),
+    # Interleaved 1F1B: each pp rank runs 2 of the 4 one-block stages (0+2, 1+3).
+    "pp2-vpp2-x-fsdp2": (
+        layout_run(Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"), 4, 2, eval_every=4, eval_batches=2),
+        1e-3,
+    ),
+    "ddp2-full-ac": (layout_run(Layout(dp_replicate=2, sharding="none"), 2, 2, activation_checkpointing="full"), 1e-3),
+    "zero1-selective-ac": (
+        layout_run(Layout(dp_shard=2, sharding="zero1"), 2, 2, activation_checkpointing="selective"),
+        1e-3,
+    ),
+    # Context parallel: each rank holds half of every sequence; recompute re-gathers K/V.
+    "cp2-x-fsdp2-full-ac": (layout_run(Layout(dp_shard=2, cp=2), 4, 2, activation_checkpointing="full"), 1e-3),
+    "cp2-x-tp2": (layout_run(Layout(dp_shard=1, cp=2, tp=2), 4, 4), 1e-3),
+    "pp2-1f1b-x-cp2": (
+        layout_run(Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"), 4, 4, eval_every=4, eval_batches=4),
+        1e-3,
+    ),
+    # bf16 compute rounds differently from the fp32 reference; it must still follow it closely.
+    "zero2-bf16": (layout_run(Layout(dp_shard=2, sharding="zero2"), 2, 2, precision="bf16"), 5e-2),
+}
+
+
+def tiny_moe_spec(num_experts: int, experts_per_token: int, ffn_hidden_size: int, name: str):
+    return get_preset("mixtral-8x7b").model_copy(
+        update=dict(
+            name=name,
+            num_layers=2,
+            hidden_size=64,
+            ffn_hidden_size=ffn_hidden_size,
+            num_heads=4,
+            num_kv_heads=2,
+            vocab_size=512,
+            num_experts=num_experts,
+            experts_per_token=experts_per_token,
+            max_seq_len=64,
+        )
     )
-    result = run_torchrun(job, 2)
-    assert result.returncode == 0, describe(result)
+
+
+def _beside(layout: Layout, nproc: int, grad_accum: int, steps: int, **settings) -> Run:
+    return Run(layout, nproc, grad_accum, dict(steps=steps, **settings, **COMMON))
+
+
+PIPE_1F1B = dict(pp_schedule="1f1b")
+QWEN3 = tiny_spec(name="tiny-qwen3", family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
+# Runs compared with the same job on one process (the test named after each says why).
+BESIDE_ONE_PROCESS = {
+    "hf-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 4, 6, impl="hf"),
+    "gpt-tp2-cp2": _beside(Layout(dp_shard=1, tp=2, cp=2), 4, 4, 8, model=tiny_gpt_spec()),
+    "qwen3-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 4, 6, model=QWEN3),
+    # Full logits: the chunked loss sums the head gradient in another order, and top-1 routing
+    # turns such last-bit differences into a different expert choice (2.8e-4 apart by step 6);
+    # this run is about expert sharding, the chunked loss has its own tests (tests/trainer/test_loss.py).
+    "moe-fsdp4": _beside(
+        Layout(dp_shard=4), 4, 1, 6, model=tiny_moe_spec(2, 1, 128, "tiny-moe"), impl="hf", loss_chunk_tokens=0
+    ),
+    "untied-gpt-pp2-vpp2": _beside(
+        Layout(dp_shard=1, pp=2, vpp=2, **PIPE_1F1B),
+        2,
+        4,
+        8,
+        model=tiny_gpt_spec(tied_embeddings=False, num_layers=4),
+        checkpoint_every=4,
+    ),
+    # 4 blocks on 3 stages: 1, 2, 1 (the embedding and the head each weigh one block).
+    "uneven-pp3-4-layers": _beside(Layout(dp_shard=1, pp=3, **PIPE_1F1B), 3, 3, 6, model=tiny_spec(num_layers=4)),
+    # 5 blocks on 2 ranks x 2 interleaved stages: 1, 2, 1, 1 (rank 0 runs 1 + 1, rank 1 2 + 1).
+    "uneven-pp2-vpp2-5-layers": _beside(
+        Layout(dp_shard=1, pp=2, vpp=2, **PIPE_1F1B), 2, 4, 6, model=tiny_spec(num_layers=5)
+    ),
+    # FSDP-sharded copies on the first and the last of 2 stages (grads are DTensor shards).
+    "tied-pp2-x-fsdp2": _beside(Layout(dp_shard=2, pp=2, **PIPE_1F1B), 4, 2, 6, model=tiny_gpt_spec(num_layers=4)),
+    # 4 blocks on 3 stages (1, 2, 1): the middle rank holds neither copy.
+    "tied-pp3-uneven": _beside(Layout(dp_shard=1, pp=3, **PIPE_1F1B), 3, 3, 6, model=tiny_gpt_spec(num_layers=4)),
+    "native-moe-ep2-fsdp2": _beside(
+        Layout(dp_shard=4, ep=2),
+        4,
+        1,
+        6,
+        model=tiny_moe_spec(4, 2, 96, "tiny-native-moe"),
+        impl="native",
+        loss_chunk_tokens=0,
+        checkpoint_every=3,
+    ),
+}
+HAS_FLOAT8 = importlib.util.find_spec("torchao") is not None and importlib.util.find_spec("torchao.float8") is not None
+if HAS_FLOAT8:
+    BESIDE_ONE_PROCESS["fp8-tp2"] = _beside(
+        Layout(dp_shard=1, tp=2),
+        2,
+        2,
+        4,
+        model=tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128),
+        precision="fp8",
+    )
+RUNS = {"reference": REFERENCE, **{name: run for name, (run, _) in LAYOUTS.items()}, **BESIDE_ONE_PROCESS}
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> dict[str, Path]:
+    return launch_runs(tmp_path_factory.mktemp("runs"), RUNS)
+
+
+@pytest.fixture(scope="module")
+def reference_dir(launched) -> Path:
+    job = finished(launched, "reference")
     assert_learns(losses_by_step(job))
     assert [step for step, _ in list_checkpoints(job / "ckpt")] == [25, 30]  # keep_checkpoints=2
     return job
@@ -84,155 +215,61 @@ def reference(reference_dir) -> dict[int, float]:
     return losses_by_step(reference_dir)
 
 
-LAYOUTS = {
-    "hsdp-2x2": (Layout(dp_replicate=2, dp_shard=2), 4, dict(grad_accum=1), 1e-3),
-    "fsdp2-x-tp2": (Layout(dp_shard=2, tp=2), 4, dict(grad_accum=2), 1e-3),
-    # Pipelines also evaluate (schedule.eval) every 6 steps; the TP one uses the vocabulary-parallel loss.
-    "pp2-gpipe-x-tp2": (
-        Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"),
-        4,
-        dict(grad_accum=4, eval_every=6, eval_batches=4),
-        1e-3,
-    ),
-    "pp2-1f1b-x-fsdp2": (
-        Layout(dp_shard=2, pp=2, pp_schedule="1f1b"),
-        4,
-        dict(grad_accum=2, eval_every=6, eval_batches=2),
-        1e-3,
-    ),
-    # Interleaved 1F1B: each pp rank runs 2 of the 4 one-block stages (0+2, 1+3).
-    "pp2-vpp2-x-fsdp2": (
-        Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"),
-        4,
-        dict(grad_accum=2, eval_every=6, eval_batches=2),
-        1e-3,
-    ),
-    "ddp2-full-ac": (
-        Layout(dp_replicate=2, sharding="none"),
-        2,
-        dict(grad_accum=2, activation_checkpointing="full"),
-        1e-3,
-    ),
-    "zero1-selective-ac": (
-        Layout(dp_shard=2, sharding="zero1"),
-        2,
-        dict(grad_accum=2, activation_checkpointing="selective"),
-        1e-3,
-    ),
-    # Context parallel: each rank holds half of every sequence; recompute re-gathers K/V.
-    "cp2-x-fsdp2-full-ac": (Layout(dp_shard=2, cp=2), 4, dict(grad_accum=2, activation_checkpointing="full"), 1e-3),
-    "cp2-x-tp2": (Layout(dp_shard=1, cp=2, tp=2), 4, dict(grad_accum=4), 1e-3),
-    "pp2-1f1b-x-cp2": (
-        Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"),
-        4,
-        dict(grad_accum=4, eval_every=6, eval_batches=4),
-        1e-3,
-    ),
-    # bf16 compute rounds differently from the fp32 reference; it must still follow it closely.
-    "zero2-bf16": (Layout(dp_shard=2, sharding="zero2"), 2, dict(grad_accum=2, precision="bf16"), 5e-2),
-}
-
-
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_layout_trains_like_the_reference(name, reference, tmp_path):
-    layout, nproc, training, tolerance = LAYOUTS[name]
-    job = write_job(tmp_path, layout, nproc, steps=LAYOUT_STEPS, **training, **COMMON)
-    result = run_torchrun(job, nproc)
-    assert result.returncode == 0, describe(result)
+def test_layout_trains_like_the_reference(name, launched, reference):
+    job, (_, tolerance) = finished(launched, name), LAYOUTS[name]
     losses = losses_by_step(job)
     assert_learns(losses)
     assert_same_trajectory(losses, reference, tolerance)
-    if "eval_every" in training:
+    if "eval_every" in RUNS[name].settings:
         val_losses = [r["val_loss"] for r in read_metrics(job) if r["val_loss"] is not None]
         assert len(val_losses) == 2 and val_losses[1] < val_losses[0] < 7.0
 
 
-def run_beside_one_process(
-    tmp_path: Path, layout: Layout, nproc: int, *, grad_accum: int, **settings
-) -> tuple[Path, dict[int, float], dict[int, float]]:
-    """Train ``layout`` on ``nproc`` ranks and the same job (same global batch) on one process:
-    the parallel job directory and both loss curves."""
-    parallel = write_job(tmp_path / "parallel", layout, nproc, grad_accum=grad_accum, **settings)
-    result = run_torchrun(parallel, nproc)
-    assert result.returncode == 0, describe(result)
-    dp = layout.resolve(nproc).dp
-    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=grad_accum * dp, **settings)
+def beside_one_process(launched, name: str, tmp_path: Path) -> tuple[Path, dict[int, float], dict[int, float]]:
+    """The parallel run's job directory and loss curve, and the same job's curve on one process."""
+    parallel = finished(launched, name)
+    single = RUNS[name].write_single(tmp_path / "single")
     assert main([str(single), "--device", "cpu"]) == ExitCode.OK
     return parallel, losses_by_step(parallel), losses_by_step(single)
 
 
-def test_hf_model_under_tensor_parallel_matches_one_process(tmp_path, in_process):
+def test_hf_model_under_tensor_parallel_matches_one_process(launched, tmp_path, in_process):
     """--impl hf with tp=2 (column/row-parallel projections) against the same model on one process."""
-    _, parallel, single = run_beside_one_process(
-        tmp_path, Layout(dp_shard=1, tp=2), 2, grad_accum=4, steps=6, impl="hf", **COMMON
-    )
+    _, parallel, single = beside_one_process(launched, "hf-tp2", tmp_path)
     assert_same_trajectory(parallel, single, 1e-4)
 
 
-def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(tmp_path, in_process):
+def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(launched, tmp_path, in_process):
     """GPT-2/3 blocks (learned positions, LayerNorm and linear biases, tanh GeLU, tied head, a
     vocabulary padded from 500 to 512) under tp=2 x cp=2 against the same model on one process."""
-    _, parallel, single = run_beside_one_process(
-        tmp_path, Layout(dp_shard=1, tp=2, cp=2), 4, grad_accum=4, steps=8, model=tiny_gpt_spec(), **COMMON
-    )
+    _, parallel, single = beside_one_process(launched, "gpt-tp2-cp2", tmp_path)
     assert_same_trajectory(parallel, single, 1e-3)
     assert parallel[8] < parallel[1] - 0.1
 
 
-def test_native_qwen3_blocks_under_tp_match_one_process(tmp_path, in_process):
+def test_native_qwen3_blocks_under_tp_match_one_process(launched, tmp_path, in_process):
     """Qwen3 blocks (per-head q/k RMSNorm before RoPE, which tensor parallelism leaves on each
     rank's heads; RoPE base 1e6) under tp=2 with sequence parallelism against one process."""
-    qwen3 = tiny_spec(name="tiny-qwen3", family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
-    _, parallel, single = run_beside_one_process(
-        tmp_path, Layout(dp_shard=1, tp=2), 2, grad_accum=4, steps=6, model=qwen3, **COMMON
-    )
+    _, parallel, single = beside_one_process(launched, "qwen3-tp2", tmp_path)
     assert_same_trajectory(parallel, single, 1e-4)
 
 
-def test_moe_experts_shard_evenly_over_more_ranks_than_experts(tmp_path, in_process):
+def test_moe_experts_shard_evenly_over_more_ranks_than_experts(launched, tmp_path, in_process):
     """A Mixtral-style HF model with 2 experts under FSDP on 4 ranks: the fused expert tensors
     shard along their hidden dim (not by whole experts, which would leave 2 ranks without any)
     and training follows one process."""
-    moe = get_preset("mixtral-8x7b").model_copy(
-        update=dict(
-            name="tiny-moe",
-            num_layers=2,
-            hidden_size=64,
-            ffn_hidden_size=128,
-            num_heads=4,
-            num_kv_heads=2,
-            vocab_size=512,
-            num_experts=2,
-            experts_per_token=1,
-            max_seq_len=64,
-        )
-    )
-    # Full logits: the chunked loss sums the head gradient in another order, and top-1 routing
-    # turns such last-bit differences into a different expert choice (2.8e-4 apart by step 6);
-    # this test is about expert sharding, the chunked loss has its own tests (tests/trainer/test_loss.py).
-    _, parallel, single = run_beside_one_process(
-        tmp_path,
-        Layout(dp_shard=4),
-        4,
-        grad_accum=1,
-        steps=6,
-        model=moe,
-        impl="hf",
-        loss_chunk_tokens=0,
-        **COMMON,
-    )
+    _, parallel, single = beside_one_process(launched, "moe-fsdp4", tmp_path)
     assert_same_trajectory(parallel, single, 1e-4)
 
 
-def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
+def test_untied_gpt_pipeline_keeps_its_position_table(launched, tmp_path, in_process):
     """Learned positions live on stage 0 only: an untied GPT model on pp=2 x vpp=2 follows one
     process, and its checkpoint (taken at step 4) resumes on one process on the same trajectory."""
-    settings = dict(model=tiny_gpt_spec(tied_embeddings=False, num_layers=4), steps=8, **COMMON)
-    piped_dir, piped, reference = run_beside_one_process(
-        tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, grad_accum=4, checkpoint_every=4, **settings
-    )
+    name = "untied-gpt-pp2-vpp2"
+    piped_dir, piped, reference = beside_one_process(launched, name, tmp_path)
     assert_same_trajectory(piped, reference, 1e-3)
-    resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, grad_accum=4, **settings)
+    resumed = RUNS[name].write_single(tmp_path / "resumed")
     shutil.copytree(piped_dir / "ckpt" / "step-000004", resumed / "ckpt" / "step-000004")
     assert main([str(resumed), "--device", "cpu"]) == ExitCode.OK
     losses = losses_by_step(resumed)
@@ -240,41 +277,57 @@ def test_untied_gpt_pipeline_keeps_its_position_table(tmp_path, in_process):
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
 
 
-@pytest.mark.parametrize(
-    "layout, num_layers, grad_accum",
-    [
-        # 4 blocks on 3 stages: 1, 2, 1 (the embedding and the head each weigh one block).
-        (Layout(dp_shard=1, pp=3, pp_schedule="1f1b"), 4, 3),
-        # 5 blocks on 2 ranks x 2 interleaved stages: 1, 2, 1, 1 (rank 0 runs 1 + 1, rank 1 2 + 1).
-        (Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 5, 4),
-    ],
-    ids=["pp3-1f1b-4-layers", "pp2-vpp2-5-layers"],
-)
-def test_uneven_pipeline_follows_one_process(layout, num_layers, grad_accum, tmp_path, in_process):
+@pytest.mark.parametrize("name", ["uneven-pp3-4-layers", "uneven-pp2-vpp2-5-layers"])
+def test_uneven_pipeline_follows_one_process(name, launched, tmp_path, in_process):
     """Stages of unequal block counts (planner/layout.py stage_layer_counts) train like one
     process: no block dropped or run twice, gradients of every stage reach the optimizer."""
-    settings = dict(model=tiny_spec(num_layers=num_layers), steps=6, **COMMON)
-    _, piped, reference = run_beside_one_process(tmp_path, layout, layout.pp, grad_accum=grad_accum, **settings)
+    _, piped, reference = beside_one_process(launched, name, tmp_path)
     assert_same_trajectory(piped, reference, 1e-3)
 
 
-@pytest.mark.parametrize(
-    "layout, nproc, grad_accum",
-    [
-        # FSDP-sharded copies on the first and the last of 2 stages (grads are DTensor shards).
-        (Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4, 2),
-        # 4 blocks on 3 stages (1, 2, 1): the middle rank holds neither copy.
-        (Layout(dp_shard=1, pp=3, pp_schedule="1f1b"), 3, 3),
-    ],
-    ids=["pp2-x-fsdp2", "pp3-uneven"],
-)
-def test_pipelined_tied_embedding_follows_one_process(layout, nproc, grad_accum, tmp_path, in_process):
+@pytest.mark.parametrize("name", ["tied-pp2-x-fsdp2", "tied-pp3-uneven"])
+def test_pipelined_tied_embedding_follows_one_process(name, launched, tmp_path, in_process):
     """A tied embedding/head (GPT-2 style, learned positions) split over the pipeline: the last
     stage's head is a copy of the first stage's embedding, their gradients summed every step
     (trainer/pipeline.py TiedEmbeddingSync), and the run follows one process."""
-    settings = dict(model=tiny_gpt_spec(num_layers=4), steps=6, **COMMON)
-    _, piped, reference = run_beside_one_process(tmp_path, layout, nproc, grad_accum=grad_accum, **settings)
+    _, piped, reference = beside_one_process(launched, name, tmp_path)
     assert_same_trajectory(piped, reference, 1e-3)
+
+
+def test_native_moe_under_expert_parallelism_matches_one_process(launched, tmp_path, in_process):
+    """A Mixtral-style native model (4 experts, top-2) with ep=2 x fsdp=2 on 4 ranks: each rank
+    holds 2 experts, exchanges routed tokens by all-to-all and FSDP-shards its experts over the
+    other pair; training follows one process, and its checkpoint resumes on one process. Top-2
+    routing (not top-1) and the full-logits loss keep last-bit summation differences from
+    flipping an expert choice (see the MoE run above)."""
+    name = "native-moe-ep2-fsdp2"
+    parallel_dir, parallel, single = beside_one_process(launched, name, tmp_path)
+    assert_same_trajectory(parallel, single, 1e-3)
+    # Expert gradients sum over the ep ranks and must be averaged over all data-parallel ranks.
+    assert_same_gradient_norms(parallel_dir, tmp_path / "single")
+    # The expert shards (DTensors over the ep and expert-FSDP meshes) checkpoint layout-free:
+    # the step-3 checkpoint resumes on one process on the same trajectory.
+    resumed = RUNS[name].write_single(tmp_path / "resumed")
+    shutil.copytree(parallel_dir / "ckpt" / "step-000003", resumed / "ckpt" / "step-000003")
+    assert main([str(resumed), "--device", "cpu"]) == ExitCode.OK
+    losses = losses_by_step(resumed)
+    assert sorted(losses) == [4, 5, 6]
+    assert max(abs(losses[s] - single[s]) for s in losses) <= 1e-4
+
+
+@pytest.mark.skipif(not HAS_FLOAT8, reason="needs torchao.float8")
+def test_fp8_under_tensor_parallel_matches_one_process(launched, tmp_path, in_process):
+    """precision fp8 with tp=2: every block takes torchao's float8 tensor-parallel styles (the
+    sequence-split norm outputs cast to float8 before their all-gather) and follows the fp8
+    model on one process; on CPU torch emulates the fp8 matmuls. Both cast with the same
+    tensor-wise scales (the amax of a sharded DTensor is the global one). Measured: losses
+    2.5e-4 apart (bf16 logits, vocabulary-parallel loss vs the chunked one), gradient norms
+    1.4e-5 (relative). The bounds catch a float8 all-gather that mis-scales the gathered input
+    by 2x (measured: 2.8e-3 and 4.5e-3), which the loss alone barely shows this early."""
+    parallel_dir, parallel, single = beside_one_process(launched, "fp8-tp2", tmp_path)
+    assert "tensor parallel: float8 all-gathers in 2 of 2 blocks" in batch_result(parallel_dir)[1]
+    assert_same_trajectory(parallel, single, 1e-3)
+    assert_same_gradient_norms(parallel_dir, tmp_path / "single")
 
 
 def test_killed_run_resumes_exactly(reference, tmp_path):
@@ -338,65 +391,3 @@ def test_sigterm_saves_and_exits_promptly(tmp_path):
     manifest = json.loads((job / "ckpt" / f"step-{saved[0]:06d}" / "manifest.json").read_text())
     assert {"rank-00000.pt", "rank-00001.pt", ".metadata"} <= set(manifest["files"])
     assert not list(Path(job / "ckpt").glob("*.tmp"))
-
-
-def test_native_moe_under_expert_parallelism_matches_one_process(tmp_path, in_process):
-    """A Mixtral-style native model (4 experts, top-2) with ep=2 x fsdp=2 on 4 ranks: each rank
-    holds 2 experts, exchanges routed tokens by all-to-all and FSDP-shards its experts over the
-    other pair; training follows one process, and its checkpoint resumes on one process. Top-2
-    routing (not top-1) and the full-logits loss keep last-bit summation differences from
-    flipping an expert choice (see the test above)."""
-    moe = get_preset("mixtral-8x7b").model_copy(
-        update=dict(
-            name="tiny-native-moe",
-            num_layers=2,
-            hidden_size=64,
-            ffn_hidden_size=96,
-            num_heads=4,
-            num_kv_heads=2,
-            vocab_size=512,
-            num_experts=4,
-            experts_per_token=2,
-            max_seq_len=64,
-        )
-    )
-    settings = dict(steps=6, model=moe, impl="native", loss_chunk_tokens=0, checkpoint_every=3, **COMMON)
-    parallel_dir, parallel, single = run_beside_one_process(
-        tmp_path, Layout(dp_shard=4, ep=2), 4, grad_accum=1, **settings
-    )
-    assert_same_trajectory(parallel, single, 1e-3)
-    # AdamW hides a mis-scaled gradient from the loss; the gradient norm shows it (expert
-    # gradients sum over the ep ranks and must be averaged over all data-parallel ranks).
-    pairs = zip(read_metrics(parallel_dir), read_metrics(tmp_path / "single"), strict=True)
-    norms = [(p["grad_norm"], s["grad_norm"]) for p, s in pairs]
-    assert all(abs(p - s) <= 1e-3 * s for p, s in norms), norms
-    # The expert shards (DTensors over the ep and expert-FSDP meshes) checkpoint layout-free:
-    # the step-3 checkpoint resumes on one process on the same trajectory.
-    resumed = write_job(tmp_path / "resumed", Layout(dp_shard=1), 1, grad_accum=4, **settings)
-    shutil.copytree(parallel_dir / "ckpt" / "step-000003", resumed / "ckpt" / "step-000003")
-    assert main([str(resumed), "--device", "cpu"]) == ExitCode.OK
-    losses = losses_by_step(resumed)
-    assert sorted(losses) == [4, 5, 6]
-    assert max(abs(losses[s] - single[s]) for s in losses) <= 1e-4
-
-
-def test_fp8_under_tensor_parallel_matches_one_process(tmp_path, in_process):
-    """precision fp8 with tp=2: every block takes torchao's float8 tensor-parallel styles (the
-    sequence-split norm outputs cast to float8 before their all-gather) and follows the fp8
-    model on one process; on CPU torch emulates the fp8 matmuls. Both cast with the same
-    tensor-wise scales (the amax of a sharded DTensor is the global one). Measured: losses
-    2.5e-4 apart (bf16 logits, vocabulary-parallel loss vs the chunked one), gradient norms
-    1.4e-5 (relative). The bounds catch a float8 all-gather that mis-scales the gathered input
-    by 2x (measured: 2.8e-3 and 4.5e-3), which the loss alone barely shows this early."""
-    pytest.importorskip("torchao.float8")
-    settings = dict(model=tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128), steps=4, precision="fp8")
-    parallel = write_job(tmp_path / "parallel", Layout(dp_shard=1, tp=2), 2, grad_accum=2, **settings, **COMMON)
-    result = run_torchrun(parallel, 2)
-    assert result.returncode == 0, describe(result)
-    assert "tensor parallel: float8 all-gathers in 2 of 2 blocks" in result.stdout
-    single = write_job(tmp_path / "single", Layout(dp_shard=1), 1, grad_accum=2, **settings, **COMMON)
-    assert main([str(single), "--device", "cpu"]) == ExitCode.OK
-    assert_same_trajectory(losses_by_step(parallel), losses_by_step(single), 1e-3)
-    pairs = zip(read_metrics(parallel), read_metrics(single), strict=True)
-    norms = [(p["grad_norm"], s["grad_norm"]) for p, s in pairs]
-    assert all(abs(p - s) <= 1e-3 * s for p, s in norms), norms

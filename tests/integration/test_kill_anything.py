@@ -132,14 +132,17 @@ def test_a_job_survives_every_kind_of_kill_and_matches_an_uninterrupted_run(tmp_
 
     job = write_job(tmp_path / "job", Layout(dp_shard=1), 1, **JOB)
     logs = iter(tmp_path / f"run-{i}.log" for i in range(100))
-    # SIGTERM during start-up (before any step): exit 143, one line, nothing saved, no traceback.
+    # SIGTERM during start-up: exit 143, one line, no traceback. Nothing is saved when no step was
+    # done; on a fast machine the first steps may finish before the signal lands, and then the
+    # last of them is saved (the signal is sent once the layout is printed, not at a step).
     log = next(logs)
     proc = start(job, log)
     wait_for(lambda: "layout:" in log.read_text() or proc.poll() is not None, 180, "start-up")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(90) == ExitCode.PREEMPTED, log.read_text()[-3000:]
     assert "Traceback" not in log.read_text() and "SignalException" not in log.read_text()
-    assert not list((job / "ckpt").glob("step-*")) if (job / "ckpt").exists() else True
+    saved = [step for step, _ in list_checkpoints(job / "ckpt")]
+    assert max(saved, default=0) == max(logged_steps(job), default=0), (saved, note)
 
     kinds = ["ctrl-c", "launcher", "agent", "worker", "tree mid-save"]
     rng.shuffle(kinds)

@@ -9,9 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from planner.catalog.models import get_preset
+from planner.errors import ExitCode
 from planner.layout import Layout, TrainingConfig
 from planner.model.spec import ModelSpec
 from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
@@ -149,6 +152,29 @@ def run_torchrun(job_dir: Path, nproc: int, *extra: str, timeout: float = 180) -
     )
 
 
+def run_torchrun_batch(job_dirs: list[Path], nproc: int, timeout: float = 900) -> subprocess.CompletedProcess:
+    """All ``job_dirs`` one after another in each worker of one launch (``support/job_batch.py``:
+    the torch start-up paid once); read each job's result with :func:`batch_result`."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    env = dict(subprocess_env(), PYTHONPATH=f"{REPO}{os.pathsep}{REPO / 'tests'}")
+    return subprocess.run(
+        [*command, "-m", "support.job_batch", *map(str, job_dirs)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def batch_result(job_dir: Path) -> tuple[int | None, str]:
+    """Rank 0's exit code (None: the job never finished) and console output of a batched job."""
+    from support.job_batch import LOG_NAME, RC_NAME
+
+    rc, log = job_dir / RC_NAME.format(rank=0), job_dir / LOG_NAME.format(rank=0)
+    return (int(rc.read_text()) if rc.exists() else None), (log.read_text() if log.exists() else "")
+
+
 def start_torchrun(job_dir: Path, nproc: int, log: Path, *extra: str) -> subprocess.Popen:
     """torchrun in the background, its output in ``log``."""
     handle = log.open("w")
@@ -210,3 +236,39 @@ def losses_by_step(job_dir: Path) -> dict[int, float]:
 
 def describe(result: subprocess.CompletedProcess) -> str:
     return f"exit {result.returncode}\n--- output ---\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One parallel run of a test: its layout on ``nproc`` ranks and the job's settings (``write_job``)."""
+
+    layout: Layout
+    nproc: int
+    grad_accum: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, job_dir: Path) -> Path:
+        return write_job(job_dir, self.layout, self.nproc, grad_accum=self.grad_accum, **self.settings)
+
+    def write_single(self, job_dir: Path) -> Path:
+        """The same job (same global batch) on one process."""
+        dp = self.layout.resolve(self.nproc).dp
+        return write_job(job_dir, Layout(dp_shard=1), 1, grad_accum=self.grad_accum * dp, **self.settings)
+
+
+def launch_runs(root: Path, runs: dict[str, Run]) -> dict[str, Path]:
+    """Every run, one torchrun launch per world size (:func:`run_torchrun_batch`): each run's
+    job directory under ``root``, to read with :func:`finished`. For a module-scoped fixture."""
+    jobs = {name: run.write(root / name) for name, run in runs.items()}
+    for nproc in sorted({run.nproc for run in runs.values()}):
+        names = [name for name, run in runs.items() if run.nproc == nproc]
+        result = run_torchrun_batch([jobs[name] for name in names], nproc)
+        (root / f"launch-{nproc}.log").write_text(describe(result))
+    return jobs
+
+
+def finished(jobs: dict[str, Path], name: str) -> Path:
+    """The job directory of a launched run that exited 0 (else its output as the failure)."""
+    code, output = batch_result(jobs[name])
+    assert code == ExitCode.OK, f"{name}: exit {code}\n{output[-6000:]}"
+    return jobs[name]

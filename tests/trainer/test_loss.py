@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
-from support.jobs import describe, losses_by_step, run_torchrun, tiny_spec, write_job
+from support.jobs import Run, finished, launch_runs, losses_by_step, tiny_spec
 
 from planner.layout import Layout
 from planner.model.settings import DEFAULT_SETTINGS
@@ -141,21 +143,28 @@ def test_planner_models_the_trainers_default_chunk():
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=0, steps=6)
 
 
+# FSDP over 2 gloo ranks and a 2-stage pipeline (the loss on the last stage), each with chunks
+# of 8 tokens (4 per micro-batch) and with the full-logits loss (0).
+LAYOUTS = {"fsdp2": (Layout(dp_shard=2), 2), "pp2-1f1b": (Layout(dp_shard=1, pp=2, pp_schedule="1f1b"), 4)}
+RUNS = {
+    f"{name}-chunk{chunk}": Run(layout, 2, grad_accum, dict(loss_chunk_tokens=chunk, **COMMON))
+    for name, (layout, grad_accum) in LAYOUTS.items()
+    for chunk in (0, 8)
+}
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> dict[str, Path]:
+    """The four runs in one torchrun launch (support/job_batch.py)."""
+    return launch_runs(tmp_path_factory.mktemp("loss"), RUNS)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "layout, grad_accum",
-    [(Layout(dp_shard=2), 2), (Layout(dp_shard=1, pp=2, pp_schedule="1f1b"), 4)],
-    ids=["fsdp2", "pp2-1f1b"],
-)
-def test_chunked_loss_on_two_ranks_follows_the_full_logits_run(layout, grad_accum, tmp_path):
-    """FSDP over 2 gloo ranks and a 2-stage pipeline (the loss on the last stage), chunks of 8
-    tokens (4 per micro-batch), against the same job with the full-logits loss."""
-    losses = {}
-    for chunk in (0, 8):
-        job = write_job(tmp_path / f"chunk{chunk}", layout, 2, grad_accum=grad_accum, loss_chunk_tokens=chunk, **COMMON)
-        result = run_torchrun(job, 2)
-        assert result.returncode == 0, describe(result)
-        losses[chunk] = losses_by_step(job)
-    assert sorted(losses[8]) == list(range(1, 7))
-    worst = max(abs(losses[8][s] - losses[0][s]) for s in losses[0])
+@pytest.mark.xdist_group("loss-runs")  # one worker: one launch for both tests
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_chunked_loss_on_two_ranks_follows_the_full_logits_run(name, launched):
+    """The chunked loss on 2 gloo ranks follows the same job with the full-logits loss."""
+    full, chunked = (losses_by_step(finished(launched, f"{name}-chunk{chunk}")) for chunk in (0, 8))
+    assert sorted(chunked) == list(range(1, 7))
+    worst = max(abs(chunked[s] - full[s]) for s in full)
     assert worst <= 1e-4, f"chunked run differs from the full-logits run by {worst:.2e}"

@@ -1,0 +1,80 @@
+"""Several trainer jobs one after another in each worker of one torchrun launch (tests only).
+
+A CPU torchrun launch spends most of its time starting up: every rank imports torch (with
+``torch._dynamo``, which the first optimizer step loads anyway) and warms DTensor's sharding
+caches, about 8 s of CPU per rank on a 2-core CI machine, while a 12-step tiny job then takes
+about 1 s. Tests that compare many layouts launch their jobs through this module
+(``support.jobs.run_torchrun_batch``) so that start-up is paid once per launch, not per job.
+
+Each job still runs ``trainer.train.main`` as it does under torchrun, with one difference: the
+process group is made here, before ``main`` (whose ``init_distributed`` keeps a group it finds),
+over a prefix of the agent's store of its own. Sequential groups on the bare store would reuse
+its keys (the default group is always named "0"), and gloo could read a previous job's
+addresses. ``main`` tears the group down as usual; DTensor's sharding caches are then cleared,
+as they hold the previous job's meshes (equal by shape, but their groups are gone: "Could not
+resolve the process group registered under the name 19"). A job's console output goes to
+``<job>/worker-<rank>.log`` and its exit code to ``<job>/worker-<rank>.rc``; a job that raises
+is recorded as exit 1 with its traceback in the log, and the next job still runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from datetime import timedelta
+from pathlib import Path
+
+import torch.distributed as dist
+from torch.distributed.tensor.debug import _clear_sharding_prop_cache
+
+from trainer.train import main as train_main
+
+LOG_NAME = "worker-{rank}.log"
+RC_NAME = "worker-{rank}.rc"
+COLLECTIVE_TIMEOUT = timedelta(seconds=300)
+
+
+def _agent_store() -> dist.TCPStore:
+    """A client of the store torchrun's agent hosts (``MASTER_ADDR:MASTER_PORT``)."""
+    return dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        int(os.environ["WORLD_SIZE"]),
+        is_master=False,
+        timeout=timedelta(seconds=120),
+    )
+
+
+def run_job(job: Path, index: int, store: dist.TCPStore, rank: int, world_size: int) -> int:
+    with (
+        (job / LOG_NAME.format(rank=rank)).open("w") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        try:
+            prefix = dist.PrefixStore(f"job-{index}/", store)
+            # A job that fails on some ranks must not hang the others for gloo's default 30 min.
+            dist.init_process_group("gloo", store=prefix, rank=rank, world_size=world_size, timeout=COLLECTIVE_TIMEOUT)
+            code = train_main([str(job), "--device", "cpu"])
+        except Exception:  # a failed job is recorded and the batch goes on
+            traceback.print_exc()
+            code = 1
+        finally:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            _clear_sharding_prop_cache()
+    (job / RC_NAME.format(rank=rank)).write_text(f"{int(code)}\n")
+    return int(code)
+
+
+def main(job_dirs: list[str]) -> int:
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    store = _agent_store()
+    codes = [run_job(Path(job), index, store, rank, world_size) for index, job in enumerate(job_dirs)]
+    return 0 if all(code == 0 for code in codes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
