@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
-from planner.frontier import NearTie, near_tie
+from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.estimate import divisible, estimate, job_totals, score
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack
@@ -123,6 +123,8 @@ class PlanResult:
     count_caps: dict[str, int] = field(default_factory=dict)  # the types a cap limited, not an inventory
     near_tie: NearTie | None = None  # a feasible plan slightly worse on the objective, much better on the other
     near_tie_plan: Plan | None = None  # that plan
+    knee: Knee | None = None  # without a deadline: the cost/time front's knee (planner.frontier), unless chosen
+    knee_plan: Plan | None = None  # that plan
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:
@@ -297,7 +299,9 @@ def plan(
         chosen.estimate.time_to_train_h * SECONDS_PER_HOUR, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
     ), "scalar re-score disagrees with the vectorised score"
     alternatives = tuple(plan_from_row(request, c, r, gpu_ids, catalog, settings) for r in solution.alternatives)
-    tie = near_tie_row(request, table, solution, deadline_s, inventory)
+    rows = choosable_rows(request, table, deadline_s, inventory)
+    tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
+    bend = None if deadline_s is not None else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row)
     return PlanResult(
         plan=chosen,
         alternatives=alternatives,
@@ -309,6 +313,8 @@ def plan(
         count_caps=limits.caps,
         near_tie=tie,
         near_tie_plan=None if tie is None else plan_from_row(request, c, tie.row, gpu_ids, catalog, settings),
+        knee=bend,
+        knee_plan=None if bend is None else plan_from_row(request, c, bend.row, gpu_ids, catalog, settings),
     )
 
 
@@ -323,20 +329,16 @@ def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
     )
 
 
-def near_tie_row(
-    request: PlanRequest,
-    table: CandidateTable,
-    solution: SingleSolution,
-    deadline_s: float | None,
-    inventory: dict[str, int] | None,
-) -> NearTie | None:
-    """The near tie (planner.frontier) among the rows the solver could have chosen: those passing every
-    constraint, at the chosen batch unless the request varies it."""
+def choosable_rows(
+    request: PlanRequest, table: CandidateTable, deadline_s: float | None, inventory: dict[str, int] | None
+) -> np.ndarray:
+    """The rows the solver could have chosen, where the near tie and the knee are read: those
+    passing every constraint, at the chosen batch unless the request varies it."""
     checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
     if not request.vary_batch:
         rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
-    return near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
+    return rows
 
 
 def cap_diagnosis(

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NEAR_TIE_MIN_GAIN", "NEAR_TIE_TOLERANCE", "NearTie", "knee", "near_tie", "pareto_rows"]
+__all__ = [
+    "NEAR_TIE_MIN_GAIN",
+    "NEAR_TIE_TOLERANCE",
+    "Knee",
+    "NearTie",
+    "knee",
+    "knee_versus",
+    "near_tie",
+    "pareto_rows",
+]
 
 NEAR_TIE_TOLERANCE = 0.10  # at most 10 % worse on the objective (cost or time) than the optimum
 NEAR_TIE_MIN_GAIN = 1.25  # and at least 1.25 x better on the other axis: less is not worth a word
@@ -91,3 +100,28 @@ def knee(cost_usd: np.ndarray, time_s: np.ndarray) -> int | None:
     distance = np.abs(dy * (x - x[0]) - dx * (y - y[0])) / length
     best = int(np.argmax(distance))
     return int(front[best]) if distance[best] > 1e-9 else None
+
+
+@dataclass(frozen=True)
+class Knee:
+    """The front's knee beside the chosen row: ``extra_cost_fraction`` more cost (negative: less)
+    for ``speedup`` x the speed (below 1: slower)."""
+
+    row: int
+    extra_cost_fraction: float
+    speedup: float
+
+
+def knee_versus(cost_usd: np.ndarray, time_s: np.ndarray, rows: np.ndarray, chosen: int) -> Knee | None:
+    """The knee of the front of ``rows`` (feasible row indices) against the ``chosen`` row; None
+    when the front has none or the chosen row is the knee."""
+    rows = np.asarray(rows, dtype=int)
+    at = knee(np.asarray(cost_usd)[rows], np.asarray(time_s)[rows]) if len(rows) else None
+    if at is None or int(rows[at]) == chosen:
+        return None
+    row = int(rows[at])
+    return Knee(
+        row=row,
+        extra_cost_fraction=float(cost_usd[row] / cost_usd[chosen] - 1),
+        speedup=float(time_s[chosen] / time_s[row]),
+    )

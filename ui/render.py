@@ -140,12 +140,16 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
                 "gpu_count_limits": result.count_limits,
                 "gpu_count_caps": result.count_caps,
                 "near_tie": None if result.near_tie is None else near_tie_json(result),
+                "knee": None if result.knee is None else knee_json(result),
             }
         )
         return
     print_plan(result.plan)
+    same = result.knee is not None and result.near_tie is not None and result.knee.row == result.near_tie.row
     if result.near_tie is not None:
-        out.print(near_tie_line(result))
+        out.print(near_tie_line(result) + ("; it is also the knee of the cost/time front" if same else ""))
+    if result.knee is not None and not same:
+        out.print(knee_line(result))
     if result.alternatives:
         table = Table(title="alternatives", title_justify="left")
         for col in ("GPU", "n", "layout", "mb x acc", "AC", "time", "cost", "MFU", "mem GiB"):
@@ -191,6 +195,29 @@ def near_tie_line(result) -> str:
     return (
         f"near tie: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {tie.extra_fraction:+.1%} {worse}, "
         f"{tie.gain:.1f}x {better} ({duration_h(p.estimate.time_to_train_h)}, {money(p.estimate.cost_usd)})"
+    )
+
+
+def knee_json(result) -> dict:
+    bend = result.knee
+    return {
+        "extra_cost_fraction": bend.extra_cost_fraction,
+        "speedup": bend.speedup,
+        "plan": estimate_json(result.knee_plan.estimate),
+    }
+
+
+def knee_line(result) -> str:
+    """'knee of the cost/time front: 64 x h100-sxm (fsdp dp_shard=64) for +4.1 % cost, 7.6x faster (41 d, $1.2M)'."""
+    bend, p = result.knee, result.knee_plan
+    change = (
+        f"{bend.extra_cost_fraction:+.1%} cost, {bend.speedup:.1f}x faster"
+        if bend.speedup >= 1
+        else f"{bend.extra_cost_fraction:+.1%} cost, {1 / bend.speedup:.1f}x slower"
+    )
+    return (
+        f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {change} "
+        f"({duration_h(p.estimate.time_to_train_h)}, {money(p.estimate.cost_usd)})"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.frontier import NEAR_TIE_MIN_GAIN, knee, near_tie, pareto_rows
+from planner.frontier import NEAR_TIE_MIN_GAIN, knee, knee_versus, near_tie, pareto_rows
 
 # The example: 4 x B200 for 19.5 days at $12,719; 8 x B200 take 9.8 days for $27 more.
 COST = np.array([12_719.0, 12_746.0, 14_500.0, 30_000.0, 11_000.0])
@@ -45,3 +45,18 @@ def test_pareto_rows_and_the_knee():
     assert knee(cost[:2], days[:2]) is None
     line = np.array([1.0, 2.0, 4.0])  # a straight front in log-log has no knee
     assert knee(line, 1 / line) is None
+
+
+def test_the_knee_beside_the_chosen_plan_is_read_on_the_feasible_rows_only():
+    days = np.array([64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 50.0])
+    cost = np.array([100.0, 101.0, 103.0, 106.0, 110.0, 400.0, 3000.0, 500.0])
+    bend = knee_versus(cost, days, np.arange(8), 0)  # the cheapest plan chosen: the knee is 16 x faster for +10 %
+    assert bend is not None and bend.row == 4
+    assert bend.extra_cost_fraction == pytest.approx(0.10) and bend.speedup == pytest.approx(16.0)
+    assert knee_versus(cost, days, np.arange(8), 4) is None  # the chosen plan is the knee
+    slower = knee_versus(cost, days, np.arange(8), 6)  # the fastest chosen: the knee is 4 x slower, 96 % cheaper
+    assert slower is not None and slower.speedup == pytest.approx(0.25)
+    # Without rows 3-5 (say past a budget) the front is 0, 1, 2, 6 and bends at 2.
+    bend = knee_versus(cost, days, np.array([0, 1, 2, 6, 7]), 0)
+    assert bend is not None and bend.row == 2
+    assert knee_versus(cost, days, np.array([], dtype=int), 0) is None

@@ -185,6 +185,20 @@ def test_plan_names_a_near_tie_in_text_and_json():
     assert other["time_to_train_h"] == pytest.approx(chosen["time_to_train_h"] / tie["gain"], rel=1e-9)
 
 
+def test_plan_without_a_deadline_prints_the_knee_of_the_front():
+    """Issue 10: with no deadline the answer names the front's knee against the chosen plan (here the
+    cheapest 8B plan on up to 256 H100), in text and JSON; with a deadline it does not."""
+    args = ("plan", "--model", "llama3-8b", "--tokens", "2e11", "--gpus", "h100-sxm=256", "--top", "0")
+    line = next(x for x in run(*args).stdout.splitlines() if x.startswith("knee of the cost/time front:"))
+    assert "% cost" in line and "x faster" in line and "x h100-sxm" in line
+    data = json.loads(run(*args, "--json").stdout)
+    bend, chosen = data["knee"], data["plan"]
+    assert bend["speedup"] > 1 and bend["plan"]["num_gpus"] > chosen["num_gpus"]
+    assert bend["plan"]["cost_usd"] == pytest.approx(chosen["cost_usd"] * (1 + bend["extra_cost_fraction"]), rel=1e-9)
+    assert bend["plan"]["time_to_train_h"] == pytest.approx(chosen["time_to_train_h"] / bend["speedup"], rel=1e-9)
+    assert json.loads(run(*args, "--deadline-days", "30", "--json").stdout)["knee"] is None
+
+
 def test_sequence_beyond_the_context_is_a_warning_on_stderr():
     """Context extension: GPT-3 (2048 positions) at 4096 tokens plans and estimates, with one warning."""
     planned = run("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--seq-len", "4096", "--top", "0", "--json")
