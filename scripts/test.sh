@@ -5,4 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 if [ -x scripts/install_browser.sh ]; then bash scripts/install_browser.sh || echo "browser install failed: browser tests will skip"; fi
 export OMP_NUM_THREADS=1
-exec .venv/bin/python -m pytest -q -n 2 --dist loadgroup "$@"
+# loadfile: a module's tests share one worker, so module fixtures (the batched torchrun launches of
+# tests/integration/test_distributed.py) run once. (xdist 3.8's loadgroup no longer groups under pytest 9.2:
+# it renames item._nodeid, which pytest 9 no longer reads.)
+exec .venv/bin/python -m pytest -q -n 2 --dist loadfile "$@"

@@ -14,7 +14,7 @@ from planner.layout import Layout
 from planner.model.spec import LatentAttention
 from trainer.train import main
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deepseek")]  # one worker: one launch for both
+pytestmark = pytest.mark.slow
 
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
 

@@ -47,8 +47,7 @@ from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
 from trainer.train import main
 
-# One worker: the batched launches are a module fixture, run once for all the tests using them.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distributed")]
+pytestmark = pytest.mark.slow
 
 # 4 sequences per step: micro_batch 1 x grad_accum x data-parallel degree = 4.
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
@@ -170,7 +169,9 @@ BESIDE_ONE_PROCESS = {
         Layout(dp_shard=1, pp=2, vpp=2, **PIPE_1F1B), 2, 4, 6, model=tiny_spec(num_layers=5)
     ),
     # FSDP-sharded copies on the first and the last of 2 stages (grads are DTensor shards).
-    "tied-pp2-x-fsdp2": _beside(Layout(dp_shard=2, pp=2, **PIPE_1F1B), 4, 2, 6, model=tiny_gpt_spec(num_layers=4)),
+    "tied-pp2-x-fsdp2": _beside(
+        Layout(dp_shard=2, pp=2, **PIPE_1F1B), 4, 2, 6, model=tiny_gpt_spec(num_layers=4), checkpoint_every=3
+    ),
     # 4 blocks on 3 stages (1, 2, 1): the middle rank holds neither copy.
     "tied-pp3-uneven": _beside(Layout(dp_shard=1, pp=3, **PIPE_1F1B), 3, 3, 6, model=tiny_gpt_spec(num_layers=4)),
     "native-moe-ep2-fsdp2": _beside(
@@ -292,6 +293,20 @@ def test_pipelined_tied_embedding_follows_one_process(name, launched, tmp_path, 
     (trainer/pipeline.py TiedEmbeddingSync), and the run follows one process."""
     _, piped, reference = beside_one_process(launched, name, tmp_path)
     assert_same_trajectory(piped, reference, 1e-3)
+
+
+def test_tied_pipeline_checkpoint_resumes_on_one_process(launched, tmp_path, in_process):
+    """The pipelined tied model's step-3 checkpoint (the embedding saved by the first stage, the
+    head's copy by the last, each with its optimizer state) resumes on one process, where head and
+    embedding are one tensor again, on the one-process trajectory."""
+    name = "tied-pp2-x-fsdp2"
+    piped_dir, _, reference = beside_one_process(launched, name, tmp_path)
+    resumed = RUNS[name].write_single(tmp_path / "resumed")
+    shutil.copytree(piped_dir / "ckpt" / "step-000003", resumed / "ckpt" / "step-000003")
+    assert main([str(resumed), "--device", "cpu"]) == ExitCode.OK
+    losses = losses_by_step(resumed)
+    assert sorted(losses) == [4, 5, 6]
+    assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
 
 
 def test_native_moe_under_expert_parallelism_matches_one_process(launched, tmp_path, in_process):

@@ -414,7 +414,6 @@ def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     assert int(options["--server.maxUploadSize"]) <= 1
 
 
-@pytest.mark.xdist_group("app")  # with test_app.py: the Streamlit caches are per process
 def test_an_app_session_writes_only_inside_its_temp_folder(tmp_path, monkeypatch):
     """Upload a config, plan, build the job zip (after refusing a hostile job name): afterwards the
     working directory is untouched and the temp folder is empty again."""

@@ -160,7 +160,6 @@ def launched(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("loss-runs")  # one worker: one launch for both tests
 @pytest.mark.parametrize("name", list(LAYOUTS))
 def test_chunked_loss_on_two_ranks_follows_the_full_logits_run(name, launched):
     """The chunked loss on 2 gloo ranks follows the same job with the full-logits loss."""

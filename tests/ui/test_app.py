@@ -48,8 +48,6 @@ from ui import charts, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
 
-pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
-
 
 def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> None:
     """The plan card's numbers are those of planner.api.plan for the same request."""

@@ -34,8 +34,6 @@ from ui.gpu_table import apply_edits, default_rows
 from ui.i18n import all_labels
 from ui.messages import near_tie_text
 
-pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
-
 
 @pytest.fixture(scope="module")
 def points():
