@@ -344,7 +344,13 @@ class CheckpointManager:
 
     def _load(self, path: Path, state: Checkpointable) -> None:
         model_sd, optim_sd = self._state_dicts(state)
+        own_params = [group["params"] for group in optim_sd["param_groups"]]
         dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+        # The saved param_groups are one rank's and name that rank's parameters; on another layout
+        # (a pipeline stage, or a tied head that is a tensor of its own there) they name parameters
+        # this rank does not hold, and set_state_dict then wants their state. Keep this rank's names.
+        for group, params in zip(optim_sd["param_groups"], own_params, strict=True):
+            group["params"] = params
         set_state_dict(state.model, state.optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
         rank_file = path / f"rank-{self.rank:05d}.pt"
         if not rank_file.exists():  # resumed on more ranks than saved: continue from rank 0's position
