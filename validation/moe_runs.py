@@ -39,15 +39,12 @@ MEGATRON_BRIDGE_RECIPES = (
 # state (MEGATRON_BRIDGE_RECIPES): routed tokens force-balanced; bf16 gradient buffers
 # (grad_reduce_in_fp32 false); TransformerEngine's fused cross-entropy, whose kernel writes the
 # loss gradient into the bf16 logits in place (4 bytes per logit: the logits plus one bf16
-# temporary, ESTIMATE); and Megatron-Core's persistent contiguous gradient buffer
-# (megatron/core/distributed/param_and_grad_buffer.py), allocated once, so no gradient churn is
-# left reserved above the allocated peak. The last is a Megatron-Core fact, kept here rather than
-# in MEGATRON_CORE_SETTINGS so that the dense rows (bench/validate_published.py) stay as they are.
+# temporary, ESTIMATE). Megatron-Core's persistent contiguous gradient buffer (no gradient churn
+# reserved above the peak) is in MEGATRON_CORE_SETTINGS itself.
 BRIDGE_MOE_BENCHMARK = MEGATRON_CORE_SETTINGS.but(
     moe_token_imbalance=1.0,
     grad_bytes=2.0,
     loss_bytes_per_logit=4.0,
-    reserve_static_fraction=0.0,
 )
 
 # Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads / 4 kv heads of 128, 128 experts

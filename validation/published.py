@@ -29,7 +29,7 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.settings import STACK_SETTINGS as PROFILES
 from planner.model.settings import Stack as Profile
 from planner.model.spec import ModelSpec
-from planner.search.candidates import single
+from planner.search.candidates import Candidates, single
 
 DEFAULT_PUBLISHED_RUNS = Path(__file__).resolve().parent.parent / "data" / "calibration" / "published_runs.csv"
 # Published parameter counts are rounded labels ("1.7B"); a rebuilt model must land within this.
@@ -63,6 +63,18 @@ STACK_SETTINGS = {
     Stack.DEEPSPEED: PROFILES[Profile.MEGATRON_LM],  # shown for reference only: the nearest kernels
     Stack.PYTORCH: PROFILES[Profile.TRAINPLAN],
 }
+
+
+# What the Megatron-Bridge performance recipes (S14) set on top of Megatron-Core: bf16 gradient
+# buffers, ``cfg.ddp.grad_reduce_in_fp32 = False`` in set_llama3_common_configs /
+# set_llama31_common_configs (scripts/performance/configs/llama/llama3_llm_pretrain.py,
+# llama31_llm_pretrain.py). A recipe fact, so it stays with the rows, not in the stack profile.
+MEGATRON_BRIDGE_RECIPE = dict(grad_bytes=2.0)
+
+
+def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
+    """The row's stack profile with what its source's recipes state on top of it."""
+    return profile.but(**MEGATRON_BRIDGE_RECIPE) if run.source == "S14" else profile
 
 
 class SkipReason(StrEnum):
@@ -530,16 +542,11 @@ class PublishedComparison:
         return (self.predicted_tokens_per_s_per_gpu - measured) / measured
 
 
-def predict(run: PublishedRun, catalog: Catalog, settings: ModelingSettings) -> PublishedComparison:
-    """Score the published configuration with the planner's model (``estimate.score``).
-
-    ``estimate()`` refuses pipelines whose stages hold unequal layer counts; Megatron and Llama 3
-    run exactly that (126 layers over pp=8 or 16, embedding and loss counted as layers), and the
-    model already sizes the busiest stage as ceil(layers / pp).
-    """
+def published_candidates(run: PublishedRun, catalog: Catalog) -> Candidates:
+    """The one-row candidate table of the published configuration on its catalog GPU."""
     gpu = catalog.gpu(run.gpu_id)
     network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
-    c = single(
+    return single(
         gpu,
         run.layout.resolve(run.num_gpus),
         run.training,
@@ -547,7 +554,16 @@ def predict(run: PublishedRun, catalog: Catalog, settings: ModelingSettings) -> 
         gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
         num_gpus=run.num_gpus,
     )
-    scores = score(run.model, c, settings)
+
+
+def predict(run: PublishedRun, catalog: Catalog, settings: ModelingSettings) -> PublishedComparison:
+    """Score the published configuration with the planner's model (``estimate.score``).
+
+    ``estimate()`` refuses pipelines whose stages hold unequal layer counts; Megatron and Llama 3
+    run exactly that (126 layers over pp=8 or 16, embedding and loss counted as layers), and the
+    model already sizes the busiest stage as ceil(layers / pp).
+    """
+    scores = score(run.model, published_candidates(run, catalog), settings)
     tokens = float(scores.tokens_per_s[0]) / run.num_gpus
     per_token = flops_per_token(run)
     return PublishedComparison(
@@ -565,7 +581,7 @@ def compare_published(
     """Predict every run with the settings profile of its stack (``STACK_SETTINGS``, overridable)."""
     catalog = catalog or load_catalog()
     profiles = {**STACK_SETTINGS, **(profiles or {})}
-    return [predict(run, catalog, profiles[run.stack]) for run in runs]
+    return [predict(run, catalog, recipe_settings(run, profiles[run.stack])) for run in runs]
 
 
 def mean_abs_error(comparisons: list[PublishedComparison]) -> float:

@@ -138,6 +138,16 @@ class Saved:
     # Held per routed token copy on the rank of its expert: under expert parallelism the busiest
     # rank holds more than the mean (planner/model/moe.py busiest_rank_load).
     routed: bool = False
+    # Kept only as a linear's input for its weight gradient (a norm's output, the down / fc2
+    # input): a stack whose FP8 linears save the quantised input keeps it in 1 byte
+    # (``ModelingSettings.fp8_saves_float8_linear_inputs``).
+    linear_input: bool = False
+    # Kept by another op and also the input of a linear (the attention output, o_proj's input):
+    # such a stack's FP8 linear saves its own 1-byte copy on top.
+    shared_linear_input: bool = False
+    # A gated activation's output that a fused kernel saving only its input recomputes in
+    # backward (``ModelingSettings.fused_glu_saves_input_only``).
+    fused_glu_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,7 +251,7 @@ def _norm_rows(
     pass_ = Elementwise(name, part, (18 if eager else 4) * w, params=_norm_params(model, w))
     saved = (
         Saved(f"{name} internals", part, (3 if eager else 1) * w),
-        Saved(f"{name} output (gathered)", part, w, tp_split=False),
+        Saved(f"{name} output (gathered)", part, w, tp_split=False, linear_input=True),
     )
     return pass_, saved
 
@@ -331,7 +341,7 @@ def _attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
             Saved("q", Part.ATTENTION, q),
             Saved("k", Part.ATTENTION, kv, cp_gathered=True),
             Saved("v", Part.ATTENTION, kv, cp_gathered=True),
-            Saved("attention output", Part.ATTENTION, q),
+            Saved("attention output", Part.ATTENTION, q, shared_linear_input=True),
             Saved("log-sum-exp", Part.ATTENTION, model.num_heads, fp32=True),
         ),
     )
@@ -370,7 +380,18 @@ def _mlp_rows(
     # The gated activation and product ~5 per ffn element, GeLU ~3.
     return _Rows(
         gemms=(up, down),
-        saved=tuple(Saved(f"{prefix}{n}", Part.MLP, width, copies=active, routed=routed) for n in names),
+        saved=tuple(
+            Saved(
+                f"{prefix}{n}",
+                Part.MLP,
+                width,
+                copies=active,
+                routed=routed,
+                linear_input=n.endswith(("(down input)", "(fc2 input)")),
+                fused_glu_output=gated and n == f"{act} output",
+            )
+            for n in names
+        ),
         elementwise=(Elementwise(f"{prefix}activation", Part.MLP, (5 if gated else 3) * width, copies=active),),
     )
 

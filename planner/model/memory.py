@@ -242,13 +242,39 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True,
     return total
 
 
+def native_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None):
+    """``saved_bytes`` of native block rows as the stack keeps them: a fused gated activation
+    that saves only its input drops its output (``fused_glu_saves_input_only``); FP8 linears that
+    save their quantised input (``fp8_saves_float8_linear_inputs``) keep the linear-only inputs
+    in 1 byte and add a 1-byte copy of the shared ones."""
+    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
+    whole = dtype if whole_dtype is None else whole_dtype
+    rows = tuple(t for t in rows if not (s.fused_glu_saves_input_only and t.fused_glu_output))
+    float8 = (c.precision == PREC_FP8) & s.fp8_saves_float8_linear_inputs
+    linear_dtype, linear_whole = np.where(float8, FP8_BYTES, dtype), np.where(float8, FP8_BYTES, whole)
+    total = np.zeros(len(c))
+    groups = (
+        ([t for t in rows if not t.linear_input], dtype, whole),
+        ([t for t in rows if t.linear_input], linear_dtype, linear_whole),
+        (
+            [t for t in rows if t.shared_linear_input],
+            np.where(float8, FP8_BYTES, 0.0),
+            np.where(float8, FP8_BYTES, 0.0),
+        ),
+    )
+    for group, size, whole_size in groups:
+        if group:
+            total = total + saved_bytes(group, size, c.tp, kv_tokens_per_token, kept, whole_size)
+    return total
+
+
 def _saved_by_impl(
     native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None
 ) -> np.ndarray:
-    """``saved_bytes`` of the native blocks' rows, or per row of the Hugging Face blocks' where
-    they differ (HF's eager RMSNorm)."""
+    """``native_saved_bytes`` of the native blocks' rows, or ``saved_bytes`` per row of the
+    Hugging Face blocks' where they differ (HF's eager RMSNorm)."""
     dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
-    native = saved_bytes(native_rows, dtype, c.tp, kv_tokens_per_token, kept, whole_dtype)
+    native = native_saved_bytes(native_rows, c, s, kv_tokens_per_token, whole_dtype)
     if hf_rows == native_rows:
         return native
     return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token, kept), native)

@@ -160,6 +160,19 @@ class ModelingSettings:
     # column-parallel linear for its weight gradient; Megatron saves only its 1/tp sequence shard
     # and all-gathers it again in backward (Korthikanti et al. 2022, sec. 4.2.2, their 34 sbh / t).
     sp_saves_gathered_inputs: bool = True
+    # What a block's FP8 linears save for the weight gradient. False: the compute-dtype input
+    # (trainplan's torchao float8 linears outside tensor parallelism). True: TransformerEngine's
+    # Linear / LayerNormLinear save the FP8-quantised input they cast for the forward GEMM
+    # (transformer_engine/pytorch/module/linear.py, layernorm_linear.py: the saved ``inputmat`` /
+    # ``ln_out`` is the quantised tensor), 1 byte an element; the attention output, which the
+    # attention kernel keeps in bf16 as well, gets a 1-byte copy on top.
+    fp8_saves_float8_linear_inputs: bool = False
+    # A gated MLP's activation. False: eager SiLU-and-multiply saves gate, SiLU output, up and
+    # the product. True: a fused SwiGLU that saves only its input (gate and up) and recomputes
+    # the SiLU in backward (Megatron-Core megatron/core/fusions/fused_bias_swiglu.py,
+    # ``SwiGLUFunction``: ``ctx.save_for_backward(input)``); the product stays, as the down
+    # projection's input.
+    fused_glu_saves_input_only: bool = False
     # Fraction of the context-parallel KV exchange hidden behind attention. trainplan's gather
     # is issued right before the attention that needs it, so none is hidden.
     cp_comm_overlap: float = 0.0
@@ -244,6 +257,13 @@ DEFAULT_SETTINGS = ModelingSettings()
 # on the H200 runs). Published large-scale runs used other stacks; these profiles change only
 # what the stack changes, each for the reason given.
 
+# Megatron's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py,
+# the same in Megatron-LM 2021-22): the bf16 logits of 1/tp of the vocabulary are cast to fp32
+# once, then the max is subtracted, exponentiated and normalised in place (the softmax it saves),
+# and the backward writes the gradient into that same fp32 buffer before the cast back to bf16
+# for the output layer: 4 (fp32) + 2 (bf16 logits forward, bf16 gradient backward) bytes per logit.
+MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT = 6.0
+
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022 (A100, fp16): no flash
     # attention yet, so the s x s scores pass through HBM.
@@ -259,8 +279,14 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # critical path (no TP overlap before TransformerEngine userbuffers).
     dp_comm_overlap=0.0,
     tp_comm_overlap=0.0,
-    # Vocabulary-parallel cross-entropy in fp32 over the full local logits.
+    # Vocabulary-parallel cross-entropy in fp32 over the full local logits, in place ...
     loss_chunk_tokens=0,
+    loss_bytes_per_logit=MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT,
+    # ... gradients in one contiguous buffer allocated at model wrap (no per-step churn) ...
+    reserve_static_fraction=0.0,
+    # ... and Korthikanti et al.'s sequence-parallel linears, which keep their 1/tp sequence
+    # shard for the weight gradient and all-gather it again in backward (their sec. 4.2.2).
+    sp_saves_gathered_inputs=False,
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py
@@ -294,10 +320,20 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,
     cp_comm_overlap=0.7,
-    # ... and sequence-parallel linears that keep their input shard only (re-gathered in backward).
+    # ... and sequence-parallel linears that keep their input shard only (re-gathered in backward),
+    # TransformerEngine's FP8 linears saving that input quantised, the fused SwiGLU of the
+    # Megatron-Core MLP (bias_activation_fusion, on in its Llama recipes) saving its input only.
     sp_saves_gathered_inputs=False,
-    # Vocabulary-parallel cross-entropy (fused or not) over the full local logits.
+    fp8_saves_float8_linear_inputs=True,
+    fused_glu_saves_input_only=True,
+    # Vocabulary-parallel cross-entropy over the full local logits, in place (as above) ...
     loss_chunk_tokens=0,
+    loss_bytes_per_logit=MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT,
+    # ... and gradients in Megatron-Core's persistent contiguous buffer (megatron/core/
+    # distributed/param_and_grad_buffer.py, allocated once when the model is wrapped; Megatron-FSDP
+    # keeps its sharded buffers the same way): no per-step gradient churn left reserved above
+    # the allocated peak (the 1.1 default is FSDP2's).
+    reserve_static_fraction=0.0,
     # MoE (only MoE blocks read these): TEGroupedMLP with the probabilities fused into the
     # SwiGLU (megatron/core/transformer/moe/experts.py), so fc1 input, fc1 output and fc2 input
     # are saved per routed copy (FP8 linear inputs under FP8) ...
