@@ -232,3 +232,27 @@ def test_run_view_says_an_off_gpu_probe_is_not_comparable(probed_job):
     (directory / "validation.json").write_text("{not json")  # a torn file: the view goes on without it
     at = open_tab(run_app(run_dir=str(directory)), "tab_run")
     assert not at.error and not [c for c in at.caption if EN("probe_not_comparable") in c.value]
+
+
+def test_explorer_memory_refusal_counts_the_cuda_context_in_both_languages():
+    """An estimate is infeasible for memory alone: 中文 says what must fit (reserved + context), English the planner's reason."""
+    request = request_for()
+    training = TrainingConfig(seq_len=2048, micro_batch=64, impl=request.impl)
+    expected = build_plan(request.model, "l4", Layout(), training, num_gpus=1, training_tokens=request.training_tokens)
+    e = expected.estimate
+    assert not e.feasible and e.reason is not None
+    usable = e.memory.capacity_gib * (1 - DEFAULT_SETTINGS.memory_headroom)
+    need = e.memory.reserved_gib + DEFAULT_SETTINGS.cuda_context_bytes / 2**30
+    for tr in (ZH, EN):
+        at = open_tab(run_app(lang=tr.lang), "tab_explorer", tr)
+        for key, value in (("ex_gpu", "l4"), ("ex_sharding", "fsdp"), ("ex_ac", "none"), ("ex_precision", "bf16")):
+            at.selectbox(key=key).set_value(value)
+        for key in ("ex_num_gpus", "ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate", "ex_grad_accum"):
+            at.number_input(key=key).set_value(1)  # every knob set: the explorer starts from the chosen plan
+        at.number_input(key="ex_micro_batch").set_value(64).run()
+        (warning,) = at.warning
+        if tr is ZH:
+            assert warning.value == ZH("ex_over_memory", need=need, usable=usable) and need > usable
+            assert not english_sentences(warning.value)
+        else:
+            assert warning.value == EN("ex_does_not_fit", reason=e.reason, fix=e.fix)
