@@ -69,9 +69,16 @@ def test_top_plans_table_is_as_tall_as_its_rows(sent, top_k):
 # --------------------------------------------------------------------------- uploads
 
 
-def test_the_uploader_cap_is_the_apps_size_check_and_the_server_setting():
+def test_the_uploader_cap_is_the_apps_size_check_and_the_server_setting(monkeypatch):
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == charts.UPLOAD_LIMIT_MB == MAX_CONFIG_BYTES // 10**6
+    import ui.cli as cli
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
+    assert cli.main(["app"]) == 0  # `trainplan app` passes the same cap
+    argv = calls[0]
+    assert argv[argv.index("--server.maxUploadSize") + 1] == str(charts.UPLOAD_LIMIT_MB)
     at = run_app(model_source="upload")
     assert at.sidebar.file_uploader(key="config_upload").proto.max_upload_size_mb == charts.UPLOAD_LIMIT_MB
 
