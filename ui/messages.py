@@ -3,7 +3,8 @@
 An infeasible request is rendered from ``InfeasiblePlan``'s constraint and its required/available
 figures (planner/errors.py), and the limit that bounds the GPU count is named by its on-screen
 label ("Most GPUs to consider = 4096") when a cap, not an inventory, binds. The planner's own
-English detail stays available (``Infeasible.detail``/``fix``) for the CLI and the English page.
+English detail (``Infeasible.detail``/``fix``) is the line under it on the English page; other
+languages get its exact figures instead (``detail_text``).
 """
 
 from __future__ import annotations
