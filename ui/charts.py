@@ -188,6 +188,19 @@ def amortised_price_per_gpu_hour(
     return ownership_usd(purchase_usd, tco, 1.0) / utilisation + power
 
 
+UPLOAD_LIMIT_MB = MAX_CONFIG_BYTES // 1_000_000  # the uploader's cap: Streamlit's browser counts 1 MB as 10**6 bytes
+
+
+class UploadTooLarge(ValueError):
+    """An upload over ``MAX_CONFIG_BYTES``, with its figures (the app renders it in the page's language)."""
+
+    def __init__(self, name: str, size_bytes: int) -> None:
+        super().__init__(
+            f"{name}: {size_bytes / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for a model config"
+        )
+        self.name, self.size_bytes = name, size_bytes
+
+
 def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     """A ModelSpec from an uploaded ``config.json``; ValueError (one line naming the upload) if unusable.
 
@@ -196,9 +209,7 @@ def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     """
     shown = Path(filename).name or "upload"
     if len(data) > MAX_CONFIG_BYTES:
-        raise ValueError(
-            f"{shown}: {len(data) / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for a model config"
-        )
+        raise UploadTooLarge(shown, len(data))
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or "config"
     folder = Path(tempfile.mkdtemp(prefix="trainplan-upload-"))
     path = folder / f"{stem}.json"

@@ -492,6 +492,8 @@ def app_command(
     address: str = typer.Option("localhost", help="address to bind (0.0.0.0 to serve other machines)"),
 ) -> None:
     """Start the Streamlit sizing app (bound to localhost by default)."""
+    from ui.charts import UPLOAD_LIMIT_MB  # the app's own size check, in the MB the browser counts
+
     app_path = Path(__file__).resolve().parent.parent / "app.py"
     raise typer.Exit(
         run_forwarding_signals(
@@ -510,7 +512,7 @@ def app_command(
                 "--browser.gatherUsageStats",
                 "false",
                 "--server.maxUploadSize",
-                "1",
+                str(UPLOAD_LIMIT_MB),
                 "--server.fileWatcherType",
                 "none",
             ]

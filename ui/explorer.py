@@ -19,6 +19,7 @@ from ui import charts, figures
 from ui.cached import cached_layout_plan, catalog, settings_for
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels
+from ui.reasons import LAYOUT_REASONS, reason_text
 from ui.sidebar import Inputs
 
 DEGREES = ("ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate")
@@ -76,7 +77,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         shape = Layout(**layout)
         config = TrainingConfig(seq_len=request.seq_len, impl=request.impl, **training)
     except ValueError as exc:
-        st.error(tr("ex_invalid", error=one_line(exc, where=False)))
+        st.error(tr("ex_invalid", error=reason_text(tr, one_line(exc, where=False), LAYOUT_REASONS)))
         return None
     answer = cached_layout_plan(
         request.model.model_dump_json(),
@@ -88,12 +89,12 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         inputs.headroom,
     )
     if isinstance(answer, str):
-        st.error(tr("ex_invalid", error=answer))
+        st.error(tr("ex_invalid", error=reason_text(tr, answer, LAYOUT_REASONS)))
         return None
     return answer
 
 
-def explorer_summary(tr: Labels, p: Plan) -> None:
+def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
     e = p.estimate
     m = e.memory
     usable = m.capacity_gib * (1 - m.headroom_fraction)
@@ -110,10 +111,10 @@ def explorer_summary(tr: Labels, p: Plan) -> None:
     st.caption(f"{p.layout.describe()} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
     if e.feasible:
         st.success(tr("ex_fits"))
-    elif m.reserved_gib > usable or tr.lang != "en":  # the figures say it in any language
-        st.warning(tr("ex_over_memory", need=m.reserved_gib, usable=usable))
-    else:
+    elif tr.lang == "en":  # the planner's reason and its fix hints ("use tp=4 (now 1)")
         st.warning(tr("ex_does_not_fit", reason=e.reason or "", fix=e.fix or ""))
+    else:  # an estimate is infeasible for memory alone: what must fit is reserved + the CUDA context
+        st.warning(tr("ex_over_memory", need=m.reserved_gib + context_gib, usable=usable))
 
 
 def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
@@ -127,8 +128,8 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
     if p is None:
         return
-    explorer_summary(tr, p)
     context_gib = settings_for(inputs.headroom).cuda_context_bytes / GIB
+    explorer_summary(tr, p, context_gib)
     left, right = st.columns(2)
     left.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")
     right.plotly_chart(figures.step_time_figure([p], tr), key="chart_ex_step")

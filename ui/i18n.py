@@ -310,9 +310,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ex_fits": ("Fits: reserved memory stays within the usable capacity.", "可行：保留显存未超过可用容量。"),
     "ex_does_not_fit": ("Does not fit: {reason}. Try: {fix}", "放不下：{reason}。可以尝试：{fix}"),
     "ex_over_memory": (
-        "Does not fit: {need:,.1f} GiB reserved per GPU, {usable:,.1f} GiB usable. Shard further, lower the "
-        "micro-batch or checkpoint activations.",
-        "放不下：每 GPU 需保留 {need:,.1f} GiB，可用 {usable:,.1f} GiB。请进一步分片、减小微批或使用激活重计算。",
+        "Does not fit: {need:,.1f} GiB per GPU (reserved + CUDA context), {usable:,.1f} GiB usable. Shard "
+        "further, lower the micro-batch or checkpoint activations.",
+        "放不下：每 GPU 需要 {need:,.1f} GiB（保留显存 + CUDA 上下文），可用 {usable:,.1f} GiB。"
+        "请进一步分片、减小微批或使用激活重计算。",
     ),
     "ex_send": ("Send to plan", "发送到规划"),
     "ex_send_help": (

@@ -119,3 +119,110 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "note_infeasible": ("infeasible: {reason}; fix: {fix}", "不可行：{reason}；解决办法：{fix}"),
 }
+
+# The planner's refusals as sentences from their figures (ui/reasons.py), and the planner's detail
+# line under an infeasible answer (ui/messages.py detail_text); "{custom_*}" are on-screen field names.
+REASON_LABELS: dict[str, tuple[str, str]] = {
+    "reason_heads_kv": (
+        "{custom_heads} {heads} is not a multiple of {custom_kv_heads} {kv_heads}",
+        "{custom_heads} {heads} 不是 {custom_kv_heads} {kv_heads} 的整数倍",
+    ),
+    "reason_hidden_heads": (
+        "{custom_hidden} {hidden} is not divisible by {custom_heads} {heads}",
+        "{custom_hidden} {hidden} 不能被 {custom_heads} {heads} 整除",
+    ),
+    "reason_experts_per_token": (
+        "{custom_experts_per_token} exceeds {custom_experts}",
+        "{custom_experts_per_token} 超过了 {custom_experts}",
+    ),
+    "reason_head_dim_odd": (
+        "the head dimension {head_dim} ({custom_hidden} / {custom_heads}) is odd: RoPE needs an even one",
+        "每个头的维度 {head_dim}（{custom_hidden} / {custom_heads}）为奇数：RoPE 需要偶数维度",
+    ),
+    "reason_world_size": (
+        "{gpus} GPUs are not divisible by dp_replicate × tp × pp × cp = {fixed}",
+        "{gpus} 块 GPU 不能被 dp_replicate × tp × pp × cp = {fixed} 整除",
+    ),
+    "reason_tp_heads": (
+        "{value} attention heads are not divisible by tp={tp}",
+        "注意力头数 {value} 不能被 tp={tp} 整除",
+    ),
+    "reason_tp_kv_heads": (
+        "{value} key/value heads are not divisible by tp={tp}",
+        "KV 头数 {value} 不能被 tp={tp} 整除",
+    ),
+    "reason_tp_ffn": ("the FFN size {value} is not divisible by tp={tp}", "FFN 维度 {value} 不能被 tp={tp} 整除"),
+    "reason_tp_vocab": (
+        "the vocabulary {vocab} (padded to {padded}) is not divisible by tp={tp}",
+        "词表大小 {vocab}（填充到 {padded}）不能被 tp={tp} 整除",
+    ),
+    "reason_seq_tp_cp": (
+        "the sequence length {seq_len} is not divisible by tp × cp = {degree} (sequence parallelism)",
+        "序列长度 {seq_len} 不能被 tp × cp = {degree} 整除（序列并行）",
+    ),
+    "reason_tp_domain": (
+        "tp={tp} must fit inside one scale-up domain of {domain} GPUs",
+        "tp={tp} 必须位于一个 {domain} 块 GPU 的高速互联域之内",
+    ),
+    "reason_pp_layers": (
+        "{stages} pipeline stages exceed the {layers} layers",
+        "{stages} 个流水线级超过了 {layers} 层",
+    ),
+    "reason_1f1b_accum": (
+        "the 1f1b schedule needs accumulation ≥ pp ({grad_accum} < {pp})",
+        "1f1b 调度要求梯度累积 ≥ pp（{grad_accum} < {pp}）",
+    ),
+    "reason_seq_cp": (
+        "the sequence length {seq_len} is not divisible by 2 × cp = {degree} (load-balanced context parallel)",
+        "序列长度 {seq_len} 不能被 2 × cp = {degree} 整除（负载均衡的上下文并行）",
+    ),
+    "reason_precision": ("{gpu} does not support {precision}", "{gpu} 不支持 {precision}"),
+    "reason_pp_native": ("pipeline parallelism needs the native trainer", "流水线并行需要原生训练器"),
+    "reason_cp_native": ("context parallelism needs the native trainer", "上下文并行需要原生训练器"),
+    "reason_moe_tp": (
+        "native MoE blocks take no tensor parallelism: use tp=1",
+        "原生 MoE 模块不支持张量并行：请使用 tp=1",
+    ),
+    "reason_moe_shard": (
+        "the MoE expert weights do not shard evenly over these ranks",
+        "MoE 专家权重无法在这些 rank 上均匀分片",
+    ),
+    "reason_other": ("the planner refuses this configuration", "规划器拒绝了该配置（英文页面给出规划器的原话）"),
+    # the detail line under an infeasible answer, from InfeasiblePlan's exact figures
+    "detail_deadline": (
+        "Planner's figures: the fastest plan takes {need:,.2f} h, the deadline is {have:,.2f} h.",
+        "规划器的精确数字：最快的方案需要 {need:,.2f} 小时，期限为 {have:,.2f} 小时。",
+    ),
+    "detail_budget": (
+        "Planner's figures: the cheapest plan costs ${need:,.2f}, the budget is ${have:,.2f}.",
+        "规划器的精确数字：最便宜的方案需要 ${need:,.2f}，预算为 ${have:,.2f}。",
+    ),
+    "detail_memory": (
+        "Planner's figures: {need:,.2f} GiB needed per GPU, {have:,.2f} GiB on the largest allowed GPU.",
+        "规划器的精确数字：每 GPU 需要 {need:,.2f} GiB，允许的最大 GPU 有 {have:,.2f} GiB。",
+    ),
+    "detail_inventory": (
+        "Planner's figures: {need:,.0f} GPUs needed, {have:,.0f} allowed.",
+        "规划器的精确数字：需要 {need:,.0f} 块 GPU，允许 {have:,.0f} 块。",
+    ),
+    "detail_candidates": (
+        "Planner's figures: {count} candidates checked ({gpus} GPUs).",
+        "规划器的精确数字：检查了 {count} 个候选方案（{gpus} 块 GPU）。",
+    ),
+    "upload_too_big": (
+        "{name}: {size_mb:,.2f} MB is over the {limit_mb} MB limit for a model config (a config.json is a few KB).",
+        "{name}：{size_mb:,.2f} MB 超过了模型配置的 {limit_mb} MB 上限（config.json 通常只有几 KB）。",
+    ),
+    "probe_line": (
+        "Probe ({steps} steps on {device}): step time {step_measured} measured vs {step_predicted} predicted; "
+        "peak memory {peak_measured} measured vs {peak_predicted} predicted{errors}",
+        "探测（{device} 上 {steps} 步）：单步时间实测 {step_measured}，预测 {step_predicted}；"
+        "峰值显存实测 {peak_measured}，预测 {peak_predicted}{errors}",
+    ),
+    "probe_errors": (" (errors {step_pct} / {peak_pct})", "（误差 {step_pct} / {peak_pct}）"),
+    "probe_not_comparable": (
+        " (not comparable: not the planned GPU)",
+        "（不可比较：不是计划中的 GPU）",
+    ),
+}
+MESSAGE_LABELS.update(REASON_LABELS)

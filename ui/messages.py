@@ -3,12 +3,14 @@
 An infeasible request is rendered from ``InfeasiblePlan``'s constraint and its required/available
 figures (planner/errors.py), and the limit that bounds the GPU count is named by its on-screen
 label ("Most GPUs to consider = 4096") when a cap, not an inventory, binds. The planner's own
-English detail stays available (``Infeasible.detail``/``fix``) for the CLI and the English page.
+English detail (``Infeasible.detail``/``fix``) is the line under it on the English page; other
+languages get its exact figures instead (``detail_text``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from planner.api import PlanRequest, PlanResult
 from planner.explain import Note, NoteKind, plan_notes
@@ -64,6 +66,22 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     key = f"why_{c}" if c in ("deadline", "budget", "memory", "inventory", "divisibility", "batch") else None
     body = tr(key, **values) if key else f"{infeasible.detail}; {infeasible.fix}"
     return tr("infeasible", constraint=tr.option(c), body=body)
+
+
+CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")
+
+
+def detail_text(tr: Labels, infeasible: Infeasible) -> str:
+    """The line under an infeasible answer: the planner's own words in English, its exact figures otherwise."""
+    if tr.lang == "en":
+        return f"{infeasible.detail}; {infeasible.fix}"
+    c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
+    if c == "deadline":
+        return tr("detail_deadline", need=_hours(need), have=_hours(have))
+    if c in ("budget", "memory", "inventory"):
+        return tr(f"detail_{c}", need=need, have=have)
+    found = CANDIDATES.search(infeasible.detail)  # divisibility, batch: counts only in the sentence
+    return tr("detail_candidates", **found.groupdict()) if found else ""
 
 
 def near_tie_text(tr: Labels, result: PlanResult) -> str | None:

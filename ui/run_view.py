@@ -100,12 +100,34 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
     return fig
 
 
+def probe_text(tr: Labels, v: ValidationReport) -> str:
+    """validation.json in one line: the probe's measured step time and peak memory against the plan's."""
+    shown = lambda value, unit: "-" if value is None else f"{value:,.4g} {unit}"  # noqa: E731
+    pct = lambda value: "-" if value is None else f"{value:+.1f} %"  # noqa: E731
+    if v.comparable:
+        errors = tr("probe_errors", step_pct=pct(v.error_pct.step_s), peak_pct=pct(v.error_pct.peak_gib))
+    else:
+        errors = tr("probe_not_comparable")
+    return tr(
+        "probe_line",
+        steps=v.probe_steps,
+        device=v.device,
+        step_measured=shown(v.measured.step_s, "s"),
+        step_predicted=shown(v.predicted.step_s, "s"),
+        peak_measured=shown(v.measured.peak_gib, "GiB"),
+        peak_predicted=shown(v.predicted.peak_gib, "GiB"),
+        errors=errors,
+    )
+
+
 def show_job(tr: Labels, job_dir: Path, key: str) -> None:
     view = read_job(job_dir)
     if view.error:
         st.error(view.error)
         return
     st.caption(tr("run_steps_read", steps=len(view.metrics), live=tr("run_live") if view.live else ""))
+    if view.validation is not None:
+        st.caption(probe_text(tr, view.validation))
     if len(view.metrics) and "loss" in view.metrics:
         last = view.metrics.iloc[-1]
         left, right = st.columns(2)

@@ -22,6 +22,7 @@ from planner.search.portfolio import TcoAssumptions
 from ui import charts
 from ui.gpu_table import ROWS_KEY, GpuChoice, default_rows, gpu_table
 from ui.i18n import LANGUAGE_NAMES, Labels
+from ui.reasons import MODEL_REASONS, reason_text
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -111,13 +112,21 @@ def sidebar_model(tr: Labels) -> ModelSpec | None:
         return get_preset(st.selectbox(tr("preset"), list_presets(), key="preset", on_change=fit_seq_len))
     if source == "upload":
         uploaded = st.file_uploader(
-            tr("upload_config"), type=["json"], key="config_upload", max_upload_size=1, help=tr("upload_help")
+            tr("upload_config"),
+            type=["json"],
+            key="config_upload",
+            max_upload_size=charts.UPLOAD_LIMIT_MB,
+            help=tr("upload_help"),
         )
         if uploaded is None:
-            st.info(tr("upload_needed"))  # also what a refused file (over 1 MB, marked red) leaves
+            st.info(tr("upload_needed"))  # also what a file the browser refused (over the cap, marked red) leaves
             return None
         try:
             return charts.model_from_upload(uploaded.getvalue(), uploaded.name)
+        except charts.UploadTooLarge as exc:  # one the browser let through (Windows counts 1 MB as 2**20 bytes)
+            size_mb = exc.size_bytes / 1e6
+            st.error(tr("upload_too_big", name=exc.name, size_mb=size_mb, limit_mb=charts.UPLOAD_LIMIT_MB))
+            return None
         except ValueError as exc:
             st.error(tr("bad_config", error=str(exc)))
             return None
@@ -139,8 +148,16 @@ def custom_model(tr: Labels) -> ModelSpec | None:
     try:
         return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
     except ValueError as exc:
-        st.error(tr("bad_custom", error=on_screen_names(tr, one_line(exc, where=False))))
+        st.error(tr("bad_custom", error=custom_error(tr, one_line(exc, where=False))))
         return None
+
+
+def custom_error(tr: Labels, message: str) -> str:
+    """ModelSpec's refusal in the page's language, naming the fields by their labels on screen."""
+    if tr.lang == "en":
+        return on_screen_names(tr, message)
+    names = {key: f"“{tr(key)}”" for key in CUSTOM_FIELDS.values()}
+    return reason_text(tr, message, MODEL_REASONS, **names)
 
 
 def on_screen_names(tr: Labels, message: str) -> str:

@@ -15,7 +15,7 @@ from ui import charts, figures
 from ui.cached import cached_frontier, cached_job_zip, cached_plan, cached_why_not, catalog, settings_for
 from ui.explorer import show_explorer
 from ui.i18n import Labels
-from ui.messages import duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
+from ui.messages import detail_text, duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
@@ -24,8 +24,9 @@ CARD_CSS = "<style>[data-testid='stMetricValue'] { font-size: 1.6rem; }</style>"
 
 def show_infeasible(tr: Labels, infeasible: charts.Infeasible, inputs: Inputs) -> None:
     st.warning(infeasible_text(tr, infeasible, inputs.request))
-    if tr.lang == "en":
-        st.caption(f"{infeasible.detail}; {infeasible.fix}")  # the planner's own words, with every number
+    detail = detail_text(tr, infeasible)  # the planner's own words (English) or its exact figures
+    if detail:
+        st.caption(detail)
 
 
 def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, str], ...]:

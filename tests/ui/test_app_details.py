@@ -1,0 +1,264 @@
+"""The app's details, headless (AppTest): the top-plans table's height, the upload cap, 中文 for the
+planner's refusals (custom model, layout explorer, infeasible detail line) and the probe's line in
+the run view.
+
+Expected values come from the planner and the trainer themselves (``plan``, ``build_plan``,
+``ModelSpec``, ``trainer.probe.write_validation``), so a panel wired to the wrong figure fails here.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from streamlit.testing.v1 import local_script_runner
+from support import REPO
+from support.app import EN, ZH, english_sentences, open_tab, request_for, run_app
+
+from planner.api import build_plan, plan
+from planner.catalog.models import MAX_CONFIG_BYTES, get_preset
+from planner.errors import InfeasiblePlan
+from planner.fmt import one_line
+from planner.layout import Layout, Precision, TrainingConfig
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.spec import ModelSpec
+from ui import charts
+from ui.reasons import LAYOUT_REASONS, MODEL_REASONS, reason_key
+from ui.single import ROW_PX
+
+pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """The messages of each run (AppTest's element tree keeps no element's height)."""
+    runs: list = []
+    parse = local_script_runner.parse_tree_from_messages
+
+    def recording(messages):
+        runs.append(list(messages))
+        return parse(messages)
+
+    monkeypatch.setattr(local_script_runner, "parse_tree_from_messages", recording)
+    return runs
+
+
+def table_heights(messages) -> list[int]:
+    """Heights of the read-only tables sent (st.dataframe; the sidebar's GPU editor is not one)."""
+    elements = [m.delta.new_element for m in messages if m.HasField("delta") and m.delta.HasField("new_element")]
+    return [
+        e.height_config.pixel_height
+        for e in elements
+        if e.WhichOneof("type") == "dataframe" and not e.dataframe.editing_mode
+    ]
+
+
+# --------------------------------------------------------------------------- top plans
+
+
+@pytest.mark.parametrize("top_k", [10, 2])
+def test_top_plans_table_is_as_tall_as_its_rows(sent, top_k):
+    at = open_tab(run_app(top_k=top_k), "tab_top")
+    rows = len(at.dataframe[0].value)  # the plan and its alternatives (test_app.py checks which)
+    assert rows == 3 if top_k == 2 else rows > 10
+    # every row and the header in view: no scroll box of 10 rows around 11 plans
+    assert table_heights(sent[-1]) == [ROW_PX * (rows + 1) + 3]
+
+
+# --------------------------------------------------------------------------- uploads
+
+
+def test_the_uploader_cap_is_the_apps_size_check_and_the_server_setting(monkeypatch):
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == charts.UPLOAD_LIMIT_MB == MAX_CONFIG_BYTES // 10**6
+    import ui.cli as cli
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
+    assert cli.main(["app"]) == 0  # `trainplan app` passes the same cap
+    argv = calls[0]
+    assert argv[argv.index("--server.maxUploadSize") + 1] == str(charts.UPLOAD_LIMIT_MB)
+    at = run_app(model_source="upload")
+    assert at.sidebar.file_uploader(key="config_upload").proto.max_upload_size_mb == charts.UPLOAD_LIMIT_MB
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_an_upload_over_the_cap_gets_its_own_error(tr):
+    """A file the browser lets through (Windows counts 1 MB as 2**20 bytes) is refused by the app."""
+    at = run_app(model_source="upload", lang=tr.lang)
+    content = b"{" + b" " * MAX_CONFIG_BYTES + b"}"
+    at.sidebar.file_uploader(key="config_upload").upload("big.json", content, "application/json")
+    at.run()
+    assert not at.exception
+    expected = tr("upload_too_big", name="big.json", size_mb=len(content) / 1e6, limit_mb=1)
+    assert [e.value for e in at.error] == [expected] and "1.00 MB" in expected
+    assert at.info[0].value == tr("fix_inputs") and not at.metric
+    if tr is ZH:
+        assert not english_sentences(expected)
+
+
+# --------------------------------------------------------------------------- custom model in 中文
+
+BROKEN_MODELS = {  # a custom model breaking each ModelSpec check the fields on screen can break
+    "reason_heads_kv": dict(custom_heads=3, custom_kv_heads=4),
+    "reason_hidden_heads": dict(custom_hidden=1000, custom_heads=12, custom_kv_heads=12),
+    "reason_experts_per_token": dict(custom_experts=2, custom_experts_per_token=3),
+    "reason_head_dim_odd": dict(custom_hidden=1000, custom_heads=8, custom_kv_heads=8),
+}
+FIELDS = {
+    "custom_layers": "num_layers", "custom_hidden": "hidden_size", "custom_ffn": "ffn_hidden_size",
+    "custom_heads": "num_heads", "custom_kv_heads": "num_kv_heads", "custom_vocab": "vocab_size",
+    "custom_experts": "num_experts", "custom_experts_per_token": "experts_per_token",
+}  # fmt: skip
+
+
+def planner_refusal(dims: dict) -> str:
+    base = get_preset("gpt3-125m")
+    fields = {field: getattr(base, field) for field in FIELDS.values()} | {"num_experts": 1, "experts_per_token": 1}
+    fields.update({FIELDS[key]: value for key, value in dims.items()})
+    with pytest.raises(ValueError) as refused:
+        ModelSpec(name="custom", max_seq_len=131072, **fields)
+    return one_line(refused.value, where=False)
+
+
+@pytest.mark.parametrize("key", list(BROKEN_MODELS))
+def test_every_custom_model_refusal_has_its_own_chinese_sentence(key):
+    message = planner_refusal(BROKEN_MODELS[key])
+    assert reason_key(message, MODEL_REASONS)[0] == key, message  # a reworded planner message fails here
+
+
+def test_custom_model_error_is_all_chinese_on_the_chinese_page():
+    at = run_app(model_source="custom", lang="zh", custom_heads=3, custom_kv_heads=4)
+    error = ZH("reason_heads_kv", custom_heads=f"“{ZH('custom_heads')}”", heads=3, kv_heads=4,
+               custom_kv_heads=f"“{ZH('custom_kv_heads')}”")  # fmt: skip
+    assert [e.value for e in at.error] == [ZH("bad_custom", error=error)]
+    assert not english_sentences(at.error[0].value)
+    at.sidebar.number_input(key="custom_heads").set_value(12)
+    at.sidebar.number_input(key="custom_kv_heads").set_value(12)
+    at.sidebar.number_input(key="custom_hidden").set_value(1000).run()  # 1000 / 12 heads
+    assert ZH("custom_hidden") in at.error[0].value and not english_sentences(at.error[0].value)
+
+
+# --------------------------------------------------------------------------- explorer in 中文
+
+BROKEN_LAYOUTS = {  # (GPUs, layout, training) of gpt3-125m (12 heads, 12 layers) breaking one rule each
+    "reason_world_size": (6, dict(tp=4), {}),
+    "reason_tp_heads": (8, dict(tp=8), {}),
+    "reason_seq_tp_cp": (6, dict(tp=3), {}),
+    "reason_pp_layers": (16, dict(pp=16), dict(grad_accum=16)),
+    "reason_1f1b_accum": (2, dict(pp=2), {}),
+    "reason_seq_cp": (6, dict(cp=3), {}),
+    "reason_precision": (8, {}, dict(precision=Precision.FP8)),
+}
+
+
+def layout_refusal(gpu: str, num_gpus: int, layout: dict, training: dict) -> str:
+    request = request_for()
+    config = TrainingConfig(seq_len=2048, impl=request.impl, **training)
+    with pytest.raises(ValueError) as refused:
+        build_plan(request.model, gpu, Layout(**layout), config, num_gpus=num_gpus, training_tokens=1e9)
+    return one_line(refused.value)
+
+
+@pytest.mark.parametrize("key", list(BROKEN_LAYOUTS))
+def test_every_layout_refusal_has_its_own_chinese_sentence(key):
+    num_gpus, layout, training = BROKEN_LAYOUTS[key]
+    message = layout_refusal("a100-80gb-sxm", num_gpus, layout, training)
+    found, figures = reason_key(message, LAYOUT_REASONS)
+    assert found == key, message
+    assert not english_sentences(ZH(found, **figures))
+
+
+def test_explorer_refusal_is_all_chinese_on_the_chinese_page():
+    at = open_tab(run_app(lang="zh"), "tab_explorer", ZH)
+    at.number_input(key="ex_num_gpus").set_value(8)
+    at.number_input(key="ex_tp").set_value(8).run()  # 12 heads
+    (error,) = at.error
+    assert error.value == ZH("ex_invalid", error=ZH("reason_tp_heads", value=12, tp=8))
+    assert not english_sentences(error.value)
+
+
+# --------------------------------------------------------------------------- infeasible detail line
+
+
+def test_the_planner_detail_line_is_translated():
+    request = request_for(deadline_days=0.01, gpus={"a100-80gb-sxm": 2})
+    with pytest.raises(InfeasiblePlan) as expected:
+        plan(request, settings=DEFAULT_SETTINGS)
+    exc = expected.value
+    at = run_app(lang="zh", gpus=["a100-80gb-sxm"], deadline_days=0.01, inventory={"a100-80gb-sxm": 2})
+    line = ZH("detail_deadline", need=exc.required / 3600, have=exc.available / 3600)
+    assert line in [c.value for c in at.caption] and f"{0.24:,.2f}" in line
+    assert not [c.value for c in at.caption if exc.detail in c.value]  # no English detail on the 中文 page
+    assert not english_sentences(line)
+
+
+# --------------------------------------------------------------------------- run view: validation.json
+
+
+@pytest.fixture
+def probed_job(tmp_path):
+    """A job emitted for the default plan whose probe wrote validation.json (trainer.probe's own writer)."""
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+    from trainer.probe import MemoryReading, write_validation
+
+    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    directory = tmp_path / "job"
+    emit_job(chosen, directory, name="probe-view", run=RunSettings(steps=5))
+    report = write_validation(directory, chosen, [0.9, 0.25, 0.2, 0.3], MemoryReading(3.5, 4.25, 79.6), "cuda")
+    return directory, chosen, report
+
+
+def test_run_view_shows_the_probe_against_the_plan(probed_job):
+    from ui.run_view import read_job
+
+    directory, chosen, report = probed_job
+    assert read_job(directory).validation == report
+    at = open_tab(run_app(run_dir=str(directory)), "tab_run")
+    assert not at.error
+    (line,) = [c.value for c in at.caption if c.value.startswith("Probe (4 steps on cuda):")]
+    assert "0.25 s measured" in line  # the median of the steps after the first
+    assert f"{chosen.estimate.time.step_s:,.4g} s predicted" in line
+    assert "3.5 GiB measured" in line and f"{chosen.estimate.memory.peak_gib:,.4g} GiB predicted" in line
+    assert f"{report.error_pct.step_s:+.1f} %" in line and f"{report.error_pct.peak_gib:+.1f} %" in line
+    at = open_tab(run_app(run_dir=str(directory), lang="zh"), "tab_run", ZH)
+    (line,) = [c.value for c in at.caption if c.value.startswith("探测（cuda 上 4 步）")]
+    assert "0.25 s" in line and not english_sentences(line)
+
+
+def test_run_view_says_an_off_gpu_probe_is_not_comparable(probed_job):
+    from trainer.probe import MemoryReading, write_validation
+
+    directory, chosen, _ = probed_job
+    write_validation(directory, chosen, [0.9, 0.5], MemoryReading(None, None, None), "cpu")
+    at = open_tab(run_app(run_dir=str(directory)), "tab_run")
+    lines = [c.value for c in at.caption if EN("probe_not_comparable") in c.value]
+    assert len(lines) == 1 and "- measured" in lines[0]  # no CUDA: no memory reading
+    (directory / "validation.json").write_text("{not json")  # a torn file: the view goes on without it
+    at = open_tab(run_app(run_dir=str(directory)), "tab_run")
+    assert not at.error and not [c for c in at.caption if EN("probe_not_comparable") in c.value]
+
+
+def test_explorer_memory_refusal_counts_the_cuda_context_in_both_languages():
+    """An estimate is infeasible for memory alone: 中文 says what must fit (reserved + context), English the planner's reason."""
+    request = request_for()
+    training = TrainingConfig(seq_len=2048, micro_batch=64, impl=request.impl)
+    expected = build_plan(request.model, "l4", Layout(), training, num_gpus=1, training_tokens=request.training_tokens)
+    e = expected.estimate
+    assert not e.feasible and e.reason is not None
+    usable = e.memory.capacity_gib * (1 - DEFAULT_SETTINGS.memory_headroom)
+    need = e.memory.reserved_gib + DEFAULT_SETTINGS.cuda_context_bytes / 2**30
+    for tr in (ZH, EN):
+        at = open_tab(run_app(lang=tr.lang), "tab_explorer", tr)
+        for key, value in (("ex_gpu", "l4"), ("ex_sharding", "fsdp"), ("ex_ac", "none"), ("ex_precision", "bf16")):
+            at.selectbox(key=key).set_value(value)
+        for key in ("ex_num_gpus", "ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate", "ex_grad_accum"):
+            at.number_input(key=key).set_value(1)  # every knob set: the explorer starts from the chosen plan
+        at.number_input(key="ex_micro_batch").set_value(64).run()
+        (warning,) = at.warning
+        if tr is ZH:
+            assert warning.value == ZH("ex_over_memory", need=need, usable=usable) and need > usable
+            assert not english_sentences(warning.value)
+        else:
+            assert warning.value == EN("ex_does_not_fit", reason=e.reason, fix=e.fix)
