@@ -26,8 +26,6 @@ from ui import charts
 from ui.reasons import LAYOUT_REASONS, MODEL_REASONS, reason_key
 from ui.single import ROW_PX
 
-pytestmark = pytest.mark.xdist_group("app")  # one worker: the Streamlit caches are per process
-
 
 @pytest.fixture
 def sent(monkeypatch):
