@@ -51,8 +51,8 @@ pytestmark = pytest.mark.slow
 
 # 4 sequences per step: micro_batch 1 x grad_accum x data-parallel degree = 4.
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
-REFERENCE_STEPS = 30
-LAYOUT_STEPS = 8
+REFERENCE_STEPS = 20
+LAYOUT_STEPS = 6
 
 
 def mean(values) -> float:
@@ -82,7 +82,7 @@ def layout_run(layout: Layout, nproc: int, grad_accum: int, **training) -> Run:
     return Run(layout, nproc, grad_accum, dict(steps=LAYOUT_STEPS, **training, **COMMON))
 
 
-# FSDP over 2 ranks, 30 steps, a checkpoint every 5: the run every layout is compared with.
+# FSDP over 2 ranks, 20 steps, a checkpoint every 5: the run every layout is compared with.
 REFERENCE = Run(Layout(dp_shard=2), 2, 2, dict(steps=REFERENCE_STEPS, checkpoint_every=5, **COMMON))
 
 # name: (run, tolerance against the reference)
@@ -91,16 +91,16 @@ LAYOUTS = {
     "fsdp2-x-tp2": (layout_run(Layout(dp_shard=2, tp=2), 4, 2), 1e-3),
     # Pipelines also evaluate (schedule.eval) twice; the TP one uses the vocabulary-parallel loss.
     "pp2-gpipe-x-tp2": (
-        layout_run(Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4, 4, eval_every=4, eval_batches=4),
+        layout_run(Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4, 4, eval_every=3, eval_batches=4),
         1e-3,
     ),
     "pp2-1f1b-x-fsdp2": (
-        layout_run(Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4, 2, eval_every=4, eval_batches=2),
+        layout_run(Layout(dp_shard=2, pp=2, pp_schedule="1f1b"), 4, 2, eval_every=3, eval_batches=2),
         1e-3,
     ),
     # Interleaved 1F1B: each pp rank runs 2 of the 4 one-block stages (0+2, 1+3).
     "pp2-vpp2-x-fsdp2": (
-        layout_run(Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"), 4, 2, eval_every=4, eval_batches=2),
+        layout_run(Layout(dp_shard=2, pp=2, vpp=2, pp_schedule="1f1b"), 4, 2, eval_every=3, eval_batches=2),
         1e-3,
     ),
     "ddp2-full-ac": (layout_run(Layout(dp_replicate=2, sharding="none"), 2, 2, activation_checkpointing="full"), 1e-3),
@@ -112,7 +112,7 @@ LAYOUTS = {
     "cp2-x-fsdp2-full-ac": (layout_run(Layout(dp_shard=2, cp=2), 4, 2, activation_checkpointing="full"), 1e-3),
     "cp2-x-tp2": (layout_run(Layout(dp_shard=1, cp=2, tp=2), 4, 4), 1e-3),
     "pp2-1f1b-x-cp2": (
-        layout_run(Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"), 4, 4, eval_every=4, eval_batches=4),
+        layout_run(Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"), 4, 4, eval_every=3, eval_batches=4),
         1e-3,
     ),
     # bf16 compute rounds differently from the fp32 reference; it must still follow it closely.
@@ -146,7 +146,7 @@ QWEN3 = tiny_spec(name="tiny-qwen3", family="qwen3", qk_norm="head", rope_theta=
 # Runs compared with the same job on one process (the test named after each says why).
 BESIDE_ONE_PROCESS = {
     "hf-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 4, 6, impl="hf"),
-    "gpt-tp2-cp2": _beside(Layout(dp_shard=1, tp=2, cp=2), 4, 4, 8, model=tiny_gpt_spec()),
+    "gpt-tp2-cp2": _beside(Layout(dp_shard=1, tp=2, cp=2), 4, 4, 6, model=tiny_gpt_spec()),
     "qwen3-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 4, 6, model=QWEN3),
     # Full logits: the chunked loss sums the head gradient in another order, and top-1 routing
     # turns such last-bit differences into a different expert choice (2.8e-4 apart by step 6);
@@ -207,7 +207,7 @@ def launched(tmp_path_factory) -> dict[str, Path]:
 def reference_dir(launched) -> Path:
     job = finished(launched, "reference")
     assert_learns(losses_by_step(job))
-    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [25, 30]  # keep_checkpoints=2
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [15, 20]  # keep_checkpoints=2
     return job
 
 
@@ -246,7 +246,7 @@ def test_native_gpt_architecture_under_tp_and_cp_matches_one_process(launched, t
     vocabulary padded from 500 to 512) under tp=2 x cp=2 against the same model on one process."""
     _, parallel, single = beside_one_process(launched, "gpt-tp2-cp2", tmp_path)
     assert_same_trajectory(parallel, single, 1e-3)
-    assert parallel[8] < parallel[1] - 0.1
+    assert parallel[6] < parallel[1] - 0.05  # learns, slowly: a 6-step sanity check
 
 
 def test_native_qwen3_blocks_under_tp_match_one_process(launched, tmp_path, in_process):
@@ -373,16 +373,16 @@ def test_checkpoint_resumes_on_a_different_layout(reference_dir, reference, tmp_
     """Checkpoints hold layout-independent names and resharding DCP shards: an FSDP checkpoint
     continues as an interleaved pipeline (2 ranks x 2 stages each, as after an automatic replan)
     on the same trajectory."""
-    shutil.copytree(reference_dir / "ckpt" / "step-000025", tmp_path / "ckpt" / "step-000025")
+    shutil.copytree(reference_dir / "ckpt" / "step-000015", tmp_path / "ckpt" / "step-000015")
     job = write_job(
         tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=REFERENCE_STEPS, grad_accum=4, **COMMON
     )
     result = run_torchrun(job, 2)
     assert result.returncode == 0, describe(result)
-    assert "resumed from checkpoint step-000025" in result.stdout
+    assert "resumed from checkpoint step-000015" in result.stdout
     assert "pipeline: interleaved 1f1b, stages 0, 2 on pp rank 0 of 2" in result.stdout
     losses = losses_by_step(job)
-    assert sorted(losses) == list(range(26, REFERENCE_STEPS + 1))
+    assert sorted(losses) == list(range(16, REFERENCE_STEPS + 1))
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
 
 
