@@ -120,6 +120,20 @@ class Page:
             path=self.folder / f"{name}.png", timeout=60_000
         )  # the viewport: Streamlit scrolls inside it
 
+    def scroll_to(self, test_id: str, tries: int = 5) -> None:
+        """Scroll the first element of ``test_id`` into view; a rerun that redraws it detaches the
+        element mid-scroll ("Element is not attached to the DOM"), so take the new one."""
+        from playwright.sync_api import Error as PlaywrightError  # the module skips without playwright
+
+        for attempt in range(tries):
+            try:
+                self.page.get_by_test_id(test_id).first.scroll_into_view_if_needed(timeout=30_000)
+                return
+            except PlaywrightError:
+                if attempt == tries - 1:
+                    raise
+                self.page.wait_for_timeout(500)
+
     def number(self, label: str, value: str) -> None:
         box = self.page.get_by_label(label, exact=True)
         box.fill(value)
@@ -168,7 +182,7 @@ def run_flows(app: Page, url: str) -> None:
 
     app.tab(EN("tab_explore"))
     page.get_by_text(EN("knee")).first.wait_for(timeout=90_000)  # the frontier's legend: knee, front, GPU types
-    page.get_by_test_id("stPlotlyChart").first.scroll_into_view_if_needed()
+    app.scroll_to("stPlotlyChart")
     app.check("01b-frontier")
 
     app.tab(EN("tab_downloads"))
