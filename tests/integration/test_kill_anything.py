@@ -108,6 +108,7 @@ def freeze_mid_save(proc: subprocess.Popen, ckpt: Path) -> None:
 def run_until_free(job: Path, log: Path) -> subprocess.Popen:
     """Start a run; while the previous agent is still shutting its workers down the launcher refuses,
     naming that live agent: retry then (what an operator does)."""
+    dead_holders: set[int] = set()
     while True:
         proc = start(job, log)
         wait_for(lambda proc=proc: proc.poll() is not None or "layout:" in log.read_text(), 180, "a start")
@@ -117,7 +118,11 @@ def run_until_free(job: Path, log: Path) -> subprocess.Popen:
         if "already being run by pid" not in text:
             return proc  # ended for another reason: the caller sees its code
         holder = int(re.search(r"already being run by pid (\d+)", text).group(1))
-        assert alive(holder), f"the lock message names a dead process: {text}"
+        # The holder may exit between the message and this check; a stale lock would name the same
+        # dead pid again on the next try.
+        assert holder not in dead_holders, f"the lock message names a dead process twice: {text}"
+        if not alive(holder):
+            dead_holders.add(holder)
         time.sleep(0.5)
 
 
