@@ -25,7 +25,7 @@ from planner.catalog.models import get_preset, list_presets
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import score
 from planner.model.flops import forward_flops_per_token
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import DEFAULT_SETTINGS, TE_FUSED_CE_BYTES_PER_LOGIT, ModelingSettings
 from planner.model.settings import STACK_SETTINGS as PROFILES
 from planner.model.settings import Stack as Profile
 from planner.model.spec import ModelSpec
@@ -65,16 +65,29 @@ STACK_SETTINGS = {
 }
 
 
-# What the Megatron-Bridge performance recipes (S14) set on top of Megatron-Core: bf16 gradient
-# buffers, ``cfg.ddp.grad_reduce_in_fp32 = False`` in set_llama3_common_configs /
-# set_llama31_common_configs (scripts/performance/configs/llama/llama3_llm_pretrain.py,
-# llama31_llm_pretrain.py). A recipe fact, so it stays with the rows, not in the stack profile.
-MEGATRON_BRIDGE_RECIPE = dict(grad_bytes=2.0)
+# What the Megatron-Bridge performance recipes (S14, containers 25.09 to 26.06, all Llama) set on
+# top of Megatron-Core. Recipe facts, so they stay with the rows, not in the stack profile:
+# - bf16 gradient buffers, ``cfg.ddp.grad_reduce_in_fp32 = False`` in set_llama3_common_configs /
+#   set_llama31_common_configs (scripts/performance/configs/llama/llama3_llm_pretrain.py,
+#   llama31_llm_pretrain.py);
+# - TransformerEngine's fused cross-entropy, ``cross_entropy_fusion_impl: "te"`` in every Llama
+#   perf config since the 25.09 one (scripts/performance/configs/llama3/*.yaml, Megatron-Bridge
+#   commit cac49dcd7; perf_recipes/_common.py ``_benchmark_common`` today).
+MEGATRON_BRIDGE_RECIPE = dict(grad_bytes=2.0, loss_bytes_per_logit=TE_FUSED_CE_BYTES_PER_LOGIT)
+# The Megatron-FSDP recipes offload activations to the host (``cpu_offloading_num_layers``), per
+# (model, GPU): 70B FP8 on GB200 40 of 80 blocks (llama3_70b_llm_pretrain.yaml gb200 fp8_cs, 25.09;
+# the same 40 in perf_recipes/llama/gb200/llama3.py today); 405B FP8 on GB200 95 of 126
+# (llama31_405b_llm_pretrain.yaml gb200 fp8_cs, 25.09, the container of its only row).
+MEGATRON_FSDP_OFFLOADED_BLOCKS = {("LLAMA3_70B", "gb200"): 40, ("LLAMA3.1_405B", "gb200"): 95}
 
 
 def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
     """The row's stack profile with what its source's recipes state on top of it."""
-    return profile.but(**MEGATRON_BRIDGE_RECIPE) if run.source == "S14" else profile
+    if run.source != "S14":
+        return profile
+    megatron_fsdp = run.layout.sharding == Sharding.FSDP
+    offloaded = MEGATRON_FSDP_OFFLOADED_BLOCKS.get((run.model_name, run.gpu_id), 0) if megatron_fsdp else 0
+    return profile.but(**MEGATRON_BRIDGE_RECIPE, offloaded_activation_blocks=offloaded)
 
 
 class SkipReason(StrEnum):

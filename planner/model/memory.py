@@ -325,9 +325,13 @@ def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, rank:
     full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
     kept = block_input_bytes_per_token(model, c) * tokens
     n = rank.layers
+    # Offloaded blocks (Megatron-Core, no recompute only) leave the device by the forward's end.
+    resident = np.maximum(n - s.offloaded_activation_blocks, 0)
     # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2).
     per_microbatch = np.select(
-        [c.ac == AC_SELECTIVE, c.ac == AC_FULL], [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept], n * full
+        [c.ac == AC_SELECTIVE, c.ac == AC_FULL],
+        [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept],
+        resident * full,
     )
     last_norm = np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0)
     return per_microbatch * rank.in_flight + last_norm

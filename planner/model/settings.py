@@ -120,6 +120,11 @@ class ModelingSettings:
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0
+    # Blocks whose saved activations go to host memory during the forward (Megatron-Core's
+    # ``cpu_offloading_num_layers``, TransformerEngine cpu_offload.py): at the forward's end
+    # only the other blocks' activations are on the device. Megatron allows it at pp 1 without
+    # recompute. trainplan's trainer offloads none; the transfers overlap compute (not timed).
+    offloaded_activation_blocks: int = 0
     # Unaccounted allocations (cuBLAS workspaces, RNG state, small buffers), bytes.
     misc_allocated_bytes: float = 96 * MIB
     # Caching-allocator reserve above the allocated peak: a fraction of the largest transient
@@ -263,6 +268,10 @@ DEFAULT_SETTINGS = ModelingSettings()
 # and the backward writes the gradient into that same fp32 buffer before the cast back to bf16
 # for the output layer: 4 (fp32) + 2 (bf16 logits forward, bf16 gradient backward) bytes per logit.
 MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT = 6.0
+# TransformerEngine's fused cross-entropy (transformer_engine/pytorch/triton/cross_entropy.py,
+# Megatron's ``cross_entropy_fusion_impl="te"``): an online softmax over the bf16 logits, whose
+# backward writes the gradient into the logits' own buffer; only 12 bytes per token beside them.
+TE_FUSED_CE_BYTES_PER_LOGIT = 2.0
 
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022 (A100, fp16): no flash
