@@ -421,10 +421,13 @@ def build_plan(
     )
 
 
-def restack(plan_: Plan, stack: Stack, *, catalog: Catalog | None = None) -> Plan:
-    """The same configuration estimated for another software stack or catalog (``explain --stack``,
-    ``--calibration``)."""
-    if stack == plan_.stack and catalog is None:
+def restack(
+    plan_: Plan, stack: Stack, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
+) -> Plan:
+    """The same configuration estimated for another software stack, catalog or settings (``explain
+    --stack``, ``--calibration``; emit, when a run setting changes what the planner modelled).
+    ``settings`` None: the profile of ``stack``."""
+    if stack == plan_.stack and catalog is None and settings is None:
         return plan_
     return build_plan(
         plan_.model,
@@ -439,6 +442,7 @@ def restack(plan_: Plan, stack: Stack, *, catalog: Catalog | None = None) -> Pla
         catalog=catalog,
         requested_global_batch_tokens=plan_.estimate.requested_global_batch_tokens,
         stack=stack,
+        settings=settings,
     )
 
 

@@ -20,7 +20,7 @@ from planner.fmt import one_line
 from planner.plan import Plan
 from planner.units import SECONDS_PER_HOUR
 from trainer.files import write_atomic
-from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides, memory_headroom
+from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides, memory_headroom, modelled_overrides
 
 DEFAULT_K8S_IMAGE = "trainplan:latest"
 DEFAULT_K8S_PVC = "trainplan-jobs"
@@ -46,12 +46,15 @@ def emit_job(
     if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
         raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
     out_dir = Path(out_dir).expanduser().resolve()
-    if not plan.estimate.feasible and not force:
-        reason = _one_line(plan.estimate.reason or "it does not fit")
-        raise ValueError(f"the plan is infeasible ({reason}); fix it, or emit --force to write the job anyway")
     run = checkpoint_interval(plan, _absolute_paths(run))
+    applied = apply_run_overrides(plan, run)
+    if not applied.estimate.feasible and not force:
+        reason = _one_line(applied.estimate.reason or "it does not fit")
+        changed = ", ".join(modelled_overrides(plan, run))
+        what = "the plan is" if not plan.estimate.feasible else f"with {changed} the plan is"
+        raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
     check_input_paths(run)
-    spec = _job_spec(apply_run_overrides(plan, run), name if name is not None else default_job_name(out_dir), run)
+    spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run)
     if not force:
         check_emit_target(out_dir, spec)
     try:

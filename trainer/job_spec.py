@@ -2,6 +2,8 @@
 
 Run settings that change the plan (``pipeline_schedule``) are applied to it once, when the job
 is emitted (:func:`apply_run_overrides`): the trainer reads the layout only from ``job.plan``.
+Where a run setting changes what the planner modelled (the schedule, ``loss_chunk_tokens``), emit
+estimates the plan again, so ``job.plan.estimate`` predicts the run the trainer makes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.fmt import one_line
 from planner.layout import Layout, PipelineSchedule
-from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS
 from planner.plan import Plan
 from trainer.files import read_capped, write_atomic
 
@@ -63,18 +65,46 @@ def memory_headroom(plan: Plan, run: RunSettings) -> float:
 
 def apply_run_overrides(plan: Plan, run: RunSettings) -> Plan:
     """The plan the trainer runs: ``plan`` with the run settings' overrides applied (a new frozen
-    Plan; the layout is re-validated). The estimate is left as predicted for the planned layout."""
-    if run.pipeline_schedule is None or run.pipeline_schedule == plan.layout.pp_schedule:
+    Plan; the layout is re-validated). Where a run setting changes what the planner modelled (the
+    pipeline schedule, the loss chunk), the plan is estimated again, so the job's prediction and
+    feasibility describe what the trainer will do (with the built-in catalog: a plan made with
+    ``--calibration`` loses its calibrated rates here)."""
+    if not modelled_overrides(plan, run):
         return plan
+    layout = plan.layout
+    if run.pipeline_schedule is not None and run.pipeline_schedule != layout.pp_schedule:
+        layout = _with_schedule(plan, run.pipeline_schedule)
+    modelled = STACK_SETTINGS[plan.stack]
+    from planner.api import restack  # the search's solver stack: not imported where jobs are only read
+
     try:
-        layout = Layout.model_validate({**dict(plan.layout), "pp_schedule": run.pipeline_schedule})
+        return restack(
+            plan.model_copy(update={"layout": layout}),
+            plan.stack,
+            settings=modelled.but(loss_chunk_tokens=run.loss_chunk_tokens),
+        )
+    except ValueError as exc:  # a rule of the layout that needs the training settings too
+        raise ValueError(f"job: the run settings cannot run the plan: {exc}") from None
+
+
+def modelled_overrides(plan: Plan, run: RunSettings) -> tuple[str, ...]:
+    """The run settings that differ from what the plan's estimate modelled, as ``name value``."""
+    changed = []
+    if run.pipeline_schedule is not None and run.pipeline_schedule != plan.layout.pp_schedule:
+        changed.append(f"pipeline_schedule {run.pipeline_schedule.value}")
+    if run.loss_chunk_tokens != STACK_SETTINGS[plan.stack].loss_chunk_tokens:
+        changed.append(f"loss_chunk_tokens {run.loss_chunk_tokens}")
+    return tuple(changed)
+
+
+def _with_schedule(plan: Plan, schedule: PipelineSchedule) -> Layout:
+    try:
+        return Layout.model_validate({**dict(plan.layout), "pp_schedule": schedule})
     except ValidationError as exc:
         reason = exc.errors()[0]["msg"].removeprefix("Value error, ")
         raise ValueError(
-            f"job: pipeline_schedule {run.pipeline_schedule.value} cannot run the plan's layout "
-            f"{plan.layout.describe()} ({reason})"
+            f"job: pipeline_schedule {schedule.value} cannot run the plan's layout {plan.layout.describe()} ({reason})"
         ) from None
-    return plan.model_copy(update={"layout": layout})
 
 
 class JobSpec(BaseModel):

@@ -73,6 +73,28 @@ def test_emit_writes_every_file_and_a_loadable_job(tmp_path: Path) -> None:
     assert "8 x H100-SXM" in readme and "trainplan run" in readme
 
 
+def test_emit_estimates_the_loss_the_job_will_run(tmp_path: Path) -> None:
+    """--loss-chunk-tokens 0 runs the full-logits loss: the job carries that estimate, and a plan
+    that fits only with the chunked loss is refused unless --force."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import ActivationCheckpointing as AC
+
+    model = get_preset("llama3-8b")
+    training = TrainingConfig(seq_len=8192, micro_batch=4, activation_checkpointing=AC.FULL)
+    plan = build_plan(model, "h100-sxm", Layout(), training, num_gpus=8)
+    assert plan.estimate.feasible
+    same = JobSpec.load(emit_job(plan, tmp_path / "same", name="same", run=RunSettings()).parent)
+    assert same.plan == plan  # the run changes nothing the planner modelled
+    full = RunSettings(loss_chunk_tokens=0)
+    with pytest.raises(ValueError, match=r"^with loss_chunk_tokens 0 the plan is infeasible \(memory: needs"):
+        emit_job(plan, tmp_path / "full", name="full", run=full)
+    job = JobSpec.load(emit_job(plan, tmp_path / "full", name="full", run=full, force=True).parent)
+    logits = 12 * 4 * 8192 * model.vocab_size / 2**30  # fp32 log-softmax backward, the whole micro-batch
+    assert job.plan.estimate.memory.breakdown_gib.logits_loss == pytest.approx(logits)
+    assert not job.plan.estimate.feasible and job.plan.layout == plan.layout
+
+
 def test_emit_makes_local_paths_absolute_and_validates_names(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "corpus").mkdir()

@@ -11,6 +11,8 @@ from support.jobs import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_s
 from planner.catalog.models import get_preset
 from planner.layout import Layout, PipelineSchedule, TrainingConfig
 from planner.reports import ReplanRequest, RunReport, ValidationReport
+from planner.api import restack
+from planner.model.settings import STACK_SETTINGS
 from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides
 from trainer.probe import (
     MemoryReading,
@@ -123,9 +125,12 @@ def test_fp8_without_torchao_is_refused(monkeypatch):
 def test_gpipe_accepts_fewer_microbatches_than_stages():
     plan = plan_for(Layout(dp_shard=1, pp=2, pp_schedule="gpipe"), 2, grad_accum=1)
     assert check_plan(plan, RunSettings(), 2, CPU).pp == 2
-    # The run settings may override the plan's schedule: applied to the plan once, at emit.
-    overridden = apply_run_overrides(plan, RunSettings(pipeline_schedule="1f1b"))
-    assert overridden.layout.pp_schedule == PipelineSchedule.ONE_F_ONE_B and plan.layout.pp_schedule == "gpipe"
+    # The run settings may override the plan's schedule: applied to the plan once, at emit, where
+    # the re-estimate refuses a schedule the plan's accumulation cannot feed; the trainer's own
+    # check refuses such a plan too.
+    with pytest.raises(ValueError, match="run settings cannot run the plan: the 1f1b schedule needs grad_accum"):
+        apply_run_overrides(plan, RunSettings(pipeline_schedule="1f1b"))
+    overridden = plan.model_copy(update={"layout": plan.layout.model_copy(update={"pp_schedule": "1f1b"})})
     assert "1f1b" in refusal(overridden, 2)
 
 
@@ -137,7 +142,12 @@ def test_run_overrides_are_applied_to_the_plan_at_emit(tmp_path):
     emit_job(plan, tmp_path / "job", name="override", run=run)
     job = JobSpec.load(tmp_path / "job")
     assert job.plan.layout.pp_schedule == PipelineSchedule.GPIPE and job.run.pipeline_schedule == "gpipe"
-    assert job.plan.model_copy(update={"layout": plan.layout}) == plan  # nothing else changed
+    # Re-estimated for the schedule it runs: GPipe keeps both micro-batches' activations in flight,
+    # 1F1B one on the last stage.
+    planned = restack(plan, plan.stack, settings=STACK_SETTINGS[plan.stack]).estimate.memory.breakdown_gib
+    assert job.plan.estimate.memory.breakdown_gib.activations > planned.activations
+    for same in ("model", "gpu", "num_gpus", "training", "training_tokens", "stack"):
+        assert getattr(job.plan, same) == getattr(plan, same), same
     with pytest.raises(ValueError, match="not applied to the plan"):
         JobSpec(name="stale", plan=plan, run=run)
     interleaved = plan_for(Layout(dp_shard=1, pp=2, vpp=2), 2, grad_accum=4)
