@@ -267,6 +267,14 @@ PIPELINE_INPUT_WEIGHT = 1
 PIPELINE_OUTPUT_WEIGHT = 1
 
 
+def max_pipeline_stages(num_layers: int) -> int:
+    """The most stages (pp x vpp) a model cuts into: one weighted slot each, so the first stage
+    may hold the embedding alone and the last the norm and head alone. Megatron-Core's
+    ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split`` do the
+    same; the Megatron-Bridge Llama 3.1 405B recipes run 126 blocks on pp 16 x vpp 8 = 128 stages."""
+    return num_layers + PIPELINE_INPUT_WEIGHT + PIPELINE_OUTPUT_WEIGHT
+
+
 def extra_slot_order(num_stages: int) -> tuple[int, ...]:
     """Which stages take the remainder slots, in turn: the first, the last, then the second,
     third, ... (see ``stage_layer_counts``)."""
@@ -275,7 +283,7 @@ def extra_slot_order(num_stages: int) -> tuple[int, ...]:
 
 
 def stage_layer_counts(num_layers: int, num_stages: int) -> tuple[int, ...]:
-    """Blocks on each of ``num_stages`` pipeline stages (``1 <= num_stages <= num_layers``).
+    """Blocks on each of ``num_stages`` pipeline stages (``1 <= num_stages <= max_pipeline_stages``).
 
     The rule: ``num_layers + PIPELINE_INPUT_WEIGHT + PIPELINE_OUTPUT_WEIGHT`` weighted slots are
     split as evenly as possible (every stage ``slots // num_stages``); the first stage spends
@@ -288,8 +296,11 @@ def stage_layer_counts(num_layers: int, num_stages: int) -> tuple[int, ...]:
     126 on 16: 7, 8, ..., 8, 7 as Llama 3). Stage ``s`` holds the next ``counts[s]`` blocks
     (``stage_layer_ranges``).
     """
-    if not 1 <= num_stages <= num_layers:
-        raise ValueError(f"{num_stages} pipeline stages need 1..{num_layers} (the layer count)")
+    if not 1 <= num_stages <= max_pipeline_stages(num_layers):
+        raise ValueError(
+            f"{num_stages} pipeline stages need 1..{max_pipeline_stages(num_layers)} (the layer count, the"
+            " embedding and the head)"
+        )
     if num_stages == 1:
         return (num_layers,)
     base, extra = divmod(num_layers + PIPELINE_INPUT_WEIGHT + PIPELINE_OUTPUT_WEIGHT, num_stages)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from planner.layout import Implementation
+from planner.layout import Implementation, max_pipeline_stages
 from planner.model.spec import ModelSpec
 
 Rule = tuple[np.ndarray, Callable[[], str]]
@@ -151,11 +151,13 @@ def structural_rules(
             (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
             lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs",
         ),
-        # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count.
+        # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count
+        # plus the embedding's and the head's stages.
         (
-            pp * vpp <= model.num_layers,
+            pp * vpp <= max_pipeline_stages(model.num_layers),
             lambda: (
-                f"pp*vpp={pp * vpp} pipeline stages exceed num_layers {model.num_layers} (one block per stage at most)"
+                f"pp*vpp={pp * vpp} pipeline stages exceed the {max_pipeline_stages(model.num_layers)} of"
+                f" num_layers {model.num_layers} (one block, the embedding or the head per stage at least)"
             ),
         ),
         ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec
-from planner.layout import ActivationCheckpointing, Implementation, Precision, ep_fits
+from planner.layout import ActivationCheckpointing, Implementation, Precision, ep_fits, max_pipeline_stages
 from planner.model.spec import ModelSpec
 from planner.model.structure import structurally_valid
 from planner.search.candidates import (
@@ -96,7 +96,7 @@ def expert_parallel_degrees(model: ModelSpec, impl: Implementation) -> np.ndarra
 # Pipeline degrees the search tries besides the powers of two: divisors of the layer count up to
 # this (3, 5, 6, 7, ...: even stages on node counts that are not powers of two); and interleaved
 # chunks per rank up to this many (Megatron's and torchtitan's recipes use 2-8). Larger grids cost
-# search time for layouts that rarely win; estimate takes any pp x vpp <= num_layers.
+# search time for layouts that rarely win; estimate takes any pp x vpp <= max_pipeline_stages.
 PP_DIVISOR_MAX = 16
 VPP_MAX = 8
 
@@ -105,14 +105,15 @@ def pipeline_degrees(num_layers: int) -> tuple[np.ndarray, np.ndarray]:
     """The (pp, vpp) pairs searched, derived from the layer count (stages may be uneven,
     planner/layout.py ``stage_layer_counts``): pp every power of two up to the layer count and
     every divisor of it up to ``PP_DIVISOR_MAX`` (126 layers: 1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 32,
-    64); interleaved chunks per rank (pp > 1) every power of two up to ``num_layers // pp`` and
+    64); interleaved chunks per rank (pp > 1) every power of two up to ``max_pipeline_stages // pp`` and
     ``VPP_MAX``. The bubble shrinks by vpp for vpp times the stage-boundary traffic and more
     in-flight activations (planner/model/pipeline.py)."""
     powers = [1 << k for k in range(num_layers.bit_length()) if 1 << k <= num_layers]
     divisors = [d for d in range(1, min(num_layers, PP_DIVISOR_MAX) + 1) if num_layers % d == 0]
     pairs = [(1, 1)]
+    stages = max_pipeline_stages(num_layers)  # the embedding's and the head's stages may hold no block
     for pp in sorted(set(powers + divisors) - {1}):
-        pairs += [(pp, vpp) for vpp in powers if vpp <= min(num_layers // pp, VPP_MAX)]
+        pairs += [(pp, vpp) for vpp in powers if vpp <= min(stages // pp, VPP_MAX)]
     pp_values, vpp_values = zip(*pairs, strict=True)
     return np.array(pp_values), np.array(vpp_values)
 

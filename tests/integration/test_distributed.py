@@ -168,6 +168,14 @@ BESIDE_ONE_PROCESS = {
     "uneven-pp2-vpp2-5-layers": _beside(
         Layout(dp_shard=1, pp=2, vpp=2, **PIPE_1F1B), 2, 4, 6, model=tiny_spec(num_layers=5)
     ),
+    # 2 blocks on 2 ranks x 2 interleaved stages: 0, 1, 1, 0 (the embedding and the head alone).
+    "pp2-vpp2-embedding-and-head-stages": _beside(
+        Layout(dp_shard=1, pp=2, vpp=2, **PIPE_1F1B), 2, 2, 6, model=tiny_spec(num_layers=2)
+    ),
+    # The same with a tied head: the embedding-only and the head-only stage hold the two copies.
+    "tied-pp2-vpp2-embedding-and-head-stages": _beside(
+        Layout(dp_shard=1, pp=2, vpp=2, **PIPE_1F1B), 2, 2, 6, model=tiny_gpt_spec(num_layers=2)
+    ),
     # FSDP-sharded copies on the first and the last of 2 stages (grads are DTensor shards).
     "tied-pp2-x-fsdp2": _beside(
         Layout(dp_shard=2, pp=2, **PIPE_1F1B), 4, 2, 6, model=tiny_gpt_spec(num_layers=4), checkpoint_every=3
@@ -278,7 +286,9 @@ def test_untied_gpt_pipeline_keeps_its_position_table(launched, tmp_path, in_pro
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4
 
 
-@pytest.mark.parametrize("name", ["uneven-pp3-4-layers", "uneven-pp2-vpp2-5-layers"])
+@pytest.mark.parametrize(
+    "name", ["uneven-pp3-4-layers", "uneven-pp2-vpp2-5-layers", "pp2-vpp2-embedding-and-head-stages"]
+)
 def test_uneven_pipeline_follows_one_process(name, launched, tmp_path, in_process):
     """Stages of unequal block counts (planner/layout.py stage_layer_counts) train like one
     process: no block dropped or run twice, gradients of every stage reach the optimizer."""
@@ -286,7 +296,7 @@ def test_uneven_pipeline_follows_one_process(name, launched, tmp_path, in_proces
     assert_same_trajectory(piped, reference, 1e-3)
 
 
-@pytest.mark.parametrize("name", ["tied-pp2-x-fsdp2", "tied-pp3-uneven"])
+@pytest.mark.parametrize("name", ["tied-pp2-x-fsdp2", "tied-pp3-uneven", "tied-pp2-vpp2-embedding-and-head-stages"])
 def test_pipelined_tied_embedding_follows_one_process(name, launched, tmp_path, in_process):
     """A tied embedding/head (GPT-2 style, learned positions) split over the pipeline: the last
     stage's head is a copy of the first stage's embedding, their gradients summed every step

@@ -7,7 +7,7 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
-from planner.layout import Layout, TrainingConfig, stage_layer_counts, stage_layer_ranges
+from planner.layout import Layout, TrainingConfig, max_pipeline_stages, stage_layer_counts, stage_layer_ranges
 from planner.model import comm
 from planner.model.estimate import estimate
 from planner.model.pipeline import rank_layers
@@ -29,7 +29,7 @@ def test_divisible_layers_keep_the_even_split(num_layers, num_stages):
 
 def test_stages_cover_every_block_once_in_order():
     for num_layers in range(1, 40):
-        for num_stages in range(1, num_layers + 1):
+        for num_stages in range(1, max_pipeline_stages(num_layers) + 1):
             ranges = stage_layer_ranges(num_layers, num_stages)
             assert [i for r in ranges for i in r] == list(range(num_layers))
             counts = stage_layer_counts(num_layers, num_stages)
@@ -37,15 +37,22 @@ def test_stages_cover_every_block_once_in_order():
             assert max(slots) - min(slots) <= 1  # weighted load balanced to one block
 
 
-def test_more_stages_than_layers_is_refused():
-    with pytest.raises(ValueError, match=r"pipeline stages need 1\.\.4"):
-        stage_layer_counts(4, 5)
+def test_the_embedding_and_the_head_may_have_stages_of_their_own():
+    """Up to layers + 2 stages: the first may hold only the embedding, the last only the head
+    (Megatron-Bridge's 405B recipes: 126 blocks on pp 16 x vpp 8)."""
+    assert stage_layer_counts(4, 6) == (0, 1, 1, 1, 1, 0)
+    assert stage_layer_counts(4, 5) == (1, 1, 1, 1, 0)
+    assert stage_layer_counts(126, 128) == (0,) + (1,) * 126 + (0,)
+    with pytest.raises(
+        ValueError, match=r"pipeline stages need 1\.\.6 \(the layer count, the embedding and the head\)"
+    ):
+        stage_layer_counts(4, 7)
 
 
 def test_vectorised_rank_layers_match_the_rule():
     for num_layers in (1, 2, 3, 5, 7, 16, 27, 32, 61, 126):
-        for pp in range(1, num_layers + 1):
-            for vpp in range(1, num_layers // pp + 1) if pp > 1 else (1,):
+        for pp in range(1, max_pipeline_stages(num_layers) + 1):
+            for vpp in range(1, max_pipeline_stages(num_layers) // pp + 1) if pp > 1 else (1,):
                 counts = stage_layer_counts(num_layers, pp * vpp)
                 want = [sum(counts[r + k * pp] for k in range(vpp)) for r in range(pp)]
                 assert rank_layers(num_layers, pp, vpp, np.arange(pp)).tolist() == want, (num_layers, pp, vpp)
@@ -54,8 +61,8 @@ def test_vectorised_rank_layers_match_the_rule():
 def test_search_grid_is_derived_from_the_layer_count():
     pp, vpp = pipeline_degrees(126)
     assert set(pp.tolist()) == {1, 2, 3, 4, 6, 7, 8, 9, 14, 16, 32, 64}
-    assert (pp * vpp <= 126).all() and ((pp > 1) | (vpp == 1)).all() and vpp.max() == 8
-    assert vpp[pp == 16].tolist() == [1, 2, 4]  # 126 // 16 = 7 blocks per rank
+    assert (pp * vpp <= 128).all() and ((pp > 1) | (vpp == 1)).all() and vpp.max() == 8
+    assert vpp[pp == 16].tolist() == [1, 2, 4, 8]  # 128 slots // 16: 8 stages of one block or the embedding/head
     assert pipeline_degrees(1)[0].tolist() == [1]
 
 
