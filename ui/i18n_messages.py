@@ -165,8 +165,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "tp={tp} 必须位于一个 {domain} 块 GPU 的高速互联域之内",
     ),
     "reason_pp_layers": (
-        "{stages} pipeline stages exceed the {layers} layers",
-        "{stages} 个流水线级超过了 {layers} 层",
+        "{stages} pipeline stages exceed {max_stages} (the layers, plus a stage each for the embedding and the head)",
+        "{stages} 个流水线级超过了上限 {max_stages}（层数，外加嵌入层和输出头各一级）",
     ),
     "reason_1f1b_accum": (
         "the 1f1b schedule needs accumulation ≥ pp ({grad_accum} < {pp})",

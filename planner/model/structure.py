@@ -156,8 +156,8 @@ def structural_rules(
         (
             pp * vpp <= max_pipeline_stages(model.num_layers),
             lambda: (
-                f"pp*vpp={pp * vpp} pipeline stages exceed the {max_pipeline_stages(model.num_layers)} of"
-                f" num_layers {model.num_layers} (one block, the embedding or the head per stage at least)"
+                f"pp*vpp={pp * vpp} pipeline stages exceed {max_pipeline_stages(model.num_layers)} (num_layers"
+                f" {model.num_layers}, plus a stage for the embedding and one for the head)"
             ),
         ),
         ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),

@@ -105,7 +105,7 @@ def test_megatron_fsdp_gb200_rows_fit_only_with_their_recipes_offload(comparison
         cand = published_candidates(c.run, load_catalog())
         layers = c.run.model.num_layers
 
-        def activations(offloaded, run=c.run, cand=cand, settings=settings):
+        def activations(offloaded, run=c.run, cand=cand, settings=settings, layers=layers):
             rank = pipeline_ranks(layers, cand)[0]  # pp 1: the one rank, embedding and head
             return activation_bytes(run.model, cand, settings.but(offloaded_activation_blocks=offloaded), rank)[0]
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 from support.jobs import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_spec
 
+from planner.api import restack
 from planner.catalog.models import get_preset
 from planner.layout import Layout, PipelineSchedule, TrainingConfig
-from planner.reports import ReplanRequest, RunReport, ValidationReport
-from planner.api import restack
 from planner.model.settings import STACK_SETTINGS
+from planner.reports import ReplanRequest, RunReport, ValidationReport
 from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides
 from trainer.probe import (
     MemoryReading,
@@ -64,7 +64,7 @@ def test_valid_plans_resolve_the_layout():
             2,
             None,
             {"grad_accum": 4},
-            "pp*vpp=8 pipeline stages exceed num_layers 4 (one block per stage at most)",
+            "pp*vpp=8 pipeline stages exceed 6 (num_layers 4, plus a stage for the embedding and one for the head)",
         ),
         (
             Layout(dp_shard=1, pp=2, vpp=2),
@@ -75,7 +75,7 @@ def test_valid_plans_resolve_the_layout():
         ),
         (Layout(dp_shard=1, tp=8), 8, None, {}, "num_heads 4 is not divisible by tp=8"),
         (Layout(dp_shard=1, tp=4), 4, tiny_spec(num_kv_heads=1), {}, "num_kv_heads 1 is not divisible by tp=4"),
-        (Layout(dp_shard=1, pp=5), 5, None, {"grad_accum": 5}, "pp*vpp=5 pipeline stages exceed num_layers 4"),
+        (Layout(dp_shard=1, pp=7), 7, None, {"grad_accum": 7}, "pp*vpp=7 pipeline stages exceed 6 (num_layers 4"),
         (
             Layout(dp_shard=1, cp=4),
             4,
