@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
 from planner.units import GIB, HOURS_PER_DAY
 
@@ -99,6 +100,8 @@ class GPUSpec(BaseModel):
     default_network: str
     sources: dict[str, str]
     rates: AchievableRates = AchievableRates()
+    # A real job's measured/predicted corrections (calibration file, planner/catalog/measured_job.py).
+    measured_job: MeasuredJob | None = None
 
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)

@@ -24,9 +24,9 @@ def test_calibrate_quick_writes_a_file_that_changes_the_plan(tmp_path, capsys):
     path = tmp_path / "cal.toml"
     assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--out", str(path)]) == 0
     assert "3/3" in capsys.readouterr().err  # the progress bar reached the end
-    machine, gpus = read_calibration(path)
-    assert machine["driver"] == "none (cpu)" and set(gpus) == {"h100-sxm"}
-    assert set(gpus["h100-sxm"]) >= {"gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"}
+    read = read_calibration(path)
+    assert read.machine is not None and read.machine["driver"] == "none (cpu)" and set(read.rates) == {"h100-sxm"}
+    assert set(read.rates["h100-sxm"]) >= {"gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"}
     args = ["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
     args += ["--seq-len", "1024", "--json"]
     assert main(args) == 0
