@@ -61,8 +61,14 @@ def calibrated_catalog(choice: CalibrationChoice | None):
         return None
     from planner.catalog.calibration import apply_calibration
     from planner.catalog.hardware import load_catalog
+    from planner.errors import CatalogError
 
-    return apply_calibration(load_catalog(), choice.path)
+    try:
+        return apply_calibration(load_catalog(), choice.path)
+    except CatalogError as exc:
+        if not choice.default:
+            raise
+        raise CatalogError(f"{exc} (the default calibration file; --no-calibration ignores it)") from None
 
 
 def _existing(path: Path):
@@ -77,7 +83,7 @@ def run_calibration(gpu: str | None, device: str, quick: bool, out: Path | None)
     (default: the per-user file), keeping the file's other GPUs."""
     import torch
 
-    from planner.catalog.calibration import CalibrationFile, apply_calibration
+    from planner.catalog.calibration import CalibrationFile, apply_calibration, apply_file
     from planner.catalog.hardware import load_catalog
     from trainer.calibrate import machine_info, measure
 
@@ -102,7 +108,9 @@ def run_calibration(gpu: str | None, device: str, quick: bool, out: Path | None)
         jobs = {g: job for g, job in existing.jobs.items() if g != gpu_id}
         if gpu_id in existing.jobs:
             render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
-    path = _write(out, CalibrationFile(machine, rates, jobs))
+    calibration = CalibrationFile(machine, rates, jobs)
+    apply_file(load_catalog(), calibration, out)  # checked before writing: a bad default file breaks every plan
+    path = _write(out, calibration)
     apply_calibration(load_catalog(), path)  # the file must load back as it will be used
     render.calibrated(path, gpu_id, values)
 
@@ -163,8 +171,9 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
         name=job.name,
         date=datetime.date.today().isoformat(),
     )
-    jobs = {**existing.jobs, plan.gpu: measured}
-    path = _write(out, CalibrationFile(existing.machine, existing.rates, jobs))
+    calibration = CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured})
+    apply_file(load_catalog(), calibration, out)  # checked before writing, as above
+    path = _write(out, calibration)
     apply_calibration(load_catalog(), path)  # the file must load back as it will be used
     render.job_calibrated(path, plan.gpu, measured, measured_in)
 

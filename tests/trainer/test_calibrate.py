@@ -42,3 +42,31 @@ def test_calibrate_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("trainplan: error:") for line in err)
     assert not (tmp_path / "c.toml").exists()
+
+
+def test_calibrate_writes_the_default_file_and_merges_into_it(capsys):
+    from planner.catalog.calibration import CalibrationFile, write_calibration
+    from planner.catalog.measured_job import MeasuredJob
+    from ui.calibration import default_calibration_path
+
+    path = default_calibration_path()  # under the test's XDG_CONFIG_HOME (tests/conftest.py)
+    path.parent.mkdir(parents=True)
+    job = MeasuredJob(
+        compute_time_factor=1.1,
+        memory_factor=1.0,
+        name="j",
+        date="2026-12-01",
+        shape="s",
+        step_s=1.0,
+        predicted_step_s=0.9,
+        peak_gib=10.0,
+        predicted_peak_gib=10.0,
+    )
+    jobs = {"h100-sxm": job, "a100-80gb-sxm": job}
+    write_calibration(path, CalibrationFile(None, {}, jobs))
+    assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick"]) == 0
+    captured = capsys.readouterr()
+    assert f"written to {path}" in captured.out
+    assert "measured job correction of h100-sxm was dropped" in captured.err  # fitted against the old rates
+    read = read_calibration(path)
+    assert set(read.rates) == {"h100-sxm"} and read.jobs == {"a100-80gb-sxm": job}

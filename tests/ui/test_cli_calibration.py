@@ -72,6 +72,16 @@ def test_an_explicit_file_wins_and_cannot_be_combined_with_no_calibration(tmp_pa
     assert err == ["trainplan: error: give --calibration or --no-calibration, not both"]
 
 
+def test_a_broken_default_file_names_itself_and_the_way_out(capsys):
+    path = default_calibration_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("[gpus\n")
+    assert main(ESTIMATE) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "--no-calibration ignores it" in err[0]
+    assert main([*ESTIMATE, "--no-calibration"]) == 0
+
+
 def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
     plan_args = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--top", "0"]
     saved = tmp_path / "p.json"
