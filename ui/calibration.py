@@ -78,9 +78,12 @@ def _existing(path: Path):
     return read_calibration(path) if path.exists() else None
 
 
-def run_calibration(gpu: str | None, device: str, quick: bool, out: Path | None) -> None:
-    """Measure GEMM, attention and copy rates on ``device`` (auto, cpu, cuda) and write ``out``
-    (default: the per-user file), keeping the file's other GPUs."""
+def run_calibration(
+    gpu: str | None, device: str, quick: bool, out: Path | None, collectives: int | None = None
+) -> None:
+    """Measure GEMM, attention and copy rates on ``device`` (auto, cpu, cuda), and collectives over
+    ``collectives`` local devices (None: every local GPU where there are 2 or more; 0: none), and
+    write ``out`` (default: the per-user file), keeping the file's other GPUs."""
     import torch
 
     from planner.catalog.calibration import CalibrationFile, apply_calibration, apply_file
@@ -95,7 +98,12 @@ def run_calibration(gpu: str | None, device: str, quick: bool, out: Path | None)
     gpu_id = load_catalog().gpu(gpu_id).id  # an unknown id fails before anything is measured
     existing = _existing(out)
     target = torch.device("cuda" if use_cuda else "cpu")
+    ranks = collectives if collectives is not None else (torch.cuda.device_count() if use_cuda else 0)
+    if ranks == 1 and collectives is not None:
+        raise ValueError("--collectives 1: a collective needs at least 2 devices")
     values = measure(target, quick, render.progress_line)
+    if ranks > 1:
+        values = {**values, **_collective_rates(target.type, ranks, quick)}
     machine = machine_info(target, driver)
     rates, jobs = {gpu_id: values}, {}
     if existing is not None:
@@ -113,6 +121,22 @@ def run_calibration(gpu: str | None, device: str, quick: bool, out: Path | None)
     path = _write(out, calibration)
     apply_calibration(load_catalog(), path)  # the file must load back as it will be used
     render.calibrated(path, gpu_id, values)
+
+
+def _collective_rates(device_type: str, ranks: int, quick: bool) -> dict[str, float]:
+    """The scale-up collective fields (file units) from a ring fit of timed collectives."""
+    from planner.model.comm import fit_ring
+    from planner.model.settings import DEFAULT_SETTINGS
+    from trainer.calibrate_comm import measure_collectives
+
+    render.progress_line(0, 1, f"all-reduce, all-gather, reduce-scatter over {ranks} {device_type} ranks")
+    samples = measure_collectives(device_type, ranks, quick)
+    fit = fit_ring(samples, DEFAULT_SETTINGS.collective_base_latency_s)
+    render.progress_line(1, 1, f"ring fit: rms error {fit.rms_relative_error:.0%} over {len(samples)} samples")
+    return {
+        "scaleup_busbw_gbyte_per_s_achieved": fit.bandwidth / 1e9,
+        "scaleup_step_latency_us_achieved": fit.step_latency_s * 1e6,
+    }
 
 
 def _write(out: Path, calibration) -> Path:

@@ -314,6 +314,13 @@ def calibrate(
         help="calibration file to write or merge into (default: ~/.config/trainplan/calibration.toml,"
         " or under $XDG_CONFIG_HOME)",
     ),
+    collectives: int | None = typer.Option(
+        None,
+        "--collectives",
+        min=0,
+        help="also time all-reduce/all-gather/reduce-scatter over N local devices (default: every local GPU"
+        " when there are 2 or more; 0: none; on cpu, N gloo processes)",
+    ),
     calibrate_from: Path | None = typer.Option(
         None,
         "--calibrate-from",
@@ -321,16 +328,18 @@ def calibrate(
         " (instead of measuring kernels here)",
     ),
 ) -> None:
-    """Measure this machine's GEMM, attention and copy rates, or read a finished job's step time
-    and memory (--calibrate-from), into a calibration file that plan, estimate and explain use."""
+    """Measure this machine's GEMM, attention, copy and collective rates, or read a finished job's
+    step time and memory (--calibrate-from), into a calibration file that plan, estimate and explain use."""
     from ui.calibration import calibrate_from_job, run_calibration
 
     if calibrate_from is not None:
-        if quick or device != DeviceChoice.auto:
-            raise ValueError("--calibrate-from reads a job's measurements: --quick and --device measure kernels here")
+        if quick or device != DeviceChoice.auto or collectives is not None:
+            raise ValueError(
+                "--calibrate-from reads a job's measurements: --quick, --device and --collectives measure here"
+            )
         calibrate_from_job(calibrate_from, gpu, out)
         return
-    run_calibration(gpu, device.value, quick, out)
+    run_calibration(gpu, device.value, quick, out, collectives)
 
 
 @app.command()

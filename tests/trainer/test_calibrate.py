@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from planner.catalog.calibration import read_calibration
@@ -70,3 +71,22 @@ def test_calibrate_writes_the_default_file_and_merges_into_it(capsys):
     assert "measured job correction of h100-sxm was dropped" in captured.err  # fitted against the old rates
     read = read_calibration(path)
     assert set(read.rates) == {"h100-sxm"} and read.jobs == {"a100-80gb-sxm": job}
+
+
+@pytest.mark.slow
+def test_calibrate_times_collectives_over_two_gloo_processes(tmp_path, capsys):
+    from planner.catalog.calibration import apply_calibration
+    from planner.catalog.hardware import load_catalog
+
+    path = tmp_path / "cal.toml"
+    args = ["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--collectives", "2", "--out", str(path)]
+    assert main(args) == 0
+    assert "ring fit: rms error" in capsys.readouterr().err
+    rates = read_calibration(path).rates["h100-sxm"]
+    assert 0 < rates["scaleup_busbw_gbyte_per_s_achieved"] < 450 and rates["scaleup_step_latency_us_achieved"] >= 0
+    gpu = apply_calibration(load_catalog(), path).gpu("h100-sxm")
+    assert gpu.rates.scaleup_bus_bandwidth_bytes_per_s == pytest.approx(
+        rates["scaleup_busbw_gbyte_per_s_achieved"] * 1e9
+    )
+    assert main([*args[:-4], "--collectives", "1", "--out", str(tmp_path / "one.toml")]) == 2
+    assert "at least 2 devices" in capsys.readouterr().err

@@ -159,7 +159,7 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
         (["--calibrate-from", str(cpu_job)], "measurements from a CPU run say nothing about a GPU"),
         (["--calibrate-from", str(unrun)], "no measured step time and peak memory"),
         (["--calibrate-from", str(gpu_job), "--gpu", "h200-sxm"], "the job ran on h100-sxm, not --gpu h200-sxm"),
-        (["--calibrate-from", str(gpu_job), "--quick"], "--quick and --device measure kernels"),
+        (["--calibrate-from", str(gpu_job), "--quick"], "--quick, --device and --collectives measure here"),
         (["--calibrate-from", str(tmp_path / "nothing")], "cannot read job file"),
     ]
     for args, message in cases:
