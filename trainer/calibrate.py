@@ -6,7 +6,7 @@ SDPA causal attention forward and backward at head dim 128 (the kernel trainplan
 FLOPs counted as FlashAttention-2 does: forward 2 x 2 s^2 d per head halved for the causal mask,
 backward 2.5 x forward), and a large device copy (bytes read + written). The result is a
 calibration file (planner/catalog/calibration.py) that ``--calibration`` merges over the catalog.
-Collectives by message size are not measured yet (the catalog has no field for them).
+Collectives by message size: trainer/calibrate_comm.py (``--collectives``).
 """
 
 from __future__ import annotations
