@@ -41,6 +41,7 @@ class MemoryTerms(BaseModel):
     activations: float = 0.0  # saved for backward, all in-flight micro-batches
     logits_loss: float = 0.0  # loss backward (logits, fp32 log-softmax, grads) or block recompute
     misc: float = 0.0  # workspaces and small buffers
+    measured_correction: float = 0.0  # a measured job's correction of the peak (calibration file)
 
     @property
     def states(self) -> float:
@@ -68,6 +69,7 @@ class TimeTerms(BaseModel):
     cp_comm: float = 0.0  # exposed context-parallel KV exchange
     ep_comm: float = 0.0  # exposed MoE dispatch/combine all-to-alls
     bubble: float = 0.0  # pipeline fill and drain
+    measured_correction: float = 0.0  # a measured job's correction of the compute (calibration file)
 
     @property
     def exposed_comm(self) -> float:

@@ -11,6 +11,12 @@ import socket
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def no_user_calibration(monkeypatch, tmp_path_factory):
+    """No test reads the real per-user calibration file (ui/calibration.py): an empty config home."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+
+
 @pytest.fixture
 def in_process(monkeypatch):
     """torchrun's environment for a world of one (``trainer.train.main`` in the test process)."""

@@ -6,7 +6,7 @@ SDPA causal attention forward and backward at head dim 128 (the kernel trainplan
 FLOPs counted as FlashAttention-2 does: forward 2 x 2 s^2 d per head halved for the causal mask,
 backward 2.5 x forward), and a large device copy (bytes read + written). The result is a
 calibration file (planner/catalog/calibration.py) that ``--calibration`` merges over the catalog.
-Collectives by message size are not measured yet (the catalog has no field for them).
+Collectives by message size: trainer/calibrate_comm.py (``--collectives``).
 """
 
 from __future__ import annotations
@@ -76,11 +76,12 @@ def attention_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> 
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     grad = torch.randn_like(out)
 
-    def backward() -> None:
-        torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), grad)
+    def backward() -> None:  # the backward alone, on one kept graph: (forward + backward) - forward
+        # subtracts two noisy medians and can come out near zero on a busy host
+        torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
 
-    both = _seconds(device, backward, sizes)
-    return forward_flops / fwd / 1e12, 2.5 * forward_flops / max(both - fwd, 1e-9) / 1e12
+    bwd = _seconds(device, backward, sizes)
+    return forward_flops / fwd / 1e12, 2.5 * forward_flops / bwd / 1e12
 
 
 def copy_tbps(device: torch.device, sizes: Sizes) -> float:

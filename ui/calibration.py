@@ -1,31 +1,149 @@
-"""``trainplan calibrate``: measure this machine's kernel rates into a calibration file, and
-read one back into the catalog for ``--calibration``."""
+"""Calibration files in the CLI: where the default one lives, which one a command uses,
+``trainplan calibrate`` (measure this machine's kernel rates) and ``trainplan calibrate
+--calibrate-from JOB_DIR`` (a finished job's measured step time and memory).
+
+The default per-user file is resolved here, once (``default_calibration_path``); the planner
+only ever gets a path or a catalog (planner/ reads no environment).
+"""
 
 from __future__ import annotations
 
+import datetime
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ui import render
 
+CALIBRATION_FILE = Path("trainplan") / "calibration.toml"
 
-def run_calibration(gpu: str | None, device: str, quick: bool, out: Path) -> None:
-    """Measure GEMM, attention and copy rates on ``device`` (auto, cpu, cuda) and write ``out``."""
+
+def default_calibration_path(environ: Mapping[str, str] = os.environ) -> Path:
+    """$XDG_CONFIG_HOME/trainplan/calibration.toml, else ~/.config/trainplan/calibration.toml
+    (the XDG base-directory rule: a relative XDG_CONFIG_HOME is ignored)."""
+    base = environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
+    return root / CALIBRATION_FILE
+
+
+@dataclass(frozen=True)
+class CalibrationChoice:
+    """The calibration file a command applies and why: ``--calibration`` or the default file."""
+
+    path: Path
+    default: bool  # True: the per-user default file, applied because it exists
+
+    def as_json(self) -> dict:
+        return {"file": str(self.path), "source": "default" if self.default else "--calibration"}
+
+    def line(self) -> str:
+        if self.default:
+            return f"calibration: default file {self.path} applied (--no-calibration to ignore it)"
+        return f"calibration: {self.path} applied"
+
+
+def choose_calibration(given: Path | None, disabled: bool) -> CalibrationChoice | None:
+    """``--calibration FILE``, else the default file where it exists; None with ``--no-calibration``."""
+    if given is not None and disabled:
+        raise ValueError("give --calibration or --no-calibration, not both")
+    if disabled:
+        return None
+    if given is not None:
+        return CalibrationChoice(given, default=False)
+    path = default_calibration_path()
+    return CalibrationChoice(path, default=True) if path.is_file() else None
+
+
+def calibrated_catalog(choice: CalibrationChoice | None):
+    """The catalog, with a calibration file's measurements when one is chosen (None: the built-in)."""
+    if choice is None:
+        return None
+    from planner.catalog.calibration import apply_calibration
+    from planner.catalog.hardware import load_catalog
+    from planner.errors import CatalogError
+
+    try:
+        return apply_calibration(load_catalog(), choice.path)
+    except CatalogError as exc:
+        if not choice.default:
+            raise
+        raise CatalogError(f"{exc} (the default calibration file; --no-calibration ignores it)") from None
+
+
+def _existing(path: Path):
+    """The file already at ``path`` (merged into, never overwritten blindly), else None."""
+    from planner.catalog.calibration import read_calibration
+
+    return read_calibration(path) if path.exists() else None
+
+
+def run_calibration(
+    gpu: str | None, device: str, quick: bool, out: Path | None, collectives: int | None = None
+) -> None:
+    """Measure GEMM, attention and copy rates on ``device`` (auto, cpu, cuda), and collectives over
+    ``collectives`` local devices (None: every local GPU where there are 2 or more; 0: none), and
+    write ``out`` (default: the per-user file), keeping the file's other GPUs."""
     import torch
 
-    from planner.catalog.calibration import apply_calibration, write_calibration
+    from planner.catalog.calibration import CalibrationFile, apply_calibration, apply_file
     from planner.catalog.hardware import load_catalog
     from trainer.calibrate import machine_info, measure
 
+    out = out or default_calibration_path()
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available")
     gpu_id, driver = _calibration_target(gpu, use_cuda)
-    load_catalog().gpu(gpu_id)  # an unknown id fails before anything is measured
+    gpu_id = load_catalog().gpu(gpu_id).id  # an unknown id fails before anything is measured
+    existing = _existing(out)
     target = torch.device("cuda" if use_cuda else "cpu")
+    ranks = collectives if collectives is not None else (torch.cuda.device_count() if use_cuda else 0)
+    if ranks == 1 and collectives is not None:
+        raise ValueError("--collectives 1: a collective needs at least 2 devices")
     values = measure(target, quick, render.progress_line)
-    path = write_calibration(out, machine_info(target, driver), {gpu_id: values})
+    if ranks > 1:
+        values = {**values, **_collective_rates(target.type, ranks, quick)}
+    machine = machine_info(target, driver)
+    rates, jobs = {gpu_id: values}, {}
+    if existing is not None:
+        same_machine = existing.machine is not None and all(
+            existing.machine[k] == machine[k] for k in ("host", "device")
+        )
+        # Other GPUs' rates keep their provenance only when [machine] still names who measured them.
+        rates = {**(existing.rates if same_machine else {}), **rates}
+        # A job correction was fitted against the old rates: it would count their error twice.
+        jobs = {g: job for g, job in existing.jobs.items() if g != gpu_id}
+        if gpu_id in existing.jobs:
+            render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
+    calibration = CalibrationFile(machine, rates, jobs)
+    apply_file(load_catalog(), calibration, out)  # checked before writing: a bad default file breaks every plan
+    path = _write(out, calibration)
     apply_calibration(load_catalog(), path)  # the file must load back as it will be used
     render.calibrated(path, gpu_id, values)
+
+
+def _collective_rates(device_type: str, ranks: int, quick: bool) -> dict[str, float]:
+    """The scale-up collective fields (file units) from a ring fit of timed collectives."""
+    from planner.model.comm import fit_ring
+    from planner.model.settings import DEFAULT_SETTINGS
+    from trainer.calibrate_comm import measure_collectives
+
+    render.progress_line(0, 1, f"all-reduce, all-gather, reduce-scatter over {ranks} {device_type} ranks")
+    samples = measure_collectives(device_type, ranks, quick)
+    fit = fit_ring(samples, DEFAULT_SETTINGS.collective_base_latency_s)
+    render.progress_line(1, 1, f"ring fit: rms error {fit.rms_relative_error:.0%} over {len(samples)} samples")
+    return {
+        "scaleup_busbw_gbyte_per_s_achieved": fit.bandwidth / 1e9,
+        "scaleup_step_latency_us_achieved": fit.step_latency_s * 1e6,
+    }
+
+
+def _write(out: Path, calibration) -> Path:
+    from planner.catalog.calibration import write_calibration
+
+    out.parent.mkdir(parents=True, exist_ok=True)  # the default file's directory may not exist yet
+    return write_calibration(out, calibration)
 
 
 def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | None]:
@@ -48,12 +166,66 @@ def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | Non
     return matched, driver
 
 
-def calibrated_catalog(calibration: Path | None):
-    """The catalog, with a calibration file's measured rates when one is given."""
+def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None:
+    """Write a finished job's measured step time and peak memory into ``out`` (default: the
+    per-user file) as the job correction of its GPU, keeping the file's kernel rates."""
+    from planner.catalog.calibration import CalibrationFile, apply_calibration, apply_file
     from planner.catalog.hardware import load_catalog
+    from planner.job_fit import fit_measured_job
+    from planner.model.settings import STACK_SETTINGS
+    from trainer.job_spec import JobSpec
 
-    if calibration is None:
-        return None
-    from planner.catalog.calibration import apply_calibration
+    out = out or default_calibration_path()
+    job = JobSpec.load(job_dir)
+    plan = job.plan
+    if gpu is not None and load_catalog().gpu(gpu).id != plan.gpu:
+        raise ValueError(f"--calibrate-from {job_dir}: the job ran on {plan.gpu}, not --gpu {gpu}")
+    step_s, peak_gib, measured_in = _job_measurements(Path(job_dir))
+    existing = _existing(out) or CalibrationFile(machine=None)
+    # Fit against the model the file is applied with: its kernel rates, no earlier job correction.
+    rates_only = CalibrationFile(existing.machine, existing.rates)
+    catalog = apply_file(load_catalog(), rates_only, out)
+    settings = STACK_SETTINGS[plan.stack].but(loss_chunk_tokens=job.run.loss_chunk_tokens)
+    measured = fit_measured_job(
+        plan,
+        catalog,
+        settings,
+        step_s=step_s,
+        peak_gib=peak_gib,
+        name=job.name,
+        date=datetime.date.today().isoformat(),
+    )
+    calibration = CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured})
+    apply_file(load_catalog(), calibration, out)  # checked before writing, as above
+    path = _write(out, calibration)
+    apply_calibration(load_catalog(), path)  # the file must load back as it will be used
+    render.job_calibrated(path, plan.gpu, measured, measured_in)
 
-    return apply_calibration(load_catalog(), calibration)
+
+def _job_measurements(job_dir: Path) -> tuple[float, float, str]:
+    """(step s, peak GiB, file) measured by the job on a GPU: report.json (the whole run), else
+    validation.json (the probe); ValueError for a job without them or one run on a CPU."""
+    from pydantic import ValidationError
+
+    from planner.reports import RunReport, ValidationReport
+
+    for name, kind in (("report.json", RunReport), ("validation.json", ValidationReport)):
+        path = job_dir / name
+        if not path.is_file():
+            continue
+        try:
+            report = kind.load(path)
+        except (OSError, ValidationError) as exc:
+            raise ValueError(f"{path}: not a trainplan {name} ({type(exc).__name__})") from None
+        if report.device != "cuda":
+            raise ValueError(
+                f"--calibrate-from {job_dir}: the job ran on {report.device} ({name}); measurements from a"
+                " CPU run say nothing about a GPU"
+            )
+        step_s, peak_gib = report.measured.step_s, report.measured.peak_gib
+        if step_s and peak_gib:
+            return step_s, peak_gib, name
+    raise ValueError(
+        f"--calibrate-from {job_dir}: no measured step time and peak memory (report.json or validation.json);"
+        " run the job first (trainplan run)"
+    )

@@ -36,7 +36,7 @@ from planner.layout import (
 )
 from planner.model.settings import Stack
 from ui import render
-from ui.calibration import calibrated_catalog
+from ui.calibration import calibrated_catalog, choose_calibration
 from ui.inputs import (
     MAX_BATCH_TOKENS,
     MAX_GPUS,
@@ -55,7 +55,11 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="machine-readable output")
-CALIBRATION_HELP = "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
+CALIBRATION_HELP = (
+    "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
+    " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
+)
+NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
     " (estimate only; docs/model.md 4b)"
@@ -132,6 +136,7 @@ def estimate(
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
+    no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
@@ -145,6 +150,7 @@ def estimate(
     check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
     check_range("--tokens", tokens, 0, 1e18, low_open=True)
     check_range("--price", price, 0, MAX_PRICE_USD)
+    chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
     layout = Layout(
         dp_replicate=dp_replicate,
@@ -183,13 +189,13 @@ def estimate(
         hf_config_path=hf_path,
         requested_global_batch_tokens=global_batch_tokens,
         stack=stack,
-        catalog=calibrated_catalog(calibration),
+        catalog=calibrated_catalog(chosen),
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
     if out:
         plan.save(out)
-    render.estimate(plan, as_json=as_json, saved_to=out)
+    render.estimate(plan, as_json=as_json, saved_to=out, calibration=chosen)
 
 
 @app.command()
@@ -232,6 +238,7 @@ def plan(
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
+    no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
@@ -241,6 +248,7 @@ def plan(
     check_range("--tokens", tokens, 0, 1e18, low_open=True)
     check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
     check_range("--max-gpus", max_gpus, 1, MAX_GPUS)
+    chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
     request = PlanRequest(
         model=spec,
@@ -265,13 +273,13 @@ def plan(
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
-            result = solve(request, catalog=calibrated_catalog(calibration))
+            result = solve(request, catalog=calibrated_catalog(chosen))
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json)
+        render.infeasible(exc, as_json=as_json, calibration=chosen)
         return
     if out:
         result.plan.save(out)
-    render.plan_result(result, as_json=as_json, saved_to=out)
+    render.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
 
 
 @app.command()
@@ -279,18 +287,20 @@ def explain(
     plan_file: Path = typer.Argument(..., help="a plan.json"),
     stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP + " (re-estimates the plan)"),
+    no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
     """Explain a plan: every memory and time term, and what limits it."""
     from planner.api import restack
     from planner.plan import Plan
 
+    chosen = choose_calibration(calibration, no_calibration)
     loaded = Plan.load(check_input_file(plan_file))
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
-    if stack is not None or calibration is not None:
-        loaded = restack(loaded, stack or loaded.stack, catalog=calibrated_catalog(calibration))
-    render.explain(loaded, as_json=as_json)
+    if stack is not None or chosen is not None:
+        loaded = restack(loaded, stack or loaded.stack, catalog=calibrated_catalog(chosen))
+    render.explain(loaded, as_json=as_json, calibration=chosen)
 
 
 @app.command()
@@ -298,12 +308,38 @@ def calibrate(
     gpu: str | None = typer.Option(None, help="catalog id the measurements belong to (default: NVML's match)"),
     device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu (format only)"),
     quick: bool = typer.Option(False, "--quick", help="smaller sizes, fewer repeats (about a minute on a GPU)"),
-    out: Path = typer.Option(Path("trainplan-calibration.toml"), "--out", help="calibration file to write"),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="calibration file to write or merge into (default: ~/.config/trainplan/calibration.toml,"
+        " or under $XDG_CONFIG_HOME)",
+    ),
+    collectives: int | None = typer.Option(
+        None,
+        "--collectives",
+        min=0,
+        help="also time all-reduce/all-gather/reduce-scatter over N local devices (default: every local GPU"
+        " when there are 2 or more; 0: none; on cpu, N gloo processes)",
+    ),
+    calibrate_from: Path | None = typer.Option(
+        None,
+        "--calibrate-from",
+        help="a finished trainplan run job directory: write its measured step time and peak memory"
+        " (instead of measuring kernels here)",
+    ),
 ) -> None:
-    """Measure this machine's GEMM, attention and copy rates into a calibration file (--calibration)."""
-    from ui.calibration import run_calibration
+    """Measure this machine's GEMM, attention, copy and collective rates, or read a finished job's
+    step time and memory (--calibrate-from), into a calibration file that plan, estimate and explain use."""
+    from ui.calibration import calibrate_from_job, run_calibration
 
-    run_calibration(gpu, device.value, quick, out)
+    if calibrate_from is not None:
+        if quick or device != DeviceChoice.auto or collectives is not None:
+            raise ValueError(
+                "--calibrate-from reads a job's measurements: --quick, --device and --collectives measure here"
+            )
+        calibrate_from_job(calibrate_from, gpu, out)
+        return
+    run_calibration(gpu, device.value, quick, out, collectives)
 
 
 @app.command()

@@ -114,16 +114,28 @@ def print_plan(p: Plan) -> None:
     out.print(breakdown_table("step time (s)", e.time.breakdown_s, "s", "step", e.time.step_s))
 
 
-def estimate(p: Plan, *, as_json: bool, saved_to: Path | None) -> None:
+def calibration_json(calibration) -> dict | None:
+    """The calibration file a result used (ui.calibration.CalibrationChoice), or None."""
+    return None if calibration is None else calibration.as_json()
+
+
+def calibration_line(calibration) -> None:
+    """One line naming the calibration file applied, so a default file never acts silently."""
+    if calibration is not None:
+        out.print(calibration.line(), markup=False)
+
+
+def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
     if as_json:
-        emit_json(estimate_json(p.estimate))
+        emit_json({**estimate_json(p.estimate), "calibration": calibration_json(calibration)})
         return
+    calibration_line(calibration)
     print_plan(p)
     if saved_to:
         out.print(f"plan written to {saved_to}")
 
 
-def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
+def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
     for message in result.warnings:
         warn(message)
     if as_json:
@@ -141,9 +153,11 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None) -> None:
                 "gpu_count_caps": result.count_caps,
                 "near_tie": None if result.near_tie is None else near_tie_json(result),
                 "knee": None if result.knee is None else knee_json(result),
+                "calibration": calibration_json(calibration),
             }
         )
         return
+    calibration_line(calibration)
     print_plan(result.plan)
     same = result.knee is not None and result.near_tie is not None and result.knee.row == result.near_tie.row
     if result.near_tie is not None:
@@ -229,29 +243,30 @@ def count_caps_line(caps: dict[str, int], limits: dict[str, int]) -> str:
     return f"GPU counts searched up to {counts} {scope} (max_gpus cap; raise it with --max-gpus)"
 
 
-def infeasible(exc, *, as_json: bool) -> None:
+def infeasible(exc, *, as_json: bool, calibration=None) -> None:
     if as_json:
-        emit_json(
-            {
-                "feasible": False,
-                "constraint": exc.constraint.value,
-                "reason": str(exc),
-                "detail": exc.detail,
-                "fix": exc.fix,
-            }
-        )
+        data = {
+            "feasible": False,
+            "constraint": exc.constraint.value,
+            "reason": str(exc),
+            "detail": exc.detail,
+            "fix": exc.fix,
+        }
+        emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
+    calibration_line(calibration)
     out.print(f"[red]no feasible plan[/red] - {exc.constraint.value}: {exc.detail}")
     out.print(f"fix: {exc.fix}")
 
 
-def explain(p: Plan, *, as_json: bool) -> None:
+def explain(p: Plan, *, as_json: bool, calibration=None) -> None:
     from planner.explain import explain_plan
 
     notes = explain_plan(p)
     if as_json:
-        emit_json({"plan": estimate_json(p.estimate), "notes": notes})
+        emit_json({"plan": estimate_json(p.estimate), "notes": notes, "calibration": calibration_json(calibration)})
         return
+    calibration_line(calibration)
     print_plan(p)
     out.print("[bold]why[/bold]")
     for note in notes:
@@ -410,3 +425,19 @@ def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
     out.print(f"measured rates for {gpu_id} written to {path} (use: --calibration {path})")
     for name, value in values.items():
         out.print(f"  {name} = {value:,.4g}")
+
+
+def job_calibrated(path: Path, gpu_id: str, job, measured_in: str) -> None:
+    """``calibrate --calibrate-from``: the job's corrections (a MeasuredJob) and where they went."""
+    out.print(f"measured job correction for {gpu_id} written to {path} (from {measured_in})", markup=False)
+    out.print(f"  job {job.name}: {job.shape}", markup=False)
+    out.print(
+        f"  step {job.step_s:.4g} s measured, {job.predicted_step_s:.4g} s predicted:"
+        f" compute x {job.compute_time_factor:.4g}",
+        markup=False,
+    )
+    out.print(
+        f"  peak {job.peak_gib:.4g} GiB measured, {job.predicted_peak_gib:.4g} GiB predicted:"
+        f" memory x {job.memory_factor:.4g}",
+        markup=False,
+    )

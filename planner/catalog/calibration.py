@@ -1,5 +1,7 @@
-"""Calibration files: rates measured on the user's own GPUs (``trainplan calibrate``), merged over
-the catalog entries they name (``--calibration FILE`` on plan, estimate and explain).
+"""Calibration files: rates measured on the user's own GPUs (``trainplan calibrate``) and the
+corrections a real job measured (``trainplan calibrate --calibrate-from JOB_DIR``), merged over
+the catalog entries they name (``--calibration FILE``, or the default per-user file, on plan,
+estimate and explain).
 
 Format (TOML; the achievable-rate fields of docs/hardware.md, in the same units)::
 
@@ -15,21 +17,46 @@ Format (TOML; the achievable-rate fields of docs/hardware.md, in the same units)
     attention_fwd_tflops_achieved = 352.0
     attention_bwd_tflops_achieved = 301.4
     hbm_copy_tbps_achieved = 4.27
+    job_compute_time_factor = 1.083
+    job_memory_factor = 1.021
+    job_name = "llama-8b"
+    job_date = "2026-12-01"
+    job_shape = "llama3-8b, 8 x h200-sxm, fsdp dp_shard=8, mb 1 x accum 4 x seq 4096"
+    job_step_s = 2.61
+    job_predicted_step_s = 2.41
+    job_peak_gib = 61.3
+    job_predicted_peak_gib = 60.0
 
-Every value becomes a MEASURED rate sourced with the machine, driver and date; the catalog's own
-checks apply (at most the datasheet figure). No torch here: the measuring lives in trainer/.
+Every rate becomes a MEASURED rate sourced with the machine, driver and date; the catalog's own
+checks apply (at most the datasheet figure). The ``job_*`` fields are one ``MeasuredJob``
+(planner/catalog/measured_job.py); ``[machine]`` is needed only where a table has rates. No
+torch here: the measuring lives in trainer/.
 """
 
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from planner.catalog.hardware import Catalog, with_rates
+from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
 
 MACHINE_FIELDS = ("host", "device", "driver", "date", "software")
+JOB_PREFIX = "job_"  # file field job_<name> = MeasuredJob.<name>
+
+
+@dataclass(frozen=True)
+class CalibrationFile:
+    """One file's contents: who measured the kernel rates, the rates and the measured jobs."""
+
+    machine: dict[str, str] | None  # None: the file holds only job corrections
+    rates: dict[str, dict[str, float]] = field(default_factory=dict)  # gpu id -> rate fields (file units)
+    jobs: dict[str, MeasuredJob] = field(default_factory=dict)  # gpu id -> its measured job
 
 
 def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -39,8 +66,18 @@ def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return value
 
 
-def read_calibration(path: Path) -> tuple[dict[str, str], dict[str, dict[str, float]]]:
-    """(machine, {gpu id: {rate field: value}}) from a calibration file; CatalogError when malformed."""
+def _measured_job(values: dict[str, Any], where: str) -> MeasuredJob:
+    fields_ = {name.removeprefix(JOB_PREFIX): value for name, value in values.items()}
+    try:
+        return MeasuredJob.model_validate(fields_)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = JOB_PREFIX + ".".join(str(part) for part in error["loc"])
+        raise CatalogError(f"{where}: field '{name}': {error['msg']}") from None
+
+
+def read_calibration(path: Path) -> CalibrationFile:
+    """The file's contents; CatalogError when malformed."""
     where = str(path)
     try:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -51,45 +88,73 @@ def read_calibration(path: Path) -> tuple[dict[str, str], dict[str, dict[str, fl
     unknown = set(raw) - {"machine", "gpus"}
     if unknown:
         raise CatalogError(f"{where}: unknown table(s) {', '.join(sorted(unknown))} (expected [machine], [gpus.<id>])")
-    machine = _table(raw, "machine", where)
-    for name in MACHINE_FIELDS:
-        if not isinstance(machine.get(name), str) or not machine[name].strip():
-            raise CatalogError(f"{where}: field 'machine.{name}': expected a non-empty string")
     gpus = _table(raw, "gpus", where)
     if not gpus:
         raise CatalogError(f"{where}: no [gpus.<id>] table")
+    rates, jobs = {}, {}
     for gpu_id, values in gpus.items():
         if not isinstance(values, dict) or not values:
-            raise CatalogError(f"{where}: table [gpus.{gpu_id}]: expected rate fields")
-    return {k: machine[k] for k in MACHINE_FIELDS}, gpus
+            raise CatalogError(f"{where}: table [gpus.{gpu_id}]: expected rate or job_* fields")
+        job = {k: v for k, v in values.items() if k.startswith(JOB_PREFIX)}
+        if job:
+            jobs[gpu_id] = _measured_job(job, f"{where}: table [gpus.{gpu_id}]")
+        if len(job) < len(values):
+            rates[gpu_id] = {k: v for k, v in values.items() if k not in job}
+    machine = None
+    if rates or "machine" in raw:  # measured kernel rates name the machine they were measured on
+        machine = _table(raw, "machine", where)
+        for name in MACHINE_FIELDS:
+            if not isinstance(machine.get(name), str) or not machine[name].strip():
+                raise CatalogError(f"{where}: field 'machine.{name}': expected a non-empty string")
+        machine = {k: machine[k] for k in MACHINE_FIELDS}
+    return CalibrationFile(machine, rates, jobs)
 
 
 def apply_calibration(catalog: Catalog, path: Path) -> Catalog:
     """The catalog with each named GPU's rates replaced by the file's measurements."""
-    machine, gpus = read_calibration(path)
-    source = (
-        f"MEASURED: trainplan calibrate on {machine['host']} ({machine['device']}, driver {machine['driver']},"
-        f" {machine['software']}), {machine['date']}; file {Path(path).name}"
-    )
+    return apply_file(catalog, read_calibration(path), Path(path))
+
+
+def apply_file(catalog: Catalog, calibration: CalibrationFile, path: Path) -> Catalog:
+    """``calibration`` (read from ``path``) merged over the catalog: rates, then the measured jobs."""
     updated = dict(catalog.gpus)
-    for gpu_id, values in gpus.items():
+    for gpu_id in {**calibration.rates, **calibration.jobs}:
         try:
             gpu = catalog.gpu(gpu_id)
         except ValueError as exc:
             raise CatalogError(f"{path}: table [gpus.{gpu_id}]: {exc}") from None
-        updated[gpu.id] = with_rates(gpu, values, source, f"{path} [gpus.{gpu_id}]")
+        if gpu_id in calibration.rates and calibration.machine is not None:
+            m = calibration.machine
+            source = (
+                f"MEASURED: trainplan calibrate on {m['host']} ({m['device']}, driver {m['driver']},"
+                f" {m['software']}), {m['date']}; file {path.name}"
+            )
+            gpu = with_rates(gpu, calibration.rates[gpu_id], source, f"{path} [gpus.{gpu_id}]")
+        if (job := calibration.jobs.get(gpu_id)) is not None:
+            sources = {**gpu.sources, "measured_job": f"{job.source}; file {path.name}"}
+            gpu = gpu.model_copy(update={"measured_job": job, "sources": sources})
+        updated[gpu.id] = gpu
     return catalog.model_copy(update={"gpus": updated})
 
 
-def write_calibration(path: Path, machine: dict[str, str], gpus: dict[str, dict[str, float]]) -> Path:
+def write_calibration(path: Path, calibration: CalibrationFile) -> Path:
     """Write the file (flat TOML: strings and numbers only)."""
 
     def quote(text: str) -> str:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    lines = ["[machine]", *(f"{k} = {quote(machine[k])}" for k in MACHINE_FIELDS)]
-    for gpu_id, values in gpus.items():
-        lines += ["", f"[gpus.{gpu_id}]", *(f"{k} = {float(v):.6g}" for k, v in values.items())]
+    def value(v: Any) -> str:
+        return quote(v) if isinstance(v, str) else f"{float(v):.6g}"
+
+    lines = []
+    if calibration.machine is not None:
+        lines += ["[machine]", *(f"{k} = {quote(calibration.machine[k])}" for k in MACHINE_FIELDS), ""]
+    for gpu_id in {**calibration.rates, **calibration.jobs}:
+        lines.append(f"[gpus.{gpu_id}]")
+        lines += [f"{k} = {value(v)}" for k, v in calibration.rates.get(gpu_id, {}).items()]
+        if (job := calibration.jobs.get(gpu_id)) is not None:
+            lines += [f"{JOB_PREFIX}{k} = {value(v)}" for k, v in job.model_dump().items()]
+        lines.append("")
     path = Path(path)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(lines), encoding="utf-8")
     return path

@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
 from planner.units import GIB, HOURS_PER_DAY
 
@@ -69,6 +70,10 @@ class AchievableRates(BaseModel):
     attention_fwd_flops_per_s: float | None = None
     attention_bwd_flops_per_s: float | None = None
     copy_bandwidth_bytes_per_s: float | None = None
+    # Collectives over the scale-up domain (trainplan calibrate --collectives), fitted to the ring
+    # model of planner/model/comm.py: bus bandwidth per GPU and latency per ring step.
+    scaleup_bus_bandwidth_bytes_per_s: float | None = None
+    scaleup_step_latency_s: float | None = None
     provenance: dict[str, str] = {}  # field in the file -> MEASURED / PUBLISHED / ESTIMATE
 
 
@@ -99,6 +104,8 @@ class GPUSpec(BaseModel):
     default_network: str
     sources: dict[str, str]
     rates: AchievableRates = AchievableRates()
+    # A real job's measured/predicted corrections (calibration file, planner/catalog/measured_job.py).
+    measured_job: MeasuredJob | None = None
 
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)
@@ -232,6 +239,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "attention_fwd_tflops_achieved": _OPTIONAL_TFLOPS,
     "attention_bwd_tflops_achieved": _OPTIONAL_TFLOPS,
     "hbm_copy_tbps_achieved": _Num(0, 100, required=False),
+    "scaleup_busbw_gbyte_per_s_achieved": _Num(0, 100_000, required=False),
+    "scaleup_step_latency_us_achieved": _Num(-1e-12, 10_000, required=False),  # 0: below what was resolved
     "default_node": _Text(),
     "default_network": _Text(),
     "notes": _Text(required=False),
@@ -312,6 +321,10 @@ RATE_FIELDS = (  # file field -> the datasheet field it cannot exceed
     ("attention_fwd_tflops_achieved", "bf16_tflops"),
     ("attention_bwd_tflops_achieved", "bf16_tflops"),
     ("hbm_copy_tbps_achieved", "hbm_bandwidth_tbps"),
+    # A ring's bus bandwidth cannot pass the per-direction link rate (switch reductions, NVLS, can:
+    # the ring model does not describe them, so such a fit is refused rather than mis-modelled).
+    ("scaleup_busbw_gbyte_per_s_achieved", "scaleup_gbyte_per_s"),
+    ("scaleup_step_latency_us_achieved", None),
 )
 
 
@@ -320,9 +333,11 @@ def _check_rates(values: dict[str, Any], sources: dict[str, str], where: str) ->
     for name, ceiling in RATE_FIELDS:
         if name not in values:
             continue
-        if ceiling not in values:
+        if ceiling is None:
+            pass
+        elif ceiling not in values:
             raise CatalogError(f"{where}: field '{name}': needs '{ceiling}' (the datasheet figure it is a share of)")
-        if values[name] > values[ceiling]:
+        elif values[name] > values[ceiling]:
             raise CatalogError(
                 f"{where}: field '{name}': expected at most {ceiling} {values[ceiling]:g}, got {values[name]!r}"
             )
@@ -333,8 +348,11 @@ def _check_rates(values: dict[str, Any], sources: dict[str, str], where: str) ->
 
 
 def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRates:
+    def scaled(name: str, si: float) -> float | None:
+        return values[name] * si if name in values else None
+
     def tflops(name: str) -> float | None:
-        return values[name] * 1e12 if name in values else None
+        return scaled(name, 1e12)
 
     gemm = {
         p: values[f"gemm_{p}_tflops_achieved"] * 1e12 for p in ("bf16", "fp8") if f"gemm_{p}_tflops_achieved" in values
@@ -346,6 +364,8 @@ def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRa
         copy_bandwidth_bytes_per_s=(
             values["hbm_copy_tbps_achieved"] * 1e12 if "hbm_copy_tbps_achieved" in values else None
         ),
+        scaleup_bus_bandwidth_bytes_per_s=scaled("scaleup_busbw_gbyte_per_s_achieved", 1e9),
+        scaleup_step_latency_s=scaled("scaleup_step_latency_us_achieved", 1e-6),
         provenance={name: sources[name].split(":")[0].split()[0] for name, _ in RATE_FIELDS if name in values},
     )
 
@@ -361,6 +381,10 @@ def rate_file_values(gpu: GPUSpec) -> dict[str, float]:
     ):
         if value is not None:
             values[name] = value / 1e12
+    if r.scaleup_bus_bandwidth_bytes_per_s is not None:
+        values["scaleup_busbw_gbyte_per_s_achieved"] = r.scaleup_bus_bandwidth_bytes_per_s / 1e9
+    if r.scaleup_step_latency_s is not None:
+        values["scaleup_step_latency_us_achieved"] = r.scaleup_step_latency_s * 1e6
     return values
 
 
@@ -371,6 +395,7 @@ def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) 
         "bf16_tflops": gpu.peak_flops_per_s.get("bf16", gpu.peak_flops_per_s.get("fp16", 0.0)) / 1e12,
         "hbm_bandwidth_tbps": gpu.hbm_bandwidth_bytes_per_s / 1e12,
         **({"fp8_tflops": gpu.peak_flops_per_s["fp8"] / 1e12} if "fp8" in gpu.peak_flops_per_s else {}),
+        "scaleup_gbyte_per_s": gpu.scaleup_bandwidth_bytes_per_s / 1e9,
     }
     known = dict(RATE_FIELDS)
     for name, value in values.items():

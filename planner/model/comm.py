@@ -33,6 +33,17 @@ class Link:
     base_latency: float = 0.0
 
 
+def scaleup_rate(c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes/s per rank, seconds per ring step) inside a scale-up domain: the collectives measured
+    on the GPU's own domain (``trainplan calibrate --collectives``, a ring fit, ``fit_ring``),
+    else ``scaleup_bandwidth_fraction`` of the datasheet link rate and ``latency_scaleup_s``.
+    All-to-all was not measured; it shares the rate, as it shares the fraction without one."""
+    measured = ~np.isnan(c.scaleup_bus_bandwidth)
+    bandwidth = np.where(measured, c.scaleup_bus_bandwidth, c.scaleup_bandwidth * s.scaleup_bandwidth_fraction)
+    latency = np.where(np.isnan(c.scaleup_step_latency), s.latency_scaleup_s, c.scaleup_step_latency)
+    return bandwidth, latency
+
+
 def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingSettings) -> Link:
     """A mesh axis of ``size`` ranks spaced ``stride`` apart spans size*stride consecutive ranks;
     it stays inside a scale-up domain when that span fits in one (domains are node-aligned).
@@ -41,11 +52,11 @@ def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingS
     span = size * stride
     domain = np.maximum(np.minimum(c.scaleup_domain_size, c.num_gpus), 1)
     inside = span <= domain
-    scaleup = c.scaleup_bandwidth * s.scaleup_bandwidth_fraction
+    scaleup, scaleup_latency = scaleup_rate(c, s)
     ranks_per_domain = np.clip(domain // np.maximum(stride, 1), 1, np.maximum(size, 1))
     network = np.minimum(scaleup, ranks_per_domain * c.network_bandwidth * s.network_bandwidth_fraction)
     bandwidth = np.where(inside, scaleup, network)
-    latency = np.where(inside, s.latency_scaleup_s, s.latency_network_s)
+    latency = np.where(inside, scaleup_latency, s.latency_network_s)
     return Link(bandwidth=bandwidth, latency=latency, base_latency=s.collective_base_latency_s)
 
 
@@ -87,10 +98,65 @@ def all_to_all_s(c: Candidates, send_bytes, n, stride, s: ModelingSettings, netw
     n = np.asarray(n, dtype=float)
     domain = np.maximum(np.minimum(c.scaleup_domain_size, c.num_gpus), 1)
     local = np.clip(domain // np.maximum(stride, 1), 1, np.maximum(n, 1))
-    scaleup = c.scaleup_bandwidth * s.scaleup_bandwidth_fraction
+    scaleup, scaleup_latency = scaleup_rate(c, s)
     network = c.network_bandwidth * s.network_bandwidth_fraction
     per_peer = send_bytes / np.maximum(n, 1)
     network_per_peer = per_peer if network_send_bytes is None else network_send_bytes / np.maximum(n, 1)
     transfer = np.maximum((local - 1) * per_peer / scaleup, (n - local) * network_per_peer / network)
-    latency = np.where(n > local, s.latency_network_s, s.latency_scaleup_s)
+    latency = np.where(n > local, s.latency_network_s, scaleup_latency)
     return np.where(n > 1, s.collective_base_latency_s + (n - 1) * latency + transfer, 0.0)
+
+
+# ----------------------------------------------------------------------------- measured collectives
+
+# Ring passes per collective in the model above: an all-reduce is a reduce-scatter + an all-gather.
+RING_PASSES = {"all_reduce": 2.0, "all_gather": 1.0, "reduce_scatter": 1.0}
+# The transfer term must explain this share of the largest message's time for a bandwidth to count.
+MIN_BANDWIDTH_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class CollectiveSample:
+    """One timed collective: ``total_bytes`` as the model counts them (the all-reduced tensor, the
+    gathered output, the reduce-scattered input) over ``ranks`` ranks, median ``seconds``."""
+
+    op: str  # a RING_PASSES key
+    total_bytes: float
+    ranks: int
+    seconds: float
+
+    @property
+    def bus_bandwidth(self) -> float:
+        """nccl-tests' bus bandwidth, bytes/s: the ring's per-rank traffic over the time."""
+        return RING_PASSES[self.op] * (self.ranks - 1) / self.ranks * self.total_bytes / self.seconds
+
+
+@dataclass(frozen=True)
+class RingFit:
+    bandwidth: float  # bytes/s per rank (the model's Link.bandwidth)
+    step_latency_s: float  # seconds per ring step (Link.latency)
+    rms_relative_error: float  # of the fitted times against the samples
+
+
+def fit_ring(samples: list[CollectiveSample], base_latency_s: float) -> RingFit:
+    """Fit the model's ring cost, ``passes x (base + (n-1) x latency + (n-1)/n x bytes / bandwidth)``,
+    to measured collectives: least squares on relative error (small messages count as much as
+    large ones), the launch cost ``base_latency_s`` (ModelingSettings.collective_base_latency_s)
+    held. ValueError when the samples do not resolve a bandwidth."""
+    if len(samples) < 2 or any(x.ranks < 2 or not x.seconds > 0 for x in samples):
+        raise ValueError("fitting collectives needs two or more timed samples over at least 2 ranks")
+    per_pass = np.array([x.seconds / RING_PASSES[x.op] for x in samples])
+    steps = np.array([x.ranks - 1.0 for x in samples])
+    traffic = np.array([(x.ranks - 1.0) / x.ranks * x.total_bytes for x in samples])
+    target = per_pass - base_latency_s
+    rows = np.stack([steps, traffic], axis=1) / per_pass[:, None]
+    latency, inverse_bandwidth = np.linalg.lstsq(rows, target / per_pass, rcond=None)[0]
+    if latency < 0:  # latency below what the samples resolve: bandwidth alone
+        latency = 0.0
+        inverse_bandwidth = float(np.linalg.lstsq(rows[:, 1:], target / per_pass, rcond=None)[0][0])
+    largest = int(np.argmax(traffic))
+    if not inverse_bandwidth * traffic[largest] > MIN_BANDWIDTH_SHARE * per_pass[largest]:
+        raise ValueError("the collective timings resolve no bandwidth (messages too small for their latency)")
+    fitted = base_latency_s + steps * latency + traffic * inverse_bandwidth
+    error = float(np.sqrt(np.mean((fitted / per_pass - 1.0) ** 2)))
+    return RingFit(bandwidth=float(1.0 / inverse_bandwidth), step_latency_s=float(latency), rms_relative_error=error)

@@ -68,6 +68,7 @@ class MemoryBreakdown:
     activations: np.ndarray  # saved for backward, all in-flight micro-batches
     logits_loss: np.ndarray  # loss backward (logits, fp32 log-softmax, grads) or block recompute
     misc: np.ndarray  # workspaces and small buffers
+    measured_correction: np.ndarray  # (memory_factor - 1) x peak: a measured job's (measured_job.py)
     peak_allocated: np.ndarray
     reserved: np.ndarray  # caching-allocator peak (max_memory_reserved)
     device_total: np.ndarray  # reserved + CUDA context: what must fit on the device
@@ -387,6 +388,8 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pip
     # (Megatron-Core docs/source/api-guide/dist_optimizer.md: 4 + 16/d bytes per parameter).
     peak_b = params + moments + unsharded + grads_full + optimizer_grad_copy_bytes(stage, c, s)
     peak = np.maximum(peak_a, peak_b) + misc
+    correction = (c.memory_factor - 1.0) * peak  # a measured job's, on the modelled peak
+    peak = peak + correction
     grads = np.where(peak_a >= peak_b, grads_during, grads_full)
     reserved = reserved_bytes(peak, loss, grads_full, acts, c, s)
     device_total = reserved + s.cuda_context_bytes
@@ -398,6 +401,7 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pip
         activations=np.where(peak_a >= peak_b, acts, 0.0),
         logits_loss=np.where(peak_a >= peak_b, transient, 0.0),
         misc=misc,
+        measured_correction=correction,
         peak_allocated=peak,
         reserved=reserved,
         device_total=device_total,

@@ -43,6 +43,7 @@ class TimeBreakdown:
     cp_comm: np.ndarray  # exposed context-parallel KV exchange
     ep_comm: np.ndarray  # exposed MoE dispatch/combine all-to-alls
     bubble: np.ndarray  # pipeline fill and drain
+    measured_correction: np.ndarray  # (compute_time_factor - 1) x compute: a measured job's (measured_job.py)
     step: np.ndarray
 
     def as_dict(self, row: int = 0) -> dict[str, float]:
@@ -302,7 +303,9 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     per_mb = compute_time_per_microbatch(model, c, s)
     m = c.grad_accum
     matmul, attention, memory_bound = (per_mb[k] * m for k in ("matmul", "attention", "memory_bound"))
-    compute = matmul + attention + memory_bound
+    # A measured job's correction scales the GPU compute the rest of the step overlaps with.
+    correction = (c.compute_time_factor - 1.0) * (matmul + attention + memory_bound)
+    compute = matmul + attention + memory_bound + correction
     optimizer = optimizer_time(model, c, s)
     raw = comm_times(model, c, s)
     dp = comm.exposed_s(raw.dp, compute, s.dp_comm_overlap)
@@ -328,5 +331,6 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
         cp_comm=cp,
         ep_comm=ep,
         bubble=bubble,
+        measured_correction=correction,
         step=gpu + host_stall,
     )

@@ -122,6 +122,13 @@ class Candidates:
     attention_fwd_flops: np.ndarray  # SDPA flash attention forward, head dim 128
     attention_bwd_flops: np.ndarray  # and backward (FLOPs counted as 2.5x the forward)
     copy_bandwidth: np.ndarray  # large device copy, bytes read + written per second
+    # Measured collectives over the scale-up domain (GPUSpec.rates); NaN: the datasheet link
+    # rate times scaleup_bandwidth_fraction and the model's step latency (planner/model/comm.py).
+    scaleup_bus_bandwidth: np.ndarray  # bytes/s per GPU, ring bus bandwidth
+    scaleup_step_latency: np.ndarray  # seconds per ring step
+    # A measured job's corrections on this GPU (GPUSpec.measured_job); 1.0 without one.
+    compute_time_factor: np.ndarray
+    memory_factor: np.ndarray
     scaleup_bandwidth: np.ndarray  # bytes/s per GPU per direction
     scaleup_domain_size: np.ndarray
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
@@ -208,6 +215,10 @@ def hardware_columns(
         attention_fwd_flops=nan_if_none([g.rates.attention_fwd_flops_per_s for g in gpus]),
         attention_bwd_flops=nan_if_none([g.rates.attention_bwd_flops_per_s for g in gpus]),
         copy_bandwidth=nan_if_none([g.rates.copy_bandwidth_bytes_per_s for g in gpus]),
+        scaleup_bus_bandwidth=nan_if_none([g.rates.scaleup_bus_bandwidth_bytes_per_s for g in gpus]),
+        scaleup_step_latency=nan_if_none([g.rates.scaleup_step_latency_s for g in gpus]),
+        compute_time_factor=col([g.measured_job.compute_time_factor if g.measured_job else 1.0 for g in gpus]),
+        memory_factor=col([g.measured_job.memory_factor if g.measured_job else 1.0 for g in gpus]),
         memory_bytes=col([g.memory_bytes for g in gpus]),
         matmul_peak_flops=peaks[precision, gpu_index],
         bf16_peak_flops=col([g.peak_flops("bf16") for g in gpus]),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.catalog.calibration import apply_calibration, read_calibration, write_calibration
+from planner.catalog.calibration import CalibrationFile, apply_calibration, read_calibration, write_calibration
 from planner.catalog.hardware import CatalogError, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
@@ -16,7 +16,7 @@ MACHINE = dict(host="node-1", device="NVIDIA H100 80GB HBM3", driver="570.86", d
 
 
 def _file(tmp_path: Path, gpus: dict, name: str = "cal.toml") -> Path:
-    return write_calibration(tmp_path / name, MACHINE, gpus)
+    return write_calibration(tmp_path / name, CalibrationFile(MACHINE, gpus))
 
 
 def _step(catalog, gpu_id: str = "h100-sxm") -> float:
@@ -26,10 +26,12 @@ def _step(catalog, gpu_id: str = "h100-sxm") -> float:
 
 def test_round_trip_and_merge_mark_the_rates_measured(tmp_path):
     path = _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 800.0, "hbm_copy_tbps_achieved": 3.0}})
-    machine, gpus = read_calibration(path)
-    assert machine == MACHINE and gpus == {
-        "h100-sxm": {"gemm_bf16_tflops_achieved": 800, "hbm_copy_tbps_achieved": 3.0}
-    }
+    read = read_calibration(path)
+    assert (
+        read.machine == MACHINE
+        and not read.jobs
+        and read.rates == {"h100-sxm": {"gemm_bf16_tflops_achieved": 800, "hbm_copy_tbps_achieved": 3.0}}
+    )
     h100 = apply_calibration(load_catalog(), path).gpu("h100-sxm")
     assert h100.rates.gemm_flops_per_s["bf16"] == pytest.approx(800e12)
     assert h100.rates.copy_bandwidth_bytes_per_s == pytest.approx(3e12)
@@ -77,3 +79,91 @@ def test_malformed_files(tmp_path):
         read_calibration(bad)
     with pytest.raises(CatalogError, match="cannot read calibration file"):
         read_calibration(tmp_path / "missing.toml")
+
+
+# ----------------------------------------------------------------------------- measured job corrections
+
+JOB = dict(
+    job_compute_time_factor=1.25,
+    job_memory_factor=1.1,
+    job_name="llama-8b",
+    job_date="2026-12-01",
+    job_shape="llama3-8b, 8 x h100-sxm, fsdp dp_shard=8, mb 1 x accum 1 x seq 4096",
+    job_step_s=2.0,
+    job_predicted_step_s=1.6,
+    job_peak_gib=44.0,
+    job_predicted_peak_gib=40.0,
+)
+
+
+def _estimate(catalog, gpu_id: str = "h100-sxm", layout: Layout | None = None):
+    model, training = get_preset("llama3-8b"), TrainingConfig(seq_len=4096, micro_batch=1)
+    return estimate(model, gpu_id, layout or Layout(dp_shard=8), training, num_gpus=8, catalog=catalog)
+
+
+def test_a_job_only_file_needs_no_machine_and_its_corrections_are_named_terms(tmp_path):
+    path = tmp_path / "job.toml"
+    path.write_text("[gpus.h100-sxm]\n" + "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in JOB.items()))
+    read = read_calibration(path)
+    assert read.machine is None and not read.rates and read.jobs["h100-sxm"].compute_time_factor == 1.25
+    calibrated = apply_calibration(load_catalog(), path)
+    assert "MEASURED: job llama-8b" in calibrated.gpu("h100-sxm").sources["measured_job"]
+    base, corrected = _estimate(load_catalog()), _estimate(calibrated)
+    compute = sum(getattr(base.time.breakdown_s, k) for k in ("matmul", "attention", "memory_bound"))
+    assert corrected.time.breakdown_s.measured_correction == pytest.approx(0.25 * compute)
+    assert corrected.time.step_s > base.time.step_s
+    assert sum(v for _, v in corrected.time.breakdown_s) == pytest.approx(corrected.time.step_s)
+    assert corrected.memory.peak_gib == pytest.approx(1.1 * base.memory.peak_gib)
+    assert corrected.memory.breakdown_gib.total == pytest.approx(corrected.memory.peak_gib)
+    assert corrected.memory.reserved_gib > base.memory.reserved_gib
+    assert _estimate(calibrated, "a100-80gb-sxm").time.step_s == _estimate(load_catalog(), "a100-80gb-sxm").time.step_s
+
+
+def test_rates_and_a_job_round_trip_in_one_table(tmp_path):
+    from planner.catalog.measured_job import MeasuredJob
+
+    job = MeasuredJob(**{k.removeprefix("job_"): v for k, v in JOB.items()})
+    cal = CalibrationFile(MACHINE, {"h100-sxm": {"gemm_bf16_tflops_achieved": 800.0}}, {"h100-sxm": job})
+    assert read_calibration(write_calibration(tmp_path / "c.toml", cal)) == cal
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            dict(job_compute_time_factor=9.0),
+            r"field 'job_compute_time_factor': Input should be less than or equal to 5",
+        ),
+        (dict(job_name=""), r"field 'job_name': String should have at least 1 character"),
+        (dict(job_peak_gb=1.0), r"field 'job_peak_gb': Extra inputs are not permitted"),
+    ],
+)
+def test_bad_job_fields_are_one_line_errors(tmp_path, change, message):
+    path = tmp_path / "bad.toml"
+    fields = {**JOB, **change}
+    path.write_text("[gpus.h100-sxm]\n" + "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in fields.items()))
+    with pytest.raises(CatalogError, match=r"\[gpus.h100-sxm\]: " + message):
+        read_calibration(path)
+
+
+def test_the_fit_reproduces_the_measured_job_and_refuses_what_compute_cannot_explain():
+    from planner.api import build_plan
+    from planner.job_fit import fit_measured_job
+    from planner.model.settings import DEFAULT_SETTINGS
+
+    model, training = get_preset("llama3-8b"), TrainingConfig(seq_len=4096, micro_batch=1)
+    plan = build_plan(model, "h100-sxm", Layout(dp_shard=8), training, num_gpus=8)
+    step, peak = 1.3 * plan.estimate.time.step_s, 0.9 * plan.estimate.memory.peak_gib
+    job = fit_measured_job(
+        plan, load_catalog(), DEFAULT_SETTINGS, step_s=step, peak_gib=peak, name="j", date="2026-12-01"
+    )
+    assert job.compute_time_factor > 1.3  # only the compute part grows; comm and optimizer stay
+    assert job.memory_factor == pytest.approx(0.9)
+    gpu = load_catalog().gpu("h100-sxm").model_copy(update={"measured_job": job})
+    again = estimate(model, gpu, Layout(dp_shard=8), training, num_gpus=8)
+    assert again.time.step_s == pytest.approx(step, rel=1e-9)
+    assert again.memory.peak_gib == pytest.approx(peak, rel=1e-9)
+    with pytest.raises(ValueError, match="not set by GPU compute"):
+        fit_measured_job(plan, load_catalog(), DEFAULT_SETTINGS, step_s=step * 100, peak_gib=peak, name="j", date="d")
+    with pytest.raises(ValueError, match="not a calibration"):
+        fit_measured_job(plan, load_catalog(), DEFAULT_SETTINGS, step_s=step, peak_gib=peak * 10, name="j", date="d")

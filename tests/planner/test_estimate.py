@@ -246,11 +246,12 @@ def test_estimate_json_keeps_its_keys_and_reads_back_typed():
     e = est(Layout(tp=2, pp=2), grad_accum=4, activation_checkpointing=AC.SELECTIVE)
     data = e.model_dump(mode="json")
     assert list(data["memory"]["breakdown_gib"]) == [
-        "params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc"
+        "params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc",
+        "measured_correction",
     ]  # fmt: skip
     assert list(data["time"]["breakdown_s"]) == [
         "matmul", "attention", "memory_bound", "optimizer", "host_stall",
-        "dp_comm", "tp_comm", "pp_comm", "cp_comm", "ep_comm", "bubble",
+        "dp_comm", "tp_comm", "pp_comm", "cp_comm", "ep_comm", "bubble", "measured_correction",
     ]  # fmt: skip
     assert list(data["layout"]) == [
         "dp_replicate", "dp_shard", "tp", "pp", "cp", "sharding", "pp_schedule", "vpp", "ep",

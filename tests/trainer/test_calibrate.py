@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from planner.catalog.calibration import read_calibration
@@ -24,9 +25,9 @@ def test_calibrate_quick_writes_a_file_that_changes_the_plan(tmp_path, capsys):
     path = tmp_path / "cal.toml"
     assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--out", str(path)]) == 0
     assert "3/3" in capsys.readouterr().err  # the progress bar reached the end
-    machine, gpus = read_calibration(path)
-    assert machine["driver"] == "none (cpu)" and set(gpus) == {"h100-sxm"}
-    assert set(gpus["h100-sxm"]) >= {"gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"}
+    read = read_calibration(path)
+    assert read.machine is not None and read.machine["driver"] == "none (cpu)" and set(read.rates) == {"h100-sxm"}
+    assert set(read.rates["h100-sxm"]) >= {"gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"}
     args = ["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
     args += ["--seq-len", "1024", "--json"]
     assert main(args) == 0
@@ -42,3 +43,50 @@ def test_calibrate_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("trainplan: error:") for line in err)
     assert not (tmp_path / "c.toml").exists()
+
+
+def test_calibrate_writes_the_default_file_and_merges_into_it(capsys):
+    from planner.catalog.calibration import CalibrationFile, write_calibration
+    from planner.catalog.measured_job import MeasuredJob
+    from ui.calibration import default_calibration_path
+
+    path = default_calibration_path()  # under the test's XDG_CONFIG_HOME (tests/conftest.py)
+    path.parent.mkdir(parents=True)
+    job = MeasuredJob(
+        compute_time_factor=1.1,
+        memory_factor=1.0,
+        name="j",
+        date="2026-12-01",
+        shape="s",
+        step_s=1.0,
+        predicted_step_s=0.9,
+        peak_gib=10.0,
+        predicted_peak_gib=10.0,
+    )
+    jobs = {"h100-sxm": job, "a100-80gb-sxm": job}
+    write_calibration(path, CalibrationFile(None, {}, jobs))
+    assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick"]) == 0
+    captured = capsys.readouterr()
+    assert f"written to {path}" in captured.out
+    assert "measured job correction of h100-sxm was dropped" in captured.err  # fitted against the old rates
+    read = read_calibration(path)
+    assert set(read.rates) == {"h100-sxm"} and read.jobs == {"a100-80gb-sxm": job}
+
+
+@pytest.mark.slow
+def test_calibrate_times_collectives_over_two_gloo_processes(tmp_path, capsys):
+    from planner.catalog.calibration import apply_calibration
+    from planner.catalog.hardware import load_catalog
+
+    path = tmp_path / "cal.toml"
+    args = ["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--collectives", "2", "--out", str(path)]
+    assert main(args) == 0
+    assert "ring fit: rms error" in capsys.readouterr().err
+    rates = read_calibration(path).rates["h100-sxm"]
+    assert 0 < rates["scaleup_busbw_gbyte_per_s_achieved"] < 450 and rates["scaleup_step_latency_us_achieved"] >= 0
+    gpu = apply_calibration(load_catalog(), path).gpu("h100-sxm")
+    assert gpu.rates.scaleup_bus_bandwidth_bytes_per_s == pytest.approx(
+        rates["scaleup_busbw_gbyte_per_s_achieved"] * 1e9
+    )
+    assert main([*args[:-4], "--collectives", "1", "--out", str(tmp_path / "one.toml")]) == 2
+    assert "at least 2 devices" in capsys.readouterr().err

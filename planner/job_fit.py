@@ -1,0 +1,83 @@
+"""Fit a measured job's corrections (planner/catalog/measured_job.py) against the model.
+
+``trainplan calibrate --calibrate-from JOB_DIR`` reads what a finished job measured on its GPU
+(step time, peak allocated memory) and asks: by which factor must the model's GPU compute of
+that very configuration grow (or shrink) for the predicted step time to equal the measured one,
+and by which factor its peak memory? The prediction is made with the catalog the corrections
+will be applied with (the calibration file's kernel rates, no earlier job correction), so a
+later plan for that GPU reproduces the job exactly and scales other shapes by the same factors.
+"""
+
+from __future__ import annotations
+
+from planner.catalog.hardware import Catalog
+from planner.catalog.measured_job import FACTOR_RANGE, MeasuredJob
+from planner.model.estimate import estimate
+from planner.model.settings import ModelingSettings
+from planner.plan import Estimate, Plan
+
+BISECTION_STEPS = 40  # the bracket [0.2, 5] shrinks 2**40-fold: far below any timer's resolution
+
+
+def job_shape(plan: Plan) -> str:
+    """'llama3-8b, 8 x h200-sxm, fsdp dp_shard=8, mb 1 x accum 4 x seq 4096'."""
+    t = plan.training
+    return (
+        f"{plan.model.name}, {plan.num_gpus} x {plan.gpu}, {plan.layout.describe()},"
+        f" mb {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
+    )
+
+
+def fit_measured_job(
+    plan: Plan, catalog: Catalog, settings: ModelingSettings, *, step_s: float, peak_gib: float, name: str, date: str
+) -> MeasuredJob:
+    """The job's corrections; ValueError (one line) when no factor in FACTOR_RANGE explains it."""
+    gpu = catalog.gpu(plan.gpu).model_copy(update={"measured_job": None})
+
+    def predict(job: MeasuredJob | None) -> Estimate:
+        spec = gpu.model_copy(update={"measured_job": job})
+        return estimate(
+            plan.model,
+            spec,
+            plan.layout,
+            plan.training,
+            num_gpus=plan.num_gpus,
+            num_nodes=plan.num_nodes,
+            catalog=catalog,
+            settings=settings,
+        )
+
+    base = predict(None)
+    low, high = FACTOR_RANGE
+    memory_factor = peak_gib / base.memory.peak_gib
+    if not low <= memory_factor <= high:
+        raise ValueError(
+            f"measured peak {peak_gib:.3g} GiB is {memory_factor:.3g}x the predicted {base.memory.peak_gib:.3g} GiB,"
+            f" outside [{low:g}, {high:g}]: not a calibration (another job's measurements?)"
+        )
+    job = MeasuredJob(
+        compute_time_factor=1.0,
+        memory_factor=memory_factor,
+        name=name,
+        date=date,
+        shape=job_shape(plan),
+        step_s=step_s,
+        predicted_step_s=base.time.step_s,
+        peak_gib=peak_gib,
+        predicted_peak_gib=base.memory.peak_gib,
+    )
+
+    def step_at(factor: float) -> float:
+        return predict(job.model_copy(update={"compute_time_factor": factor})).time.step_s
+
+    fastest, slowest = step_at(low), step_at(high)
+    if not fastest <= step_s <= slowest:
+        raise ValueError(
+            f"measured step {step_s:.4g} s is outside what a compute factor in [{low:g}, {high:g}] gives"
+            f" ({fastest:.4g} to {slowest:.4g} s; predicted {base.time.step_s:.4g} s): the step is not set by"
+            " GPU compute in the model (host dispatch or communication), or the measurement is off"
+        )
+    for _ in range(BISECTION_STEPS):  # the step time grows monotonically with the compute factor
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if step_at(mid) < step_s else (low, mid)
+    return job.model_copy(update={"compute_time_factor": 0.5 * (low + high)})

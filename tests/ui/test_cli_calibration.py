@@ -1,0 +1,169 @@
+"""The default per-user calibration file and ``trainplan calibrate --calibrate-from JOB_DIR``
+(in process; the conftest points XDG_CONFIG_HOME at an empty directory for every test)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from planner.api import build_plan
+from planner.catalog.calibration import CalibrationFile, read_calibration, write_calibration
+from planner.catalog.models import get_preset
+from planner.layout import Layout, TrainingConfig
+from planner.reports import RunReport
+from ui.calibration import default_calibration_path
+from ui.cli import main
+
+MACHINE = dict(host="node-1", device="NVIDIA H100 80GB HBM3", driver="570.86", date="2026-12-01", software="torch 2.11")
+ESTIMATE = ["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "4"]
+ESTIMATE += ["--seq-len", "4096"]
+
+
+def _default_file(rates: dict | None = None) -> Path:
+    path = default_calibration_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_calibration(
+        path, CalibrationFile(MACHINE, {"h100-sxm": rates or {"gemm_bf16_tflops_achieved": 400.0}})
+    )
+
+
+def _json(capsys, *args: str) -> dict:
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_default_path_follows_xdg_and_ignores_a_relative_one(tmp_path, monkeypatch):
+    assert default_calibration_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "trainplan/calibration.toml"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    expected = tmp_path / "home/.config/trainplan/calibration.toml"
+    assert default_calibration_path({"XDG_CONFIG_HOME": "relative/dir"}) == expected
+    assert default_calibration_path({}) == expected
+    assert default_calibration_path() == Path(os.environ["XDG_CONFIG_HOME"]) / "trainplan/calibration.toml"
+
+
+def test_estimate_applies_the_default_file_and_says_so(capsys):
+    plain = _json(capsys, *ESTIMATE)
+    assert plain["calibration"] is None
+    path = _default_file()
+    calibrated = _json(capsys, *ESTIMATE)
+    assert calibrated["calibration"] == {"file": str(path), "source": "default"}
+    assert calibrated["time"]["step_s"] > plain["time"]["step_s"]  # 400 TFLOP/s: slower than the catalog's
+    off = _json(capsys, *ESTIMATE, "--no-calibration")
+    assert off["calibration"] is None and off["time"]["step_s"] == plain["time"]["step_s"]
+    assert main(ESTIMATE) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"calibration: default file {path} applied (--no-calibration to ignore it)"
+    assert main([*ESTIMATE, "--no-calibration"]) == 0
+    assert "calibration:" not in capsys.readouterr().out
+
+
+def test_an_explicit_file_wins_and_cannot_be_combined_with_no_calibration(tmp_path, capsys):
+    _default_file()
+    other = write_calibration(
+        tmp_path / "o.toml", CalibrationFile(MACHINE, {"h100-sxm": {"hbm_copy_tbps_achieved": 2}})
+    )
+    data = _json(capsys, *ESTIMATE, "--calibration", str(other))
+    assert data["calibration"] == {"file": str(other), "source": "--calibration"}
+    assert main([*ESTIMATE, "--calibration", str(other), "--no-calibration"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["trainplan: error: give --calibration or --no-calibration, not both"]
+
+
+def test_a_broken_default_file_names_itself_and_the_way_out(capsys):
+    path = default_calibration_path()
+    path.parent.mkdir(parents=True)
+    path.write_text("[gpus\n")
+    assert main(ESTIMATE) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "--no-calibration ignores it" in err[0]
+    assert main([*ESTIMATE, "--no-calibration"]) == 0
+
+
+def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
+    plan_args = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--top", "0"]
+    saved = tmp_path / "p.json"
+    before = _json(capsys, *plan_args, "--out", str(saved))
+    assert before["calibration"] is None
+    explained = _json(capsys, "explain", str(saved))
+    assert explained["calibration"] is None and explained["plan"] == before["plan"]
+    path = _default_file()
+    after = _json(capsys, *plan_args)
+    assert after["calibration"] == {"file": str(path), "source": "default"}
+    assert after["plan"]["time"]["step_s"] != before["plan"]["time"]["step_s"]
+    re_estimated = _json(capsys, "explain", str(saved))
+    assert re_estimated["calibration"]["source"] == "default"
+    assert re_estimated["plan"]["time"]["step_s"] > before["plan"]["time"]["step_s"]
+    assert _json(capsys, "explain", str(saved), "--no-calibration")["plan"] == before["plan"]
+
+
+# ----------------------------------------------------------------------------- --calibrate-from
+
+
+def _job_dir(tmp_path: Path, *, device: str = "cuda", step_factor: float = 1.2, peak_factor: float = 1.05) -> Path:
+    """A job directory as ``trainplan run`` leaves it: job.json and the trainer's report.json."""
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+    from trainer.probe import RunSummary, write_report
+
+    training = TrainingConfig(seq_len=4096, micro_batch=4)
+    plan = build_plan(get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=8), training, num_gpus=8)
+    job_dir = tmp_path / f"job-{device}"
+    emit_job(plan, job_dir, name="llama-1b", run=RunSettings())
+    step, peak = step_factor * plan.estimate.time.step_s, peak_factor * plan.estimate.memory.peak_gib
+    summary = RunSummary(50, "completed", step, None, None, peak, 3.0, None, None, None, 0, 60.0)
+    write_report(job_dir, plan, summary, device_type=device)
+    return job_dir
+
+
+def test_calibrate_from_a_job_makes_the_next_estimate_start_from_it(tmp_path, capsys):
+    job_dir = _job_dir(tmp_path)
+    measured = RunReport.load(job_dir / "report.json").measured
+    assert main(["calibrate", "--calibrate-from", str(job_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "measured job correction for h100-sxm written to" in out and "report.json" in out
+    job = read_calibration(default_calibration_path()).jobs["h100-sxm"]
+    assert job.name == "llama-1b" and "8 x h100-sxm" in job.shape and job.step_s == pytest.approx(measured.step_s)
+    again = _json(capsys, *ESTIMATE)  # the job's own configuration
+    assert again["time"]["step_s"] == pytest.approx(measured.step_s, rel=1e-5)
+    assert again["memory"]["peak_gib"] == pytest.approx(measured.peak_gib, rel=1e-5)
+    assert again["time"]["breakdown_s"]["measured_correction"] > 0
+    other_gpu = [*ESTIMATE[:4], "a100-80gb-sxm", *ESTIMATE[5:]]
+    assert _json(capsys, *other_gpu)["time"]["breakdown_s"]["measured_correction"] == 0
+
+
+def test_calibrate_from_keeps_the_kernel_rates_and_fits_against_them(tmp_path, capsys):
+    path = _default_file({"gemm_bf16_tflops_achieved": 600.0})
+    job_dir = _job_dir(tmp_path)
+    assert main(["calibrate", "--calibrate-from", str(job_dir), "--gpu", "h100-sxm"]) == 0
+    read = read_calibration(path)
+    assert read.machine == MACHINE and read.rates == {"h100-sxm": {"gemm_bf16_tflops_achieved": 600.0}}
+    assert set(read.jobs) == {"h100-sxm"}
+    measured = RunReport.load(job_dir / "report.json").measured
+    capsys.readouterr()
+    assert _json(capsys, *ESTIMATE)["time"]["step_s"] == pytest.approx(measured.step_s, rel=1e-5)
+
+
+def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path, capsys):
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    cpu_job = _job_dir(tmp_path, device="cpu")
+    unrun = tmp_path / "unrun"
+    plan = build_plan(get_preset("tiny"), "h100-sxm", Layout(), TrainingConfig(seq_len=256, micro_batch=1), num_gpus=1)
+    emit_job(plan, unrun, name="unrun", run=RunSettings())
+    gpu_job = _job_dir(tmp_path)
+    cases = [
+        (["--calibrate-from", str(cpu_job)], "measurements from a CPU run say nothing about a GPU"),
+        (["--calibrate-from", str(unrun)], "no measured step time and peak memory"),
+        (["--calibrate-from", str(gpu_job), "--gpu", "h200-sxm"], "the job ran on h100-sxm, not --gpu h200-sxm"),
+        (["--calibrate-from", str(gpu_job), "--quick"], "--quick, --device and --collectives measure here"),
+        (["--calibrate-from", str(tmp_path / "nothing")], "cannot read job file"),
+    ]
+    for args, message in cases:
+        assert main(["calibrate", *args]) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("trainplan: error:") and message in err[0], err
+    assert not default_calibration_path().exists()
