@@ -196,7 +196,9 @@ class UploadTooLarge(ValueError):
     """An upload over ``MAX_CONFIG_BYTES``, with its figures (the app renders it in the page's language)."""
 
     def __init__(self, name: str, size_bytes: int, what: str = "a model config") -> None:
-        super().__init__(f"{name}: {size_bytes / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for {what}")
+        super().__init__(
+            f"{name}: {size_bytes / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for {what}"
+        )
         self.name, self.size_bytes = name, size_bytes
 
 

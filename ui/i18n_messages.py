@@ -193,7 +193,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{name}：有未知的表 {tables}（只允许 [machine] 与 [gpus.<id>]）",
     ),
     "reason_cal_missing_table": ("{name}: table [{table}] is missing", "{name}：缺少表 [{table}]"),
-    "reason_cal_machine": ("{name}: machine.{field} must be a non-empty string", "{name}：machine.{field} 必须是非空字符串"),
+    "reason_cal_machine": (
+        "{name}: machine.{field} must be a non-empty string",
+        "{name}：machine.{field} 必须是非空字符串",
+    ),
     "reason_cal_gpu": ("{name}: the catalog has no GPU {gpu}", "{name}：硬件目录中没有 GPU“{gpu}”"),
     "reason_cal_field": ("{name}: {field} is not an achievable rate", "{name}：{field} 不是可实测的速率字段"),
     "reason_cal_over": (

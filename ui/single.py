@@ -60,17 +60,13 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationFile | None
     if calibration is None:
         return None
     used = cached_calibration(calibration)
-    m, gpus = used.machine, ", ".join(used.gpus)
+    values = dict(used.machine, gpus=", ".join(used.gpus), name=used.name)
     if plan.gpu not in used.gpus:
-        return tr("calibration_elsewhere", gpu=plan.gpu, name=used.name, gpus=gpus, host=m["host"], date=m["date"])
-    return tr(
-        "calibration_line", gpus=gpus, host=m["host"], device=m["device"], driver=m["driver"], date=m["date"], name=used.name
-    )
+        return tr("calibration_elsewhere", gpu=plan.gpu, **values)
+    return tr("calibration_line", **values)
 
 
-def plan_card(
-    tr: Labels, plan: Plan, result, bought: bool = False, calibration: CalibrationFile | None = None
-) -> None:
+def plan_card(tr: Labels, plan: Plan, result, bought: bool = False, calibration: CalibrationFile | None = None) -> None:
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
     # a plan from plan() always has training tokens, so a time and a cost to train
     assert e.time_to_train_h is not None and e.cost_usd is not None
@@ -112,6 +108,8 @@ def plan_card(
                 seconds=result.seconds,
             )
         )
+        if not plan.emittable:
+            st.caption(tr("estimate_only", stack=plan.stack.value))
         line = calibration_text(tr, plan, calibration)
         if line:
             st.caption(line)
@@ -196,7 +194,9 @@ def show_why_not(tr: Labels, inputs: Inputs) -> None:
     gpu = st.selectbox(tr("why_not_gpu"), options, key="why_not_gpu", format_func=lambda g: g or tr("pick_gpu"))
     if gpu:
         with st.spinner(tr("working")):
-            st.info(why_not_text(tr, cached_why_not(inputs.key, inputs.headroom, gpu, inputs.calibration), inputs.request))
+            st.info(
+                why_not_text(tr, cached_why_not(inputs.key, inputs.headroom, gpu, inputs.calibration), inputs.request)
+            )
 
 
 def show_downloads(tr: Labels, plan: Plan) -> None:

@@ -60,6 +60,7 @@ def test_another_stack_is_planned_like_the_api_and_is_estimate_only():
     expected = plan(request_for(stack=Stack.MEGATRON_CORE)).plan  # the CLI's path: the stack's profile
     assert expected.stack == Stack.MEGATRON_CORE
     assert headline(at) == shown_card(expected) != trainplan
+    assert EN("estimate_only", stack="megatron-core") in [c.value for c in at.caption]  # on the card
     open_tab(at, "tab_downloads")
     assert [b.key for b in at.get("download_button")] == ["download_plan"]  # no job directory
     assert EN("estimate_only", stack="megatron-core") in [i.value for i in at.info]
@@ -73,7 +74,7 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     expected = plan(request_for(), catalog=apply_calibration(load_catalog(), path)).plan
     assert expected.estimate.cost_usd < base.estimate.cost_usd  # faster GEMMs: a cheaper run
     assert headline(at) == shown_card(expected) != shown_card(base)
-    line = EN("calibration_line", gpus=base.gpu, name="fast.toml", **{k: MACHINE[k] for k in MACHINE if k != "software"})
+    line = EN("calibration_line", gpus=base.gpu, name="fast.toml", **MACHINE)
     assert line in [c.value for c in at.caption] and "node-17" in line and "2026-11-30" in line
     assert not at.error
 
