@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support.app import EN, ZH, card, english_sentences, open_tab, request_for, run_app
+from support.app import EN, GPUS, ZH, card, english_sentences, open_tab, request_for, run_app
 
 from planner.api import plan
 from planner.catalog.calibration import apply_calibration, write_calibration
@@ -77,6 +77,14 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     line = EN("calibration_line", gpus=base.gpu, name="fast.toml", **MACHINE)
     assert line in [c.value for c in at.caption] and "node-17" in line and "2026-11-30" in line
     assert not at.error
+    # a file for the other GPU only, and slower: the plan keeps the catalog's rates, and says so
+    other = next(g for g in GPUS if g != base.gpu)
+    slow = rate_file_values(load_catalog().gpu(other))["gemm_bf16_tflops_achieved"] * 0.8
+    path = write_calibration(tmp_path / "slow.toml", MACHINE, {other: {"gemm_bf16_tflops_achieved": slow}})
+    upload(at, path)
+    assert headline(at) == shown_card(base)
+    line = EN("calibration_elsewhere", gpu=base.gpu, gpus=other, name="slow.toml", **MACHINE)
+    assert line in [c.value for c in at.caption]
 
 
 @pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
