@@ -219,6 +219,11 @@ class Plan(BaseModel):
     # The software the estimate describes; only trainplan plans can be emitted (emit refuses others).
     stack: Stack = Stack.TRAINPLAN
 
+    @property
+    def emittable(self) -> bool:
+        """Whether trainplan can emit and run the plan: another stack's plan estimates that software."""
+        return self.stack == Stack.TRAINPLAN
+
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
 

@@ -15,11 +15,12 @@ from planner.catalog.detect import NoGPUDriver
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.fmt import one_line
 from planner.layout import Layout, TrainingConfig
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from ui import charts
+from ui.calibration_upload import Calibrated, CalibrationFile, calibrated_from_upload
 
 
 @st.cache_resource(show_spinner=False)
@@ -27,30 +28,50 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
-def settings_for(headroom: float) -> ModelingSettings:
-    return DEFAULT_SETTINGS.but(memory_headroom=headroom)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_plan(request_json: str, headroom: float) -> charts.PlanOutcome:
-    return charts.solve(PlanRequest.model_validate_json(request_json), settings_for(headroom))
+def settings_for(headroom: float, stack: Stack = Stack.TRAINPLAN) -> ModelingSettings:
+    """The stack's profile (what planner.api uses for ``--stack``) with the sidebar's memory headroom."""
+    return STACK_SETTINGS[stack].but(memory_headroom=headroom)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_search(request_json: str, headroom: float) -> pd.DataFrame:
-    """Every valid candidate (read-only: shared between sessions)."""
-    return scored_search(PlanRequest.model_validate_json(request_json), settings=settings_for(headroom)).frame
+def cached_calibration(upload: CalibrationFile) -> Calibrated:
+    """The catalog with an uploaded calibration file merged over it (a refusal is not cached)."""
+    return calibrated_from_upload(upload, catalog())
+
+
+def catalog_for(calibration: CalibrationFile | None) -> Catalog:
+    """The catalog the planner prices and times with: calibrated when a file is given."""
+    return catalog() if calibration is None else cached_calibration(calibration).catalog
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_frontier(request_json: str, headroom: float, objective: str) -> pd.DataFrame:
-    points = best_per_count(cached_search(request_json, headroom), "time" if objective == "time" else "cost")
+def cached_plan(request_json: str, headroom: float, calibration: CalibrationFile | None = None) -> charts.PlanOutcome:
+    request = PlanRequest.model_validate_json(request_json)
+    return charts.solve(request, settings_for(headroom, request.stack), catalog_for(calibration))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_search(request_json: str, headroom: float, calibration: CalibrationFile | None = None) -> pd.DataFrame:
+    """Every valid candidate (read-only: shared between sessions)."""
+    request = PlanRequest.model_validate_json(request_json)
+    settings = settings_for(headroom, request.stack)
+    return scored_search(request, catalog=catalog_for(calibration), settings=settings).frame
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_frontier(
+    request_json: str, headroom: float, objective: str, calibration: CalibrationFile | None = None
+) -> pd.DataFrame:
+    frame = cached_search(request_json, headroom, calibration)
+    points = best_per_count(frame, "time" if objective == "time" else "cost")
     return points.assign(pareto=pareto_front(points))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def cached_why_not(request_json: str, headroom: float, gpu: str) -> WhyNot:
-    return why_not_answer(PlanRequest.model_validate_json(request_json), gpu, settings=settings_for(headroom))
+def cached_why_not(request_json: str, headroom: float, gpu: str, calibration: CalibrationFile | None = None) -> WhyNot:
+    request = PlanRequest.model_validate_json(request_json)
+    settings = settings_for(headroom, request.stack)
+    return why_not_answer(request, gpu, catalog=catalog_for(calibration), settings=settings)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -66,15 +87,19 @@ def cached_portfolio(
     horizon_days: float | None,
     num_slots: int,
     headroom: float,
+    stack: Stack = Stack.TRAINPLAN,
+    calibration: CalibrationFile | None = None,
 ) -> charts.PortfolioOutcome:
-    requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs}
+    """Every job estimated for the sidebar's stack (one settings profile for the whole schedule)."""
+    requests = {name: PlanRequest.model_validate_json(text).model_copy(update={"stack": stack}) for name, text in jobs}
     return charts.solve_jobs(
         requests,
         dict(inventory),
         objective=objective,
         horizon_days=horizon_days,
         num_slots=num_slots,
-        settings=settings_for(headroom),
+        settings=settings_for(headroom, stack),
+        catalog=catalog_for(calibration),
     )
 
 
@@ -90,7 +115,15 @@ def cached_detect() -> list | str:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_layout_plan(
-    model_json: str, gpu: str, layout_json: str, training_json: str, num_gpus: int, tokens: float, headroom: float
+    model_json: str,
+    gpu: str,
+    layout_json: str,
+    training_json: str,
+    num_gpus: int,
+    tokens: float,
+    headroom: float,
+    stack: Stack = Stack.TRAINPLAN,
+    calibration: CalibrationFile | None = None,
 ) -> Plan | str:
     """``build_plan`` of one fixed configuration (the layout explorer), or the one-line reason it cannot exist."""
     try:
@@ -101,8 +134,9 @@ def cached_layout_plan(
             TrainingConfig.model_validate_json(training_json),
             num_gpus=num_gpus,
             training_tokens=tokens,
-            catalog=catalog(),
-            settings=settings_for(headroom),
+            catalog=catalog_for(calibration),
+            settings=settings_for(headroom, stack),
+            stack=stack,
         )
     except ValueError as exc:
         return one_line(exc)

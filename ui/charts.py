@@ -30,7 +30,7 @@ from planner.errors import InfeasiblePlan
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
 from planner.layout import ActivationCheckpointing, Precision
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.search.portfolio import TcoAssumptions, ownership_usd
@@ -66,10 +66,10 @@ class PlanOutcome:
     error: str | None = None
 
 
-def solve(request: PlanRequest, settings: ModelingSettings) -> PlanOutcome:
+def solve(request: PlanRequest, settings: ModelingSettings, catalog: Catalog | None = None) -> PlanOutcome:
     """``planner.api.plan`` with its user-facing failures turned into data."""
     try:
-        return PlanOutcome(result=plan(request, settings=settings))
+        return PlanOutcome(result=plan(request, catalog=catalog, settings=settings))
     except InfeasiblePlan as exc:
         return PlanOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:
@@ -126,6 +126,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "top_k": 10,
         "max_gpus": 4096,
         "portfolio_mode": False,
+        "stack": Stack.TRAINPLAN.value,
         "why_not_gpu": "",
         "scaling_gpu": "",
         "emit_name": "trainplan-job",
@@ -194,11 +195,16 @@ UPLOAD_LIMIT_MB = MAX_CONFIG_BYTES // 1_000_000  # the uploader's cap: Streamlit
 class UploadTooLarge(ValueError):
     """An upload over ``MAX_CONFIG_BYTES``, with its figures (the app renders it in the page's language)."""
 
-    def __init__(self, name: str, size_bytes: int) -> None:
+    def __init__(self, name: str, size_bytes: int, what: str = "a model config") -> None:
         super().__init__(
-            f"{name}: {size_bytes / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for a model config"
+            f"{name}: {size_bytes / 1e6:.1f} MB is over the {MAX_CONFIG_BYTES / 1e6:.0f} MB limit for {what}"
         )
         self.name, self.size_bytes = name, size_bytes
+
+
+def upload_stem(shown: str, default: str) -> str:
+    """An upload's name made safe for the temporary file it is read from."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or default
 
 
 def model_from_upload(data: bytes, filename: str) -> ModelSpec:
@@ -210,7 +216,7 @@ def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     shown = Path(filename).name or "upload"
     if len(data) > MAX_CONFIG_BYTES:
         raise UploadTooLarge(shown, len(data))
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or "config"
+    stem = upload_stem(shown, "config")
     folder = Path(tempfile.mkdtemp(prefix="trainplan-upload-"))
     path = folder / f"{stem}.json"
     try:
@@ -385,13 +391,20 @@ def solve_jobs(
     horizon_days: float | None,
     num_slots: int,
     settings: ModelingSettings,
+    catalog: Catalog | None = None,
 ) -> PortfolioOutcome:
     """``planner.search.explore.plan_portfolio`` as a table: one row per job's chosen plan."""
     from planner.search.explore import plan_portfolio
 
     try:
         solution = plan_portfolio(
-            requests, inventory, objective=objective, horizon_days=horizon_days, num_slots=num_slots, settings=settings
+            requests,
+            inventory,
+            objective=objective,
+            horizon_days=horizon_days,
+            num_slots=num_slots,
+            catalog=catalog,
+            settings=settings,
         )
     except InfeasiblePlan as exc:
         return PortfolioOutcome(infeasible=Infeasible.of(exc))

@@ -87,6 +87,8 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         num_gpus,
         request.training_tokens,
         inputs.headroom,
+        request.stack,
+        inputs.calibration,
     )
     if isinstance(answer, str):
         st.error(tr("ex_invalid", error=reason_text(tr, answer, LAYOUT_REASONS)))
@@ -128,7 +130,7 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
     if p is None:
         return
-    context_gib = settings_for(inputs.headroom).cuda_context_bytes / GIB
+    context_gib = settings_for(inputs.headroom, inputs.request.stack).cuda_context_bytes / GIB
     explorer_summary(tr, p, context_gib)
     left, right = st.columns(2)
     left.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")

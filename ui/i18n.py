@@ -141,6 +141,21 @@ _LABELS: dict[str, tuple[str, str]] = {
         "context stays below capacity × (1 − headroom).",
         "每块 GPU 预留的显存比例：当保留显存加 CUDA 上下文不超过 容量 × (1 − 余量) 时方案可行。",
     ),
+    # sidebar: software stack and calibration
+    "section_stack": ("Software stack and calibration", "软件栈与校准"),
+    "stack": ("Predict for the stack", "预测所用的训练软件栈"),
+    "stack_help": (
+        "trainplan plans can be emitted and run; torchtitan, Megatron-LM and Megatron-Core plans estimate what "
+        "that software would do with the same layout (estimate only).",
+        "trainplan 方案可以生成任务并运行；torchtitan、Megatron-LM 与 Megatron-Core 方案只是估算该软件在同一"
+        "布局下的表现（仅供估算）。",
+    ),
+    "calibration_upload": ("Calibration file (trainplan calibrate)", "校准文件（trainplan calibrate 生成）"),
+    "calibration_help": (
+        "The TOML that `trainplan calibrate` writes: rates measured on your GPUs replace the catalog's "
+        "for the GPU types it names.",
+        "`trainplan calibrate` 写出的 TOML 文件：用在您的 GPU 上实测的速率替换目录中对应 GPU 型号的速率。",
+    ),
     "bad_request": ("Cannot plan: {error}", "无法规划：{error}"),
     # plan card
     "plan_card": ("Plan for {model}", "{model} 的训练方案"),
@@ -265,6 +280,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "emit_name": ("Job name", "任务名称"),
     "emit_steps": ("Training steps in the job", "任务中的训练步数"),
     "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
+    "estimate_only": (
+        "A {stack} plan is an estimate only: trainplan emits and runs plans for the trainplan stack.",
+        "{stack} 方案仅供估算：trainplan 只为 trainplan 软件栈的方案生成任务并运行。",
+    ),
     "job_help": (
         "The zip holds job.json, launch.sh, slurm.sbatch, k8s.yaml and a README: unzip it and run "
         "`trainplan run DIR`, `sbatch slurm.sbatch` or `kubectl apply -f k8s.yaml`.",

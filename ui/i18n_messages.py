@@ -187,6 +187,23 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "the MoE expert weights do not shard evenly over these ranks",
         "MoE 专家权重无法在这些 rank 上均匀分片",
     ),
+    "reason_cal_toml": ("{name}: not valid TOML", "{name}：不是有效的 TOML 文件"),
+    "reason_cal_unknown_table": (
+        "{name}: unknown table(s) {tables}",
+        "{name}：有未知的表 {tables}（只允许 [machine] 与 [gpus.<id>]）",
+    ),
+    "reason_cal_missing_table": ("{name}: table [{table}] is missing", "{name}：缺少表 [{table}]"),
+    "reason_cal_machine": (
+        "{name}: machine.{field} must be a non-empty string",
+        "{name}：machine.{field} 必须是非空字符串",
+    ),
+    "reason_cal_gpu": ("{name}: the catalog has no GPU {gpu}", "{name}：硬件目录中没有 GPU“{gpu}”"),
+    "reason_cal_field": ("{name}: {field} is not an achievable rate", "{name}：{field} 不是可实测的速率字段"),
+    "reason_cal_over": (
+        "{name}: {field} {value} is over the datasheet's {ceiling} {limit}",
+        "{name}：{field} 为 {value}，超过了规格书中的 {ceiling} {limit}",
+    ),
+    "reason_cal_other": ("{name}: not a usable calibration file", "{name}：不是可用的校准文件（英文页面给出详细原因）"),
     "reason_other": ("the planner refuses this configuration", "规划器拒绝了该配置（英文页面给出规划器的原话）"),
     # the detail line under an infeasible answer, from InfeasiblePlan's exact figures
     "detail_deadline": (
@@ -212,6 +229,22 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "upload_too_big": (
         "{name}: {size_mb:,.2f} MB is over the {limit_mb} MB limit for a model config (a config.json is a few KB).",
         "{name}：{size_mb:,.2f} MB 超过了模型配置的 {limit_mb} MB 上限（config.json 通常只有几 KB）。",
+    ),
+    "calibration_too_big": (
+        "{name}: {size_mb:,.2f} MB is over the {limit_mb} MB limit for a calibration file (one is under 1 KB).",
+        "{name}：{size_mb:,.2f} MB 超过了校准文件的 {limit_mb} MB 上限（校准文件通常不到 1 KB）。",
+    ),
+    "bad_calibration": (
+        "Calibration file not used, the catalog's rates apply: {error}",
+        "未采用校准文件，沿用目录中的速率：{error}",
+    ),
+    "calibration_line": (
+        "Rates of {gpus} measured on {host} ({device}, driver {driver}) on {date}: {name}",
+        "{gpus} 的速率于 {date} 在 {host}（{device}，驱动 {driver}）上实测：{name}",
+    ),
+    "calibration_elsewhere": (
+        "Catalog rates for {gpu}; the calibration file {name} measured {gpus} on {host} on {date}",
+        "{gpu} 使用目录中的速率；校准文件 {name} 于 {date} 在 {host} 上实测的是 {gpus}",
     ),
     "probe_line": (
         "Probe ({steps} steps on {device}): step time {step_measured} measured vs {step_predicted} predicted; "

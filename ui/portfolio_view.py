@@ -81,6 +81,8 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             horizon or None,
             int(slots),
             inputs.headroom,
+            inputs.request.stack,
+            inputs.calibration,
         )
     show_portfolio_outcome(tr, outcome, inputs)
 

@@ -53,6 +53,20 @@ LAYOUT_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"MoE expert weights .* do not shard evenly"), "reason_moe_shard"),
 )
 
+# A calibration file the app cannot use (planner/catalog/calibration.py, the catalog's rate checks
+# in planner/catalog/hardware.py ``with_rates``); the last pattern catches any other refusal.
+CALIBRATION_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"invalid TOML"), "reason_cal_toml"),
+    (re.compile(r"unknown table\(s\) (?P<tables>.+) \(expected"), "reason_cal_unknown_table"),
+    (re.compile(r"table \[(?P<table>[^\]]+)\]: missing or not a table"), "reason_cal_missing_table"),
+    (re.compile(r"field 'machine\.(?P<field>\w+)': expected a non-empty string"), "reason_cal_machine"),
+    (re.compile(r"unknown GPU '(?P<gpu>[^']+)'"), "reason_cal_gpu"),
+    (re.compile(r"field '(?P<field>\w+)': not an achievable rate"), "reason_cal_field"),
+    (re.compile(r"field '(?P<field>\w+)': expected at most (?P<ceiling>\w+) (?P<limit>[\d.]+), got (?P<value>\S+)"),
+     "reason_cal_over"),
+    (re.compile(r""), "reason_cal_other"),
+)  # fmt: skip
+
 
 def reason_key(message: str, patterns: tuple[tuple[re.Pattern[str], str], ...]) -> tuple[str, dict[str, str]]:
     """The label key of the first pattern the sentence matches and its figures; ``reason_other`` if none."""

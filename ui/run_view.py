@@ -180,7 +180,7 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
     local = inputs.request.model_copy(
         update={"gpus": {gpu: count}, "deadline_days": None, "budget_usd": None, "max_gpus": count, "top_k": 0}
     )
-    outcome = cached_plan(local.model_dump_json(), inputs.headroom)
+    outcome = cached_plan(local.model_dump_json(), inputs.headroom, inputs.calibration)
     if outcome.result is None:
         if outcome.error:
             st.warning(outcome.error)
@@ -188,6 +188,9 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
             infeasible = outcome.infeasible
             assert infeasible is not None  # a PlanOutcome with neither result nor error is infeasible
             st.warning(infeasible_text(tr, infeasible, local))
+        return
+    if not outcome.result.plan.emittable:  # emit's rule: another stack's plan is an estimate, not a job
+        st.warning(tr("estimate_only", stack=outcome.result.plan.stack.value))
         return
     st.session_state["local_run"] = charts.start_training(outcome.result.plan, steps)
 

@@ -15,14 +15,18 @@ import streamlit as st
 from planner.api import PlanRequest
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
+from planner.errors import CatalogError
 from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
+from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.search.portfolio import TcoAssumptions
 from ui import charts
+from ui.cached import cached_calibration
+from ui.calibration_upload import CalibrationFile
 from ui.gpu_table import ROWS_KEY, GpuChoice, default_rows, gpu_table
 from ui.i18n import LANGUAGE_NAMES, Labels
-from ui.reasons import MODEL_REASONS, reason_text
+from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, reason_text
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -52,6 +56,7 @@ class Inputs:
     headroom: float  # memory headroom fraction (ModelingSettings.memory_headroom)
     portfolio_mode: bool
     bought: bool = False  # GPU prices are amortised purchases, not rent
+    calibration: CalibrationFile | None = None  # an uploaded calibration file the catalog takes
 
     @property
     def key(self) -> str:
@@ -245,6 +250,32 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     )
 
 
+def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationFile | None]:
+    """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
+    stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
+    uploaded = st.file_uploader(
+        tr("calibration_upload"),
+        type=["toml"],
+        key="calibration_upload",
+        max_upload_size=charts.UPLOAD_LIMIT_MB,
+        help=tr("calibration_help"),
+    )
+    if uploaded is None:
+        return stack, None
+    upload = CalibrationFile(uploaded.name, uploaded.getvalue())
+    try:
+        cached_calibration(upload)
+    except charts.UploadTooLarge as exc:
+        size_mb = exc.size_bytes / 1e6
+        st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=charts.UPLOAD_LIMIT_MB))
+        return stack, None
+    except CatalogError as exc:  # planned with the plain catalog
+        error = reason_text(tr, one_line(exc), CALIBRATION_REASONS, name=upload.shown)
+        st.error(tr("bad_calibration", error=error))
+        return stack, None
+    return stack, upload
+
+
 def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
     with st.sidebar:
         lang = st.radio(
@@ -267,6 +298,8 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         st.header(tr("section_training"))
         training = sidebar_training(tr, model)
         headroom = st.slider(tr("headroom"), 0, 50, key="headroom_pct", help=tr("headroom_help")) / 100
+        st.header(tr("section_stack"))
+        stack, calibration = sidebar_stack(tr)
     if model is None or gpu_choice is None:
         return tr, None
     if not training["activation_checkpointing"]:
@@ -278,6 +311,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             training_tokens=tokens,
             gpus=gpu_choice.gpus,
             price_overrides=gpu_choice.prices,
+            stack=stack,
             **goals,
             **training,
         )
@@ -285,4 +319,6 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         st.error(tr("bad_request", error=one_line(exc)))
         return tr, None
     bought = st.session_state["pricing"] == "bought"
-    return tr, Inputs(request=request, headroom=headroom, portfolio_mode=portfolio, bought=bought)
+    return tr, Inputs(
+        request=request, headroom=headroom, portfolio_mode=portfolio, bought=bought, calibration=calibration
+    )

@@ -12,7 +12,16 @@ from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
 from planner.units import GIB
 from ui import charts, figures
-from ui.cached import cached_frontier, cached_job_zip, cached_plan, cached_why_not, catalog, settings_for
+from ui.cached import (
+    cached_calibration,
+    cached_frontier,
+    cached_job_zip,
+    cached_plan,
+    cached_why_not,
+    catalog,
+    settings_for,
+)
+from ui.calibration_upload import CalibrationFile
 from ui.explorer import show_explorer
 from ui.i18n import Labels
 from ui.messages import detail_text, duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
@@ -46,7 +55,18 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
     )
 
 
-def plan_card(tr: Labels, plan: Plan, result, bought: bool = False) -> None:
+def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationFile | None) -> str | None:
+    """Where the plan's GPU rates were measured, when a calibration file is in use."""
+    if calibration is None:
+        return None
+    used = cached_calibration(calibration)
+    values = dict(used.machine, gpus=", ".join(used.gpus), name=used.name)
+    if plan.gpu not in used.gpus:
+        return tr("calibration_elsewhere", gpu=plan.gpu, **values)
+    return tr("calibration_line", **values)
+
+
+def plan_card(tr: Labels, plan: Plan, result, bought: bool = False, calibration: CalibrationFile | None = None) -> None:
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
     # a plan from plan() always has training tokens, so a time and a cost to train
     assert e.time_to_train_h is not None and e.cost_usd is not None
@@ -88,6 +108,11 @@ def plan_card(tr: Labels, plan: Plan, result, bought: bool = False) -> None:
                 seconds=result.seconds,
             )
         )
+        if not plan.emittable:
+            st.caption(tr("estimate_only", stack=plan.stack.value))
+        line = calibration_text(tr, plan, calibration)
+        if line:
+            st.caption(line)
         tie = near_tie_text(tr, result)
         if tie:
             st.info(tie, icon="⚖️")
@@ -95,8 +120,8 @@ def plan_card(tr: Labels, plan: Plan, result, bought: bool = False) -> None:
             st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
 
 
-def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
-    context_gib = settings_for(headroom).cuda_context_bytes / GIB
+def show_breakdowns(tr: Labels, plans: list[Plan], inputs: Inputs) -> None:
+    context_gib = settings_for(inputs.headroom, inputs.request.stack).cuda_context_bytes / GIB
     st.markdown(f"**{tr('chart_memory')}**")
     st.plotly_chart(figures.memory_figure(plans, context_gib, tr), key="chart_memory")
     st.markdown(f"**{tr('chart_step')}**")
@@ -104,7 +129,7 @@ def show_breakdowns(tr: Labels, plans: list[Plan], headroom: float) -> None:
 
 
 def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
-    points = cached_frontier(inputs.key, inputs.headroom, inputs.request.objective.value)
+    points = cached_frontier(inputs.key, inputs.headroom, inputs.request.objective.value, inputs.calibration)
     if points.empty:
         st.info(tr("no_candidates"))
         return
@@ -169,13 +194,18 @@ def show_why_not(tr: Labels, inputs: Inputs) -> None:
     gpu = st.selectbox(tr("why_not_gpu"), options, key="why_not_gpu", format_func=lambda g: g or tr("pick_gpu"))
     if gpu:
         with st.spinner(tr("working")):
-            st.info(why_not_text(tr, cached_why_not(inputs.key, inputs.headroom, gpu), inputs.request))
+            st.info(
+                why_not_text(tr, cached_why_not(inputs.key, inputs.headroom, gpu, inputs.calibration), inputs.request)
+            )
 
 
 def show_downloads(tr: Labels, plan: Plan) -> None:
     st.download_button(
         tr("download_plan"), plan.to_json() + "\n", file_name="plan.json", mime="application/json", key="download_plan"
     )
+    if not plan.emittable:  # emit's rule: another stack's plan is an estimate, not a job
+        st.info(tr("estimate_only", stack=plan.stack.value))
+        return
     left, right = st.columns(2)
     name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
     steps = right.number_input(tr("emit_steps"), min_value=1, step=10, key="emit_steps")
@@ -190,7 +220,7 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
 
 def show_single(tr: Labels, inputs: Inputs) -> None:
     with st.spinner(tr("working")):
-        outcome = cached_plan(inputs.key, inputs.headroom)
+        outcome = cached_plan(inputs.key, inputs.headroom, inputs.calibration)
     if outcome.error:
         st.error(tr("bad_request", error=outcome.error))
         return
@@ -200,9 +230,9 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         show_infeasible(tr, outcome.infeasible, inputs)
     else:
         assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
-        plan_card(tr, result.plan, result, inputs.bought)
+        plan_card(tr, result.plan, result, inputs.bought, inputs.calibration)
     panels = {
-        "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs.headroom),
+        "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),
         "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
         "tab_top": lambda: show_top_plans(tr, plans, inputs.bought),
         "tab_why_not": lambda: show_why_not(tr, inputs),

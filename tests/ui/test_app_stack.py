@@ -1,0 +1,138 @@
+"""The app's software stack and calibration upload (the CLI's ``--stack`` and ``--calibration``), headless.
+
+Expected plans come from ``planner.api.plan`` with the stack's profile or the calibrated catalog
+(``apply_calibration`` on the same file), so a choice that does not reach the planner fails here.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from support.app import EN, GPUS, ZH, card, english_sentences, open_tab, request_for, run_app
+
+from planner.api import plan
+from planner.catalog.calibration import apply_calibration, write_calibration
+from planner.catalog.hardware import load_catalog, rate_file_values
+from planner.errors import CatalogError
+from planner.model.settings import Stack
+from planner.plan import Plan
+from ui import charts
+from ui.calibration_upload import CalibrationFile, calibrated_from_upload
+from ui.i18n import Labels
+from ui.reasons import CALIBRATION_REASONS, reason_key
+
+MACHINE = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86.15", date="2026-11-30", software="torch")
+
+
+def shown_card(p: Plan, tr: Labels = EN) -> dict[str, str]:
+    """The plan card's headline figures for ``p`` (ui.single.plan_card's formats)."""
+    e = p.estimate
+    assert e.time_to_train_h is not None and e.cost_usd is not None
+    key, value = charts.duration_key(e.time_to_train_h)
+    return {
+        tr("card_gpus"): f"{p.num_gpus} × {p.gpu}",
+        tr("card_layout"): p.layout.describe(),
+        tr("card_time"): tr(key, value=value),
+        tr("card_cost"): charts.money(e.cost_usd),
+        tr("card_mfu"): f"{e.throughput.mfu:.1%}",
+        tr("card_memory"): f"{e.memory.reserved_gib:.1f} GiB",
+    }
+
+
+def headline(at, tr: Labels = EN) -> dict[str, str]:
+    shown = card(at)
+    return {k: shown[k] for k in shown_card(plan(request_for()).plan, tr)}
+
+
+def upload(at, path: Path):
+    at.sidebar.file_uploader(key="calibration_upload").upload(path.name, path.read_bytes(), "application/toml")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_another_stack_is_planned_like_the_api_and_is_estimate_only():
+    at = run_app()
+    trainplan = headline(at)
+    at.sidebar.selectbox(key="stack").set_value(Stack.MEGATRON_CORE.value).run()
+    expected = plan(request_for(stack=Stack.MEGATRON_CORE)).plan  # the CLI's path: the stack's profile
+    assert expected.stack == Stack.MEGATRON_CORE
+    assert headline(at) == shown_card(expected) != trainplan
+    assert EN("estimate_only", stack="megatron-core") in [c.value for c in at.caption]  # on the card
+    open_tab(at, "tab_downloads")
+    assert [b.key for b in at.get("download_button")] == ["download_plan"]  # no job directory
+    assert EN("estimate_only", stack="megatron-core") in [i.value for i in at.info]
+
+
+def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
+    base = plan(request_for()).plan
+    rate = rate_file_values(load_catalog().gpu(base.gpu))["gemm_bf16_tflops_achieved"]
+    path = write_calibration(tmp_path / "fast.toml", MACHINE, {base.gpu: {"gemm_bf16_tflops_achieved": rate * 1.25}})
+    at = upload(run_app(), path)
+    expected = plan(request_for(), catalog=apply_calibration(load_catalog(), path)).plan
+    assert expected.estimate.cost_usd < base.estimate.cost_usd  # faster GEMMs: a cheaper run
+    assert headline(at) == shown_card(expected) != shown_card(base)
+    line = EN("calibration_line", gpus=base.gpu, name="fast.toml", **MACHINE)
+    assert line in [c.value for c in at.caption] and "node-17" in line and "2026-11-30" in line
+    assert not at.error
+    # a file for the other GPU only, and slower: the plan keeps the catalog's rates, and says so
+    other = next(g for g in GPUS if g != base.gpu)
+    slow = rate_file_values(load_catalog().gpu(other))["gemm_bf16_tflops_achieved"] * 0.8
+    path = write_calibration(tmp_path / "slow.toml", MACHINE, {other: {"gemm_bf16_tflops_achieved": slow}})
+    upload(at, path)
+    assert headline(at) == shown_card(base)
+    line = EN("calibration_elsewhere", gpu=base.gpu, gpus=other, name="slow.toml", **MACHINE)
+    assert line in [c.value for c in at.caption]
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_a_malformed_calibration_file_is_one_error_and_the_plain_plan(tmp_path, tr):
+    path = tmp_path / "bad.toml"
+    path.write_text("[machine\nhost = 1\n")
+    with pytest.raises(CatalogError) as refused:
+        apply_calibration(load_catalog(), path)
+    at = upload(run_app(lang=tr.lang), path)
+    reason = str(refused.value).replace(str(path), "bad.toml") if tr is EN else ZH("reason_cal_toml", name="bad.toml")
+    assert [e.value for e in at.error] == [tr("bad_calibration", error=reason)]
+    assert headline(at, tr) == shown_card(plan(request_for()).plan, tr)  # the catalog's own rates
+    if tr is ZH:
+        assert not english_sentences(at.error[0].value)
+
+
+# --------------------------------------------------------------------------- without Streamlit
+
+BROKEN = {  # a calibration file breaking each rule CALIBRATION_REASONS words in 中文
+    "reason_cal_toml": "[machine\n",
+    "reason_cal_unknown_table": "[other]\n",
+    "reason_cal_missing_table": "[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n",
+    "reason_cal_machine": '[machine]\nhost = "a"\n',
+    "reason_cal_gpu": {"h900": {"gemm_bf16_tflops_achieved": 700.0}},
+    "reason_cal_field": {"h100-sxm": {"gemm_tflops": 700.0}},
+    "reason_cal_over": {"h100-sxm": {"gemm_bf16_tflops_achieved": 5000.0}},
+}
+
+
+@pytest.mark.parametrize("key", list(BROKEN))
+def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, key, monkeypatch):
+    broken = BROKEN[key]
+    if isinstance(broken, dict):
+        data = write_calibration(tmp_path / "c.toml", MACHINE, broken).read_bytes()
+    else:
+        data = broken.encode()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "private"))
+    (tmp_path / "private").mkdir()
+    with pytest.raises(CatalogError) as refused:
+        calibrated_from_upload(CalibrationFile("dir/my cal.toml", data), load_catalog())
+    message = str(refused.value)
+    assert message.startswith("my cal.toml") and "private" not in message  # the upload's name, not the temp file
+    found, figures = reason_key(message, CALIBRATION_REASONS)
+    assert found == key, message
+    assert not english_sentences(ZH(found, name="my cal.toml", **figures))
+    assert list((tmp_path / "private").iterdir()) == []  # nothing left behind
+
+
+def test_a_calibration_upload_over_the_cap_is_refused_before_it_is_read():
+    with pytest.raises(charts.UploadTooLarge, match="limit for a calibration file"):
+        calibrated_from_upload(CalibrationFile("big.toml", b"#" * 1_000_001), load_catalog())
