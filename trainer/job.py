@@ -41,8 +41,14 @@ def emit_job(
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``.
 
-    Refused unless ``force``: an infeasible plan, and a directory that holds something else (another
-    job's plan, or files that are not a job: emit would overwrite its README.md)."""
+    Refused: another stack's plan (``Plan.emittable``); unless ``force``, an infeasible plan, and a
+    directory that holds something else (another job's plan, or files that are not a job: emit
+    would overwrite its README.md)."""
+    if not plan.emittable:  # not even with --force: the trainer runs trainplan's stack only
+        raise ValueError(
+            f"the plan is an estimate for the {plan.stack.value} stack; trainplan emits only plans made with"
+            " --stack trainplan"
+        )
     if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
         raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
     out_dir = Path(out_dir).expanduser().resolve()

@@ -20,7 +20,7 @@ from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from ui import charts
-from ui.calibration_upload import Calibrated, CalibrationFile, calibrated_from_upload
+from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 
 
 @st.cache_resource(show_spinner=False)
@@ -34,24 +34,24 @@ def settings_for(headroom: float, stack: Stack = Stack.TRAINPLAN) -> ModelingSet
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_calibration(upload: CalibrationFile) -> Calibrated:
+def cached_calibration(upload: CalibrationUpload) -> Calibrated:
     """The catalog with an uploaded calibration file merged over it (a refusal is not cached)."""
     return calibrated_from_upload(upload, catalog())
 
 
-def catalog_for(calibration: CalibrationFile | None) -> Catalog:
+def catalog_for(calibration: CalibrationUpload | None) -> Catalog:
     """The catalog the planner prices and times with: calibrated when a file is given."""
     return catalog() if calibration is None else cached_calibration(calibration).catalog
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_plan(request_json: str, headroom: float, calibration: CalibrationFile | None = None) -> charts.PlanOutcome:
+def cached_plan(request_json: str, headroom: float, calibration: CalibrationUpload | None = None) -> charts.PlanOutcome:
     request = PlanRequest.model_validate_json(request_json)
     return charts.solve(request, settings_for(headroom, request.stack), catalog_for(calibration))
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_search(request_json: str, headroom: float, calibration: CalibrationFile | None = None) -> pd.DataFrame:
+def cached_search(request_json: str, headroom: float, calibration: CalibrationUpload | None = None) -> pd.DataFrame:
     """Every valid candidate (read-only: shared between sessions)."""
     request = PlanRequest.model_validate_json(request_json)
     settings = settings_for(headroom, request.stack)
@@ -60,7 +60,7 @@ def cached_search(request_json: str, headroom: float, calibration: CalibrationFi
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_frontier(
-    request_json: str, headroom: float, objective: str, calibration: CalibrationFile | None = None
+    request_json: str, headroom: float, objective: str, calibration: CalibrationUpload | None = None
 ) -> pd.DataFrame:
     frame = cached_search(request_json, headroom, calibration)
     points = best_per_count(frame, "time" if objective == "time" else "cost")
@@ -68,7 +68,9 @@ def cached_frontier(
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def cached_why_not(request_json: str, headroom: float, gpu: str, calibration: CalibrationFile | None = None) -> WhyNot:
+def cached_why_not(
+    request_json: str, headroom: float, gpu: str, calibration: CalibrationUpload | None = None
+) -> WhyNot:
     request = PlanRequest.model_validate_json(request_json)
     settings = settings_for(headroom, request.stack)
     return why_not_answer(request, gpu, catalog=catalog_for(calibration), settings=settings)
@@ -88,7 +90,7 @@ def cached_portfolio(
     num_slots: int,
     headroom: float,
     stack: Stack = Stack.TRAINPLAN,
-    calibration: CalibrationFile | None = None,
+    calibration: CalibrationUpload | None = None,
 ) -> charts.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule)."""
     requests = {name: PlanRequest.model_validate_json(text).model_copy(update={"stack": stack}) for name, text in jobs}
@@ -123,7 +125,7 @@ def cached_layout_plan(
     tokens: float,
     headroom: float,
     stack: Stack = Stack.TRAINPLAN,
-    calibration: CalibrationFile | None = None,
+    calibration: CalibrationUpload | None = None,
 ) -> Plan | str:
     """``build_plan`` of one fixed configuration (the layout explorer), or the one-line reason it cannot exist."""
     try:

@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.catalog.calibration import apply_calibration, read_calibration
+from planner.catalog.calibration import MACHINE_FIELDS, CalibrationFile, apply_calibration, read_calibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES
 from planner.errors import CatalogError
@@ -20,7 +20,7 @@ from ui.charts import UploadTooLarge, upload_stem
 
 
 @dataclass(frozen=True)
-class CalibrationFile:
+class CalibrationUpload:
     """An uploaded calibration file as sent (the cache key of the catalog it makes)."""
 
     name: str
@@ -42,7 +42,7 @@ class Calibrated:
     gpus: tuple[str, ...]  # catalog ids the file measured
 
 
-def calibrated_from_upload(upload: CalibrationFile, catalog: Catalog) -> Calibrated:
+def calibrated_from_upload(upload: CalibrationUpload, catalog: Catalog) -> Calibrated:
     """``catalog`` with the upload's measured rates; UploadTooLarge, or CatalogError (one line
     naming the upload, not the temporary file), when the file is unusable."""
     shown = upload.shown
@@ -53,9 +53,16 @@ def calibrated_from_upload(upload: CalibrationFile, catalog: Catalog) -> Calibra
     try:
         path.write_bytes(upload.data)
         merged = apply_calibration(catalog, path)
-        machine, gpus = read_calibration(path)
+        read = read_calibration(path)
     except CatalogError as exc:
         raise CatalogError(str(exc).replace(str(path), shown)) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return Calibrated(merged, shown, machine, tuple(catalog.gpu(g).id for g in gpus))
+    gpus = tuple(catalog.gpu(g).id for g in {**read.rates, **read.jobs})
+    return Calibrated(merged, shown, read.machine or _job_machine(read), gpus)
+
+
+def _job_machine(read: CalibrationFile) -> dict[str, str]:
+    """What the card names for a file of measured jobs only (``calibrate --calibrate-from``)."""
+    job = next(iter(read.jobs.values()))
+    return dict.fromkeys(MACHINE_FIELDS, "-") | dict(host=f"job {job.name}", date=job.date)

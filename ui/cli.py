@@ -410,13 +410,7 @@ def emit(
         save_checkpoints=not no_checkpoints,
         **given,
     )
-    loaded = Plan.load(check_input_file(plan_file))
-    if loaded.stack != Stack.TRAINPLAN:
-        raise ValueError(
-            f"{plan_file}: an estimate for the {loaded.stack.value} stack; trainplan emits only plans made with"
-            " --stack trainplan"
-        )
-    job_json = emit_job(loaded, out, name=name, run=run, force=force)
+    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force)
     render.emitted(job_json, as_json=as_json)
 
 

@@ -23,7 +23,7 @@ from planner.model.spec import ModelSpec
 from planner.search.portfolio import TcoAssumptions
 from ui import charts
 from ui.cached import cached_calibration
-from ui.calibration_upload import CalibrationFile
+from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import ROWS_KEY, GpuChoice, default_rows, gpu_table
 from ui.i18n import LANGUAGE_NAMES, Labels
 from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, reason_text
@@ -56,7 +56,7 @@ class Inputs:
     headroom: float  # memory headroom fraction (ModelingSettings.memory_headroom)
     portfolio_mode: bool
     bought: bool = False  # GPU prices are amortised purchases, not rent
-    calibration: CalibrationFile | None = None  # an uploaded calibration file the catalog takes
+    calibration: CalibrationUpload | None = None  # an uploaded calibration file the catalog takes
 
     @property
     def key(self) -> str:
@@ -250,7 +250,7 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     )
 
 
-def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationFile | None]:
+def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
     stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
     uploaded = st.file_uploader(
@@ -262,7 +262,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationFile | None]:
     )
     if uploaded is None:
         return stack, None
-    upload = CalibrationFile(uploaded.name, uploaded.getvalue())
+    upload = CalibrationUpload(uploaded.name, uploaded.getvalue())
     try:
         cached_calibration(upload)
     except charts.UploadTooLarge as exc:

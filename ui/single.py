@@ -21,7 +21,7 @@ from ui.cached import (
     catalog,
     settings_for,
 )
-from ui.calibration_upload import CalibrationFile
+from ui.calibration_upload import CalibrationUpload
 from ui.explorer import show_explorer
 from ui.i18n import Labels
 from ui.messages import detail_text, duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
@@ -55,7 +55,7 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
     )
 
 
-def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationFile | None) -> str | None:
+def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | None) -> str | None:
     """Where the plan's GPU rates were measured, when a calibration file is in use."""
     if calibration is None:
         return None
@@ -66,7 +66,9 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationFile | None
     return tr("calibration_line", **values)
 
 
-def plan_card(tr: Labels, plan: Plan, result, bought: bool = False, calibration: CalibrationFile | None = None) -> None:
+def plan_card(
+    tr: Labels, plan: Plan, result, bought: bool = False, calibration: CalibrationUpload | None = None
+) -> None:
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
     # a plan from plan() always has training tokens, so a time and a cost to train
     assert e.time_to_train_h is not None and e.cost_usd is not None

@@ -13,13 +13,13 @@ import pytest
 from support.app import EN, GPUS, ZH, card, english_sentences, open_tab, request_for, run_app
 
 from planner.api import plan
-from planner.catalog.calibration import apply_calibration, write_calibration
+from planner.catalog.calibration import CalibrationFile, apply_calibration, write_calibration
 from planner.catalog.hardware import load_catalog, rate_file_values
 from planner.errors import CatalogError
 from planner.model.settings import Stack
 from planner.plan import Plan
 from ui import charts
-from ui.calibration_upload import CalibrationFile, calibrated_from_upload
+from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
 from ui.i18n import Labels
 from ui.reasons import CALIBRATION_REASONS, reason_key
 
@@ -69,7 +69,9 @@ def test_another_stack_is_planned_like_the_api_and_is_estimate_only():
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     base = plan(request_for()).plan
     rate = rate_file_values(load_catalog().gpu(base.gpu))["gemm_bf16_tflops_achieved"]
-    path = write_calibration(tmp_path / "fast.toml", MACHINE, {base.gpu: {"gemm_bf16_tflops_achieved": rate * 1.25}})
+    path = write_calibration(
+        tmp_path / "fast.toml", CalibrationFile(MACHINE, {base.gpu: {"gemm_bf16_tflops_achieved": rate * 1.25}})
+    )
     at = upload(run_app(), path)
     expected = plan(request_for(), catalog=apply_calibration(load_catalog(), path)).plan
     assert expected.estimate.cost_usd < base.estimate.cost_usd  # faster GEMMs: a cheaper run
@@ -80,7 +82,9 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     # a file for the other GPU only, and slower: the plan keeps the catalog's rates, and says so
     other = next(g for g in GPUS if g != base.gpu)
     slow = rate_file_values(load_catalog().gpu(other))["gemm_bf16_tflops_achieved"] * 0.8
-    path = write_calibration(tmp_path / "slow.toml", MACHINE, {other: {"gemm_bf16_tflops_achieved": slow}})
+    path = write_calibration(
+        tmp_path / "slow.toml", CalibrationFile(MACHINE, {other: {"gemm_bf16_tflops_achieved": slow}})
+    )
     upload(at, path)
     assert headline(at) == shown_card(base)
     line = EN("calibration_elsewhere", gpu=base.gpu, gpus=other, name="slow.toml", **MACHINE)
@@ -107,7 +111,7 @@ BROKEN = {  # a calibration file breaking each rule CALIBRATION_REASONS words in
     "reason_cal_toml": "[machine\n",
     "reason_cal_unknown_table": "[other]\n",
     "reason_cal_missing_table": "[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n",
-    "reason_cal_machine": '[machine]\nhost = "a"\n',
+    "reason_cal_machine": '[machine]\nhost = "a"\n\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n',
     "reason_cal_gpu": {"h900": {"gemm_bf16_tflops_achieved": 700.0}},
     "reason_cal_field": {"h100-sxm": {"gemm_tflops": 700.0}},
     "reason_cal_over": {"h100-sxm": {"gemm_bf16_tflops_achieved": 5000.0}},
@@ -118,13 +122,13 @@ BROKEN = {  # a calibration file breaking each rule CALIBRATION_REASONS words in
 def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, key, monkeypatch):
     broken = BROKEN[key]
     if isinstance(broken, dict):
-        data = write_calibration(tmp_path / "c.toml", MACHINE, broken).read_bytes()
+        data = write_calibration(tmp_path / "c.toml", CalibrationFile(MACHINE, broken)).read_bytes()
     else:
         data = broken.encode()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "private"))
     (tmp_path / "private").mkdir()
     with pytest.raises(CatalogError) as refused:
-        calibrated_from_upload(CalibrationFile("dir/my cal.toml", data), load_catalog())
+        calibrated_from_upload(CalibrationUpload("dir/my cal.toml", data), load_catalog())
     message = str(refused.value)
     assert message.startswith("my cal.toml") and "private" not in message  # the upload's name, not the temp file
     found, figures = reason_key(message, CALIBRATION_REASONS)
@@ -135,4 +139,4 @@ def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, key, m
 
 def test_a_calibration_upload_over_the_cap_is_refused_before_it_is_read():
     with pytest.raises(charts.UploadTooLarge, match="limit for a calibration file"):
-        calibrated_from_upload(CalibrationFile("big.toml", b"#" * 1_000_001), load_catalog())
+        calibrated_from_upload(CalibrationUpload("big.toml", b"#" * 1_000_001), load_catalog())
