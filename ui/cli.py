@@ -1,4 +1,5 @@
-"""``trainplan``: plan, estimate, explain, emit, run, detect, catalog, portfolio, fleet, app.
+"""``trainplan``: plan, estimate, explain, catalog, portfolio, fleet here; calibrate, detect, emit,
+run and app in ui/cli_jobs.py; the shared app and options in ui/cli_options.py.
 
 Thin: each command parses its flags, calls the API and renders (``ui.render``). Every
 user error becomes one line on stderr and exit code 2; an infeasible request is an answer
@@ -9,10 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -35,8 +33,9 @@ from planner.layout import (
     TrainingConfig,
 )
 from planner.model.settings import Stack
-from ui import render
+from ui import cli_jobs, render
 from ui.calibration import calibrated_catalog, choose_calibration
+from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, STACK_HELP, ObjectiveChoice, app
 from ui.inputs import (
     MAX_BATCH_TOKENS,
     MAX_GPUS,
@@ -46,51 +45,6 @@ from ui.inputs import (
     load_model_arg,
     parse_pairs,
 )
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Size, plan and run LLM training: GPUs, layout, memory, time and cost.",
-)
-
-JSON = typer.Option(False, "--json", help="machine-readable output")
-CALIBRATION_HELP = (
-    "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
-    " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
-)
-NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
-STACK_HELP = (
-    "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
-    " (estimate only; docs/model.md 4b)"
-)
-
-
-def _hide_flag_type(display_type_rich):
-    """Typer's rich help prints ``<bool>`` beside flags, which take no value (its plain help does not)."""
-
-    def display(self, ctx):
-        return None if self.is_flag or self.count else display_type_rich(self, ctx)
-
-    return display
-
-
-if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "display_type_rich"):
-    typer.core.TyperOption.display_type_rich = _hide_flag_type(  # type: ignore[method-assign]
-        typer.core.TyperOption.display_type_rich
-    )
-
-
-class ObjectiveChoice(StrEnum):
-    cost = "cost"
-    time = "time"
-    mix = "mix"
-
-
-class DeviceChoice(StrEnum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
 
 
 @app.command()
@@ -304,145 +258,11 @@ def explain(
 
 
 @app.command()
-def calibrate(
-    gpu: str | None = typer.Option(None, help="catalog id the measurements belong to (default: NVML's match)"),
-    device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu (format only)"),
-    quick: bool = typer.Option(False, "--quick", help="smaller sizes, fewer repeats (about a minute on a GPU)"),
-    out: Path | None = typer.Option(
-        None,
-        "--out",
-        help="calibration file to write or merge into (default: ~/.config/trainplan/calibration.toml,"
-        " or under $XDG_CONFIG_HOME)",
-    ),
-    collectives: int | None = typer.Option(
-        None,
-        "--collectives",
-        min=0,
-        help="also time all-reduce/all-gather/reduce-scatter over N local devices (default: every local GPU"
-        " when there are 2 or more; 0: none; on cpu, N gloo processes)",
-    ),
-    calibrate_from: Path | None = typer.Option(
-        None,
-        "--calibrate-from",
-        help="a finished trainplan run job directory: write its measured step time and peak memory"
-        " (instead of measuring kernels here)",
-    ),
-) -> None:
-    """Measure this machine's GEMM, attention, copy and collective rates, or read a finished job's
-    step time and memory (--calibrate-from), into a calibration file that plan, estimate and explain use."""
-    from ui.calibration import calibrate_from_job, run_calibration
-
-    if calibrate_from is not None:
-        if quick or device != DeviceChoice.auto or collectives is not None:
-            raise ValueError(
-                "--calibrate-from reads a job's measurements: --quick, --device and --collectives measure here"
-            )
-        calibrate_from_job(calibrate_from, gpu, out)
-        return
-    run_calibration(gpu, device.value, quick, out, collectives)
-
-
-@app.command()
 def catalog(as_json: bool = JSON) -> None:
     """List the GPUs in the hardware catalog with their key numbers and sources."""
     from planner.catalog.hardware import load_catalog
 
     render.catalog(load_catalog(), as_json=as_json)
-
-
-@app.command()
-def detect(as_json: bool = JSON) -> None:
-    """Read the local NVIDIA GPUs (NVML) and match them to catalog entries."""
-    from planner.catalog.detect import NoGPUDriver, detect_gpus
-    from planner.catalog.hardware import load_catalog
-
-    try:
-        found = detect_gpus(load_catalog())
-    except NoGPUDriver as exc:
-        render.no_driver(str(exc), as_json=as_json)
-        return
-    render.detected(found, as_json=as_json)
-
-
-@app.command()
-def emit(
-    plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
-    out: Path = typer.Option(..., "--out", help="job directory to write"),
-    steps: int = typer.Option(50, help="optimizer steps to train"),
-    checkpoint_every: int | None = typer.Option(
-        None,
-        "--checkpoint-every",
-        help="save a checkpoint every N steps (default: the plan's goodput interval, else 20)",
-    ),
-    no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
-    data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
-    tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
-    seed: int = typer.Option(1234, help="random seed (weights and data order)"),
-    loss_chunk_tokens: int | None = typer.Option(
-        None,
-        "--loss-chunk-tokens",
-        min=0,
-        help="LM head + loss over this many tokens at a time; 0 = full logits (default: the planner's, 1024)",
-    ),
-    name: str | None = typer.Option(None, help="job name (default: the directory name)"),
-    force: bool = typer.Option(
-        False, "--force", help="write an infeasible plan, or into a directory that holds another job"
-    ),
-    as_json: bool = JSON,
-) -> None:
-    """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
-    from planner.plan import Plan
-    from trainer.job import emit_job
-    from trainer.job_spec import RunSettings
-
-    given = {
-        name: value
-        for name, value in (("checkpoint_every", checkpoint_every), ("loss_chunk_tokens", loss_chunk_tokens))
-        if value is not None  # unset: RunSettings' default
-    }
-    if not str(out).strip():  # Path("") is ".": the current directory
-        raise ValueError("--out: give a directory name")
-    run = RunSettings(
-        steps=steps,
-        data=data,
-        tokenizer=tokenizer,
-        seed=seed,
-        save_checkpoints=not no_checkpoints,
-        **given,
-    )
-    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force)
-    render.emitted(job_json, as_json=as_json)
-
-
-@app.command()
-def run(
-    job_dir: Path = typer.Argument(..., help="a job directory from trainplan emit"),
-    device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu"),
-    nproc: int | None = typer.Option(None, help="processes on this node (default: the plan's)"),
-    steps: int | None = typer.Option(None, help="override the number of steps"),
-    auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
-    max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun elastic restarts"),
-    nnodes: int | None = typer.Option(None, help="nodes in the run (default: the plan's)"),
-    node_rank: int = typer.Option(0, "--node-rank", help="this node's rank"),
-    rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", help="HOST:PORT of node 0 (multi-node)"),
-    rdzv_id: str | None = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
-) -> None:
-    """Run (or resume) a job with torchrun on this machine."""
-    from trainer.launch import run_job
-
-    code = run_job(
-        job_dir,
-        device=device.value,
-        nproc=nproc,
-        steps=steps,
-        auto_replan=auto_replan,
-        max_restarts=max_restarts,
-        nnodes=nnodes,
-        node_rank=node_rank,
-        rdzv_endpoint=rdzv_endpoint,
-        rdzv_id=rdzv_id,
-    )
-    raise typer.Exit(code)
 
 
 @app.command()
@@ -516,53 +336,10 @@ def fleet(
     render.fleet(solution, as_json=as_json)
 
 
-@app.command("app")
-def app_command(
-    port: int = typer.Option(8501, help="port to serve on"),
-    address: str = typer.Option("localhost", help="address to bind (0.0.0.0 to serve other machines)"),
-) -> None:
-    """Start the Streamlit sizing app (bound to localhost by default)."""
-    from ui.charts import UPLOAD_LIMIT_MB  # the app's own size check, in the MB the browser counts
-
-    app_path = Path(__file__).resolve().parent.parent / "app.py"
-    raise typer.Exit(
-        run_forwarding_signals(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(app_path),
-                "--server.address",
-                address,
-                "--server.port",
-                str(port),
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-                "--server.maxUploadSize",
-                str(UPLOAD_LIMIT_MB),
-                "--server.fileWatcherType",
-                "none",
-            ]
-        )
-    )
-
-
-def run_forwarding_signals(argv: list[str]) -> int:
-    """Run ``argv``; SIGTERM/SIGINT to us reach it too (``subprocess.call`` would leave it running)."""
-    child = subprocess.Popen(argv)
-    forwarded = (signal.SIGTERM, signal.SIGINT)
-    previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum)) for sig in forwarded}
-    try:
-        return child.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if child.poll() is None:
-            child.terminate()
-            child.wait()
+# The job and machine commands (ui/cli_jobs.py), after the planning ones in --help.
+for _command in (cli_jobs.calibrate, cli_jobs.detect, cli_jobs.emit, cli_jobs.run):
+    app.command()(_command)
+app.command("app")(cli_jobs.app_command)
 
 
 def _flush_stdout() -> bool:

@@ -404,9 +404,10 @@ def test_app_listens_on_localhost_and_caps_uploads(monkeypatch):
     assert config["server"]["address"] in ("localhost", "127.0.0.1")
     assert config["server"]["maxUploadSize"] <= 1  # MB; a config.json is a few KB
     import ui.cli as cli
+    import ui.cli_jobs as cli_jobs
 
     calls = []
-    monkeypatch.setattr(cli, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
+    monkeypatch.setattr(cli_jobs, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0
     argv = calls[0]
     options = dict(zip(argv[argv.index("run") + 2 :: 2], argv[argv.index("run") + 3 :: 2], strict=False))

@@ -70,9 +70,10 @@ def test_the_uploader_cap_is_the_apps_size_check_and_the_server_setting(monkeypa
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == charts.UPLOAD_LIMIT_MB == MAX_CONFIG_BYTES // 10**6
     import ui.cli as cli
+    import ui.cli_jobs as cli_jobs
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(cli, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
+    monkeypatch.setattr(cli_jobs, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0  # `trainplan app` passes the same cap
     argv = calls[0]
     assert argv[argv.index("--server.maxUploadSize") + 1] == str(charts.UPLOAD_LIMIT_MB)

@@ -1,0 +1,196 @@
+"""``trainplan`` commands about jobs and this machine: calibrate, detect, emit, run, app.
+
+Registered on the shared Typer app by ui/cli.py (which keeps the planning commands and the error
+mapping of ``main``); thin like them: parse, call, render.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+
+from ui import render
+from ui.cli_options import JSON, DeviceChoice
+from ui.inputs import check_input_file
+
+
+def calibrate(
+    gpu: str | None = typer.Option(None, help="catalog id the measurements belong to (default: NVML's match)"),
+    device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu (format only)"),
+    quick: bool = typer.Option(False, "--quick", help="smaller sizes, fewer repeats (about a minute on a GPU)"),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="calibration file to write or merge into (default: ~/.config/trainplan/calibration.toml,"
+        " or under $XDG_CONFIG_HOME)",
+    ),
+    collectives: int | None = typer.Option(
+        None,
+        "--collectives",
+        min=0,
+        help="also time all-reduce/all-gather/reduce-scatter over N local devices (default: every local GPU"
+        " when there are 2 or more; 0: none; on cpu, N gloo processes)",
+    ),
+    calibrate_from: Path | None = typer.Option(
+        None,
+        "--calibrate-from",
+        help="a finished trainplan run job directory: write its measured step time and peak memory"
+        " (instead of measuring kernels here)",
+    ),
+) -> None:
+    """Measure this machine's GEMM, attention, copy and collective rates, or read a finished job's
+    step time and memory (--calibrate-from), into a calibration file that plan, estimate and explain use."""
+    from ui.calibration import calibrate_from_job, run_calibration
+
+    if calibrate_from is not None:
+        if quick or device != DeviceChoice.auto or collectives is not None:
+            raise ValueError(
+                "--calibrate-from reads a job's measurements: --quick, --device and --collectives measure here"
+            )
+        calibrate_from_job(calibrate_from, gpu, out)
+        return
+    run_calibration(gpu, device.value, quick, out, collectives)
+
+
+def detect(as_json: bool = JSON) -> None:
+    """Read the local NVIDIA GPUs (NVML) and match them to catalog entries."""
+    from planner.catalog.detect import NoGPUDriver, detect_gpus
+    from planner.catalog.hardware import load_catalog
+
+    try:
+        found = detect_gpus(load_catalog())
+    except NoGPUDriver as exc:
+        render.no_driver(str(exc), as_json=as_json)
+        return
+    render.detected(found, as_json=as_json)
+
+
+def emit(
+    plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
+    out: Path = typer.Option(..., "--out", help="job directory to write"),
+    steps: int = typer.Option(50, help="optimizer steps to train"),
+    checkpoint_every: int | None = typer.Option(
+        None,
+        "--checkpoint-every",
+        help="save a checkpoint every N steps (default: the plan's goodput interval, else 20)",
+    ),
+    no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
+    data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
+    tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
+    seed: int = typer.Option(1234, help="random seed (weights and data order)"),
+    loss_chunk_tokens: int | None = typer.Option(
+        None,
+        "--loss-chunk-tokens",
+        min=0,
+        help="LM head + loss over this many tokens at a time; 0 = full logits (default: the planner's, 1024)",
+    ),
+    name: str | None = typer.Option(None, help="job name (default: the directory name)"),
+    force: bool = typer.Option(
+        False, "--force", help="write an infeasible plan, or into a directory that holds another job"
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
+    from planner.plan import Plan
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    given = {
+        name: value
+        for name, value in (("checkpoint_every", checkpoint_every), ("loss_chunk_tokens", loss_chunk_tokens))
+        if value is not None  # unset: RunSettings' default
+    }
+    if not str(out).strip():  # Path("") is ".": the current directory
+        raise ValueError("--out: give a directory name")
+    run = RunSettings(
+        steps=steps,
+        data=data,
+        tokenizer=tokenizer,
+        seed=seed,
+        save_checkpoints=not no_checkpoints,
+        **given,
+    )
+    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force)
+    render.emitted(job_json, as_json=as_json)
+
+
+def run(
+    job_dir: Path = typer.Argument(..., help="a job directory from trainplan emit"),
+    device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu"),
+    nproc: int | None = typer.Option(None, help="processes on this node (default: the plan's)"),
+    steps: int | None = typer.Option(None, help="override the number of steps"),
+    auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
+    max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun elastic restarts"),
+    nnodes: int | None = typer.Option(None, help="nodes in the run (default: the plan's)"),
+    node_rank: int = typer.Option(0, "--node-rank", help="this node's rank"),
+    rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", help="HOST:PORT of node 0 (multi-node)"),
+    rdzv_id: str | None = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
+) -> None:
+    """Run (or resume) a job with torchrun on this machine."""
+    from trainer.launch import run_job
+
+    code = run_job(
+        job_dir,
+        device=device.value,
+        nproc=nproc,
+        steps=steps,
+        auto_replan=auto_replan,
+        max_restarts=max_restarts,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+    )
+    raise typer.Exit(code)
+
+
+def app_command(
+    port: int = typer.Option(8501, help="port to serve on"),
+    address: str = typer.Option("localhost", help="address to bind (0.0.0.0 to serve other machines)"),
+) -> None:
+    """Start the Streamlit sizing app (bound to localhost by default)."""
+    from ui.charts import UPLOAD_LIMIT_MB  # the app's own size check, in the MB the browser counts
+
+    app_path = Path(__file__).resolve().parent.parent / "app.py"
+    raise typer.Exit(
+        run_forwarding_signals(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(app_path),
+                "--server.address",
+                address,
+                "--server.port",
+                str(port),
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.maxUploadSize",
+                str(UPLOAD_LIMIT_MB),
+                "--server.fileWatcherType",
+                "none",
+            ]
+        )
+    )
+
+
+def run_forwarding_signals(argv: list[str]) -> int:
+    """Run ``argv``; SIGTERM/SIGINT to us reach it too (``subprocess.call`` would leave it running)."""
+    child = subprocess.Popen(argv)
+    forwarded = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum)) for sig in forwarded}
+    try:
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if child.poll() is None:
+            child.terminate()
+            child.wait()

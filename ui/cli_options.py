@@ -1,0 +1,52 @@
+"""The ``trainplan`` Typer app and the options its command modules share (ui/cli.py, ui/cli_jobs.py)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Size, plan and run LLM training: GPUs, layout, memory, time and cost.",
+)
+
+JSON = typer.Option(False, "--json", help="machine-readable output")
+CALIBRATION_HELP = (
+    "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
+    " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
+)
+NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
+STACK_HELP = (
+    "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
+    " (estimate only; docs/model.md 4b)"
+)
+
+
+def _hide_flag_type(display_type_rich):
+    """Typer's rich help prints ``<bool>`` beside flags, which take no value (its plain help does not)."""
+
+    def display(self, ctx):
+        return None if self.is_flag or self.count else display_type_rich(self, ctx)
+
+    return display
+
+
+if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "display_type_rich"):
+    typer.core.TyperOption.display_type_rich = _hide_flag_type(  # type: ignore[method-assign]
+        typer.core.TyperOption.display_type_rich
+    )
+
+
+class ObjectiveChoice(StrEnum):
+    cost = "cost"
+    time = "time"
+    mix = "mix"
+
+
+class DeviceChoice(StrEnum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
