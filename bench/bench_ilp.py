@@ -11,8 +11,10 @@ import time
 
 import numpy as np
 
+from planner.search.fleet import GpuEconomics, size_fleet
 from planner.search.ilp import CandidateTable, solve_single
-from planner.search.portfolio import GpuEconomics, JobCandidates, size_fleet, solve_portfolio
+from planner.search.portfolio import solve_portfolio
+from planner.search.slots import JobCandidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 GPUS = np.array(["a100-80g", "h100-sxm", "h200", "b200", "l40s", "mi300x"], dtype=object)

@@ -20,7 +20,7 @@ MONTHS_PER_YEAR = 12
 # One value for the hours in a year: the mean calendar year (365.25 days, leap years
 # included), 8766 h. Ownership is amortised over a lifetime of several calendar years, so
 # the mean year is the right divisor; a 365-day year (8760 h) would spread a 4-year lifetime
-# over a day less than it lasts. It is also the value the fleet ILP (planner.search.portfolio)
+# over a day less than it lasts. It is also the value the fleet ILP (planner.search.fleet)
 # has always used, so its solutions are unchanged.
 DAYS_PER_YEAR = 365.25
 HOURS_PER_YEAR = DAYS_PER_YEAR * HOURS_PER_DAY

@@ -33,7 +33,7 @@ from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.search.portfolio import TcoAssumptions, ownership_usd
+from planner.search.fleet import TcoAssumptions, ownership_usd
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
@@ -177,7 +177,7 @@ def amortised_price_per_gpu_hour(
         ownership_usd(purchase, tco, 1 h) / utilisation
         + tdp_kW * power_fraction_of_tdp * PUE * electricity_usd_per_kWh
 
-    The fixed cost of owning the GPU for an hour (:func:`planner.search.portfolio.ownership_usd`,
+    The fixed cost of owning the GPU for an hour (:func:`planner.search.fleet.ownership_usd`,
     the TCO formula the fleet ILP uses too) is spread over the hours it is busy; power is paid
     while it runs.
     """

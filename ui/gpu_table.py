@@ -17,7 +17,7 @@ import streamlit as st
 
 from planner.catalog.hardware import Catalog
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.search.portfolio import TcoAssumptions
+from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
 from ui import charts
 from ui.i18n import Labels

@@ -20,7 +20,7 @@ from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
-from planner.search.portfolio import TcoAssumptions
+from planner.search.fleet import TcoAssumptions
 from ui import charts
 from ui.cached import cached_calibration
 from ui.calibration_upload import CalibrationUpload

@@ -26,16 +26,10 @@ from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
 from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
+from planner.search.fleet import FleetSolution, GpuEconomics, TcoAssumptions, size_fleet
 from planner.search.ilp import CandidateTable, check_rows
-from planner.search.portfolio import (
-    FleetSolution,
-    GpuEconomics,
-    JobCandidates,
-    PortfolioSolution,
-    TcoAssumptions,
-    size_fleet,
-    solve_portfolio,
-)
+from planner.search.portfolio import PortfolioSolution, solve_portfolio
+from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
 from planner.units import HOURS_PER_DAY
 

@@ -16,7 +16,7 @@ from planner.fmt import duration_clock, duration_h, duration_parts, duration_wor
 from planner.layout import Layout, TrainingConfig
 from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.search.portfolio import GpuEconomics, TcoAssumptions, break_even, ownership_usd
+from planner.search.fleet import GpuEconomics, TcoAssumptions, break_even, ownership_usd
 from planner.units import GIB, HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from trainer.job import emit_job
 from trainer.job_spec import JobSpec, RunSettings, memory_headroom

@@ -9,15 +9,10 @@ import numpy as np
 import pytest
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.search.fleet import GpuEconomics, TcoAssumptions, break_even, size_fleet
 from planner.search.ilp import TIE_BREAK_WEIGHT, CandidateTable, solve_single
-from planner.search.portfolio import (
-    GpuEconomics,
-    JobCandidates,
-    TcoAssumptions,
-    break_even,
-    size_fleet,
-    solve_portfolio,
-)
+from planner.search.portfolio import solve_portfolio
+from planner.search.slots import JobCandidates
 
 DAY = 86400.0
 GPUS = np.array(["a100", "h100"], dtype=object)

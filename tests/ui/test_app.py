@@ -41,7 +41,7 @@ from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.search.explore import plan_portfolio, why_not
-from planner.search.portfolio import TcoAssumptions
+from planner.search.fleet import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
 from ui import charts, figures

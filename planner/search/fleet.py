@@ -1,0 +1,323 @@
+"""Rent vs buy (:func:`size_fleet`): how many GPUs of each type to own for a set of jobs over a
+horizon, a time-indexed ILP over the slots of planner/search/slots.py; the model and its
+assumptions are in the docstrings below and in docs/ilp.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from planner.search.ilp import (
+    chosen_index,
+    new_binaries,
+    new_variable,
+    pareto_mask,
+    run_solver,
+)
+from planner.search.slots import (
+    JobCandidates,
+    SlotOptions,
+    concat_options,
+    expand_starts,
+    job_finish_s,
+    job_rows,
+    slot_length_s,
+    usage_constraints,
+)
+from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
+
+__all__ = [
+    "FleetAssignment",
+    "FleetPlan",
+    "FleetSolution",
+    "GpuBreakEven",
+    "GpuEconomics",
+    "TcoAssumptions",
+    "break_even",
+    "ownership_usd",
+    "size_fleet",
+]
+
+
+@dataclass(frozen=True)
+class TcoAssumptions:
+    """What owning a GPU costs besides its price; defaults are round mid-range figures."""
+
+    lifetime_years: float = 4.0  # straight-line amortisation period
+    residual_fraction: float = 0.2  # resale value at end of life, fraction of the price
+    pue: float = 1.3  # facility power / IT power (modern colocation)
+    electricity_usd_per_kwh: float = 0.10  # industrial rate
+    hosting_usd_per_gpu_month: float = 150.0  # rack space, network, ops staff share
+    idle_power_fraction: float = 0.2  # draw of an idle GPU, fraction of its TDP
+
+    def __post_init__(self) -> None:
+        for name in ("lifetime_years", "pue"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"TcoAssumptions.{name}: expected > 0, got {getattr(self, name)}")
+        for name in ("residual_fraction", "idle_power_fraction"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"TcoAssumptions.{name}: expected within [0, 1]")
+        for name in ("electricity_usd_per_kwh", "hosting_usd_per_gpu_month"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"TcoAssumptions.{name}: expected >= 0")
+
+
+def ownership_usd(purchase_usd: float, tco: TcoAssumptions, hours: float) -> float:
+    """The one TCO formula: the fixed cost of owning one GPU for ``hours`` wall-clock hours,
+
+        purchase * (1 - residual) * hours / (lifetime_years * HOURS_PER_YEAR)
+        + hosting_per_month * hours / (HOURS_PER_YEAR / 12)
+
+    (straight-line depreciation to the resale value, plus hosting; power is extra). Used by
+    :func:`break_even` (fleet sizing) and by the app's amortised price per GPU-hour.
+    """
+    return purchase_usd * (1 - tco.residual_fraction) * hours / (
+        tco.lifetime_years * HOURS_PER_YEAR
+    ) + tco.hosting_usd_per_gpu_month * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
+
+
+@dataclass(frozen=True)
+class GpuEconomics:
+    """Buying one GPU of a type. Put host power in ``tdp_w`` (wall power / GPUs per server)."""
+
+    purchase_usd: float  # per GPU, with its share of server, network, install
+    tdp_w: float
+    rent_usd_per_gpu_hour: float | None = None  # None: implied by the jobs' cost_usd columns
+
+    def __post_init__(self) -> None:
+        if not (self.purchase_usd >= 0 and self.tdp_w >= 0):
+            raise ValueError("GpuEconomics: purchase_usd and tdp_w must be >= 0")
+
+
+@dataclass(frozen=True)
+class GpuBreakEven:
+    gpu_id: str
+    owned_fixed_usd: float  # one GPU over the horizon: amortisation, hosting, idle power
+    owned_usd_per_busy_hour: float  # extra power while it trains
+    rent_usd_per_gpu_hour: float
+    break_even_utilisation: float  # busy fraction above which buying is cheaper (inf: never)
+
+
+@dataclass(frozen=True)
+class FleetAssignment:
+    job: str
+    row: int
+    gpu_id: str
+    num_gpus: int
+    owned: bool
+    start_s: float
+    end_s: float
+    cost_usd: float  # rent for rented jobs, busy power for jobs on owned GPUs
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    total_cost_usd: float
+    purchased: dict[str, int]  # GPU type -> GPUs bought
+    ownership_cost_usd: float  # fixed cost of the purchased GPUs over the horizon
+    running_cost_usd: float  # busy power of owned GPUs
+    rent_cost_usd: float
+    assignments: tuple[FleetAssignment, ...]
+
+
+@dataclass(frozen=True)
+class FleetSolution:
+    mixed: FleetPlan
+    rent_only: FleetPlan
+    buy_only: FleetPlan | None  # None when some job has no GPU type that can be bought
+    break_even: tuple[GpuBreakEven, ...]
+    horizon_days: float
+    solver: str
+
+
+def break_even(
+    gpu: str, economics: GpuEconomics, tco: TcoAssumptions, horizon_hours: float, rent_usd_per_gpu_hour: float
+) -> GpuBreakEven:
+    """Owning one GPU for H hours costs F + u H v at busy fraction u; renting u H hours costs u H r."""
+    power_kw_usd = economics.tdp_w / 1000 * tco.pue * tco.electricity_usd_per_kwh
+    fixed = (
+        ownership_usd(economics.purchase_usd, tco, horizon_hours)
+        + tco.idle_power_fraction * power_kw_usd * horizon_hours
+    )
+    busy = (1 - tco.idle_power_fraction) * power_kw_usd
+    margin = rent_usd_per_gpu_hour - busy
+    utilisation = fixed / (horizon_hours * margin) if margin > 0 else math.inf
+    return GpuBreakEven(gpu, fixed, busy, rent_usd_per_gpu_hour, utilisation)
+
+
+def size_fleet(
+    jobs: Sequence[JobCandidates],
+    economics: Mapping[str, GpuEconomics],
+    horizon_days: float,
+    tco: TcoAssumptions = TcoAssumptions(),
+    *,
+    num_slots: int = 12,
+    max_purchase: Mapping[str, int] | None = None,
+    solver: str = "auto",
+    prune: bool = True,
+    time_limit_s: float | None = None,
+) -> FleetSolution:
+    r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost.
+
+    Over a horizon H cut into S slots, with owned options o = (job j, row c, start slot s)
+    of GPU types that can be bought (as in :func:`solve_portfolio`), fixed cost F_g and busy
+    cost v_g per GPU-hour from :func:`break_even`, and R_j = job j's cheapest rent among
+    rows that finish by min(D_j, H) (rented GPUs have no capacity limit, so no other rented
+    row of the job can beat it):
+
+        variables   b_g in Z, 0 <= b_g <= max_purchase_g;   y_o, z_j in {0, 1}
+        minimise    sum_g F_g b_g + sum_o v_g(o) n_o T_o / 3600 y_o + sum_j R_j z_j
+        subject to  (1) sum_{o of job j} y_o + z_j = 1                            for every j
+                    (2) sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o y_o <= b_g    for every g, t
+
+    Solved three times: mixed (as written), buy only (z = 0) and rent only (b = 0).
+    Budgets are ignored: they bound rent, which is what this trades off.
+    """
+    if not jobs:
+        raise ValueError("jobs: expected at least one job")
+    horizon_s = horizon_days * SECONDS_PER_DAY
+    slot_s = slot_length_s(horizon_s, num_slots)
+    limits = dict(max_purchase or {})
+    rates = [
+        break_even(gpu, econ, tco, horizon_s / SECONDS_PER_HOUR, _rent_rate(gpu, econ, jobs))
+        for gpu, econ in sorted(economics.items())
+    ]
+    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
+    rent_rows, parts = [], []
+    for j, job in enumerate(jobs):
+        finish_by, table = job_finish_s(job, horizon_s), job.table
+        rows = job_rows(job, None, finish_by, None, prune_cost=None)
+        rent_rows.append(int(rows[np.lexsort((table.time_to_train_s[rows], table.cost_usd[rows]))[0]]))
+        buyable = rows[np.isin(table.gpu_id[rows], list(economics))]
+        cap = np.array([limits.get(g, np.inf) for g in table.gpu_id[buyable]], dtype=float)
+        buyable = buyable[table.num_gpus[buyable] <= cap]
+        if prune:
+            gpu_hours = table.num_gpus * table.time_to_train_s
+            buyable = buyable[
+                pareto_mask(
+                    table.gpu_id[buyable],
+                    gpu_hours[buyable],
+                    table.time_to_train_s[buyable],
+                    size=table.num_gpus[buyable],
+                )
+            ]
+        parts.append(expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
+    options = concat_options(parts)
+    hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
+    owned_cost = np.array([busy_rate[g] for g in options.gpu]) * hours
+    model = _FleetModel(
+        jobs, options, owned_cost, rent_rows, {b.gpu_id: b.owned_fixed_usd for b in rates}, limits, num_slots
+    )
+    mixed, solver_name = model.solve(allow_rent=True, solver=solver, time_limit_s=time_limit_s)
+    assert mixed is not None, "renting every job is always feasible"
+    buy_only, _ = model.solve(allow_rent=False, solver=solver, time_limit_s=time_limit_s)
+    return FleetSolution(
+        mixed=mixed,
+        rent_only=model.plan({}, [None] * len(jobs)),
+        buy_only=buy_only,
+        break_even=tuple(rates),
+        horizon_days=horizon_days,
+        solver=solver_name,
+    )
+
+
+def _rent_rate(gpu: str, economics: GpuEconomics, jobs: Sequence[JobCandidates]) -> float:
+    if economics.rent_usd_per_gpu_hour is not None:
+        return economics.rent_usd_per_gpu_hour
+    cost = gpu_hours = 0.0
+    for job in jobs:
+        table = job.table
+        rows = table.fits_memory & table.divisible & table.batch_ok & (table.gpu_id == gpu)
+        cost += float(table.cost_usd[rows].sum())
+        gpu_hours += float((table.num_gpus[rows] * table.time_to_train_s[rows]).sum()) / SECONDS_PER_HOUR
+    return cost / gpu_hours if gpu_hours > 0 else math.nan
+
+
+@dataclass(frozen=True, eq=False)
+class _FleetModel:
+    jobs: Sequence[JobCandidates]
+    options: SlotOptions
+    owned_cost: np.ndarray
+    rent_rows: list[int]
+    fixed_usd: dict[str, float]
+    max_purchase: dict[str, int]
+    num_slots: int
+
+    def solve(self, allow_rent: bool, solver: str, time_limit_s: float | None) -> tuple[FleetPlan | None, str]:
+        options, num_jobs = self.options, len(self.jobs)
+        if not allow_rent and len(set(options.job.tolist())) < num_jobs:
+            return None, solver
+        problem = pulp.LpProblem("fleet", pulp.LpMinimize)
+        y = new_binaries(problem, "y", len(options.job))
+        z = new_binaries(problem, "z", num_jobs) if allow_rent else []
+        buy = {
+            g: new_variable(problem, f"b_{i}", 0, self.max_purchase.get(g), pulp.LpInteger)
+            for i, g in enumerate(sorted(set(options.gpu.tolist())))
+        }
+        rent = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)]
+        problem += (
+            pulp.LpAffineExpression(zip(y, self.owned_cost.tolist(), strict=True))
+            + pulp.LpAffineExpression((b, self.fixed_usd[g]) for g, b in buy.items())
+            + pulp.LpAffineExpression(zip(z, rent, strict=False))  # z is empty when renting is not allowed
+        )
+        for j in range(num_jobs):  # (1)
+            problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) + (z[j] if allow_rent else 0) == 1
+        usage_constraints(problem, options, y, self.num_slots, num_jobs, lambda g: buy[g])  # (2)
+        optimal, solver_name = run_solver(problem, solver, time_limit_s)
+        if not optimal:
+            return None, solver_name
+        owned: list[int | None] = [None] * num_jobs
+        for j in range(num_jobs):
+            mine = np.flatnonzero(options.job == j)
+            if len(mine) and (y[mine[chosen_index([y[i] for i in mine])]].varValue or 0) > 0.5:
+                owned[j] = int(mine[chosen_index([y[i] for i in mine])])
+        return self.plan({g: round(b.varValue or 0) for g, b in buy.items()}, owned), solver_name
+
+    def plan(self, purchased: dict[str, int], owned: list[int | None]) -> FleetPlan:
+        """Price a decision: GPUs bought and, per job, its owned option index (None: rented)."""
+        assignments = []
+        for j, (job, option) in enumerate(zip(self.jobs, owned, strict=True)):
+            if option is None:
+                row, table = self.rent_rows[j], job.table
+                assignments.append(
+                    FleetAssignment(
+                        job.name,
+                        row,
+                        str(table.gpu_id[row]),
+                        int(table.num_gpus[row]),
+                        False,
+                        0.0,
+                        float(table.time_to_train_s[row]),
+                        float(table.cost_usd[row]),
+                    )
+                )
+            else:
+                o = self.options
+                assignments.append(
+                    FleetAssignment(
+                        job.name,
+                        int(o.row[option]),
+                        str(o.gpu[option]),
+                        int(o.num_gpus[option]),
+                        True,
+                        float(o.start_s[option]),
+                        float(o.end_s[option]),
+                        float(self.owned_cost[option]),
+                    )
+                )
+        ownership = sum(self.fixed_usd[g] * count for g, count in purchased.items())
+        running = sum(a.cost_usd for a in assignments if a.owned)
+        rent = sum(a.cost_usd for a in assignments if not a.owned)
+        return FleetPlan(
+            total_cost_usd=ownership + running + rent,
+            purchased={g: c for g, c in purchased.items() if c > 0},
+            ownership_cost_usd=ownership,
+            running_cost_usd=running,
+            rent_cost_usd=rent,
+            assignments=tuple(assignments),
+        )

@@ -1,0 +1,157 @@
+"""Time slots shared by the portfolio (planner/search/portfolio.py) and fleet
+(planner/search/fleet.py) ILPs: each job's scored rows, filtered and pruned (a row is dropped when
+another row of the same GPU type is no dearer, no slower and uses no more GPUs), expanded over
+the start slots of the horizon, and the per-slot GPU usage constraints (docs/ilp.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from planner.errors import Constraint, InfeasiblePlan
+from planner.search.diagnosis import diagnose
+from planner.search.ilp import CandidateTable, check_rows, nearest_batch, pareto_mask
+
+__all__ = [
+    "JobCandidates",
+    "SlotOptions",
+    "concat_options",
+    "expand_starts",
+    "job_finish_s",
+    "job_rows",
+    "slot_length_s",
+    "usage_constraints",
+]
+
+
+@dataclass(frozen=True)
+class JobCandidates:
+    """One job's scored candidates and its own limits (times from the start of the horizon)."""
+
+    name: str
+    table: CandidateTable
+    deadline_s: float | None = None
+    budget_usd: float | None = None  # on the job's rent cost; size_fleet ignores it
+    # The requested global batch (tokens; needs table.extra["batch_tokens"]): of the rows feasible
+    # on their own, only those of the achievable batch nearest it are offered, as in solve_single.
+    batch_target: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class SlotOptions:
+    """Every (job, row, start slot) a model may pick, one entry per array index."""
+
+    job: np.ndarray
+    row: np.ndarray
+    gpu: np.ndarray
+    num_gpus: np.ndarray
+    cost_usd: np.ndarray
+    start_slot: np.ndarray
+    busy_slots: np.ndarray  # slots occupied from start_slot on (duration rounded up)
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+
+def slot_length_s(horizon_s: float | None, num_slots: int) -> float | None:
+    if num_slots < 1:
+        raise ValueError(f"num_slots: expected >= 1, got {num_slots}")
+    if horizon_s is not None and not (math.isfinite(horizon_s) and horizon_s > 0):
+        raise ValueError(f"horizon: expected a positive duration, got {horizon_s!r}")
+    if num_slots > 1 and horizon_s is None:
+        raise ValueError("num_slots > 1 needs a horizon to cut into slots")
+    return None if horizon_s is None else horizon_s / num_slots
+
+
+def job_finish_s(job: JobCandidates, horizon_s: float | None) -> float | None:
+    limits = [t for t in (job.deadline_s, horizon_s) if t is not None]
+    return min(limits) if limits else None
+
+
+def job_rows(
+    job: JobCandidates,
+    inventory: Mapping[str, int] | None,
+    finish_by: float | None,
+    budget_usd: float | None,
+    prune_cost: np.ndarray | None,
+) -> np.ndarray:
+    """Rows of one job that are feasible on their own, at the batch nearest its target, minus
+    dominated ones (if pruning)."""
+    checks = check_rows(job.table, deadline_s=finish_by, budget_usd=budget_usd, inventory=inventory)
+    rows = np.flatnonzero(checks.feasible())
+    if len(rows) == 0:
+        reason = diagnose(job.table, checks)
+        detail = f"job {job.name!r}: {reason.detail}"
+        if reason.constraint is Constraint.DEADLINE and finish_by != job.deadline_s:
+            detail += " (the horizon ends before the deadline)"
+        raise InfeasiblePlan(
+            reason.constraint, detail, reason.fix, required=reason.required, available=reason.available
+        )
+    if job.batch_target is not None:
+        rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]
+    if prune_cost is None:
+        return rows
+    table = job.table
+    return rows[
+        pareto_mask(table.gpu_id[rows], prune_cost[rows], table.time_to_train_s[rows], size=table.num_gpus[rows])
+    ]
+
+
+def expand_starts(
+    job_index: int, job: JobCandidates, rows: np.ndarray, num_slots: int, slot_s: float | None, finish_by: float | None
+) -> SlotOptions:
+    """Each row at each start slot from which it still finishes by ``finish_by``."""
+    table = job.table
+    T = table.time_to_train_s[rows]
+    starts = np.arange(num_slots)
+    start_s = starts * (slot_s or 0.0)
+    end_s = start_s[None, :] + T[:, None]
+    ok = end_s <= (finish_by if finish_by is not None else np.inf) * (1 + 1e-12)
+    row_at, slot_at = np.nonzero(ok)
+    if slot_s is None:  # one slot and no horizon: every job starts at 0 and holds slot 0
+        busy = np.ones(len(row_at), dtype=np.int64)
+    else:
+        busy = np.maximum(np.ceil(T[row_at] / slot_s - 1e-9), 1).astype(np.int64)
+    chosen = rows[row_at]
+    return SlotOptions(
+        job=np.full(len(chosen), job_index),
+        row=chosen,
+        gpu=table.gpu_id[chosen],
+        num_gpus=table.num_gpus[chosen],
+        cost_usd=table.cost_usd[chosen],
+        start_slot=starts[slot_at],
+        busy_slots=busy,
+        start_s=start_s[slot_at],
+        end_s=end_s[row_at, slot_at],
+    )
+
+
+def concat_options(parts: Sequence[SlotOptions]) -> SlotOptions:
+    names = SlotOptions.__dataclass_fields__
+    return SlotOptions(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
+
+
+def usage_constraints(
+    problem: pulp.LpProblem, options: SlotOptions, y: list[pulp.LpVariable], num_slots: int, num_jobs: int, limit_of
+) -> None:
+    """For each GPU type g and slot t: sum of n_o y_o over options running in t <= limit_of(g)."""
+    for gpu in sorted(set(options.gpu.tolist())):
+        of_type = options.gpu == gpu
+        limit = limit_of(gpu)
+        for slot in range(num_slots):
+            running = np.flatnonzero(
+                of_type & (options.start_slot <= slot) & (slot < options.start_slot + options.busy_slots)
+            )
+            if len(running) == 0:
+                continue
+            if isinstance(limit, (int, float)):  # skip slots where even each job's largest fits
+                peak = np.zeros(num_jobs)
+                np.maximum.at(peak, options.job[running], options.num_gpus[running])
+                if peak.sum() <= limit:
+                    continue
+            used = pulp.LpAffineExpression((y[i], float(options.num_gpus[i])) for i in running)
+            problem += used <= limit
