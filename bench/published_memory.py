@@ -16,13 +16,8 @@ import sys
 from planner.catalog.hardware import load_catalog
 from planner.model.memory import memory, usable_capacity
 from planner.units import GIB
-from validation.published import (
-    STACK_SETTINGS,
-    compare_published,
-    published_candidates,
-    read_published_runs,
-    recipe_settings,
-)
+from validation.published import STACK_SETTINGS, compare_published, published_candidates, recipe_settings
+from validation.published_rows import read_published_runs
 
 TERMS = ("params", "grads", "optimizer", "unsharded_params", "activations", "logits_loss", "misc")
 

@@ -21,7 +21,7 @@ from validation.heldout import (
     published_leave_one_generation_out,
     summarise,
 )
-from validation.published import read_published_runs
+from validation.published_rows import read_published_runs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
 START, END = "<!-- heldout-table:start -->", "<!-- heldout-table:end -->"

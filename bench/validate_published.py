@@ -16,14 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from validation.docs import replace_marked_block
-from validation.published import (
-    DEFAULT_PUBLISHED_RUNS,
-    PublishedComparison,
-    SkippedRow,
-    compare_published,
-    mean_abs_error,
-    read_published_runs,
-)
+from validation.published import PublishedComparison, compare_published, mean_abs_error
+from validation.published_rows import DEFAULT_PUBLISHED_RUNS, SkippedRow, read_published_runs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
 START, END = "<!-- published-table:start -->", "<!-- published-table:end -->"

@@ -24,7 +24,8 @@ import numpy as np
 
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, ModelingSettings
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
-from validation.published import PublishedRun, Stack, compare_published
+from validation.published import compare_published
+from validation.published_rows import PublishedRun, Stack
 
 # GPU generation of each catalog id the published rows use.
 GENERATIONS = {

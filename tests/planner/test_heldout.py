@@ -6,7 +6,8 @@ import numpy as np
 
 from planner.model.settings import MEGATRON_CORE_SETTINGS
 from validation import heldout
-from validation.published import Stack, compare_published, read_published_runs
+from validation.published import compare_published
+from validation.published_rows import Stack, read_published_runs
 
 
 def _subset():

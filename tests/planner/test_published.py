@@ -11,15 +11,14 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import estimate
-from validation.published import (
+from validation.published import compare_published, mean_abs_error
+from validation.published_rows import (
     PARAM_COUNT_TOLERANCE,
     FlopConvention,
     SkipReason,
     Stack,
-    compare_published,
     flops_per_token,
     gpu_id_for,
-    mean_abs_error,
     megatron_eq3_flops_per_token,
     read_published_runs,
 )

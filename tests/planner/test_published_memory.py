@@ -18,12 +18,8 @@ from planner.model.memory import activation_bytes, block_activation_bytes_per_to
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import MEGATRON_CORE_SETTINGS, TE_FUSED_CE_BYTES_PER_LOGIT
 from planner.search.candidates import single
-from validation.published import (
-    compare_published,
-    published_candidates,
-    read_published_runs,
-    recipe_settings,
-)
+from validation.published import compare_published, published_candidates, recipe_settings
+from validation.published_rows import read_published_runs
 
 # docs/validation.md: 85 of the 93 readable rows fit; the rest are named there (Meta's own stack
 # for S10, Nemotron-340B, and the 405B pp16 vpp4 GB200 rows 0.1 GiB over the fit rule's

@@ -11,7 +11,8 @@ from planner.catalog.hardware import load_catalog
 from planner.model.settings import STACK_SETTINGS, Stack
 from ui.cli import main
 from validation.published import STACK_SETTINGS as ROW_PROFILES
-from validation.published import predict, read_published_runs
+from validation.published import predict
+from validation.published_rows import read_published_runs
 
 
 def _gpt_config(tmp_path: Path, layers: int, hidden: int, heads: int) -> Path:
