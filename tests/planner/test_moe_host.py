@@ -41,7 +41,9 @@ def test_dispatch_launches_follow_their_counts():
     assert launches > 0
     assert moe.dispatch_launch_s(MIXTRAL, c, s)[0] == pytest.approx(launches * s.moe_launch_s)
     # They add to the host time once per MoE block and micro-batch.
-    without = s.but(moe_dispatch_launches_pre_sync=0.0, moe_dispatch_launches_post_sync=0.0, moe_dispatch_launches_backward=0.0)
+    without = s.but(
+        moe_dispatch_launches_pre_sync=0.0, moe_dispatch_launches_post_sync=0.0, moe_dispatch_launches_backward=0.0
+    )
     extra = host_time(MIXTRAL, c, s) - host_time(MIXTRAL, c, without)
     blocks = layers_per_stage(MIXTRAL, c) * c.grad_accum
     assert extra[0] == pytest.approx((blocks * launches * s.moe_launch_s)[0])
@@ -52,7 +54,9 @@ def test_post_sync_host_is_the_dispatcher_tail_and_the_local_experts_forward_lau
     s = MEGATRON_CORE_SETTINGS
     for ep in (1, 8):
         c = candidates(Layout(ep=ep), 8, precision=precision)
-        per_expert = s.moe_forward_gemm_launches_per_local_expert + casts * s.moe_forward_fp8_cast_launches_per_local_expert
+        per_expert = (
+            s.moe_forward_gemm_launches_per_local_expert + casts * s.moe_forward_fp8_cast_launches_per_local_expert
+        )
         launches = s.moe_dispatch_launches_post_sync + MIXTRAL.num_experts / ep * per_expert
         assert moe.post_sync_host_s(MIXTRAL, c, s)[0] == pytest.approx(launches * s.moe_launch_s)
     assert moe.post_sync_host_s(MIXTRAL, c, s.but(moe_host_sync=False))[0] == 0.0
