@@ -62,14 +62,21 @@ def all_to_all_s(model: ModelSpec, c: Candidates, s: ModelingSettings, dtype_byt
     (``s.moe_max_nodes_per_token``) fewer copies leave the node (``network_copies_per_token``)."""
     if not model.is_moe:
         return np.zeros(len(c))
+    calls = 4.0 + 2.0 * recompute_fraction(c)
+    return calls * one_all_to_all_s(model, c, s, dtype_bytes)
+
+
+def one_all_to_all_s(model: ModelSpec, c: Candidates, s: ModelingSettings, dtype_bytes) -> np.ndarray:
+    """One dispatch (or combine) all-to-all of one MoE block and micro-batch; 0 without ep."""
+    if not model.is_moe:
+        return np.zeros(len(c))
     tokens = c.micro_batch * c.seq_len / c.cp
     send = tokens * model.experts_per_token * model.hidden_size * dtype_bytes * busiest_rank_load(c, s)
     # Node-limited routing: the copies that cross the network are fewer than the routed ones.
     network = send * network_copies_per_token(model, c, s) / model.experts_per_token
     # ep groups are innermost next to tp (planner/layout.py): ranks tp apart.
     one = comm.all_to_all_s(c, send, c.ep, c.tp, s, network_send_bytes=network)
-    calls = 4.0 + 2.0 * recompute_fraction(c)
-    return np.where(c.ep > 1, calls * one, 0.0)
+    return np.where(c.ep > 1, one, 0.0)
 
 
 def grouped_mlp_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -97,6 +104,26 @@ def expert_launch_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     local = model.num_experts / np.maximum(c.ep, 1)
     casts = np.where(c.precision == PREC_FP8, s.moe_fp8_cast_launches_per_local_expert, 0.0)
     return local * (s.moe_gemm_launches_per_local_expert + casts) * s.moe_launch_s
+
+
+def dispatch_launch_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Host dispatch of one MoE block's router, token dispatcher and combine per micro-batch
+    (forward before and after the host sync, and backward), at ``s.moe_launch_s`` each."""
+    if not model.is_moe:
+        return np.zeros(len(c))
+    launches = s.moe_dispatch_launches_pre_sync + s.moe_dispatch_launches_post_sync + s.moe_dispatch_launches_backward
+    return np.full(len(c), launches * s.moe_launch_s)
+
+
+def post_sync_host_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Host dispatch an MoE block issues after its host sync, forward: the dispatcher's
+    post-sync launches and the local experts' forward GEMM (and FP8 cast) launches."""
+    if not model.is_moe or not s.moe_host_sync:
+        return np.zeros(len(c))
+    local = model.num_experts / np.maximum(c.ep, 1)
+    casts = np.where(c.precision == PREC_FP8, s.moe_forward_fp8_cast_launches_per_local_expert, 0.0)
+    per_expert = local * (s.moe_forward_gemm_launches_per_local_expert + casts)
+    return (s.moe_dispatch_launches_post_sync + per_expert) * s.moe_launch_s
 
 
 def network_copies_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:

@@ -212,8 +212,26 @@ class ModelingSettings:
     # (trainplan's profile: its per-expert Python loop, trainer/moe.py, is not yet measured).
     moe_gemm_launches_per_local_expert: float = 0.0
     moe_fp8_cast_launches_per_local_expert: float = 0.0
+    # Of those, the forward ones (fc1 and fc2 forward GEMMs; the casts of their inputs): the
+    # launches issued after the dispatcher's host sync (``moe_host_sync``).
+    moe_forward_gemm_launches_per_local_expert: float = 0.0
+    moe_forward_fp8_cast_launches_per_local_expert: float = 0.0
     # Seconds of host time per such launch (the CUDA launch plus the framework's C++ loop).
     moe_launch_s: float = 0.0
+    # Router, token-dispatcher and combine launches per MoE block and micro-batch (gating GEMM,
+    # score function, top-k, load-balancing loss, split sizes, permute, all-to-alls, unpermute),
+    # at ``moe_launch_s`` each: those issued before the host sync, after it (forward), and in
+    # backward. Counted from the stack's source (MEGATRON_CORE_SETTINGS); 0: not counted apart
+    # from ``host_overhead_per_block_s`` (trainplan's profile: its router is not yet measured).
+    moe_dispatch_launches_pre_sync: float = 0.0
+    moe_dispatch_launches_post_sync: float = 0.0
+    moe_dispatch_launches_backward: float = 0.0
+    # The MoE block's forward copies the per-expert split sizes to the host and waits for them
+    # before its all-to-all / grouped GEMM, so the host cannot run ahead of the GPU across it
+    # (docs/model.md, "Host sync of the token dispatcher"). True for trainplan's block:
+    # trainer/moe.py ``MoE._dispatch_and_run`` calls ``counts.tolist()`` (and, with ep, the
+    # received counts' ``.tolist()``) every forward.
+    moe_host_sync: bool = True
     # Node-limited routing: each token's experts lie on at most this many nodes, and a token
     # crosses the network once per node it visits (then is forwarded over NVLink): DeepSeek-V3
     # report sec. 2.1.2 and 3.2.2 (M = 4). 0: no limit (a copy per routed expert crosses).
@@ -304,6 +322,13 @@ MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 1.2
 MEGATRON_CORE_TP_COMM_OVERLAP = 0.7
 # Host dispatch per kernel launch in the Megatron profiles: ~60 launches per block, 1 ms.
 MEGATRON_DISPATCH_S_PER_LAUNCH = 1.0e-3 / 60
+# Router + token-dispatcher launches of one Megatron-Core MoE block per micro-batch (counted in
+# docs/model.md, "Host sync of the token dispatcher"): before the host sync (router ~24,
+# preprocess ~8, D2H copies ~5, fused permute ~4), after it in forward (3 all-to-alls, fused
+# chunk sort and unsort ~4, probs-weighted SwiGLU ~2, fused unpermute ~1), and in backward.
+MEGATRON_MOE_LAUNCHES_PRE_SYNC = 41.0
+MEGATRON_MOE_LAUNCHES_POST_SYNC = 10.0
+MEGATRON_MOE_LAUNCHES_BACKWARD = 26.0
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # TransformerEngine's fp8 sequence-parallel collectives are not modelled: its tp_comm_overlap
@@ -353,7 +378,21 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # at the profile's dispatch cost per launch (1 ms per block / ~60 launches). ESTIMATE.
     moe_gemm_launches_per_local_expert=6.0,
     moe_fp8_cast_launches_per_local_expert=4.0,
+    moe_forward_gemm_launches_per_local_expert=2.0,
+    moe_forward_fp8_cast_launches_per_local_expert=2.0,
     moe_launch_s=MEGATRON_DISPATCH_S_PER_LAUNCH,
+    # Router + MoEAlltoAllTokenDispatcher launches per MoE block, counted in Megatron-LM
+    # (NVIDIA/Megatron-LM d98e8a6, megatron/core/transformer/moe/{router.py, moe_utils.py,
+    # token_dispatcher.py}) for the Megatron-Bridge MoE recipes (alltoall dispatcher, dropless,
+    # moe_permute_fusion on, moe_router_fusion off, aux_loss, no CUDA graphs): docs/model.md,
+    # "Host sync of the token dispatcher", lists them. ESTIMATE to ~+-30 % (op-level count).
+    moe_dispatch_launches_pre_sync=MEGATRON_MOE_LAUNCHES_PRE_SYNC,
+    moe_dispatch_launches_post_sync=MEGATRON_MOE_LAUNCHES_POST_SYNC,
+    moe_dispatch_launches_backward=MEGATRON_MOE_LAUNCHES_BACKWARD,
+    # Dropless alltoall: ``MoEAlltoAllTokenDispatcher.preprocess`` sets cuda_sync_point to
+    # "before_ep_alltoall" (ep > 1; "before_finish" without ep), and ``token_dispatch`` waits on
+    # the D2H event of the split sizes (``_maybe_dtoh_and_synchronize``: d2h_event.synchronize()).
+    moe_host_sync=True,
 )
 
 # DeepSeek-V3's in-house HAI-LLM stack as its report describes it (arXiv:2412.19437), on top of
@@ -378,6 +417,13 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
     # Its own kernels: no per-expert launch cost is published; the grouped GEMM is assumed fused.
     moe_gemm_launches_per_local_expert=0.0,
     moe_fp8_cast_launches_per_local_expert=0.0,
+    moe_forward_gemm_launches_per_local_expert=0.0,
+    moe_forward_fp8_cast_launches_per_local_expert=0.0,
+    # Nor a router/dispatcher launch count or a host sync (DualPipe's own dispatch kernels).
+    moe_dispatch_launches_pre_sync=0.0,
+    moe_dispatch_launches_post_sync=0.0,
+    moe_dispatch_launches_backward=0.0,
+    moe_host_sync=False,
 )
 
 # torchtitan (pytorch/torchtitan): PyTorch FSDP2/TP/PP/CP on its own Llama modules, the same SDPA

@@ -50,8 +50,11 @@ class TimeBreakdown:
         return {f.name: float(getattr(self, f.name)[row]) for f in fields(self) if f.name != "step"}
 
 
-def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Forward GEMM seconds per token for one block, shape-aware, split by tp.
+def block_gemm_time_per_token(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, routed_only: bool = False
+) -> np.ndarray:
+    """Forward GEMM seconds per token for one block, shape-aware, split by tp (``routed_only``:
+    the routed experts' GEMMs alone).
 
     The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token at
     the GPU's large-GEMM rate (``rates.gemm_rate``) times the shape factor of its dims; MoE runs
@@ -60,9 +63,9 @@ def block_gemm_time_per_token(model: ModelSpec, c: Candidates, s: ModelingSettin
     """
     rate = rates.gemm_rate(c, s)
     routed = moe.routed_gemm_time_factor(model, c, s) if model.is_moe else 1.0
-    seconds: Any = 0.0  # an array after the first GEMM (c.tp is one)
+    seconds: Any = np.zeros(len(c))
     for gemm in block_table(model).gemms:
-        if not gemm.timed:
+        if not gemm.timed or (routed_only and gemm.experts <= 1):
             continue
         d_in, d_out = gemm.local_dims(c.tp)
         seconds = seconds + 2.0 * d_in * d_out * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
@@ -191,7 +194,26 @@ def host_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarra
     per_block = s.host_overhead_per_block_s * np.where(c.compile, s.compile_host_factor, 1.0)
     per_block = per_block * (1.0 + recompute_fraction(c) / 3.0)
     per_block = per_block + moe.expert_launch_s(model, c, s)  # MoE: per-expert kernels
+    per_block = per_block + moe.dispatch_launch_s(model, c, s)  # MoE: router and dispatcher
     return layers_per_stage(model, c) * c.grad_accum * per_block + s.host_overhead_per_step_s
+
+
+def host_sync_exposed_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Host time the GPU waits for because an MoE block's forward synchronises the host
+    (``s.moe_host_sync``; docs/model.md, "Host sync of the token dispatcher").
+
+    At the sync the GPU's queue is empty, so the kernels issued after it cannot start before
+    they are launched: the block's post-sync forward dispatch (``moe.post_sync_host_s``) is
+    exposed where it outlasts the GPU work it launches, the dispatch all-to-all and the routed
+    experts' forward GEMMs (the combine all-to-all, launched last, covers only the next block's
+    launches). Once per MoE block and forward pass (recomputed forwards too).
+    """
+    host = moe.post_sync_host_s(model, c, s)
+    tokens = c.micro_batch * c.seq_len / c.cp
+    gemms = tokens * block_gemm_time_per_token(model, c, s, routed_only=True) * c.compute_time_factor
+    gpu = gemms + moe.one_all_to_all_s(model, c, s, compute_dtype_bytes(c))
+    forwards = layers_per_stage(model, c) * c.grad_accum * (1.0 + recompute_fraction(c))
+    return forwards * np.maximum(host - gpu, 0.0)
 
 
 @dataclass(frozen=True)
@@ -318,7 +340,11 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
     gpu = compute + optimizer + dp + tp + pp + cp + ep + bubble
     host = host_time(model, c, s)
-    host_stall = np.maximum(host - gpu, 0.0) + (1.0 - s.host_overlap) * np.minimum(host, gpu)
+    # The host runs ahead of the GPU (queue) except across an MoE block's host sync: the step
+    # waits for the larger of the whole step's excess dispatch and the post-sync exposures
+    # (the segments between syncs alike, docs/model.md "Host sync of the token dispatcher").
+    exposed = np.maximum(np.maximum(host - gpu, 0.0), host_sync_exposed_s(model, c, s))
+    host_stall = exposed + (1.0 - s.host_overlap) * np.minimum(host, gpu)
     return TimeBreakdown(
         matmul=matmul,
         attention=attention,
