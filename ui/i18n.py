@@ -151,6 +151,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "布局下的表现（仅供估算）。",
     ),
     "calibration_upload": ("Calibration file (trainplan calibrate)", "校准文件（trainplan calibrate 生成）"),
+    "calibration_default": (
+        "Default calibration file applied (as in the CLI; upload another to replace it): {path}",
+        "已应用默认校准文件（与命令行相同；上传其他文件可替换）：{path}",
+    ),
     "calibration_help": (
         "The TOML that `trainplan calibrate` writes: rates measured on your GPUs replace the catalog's "
         "for the GPU types it names.",

@@ -23,6 +23,7 @@ from planner.model.spec import ModelSpec
 from planner.search.fleet import TcoAssumptions
 from ui import charts
 from ui.cached import cached_calibration
+from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import ROWS_KEY, GpuChoice, default_rows, gpu_table
 from ui.i18n import LANGUAGE_NAMES, Labels
@@ -261,8 +262,13 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         help=tr("calibration_help"),
     )
     if uploaded is None:
-        return stack, None
-    upload = CalibrationUpload(uploaded.name, uploaded.getvalue())
+        default = choose_calibration(None, disabled=False)  # the file plan/estimate/explain apply too
+        if default is None:
+            return stack, None
+        st.caption(tr("calibration_default", path=default.path))
+        upload = CalibrationUpload(str(default.path), default.path.read_bytes())
+    else:
+        upload = CalibrationUpload(uploaded.name, uploaded.getvalue())
     try:
         cached_calibration(upload)
     except charts.UploadTooLarge as exc:

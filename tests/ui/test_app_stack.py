@@ -91,6 +91,24 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     assert line in [c.value for c in at.caption]
 
 
+def test_the_default_calibration_file_applies_as_in_the_cli():
+    """With no upload, the per-user default file that plan/estimate/explain apply reaches the card
+    too, and the sidebar says so (the test's XDG_CONFIG_HOME is a temporary folder)."""
+    from ui.calibration import default_calibration_path
+
+    base = plan(request_for()).plan
+    rate = rate_file_values(load_catalog().gpu(base.gpu))["gemm_bf16_tflops_achieved"]
+    path = default_calibration_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_calibration(path, CalibrationFile(MACHINE, {base.gpu: {"gemm_bf16_tflops_achieved": rate * 1.25}}))
+    at = run_app()
+    expected = plan(request_for(), catalog=apply_calibration(load_catalog(), path)).plan
+    assert headline(at) == shown_card(expected) != shown_card(base)
+    captions = [c.value for c in at.caption]
+    assert EN("calibration_default", path=path) in captions
+    assert EN("calibration_line", gpus=base.gpu, name=path.name, **MACHINE) in captions
+
+
 @pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
 def test_a_malformed_calibration_file_is_one_error_and_the_plain_plan(tmp_path, tr):
     path = tmp_path / "bad.toml"
