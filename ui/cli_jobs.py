@@ -14,7 +14,8 @@ from pathlib import Path
 import typer
 
 from ui import render
-from ui.cli_options import JSON, DeviceChoice
+from ui.calibration import calibrated_catalog, choose_calibration
+from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, DeviceChoice
 from ui.inputs import check_input_file
 
 
@@ -92,6 +93,10 @@ def emit(
     force: bool = typer.Option(
         False, "--force", help="write an infeasible plan, or into a directory that holds another job"
     ),
+    calibration: Path | None = typer.Option(
+        None, help=CALIBRATION_HELP + " (used where run settings make emit re-estimate the plan)"
+    ),
+    no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
@@ -114,7 +119,9 @@ def emit(
         save_checkpoints=not no_checkpoints,
         **given,
     )
-    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force)
+    # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
+    catalog = calibrated_catalog(choose_calibration(calibration, no_calibration))
+    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force, catalog=catalog)
     render.emitted(job_json, as_json=as_json)
 
 

@@ -167,3 +167,23 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("trainplan: error:") and message in err[0], err
     assert not default_calibration_path().exists()
+
+
+def test_emit_re_estimates_a_changed_loss_with_the_calibration_plan_applies(tmp_path, capsys):
+    """A run setting that makes emit estimate the plan again (the loss chunk) uses the same
+    calibration as plan/estimate: the default file, or none with --no-calibration."""
+    from trainer.job_spec import JobSpec
+
+    plan_file = tmp_path / "plan.json"
+    _default_file()
+    assert main([*ESTIMATE, "--out", str(plan_file)]) == 0
+    capsys.readouterr()
+    planned = json.loads(plan_file.read_text())["estimate"]["time"]["step_s"]
+    runs = {}
+    for flags in ([], ["--no-calibration"]):
+        out = tmp_path / f"job{len(runs)}"
+        assert main(["emit", str(plan_file), "--out", str(out), "--loss-chunk-tokens", "0", *flags]) == 0
+        runs[bool(flags)] = JobSpec.load(out).plan.estimate.time.step_s
+    # The full-logits loss skips the chunked loss's head recompute: a little faster than planned,
+    # and the calibrated (400 TFLOP/s) re-estimate slower than the catalog's.
+    assert runs[False] < planned and runs[True] < runs[False]
