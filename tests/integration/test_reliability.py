@@ -10,6 +10,7 @@ and SIGTERM in integration/test_distributed.py.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -50,6 +51,16 @@ def trainplan(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [TRAINPLAN, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=subprocess_env()
     )
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """``trainplan ARGS`` through ``ui.cli.main`` in this process (the binary's ~2 s of imports saved)."""
+    from ui.cli import main as trainplan_main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = trainplan_main(list(args))
+    return subprocess.CompletedProcess(["trainplan", *args], code, stdout.getvalue(), stderr.getvalue())
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, needle: str) -> str:
@@ -125,7 +136,7 @@ BAD_EMIT_AND_RUN = {
 def test_bad_emit_and_run_invocations_are_one_line_and_exit_2(case, inputs):
     argv, needle = BAD_EMIT_AND_RUN[case]
     before = sorted(p.name for p in inputs.rglob("*"))
-    assert_one_line_error(trainplan(*[arg.format(d=inputs) for arg in argv]), needle)
+    assert_one_line_error(cli(*[arg.format(d=inputs) for arg in argv]), needle)
     # Nothing was written: no job directory, no lock file, no torchrun output.
     assert sorted(p.name for p in inputs.rglob("*")) == before
     assert not (REPO / "PWNED").exists()
