@@ -20,12 +20,15 @@ A job may name a world smaller than the launch's (``WORLD:JOB_DIR``): ranks ``0 
 run it, as a launch of that many processes would (on one node a rank's ``RANK`` and
 ``LOCAL_RANK`` are its index either way), and the other ranks go on to the next job. So one
 launch of the largest world runs every job, and the start-up is paid once, not per world size.
+A job dir holding ``seed-checkpoint`` (a checkpoint's path, from an earlier job of the batch)
+starts from a copy of that checkpoint, made by rank 0 before it joins the job's process group.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import traceback
 from datetime import timedelta
@@ -36,6 +39,7 @@ from torch.distributed.tensor.debug import _clear_sharding_prop_cache
 
 from trainer.train import main as train_main
 
+SEED_CHECKPOINT = "seed-checkpoint"
 LOG_NAME = "worker-{rank}.log"
 RC_NAME = "worker-{rank}.rc"
 COLLECTIVE_TIMEOUT = timedelta(seconds=300)
@@ -60,6 +64,10 @@ def run_job(job: Path, index: int, store: dist.TCPStore, rank: int, world_size: 
         contextlib.redirect_stderr(log),
     ):
         try:
+            seed = job / SEED_CHECKPOINT
+            if rank == 0 and seed.exists():  # the other ranks wait for rank 0 in init_process_group
+                source = Path(seed.read_text())
+                shutil.copytree(source, job / "ckpt" / source.name)
             prefix = dist.PrefixStore(f"job-{index}/", store)
             # A job that fails on some ranks must not hang the others for gloo's default 30 min.
             dist.init_process_group("gloo", store=prefix, rank=rank, world_size=world_size, timeout=COLLECTIVE_TIMEOUT)

@@ -251,6 +251,9 @@ class Run:
     nproc: int
     grad_accum: int
     settings: dict[str, Any] = field(default_factory=dict)
+    # (run, checkpoint): start from that run's checkpoint, which launch_runs has the batch copy
+    # in when it reaches this run (after that run: same world size, later in the dict).
+    resumes: tuple[str, str] | None = None
 
     def write(self, job_dir: Path) -> Path:
         return write_job(job_dir, self.layout, self.nproc, grad_accum=self.grad_accum, **self.settings)
@@ -265,8 +268,15 @@ def launch_runs(root: Path, runs: dict[str, Run]) -> dict[str, Path]:
     """Every run in one torchrun launch of the largest world (:func:`run_torchrun_batch`; a run
     of fewer processes uses the first ranks): each run's job directory under ``root``, to read
     with :func:`finished`. For a module-scoped fixture."""
+    from support.job_batch import SEED_CHECKPOINT
+
     jobs = {name: run.write(root / name) for name, run in runs.items()}
     names = sorted(runs, key=lambda name: runs[name].nproc)  # stable: each world's runs in order
+    for name, run in runs.items():
+        if run.resumes is not None:
+            source, checkpoint = run.resumes
+            assert names.index(source) < names.index(name), f"{name} resumes {source}, which runs later"
+            (jobs[name] / SEED_CHECKPOINT).write_text(str(jobs[source] / "ckpt" / checkpoint))
     nproc = max(run.nproc for run in runs.values())
     result = run_torchrun_batch([jobs[n] for n in names], nproc, worlds=[runs[n].nproc for n in names])
     (root / f"launch-{nproc}.log").write_text(describe(result))
