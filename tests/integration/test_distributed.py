@@ -203,7 +203,20 @@ if HAS_FLOAT8:
         model=tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128),
         precision="fp8",
     )
-RUNS = {"reference": REFERENCE, **{name: run for name, (run, _) in LAYOUTS.items()}, **BESIDE_ONE_PROCESS}
+# The reference's step-15 checkpoint continued as an interleaved pipeline (2 ranks x 2 stages each).
+RESUMED_ON_PP = Run(
+    Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"),
+    2,
+    4,
+    dict(steps=REFERENCE_STEPS, **COMMON),
+    resumes=("reference", "step-000015"),
+)
+RUNS = {
+    "reference": REFERENCE,
+    **{name: run for name, (run, _) in LAYOUTS.items()},
+    **BESIDE_ONE_PROCESS,
+    "resumed-on-pp2-vpp2": RESUMED_ON_PP,
+}
 
 
 @pytest.fixture(scope="module")
@@ -379,18 +392,15 @@ def test_killed_run_resumes_exactly(reference, tmp_path):
     assert_same_trajectory(losses, reference, 1e-5)
 
 
-def test_checkpoint_resumes_on_a_different_layout(reference_dir, reference, tmp_path):
+def test_checkpoint_resumes_on_a_different_layout(launched, reference_dir, reference):
     """Checkpoints hold layout-independent names and resharding DCP shards: an FSDP checkpoint
     continues as an interleaved pipeline (2 ranks x 2 stages each, as after an automatic replan)
-    on the same trajectory."""
-    shutil.copytree(reference_dir / "ckpt" / "step-000015", tmp_path / "ckpt" / "step-000015")
-    job = write_job(
-        tmp_path, Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"), 2, steps=REFERENCE_STEPS, grad_accum=4, **COMMON
-    )
-    result = run_torchrun(job, 2)
-    assert result.returncode == 0, describe(result)
-    assert "resumed from checkpoint step-000015" in result.stdout
-    assert "pipeline: interleaved 1f1b, stages 0, 2 on pp rank 0 of 2" in result.stdout
+    on the same trajectory. (The batch copies the reference's step-15 checkpoint in when it
+    reaches this run: ``Run.resumes``.)"""
+    job = finished(launched, "resumed-on-pp2-vpp2")
+    output = batch_result(job)[1]
+    assert "resumed from checkpoint step-000015" in output
+    assert "pipeline: interleaved 1f1b, stages 0, 2 on pp rank 0 of 2" in output
     losses = losses_by_step(job)
     assert sorted(losses) == list(range(16, REFERENCE_STEPS + 1))
     assert max(abs(losses[s] - reference[s]) for s in losses) <= 1e-4

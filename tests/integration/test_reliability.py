@@ -10,9 +10,11 @@ and SIGTERM in integration/test_distributed.py.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,6 +52,16 @@ def trainplan(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [TRAINPLAN, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=subprocess_env()
     )
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """``trainplan ARGS`` through ``ui.cli.main`` in this process (the binary's ~2 s of imports saved)."""
+    from ui.cli import main as trainplan_main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = trainplan_main(list(args))
+    return subprocess.CompletedProcess(["trainplan", *args], code, stdout.getvalue(), stderr.getvalue())
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, needle: str) -> str:
@@ -125,7 +137,7 @@ BAD_EMIT_AND_RUN = {
 def test_bad_emit_and_run_invocations_are_one_line_and_exit_2(case, inputs):
     argv, needle = BAD_EMIT_AND_RUN[case]
     before = sorted(p.name for p in inputs.rglob("*"))
-    assert_one_line_error(trainplan(*[arg.format(d=inputs) for arg in argv]), needle)
+    assert_one_line_error(cli(*[arg.format(d=inputs) for arg in argv]), needle)
     # Nothing was written: no job directory, no lock file, no torchrun output.
     assert sorted(p.name for p in inputs.rglob("*")) == before
     assert not (REPO / "PWNED").exists()
@@ -167,10 +179,26 @@ DAMAGE = {
 }
 
 
+@pytest.fixture(scope="module")
+def six_steps_dir(tmp_path_factory) -> Path:
+    """Where :func:`six_steps` keeps the run it trains once for this module."""
+    return tmp_path_factory.mktemp("six-steps") / "job"
+
+
+@pytest.fixture
+def six_steps(six_steps_dir, tmp_path, in_process) -> Path:
+    """A job trained 6 steps with checkpoints at 3 and 6, in ``tmp_path``: the run is trained once
+    (the first test to ask) and copied for the others (seeded: every test's run is the same)."""
+    if not (six_steps_dir / "report.json").exists():
+        job = write_job(six_steps_dir, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
+        assert train(job) == ExitCode.OK
+        assert [step for step, _ in list_checkpoints(job / "ckpt")] == [3, 6]
+    return Path(shutil.copytree(six_steps_dir, tmp_path / "job"))
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_damaged_checkpoint_is_named_and_the_previous_one_used(damage, tmp_path, in_process, capsys):
-    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
-    assert train(job) == ExitCode.OK
+def test_damaged_checkpoint_is_named_and_the_previous_one_used(damage, six_steps, capsys):
+    job = six_steps
     first = losses_by_step(job)
     newest = job / "ckpt" / "step-000006"
     corrupt, expected = DAMAGE[damage]
@@ -185,9 +213,8 @@ def test_damaged_checkpoint_is_named_and_the_previous_one_used(damage, tmp_path,
     assert [resumed[s] for s in (4, 5, 6)] == pytest.approx([first[s] for s in (4, 5, 6)], abs=1e-6)
 
 
-def test_no_good_checkpoint_starts_over_without_crashing(tmp_path, in_process, capsys):
-    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, min_lr_ratio=1.0, probe_steps=0)
-    assert train(job) == ExitCode.OK
+def test_no_good_checkpoint_starts_over_without_crashing(six_steps, capsys):
+    job = six_steps
     first = losses_by_step(job)
     for step in (3, 6):
         _truncate(job / "ckpt" / f"step-{step:06d}" / "__0_0.distcp")

@@ -15,12 +15,20 @@ as they hold the previous job's meshes (equal by shape, but their groups are gon
 resolve the process group registered under the name 19"). A job's console output goes to
 ``<job>/worker-<rank>.log`` and its exit code to ``<job>/worker-<rank>.rc``; a job that raises
 is recorded as exit 1 with its traceback in the log, and the next job still runs.
+
+A job may name a world smaller than the launch's (``WORLD:JOB_DIR``): ranks ``0 .. WORLD-1``
+run it, as a launch of that many processes would (on one node a rank's ``RANK`` and
+``LOCAL_RANK`` are its index either way), and the other ranks go on to the next job. So one
+launch of the largest world runs every job, and the start-up is paid once, not per world size.
+A job dir holding ``seed-checkpoint`` (a checkpoint's path, from an earlier job of the batch)
+starts from a copy of that checkpoint, made by rank 0 before it joins the job's process group.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import traceback
 from datetime import timedelta
@@ -31,9 +39,11 @@ from torch.distributed.tensor.debug import _clear_sharding_prop_cache
 
 from trainer.train import main as train_main
 
+SEED_CHECKPOINT = "seed-checkpoint"
 LOG_NAME = "worker-{rank}.log"
 RC_NAME = "worker-{rank}.rc"
 COLLECTIVE_TIMEOUT = timedelta(seconds=300)
+JOB_TIMEOUT = timedelta(seconds=900)  # run_torchrun_batch's limit for the whole launch
 
 
 def _agent_store() -> dist.TCPStore:
@@ -54,6 +64,10 @@ def run_job(job: Path, index: int, store: dist.TCPStore, rank: int, world_size: 
         contextlib.redirect_stderr(log),
     ):
         try:
+            seed = job / SEED_CHECKPOINT
+            if rank == 0 and seed.exists():  # the other ranks wait for rank 0 in init_process_group
+                source = Path(seed.read_text())
+                shutil.copytree(source, job / "ckpt" / source.name)
             prefix = dist.PrefixStore(f"job-{index}/", store)
             # A job that fails on some ranks must not hang the others for gloo's default 30 min.
             dist.init_process_group("gloo", store=prefix, rank=rank, world_size=world_size, timeout=COLLECTIVE_TIMEOUT)
@@ -69,10 +83,26 @@ def run_job(job: Path, index: int, store: dist.TCPStore, rank: int, world_size: 
     return int(code)
 
 
-def main(job_dirs: list[str]) -> int:
-    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+def parse_job(arg: str, launch_world: int) -> tuple[Path, int]:
+    """``JOB_DIR`` (the launch's world) or ``WORLD:JOB_DIR``."""
+    world, sep, job = arg.partition(":")
+    return (Path(job), int(world)) if sep else (Path(arg), launch_world)
+
+
+def main(job_args: list[str]) -> int:
+    rank, launch_world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     store = _agent_store()
-    codes = [run_job(Path(job), index, store, rank, world_size) for index, job in enumerate(job_dirs)]
+    jobs = [parse_job(arg, launch_world) for arg in job_args]
+    codes = []
+    for index, (job, world) in enumerate(jobs):
+        if rank < world:
+            codes.append(run_job(job, index, store, rank, world))
+        if world < launch_world:  # the ranks left out wait for the job's end, not in the next job's set-up
+            done = f"job-{index}/done"
+            if rank == 0:
+                store.set(done, "1")
+            elif rank >= world:
+                store.wait([done], JOB_TIMEOUT)
     return 0 if all(code == 0 for code in codes) else 1
 
 

@@ -152,13 +152,18 @@ def run_torchrun(job_dir: Path, nproc: int, *extra: str, timeout: float = 180) -
     )
 
 
-def run_torchrun_batch(job_dirs: list[Path], nproc: int, timeout: float = 900) -> subprocess.CompletedProcess:
+def run_torchrun_batch(
+    job_dirs: list[Path], nproc: int, timeout: float = 900, worlds: list[int] | None = None
+) -> subprocess.CompletedProcess:
     """All ``job_dirs`` one after another in each worker of one launch (``support/job_batch.py``:
-    the torch start-up paid once); read each job's result with :func:`batch_result`."""
+    the torch start-up paid once); read each job's result with :func:`batch_result`. ``worlds``:
+    each job's number of ranks, at most ``nproc`` (default: all ``nproc``)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
     env = dict(subprocess_env(), PYTHONPATH=f"{REPO}{os.pathsep}{REPO / 'tests'}")
+    worlds = worlds or [nproc] * len(job_dirs)
+    assert len(worlds) == len(job_dirs) and all(1 <= w <= nproc for w in worlds), (worlds, nproc)
     return subprocess.run(
-        [*command, "-m", "support.job_batch", *map(str, job_dirs)],
+        [*command, "-m", "support.job_batch", *(f"{w}:{job}" for w, job in zip(worlds, job_dirs, strict=True))],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -246,6 +251,9 @@ class Run:
     nproc: int
     grad_accum: int
     settings: dict[str, Any] = field(default_factory=dict)
+    # (run, checkpoint): start from that run's checkpoint, which launch_runs has the batch copy
+    # in when it reaches this run (after that run: same world size, later in the dict).
+    resumes: tuple[str, str] | None = None
 
     def write(self, job_dir: Path) -> Path:
         return write_job(job_dir, self.layout, self.nproc, grad_accum=self.grad_accum, **self.settings)
@@ -257,13 +265,21 @@ class Run:
 
 
 def launch_runs(root: Path, runs: dict[str, Run]) -> dict[str, Path]:
-    """Every run, one torchrun launch per world size (:func:`run_torchrun_batch`): each run's
-    job directory under ``root``, to read with :func:`finished`. For a module-scoped fixture."""
+    """Every run in one torchrun launch of the largest world (:func:`run_torchrun_batch`; a run
+    of fewer processes uses the first ranks): each run's job directory under ``root``, to read
+    with :func:`finished`. For a module-scoped fixture."""
+    from support.job_batch import SEED_CHECKPOINT
+
     jobs = {name: run.write(root / name) for name, run in runs.items()}
-    for nproc in sorted({run.nproc for run in runs.values()}):
-        names = [name for name, run in runs.items() if run.nproc == nproc]
-        result = run_torchrun_batch([jobs[name] for name in names], nproc)
-        (root / f"launch-{nproc}.log").write_text(describe(result))
+    names = sorted(runs, key=lambda name: runs[name].nproc)  # stable: each world's runs in order
+    for name, run in runs.items():
+        if run.resumes is not None:
+            source, checkpoint = run.resumes
+            assert names.index(source) < names.index(name), f"{name} resumes {source}, which runs later"
+            (jobs[name] / SEED_CHECKPOINT).write_text(str(jobs[source] / "ckpt" / checkpoint))
+    nproc = max(run.nproc for run in runs.values())
+    result = run_torchrun_batch([jobs[n] for n in names], nproc, worlds=[runs[n].nproc for n in names])
+    (root / f"launch-{nproc}.log").write_text(describe(result))
     return jobs
 
 

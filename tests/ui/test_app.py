@@ -47,6 +47,7 @@ from trainer.job_spec import JobSpec
 from ui import charts, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys
+from ui.sidebar import CUSTOM_FIELDS, SEQ_LENS
 
 
 def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> None:
@@ -457,9 +458,20 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
     monkeypatch.setattr(detect, "detect_gpus", one_h100)
     st.cache_resource.clear()
     # fp32: CPUs without native bf16 run bf16 matmuls ~15x slower (2 s per step here instead of minutes);
-    # the flow under test does not depend on the precision.
+    # the flow under test does not depend on the precision, nor on the model: custom dimensions
+    # a twentieth of the tiny preset's (whose 8K-token steps took 7 s each on one CPU).
+    dims = dict(num_layers=2, hidden_size=64, ffn_hidden_size=128, num_heads=4, num_kv_heads=2, vocab_size=512)
+    custom = {CUSTOM_FIELDS[field]: value for field, value in dims.items()}
     at = open_tab(
-        run_app(preset="tiny", gpus=["h100-sxm"], seq_len=512, global_batch=8192, run_steps=2, precision="fp32"),
+        run_app(
+            model_source="custom",
+            **custom,
+            gpus=["h100-sxm"],
+            seq_len=512,
+            global_batch=8192,
+            run_steps=2,
+            precision="fp32",
+        ),
         "tab_local",
     )
     at.button(key="run_local").click().run()
@@ -472,7 +484,7 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
         assert list(metrics["step"]) == [1, 2]
         assert card(at)[EN("loss")] == f"{metrics['loss'].iloc[-1]:.4f}"
         local = request_for(
-            model=get_preset("tiny"),
+            model=ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims),
             gpus={"h100-sxm": 1},
             seq_len=512,
             global_batch_tokens=8192,

@@ -1,18 +1,39 @@
-"""The installed ``trainplan`` command: JSON contract, exit codes, one-line errors."""
+"""The ``trainplan`` command: JSON contract, exit codes, one-line errors.
 
+Most tests call the entry point in this process (``ui.cli.main``, what the installed script calls):
+each start of the binary costs ~2 s of imports. ``binary`` starts the installed command itself, for
+the tests about the process (its exit code and streams as a shell sees them).
+"""
+
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from support import REPO
 
+from ui.cli import main
+
 TRAINPLAN = str(Path(sys.executable).with_name("trainplan"))
 
 
 def run(*args: str, check_ok: bool = True) -> subprocess.CompletedProcess:
+    """``trainplan ARGS`` through ``ui.cli.main`` in this process; a bug's exception fails the test."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(list(args))
+    proc = subprocess.CompletedProcess(["trainplan", *args], code, stdout.getvalue(), stderr.getvalue())
+    if check_ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def binary(*args: str, check_ok: bool = True) -> subprocess.CompletedProcess:
+    """The installed ``trainplan`` executable in a process of its own."""
     proc = subprocess.run(
         [TRAINPLAN, *args], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "160"}
     )
@@ -221,9 +242,9 @@ def test_infeasible_plan_is_an_answer():
 
 
 def test_catalog_and_detect():
-    data = json.loads(run("catalog", "--json").stdout)
+    data = json.loads(binary("catalog", "--json").stdout)
     assert "h200-sxm" in data and len(data) >= 18
-    proc = run("detect")
+    proc = binary("detect")
     assert proc.stdout.strip().count("\n") == 0  # no driver here: one line
 
 
@@ -386,5 +407,5 @@ def test_fleet_compares_rent_and_buy():
 def test_bad_jobs_file_is_one_line(tmp_path):
     bad = tmp_path / "jobs.toml"
     bad.write_text('[[jobs]]\nname = "x"\nmodel = "tiny"\ntokens = -1\n')
-    proc = run("portfolio", str(bad), check_ok=False)
+    proc = binary("portfolio", str(bad), check_ok=False)
     assert proc.returncode == 2 and "tokens" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
