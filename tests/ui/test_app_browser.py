@@ -151,6 +151,12 @@ class Page:
     def radio(self, label: str) -> None:
         self.page.get_by_role("radio", name=label).check(force=True)
 
+    def upload(self, label: str, path: Path) -> None:
+        """Into the file uploader labelled ``label`` (the sidebar has two: config.json and the
+        calibration file), waiting for it to be drawn by the rerun that shows it."""
+        uploader = self.page.get_by_test_id("stFileUploader").filter(has_text=label)
+        uploader.locator("input[type=file]").set_input_files(str(path), timeout=60_000)
+
 
 def test_every_flow_in_chromium_without_errors(app_url, tmp_path):
     """Default plan, downloads, explorer, infeasible, big job, config upload and the source round trip,
@@ -211,7 +217,7 @@ def run_flows(app: Page, url: str) -> None:
     app.check("05-big-job")
 
     app.radio(EN.option("upload"))
-    page.locator("input[type=file]").set_input_files(str(HF_CONFIGS / "llama.json"))
+    app.upload(EN("upload_config"), HF_CONFIGS / "llama.json")
     app.wait_text(EN("plan_card", model="llama"), 120, exact=True)
     app.check("06-config-upload")
     app.radio(EN.option("preset"))
