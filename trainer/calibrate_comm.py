@@ -29,9 +29,14 @@ CPU_BYTES = (1 << 16, 1 << 20, 1 << 23)  # small: a CPU run checks the format an
 REPEATS, WARMUPS = 5, 2
 
 
+def _elements(total_bytes: int, ranks: int) -> int:
+    """float32 elements of the full tensor: ``total_bytes`` rounded to whole shards of ``ranks``."""
+    return max(total_bytes // 4 // ranks, 1) * ranks
+
+
 def _collective(op: str, total_bytes: int, ranks: int, device: torch.device):
     """The call timed for ``op`` (float32 tensors sized as planner/model/comm.py counts bytes)."""
-    elements = max(total_bytes // 4 // ranks, 1) * ranks
+    elements = _elements(total_bytes, ranks)
     full = torch.ones(elements, device=device)
     shard = torch.ones(elements // ranks, device=device)
     if op == "all_reduce":
@@ -61,8 +66,7 @@ def time_collectives(device: torch.device, sizes: tuple[int, ...]) -> list[Colle
                     times.append(time.perf_counter() - start)
             slowest = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            elements = max(total_bytes // 4 // ranks, 1) * ranks
-            samples.append(CollectiveSample(op, float(elements * 4), ranks, float(slowest.item())))
+            samples.append(CollectiveSample(op, float(_elements(total_bytes, ranks) * 4), ranks, float(slowest.item())))
     return samples
 
 

@@ -72,9 +72,8 @@ def apply_run_overrides(plan: Plan, run: RunSettings, catalog: Catalog | None = 
     and feasibility describe what the trainer will do."""
     if not modelled_overrides(plan, run):
         return plan
-    layout = plan.layout
-    if run.pipeline_schedule is not None and run.pipeline_schedule != layout.pp_schedule:
-        layout = _with_schedule(plan, run.pipeline_schedule)
+    schedule = _schedule_override(plan, run)
+    layout = plan.layout if schedule is None else _with_schedule(plan, schedule)
     modelled = STACK_SETTINGS[plan.stack]
     from planner.api import restack  # the search's solver stack: not imported where jobs are only read
 
@@ -92,11 +91,17 @@ def apply_run_overrides(plan: Plan, run: RunSettings, catalog: Catalog | None = 
 def modelled_overrides(plan: Plan, run: RunSettings) -> tuple[str, ...]:
     """The run settings that differ from what the plan's estimate modelled, as ``name value``."""
     changed = []
-    if run.pipeline_schedule is not None and run.pipeline_schedule != plan.layout.pp_schedule:
-        changed.append(f"pipeline_schedule {run.pipeline_schedule.value}")
+    if (schedule := _schedule_override(plan, run)) is not None:
+        changed.append(f"pipeline_schedule {schedule.value}")
     if run.loss_chunk_tokens != STACK_SETTINGS[plan.stack].loss_chunk_tokens:
         changed.append(f"loss_chunk_tokens {run.loss_chunk_tokens}")
     return tuple(changed)
+
+
+def _schedule_override(plan: Plan, run: RunSettings) -> PipelineSchedule | None:
+    """The run's pipeline schedule where it differs from the plan's."""
+    schedule = run.pipeline_schedule
+    return schedule if schedule is not None and schedule != plan.layout.pp_schedule else None
 
 
 def _with_schedule(plan: Plan, schedule: PipelineSchedule) -> Layout:

@@ -86,7 +86,7 @@ def run_calibration(
     write ``out`` (default: the per-user file), keeping the file's other GPUs."""
     import torch
 
-    from planner.catalog.calibration import CalibrationFile, apply_calibration, apply_file
+    from planner.catalog.calibration import CalibrationFile
     from planner.catalog.hardware import load_catalog
     from trainer.calibrate import machine_info, measure
 
@@ -116,10 +116,7 @@ def run_calibration(
         jobs = {g: job for g, job in existing.jobs.items() if g != gpu_id}
         if gpu_id in existing.jobs:
             render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
-    calibration = CalibrationFile(machine, rates, jobs)
-    apply_file(load_catalog(), calibration, out)  # checked before writing: a bad default file breaks every plan
-    path = _write(out, calibration)
-    apply_calibration(load_catalog(), path)  # the file must load back as it will be used
+    path = _write(out, CalibrationFile(machine, rates, jobs))
     render.calibrated(path, gpu_id, values)
 
 
@@ -140,10 +137,16 @@ def _collective_rates(device_type: str, ranks: int, quick: bool) -> dict[str, fl
 
 
 def _write(out: Path, calibration) -> Path:
-    from planner.catalog.calibration import write_calibration
+    """Write ``out`` once the contents pass the catalog's checks (a bad default file would break
+    every plan), and read it back as it will be used."""
+    from planner.catalog.calibration import apply_calibration, apply_file, write_calibration
+    from planner.catalog.hardware import load_catalog
 
+    apply_file(load_catalog(), calibration, out)
     out.parent.mkdir(parents=True, exist_ok=True)  # the default file's directory may not exist yet
-    return write_calibration(out, calibration)
+    path = write_calibration(out, calibration)
+    apply_calibration(load_catalog(), path)
+    return path
 
 
 def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | None]:
@@ -169,7 +172,7 @@ def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | Non
 def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None:
     """Write a finished job's measured step time and peak memory into ``out`` (default: the
     per-user file) as the job correction of its GPU, keeping the file's kernel rates."""
-    from planner.catalog.calibration import CalibrationFile, apply_calibration, apply_file
+    from planner.catalog.calibration import CalibrationFile, apply_file
     from planner.catalog.hardware import load_catalog
     from planner.job_fit import fit_measured_job
     from planner.model.settings import STACK_SETTINGS
@@ -195,10 +198,7 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
         name=job.name,
         date=datetime.date.today().isoformat(),
     )
-    calibration = CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured})
-    apply_file(load_catalog(), calibration, out)  # checked before writing, as above
-    path = _write(out, calibration)
-    apply_calibration(load_catalog(), path)  # the file must load back as it will be used
+    path = _write(out, CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured}))
     render.job_calibrated(path, plan.gpu, measured, measured_in)
 
 

@@ -1,22 +1,19 @@
 """A calibration file uploaded to the app (``trainplan calibrate``'s TOML), merged over the catalog
-with the code ``--calibration`` uses (``planner.catalog.calibration.apply_calibration``).
+with the code ``--calibration`` uses (``planner.catalog.calibration.apply_file``).
 
-The bytes go to a private temporary file, read there and removed again, like an uploaded
-config.json (``ui.charts.model_from_upload``); the size cap is the same.
+The bytes are parsed as sent (``parse_calibration``; messages name the upload), under the size
+cap of an uploaded config.json.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.catalog.calibration import MACHINE_FIELDS, CalibrationFile, apply_calibration, read_calibration
+from planner.catalog.calibration import MACHINE_FIELDS, CalibrationFile, apply_file, parse_calibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES
-from planner.errors import CatalogError
-from ui.charts import UploadTooLarge, upload_stem
+from ui.charts import UploadTooLarge
 
 
 @dataclass(frozen=True)
@@ -44,20 +41,12 @@ class Calibrated:
 
 def calibrated_from_upload(upload: CalibrationUpload, catalog: Catalog) -> Calibrated:
     """``catalog`` with the upload's measured rates; UploadTooLarge, or CatalogError (one line
-    naming the upload, not the temporary file), when the file is unusable."""
+    naming the upload), when the file is unusable."""
     shown = upload.shown
     if len(upload.data) > MAX_CONFIG_BYTES:
         raise UploadTooLarge(shown, len(upload.data), "a calibration file")
-    folder = Path(tempfile.mkdtemp(prefix="trainplan-calibration-"))
-    path = folder / f"{upload_stem(shown, 'calibration')}.toml"
-    try:
-        path.write_bytes(upload.data)
-        merged = apply_calibration(catalog, path)
-        read = read_calibration(path)
-    except CatalogError as exc:
-        raise CatalogError(str(exc).replace(str(path), shown)) from None
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    read = parse_calibration(upload.data, shown)
+    merged = apply_file(catalog, read, Path(shown))
     gpus = tuple(catalog.gpu(g).id for g in {**read.rates, **read.jobs})
     return Calibrated(merged, shown, read.machine or _job_machine(read), gpus)
 

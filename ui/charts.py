@@ -202,11 +202,6 @@ class UploadTooLarge(ValueError):
         self.name, self.size_bytes = name, size_bytes
 
 
-def upload_stem(shown: str, default: str) -> str:
-    """An upload's name made safe for the temporary file it is read from."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or default
-
-
 def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     """A ModelSpec from an uploaded ``config.json``; ValueError (one line naming the upload) if unusable.
 
@@ -216,7 +211,7 @@ def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     shown = Path(filename).name or "upload"
     if len(data) > MAX_CONFIG_BYTES:
         raise UploadTooLarge(shown, len(data))
-    stem = upload_stem(shown, "config")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(shown).stem).strip(".-") or "config"
     folder = Path(tempfile.mkdtemp(prefix="trainplan-upload-"))
     path = folder / f"{stem}.json"
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hf_config import GPT2_ARCHITECTURE
 from planner.catalog.models import get_preset, list_presets
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.flops import forward_flops_per_token
@@ -150,17 +151,7 @@ def _spec(name: str, style: str, dims: dict[str, int], tied: bool) -> ModelSpec:
         return ModelSpec(family="llama", **common)
     if style == "nemotron":
         return ModelSpec(family="nemotron", mlp="gelu", norm="layernorm", position="rope", **common)
-    return ModelSpec(
-        family="gpt2",
-        mlp="gelu",
-        norm="layernorm",
-        position="learned",
-        qkv_bias=True,
-        out_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
-        **common,
-    )
+    return ModelSpec(family="gpt2", **GPT2_ARCHITECTURE, **common)
 
 
 def _preset_matching(spec: ModelSpec) -> ModelSpec | None:

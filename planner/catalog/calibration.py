@@ -77,12 +77,19 @@ def _measured_job(values: dict[str, Any], where: str) -> MeasuredJob:
 
 
 def read_calibration(path: Path) -> CalibrationFile:
-    """The file's contents; CatalogError when malformed."""
-    where = str(path)
+    """The file's contents; CatalogError when unreadable or malformed."""
     try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = Path(path).read_bytes()
     except OSError as exc:
-        raise CatalogError(f"{where}: cannot read calibration file ({exc.strerror})") from None
+        raise CatalogError(f"{path}: cannot read calibration file ({exc.strerror})") from None
+    return parse_calibration(data, str(path))
+
+
+def parse_calibration(data: bytes, where: str) -> CalibrationFile:
+    """A calibration file's bytes (``where`` names it in errors: a path, an upload); CatalogError
+    when malformed."""
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CatalogError(f"{where}: invalid TOML: {exc}") from None
     unknown = set(raw) - {"machine", "gpus"}

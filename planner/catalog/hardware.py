@@ -333,11 +333,9 @@ def _check_rates(values: dict[str, Any], sources: dict[str, str], where: str) ->
     for name, ceiling in RATE_FIELDS:
         if name not in values:
             continue
-        if ceiling is None:
-            pass
-        elif ceiling not in values:
+        if ceiling is not None and ceiling not in values:
             raise CatalogError(f"{where}: field '{name}': needs '{ceiling}' (the datasheet figure it is a share of)")
-        elif values[name] > values[ceiling]:
+        if ceiling is not None and values[name] > values[ceiling]:
             raise CatalogError(
                 f"{where}: field '{name}': expected at most {ceiling} {values[ceiling]:g}, got {values[name]!r}"
             )
@@ -351,19 +349,14 @@ def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRa
     def scaled(name: str, si: float) -> float | None:
         return values[name] * si if name in values else None
 
-    def tflops(name: str) -> float | None:
-        return scaled(name, 1e12)
-
     gemm = {
         p: values[f"gemm_{p}_tflops_achieved"] * 1e12 for p in ("bf16", "fp8") if f"gemm_{p}_tflops_achieved" in values
     }
     return AchievableRates(
         gemm_flops_per_s=gemm,
-        attention_fwd_flops_per_s=tflops("attention_fwd_tflops_achieved"),
-        attention_bwd_flops_per_s=tflops("attention_bwd_tflops_achieved"),
-        copy_bandwidth_bytes_per_s=(
-            values["hbm_copy_tbps_achieved"] * 1e12 if "hbm_copy_tbps_achieved" in values else None
-        ),
+        attention_fwd_flops_per_s=scaled("attention_fwd_tflops_achieved", 1e12),
+        attention_bwd_flops_per_s=scaled("attention_bwd_tflops_achieved", 1e12),
+        copy_bandwidth_bytes_per_s=scaled("hbm_copy_tbps_achieved", 1e12),
         scaleup_bus_bandwidth_bytes_per_s=scaled("scaleup_busbw_gbyte_per_s_achieved", 1e9),
         scaleup_step_latency_s=scaled("scaleup_step_latency_us_achieved", 1e-6),
         provenance={name: sources[name].split(":")[0].split()[0] for name, _ in RATE_FIELDS if name in values},

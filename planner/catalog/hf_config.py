@@ -105,6 +105,9 @@ def _llama_like(cfg: _Config, family: str) -> dict:
 
 
 _GELU_LAYERNORM = dict(mlp="gelu", norm="layernorm", norm_bias=True, mlp_bias=True)
+# The GPT-2 block (GPT-3 and Megatron GPT keep it): GeLU MLP, biased LayerNorm, learned positions,
+# biased projections.
+GPT2_ARCHITECTURE = dict(**_GELU_LAYERNORM, position="learned", qkv_bias=True, out_bias=True)
 
 
 def _gpt2(cfg: _Config) -> dict:
@@ -114,12 +117,9 @@ def _gpt2(cfg: _Config) -> dict:
     inner = cfg.size("n_inner", limit=_MAX_FFN, default=4 * fields["hidden_size"])
     return dict(
         fields,
-        **_GELU_LAYERNORM,
+        **GPT2_ARCHITECTURE,
         ffn_hidden_size=inner,
-        position="learned",
         max_seq_len=cfg.size("n_positions", "max_position_embeddings", limit=_MAX_POSITIONS, default=1024),
-        qkv_bias=True,
-        out_bias=True,
         tied_embeddings=cfg.flag("tie_word_embeddings", True),
     )
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from planner.catalog.hf_config import MAX_CONFIG_BYTES, SUPPORTED_MODEL_TYPES, model_from_hf_config
+from planner.catalog.hf_config import GPT2_ARCHITECTURE, MAX_CONFIG_BYTES, SUPPORTED_MODEL_TYPES, model_from_hf_config
 from planner.model.spec import ModelSpec
 
 __all__ = [
@@ -66,13 +66,7 @@ def _gpt3(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
         vocab_size=50257,
         max_seq_len=2048,
         tied_embeddings=True,
-        mlp="gelu",
-        norm="layernorm",
-        position="learned",
-        qkv_bias=True,
-        out_bias=True,
-        mlp_bias=True,
-        norm_bias=True,
+        **GPT2_ARCHITECTURE,
     )
 
 

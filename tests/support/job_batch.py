@@ -37,13 +37,14 @@ from pathlib import Path
 import torch.distributed as dist
 from torch.distributed.tensor.debug import _clear_sharding_prop_cache
 
+from support.jobs import BATCH_TIMEOUT_S
 from trainer.train import main as train_main
 
 SEED_CHECKPOINT = "seed-checkpoint"
 LOG_NAME = "worker-{rank}.log"
 RC_NAME = "worker-{rank}.rc"
 COLLECTIVE_TIMEOUT = timedelta(seconds=300)
-JOB_TIMEOUT = timedelta(seconds=900)  # run_torchrun_batch's limit for the whole launch
+JOB_TIMEOUT = timedelta(seconds=BATCH_TIMEOUT_S)  # run_torchrun_batch's limit for the whole launch
 
 
 def _agent_store() -> dist.TCPStore:

@@ -119,13 +119,18 @@ def write_job(
     return job_dir
 
 
+# A whole run_torchrun_batch launch may take this long (support/job_batch.py waits as long).
+BATCH_TIMEOUT_S = 900.0
+
+
+def torchrun_prefix(nproc: int) -> list[str]:
+    """``python -m torch.distributed.run`` on this node with ``nproc`` workers."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+
+
 def torchrun_command(job_dir: Path, nproc: int, *extra: str) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
+        *torchrun_prefix(nproc),
         "-m",
         "trainer.train",
         str(job_dir),
@@ -153,17 +158,21 @@ def run_torchrun(job_dir: Path, nproc: int, *extra: str, timeout: float = 180) -
 
 
 def run_torchrun_batch(
-    job_dirs: list[Path], nproc: int, timeout: float = 900, worlds: list[int] | None = None
+    job_dirs: list[Path], nproc: int, timeout: float = BATCH_TIMEOUT_S, worlds: list[int] | None = None
 ) -> subprocess.CompletedProcess:
     """All ``job_dirs`` one after another in each worker of one launch (``support/job_batch.py``:
     the torch start-up paid once); read each job's result with :func:`batch_result`. ``worlds``:
     each job's number of ranks, at most ``nproc`` (default: all ``nproc``)."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
     env = dict(subprocess_env(), PYTHONPATH=f"{REPO}{os.pathsep}{REPO / 'tests'}")
     worlds = worlds or [nproc] * len(job_dirs)
     assert len(worlds) == len(job_dirs) and all(1 <= w <= nproc for w in worlds), (worlds, nproc)
     return subprocess.run(
-        [*command, "-m", "support.job_batch", *(f"{w}:{job}" for w, job in zip(worlds, job_dirs, strict=True))],
+        [
+            *torchrun_prefix(nproc),
+            "-m",
+            "support.job_batch",
+            *(f"{w}:{job}" for w, job in zip(worlds, job_dirs, strict=True)),
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
