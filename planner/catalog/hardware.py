@@ -60,15 +60,18 @@ class AchievableRates(BaseModel):
     its global fraction of the datasheet figure (ModelingSettings, a scaled estimate).
 
     ``gemm_flops_per_s`` is a large, aligned dense GEMM (the shape model of step_time.py scales
-    it down for narrow shapes); ``attention_*`` the flash-attention kernel PyTorch SDPA runs
-    (FlashAttention-2), at head dim 128 and long sequences, forward and backward FLOPs counted
-    as that paper does (backward = 2.5 forward); ``copy_bandwidth_bytes_per_s`` a large
-    device-to-device copy, bytes read + written."""
+    it down for narrow shapes); ``attention_*`` the flash-attention kernel PyTorch SDPA's flash
+    backend runs (FlashAttention-2), ``cudnn_attention_*`` cuDNN's fused flash attention (what
+    TransformerEngine runs), both at head dim 128 and long sequences, non-causal, forward and
+    backward FLOPs counted as the FlashAttention papers do (backward = 2.5 forward);
+    ``copy_bandwidth_bytes_per_s`` a large device-to-device copy, bytes read + written."""
 
     model_config = _FROZEN
     gemm_flops_per_s: dict[str, float] = {}  # precision -> FLOP/s (bf16, fp8)
     attention_fwd_flops_per_s: float | None = None
     attention_bwd_flops_per_s: float | None = None
+    cudnn_attention_fwd_flops_per_s: float | None = None
+    cudnn_attention_bwd_flops_per_s: float | None = None
     copy_bandwidth_bytes_per_s: float | None = None
     # Collectives over the scale-up domain (trainplan calibrate --collectives), fitted to the ring
     # model of planner/model/comm.py: bus bandwidth per GPU and latency per ring step.
@@ -238,6 +241,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "gemm_fp8_tflops_achieved": _OPTIONAL_TFLOPS,
     "attention_fwd_tflops_achieved": _OPTIONAL_TFLOPS,
     "attention_bwd_tflops_achieved": _OPTIONAL_TFLOPS,
+    "cudnn_attention_fwd_tflops_achieved": _OPTIONAL_TFLOPS,
+    "cudnn_attention_bwd_tflops_achieved": _OPTIONAL_TFLOPS,
     "hbm_copy_tbps_achieved": _Num(0, 100, required=False),
     "scaleup_busbw_gbyte_per_s_achieved": _Num(0, 100_000, required=False),
     "scaleup_step_latency_us_achieved": _Num(-1e-12, 10_000, required=False),  # 0: below what was resolved
@@ -320,6 +325,8 @@ RATE_FIELDS = (  # file field -> the datasheet field it cannot exceed
     ("gemm_fp8_tflops_achieved", "fp8_tflops"),
     ("attention_fwd_tflops_achieved", "bf16_tflops"),
     ("attention_bwd_tflops_achieved", "bf16_tflops"),
+    ("cudnn_attention_fwd_tflops_achieved", "bf16_tflops"),
+    ("cudnn_attention_bwd_tflops_achieved", "bf16_tflops"),
     ("hbm_copy_tbps_achieved", "hbm_bandwidth_tbps"),
     # A ring's bus bandwidth cannot pass the per-direction link rate (switch reductions, NVLS, can:
     # the ring model does not describe them, so such a fit is refused rather than mis-modelled).
@@ -356,6 +363,8 @@ def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRa
         gemm_flops_per_s=gemm,
         attention_fwd_flops_per_s=scaled("attention_fwd_tflops_achieved", 1e12),
         attention_bwd_flops_per_s=scaled("attention_bwd_tflops_achieved", 1e12),
+        cudnn_attention_fwd_flops_per_s=scaled("cudnn_attention_fwd_tflops_achieved", 1e12),
+        cudnn_attention_bwd_flops_per_s=scaled("cudnn_attention_bwd_tflops_achieved", 1e12),
         copy_bandwidth_bytes_per_s=scaled("hbm_copy_tbps_achieved", 1e12),
         scaleup_bus_bandwidth_bytes_per_s=scaled("scaleup_busbw_gbyte_per_s_achieved", 1e9),
         scaleup_step_latency_s=scaled("scaleup_step_latency_us_achieved", 1e-6),
@@ -370,6 +379,8 @@ def rate_file_values(gpu: GPUSpec) -> dict[str, float]:
     for name, value in (
         ("attention_fwd_tflops_achieved", r.attention_fwd_flops_per_s),
         ("attention_bwd_tflops_achieved", r.attention_bwd_flops_per_s),
+        ("cudnn_attention_fwd_tflops_achieved", r.cudnn_attention_fwd_flops_per_s),
+        ("cudnn_attention_bwd_tflops_achieved", r.cudnn_attention_bwd_flops_per_s),
         ("hbm_copy_tbps_achieved", r.copy_bandwidth_bytes_per_s),
     ):
         if value is not None:

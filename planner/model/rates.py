@@ -38,15 +38,20 @@ def bf16_gemm_rate(c: Candidates, s: ModelingSettings) -> np.ndarray:
 
 
 def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flash-attention forward and backward FLOP/s at ``head_dim``: the catalog's published
-    head-dim-128 rates (else ``attention_peak_fraction`` of the bf16 peak), times the share of
-    them training shapes reach (``attention_shape_fraction``), the GEMM shape factor relative
-    to head dim 128 and the stack's kernel factor (``attention_kernel_factor``)."""
+    """Flash-attention forward and backward FLOP/s at ``head_dim``: the catalog's head-dim-128
+    rates of the stack's kernel (``cudnn_attention``: cuDNN's, else SDPA's FlashAttention-2; a
+    GPU without a FlashAttention-2 figure gets ``attention_peak_fraction`` of its bf16 peak, one
+    without a cuDNN figure its FlashAttention-2 rate), times the share of them training shapes
+    reach (``attention_shape_fraction``), the GEMM shape factor relative to head dim 128 and
+    the factor of a kernel the catalog does not measure (``attention_kernel_factor``)."""
     fallback = c.bf16_peak_flops * s.attention_peak_fraction
     relative = shape_factor([head_dim], s) / shape_factor([ATTENTION_REFERENCE_HEAD_DIM], s)
     scale = relative * s.attention_shape_fraction * s.attention_kernel_factor
     fwd = np.where(np.isnan(c.attention_fwd_flops), fallback, c.attention_fwd_flops)
     bwd = np.where(np.isnan(c.attention_bwd_flops), fallback, c.attention_bwd_flops)
+    if s.cudnn_attention:
+        fwd = np.where(np.isnan(c.cudnn_attention_fwd_flops), fwd, c.cudnn_attention_fwd_flops)
+        bwd = np.where(np.isnan(c.cudnn_attention_bwd_flops), bwd, c.cudnn_attention_bwd_flops)
     return fwd * scale, bwd * scale
 
 

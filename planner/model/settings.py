@@ -40,8 +40,12 @@ class ModelingSettings:
     # reaches this fraction of them. FITTED on the H200 runs (bench/crossval_h200.py re-fits it
     # leaving each run out); head-dim dependence follows the GEMM shape factor.
     attention_shape_fraction: float = 0.845
-    # Speed of the stack's attention kernel relative to the one the catalog's rates describe
-    # (PyTorch SDPA's FlashAttention-2): 1 for trainplan's trainer.
+    # The stack's attention kernel: False, PyTorch SDPA's FlashAttention-2 (the catalog's
+    # ``attention_*`` rates); True, cuDNN's fused flash attention, what TransformerEngine runs
+    # (``cudnn_attention_*``; a GPU without that figure falls back to its FlashAttention-2 rate).
+    cudnn_attention: bool = False
+    # Speed of the stack's attention relative to the catalog's rate of its kernel: another
+    # kernel (llm-foundry's Triton flash), or a stack's own overheads around it; 1 for trainplan.
     attention_kernel_factor: float = 1.0
     # How the LM head + cross-entropy holds its logits. > 0: over chunks of this many tokens,
     # never the full-vocabulary fp32 logits (trainplan's trainer, trainer/loss.py: its default
@@ -317,9 +321,10 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py
-# re-fits both leaving out each GPU generation.
-MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 1.2
-MEGATRON_CORE_TP_COMM_OVERLAP = 0.7
+# re-fits both leaving out each GPU generation. The attention factor is TransformerEngine's
+# attention relative to cuDNN's own benchmark of the same kernel (the catalog's cuDNN rates).
+MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 0.75
+MEGATRON_CORE_TP_COMM_OVERLAP = 0.3
 # Host dispatch per kernel launch in the Megatron profiles: ~60 launches per block, 1 ms.
 MEGATRON_DISPATCH_S_PER_LAUNCH = 1.0e-3 / 60
 # Router + token-dispatcher launches of one Megatron-Core MoE block per micro-batch (counted in
@@ -338,10 +343,13 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # kernels and launch cost as above ...
     elementwise_fusion_factor=DEFAULT_SETTINGS.compile_elementwise_factor,
     host_overhead_per_block_s=1.0e-3,
-    # ... cuDNN fused attention (TransformerEngine) instead of PyTorch SDPA's FlashAttention-2
-    # kernels: FITTED on the published NeMo/Megatron-Bridge runs (the long-sequence context-
-    # parallel rows pin it, attention being >90 % of their step); bench/validate_heldout.py
-    # re-fits it leaving out the generation it scores ...
+    # ... cuDNN fused attention (TransformerEngine's FusedAttention, its default backend on
+    # Hopper and Blackwell) instead of PyTorch SDPA's FlashAttention-2, at the catalog's
+    # per-GPU cuDNN rates (docs/hardware.md, "Achievable rates"), times the share of them
+    # TransformerEngine's attention reaches in these runs: FITTED on the published NeMo /
+    # Megatron-Bridge rows (the long-sequence context-parallel rows pin it, attention being
+    # > 90 % of their step); bench/validate_heldout.py re-fits it leaving out the generation ...
+    cudnn_attention=True,
     attention_kernel_factor=MEGATRON_CORE_ATTENTION_KERNEL_FACTOR,
     # ... gathers into and reduces from persistent contiguous buffers (distributed optimizer,
     # Megatron-FSDP): no per-collective copy-in/copy-out kernels ...
@@ -349,7 +357,8 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     fsdp_reduce_copy_bytes_per_param=0.0,
     # ... and --tp-comm-overlap (userbuffers) splits the sequence-parallel all-gathers and
     # reduce-scatters into chunks pipelined with the GEMMs that consume them (fitted on the
-    # same runs; the default 0.3 assumes no such overlap).
+    # same runs: with the cuDNN rates the fit lands on the default 0.3, no more overlap than
+    # the model assumes without userbuffers).
     tp_comm_overlap=MEGATRON_CORE_TP_COMM_OVERLAP,
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,

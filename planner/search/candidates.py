@@ -121,6 +121,8 @@ class Candidates:
     bf16_gemm_flops: np.ndarray  # the same in bf16 (the LM head of FP8 recipes)
     attention_fwd_flops: np.ndarray  # SDPA flash attention forward, head dim 128
     attention_bwd_flops: np.ndarray  # and backward (FLOPs counted as 2.5x the forward)
+    cudnn_attention_fwd_flops: np.ndarray  # cuDNN fused flash attention, the same way
+    cudnn_attention_bwd_flops: np.ndarray
     copy_bandwidth: np.ndarray  # large device copy, bytes read + written per second
     # Measured collectives over the scale-up domain (GPUSpec.rates); NaN: the datasheet link
     # rate times scaleup_bandwidth_fraction and the model's step latency (planner/model/comm.py).
@@ -214,6 +216,8 @@ def hardware_columns(
         bf16_gemm_flops=col([g.rates.gemm_flops_per_s.get("bf16", np.nan) for g in gpus]),
         attention_fwd_flops=nan_if_none([g.rates.attention_fwd_flops_per_s for g in gpus]),
         attention_bwd_flops=nan_if_none([g.rates.attention_bwd_flops_per_s for g in gpus]),
+        cudnn_attention_fwd_flops=nan_if_none([g.rates.cudnn_attention_fwd_flops_per_s for g in gpus]),
+        cudnn_attention_bwd_flops=nan_if_none([g.rates.cudnn_attention_bwd_flops_per_s for g in gpus]),
         copy_bandwidth=nan_if_none([g.rates.copy_bandwidth_bytes_per_s for g in gpus]),
         scaleup_bus_bandwidth=nan_if_none([g.rates.scaleup_bus_bandwidth_bytes_per_s for g in gpus]),
         scaleup_step_latency=nan_if_none([g.rates.scaleup_step_latency_s for g in gpus]),
