@@ -243,6 +243,14 @@ class ModelingSettings:
     # crosses the network once per node it visits (then is forwarded over NVLink): DeepSeek-V3
     # report sec. 2.1.2 and 3.2.2 (M = 4). 0: no limit (a copy per routed expert crosses).
     moe_max_nodes_per_token: int = 0
+    # Hierarchical dispatch without a node limit: the dispatcher sends a token once to each other
+    # node holding one of its experts and forwards it to them over NVLink (DeepEP's internode
+    # "normal" kernels, "forwarding data from NVLink domain to RDMA domain", deepseek-ai/DeepEP
+    # README, the scheme of the DeepSeek-V3 report sec. 3.2.2; HybridEP's "hierarchical
+    # communication design", DeepEP docs/README_Hybrid-EP.md: that it deduplicates per node the
+    # same way is an ESTIMATE). False: every routed copy to another node crosses (NCCL
+    # all-to-all: Megatron-Core's alltoall dispatcher, trainplan's block).
+    moe_hierarchical_dispatch: bool = False
     # --- FLOP conventions --------------------------------------------------------------------
     # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
     # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").

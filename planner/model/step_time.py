@@ -121,7 +121,9 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
     scores = tokens * c.seq_len * model.num_heads / c.tp
     passes = 3.0 + recompute_fraction(c)
     per_score = np.where(
-        eager_softcap_attention(model, c), s.eager_softcap_attention_bytes_per_score, s.unfused_attention_bytes_per_score
+        eager_softcap_attention(model, c),
+        s.eager_softcap_attention_bytes_per_score,
+        s.unfused_attention_bytes_per_score,
     )
     unfused = n_layers * scores * per_score * passes
     return np.where(flash_attention_on(model, c, s), 0.0, unfused)
