@@ -50,7 +50,7 @@ def test_eager_scores_stream_through_hbm_at_their_kernels_bytes():
     assert unfused_attention_bytes(NO_CAP, c, s, NO_CAP.num_layers)[0] == 0.0
 
 
-def test_eager_attention_costs_more_than_flash_and_grows_with_the_sequence():
+def test_eager_attention_times_every_score_and_its_traffic_grows_with_the_sequence():
     s = DEFAULT_SETTINGS
     extra = []
     for seq in (2048, 8192):
