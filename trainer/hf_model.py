@@ -159,8 +159,8 @@ def build_hf_model(spec: ModelSpec, hf_config_path: str | None, seq_len: int) ->
 
     config = load_hf_config(spec, hf_config_path, seq_len)
     # transformers has no SDPA path for soft-capped attention scores (Gemma 2): eager attention,
-    # which materialises the scores (the planner's flash-attention figures do not cover it).
-    attention = "eager" if spec.attn_softcap else "sdpa"
+    # which materialises the scores (the planner times it so: step_time.eager_softcap_attention).
+    attention = spec.hf_attention_implementation
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation=attention, trust_remote_code=False)
     return model

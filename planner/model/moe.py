@@ -132,6 +132,22 @@ def network_copies_per_token(model: ModelSpec, c: Candidates, s: ModelingSetting
     2.1.2) a token crosses once per destination node, at most ``s.moe_max_nodes_per_token``,
     and is forwarded to its experts inside the node over NVLink (sec. 3.2.2)."""
     k = float(model.experts_per_token)
+    if s.moe_hierarchical_dispatch:
+        return hierarchical_network_copies(model, c)
     if s.moe_max_nodes_per_token <= 0:
         return np.full(len(c), k)
     return np.minimum(k, float(s.moe_max_nodes_per_token))
+
+
+def hierarchical_network_copies(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """``network_copies_per_token`` of a hierarchical dispatcher (``s.moe_hierarchical_dispatch``):
+    a token crosses the network once per other node holding one of its experts, then fans out
+    over NVLink. With the ep group over ``n`` nodes and ``k`` balanced (uniform) routed copies it
+    visits ``(n - 1)(1 - (1 - 1/n)^k)`` other nodes on average; in the convention of
+    ``comm.all_to_all_s`` (a copy's share ``(n - 1)/n`` leaves the node) that is
+    ``n (1 - (1 - 1/n)^k)`` copies."""
+    k = float(model.experts_per_token)
+    per_node = np.clip(np.maximum(c.scaleup_domain_size, 1) // np.maximum(c.tp, 1), 1, np.maximum(c.ep, 1))
+    nodes = np.maximum(c.ep / per_node, 1.0)
+    copies = nodes * (1.0 - (1.0 - 1.0 / nodes) ** k)
+    return np.where(nodes > 1.0, np.minimum(copies, k), k)

@@ -73,6 +73,13 @@ class ModelingSettings:
     # is counted as twice the forward and a recompute as one more forward. These tensors are
     # far larger than L2 and stream at copy speed: streaming_bandwidth_fraction.
     unfused_attention_bytes_per_score: float = 13.0
+    # The same for Hugging Face's eager attention with soft-capped scores (Gemma 2, which has no
+    # SDPA path: planner/model/step_time.py eager_softcap_attention), kernel by kernel from
+    # transformers' eager_attention_forward (models/gemma2/modeling_gemma2.py): QK^T writes 2;
+    # the cap's divide, tanh and multiply read 2 and write 2 each (12); the mask add reads 2,
+    # writes 2; softmax in fp32 reads 2, writes 4; the cast back reads 4, writes 2; AV reads 2
+    # (no dropout kernel: attention_dropout 0): 32.
+    eager_softcap_attention_bytes_per_score: float = 32.0
     # A large contiguous read-modify-write reaches the device-copy bandwidth (H200: 4.26 TB/s
     # measured vs 4.8 spec = 0.89), unlike the many small eager kernels of
     # hbm_bandwidth_fraction.
@@ -240,6 +247,14 @@ class ModelingSettings:
     # crosses the network once per node it visits (then is forwarded over NVLink): DeepSeek-V3
     # report sec. 2.1.2 and 3.2.2 (M = 4). 0: no limit (a copy per routed expert crosses).
     moe_max_nodes_per_token: int = 0
+    # Hierarchical dispatch without a node limit: the dispatcher sends a token once to each other
+    # node holding one of its experts and forwards it to them over NVLink (DeepEP's internode
+    # "normal" kernels, "forwarding data from NVLink domain to RDMA domain", deepseek-ai/DeepEP
+    # README, the scheme of the DeepSeek-V3 report sec. 3.2.2; HybridEP's "hierarchical
+    # communication design", DeepEP docs/README_Hybrid-EP.md: that it deduplicates per node the
+    # same way is an ESTIMATE). False: every routed copy to another node crosses (NCCL
+    # all-to-all: Megatron-Core's alltoall dispatcher, trainplan's block).
+    moe_hierarchical_dispatch: bool = False
     # --- FLOP conventions --------------------------------------------------------------------
     # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
     # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").

@@ -166,6 +166,14 @@ class ModelSpec(BaseModel):
         return self.num_experts > 1
 
     @property
+    def hf_attention_implementation(self) -> str:
+        """The ``attn_implementation`` the trainer builds Hugging Face modules with: SDPA (flash
+        kernels), except for soft-capped attention scores (Gemma 2), which transformers runs
+        eager only (``Gemma2PreTrainedModel._supports_sdpa = False``: "sdpa does not support
+        softcapping"; transformers 5.24 models/gemma2/modeling_gemma2.py)."""
+        return "eager" if self.attn_softcap else "sdpa"
+
+    @property
     def moe_layers(self) -> int:
         """Blocks with experts (all of them for Mixtral / Qwen3-MoE, L - k for DeepSeek)."""
         return self.num_layers - self.dense_layers if self.is_moe else 0

@@ -99,16 +99,34 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return 3.0 * elements / c.tp * compute_dtype_bytes(c)
 
 
+def eager_softcap_attention(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Candidates whose attention runs eager in Hugging Face modules, materialising the scores:
+    the trainer builds them with ``model.hf_attention_implementation`` (trainer/hf_model.py),
+    "eager" for soft-capped scores (Gemma 2)."""
+    return np.asarray((model.hf_attention_implementation == "eager") & (c.impl == IMPL_HF))
+
+
+def flash_attention_on(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Candidates whose attention keeps the scores on chip (``s.flash_attention``, except the
+    eager soft-capped attention of ``eager_softcap_attention``)."""
+    return np.asarray(s.flash_attention) & ~eager_softcap_attention(model, c)
+
+
 def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers) -> np.ndarray:
     """HBM traffic of materialised attention scores per micro-batch (no flash attention): every
     head writes and re-reads its full s x s score matrix (masked, not skipped), forward once,
-    backward about twice, recompute once more."""
-    if s.flash_attention:
-        return np.zeros(len(c))
+    backward about twice, recompute once more; at the eager soft-capped kernels' bytes per score
+    where those run (``s.eager_softcap_attention_bytes_per_score``)."""
     tokens = c.micro_batch * c.seq_len / c.cp
     scores = tokens * c.seq_len * model.num_heads / c.tp
     passes = 3.0 + recompute_fraction(c)
-    return n_layers * scores * s.unfused_attention_bytes_per_score * passes
+    per_score = np.where(
+        eager_softcap_attention(model, c),
+        s.eager_softcap_attention_bytes_per_score,
+        s.unfused_attention_bytes_per_score,
+    )
+    unfused = n_layers * scores * per_score * passes
+    return np.where(flash_attention_on(model, c, s), 0.0, unfused)
 
 
 def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
@@ -147,11 +165,14 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     # Forward (and its recompute) at the forward rate; the backward, 2x the forward's FLOPs, and
     # with flash attention half a forward more (it recomputes the scores), at the backward rate.
     head_dim = block_table(model).attention.head_dim
-    if s.flash_attention:
-        attn_fwd, attn_bwd = rates.attention_rates(c, s, head_dim)
-        attention = attn_flops * ((1.0 + recompute_fraction(c)) / attn_fwd + 2.5 / attn_bwd)
-    else:
-        attention = attn_flops * (3.0 + recompute_fraction(c)) / rates.unfused_attention_rate(c, s, head_dim)
+    attn_fwd, attn_bwd = rates.attention_rates(c, s, head_dim)
+    flash = attn_flops * ((1.0 + recompute_fraction(c)) / attn_fwd + 2.5 / attn_bwd)
+    # Eager attention's batched GEMMs compute every score, masked or outside a sliding window
+    # (not skipped, unlike flash kernels): s keys per query in every block.
+    eager_flops = block_table(model).attention.flops_per_token_per_key * c.seq_len * n_layers / c.tp * tokens
+    unfused_flops = np.where(eager_softcap_attention(model, c), eager_flops, attn_flops)
+    unfused = unfused_flops * (3.0 + recompute_fraction(c)) / rates.unfused_attention_rate(c, s, head_dim)
+    attention = np.where(flash_attention_on(model, c, s), flash, unfused)
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
     fp8_casts = n_layers * tokens * fp8_cast_bytes_per_token(model, c, s) * (passes / 3.0)

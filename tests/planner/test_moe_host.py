@@ -118,3 +118,24 @@ def test_trainplan_profile_syncs_but_counts_no_dispatch_launches_yet():
     assert DEFAULT_SETTINGS.moe_host_sync
     assert moe.post_sync_host_s(MIXTRAL, c, DEFAULT_SETTINGS)[0] == 0.0
     assert host_sync_exposed_s(MIXTRAL, c, DEFAULT_SETTINGS)[0] == 0.0
+
+
+def test_hierarchical_dispatch_sends_a_token_once_per_other_node():
+    """DeepEP/HybridEP-style dispatch (``moe_hierarchical_dispatch``): over 2 nodes a token's 8
+    copies visit the other node with probability 1 - 2^-8 and cross once; inside a node nothing
+    changes."""
+    s = MEGATRON_CORE_SETTINGS
+    flex = s.but(moe_hierarchical_dispatch=True)
+    two_nodes = candidates(Layout(ep=16), 16)
+    copies = moe.network_copies_per_token(MIXTRAL, two_nodes, flex)[0]
+    k = MIXTRAL.experts_per_token
+    assert copies == pytest.approx(2.0 * (1.0 - 0.5**k))
+    assert moe.network_copies_per_token(MIXTRAL, two_nodes, s)[0] == k
+    dtype = compute_dtype_bytes(two_nodes)
+    assert (
+        moe.one_all_to_all_s(MIXTRAL, two_nodes, flex, dtype)[0] < moe.one_all_to_all_s(MIXTRAL, two_nodes, s, dtype)[0]
+    )
+    one_node = candidates(Layout(ep=8), 8)
+    assert (
+        moe.one_all_to_all_s(MIXTRAL, one_node, flex, dtype)[0] == moe.one_all_to_all_s(MIXTRAL, one_node, s, dtype)[0]
+    )

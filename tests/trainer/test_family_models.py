@@ -121,6 +121,8 @@ def test_hf_builds_the_family_presets(preset):
     spec = get_preset(preset)
     model = build_hf_model(spec, None, seq_len=4096)
     assert sum(p.numel() for p in model.parameters()) == spec.num_params()
+    # The attention the planner times (step_time.eager_softcap_attention): eager for Gemma 2.
+    assert model.config._attn_implementation == spec.hf_attention_implementation
 
 
 @pytest.mark.parametrize("preset", ["qwen3-8b", "phi3-mini", "olmo2-7b"])
