@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
@@ -22,7 +23,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
-from planner.plan import Plan
+from planner.plan import Plan, PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
     DEFAULT_MAX_GPUS,
@@ -68,9 +69,16 @@ class PlanResult:
 
 
 def plan_from_row(
-    request: PlanRequest, c: Candidates, row: int, gpu_ids: list[str], catalog: Catalog, settings: ModelingSettings
+    request: PlanRequest,
+    c: Candidates,
+    row: int,
+    gpu_ids: list[str],
+    catalog: Catalog,
+    settings: ModelingSettings,
+    calibration: PlanCalibration | None = None,
 ) -> Plan:
-    """Re-score one chosen row through the scalar path and wrap it as a runnable Plan."""
+    """Re-score one chosen row through the scalar path and wrap it as a runnable Plan
+    (``calibration``: the record of the file ``catalog`` was calibrated with)."""
     gpu = catalog.gpu(gpu_ids[int(c.gpu_index[row])])
     layout, training = c.layout(row), c.training(row)
     num_gpus = int(c.num_gpus[row])
@@ -99,17 +107,36 @@ def plan_from_row(
         price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
         estimate=est,
         stack=request.stack,
+        calibration=calibration,
     )
 
 
+def calibrated(
+    catalog: Catalog | None, calibration: AppliedCalibration | None
+) -> tuple[Catalog | None, PlanCalibration | None]:
+    """The catalog to estimate with and the record its plans keep: a calibration's merged catalog
+    and its file's record, else ``catalog`` (None: the built-in) and no record."""
+    if calibration is None:
+        return catalog, None
+    if catalog is not None:
+        raise ValueError("give a catalog or a calibration, not both (a calibration carries its catalog)")
+    return calibration.catalog, calibration.record
+
+
 def plan(
-    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
+    request: PlanRequest,
+    *,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings | None = None,
+    calibration: AppliedCalibration | None = None,
 ) -> PlanResult:
     """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits.
-    ``settings`` None: the profile of ``request.stack``."""
+    ``settings`` None: the profile of ``request.stack``. ``calibration``: a calibration file merged
+    over the catalog (planner.catalog.calibration.calibrate); every plan returned records it."""
     settings = settings or STACK_SETTINGS[request.stack]
     started = time.perf_counter()
-    catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
+    base, record = calibrated(catalog, calibration)
+    catalog = catalog_with_prices(base or load_catalog(), request.price_overrides)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
@@ -119,27 +146,21 @@ def plan(
     inventory = {g: n for g, n in gpus.items() if n is not None} or None
     deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     try:
-        solution = solve_single(
-            table,
-            request.objective,
-            cost_weight=request.cost_weight,
-            deadline_s=deadline_s,
-            budget_usd=request.budget_usd,
-            inventory=inventory,
-            top_k=request.top_k,
-            solver=request.solver,
-            batch_target=None if request.vary_batch else requested_batch_tokens(request),
-        )
+        solution = solve_request(request, table, deadline_s, inventory)
     except InfeasiblePlan:
         if not limits.caps:
             raise
         raise cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) from None
-    chosen = plan_from_row(request, c, solution.row, gpu_ids, catalog, settings)
+
+    def wrap(row: int) -> Plan:
+        return plan_from_row(request, c, row, gpu_ids, catalog, settings, record)
+
+    chosen = wrap(solution.row)
     assert chosen.estimate.time_to_train_h is not None  # plan() always has training tokens
     assert math.isclose(
         chosen.estimate.time_to_train_h * SECONDS_PER_HOUR, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
     ), "scalar re-score disagrees with the vectorised score"
-    alternatives = tuple(plan_from_row(request, c, r, gpu_ids, catalog, settings) for r in solution.alternatives)
+    alternatives = tuple(wrap(r) for r in solution.alternatives)
     rows = choosable_rows(request, table, deadline_s, inventory)
     tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
     bend = None if deadline_s is not None else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row)
@@ -153,9 +174,26 @@ def plan(
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,
-        near_tie_plan=None if tie is None else plan_from_row(request, c, tie.row, gpu_ids, catalog, settings),
+        near_tie_plan=None if tie is None else wrap(tie.row),
         knee=bend,
-        knee_plan=None if bend is None else plan_from_row(request, c, bend.row, gpu_ids, catalog, settings),
+        knee_plan=None if bend is None else wrap(bend.row),
+    )
+
+
+def solve_request(
+    request: PlanRequest, table: CandidateTable, deadline_s: float | None, inventory: dict[str, int] | None
+) -> SingleSolution:
+    """The ILP over ``table`` with the request's objective, limits and batch target."""
+    return solve_single(
+        table,
+        request.objective,
+        cost_weight=request.cost_weight,
+        deadline_s=deadline_s,
+        budget_usd=request.budget_usd,
+        inventory=inventory,
+        top_k=request.top_k,
+        solver=request.solver,
+        batch_target=None if request.vary_batch else requested_batch_tokens(request),
     )
 
 
@@ -223,12 +261,14 @@ def build_plan(
     settings: ModelingSettings | None = None,
     requested_global_batch_tokens: int | None = None,
     stack: Stack = Stack.TRAINPLAN,
+    calibration: AppliedCalibration | None = None,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
-    ``settings`` None: the profile of ``stack``."""
+    ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``."""
     settings = settings or STACK_SETTINGS[stack]
-    catalog = catalog or load_catalog()
+    base, record = calibrated(catalog, calibration)
+    catalog = base or load_catalog()
     spec = catalog.gpu(gpu)
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})
@@ -259,16 +299,23 @@ def build_plan(
         price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
         estimate=est,
         stack=stack,
+        calibration=record,
     )
 
 
 def restack(
-    plan_: Plan, stack: Stack, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
+    plan_: Plan,
+    stack: Stack,
+    *,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings | None = None,
+    calibration: AppliedCalibration | None = None,
 ) -> Plan:
-    """The same configuration estimated for another software stack, catalog or settings (``explain
-    --stack``, ``--calibration``; emit, when a run setting changes what the planner modelled).
-    ``settings`` None: the profile of ``stack``."""
-    if stack == plan_.stack and catalog is None and settings is None:
+    """The same configuration estimated for another software stack, catalog, calibration or
+    settings (``explain --stack``, ``--calibration``; emit, when a run setting changes what the
+    planner modelled). ``settings`` None: the profile of ``stack``. Unchanged when none differs;
+    otherwise the new plan records ``calibration`` (None: none, whatever ``plan_`` was made with)."""
+    if stack == plan_.stack and catalog is None and settings is None and calibration is None:
         return plan_
     return build_plan(
         plan_.model,
@@ -284,6 +331,7 @@ def restack(
         requested_global_batch_tokens=plan_.estimate.requested_global_batch_tokens,
         stack=stack,
         settings=settings,
+        calibration=calibration,
     )
 
 
