@@ -16,7 +16,7 @@ class PreemptionFlag:
     _installed: PreemptionFlag | None = None
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.signum: int | None = None
         self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
 
