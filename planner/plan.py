@@ -1,8 +1,9 @@
 """The typed results that flow one way: planner -> plan.json -> trainer.
 
 ``Estimate`` is one configuration's prediction with its breakdowns (the JSON of
-``trainplan estimate``); ``Plan`` adds what the trainer needs to run it. Both are frozen
-pydantic models, so ``emit`` only serialises and the trainer only validates.
+``trainplan estimate``); ``Plan`` adds what the trainer needs to run it, and the calibration
+file it was made with (``PlanCalibration``). All are frozen pydantic models, so ``emit`` only
+serialises and the trainer only validates.
 """
 
 from __future__ import annotations
@@ -200,6 +201,44 @@ class Estimate(BaseModel):
     model: ModelSummary | None = None  # absent from plan files written before it
 
 
+class CalibrationMachine(BaseModel):
+    """The ``[machine]`` table of a calibration file: who measured its kernel rates, and when."""
+
+    model_config = _FROZEN
+    host: str
+    device: str
+    driver: str
+    date: str
+    software: str
+
+
+class CalibratedGpu(BaseModel):
+    """One catalog entry a calibration file overrode: its rate fields (file names, e.g.
+    ``gemm_bf16_tflops_achieved``) and whether it carries a measured job's correction."""
+
+    model_config = _FROZEN
+    gpu: str  # catalog id
+    rates: tuple[str, ...] = ()
+    measured_job: bool = False
+
+
+class PlanCalibration(BaseModel):
+    """The calibration file a plan was estimated with (planner/catalog/calibration.py makes it):
+    where it was read from, the SHA-256 of its bytes (the same file, not merely the same name),
+    the machine it states and the entries it overrode. A plan without one used the built-in
+    catalog."""
+
+    model_config = _FROZEN
+    file: str  # absolute path; an upload's name in the app
+    sha256: str
+    machine: CalibrationMachine | None = None  # None: a file of measured jobs only
+    gpus: tuple[CalibratedGpu, ...]
+
+    def entry(self, gpu: str) -> CalibratedGpu | None:
+        """What the file overrode for ``gpu`` (a catalog id); None when it left it alone."""
+        return next((g for g in self.gpus if g.gpu == gpu), None)
+
+
 class Plan(BaseModel):
     """A runnable plan: model, hardware, layout, training settings and the prediction."""
 
@@ -218,6 +257,7 @@ class Plan(BaseModel):
     estimate: Estimate
     # The software the estimate describes; only trainplan plans can be emitted (emit refuses others).
     stack: Stack = Stack.TRAINPLAN
+    calibration: PlanCalibration | None = None  # None: the built-in catalog (and plan files before it)
 
     @property
     def emittable(self) -> bool:

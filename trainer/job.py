@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from planner.catalog.hardware import Catalog
+from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.plan import Plan
 from planner.units import SECONDS_PER_HOUR
@@ -39,9 +39,9 @@ def emit_job(
     k8s_image: str = DEFAULT_K8S_IMAGE,
     k8s_pvc: str = DEFAULT_K8S_PVC,
     force: bool = False,
-    catalog: Catalog | None = None,
+    calibration: AppliedCalibration | None = None,
 ) -> Path:
-    """Write the job directory ``out_dir`` and return the path of its ``job.json``. ``catalog``:
+    """Write the job directory ``out_dir`` and return the path of its ``job.json``. ``calibration``:
     the one a re-estimate for changed run settings uses (``apply_run_overrides``).
 
     Refused: another stack's plan (``Plan.emittable``); unless ``force``, an infeasible plan, and a
@@ -56,7 +56,7 @@ def emit_job(
         raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
     out_dir = Path(out_dir).expanduser().resolve()
     run = checkpoint_interval(plan, _absolute_paths(run))
-    applied = apply_run_overrides(plan, run, catalog)
+    applied = apply_run_overrides(plan, run, calibration)
     if not applied.estimate.feasible and not force:
         reason = _one_line(applied.estimate.reason or "it does not fit")
         changed = ", ".join(modelled_overrides(plan, run))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planner.catalog.hardware import Catalog
+from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.layout import Layout, PipelineSchedule
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS
@@ -64,12 +64,12 @@ def memory_headroom(plan: Plan, run: RunSettings) -> float:
     return plan.estimate.memory.headroom_fraction if run.memory_headroom is None else run.memory_headroom
 
 
-def apply_run_overrides(plan: Plan, run: RunSettings, catalog: Catalog | None = None) -> Plan:
+def apply_run_overrides(plan: Plan, run: RunSettings, calibration: AppliedCalibration | None = None) -> Plan:
     """The plan the trainer runs: ``plan`` with the run settings' overrides applied (a new frozen
     Plan; the layout is re-validated). Where a run setting changes what the planner modelled (the
-    pipeline schedule, the loss chunk), the plan is estimated again with ``catalog`` (None: the
-    built-in one; ``trainplan emit`` passes the calibration it applies), so the job's prediction
-    and feasibility describe what the trainer will do."""
+    pipeline schedule, the loss chunk), the plan is estimated again with ``calibration`` (None: the
+    built-in catalog; ``trainplan emit`` passes the calibration it applies, which the new plan
+    records), so the job's prediction and feasibility describe what the trainer will do."""
     if not modelled_overrides(plan, run):
         return plan
     schedule = _schedule_override(plan, run)
@@ -81,7 +81,7 @@ def apply_run_overrides(plan: Plan, run: RunSettings, catalog: Catalog | None = 
         return restack(
             plan.model_copy(update={"layout": layout}),
             plan.stack,
-            catalog=catalog,
+            calibration=calibration,
             settings=modelled.but(loss_chunk_tokens=run.loss_chunk_tokens),
         )
     except ValueError as exc:  # a rule of the layout that needs the training settings too

@@ -1,4 +1,7 @@
-"""The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop, save and report."""
+"""The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop, save and report.
+
+What the run measures of itself (step times, memory peaks, MFU) is trainer/meter.py; the stop
+signals it obeys (SIGTERM, Ctrl-C) are trainer/preemption.py."""
 
 from __future__ import annotations
 
@@ -14,29 +17,23 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from planner.errors import DiskFullError, ExitCode, ReplanNeeded
+from planner.errors import DiskFullError, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Implementation, Layout, PipelineSchedule, Precision
-from planner.units import GIB
 from trainer.checkpoint import Checkpointable, CheckpointManager, model_identity, step_dir_name
-from trainer.data import build_loader, prepare_data
+from trainer.data import prepare_data
 from trainer.job_spec import JobSpec, memory_headroom
+from trainer.loader import build_loader
 from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
 from trainer.loss import build_loss_head, chunk_tokens_for
-from trainer.metrics import (
-    GpuSampler,
-    MetricsLogger,
-    ProgressBar,
-    StepMetrics,
-    model_flops_per_token,
-    peak_flops_per_s,
-)
+from trainer.meter import RunMeter
+from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics
 from trainer.optim import LossScaler, build_optimizer, build_scheduler
 from trainer.parallel import Meshes
 from trainer.pipeline import build_pipeline_schedule, local_stage_ids
+from trainer.preemption import PreemptionFlag
 from trainer.probe import (
-    MemoryReading,
     RunSummary,
     check_measured_fit,
     format_report,
@@ -68,45 +65,6 @@ class TrainState:
     evals_without_improvement: int = 0
     last_val_loss: float | None = None
     last_train_loss: float | None = None
-
-
-class PreemptionFlag:
-    """SIGTERM (preemption, or the parent's death: trainer/locks.py) and SIGINT (Ctrl-C) set a flag;
-    the loop saves at the next step boundary and exits. Installed once, as early as the worker
-    starts (``install``), so a signal during start-up is not a traceback either."""
-
-    _installed: PreemptionFlag | None = None
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __init__(self):
-        self.signum: int | None = None
-        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
-
-    @classmethod
-    def install(cls) -> PreemptionFlag:
-        if cls._installed is None:
-            cls._installed = cls()
-        return cls._installed
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
-
-    def _handle(self, signum, frame) -> None:
-        del frame
-        self.signum = self.signum or signum
-
-    def exit_code(self) -> ExitCode:
-        return ExitCode.ABORTED if self.signum == signal.SIGINT else ExitCode.PREEMPTED
-
-    def name(self) -> str:
-        return signal.Signals(self.signum).name if self.signum else "SIGTERM"
-
-    def close(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        if PreemptionFlag._installed is self:
-            PreemptionFlag._installed = None
 
 
 def describe_run(
@@ -172,17 +130,10 @@ class Session:
         self.preemption = PreemptionFlag.install()
         # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
         self.parent_pid = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
-        self.step_times: list[float] = []
-        self.max_peak_gib = 0.0
-        self.max_reserved_gib = 0.0
+        self.meter = RunMeter(self.plan, device, self.is_rank0)
         self.last_saved_step = -1
         self.started = time.perf_counter()
         self.metrics: MetricsLogger | None = None
-        self.gpu = GpuSampler(device) if self.is_rank0 else None
-        self.flops_per_token = model_flops_per_token(self.plan)
-        self.peak_flops = (
-            peak_flops_per_s(self.plan.gpu, self.training.precision.value) if device.type == "cuda" else None
-        )
 
     def close(self) -> None:
         self.preemption.close()
@@ -304,38 +255,23 @@ class Session:
 
     # ------------------------------------------------------------------ probe
 
-    def _memory_reading(self) -> MemoryReading:
-        if self.device.type != "cuda":
-            return MemoryReading(None, None, None)
-        values = torch.tensor([self.max_peak_gib, self.max_reserved_gib], device=self.device)
-        dist.all_reduce(values, op=dist.ReduceOp.MAX)
-        capacity = torch.cuda.get_device_properties(self.device).total_memory / GIB
-        return MemoryReading(values[0].item(), values[1].item(), capacity)
-
     def probe(self) -> Outcome | None:
         """Run the first ``probe_steps`` steps of this launch measured; stop if they do not fit."""
         num_steps = min(self.run.probe_steps, self.run.steps - self.state.step)
         if num_steps <= 0:
             return None
-        if self.device.type == "cuda":  # measure the steps, not model building or checkpoint loading
-            torch.cuda.reset_peak_memory_stats(self.device)
+        self.meter.reset_peaks()
         try:
             outcome = self.run_steps(self.state.step + num_steps)
         except torch.OutOfMemoryError as exc:
-            reading = MemoryReading(None, None, None)
-            if self.device.type == "cuda":
-                reading = MemoryReading(
-                    None,
-                    torch.cuda.max_memory_reserved(self.device) / GIB,
-                    torch.cuda.get_device_properties(self.device).total_memory / GIB,
-                )
+            reading = self.meter.oom_reading()
             reason = f"out of memory during the probe ({one_line(exc)})"
             # Written by the rank that ran out (others may be blocked in a collective).
             write_replan_needed(self.job_dir, self.plan, reading, memory_headroom(self.plan, self.run), reason)
             raise ReplanNeeded(reason) from None
-        memory = self._memory_reading()
+        memory = self.meter.reading()
         if self.is_rank0:
-            report = write_validation(self.job_dir, self.plan, self.step_times, memory, self.device.type)
+            report = write_validation(self.job_dir, self.plan, self.meter.step_times, memory, self.device.type)
             measured, predicted = report.measured, report.predicted
             log.info(
                 f"\nprobe: {num_steps} steps, step {measured.step_s:.3f} s (predicted "
@@ -363,15 +299,6 @@ class Session:
     def _synchronize(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-
-    def _track_memory(self) -> float | None:
-        if self.device.type != "cuda":
-            return None
-        peak = torch.cuda.max_memory_allocated(self.device) / GIB
-        self.max_peak_gib = max(self.max_peak_gib, peak)
-        self.max_reserved_gib = max(self.max_reserved_gib, torch.cuda.max_memory_reserved(self.device) / GIB)
-        torch.cuda.reset_peak_memory_stats(self.device)
-        return peak
 
     def stop_requested(self) -> bool:
         """Whether any rank was signalled or orphaned, or rank 0 could not write its metrics (a
@@ -408,7 +335,7 @@ class Session:
             result = self.stepper.train_step(batches)
             self._synchronize()
             step_s = time.perf_counter() - started
-            self.step_times.append(step_s)
+            self.meter.step_times.append(step_s)
             self.state.step += 1
             self._count_bad(result)
             val_loss = self._maybe_evaluate()
@@ -441,10 +368,7 @@ class Session:
 
     def _step_metrics(self, result, step_s: float, tokens_per_step: int, val_loss: float | None) -> StepMetrics:
         tokens_per_s = tokens_per_step / step_s
-        mfu = None
-        if self.peak_flops:
-            mfu = self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops)
-        util, power = self.gpu.sample() if self.gpu is not None else (None, None)
+        util, power = self.meter.sample_gpu()
         return StepMetrics(
             step=self.state.step,
             loss=result.loss,
@@ -452,8 +376,8 @@ class Session:
             grad_norm=result.grad_norm,
             step_s=step_s,
             tokens_per_s=tokens_per_s,
-            mfu=mfu,
-            peak_mem_gib=self._track_memory(),
+            mfu=self.meter.mfu(tokens_per_s),
+            peak_mem_gib=self.meter.track_memory(),
             gpu_util=util,
             power_w=power,
             skipped=result.skipped,
@@ -529,25 +453,20 @@ class Session:
             return None
 
     def _report(self, outcome: Outcome, test_loss: float | None) -> None:
-        memory = self._memory_reading()
+        memory = self.meter.reading()
         if self.metrics is not None:
             self.metrics.close()
         if not self.is_rank0:
             return
-        step_s = typical_step_s(self.step_times)
+        step_s = typical_step_s(self.meter.step_times)
         tokens_per_s = self.training.tokens_per_step(self.layout) / step_s if step_s else None
-        mfu = (
-            self.flops_per_token * tokens_per_s / (dist.get_world_size() * self.peak_flops)
-            if self.peak_flops and tokens_per_s
-            else None
-        )
         perplexity = math.exp(test_loss) if test_loss is not None and test_loss < 50 else None
         summary = RunSummary(
             steps_done=self.state.step,
             outcome=outcome.value,
             step_s=step_s,
             tokens_per_s=tokens_per_s,
-            mfu=mfu,
+            mfu=self.meter.mfu(tokens_per_s),
             peak_gib=memory.peak_gib,
             final_train_loss=self.state.last_train_loss,
             final_val_loss=self.state.last_val_loss,

@@ -46,8 +46,9 @@ from trainer.parallel import (
     init_parameters,
 )
 from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, build_native_stage, local_stage_ids
+from trainer.preemption import PreemptionFlag
 from trainer.probe import check_plan
-from trainer.session import Outcome, PreemptionFlag, Session
+from trainer.session import Outcome, Session
 
 log = logging.getLogger(__name__)
 

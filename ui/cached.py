@@ -11,6 +11,7 @@ import streamlit as st
 
 from planner.api import PlanRequest, build_plan
 from planner.catalog import detect
+from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.detect import NoGPUDriver
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.fmt import one_line
@@ -44,10 +45,18 @@ def catalog_for(calibration: CalibrationUpload | None) -> Catalog:
     return catalog() if calibration is None else cached_calibration(calibration).catalog
 
 
+def calibration_for(calibration: CalibrationUpload | None) -> AppliedCalibration | None:
+    """The calibrated catalog with the file's record, for the answers that are plans (plan.json
+    downloads record the file); None without a file."""
+    return None if calibration is None else cached_calibration(calibration).applied
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_plan(request_json: str, headroom: float, calibration: CalibrationUpload | None = None) -> charts.PlanOutcome:
     request = PlanRequest.model_validate_json(request_json)
-    return charts.solve(request, settings_for(headroom, request.stack), catalog_for(calibration))
+    applied = calibration_for(calibration)
+    catalog_ = None if applied is not None else catalog()
+    return charts.solve(request, settings_for(headroom, request.stack), catalog_, applied)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -128,6 +137,7 @@ def cached_layout_plan(
     calibration: CalibrationUpload | None = None,
 ) -> Plan | str:
     """``build_plan`` of one fixed configuration (the layout explorer), or the one-line reason it cannot exist."""
+    applied = calibration_for(calibration)
     try:
         return build_plan(
             ModelSpec.model_validate_json(model_json),
@@ -136,7 +146,8 @@ def cached_layout_plan(
             TrainingConfig.model_validate_json(training_json),
             num_gpus=num_gpus,
             training_tokens=tokens,
-            catalog=catalog_for(calibration),
+            catalog=None if applied is not None else catalog(),
+            calibration=applied,
             settings=settings_for(headroom, stack),
             stack=stack,
         )

@@ -55,16 +55,17 @@ def choose_calibration(given: Path | None, disabled: bool) -> CalibrationChoice 
     return CalibrationChoice(path, default=True) if path.is_file() else None
 
 
-def calibrated_catalog(choice: CalibrationChoice | None):
-    """The catalog, with a calibration file's measurements when one is chosen (None: the built-in)."""
+def applied_calibration(choice: CalibrationChoice | None):
+    """The built-in catalog with the chosen file merged over it, and the file's record the plans
+    keep (planner.catalog.calibration.AppliedCalibration); None when no file is chosen."""
     if choice is None:
         return None
-    from planner.catalog.calibration import apply_calibration
+    from planner.catalog.calibration import calibrate
     from planner.catalog.hardware import load_catalog
     from planner.errors import CatalogError
 
     try:
-        return apply_calibration(load_catalog(), choice.path)
+        return calibrate(load_catalog(), choice.path)
     except CatalogError as exc:
         if not choice.default:
             raise

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.catalog.calibration import MACHINE_FIELDS, CalibrationFile, apply_file, parse_calibration
+from planner.catalog.calibration import (
+    MACHINE_FIELDS,
+    AppliedCalibration,
+    CalibrationFile,
+    apply_file,
+    calibration_record,
+    parse_calibration,
+)
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES
 from ui.charts import UploadTooLarge
@@ -31,12 +38,17 @@ class CalibrationUpload:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """The catalog with the file's rates, and where they were measured (the plan card's line)."""
+    """The catalog with the file's rates and the record its plans keep (``applied``), and where
+    they were measured (the plan card's line)."""
 
-    catalog: Catalog
+    applied: AppliedCalibration
     name: str
     machine: dict[str, str]  # planner.catalog.calibration.MACHINE_FIELDS
     gpus: tuple[str, ...]  # catalog ids the file measured
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.applied.catalog
 
 
 def calibrated_from_upload(upload: CalibrationUpload, catalog: Catalog) -> Calibrated:
@@ -47,8 +59,9 @@ def calibrated_from_upload(upload: CalibrationUpload, catalog: Catalog) -> Calib
         raise UploadTooLarge(shown, len(upload.data), "a calibration file")
     read = parse_calibration(upload.data, shown)
     merged = apply_file(catalog, read, Path(shown))
+    applied = AppliedCalibration(merged, calibration_record(catalog, read, upload.data, upload.name))
     gpus = tuple(catalog.gpu(g).id for g in {**read.rates, **read.jobs})
-    return Calibrated(merged, shown, read.machine or _job_machine(read), gpus)
+    return Calibrated(applied, shown, read.machine or _job_machine(read), gpus)
 
 
 def _job_machine(read: CalibrationFile) -> dict[str, str]:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from planner.api import PlanRequest, PlanResult, plan
+from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
 from planner.errors import InfeasiblePlan
@@ -66,10 +67,16 @@ class PlanOutcome:
     error: str | None = None
 
 
-def solve(request: PlanRequest, settings: ModelingSettings, catalog: Catalog | None = None) -> PlanOutcome:
-    """``planner.api.plan`` with its user-facing failures turned into data."""
+def solve(
+    request: PlanRequest,
+    settings: ModelingSettings,
+    catalog: Catalog | None = None,
+    calibration: AppliedCalibration | None = None,
+) -> PlanOutcome:
+    """``planner.api.plan`` with its user-facing failures turned into data (``calibration``: a
+    calibrated catalog, recorded on the plans, instead of ``catalog``)."""
     try:
-        return PlanOutcome(result=plan(request, catalog=catalog, settings=settings))
+        return PlanOutcome(result=plan(request, catalog=catalog, settings=settings, calibration=calibration))
     except InfeasiblePlan as exc:
         return PlanOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:

@@ -34,7 +34,7 @@ from planner.layout import (
 )
 from planner.model.settings import Stack
 from ui import cli_jobs, render
-from ui.calibration import calibrated_catalog, choose_calibration
+from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, STACK_HELP, ObjectiveChoice, app
 from ui.inputs import (
     MAX_BATCH_TOKENS,
@@ -143,7 +143,7 @@ def estimate(
         hf_config_path=hf_path,
         requested_global_batch_tokens=global_batch_tokens,
         stack=stack,
-        catalog=calibrated_catalog(chosen),
+        calibration=applied_calibration(chosen),
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
@@ -227,7 +227,7 @@ def plan(
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
-            result = solve(request, catalog=calibrated_catalog(chosen))
+            result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json, calibration=chosen)
         return
@@ -253,7 +253,7 @@ def explain(
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or chosen is not None:
-        loaded = restack(loaded, stack or loaded.stack, catalog=calibrated_catalog(chosen))
+        loaded = restack(loaded, stack or loaded.stack, calibration=applied_calibration(chosen))
     render.explain(loaded, as_json=as_json, calibration=chosen)
 
 

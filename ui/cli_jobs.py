@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from ui import render
-from ui.calibration import calibrated_catalog, choose_calibration
+from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, DeviceChoice
 from ui.inputs import check_input_file
 
@@ -120,8 +120,10 @@ def emit(
         **given,
     )
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
-    catalog = calibrated_catalog(choose_calibration(calibration, no_calibration))
-    job_json = emit_job(Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force, catalog=catalog)
+    applied = applied_calibration(choose_calibration(calibration, no_calibration))
+    job_json = emit_job(
+        Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force, calibration=applied
+    )
     render.emitted(job_json, as_json=as_json)
 
 

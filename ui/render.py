@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.fmt import duration_h, duration_words, money
-from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms
+from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
@@ -114,22 +114,48 @@ def print_plan(p: Plan) -> None:
     out.print(breakdown_table("step time (s)", e.time.breakdown_s, "s", "step", e.time.step_s))
 
 
-def calibration_json(calibration) -> dict | None:
-    """The calibration file a result used (ui.calibration.CalibrationChoice), or None."""
-    return None if calibration is None else calibration.as_json()
+def calibration_json(calibration, record: PlanCalibration | None = None) -> dict | None:
+    """The calibration a result used: the plan's record of the file, with why it applied
+    (``source``: ui.calibration.CalibrationChoice's, or "plan" for a plan file's own); None
+    without one. Without a plan (an infeasible answer) only the chosen file."""
+    if record is None:
+        return None if calibration is None else calibration.as_json()
+    source = "plan" if calibration is None else calibration.as_json()["source"]
+    return {"file": record.file, "source": source, **record.model_dump(mode="json", exclude={"file"})}
 
 
-def calibration_line(calibration) -> None:
-    """One line naming the calibration file applied, so a default file never acts silently."""
-    if calibration is not None:
-        out.print(calibration.line(), markup=False)
+def calibration_summary(record: PlanCalibration) -> str:
+    """'sha256 1f2e3d4c5b6a, h100-sxm: 4 rates + measured job, measured on node-17 2026-12-01'."""
+    entries = ", ".join(_overrides(g) for g in record.gpus)
+    machine = "" if record.machine is None else f", measured on {record.machine.host} {record.machine.date}"
+    return f"sha256 {record.sha256[:12]}, {entries}{machine}"
+
+
+def _overrides(gpu: CalibratedGpu) -> str:
+    """'h100-sxm: 4 rates + measured job': what a calibration file overrode for one GPU."""
+    rates = f"{len(gpu.rates)} rate" + ("s" if len(gpu.rates) > 1 else "")
+    parts = ([rates] if gpu.rates else []) + (["measured job"] if gpu.measured_job else [])
+    return f"{gpu.gpu}: {' + '.join(parts)}"
+
+
+def calibration_line(calibration, record: PlanCalibration | None = None) -> None:
+    """One line naming the calibration file applied (so a default file never acts silently) and,
+    from the plan's record, its hash and what it overrode."""
+    if calibration is None and record is None:
+        return
+    if calibration is None:
+        assert record is not None
+        line = f"calibration: the plan was made with {record.file}"
+    else:
+        line = calibration.line()
+    out.print(line if record is None else f"{line}; {calibration_summary(record)}", markup=False)
 
 
 def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
     if as_json:
-        emit_json({**estimate_json(p.estimate), "calibration": calibration_json(calibration)})
+        emit_json({**estimate_json(p.estimate), "calibration": calibration_json(calibration, p.calibration)})
         return
-    calibration_line(calibration)
+    calibration_line(calibration, p.calibration)
     print_plan(p)
     if saved_to:
         out.print(f"plan written to {saved_to}")
@@ -153,11 +179,11 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 "gpu_count_caps": result.count_caps,
                 "near_tie": None if result.near_tie is None else near_tie_json(result),
                 "knee": None if result.knee is None else knee_json(result),
-                "calibration": calibration_json(calibration),
+                "calibration": calibration_json(calibration, result.plan.calibration),
             }
         )
         return
-    calibration_line(calibration)
+    calibration_line(calibration, result.plan.calibration)
     print_plan(result.plan)
     same = result.knee is not None and result.near_tie is not None and result.knee.row == result.near_tie.row
     if result.near_tie is not None:
@@ -264,9 +290,15 @@ def explain(p: Plan, *, as_json: bool, calibration=None) -> None:
 
     notes = explain_plan(p)
     if as_json:
-        emit_json({"plan": estimate_json(p.estimate), "notes": notes, "calibration": calibration_json(calibration)})
+        emit_json(
+            {
+                "plan": estimate_json(p.estimate),
+                "notes": notes,
+                "calibration": calibration_json(calibration, p.calibration),
+            }
+        )
         return
-    calibration_line(calibration)
+    calibration_line(calibration, p.calibration)
     print_plan(p)
     out.print("[bold]why[/bold]")
     for note in notes:

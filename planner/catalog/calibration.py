@@ -31,10 +31,15 @@ Every rate becomes a MEASURED rate sourced with the machine, driver and date; th
 checks apply (at most the datasheet figure). The ``job_*`` fields are one ``MeasuredJob``
 (planner/catalog/measured_job.py); ``[machine]`` is needed only where a table has rates. No
 torch here: the measuring lives in trainer/.
+
+``calibrate`` gives the merged catalog together with the record a plan keeps of the file
+(``planner.plan.PlanCalibration``: path, SHA-256, machine, overridden entries), which the API
+puts on every plan it estimates with that catalog.
 """
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +50,9 @@ from pydantic import ValidationError
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
+from planner.plan import CalibratedGpu, CalibrationMachine, PlanCalibration
 
-MACHINE_FIELDS = ("host", "device", "driver", "date", "software")
+MACHINE_FIELDS = tuple(CalibrationMachine.model_fields)  # host, device, driver, date, software
 JOB_PREFIX = "job_"  # file field job_<name> = MeasuredJob.<name>
 
 
@@ -76,13 +82,16 @@ def _measured_job(values: dict[str, Any], where: str) -> MeasuredJob:
         raise CatalogError(f"{where}: field '{name}': {error['msg']}") from None
 
 
-def read_calibration(path: Path) -> CalibrationFile:
-    """The file's contents; CatalogError when unreadable or malformed."""
+def _read_bytes(path: Path) -> bytes:
     try:
-        data = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read calibration file ({exc.strerror})") from None
-    return parse_calibration(data, str(path))
+
+
+def read_calibration(path: Path) -> CalibrationFile:
+    """The file's contents; CatalogError when unreadable or malformed."""
+    return parse_calibration(_read_bytes(path), str(path))
 
 
 def parse_calibration(data: bytes, where: str) -> CalibrationFile:
@@ -117,9 +126,40 @@ def parse_calibration(data: bytes, where: str) -> CalibrationFile:
     return CalibrationFile(machine, rates, jobs)
 
 
+@dataclass(frozen=True)
+class AppliedCalibration:
+    """A catalog with a calibration file merged over it, and the plans' record of that file."""
+
+    catalog: Catalog
+    record: PlanCalibration
+
+
+def calibrate(catalog: Catalog, path: Path) -> AppliedCalibration:
+    """``catalog`` with the file at ``path`` merged over it, and its record (by absolute path)."""
+    data = _read_bytes(path)
+    read = parse_calibration(data, str(path))
+    merged = apply_file(catalog, read, Path(path))
+    return AppliedCalibration(merged, calibration_record(catalog, read, data, str(Path(path).expanduser().resolve())))
+
+
+def calibration_record(catalog: Catalog, calibration: CalibrationFile, data: bytes, file: str) -> PlanCalibration:
+    """What a plan keeps of ``calibration`` (parsed from ``data``, read from ``file``: a path or
+    an upload's name) once merged over ``catalog``: its hash, machine and the entries it overrode."""
+    gpus = tuple(
+        CalibratedGpu(
+            gpu=catalog.gpu(gpu_id).id,
+            rates=tuple(calibration.rates.get(gpu_id, {})),
+            measured_job=gpu_id in calibration.jobs,
+        )
+        for gpu_id in {**calibration.rates, **calibration.jobs}
+    )
+    machine = None if calibration.machine is None else CalibrationMachine(**calibration.machine)
+    return PlanCalibration(file=file, sha256=hashlib.sha256(data).hexdigest(), machine=machine, gpus=gpus)
+
+
 def apply_calibration(catalog: Catalog, path: Path) -> Catalog:
     """The catalog with each named GPU's rates replaced by the file's measurements."""
-    return apply_file(catalog, read_calibration(path), Path(path))
+    return calibrate(catalog, path).catalog
 
 
 def apply_file(catalog: Catalog, calibration: CalibrationFile, path: Path) -> Catalog:

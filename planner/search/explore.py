@@ -8,30 +8,27 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from planner.api import (
-    SECONDS_PER_DAY,
-    PlanRequest,
-    PlanResult,
-    allowed_gpus,
-    candidate_table,
-    catalog_with_prices,
-    count_limits,
-    plan,
-    plan_from_row,
-    requested_batch_tokens,
-    search_space,
-)
+from planner.api import PlanResult, plan, plan_from_row
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
+from planner.request import (
+    PlanRequest,
+    allowed_gpus,
+    candidate_table,
+    catalog_with_prices,
+    count_limits,
+    requested_batch_tokens,
+    search_space,
+)
 from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.search.fleet import FleetSolution, GpuEconomics, TcoAssumptions, size_fleet
 from planner.search.ilp import CandidateTable, check_rows
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
-from planner.units import HOURS_PER_DAY
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
 
 @dataclass(frozen=True)

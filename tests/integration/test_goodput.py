@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.api import PlanRequest, build_plan, candidate_table, plan, plan_from_row, search_space
+from planner.api import PlanRequest, build_plan, plan, plan_from_row
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
@@ -16,6 +16,7 @@ from planner.model.estimate import estimate
 from planner.model.goodput import CHECKPOINT_BYTES_PER_PARAM, MIN_GOODPUT, goodput
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan
+from planner.request import candidate_table, search_space
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from trainer.job import emit_job

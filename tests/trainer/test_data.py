@@ -1,4 +1,4 @@
-"""trainer.data: cleaning, 8:1:1 document split, packed shards, per-rank resumable loaders."""
+"""trainer.data and trainer.loader: cleaning, 8:1:1 document split, packed shards, per-rank resumable loaders."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from trainer import data
-from trainer.data import BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, build_loader, is_garbled, prepare_data, read_meta
+from trainer.data import BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, is_garbled, prepare_data, read_meta
 from trainer.job_spec import RunSettings
+from trainer.loader import build_loader
 
 WORDS = [
     "river",

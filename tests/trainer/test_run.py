@@ -230,7 +230,7 @@ def test_hf_impl_loads_pretrained_weights_and_freezes_blocks(tmp_path, in_proces
     )
     assert train(job) == ExitCode.OK
     # The first step's loss is the pretrained model's loss on the first batch.
-    from trainer.data import build_loader
+    from trainer.loader import build_loader
 
     run = JobSpec.load(job).run
     input_ids, labels = next(build_loader(run, job, "train", 32, 2, 0, 1, 512))

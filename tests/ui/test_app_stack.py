@@ -158,3 +158,24 @@ def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, key, m
 def test_a_calibration_upload_over_the_cap_is_refused_before_it_is_read():
     with pytest.raises(charts.UploadTooLarge, match="limit for a calibration file"):
         calibrated_from_upload(CalibrationUpload("big.toml", b"#" * 1_000_001), load_catalog())
+
+
+def test_the_apps_plans_record_the_calibration_file_they_were_made_with(tmp_path):
+    """The plan the card shows (and plan.json downloads) records the upload: name, hash, overrides."""
+    from planner.model.settings import DEFAULT_SETTINGS
+    from ui.cached import cached_plan
+
+    base = plan(request_for()).plan
+    path = write_calibration(
+        tmp_path / "fast.toml", CalibrationFile(MACHINE, {base.gpu: {"hbm_copy_tbps_achieved": 2.0}})
+    )
+    upload = CalibrationUpload("fast.toml", path.read_bytes())
+    request_json, headroom = request_for().model_dump_json(), DEFAULT_SETTINGS.memory_headroom
+    outcome = cached_plan(request_json, headroom, upload)
+    assert outcome.result is not None
+    record = outcome.result.plan.calibration
+    assert record is not None and record.file == "fast.toml" and record.machine.host == "node-17"
+    assert record.entry(base.gpu).rates == ("hbm_copy_tbps_achieved",)
+    assert Plan.model_validate_json(outcome.result.plan.to_json()).calibration == record
+    plain = cached_plan(request_json, headroom, None).result
+    assert plain is not None and plain.plan.calibration is None

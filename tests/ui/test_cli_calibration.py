@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -35,6 +36,11 @@ def _json(capsys, *args: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def _choice(data: dict) -> dict:
+    """The file a command's JSON says it applied, and why (its record has more: sha256, gpus)."""
+    return {key: data["calibration"][key] for key in ("file", "source")}
+
+
 def test_the_default_path_follows_xdg_and_ignores_a_relative_one(tmp_path, monkeypatch):
     assert default_calibration_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "trainplan/calibration.toml"
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -49,13 +55,13 @@ def test_estimate_applies_the_default_file_and_says_so(capsys):
     assert plain["calibration"] is None
     path = _default_file()
     calibrated = _json(capsys, *ESTIMATE)
-    assert calibrated["calibration"] == {"file": str(path), "source": "default"}
+    assert _choice(calibrated) == {"file": str(path), "source": "default"}
     assert calibrated["time"]["step_s"] > plain["time"]["step_s"]  # 400 TFLOP/s: slower than the catalog's
     off = _json(capsys, *ESTIMATE, "--no-calibration")
     assert off["calibration"] is None and off["time"]["step_s"] == plain["time"]["step_s"]
     assert main(ESTIMATE) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"calibration: default file {path} applied (--no-calibration to ignore it)"
+    assert lines[0].startswith(f"calibration: default file {path} applied (--no-calibration to ignore it); sha256 ")
     assert main([*ESTIMATE, "--no-calibration"]) == 0
     assert "calibration:" not in capsys.readouterr().out
 
@@ -66,7 +72,7 @@ def test_an_explicit_file_wins_and_cannot_be_combined_with_no_calibration(tmp_pa
         tmp_path / "o.toml", CalibrationFile(MACHINE, {"h100-sxm": {"hbm_copy_tbps_achieved": 2}})
     )
     data = _json(capsys, *ESTIMATE, "--calibration", str(other))
-    assert data["calibration"] == {"file": str(other), "source": "--calibration"}
+    assert _choice(data) == {"file": str(other), "source": "--calibration"}
     assert main([*ESTIMATE, "--calibration", str(other), "--no-calibration"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["trainplan: error: give --calibration or --no-calibration, not both"]
@@ -91,7 +97,7 @@ def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
     assert explained["calibration"] is None and explained["plan"] == before["plan"]
     path = _default_file()
     after = _json(capsys, *plan_args)
-    assert after["calibration"] == {"file": str(path), "source": "default"}
+    assert _choice(after) == {"file": str(path), "source": "default"}
     assert after["plan"]["time"]["step_s"] != before["plan"]["time"]["step_s"]
     re_estimated = _json(capsys, "explain", str(saved))
     assert re_estimated["calibration"]["source"] == "default"
@@ -187,3 +193,31 @@ def test_emit_re_estimates_a_changed_loss_with_the_calibration_plan_applies(tmp_
     # The full-logits loss skips the chunked loss's head recompute: a little faster than planned,
     # and the calibrated (400 TFLOP/s) re-estimate slower than the catalog's.
     assert runs[False] < planned and runs[True] < runs[False]
+    # The job records what its plan was estimated with: the default file's record, or none.
+    calibrated, built_in = (JobSpec.load(tmp_path / f"job{i}").plan.calibration for i in range(2))
+    assert calibrated is not None and calibrated.file == str(default_calibration_path()) and built_in is None
+
+
+def test_a_saved_plan_records_its_calibration_and_the_cli_says_so(tmp_path, capsys):
+    """plan --out / --json carry the file's path, hash and overrides; explain of the saved plan
+    (no calibration now) names the file it was made with; without a file, none is recorded."""
+    plan_args = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--top", "0"]
+    path = write_calibration(tmp_path / "c.toml", CalibrationFile(MACHINE, {"h100-sxm": {"hbm_copy_tbps_achieved": 2}}))
+    saved = tmp_path / "p.json"
+    data = _json(capsys, *plan_args, "--calibration", str(path), "--out", str(saved))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert data["calibration"]["sha256"] == digest and data["calibration"]["machine"]["host"] == "node-1"
+    assert data["calibration"]["gpus"] == [
+        {"gpu": "h100-sxm", "rates": ["hbm_copy_tbps_achieved"], "measured_job": False}
+    ]
+    recorded = json.loads(saved.read_text())["calibration"]
+    assert recorded == {k: v for k, v in data["calibration"].items() if k != "source"}
+    assert main(["explain", str(saved), "--no-calibration"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert (
+        line
+        == f"calibration: the plan was made with {path}; sha256 {digest[:12]}, h100-sxm: 1 rate, measured on node-1 2026-12-01"
+    )
+    assert _json(capsys, "explain", str(saved))["calibration"]["source"] == "plan"
+    assert main([*plan_args, "--out", str(saved)]) == 0
+    assert "calibration" not in capsys.readouterr().out and json.loads(saved.read_text())["calibration"] is None

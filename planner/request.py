@@ -1,0 +1,195 @@
+"""What the user asks for (``PlanRequest``) and the search it implies: the GPU types allowed and
+the largest count searched for each (``count_limits``), the search space, and the scored
+candidate table the ILP solves over (``candidate_table``).
+
+planner/api.py solves and wraps the answer as Plans; planner/search/explore.py reads the same
+table for the app's views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.catalog.hardware import Catalog
+from planner.layout import ActivationCheckpointing, Implementation, Precision
+from planner.model.estimate import divisible, job_totals, score
+from planner.model.settings import ModelingSettings, Stack
+from planner.model.spec import ModelSpec
+from planner.model.structure import context_extension_warning, default_implementation
+from planner.search.candidates import Candidates
+from planner.search.ilp import CandidateTable, Objective
+from planner.search.space import (
+    DEFAULT_BATCH_TOLERANCE,
+    SearchSpace,
+    batch_tokens,
+    batch_within_tolerance,
+)
+from planner.units import GIB
+
+
+def default_global_batch_tokens(model: ModelSpec) -> int:
+    """Common practice: ~1M tokens below 3B parameters, 2M to 30B, 4M above (GPT-3, Llama)."""
+    n = model.num_params()
+    return 2**20 if n < 3e9 else (2**21 if n < 3e10 else 2**22)
+
+
+DEFAULT_SEQ_LEN = 4096
+# The largest GPU count searched for a GPU type with no inventory (and no ``max_gpus``). A type
+# with an inventory is searched up to its inventory; the cap is printed with the plan and named
+# in infeasible answers when it, not an inventory, limits the search.
+DEFAULT_MAX_GPUS = 4096
+
+
+class PlanRequest(BaseModel):
+    """What the user asks for. ``gpus`` maps allowed GPU ids to an inventory (None = unlimited)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    model: ModelSpec
+    hf_config_path: str | None = None
+    training_tokens: float = Field(ge=1, allow_inf_nan=False)
+    deadline_days: float | None = Field(None, gt=0, allow_inf_nan=False)
+    budget_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    objective: Objective = Objective.COST
+    cost_weight: float = Field(0.5, ge=0, le=1)
+    gpus: dict[str, int | None] | None = None
+    price_overrides: dict[str, float] = {}
+    # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
+    seq_len: int | None = Field(None, ge=16)
+    global_batch_tokens: int | None = Field(None, ge=1)
+    # Largest relative distance of the batch from global_batch_tokens; of the feasible plans, those
+    # of the achievable batch nearest the request are kept (the plan and its alternatives share it)
+    # unless vary_batch, which lets each use any batch within the tolerance.
+    batch_tolerance: float = Field(DEFAULT_BATCH_TOLERANCE, ge=0, lt=1)
+    vary_batch: bool = False
+    precision: Precision = Precision.BF16
+    activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
+    allow_offload: bool = False
+    # None: native where trainer/model.py builds the model (Llama, GPT-2/3 families), else Hugging
+    # Face transformers (MoE, GPT-NeoX, MPT, BLOOM).
+    impl: Implementation | None = None
+    compile: bool = False
+    # Largest GPU count to consider per type. None: a type's inventory, and for a type without
+    # one, DEFAULT_MAX_GPUS or the largest inventory given, whichever is larger.
+    max_gpus: int | None = Field(None, ge=1)
+    top_k: int = Field(5, ge=0, le=100)
+    solver: str = "auto"
+    # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
+    # are estimate-only.
+    stack: Stack = Stack.TRAINPLAN
+
+    @model_validator(mode="after")
+    def _check_sequence(self) -> PlanRequest:
+        seq_len = min(DEFAULT_SEQ_LEN, self.model.max_seq_len) if self.seq_len is None else self.seq_len
+        object.__setattr__(self, "seq_len", seq_len)
+        if self.impl is None:
+            object.__setattr__(self, "impl", default_implementation(self.model))
+        return self
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the request asks that works but deserves a word (context extension)."""
+        assert self.seq_len is not None
+        warning = context_extension_warning(self.model, self.seq_len)
+        return (warning,) if warning else ()
+
+
+def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:
+    if not overrides:
+        return catalog
+    gpus = dict(catalog.gpus)
+    for gpu_id, price in overrides.items():
+        spec = catalog.gpu(gpu_id)
+        gpus[spec.id] = spec.with_price(price)
+    return catalog.model_copy(update={"gpus": gpus})
+
+
+def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None]:
+    """Validated GPU ids -> inventory; the whole catalog when the request names none."""
+    if not request.gpus:
+        return {gid: None for gid in catalog.gpus}
+    out = {}
+    for gid, limit in request.gpus.items():
+        if limit is not None and limit < 1:
+            raise ValueError(f"inventory for {gid} must be >= 1, got {limit}")
+        out[catalog.gpu(gid).id] = limit
+    return out
+
+
+@dataclass(frozen=True)
+class CountLimits:
+    """The largest GPU count searched per type, and which of those limits are caps (``max_gpus``
+    or DEFAULT_MAX_GPUS) rather than the type's inventory."""
+
+    limits: dict[str, int]
+    caps: dict[str, int]
+
+    @property
+    def largest(self) -> int:
+        return max(self.limits.values())
+
+
+def count_limits(request: PlanRequest, gpus: dict[str, int | None]) -> CountLimits:
+    """Inventory where given (lowered by an explicit ``max_gpus``), else the cap."""
+    inventories = [n for n in gpus.values() if n is not None]
+    cap = request.max_gpus or max([DEFAULT_MAX_GPUS, *inventories])
+    limits, caps = {}, {}
+    for gpu, inventory in gpus.items():
+        limits[gpu] = cap if inventory is None else min(inventory, cap)
+        if inventory is None or cap < inventory:
+            caps[gpu] = cap
+    return CountLimits(limits, caps)
+
+
+def requested_batch_tokens(request: PlanRequest) -> int:
+    """The global batch the request asks for (its own, or the default for the model's size)."""
+    return request.global_batch_tokens or default_global_batch_tokens(request.model)
+
+
+def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpace:
+    assert request.seq_len is not None and request.impl is not None, "PlanRequest's validator sets both"
+    return SearchSpace(
+        seq_len=request.seq_len,
+        global_batch_tokens=requested_batch_tokens(request),
+        batch_tolerance=request.batch_tolerance,
+        precisions=(request.precision,),
+        activation_checkpointing=request.activation_checkpointing,
+        allow_offload=request.allow_offload,
+        impl=request.impl,
+        compile=request.compile,
+        max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
+    )
+
+
+def candidate_table(
+    model: ModelSpec,
+    c: Candidates,
+    gpu_ids: list[str],
+    space: SearchSpace,
+    training_tokens: float,
+    settings: ModelingSettings,
+) -> CandidateTable:
+    """Score every candidate and hand the ILP the columns it constrains on."""
+    s = score(model, c, settings)
+    seconds, cost, _ = job_totals(s, c, training_tokens, settings)
+    return CandidateTable(
+        gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
+        num_gpus=c.num_gpus,
+        fits_memory=s.fits,
+        memory_need_gib=s.memory.device_total / GIB,
+        capacity_gib=s.capacity_bytes / GIB,
+        time_to_train_s=seconds,
+        cost_usd=cost,
+        batch_ok=batch_within_tolerance(c, space),
+        divisible=divisible(model, c),
+        label=np.full(len(c), "", dtype=object),
+        extra={
+            "tp": c.tp,
+            "pp": c.pp,
+            "dp_shard": c.dp_shard,
+            "row": np.arange(len(c)),
+            "batch_tokens": batch_tokens(c),
+        },
+    )
