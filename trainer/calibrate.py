@@ -1,12 +1,14 @@
 """``trainplan calibrate``: measure this machine's achievable rates for the catalog.
 
 What it runs, each the median of timed repeats after warm-ups: a square dense GEMM in the training
-dtype (bf16 on CUDA, fp32 on CPU, where only the file format and the merge are of use), PyTorch
-SDPA causal attention forward and backward at head dim 128 (the kernel trainplan's trainer runs;
-FLOPs counted as FlashAttention-2 does: forward 2 x 2 s^2 d per head halved for the causal mask,
-backward 2.5 x forward), and a large device copy (bytes read + written). The result is a
-calibration file (planner/catalog/calibration.py) that ``--calibration`` merges over the catalog.
-Collectives by message size: trainer/calibrate_comm.py (``--collectives``).
+dtype (bf16 on CUDA, fp32 on CPU, where only the file format and the merge are of use), each flash
+attention kernel the catalog has a field for (PyTorch SDPA's flash backend, FlashAttention-2,
+into ``attention_*``; cuDNN's fused attention, where the build has it, into ``cudnn_attention_*``),
+forward and backward, at the shape those fields are stated at (head dim 128, non-causal, a long
+sequence; FLOPs counted as FlashAttention-2 does: forward 2 x 2 s^2 d per head, backward 2.5 x
+forward), and a large device copy (bytes read + written). The result is a calibration file
+(planner/catalog/calibration.py) that ``--calibration`` merges over the catalog. Collectives by
+message size: trainer/calibrate_comm.py (``--collectives``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# The catalog's attention fields and the SDPA backend each describes (docs/hardware.md).
+ATTENTION_KERNELS = (
+    ("attention", SDPBackend.FLASH_ATTENTION),
+    ("cudnn_attention", SDPBackend.CUDNN_ATTENTION),
+)
 
 
 @dataclass(frozen=True)
@@ -38,8 +47,8 @@ def sizes_for(device: torch.device, quick: bool) -> Sizes:
     if device.type == "cpu":  # tiny: a CPU run checks the format, not the numbers
         return Sizes(gemm_n=128, attention_seq=128, attention_heads=2, copy_bytes=1 << 20, repeats=3, warmups=1)
     if quick:
-        return Sizes(gemm_n=4096, attention_seq=2048, attention_heads=16, copy_bytes=1 << 30, repeats=5, warmups=2)
-    return Sizes(gemm_n=8192, attention_seq=4096, attention_heads=32, copy_bytes=4 << 30, repeats=10, warmups=3)
+        return Sizes(gemm_n=4096, attention_seq=4096, attention_heads=16, copy_bytes=1 << 30, repeats=5, warmups=2)
+    return Sizes(gemm_n=8192, attention_seq=16384, attention_heads=16, copy_bytes=4 << 30, repeats=10, warmups=3)
 
 
 def _seconds(device: torch.device, fn: Callable[[], object], sizes: Sizes) -> float:
@@ -67,13 +76,17 @@ def gemm_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> float
     return 2.0 * n**3 / _seconds(device, lambda: a @ b, sizes) / 1e12
 
 
-def attention_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> tuple[float, float]:
-    """(forward, backward) TFLOP/s of causal SDPA at head dim 128."""
+def attention_tflops(
+    device: torch.device, dtype: torch.dtype, sizes: Sizes, backend: SDPBackend = SDPBackend.FLASH_ATTENTION
+) -> tuple[float, float]:
+    """(forward, backward) TFLOP/s of non-causal SDPA at head dim 128 on ``backend`` (the shape
+    the catalog's figures are stated at; the model applies the training shapes' share)."""
     shape = (1, sizes.attention_heads, sizes.attention_seq, 128)
     q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
-    forward_flops = 4.0 * sizes.attention_heads * sizes.attention_seq**2 * 128 / 2
-    fwd = _seconds(device, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), sizes)
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    forward_flops = 4.0 * sizes.attention_heads * sizes.attention_seq**2 * 128
+    with sdpa_kernel(backend):
+        fwd = _seconds(device, lambda: F.scaled_dot_product_attention(q, k, v), sizes)
+        out = F.scaled_dot_product_attention(q, k, v)
     grad = torch.randn_like(out)
 
     def backward() -> None:  # the backward alone, on one kept graph: (forward + backward) - forward
@@ -82,6 +95,20 @@ def attention_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> 
 
     bwd = _seconds(device, backward, sizes)
     return forward_flops / fwd / 1e12, 2.5 * forward_flops / bwd / 1e12
+
+
+def kernel_attention_fields(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> dict[str, float]:
+    """The attention fields of every kernel this build runs on ``device``; a kernel it lacks
+    (cuDNN on a CPU, on a build without it, or on a GPU it does not support) is left out."""
+    fields = {}
+    for name, backend in ATTENTION_KERNELS:
+        try:
+            fwd, bwd = attention_tflops(device, dtype, sizes, backend)
+        except RuntimeError:  # "No available kernel": SDPA refuses the backend here
+            continue
+        fields[f"{name}_fwd_tflops_achieved"] = fwd
+        fields[f"{name}_bwd_tflops_achieved"] = bwd
+    return fields
 
 
 def copy_tbps(device: torch.device, sizes: Sizes) -> float:
@@ -107,14 +134,9 @@ def measure(device: torch.device, quick: bool, progress: Callable[[int, int, str
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     progress(0, 3, f"GEMM {sizes.gemm_n}^3 {str(dtype).removeprefix('torch.')}")
     gemm = gemm_tflops(device, dtype, sizes)
-    progress(1, 3, f"SDPA causal, {sizes.attention_heads} heads x {sizes.attention_seq} tokens x 128")
-    fwd, bwd = attention_tflops(device, dtype, sizes)
+    progress(1, 3, f"SDPA flash kernels, {sizes.attention_heads} heads x {sizes.attention_seq} tokens x 128")
+    attention = kernel_attention_fields(device, dtype, sizes)
     progress(2, 3, f"copy {sizes.copy_bytes / 2**20:,.0f} MiB")
     copy = copy_tbps(device, sizes)
     progress(3, 3, "done")
-    return {
-        "gemm_bf16_tflops_achieved": gemm,
-        "attention_fwd_tflops_achieved": fwd,
-        "attention_bwd_tflops_achieved": bwd,
-        "hbm_copy_tbps_achieved": copy,
-    }
+    return {"gemm_bf16_tflops_achieved": gemm, **attention, "hbm_copy_tbps_achieved": copy}

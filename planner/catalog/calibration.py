@@ -16,6 +16,8 @@ Format (TOML; the achievable-rate fields of docs/hardware.md, in the same units)
     gemm_bf16_tflops_achieved = 751.2
     attention_fwd_tflops_achieved = 352.0
     attention_bwd_tflops_achieved = 301.4
+    cudnn_attention_fwd_tflops_achieved = 571.0
+    cudnn_attention_bwd_tflops_achieved = 488.5
     hbm_copy_tbps_achieved = 4.27
     job_compute_time_factor = 1.083
     job_memory_factor = 1.021

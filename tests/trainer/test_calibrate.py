@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from planner.catalog.calibration import read_calibration
-from trainer.calibrate import attention_tflops, copy_tbps, gemm_tflops, sizes_for
+from trainer.calibrate import attention_tflops, copy_tbps, gemm_tflops, kernel_attention_fields, sizes_for
 from ui.cli import main
 
 
@@ -19,6 +19,28 @@ def test_measurements_are_positive_rates():
     fwd, bwd = attention_tflops(cpu, torch.float32, sizes)
     assert fwd > 0 and bwd > 0
     assert copy_tbps(cpu, sizes) > 0
+    # each kernel the build runs on the device gets its own fields; a CPU has no cuDNN kernel
+    assert set(kernel_attention_fields(cpu, torch.float32, sizes)) == {
+        "attention_fwd_tflops_achieved",
+        "attention_bwd_tflops_achieved",
+    }
+
+
+def test_a_cudnn_attention_rate_changes_only_the_stacks_that_run_cudnn(tmp_path, capsys):
+    path = tmp_path / "cal.toml"
+    path.write_text(
+        '[machine]\nhost = "n"\ndevice = "NVIDIA H100"\ndriver = "570"\ndate = "2026-12-01"\nsoftware = "torch"\n'
+        "[gpus.h100-sxm]\ncudnn_attention_fwd_tflops_achieved = 100.0\ncudnn_attention_bwd_tflops_achieved = 80.0\n"
+    )
+    steps = {}
+    for stack in ("trainplan", "megatron-core"):
+        args = ["estimate", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
+        args += ["--seq-len", "8192", "--stack", stack, "--json"]
+        for cal in ("--no-calibration", f"--calibration={path}"):
+            assert main([*args, cal]) == 0
+            steps[stack, cal == "--no-calibration"] = json.loads(capsys.readouterr().out)["time"]["step_s"]
+    assert steps["trainplan", True] == steps["trainplan", False]  # SDPA's FlashAttention-2: not cuDNN
+    assert steps["megatron-core", False] > 1.2 * steps["megatron-core", True]  # 100 against 595 TFLOP/s
 
 
 def test_calibrate_quick_writes_a_file_that_changes_the_plan(tmp_path, capsys):
