@@ -35,15 +35,18 @@ TRITON_FLASH_ATTENTION_FACTOR = 1.0 / (1.3 * 2.5) ** 0.5
 # llm-foundry (Composer FSDP1, MPT modules, no torch.compile): the loss is flash-attn's fused
 # cross-entropy over the full logits (no chunking, loss_fn 'fused_crossentropy'); attention is
 # the flash-attn package's FA2 ('flash') or the Triton kernel ('triton').
-LLM_FOUNDRY_FLASH = STACK_SETTINGS[Stack.TORCHTITAN]
+# Every row here ran before PyTorch's wheels put cuDNN attention first on Hopper (torch 2.11,
+# settings.cudnn_attention): SDPA (and the flash-attn package) ran FlashAttention-2.
+FA2_TORCHTITAN = STACK_SETTINGS[Stack.TORCHTITAN].but(cudnn_attention=False)
+LLM_FOUNDRY_FLASH = FA2_TORCHTITAN
 LLM_FOUNDRY_TRITON = LLM_FOUNDRY_FLASH.but(attention_kernel_factor=TRITON_FLASH_ATTENTION_FACTOR)
 
 # (source, attention column) -> the profile a row is predicted with. fms-fsdp: PyTorch FSDP1 with
 # SDPA's FA2 and torch.compile on its own Llama modules, full-logits F.cross_entropy: what the
 # torchtitan profile describes.
 STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
-    ("torchtitan", "sdpa-fa2"): STACK_SETTINGS[Stack.TORCHTITAN],
-    ("fms-fsdp", "sdpa-fa2"): STACK_SETTINGS[Stack.TORCHTITAN],
+    ("torchtitan", "sdpa-fa2"): FA2_TORCHTITAN,
+    ("fms-fsdp", "sdpa-fa2"): FA2_TORCHTITAN,
     ("llm-foundry", "flash"): LLM_FOUNDRY_FLASH,
     ("llm-foundry", "triton"): LLM_FOUNDRY_TRITON,
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.model import attention_kernels
 from planner.model.settings import ModelingSettings
 from planner.search.candidates import PREC_FP8, Candidates
 
@@ -38,21 +39,28 @@ def bf16_gemm_rate(c: Candidates, s: ModelingSettings) -> np.ndarray:
 
 
 def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flash-attention forward and backward FLOP/s at ``head_dim``: the catalog's head-dim-128
-    rates of the stack's kernel (``cudnn_attention``: cuDNN's, else SDPA's FlashAttention-2; a
-    GPU without a FlashAttention-2 figure gets ``attention_peak_fraction`` of its bf16 peak, one
-    without a cuDNN figure its FlashAttention-2 rate), times the share of them training shapes
-    reach (``attention_shape_fraction``), the GEMM shape factor relative to head dim 128 and
-    the factor of a kernel the catalog does not measure (``attention_kernel_factor``)."""
+    """Flash-attention forward and backward FLOP/s at ``head_dim`` over each candidate's causal
+    sequence (``seq_len / cp`` keys per kernel call): the catalog's reference rates of the
+    stack's kernel (head dim 128, non-causal, 16K; ``cudnn_attention``: cuDNN's where the GPU
+    has that figure, else SDPA's FlashAttention-2, else ``attention_peak_fraction`` of the bf16
+    peak), times that kernel's published share at this head dim and causal length
+    (planner/model/attention_kernels.py), the residual share of training steps
+    (``attention_shape_fraction``) and the factor of a kernel the catalog does not measure
+    (``attention_kernel_factor``)."""
     fallback = c.bf16_peak_flops * s.attention_peak_fraction
-    relative = shape_factor([head_dim], s) / shape_factor([ATTENTION_REFERENCE_HEAD_DIM], s)
-    scale = relative * s.attention_shape_fraction * s.attention_kernel_factor
     fwd = np.where(np.isnan(c.attention_fwd_flops), fallback, c.attention_fwd_flops)
     bwd = np.where(np.isnan(c.attention_bwd_flops), fallback, c.attention_bwd_flops)
-    if s.cudnn_attention:
-        fwd = np.where(np.isnan(c.cudnn_attention_fwd_flops), fwd, c.cudnn_attention_fwd_flops)
-        bwd = np.where(np.isnan(c.cudnn_attention_bwd_flops), bwd, c.cudnn_attention_bwd_flops)
-    return fwd * scale, bwd * scale
+    cudnn = np.asarray(s.cudnn_attention) & ~np.isnan(c.cudnn_attention_fwd_flops)
+    fwd = np.where(cudnn, c.cudnn_attention_fwd_flops, fwd)
+    bwd = np.where(cudnn, c.cudnn_attention_bwd_flops, bwd)
+    seq = c.seq_len / c.cp
+    fa2_fwd, fa2_bwd = attention_kernels.shape_shares(attention_kernels.FLASH2, head_dim, seq)
+    cudnn_fwd, cudnn_bwd = attention_kernels.shape_shares(attention_kernels.CUDNN, head_dim, seq)
+    scale = s.attention_shape_fraction * s.attention_kernel_factor
+    return (
+        fwd * np.where(cudnn, cudnn_fwd, fa2_fwd) * scale,
+        bwd * np.where(cudnn, cudnn_bwd, fa2_bwd) * scale,
+    )
 
 
 def unfused_attention_rate(c: Candidates, s: ModelingSettings, head_dim: int) -> np.ndarray:

@@ -24,8 +24,9 @@ class ModelingSettings:
     # 742.8 / 989.4 TFLOP/s measured at 8192^3 (shared/calibration).
     matmul_peak_fraction: float = 0.75
     # GEMM efficiency falls for narrow shapes: rate x d / (d + matmul_half_dim) for each of the
-    # smaller GEMM dims (wave quantisation and short K loops); calibrated on the H200 rows.
-    matmul_half_dim: float = 96.0
+    # smaller GEMM dims (wave quantisation and short K loops); calibrated on the H200 rows (grid
+    # 64 / 96 / 192 / 384; 96 before the attention kernel tables, which left the GEMMs more).
+    matmul_half_dim: float = 192.0
     # Achievable fraction of the datasheet HBM bandwidth for the many small eager elementwise
     # kernels of a training step (launch tails, partial waves): calibrated on the H200 rows,
     # well below the 0.89 a large device copy reaches (streaming_bandwidth_fraction). On a GPU
@@ -35,15 +36,21 @@ class ModelingSettings:
     # rate: ESTIMATE, FlashAttention-2's published figure on the H100 (335 TFLOP/s forward +
     # backward at head dim 128, Dao 2023 sec. 4.1), the kernel PyTorch SDPA runs on Hopper.
     attention_peak_fraction: float = 335.0 / 989.4
-    # The kernels' published figures are best cases (head dim 128, 8-16K tokens, often
-    # non-causal); the attention of real training steps (causal, 1-8K tokens, GQA layouts)
-    # reaches this fraction of them. FITTED on the H200 runs (bench/crossval_h200.py re-fits it
-    # leaving each run out); head-dim dependence follows the GEMM shape factor.
-    attention_shape_fraction: float = 0.845
-    # The stack's attention kernel: False, PyTorch SDPA's FlashAttention-2 (the catalog's
-    # ``attention_*`` rates); True, cuDNN's fused flash attention, what TransformerEngine runs
-    # (``cudnn_attention_*``; a GPU without that figure falls back to its FlashAttention-2 rate).
-    cudnn_attention: bool = False
+    # The catalog's attention figures are stated at head dim 128, non-causal, 16K tokens; each
+    # kernel's published share at the step's head dim and causal length comes from its own
+    # benchmark tables (planner/model/attention_kernels.py). This is what is left on top:
+    # FITTED on the H200 runs (grid 0.8 / 1.0 / 1.2, bench/crossval_h200.py re-fits it leaving
+    # each run out), where the tables leave nothing to add (1.0).
+    attention_shape_fraction: float = 1.0
+    # The stack's attention kernel: True, cuDNN's fused flash attention (the catalog's
+    # ``cudnn_attention_*`` rates) on a GPU with that figure, else PyTorch SDPA's
+    # FlashAttention-2 (``attention_*``); False, FlashAttention-2 everywhere. True for trainplan's
+    # trainer: PyTorch's SDPA puts cuDNN first on sm90 / sm100 once its bundled cuDNN is newer than
+    # 9.15 (``check_prefer_cudnn_attention``, aten/src/ATen/native/transformers/cuda/sdp_utils.cpp,
+    # torch 2.10; the wheels cross that version at 2.11: huggingface/transformers#48163), and the
+    # catalog gives cuDNN figures for those parts only (Hopper, Blackwell), FlashAttention-2 for
+    # the others (Ampere and Ada run it first). The H200 calibration runs (torch 2.11) ran cuDNN.
+    cudnn_attention: bool = True
     # Speed of the stack's attention relative to the catalog's rate of its kernel: another
     # kernel (llm-foundry's Triton flash), or a stack's own overheads around it; 1 for trainplan.
     attention_kernel_factor: float = 1.0
@@ -338,8 +345,8 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py
 # re-fits both leaving out each GPU generation. The attention factor is TransformerEngine's
 # attention relative to cuDNN's own benchmark of the same kernel (the catalog's cuDNN rates).
-MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 0.75
-MEGATRON_CORE_TP_COMM_OVERLAP = 0.3
+MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 0.7
+MEGATRON_CORE_TP_COMM_OVERLAP = 0.4
 # Host dispatch per kernel launch in the Megatron profiles: ~60 launches per block, 1 ms.
 MEGATRON_DISPATCH_S_PER_LAUNCH = 1.0e-3 / 60
 # Router + token-dispatcher launches of one Megatron-Core MoE block per micro-batch (counted in
@@ -372,8 +379,7 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     fsdp_reduce_copy_bytes_per_param=0.0,
     # ... and --tp-comm-overlap (userbuffers) splits the sequence-parallel all-gathers and
     # reduce-scatters into chunks pipelined with the GEMMs that consume them (fitted on the
-    # same runs: with the cuDNN rates the fit lands on the default 0.3, no more overlap than
-    # the model assumes without userbuffers).
+    # same runs; the default 0.3 assumes no such overlap).
     tp_comm_overlap=MEGATRON_CORE_TP_COMM_OVERLAP,
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,

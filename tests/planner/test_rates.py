@@ -12,7 +12,7 @@ import pytest
 from planner.catalog.hardware import BUILTIN_DIR, PROVENANCES, CatalogError, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, TrainingConfig
-from planner.model import rates
+from planner.model import attention_kernels, rates
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS
 from planner.search.candidates import single
@@ -102,29 +102,48 @@ def test_a_gpu_without_rates_falls_back_to_the_global_fractions():
     )
 
 
-def test_attention_rate_follows_the_catalog_the_head_dim_and_the_stack():
+def test_attention_rate_follows_the_catalog_the_kernel_the_head_dim_and_the_length():
     catalog = load_catalog()
-    a100, h100 = (
-        single(
-            catalog.gpu(g), Layout(dp_shard=1), TrainingConfig(seq_len=4096), gpus_per_node=8, network_bandwidth=25e9
+
+    def table(gpu, seq=16384):
+        return single(
+            catalog.gpu(gpu), Layout(dp_shard=1), TrainingConfig(seq_len=seq), gpus_per_node=8, network_bandwidth=25e9
         )
-        for g in ("a100-80gb-sxm", "h100-sxm")
-    )
-    s = DEFAULT_SETTINGS
+
+    a100, h100 = table("a100-80gb-sxm"), table("h100-sxm")
+    fa2 = DEFAULT_SETTINGS.but(cudnn_attention=False)
     # FlashAttention-2 reaches about twice the share of peak on A100 that it reaches on H100
-    fwd_a100 = rates.attention_rates(a100, s, 128)[0][0] / 312e12
-    fwd_h100 = rates.attention_rates(h100, s, 128)[0][0] / 989.4e12
+    fwd_a100 = rates.attention_rates(a100, fa2, 128)[0][0] / 312e12
+    fwd_h100 = rates.attention_rates(h100, fa2, 128)[0][0] / 989.4e12
     assert 1.8 < fwd_a100 / fwd_h100 < 2.4
-    assert rates.attention_rates(h100, s, 64)[0][0] < rates.attention_rates(h100, s, 128)[0][0]
-    # Megatron-Core runs cuDNN's kernel: the catalog's cuDNN figures (FlashAttention-3 paper:
-    # 595 / 516 against FlashAttention-2's 370 / 322 on H100), at the same shape fraction
-    mc_fwd, mc_bwd = (r[0] for r in rates.attention_rates(h100, MEGATRON_CORE_SETTINGS, 128))
-    shape = MEGATRON_CORE_SETTINGS.attention_shape_fraction * MEGATRON_CORE_SETTINGS.attention_kernel_factor
-    assert (mc_fwd, mc_bwd) == (pytest.approx(595e12 * shape), pytest.approx(516e12 * shape))
-    # a GPU without a cuDNN figure keeps its FlashAttention-2 rate
+    # trainplan's trainer gets cuDNN on Hopper (torch >= 2.11), FlashAttention-2 on Ampere: at
+    # 16K causal, the catalog's non-causal figure times the kernel's published causal share
+    fwd, bwd = (r[0] for r in rates.attention_rates(h100, DEFAULT_SETTINGS, 128))
+    causal = attention_kernels.shape_shares(attention_kernels.CUDNN, 128, np.array(16384.0))
+    assert (fwd, bwd) == (pytest.approx(595e12 * causal[0]), pytest.approx(516e12 * causal[1]))
+    assert rates.attention_rates(a100, DEFAULT_SETTINGS, 128)[0][0] == pytest.approx(fwd_a100 * 312e12)
+    # head dim 64 costs cuDNN about 30 % on H100 and FlashAttention-2 about 12 % (FA3 paper Fig. 5)
+    for settings, share in ((DEFAULT_SETTINGS, 413 / 595), (fa2, 324 / 370)):
+        ratio = rates.attention_rates(h100, settings, 64)[0][0] / rates.attention_rates(h100, settings, 128)[0][0]
+        assert ratio == pytest.approx(share)
+    # short causal sequences reach less of the kernel (the diagonal tiles): 1K against 16K
+    short = rates.attention_rates(table("h100-sxm", 1024), DEFAULT_SETTINGS, 128)[0][0]
+    assert short / fwd == pytest.approx(410 / 539, rel=1e-6)
+    # Megatron-Core runs cuDNN too, at its fitted share of it; a GPU without a cuDNN figure keeps
+    # its FlashAttention-2 rate
+    mc = rates.attention_rates(h100, MEGATRON_CORE_SETTINGS, 128)[0][0]
+    assert mc == pytest.approx(fwd * MEGATRON_CORE_SETTINGS.attention_kernel_factor)
     assert rates.attention_rates(a100, MEGATRON_CORE_SETTINGS, 128)[0][0] == pytest.approx(
-        rates.attention_rates(a100, s, 128)[0][0] * MEGATRON_CORE_SETTINGS.attention_kernel_factor
+        fwd_a100 * 312e12 * MEGATRON_CORE_SETTINGS.attention_kernel_factor
     )
+
+
+def test_kernel_shares_interpolate_in_log_length_and_hold_at_the_ends():
+    table = attention_kernels.FLASH2.causal_seq_fwd
+    assert attention_kernels.share(table, 100.0) == pytest.approx(191 / 370)  # held below 512
+    assert attention_kernels.share(table, 1 << 20) == pytest.approx(335 / 370)  # held above 16K
+    between = attention_kernels.share(table, 1448.0)  # ~ sqrt(1K x 2K): half way in log2
+    assert between == pytest.approx((260 + 298) / 2 / 370, rel=1e-3)
 
 
 def test_fp8_casts_are_a_memory_bound_term_only_under_fp8():

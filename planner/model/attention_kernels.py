@@ -1,0 +1,84 @@
+"""How a flash-attention kernel's speed moves with head dim and with causal sequence length.
+
+The catalog states each kernel's rate at one shape (head dim 128, non-causal, 16K tokens:
+docs/hardware.md, "Achievable rates"). Training runs other shapes; these tables give the published
+share of that rate each kernel reaches at them, read from the same benchmark figures:
+
+- Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Fig. 5 (forward, H100 80GB SXM5, BF16,
+  head dim 64 / 128 / 256, causal and non-causal, 512 to 16K tokens) and Fig. 6 (backward,
+  non-causal), for PyTorch SDPA's FlashAttention-2 and cuDNN's fused attention (cuDNN 9, 2024).
+- The backward is published non-causal only: its causal share at each length is the non-causal
+  one times the forward's causal / non-causal ratio at that length (ESTIMATE: the causal mask
+  skips the same tiles in both passes).
+
+Between the published points the share is interpolated in log2 of the head dim or the length;
+outside them it is held at the nearest point. Both factors multiply (head dim at 16K, length at
+head dim 128: the figures do not give every pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class KernelShapes:
+    """Share of the reference rate (head dim 128, non-causal, 16K) by shape, forward and backward."""
+
+    head_dim_fwd: tuple[tuple[int, float], ...]
+    head_dim_bwd: tuple[tuple[int, float], ...]
+    causal_seq_fwd: tuple[tuple[int, float], ...]
+    causal_seq_bwd: tuple[tuple[int, float], ...]
+
+
+def _causal_backward(non_causal: list[int], fwd_causal: list[int], fwd_non_causal: list[int]) -> list[float]:
+    return [b * c / n for b, c, n in zip(non_causal, fwd_causal, fwd_non_causal, strict=True)]
+
+
+_SEQS = (512, 1024, 2048, 4096, 8192, 16384)
+
+# FlashAttention-2 (FA3 paper's "FlashAttention-2" bars). Forward non-causal hd128: 309 350 362
+# 368 370 370; causal: 191 260 298 319 333 335; backward non-causal: 214 260 291 310 318 322;
+# at 16K non-causal, head dim 64 / 256: forward 324 / 326, backward 291 / (not published: = 64).
+_FA2_FWD_NC = [309, 350, 362, 368, 370, 370]
+_FA2_FWD_C = [191, 260, 298, 319, 333, 335]
+_FA2_BWD_NC = [214, 260, 291, 310, 318, 322]
+FLASH2 = KernelShapes(
+    head_dim_fwd=((64, 324 / 370), (128, 1.0), (256, 326 / 370)),
+    head_dim_bwd=((64, 291 / 322), (128, 1.0), (256, 291 / 322)),
+    causal_seq_fwd=tuple(zip(_SEQS, [v / 370 for v in _FA2_FWD_C], strict=True)),
+    causal_seq_bwd=tuple(
+        zip(_SEQS, [v / 322 for v in _causal_backward(_FA2_BWD_NC, _FA2_FWD_C, _FA2_FWD_NC)], strict=True)
+    ),
+)
+
+# cuDNN (FA3 paper's "cuDNN" bars). Forward non-causal hd128: 497 574 617 609 600 595; causal: 315
+# 410 484 518 529 539; backward non-causal: 305 408 465 499 518 516; at 16K non-causal, head dim
+# 64 / 256: forward 413 / 581, backward 433 / (not published: = 128).
+_CUDNN_FWD_NC = [497, 574, 617, 609, 600, 595]
+_CUDNN_FWD_C = [315, 410, 484, 518, 529, 539]
+_CUDNN_BWD_NC = [305, 408, 465, 499, 518, 516]
+CUDNN = KernelShapes(
+    head_dim_fwd=((64, 413 / 595), (128, 1.0), (256, 581 / 595)),
+    head_dim_bwd=((64, 433 / 516), (128, 1.0)),
+    causal_seq_fwd=tuple(zip(_SEQS, [v / 595 for v in _CUDNN_FWD_C], strict=True)),
+    causal_seq_bwd=tuple(
+        zip(_SEQS, [v / 516 for v in _causal_backward(_CUDNN_BWD_NC, _CUDNN_FWD_C, _CUDNN_FWD_NC)], strict=True)
+    ),
+)
+
+
+def share(table: tuple[tuple[int, float], ...], x: np.ndarray | float) -> np.ndarray:
+    """The table's share at ``x``, interpolated in log2(x), held at the end points."""
+    xs = np.log2([p for p, _ in table])
+    return np.interp(np.log2(np.maximum(np.asarray(x, dtype=float), 1.0)), xs, [v for _, v in table])
+
+
+def shape_shares(kernel: KernelShapes, head_dim: int, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) share of the kernel's reference rate for causal attention over ``seq``
+    keys at ``head_dim``."""
+    fwd = share(kernel.head_dim_fwd, head_dim) * share(kernel.causal_seq_fwd, seq)
+    bwd = share(kernel.head_dim_bwd, head_dim) * share(kernel.causal_seq_bwd, seq)
+    return fwd, bwd
