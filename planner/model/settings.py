@@ -139,7 +139,9 @@ class ModelingSettings:
     # (torch derivatives.yaml): tanh its output (2), _softmax its fp32 output (4), the second
     # matmul its bf16 input, the cast back (2); the scalar mul/div, the mask add and the casts keep
     # nothing, and dropout at p = 0 (Gemma 2's attention_dropout) returns its input: 2 + 4 + 2 = 8.
-    # (In fp32 training the cast back is the softmax output itself: 4 + 4 = 8 as well.)
+    # (In fp32 training the cast back is the softmax output itself: 4 + 4 = 8 as well. Attention
+    # dropout p > 0 on CUDA, native_dropout, would add its 1-byte mask.) Counted with autograd's
+    # saved-tensor hooks on transformers' own model: tests/trainer/test_eager_attention_saved.py.
     eager_softcap_attention_saved_bytes_per_score: float = 8.0
     # Its backward holds above the saved ones, at the softmax backward (the bf16 probabilities
     # already freed by the AV matmul's backward): the fp32 gradient of the probabilities (4) and
