@@ -21,6 +21,12 @@ from planner.model.moe import (
     routed_expert_params_per_layer,
 )
 from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
+from planner.model.scores import (
+    backward_bytes_per_score,
+    saved_bytes_per_score,
+    scores_per_microbatch,
+    scores_per_token,
+)
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import (
@@ -297,7 +303,9 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     """Bytes saved for backward by one block per local token (no recompute), split by part:
     the ``saved`` rows of ``planner/model/block.py`` (q, k, v, attention output and fp32 LSE;
     SwiGLU's gate, SiLU output, up and product or GeLU's fc1 and GeLU outputs, per routed
-    expert; the two norms)."""
+    expert; the two norms); attention that materialises its scores (no flash attention, eager
+    soft-capped attention: planner/model/scores.py) adds what it saves of them to the attention
+    part, seq_len x heads / tp scores per local token at ``saved_bytes_per_score``."""
     # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
     # tokens) for the attention backward; ring attention keeps only its own.
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
@@ -312,7 +320,21 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     }
     if model.is_moe and s.moe_grouped_mlp:  # the MLP rows of an MoE block are all routed
         saved[Part.MLP.value] = grouped_mlp_saved_bytes_per_token(model, c, s) * load
+    saved[Part.ATTENTION.value] = saved[Part.ATTENTION.value] + score_saved_bytes_per_token(model, c, s)
     return saved
+
+
+def score_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """What a block saves of its materialised attention scores per local token (zero under
+    flash attention). Like every saved row it is kept per block in flight and dropped for a
+    checkpointed block, which keeps its input only."""
+    return scores_per_token(model, c) * saved_bytes_per_score(model, c, s)
+
+
+def score_backward_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Gradient temporaries of one block's materialised scores during its attention backward,
+    per micro-batch, above what the block saved (zero under flash attention)."""
+    return scores_per_microbatch(model, c) * backward_bytes_per_score(model, c, s)
 
 
 def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
@@ -381,7 +403,11 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pip
     grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
-    transient = np.maximum(loss, recompute_bytes(model, c, s) + gathered_kv_grad_bytes(model, c, s))
+    # One block's backward: its recomputed activations, all-gathered dK/dV, score gradients.
+    block_backward = (
+        recompute_bytes(model, c, s) + gathered_kv_grad_bytes(model, c, s) + score_backward_bytes(model, c, s)
+    )
+    transient = np.maximum(loss, block_backward)
     peak_a = params + moments + unsharded + grads_during + acts + transient
     # Peak B: end of backward, all gradients materialised, activations freed; with bf16 gradient
     # buffers the sharded optimizer also holds an fp32 copy of its gradient shard for the step

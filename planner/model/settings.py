@@ -138,6 +138,38 @@ class ModelingSettings:
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0
+    # Attention that materialises its s x s scores (planner/model/scores.py) saves some of them
+    # for backward, per score and head, masked and out-of-window ones too. Hugging Face's eager
+    # attention with soft-capped scores (transformers models/gemma2/modeling_gemma2.py,
+    # eager_attention_forward: matmul * scaling, / softcap, tanh, * softcap, + mask, softmax(dtype
+    # =float32).to(query.dtype), dropout, matmul with V), by what each op's derivative keeps
+    # (torch derivatives.yaml): tanh its output (2), _softmax its fp32 output (4), the second
+    # matmul its bf16 input, the cast back (2); the scalar mul/div, the mask add and the casts keep
+    # nothing, and dropout at p = 0 (Gemma 2's attention_dropout) returns its input: 2 + 4 + 2 = 8.
+    # (In fp32 training the cast back is the softmax output itself: 4 + 4 = 8 as well. Attention
+    # dropout p > 0 on CUDA, native_dropout, would add its 1-byte mask.) Counted with autograd's
+    # saved-tensor hooks on transformers' own model: tests/trainer/test_eager_attention_saved.py.
+    eager_softcap_attention_saved_bytes_per_score: float = 8.0
+    # Its backward holds above the saved ones, at the softmax backward (the bf16 probabilities
+    # already freed by the AV matmul's backward): the fp32 gradient of the probabilities (4) and
+    # the fp32 gradient of the scores it writes (4), less the freed bf16 probabilities (2): 6.
+    # One block at a time (the one whose backward runs).
+    eager_softcap_attention_backward_bytes_per_score: float = 6.0
+    # Megatron-LM's unfused attention (flash_attention False; megatron/model/transformer.py
+    # ParallelAttention: baddbmm, FusedScaleMaskSoftmax, attention dropout, bmm): the fp16
+    # softmax output (2), the dropout mask (1) and the dropout output (2): Korthikanti et al.
+    # 2022, sec. 4.1, the 5as/h of their 34 + 5as/h bytes per sbh: 5.
+    unfused_attention_saved_bytes_per_score: float = 5.0
+    # Its backward: the bmm's gradient of the dropout output (2), the dropout backward's result
+    # (2), the fused softmax backward in place on it; the dropout output freed by then: 2.
+    unfused_attention_backward_bytes_per_score: float = 2.0
+    # Korthikanti et al. 2022's selective activation recomputation (sec. 5; Megatron-LM's
+    # --recompute-granularity selective): the attention core (QK^T, softmax, dropout, AV) is
+    # re-run in backward, so a block keeps none of its scores; one block's are rebuilt at a time
+    # (with their gradients: ``memory.score_backward_bytes``). Only the materialised scores
+    # change: flash attention saves none. The published Megatron-LM rows that name it are read
+    # as no recompute otherwise (validation/published_rows.py ``recompute_for``).
+    recompute_attention_core: bool = False
     # Blocks whose saved activations go to host memory during the forward (Megatron-Core's
     # ``cpu_offloading_num_layers``, TransformerEngine cpu_offload.py): at the forward's end
     # only the other blocks' activations are on the device. Megatron allows it at pp 1 without
@@ -338,8 +370,11 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # ... gradients in one contiguous buffer allocated at model wrap (no per-step churn) ...
     reserve_static_fraction=0.0,
     # ... and Korthikanti et al.'s sequence-parallel linears, which keep their 1/tp sequence
-    # shard for the weight gradient and all-gather it again in backward (their sec. 4.2.2).
+    # shard for the weight gradient and all-gather it again in backward (their sec. 4.2.2) ...
     sp_saves_gathered_inputs=False,
+    # ... and their selective recompute of the unfused attention core, which keeps no scores
+    # (the rows without full recompute run it: Korthikanti et al. 2022, Table 4 "present work").
+    recompute_attention_core=True,
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py

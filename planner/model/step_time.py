@@ -23,6 +23,7 @@ from planner.model.memory import (
     tp_gathered_bytes,
 )
 from planner.model.pipeline import pipeline_ranks
+from planner.model.scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
@@ -99,26 +100,12 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return 3.0 * elements / c.tp * compute_dtype_bytes(c)
 
 
-def eager_softcap_attention(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """Candidates whose attention runs eager in Hugging Face modules, materialising the scores:
-    the trainer builds them with ``model.hf_attention_implementation`` (trainer/hf_model.py),
-    "eager" for soft-capped scores (Gemma 2)."""
-    return np.asarray((model.hf_attention_implementation == "eager") & (c.impl == IMPL_HF))
-
-
-def flash_attention_on(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Candidates whose attention keeps the scores on chip (``s.flash_attention``, except the
-    eager soft-capped attention of ``eager_softcap_attention``)."""
-    return np.asarray(s.flash_attention) & ~eager_softcap_attention(model, c)
-
-
 def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers) -> np.ndarray:
     """HBM traffic of materialised attention scores per micro-batch (no flash attention): every
     head writes and re-reads its full s x s score matrix (masked, not skipped), forward once,
     backward about twice, recompute once more; at the eager soft-capped kernels' bytes per score
     where those run (``s.eager_softcap_attention_bytes_per_score``)."""
-    tokens = c.micro_batch * c.seq_len / c.cp
-    scores = tokens * c.seq_len * model.num_heads / c.tp
+    scores = scores_per_microbatch(model, c)
     passes = 3.0 + recompute_fraction(c)
     per_score = np.where(
         eager_softcap_attention(model, c),
