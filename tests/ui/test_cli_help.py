@@ -35,7 +35,11 @@ def help_text(*args: str) -> str:
 def test_the_command_prints_the_same_help(name):
     args = [*filter(None, [name]), "--help"]
     proc = subprocess.run(
-        [sys.executable, "-m", "ui.cli", *args], capture_output=True, text=True, timeout=60, env={**os.environ, **TERMINAL}
+        [sys.executable, "-m", "ui.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **TERMINAL},
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == help_text(*args[:-1])
