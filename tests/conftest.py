@@ -37,27 +37,42 @@ def in_process(monkeypatch):
     assert not dist.is_initialized()
 
 
-# Wall seconds of the longest modules under scripts/test.sh (2 workers on a 2-core machine, from
-# ``--durations``; rough, they only rank). xdist's ``--dist loadfile`` hands whole modules to the
-# workers in collection order (scripts/test.sh turns off its own reordering by test count, which put
-# these few-test modules last), so the longest start first and the short ones fill in at the end:
-# a long module that starts last keeps its worker busy while the other one idles.
+# Wall seconds of the longest modules, each run alone on the 2-core machine (``pytest MODULE
+# --durations``, 2026-12-01; rough: they only rank). xdist's ``--dist loadfile`` hands whole modules to
+# the workers in collection order (scripts/test.sh turns off its own reordering by test count, which
+# put these few-test modules last), so the longest start first and the short ones fill in at the end:
+# a long module that starts last keeps its worker busy while the other one idles. A module not
+# listed counts as short; list one here when it takes more than ~10 s.
 LONGEST_MODULES_S = {
-    "integration/test_distributed.py": 420,
-    "integration/test_reliability.py": 210,
-    "ui/test_app.py": 130,
-    "ui/test_cli.py": 115,
-    "integration/test_kill_anything.py": 110,
-    "integration/test_plans_build.py": 105,
-    "ui/test_app_browser.py": 90,
-    "trainer/test_job.py": 70,
-    "integration/test_deepseek_distributed.py": 45,
-    "trainer/test_loss.py": 40,
-    "trainer/test_context_parallel.py": 25,
-    "planner/test_floors.py": 20,
-    "integration/test_gpu_validate_script.py": 20,
+    "integration/test_distributed.py": 570,
+    "integration/test_reliability.py": 245,
+    "integration/test_kill_anything.py": 165,
+    "ui/test_app.py": 145,
+    "ui/test_app_browser.py": 145,
+    "integration/test_deepseek_distributed.py": 145,
+    "integration/test_plans_build.py": 140,
+    "trainer/test_run.py": 90,
+    "trainer/test_job.py": 85,
+    "trainer/test_context_parallel.py": 80,
+    "trainer/test_loss.py": 65,
+    "trainer/test_calibrate.py": 55,
+    "ui/test_cli.py": 35,
+    "ui/test_app_stack.py": 35,
+    "ui/test_app_views.py": 30,
+    "integration/test_gpu_validate_script.py": 30,
+    "planner/test_plan.py": 26,
+    "ui/test_batch.py": 25,
+    "ui/test_app_details.py": 25,
+    "integration/test_disk_and_checkpoint_faults.py": 20,
+    "trainer/test_deepseek_native.py": 20,
+    "trainer/test_data.py": 15,
     "integration/test_bad_input_cli.py": 15,
-    "planner/test_plan.py": 15,
+    "ui/test_cli_calibration.py": 15,
+    "trainer/test_family_models.py": 15,
+    "ui/test_cli_help.py": 11,
+    "planner/test_floors.py": 11,
+    "trainer/test_model.py": 10,
+    "planner/test_models.py": 10,
 }
 
 
