@@ -35,3 +35,52 @@ def in_process(monkeypatch):
     yield
     torch.set_num_threads(threads)
     assert not dist.is_initialized()
+
+
+# Wall seconds of the longest modules, each run alone on the 2-core machine (``pytest MODULE
+# --durations``, 2026-12-01; rough: they only rank). xdist's ``--dist loadfile`` hands whole modules to
+# the workers in collection order (scripts/test.sh turns off its own reordering by test count, which
+# put these few-test modules last), so the longest start first and the short ones fill in at the end:
+# a long module that starts last keeps its worker busy while the other one idles. A module not
+# listed counts as short; list one here when it takes more than ~10 s.
+LONGEST_MODULES_S = {
+    "integration/test_distributed.py": 650,  # with the DeepSeek-V3 runs (145 s alone in a module of their own)
+    "integration/test_reliability.py": 245,
+    "integration/test_kill_anything.py": 165,
+    "ui/test_app.py": 145,
+    "ui/test_app_browser.py": 145,
+    "integration/test_plans_build.py": 140,
+    "trainer/test_run.py": 90,
+    "trainer/test_job.py": 85,
+    "trainer/test_context_parallel.py": 80,
+    "trainer/test_loss.py": 65,
+    "trainer/test_calibrate.py": 55,
+    "ui/test_cli.py": 35,
+    "ui/test_app_stack.py": 35,
+    "ui/test_app_views.py": 30,
+    "integration/test_gpu_validate_script.py": 30,
+    "planner/test_plan.py": 26,
+    "ui/test_batch.py": 25,
+    "ui/test_app_details.py": 25,
+    "integration/test_disk_and_checkpoint_faults.py": 20,
+    "trainer/test_deepseek_native.py": 20,
+    "trainer/test_data.py": 15,
+    "integration/test_bad_input_cli.py": 15,
+    "ui/test_cli_calibration.py": 15,
+    "trainer/test_family_models.py": 15,
+    "ui/test_cli_help.py": 11,
+    "planner/test_floors.py": 11,
+    "trainer/test_model.py": 10,
+    "planner/test_models.py": 10,
+}
+
+
+def module_seconds(path) -> float:
+    relative = path.relative_to(path.parents[1]).as_posix()  # "<folder>/test_x.py"
+    return LONGEST_MODULES_S.get(relative, 0.0)
+
+
+def pytest_collection_modifyitems(items):
+    """Longest modules first (see LONGEST_MODULES_S); a stable sort keeps each module's own order
+    and the other modules' collection order."""
+    items.sort(key=lambda item: -module_seconds(item.path))

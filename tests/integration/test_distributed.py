@@ -7,11 +7,11 @@ every layout must reproduce the reference FSDP run step by step. This checks muc
 than "the loss falls": a layout that dropped a gradient, double-counted a replica or
 mis-split a pipeline would drift from the reference within a few steps.
 
-The parallel runs of the table below share one torchrun launch per world size
-(``support/job_batch.py``: each worker imports torch once and runs the jobs in turn, each
-through ``trainer.train.main`` with a process group of its own); a launch spends most of its
-time starting up. Kill, resume and SIGTERM tests launch torchrun themselves: they test the
-launch.
+The parallel runs of the tables below (and the DeepSeek-V3 ones, compared with one process)
+share one torchrun launch of the largest world (``support/job_batch.py``: each worker imports
+torch once and runs the jobs in turn, each through ``trainer.train.main`` with a process group
+of its own); a launch spends most of its time starting up. Kill, resume and SIGTERM tests
+launch torchrun themselves: they test the launch.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from support.jobs import (
 from planner.catalog.models import get_preset
 from planner.errors import ExitCode
 from planner.layout import Layout
+from planner.model.spec import LatentAttention
 from trainer.checkpoint import list_checkpoints
 from trainer.train import main
 
@@ -203,6 +204,31 @@ if HAS_FLOAT8:
         model=tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128),
         precision="fp8",
     )
+# The native DeepSeek-V3 block at test size: MLA, a dense first block, then shared + routed experts
+# with the sigmoid router.
+TINY_DEEPSEEK_V3 = get_preset("deepseek-v3").model_copy(
+    update=dict(
+        name="tiny-deepseek-v3",
+        num_layers=2,
+        hidden_size=64,
+        ffn_hidden_size=32,
+        dense_ffn_hidden_size=96,
+        dense_layers=1,
+        num_heads=4,
+        num_kv_heads=4,
+        head_dim=24,
+        mla=LatentAttention(q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, v_head_dim=12),
+        vocab_size=512,
+        num_experts=4,
+        experts_per_token=2,
+        shared_experts=1,
+        mtp_layers=0,
+        max_seq_len=64,
+    )
+)
+DEEPSEEK = dict(model=TINY_DEEPSEEK_V3, impl="native", loss_chunk_tokens=0)
+BESIDE_ONE_PROCESS["deepseek-v3-ep"] = _beside(Layout(dp_shard=4, ep=2), 4, 1, 6, **DEEPSEEK)
+BESIDE_ONE_PROCESS["deepseek-v3-ep-cp"] = _beside(Layout(dp_shard=2, cp=2, ep=2), 4, 1, 6, **DEEPSEEK)
 # The reference's step-15 checkpoint continued as an interleaved pipeline (2 ranks x 2 stages each).
 RESUMED_ON_PP = Run(
     Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"),
@@ -351,6 +377,18 @@ def test_native_moe_under_expert_parallelism_matches_one_process(launched, tmp_p
     losses = losses_by_step(resumed)
     assert sorted(losses) == [4, 5, 6]
     assert max(abs(losses[s] - single[s]) for s in losses) <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3-ep", "deepseek-v3-ep-cp"])
+def test_native_deepseek_v3_under_expert_parallelism_matches_one_process(name, launched, tmp_path, in_process):
+    """ep=2 on 4 ranks (x fsdp=4, or x fsdp=2 x cp=2): each rank holds 2 of the 4 routed experts
+    (top 2; 4 experts route over one group), the shared expert and MLA are FSDP-sharded like dense
+    weights; under cp the shared rotary key turns by global position and MLA's 12-wide values
+    travel with its 24-wide keys."""
+    _, parallel, single = beside_one_process(launched, name, tmp_path)
+    assert sorted(parallel) == list(range(1, 7))
+    worst = max(abs(parallel[s] - single[s]) for s in parallel)
+    assert worst <= 1e-3, f"differs from one process by up to {worst:.2e}"
 
 
 @pytest.mark.skipif(not HAS_FLOAT8, reason="needs torchao.float8")

@@ -7,9 +7,10 @@ import re
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
-from planner.api import PlanRequest
+from planner.api import PlanRequest, PlanResult, plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
+from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from support import DATA, REPO
 from ui.gpu_table import rows_with
@@ -63,6 +64,19 @@ def request_for(model: ModelSpec | None = None, **changes) -> PlanRequest:
     )
     fields.update(changes)
     return PlanRequest(**fields)
+
+
+_PLANNED: dict[str, PlanResult] = {}
+
+
+def planned(request: PlanRequest) -> PlanResult:
+    """``planner.api.plan(request, settings=DEFAULT_SETTINGS)``, the answer the app must show: solved
+    once per request in a test process (the planner is deterministic and its results are frozen;
+    the app tests ask for the default request's plan about twenty times)."""
+    key = request.model_dump_json()
+    if key not in _PLANNED:
+        _PLANNED[key] = plan(request, settings=DEFAULT_SETTINGS)
+    return _PLANNED[key]
 
 
 def open_tab(at: AppTest, name: str, tr: Labels = EN) -> AppTest:

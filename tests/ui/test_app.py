@@ -26,13 +26,14 @@ from support.app import (
     card,
     english_sentences,
     open_tab,
+    planned,
     request_for,
     run_app,
     table,
     widgets,
 )  # fmt: skip
 
-from planner.api import PlanRequest, plan
+from planner.api import PlanRequest
 from planner.catalog.detect import DetectedGPU
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset, model_from_hf_config
@@ -52,7 +53,7 @@ from ui.sidebar import CUSTOM_FIELDS, SEQ_LENS
 
 def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> None:
     """The plan card's numbers are those of planner.api.plan for the same request."""
-    expected = plan(request, settings=DEFAULT_SETTINGS).plan
+    expected = planned(request).plan
     shown = card(at)
     e = expected.estimate
     assert shown[tr("card_gpus")] == f"{expected.num_gpus} × {expected.gpu}"
@@ -88,7 +89,7 @@ def test_plan_card_matches_the_api_and_every_panel_renders():
     assert at.selectbox(key="scaling_gpu").value == card(at)[EN("card_gpus")].split(" × ")[1]
     open_tab(at, "tab_top")
     top = table(at, EN("col_layout"))
-    expected = plan(request_for(), settings=DEFAULT_SETTINGS)
+    expected = planned(request_for())
     assert list(top[EN("col_gpu")]) == [p.gpu for p in (expected.plan, *expected.alternatives)]
     assert list(top[EN("col_num_gpus")]) == [p.num_gpus for p in (expected.plan, *expected.alternatives)]
     open_tab(at, "tab_downloads")
@@ -143,7 +144,7 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
 def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
     request = request_for(deadline_days=0.01, gpus={"a100-80gb-sxm": 2})
     with pytest.raises(InfeasiblePlan) as expected:
-        plan(request, settings=DEFAULT_SETTINGS)
+        planned(request)
     at = run_app(gpus=["a100-80gb-sxm"], deadline_days=0.01, inventory={"a100-80gb-sxm": 2})
     assert not at.metric
     (warning,) = at.warning
@@ -166,7 +167,7 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
 def test_infeasible_message_names_the_gpu_cap_when_it_binds_in_both_languages():
     request = request_for(deadline_days=0.01, max_gpus=4)
     with pytest.raises(InfeasiblePlan) as expected:
-        plan(request, settings=DEFAULT_SETTINGS)
+        planned(request)
     assert "max_gpus" in expected.value.fix  # the cap binds: more GPUs would meet the deadline
     for tr in (EN, ZH):
         at = run_app(deadline_days=0.01, max_gpus=4, lang=tr.lang)
@@ -295,9 +296,7 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
     assert any(c.value == EN("amortised", gpu="h100-sxm", price=price) for c in at.sidebar.caption)
     request = request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price})
-    assert card(at)[EN("card_cost_bought")] == charts.money(
-        plan(request, settings=DEFAULT_SETTINGS).plan.estimate.cost_usd
-    )
+    assert card(at)[EN("card_cost_bought")] == charts.money(planned(request).plan.estimate.cost_usd)
     assert EN("card_cost") not in card(at)  # in Buy mode the cost says it is amortised
     open_tab(at, "tab_top")
     assert EN("col_cost_usd_bought") in table(at, EN("col_layout")).columns
@@ -403,7 +402,7 @@ def test_formatting():
 
 def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    chosen = planned(request_for()).plan
     data = charts.emit_job_zip(chosen, "my-job", steps=7)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
@@ -429,7 +428,7 @@ def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
 
 
 def test_figures_carry_the_plan_numbers():
-    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    result = planned(request_for())
     plans = [result.plan, *result.alternatives]
     memory = figures.memory_figure(plans, 0.6, EN)
     bars = [t for t in memory.data if t.type == "bar"]
@@ -492,7 +491,7 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
             top_k=0,
             precision=Precision.FP32,
         )
-        assert JobSpec.load(run.job_dir).plan == plan(local, settings=DEFAULT_SETTINGS).plan
+        assert JobSpec.load(run.job_dir).plan == planned(local).plan
     finally:
         if run.process.poll() is None:
             os.killpg(run.process.pid, signal.SIGKILL)

@@ -13,9 +13,9 @@ import tomllib
 import pytest
 from streamlit.testing.v1 import local_script_runner
 from support import REPO
-from support.app import EN, ZH, english_sentences, open_tab, request_for, run_app
+from support.app import EN, ZH, english_sentences, open_tab, planned, request_for, run_app
 
-from planner.api import build_plan, plan
+from planner.api import build_plan
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset
 from planner.errors import InfeasiblePlan
 from planner.fmt import one_line
@@ -183,7 +183,7 @@ def test_explorer_refusal_is_all_chinese_on_the_chinese_page():
 def test_the_planner_detail_line_is_translated():
     request = request_for(deadline_days=0.01, gpus={"a100-80gb-sxm": 2})
     with pytest.raises(InfeasiblePlan) as expected:
-        plan(request, settings=DEFAULT_SETTINGS)
+        planned(request)
     exc = expected.value
     at = run_app(lang="zh", gpus=["a100-80gb-sxm"], deadline_days=0.01, inventory={"a100-80gb-sxm": 2})
     line = ZH("detail_deadline", need=exc.required / 3600, have=exc.available / 3600)
@@ -202,7 +202,7 @@ def probed_job(tmp_path):
     from trainer.job_spec import RunSettings
     from trainer.probe import MemoryReading, write_validation
 
-    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    chosen = planned(request_for()).plan
     directory = tmp_path / "job"
     emit_job(chosen, directory, name="probe-view", run=RunSettings(steps=5))
     report = write_validation(directory, chosen, [0.9, 0.25, 0.2, 0.3], MemoryReading(3.5, 4.25, 79.6), "cuda")

@@ -20,12 +20,13 @@ from support.app import (
     card,
     english_sentences,
     open_tab,
+    planned,
     request_for,
     run_app,
     table,
 )  # fmt: skip
 
-from planner.api import build_plan, plan
+from planner.api import build_plan
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.search.explore import best_per_count, pareto_front, scored_search
@@ -99,7 +100,7 @@ def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points
 
 
 def test_memory_and_step_bars_say_which_plan_is_which():
-    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    result = planned(request_for())
     plans = [result.plan, *result.alternatives]
     for fig, unit in ((figures.memory_figure(plans, 0.6, EN), "GiB"), (figures.step_time_figure(plans, EN), " s")):
         bar = next(t for t in fig.data if t.type == "bar")
@@ -148,7 +149,7 @@ def test_sidebar_gpu_table_replaces_the_multiselect_and_the_per_gpu_inputs():
 def test_inventory_zero_excludes_a_type_and_blank_is_no_limit():
     at = run_app(inventory={"a100-80gb-sxm": 0})
     assert card(at)[EN("card_gpus")].endswith("h100-sxm")
-    expected = plan(request_for(gpus={"h100-sxm": None}), settings=DEFAULT_SETTINGS).plan
+    expected = planned(request_for(gpus={"h100-sxm": None})).plan
     assert card(at)[EN("card_gpus")] == f"{expected.num_gpus} × {expected.gpu}"
 
 
@@ -164,7 +165,7 @@ def test_top_plans_table_is_formatted_like_the_card_with_memory_in_view():
 
 def test_near_tie_callout_under_the_plan_card():
     at = run_app()
-    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    result = planned(request_for())
     assert result.near_tie is not None and result.near_tie_plan is not None
     assert near_tie_text(EN, result) in [i.value for i in at.info]
     tie = result.near_tie
@@ -174,7 +175,7 @@ def test_near_tie_callout_under_the_plan_card():
 
 def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     at = open_tab(run_app(), "tab_explorer")
-    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    chosen = planned(request_for()).plan
     assert (
         at.selectbox(key="ex_gpu").value == chosen.gpu and at.number_input(key="ex_num_gpus").value == chosen.num_gpus
     )
@@ -212,7 +213,7 @@ def job_dir(tmp_path):
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
 
-    chosen = plan(request_for(), settings=DEFAULT_SETTINGS).plan
+    chosen = planned(request_for()).plan
     directory = tmp_path / "job"
     emit_job(chosen, directory, name="view-test", run=RunSettings(steps=5))
     tokens = chosen.estimate.throughput.tokens_per_s
@@ -294,7 +295,7 @@ def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
     from ui.messages import note_text, why_not_text
 
     assert {f"note_{kind.value}" for kind in NoteKind} <= set(all_labels("zh"))
-    result = plan(request_for(), settings=DEFAULT_SETTINGS)
+    result = planned(request_for())
     for p in (result.plan, *result.alternatives):
         for note in plan_notes(p):
             assert note_text(EN, note) == note.text()
