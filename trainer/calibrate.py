@@ -97,11 +97,22 @@ def attention_tflops(
     return forward_flops / fwd / 1e12, 2.5 * forward_flops / bwd / 1e12
 
 
+def sdpa_prefers_cudnn(device: torch.device) -> bool:
+    """Whether PyTorch's SDPA puts cuDNN first here: data-centre Hopper and Blackwell (sm90,
+    sm100), as ``check_prefer_cudnn_attention`` does (aten/src/ATen/native/transformers/cuda/
+    sdp_utils.cpp). The catalog gives cuDNN figures for those parts only, and the model runs
+    cuDNN where a GPU has one (settings.cudnn_attention), so only they are measured for it."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device) in ((9, 0), (10, 0))
+
+
 def kernel_attention_fields(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> dict[str, float]:
     """The attention fields of every kernel this build runs on ``device``; a kernel it lacks
-    (cuDNN on a CPU, on a build without it, or on a GPU it does not support) is left out."""
+    (cuDNN on a CPU, on a build without it, or on a GPU it does not support) is left out, and
+    cuDNN on a GPU where SDPA does not prefer it (``sdpa_prefers_cudnn``)."""
     fields = {}
     for name, backend in ATTENTION_KERNELS:
+        if backend == SDPBackend.CUDNN_ATTENTION and not sdpa_prefers_cudnn(device):
+            continue
         try:
             fwd, bwd = attention_tflops(device, dtype, sizes, backend)
         except RuntimeError:  # "No available kernel": SDPA refuses the backend here

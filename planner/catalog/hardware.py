@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+from planner.catalog.achievable import RATE_FIELD_NAMES, AchievableRates, check_rates, rate_file_values, rates_from
 from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
 from planner.units import GIB, HOURS_PER_DAY
@@ -49,35 +50,6 @@ def usable_memory_gib(vendor_label_gb: float, gddr_ecc: bool = False) -> float:
 
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-# Achievable rates (docs/hardware.md "Achievable rates"): each source names how the number was
-# obtained, with one of these prefixes, so a plan can say which of its inputs were measured.
-PROVENANCES = ("MEASURED", "PUBLISHED", "ESTIMATE")
-
-
-class AchievableRates(BaseModel):
-    """What kernels really reach on one GPU, in SI units; None = no data, the model then uses
-    its global fraction of the datasheet figure (ModelingSettings, a scaled estimate).
-
-    ``gemm_flops_per_s`` is a large, aligned dense GEMM (the shape model of step_time.py scales
-    it down for narrow shapes); ``attention_*`` the flash-attention kernel PyTorch SDPA's flash
-    backend runs (FlashAttention-2), ``cudnn_attention_*`` cuDNN's fused flash attention (what
-    TransformerEngine runs), both at head dim 128 and long sequences, non-causal, forward and
-    backward FLOPs counted as the FlashAttention papers do (backward = 2.5 forward);
-    ``copy_bandwidth_bytes_per_s`` a large device-to-device copy, bytes read + written."""
-
-    model_config = _FROZEN
-    gemm_flops_per_s: dict[str, float] = {}  # precision -> FLOP/s (bf16, fp8)
-    attention_fwd_flops_per_s: float | None = None
-    attention_bwd_flops_per_s: float | None = None
-    cudnn_attention_fwd_flops_per_s: float | None = None
-    cudnn_attention_bwd_flops_per_s: float | None = None
-    copy_bandwidth_bytes_per_s: float | None = None
-    # Collectives over the scale-up domain (trainplan calibrate --collectives), fitted to the ring
-    # model of planner/model/comm.py: bus bandwidth per GPU and latency per ring step.
-    scaleup_bus_bandwidth_bytes_per_s: float | None = None
-    scaleup_step_latency_s: float | None = None
-    provenance: dict[str, str] = {}  # field in the file -> MEASURED / PUBLISHED / ESTIMATE
 
 
 class GPUSpec(BaseModel):
@@ -320,78 +292,6 @@ def _did_you_mean(key: str, fields: dict[str, Any]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-RATE_FIELDS = (  # file field -> the datasheet field it cannot exceed
-    ("gemm_bf16_tflops_achieved", "bf16_tflops"),
-    ("gemm_fp8_tflops_achieved", "fp8_tflops"),
-    ("attention_fwd_tflops_achieved", "bf16_tflops"),
-    ("attention_bwd_tflops_achieved", "bf16_tflops"),
-    ("cudnn_attention_fwd_tflops_achieved", "bf16_tflops"),
-    ("cudnn_attention_bwd_tflops_achieved", "bf16_tflops"),
-    ("hbm_copy_tbps_achieved", "hbm_bandwidth_tbps"),
-    # A ring's bus bandwidth cannot pass the per-direction link rate (switch reductions, NVLS, can:
-    # the ring model does not describe them, so such a fit is refused rather than mis-modelled).
-    ("scaleup_busbw_gbyte_per_s_achieved", "scaleup_gbyte_per_s"),
-    ("scaleup_step_latency_us_achieved", None),
-)
-
-
-def _check_rates(values: dict[str, Any], sources: dict[str, str], where: str) -> None:
-    """An achievable rate stays under its datasheet figure and says how it was obtained."""
-    for name, ceiling in RATE_FIELDS:
-        if name not in values:
-            continue
-        if ceiling is not None and ceiling not in values:
-            raise CatalogError(f"{where}: field '{name}': needs '{ceiling}' (the datasheet figure it is a share of)")
-        if ceiling is not None and values[name] > values[ceiling]:
-            raise CatalogError(
-                f"{where}: field '{name}': expected at most {ceiling} {values[ceiling]:g}, got {values[name]!r}"
-            )
-        if not sources[name].startswith(PROVENANCES):
-            raise CatalogError(
-                f"{where}: field 'sources.{name}': must start with one of {', '.join(PROVENANCES)} (how it was obtained)"
-            )
-
-
-def _rates_from(values: dict[str, Any], sources: dict[str, str]) -> AchievableRates:
-    def scaled(name: str, si: float) -> float | None:
-        return values[name] * si if name in values else None
-
-    gemm = {
-        p: values[f"gemm_{p}_tflops_achieved"] * 1e12 for p in ("bf16", "fp8") if f"gemm_{p}_tflops_achieved" in values
-    }
-    return AchievableRates(
-        gemm_flops_per_s=gemm,
-        attention_fwd_flops_per_s=scaled("attention_fwd_tflops_achieved", 1e12),
-        attention_bwd_flops_per_s=scaled("attention_bwd_tflops_achieved", 1e12),
-        cudnn_attention_fwd_flops_per_s=scaled("cudnn_attention_fwd_tflops_achieved", 1e12),
-        cudnn_attention_bwd_flops_per_s=scaled("cudnn_attention_bwd_tflops_achieved", 1e12),
-        copy_bandwidth_bytes_per_s=scaled("hbm_copy_tbps_achieved", 1e12),
-        scaleup_bus_bandwidth_bytes_per_s=scaled("scaleup_busbw_gbyte_per_s_achieved", 1e9),
-        scaleup_step_latency_s=scaled("scaleup_step_latency_us_achieved", 1e-6),
-        provenance={name: sources[name].split(":")[0].split()[0] for name, _ in RATE_FIELDS if name in values},
-    )
-
-
-def rate_file_values(gpu: GPUSpec) -> dict[str, float]:
-    """The achievable rates a GPU has, in the units of the file fields (inverse of _rates_from)."""
-    r = gpu.rates
-    values = {f"gemm_{p}_tflops_achieved": v / 1e12 for p, v in r.gemm_flops_per_s.items()}
-    for name, value in (
-        ("attention_fwd_tflops_achieved", r.attention_fwd_flops_per_s),
-        ("attention_bwd_tflops_achieved", r.attention_bwd_flops_per_s),
-        ("cudnn_attention_fwd_tflops_achieved", r.cudnn_attention_fwd_flops_per_s),
-        ("cudnn_attention_bwd_tflops_achieved", r.cudnn_attention_bwd_flops_per_s),
-        ("hbm_copy_tbps_achieved", r.copy_bandwidth_bytes_per_s),
-    ):
-        if value is not None:
-            values[name] = value / 1e12
-    if r.scaleup_bus_bandwidth_bytes_per_s is not None:
-        values["scaleup_busbw_gbyte_per_s_achieved"] = r.scaleup_bus_bandwidth_bytes_per_s / 1e9
-    if r.scaleup_step_latency_s is not None:
-        values["scaleup_step_latency_us_achieved"] = r.scaleup_step_latency_s * 1e6
-    return values
-
-
 def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) -> GPUSpec:
     """The GPU with some achievable rates replaced (file-field units), each sourced ``source``
     (which names its provenance); checked like a catalog file's (CatalogError naming ``where``)."""
@@ -401,15 +301,15 @@ def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) 
         **({"fp8_tflops": gpu.peak_flops_per_s["fp8"] / 1e12} if "fp8" in gpu.peak_flops_per_s else {}),
         "scaleup_gbyte_per_s": gpu.scaleup_bandwidth_bytes_per_s / 1e9,
     }
-    known = dict(RATE_FIELDS)
+    known = dict.fromkeys(RATE_FIELD_NAMES)
     for name, value in values.items():
         if name not in known:
             raise CatalogError(f"{where}: field '{name}': not an achievable rate{_did_you_mean(name, known)}")
         GPU_FIELDS[name].check(value, f"{where}: field '{name}'")
-    merged = {**rate_file_values(gpu), **values}
+    merged = {**rate_file_values(gpu.rates), **values}
     sources = {name: gpu.sources.get(name, source) for name in merged} | {name: source for name in values}
-    _check_rates({**ceilings, **merged}, sources, where)
-    rates = _rates_from(merged, sources)
+    check_rates({**ceilings, **merged}, sources, where)
+    rates = rates_from(merged, sources)
     return gpu.model_copy(update={"rates": rates, "sources": {**gpu.sources, **sources}})
 
 
@@ -456,7 +356,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         default_node=values["default_node"],
         default_network=values["default_network"],
         sources=sources,
-        rates=_rates_from(values, sources),
+        rates=rates_from(values, sources),
     )
 
 
@@ -540,7 +440,7 @@ def _build(dirs: list[Path]) -> Catalog:
     for gpu_id, path in gpu_files.items():
         values, sources = _read_entry(path, GPU_FIELDS)
         _check_gpu_consistency(values, _show(path))
-        _check_rates(values, sources, _show(path))
+        check_rates(values, sources, _show(path))
         gpus[gpu_id] = _gpu_from(values, sources)
     nodes = {
         node_id: _node_from(*_read_entry(path, NODE_FIELDS), _show(path))

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.catalog.hardware import BUILTIN_DIR, PROVENANCES, CatalogError, load_catalog
+from planner.catalog.achievable import PROVENANCES
+from planner.catalog.hardware import BUILTIN_DIR, CatalogError, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.model import attention_kernels, rates

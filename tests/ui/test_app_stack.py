@@ -13,8 +13,9 @@ import pytest
 from support.app import EN, GPUS, ZH, card, english_sentences, open_tab, request_for, run_app
 
 from planner.api import plan
+from planner.catalog.achievable import rate_file_values
 from planner.catalog.calibration import CalibrationFile, apply_calibration, write_calibration
-from planner.catalog.hardware import load_catalog, rate_file_values
+from planner.catalog.hardware import load_catalog
 from planner.errors import CatalogError
 from planner.model.settings import Stack
 from planner.plan import Plan
@@ -68,7 +69,7 @@ def test_another_stack_is_planned_like_the_api_and_is_estimate_only():
 
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     base = plan(request_for()).plan
-    rate = rate_file_values(load_catalog().gpu(base.gpu))["gemm_bf16_tflops_achieved"]
+    rate = rate_file_values(load_catalog().gpu(base.gpu).rates)["gemm_bf16_tflops_achieved"]
     path = write_calibration(
         tmp_path / "fast.toml", CalibrationFile(MACHINE, {base.gpu: {"gemm_bf16_tflops_achieved": rate * 1.25}})
     )
@@ -81,7 +82,7 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     assert not at.error
     # a file for the other GPU only, and slower: the plan keeps the catalog's rates, and says so
     other = next(g for g in GPUS if g != base.gpu)
-    slow = rate_file_values(load_catalog().gpu(other))["gemm_bf16_tflops_achieved"] * 0.8
+    slow = rate_file_values(load_catalog().gpu(other).rates)["gemm_bf16_tflops_achieved"] * 0.8
     path = write_calibration(
         tmp_path / "slow.toml", CalibrationFile(MACHINE, {other: {"gemm_bf16_tflops_achieved": slow}})
     )
@@ -97,7 +98,7 @@ def test_the_default_calibration_file_applies_as_in_the_cli():
     from ui.calibration import default_calibration_path
 
     base = plan(request_for()).plan
-    rate = rate_file_values(load_catalog().gpu(base.gpu))["gemm_bf16_tflops_achieved"]
+    rate = rate_file_values(load_catalog().gpu(base.gpu).rates)["gemm_bf16_tflops_achieved"]
     path = default_calibration_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     write_calibration(path, CalibrationFile(MACHINE, {base.gpu: {"gemm_bf16_tflops_achieved": rate * 1.25}}))
