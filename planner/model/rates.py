@@ -13,9 +13,6 @@ from planner.model import attention_kernels
 from planner.model.settings import ModelingSettings
 from planner.search.candidates import PREC_FP8, Candidates
 
-# Head dim at which the catalog's attention rates are stated (FlashAttention-2/3 papers' default).
-ATTENTION_REFERENCE_HEAD_DIM = 128
-
 
 def shape_factor(dims: list, s: ModelingSettings) -> np.ndarray:
     """Fraction of the large-GEMM rate a GEMM whose smaller dims are ``dims`` reaches: wave
