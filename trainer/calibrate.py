@@ -24,6 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from planner.model.attention_kernels import sdpa_prefers_cudnn
+
 # The catalog's attention fields and the SDPA backend each describes (docs/hardware.md).
 ATTENTION_KERNELS = (
     ("attention", SDPBackend.FLASH_ATTENTION),
@@ -97,21 +99,20 @@ def attention_tflops(
     return forward_flops / fwd / 1e12, 2.5 * forward_flops / bwd / 1e12
 
 
-def sdpa_prefers_cudnn(device: torch.device) -> bool:
-    """Whether PyTorch's SDPA puts cuDNN first here: data-centre Hopper and Blackwell (sm90,
-    sm100), as ``check_prefer_cudnn_attention`` does (aten/src/ATen/native/transformers/cuda/
-    sdp_utils.cpp). The catalog gives cuDNN figures for those parts only, and the model runs
-    cuDNN where a GPU has one (settings.cudnn_attention), so only they are measured for it."""
-    return device.type == "cuda" and torch.cuda.get_device_capability(device) in ((9, 0), (10, 0))
+def runs_cudnn_attention(device: torch.device) -> bool:
+    """Whether PyTorch's SDPA puts cuDNN first on this device, by the planner's one rule
+    (planner/model/attention_kernels.py ``sdpa_prefers_cudnn``): the model reads cuDNN's figure
+    only on such GPUs, so only they are measured for it."""
+    return device.type == "cuda" and sdpa_prefers_cudnn(torch.cuda.get_device_capability(device))
 
 
 def kernel_attention_fields(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> dict[str, float]:
     """The attention fields of every kernel this build runs on ``device``; a kernel it lacks
     (cuDNN on a CPU, on a build without it, or on a GPU it does not support) is left out, and
-    cuDNN on a GPU where SDPA does not prefer it (``sdpa_prefers_cudnn``)."""
+    cuDNN on a GPU where SDPA does not prefer it (``runs_cudnn_attention``)."""
     fields = {}
     for name, backend in ATTENTION_KERNELS:
-        if backend == SDPBackend.CUDNN_ATTENTION and not sdpa_prefers_cudnn(device):
+        if backend == SDPBackend.CUDNN_ATTENTION and not runs_cudnn_attention(device):
             continue
         try:
             fwd, bwd = attention_tflops(device, dtype, sizes, backend)

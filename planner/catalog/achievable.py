@@ -47,13 +47,16 @@ class AchievableRates(BaseModel):
 @dataclass(frozen=True)
 class RateField:
     """One file field: the ``AchievableRates`` value it fills (``precision``: a key of
-    ``gemm_flops_per_s``), the factor from its unit to SI and the datasheet field it cannot pass."""
+    ``gemm_flops_per_s``), the factor from its unit to SI, the datasheet field it cannot pass and
+    the range a value must lie in, in the file's unit (``low`` exclusive, ``high`` inclusive)."""
 
     name: str
     attribute: str
     si: float
     ceiling: str | None
     precision: str | None = None
+    low: float = 0.0
+    high: float = 20_000.0  # TFLOP/s: a sanity bound, ~4x today's largest dense FP8 figure
 
 
 RATE_FIELDS = (
@@ -63,11 +66,18 @@ RATE_FIELDS = (
     RateField("attention_bwd_tflops_achieved", "attention_bwd_flops_per_s", 1e12, "bf16_tflops"),
     RateField("cudnn_attention_fwd_tflops_achieved", "cudnn_attention_fwd_flops_per_s", 1e12, "bf16_tflops"),
     RateField("cudnn_attention_bwd_tflops_achieved", "cudnn_attention_bwd_flops_per_s", 1e12, "bf16_tflops"),
-    RateField("hbm_copy_tbps_achieved", "copy_bandwidth_bytes_per_s", 1e12, "hbm_bandwidth_tbps"),
+    RateField("hbm_copy_tbps_achieved", "copy_bandwidth_bytes_per_s", 1e12, "hbm_bandwidth_tbps", high=100),
     # A ring's bus bandwidth cannot pass the per-direction link rate (switch reductions, NVLS, can:
     # the ring model does not describe them, so such a fit is refused rather than mis-modelled).
-    RateField("scaleup_busbw_gbyte_per_s_achieved", "scaleup_bus_bandwidth_bytes_per_s", 1e9, "scaleup_gbyte_per_s"),
-    RateField("scaleup_step_latency_us_achieved", "scaleup_step_latency_s", 1e-6, None),
+    RateField(
+        "scaleup_busbw_gbyte_per_s_achieved",
+        "scaleup_bus_bandwidth_bytes_per_s",
+        1e9,
+        "scaleup_gbyte_per_s",
+        high=100_000,
+    ),
+    # 0 is allowed: a latency below what the fit resolved.
+    RateField("scaleup_step_latency_us_achieved", "scaleup_step_latency_s", 1e-6, None, low=-1e-12, high=10_000),
 )
 RATE_FIELD_NAMES = tuple(f.name for f in RATE_FIELDS)
 

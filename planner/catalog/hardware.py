@@ -22,7 +22,14 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from planner.catalog.achievable import RATE_FIELD_NAMES, AchievableRates, check_rates, rate_file_values, rates_from
+from planner.catalog.achievable import (
+    RATE_FIELD_NAMES,
+    RATE_FIELDS,
+    AchievableRates,
+    check_rates,
+    rate_file_values,
+    rates_from,
+)
 from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
 from planner.units import GIB, HOURS_PER_DAY
@@ -62,6 +69,9 @@ class GPUSpec(BaseModel):
     memory_bytes: int
     hbm_bandwidth_bytes_per_s: float
     peak_flops_per_s: dict[str, float]  # dense; a missing key means unsupported
+    # (major, minor) of an NVIDIA GPU; None for other vendors. Kernel libraries pick their
+    # kernels by it (planner/model/attention_kernels.py sdpa_prefers_cudnn).
+    compute_capability: tuple[int, int] | None = None
     scaleup_kind: ScaleupKind
     scaleup_domain_size: int
     scaleup_bandwidth_bytes_per_s: float  # per GPU, per direction
@@ -177,12 +187,16 @@ class _Num:
 class _Text:
     choices: tuple[str, ...] = ()
     required: bool = True
+    pattern: str | None = None  # a regular expression the whole value must match
+    example: str = ""  # shown when it does not
 
     def check(self, value: Any, where: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise CatalogError(f"{where}: expected a non-empty string, got {value!r}")
         if self.choices and value not in self.choices:
             raise CatalogError(f"{where}: expected one of {', '.join(self.choices)}, got {value!r}")
+        if self.pattern is not None and not re.fullmatch(self.pattern, value):
+            raise CatalogError(f"{where}: expected a value like {self.example!r}, got {value!r}")
         return value
 
 
@@ -192,6 +206,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "id": _Text(),
     "name": _Text(),
     "vendor": _Text(),
+    # NVIDIA's "major.minor" (developer.nvidia.com/cuda-gpus); kernel libraries choose by it.
+    "compute_capability": _Text(required=False, pattern=r"\d+\.\d+", example="9.0"),
     "memory_gib": _Num(1, 2048),
     "hbm_bandwidth_tbps": _Num(0, 100),
     "bf16_tflops": _OPTIONAL_TFLOPS,
@@ -209,15 +225,7 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "purchase_price_usd": _Num(0, 10_000_000, required=False),
     "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
     # achievable rates (optional; their sources start with a PROVENANCES word)
-    "gemm_bf16_tflops_achieved": _OPTIONAL_TFLOPS,
-    "gemm_fp8_tflops_achieved": _OPTIONAL_TFLOPS,
-    "attention_fwd_tflops_achieved": _OPTIONAL_TFLOPS,
-    "attention_bwd_tflops_achieved": _OPTIONAL_TFLOPS,
-    "cudnn_attention_fwd_tflops_achieved": _OPTIONAL_TFLOPS,
-    "cudnn_attention_bwd_tflops_achieved": _OPTIONAL_TFLOPS,
-    "hbm_copy_tbps_achieved": _Num(0, 100, required=False),
-    "scaleup_busbw_gbyte_per_s_achieved": _Num(0, 100_000, required=False),
-    "scaleup_step_latency_us_achieved": _Num(-1e-12, 10_000, required=False),  # 0: below what was resolved
+    **{f.name: _Num(f.low, f.high, required=False) for f in RATE_FIELDS},
     "default_node": _Text(),
     "default_network": _Text(),
     "notes": _Text(required=False),
@@ -334,6 +342,14 @@ def _per_hour(failures_per_1k_days: float) -> float:
     return failures_per_1k_days / 1000 / HOURS_PER_DAY
 
 
+def _capability(text: str | None) -> tuple[int, int] | None:
+    """Text "9.0" as (9, 0), the form torch.cuda.get_device_capability returns."""
+    if text is None:
+        return None
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
 def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
     return GPUSpec(
         id=values["id"],
@@ -342,6 +358,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         memory_bytes=round(values["memory_gib"] * GIB),
         hbm_bandwidth_bytes_per_s=values["hbm_bandwidth_tbps"] * 1e12,
         peak_flops_per_s={p: values[f"{p}_tflops"] * 1e12 for p in PRECISIONS if f"{p}_tflops" in values},
+        compute_capability=_capability(values.get("compute_capability")),
         scaleup_kind=values["scaleup_kind"],
         scaleup_domain_size=values["scaleup_domain_size"],
         scaleup_bandwidth_bytes_per_s=values["scaleup_gbyte_per_s"] * 1e9,

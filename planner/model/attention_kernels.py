@@ -14,6 +14,10 @@ share of that rate each kernel reaches at them, read from the same benchmark fig
 Between the published points the share is interpolated in log2 of the head dim or the length;
 outside them it is held at the nearest point. Both factors multiply (head dim at 16K, length at
 head dim 128: the figures do not give every pair).
+
+Which kernel runs is decided here too, once, by the GPU's compute capability
+(``sdpa_prefers_cudnn``): the model reads it from the catalog, ``trainplan calibrate`` from the
+device it measures.
 """
 
 from __future__ import annotations
@@ -21,6 +25,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+# PyTorch's SDPA tries cuDNN's fused attention first on these compute capabilities (sm90, sm100)
+# when its cuDNN is newer than 9.15: ``check_prefer_cudnn_attention`` returns
+# ``(major == 9 || major == 10) && !minor`` (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp,
+# torch 2.10; the wheels bundle such a cuDNN from 2.11 on, huggingface/transformers#48163).
+# Elsewhere (Ampere sm80/86, Ada sm89, sm101/120) FlashAttention-2 comes first.
+SDPA_CUDNN_FIRST_CAPABILITIES = frozenset({(9, 0), (10, 0)})
+
+
+def sdpa_prefers_cudnn(capability: tuple[int, int] | None) -> bool:
+    """Whether SDPA runs cuDNN's attention on a GPU of this (major, minor); None: not NVIDIA."""
+    return capability in SDPA_CUDNN_FIRST_CAPABILITIES
 
 
 @dataclass(frozen=True)

@@ -38,18 +38,21 @@ def bf16_gemm_rate(c: Candidates, s: ModelingSettings) -> np.ndarray:
 def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Flash-attention forward and backward FLOP/s at ``head_dim`` over each candidate's causal
     sequence (``seq_len / cp`` keys per kernel call): the catalog's reference rates of the
-    stack's kernel (head dim 128, non-causal, 16K; ``cudnn_attention``: cuDNN's where the GPU
-    has that figure, else SDPA's FlashAttention-2, else ``attention_peak_fraction`` of the bf16
-    peak), times that kernel's published share at this head dim and causal length
-    (planner/model/attention_kernels.py), the residual share of training steps
-    (``attention_shape_fraction``) and the factor of a kernel the catalog does not measure
-    (``attention_kernel_factor``)."""
+    kernel the stack runs on that GPU (head dim 128, non-causal, 16K), times that kernel's
+    published share at this head dim and causal length (planner/model/attention_kernels.py), the
+    residual share of training steps (``attention_shape_fraction``) and the factor of a kernel
+    the catalog does not measure (``attention_kernel_factor``).
+
+    The kernel: cuDNN's where the stack prefers it (``cudnn_attention``) and the GPU's compute
+    capability makes SDPA choose it (``Candidates.sdpa_cudnn``), else FlashAttention-2. Its
+    rate: the catalog's figure for that kernel, else FlashAttention-2's, else
+    ``attention_peak_fraction`` of the bf16 peak."""
     fallback = c.bf16_peak_flops * s.attention_peak_fraction
     fwd = np.where(np.isnan(c.attention_fwd_flops), fallback, c.attention_fwd_flops)
     bwd = np.where(np.isnan(c.attention_bwd_flops), fallback, c.attention_bwd_flops)
-    cudnn = np.asarray(s.cudnn_attention) & ~np.isnan(c.cudnn_attention_fwd_flops)
-    fwd = np.where(cudnn, c.cudnn_attention_fwd_flops, fwd)
-    bwd = np.where(cudnn, c.cudnn_attention_bwd_flops, bwd)
+    cudnn = np.asarray(s.cudnn_attention) & c.sdpa_cudnn
+    fwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_fwd_flops), c.cudnn_attention_fwd_flops, fwd)
+    bwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_bwd_flops), c.cudnn_attention_bwd_flops, bwd)
     seq = c.seq_len / c.cp
     fa2_fwd, fa2_bwd = attention_kernels.shape_shares(attention_kernels.FLASH2, head_dim, seq)
     cudnn_fwd, cudnn_bwd = attention_kernels.shape_shares(attention_kernels.CUDNN, head_dim, seq)

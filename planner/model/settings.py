@@ -43,13 +43,12 @@ class ModelingSettings:
     # each run out), where the tables leave nothing to add (1.0).
     attention_shape_fraction: float = 1.0
     # The stack's attention kernel: True, cuDNN's fused flash attention (the catalog's
-    # ``cudnn_attention_*`` rates) on a GPU with that figure, else PyTorch SDPA's
+    # ``cudnn_attention_*`` rates) where the GPU's compute capability makes PyTorch's SDPA choose
+    # it (sm90 / sm100: Hopper, Blackwell; ``attention_kernels.sdpa_prefers_cudnn``), else
     # FlashAttention-2 (``attention_*``); False, FlashAttention-2 everywhere. True for trainplan's
-    # trainer: PyTorch's SDPA puts cuDNN first on sm90 / sm100 once its bundled cuDNN is newer than
-    # 9.15 (``check_prefer_cudnn_attention``, aten/src/ATen/native/transformers/cuda/sdp_utils.cpp,
-    # torch 2.10; the wheels cross that version at 2.11: huggingface/transformers#48163), and the
-    # catalog gives cuDNN figures for those parts only (Hopper, Blackwell), FlashAttention-2 for
-    # the others (Ampere and Ada run it first). The H200 calibration runs (torch 2.11) ran cuDNN.
+    # trainer: SDPA puts cuDNN first there once its bundled cuDNN is newer than 9.15, which the
+    # wheels cross at torch 2.11 (huggingface/transformers#48163); the H200 calibration runs
+    # (torch 2.11) ran cuDNN.
     cudnn_attention: bool = True
     # Speed of the stack's attention relative to the catalog's rate of its kernel: another
     # kernel (llm-foundry's Triton flash), or a stack's own overheads around it; 1 for trainplan.

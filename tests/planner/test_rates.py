@@ -139,6 +139,49 @@ def test_attention_rate_follows_the_catalog_the_kernel_the_head_dim_and_the_leng
     )
 
 
+def test_the_kernel_follows_the_compute_capability_not_the_presence_of_a_figure(tmp_path):
+    """SDPA's choice is by compute capability (attention_kernels.sdpa_prefers_cudnn): a cuDNN
+    figure entered for an Ampere part does not switch it to cuDNN, and a Hopper part without one
+    runs cuDNN at the FlashAttention-2 figure it has (the rate unknown, the kernel not)."""
+    _write(tmp_path, "ampere-with-cudnn", compute_capability="8.0")
+    _write(tmp_path, "hopper-without-cudnn", cudnn_attention_fwd_tflops_achieved=None)
+    catalog = load_catalog([tmp_path])
+
+    def forward(gpu_id: str) -> float:
+        c = single(
+            catalog.gpu(gpu_id),
+            Layout(dp_shard=1),
+            TrainingConfig(seq_len=4096),
+            gpus_per_node=8,
+            network_bandwidth=25e9,
+        )
+        return rates.attention_rates(c, DEFAULT_SETTINGS, 128)[0][0]
+
+    h100 = catalog.gpu("h100-sxm").rates
+    seq = np.array(4096.0)
+    flash2 = attention_kernels.shape_shares(attention_kernels.FLASH2, 128, seq)[0]
+    cudnn = attention_kernels.shape_shares(attention_kernels.CUDNN, 128, seq)[0]
+    assert forward("ampere-with-cudnn") == pytest.approx(h100.attention_fwd_flops_per_s * flash2)
+    assert forward("hopper-without-cudnn") == pytest.approx(h100.attention_fwd_flops_per_s * cudnn)
+    assert forward("h100-sxm") == pytest.approx(h100.cudnn_attention_fwd_flops_per_s * cudnn)
+    assert [attention_kernels.sdpa_prefers_cudnn(cc) for cc in ((8, 0), (8, 9), (9, 0), (10, 0), (12, 0), None)] == [
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_a_compute_capability_that_is_not_major_dot_minor_is_refused(tmp_path):
+    _write(tmp_path, "odd", compute_capability="sm90")
+    with pytest.raises(
+        CatalogError, match=r"odd.toml: field 'compute_capability': expected a value like '9.0', got 'sm90'"
+    ):
+        load_catalog([tmp_path])
+
+
 def test_kernel_shares_interpolate_in_log_length_and_hold_at_the_ends():
     table = attention_kernels.FLASH2.causal_seq_fwd
     assert attention_kernels.share(table, 100.0) == pytest.approx(191 / 370)  # held below 512
