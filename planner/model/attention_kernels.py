@@ -7,9 +7,12 @@ share of that rate each kernel reaches at them, read from the same benchmark fig
 - Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Fig. 5 (forward, H100 80GB SXM5, BF16,
   head dim 64 / 128 / 256, causal and non-causal, 512 to 16K tokens) and Fig. 6 (backward,
   non-causal), for PyTorch SDPA's FlashAttention-2 and cuDNN's fused attention (cuDNN 9, 2024).
-- The backward is published non-causal only: its causal share at each length is the non-causal
-  one times the forward's causal / non-causal ratio at that length (ESTIMATE: the causal mask
-  skips the same tiles in both passes).
+- For FlashAttention-2 the backward is published non-causal only: its causal share at each length
+  is the non-causal one times the forward's causal / non-causal ratio at that length (ESTIMATE:
+  the causal mask skips the same tiles in both passes).
+- cuDNN's causal shares by length come from NVIDIA's own 2026 benchmark of cuDNN 9.19 on an H200
+  (both passes measured), the release generation the catalog's cuDNN rates are from; the FA3
+  paper measured a 2024 cuDNN.
 
 Between the published points the share is interpolated in log2 of the head dim or the length;
 outside them it is held at the nearest point. Both factors multiply (head dim at 16K, length at
@@ -70,18 +73,27 @@ FLASH2 = KernelShapes(
     ),
 )
 
-# cuDNN (FA3 paper's "cuDNN" bars). Forward non-causal hd128: 497 574 617 609 600 595; causal: 315
-# 410 484 518 529 539; backward non-causal: 305 408 465 499 518 516; at 16K non-causal, head dim
-# 64 / 256: forward 413 / 581, backward 433 / (not published: = 128).
-_CUDNN_FWD_NC = [497, 574, 617, 609, 600, 595]
-_CUDNN_FWD_C = [315, 410, 484, 518, 529, 539]
-_CUDNN_BWD_NC = [305, 408, 465, 499, 518, 516]
+# cuDNN. Head dim, FA3 paper's "cuDNN" bars (cuDNN 9, 2024; at 16K non-causal, head dim 64 / 128 /
+# 256: forward 413 / 595 / 581, backward 433 / 516 / not published, = 128). Causal length, NVIDIA
+# cudnn-frontend benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/
+# llama3.1_20260227_034703.csv (H200, cuDNN 9.19.1, BF16, 64 query / 8 KV heads, head dim 128,
+# batch 1; read 2026-12-02), the same release generation as the catalog's Hopper and GB200 cuDNN
+# rates: causal ("top_left") forward 484 591 644 673 at 2K 4K 8K 16K over 702 non-causal at 16K,
+# backward 370 474 541 579 over 612, both passes measured. That file starts at 2K; at 512 and 1K
+# the FA3 paper's cuDNN causal ratios to its 2K point carry the 2K share down (ESTIMATE): forward
+# 315 / 410 of 484; backward (its non-causal x the forward's causal ratio) 193.3 / 291.4 of 364.8.
+_CUDNN_FWD_C = [484, 591, 644, 673]
+_CUDNN_BWD_C = [370, 474, 541, 579]
+_CUDNN_FWD_SHORT = [315 / 484, 410 / 484]
+_CUDNN_BWD_SHORT = [193.3 / 364.8, 291.4 / 364.8]
 CUDNN = KernelShapes(
     head_dim_fwd=((64, 413 / 595), (128, 1.0), (256, 581 / 595)),
     head_dim_bwd=((64, 433 / 516), (128, 1.0)),
-    causal_seq_fwd=tuple(zip(_SEQS, [v / 595 for v in _CUDNN_FWD_C], strict=True)),
+    causal_seq_fwd=tuple(
+        zip(_SEQS, [r * 484 / 702 for r in _CUDNN_FWD_SHORT] + [v / 702 for v in _CUDNN_FWD_C], strict=True)
+    ),
     causal_seq_bwd=tuple(
-        zip(_SEQS, [v / 516 for v in _causal_backward(_CUDNN_BWD_NC, _CUDNN_FWD_C, _CUDNN_FWD_NC)], strict=True)
+        zip(_SEQS, [r * 370 / 612 for r in _CUDNN_BWD_SHORT] + [v / 612 for v in _CUDNN_BWD_C], strict=True)
     ),
 )
 

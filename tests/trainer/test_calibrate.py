@@ -43,7 +43,7 @@ def test_an_attention_rate_changes_the_stacks_that_run_that_kernel(tmp_path, cap
                 assert main([*args, cal]) == 0
                 steps[kernel, stack, cal == "--no-calibration"] = json.loads(capsys.readouterr().out)["time"]["step_s"]
     for stack in ("trainplan", "megatron-core"):  # both run cuDNN on Hopper (torch >= 2.11, TransformerEngine)
-        assert steps["cudnn", stack, False] > 1.2 * steps["cudnn", stack, True]  # 100 against 595 TFLOP/s
+        assert steps["cudnn", stack, False] > 1.2 * steps["cudnn", stack, True]  # 100 against 702 TFLOP/s
         assert steps["fa2", stack, False] == steps["fa2", stack, True]  # FlashAttention-2's rate: unused here
 
 
