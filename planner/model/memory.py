@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.model.block import Part, block_table, root_table
+from planner.model.block import block_table, root_table
+from planner.model.block_rows import Part
 from planner.model.flops import chunked_loss
 from planner.model.moe import (
     busiest_rank_load,

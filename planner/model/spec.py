@@ -12,7 +12,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.model.block import Part, block_table, layer_tables, mtp_module_params, root_table
+from planner.model.block import block_table, layer_tables, mtp_module_params, root_table
+from planner.model.block_rows import Part
 
 MlpKind = Literal["swiglu", "geglu", "gelu"]  # gated (SiLU / tanh-GeLU gate) or plain GeLU
 NormKind = Literal["rmsnorm", "layernorm"]

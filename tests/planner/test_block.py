@@ -8,7 +8,8 @@ import pytest
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.layout import Implementation, Layout, TrainingConfig
-from planner.model.block import Part, TpSplit, block_table, root_table
+from planner.model.block import block_table, root_table
+from planner.model.block_rows import Part, TpSplit
 from planner.model.flops import forward_flops_per_token, model_flops_per_token
 from planner.model.memory import block_activation_bytes_per_token, block_input_bytes_per_token
 from planner.model.settings import DEFAULT_SETTINGS

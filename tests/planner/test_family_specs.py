@@ -13,7 +13,8 @@ from support import DATA
 
 from planner.catalog.models import model_from_hf_config
 from planner.layout import Implementation, Layout, TrainingConfig
-from planner.model.block import Part, attended_keys, block_table, layer_tables, root_table
+from planner.model.block import attended_keys, block_table, layer_tables, root_table
+from planner.model.block_rows import Part
 from planner.model.estimate import estimate
 from planner.model.flops import forward_flops_per_token
 from planner.model.settings import DEFAULT_SETTINGS
