@@ -210,3 +210,16 @@ def test_fp8_casts_are_a_memory_bound_term_only_under_fp8():
     assert times[Precision.FP8].matmul < times[Precision.BF16].matmul
     assert times[Precision.FP8].memory_bound > times[Precision.BF16].memory_bound
     assert np.isfinite(times[Precision.FP8].memory_bound)
+
+
+def test_flashattention2_on_blackwell_is_its_measured_rate_not_a_peak_fraction():
+    """PyTorch's FlashAttention-2 on B200 / GB200 runs at about Hopper's speed (cudnn-frontend's
+    artifacts: 394 and 430 TFLOP/s causal at 16K), half of attention_peak_fraction x peak."""
+    catalog = load_catalog()
+    fa2 = DEFAULT_SETTINGS.but(cudnn_attention=False)
+    for gpu_id, causal_16k in (("b200", 394.495e12), ("gb200", 430e12)):
+        gpu = catalog.gpu(gpu_id)
+        c = single(gpu, Layout(dp_shard=1), TrainingConfig(seq_len=16384), gpus_per_node=8, network_bandwidth=50e9)
+        fwd = rates.attention_rates(c, fa2, 128)[0][0]
+        assert fwd == pytest.approx(causal_16k, rel=1e-3)
+        assert fwd < 0.6 * gpu.peak_flops("bf16") * fa2.attention_peak_fraction
