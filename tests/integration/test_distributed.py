@@ -37,7 +37,7 @@ from support.jobs import (
     wait_for,
     write_job,
 )
-from support.trajectories import COMMON, assert_learns, assert_same_trajectory
+from support.trajectories import COMMON, assert_learns, assert_same_trajectory, settings
 
 from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
@@ -49,11 +49,11 @@ LAYOUT_STEPS = 6
 
 
 def layout_run(layout: Layout, nproc: int, grad_accum: int, **training) -> Run:
-    return Run(layout, nproc, grad_accum, dict(steps=LAYOUT_STEPS, **training, **COMMON))
+    return Run(layout, nproc, grad_accum, settings(steps=LAYOUT_STEPS, **training))
 
 
 # FSDP over 2 ranks, 20 steps, a checkpoint every 5: the run every layout is compared with.
-REFERENCE = Run(Layout(dp_shard=2), 2, 2, dict(steps=REFERENCE_STEPS, checkpoint_every=5, **COMMON))
+REFERENCE = Run(Layout(dp_shard=2), 2, 2, settings(steps=REFERENCE_STEPS, checkpoint_every=5))
 
 # name: (run, tolerance against the reference)
 LAYOUTS = {
@@ -95,7 +95,7 @@ RESUMED_ON_PP = Run(
     Layout(dp_shard=1, pp=2, vpp=2, pp_schedule="1f1b"),
     2,
     4,
-    dict(steps=REFERENCE_STEPS, **COMMON),
+    settings(steps=REFERENCE_STEPS),
     resumes=("reference", "step-000015"),
 )
 RUNS = {

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.jobs import Run, batch_result, finished, launch_runs, losses_by_step, tiny_gpt_spec, tiny_spec
-from support.trajectories import COMMON, assert_same_gradient_norms, assert_same_trajectory
+from support.trajectories import assert_same_gradient_norms, assert_same_trajectory, settings
 
 from planner.catalog.models import get_preset
 from planner.errors import ExitCode
@@ -45,8 +45,8 @@ def tiny_moe_spec(num_experts: int, experts_per_token: int, ffn_hidden_size: int
     )
 
 
-def _beside(layout: Layout, nproc: int, grad_accum: int, steps: int, **settings) -> Run:
-    return Run(layout, nproc, grad_accum, dict(steps=steps, **settings, **COMMON))
+def _beside(layout: Layout, nproc: int, grad_accum: int, steps: int, **changes) -> Run:
+    return Run(layout, nproc, grad_accum, settings(steps=steps, **changes))
 
 
 PIPE_1F1B = dict(pp_schedule="1f1b")

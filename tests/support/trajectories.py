@@ -14,8 +14,15 @@ from pathlib import Path
 
 from support.jobs import read_metrics
 
-# 4 sequences per step: micro_batch 1 x grad_accum x data-parallel degree = 4.
-COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2)
+# 4 sequences per step: micro_batch 1 x grad_accum x data-parallel degree = 4. One batch for the
+# test loss that every finished run evaluates (no test reads it, and under tensor parallelism 4
+# batches took as long as a training step); runs that validate set their own eval_batches.
+COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2, eval_batches=1)
+
+
+def settings(**changes) -> dict:
+    """COMMON with ``changes`` (which may override it)."""
+    return {**COMMON, **changes}
 
 
 def mean(values) -> float:
