@@ -21,6 +21,7 @@ norms and LM head stay replicated.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import TYPE_CHECKING, cast
 
 import torch
@@ -55,6 +56,8 @@ def is_float8_block(block: nn.Module, swiglu: bool) -> bool:
     """Every projection of the block converted by ``apply_fp8`` (dims divisible by 16), with the
     tensor-wise scales torchao's float8 styles assume (row-wise blocks would keep the plain
     styles and gather bf16, as torchtitan does)."""
+    if "torchao.float8" not in sys.modules:  # apply_fp8 imports it: no Float8Linear without it
+        return False  # (and importing torchao costs ~3 s of CPU per process)
     try:
         from torchao.float8.config import ScalingGranularity
         from torchao.float8.float8_linear import Float8Linear
