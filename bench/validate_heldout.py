@@ -38,6 +38,20 @@ def _table(items: list[HeldOut], key, title: str, fitted: bool = False) -> list[
     return lines
 
 
+def _model(item: HeldOut) -> str:
+    return item.name.split(" ", 1)[1]  # "<row id> <model name>"
+
+
+def same_model_across_generations(items: list[HeldOut]) -> list[HeldOut]:
+    """The published rows of models measured on more than one GPU generation: the same recipe
+    across GPUs separates a per-generation bias from a per-model one."""
+    published = [i for i in items if i.source != "calibration"]
+    generations: dict[str, set[str]] = {}
+    for item in published:
+        generations.setdefault(_model(item), set()).add(item.generation)
+    return [i for i in published if len(generations[_model(i)]) > 1]
+
+
 def render() -> str:
     runs, _ = read_published_runs()
     items = published_leave_one_generation_out(runs) + h200_leave_one_out()
@@ -45,6 +59,9 @@ def render() -> str:
     lines = ["**Held-out** (no setting fitted on the generation scored):", ""]
     lines += _table(items, lambda i: i.generation, "GPU generation")
     lines += ["", *_table(items, lambda i: f"{i.generation} {i.source}", "generation, source")]
+    shared = same_model_across_generations(items)
+    lines += ["", "The same model on more than one generation:", ""]
+    lines += _table(shared, lambda i: f"{i.generation} {_model(i)}", "generation, model")
     lines += ["", "Settings re-fitted without the generation scored:", ""]
     lines += [f"- {f}" for f in fits if not f.startswith("H200")]
     lines += ["- H200: the four H200 settings re-fitted on the other eight runs for each run (bench/crossval_h200.py)"]
