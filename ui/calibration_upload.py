@@ -60,7 +60,7 @@ def calibrated_from_upload(upload: CalibrationUpload, catalog: Catalog) -> Calib
     read = parse_calibration(upload.data, shown)
     merged = apply_file(catalog, read, Path(shown))
     applied = AppliedCalibration(merged, calibration_record(catalog, read, upload.data, upload.name))
-    gpus = tuple(catalog.gpu(g).id for g in {**read.rates, **read.jobs})
+    gpus = tuple(g.gpu for g in applied.record.gpus)
     return Calibrated(applied, shown, read.machine or _job_machine(read), gpus)
 
 

@@ -66,6 +66,11 @@ class CalibrationFile:
     rates: dict[str, dict[str, float]] = field(default_factory=dict)  # gpu id -> rate fields (file units)
     jobs: dict[str, MeasuredJob] = field(default_factory=dict)  # gpu id -> its measured job
 
+    @property
+    def gpu_ids(self) -> tuple[str, ...]:
+        """The catalog entries the file names (rates, a measured job or both), in file order."""
+        return tuple({**self.rates, **self.jobs})
+
 
 def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = raw.get(key)
@@ -153,7 +158,7 @@ def calibration_record(catalog: Catalog, calibration: CalibrationFile, data: byt
             rates=tuple(calibration.rates.get(gpu_id, {})),
             measured_job=gpu_id in calibration.jobs,
         )
-        for gpu_id in {**calibration.rates, **calibration.jobs}
+        for gpu_id in calibration.gpu_ids
     )
     machine = None if calibration.machine is None else CalibrationMachine(**calibration.machine)
     return PlanCalibration(file=file, sha256=hashlib.sha256(data).hexdigest(), machine=machine, gpus=gpus)
@@ -167,7 +172,7 @@ def apply_calibration(catalog: Catalog, path: Path) -> Catalog:
 def apply_file(catalog: Catalog, calibration: CalibrationFile, path: Path) -> Catalog:
     """``calibration`` (read from ``path``) merged over the catalog: rates, then the measured jobs."""
     updated = dict(catalog.gpus)
-    for gpu_id in {**calibration.rates, **calibration.jobs}:
+    for gpu_id in calibration.gpu_ids:
         try:
             gpu = catalog.gpu(gpu_id)
         except ValueError as exc:
@@ -198,7 +203,7 @@ def write_calibration(path: Path, calibration: CalibrationFile) -> Path:
     lines = []
     if calibration.machine is not None:
         lines += ["[machine]", *(f"{k} = {quote(calibration.machine[k])}" for k in MACHINE_FIELDS), ""]
-    for gpu_id in {**calibration.rates, **calibration.jobs}:
+    for gpu_id in calibration.gpu_ids:
         lines.append(f"[gpus.{gpu_id}]")
         lines += [f"{k} = {value(v)}" for k, v in calibration.rates.get(gpu_id, {}).items()]
         if (job := calibration.jobs.get(gpu_id)) is not None:

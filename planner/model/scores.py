@@ -40,8 +40,7 @@ def scores_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
 
 def scores_per_microbatch(model: ModelSpec, c: Candidates) -> np.ndarray:
     """Scores of one block and micro-batch on one rank (``scores_per_token`` x local tokens)."""
-    tokens = c.micro_batch * c.seq_len / c.cp
-    return tokens * c.seq_len * model.num_heads / c.tp
+    return c.micro_batch * c.seq_len / c.cp * scores_per_token(model, c)
 
 
 def materialised_bytes_per_score(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
