@@ -38,6 +38,7 @@ from support.jobs import (
     write_job,
 )
 from support.trajectories import COMMON, assert_learns, assert_same_trajectory, settings
+from support.trajectories import TWO_PER_MICRO_BATCH as TWO
 
 from planner.layout import Layout
 from trainer.checkpoint import list_checkpoints
@@ -58,10 +59,10 @@ REFERENCE = Run(Layout(dp_shard=2), 2, 2, settings(steps=REFERENCE_STEPS, checkp
 # name: (run, tolerance against the reference)
 LAYOUTS = {
     "hsdp-2x2": (layout_run(Layout(dp_replicate=2, dp_shard=2), 4, 1), 1e-3),
-    "fsdp2-x-tp2": (layout_run(Layout(dp_shard=2, tp=2), 4, 2), 1e-3),
+    "fsdp2-x-tp2": (layout_run(Layout(dp_shard=2, tp=2), 4, 1, **TWO), 1e-3),
     # Pipelines also evaluate (schedule.eval) twice; the TP one uses the vocabulary-parallel loss.
     "pp2-gpipe-x-tp2": (
-        layout_run(Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4, 4, eval_every=3, eval_batches=4),
+        layout_run(Layout(dp_shard=1, pp=2, tp=2, pp_schedule="gpipe"), 4, 2, eval_every=3, eval_batches=2, **TWO),
         1e-3,
     ),
     "pp2-1f1b-x-fsdp2": (
@@ -79,8 +80,11 @@ LAYOUTS = {
         1e-3,
     ),
     # Context parallel: each rank holds half of every sequence; recompute re-gathers K/V.
-    "cp2-x-fsdp2-full-ac": (layout_run(Layout(dp_shard=2, cp=2), 4, 2, activation_checkpointing="full"), 1e-3),
-    "cp2-x-tp2": (layout_run(Layout(dp_shard=1, cp=2, tp=2), 4, 4), 1e-3),
+    "cp2-x-fsdp2-full-ac": (
+        layout_run(Layout(dp_shard=2, cp=2), 4, 1, activation_checkpointing="full", **TWO),
+        1e-3,
+    ),
+    "cp2-x-tp2": (layout_run(Layout(dp_shard=1, cp=2, tp=2), 4, 2, **TWO), 1e-3),
     "pp2-1f1b-x-cp2": (
         layout_run(Layout(dp_shard=1, pp=2, cp=2, pp_schedule="1f1b"), 4, 4, eval_every=3, eval_batches=4),
         1e-3,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.jobs import Run, batch_result, finished, launch_runs, losses_by_step, tiny_gpt_spec, tiny_spec
+from support.trajectories import TWO_PER_MICRO_BATCH as TWO
 from support.trajectories import assert_same_gradient_norms, assert_same_trajectory, settings
 
 from planner.catalog.models import get_preset
@@ -51,11 +52,12 @@ def _beside(layout: Layout, nproc: int, grad_accum: int, steps: int, **changes) 
 
 PIPE_1F1B = dict(pp_schedule="1f1b")
 QWEN3 = tiny_spec(name="tiny-qwen3", family="qwen3", qk_norm="head", rope_theta=1e6, norm_eps=1e-6)
-# Runs compared with the same job on one process (the test named after each says why).
+# Runs compared with the same job on one process (the test named after each says why); the
+# tensor-parallel ones in micro-batches of 2 (support/trajectories.py TWO_PER_MICRO_BATCH).
 BESIDE_ONE_PROCESS = {
-    "hf-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 4, 6, impl="hf"),
-    "gpt-tp2-cp2": _beside(Layout(dp_shard=1, tp=2, cp=2), 4, 4, 6, model=tiny_gpt_spec()),
-    "qwen3-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 4, 6, model=QWEN3),
+    "hf-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 2, 6, impl="hf", **TWO),
+    "gpt-tp2-cp2": _beside(Layout(dp_shard=1, tp=2, cp=2), 4, 2, 6, model=tiny_gpt_spec(), **TWO),
+    "qwen3-tp2": _beside(Layout(dp_shard=1, tp=2), 2, 2, 6, model=QWEN3, **TWO),
     # Full logits: the chunked loss sums the head gradient in another order, and top-1 routing
     # turns such last-bit differences into a different expert choice (2.8e-4 apart by step 6);
     # this run is about expert sharding, the chunked loss has its own tests (tests/trainer/test_loss.py).
@@ -106,10 +108,11 @@ if HAS_FLOAT8:
     BESIDE_ONE_PROCESS["fp8-tp2"] = _beside(
         Layout(dp_shard=1, tp=2),
         2,
-        2,
+        1,
         4,
         model=tiny_spec(num_layers=2, hidden_size=64, ffn_hidden_size=128),
         precision="fp8",
+        **TWO,
     )
 # The native DeepSeek-V3 block at test size: MLA, a dense first block, then shared + routed experts
 # with the sigmoid router.

@@ -18,6 +18,10 @@ from support.jobs import read_metrics
 # test loss that every finished run evaluates (no test reads it, and under tensor parallelism 4
 # batches took as long as a training step); runs that validate set their own eval_batches.
 COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1.0, probe_steps=2, eval_batches=1)
+# Tensor- and context-parallel micro-steps cost about a second each on CPU, whatever their size
+# (4 ranks' collectives on 2 cores), so those runs take the same 4 sequences per step in
+# micro-batches of 2: half the micro-steps, the same global batch and trajectory.
+TWO_PER_MICRO_BATCH = dict(micro_batch=2)
 
 
 def settings(**changes) -> dict:

@@ -115,7 +115,8 @@ def test_a_child_gets_sigterm_when_its_parent_dies(tmp_path):
     proc.kill()  # the parent dies without a word
     proc.wait()
     deadline = time.monotonic() + 20
-    while not marker.exists() and time.monotonic() < deadline:
+    # write_text creates the file before it writes: wait for the text, not only the file.
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(child, signal.SIGKILL)
     assert marker.read_text() == "True"
