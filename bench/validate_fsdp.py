@@ -19,7 +19,7 @@ import numpy as np
 from validation.docs import replace_marked_block
 from validation.fsdp_runs import FsdpComparison, compare_fsdp_runs
 
-GENERATION_ORDER = ("A100", "H100", "H200")
+GENERATION_ORDER = ("A100", "H100", "H200", "B200")
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
 START, END = "<!-- fsdp-table:start -->", "<!-- fsdp-table:end -->"
 

@@ -1,8 +1,8 @@
 """Published FSDP runs on PyTorch stacks against the model (held out: nothing is fitted on them).
 
 The rows (data/validation/fsdp_runs.csv, read as data/validation/fsdp_runs_sources.md describes)
-come from torchtitan's benchmark files, IBM's fms-fsdp README and MosaicML llm-foundry's benchmark
-tables; none is in data/calibration and no setting of the model was chosen by looking at them.
+come from torchtitan's benchmark files, IBM's fms-fsdp README, MosaicML llm-foundry's benchmark
+tables and one DeepSpeed ZeRO-2 pair (ml-engineering, H200 and B200 on one software stack); none is in data/calibration and no setting of the model was chosen by looking at them.
 ``compare_fsdp_runs`` predicts each row with the planner's ``score`` under the settings profile of
 its stack (``STACK_PROFILES``: each changes only what that stack does differently from trainplan's
 trainer) on the row's GPU, layout, batch, precision, compile and network; ``bench/validate_fsdp.py``
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.models import get_preset
-from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import score
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
@@ -41,6 +41,14 @@ FA2_TORCHTITAN = STACK_SETTINGS[Stack.TORCHTITAN].but(cudnn_attention=False)
 LLM_FOUNDRY_FLASH = FA2_TORCHTITAN
 LLM_FOUNDRY_TRITON = LLM_FOUNDRY_FLASH.but(attention_kernel_factor=TRITON_FLASH_ATTENTION_FACTOR)
 
+# Stas Bekman's ml-engineering H200-vs-B200 benchmark (insights/when-to-upgrade-gpus): DeepSpeed
+# ZeRO-2 on Hugging Face's Llama modules, called with labels (transformers' full-logits loss), on
+# the attention kernel transformers picks per GPU: FlashAttention-3 on Hopper, FlashAttention-4 on
+# Blackwell. Both are their architecture's native flash kernels, the class of cuDNN's fused
+# attention whose per-GPU rates the catalog holds: ESTIMATE, trainplan's profile (cuDNN rates)
+# with the full logits.
+ML_ENGINEERING_DEEPSPEED = STACK_SETTINGS[Stack.TRAINPLAN].but(loss_chunk_tokens=0)
+
 # (source, attention column) -> the profile a row is predicted with. fms-fsdp: PyTorch FSDP1 with
 # SDPA's FA2 and torch.compile on its own Llama modules, full-logits F.cross_entropy: what the
 # torchtitan profile describes.
@@ -49,6 +57,7 @@ STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
     ("fms-fsdp", "sdpa-fa2"): FA2_TORCHTITAN,
     ("llm-foundry", "flash"): LLM_FOUNDRY_FLASH,
     ("llm-foundry", "triton"): LLM_FOUNDRY_TRITON,
+    ("ml-engineering", "fa3-fa4"): ML_ENGINEERING_DEEPSPEED,
 }
 
 # GPU generation of each GPU id the rows use.
@@ -58,6 +67,7 @@ GENERATIONS = {
     "h100-sxm": "H100",
     "h100-grand-teton": "H100",
     "h200-sxm": "H200",
+    "b200": "B200",
 }
 
 # torchtitan's H100s (its benchmark files, "Hardware"): Grand Teton hosts, H100 with 96 GB HBM2e
@@ -192,6 +202,7 @@ def _run(row: dict[str, str]) -> FsdpRun:
         activation_checkpointing=ActivationCheckpointing(row["ac"]),
         precision=Precision(row["precision"]),
         compile=row["compile"] == "1",
+        impl=Implementation(row["impl"]),
     )
     return FsdpRun(
         row_id=int(row["row_id"]),

@@ -8,7 +8,7 @@ import csv
 import pytest
 
 from planner.catalog.hardware import load_catalog
-from planner.layout import ActivationCheckpointing, Precision
+from planner.layout import ActivationCheckpointing, Implementation, Precision, Sharding
 from validation.fsdp_runs import (
     DEFAULT_FSDP_RUNS,
     GENERATIONS,
@@ -27,8 +27,13 @@ RUNS = read_fsdp_runs()
 def test_every_row_reads_with_a_profile_and_a_generation():
     with DEFAULT_FSDP_RUNS.open(newline="", encoding="utf-8") as f:
         raw = list(csv.DictReader(f))
-    assert len(RUNS) == len(raw) == 234
-    assert collections.Counter(r.source for r in RUNS) == {"torchtitan": 17, "fms-fsdp": 8, "llm-foundry": 209}
+    assert len(RUNS) == len(raw) == 236
+    assert collections.Counter(r.source for r in RUNS) == {
+        "torchtitan": 17,
+        "fms-fsdp": 8,
+        "llm-foundry": 209,
+        "ml-engineering": 2,
+    }
     for run in RUNS:
         assert (run.source, run.attention) in STACK_PROFILES
         assert run.gpu in GENERATIONS
@@ -88,3 +93,14 @@ def test_errors_are_finite_and_signed():
     errors = [c.error for c in comparisons]
     assert all(-1.0 < e < 2.0 for e in errors)
     assert any(e > 0 for e in errors) and any(e < 0 for e in errors)
+
+
+def test_the_deepspeed_pair_is_one_recipe_on_two_gpus():
+    """ml-engineering's H200 / B200 decomposition run: the same job on both, HF modules, full logits."""
+    h200, b200 = (r for r in RUNS if r.source == "ml-engineering")
+    assert (h200.gpu, b200.gpu) == ("h200-sxm", "b200")
+    assert h200.layout == b200.layout and h200.training == b200.training
+    assert h200.layout.sharding == Sharding.ZERO2 and h200.training.impl == Implementation.HF
+    assert h200.settings.loss_chunk_tokens == 0
+    # tokens/s = the published total TFLOP/s over the script's causal FLOPs per token
+    assert (h200.measured_tokens_per_s_per_gpu, b200.measured_tokens_per_s_per_gpu) == (8957, 15115)
