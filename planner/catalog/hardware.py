@@ -92,6 +92,16 @@ class GPUSpec(BaseModel):
     # A real job's measured/predicted corrections (calibration file, planner/catalog/measured_job.py).
     measured_job: MeasuredJob | None = None
 
+    @property
+    def fp8_fast_accumulation(self) -> bool:
+        """Whether FP8 GEMMs here have a fast-accumulation mode that trades accuracy for speed:
+        Hopper's (sm90) FP8 tensor-core instructions accumulate at reduced precision unless the
+        kernel periodically promotes the partial sums to FP32 (cuBLASLt
+        ``CUBLASLT_MATMUL_DESC_FAST_ACCUM``; DeepSeek-AI 2024, DeepSeek-V3 report sec. 3.3.2);
+        Blackwell (sm100) accumulates in FP32 at full rate and has no such mode
+        (NVIDIA/TransformerEngine#2748: "there is no fastAccuMode for sm100")."""
+        return self.compute_capability is not None and self.compute_capability[0] == 9
+
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)
         if key not in self.peak_flops_per_s:

@@ -35,6 +35,12 @@ def bf16_gemm_rate(c: Candidates, s: ModelingSettings) -> np.ndarray:
     return np.where(np.isnan(c.bf16_gemm_flops), c.bf16_peak_flops * s.matmul_peak_fraction, c.bf16_gemm_flops)
 
 
+def fp8_forward_gemm_speedup(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """How much faster than the catalog's FP8 GEMM rate the forward GEMMs run: the recipes'
+    fast accumulation (``s.fp8_fast_accum_forward_speedup``) on FP8 rows of a GPU with the mode."""
+    return np.where((c.precision == PREC_FP8) & c.fp8_fast_accum, s.fp8_fast_accum_forward_speedup, 1.0)
+
+
 def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Flash-attention forward and backward FLOP/s at ``head_dim`` over each candidate's causal
     sequence (``seq_len / cp`` keys per kernel call): the catalog's reference rates of the

@@ -100,6 +100,16 @@ class ModelingSettings:
     # transposed copy the weight-gradient GEMM reads (1) (TransformerEngine's fused
     # cast-transpose; torchao float8 the same): 6. Moved at the eager bandwidth.
     fp8_cast_bytes_per_element: float = 6.0
+    # The FP8 recipes run the forward GEMMs with fast accumulation and the two backward GEMMs
+    # with FP32 promotion (split accumulator): TransformerEngine's Float8CurrentScaling and
+    # DelayedScaling ``fp8_gemm_fprop = MMParams(use_split_accumulator=False)``, dgrad and wgrad
+    # True (transformer_engine/common/recipe/__init__.py); torchao's Float8LinearConfig
+    # ``use_fast_accum`` on the output GEMM only (pytorch/ao#2377). The catalog's FP8 GEMM figures
+    # are split-accumulator rates (MAMF times torch._scaled_mm with its default
+    # use_fast_accum=False). Where the GPU has the mode (Hopper: GPUSpec.fp8_fast_accumulation)
+    # the forward GEMMs run this much faster: ESTIMATE, the middle of the "1.1x to 1.2x" measured
+    # in pytorch/ao#2377.
+    fp8_fast_accum_forward_speedup: float = 1.15
     # fp8 x tensor parallelism: the sequence-parallel all-gathers (block inputs forward, row-
     # parallel output gradients backward) move float8, 1 byte an element, and the column-parallel
     # linears save that float8 copy for backward: torchao's Float8ColwiseParallel /
@@ -380,7 +390,7 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # re-fits both leaving out each GPU generation. The attention factor is TransformerEngine's
 # attention relative to cuDNN's own benchmark of the same kernel (the catalog's cuDNN rates).
 MEGATRON_CORE_ATTENTION_KERNEL_FACTOR = 0.55
-MEGATRON_CORE_TP_COMM_OVERLAP = 0.5
+MEGATRON_CORE_TP_COMM_OVERLAP = 0.4
 # Host dispatch per kernel launch in the Megatron profiles: ~60 launches per block, 1 ms.
 MEGATRON_DISPATCH_S_PER_LAUNCH = 1.0e-3 / 60
 # Router + token-dispatcher launches of one Megatron-Core MoE block per micro-batch (counted in
@@ -462,6 +472,10 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
 # DeepSeek-V3's in-house HAI-LLM stack as its report describes it (arXiv:2412.19437), on top of
 # the Megatron-Core kernels profile (not a --stack choice: no published code to emit for).
 DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
+    # Its fine-grained FP8 GEMMs promote the tensor cores' partial sums to FP32 on CUDA cores every
+    # 128 elements in every pass, forward included (sec. 3.3.2, "Increasing Accumulation
+    # Precision"): no fast accumulation.
+    fp8_fast_accum_forward_speedup=1.0,
     # DualPipe pairs a forward and a backward chunk so that "both all-to-all and PP communication
     # can be fully hidden during execution" (sec. 3.2.1): hidden up to the compute beside them.
     ep_comm_overlap=1.0,

@@ -131,7 +131,10 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     tokens = c.micro_batch * c.seq_len / c.cp
     head_share = np.where(head_on, 1.0, 0.0)
     passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
-    blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * passes
+    # The forward passes (and their recompute) at the FP8 recipes' fast accumulation, the two
+    # backward GEMMs at the catalog's rate.
+    gemm_passes = (1.0 + recompute_fraction(c)) / rates.fp8_forward_gemm_speedup(c, s) + 2.0
+    blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * gemm_passes
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
     head_rate = np.where(c.precision == PREC_FP8, rates.bf16_gemm_rate(c, s), rates.gemm_rate(c, s))
     lm_head = root_table(model).lm_head
@@ -219,6 +222,7 @@ def host_sync_exposed_s(model: ModelSpec, c: Candidates, s: ModelingSettings) ->
     host = moe.post_sync_host_s(model, c, s)
     tokens = c.micro_batch * c.seq_len / c.cp
     gemms = tokens * block_gemm_time_per_token(model, c, s, routed_only=True) * c.compute_time_factor
+    gemms = gemms / rates.fp8_forward_gemm_speedup(c, s)  # forward GEMMs
     gpu = gemms + moe.one_all_to_all_s(model, c, s, compute_dtype_bytes(c))
     forwards = layers_per_stage(model, c) * c.grad_accum * (1.0 + recompute_fraction(c))
     return forwards * np.maximum(host - gpu, 0.0)

@@ -125,6 +125,7 @@ class Candidates:
     cudnn_attention_fwd_flops: np.ndarray  # cuDNN fused flash attention, the same way
     cudnn_attention_bwd_flops: np.ndarray
     sdpa_cudnn: np.ndarray  # bool: SDPA runs cuDNN's attention on this GPU (attention_kernels.py)
+    fp8_fast_accum: np.ndarray  # bool: FP8 GEMMs have a fast-accumulation mode (GPUSpec.fp8_fast_accumulation)
     copy_bandwidth: np.ndarray  # large device copy, bytes read + written per second
     # Measured collectives over the scale-up domain (GPUSpec.rates); NaN: the datasheet link
     # rate times scaleup_bandwidth_fraction and the model's step latency (planner/model/comm.py).
@@ -221,6 +222,7 @@ def hardware_columns(
         cudnn_attention_fwd_flops=nan_if_none([g.rates.cudnn_attention_fwd_flops_per_s for g in gpus]),
         cudnn_attention_bwd_flops=nan_if_none([g.rates.cudnn_attention_bwd_flops_per_s for g in gpus]),
         sdpa_cudnn=np.array([sdpa_prefers_cudnn(g.compute_capability) for g in gpus])[gpu_index],
+        fp8_fast_accum=np.array([g.fp8_fast_accumulation for g in gpus])[gpu_index],
         copy_bandwidth=nan_if_none([g.rates.copy_bandwidth_bytes_per_s for g in gpus]),
         scaleup_bus_bandwidth=nan_if_none([g.rates.scaleup_bus_bandwidth_bytes_per_s for g in gpus]),
         scaleup_step_latency=nan_if_none([g.rates.scaleup_step_latency_s for g in gpus]),

@@ -223,3 +223,36 @@ def test_flashattention2_on_blackwell_is_its_measured_rate_not_a_peak_fraction()
         fwd = rates.attention_rates(c, fa2, 128)[0][0]
         assert fwd == pytest.approx(causal_16k, rel=1e-3)
         assert fwd < 0.6 * gpu.peak_flops("bf16") * fa2.attention_peak_fraction
+
+
+def test_fp8_forward_gemms_use_fast_accumulation_on_hopper_only():
+    """The FP8 recipes' forward GEMMs run with fast accumulation where the GPU has the mode
+    (Hopper), the backward GEMMs at the catalog's split-accumulator rate: with no recompute the
+    block GEMM time is (1 / speedup + 2) / 3 of the same job at speedup 1; Blackwell, bf16 and
+    the LM head (16-bit) do not change."""
+    catalog = load_catalog()
+    assert catalog.gpu("h100-sxm").fp8_fast_accumulation and catalog.gpu("h200-sxm").fp8_fast_accumulation
+    assert not any(catalog.gpu(g).fp8_fast_accumulation for g in ("b200", "gb200", "a100-80gb-sxm", "mi300x"))
+    model = get_preset("llama3-8b")
+    slow = DEFAULT_SETTINGS.but(fp8_fast_accum_forward_speedup=1.0)
+    fast = DEFAULT_SETTINGS.but(fp8_fast_accum_forward_speedup=1.25)
+
+    def matmul(gpu_id: str, precision: Precision, settings) -> float:
+        e = estimate(
+            model,
+            gpu_id,
+            Layout(dp_shard=8),
+            TrainingConfig(seq_len=4096, precision=precision),
+            num_gpus=8,
+            catalog=catalog,
+            settings=settings,
+        )
+        return e.time.breakdown_s.matmul
+
+    hopper_slow, hopper_fast = matmul("h100-sxm", Precision.FP8, slow), matmul("h100-sxm", Precision.FP8, fast)
+    # With an unbounded speedup only the backward's 2 of 3 block passes (and the head) are left.
+    backward_only = matmul("h100-sxm", Precision.FP8, DEFAULT_SETTINGS.but(fp8_fast_accum_forward_speedup=1e12))
+    blocks = 3.0 * (hopper_slow - backward_only)
+    assert blocks > 0 and hopper_slow - hopper_fast == pytest.approx(blocks * (1.0 - 1.0 / 1.25) / 3.0, rel=1e-6)
+    assert matmul("b200", Precision.FP8, fast) == matmul("b200", Precision.FP8, slow)
+    assert matmul("h100-sxm", Precision.BF16, fast) == matmul("h100-sxm", Precision.BF16, slow)
