@@ -2,7 +2,9 @@
 
 The rows (data/validation/fsdp_runs.csv, read as data/validation/fsdp_runs_sources.md describes)
 come from torchtitan's benchmark files, IBM's fms-fsdp README, MosaicML llm-foundry's benchmark
-tables and one DeepSpeed ZeRO-2 pair (ml-engineering, H200 and B200 on one software stack); none is in data/calibration and no setting of the model was chosen by looking at them.
+tables and one DeepSpeed ZeRO-2 recipe run on an H200 and a B200 with the same software
+(ml-engineering); none is in data/calibration and no setting of the model was chosen by looking
+at them.
 ``compare_fsdp_runs`` predicts each row with the planner's ``score`` under the settings profile of
 its stack (``STACK_PROFILES``: each changes only what that stack does differently from trainplan's
 trainer) on the row's GPU, layout, batch, precision, compile and network; ``bench/validate_fsdp.py``
