@@ -1,4 +1,4 @@
-"""Leave-one-out check of the four calibrated step-time settings on the H200 runs.
+"""Leave-one-out check of the five calibrated step-time settings on the H200 runs.
 
 For each run, the settings are re-fitted (grid search, mean |error|) on the other eight and the
 left-out run is predicted: an estimate of the error on runs the model has not seen.

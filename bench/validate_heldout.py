@@ -4,7 +4,7 @@
     python bench/validate_heldout.py --write-docs   # also refresh docs/validation.md
 
 Published rows: the settings fitted on published rows are re-fitted leaving out the generation
-scored (validation.heldout). H200 runs: leave-one-run-out of the four H200-fitted settings.
+scored (validation.heldout). H200 runs: leave-one-run-out of the five H200-fitted settings.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def render() -> str:
     lines += _table(shared, lambda i: f"{i.generation} {_model(i)}", "generation, model")
     lines += ["", "Settings re-fitted without the generation scored:", ""]
     lines += [f"- {f}" for f in fits if not f.startswith("H200")]
-    lines += ["- H200: the four H200 settings re-fitted on the other eight runs for each run (bench/crossval_h200.py)"]
+    lines += ["- H200: the five H200 settings re-fitted on the other eight runs for each run (bench/crossval_h200.py)"]
     lines += ["", "**Fitted** (the shipped settings, fitted on all rows; not a held-out figure):", ""]
     lines += _table(items, lambda i: i.generation, "GPU generation", fitted=True)
     return "\n".join(lines)

@@ -121,6 +121,15 @@ class ModelingSettings:
     # FSDP2 hooks and collectives included (calibrated on the H200 rows, small models,
     # where the GPU outruns the host).
     host_overhead_per_block_s: float = 5.5e-3
+    # Host dispatch a recomputed block adds, as a share of its forward + backward dispatch: its
+    # forward again (the forward is 0.45-0.47 of an HF Llama block's eager dispatch, measured here
+    # on CPU with tiny tensors, where dispatch is the time) plus torch.utils.checkpoint's own
+    # saved-tensor hooks (a non-reentrant checkpointed block took 2.2-2.4x the plain block's host
+    # time there, kernel time included), so between ~0.47 and ~1.3. FITTED within that range on
+    # the H200 runs (their recompute is the model's own non-reentrant checkpointing:
+    # shared/calibration/README.md), re-fitted leaving each run out (validation/heldout.py
+    # H200_GRID); it was 1/3 (the FLOP share of a recomputed forward) before.
+    recompute_host_share: float = 0.7
     host_overhead_per_step_s: float = 4.0e-3
     compile_host_factor: float = 0.35
     # Fraction of host dispatch hidden behind GPU work (queue runs ahead of the GPU).

@@ -203,7 +203,7 @@ def host_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarra
     """Host dispatch: per block per micro-batch (more with recompute; MoE blocks add their
     per-expert launches), plus per step."""
     per_block = s.host_overhead_per_block_s * np.where(c.compile, s.compile_host_factor, 1.0)
-    per_block = per_block * (1.0 + recompute_fraction(c) / 3.0)
+    per_block = per_block * (1.0 + recompute_fraction(c) * s.recompute_host_share)
     per_block = per_block + moe.expert_launch_s(model, c, s)  # MoE: per-expert kernels
     per_block = per_block + moe.dispatch_launch_s(model, c, s)  # MoE: router and dispatcher
     return layers_per_stage(model, c) * c.grad_accum * per_block + s.host_overhead_per_step_s
