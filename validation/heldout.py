@@ -8,8 +8,9 @@ What is fitted where (docs/validation.md):
   ``tp_comm_overlap`` (``MC_GRID``); re-fitted here on the other generations' rows for each
   generation scored;
 - on the H200 runs (trainplan's own stack): host dispatch and a recomputed block's share of it,
-  GEMM shape, attention shape fraction and eager bandwidth fraction; no published row runs that stack, so the H200 figure is the
-  leave-one-run-out error of ``bench/crossval_h200.py`` (``h200_leave_one_out``), and for the
+  GEMM shape, attention shape fraction and eager bandwidth fraction; no published row runs that
+  stack, so the H200 figure is the leave-one-run-out error (``h200_folds``, printed by
+  ``bench/crossval_h200.py``; ``h200_leave_one_out``), and for the
   published generations these settings were fitted on another generation;
 - everything else is a measurement, a published figure or a derivation (hw_catalog, settings).
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS, ModelingSettings
-from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
+from validation.calibration import DEFAULT_H200_RUNS, H200Row, compare_h200, read_h200_runs
 from validation.published import compare_published
 from validation.published_rows import PublishedRun, Stack
 
@@ -112,27 +113,46 @@ def published_leave_one_generation_out(runs: list[PublishedRun]) -> list[HeldOut
     return out
 
 
-def h200_leave_one_out(settings: ModelingSettings = DEFAULT_SETTINGS) -> list[HeldOut]:
-    """The H200 runs, the five H200-fitted settings re-fitted on the other eight each time.
-    Tokens/s error = measured / predicted step - 1 (tokens per step are fixed)."""
+@dataclass(frozen=True)
+class H200Fold:
+    """One H200 run predicted with the H200-fitted settings re-fitted (``H200_GRID``, mean
+    |step error|) on the other runs."""
+
+    row: H200Row
+    step_error: float  # the left-out run's (predicted - measured) / measured step time
+    others_error: float  # mean |step error| of the chosen settings on the other runs
+    fit: dict[str, float]
+
+
+def h200_folds(settings: ModelingSettings = DEFAULT_SETTINGS) -> list[H200Fold]:
+    """Leave-one-run-out over the H200 runs: one fold per run."""
     rows = read_h200_runs(DEFAULT_H200_RUNS)
     choices = _grid(H200_GRID)
     step = np.array([[c.error for c in compare_h200(rows, settings.but(**ch))["step"]] for ch in choices])
-    shipped = [c.error for c in compare_h200(rows, settings)["step"]]
-    out = []
+    folds = []
     for i, row in enumerate(rows):
-        best = int(np.argmin(np.delete(np.abs(step), i, axis=1).mean(axis=1)))
-        out.append(
-            HeldOut(
-                generation="H200",
-                source="calibration",
-                name=row.name,
-                error=_tokens_error(step[best, i]),
-                fitted_error=_tokens_error(shipped[i]),
-                fit=choices[best],
-            )
+        others = np.delete(np.abs(step), i, axis=1).mean(axis=1)
+        best = int(np.argmin(others))
+        folds.append(H200Fold(row, float(step[best, i]), float(others[best]), choices[best]))
+    return folds
+
+
+def h200_leave_one_out(settings: ModelingSettings = DEFAULT_SETTINGS) -> list[HeldOut]:
+    """The H200 folds as held-out rows. Tokens/s error = measured / predicted step - 1 (tokens
+    per step are fixed)."""
+    folds = h200_folds(settings)
+    shipped = compare_h200([fold.row for fold in folds], settings)["step"]
+    return [
+        HeldOut(
+            generation="H200",
+            source="calibration",
+            name=fold.row.name,
+            error=_tokens_error(fold.step_error),
+            fitted_error=_tokens_error(fitted.error),
+            fit=fold.fit,
         )
-    return out
+        for fold, fitted in zip(folds, shipped, strict=True)
+    ]
 
 
 def _tokens_error(step_error: float) -> float:
