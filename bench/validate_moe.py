@@ -39,13 +39,19 @@ def render(comparisons: list[MoeComparison]) -> str:
             f"| {r.measured_tokens_per_s_per_gpu:,.0f} | {c.predicted_tokens_per_s_per_gpu:,.0f} "
             f"| {100 * c.error:+.1f} | {100 * c.ep_comm_share:.0f} % | {notes} |"
         )
+    lines += ["", _summary("Held out", comparisons)]
+    for gpu in dict.fromkeys(c.run.gpu for c in comparisons):
+        lines.append(f"- {_summary(gpu, [c for c in comparisons if c.run.gpu == gpu])}")
+    return "\n".join(lines)
+
+
+def _summary(name: str, comparisons: list[MoeComparison]) -> str:
     mean_abs = sum(abs(c.error) for c in comparisons) / len(comparisons)
     signed = sum(c.error for c in comparisons) / len(comparisons)
-    lines += [
-        "",
-        f"Held out, {len(comparisons)} runs: mean abs error {100 * mean_abs:.1f} %, mean signed {100 * signed:+.1f} %.",
-    ]
-    return "\n".join(lines)
+    runs = "run" if len(comparisons) == 1 else "runs"
+    return (
+        f"{name}, {len(comparisons)} {runs}: mean abs error {100 * mean_abs:.1f} %, mean signed {100 * signed:+.1f} %."
+    )
 
 
 def write_docs(table: str, docs: Path = DOCS) -> None:

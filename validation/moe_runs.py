@@ -7,9 +7,9 @@ source states a fact the profile does not know (Megatron-Bridge force-balances t
 in its benchmarks: ``moe_token_imbalance = 1``). The rows and their sources are listed in
 docs/validation.md ("Mixture-of-experts runs"); ``bench/validate_moe.py`` prints the table.
 
-The models are built here (``ModelSpec``) from each model's config.json; the planner cannot yet
-express DeepSeek-V3's multi-head latent attention, shared expert and dense first layers, so that
-row uses the closest block it can express (``DEEPSEEK_V3_APPROX``, its deviations listed there).
+The Bridge rows' models are built here (``ModelSpec``) from each model's config.json; the
+DeepSeek-V3 row reads the ``deepseek-v3`` preset (multi-head latent attention, shared expert,
+dense first layers).
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.catalog.models import get_preset
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.block_rows import Recompute
 from planner.model.estimate import score
 from planner.model.settings import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.search.candidates import single
 
 MEGATRON_BRIDGE_ARCHIVE = (
-    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100 tables; "
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100 and DGX-B200 tables; "
     "'In MoE training benchmarks, we force-balance the token distribution among experts')"
 )
 DEEPSEEK_V3_REPORT = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437"
@@ -53,6 +55,12 @@ BRIDGE_MOE_BENCHMARK = MEGATRON_CORE_SETTINGS.but(
 # moe_token_dispatcher_type "flex". (v0.3.0, 26.02: "deepep" at EP 8, inside one node, where the
 # dispatch is the same either way.)
 BRIDGE_MOE_FLEX = BRIDGE_MOE_BENCHMARK.but(moe_hierarchical_dispatch=True)
+# The GPT-OSS recipe recomputes the block norms and the expert activation (v0.3.0 scripts/
+# performance/configs/gpt_oss/gpt_oss_workload_base_configs.py: recompute_modules ["layernorm",
+# "moe_act"], granularity selective; the same in today's perf_recipes/gpt_oss/*/gpt_oss.py).
+BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(
+    recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
+)
 
 # Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads / 4 kv heads of 128, 128 experts
 # of width 768 (moe_intermediate_size), 8 per token, vocabulary 151936, untied.
@@ -92,40 +100,11 @@ GPT_OSS_120B = ModelSpec(
     num_experts=128,
     experts_per_token=4,
 )
-# DeepSeek-V3 (its report, sec. 4.2): 61 layers, hidden 7168, 256 routed experts of width 2048,
-# 8 per token + 1 shared, first 3 layers dense (width 18432 = 9 x 2048), MLA with 128 heads.
-# Approximated: the shared expert as a 9th routed one (same FLOPs; its tokens counted in the
-# all-to-all), the dense layers as MoE ones (same active FLOPs, 3 x 255 more experts stored),
-# MLA's projections by GQA with head_dim 96 and 8 kv heads (187M parameters per layer, as MLA's
-# q/kv down- and up-projections), whose attention core is ~40 % below MLA's (192-wide q.k, 128-wide
-# v: about 4 % of the step's FLOPs). 37.4B active parameters (report: 37B), 705B total (671B).
-# The multi-token-prediction module (one more block) is not counted.
-DEEPSEEK_V3_APPROX = ModelSpec(
-    name="deepseek-v3 (approximation)",
-    family="mixtral",
-    num_layers=61,
-    hidden_size=7168,
-    ffn_hidden_size=2048,
-    num_heads=128,
-    num_kv_heads=8,
-    head_dim=96,
-    vocab_size=129280,
-    max_seq_len=4096,
-    num_experts=256,
-    experts_per_token=9,
-)
-
-
-def deepseek_v3_model() -> ModelSpec:
-    """The DeepSeek-V3 row's model: the approximation above, for now.
-
-    TODO(families): once the ``deepseek_v3`` config reader lands (branch ``families``: MLA, the
-    first 3 dense layers, the shared expert), return its spec for deepseek-ai/DeepSeek-V3's
-    config.json here and delete ``DEEPSEEK_V3_APPROX``; keep ``DEEPSEEK_V3_SETTINGS``. Check then
-    that the shared expert is not counted in the all-to-all (it is local) and that the routed-only
-    MoE settings (``moe_grouped_mlp``, ``moe_fp8_activation_cache``) leave its rows alone.
-    """
-    return DEEPSEEK_V3_APPROX
+# DeepSeek-V3: the ``deepseek-v3`` preset (deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden
+# 7168, MLA with 128 heads and q/kv LoRA ranks 1536 / 512, 256 routed experts of width 2048, 8 per
+# token, one shared expert, the first 3 layers dense of width 18432). Its multi-token-prediction
+# module is trained too (report sec. 2.2, depth 1); the planner does not time it (docs/validation.md).
+DEEPSEEK_V3 = get_preset("deepseek-v3")
 
 
 # H800: the H100 SXM with its NVLink cut to 400 GB/s bidirectional (200 GB/s per direction;
@@ -170,9 +149,10 @@ def _bridge(
     fp8: bool,
     tokens: float,
     settings: ModelingSettings = BRIDGE_MOE_BENCHMARK,
+    gpu: str = "h100-sxm",
 ):
-    """A Megatron-Bridge DGX-H100 row: TP 1, CP 1, FSDP 0 (DDP with the distributed optimizer,
-    the recipes' default: zero1), sequence length 4096."""
+    """A Megatron-Bridge DGX row (``gpu``: DGX-H100 unless stated): TP 1, CP 1, FSDP 0 (DDP with
+    the distributed optimizer, the recipes' default: zero1), sequence length 4096."""
     dp = gpus // pp
     layout = Layout(dp_shard=dp, pp=pp, vpp=vpp, ep=ep, sharding=Sharding.ZERO1)
     training = TrainingConfig(
@@ -182,7 +162,7 @@ def _bridge(
         precision=Precision.FP8 if fp8 else Precision.BF16,
         impl=Implementation.NATIVE,
     )
-    return MoeRun(label, MEGATRON_BRIDGE_ARCHIVE, model, "h100-sxm", gpus, layout, training, tokens, settings)
+    return MoeRun(label, MEGATRON_BRIDGE_ARCHIVE, model, gpu, gpus, layout, training, tokens, settings)
 
 
 # DeepSeek-V3 pre-training: 14.8T tokens in 2,664K H800 GPU-hours (2.788M in all, less 119K for
@@ -209,6 +189,13 @@ DEEPSEEK_V3_GPU_HOURS = 2_664_000
 # the throughput. Its host cost is what the maintainers disable it for ("Disable moe_a2a_overlap
 # due to CPU overhead", NVIDIA-NeMo/Megatron-Bridge PR #1760); the model counts neither that cost
 # nor the all-to-all it hides (no count of it from the source yet).
+# DGX-B200 rows of the 26.04 and 26.04.01 containers (v0.4.0 and v0.4.1 scripts/performance/configs/
+# {qwen/qwen3,gpt_oss/gpt_oss}_workload_base_configs.py), one node of EP 8 each: Qwen3-30B-A3B
+# B200_FP8_MX_V1 (= B200_BF16_V1: 8 GPUs, MBS 4, GBS 512, flex dispatcher with HybridEP, CUDA graphs
+# of attn / moe_router / moe_preprocess, no recompute; MXFP8 read as the FP8 recipe, its block
+# scales not modelled) and GPT-OSS-120B B200_BF16_V2 (64 GPUs, PP 1, EP 8, MBS 4, GBS 1280,
+# HybridEP, recompute layernorm + moe_act, no CUDA graphs). The 26.02 rows are left out (their
+# tables state EP 64 and MBS 1 layouts whose v0.3.x recipes differ), as are GB200 / GB300 (NVL72).
 A2A_OVERLAP_NOTE = "recipe: moe_a2a_overlap on; its host cost (PR #1760) and the hidden all-to-all are not modelled"
 
 
@@ -219,20 +206,24 @@ def _noted(run: MoeRun, note: str) -> MoeRun:
 MOE_RUNS: tuple[MoeRun, ...] = (
     _noted(_bridge("Qwen3-30B-A3B, 26.02", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 5113), A2A_OVERLAP_NOTE),
     _noted(_bridge("Qwen3-30B-A3B, 25.11", QWEN3_30B_A3B, 16, 2, 24, 8, 512, 2, True, 5275), A2A_OVERLAP_NOTE),
-    _bridge("GPT-OSS-120B, 26.02", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5993),
+    _bridge("GPT-OSS-120B, 26.02", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5993, BRIDGE_GPT_OSS),
     _noted(
         _bridge("Qwen3-30B-A3B, 26.02.01", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 9058),
         "the patch release's recipe (v0.3.1) states PP1 EP16 HybridEP, as the 26.04 rows",
     ),
     _bridge("Qwen3-30B-A3B, 26.04", QWEN3_30B_A3B, 16, 1, 1, 16, 1024, 1, True, 8901, BRIDGE_MOE_FLEX),
     _bridge("Qwen3-30B-A3B, 26.04.01", QWEN3_30B_A3B, 16, 1, 1, 16, 1024, 1, True, 8960, BRIDGE_MOE_FLEX),
-    _bridge("GPT-OSS-120B, 26.02.01", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5984),
-    _bridge("GPT-OSS-120B, 26.04", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5810),
-    _bridge("GPT-OSS-120B, 26.04.01", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5824),
+    _bridge("GPT-OSS-120B, 26.02.01", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5984, BRIDGE_GPT_OSS),
+    _bridge("GPT-OSS-120B, 26.04", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5810, BRIDGE_GPT_OSS),
+    _bridge("GPT-OSS-120B, 26.04.01", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5824, BRIDGE_GPT_OSS),
+    _bridge("Qwen3-30B-A3B, 26.04, B200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 26859, BRIDGE_MOE_FLEX, "b200"),
+    _bridge("Qwen3-30B-A3B, 26.04.01, B200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 27136, BRIDGE_MOE_FLEX, "b200"),
+    _bridge("GPT-OSS-120B, 26.04, B200", GPT_OSS_120B, 64, 1, 1, 8, 1280, 4, False, 13045, BRIDGE_GPT_OSS, "b200"),
+    _bridge("GPT-OSS-120B, 26.04.01, B200", GPT_OSS_120B, 64, 1, 1, 8, 1280, 4, False, 13568, BRIDGE_GPT_OSS, "b200"),
     MoeRun(
         "DeepSeek-V3 pre-training",
         DEEPSEEK_V3_REPORT,
-        deepseek_v3_model(),
+        DEEPSEEK_V3,
         "h800",
         2048,
         Layout(dp_shard=128, pp=16, ep=64, sharding=Sharding.ZERO1),

@@ -24,7 +24,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.model.block_rows import AttentionCore, BlockTable, Elementwise, Gemm, Part, RootTable, Saved, TpSplit
+from planner.model.block_rows import (
+    AttentionCore,
+    BlockTable,
+    Elementwise,
+    Gemm,
+    Part,
+    Recompute,
+    RootTable,
+    Saved,
+    TpSplit,
+)
 
 if TYPE_CHECKING:
     from planner.model.spec import ModelSpec
@@ -41,20 +51,26 @@ def _eager_rmsnorm(model: ModelSpec, hf_modules: bool) -> bool:
 
 
 def _norm_rows(
-    model: ModelSpec, name: str, hf_modules: bool, width: int | None = None, part: Part = Part.NORMS
+    model: ModelSpec,
+    name: str,
+    hf_modules: bool,
+    width: int | None = None,
+    part: Part = Part.NORMS,
+    recompute: Recompute | None = None,
 ) -> tuple[Elementwise, tuple[Saved, ...]]:
     """A norm's elementwise pass and saved tensors, ``width`` elements per token (hidden size).
 
     Eager RMSNorm moves ~18 elements per normalised element forward (fused ~4) and saves the
     fp32 upcast plus the normalised value (3 compute-dtype units), a fused norm its input (1);
     both on 1/tp of the sequence under sequence parallelism. Its output, gathered for the next
-    column-parallel linear, is saved whole.
+    column-parallel linear, is saved whole, unless the stack recomputes the norm (``recompute``:
+    output-discarding, so the pass runs again and the input stays).
     """
     w, eager = width or model.hidden_size, _eager_rmsnorm(model, hf_modules)
-    pass_ = Elementwise(name, part, (18 if eager else 4) * w, params=_norm_params(model, w))
+    pass_ = Elementwise(name, part, (18 if eager else 4) * w, params=_norm_params(model, w), recompute=recompute)
     saved = (
         Saved(f"{name} internals", part, (3 if eager else 1) * w),
-        Saved(f"{name} output (gathered)", part, w, tp_split=False, linear_input=True),
+        Saved(f"{name} output (gathered)", part, w, tp_split=False, linear_input=True, recompute=recompute),
     )
     return pass_, saved
 
@@ -89,41 +105,48 @@ def _latent_attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     """DeepSeek MLA. The down projections are replicated under tensor parallelism (as in
     Megatron-Core's MLA), the up projections column-parallel. Saved for backward besides q, k, v:
     the normalised query latent and the key/value latent (kv_lora_rank + the shared rotary key:
-    what an inference KV cache keeps per token)."""
+    what an inference KV cache keeps per token). Megatron-Core's ``mla_up_proj`` recompute
+    (``Recompute.MLA_UP_PROJ``: its latent norms are fused into the up projections) drops q, k,
+    v and the normalised latents and runs the up projections and rotary again in backward
+    (megatron/core/transformer/multi_latent_attention.py ``qkv_up_checkpoint``)."""
     assert model.mla is not None
-    h, heads, mla = model.hidden_size, model.num_heads, model.mla
+    h, heads, mla, up = model.hidden_size, model.num_heads, model.mla, Recompute.MLA_UP_PROJ
     qk, nope = model.dim_head, model.dim_head - mla.qk_rope_head_dim
     rows = _Rows()
     if mla.q_lora_rank is None:
-        rows += _Rows(gemms=(Gemm("q", Part.ATTENTION, h, heads * qk, TpSplit.COLUMN),))
+        rows += _Rows(gemms=(Gemm("q", Part.ATTENTION, h, heads * qk, TpSplit.COLUMN, recompute=up),))
     else:
-        norm, norm_saved = _norm_rows(model, "q latent norm", hf_modules, mla.q_lora_rank, Part.ATTENTION)
+        norm, norm_saved = _norm_rows(model, "q latent norm", hf_modules, mla.q_lora_rank, Part.ATTENTION, up)
         rows += _Rows(
             gemms=(
                 Gemm("q down", Part.ATTENTION, h, mla.q_lora_rank, TpSplit.NONE),
-                Gemm("q up", Part.ATTENTION, mla.q_lora_rank, heads * qk, TpSplit.COLUMN),
+                Gemm("q up", Part.ATTENTION, mla.q_lora_rank, heads * qk, TpSplit.COLUMN, recompute=up),
             ),
             saved=norm_saved,
             elementwise=(norm,),
         )
     latent = mla.kv_lora_rank + mla.qk_rope_head_dim
-    norm, norm_saved = _norm_rows(model, "kv latent norm", hf_modules, mla.kv_lora_rank, Part.ATTENTION)
+    norm, norm_saved = _norm_rows(model, "kv latent norm", hf_modules, mla.kv_lora_rank, Part.ATTENTION, up)
+    kv_up = heads * (nope + mla.v_head_dim)
     return rows + _Rows(
         gemms=(
             Gemm("kv down", Part.ATTENTION, h, latent, TpSplit.NONE),
-            Gemm("kv up", Part.ATTENTION, mla.kv_lora_rank, heads * (nope + mla.v_head_dim), TpSplit.COLUMN),
+            Gemm("kv up", Part.ATTENTION, mla.kv_lora_rank, kv_up, TpSplit.COLUMN, recompute=up),
             Gemm("o", Part.ATTENTION, heads * mla.v_head_dim, h, TpSplit.ROW),
         ),
         saved=(
             Saved("kv latent", Part.ATTENTION, latent, tp_split=False),
             *norm_saved,
-            Saved("q", Part.ATTENTION, heads * qk),
-            Saved("k", Part.ATTENTION, heads * qk, cp_gathered=True),
-            Saved("v", Part.ATTENTION, heads * mla.v_head_dim, cp_gathered=True),
+            Saved("q", Part.ATTENTION, heads * qk, recompute=up),
+            Saved("k", Part.ATTENTION, heads * qk, cp_gathered=True, recompute=up),
+            Saved("v", Part.ATTENTION, heads * mla.v_head_dim, cp_gathered=True, recompute=up),
             Saved("attention output", Part.ATTENTION, heads * mla.v_head_dim),
             Saved("log-sum-exp", Part.ATTENTION, heads, fp32=True),
         ),
-        elementwise=(norm, Elementwise("rotary", Part.OTHER, 10 * (heads + 1) * mla.qk_rope_head_dim)),
+        elementwise=(
+            norm,
+            Elementwise("rotary", Part.OTHER, 10 * (heads + 1) * mla.qk_rope_head_dim, recompute=up),
+        ),
     )
 
 
@@ -233,7 +256,9 @@ def _block_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     }[model.norm_placement]
     rows = _Rows()
     for name in names:
-        pass_, saved = _norm_rows(model, name, hf_modules)
+        # Megatron-Core's "layernorm" recompute covers input_layernorm and pre_mlp_layernorm.
+        recompute = Recompute.LAYERNORM if name in ("attention norm", "mlp norm") else None
+        pass_, saved = _norm_rows(model, name, hf_modules, recompute=recompute)
         rows += _Rows(saved=saved, elementwise=(pass_,))
     return rows
 

@@ -16,6 +16,15 @@ class TpSplit(StrEnum):
     NONE = "none"  # replicated (the MoE router)
 
 
+class Recompute(StrEnum):
+    """Output-discarding selective recompute: the tensors a module's backward rebuilds instead of
+    saving, named as Megatron-Core's ``TransformerConfig.recompute_modules`` (megatron/core/
+    transformer/transformer_config.py) and switched on by ``ModelingSettings.recompute_modules``."""
+
+    LAYERNORM = "layernorm"  # the block's input and pre-MLP norms: their outputs
+    MLA_UP_PROJ = "mla_up_proj"  # MLA's latent norms, q/kv up projections and rotary: q, k, v
+
+
 class Part(StrEnum):
     """Which share of the block a row belongs to (the breakdowns the consumers report)."""
 
@@ -46,6 +55,8 @@ class Gemm:
     tied: bool = False  # shares its weight with another row (tied LM head): no parameters of its own
     # Part of the shape-aware GEMM time (step_time.block_gemm_time_per_token).
     timed: bool = True
+    # Run again in backward where the stack recomputes this module (its output is not saved).
+    recompute: Recompute | None = None
 
     @property
     def params(self) -> int:
@@ -127,6 +138,8 @@ class Saved:
     # A gated activation's output that a fused kernel saving only its input recomputes in
     # backward (``ModelingSettings.fused_glu_saves_input_only``).
     fused_glu_output: bool = False
+    # Dropped and rebuilt in backward where the stack recomputes this module.
+    recompute: Recompute | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,8 @@ class Elementwise:
     params: int = 0  # norm weights (+ biases)
     tp_split: bool = True  # runs on 1/tp of the sequence (sequence parallelism) or of the heads/ffn
     copies: int = 1
+    # Run again in backward where the stack recomputes this module.
+    recompute: Recompute | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +206,10 @@ class BlockTable:
         """Forward elementwise traffic per token of the tp-split passes (all of them today)."""
         assert all(e.tp_split for e in self.elementwise), "step_time assumes every pass is tp-split"
         return sum(e.elements * e.copies for e in self.elementwise)
+
+    def recomputed_elementwise_elements(self, modules: frozenset[Recompute]) -> int:
+        """Forward elementwise traffic per token that the recomputed ``modules`` run again."""
+        return sum(e.elements * e.copies for e in self.elementwise if e.recompute in modules)
 
 
 @dataclass(frozen=True)

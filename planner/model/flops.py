@@ -73,11 +73,22 @@ def head_recompute_fraction(c: Candidates, s: ModelingSettings) -> np.ndarray:
     return np.where(chunked_loss(c, s), 1.0, 0.0)
 
 
+def recomputed_module_flops_per_token(model: ModelSpec, s: ModelingSettings) -> float:
+    """Forward GEMM FLOPs per token of the modules the stack recomputes (``s.recompute_modules``:
+    MLA's up projections), all blocks: 2 per weight."""
+    weights = sum(
+        n * sum(g.active_weights for g in table.gemms if g.recompute in s.recompute_modules)
+        for n, table in layer_tables(model)
+    )
+    return 2.0 * weights
+
+
 def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Model FLOPs plus the recomputed block forwards and LM head: the HFU numerator."""
+    """Model FLOPs plus the recomputed block forwards, modules and LM head: the HFU numerator."""
     f = forward_flops_per_token(model, c.seq_len, s)
     return (
         3.0 * f.forward
         + recompute_fraction(c) * (f.block_matmul + f.attention)
+        + (1.0 - recompute_fraction(c)) * recomputed_module_flops_per_token(model, s)
         + head_recompute_fraction(c, s) * f.lm_head
     )

@@ -252,12 +252,14 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True,
 
 def native_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None):
     """``saved_bytes`` of native block rows as the stack keeps them: a fused gated activation
-    that saves only its input drops its output (``fused_glu_saves_input_only``); FP8 linears that
-    save their quantised input (``fp8_saves_float8_linear_inputs``) keep the linear-only inputs
-    in 1 byte and add a 1-byte copy of the shared ones."""
+    that saves only its input drops its output (``fused_glu_saves_input_only``), a recomputed
+    module its outputs (``recompute_modules``); FP8 linears that save their quantised input
+    (``fp8_saves_float8_linear_inputs``) keep the linear-only inputs in 1 byte and add a 1-byte
+    copy of the shared ones."""
     dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
     whole = dtype if whole_dtype is None else whole_dtype
     rows = tuple(t for t in rows if not (s.fused_glu_saves_input_only and t.fused_glu_output))
+    rows = tuple(t for t in rows if t.recompute not in s.recompute_modules)
     float8 = (c.precision == PREC_FP8) & s.fp8_saves_float8_linear_inputs
     linear_dtype, linear_whole = np.where(float8, FP8_BYTES, dtype), np.where(float8, FP8_BYTES, whole)
     total = np.zeros(len(c))
@@ -312,15 +314,17 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
     native, hf = block_table(model), block_table(model, hf_modules=True)
     load = busiest_rank_load(c, s)  # MoE: the busiest ep rank's routed copies over the mean
-    saved = {
-        part.value: _saved_by_impl(
-            native.saved_in(part), hf.saved_in(part), c, s, kv_tokens_per_token, whole_dtype=tp_gathered_bytes(c, s)
-        )
-        * (load if any(t.routed for t in native.saved_in(part)) else 1.0)
-        for part in native.saved_parts
-    }
-    if model.is_moe and s.moe_grouped_mlp:  # the MLP rows of an MoE block are all routed
-        saved[Part.MLP.value] = grouped_mlp_saved_bytes_per_token(model, c, s) * load
+
+    def kept(part: Part, routed: bool) -> np.ndarray:
+        native_rows, hf_rows = (tuple(t for t in table.saved_in(part) if t.routed == routed) for table in (native, hf))
+        return _saved_by_impl(native_rows, hf_rows, c, s, kv_tokens_per_token, whole_dtype=tp_gathered_bytes(c, s))
+
+    saved = {}
+    for part in native.saved_parts:
+        # A grouped expert MLP saves its own set per routed copy; the shared experts stay local.
+        grouped = part == Part.MLP and model.is_moe and s.moe_grouped_mlp
+        routed = grouped_mlp_saved_bytes_per_token(model, c, s) if grouped else kept(part, True)
+        saved[part.value] = kept(part, False) + routed * load
     saved[Part.ATTENTION.value] = saved[Part.ATTENTION.value] + score_saved_bytes_per_token(model, c, s)
     return saved
 
@@ -362,10 +366,13 @@ def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, rank:
 
 
 def recompute_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """A checkpointed block re-materialises its activations during its own backward."""
+    """A checkpointed block re-materialises its activations during its own backward, and a
+    recomputed module (``s.recompute_modules``) the outputs it did not save."""
     tokens = c.micro_batch * c.seq_len / c.cp
     full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
-    return np.where(c.ac == AC_NONE, 0.0, full)
+    rebuilt = [t for t in block_table(model).saved if t.recompute in s.recompute_modules]
+    modules = native_saved_bytes(tuple(rebuilt), c, s.but(recompute_modules=frozenset())) * tokens
+    return np.where(c.ac == AC_NONE, 0.0, full) + modules
 
 
 def gathered_kv_grad_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:

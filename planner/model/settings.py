@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from planner.model.block_rows import Recompute
 from planner.units import GIB, MIB
 
 
@@ -188,6 +189,10 @@ class ModelingSettings:
     # change: flash attention saves none. The published Megatron-LM rows that name it are read
     # as no recompute otherwise (validation/published_rows.py ``recompute_for``).
     recompute_attention_core: bool = False
+    # Output-discarding recompute of whole modules (Megatron-Core ``recompute_modules``; rows
+    # tagged in planner/model/block.py): their outputs are not saved, and their GEMMs and passes
+    # run once more in backward. trainplan's trainer recomputes none of them.
+    recompute_modules: frozenset[Recompute] = frozenset()
     # Blocks whose saved activations go to host memory during the forward (Megatron-Core's
     # ``cpu_offloading_num_layers``, TransformerEngine cpu_offload.py): at the forward's end
     # only the other blocks' activations are on the device. Megatron allows it at pp 1 without
@@ -492,8 +497,11 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
     # Each token's experts lie on at most 4 nodes; it crosses InfiniBand once per node and is
     # forwarded over NVLink (sec. 2.1.2, 3.2.2).
     moe_max_nodes_per_token=4,
-    # The SwiGLU inputs are cached in FP8 and its output recomputed in backward (sec. 3.3.4).
+    # The SwiGLU inputs are cached in FP8 and its output recomputed in backward (sec. 3.3.4) ...
     moe_recompute_activation=True,
+    # ... and "all RMSNorm operations and MLA up-projections" recomputed in backward (sec. 3.2.3),
+    # as Megatron-Core's "layernorm" and "mla_up_proj" modules (the latent norms are part of it).
+    recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MLA_UP_PROJ}),
     moe_fp8_activation_cache=True,
     # AdamW moments in BF16 (sec. 3.3.4, "Low-Precision Optimizer States"); master weights and
     # the gradients accumulated over the batch stay FP32 (same section). The accumulation buffer

@@ -52,10 +52,11 @@ class TimeBreakdown:
 
 
 def block_gemm_time_per_token(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, routed_only: bool = False
+    model: ModelSpec, c: Candidates, s: ModelingSettings, routed_only: bool = False, recomputed_only: bool = False
 ) -> np.ndarray:
     """Forward GEMM seconds per token for one block, shape-aware, split by tp (``routed_only``:
-    the routed experts' GEMMs alone).
+    the routed experts' GEMMs alone; ``recomputed_only``: those of the modules the stack
+    recomputes in backward, ``s.recompute_modules``).
 
     The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token at
     the GPU's large-GEMM rate (``rates.gemm_rate``) times the shape factor of its dims; MoE runs
@@ -67,6 +68,8 @@ def block_gemm_time_per_token(
     seconds: Any = np.zeros(len(c))
     for gemm in block_table(model).gemms:
         if not gemm.timed or (routed_only and gemm.experts <= 1):
+            continue
+        if recomputed_only and gemm.recompute not in s.recompute_modules:
             continue
         d_in, d_out = gemm.local_dims(c.tp)
         seconds = seconds + 2.0 * d_in * d_out * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
@@ -125,6 +128,18 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     return {term: np.choose(slowest, [terms[term] for terms in per_rank]) for term in per_rank[0]}
 
 
+def recomputed_module_work(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, block_tokens
+) -> tuple[np.ndarray, np.ndarray]:
+    """(GEMM seconds, eager elementwise bytes) of the modules the stack recomputes in backward
+    (``s.recompute_modules``) over ``block_tokens`` token-blocks: one more forward of their
+    GEMMs and passes, in the blocks no checkpoint already re-runs whole."""
+    share = 1.0 - recompute_fraction(c)
+    gemms = block_gemm_time_per_token(model, c, s, recomputed_only=True) / rates.fp8_forward_gemm_speedup(c, s)
+    passes = block_table(model).recomputed_elementwise_elements(s.recompute_modules) / c.tp * compute_dtype_bytes(c)
+    return block_tokens * share * gemms, block_tokens * share * passes
+
+
 def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers, head_on) -> dict[str, np.ndarray]:
     """GPU seconds of one micro-batch's forward + backward on a rank of ``n_layers`` blocks, with
     the LM head and loss where ``head_on``."""
@@ -135,6 +150,8 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     # backward GEMMs at the catalog's rate.
     gemm_passes = (1.0 + recompute_fraction(c)) / rates.fp8_forward_gemm_speedup(c, s) + 2.0
     blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * gemm_passes
+    module_gemms, module_passes = recomputed_module_work(model, c, s, n_layers * tokens)
+    blocks = blocks + module_gemms
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
     head_rate = np.where(c.precision == PREC_FP8, rates.bf16_gemm_rate(c, s), rates.gemm_rate(c, s))
     lm_head = root_table(model).lm_head
@@ -165,6 +182,7 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     attention = np.where(flash_attention_on(model, c, s), flash, unfused)
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
+    elementwise = elementwise + module_passes * fused
     fp8_casts = n_layers * tokens * fp8_cast_bytes_per_token(model, c, s) * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
     # Passes around the embedding and head (Gemma's embedding scaling, the logit soft-cap).
