@@ -4,7 +4,7 @@
     python bench/validate_heldout.py --write-docs   # also refresh docs/validation.md
 
 Published rows: the settings fitted on published rows are re-fitted leaving out the generation
-scored (validation.heldout). H200 runs: leave-one-run-out of the five H200-fitted settings.
+scored (validation.heldout). H200 runs: leave-one-run-out of the H200-fitted settings (``H200_GRID``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from validation.docs import replace_marked_block
 from validation.heldout import (
     GENERATION_ORDER,
+    H200_GRID,
     HeldOut,
     h200_leave_one_out,
     published_leave_one_generation_out,
@@ -38,18 +39,14 @@ def _table(items: list[HeldOut], key, title: str, fitted: bool = False) -> list[
     return lines
 
 
-def _model(item: HeldOut) -> str:
-    return item.name.split(" ", 1)[1]  # "<row id> <model name>"
-
-
 def same_model_across_generations(items: list[HeldOut]) -> list[HeldOut]:
     """The published rows of models measured on more than one GPU generation: the same recipe
     across GPUs separates a per-generation bias from a per-model one."""
     published = [i for i in items if i.source != "calibration"]
     generations: dict[str, set[str]] = {}
     for item in published:
-        generations.setdefault(_model(item), set()).add(item.generation)
-    return [i for i in published if len(generations[_model(i)]) > 1]
+        generations.setdefault(item.model, set()).add(item.generation)
+    return [i for i in published if len(generations[i.model]) > 1]
 
 
 def render() -> str:
@@ -61,10 +58,12 @@ def render() -> str:
     lines += ["", *_table(items, lambda i: f"{i.generation} {i.source}", "generation, source")]
     shared = same_model_across_generations(items)
     lines += ["", "The same model on more than one generation:", ""]
-    lines += _table(shared, lambda i: f"{i.generation} {_model(i)}", "generation, model")
+    lines += _table(shared, lambda i: f"{i.generation} {i.model}", "generation, model")
     lines += ["", "Settings re-fitted without the generation scored:", ""]
     lines += [f"- {f}" for f in fits if not f.startswith("H200")]
-    lines += ["- H200: the five H200 settings re-fitted on the other eight runs for each run (bench/crossval_h200.py)"]
+    lines += [
+        f"- H200: the {len(H200_GRID)} H200 settings re-fitted on the other runs for each run (bench/crossval_h200.py)"
+    ]
     lines += ["", "**Fitted** (the shipped settings, fitted on all rows; not a held-out figure):", ""]
     lines += _table(items, lambda i: i.generation, "GPU generation", fitted=True)
     return "\n".join(lines)

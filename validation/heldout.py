@@ -73,6 +73,7 @@ class HeldOut:
     generation: str
     source: str
     name: str
+    model: str  # the model's name (rows of one model compare across generations)
     error: float  # (predicted - measured) / measured tokens/s (H200: step-time based, same sign)
     fitted_error: float  # with the shipped settings (fitted on everything)
     fit: dict[str, float]  # the settings re-fitted without this generation
@@ -105,6 +106,7 @@ def published_leave_one_generation_out(runs: list[PublishedRun]) -> list[HeldOut
                     generation=gen,
                     source=run.source,
                     name=f"{run.row_id} {run.model_name}",
+                    model=run.model_name,
                     error=float(errors[best, i]) if uses and best is not None else fitted.error,
                     fitted_error=fitted.error,
                     fit=choices[best] if uses and best is not None else {},
@@ -147,6 +149,7 @@ def h200_leave_one_out(settings: ModelingSettings = DEFAULT_SETTINGS) -> list[He
             generation="H200",
             source="calibration",
             name=fold.row.name,
+            model=fold.row.model.name,
             error=_tokens_error(fold.step_error),
             fitted_error=_tokens_error(fitted.error),
             fit=fold.fit,

@@ -78,6 +78,16 @@ def block_gemm_time_per_token(
     return seconds
 
 
+def forward_gemm_time_per_token(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, routed_only: bool = False, recomputed_only: bool = False
+) -> np.ndarray:
+    """``block_gemm_time_per_token`` of a forward pass: the FP8 recipes run forward GEMMs at
+    fast accumulation (``rates.fp8_forward_gemm_speedup``), the backward ones at the catalog's
+    rate."""
+    gemms = block_gemm_time_per_token(model, c, s, routed_only=routed_only, recomputed_only=recomputed_only)
+    return gemms / rates.fp8_forward_gemm_speedup(c, s)
+
+
 def fp8_cast_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """HBM bytes per token and block of the FP8 recipe's casts (forward + backward): every timed
     GEMM's input and output-gradient elements are scaled and cast (``fp8_cast_bytes_per_element``)."""
@@ -135,7 +145,7 @@ def recomputed_module_work(
     (``s.recompute_modules``) over ``block_tokens`` token-blocks: one more forward of their
     GEMMs and passes, in the blocks no checkpoint already re-runs whole."""
     share = 1.0 - recompute_fraction(c)
-    gemms = block_gemm_time_per_token(model, c, s, recomputed_only=True) / rates.fp8_forward_gemm_speedup(c, s)
+    gemms = forward_gemm_time_per_token(model, c, s, recomputed_only=True)
     passes = block_table(model).recomputed_elementwise_elements(s.recompute_modules) / c.tp * compute_dtype_bytes(c)
     return block_tokens * share * gemms, block_tokens * share * passes
 
@@ -146,10 +156,9 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     tokens = c.micro_batch * c.seq_len / c.cp
     head_share = np.where(head_on, 1.0, 0.0)
     passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
-    # The forward passes (and their recompute) at the FP8 recipes' fast accumulation, the two
-    # backward GEMMs at the catalog's rate.
-    gemm_passes = (1.0 + recompute_fraction(c)) / rates.fp8_forward_gemm_speedup(c, s) + 2.0
-    blocks = n_layers * tokens * block_gemm_time_per_token(model, c, s) * gemm_passes
+    # The forward pass and its recompute, then the backward's two GEMMs (data and weight gradient).
+    forward = forward_gemm_time_per_token(model, c, s) * (1.0 + recompute_fraction(c))
+    blocks = n_layers * tokens * (forward + 2.0 * block_gemm_time_per_token(model, c, s))
     module_gemms, module_passes = recomputed_module_work(model, c, s, n_layers * tokens)
     blocks = blocks + module_gemms
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
@@ -239,8 +248,7 @@ def host_sync_exposed_s(model: ModelSpec, c: Candidates, s: ModelingSettings) ->
     """
     host = moe.post_sync_host_s(model, c, s)
     tokens = c.micro_batch * c.seq_len / c.cp
-    gemms = tokens * block_gemm_time_per_token(model, c, s, routed_only=True) * c.compute_time_factor
-    gemms = gemms / rates.fp8_forward_gemm_speedup(c, s)  # forward GEMMs
+    gemms = tokens * forward_gemm_time_per_token(model, c, s, routed_only=True) * c.compute_time_factor
     gpu = gemms + moe.one_all_to_all_s(model, c, s, compute_dtype_bytes(c))
     forwards = layers_per_stage(model, c) * c.grad_accum * (1.0 + recompute_fraction(c))
     return forwards * np.maximum(host - gpu, 0.0)

@@ -46,6 +46,6 @@ def test_each_generation_is_scored_with_settings_fitted_on_the_others(monkeypatc
 
 
 def test_summary_means():
-    items = [heldout.HeldOut("H100", "S14", str(k), e, e, {}) for k, e in enumerate((0.1, -0.3))]
+    items = [heldout.HeldOut("H100", "S14", str(k), "llama", e, e, {}) for k, e in enumerate((0.1, -0.3))]
     (s,) = heldout.summarise(items, lambda i: i.generation)
     assert (s.rows, round(s.mean_signed, 6), round(s.mean_abs, 6), s.worst) == (2, -0.1, 0.2, -0.3)
