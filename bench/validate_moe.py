@@ -42,6 +42,8 @@ def render(comparisons: list[MoeComparison]) -> str:
     lines += ["", _summary("Held out", comparisons)]
     for gpu in dict.fromkeys(c.run.gpu for c in comparisons):
         lines.append(f"- {_summary(gpu, [c for c in comparisons if c.run.gpu == gpu])}")
+    for model in dict.fromkeys(c.run.model.name for c in comparisons):
+        lines.append(f"- {_summary(model, [c for c in comparisons if c.run.model.name == model])}")
     return "\n".join(lines)
 
 

@@ -61,6 +61,9 @@ BRIDGE_MOE_FLEX = BRIDGE_MOE_BENCHMARK.but(moe_hierarchical_dispatch=True)
 BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(
     recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
 )
+# ... and its Blackwell recipes (v0.4.0 B200_BF16_V2, GB200_BF16_V2) with the flex dispatcher on
+# HybridEP, as BRIDGE_MOE_FLEX.
+BRIDGE_GPT_OSS_FLEX = BRIDGE_GPT_OSS.but(moe_hierarchical_dispatch=True)
 
 # Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads / 4 kv heads of 128, 128 experts
 # of width 768 (moe_intermediate_size), 8 per token, vocabulary 151936, untied.
@@ -195,7 +198,12 @@ DEEPSEEK_V3_GPU_HOURS = 2_664_000
 # of attn / moe_router / moe_preprocess, no recompute; MXFP8 read as the FP8 recipe, its block
 # scales not modelled) and GPT-OSS-120B B200_BF16_V2 (64 GPUs, PP 1, EP 8, MBS 4, GBS 1280,
 # HybridEP, recompute layernorm + moe_act, no CUDA graphs). The 26.02 rows are left out (their
-# tables state EP 64 and MBS 1 layouts whose v0.3.x recipes differ), as are GB200 / GB300 (NVL72).
+# tables state EP 64 and MBS 1 layouts whose v0.3.x recipes differ).
+# DGX-GB200 rows of the same containers, inside one NVL72 domain: Qwen3-30B-A3B GB200_FP8_MX_V1
+# (8 GPUs, MBS 4, HybridEP, CUDA graphs of moe_router / moe_preprocess) and GPT-OSS-120B
+# GB200_BF16_V2 (64 GPUs, EP 64, MBS 4, HybridEP, recompute layernorm + moe_act, and
+# moe_a2a_overlap on). Left out: the 26.06 rows (Megatron-FSDP and MXFP8 GPT-OSS, recipes not read)
+# and GB300 / B300 (not in the catalog).
 A2A_OVERLAP_NOTE = "recipe: moe_a2a_overlap on; its host cost (PR #1760) and the hidden all-to-all are not modelled"
 
 
@@ -218,8 +226,46 @@ MOE_RUNS: tuple[MoeRun, ...] = (
     _bridge("GPT-OSS-120B, 26.04.01", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5824, BRIDGE_GPT_OSS),
     _bridge("Qwen3-30B-A3B, 26.04, B200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 26859, BRIDGE_MOE_FLEX, "b200"),
     _bridge("Qwen3-30B-A3B, 26.04.01, B200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 27136, BRIDGE_MOE_FLEX, "b200"),
-    _bridge("GPT-OSS-120B, 26.04, B200", GPT_OSS_120B, 64, 1, 1, 8, 1280, 4, False, 13045, BRIDGE_GPT_OSS, "b200"),
-    _bridge("GPT-OSS-120B, 26.04.01, B200", GPT_OSS_120B, 64, 1, 1, 8, 1280, 4, False, 13568, BRIDGE_GPT_OSS, "b200"),
+    _bridge("GPT-OSS-120B, 26.04, B200", GPT_OSS_120B, 64, 1, 1, 8, 1280, 4, False, 13045, BRIDGE_GPT_OSS_FLEX, "b200"),
+    _bridge(
+        "GPT-OSS-120B, 26.04.01, B200", GPT_OSS_120B, 64, 1, 1, 8, 1280, 4, False, 13568, BRIDGE_GPT_OSS_FLEX, "b200"
+    ),
+    _bridge("Qwen3-30B-A3B, 26.04, GB200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 26032, BRIDGE_MOE_FLEX, "gb200"),
+    _bridge("Qwen3-30B-A3B, 26.04.01, GB200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 26112, BRIDGE_MOE_FLEX, "gb200"),
+    _noted(
+        _bridge(
+            "GPT-OSS-120B, 26.04, GB200",
+            GPT_OSS_120B,
+            64,
+            1,
+            1,
+            64,
+            1280,
+            4,
+            False,
+            15938,
+            BRIDGE_GPT_OSS_FLEX,
+            "gb200",
+        ),
+        A2A_OVERLAP_NOTE,
+    ),
+    _noted(
+        _bridge(
+            "GPT-OSS-120B, 26.04.01, GB200",
+            GPT_OSS_120B,
+            64,
+            1,
+            1,
+            64,
+            1280,
+            4,
+            False,
+            16640,
+            BRIDGE_GPT_OSS_FLEX,
+            "gb200",
+        ),
+        A2A_OVERLAP_NOTE,
+    ),
     MoeRun(
         "DeepSeek-V3 pre-training",
         DEEPSEEK_V3_REPORT,
