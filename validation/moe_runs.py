@@ -202,8 +202,9 @@ DEEPSEEK_V3_GPU_HOURS = 2_664_000
 # DGX-GB200 rows of the same containers, inside one NVL72 domain: Qwen3-30B-A3B GB200_FP8_MX_V1
 # (8 GPUs, MBS 4, HybridEP, CUDA graphs of moe_router / moe_preprocess) and GPT-OSS-120B
 # GB200_BF16_V2 (64 GPUs, EP 64, MBS 4, HybridEP, recompute layernorm + moe_act, and
-# moe_a2a_overlap on). Left out: the 26.06 rows (Megatron-FSDP and MXFP8 GPT-OSS, recipes not read)
-# and GB300 / B300 (not in the catalog).
+# moe_a2a_overlap on). Left out: the 26.06 rows (v0.5.0 recipes: full-iteration CUDA graphs, the
+# fused CuTe DSL grouped MLP and FP8 attention, none expressed here) and GB300 / B300 (not in the
+# catalog).
 A2A_OVERLAP_NOTE = "recipe: moe_a2a_overlap on; its host cost (PR #1760) and the hidden all-to-all are not modelled"
 
 
