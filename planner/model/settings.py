@@ -149,8 +149,9 @@ class ModelingSettings:
     offload_bytes_per_param: float = 8.0
     host_link_bandwidth: float = 25e9
     # --- memory ----------------------------------------------------------------------------
-    # Bytes per gradient element held for the step: fp32 (trainplan's FSDP2 reduce dtype,
-    # Megatron's grad_reduce_in_fp32). 2: bf16 gradient buffers.
+    # Bytes per gradient element held for the step and moved by the data-parallel reductions:
+    # fp32 (trainplan's FSDP2 reduce dtype, Megatron's grad_reduce_in_fp32). 2: bf16 gradient
+    # buffers, reduced in bf16.
     grad_bytes: float = 4.0
     # AdamW's exp_avg + exp_avg_sq per parameter: fp32 (8); bf16 moments halve it.
     adam_state_bytes: float = 8.0

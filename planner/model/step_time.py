@@ -293,7 +293,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
     # Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
     # ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
-    # reduce-scatter fp32 gradients after every micro-batch (they stay sharded); ZeRO-1 and
+    # reduce-scatter gradients (``s.grad_bytes`` each) after every micro-batch (they stay sharded); ZeRO-1 and
     # pipelines accumulate locally and reduce once. Each pass is one collective per block
     # (+ one for the root), each paying the ring latency. DDP all-reduces once per step.
     calls = n_layers + 1
@@ -302,7 +302,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
 
     def sharded(params, n, link, calls):
         return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(
-            params * 4.0, n, link, calls
+            params * s.grad_bytes, n, link, calls
         )
 
     # With ep > 1 a block's experts are their own FSDP unit over the expert shard group (ranks
@@ -316,8 +316,8 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
         + sharded(experts, c.expert_shard_group, expert_link, n_layers),
         sharded(local_params, c.shard_group, shard_link, calls),
     )
-    replicated_dp = comm.all_reduce_s(local_params * 4.0, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
-    hsdp = reductions * comm.all_reduce_s(local_params * 4.0 / c.shard_group, c.dp_replicate, replicate_link)
+    replicated_dp = comm.all_reduce_s(local_params * s.grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
+    hsdp = reductions * comm.all_reduce_s(local_params * s.grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
     # backward, as many more when recomputing; each is an all-gather (the block input forward,
