@@ -316,7 +316,9 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
         + sharded(experts, c.expert_shard_group, expert_link, n_layers),
         sharded(local_params, c.shard_group, shard_link, calls),
     )
-    replicated_dp = comm.all_reduce_s(local_params * s.grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
+    replicated_dp = comm.all_reduce_s(
+        local_params * s.grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s)
+    )
     hsdp = reductions * comm.all_reduce_s(local_params * s.grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
