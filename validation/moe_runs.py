@@ -26,7 +26,7 @@ from planner.model.spec import ModelSpec
 from planner.search.candidates import single
 
 MEGATRON_BRIDGE_ARCHIVE = (
-    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100 and DGX-B200 tables; "
+    "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100, DGX-B200 and DGX-GB200 tables; "
     "'In MoE training benchmarks, we force-balance the token distribution among experts')"
 )
 DEEPSEEK_V3_REPORT = "DeepSeek-AI 2024, DeepSeek-V3 Technical Report, arXiv:2412.19437"

@@ -14,7 +14,7 @@ import numpy as np
 from planner.model.block import attended_keys, block_table, layer_tables, root_table
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import AC_FULL, AC_SELECTIVE, Candidates
+from planner.search.candidates import AC_FULL, AC_SELECTIVE, IMPL_HF, Candidates
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,13 @@ def recompute_fraction(c: Candidates) -> np.ndarray:
     return np.select([c.ac == AC_FULL, c.ac == AC_SELECTIVE], [1.0, 0.5], 0.0)
 
 
+def module_recompute_share(c: Candidates) -> np.ndarray:
+    """Share of the blocks whose recomputed modules (``ModelingSettings.recompute_modules``) run
+    again in backward: the native blocks a checkpoint does not already re-run whole. Hugging Face
+    modules recompute none (the stack's module recompute is Megatron-Core's)."""
+    return (1.0 - recompute_fraction(c)) * (c.impl != IMPL_HF)
+
+
 def chunked_loss(c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Where the LM head + loss runs over token chunks (``s.loss_chunk_tokens``): wherever the
     head is not tensor-parallel, as trainer/loss.py does (with tp > 1 it keeps the full local
@@ -89,6 +96,6 @@ def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSetting
     return (
         3.0 * f.forward
         + recompute_fraction(c) * (f.block_matmul + f.attention)
-        + (1.0 - recompute_fraction(c)) * recomputed_module_flops_per_token(model, s)
+        + module_recompute_share(c) * recomputed_module_flops_per_token(model, s)
         + head_recompute_fraction(c, s) * f.lm_head
     )

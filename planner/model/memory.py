@@ -256,10 +256,19 @@ def native_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_t
     module its outputs (``recompute_modules``); FP8 linears that save their quantised input
     (``fp8_saves_float8_linear_inputs``) keep the linear-only inputs in 1 byte and add a 1-byte
     copy of the shared ones."""
+    rows = tuple(t for t in rows if not (s.fused_glu_saves_input_only and t.fused_glu_output))
+    every = _stack_saved_bytes(rows, c, s, kv_tokens_per_token, whole_dtype)
+    if not s.recompute_modules:
+        return every
+    # Only native blocks recompute modules (flops.module_recompute_share): HF ones save them all.
+    kept = tuple(t for t in rows if t.recompute not in s.recompute_modules)
+    return np.where(c.impl == IMPL_HF, every, _stack_saved_bytes(kept, c, s, kv_tokens_per_token, whole_dtype))
+
+
+def _stack_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token, whole_dtype) -> np.ndarray:
+    """``native_saved_bytes`` of rows already filtered: the FP8 linear-input rule."""
     dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
     whole = dtype if whole_dtype is None else whole_dtype
-    rows = tuple(t for t in rows if not (s.fused_glu_saves_input_only and t.fused_glu_output))
-    rows = tuple(t for t in rows if t.recompute not in s.recompute_modules)
     float8 = (c.precision == PREC_FP8) & s.fp8_saves_float8_linear_inputs
     linear_dtype, linear_whole = np.where(float8, FP8_BYTES, dtype), np.where(float8, FP8_BYTES, whole)
     total = np.zeros(len(c))
@@ -370,9 +379,12 @@ def recompute_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     recomputed module (``s.recompute_modules``) the outputs it did not save."""
     tokens = c.micro_batch * c.seq_len / c.cp
     full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
-    rebuilt = [t for t in block_table(model).saved if t.recompute in s.recompute_modules]
-    modules = native_saved_bytes(tuple(rebuilt), c, s.but(recompute_modules=frozenset())) * tokens
-    return np.where(c.ac == AC_NONE, 0.0, full) + modules
+    checkpointed = np.where(c.ac == AC_NONE, 0.0, full)
+    if not s.recompute_modules:
+        return checkpointed
+    # What the modules did not save: the same rules with and without them (zero for HF blocks).
+    saved_all = sum(block_activation_bytes_per_token(model, c, s.but(recompute_modules=frozenset())).values())
+    return checkpointed + (saved_all * tokens - full)
 
 
 def gathered_kv_grad_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:

@@ -14,7 +14,12 @@ import numpy as np
 
 from planner.model import comm, moe, rates
 from planner.model.block import block_table, root_table
-from planner.model.flops import forward_flops_per_token, head_recompute_fraction, recompute_fraction
+from planner.model.flops import (
+    forward_flops_per_token,
+    head_recompute_fraction,
+    module_recompute_share,
+    recompute_fraction,
+)
 from planner.model.memory import (
     busiest_stage,
     busiest_stage_params,
@@ -143,8 +148,8 @@ def recomputed_module_work(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(GEMM seconds, eager elementwise bytes) of the modules the stack recomputes in backward
     (``s.recompute_modules``) over ``block_tokens`` token-blocks: one more forward of their
-    GEMMs and passes, in the blocks no checkpoint already re-runs whole."""
-    share = 1.0 - recompute_fraction(c)
+    GEMMs and passes, in the native blocks no checkpoint already re-runs whole."""
+    share = module_recompute_share(c)
     gemms = forward_gemm_time_per_token(model, c, s, recomputed_only=True)
     passes = block_table(model).recomputed_elementwise_elements(s.recompute_modules) / c.tp * compute_dtype_bytes(c)
     return block_tokens * share * gemms, block_tokens * share * passes
@@ -343,20 +348,21 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
-    pp = pp + tied_embedding_sync_s(model, c, pp_link)
+    pp = pp + tied_embedding_sync_s(model, c, pp_link, s)
     cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
     ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
 
 
-def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link) -> np.ndarray:
+def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link, s: ModelingSettings) -> np.ndarray:
     """A tied embedding split over the pipeline: once per step the first and the last pp rank
-    sum the gradient of their copies (trainer/pipeline.py ``TiedEmbeddingSync``), fp32 and
-    sharded as the step left it (by tp, and over the shard group from ZeRO-1 on)."""
+    sum the gradient of their copies (trainer/pipeline.py ``TiedEmbeddingSync``), in the
+    gradient dtype (``s.grad_bytes``) and sharded as the step left it (by tp, and over the shard
+    group from ZeRO-1 on)."""
     if not model.tied_embeddings:
         return np.zeros(len(c))
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
-    grad_bytes = model.vocab_size * model.hidden_size * 4.0 / c.tp / shard
+    grad_bytes = model.vocab_size * model.hidden_size * s.grad_bytes / c.tp / shard
     return np.where(c.pp > 1, comm.all_reduce_s(grad_bytes, np.full_like(c.pp, 2), pp_link), 0.0)
 
 

@@ -367,16 +367,22 @@ def test_all_gather_context_parallelism_keeps_the_whole_sequences_kv():
     assert gathered.time.breakdown_s.cp_comm > ring.time.breakdown_s.cp_comm > 0
 
 
-def test_gradient_reductions_move_the_stacks_gradient_dtype():
-    """ZeRO-1 reduces its gradients once per step in the gradient buffer's dtype (``grad_bytes``:
-    Megatron-Core's bf16 buffers with grad_reduce_in_fp32 off move 2 bytes, fp32 ones 4): the raw
-    data-parallel time is the parameter all-gather plus a reduce-scatter linear in those bytes."""
+@pytest.mark.parametrize(
+    "layout",
+    [Layout(dp_shard=64, sharding=Sharding.ZERO1), Layout(dp_replicate=64, sharding=Sharding.NONE)],
+    ids=["zero1", "ddp"],
+)
+def test_gradient_reductions_move_the_stacks_gradient_dtype(layout):
+    """Gradients are reduced once per step in the gradient buffer's dtype (``grad_bytes``:
+    Megatron-Core's bf16 buffers with grad_reduce_in_fp32 off move 2 bytes, fp32 ones 4): ZeRO-1's
+    reduce-scatter and DDP's all-reduce are linear in those bytes (ZeRO-1's parameter all-gather
+    is not)."""
     from planner.model.step_time import comm_times
     from planner.search.candidates import single
 
     gpu = CATALOG.gpu("h100-sxm")
-    layout = Layout(dp_shard=64, sharding=Sharding.ZERO1).resolve(64)
-    c = single(gpu, layout, TrainingConfig(seq_len=4096, grad_accum=4), gpus_per_node=8, network_bandwidth=50e9)
+    training = TrainingConfig(seq_len=4096, grad_accum=4)
+    c = single(gpu, layout.resolve(64), training, gpus_per_node=8, network_bandwidth=50e9)
     dp = {b: float(comm_times(LLAMA8B, c, DEFAULT_SETTINGS.but(grad_bytes=b)).dp[0]) for b in (0.0, 2.0, 4.0)}
     assert dp[0.0] < dp[2.0] < dp[4.0]
     assert dp[4.0] - dp[2.0] == pytest.approx(dp[2.0] - dp[0.0])

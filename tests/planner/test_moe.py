@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -190,7 +191,7 @@ def test_plan_for_a_deepseek_v3_sized_moe_on_2048_h100_uses_expert_parallelism()
 def test_published_moe_runs_are_predicted_with_their_stated_layouts():
     """The held-out MoE rows (validation/moe_runs.py): every layout is valid and scored; no bound
     on the error (docs/validation.md reports it)."""
-    from validation.moe_runs import compare_moe_runs
+    from validation.moe_runs import compare_moe_runs, predict_moe_run
 
     comparisons = compare_moe_runs()
     assert len(comparisons) == 18
@@ -198,9 +199,15 @@ def test_published_moe_runs_are_predicted_with_their_stated_layouts():
         assert c.run.layout.ep > 1 and np.isfinite(c.error) and 0 <= c.ep_comm_share < 1
         # They ran: the memory model must let them fit.
         assert c.fits, c.run.label
-    # DeepSeek-V3's row is the preset itself: MLA, the shared expert, the dense first layers.
-    deepseek = comparisons[-1].run.model
-    assert deepseek == get_preset("deepseek-v3") and deepseek.mla is not None and deepseek.dense_layers == 3
+    # DeepSeek-V3's row is the preset itself (MLA, the shared expert, the dense first layers), and
+    # it fits only because the report's recompute of the norms and MLA up projections is modelled.
+    deepseek = comparisons[-1].run
+    assert deepseek.model.mla is not None and deepseek.model.dense_layers == 3
+    assert deepseek.settings.recompute_modules
+    without = predict_moe_run(
+        replace(deepseek, settings=deepseek.settings.but(recompute_modules=frozenset())), load_catalog()
+    )
+    assert not without.fits
 
 
 def test_grouped_mlp_saves_fc1_input_fc1_output_fc2_input_and_fp8_linear_inputs():

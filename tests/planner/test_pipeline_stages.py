@@ -94,9 +94,9 @@ def test_tied_embeddings_pipeline_and_pay_one_gradient_all_reduce():
     c = single(load_catalog().gpu("h100-sxm"), layout.resolve(512), training, gpus_per_node=8, network_bandwidth=5e10)
     link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, DEFAULT_SETTINGS)
     untied = model.model_copy(update={"tied_embeddings": False})
-    assert tied_embedding_sync_s(untied, c, link)[0] == 0.0
+    assert tied_embedding_sync_s(untied, c, link, DEFAULT_SETTINGS)[0] == 0.0
     grad_bytes = model.vocab_size * model.hidden_size * 4 / 8 / 8  # fp32, / tp, / ZeRO-1 shards
-    assert tied_embedding_sync_s(model, c, link)[0] >= grad_bytes / link.bandwidth[0]
+    assert tied_embedding_sync_s(model, c, link, DEFAULT_SETTINGS)[0] >= grad_bytes / link.bandwidth[0]
 
 
 def test_the_slowest_rank_sets_the_pace():
