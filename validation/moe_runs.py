@@ -83,8 +83,9 @@ QWEN3_30B_A3B = ModelSpec(
 )
 # openai/gpt-oss-120b config.json: 36 layers, hidden 2880, 64 heads / 8 kv heads of 64, 128 experts
 # of width 2880, 4 per token, vocabulary 201088, attention biases, a 128-token sliding window on
-# every other layer (layer_types: 18 of 36 "sliding_attention"). Not expressed: the expert biases,
-# the attention sinks (learnable softmax offsets) and the clamped SwiGLU.
+# every other layer (layer_types: 18 of 36 "sliding_attention"), expert biases (116.83B parameters
+# in all, as OpenAI's model card states). Not expressed: the router bias, the attention sinks
+# (learnable softmax offsets) and the clamped SwiGLU.
 GPT_OSS_120B = ModelSpec(
     name="gpt-oss-120b",
     family="mixtral",
@@ -100,6 +101,7 @@ GPT_OSS_120B = ModelSpec(
     sliding_layers=18,
     qkv_bias=True,
     out_bias=True,
+    mlp_bias=True,
     num_experts=128,
     experts_per_token=4,
 )

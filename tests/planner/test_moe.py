@@ -191,7 +191,7 @@ def test_plan_for_a_deepseek_v3_sized_moe_on_2048_h100_uses_expert_parallelism()
 def test_published_moe_runs_are_predicted_with_their_stated_layouts():
     """The held-out MoE rows (validation/moe_runs.py): every layout is valid and scored; no bound
     on the error (docs/validation.md reports it)."""
-    from validation.moe_runs import compare_moe_runs, predict_moe_run
+    from validation.moe_runs import GPT_OSS_120B, compare_moe_runs, predict_moe_run
 
     comparisons = compare_moe_runs()
     assert len(comparisons) == 18
@@ -208,6 +208,8 @@ def test_published_moe_runs_are_predicted_with_their_stated_layouts():
         replace(deepseek, settings=deepseek.settings.but(recompute_modules=frozenset())), load_catalog()
     )
     assert not without.fits
+    # GPT-OSS-120B as built from its config.json: OpenAI's model card states 116.83B parameters.
+    assert GPT_OSS_120B.num_params() == pytest.approx(116.83e9, rel=1e-4)
 
 
 def test_grouped_mlp_saves_fc1_input_fc1_output_fc2_input_and_fp8_linear_inputs():
