@@ -7,9 +7,9 @@ source states a fact the profile does not know (Megatron-Bridge force-balances t
 in its benchmarks: ``moe_token_imbalance = 1``). The rows and their sources are listed in
 docs/validation.md ("Mixture-of-experts runs"); ``bench/validate_moe.py`` prints the table.
 
-The Bridge rows' models are built here (``ModelSpec``) from each model's config.json; the
-DeepSeek-V3 row reads the ``deepseek-v3`` preset (multi-head latent attention, shared expert,
-dense first layers).
+Qwen3-30B-A3B and DeepSeek-V3 are the catalog's presets (``qwen3-30b-a3b``, ``deepseek-v3``:
+per-head q/k norms; multi-head latent attention, shared expert, dense first layers); GPT-OSS-120B,
+which has no preset, is built here (``ModelSpec``) from its config.json.
 """
 
 from __future__ import annotations
@@ -65,22 +65,10 @@ BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(
 # HybridEP, as BRIDGE_MOE_FLEX.
 BRIDGE_GPT_OSS_FLEX = BRIDGE_GPT_OSS.but(moe_hierarchical_dispatch=True)
 
-# Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads / 4 kv heads of 128, 128 experts
-# of width 768 (moe_intermediate_size), 8 per token, vocabulary 151936, untied.
-QWEN3_30B_A3B = ModelSpec(
-    name="qwen3-30b-a3b",
-    family="mixtral",
-    num_layers=48,
-    hidden_size=2048,
-    ffn_hidden_size=768,
-    num_heads=32,
-    num_kv_heads=4,
-    head_dim=128,
-    vocab_size=151936,
-    max_seq_len=40960,
-    num_experts=128,
-    experts_per_token=8,
-)
+# Qwen/Qwen3-30B-A3B: the ``qwen3-30b-a3b`` preset (its config.json: 48 layers, hidden 2048, 32
+# heads / 4 kv heads of 128 with per-head q/k RMSNorm, 128 experts of width 768, 8 per token,
+# vocabulary 151936, untied).
+QWEN3_30B_A3B = get_preset("qwen3-30b-a3b")
 # openai/gpt-oss-120b config.json: 36 layers, hidden 2880, 64 heads / 8 kv heads of 64, 128 experts
 # of width 2880, 4 per token, vocabulary 201088, attention biases, a 128-token sliding window on
 # every other layer (layer_types: 18 of 36 "sliding_attention"), expert biases (116.83B parameters
