@@ -37,6 +37,13 @@ def default_global_batch_tokens(model: ModelSpec) -> int:
 
 
 DEFAULT_SEQ_LEN = 4096
+
+
+def default_seq_len(model: ModelSpec) -> int:
+    """DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048)."""
+    return min(DEFAULT_SEQ_LEN, model.max_seq_len)
+
+
 # The largest GPU count searched for a GPU type with no inventory (and no ``max_gpus``). A type
 # with an inventory is searched up to its inventory; the cap is printed with the plan and named
 # in infeasible answers when it, not an inventory, limits the search.
@@ -82,7 +89,7 @@ class PlanRequest(BaseModel):
 
     @model_validator(mode="after")
     def _check_sequence(self) -> PlanRequest:
-        seq_len = min(DEFAULT_SEQ_LEN, self.model.max_seq_len) if self.seq_len is None else self.seq_len
+        seq_len = default_seq_len(self.model) if self.seq_len is None else self.seq_len
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", default_implementation(self.model))

@@ -35,7 +35,7 @@ from planner.layout import (
 from planner.model.settings import Stack
 from ui import cli_jobs, render
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, STACK_HELP, ObjectiveChoice, app
+from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, SEQ_LEN, STACK_HELP, ObjectiveChoice, app
 from ui.inputs import (
     MAX_BATCH_TOKENS,
     MAX_GPUS,
@@ -66,8 +66,8 @@ def estimate(
     sharding: Sharding = typer.Option(
         Sharding.FSDP, help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters"
     ),
-    micro_batch: int = typer.Option(..., "--micro-batch", help="sequences per rank per micro-step"),
-    seq_len: int = typer.Option(..., "--seq-len", help="tokens per sequence"),
+    micro_batch: int = typer.Option(1, "--micro-batch", help="sequences per rank per micro-step"),
+    seq_len: int | None = SEQ_LEN,
     global_batch_tokens: int | None = typer.Option(
         None,
         "--global-batch-tokens",
@@ -96,6 +96,7 @@ def estimate(
     """Evaluate one given configuration: memory, step time, throughput, cost."""
     from planner.api import build_plan
     from planner.model.structure import context_extension_warning, default_implementation
+    from planner.request import default_seq_len
 
     if global_batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
@@ -106,6 +107,7 @@ def estimate(
     check_range("--price", price, 0, MAX_PRICE_USD)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
+    seq_len = seq_len or default_seq_len(spec)
     layout = Layout(
         dp_replicate=dp_replicate,
         dp_shard=dp_shard,
@@ -163,7 +165,7 @@ def plan(
     ),
     gpus: str | None = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
     prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
-    seq_len: int | None = typer.Option(None, "--seq-len", help="default 4096, or the model's context if shorter"),
+    seq_len: int | None = SEQ_LEN,
     global_batch_tokens: int | None = typer.Option(
         None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
     ),

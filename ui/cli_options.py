@@ -18,6 +18,7 @@ CALIBRATION_HELP = (
     "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
     " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
 )
+SEQ_LEN = typer.Option(None, "--seq-len", help="tokens per sequence; default 4096, or the model's context if shorter")
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"

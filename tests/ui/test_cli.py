@@ -180,11 +180,18 @@ def test_defaults_follow_the_model(tmp_path):
 
 
 def test_estimate_with_expert_parallelism_puts_ep_in_the_layout():
-    args = ["--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
-    estimated = json.loads(run("estimate", *args, "--seq-len", "4096", "--ep", "8", "--json").stdout)
+    # The command as written: micro-batch and sequence take their defaults (1, 4096).
+    args = ["--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "8"]
+    estimated = json.loads(run("estimate", *args, "--ep", "8", "--json").stdout)
     assert estimated["layout"]["ep"] == 8 and estimated["time"]["breakdown_s"]["ep_comm"] > 0
-    refused = run("estimate", *args, "--seq-len", "4096", "--ep", "3", check_ok=False)
+    assert (estimated["layout"]["micro_batch"], estimated["layout"]["seq_len"]) == (1, 4096)
+    refused = run("estimate", *args, "--ep", "3", check_ok=False)
     assert refused.returncode == 2 and "ep=3" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_estimate_takes_a_shorter_model_context_as_its_default_sequence():
+    args = ["--model", "gpt3-1.3b", "--gpu", "h100-sxm", "--num-gpus", "1", "--json"]
+    assert json.loads(run("estimate", *args).stdout)["layout"]["seq_len"] == 2048
 
 
 def test_plan_prints_a_readable_plan():
