@@ -9,7 +9,11 @@ Expert parallelism (``ep``) adds no ranks: as in torchtitan, MoE experts are sha
 borrowed from the data-parallel shard and context-parallel dimensions. ``dp_shard x cp`` is
 split into ``(dp_shard x cp / ep, ep)``, ep innermost (next to tp): each ep group holds one copy
 of every expert, E/ep per rank, and FSDP shards each expert over the outer ``dp_shard x cp / ep``
-ranks (torchtitan's ``dp_shard_mod_ep``).
+ranks (torchtitan's ``dp_shard_mod_ep``). Each expert is split over tp like the dense MLP
+(``expert_tp``, the trainer's mesh), or kept whole (``expert_tp`` off: expert tp 1, as Megatron-Core
+recipes run it): then every tp rank routes its own sequence shard and ep borrows the tp ranks too,
+``dp_shard x cp x tp = (expert shards, ep)``. The trainer builds expert tp only (native MoE
+blocks refuse tp > 1, planner/model/structure.py); expert tp 1 is for estimates of other stacks.
 """
 
 from __future__ import annotations
@@ -69,11 +73,14 @@ class MeshAxis(StrEnum):
 WORLD_AXES = (MeshAxis.PP, MeshAxis.DP_REPLICATE, MeshAxis.DP_SHARD, MeshAxis.CP, MeshAxis.TP)
 
 
-def ep_fits(ep, cp, dp_shard):
-    """torchtitan's expert-parallel rule (torchtitan/distributed/parallel_dims.py, _validate, expert
-    tp = tp: "EP would borrow all cp and some dp_shard degree"): ep % cp == 0 and
-    (dp_shard * cp) % ep == 0. Scalars or numpy arrays; ``Layout`` and the search both use it."""
-    return (ep == 1) | ((ep % cp == 0) & ((dp_shard * cp) % ep == 0))
+def ep_fits(ep, cp, dp_shard, token_split=1):
+    """torchtitan's expert-parallel rule (torchtitan/distributed/parallel_dims.py, _validate):
+    with expert tp = tp "EP would borrow all cp and some dp_shard degree", ep % cp == 0 and
+    (dp_shard * cp) % ep == 0; with expert tp = 1 it borrows all of cp x tp too (``token_split``
+    = tp / etp ranks that route their own tokens). Scalars or numpy arrays; ``Layout`` and the
+    search both use it."""
+    borrowed = cp * token_split
+    return (ep == 1) | ((ep % borrowed == 0) & ((dp_shard * borrowed) % ep == 0))
 
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
@@ -96,6 +103,10 @@ class Layout(BaseModel):
     vpp: int = Field(1, ge=1)
     # Expert-parallel degree: MoE experts split over ep ranks of the dp_shard x cp group.
     ep: int = Field(1, ge=1)
+    # Experts split over tp like the dense MLP (expert tp = tp, trainer/parallel.py's mesh); False:
+    # whole experts on each tp rank, which routes its own sequence shard and lends its rank to
+    # ep (expert tp = 1: Megatron-Core's --expert-tensor-parallel-size 1, torchtitan's etp=1).
+    expert_tp: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> Layout:
@@ -123,10 +134,13 @@ class Layout(BaseModel):
 
     def _check_ep(self) -> None:
         """``ep_fits``: whole cp groups sit inside one ep group and ep groups tile dp_shard x cp."""
-        if not bool(ep_fits(self.ep, self.cp, self.dp_shard)):
+        split = self.expert_token_split
+        if not bool(ep_fits(self.ep, self.cp, self.dp_shard, split)):
+            borrowed = "cp" if split == 1 else "cp*tp"
             raise ValueError(
-                f"ep={self.ep} must be a multiple of cp={self.cp} and divide dp_shard*cp="
-                f"{self.dp_shard * self.cp} (experts borrow the data- and context-parallel ranks)"
+                f"ep={self.ep} must be a multiple of {borrowed}={self.cp * split} and divide dp_shard*{borrowed}="
+                f"{self.dp_shard * self.cp * split} (experts borrow the data- and context-parallel ranks"
+                f"{'' if split == 1 else ' and, without expert tp, the tensor-parallel ones'})"
             )
 
     @property
@@ -189,9 +203,20 @@ class Layout(BaseModel):
         return 1 if self.sharding == Sharding.NONE else self.dp_shard * self.cp
 
     @property
+    def etp(self) -> int:
+        """Expert tensor-parallel degree: tp, or 1 without ``expert_tp``."""
+        return self.tp if self.expert_tp else 1
+
+    @property
+    def expert_token_split(self) -> int:
+        """tp ranks that route their own sequence shard to the experts (tp / etp)."""
+        return self.tp // self.etp
+
+    @property
     def expert_shard_degree(self) -> int:
-        """Ranks over which one expert's states are sharded (torchtitan's dp_shard_mod_ep)."""
-        return max(self.shard_degree // self.ep, 1)
+        """Ranks over which one expert's states are sharded (torchtitan's dp_shard_mod_ep;
+        Megatron-Core's expert data-parallel group, dp x cp x tp / (ep x etp))."""
+        return max(self.shard_degree * self.expert_token_split // self.ep, 1)
 
     def resolve(self, world_size: int) -> Layout:
         """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""

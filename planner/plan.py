@@ -121,6 +121,7 @@ class EstimateLayout(BaseModel):
     pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     vpp: int = 1
     ep: int = 1
+    expert_tp: bool = True
     micro_batch: int = 1
     grad_accum: int = 1
     seq_len: int = 2048

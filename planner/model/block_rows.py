@@ -189,6 +189,13 @@ class BlockTable:
         shared experts' down projections) add up before a single reduction: one per part."""
         return len({g.part for g in self.gemms if g.split == TpSplit.ROW})
 
+    @property
+    def routed_only_reductions(self) -> int:
+        """``tp_reductions`` of parts whose row-parallel GEMMs are all routed experts (an MoE
+        block without shared experts): none once each tp rank routes its own tokens."""
+        parts = {g.part for g in self.gemms if g.split == TpSplit.ROW}
+        return sum(all(g.experts > 1 for g in self.gemms if g.part == p and g.split == TpSplit.ROW) for p in parts)
+
     def saved_in(self, part: Part) -> tuple[Saved, ...]:
         return tuple(t for t in self.saved if t.part == part)
 

@@ -17,6 +17,7 @@ from planner.model.block_rows import Part
 from planner.model.flops import chunked_loss
 from planner.model.moe import (
     busiest_rank_load,
+    expert_view,
     grouped_mlp_saved_bytes_per_token,
     held_fraction,
     routed_expert_params_per_layer,
@@ -93,7 +94,7 @@ class StageParams:
     root: np.ndarray  # embedding / final norm / LM head on the stage
     per_block: float
     # MoE: the routed experts' share of ``blocks`` / ``per_block``, and the fraction of them one
-    # rank holds (1/ep; planner/model/moe.py). Zero / one for dense models.
+    # rank holds in units of 1/tp (1/ep; ``moe.held_fraction``). Zero / one for dense models.
     experts: np.ndarray | float = 0.0
     per_block_experts: float = 0.0
     expert_held: np.ndarray | float = 1.0
@@ -326,7 +327,10 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
 
     def kept(part: Part, routed: bool) -> np.ndarray:
         native_rows, hf_rows = (tuple(t for t in table.saved_in(part) if t.routed == routed) for table in (native, hf))
-        return _saved_by_impl(native_rows, hf_rows, c, s, kv_tokens_per_token, whole_dtype=tp_gathered_bytes(c, s))
+        # Routed copies live on the expert's rank: split by etp, on the tokens the rank routes.
+        view, share = (expert_view(c), 1.0 / c.expert_token_split) if routed else (c, 1.0)
+        whole = tp_gathered_bytes(c, s)
+        return _saved_by_impl(native_rows, hf_rows, view, s, kv_tokens_per_token, whole_dtype=whole) * share
 
     saved = {}
     for part in native.saved_parts:

@@ -3,12 +3,16 @@ grouped-GEMM shape of small per-expert batches, and the dispatch/combine all-to-
 
 Experts are split over ``ep`` ranks borrowed from ``dp_shard x cp`` (planner/layout.py) and
 FSDP-sharded over the remaining ``dp_shard x cp / ep`` ranks (torchtitan's dp_shard_mod_ep,
-trainer/parallel.py). A token picks ``experts_per_token`` experts; each routed copy of its hidden
-state travels to the rank holding that expert and back (trainer/moe.py). Derivations and
-sources: docs/model.md, section "Mixture of experts".
+trainer/parallel.py); each is split over tp like the dense MLP (expert tp = tp), or kept whole
+while every tp rank routes its own sequence shard (``expert_tp`` off: expert tp = 1, ep borrows
+the tp ranks too, ``Candidates.expert_token_split``). A token picks ``experts_per_token``
+experts; each routed copy of its hidden state travels to the rank holding that expert and back
+(trainer/moe.py). Derivations and sources: docs/model.md, section "Mixture of experts".
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,8 +31,21 @@ def routed_expert_params_per_layer(model: ModelSpec) -> int:
 
 
 def held_fraction(c: Candidates) -> np.ndarray:
-    """Share of the routed experts one rank holds (before FSDP sharding): 1/ep."""
-    return 1.0 / np.maximum(c.ep, 1)
+    """Share of the routed experts one rank holds before FSDP sharding, in units of the 1/tp
+    that every other weight takes (callers divide by tp): 1/ep, whole experts ``tp / (ep etp)``."""
+    return c.expert_token_split / np.maximum(c.ep, 1)
+
+
+def expert_view(c: Candidates) -> Candidates:
+    """The candidates as the routed experts see them: split over the expert tp degree (the
+    tokens a rank routes are ``routed_tokens``)."""
+    return replace(c, tp=c.etp)
+
+
+def routed_tokens(c: Candidates) -> np.ndarray:
+    """Tokens one rank routes per micro-batch: its context shard, or with expert tp off the
+    sequence-parallel shard of it (each tp rank routes its own)."""
+    return c.micro_batch * c.seq_len / c.cp / c.expert_token_split
 
 
 def busiest_rank_load(c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -40,9 +57,8 @@ def busiest_rank_load(c: Candidates, s: ModelingSettings) -> np.ndarray:
 
 def tokens_per_expert(model: ModelSpec, c: Candidates) -> np.ndarray:
     """Mean rows of one expert's GEMM per micro-batch: the ep group's ``ep N k`` routed copies
-    over ``E`` experts (``N`` = local tokens)."""
-    tokens = c.micro_batch * c.seq_len / c.cp
-    return c.ep * tokens * model.experts_per_token / model.num_experts
+    over ``E`` experts (``N`` = ``routed_tokens``)."""
+    return c.ep * routed_tokens(c) * model.experts_per_token / model.num_experts
 
 
 def routed_gemm_time_factor(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -70,12 +86,12 @@ def one_all_to_all_s(model: ModelSpec, c: Candidates, s: ModelingSettings, dtype
     """One dispatch (or combine) all-to-all of one MoE block and micro-batch; 0 without ep."""
     if not model.is_moe:
         return np.zeros(len(c))
-    tokens = c.micro_batch * c.seq_len / c.cp
-    send = tokens * model.experts_per_token * model.hidden_size * dtype_bytes * busiest_rank_load(c, s)
+    send = routed_tokens(c) * model.experts_per_token * model.hidden_size * dtype_bytes * busiest_rank_load(c, s)
     # Node-limited routing: the copies that cross the network are fewer than the routed ones.
     network = send * network_copies_per_token(model, c, s) / model.experts_per_token
-    # ep groups are innermost next to tp (planner/layout.py): ranks tp apart.
-    one = comm.all_to_all_s(c, send, c.ep, c.tp, s, network_send_bytes=network)
+    # ep groups are innermost next to tp (planner/layout.py): ranks tp apart; neighbours when
+    # they borrow the tp ranks (expert tp off).
+    one = comm.all_to_all_s(c, send, c.ep, c.etp, s, network_send_bytes=network)
     return np.where(c.ep > 1, one, 0.0)
 
 
@@ -85,14 +101,14 @@ def grouped_mlp_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: Modeli
     activation is recomputed, and one fp32 router probability per copy. The linear inputs are FP8
     under the FP8 recipe (TransformerEngine saves the quantised input for the weight gradient);
     the activation input is FP8 with ``s.moe_fp8_activation_cache``. The f-wide tensors split over
-    tp, the dispatched input does not."""
+    tp, the dispatched input (and the probability) over the ranks that route their own tokens."""
     h, f, k = model.hidden_size, model.ffn_hidden_size, model.experts_per_token
     glu = 2 if model.mlp == "swiglu" else 1
     dtype = np.where(c.precision == PREC_FP32, 4.0, 2.0)
     linear_in = np.where(c.precision == PREC_FP8, 1.0, dtype)
     act_in = np.where(s.moe_fp8_activation_cache, 1.0, dtype)
     fc2_in = 0.0 if s.moe_recompute_activation else f * linear_in
-    return k * (h * linear_in + (glu * f * act_in + fc2_in) / c.tp + FP32_BYTES)
+    return k * ((h * linear_in + FP32_BYTES) / c.expert_token_split + (glu * f * act_in + fc2_in) / c.tp)
 
 
 def expert_launch_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -147,7 +163,7 @@ def hierarchical_network_copies(model: ModelSpec, c: Candidates) -> np.ndarray:
     ``comm.all_to_all_s`` (a copy's share ``(n - 1)/n`` leaves the node) that is
     ``n (1 - (1 - 1/n)^k)`` copies."""
     k = float(model.experts_per_token)
-    per_node = np.clip(np.maximum(c.scaleup_domain_size, 1) // np.maximum(c.tp, 1), 1, np.maximum(c.ep, 1))
+    per_node = np.clip(np.maximum(c.scaleup_domain_size, 1) // np.maximum(c.etp, 1), 1, np.maximum(c.ep, 1))
     nodes = np.maximum(c.ep / per_node, 1.0)
     copies = nodes * (1.0 - (1.0 - 1.0 / nodes) ** k)
     return np.where(nodes > 1.0, np.minimum(copies, k), k)

@@ -14,6 +14,7 @@ import numpy as np
 
 from planner.model import comm, moe, rates
 from planner.model.block import block_table, root_table
+from planner.model.block_rows import Gemm, Part
 from planner.model.flops import (
     forward_flops_per_token,
     head_recompute_fraction,
@@ -76,11 +77,23 @@ def block_gemm_time_per_token(
             continue
         if recomputed_only and gemm.recompute not in s.recompute_modules:
             continue
-        d_in, d_out = gemm.local_dims(c.tp)
-        seconds = seconds + 2.0 * d_in * d_out * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
+        d_in, d_out, share = rank_gemm(gemm, c)
+        seconds = seconds + 2.0 * d_in * d_out * share * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
             rate * rates.shape_factor([d_in, d_out], s)
         )
     return seconds
+
+
+def rank_gemm(gemm: Gemm, c: Candidates) -> tuple[Any, Any, Any]:
+    """A block GEMM's (in, out) dims on one rank and the share of the rank's tokens it runs on:
+    a routed expert's split by the expert tp degree and the router's, on the tokens the rank
+    routes (1, or 1/tp when each tp rank routes its own shard: ``expert_tp`` off); any other
+    GEMM by tp."""
+    if gemm.experts > 1 or gemm.part == Part.ROUTER:
+        d_in, d_out = gemm.local_dims(c.etp)
+        return d_in, d_out, 1.0 / c.expert_token_split
+    d_in, d_out = gemm.local_dims(c.tp)
+    return d_in, d_out, 1.0
 
 
 def forward_gemm_time_per_token(
@@ -99,8 +112,8 @@ def fp8_cast_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSetting
     elements: Any = 0.0
     for gemm in block_table(model).gemms:
         if gemm.timed:
-            d_in, d_out = gemm.local_dims(c.tp)
-            elements = elements + (d_in + d_out) * gemm.copies
+            d_in, d_out, share = rank_gemm(gemm, c)
+            elements = elements + (d_in + d_out) * share * gemm.copies
     return np.where(c.precision == PREC_FP8, elements * s.fp8_cast_bytes_per_element, 0.0)
 
 
@@ -310,13 +323,13 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
             params * s.grad_bytes, n, link, calls
         )
 
-    # With ep > 1 a block's experts are their own FSDP unit over the expert shard group (ranks
-    # tp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
+    # With ep > 1 (or whole experts on tp ranks) a block's experts are their own FSDP unit over
+    # the expert shard group (ranks etp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
     stage = busiest_stage(model, c)
     experts = stage.experts * stage.expert_held / c.tp
-    expert_link = comm.group_link(c, c.expert_shard_group, c.tp * c.ep, s)
+    expert_link = comm.group_link(c, c.expert_shard_group, c.etp * c.ep, s)
     shard_traffic = np.where(
-        c.ep > 1,
+        (c.ep > 1) | ((c.expert_token_split > 1) & model.is_moe),
         sharded(local_params - stage.experts / c.tp, c.shard_group, shard_link, calls)
         + sharded(experts, c.expert_shard_group, expert_link, n_layers),
         sharded(local_params, c.shard_group, shard_link, calls),
@@ -330,7 +343,11 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # backward, as many more when recomputing; each is an all-gather (the block input forward,
     # the output gradient backward) and a reduce-scatter. Under fp8 the all-gathers move float8
     # (tp_gathered_bytes), the reduce-scatters bf16 partial sums.
-    row_parallel = block_table(model).tp_reductions
+    # Each tp rank routing its own tokens (expert tp off) leaves the routed MLP no tp collective.
+    table = block_table(model)
+    row_parallel = np.where(
+        c.expert_token_split > 1, table.tp_reductions - table.routed_only_reductions, table.tp_reductions
+    )
     tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c)
     activation_elements = tokens * model.hidden_size
     tp = (

@@ -111,6 +111,8 @@ class Candidates:
     vpp: np.ndarray
     # Expert-parallel degree, borrowed from dp_shard x cp (planner/layout.py).
     ep: np.ndarray
+    # bool: experts split over tp (expert tp = tp); False: whole experts, ep borrows tp too.
+    expert_tp: np.ndarray
     # hardware, gathered per row
     memory_bytes: np.ndarray
     matmul_peak_flops: np.ndarray  # dense peak for the row's precision (tf32 for fp32)
@@ -154,10 +156,20 @@ class Candidates:
         return shard_group(self.sharding, self.dp_shard, self.cp)
 
     @property
+    def etp(self) -> np.ndarray:
+        """Expert tensor-parallel degree (Layout.etp): tp, or 1 without expert tp."""
+        return np.where(self.expert_tp, self.tp, 1)
+
+    @property
+    def expert_token_split(self) -> np.ndarray:
+        """tp ranks that route their own sequence shard (Layout.expert_token_split): tp / etp."""
+        return self.tp // self.etp
+
+    @property
     def expert_shard_group(self) -> np.ndarray:
-        """Ranks that shard one expert's states: the shard group less the ep ranks the experts are
-        split over (Layout.expert_shard_degree; torchtitan's dp_shard_mod_ep)."""
-        return np.maximum(self.shard_group // self.ep, 1)
+        """Ranks that shard one expert's states: the shard group (and, without expert tp, the tp
+        ranks) less the ep ranks the experts are split over (Layout.expert_shard_degree)."""
+        return np.maximum(self.shard_group * self.expert_token_split // self.ep, 1)
 
     @property
     def num_nodes(self) -> np.ndarray:

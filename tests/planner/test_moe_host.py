@@ -7,31 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.rows import h100_row
 
-from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
-from planner.layout import Layout, Precision, TrainingConfig
+from planner.layout import Layout, Precision
 from planner.model import moe
 from planner.model.memory import compute_dtype_bytes, layers_per_stage
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS
 from planner.model.step_time import block_gemm_time_per_token, host_sync_exposed_s, host_time, step_time
-from planner.search.candidates import single
 
 MIXTRAL = get_preset("mixtral-8x7b")
 DENSE = get_preset("llama3-8b")
 
 
 def candidates(layout: Layout, num_gpus: int, **training):
-    catalog = load_catalog()
-    gpu = catalog.gpu("h100-sxm")
-    node, net = catalog.node(gpu.default_node), catalog.network(gpu.default_network)
-    return single(
-        gpu,
-        layout.resolve(num_gpus),
-        TrainingConfig(**{"seq_len": 4096, **training}),
-        gpus_per_node=node.gpus_per_node,
-        network_bandwidth=net.bandwidth_bytes_per_s_per_gpu,
-    )
+    return h100_row(layout, num_gpus, **training)
 
 
 def test_dispatch_launches_follow_their_counts():
