@@ -148,6 +148,22 @@ def _family_presets() -> list[ModelSpec]:
             ),
         ),
         _llama(
+            "qwen3-235b-a22b",
+            94,
+            4096,
+            1536,
+            64,
+            4,
+            151936,
+            40960,
+            **(
+                qwen3
+                | dict(
+                    family="qwen3_moe", head_dim=128, num_experts=128, experts_per_token=8, dense_ffn_hidden_size=12288
+                )
+            ),
+        ),
+        _llama(
             "gemma2-9b",
             42,
             3584,

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from support import DATA
+from support.presets import FIXTURE_CHANGES
 
 from planner.catalog.models import model_from_hf_config
 from planner.layout import Implementation, Layout, TrainingConfig
@@ -205,17 +206,33 @@ def test_estimate_reports_the_model():
     [
         ("qwen3-8b", "qwen3"),
         ("qwen3-30b-a3b", "qwen3_moe"),
+        ("qwen3-235b-a22b", "qwen3_moe"),
         ("gemma2-9b", "gemma2"),
         ("phi3-mini", "phi3"),
         ("olmo2-7b", "olmo2"),
         ("deepseek-v3", "deepseek_v3"),
     ],
 )
-def test_presets_are_the_stored_configs(preset, model_type):
+def test_presets_are_the_stored_configs(tmp_path, preset, model_type):
     from planner.catalog.models import get_preset
 
     spec = get_preset(preset)
-    assert spec == _spec(model_type).model_copy(update={"name": preset})
+    read = _read(tmp_path, model_type, **FIXTURE_CHANGES.get(preset, {}))
+    assert spec == read.model_copy(update={"name": preset})
+
+
+def test_qwen3_235b_matches_its_model_card():
+    """huggingface.co/Qwen/Qwen3-235B-A22B: "235B in total and 22B activated", non-embedding
+    234B; the fields are its config.json's (also in yanring/Megatron-MoE-ModelZoo
+    model_configs/benchmarking/Qwen3-235B-A22B.yaml: 94 layers, hidden 4096, 64 / 4 heads of
+    128, 128 experts of width 1536, 8 per token)."""
+    from planner.catalog.models import get_preset
+
+    spec = get_preset("qwen3-235b-a22b")
+    counts = spec.param_counts()
+    assert spec.num_params() == pytest.approx(235e9, rel=0.01)
+    assert counts.total - counts.embedding - counts.lm_head == pytest.approx(234e9, rel=0.01)
+    assert spec.num_active_params() == pytest.approx(22e9, rel=0.01)
 
 
 def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():

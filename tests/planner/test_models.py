@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from support import DATA
+from support.presets import FIXTURE_CHANGES
 
 from planner.catalog.models import (
     MAX_CONFIG_BYTES,
@@ -59,13 +60,15 @@ _FIXTURE_PRESETS = {
     "phi3-mini": "phi3",
     "olmo2-7b": "olmo2",
     "deepseek-v3": "deepseek_v3",
+    "qwen3-235b-a22b": "qwen3_moe",
 }
 
 
 def hf_config_from_spec(spec: ModelSpec):
     """The transformers config that builds the model a preset describes."""
     if spec.name in _FIXTURE_PRESETS:
-        return _fixture_hf_config(json.loads((FIXTURES / f"{_FIXTURE_PRESETS[spec.name]}.json").read_text()))
+        data = json.loads((FIXTURES / f"{_FIXTURE_PRESETS[spec.name]}.json").read_text())
+        return _fixture_hf_config(data | FIXTURE_CHANGES.get(spec.name, {}))
     if spec.family == "gpt2":
         _require(spec, **_GPT2_ARCH)
         return transformers.GPT2Config(

@@ -1,0 +1,14 @@
+"""Presets that are another size of a family whose config.json is stored (tests/data/hf_configs
+holds one file per model_type): the fields their release changes."""
+
+# Qwen/Qwen3-235B-A22B against Qwen3-30B-A3B's file (qwen3_moe.json): its config.json's values,
+# also in yanring/Megatron-MoE-ModelZoo model_configs/benchmarking/Qwen3-235B-A22B.yaml.
+QWEN3_235B_FIELDS = dict(
+    hidden_size=4096,
+    intermediate_size=12288,
+    max_window_layers=94,
+    moe_intermediate_size=1536,
+    num_attention_heads=64,
+    num_hidden_layers=94,
+)
+FIXTURE_CHANGES: dict[str, dict] = {"qwen3-235b-a22b": QWEN3_235B_FIELDS}
