@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.models import get_preset
-from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.block_rows import Recompute
 from planner.model.estimate import score
 from planner.model.settings import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS, ModelingSettings
@@ -65,6 +65,28 @@ BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(
 # HybridEP, as BRIDGE_MOE_FLEX.
 BRIDGE_GPT_OSS_FLEX = BRIDGE_GPT_OSS.but(moe_hierarchical_dispatch=True)
 
+# The Qwen3-235B-A22B recipes (v0.2.0-v0.4.0 scripts/performance/configs/qwen*/qwen3_llm_pretrain.py
+# qwen3_235b_a22b_pretrain_config_h100 / _b200): the alltoall dispatcher; on H100 no tp comm
+# overlap (CommOverlapConfig(tp_comm_overlap=False)).
+BRIDGE_QWEN3_235B_H100 = BRIDGE_MOE_BENCHMARK.but(tp_comm_overlap=0.0)
+
+# yanring/Megatron-MoE-ModelZoo (Megatron-Core's MoE best practices): model_configs/benchmarking/
+# Qwen3-235B-A22B.yaml and sbatch_benchmarking.sh: bf16 (Megatron-LM accumulates and reduces bf16
+# gradients in fp32: the profile's default), TransformerEngine's fused cross-entropy (as the
+# Bridge profile), --tp-comm-overlap for bf16 (the profile's fitted share), routing forced to
+# balance (best_practice/qwen3/run_235b.sh's H100 baseline passes --moe-router-force-load-balancing,
+# as every command of the repository does; its readme's table does not repeat it).
+MODELZOO_A2A = MEGATRON_CORE_SETTINGS.but(moe_token_imbalance=1.0, loss_bytes_per_logit=4.0)
+# ... with DeepEP (moe_token_dispatcher_type flex, backend deepep): hierarchical dispatch.
+MODELZOO_DEEPEP = MODELZOO_A2A.but(moe_hierarchical_dispatch=True)
+# --recompute-granularity selective --recompute-modules moe_act layernorm ("norm, act").
+MODELZOO_DEEPEP_NORM_ACT = MODELZOO_DEEPEP.but(
+    recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
+)
+MODELZOO_A2A_NORM_ACT = MODELZOO_A2A.but(
+    recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
+)
+
 # Qwen/Qwen3-30B-A3B: the ``qwen3-30b-a3b`` preset (its config.json: 48 layers, hidden 2048, 32
 # heads / 4 kv heads of 128 with per-head q/k RMSNorm, 128 experts of width 768, 8 per token,
 # vocabulary 151936, untied).
@@ -98,6 +120,10 @@ GPT_OSS_120B = ModelSpec(
 # token, one shared expert, the first 3 layers dense of width 18432). Its multi-token-prediction
 # module is trained too (report sec. 2.2, depth 1); the planner does not time it (docs/validation.md).
 DEEPSEEK_V3 = get_preset("deepseek-v3")
+# Qwen/Qwen3-235B-A22B: the ``qwen3-235b-a22b`` preset (94 layers, hidden 4096, 64 heads / 4 kv heads
+# of 128 with per-head q/k norms, 128 experts of width 1536, 8 per token).
+QWEN3_235B_A22B = get_preset("qwen3-235b-a22b")
+MODELZOO_QWEN3 = "yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md (H100 table, 256 H100, BF16, GBS 2048)"
 
 
 # H800: the H100 SXM with its NVLink cut to 400 GB/s bidirectional (200 GB/s per direction;
@@ -143,11 +169,13 @@ def _bridge(
     tokens: float,
     settings: ModelingSettings = BRIDGE_MOE_BENCHMARK,
     gpu: str = "h100-sxm",
+    tp: int = 1,
 ):
-    """A Megatron-Bridge DGX row (``gpu``: DGX-H100 unless stated): TP 1, CP 1, FSDP 0 (DDP with
-    the distributed optimizer, the recipes' default: zero1), sequence length 4096."""
-    dp = gpus // pp
-    layout = Layout(dp_shard=dp, pp=pp, vpp=vpp, ep=ep, sharding=Sharding.ZERO1)
+    """A Megatron-Bridge DGX row (``gpu``: DGX-H100 unless stated): TP 1 unless stated, CP 1,
+    FSDP 0 (DDP with the distributed optimizer, the recipes' default: zero1), sequence length
+    4096, expert tp 1 (every MoE recipe's ``expert_tensor_parallel_size=1``)."""
+    dp = gpus // (pp * tp)
+    layout = Layout(dp_shard=dp, tp=tp, pp=pp, vpp=vpp, ep=ep, expert_tp=False, sharding=Sharding.ZERO1)
     training = TrainingConfig(
         seq_len=4096,
         micro_batch=mbs,
@@ -171,9 +199,9 @@ DEEPSEEK_V3_GPU_HOURS = 2_664_000
 # 26.02 measured 5,113; the patch release's recipe (v0.3.1, commit f29a269f8 "Update Qwen3 30B
 # H100 Base Configs with HybridEP") ran H100 at PP1 EP16 with HybridEP and moe_a2a_overlap off,
 # and 9,058 matches the 26.04 rows of that layout: the row is kept as its table states it. Left
-# out: the 26.06 Qwen3 row (its FSDP column reads 1, a layout the nomenclature does not define),
-# the TP 2 rows (Qwen3-235B: its EP 32 exceeds the planner's dp_shard x cp of 16) and 25.09's
-# Qwen3 row (10,494 on the 25.11 layout, token-dropping, precision not stated).
+# out: the 26.06 Qwen3 row (its FSDP column reads 1, a layout the nomenclature does not define)
+# and 25.09's Qwen3 row (10,494 on the 25.11 layout, token-dropping, precision not stated). The
+# Qwen3-235B-A22B rows are ``QWEN3_235B_RUNS``.
 #
 # The two slow Qwen3 rows (25.11: v0.2.0 workload_base_configs.py QWEN3_30B_A3B_H100_FP8_CS_BASE_
 # CONFIG; 26.02: v0.3.0 qwen3_workload_base_configs.py ..._H100_FP8_CS_V1) are the only ones whose
@@ -200,6 +228,118 @@ A2A_OVERLAP_NOTE = "recipe: moe_a2a_overlap on; its host cost (PR #1760) and the
 
 def _noted(run: MoeRun, note: str) -> MoeRun:
     return replace(run, note=note)
+
+
+def _modelzoo(label: str, tp: int, pp: int, vpp: int, ep: int, mbs: int, step_s: float, settings, **layout):
+    """A row of the ModelZoo's H100 table (``MODELZOO_QWEN3``): Qwen3-235B-A22B on 256 H100, BF16,
+    GBS 2048 of 4096 tokens, expert tp 1 (Qwen3-235B-A22B.yaml), distributed optimizer (zero1)
+    unless stated; the table gives the step time."""
+    dp = 256 // (tp * pp)
+    ac = layout.pop("ac", None)
+    shape = Layout(dp_shard=dp, tp=tp, pp=pp, vpp=vpp, ep=ep, expert_tp=False, **{"sharding": Sharding.ZERO1, **layout})
+    training = TrainingConfig(
+        seq_len=4096,
+        micro_batch=mbs,
+        grad_accum=2048 // (mbs * dp),
+        precision=Precision.BF16,
+        impl=Implementation.NATIVE,
+        **({"activation_checkpointing": ac} if ac else {}),
+    )
+    tokens = 2048 * 4096 / step_s / 256
+    return MoeRun(label, MODELZOO_QWEN3, QWEN3_235B_A22B, "h100-sxm", 256, shape, training, tokens, settings)
+
+
+# Qwen3-235B-A22B (the archive's rows, then the ModelZoo's). The archive: DGX-H100 FP8-CS, TP 2 PP 8
+# VP 4 EP 32 with moe_a2a_overlap (H100_FP8_CS_V1/V2 of v0.2.0-v0.4.1), GBS 2048 in 25.11 and 8192
+# after; DGX-B200 MXFP8, PP 8 EP 8 (B200_FP8_CS_V2, no VP, moe_a2a_overlap off); DGX-GB200 MXFP8,
+# PP 8 EP 32, HybridEP, CUDA graphs of attn / moe_router / moe_preprocess (GB200_FP8_CS_V2; VP 3
+# from v0.4.0, FP8_MX_V2). Left out: the 25.11 B200 and GB200 rows (other layouts and precisions,
+# recipes not read), the 26.06 rows and GB300 / B300, as for the other models.
+QWEN3_235B_RUNS: tuple[MoeRun, ...] = (
+    *(
+        _noted(
+            _bridge(
+                f"Qwen3-235B-A22B, {tag}",
+                QWEN3_235B_A22B,
+                256,
+                8,
+                4,
+                32,
+                gbs,
+                1,
+                True,
+                tok,
+                BRIDGE_QWEN3_235B_H100,
+                tp=2,
+            ),
+            A2A_OVERLAP_NOTE,
+        )
+        for tag, gbs, tok in (
+            ("25.11", 2048, 1575),
+            ("26.02", 8192, 1633),
+            ("26.02.01", 8192, 1611),
+            ("26.04", 8192, 1686),
+            ("26.04.01", 8192, 1712),
+        )
+    ),
+    *(
+        _bridge(
+            f"Qwen3-235B-A22B, {tag}, B200",
+            QWEN3_235B_A22B,
+            256,
+            8,
+            1,
+            8,
+            8192,
+            1,
+            True,
+            tok,
+            BRIDGE_MOE_BENCHMARK,
+            "b200",
+        )
+        for tag, tok in (("26.02", 3805), ("26.04.01", 3776))
+    ),
+    *(
+        _bridge(
+            f"Qwen3-235B-A22B, {tag}, GB200",
+            QWEN3_235B_A22B,
+            256,
+            8,
+            vpp,
+            32,
+            8192,
+            1,
+            True,
+            tok,
+            BRIDGE_MOE_FLEX,
+            "gb200",
+        )
+        for tag, vpp, tok in (("26.02", 1, 5448), ("26.02.01", 1, 5530), ("26.04", 3, 5672), ("26.04.01", 3, 5680))
+    ),
+    # The ModelZoo's table: DeepEP unless "A2A"; recompute "norm, act" (layernorm + moe_act) or full.
+    _modelzoo("Qwen3-235B-A22B, ModelZoo EP32", 2, 8, 4, 32, 1, 19.7, MODELZOO_DEEPEP_NORM_ACT),
+    _noted(
+        _modelzoo("Qwen3-235B-A22B, ModelZoo EP32 + 1F1B overlap", 2, 8, 4, 32, 1, 17.6, MODELZOO_DEEPEP_NORM_ACT),
+        "1F1B a2a overlap on; its hiding and host cost are not modelled",
+    ),
+    _noted(
+        _modelzoo(
+            "Qwen3-235B-A22B, ModelZoo EP8 FSDP",
+            2,
+            1,
+            1,
+            8,
+            4,
+            17.6,
+            MODELZOO_DEEPEP,
+            sharding=Sharding.FSDP,
+            ac=ActivationCheckpointing.FULL,
+        ),
+        "Megatron-FSDP read as FSDP",
+    ),
+    _modelzoo("Qwen3-235B-A22B, ModelZoo EP8 PP32 A2A", 2, 32, 3, 8, 1, 24.2, MODELZOO_A2A_NORM_ACT),
+    _modelzoo("Qwen3-235B-A22B, ModelZoo TP4 EP8", 4, 8, 4, 8, 1, 29.0, MODELZOO_DEEPEP),
+)
 
 
 MOE_RUNS: tuple[MoeRun, ...] = (
@@ -269,6 +409,7 @@ MOE_RUNS: tuple[MoeRun, ...] = (
         DEEPSEEK_V3_SETTINGS,
         note="in-house stack: DEEPSEEK_V3_SETTINGS (DualPipe overlap, 4-node routing, FP8 SwiGLU cache)",
     ),
+    *QWEN3_235B_RUNS,
 )
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from support.rows import h100_row
 
 from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.hardware import load_catalog
@@ -30,7 +31,6 @@ from planner.model.settings import DEEPSEEK_V3_SETTINGS, DEFAULT_SETTINGS, MEGAT
 from planner.model.spec import ModelSpec
 from planner.model.step_time import comm_times
 from planner.model.structure import first_structural_problem
-from planner.search.candidates import single
 
 MIXTRAL = get_preset("mixtral-8x7b")
 # DeepSeek-V3's routed-expert shape (its technical report, sec. 4.2: 61 layers, hidden 7168,
@@ -53,17 +53,7 @@ BIG_MOE = ModelSpec(
 
 
 def candidates(layout: Layout, num_gpus: int, model: ModelSpec = MIXTRAL, **training):
-    catalog = load_catalog()
-    gpu = catalog.gpu("h100-sxm")
-    node, net = catalog.node(gpu.default_node), catalog.network(gpu.default_network)
-    config = TrainingConfig(**{"seq_len": 4096, **training})
-    return single(
-        gpu,
-        layout.resolve(num_gpus),
-        config,
-        gpus_per_node=node.gpus_per_node,
-        network_bandwidth=net.bandwidth_bytes_per_s_per_gpu,
-    )
+    return h100_row(layout, num_gpus, **training)
 
 
 @pytest.mark.parametrize(
@@ -194,14 +184,21 @@ def test_published_moe_runs_are_predicted_with_their_stated_layouts():
     from validation.moe_runs import GPT_OSS_120B, compare_moe_runs, predict_moe_run
 
     comparisons = compare_moe_runs()
-    assert len(comparisons) == 18
+    assert len(comparisons) == 34
     for c in comparisons:
         assert c.run.layout.ep > 1 and np.isfinite(c.error) and 0 <= c.ep_comm_share < 1
         # They ran: the memory model must let them fit.
         assert c.fits, c.run.label
+    # Qwen3-235B-A22B's EP 32 over 16 data-parallel ranks needs ep to borrow the tp ranks (expert tp 1).
+    wide = [
+        c.run for c in comparisons if c.run.layout.tp > 1 and c.run.layout.ep > c.run.layout.resolve(c.run.num_gpus).dp
+    ]
+    assert len(wide) == 8 and all(not run.layout.expert_tp for run in wide)
+    with pytest.raises(ValueError, match="ep=32"):
+        Layout(**{**dict(wide[0].layout), "expert_tp": True}).resolve(wide[0].num_gpus)
     # DeepSeek-V3's row is the preset itself (MLA, the shared expert, the dense first layers), and
     # it fits only because the report's recompute of the norms and MLA up projections is modelled.
-    deepseek = comparisons[-1].run
+    (deepseek,) = (c.run for c in comparisons if c.run.model.name == "deepseek-v3")
     assert deepseek.model.mla is not None and deepseek.model.dense_layers == 3
     assert deepseek.settings.recompute_modules
     without = predict_moe_run(
