@@ -74,8 +74,8 @@ class PlanRequest(BaseModel):
     precision: Precision = Precision.BF16
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
     allow_offload: bool = False
-    # None: native where trainer/model.py builds the model (Llama, GPT-2/3 families), else Hugging
-    # Face transformers (MoE, GPT-NeoX, MPT, BLOOM).
+    # None: native where trainer/model.py builds the model (the Llama relatives, GPT-2/3, Mixtral,
+    # Qwen3-MoE, DeepSeek-V3), else Hugging Face transformers (Gemma, GPT-NeoX, MPT, BLOOM).
     impl: Implementation | None = None
     compile: bool = False
     # Largest GPU count to consider per type. None: a type's inventory, and for a type without

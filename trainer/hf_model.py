@@ -36,6 +36,7 @@ def _family_fields(spec: ModelSpec) -> dict[str, Any]:
                 num_experts=spec.num_experts,
                 num_experts_per_tok=spec.experts_per_token,
                 mlp_only_layers=list(range(spec.dense_layers)),
+                norm_topk_prob=spec.moe_renormalize,
             )
         return fields
     if spec.family in ("gemma2", "gemma3", "gemma3_text"):

@@ -73,7 +73,8 @@ class ModelArgs:
     dense_layers: int = 0
     dense_ffn_hidden_size: int | None = None
     shared_experts: int = 0
-    router: str = "softmax"  # softmax (Mixtral) | sigmoid (DeepSeek-V3)
+    router: str = "softmax"  # softmax (Mixtral, Qwen3-MoE) | sigmoid (DeepSeek-V3)
+    moe_renormalize: bool = True  # softmax router: top-k weights renormalised (ModelSpec.moe_renormalize)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> ModelArgs:
@@ -114,12 +115,14 @@ class ModelArgs:
 
 
 def _deepseek_fields(spec: ModelSpec) -> dict:
-    """The MLA and DeepSeek-MoE fields of ``ModelArgs`` (none for the other families)."""
+    """The MLA and MoE-block fields of ``ModelArgs`` (dense first blocks, shared experts and the
+    router of DeepSeek-V3; the softmax router's renormalisation of the others)."""
     fields = dict(
         dense_layers=spec.dense_layers,
         dense_ffn_hidden_size=spec.dense_ffn_hidden_size,
         shared_experts=spec.shared_experts,
         router="sigmoid" if spec.family == "deepseek_v3" else "softmax",
+        moe_renormalize=spec.moe_renormalize,
     )
     if spec.mla is None:
         return fields
@@ -335,6 +338,7 @@ class TransformerBlock(nn.Module):
                 args.experts_per_token,
                 shared_experts=args.shared_experts,
                 router=args.router,
+                renormalize=args.moe_renormalize,
             )
             if args.num_experts > 1 and index >= args.dense_layers  # DeepSeek: the first k are dense
             else FeedForward(args, args.dense_ffn_hidden_size if args.num_experts > 1 else None)

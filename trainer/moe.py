@@ -7,8 +7,9 @@ DTensor over the ep mesh, FSDP-sharded over the rest of ``dp_shard x cp``, as in
 trainer/parallel.py) and exchanges routed token copies with its ep peers. The planner models
 the same block (planner/model/moe.py, docs/model.md "Mixture of experts").
 
-Routing as in Mixtral (Jiang et al. 2024, sec. 2.1; HF ``MixtralSparseMoeBlock``): fp32 softmax
-over the experts, the top k, renormalised to sum to one. Or as in DeepSeek-V3 (DeepSeek-AI 2024,
+Routing as in Mixtral (Jiang et al. 2024, sec. 2.1; HF ``MixtralSparseMoeBlock``) and Qwen3-MoE
+(HF ``Qwen3MoeSparseMoeBlock``): fp32 softmax over the experts, the top k, renormalised to sum to
+one (Qwen3-MoE: when ``norm_topk_prob``, as its releases set). Or as in DeepSeek-V3 (DeepSeek-AI 2024,
 sec. 2.1.2; transformers' ``DeepseekV3TopkRouter``): fp32 sigmoid affinities, experts chosen by
 affinity + ``e_score_correction_bias`` within the ``DEEPSEEK_TOPK_GROUPS`` best of
 ``DEEPSEEK_GROUPS`` expert groups (a group scores its two best experts), weighted by their bare
@@ -138,7 +139,8 @@ class SharedExperts(nn.Module):
 
 class MoE(nn.Module):
     """Router + experts (+ shared experts); ``forward`` maps ``[batch, seq, h]`` to the same shape.
-    ``router``: "softmax" (Mixtral) or "sigmoid" (DeepSeek-V3, group-limited)."""
+    ``router``: "softmax" (Mixtral, Qwen3-MoE; its top k renormalised unless not ``renormalize``,
+    Qwen3-MoE's ``norm_topk_prob`` false) or "sigmoid" (DeepSeek-V3, group-limited)."""
 
     e_score_correction_bias: torch.Tensor  # a buffer, sigmoid router only
 
@@ -150,9 +152,11 @@ class MoE(nn.Module):
         top_k: int,
         shared_experts: int = 0,
         router: str = "softmax",
+        renormalize: bool = True,
     ):
         super().__init__()
         self.num_experts, self.top_k, self.sigmoid = num_experts, top_k, router == "sigmoid"
+        self.renormalize = renormalize
         self.router = nn.Linear(hidden_size, num_experts, bias=False)
         if self.sigmoid:
             self.groups, self.topk_groups = deepseek_groups(num_experts)
@@ -184,7 +188,8 @@ class MoE(nn.Module):
         else:
             probs = F.softmax(self.router(x).float(), dim=-1)
             weights, experts = probs.topk(self.top_k, dim=-1)
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+            if self.renormalize:
+                weights = weights / weights.sum(dim=-1, keepdim=True)
         routed_fraction = F.one_hot(experts, self.num_experts).float().sum(dim=(0, 1)) / x.shape[0]
         aux = self.num_experts * (routed_fraction.detach() * probs.mean(dim=0)).sum()
         return weights.to(x.dtype), experts, aux

@@ -35,7 +35,7 @@ from planner.layout import (
 from planner.model.settings import Stack
 from ui import cli_jobs, render
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, SEQ_LEN, STACK_HELP, ObjectiveChoice, app
+from ui.cli_options import CALIBRATION_HELP, IMPL_HELP, JSON, NO_CALIBRATION, SEQ_LEN, STACK_HELP, ObjectiveChoice, app
 from ui.inputs import (
     MAX_BATCH_TOKENS,
     MAX_GPUS,
@@ -80,7 +80,7 @@ def estimate(
         ActivationCheckpointing.NONE, "--ac", help="activation checkpointing: selective = every other block"
     ),
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
-    impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
+    impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
     compile: bool = typer.Option(False, "--compile", help="per-block torch.compile"),
     offload: bool = typer.Option(
         False, "--offload", help="CPU offload: optimizer states and the AdamW step on the host"
@@ -179,7 +179,7 @@ def plan(
         False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"
     ),
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
-    impl: Implementation | None = typer.Option(None, help="default: native for Llama and GPT-2/3 families, else hf"),
+    impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
     allow_offload: bool = typer.Option(
         False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
     ),

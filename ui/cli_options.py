@@ -18,6 +18,7 @@ CALIBRATION_HELP = (
     "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
     " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
 )
+IMPL_HELP = "default: native where trainplan's decoder builds the family (docs/models.md), else hf"
 SEQ_LEN = typer.Option(None, "--seq-len", help="tokens per sequence; default 4096, or the model's context if shorter")
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
 STACK_HELP = (

@@ -291,6 +291,8 @@ def _qwen3_moe(cfg: _Config) -> dict:
         num_experts=cfg.size("num_experts", limit=_MAX_EXPERTS, default=128),
         experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=8),
         dense_layers=dense,
+        # transformers' Qwen3MoeConfig default is False; the released configs set True.
+        moe_renormalize=cfg.flag("norm_topk_prob", False),
     )
 
 

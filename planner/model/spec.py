@@ -117,6 +117,9 @@ class ModelSpec(BaseModel):
     dense_layers: int = Field(0, ge=0)  # MoE models: blocks with a dense MLP (DeepSeek: the first k)
     dense_ffn_hidden_size: int | None = Field(None, ge=1)  # their MLP width (None: ffn_hidden_size)
     mtp_layers: int = Field(0, ge=0)  # DeepSeek-V3 multi-token-prediction modules (counted apart)
+    # Softmax routing: the top-k probabilities renormalised to sum to one (Mixtral; Qwen3-MoE's
+    # norm_topk_prob, true in its releases) or used as they are. The trainer's; no planner effect.
+    moe_renormalize: bool = True
     qk_norm: QkNormKind = "none"
     norm_placement: NormPlacement = "pre"
     sliding_window: int | None = Field(None, ge=1)  # local attention span, in tokens

@@ -23,12 +23,29 @@ Rule = tuple[np.ndarray, Callable[[], str]]
 # blocks (OLMo 2), every layer windowed or none (Mistral v0.1, Phi-3). Mixtral is Mistral's block
 # with a routed-expert MLP, which trainer/moe.py builds (with expert parallelism); DeepSeek-V3 is
 # MLA (trainer/model.py LatentAttention), dense first blocks, then MoE blocks with shared experts
-# and the sigmoid router. GPT-NeoX (parallel residual, partial rotary), MPT and BLOOM (ALiBi),
-# Gemma (sandwich norms, soft-caps, mixed local/global layers) and Qwen3-MoE are not among them.
-NATIVE_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3", "mixtral", "deepseek_v3")
-# The MoE families whose block trainer/moe.py builds: top-k routed SwiGLU experts (Mixtral), plus
-# shared experts and group-limited sigmoid routing (DeepSeek-V3).
-NATIVE_MOE_FAMILIES = ("mixtral", "deepseek_v3")
+# and the sigmoid router; Qwen3-MoE is Qwen3's block with Mixtral's routed MLP. GPT-NeoX (parallel
+# residual, partial rotary), MPT and BLOOM (ALiBi) and Gemma (sandwich norms, soft-caps, mixed
+# local/global layers) are not among them.
+NATIVE_FAMILIES = (
+    "llama",
+    "mistral",
+    "qwen2",
+    "gpt2",
+    "qwen3",
+    "olmo2",
+    "phi3",
+    "mixtral",
+    "qwen3_moe",
+    "deepseek_v3",
+)
+# The MoE families whose block trainer/moe.py builds: top-k routed SwiGLU experts (Mixtral;
+# Qwen3-MoE: Qwen3's attention, the same softmax router), plus shared experts and group-limited
+# sigmoid routing (DeepSeek-V3).
+NATIVE_MOE_FAMILIES = ("mixtral", "qwen3_moe", "deepseek_v3")
+# The MoE families whose dense blocks, if any, the native model places first as the spec says:
+# Qwen3-MoE's dense blocks sit where mlp_only_layers / decoder_sparse_step put them, which the
+# spec does not keep (its released models have none).
+NATIVE_LEADING_DENSE_FAMILIES = ("mixtral", "deepseek_v3")
 # The MoE families whose native block has always-on shared experts.
 NATIVE_SHARED_EXPERT_FAMILIES = ("deepseek_v3",)
 # The families whose latent attention (MLA) the native decoder builds.
@@ -52,8 +69,9 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM), Gemma's block, MLA or experts outside DeepSeek's / Mixtral's; empty
-    for the Llama relatives, the GPT-2/3 family, Mixtral and DeepSeek-V3."""
+    an embedding norm (BLOOM), Gemma's block, MLA or experts outside DeepSeek's / Mixtral's /
+    Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family, Mixtral, Qwen3-MoE without
+    dense blocks and DeepSeek-V3."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
     found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
     found += [
@@ -63,7 +81,9 @@ def native_unsupported(model: ModelSpec) -> list[str]:
     if 0 < model.sliding_layers < model.num_layers:
         found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
     shared_ok = not model.shared_experts or model.family in NATIVE_SHARED_EXPERT_FAMILIES
+    dense_ok = not model.dense_layers or model.family in NATIVE_LEADING_DENSE_FAMILIES
     moe_native = model.family in NATIVE_MOE_FAMILIES and shared_ok
+    found += [] if dense_ok else [f"dense_layers={model.dense_layers} (placed by mlp_only_layers)"]
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 and not moe_native else [])
 
 

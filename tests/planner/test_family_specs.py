@@ -197,7 +197,8 @@ def test_estimate_reports_the_model():
     est = estimate(spec, "h100-sxm", Layout(), training, num_gpus=8)
     assert est.model is not None
     assert (est.model.params, est.model.active_params) == (spec.num_params(), spec.num_active_params())
-    assert est.model.family == "qwen3_moe" and not est.model.native
+    # Qwen3-MoE is native (trainer/moe.py), though this estimate asks for the transformers path.
+    assert est.model.family == "qwen3_moe" and est.model.native
     assert json.loads(est.model_dump_json())["model"]["active_params"] == spec.num_active_params()
 
 
