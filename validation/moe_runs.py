@@ -208,8 +208,8 @@ DEEPSEEK_V3_GPU_HOURS = 2_664_000
 # recipe turns on moe_a2a_overlap (overlap_moe_expert_parallel_comm + delay_wgrad_compute); 25.09
 # (v0.1.0rc4 qwen3_30b_a3b_llm_pretrain.yaml), v0.3.1 and v0.4.0 run without it at about twice
 # the throughput. Its host cost is what the maintainers disable it for ("Disable moe_a2a_overlap
-# due to CPU overhead", NVIDIA-NeMo/Megatron-Bridge PR #1760); the model counts neither that cost
-# nor the all-to-all it hides (no count of it from the source yet).
+# due to CPU overhead", NVIDIA-NeMo/Megatron-Bridge PR #1760); the model counts the all-to-all
+# it hides (``_a2a_overlapped``), not that cost.
 # DGX-B200 rows of the 26.04 and 26.04.01 containers (v0.4.0 and v0.4.1 scripts/performance/configs/
 # {qwen/qwen3,gpt_oss/gpt_oss}_workload_base_configs.py), one node of EP 8 each: Qwen3-30B-A3B
 # B200_FP8_MX_V1 (= B200_BF16_V1: 8 GPUs, MBS 4, GBS 512, flex dispatcher with HybridEP, CUDA graphs
@@ -223,11 +223,21 @@ DEEPSEEK_V3_GPU_HOURS = 2_664_000
 # moe_a2a_overlap on). Left out: the 26.06 rows (v0.5.0 recipes: full-iteration CUDA graphs, the
 # fused CuTe DSL grouped MLP and FP8 attention, none expressed here) and GB300 / B300 (not in the
 # catalog).
-A2A_OVERLAP_NOTE = "recipe: moe_a2a_overlap on; its host cost (PR #1760) and the hidden all-to-all are not modelled"
+A2A_OVERLAP_NOTE = "recipe: moe_a2a_overlap on: all-to-all under the other micro-batch's compute; its host cost (PR #1760) not modelled"
 
 
 def _noted(run: MoeRun, note: str) -> MoeRun:
     return replace(run, note=note)
+
+
+def _a2a_overlapped(run: MoeRun) -> MoeRun:
+    """A recipe with moe_a2a_overlap (--overlap-moe-expert-parallel-comm --delay-wgrad-compute):
+    Megatron-Core's combined 1F1B schedule runs one micro-batch's forward beside another's
+    backward, layer by layer, and "EP A2A in forward step is hidden by the attention/mlp
+    computation in the backward step, and vice versa" (megatron/core/pipeline_parallel/
+    combined_1f1b.py at d98e8a6): the all-to-alls are exposed only beyond the compute
+    (``ep_comm_overlap`` 1). The schedule's CPU overhead (Megatron-Bridge PR #1760) is not counted."""
+    return replace(run, settings=run.settings.but(ep_comm_overlap=1.0), note=A2A_OVERLAP_NOTE)
 
 
 def _modelzoo(label: str, tp: int, pp: int, vpp: int, ep: int, mbs: int, step_s: float, settings, **layout):
@@ -257,7 +267,7 @@ def _modelzoo(label: str, tp: int, pp: int, vpp: int, ep: int, mbs: int, step_s:
 # recipes not read), the 26.06 rows and GB300 / B300, as for the other models.
 QWEN3_235B_RUNS: tuple[MoeRun, ...] = (
     *(
-        _noted(
+        _a2a_overlapped(
             _bridge(
                 f"Qwen3-235B-A22B, {tag}",
                 QWEN3_235B_A22B,
@@ -271,8 +281,7 @@ QWEN3_235B_RUNS: tuple[MoeRun, ...] = (
                 tok,
                 BRIDGE_QWEN3_235B_H100,
                 tp=2,
-            ),
-            A2A_OVERLAP_NOTE,
+            )
         )
         for tag, gbs, tok in (
             ("25.11", 2048, 1575),
@@ -318,9 +327,9 @@ QWEN3_235B_RUNS: tuple[MoeRun, ...] = (
     ),
     # The ModelZoo's table: DeepEP unless "A2A"; recompute "norm, act" (layernorm + moe_act) or full.
     _modelzoo("Qwen3-235B-A22B, ModelZoo EP32", 2, 8, 4, 32, 1, 19.7, MODELZOO_DEEPEP_NORM_ACT),
-    _noted(
-        _modelzoo("Qwen3-235B-A22B, ModelZoo EP32 + 1F1B overlap", 2, 8, 4, 32, 1, 17.6, MODELZOO_DEEPEP_NORM_ACT),
-        "1F1B a2a overlap on; its hiding and host cost are not modelled",
+    # A2A_OVERLAP=1 in sbatch_benchmarking.sh: --delay-wgrad-compute --overlap-moe-expert-parallel-comm.
+    _a2a_overlapped(
+        _modelzoo("Qwen3-235B-A22B, ModelZoo EP32 + 1F1B overlap", 2, 8, 4, 32, 1, 17.6, MODELZOO_DEEPEP_NORM_ACT)
     ),
     _noted(
         _modelzoo(
@@ -343,8 +352,8 @@ QWEN3_235B_RUNS: tuple[MoeRun, ...] = (
 
 
 MOE_RUNS: tuple[MoeRun, ...] = (
-    _noted(_bridge("Qwen3-30B-A3B, 26.02", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 5113), A2A_OVERLAP_NOTE),
-    _noted(_bridge("Qwen3-30B-A3B, 25.11", QWEN3_30B_A3B, 16, 2, 24, 8, 512, 2, True, 5275), A2A_OVERLAP_NOTE),
+    _a2a_overlapped(_bridge("Qwen3-30B-A3B, 26.02", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 5113)),
+    _a2a_overlapped(_bridge("Qwen3-30B-A3B, 25.11", QWEN3_30B_A3B, 16, 2, 24, 8, 512, 2, True, 5275)),
     _bridge("GPT-OSS-120B, 26.02", GPT_OSS_120B, 64, 4, 1, 8, 1280, 1, False, 5993, BRIDGE_GPT_OSS),
     _noted(
         _bridge("Qwen3-30B-A3B, 26.02.01", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 9058),
@@ -363,7 +372,7 @@ MOE_RUNS: tuple[MoeRun, ...] = (
     ),
     _bridge("Qwen3-30B-A3B, 26.04, GB200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 26032, BRIDGE_MOE_FLEX, "gb200"),
     _bridge("Qwen3-30B-A3B, 26.04.01, GB200", QWEN3_30B_A3B, 8, 1, 1, 8, 512, 4, True, 26112, BRIDGE_MOE_FLEX, "gb200"),
-    _noted(
+    _a2a_overlapped(
         _bridge(
             "GPT-OSS-120B, 26.04, GB200",
             GPT_OSS_120B,
@@ -377,10 +386,9 @@ MOE_RUNS: tuple[MoeRun, ...] = (
             15938,
             BRIDGE_GPT_OSS_FLEX,
             "gb200",
-        ),
-        A2A_OVERLAP_NOTE,
+        )
     ),
-    _noted(
+    _a2a_overlapped(
         _bridge(
             "GPT-OSS-120B, 26.04.01, GB200",
             GPT_OSS_120B,
@@ -394,8 +402,7 @@ MOE_RUNS: tuple[MoeRun, ...] = (
             16640,
             BRIDGE_GPT_OSS_FLEX,
             "gb200",
-        ),
-        A2A_OVERLAP_NOTE,
+        )
     ),
     MoeRun(
         "DeepSeek-V3 pre-training",

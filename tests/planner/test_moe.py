@@ -258,3 +258,16 @@ def test_bf16_gradients_halve_the_gradient_buffer_and_add_the_optimizers_fp32_sh
     assert state_bytes(stage, c, bf16)[1][0] == pytest.approx(fp32_grads / 2)
     assert optimizer_grad_copy_bytes(stage, c, bf16)[0] == pytest.approx(stage.total[0] / 8 * 4.0)
     assert optimizer_grad_copy_bytes(stage, c, DEFAULT_SETTINGS)[0] == 0.0
+
+
+def test_a2a_overlap_recipes_hide_the_all_to_all_under_the_other_micro_batch():
+    """moe_a2a_overlap rows (validation/moe_runs.py ``_a2a_overlapped``): the all-to-all is exposed
+    only beyond the compute, so the row predicts faster than the same recipe without it."""
+    from validation.moe_runs import A2A_OVERLAP_NOTE, QWEN3_235B_RUNS, predict_moe_run
+
+    (run, *_) = (r for r in QWEN3_235B_RUNS if r.note == A2A_OVERLAP_NOTE)
+    assert run.settings.ep_comm_overlap == 1.0
+    hidden = predict_moe_run(run, load_catalog())
+    exposed = predict_moe_run(replace(run, settings=run.settings.but(ep_comm_overlap=0.0)), load_catalog())
+    assert hidden.ep_comm_share < exposed.ep_comm_share
+    assert hidden.predicted_tokens_per_s_per_gpu > exposed.predicted_tokens_per_s_per_gpu
