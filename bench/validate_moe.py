@@ -40,10 +40,10 @@ def render(comparisons: list[MoeComparison]) -> str:
             f"| {100 * c.error:+.1f} | {100 * c.ep_comm_share:.0f} % | {notes} |"
         )
     lines += ["", _summary("Held out", comparisons)]
-    for gpu in dict.fromkeys(c.run.gpu for c in comparisons):
-        lines.append(f"- {_summary(gpu, [c for c in comparisons if c.run.gpu == gpu])}")
-    for model in dict.fromkeys(c.run.model.name for c in comparisons):
-        lines.append(f"- {_summary(model, [c for c in comparisons if c.run.model.name == model])}")
+    # Per GPU, per model, per source (its repository or paper, without the tables' detail).
+    for key in (lambda r: r.gpu, lambda r: r.model.name, lambda r: r.source.split(" (")[0]):
+        for name in dict.fromkeys(key(c.run) for c in comparisons):
+            lines.append(f"- {_summary(name, [c for c in comparisons if key(c.run) == name])}")
     return "\n".join(lines)
 
 
