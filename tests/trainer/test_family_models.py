@@ -3,15 +3,13 @@ computes what transformers' own model computes with the same weights (fp32, CPU,
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
+from support.native_models import hf_root, matches_transformers, tiny_native
 
 from planner.catalog.models import model_from_hf_config
 from planner.model.structure import native_unsupported
-from trainer.model import ModelArgs, Transformer, native_init_rule
-from trainer.parallel import init_parameters
+from trainer.model import Transformer
 
 transformers = pytest.importorskip("transformers")
 
@@ -45,11 +43,7 @@ FAMILIES = {
 def _hf_state_dict(native: Transformer, model_type: str, norms: tuple[str, str]) -> dict[str, torch.Tensor]:
     """Native weights under transformers' names (Phi-3: q/k/v and gate/up concatenated)."""
     sd = native.state_dict()
-    out = {
-        "model.embed_tokens.weight": sd["tok_embeddings.weight"],
-        "model.norm.weight": sd["norm.weight"],
-        "lm_head.weight": sd["output.weight"],
-    }
+    out = hf_root(sd)
     for i in range(native.args.num_layers):
         p, h = f"layers.{i}.", f"model.layers.{i}."
         w = {name: sd[p + name + ".weight"] for name in ("attention.wq", "attention.wk", "attention.wv")}
@@ -76,27 +70,9 @@ def _hf_state_dict(native: Transformer, model_type: str, norms: tuple[str, str])
 def test_native_family_computes_what_transformers_computes(tmp_path, model_type):
     keys, norms = FAMILIES[model_type]
     data = {"model_type": model_type, **_TINY, **keys}
-    (tmp_path / "config.json").write_text(json.dumps(data))
-    spec = model_from_hf_config(tmp_path / "config.json")
-    assert native_unsupported(spec) == []
-    args = ModelArgs.from_spec(spec, seq_len=SEQ)
-    native = Transformer(args)
-    native.init_buffers(torch.device("cpu"))
-    init_parameters(native, seed=7, rule=native_init_rule(args))
-    for name, param in native.named_parameters():  # norms away from one, so each one matters
-        if name.endswith("norm.weight"):
-            param.data.normal_(1.0, 0.3, generator=torch.Generator().manual_seed(len(name)))
-    fields = {k: v for k, v in data.items() if k != "model_type"}
-    config = transformers.AutoConfig.for_model(model_type, **fields)
-    hf = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    hf.load_state_dict(_hf_state_dict(native, model_type, norms), strict=True)
-    hf.eval()
-    tokens = torch.randint(0, spec.vocab_size, (2, SEQ), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        ours, theirs = native(tokens), hf(input_ids=tokens).logits
-    assert ours.abs().max() > 0.1
-    torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
-    if args.sliding_window is not None:  # the window matters: without it the logits differ
+    native = tiny_native(data, tmp_path, SEQ, lambda name: None)
+    tokens, theirs = matches_transformers(native, data, _hf_state_dict(native, model_type, norms), SEQ)
+    if native.args.sliding_window is not None:  # the window matters: without it the logits differ
         native.layers["0"].attention.window = None
         with torch.no_grad():
             assert not torch.allclose(native(tokens), theirs, atol=1e-3)

@@ -9,13 +9,19 @@ import json
 
 import pytest
 import torch
+from support.native_models import (
+    hf_root_and_norms,
+    hf_routed_experts,
+    matches_transformers,
+    parameters_without_gradient,
+    tiny_native,
+)
 
 from planner.catalog.models import get_preset, model_from_hf_config
 from planner.layout import Implementation
 from planner.model.structure import default_implementation, native_unsupported
-from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
+from trainer.model import Transformer, build_native_model
 from trainer.moe import MoE
-from trainer.parallel import init_parameters
 
 transformers = pytest.importorskip("transformers")
 
@@ -46,65 +52,33 @@ _TINY = dict(
 
 
 def _hf_state_dict(native: Transformer) -> dict[str, torch.Tensor]:
-    sd = native.state_dict()
-    out = {
-        "model.embed_tokens.weight": sd["tok_embeddings.weight"],
-        "model.norm.weight": sd["norm.weight"],
-        "lm_head.weight": sd["output.weight"],
-    }
+    sd, out = native.state_dict(), hf_root_and_norms(native)
     attention = {"wq": "q_proj", "wk": "k_proj", "wv": "v_proj", "wo": "o_proj", "q_norm": "q_norm", "k_norm": "k_norm"}
     for i in range(native.args.num_layers):
         p, h = f"layers.{i}.", f"model.layers.{i}."
         out |= {f"{h}self_attn.{hf}.weight": sd[f"{p}attention.{ours}.weight"] for ours, hf in attention.items()}
-        experts = f"{p}feed_forward.experts."
-        out[f"{h}mlp.gate.weight"] = sd[f"{p}feed_forward.router.weight"]
-        # transformers: gate_up [E, 2 ffn, h] and down [E, h, ffn]; ours [E, in, out] each.
-        out[f"{h}mlp.experts.gate_up_proj"] = torch.cat([sd[experts + "w1"], sd[experts + "w3"]], dim=2).transpose(1, 2)
-        out[f"{h}mlp.experts.down_proj"] = sd[experts + "w2"].transpose(1, 2)
-        out[h + "input_layernorm.weight"] = sd[p + "attention_norm.weight"]
-        out[h + "post_attention_layernorm.weight"] = sd[p + "ffn_norm.weight"]
+        out |= hf_routed_experts(sd, p, h)
     return out
 
 
-def _native(data: dict, tmp_path) -> Transformer:
-    (tmp_path / "config.json").write_text(json.dumps(data))
-    spec = model_from_hf_config(tmp_path / "config.json")
-    assert native_unsupported(spec) == [] and spec.moe_renormalize == data["norm_topk_prob"]
-    args = ModelArgs.from_spec(spec, seq_len=SEQ)
-    native = Transformer(args)
-    native.init_buffers(torch.device("cpu"))
-    init_parameters(native, seed=7, rule=native_init_rule(args))
-    gen = torch.Generator().manual_seed(3)
-    for name, param in native.named_parameters():
-        if name.endswith("norm.weight"):  # norms away from one, so each one matters
-            param.data.normal_(1.0, 0.3, generator=gen)
-        if name.endswith("router.weight"):  # well-separated probabilities: no near-ties in the top k
-            param.data.normal_(0.0, 0.5, generator=gen)
-        if ".experts." in name:  # experts that move the logits, so their weighting shows
-            param.data.normal_(0.0, 0.2, generator=gen)
-    return native
+def _spread(name: str) -> float | None:
+    """Well-separated router probabilities (no near-ties in the top k) and experts that move the
+    logits, so their weighting shows."""
+    return 0.5 if name.endswith("router.weight") else 0.2 if ".experts." in name else None
 
 
 @pytest.mark.parametrize("norm_topk_prob", [True, False])
 def test_native_qwen3_moe_computes_what_transformers_computes(tmp_path, norm_topk_prob):
     data = _TINY | dict(norm_topk_prob=norm_topk_prob)
-    native = _native(data, tmp_path)
+    native = tiny_native(data, tmp_path, SEQ, _spread)
+    assert native.args.moe_renormalize == norm_topk_prob
     assert all(isinstance(layer.feed_forward, MoE) for layer in native.layers.values())
-    fields = {k: v for k, v in data.items() if k != "model_type"}
-    config = transformers.AutoConfig.for_model("qwen3_moe", **fields)
-    hf = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    hf.load_state_dict(_hf_state_dict(native), strict=True)
-    hf.eval()
-    native.eval()
-    tokens = torch.randint(0, data["vocab_size"], (2, SEQ), generator=torch.Generator().manual_seed(0))
+    tokens, theirs = matches_transformers(native, data, _hf_state_dict(native), SEQ)
+    # The renormalisation matters: the other setting gives other logits.
+    for moe in native.modules():
+        if isinstance(moe, MoE):
+            moe.renormalize = not norm_topk_prob
     with torch.no_grad():
-        ours, theirs = native(tokens), hf(input_ids=tokens).logits
-        assert ours.abs().max() > 0.1
-        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
-        # The renormalisation matters: the other setting gives other logits.
-        for moe in native.modules():
-            if isinstance(moe, MoE):
-                moe.renormalize = not norm_topk_prob
         assert not torch.allclose(native(tokens), theirs, atol=1e-3)
 
 
@@ -129,9 +103,5 @@ def test_native_qwen3_moe_holds_the_planner_count(preset):
 
 def test_native_qwen3_moe_trains_a_step(tmp_path):
     """Backward reaches every parameter (the router through the weights, the q/k norms, experts)."""
-    native = _native(_TINY, tmp_path)
-    tokens = torch.randint(0, _TINY["vocab_size"], (2, SEQ), generator=torch.Generator().manual_seed(1))
-    logits = native(tokens)
-    torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten()).backward()
-    missing = [n for n, p in native.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
-    assert missing == []
+    native = tiny_native(_TINY, tmp_path, SEQ, _spread)
+    assert parameters_without_gradient(native, _TINY["vocab_size"], SEQ) == []
