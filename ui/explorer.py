@@ -22,7 +22,7 @@ from ui.i18n import Labels
 from ui.reasons import LAYOUT_REASONS, reason_text
 from ui.sidebar import Inputs
 
-DEGREES = ("ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate")
+DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
 CHOICES = {"ex_sharding": Sharding, "ex_ac": ActivationCheckpointing, "ex_precision": Precision}
 
 
@@ -30,6 +30,7 @@ def load_plan(p: Plan) -> None:
     """Set the explorer's widgets to a plan's configuration."""
     state, layout, training = st.session_state, p.layout, p.training
     state.update(ex_gpu=p.gpu, ex_num_gpus=p.num_gpus, ex_tp=layout.tp, ex_pp=layout.pp, ex_cp=layout.cp)
+    state.update(ex_vpp=layout.vpp, ex_ep=layout.ep)
     state.update(ex_dp_replicate=layout.dp_replicate, ex_sharding=layout.sharding.value)
     state.update(ex_micro_batch=training.micro_batch, ex_grad_accum=training.grad_accum)
     state.update(ex_ac=training.activation_checkpointing.value, ex_precision=training.precision.value)
@@ -52,7 +53,7 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     gpu = left.selectbox(tr("ex_gpu"), gpus, key="ex_gpu")
     num_gpus = int(right.number_input(tr("ex_num_gpus"), min_value=1, step=1, key="ex_num_gpus"))
     columns = st.columns(len(DEGREES))
-    tp, pp, cp, dp_replicate = (
+    tp, pp, vpp, cp, ep, dp_replicate = (
         int(column.number_input(tr(key), min_value=1, step=1, key=key))
         for column, key in zip(columns, DEGREES, strict=True)
     )
@@ -62,7 +63,7 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     accum = int(row[2].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
     ac = row[3].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
     precision = row[4].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
-    layout = dict(tp=tp, pp=pp, cp=cp, dp_replicate=dp_replicate, sharding=sharding)
+    layout = dict(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp_replicate=dp_replicate, sharding=sharding)
     return (
         gpu,
         num_gpus,

@@ -310,16 +310,20 @@ _LABELS: dict[str, tuple[str, str]] = {
     # layout explorer
     "ex_help": (
         "Fix every knob of one configuration: memory per term against the capacity and the step time "
-        "are the planner's own estimate. dp_shard is what the count leaves after tp × pp × cp × dp_replicate.",
+        "are the planner's own estimate. dp_shard is what the count leaves after tp × pp × cp × dp_replicate; "
+        "ep (MoE) splits the experts over ranks it borrows from dp_shard × cp.",
         "固定一个配置的所有参数：各项显存与容量的对比及单步时间都来自规划器自身的估算。"
-        "dp_shard 为 GPU 数除以 tp × pp × cp × dp_replicate 后的剩余部分。",
+        "dp_shard 为 GPU 数除以 tp × pp × cp × dp_replicate 后的剩余部分；"
+        "ep（MoE）把专家分布到从 dp_shard × cp 借用的 rank 上。",
     ),
     "ex_load": ("Start from the chosen plan", "从选定方案开始"),
     "ex_gpu": ("GPU type", "GPU 型号"),
     "ex_num_gpus": ("GPUs", "GPU 数量"),
     "ex_tp": ("tensor parallel (tp)", "张量并行（tp）"),
     "ex_pp": ("pipeline stages (pp)", "流水线级数（pp）"),
+    "ex_vpp": ("interleaving (vpp)", "交错流水线（vpp）"),
     "ex_cp": ("context parallel (cp)", "上下文并行（cp）"),
+    "ex_ep": ("expert parallel (ep)", "专家并行（ep）"),
     "ex_dp_replicate": ("replicas (dp_replicate)", "副本数（dp_replicate）"),
     "ex_sharding": ("sharding", "分片方式"),
     "ex_micro_batch": ("micro-batch", "微批"),

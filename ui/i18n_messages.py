@@ -179,6 +179,28 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "reason_precision": ("{gpu} does not support {precision}", "{gpu} 不支持 {precision}"),
     "reason_pp_native": ("pipeline parallelism needs the native trainer", "流水线并行需要原生训练器"),
     "reason_cp_native": ("context parallelism needs the native trainer", "上下文并行需要原生训练器"),
+    "reason_vpp_pp": (
+        "interleaved stages (vpp > 1) need pp > 1",
+        "交错流水线（vpp > 1）需要 pp > 1",
+    ),
+    "reason_vpp_accum": (
+        "the interleaved schedule needs an accumulation ({grad_accum}) that is a multiple of pp={pp}",
+        "交错流水线调度要求梯度累积步数（{grad_accum}）为 pp={pp} 的整数倍",
+    ),
+    "reason_ep_fits": (
+        "ep={ep} must be a multiple of cp={cp} and divide the {group} data- and context-parallel ranks it borrows",
+        "ep={ep} 必须是 cp={cp} 的整数倍，并能整除其借用的 {group} 个数据并行与上下文并行 rank",
+    ),
+    "reason_ep_ddp": (
+        "expert parallelism shards the experts: use sharding fsdp, zero1 or zero2",
+        "专家并行需要对专家分片：请选择 fsdp、zero1 或 zero2 分片方式",
+    ),
+    "reason_ep_dense": ("ep={ep} needs a mixture-of-experts model", "ep={ep} 需要混合专家（MoE）模型"),
+    "reason_ep_experts": (
+        "the {experts} experts are not divisible by ep={ep}",
+        "{experts} 个专家不能被 ep={ep} 整除",
+    ),
+    "reason_ep_native": ("expert parallelism needs the native trainer", "专家并行需要原生训练器"),
     "reason_moe_tp": (
         "native MoE blocks take no tensor parallelism: use tp=1",
         "原生 MoE 模块不支持张量并行：请使用 tp=1",

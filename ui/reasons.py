@@ -30,7 +30,7 @@ MODEL_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_p(r"experts_per_token exceeds num_experts"), "reason_experts_per_token"),
     (_p(r"head_dim <head_dim> is odd"), "reason_head_dim_odd"),
 )
-# What a fixed layout of the explorer can break (dp_shard is "the rest", ep stays 1).
+# What a fixed layout of the explorer can break (dp_shard is "the rest", expert tp on).
 LAYOUT_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_p(r"world size <gpus> is not divisible by dp_replicate\*tp\*pp\*cp = <fixed>"), "reason_world_size"),
     (_p(r"num_heads <value> is not divisible by tp=<tp>"), "reason_tp_heads"),
@@ -49,6 +49,18 @@ LAYOUT_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<gpu>\S+) does not support (?P<precision>\S+)$"), "reason_precision"),
     (re.compile(r"pipeline parallelism \(pp > 1\) needs impl 'native'"), "reason_pp_native"),
     (re.compile(r"context parallelism \(cp > 1\) needs impl 'native'"), "reason_cp_native"),
+    (re.compile(r"vpp > 1 \(interleaved schedule\) needs pp > 1 and the 1f1b schedule"), "reason_vpp_pp"),
+    (
+        _p(
+            r"the interleaved schedule needs grad_accum \(<grad_accum>\) divisible by grad_accum // pp \(use a multiple of pp=<pp>\)"
+        ),
+        "reason_vpp_accum",
+    ),
+    (_p(r"ep=<ep> must be a multiple of cp=<cp> and divide dp_shard\*cp=<group> "), "reason_ep_fits"),
+    (re.compile(r"expert parallelism \(ep > 1\) shards experts over dp_shard x cp"), "reason_ep_ddp"),
+    (_p(r"ep=<ep> needs a mixture-of-experts model"), "reason_ep_dense"),
+    (_p(r"num_experts <experts> is not divisible by ep=<ep>"), "reason_ep_experts"),
+    (re.compile(r"expert parallelism \(ep > 1\) needs impl 'native'"), "reason_ep_native"),
     (re.compile(r"tensor parallelism of native MoE blocks"), "reason_moe_tp"),
     (re.compile(r"MoE expert weights .* do not shard evenly"), "reason_moe_shard"),
 )

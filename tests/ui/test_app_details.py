@@ -19,7 +19,7 @@ from planner.api import build_plan
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset
 from planner.errors import InfeasiblePlan
 from planner.fmt import one_line
-from planner.layout import Layout, Precision, TrainingConfig
+from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from ui import charts
@@ -148,12 +148,23 @@ BROKEN_LAYOUTS = {  # (GPUs, layout, training) of gpt3-125m (12 heads, 12 layers
     "reason_1f1b_accum": (2, dict(pp=2), {}),
     "reason_seq_cp": (6, dict(cp=3), {}),
     "reason_precision": (8, {}, dict(precision=Precision.FP8)),
+    "reason_vpp_pp": (8, dict(vpp=2), {}),
+    "reason_vpp_accum": (2, dict(pp=2, vpp=2), dict(grad_accum=5)),
+    "reason_ep_dense": (8, dict(ep=2), {}),
+    "reason_ep_fits": (8, dict(ep=3), {}),
+    "reason_ep_ddp": (8, dict(ep=2, sharding=Sharding.NONE), {}),
+}
+# The same for Mixtral (8 experts), natively unless stated.
+BROKEN_MOE_LAYOUTS = {
+    "reason_ep_experts": (48, dict(ep=6), {}),
+    "reason_ep_native": (8, dict(ep=2), dict(impl=Implementation.HF)),
 }
 
 
-def layout_refusal(gpu: str, num_gpus: int, layout: dict, training: dict) -> str:
-    request = request_for()
-    config = TrainingConfig(seq_len=2048, impl=request.impl, **training)
+def layout_refusal(gpu: str, num_gpus: int, layout: dict, training: dict, model: ModelSpec | None = None) -> str:
+    request = request_for(model)
+    training = {"impl": request.impl, **training}
+    config = TrainingConfig(seq_len=2048, **training)
     with pytest.raises(ValueError) as refused:
         build_plan(request.model, gpu, Layout(**layout), config, num_gpus=num_gpus, training_tokens=1e9)
     return one_line(refused.value)
@@ -163,6 +174,15 @@ def layout_refusal(gpu: str, num_gpus: int, layout: dict, training: dict) -> str
 def test_every_layout_refusal_has_its_own_chinese_sentence(key):
     num_gpus, layout, training = BROKEN_LAYOUTS[key]
     message = layout_refusal("a100-80gb-sxm", num_gpus, layout, training)
+    found, figures = reason_key(message, LAYOUT_REASONS)
+    assert found == key, message
+    assert not english_sentences(ZH(found, **figures))
+
+
+@pytest.mark.parametrize("key", list(BROKEN_MOE_LAYOUTS))
+def test_every_expert_parallel_refusal_has_its_own_chinese_sentence(key):
+    num_gpus, layout, training = BROKEN_MOE_LAYOUTS[key]
+    message = layout_refusal("h100-sxm", num_gpus, layout, training, get_preset("mixtral-8x7b"))
     found, figures = reason_key(message, LAYOUT_REASONS)
     assert found == key, message
     assert not english_sentences(ZH(found, **figures))

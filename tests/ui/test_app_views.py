@@ -27,6 +27,7 @@ from support.app import (
 )  # fmt: skip
 
 from planner.api import build_plan
+from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.search.explore import best_per_count, pareto_front, scored_search
@@ -205,6 +206,29 @@ def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     assert list(rows.index[rows["allowed"]]) == ["a100-80gb-sxm"] and rows.loc["a100-80gb-sxm", "inventory"] == 8
     at.number_input(key="ex_tp").set_value(3).run()  # 16 heads: tp=3 cannot exist
     assert any(EN("ex_invalid", error="").split(":")[0] in e.value for e in at.error)
+
+
+def test_layout_explorer_takes_expert_parallelism_and_interleaving():
+    """An MoE model in the explorer: ep and vpp reach the estimate (the API's, number for number)."""
+    at = open_tab(run_app(preset="mixtral-8x7b", seq_len=4096), "tab_explorer")
+    knobs = (("ex_num_gpus", 16), ("ex_tp", 1), ("ex_pp", 2), ("ex_vpp", 2), ("ex_cp", 1), ("ex_ep", 8))
+    for key, value in (*knobs, ("ex_dp_replicate", 1), ("ex_micro_batch", 1), ("ex_grad_accum", 4)):
+        at.number_input(key=key).set_value(value)
+    for key, value in (("ex_gpu", "h100-sxm"), ("ex_sharding", "fsdp"), ("ex_ac", "full"), ("ex_precision", "bf16")):
+        at.selectbox(key=key).set_value(value)
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    model = get_preset("mixtral-8x7b")
+    request = request_for(model, seq_len=4096)
+    training = TrainingConfig(
+        seq_len=4096, micro_batch=1, grad_accum=4, activation_checkpointing=ActivationCheckpointing.FULL,
+        precision=Precision.BF16, impl=request.impl,
+    )  # fmt: skip
+    layout = Layout(pp=2, vpp=2, ep=8, sharding=Sharding.FSDP)
+    e = build_plan(model, "h100-sxm", layout, training, num_gpus=16, training_tokens=request.training_tokens).estimate
+    assert e.layout.ep == 8 and e.layout.vpp == 2
+    assert card(at)[EN("ex_step")] == f"{e.time.step_s:,.3g} s"
+    assert any("ep=8" in c.value and "vpp=2" in c.value for c in at.caption)
 
 
 @pytest.fixture
