@@ -181,7 +181,8 @@ def test_plan_for_a_deepseek_v3_sized_moe_on_2048_h100_uses_expert_parallelism()
 def test_published_moe_runs_are_predicted_with_their_stated_layouts():
     """The held-out MoE rows (validation/moe_runs.py): every layout is valid and scored; no bound
     on the error (docs/validation.md reports it)."""
-    from validation.moe_runs import GPT_OSS_120B, compare_moe_runs, predict_moe_run
+    from validation.moe_recipes import GPT_OSS_120B
+    from validation.moe_runs import compare_moe_runs, predict_moe_run
 
     comparisons = compare_moe_runs()
     assert len(comparisons) == 34
@@ -261,9 +262,10 @@ def test_bf16_gradients_halve_the_gradient_buffer_and_add_the_optimizers_fp32_sh
 
 
 def test_a2a_overlap_recipes_hide_the_all_to_all_under_the_other_micro_batch():
-    """moe_a2a_overlap rows (validation/moe_runs.py ``_a2a_overlapped``): the all-to-all is exposed
+    """moe_a2a_overlap rows (validation/moe_recipes.py ``a2a_overlapped``): the all-to-all is exposed
     only beyond the compute, so the row predicts faster than the same recipe without it."""
-    from validation.moe_runs import A2A_OVERLAP_NOTE, QWEN3_235B_RUNS, predict_moe_run
+    from validation.moe_recipes import A2A_OVERLAP_NOTE
+    from validation.moe_runs import QWEN3_235B_RUNS, predict_moe_run
 
     (run, *_) = (r for r in QWEN3_235B_RUNS if r.note == A2A_OVERLAP_NOTE)
     assert run.settings.ep_comm_overlap == 1.0
