@@ -59,6 +59,12 @@ BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(
 # ... and its Blackwell recipes (v0.4.0 B200_BF16_V2, GB200_BF16_V2) with the flex dispatcher on
 # HybridEP, as BRIDGE_MOE_FLEX.
 BRIDGE_GPT_OSS_FLEX = BRIDGE_GPT_OSS.but(moe_hierarchical_dispatch=True)
+# DeepSeek-V3's (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py and
+# deepseek_llm_pretrain.py, v0.3.0 to v0.4.1): HybridEP (flex), selective recompute of the MLA up
+# projections (``mla_up_proj``: B200, and GB200 up to v0.3.1; from v0.4.0 GB200's FP8 recipe
+# recomputes the dense MLP instead, ``mlp``, which the block table does not tag: the rows take no
+# module recompute then, and the 3 dense blocks' MLP tensors count as saved).
+BRIDGE_DEEPSEEK_V3 = BRIDGE_MOE_FLEX.but(recompute_modules=frozenset({Recompute.MLA_UP_PROJ}))
 
 # The Qwen3-235B-A22B recipes (v0.2.0-v0.4.0 scripts/performance/configs/qwen*/qwen3_llm_pretrain.py
 # qwen3_235b_a22b_pretrain_config_h100 / _b200): the alltoall dispatcher; on H100 no tp comm

@@ -18,6 +18,7 @@ from planner.model.estimate import score
 from planner.model.settings import DEEPSEEK_V3_SETTINGS
 from planner.search.candidates import single
 from validation.moe_recipes import (
+    BRIDGE_DEEPSEEK_V3,
     BRIDGE_GPT_OSS,
     BRIDGE_GPT_OSS_FLEX,
     BRIDGE_MOE_BENCHMARK,
@@ -170,6 +171,32 @@ QWEN3_235B_RUNS: tuple[MoeRun, ...] = (
 )
 
 
+# DeepSeek-V3 in the same archive (the ``deepseek-v3`` preset; BRIDGE_DEEPSEEK_V3), 256 GPUs, MXFP8
+# read as FP8, MBS 1, GBS 4096 (the V2 recipes): DGX-GB200 TP 1 PP 4 VP 4 EP 64 (26.02 to
+# 26.04.01), DGX-B200 PP 16 EP 8 (26.02 to 26.04). The recipes train one MTP module
+# (mtp_num_layers 1), which the planner does not time; Megatron's pipeline layout for (4, 4) and
+# (16, 1) puts 4 blocks on each virtual stage, the embedding with the first, the MTP module and the
+# loss with the last (its one block), as the planner's uneven split gives 4 on the busiest. Left
+# out: the 26.04.01 B200 row (its table states PP 8 VP 2 EP 32, its recipe v0.4.1 PP 16 EP 8), the
+# DGX-H100 rows (1,024 GPUs, TP 2 with a custom pipeline layout) and the 26.06 rows.
+DEEPSEEK_V3_BRIDGE_RUNS: tuple[MoeRun, ...] = (
+    *(
+        bridge_run(f"DeepSeek-V3, {tag}, GB200", DEEPSEEK_V3, 256, 4, 4, 64, 4096, 1, True, tok, settings, "gb200")
+        for tag, tok, settings in (
+            ("26.02", 3955, BRIDGE_DEEPSEEK_V3),
+            ("26.02.01", 4021, BRIDGE_DEEPSEEK_V3),
+            ("26.04", 4193, BRIDGE_MOE_FLEX),
+            ("26.04.01", 4256, BRIDGE_MOE_FLEX),
+        )
+    ),
+    *(
+        bridge_run(
+            f"DeepSeek-V3, {tag}, B200", DEEPSEEK_V3, 256, 16, 1, 8, 4096, 1, True, tok, BRIDGE_DEEPSEEK_V3, "b200"
+        )
+        for tag, tok in (("26.02", 2689), ("26.02.01", 2790), ("26.04", 2815))
+    ),
+)
+
 MOE_RUNS: tuple[MoeRun, ...] = (
     a2a_overlapped(bridge_run("Qwen3-30B-A3B, 26.02", QWEN3_30B_A3B, 16, 2, 12, 8, 1024, 1, True, 5113)),
     a2a_overlapped(bridge_run("Qwen3-30B-A3B, 25.11", QWEN3_30B_A3B, 16, 2, 24, 8, 512, 2, True, 5275)),
@@ -242,6 +269,7 @@ MOE_RUNS: tuple[MoeRun, ...] = (
         note="in-house stack: DEEPSEEK_V3_SETTINGS (DualPipe overlap, 4-node routing, FP8 SwiGLU cache)",
     ),
     *QWEN3_235B_RUNS,
+    *DEEPSEEK_V3_BRIDGE_RUNS,
 )
 
 
