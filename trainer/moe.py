@@ -15,13 +15,19 @@ affinity + ``e_score_correction_bias`` within the ``DEEPSEEK_TOPK_GROUPS`` best 
 ``DEEPSEEK_GROUPS`` expert groups (a group scores its two best experts), weighted by their bare
 affinities renormalised and times ``DEEPSEEK_ROUTED_SCALE``; plus ``shared_experts`` always-on
 experts (one SwiGLU MLP ``shared_experts x ffn`` wide). The correction bias is DeepSeek's
-auxiliary-loss-free balancing; its update rule (a sign step after each batch) is not built: the
-bias stays at zero and the load-balancing loss below balances the load. Load balancing as in Switch (Fedus et
-al. 2021, eq. 4) and Mixtral's ``load_balancing_loss_func``: ``E * sum_i f_i P_i`` over the
-rank's micro-batch (``f_i`` tokens routed to expert i per token, ``P_i`` its mean router
-probability), weighted by ``AUX_LOSS_COEF``. Its gradient is injected in backward (Megatron-Core's
-``MoEAuxLossAutoScaler``), so it shapes training without entering the reported loss, and works
-unchanged under pipelining and activation checkpointing.
+auxiliary-loss-free balancing (sec. 2.1.2): after each optimizer step every expert's bias moves
+by ``DEEPSEEK_BIAS_UPDATE_SPEED`` towards balance, down if the expert took more than the mean of
+the step's routed copies over all data- and context-parallel ranks, up if fewer
+(``update_router_bias``); it is a checkpointed buffer. Load balancing as in Switch (Fedus et al.
+2021, eq. 4) and Mixtral's ``load_balancing_loss_func``: ``E * sum_i f_i P_i`` over the rank's
+micro-batch (``f_i`` tokens routed to expert i per token, ``P_i`` its mean router probability),
+weighted by ``AUX_LOSS_COEF``; DeepSeek-V3's complementary balance loss (sec. 2.1.2, eq. 17-20:
+``alpha sum_i f'_i P_i`` with ``f'_i = E / k`` times the share, the affinities normalised) at its
+``DEEPSEEK_BALANCE_COEF``, over the rank's micro-batch where the report takes each sequence. The
+loss's gradient is injected in backward (Megatron-Core's ``MoEAuxLossAutoScaler``), so it shapes
+training without entering the reported loss, and works unchanged under pipelining and
+activation checkpointing; the step's routed copies are counted in that backward, once per
+micro-batch however often a checkpointed block recomputes its forward.
 """
 
 from __future__ import annotations
@@ -45,6 +51,10 @@ AUX_LOSS_COEF = 1e-2
 DEEPSEEK_GROUPS = 8
 DEEPSEEK_TOPK_GROUPS = 4
 DEEPSEEK_ROUTED_SCALE = 2.5
+# DeepSeek-V3 report sec. 4.2: "the bias update speed gamma to 0.001" (for the first 14.3T
+# tokens, 0 after) and "the balance factor alpha to 0.0001".
+DEEPSEEK_BIAS_UPDATE_SPEED = 1e-3
+DEEPSEEK_BALANCE_COEF = 1e-4
 
 
 def deepseek_groups(num_experts: int) -> tuple[int, int]:
@@ -85,18 +95,23 @@ class _ScaleGrad(torch.autograd.Function):
 
 
 class _AuxLossGrad(torch.autograd.Function):
-    """Passes ``output`` through and gives ``aux`` the gradient ``scale`` (d loss / d aux)."""
+    """Passes ``output`` through and gives ``aux`` the gradient ``scale`` (d loss / d aux); adds
+    the micro-batch's routed copies per expert to ``tally`` (backward runs once per micro-batch,
+    where a checkpointed block's forward runs twice)."""
 
     @staticmethod
-    def forward(ctx: Any, output: torch.Tensor, aux: torch.Tensor, scale: float) -> torch.Tensor:
-        ctx.scale = scale
-        ctx.save_for_backward(aux)
+    def forward(
+        ctx: Any, output: torch.Tensor, aux: torch.Tensor, scale: float, counts: torch.Tensor, tally: torch.Tensor
+    ) -> torch.Tensor:
+        ctx.scale, ctx.tally = scale, tally
+        ctx.save_for_backward(aux, counts)
         return output.view_as(output)
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        (aux,) = ctx.saved_tensors
-        return grads[0], torch.full_like(aux, ctx.scale), None
+        aux, counts = ctx.saved_tensors
+        ctx.tally.add_(counts.to(ctx.tally.dtype))
+        return grads[0], torch.full_like(aux, ctx.scale), None, None, None
 
 
 class GroupedExperts(nn.Module):
@@ -143,6 +158,7 @@ class MoE(nn.Module):
     Qwen3-MoE's ``norm_topk_prob`` false) or "sigmoid" (DeepSeek-V3, group-limited)."""
 
     e_score_correction_bias: torch.Tensor  # a buffer, sigmoid router only
+    routed_tally: torch.Tensor  # a buffer: this step's routed copies per expert on this rank
 
     def __init__(
         self,
@@ -160,13 +176,16 @@ class MoE(nn.Module):
         self.router = nn.Linear(hidden_size, num_experts, bias=False)
         if self.sigmoid:
             self.groups, self.topk_groups = deepseek_groups(num_experts)
-            # Not persistent: never updated (see the module docstring), zeroed by reset_router_bias.
-            self.register_buffer("e_score_correction_bias", torch.zeros(num_experts), persistent=False)
+            # Checkpointed: it moves every step (update_router_bias); zeroed by reset_router_bias.
+            self.register_buffer("e_score_correction_bias", torch.zeros(num_experts))
+        # The step's routed copies per expert on this rank (counted in backward, _AuxLossGrad).
+        self.register_buffer("routed_tally", torch.zeros(num_experts), persistent=False)
+        self.aux_coef = DEEPSEEK_BALANCE_COEF if self.sigmoid else AUX_LOSS_COEF
         self.experts = GroupedExperts(num_experts, hidden_size, ffn_hidden_size)
         self.shared = SharedExperts(hidden_size, ffn_hidden_size * shared_experts) if shared_experts else None
         self.ep_group: dist.ProcessGroup | None = None  # set by apply_expert_parallel
         # d(total loss)/d(aux loss) for this micro-batch: set each step (set_aux_loss_scale).
-        self.aux_loss_scale = AUX_LOSS_COEF
+        self.aux_loss_scale = self.aux_coef
 
     def _sigmoid_top_k(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """DeepSeek-V3: (weights, expert ids, normalised affinities for the balancing loss)."""
@@ -192,7 +211,8 @@ class MoE(nn.Module):
                 weights = weights / weights.sum(dim=-1, keepdim=True)
         routed_fraction = F.one_hot(experts, self.num_experts).float().sum(dim=(0, 1)) / x.shape[0]
         aux = self.num_experts * (routed_fraction.detach() * probs.mean(dim=0)).sum()
-        return weights.to(x.dtype), experts, aux
+        # DeepSeek's f'_i = E / k times the share of copies: Switch's over k (eq. 18).
+        return weights.to(x.dtype), experts, aux / self.top_k if self.sigmoid else aux
 
     def _dispatch_and_run(self, routed: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
         """Expert outputs of ``routed`` (token copies in expert order, ``counts`` per expert)."""
@@ -226,7 +246,9 @@ class MoE(nn.Module):
         y = (combined * weights.unsqueeze(-1)).sum(dim=1).view(shape)
         if self.shared is not None:
             y = y + self.shared(x.view(shape))
-        return _AuxLossGrad.apply(y, aux, self.aux_loss_scale) if self.training else y
+        if not self.training:
+            return y
+        return _AuxLossGrad.apply(y, aux, self.aux_loss_scale, counts, self.routed_tally)
 
 
 def moe_modules(model: nn.Module) -> list[MoE]:
@@ -234,8 +256,10 @@ def moe_modules(model: nn.Module) -> list[MoE]:
 
 
 def reset_router_bias(model: nn.Module) -> None:
-    """Zero DeepSeek routers' correction biases (after ``to_empty``: buffers, not parameters)."""
+    """Zero DeepSeek routers' correction biases and every block's tally (after ``to_empty``:
+    buffers, not parameters; a checkpoint restores the biases after this)."""
     for moe in moe_modules(model):
+        moe.routed_tally.zero_()
         if moe.sigmoid:
             moe.e_score_correction_bias.zero_()
 
@@ -244,7 +268,21 @@ def set_aux_loss_scale(model: nn.Module, micro_batches: int, loss_scale: float) 
     """Weight each micro-batch's load-balancing loss like its LM loss: 1/micro_batches of the
     step (the pipeline schedule divides the gradients itself: pass 1), times the fp16 scale."""
     for moe in moe_modules(model):
-        moe.aux_loss_scale = AUX_LOSS_COEF * loss_scale / micro_batches
+        moe.aux_loss_scale = moe.aux_coef * loss_scale / micro_batches
+
+
+def update_router_bias(model: nn.Module, groups: list[dist.ProcessGroup], update: bool = True) -> None:
+    """End of a step: sum each MoE block's routed copies over ``groups`` (the ranks that route
+    other tokens through the same blocks) and, where ``update``, move DeepSeek's correction bias
+    by ``DEEPSEEK_BIAS_UPDATE_SPEED`` against each expert's excess over the mean; then clear the
+    tallies (a skipped step moves nothing)."""
+    for moe in moe_modules(model):
+        if moe.sigmoid and update:
+            load = moe.routed_tally.clone()
+            for group in groups:
+                dist.all_reduce(load, group=group)
+            moe.e_score_correction_bias.add_(torch.sign(load.mean() - load), alpha=DEEPSEEK_BIAS_UPDATE_SPEED)
+        moe.routed_tally.zero_()
 
 
 def apply_expert_parallel(model: nn.Module, ep_mesh: DeviceMesh) -> None:

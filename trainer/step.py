@@ -16,12 +16,12 @@ from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import loss_parallel
 
-from planner.layout import Layout
+from planner.layout import Layout, MeshAxis
 from trainer.context_parallel import ContextParallel
 from trainer.loss import IGNORE_INDEX as IGNORE_INDEX  # re-exported: the loss lives in trainer/loss.py
 from trainer.loss import LossHead
 from trainer.loss import cross_entropy as cross_entropy
-from trainer.moe import set_aux_loss_scale
+from trainer.moe import set_aux_loss_scale, update_router_bias
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import TiedEmbeddingSync, run_pipeline_step
@@ -31,6 +31,14 @@ def model_loss(head: LossHead, output: torch.Tensor, labels: torch.Tensor) -> to
     """Mean next-token loss of a model output: logits, or the final-norm hidden states when the
     head computes a chunked loss (trainer/loss.py). Every loss of a step goes through here."""
     return head(getattr(output, "logits", output), labels)
+
+
+def balance_groups(meshes: Meshes) -> list[dist.ProcessGroup]:
+    """The ranks that route other tokens through this rank's MoE blocks (trainer/moe.py
+    ``update_router_bias``): its data-parallel and context-parallel peers, one group per axis
+    (the sums compose); not the pipeline stages (other blocks) nor tp (the same tokens)."""
+    axes = (MeshAxis.DP_REPLICATE, MeshAxis.DP_SHARD, MeshAxis.CP)
+    return [meshes.world[a.value].get_group() for a in axes if meshes.world[a.value].size() > 1]
 
 
 def _local(value: torch.Tensor) -> torch.Tensor:
@@ -80,6 +88,7 @@ class Stepper:
         pp_rank = meshes.pp.get_local_rank()
         self.holds_loss = pp_rank == layout.pp - 1  # the last pipeline stage computes the loss
         self.loss_ranks = dist.get_world_size() // layout.pp
+        self.balance_groups = balance_groups(meshes)
 
     # ------------------------------------------------------------------ contexts
 
@@ -139,6 +148,7 @@ class Stepper:
         if finite:
             clip_gradients(self.params, self.grad_clip, norm_value)
             self.optimizer.step()
+        update_router_bias(self.model, self.balance_groups, update=finite)
         self.scheduler.step()
         self.scaler.update(found_non_finite=not finite)
         self.optimizer.zero_grad(set_to_none=True)

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from support.jobs import Run, batch_result, finished, launch_runs, losses_by_step, tiny_gpt_spec, tiny_spec
 from support.trajectories import TWO_PER_MICRO_BATCH as TWO
 from support.trajectories import assert_same_gradient_norms, assert_same_trajectory, settings
@@ -24,6 +25,7 @@ from planner.catalog.models import get_preset
 from planner.errors import ExitCode
 from planner.layout import Layout
 from planner.model.spec import LatentAttention
+from trainer.moe import DEEPSEEK_BIAS_UPDATE_SPEED
 from trainer.train import main
 
 pytestmark = pytest.mark.slow
@@ -137,7 +139,7 @@ TINY_DEEPSEEK_V3 = get_preset("deepseek-v3").model_copy(
     )
 )
 DEEPSEEK = dict(model=TINY_DEEPSEEK_V3, impl="native", loss_chunk_tokens=0)
-BESIDE_ONE_PROCESS["deepseek-v3-ep"] = _beside(Layout(dp_shard=4, ep=2), 4, 1, 6, **DEEPSEEK)
+BESIDE_ONE_PROCESS["deepseek-v3-ep"] = _beside(Layout(dp_shard=4, ep=2), 4, 1, 6, checkpoint_every=3, **DEEPSEEK)
 BESIDE_ONE_PROCESS["deepseek-v3-ep-cp"] = _beside(Layout(dp_shard=2, cp=2, ep=2), 4, 1, 6, **DEEPSEEK)
 
 
@@ -270,15 +272,42 @@ def test_native_moe_under_expert_parallelism_matches_one_process(launched, one_p
 
 
 @pytest.mark.parametrize("name", ["deepseek-v3-ep", "deepseek-v3-ep-cp"])
-def test_native_deepseek_v3_under_expert_parallelism_matches_one_process(name, launched, one_process_root, in_process):
+def test_native_deepseek_v3_under_expert_parallelism_matches_one_process(
+    name, launched, one_process_root, tmp_path, in_process
+):
     """ep=2 on 4 ranks (x fsdp=4, or x fsdp=2 x cp=2): each rank holds 2 of the 4 routed experts
     (top 2; 4 experts route over one group), the shared expert and MLA are FSDP-sharded like dense
     weights; under cp the shared rotary key turns by global position and MLA's 12-wide values
-    travel with its 24-wide keys."""
-    _, parallel, single = beside_one_process(launched, one_process_root, name)
+    travel with its 24-wide keys. The routers' correction biases, moved after every step by the
+    load summed over all ranks, end where one process's do: exactly without cp; under cp, whose
+    attention sums in another order, a near-tie expert choice may flip and move one expert's
+    bias a step the other way (the summing itself: tests/trainer/test_moe_block.py)."""
+    parallel_dir, parallel, single = beside_one_process(launched, one_process_root, name)
     assert sorted(parallel) == list(range(1, 7))
     worst = max(abs(parallel[s] - single[s]) for s in parallel)
     assert worst <= 1e-3, f"differs from one process by up to {worst:.2e}"
+    biases = [
+        checkpointed(job / "ckpt" / "step-000006", tmp_path / f"{i}.pt", "e_score_correction_bias")
+        for i, job in enumerate((parallel_dir, one_process(one_process_root, name)))
+    ]
+    assert biases[0].abs().sum() > 0
+    apart = (biases[0] - biases[1]).abs().max().item()
+    assert apart == 0 if name == "deepseek-v3-ep" else apart <= 2 * DEEPSEEK_BIAS_UPDATE_SPEED + 1e-9
+    if name == "deepseek-v3-ep":  # the biases come back with a checkpoint: step 3 resumes on one process
+        resumed = RUNS[name].write_single(tmp_path / "resumed")
+        shutil.copytree(parallel_dir / "ckpt" / "step-000003", resumed / "ckpt" / "step-000003")
+        assert main([str(resumed), "--device", "cpu"]) == ExitCode.OK
+        losses = losses_by_step(resumed)
+        assert sorted(losses) == [4, 5, 6] and max(abs(losses[s] - single[s]) for s in losses) <= 1e-4
+
+
+def checkpointed(step_dir: Path, scratch: Path, suffix: str) -> torch.Tensor:
+    """The one tensor of a DCP checkpoint whose key ends with ``suffix`` (as one file)."""
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    dcp_to_torch_save(step_dir, scratch)
+    (found,) = (v for k, v in torch.load(scratch, weights_only=False)["model"].items() if k.endswith(suffix))
+    return found
 
 
 @pytest.mark.skipif(not HAS_FLOAT8, reason="needs torchao.float8")
