@@ -143,7 +143,10 @@ def plan(
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
     gpu_ids = list(gpus)
     table = candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings)
-    inventory = {g: n for g, n in gpus.items() if n is not None} or None
+    # check_rows allows only the types an inventory names: a type without one (None) takes its
+    # searched count limit beside those that have one.
+    limited = any(n is not None for n in gpus.values())
+    inventory = {g: limits.limits[g] if n is None else n for g, n in gpus.items()} if limited else None
     deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     try:
         solution = solve_request(request, table, deadline_s, inventory)

@@ -411,7 +411,10 @@ def solve_single(
         P, S, P_ref, S_ref = (C, T, C_ref, T_ref) if objective is Objective.COST else (T, C, T_ref, C_ref)
         optimum = float(P[kept[chosen_index(x)]])
         problem, x = _single_job_problem(table, kept, S[kept] / S_ref + TIE_BREAK_WEIGHT * P[kept] / P_ref, limits)
-        problem += pulp.LpAffineExpression(zip(x, P[kept].tolist(), strict=True)) <= optimum * (1 + NEAR_TIE_FRACTION)
+        # In units of P_ref: the solver's absolute tolerances then hold for a job of any size (a
+        # one-token budget has optima of ~1e-9 USD).
+        scaled = (P[kept] / P_ref).tolist()
+        problem += pulp.LpAffineExpression(zip(x, scaled, strict=True)) <= optimum / P_ref * (1 + NEAR_TIE_FRACTION)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)  # (8)
         assert optimal, "the first solve's optimum satisfies (8)"
     row = int(kept[chosen_index(x)])

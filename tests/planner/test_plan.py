@@ -239,3 +239,20 @@ def test_a_plan_over_a_year_warns_and_a_short_one_does_not(llama8b_result):
     long = plan(PlanRequest(model=get_preset("llama3-8b"), training_tokens=15e12, gpus={"h100-sxm": 16}, top_k=0))
     assert long.plan.estimate.time_to_train_h > 365 * 24
     assert any("over a year" in w and "--deadline-days" in w for w in long.warnings)
+
+
+def test_a_type_without_inventory_stays_allowed_beside_one_with_it():
+    """{A100: unlimited, A10: 1}: the A100s are searched up to the default cap, not dropped because
+    the A10 has an inventory (the solver allows only the types an inventory names)."""
+    model = get_preset("llama3.2-1b")
+    gpus = {"a100-40gb-sxm": None, "a10": 1}
+    chosen = plan(PlanRequest(model=model, training_tokens=1e11, gpus=gpus, seq_len=2048)).plan
+    assert chosen.gpu == "a100-40gb-sxm" and chosen.num_gpus > 1
+
+
+def test_a_one_token_budget_gets_a_plan():
+    """Costs of ~1e-9 USD: the near-tie solve's bound (8) is in units of the reference, so the
+    solver's absolute tolerances do not make the first optimum infeasible."""
+    request = PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=1.0, gpus={"a10": None}, seq_len=2048)
+    chosen = plan(request).plan
+    assert chosen.gpu == "a10" and chosen.estimate.cost_usd < 1e-3
