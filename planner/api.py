@@ -286,6 +286,8 @@ def build_plan(
         catalog=catalog,
         settings=settings,
         training_tokens=training_tokens,
+        # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
+        trainer_rules=stack == Stack.TRAINPLAN,
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})

@@ -249,6 +249,7 @@ class Layout(BaseModel):
         parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]
         parts += [f"vpp={self.vpp}"] if self.vpp_enabled else []
         parts += [f"ep={self.ep}"] if self.ep_enabled else []
+        parts += ["etp=1"] if self.tp_enabled and not self.expert_tp else []
         kind = "hsdp" if self.hsdp_enabled else self.sharding.value
         return " ".join([kind, *parts]) if parts else f"{kind} (1 GPU)"
 

@@ -58,6 +58,12 @@ def estimate(
     cp: int = typer.Option(1, help="context-parallel degree (splits the sequence)"),
     vpp: int = typer.Option(1, help="interleaved pipeline stages per rank (needs pp > 1 and 1f1b)"),
     ep: int = typer.Option(1, help="expert-parallel degree (MoE): experts split over ranks of dp_shard x cp"),
+    expert_tp: bool = typer.Option(
+        True,
+        "--expert-tp/--no-expert-tp",
+        help="MoE experts split over tp (the trainer's); --no-expert-tp: whole experts, ep borrows tp "
+        "(Megatron-Core's expert tp 1; other stacks only)",
+    ),
     pp_schedule: PipelineSchedule = typer.Option(
         PipelineSchedule.ONE_F_ONE_B, "--pp-schedule", help="pipeline schedule (with pp > 1)"
     ),
@@ -116,6 +122,7 @@ def estimate(
         cp=cp,
         vpp=vpp,
         ep=ep,
+        expert_tp=expert_tp,
         pp_schedule=pp_schedule,
         sharding=sharding,
     )

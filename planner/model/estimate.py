@@ -185,8 +185,10 @@ def estimate(
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
     training_tokens: float | None = None,
+    trainer_rules: bool = True,
 ) -> Estimate:
-    """Predict one configuration. Raises ValueError when the layout cannot exist."""
+    """Predict one configuration. Raises ValueError when the layout cannot exist (or, with
+    ``trainer_rules``, when trainplan's trainer cannot run it: planner/model/structure.py)."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     resolved = layout.resolve(num_gpus)
@@ -198,7 +200,7 @@ def estimate(
         gpus_per_node = num_gpus // num_nodes
     network = catalog.network(gpu_spec.default_network).bandwidth_bytes_per_s_per_gpu
     c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
-    check_divisible(model, c, training, gpu_spec)
+    check_divisible(model, c, training, gpu_spec, trainer_rules)
     s = score(model, c, settings)
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     g = job_goodput(s, c, training_tokens, settings)
@@ -263,9 +265,11 @@ def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
     )
 
 
-def check_divisible(model: ModelSpec, c: Candidates, training: TrainingConfig, gpu: GPUSpec) -> None:
+def check_divisible(
+    model: ModelSpec, c: Candidates, training: TrainingConfig, gpu: GPUSpec, trainer_rules: bool = True
+) -> None:
     """Name the first structural problem of a single configuration (ValueError)."""
-    problem = first_structural_problem(model, **rule_values(c))
+    problem = first_structural_problem(model, **rule_values(c), trainer=trainer_rules)
     if problem is None and not np.isfinite(c.matmul_peak_flops[0]):
         problem = f"{gpu.id} does not support {training.precision.value}"
     if problem is not None:

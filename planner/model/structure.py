@@ -130,9 +130,12 @@ def structural_rules(
     vpp=1,
     shard_group=1,
     ep=1,
+    trainer=True,
 ) -> list[Rule]:
     """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
-    arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand."""
+    arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand.
+    ``trainer`` False: another stack's estimate (estimate-only: trainer/job.py emits trainplan's
+    plans only), where the rules that are limits of trainplan's own MoE block hold anyway."""
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
 
     def split(value: int, degree, what: str, axis: str) -> Rule:
@@ -206,29 +209,35 @@ def structural_rules(
         ),
         # Native blocks take torchao's float8 tensor-parallel styles (trainer/tensor_parallel.py).
         (~fp8 | (tp == 1) | ~hf, lambda: "fp8 with tensor parallelism needs impl 'native'"),
-        *_expert_rules(model, tp=tp, hf=hf, shard_group=shard_group, ep=ep),
+        *_expert_rules(model, tp=tp, hf=hf, shard_group=shard_group, ep=ep, trainer=trainer),
     ]
 
 
-def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
-    """MoE: how experts split over the ep ranks and shard over the rest (planner/layout.py)."""
+def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep, trainer) -> list[Rule]:
+    """MoE: how experts split over the ep ranks and shard over the rest (planner/layout.py). The
+    last three are trainplan's trainer's (trainer/moe.py, trainer/parallel.py), held only when
+    ``trainer``: Megatron-Core, for one, runs experts with tensor parallelism."""
     ep = np.asarray(ep)
+    other_stack = not trainer
     local_experts = model.num_experts // np.maximum(ep, 1)
     expert_shards = np.maximum(np.asarray(shard_group) // np.maximum(ep, 1), 1)
     return [
         ((ep == 1) | np.asarray(model.is_moe), lambda: f"ep={ep} needs a mixture-of-experts model"),
         # trainer/moe.py splits the experts into equal groups, one per ep rank (whole experts).
         (model.num_experts % ep == 0, lambda: f"num_experts {model.num_experts} is not divisible by ep={ep}"),
-        ((ep == 1) | ~hf, lambda: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)"),
+        ((ep == 1) | ~hf | other_stack, lambda: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)"),
         # The native MoE block keeps whole experts on each rank (no expert tensor parallelism).
         (
-            (tp == 1) | hf | np.asarray(not model.is_moe),
+            (tp == 1) | hf | np.asarray(not model.is_moe) | other_stack,
             lambda: "tensor parallelism of native MoE blocks (expert tp) is not built: use tp=1 or ep",
         ),
         # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the
         # hidden dim (trainer/parallel.py shard_placement); otherwise some ranks hold whole experts.
         (
-            (model.num_experts == 1) | (local_experts % expert_shards == 0) | (model.hidden_size % expert_shards == 0),
+            (model.num_experts == 1)
+            | (local_experts % expert_shards == 0)
+            | (model.hidden_size % expert_shards == 0)
+            | other_stack,
             lambda: (
                 f"MoE expert weights ({local_experts} experts{' per ep rank' if ep > 1 else ''}, hidden "
                 f"{model.hidden_size}) do not shard evenly over dp_shard*cp{'/ep' if ep > 1 else ''}="

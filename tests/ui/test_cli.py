@@ -416,3 +416,19 @@ def test_bad_jobs_file_is_one_line(tmp_path):
     bad.write_text('[[jobs]]\nname = "x"\nmodel = "tiny"\ntokens = -1\n')
     proc = binary("portfolio", str(bad), check_ok=False)
     assert proc.returncode == 2 and "tokens" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_estimate_takes_expert_tp_1_for_another_stack_only():
+    """Qwen3-235B as Megatron-Bridge's H100 recipe lays it out (TP 2, EP 32 over 16 data-parallel
+    ranks: ep borrows tp). An estimate for megatron-core, whose MoE runs tp; refused for trainplan's
+    trainer, whose native MoE blocks take no tensor parallelism."""
+    shape = ["--model", "qwen3-235b-a22b", "--gpu", "h100-sxm", "--num-gpus", "256", "--tp", "2", "--pp", "8"]
+    shape += ["--vpp", "4", "--ep", "32", "--sharding", "zero1", "--grad-accum", "512"]
+    args = [*shape, "--no-expert-tp"]
+    estimated = json.loads(run("estimate", *args, "--stack", "megatron-core", "--json").stdout)
+    assert estimated["layout"]["expert_tp"] is False and estimated["layout"]["ep"] == 32
+    assert estimated["time"]["breakdown_s"]["ep_comm"] > 0
+    refused = run("estimate", *args, check_ok=False)
+    assert refused.returncode == 2 and "tensor parallelism of native MoE blocks" in refused.stderr
+    with_expert_tp = run("estimate", *shape, "--stack", "megatron-core", check_ok=False)
+    assert with_expert_tp.returncode == 2 and "ep=32" in with_expert_tp.stderr  # dp_shard 16 cannot hold ep 32
