@@ -272,16 +272,20 @@ def set_aux_loss_scale(model: nn.Module, micro_batches: int, loss_scale: float) 
 
 
 def update_router_bias(model: nn.Module, groups: list[dist.ProcessGroup], update: bool = True) -> None:
-    """End of a step: sum each MoE block's routed copies over ``groups`` (the ranks that route
-    other tokens through the same blocks) and, where ``update``, move DeepSeek's correction bias
-    by ``DEEPSEEK_BIAS_UPDATE_SPEED`` against each expert's excess over the mean; then clear the
-    tallies (a skipped step moves nothing)."""
-    for moe in moe_modules(model):
-        if moe.sigmoid and update:
-            load = moe.routed_tally.clone()
-            for group in groups:
-                dist.all_reduce(load, group=group)
-            moe.e_score_correction_bias.add_(torch.sign(load.mean() - load), alpha=DEEPSEEK_BIAS_UPDATE_SPEED)
+    """End of a step: sum the DeepSeek blocks' routed copies over ``groups`` (the ranks that route
+    other tokens through the same blocks; one all-reduce per group for all blocks) and, where
+    ``update``, move each correction bias by ``DEEPSEEK_BIAS_UPDATE_SPEED`` against each expert's
+    excess over its block's mean; then clear every tally (a skipped step moves nothing)."""
+    blocks = moe_modules(model)
+    routers = [moe for moe in blocks if moe.sigmoid]
+    if update and routers:
+        load = torch.stack([moe.routed_tally for moe in routers])  # [blocks, experts]
+        for group in groups:
+            dist.all_reduce(load, group=group)
+        steps = torch.sign(load.mean(dim=1, keepdim=True) - load)
+        for moe, step in zip(routers, steps, strict=True):
+            moe.e_score_correction_bias.add_(step, alpha=DEEPSEEK_BIAS_UPDATE_SPEED)
+    for moe in blocks:
         moe.routed_tally.zero_()
 
 

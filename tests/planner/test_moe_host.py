@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.rows import h100_row
+from support.rows import h100_row as candidates
 
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision
@@ -18,10 +18,6 @@ from planner.model.step_time import block_gemm_time_per_token, host_sync_exposed
 
 MIXTRAL = get_preset("mixtral-8x7b")
 DENSE = get_preset("llama3-8b")
-
-
-def candidates(layout: Layout, num_gpus: int, **training):
-    return h100_row(layout, num_gpus, **training)
 
 
 def test_dispatch_launches_follow_their_counts():

@@ -169,3 +169,16 @@ def test_router_bias_sums_the_load_over_data_and_context_parallel_ranks_of_its_s
         load = torch.arange(8.0) * sum(r + 1 for r in range(4 * stage, 4 * stage + 4))
         expected = torch.sign(load.mean() - load) * DEEPSEEK_BIAS_UPDATE_SPEED
         torch.testing.assert_close(torch.tensor(bias), expected, msg=f"rank {rank}")
+
+
+def test_each_block_steps_against_its_own_mean_and_a_softmax_block_only_clears():
+    """One all-reduce carries every block's tally; each bias moves by its own block's load."""
+    first, second, softmax = filled_deepseek_moe(), filled_deepseek_moe(seed=1), filled_moe()
+    first.routed_tally.copy_(torch.arange(8.0))  # mean 3.5
+    second.routed_tally.copy_(torch.tensor([0.0, 0, 0, 0, 0, 0, 0, 80]))  # mean 10
+    softmax.routed_tally.fill_(5.0)
+    update_router_bias(torch.nn.ModuleList([first, second, softmax]), groups=[])
+    step = DEEPSEEK_BIAS_UPDATE_SPEED
+    torch.testing.assert_close(first.e_score_correction_bias, torch.tensor([1.0, 1, 1, 1, -1, -1, -1, -1]) * step)
+    torch.testing.assert_close(second.e_score_correction_bias, torch.tensor([1.0, 1, 1, 1, 1, 1, 1, -1]) * step)
+    assert not any(m.routed_tally.any() for m in (first, second, softmax))
