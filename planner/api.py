@@ -14,8 +14,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from planner import accuracy
+from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
-from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
@@ -23,7 +25,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
-from planner.plan import Plan, PlanCalibration
+from planner.plan import Estimate, Plan, PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
     DEFAULT_MAX_GPUS,
@@ -35,6 +37,7 @@ from planner.request import (
     count_limits,
     default_global_batch_tokens,
     requested_batch_tokens,
+    scored_table,
     search_space,
 )
 from planner.search.candidates import Candidates
@@ -66,6 +69,8 @@ class PlanResult:
     near_tie_plan: Plan | None = None  # that plan
     knee: Knee | None = None  # without a deadline: the cost/time front's knee (planner.frontier), unless chosen
     knee_plan: Plan | None = None  # that plan
+    risk: Risk = DEFAULT_RISK  # the quantile the search judged plans by
+    median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
 
 
 def plan_from_row(
@@ -83,7 +88,7 @@ def plan_from_row(
     layout, training = c.layout(row), c.training(row)
     num_gpus = int(c.num_gpus[row])
     num_nodes = int(c.num_nodes[row])
-    est = estimate(
+    est = judged_estimate(
         request.model,
         gpu,
         layout,
@@ -93,6 +98,8 @@ def plan_from_row(
         catalog=catalog,
         settings=settings,
         training_tokens=request.training_tokens,
+        stack=request.stack,
+        calibrated=calibration is not None and calibration.entry(gpu.id) is not None,
     ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
     return Plan(
         model=request.model,
@@ -108,6 +115,43 @@ def plan_from_row(
         estimate=est,
         stack=request.stack,
         calibration=calibration,
+    )
+
+
+def judged_estimate(
+    model: ModelSpec,
+    gpu: GPUSpec,
+    layout: Layout,
+    training: TrainingConfig,
+    *,
+    num_gpus: int,
+    num_nodes: int | None,
+    catalog: Catalog,
+    settings: ModelingSettings,
+    training_tokens: float | None,
+    stack: Stack,
+    calibrated: bool,
+    trainer_rules: bool = True,
+) -> Estimate:
+    """``estimate`` held at the efficiency ceiling of its regime (lifted where a calibration file
+    measured the GPU), with the error band of every figure (planner/accuracy)."""
+    regime = accuracy.regime_for(Stack(stack).value, gpu, layout.resolve(num_gpus), training, model.is_moe)
+    ceiling = accuracy.ceiling_of(regime, num_gpus, calibrated)
+    est = estimate(
+        model,
+        gpu,
+        layout,
+        training,
+        num_gpus=num_gpus,
+        num_nodes=num_nodes,
+        catalog=catalog,
+        settings=settings,
+        training_tokens=training_tokens,
+        trainer_rules=trainer_rules,
+        mfu_ceiling=None if ceiling is None else ceiling.mfu,
+    )
+    return est.model_copy(
+        update={"uncertainty": accuracy.uncertainty(est, regime), "ceiling": accuracy.efficiency_ceiling(ceiling, est)}
     )
 
 
@@ -142,7 +186,8 @@ def plan(
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
     gpu_ids = list(gpus)
-    table = candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings)
+    measured = frozenset(g.gpu for g in record.gpus) if record is not None else frozenset()
+    table = scored_table(request, catalog, c, gpu_ids, space, settings, measured)
     # check_rows allows only the types an inventory names: a type without one (None) takes its
     # searched count limit beside those that have one.
     limited = any(n is not None for n in gpus.values())
@@ -161,9 +206,12 @@ def plan(
     chosen = wrap(solution.row)
     assert chosen.estimate.time_to_train_h is not None  # plan() always has training tokens
     assert math.isclose(
-        chosen.estimate.time_to_train_h * SECONDS_PER_HOUR, float(table.time_to_train_s[solution.row]), rel_tol=1e-6
+        chosen.estimate.time_to_train_h * SECONDS_PER_HOUR,
+        float(table.extra["model_time_s"][solution.row]),
+        rel_tol=1e-6,
     ), "scalar re-score disagrees with the vectorised score"
     alternatives = tuple(wrap(r) for r in solution.alternatives)
+    median_row = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
     rows = choosable_rows(request, table, deadline_s, inventory)
     tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
     bend = None if deadline_s is not None else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row)
@@ -180,7 +228,35 @@ def plan(
         near_tie_plan=None if tie is None else wrap(tie.row),
         knee=bend,
         knee_plan=None if bend is None else wrap(bend.row),
+        risk=request.risk,
+        median_plan=None if median_row in (None, solution.row) else wrap(median_row),
     )
+
+
+def median_choice(
+    request: PlanRequest,
+    c: Candidates,
+    table: CandidateTable,
+    catalog: Catalog,
+    gpu_ids: list[str],
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+) -> int | None:
+    """The row the search would choose judged at the median (``Risk.P50``) instead of the
+    request's risk; None when the request is judged at the median already or none is feasible
+    there."""
+    if request.risk == Risk.P50:
+        return None
+    gpus = [catalog.gpu(g) for g in gpu_ids]
+    median = accuracy.time_factors(c, gpus, request.stack.value, request.model.is_moe, Risk.P50)
+    factor = table.extra["time_factor"]
+    at_median = replace(
+        table, time_to_train_s=table.time_to_train_s / factor * median, cost_usd=table.cost_usd / factor * median
+    )
+    try:
+        return solve_request(request.model_copy(update={"top_k": 0}), at_median, deadline_s, inventory).row
+    except InfeasiblePlan:
+        return None
 
 
 def solve_request(
@@ -241,7 +317,7 @@ def cap_diagnosis(
     largest = max(n for n in probe.values() if n is not None)
     space = replace(search_space(request, largest), extra_counts=tuple(sorted(set(limits.limits.values()))))
     c = build_candidates(request.model, catalog, probe, space)
-    table = candidate_table(request.model, c, list(gpus), space, request.training_tokens, settings)
+    table = scored_table(request, catalog, c, list(gpus), space, settings)
     checks = check_rows(
         table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=limits.limits, count_caps=limits.caps
     )
@@ -276,7 +352,7 @@ def build_plan(
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})
         spec = catalog.gpu(spec.id)
-    est = estimate(
+    est = judged_estimate(
         model,
         spec,
         layout,
@@ -286,6 +362,8 @@ def build_plan(
         catalog=catalog,
         settings=settings,
         training_tokens=training_tokens,
+        stack=stack,
+        calibrated=record is not None and record.entry(spec.id) is not None,
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=stack == Stack.TRAINPLAN,
     )

@@ -97,6 +97,29 @@ def duration_h(hours: float | None) -> str:
     return f"{value:,.1f} {'days' if unit == 'days' else 'h'}"
 
 
+def duration_band(hours: float | None, band: tuple[float, float] | None) -> str:
+    """``84.0 days (76.1-97.3)``: a duration and its band, in the point's unit (``-`` for None)."""
+    if hours is None:
+        return "-"
+    if band is None:
+        return duration_h(hours)
+    scale = duration_parts(hours)[1] / hours
+    return f"{duration_h(hours)} ({band[0] * scale:,.1f}-{band[1] * scale:,.1f})"
+
+
+def money_band(usd: float | None, band: tuple[float, float] | None) -> str:
+    """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price)."""
+    if usd is None:
+        return "-"
+    return money(usd) if band is None else f"{money(usd)} ({money(band[0])}-{money(band[1])})"
+
+
+def number_band(value: float, band: tuple[float, float] | None, digits: int = 0) -> str:
+    """``884,987 (721,030-952,431)``: a figure and its band, ``digits`` decimals."""
+    text = f"{value:,.{digits}f}"
+    return text if band is None else f"{text} ({band[0]:,.{digits}f}-{band[1]:,.{digits}f})"
+
+
 def duration_words(seconds: float, round_up: bool = False) -> str:
     """Sentence style: ``12.5 days``, ``3.0 hours``, ``45.0 minutes`` (whole units, rounded up, if asked)."""
     unit, _ = duration_parts(seconds / SECONDS_PER_HOUR, smallest="minutes")

@@ -71,6 +71,7 @@ class TimeTerms(BaseModel):
     ep_comm: float = 0.0  # exposed MoE dispatch/combine all-to-alls
     bubble: float = 0.0  # pipeline fill and drain
     measured_correction: float = 0.0  # a measured job's correction of the compute (calibration file)
+    efficiency_ceiling: float = 0.0  # held at the best measured efficiency of its regime (planner/accuracy)
 
     @property
     def exposed_comm(self) -> float:
@@ -151,6 +152,47 @@ class GoodputEstimate(BaseModel):
     goodput_fraction: float  # useful time / wall time
 
 
+class Uncertainty(BaseModel):
+    """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
+    (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
+    regime; ``time_to_train_h_at_risk`` the time at the median and the pessimistic quantiles the
+    search can judge by (``--risk``). ``validated``: a measured row of the same regime exists;
+    ``envelope`` says which, or how far outside it lies and how much the band was widened."""
+
+    model_config = _FROZEN
+    coverage: float
+    tokens_per_s: tuple[float, float]
+    step_s: tuple[float, float]
+    time_to_train_h: tuple[float, float] | None = None
+    cost_usd: tuple[float, float] | None = None
+    energy_kwh: tuple[float, float] | None = None
+    time_to_train_h_at_risk: dict[str, float] | None = None
+    cost_usd_at_risk: dict[str, float] | None = None
+    validated: bool
+    regime: str
+    rows: int  # validation rows the band is read from
+    exact_rows: int  # of them, rows of this very regime
+    sources: tuple[str, ...]
+    mean_abs_error: float  # of those rows
+    widened_by: float  # the extrapolation term at the band's upper end (0 inside the envelope)
+    envelope: str
+    basis: str
+
+
+class EfficiencyCeiling(BaseModel):
+    """The best MFU measured in the estimate's regime (planner/accuracy/ceiling.py), the row that
+    measured it, and whether it held this estimate back (``binding``: the model's own step was
+    faster; ``uncapped_tokens_per_s`` is what it predicted)."""
+
+    model_config = _FROZEN
+    mfu: float
+    row: str
+    source: str
+    stack: str
+    binding: bool
+    uncapped_tokens_per_s: float
+
+
 class ModelSummary(BaseModel):
     """What is trained (``model`` in the JSON of ``trainplan estimate``): parameters in total and
     per token (MoE: routed experts only), DeepSeek's MTP modules apart, and whether trainplan's
@@ -200,6 +242,8 @@ class Estimate(BaseModel):
     energy_kwh: float | None = None
     goodput: GoodputEstimate | None = None  # absent from plan files written before it
     model: ModelSummary | None = None  # absent from plan files written before it
+    uncertainty: Uncertainty | None = None  # the error band (absent from plan files written before it)
+    ceiling: EfficiencyCeiling | None = None  # None: no measured row holds this regime's efficiency
 
 
 class CalibrationMachine(BaseModel):

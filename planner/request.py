@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.catalog.hardware import Catalog
+from planner import accuracy
+from planner.accuracy import DEFAULT_RISK, Risk
+from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.settings import ModelingSettings, Stack
@@ -86,6 +88,9 @@ class PlanRequest(BaseModel):
     # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
     # are estimate-only.
     stack: Stack = Stack.TRAINPLAN
+    # The quantile of the held-out error band the search minimises and constrains by
+    # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
+    risk: Risk = DEFAULT_RISK
 
     @model_validator(mode="after")
     def _check_sequence(self) -> PlanRequest:
@@ -177,18 +182,22 @@ def candidate_table(
     space: SearchSpace,
     training_tokens: float,
     settings: ModelingSettings,
+    evidence: RowEvidence | None = None,
 ) -> CandidateTable:
-    """Score every candidate and hand the ILP the columns it constrains on."""
-    s = score(model, c, settings)
+    """Score every candidate and hand the ILP the columns it constrains on. With ``evidence``
+    each row is held at its efficiency ceiling, and its time and cost are those at the risk
+    quantile (the model's own in ``extra['model_time_s']``)."""
+    s = score(model, c, settings, None if evidence is None else evidence.mfu_ceiling)
     seconds, cost, _ = job_totals(s, c, training_tokens, settings)
+    factor = 1.0 if evidence is None else evidence.time_factor
     return CandidateTable(
         gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
         num_gpus=c.num_gpus,
         fits_memory=s.fits,
         memory_need_gib=s.memory.device_total / GIB,
         capacity_gib=s.capacity_bytes / GIB,
-        time_to_train_s=seconds,
-        cost_usd=cost,
+        time_to_train_s=seconds * factor,
+        cost_usd=cost * factor,
         batch_ok=batch_within_tolerance(c, space),
         divisible=divisible(model, c),
         label=np.full(len(c), "", dtype=object),
@@ -198,5 +207,43 @@ def candidate_table(
             "dp_shard": c.dp_shard,
             "row": np.arange(len(c)),
             "batch_tokens": batch_tokens(c),
+            "model_time_s": seconds,
+            "time_factor": np.broadcast_to(factor, seconds.shape),
         },
+    )
+
+
+@dataclass(frozen=True)
+class RowEvidence:
+    """What the validation says of each candidate (planner/accuracy): the efficiency ceiling of
+    its regime (NaN: none) and its risk quantile of measured / predicted time."""
+
+    mfu_ceiling: np.ndarray
+    time_factor: np.ndarray
+
+
+def scored_table(
+    request: PlanRequest,
+    catalog: Catalog,
+    c: Candidates,
+    gpu_ids: list[str],
+    space: SearchSpace,
+    settings: ModelingSettings,
+    calibrated: frozenset[str] = frozenset(),
+) -> CandidateTable:
+    """``candidate_table`` with the request's evidence: every row held at its efficiency ceiling
+    and judged at the request's risk (what plan, the app's views and the diagnosis solve over)."""
+    evidence = row_evidence(request, c, [catalog.gpu(g) for g in gpu_ids], calibrated)
+    return candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings, evidence)
+
+
+def row_evidence(
+    request: PlanRequest, c: Candidates, gpus: list[GPUSpec], calibrated: frozenset[str] = frozenset()
+) -> RowEvidence:
+    """The evidence columns of ``c`` for the request's stack and risk (``calibrated``: the GPU ids
+    a calibration file measured, whose ceiling it lifts)."""
+    moe = request.model.is_moe
+    return RowEvidence(
+        mfu_ceiling=accuracy.mfu_ceilings(c, gpus, request.stack.value, moe, calibrated),
+        time_factor=accuracy.time_factors(c, gpus, request.stack.value, moe, request.risk),
     )

@@ -21,6 +21,7 @@ try:  # typer >= 0.20 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
+from planner.accuracy import DEFAULT_RISK, Risk
 from planner.errors import ExitCode, InfeasiblePlan
 from planner.fmt import one_line
 from planner.layout import (
@@ -198,6 +199,11 @@ def plan(
         " or the largest inventory given, for a type without one)",
     ),
     top: int = typer.Option(5, "--top", help="alternatives to list"),
+    risk: Risk = typer.Option(
+        DEFAULT_RISK,
+        help="judge time and cost at this quantile of the held-out error band: p50 the median, p80/p90"
+        " the pessimistic end, so a layout wins on evidence rather than on the model's optimism",
+    ),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
@@ -233,6 +239,7 @@ def plan(
         max_gpus=max_gpus,
         top_k=top,
         stack=stack,
+        risk=risk,
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):

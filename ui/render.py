@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from planner.fmt import duration_h, duration_words, money
+from planner.fmt import duration_band, duration_h, duration_words, money, money_band, number_band
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
 from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_MINUTE
 
@@ -65,19 +66,58 @@ def summary_lines(p: Plan) -> list[str]:
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)"),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB",
-        f"step {e.time.step_s:.3f} s, {e.throughput.tokens_per_s:,.0f} tokens/s "
-        f"({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}",
+        step_line(e),
     ]
+    u = e.uncertainty
     if e.time_to_train_h is not None:
         lines.append(
-            f"time-to-train {duration_h(e.time_to_train_h)}, cost {money(e.cost_usd)}, energy {e.energy_kwh:,.0f} kWh"
+            f"time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
+            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}, energy {e.energy_kwh:,.0f} kWh"
         )
+    if u is not None:
+        lines.append(escape(f"accuracy: {u.envelope}"))
+    if e.ceiling is not None and e.ceiling.binding:
+        lines.append(escape(ceiling_line(e)))
     if e.goodput is not None:
         lines.append(goodput_line(e.goodput))
     if not e.feasible:
         lines.append(f"[red]infeasible[/red] - {e.reason}")
         lines.append(f"fix: {e.fix}")
     return lines
+
+
+def step_line(e: Estimate) -> str:
+    """'step 4.739 s (4.3-5.8), 884,987 tokens/s (722,004-975,210) (432/GPU), MFU 59.3%, HFU 59.3%':
+    the 80 % band in brackets where the estimate has one."""
+    u = e.uncertainty
+    step = f"{e.time.step_s:.3f} s" + ("" if u is None else f" ({u.step_s[0]:.3g}-{u.step_s[1]:.3g})")
+    tokens = number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s)
+    return (
+        f"step {step}, {tokens} tokens/s ({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), "
+        f"MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}"
+    )
+
+
+def ceiling_line(e: Estimate) -> str:
+    """Why the estimate is slower than the model alone: the efficiency ceiling it was held at."""
+    c = e.ceiling
+    assert c is not None
+    return (
+        f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured in this regime ({c.stack}, {c.source}: "
+        f"{c.row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
+    )
+
+
+def risk_line(result) -> str:
+    """What judging at the median would have chosen, when the risk setting changed the choice."""
+    p, risk = result.median_plan, result.risk.value
+    u = p.estimate.uncertainty
+    return escape(
+        f"risk {risk} changed the choice: judged at the median (p50) the search would take "
+        f"{p.num_gpus} x {p.gpu} ({p.layout.describe()}), {at_risk(p.estimate, 'p50')} at p50 and "
+        f"{at_risk(p.estimate, risk)} at {risk} (this plan: {at_risk(result.plan.estimate, 'p50')} and "
+        f"{at_risk(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
+    )
 
 
 def goodput_line(g: GoodputEstimate) -> str:
@@ -179,6 +219,8 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 "gpu_count_caps": result.count_caps,
                 "near_tie": None if result.near_tie is None else near_tie_json(result),
                 "knee": None if result.knee is None else knee_json(result),
+                "risk": result.risk.value,
+                "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
                 "calibration": calibration_json(calibration, result.plan.calibration),
             }
         )
@@ -190,9 +232,22 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
         out.print(near_tie_line(result) + ("; it is also the knee of the cost/time front" if same else ""))
     if result.knee is not None and not same:
         out.print(knee_line(result))
+    if result.median_plan is not None:
+        out.print(risk_line(result))
     if result.alternatives:
         table = Table(title="alternatives", title_justify="left")
-        for col in ("GPU", "n", "layout", "mb x acc", "AC", "time", "cost", "MFU", "mem GiB"):
+        for col in (
+            "GPU",
+            "n",
+            "layout",
+            "mb x acc",
+            "AC",
+            "time (80 % band)",
+            result.risk.value,
+            "cost",
+            "MFU",
+            "mem GiB",
+        ):
             table.add_column(col)
         for a in (result.plan, *result.alternatives):
             e = a.estimate
@@ -202,7 +257,8 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 a.layout.describe(),
                 f"{a.training.micro_batch} x {a.training.grad_accum}",
                 a.training.activation_checkpointing.value,
-                duration_h(e.time_to_train_h),
+                duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
+                at_risk(e, result.risk.value),
                 money(e.cost_usd),
                 f"{e.throughput.mfu:.1%}",
                 f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
@@ -218,6 +274,20 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
         out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
 
 
+def at_risk_words(e: Estimate, risk: str) -> str:
+    """'p80: 27.7 h, $4,004': time and cost at a risk quantile (the point figures without a band)."""
+    u = e.uncertainty
+    if u is None or u.time_to_train_h_at_risk is None or u.cost_usd_at_risk is None:
+        return f"{duration_h(e.time_to_train_h)}, {money(e.cost_usd)}"
+    return f"{risk}: {duration_h(u.time_to_train_h_at_risk[risk])}, {money(u.cost_usd_at_risk[risk])}"
+
+
+def at_risk(e: Estimate, risk: str) -> str:
+    """The time to train at a risk quantile (the figure the search judged the plan by)."""
+    u = e.uncertainty
+    return "-" if u is None or u.time_to_train_h_at_risk is None else duration_h(u.time_to_train_h_at_risk[risk])
+
+
 def near_tie_json(result) -> dict:
     tie = result.near_tie
     return {
@@ -229,12 +299,13 @@ def near_tie_json(result) -> dict:
 
 
 def near_tie_line(result) -> str:
-    """'near tie: 8 x b200 (fsdp dp_shard=8) for +0.1 % cost, 4.0x faster (27.7 h, $4,004)'."""
+    """'near tie: 8 x b200 (fsdp dp_shard=8) for +0.1 % cost, 4.0x faster (p80: 27.7 h, $4,004)':
+    compared as the search compared them, at the request's risk quantile."""
     tie, p = result.near_tie, result.near_tie_plan
     worse, better = ("cost", "faster") if tie.objective == "cost" else ("time", "cheaper")
     return (
         f"near tie: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {tie.extra_fraction:+.1%} {worse}, "
-        f"{tie.gain:.1f}x {better} ({duration_h(p.estimate.time_to_train_h)}, {money(p.estimate.cost_usd)})"
+        f"{tie.gain:.1f}x {better} ({at_risk_words(p.estimate, result.risk.value)})"
     )
 
 
@@ -257,7 +328,7 @@ def knee_line(result) -> str:
     )
     return (
         f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {change} "
-        f"({duration_h(p.estimate.time_to_train_h)}, {money(p.estimate.cost_usd)})"
+        f"({at_risk_words(p.estimate, result.risk.value)})"
     )
 
 

@@ -58,6 +58,18 @@ def usable_memory_gib(vendor_label_gb: float, gddr_ecc: bool = False) -> float:
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
+# NVIDIA architecture by compute capability, (major, -1) for a whole major version (NVIDIA's CUDA
+# GPU Compute Capability table, developer.nvidia.com/cuda-gpus): sm80/86 Ampere, sm89 Ada Lovelace,
+# sm90 Hopper, sm100/103/120 Blackwell.
+ARCHITECTURES: dict[tuple[int, int], str] = {
+    (8, 0): "Ampere",
+    (8, 6): "Ampere",
+    (8, 9): "Ada",
+    (9, -1): "Hopper",
+    (10, -1): "Blackwell",
+    (12, -1): "Blackwell",
+}
+
 
 class GPUSpec(BaseModel):
     """One accelerator (as software sees it: an MI250X GCD is one GPU), in SI units."""
@@ -101,6 +113,15 @@ class GPUSpec(BaseModel):
         Blackwell (sm100) accumulates in FP32 at full rate and has no such mode
         (NVIDIA/TransformerEngine#2748: "there is no fastAccuMode for sm100")."""
         return self.compute_capability is not None and self.compute_capability[0] == 9
+
+    @property
+    def generation(self) -> str:
+        """The architecture the GPU belongs to (``Hopper``: H100 and H200 alike), which groups the
+        measured rows a prediction is judged against (planner/accuracy): NVIDIA's by compute
+        capability, other vendors' by vendor."""
+        if self.compute_capability is None:
+            return self.vendor.upper()
+        return ARCHITECTURES.get(self.compute_capability, ARCHITECTURES.get((self.compute_capability[0], -1), "NVIDIA"))
 
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)

@@ -6,7 +6,7 @@ configuration and returns the typed ``Estimate`` with its breakdowns (the CLI/ap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,14 +77,24 @@ def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
     )
 
 
-def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_SETTINGS) -> Scores:
+def score(
+    model: ModelSpec,
+    c: Candidates,
+    settings: ModelingSettings = DEFAULT_SETTINGS,
+    mfu_ceiling: np.ndarray | float | None = None,
+) -> Scores:
+    """Memory, step time and throughput of every candidate. ``mfu_ceiling``: the best MFU
+    measured in each row's regime (planner/accuracy/ceiling.py; NaN: none): a step that would
+    beat it is held at it, the difference its ``efficiency_ceiling`` term."""
     mem = memory(model, c, settings)
     time = step_time(model, c, settings)
     tokens_per_step = (c.micro_batch * c.seq_len * c.grad_accum * c.dp).astype(float)
-    tokens_per_s = tokens_per_step / time.step
     mflops = model_flops_per_token(model, c.seq_len, settings)
     hflops = hardware_flops_per_token(model, c, settings)
     cluster_peak = c.bf16_peak_flops * c.num_gpus
+    if mfu_ceiling is not None:
+        time = held_at_ceiling(time, tokens_per_step * mflops / cluster_peak, np.asarray(mfu_ceiling, dtype=float))
+    tokens_per_s = tokens_per_step / time.step
     return Scores(
         memory=mem,
         time=time,
@@ -98,6 +108,16 @@ def score(model: ModelSpec, c: Candidates, settings: ModelingSettings = DEFAULT_
         capacity_bytes=c.memory_bytes,
         checkpoint_bytes=checkpoint_bytes(model),
     )
+
+
+def held_at_ceiling(time: TimeBreakdown, peak_seconds: np.ndarray, ceiling: np.ndarray) -> TimeBreakdown:
+    """The step no shorter than the ceiling allows: MFU = ``peak_seconds`` / step (the step's model
+    FLOPs at the dense peak, in seconds), so a step under ``peak_seconds / ceiling`` is stretched
+    to it."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        floor = np.where(np.isfinite(ceiling) & (ceiling > 0), peak_seconds / ceiling, 0.0)
+    extra = np.maximum(floor - time.step, 0.0)
+    return replace(time, efficiency_ceiling=extra, step=time.step + extra)
 
 
 def job_goodput(scores: Scores, c: Candidates, training_tokens: float | None, settings: ModelingSettings) -> Goodput:
@@ -186,9 +206,11 @@ def estimate(
     settings: ModelingSettings = DEFAULT_SETTINGS,
     training_tokens: float | None = None,
     trainer_rules: bool = True,
+    mfu_ceiling: float | None = None,
 ) -> Estimate:
     """Predict one configuration. Raises ValueError when the layout cannot exist (or, with
-    ``trainer_rules``, when trainplan's trainer cannot run it: planner/model/structure.py)."""
+    ``trainer_rules``, when trainplan's trainer cannot run it: planner/model/structure.py).
+    ``mfu_ceiling``: hold the step at this MFU (``score``)."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     resolved = layout.resolve(num_gpus)
@@ -201,7 +223,7 @@ def estimate(
     network = catalog.network(gpu_spec.default_network).bandwidth_bytes_per_s_per_gpu
     c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
     check_divisible(model, c, training, gpu_spec, trainer_rules)
-    s = score(model, c, settings)
+    s = score(model, c, settings, None if mfu_ceiling is None else np.array([mfu_ceiling]))
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     g = job_goodput(s, c, training_tokens, settings)
     need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB

@@ -52,9 +52,16 @@ class TimeBreakdown:
     bubble: np.ndarray  # pipeline fill and drain
     measured_correction: np.ndarray  # (compute_time_factor - 1) x compute: a measured job's (measured_job.py)
     step: np.ndarray
+    # What holding the step at the best measured efficiency adds (planner/accuracy/ceiling.py,
+    # applied by ``estimate.score``); 0 where the model's own step is no faster than that.
+    efficiency_ceiling: np.ndarray | float = 0.0
 
     def as_dict(self, row: int = 0) -> dict[str, float]:
-        return {f.name: float(getattr(self, f.name)[row]) for f in fields(self) if f.name != "step"}
+        return {
+            f.name: float(np.broadcast_to(getattr(self, f.name), self.step.shape)[row])
+            for f in fields(self)
+            if f.name != "step"
+        }
 
 
 def block_gemm_time_per_token(

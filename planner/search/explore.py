@@ -16,10 +16,10 @@ from planner.plan import Plan
 from planner.request import (
     PlanRequest,
     allowed_gpus,
-    candidate_table,
     catalog_with_prices,
     count_limits,
     requested_batch_tokens,
+    scored_table,
     search_space,
 )
 from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
@@ -56,7 +56,7 @@ def scored_search(
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
-    table = candidate_table(request.model, c, list(gpus), space, request.training_tokens, settings)
+    table = scored_table(request, catalog, c, list(gpus), space, settings)
     ok = table.fits_memory & table.divisible & table.batch_ok
     idx = np.flatnonzero(ok)
     frame = pd.DataFrame(

@@ -251,7 +251,7 @@ def test_estimate_json_keeps_its_keys_and_reads_back_typed():
     ]  # fmt: skip
     assert list(data["time"]["breakdown_s"]) == [
         "matmul", "attention", "memory_bound", "optimizer", "host_stall",
-        "dp_comm", "tp_comm", "pp_comm", "cp_comm", "ep_comm", "bubble", "measured_correction",
+        "dp_comm", "tp_comm", "pp_comm", "cp_comm", "ep_comm", "bubble", "measured_correction", "efficiency_ceiling",
     ]  # fmt: skip
     assert list(data["layout"]) == [
         "dp_replicate", "dp_shard", "tp", "pp", "cp", "sharding", "pp_schedule", "vpp", "ep", "expert_tp",

@@ -1,0 +1,106 @@
+"""Error bands: their held-out coverage, and the rows they are read from.
+
+    python bench/validate_bands.py                 # coverage tables on stdout (seconds)
+    python bench/validate_bands.py --write         # rebuild planner/accuracy/residuals.csv (~4 min:
+                                                   # the published and H200 sets are re-fitted per fold)
+    python bench/validate_bands.py --write-docs    # also refresh docs/validation.md
+
+Coverage: each row's 80 % band is read leaving its source out (validation/bands.py); a row is
+covered when its held-out error lies inside. Nothing of the band is fitted on this coverage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from planner.accuracy.bands import EXTRAPOLATION_KAPPA, MIN_ROWS, shipped_base
+from planner.accuracy.residuals import RESIDUALS_CSV, load_residuals
+from validation.bands import BandCheck, coverage, covered
+from validation.docs import replace_marked_block
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- bands-table:start -->", "<!-- bands-table:end -->"
+KAPPAS = (0.0, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1)
+
+
+def _group(checks: Sequence[BandCheck], key: Callable[[BandCheck], str]) -> dict[str, list[BandCheck]]:
+    out: dict[str, list[BandCheck]] = {}
+    for c in checks:
+        out.setdefault(key(c), []).append(c)
+    return dict(sorted(out.items()))
+
+
+def _width(c: BandCheck) -> float:
+    lo, hi = c.bounds()
+    return float(np.expm1(hi) - np.expm1(lo))
+
+
+def _table(checks: Sequence[BandCheck], key: Callable[[BandCheck], str], title: str) -> list[str]:
+    lines = [
+        f"| {title} | rows | covered (80 % band) | median band width | mean abs error |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, group in _group(checks, key).items():
+        errors = [abs(float(np.expm1(c.log_error))) for c in group]
+        lines.append(
+            f"| {name} | {len(group)} | {covered(group):.1%} | {np.median([_width(c) for c in group]):.1%} |"
+            f" {np.mean(errors):.1%} |"
+        )
+    return lines
+
+
+def render() -> str:
+    checks = coverage()
+    base = shipped_base()
+    lines = [
+        f"**Held-out coverage of the 80 % band** ({len(checks)} rows, each band read leaving its source out;"
+        f" kappa {EXTRAPOLATION_KAPPA}, new-source sigma {base.source_sigma:.3f} from all rows, at least"
+        f" {MIN_ROWS} rows per band):",
+        "",
+        *_table(checks, lambda c: "all rows", "set"),
+        "",
+        *_table(checks, lambda c: c.row.generation, "GPU architecture"),
+        "",
+        *_table(checks, lambda c: "inside the envelope" if c.validated else "outside", "regime"),
+        "",
+        *_table(checks, lambda c: c.row.dataset, "validation set"),
+        "",
+        *_table(checks, lambda c: f"{c.row.generation} {c.row.source}", "architecture, source"),
+        "",
+        "Coverage by the extrapolation choice kappa (the rows do not pin it):",
+        "",
+        "| kappa | " + " | ".join(_group(checks, lambda c: c.row.generation)) + " | all |",
+        "|---:|" + "---:|" * (len(_group(checks, lambda c: c.row.generation)) + 1),
+    ]
+    by_gen = _group(checks, lambda c: c.row.generation)
+    for k in KAPPAS:
+        cells = [f"{covered(g, k):.1%}" for g in by_gen.values()] + [f"{covered(checks, k):.1%}"]
+        lines.append(f"| {k:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"rebuild {RESIDUALS_CSV.name} from the harness")
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the tables in {DOCS}")
+    args = parser.parse_args(argv)
+    if args.write:
+        from validation.residuals import heldout_residuals, write_residuals
+
+        print(f"wrote {write_residuals(heldout_residuals())}", file=sys.stderr)
+        load_residuals.cache_clear()
+        shipped_base.cache_clear()
+    table = render()
+    print(table)
+    if args.write_docs:
+        replace_marked_block(DOCS, START, END, table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

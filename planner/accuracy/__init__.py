@@ -1,0 +1,178 @@
+"""What the evidence says about a prediction: its regime, the error band read from the held-out
+validation rows nearest it, whether it lies inside the validated envelope, and the efficiency
+ceiling that no prediction may beat.
+
+- ``regime.py``: the regime of a row or a candidate (stack, GPU architecture, layout features);
+- ``residuals.py``: the held-out rows (``residuals.csv``, written by bench/validate_bands.py);
+- ``bands.py``: the band's maths (quantiles of the nearest rows' log errors, widened outside the
+  envelope);
+- ``ceiling.py``: the best hardware FLOP utilisation measured per regime.
+
+This module joins them for the API: the typed ``Uncertainty`` and ``EfficiencyCeiling`` of one
+estimate, and the per-row ceilings and risk factors of a candidate table. It reads the model and
+the catalog, never the search or the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+import numpy as np
+
+from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, shipped_base
+from planner.accuracy.ceiling import NODE_GPUS, Ceiling
+from planner.accuracy.regime import Feature, Regime, feature_bits
+from planner.catalog.hardware import GPUSpec
+from planner.layout import Layout, Precision, TrainingConfig
+from planner.plan import EfficiencyCeiling, Estimate, Uncertainty
+from planner.search.candidates import PREC_FP8, Candidates
+
+
+class Risk(StrEnum):
+    """Which quantile of the time to train the search minimises and constrains (``--risk``):
+    the median, or the pessimistic 80th or 90th percentile of the held-out error band."""
+
+    P50 = "p50"
+    P80 = "p80"
+    P90 = "p90"
+
+    @property
+    def quantile(self) -> float:
+        return int(self.value[1:]) / 100
+
+
+# The search judges plans at the pessimistic end of the band by default: a layout wins on
+# evidence, not on the model's optimism (issue 26).
+DEFAULT_RISK = Risk.P80
+
+
+def regime_for(stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool) -> Regime:
+    """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts)."""
+    fp8 = training.precision == Precision.FP8
+    bits = feature_bits(layout.tp, layout.pp, layout.cp, training.seq_len, moe, fp8, layout.world_size)
+    return Regime(stack, gpu.generation, int(bits))
+
+
+def ceiling_of(regime: Regime, num_gpus: int, calibrated: bool) -> Ceiling | None:
+    """The efficiency ceiling of a regime; none where a calibration file measured the GPU."""
+    return None if calibrated else shipped_base().ceilings.ceiling(regime, num_gpus)
+
+
+def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
+    """A key per row: its GPU and feature bits (the regime, for a fixed stack)."""
+    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, c.precision == PREC_FP8, c.num_gpus)
+    return np.asarray(c.gpu_index, dtype=np.int64) * 256 + bits
+
+
+def _per_key(keys: np.ndarray, value) -> np.ndarray:
+    """``value(gpu_index, bits)`` for each distinct key, spread over the rows."""
+    unique, inverse = np.unique(keys, return_inverse=True)
+    values = np.array([value(int(k) // 256, int(k) % 256) for k in unique], dtype=float)
+    return values[inverse]
+
+
+def mfu_ceilings(
+    c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, calibrated: frozenset[str] = frozenset()
+) -> np.ndarray:
+    """Each row's efficiency ceiling (NaN: none), by its regime and scale."""
+    multi_node = np.asarray(c.num_gpus) > NODE_GPUS
+    keys = _row_keys(c, moe) * 2 + multi_node
+
+    def value(key: int) -> float:
+        gpu = gpus[key // 512]
+        regime = Regime(stack, gpu.generation, (key // 2) % 256)
+        ceiling = ceiling_of(regime, NODE_GPUS + 1 if key % 2 else 1, gpu.id in calibrated)
+        return np.nan if ceiling is None else ceiling.mfu
+
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return np.array([value(int(k)) for k in unique], dtype=float)[inverse]
+
+
+def time_factors(c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, risk: Risk) -> np.ndarray:
+    """Each row's ``risk`` quantile of measured / predicted time (planner/accuracy/bands.py)."""
+    base = shipped_base()
+    return _per_key(
+        _row_keys(c, moe),
+        lambda g, bits: base.evidence(Regime(stack, gpus[g].generation, bits)).time_factor(risk.quantile),
+    )
+
+
+def _pair(value: float | None, lo: float, hi: float) -> tuple[float, float] | None:
+    return None if value is None else (value * lo, value * hi)
+
+
+def _at_risk(value: float | None, ev: Evidence) -> dict[str, float] | None:
+    """``value`` (a time or a cost) at each risk quantile."""
+    return None if value is None else {r.value: value * ev.time_factor(r.quantile) for r in Risk}
+
+
+def envelope_words(ev: Evidence) -> str:
+    """'validated: ...' or 'outside the validated envelope: ...' with its rows and error."""
+    error = f"mean |error| {ev.mean_abs_error:.1%}"
+    if ev.validated:
+        return f"validated: {ev.regime.describe()}, {ev.exact_rows} held-out rows ({', '.join(ev.sources)}), {error}"
+    return (
+        f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
+        f", {len(ev.rows)} rows, {error}; band widened by {ev.widened_by:.0%}"
+    )
+
+
+def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
+    """The 80 % band of every predicted figure and the time to train at each risk quantile."""
+    ev = shipped_base().evidence(regime)
+    lo, hi = (ev.time_factor(q) for q in BAND_QUANTILES)
+    tokens = estimate.throughput.tokens_per_s
+    hours = estimate.time_to_train_h
+    return Uncertainty(
+        coverage=BAND_COVERAGE,
+        tokens_per_s=(tokens / hi, tokens / lo),
+        step_s=(estimate.time.step_s * lo, estimate.time.step_s * hi),
+        time_to_train_h=_pair(hours, lo, hi),
+        cost_usd=_pair(estimate.cost_usd, lo, hi),
+        energy_kwh=_pair(estimate.energy_kwh, lo, hi),
+        time_to_train_h_at_risk=_at_risk(hours, ev),
+        cost_usd_at_risk=_at_risk(estimate.cost_usd, ev),
+        validated=ev.validated,
+        regime=regime.describe(),
+        rows=len(ev.rows),
+        exact_rows=ev.exact_rows,
+        sources=ev.sources,
+        mean_abs_error=ev.mean_abs_error,
+        widened_by=ev.widened_by,
+        envelope=envelope_words(ev),
+        basis=(
+            f"{BAND_COVERAGE:.0%} band: 10th-90th percentile of the held-out tokens/s errors of the {len(ev.rows)}"
+            " validation rows nearest this regime (docs/validation.md, 'Error bands')"
+        ),
+    )
+
+
+def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate) -> EfficiencyCeiling | None:
+    """The record of the ceiling an estimate was held at (None: no ceiling applied); what the
+    model predicted before it is the step without its ``efficiency_ceiling`` term."""
+    if ceiling is None:
+        return None
+    held = estimate.time.breakdown_s.efficiency_ceiling
+    return EfficiencyCeiling(
+        mfu=ceiling.mfu,
+        row=ceiling.row,
+        source=ceiling.source,
+        stack=ceiling.stack,
+        binding=held > 0,
+        uncapped_tokens_per_s=estimate.global_batch_tokens / (estimate.time.step_s - held),
+    )
+
+
+__all__ = [
+    "DEFAULT_RISK",
+    "Feature",
+    "Regime",
+    "Risk",
+    "ceiling_of",
+    "efficiency_ceiling",
+    "mfu_ceilings",
+    "regime_for",
+    "time_factors",
+    "uncertainty",
+]

@@ -1,0 +1,125 @@
+"""The regime of a prediction: what decides which measured rows it is judged against.
+
+A regime is the software stack, the GPU's architecture and the features of the layout that the
+validation shows move the error: tensor and pipeline parallelism, long sequences (context
+parallelism or 32K tokens and more), mixture-of-experts, FP8, more than one GPU and more than
+1,000 GPUs. The same rule places a validation row (planner/accuracy/residuals.csv) and a
+candidate of the search, from the same facts.
+
+How far apart two regimes are (``distance``) is a sum of named weights (``STACK_WEIGHTS``,
+``GENERATION_WEIGHT``, ``FEATURE_WEIGHTS``): choices, not fitted; docs/validation.md "Error
+bands" states them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntFlag
+
+import numpy as np
+
+# The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
+# modules with SDPA flash attention under FSDP / ZeRO (trainplan, torchtitan, IBM fms-fsdp,
+# MosaicML llm-foundry, DeepSpeed on Hugging Face modules), or Megatron's fused kernels with
+# its tensor, pipeline and expert parallelism (Megatron-LM, Megatron-Core, DeepSeek's HAI-LLM).
+STACK_FAMILIES: dict[str, str] = {
+    "trainplan": "pytorch",
+    "torchtitan": "pytorch",
+    "fms-fsdp": "pytorch",
+    "llm-foundry": "pytorch",
+    "deepspeed": "pytorch",
+    "pytorch": "pytorch",
+    "megatron-lm": "megatron",
+    "megatron-core": "megatron",
+    "deepseek-v3": "megatron",
+}
+
+# Distance between two regimes: another stack of the same family 1, of another family 2; another
+# GPU architecture 2; each differing layout feature 1.
+STACK_WEIGHTS = (0.0, 1.0, 2.0)  # same stack, same family, other family
+GENERATION_WEIGHT = 2.0
+
+# Sequences this long count as long context (with or without context parallelism).
+LONG_SEQUENCE_TOKENS = 32_768
+# More GPUs than this count as large scale (failures, stragglers, network contention).
+LARGE_SCALE_GPUS = 1_000
+
+
+class Feature(IntFlag):
+    """The layout features of a regime, as bits."""
+
+    TP = 1
+    PP = 2
+    LONG = 4
+    MOE = 8
+    FP8 = 16
+    MULTI_GPU = 32
+    LARGE = 64
+
+
+FEATURE_WEIGHTS: dict[Feature, float] = {f: 1.0 for f in Feature}
+
+FEATURE_WORDS: dict[Feature, str] = {
+    Feature.TP: "tp > 1",
+    Feature.PP: "pp > 1",
+    Feature.LONG: "cp > 1 or sequence >= 32K",
+    Feature.MOE: "MoE",
+    Feature.FP8: "fp8",
+    Feature.MULTI_GPU: "more than one GPU",
+    Feature.LARGE: "> 1,000 GPUs",
+}
+
+
+def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus) -> np.ndarray:
+    """The ``Feature`` bits of each row (arrays or scalars of the layout's facts)."""
+    bits = (
+        (np.asarray(tp) > 1) * Feature.TP
+        + (np.asarray(pp) > 1) * Feature.PP
+        + ((np.asarray(cp) > 1) | (np.asarray(seq_len) >= LONG_SEQUENCE_TOKENS)) * Feature.LONG
+        + np.asarray(moe, dtype=bool) * Feature.MOE
+        + np.asarray(fp8, dtype=bool) * Feature.FP8
+        + (np.asarray(num_gpus) > 1) * Feature.MULTI_GPU
+        + (np.asarray(num_gpus) > LARGE_SCALE_GPUS) * Feature.LARGE
+    )
+    return np.asarray(bits, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A stack, a GPU architecture and the layout features (``Feature`` bits)."""
+
+    stack: str
+    generation: str
+    features: int
+
+    @property
+    def family(self) -> str:
+        return STACK_FAMILIES.get(self.stack, self.stack)
+
+    def describe(self) -> str:
+        """'megatron-core on Hopper, tp > 1, pp > 1, fp8, more than one GPU'."""
+        words = [FEATURE_WORDS[f] for f in Feature if self.features & f]
+        return ", ".join([f"{self.stack} on {self.generation}", *words])
+
+    def differences(self, other: Regime) -> list[str]:
+        """What ``other`` lacks or has beyond this regime, in words."""
+        out = []
+        if other.stack != self.stack:
+            out.append(f"stack {other.stack}")
+        if other.generation != self.generation:
+            out.append(f"GPU {other.generation}")
+        for f in Feature:
+            if (self.features ^ other.features) & f:
+                out.append(("without " if self.features & f else "with ") + FEATURE_WORDS[f])
+        return out
+
+
+def distances(query: Regime, stacks: np.ndarray, generations: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """Distance from ``query`` to each row's regime (arrays of stack, architecture, bits)."""
+    families = np.array([STACK_FAMILIES.get(s, s) for s in stacks], dtype=object)
+    stack_cost = np.where(
+        stacks == query.stack, STACK_WEIGHTS[0], np.where(families == query.family, STACK_WEIGHTS[1], STACK_WEIGHTS[2])
+    )
+    differing = np.bitwise_xor(features, query.features)
+    feature_cost = sum(((differing & f) > 0) * w for f, w in FEATURE_WEIGHTS.items())
+    return stack_cost + (generations != query.generation) * GENERATION_WEIGHT + feature_cost

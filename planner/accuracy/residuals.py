@@ -1,0 +1,67 @@
+"""The held-out validation rows the error bands are made of, as data.
+
+``residuals.csv`` is written by ``bench/validate_bands.py --write`` from the validation harness
+(validation/residuals.py, which says how each set is held out); the planner only reads it.
+``tests/planner/test_accuracy.py`` checks that it matches the harness.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+RESIDUALS_CSV = Path(__file__).resolve().parent / "residuals.csv"
+
+
+@dataclass(frozen=True)
+class HeldOutRow:
+    """One validation row: the facts that place it in a regime, its held-out tokens/s error
+    ``(predicted - measured) / measured`` and its measured MFU (trainplan's convention: model
+    FLOPs with causal attention over the dense bf16 peak)."""
+
+    dataset: str
+    source: str
+    release: str  # the software release the source names per row ("" for one release per source)
+    name: str
+    stack: str
+    gpu: str
+    generation: str
+    num_gpus: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    seq_len: int
+    precision: str
+    moe: bool
+    measured_mfu: float
+    error: float
+    fitted_error: float
+
+    @property
+    def predicted_mfu(self) -> float:
+        """The held-out prediction's MFU (tokens/s scale with it)."""
+        return self.measured_mfu * (1.0 + self.error)
+
+
+_INTS = ("num_gpus", "tp", "pp", "cp", "ep", "seq_len")
+_FLOATS = ("measured_mfu", "error", "fitted_error")
+
+
+def _row(record: dict[str, str]) -> HeldOutRow:
+    values: dict[str, object] = dict(record)
+    for key in _INTS:
+        values[key] = int(record[key])
+    for key in _FLOATS:
+        values[key] = float(record[key])
+    values["moe"] = record["moe"] == "1"
+    return HeldOutRow(**values)  # type: ignore[arg-type]
+
+
+@functools.cache
+def load_residuals(path: Path = RESIDUALS_CSV) -> tuple[HeldOutRow, ...]:
+    """The stored rows (read once; the file ships with the package)."""
+    with path.open(newline="", encoding="utf-8") as f:
+        return tuple(_row(r) for r in csv.DictReader(f))

@@ -1,0 +1,62 @@
+"""How well the error bands cover what was measured, scored on rows they were not read from.
+
+``coverage``: each validation row's band is read from the other sources' rows only
+(leave-one-source-out: a source's rows share a software release, a cluster and an author's way of
+measuring, so a row of the same source would flatter the band; the new-source spread ``sigma``
+is computed without it too), and the row counts as covered when its held-out error lies inside
+its 80 % band. Nothing of the band is fitted on this coverage (planner/accuracy/bands.py), so the
+figure is held out; ``BandCheck.inside`` takes kappa to show how little that choice matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.accuracy.bands import BAND_QUANTILES, EXTRAPOLATION_KAPPA, Evidence, EvidenceBase, row_regime
+from planner.accuracy.residuals import HeldOutRow, load_residuals
+
+
+@dataclass(frozen=True)
+class BandCheck:
+    """One row and the evidence its band is read from, without its source."""
+
+    row: HeldOutRow
+    log_error: float  # the row's own ln(1 + e), held at its ceiling
+    evidence: Evidence
+
+    @property
+    def validated(self) -> bool:
+        return self.evidence.validated
+
+    def bounds(self, kappa: float = EXTRAPOLATION_KAPPA) -> tuple[float, float]:
+        ev = replace(self.evidence, kappa=kappa)
+        return ev.log_quantile(BAND_QUANTILES[0]), ev.log_quantile(BAND_QUANTILES[1])
+
+    def inside(self, kappa: float = EXTRAPOLATION_KAPPA) -> bool:
+        lo, hi = self.bounds(kappa)
+        return lo <= self.log_error <= hi
+
+
+def checks_without(rows: Sequence[HeldOutRow], scored: str) -> list[BandCheck]:
+    """The band of every row of source ``scored``, read from the rows of the other sources."""
+    base = EvidenceBase(rows, exclude=frozenset({scored}))
+    own = EvidenceBase(rows)
+    return [
+        BandCheck(row, float(own.log_errors[i]), base.evidence(row_regime(row)))
+        for i, row in enumerate(own.rows)
+        if row.source == scored
+    ]
+
+
+def coverage(rows: Sequence[HeldOutRow] | None = None) -> list[BandCheck]:
+    """Every row's band read leaving its source out."""
+    rows = tuple(load_residuals() if rows is None else rows)
+    return [c for source in dict.fromkeys(r.source for r in rows) for c in checks_without(rows, source)]
+
+
+def covered(checks: Sequence[BandCheck], kappa: float = EXTRAPOLATION_KAPPA) -> float:
+    """The share of ``checks`` inside their band (NaN for none)."""
+    return float(np.mean([c.inside(kappa) for c in checks])) if checks else float("nan")

@@ -1,0 +1,266 @@
+"""Every held-out validation row as one record of its regime and its error: what the planner's
+error bands are made of (planner/accuracy).
+
+Four sets, each held out as its own section of docs/validation.md says:
+
+- the comparable published Megatron rows (S2, S3, S4, S13, S14), their Megatron-Core settings
+  re-fitted without the GPU generation scored (``validation.heldout``);
+- the H200 FSDP2 runs (trainplan's stack), leave-one-run-out of the settings fitted on them;
+- the published FSDP / ZeRO rows of PyTorch stacks (nothing fitted on them);
+- the published mixture-of-experts rows (nothing fitted on them);
+- NVIDIA's NeMo, Megatron-Bridge and DGX Cloud rows on Blackwell and H100 that the calibration
+  rows do not hold (validation/nemo_blackwell.py; nothing fitted on them).
+
+``heldout_residuals()`` builds the records; ``bench/validate_bands.py --write`` stores them as
+``planner/accuracy/residuals.csv``, which the planner reads (it never imports this package).
+Each record keeps the raw facts of its configuration (stack, GPU, degrees, sequence, precision,
+MoE, GPU count); planner/accuracy/regime.py derives the regime from them, the same way as for a
+candidate of the search.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from planner.accuracy.residuals import RESIDUALS_CSV
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.layout import Layout, TrainingConfig
+from planner.model.flops import model_flops_per_token
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.spec import ModelSpec
+from validation.calibration import DEFAULT_H200_RUNS, read_h200_runs
+from validation.fsdp_runs import compare_fsdp_runs, gpu_for
+from validation.heldout import h200_leave_one_out, published_leave_one_generation_out
+from validation.moe_recipes import DEEPSEEK_V3_REPORT, MEGATRON_BRIDGE_ARCHIVE, MODELZOO_QWEN3, h800
+from validation.moe_runs import compare_moe_runs
+from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell_runs
+from validation.published_rows import DEFAULT_PUBLISHED_RUNS, read_published_runs
+from validation.published_rows import Stack as PublishedStack
+
+# The stack each set's rows ran, as the planner's --stack names it where it has a profile.
+PUBLISHED_STACKS = {
+    PublishedStack.MEGATRON_LM: "megatron-lm",
+    PublishedStack.MEGATRON_CORE: "megatron-core",
+    PublishedStack.DEEPSPEED: "deepspeed",
+    PublishedStack.PYTORCH: "pytorch",
+}
+FSDP_STACKS = {
+    "torchtitan": "torchtitan",
+    "fms-fsdp": "fms-fsdp",
+    "llm-foundry": "llm-foundry",
+    "ml-engineering": "deepspeed",
+}
+# The MoE rows' sources by short name (a source is what leave-one-source-out leaves out: the
+# Megatron-Bridge archive's MoE rows come from the same file as the dense S14 rows) and stack.
+MOE_SOURCES = {MEGATRON_BRIDGE_ARCHIVE: "S14", MODELZOO_QWEN3: "moe-modelzoo", DEEPSEEK_V3_REPORT: "deepseek-v3"}
+MOE_STACKS = {DEEPSEEK_V3_REPORT: "deepseek-v3"}  # every other MoE source ran Megatron-Core
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One held-out row: its configuration's facts and the tokens/s error
+    ``(predicted - measured) / measured`` with settings fitted without it (``error``) and with the
+    shipped ones (``fitted_error``); ``measured_mfu`` in trainplan's convention (causal attention,
+    the GPU's dense bf16 peak)."""
+
+    dataset: str  # published | h200 | fsdp | moe | nemo-blackwell
+    source: str
+    release: str  # the software release (container) where the source states one per row, else ""
+    name: str
+    stack: str
+    gpu: str
+    generation: str
+    num_gpus: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    seq_len: int
+    precision: str
+    moe: bool
+    measured_mfu: float
+    error: float
+    fitted_error: float
+
+
+def _residual(
+    dataset: str,
+    source: str,
+    release: str,
+    name: str,
+    stack: str,
+    gpu: GPUSpec,
+    num_gpus: int,
+    layout: Layout,
+    training: TrainingConfig,
+    model: ModelSpec,
+    measured_tokens_per_s_per_gpu: float,
+    error: float,
+    fitted_error: float,
+) -> Residual:
+    flops = float(model_flops_per_token(model, np.asarray(training.seq_len), DEFAULT_SETTINGS))
+    return Residual(
+        dataset=dataset,
+        source=source,
+        release=release,
+        name=name,
+        stack=stack,
+        gpu=gpu.id,
+        generation=gpu.generation,
+        num_gpus=num_gpus,
+        tp=layout.tp,
+        pp=layout.pp,
+        cp=layout.cp,
+        ep=layout.ep,
+        seq_len=training.seq_len,
+        precision=training.precision.value,
+        moe=model.is_moe,
+        measured_mfu=measured_tokens_per_s_per_gpu * flops / gpu.peak_flops("bf16"),
+        error=error,
+        fitted_error=fitted_error,
+    )
+
+
+# A NeMo / Megatron-Bridge container version, as the sources print it ("25.04", "26.04.01").
+RELEASE = re.compile(r"\b(2\d\.\d\d(?:\.\d\d)?)\b")
+
+
+def release_in(text: str) -> str:
+    """The first container version in ``text`` ("" when none)."""
+    match = RELEASE.search(text)
+    return match.group(1) if match else ""
+
+
+def published_releases(path: Path = DEFAULT_PUBLISHED_RUNS) -> dict[int, str]:
+    """The container each published row names in its locator (NeMo 24.07 for S13's performance
+    page; the archive section for S14), by row id."""
+    with path.open(newline="", encoding="utf-8") as f:
+        return {int(r["row_id"]): release_in(r["source_locator"] + " " + r["notes"]) for r in csv.DictReader(f)}
+
+
+def published_residuals(catalog: Catalog) -> list[Residual]:
+    """The comparable published rows, leave-one-generation-out (slow: ~100 s, a grid re-fit)."""
+    runs, _ = read_published_runs()
+    by_name = {f"{r.row_id} {r.model_name}": r for r in runs}
+    releases = published_releases()
+    out = []
+    for held in published_leave_one_generation_out(runs):
+        run = by_name[held.name]
+        out.append(
+            _residual(
+                "published",
+                run.source,
+                releases.get(run.row_id, ""),
+                held.name,
+                PUBLISHED_STACKS[run.stack],
+                catalog.gpu(run.gpu_id),
+                run.num_gpus,
+                run.layout,
+                run.training,
+                run.model,
+                run.measured_tokens_per_s_per_gpu,
+                held.error,
+                held.fitted_error,
+            )
+        )
+    return out
+
+
+def h200_residuals(catalog: Catalog) -> list[Residual]:
+    """The H200 runs, leave-one-run-out (slow: ~100 s, a grid re-fit per run)."""
+    rows = {row.name: row for row in read_h200_runs(DEFAULT_H200_RUNS)}
+    gpu = catalog.gpu("h200-sxm")
+    out = []
+    for held in h200_leave_one_out():
+        row = rows[held.name]
+        tokens = row.training.micro_batch * row.training.seq_len * row.training.grad_accum / row.step_s
+        out.append(
+            _residual(
+                "h200", "calibration", "", held.name, "trainplan", gpu, 1, Layout(), row.training, row.model, tokens,
+                held.error, held.fitted_error,
+            )
+        )  # fmt: skip
+    return out
+
+
+def fsdp_residuals(catalog: Catalog) -> list[Residual]:
+    """The PyTorch FSDP / ZeRO rows (nothing fitted on them: error = fitted error)."""
+    out = []
+    for c in compare_fsdp_runs(catalog=catalog):
+        run = c.run
+        out.append(
+            _residual(
+                "fsdp", run.source, "", f"{run.row_id} {run.model.name}", FSDP_STACKS[run.source], gpu_for(run, catalog),
+                run.num_gpus, run.layout, run.training, run.model, run.measured_tokens_per_s_per_gpu, c.error, c.error,
+            )
+        )  # fmt: skip
+    return out
+
+
+def moe_residuals(catalog: Catalog) -> list[Residual]:
+    """The mixture-of-experts rows (nothing fitted on them)."""
+    out = []
+    for c in compare_moe_runs(catalog=catalog):
+        run = c.run
+        gpu = h800(catalog) if run.gpu == "h800" else catalog.gpu(run.gpu)
+        out.append(
+            _residual(
+                "moe", MOE_SOURCES[run.source], release_in(run.label), run.label, MOE_STACKS.get(run.source, "megatron-core"), gpu, run.num_gpus,
+                run.layout, run.training, run.model, run.measured_tokens_per_s_per_gpu, c.error, c.error,
+            )
+        )  # fmt: skip
+    return out
+
+
+def nemo_source(source: str) -> str:
+    """A NeMo Blackwell row's source as leave-one-source-out groups it: NeMo's performance pages
+    with the NeMo 24.07 rows (S13), the Megatron-Bridge archive with S14."""
+    if source.startswith("NEMO_DOCS"):
+        return "S13"
+    return {"MBRIDGE_ARCHIVE": "S14", "DGXC_BENCHMARKING": "dgxc"}.get(source, source)
+
+
+def nemo_blackwell_residuals(catalog: Catalog) -> list[Residual]:
+    """NVIDIA's NeMo / Megatron-Bridge / DGX Cloud rows on Blackwell and H100 (nothing fitted)."""
+    out = []
+    for c in compare_nemo_blackwell(read_nemo_blackwell_runs(), catalog):
+        run = c.run
+        out.append(
+            _residual(
+                "nemo-blackwell", nemo_source(run.source), release_in(run.container) or run.container,
+                f"{run.row_id} {run.model_name} ({run.container})",
+                "megatron-core", catalog.gpu(run.gpu_id), run.num_gpus, run.layout, run.training, run.model,
+                run.measured_tokens_per_s_per_gpu, c.error, c.error,
+            )
+        )  # fmt: skip
+    return out
+
+
+def heldout_residuals(catalog: Catalog | None = None, *, refit: bool = True) -> list[Residual]:
+    """Every held-out row. ``refit`` False leaves out the two sets whose held-out figure needs a
+    grid re-fit (published, H200): the quick sets only."""
+    catalog = catalog or load_catalog()
+    slow = published_residuals(catalog) + h200_residuals(catalog) if refit else []
+    return slow + fsdp_residuals(catalog) + moe_residuals(catalog) + nemo_blackwell_residuals(catalog)
+
+
+COLUMNS = tuple(f.name for f in fields(Residual))
+
+
+def write_residuals(rows: Iterable[Residual], path: Path = RESIDUALS_CSV) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            record = asdict(row)
+            for key in ("measured_mfu", "error", "fitted_error"):
+                record[key] = f"{record[key]:.6f}"
+            record["moe"] = int(record["moe"])
+            writer.writerow(record)
+    return path
