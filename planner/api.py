@@ -22,8 +22,9 @@ from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.layout import Layout, TrainingConfig
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.estimate import estimate
-from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack
+from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.plan import Estimate, Plan, PlanCalibration
 from planner.reports import ReplanRequest
@@ -36,6 +37,7 @@ from planner.request import (
     catalog_with_prices,
     count_limits,
     default_global_batch_tokens,
+    kernel_problem,
     requested_batch_tokens,
     scored_table,
     search_space,
@@ -115,6 +117,7 @@ def plan_from_row(
         estimate=est,
         stack=request.stack,
         calibration=calibration,
+        attention=request.attention,
     )
 
 
@@ -177,7 +180,7 @@ def plan(
     """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits.
     ``settings`` None: the profile of ``request.stack``. ``calibration``: a calibration file merged
     over the catalog (planner.catalog.calibration.calibrate); every plan returned records it."""
-    settings = settings or STACK_SETTINGS[request.stack]
+    settings = with_attention(settings or STACK_SETTINGS[request.stack], request.attention)
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
     catalog = catalog_with_prices(base or load_catalog(), request.price_overrides)
@@ -341,14 +344,17 @@ def build_plan(
     requested_global_batch_tokens: int | None = None,
     stack: Stack = Stack.TRAINPLAN,
     calibration: AppliedCalibration | None = None,
+    attention: AttentionKernel | None = None,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
     ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``."""
-    settings = settings or STACK_SETTINGS[stack]
+    settings = with_attention(settings or STACK_SETTINGS[stack], attention)
     base, record = calibrated(catalog, calibration)
     catalog = base or load_catalog()
     spec = catalog.gpu(gpu)
+    if problem := kernel_problem(attention, spec):
+        raise ValueError(problem)
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})
         spec = catalog.gpu(spec.id)
@@ -383,6 +389,7 @@ def build_plan(
         estimate=est,
         stack=stack,
         calibration=record,
+        attention=attention,
     )
 
 
@@ -415,6 +422,7 @@ def restack(
         stack=stack,
         settings=settings,
         calibration=calibration,
+        attention=plan_.attention,
     )
 
 

@@ -22,6 +22,7 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported
@@ -303,11 +304,15 @@ class Plan(BaseModel):
     # The software the estimate describes; only trainplan plans can be emitted (emit refuses others).
     stack: Stack = Stack.TRAINPLAN
     calibration: PlanCalibration | None = None  # None: the built-in catalog (and plan files before it)
+    # The attention kernel the estimate assumed; None: the one the stack picks (the trainer's SDPA
+    # for trainplan).
+    attention: AttentionKernel | None = None
 
     @property
     def emittable(self) -> bool:
-        """Whether trainplan can emit and run the plan: another stack's plan estimates that software."""
-        return self.stack == Stack.TRAINPLAN
+        """Whether trainplan can emit and run the plan: another stack's plan, or one assuming a
+        kernel the trainer does not choose, estimates that software."""
+        return self.stack == Stack.TRAINPLAN and self.attention is None
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

@@ -17,6 +17,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
+from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.settings import ModelingSettings, Stack
 from planner.model.spec import ModelSpec
@@ -88,6 +89,8 @@ class PlanRequest(BaseModel):
     # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
     # are estimate-only.
     stack: Stack = Stack.TRAINPLAN
+    # The attention kernel the run uses; None: the one its stack picks (planner/model/settings.py).
+    attention: AttentionKernel | None = None
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
     risk: Risk = DEFAULT_RISK
@@ -119,15 +122,28 @@ def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalo
 
 
 def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None]:
-    """Validated GPU ids -> inventory; the whole catalog when the request names none."""
+    """Validated GPU ids -> inventory; the whole catalog when the request names none. Only the
+    GPUs the requested attention kernel runs on (``kernel_problem``)."""
     if not request.gpus:
-        return {gid: None for gid in catalog.gpus}
-    out = {}
-    for gid, limit in request.gpus.items():
-        if limit is not None and limit < 1:
-            raise ValueError(f"inventory for {gid} must be >= 1, got {limit}")
-        out[catalog.gpu(gid).id] = limit
-    return out
+        out: dict[str, int | None] = {gid: None for gid in catalog.gpus}
+    else:
+        out = {}
+        for gid, limit in request.gpus.items():
+            if limit is not None and limit < 1:
+                raise ValueError(f"inventory for {gid} must be >= 1, got {limit}")
+            out[catalog.gpu(gid).id] = limit
+    runs = {g: n for g, n in out.items() if kernel_problem(request.attention, catalog.gpu(g)) is None}
+    if not runs:
+        raise ValueError(kernel_problem(request.attention, catalog.gpu(next(iter(out)))))
+    return runs
+
+
+def kernel_problem(kernel: AttentionKernel | None, gpu: GPUSpec) -> str | None:
+    """Why ``kernel`` cannot run on ``gpu`` (None: it can)."""
+    major = None if gpu.compute_capability is None else gpu.compute_capability[0]
+    if kernel == AttentionKernel.FLASH3 and major != FLASH3_CAPABILITY_MAJOR:
+        return f"--attention flash3: FlashAttention-3 runs on Hopper GPUs only (sm90), not on {gpu.id}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,9 @@ def emit_job(
         raise ValueError(
             f"the plan is an estimate for the {plan.stack.value} stack; trainplan emits only plans made with"
             " --stack trainplan"
+            if plan.attention is None
+            else f"the plan assumes --attention {plan.attention.value}, an estimate; trainplan emits plans with"
+            " the kernel its trainer's SDPA picks (no --attention)"
         )
     if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
         raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")

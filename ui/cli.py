@@ -33,10 +33,21 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
 from ui import cli_jobs, render
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, IMPL_HELP, JSON, NO_CALIBRATION, SEQ_LEN, STACK_HELP, ObjectiveChoice, app
+from ui.cli_options import (
+    ATTENTION_HELP,
+    CALIBRATION_HELP,
+    IMPL_HELP,
+    JSON,
+    NO_CALIBRATION,
+    SEQ_LEN,
+    STACK_HELP,
+    ObjectiveChoice,
+    app,
+)
 from ui.inputs import (
     MAX_BATCH_TOKENS,
     MAX_GPUS,
@@ -96,6 +107,7 @@ def estimate(
     price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
+    attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -154,6 +166,7 @@ def estimate(
         requested_global_batch_tokens=global_batch_tokens,
         stack=stack,
         calibration=applied_calibration(chosen),
+        attention=attention,
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
@@ -206,6 +219,7 @@ def plan(
     ),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
+    attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -240,6 +254,7 @@ def plan(
         top_k=top,
         stack=stack,
         risk=risk,
+        attention=attention,
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):

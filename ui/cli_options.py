@@ -21,6 +21,11 @@ CALIBRATION_HELP = (
 IMPL_HELP = "default: native where trainplan's decoder builds the family (docs/models.md), else hf"
 SEQ_LEN = typer.Option(None, "--seq-len", help="tokens per sequence; default 4096, or the model's context if shorter")
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
+ATTENTION_HELP = (
+    "attention kernel: sdpa-fa2, flash2, flash3 (Hopper), cudnn, triton (MPT's), eager; default: what the"
+    " stack picks (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and under PyTorch's context"
+    " parallelism); a named kernel makes the plan an estimate"
+)
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
     " (estimate only; docs/model.md 4b)"

@@ -63,7 +63,8 @@ def summary_lines(p: Plan) -> list[str]:
         f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else "")
-        + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)"),
+        + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
+        + ("" if p.attention is None else f", attention {p.attention.value}"),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB",
         step_line(e),

@@ -20,28 +20,25 @@ from pathlib import Path
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.estimate import score
-from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
+from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.search.candidates import single
 from planner.units import GIB
 
 DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "fsdp_runs.csv"
 
-# FlashAttention-2 (Dao 2023, arXiv:2307.08691, sec. 4.1, A100): "1.3-2.5x faster than
-# FlashAttention in Triton". llm-foundry's attn_impl='triton' runs that Triton kernel (MPT's
-# flash_attn_triton.py): its speed relative to the FA2 rates of the catalog is taken as the
-# geometric middle of the published range, 1 / sqrt(1.3 x 2.5) = 0.56 (ESTIMATE; same ratio on H100).
-TRITON_FLASH_ATTENTION_FACTOR = 1.0 / (1.3 * 2.5) ** 0.5
-
 # llm-foundry (Composer FSDP1, MPT modules, no torch.compile): the loss is flash-attn's fused
 # cross-entropy over the full logits (no chunking, loss_fn 'fused_crossentropy'); attention is
 # the flash-attn package's FA2 ('flash') or the Triton kernel ('triton').
 # Every row here ran before PyTorch's wheels put cuDNN attention first on Hopper (torch 2.11,
 # settings.cudnn_attention): SDPA (and the flash-attn package) ran FlashAttention-2.
-FA2_TORCHTITAN = STACK_SETTINGS[Stack.TORCHTITAN].but(cudnn_attention=False)
-LLM_FOUNDRY_FLASH = FA2_TORCHTITAN
-LLM_FOUNDRY_TRITON = LLM_FOUNDRY_FLASH.but(attention_kernel_factor=TRITON_FLASH_ATTENTION_FACTOR)
+# llm-foundry's attn_impl='triton' runs MPT's Triton flash kernel (flash_attn_triton.py):
+# AttentionKernel.TRITON.
+FA2_TORCHTITAN = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.SDPA_FA2)
+LLM_FOUNDRY_FLASH = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.FLASH2)
+LLM_FOUNDRY_TRITON = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.TRITON)
 
 # Stas Bekman's ml-engineering H200-vs-B200 benchmark (insights/when-to-upgrade-gpus): DeepSpeed
 # ZeRO-2 on Hugging Face's Llama modules, called with labels (transformers' full-logits loss), on

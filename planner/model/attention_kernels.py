@@ -26,6 +26,7 @@ device it measures.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -40,6 +41,30 @@ SDPA_CUDNN_FIRST_CAPABILITIES = frozenset({(9, 0), (10, 0)})
 def sdpa_prefers_cudnn(capability: tuple[int, int] | None) -> bool:
     """Whether SDPA runs cuDNN's attention on a GPU of this (major, minor); None: not NVIDIA."""
     return capability in SDPA_CUDNN_FIRST_CAPABILITIES
+
+
+class AttentionKernel(StrEnum):
+    """The attention kernel a run uses (``--attention``), when not the one its stack picks."""
+
+    SDPA_FA2 = "sdpa-fa2"  # PyTorch SDPA's flash backend (FlashAttention-2)
+    FLASH2 = "flash2"  # the flash-attn package's FlashAttention-2 (HF "flash_attention_2", llm-foundry "flash")
+    FLASH3 = "flash3"  # FlashAttention-3 (Hopper only)
+    CUDNN = "cudnn"  # cuDNN's fused flash attention (SDPA's cuDNN backend, TransformerEngine)
+    TRITON = "triton"  # MPT's Triton flash kernel (llm-foundry attn_impl "triton")
+    EAGER = "eager"  # unfused: QK^T, softmax and AV through HBM (HF "eager", SDPA's math backend)
+
+
+# FlashAttention-3 over FlashAttention-2 on H100 at the catalog's reference shape (head dim 128,
+# non-causal, 16K): forward 648 / 370 = 1.75, backward 561 / 322 = 1.74 (Shah et al. 2024, FA3
+# paper Fig. 5 and 6). ESTIMATE: FA2's shape tables times this factor (FA3 levels off by 8K as FA2
+# does; nothing past 32K is published).
+FLASH3_OVER_FLASH2 = 1.75
+# Compute capability FlashAttention-3 runs on (its README: "Hopper GPUs").
+FLASH3_CAPABILITY_MAJOR = 9
+# MPT's Triton flash kernel over FlashAttention-2: "FlashAttention-2 ... 1.3-2.5x faster than
+# FlashAttention in Triton" (Dao 2023, arXiv:2307.08691, sec. 4.1, A100), the geometric middle of
+# the range, 1 / sqrt(1.3 x 2.5) = 0.56. ESTIMATE; the same ratio on Hopper.
+TRITON_OVER_FLASH2 = 1.0 / (1.3 * 2.5) ** 0.5
 
 
 @dataclass(frozen=True)

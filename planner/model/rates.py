@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.model import attention_kernels
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings
 from planner.search.candidates import PREC_FP8, Candidates
 
@@ -56,7 +57,8 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
     fallback = c.bf16_peak_flops * s.attention_peak_fraction
     fwd = np.where(np.isnan(c.attention_fwd_flops), fallback, c.attention_fwd_flops)
     bwd = np.where(np.isnan(c.attention_bwd_flops), fallback, c.attention_bwd_flops)
-    cudnn = np.asarray(s.cudnn_attention) & c.sdpa_cudnn
+    named_cudnn = s.attention_kernel == AttentionKernel.CUDNN
+    cudnn = np.asarray(s.cudnn_attention) & (c.sdpa_cudnn | named_cudnn) & ((c.cp == 1) | s.cudnn_attention_under_cp)
     fwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_fwd_flops), c.cudnn_attention_fwd_flops, fwd)
     bwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_bwd_flops), c.cudnn_attention_bwd_flops, bwd)
     seq = c.seq_len / c.cp

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
 from planner.model.block_rows import Recompute
 from planner.units import GIB, MIB
 
@@ -52,8 +53,19 @@ class ModelingSettings:
     # (torch 2.11) ran cuDNN.
     cudnn_attention: bool = True
     # Speed of the stack's attention relative to the catalog's rate of its kernel: another
-    # kernel (llm-foundry's Triton flash), or a stack's own overheads around it; 1 for trainplan.
+    # kernel (FlashAttention-3, llm-foundry's Triton flash), or a stack's own overheads around it;
+    # 1 for trainplan.
     attention_kernel_factor: float = 1.0
+    # Whether the stack's context parallelism runs cuDNN's attention where its kernel choice is
+    # cuDNN. PyTorch's does not: trainplan's all-gather CP calls SDPA with a lower-right causal
+    # mask (torch.nn.attention.bias.CausalBias), which dispatches to the flash or the efficient
+    # kernel only, and torchtitan's ring attention of Dec 2024 restricted SDPA to FLASH / EFFICIENT
+    # ("TODO: support cuDNN backend", torchtitan 9dec370 utils.py); TransformerEngine's CP runs its
+    # fused (cuDNN) attention per chunk.
+    cudnn_attention_under_cp: bool = False
+    # A kernel the user named (``--attention``; ``with_attention``), None: the stack's own choice
+    # (``cudnn_attention``). Recorded for the rules that depend on it (FlashAttention-3: Hopper only).
+    attention_kernel: AttentionKernel | None = None
     # How the LM head + cross-entropy holds its logits. > 0: over chunks of this many tokens,
     # never the full-vocabulary fp32 logits (trainplan's trainer, trainer/loss.py: its default
     # RunSettings.loss_chunk_tokens, used wherever the head is not tensor-parallel); the loss
@@ -357,6 +369,34 @@ class ModelingSettings:
 DEFAULT_SETTINGS = ModelingSettings()
 
 
+# What each named kernel changes (``with_attention``): cuDNN's own rates, or FlashAttention-2's
+# times a factor (planner/model/attention_kernels.py), or no flash kernel at all.
+KERNEL_FACTORS = {
+    AttentionKernel.SDPA_FA2: 1.0,
+    AttentionKernel.FLASH2: 1.0,
+    AttentionKernel.FLASH3: FLASH3_OVER_FLASH2,
+    AttentionKernel.CUDNN: 1.0,
+    AttentionKernel.TRITON: TRITON_OVER_FLASH2,
+    AttentionKernel.EAGER: 1.0,
+}
+
+
+def with_attention(settings: ModelingSettings, kernel: AttentionKernel | None) -> ModelingSettings:
+    """``settings`` with the attention kernel a user or a recipe names (None: unchanged): its
+    catalog rates (cuDNN's, with context parallelism too; else FlashAttention-2's), its factor
+    over them, or the unfused path (``eager``); the stack's own factor is replaced."""
+    if kernel is None:
+        return settings
+    cudnn = kernel == AttentionKernel.CUDNN
+    return settings.but(
+        attention_kernel=kernel,
+        cudnn_attention=cudnn,
+        cudnn_attention_under_cp=cudnn,
+        flash_attention=kernel != AttentionKernel.EAGER,
+        attention_kernel_factor=KERNEL_FACTORS[kernel],
+    )
+
+
 # --- software-stack profiles ---------------------------------------------------------------
 # The defaults describe trainplan's own trainer: PyTorch-eager modules under FSDP2 (calibrated
 # on the H200 runs). Published large-scale runs used other stacks; these profiles change only
@@ -431,6 +471,7 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # Megatron-Bridge rows (the long-sequence context-parallel rows pin it, attention being
     # > 90 % of their step); bench/validate_heldout.py re-fits it leaving out the generation ...
     cudnn_attention=True,
+    cudnn_attention_under_cp=True,
     attention_kernel_factor=MEGATRON_CORE_ATTENTION_KERNEL_FACTOR,
     # ... gathers into and reduces from persistent contiguous buffers (distributed optimizer,
     # Megatron-FSDP): no per-collective copy-in/copy-out kernels ...

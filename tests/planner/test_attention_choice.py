@@ -1,0 +1,70 @@
+"""The attention kernel as a choice (``--attention``; planner/model/settings.py with_attention)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.api import PlanRequest, build_plan, plan
+from planner.catalog.models import get_preset
+from planner.layout import Layout, TrainingConfig
+from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
+from planner.model.settings import Stack
+
+K = AttentionKernel
+MODEL = get_preset("llama3-8b")
+
+
+def attention_s(kernel=None, gpu="h100-sxm", layout=Layout(), stack=Stack.TRAINPLAN, seq=8192) -> float:
+    p = build_plan(
+        MODEL, gpu, layout, TrainingConfig(seq_len=seq), num_gpus=8, stack=stack, attention=kernel
+    )  # fmt: skip
+    return p.estimate.time.breakdown_s.attention
+
+
+def test_named_kernels_scale_flash_attention_2_or_take_cudnn_rates():
+    fa2 = attention_s(K.SDPA_FA2)
+    assert attention_s(K.FLASH2) == pytest.approx(fa2)
+    assert attention_s(K.FLASH3) == pytest.approx(fa2 / FLASH3_OVER_FLASH2)
+    assert attention_s(K.TRITON) == pytest.approx(fa2 / TRITON_OVER_FLASH2)
+    assert attention_s(K.CUDNN) == pytest.approx(attention_s(None))  # trainplan's SDPA picks cuDNN on Hopper
+    assert attention_s(K.CUDNN) < fa2 / 1.5  # the catalog's cuDNN rate is ~1.9x FA2's on H100
+
+
+def test_eager_attention_materialises_the_scores():
+    flash = build_plan(MODEL, "h100-sxm", Layout(), TrainingConfig(seq_len=2048), num_gpus=8)
+    eager = build_plan(MODEL, "h100-sxm", Layout(), TrainingConfig(seq_len=2048), num_gpus=8, attention=K.EAGER)
+    assert eager.estimate.time.breakdown_s.attention > flash.estimate.time.breakdown_s.attention
+    assert eager.estimate.memory.peak_gib > flash.estimate.memory.peak_gib + 1.0
+    assert eager.estimate.time.step_s > flash.estimate.time.step_s
+
+
+def test_pytorch_context_parallelism_runs_flash_attention_2_and_transformer_engine_runs_cudnn():
+    """trainplan's all-gather CP calls SDPA with a lower-right causal mask, which never dispatches to
+    cuDNN; TransformerEngine's CP runs its fused (cuDNN) attention."""
+    cp = Layout(cp=2)
+    assert attention_s(None, layout=cp) == pytest.approx(attention_s(K.SDPA_FA2, layout=cp))
+    assert attention_s(None, layout=cp, stack=Stack.TORCHTITAN) == pytest.approx(attention_s(K.SDPA_FA2, layout=cp))
+    core = attention_s(None, layout=cp, stack=Stack.MEGATRON_CORE)
+    assert core < attention_s(K.SDPA_FA2, layout=cp, stack=Stack.MEGATRON_CORE)
+
+
+def test_flash_attention_3_runs_on_hopper_only():
+    with pytest.raises(ValueError, match="Hopper GPUs only"):
+        attention_s(K.FLASH3, gpu="a100-80gb-sxm")
+    request = PlanRequest(model=MODEL, training_tokens=1e10, gpus={"a100-80gb-sxm": 8, "h100-sxm": 8}, top_k=2)
+    chosen = plan(request.model_copy(update={"attention": K.FLASH3}))
+    assert {p.gpu for p in (chosen.plan, *chosen.alternatives)} == {"h100-sxm"}
+    assert chosen.plan.attention == K.FLASH3
+    with pytest.raises(ValueError, match="Hopper GPUs only"):
+        plan(request.model_copy(update={"attention": K.FLASH3, "gpus": {"a100-80gb-sxm": 8}}))
+
+
+def test_a_plan_assuming_a_named_kernel_is_an_estimate_and_emit_refuses_it(tmp_path):
+    pytest.importorskip("torch")
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+
+    p = build_plan(MODEL, "h100-sxm", Layout(), TrainingConfig(seq_len=2048), num_gpus=8, attention=K.SDPA_FA2)
+    assert not p.emittable and p.attention == K.SDPA_FA2
+    with pytest.raises(ValueError, match="assumes --attention sdpa-fa2"):
+        emit_job(p, tmp_path / "job", name=None, run=RunSettings())
