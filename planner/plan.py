@@ -150,6 +150,12 @@ class GoodputEstimate(BaseModel):
     checkpoint_interval_steps: int | None = None
     checkpoint_write_s: float = 0.0  # one save, sharded over all ranks
     restart_s: float = 0.0  # restart overhead + restore, per failure
+    # The run's other losses (planner/model/goodput.py run_losses), as shares of the step time:
+    straggler_fraction: float = 0.0  # the slowest rank
+    evaluation_fraction: float = 0.0
+    data_stall_fraction: float = 0.0
+    planned_restarts: float | None = None  # expected over the time-to-train
+    startup_s: float = 0.0
     goodput_fraction: float  # useful time / wall time
 
 

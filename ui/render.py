@@ -134,6 +134,12 @@ def goodput_line(g: GoodputEstimate) -> str:
             f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)} ({steps}{g.checkpoint_write_s:,.0f} s to write)"
         )
     parts.append(f"restart {duration_words(g.restart_s)}")
+    parts.append(
+        f"slowest rank +{g.straggler_fraction:.1%}, evaluation +{g.evaluation_fraction:.1%}"
+        + (f", input stalls +{g.data_stall_fraction:.1%}" if g.data_stall_fraction else "")
+        + ("" if g.planned_restarts is None else f", {g.planned_restarts:,.1f} planned restarts")
+        + f", start-up {duration_words(g.startup_s)}"
+    )
     return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)
 
 

@@ -283,6 +283,11 @@ def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
         checkpoint_interval_steps=None if interval is None else int(g.interval_steps[row]),
         checkpoint_write_s=float(g.write_s[row]),
         restart_s=float(g.restart_s[row]),
+        straggler_fraction=float(np.broadcast_to(g.losses.straggler, g.fraction.shape)[row]),
+        evaluation_fraction=g.losses.evaluation,
+        data_stall_fraction=g.losses.data_stall,
+        planned_restarts=finite(g.planned_restarts),
+        startup_s=g.losses.startup_s,
         goodput_fraction=float(g.fraction[row]),
     )
 

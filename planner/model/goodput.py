@@ -1,4 +1,5 @@
-"""Goodput: what failures, checkpoints and restarts add to a failure-free time-to-train.
+"""Goodput: what a whole run loses beside its steps: failures, checkpoints and restarts, and the
+run's other losses (evaluation, input stalls, slow ranks, planned restarts, start-up).
 
 Vectorised over a candidate table, so the ILP's scoring and the scalar ``estimate`` share one
 formula (docs/model.md, "Goodput"):
@@ -13,7 +14,15 @@ formula (docs/model.md, "Goodput"):
 - per useful second the job spends ``write / tau`` writing checkpoints, and each failure
   loses ``tau / 2`` of work on average plus the restart: wall time ``W`` solves
   ``W = T (1 + write / tau) + (W / MTTF) (tau / 2 + restart)``, so
-  ``goodput = T / W = (1 - (tau / 2 + restart) / MTTF) / (1 + write / tau)``.
+  ``goodput = T / W = (1 - (tau / 2 + restart) / MTTF) / (1 + write / tau)``;
+- a restore reads the checkpoint back ``restore_over_save`` times slower than it was written;
+- the run's other losses (``run_losses``, each a named setting with its source): the steps of a
+  job of ``n`` GPUs wait for the slowest rank, ``1 + sigma (sqrt(2 ln n) - sqrt(2 ln 8))`` (the
+  expected maximum of ``n`` normal speeds, beyond one node's); evaluation and input stalls add
+  their shares of the step time; planned interruptions (maintenance) cost a restart each, no
+  lost work; the job starts once. So
+  ``W = (T s (1 + eval + stall) + startup) (1 + write / tau) / (1 - (tau / 2 + restart) / MTTF
+  - planned x restart)`` and ``goodput = T / W``.
 """
 
 from __future__ import annotations
@@ -31,6 +40,10 @@ from planner.units import SECONDS_PER_HOUR
 # finite answer; the job is scored at this goodput (1,000x its failure-free time) so that it
 # stays a finite, visibly hopeless row of the search instead of breaking the ILP.
 MIN_GOODPUT = 1e-3
+
+# The ranks one node holds: a step already waits for the slowest GPU of one node in every
+# single-node measurement the step model is checked on, so stragglers count beyond it.
+STRAGGLER_BASE_GPUS = 8.0
 
 # Bytes per parameter in a training checkpoint: fp32 master weights and the two AdamW moments
 # (the gradients are not saved).
@@ -54,6 +67,8 @@ class Goodput:
     fraction: np.ndarray  # useful time / wall time (MIN_GOODPUT when failures outpace progress)
     wall_s: np.ndarray  # time-to-train including the lost time (NaN without a token budget)
     interruptions: np.ndarray  # expected failures over the wall time
+    losses: RunLosses  # the run's other losses
+    planned_restarts: np.ndarray  # expected planned interruptions over the wall time
 
 
 def failure_rates(
@@ -90,17 +105,20 @@ def goodput(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mttf = np.where(failures_per_s > 0, 1.0 / failures_per_s, np.inf)
         write = state_bytes / (n * settings.checkpoint_bandwidth_bytes_per_s_per_gpu)
-        restart = settings.restart_overhead_s + write  # restore reads what the save wrote
+        restart = settings.restart_overhead_s + settings.restore_over_save * write
         young = np.sqrt(2.0 * write * mttf)
         # no point checkpointing less than once per run, nor at all when nothing fails
         capped = np.where(np.isfinite(mttf), np.fmin(young, useful), np.inf)
         steps = np.maximum(1.0, np.round(capped / step))
         steps = np.where(np.isfinite(steps), steps, np.inf)
         interval = steps * step
-        lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0)
+        other = run_losses(n, np.asarray(num_nodes, dtype=float), settings)
+        planned = other.planned_per_s * restart
+        lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0) + planned
         overhead = np.where(np.isfinite(interval), write / interval, 0.0)
-        fraction = np.clip((1.0 - lost) / (1.0 + overhead), MIN_GOODPUT, 1.0)
-        wall = useful / fraction
+        kept = np.clip((1.0 - lost) / (1.0 + overhead), MIN_GOODPUT, 1.0)
+        wall = (useful * other.step_factor + other.startup_s) / kept
+        fraction = np.clip(useful / wall, MIN_GOODPUT, 1.0)
         interruptions = np.where(np.isfinite(mttf), wall / mttf, 0.0)
     return Goodput(
         mttf_s=mttf,
@@ -108,7 +126,37 @@ def goodput(
         restart_s=restart,
         interval_s=interval,
         interval_steps=steps,
-        fraction=fraction,
+        fraction=np.where(np.isnan(useful), kept / other.step_factor, fraction),
         wall_s=np.where(np.isnan(useful), np.nan, wall),
         interruptions=np.where(np.isnan(useful), np.nan, interruptions),
+        losses=other,
+        planned_restarts=np.where(np.isnan(useful), np.nan, wall * other.planned_per_s),
+    )
+
+
+@dataclass(frozen=True)
+class RunLosses:
+    """A whole run's losses besides failures and checkpoints (per row)."""
+
+    straggler: np.ndarray  # the slowest rank's extra share of the step
+    evaluation: float  # evaluation's share of the step time
+    data_stall: float  # input stalls' share
+    planned_per_s: np.ndarray  # planned interruptions (maintenance) per second of wall time
+    startup_s: float  # once per run
+
+    @property
+    def step_factor(self) -> np.ndarray:
+        """Wall seconds per second of the model's steps, before failures and restarts."""
+        return (1.0 + self.straggler) * (1.0 + self.evaluation + self.data_stall)
+
+
+def run_losses(num_gpus: np.ndarray, num_nodes: np.ndarray, settings: ModelingSettings) -> RunLosses:
+    """The named losses of ``settings`` for jobs of ``num_gpus`` GPUs on ``num_nodes`` nodes."""
+    beyond_node = np.sqrt(2.0 * np.log(np.maximum(num_gpus, 1.0))) - np.sqrt(2.0 * np.log(STRAGGLER_BASE_GPUS))
+    return RunLosses(
+        straggler=settings.straggler_sigma * np.maximum(beyond_node, 0.0),
+        evaluation=settings.eval_time_fraction,
+        data_stall=settings.data_stall_fraction,
+        planned_per_s=num_nodes * settings.planned_interruptions_per_node_hour / SECONDS_PER_HOUR,
+        startup_s=settings.job_startup_s,
     )

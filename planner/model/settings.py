@@ -356,6 +356,29 @@ class ModelingSettings:
     # breakdown): 10 min, which with the two numbers above gives the 405B run 92 % goodput,
     # in line with the "higher than 90 % effective training time" Llama 3 reports.
     restart_overhead_s: float = 600.0
+    # A restore reads the checkpoint back this many times slower than it was written: ByteDance's
+    # ByteCheckpoint (NSDI'25) measured loads 2.5x (405B: 129 s vs 51 s) to 13x (7B: 266 s vs 20 s)
+    # the save; the lower end (the planner's saves are large). Was 1 (restore = write).
+    restore_over_save: float = 2.5
+    # --- a whole run's other losses (planner/model/goodput.py run_losses) ---------------------
+    # In-loop evaluation's share of training time: BLOOM's logs measure 0.7 %; Pythia's config
+    # (eval every 1,000 steps) 0.33 %, NeMo's defaults 0.53 % (research notes in docs/model.md,
+    # "Goodput"): 0.5 %.
+    eval_time_fraction: float = 0.005
+    # Input-pipeline stalls' share: none with prefetching loader workers (BLOOM: 3.4 % slower with
+    # 0 workers, none with 2; MegaScale's data-pipeline fixes were worth <= 1.1 % MFU with others).
+    data_stall_fraction: float = 0.0
+    # Spread of per-rank step speed (slow hosts, thermals, jitter) whose slowest rank a step waits
+    # for: ESTIMATE, bounded by MegaScale's flat MFU from 2,240 to 11,200 GPUs (NSDI'24; at most
+    # ~1 % lost to jitter there) and its ~0.5 % of hosts running ~10 % slow: 0.5 %.
+    straggler_sigma: float = 0.005
+    # Planned interruptions (maintenance, upgrades) per node-hour, each a restart without lost
+    # work: Llama 3 405B had 47 planned in 54 days on 2,048 hosts (Dubey et al. 2024, sec. 3.3.4).
+    planned_interruptions_per_node_hour: float = 47 / (2_048 * 54 * 24)
+    # Start-up once per run: container pull, process-group and NCCL set-up, data index, model
+    # init and the first compile: MegaScale measured 1,047 s by default at 10K GPUs, < 30 s
+    # optimised; ESTIMATE 10 min.
+    job_startup_s: float = 600.0
     # --- power -----------------------------------------------------------------------------
     # Average board power as a fraction of TDP during training, and the facility PUE.
     power_fraction_of_tdp: float = 0.8

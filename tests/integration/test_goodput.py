@@ -26,9 +26,19 @@ CATALOG = load_catalog()
 LLAMA8B = get_preset("llama3-8b")
 LLAMA405B = get_preset("llama3.1-405b")
 LLAMA3_RATE = 419 / (16_384 * 54 * 24)  # Llama 3 paper, sec. 3.3.4
+# The failure model alone: a restore as fast as the save, none of a run's other losses
+# (tests/planner/test_run_losses.py tests those).
+FAILURES_ONLY = DEFAULT_SETTINGS.but(
+    restore_over_save=1.0,
+    eval_time_fraction=0.0,
+    data_stall_fraction=0.0,
+    straggler_sigma=0.0,
+    planned_interruptions_per_node_hour=0.0,
+    job_startup_s=0.0,
+)
 
 
-def est(num_gpus=8, gpu="h100-sxm", model=LLAMA8B, settings=DEFAULT_SETTINGS, tokens=1e11, **layout):
+def est(num_gpus=8, gpu="h100-sxm", model=LLAMA8B, settings=FAILURES_ONLY, tokens=1e11, **layout):
     training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1)
     return estimate(
         model,
@@ -45,7 +55,7 @@ def est(num_gpus=8, gpu="h100-sxm", model=LLAMA8B, settings=DEFAULT_SETTINGS, to
 def test_young_daly_interval_and_goodput_formula():
     """write = 1 s, MTTF = 10,000 s: tau = sqrt(2 x 1 x 10,000) = 141 s (Young 1974, Daly 2006)."""
     n, mttf, step = 1000, 10_000.0, 1e-3
-    settings = DEFAULT_SETTINGS.but(checkpoint_bandwidth_bytes_per_s_per_gpu=1e9, restart_overhead_s=100.0)
+    settings = FAILURES_ONLY.but(checkpoint_bandwidth_bytes_per_s_per_gpu=1e9, restart_overhead_s=100.0)
     rate = SECONDS_PER_HOUR / (mttf * n)
     g = goodput(np.array([1e7]), np.array([step]), np.array([n]), np.array([rate]), 1e12, settings)
     assert g.mttf_s[0] == pytest.approx(mttf)
@@ -64,7 +74,7 @@ def test_young_daly_interval_and_goodput_formula():
 
 
 def test_failures_outpacing_progress_never_finish():
-    settings = DEFAULT_SETTINGS.but(restart_overhead_s=4 * SECONDS_PER_HOUR)  # > MTTF of 3.1 h
+    settings = FAILURES_ONLY.but(restart_overhead_s=4 * SECONDS_PER_HOUR)  # > MTTF of 3.1 h
     g = goodput(np.array([1e6]), np.array([1.0]), np.array([16_384]), np.array([LLAMA3_RATE]), 1e12, settings)
     assert g.fraction[0] == MIN_GOODPUT and g.wall_s[0] == pytest.approx(1e6 / MIN_GOODPUT)
 
@@ -78,7 +88,7 @@ def test_mttf_is_inverse_in_the_gpu_count_and_matches_llama3():
     assert CATALOG.gpu("h100-sxm").failure_rate_per_gpu_hour == pytest.approx(366 / 419 * LLAMA3_RATE, rel=1e-3)
     assert CATALOG.node("hgx-8").failure_rate_per_node_hour == pytest.approx(8 * 53 / 419 * LLAMA3_RATE, rel=1e-3)
     # a GPU without a catalog rate uses the setting; its node (hgx-8) keeps the catalog's
-    a100 = est(gpu="a100-80gb-sxm", settings=DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=1e-4))
+    a100 = est(gpu="a100-80gb-sxm", settings=FAILURES_ONLY.but(failure_rate_per_gpu_hour=1e-4))
     node_rate = CATALOG.node("hgx-8").failure_rate_per_node_hour
     assert a100.goodput is not None and a100.goodput.mttf_h == pytest.approx(1 / (8 * 1e-4 + node_rate))
 
@@ -102,19 +112,19 @@ def test_checkpoint_write_is_the_state_sharded_over_all_ranks():
     assert e.goodput.checkpoint_write_s == pytest.approx(
         state / (64 * DEFAULT_SETTINGS.checkpoint_bandwidth_bytes_per_s_per_gpu)
     )
-    assert e.goodput.restart_s == pytest.approx(DEFAULT_SETTINGS.restart_overhead_s + e.goodput.checkpoint_write_s)
+    assert e.goodput.restart_s == pytest.approx(FAILURES_ONLY.restart_overhead_s + e.goodput.checkpoint_write_s)
     assert e.goodput.checkpoint_interval_steps * e.time.step_s / 60 == pytest.approx(e.goodput.checkpoint_interval_min)
 
 
 def test_goodput_tends_to_one_as_the_failure_rate_vanishes():
     fractions = []
     for rate in (1e-4, 1e-6, 1e-8, 1e-10):  # mi300x and its amd-oam-8 node have no catalog rate
-        rates = DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=rate, failure_rate_per_node_hour=rate)
+        rates = FAILURES_ONLY.but(failure_rate_per_gpu_hour=rate, failure_rate_per_node_hour=rate)
         e = est(gpu="mi300x", num_gpus=1024, settings=rates)
         assert e.goodput is not None
         fractions.append(e.goodput.goodput_fraction)
     assert fractions == sorted(fractions) and fractions[-1] > 0.9999
-    zero = DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=0.0, failure_rate_per_node_hour=0.0)
+    zero = FAILURES_ONLY.but(failure_rate_per_gpu_hour=0.0, failure_rate_per_node_hour=0.0)
     off = est(gpu="mi300x", num_gpus=1024, settings=zero)
     assert off.goodput is not None and off.goodput.goodput_fraction == 1.0
     assert off.goodput.mttf_h is None and off.goodput.expected_interruptions == 0.0
@@ -124,8 +134,8 @@ def test_goodput_tends_to_one_as_the_failure_rate_vanishes():
 
 def test_lost_time_is_in_time_to_train_and_cost():
     on = est(num_gpus=512)
-    same = est(num_gpus=512, settings=DEFAULT_SETTINGS.but(failure_rate_per_gpu_hour=0.0))
-    off = est(num_gpus=512, settings=DEFAULT_SETTINGS.but(model_failures=False))
+    same = est(num_gpus=512, settings=FAILURES_ONLY.but(failure_rate_per_gpu_hour=0.0))
+    off = est(num_gpus=512, settings=FAILURES_ONLY.but(model_failures=False))
     assert on.goodput is not None and on.time_to_train_h is not None and on.cost_usd is not None
     useful_h = 1e11 / on.throughput.tokens_per_s / SECONDS_PER_HOUR
     assert on.time_to_train_h == pytest.approx(useful_h / on.goodput.goodput_fraction)
