@@ -251,7 +251,7 @@ def median_choice(
     if request.risk == Risk.P50:
         return None
     gpus = [catalog.gpu(g) for g in gpu_ids]
-    median = accuracy.time_factors(c, gpus, request.stack.value, request.model.is_moe, Risk.P50)
+    (median,) = accuracy.time_factors(c, gpus, request.stack.value, request.model.is_moe, (Risk.P50.quantile,))
     factor = table.extra["time_factor"]
     at_median = replace(
         table, time_to_train_s=table.time_to_train_s / factor * median, cost_usd=table.cost_usd / factor * median

@@ -176,7 +176,10 @@ class Uncertainty(BaseModel):
     time_to_train_h_at_risk: dict[str, float] | None = None
     cost_usd_at_risk: dict[str, float] | None = None
     validated: bool
-    regime: str
+    regime: str  # in words
+    regime_stack: str = ""
+    regime_generation: str = ""
+    regime_features: tuple[str, ...] = ()  # planner/accuracy/regime.py Feature names, lower case
     rows: int  # validation rows the band is read from
     exact_rows: int  # of them, rows of this very regime
     sources: tuple[str, ...]

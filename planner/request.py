@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
+from planner.accuracy.bands import BAND_QUANTILES
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
@@ -206,6 +207,7 @@ def candidate_table(
     s = score(model, c, settings, None if evidence is None else evidence.mfu_ceiling)
     seconds, cost, _ = job_totals(s, c, training_tokens, settings)
     factor = 1.0 if evidence is None else evidence.time_factor
+    lo, hi = (np.nan, np.nan) if evidence is None else evidence.band
     return CandidateTable(
         gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
         num_gpus=c.num_gpus,
@@ -225,6 +227,8 @@ def candidate_table(
             "batch_tokens": batch_tokens(c),
             "model_time_s": seconds,
             "time_factor": np.broadcast_to(factor, seconds.shape),
+            "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
+            "band_hi": np.broadcast_to(hi, seconds.shape),
         },
     )
 
@@ -232,10 +236,11 @@ def candidate_table(
 @dataclass(frozen=True)
 class RowEvidence:
     """What the validation says of each candidate (planner/accuracy): the efficiency ceiling of
-    its regime (NaN: none) and its risk quantile of measured / predicted time."""
+    its regime (NaN: none), its risk quantile of measured / predicted time, and its 80 % band."""
 
     mfu_ceiling: np.ndarray
     time_factor: np.ndarray
+    band: tuple[np.ndarray, np.ndarray]
 
 
 def scored_table(
@@ -259,7 +264,9 @@ def row_evidence(
     """The evidence columns of ``c`` for the request's stack and risk (``calibrated``: the GPU ids
     a calibration file measured, whose ceiling it lifts)."""
     moe = request.model.is_moe
+    risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, (request.risk.quantile, *BAND_QUANTILES))
     return RowEvidence(
         mfu_ceiling=accuracy.mfu_ceilings(c, gpus, request.stack.value, moe, calibrated),
-        time_factor=accuracy.time_factors(c, gpus, request.stack.value, moe, request.risk),
+        time_factor=risk,
+        band=(lo, hi),
     )

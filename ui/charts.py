@@ -353,6 +353,8 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
     rows = []
     for rank, p in enumerate(plans, start=1):
         e, t = p.estimate, p.training
+        u = e.uncertainty
+        band = (math.nan, math.nan) if u is None or u.time_to_train_h is None else u.time_to_train_h
         rows.append(
             {
                 "rank": rank,
@@ -364,6 +366,9 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
                 "grad_accum": t.grad_accum,
                 "ac": t.activation_checkpointing.value,
                 "time_to_train_days": (e.time_to_train_h or math.nan) / HOURS_PER_DAY,
+                # the 80 % band of the time to train (planner/accuracy)
+                "time_p10_days": band[0] / HOURS_PER_DAY,
+                "time_p90_days": band[1] / HOURS_PER_DAY,
                 "cost_usd": e.cost_usd,
                 "energy_kwh": e.energy_kwh,
                 "mfu": e.throughput.mfu,

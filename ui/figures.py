@@ -183,11 +183,11 @@ class Limits:
     inventory: dict[str, int] | None = None  # GPU type -> most GPUs (types without a limit absent)
 
     def feasible(self, points: pd.DataFrame) -> pd.Series:
-        ok = pd.Series(True, index=points.index)
+        ok = pd.Series(True, index=points.index)  # judged as the search judges: at the risk quantile
         if self.deadline_days:
-            ok &= points["time_to_train_days"] <= self.deadline_days
+            ok &= points["time_at_risk_days"] <= self.deadline_days
         if self.budget_usd:
-            ok &= points["cost_usd"] <= self.budget_usd
+            ok &= points["cost_at_risk_usd"] <= self.budget_usd
         for gpu, most in (self.inventory or {}).items():
             ok &= ~((points["gpu"] == gpu) & (points["num_gpus"] > most))
         return ok
@@ -209,6 +209,39 @@ def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: La
         )
 
 
+def plan_band(p: Plan) -> pd.DataFrame:
+    """A plan's time to train with its 80 % band, in the frontier frame's columns (no band
+    columns where the plan has none)."""
+    e = p.estimate
+    hours, u = e.time_to_train_h, e.uncertainty
+    if hours is None or u is None or u.time_to_train_h is None:
+        return pd.DataFrame({"time_to_train_days": [math.nan if hours is None else hours / HOURS_PER_DAY]})
+    lo, hi = u.time_to_train_h
+    return pd.DataFrame(
+        {
+            "time_to_train_days": [hours / HOURS_PER_DAY],
+            "time_lo_days": [lo / HOURS_PER_DAY],
+            "time_hi_days": [hi / HOURS_PER_DAY],
+        }
+    )
+
+
+def _band(frame: pd.DataFrame, value: str, lo: str, hi: str, colour: str) -> dict:
+    """Plotly error bars for a column's 80 % band (planner/accuracy), thin and translucent so
+    the points stay readable; none where the frame has no band."""
+    if lo not in frame:
+        return dict(visible=False)
+    return dict(
+        type="data",
+        symmetric=False,
+        array=(frame[hi] - frame[value]).clip(lower=0),
+        arrayminus=(frame[value] - frame[lo]).clip(lower=0),
+        thickness=0.8,
+        width=0,
+        color=colour,
+    )
+
+
 def _limit_lines(fig: go.Figure, limits: Limits, tr: Labels) -> None:
     if limits.deadline_days:
         fig.add_vline(limits.deadline_days, line=dict(color="crimson", dash="dash"))
@@ -228,12 +261,14 @@ def frontier_figure(
     limits: Limits = Limits(),
     knee: pd.Series | None = None,
 ) -> go.Figure:
-    """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined,
-    points outside the deadline/budget/inventory grey, the knee and the chosen plan marked."""
+    """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined
+    with its 80 % bands as error bars, points outside the deadline/budget/inventory grey, the knee
+    and the chosen plan (with its band) marked."""
     fig = go.Figure()
     ok = limits.feasible(points)
     _frontier_points(fig, points, ok, tr)
     best = points[front].sort_values("time_to_train_days")
+    # the front's points carry their 80 % band (on every point the cloud would be unreadable)
     fig.add_scatter(
         name=tr("pareto_front"),
         x=best["time_to_train_days"],
@@ -241,6 +276,8 @@ def frontier_figure(
         mode="lines",
         hoverinfo="skip",
         line=dict(color="black", dash="dot"),
+        error_x=_band(best, "time_to_train_days", "time_lo_days", "time_hi_days", "rgba(0,0,0,0.45)"),
+        error_y=_band(best, "cost_usd", "cost_lo_usd", "cost_hi_usd", "rgba(0,0,0,0.45)"),
         legendrank=1,
     )
     if knee is not None:
@@ -260,6 +297,7 @@ def frontier_figure(
             x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
             y=[chosen.estimate.cost_usd],
             mode="markers",
+            error_x=_band(plan_band(chosen), "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
             text=[f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout.describe()}"],
             hovertemplate="%{text}<extra></extra>",

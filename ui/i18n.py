@@ -182,6 +182,36 @@ _LABELS: dict[str, tuple[str, str]] = {
     "minutes_value": ("{value:,.1f} min", "{value:,.1f} 分钟"),
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
+    "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
+    "envelope_validated": (
+        "Validated: {regime}; {rows} held-out rows ({sources}), mean error {error:.1%}.",
+        "已验证：{regime}；{rows} 行留出数据（{sources}），平均误差 {error:.1%}。",
+    ),
+    "envelope_outside": (
+        "Outside the validated envelope: no measured row of {regime}. The band is read from the {rows}"
+        " nearest rows (mean error {error:.1%}) and widened by {widened:.0%}.",
+        "超出已验证范围：没有 {regime} 的实测数据。误差区间取自最近的 {rows} 行（平均误差 {error:.1%}），"
+        "并加宽 {widened:.0%}。",
+    ),
+    "regime_words": ("{stack} on {generation}", "{generation} 上的 {stack}"),
+    "feature_tp": ("tp > 1", "tp > 1"),
+    "feature_pp": ("pp > 1", "pp > 1"),
+    "feature_long": ("cp > 1 or sequence ≥ 32K", "cp > 1 或序列 ≥ 32K"),
+    "feature_moe": ("MoE", "MoE"),
+    "feature_fp8": ("fp8", "fp8"),
+    "feature_multi_gpu": ("more than one GPU", "多 GPU"),
+    "feature_large": ("> 1,000 GPUs", "> 1,000 GPU"),
+    "ceiling_held": (
+        "Held at {mfu:.1%} MFU, the best measured in this regime ({stack}, {source}); the model alone predicts"
+        " {tokens:,.0f} tokens/s.",
+        "按此范围实测最佳 MFU {mfu:.1%} 封顶（{stack}，{source}）；模型本身预测 {tokens:,.0f} token/秒。",
+    ),
+    "risk_changed": (
+        "At the median (p50) the search would take {gpus} × {gpu} ({layout}); judged at {risk}, the pessimistic end"
+        " of each plan's band, it takes this one.",
+        "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}）；按各方案误差区间的悲观端 {risk} 评判，"
+        "选择本方案。",
+    ),
     "card_footer": (
         "step {step:.3g} s · {tokens:,.0f} tokens/s · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s",
@@ -257,6 +287,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_grad_accum": ("accumulation", "梯度累积"),
     "col_ac": ("activation ckpt.", "激活重计算"),
     "col_time_to_train_days": ("days", "天数"),
+    "col_time_p10_days": ("days, 80 % band from", "天数，80% 区间下限"),
+    "col_time_p90_days": ("days, 80 % band to", "天数，80% 区间上限"),
     "col_cost_usd": ("cost (USD)", "费用（美元）"),
     "col_cost_usd_bought": ("cost (USD, amortised)", "费用（美元，摊销）"),
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),

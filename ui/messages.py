@@ -15,7 +15,7 @@ import re
 from planner.api import PlanRequest, PlanResult
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
-from planner.plan import Plan
+from planner.plan import Estimate, Plan, Uncertainty
 from planner.search.explore import WhyNot
 from planner.units import SECONDS_PER_HOUR
 from ui.charts import Infeasible, duration_key, money
@@ -25,6 +25,43 @@ from ui.i18n import Labels
 def duration(tr: Labels, hours: float) -> str:
     key, value = duration_key(hours)
     return tr(key, value=value)
+
+
+def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
+    """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band)."""
+    return None if band is None else tr("card_band", lo=unit(band[0]), hi=unit(band[1]))
+
+
+def regime_text(tr: Labels, u: Uncertainty) -> str:
+    """The regime in the page's language: '{stack} on {generation}, tp > 1, ...'."""
+    words = [tr("regime_words", stack=u.regime_stack, generation=u.regime_generation)]
+    return ", ".join(words + [tr(f"feature_{f}") for f in u.regime_features])
+
+
+def envelope_text(tr: Labels, u: Uncertainty) -> str:
+    """Whether the plan lies inside what was measured, and what its band rests on."""
+    if u.validated:
+        sources = ", ".join(u.sources)
+        return tr(
+            "envelope_validated", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources, error=u.mean_abs_error
+        )
+    return tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
+
+
+def ceiling_text(tr: Labels, e: Estimate) -> str | None:
+    """Why the estimate is slower than the model alone (None: no ceiling held it)."""
+    c = e.ceiling
+    if c is None or not c.binding:
+        return None
+    return tr("ceiling_held", mfu=c.mfu, stack=c.stack, source=c.source, tokens=c.uncapped_tokens_per_s)
+
+
+def risk_text(tr: Labels, result) -> str | None:
+    """What judging at the median would have chosen, when the risk setting changed the choice."""
+    p = getattr(result, "median_plan", None)
+    if p is None:
+        return None
+    return tr("risk_changed", gpus=p.num_gpus, gpu=p.gpu, layout=p.layout.describe(), risk=result.risk.value)
 
 
 def duration_up(tr: Labels, hours: float) -> str:

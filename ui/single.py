@@ -24,7 +24,18 @@ from ui.cached import (
 from ui.calibration_upload import CalibrationUpload
 from ui.explorer import show_explorer
 from ui.i18n import Labels
-from ui.messages import detail_text, duration, infeasible_text, near_tie_text, plan_note_texts, why_not_text
+from ui.messages import (
+    band_text,
+    ceiling_text,
+    detail_text,
+    duration,
+    envelope_text,
+    infeasible_text,
+    near_tie_text,
+    plan_note_texts,
+    risk_text,
+    why_not_text,
+)
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
@@ -72,6 +83,12 @@ def plan_card(
     e, t, mem = plan.estimate, plan.training, plan.estimate.memory
     # a plan from plan() always has training tokens, so a time and a cost to train
     assert e.time_to_train_h is not None and e.cost_usd is not None
+    u = e.uncertainty
+    bands = {
+        "card_time": band_text(tr, None if u is None else u.time_to_train_h, lambda h: duration(tr, h)),
+        "card_cost": band_text(tr, None if u is None else u.cost_usd, charts.money),
+        "card_cost_bought": band_text(tr, None if u is None else u.cost_usd, charts.money),
+    }
     rows = (
         (
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
@@ -97,8 +114,12 @@ def plan_card(
         st.subheader(tr("plan_card", model=plan.model.name))
         for row in filter(None, rows):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
-                delta = memory_of if key == "card_memory" else None
+                delta = memory_of if key == "card_memory" else bands.get(key)
                 column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
+        if u is not None:
+            st.caption(envelope_text(tr, u))
+        for note in filter(None, (ceiling_text(tr, e), risk_text(tr, result))):
+            st.caption(note)
         st.caption(
             tr(
                 "card_footer",
@@ -143,7 +164,8 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         inventory={g: n for g, n in (request.gpus or {}).items() if n is not None},
     )
     usable = points[limits.feasible(points)]
-    at = knee(usable["cost_usd"].to_numpy(), usable["time_to_train_days"].to_numpy()) if len(usable) else None
+    # the knee as the search reads it (planner/frontier.py): at the request's risk quantile
+    at = knee(usable["cost_at_risk_usd"].to_numpy(), usable["time_at_risk_days"].to_numpy()) if len(usable) else None
     bend = None if at is None else usable.iloc[at]
     fig = figures.frontier_figure(points, points["pareto"], chosen, tr, limits, bend)
     st.plotly_chart(fig, key="chart_frontier")
@@ -159,6 +181,8 @@ TOP_FORMATS = {
     "num_gpus": "%,d",
     "num_nodes": "%,d",
     "time_to_train_days": "%,.2f",
+    "time_p10_days": "%,.2f",
+    "time_p90_days": "%,.2f",
     "cost_usd": "$%,.0f",  # whole dollars, like the plan card
     "energy_kwh": "%,.0f",
     "mfu": "percent",
@@ -167,7 +191,8 @@ TOP_FORMATS = {
     "capacity_gib": "%.1f",
 }
 TOP_ORDER = (  # memory next to the headline figures, so it is visible without scrolling
-    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib", "mfu",
+    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib", "time_p10_days",
+    "time_p90_days", "mfu",
     "tokens_per_s", "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
 )  # fmt: skip
 ROW_PX = 35  # st.dataframe's row height: a table this many pixels per row (+ header) shows every row

@@ -89,13 +89,25 @@ def mfu_ceilings(
     return np.array([value(int(k)) for k in unique], dtype=float)[inverse]
 
 
-def time_factors(c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, risk: Risk) -> np.ndarray:
-    """Each row's ``risk`` quantile of measured / predicted time (planner/accuracy/bands.py)."""
+def time_factors(
+    c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, quantiles: Sequence[float]
+) -> list[np.ndarray]:
+    """Each row's quantiles of measured / predicted time (planner/accuracy/bands.py), one array
+    per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
     base = shipped_base()
-    return _per_key(
-        _row_keys(c, moe),
-        lambda g, bits: base.evidence(Regime(stack, gpus[g].generation, bits)).time_factor(risk.quantile),
-    )
+    evidence = {}
+
+    def factor(q: float):
+        def value(g: int, bits: int) -> float:
+            key = (g, bits)
+            if key not in evidence:
+                evidence[key] = base.evidence(Regime(stack, gpus[g].generation, bits))
+            return evidence[key].time_factor(q)
+
+        return value
+
+    keys = _row_keys(c, moe)
+    return [_per_key(keys, factor(q)) for q in quantiles]
 
 
 def _pair(value: float | None, lo: float, hi: float) -> tuple[float, float] | None:
@@ -135,6 +147,9 @@ def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
         cost_usd_at_risk=_at_risk(estimate.cost_usd, ev),
         validated=ev.validated,
         regime=regime.describe(),
+        regime_stack=regime.stack,
+        regime_generation=regime.generation,
+        regime_features=tuple(str(f.name).lower() for f in Feature if regime.features & f),
         rows=len(ev.rows),
         exact_rows=ev.exact_rows,
         sources=ev.sources,

@@ -59,12 +59,22 @@ def scored_search(
     table = scored_table(request, catalog, c, list(gpus), space, settings)
     ok = table.fits_memory & table.divisible & table.batch_ok
     idx = np.flatnonzero(ok)
+    # The model's figures with their 80 % band; the search judged them at the request's risk.
+    model_s, factor = table.extra["model_time_s"][idx], table.extra["time_factor"][idx]
+    model_cost = table.cost_usd[idx] / factor
+    lo, hi = table.extra["band_lo"][idx], table.extra["band_hi"][idx]
     frame = pd.DataFrame(
         {
             "gpu": table.gpu_id[idx],
             "num_gpus": table.num_gpus[idx],
-            "time_to_train_days": table.time_to_train_s[idx] / SECONDS_PER_DAY,
-            "cost_usd": table.cost_usd[idx],
+            "time_to_train_days": model_s / SECONDS_PER_DAY,
+            "cost_usd": model_cost,
+            "time_lo_days": model_s * lo / SECONDS_PER_DAY,
+            "time_hi_days": model_s * hi / SECONDS_PER_DAY,
+            "cost_lo_usd": model_cost * lo,
+            "cost_hi_usd": model_cost * hi,
+            "time_at_risk_days": table.time_to_train_s[idx] / SECONDS_PER_DAY,
+            "cost_at_risk_usd": table.cost_usd[idx],
             "memory_gib": table.memory_need_gib[idx],
             "capacity_gib": table.capacity_gib[idx],
             "tp": c.tp[idx],
@@ -118,18 +128,19 @@ def plan_label(p: Plan) -> str:
 
 
 def best_per_count(frame: pd.DataFrame, objective: str = "cost") -> pd.DataFrame:
-    """The best layout for each (GPU type, count): the scaling and frontier charts' points."""
-    key = "cost_usd" if objective == "cost" else "time_to_train_days"
-    order = frame.sort_values([key, "time_to_train_days" if key == "cost_usd" else "cost_usd"])
+    """The best layout for each (GPU type, count), judged as the search judges (at the request's
+    risk quantile): the scaling and frontier charts' points."""
+    cost, days = "cost_at_risk_usd", "time_at_risk_days"
+    order = frame.sort_values([cost, days] if objective == "cost" else [days, cost])
     return order.groupby(["gpu", "num_gpus"], as_index=False).first()
 
 
 def pareto_front(frame: pd.DataFrame) -> pd.Series:
-    """True for points no other point beats on both cost and time."""
-    order = frame.sort_values(["cost_usd", "time_to_train_days"]).index
+    """True for points no other point beats on both cost and time (at the risk quantile)."""
+    order = frame.sort_values(["cost_at_risk_usd", "time_at_risk_days"]).index
     best_time, front = np.inf, pd.Series(False, index=frame.index)
     for i in order:
-        t = frame.at[i, "time_to_train_days"]
+        t = frame.at[i, "time_at_risk_days"]
         if t < best_time:
             front[i], best_time = True, t
     return front

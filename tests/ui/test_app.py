@@ -41,7 +41,7 @@ from planner.errors import InfeasiblePlan
 from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
-from planner.search.explore import plan_portfolio, why_not
+from planner.search.explore import best_per_count, pareto_front, plan_portfolio, scored_search, why_not
 from planner.search.fleet import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
@@ -71,6 +71,16 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     )
     key, value = charts.duration_key(e.time_to_train_h)
     assert shown[tr("card_time")] == tr(key, value=value)
+    # the 80 % band under the time and the cost, and what it rests on (planner/accuracy)
+    u = e.uncertainty
+    assert u is not None and u.time_to_train_h is not None and u.cost_usd is not None
+    (time,) = [m for m in at.metric if m.label == tr("card_time")]
+    lo, hi = (tr(charts.duration_key(h)[0], value=charts.duration_key(h)[1]) for h in u.time_to_train_h)
+    assert time.delta == tr("card_band", lo=lo, hi=hi)
+    (cost,) = [m for m in at.metric if m.label == tr("card_cost")]
+    assert cost.delta == tr("card_band", lo=charts.money(u.cost_usd[0]), hi=charts.money(u.cost_usd[1]))
+    envelope = "envelope_validated" if u.validated else "envelope_outside"
+    assert any(c.value.startswith(tr(envelope).split("{")[0]) for c in at.caption), envelope
     assert e.goodput is not None and e.goodput.expected_interruptions is not None
     assert shown[tr("card_goodput")] == f"{e.goodput.goodput_fraction:.1%}"
     assert shown[tr("card_interruptions")] == f"{e.goodput.expected_interruptions:,.1f}"
@@ -368,7 +378,8 @@ def test_labels_exist_in_both_languages_with_the_same_placeholders():
         assert en[key].strip() and zh[key].strip(), key
         assert fields(en[key]) == fields(zh[key]), key
     same = sorted(k for k in en if en[k] == zh[k])
-    assert same == ["card_mfu", "col_gpu", "col_mfu", "col_rank"], same  # names that are not translated
+    names = ["card_mfu", "col_gpu", "col_mfu", "col_rank", "feature_fp8", "feature_moe", "feature_pp", "feature_tp"]
+    assert same == names, same  # names that are not translated
     with pytest.raises(ValueError, match="language 'fr'"):
         Labels("fr")
 
@@ -437,6 +448,14 @@ def test_figures_carry_the_plan_numbers():
         assert stacked == pytest.approx(max(p.estimate.memory.reserved_gib, p.estimate.memory.peak_gib) + 0.6)
     capacity = next(t for t in memory.data if t.name == EN("capacity"))
     assert list(capacity.y) == [p.estimate.memory.capacity_gib for p in plans]
+    # the front's points carry their 80 % band as error bars; the chosen plan's is its own band
+    frame = best_per_count(scored_search(request_for()).frame)
+    fig = figures.frontier_figure(frame, pareto_front(frame), result.plan, EN)
+    front = next(t for t in fig.data if t.name == EN("pareto_front"))
+    assert len(front.error_x.array) == len(front.x) > 1 and min(front.error_x.array) > 0
+    star = next(t for t in fig.data if t.name == EN("chosen_plan"))
+    u = result.plan.estimate.uncertainty
+    assert star.error_x.array[0] == pytest.approx((u.time_to_train_h[1] - result.plan.estimate.time_to_train_h) / 24)
     step = figures.step_time_figure(plans, ZH)
     assert sum(t.y[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
     assert ZH("time_matmul") in {t.name for t in step.data}

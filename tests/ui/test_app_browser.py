@@ -184,6 +184,8 @@ def run_flows(app: Page, url: str) -> None:
     page.goto(url)
     app.wait_text(EN("plan_card", model="llama3-8b"), 120)
     app.wait_text("Near tie")
+    app.wait_text("80 % band")  # the time and the cost carry their band (planner/accuracy)
+    app.wait_text(EN("envelope_outside").split(":")[0])  # trainplan's own FSDP at scale: not measured
     app.check("01-default-plan")
 
     app.tab(EN("tab_explore"))
@@ -227,6 +229,7 @@ def run_flows(app: Page, url: str) -> None:
 
     page.get_by_text("中文", exact=True).click()
     app.wait_text(ZH("plan_card", model="llama3-70b"), 90)
+    app.wait_text("80% 区间")
     app.check("08-zh")
     page.get_by_text("English", exact=True).click()
     app.wait_text(EN("plan_card", model="llama3-70b"), 90)

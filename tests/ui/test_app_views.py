@@ -159,6 +159,10 @@ def test_top_plans_table_is_formatted_like_the_card_with_memory_in_view():
     shown = table(at, EN("col_layout"))
     columns = list(shown.columns)
     assert columns.index(EN("col_memory_gib")) < 6 and columns.index(EN("col_capacity_gib")) < 7
+    # the time's 80 % band beside it (planner/accuracy)
+    assert columns.index(EN("col_time_p10_days")) + 1 == columns.index(EN("col_time_p90_days"))
+    lo, hi = shown[EN("col_time_p10_days")], shown[EN("col_time_p90_days")]
+    assert (lo < hi).all()
     config = json.loads(at.dataframe[0].proto.columns)
     assert config[EN("col_cost_usd")]["type_config"]["format"] == "$%,.0f"
     assert config[EN("col_tokens_per_s")]["type_config"]["format"] == "%,.0f"
