@@ -2,6 +2,7 @@
 
     python bench/validate_blackwell.py           # summaries per GPU, source, precision, container
     python bench/validate_blackwell.py --rows    # and every row
+    python bench/validate_blackwell.py --write-docs   # refresh the summaries in docs/validation.md
 
 Nothing is fitted on these rows and nothing is fitted here: the script only reports
 (validation/nemo_blackwell.py; rows and how each was read: data/validation/nemo_blackwell_runs_sources.md).
@@ -16,9 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
+from validation.docs import replace_marked_block
 from validation.nemo_blackwell import (
     BlackwellComparison,
     BlackwellRows,
@@ -130,11 +133,18 @@ def render(rows: bool = False) -> str:
     return "\n".join(lines)
 
 
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- blackwell-table:start -->", "<!-- blackwell-table:end -->"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="also print every row")
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the summaries in {DOCS}")
     args = parser.parse_args(argv)
     print(render(args.rows))
+    if args.write_docs:
+        replace_marked_block(DOCS, START, END, render(False))
     return 0
 
 
