@@ -38,6 +38,7 @@ from planner.request import (
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
+    request_settings,
     requested_batch_tokens,
     scored_table,
     search_space,
@@ -180,7 +181,7 @@ def plan(
     """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits.
     ``settings`` None: the profile of ``request.stack``. ``calibration``: a calibration file merged
     over the catalog (planner.catalog.calibration.calibrate); every plan returned records it."""
-    settings = with_attention(settings or STACK_SETTINGS[request.stack], request.attention)
+    settings = request_settings(request, settings)
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
     catalog = catalog_with_prices(base or load_catalog(), request.price_overrides)

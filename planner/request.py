@@ -20,7 +20,7 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.estimate import divisible, job_totals, score
-from planner.model.settings import ModelingSettings, Stack
+from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.structure import context_extension_warning, default_implementation
 from planner.search.candidates import Candidates
@@ -110,6 +110,12 @@ class PlanRequest(BaseModel):
         assert self.seq_len is not None
         warning = context_extension_warning(self.model, self.seq_len)
         return (warning,) if warning else ()
+
+
+def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:
+    """The settings a request is scored with: ``settings`` (None: its stack's profile) with the
+    attention kernel it names."""
+    return with_attention(settings or STACK_SETTINGS[request.stack], request.attention)
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from planner.accuracy import DEFAULT_RISK
 from planner.api import PlanRequest, PlanResult, plan
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog
@@ -134,6 +135,8 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "max_gpus": 4096,
         "portfolio_mode": False,
         "stack": Stack.TRAINPLAN.value,
+        "attention": "",  # the stack's own kernel
+        "risk": DEFAULT_RISK.value,
         "why_not_gpu": "",
         "scaling_gpu": "",
         "emit_name": "trainplan-job",

@@ -71,6 +71,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     "deadline_days": ("Deadline (days, 0 = none)", "期限（天，0 = 不限）"),
     "budget_usd": ("Budget (USD, 0 = none)", "预算（美元，0 = 不限）"),
     "objective": ("Objective", "优化目标"),
+    "risk": ("Judge plans at", "方案评判分位"),
+    "risk_help": (
+        "The quantile of each plan's error band the search minimises and holds to the deadline and budget: p50 "
+        "the median, p80 or p90 the pessimistic end, so a layout wins on evidence, not on the model's optimism.",
+        "搜索按每个方案误差区间的该分位数最小化目标并检查期限与预算：p50 为中位数，p80、p90 为悲观端，"
+        "使方案凭实测依据而非模型的乐观估计胜出。",
+    ),
     "opt_cost": ("Cheapest", "成本最低"),
     "opt_time": ("Fastest", "时间最短"),
     "opt_mix": ("Mixed", "折中"),
@@ -149,6 +156,14 @@ _LABELS: dict[str, tuple[str, str]] = {
         "that software would do with the same layout (estimate only).",
         "trainplan 方案可以生成任务并运行；torchtitan、Megatron-LM 与 Megatron-Core 方案只是估算该软件在同一"
         "布局下的表现（仅供估算）。",
+    ),
+    "attention": ("Attention kernel", "注意力内核"),
+    "attention_stack": ("the stack's own", "软件栈默认"),
+    "attention_help": (
+        "The kernel the run uses: the stack's own (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and "
+        "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",
+        "训练所用的注意力内核：软件栈默认（Hopper 与 Blackwell 上为 cuDNN，其他 GPU 及 PyTorch 上下文并行时为 "
+        "FlashAttention-2），或指定一种；指定内核的方案仅供估算。",
     ),
     "calibration_upload": ("Calibration file (trainplan calibrate)", "校准文件（trainplan calibrate 生成）"),
     "calibration_default": (
@@ -316,6 +331,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "emit_name": ("Job name", "任务名称"),
     "emit_steps": ("Training steps in the job", "任务中的训练步数"),
     "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
+    "estimate_attention": (
+        "A plan that assumes the {kernel} attention kernel is an estimate only: trainplan's trainer runs the kernel "
+        "its SDPA picks.",
+        "假定使用 {kernel} 注意力内核的方案仅供估算：trainplan 的训练器使用 SDPA 自行选择的内核。",
+    ),
     "estimate_only": (
         "A {stack} plan is an estimate only: trainplan emits and runs plans for the trainplan stack.",
         "{stack} 方案仅供估算：trainplan 只为 trainplan 软件栈的方案生成任务并运行。",

@@ -27,6 +27,13 @@ def duration(tr: Labels, hours: float) -> str:
     return tr(key, value=value)
 
 
+def estimate_only_text(tr: Labels, plan: Plan) -> str:
+    """Why a plan cannot be emitted: another stack's, or one that assumes a named attention kernel."""
+    if plan.attention is not None and plan.stack == "trainplan":
+        return tr("estimate_attention", kernel=plan.attention.value)
+    return tr("estimate_only", stack=plan.stack.value)
+
+
 def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
     """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band)."""
     return None if band is None else tr("card_band", lo=unit(band[0]), hi=unit(band[1]))

@@ -24,7 +24,7 @@ from planner.reports import ValidationReport
 from ui import charts
 from ui.cached import cached_detect, cached_plan
 from ui.i18n import Labels
-from ui.messages import infeasible_text
+from ui.messages import estimate_only_text, infeasible_text
 from ui.sidebar import Inputs
 
 REFRESH_S = 2.0
@@ -190,7 +190,7 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
             st.warning(infeasible_text(tr, infeasible, local))
         return
     if not outcome.result.plan.emittable:  # emit's rule: another stack's plan is an estimate, not a job
-        st.warning(tr("estimate_only", stack=outcome.result.plan.stack.value))
+        st.warning(estimate_only_text(tr, outcome.result.plan))
         return
     st.session_state["local_run"] = charts.start_training(outcome.result.plan, steps)
 

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from planner.accuracy import Risk
 from planner.api import PlanRequest
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.errors import CatalogError
 from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.search.fleet import TcoAssumptions
@@ -34,7 +36,7 @@ GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's defaul
 # Choice widgets whose option labels are translated (format_func=tr...), on the whole page: the
 # language switch lives here, so it re-sends these and the open tab of app.py's main area.
 TRANSLATED_CHOICES = (
-    "model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu", "ex_ac",
+    "model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu", "ex_ac", "attention",
 )  # fmt: skip
 CUSTOM_FIELDS = {  # ModelSpec field -> its widget key (and label key)
     "num_layers": "custom_layers",
@@ -200,7 +202,10 @@ def sidebar_goals(tr: Labels) -> dict:
     weight = 0.5
     if objective == "mix":
         weight = st.slider(tr("cost_weight"), 0.0, 1.0, step=0.05, key="cost_weight")
-    return dict(deadline_days=deadline or None, budget_usd=budget or None, objective=objective, cost_weight=weight)
+    risk = st.radio(tr("risk"), [r.value for r in Risk], key="risk", horizontal=True, help=tr("risk_help"))
+    return dict(
+        deadline_days=deadline or None, budget_usd=budget or None, objective=objective, cost_weight=weight, risk=risk
+    )
 
 
 def sidebar_gpus(tr: Labels, cat: Catalog) -> GpuChoice | None:
@@ -254,6 +259,13 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
 def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
     stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
+    st.selectbox(
+        tr("attention"),
+        ["", *(k.value for k in AttentionKernel)],
+        key="attention",
+        format_func=lambda k: k or tr("attention_stack"),
+        help=tr("attention_help"),
+    )
     uploaded = st.file_uploader(
         tr("calibration_upload"),
         type=["toml"],
@@ -318,6 +330,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             gpus=gpu_choice.gpus,
             price_overrides=gpu_choice.prices,
             stack=stack,
+            attention=st.session_state["attention"] or None,
             **goals,
             **training,
         )

@@ -30,6 +30,7 @@ from ui.messages import (
     detail_text,
     duration,
     envelope_text,
+    estimate_only_text,
     infeasible_text,
     near_tie_text,
     plan_note_texts,
@@ -132,7 +133,7 @@ def plan_card(
             )
         )
         if not plan.emittable:
-            st.caption(tr("estimate_only", stack=plan.stack.value))
+            st.caption(estimate_only_text(tr, plan))
         line = calibration_text(tr, plan, calibration)
         if line:
             st.caption(line)
@@ -231,7 +232,7 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
         tr("download_plan"), plan.to_json() + "\n", file_name="plan.json", mime="application/json", key="download_plan"
     )
     if not plan.emittable:  # emit's rule: another stack's plan is an estimate, not a job
-        st.info(tr("estimate_only", stack=plan.stack.value))
+        st.info(estimate_only_text(tr, plan))
         return
     left, right = st.columns(2)
     name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)

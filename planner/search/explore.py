@@ -18,6 +18,7 @@ from planner.request import (
     allowed_gpus,
     catalog_with_prices,
     count_limits,
+    request_settings,
     requested_batch_tokens,
     scored_table,
     search_space,
@@ -40,17 +41,27 @@ class ScoredSearch:
     gpu_ids: tuple[str, ...] = ()
     catalog: Catalog | None = None  # with the request's price overrides
 
-    def plan_for_row(self, row: int, settings: ModelingSettings = DEFAULT_SETTINGS) -> Plan:
-        """Candidate ``row`` of the table as a runnable Plan (re-scored through ``estimate``)."""
+    def plan_for_row(self, row: int, settings: ModelingSettings | None = None) -> Plan:
+        """Candidate ``row`` of the table as a runnable Plan (re-scored through ``estimate``;
+        ``settings`` None: the request's stack profile)."""
         if self.candidates is None or self.catalog is None:
             raise ValueError("this search kept no candidates to re-score (scored_search keeps them)")
-        return plan_from_row(self.request, self.candidates, row, list(self.gpu_ids), self.catalog, settings)
+        return plan_from_row(
+            self.request,
+            self.candidates,
+            row,
+            list(self.gpu_ids),
+            self.catalog,
+            request_settings(self.request, settings),
+        )
 
 
 def scored_search(
-    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
+    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
 ) -> ScoredSearch:
-    """Every valid candidate with its time, cost and layout, as a DataFrame."""
+    """Every valid candidate with its time, cost and layout, as a DataFrame (``settings`` None: the
+    request's stack profile, as ``plan``)."""
+    settings = request_settings(request, settings)
     catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)

@@ -180,3 +180,20 @@ def test_the_apps_plans_record_the_calibration_file_they_were_made_with(tmp_path
     assert Plan.model_validate_json(outcome.result.plan.to_json()).calibration == record
     plain = cached_plan(request_json, headroom, None).result
     assert plain is not None and plain.plan.calibration is None
+
+
+def test_an_attention_kernel_and_a_risk_reach_the_plan():
+    """The sidebar's kernel (--attention) and risk (--risk) are the request's: the card shows the API's plan,
+    a named kernel makes it an estimate, and the risk changes what the search judges by."""
+    from planner.accuracy import Risk
+    from planner.model.attention_kernels import AttentionKernel
+
+    at = run_app()
+    at.sidebar.selectbox(key="attention").set_value(AttentionKernel.SDPA_FA2.value).run()
+    expected = plan(request_for(attention=AttentionKernel.SDPA_FA2)).plan
+    assert expected.attention == AttentionKernel.SDPA_FA2 and not expected.emittable
+    assert headline(at) == shown_card(expected)
+    assert EN("estimate_attention", kernel="sdpa-fa2") in [c.value for c in at.caption]
+    at.sidebar.selectbox(key="attention").set_value("").run()
+    at.sidebar.radio(key="risk").set_value(Risk.P50.value).run()
+    assert headline(at) == shown_card(plan(request_for(risk=Risk.P50)).plan)
