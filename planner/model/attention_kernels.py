@@ -13,6 +13,8 @@ share of that rate each kernel reaches at them, read from the same benchmark fig
 - cuDNN's causal shares by length come from NVIDIA's own 2026 benchmark of cuDNN 9.19 on an H200
   (both passes measured), the release generation the catalog's cuDNN rates are from; the FA3
   paper measured a 2024 cuDNN.
+- Past 16K (to 128K), both kernels' causal shares follow NVIDIA's cudnn-frontend B200 benchmark
+  (FA2 keeps rising a few per cent, cuDNN peaks at 32K and falls ~5 % by 128K).
 
 Between the published points the share is interpolated in log2 of the head dim or the length;
 outside them it is held at the nearest point. Both factors multiply (head dim at 16K, length at
@@ -89,12 +91,28 @@ _SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 _FA2_FWD_NC = [309, 350, 362, 368, 370, 370]
 _FA2_FWD_C = [191, 260, 298, 319, 333, 335]
 _FA2_BWD_NC = [214, 260, 291, 310, 318, 322]
+# Past 16K (the FA3 paper stops there) FlashAttention-2's causal rate keeps rising a little as the
+# masked diagonal becomes a smaller share: PyTorch SDPA's FA2 on a B200, causal, head dim 128,
+# 128 query / 8 KV heads (NVIDIA cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/
+# sdpa_bf16_benchmark_results_NVIDIA_B200.csv at 0b1577c, NGC 25.09), forward 394.5 403.7 408.7
+# 411.0 and backward 320.0 330.8 335.4 336.0 TFLOP/s at 16K 32K 64K 128K: those ratios to its 16K
+# point carry the H100 table's 16K shares out to 128K (ESTIMATE: the same kernel on another GPU).
+_LONG_SEQS = (32768, 65536, 131072)
+_FA2_LONG_FWD = [403.7 / 394.5, 408.7 / 394.5, 411.0 / 394.5]
+_FA2_LONG_BWD = [330.8 / 320.0, 335.4 / 320.0, 336.0 / 320.0]
+_FA2_CAUSAL_BWD = _causal_backward(_FA2_BWD_NC, _FA2_FWD_C, _FA2_FWD_NC)
 FLASH2 = KernelShapes(
     head_dim_fwd=((64, 324 / 370), (128, 1.0), (256, 326 / 370)),
     head_dim_bwd=((64, 291 / 322), (128, 1.0), (256, 291 / 322)),
-    causal_seq_fwd=tuple(zip(_SEQS, [v / 370 for v in _FA2_FWD_C], strict=True)),
+    causal_seq_fwd=tuple(
+        zip(_SEQS + _LONG_SEQS, [v / 370 for v in _FA2_FWD_C] + [r * 335 / 370 for r in _FA2_LONG_FWD], strict=True)
+    ),
     causal_seq_bwd=tuple(
-        zip(_SEQS, [v / 322 for v in _causal_backward(_FA2_BWD_NC, _FA2_FWD_C, _FA2_FWD_NC)], strict=True)
+        zip(
+            _SEQS + _LONG_SEQS,
+            [v / 322 for v in _FA2_CAUSAL_BWD] + [r * _FA2_CAUSAL_BWD[-1] / 322 for r in _FA2_LONG_BWD],
+            strict=True,
+        )
     ),
 )
 
@@ -107,18 +125,30 @@ FLASH2 = KernelShapes(
 # backward 370 474 541 579 over 612, both passes measured. That file starts at 2K; at 512 and 1K
 # the FA3 paper's cuDNN causal ratios to its 2K point carry the 2K share down (ESTIMATE): forward
 # 315 / 410 of 484; backward (its non-causal x the forward's causal ratio) 193.3 / 291.4 of 364.8.
-_CUDNN_FWD_C = [484, 591, 644, 673]
-_CUDNN_BWD_C = [370, 474, 541, 579]
+# Longer: the same H200 file's 32K point (causal forward 688, backward 581: cuDNN peaks at 16K-32K),
+# then cuDNN 9.13's decline on a B200 from 32K to 64K and 128K (the cudnn-frontend B200 file above,
+# forward 1419 1382 1355, backward 1109 1073 1048), ESTIMATE for the catalog's 9.19 (its files stop
+# at 32K); GB200's cuDNN 9.17 falls further by 128K (-13 %), not used.
+_CUDNN_FWD_C = [484, 591, 644, 673, 688, 688 * 1382 / 1419, 688 * 1355 / 1419]
+_CUDNN_BWD_C = [370, 474, 541, 579, 581, 581 * 1073 / 1109, 581 * 1048 / 1109]
 _CUDNN_FWD_SHORT = [315 / 484, 410 / 484]
 _CUDNN_BWD_SHORT = [193.3 / 364.8, 291.4 / 364.8]
 CUDNN = KernelShapes(
     head_dim_fwd=((64, 413 / 595), (128, 1.0), (256, 581 / 595)),
     head_dim_bwd=((64, 433 / 516), (128, 1.0)),
     causal_seq_fwd=tuple(
-        zip(_SEQS, [r * 484 / 702 for r in _CUDNN_FWD_SHORT] + [v / 702 for v in _CUDNN_FWD_C], strict=True)
+        zip(
+            _SEQS + _LONG_SEQS,
+            [r * 484 / 702 for r in _CUDNN_FWD_SHORT] + [v / 702 for v in _CUDNN_FWD_C],
+            strict=True,
+        )
     ),
     causal_seq_bwd=tuple(
-        zip(_SEQS, [r * 370 / 612 for r in _CUDNN_BWD_SHORT] + [v / 612 for v in _CUDNN_BWD_C], strict=True)
+        zip(
+            _SEQS + _LONG_SEQS,
+            [r * 370 / 612 for r in _CUDNN_BWD_SHORT] + [v / 612 for v in _CUDNN_BWD_C],
+            strict=True,
+        )
     ),
 )
 

@@ -1,0 +1,142 @@
+"""Whole published pre-training runs (data/validation/whole_runs.csv, validation/whole_runs.py): every
+row compared or skipped with a reason, the models and layouts as published, the predictions sane.
+No error bound is asserted: the runs are held out."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from planner.layout import ActivationCheckpointing, Sharding
+from validation.whole_runs import (
+    DEFAULT_WHOLE_RUNS,
+    PARAM_COUNT_TOLERANCE,
+    RECIPES,
+    SKIPPED,
+    Basis,
+    WholeRun,
+    WholeRunComparison,
+    compare_whole_runs,
+    estimate_only,
+    predict,
+    read_whole_runs,
+    whole_runs_catalog,
+)
+
+RUNS, SKIPPED_RUNS = read_whole_runs()
+BY_ID = {run.run_id: run for run in RUNS}
+# (tp, pp, data-parallel degree) as the sources publish them.
+PUBLISHED = {
+    "bloom-176b": (4, 12, 8),
+    "llama3.1-405b": (8, 16, 128),
+    "falcon-7b": (1, 2, 192),
+    "falcon-40b": (8, 4, 12),
+    "falcon-180b": (8, 8, 64),
+    "mpt-7b": (1, 1, 440),
+    "deepseek-v3": (1, 16, 128),
+}
+
+
+@pytest.fixture(scope="module")
+def comparisons() -> dict[str, WholeRunComparison]:
+    return {c.run.run_id: c for c in compare_whole_runs(RUNS)}
+
+
+def test_every_row_is_compared_or_skipped_with_a_reason():
+    with DEFAULT_WHOLE_RUNS.open(newline="", encoding="utf-8") as handle:
+        ids = [row["run_id"] for row in csv.DictReader(handle)]
+    compared, skipped = [r.run_id for r in RUNS], [s.run_id for s in SKIPPED_RUNS]
+    assert sorted(compared + skipped) == sorted(ids) and not set(compared) & set(skipped)
+    assert set(compared) == set(RECIPES) and set(skipped) == set(SKIPPED)  # no row without a recipe or a reason
+    assert all(s.reason and "no recipe" not in s.reason for s in SKIPPED_RUNS)
+    assert {"llama3-8b", "llama3-70b", "llama3.1-8b", "llama3.1-70b", "tinyllama-1.1b", "motif-2.6b"} == set(skipped)
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: r.run_id)
+def test_models_have_the_published_parameter_count(run: WholeRun):
+    assert abs(run.model.num_params() / (run.params_b * 1e9) - 1) <= PARAM_COUNT_TOLERANCE
+
+
+def test_models_as_the_sources_state():
+    bloom, mpt, falcon = BY_ID["bloom-176b"].model, BY_ID["mpt-7b"].model, BY_ID["falcon-7b"].model
+    assert (bloom.position, bloom.embedding_norm, bloom.tied_embeddings, bloom.qkv_bias) == ("alibi", True, True, True)
+    assert (mpt.position, mpt.mlp, mpt.norm_bias, mpt.vocab_size) == ("alibi", "gelu", False, 50432)
+    assert (falcon.num_kv_heads, falcon.dim_head, falcon.mlp, falcon.position) == (1, 64, "gelu", "rope")
+    assert BY_ID["llama3.1-405b"].model.name == "llama3.1-405b" and BY_ID["deepseek-v3"].model.is_moe
+
+
+def test_gpu_counts_and_reported_figures():
+    assumed = {r.run_id for r in RUNS if r.recipe.assumed_gpus is not None}
+    assert assumed == {"llama1-7b", "llama1-13b", "llama1-33b", "llama2-7b", "llama2-13b", "llama2-70b"}
+    assert all(BY_ID[r].num_gpus == 2048 for r in assumed)
+    # wall-clock days x 24 x GPUs (whole_runs_sources.md's DERIVED products)
+    for run_id, hours in (
+        ("mpt-7b", 100_320),
+        ("falcon-7b", 129_024),
+        ("falcon-40b", 552_960),
+        ("smollm3-3b", 221_184),
+    ):
+        assert BY_ID[run_id].reported_gpu_hours == pytest.approx(hours)
+    step = {r.run_id for r in RUNS if r.recipe.basis == Basis.STEP}
+    assert step == {"llama1-7b", "llama1-13b", "llama1-33b", "llama1-65b", "deepseek-v3"}
+
+
+@pytest.mark.parametrize("run_id", sorted(PUBLISHED))
+def test_published_layouts_are_used(run_id: str, comparisons: dict[str, WholeRunComparison]):
+    run, layout = BY_ID[run_id], comparisons[run_id].prediction.layout
+    assert run.layout_source == "published"
+    assert (layout.tp, layout.pp, layout.dp) == PUBLISHED[run_id]
+    assert layout.world_size == run.num_gpus
+
+
+def test_published_choices():
+    bloom = BY_ID["bloom-176b"].variants
+    assert len(bloom) == 1 and bloom[0][0].sharding == Sharding.ZERO1
+    assert (bloom[0][1].micro_batch, bloom[0][1].grad_accum) == (2, 128)
+    assert bloom[0][1].activation_checkpointing == ActivationCheckpointing.FULL
+    llama = BY_ID["llama3.1-405b"].variants
+    assert sorted(layout.vpp for layout, _ in llama) == list(range(1, 9))
+    assert all(t.micro_batch == 1 and t.grad_accum == 16 and layout.sharding == Sharding.ZERO2 for layout, t in llama)
+
+
+def test_searched_runs_use_exactly_their_gpu_count(comparisons: dict[str, WholeRunComparison]):
+    searched = [c for c in comparisons.values() if c.run.layout_source == "searched"]
+    assert {c.run.run_id for c in searched} == {r for r in RECIPES if RECIPES[r].sharding is None} - {"deepseek-v3"}
+    for c in searched:
+        p = c.prediction
+        assert p.layout.world_size == c.run.num_gpus
+        batch = p.training.tokens_per_step(p.layout)
+        assert abs(batch / c.run.global_batch_tokens - 1) <= 0.05
+
+
+def test_predictions_are_finite_and_positive(comparisons: dict[str, WholeRunComparison]):
+    assert set(comparisons) == set(BY_ID)
+    for c in comparisons.values():
+        lo, hi = c.band_gpu_hours
+        assert math.isfinite(c.predicted_gpu_hours) and 0 < lo <= c.predicted_gpu_hours <= hi
+        assert math.isfinite(c.error) and c.run.reported_gpu_hours > 0
+        assert 0 < c.prediction.goodput.goodput_fraction <= 1
+        # the loss terms add up to what goodput loses
+        assert c.losses.total == pytest.approx(1 - c.prediction.goodput.goodput_fraction, rel=1e-6, abs=1e-9)
+        step = c.run.tokens / c.prediction.tokens_per_s / 3600 * c.run.num_gpus
+        expected = step if c.run.recipe.basis == Basis.STEP else c.prediction.time_to_train_h * c.run.num_gpus
+        assert c.predicted_gpu_hours == pytest.approx(expected)
+
+
+def test_estimate_only_is_build_plan_without_the_trainer_rules():
+    """The path for the families build_plan refuses gives build_plan's figures where both apply."""
+    catalog = whole_runs_catalog()
+    run = BY_ID["llama3.1-405b"]
+    layout, training = run.variants[1]
+    planned, alone = predict(run, layout, training, catalog), estimate_only(run, layout, training, catalog)
+    assert alone.tokens_per_s == pytest.approx(planned.tokens_per_s, rel=1e-9)
+    assert alone.time_to_train_h == pytest.approx(planned.time_to_train_h, rel=1e-9)
+    assert alone.band == pytest.approx(planned.band, rel=1e-9)
+    assert alone.goodput == planned.goodput
+    assert (alone.fits, alone.ceiling_binding, alone.validated) == (
+        planned.fits,
+        planned.ceiling_binding,
+        planned.validated,
+    )
