@@ -442,3 +442,27 @@ def test_estimate_takes_expert_tp_1_for_another_stack_only():
     assert refused.returncode == 2 and "tensor parallelism of native MoE blocks" in refused.stderr
     with_expert_tp = run("estimate", *shape, "--stack", "megatron-core", check_ok=False)
     assert with_expert_tp.returncode == 2 and "ep=32" in with_expert_tp.stderr  # dp_shard 16 cannot hold ep 32
+
+
+def test_estimate_and_plan_carry_their_band_in_text_and_json():
+    """Issue 26: every figure with its 80 % band ("26.6 days (19.1-35.5)"), the envelope in words, and the
+    risk the plan was judged at; JSON ``uncertainty`` with the pairs, the coverage and the basis."""
+    args = ("estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tokens", "1e11")
+    data = json.loads(run(*args, "--json").stdout)
+    u = data["uncertainty"]
+    assert u["coverage"] == 0.8 and u["basis"] and u["envelope"].startswith(("validated:", "outside"))
+    for key in ("tokens_per_s", "step_s", "time_to_train_h", "cost_usd", "energy_kwh"):
+        lo, hi = u[key]
+        assert 0 < lo < hi, key
+    text = run(*args).stdout
+    days = data["time_to_train_h"] / 24
+    assert (
+        f"time-to-train {days:,.1f} days ({u['time_to_train_h'][0] / 24:,.1f}-{u['time_to_train_h'][1] / 24:,.1f})"
+        in text
+    )
+    assert "accuracy: " + u["envelope"] in text
+    planned = json.loads(
+        run("plan", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "h100-sxm=64", "--json").stdout
+    )
+    assert planned["risk"] == "p80" and planned["plan"]["uncertainty"]["time_to_train_h_at_risk"]["p80"] > 0
+    assert all(a["uncertainty"] is not None for a in planned["alternatives"])
