@@ -65,11 +65,12 @@ def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
     return np.asarray(c.gpu_index, dtype=np.int64) * 256 + bits
 
 
-def _per_key(keys: np.ndarray, value) -> np.ndarray:
-    """``value(gpu_index, bits)`` for each distinct key, spread over the rows."""
+def _per_key(keys: np.ndarray, values) -> np.ndarray:
+    """``values(gpu_index, bits)`` (a sequence) for each distinct key, spread over the rows:
+    one column per value."""
     unique, inverse = np.unique(keys, return_inverse=True)
-    values = np.array([value(int(k) // 256, int(k) % 256) for k in unique], dtype=float)
-    return values[inverse]
+    table = np.array([values(int(k) // 256, int(k) % 256) for k in unique], dtype=float).reshape(len(unique), -1)
+    return table[inverse]
 
 
 def mfu_ceilings(
@@ -95,19 +96,13 @@ def time_factors(
     """Each row's quantiles of measured / predicted time (planner/accuracy/bands.py), one array
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
     base = shipped_base()
-    evidence = {}
 
-    def factor(q: float):
-        def value(g: int, bits: int) -> float:
-            key = (g, bits)
-            if key not in evidence:
-                evidence[key] = base.evidence(Regime(stack, gpus[g].generation, bits))
-            return evidence[key].time_factor(q)
+    def factors(g: int, bits: int) -> list[float]:
+        evidence = base.evidence(Regime(stack, gpus[g].generation, bits))
+        return [evidence.time_factor(q) for q in quantiles]
 
-        return value
-
-    keys = _row_keys(c, moe)
-    return [_per_key(keys, factor(q)) for q in quantiles]
+    table = _per_key(_row_keys(c, moe), factors)
+    return [table[:, i] for i in range(len(quantiles))]
 
 
 def _pair(value: float | None, lo: float, hi: float) -> tuple[float, float] | None:
