@@ -23,12 +23,12 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
 
-from planner.accuracy.residuals import RESIDUALS_CSV
+from planner.accuracy.residuals import RESIDUALS_CSV, HeldOutRow
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
 from planner.model.flops import model_flops_per_token
@@ -62,31 +62,9 @@ MOE_SOURCES = {MEGATRON_BRIDGE_ARCHIVE: "S14", MODELZOO_QWEN3: "moe-modelzoo", D
 MOE_STACKS = {DEEPSEEK_V3_REPORT: "deepseek-v3"}  # every other MoE source ran Megatron-Core
 
 
-@dataclass(frozen=True)
-class Residual:
-    """One held-out row: its configuration's facts and the tokens/s error
-    ``(predicted - measured) / measured`` with settings fitted without it (``error``) and with the
-    shipped ones (``fitted_error``); ``measured_mfu`` in trainplan's convention (causal attention,
-    the GPU's dense bf16 peak)."""
-
-    dataset: str  # published | h200 | fsdp | moe | nemo-blackwell
-    source: str
-    release: str  # the software release (container) where the source states one per row, else ""
-    name: str
-    stack: str
-    gpu: str
-    generation: str
-    num_gpus: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-    seq_len: int
-    precision: str
-    moe: bool
-    measured_mfu: float
-    error: float
-    fitted_error: float
+# A held-out row is the planner's own record of one (planner/accuracy/residuals.py HeldOutRow): the
+# harness writes what the planner reads, one schema.
+Residual = HeldOutRow
 
 
 def _residual(
