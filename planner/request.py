@@ -101,7 +101,7 @@ class PlanRequest(BaseModel):
         seq_len = default_seq_len(self.model) if self.seq_len is None else self.seq_len
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
-            object.__setattr__(self, "impl", default_implementation(self.model))
+            object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
         return self
 
     @property
@@ -195,6 +195,7 @@ def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpa
         impl=request.impl,
         compile=request.compile,
         max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
+        trainer_rules=request.stack == Stack.TRAINPLAN,
     )
 
 
@@ -223,7 +224,7 @@ def candidate_table(
         time_to_train_s=seconds * factor,
         cost_usd=cost * factor,
         batch_ok=batch_within_tolerance(c, space),
-        divisible=divisible(model, c),
+        divisible=divisible(model, c, space.trainer_rules),
         label=np.full(len(c), "", dtype=object),
         extra={
             "tp": c.tp,

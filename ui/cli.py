@@ -149,7 +149,7 @@ def estimate(
         grad_accum=accum,
         activation_checkpointing=ac,
         precision=precision,
-        impl=impl or default_implementation(spec),
+        impl=impl or stack.modules or default_implementation(spec),
         compile=compile,
         offload=offload,
     )

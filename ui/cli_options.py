@@ -27,8 +27,8 @@ ATTENTION_HELP = (
     " parallelism); a named kernel makes the plan an estimate"
 )
 STACK_HELP = (
-    "software to predict for: trainplan (runnable), or torchtitan / megatron-lm / megatron-core"
-    " (estimate only; docs/model.md 4b)"
+    "software to predict for: trainplan (runnable), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
+    " megatron-lm / megatron-core / deepseek-v3 (estimate only; docs/model.md 4b)"
 )
 
 

@@ -35,10 +35,10 @@ DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validatio
 # Every row here ran before PyTorch's wheels put cuDNN attention first on Hopper (torch 2.11,
 # settings.cudnn_attention): SDPA (and the flash-attn package) ran FlashAttention-2.
 # llm-foundry's attn_impl='triton' runs MPT's Triton flash kernel (flash_attn_triton.py):
-# AttentionKernel.TRITON.
+# AttentionKernel.TRITON; its profile is the planner's (--stack llm-foundry).
 FA2_TORCHTITAN = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.SDPA_FA2)
-LLM_FOUNDRY_FLASH = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.FLASH2)
-LLM_FOUNDRY_TRITON = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.TRITON)
+LLM_FOUNDRY_FLASH = STACK_SETTINGS[Stack.LLM_FOUNDRY]
+LLM_FOUNDRY_TRITON = with_attention(LLM_FOUNDRY_FLASH, AttentionKernel.TRITON)
 
 # Stas Bekman's ml-engineering H200-vs-B200 benchmark (insights/when-to-upgrade-gpus): DeepSpeed
 # ZeRO-2 on Hugging Face's Llama modules, called with labels (transformers' full-logits loss), on
@@ -46,7 +46,7 @@ LLM_FOUNDRY_TRITON = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionK
 # Blackwell. Both are their architecture's native flash kernels, the class of cuDNN's fused
 # attention whose per-GPU rates the catalog holds: ESTIMATE, trainplan's profile (cuDNN rates)
 # with the full logits.
-ML_ENGINEERING_DEEPSPEED = STACK_SETTINGS[Stack.TRAINPLAN].but(loss_chunk_tokens=0)
+ML_ENGINEERING_DEEPSPEED = STACK_SETTINGS[Stack.DEEPSPEED]
 
 # (source, attention column) -> the profile a row is predicted with. fms-fsdp: PyTorch FSDP1 with
 # SDPA's FA2 and torch.compile on its own Llama modules, full-logits F.cross_entropy: what the

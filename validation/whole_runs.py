@@ -20,9 +20,9 @@ values the layout allows and the fastest that fits memory kept (the fastest at a
 Without a published layout the planner's search chooses: its fastest candidate on exactly the run's
 GPU count within its batch tolerance (5 %) of the published batch ("4M" is a rounded label). Models:
 the CSV's preset, else its dimensions with the recipe's family and biases (blank ``tied``: whichever
-lands nearer the published count). ``build_plan`` refuses, for every stack, the families trainplan's
-trainer does not build (BLOOM, MPT: ALiBi; Falcon: parallel blocks): ``estimate_only`` runs the same
-functions for them without the trainer's rules. Each recipe states its further ``assumptions``. The
+lands nearer the published count). Every run is another stack's estimate (``build_plan`` with its
+stack), so trainplan's own trainer limits do not bind (BLOOM, MPT: ALiBi; Falcon: parallel blocks
+are families its native decoder does not build). Each recipe states its further ``assumptions``. The
 band is the plan's 80 % band (held-out tokens/s errors of its regime) scaled like the prediction: it
 speaks of the step, not of the losses.
 """
@@ -37,19 +37,14 @@ from pathlib import Path
 
 import numpy as np
 
-from planner import accuracy
-from planner.accuracy.bands import BAND_QUANTILES, shipped_base
 from planner.api import PlanRequest, build_plan
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.estimate import goodput_estimate, job_goodput, rule_values, score
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
-from planner.model.structure import first_structural_problem, native_unsupported
 from planner.plan import GoodputEstimate, Plan
-from planner.search.candidates import single
 from planner.search.explore import scored_search
 from planner.units import SECONDS_PER_HOUR
 from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON
@@ -65,8 +60,6 @@ DEEPSEEK_V3_RUN = next(r for r in MOE_RUNS if r.label == "DeepSeek-V3 pre-traini
 # Runs whose prediction is not held out: DeepSeek-V3's step is held at the MFU ceiling of the MoE
 # harness's row of the same report, which measures the same 2,664K GPU-hours (its recipe's notes).
 NOT_INDEPENDENT = frozenset({"deepseek-v3"})
-# What the structural rules read instead for a family the native trainer does not build (``estimate_only``).
-NATIVE_TWIN = {"family": "llama", "position": "learned", "embedding_norm": False}
 # (stack, settings) of each software profile.
 META = (Stack.TORCHTITAN, FA2_TORCHTITAN)  # Meta's in-house PyTorch, nanotron: torchtitan + FA2
 MEGATRON_2022 = (Stack.MEGATRON_LM, STACK_SETTINGS[Stack.MEGATRON_LM])  # Megatron-DeepSpeed of 2022
@@ -366,43 +359,18 @@ class Prediction:
         return cls(plan.layout, plan.training, tokens_per_s, *fields, uncapped)
 
 
-def estimate_only(run: WholeRun, layout: Layout, training: TrainingConfig, catalog: Catalog) -> Prediction:
-    """``build_plan``'s figures without trainplan's trainer rules, for a family its native trainer does
-    not build (``build_plan`` refuses those for every stack): the structural rules of a native model of
-    the same shapes, the step held at the regime's MFU ceiling, goodput and the regime's band."""
-    gpu = catalog.gpu(run.recipe.gpu)
-    resolved = layout.resolve(run.num_gpus)
-    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
-    per_node = catalog.node(gpu.default_node).gpus_per_node
-    c = single(gpu, resolved, training, gpus_per_node=per_node, network_bandwidth=network, num_gpus=run.num_gpus)
-    if problem := first_structural_problem(run.model.model_copy(update=NATIVE_TWIN), **rule_values(c), trainer=False):
-        raise ValueError(f"{run.run_id}: {problem}")
-    regime = accuracy.regime_for(run.stack.value, gpu, resolved, training, run.model.is_moe)
-    ceiling = accuracy.ceiling_of(regime, run.num_gpus, calibrated=False)
-    s = score(run.model, c, run.settings, None if ceiling is None else np.array([ceiling.mfu]))
-    g = job_goodput(s, c, run.tokens, run.settings)
-    evidence = shipped_base().evidence(regime)
-    lo, hi = (evidence.time_factor(q) for q in BAND_QUANTILES)
-    held, tokens = float(np.asarray(s.time.efficiency_ceiling)[0]), float(s.tokens_per_step[0])
-    hours, uncapped = float(g.wall_s[0]) / SECONDS_PER_HOUR, tokens / (float(s.time.step[0]) - held)
-    fields = (hours, goodput_estimate(g), (lo, hi), evidence.validated, bool(s.fits[0]), held > 0, uncapped)
-    return Prediction(resolved, training, float(s.tokens_per_s[0]), *fields)
-
-
 def predict(run: WholeRun, layout: Layout, training: TrainingConfig, catalog: Catalog) -> Prediction:
-    """One configuration: ``build_plan`` where trainplan's rules admit the model, else ``estimate_only``."""
-    if native_unsupported(run.model):
-        return estimate_only(run, layout, training, catalog)
-    n, tokens, settings = run.num_gpus, run.tokens, run.settings
+    """One configuration through ``build_plan`` with the run's stack: another stack's estimate, which
+    trainplan's own trainer limits (the families its native decoder builds) do not bind."""
     plan = build_plan(
         run.model,
         run.recipe.gpu,
         layout,
         training,
-        num_gpus=n,
-        training_tokens=tokens,
+        num_gpus=run.num_gpus,
+        training_tokens=run.tokens,
         catalog=catalog,
-        settings=settings,
+        settings=run.settings,
         stack=run.stack,
     )
     return Prediction.of_plan(plan)

@@ -25,6 +25,7 @@ import numpy as np
 STACK_FAMILIES: dict[str, str] = {
     "trainplan": "pytorch",
     "torchtitan": "pytorch",
+    "hf-trainer": "pytorch",
     "fms-fsdp": "pytorch",
     "llm-foundry": "pytorch",
     "deepspeed": "pytorch",

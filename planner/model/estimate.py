@@ -67,11 +67,11 @@ def rule_values(c: Candidates) -> dict:
     )
 
 
-def divisible(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """Structurally valid and runnable by trainplan's trainer: the shared rules, degrees that
-    multiply to the GPU count, and a supported precision."""
+def divisible(model: ModelSpec, c: Candidates, trainer_rules: bool = True) -> np.ndarray:
+    """Structurally valid (and, with ``trainer_rules``, runnable by trainplan's trainer): the
+    shared rules, degrees that multiply to the GPU count, and a supported precision."""
     return (
-        structurally_valid(model, **rule_values(c))
+        structurally_valid(model, **rule_values(c), trainer=trainer_rules)
         & (c.dp * c.tp * c.pp * c.cp == c.num_gpus)
         & np.isfinite(c.matmul_peak_flops)
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from planner.layout import Implementation
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
 from planner.model.block_rows import Recompute
 from planner.units import GIB, MIB
@@ -593,6 +594,28 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
 TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 
+# Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or
+# DeepSpeed), called with labels, so the loss upcasts the full logits to fp32 at once
+# (transformers' ForCausalLMLoss: ``logits.float()``, then cross_entropy); no torch.compile unless
+# asked; SDPA attention (transformers' default attn_implementation). trainplan's FSDP2 kernels
+# otherwise: these are what the H200 calibration runs measured (stock HF Llama under FSDP2,
+# ``model(labels=...)``: validation/calibration.py).
+HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
+
+# DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of
+# ml-engineering's H200-vs-B200 recipe): the same modules and full-logits loss as HF Trainer, the
+# ZeRO stage as the layout's sharding. ESTIMATE: DeepSpeed's own bucketed collectives
+# (reduce_bucket_size, allgather_bucket_size) are timed as FSDP2's; its ZeRO-3 at hundreds of GPUs
+# (Narayanan et al. 2021 Table 2) runs far slower than this predicts (docs/validation.md).
+# Megatron-DeepSpeed (BLOOM, MT-NLG) runs Megatron's 2021-22 kernels: --stack megatron-lm.
+DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS
+
+# MosaicML llm-foundry: Composer FSDP on its MPT modules, flash-attn's fused cross-entropy over
+# the full logits, and the flash-attn package's FlashAttention-2 (attn_impl "flash"; "triton" runs
+# MPT's Triton kernel: --attention triton), never cuDNN. Validated on its benchmark tables
+# (validation/fsdp_runs.py: 209 rows).
+LLM_FOUNDRY_SETTINGS = with_attention(TORCHTITAN_SETTINGS, AttentionKernel.FLASH2)
+
 
 class Stack(StrEnum):
     """The training software a prediction describes (``--stack``). Only ``trainplan`` plans can be
@@ -600,13 +623,26 @@ class Stack(StrEnum):
 
     TRAINPLAN = "trainplan"
     TORCHTITAN = "torchtitan"
+    HF_TRAINER = "hf-trainer"
+    DEEPSPEED = "deepspeed"
+    LLM_FOUNDRY = "llm-foundry"
     MEGATRON_LM = "megatron-lm"
     MEGATRON_CORE = "megatron-core"
+    DEEPSEEK_V3 = "deepseek-v3"
+
+    @property
+    def modules(self) -> Implementation | None:
+        """The modules the stack trains (Hugging Face's for HF Trainer and DeepSpeed); None: its own."""
+        return Implementation.HF if self in (Stack.HF_TRAINER, Stack.DEEPSPEED) else None
 
 
 STACK_SETTINGS: dict[Stack, ModelingSettings] = {
     Stack.TRAINPLAN: DEFAULT_SETTINGS,
     Stack.TORCHTITAN: TORCHTITAN_SETTINGS,
+    Stack.HF_TRAINER: HF_TRAINER_SETTINGS,
+    Stack.DEEPSPEED: DEEPSPEED_SETTINGS,
+    Stack.LLM_FOUNDRY: LLM_FOUNDRY_SETTINGS,
     Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
     Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
+    Stack.DEEPSEEK_V3: DEEPSEEK_V3_SETTINGS,
 }

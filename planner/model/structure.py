@@ -5,18 +5,33 @@ One list, used three ways: vectorised over every candidate of the search (``plan
 (``estimate``'s ValueError and the trainer's static check in ``trainer/probe.py``). Keeping them
 in one place is what guarantees that the planner never proposes a plan the trainer refuses.
 Device-specific checks (fp8 hardware, memory) stay in the trainer.
+
+Every rule says what it is (``Rule.trainer_only``): a law of the layout (heads split over tp, whole
+pipeline stages, a schedule's micro-batch count), which binds every stack, or a limit of
+trainplan's own trainer (the families its native decoder builds, what its Hugging Face path can
+split, its vocabulary padding), which binds only plans trainplan runs: another stack's estimate
+(``trainer`` False) sees the laws alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
 from planner.layout import Implementation, max_pipeline_stages
 from planner.model.spec import ModelSpec
 
-Rule = tuple[np.ndarray, Callable[[], str]]
+
+class Rule(NamedTuple):
+    """Where a configuration keeps the rule (vectorised), the message when it does not, and whether
+    the rule is a limit of trainplan's trainer rather than a law of the layout."""
+
+    ok: np.ndarray
+    message: Callable[[], str]
+    trainer_only: bool = False
+
 
 # Families whose blocks trainplan's native decoder (trainer/model.py) reproduces: sequential
 # residual, full-width RoPE or learned positions, optional q/k norms (Qwen3, OLMo 2), post-norm
@@ -132,21 +147,35 @@ def structural_rules(
     ep=1,
     trainer=True,
 ) -> list[Rule]:
-    """(ok, message) pairs in the order they are reported; arguments are scalars or equal-length
-    arrays (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand.
+    """The rules in the order they are reported; arguments are scalars or equal-length arrays
+    (``hf``, ``fp8``, ``one_f_one_b`` booleans). Messages are formatted only on demand.
     ``trainer`` False: another stack's estimate (estimate-only: trainer/job.py emits trainplan's
-    plans only), where the rules that are limits of trainplan's own MoE block hold anyway."""
+    plans only), which only the laws of the layout bind."""
+    rules = _layout_rules(model, tp=tp, pp=pp, cp=cp, seq_len=seq_len, grad_accum=grad_accum, hf=hf,
+                          fp8=fp8, one_f_one_b=one_f_one_b, vpp=vpp, scaleup_domain_size=scaleup_domain_size)  # fmt: skip
+    rules += _expert_rules(model, tp=tp, hf=hf, shard_group=shard_group, ep=ep)
+    return rules if trainer else [r for r in rules if not r.trainer_only]
+
+
+def _layout_rules(
+    model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, hf, fp8, one_f_one_b, vpp, scaleup_domain_size
+) -> list[Rule]:
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
 
     def split(value: int, degree, what: str, axis: str) -> Rule:
-        return value % degree == 0, lambda: f"{what} {value} is not divisible by {axis}={degree}"
+        return Rule(value % degree == 0, lambda: f"{what} {value} is not divisible by {axis}={degree}")
+
+    def trainer(ok, message: Callable[[], str]) -> Rule:
+        return Rule(np.asarray(ok), message, trainer_only=True)
 
     not_native, not_hf_tp = native_unsupported(model), hf_tensor_parallel_unsupported(model)
     return [
-        (hf | (not not_native), lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"),
+        trainer(
+            hf | (not not_native), lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"
+        ),
         split(model.num_heads, tp, "num_heads", "tp"),
         split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
-        (
+        trainer(
             (tp == 1) | ~hf | (not not_hf_tp),
             lambda: (
                 f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(not_hf_tp)}); "
@@ -154,95 +183,98 @@ def structural_rules(
             ),
         ),
         split(model.ffn_hidden_size, tp, "ffn_hidden_size", "tp"),
-        (
+        trainer(
             (tp == 1) | hf | (model.qk_norm != "full"),
             lambda: "the native trainer's whole-projection q/k norm (OLMo 2) runs on one rank's heads: use tp=1",
         ),
-        (
+        # trainplan pads the vocabulary to a multiple of 128; Megatron pads to 128 x tp.
+        trainer(
             hf | (padded_vocab_size(model.vocab_size) % tp == 0),
             lambda: (
                 f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
                 f"vocabulary-parallel loss) is not divisible by tp={tp}"
             ),
         ),
-        # Sequence parallelism splits each context-parallel rank's seq_len/cp tokens over tp.
-        (
+        # Sequence parallelism splits each context-parallel rank's seq_len/cp tokens over tp
+        # (Megatron asserts the same of its sequence-parallel layers).
+        Rule(
             (tp == 1) | hf | (seq_len % (tp * cp) == 0),
             lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={tp * cp}",
         ),
-        (
+        # A tensor-parallel group's collectives run on every layer: it stays inside NVLink.
+        Rule(
             (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
             lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs",
         ),
         # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count
         # plus the embedding's and the head's stages.
-        (
+        Rule(
             pp * vpp <= max_pipeline_stages(model.num_layers),
             lambda: (
                 f"pp*vpp={pp * vpp} pipeline stages exceed {max_pipeline_stages(model.num_layers)} (num_layers"
                 f" {model.num_layers}, plus a stage for the embedding and one for the head)"
             ),
         ),
-        ((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
-        (
+        trainer((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
+        # A 1F1B schedule keeps pp micro-batches in flight.
+        Rule(
             (pp == 1) | ~one_f_one_b | (grad_accum >= pp),
             lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe",
         ),
-        # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size.
-        (
+        # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size (Megatron's needs
+        # micro-batches divisible by pp, a stricter form of the same law).
+        Rule(
             (vpp == 1) | (grad_accum % np.maximum(1, grad_accum // pp) == 0),
             lambda: (
                 f"the interleaved schedule needs grad_accum ({grad_accum}) divisible by grad_accum // pp "
                 f"(use a multiple of pp={pp})"
             ),
         ),
-        ((cp == 1) | ~hf, lambda: "context parallelism (cp > 1) needs impl 'native'"),
-        (
+        trainer((cp == 1) | ~hf, lambda: "context parallelism (cp > 1) needs impl 'native'"),
+        trainer(
             (cp == 1) | (model.sliding_window is None) | (seq_len <= (model.sliding_window or 0)),
             lambda: (
                 f"context parallelism has no sliding-window mask (window {model.sliding_window} < seq_len {seq_len})"
             ),
         ),
-        (
+        # Load-balanced context parallelism gives each rank two chunks of the sequence.
+        Rule(
             (cp == 1) | (seq_len % (2 * cp) == 0),
             lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}",
         ),
         # Native blocks take torchao's float8 tensor-parallel styles (trainer/tensor_parallel.py).
-        (~fp8 | (tp == 1) | ~hf, lambda: "fp8 with tensor parallelism needs impl 'native'"),
-        *_expert_rules(model, tp=tp, hf=hf, shard_group=shard_group, ep=ep, trainer=trainer),
+        trainer(~fp8 | (tp == 1) | ~hf, lambda: "fp8 with tensor parallelism needs impl 'native'"),
     ]
 
 
-def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep, trainer) -> list[Rule]:
+def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
     """MoE: how experts split over the ep ranks and shard over the rest (planner/layout.py). The
-    last three are trainplan's trainer's (trainer/moe.py, trainer/parallel.py), held only when
-    ``trainer``: Megatron-Core, for one, runs experts with tensor parallelism."""
-    ep = np.asarray(ep)
-    other_stack = not trainer
+    last three are trainplan's trainer's (trainer/moe.py, trainer/parallel.py): Megatron-Core, for
+    one, runs experts with tensor parallelism."""
+    ep, hf = np.asarray(ep), np.asarray(hf, dtype=bool)
     local_experts = model.num_experts // np.maximum(ep, 1)
     expert_shards = np.maximum(np.asarray(shard_group) // np.maximum(ep, 1), 1)
     return [
-        ((ep == 1) | np.asarray(model.is_moe), lambda: f"ep={ep} needs a mixture-of-experts model"),
-        # trainer/moe.py splits the experts into equal groups, one per ep rank (whole experts).
-        (model.num_experts % ep == 0, lambda: f"num_experts {model.num_experts} is not divisible by ep={ep}"),
-        ((ep == 1) | ~hf | other_stack, lambda: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)"),
+        Rule((ep == 1) | np.asarray(model.is_moe), lambda: f"ep={ep} needs a mixture-of-experts model"),
+        # Each ep rank holds whole experts, an equal share of them.
+        Rule(model.num_experts % ep == 0, lambda: f"num_experts {model.num_experts} is not divisible by ep={ep}"),
+        Rule((ep == 1) | ~hf, lambda: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)", True),
         # The native MoE block keeps whole experts on each rank (no expert tensor parallelism).
-        (
-            (tp == 1) | hf | np.asarray(not model.is_moe) | other_stack,
+        Rule(
+            (tp == 1) | hf | np.asarray(not model.is_moe),
             lambda: "tensor parallelism of native MoE blocks (expert tp) is not built: use tp=1 or ep",
+            True,
         ),
         # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the
         # hidden dim (trainer/parallel.py shard_placement); otherwise some ranks hold whole experts.
-        (
-            (model.num_experts == 1)
-            | (local_experts % expert_shards == 0)
-            | (model.hidden_size % expert_shards == 0)
-            | other_stack,
+        Rule(
+            (model.num_experts == 1) | (local_experts % expert_shards == 0) | (model.hidden_size % expert_shards == 0),
             lambda: (
                 f"MoE expert weights ({local_experts} experts{' per ep rank' if ep > 1 else ''}, hidden "
                 f"{model.hidden_size}) do not shard evenly over dp_shard*cp{'/ep' if ep > 1 else ''}="
                 f"{expert_shards} ranks: use a count that divides {local_experts} or {model.hidden_size}"
             ),
+            True,
         ),
     ]
 
@@ -250,15 +282,15 @@ def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep, trainer) -> list
 def structurally_valid(model: ModelSpec, **values) -> np.ndarray:
     """True where every rule holds (vectorised)."""
     ok = np.asarray(True)
-    for rule_ok, _ in structural_rules(model, **values):
-        ok = ok & rule_ok
+    for rule in structural_rules(model, **values):
+        ok = ok & rule.ok
     return ok
 
 
 def first_structural_problem(model: ModelSpec, **values) -> str | None:
     """The message of the first rule one configuration breaks, or None."""
     values = {name: np.asarray(value).item() for name, value in values.items()}  # one row -> scalars
-    for ok, message in structural_rules(model, **values):
-        if not bool(np.all(ok)):
-            return message()
+    for rule in structural_rules(model, **values):
+        if not bool(np.all(rule.ok)):
+            return rule.message()
     return None

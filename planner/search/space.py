@@ -63,6 +63,9 @@ class SearchSpace:
     max_gpus: int = 4096  # the largest count for a GPU type without an inventory
     min_gpus: int = 1
     extra_counts: tuple[int, ...] = ()  # whole-node counts searched besides the grid (a cap, an inventory)
+    # False: another stack's estimate, which only the laws of the layout bind, not trainplan's
+    # trainer's limits (planner/model/structure.py Rule.trainer_only).
+    trainer_rules: bool = True
 
 
 def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
@@ -195,6 +198,7 @@ def gpu_rows(
             vpp=rows["vpp"],
             shard_group=shard_group(sharding, dp_shard, cp),
             ep=rows["ep"],
+            trainer=space.trainer_rules,
         )
     )
     rows = {k: v[ok] for k, v in rows.items()}

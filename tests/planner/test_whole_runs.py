@@ -19,10 +19,7 @@ from validation.whole_runs import (
     WholeRun,
     WholeRunComparison,
     compare_whole_runs,
-    estimate_only,
-    predict,
     read_whole_runs,
-    whole_runs_catalog,
 )
 
 RUNS, SKIPPED_RUNS = read_whole_runs()
@@ -123,20 +120,3 @@ def test_predictions_are_finite_and_positive(comparisons: dict[str, WholeRunComp
         step = c.run.tokens / c.prediction.tokens_per_s / 3600 * c.run.num_gpus
         expected = step if c.run.recipe.basis == Basis.STEP else c.prediction.time_to_train_h * c.run.num_gpus
         assert c.predicted_gpu_hours == pytest.approx(expected)
-
-
-def test_estimate_only_is_build_plan_without_the_trainer_rules():
-    """The path for the families build_plan refuses gives build_plan's figures where both apply."""
-    catalog = whole_runs_catalog()
-    run = BY_ID["llama3.1-405b"]
-    layout, training = run.variants[1]
-    planned, alone = predict(run, layout, training, catalog), estimate_only(run, layout, training, catalog)
-    assert alone.tokens_per_s == pytest.approx(planned.tokens_per_s, rel=1e-9)
-    assert alone.time_to_train_h == pytest.approx(planned.time_to_train_h, rel=1e-9)
-    assert alone.band == pytest.approx(planned.band, rel=1e-9)
-    assert alone.goodput == planned.goodput
-    assert (alone.fits, alone.ceiling_binding, alone.validated) == (
-        planned.fits,
-        planned.ceiling_binding,
-        planned.validated,
-    )

@@ -1,0 +1,69 @@
+"""Stacks and rules (issue 27): every structural rule is a law of the layout or a limit of trainplan's
+trainer, and another stack's estimate sees only the laws; the named stack profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.api import PlanRequest, build_plan
+from planner.catalog.hf_config import model_from_hf_config
+from planner.catalog.models import get_preset
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding, TrainingConfig
+from planner.model.settings import STACK_SETTINGS, Stack
+from planner.model.structure import first_structural_problem, structural_rules
+
+# BLOOM 176B as bigscience/bloom config.json states it (70 layers, hidden 14336, 112 heads, vocab 250880)
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "published_configs"
+ONE = dict(pp=1, cp=1, seq_len=4096, grad_accum=8, scaleup_domain_size=8, fp8=False, one_f_one_b=True)
+
+
+def test_trainer_limits_bind_only_trainplan_and_laws_bind_every_stack():
+    bloom = model_from_hf_config(CONFIGS / "bloom-176b.json")
+    values = dict(ONE, tp=4, pp=12, hf=False, grad_accum=128)
+    assert "native trainer cannot build" in first_structural_problem(bloom, **values)
+    assert first_structural_problem(bloom, **values, trainer=False) is None
+    laws = structural_rules(bloom, **values, trainer=False)
+    assert laws and not any(rule.trainer_only for rule in laws)
+    # a law: 112 heads do not split over tp 3, for any stack
+    assert "num_heads 112 is not divisible by tp=3" in first_structural_problem(
+        bloom, **dict(values, tp=3), trainer=False
+    )
+
+
+def test_bloom_176b_from_its_config_estimates_at_its_layout_under_megatron_lm_and_deepspeed():
+    """BLOOM's config.json at TP4 x PP12 x DP8 on 384 A100, as it trained (tr11 README)."""
+    bloom = model_from_hf_config(CONFIGS / "bloom-176b.json")
+    assert bloom.num_params() == pytest.approx(176.2e9, rel=0.01)
+    layout = Layout(tp=4, pp=12, sharding=Sharding.ZERO1)
+    training = TrainingConfig(
+        seq_len=2048, micro_batch=2, grad_accum=128, activation_checkpointing=ActivationCheckpointing.FULL
+    )
+    for stack in (Stack.MEGATRON_LM, Stack.DEEPSPEED):
+        p = build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=stack)
+        assert p.layout.dp_shard == 8 and p.estimate.feasible and not p.emittable
+        assert 60 < p.estimate.throughput.tokens_per_s_per_gpu < 300  # measured: ~104 (docs/validation.md)
+    with pytest.raises(ValueError, match="native trainer cannot build"):
+        build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384)  # trainplan's own stack
+
+
+def test_hugging_face_stacks_train_transformers_modules_with_the_full_logits():
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e10, stack=Stack.HF_TRAINER)
+    assert request.impl == Implementation.HF
+    assert PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e10).impl == Implementation.NATIVE
+    for stack in (Stack.HF_TRAINER, Stack.DEEPSPEED, Stack.TORCHTITAN, Stack.LLM_FOUNDRY):
+        assert STACK_SETTINGS[stack].loss_chunk_tokens == 0  # stock losses over the full logits
+    assert STACK_SETTINGS[Stack.LLM_FOUNDRY].cudnn_attention is False  # flash-attn's FA2
+
+
+def test_deepseek_v3_is_a_stack_of_its_own():
+    p = build_plan(
+        get_preset("deepseek-v3"),
+        "h100-sxm",
+        Layout(pp=16, ep=64, sharding=Sharding.ZERO1),
+        TrainingConfig(seq_len=4096, grad_accum=120, precision="fp8"),
+        num_gpus=2048,
+        stack=Stack.DEEPSEEK_V3,
+    )
+    assert p.stack == Stack.DEEPSEEK_V3 and p.estimate.throughput.tokens_per_s_per_gpu > 0
