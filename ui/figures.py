@@ -24,10 +24,12 @@ from planner.search.explore import plan_label
 from planner.units import HOURS_PER_DAY
 from ui.i18n import Labels
 
-# 18 colours a viewer tells apart (Plotly's Dark24 without its near-black, kept for the Pareto front)
+# 26 colours a viewer tells apart, one per catalog GPU: Plotly's Dark24 without its near-black (kept
+# for the Pareto front), then eight of its Alphabet palette far from those
 PALETTE = (
     "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#B68100", "#750D86", "#EB663B", "#511CFB",
     "#00A08B", "#FB00D1", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#0D2A63", "#AF0038", "#E2E2E2",
+    "#16FF32", "#FEAF16", "#2ED9FF", "#85660D", "#F8A19F", "#90AD1C", "#325A9B", "#FBE426",
 )  # fmt: skip
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
 INFEASIBLE_GREY = "rgba(150, 150, 150, 0.45)"

@@ -3,8 +3,9 @@
 Matching (``match_gpu_name``) is a pure function of the NVML name and memory, so it is tested
 without a GPU. Rules, in order:
 
-1. Family: the first segment of a catalog id ("h100" of "h100-sxm") must be a whole token of the
-   device name ("NVIDIA H100 80GB HBM3" -> h100, 80gb, hbm3). "A10G" therefore does not match "a10".
+1. Family: every segment of a catalog id but its form factor and memory size ("h100" of "h100-sxm",
+   "rtx" and "4090" of "rtx-4090") must be a whole token of the device name ("NVIDIA H100 80GB HBM3"
+   -> h100, 80gb, hbm3). "A10G" therefore does not match "a10", nor "RTX 3090" "rtx-4090".
 2. Form factor: a name with a "pcie" token matches ids with a "pcie" segment, "nvl" matches "nvl",
    anything else (SXM boards name no form, or say "SXM4") matches ids with neither.
 3. Memory: among the remaining entries, the one whose usable capacity is closest to the NVML total
@@ -38,6 +39,11 @@ def _name_tokens(name: str) -> list[str]:
     return [t for t in re.split(r"[\s\-_/]+", name.lower()) if t and t not in _VENDOR_TOKENS]
 
 
+def _family_segments(gpu_id: str) -> list[str]:
+    """A catalog id's segments that name the part: all but its form factor and memory size."""
+    return [s for s in gpu_id.split("-") if s not in ("sxm", "pcie", "nvl") and not re.fullmatch(r"\d+gb", s)]
+
+
 def _form_of(tokens: list[str]) -> str:
     if "pcie" in tokens:
         return "pcie"
@@ -53,7 +59,7 @@ def match_gpu_name(name: str, memory_bytes: int | None, catalog: Catalog) -> GPU
     candidates = [
         spec
         for spec in catalog.gpus.values()
-        if spec.id.split("-")[0] in tokens and _form_of(spec.id.split("-")) == form
+        if all(segment in tokens for segment in _family_segments(spec.id)) and _form_of(spec.id.split("-")) == form
     ]
     if not candidates:
         return None

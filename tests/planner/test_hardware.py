@@ -414,7 +414,7 @@ def test_bad_toml_and_missing_dir(tmp_path):
         ("NVIDIA A10", 23_028, "a10"),
         ("NVIDIA A10G", 23_028, None),  # AWS SKU, not the A10 datasheet part
         ("NVIDIA H100 80GB HBM3", 65_536, None),  # unlisted 64 GB variant: no borrowed numbers
-        ("NVIDIA GeForce RTX 4090", 24_564, None),
+        ("NVIDIA GeForce RTX 4090", 24_564, "rtx-4090"),  # listed since issue 27 (was None before)
     ],
 )
 def test_match_gpu_name(catalog, name, memory_mib, expected):
@@ -475,3 +475,243 @@ def test_every_catalog_file_is_package_data():
         assert package in setuptools["packages"], f"{package} is not listed in [tool.setuptools] packages"
         patterns = setuptools["package-data"].get(package, [])
         assert any(fnmatch.fnmatch(path.name, p) for p in patterns), f"{path} is not package data"
+
+
+# ----------------------------------------------------------------------------- rented parts added for issue 27
+
+# The datasheet figures each new entry was built from (sources in its file): label GB and memory rule,
+# bandwidth TB/s, dense TFLOP/s (None: unsupported), per-direction scale-up GB/s and domain, TDP W,
+# compute capability, and the node / network templates it runs in.
+NEW_GPUS = {
+    "h800": dict(
+        label=80,
+        gddr=False,
+        hbm=3.35,
+        bf16=989.4,
+        fp8=1978.9,
+        tf32=494.7,
+        fp32=66.9,
+        scaleup=200,
+        domain=8,
+        tdp=700,
+        cc=(9, 0),
+        node="hgx-8",
+        network="ib-ndr-400",
+    ),
+    "a800-80gb-sxm": dict(
+        label=80,
+        gddr=False,
+        hbm=2.039,
+        bf16=312,
+        fp8=None,
+        tf32=156,
+        fp32=19.5,
+        scaleup=200,
+        domain=8,
+        tdp=400,
+        cc=(8, 0),
+        node="hgx-8",
+        network="ib-hdr-200",
+    ),
+    "h20": dict(
+        label=96,
+        gddr=False,
+        hbm=4.0,
+        bf16=148,
+        fp8=296,
+        tf32=74,
+        fp32=44,
+        scaleup=450,
+        domain=8,
+        tdp=400,
+        cc=(9, 0),
+        node="hgx-8",
+        network="ib-ndr-400",
+    ),
+    "l20": dict(
+        label=48,
+        gddr=True,
+        hbm=0.864,
+        bf16=119.5,
+        fp8=239,
+        tf32=59.8,
+        fp32=59.8,
+        scaleup=32,
+        domain=1,
+        tdp=275,
+        cc=(8, 9),
+        node="pcie-8",
+        network="eth-100g",
+    ),
+    "rtx-4090": dict(
+        label=None,
+        gddr=False,
+        hbm=1.008,
+        bf16=165.2,
+        fp8=330.3,
+        tf32=82.6,
+        fp32=82.6,
+        scaleup=32,
+        domain=1,
+        tdp=450,
+        cc=(8, 9),
+        node="pcie-8",
+        network="eth-100g",
+    ),
+    "b300": dict(
+        label=270,
+        gddr=False,
+        hbm=7.7,
+        bf16=2250,
+        fp8=4500,
+        tf32=1125,
+        fp32=75,
+        scaleup=900,
+        domain=8,
+        tdp=1100,
+        cc=(10, 3),
+        node="hgx-8",
+        network="ib-ndr-400",
+    ),
+    "gb300": dict(
+        label=279,
+        gddr=False,
+        hbm=8.0,
+        bf16=2500,
+        fp8=5000,
+        tf32=1250,
+        fp32=80,
+        scaleup=900,
+        domain=72,
+        tdp=1400,
+        cc=(10, 3),
+        node="nvl72",
+        network="ib-ndr-400",
+    ),
+}
+# NVML total of a GeForce RTX 4090 (ECC off, no carve-out): 24,564 MiB, times the H200's NVML-to-PyTorch ratio.
+RTX_4090_USABLE_GIB = round(24_564 / 1024 * 139.80 / 140.40, 2)
+
+
+@pytest.mark.parametrize("gpu_id", sorted(NEW_GPUS))
+def test_new_gpu_loads_with_its_datasheet_figures(catalog, gpu_id):
+    want, gpu = NEW_GPUS[gpu_id], catalog.gpu(gpu_id)
+    usable = RTX_4090_USABLE_GIB if want["label"] is None else usable_memory_gib(want["label"], gddr_ecc=want["gddr"])
+    assert gpu.memory_bytes / GIB == pytest.approx(usable, abs=0.006)
+    assert gpu.hbm_bandwidth_bytes_per_s == pytest.approx(want["hbm"] * 1e12)
+    for key in ("bf16", "fp8", "tf32", "fp32"):
+        expected = None if want[key] is None else want[key] * 1e12
+        assert gpu.peak_flops_per_s.get(key) == pytest.approx(expected), key
+    assert gpu.peak_flops_per_s["fp16"] == gpu.peak_flops_per_s["bf16"]
+    assert gpu.scaleup_bandwidth_bytes_per_s == pytest.approx(want["scaleup"] * 1e9)
+    assert gpu.scaleup_domain_size == want["domain"] and gpu.tdp_watts == want["tdp"]
+    assert gpu.compute_capability == want["cc"] and gpu.vendor == "nvidia"
+    assert (gpu.default_node, gpu.default_network) == (want["node"], want["network"])
+    node, network = catalog.node(gpu.default_node), catalog.network(gpu.default_network)
+    assert node.scaleup_domain_size == gpu.scaleup_domain_size
+    assert gpu.internode_bandwidth_bytes_per_s == network.bandwidth_bytes_per_s_per_gpu
+
+
+def test_export_parts_differ_from_their_full_parts_only_in_scaleup(catalog):
+    """H800 and A800 are the H100 SXM and A100 80GB SXM with NVLink cut to 400 GB/s bidirectional:
+    the cut is the point of the entries, and nothing else may drift from the full part."""
+    for export_id, full_id in [("h800", "h100-sxm"), ("a800-80gb-sxm", "a100-80gb-sxm")]:
+        export, full = catalog.gpu(export_id), catalog.gpu(full_id)
+        assert export.scaleup_bandwidth_bytes_per_s == pytest.approx(200e9)  # 400 GB/s bidirectional
+        assert export.scaleup_bandwidth_bytes_per_s < full.scaleup_bandwidth_bytes_per_s
+        same = (
+            "memory_bytes",
+            "hbm_bandwidth_bytes_per_s",
+            "peak_flops_per_s",
+            "compute_capability",
+            "scaleup_kind",
+            "scaleup_domain_size",
+            "tdp_watts",
+            "default_node",
+            "default_network",
+        )
+        for field in same:
+            assert getattr(export, field) == getattr(full, field), (export_id, field)
+        # same die and clocks: its achievable rates are the full part's, marked as estimates
+        assert export.rates.gemm_flops_per_s == full.rates.gemm_flops_per_s
+        assert set(export.rates.provenance.values()) == {"ESTIMATE"}
+    # The H20 keeps the full NVLink 4 but has ~15 % of the H100's tensor throughput, with more HBM.
+    h20, h100 = catalog.gpu("h20"), catalog.gpu("h100-sxm")
+    assert h20.scaleup_bandwidth_bytes_per_s == h100.scaleup_bandwidth_bytes_per_s
+    assert h20.peak_flops("bf16") < 0.16 * h100.peak_flops("bf16")
+    assert h20.memory_bytes > h100.memory_bytes and h20.hbm_bandwidth_bytes_per_s > h100.hbm_bandwidth_bytes_per_s
+
+
+def test_export_parts_scale_up_slower_in_the_model(catalog):
+    """The reduced NVLink reaches the step time: the same FSDP layout on 8 H800s spends longer in
+    data-parallel communication than on 8 H100s."""
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.estimate import estimate
+
+    model, training = get_preset("llama3-8b"), TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1)
+    dp_comm = {
+        gpu_id: estimate(
+            model, gpu_id, Layout(dp_shard=8), training, num_gpus=8, catalog=catalog
+        ).time.breakdown_s.dp_comm
+        for gpu_id in ("h100-sxm", "h800")
+    }
+    assert dp_comm["h800"] > dp_comm["h100-sxm"]
+
+
+@pytest.mark.parametrize("gpu_id", sorted(NEW_GPUS))
+def test_every_field_of_a_new_gpu_has_a_dated_source(gpu_id):
+    raw = tomllib.loads((BUILTIN_DIR / "gpus" / f"{gpu_id}.toml").read_text())
+    unsourced_ok = {"id", "name", "vendor", "default_node", "default_network", "sources"}
+    for field in set(raw) - unsourced_ok:
+        text = raw["sources"].get(field, "")
+        assert text.strip(), f"{gpu_id}: field '{field}' has no source"
+        assert re.search(r"20\d\d-\d\d-\d\d", text), f"{gpu_id}: sources.{field} has no read date"
+
+
+def test_rtx_4090_states_geforce_fp32_accumulate_rates(catalog):
+    """GeForce Ada runs 16-bit tensor math with FP32 accumulate at half the FP16-accumulate rate
+    (Ada whitepaper v2.02, Appendix A: 165.2 vs 330.3 dense); training accumulates in FP32."""
+    gpu = catalog.gpu("rtx-4090")
+    assert gpu.peak_flops("bf16") == pytest.approx(165.2e12)  # not the 330.3 FP16-accumulate rate
+    assert gpu.peak_flops("fp8") == pytest.approx(330.3e12)  # FP32 accumulate (v2.02 correction)
+    assert gpu.scaleup_kind == "pcie" and gpu.memory_bytes < 24 * GIB
+
+
+def test_blackwell_ultra_entries(catalog):
+    b300, gb300, b200, gb200 = (catalog.gpu(g) for g in ("b300", "gb300", "b200", "gb200"))
+    for ultra, base in [(b300, b200), (gb300, gb200)]:
+        assert ultra.generation == "Blackwell" and ultra.compute_capability == (10, 3)
+        assert not ultra.fp8_fast_accumulation  # Blackwell accumulates FP8 in FP32 at full rate
+        assert ultra.peak_flops_per_s == base.peak_flops_per_s  # BF16/FP8 peaks as Blackwell's
+        assert base.memory_bytes < ultra.memory_bytes < usable_memory_gib(288) * GIB  # below 288 GB physical
+        assert ultra.tdp_watts > base.tdp_watts
+    # GB300 NVL72 reuses the GB200 rack layout: 18 trays of 4 GPUs in one NVLink domain.
+    node = catalog.node(gb300.default_node)
+    assert (node.gpus_per_node, node.nodes_per_scaleup_domain) == (4, 18)
+    assert gb300.rates.provenance["cudnn_attention_fwd_tflops_achieved"] == "PUBLISHED"
+
+
+@pytest.mark.parametrize(
+    "name, memory_mib, expected",
+    [
+        ("NVIDIA H800 80GB HBM3", 81_559, "h800"),
+        ("NVIDIA H800 PCIe", 81_559, None),  # the PCIe H800 is not in the catalog
+        ("NVIDIA A800-SXM4-80GB", 81_920, "a800-80gb-sxm"),
+        ("NVIDIA A800 80GB PCIe", 81_920, None),
+        ("NVIDIA H20", 97_871, "h20"),
+        ("NVIDIA L20", 46_068, "l20"),
+        ("NVIDIA GeForce RTX 4090", 24_564, "rtx-4090"),
+        ("NVIDIA B300 SXM6 AC", 275_040, "b300"),  # nvidia-smi total on a B300 SXM6 AC
+        ("NVIDIA GB300", 284_672, "gb300"),
+    ],
+)
+def test_match_new_gpu_names(catalog, name, memory_mib, expected):
+    spec = match_gpu_name(name, memory_mib * 2**20, catalog)
+    assert (spec.id if spec else None) == expected
+
+
+# every segment naming the part must be in the device name (planner/catalog/detect.py rule 1)
+@pytest.mark.parametrize("name", ["NVIDIA GeForce RTX 3090", "NVIDIA RTX A5000"])
+def test_other_24gb_rtx_cards_do_not_borrow_the_4090(catalog, name):
+    assert match_gpu_name(name, 24_564 * 2**20, catalog) is None
