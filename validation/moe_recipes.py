@@ -127,18 +127,10 @@ QWEN3_235B_A22B = get_preset("qwen3-235b-a22b")
 MODELZOO_QWEN3 = "yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md (H100 table, 256 H100, BF16, GBS 2048)"
 
 
-# H800: the H100 SXM with its NVLink cut to 400 GB/s bidirectional (200 GB/s per direction;
-# DeepSeek-V3 report sec. 3.2.2 measures 160 GB/s of it), the same compute and HBM, and one
-# 400 Gb/s InfiniBand NIC per GPU (the report's cluster, sec. 3.1).
-H800_SCALEUP_BYTES_PER_S = 200e9
-
-
 def h800(catalog: Catalog) -> GPUSpec:
-    h100 = catalog.gpu("h100-sxm")
-    sources = {**h100.sources, "scaleup_gbyte_per_s": f"H800 NVLink 400 GB/s bidirectional ({DEEPSEEK_V3_REPORT})"}
-    return h100.model_copy(
-        update={"id": "h800", "scaleup_bandwidth_bytes_per_s": H800_SCALEUP_BYTES_PER_S, "sources": sources}
-    )
+    """The H800 (hw_catalog/gpus/h800.toml): the H100 SXM with its NVLink cut to 400 GB/s
+    bidirectional, one 400 Gb/s NIC per GPU (DeepSeek-V3 report sec. 3.1, 3.2.2)."""
+    return catalog.gpu("h800")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ from planner.plan import GoodputEstimate, Plan
 from planner.search.explore import scored_search
 from planner.units import SECONDS_PER_HOUR
 from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON
-from validation.moe_recipes import h800
 from validation.moe_runs import MOE_RUNS
 from validation.published_rows import model_flops_noncausal_per_token
 
@@ -308,9 +307,8 @@ def _run(row: dict[str, str], recipe: Recipe, catalog: Catalog) -> WholeRun:
 
 
 def whole_runs_catalog(catalog: Catalog | None = None) -> Catalog:
-    """The catalog with the H800 (validation/moe_recipes.py ``h800``) beside its GPUs."""
-    catalog = catalog or load_catalog()
-    return catalog.model_copy(update={"gpus": {**catalog.gpus, "h800": h800(catalog)}})
+    """The catalog the runs are predicted on (the built-in one, which holds the H800)."""
+    return catalog or load_catalog()
 
 
 def read_whole_runs(
