@@ -118,7 +118,8 @@ def envelope_words(ev: Evidence) -> str:
     """'validated: ...' or 'outside the validated envelope: ...' with its rows and error."""
     error = f"mean |error| {ev.mean_abs_error:.1%}"
     if ev.validated:
-        return f"validated: {ev.regime.describe()}, {ev.exact_rows} held-out rows ({', '.join(ev.sources)}), {error}"
+        rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({', '.join(ev.exact_sources)})"
+        return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
         f", {len(ev.rows)} rows, {error}; band widened by {ev.widened_by:.0%}"

@@ -98,6 +98,11 @@ class Evidence:
     def sources(self) -> tuple[str, ...]:
         return tuple(sorted({r.source for r in self.rows}))
 
+    @property
+    def exact_sources(self) -> tuple[str, ...]:
+        """The sources of the rows of the query's own regime."""
+        return tuple(sorted({r.source for r, d in zip(self.rows, self.row_distances, strict=True) if d == 0}))
+
     def log_quantile(self, p: float) -> float:
         """``r_p``: the p-quantile of ln(predicted / measured)."""
         m = float(np.median(self.log_errors))
