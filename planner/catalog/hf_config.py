@@ -213,23 +213,26 @@ def _layer_kinds(cfg: _Config, layers: int) -> list[str] | None:
 
 
 def _sliding_window(cfg: _Config, family: str, layers: int) -> dict:
-    """Window size and windowed layer count, as transformers builds them: Mistral and Phi-3
-    window every layer when ``sliding_window`` is set (Mistral's default 4096); Qwen windows
-    layers from ``max_window_layers`` on, only with ``use_sliding_window``; Gemma 2 every other
-    layer from the first, Gemma 3 all but every ``sliding_window_pattern``-th (6). A
-    ``layer_types`` list, when present, is what counts."""
-    default = {"mistral": 4096, "gemma2": 4096, "gemma3": 4096}.get(family)
+    """Window size and windowed layer count, as transformers builds them: Mistral, Ministral and
+    Phi-3 window every layer when ``sliding_window`` is set (Mistral's default 4096); Qwen windows
+    layers from ``max_window_layers`` on (Qwen2-MoE: every other layer below it), only with
+    ``use_sliding_window``; Gemma 2 and GPT-OSS (128) every other layer from the first, Gemma 3
+    all but every ``sliding_window_pattern``-th (6). A ``layer_types`` list, when present, is
+    what counts."""
+    default = {"mistral": 4096, "ministral": 4096, "gemma2": 4096, "gemma3": 4096, "gpt_oss": 128}.get(family)
     present = "sliding_window" in cfg.data
     window = cfg.size("sliding_window", limit=_MAX_POSITIONS, default=0) if present else default
-    if family in ("qwen2", "qwen3", "qwen3_moe") and not cfg.flag("use_sliding_window", False):
+    if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and not cfg.flag("use_sliding_window", False):
         window = None
     if not window:
         return {}
     kinds = _layer_kinds(cfg, layers)
     if kinds is not None:
         count = sum(kind == "sliding_attention" for kind in kinds)
-    elif family == "gemma2":
+    elif family in ("gemma2", "gpt_oss"):
         count = (layers + 1) // 2
+    elif family == "qwen2_moe":  # every other layer from the first, below max_window_layers
+        count = (min(layers, cfg.size("max_window_layers", limit=_MAX_LAYERS, default=28)) + 1) // 2
     elif family == "gemma3":
         count = layers - layers // cfg.size("sliding_window_pattern", limit=_MAX_LAYERS, default=6)
     elif family in ("qwen2", "qwen3", "qwen3_moe"):
@@ -254,7 +257,7 @@ def _decoder(cfg: _Config, family: str, kv_default: int | None, head_dim_default
     fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
     heads, hidden = fields["num_heads"], fields["hidden_size"]
     head_dim = cfg.size("head_dim", limit=_MAX_HIDDEN, default=head_dim_default or hidden // heads)
-    bias = cfg.flag("attention_bias", False)
+    bias = cfg.flag("attention_bias", defaults.get("attention_bias", False))
     fields.update(
         ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
         num_kv_heads=cfg.size("num_key_value_heads", limit=_MAX_HEADS, default=kv_default or heads),
@@ -279,12 +282,7 @@ def _qwen3_moe(cfg: _Config) -> dict:
     """Qwen3-MoE: ``num_experts`` experts of ``moe_intermediate_size``; the layers listed in
     ``mlp_only_layers`` or off the ``decoder_sparse_step`` have a dense MLP of ``intermediate_size``."""
     fields = _decoder(cfg, "qwen3_moe", 4, None, max_seq_len=32768, rope_theta=1e6) | dict(qk_norm="head")
-    layers = fields["num_layers"]
-    step = cfg.size("decoder_sparse_step", limit=_MAX_LAYERS, default=1)
-    dense_only = cfg.data.get("mlp_only_layers") or []
-    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
-        raise cfg.error("'mlp_only_layers' must be a list of layer indices")
-    dense = sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
+    dense = _sparse_layers(cfg, fields["num_layers"])
     return fields | dict(
         dense_ffn_hidden_size=fields["ffn_hidden_size"],
         ffn_hidden_size=cfg.size("moe_intermediate_size", limit=_MAX_FFN, default=768),
@@ -384,6 +382,207 @@ def _deepseek_v3(cfg: _Config) -> dict:
     )
 
 
+def _fraction(cfg: _Config, key: str, default: float) -> float:
+    """A number in (0, 1], read at the top level or in ``rope_parameters`` (transformers >= 5)."""
+    value = cfg.data.get(key)
+    if value is None:
+        value = cfg.section("rope_parameters").data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise cfg.error(f"{key!r} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _rope_theta(cfg: _Config, default: float) -> float:
+    nested = cfg.section("rope_parameters")
+    if cfg.data.get("rope_theta") is None and nested.data.get("rope_theta") is not None:
+        return _positive_number(nested, "rope_theta", default)
+    return _positive_number(cfg, "rope_theta", default)
+
+
+# Nemotron's hidden_act values and the MLP they make (both are NemotronMLP's up -> act -> down).
+_NEMOTRON_ACTS = {"relu2": "relu2", "gelu": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_new": "gelu"}
+
+
+def _nemotron(cfg: _Config) -> dict:
+    """NVIDIA Nemotron-3/4 and Minitron: a two-matrix MLP (up, squared ReLU, down: no gate),
+    LayerNorm1P (LayerNorm with weight and bias, applied as 1 + weight), RoPE on
+    ``partial_rotary_factor`` (0.5) of each head, untied embeddings, no biases by default."""
+    fields = _common(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
+    heads, hidden = fields["num_heads"], fields["hidden_size"]
+    act = cfg.data.get("hidden_act", "relu2")
+    if not isinstance(act, str) or act not in _NEMOTRON_ACTS:
+        raise cfg.error(f"hidden_act {act!r} is not supported for nemotron (relu2 or a GeLU)")
+    attention_bias = cfg.flag("attention_bias", False)
+    mlp_bias = cfg.flag("mlp_bias", False)
+    fields.update(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN),
+        # NemotronConfig leaves an absent key None (its attention then fails); Megatron's
+        # num_query_groups None is multi-head attention, which is what we read.
+        num_kv_heads=cfg.size("num_key_value_heads", limit=_MAX_HEADS, default=heads),
+        max_seq_len=cfg.size("max_position_embeddings", limit=_MAX_POSITIONS, default=4096),
+        tied_embeddings=cfg.flag("tie_word_embeddings", False),
+        mlp=_NEMOTRON_ACTS[act],
+        norm="layernorm",
+        norm_bias=True,
+        qkv_bias=attention_bias,
+        out_bias=attention_bias,
+        mlp_bias=mlp_bias,
+        partial_rotary_factor=_fraction(cfg, "partial_rotary_factor", 0.5),
+        rope_theta=_rope_theta(cfg, 10000.0),
+        norm_eps=_positive_number(cfg, "norm_eps", 1e-5),
+    )
+    # transformers reads ``head_dim`` only (Megatron's ``kv_channels`` is not a config key there).
+    head_dim = cfg.size("head_dim", limit=_MAX_HIDDEN, default=hidden // heads)
+    if head_dim * heads != hidden:
+        fields["head_dim"] = head_dim
+    return fields
+
+
+def _gpt_oss(cfg: _Config) -> dict:
+    """OpenAI GPT-OSS: biased q/k/v/o, one learnt attention sink per head, a 128-token window on
+    every other layer, ``num_local_experts`` SwiGLU experts of ``intermediate_size`` with biases
+    (fused gate/up: same shapes), top ``num_experts_per_tok`` of a biased router (softmax over
+    the chosen logits). Its clamped SwiGLU (``swiglu_limit``) and YaRN change no weights."""
+    fields = _decoder(
+        cfg, "gpt_oss", 8, 64, max_seq_len=131072, rope_theta=150000.0, norm_eps=1e-5, attention_bias=True
+    )
+    return fields | dict(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=_MAX_FFN, default=2880),
+        num_experts=cfg.size("num_local_experts", limit=_MAX_EXPERTS, default=128),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=4),
+        mlp_bias=True,
+        router_bias=True,
+        attention_sinks=True,
+    )
+
+
+def _sparse_layers(cfg: _Config, layers: int) -> int:
+    """Qwen-MoE blocks with a dense MLP: those in ``mlp_only_layers`` or off the
+    ``decoder_sparse_step``."""
+    step = cfg.size("decoder_sparse_step", limit=_MAX_LAYERS, default=1)
+    dense_only = cfg.data.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise cfg.error("'mlp_only_layers' must be a list of layer indices")
+    return sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
+
+
+def _qwen2_moe(cfg: _Config) -> dict:
+    """Qwen1.5-MoE / Qwen2-MoE: Qwen2's attention (q/k/v biases, ``qkv_bias``), ``num_experts``
+    routed experts of ``moe_intermediate_size`` (top ``num_experts_per_tok``, softmax, not
+    renormalised unless ``norm_topk_prob``) plus one shared expert of
+    ``shared_expert_intermediate_size`` whose output a sigmoid gate (h -> 1) scales. The spec
+    sizes the shared expert in routed-expert widths, so it must be a multiple of them (4 x 1408
+    in Qwen1.5-MoE-A2.7B, 8 x 2560 in Qwen2-57B-A14B)."""
+    fields = _decoder(cfg, "qwen2_moe", 16, None, max_seq_len=32768, rope_theta=10000.0, norm_eps=1e-6)
+    qkv_bias = cfg.flag("qkv_bias", True)
+    width = cfg.size("moe_intermediate_size", limit=_MAX_FFN, default=1408)
+    shared = cfg.size("shared_expert_intermediate_size", limit=_MAX_FFN, default=5632)
+    if shared % width:
+        raise cfg.error(
+            f"shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width} "
+            "(the shared expert is planned as whole experts)"
+        )
+    return fields | dict(
+        qkv_bias=qkv_bias,
+        out_bias=False,
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=width,
+        num_experts=cfg.size("num_experts", limit=_MAX_EXPERTS, default=60),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=4),
+        shared_experts=shared // width,
+        shared_expert_gate=True,
+        dense_layers=_sparse_layers(cfg, fields["num_layers"]),
+        moe_renormalize=cfg.flag("norm_topk_prob", False),
+    )
+
+
+def _ministral(cfg: _Config) -> dict:
+    """Ministral (Ministral-8B-Instruct-2410): Mistral's block (no biases, GQA, ``head_dim``)
+    with a ``sliding_window`` (default 4096) on the layers ``layer_types`` names, every layer
+    without a list. The block is Mistral's: ``family`` is ``mistral``."""
+    fields = _llama_like(cfg, "ministral")
+    if cfg.data.get("max_position_embeddings") is None:
+        fields["max_seq_len"] = 131072  # MinistralConfig's default
+    return fields | dict(family="mistral")
+
+
+def _text_config(cfg: _Config, defaults: dict[str, Any]) -> _Config:
+    """A multimodal config's language model (``text_config``), transformers' defaults for its
+    absent keys; the vision tower beside it is not read."""
+    text = cfg.section("text_config")
+    if not text.data:
+        raise cfg.error("missing key 'text_config' (the language model; the vision tower is not planned)")
+    data = dict(text.data)
+    for key, value in defaults.items():
+        if data.get(key) is None:
+            data[key] = value
+    return _Config(cfg.path, data)
+
+
+def _mistral3(cfg: _Config) -> dict:
+    """Mistral Small 3.1 / 3.2 (``Mistral3ForConditionalGeneration``): only the language model,
+    ``text_config`` (a Mistral decoder: ``family`` is ``mistral``), is read and counted; the
+    Pixtral vision tower and its projector (about 0.4 B parameters in Mistral Small 3.1) are not
+    planned."""
+    text = _text_config(cfg, {"model_type": "mistral"})
+    if text.data.get("model_type") != "mistral":
+        kind = text.data.get("model_type")
+        raise cfg.error(f"text_config.model_type {kind!r} is not supported for mistral3 (only 'mistral')")
+    # transformers >= 5 ties the head when the file has no top-level ``tie_word_embeddings``
+    # (Mistral3Config's default true); transformers 4.x read text_config's (Mistral's default
+    # false), and the released checkpoints hold a separate lm_head: that is what we count.
+    tied = cfg.flag("tie_word_embeddings", text.flag("tie_word_embeddings", False))
+    return _llama_like(text, "mistral") | dict(family="mistral", tied_embeddings=tied)
+
+
+def _llama4(cfg: _Config) -> dict:
+    """Llama 4 (Scout, Maverick): the language model (``text_config``) only, not the vision
+    tower. MoE blocks (``moe_layers``, default every ``interleave_moe_layer_step``-th from
+    step - 1) hold ``num_local_experts`` SwiGLU experts of ``intermediate_size``, top
+    ``num_experts_per_tok`` by a sigmoid router, plus one shared expert as wide; the other blocks
+    a dense MLP of ``intermediate_size_mlp``. RoPE layers (all but every
+    ``no_rope_layer_interval``-th) attend within ``attention_chunk_size`` chunks. The spec keeps
+    the number of dense and chunked blocks, not their places; the weightless L2 q/k norm
+    (``use_qk_norm``) and the NoPE layers' missing rotary are not in the block table."""
+    text = _text_config(cfg, {"vocab_size": 202048})
+    fields = _decoder(text, "llama4", 8, 128, max_seq_len=131072, rope_theta=500000.0, norm_eps=1e-5)
+    fields["tied_embeddings"] = cfg.flag("tie_word_embeddings", text.flag("tie_word_embeddings", False))
+    layers = fields["num_layers"]
+    step = text.size("interleave_moe_layer_step", limit=_MAX_LAYERS, default=1)
+    moe = text.data.get("moe_layers")
+    if moe is None:
+        moe = list(range(step - 1, layers, step))
+    if not isinstance(moe, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in moe):
+        raise cfg.error("text_config.moe_layers must be a list of layer indices")
+    dense = layers - len({i for i in moe if 0 <= i < layers})
+    fields |= dict(
+        dense_ffn_hidden_size=text.size("intermediate_size_mlp", limit=_MAX_FFN, default=16384),
+        num_experts=text.size("num_local_experts", limit=_MAX_EXPERTS, default=16),
+        experts_per_token=text.size("num_experts_per_tok", limit=_MAX_EXPERTS, default=1),
+        shared_experts=1,
+        dense_layers=dense,
+        moe_renormalize=False,
+    )
+    if fields["num_experts"] == 1 or dense == layers:
+        raise cfg.error("a Llama 4 text model without expert layers is not supported")
+    chunk = text.data.get("attention_chunk_size", 8192)
+    if chunk is None:
+        return fields
+    chunk = text.size("attention_chunk_size", limit=_MAX_POSITIONS, default=8192)
+    kinds = _layer_kinds(text, layers)
+    if kinds is not None:
+        chunked = sum(kind == "chunked_attention" for kind in kinds)
+    else:
+        rope = text.data.get("no_rope_layers") or []  # 1 = a RoPE layer; empty: the interval's pattern
+        if not isinstance(rope, list) or (rope and len(rope) != layers):
+            raise cfg.error(f"text_config.no_rope_layers must list one flag per layer ({layers})")
+        interval = text.size("no_rope_layer_interval", limit=_MAX_LAYERS, default=4)
+        chunked = sum(map(bool, rope)) if rope else sum(1 for i in range(layers) if (i + 1) % interval)
+    return fields | (dict(attention_chunk=chunk, chunked_layers=chunked) if chunked else {})
+
+
 _READERS: dict[str, Callable[[_Config], dict]] = {
     "llama": lambda cfg: _llama_like(cfg, "llama"),
     "mistral": lambda cfg: _llama_like(cfg, "mistral"),
@@ -401,6 +600,12 @@ _READERS: dict[str, Callable[[_Config], dict]] = {
     "phi3": _phi3,
     "olmo2": _olmo2,
     "deepseek_v3": _deepseek_v3,
+    "nemotron": _nemotron,
+    "gpt_oss": _gpt_oss,
+    "qwen2_moe": _qwen2_moe,
+    "ministral": _ministral,
+    "mistral3": _mistral3,
+    "llama4": _llama4,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 
@@ -436,19 +641,31 @@ def _check_heads(cfg: _Config, fields: dict) -> None:
 def model_from_hf_config(path: str | Path) -> ModelSpec:
     """Read a Hugging Face ``config.json`` (or the directory holding it) into a ModelSpec."""
     cfg = _read_json_object(Path(path))
+    default_name = cfg.path.parent.name if cfg.path.name == "config.json" else cfg.path.stem
+    return _model_from(cfg, default_name)
+
+
+def model_from_hf_dict(data: dict[str, Any], name: str) -> ModelSpec:
+    """A config.json's content, already parsed (the presets of ``planner.catalog.models``), read
+    as ``model_from_hf_config`` reads the file; ``name`` names the spec and its errors."""
+    spec = _model_from(_Config(Path(f"<{name}>"), dict(data)), name)
+    return spec.model_copy(update={"name": name})
+
+
+def _model_from(cfg: _Config, default_name: str) -> ModelSpec:
     model_type = cfg.data.get("model_type")
     if model_type is None:
         raise cfg.error("missing key 'model_type'")
     if not isinstance(model_type, str) or model_type not in _READERS:
         raise cfg.error(f"unsupported model_type {model_type!r} (supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
     fields = _READERS[model_type](cfg)
+    family = fields.pop("family", model_type)  # mistral3 / ministral: their decoder is Mistral's
     fields.setdefault("num_kv_heads", fields["num_heads"])
     _check_heads(cfg, fields)
-    default_name = cfg.path.parent.name if cfg.path.name == "config.json" else cfg.path.stem
     name = cfg.data.get("_name_or_path") or default_name or model_type
     # Printed by estimate/explain: no terminal escape sequences or control characters from a file.
     name = "".join(ch for ch in str(name) if ch.isprintable())[:200] or model_type
     try:
-        return ModelSpec(name=str(name), family=model_type, **fields)
+        return ModelSpec(name=str(name), family=family, **fields)
     except ValidationError as exc:
         raise cfg.error(f"invalid model dimensions: {one_line(exc, where=False, keep_prefix=True)}") from None

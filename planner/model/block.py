@@ -173,18 +173,33 @@ def _attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     )
     rows += _qk_norm_rows(model, hf_modules)
     if model.position == "rope":
-        rows += _Rows(elementwise=(Elementwise("rotary", Part.OTHER, 10 * (q + kv)),))  # ~10 per q/k element
+        rows += _rotary_rows(model)
+    if model.attention_sinks:
+        # GPT-OSS: one learnt logit per head joins each query's softmax (its denominator only);
+        # the kernel folds it into the softmax, no pass of its own.
+        rows += _Rows(elementwise=(Elementwise("attention sinks", Part.ATTENTION, 0, params=model.num_heads),))
     return rows
+
+
+def _rotary_rows(model: ModelSpec) -> _Rows:
+    """RoPE, ~10 elements moved per rotated q/k element. Partial rotary (Nemotron's
+    ``partial_rotary_factor``) rotates ``rotary_dim`` of each head's channels, then concatenates
+    them with the rest: one more read + write of every q/k element."""
+    heads = model.num_heads + model.num_kv_heads
+    rotated = 10 * heads * model.rotary_dim
+    split = 2 * heads * model.dim_head if model.rotary_dim < model.dim_head else 0
+    return _Rows(elementwise=(Elementwise("rotary", Part.OTHER, rotated + split),))
 
 
 def _mlp_rows(
     model: ModelSpec, name: str, width: int, experts: int = 1, active: int = 1, routed: bool = False
 ) -> _Rows:
-    """One (set of) MLP(s): gated (SwiGLU/GeGLU: gate and up, then down) or GeLU (up, down).
+    """One (set of) MLP(s): gated (SwiGLU/GeGLU: gate and up, then down) or two matrices (up,
+    down) with GeLU or squared ReLU (Nemotron's relu2) between them.
     ``experts`` copies stored, ``active`` of them run per token; ``routed``: their saved tensors
     sit on the rank of the token's expert (``Saved.routed``). Phi-3's fused gate/up is one
     GEMM twice as wide (same parameters and FLOPs). ``name`` prefixes the rows (experts)."""
-    h, gated, prefix = model.hidden_size, model.mlp != "gelu", f"{name} " if name else ""
+    h, gated, prefix = model.hidden_size, model.mlp in ("swiglu", "geglu"), f"{name} " if name else ""
     fused = gated and model.fused_projections
     up = Gemm(
         f"{prefix}gate+up" if gated else f"{prefix}up",
@@ -201,9 +216,13 @@ def _mlp_rows(
     act = "SiLU" if model.mlp == "swiglu" else "GeLU"
     if gated:
         names: tuple[str, ...] = (f"gate ({act} input)", f"{act} output", "up", "product (down input)")
+        traffic = 5  # the gated activation and the product, ~5 per ffn element
+    elif model.mlp == "relu2":
+        # relu then square, two eager kernels (read + write each): relu's output, which both
+        # backward passes read, and the square (the down input) are kept.
+        names, traffic = ("ReLU output (square input)", "squared-ReLU output (fc2 input)"), 4
     else:
-        names = ("fc1 output (GeLU input)", "GeLU output (fc2 input)")
-    # The gated activation and product ~5 per ffn element, GeLU ~3.
+        names, traffic = ("fc1 output (GeLU input)", "GeLU output (fc2 input)"), 3
     return _Rows(
         gemms=(up, down),
         saved=tuple(
@@ -218,7 +237,7 @@ def _mlp_rows(
             )
             for n in names
         ),
-        elementwise=(Elementwise(f"{prefix}activation", Part.MLP, (5 if gated else 3) * width, copies=active),),
+        elementwise=(Elementwise(f"{prefix}activation", Part.MLP, traffic * width, copies=active),),
     )
 
 
@@ -231,9 +250,17 @@ def _feed_forward_rows(model: ModelSpec, dense: bool) -> _Rows:
     rows = _mlp_rows(model, "experts", f, model.num_experts, ept, routed=True)
     if model.shared_experts:
         rows += _mlp_rows(model, "shared experts", f * model.shared_experts)
+    if model.shared_experts and model.shared_expert_gate:
+        # Qwen2-MoE: sigmoid(h -> 1) scales the shared expert's output (read + write h; the
+        # output is kept for the gate's gradient).
+        rows += _Rows(
+            gemms=(Gemm("shared expert gate", Part.ROUTER, h, 1, TpSplit.NONE),),
+            saved=(Saved("shared expert output (gate input)", Part.MLP, h),),
+            elementwise=(Elementwise("shared expert gate", Part.ROUTER, 2 * h),),
+        )
     return rows + _Rows(
         # The router's h x experts GEMM, timed like the others (a narrow one: eff(E)).
-        gemms=(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE),),
+        gemms=(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE, bias=model.router_bias),),
         # trainer/moe.py: each routed copy's hidden state as dispatched (the gate/up input) and the
         # expert's output kept by the weighted combine; the router's fp32 softmax probabilities.
         saved=(
@@ -270,7 +297,8 @@ def block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False)
     ``dense``: one of a MoE model's dense blocks (DeepSeek's first ``dense_layers``); otherwise
     a MoE model's table is its expert block. Covers Llama-style (SwiGLU, RMSNorm, RoPE, GQA,
     q/k norms, post or sandwich norms), GPT-2/3-style (GeLU, LayerNorm, biases, learned
-    positions), MLA and MoE blocks (routed + shared experts).
+    positions), Nemotron (squared ReLU, partial rotary), MLA and MoE blocks (routed + shared
+    experts, a shared-expert gate, router bias, attention sinks).
     """
     h = model.hidden_size
     attention, mlp = _attention_rows(model, hf_modules), _feed_forward_rows(model, dense)
@@ -314,17 +342,37 @@ def attended_keys(model: ModelSpec, seq_len, causal: bool):
 
     Full attention: ``seq_len`` per block (half when counted causally, the planner's
     convention). A block with a sliding window of w attends min(seq, w) keys; counted causally
-    a query i sees min(i + 1, w), on average w - w^2 / (2 seq) once seq > w. A kernel that skips
-    the blocks outside the window is assumed (FlashAttention-2 ``window_size``, FlexAttention).
+    a query i sees min(i + 1, w), on average w - w^2 / (2 seq) once seq > w. A chunked block
+    (Llama 4) attends within its chunk (``chunked_keys``). A kernel that skips the blocks outside
+    the window or chunk is assumed (FlashAttention-2 ``window_size``, FlexAttention).
     """
-    full = model.num_layers - model.sliding_layers
-    if not model.sliding_layers:
+    full = model.num_layers - model.sliding_layers - model.chunked_layers
+    if not model.sliding_layers and not model.chunked_layers:
         return full * (0.5 * seq_len if causal else seq_len)
-    w, seq = float(model.sliding_window or 0), np.asarray(seq_len, dtype=float)
-    if causal:
-        windowed = np.where(seq <= w, 0.5 * seq, w - w * w / (2.0 * np.maximum(seq, 1.0)))
-        return full * 0.5 * seq + model.sliding_layers * windowed
-    return full * seq + model.sliding_layers * np.minimum(seq, w)
+    seq = np.asarray(seq_len, dtype=float)
+    keys = full * (0.5 * seq if causal else seq)
+    if model.sliding_layers:
+        w = float(model.sliding_window or 0)
+        if causal:
+            windowed = np.where(seq <= w, 0.5 * seq, w - w * w / (2.0 * np.maximum(seq, 1.0)))
+        else:
+            windowed = np.minimum(seq, w)
+        keys = keys + model.sliding_layers * windowed
+    if model.chunked_layers:
+        keys = keys + model.chunked_layers * chunked_keys(float(model.attention_chunk or 0), seq, causal)
+    return keys
+
+
+def chunked_keys(chunk: float, seq, causal: bool):
+    """Keys per query of a chunked-attention block (Llama 4's ``attention_chunk_size``): a query
+    sees only the keys of its own ``chunk``-token chunk. Counted causally (half of each chunk's
+    square, the planner's convention), a sequence of n whole chunks and r leftover tokens averages
+    (n c^2 + r^2) / (2 s); otherwise min(s, c), the chunk the kernel computes."""
+    if not causal:
+        return np.minimum(seq, chunk)
+    whole = np.floor(seq / chunk)
+    rest = seq - whole * chunk
+    return (whole * chunk * chunk + rest * rest) / (2.0 * np.maximum(seq, 1.0))
 
 
 def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:

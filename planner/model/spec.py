@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.model.block import block_table, layer_tables, mtp_module_params, root_table
 from planner.model.block_rows import Part
 
-MlpKind = Literal["swiglu", "geglu", "gelu"]  # gated (SiLU / tanh-GeLU gate) or plain GeLU
+# Gated (SiLU / tanh-GeLU gate: gate, up, down), or two matrices (up, down) with GeLU or squared
+# ReLU between them (Nemotron-4's relu2: max(x, 0)^2).
+MlpKind = Literal["swiglu", "geglu", "gelu", "relu2"]
 NormKind = Literal["rmsnorm", "layernorm"]
 PositionKind = Literal["rope", "learned", "alibi"]
 # RMSNorm of queries and keys before RoPE: none; per head over head_dim (Qwen3, Gemma 3);
@@ -93,7 +95,7 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    family: str = "llama"  # llama, mistral, qwen2, mixtral, gpt2, gpt_neox, mpt, bloom
+    family: str = "llama"  # the config's model_type: llama, mistral, qwen2, mixtral, gpt2, nemotron, ...
     num_layers: int = Field(ge=1)
     hidden_size: int = Field(ge=1)
     ffn_hidden_size: int = Field(ge=1)  # per expert for MoE; gate/up width for SwiGLU
@@ -114,6 +116,9 @@ class ModelSpec(BaseModel):
     num_experts: int = Field(1, ge=1)  # MoE: routed experts per layer
     experts_per_token: int = Field(1, ge=1)
     shared_experts: int = Field(0, ge=0)  # always-on experts, one MLP shared_experts x ffn wide
+    # Qwen2-MoE: the shared expert's output scaled by sigmoid(h -> 1 linear) per token.
+    shared_expert_gate: bool = False
+    router_bias: bool = False  # GPT-OSS: the router's linear has a bias (one per expert)
     dense_layers: int = Field(0, ge=0)  # MoE models: blocks with a dense MLP (DeepSeek: the first k)
     dense_ffn_hidden_size: int | None = Field(None, ge=1)  # their MLP width (None: ffn_hidden_size)
     mtp_layers: int = Field(0, ge=0)  # DeepSeek-V3 multi-token-prediction modules (counted apart)
@@ -124,6 +129,12 @@ class ModelSpec(BaseModel):
     norm_placement: NormPlacement = "pre"
     sliding_window: int | None = Field(None, ge=1)  # local attention span, in tokens
     sliding_layers: int = Field(0, ge=0)  # how many blocks attend within the window
+    # Llama 4: blocks whose queries attend only within their own ``attention_chunk``-token chunk.
+    attention_chunk: int | None = Field(None, ge=1)
+    chunked_layers: int = Field(0, ge=0)
+    # Fraction of each q/k head RoPE rotates (Nemotron: 0.5): int(head_dim x it) channels.
+    partial_rotary_factor: float = Field(1.0, gt=0, le=1)
+    attention_sinks: bool = False  # GPT-OSS: one learnt softmax logit per head (``sinks``)
     attn_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of attention scores
     final_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of the logits
     embedding_scale: bool = False  # Gemma: embeddings multiplied by sqrt(hidden)
@@ -142,20 +153,29 @@ class ModelSpec(BaseModel):
             raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
         if self.experts_per_token > self.num_experts:
             raise ValueError("experts_per_token exceeds num_experts")
-        if self.dense_layers > self.num_layers or self.sliding_layers > self.num_layers:
-            raise ValueError("dense_layers and sliding_layers cannot exceed num_layers")
+        if self.dense_layers > self.num_layers or self.sliding_layers + self.chunked_layers > self.num_layers:
+            raise ValueError("dense_layers, and sliding_layers + chunked_layers, cannot exceed num_layers")
         if self.sliding_layers and self.sliding_window is None:
             raise ValueError("sliding_layers needs a sliding_window")
+        if self.chunked_layers and self.attention_chunk is None:
+            raise ValueError("chunked_layers needs an attention_chunk")
         if self.dense_layers and not self.is_moe:
             raise ValueError("dense_layers applies to MoE models only")
-        if self.position == "rope" and self.dim_head % 2:
-            # RoPE rotates pairs of channels: the trainer cannot build an odd head dimension.
-            raise ValueError(f"head_dim {self.dim_head} is odd: RoPE needs an even head dimension")
+        if self.position == "rope" and self.rotary_dim % 2:
+            # RoPE rotates pairs of channels: the trainer cannot build an odd rotary dimension.
+            if self.rotary_dim == self.dim_head:
+                raise ValueError(f"head_dim {self.dim_head} is odd: RoPE needs an even head dimension")
+            raise ValueError(f"rotary dimension {self.rotary_dim} (partial_rotary_factor) is odd: RoPE needs it even")
         return self
 
     @property
     def dim_head(self) -> int:
         return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels of each q/k head RoPE rotates (transformers: ``int(head_dim * factor)``)."""
+        return int(self.dim_head * self.partial_rotary_factor)
 
     @property
     def q_size(self) -> int:

@@ -106,7 +106,7 @@ def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:
     """Tensor parallelism of a Hugging Face model splits Llama-style q/k/v/o and gate/up/down
     projections (trainer/tensor_parallel.py): dense gated-MLP blocks with separate q, k, v
     (not Phi-3's fused weights or MLA) and per-head q/k norms if any."""
-    found = [f"mlp={model.mlp!r}"] if model.mlp == "gelu" else []
+    found = [f"mlp={model.mlp!r}"] if model.mlp in ("gelu", "relu2") else []
     found += ["fused_projections=True"] if model.fused_projections else []
     found += ["mla"] if model.mla is not None else []
     found += ["qk_norm='full'"] if model.qk_norm == "full" else []

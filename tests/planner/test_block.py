@@ -50,12 +50,12 @@ def _closed_form_attention(m: ModelSpec) -> int:
         return queries + kv_path + heads * a.v_head_dim * h
     attention = 2 * h * q + 2 * h * kv + ((q + 2 * kv) if m.qkv_bias else 0) + (h if m.out_bias else 0)
     qk_norm = {"none": 0, "head": 2 * m.dim_head, "full": q + kv}[m.qk_norm]
-    return attention + qk_norm
+    return attention + qk_norm + (m.num_heads if m.attention_sinks else 0)
 
 
 def _closed_form_mlp(m: ModelSpec, f: int) -> int:
     h = m.hidden_size
-    mats, up_biases = (2, f) if m.mlp == "gelu" else (3, 2 * f)
+    mats, up_biases = (2, f) if m.mlp in ("gelu", "relu2") else (3, 2 * f)
     return mats * h * f + ((up_biases + h) if m.mlp_bias else 0)
 
 
@@ -68,7 +68,7 @@ def closed_form_params(m: ModelSpec) -> int:
     mlp = _closed_form_mlp(m, f) * m.num_experts + (
         _closed_form_mlp(m, f * m.shared_experts) if m.shared_experts else 0
     )
-    router = h * m.num_experts if m.is_moe else 0
+    router = (h + m.router_bias) * m.num_experts + (h if m.shared_expert_gate else 0) if m.is_moe else 0
     dense_mlp = _closed_form_mlp(m, m.dense_ffn_hidden_size or f)
     embedding = v * h + (m.max_seq_len * h if m.position == "learned" else 0) + (norm if m.embedding_norm else 0)
     head = 0 if m.tied_embeddings else v * h

@@ -245,3 +245,233 @@ def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():
     ratio = forward_flops_per_token(windowed, seq, DEFAULT_SETTINGS).attention
     ratio = ratio / forward_flops_per_token(full, seq, DEFAULT_SETTINGS).attention
     assert ratio[0] == pytest.approx(1.0) and ratio[1] == pytest.approx((4096 - 4096**2 / (2 * 32768)) / 16384)
+
+
+# ------------------------------------------- Nemotron, GPT-OSS, Qwen2-MoE, Mistral 3, Llama 4
+#
+# Published figures, each with its source (counts against transformers itself are in
+# tests/planner/test_models.py: test_new_family_configs_count_what_transformers_builds).
+# - Nemotron-4 15B: report (arXiv 2402.16819) Table 1: 3.2B embedding + 12.5B non-embedding
+#   parameters (embedding = input embedding + untied output layer).
+# - Nemotron-4 340B: model card (huggingface.co/nvidia/Nemotron-4-340B-Base) "340B"; report
+#   (arXiv 2406.11704) Table 1: 9.4B embedding + 331.6B non-embedding.
+# - gpt-oss-120b / gpt-oss-20b: OpenAI's model card (arXiv 2508.10925) Table 1: 116.83B total,
+#   5.13B active / 20.91B total, 3.61B active; active counts the unembedding, not the lookup.
+# - Qwen1.5-MoE-A2.7B: model card "14.3B parameters in total and 2.7B activated".
+# - Qwen2-57B-A14B: model card / Qwen2 report (arXiv 2407.10671) Table 1: 57B total, 14B active.
+# - Ministral-8B-Instruct-2410: model card "8B"; Llama 4 Maverick: card "17B active, 400B total"
+#   (both multimodal cards' totals, vision towers included, are in test_models.py).
+@pytest.mark.parametrize(
+    "preset, total, non_embedding",
+    [
+        ("nemotron4-15b", 3.2e9 + 12.5e9, 12.5e9),
+        ("nemotron4-340b", 340e9, 331.6e9),
+        ("gpt-oss-120b", 116.83e9, None),
+        ("gpt-oss-20b", 20.91e9, None),
+        ("qwen1.5-moe-a2.7b", 14.3e9, None),
+        ("qwen2-57b-a14b", 57e9, None),
+        ("ministral-8b", 8e9, None),
+        ("llama4-maverick", 400e9, None),
+    ],
+)
+def test_new_family_presets_match_their_cards(preset, total, non_embedding):
+    from planner.catalog.models import get_preset
+
+    spec = get_preset(preset)
+    counts = spec.param_counts()
+    assert spec.num_params() == pytest.approx(total, rel=0.01)
+    if non_embedding is not None:
+        assert counts.total - counts.embedding - counts.lm_head == pytest.approx(non_embedding, rel=0.01)
+
+
+def test_new_family_active_parameters_match_their_cards():
+    from planner.catalog.models import get_preset
+
+    for preset, card in (("gpt-oss-120b", 5.13e9), ("gpt-oss-20b", 3.61e9)):
+        spec = get_preset(preset)  # OpenAI's active count leaves out the embedding lookup
+        assert spec.num_active_params() - spec.param_counts().embedding == pytest.approx(card, rel=0.01)
+    assert get_preset("qwen1.5-moe-a2.7b").num_active_params() == pytest.approx(2.7e9, rel=0.01)
+    # "A14B", "17B active": 14.25 B and 17.17 B / 17.18 B cut to whole billions.
+    assert 14e9 <= get_preset("qwen2-57b-a14b").num_active_params() < 15e9
+    for preset in ("llama4-scout", "llama4-maverick"):
+        assert 17e9 <= get_preset(preset).num_active_params() < 18e9
+    for dense in ("nemotron4-340b", "ministral-8b", "mistral-small-3.1-24b"):
+        assert get_preset(dense).num_active_params() == get_preset(dense).num_params()
+
+
+# Other sizes of a stored family, as their config.json files differ from the stored one:
+# Nemotron-4 340B (NeMo's Nemotron4Config340B; its report's Table 1), gpt-oss-20b
+# (huggingface.co/openai/gpt-oss-20b config.json), Qwen2-57B-A14B (config.json, verbatim in
+# github.com/NVIDIA/TensorRT-LLM tests/unittest/_torch/modeling/, QWEN2_57B_A14B_CONFIG),
+# Llama 4 Maverick (text_config, verbatim but for its layer count in the same tests,
+# LLAMA_4_MAVERICK_TWO_LAYER_CONFIG).
+_SIZES = {
+    "nemotron4-340b": (
+        "nemotron",
+        dict(hidden_size=18432, intermediate_size=73728, num_hidden_layers=96, num_attention_heads=96),
+    ),
+    "gpt-oss-20b": (
+        "gpt_oss",
+        dict(num_hidden_layers=24, num_local_experts=32, layer_types=["sliding_attention", "full_attention"] * 12),
+    ),
+    "qwen2-57b-a14b": (
+        "qwen2_moe",
+        dict(
+            hidden_size=3584,
+            intermediate_size=18944,
+            moe_intermediate_size=2560,
+            shared_expert_intermediate_size=20480,
+            num_experts=64,
+            num_experts_per_tok=8,
+            num_hidden_layers=28,
+            num_attention_heads=28,
+            num_key_value_heads=4,
+            max_position_embeddings=131072,
+            max_window_layers=28,
+        ),
+    ),
+    "llama4-maverick": (
+        "llama4",
+        dict(num_local_experts=128, interleave_moe_layer_step=2, max_position_embeddings=1048576, use_qk_norm=False),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "preset, model_type",
+    [
+        ("nemotron4-15b", "nemotron"),
+        ("gpt-oss-120b", "gpt_oss"),
+        ("qwen1.5-moe-a2.7b", "qwen2_moe"),
+        ("mistral-small-3.1-24b", "mistral3"),
+        ("ministral-8b", "ministral"),
+        ("llama4-scout", "llama4"),
+        *((preset, model_type) for preset, (model_type, _) in _SIZES.items()),
+    ],
+)
+def test_new_family_presets_are_their_configs(tmp_path, preset, model_type):
+    from planner.catalog.models import get_preset
+
+    data = json.loads((FIXTURES / f"{model_type}.json").read_text())
+    changes = _SIZES.get(preset, (model_type, {}))[1]
+    data.get("text_config", data).update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    assert get_preset(preset) == model_from_hf_config(path).model_copy(update={"name": preset})
+
+
+def test_nemotron_rows():
+    """Squared ReLU: two matrices (2 h f parameters and weights), relu and square as two passes
+    over the ffn (4 elements each), its two f-wide tensors kept; LayerNorm1P has weight and bias;
+    RoPE on half of each 128-wide head, plus the concatenation of the halves."""
+    spec = _spec("nemotron")
+    assert (spec.mlp, spec.norm, spec.norm_bias, spec.partial_rotary_factor) == ("relu2", "layernorm", True, 0.5)
+    h, f = 6144, 24576
+    table = block_table(spec)
+    assert [g.name for g in table.gemms if g.part == Part.MLP] == ["up", "down"]
+    assert table.params(Part.MLP) == 2 * h * f
+    assert table.params(Part.NORMS) == 2 * 2 * h
+    assert table.matmul_weights - 2 * h * f == h * (48 * 128) * 2 + 2 * h * (8 * 128)
+    (act,) = [e for e in table.elementwise if e.name == "activation"]
+    assert act.elements == 4 * f
+    assert [t.name for t in table.saved_in(Part.MLP)] == [
+        "ReLU output (square input)",
+        "squared-ReLU output (fc2 input)",
+    ]
+    (rotary,) = [e for e in table.elementwise if e.name == "rotary"]
+    assert spec.rotary_dim == 64 and rotary.elements == 10 * 56 * 64 + 2 * 56 * 128
+    full = spec.model_copy(update={"partial_rotary_factor": 1.0})
+    (rotary_full,) = [e for e in block_table(full).elementwise if e.name == "rotary"]
+    assert rotary_full.elements == 10 * 56 * 128  # the full-rotary row as before
+
+
+def test_gpt_oss_rows():
+    spec = _spec("gpt_oss")
+    assert (spec.sliding_window, spec.sliding_layers, spec.num_experts, spec.experts_per_token) == (128, 18, 128, 4)
+    table = block_table(spec)
+    (sinks,) = [e for e in table.elementwise if e.name == "attention sinks"]
+    assert (sinks.params, sinks.elements, sinks.part) == (64, 0, Part.ATTENTION)
+    (router,) = [g for g in table.gemms if g.name == "router"]
+    assert router.bias and router.params == 2880 * 128 + 128
+    # Expert biases: gate and up (2 f) and down (h) per expert.
+    assert table.params(Part.MLP) == 128 * (3 * 2880 * 2880 + 2 * 2880 + 2880)
+
+
+def test_qwen2_moe_rows():
+    spec = _spec("qwen2_moe")
+    assert (spec.num_experts, spec.experts_per_token, spec.shared_experts, spec.ffn_hidden_size) == (60, 4, 4, 1408)
+    assert spec.shared_expert_gate and spec.qkv_bias and not spec.out_bias and not spec.moe_renormalize
+    table = block_table(spec)
+    (gate,) = [g for g in table.gemms if g.name == "shared expert gate"]
+    assert (gate.params, gate.part) == (2048, Part.ROUTER)
+    # The shared expert is 4 x 1408 = 5632 wide, always on: in the active parameters.
+    (shared,) = [g for g in table.gemms if g.name == "shared experts down"]
+    assert shared.d_in == 5632 and shared.active_params == shared.params
+    assert spec.num_active_params() == pytest.approx(2.689e9, rel=1e-3)
+
+
+def test_llama4_dense_and_moe_layers():
+    from planner.catalog.models import get_preset
+
+    scout, maverick = get_preset("llama4-scout"), get_preset("llama4-maverick")
+    assert (scout.dense_layers, scout.moe_layers, scout.shared_experts) == (0, 48, 1)
+    assert (maverick.dense_layers, maverick.moe_layers, maverick.dense_ffn_hidden_size) == (24, 24, 16384)
+    assert scout.chunked_layers == maverick.chunked_layers == 36 and scout.attention_chunk == 8192
+    dense, moe = (table for _, table in layer_tables(maverick))
+    # A token's MLP work: one routed + the shared expert (2 x 8192) = the dense 16384.
+    assert dense.matmul_weights == moe.matmul_weights - 5120 * 128
+    counts = maverick.param_counts()
+    assert counts.blocks == 24 * counts.dense_per_layer + 24 * counts.per_layer
+
+
+def _read_text(tmp_path, model_type: str, **changes):
+    data = json.loads((FIXTURES / f"{model_type}.json").read_text())
+    data["text_config"].update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return model_from_hf_config(path)
+
+
+def test_llama4_layer_lists(tmp_path):
+    """moe_layers, layer_types and no_rope_layers (or their interval) decide, when present."""
+    spec = _read_text(tmp_path, "llama4", moe_layers=[1, 3], layer_types=["chunked_attention", "full_attention"] * 24)
+    assert (spec.dense_layers, spec.chunked_layers) == (46, 24)
+    assert _read_text(tmp_path, "llama4", attention_chunk_size=None).chunked_layers == 0
+    assert _read_text(tmp_path, "llama4", no_rope_layer_interval=2).chunked_layers == 24
+
+
+def test_chunked_attention_keys():
+    """A chunked block attends within its chunk: c/2 keys per query counted causally once the
+    sequence is a whole number of chunks (not the c - c^2 / 2s of a window of c), the full
+    figure within one chunk."""
+    from planner.catalog.models import get_preset
+
+    scout = get_preset("llama4-scout")
+    full = scout.model_copy(update={"attention_chunk": None, "chunked_layers": 0})
+    short, long = np.array([4096.0]), np.array([32768.0, 12288.0])
+    assert attended_keys(scout, short, True) == pytest.approx(attended_keys(full, short, True))
+    c = 8192.0
+    chunked = np.array([c / 2, (c * c + 4096.0**2) / (2 * 12288.0)])
+    assert attended_keys(scout, long, True) == pytest.approx(12 * 0.5 * long + 36 * chunked)
+    assert attended_keys(scout, long, False) == pytest.approx(12 * long + 36 * c)
+    flops = forward_flops_per_token(scout, long, DEFAULT_SETTINGS).attention
+    assert np.all(flops < forward_flops_per_token(full, long, DEFAULT_SETTINGS).attention)
+
+
+def test_mistral3_and_ministral_read_as_mistral():
+    mistral3, ministral = _spec("mistral3"), _spec("ministral")
+    assert mistral3.family == ministral.family == "mistral"
+    assert (mistral3.head_dim, mistral3.sliding_window, mistral3.tied_embeddings) == (128, None, False)
+    assert (ministral.sliding_window, ministral.sliding_layers, ministral.dim_head) == (32768, 36, 128)
+
+
+def test_nemotron4_340b_estimate_runs(capsys):
+    """Issue 27's check (with the gradient accumulation 1F1B needs over 8 stages): the
+    Megatron-Core estimate of Nemotron-4 340B on 512 H100."""
+    from ui.cli import main
+
+    args = "estimate --model nemotron4-340b --gpu h100-sxm --num-gpus 512 --tp 8 --pp 8 --vpp 12"
+    args += " --micro-batch 1 --seq-len 4096 --stack megatron-core --grad-accum 96 --json"
+    assert main(args.split()) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"]["family"] == "nemotron" and out["model"]["params"] == 341_029_195_776

@@ -15,6 +15,7 @@ from support.presets import FIXTURE_CHANGES
 
 from planner.catalog.models import (
     MAX_CONFIG_BYTES,
+    PRESET_CONFIGS,
     SUPPORTED_MODEL_TYPES,
     get_preset,
     list_presets,
@@ -69,6 +70,8 @@ def hf_config_from_spec(spec: ModelSpec):
     if spec.name in _FIXTURE_PRESETS:
         data = json.loads((FIXTURES / f"{_FIXTURE_PRESETS[spec.name]}.json").read_text())
         return _fixture_hf_config(data | FIXTURE_CHANGES.get(spec.name, {}))
+    if spec.family in _CONFIG_PRESET_FAMILIES:  # presets of the newer readers: their config data
+        return _language_model_config(PRESET_CONFIGS[spec.name])
     if spec.family == "gpt2":
         _require(spec, **_GPT2_ARCH)
         return transformers.GPT2Config(
@@ -401,3 +404,173 @@ def test_remote_code_keys_are_ignored_and_never_run(tmp_path):
     plain = model_from_hf_config(_write_config(tmp_path, _LLAMA, name="plain.json"))
     assert spec.model_copy(update={"name": plain.name}) == plain
     assert not sentinel.exists() and "evil_modeling" not in sys.modules
+
+
+# ------------------------------------------- Nemotron, GPT-OSS, Qwen2-MoE, Mistral 3, Llama 4
+
+_CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4")
+_NEW_TYPES = ("nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4")
+
+
+def _language_model_config(data: dict):
+    """The transformers config of a config.json's language model: the file's own class, or for
+    the multimodal ones (Llama 4, Mistral 3) the text model alone, which is what the reader
+    counts. Mistral 3's head is tied as the reader reads it (see _mistral3: transformers >= 5
+    would tie a file without a top-level ``tie_word_embeddings``; the checkpoints do not)."""
+    if data["model_type"] not in ("llama4", "mistral3"):
+        return _fixture_hf_config(data)
+    text = {k: v for k, v in data["text_config"].items() if k != "model_type"}
+    text.setdefault("tie_word_embeddings", data.get("tie_word_embeddings", False))
+    if data["model_type"] == "llama4":
+        return transformers.Llama4TextConfig(**text)
+    return transformers.MistralConfig(**text)
+
+
+def _layer_counts(model: torch.nn.Module, num_layers: int) -> list[int]:
+    return sorted(_count(layer) for layer in _decoder_layers(model, num_layers))
+
+
+def _spec_layer_counts(spec: ModelSpec) -> list[int]:
+    counts = spec.param_counts()
+    dense, moe = counts.dense_layers, spec.num_layers - counts.dense_layers
+    return sorted([counts.dense_per_layer] * dense + [counts.per_layer] * moe)
+
+
+def _check_against_transformers(tmp_path: Path, data: dict) -> ModelSpec:
+    spec = model_from_hf_config(_write_config(tmp_path, data))
+    model = _build_on_meta(_language_model_config(data))
+    assert spec.num_params() == _count(model)
+    assert _spec_layer_counts(spec) == _layer_counts(model, spec.num_layers)
+    return spec
+
+
+def _stored(stored: str, layers: int | None = None, **changes) -> dict:
+    """A stored config (tests/data/hf_configs) with keys changed, in its text_config for the
+    multimodal ones; None removes a key, ``layers`` shortens it (and its layer_types)."""
+    data = json.loads((FIXTURES / f"{stored}.json").read_text())
+    target = data.get("text_config", data)
+    if layers is not None:
+        target["num_hidden_layers"] = layers
+        if "layer_types" in target:
+            target["layer_types"] = target["layer_types"][:layers]
+    for key, value in changes.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = value
+    return data
+
+
+@pytest.mark.parametrize("model_type", _NEW_TYPES)
+def test_new_family_configs_count_what_transformers_builds(tmp_path, model_type):
+    spec = _check_against_transformers(tmp_path, _stored(model_type))
+    assert spec.family == {"ministral": "mistral", "mistral3": "mistral"}.get(model_type, model_type)
+
+
+# Each variant flips keys that change the weights or their split over layers.
+_NEW_VARIANTS = [
+    ("nemotron", dict(attention_bias=True, mlp_bias=True, tie_word_embeddings=True)),
+    # Minitron-8B's shape (huggingface.co/nvidia/Minitron-8B-Base: width 4096, 48 heads of 128,
+    # ffn 16384): head_dim differs from hidden / heads.
+    ("nemotron", dict(hidden_size=4096, intermediate_size=16384, head_dim=128)),
+    ("nemotron", dict(hidden_act="gelu", partial_rotary_factor=1.0, num_key_value_heads=48)),
+    ("gpt_oss", dict(layers=4, num_local_experts=8, attention_bias=False, head_dim=32)),
+    ("gpt_oss", dict(layers=3, layer_types=None, sliding_window=None, num_key_value_heads=64)),
+    ("qwen2_moe", dict(layers=4, mlp_only_layers=[0], decoder_sparse_step=2)),
+    ("qwen2_moe", dict(layers=2, shared_expert_intermediate_size=2816, qkv_bias=False, num_key_value_heads=4)),
+    ("qwen2_moe", dict(layers=2, norm_topk_prob=True, use_sliding_window=True, tie_word_embeddings=True)),
+    ("ministral", dict(layers=4, layer_types=["sliding_attention", "full_attention"] * 2, head_dim=64)),
+    ("ministral", dict(layers=2, tie_word_embeddings=True, num_key_value_heads=None)),
+    ("mistral3", dict(layers=2, head_dim=None, num_key_value_heads=32)),
+    ("llama4", dict(layers=4, interleave_moe_layer_step=2, num_local_experts=4)),
+    ("llama4", dict(layers=6, moe_layers=[0, 5], intermediate_size_mlp=4096, attention_chunk_size=None)),
+    ("llama4", dict(layers=4, num_experts_per_tok=2, use_qk_norm=False, head_dim=64)),
+]
+
+
+@pytest.mark.parametrize("model_type, changes", _NEW_VARIANTS)
+def test_new_family_variants_count_what_transformers_builds(tmp_path, model_type, changes):
+    _check_against_transformers(tmp_path, _stored(model_type, **changes))
+
+
+# Model cards: huggingface.co/mistralai/Mistral-Small-3.1-24B-Base-2503 ("24 billion
+# parameters"); huggingface.co/meta-llama/Llama-4-Scout-17B-16E ("17B active, 109B total").
+@pytest.mark.parametrize("model_type, card", [("mistral3", 24e9), ("llama4", 109e9)])
+def test_multimodal_configs_count_the_language_model_only(tmp_path, model_type, card):
+    """Llama 4 and Mistral 3 ship a vision tower beside the language model: the spec is the
+    language model, what the whole transformers model has less the tower and its projector. The
+    cards count the whole model (the language model alone is 1.8 % / 1.1 % under them)."""
+    data = _stored(model_type)
+    data["tie_word_embeddings"] = False  # the checkpoints' separate lm_head (see _language_model_config)
+    fields = {k: v for k, v in data.items() if k != "model_type"}
+    with torch_meta():
+        whole = transformers.AutoModelForImageTextToText.from_config(
+            transformers.AutoConfig.for_model(model_type, **fields)
+        )
+    vision = sum(
+        _count(module) for name, module in whole.named_modules() if name.endswith(("vision_tower", "vision_model"))
+    )
+    projector = _count(next(m for name, m in whole.named_modules() if name.endswith("multi_modal_projector")))
+    assert model_from_hf_config(FIXTURES / f"{model_type}.json").num_params() == _count(whole) - vision - projector
+    assert _count(whole) == pytest.approx(card, rel=0.01)
+
+
+def torch_meta():
+    torch = pytest.importorskip("torch")
+    return torch.device("meta")
+
+
+def test_gpt_oss_reader_matches_the_validation_spec():
+    """validation/moe_recipes.py's GPT_OSS_120B (written by hand from the same config.json)
+    leaves out the router bias (128 per layer) and the attention sinks (64 per layer): the reader
+    counts them, as transformers does, and agrees with it on every other field."""
+    from validation.moe_recipes import GPT_OSS_120B
+
+    read = model_from_hf_config(FIXTURES / "gpt_oss.json")
+    assert read == get_preset("gpt-oss-120b").model_copy(update={"name": read.name})
+    assert read.num_params() - GPT_OSS_120B.num_params() == 36 * (128 + 64)
+    same = read.model_copy(
+        update=dict(
+            name=GPT_OSS_120B.name,
+            family=GPT_OSS_120B.family,
+            router_bias=False,
+            attention_sinks=False,
+            rope_theta=None,
+            norm_eps=None,
+        )
+    )
+    assert same == GPT_OSS_120B
+
+
+@pytest.mark.parametrize(
+    "model_type, changes, problem",
+    [
+        ("qwen2_moe", dict(shared_expert_intermediate_size=5000), "not a multiple of moe_intermediate_size 1408"),
+        ("mistral3", dict(model_type="ministral3"), r"text_config.model_type 'ministral3' is not supported"),
+        ("nemotron", dict(hidden_act="silu"), "hidden_act 'silu' is not supported"),
+        ("nemotron", dict(partial_rotary_factor=1.5), r"must be a number in \(0, 1\]"),
+        ("llama4", dict(no_rope_layers=[1, 0]), "one flag per layer"),
+        ("llama4", dict(num_local_experts=1), "without expert layers"),
+    ],
+)
+def test_new_family_bad_configs_raise_one_line_errors(tmp_path, model_type, changes, problem):
+    path = _write_config(tmp_path, _stored(model_type, **changes))
+    with pytest.raises(ValueError, match=problem) as info:
+        model_from_hf_config(path)
+    assert str(info.value).startswith(str(path)) and "\n" not in str(info.value)
+
+
+def test_mistral3_without_text_config_names_what_is_missing(tmp_path):
+    path = _write_config(tmp_path, {"model_type": "mistral3", "vision_config": {}})
+    with pytest.raises(ValueError, match="missing key 'text_config'"):
+        model_from_hf_config(path)
+
+
+def test_presets_are_their_config_data():
+    """Issue 31: every preset is config.json data read by the reader (no positional calls);
+    tests/data/preset_specs.json keeps the specs the earlier positional presets built, which
+    the data must still give field for field."""
+    before = json.loads((DATA / "preset_specs.json").read_text())
+    for name, fields in before.items():
+        assert get_preset(name) == ModelSpec(**fields), name
+    assert set(PRESET_CONFIGS) | {"llama3.1-8b", "llama3.1-70b"} == set(list_presets())
