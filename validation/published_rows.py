@@ -144,13 +144,15 @@ def stack_for(row: dict[str, str]) -> Stack:
 
 def _spec(name: str, style: str, dims: dict[str, int], tied: bool) -> ModelSpec:
     """Llama: SwiGLU, RMSNorm, RoPE, no biases. Megatron GPT: GeLU, biased LayerNorm, learned
-    positions, biased projections. Nemotron-4: squared-ReLU MLP (two matrices, as GeLU),
-    LayerNorm, RoPE, no biases."""
+    positions, biased projections. Nemotron-4: squared-ReLU MLP (two matrices), LayerNorm, RoPE on
+    half of each head (Nemotron-4 15B report: partial rotary 0.5, as its config.json), no biases."""
     common = dict(name=name, tied_embeddings=tied, **dims)
     if style == "llama":
         return ModelSpec(family="llama", **common)
     if style == "nemotron":
-        return ModelSpec(family="nemotron", mlp="gelu", norm="layernorm", position="rope", **common)
+        return ModelSpec(
+            family="nemotron", mlp="relu2", norm="layernorm", position="rope", partial_rotary_factor=0.5, **common
+        )
     return ModelSpec(family="gpt2", **GPT2_ARCHITECTURE, **common)
 
 
