@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.api import PlanRequest, build_plan
-from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hardware import Catalog, NetworkSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
@@ -86,6 +86,26 @@ class Recipe:
     vpp: tuple[int, ...] = (1,)
     assumed_gpus: int | None = None  # where the source states no count
     assumptions: str = ""  # "; "-separated
+    network: NetworkSpec | None = None  # the cluster's scale-out network, where the source states it
+
+
+# Scale-out networks the sources state, per GPU and direction (else the GPU's catalog default).
+JEAN_ZAY_OPA = NetworkSpec(
+    id="opa-4x100-per-8",
+    name="Omni-Path, 4 x 100 Gb/s links per 8-GPU node",
+    bandwidth_bytes_per_s_per_gpu=4 * 100e9 / 8 / 8,
+    sources={
+        "gbit_per_s_per_gpu": "bigscience-workshop/bigscience train/tr11-176B-ml/README.md 'Hardware': '8 GPUs per "
+        "node Using NVLink 4 inter-gpu connects, 4 OmniPath links'; 'Inter-node connect: Omni-Path Architecture "
+        "(OPA)' (100 Gb/s links)"
+    },
+)
+AWS_P4D_EFA = NetworkSpec(
+    id="efa-400-per-8",
+    name="AWS p4d.24xlarge: 400 Gb/s EFA per 8-GPU instance",
+    bandwidth_bytes_per_s_per_gpu=400e9 / 8 / 8,
+    sources={"gbit_per_s_per_gpu": "AWS EC2 P4d instances: '400 Gbps instance networking' (8 A100 per instance)"},
+)
 
 
 SEARCHED = "layout not published: searched; "
@@ -144,7 +164,9 @@ _ONLY = (ActivationCheckpointing.NONE,), (ActivationCheckpointing.FULL,)
 
 
 def _falcon(extra: str = "") -> Recipe:
-    return Recipe(GIGATRON, Basis.WALL, "a100-40gb-sxm", _FALCON, Sharding.ZERO1, assumptions=FALCON + extra)
+    return Recipe(
+        GIGATRON, Basis.WALL, "a100-40gb-sxm", _FALCON, Sharding.ZERO1, assumptions=FALCON + extra, network=AWS_P4D_EFA
+    )
 
 
 RECIPES: dict[str, Recipe] = {
@@ -162,7 +184,17 @@ RECIPES: dict[str, Recipe] = {
     "llama3.1-405b": Recipe(
         META, Basis.WALL, "h100-sxm", (), Sharding.ZERO2, (1,), _ONLY[0], tuple(range(1, 9)), assumptions=L405
     ),
-    "bloom-176b": Recipe(MEGATRON_2022, Basis.WALL, _A100, _BLOOM, Sharding.ZERO1, (2,), _ONLY[1], assumptions=BLOOM),
+    "bloom-176b": Recipe(
+        MEGATRON_2022,
+        Basis.WALL,
+        _A100,
+        _BLOOM,
+        Sharding.ZERO1,
+        (2,),
+        _ONLY[1],
+        assumptions=BLOOM,
+        network=JEAN_ZAY_OPA,
+    ),
     "mpt-7b": Recipe(
         LLM_FOUNDRY, Basis.WALL, "a100-40gb-sxm", (("family", "mpt"),), Sharding.FSDP, (1, 2, 4, 8), assumptions=MPT
     ),
@@ -357,9 +389,21 @@ class Prediction:
         return cls(plan.layout, plan.training, tokens_per_s, *fields, uncapped)
 
 
+def on_its_network(run: WholeRun, catalog: Catalog) -> Catalog:
+    """The catalog with the run's GPU on the scale-out network its source states (if it states one)."""
+    network = run.recipe.network
+    if network is None:
+        return catalog
+    gpu = catalog.gpu(run.recipe.gpu).model_copy(update={"default_network": network.id})
+    return catalog.model_copy(
+        update={"gpus": {**catalog.gpus, gpu.id: gpu}, "networks": {**catalog.networks, network.id: network}}
+    )
+
+
 def predict(run: WholeRun, layout: Layout, training: TrainingConfig, catalog: Catalog) -> Prediction:
     """One configuration through ``build_plan`` with the run's stack: another stack's estimate, which
     trainplan's own trainer limits (the families its native decoder builds) do not bind."""
+    catalog = on_its_network(run, catalog)
     plan = build_plan(
         run.model,
         run.recipe.gpu,
@@ -400,6 +444,7 @@ def searched(run: WholeRun, catalog: Catalog) -> Prediction:
     """The fastest candidate of the planner's search on exactly the run's GPU count that fits, divides
     and keeps the batch within the search's tolerance (5 %: the published "4M" / "2.36M" are rounded
     labels; holding 4,000,000 tokens exactly would force odd data-parallel degrees)."""
+    catalog = on_its_network(run, catalog)
     request = PlanRequest(
         model=run.model,
         training_tokens=run.tokens,
