@@ -102,8 +102,8 @@ def test_built_models_match_their_published_parameter_counts(runs):
         assert run.model.num_params() == pytest.approx(run.published_params, rel=PARAM_COUNT_TOLERANCE), run.row_id
     assert runs["NB002"].model == get_preset("llama3-8b")
     assert runs["NB020"].model.num_params() == get_preset("llama3.1-405b").num_params()
-    nemotron = runs["NB005"].model  # squared ReLU as a two-matrix MLP, LayerNorm, RoPE
-    assert (nemotron.mlp, nemotron.norm, nemotron.position, nemotron.num_kv_heads) == ("gelu", "layernorm", "rope", 8)
+    nemotron = runs["NB005"].model  # squared ReLU (two-matrix MLP), LayerNorm, RoPE
+    assert (nemotron.mlp, nemotron.norm, nemotron.position, nemotron.num_kv_heads) == ("relu2", "layernorm", "rope", 8)
     assert runs["NB007"].model.num_experts == 8 and runs["NB008"].model.num_params() == pytest.approx(141e9, rel=0.01)
     # the calibration reader builds the same GPT-3 175B and Nemotron-4 340B (S13 rows 348, 355)
     calibration = {run.row_id: run.model for run in read_published_runs()[0]}
