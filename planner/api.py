@@ -18,6 +18,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.count_probe import memory_fix
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
@@ -199,10 +200,9 @@ def plan(
     deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     try:
         solution = solve_request(request, table, deadline_s, inventory)
-    except InfeasiblePlan:
-        if not limits.caps:
-            raise
-        raise cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) from None
+    except InfeasiblePlan as within:
+        answer = cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) if limits.caps else within
+        raise memory_fix(answer, request, catalog, limits.limits, settings) from None
 
     def wrap(row: int) -> Plan:
         return plan_from_row(request, c, row, gpu_ids, catalog, settings, record)

@@ -8,7 +8,6 @@ fix. The rules are in docs/ilp.md ("Infeasibility diagnosis").
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -109,24 +108,17 @@ def _explain_memory(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         detail += " less the headroom the fit rule keeps free"
     if checks.count_caps:
         detail += f" (at up to {int(table.num_gpus[passing].max())} GPUs, beyond the max_gpus cap)"
-    factor = 2 ** max(1, math.ceil(math.log2(max(need / capacity, 1.0))))
-    return InfeasiblePlan(
-        Constraint.MEMORY, detail, _memory_fix(table, row, pool, factor), required=need, available=capacity
+    return InfeasiblePlan(Constraint.MEMORY, detail, _memory_fix(table, passing), required=need, available=capacity)
+
+
+def _memory_fix(table: TableColumns, passing: np.ndarray) -> str:
+    """The table's own fix: more GPUs than it searched. No count is named here: a count is named
+    only once it was checked to fit (planner/count_probe.py replaces this fix in plan())."""
+    searched = int(table.num_gpus[passing].max())
+    return (
+        f"more GPUs than the {searched} searched, to shard the states and activations over "
+        "(FSDP, tensor or pipeline parallel), or a GPU with more memory"
     )
-
-
-def _memory_fix(table: TableColumns, row: int, pool: np.ndarray, factor: int) -> str:
-    if "dp_shard" not in table.extra or "tp" not in table.extra:
-        return (
-            f"shard over about {factor}x more GPUs (FSDP or tensor parallel), "
-            "lower the micro-batch or checkpoint activations"
-        )
-    shards = max(int(table.extra["dp_shard"][row]), 1)
-    tp = max(int(table.extra["tp"][row]), 1)
-    fix = f"shard with FSDP over at least {shards * factor} GPUs"
-    if tp * factor <= int(np.max(table.extra["tp"][pool])):  # a tp degree the model allows
-        fix += f" or use tp={tp * factor}"
-    return fix
 
 
 def _explain_divisibility(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:

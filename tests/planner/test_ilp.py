@@ -285,7 +285,8 @@ def test_memory_message_names_need_capacity_and_sharding() -> None:
     error = caught.value
     assert str(error) == (
         "memory: needs 162.0 GiB per GPU, the largest allowed GPU has 141.0 GiB; "
-        "shard with FSDP over at least 2 GPUs or use tp=2"
+        "more GPUs than the 8 searched, to shard the states and activations over "
+        "(FSDP, tensor or pipeline parallel), or a GPU with more memory"
     )
     assert error.constraint is Constraint.MEMORY
     assert (error.required, error.available) == (162.0, 141.0)
@@ -294,7 +295,9 @@ def test_memory_message_names_need_capacity_and_sharding() -> None:
 
 def test_memory_message_without_layout_columns_and_within_headroom() -> None:
     table = hand_table([dict(fits_memory=False, memory_need_gib=135.0)], layout_columns=False)
-    with pytest.raises(InfeasiblePlan, match=r"135.0 GiB .* 141.0 GiB less the headroom.*about 2x"):
+    with pytest.raises(
+        InfeasiblePlan, match=r"135.0 GiB .* 141.0 GiB less the headroom.*more GPUs than the 8 searched"
+    ):
         solve_single(table)
 
 

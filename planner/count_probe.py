@@ -1,0 +1,123 @@
+"""The smallest GPU count that fits: what a memory-bound answer's fix names (issue 28).
+
+When no candidate within the inventory fits in memory, the diagnosis (planner/search/diagnosis.py)
+knows only the rows it was given. :func:`memory_fix` scores the counts above the inventory with
+the same candidate generator and memory model as the plan, in growing windows, and names the
+smallest count at which some layout fits, is valid and reaches the batch: a whole GPU count that
+was checked, not a multiplier of one row's degrees. docs/ilp.md ("Infeasibility diagnosis").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.catalog.hardware import Catalog
+from planner.errors import Constraint, InfeasiblePlan
+from planner.model.settings import ModelingSettings
+from planner.request import PlanRequest, scored_table, search_space
+from planner.search.ilp import check_rows
+from planner.search.space import build_candidates
+
+__all__ = ["PROBE_GROWTH", "PROBE_MAX_GPUS", "FittingCount", "memory_fix", "smallest_fitting_count"]
+
+# Each window of the probe reaches this many times further than the last (the first starts past
+# the searched count); no count above PROBE_MAX_GPUS is tried (the largest runs published use
+# ~16-25k GPUs: Llama 3 405B on 16,384 H100).
+PROBE_GROWTH = 8
+PROBE_MAX_GPUS = 65536
+
+
+@dataclass(frozen=True)
+class FittingCount:
+    """The smallest count of one GPU type at which a candidate fits, with that candidate."""
+
+    gpu: str
+    num_gpus: int
+    layout: str  # Layout.describe() of the fitting candidate with the least memory
+    need_gib: float
+    capacity_gib: float
+
+
+def smallest_fitting_count(
+    request: PlanRequest, catalog: Catalog, gpu: str, searched: int, settings: ModelingSettings
+) -> FittingCount | None:
+    """The fewest ``gpu`` GPUs above ``searched`` at which some candidate passes the memory,
+    divisibility and batch constraints; None when no count up to PROBE_MAX_GPUS does.
+
+    Windows (searched, 8 x searched], ... cover the search's count grid (whole nodes on a ~1.25x
+    grid and at powers of two); the whole-node counts between the last grid count that failed
+    and the first that fits are then scored too, so the answer is the smallest whole-node count."""
+    low = searched
+    while low < PROBE_MAX_GPUS:
+        high = min(max(low * PROBE_GROWTH, 8), PROBE_MAX_GPUS)
+        found = _first_fit(request, catalog, gpu, low, high, settings, ())
+        if found is not None:
+            below, fit = found
+            node = catalog.node(catalog.gpu(gpu).default_node).gpus_per_node
+            between = tuple(range((below // node + 1) * node, fit.num_gpus, node))
+            if between:
+                refined = _first_fit(request, catalog, gpu, below, fit.num_gpus - 1, settings, between)
+                fit = fit if refined is None else refined[1]
+            return fit
+        low = high
+    return None
+
+
+def _first_fit(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpu: str,
+    low: int,
+    high: int,
+    settings: ModelingSettings,
+    extra: tuple[int, ...],
+) -> tuple[int, FittingCount] | None:
+    """Score the counts in (low, high] (with ``extra``); the largest count tried below the first
+    that fits (``low`` when none) and that fit, or None."""
+    space = replace(search_space(request, high), min_gpus=low + 1, extra_counts=extra)
+    c = build_candidates(request.model, catalog, {gpu: high}, space)
+    if len(c) == 0:
+        return None
+    table = scored_table(request, catalog, c, [gpu], space, settings)
+    checks = check_rows(table)
+    ok = checks.memory & checks.divisibility & checks.batch
+    if not ok.any():
+        return None
+    count = int(table.num_gpus[ok].min())
+    tried = table.num_gpus[table.num_gpus < count]
+    rows = np.flatnonzero(ok & (table.num_gpus == count))
+    row = int(rows[np.argmin(table.memory_need_gib[rows])])
+    fit = FittingCount(
+        gpu=gpu,
+        num_gpus=count,
+        layout=c.layout(row).describe(),
+        need_gib=float(table.memory_need_gib[row]),
+        capacity_gib=float(table.capacity_gib[row]),
+    )
+    return (int(tried.max()) if len(tried) else low), fit
+
+
+def memory_fix(
+    error: InfeasiblePlan,
+    request: PlanRequest,
+    catalog: Catalog,
+    searched: dict[str, int],
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
+    """``error`` (a memory-bound answer) with its fix replaced by the smallest checked count of
+    the GPU type that needs the fewest times its searched count; unchanged for other constraints."""
+    if error.constraint is not Constraint.MEMORY:
+        return error
+    fits = [f for g, n in searched.items() if (f := smallest_fitting_count(request, catalog, g, n, settings))]
+    if not fits:
+        largest = ", ".join(f"{g}" for g in searched)
+        fix = f"no count up to {PROBE_MAX_GPUS:,} GPUs fits ({largest}); {error.fix}"
+    else:
+        best = min(fits, key=lambda f: (f.num_gpus / searched[f.gpu], f.num_gpus))
+        fix = (
+            f"use at least {best.num_gpus} {best.gpu} GPUs, the smallest count that fits "
+            f"({best.layout}: {best.need_gib:.1f} of {best.capacity_gib:.1f} GiB)"
+        )
+    return InfeasiblePlan(error.constraint, error.detail, fix, required=error.required, available=error.available)
