@@ -17,6 +17,7 @@ __all__ = [
     "ExitCode",
     "InfeasiblePlan",
     "JobDirLockedError",
+    "JobDirWriteError",
     "NoGPUDriver",
     "ReplanNeeded",
 ]
@@ -91,6 +92,11 @@ class NoGPUDriver(RuntimeError):
 
 class JobDirLockedError(ValueError):
     """Another ``trainplan run`` holds the job directory."""
+
+
+class JobDirWriteError(ValueError):
+    """A file in the job directory cannot be written (read-only, permissions); exit code INVALID:
+    the operator fixes the directory and runs again, which resumes from the last checkpoint."""
 
 
 class DiskFullError(RuntimeError):
