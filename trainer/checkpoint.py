@@ -7,6 +7,12 @@ Layout of ``JOB_DIR/ckpt``::
         rank-00000.pt ...              per-rank state: step, loader position, RNG, scheduler, ...
         manifest.json                  every other file with size + sha256, written last
     step-000060.tmp/        being written; removed or ignored if the run dies
+    step-000030.corrupt/    failed its manifest check at a resume: set aside, never loaded or pruned
+
+Trust: a checkpoint is data, never code. The manifest catches damage (truncation, bit flips);
+it cannot catch a deliberate edit, since whoever can write the files can re-hash them. So loading
+never unpickles arbitrary objects (trainer/safe_dcp.py: an allow-list for ``.metadata``,
+``weights_only`` for everything else), and a checkpoint that fails is skipped, never half-trusted.
 
 All ranks write into ``step-N.tmp``, fsync, agree at a barrier, hash their share of the
 files, and rank 0 writes the manifest and renames the directory. A crash at any point
@@ -23,7 +29,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,13 +40,15 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from planner.errors import CheckpointDiskFullError
+from planner.errors import CheckpointDiskFullError, JobDirWriteError
 from planner.fmt import one_line
 from trainer.log import ON_STDOUT
+from trainer.safe_dcp import safe_load
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+QUARANTINE_SUFFIX = ".corrupt"  # step-N.corrupt: a checkpoint that failed to verify or load, set aside
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
 _HASH_CHUNK = 1 << 20
 
@@ -83,7 +91,8 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _is_disk_full(exc: BaseException) -> bool:
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc``, its causes and contexts, and the per-rank failures DCP wraps, each once."""
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]
     while pending:
@@ -91,14 +100,23 @@ def _is_disk_full(exc: BaseException) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
-            return True
+        yield current
         if isinstance(current, CheckpointException):
             pending.extend(failure[0] for failure in current.failures.values())
         pending.extend([current.__cause__, current.__context__])
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    if any(isinstance(current, OSError) and current.errno == errno.ENOSPC for current in _chain(exc)):
+        return True
     # torch's zip writer (torch.save, and DCP's shard files through it) turns ENOSPC into
     # "unexpected pos N vs M" / "file write failed" without an errno.
     return any(text in str(exc) for text in _DISK_FULL_TEXTS)
+
+
+def _os_error(exc: BaseException | None) -> str | None:
+    """The strerror of an OSError in ``exc``'s chain (DCP wraps it), else None."""
+    return next((c.strerror or one_line(c) for c in _chain(exc) if isinstance(c, OSError)), None)
 
 
 _DISK_FULL_TEXTS = ("No space left on device", "unexpected pos", "file write failed", "Disk quota exceeded")
@@ -186,12 +204,16 @@ class CheckpointManager:
     def save(self, step: int, state: Checkpointable) -> Path:
         final = self.ckpt_dir / step_dir_name(step)
         tmp = self.ckpt_dir / (step_dir_name(step) + ".tmp")
-        if self.rank == 0:
-            self.ckpt_dir.mkdir(parents=True, exist_ok=True)
-            _remove(tmp)  # left over by a crash during an earlier save (a directory, or a stray file)
-            tmp.mkdir()
-        dist.barrier()
         error: BaseException | None = None
+        try:  # inside the protocol: a read-only ckpt dir is every rank's one-line error, not a hang
+            if self.rank == 0:
+                self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+                _remove(tmp)  # left over by a crash during an earlier save (a directory, or a stray file)
+                tmp.mkdir()
+        except OSError as exc:
+            error = exc
+        if not _all_true(error is None, self.device):  # also the barrier before anyone writes
+            self._abandon(tmp, step, error)
         try:
             self._write_shards(tmp, state)
         except (OSError, CheckpointException, RuntimeError) as exc:
@@ -204,7 +226,7 @@ class CheckpointManager:
             error = exc
         if not _all_true(error is None, self.device):
             self._abandon(tmp, step, error)
-        self._prune()
+        self._prune(step)
         return final
 
     def _write_shards(self, tmp: Path, state: Checkpointable) -> None:
@@ -234,6 +256,11 @@ class CheckpointManager:
                 f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})"
             )
         detail = one_line(error) if error is not None else "failed on another rank"
+        if _os_error(error) is not None:  # read-only, permissions: the operator's to fix
+            raise JobDirWriteError(
+                f"cannot write checkpoint {tmp} (step {step}): {_os_error(error)}; make {self.ckpt_dir} writable"
+                f" and resume; previous checkpoints kept ({kept})"
+            )
         raise RuntimeError(f"writing checkpoint {tmp} failed ({detail}); previous checkpoints kept ({kept})")
 
     def _write_manifest_and_publish(self, tmp: Path, final: Path) -> None:
@@ -258,11 +285,28 @@ class CheckpointManager:
             os.rename(tmp, final)
             _fsync_dir(self.ckpt_dir)
 
-    def _prune(self) -> None:
+    def _prune(self, saved_step: int) -> None:
+        """Keep the ``keep`` newest checkpoints up to the one just saved. Newer ones (left by a run
+        that got further, and not loaded: corrupt ones that could not be set aside) are not counted,
+        so the checkpoint just written is never the one pruned."""
         if self.rank != 0:
             return
-        for _, path in list_checkpoints(self.ckpt_dir)[: -self.keep]:
+        older = [(step, path) for step, path in list_checkpoints(self.ckpt_dir) if step <= saved_step]
+        for _, path in older[: -self.keep]:
             shutil.rmtree(path, ignore_errors=True)
+
+    def _quarantine(self, path: Path) -> None:
+        """Rename a checkpoint that failed to verify or load to ``step-N.corrupt`` (rank 0), so it
+        is neither loaded nor counted by pruning again, and is kept for a look."""
+        if self.rank == 0:
+            target = path.with_name(path.name + QUARANTINE_SUFFIX)
+            try:
+                _remove(target)  # an earlier corrupt copy of the same step
+                os.rename(path, target)
+                log.warning(f"checkpoint {path} set aside as {target.name}", extra=ON_STDOUT)
+            except OSError as exc:  # a read-only ckpt dir: pruning never counts it anyway
+                log.warning(f"checkpoint {path} could not be set aside ({exc.strerror})", extra=ON_STDOUT)
+        dist.barrier()
 
     # ------------------------------------------------------------------ load
 
@@ -301,14 +345,15 @@ class CheckpointManager:
         touched = None  # a checkpoint whose load failed part-way: the model may hold some of it
         for step, path in reversed(list_checkpoints(self.ckpt_dir)):
             problem = self.verify(path)
-            if problem is None:
-                self._check_identity(path)
-                problem = self._try_load(path, state)
-                touched = touched or (path if problem is not None else None)
-            if problem is not None:
-                log.warning(
-                    f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", extra=ON_STDOUT
-                )
+            if problem is not None:  # its files are not what was written: set it aside
+                self._report_corrupt(path, problem)
+                self._quarantine(path)
+                continue
+            self._check_identity(path)
+            problem = self._try_load(path, state)
+            if problem is not None:  # kept where it is: a load can fail for reasons of this run
+                touched = touched or path
+                self._report_corrupt(path, problem)
                 continue
             return step
         if touched is not None:
@@ -317,6 +362,10 @@ class CheckpointManager:
                 f" model is not freshly initialised: move {self.ckpt_dir} aside to start over"
             )
         return None
+
+    @staticmethod
+    def _report_corrupt(path: Path, problem: str) -> None:
+        log.warning(f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", extra=ON_STDOUT)
 
     def _check_identity(self, path: Path) -> None:
         """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""
@@ -337,7 +386,9 @@ class CheckpointManager:
         try:
             self._load(path, state)
         except (Exception, CheckpointException) as exc:  # an unloadable .metadata, shard or rank file: fall back
-            problem = f"does not load: {exc.__class__.__name__}{_detail(exc)}"
+            # DCP wraps each rank's error in a CheckpointException: name the error itself
+            cause = next((c for c in _chain(exc) if not isinstance(c, CheckpointException)), exc)
+            problem = f"does not load: {cause.__class__.__name__}{_detail(cause)}"
         problems: list[str | None] = [None] * self.world
         dist.all_gather_object(problems, problem)
         return next((p for p in problems if p is not None), None)
@@ -345,7 +396,7 @@ class CheckpointManager:
     def _load(self, path: Path, state: Checkpointable) -> None:
         model_sd, optim_sd = self._state_dicts(state)
         own_params = [group["params"] for group in optim_sd["param_groups"]]
-        dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+        safe_load({"model": model_sd, "optim": optim_sd}, path)  # no unpickling of arbitrary objects
         # The saved param_groups are one rank's and name that rank's parameters; on another layout
         # (a pipeline stage, or a tied head that is a tensor of its own there) they name parameters
         # this rank does not hold, and set_state_dict then wants their state. Keep this rank's names.

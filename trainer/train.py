@@ -14,6 +14,7 @@ checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from planner.errors import DiskFullError, ExitCode, ReplanNeeded
+from planner.fmt import one_line
 from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
 from trainer.job_spec import JobSpec
@@ -201,6 +203,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def describe_os_error(exc: OSError, job_dir: Path) -> str:
+    """One line for an OSError the run cannot go on after, naming the file."""
+    where = exc.filename or job_dir
+    if exc.errno == errno.ENOSPC:
+        return f"disk full while writing {where}; free space and resume from the last checkpoint"
+    return f"cannot write {where} ({exc.strerror or one_line(exc)}): make {job_dir} writable and run again"
+
+
 def _report_error(message: str) -> None:
     log.error(f"error: {message}")  # rank 0: the other ranks fail the same way
 
@@ -234,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     except DiskFullError as exc:
         _report_error(str(exc))
         return record_exit(args.job_dir, ExitCode.DISK_FULL)
+    except OSError as exc:  # a job-dir file that cannot be written (read-only, a directory in its way)
+        _report_error(describe_os_error(exc, args.job_dir))
+        return record_exit(args.job_dir, ExitCode.DISK_FULL if exc.errno == errno.ENOSPC else ExitCode.INVALID)
     finally:
         preemption.close()
         if dist.is_initialized():

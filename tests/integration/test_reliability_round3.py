@@ -1,0 +1,220 @@
+"""Issue #29 (trainer side): pruning after corrupt checkpoints, checkpoints that try to run code,
+unwritable job directories, the run's input bounds and the lock of a dying agent
+(docs/reliability.md, round 3). The data-preparation cases are tests/trainer/test_data_safety.py.
+
+The checkpoint cases drive ``CheckpointManager`` directly, in a world of one with a small model
+(no training loop), so each takes well under a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import pickle
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from support.jobs import read_metrics, write_job
+
+from planner.errors import ExitCode
+from planner.layout import Layout
+from trainer.checkpoint import Checkpointable, CheckpointManager, list_checkpoints
+from trainer.safe_dcp import UnsafeCheckpointError, load_metadata
+from trainer.train import main
+
+SINGLE = Layout(dp_shard=1)
+CPU = torch.device("cpu")
+
+
+def train(job_dir: Path, *extra: str) -> int:
+    return main([str(job_dir), "--device", "cpu", *extra])
+
+
+@contextlib.contextmanager
+def world_of_one() -> Iterator[None]:
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def small_state() -> tuple[Checkpointable, dict]:
+    """A linear layer after one AdamW step (so the optimizer has state and hyper-parameters)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    rank_state = {"step": 0}
+    return Checkpointable(model, optimizer, lambda: dict(rank_state), rank_state.update), rank_state
+
+
+def save_steps(manager: CheckpointManager, state: Checkpointable, rank_state: dict, *steps: int) -> None:
+    for step in steps:
+        rank_state["step"] = step
+        manager.save(step, state)
+
+
+def printed(capsys) -> str:
+    captured = capsys.readouterr()
+    return captured.out + captured.err
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def rehash(checkpoint: Path, *names: str) -> None:
+    """Make the manifest agree with changed files, as an attacker who can write the dir would."""
+    manifest = json.loads((checkpoint / "manifest.json").read_text())
+    for name in names:
+        data = (checkpoint / name).read_bytes()
+        manifest["files"][name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (checkpoint / "manifest.json").write_text(json.dumps(manifest))
+
+
+# --------------------------------------------------------------------------- 1: pruning
+
+
+def test_pruning_never_deletes_the_checkpoint_just_written_when_newer_ones_are_corrupt(tmp_path, capsys):
+    ckpt = tmp_path / "ckpt"
+    with world_of_one():
+        manager = CheckpointManager(ckpt, keep=2, collective_device=CPU)
+        state, rank_state = small_state()
+        save_steps(manager, state, rank_state, 27, 30)
+        for step in (27, 30):  # the issue's case: the two newest (and only) checkpoints corrupt
+            truncate(ckpt / f"step-{step:06d}" / "__0_0.distcp")
+        assert manager.load_latest(state) is None  # both corrupt: the run starts from step 0
+        save_steps(manager, state, rank_state, 3, 6)
+        assert [step for step, _ in list_checkpoints(ckpt)] == [3, 6]
+        # The corrupt ones were set aside at the resume, not counted (and not deleted) by pruning.
+        names = sorted(p.name for p in ckpt.iterdir())
+        assert names == ["step-000003", "step-000006", "step-000027.corrupt", "step-000030.corrupt"]
+        assert "step-000030 set aside as step-000030.corrupt" in printed(capsys)
+        # A newer checkpoint that could not be set aside (a read-only moment) is not counted either.
+        (ckpt / "step-000099").mkdir()
+        save_steps(manager, state, rank_state, 9)
+        assert [step for step, _ in list_checkpoints(ckpt)] == [6, 9, 99]
+        assert manager.load_latest(state) == 9  # 99 has no manifest: corrupt, set aside
+        assert rank_state["step"] == 9
+
+
+# --------------------------------------------------------------------------- 3: checkpoints run no code
+
+
+class Payload:
+    """Unpickling this runs ``touch MARKER`` (what an attacker puts in a checkpoint)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _payload_in_metadata(checkpoint: Path, marker: Path) -> None:
+    (checkpoint / ".metadata").write_bytes(pickle.dumps(Payload(marker)))
+
+
+def _payload_in_a_bytes_entry(checkpoint: Path, marker: Path) -> None:
+    """Point one non-tensor entry (an optimizer hyper-parameter) at a torch.save'd payload."""
+    metadata = load_metadata((checkpoint / ".metadata").read_bytes())  # our own, trusted here
+    index = next(i for i in metadata.storage_data if i.fqn.startswith("optim.param_groups"))
+    info = metadata.storage_data[index]
+    shard = checkpoint / info.relative_path
+    buffer = io.BytesIO()
+    torch.save(Payload(marker), buffer)
+    offset = shard.stat().st_size
+    with shard.open("ab") as handle:
+        handle.write(buffer.getvalue())
+    info.offset, info.length = offset, len(buffer.getvalue())
+    (checkpoint / ".metadata").write_bytes(pickle.dumps(metadata))
+    rehash(checkpoint, info.relative_path)
+
+
+PAYLOADS = {
+    ".metadata": (_payload_in_metadata, r"UnsafeCheckpointError: \.metadata refers to posix\.system"),
+    "a bytes entry of a shard": (_payload_in_a_bytes_entry, r"UnpicklingError"),
+}
+
+
+@pytest.mark.parametrize("where", list(PAYLOADS))
+def test_a_checkpoint_that_would_run_code_is_refused_and_the_previous_one_loaded(where, tmp_path, capsys):
+    ckpt, marker = tmp_path / "ckpt", tmp_path / "PWNED"
+    with world_of_one():
+        manager = CheckpointManager(ckpt, keep=2, collective_device=CPU)
+        state, rank_state = small_state()
+        save_steps(manager, state, rank_state, 27, 30)
+        newest = ckpt / "step-000030"
+        inject, expected = PAYLOADS[where]
+        inject(newest, marker)
+        rehash(newest, ".metadata")  # the manifest verifies: only loading can refuse it
+        assert manager.verify(newest) is None
+        assert manager.load_latest(state) == 27
+    assert not marker.exists(), "the checkpoint ran code"
+    out = printed(capsys)
+    assert f"checkpoint {newest} is corrupt (does not load: " in out
+    assert re.search(expected, out), out
+
+
+def test_metadata_unpickler_refuses_what_is_not_checkpoint_metadata():
+    for hostile in (pickle.dumps(eval), pickle.dumps({"a": 1}), pickle.dumps(subprocess.Popen)):
+        with pytest.raises(UnsafeCheckpointError):
+            load_metadata(hostile)
+
+
+# --------------------------------------------------------------------------- 4: unwritable job dirs
+
+
+@contextlib.contextmanager
+def read_only(directory: Path) -> Iterator[None]:
+    """``directory`` read-only for this process: a read-only bind mount as root (root ignores
+    permissions), else chmod."""
+    if os.geteuid() == 0:
+        subprocess.run(["mount", "--bind", str(directory), str(directory)], check=True)
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(directory)], check=True)
+            yield
+        finally:
+            subprocess.run(["umount", str(directory)], check=True)
+    else:
+        directory.chmod(0o555)
+        try:
+            yield
+        finally:
+            directory.chmod(0o755)
+
+
+def test_a_read_only_checkpoint_dir_is_one_line_and_exit_2(tmp_path, in_process, capsys):
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, checkpoint_every=2, probe_steps=0)
+    (job / "ckpt").mkdir()
+    with read_only(job / "ckpt"):
+        code = train(job)
+    message = printed(capsys)
+    assert code == ExitCode.INVALID, message
+    assert "Traceback" not in message
+    assert f"cannot write checkpoint {job / 'ckpt' / 'step-000002.tmp'} (step 2): " in message
+    assert f"make {job / 'ckpt'} writable and resume" in message
+    assert [r["step"] for r in read_metrics(job)] == [1, 2]
+    assert json.loads((job / "exit_status.json").read_text())["code"] == ExitCode.INVALID
+
+
+def test_a_report_that_cannot_be_written_is_one_line(tmp_path, in_process, capsys):
+    """The run trains and saves, then cannot write ``.report.json.tmp`` (a directory is in its
+    way here; in the issue the job dir was made read-only): one line, exit 2, checkpoint kept."""
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, checkpoint_every=2, probe_steps=0)
+    (job / ".report.json.tmp").mkdir()
+    code = train(job)
+    message = printed(capsys)
+    assert code == ExitCode.INVALID and "Traceback" not in message, message
+    assert f"cannot write {job / '.report.json.tmp'} (Is a directory): make {job} writable" in message
+    assert [step for step, _ in list_checkpoints(job / "ckpt")] == [2]
