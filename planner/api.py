@@ -18,10 +18,11 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
-from planner.count_probe import memory_fix
+from planner.count_probe import cap_diagnosis, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
+from planner.idle import IdleGPUs, idle_gpus
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.estimate import estimate
@@ -30,8 +31,6 @@ from planner.model.spec import ModelSpec
 from planner.plan import Estimate, Plan, PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
-    DEFAULT_MAX_GPUS,
-    CountLimits,
     PlanRequest,
     allowed_gpus,
     candidate_table,
@@ -45,15 +44,10 @@ from planner.request import (
     search_space,
 )
 from planner.search.candidates import Candidates
-from planner.search.diagnosis import diagnose
 from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, nearest_batch, solve_single
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-# When a cap left the search empty, the counts up to this many times the cap are scored to tell
-# whether the cap binds (docs/ilp.md, "GPU-count limits").
-CAP_PROBE_FACTOR = 8
-CAP_PROBE_MIN = 4 * DEFAULT_MAX_GPUS
 # A plan that trains for longer than this gets a warning: GPUs, prices and methods rarely hold
 # for a year, and "16 H100 for 1,244 days" was answered without a word (issue 10).
 LONG_JOB_WARNING_DAYS = 365.0
@@ -75,6 +69,8 @@ class PlanResult:
     knee_plan: Plan | None = None  # that plan
     risk: Risk = DEFAULT_RISK  # the quantile the search judged plans by
     median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
+    idle: IdleGPUs | None = None  # the chosen plan leaves over 10 % of its inventory idle (planner/idle.py)
+    idle_plan: Plan | None = None  # the best plan that uses that inventory, at its batch
 
 
 def plan_from_row(
@@ -219,6 +215,17 @@ def plan(
     rows = choosable_rows(request, table, deadline_s, inventory)
     tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
     bend = None if deadline_s is not None else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row)
+    idle = idle_gpus(
+        table,
+        solution.row,
+        Objective(request.objective),
+        inventory,
+        {g: n for g, n in gpus.items() if n is not None},
+        batch_target=requested_batch_tokens(request),
+        deadline_s=deadline_s,
+        budget_usd=request.budget_usd,
+        cost_weight=request.cost_weight,
+    )
     return PlanResult(
         plan=chosen,
         alternatives=alternatives,
@@ -234,6 +241,8 @@ def plan(
         knee_plan=None if bend is None else wrap(bend.row),
         risk=request.risk,
         median_plan=None if median_row in (None, solution.row) else wrap(median_row),
+        idle=idle,
+        idle_plan=None if idle is None else wrap(idle.row),
     )
 
 
@@ -301,32 +310,6 @@ def choosable_rows(
     if not request.vary_batch:
         rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
     return rows
-
-
-def cap_diagnosis(
-    request: PlanRequest,
-    catalog: Catalog,
-    gpus: dict[str, int | None],
-    limits: CountLimits,
-    deadline_s: float | None,
-    settings: ModelingSettings,
-) -> InfeasiblePlan:
-    """Why a capped search found nothing: score the counts up to CAP_PROBE_FACTOR x the cap (never
-    past an inventory) and diagnose them with the caps as limits, so the answer names the cap when
-    more GPUs than it allows would do (constraint 'inventory', docs/ilp.md)."""
-    probe: dict[str, int | None] = {}
-    for gpu, limit in limits.limits.items():
-        wider = max(limit * CAP_PROBE_FACTOR, CAP_PROBE_MIN)
-        probe[gpu] = limit if gpu not in limits.caps else min(gpus[gpu] or wider, wider)
-    largest = max(n for n in probe.values() if n is not None)
-    space = replace(search_space(request, largest), extra_counts=tuple(sorted(set(limits.limits.values()))))
-    c = build_candidates(request.model, catalog, probe, space)
-    table = scored_table(request, catalog, c, list(gpus), space, settings)
-    checks = check_rows(
-        table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=limits.limits, count_caps=limits.caps
-    )
-    assert not checks.feasible().any(), "the probe's rows within the limits are the search's rows"
-    return diagnose(table, checks)
 
 
 def build_plan(

@@ -1,4 +1,5 @@
-"""The smallest GPU count that fits: what a memory-bound answer's fix names (issue 28).
+"""Counts beyond the search: the smallest GPU count that fits, what a memory-bound answer's fix
+names (issue 28), and whether a GPU-count cap binds (``cap_diagnosis``).
 
 When no candidate within the inventory fits in memory, the diagnosis (planner/search/diagnosis.py)
 knows only the rows it was given. :func:`memory_fix` scores the counts above the inventory with
@@ -16,12 +17,26 @@ import numpy as np
 from planner.catalog.hardware import Catalog
 from planner.errors import Constraint, InfeasiblePlan
 from planner.model.settings import ModelingSettings
-from planner.request import PlanRequest, scored_table, search_space
+from planner.request import DEFAULT_MAX_GPUS, CountLimits, PlanRequest, scored_table, search_space
+from planner.search.diagnosis import diagnose
 from planner.search.ilp import check_rows
 from planner.search.space import build_candidates
 
-__all__ = ["PROBE_GROWTH", "PROBE_MAX_GPUS", "FittingCount", "memory_fix", "smallest_fitting_count"]
+__all__ = [
+    "CAP_PROBE_FACTOR",
+    "CAP_PROBE_MIN",
+    "PROBE_GROWTH",
+    "PROBE_MAX_GPUS",
+    "FittingCount",
+    "cap_diagnosis",
+    "memory_fix",
+    "smallest_fitting_count",
+]
 
+# When a cap left the search empty, the counts up to this many times the cap are scored to tell
+# whether the cap binds (docs/ilp.md, "GPU-count limits").
+CAP_PROBE_FACTOR = 8
+CAP_PROBE_MIN = 4 * DEFAULT_MAX_GPUS
 # Each window of the probe reaches this many times further than the last (the first starts past
 # the searched count); no count above PROBE_MAX_GPUS is tried (the largest runs published use
 # ~16-25k GPUs: Llama 3 405B on 16,384 H100).
@@ -121,3 +136,29 @@ def memory_fix(
             f"({best.layout}: {best.need_gib:.1f} of {best.capacity_gib:.1f} GiB)"
         )
     return InfeasiblePlan(error.constraint, error.detail, fix, required=error.required, available=error.available)
+
+
+def cap_diagnosis(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpus: dict[str, int | None],
+    limits: CountLimits,
+    deadline_s: float | None,
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
+    """Why a capped search found nothing: score the counts up to CAP_PROBE_FACTOR x the cap (never
+    past an inventory) and diagnose them with the caps as limits, so the answer names the cap when
+    more GPUs than it allows would do (constraint 'inventory', docs/ilp.md)."""
+    probe: dict[str, int | None] = {}
+    for gpu, limit in limits.limits.items():
+        wider = max(limit * CAP_PROBE_FACTOR, CAP_PROBE_MIN)
+        probe[gpu] = limit if gpu not in limits.caps else min(gpus[gpu] or wider, wider)
+    largest = max(n for n in probe.values() if n is not None)
+    space = replace(search_space(request, largest), extra_counts=tuple(sorted(set(limits.limits.values()))))
+    c = build_candidates(request.model, catalog, probe, space)
+    table = scored_table(request, catalog, c, list(gpus), space, settings)
+    checks = check_rows(
+        table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=limits.limits, count_caps=limits.caps
+    )
+    assert not checks.feasible().any(), "the probe's rows within the limits are the search's rows"
+    return diagnose(table, checks)

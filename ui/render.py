@@ -228,6 +228,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 "knee": None if result.knee is None else knee_json(result),
                 "risk": result.risk.value,
                 "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
+                "idle_gpus": None if result.idle is None else idle_json(result),
                 "calibration": calibration_json(calibration, result.plan.calibration),
             }
         )
@@ -241,6 +242,8 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
         out.print(knee_line(result))
     if result.median_plan is not None:
         out.print(risk_line(result))
+    if result.idle is not None:
+        out.print(idle_line(result))
     if result.alternatives:
         table = Table(title="alternatives", title_justify="left")
         for col in (
@@ -313,6 +316,31 @@ def near_tie_line(result) -> str:
     return (
         f"near tie: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {tie.extra_fraction:+.1%} {worse}, "
         f"{tie.gain:.1f}x {better} ({at_risk_words(p.estimate, result.risk.value)})"
+    )
+
+
+def idle_json(result) -> dict:
+    idle = result.idle
+    return {
+        "gpu": idle.gpu,
+        "used": idle.used,
+        "inventory": idle.inventory,
+        "idle": idle.idle,
+        "batch_tokens": idle.batch_tokens,
+        "plan": estimate_json(result.idle_plan.estimate),
+    }
+
+
+def idle_line(result) -> str:
+    """'uses 512 of 992 a100-80gb-sxm GPUs (480 idle) at batch 4,194,304 tokens; with batch 4,190,208
+    tokens (-0.1%): 992 GPUs (zero2 pp=8 dp_shard=31 tp=4), 11.8 days (p80: 13.9 days, $922,008)'."""
+    idle, p = result.idle, result.idle_plan
+    batch = p.estimate.global_batch_tokens
+    return (
+        f"uses {idle.used} of {idle.inventory} {idle.gpu} GPUs ({idle.idle} idle) at batch {idle.batch_tokens:,} "
+        f"tokens; with batch {batch:,} tokens ({batch / idle.batch_tokens - 1:+.1%}): {p.num_gpus} GPUs "
+        f"({p.layout.describe()}), {duration_h(p.estimate.time_to_train_h)} "
+        f"({at_risk_words(p.estimate, result.risk.value)})"
     )
 
 

@@ -9,6 +9,9 @@ import pytest
 from planner.api import PlanRequest, plan
 from planner.catalog.models import get_preset
 from planner.errors import Constraint, InfeasiblePlan
+from planner.idle import IDLE_BATCH_TOLERANCE
+from planner.search.ilp import Objective
+from validation.whole_runs import read_whole_runs
 
 
 def _memory_error(model: str, gpu: str, count: int) -> InfeasiblePlan:
@@ -30,3 +33,61 @@ def test_memory_fix_names_the_smallest_count_that_fits() -> None:
         PlanRequest(model=get_preset("llama3-70b"), training_tokens=1e10, gpus={"a100-80gb-sxm": count}, top_k=0)
     )
     assert "use at least 24 " in _memory_error("llama3-70b", "a100-80gb-sxm", count - 8).fix
+
+
+def _opt_request(objective: Objective, **kw) -> PlanRequest:
+    """OPT-175B's run as issue 28 states it: GPT-3 175B, 180B tokens, 992 A100-80GB."""
+    return PlanRequest(
+        model=get_preset("gpt3-175b"),
+        training_tokens=1.8e11,
+        gpus={"a100-80gb-sxm": 992},
+        objective=objective,
+        top_k=0,
+        **kw,
+    )
+
+
+def test_opt_run_reports_the_idle_gpus_and_the_plan_that_uses_them() -> None:
+    from ui import render
+
+    # Before: 512 of 992 GPUs at the exact 4M batch, 22.8 days, without a word.
+    result = plan(_opt_request(Objective.TIME))
+    assert result.plan.num_gpus == 512 and result.idle is not None and result.idle_plan is not None
+    assert (result.idle.used, result.idle.inventory, result.idle.idle) == (512, 992, 480)
+    other = result.idle_plan
+    assert other.num_gpus >= 0.9 * 992
+    assert other.estimate.time_to_train_h < 0.6 * result.plan.estimate.time_to_train_h
+    batch = other.estimate.global_batch_tokens
+    assert batch != result.idle.batch_tokens and abs(batch / 2**22 - 1) <= IDLE_BATCH_TOLERANCE
+    line = render.idle_line(result)
+    assert line.startswith("uses 512 of 992 a100-80gb-sxm GPUs (480 idle) at batch 4,194,304 tokens; with batch ")
+    assert f"{other.num_gpus} GPUs" in line
+    assert render.idle_json(result)["plan"]["num_gpus"] == other.num_gpus
+    # Cost: fewer GPUs are the objective's choice, not the batch's; nothing is reported.
+    assert plan(_opt_request(Objective.COST)).idle is None
+
+
+def test_bloom_shapes_report_idle_gpus_even_with_vary_batch() -> None:
+    # BLOOM 176B (ALiBi: the Hugging Face path, FSDP only) at 2,048 sequences of 2,048 tokens: no
+    # data-parallel degree near 384 reaches the batch within 5 %, so 256 of 384 A100s are used.
+    (bloom,) = [run for run in read_whole_runs()[0] if run.run_id == "bloom-176b"]
+    for vary in (False, True):
+        request = PlanRequest(
+            model=bloom.model,
+            training_tokens=bloom.tokens,
+            seq_len=bloom.seq_len,
+            global_batch_tokens=bloom.global_batch_tokens,
+            gpus={"a100-80gb-sxm": 384},
+            objective=Objective.TIME,
+            vary_batch=vary,
+            top_k=0,
+        )
+        result = plan(request)
+        assert result.idle is not None and (result.idle.used, result.idle.inventory) == (256, 384)
+        assert result.idle_plan is not None and result.idle_plan.num_gpus == 384
+        assert result.idle_plan.estimate.time_to_train_h < result.plan.estimate.time_to_train_h
+
+
+def test_a_plan_using_its_inventory_reports_nothing() -> None:
+    result = plan(_opt_request(Objective.TIME, global_batch_tokens=4_190_208, vary_batch=True))
+    assert result.plan.num_gpus >= 0.9 * 992 and result.idle is None
