@@ -423,7 +423,7 @@ def test_match_gpu_name(catalog, name, memory_mib, expected):
 
 
 def test_detect_without_driver_raises(monkeypatch, catalog):
-    import pynvml
+    pynvml = pytest.importorskip("pynvml", reason="nvidia-ml-py (the [train] extra) is not installed")
 
     def fail():
         raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from support import SOLVERS
 
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import GpuEconomics, TcoAssumptions, break_even, size_fleet
@@ -150,7 +151,7 @@ def test_portfolio_pruning_and_solvers_agree(seed: int) -> None:
             jobs, inventory, "mix", horizon_s=30 * DAY, num_slots=5, prune=prune, solver=solver
         ).objective_value
         for prune in (True, False)
-        for solver in ("cbc", "highs")
+        for solver in SOLVERS
     }
     assert max(values.values()) == pytest.approx(min(values.values()), rel=1e-9)
 
@@ -265,7 +266,7 @@ def test_fleet_sizing_equals_brute_force_over_purchase_counts(seed: int) -> None
         tco,
         num_slots=num_slots,
         max_purchase=max_purchase,
-        solver=("cbc", "highs")[seed % 2],
+        solver=SOLVERS[seed % len(SOLVERS)],
     )
     mixed = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, True)
     buy_only = brute_force_fleet(jobs, ECONOMICS, tco, horizon_days, num_slots, max_purchase, False)

@@ -6,6 +6,9 @@ Never an uncaught exception, NaN, negative memory or negative time (issue #5).
 import json
 import math
 
+import pytest
+
+pytest.importorskip("hypothesis", reason="the [test] extra's hypothesis runs the property tests")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
