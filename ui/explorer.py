@@ -18,7 +18,7 @@ from planner.units import GIB, HOURS_PER_DAY
 from ui import charts, figures
 from ui.cached import cached_layout_plan, catalog, settings_for
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 from ui.reasons import LAYOUT_REASONS, reason_text
 from ui.sidebar import Inputs
 
@@ -78,7 +78,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         shape = Layout(**layout)
         config = TrainingConfig(seq_len=request.seq_len, impl=request.impl, **training)
     except ValueError as exc:
-        st.error(tr("ex_invalid", error=reason_text(tr, one_line(exc, where=False), LAYOUT_REASONS)))
+        st.error(tr("ex_invalid", error=plain(reason_text(tr, one_line(exc, where=False), LAYOUT_REASONS))))
         return None
     answer = cached_layout_plan(
         request.model.model_dump_json(),
@@ -92,7 +92,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         inputs.calibration,
     )
     if isinstance(answer, str):
-        st.error(tr("ex_invalid", error=reason_text(tr, answer, LAYOUT_REASONS)))
+        st.error(tr("ex_invalid", error=plain(reason_text(tr, answer, LAYOUT_REASONS))))
         return None
     return answer
 
@@ -115,7 +115,7 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
     if e.feasible:
         st.success(tr("ex_fits"))
     elif tr.lang == "en":  # the planner's reason and its fix hints ("use tp=4 (now 1)")
-        st.warning(tr("ex_does_not_fit", reason=e.reason or "", fix=e.fix or ""))
+        st.warning(tr("ex_does_not_fit", reason=plain(e.reason or ""), fix=plain(e.fix or "")))
     else:  # an estimate is infeasible for memory alone: what must fit is reserved + the CUDA context
         st.warning(tr("ex_over_memory", need=m.reserved_gib + context_gib, usable=usable))
 

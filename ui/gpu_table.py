@@ -20,7 +20,7 @@ from planner.model.settings import DEFAULT_SETTINGS
 from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
 from ui import charts
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 
 ROWS_KEY = "gpu_rows"
 VERSION_KEY = "gpu_editor_version"
@@ -172,5 +172,5 @@ def price_of(
             DEFAULT_SETTINGS.power_fraction_of_tdp,
         )
     except ValueError as exc:
-        st.error(f"{gpu}: {exc}")
+        st.error(plain(f"{gpu}: {exc}"))
         return None

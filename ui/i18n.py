@@ -8,6 +8,8 @@ labels of ``ui.i18n_messages``.
 
 from __future__ import annotations
 
+import re
+
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
 
@@ -465,6 +467,19 @@ class Labels:
     def option(self, value: str) -> str:
         """Label of a choice (``opt_<value>``): radio options, constraints, checkpointing modes."""
         return self(f"opt_{value}")
+
+
+# Markdown's punctuation (CommonMark escapes any ASCII punctuation with a backslash) and
+# Streamlit's ":color[...]" / ":emoji:" directives: the planner's "dp_replicate*tp*pp*cp" must not
+# lose its asterisks or italicise "tp" (issue 30).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~:])")
+
+
+def plain(text: str) -> str:
+    """``text`` shown as written where Streamlit renders Markdown (st.error, st.warning,
+    st.caption, st.info): every Markdown character escaped. Use it on text the page did not
+    write itself (the planner's sentences, file names, exception messages)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def label_keys() -> tuple[str, ...]:

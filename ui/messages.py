@@ -19,7 +19,7 @@ from planner.plan import Estimate, Plan, Uncertainty
 from planner.search.explore import WhyNot
 from planner.units import SECONDS_PER_HOUR
 from ui.charts import Infeasible, duration_key, money
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 
 
 def duration(tr: Labels, hours: float) -> str:
@@ -108,7 +108,7 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     elif c in ("memory", "inventory"):
         values.update(need=need or 0.0, have=have or 0.0)
     key = f"why_{c}" if c in ("deadline", "budget", "memory", "inventory", "divisibility", "batch") else None
-    body = tr(key, **values) if key else f"{infeasible.detail}; {infeasible.fix}"
+    body = tr(key, **values) if key else plain(f"{infeasible.detail}; {infeasible.fix}")
     return tr("infeasible", constraint=tr.option(c), body=body)
 
 
@@ -118,7 +118,7 @@ CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts
 def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     """The line under an infeasible answer: the planner's own words in English, its exact figures otherwise."""
     if tr.lang == "en":
-        return f"{infeasible.detail}; {infeasible.fix}"
+        return plain(f"{infeasible.detail}; {infeasible.fix}")
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
     if c == "deadline":
         return tr("detail_deadline", need=_hours(need), have=_hours(have))

@@ -13,7 +13,7 @@ from planner.api import PlanRequest
 from planner.units import HOURS_PER_DAY
 from ui import charts, figures
 from ui.cached import cached_portfolio
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 from ui.messages import duration, infeasible_text
 from ui.sidebar import Inputs
 
@@ -89,7 +89,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
 
 def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome, inputs: Inputs) -> None:
     if outcome.error:
-        st.error(tr("bad_request", error=outcome.error))
+        st.error(tr("bad_request", error=plain(outcome.error)))
         return
     if outcome.infeasible:
         st.warning(infeasible_text(tr, outcome.infeasible, inputs.request))

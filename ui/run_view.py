@@ -23,7 +23,7 @@ from planner.plan import Plan
 from planner.reports import ValidationReport
 from ui import charts
 from ui.cached import cached_detect, cached_plan
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 from ui.messages import estimate_only_text, infeasible_text
 from ui.sidebar import Inputs
 
@@ -123,7 +123,7 @@ def probe_text(tr: Labels, v: ValidationReport) -> str:
 def show_job(tr: Labels, job_dir: Path, key: str) -> None:
     view = read_job(job_dir)
     if view.error:
-        st.error(view.error)
+        st.error(plain(view.error))
         return
     st.caption(tr("run_steps_read", steps=len(view.metrics), live=tr("run_live") if view.live else ""))
     if view.validation is not None:
@@ -183,7 +183,7 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
     outcome = cached_plan(local.model_dump_json(), inputs.headroom, inputs.calibration)
     if outcome.result is None:
         if outcome.error:
-            st.warning(outcome.error)
+            st.warning(plain(outcome.error))
         else:
             infeasible = outcome.infeasible
             assert infeasible is not None  # a PlanOutcome with neither result nor error is infeasible

@@ -23,7 +23,7 @@ from ui.cached import (
 )
 from ui.calibration_upload import CalibrationUpload
 from ui.explorer import show_explorer
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 from ui.messages import (
     band_text,
     ceiling_text,
@@ -240,7 +240,7 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     try:
         data = cached_job_zip(plan.to_json(), name, int(steps))
     except ValueError as exc:
-        st.error(one_line(exc))
+        st.error(plain(one_line(exc)))
         return
     st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip", key="download_job")
     st.caption(tr("job_help"))
@@ -250,7 +250,7 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
     with st.spinner(tr("working")):
         outcome = cached_plan(inputs.key, inputs.headroom, inputs.calibration)
     if outcome.error:
-        st.error(tr("bad_request", error=outcome.error))
+        st.error(tr("bad_request", error=plain(outcome.error)))
         return
     result = outcome.result
     plans = [] if result is None else [result.plan, *result.alternatives]

@@ -8,6 +8,7 @@ Expected values come from the planner and the trainer themselves (``plan``, ``bu
 
 from __future__ import annotations
 
+import re
 import tomllib
 
 import pytest
@@ -23,6 +24,7 @@ from planner.layout import Implementation, Layout, Precision, Sharding, Training
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from ui import charts
+from ui.i18n import plain
 from ui.reasons import LAYOUT_REASONS, MODEL_REASONS, reason_key
 from ui.single import ROW_PX
 
@@ -197,6 +199,19 @@ def test_explorer_refusal_is_all_chinese_on_the_chinese_page():
     assert not english_sentences(error.value)
 
 
+def test_explorer_refusal_is_shown_as_written_not_as_markdown():
+    """Issue 30: "dp_replicate*tp*pp*cp" kept its asterisks only once the sentence was escaped."""
+    message = layout_refusal("a100-80gb-sxm", 16, dict(tp=3), {})
+    assert "dp_replicate*tp*pp*cp" in message
+    at = open_tab(run_app(), "tab_explorer", EN)
+    at.number_input(key="ex_num_gpus").set_value(16)
+    at.number_input(key="ex_tp").set_value(3).run()
+    (error,) = at.error
+    assert error.value == EN("ex_invalid", error=plain(message))
+    assert r"dp\_replicate\*tp\*pp\*cp" in error.value
+    assert re.sub(r"\\(.)", r"\1", plain(message)) == message  # unescaped, the planner's own words
+
+
 # --------------------------------------------------------------------------- infeasible detail line
 
 
@@ -280,4 +295,4 @@ def test_explorer_memory_refusal_counts_the_cuda_context_in_both_languages():
             assert warning.value == ZH("ex_over_memory", need=need, usable=usable) and need > usable
             assert not english_sentences(warning.value)
         else:
-            assert warning.value == EN("ex_does_not_fit", reason=e.reason, fix=e.fix)
+            assert warning.value == EN("ex_does_not_fit", reason=plain(e.reason), fix=plain(e.fix or ""))
