@@ -14,11 +14,12 @@ import streamlit as st
 from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.plan import Plan
-from planner.units import GIB, HOURS_PER_DAY
+from planner.units import GIB
 from ui import charts, figures
 from ui.cached import cached_layout_plan, catalog, settings_for
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
+from ui.messages import duration
 from ui.reasons import LAYOUT_REASONS, reason_text
 from ui.sidebar import Inputs
 
@@ -106,7 +107,7 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
         ("ex_step", f"{e.time.step_s:,.3g} s"),
         ("tokens_per_s", f"{e.throughput.tokens_per_s:,.0f}"),
         ("card_mfu", f"{e.throughput.mfu:.1%}"),
-        ("card_time", f"{(e.time_to_train_h or 0) / HOURS_PER_DAY:,.1f} d"),
+        ("card_time", duration(tr, e.time_to_train_h or 0.0)),
         ("card_cost", charts.money(e.cost_usd or 0.0)),
     )
     for column, (key, value) in zip(st.columns(len(values)), values, strict=True):

@@ -197,7 +197,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_mttf": ("Job MTTF", "任务平均故障间隔"),
     "card_interruptions": ("Expected interruptions", "预计中断次数"),
     "card_ckpt_interval": ("Checkpoint every", "检查点间隔"),
-    "minutes_value": ("{value:,.1f} min", "{value:,.1f} 分钟"),
+    "minutes_value": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),

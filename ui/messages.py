@@ -17,7 +17,7 @@ from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
 from planner.plan import Estimate, Plan, Uncertainty
 from planner.search.explore import WhyNot
-from planner.units import SECONDS_PER_HOUR
+from planner.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.charts import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
 
@@ -25,6 +25,15 @@ from ui.i18n import Labels, plain
 def duration(tr: Labels, hours: float) -> str:
     key, value = duration_key(hours)
     return tr(key, value=value)
+
+
+def interval(tr: Labels, minutes: float) -> str:
+    """'42 min' under an hour, else as ``duration`` ('9.3 h', not '559.0 min'; issue 30)."""
+    return (
+        tr("minutes_value", value=minutes)
+        if minutes * SECONDS_PER_MINUTE < SECONDS_PER_HOUR
+        else duration(tr, minutes * SECONDS_PER_MINUTE / SECONDS_PER_HOUR)
+    )
 
 
 def estimate_only_text(tr: Labels, plan: Plan) -> str:

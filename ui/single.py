@@ -32,6 +32,7 @@ from ui.messages import (
     envelope_text,
     estimate_only_text,
     infeasible_text,
+    interval,
     near_tie_text,
     plan_note_texts,
     risk_text,
@@ -62,7 +63,7 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
         (
             1,
             "card_ckpt_interval",
-            none if g.checkpoint_interval_min is None else tr("minutes_value", value=g.checkpoint_interval_min),
+            none if g.checkpoint_interval_min is None else interval(tr, g.checkpoint_interval_min),
         ),
     )
 

@@ -25,6 +25,7 @@ from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from ui import charts
 from ui.i18n import plain
+from ui.messages import interval
 from ui.reasons import LAYOUT_REASONS, MODEL_REASONS, reason_key
 from ui.single import ROW_PX
 
@@ -296,3 +297,10 @@ def test_explorer_memory_refusal_counts_the_cuda_context_in_both_languages():
             assert not english_sentences(warning.value)
         else:
             assert warning.value == EN("ex_does_not_fit", reason=plain(e.reason), fix=plain(e.fix or ""))
+
+
+def test_intervals_read_in_the_unit_a_reader_expects():
+    """Issue 30: "every 559.0 min" reads as 9.3 h; under an hour, whole minutes."""
+    assert interval(EN, 42.4) == "42 min" and interval(ZH, 42.4) == "42 分钟"
+    assert interval(EN, 559.0) == "9.3 h"
+    assert interval(EN, 3 * 24 * 60) == "3.0 days"
