@@ -423,6 +423,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "add_job": ("Add job", "添加任务"),
     "clear_jobs": ("Remove all jobs", "移除全部任务"),
     "job_name_needed": ("Give the job a name.", "请为任务命名。"),
+    "job_name_taken": (
+        'A job named {name} is already in the list: to change it, pick it below and press "Update with the sidebar"; '
+        "or use another name.",
+        "列表中已有名为 {name} 的任务：如需修改，请在下方选中它并点击“用侧栏设置更新”；或换一个名称。",
+    ),
     "no_jobs": ("No jobs yet: configure one in the sidebar and add it.", "还没有任务：请在侧栏配置后添加。"),
     "portfolio_inventory": (
         "Shared inventory: {inventory} (a type without an inventory: up to “Most GPUs to consider”).",

@@ -24,15 +24,22 @@ def shared_inventory(request: PlanRequest) -> dict[str, int]:
     return {g: (cap if n is None else n) for g, n in (request.gpus or {}).items()}
 
 
+def add_job(tr: Labels, jobs: dict[str, str], name: str, request_json: str) -> None:
+    """Add a job under a new name; a taken name is refused (Update replaces a job on purpose)."""
+    if not name:
+        st.error(tr("job_name_needed"))
+    elif name in jobs:
+        st.error(tr("job_name_taken", name=plain(name)))
+    else:
+        jobs[name] = request_json
+
+
 def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     """Add the sidebar's job; update or remove one job; remove all (buttons aligned with the inputs)."""
     left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
     name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
     if mid.button(tr("add_job"), key="add_job", use_container_width=True):
-        if name.strip():
-            jobs[name.strip()] = inputs.key
-        else:
-            st.error(tr("job_name_needed"))
+        add_job(tr, jobs, name.strip(), inputs.key)
     if right.button(tr("clear_jobs"), key="clear_jobs", use_container_width=True):
         jobs.clear()
     if not jobs:

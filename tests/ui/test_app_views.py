@@ -279,6 +279,9 @@ def test_portfolio_jobs_are_edited_one_at_a_time_and_show_deadline_and_budget():
     at.sidebar.number_input(key="budget_usd").set_value(5000.0)
     at.text_input(key="job_name").set_value("second")
     at.button(key="add_job").click().run()
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()  # a taken name is refused, not replaced silently (issue 30)
+    assert [e.value for e in at.error] == [EN("job_name_taken", name="small")]
     jobs = table(at, EN("col_deadline_days"))
     assert list(jobs[EN("col_job")]) == ["small", "second"]
     assert np.isnan(jobs[EN("col_deadline_days")][0]) and jobs[EN("col_budget_usd")][1] == 5000.0
