@@ -103,11 +103,14 @@ def _first_fit(
     count = int(table.num_gpus[ok].min())
     tried = table.num_gpus[table.num_gpus < count]
     rows = np.flatnonzero(ok & (table.num_gpus == count))
+    if (~c.offload[rows].astype(bool)).any():  # a layout that keeps its states on the GPUs first
+        rows = rows[~c.offload[rows].astype(bool)]
     row = int(rows[np.argmin(table.memory_need_gib[rows])])
+    offload = " with CPU offload" if c.offload[row] else ""
     fit = FittingCount(
         gpu=gpu,
         num_gpus=count,
-        layout=c.layout(row).describe(),
+        layout=c.layout(row).describe() + offload,
         need_gib=float(table.memory_need_gib[row]),
         capacity_gib=float(table.capacity_gib[row]),
     )

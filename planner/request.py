@@ -20,6 +20,7 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.estimate import divisible, job_totals, score
+from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.structure import context_extension_warning, default_implementation
@@ -236,6 +237,9 @@ def candidate_table(
             "time_factor": np.broadcast_to(factor, seconds.shape),
             "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
             "band_hi": np.broadcast_to(hi, seconds.shape),
+            # offload's host fit (planner/model/host.py), for the diagnosis
+            "host_need_gib": host_need_bytes(model, c, settings) / GIB,
+            "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
         },
     )
 

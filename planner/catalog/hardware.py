@@ -97,6 +97,11 @@ class GPUSpec(BaseModel):
     failure_rate_per_gpu_hour: float | None = None
     # Host failures per node-hour of the default node template (NodeTemplate), copied at load.
     node_failure_rate_per_node_hour: float | None = None
+    # Host (CPU) memory of one node of this GPU: the file's ``host_memory_gib`` where the GPU's
+    # servers differ from its node template's class (Hopper hosts of 2 TiB on the HGX template
+    # whose A100 hosts have 1,152 GiB), else the template's, resolved at load; None: neither
+    # states it (ModelingSettings.host_memory_bytes_per_node). Offload's fit rule reads it.
+    host_memory_bytes_per_node: float | None = None
     default_node: str
     default_network: str
     sources: dict[str, str]
@@ -147,6 +152,9 @@ class NodeTemplate(BaseModel):
     # Interruptions per node-hour from host parts (CPU, NIC, SSD, PSU, DRAM, host maintenance);
     # None: ModelingSettings.failure_rate_per_node_hour.
     failure_rate_per_node_hour: float | None = None
+    # Host (CPU) memory per node, bytes: the smallest typical server of the template's class;
+    # None: ModelingSettings.host_memory_bytes_per_node.
+    host_memory_bytes: float | None = None
     sources: dict[str, str]
 
     @property
@@ -255,6 +263,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "price_usd_per_gpu_hour": _Num(0, 1_000),
     "purchase_price_usd": _Num(0, 10_000_000, required=False),
     "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
+    # host memory of this GPU's servers where they differ from its default node's class
+    "host_memory_gib": _Num(1, 1_000_000, required=False),
     # achievable rates (optional; their sources start with a PROVENANCES word)
     **{f.name: _Num(f.low, f.high, required=False) for f in RATE_FIELDS},
     "default_node": _Text(),
@@ -267,6 +277,7 @@ NODE_FIELDS: dict[str, _Num | _Text] = {
     "gpus_per_node": _Num(0, 1024, integer=True),
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
     "failures_per_1k_node_days": _Num(0, 1_000, required=False),
+    "host_memory_gib": _Num(1, 1_000_000, required=False),
     "description": _Text(required=False),
 }
 NETWORK_FIELDS: dict[str, _Num | _Text] = {
@@ -401,6 +412,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         failure_rate_per_gpu_hour=(
             None if "failures_per_1k_gpu_days" not in values else _per_hour(values["failures_per_1k_gpu_days"])
         ),
+        host_memory_bytes_per_node=_gib_or_none(values.get("host_memory_gib")),
         default_node=values["default_node"],
         default_network=values["default_network"],
         sources=sources,
@@ -423,8 +435,13 @@ def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> N
         failure_rate_per_node_hour=(
             None if "failures_per_1k_node_days" not in values else _per_hour(values["failures_per_1k_node_days"])
         ),
+        host_memory_bytes=_gib_or_none(values.get("host_memory_gib")),
         sources=sources,
     )
+
+
+def _gib_or_none(gib: float | None) -> float | None:
+    return None if gib is None else float(gib) * GIB
 
 
 def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpec:
@@ -501,7 +518,11 @@ def _build(dirs: list[Path]) -> Catalog:
     _check_references(gpu_files, gpus, nodes, networks)
     gpus = {
         gpu_id: gpu.model_copy(
-            update={"node_failure_rate_per_node_hour": nodes[gpu.default_node].failure_rate_per_node_hour}
+            update={
+                "node_failure_rate_per_node_hour": nodes[gpu.default_node].failure_rate_per_node_hour,
+                "host_memory_bytes_per_node": gpu.host_memory_bytes_per_node
+                or nodes[gpu.default_node].host_memory_bytes,
+            }
         )
         for gpu_id, gpu in gpus.items()
     }

@@ -14,6 +14,7 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
+from planner.model.host import host_fits, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -104,7 +105,7 @@ def score(
         hardware_flops_per_token=hflops,
         mfu=tokens_per_s * mflops / cluster_peak,
         hfu=tokens_per_s * hflops / cluster_peak,
-        fits=fits(mem.device_total, c.memory_bytes, settings.memory_headroom),
+        fits=fits(mem.device_total, c.memory_bytes, settings.memory_headroom) & host_fits(model, c, settings),
         capacity_bytes=c.memory_bytes,
         checkpoint_bytes=checkpoint_bytes(model),
     )
@@ -231,12 +232,14 @@ def estimate(
     feasible = bool(s.fits[0])
     terms = MemoryTerms(**s.memory.as_gib())
     reason = fix = None
-    if not feasible:
+    if not feasible and need > usable:
         reason = (
             f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
             f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
         fix = memory_fix_hint(need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node)
+    elif not feasible:
+        reason, fix = host_memory_words(model, c, settings)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     return Estimate(
         feasible=feasible,

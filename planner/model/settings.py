@@ -380,6 +380,24 @@ class ModelingSettings:
     # init and the first compile: MegaScale measured 1,047 s by default at 10K GPUs, < 30 s
     # optimised; ESTIMATE 10 min.
     job_startup_s: float = 600.0
+    # --- host memory and time of CPU offload (planner/model/host.py) ------------------------
+    # Share of a node's host memory the offloaded states (fp32 params, gradients, AdamW moments
+    # of the node's ranks) may take. ASSUMPTION: the rest holds the OS, the CUDA driver's pinned
+    # staging buffers, data-loader workers and the page cache; offloaded states are pinned, so
+    # the kernel cannot page them out.
+    host_memory_usable_fraction: float = 0.8
+    # Host memory per node where the catalog states none (nodes/nvl72.toml,
+    # pcie-8-nvlink-quads.toml): the smallest 8-GPU host of those the catalog sources (512 GB:
+    # an 8x A100 PCIe Gigabyte G482-Z54 in MLPerf Inference v2.1, and a Frontier node).
+    host_memory_bytes_per_node: float = 512 * GIB
+    # Parameters per second a node's host updates with AdamW when the optimizer is offloaded,
+    # on the critical path of every step (no delayed update). PUBLISHED: an 11.6B-parameter
+    # GPT-2 step took 56 s with torch.optim.Adam on the CPU and 8.2 s with DeepSpeed's CPU-Adam
+    # (DeepSpeed PR #735, 2021-02-08, R. Yazdani Aminabadi: "reduces the optimizer time from 56
+    # seconds to 8.2 seconds"; host CPU not stated). trainplan's trainer offloads with FSDP2's
+    # CPUOffloadPolicy and an unfused torch AdamW (trainer/session.py): the torch figure. The
+    # host's memory bandwidth bounds both, so the node's ranks share one such rate.
+    host_adam_params_per_s: float = 11.6e9 / 56.0
     # --- power -----------------------------------------------------------------------------
     # Average board power as a fraction of TDP during training, and the facility PUE.
     power_fraction_of_tdp: float = 0.8
@@ -608,7 +626,8 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 # (reduce_bucket_size, allgather_bucket_size) are timed as FSDP2's; its ZeRO-3 at hundreds of GPUs
 # (Narayanan et al. 2021 Table 2) runs far slower than this predicts (docs/validation.md).
 # Megatron-DeepSpeed (BLOOM, MT-NLG) runs Megatron's 2021-22 kernels: --stack megatron-lm.
-DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS
+# CPU offload runs DeepSpeed's vectorised CPU-Adam (DeepSpeed PR #735: 11.6B parameters in 8.2 s).
+DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(host_adam_params_per_s=11.6e9 / 8.2)
 
 # MosaicML llm-foundry: Composer FSDP on its MPT modules, flash-attn's fused cross-entropy over
 # the full logits, and the flash-attn package's FlashAttention-2 (attn_impl "flash"; "triton" runs

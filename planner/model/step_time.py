@@ -21,6 +21,7 @@ from planner.model.flops import (
     module_recompute_share,
     recompute_fraction,
 )
+from planner.model.host import host_adam_seconds
 from planner.model.memory import (
     busiest_stage,
     busiest_stage_params,
@@ -231,7 +232,8 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
 
 def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
-    parameters for each all-gather pass and gradients for each reduce-scatter."""
+    parameters for each all-gather pass and gradients for each reduce-scatter. With offload the
+    states cross the host link and the host runs AdamW (planner/model/host.py)."""
     stage = busiest_stage(model, c)
     local = stage.total / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
@@ -248,7 +250,7 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     on_gpu = np.where(c.offload, 0.0, 1.0)
     bandwidth = rates.eager_bandwidth(c, s)
     offload = np.where(c.offload, local / shard * s.offload_bytes_per_param / s.host_link_bandwidth, 0.0)
-    return (optimizer_bytes * on_gpu + fsdp_bytes) / bandwidth + offload
+    return (optimizer_bytes * on_gpu + fsdp_bytes) / bandwidth + offload + host_adam_seconds(model, c, s)
 
 
 def host_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:

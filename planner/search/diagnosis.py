@@ -97,9 +97,13 @@ def _explain_gpu_types(table: TableColumns, checks: RowChecks) -> InfeasiblePlan
 
 
 def _explain_memory(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
+    # Rows whose offloaded states overflow the host are explained by the host; the GPU's need
+    # is read on the others (when there are any).
+    host = _host_bound(table, passing)
+    device = passing & ~host if (passing & ~host).any() else passing
     # Compare like with like: the smallest need on the allowed GPU type with the most memory.
-    capacity = float(np.max(table.capacity_gib[passing]))
-    largest = passing & (table.capacity_gib == capacity)
+    capacity = float(np.max(table.capacity_gib[device]))
+    largest = device & (table.capacity_gib == capacity)
     pool = np.flatnonzero(largest & checks.divisibility if (largest & checks.divisibility).any() else largest)
     row = int(pool[np.argmin(table.memory_need_gib[pool])])
     need = float(table.memory_need_gib[row])
@@ -108,7 +112,22 @@ def _explain_memory(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         detail += " less the headroom the fit rule keeps free"
     if checks.count_caps:
         detail += f" (at up to {int(table.num_gpus[passing].max())} GPUs, beyond the max_gpus cap)"
+    if host.any():
+        rows = np.flatnonzero(host)
+        least = int(rows[np.argmin(table.extra["host_need_gib"][rows])])
+        detail += (
+            f"; with offload a node's states need {table.extra['host_need_gib'][least]:,.0f} GiB of host memory, "
+            f"its host allows {table.extra['host_capacity_gib'][least]:,.0f} GiB"
+        )
     return InfeasiblePlan(Constraint.MEMORY, detail, _memory_fix(table, passing), required=need, available=capacity)
+
+
+def _host_bound(table: TableColumns, passing: np.ndarray) -> np.ndarray:
+    """The rows whose offloaded states do not fit their node's host memory (planner/model/host.py;
+    none when the table has no host columns)."""
+    if "host_need_gib" not in table.extra or "host_capacity_gib" not in table.extra:
+        return np.zeros_like(passing)
+    return passing & (table.extra["host_need_gib"] > table.extra["host_capacity_gib"])
 
 
 def _memory_fix(table: TableColumns, passing: np.ndarray) -> str:

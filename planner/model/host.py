@@ -1,0 +1,81 @@
+"""The host side of optimizer offload: host memory per node and the CPU AdamW step (issue 28).
+
+With offload (``TrainingConfig.offload``; FSDP2's CPUOffloadPolicy, DeepSpeed's ZeRO-Offload) a
+rank's fp32 master parameters, gradients and AdamW moments live in host memory and the host
+runs the optimizer step. All the ranks of a node share its host: their states must fit in its
+memory (``host_fits``), and their optimizer steps share its CPUs and memory bandwidth
+(``host_adam_seconds``). docs/model.md ("Host memory and time of offload").
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from planner.model.memory import busiest_stage, state_bytes
+from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.search.candidates import SHARD_ZERO1, Candidates
+from planner.units import GIB
+
+__all__ = [
+    "host_adam_seconds",
+    "host_capacity_bytes",
+    "host_fits",
+    "host_memory_words",
+    "host_need_bytes",
+    "ranks_per_node",
+]
+
+
+def ranks_per_node(c: Candidates) -> np.ndarray:
+    """The ranks that share one host: a whole node, or every GPU of a job smaller than one."""
+    return np.minimum(c.num_gpus, c.gpus_per_node)
+
+
+def host_need_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Host memory the offloaded states of one node's ranks take (0 without offload): per rank
+    the fp32 parameters, gradients and moments ``state_bytes`` would keep on the GPU, on the
+    busiest pipeline stage."""
+    if not c.offload.any():  # the search without --allow-offload: nothing to score
+        return np.zeros(len(c))
+    on_device = replace(c, offload=np.zeros(len(c), dtype=bool))
+    params, grads, moments = state_bytes(busiest_stage(model, c), on_device, s)
+    return (params + grads + moments) * ranks_per_node(c) * c.offload.astype(bool)
+
+
+def host_capacity_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """What the fit rule lets the offloaded states take of a node's host memory: the catalog's
+    host memory (else ``s.host_memory_bytes_per_node``) x ``s.host_memory_usable_fraction``."""
+    host = np.where(np.isfinite(c.host_memory_bytes), c.host_memory_bytes, s.host_memory_bytes_per_node)
+    return host * s.host_memory_usable_fraction
+
+
+def host_fits(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """The host fit rule: a node's offloaded states <= its host memory x the usable fraction
+    (always true without offload)."""
+    return host_need_bytes(model, c, s) <= host_capacity_bytes(c, s)
+
+
+def host_adam_seconds(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """The host's AdamW step per training step (0 without offload): the parameters the node's
+    ranks update (each its optimizer shard of the busiest stage) at ``s.host_adam_params_per_s``."""
+    if not c.offload.any():
+        return np.zeros(len(c))
+    stage = busiest_stage(model, c)
+    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
+    params = stage.total / c.tp / shard * ranks_per_node(c)
+    return np.where(c.offload.astype(bool), params / s.host_adam_params_per_s, 0.0)
+
+
+def host_memory_words(model: ModelSpec, c: Candidates, s: ModelingSettings, row: int = 0) -> tuple[str, str]:
+    """The reason and fix of a configuration whose offloaded states overflow the host."""
+    need = float(host_need_bytes(model, c, s)[row]) / GIB
+    usable = float(host_capacity_bytes(c, s)[row]) / GIB
+    reason = (
+        f"host memory: the offloaded states of a node's {int(ranks_per_node(c)[row])} ranks take {need:,.0f} GiB, "
+        f"its host allows {usable:,.0f} GiB ({usable / s.host_memory_usable_fraction:,.0f} GiB x "
+        f"{s.host_memory_usable_fraction:.0%})"
+    )
+    return reason, "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)"
