@@ -1,7 +1,9 @@
 """Documents to token ids: find the input files, read, clean and tokenise their documents.
 
 ``trainer.data`` splits, packs and loads what comes out of here (and re-exports the public
-names of this module). Documents are handed on one at a time, as generators.
+names of this module). Documents are handed on one at a time, as generators; a ``.txt``
+document longer than LONG_DOCUMENT_CHARS comes as a :class:`LongDocument` of pieces, so one huge
+document is never one string (nor its several copies while cleaning and tokenising).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +30,15 @@ MIN_LETTER_FRACTION = 0.25  # letters among non-whitespace characters (binary, s
 # Byte-level fallback tokenizer: ids 0-255 are the bytes, 256 ends a document.
 BYTE_VOCAB_SIZE = 257
 EOS_TOKEN_NAMES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>")
+# A .txt document longer than this (characters) is read, cleaned and tokenised in pieces of about
+# this size: preparation memory is bounded by it, not by the largest document.
+LONG_DOCUMENT_CHARS = 1 << 22
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_LETTER_RE = re.compile(r"[^\W\d_]")
+_NOT_LETTERS_RE = re.compile(r"[\W\d_]+")  # runs of them: one match per gap between words, not per letter
 _SPACE_RE = re.compile(r"\s+")
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")  # a JSON "\\ud800" escape: not text, cannot be encoded
+_SEPARATOR_RE = re.compile(re.escape(TXT_DOCUMENT_SEPARATOR) + r"[ \t]*\n?")
 
 
 @dataclass
@@ -87,6 +94,12 @@ class Tokenizer:
             ]
         return [np.append(ids.astype(dtype), np.array([self.eos_id], dtype=dtype)) for ids in encoded]
 
+    def encode_piece(self, text: str, dtype: np.dtype) -> np.ndarray:
+        """Token ids of a piece of a long document (no end-of-document id)."""
+        if self._hf is None:
+            return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).astype(dtype)
+        return np.asarray(self._hf.encode(text, add_special_tokens=False).ids, dtype=np.int64).astype(dtype)
+
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(np.uint16 if self.vocab_size <= 2**16 else np.uint32)
@@ -121,15 +134,82 @@ def list_input_files(source: Path) -> list[Path]:
     return files
 
 
-def read_documents(path: Path) -> Iterator[str]:
+class LongDocument:
+    """A ``.txt`` document longer than LONG_DOCUMENT_CHARS: its text as pieces of about that many
+    characters, read from the file as they are asked for. The reader moves past whatever the
+    consumer leaves unread, so it can be dropped part-way."""
+
+    def __init__(self, pieces: Iterator[str]):
+        self._pieces = pieces
+
+    def pieces(self) -> Iterator[str]:
+        return self._pieces
+
+    def drain(self) -> None:
+        for _ in self._pieces:
+            pass
+
+
+def read_documents(path: Path) -> Iterator[str | LongDocument]:
     """Raw document texts of one file; undecodable bytes become U+FFFD (then count as garbled)."""
     if path.suffix == ".txt":
-        text = path.read_text(encoding="utf-8", errors="replace")
-        yield from re.split(r"^" + re.escape(TXT_DOCUMENT_SEPARATOR) + r"[ \t]*$", text, flags=re.M)
+        yield from _read_txt(path)
     elif path.suffix == ".jsonl":
         yield from _read_jsonl(path)
     else:
         yield from _read_parquet(path)
+
+
+def _txt_lines(handle) -> Iterator[str | None]:
+    """The lines of a text file (a line longer than LONG_DOCUMENT_CHARS in pieces), None for a
+    separator line."""
+    at_line_start = True
+    while line := handle.readline(LONG_DOCUMENT_CHARS):
+        yield None if at_line_start and _SEPARATOR_RE.fullmatch(line) else line
+        at_line_start = line.endswith("\n")
+
+
+def _read_txt(path: Path) -> Iterator[str | LongDocument]:
+    """The documents of a ``.txt`` file, read line by line (universal newlines, as ``read_text``)."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        lines = _txt_lines(handle)
+        more = True
+        while more:
+            head: list[str] = []
+            size, more = 0, False
+            for line in lines:
+                if line is None:
+                    more = True
+                    break
+                head.append(line)
+                size += len(line)
+                if size > LONG_DOCUMENT_CHARS:
+                    break
+            if size <= LONG_DOCUMENT_CHARS:
+                yield "".join(head)
+                continue
+            ended: list[bool] = []
+            document = LongDocument(_long_pieces(head, lines, ended))
+            yield document
+            document.drain()
+            more = bool(ended)
+
+
+def _long_pieces(head: list[str], lines: Iterator[str | None], ended: list[bool]) -> Iterator[str]:
+    """The pieces of a long document: ``head`` (read already), then the lines up to the next
+    separator, joined into pieces of about LONG_DOCUMENT_CHARS; ``ended`` gets True at a separator."""
+    buffered, size = head, sum(len(line) for line in head)
+    for line in lines:
+        if line is None:
+            ended.append(True)
+            break
+        buffered.append(line)
+        size += len(line)
+        if size >= LONG_DOCUMENT_CHARS:
+            yield "".join(buffered)
+            buffered, size = [], 0
+    if buffered:
+        yield "".join(buffered)
 
 
 def _read_jsonl(path: Path) -> Iterator[str]:
@@ -141,6 +221,8 @@ def _read_jsonl(path: Path) -> Iterator[str]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{line_no}: invalid JSON ({exc.msg})") from None
+            except RecursionError:  # json's C decoder recurses per nesting level
+                raise ValueError(f"{path}:{line_no}: JSON nested too deeply for a document record") from None
             if not isinstance(record, dict) or not isinstance(record.get("text", 0), (str, type(None))):
                 raise ValueError(f'{path}:{line_no}: expected an object with a string "text" field')
             yield record.get("text") or ""
@@ -165,16 +247,95 @@ def normalise(text: str) -> str:
     return _SPACE_RE.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
 
+@dataclass
+class _TextCounts:
+    """What ``is_garbled`` looks at, summed over the pieces of a document."""
+
+    chars: int = 0
+    replacement: int = 0
+    control: int = 0
+    surrogates: int = 0
+    visible: int = 0
+    letters: int = 0
+
+    def add(self, text: str) -> None:
+        self.chars += len(text)
+        self.replacement += text.count("\ufffd")
+        self.control += _CONTROL_RE.subn("", text)[1]
+        self.surrogates += _SURROGATE_RE.subn("", text)[1]
+        self.visible += len(text) - text.count(" ") - sum(text.count(c) for c in "\n\t\r")
+        self.letters += len(_NOT_LETTERS_RE.sub("", text))
+
+    def garbled(self) -> bool:
+        return (
+            self.surrogates > 0  # a lone surrogate cannot be encoded, so it cannot be tokenised
+            or self.replacement > MAX_REPLACEMENT_FRACTION * self.chars
+            or self.control > MAX_CONTROL_FRACTION * self.chars
+            or self.letters < MIN_LETTER_FRACTION * max(1, self.visible)
+        )
+
+
 def is_garbled(text: str) -> bool:
-    """True for mis-decoded, binary or symbol-soup text (see the thresholds above)."""
-    num_chars = len(text)
-    if text.count("\ufffd") > MAX_REPLACEMENT_FRACTION * num_chars:
-        return True
-    if len(_CONTROL_RE.findall(text)) > MAX_CONTROL_FRACTION * num_chars:
-        return True
-    num_visible = num_chars - text.count(" ") - sum(text.count(c) for c in "\n\t\r")
-    num_letters = num_chars - len(_LETTER_RE.sub("", text))
-    return num_letters < MIN_LETTER_FRACTION * max(1, num_visible)
+    """True for mis-decoded, binary or symbol-soup text (see the thresholds above), and for text
+    with lone surrogates."""
+    counts = _TextCounts()
+    counts.add(text)
+    return counts.garbled()
+
+
+class Cleaner:
+    """Which documents are kept: empty, garbled and repeated ones are dropped, counted in ``stats``."""
+
+    def __init__(self, stats: CleaningStats):
+        self.stats = stats
+        self._seen: set[bytes] = set()
+
+    def check(self, text: str) -> bytes | None:
+        """The document's digest (sha1 of its normal form) when it is kept, else None."""
+        self.stats.num_read += 1
+        normal = normalise(text)
+        if not normal:
+            self.stats.num_empty += 1
+            return None
+        if is_garbled(normal):
+            self.stats.num_garbled += 1
+            return None
+        return self._unseen(hashlib.sha1(normal.encode("utf-8")).digest())
+
+    def check_long(self, document: LongDocument, sink: Callable[[str], None]) -> bytes | None:
+        """``check`` for a long document, streamed: each piece goes to ``sink`` (which tokenises it
+        into a spill file) while it is counted and hashed. Pieces are normalised one at a time, so
+        the digest is of the same text as ``check``'s up to whitespace at the piece boundaries."""
+        self.stats.num_read += 1
+        counts, digest, held = _TextCounts(), hashlib.sha1(), None  # held: trailing whitespace so far
+        for piece in document.pieces():
+            normal = " ".join(unicodedata.normalize("NFC", piece).split())  # \s+ to " ", faster than the regex
+            counts.add(normal)
+            if counts.surrogates:  # garbled, and not encodable: stop feeding the sink
+                continue
+            digest.update(normal.encode("utf-8"))
+            # The document as check() keeps it (stripped): whitespace goes on only once text follows.
+            body = piece.rstrip()
+            if body.strip():
+                sink(body.lstrip() if held is None else held + body)
+                held = piece[len(body) :]
+            elif held is not None:
+                held = held + piece if len(held) < LONG_DOCUMENT_CHARS else piece
+        if counts.visible == 0:
+            self.stats.num_empty += 1
+            return None
+        if counts.garbled():
+            self.stats.num_garbled += 1
+            return None
+        return self._unseen(digest.digest())
+
+    def _unseen(self, digest: bytes) -> bytes | None:
+        if digest in self._seen:
+            self.stats.num_duplicates += 1
+            return None
+        self._seen.add(digest)
+        self.stats.num_kept += 1
+        return digest
 
 
 def clean_documents(texts: Iterable[str], stats: CleaningStats) -> Iterator[tuple[str, bytes]]:
@@ -182,20 +343,8 @@ def clean_documents(texts: Iterable[str], stats: CleaningStats) -> Iterator[tupl
 
     ``stats`` is updated in place, so the caller can report it after streaming.
     """
-    seen: set[bytes] = set()
+    cleaner = Cleaner(stats)
     for text in texts:
-        stats.num_read += 1
-        normal = normalise(text)
-        if not normal:
-            stats.num_empty += 1
-            continue
-        if is_garbled(normal):
-            stats.num_garbled += 1
-            continue
-        digest = hashlib.sha1(normal.encode("utf-8")).digest()
-        if digest in seen:
-            stats.num_duplicates += 1
-            continue
-        seen.add(digest)
-        stats.num_kept += 1
-        yield text.strip(), digest
+        digest = cleaner.check(text)
+        if digest is not None:
+            yield text.strip(), digest

@@ -11,17 +11,20 @@ names are re-exported here.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from planner.errors import DiskFullError, JobDirWriteError
 from trainer.corpus import (
     BYTE_VOCAB_SIZE,
     EOS_TOKEN_NAMES,
@@ -30,7 +33,9 @@ from trainer.corpus import (
     MIN_LETTER_FRACTION,
     SUPPORTED_SUFFIXES,
     TXT_DOCUMENT_SEPARATOR,
+    Cleaner,
     CleaningStats,
+    LongDocument,
     Tokenizer,
     clean_documents,
     file_digest,
@@ -39,8 +44,9 @@ from trainer.corpus import (
     normalise,
     read_documents,
 )
-from trainer.files import write_json_atomic
+from trainer.files import read_capped, write_json_atomic
 from trainer.job_spec import RunSettings
+from trainer.log import ON_STDOUT
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +56,13 @@ __all__ = [  # noqa: RUF022 - grouped: this module's names, then the re-exports
     "ENCODE_BATCH_DOCS",
     "NUM_SPLIT_BUCKETS",
     "NUM_TRAIN_BUCKETS",
+    "SHARD_DTYPES",
     "SPLITS",
     "SYNTHETIC_FOLLOW_PROB",
     "DataInfo",
     "SplitInfo",
     "check_split",
+    "meta_and_problem",
     "prepare_data",
     "read_meta",
     "split_of",
@@ -83,6 +91,9 @@ SPLITS = ("train", "val", "test")
 NUM_SPLIT_BUCKETS = 10
 NUM_TRAIN_BUCKETS = 8
 ENCODE_BATCH_DOCS = 256
+SHARD_DTYPES = ("uint16", "uint32")  # what Tokenizer.dtype gives: token ids, never floats
+MAX_META_BYTES = 1_000_000
+_COPY_CHUNK = 1 << 20  # the spill is copied into its shard in pieces of this size
 # Synthetic data: a token is followed by (token + stride) % vocab with this probability, else by
 # a uniform random token, so a model can learn something and the loss has a known floor.
 SYNTHETIC_FOLLOW_PROB = 0.75
@@ -150,19 +161,47 @@ def _fingerprint(source: Path, files: list[Path], tokenizer: Tokenizer) -> str:
 
 
 class _ShardWriter:
-    """Appends token arrays to hidden temporary shards; ``commit`` renames them into place."""
+    """Appends token arrays to hidden temporary shards, hashing them; ``commit`` renames them into
+    place. A long document goes to a spill file first: its split is known only at its end."""
 
     def __init__(self, data_dir: Path, dtype: np.dtype):
         self.data_dir, self.dtype = data_dir, dtype
         self.tokens = {split: 0 for split in SPLITS}
         self.documents = {split: 0 for split in SPLITS}
-        self._files = {split: (data_dir / f".{split}.bin.tmp").open("wb") for split in SPLITS}
+        self.sha256 = {split: hashlib.sha256() for split in SPLITS}
+        self._files = {}
+        for split in SPLITS:
+            self._files[split] = (data_dir / f".{split}.bin.tmp").open("wb")
+        self._spill = (data_dir / ".spill.bin.tmp").open("w+b")
+        self._spill_tokens = 0
+
+    def _write(self, split: str, data: bytes) -> None:
+        self._files[split].write(data)
+        self.sha256[split].update(data)
 
     def append(self, split: str, arrays: list[np.ndarray]) -> None:
         for ids in arrays:
-            ids.tofile(self._files[split])
+            self._write(split, ids.tobytes())
             self.tokens[split] += len(ids)
         self.documents[split] += len(arrays)
+
+    def spill(self, ids: np.ndarray) -> None:
+        self._spill.write(ids.tobytes())
+        self._spill_tokens += len(ids)
+
+    def keep_spill(self, split: str) -> None:
+        """Append the spilled document to ``split`` in bounded chunks, then empty the spill."""
+        self._spill.seek(0)
+        while chunk := self._spill.read(_COPY_CHUNK):
+            self._write(split, chunk)
+        self.tokens[split] += self._spill_tokens
+        self.documents[split] += 1
+        self.drop_spill()
+
+    def drop_spill(self) -> None:
+        self._spill.seek(0)
+        self._spill.truncate()
+        self._spill_tokens = 0
 
     def commit(self) -> None:
         for split, handle in self._files.items():
@@ -170,18 +209,35 @@ class _ShardWriter:
             os.fsync(handle.fileno())
             handle.close()
             os.replace(self.data_dir / f".{split}.bin.tmp", self.data_dir / f"{split}.bin")
+        self._close_spill()
 
     def abort(self) -> None:
         for split, handle in self._files.items():
-            handle.close()
+            with suppress(OSError):  # its buffer cannot be flushed on a full disk: the error is raised already
+                handle.close()
             (self.data_dir / f".{split}.bin.tmp").unlink(missing_ok=True)
+        self._close_spill()
+
+    def _close_spill(self) -> None:
+        with suppress(OSError):
+            self._spill.close()
+        (self.data_dir / ".spill.bin.tmp").unlink(missing_ok=True)
 
 
-def _tokenise_into(writer: _ShardWriter, documents: Iterable[tuple[str, bytes]], tokenizer: Tokenizer) -> None:
+def _tokenise_into(
+    writer: _ShardWriter, documents: Iterable[str | LongDocument], tokenizer: Tokenizer, stats: CleaningStats
+) -> None:
+    cleaner = Cleaner(stats)
     pending: dict[str, list[str]] = {split: [] for split in SPLITS}
-    for text, digest in documents:
+    for document in documents:
+        if isinstance(document, LongDocument):
+            _tokenise_long(writer, document, tokenizer, cleaner, pending)
+            continue
+        digest = cleaner.check(document)
+        if digest is None:
+            continue
         split = split_of(digest)
-        pending[split].append(text)
+        pending[split].append(document.strip())
         if len(pending[split]) >= ENCODE_BATCH_DOCS:
             writer.append(split, tokenizer.encode_documents(pending[split], writer.dtype))
             pending[split] = []
@@ -190,19 +246,67 @@ def _tokenise_into(writer: _ShardWriter, documents: Iterable[tuple[str, bytes]],
             writer.append(split, tokenizer.encode_documents(texts, writer.dtype))
 
 
+def _tokenise_long(
+    writer: _ShardWriter, document: LongDocument, tokenizer: Tokenizer, cleaner: Cleaner, pending: dict[str, list[str]]
+) -> None:
+    """One long document, piece by piece into the spill; kept (after the documents before it in
+    its split, so the order is the file's) or dropped at its end."""
+    digest = cleaner.check_long(document, lambda text: writer.spill(tokenizer.encode_piece(text, writer.dtype)))
+    if digest is None:
+        writer.drop_spill()
+        return
+    split = split_of(digest)
+    if pending[split]:
+        writer.append(split, tokenizer.encode_documents(pending[split], writer.dtype))
+        pending[split] = []
+    writer.spill(np.array([tokenizer.eos_id], dtype=writer.dtype))
+    writer.keep_spill(split)
+
+
+def _documents_of(files: list[Path]) -> Iterator[str | LongDocument]:
+    """The documents of every file; a file that cannot be read is named in a one-line error."""
+    for path in files:
+        try:
+            yield from read_documents(path)
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
+
+
 def _build_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tokenizer, fingerprint: str) -> dict:
+    try:
+        return _write_shards(source, files, data_dir, tokenizer, fingerprint)
+    except OSError as exc:  # reading errors are ValueErrors naming the input (_documents_of): this is writing
+        where = f" ({exc.filename})" if exc.filename else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(
+                f"disk full while preparing the data in {data_dir}{where}: free space and run again"
+            ) from None
+        raise JobDirWriteError(
+            f"cannot write the prepared data in {data_dir}{where} ({exc.strerror or exc.__class__.__name__}):"
+            " make it writable and run again"
+        ) from None
+
+
+def _write_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tokenizer, fingerprint: str) -> dict:
     data_dir.mkdir(parents=True, exist_ok=True)
     # Invalidate first: from here until the new meta.json lands, the directory is "not prepared".
     (data_dir / "meta.json").unlink(missing_ok=True)
     stats = CleaningStats()
-    texts = (text for path in files for text in read_documents(path))
     writer = _ShardWriter(data_dir, tokenizer.dtype)
-    try:
-        _tokenise_into(writer, clean_documents(texts, stats), tokenizer)
+    try:  # BaseException: a signal that stops preparation (trainer/preemption.py) removes the .tmp files too
+        _tokenise_into(writer, _documents_of(files), tokenizer, stats)
         writer.commit()
     except BaseException:
         writer.abort()
         raise
+    splits = {
+        s: {
+            "num_documents": writer.documents[s],
+            "num_tokens": writer.tokens[s],
+            "sha256": writer.sha256[s].hexdigest(),
+        }
+        for s in SPLITS
+    }
     meta = {
         "format_version": DATA_FORMAT_VERSION,
         "fingerprint": fingerprint,
@@ -212,28 +316,62 @@ def _build_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tok
         "tokenizer_vocab_size": tokenizer.vocab_size,
         "eos_id": tokenizer.eos_id,
         "dtype": str(tokenizer.dtype),
-        "splits": {s: {"num_documents": writer.documents[s], "num_tokens": writer.tokens[s]} for s in SPLITS},
+        "splits": splits,
         "cleaning": asdict(stats),
     }
     write_json_atomic(data_dir / "meta.json", meta)
     return meta
 
 
-def read_meta(data_dir: Path) -> dict | None:
-    """``meta.json`` if it and the shards it describes are complete, else None."""
+def read_meta(data_dir: Path, *, verify: bool = False) -> dict | None:
+    """``meta.json`` if it and the shards it describes are complete (and, with ``verify``, match
+    their sha256), else None."""
+    return meta_and_problem(data_dir, verify=verify)[0]
+
+
+def meta_and_problem(data_dir: Path, *, verify: bool) -> tuple[dict | None, str | None]:
+    """(``meta.json``, None) when it and its shards are sound; (None, what is wrong) otherwise
+    ((None, None) where nothing was prepared yet)."""
+    path = data_dir / "meta.json"
     try:
-        meta = json.loads((data_dir / "meta.json").read_text())
-        itemsize = np.dtype(meta["dtype"]).itemsize
-        for split in SPLITS:
-            if (data_dir / f"{split}.bin").stat().st_size != meta["splits"][split]["num_tokens"] * itemsize:
-                return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return meta if meta.get("format_version") == DATA_FORMAT_VERSION else None
+        meta = json.loads(read_capped(path, MAX_META_BYTES))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, RecursionError) as exc:
+        return None, f"{path} is unreadable ({exc.__class__.__name__})"
+    try:
+        problem = _shards_problem(data_dir, meta, verify)
+    except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        problem = f"{path} does not describe the shards ({exc.__class__.__name__}: {exc})"
+    return (None, problem) if problem else (meta, None)
+
+
+def _shards_problem(data_dir: Path, meta: dict, verify: bool) -> str | None:
+    if meta.get("format_version") != DATA_FORMAT_VERSION:
+        return f"{data_dir / 'meta.json'} is of format version {meta.get('format_version')!r}"
+    if meta["dtype"] not in SHARD_DTYPES:
+        return f"{data_dir / 'meta.json'} says dtype {meta['dtype']!r}; token ids are {' or '.join(SHARD_DTYPES)}"
+    dtype, vocab = np.dtype(meta["dtype"]), meta["tokenizer_vocab_size"]
+    if type(vocab) is not int or not 0 < vocab <= np.iinfo(dtype).max + 1:
+        return f"{data_dir / 'meta.json'} says tokenizer_vocab_size {vocab!r}, not a {dtype} vocabulary size"
+    for split in SPLITS:
+        shard, entry = data_dir / f"{split}.bin", meta["splits"][split]
+        if shard.stat().st_size != entry["num_tokens"] * dtype.itemsize:
+            return f"{shard} has {shard.stat().st_size} bytes, meta.json says {entry['num_tokens']} {dtype} tokens"
+        if verify and not isinstance(entry.get("sha256"), str):
+            return f"{shard} has no sha256 in meta.json (prepared by an earlier version)"
+        if verify and _sha256(shard) != entry["sha256"]:
+            return f"{shard} does not match its sha256 in meta.json"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _info_from_meta(meta: dict, reused: bool) -> DataInfo:
-    splits = {s: SplitInfo(**meta["splits"][s]) for s in SPLITS}
+    splits = {s: SplitInfo(meta["splits"][s]["num_documents"], meta["splits"][s]["num_tokens"]) for s in SPLITS}
     return DataInfo(
         source=meta["source"],
         synthetic=False,
@@ -280,31 +418,46 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
         )
     data_dir = Path(job_dir) / "data"
     source = Path(run.data)
-    meta = read_meta(data_dir)
-    if (
-        not source.exists()
-        and meta is not None
-        and meta["source"] == run.data
-        and meta["tokenizer_digest"] == tokenizer.digest
-    ):
+    meta, problem = meta_and_problem(data_dir, verify=False)
+    unreachable = not source.exists()
+    if unreachable and meta is not None and (meta["source"], meta["tokenizer_digest"]) == (run.data, tokenizer.digest):
+        problem = _reuse_problem(data_dir, meta, tokenizer)
+        if problem is not None:
+            raise ValueError(f"{problem}, and {source} is not reachable here to prepare the data again")
         log.info(
             f"data: {source} is not reachable here; using the shards prepared from it "
             f"(fingerprint {meta['fingerprint'][:12]})"
         )
-        info = _info_from_meta(meta, reused=True)
-    else:
-        files = list_input_files(source)
-        fingerprint = _fingerprint(source, files, tokenizer)
-        if meta is not None and meta["fingerprint"] == fingerprint:
+        return _checked(_info_from_meta(meta, reused=True), run.data, seq_len)
+    if unreachable and problem is not None:
+        raise ValueError(f"{problem}, and {source} is not reachable here to prepare the data again")
+    files = list_input_files(source)
+    fingerprint = _fingerprint(source, files, tokenizer)
+    if meta is not None and meta["fingerprint"] == fingerprint:
+        problem = _reuse_problem(data_dir, meta, tokenizer)
+        if problem is None:
             log.info(f"data: reusing prepared shards in {data_dir} (fingerprint {fingerprint[:12]})")
-            info = _info_from_meta(meta, reused=True)
-        else:
-            info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
-            _print_summary(info, data_dir)
+            return _checked(_info_from_meta(meta, reused=True), run.data, seq_len)
+    if problem is not None:
+        log.warning(f"warning: data: {problem}; preparing the data again", extra=ON_STDOUT)
+    info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
+    _print_summary(info, data_dir)
+    return _checked(info, run.data, seq_len)
+
+
+def _reuse_problem(data_dir: Path, meta: dict, tokenizer: Tokenizer) -> str | None:
+    """Why shards whose fingerprint matches cannot be reused: a dtype that is not the tokenizer's,
+    or a shard that is not what was written (each shard is hashed: a full read of the data)."""
+    if meta["dtype"] != str(tokenizer.dtype):
+        return f"{data_dir / 'meta.json'} says dtype {meta['dtype']!r}; the tokenizer's ids are {tokenizer.dtype}"
+    return meta_and_problem(data_dir, verify=True)[1]
+
+
+def _checked(info: DataInfo, data: str, seq_len: int) -> DataInfo:
     assert info.train is not None  # _info_from_meta sets every split (only synthetic data has none)
     if info.train.num_tokens < seq_len + 1:
         raise ValueError(
-            f"{run.data}: the train split has {info.train.num_tokens} tokens after cleaning, "
+            f"{data}: the train split has {info.train.num_tokens} tokens after cleaning, "
             f"fewer than one sequence of {seq_len} (+1) tokens"
         )
     return info

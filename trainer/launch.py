@@ -10,6 +10,7 @@ in one line, trainer/torchrun.py) with the plan's world size, passes its output 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -20,11 +21,13 @@ import threading
 from contextlib import suppress
 from pathlib import Path
 
-from planner.errors import ExitCode, JobDirLockedError
+from planner.errors import DiskFullError, ExitCode, JobDirLockedError
+from planner.fmt import one_line
 from planner.reports import ReplanRequest
 from trainer.job_spec import JobSpec
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
+from trainer.preemption import Interrupted, signals_interrupt
 
 __all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
 
@@ -145,6 +148,16 @@ def check_endpoint(endpoint: str) -> None:
         raise ValueError(f"--rdzv-endpoint {endpoint!r}: use HOST:PORT with a port in 1..65535")
 
 
+def resolve_job_dir(job_dir: Path) -> Path:
+    """The absolute job dir; a one-line error for control characters or a symlink loop."""
+    if any(not ch.isprintable() for ch in str(job_dir)):  # "J\n" would be read back as "J" by a shell
+        raise ValueError(f"job dir {str(job_dir)!r}: the path has control characters")
+    try:
+        return Path(job_dir).resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a symlink loop
+        raise ValueError(f"job dir {job_dir}: cannot resolve the path ({one_line(exc)})") from None
+
+
 def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
     """Run ``command`` in its own process group with inherited stdout/stderr; forward SIGINT and
     SIGTERM to the whole group. Returns the exit code (128 + signal number when killed)."""
@@ -193,12 +206,31 @@ def _signal_group(child: subprocess.Popen, signum: int) -> None:
 
 
 def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
-    """Build or reuse the job's data shards (idempotent; a no-op for synthetic data)."""
+    """Build or reuse the job's data shards (idempotent; a no-op for synthetic data). A signal
+    stops it with Interrupted, after the temporary shards are removed."""
     if spec.run.data == "synthetic":
         return  # nothing to build; the trainer checks the vocabulary itself
     from trainer.data import prepare_data
 
-    prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
+    with signals_interrupt():
+        prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
+
+
+def prepare_or_exit_code(job_dir: Path, spec: JobSpec) -> int | None:
+    """``prepare_job_data``; None when done, else the exit code after a one-line message (disk full:
+    4; a signal: 128 + its number). Invalid data stays a ValueError for the caller's one line."""
+    try:
+        prepare_job_data(job_dir, spec)
+    except DiskFullError as exc:
+        print(f"trainplan: error: {exc}", file=sys.stderr)
+        return ExitCode.DISK_FULL
+    except Interrupted as exc:
+        print(
+            f"trainplan: {exc} while preparing the data; nothing partial was kept (the next run prepares it)",
+            file=sys.stderr,
+        )
+        return exc.exit_code
+    return None
 
 
 def read_replan_report(job_dir: Path) -> ReplanRequest | None:
@@ -279,9 +311,7 @@ def run_job(
     Raises JobDirLockedError if another launcher runs this directory, ValueError on bad input.
     """
     setup_logging()  # prepare_data's lines, printed here before torchrun starts
-    if any(not ch.isprintable() for ch in str(job_dir)):  # "J\n" would be read back as "J" by a shell
-        raise ValueError(f"job dir {str(job_dir)!r}: the path has control characters")
-    job_dir = Path(job_dir).resolve()
+    job_dir = resolve_job_dir(job_dir)
     spec = JobSpec.load(job_dir)
     _check_counts(nproc, steps, max_restarts)
     check_node_args(spec, nproc, nnodes, node_rank)
@@ -307,7 +337,8 @@ def run_job(
                 module=module,
             )
             if node_rank == 0:
-                prepare_job_data(job_dir, spec)
+                if (failed := prepare_or_exit_code(job_dir, spec)) is not None:
+                    return failed
                 _archive_replan_report(job_dir)
             (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
             code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,)))
@@ -346,9 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     try:
         if args.prepare_only:
-            with job_lock(args.job_dir.resolve()):
-                prepare_job_data(args.job_dir.resolve(), JobSpec.load(args.job_dir))
-            return ExitCode.OK
+            job_dir = resolve_job_dir(args.job_dir)
+            with job_lock(job_dir):
+                return prepare_or_exit_code(job_dir, JobSpec.load(job_dir)) or ExitCode.OK
         return run_job(
             args.job_dir,
             device=args.device,
@@ -365,6 +396,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.INVALID
+    except OSError as exc:  # e.g. the job dir read-only where the launcher writes
+        print(f"error: {exc.filename or args.job_dir}: {exc.strerror or one_line(exc)}", file=sys.stderr)
+        return ExitCode.DISK_FULL if exc.errno == errno.ENOSPC else ExitCode.INVALID
+    except DiskFullError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.DISK_FULL
 
 
 if __name__ == "__main__":

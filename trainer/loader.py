@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 class _PackedSequences:
     """Non-overlapping windows of ``seq_len + 1`` tokens over one split's token stream."""
 
-    def __init__(self, path: Path, dtype: str, num_tokens: int, seq_len: int):
-        self.seq_len = seq_len
+    def __init__(self, path: Path, dtype: str, num_tokens: int, seq_len: int, vocab_size: int):
+        self.path, self.seq_len, self.vocab_size = path, seq_len, vocab_size
         self.tokens = (
             np.memmap(path, dtype=np.dtype(dtype), mode="r", shape=(num_tokens,))
             if num_tokens
@@ -45,7 +45,15 @@ class _PackedSequences:
 
     def get(self, indices: np.ndarray) -> np.ndarray:
         window = indices[:, None] * self.seq_len + np.arange(self.seq_len + 1)
-        return np.asarray(self.tokens[window], dtype=np.int64)
+        tokens = np.asarray(self.tokens[window], dtype=np.int64)
+        # Shards are hashed when prepared; this catches what changes them later (an embedding
+        # lookup out of range is an IndexError deep in the model, or a device-side assert).
+        if tokens.size and int(tokens.max()) >= self.vocab_size:
+            raise ValueError(
+                f"{self.path}: token id {int(tokens.max())} is outside the vocabulary of {self.vocab_size}; the"
+                f" prepared data is damaged: delete {self.path.parent} and run again to prepare it"
+            )
+        return tokens
 
 
 class _SyntheticSequences:
@@ -216,7 +224,11 @@ def build_loader(
                 f"model's vocab_size {vocab_size}"
             )
         source = _PackedSequences(
-            data_dir / f"{split}.bin", meta["dtype"], meta["splits"][split]["num_tokens"], seq_len
+            data_dir / f"{split}.bin",
+            meta["dtype"],
+            meta["splits"][split]["num_tokens"],
+            seq_len,
+            meta["tokenizer_vocab_size"],  # read_meta checked that it fits the dtype; checked against the model above
         )
         fingerprint = meta["fingerprint"]
     loader = ResumableLoader(

@@ -4,6 +4,9 @@ SIGINT (Ctrl-C) set a flag the training loop reads at each step boundary (traine
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from planner.errors import ExitCode
 
@@ -45,3 +48,34 @@ class PreemptionFlag:
             signal.signal(sig, handler)
         if PreemptionFlag._installed is self:
             PreemptionFlag._installed = None
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT during work that has no step boundary to stop at (data preparation): it
+    unwinds like KeyboardInterrupt, so ``finally`` and ``except BaseException`` clean up."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`Interrupted` inside the block (in the main thread: Python
+    runs handlers only there, and elsewhere the caller's own handling stays)."""
+
+    def interrupt(signum, frame) -> None:
+        del frame
+        raise Interrupted(signum)
+
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, interrupt) for sig in PreemptionFlag.SIGNALS} if in_main_thread else {}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

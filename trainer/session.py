@@ -179,18 +179,21 @@ class Session:
         )
 
     def _prepare_data(self) -> None:
-        """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank."""
-        result: list[str | None] = [None]
+        """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank the same way."""
+        result: list[tuple[str, str] | None] = [None]
         if self.is_rank0:
             try:
                 info = prepare_data(self.run, self.job_dir, self.plan.model.vocab_size, self.training.seq_len)
                 if info.loss_floor is not None:
                     log.info(f"data: synthetic, best achievable loss {info.loss_floor:.3f}")
             except ValueError as exc:
-                result[0] = str(exc)
+                result[0] = ("invalid", str(exc))
+            except DiskFullError as exc:
+                result[0] = ("disk full", str(exc))
         dist.broadcast_object_list(result, src=0)
         if result[0] is not None:
-            raise ValueError(result[0])
+            kind, message = result[0]
+            raise DiskFullError(message) if kind == "disk full" else ValueError(message)
         self.loader = self._loader("train")
         if self.run.eval_every:
             self._loader("val")  # fail now, not at the first evaluation, if the split is too small
