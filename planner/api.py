@@ -289,11 +289,17 @@ def solve_request(
     )
 
 
+def trains_too_long(chosen: Plan) -> bool:
+    """Whether the plan trains for over LONG_JOB_WARNING_DAYS (the CLI warns, the app's card too)."""
+    hours = chosen.estimate.time_to_train_h
+    return hours is not None and hours * SECONDS_PER_HOUR > LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY
+
+
 def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
     """A warning when the chosen plan trains for over LONG_JOB_WARNING_DAYS."""
-    hours = chosen.estimate.time_to_train_h
-    if hours is None or hours * SECONDS_PER_HOUR <= LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY:
+    if not trains_too_long(chosen):
         return ()
+    hours = chosen.estimate.time_to_train_h or 0.0
     return (
         f"the plan trains for {duration_words(hours * SECONDS_PER_HOUR)}, over a year: a deadline "
         "(--deadline-days) sizes the GPU count for a date",

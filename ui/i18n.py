@@ -181,6 +181,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "bad_request": ("Cannot plan: {error}", "无法规划：{error}"),
     # plan card
     "plan_card": ("Plan for {model}", "{model} 的训练方案"),
+    "long_job": (
+        'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
+        "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
+    ),
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
     "card_layout": ("Layout", "并行布局"),

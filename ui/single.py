@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.api import trains_too_long
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
@@ -113,7 +114,9 @@ def plan_card(
     memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
     with st.container(border=True):
         st.html(CARD_CSS)
-        st.subheader(tr("plan_card", model=plan.model.name))
+        st.subheader(tr("plan_card", model=plain(plan.model.name)))
+        if trains_too_long(plan):  # the planner's warning (planner.api.long_job_warnings), in the page's language
+            st.warning(tr("long_job", time=duration(tr, e.time_to_train_h or 0.0)))
         for row in filter(None, rows):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 delta = memory_of if key == "card_memory" else bands.get(key)

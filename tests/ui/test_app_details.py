@@ -304,3 +304,14 @@ def test_intervals_read_in_the_unit_a_reader_expects():
     assert interval(EN, 42.4) == "42 min" and interval(ZH, 42.4) == "42 分钟"
     assert interval(EN, 559.0) == "9.3 h"
     assert interval(EN, 3 * 24 * 60) == "3.0 days"
+
+
+def test_a_plan_over_a_year_warns_on_the_card_in_both_languages():
+    """Issue 30: the CLI's "> 1 year" warning (planner.api.long_job_warnings) shows on the card."""
+    state = dict(tokens_mode="absolute", tokens_billions=10000.0, inventory={"a100-80gb-sxm": 1}, gpus=["a100-80gb-sxm"])
+    for tr in (EN, ZH):
+        at = run_app(lang=tr.lang, **state)
+        days = float(re.sub(r"[^\d.]", "", at.metric[2].value))  # the card's time to train, in days
+        assert days > 365 and at.metric[2].value == tr("days_value", value=days)
+        (warning,) = [w.value for w in at.warning if w.value.startswith(tr("long_job", time="")[:6])]
+        assert warning == tr("long_job", time=at.metric[2].value)
