@@ -155,14 +155,15 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
 
 
 def why_not_text(tr: Labels, answer: WhyNot, request: PlanRequest) -> str:
-    """``WhyNot`` in the page's language (English: the planner's own sentence)."""
-    if tr.lang == "en":
-        return answer.text()
+    """``WhyNot`` in the page's language: what rules a type out in the page's terms (its fields'
+    on-screen names, not the CLI's flags; issue 30); a comparison in English is the planner's own."""
     if answer.mine is None or answer.winner is None:
         assert answer.infeasible is not None  # set whenever a plan is missing
         scope = request if answer.mine is not None else request.model_copy(update={"gpus": {answer.gpu: None}})
         key = "why_not_gpu_infeasible" if answer.mine is None else "why_not_none_feasible"
         return tr(key, gpu=answer.gpu, why=infeasible_text(tr, Infeasible.of(answer.infeasible), scope))
+    if tr.lang == "en":
+        return plain(answer.text())
     if answer.chosen:
         return tr("why_not_chosen", gpu=answer.gpu)
     return tr(
@@ -176,7 +177,7 @@ def plan_phrase(tr: Labels, p: Plan) -> str:
     return tr(
         "plan_phrase",
         gpus=f"{p.num_gpus} × {p.gpu}",
-        layout=p.layout.describe(),
+        layout=plain(p.layout.describe()),
         cost=money(e.cost_usd),
         time=duration(tr, e.time_to_train_h),
         mfu=e.throughput.mfu,
