@@ -130,8 +130,11 @@ def memory_fix(
         return error
     fits = [f for g, n in searched.items() if (f := smallest_fitting_count(request, catalog, g, n, settings))]
     if not fits:
-        largest = ", ".join(f"{g}" for g in searched)
-        fix = f"no count up to {PROBE_MAX_GPUS:,} GPUs fits ({largest}); {error.fix}"
+        types = ", ".join(searched)
+        fix = (
+            f"no count of {types} GPUs up to {PROBE_MAX_GPUS:,} has a layout that fits and reaches the batch: "
+            "a GPU type with more memory, or another global batch or sequence length"
+        )
     else:
         best = min(fits, key=lambda f: (f.num_gpus / searched[f.gpu], f.num_gpus))
         fix = (
