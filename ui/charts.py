@@ -35,6 +35,7 @@ from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
+from planner.request import DEFAULT_MAX_GPUS
 from planner.search.fleet import TcoAssumptions, ownership_usd
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 
@@ -132,7 +133,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "allow_offload": False,
         "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100),
         "top_k": 10,
-        "max_gpus": 4096,
+        "max_gpus": DEFAULT_MAX_GPUS,
         "portfolio_mode": False,
         "stack": Stack.TRAINPLAN.value,
         "attention": "",  # the stack's own kernel

@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.api import PlanRequest
+from planner.request import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import charts, figures
 from ui.cached import cached_portfolio
@@ -20,7 +21,7 @@ from ui.sidebar import Inputs
 
 def shared_inventory(request: PlanRequest) -> dict[str, int]:
     """The portfolio's inventory: each allowed type's count, or the GPU-count cap where it has none."""
-    cap = request.max_gpus or 4096
+    cap = request.max_gpus or DEFAULT_MAX_GPUS
     return {g: (cap if n is None else n) for g, n in (request.gpus or {}).items()}
 
 
