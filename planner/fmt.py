@@ -11,7 +11,16 @@ import math
 
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
-__all__ = ["duration_clock", "duration_h", "duration_parts", "duration_words", "money", "money_short", "one_line"]
+__all__ = [
+    "duration_clock",
+    "duration_h",
+    "duration_parts",
+    "duration_words",
+    "money",
+    "money_short",
+    "one_line",
+    "printable",
+]
 
 _VALUE_ERROR = "Value error, "  # pydantic's prefix on a ValueError raised by a validator
 
@@ -48,6 +57,12 @@ def one_line(
         return f"{loc}: {message}" if where and loc else message
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def printable(text: object) -> str:
+    """``text`` without its non-printable characters (terminal escapes, newlines, bidi controls):
+    what a user's file or flag may put in front of the terminal (a model name, a TOML key)."""
+    return "".join(ch for ch in str(text) if ch.isprintable())
 
 
 # --------------------------------------------------------------------------- money

@@ -8,11 +8,13 @@ serialises and the trainer only validates.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.fmt import one_line
+from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -22,10 +24,14 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
+from planner.limits import MAX_GPUS, MAX_INPUT_BYTES, read_input_text, unique_keys
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported
+
+if TYPE_CHECKING:
+    from planner.catalog.hardware import Catalog, NodeTemplate
 
 PLAN_SCHEMA_VERSION = 1
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -302,9 +308,9 @@ class Plan(BaseModel):
     model: ModelSpec
     hf_config_path: str | None = None  # set when the model came from a local config.json
     gpu: str
-    num_gpus: int = Field(ge=1)
-    num_nodes: int = Field(ge=1)
-    gpus_per_node: int = Field(ge=1)
+    num_gpus: int = Field(ge=1, le=MAX_GPUS)
+    num_nodes: int = Field(ge=1, le=MAX_GPUS)
+    gpus_per_node: int = Field(ge=1, le=MAX_GPUS)
     layout: Layout
     training: TrainingConfig
     training_tokens: float | None = None
@@ -331,15 +337,72 @@ class Plan(BaseModel):
         path.write_text(self.to_json() + "\n")
         return path
 
+    def check(self, catalog: Catalog | None = None) -> None:
+        """The rules the planner made the plan by, checked again (a plan file may be hand-edited):
+        the schema version, a catalog GPU, nodes that hold the GPUs (``fullest_node``), and every
+        rule of an estimate (``checked_configuration``: degrees multiply to the world size,
+        structure, precision). ValueError naming the first broken."""
+        from planner.catalog.hardware import load_catalog
+        from planner.model.estimate import checked_configuration
+
+        if self.schema_version != PLAN_SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {self.schema_version}: this trainplan reads plan files of version {PLAN_SCHEMA_VERSION}"
+            )
+        catalog = catalog or load_catalog()
+        gpu = catalog.gpu(self.gpu)
+        if self.gpu != gpu.id:
+            raise ValueError(f"gpu '{self.gpu}': the catalog id is '{gpu.id}'")
+        fullest = fullest_node(self.num_gpus, self.num_nodes, catalog.node(gpu.default_node), "num_nodes")
+        if self.gpus_per_node != self.num_gpus // self.num_nodes:
+            raise ValueError(
+                f"gpus_per_node {self.gpus_per_node} is not num_gpus // num_nodes = {self.num_gpus // self.num_nodes}"
+            )
+        trainer_rules = self.stack == Stack.TRAINPLAN
+        checked_configuration(
+            self.model, gpu, self.layout, self.training, self.num_gpus, fullest, catalog, trainer_rules
+        )
+
     @classmethod
-    def load(cls, path: str | Path) -> Plan:
-        """Read a plan file; raises ValueError naming the file when it is not a valid plan."""
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read plan file ({exc.strerror})") from None
-        try:
-            return cls.model_validate_json(text)
-        except Exception as exc:  # pydantic.ValidationError or JSON decode error
+    def load(cls, path: str | Path, catalog: Catalog | None = None) -> Plan:
+        """Read a plan file (``read_input``: a regular file, capped) and ``check`` it; raises
+        ValueError naming the file when it is not a valid plan."""
+        text = read_input_text(path, "plan file", MAX_INPUT_BYTES)
+        try:  # every string without terminal escapes (a model name is printed): planner/fmt.py printable
+            raw = json.loads(text, object_pairs_hook=unique_keys)
+            plan = cls.model_validate(_printable_strings(raw))
+        except RecursionError:
+            raise ValueError(f"{path}: nested too deeply, not a plan file") from None
+        except Exception as exc:  # pydantic.ValidationError, JSON decode error, duplicate key
             raise ValueError(f"{path}: not a valid trainplan plan ({one_line(exc, verbatim=True)})") from None
+        try:
+            plan.check(catalog)
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{path}: inconsistent plan ({one_line(exc)})") from None
+        return plan
+
+
+def _printable_strings(value: object) -> object:
+    """A parsed JSON value with ``printable`` applied to every string in it (keys too)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(key): _printable_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable_strings(item) for item in value]
+    return value
+
+
+def fullest_node(num_gpus: int, num_nodes: int, node: NodeTemplate, what: str) -> int:
+    """GPUs on the fullest of ``num_nodes`` nodes holding ``num_gpus``; ValueError (``what`` names
+    the flag or field) when there are more nodes than GPUs, or a node would hold more GPUs than
+    its template (``estimate --num-gpus 4096 --nodes 1`` on 8-GPU servers)."""
+    if not 1 <= num_nodes <= num_gpus:
+        raise ValueError(f"{what} {num_nodes}: {num_gpus} GPUs fill 1 to {num_gpus} nodes")
+    fullest = -(-num_gpus // num_nodes)
+    if fullest > node.gpus_per_node:
+        raise ValueError(
+            f"{what} {num_nodes}: {fullest} GPUs per node, but a {node.id} node holds {node.gpus_per_node}"
+            f" (use at least {-(-num_gpus // node.gpus_per_node)} nodes)"
+        )
+    return fullest

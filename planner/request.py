@@ -9,6 +9,7 @@ table for the app's views.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -18,6 +19,15 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision
+from planner.limits import (
+    MAX_BATCH_TOKENS,
+    MAX_BUDGET_USD,
+    MAX_DAYS,
+    MAX_GPUS,
+    MAX_PRICE_USD,
+    MAX_SEQ_LEN,
+    MAX_TRAINING_TOKENS,
+)
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
@@ -61,20 +71,21 @@ class PlanRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     model: ModelSpec
     hf_config_path: str | None = None
-    training_tokens: float = Field(ge=1, allow_inf_nan=False)
-    deadline_days: float | None = Field(None, gt=0, allow_inf_nan=False)
-    budget_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    # Bounds: planner/limits.py, the same for the CLI, the app and the jobs files.
+    training_tokens: float = Field(ge=1, le=MAX_TRAINING_TOKENS, allow_inf_nan=False)
+    deadline_days: float | None = Field(None, gt=0, le=MAX_DAYS, allow_inf_nan=False)
+    budget_usd: float | None = Field(None, gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
     objective: Objective = Objective.COST
     cost_weight: float = Field(0.5, ge=0, le=1)
     gpus: dict[str, int | None] | None = None
-    price_overrides: dict[str, float] = {}
+    price_overrides: dict[str, Annotated[float, Field(gt=0, le=MAX_PRICE_USD, allow_inf_nan=False)]] = {}
     # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
-    seq_len: int | None = Field(None, ge=16)
-    global_batch_tokens: int | None = Field(None, ge=1)
+    seq_len: int | None = Field(None, ge=16, le=MAX_SEQ_LEN)
+    global_batch_tokens: int | None = Field(None, ge=1, le=MAX_BATCH_TOKENS)
     # Largest relative distance of the batch from global_batch_tokens; of the feasible plans, those
     # of the achievable batch nearest the request are kept (the plan and its alternatives share it)
     # unless vary_batch, which lets each use any batch within the tolerance.
-    batch_tolerance: float = Field(DEFAULT_BATCH_TOLERANCE, ge=0, lt=1)
+    batch_tolerance: float = Field(DEFAULT_BATCH_TOLERANCE, ge=0, lt=1, allow_inf_nan=False)
     vary_batch: bool = False
     precision: Precision = Precision.BF16
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
@@ -85,7 +96,7 @@ class PlanRequest(BaseModel):
     compile: bool = False
     # Largest GPU count to consider per type. None: a type's inventory, and for a type without
     # one, DEFAULT_MAX_GPUS or the largest inventory given, whichever is larger.
-    max_gpus: int | None = Field(None, ge=1)
+    max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     top_k: int = Field(5, ge=0, le=100)
     solver: str = "auto"
     # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
@@ -137,9 +148,12 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
     else:
         out = {}
         for gid, limit in request.gpus.items():
-            if limit is not None and limit < 1:
-                raise ValueError(f"inventory for {gid} must be >= 1, got {limit}")
-            out[catalog.gpu(gid).id] = limit
+            if limit is not None and not 1 <= limit <= MAX_GPUS:
+                raise ValueError(f"inventory for {gid} must be >= 1 and <= {MAX_GPUS:,}, got {limit}")
+            gpu_id = catalog.gpu(gid).id
+            if gpu_id in out:
+                raise ValueError(f"GPU {gpu_id} is given twice ({gid})")
+            out[gpu_id] = limit
     runs = {g: n for g, n in out.items() if kernel_problem(request.attention, catalog.gpu(g)) is None}
     if not runs:
         raise ValueError(kernel_problem(request.attention, catalog.gpu(next(iter(out)))))

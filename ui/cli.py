@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.errors import ExitCode, InfeasiblePlan
-from planner.fmt import one_line
+from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -32,6 +32,16 @@ from planner.layout import (
     Precision,
     Sharding,
     TrainingConfig,
+)
+from planner.limits import (
+    MAX_BATCH_TOKENS,
+    MAX_BUDGET_USD,
+    MAX_DAYS,
+    MAX_GPUS,
+    MAX_PRICE_USD,
+    MAX_PURCHASE_USD,
+    MAX_SEQ_LEN,
+    MAX_TRAINING_TOKENS,
 )
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
@@ -48,15 +58,7 @@ from ui.cli_options import (
     ObjectiveChoice,
     app,
 )
-from ui.inputs import (
-    MAX_BATCH_TOKENS,
-    MAX_GPUS,
-    MAX_PRICE_USD,
-    check_input_file,
-    check_range,
-    load_model_arg,
-    parse_pairs,
-)
+from ui.inputs import check_range, load_model_arg, parse_pairs
 
 
 @app.command()
@@ -122,11 +124,12 @@ def estimate(
     check_range("--num-gpus", num_gpus, 1, MAX_GPUS)
     check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
     check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
-    check_range("--tokens", tokens, 0, 1e18, low_open=True)
+    check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     check_range("--price", price, 0, MAX_PRICE_USD)
+    check_range("--seq-len", seq_len, 1, MAX_SEQ_LEN)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
-    seq_len = seq_len or default_seq_len(spec)
+    seq_len = default_seq_len(spec) if seq_len is None else seq_len
     layout = Layout(
         dp_replicate=dp_replicate,
         dp_shard=dp_shard,
@@ -228,9 +231,13 @@ def plan(
     from planner.api import PlanRequest
     from planner.api import plan as solve
 
-    check_range("--tokens", tokens, 0, 1e18, low_open=True)
+    check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
     check_range("--max-gpus", max_gpus, 1, MAX_GPUS)
+    check_range("--seq-len", seq_len, 16, MAX_SEQ_LEN)
+    check_range("--deadline-days", deadline_days, 0, MAX_DAYS, low_open=True)
+    check_range("--budget-usd", budget_usd, 0, MAX_BUDGET_USD, low_open=True)
+    check_range("--batch-tolerance", batch_tolerance, 0, 1, high_open=True)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
     request = PlanRequest(
@@ -240,8 +247,8 @@ def plan(
         deadline_days=deadline_days,
         budget_usd=budget_usd,
         objective=objective.value,
-        gpus=parse_pairs(gpus, "--gpus", int) or None,
-        price_overrides=parse_pairs(prices, "--price"),
+        gpus=parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None,
+        price_overrides=parse_pairs(prices, "--price", 0, MAX_PRICE_USD),
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,
         batch_tolerance=batch_tolerance,
@@ -280,7 +287,7 @@ def explain(
     from planner.plan import Plan
 
     chosen = choose_calibration(calibration, no_calibration)
-    loaded = Plan.load(check_input_file(plan_file))
+    loaded = Plan.load(plan_file)
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or chosen is not None:
@@ -308,7 +315,7 @@ def portfolio(
     from planner.search.explore import plan_portfolio
     from ui.portfolio_file import read_jobs_file
 
-    spec = read_jobs_file(check_input_file(jobs_file))
+    spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
@@ -351,10 +358,10 @@ def fleet(
     from planner.search.explore import plan_fleet
     from ui.portfolio_file import purchase_prices, read_jobs_file
 
-    spec = read_jobs_file(check_input_file(jobs_file))
+    spec = read_jobs_file(jobs_file)
     prices = purchase_prices(spec, load_catalog())
     for gpu_id, usd in prices.items():
-        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, 1e9, low_open=True)
+        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     requests = spec.requests({g: None for g in prices})
@@ -384,6 +391,11 @@ def _flush_stdout() -> bool:
     return True
 
 
+def _error(message: str) -> None:
+    """The one line of a user error, without the terminal escapes a file or flag may carry."""
+    print(f"trainplan: error: {printable(message)}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: map user errors to one line + exit 2; let real bugs raise."""
     code = _main(argv)
@@ -405,20 +417,20 @@ def _main(argv: list[str] | None) -> int:
     except click.exceptions.NoArgsIsHelpError:
         return ExitCode.OK
     except click.ClickException as exc:
-        print(f"trainplan: error: {exc.format_message()}", file=sys.stderr)
+        _error(exc.format_message())
         return ExitCode.INVALID
     except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
-        print(f"trainplan: error: {one_line(exc)}", file=sys.stderr)
+        _error(one_line(exc))
         return ExitCode.INVALID
     except OSError as exc:  # --out on a read-only or full disk, a directory, a name too long
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"trainplan: error: {where}{exc.strerror or one_line(exc)}"[:500], file=sys.stderr)
+        _error(f"{where}{exc.strerror or one_line(exc)}"[:480])
         return ExitCode.INVALID
     except OverflowError:
-        print("trainplan: error: a number is too large", file=sys.stderr)
+        _error("a number is too large")
         return ExitCode.INVALID
     except RecursionError:
-        print("trainplan: error: an input file is nested too deeply", file=sys.stderr)
+        _error("an input file is nested too deeply")
         return ExitCode.INVALID
     return code if isinstance(code, int) else ExitCode.OK
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import typer
 
+from planner.limits import MAX_TOKENIZER_BYTES, check_input
 from ui import render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, DeviceChoice
-from ui.inputs import check_input_file
 
 
 def calibrate(
@@ -111,6 +111,8 @@ def emit(
     }
     if not str(out).strip():  # Path("") is ".": the current directory
         raise ValueError("--out: give a directory name")
+    if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
+        check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
     run = RunSettings(
         steps=steps,
         data=data,
@@ -121,9 +123,7 @@ def emit(
     )
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
     applied = applied_calibration(choose_calibration(calibration, no_calibration))
-    job_json = emit_job(
-        Plan.load(check_input_file(plan_file)), out, name=name, run=run, force=force, calibration=applied
-    )
+    job_json = emit_job(Plan.load(plan_file), out, name=name, run=run, force=force, calibration=applied)
     render.emitted(job_json, as_json=as_json)
 
 

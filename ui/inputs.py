@@ -5,49 +5,49 @@ Each check raises ValueError with a one-line message; ``ui.cli.main`` turns it i
 
 from __future__ import annotations
 
-import contextlib
 import math
 from pathlib import Path
 
 
-def parse_pairs(text: str | None, what: str, cast=float) -> dict:
-    """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit)."""
+def parse_pairs(text: str | None, what: str, low: float, high: float, *, whole: bool = False) -> dict:
+    """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit). Each number within
+    ``low``..``high`` (``check_range``; ``whole``: an integer); an id given twice is refused."""
     out: dict = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
-        key, sep, value = item.partition("=")
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if key.lower() in (k.lower() for k in out):
+            raise ValueError(f"{what}: '{key}' is given twice")
         if not sep:
-            out[key.strip()] = None
+            out[key] = None
             continue
         try:
-            out[key.strip()] = cast(value)
+            number = float(value)
         except ValueError:
             raise ValueError(f"{what}: '{item}' is not ID=NUMBER") from None
+        check_range(f"{what} {key}", number, low, high)
+        if whole and not number.is_integer():
+            raise ValueError(f"{what} {key} must be a whole number, got {value}")
+        out[key] = int(number) if whole else number
     return out
 
 
-MAX_GPUS = 1 << 20  # more GPUs than any cluster: a typo, refused before the search
-MAX_BATCH_TOKENS = 1 << 40  # tokens per optimizer step
-MAX_PRICE_USD = 1e6  # per GPU-hour
-MAX_INPUT_BYTES = 16_000_000  # a plan or jobs file is a few KB: refuse /dev/zero before reading it all
+def _shown(bound: float) -> str:
+    """A bound as people write it: 1,048,576 rather than 1.04858e+06."""
+    return f"{int(bound):,}" if float(bound).is_integer() and abs(bound) < 1e15 else f"{bound:g}"
 
 
-def check_range(flag: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
-    """``value`` finite and within ``low``..``high`` (``low`` excluded when ``low_open``); None passes."""
+def check_range(
+    flag: str, value: float | None, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> None:
+    """``value`` a finite number within ``low``..``high`` (either end excluded when ``low_open`` /
+    ``high_open``); None passes. The message names the flag and both bounds."""
     if value is None:
         return
-    ok = math.isfinite(value) and (value > low if low_open else value >= low) and value <= high
-    if not ok:
-        bound = f"> {low:g}" if low_open else f">= {low:g}"
-        raise ValueError(f"{flag} must be a finite number {bound} and <= {high:g}, got {value}")
-
-
-def check_input_file(path: Path) -> Path:
-    """Refuse a plan or jobs file over MAX_INPUT_BYTES (``/dev/zero``) before its reader reads it all."""
-    from trainer.files import read_capped
-
-    with contextlib.suppress(OSError):  # Plan.load names the file and the error
-        read_capped(path, MAX_INPUT_BYTES)
-    return path
+    above = value > low if low_open else value >= low
+    below = value < high if high_open else value <= high
+    if not (math.isfinite(value) and above and below):
+        bounds = f"{'>' if low_open else '>='} {_shown(low)} and {'<' if high_open else '<='} {_shown(high)}"
+        raise ValueError(f"{flag} must be a finite number {bounds}, got {value}")
 
 
 def load_model_arg(model: str):

@@ -18,33 +18,51 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
 from planner.api import PlanRequest
 from planner.fmt import one_line
+from planner.limits import (
+    MAX_BATCH_TOKENS,
+    MAX_BUDGET_USD,
+    MAX_DAYS,
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_PURCHASE_USD,
+    MAX_SEQ_LEN,
+    MAX_TRAINING_TOKENS,
+    read_input_text,
+    unique_keys,
+)
+
+# The CLI's bounds (planner/limits.py) for the same fields of a jobs file: finite numbers, not booleans.
+Days = Annotated[StrictFloat, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False)]
+Usd = Annotated[StrictFloat, Field(gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)]
 
 
 class JobEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
     model: str
-    tokens: float = Field(gt=0)
-    deadline_days: float | None = Field(None, gt=0)
-    budget_usd: float | None = Field(None, gt=0)
-    seq_len: int | None = Field(None, ge=16)  # None: the planner's default for the model
-    global_batch_tokens: int | None = Field(None, ge=1)
+    tokens: StrictFloat = Field(gt=0, le=MAX_TRAINING_TOKENS, allow_inf_nan=False)
+    deadline_days: Days | None = None
+    budget_usd: Usd | None = None
+    seq_len: StrictInt | None = Field(None, ge=16, le=MAX_SEQ_LEN)  # None: the planner's default for the model
+    global_batch_tokens: StrictInt | None = Field(None, ge=1, le=MAX_BATCH_TOKENS)
 
 
 class JobsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    horizon_days: float | None = Field(None, gt=0)
-    num_slots: int = Field(1, ge=1, le=64)
+    horizon_days: Days | None = None
+    num_slots: StrictInt = Field(1, ge=1, le=64)
     objective: str = "cost"
-    inventory: dict[str, int] = {}
+    inventory: dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_GPUS)]] = {}
     buy: list[str] = []  # fleet: GPU types to price at the catalog's purchase price
-    purchase_usd: dict[str, float | None] = {}  # None: the catalog's purchase price
-    jobs: list[JobEntry] = Field(min_length=1)
+    # None: the catalog's purchase price
+    purchase_usd: dict[str, Annotated[StrictFloat, Field(gt=0, le=MAX_PURCHASE_USD, allow_inf_nan=False)] | None] = {}
+    jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
         from planner.catalog.models import load_model
@@ -68,15 +86,19 @@ class JobsFile(BaseModel):
 
 
 def read_jobs_file(path: Path) -> JobsFile:
-    """Parse and validate; errors name the file."""
+    """Parse and validate (``read_input``: a regular file, capped); errors name the file."""
+    text = read_input_text(path, "jobs file")
+    is_json = str(path).endswith(".json")
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        raw = json.loads(text) if str(path).endswith(".json") else tomllib.loads(text)
+        raw = json.loads(text, object_pairs_hook=unique_keys) if is_json else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{path}: not valid {'JSON' if str(path).endswith('.json') else 'TOML'} ({exc})") from None
+        raise ValueError(f"{path}: not valid {'JSON' if is_json else 'TOML'} ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply, not a jobs file") from None
+    except ValueError as exc:  # a duplicate key
+        raise ValueError(f"{path}: {exc}") from None
+    if isinstance(raw, dict) and isinstance(raw.get("jobs"), list) and len(raw["jobs"]) > MAX_JOBS:
+        raise ValueError(f"{path}: {len(raw['jobs'])} jobs, more than the {MAX_JOBS} one file may plan; split it")
     try:
         return JobsFile.model_validate(raw)
     except Exception as exc:

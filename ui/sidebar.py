@@ -14,6 +14,7 @@ import streamlit as st
 
 from planner.accuracy import Risk
 from planner.api import PlanRequest
+from planner.catalog.calibration import read_calibration_bytes
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.errors import CatalogError
@@ -273,15 +274,17 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         max_upload_size=charts.UPLOAD_LIMIT_MB,
         help=tr("calibration_help"),
     )
+    default = None
     if uploaded is None:
         default = choose_calibration(None, disabled=False)  # the file plan/estimate/explain apply too
         if default is None:
             return stack, None
         st.caption(tr("calibration_default", path=default.path))
-        upload = CalibrationUpload(str(default.path), default.path.read_bytes())
-    else:
-        upload = CalibrationUpload(uploaded.name, uploaded.getvalue())
+    upload = CalibrationUpload(str(default.path) if default else uploaded.name if uploaded else "", b"")
     try:
+        # The default file is read as --calibration reads it (a regular file, capped).
+        data = read_calibration_bytes(default.path) if default else uploaded.getvalue() if uploaded else b""
+        upload = CalibrationUpload(upload.name, data)
         cached_calibration(upload)
     except charts.UploadTooLarge as exc:
         size_mb = exc.size_bytes / 1e6

@@ -59,6 +59,10 @@ class RateField:
     high: float = 20_000.0  # TFLOP/s: a sanity bound, ~4x today's largest dense FP8 figure
 
 
+# The smallest share of its datasheet figure an achievable rate may be: a CPU measured in place
+# of the GPU (calibrate --device cpu) reaches ~1e-4 of an H100's bf16 rate; 1e-300 TFLOP/s is a typo.
+MIN_SHARE_OF_CEILING = 1e-7
+
 RATE_FIELDS = (
     RateField("gemm_bf16_tflops_achieved", "gemm_flops_per_s", 1e12, "bf16_tflops", "bf16"),
     RateField("gemm_fp8_tflops_achieved", "gemm_flops_per_s", 1e12, "fp8_tflops", "fp8"),
@@ -93,6 +97,11 @@ def check_rates(values: dict[str, Any], sources: dict[str, str], where: str) -> 
         if ceiling is not None and values[name] > values[ceiling]:
             raise CatalogError(
                 f"{where}: field '{name}': expected at most {ceiling} {values[ceiling]:g}, got {values[name]!r}"
+            )
+        if ceiling is not None and values[name] < values[ceiling] * MIN_SHARE_OF_CEILING:
+            raise CatalogError(
+                f"{where}: field '{name}': expected at least {MIN_SHARE_OF_CEILING:g} of {ceiling} "
+                f"{values[ceiling]:g} (a CPU's rate passes; a smaller one is a unit or typing error), got {values[name]!r}"
             )
         if not sources[name].startswith(PROVENANCES):
             raise CatalogError(

@@ -52,6 +52,7 @@ from pydantic import ValidationError
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError
+from planner.limits import read_input
 from planner.plan import CalibratedGpu, CalibrationMachine, PlanCalibration
 
 MACHINE_FIELDS = tuple(CalibrationMachine.model_fields)  # host, device, driver, date, software
@@ -89,16 +90,17 @@ def _measured_job(values: dict[str, Any], where: str) -> MeasuredJob:
         raise CatalogError(f"{where}: field '{name}': {error['msg']}") from None
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_calibration_bytes(path: Path) -> bytes:
+    """A calibration file's bytes (``read_input``: a regular file, capped); CatalogError naming it."""
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read calibration file ({exc.strerror})") from None
+        return read_input(path, "calibration file")
+    except ValueError as exc:
+        raise CatalogError(str(exc)) from None
 
 
 def read_calibration(path: Path) -> CalibrationFile:
     """The file's contents; CatalogError when unreadable or malformed."""
-    return parse_calibration(_read_bytes(path), str(path))
+    return parse_calibration(read_calibration_bytes(path), str(path))
 
 
 def parse_calibration(data: bytes, where: str) -> CalibrationFile:
@@ -143,7 +145,7 @@ class AppliedCalibration:
 
 def calibrate(catalog: Catalog, path: Path) -> AppliedCalibration:
     """``catalog`` with the file at ``path`` merged over it, and its record (by absolute path)."""
-    data = _read_bytes(path)
+    data = read_calibration_bytes(path)
     read = parse_calibration(data, str(path))
     merged = apply_file(catalog, read, Path(path))
     return AppliedCalibration(merged, calibration_record(catalog, read, data, str(Path(path).expanduser().resolve())))

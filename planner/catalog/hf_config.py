@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.fmt import one_line
+from planner.limits import read_input
 from planner.model.spec import ModelSpec
 
 MAX_CONFIG_BYTES = 1_000_000
@@ -613,12 +614,11 @@ SUPPORTED_MODEL_TYPES = tuple(_READERS)
 def _read_json_object(path: Path) -> _Config:
     if path.is_dir():
         path = path / "config.json"
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"{path}: no such config file")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ValueError(f"{path}: file is over {MAX_CONFIG_BYTES} bytes, not a model config")
+    raw = read_input(path, "model config", MAX_CONFIG_BYTES)  # a regular file, capped
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
     except RecursionError:

@@ -30,6 +30,7 @@ from planner.plan import (
     ThroughputEstimate,
     TimeEstimate,
     TimeTerms,
+    fullest_node,
 )
 from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 from planner.units import GIB, SECONDS_PER_HOUR
@@ -214,16 +215,15 @@ def estimate(
     ``mfu_ceiling``: hold the step at this MFU (``score``)."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
-    resolved = layout.resolve(num_gpus)
     node = catalog.node(gpu_spec.default_node)
     gpus_per_node = node.gpus_per_node
     if num_nodes is not None:
         if num_nodes < 1 or num_gpus % num_nodes:
             raise ValueError(f"--nodes {num_nodes} does not divide --num-gpus {num_gpus}")
-        gpus_per_node = num_gpus // num_nodes
-    network = catalog.network(gpu_spec.default_network).bandwidth_bytes_per_s_per_gpu
-    c = single(gpu_spec, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
-    check_divisible(model, c, training, gpu_spec, trainer_rules)
+        gpus_per_node = fullest_node(num_gpus, num_nodes, node, "--nodes")
+    resolved, c = checked_configuration(
+        model, gpu_spec, layout, training, num_gpus, gpus_per_node, catalog, trainer_rules
+    )
     s = score(model, c, settings, None if mfu_ceiling is None else np.array([mfu_ceiling]))
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     g = job_goodput(s, c, training_tokens, settings)
@@ -293,6 +293,26 @@ def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
         startup_s=g.losses.startup_s,
         goodput_fraction=float(g.fraction[row]),
     )
+
+
+def checked_configuration(
+    model: ModelSpec,
+    gpu: GPUSpec,
+    layout: Layout,
+    training: TrainingConfig,
+    num_gpus: int,
+    gpus_per_node: int,
+    catalog: Catalog,
+    trainer_rules: bool,
+) -> tuple[Layout, Candidates]:
+    """The resolved layout and one-row table of a configuration that passes every rule an estimate
+    checks (degrees multiply to the world size, ``first_structural_problem``, the precision); the
+    same rules re-check a plan file on read (``Plan.check``). ValueError naming the first broken."""
+    resolved = layout.resolve(num_gpus)
+    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
+    c = single(gpu, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
+    check_divisible(model, c, training, gpu, trainer_rules)
+    return resolved, c
 
 
 def check_divisible(

@@ -1,0 +1,92 @@
+"""What trainplan accepts from a user, once for every entry point: the numeric bounds of the
+CLI's flags, the plan file and the jobs files of ``portfolio``/``fleet`` (ui/inputs.py,
+planner/plan.py, planner/request.py, ui/portfolio_file.py), and the one reader of user input
+files (``read_input``): a regular file of bounded size, never a device, a FIFO or a directory.
+
+Only the standard library is imported here, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+MAX_GPUS = 1 << 20  # more GPUs than any cluster: a typo, refused before the search
+MAX_BATCH_TOKENS = 1 << 40  # tokens per optimizer step
+MAX_TRAINING_TOKENS = 1e18  # a thousand times the largest published pre-training run
+MAX_PRICE_USD = 1e6  # per GPU-hour
+MAX_PURCHASE_USD = 1e9  # per GPU
+MAX_BUDGET_USD = 1e13  # a whole job
+MAX_DAYS = 36_525  # deadlines and horizons: a century
+MAX_SEQ_LEN = 1 << 24  # tokens per sequence (16M, beyond any model's context)
+MAX_JOBS = 32  # jobs in one portfolio or fleet file (100 took 37 s and 1.5 GB; 1,000 ran out of memory)
+MAX_INPUT_BYTES = 16_000_000  # a plan, jobs or calibration file is a few KB
+MAX_TOKENIZER_BYTES = 200_000_000  # a tokenizer.json (the largest common ones are ~35 MB)
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _open_regular(path: Path, what: str, limit: int) -> int:
+    """A read-only descriptor of ``path`` once it is known to be a regular file of at most
+    ``limit`` bytes; ValueError naming the file otherwise. O_NONBLOCK: a FIFO opens at once
+    (and is then refused) instead of waiting for a writer."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise ValueError(f"{path}: {kind}, not a {what} (give a regular file)")
+        if info.st_size > limit:
+            raise ValueError(f"{path}: {info.st_size} bytes, over {limit} bytes: not a {what}")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> Path:
+    """``path`` when it is a regular file of at most ``limit`` bytes (read later by another
+    reader, e.g. the trainer's tokenizer); ValueError naming it otherwise."""
+    os.close(_open_regular(Path(path), what, limit))
+    return Path(path)
+
+
+def read_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the user's ``what`` at ``path``: a regular file of at most ``limit`` bytes
+    (never more than ``limit + 1`` are read, should it grow); ValueError naming it otherwise."""
+    path = Path(path)
+    with os.fdopen(_open_regular(path, what, limit), "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: over {limit} bytes: not a {what}")
+    return data
+
+
+def read_input_text(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """``read_input`` decoded as UTF-8; ValueError naming the file when it is not (UTF-16, binary)."""
+    data = read_input(path, what, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
+
+
+def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``json.loads``' ``object_pairs_hook``: an object whose keys are unique (``json`` would keep
+    the last of a duplicate silently); ValueError naming the key."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key '{key}'")
+        out[key] = value
+    return out
