@@ -93,18 +93,64 @@ def plan_names(plans: Sequence[Plan]) -> list[str]:
     return [f"#{i} {p.num_gpus}x {p.gpu}<br>{p.layout.describe()}" for i, p in enumerate(plans, start=1)]
 
 
+# One colour per breakdown term, and no colour shared between the memory and the step-time charts
+# (issue 30: "the same colour means different terms"); a term the API adds later takes Plotly's.
+MEMORY_COLOURS = {
+    "params": "#1f4e79", "grads": "#2E91E5", "optimizer": "#6baed6", "unsharded_params": "#0D2A63",
+    "activations": "#1CA71C", "logits_loss": "#90AD1C", "misc": "#778AAE", "measured_correction": "#A777F1",
+    "allocator_reserve": "#bdbdbd", "cuda_context": "#636363",
+}  # fmt: skip
+TIME_COLOURS = {
+    "matmul": "#EB663B", "attention": "#FB0D0D", "memory_bound": "#B68100", "optimizer": "#862A16",
+    "host_stall": "#FEAF16", "dp_comm": "#DA16FF", "tp_comm": "#E15F99", "pp_comm": "#AF0038", "cp_comm": "#F8A19F",
+    "ep_comm": "#750D86", "bubble": "#FBE426", "measured_correction": "#00A08B", "efficiency_ceiling": "#6C7C32",
+}  # fmt: skip
+BAR_PX, BAR_AXES_PX = 56, 120  # height per plan, and for the axes: long labels never overlap
+BAR_LEGEND_PX = 340  # at least this tall: the legend (up to ten terms and two marks) beside the bars
+
+
 def _term_name(tr: Labels, prefix: str, term: str) -> str:
     """A breakdown term's label; terms the API adds later show under their own name."""
     return tr.get(f"{prefix}_{term}", term.replace("_", " "))
 
 
-def _bar(fig: go.Figure, name: str, x: list[str], y: list[float], labels: list[str], unit: str) -> None:
+def _bar(fig: go.Figure, name: str, y: list[str], x: list[float], labels: list[str], unit: str, colour) -> None:
+    """One term as horizontal bars, one per plan (plans read top to bottom, labels horizontal)."""
     fig.add_bar(
         name=name,
-        x=x,
         y=y,
+        x=x,
+        orientation="h",
+        marker_color=colour,
         customdata=labels,
-        hovertemplate=f"{name}: %{{y:,.2f}} {unit}<br>%{{customdata}}<extra></extra>",
+        hovertemplate=f"{name}: %{{x:,.2f}} {unit}<br>%{{customdata}}<extra></extra>",
+    )
+
+
+def _bar_layout(fig: go.Figure, plans: Sequence[Plan], x_title: str, tr: Labels) -> None:
+    fig.update_layout(
+        barmode="stack",
+        height=max(BAR_LEGEND_PX, BAR_AXES_PX + BAR_PX * len(plans)),
+        xaxis=dict(title_text=x_title, automargin=True),
+        yaxis=dict(autorange="reversed", automargin=True),  # #1 on top
+        legend=dict(title_text=tr("term"), traceorder="normal"),  # the order the terms stack in
+        margin=dict(t=30, b=40),
+        hoverlabel=HOVER,
+    )
+
+
+def _limit_marks(fig: go.Figure, names: list[str], values: list[float], name: str, colour: str) -> None:
+    """A vertical mark across each plan's own bar only (shapes in category units: bar i spans
+    i +- 0.4), and a legend entry that hovers with the value."""
+    for i, value in enumerate(values):
+        fig.add_shape(type="line", x0=value, x1=value, y0=i - 0.45, y1=i + 0.45, line=dict(color=colour, width=3))
+    fig.add_scatter(
+        name=name,
+        y=names,
+        x=values,
+        mode="markers",
+        marker=dict(color=colour, symbol="line-ns", size=10, line=dict(width=3, color=colour)),
+        hovertemplate=f"{name}: %{{x:,.1f}} GiB<extra></extra>",
     )
 
 
@@ -113,30 +159,18 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
     names, labels = plan_names(plans), [f"{p.num_gpus}x {p.gpu}: {plan_label(p)}" for p in plans]
     fig = go.Figure()
     columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
-    for term in MemoryTerms.model_fields:
-        _bar(fig, _term_name(tr, "mem", term), names, [column[term] for column in columns], labels, "GiB")
     reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
-    _bar(fig, tr("mem_allocator_reserve"), names, reserve, labels, "GiB")
-    _bar(fig, tr("mem_cuda_context"), names, [context_gib] * len(plans), labels, "GiB")
+    terms = [(_term_name(tr, "mem", t), t, [column[t] for column in columns]) for t in MemoryTerms.model_fields]
+    terms += [(tr("mem_allocator_reserve"), "allocator_reserve", reserve)]
+    terms += [(tr("mem_cuda_context"), "cuda_context", [context_gib] * len(plans))]
+    for name, term, values in terms:
+        if any(v > 0 for v in values):  # no legend entry for a term no plan has
+            _bar(fig, name, names, values, labels, "GiB", MEMORY_COLOURS.get(term))
     capacity = [p.estimate.memory.capacity_gib for p in plans]
     usable = [p.estimate.memory.capacity_gib * (1 - p.estimate.memory.headroom_fraction) for p in plans]
-    line = dict(symbol="line-ew", size=60, line=dict(width=3))
-    for key, values, colour in (("capacity", capacity, "crimson"), ("usable_limit", usable, "orange")):
-        fig.add_scatter(
-            name=tr(key),
-            x=names,
-            y=values,
-            mode="markers",
-            marker=dict(line_color=colour, **line),
-            hovertemplate=f"{tr(key)}: %{{y:,.1f}} GiB<extra></extra>",
-        )
-    fig.update_layout(
-        barmode="stack",
-        yaxis_title=tr("axis_gib_per_gpu"),
-        legend_title_text=tr("term"),
-        margin=dict(t=30, b=10),
-        hoverlabel=HOVER,
-    )
+    _limit_marks(fig, names, capacity, tr("capacity"), "crimson")
+    _limit_marks(fig, names, usable, tr("usable_limit"), "orange")
+    _bar_layout(fig, plans, tr("axis_gib_per_gpu"), tr)
     return fig
 
 
@@ -148,14 +182,8 @@ def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
     for term in TimeTerms.model_fields:
         values = [column[term] for column in columns]
         if any(v > 0 for v in values):
-            _bar(fig, _term_name(tr, "time", term), names, values, labels, "s")
-    fig.update_layout(
-        barmode="stack",
-        yaxis_title=tr("axis_step_s"),
-        legend_title_text=tr("term"),
-        margin=dict(t=30, b=10),
-        hoverlabel=HOVER,
-    )
+            _bar(fig, _term_name(tr, "time", term), names, values, labels, "s", TIME_COLOURS.get(term))
+    _bar_layout(fig, plans, tr("axis_step_s"), tr)
     return fig
 
 

@@ -444,10 +444,13 @@ def test_figures_carry_the_plan_numbers():
     memory = figures.memory_figure(plans, 0.6, EN)
     bars = [t for t in memory.data if t.type == "bar"]
     for i, p in enumerate(plans):
-        stacked = sum(t.y[i] for t in bars)
+        stacked = sum(t.x[i] for t in bars)  # horizontal bars: one row per plan
         assert stacked == pytest.approx(max(p.estimate.memory.reserved_gib, p.estimate.memory.peak_gib) + 0.6)
     capacity = next(t for t in memory.data if t.name == EN("capacity"))
-    assert list(capacity.y) == [p.estimate.memory.capacity_gib for p in plans]
+    assert list(capacity.x) == [p.estimate.memory.capacity_gib for p in plans]
+    # each plan's capacity mark spans its own bar only (issue 30: no spill onto the next bar)
+    marks = [s for s in memory.layout.shapes if s.line.color == "crimson"]
+    assert [(m.x0, m.y1 - m.y0) for m in marks] == [(c, pytest.approx(0.9)) for c in capacity.x]
     # the front's points carry their 80 % band as error bars; the chosen plan's is its own band
     frame = best_per_count(scored_search(request_for()).frame)
     fig = figures.frontier_figure(frame, pareto_front(frame), result.plan, EN)
@@ -457,7 +460,7 @@ def test_figures_carry_the_plan_numbers():
     u = result.plan.estimate.uncertainty
     assert star.error_x.array[0] == pytest.approx((u.time_to_train_h[1] - result.plan.estimate.time_to_train_h) / 24)
     step = figures.step_time_figure(plans, ZH)
-    assert sum(t.y[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
+    assert sum(t.x[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
     assert ZH("time_matmul") in {t.name for t in step.data}
 
 

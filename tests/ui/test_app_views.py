@@ -105,10 +105,22 @@ def test_memory_and_step_bars_say_which_plan_is_which():
     plans = [result.plan, *result.alternatives]
     for fig, unit in ((figures.memory_figure(plans, 0.6, EN), "GiB"), (figures.step_time_figure(plans, EN), " s")):
         bar = next(t for t in fig.data if t.type == "bar")
-        assert len(set(bar.x)) == len(plans)
-        assert all(p.layout.describe() in label for p, label in zip(plans, bar.x, strict=True))
+        assert len(set(bar.y)) == len(plans) and bar.orientation == "h"  # labels read across, never overlap
+        assert all(p.layout.describe() in label for p, label in zip(plans, bar.y, strict=True))
         assert unit in bar.hovertemplate and "%{customdata}" in bar.hovertemplate
         assert fig.layout.hoverlabel.namelength == -1  # "allocator reserve", never "allocator re..."
+        assert fig.layout.height >= figures.BAR_PX * len(plans)  # the chart grows with its plans
+        assert all(any(t.x) for t in fig.data if t.type == "bar")  # no legend entry for an all-zero term
+
+
+def test_memory_and_step_charts_never_share_a_colour():
+    """Issue 30: one colour meant different terms in the two charts."""
+    result = planned(request_for())
+    plans = [result.plan, *result.alternatives]
+    memory = {t.marker.color for t in figures.memory_figure(plans, 0.6, EN).data if t.type == "bar"}
+    step = {t.marker.color for t in figures.step_time_figure(plans, EN).data if t.type == "bar"}
+    assert None not in memory | step and not memory & step
+    assert not set(figures.MEMORY_COLOURS.values()) & set(figures.TIME_COLOURS.values())
 
 
 # --------------------------------------------------------------------------- page
