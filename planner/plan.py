@@ -97,6 +97,10 @@ class MemoryEstimate(BaseModel):
     capacity_gib: float  # usable device memory
     headroom_fraction: float  # the fit rule: reserved <= capacity * (1 - headroom)
     breakdown_gib: MemoryTerms
+    # With CPU offload: the host memory one node's offloaded states take, and what the host fit
+    # rule allows of it (planner/model/host.py); None without offload.
+    host_gib_per_node: float | None = None
+    host_allowed_gib: float | None = None
 
 
 class TimeEstimate(BaseModel):

@@ -66,7 +66,7 @@ def summary_lines(p: Plan) -> list[str]:
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
         + ("" if p.attention is None else f", attention {p.attention.value}"),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
-        f" of {e.memory.capacity_gib:.1f} GiB",
+        f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e),
         step_line(e),
     ]
     u = e.uncertainty
@@ -85,6 +85,14 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(f"[red]infeasible[/red] - {e.reason}")
         lines.append(f"fix: {e.fix}")
     return lines
+
+
+def host_note(e: Estimate) -> str:
+    """'; host 526 of 922 GiB per node (offloaded states)' for a plan with CPU offload."""
+    m = e.memory
+    if m.host_gib_per_node is None or m.host_allowed_gib is None:
+        return ""
+    return f"; host {m.host_gib_per_node:,.0f} of {m.host_allowed_gib:,.0f} GiB per node (offloaded states)"
 
 
 def step_line(e: Estimate) -> str:

@@ -14,7 +14,7 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
-from planner.model.host import host_fits, host_memory_words
+from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -254,6 +254,7 @@ def estimate(
             capacity_gib=cap,
             headroom_fraction=settings.memory_headroom,
             breakdown_gib=terms,
+            **host_memory_gib(model, c, settings),
         ),
         time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=TimeTerms(**s.time.as_dict())),
         throughput=ThroughputEstimate(

@@ -23,6 +23,7 @@ __all__ = [
     "host_adam_seconds",
     "host_capacity_bytes",
     "host_fits",
+    "host_memory_gib",
     "host_memory_words",
     "host_need_bytes",
     "ranks_per_node",
@@ -79,3 +80,14 @@ def host_memory_words(model: ModelSpec, c: Candidates, s: ModelingSettings, row:
         f"{s.host_memory_usable_fraction:.0%})"
     )
     return reason, "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)"
+
+
+def host_memory_gib(model: ModelSpec, c: Candidates, s: ModelingSettings, row: int = 0) -> dict[str, float]:
+    """``MemoryEstimate``'s host fields of one row: what a node's offloaded states take and what
+    the fit rule allows (none without offload)."""
+    if not c.offload[row]:
+        return {}
+    return {
+        "host_gib_per_node": float(host_need_bytes(model, c, s)[row]) / GIB,
+        "host_allowed_gib": float(host_capacity_bytes(c, s)[row]) / GIB,
+    }

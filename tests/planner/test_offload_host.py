@@ -74,3 +74,9 @@ def test_plan_with_offload_does_not_overflow_the_host() -> None:
     assert found, error.fix
     fitted = plan(request.model_copy(update={"gpus": {"a100-80gb-sxm": int(found.group(1))}})).plan
     assert fitted.estimate.feasible
+    memory = fitted.estimate.memory
+    if fitted.training.offload:  # the plan states what its hosts hold
+        assert memory.host_gib_per_node is not None and memory.host_allowed_gib is not None
+        assert memory.host_gib_per_node <= memory.host_allowed_gib
+    else:
+        assert memory.host_gib_per_node is None
