@@ -7,6 +7,7 @@ mapping of ``main``); thin like them: parse, call, render.
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from planner.limits import MAX_TOKENIZER_BYTES, check_input
 from ui import render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, DeviceChoice
+from ui.inputs import check_range
 
 
 def calibrate(
@@ -162,6 +164,11 @@ def app_command(
     address: str = typer.Option("localhost", help="address to bind (0.0.0.0 to serve other machines)"),
 ) -> None:
     """Start the Streamlit sizing app (bound to localhost by default)."""
+    from ui.app_server import check_installed
+
+    check_range("--port", port, 1, 65535)
+    check_address(address, port)
+    check_installed()
     from ui.charts import UPLOAD_LIMIT_MB  # the app's own size check, in the MB the browser counts
 
     app_path = Path(__file__).resolve().parent.parent / "app.py"
@@ -170,7 +177,7 @@ def app_command(
             [
                 sys.executable,
                 "-m",
-                "streamlit",
+                "ui.app_server",  # streamlit run, with the Host header checked (DNS rebinding)
                 "run",
                 str(app_path),
                 "--server.address",
@@ -188,6 +195,16 @@ def app_command(
             ]
         )
     )
+
+
+def check_address(address: str, port: int) -> None:
+    """``--address`` is a name or address this machine resolves (ValueError naming it otherwise)."""
+    if not address.strip() or not address.isprintable():
+        raise ValueError(f"--address {address!r}: give a host name or an IP address")
+    try:
+        socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise ValueError(f"--address {address}: cannot resolve it ({getattr(exc, 'strerror', None) or exc})") from None
 
 
 def run_forwarding_signals(argv: list[str]) -> int:

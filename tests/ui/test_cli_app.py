@@ -1,0 +1,97 @@
+"""``trainplan app`` (issue #29, cases 11 and 26): bad ports and addresses are one line, a missing
+streamlit names the install command, and the server answers only requests whose Host is the
+address it is bound to (ui/app_server.py), so DNS rebinding cannot reach its websocket."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+from support.cli import assert_one_line, call
+
+import ui.app_server as app_server
+import ui.cli_jobs as cli_jobs
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--port", "99999"], "--port must be a finite number >= 1 and <= 65,535, got 99999"),
+        (["--port", "-1"], "--port must be a finite number >= 1"),
+        (["--address", "no.such.host.invalid"], "--address no.such.host.invalid: cannot resolve it"),
+    ],
+)
+def test_bad_port_or_address_is_one_line(argv, needle, monkeypatch):
+    monkeypatch.setattr(cli_jobs, "run_forwarding_signals", lambda argv: pytest.fail(f"started {argv}"))
+    code, _, err = call("app", *argv)
+    assert_one_line(code, err, needle)
+
+
+def test_without_streamlit_the_error_says_how_to_install_it(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "streamlit" else real(name, *a))
+    monkeypatch.setattr(cli_jobs, "run_forwarding_signals", lambda argv: pytest.fail(f"started {argv}"))
+    code, _, err = call("app")
+    assert_one_line(code, err, "pip install 'trainplan[app]'")
+
+
+def test_the_app_runs_through_the_host_checking_launcher(monkeypatch):
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cli_jobs, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
+    assert call("app", "--port", "8502")[0] == 0
+    assert calls[0][1:4] == ["-m", "ui.app_server", "run"]
+
+
+def _send(scope) -> tuple[list[dict], list[dict]]:
+    """One ASGI call through ``HostCheck`` of a server bound to localhost: (what it sent, the
+    scopes the wrapped app saw)."""
+    sent, reached = [], []
+
+    async def app(scope, receive, send):
+        reached.append(scope)
+
+    async def receive():
+        return {"type": "websocket.connect"}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app_server.HostCheck(app, app_server.LOOPBACK)(scope, receive, send))
+    return sent, reached
+
+
+@pytest.mark.parametrize(
+    ("kind", "host", "allowed"),
+    [
+        ("websocket", "evil.example:8501", False),
+        ("websocket", "evil.example", False),
+        ("http", "rebind.attacker.test:8501", False),
+        ("websocket", "", False),
+        ("websocket", "localhost:8501", True),
+        ("websocket", "127.0.0.1:8501", True),
+        ("http", "[::1]:8501", True),
+    ],
+)
+def test_host_header_must_name_the_bound_address(kind, host, allowed):
+    scope = {"type": kind, "headers": [(b"host", host.encode())] if host else []}
+    sent, reached = _send(scope)
+    assert bool(reached) == allowed
+    if not allowed:
+        first = sent[0]
+        assert first == {"type": "websocket.close", "code": 1008} if kind == "websocket" else first["status"] == 403
+
+
+def test_host_names_and_the_launcher_hook(monkeypatch):
+    assert app_server.allowed_hosts("0.0.0.0") is None  # every interface: the user serves any name
+    assert app_server.allowed_hosts("10.1.2.3") == {"10.1.2.3"}
+    assert app_server.host_name("[::1]:8501") == "::1" and app_server.host_name("Example.org:80") == "example.org"
+    import streamlit.web.cli
+    import streamlit.web.server.starlette.starlette_server as server
+
+    monkeypatch.setattr(server, "create_starlette_app", lambda runtime: "streamlit's app")
+    monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: None)
+    monkeypatch.setattr("sys.argv", ["x"])
+    app_server.main(["run", "app.py", "--server.address", "localhost"])
+    built = server.create_starlette_app(None)
+    assert isinstance(built, app_server.HostCheck) and built.app == "streamlit's app"

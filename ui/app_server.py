@@ -1,0 +1,96 @@
+"""``trainplan app``'s server: ``streamlit run`` with every request's Host header checked against
+the address it is bound to, so that a web page whose name was re-pointed at 127.0.0.1 (DNS
+rebinding) cannot open the app's websocket or pages from the user's browser.
+
+``python -m ui.app_server run app.py --server.address A ...`` takes ``streamlit run``'s
+arguments. Streamlit (1.67 here) serves through Starlette and uvicorn; the Starlette app it builds
+(``create_starlette_app``) is wrapped in ``HostCheck``, an ASGI middleware. Bound to every
+interface (``0.0.0.0``, ``::``) the check is off: the user chose to serve any name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+SERVER_MODULE = "streamlit.web.server.starlette.starlette_server"
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::"})
+INSTALL_HINT = "pip install 'trainplan[app]'"
+
+Scope = MutableMapping[str, Any]
+Asgi = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def allowed_hosts(address: str) -> frozenset[str] | None:
+    """The host names a request to a server bound to ``address`` may carry; None: any."""
+    address = address.strip().lower().strip("[]")
+    if address in EVERY_INTERFACE:
+        return None
+    return LOOPBACK if address in LOOPBACK else frozenset({address})
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port: ``[::1]:8501`` -> ``::1``."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if header.count(":") == 1 else header
+
+
+class HostCheck:
+    """ASGI middleware: HTTP requests and websocket upgrades whose Host is not one of ``allowed``
+    get 403 (a websocket closed before it is accepted is answered 403 by uvicorn)."""
+
+    def __init__(self, app: Asgi, allowed: frozenset[str]) -> None:
+        self.app, self.allowed = app, allowed
+
+    async def __call__(self, scope: Scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or ())
+            if host_name(headers.get(b"host", b"").decode("latin-1")) not in self.allowed:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                else:
+                    await send(
+                        {"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]}
+                    )
+                    await send({"type": "http.response.body", "body": b"Host not allowed\n"})
+                return
+        await self.app(scope, receive, send)
+
+
+def check_installed() -> None:
+    """ValueError with the install command when streamlit, or the server this module hooks, is missing."""
+    if importlib.util.find_spec("streamlit") is None:
+        raise ValueError(f"the app needs streamlit, which is not installed: {INSTALL_HINT}")
+    if importlib.util.find_spec(SERVER_MODULE) is None:
+        raise ValueError(
+            "this streamlit has no Starlette server, which trainplan app needs to check Host headers:"
+            " pip install -U streamlit"
+        )
+
+
+def _option(argv: list[str], name: str, default: str) -> str:
+    return argv[argv.index(name) + 1] if name in argv[:-1] else default
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run ``streamlit`` with ``argv`` and the Host check for its ``--server.address``."""
+    argv = sys.argv[1:] if argv is None else argv
+    allowed = allowed_hosts(_option(argv, "--server.address", "localhost"))
+    if allowed is not None:
+        import streamlit.web.server.starlette.starlette_server as server
+
+        build = server.create_starlette_app
+        server.create_starlette_app = lambda runtime: HostCheck(build(runtime), allowed)  # type: ignore[assignment, return-value]
+    from streamlit.web.cli import main as streamlit_main
+
+    sys.argv = ["streamlit", *argv]
+    streamlit_main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
