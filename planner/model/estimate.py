@@ -171,7 +171,10 @@ def memory_fix_hint(
     elif states > excess:  # FSDP over k x more ranks frees (1 - 1/k) of the states
         k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None)
         if k is not None:
-            hints.append(f"shard with FSDP over at least {layout.dp_shard * k} GPUs (now {layout.dp_shard})")
+            # A degree of this layout, not a GPU count (with tp or pp the job needs more GPUs).
+            hints.append(
+                f"shard with FSDP over a group of at least {layout.dp_shard * k} (dp_shard now {layout.dp_shard})"
+            )
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
         hints.append("enable full activation checkpointing")
     if training.micro_batch > 1:

@@ -147,7 +147,7 @@ def test_infeasible_configuration_is_an_answer_with_a_fix():
     assert "activation checkpointing" in e.fix and "micro-batch below 8" in e.fix
     # With the activations already minimal, the states are what must be split.
     e = est(Layout(), num_gpus=1, micro_batch=1, model=get_preset("llama3-70b"), activation_checkpointing=AC.FULL)
-    assert "shard with FSDP over at least 32 GPUs (now 1)" in e.fix
+    assert "shard with FSDP over a group of at least 32 (dp_shard now 1)" in e.fix
 
 
 def _named_degree(fix: str, pattern: str) -> int | None:
@@ -172,7 +172,7 @@ def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_ba
     resolved = layout.resolve(num_gpus)
     tp = _named_degree(e.fix, r"use tp=(\d+)")
     assert tp is None or resolved.tp < tp <= 8
-    shards = _named_degree(e.fix, r"FSDP over at least (\d+)")
+    shards = _named_degree(e.fix, r"FSDP over a group of at least (\d+)")
     assert shards is None or shards > resolved.dp_shard
     if layout.sharding is Sharding.ZERO1:
         assert "with FSDP" in e.fix
