@@ -57,7 +57,10 @@ def emit_job(
         )
     if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
         raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
-    out_dir = Path(out_dir).expanduser().resolve()
+    try:
+        out_dir = Path(out_dir).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError for a symlink loop
+        raise ValueError(f"--out {out_dir}: cannot resolve the path ({exc})") from None
     run = checkpoint_interval(plan, _absolute_paths(run))
     applied = apply_run_overrides(plan, run, calibration)
     if not applied.estimate.feasible and not force:

@@ -8,6 +8,7 @@ estimates the plan again, so ``job.plan.estimate`` predicts the run the trainer 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -22,6 +23,8 @@ from trainer.files import read_capped, write_atomic
 JOB_SCHEMA_VERSION = 1
 MAX_SEED = 2**32 - 1  # numpy's seed range; torch takes it too
 MAX_JOB_BYTES = 16_000_000  # job.json is a few KB: refuse /dev/zero and the like before reading
+MAX_EVAL_BATCHES = 10_000
+EVAL_WORK_FACTOR = 10  # evaluation may cost at most this many times the training between evaluations
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -42,7 +45,7 @@ class RunSettings(BaseModel):
     weight_decay: float = Field(0.01, ge=0, allow_inf_nan=False)
     grad_clip: float = Field(1.0, gt=0, allow_inf_nan=False)
     eval_every: int = Field(0, ge=0)  # 0 = no validation during training
-    eval_batches: int = Field(4, ge=1)
+    eval_batches: int = Field(4, ge=1, le=MAX_EVAL_BATCHES)
     early_stop_patience: int = Field(0, ge=0)
     probe_steps: int = Field(3, ge=0)  # validation probe before the long run
     max_bad_steps: int = Field(5, ge=1)  # NaN/inf steps tolerated before stopping
@@ -131,6 +134,17 @@ class JobSpec(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _evaluation_bounded(self) -> JobSpec:
+        run, micro_batches = self.run, self.plan.training.grad_accum
+        if run.eval_every and run.eval_batches > EVAL_WORK_FACTOR * run.eval_every * micro_batches:
+            raise ValueError(
+                f"run.eval_batches {run.eval_batches} every {run.eval_every} steps would evaluate over"
+                f" {EVAL_WORK_FACTOR}x the {run.eval_every * micro_batches} micro-batches trained in between;"
+                " evaluate less often or on fewer batches"
+            )
+        return self
+
     def save(self, job_dir: str | Path) -> Path:
         return write_atomic(Path(job_dir) / "job.json", self.model_dump_json(indent=2) + "\n")
 
@@ -145,3 +159,49 @@ class JobSpec(BaseModel):
             raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc, keep_prefix=True)})") from None
         except Exception as exc:
             raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc)})") from None
+
+
+def check_estimate_current(plan: Plan, run: RunSettings, local_procs: int, device_type: str) -> float:
+    """The plan's memory estimated again from its model, layout and batch, before anything is
+    allocated: job.json may have been edited after emit (a larger micro-batch or vocabulary), and
+    its recorded estimate would then let it through. Refused when the recorded estimate says the
+    plan fits its GPU and the fresh one does not, or (on CPU) when this node's processes would need
+    more than the machine's memory. Returns the fresh reserved GiB per process."""
+    from planner.catalog.hardware import load_catalog  # the planner's model, without its search
+    from planner.model.estimate import estimate
+    from planner.model.memory import fits
+    from planner.model.settings import with_attention
+
+    settings = with_attention(STACK_SETTINGS[plan.stack].but(loss_chunk_tokens=run.loss_chunk_tokens), plan.attention)
+    try:
+        catalog = load_catalog()
+        fresh = estimate(
+            plan.model,
+            catalog.gpu(plan.gpu),
+            plan.layout,
+            plan.training,
+            num_gpus=plan.num_gpus,
+            num_nodes=plan.num_nodes,
+            catalog=catalog,
+            settings=settings,
+            trainer_rules=False,  # the trainer's own checks (trainer/probe.py) say which rule, in its words
+        ).memory
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"job: the plan cannot be estimated again ({one_line(exc)}): emit it again") from None
+    needed = fresh.reserved_gib + DEFAULT_SETTINGS.cuda_context_bytes / 2**30
+    if plan.estimate.feasible and not fits(needed, fresh.capacity_gib, fresh.headroom_fraction):
+        raise ValueError(
+            f"job: a fresh estimate of the plan needs {needed:.1f} GiB per GPU, more than {plan.gpu}'s"
+            f" {fresh.capacity_gib:.1f} GiB allows, though job.json's estimate says"
+            f" {plan.estimate.memory.reserved_gib:.1f} GiB: job.json was edited after emit; emit the job again"
+        )
+    if device_type == "cpu" and fresh.reserved_gib * local_procs > _host_memory_gib():
+        raise ValueError(
+            f"job: {local_procs} processes x {fresh.reserved_gib:.1f} GiB (a fresh estimate of the plan) exceed"
+            f" this machine's {_host_memory_gib():.1f} GiB of memory"
+        )
+    return fresh.reserved_gib
+
+
+def _host_memory_gib() -> float:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

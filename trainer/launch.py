@@ -13,6 +13,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from pathlib import Path
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import one_line
 from planner.reports import ReplanRequest
-from trainer.job_spec import JobSpec
+from trainer.job_spec import JobSpec, check_estimate_current
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
 from trainer.preemption import Interrupted, signals_interrupt
@@ -34,6 +35,9 @@ __all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
 REPLAN_FILE = "replan_needed.json"
 EXIT_STATUS_FILE = "exit_status.json"  # written by trainer.train (its EXIT_STATUS_FILE)
 MAX_RESTARTS = 1000  # torchrun elastic restarts: more is a typo, not a policy
+MAX_PROCS_PER_NODE = 1024  # processes one agent starts: more is a hand-edited plan, not a machine
+# The rendezvous id: a prefix of torchrun's store keys (and a path part for some backends).
+RDZV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_REPLANS = 3  # a corrected plan that still does not fit is not retried forever
 TERMINATE_GRACE_S = 30.0  # after forwarding a signal, before SIGKILL (when the launcher itself fails)
 TRAINER_MODULE = "trainer.train"
@@ -71,6 +75,11 @@ def check_node_args(spec: JobSpec, nproc: int | None, nnodes: int | None, node_r
     if not 0 <= node_rank < nnodes:
         raise ValueError(f"--node-rank {node_rank} is outside 0..{nnodes - 1}")
     per_node = -(-spec.plan.num_gpus // nnodes)
+    if per_node > MAX_PROCS_PER_NODE:
+        raise ValueError(
+            f"the plan runs {per_node} processes per node ({spec.plan.num_gpus} GPUs on {nnodes} nodes), over"
+            f" {MAX_PROCS_PER_NODE}: job.json was edited after emit; emit the job again"
+        )
     if nproc is not None and nproc > per_node:
         # The plan's world is the most processes the trainer can use (fewer: a smaller test run).
         raise ValueError(f"--nproc {nproc}: the plan runs {per_node} processes per node; use at most that")
@@ -142,10 +151,32 @@ def _node_ranks(spec: JobSpec, nproc: int | None, nnodes: int | None, node_rank:
 
 
 def check_endpoint(endpoint: str) -> None:
-    """``HOST:PORT`` with a port in 1..65535 (torchrun's own parse fails with a traceback)."""
+    """``HOST:PORT`` with a host name, IPv4 or [IPv6] address and a port in 1..65535 (torchrun's
+    own parse fails with a traceback)."""
     host, sep, port = endpoint.rpartition(":")
-    if not sep or not host or any(c.isspace() for c in host) or not port.isdigit() or not 0 < int(port) < 65536:
+    good_host = re.fullmatch(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]", host) is not None
+    if not sep or not good_host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"--rdzv-endpoint {endpoint!r}: use HOST:PORT with a port in 1..65535")
+
+
+def check_rdzv_id(rdzv_id: str) -> None:
+    if not RDZV_ID.fullmatch(rdzv_id):
+        raise ValueError(
+            f"--rdzv-id {rdzv_id!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+
+
+def check_visible_gpus(device: str, per_node: int) -> None:
+    """Every worker on CUDA takes its own GPU: say so before torchrun starts workers that fail."""
+    if device != "cuda":
+        return
+    import torch
+
+    if per_node > torch.cuda.device_count():
+        raise ValueError(
+            f"this node runs {per_node} processes, one per GPU, but {torch.cuda.device_count()} CUDA devices are"
+            " visible; pass --nproc, or run where the plan's GPUs are"
+        )
 
 
 def resolve_job_dir(job_dir: Path) -> Path:
@@ -317,7 +348,12 @@ def run_job(
     check_node_args(spec, nproc, nnodes, node_rank)
     if rdzv_endpoint is not None:
         check_endpoint(rdzv_endpoint)
+    if rdzv_id is not None:
+        check_rdzv_id(rdzv_id)
     device = resolve_device(device)
+    per_node = _node_ranks(spec, nproc, nnodes, node_rank)[1]
+    check_visible_gpus(device, per_node)
+    check_estimate_current(spec.plan, spec.run, per_node, device)  # before anything starts or allocates
     if auto_replan and (nnodes or spec.plan.num_nodes) > 1:
         raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
     with job_lock(job_dir, node_rank) as lock_fd:

@@ -80,9 +80,40 @@ def _holder_text(fd: int, path: Path) -> str:
     return f"pid {recorded or 'unknown'}"
 
 
+def _recorded_pid(fd: int) -> int | None:
+    text = os.pread(fd, 200, 0).decode(errors="replace").strip().split(" ", 1)[0]
+    return int(text) if text.isdigit() else None
+
+
+def _take_lock(fd: int, path: Path, job_dir: Path, wait_s: float) -> None:
+    """flock ``fd``. Held by a live launcher: refused at once. Held only by what a dead launcher
+    left (its torchrun agent, which dies with it and stops its workers): waited for, up to
+    ``wait_s``, as a scheduler restarting the job at once needs."""
+    deadline, announced = time.monotonic() + wait_s, False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            locker = _recorded_pid(fd)
+            if locker is None or _pid_alive(locker) or time.monotonic() >= deadline:
+                holder = _holder_text(fd, path)
+                raise JobDirLockedError(f"job dir {job_dir} is already being run by {holder}") from None
+            if not announced:
+                live = ", ".join(map(str, processes_with_open(path))) or "unknown"
+                print(
+                    f"trainplan: waiting up to {wait_s:.0f} s for an earlier run (pid {live}) to shut down: the"
+                    f" launcher that started it (pid {locker}) is gone",
+                    file=sys.stderr,
+                )
+                announced = True
+            time.sleep(0.2)
+
+
 @contextmanager
-def job_lock(job_dir: Path, node_rank: int = 0) -> Iterator[int]:
-    """Hold ``JOB_DIR/.lock`` (flock, non-blocking) and yield its descriptor.
+def job_lock(job_dir: Path, node_rank: int = 0, wait_s: float = ORPHAN_WAIT_S) -> Iterator[int]:
+    """Hold ``JOB_DIR/.lock`` (flock) and yield its descriptor; waits up to ``wait_s`` only for
+    the remains of a run whose launcher is gone (``_take_lock``).
 
     The lock lives on the open file, so a child given the descriptor keeps it held even if this
     process is killed; it is released when the last holder exits. The file is never deleted
@@ -94,11 +125,10 @@ def job_lock(job_dir: Path, node_rank: int = 0) -> Iterator[int]:
     except OSError as exc:  # .lock is a directory, the job dir is read-only, ...
         raise ValueError(f"{path}: cannot open the job's lock file ({exc.strerror})") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _holder_text(fd, path)
+        _take_lock(fd, path, job_dir, wait_s)
+    except BaseException:
         os.close(fd)
-        raise JobDirLockedError(f"job dir {job_dir} is already being run by {holder}") from None
+        raise
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)

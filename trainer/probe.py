@@ -9,6 +9,7 @@ fit the device (or a probe step runs out of memory) the run stops before the lon
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,13 +35,14 @@ from planner.reports import (
 )
 from planner.units import GIB
 from trainer.files import write_json_atomic
-from trainer.job_spec import RunSettings, memory_headroom
+from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom
 
 # The CUDA context lives outside the caching allocator: the planner's fit rule adds it to the
 # reserved memory (planner.model.settings.cuda_context_bytes), and so do the checks here.
 CUDA_CONTEXT_GIB = DEFAULT_SETTINGS.cuda_context_bytes / GIB
 
 FP8_MIN_CAPABILITY = (8, 9)
+STALE_FACTOR = 1.25  # a fresh memory estimate this much above job.json's: the recorded one is stale
 
 
 def _check_structure(plan: Plan, layout: Layout) -> None:
@@ -86,10 +88,13 @@ def _check_run(plan: Plan, run: RunSettings) -> None:
         raise ValueError(f"job: hf_weights {run.hf_weights} is not a directory")
 
 
-def check_memory_fit(plan: Plan, capacity_gib: float, headroom: float) -> None:
+def check_memory_fit(plan: Plan, capacity_gib: float, headroom: float, fresh_gib: float = 0.0) -> None:
     """The planner's fit rule (planner.model.memory.fits) on the plan's prediction and this
-    device's capacity: predicted reserved + CUDA context <= capacity x (1 - headroom)."""
-    predicted = plan.estimate.memory.reserved_gib
+    device's capacity: predicted reserved + CUDA context <= capacity x (1 - headroom). The
+    prediction is ``fresh_gib`` (made again from job.json) where the recorded one is stale: a
+    calibrated plan's own figure differs from the built-in model's by less than STALE_FACTOR."""
+    recorded = plan.estimate.memory.reserved_gib
+    predicted = fresh_gib if fresh_gib > STALE_FACTOR * recorded else recorded
     if not fits(predicted + CUDA_CONTEXT_GIB, capacity_gib, headroom):
         usable = usable_capacity(capacity_gib, headroom)
         raise ValueError(
@@ -98,11 +103,11 @@ def check_memory_fit(plan: Plan, capacity_gib: float, headroom: float) -> None:
         )
 
 
-def _check_memory_fit(plan: Plan, run: RunSettings, device: torch.device) -> None:
+def _check_memory_fit(plan: Plan, run: RunSettings, device: torch.device, fresh_gib: float) -> None:
     if device.type != "cuda":
         return
     capacity_gib = torch.cuda.get_device_properties(device).total_memory / GIB
-    check_memory_fit(plan, capacity_gib, memory_headroom(plan, run))
+    check_memory_fit(plan, capacity_gib, memory_headroom(plan, run), fresh_gib)
 
 
 def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.device) -> Layout:
@@ -114,7 +119,9 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
     _check_structure(plan, layout)
     _check_precision(plan, device)
     _check_run(plan, run)
-    _check_memory_fit(plan, run, device)
+    # job.json's estimate may be stale (edited): estimated again here, in every worker, before any allocation
+    fresh_gib = check_estimate_current(plan, run, int(os.environ.get("LOCAL_WORLD_SIZE", "1")), device.type)
+    _check_memory_fit(plan, run, device, fresh_gib)
     return layout
 
 

@@ -97,7 +97,7 @@ def inputs(tmp_path_factory) -> Path:
 
 # (argv with {d} for the inputs dir, what the one error line must name)
 BAD_EMIT_AND_RUN = {
-    "emit: missing plan file": (["emit", "{d}/missing.json", "--out", "{d}/j1"], "missing.json: cannot read plan file"),
+    "emit: missing plan file": (["emit", "{d}/missing.json", "--out", "{d}/j1"], "missing.json: cannot read"),
     "emit: plan is not JSON": (
         ["emit", "{d}/notjson.txt", "--out", "{d}/j2"],
         "notjson.txt: not a valid trainplan plan",

@@ -218,3 +218,94 @@ def test_a_report_that_cannot_be_written_is_one_line(tmp_path, in_process, capsy
     assert code == ExitCode.INVALID and "Traceback" not in message, message
     assert f"cannot write {job / '.report.json.tmp'} (Is a directory): make {job} writable" in message
     assert [step for step, _ in list_checkpoints(job / "ckpt")] == [2]
+
+
+# --------------------------------------------------------------------------- 9, 10, 12, 16: run's input
+
+
+def trainplan(*args: str) -> subprocess.CompletedProcess:
+    """``trainplan ARGS`` through ``ui.cli.main`` in this process."""
+    from ui.cli import main as trainplan_main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = trainplan_main(list(args))
+    return subprocess.CompletedProcess(["trainplan", *args], code, stdout.getvalue(), stderr.getvalue())
+
+
+def assert_one_line_exit_2(proc: subprocess.CompletedProcess, needle: str) -> None:
+    assert proc.returncode == ExitCode.INVALID, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("trainplan: error:") and "Traceback" not in proc.stdout, proc
+    assert needle in lines[0], lines[0]
+
+
+def edited_job(tmp_path: Path, edit) -> Path:
+    """A tiny job whose job.json is then edited by hand (``edit`` changes the parsed JSON)."""
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, probe_steps=0)
+    spec = json.loads((job / "job.json").read_text())
+    edit(spec)
+    (job / "job.json").write_text(json.dumps(spec))
+    return job
+
+
+def _set(*path_and_value):
+    *path, key, value = path_and_value
+
+    def edit(spec: dict) -> None:
+        for part in path:
+            spec = spec[part]
+        spec[key] = value
+
+    return edit
+
+
+def _gpus(count: int):
+    def edit(spec: dict) -> None:
+        spec["plan"].update(num_gpus=count, gpus_per_node=count, num_nodes=1)
+
+    return edit
+
+
+EDITED = {
+    # case: (edit of job.json, extra run flags, what the one line names)
+    "rdzv id with a slash": (None, ["--rdzv-endpoint", "127.0.0.1:29513", "--rdzv-id", "a/b"], "--rdzv-id 'a/b'"),
+    "rdzv endpoint host with a slash": (None, ["--rdzv-endpoint", "a/b:29513"], "--rdzv-endpoint 'a/b:29513'"),
+    "num_gpus = gpus_per_node = 2**40": (_gpus(2**40), [], "job"),
+    "2048 GPUs in one node": (_gpus(2048), [], ""),
+    "eval_batches 10**7": (lambda s: s["run"].update(eval_every=1, eval_batches=10**7), [], "run.eval_batches"),
+    "eval_batches 5000 every step": (lambda s: s["run"].update(eval_every=1, eval_batches=5000), [], "evaluate"),
+    "micro_batch 10**6": (_set("plan", "training", "micro_batch", 10**6), [], "job.json was edited after emit"),
+    "vocab_size 2**40": (_set("plan", "model", "vocab_size", 2**40), [], "job.json was edited after emit"),
+}
+
+
+@pytest.mark.parametrize("case", list(EDITED))
+def test_run_refuses_hostile_input_before_anything_starts(case, tmp_path, monkeypatch):
+    edit, flags, needle = EDITED[case]
+    job = edited_job(tmp_path, edit or (lambda spec: None))
+    started = []
+    monkeypatch.setattr("trainer.launch.run_child", lambda *a, **k: started.append(a) or 0)
+    before = sorted(p.name for p in job.iterdir())
+    assert_one_line_exit_2(trainplan("run", str(job), "--device", "cpu", *flags), needle)
+    assert not started and sorted(p.name for p in job.iterdir()) == before  # no agent, no lock, no data
+
+
+def test_a_worker_refuses_an_edited_job_before_allocating(tmp_path, in_process, capsys):
+    """launch.sh, SLURM and k8s start the trainer without the launcher's checks."""
+    job = edited_job(tmp_path, _set("plan", "model", "vocab_size", 2**40))
+    assert train(job) == ExitCode.INVALID
+    assert "job.json was edited after emit" in printed(capsys)
+
+
+def test_a_symlink_loop_as_a_path_is_one_line(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert_one_line_exit_2(trainplan("run", str(loop), "--device", "cpu"), f"job dir {loop}: cannot resolve the path")
+    plan = tmp_path / "plan.json"
+    from support.jobs import make_plan
+
+    from planner.layout import TrainingConfig
+
+    make_plan(SINGLE, TrainingConfig(seq_len=32, micro_batch=2, precision="fp32"), 1).save(plan)
+    assert_one_line_exit_2(trainplan("emit", str(plan), "--out", str(loop)), f"--out {loop}: cannot resolve the path")

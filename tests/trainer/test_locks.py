@@ -49,13 +49,41 @@ def test_the_lock_message_names_the_live_holder_not_the_dead_locker(tmp_path):
     try:
         proc.wait(10)  # the locker is gone
         expected = rf"already being run by pid {holder} on .*\(pid {proc.pid}, which took the lock, has exited\)"
-        with pytest.raises(JobDirLockedError, match=expected), job_lock(tmp_path):
-            pass
+        with pytest.raises(JobDirLockedError, match=expected), job_lock(tmp_path, wait_s=0):
+            pass  # (with no wait: a holder left by a dead launcher is waited for, see below)
     finally:
         os.kill(holder, signal.SIGKILL)
     time.sleep(0.2)
     with job_lock(tmp_path):  # and once the holder is gone the lock is free again: nothing stale
         pass
+
+
+def test_a_rerun_waits_for_what_a_killed_launcher_left_then_takes_the_lock(tmp_path, capsys):
+    """Issue #29, case 27: the launcher was SIGKILLed and its agent (holding ``.lock``) is still
+    shutting down: the next launcher waits for it, with a message, instead of refusing."""
+    proc, holder = _spawn(
+        """
+        import os, sys, time
+        from trainer.locks import job_lock
+        held = job_lock(sys.argv[1])
+        held.__enter__()
+        if os.fork() == 0:  # the agent: it saves and exits a little after its launcher died
+            print(os.getpid(), flush=True)
+            time.sleep(1.5)
+            os._exit(0)
+        os._exit(0)
+        """,
+        str(tmp_path),
+    )
+    proc.wait(10)  # the launcher is gone; its agent holds the lock
+    started = time.monotonic()
+    with job_lock(tmp_path, wait_s=30):
+        waited = time.monotonic() - started
+    assert 0.3 < waited < 30
+    assert (
+        f"waiting up to 30 s for an earlier run (pid {holder}) to shut down: the launcher that started it"
+        f" (pid {proc.pid}) is gone" in capsys.readouterr().err
+    )
 
 
 def test_a_workers_lock_outlives_its_launcher_and_is_named(tmp_path):
