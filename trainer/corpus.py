@@ -237,7 +237,14 @@ def _read_parquet(path: Path) -> Iterator[str]:
         raise ValueError(f"{path}: cannot read parquet file ({one_line(exc)})") from None
     if "text" not in parquet.schema_arrow.names:
         raise ValueError(f'{path}: parquet file has no "text" column (columns: {parquet.schema_arrow.names})')
-    for batch in parquet.iter_batches(columns=["text"], batch_size=1024):
+    batches = parquet.iter_batches(columns=["text"], batch_size=1024)
+    while True:
+        try:  # a damaged row group shows only when it is read
+            batch = next(batches, None)
+        except Exception as exc:
+            raise ValueError(f"{path}: cannot read parquet file ({one_line(exc)})") from None
+        if batch is None:
+            return
         for text in batch.column(0).to_pylist():
             yield text if isinstance(text, str) else ""
 

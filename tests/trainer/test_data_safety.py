@@ -201,3 +201,19 @@ def test_long_documents_split_and_count_as_whole_ones(tmp_path, monkeypatch):
     assert whole.cleaning.num_empty == 1
     for split in ("train", "val", "test"):
         assert getattr(streamed, split) == getattr(whole, split)
+
+
+def test_a_damaged_parquet_row_group_names_its_file(tmp_path):
+    """The footer is intact, so the file opens; the damage shows only when the rows are read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "p.parquet"
+    pq.write_table(
+        pa.table({"text": [f"document {i} river stone " * 20 for i in range(5000)]}), source, compression="NONE"
+    )
+    damaged = bytearray(source.read_bytes())
+    damaged[200:20_000] = b"\xff" * (20_000 - 200)
+    source.write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match=rf"^{source}: cannot read parquet file \("):
+        prepare(source, tmp_path / "job")
