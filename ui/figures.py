@@ -8,6 +8,7 @@ the plans worth reading.
 
 from __future__ import annotations
 
+import colorsys
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,14 +25,22 @@ from planner.search.explore import plan_label
 from planner.units import HOURS_PER_DAY
 from ui.i18n import Labels
 
-# 26 colours a viewer tells apart, one per catalog GPU: Plotly's Dark24 without its near-black (kept
-# for the Pareto front), then eight of its Alphabet palette far from those
-PALETTE = (
-    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#B68100", "#750D86", "#EB663B", "#511CFB",
-    "#00A08B", "#FB00D1", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#0D2A63", "#AF0038", "#E2E2E2",
-    "#16FF32", "#FEAF16", "#2ED9FF", "#85660D", "#F8A19F", "#90AD1C", "#325A9B", "#FBE426",
-)  # fmt: skip
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
+PALETTE_SIZE = 27  # three rounds of the nine symbols: more than the catalog's GPU types
+
+
+def _palette_colour(index: int) -> str:
+    """Colour ``index`` of PALETTE: hues around the wheel so that the GPUs sharing a symbol
+    (indices nine apart) are 120 degrees apart, and neighbours differ in lightness too. All
+    saturated: none near the grey of out-of-limit points or the black of the Pareto front
+    (issue 30: mi325x's colour read as grey)."""
+    hue = (index % len(SYMBOLS)) / PALETTE_SIZE + (index // len(SYMBOLS)) / 3  # 27 hues 13 degrees apart
+    saturation, value = ((0.85, 0.80), (0.70, 0.55), (0.95, 0.95))[index % 3]
+    r, g, b = colorsys.hsv_to_rgb(hue % 1.0, saturation, value)
+    return f"#{round(r * 255):02X}{round(g * 255):02X}{round(b * 255):02X}"
+
+
+PALETTE = tuple(_palette_colour(i) for i in range(PALETTE_SIZE))
 INFEASIBLE_GREY = "rgba(150, 150, 150, 0.45)"
 CLIP_FACTOR = 30.0  # the x/y axes end this many times past the Pareto front's far end
 HOVER = dict(namelength=-1)  # full term and trace names in hover boxes
@@ -56,10 +65,14 @@ def gpu_style(gpu: str) -> GpuStyle:
 
 
 def decade_ticks(low: float, high: float, label) -> tuple[list[float], list[str]]:
-    """Tick values 1, 10, 100, ... spanning [low, high] (one more decade each side) and their labels."""
+    """Tick values 1, 10, 100, ... spanning [low, high] (one more decade each side) and their
+    labels; 1-2-5 steps when fewer than three decades would fall inside (a 0.2-0.9 day axis had
+    no label at all; issue 30)."""
     first = math.floor(math.log10(max(low, 1e-12)))
     last = math.ceil(math.log10(max(high, low, 1e-12)))
     values = [10.0**k for k in range(first, last + 1)]
+    if sum(low <= v <= high for v in values) < 3:
+        values = [m * v for v in values for m in (1, 2, 5) if m * v <= values[-1]]
     return values, [label(v) for v in values]
 
 
@@ -348,8 +361,12 @@ def frontier_figure(
     return fig
 
 
+TIME_AXIS_COLOUR = "#444444"  # the time line and its axis: never the GPU's colour, which the cost line has
+
+
 def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
-    """Cost (left axis) and time-to-train (right axis, log with decade ticks) against GPU count."""
+    """Cost (left axis, in the GPU's colour) and time-to-train (right axis, dark grey, log with
+    decade ticks) against GPU count: each line's colour is its axis's (issue 30)."""
     rows = points[points["gpu"] == gpu].sort_values("num_gpus")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     hover = _hover(rows)
@@ -362,7 +379,7 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
             mode="lines+markers",
             text=hover,
             hovertemplate="%{text}<extra></extra>",
-            line=dict(color=style.color, dash=dash),
+            line=dict(color=TIME_AXIS_COLOUR if secondary else style.color, dash=dash),
             marker=dict(symbol=style.symbol if not secondary else "circle-open"),
             secondary_y=secondary,
         )
@@ -370,14 +387,15 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
     values, text = decade_ticks(float(counts.min()), float(counts.max()), lambda v: f"{v:,.0f}")
     fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log", tickvals=values, ticktext=text)
     fig.update_yaxes(
-        title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False
-    )
+        title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False,
+        title_font_color=style.color, tickfont_color=style.color,
+    )  # fmt: skip
     days = rows["time_to_train_days"]
     low, high = math.log10(float(days.min()) / 1.3), math.log10(float(days.max()) * 1.3)
     values, text = decade_ticks(10**low, 10**high, days_label)
     fig.update_yaxes(
         title_text=tr("axis_days"), type="log", range=[low, high], tickvals=values, ticktext=text,
-        showgrid=False, secondary_y=True,
+        showgrid=False, secondary_y=True, title_font_color=TIME_AXIS_COLOUR, tickfont_color=TIME_AXIS_COLOUR,
     )  # fmt: skip
     fig.update_layout(title_text=gpu, margin=dict(t=40, b=10), hoverlabel=HOVER, legend=dict(orientation="h", y=-0.2))
     return fig

@@ -7,6 +7,8 @@ Expected values come from the planner's API for the same request (``plan``, ``bu
 
 from __future__ import annotations
 
+import colorsys
+import itertools
 import json
 import math
 
@@ -44,7 +46,9 @@ def points():
 
 
 def is_decade(value: float) -> bool:
-    return math.isclose(math.log10(value), round(math.log10(value)), abs_tol=1e-9)
+    """A 1-2-5 tick: 1, 2 or 5 times a power of ten (decades, and 1-2-5 steps on short axes)."""
+    mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
+    return any(math.isclose(mantissa, m, rel_tol=1e-9) for m in (1, 2, 5))
 
 
 # --------------------------------------------------------------------------- figures
@@ -62,17 +66,28 @@ def test_log_axes_tick_at_decades_with_readable_labels(points):
         ["0.1", "1", "10", "100", "1,000"],
     )
     assert figures.decade_ticks(900, 2e6, figures.money_label)[1] == ["$100", "$1k", "$10k", "$100k", "$1M", "$10M"]
+    # a short axis (0.2-0.9 days) gets 1-2-5 steps: labels inside the range, not only outside it
+    assert figures.decade_ticks(0.2, 0.9, figures.days_label)[0] == [0.1, 0.2, 0.5, 1.0]
 
 
 def test_every_gpu_type_has_its_own_colour_and_symbol_in_every_chart(points):
     styles = [figures.gpu_style(g) for g in CATALOG.gpus]
     assert len({s.color for s in styles}) == len(styles) == len({(s.color, s.symbol) for s in styles})
+    hsv = {s: colorsys.rgb_to_hsv(*(int(s.color[i : i + 2], 16) / 255 for i in (1, 3, 5))) for s in styles}
+    assert min(saturation for _, saturation, _ in hsv.values()) >= 0.6  # none reads as the out-of-limit grey
+    for a, b in itertools.combinations(styles, 2):  # a shared symbol: hues at least 90 degrees apart
+        if a.symbol == b.symbol:
+            gap = abs(hsv[a][0] - hsv[b][0]) % 1.0
+            assert min(gap, 1 - gap) >= 0.25, (a, b)
     frontier = figures.frontier_figure(points, points["pareto"], None, EN)
     scaling = figures.scaling_figure(points, "a100-80gb-sxm", EN)
     trace = next(t for t in frontier.data if t.name == "a100-80gb-sxm")
     assert trace.marker.symbol == figures.gpu_style("a100-80gb-sxm").symbol
     assert set(trace.marker.color) == {figures.gpu_style("a100-80gb-sxm").color}
     assert scaling.data[0].line.color == figures.gpu_style("a100-80gb-sxm").color
+    # cost and time on two axes: each line in its own axis's colour, never one colour for both
+    assert scaling.data[1].line.color == scaling.layout.yaxis2.title.font.color != scaling.data[0].line.color
+    assert scaling.layout.yaxis.title.font.color == scaling.data[0].line.color
 
 
 def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points):
@@ -279,7 +294,7 @@ def test_run_view_plots_a_job_directory_against_its_plan(job_dir):
     (directory / "report.json").write_text("{}")  # finished: no more refreshing
     assert not read_job(directory).live
     at = open_tab(run_app(run_dir=str(directory / "missing")), "tab_run")
-    assert at.error and "job.json" in at.error[0].value
+    assert at.error and "job\\.json" in at.error[0].value  # the path shown as written (escaped Markdown)
 
 
 def test_portfolio_jobs_are_edited_one_at_a_time_and_show_deadline_and_budget():
