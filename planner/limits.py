@@ -20,6 +20,7 @@ MAX_PURCHASE_USD = 1e9  # per GPU
 MAX_BUDGET_USD = 1e13  # a whole job
 MAX_DAYS = 36_525  # deadlines and horizons: a century
 MAX_SEQ_LEN = 1 << 24  # tokens per sequence (16M, beyond any model's context)
+MAX_CHINCHILLA_MULTIPLE = 10_000  # 200,000 tokens per parameter (Llama 3 8B: ~1,900; SmolLM3 3B: ~3,700)
 MAX_JOBS = 32  # jobs in one portfolio or fleet file (100 took 37 s and 1.5 GB; 1,000 ran out of memory)
 MAX_INPUT_BYTES = 16_000_000  # a plan, jobs or calibration file is a few KB
 MAX_TOKENIZER_BYTES = 200_000_000  # a tokenizer.json (the largest common ones are ~35 MB)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
+from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.plan import Plan
 from planner.units import GIB
 from ui import charts, figures
@@ -52,10 +53,10 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     gpus = list(catalog().gpus)
     left, right = st.columns(2)
     gpu = left.selectbox(tr("ex_gpu"), gpus, key="ex_gpu")
-    num_gpus = int(right.number_input(tr("ex_num_gpus"), min_value=1, step=1, key="ex_num_gpus"))
+    num_gpus = int(right.number_input(tr("ex_num_gpus"), min_value=1, max_value=MAX_GPUS, step=1, key="ex_num_gpus"))
     columns = st.columns(len(DEGREES))
     tp, pp, vpp, cp, ep, dp_replicate = (
-        int(column.number_input(tr(key), min_value=1, step=1, key=key))
+        int(column.number_input(tr(key), min_value=1, max_value=MAX_GPUS, step=1, key=key))
         for column, key in zip(columns, DEGREES, strict=True)
     )
     row = st.columns(5)
@@ -94,6 +95,9 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
     )
     if isinstance(answer, str):
         st.error(tr("ex_invalid", error=plain(reason_text(tr, answer, LAYOUT_REASONS))))
+        return None
+    if answer.estimate.global_batch_tokens > MAX_BATCH_TOKENS:  # the CLI's bound (planner/limits.py)
+        st.error(tr("ex_batch_too_large", tokens=answer.estimate.global_batch_tokens, limit=MAX_BATCH_TOKENS))
         return None
     return answer
 

@@ -393,6 +393,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ex_memory": ("reserved / usable per GPU", "每 GPU 保留 / 可用显存"),
     "ex_step": ("step time", "单步时间"),
     "ex_batch": ("{tokens:,} tokens per step", "每步 {tokens:,} 个 token"),
+    "ex_batch_too_large": (
+        "{tokens:,} tokens per step is over the {limit:,} trainplan accepts: use fewer GPUs, a smaller "
+        "micro-batch or less accumulation.",
+        "每步 {tokens:,} 个 token，超过 trainplan 接受的上限 {limit:,}：请减少 GPU 数量、微批大小或梯度累积步数。",
+    ),
     "ex_fits": ("Fits: reserved memory stays within the usable capacity.", "可行：保留显存未超过可用容量。"),
     "ex_does_not_fit": ("Does not fit: {reason}. Try: {fix}", "放不下：{reason}。可以尝试：{fix}"),
     "ex_over_memory": (

@@ -20,6 +20,7 @@ from planner.catalog.models import get_preset, list_presets
 from planner.errors import CatalogError
 from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
+from planner.limits import MAX_BUDGET_USD, MAX_CHINCHILLA_MULTIPLE, MAX_DAYS, MAX_GPUS, MAX_TRAINING_TOKENS
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
@@ -182,12 +183,27 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
         tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option, horizontal=True
     )
     if mode == "chinchilla":
-        multiple = st.number_input(tr("chinchilla_multiple"), min_value=0.01, step=0.5, key="chinchilla_multiple")
+        multiple = st.number_input(
+            tr("chinchilla_multiple"),
+            min_value=0.01,
+            max_value=float(MAX_CHINCHILLA_MULTIPLE),
+            step=0.5,
+            key="chinchilla_multiple",
+        )
         if model is None:
             return None
         tokens = charts.chinchilla_tokens(model, multiple)
     else:
-        tokens = st.number_input(tr("tokens_billions"), min_value=0.001, step=10.0, key="tokens_billions") * 1e9
+        tokens = (
+            st.number_input(
+                tr("tokens_billions"),
+                min_value=0.001,
+                max_value=MAX_TRAINING_TOKENS / 1e9,
+                step=10.0,
+                key="tokens_billions",
+            )
+            * 1e9
+        )
         if model is None:
             return None
     st.caption(tr("model_summary", name=model.name, params=model.num_params() / 1e9, tokens=tokens / 1e9))
@@ -195,8 +211,10 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
 
 
 def sidebar_goals(tr: Labels) -> dict:
-    deadline = st.number_input(tr("deadline_days"), min_value=0.0, step=1.0, key="deadline_days")
-    budget = st.number_input(tr("budget_usd"), min_value=0.0, step=1000.0, key="budget_usd")
+    deadline = st.number_input(
+        tr("deadline_days"), min_value=0.0, max_value=float(MAX_DAYS), step=1.0, key="deadline_days"
+    )
+    budget = st.number_input(tr("budget_usd"), min_value=0.0, max_value=MAX_BUDGET_USD, step=1000.0, key="budget_usd")
     objective = st.radio(
         tr("objective"), ("cost", "time", "mix"), key="objective", format_func=tr.option, horizontal=True
     )
@@ -244,7 +262,7 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
     ac = st.multiselect(tr("ac"), [a.value for a in ActivationCheckpointing], key="ac", format_func=tr.option)
     offload = st.checkbox(tr("allow_offload"), key="allow_offload")
-    max_gpus = st.number_input(tr("max_gpus"), min_value=1, step=64, key="max_gpus")
+    max_gpus = st.number_input(tr("max_gpus"), min_value=1, max_value=MAX_GPUS, step=64, key="max_gpus")
     top_k = st.slider(tr("top_k"), 1, 50, key="top_k")
     return dict(
         seq_len=seq_len,

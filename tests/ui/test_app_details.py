@@ -308,10 +308,36 @@ def test_intervals_read_in_the_unit_a_reader_expects():
 
 def test_a_plan_over_a_year_warns_on_the_card_in_both_languages():
     """Issue 30: the CLI's "> 1 year" warning (planner.api.long_job_warnings) shows on the card."""
-    state = dict(tokens_mode="absolute", tokens_billions=10000.0, inventory={"a100-80gb-sxm": 1}, gpus=["a100-80gb-sxm"])
+    state = dict(
+        tokens_mode="absolute", tokens_billions=10000.0, inventory={"a100-80gb-sxm": 1}, gpus=["a100-80gb-sxm"]
+    )
     for tr in (EN, ZH):
         at = run_app(lang=tr.lang, **state)
         days = float(re.sub(r"[^\d.]", "", at.metric[2].value))  # the card's time to train, in days
         assert days > 365 and at.metric[2].value == tr("days_value", value=days)
         (warning,) = [w.value for w in at.warning if w.value.startswith(tr("long_job", time="")[:6])]
         assert warning == tr("long_job", time=at.metric[2].value)
+
+
+def test_explorer_refuses_a_batch_beyond_the_clis_bound():
+    """Issue 30: GPUs = 100000000 said "Fits" with 13.1 trillion tokens per step; the count is now
+    capped at MAX_GPUS and a batch past MAX_BATCH_TOKENS is refused in the page's language."""
+    from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
+
+    for tr in (EN, ZH):
+        at = open_tab(run_app(lang=tr.lang), "tab_explorer", tr)
+        assert at.number_input(key="ex_num_gpus").proto.max == MAX_GPUS
+        for key in ("ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate", "ex_grad_accum", "ex_vpp", "ex_ep"):
+            at.number_input(key=key).set_value(1)
+        at.number_input(key="ex_num_gpus").set_value(MAX_GPUS)
+        at.number_input(key="ex_micro_batch").set_value(1024).run()  # 2**20 x 1024 x 2048 tokens
+        (error,) = at.error
+        assert error.value == tr("ex_batch_too_large", tokens=MAX_GPUS * 1024 * 2048, limit=MAX_BATCH_TOKENS)
+        assert not at.success  # no "Fits"
+    # the sidebar's numbers stop where the CLI's do (no "31,227,159,925,0... days")
+    from planner.limits import MAX_CHINCHILLA_MULTIPLE, MAX_TRAINING_TOKENS
+
+    assert at.sidebar.number_input(key="chinchilla_multiple").proto.max == MAX_CHINCHILLA_MULTIPLE
+    assert at.sidebar.number_input(key="max_gpus").proto.max == MAX_GPUS
+    at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
+    assert at.sidebar.number_input(key="tokens_billions").proto.max == MAX_TRAINING_TOKENS / 1e9
