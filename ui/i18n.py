@@ -181,6 +181,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "bad_request": ("Cannot plan: {error}", "无法规划：{error}"),
     # plan card
     "plan_card": ("Plan for {model}", "{model} 的训练方案"),
+    "idle_gpus": (
+        "This plan uses {used:,} of {inventory:,} {gpu} GPUs ({idle:,} idle) to keep the batch at {batch:,} tokens. "
+        "With a batch of {other_batch:,} tokens ({change:+.1%}), {gpus:,} GPUs ({layout}) train in {time} for {cost}.",
+        "该方案为保持每步 {batch:,} 个 token 的批大小，只用了 {inventory:,} 块 {gpu} 中的 {used:,} 块（{idle:,} 块空闲）。"
+        "若批大小改为 {other_batch:,} 个 token（{change:+.1%}），{gpus:,} 块 GPU（{layout}）用时 {time}，费用 {cost}。",
+    ),
     "long_job": (
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
         "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",

@@ -154,6 +154,29 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
     return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
 
 
+def idle_text(tr: Labels, result: PlanResult) -> str | None:
+    """The chosen plan leaves part of its inventory idle (planner/idle.py): the plan that uses it."""
+    idle, other = result.idle, result.idle_plan
+    if idle is None or other is None:
+        return None
+    e = other.estimate
+    assert e.time_to_train_h is not None and e.cost_usd is not None
+    return tr(
+        "idle_gpus",
+        used=idle.used,
+        inventory=idle.inventory,
+        gpu=idle.gpu,
+        idle=idle.idle,
+        batch=idle.batch_tokens,
+        other_batch=e.global_batch_tokens,
+        change=e.global_batch_tokens / idle.batch_tokens - 1,
+        gpus=other.num_gpus,
+        layout=plain(other.layout.describe()),
+        time=duration(tr, e.time_to_train_h),
+        cost=money(e.cost_usd),
+    )
+
+
 def why_not_text(tr: Labels, answer: WhyNot, request: PlanRequest) -> str:
     """``WhyNot`` in the page's language: what rules a type out in the page's terms (its fields'
     on-screen names, not the CLI's flags; issue 30); a comparison in English is the planner's own."""

@@ -32,6 +32,7 @@ from ui.messages import (
     duration,
     envelope_text,
     estimate_only_text,
+    idle_text,
     infeasible_text,
     interval,
     near_tie_text,
@@ -144,6 +145,9 @@ def plan_card(
         tie = near_tie_text(tr, result)
         if tie:
             st.info(tie, icon="⚖️")
+        idle = idle_text(tr, result)
+        if idle:  # the inventory left idle by the exact batch, and the plan that uses it (issue 28)
+            st.info(idle, icon="💤")
         with st.expander(tr("why_this_plan")):
             st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
 

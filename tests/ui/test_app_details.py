@@ -25,7 +25,7 @@ from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from ui import charts
 from ui.i18n import plain
-from ui.messages import interval
+from ui.messages import idle_text, interval
 from ui.reasons import LAYOUT_REASONS, MODEL_REASONS, reason_key
 from ui.single import ROW_PX
 
@@ -341,3 +341,17 @@ def test_explorer_refuses_a_batch_beyond_the_clis_bound():
     assert at.sidebar.number_input(key="max_gpus").proto.max == MAX_GPUS
     at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
     assert at.sidebar.number_input(key="tokens_billions").proto.max == MAX_TRAINING_TOKENS / 1e9
+
+
+def test_the_card_shows_the_plan_that_uses_idle_gpus():
+    """Issue 28 on the card: OPT's run (GPT-3 175B, 180B tokens, 992 A100) keeps the batch on 512."""
+    state = dict(preset="gpt3-175b", tokens_mode="absolute", tokens_billions=180.0, objective="time")
+    at = run_app(gpus=["a100-80gb-sxm"], inventory={"a100-80gb-sxm": 992}, **state)
+    request = request_for(
+        get_preset("gpt3-175b"), training_tokens=1.8e11, objective="time", gpus={"a100-80gb-sxm": 992}
+    )
+    expected = planned(request)
+    assert expected.idle is not None and expected.idle.used < 0.9 * 992
+    infos = [i.value for i in at.info]
+    assert idle_text(EN, expected) in infos
+    assert not english_sentences(idle_text(ZH, expected).replace(expected.idle_plan.layout.describe(), ""))
