@@ -106,8 +106,8 @@ def freeze_mid_save(proc: subprocess.Popen, ckpt: Path) -> None:
 
 
 def run_until_free(job: Path, log: Path) -> subprocess.Popen:
-    """Start a run; while the previous agent is still shutting its workers down the launcher refuses,
-    naming that live agent: retry then (what an operator does)."""
+    """Start a run. While the previous agent is still shutting its workers down the launcher waits
+    for it (issue 29); should it still refuse, naming that live agent, retry (what an operator does)."""
     dead_holders: set[int] = set()
     while True:
         proc = start(job, log)

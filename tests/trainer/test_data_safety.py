@@ -217,3 +217,18 @@ def test_a_damaged_parquet_row_group_names_its_file(tmp_path):
     source.write_bytes(bytes(damaged))
     with pytest.raises(ValueError, match=rf"^{source}: cannot read parquet file \("):
         prepare(source, tmp_path / "job")
+
+
+def test_a_full_disk_while_the_trainer_prepares_exits_4(tmp_path, in_process, capsys):
+    """launch.sh, SLURM and k8s start the trainer directly: its rank 0 prepares, and every rank
+    stops with disk full (the failure is broadcast), one line, exit 4."""
+    from trainer.train import main
+
+    job = data_job(tmp_path, corpus_file(tmp_path / "c.txt"))
+    (job / "data").mkdir()
+    (job / "data" / ".train.bin.tmp").symlink_to("/dev/full")
+    assert main([str(job), "--device", "cpu"]) == ExitCode.DISK_FULL
+    captured = capsys.readouterr()
+    assert f"error: disk full while preparing the data in {job / 'data'}" in captured.out + captured.err
+    assert "Traceback" not in captured.out + captured.err
+    assert json.loads((job / "exit_status.json").read_text())["code"] == ExitCode.DISK_FULL
