@@ -1,7 +1,9 @@
 """Training data: split and pack documents into token shards (the loaders are trainer/loader.py).
 
 ``prepare_data`` (global rank 0, before the others read) turns ``run.data`` into three packed
-token streams ``job_dir/data/{train,val,test}.bin`` plus ``meta.json``. ``run.data ==
+token streams ``job_dir/data/{train,val,test}.bin`` plus ``meta.json``, which records each
+shard's sha256: shards are reused only when they hash to it (a shard edited or zero-filled in
+place is prepared again), and the loaders check token ids against the vocabulary. ``run.data ==
 "synthetic"`` needs no files: the loaders generate tokens from the seed and the sequence's global
 index; the rule they follow (``SYNTHETIC_FOLLOW_PROB``, its loss floor, its fingerprint) is here.
 
