@@ -21,6 +21,10 @@ MAX_BUDGET_USD = 1e13  # a whole job
 MAX_DAYS = 36_525  # deadlines and horizons: a century
 MAX_SEQ_LEN = 1 << 24  # tokens per sequence (16M, beyond any model's context)
 MAX_CHINCHILLA_MULTIPLE = 10_000  # 200,000 tokens per parameter (Llama 3 8B: ~1,900; SmolLM3 3B: ~3,700)
+# GPU types x pipeline splits x expert-parallel degrees one search may try (planner/request.py): every
+# published model on every catalog GPU (Qwen1.5-MoE's 240 per type, the most, x 25 types = 6,000)
+# passes; 10,000 layers x 100,000 experts on all types (5 min 20 s, 7.7 GB) does not.
+MAX_SEARCH_BREADTH = 12_800
 MAX_JOBS = 32  # jobs in one portfolio or fleet file (100 took 37 s and 1.5 GB; 1,000 ran out of memory)
 MAX_INPUT_BYTES = 16_000_000  # a plan, jobs or calibration file is a few KB
 MAX_TOKENIZER_BYTES = 200_000_000  # a tokenizer.json (the largest common ones are ~35 MB)

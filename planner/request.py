@@ -25,6 +25,7 @@ from planner.limits import (
     MAX_DAYS,
     MAX_GPUS,
     MAX_PRICE_USD,
+    MAX_SEARCH_BREADTH,
     MAX_SEQ_LEN,
     MAX_TRAINING_TOKENS,
 )
@@ -41,6 +42,8 @@ from planner.search.space import (
     SearchSpace,
     batch_tokens,
     batch_within_tolerance,
+    expert_parallel_degrees,
+    pipeline_degrees,
 )
 from planner.units import GIB
 
@@ -157,7 +160,24 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
     runs = {g: n for g, n in out.items() if kernel_problem(request.attention, catalog.gpu(g)) is None}
     if not runs:
         raise ValueError(kernel_problem(request.attention, catalog.gpu(next(iter(out)))))
+    check_search_breadth(request, len(runs))
     return runs
+
+
+def check_search_breadth(request: PlanRequest, gpu_types: int) -> None:
+    """Refuse a search broader than MAX_SEARCH_BREADTH: GPU types x pipeline splits x expert-parallel
+    degrees, the axes a model's shape multiplies (a config of 1,024 layers and 2,520 experts, 48
+    divisors, took 70 s to enumerate on one GPU type list; DeepSeek-V3's 135 per type, 11 s)."""
+    assert request.impl is not None, "PlanRequest's validator sets it"
+    splits = len(pipeline_degrees(request.model.num_layers)[0])
+    degrees = len(expert_parallel_degrees(request.model, request.impl))
+    breadth = gpu_types * splits * degrees
+    if breadth > MAX_SEARCH_BREADTH:
+        raise ValueError(
+            f"the search is too broad: {gpu_types} GPU types x {splits} pipeline splits ({request.model.num_layers}"
+            f" layers) x {degrees} expert-parallel degrees ({request.model.num_experts} experts) = {breadth:,},"
+            f" more than {MAX_SEARCH_BREADTH:,}; name fewer GPU types (--gpus)"
+        )
 
 
 def kernel_problem(kernel: AttentionKernel | None, gpu: GPUSpec) -> str | None:

@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from support import DATA
 from support.cli import assert_one_line, call
 
 EST = ["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "1", "--micro-batch", "2", "--seq-len", "64"]
@@ -60,6 +61,9 @@ def files(tmp_path_factory) -> Path:
     (root / "u16.json").write_bytes(json.dumps(plan).encode("utf-16"))
     (root / "dupkey.json").write_text(json.dumps(plan)[:-1] + ', "gpu": "a100-80gb-sxm"}')
     os.mkfifo(root / "fifo")
+    mixtral = json.loads((DATA / "hf_configs" / "mixtral.json").read_text())
+    wide = {**mixtral, "num_hidden_layers": 10_000, "num_local_experts": 100_000, "num_experts_per_tok": 2}
+    (root / "wide-moe.json").write_text(json.dumps(wide))
     jobs = {
         "tokens.toml": _jobs('[inventory]\n"h100-sxm" = 8', 'name = "a"\nmodel = "tiny"\ntokens = 1e300\n'),
         "batch.toml": _jobs(
@@ -138,6 +142,11 @@ CASES = {
         "horizon_days: Input should be less than or equal to 36525",
     ),
     "33 jobs": (["portfolio", "{d}/many.toml"], "33 jobs, more than the 32"),
+    # 14: work bounded, not only fields: a config within the reader's limits, on every GPU type
+    "10,000 layers x 100,000 experts on every GPU": (
+        ["plan", "--model", "{d}/wide-moe.json", "--tokens", "1e12", "--vary-batch"],
+        "the search is too broad: ",
+    ),
     # 20, 22: a calibration rate of 1e-300, files that are not UTF-8 named
     "calibration rate 1e-300": (
         [*EST, "--calibration", "{d}/slow.toml"],
