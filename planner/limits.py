@@ -38,13 +38,16 @@ _KINDS = (
 )
 
 
-def _open_regular(path: Path, what: str, limit: int) -> int:
+def _open_regular(path: Path, what: str, limit: int, os_errors: bool = False) -> int:
     """A read-only descriptor of ``path`` once it is known to be a regular file of at most
-    ``limit`` bytes; ValueError naming the file otherwise. O_NONBLOCK: a FIFO opens at once
-    (and is then refused) instead of waiting for a writer."""
+    ``limit`` bytes; ValueError naming the file otherwise (``os_errors``: an OSError of ``open``
+    as it is raised). O_NONBLOCK: a FIFO opens at once (and is then refused) instead of waiting
+    for a writer."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
+        if os_errors:
+            raise
         raise ValueError(f"{path}: cannot read the {what} ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
@@ -66,11 +69,12 @@ def check_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> Pa
     return Path(path)
 
 
-def read_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES, *, os_errors: bool = False) -> bytes:
     """The bytes of the user's ``what`` at ``path``: a regular file of at most ``limit`` bytes
-    (never more than ``limit + 1`` are read, should it grow); ValueError naming it otherwise."""
+    (never more than ``limit + 1`` are read, should it grow); ValueError naming it otherwise
+    (``os_errors``: a missing or unreadable file raises ``open``'s OSError instead)."""
     path = Path(path)
-    with os.fdopen(_open_regular(path, what, limit), "rb") as handle:
+    with os.fdopen(_open_regular(path, what, limit, os_errors), "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"{path}: over {limit} bytes: not a {what}")

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.fmt import one_line
+from planner.limits import MAX_TOKENIZER_BYTES, check_input
 
 SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".parquet")
 # A .txt file is one document unless it contains this line, which separates documents.
@@ -64,6 +65,7 @@ class Tokenizer:
         if path is None:
             self.vocab_size, self.eos_id, self.digest = BYTE_VOCAB_SIZE, BYTE_VOCAB_SIZE - 1, "byte-level"
             return
+        check_input(path, "tokenizer", MAX_TOKENIZER_BYTES)  # a regular file, capped: never /dev/zero
         from tokenizers import Tokenizer as HFTokenizer
 
         try:

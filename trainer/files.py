@@ -27,10 +27,9 @@ def write_json_atomic(path: Path, payload: dict) -> Path:
 
 
 def read_capped(path: Path, limit: int) -> bytes:
-    """The bytes of ``path``, refusing more than ``limit`` (``/dev/zero``, a huge file) without
-    reading it all; OSError as ``open`` raises it, ValueError when the file is too big."""
-    with Path(path).open("rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"{path}: over {limit} bytes, not a trainplan file")
-    return data
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes (planner/limits.py
+    ``read_input``: never ``/dev/zero`` or a FIFO); OSError as ``open`` raises it, ValueError
+    when the file is too big or not a regular file."""
+    from planner.limits import read_input
+
+    return read_input(path, "trainplan file", limit, os_errors=True)

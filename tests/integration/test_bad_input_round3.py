@@ -192,3 +192,17 @@ def test_escapes_from_files_do_not_reach_the_terminal(files):
     code, _, err = call(*EST, "--calibration", str(files / "esc.toml"))
     assert_one_line(code, err, "gemm[31m")
     assert "\x1b" not in err
+
+
+def test_the_trainer_reads_user_files_through_the_same_reader(tmp_path, no_hang):
+    """6: ``run``'s tokenizer and job file are read like the planner's files (a hand-edited
+    job.json may name /dev/zero; a FIFO job.json would block the launcher)."""
+    from trainer.corpus import Tokenizer
+    from trainer.job_spec import JobSpec
+
+    for path, kind in (("/dev/zero", "a character device"), ("/dev/urandom", "a character device")):
+        with pytest.raises(ValueError, match=f"{path}: {kind}, not a tokenizer"):
+            Tokenizer(path)
+    os.mkfifo(tmp_path / "job.json")
+    with pytest.raises(ValueError, match="a FIFO"):
+        JobSpec.load(tmp_path)
