@@ -53,7 +53,8 @@ def build_on_fake_world(plan_, rank: int) -> list[torch.nn.Module]:
     job = JobSpec(name="fake", plan=plan_, run=RunSettings())
     dist.init_process_group("fake", rank=rank, world_size=plan_.num_gpus, store=FakeStore())
     try:
-        layout = check_plan(plan_, job.run, plan_.num_gpus, torch.device("cpu"))
+        # meta: the plan's own checks, not this machine's memory (a CPU run of it would be refused)
+        layout = check_plan(plan_, job.run, plan_.num_gpus, torch.device("meta"))
         meshes = build_meshes(layout, "cpu")
         modules = build_stage_modules(job, layout, meshes)
         for module in modules:
