@@ -23,6 +23,7 @@ from planner.model.moe import (
     routed_expert_params_per_layer,
 )
 from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
+from planner.model.rowwise import MEMORY_COLUMNS, per_distinct_row
 from planner.model.scores import (
     backward_bytes_per_score,
     saved_bytes_per_score,
@@ -468,7 +469,12 @@ def reserved_bytes(peak, loss, grads_full, acts, c: Candidates, s: ModelingSetti
 
 def memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
     """The most loaded pp rank: the first (embedding, most in-flight activations), the second
-    (most blocks of a middle rank) or the last (head and loss); planner/model/pipeline.py."""
+    (most blocks of a middle rank) or the last (head and loss); planner/model/pipeline.py.
+    Once per distinct layout: memory does not depend on the GPU type (rowwise.py)."""
+    return per_distinct_row(lambda rows: _memory(model, rows, s), c, MEMORY_COLUMNS)
+
+
+def _memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
     stages = [stage_memory(model, c, s, rank) for rank in pipeline_ranks(model.num_layers, c)]
     worst = np.argmax(np.stack([m.device_total for m in stages]), axis=0)
     return MemoryBreakdown(

@@ -12,8 +12,11 @@ last the head and the loss.
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +32,18 @@ class PipelineRank:
     layers: np.ndarray  # transformer blocks over all of the rank's stages
     embedding: np.ndarray  # bool: holds the first stage (embedding)
     head: np.ndarray  # bool: holds the last stage (final norm, LM head, loss)
-    in_flight: np.ndarray  # micro-batches of activations alive at the peak, in units of all its blocks
+    # The table, to read ``in_flight`` from when asked rather than up front: step time never
+    # asks, and a term that does not read the accumulation is evaluated once for all the rows
+    # that differ only there (planner/model/rowwise.py). A weak reference: the last ranks are
+    # kept (``pipeline_ranks``), the table need not be.
+    table: Callable[[], Any] = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def in_flight(self) -> np.ndarray:
+        """Micro-batches of activations alive at the peak, in units of all its blocks."""
+        table = self.table()
+        assert table is not None, "a pipeline rank outlived its table"
+        return in_flight_microbatches(table, self.rank)
 
 
 def rank_layers(num_layers: int, pp, vpp, rank) -> np.ndarray:
@@ -84,8 +98,16 @@ def pipeline_rank(num_layers: int, c: Candidates, rank) -> PipelineRank:
         layers=rank_layers(num_layers, c.pp, c.vpp, rank).astype(float),
         embedding=rank == 0,
         head=rank == c.pp - 1,
-        in_flight=in_flight_microbatches(c, rank),
+        table=_reference(c),
     )
+
+
+def _reference(c: Any) -> Callable[[], Any]:
+    """A weak reference to ``c``, or a strong one where it takes none (a stand-in table)."""
+    try:
+        return weakref.ref(c)
+    except TypeError:
+        return lambda: c
 
 
 # One scoring pass asks for the ranks of the same table a dozen times (memory, step time, comm):
@@ -97,8 +119,9 @@ def pipeline_ranks(num_layers: int, c: Candidates) -> tuple[PipelineRank, ...]:
     """The first, second and last pp rank (the same rank where pp is 1 or 2): they bound every
     rank's memory and time (module docstring)."""
     global _last_ranks
-    if _last_ranks is not None and _last_ranks[0]() is c and _last_ranks[1] == num_layers:
-        return _last_ranks[2]
+    last_ranks = _last_ranks  # read once: another thread (the app's) may replace it meanwhile
+    if last_ranks is not None and last_ranks[0]() is c and last_ranks[1] == num_layers:
+        return last_ranks[2]
     last = c.pp - 1
     ranks = tuple(pipeline_rank(num_layers, c, r) for r in (np.zeros_like(c.pp), np.minimum(1, last), last))
     with contextlib.suppress(TypeError):  # a stand-in table without weak references (tests): not cached

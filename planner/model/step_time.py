@@ -30,6 +30,7 @@ from planner.model.memory import (
     tp_gathered_bytes,
 )
 from planner.model.pipeline import pipeline_ranks
+from planner.model.rowwise import COMPUTE_COLUMNS, per_distinct_row
 from planner.model.scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -394,7 +395,8 @@ def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link, s: ModelingS
 
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:
     """Combine: GPU busy time vs host dispatch, exposed comm, and the pipeline bubble."""
-    per_mb = compute_time_per_microbatch(model, c, s)
+    # Each term once per distinct input it reads (rowwise.py): the same floats, less work.
+    per_mb = per_distinct_row(lambda rows: compute_time_per_microbatch(model, rows, s), c, COMPUTE_COLUMNS)
     m = c.grad_accum
     matmul, attention, memory_bound = (per_mb[k] * m for k in ("matmul", "attention", "memory_bound"))
     # A measured job's correction scales the GPU compute the rest of the step overlaps with.

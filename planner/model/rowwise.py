@@ -1,0 +1,103 @@
+"""Evaluate a row-wise term of the model once per distinct input, not once per candidate.
+
+The candidate table repeats the same inputs many times: memory does not depend on the GPU type
+(25 in the catalog), nor a micro-batch's compute time on the GPU count or the sharding. A term
+whose row ``i`` depends only on row ``i``'s values of some columns (element-wise numpy, no
+reduction across rows) gives, evaluated on one row per distinct combination of those columns and
+spread back by index, the very floats it gives on the whole table: the answers do not change,
+the work shrinks 5-20x (issue 28). tests/planner/test_search_speed_equivalence.py checks every
+declared column list against the columns its term reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from planner.search.candidates import KNOBS, Candidates
+
+T = TypeVar("T")
+
+# Below this many rows the bookkeeping (keys, gathers) costs more than it saves; the scalar path
+# (``estimate``, one row) never pays it.
+MIN_ROWS = 4096
+# Evaluate on the whole table when the distinct rows are more than this share of it.
+MAX_DISTINCT_SHARE = 0.6
+# Every hardware column is gathered per GPU type (``gpu_index``) and, for the rates, per precision
+# (candidates.hardware_columns): the two stand for all of them in a key.
+HARDWARE = ("gpu_index", "precision")
+_KEY_SPAN = 1 << 62  # mixed-radix keys are re-coded before they could overflow int64
+
+# What each term reads (a superset is safe, only slower); the test records the reads.
+KNOB_COLUMNS = tuple(k.column for k in KNOBS)
+# The knobs a micro-batch's compute does not see: data parallelism, sharding, accumulation.
+PER_STEP_KNOBS = ("dp_replicate", "dp_shard", "sharding", "grad_accum", "offload")
+MEMORY_COLUMNS = (*KNOB_COLUMNS, "memory_factor")
+COMPUTE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in PER_STEP_KNOBS), *HARDWARE)
+
+
+def distinct_rows(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, inverse)``: a row index per distinct combination of ``columns`` and, for each
+    row, the position of its combination in ``first`` (``c``'s rows = ``first[inverse]``'s)."""
+    key = np.zeros(len(c), dtype=np.int64)
+    span = 1
+    for name in dict.fromkeys(columns):
+        values = np.asarray(getattr(c, name))
+        if values.ndim == 0:
+            continue
+        if values.dtype.kind in "biu":
+            codes = values.astype(np.int64)
+            low = int(codes.min(initial=0))
+            codes = codes - low if low else codes
+            size = int(codes.max(initial=0)) + 1
+        else:  # floats (and NaN, its own code): by value
+            codes, uniques = pd.factorize(values, use_na_sentinel=False)
+            size = len(uniques)
+        if size <= 1:
+            continue
+        if span * size >= _KEY_SPAN:
+            key, uniques = pd.factorize(key)
+            span = len(uniques)
+        key = key * size + codes
+        span *= size
+    inverse, _ = pd.factorize(key)
+    # pandas numbers the combinations in order of first appearance: a row opens one exactly
+    # where its code exceeds every code before it.
+    running = np.maximum.accumulate(inverse)
+    first = np.flatnonzero(np.r_[True, running[1:] > running[:-1]]) if len(inverse) else np.zeros(0, np.int64)
+    return first, inverse
+
+
+def take(c: Candidates, rows: np.ndarray) -> Candidates:
+    """The candidates at ``rows``, every column."""
+    return Candidates(**{f.name: np.asarray(getattr(c, f.name))[rows] for f in dataclasses.fields(Candidates)})
+
+
+def spread(value: Any, inverse: np.ndarray, num_distinct: int) -> Any:
+    """A result over the distinct rows, spread back over every row (arrays of one entry per
+    distinct row, inside dicts, tuples and dataclasses; anything else is left as it is)."""
+    if isinstance(value, np.ndarray):
+        return value[inverse] if value.ndim >= 1 and len(value) == num_distinct else value
+    if isinstance(value, dict):
+        return {k: spread(v, inverse, num_distinct) for k, v in value.items()}
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(spread(v, inverse, num_distinct) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: spread(getattr(value, f.name), inverse, num_distinct) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **changes)
+    return value
+
+
+def per_distinct_row(term: Callable[[Candidates], T], c: Candidates, columns: Sequence[str]) -> T:
+    """``term(c)``, evaluated on one row per distinct combination of ``columns`` (every column
+    ``term`` reads; a hardware column by ``HARDWARE``) and spread back over ``c``'s rows."""
+    if len(c) < MIN_ROWS:
+        return term(c)
+    first, inverse = distinct_rows(c, columns)
+    if len(first) > MAX_DISTINCT_SHARE * len(c):
+        return term(c)
+    return spread(term(take(c, first)), inverse, len(first))

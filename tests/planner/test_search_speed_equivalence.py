@@ -1,0 +1,131 @@
+"""The fast search gives the answers of the plain one (issue 28, "Planner speed back").
+
+planner/model/rowwise.py evaluates a term once per distinct combination of the columns it is
+declared to read: that is exact only if the term reads no other column. These tests record the
+columns each term reads, on tables of several model families and stacks, and check the spread
+results against the whole-table evaluation bit for bit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from functools import cache
+
+import numpy as np
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.model import memory as memory_module
+from planner.model import pipeline, rowwise
+from planner.model import step_time as step_module
+from planner.model.settings import Stack
+from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings, search_space
+from planner.search.candidates import KNOBS, Candidates
+from planner.search.space import build_candidates
+
+# (preset, request fields): dense, MoE, long context, Hugging Face modules, offload.
+CASES: tuple[tuple[str, dict[str, object]], ...] = (
+    ("llama3-8b", {"allow_offload": True}),
+    ("mixtral-8x7b", {}),
+    ("deepseek-v3", {}),
+    ("llama3.1-8b", {"seq_len": 65536}),
+    ("gemma2-9b", {}),
+    ("gpt3-1.3b", {"precision": "fp8"}),
+)
+TERMS: dict[str, tuple[Callable, tuple[str, ...]]] = {
+    "memory": (memory_module._memory, rowwise.MEMORY_COLUMNS),
+    "compute": (step_module.compute_time_per_microbatch, rowwise.COMPUTE_COLUMNS),
+}
+# The stacks whose settings take different branches (native/HF modules, Megatron's recompute).
+STACKS = (Stack.TRAINPLAN, Stack.MEGATRON_CORE, Stack.HF_TRAINER, Stack.DEEPSPEED)
+_READS: set[str] = set()
+
+
+@dataclass(frozen=True)
+class RecordingCandidates(Candidates):
+    """Candidates that note every column read (not the copies ``dataclasses.replace`` makes,
+    nor ``len``)."""
+
+    def __getattribute__(self, name: str):
+        caller = sys._getframe(1).f_code
+        if not name.startswith("_") and "dataclasses" not in caller.co_filename and caller.co_name != "__len__":
+            _READS.add(name)
+        return object.__getattribute__(self, name)
+
+
+@cache
+def table(preset: str, stack: Stack, extra: tuple) -> tuple[PlanRequest, Candidates]:
+    request = PlanRequest(model=get_preset(preset), training_tokens=1e11, max_gpus=32, stack=stack, **dict(extra))
+    catalog = load_catalog()
+    gpus = allowed_gpus(request, catalog)
+    limits = count_limits(request, gpus)
+    c = build_candidates(request.model, catalog, dict(limits.limits), search_space(request, limits.largest))
+    return request, c
+
+
+def reads(term: Callable, request: PlanRequest, c: Candidates) -> set[str]:
+    # A sample of the rows takes every code path (branches are np.where over rows) at a fraction
+    # of the time; the rows with offload are kept (their term runs only where one has it).
+    rows = np.random.default_rng(0).choice(len(c), min(len(c), 400), replace=False)
+    rows = np.union1d(rows, np.flatnonzero(c.offload)[:50])
+    sample = rowwise.take(c, rows)
+    recording = RecordingCandidates(**{f.name: getattr(sample, f.name) for f in fields(Candidates)})
+    pipeline._last_ranks = None  # ranks cached from another table would hide their reads
+    _READS.clear()
+    term(request.model, recording, request_settings(request))
+    stored = {f.name for f in fields(Candidates)}
+    return _READS & stored
+
+
+HARDWARE_COLUMNS = {f.name for f in fields(Candidates)} - {k.column for k in KNOBS} - {"num_gpus", "gpu_index"}
+
+
+@pytest.mark.parametrize("preset,extra", CASES)
+@pytest.mark.parametrize("term", sorted(TERMS))
+def test_each_term_reads_only_its_declared_columns(term, preset, extra):
+    function, declared = TERMS[term]
+    for stack in STACKS:
+        request, c = table(preset, stack, tuple(sorted(extra.items())))
+        read = reads(function, request, c)
+        undeclared = read - set(declared)
+        if set(rowwise.HARDWARE) <= set(declared):  # gpu_index and precision stand for the hardware
+            undeclared -= HARDWARE_COLUMNS
+        assert not undeclared, f"{term} reads {sorted(undeclared)}, not in its declared columns"
+
+
+def same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if hasattr(a, "__dataclass_fields__"):
+        return all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+@pytest.mark.parametrize("preset,extra", CASES[:4])
+@pytest.mark.parametrize("term", sorted(TERMS))
+def test_once_per_distinct_row_is_the_whole_table_bit_for_bit(term, preset, extra):
+    function, declared = TERMS[term]
+    request, c = table(preset, Stack.TRAINPLAN, tuple(sorted(extra.items())))
+    assert len(c) >= rowwise.MIN_ROWS
+    first, inverse = rowwise.distinct_rows(c, declared)
+    assert len(first) < len(c)
+    model, s = request.model, request_settings(request)
+    whole = function(model, c, s)
+    spread = rowwise.spread(function(model, rowwise.take(c, first), s), inverse, len(first))
+    assert same(whole, spread)
+
+
+def test_distinct_rows_groups_equal_rows_only():
+    rng = np.random.default_rng(0)
+    _, c = table("llama3-8b", Stack.TRAINPLAN, ())
+    columns = ("tp", "pp", "micro_batch", "memory_factor")
+    first, inverse = rowwise.distinct_rows(c, columns)
+    for name in columns:
+        values = getattr(c, name)
+        assert np.array_equal(values[first][inverse], values)
+    assert len({tuple(getattr(c, n)[i] for n in columns) for i in first}) == len(first)
+    sample = rng.choice(len(c), 200)
+    assert np.array_equal(rowwise.take(c, sample).tp, c.tp[sample])
