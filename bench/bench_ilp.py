@@ -90,8 +90,8 @@ def bench_portfolio(solver: str) -> None:
         solution = solve_portfolio(jobs, inventory, "mix", horizon_s=horizon_s, num_slots=num_slots, solver=solver)
         print(f"{label:<34} {solution.num_variables:>8} {solution.solver:>6} {time.perf_counter() - start:>8.3f}")
     economics = {
-        "h100-sxm": GpuEconomics(purchase_usd=30_000, tdp_w=1000),
-        "h200": GpuEconomics(purchase_usd=38_000, tdp_w=1000),
+        "h100-sxm": GpuEconomics(purchase_usd=30_000, wall_power_w=1000),
+        "h200": GpuEconomics(purchase_usd=38_000, wall_power_w=1000),
     }
     start = time.perf_counter()
     fleet = size_fleet(jobs, economics, horizon_days=60, num_slots=12, solver=solver)

@@ -36,7 +36,7 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.request import DEFAULT_MAX_GPUS
-from planner.search.fleet import TcoAssumptions, ownership_usd
+from planner.search.fleet import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
@@ -183,23 +183,17 @@ def chinchilla_tokens(model: ModelSpec, multiple: float) -> float:
 
 
 def amortised_price_per_gpu_hour(
-    purchase_usd: float, tdp_w: float, utilisation: float, tco: TcoAssumptions, power_fraction_of_tdp: float
+    purchase_usd: float, wall_power_w: float, utilisation: float, tco: TcoAssumptions
 ) -> float:
-    """Owning a GPU expressed as USD per busy GPU-hour (docs/app.md):
-
-        ownership_usd(purchase, tco, 1 h) / utilisation
-        + tdp_kW * power_fraction_of_tdp * PUE * electricity_usd_per_kWh
-
-    The fixed cost of owning the GPU for an hour (:func:`planner.search.fleet.ownership_usd`,
-    the TCO formula the fleet ILP uses too) is spread over the hours it is busy; power is paid
-    while it runs.
+    """Owning a GPU expressed as USD per busy GPU-hour (docs/app.md): the fleet sizing's own
+    formula (:func:`planner.search.fleet.owned_usd_per_busy_gpu_hour`): the fixed cost of owning
+    it (:func:`planner.search.fleet.ownership_usd`) and its idle draw, spread over the busy
+    hours, plus the power it draws at the wall while it trains (planner/model/energy.py;
+    ``wall_power_w`` from ``gpu_wall_power_w``).
     """
     if not purchase_usd > 0:
         raise ValueError(f"purchase price must be > 0 USD, got {purchase_usd}")
-    if not 0 < utilisation <= 1:
-        raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
-    power = tdp_w / 1000 * power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
-    return ownership_usd(purchase_usd, tco, 1.0) / utilisation + power
+    return owned_usd_per_busy_gpu_hour(GpuEconomics(purchase_usd, wall_power_w), tco, utilisation)
 
 
 UPLOAD_LIMIT_MB = MAX_CONFIG_BYTES // 1_000_000  # the uploader's cap: Streamlit's browser counts 1 MB as 10**6 bytes

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.catalog.hardware import Catalog
-from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.energy import gpu_wall_power_w
 from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
 from ui import charts
@@ -165,11 +165,7 @@ def price_of(
     assert utilisation is not None  # set whenever tco is
     try:
         return charts.amortised_price_per_gpu_hour(
-            float(row["purchase_usd"]),
-            cat.gpus[gpu].tdp_watts,
-            utilisation,
-            tco,
-            DEFAULT_SETTINGS.power_fraction_of_tdp,
+            float(row["purchase_usd"]), gpu_wall_power_w(cat.gpus[gpu]), utilisation, tco
         )
     except ValueError as exc:
         st.error(plain(f"{gpu}: {exc}"))

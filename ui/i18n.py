@@ -115,10 +115,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "amortised": ("{gpu} = ${price:.2f} per GPU-hour", "{gpu} = 每 GPU 小时 ${price:.2f}"),
     "ownership": ("Ownership assumptions", "持有成本假设"),
     "ownership_help": (
-        f"USD/GPU-hour = (price × (1 − residual) / lifetime + hosting × 12) / ({HOURS_PER_YEAR:g} h × utilisation) "
-        "+ TDP × power fraction × PUE × electricity.",
-        f"每 GPU 小时美元 = (价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / ({HOURS_PER_YEAR:g} 小时 × 利用率) "
-        "+ TDP × 功耗比例 × PUE × 电价。",
+        f"USD/GPU-hour = ((price × (1 − residual) / lifetime + hosting × 12) / {HOURS_PER_YEAR:g} h "
+        "+ idle share × power) / utilisation + (1 − idle share) × power; power = the GPU's share of its "
+        "server's wall power while training (host and network included) × PUE × electricity.",
+        f"每 GPU 小时美元 = ((价格 × (1 − 残值率) / 使用年限 + 托管费 × 12) / {HOURS_PER_YEAR:g} 小时 "
+        "+ 空闲比例 × 电费) / 利用率 + (1 − 空闲比例) × 电费；电费 = 训练时该 GPU 分摊的整机墙插功率"
+        "（含主机与网络）× PUE × 电价。",
     ),
     "tco_utilisation": ("Utilisation (busy fraction of the year)", "利用率（一年中忙碌的比例）"),
     "tco_lifetime_years": ("Lifetime (years)", "使用年限（年）"),

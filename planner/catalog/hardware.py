@@ -102,6 +102,10 @@ class GPUSpec(BaseModel):
     # whose A100 hosts have 1,152 GiB), else the template's, resolved at load; None: neither
     # states it (ModelingSettings.host_memory_bytes_per_node). Offload's fit rule reads it.
     host_memory_bytes_per_node: float | None = None
+    # The GPU's share of its server's maximum wall power, W: the file's ``node_power_w`` (a
+    # vendor's maximum system power) over the default node's GPUs, resolved at load; None: the
+    # file states none (planner/model/energy.py falls back to TDP plus a host share).
+    node_power_w_per_gpu: float | None = None
     default_node: str
     default_network: str
     sources: dict[str, str]
@@ -265,6 +269,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
     # host memory of this GPU's servers where they differ from its default node's class
     "host_memory_gib": _Num(1, 1_000_000, required=False),
+    # maximum wall power of one server of this GPU (default node), GPUs, host and network included
+    "node_power_w": _Num(0, 10_000_000, required=False),
     # achievable rates (optional; their sources start with a PROVENANCES word)
     **{f.name: _Num(f.low, f.high, required=False) for f in RATE_FIELDS},
     "default_node": _Text(),
@@ -498,15 +504,29 @@ def _check_references(
             )
 
 
+def _node_power_per_gpu(gpu: GPUSpec, node_power_w: float | None, node: NodeTemplate, where: str) -> float | None:
+    """A server's maximum wall power per GPU; it counts its GPUs at TDP, so it cannot be less."""
+    if node_power_w is None:
+        return None
+    per_gpu = node_power_w / node.gpus_per_node
+    if per_gpu < gpu.tdp_watts:
+        raise CatalogError(
+            f"{where}: field 'node_power_w': {node_power_w:g} W for {node.gpus_per_node} GPUs is less "
+            f"than their TDP ({gpu.tdp_watts:g} W each)"
+        )
+    return per_gpu
+
+
 def _build(dirs: list[Path]) -> Catalog:
     _check_dirs(dirs)
     gpu_files = _catalog_files(dirs, "gpus")
-    gpus = {}
+    gpus, node_power = {}, {}
     for gpu_id, path in gpu_files.items():
         values, sources = _read_entry(path, GPU_FIELDS)
         _check_gpu_consistency(values, _show(path))
         check_rates(values, sources, _show(path))
         gpus[gpu_id] = _gpu_from(values, sources)
+        node_power[gpu_id] = values.get("node_power_w")
     nodes = {
         node_id: _node_from(*_read_entry(path, NODE_FIELDS), _show(path))
         for node_id, path in _catalog_files(dirs, "nodes").items()
@@ -522,6 +542,9 @@ def _build(dirs: list[Path]) -> Catalog:
                 "node_failure_rate_per_node_hour": nodes[gpu.default_node].failure_rate_per_node_hour,
                 "host_memory_bytes_per_node": gpu.host_memory_bytes_per_node
                 or nodes[gpu.default_node].host_memory_bytes,
+                "node_power_w_per_gpu": _node_power_per_gpu(
+                    gpu, node_power[gpu_id], nodes[gpu.default_node], _show(gpu_files[gpu_id])
+                ),
             }
         )
         for gpu_id, gpu in gpus.items()

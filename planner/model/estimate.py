@@ -12,6 +12,7 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, TrainingConfig
+from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
@@ -142,7 +143,7 @@ def job_totals(
     seconds = job_goodput(scores, c, training_tokens, settings).wall_s
     hours = seconds / SECONDS_PER_HOUR
     cost = hours * c.num_gpus * c.price_per_gpu_hour
-    energy = hours * c.num_gpus * c.tdp_watts * settings.power_fraction_of_tdp * settings.pue / 1000.0
+    energy = energy_kwh(hours * c.num_gpus, wall_power_w(c.tdp_watts, c.node_power_w_per_gpu, settings), settings.pue)
     return seconds, cost, energy
 
 

@@ -398,9 +398,22 @@ class ModelingSettings:
     # CPUOffloadPolicy and an unfused torch AdamW (trainer/session.py): the torch figure. The
     # host's memory bandwidth bounds both, so the node's ranks share one such rate.
     host_adam_params_per_s: float = 11.6e9 / 56.0
-    # --- power -----------------------------------------------------------------------------
-    # Average board power as a fraction of TDP during training, and the facility PUE.
-    power_fraction_of_tdp: float = 0.8
+    # --- power (planner/model/energy.py) ----------------------------------------------------
+    # A server's average wall power while it trains, as a fraction of its maximum system power
+    # (the catalog's node_power_w). ESTIMATE: DGX H100 draws 6.5-8.5 kW "typical" against its
+    # 10.2 kW maximum (0.64-0.83; supercluster.blog "AI Supercluster: NVIDIA DGX Power, Cooling,
+    # and Efficiency", read 2026-12-03); the top of that range, as LLM training keeps every GPU
+    # near its power limit.
+    power_fraction_of_max: float = 0.8
+    # The host's share of a server's maximum power (CPUs, memory, NICs, switches, fans, supply
+    # losses) as a fraction of its GPUs' TDP, for GPUs whose servers have no node_power_w.
+    # ESTIMATE: the lowest of the sourced DGX figures: DGX A100 6.5 kW for 8 x 400 W (1.03),
+    # DGX H100 10.2 kW for 8 x 700 W (0.82), DGX B200 14.3 kW for 8 x 1,000 W (0.79), rounded.
+    host_power_fraction_of_tdp: float = 0.8
+    # Facility power over IT power. ASSUMPTION: a modern colocation hall, between hyperscale
+    # fleets (Google's 2023 fleet average 1.10, Google Environmental Report 2024) and the
+    # industry average (1.58, Uptime Institute Global Data Center Survey 2023). The fleet
+    # sizing's TcoAssumptions.pue defaults to this one.
     pue: float = 1.25
 
     def but(self, **changes: Any) -> ModelingSettings:

@@ -141,6 +141,7 @@ class Candidates:
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
     tdp_watts: np.ndarray
+    node_power_w_per_gpu: np.ndarray  # server max wall power / GPUs (GPUSpec); NaN: planner/model/energy.py
     failure_rate_per_gpu_hour: np.ndarray  # NaN: the ModelingSettings default
     failure_rate_per_node_hour: np.ndarray  # of the GPU's default node template; NaN: the default
     host_memory_bytes: np.ndarray  # host (CPU) memory per node (GPUSpec); NaN: the default
@@ -250,6 +251,7 @@ def hardware_columns(
         network_bandwidth=col(network_bandwidth),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
         tdp_watts=col([g.tdp_watts for g in gpus]),
+        node_power_w_per_gpu=nan_if_none([g.node_power_w_per_gpu for g in gpus]),
         failure_rate_per_gpu_hour=col(
             [np.nan if g.failure_rate_per_gpu_hour is None else g.failure_rate_per_gpu_hour for g in gpus]
         ),

@@ -24,7 +24,7 @@ from planner.request import (
     search_space,
 )
 from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
-from planner.search.fleet import FleetSolution, GpuEconomics, TcoAssumptions, size_fleet
+from planner.search.fleet import FleetSolution, TcoAssumptions, economics_for, size_fleet
 from planner.search.ilp import CandidateTable, check_rows
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
 from planner.search.slots import JobCandidates
@@ -318,14 +318,7 @@ def plan_fleet(
     """How many GPUs of each type to buy vs rent for a set of jobs over a horizon."""
     catalog = catalog or load_catalog()
     jobs = [job_candidates(r, name, catalog, settings) for name, r in requests.items()]
-    economics = {
-        g: GpuEconomics(
-            purchase_usd=usd,
-            tdp_w=catalog.gpu(g).tdp_watts,
-            rent_usd_per_gpu_hour=catalog.gpu(g).price_per_gpu_hour_usd,
-        )
-        for g, usd in purchase_usd.items()
-    }
+    economics = economics_for(catalog, purchase_usd, settings)
     return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots)
 
 

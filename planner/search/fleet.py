@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
+from planner.model.energy import energy_usd, gpu_wall_power_w
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.search.ilp import (
     chosen_index,
     new_binaries,
@@ -39,6 +41,8 @@ __all__ = [
     "GpuEconomics",
     "TcoAssumptions",
     "break_even",
+    "economics_for",
+    "owned_usd_per_busy_gpu_hour",
     "ownership_usd",
     "size_fleet",
 ]
@@ -46,14 +50,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TcoAssumptions:
-    """What owning a GPU costs besides its price; defaults are round mid-range figures."""
+    """What owning a GPU costs besides its price. ASSUMPTION: round mid-range figures, except
+    ``pue``, the modelling settings' one (planner/model/settings.py, with its provenance)."""
 
     lifetime_years: float = 4.0  # straight-line amortisation period
     residual_fraction: float = 0.2  # resale value at end of life, fraction of the price
-    pue: float = 1.3  # facility power / IT power (modern colocation)
+    pue: float = DEFAULT_SETTINGS.pue  # facility power / IT power
     electricity_usd_per_kwh: float = 0.10  # industrial rate
     hosting_usd_per_gpu_month: float = 150.0  # rack space, network, ops staff share
-    idle_power_fraction: float = 0.2  # draw of an idle GPU, fraction of its TDP
+    idle_power_fraction: float = 0.2  # wall draw of an idle GPU's server share, fraction of its training draw
+    staff_usd_per_gpu_month: float = 0.0  # staff beyond hosting's share (a fleet file's ``staff``)
 
     def __post_init__(self) -> None:
         for name in ("lifetime_years", "pue"):
@@ -62,7 +68,7 @@ class TcoAssumptions:
         for name in ("residual_fraction", "idle_power_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"TcoAssumptions.{name}: expected within [0, 1]")
-        for name in ("electricity_usd_per_kwh", "hosting_usd_per_gpu_month"):
+        for name in ("electricity_usd_per_kwh", "hosting_usd_per_gpu_month", "staff_usd_per_gpu_month"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"TcoAssumptions.{name}: expected >= 0")
 
@@ -71,27 +77,29 @@ def ownership_usd(purchase_usd: float, tco: TcoAssumptions, hours: float) -> flo
     """The one TCO formula: the fixed cost of owning one GPU for ``hours`` wall-clock hours,
 
         purchase * (1 - residual) * hours / (lifetime_years * HOURS_PER_YEAR)
-        + hosting_per_month * hours / (HOURS_PER_YEAR / 12)
+        + (hosting + staff)_per_month * hours / (HOURS_PER_YEAR / 12)
 
-    (straight-line depreciation to the resale value, plus hosting; power is extra). Used by
-    :func:`break_even` (fleet sizing) and by the app's amortised price per GPU-hour.
+    (straight-line depreciation to the resale value, plus hosting and staff; power is extra,
+    :func:`break_even`). Used by fleet sizing and by the app's amortised price per GPU-hour.
     """
+    monthly = tco.hosting_usd_per_gpu_month + tco.staff_usd_per_gpu_month
     return purchase_usd * (1 - tco.residual_fraction) * hours / (
         tco.lifetime_years * HOURS_PER_YEAR
-    ) + tco.hosting_usd_per_gpu_month * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
+    ) + monthly * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
 
 
 @dataclass(frozen=True)
 class GpuEconomics:
-    """Buying one GPU of a type. Put host power in ``tdp_w`` (wall power / GPUs per server)."""
+    """Buying one GPU of a type. ``wall_power_w``: its share of its server's wall power while it
+    trains (planner/model/energy.py ``gpu_wall_power_w``, host and network included)."""
 
     purchase_usd: float  # per GPU, with its share of server, network, install
-    tdp_w: float
+    wall_power_w: float
     rent_usd_per_gpu_hour: float | None = None  # None: implied by the jobs' cost_usd columns
 
     def __post_init__(self) -> None:
-        if not (self.purchase_usd >= 0 and self.tdp_w >= 0):
-            raise ValueError("GpuEconomics: purchase_usd and tdp_w must be >= 0")
+        if not (self.purchase_usd >= 0 and self.wall_power_w >= 0):
+            raise ValueError("GpuEconomics: purchase_usd and wall_power_w must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -138,16 +146,48 @@ class FleetSolution:
 def break_even(
     gpu: str, economics: GpuEconomics, tco: TcoAssumptions, horizon_hours: float, rent_usd_per_gpu_hour: float
 ) -> GpuBreakEven:
-    """Owning one GPU for H hours costs F + u H v at busy fraction u; renting u H hours costs u H r."""
-    power_kw_usd = economics.tdp_w / 1000 * tco.pue * tco.electricity_usd_per_kwh
+    """Owning one GPU for H hours costs F + u H v at busy fraction u; renting u H hours costs u H r.
+
+    F: :func:`ownership_usd` plus the idle draw (``idle_power_fraction`` of the training draw)
+    all H hours; v: the rest of the training draw while busy, so a busy hour pays the energy
+    :func:`planner.model.energy.energy_usd` gives for one GPU-hour, as the estimate counts it."""
+    power_usd = float(energy_usd(1.0, economics.wall_power_w, tco.pue, tco.electricity_usd_per_kwh))
     fixed = (
-        ownership_usd(economics.purchase_usd, tco, horizon_hours)
-        + tco.idle_power_fraction * power_kw_usd * horizon_hours
+        ownership_usd(economics.purchase_usd, tco, horizon_hours) + tco.idle_power_fraction * power_usd * horizon_hours
     )
-    busy = (1 - tco.idle_power_fraction) * power_kw_usd
+    busy = (1 - tco.idle_power_fraction) * power_usd
     margin = rent_usd_per_gpu_hour - busy
     utilisation = fixed / (horizon_hours * margin) if margin > 0 else math.inf
     return GpuBreakEven(gpu, fixed, busy, rent_usd_per_gpu_hour, utilisation)
+
+
+def owned_usd_per_busy_gpu_hour(economics: GpuEconomics, tco: TcoAssumptions, utilisation: float) -> float:
+    """Owning a GPU as USD per busy GPU-hour at busy fraction ``utilisation``: :func:`break_even`'s
+    fixed cost spread over the busy hours, plus the busy power (the app's "bought" price)."""
+    if not 0 < utilisation <= 1:
+        raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
+    costs = break_even("", economics, tco, 1.0, math.inf)
+    return costs.owned_fixed_usd / utilisation + costs.owned_usd_per_busy_hour
+
+
+def economics_for(
+    catalog,
+    purchase_usd: Mapping[str, float],
+    settings: ModelingSettings = DEFAULT_SETTINGS,
+    rent_usd_per_gpu_hour: Mapping[str, float] | None = None,
+) -> dict[str, GpuEconomics]:
+    """Buying each GPU type at ``purchase_usd``: its wall power from the catalog (one rule,
+    planner/model/energy.py) and its rent, the given one or the catalog's price."""
+    rent = {catalog.gpu(g).id: usd for g, usd in (rent_usd_per_gpu_hour or {}).items()}
+    out = {}
+    for gpu_id, usd in purchase_usd.items():
+        gpu = catalog.gpu(gpu_id)
+        out[gpu.id] = GpuEconomics(
+            purchase_usd=usd,
+            wall_power_w=gpu_wall_power_w(gpu, settings),
+            rent_usd_per_gpu_hour=rent.get(gpu.id, gpu.price_per_gpu_hour_usd),
+        )
+    return out
 
 
 def size_fleet(

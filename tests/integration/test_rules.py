@@ -165,15 +165,19 @@ def test_one_tco_formula() -> None:
     assert ownership_usd(30_000, tco, HOURS_PER_YEAR) == pytest.approx(30_000 * 0.8 / 4 + 150 * 12)
     assert ownership_usd(30_000, tco, 10.0) == pytest.approx(10 * (6000 + 1800) / HOURS_PER_YEAR)
     # Fleet sizing: fixed cost over the horizon = ownership + idle power.
-    economics = GpuEconomics(purchase_usd=30_000, tdp_w=700)
+    economics = GpuEconomics(purchase_usd=30_000, wall_power_w=700)
     result = break_even("h100", economics, tco, 1000.0, 3.0)
     idle = tco.idle_power_fraction * 0.7 * tco.pue * tco.electricity_usd_per_kwh * 1000.0
     assert result.owned_fixed_usd == pytest.approx(ownership_usd(30_000, tco, 1000.0) + idle)
-    # The app: ownership per hour spread over the busy hours, plus power while busy.
-    power = 0.7 * 0.8 * tco.pue * tco.electricity_usd_per_kwh
-    price = charts.amortised_price_per_gpu_hour(30_000, 700, 0.5, tco, 0.8)
-    assert price == pytest.approx(ownership_usd(30_000, tco, 1.0) / 0.5 + power)
-    assert price == pytest.approx(7800 / (HOURS_PER_YEAR * 0.5) + power)
+    # The app: the fleet's fixed cost per hour (ownership + idle draw) spread over the busy hours,
+    # plus the rest of the draw while busy; at the wall power the fleet is given.
+    power = 0.7 * tco.pue * tco.electricity_usd_per_kwh
+    idle_share = tco.idle_power_fraction
+    price = charts.amortised_price_per_gpu_hour(30_000, 700, 0.5, tco)
+    assert price == pytest.approx(
+        (ownership_usd(30_000, tco, 1.0) + idle_share * power) / 0.5 + (1 - idle_share) * power
+    )
+    assert price == pytest.approx((7800 / HOURS_PER_YEAR + idle_share * power) / 0.5 + (1 - idle_share) * power)
 
 
 def test_no_hours_per_year_literal_outside_units() -> None:

@@ -212,8 +212,8 @@ def test_a_job_that_cannot_run_alone_is_named() -> None:
 # --- fleet sizing ---------------------------------------------------------------------------
 
 ECONOMICS = {
-    "a100": GpuEconomics(purchase_usd=12_000, tdp_w=400, rent_usd_per_gpu_hour=2.0),
-    "h100": GpuEconomics(purchase_usd=25_000, tdp_w=700, rent_usd_per_gpu_hour=4.0),
+    "a100": GpuEconomics(purchase_usd=12_000, wall_power_w=400, rent_usd_per_gpu_hour=2.0),
+    "h100": GpuEconomics(purchase_usd=25_000, wall_power_w=700, rent_usd_per_gpu_hour=4.0),
 }
 
 
@@ -328,7 +328,7 @@ def test_break_even_utilisation_balances_owning_and_renting() -> None:
         idle_power_fraction=0.25,
     )
     hours = 365.25 * 24
-    result = break_even("h100", GpuEconomics(purchase_usd=30_000, tdp_w=800), tco, hours, 3.0)
+    result = break_even("h100", GpuEconomics(purchase_usd=30_000, wall_power_w=800), tco, hours, 3.0)
     power = 0.8 * 1.25 * 0.1  # $/hour at full draw
     assert result.owned_fixed_usd == pytest.approx(30_000 * 0.8 / 4 + 100 * 12 + 0.25 * power * hours)
     assert result.owned_usd_per_busy_hour == pytest.approx(0.75 * power)
@@ -336,13 +336,13 @@ def test_break_even_utilisation_balances_owning_and_renting() -> None:
     own = result.owned_fixed_usd + u * hours * result.owned_usd_per_busy_hour
     assert own == pytest.approx(u * hours * 3.0)
     assert 0 < u < 1
-    never = break_even("x", GpuEconomics(purchase_usd=1.0, tdp_w=800), tco, hours, 0.01)
+    never = break_even("x", GpuEconomics(purchase_usd=1.0, wall_power_w=800), tco, hours, 0.01)
     assert never.break_even_utilisation == math.inf
 
 
 def test_rent_rate_is_implied_from_the_tables_when_not_given() -> None:
     jobs = two_big_jobs()
-    solution = size_fleet(jobs, {"h100": GpuEconomics(purchase_usd=25_000, tdp_w=700)}, 30)
+    solution = size_fleet(jobs, {"h100": GpuEconomics(purchase_usd=25_000, wall_power_w=700)}, 30)
     assert solution.break_even[0].rent_usd_per_gpu_hour == pytest.approx(4.0)
 
 

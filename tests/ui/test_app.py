@@ -35,7 +35,6 @@ from support.app import (
 
 from planner.api import PlanRequest
 from planner.catalog.detect import DetectedGPU
-from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset, model_from_hf_config
 from planner.errors import InfeasiblePlan
 from planner.layout import Precision
@@ -300,10 +299,13 @@ def test_a_preset_change_fits_the_sequence_to_the_model_context():
 def test_bought_gpus_are_priced_by_the_documented_formula():
     at = run_app(pricing="bought", gpus=["h100-sxm"], purchases={"h100-sxm": 40000.0}, tco_utilisation=0.5)
     tco = TcoAssumptions()
-    tdp = load_catalog().gpu("h100-sxm").tdp_watts
-    price = (40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12) / (
-        HOURS_PER_YEAR * 0.5
-    ) + tdp / 1000 * DEFAULT_SETTINGS.power_fraction_of_tdp * tco.pue * tco.electricity_usd_per_kwh
+    # the GPU's share of a DGX H100's wall power while training (planner/model/energy.py)
+    wall_kw = 10.2 / 8 * DEFAULT_SETTINGS.power_fraction_of_max
+    power = wall_kw * tco.pue * tco.electricity_usd_per_kwh
+    fixed = (
+        40000 * (1 - tco.residual_fraction) / tco.lifetime_years + tco.hosting_usd_per_gpu_month * 12
+    ) / HOURS_PER_YEAR
+    price = (fixed + tco.idle_power_fraction * power) / 0.5 + (1 - tco.idle_power_fraction) * power
     assert any(c.value == EN("amortised", gpu="h100-sxm", price=price) for c in at.sidebar.caption)
     request = request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price})
     assert card(at)[EN("card_cost_bought")] == charts.money(planned(request).plan.estimate.cost_usd)
