@@ -17,5 +17,6 @@ def test_every_preset_is_one_sourced_file_shipped_with_the_package():
     assert [path.stem for path in files] == list_presets()
     for path in files:
         assert json.loads(path.read_text())["_source"].strip(), path.name
-    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    assert "presets/*.json" in package_data["planner.catalog"]
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "planner.catalog.presets" in setuptools["packages"]  # a data-only package, as hw_catalog's
+    assert "*.json" in setuptools["package-data"]["planner.catalog.presets"]
