@@ -18,6 +18,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
@@ -181,7 +182,8 @@ def plan(
     settings = request_settings(request, settings)
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
-    catalog = catalog_with_prices(base or load_catalog(), request.price_overrides)
+    kind = catalog_with_price_kind(base or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
+    catalog = catalog_with_prices(kind, request.price_overrides)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
@@ -328,6 +330,7 @@ def build_plan(
     num_nodes: int | None = None,
     training_tokens: float | None = None,
     price: float | None = None,
+    price_kind: str | None = None,
     hf_config_path: str | None = None,
     catalog: Catalog | None = None,
     settings: ModelingSettings | None = None,
@@ -338,13 +341,17 @@ def build_plan(
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
-    ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``."""
+    ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``. ``price_kind``:
+    price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins."""
     settings = with_attention(settings or STACK_SETTINGS[stack], attention)
     base, record = calibrated(catalog, calibration)
     catalog = base or load_catalog()
     spec = catalog.gpu(gpu)
     if problem := kernel_problem(attention, spec):
         raise ValueError(problem)
+    if price_kind is not None:
+        catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings)
+        spec = catalog.gpu(spec.id)
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})
         spec = catalog.gpu(spec.id)

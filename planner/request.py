@@ -18,6 +18,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.catalog.hardware import Catalog, GPUSpec
+from planner.catalog.prices import PriceKind
 from planner.layout import ActivationCheckpointing, Implementation, Precision
 from planner.limits import (
     MAX_BATCH_TOKENS,
@@ -82,6 +83,9 @@ class PlanRequest(BaseModel):
     cost_weight: float = Field(0.5, ge=0, le=1)
     gpus: dict[str, int | None] | None = None
     price_overrides: dict[str, Annotated[float, Field(gt=0, le=MAX_PRICE_USD, allow_inf_nan=False)]] = {}
+    # None: the catalog's default prices; else the median of each GPU's offers of this kind
+    # (planner/catalog/prices.py; a spot price brings its interruptions into goodput).
+    price_kind: PriceKind | None = None
     # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
     seq_len: int | None = Field(None, ge=16, le=MAX_SEQ_LEN)
     global_batch_tokens: int | None = Field(None, ge=1, le=MAX_BATCH_TOKENS)

@@ -21,6 +21,12 @@ CALIBRATION_HELP = (
 IMPL_HELP = "default: native where trainplan's decoder builds the family (docs/models.md), else hf"
 SEQ_LEN = typer.Option(None, "--seq-len", help="tokens per sequence; default 4096, or the model's context if shorter")
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
+PRICE_KIND = typer.Option(
+    None,
+    "--price-kind",
+    help="on-demand, spot, reserved-1y or reserved-3y: price each GPU at the median of its providers' offers of"
+    " that kind (hw_catalog/prices; spot adds its interruptions to goodput); default: the catalog's price",
+)
 ATTENTION_HELP = (
     "attention kernel: sdpa-fa2, flash2, flash3 (Hopper), cudnn, triton (MPT's), eager; default: what the"
     " stack picks (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and under PyTorch's context"

@@ -31,6 +31,7 @@ from planner.catalog.achievable import (
     rates_from,
 )
 from planner.catalog.measured_job import MeasuredJob
+from planner.catalog.prices import PriceOffer, read_offers
 from planner.errors import CatalogError
 from planner.units import GIB, HOURS_PER_DAY
 
@@ -90,7 +91,9 @@ class GPUSpec(BaseModel):
     internode_bandwidth_bytes_per_s: float  # per GPU, per direction, on the default network
     pcie_bandwidth_bytes_per_s: float  # per direction
     tdp_watts: float
-    price_per_gpu_hour_usd: float
+    price_per_gpu_hour_usd: float  # the default price (the file's; planner/catalog/prices.py for kinds)
+    # Providers' dated, sourced offers (hw_catalog/prices), read at load.
+    offers: tuple[PriceOffer, ...] = ()
     purchase_price_usd: float | None = None
     # Interruptions per GPU-hour of a training job (GPU, network and system software), from a
     # published cluster study; None: ModelingSettings.failure_rate_per_gpu_hour.
@@ -475,8 +478,8 @@ def _check_dirs(dirs: list[Path]) -> None:
     for directory in dirs:
         if not directory.is_dir():
             raise CatalogError(f"{directory}: catalog directory does not exist")
-        if not any((directory / kind).is_dir() for kind in ("gpus", "nodes", "networks")):
-            raise CatalogError(f"{directory}: catalog directory has no gpus/, nodes/ or networks/ folder")
+        if not any((directory / kind).is_dir() for kind in ("gpus", "nodes", "networks", "prices")):
+            raise CatalogError(f"{directory}: catalog directory has no gpus/, nodes/, networks/ or prices/ folder")
 
 
 def _check_references(
@@ -536,6 +539,7 @@ def _build(dirs: list[Path]) -> Catalog:
         for net_id, path in _catalog_files(dirs, "networks").items()
     }
     _check_references(gpu_files, gpus, nodes, networks)
+    offers = read_offers(dirs, set(gpus))
     gpus = {
         gpu_id: gpu.model_copy(
             update={
@@ -545,6 +549,7 @@ def _build(dirs: list[Path]) -> Catalog:
                 "node_power_w_per_gpu": _node_power_per_gpu(
                     gpu, node_power[gpu_id], nodes[gpu.default_node], _show(gpu_files[gpu_id])
                 ),
+                "offers": offers.get(gpu_id, ()),
             }
         )
         for gpu_id, gpu in gpus.items()

@@ -14,7 +14,7 @@ from typing import Any
 from planner.layout import Implementation
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
 from planner.model.block_rows import Recompute
-from planner.units import GIB, MIB
+from planner.units import GIB, HOURS_PER_YEAR, MIB, MONTHS_PER_YEAR
 
 
 @dataclass(frozen=True)
@@ -415,6 +415,12 @@ class ModelingSettings:
     # industry average (1.58, Uptime Institute Global Data Center Survey 2023). The fleet
     # sizing's TcoAssumptions.pue defaults to this one.
     pue: float = 1.25
+    # Spot preemptions per node-hour where a spot offer states none (planner/catalog/prices.py;
+    # goodput counts them as host failures). ESTIMATE: AWS Spot Instance Advisor's "frequency of
+    # interruption" band for p5.48xlarge (8 x H100), 15-20 % of instances a month, read on
+    # 2026-02-24 (thundercompute.com, "Cloud GPU Spot Instance Availability and Interruption
+    # Rates (2026)"; p4d 5-10 %): the midpoint, 0.175 per node over a month of 730.5 hours.
+    spot_interruptions_per_node_hour: float = 0.175 / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
 
     def but(self, **changes: Any) -> ModelingSettings:
         """A copy with some settings changed (unknown names raise TypeError)."""

@@ -1,0 +1,185 @@
+"""Prices as data: each provider's dated, sourced offers per GPU and kind (``hw_catalog/prices``).
+
+One file per provider, ``hw_catalog/prices/<id>.toml``::
+
+    id = "aws"
+    provider = "AWS"
+    [[offers]]
+    gpu = "h100-sxm"                 # a catalog GPU id
+    kind = "on-demand"               # on-demand | spot | reserved-1y | reserved-3y
+    usd_per_gpu_hour = 6.88
+    gpus_per_offer = 8               # the provider rents whole 8-GPU nodes (p5.48xlarge)
+    offer = "p5.48xlarge"
+    region = "us-east-1"             # optional
+    date = "2026-11-09"              # when the source read the price
+    source = "..."                   # where it comes from
+    interruptions_per_node_day = 0.006   # spot only, optional (default: ModelingSettings)
+
+The GPU file's ``price_usd_per_gpu_hour`` stays the default price of every plan; ``--price-kind``
+(:func:`catalog_with_price_kind`) prices each GPU at the median of its offers of that kind
+instead, and a spot price brings the spot interruptions into goodput (as host failures: a
+preemption costs the work since the last checkpoint and a restart, planner/model/goodput.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tomllib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+from planner.errors import CatalogError
+from planner.units import HOURS_PER_DAY
+
+if TYPE_CHECKING:
+    from planner.catalog.hardware import Catalog, GPUSpec
+
+PriceKind = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
+PRICE_KINDS: tuple[str, ...] = get_args(PriceKind)
+
+
+class PriceOffer(BaseModel):
+    """One provider's rate for one GPU, per GPU-hour, with its date and source."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    provider: str
+    kind: PriceKind
+    usd_per_gpu_hour: float
+    gpus_per_offer: int  # the smallest number of GPUs the provider rents together (a node: 8)
+    offer: str
+    region: str | None = None
+    date: str
+    source: str
+    # Spot only: preemptions per node-hour; None: ModelingSettings.spot_interruptions_per_node_hour.
+    interruptions_per_node_hour: float | None = None
+
+
+def _fields() -> dict[str, Any]:
+    from planner.catalog.hardware import _Num, _Text
+
+    return {
+        "gpu": _Text(),
+        "kind": _Text(PRICE_KINDS),
+        "usd_per_gpu_hour": _Num(0, 1_000),
+        "gpus_per_offer": _Num(0, 1024, integer=True),
+        "offer": _Text(),
+        "region": _Text(required=False),
+        "date": _Text(pattern=r"\d{4}-\d{2}-\d{2}", example="2026-11-09"),
+        "source": _Text(),
+        "interruptions_per_node_day": _Num(0, 1_000, required=False),
+    }
+
+
+def _read_file(path: Path, gpu_ids: set[str]) -> list[tuple[str, PriceOffer]]:
+    where = str(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise CatalogError(f"{where}: invalid TOML: {err}") from None
+    unknown = set(raw) - {"id", "provider", "offers"}
+    if unknown:
+        raise CatalogError(f"{where}: field '{sorted(unknown)[0]}': unknown field (expected id, provider, offers)")
+    if raw.get("id") != path.stem:
+        raise CatalogError(f"{where}: field 'id': must equal the file name '{path.stem}', got {raw.get('id')!r}")
+    provider = raw.get("provider")
+    offers = raw.get("offers")
+    if not isinstance(provider, str) or not provider.strip():
+        raise CatalogError(f"{where}: field 'provider': expected a non-empty string, got {provider!r}")
+    if not isinstance(offers, list) or not offers:
+        raise CatalogError(f"{where}: field 'offers': expected an array of [[offers]] tables")
+    return [_offer(entry, provider, gpu_ids, f"{where}: offers[{i}]") for i, entry in enumerate(offers)]
+
+
+def _offer(entry: Any, provider: str, gpu_ids: set[str], where: str) -> tuple[str, PriceOffer]:
+    fields = _fields()
+    if not isinstance(entry, dict):
+        raise CatalogError(f"{where}: expected a table, got {entry!r}")
+    for key in entry:
+        if key not in fields:
+            raise CatalogError(f"{where}: field '{key}': unknown field")
+    values = {}
+    for name, spec in fields.items():
+        if name in entry:
+            values[name] = spec.check(entry[name], f"{where}: field '{name}'")
+        elif spec.required:
+            raise CatalogError(f"{where}: field '{name}': missing")
+    if values["gpu"] not in gpu_ids:
+        raise CatalogError(f"{where}: field 'gpu': unknown GPU '{values['gpu']}'")
+    per_day = values.pop("interruptions_per_node_day", None)
+    if per_day is not None and values["kind"] != "spot":
+        raise CatalogError(f"{where}: field 'interruptions_per_node_day': only a spot offer is interrupted")
+    gpu = values.pop("gpu")
+    rate = None if per_day is None else per_day / HOURS_PER_DAY
+    return gpu, PriceOffer(provider=provider, interruptions_per_node_hour=rate, **values)
+
+
+def read_offers(dirs: list[Path], gpu_ids: set[str]) -> dict[str, tuple[PriceOffer, ...]]:
+    """GPU id -> its offers over every provider file; a later directory's file replaces an
+    earlier one of the same provider id."""
+    files: dict[str, Path] = {}
+    for directory in dirs:
+        for path in sorted((directory / "prices").glob("*.toml")):
+            files[path.stem] = path
+    out: dict[str, list[PriceOffer]] = {}
+    for path in files.values():
+        for gpu, offer in _read_file(path, gpu_ids):
+            out.setdefault(gpu, []).append(offer)
+    return {gpu: tuple(offers) for gpu, offers in out.items()}
+
+
+def offers_of(gpu: GPUSpec, kind: str) -> tuple[PriceOffer, ...]:
+    return tuple(o for o in gpu.offers if o.kind == kind)
+
+
+def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:
+    """The GPU at the median of its ``kind`` offers (ValueError without one); a spot price adds
+    the offers' median interruption rate to its host failures (``node_failures`` where the
+    catalog has none)."""
+    offers = offers_of(gpu, kind)
+    if not offers:
+        kinds = sorted({o.kind for o in gpu.offers})
+        have = f"it has {', '.join(kinds)}" if kinds else "it has no offers"
+        raise ValueError(f"no {kind} price for {gpu.id} in hw_catalog/prices ({have}); give --price or add an offer")
+    price = statistics.median(o.usd_per_gpu_hour for o in offers)
+    listed = ", ".join(f"{o.provider} {o.offer} {o.usd_per_gpu_hour:g} ({o.date})" for o in offers)
+    update: dict[str, Any] = {
+        "price_per_gpu_hour_usd": float(price),
+        "sources": {**gpu.sources, "price_usd_per_gpu_hour": f"median of {kind} offers [{listed}]"},
+    }
+    if kind == "spot":
+        rates = [o.interruptions_per_node_hour for o in offers]
+        spot = statistics.median(spot_interruptions_per_node_hour if r is None else r for r in rates)
+        base = gpu.node_failure_rate_per_node_hour
+        update["node_failure_rate_per_node_hour"] = (node_failures if base is None else base) + spot
+    return gpu.model_copy(update=update)
+
+
+def catalog_with_price_kind(
+    catalog: Catalog, kind: str | None, pinned: list[str] | None = None, settings: Any = None
+) -> Catalog:
+    """Every GPU at the median of its ``kind`` offers (None: the catalog's default prices).
+    On-demand keeps the file's price where a GPU has no offer (its estimate); another kind drops
+    the GPUs without one, and refuses (ValueError) when ``pinned`` names such a GPU or none is left."""
+    if kind is None:
+        return catalog
+    if kind not in PRICE_KINDS:
+        raise ValueError(f"unknown price kind '{kind}'; expected one of {', '.join(PRICE_KINDS)}")
+    from planner.model.settings import DEFAULT_SETTINGS
+
+    settings = settings or DEFAULT_SETTINGS
+    spot, failures = settings.spot_interruptions_per_node_hour, settings.failure_rate_per_node_hour
+    for gpu_id in pinned or []:
+        gpu = catalog.gpu(gpu_id)
+        if kind != "on-demand" and not offers_of(gpu, kind):
+            priced_kind(gpu, kind, spot, failures)  # raises, naming what the GPU has
+    gpus = {}
+    for gpu_id, gpu in catalog.gpus.items():
+        if offers_of(gpu, kind):
+            gpus[gpu_id] = priced_kind(gpu, kind, spot, failures)
+        elif kind == "on-demand":
+            gpus[gpu_id] = gpu
+    if not gpus:
+        raise ValueError(f"no GPU in the catalog has a {kind} price")
+    return catalog.model_copy(update={"gpus": gpus})

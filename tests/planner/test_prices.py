@@ -1,0 +1,112 @@
+"""Prices as data (planner/catalog/prices.py, hw_catalog/prices): providers' dated, sourced offers
+per kind, ``--price-kind`` and spot interruptions in goodput."""
+
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from planner.api import build_plan
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.catalog.prices import PRICE_KINDS, catalog_with_price_kind, offers_of
+from planner.errors import CatalogError
+from planner.layout import Layout, TrainingConfig
+from planner.model.settings import DEFAULT_SETTINGS
+
+CATALOG = load_catalog()
+
+
+def test_every_offer_has_a_kind_a_date_and_a_source() -> None:
+    offers = [o for gpu in CATALOG.gpus.values() for o in gpu.offers]
+    assert {o.kind for o in offers} >= {"on-demand", "spot", "reserved-1y"}
+    for o in offers:
+        assert o.kind in PRICE_KINDS and re.fullmatch(r"\d{4}-\d{2}-\d{2}", o.date) and len(o.source) > 20
+        assert o.provider and o.gpus_per_offer >= 1
+
+
+def test_the_default_price_is_the_on_demand_median() -> None:
+    """The GPU file's price (every plan's default) is the median of its on-demand offers, rounded to cents."""
+    checked = 0
+    for gpu in CATALOG.gpus.values():
+        offers = offers_of(gpu, "on-demand")
+        if offers:
+            median = statistics.median(o.usd_per_gpu_hour for o in offers)
+            assert gpu.price_per_gpu_hour_usd == pytest.approx(median, abs=0.005), gpu.id
+            checked += 1
+    assert checked >= 10
+
+
+def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
+    spot = catalog_with_price_kind(CATALOG, "spot")
+    h100 = spot.gpu("h100-sxm")
+    assert h100.price_per_gpu_hour_usd == pytest.approx(statistics.median([6.571, 1.25]))
+    assert "median of spot offers" in h100.sources["price_usd_per_gpu_hour"]
+    assert "l4" not in spot.gpus
+    # spot preemptions join the host failures goodput counts
+    base = CATALOG.gpu("h100-sxm").node_failure_rate_per_node_hour
+    assert h100.node_failure_rate_per_node_hour == pytest.approx(
+        base + DEFAULT_SETTINGS.spot_interruptions_per_node_hour
+    )
+    assert catalog_with_price_kind(CATALOG, "reserved-1y").gpu("h100-sxm").price_per_gpu_hour_usd == 2.35
+    assert catalog_with_price_kind(CATALOG, None) is CATALOG
+    with pytest.raises(ValueError, match="no spot price for l4"):
+        catalog_with_price_kind(CATALOG, "spot", ["l4"])
+    with pytest.raises(ValueError, match="unknown price kind"):
+        catalog_with_price_kind(CATALOG, "cheap")
+    # on-demand keeps a GPU without offers at its (estimated) file price
+    assert catalog_with_price_kind(CATALOG, "on-demand").gpu("l4") == CATALOG.gpu("l4")
+
+
+def test_spot_costs_less_and_takes_longer_with_its_interruptions() -> None:
+    def plan(kind):
+        return build_plan(
+            get_preset("llama3-8b"),
+            "h100-sxm",
+            Layout(),
+            TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
+            num_gpus=64,
+            training_tokens=1e11,
+            price_kind=kind,
+        ).estimate
+
+    default, spot = plan(None), plan("spot")
+    assert plan("on-demand").cost_usd == pytest.approx(default.cost_usd, rel=1e-3)  # 5.0725 against 5.07
+    assert spot.time_to_train_h > default.time_to_train_h
+    assert spot.goodput.expected_interruptions > default.goodput.expected_interruptions
+    assert spot.cost_usd < default.cost_usd
+
+
+def _price_file(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "prices").mkdir()
+    (tmp_path / "prices" / "mine.toml").write_text('id = "mine"\nprovider = "Mine"\n' + body)
+    return tmp_path
+
+
+OFFER = 'gpu = "h100-sxm"\nkind = "spot"\nusd_per_gpu_hour = 2.0\ngpus_per_offer = 8\noffer = "x"\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("[[offers]]\n" + OFFER + 'source = "quote"\n', "field 'date': missing"),
+        ("[[offers]]\n" + OFFER.replace("h100-sxm", "h999") + 'date = "2026-01-01"\nsource = "q"\n', "unknown GPU"),
+        ("[[offers]]\n" + OFFER.replace("spot", "cheap") + 'date = "2026-01-01"\nsource = "q"\n', "expected one of"),
+        (
+            "[[offers]]\n" + OFFER.replace("spot", "on-demand") + 'date = "2026-01-01"\nsource = "q"\n'
+            "interruptions_per_node_day = 1.0\n",
+            "only a spot offer",
+        ),
+    ],
+)
+def test_a_bad_offer_is_refused_at_load(tmp_path: Path, body: str, error: str) -> None:
+    with pytest.raises(CatalogError, match=error):
+        load_catalog([_price_file(tmp_path, body)])
+
+
+def test_a_user_offer_with_its_own_interruption_rate(tmp_path: Path) -> None:
+    body = "[[offers]]\n" + OFFER + 'date = "2026-01-01"\nsource = "my quote"\ninterruptions_per_node_day = 2.4\n'
+    catalog = load_catalog([_price_file(tmp_path, body)])
+    mine = [o for o in catalog.gpu("h100-sxm").offers if o.provider == "Mine"]
+    assert mine[0].interruptions_per_node_hour == pytest.approx(0.1)
