@@ -361,10 +361,11 @@ def fleet(
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.catalog.hardware import load_catalog
     from planner.search.explore import plan_fleet
-    from ui.portfolio_file import purchase_prices, read_jobs_file
+    from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
-    prices = purchase_prices(spec, load_catalog())
+    catalog = load_catalog()
+    prices = purchase_prices(spec, catalog)
     for gpu_id, usd in prices.items():
         check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
     if not prices or spec.horizon_days is None:
@@ -372,11 +373,12 @@ def fleet(
     requests = spec.requests({g: None for g in prices})
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
-            solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2))
+            options = fleet_options(spec, catalog)
+            solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2), **options)
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)
         return
-    render.fleet(solution, as_json=as_json)
+    render.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation)
 
 
 # The job and machine commands (ui/cli_jobs.py), after the planning ones in --help.

@@ -4,8 +4,16 @@ horizon_days = 90            # optional: jobs may be sequenced inside it
 num_slots = 6
 [inventory]                  # portfolio: GPUs on hand, shared by all jobs
 h100-sxm = 256
-[purchase_usd]               # fleet: GPU types that may be bought, USD per GPU
+[purchase_usd]               # fleet: GPU types that may be bought, USD per GPU (capex)
 h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
+[rent_usd_per_gpu_hour]      # optional: your rent quote per type (default: the catalog's price)
+h100-sxm = 2.4
+[ownership]                  # fleet, optional: what owning costs (planner.search.fleet.TcoAssumptions)
+lifetime_years = 5
+electricity_usd_per_kwh = 0.08
+staff_usd_per_gpu_month = 40
+utilisation = 0.7            # report the owned price per busy GPU-hour at this busy fraction
+wall_power_w = { h100-sxm = 1100 }   # per GPU at the wall while training (default: the catalog's)
 [[jobs]]
 name = "chat-8b"
 model = "llama3-8b"
@@ -23,6 +31,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
 from planner.api import PlanRequest
+from planner.catalog.prices import PriceKind
 from planner.fmt import one_line
 from planner.limits import (
     MAX_BATCH_TOKENS,
@@ -30,16 +39,41 @@ from planner.limits import (
     MAX_DAYS,
     MAX_GPUS,
     MAX_JOBS,
+    MAX_PRICE_USD,
     MAX_PURCHASE_USD,
     MAX_SEQ_LEN,
     MAX_TRAINING_TOKENS,
     read_input_text,
     unique_keys,
 )
+from planner.search.fleet import TcoAssumptions
 
 # The CLI's bounds (planner/limits.py) for the same fields of a jobs file: finite numbers, not booleans.
 Days = Annotated[StrictFloat, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False)]
 Usd = Annotated[StrictFloat, Field(gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)]
+UsdPerHour = Annotated[StrictFloat, Field(gt=0, le=MAX_PRICE_USD, allow_inf_nan=False)]
+Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
+UsdPerMonth = Annotated[StrictFloat, Field(ge=0, le=MAX_PURCHASE_USD, allow_inf_nan=False)]
+
+
+class Ownership(BaseModel):
+    """A fleet file's ownership inputs: any of ``TcoAssumptions``' fields (the rest keep their
+    defaults), the busy fraction to report the owned price at, and wall power per GPU type."""
+
+    model_config = ConfigDict(extra="forbid")
+    lifetime_years: Annotated[StrictFloat, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+    residual_fraction: Fraction | None = None
+    pue: Annotated[StrictFloat, Field(ge=1, le=10, allow_inf_nan=False)] | None = None
+    electricity_usd_per_kwh: Annotated[StrictFloat, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
+    hosting_usd_per_gpu_month: UsdPerMonth | None = None
+    staff_usd_per_gpu_month: UsdPerMonth | None = None
+    idle_power_fraction: Fraction | None = None
+    utilisation: Annotated[StrictFloat, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+    wall_power_w: dict[str, Annotated[StrictFloat, Field(gt=0, le=1e6, allow_inf_nan=False)]] = {}
+
+    def tco(self) -> TcoAssumptions:
+        given = self.model_dump(exclude={"utilisation", "wall_power_w"}, exclude_none=True)
+        return TcoAssumptions(**given)
 
 
 class JobEntry(BaseModel):
@@ -62,6 +96,10 @@ class JobsFile(BaseModel):
     buy: list[str] = []  # fleet: GPU types to price at the catalog's purchase price
     # None: the catalog's purchase price
     purchase_usd: dict[str, Annotated[StrictFloat, Field(gt=0, le=MAX_PURCHASE_USD, allow_inf_nan=False)] | None] = {}
+    # USD per GPU-hour to rent each type (the jobs' rent and the break-even's); default: the catalog's
+    rent_usd_per_gpu_hour: dict[str, UsdPerHour] = {}
+    price_kind: PriceKind | None = None  # rent at the median of the catalog's offers of this kind
+    ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
@@ -81,6 +119,8 @@ class JobsFile(BaseModel):
                 seq_len=job.seq_len,
                 global_batch_tokens=job.global_batch_tokens,
                 gpus=gpus,
+                price_overrides=self.rent_usd_per_gpu_hour,
+                price_kind=self.price_kind,
             )
         return out
 
@@ -114,3 +154,17 @@ def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
             raise ValueError(f"{gpu.id} has no purchase price in the catalog: give one in [purchase_usd]")
         prices.setdefault(gpu.id, gpu.purchase_price_usd)
     return prices
+
+
+def fleet_options(spec: JobsFile, catalog) -> dict:
+    """``plan_fleet``'s keyword inputs from the file: the ownership assumptions, each bought type's
+    rent (the file's, else the price kind's or the catalog's price) and wall power overrides."""
+    from planner.catalog.prices import catalog_with_price_kind
+
+    priced = catalog_with_price_kind(catalog, spec.price_kind)
+    rent = {catalog.gpu(g).id: usd for g, usd in spec.rent_usd_per_gpu_hour.items()}
+    for gpu_id in purchase_prices(spec, catalog):
+        if gpu_id not in rent and gpu_id in priced.gpus:
+            rent[gpu_id] = priced.gpus[gpu_id].price_per_gpu_hour_usd
+    power = {catalog.gpu(g).id: w for g, w in spec.ownership.wall_power_w.items()}
+    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": power}

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from planner.fmt import duration_band, duration_h, duration_words, money, money_band, number_band
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
-from planner.units import GIB, SECONDS_PER_DAY, SECONDS_PER_MINUTE
+from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -523,7 +523,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
 
 
-def fleet(solution, *, as_json: bool) -> None:
+def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
     def plan_dict(p):
         return (
             None
@@ -542,7 +542,11 @@ def fleet(solution, *, as_json: bool) -> None:
         "rent_only": plan_dict(solution.rent_only),
         "buy_only": plan_dict(solution.buy_only),
         "horizon_days": solution.horizon_days,
-        "break_even": [{"gpu": b.gpu_id, "utilisation": b.break_even_utilisation} for b in solution.break_even],
+        "break_even": [
+            {"gpu": b.gpu_id, "utilisation": b.break_even_utilisation, "rent_usd_per_gpu_hour": b.rent_usd_per_gpu_hour}
+            | ({} if utilisation is None else {"owned_usd_per_busy_gpu_hour": owned_hourly(b, solution, utilisation)})
+            for b in solution.break_even
+        ],
     }
     if as_json:
         emit_json(data)
@@ -558,6 +562,18 @@ def fleet(solution, *, as_json: bool) -> None:
     out.print(table)
     for b in data["break_even"]:
         out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
+        if utilisation is not None:
+            out.print(
+                f"  owned at {utilisation:.0%} busy: ${b['owned_usd_per_busy_gpu_hour']:,.2f} per GPU-hour,"
+                f" rent ${b['rent_usd_per_gpu_hour']:,.2f}"
+            )
+
+
+def owned_hourly(b, solution, utilisation: float) -> float:
+    """One owned GPU per busy GPU-hour at busy fraction ``utilisation``: its fixed cost over the
+    horizon spread over the busy hours, plus its busy power (planner.search.fleet.break_even)."""
+    hours = solution.horizon_days * HOURS_PER_DAY
+    return b.owned_fixed_usd / (hours * utilisation) + b.owned_usd_per_busy_hour
 
 
 def progress_line(done: int, total: int, label: str) -> None:

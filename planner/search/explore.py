@@ -10,6 +10,7 @@ import pandas as pd
 
 from planner.api import PlanResult, plan, plan_from_row
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.prices import catalog_with_price_kind
 from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
@@ -62,7 +63,8 @@ def scored_search(
     """Every valid candidate with its time, cost and layout, as a DataFrame (``settings`` None: the
     request's stack profile, as ``plan``)."""
     settings = request_settings(request, settings)
-    catalog = catalog_with_prices(catalog or load_catalog(), request.price_overrides)
+    kind = catalog_with_price_kind(catalog or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
+    catalog = catalog_with_prices(kind, request.price_overrides)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
@@ -314,11 +316,14 @@ def plan_fleet(
     num_slots: int = 12,
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
+    rent_usd_per_gpu_hour: dict[str, float] | None = None,
+    wall_power_w: dict[str, float] | None = None,
 ) -> FleetSolution:
-    """How many GPUs of each type to buy vs rent for a set of jobs over a horizon."""
+    """How many GPUs of each type to buy vs rent for a set of jobs over a horizon (rent and wall
+    power per type: given, else the catalog's; the jobs' own rent is their requests' prices)."""
     catalog = catalog or load_catalog()
     jobs = [job_candidates(r, name, catalog, settings) for name, r in requests.items()]
-    economics = economics_for(catalog, purchase_usd, settings)
+    economics = economics_for(catalog, purchase_usd, settings, rent_usd_per_gpu_hour, wall_power_w)
     return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots)
 
 

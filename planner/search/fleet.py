@@ -175,16 +175,18 @@ def economics_for(
     purchase_usd: Mapping[str, float],
     settings: ModelingSettings = DEFAULT_SETTINGS,
     rent_usd_per_gpu_hour: Mapping[str, float] | None = None,
+    wall_power_w: Mapping[str, float] | None = None,
 ) -> dict[str, GpuEconomics]:
-    """Buying each GPU type at ``purchase_usd``: its wall power from the catalog (one rule,
-    planner/model/energy.py) and its rent, the given one or the catalog's price."""
+    """Buying each GPU type at ``purchase_usd``: its wall power (the given one, else the catalog's
+    by the one rule, planner/model/energy.py) and its rent (the given one, else the catalog's price)."""
     rent = {catalog.gpu(g).id: usd for g, usd in (rent_usd_per_gpu_hour or {}).items()}
+    power = {catalog.gpu(g).id: w for g, w in (wall_power_w or {}).items()}
     out = {}
     for gpu_id, usd in purchase_usd.items():
         gpu = catalog.gpu(gpu_id)
         out[gpu.id] = GpuEconomics(
             purchase_usd=usd,
-            wall_power_w=gpu_wall_power_w(gpu, settings),
+            wall_power_w=power.get(gpu.id, gpu_wall_power_w(gpu, settings)),
             rent_usd_per_gpu_hour=rent.get(gpu.id, gpu.price_per_gpu_hour_usd),
         )
     return out

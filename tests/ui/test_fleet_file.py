@@ -1,0 +1,94 @@
+"""The fleet file's rent price and ownership inputs (ui/portfolio_file.py, issue 28)."""
+
+from pathlib import Path
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.model.energy import energy_usd
+from planner.search.explore import plan_fleet
+from planner.search.fleet import TcoAssumptions
+from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR
+from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
+
+BASE = """
+horizon_days = 30
+num_slots = 2
+buy = ["h100-sxm"]
+{tables}
+[[jobs]]
+name = "small"
+model = "gpt3-125m"
+tokens = 1e10
+"""
+FILE = BASE.format(
+    tables="""
+[rent_usd_per_gpu_hour]
+h100-sxm = 2.4
+[ownership]
+lifetime_years = 5.0
+electricity_usd_per_kwh = 0.08
+staff_usd_per_gpu_month = 40.0
+utilisation = 0.7
+wall_power_w = { h100-sxm = 1100.0 }
+"""
+)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "fleet.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_fleet_file_takes_rent_and_ownership(tmp_path: Path) -> None:
+    spec = read_jobs_file(write(tmp_path, FILE))
+    catalog = load_catalog()
+    options = fleet_options(spec, catalog)
+    tco = options["tco"]
+    assert tco == TcoAssumptions(lifetime_years=5.0, electricity_usd_per_kwh=0.08, staff_usd_per_gpu_month=40.0)
+    assert options["rent_usd_per_gpu_hour"] == {"h100-sxm": 2.4}
+    assert options["wall_power_w"] == {"h100-sxm": 1100.0}
+    # the jobs rent at the file's price too
+    assert spec.requests({"h100-sxm": None})["small"].price_overrides == {"h100-sxm": 2.4}
+    prices = purchase_prices(spec, catalog)
+    solution = plan_fleet(spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **options)
+    (b,) = solution.break_even
+    assert b.rent_usd_per_gpu_hour == 2.4
+    assert b.owned_usd_per_busy_hour == pytest.approx(
+        (1 - tco.idle_power_fraction) * energy_usd(1, 1100, tco.pue, 0.08)
+    )
+    hours = 30 * 24
+    monthly = (150.0 + 40.0) * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
+    depreciation = 48_000 * 0.8 * hours / (5 * HOURS_PER_YEAR)
+    idle = tco.idle_power_fraction * energy_usd(hours, 1100, tco.pue, 0.08)
+    assert b.owned_fixed_usd == pytest.approx(depreciation + monthly + idle)
+    rented = [a for a in solution.rent_only.assignments if not a.owned]
+    assert rented and all(a.cost_usd > 0 for a in rented)
+
+
+def test_without_ownership_inputs_the_defaults_hold(tmp_path: Path) -> None:
+    spec = read_jobs_file(write(tmp_path, BASE.format(tables="")))
+    options = fleet_options(spec, load_catalog())
+    assert options["tco"] == TcoAssumptions()
+    assert options["rent_usd_per_gpu_hour"] == {"h100-sxm": load_catalog().gpu("h100-sxm").price_per_gpu_hour_usd}
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("staff_usd_per_gpu_month = -1.0", "staff_usd_per_gpu_month"),
+        ("utilisation = 0.0", "utilisation"),
+        ("lifetime_years = 0.0", "lifetime_years"),
+        ("pue = 0.5", "pue"),
+        ("capex = 1.0", "capex"),
+    ],
+)
+def test_ownership_inputs_are_bounded(tmp_path: Path, line: str, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        read_jobs_file(write(tmp_path, BASE.format(tables=f"[ownership]\n{line}\n")))
+
+
+def test_a_rent_price_is_bounded(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="rent_usd_per_gpu_hour"):
+        read_jobs_file(write(tmp_path, BASE.format(tables="[rent_usd_per_gpu_hour]\nh100-sxm = -2.4\n")))
