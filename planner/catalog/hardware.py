@@ -94,6 +94,9 @@ class GPUSpec(BaseModel):
     price_per_gpu_hour_usd: float  # the default price (the file's; planner/catalog/prices.py for kinds)
     # Providers' dated, sourced offers (hw_catalog/prices), read at load.
     offers: tuple[PriceOffer, ...] = ()
+    # GPUs rented together at ``price_per_gpu_hour_usd``: a job pays for whole units (1: per GPU,
+    # the default price; a price kind sets the smallest unit its offers rent, planner/catalog/prices.py).
+    rent_unit_gpus: int = 1
     purchase_price_usd: float | None = None
     # Interruptions per GPU-hour of a training job (GPU, network and system software), from a
     # published cluster study; None: ModelingSettings.failure_rate_per_gpu_hour.
@@ -145,7 +148,9 @@ class GPUSpec(BaseModel):
         if not (isinstance(usd_per_hour, (int, float)) and math.isfinite(usd_per_hour) and usd_per_hour > 0):
             raise ValueError(f"price for {self.id} must be a positive number of USD per GPU-hour, got {usd_per_hour!r}")
         sources = {**self.sources, "price_usd_per_gpu_hour": "user override"}
-        return self.model_copy(update={"price_per_gpu_hour_usd": float(usd_per_hour), "sources": sources})
+        # a user's quote is per GPU: no whole-node rounding (rent_unit_gpus)
+        update = {"price_per_gpu_hour_usd": float(usd_per_hour), "sources": sources, "rent_unit_gpus": 1}
+        return self.model_copy(update=update)
 
 
 class NodeTemplate(BaseModel):

@@ -146,6 +146,8 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
     listed = ", ".join(f"{o.provider} {o.offer} {o.usd_per_gpu_hour:g} ({o.date})" for o in offers)
     update: dict[str, Any] = {
         "price_per_gpu_hour_usd": float(price),
+        # whole nodes where every provider of this kind rents only whole nodes
+        "rent_unit_gpus": min(o.gpus_per_offer for o in offers),
         "sources": {**gpu.sources, "price_usd_per_gpu_hour": f"median of {kind} offers [{listed}]"},
     }
     if kind == "spot":

@@ -142,9 +142,15 @@ def job_totals(
         return nan, nan, nan
     seconds = job_goodput(scores, c, training_tokens, settings).wall_s
     hours = seconds / SECONDS_PER_HOUR
-    cost = hours * c.num_gpus * c.price_per_gpu_hour
+    cost = hours * billed_gpus(c.num_gpus, c.rent_unit_gpus) * c.price_per_gpu_hour
     energy = energy_kwh(hours * c.num_gpus, wall_power_w(c.tdp_watts, c.node_power_w_per_gpu, settings), settings.pue)
     return seconds, cost, energy
+
+
+def billed_gpus(num_gpus: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """The GPUs a job pays for: whole rental units (a provider that rents only 8-GPU nodes bills a
+    4-GPU job for 8)."""
+    return np.ceil(np.asarray(num_gpus, dtype=float) / unit) * unit
 
 
 def memory_fix_hint(

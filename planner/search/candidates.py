@@ -140,6 +140,7 @@ class Candidates:
     scaleup_domain_size: np.ndarray
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
+    rent_unit_gpus: np.ndarray  # GPUs rented together (GPUSpec); a job pays for whole units
     tdp_watts: np.ndarray
     node_power_w_per_gpu: np.ndarray  # server max wall power / GPUs (GPUSpec); NaN: planner/model/energy.py
     failure_rate_per_gpu_hour: np.ndarray  # NaN: the ModelingSettings default
@@ -250,6 +251,7 @@ def hardware_columns(
         scaleup_domain_size=np.asarray([g.scaleup_domain_size for g in gpus])[gpu_index],
         network_bandwidth=col(network_bandwidth),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
+        rent_unit_gpus=col([g.rent_unit_gpus for g in gpus]),
         tdp_watts=col([g.tdp_watts for g in gpus]),
         node_power_w_per_gpu=nan_if_none([g.node_power_w_per_gpu for g in gpus]),
         failure_rate_per_gpu_hour=col(

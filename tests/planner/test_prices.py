@@ -110,3 +110,31 @@ def test_a_user_offer_with_its_own_interruption_rate(tmp_path: Path) -> None:
     catalog = load_catalog([_price_file(tmp_path, body)])
     mine = [o for o in catalog.gpu("h100-sxm").offers if o.provider == "Mine"]
     assert mine[0].interruptions_per_node_hour == pytest.approx(0.1)
+
+
+def test_a_kind_whose_providers_rent_whole_nodes_bills_whole_nodes() -> None:
+    """Every on-demand A100 40GB SXM offer is an 8-GPU node (p4d, ND96asr, Lambda 8x): a 4-GPU job
+    pays for 8 under --price-kind; the default price (and --price) stays per GPU."""
+    on_demand = catalog_with_price_kind(CATALOG, "on-demand")
+    assert on_demand.gpu("a100-40gb-sxm").rent_unit_gpus == 8
+    assert on_demand.gpu("h100-sxm").rent_unit_gpus == 1  # Nebius and RunPod rent single GPUs
+    assert CATALOG.gpu("a100-40gb-sxm").rent_unit_gpus == 1
+    assert on_demand.gpu("a100-40gb-sxm").with_price(2.0).rent_unit_gpus == 1
+
+    def cost(kind, num_gpus):
+        return build_plan(
+            get_preset("gpt3-125m"),
+            "a100-40gb-sxm",
+            Layout(),
+            TrainingConfig(seq_len=2048, micro_batch=1, grad_accum=1),
+            num_gpus=num_gpus,
+            training_tokens=1e9,
+            price_kind=kind,
+        ).estimate
+
+    four, four_default = cost("on-demand", 4), cost(None, 4)
+    price = on_demand.gpu("a100-40gb-sxm").price_per_gpu_hour_usd
+    assert four.cost_usd == pytest.approx(four.time_to_train_h * 8 * price)
+    assert four_default.cost_usd == pytest.approx(
+        four_default.time_to_train_h * 4 * CATALOG.gpu("a100-40gb-sxm").price_per_gpu_hour_usd
+    )
