@@ -1,16 +1,20 @@
 """The error surface in one place: the typed exceptions with their structured fields, and the
 process exit codes of ``trainplan`` (ui/cli.py) and the trainer (trainer/launch.py, trainer/train.py).
 
-Only the standard library is imported here, so every layer (planner, trainer, ui) can import
-this module without pulling anything else in.
+Only the standard library (and planner/rule_codes.py, which imports only the standard library)
+is imported here, so every layer (planner, trainer, ui) can import this module without pulling
+anything else in.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
+from planner.rule_codes import Figures, RuleCode, render
+
 __all__ = [
     "CatalogError",
+    "CatalogViolation",
     "CheckpointDiskFullError",
     "Constraint",
     "DiskFullError",
@@ -20,6 +24,9 @@ __all__ = [
     "JobDirWriteError",
     "NoGPUDriver",
     "ReplanNeeded",
+    "RuleCode",
+    "RuleViolation",
+    "rule_violation",
 ]
 
 
@@ -81,6 +88,40 @@ class InfeasiblePlan(Exception):
 
 class CatalogError(ValueError):
     """A catalog file is malformed; the message is one line naming the file and the field."""
+
+
+class RuleViolation(ValueError):
+    """A model, layout or file breaks one of the planner's rules: which (``code``) and the numbers
+    it cites (``figures``). ``str()`` is the English sentence (planner/rule_codes.py); the app
+    renders the code and figures in the page's language instead of parsing the sentence."""
+
+    def __init__(self, code: RuleCode, figures: Figures) -> None:
+        # numpy scalars (a rule evaluated on one row) become plain numbers: picklable, JSON-able.
+        self.figures: dict[str, int | float | str] = {
+            name: value.item() if hasattr(value, "item") else value for name, value in figures.items()
+        }
+        self.code = code
+        super().__init__(render(code, self.figures))
+
+    def __reduce__(self):  # keep code and figures across pickling (st.cache_data, process pools)
+        return (type(self), (self.code, self.figures))
+
+
+class CatalogViolation(RuleViolation, CatalogError):
+    """A catalog or calibration file breaks a rule with a code (its sentence names the file)."""
+
+
+def rule_violation(exc: BaseException) -> RuleViolation | None:
+    """The violation ``exc`` is, or the one a pydantic validator raised inside it (a
+    ValidationError keeps it as its first error's ``ctx["error"]``); None for any other error."""
+    if isinstance(exc, RuleViolation):
+        return exc
+    errors = getattr(exc, "errors", None)  # duck-typed: no pydantic import in this module
+    if not callable(errors):
+        return None
+    found = errors()
+    error = found[0].get("ctx", {}).get("error") if found else None
+    return error if isinstance(error, RuleViolation) else None
 
 
 class NoGPUDriver(RuntimeError):

@@ -23,6 +23,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.errors import RuleCode, RuleViolation
+
 
 class Sharding(StrEnum):
     """How parameters, gradients and optimizer states are split over the data-parallel group."""
@@ -112,22 +114,20 @@ class Layout(BaseModel):
     def _check(self) -> Layout:
         # -1 is the one non-positive degree: "the rest of the world size", filled by resolve().
         if self.dp_shard == 0:
-            raise ValueError("dp_shard must be >= 1, or -1 for 'the rest'")
+            raise RuleViolation(RuleCode.DP_SHARD_ZERO, {"dp_shard": self.dp_shard})
         # Interleaving places vpp stages on each pp rank (trainer/pipeline.py local_stage_ids) and
         # the trainer runs them with torch's ScheduleInterleaved1F1B (build_pipeline_schedule).
         if self.vpp > 1 and (self.pp == 1 or self.pp_schedule != PipelineSchedule.ONE_F_ONE_B):
-            raise ValueError("vpp > 1 (interleaved schedule) needs pp > 1 and the 1f1b schedule")
+            raise RuleViolation(RuleCode.VPP_PP, {"vpp": self.vpp, "pp": self.pp})
         # DDP is FSDP2's replicate() over a 1-D mesh (trainer/parallel.py build_meshes): its ranks
         # are replicas; a shard degree would mean nothing.
         if self.sharding == Sharding.NONE and self.dp_shard not in (1, -1):
-            raise ValueError("sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard")
+            raise RuleViolation(RuleCode.DDP_SHARD, {"dp_shard": self.dp_shard})
         # Experts sharded over ep are then FSDP-sharded over the rest of dp_shard x cp
         # (torchtitan's dp_shard_mod_ep mesh, trainer/parallel.py build_meshes); DDP's replicate()
         # has no such mesh.
         if self.ep > 1 and self.sharding == Sharding.NONE:
-            raise ValueError(
-                "expert parallelism (ep > 1) shards experts over dp_shard x cp: use sharding fsdp/zero1/zero2"
-            )
+            raise RuleViolation(RuleCode.EP_DDP, {"ep": self.ep})
         if self.dp_shard > 0:
             self._check_ep()
         return self
@@ -136,12 +136,10 @@ class Layout(BaseModel):
         """``ep_fits``: whole cp groups sit inside one ep group and ep groups tile dp_shard x cp."""
         split = self.expert_token_split
         if not bool(ep_fits(self.ep, self.cp, self.dp_shard, split)):
-            borrowed = "cp" if split == 1 else "cp*tp"
-            raise ValueError(
-                f"ep={self.ep} must be a multiple of {borrowed}={self.cp * split} and divide dp_shard*{borrowed}="
-                f"{self.dp_shard * self.cp * split} (experts borrow the data- and context-parallel ranks"
-                f"{'' if split == 1 else ' and, without expert tp, the tensor-parallel ones'})"
-            )
+            group = self.dp_shard * self.cp * split
+            if split == 1:
+                raise RuleViolation(RuleCode.EP_FITS, {"ep": self.ep, "cp": self.cp, "group": group})
+            raise RuleViolation(RuleCode.EP_FITS_TOKEN_SPLIT, {"ep": self.ep, "cp_tp": self.cp * split, "group": group})
 
     @property
     def pp_enabled(self) -> bool:
@@ -221,11 +219,11 @@ class Layout(BaseModel):
     def resolve(self, world_size: int) -> Layout:
         """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""
         if world_size < 1:
-            raise ValueError(f"world size must be >= 1, got {world_size}")
+            raise RuleViolation(RuleCode.WORLD_SIZE_MIN, {"gpus": world_size})
         fixed = self.dp_replicate * self.non_dp
         if self.dp_shard == -1:
             if world_size % fixed:
-                raise ValueError(f"world size {world_size} is not divisible by dp_replicate*tp*pp*cp = {fixed}")
+                raise RuleViolation(RuleCode.WORLD_SIZE, {"gpus": world_size, "fixed": fixed})
             rest = world_size // fixed
             if self.sharding == Sharding.NONE:
                 # DDP: the leftover ranks are replicas, not shards.
@@ -234,11 +232,9 @@ class Layout(BaseModel):
             resolved._check_ep()
             return resolved
         if fixed * self.dp_shard != world_size:
-            raise ValueError(
-                f"degrees multiply to {fixed * self.dp_shard} "
-                f"(dp_replicate={self.dp_replicate} x dp_shard={self.dp_shard} x tp={self.tp} "
-                f"x pp={self.pp} x cp={self.cp}), not the world size {world_size}"
-            )
+            degrees = {axis: getattr(self, axis) for axis in ("dp_replicate", "dp_shard", "tp", "pp", "cp")}
+            product = fixed * self.dp_shard
+            raise RuleViolation(RuleCode.DEGREES_PRODUCT, {"product": product, "gpus": world_size, **degrees})
         return self
 
     def mesh_shape(self) -> tuple[tuple[MeshAxis, int], ...]:
@@ -323,9 +319,8 @@ def stage_layer_counts(num_layers: int, num_stages: int) -> tuple[int, ...]:
     (``stage_layer_ranges``).
     """
     if not 1 <= num_stages <= max_pipeline_stages(num_layers):
-        raise ValueError(
-            f"{num_stages} pipeline stages need 1..{max_pipeline_stages(num_layers)} (the layer count, the"
-            " embedding and the head)"
+        raise RuleViolation(
+            RuleCode.PP_STAGES_RANGE, {"stages": num_stages, "max_stages": max_pipeline_stages(num_layers)}
         )
     if num_stages == 1:
         return (num_layers,)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
@@ -20,7 +21,7 @@ from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.step_time import TimeBreakdown, step_time
-from planner.model.structure import first_structural_problem, structurally_valid
+from planner.model.structure import first_structural_violation, structurally_valid
 from planner.plan import (
     Estimate,
     EstimateLayout,
@@ -317,7 +318,7 @@ def checked_configuration(
     trainer_rules: bool,
 ) -> tuple[Layout, Candidates]:
     """The resolved layout and one-row table of a configuration that passes every rule an estimate
-    checks (degrees multiply to the world size, ``first_structural_problem``, the precision); the
+    checks (degrees multiply to the world size, ``first_structural_violation``, the precision); the
     same rules re-check a plan file on read (``Plan.check``). ValueError naming the first broken."""
     resolved = layout.resolve(num_gpus)
     network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
@@ -329,9 +330,9 @@ def checked_configuration(
 def check_divisible(
     model: ModelSpec, c: Candidates, training: TrainingConfig, gpu: GPUSpec, trainer_rules: bool = True
 ) -> None:
-    """Name the first structural problem of a single configuration (ValueError)."""
-    problem = first_structural_problem(model, **rule_values(c), trainer=trainer_rules)
+    """Name the first structural problem of a single configuration (RuleViolation, a ValueError)."""
+    problem = first_structural_violation(model, **rule_values(c), trainer=trainer_rules)
     if problem is None and not np.isfinite(c.matmul_peak_flops[0]):
-        problem = f"{gpu.id} does not support {training.precision.value}"
+        problem = RuleViolation(RuleCode.PRECISION, {"gpu": gpu.id, "precision": training.precision.value})
     if problem is not None:
-        raise ValueError(problem)
+        raise problem

@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.errors import RuleCode, RuleViolation
 from planner.model.block import block_table, layer_tables, mtp_module_params, root_table
 from planner.model.block_rows import Part
 
@@ -147,25 +148,27 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
-        if self.num_heads % self.num_kv_heads:
-            raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads}")
-        if self.head_dim is None and self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
+        heads, kv_heads, layers = self.num_heads, self.num_kv_heads, self.num_layers
+        if heads % kv_heads:
+            raise RuleViolation(RuleCode.HEADS_KV, {"heads": heads, "kv_heads": kv_heads})
+        if self.head_dim is None and self.hidden_size % heads:
+            raise RuleViolation(RuleCode.HIDDEN_HEADS, {"hidden": self.hidden_size, "heads": heads})
         if self.experts_per_token > self.num_experts:
-            raise ValueError("experts_per_token exceeds num_experts")
-        if self.dense_layers > self.num_layers or self.sliding_layers + self.chunked_layers > self.num_layers:
-            raise ValueError("dense_layers, and sliding_layers + chunked_layers, cannot exceed num_layers")
+            figures = {"experts_per_token": self.experts_per_token, "experts": self.num_experts}
+            raise RuleViolation(RuleCode.EXPERTS_PER_TOKEN, figures)
+        if self.dense_layers > layers or self.sliding_layers + self.chunked_layers > layers:
+            raise RuleViolation(RuleCode.LAYER_COUNTS, {"layers": layers})
         if self.sliding_layers and self.sliding_window is None:
-            raise ValueError("sliding_layers needs a sliding_window")
+            raise RuleViolation(RuleCode.SLIDING_WITHOUT_WINDOW, {"sliding_layers": self.sliding_layers})
         if self.chunked_layers and self.attention_chunk is None:
-            raise ValueError("chunked_layers needs an attention_chunk")
+            raise RuleViolation(RuleCode.CHUNKED_WITHOUT_CHUNK, {"chunked_layers": self.chunked_layers})
         if self.dense_layers and not self.is_moe:
-            raise ValueError("dense_layers applies to MoE models only")
+            raise RuleViolation(RuleCode.DENSE_LAYERS_NOT_MOE, {"dense_layers": self.dense_layers})
         if self.position == "rope" and self.rotary_dim % 2:
             # RoPE rotates pairs of channels: the trainer cannot build an odd rotary dimension.
             if self.rotary_dim == self.dim_head:
-                raise ValueError(f"head_dim {self.dim_head} is odd: RoPE needs an even head dimension")
-            raise ValueError(f"rotary dimension {self.rotary_dim} (partial_rotary_factor) is odd: RoPE needs it even")
+                raise RuleViolation(RuleCode.HEAD_DIM_ODD, {"head_dim": self.dim_head})
+            raise RuleViolation(RuleCode.ROTARY_DIM_ODD, {"rotary_dim": self.rotary_dim})
         return self
 
     @property

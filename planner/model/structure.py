@@ -20,17 +20,28 @@ from typing import NamedTuple
 
 import numpy as np
 
+from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, max_pipeline_stages
 from planner.model.spec import ModelSpec
+from planner.rule_codes import Figures
 
 
 class Rule(NamedTuple):
-    """Where a configuration keeps the rule (vectorised), the message when it does not, and whether
-    the rule is a limit of trainplan's trainer rather than a law of the layout."""
+    """Where a configuration keeps the rule (vectorised), its code and the figures its sentence
+    cites (computed on demand: the search never formats one), and whether the rule is a limit of
+    trainplan's trainer rather than a law of the layout."""
 
     ok: np.ndarray
-    message: Callable[[], str]
+    code: RuleCode
+    figures: Callable[[], Figures]
     trainer_only: bool = False
+
+    def violation(self) -> RuleViolation:
+        return RuleViolation(self.code, self.figures())
+
+    def message(self) -> str:
+        """The English sentence (planner/rule_codes.py)."""
+        return str(self.violation())
 
 
 # Families whose blocks trainplan's native decoder (trainer/model.py) reproduces: sequential
@@ -162,88 +173,71 @@ def _layout_rules(
 ) -> list[Rule]:
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
 
-    def split(value: int, degree, what: str, axis: str) -> Rule:
-        return Rule(value % degree == 0, lambda: f"{what} {value} is not divisible by {axis}={degree}")
+    def law(ok, code: RuleCode, figures: Callable[[], Figures] = dict) -> Rule:
+        return Rule(np.asarray(ok), code, figures)
 
-    def trainer(ok, message: Callable[[], str]) -> Rule:
-        return Rule(np.asarray(ok), message, trainer_only=True)
+    def trainer(ok, code: RuleCode, figures: Callable[[], Figures] = dict) -> Rule:
+        return Rule(np.asarray(ok), code, figures, trainer_only=True)
+
+    def split(value: int, code: RuleCode) -> Rule:
+        return law(value % tp == 0, code, lambda: {"value": value, "tp": tp})
 
     not_native, not_hf_tp = native_unsupported(model), hf_tensor_parallel_unsupported(model)
+    vocab, padded = model.vocab_size, padded_vocab_size(model.vocab_size)
+    max_stages = max_pipeline_stages(model.num_layers)
     return [
-        trainer(
-            hf | (not not_native), lambda: f"the native trainer cannot build {', '.join(not_native)}; use impl 'hf'"
-        ),
-        split(model.num_heads, tp, "num_heads", "tp"),
-        split(model.num_kv_heads, tp, "num_kv_heads", "tp"),
-        trainer(
-            (tp == 1) | ~hf | (not not_hf_tp),
-            lambda: (
-                f"tensor parallelism of a Hugging Face model needs Llama-style blocks ({', '.join(not_hf_tp)}); "
-                f"use impl 'native'"
-            ),
-        ),
-        split(model.ffn_hidden_size, tp, "ffn_hidden_size", "tp"),
-        trainer(
-            (tp == 1) | hf | (model.qk_norm != "full"),
-            lambda: "the native trainer's whole-projection q/k norm (OLMo 2) runs on one rank's heads: use tp=1",
-        ),
+        trainer(hf | (not not_native), RuleCode.NATIVE_UNSUPPORTED, lambda: {"features": ", ".join(not_native)}),
+        split(model.num_heads, RuleCode.TP_HEADS),
+        split(model.num_kv_heads, RuleCode.TP_KV_HEADS),
+        trainer((tp == 1) | ~hf | (not not_hf_tp), RuleCode.HF_TP, lambda: {"features": ", ".join(not_hf_tp)}),
+        split(model.ffn_hidden_size, RuleCode.TP_FFN),
+        trainer((tp == 1) | hf | (model.qk_norm != "full"), RuleCode.QK_NORM_TP, lambda: {"tp": tp}),
         # trainplan pads the vocabulary to a multiple of 128; Megatron pads to 128 x tp.
-        trainer(
-            hf | (padded_vocab_size(model.vocab_size) % tp == 0),
-            lambda: (
-                f"vocab_size {model.vocab_size} (padded to {padded_vocab_size(model.vocab_size)}, "
-                f"vocabulary-parallel loss) is not divisible by tp={tp}"
-            ),
-        ),
+        trainer(hf | (padded % tp == 0), RuleCode.TP_VOCAB, lambda: {"vocab": vocab, "padded": padded, "tp": tp}),
         # Sequence parallelism splits each context-parallel rank's seq_len/cp tokens over tp
         # (Megatron asserts the same of its sequence-parallel layers).
-        Rule(
+        law(
             (tp == 1) | hf | (seq_len % (tp * cp) == 0),
-            lambda: f"seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={tp * cp}",
+            RuleCode.SEQ_TP_CP,
+            lambda: {"seq_len": seq_len, "degree": tp * cp},
         ),
         # A tensor-parallel group's collectives run on every layer: it stays inside NVLink.
-        Rule(
+        law(
             (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
-            lambda: f"tp={tp} must fit inside one scale-up domain of {scaleup_domain_size} GPUs",
+            RuleCode.TP_DOMAIN,
+            lambda: {"tp": tp, "domain": scaleup_domain_size},
         ),
         # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count
         # plus the embedding's and the head's stages.
-        Rule(
-            pp * vpp <= max_pipeline_stages(model.num_layers),
-            lambda: (
-                f"pp*vpp={pp * vpp} pipeline stages exceed {max_pipeline_stages(model.num_layers)} (num_layers"
-                f" {model.num_layers}, plus a stage for the embedding and one for the head)"
-            ),
+        law(
+            pp * vpp <= max_stages,
+            RuleCode.PP_LAYERS,
+            lambda: {"stages": pp * vpp, "max_stages": max_stages, "num_layers": model.num_layers},
         ),
-        trainer((pp == 1) | ~hf, lambda: "pipeline parallelism (pp > 1) needs impl 'native'"),
+        trainer((pp == 1) | ~hf, RuleCode.PP_NATIVE, lambda: {"pp": pp}),
         # A 1F1B schedule keeps pp micro-batches in flight.
-        Rule(
+        law(
             (pp == 1) | ~one_f_one_b | (grad_accum >= pp),
-            lambda: f"the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe",
+            RuleCode.ONE_F_ONE_B_ACCUM,
+            lambda: {"grad_accum": grad_accum, "pp": pp},
         ),
         # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size (Megatron's needs
         # micro-batches divisible by pp, a stricter form of the same law).
-        Rule(
+        law(
             (vpp == 1) | (grad_accum % np.maximum(1, grad_accum // pp) == 0),
-            lambda: (
-                f"the interleaved schedule needs grad_accum ({grad_accum}) divisible by grad_accum // pp "
-                f"(use a multiple of pp={pp})"
-            ),
+            RuleCode.VPP_ACCUM,
+            lambda: {"grad_accum": grad_accum, "pp": pp},
         ),
-        trainer((cp == 1) | ~hf, lambda: "context parallelism (cp > 1) needs impl 'native'"),
+        trainer((cp == 1) | ~hf, RuleCode.CP_NATIVE, lambda: {"cp": cp}),
         trainer(
             (cp == 1) | (model.sliding_window is None) | (seq_len <= (model.sliding_window or 0)),
-            lambda: (
-                f"context parallelism has no sliding-window mask (window {model.sliding_window} < seq_len {seq_len})"
-            ),
+            RuleCode.CP_SLIDING,
+            lambda: {"window": model.sliding_window or 0, "seq_len": seq_len},  # broken only with a window
         ),
         # Load-balanced context parallelism gives each rank two chunks of the sequence.
-        Rule(
-            (cp == 1) | (seq_len % (2 * cp) == 0),
-            lambda: f"seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={2 * cp}",
-        ),
+        law((cp == 1) | (seq_len % (2 * cp) == 0), RuleCode.SEQ_CP, lambda: {"seq_len": seq_len, "degree": 2 * cp}),
         # Native blocks take torchao's float8 tensor-parallel styles (trainer/tensor_parallel.py).
-        trainer(~fp8 | (tp == 1) | ~hf, lambda: "fp8 with tensor parallelism needs impl 'native'"),
+        trainer(~fp8 | (tp == 1) | ~hf, RuleCode.FP8_TP_HF, lambda: {"tp": tp}),
     ]
 
 
@@ -254,26 +248,26 @@ def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
     ep, hf = np.asarray(ep), np.asarray(hf, dtype=bool)
     local_experts = model.num_experts // np.maximum(ep, 1)
     expert_shards = np.maximum(np.asarray(shard_group) // np.maximum(ep, 1), 1)
+    experts, hidden = model.num_experts, model.hidden_size
+
+    def shard_figures() -> Figures:
+        return {"local_experts": local_experts, "hidden": hidden, "shards": expert_shards}
+
     return [
-        Rule((ep == 1) | np.asarray(model.is_moe), lambda: f"ep={ep} needs a mixture-of-experts model"),
+        Rule((ep == 1) | np.asarray(model.is_moe), RuleCode.EP_DENSE, lambda: {"ep": ep}),
         # Each ep rank holds whole experts, an equal share of them.
-        Rule(model.num_experts % ep == 0, lambda: f"num_experts {model.num_experts} is not divisible by ep={ep}"),
-        Rule((ep == 1) | ~hf, lambda: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)", True),
+        Rule(np.asarray(experts % ep == 0), RuleCode.EP_EXPERTS, lambda: {"experts": experts, "ep": ep}),
+        Rule((ep == 1) | ~hf, RuleCode.EP_NATIVE, lambda: {"ep": ep}, True),
         # The native MoE block keeps whole experts on each rank (no expert tensor parallelism).
-        Rule(
-            (tp == 1) | hf | np.asarray(not model.is_moe),
-            lambda: "tensor parallelism of native MoE blocks (expert tp) is not built: use tp=1 or ep",
-            True,
-        ),
+        Rule((tp == 1) | hf | np.asarray(not model.is_moe), RuleCode.MOE_TP, lambda: {"tp": tp}, True),
         # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the
         # hidden dim (trainer/parallel.py shard_placement); otherwise some ranks hold whole experts.
+        # The sentence differs with ep > 1 (experts per ep rank), hence two codes; only one
+        # configuration's rule is ever reported, where ep is a scalar.
         Rule(
-            (model.num_experts == 1) | (local_experts % expert_shards == 0) | (model.hidden_size % expert_shards == 0),
-            lambda: (
-                f"MoE expert weights ({local_experts} experts{' per ep rank' if ep > 1 else ''}, hidden "
-                f"{model.hidden_size}) do not shard evenly over dp_shard*cp{'/ep' if ep > 1 else ''}="
-                f"{expert_shards} ranks: use a count that divides {local_experts} or {model.hidden_size}"
-            ),
+            (experts == 1) | (local_experts % expert_shards == 0) | (hidden % expert_shards == 0),
+            RuleCode.MOE_SHARD_EP if bool(np.any(ep > 1)) else RuleCode.MOE_SHARD,
+            shard_figures,
             True,
         ),
     ]
@@ -287,10 +281,16 @@ def structurally_valid(model: ModelSpec, **values) -> np.ndarray:
     return ok
 
 
-def first_structural_problem(model: ModelSpec, **values) -> str | None:
-    """The message of the first rule one configuration breaks, or None."""
+def first_structural_violation(model: ModelSpec, **values) -> RuleViolation | None:
+    """The first rule one configuration breaks (code and figures), or None."""
     values = {name: np.asarray(value).item() for name, value in values.items()}  # one row -> scalars
     for rule in structural_rules(model, **values):
         if not bool(np.all(rule.ok)):
-            return rule.message()
+            return rule.violation()
     return None
+
+
+def first_structural_problem(model: ModelSpec, **values) -> str | None:
+    """The English sentence of the first rule one configuration breaks, or None."""
+    violation = first_structural_violation(model, **values)
+    return None if violation is None else str(violation)
