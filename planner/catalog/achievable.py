@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from planner.errors import CatalogError
+from planner.errors import CatalogError, CatalogViolation, RuleCode
 
 # Each source names how the number was obtained, with one of these prefixes, so a plan can say
 # which of its inputs were measured.
@@ -95,9 +95,8 @@ def check_rates(values: dict[str, Any], sources: dict[str, str], where: str) -> 
         if ceiling is not None and ceiling not in values:
             raise CatalogError(f"{where}: field '{name}': needs '{ceiling}' (the datasheet figure it is a share of)")
         if ceiling is not None and values[name] > values[ceiling]:
-            raise CatalogError(
-                f"{where}: field '{name}': expected at most {ceiling} {values[ceiling]:g}, got {values[name]!r}"
-            )
+            over = {"where": where, "field": name, "ceiling": ceiling, "limit": values[ceiling], "value": values[name]}
+            raise CatalogViolation(RuleCode.CAL_OVER_CEILING, over)
         if ceiling is not None and values[name] < values[ceiling] * MIN_SHARE_OF_CEILING:
             raise CatalogError(
                 f"{where}: field '{name}': expected at least {MIN_SHARE_OF_CEILING:g} of {ceiling} "

@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
-from planner.errors import CatalogError
+from planner.errors import CatalogError, CatalogViolation, RuleCode
 from planner.limits import read_input
 from planner.plan import CalibratedGpu, CalibrationMachine, PlanCalibration
 
@@ -76,7 +76,7 @@ class CalibrationFile:
 def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = raw.get(key)
     if not isinstance(value, dict):
-        raise CatalogError(f"{where}: table [{key}]: missing or not a table")
+        raise CatalogViolation(RuleCode.CAL_MISSING_TABLE, {"where": where, "table": key})
     return value
 
 
@@ -109,10 +109,10 @@ def parse_calibration(data: bytes, where: str) -> CalibrationFile:
     try:
         raw = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{where}: invalid TOML: {exc}") from None
+        raise CatalogViolation(RuleCode.CAL_TOML, {"where": where, "error": str(exc)}) from None
     unknown = set(raw) - {"machine", "gpus"}
     if unknown:
-        raise CatalogError(f"{where}: unknown table(s) {', '.join(sorted(unknown))} (expected [machine], [gpus.<id>])")
+        raise CatalogViolation(RuleCode.CAL_UNKNOWN_TABLE, {"where": where, "tables": ", ".join(sorted(unknown))})
     gpus = _table(raw, "gpus", where)
     if not gpus:
         raise CatalogError(f"{where}: no [gpus.<id>] table")
@@ -130,7 +130,7 @@ def parse_calibration(data: bytes, where: str) -> CalibrationFile:
         machine = _table(raw, "machine", where)
         for name in MACHINE_FIELDS:
             if not isinstance(machine.get(name), str) or not machine[name].strip():
-                raise CatalogError(f"{where}: field 'machine.{name}': expected a non-empty string")
+                raise CatalogViolation(RuleCode.CAL_MACHINE_FIELD, {"where": where, "field": name})
         machine = {k: machine[k] for k in MACHINE_FIELDS}
     return CalibrationFile(machine, rates, jobs)
 
@@ -178,7 +178,8 @@ def apply_file(catalog: Catalog, calibration: CalibrationFile, path: Path) -> Ca
         try:
             gpu = catalog.gpu(gpu_id)
         except ValueError as exc:
-            raise CatalogError(f"{path}: table [gpus.{gpu_id}]: {exc}") from None
+            figures = {"where": str(path), "gpu": gpu_id, "detail": str(exc)}
+            raise CatalogViolation(RuleCode.CAL_UNKNOWN_GPU, figures) from None
         if gpu_id in calibration.rates and calibration.machine is not None:
             m = calibration.machine
             source = (

@@ -32,7 +32,7 @@ from planner.catalog.achievable import (
 )
 from planner.catalog.measured_job import MeasuredJob
 from planner.catalog.prices import PriceOffer, read_offers
-from planner.errors import CatalogError
+from planner.errors import CatalogError, CatalogViolation, RuleCode
 from planner.units import GIB, HOURS_PER_DAY
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "hw_catalog"
@@ -368,7 +368,8 @@ def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) 
     known = dict.fromkeys(RATE_FIELD_NAMES)
     for name, value in values.items():
         if name not in known:
-            raise CatalogError(f"{where}: field '{name}': not an achievable rate{_did_you_mean(name, known)}")
+            hint = _did_you_mean(name, known)
+            raise CatalogViolation(RuleCode.CAL_NOT_A_RATE, {"where": where, "field": name, "hint": hint})
         GPU_FIELDS[name].check(value, f"{where}: field '{name}'")
     merged = {**rate_file_values(gpu.rates), **values}
     sources = {name: gpu.sources.get(name, source) for name in merged} | {name: source for name in values}
