@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.catalog.hardware import Catalog
+from planner.catalog.prices import catalog_with_price_kind, offers_of
 from planner.model.energy import gpu_wall_power_w
 from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
@@ -93,6 +94,7 @@ def fold_edits() -> None:
 class GpuChoice:
     gpus: dict[str, int | None]  # allowed type -> inventory (None = no limit)
     prices: dict[str, float]  # USD per GPU-hour that differ from the catalog's (rent) or amortised (buy)
+    price_kind: str | None = None  # rent at the median of this kind's offers (with_price_kind)
 
 
 def column_config(tr: Labels, bought: bool) -> dict:
@@ -150,6 +152,29 @@ def read_choice(
     if tco is not None:
         st.caption(" · ".join(tr("amortised", gpu=gpu, price=price) for gpu, price in prices.items()))
     return GpuChoice(gpus=gpus, prices=prices)
+
+
+# The app's rent choices beside on-demand (the catalog's default price) and their price kinds.
+PRICE_KIND_OF = {"spot": "spot", "reserved_1y": "reserved-1y"}
+
+
+def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -> GpuChoice | None:
+    """The choice under a price kind (planner/catalog/prices.py): only the GPUs with an offer of
+    that kind, said in a caption with their median prices; None (with an error) when none has one."""
+    kind = PRICE_KIND_OF[pricing]
+    priced = {g: cat.gpus[g] for g in choice.gpus if offers_of(cat.gpus[g], kind)}
+    if not priced:
+        st.error(tr("no_gpus"))
+        return None
+    medians = catalog_with_price_kind(cat, kind, list(priced)).gpus
+    prices = ", ".join(f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}" for g in priced)
+    dropped = sorted(set(choice.gpus) - set(priced))
+    st.caption(tr("price_kind_note", kind=kind, prices=prices, dropped=f" ({', '.join(dropped)})" if dropped else ""))
+    return GpuChoice(
+        gpus={g: n for g, n in choice.gpus.items() if g in priced},
+        prices={g: p for g, p in choice.prices.items() if g in priced},
+        price_kind=kind,
+    )
 
 
 def price_of(

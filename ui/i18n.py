@@ -90,6 +90,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     "pricing": ("GPU pricing", "GPU 计价方式"),
     "opt_on_demand": ("Rent (on demand)", "按需租用"),
     "opt_bought": ("Buy (amortised)", "购买（摊销）"),
+    "opt_spot": ("Rent (spot)", "竞价租用"),
+    "opt_reserved_1y": ("Rent (1-year reserved)", "一年预留租用"),
+    "price_kind_note": (
+        "{kind} prices, the median of the providers' offers (hw_catalog/prices): {prices}. "
+        "GPUs without such an offer are left out{dropped}.",
+        "{kind} 价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不参与规划{dropped}。",
+    ),
     "gpu_allowed": ("allowed", "允许"),
     "gpu_inventory": ("inventory", "库存"),
     "gpu_price": ("$/GPU-hour", "美元/GPU 小时"),

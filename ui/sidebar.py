@@ -29,7 +29,7 @@ from ui import charts
 from ui.cached import cached_calibration
 from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
-from ui.gpu_table import ROWS_KEY, GpuChoice, default_rows, gpu_table
+from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
 from ui.i18n import LANGUAGE_NAMES, Labels
 from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, reason_text
 
@@ -228,9 +228,13 @@ def sidebar_goals(tr: Labels) -> dict:
 
 
 def sidebar_gpus(tr: Labels, cat: Catalog) -> GpuChoice | None:
-    pricing = st.radio(tr("pricing"), ("on_demand", "bought"), key="pricing", format_func=tr.option, horizontal=True)
+    options = ("on_demand", *PRICE_KIND_OF, "bought")
+    pricing = st.radio(tr("pricing"), options, key="pricing", format_func=tr.option, horizontal=True)
     tco, utilisation = ownership_inputs(tr) if pricing == "bought" else (None, None)
-    return gpu_table(tr, cat, tco, utilisation)
+    choice = gpu_table(tr, cat, tco, utilisation)
+    if choice is None or pricing not in PRICE_KIND_OF:
+        return choice
+    return with_price_kind(tr, cat, choice, pricing)
 
 
 def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
@@ -350,6 +354,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             training_tokens=tokens,
             gpus=gpu_choice.gpus,
             price_overrides=gpu_choice.prices,
+            price_kind=gpu_choice.price_kind,
             stack=stack,
             attention=st.session_state["attention"] or None,
             **goals,

@@ -5,7 +5,8 @@ Vectorised over a candidate table, so the ILP's scoring and the scalar ``estimat
 formula (docs/model.md, "Goodput"):
 
 - a job of ``n`` GPUs on ``k`` nodes fails at ``n x r_gpu + k x r_node`` per hour (failures
-  independent per GPU-hour and per host-hour): ``MTTF = 1 / (n x r_gpu + k x r_node)``;
+  independent per GPU-hour and per host-hour): ``MTTF = 1 / (n x r_gpu + k x r_node)``; a spot
+  price adds its preemptions per node-hour to ``r_node`` (planner/catalog/prices.py);
 - a checkpoint writes the job's state (fp32 master weights + AdamW moments) sharded over all
   ranks, ``write = state_bytes / (n x storage bandwidth per GPU)``; a restore reads it back at
   the same rate and a restart adds a fixed overhead (rescheduling, process-group setup);
