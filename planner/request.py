@@ -33,6 +33,8 @@ from planner.limits import (
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
+from planner.model.memory import fits, memory
+from planner.model.rowwise import take
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.structure import context_extension_warning, default_implementation
@@ -249,17 +251,21 @@ def candidate_table(
 ) -> CandidateTable:
     """Score every candidate and hand the ILP the columns it constrains on. With ``evidence``
     each row is held at its efficiency ceiling, and its time and cost are those at the risk
-    quantile (the model's own in ``extra['model_time_s']``)."""
-    s = score(model, c, settings, None if evidence is None else evidence.mfu_ceiling)
-    seconds, cost, _ = job_totals(s, c, training_tokens, settings)
+    quantile (the model's own in ``extra['model_time_s']``). Only the rows whose GPU memory fits
+    are timed (issue 28: a quarter of a 70B search): no other row can be chosen, and the diagnosis
+    reads their memory only; their time and cost are NaN."""
+    need = memory(model, c, settings).device_total
+    # The GPU-memory half of score's fit rule: a superset of the rows that fit.
+    timed = np.flatnonzero(fits(need, c.memory_bytes, settings.memory_headroom))
+    fit, (seconds, cost) = timed_rows(model, c, timed, training_tokens, settings, evidence)
     factor = 1.0 if evidence is None else evidence.time_factor
     lo, hi = (np.nan, np.nan) if evidence is None else evidence.band
     return CandidateTable(
         gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
         num_gpus=c.num_gpus,
-        fits_memory=s.fits,
-        memory_need_gib=s.memory.device_total / GIB,
-        capacity_gib=s.capacity_bytes / GIB,
+        fits_memory=fit,
+        memory_need_gib=need / GIB,
+        capacity_gib=c.memory_bytes / GIB,
         time_to_train_s=seconds * factor,
         cost_usd=cost * factor,
         batch_ok=batch_within_tolerance(c, space),
@@ -280,6 +286,25 @@ def candidate_table(
             "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
         },
     )
+
+
+def timed_rows(
+    model: ModelSpec,
+    c: Candidates,
+    rows: np.ndarray,
+    training_tokens: float,
+    settings: ModelingSettings,
+    evidence: RowEvidence | None,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """``score``'s fit and ``job_totals``' seconds and cost of ``rows``, over all of ``c``'s rows
+    (False and NaN elsewhere)."""
+    fit, seconds, cost = np.zeros(len(c), dtype=bool), np.full(len(c), np.nan), np.full(len(c), np.nan)
+    if len(rows):
+        subset = take(c, rows)
+        s = score(model, subset, settings, None if evidence is None else evidence.mfu_ceiling[rows])
+        fit[rows] = s.fits
+        seconds[rows], cost[rows], _ = job_totals(s, subset, training_tokens, settings)
+    return fit, (seconds, cost)
 
 
 @dataclass(frozen=True)
