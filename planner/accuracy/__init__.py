@@ -15,12 +15,13 @@ the catalog, never the search or the API.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from enum import StrEnum
 
 import numpy as np
 
-from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, shipped_base
+from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import NODE_GPUS, Ceiling
 from planner.accuracy.regime import Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec
@@ -65,12 +66,22 @@ def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
     return np.asarray(c.gpu_index, dtype=np.int64) * 256 + bits
 
 
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """The distinct keys, ascending (small non-negative ints: a count per key, not a sort of a
+    million rows)."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.bincount(keys))
+
+
 def _per_key(keys: np.ndarray, values) -> np.ndarray:
     """``values(gpu_index, bits)`` (a sequence) for each distinct key, spread over the rows:
     one column per value."""
-    unique, inverse = np.unique(keys, return_inverse=True)
+    unique = _distinct(keys)
     table = np.array([values(int(k) // 256, int(k) % 256) for k in unique], dtype=float).reshape(len(unique), -1)
-    return table[inverse]
+    lookup = np.zeros((int(unique[-1]) + 1 if len(unique) else 0, table.shape[1]))
+    lookup[unique] = table
+    return lookup[keys]
 
 
 def mfu_ceilings(
@@ -86,8 +97,18 @@ def mfu_ceilings(
         ceiling = ceiling_of(regime, NODE_GPUS + 1 if key % 2 else 1, gpu.id in calibrated)
         return np.nan if ceiling is None else ceiling.mfu
 
-    unique, inverse = np.unique(keys, return_inverse=True)
-    return np.array([value(int(k)) for k in unique], dtype=float)[inverse]
+    unique = _distinct(keys)
+    lookup = np.zeros(int(unique[-1]) + 1 if len(unique) else 0)
+    lookup[unique] = [value(int(k)) for k in unique]
+    return lookup[keys]
+
+
+@functools.lru_cache(maxsize=4096)  # thread-safe; a plan and its median re-solve ask the same regimes
+def regime_time_factors(base: EvidenceBase, regime: Regime, quantiles: tuple[float, ...]) -> tuple[float, ...]:
+    """The quantiles of measured / predicted time of ``base``'s evidence nearest ``regime`` (keyed
+    by the base: bench/validate_bands.py reloads the shipped one)."""
+    evidence = base.evidence(regime)
+    return tuple(evidence.time_factor(q) for q in quantiles)
 
 
 def time_factors(
@@ -97,9 +118,8 @@ def time_factors(
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
     base = shipped_base()
 
-    def factors(g: int, bits: int) -> list[float]:
-        evidence = base.evidence(Regime(stack, gpus[g].generation, bits))
-        return [evidence.time_factor(q) for q in quantiles]
+    def factors(g: int, bits: int) -> tuple[float, ...]:
+        return regime_time_factors(base, Regime(stack, gpus[g].generation, bits), tuple(quantiles))
 
     table = _per_key(_row_keys(c, moe), factors)
     return [table[:, i] for i in range(len(quantiles))]

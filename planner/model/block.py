@@ -19,6 +19,7 @@ block feature (another MLP, a bias, an expert layout) means adding or changing i
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -291,6 +292,22 @@ def _block_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
 
 
 def block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False) -> BlockTable:
+    """``_block_table``, kept per model: scoring asks for it a thousand times a plan (issue 28)."""
+    try:
+        return _cached_block_table(model, hf_modules, dense)
+    except TypeError:  # a model that does not hash (an unhashable field): built each time
+        return _block_table(model, hf_modules, dense)
+
+
+def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
+    """``_root_table``, kept per model as ``block_table``."""
+    try:
+        return _cached_root_table(model, hf_modules)
+    except TypeError:
+        return _root_table(model, hf_modules)
+
+
+def _block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False) -> BlockTable:
     """The operations of one decoder block of ``model``.
 
     ``hf_modules``: the block is Hugging Face's eager module (only its RMSNorm differs here).
@@ -375,7 +392,7 @@ def chunked_keys(chunk: float, seq, causal: bool):
     return (whole * chunk * chunk + rest * rest) / (2.0 * np.maximum(seq, 1.0))
 
 
-def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
+def _root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
     """Embedding (+ learned positions, + BLOOM's embedding norm), final norm, LM head, and the
     per-token passes around them (Gemma's embedding scaling, the logit soft-cap)."""
     h, v = model.hidden_size, model.vocab_size
@@ -394,3 +411,8 @@ def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
         lm_head=Gemm("lm_head", Part.OTHER, h, v, TpSplit.COLUMN, tied=model.tied_embeddings),
         elementwise=tuple(elementwise),
     )
+
+
+# lru_cache is thread-safe (the app's threads); the tables are frozen dataclasses.
+_cached_block_table = functools.lru_cache(maxsize=256)(_block_table)
+_cached_root_table = functools.lru_cache(maxsize=256)(_root_table)

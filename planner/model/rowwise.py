@@ -43,10 +43,15 @@ COMPUTE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in PER_STEP_KNOBS), *HARDW
 def distinct_rows(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(first, inverse)``: a row index per distinct combination of ``columns`` and, for each
     row, the position of its combination in ``first`` (``c``'s rows = ``first[inverse]``'s)."""
-    key = np.zeros(len(c), dtype=np.int64)
+    return distinct([np.asarray(getattr(c, name)) for name in dict.fromkeys(columns)], len(c))
+
+
+def distinct(arrays: Sequence[np.ndarray], num_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """``distinct_rows`` over equal-length arrays (or scalars, which do not vary)."""
+    key = np.zeros(num_rows, dtype=np.int64)
     span = 1
-    for name in dict.fromkeys(columns):
-        values = np.asarray(getattr(c, name))
+    for values in arrays:
+        values = np.asarray(values)
         if values.ndim == 0:
             continue
         if values.dtype.kind in "biu":

@@ -215,12 +215,16 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     """The candidate table over the allowed GPU types (inventory caps the count searched)."""
     specs = [catalog.gpu(gid) for gid in gpus]
     columns: list[dict[str, np.ndarray]] = []
+    # gpu_rows reads the GPU's scale-up domain only: the catalog's 25 types share a few shapes.
+    shapes: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
     for index, gpu in enumerate(specs):
         node = catalog.node(gpu.default_node)
         limit = min(space.max_gpus, gpus[gpu.id] or space.max_gpus)
-        rows = gpu_rows(model, gpu, node.gpus_per_node, limit, space)
-        rows["gpu_index"] = np.full(len(rows["tp"]), index)
-        columns.append(rows)
+        shape = (node.gpus_per_node, limit, gpu.scaleup_domain_size)
+        if shape not in shapes:
+            shapes[shape] = gpu_rows(model, gpu, node.gpus_per_node, limit, space)
+        rows = shapes[shape]
+        columns.append({**rows, "gpu_index": np.full(len(rows["tp"]), index)})
     flat = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
     node_sizes = [catalog.node(g.default_node).gpus_per_node for g in specs]
     networks = [catalog.network(g.default_network).bandwidth_bytes_per_s_per_gpu for g in specs]
