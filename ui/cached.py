@@ -14,7 +14,6 @@ from planner.catalog import detect
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.detect import NoGPUDriver
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.fmt import one_line
 from planner.layout import Layout, TrainingConfig
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
@@ -22,6 +21,7 @@ from planner.plan import Plan
 from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from ui import charts
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
+from ui.reasons import Refusal, refusal
 
 
 @st.cache_resource(show_spinner=False)
@@ -135,8 +135,9 @@ def cached_layout_plan(
     headroom: float,
     stack: Stack = Stack.TRAINPLAN,
     calibration: CalibrationUpload | None = None,
-) -> Plan | str:
-    """``build_plan`` of one fixed configuration (the layout explorer), or the one-line reason it cannot exist."""
+) -> Plan | Refusal:
+    """``build_plan`` of one fixed configuration (the layout explorer), or why it cannot exist: the
+    planner's line with its rule's code and figures (a Refusal pickles, as st.cache_data needs)."""
     applied = calibration_for(calibration)
     try:
         return build_plan(
@@ -152,4 +153,4 @@ def cached_layout_plan(
             stack=stack,
         )
     except ValueError as exc:
-        return one_line(exc)
+        return refusal(exc)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.plan import Plan
@@ -21,7 +20,7 @@ from ui.cached import cached_layout_plan, catalog, settings_for
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
 from ui.messages import duration
-from ui.reasons import LAYOUT_REASONS, reason_text
+from ui.reasons import LAYOUT_REASONS, Refusal, reason_text, refusal
 from ui.sidebar import Inputs
 
 DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
@@ -80,7 +79,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         shape = Layout(**layout)
         config = TrainingConfig(seq_len=request.seq_len, impl=request.impl, **training)
     except ValueError as exc:
-        st.error(tr("ex_invalid", error=plain(reason_text(tr, one_line(exc, where=False), LAYOUT_REASONS))))
+        st.error(tr("ex_invalid", error=plain(reason_text(tr, refusal(exc, where=False), LAYOUT_REASONS))))
         return None
     answer = cached_layout_plan(
         request.model.model_dump_json(),
@@ -93,7 +92,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         request.stack,
         inputs.calibration,
     )
-    if isinstance(answer, str):
+    if isinstance(answer, Refusal):
         st.error(tr("ex_invalid", error=plain(reason_text(tr, answer, LAYOUT_REASONS))))
         return None
     if answer.estimate.global_batch_tokens > MAX_BATCH_TOKENS:  # the CLI's bound (planner/limits.py)

@@ -139,6 +139,54 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "the head dimension {head_dim} ({custom_hidden} / {custom_heads}) is odd: RoPE needs an even one",
         "每个头的维度 {head_dim}（{custom_hidden} / {custom_heads}）为奇数：RoPE 需要偶数维度",
     ),
+    # ModelSpec's checks of fields the custom-model form does not show (a preset or config.json breaks them)
+    "reason_layer_counts": (
+        "dense_layers, and sliding_layers + chunked_layers, cannot exceed num_layers",
+        "dense_layers 以及 sliding_layers + chunked_layers 都不能超过层数 num_layers",
+    ),
+    "reason_sliding_window": ("sliding_layers needs a sliding_window", "sliding_layers 需要设置 sliding_window"),
+    "reason_attention_chunk": ("chunked_layers needs an attention_chunk", "chunked_layers 需要设置 attention_chunk"),
+    "reason_dense_not_moe": (
+        "dense_layers applies to mixture-of-experts models only",
+        "dense_layers 只适用于混合专家（MoE）模型",
+    ),
+    "reason_rotary_odd": (
+        "the rotary dimension {rotary_dim} is odd: RoPE needs an even one",
+        "旋转维度 {rotary_dim} 为奇数：RoPE 需要偶数维度",
+    ),
+    "reason_dp_shard_zero": (
+        "dp_shard must be at least 1, or -1 for the rest of the GPUs",
+        "dp_shard 必须至少为 1，或设为 -1 表示其余的 GPU",
+    ),
+    "reason_ddp_shard": (
+        "sharding none (DDP) replicates: use dp_replicate, not dp_shard",
+        "不分片（DDP）只做复制：请使用 dp_replicate，而不是 dp_shard",
+    ),
+    "reason_world_size_min": ("the GPU count must be at least 1 (got {gpus})", "GPU 数量必须至少为 1（当前为 {gpus}）"),
+    "reason_degrees_product": (
+        "the degrees multiply to {product}, not the {gpus} GPUs",
+        "各并行度之积为 {product}，不等于 GPU 数 {gpus}",
+    ),
+    "reason_native_unsupported": (
+        "the native trainer cannot build {features}: use the Hugging Face implementation",
+        "原生训练器无法构建 {features}：请使用 Hugging Face 实现",
+    ),
+    "reason_hf_tp": (
+        "tensor parallelism of a Hugging Face model needs Llama-style blocks ({features}): use the native trainer",
+        "Hugging Face 模型的张量并行需要 Llama 式模块（{features}）：请使用原生训练器",
+    ),
+    "reason_qk_norm_tp": (
+        "the native trainer's whole-projection q/k norm (OLMo 2) needs tp=1",
+        "原生训练器的整投影 q/k 归一化（OLMo 2）需要 tp=1",
+    ),
+    "reason_cp_sliding": (
+        "context parallelism has no sliding-window mask (window {window} < sequence length {seq_len})",
+        "上下文并行不支持滑动窗口掩码（窗口 {window} < 序列长度 {seq_len}）",
+    ),
+    "reason_fp8_tp_hf": (
+        "fp8 with tensor parallelism needs the native trainer",
+        "fp8 与张量并行同时使用需要原生训练器",
+    ),
     "reason_world_size": (
         "{gpus} GPUs are not divisible by dp_replicate × tp × pp × cp = {fixed}",
         "{gpus} 块 GPU 不能被 dp_replicate × tp × pp × cp = {fixed} 整除",
@@ -191,6 +239,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "ep={ep} must be a multiple of cp={cp} and divide the {group} data- and context-parallel ranks it borrows",
         "ep={ep} 必须是 cp={cp} 的整数倍，并能整除其借用的 {group} 个数据并行与上下文并行 rank",
     ),
+    "reason_ep_fits_tp": (
+        "ep={ep} must be a multiple of cp × tp = {cp_tp} and divide the {group} data-, context- and tensor-parallel"
+        " ranks it borrows",
+        "ep={ep} 必须是 cp × tp = {cp_tp} 的整数倍，并能整除其借用的 {group} 个数据并行、上下文并行与张量并行 rank",
+    ),
     "reason_ep_ddp": (
         "expert parallelism shards the experts: use sharding fsdp, zero1 or zero2",
         "专家并行需要对专家分片：请选择 fsdp、zero1 或 zero2 分片方式",
@@ -222,8 +275,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "reason_cal_gpu": ("{name}: the catalog has no GPU {gpu}", "{name}：硬件目录中没有 GPU“{gpu}”"),
     "reason_cal_field": ("{name}: {field} is not an achievable rate", "{name}：{field} 不是可实测的速率字段"),
     "reason_cal_over": (
-        "{name}: {field} {value} is over the datasheet's {ceiling} {limit}",
-        "{name}：{field} 为 {value}，超过了规格书中的 {ceiling} {limit}",
+        "{name}: {field} {value} is over the datasheet's {ceiling} {limit:g}",
+        "{name}：{field} 为 {value}，超过了规格书中的 {ceiling} {limit:g}",
     ),
     "reason_cal_other": ("{name}: not a usable calibration file", "{name}：不是可用的校准文件（英文页面给出详细原因）"),
     "reason_other": ("the planner refuses this configuration", "规划器拒绝了该配置（英文页面给出规划器的原话）"),

@@ -1,98 +1,121 @@
-"""The planner's one-line ValueError sentences, in the page's language.
+"""The planner's refusals in the page's language, from their codes and figures.
 
-A custom model's dimensions (``ModelSpec``'s checks, planner/model/spec.py) and a fixed layout in
-the explorer (``Layout``, ``Layout.resolve``, the structural rules of planner/model/structure.py)
-are refused with English sentences. Each one the app can meet is matched here by its wording and
-rendered from its figures as a label of ``ui.i18n_messages`` (``reason_*``); a sentence not listed
-gets the generic ``reason_other``, never English, on the 中文 page. The English page shows the
-planner's own sentence. tests/ui/test_app_details.py breaks each rule and checks it is matched, so
-a reworded planner message fails there rather than falling back silently.
+A custom model's dimensions (``ModelSpec``'s checks), a fixed layout of the explorer (``Layout``,
+``Layout.resolve``, the structural rules of planner/model/structure.py) and an uploaded calibration
+file are refused with a ``planner.errors.RuleViolation``: a ``RuleCode`` and the figures its
+sentence cites. The English page shows the planner's own sentence; the others render the code's
+label of ``ui.i18n_messages`` (``reason_*``) from the same figures. An error without a code (or
+with a code its table does not list) gets the table's generic label, never English.
+tests/ui/test_app_details.py breaks each rule and checks its code, and that every code has a label.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from planner.errors import RuleCode, rule_violation
+from planner.fmt import one_line
 from ui.i18n import Labels
 
-_N = r"(?P<{}>\d+)"
+_C = RuleCode
 
 
-def _p(template: str) -> re.Pattern[str]:
-    """A pattern from a sentence with ``<name>`` for its integer figures."""
-    return re.compile(re.sub(r"<(\w+)>", lambda m: _N.format(m.group(1)), template))
+@dataclass(frozen=True)
+class Refusal:
+    """A refusal as the app keeps it: the planner's one line and, for a broken rule, its code and
+    figures. Plain data, so ``st.cache_data`` can return it (ui/cached.py)."""
+
+    message: str
+    code: RuleCode | None = None
+    figures: dict[str, int | float | str] = field(default_factory=dict)
 
 
-# ModelSpec's checks that the custom-dimension fields can break (the others need fields not on screen).
-MODEL_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (_p(r"num_heads <heads> is not a multiple of num_kv_heads <kv_heads>"), "reason_heads_kv"),
-    (_p(r"hidden_size <hidden> is not divisible by num_heads <heads>"), "reason_hidden_heads"),
-    (_p(r"experts_per_token exceeds num_experts"), "reason_experts_per_token"),
-    (_p(r"head_dim <head_dim> is odd"), "reason_head_dim_odd"),
-)
-# What a fixed layout of the explorer can break (dp_shard is "the rest", expert tp on).
-LAYOUT_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (_p(r"world size <gpus> is not divisible by dp_replicate\*tp\*pp\*cp = <fixed>"), "reason_world_size"),
-    (_p(r"num_heads <value> is not divisible by tp=<tp>"), "reason_tp_heads"),
-    (_p(r"num_kv_heads <value> is not divisible by tp=<tp>"), "reason_tp_kv_heads"),
-    (_p(r"ffn_hidden_size <value> is not divisible by tp=<tp>"), "reason_tp_ffn"),
-    (
-        _p(r"vocab_size <vocab> \(padded to <padded>, vocabulary-parallel loss\) is not divisible by tp=<tp>"),
-        "reason_tp_vocab",
-    ),
-    (_p(r"seq_len \(sequence parallelism\) <seq_len> is not divisible by tp\*cp=<degree>"), "reason_seq_tp_cp"),
-    (_p(r"tp=<tp> must fit inside one scale-up domain of <domain> GPUs"), "reason_tp_domain"),
-    (_p(r"pp\*vpp=<stages> pipeline stages exceed <max_stages> "), "reason_pp_layers"),
-    (_p(r"<stages> pipeline stages need 1\.\.<max_stages> "), "reason_pp_layers"),
-    (_p(r"the 1f1b schedule needs grad_accum >= pp \(<grad_accum> < <pp>\)"), "reason_1f1b_accum"),
-    (_p(r"seq_len \(load-balanced context parallel\) <seq_len> is not divisible by 2\*cp=<degree>"), "reason_seq_cp"),
-    (re.compile(r"(?P<gpu>\S+) does not support (?P<precision>\S+)$"), "reason_precision"),
-    (re.compile(r"pipeline parallelism \(pp > 1\) needs impl 'native'"), "reason_pp_native"),
-    (re.compile(r"context parallelism \(cp > 1\) needs impl 'native'"), "reason_cp_native"),
-    (re.compile(r"vpp > 1 \(interleaved schedule\) needs pp > 1 and the 1f1b schedule"), "reason_vpp_pp"),
-    (
-        _p(
-            r"the interleaved schedule needs grad_accum \(<grad_accum>\) divisible by grad_accum // pp \(use a multiple of pp=<pp>\)"
-        ),
-        "reason_vpp_accum",
-    ),
-    (_p(r"ep=<ep> must be a multiple of cp=<cp> and divide dp_shard\*cp=<group> "), "reason_ep_fits"),
-    (re.compile(r"expert parallelism \(ep > 1\) shards experts over dp_shard x cp"), "reason_ep_ddp"),
-    (_p(r"ep=<ep> needs a mixture-of-experts model"), "reason_ep_dense"),
-    (_p(r"num_experts <experts> is not divisible by ep=<ep>"), "reason_ep_experts"),
-    (re.compile(r"expert parallelism \(ep > 1\) needs impl 'native'"), "reason_ep_native"),
-    (re.compile(r"tensor parallelism of native MoE blocks"), "reason_moe_tp"),
-    (re.compile(r"MoE expert weights .* do not shard evenly"), "reason_moe_shard"),
-)
-
-# A calibration file the app cannot use (planner/catalog/calibration.py, the catalog's rate checks
-# in planner/catalog/hardware.py ``with_rates``); the last pattern catches any other refusal.
-CALIBRATION_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"invalid TOML"), "reason_cal_toml"),
-    (re.compile(r"unknown table\(s\) (?P<tables>.+) \(expected"), "reason_cal_unknown_table"),
-    (re.compile(r"table \[(?P<table>[^\]]+)\]: missing or not a table"), "reason_cal_missing_table"),
-    (re.compile(r"field 'machine\.(?P<field>\w+)': expected a non-empty string"), "reason_cal_machine"),
-    (re.compile(r"unknown GPU '(?P<gpu>[^']+)'"), "reason_cal_gpu"),
-    (re.compile(r"field '(?P<field>\w+)': not an achievable rate"), "reason_cal_field"),
-    (re.compile(r"field '(?P<field>\w+)': expected at most (?P<ceiling>\w+) (?P<limit>[\d.]+), got (?P<value>\S+)"),
-     "reason_cal_over"),
-    (re.compile(r""), "reason_cal_other"),
-)  # fmt: skip
+def refusal(exc: BaseException, *, where: bool = True) -> Refusal:
+    """``exc`` as a Refusal (``where``: a pydantic error's line names its field, ``one_line``)."""
+    violation = rule_violation(exc)
+    message = one_line(exc, where=where)
+    return Refusal(message) if violation is None else Refusal(message, violation.code, dict(violation.figures))
 
 
-def reason_key(message: str, patterns: tuple[tuple[re.Pattern[str], str], ...]) -> tuple[str, dict[str, str]]:
-    """The label key of the first pattern the sentence matches and its figures; ``reason_other`` if none."""
-    for pattern, key in patterns:
-        found = pattern.search(message)
-        if found:
-            return key, found.groupdict()
-    return "reason_other", {}
+class Reasons(NamedTuple):
+    """The labels of the codes one part of the app meets, and the label for any other refusal."""
+
+    labels: Mapping[RuleCode, str]
+    fallback: str = "reason_other"
 
 
-def reason_text(tr: Labels, message: str, patterns: tuple[tuple[re.Pattern[str], str], ...], **names: str) -> str:
-    """The sentence in the page's language (English: the planner's own words); ``names`` fill the
-    labels' other placeholders (the on-screen names of the fields a custom-model sentence cites)."""
+# ModelSpec's checks (the custom-model fields on screen can break the first four and head_dim_odd).
+MODEL_REASONS = Reasons({
+    _C.HEADS_KV: "reason_heads_kv",
+    _C.HIDDEN_HEADS: "reason_hidden_heads",
+    _C.EXPERTS_PER_TOKEN: "reason_experts_per_token",
+    _C.LAYER_COUNTS: "reason_layer_counts",
+    _C.SLIDING_WITHOUT_WINDOW: "reason_sliding_window",
+    _C.CHUNKED_WITHOUT_CHUNK: "reason_attention_chunk",
+    _C.DENSE_LAYERS_NOT_MOE: "reason_dense_not_moe",
+    _C.HEAD_DIM_ODD: "reason_head_dim_odd",
+    _C.ROTARY_DIM_ODD: "reason_rotary_odd",
+})  # fmt: skip
+# What a fixed layout of the explorer can break: Layout, resolve, the structural rules, the precision.
+LAYOUT_REASONS = Reasons({
+    _C.DP_SHARD_ZERO: "reason_dp_shard_zero",
+    _C.VPP_PP: "reason_vpp_pp",
+    _C.DDP_SHARD: "reason_ddp_shard",
+    _C.EP_DDP: "reason_ep_ddp",
+    _C.EP_FITS: "reason_ep_fits",
+    _C.EP_FITS_TOKEN_SPLIT: "reason_ep_fits_tp",
+    _C.WORLD_SIZE_MIN: "reason_world_size_min",
+    _C.WORLD_SIZE: "reason_world_size",
+    _C.DEGREES_PRODUCT: "reason_degrees_product",
+    _C.PP_STAGES_RANGE: "reason_pp_layers",
+    _C.NATIVE_UNSUPPORTED: "reason_native_unsupported",
+    _C.TP_HEADS: "reason_tp_heads",
+    _C.TP_KV_HEADS: "reason_tp_kv_heads",
+    _C.HF_TP: "reason_hf_tp",
+    _C.TP_FFN: "reason_tp_ffn",
+    _C.QK_NORM_TP: "reason_qk_norm_tp",
+    _C.TP_VOCAB: "reason_tp_vocab",
+    _C.SEQ_TP_CP: "reason_seq_tp_cp",
+    _C.TP_DOMAIN: "reason_tp_domain",
+    _C.PP_LAYERS: "reason_pp_layers",
+    _C.PP_NATIVE: "reason_pp_native",
+    _C.ONE_F_ONE_B_ACCUM: "reason_1f1b_accum",
+    _C.VPP_ACCUM: "reason_vpp_accum",
+    _C.CP_NATIVE: "reason_cp_native",
+    _C.CP_SLIDING: "reason_cp_sliding",
+    _C.SEQ_CP: "reason_seq_cp",
+    _C.FP8_TP_HF: "reason_fp8_tp_hf",
+    _C.EP_DENSE: "reason_ep_dense",
+    _C.EP_EXPERTS: "reason_ep_experts",
+    _C.EP_NATIVE: "reason_ep_native",
+    _C.MOE_TP: "reason_moe_tp",
+    _C.MOE_SHARD: "reason_moe_shard",
+    _C.MOE_SHARD_EP: "reason_moe_shard",
+    _C.PRECISION: "reason_precision",
+})  # fmt: skip
+# A calibration file the app cannot use (planner/catalog/calibration.py and the catalog's rate checks).
+CALIBRATION_REASONS = Reasons({
+    _C.CAL_TOML: "reason_cal_toml",
+    _C.CAL_UNKNOWN_TABLE: "reason_cal_unknown_table",
+    _C.CAL_MISSING_TABLE: "reason_cal_missing_table",
+    _C.CAL_MACHINE_FIELD: "reason_cal_machine",
+    _C.CAL_UNKNOWN_GPU: "reason_cal_gpu",
+    _C.CAL_NOT_A_RATE: "reason_cal_field",
+    _C.CAL_OVER_CEILING: "reason_cal_over",
+}, fallback="reason_cal_other")  # fmt: skip
+
+
+def reason_key(refused: Refusal, reasons: Reasons) -> str:
+    """The label key of the refusal's code, or the table's fallback."""
+    return reasons.fallback if refused.code is None else reasons.labels.get(refused.code, reasons.fallback)
+
+
+def reason_text(tr: Labels, refused: Refusal, reasons: Reasons, **names: str) -> str:
+    """The refusal in the page's language (English: the planner's own words); ``names`` fill the
+    labels' other placeholders (the upload's name, the on-screen names of a custom model's fields)."""
     if tr.lang == "en":
-        return message
-    key, figures = reason_key(message, patterns)
-    return tr(key, **names, **figures)
+        return refused.message
+    # A label cites only its code's template figures and ``names`` (tests/ui/test_app_details.py).
+    return tr(reason_key(refused, reasons), **{**refused.figures, **names})

@@ -8,8 +8,11 @@ Expected values come from the planner and the trainer themselves (``plan``, ``bu
 
 from __future__ import annotations
 
+import pickle
 import re
+import string
 import tomllib
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import local_script_runner
@@ -18,15 +21,15 @@ from support.app import EN, ZH, english_sentences, open_tab, planned, request_fo
 
 from planner.api import build_plan
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset
-from planner.errors import InfeasiblePlan
-from planner.fmt import one_line
+from planner.errors import InfeasiblePlan, RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
-from ui import charts
-from ui.i18n import plain
+from planner.rule_codes import TEMPLATES
+from ui import charts, reasons
+from ui.i18n import all_labels, plain
 from ui.messages import idle_text, interval
-from ui.reasons import LAYOUT_REASONS, MODEL_REASONS, reason_key
+from ui.reasons import CALIBRATION_REASONS, LAYOUT_REASONS, MODEL_REASONS, Refusal, reason_key, reason_text, refusal
 from ui.single import ROW_PX
 
 
@@ -102,10 +105,10 @@ def test_an_upload_over_the_cap_gets_its_own_error(tr):
 # --------------------------------------------------------------------------- custom model in 中文
 
 BROKEN_MODELS = {  # a custom model breaking each ModelSpec check the fields on screen can break
-    "reason_heads_kv": dict(custom_heads=3, custom_kv_heads=4),
-    "reason_hidden_heads": dict(custom_hidden=1000, custom_heads=12, custom_kv_heads=12),
-    "reason_experts_per_token": dict(custom_experts=2, custom_experts_per_token=3),
-    "reason_head_dim_odd": dict(custom_hidden=1000, custom_heads=8, custom_kv_heads=8),
+    RuleCode.HEADS_KV: dict(custom_heads=3, custom_kv_heads=4),
+    RuleCode.HIDDEN_HEADS: dict(custom_hidden=1000, custom_heads=12, custom_kv_heads=12),
+    RuleCode.EXPERTS_PER_TOKEN: dict(custom_experts=2, custom_experts_per_token=3),
+    RuleCode.HEAD_DIM_ODD: dict(custom_hidden=1000, custom_heads=8, custom_kv_heads=8),
 }
 FIELDS = {
     "custom_layers": "num_layers", "custom_hidden": "hidden_size", "custom_ffn": "ffn_hidden_size",
@@ -114,19 +117,32 @@ FIELDS = {
 }  # fmt: skip
 
 
-def planner_refusal(dims: dict) -> str:
+# The names the app passes besides a violation's figures (ui/sidebar.py custom_error, sidebar_calibration).
+CUSTOM_NAMES = {key: f"“{ZH(key)}”" for key in FIELDS}
+PAGE_NAMES = {id(MODEL_REASONS): set(CUSTOM_NAMES), id(LAYOUT_REASONS): set(), id(CALIBRATION_REASONS): {"name"}}
+
+
+def planner_refusal(dims: dict) -> Refusal:
     base = get_preset("gpt3-125m")
     fields = {field: getattr(base, field) for field in FIELDS.values()} | {"num_experts": 1, "experts_per_token": 1}
     fields.update({FIELDS[key]: value for key, value in dims.items()})
     with pytest.raises(ValueError) as refused:
         ModelSpec(name="custom", max_seq_len=131072, **fields)
-    return one_line(refused.value, where=False)
+    return refusal(refused.value, where=False)
 
 
-@pytest.mark.parametrize("key", list(BROKEN_MODELS))
-def test_every_custom_model_refusal_has_its_own_chinese_sentence(key):
-    message = planner_refusal(BROKEN_MODELS[key])
-    assert reason_key(message, MODEL_REASONS)[0] == key, message  # a reworded planner message fails here
+def assert_translated(refused: Refusal, code: RuleCode, table: reasons.Reasons, **names: str) -> None:
+    """The planner refused with ``code``, its sentence is the code's template, and the 中文 page
+    renders the code's own label (not the generic one) with no English left."""
+    assert refused.code == code, refused.message
+    assert refused.message.endswith(TEMPLATES[code].format(**refused.figures))
+    assert reason_key(refused, table) != table.fallback
+    assert not english_sentences(reason_text(ZH, refused, table, **names))
+
+
+@pytest.mark.parametrize("code", list(BROKEN_MODELS))
+def test_every_custom_model_refusal_has_its_own_chinese_sentence(code):
+    assert_translated(planner_refusal(BROKEN_MODELS[code]), code, MODEL_REASONS, **CUSTOM_NAMES)
 
 
 def test_custom_model_error_is_all_chinese_on_the_chinese_page():
@@ -144,51 +160,76 @@ def test_custom_model_error_is_all_chinese_on_the_chinese_page():
 # --------------------------------------------------------------------------- explorer in 中文
 
 BROKEN_LAYOUTS = {  # (GPUs, layout, training) of gpt3-125m (12 heads, 12 layers) breaking one rule each
-    "reason_world_size": (6, dict(tp=4), {}),
-    "reason_tp_heads": (8, dict(tp=8), {}),
-    "reason_seq_tp_cp": (6, dict(tp=3), {}),
-    "reason_pp_layers": (16, dict(pp=16), dict(grad_accum=16)),
-    "reason_1f1b_accum": (2, dict(pp=2), {}),
-    "reason_seq_cp": (6, dict(cp=3), {}),
-    "reason_precision": (8, {}, dict(precision=Precision.FP8)),
-    "reason_vpp_pp": (8, dict(vpp=2), {}),
-    "reason_vpp_accum": (2, dict(pp=2, vpp=2), dict(grad_accum=5)),
-    "reason_ep_dense": (8, dict(ep=2), {}),
-    "reason_ep_fits": (8, dict(ep=3), {}),
-    "reason_ep_ddp": (8, dict(ep=2, sharding=Sharding.NONE), {}),
+    RuleCode.WORLD_SIZE: (6, dict(tp=4), {}),
+    RuleCode.DEGREES_PRODUCT: (8, dict(dp_shard=2), {}),
+    RuleCode.DDP_SHARD: (8, dict(dp_shard=2, sharding=Sharding.NONE), {}),
+    RuleCode.TP_HEADS: (8, dict(tp=8), {}),
+    RuleCode.SEQ_TP_CP: (6, dict(tp=3), {}),
+    RuleCode.PP_LAYERS: (16, dict(pp=16), dict(grad_accum=16)),
+    RuleCode.ONE_F_ONE_B_ACCUM: (2, dict(pp=2), {}),
+    RuleCode.SEQ_CP: (6, dict(cp=3), {}),
+    RuleCode.PRECISION: (8, {}, dict(precision=Precision.FP8)),
+    RuleCode.VPP_PP: (8, dict(vpp=2), {}),
+    RuleCode.VPP_ACCUM: (2, dict(pp=2, vpp=2), dict(grad_accum=5)),
+    RuleCode.EP_DENSE: (8, dict(ep=2), {}),
+    RuleCode.EP_FITS: (8, dict(ep=3), {}),
+    RuleCode.EP_DDP: (8, dict(ep=2, sharding=Sharding.NONE), {}),
 }
 # The same for Mixtral (8 experts), natively unless stated.
 BROKEN_MOE_LAYOUTS = {
-    "reason_ep_experts": (48, dict(ep=6), {}),
-    "reason_ep_native": (8, dict(ep=2), dict(impl=Implementation.HF)),
+    RuleCode.EP_EXPERTS: (48, dict(ep=6), {}),
+    RuleCode.EP_NATIVE: (8, dict(ep=2), dict(impl=Implementation.HF)),
+    RuleCode.EP_FITS_TOKEN_SPLIT: (8, dict(tp=2, ep=3, expert_tp=False), {}),
 }
 
 
-def layout_refusal(gpu: str, num_gpus: int, layout: dict, training: dict, model: ModelSpec | None = None) -> str:
+def layout_refusal(gpu: str, num_gpus: int, layout: dict, training: dict, model: ModelSpec | None = None) -> Refusal:
     request = request_for(model)
     training = {"impl": request.impl, **training}
     config = TrainingConfig(seq_len=2048, **training)
     with pytest.raises(ValueError) as refused:
         build_plan(request.model, gpu, Layout(**layout), config, num_gpus=num_gpus, training_tokens=1e9)
-    return one_line(refused.value)
+    return refusal(refused.value)
 
 
-@pytest.mark.parametrize("key", list(BROKEN_LAYOUTS))
-def test_every_layout_refusal_has_its_own_chinese_sentence(key):
-    num_gpus, layout, training = BROKEN_LAYOUTS[key]
-    message = layout_refusal("a100-80gb-sxm", num_gpus, layout, training)
-    found, figures = reason_key(message, LAYOUT_REASONS)
-    assert found == key, message
-    assert not english_sentences(ZH(found, **figures))
+@pytest.mark.parametrize("code", list(BROKEN_LAYOUTS))
+def test_every_layout_refusal_has_its_own_chinese_sentence(code):
+    num_gpus, layout, training = BROKEN_LAYOUTS[code]
+    assert_translated(layout_refusal("a100-80gb-sxm", num_gpus, layout, training), code, LAYOUT_REASONS)
 
 
-@pytest.mark.parametrize("key", list(BROKEN_MOE_LAYOUTS))
-def test_every_expert_parallel_refusal_has_its_own_chinese_sentence(key):
-    num_gpus, layout, training = BROKEN_MOE_LAYOUTS[key]
-    message = layout_refusal("h100-sxm", num_gpus, layout, training, get_preset("mixtral-8x7b"))
-    found, figures = reason_key(message, LAYOUT_REASONS)
-    assert found == key, message
-    assert not english_sentences(ZH(found, **figures))
+@pytest.mark.parametrize("code", list(BROKEN_MOE_LAYOUTS))
+def test_every_expert_parallel_refusal_has_its_own_chinese_sentence(code):
+    num_gpus, layout, training = BROKEN_MOE_LAYOUTS[code]
+    refused = layout_refusal("h100-sxm", num_gpus, layout, training, get_preset("mixtral-8x7b"))
+    assert_translated(refused, code, LAYOUT_REASONS)
+
+
+def test_every_rule_code_has_a_chinese_label_citing_only_its_figures():
+    """Each code is in one table of ui/reasons.py, and its label's placeholders are figures its
+    English template cites or names the page passes, so rendering it never misses a value."""
+    fields = lambda text: {name for _, name, _, _ in string.Formatter().parse(text) if name}  # noqa: E731
+    tables = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS)
+    assert sorted(code for table in tables for code in table.labels) == sorted(RuleCode)
+    zh = all_labels("zh")
+    for table in tables:
+        for code, key in table.labels.items():
+            assert fields(zh[key]) <= fields(TEMPLATES[code]) | PAGE_NAMES[id(table)], (code, key)
+
+
+def test_the_reasons_module_parses_no_sentence():
+    """Issue 31: refusals are rendered from codes; a regex here would be parsing the planner's words."""
+    source = Path(reasons.__file__).read_text(encoding="utf-8")
+    assert "import re" not in source and "re.compile" not in source and "from re " not in source
+
+
+def test_a_refusal_keeps_its_code_through_the_apps_cache():
+    """st.cache_data pickles what cached_layout_plan returns: the code and figures survive."""
+    refused = layout_refusal("a100-80gb-sxm", 8, dict(tp=8), {})
+    assert pickle.loads(pickle.dumps(refused)) == refused
+    violation = RuleViolation(RuleCode.TP_HEADS, {"value": 12, "tp": 8})
+    copy = pickle.loads(pickle.dumps(violation))
+    assert (copy.code, copy.figures, str(copy)) == (violation.code, violation.figures, refused.message)
 
 
 def test_explorer_refusal_is_all_chinese_on_the_chinese_page():
@@ -202,7 +243,7 @@ def test_explorer_refusal_is_all_chinese_on_the_chinese_page():
 
 def test_explorer_refusal_is_shown_as_written_not_as_markdown():
     """Issue 30: "dp_replicate*tp*pp*cp" kept its asterisks only once the sentence was escaped."""
-    message = layout_refusal("a100-80gb-sxm", 16, dict(tp=3), {})
+    message = layout_refusal("a100-80gb-sxm", 16, dict(tp=3), {}).message
     assert "dp_replicate*tp*pp*cp" in message
     at = open_tab(run_app(), "tab_explorer", EN)
     at.number_input(key="ex_num_gpus").set_value(16)

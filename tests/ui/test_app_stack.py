@@ -16,13 +16,13 @@ from planner.api import plan
 from planner.catalog.achievable import rate_file_values
 from planner.catalog.calibration import CalibrationFile, apply_calibration, write_calibration
 from planner.catalog.hardware import load_catalog
-from planner.errors import CatalogError
+from planner.errors import CatalogError, RuleCode
 from planner.model.settings import Stack
 from planner.plan import Plan
 from ui import charts
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
 from ui.i18n import Labels
-from ui.reasons import CALIBRATION_REASONS, reason_key
+from ui.reasons import CALIBRATION_REASONS, reason_key, reason_text, refusal
 
 MACHINE = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86.15", date="2026-11-30", software="torch")
 
@@ -127,19 +127,19 @@ def test_a_malformed_calibration_file_is_one_error_and_the_plain_plan(tmp_path, 
 # --------------------------------------------------------------------------- without Streamlit
 
 BROKEN = {  # a calibration file breaking each rule CALIBRATION_REASONS words in 中文
-    "reason_cal_toml": "[machine\n",
-    "reason_cal_unknown_table": "[other]\n",
-    "reason_cal_missing_table": "[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n",
-    "reason_cal_machine": '[machine]\nhost = "a"\n\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n',
-    "reason_cal_gpu": {"h900": {"gemm_bf16_tflops_achieved": 700.0}},
-    "reason_cal_field": {"h100-sxm": {"gemm_tflops": 700.0}},
-    "reason_cal_over": {"h100-sxm": {"gemm_bf16_tflops_achieved": 5000.0}},
+    RuleCode.CAL_TOML: "[machine\n",
+    RuleCode.CAL_UNKNOWN_TABLE: "[other]\n",
+    RuleCode.CAL_MISSING_TABLE: "[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n",
+    RuleCode.CAL_MACHINE_FIELD: '[machine]\nhost = "a"\n\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n',
+    RuleCode.CAL_UNKNOWN_GPU: {"h900": {"gemm_bf16_tflops_achieved": 700.0}},
+    RuleCode.CAL_NOT_A_RATE: {"h100-sxm": {"gemm_tflops": 700.0}},
+    RuleCode.CAL_OVER_CEILING: {"h100-sxm": {"gemm_bf16_tflops_achieved": 5000.0}},
 }
 
 
-@pytest.mark.parametrize("key", list(BROKEN))
-def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, key, monkeypatch):
-    broken = BROKEN[key]
+@pytest.mark.parametrize("code", list(BROKEN))
+def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, code, monkeypatch):
+    broken = BROKEN[code]
     if isinstance(broken, dict):
         data = write_calibration(tmp_path / "c.toml", CalibrationFile(MACHINE, broken)).read_bytes()
     else:
@@ -150,9 +150,9 @@ def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, key, m
         calibrated_from_upload(CalibrationUpload("dir/my cal.toml", data), load_catalog())
     message = str(refused.value)
     assert message.startswith("my cal.toml") and "private" not in message  # the upload's name, not the temp file
-    found, figures = reason_key(message, CALIBRATION_REASONS)
-    assert found == key, message
-    assert not english_sentences(ZH(found, name="my cal.toml", **figures))
+    shown = refusal(refused.value)
+    assert shown.code == code and reason_key(shown, CALIBRATION_REASONS) != CALIBRATION_REASONS.fallback, message
+    assert not english_sentences(reason_text(ZH, shown, CALIBRATION_REASONS, name="my cal.toml"))
     assert list((tmp_path / "private").iterdir()) == []  # nothing left behind
 
 
