@@ -31,7 +31,7 @@ from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
 from ui.i18n import LANGUAGE_NAMES, Labels
-from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, reason_text
+from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, Refusal, reason_text, refusal
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -158,16 +158,16 @@ def custom_model(tr: Labels) -> ModelSpec | None:
     try:
         return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
     except ValueError as exc:
-        st.error(tr("bad_custom", error=custom_error(tr, one_line(exc, where=False))))
+        st.error(tr("bad_custom", error=custom_error(tr, refusal(exc, where=False))))
         return None
 
 
-def custom_error(tr: Labels, message: str) -> str:
+def custom_error(tr: Labels, refused: Refusal) -> str:
     """ModelSpec's refusal in the page's language, naming the fields by their labels on screen."""
     if tr.lang == "en":
-        return on_screen_names(tr, message)
+        return on_screen_names(tr, refused.message)
     names = {key: f"“{tr(key)}”" for key in CUSTOM_FIELDS.values()}
-    return reason_text(tr, message, MODEL_REASONS, **names)
+    return reason_text(tr, refused, MODEL_REASONS, **names)
 
 
 def on_screen_names(tr: Labels, message: str) -> str:
@@ -313,7 +313,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=charts.UPLOAD_LIMIT_MB))
         return stack, None
     except CatalogError as exc:  # planned with the plain catalog
-        error = reason_text(tr, one_line(exc), CALIBRATION_REASONS, name=upload.shown)
+        error = reason_text(tr, refusal(exc), CALIBRATION_REASONS, name=upload.shown)
         st.error(tr("bad_calibration", error=error))
         return stack, None
     return stack, upload
