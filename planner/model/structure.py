@@ -1,8 +1,9 @@
 """The structural rules a configuration must satisfy to exist and to run on trainplan's trainer.
 
 One list, used three ways: vectorised over every candidate of the search (``planner/search/space.py``,
-``planner/model/estimate.py``), and for one configuration with the message of the first rule it breaks
-(``estimate``'s ValueError and the trainer's static check in ``trainer/probe.py``). Keeping them
+``planner/model/estimate.py``), and for one configuration as the first rule it breaks, a code and its
+figures (``estimate``'s RuleViolation; its English sentence in the trainer's static check,
+``trainer/probe.py``). Keeping them
 in one place is what guarantees that the planner never proposes a plan the trainer refuses.
 Device-specific checks (fp8 hardware, memory) stay in the trainer.
 
