@@ -12,6 +12,7 @@ from planner.api import PlanResult, plan, plan_from_row
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import catalog_with_price_kind
 from planner.errors import InfeasiblePlan
+from planner.model.rowwise import distinct
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
 from planner.request import (
@@ -97,13 +98,21 @@ def scored_search(
             "dp_shard": c.dp_shard[idx],
             "micro_batch": c.micro_batch[idx],
             "grad_accum": c.grad_accum[idx],
-            "sharding": [SHARDING_CODES[i].value for i in c.sharding[idx]],
-            "ac": [AC_CODES[i].value for i in c.ac[idx]],
+            "sharding": _CODE_VALUES[SHARDING_CODES][c.sharding[idx]],
+            "ac": _CODE_VALUES[AC_CODES][c.ac[idx]],
             "row": idx,
         }
     )
-    frame["layout"] = layout_labels(frame)
+    # Once per distinct layout (a few per GPU type and count): strings cost (issue 28).
+    first, inverse = distinct([c.sharding[idx], c.ac[idx], *(frame[k].to_numpy() for k in _LABEL_COLUMNS)], len(idx))
+    labels = layout_labels(frame.iloc[first])
+    frame["layout"] = pd.Series(labels.to_numpy()[inverse], index=frame.index, dtype=labels.dtype)
     return ScoredSearch(request=request, table=table, frame=frame, candidates=c, gpu_ids=tuple(gpus), catalog=catalog)
+
+
+# The enum codes' string values, to index by code; and the numeric columns a label reads.
+_CODE_VALUES = {codes: np.array([code.value for code in codes], dtype=object) for codes in (SHARDING_CODES, AC_CODES)}
+_LABEL_COLUMNS = ("dp_replicate", "dp_shard", "tp", "pp", "cp", "micro_batch", "grad_accum")
 
 
 def layout_labels(frame: pd.DataFrame) -> pd.Series:

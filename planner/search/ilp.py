@@ -150,10 +150,10 @@ def check_rows(
         raise ValueError("CandidateTable: no rows to choose from")
     _check_limit("deadline_s", deadline_s)
     _check_limit("budget_usd", budget_usd)
-    gpu_codes, gpu_types = pd.factorize(table.gpu_id)
     if inventory is None:
         inventory_per_row = np.full(len(table), np.inf)
     else:
+        gpu_codes, gpu_types = pd.factorize(table.gpu_id)  # strings: only where an inventory needs them
         for gpu, count in inventory.items():
             if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
                 raise ValueError(f"inventory[{gpu!r}]: expected a GPU count >= 0, got {count!r}")
