@@ -77,7 +77,7 @@ def test_malformed_files(tmp_path):
     bad.write_text('[machine]\nhost = "x"\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 1.0\n')
     with pytest.raises(CatalogError, match=r"field 'machine.device': expected a non-empty string"):
         read_calibration(bad)
-    with pytest.raises(CatalogError, match="cannot read calibration file"):
+    with pytest.raises(CatalogError, match="cannot read the calibration file"):
         read_calibration(tmp_path / "missing.toml")
 
 
