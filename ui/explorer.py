@@ -24,7 +24,6 @@ from ui.reasons import LAYOUT_REASONS, Refusal, reason_text, refusal
 from ui.sidebar import Inputs
 
 DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
-CHOICES = {"ex_sharding": Sharding, "ex_ac": ActivationCheckpointing, "ex_precision": Precision}
 
 
 def load_plan(p: Plan) -> None:

@@ -30,12 +30,6 @@ class FlopsPerToken:
         return self.block_matmul + self.attention + self.lm_head
 
 
-def matmul_params_per_block(model: ModelSpec) -> float:
-    """Weights that take part in a matmul for one token in one block (MoE: routed experts),
-    averaged over the blocks when they differ (DeepSeek's dense first layers)."""
-    return sum(n * table.matmul_weights for n, table in layer_tables(model)) / model.num_layers
-
-
 def forward_flops_per_token(model: ModelSpec, seq_len: np.ndarray | float, s: ModelingSettings) -> FlopsPerToken:
     """2 FLOPs per weight; attention 2 * heads * (qk + v head dims) per attended key and block
     (half the keys when counted causally; a sliding window bounds them: ``attended_keys``)."""
