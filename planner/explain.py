@@ -80,7 +80,7 @@ def memory_notes(p: Plan) -> list[Note]:
     m = p.estimate.memory
     terms = m.breakdown_gib
     name, value = largest(terms)
-    usable = m.capacity_gib * (1 - m.headroom_fraction)
+    usable = m.usable_gib
     notes = [
         _note(
             NoteKind.MEMORY,

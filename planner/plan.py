@@ -26,6 +26,7 @@ from planner.layout import (
 )
 from planner.limits import MAX_GPUS, MAX_INPUT_BYTES, read_input_text, unique_keys
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.memory import usable_capacity
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported
@@ -101,6 +102,11 @@ class MemoryEstimate(BaseModel):
     # rule allows of it (planner/model/host.py); None without offload.
     host_gib_per_node: float | None = None
     host_allowed_gib: float | None = None
+
+    @property
+    def usable_gib(self) -> float:
+        """What the fit rule lets the reserved peak (plus the CUDA context) reach."""
+        return float(usable_capacity(self.capacity_gib, self.headroom_fraction))
 
 
 class TimeEstimate(BaseModel):

@@ -103,7 +103,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
 def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
     e = p.estimate
     m = e.memory
-    usable = m.capacity_gib * (1 - m.headroom_fraction)
+    usable = m.usable_gib
     values = (
         ("ex_memory", f"{m.reserved_gib:,.1f} / {usable:,.1f} GiB"),
         ("ex_step", f"{e.time.step_s:,.3g} s"),

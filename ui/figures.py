@@ -180,7 +180,7 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
         if any(v > 0 for v in values):  # no legend entry for a term no plan has
             _bar(fig, name, names, values, labels, "GiB", MEMORY_COLOURS.get(term))
     capacity = [p.estimate.memory.capacity_gib for p in plans]
-    usable = [p.estimate.memory.capacity_gib * (1 - p.estimate.memory.headroom_fraction) for p in plans]
+    usable = [p.estimate.memory.usable_gib for p in plans]
     _limit_marks(fig, names, capacity, tr("capacity"), "crimson")
     _limit_marks(fig, names, usable, tr("usable_limit"), "orange")
     _bar_layout(fig, plans, tr("axis_gib_per_gpu"), tr)
