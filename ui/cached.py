@@ -19,6 +19,7 @@ from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
+from planner.units import GIB
 from ui import charts
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 from ui.reasons import Refusal, refusal
@@ -32,6 +33,11 @@ def catalog() -> Catalog:
 def settings_for(headroom: float, stack: Stack = Stack.TRAINPLAN) -> ModelingSettings:
     """The stack's profile (what planner.api uses for ``--stack``) with the sidebar's memory headroom."""
     return STACK_SETTINGS[stack].but(memory_headroom=headroom)
+
+
+def cuda_context_gib(headroom: float, stack: Stack = Stack.TRAINPLAN) -> float:
+    """The CUDA context the memory charts and the explorer's fit line add to each GPU (GiB)."""
+    return settings_for(headroom, stack).cuda_context_bytes / GIB
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)

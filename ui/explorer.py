@@ -14,9 +14,8 @@ import streamlit as st
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.plan import Plan
-from planner.units import GIB
 from ui import charts, figures
-from ui.cached import cached_layout_plan, catalog, settings_for
+from ui.cached import cached_layout_plan, catalog, cuda_context_gib
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
 from ui.messages import duration
@@ -134,7 +133,7 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
     if p is None:
         return
-    context_gib = settings_for(inputs.headroom, inputs.request.stack).cuda_context_bytes / GIB
+    context_gib = cuda_context_gib(inputs.headroom, inputs.request.stack)
     explorer_summary(tr, p, context_gib)
     left, right = st.columns(2)
     left.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")

@@ -11,7 +11,6 @@ from planner.api import trains_too_long
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
-from planner.units import GIB
 from ui import charts, figures
 from ui.cached import (
     cached_calibration,
@@ -20,7 +19,7 @@ from ui.cached import (
     cached_plan,
     cached_why_not,
     catalog,
-    settings_for,
+    cuda_context_gib,
 )
 from ui.calibration_upload import CalibrationUpload
 from ui.explorer import show_explorer
@@ -153,7 +152,7 @@ def plan_card(
 
 
 def show_breakdowns(tr: Labels, plans: list[Plan], inputs: Inputs) -> None:
-    context_gib = settings_for(inputs.headroom, inputs.request.stack).cuda_context_bytes / GIB
+    context_gib = cuda_context_gib(inputs.headroom, inputs.request.stack)
     st.markdown(f"**{tr('chart_memory')}**")
     st.plotly_chart(figures.memory_figure(plans, context_gib, tr), key="chart_memory")
     st.markdown(f"**{tr('chart_step')}**")
