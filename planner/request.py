@@ -33,8 +33,8 @@ from planner.limits import (
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
-from planner.model.memory import fits, memory
-from planner.model.rowwise import take
+from planner.model.memory import MemoryBreakdown, fits, memory
+from planner.model.rowwise import rows_of, take
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.structure import context_extension_warning, default_implementation
@@ -254,10 +254,11 @@ def candidate_table(
     quantile (the model's own in ``extra['model_time_s']``). Only the rows whose GPU memory fits
     are timed (issue 28: a quarter of a 70B search): no other row can be chosen, and the diagnosis
     reads their memory only; their time and cost are NaN."""
-    need = memory(model, c, settings).device_total
+    mem = memory(model, c, settings)
+    need = mem.device_total
     # The GPU-memory half of score's fit rule: a superset of the rows that fit.
     timed = np.flatnonzero(fits(need, c.memory_bytes, settings.memory_headroom))
-    fit, (seconds, cost) = timed_rows(model, c, timed, training_tokens, settings, evidence)
+    fit, (seconds, cost) = timed_rows(model, c, timed, training_tokens, settings, evidence, mem)
     factor = 1.0 if evidence is None else evidence.time_factor
     lo, hi = (np.nan, np.nan) if evidence is None else evidence.band
     return CandidateTable(
@@ -295,13 +296,15 @@ def timed_rows(
     training_tokens: float,
     settings: ModelingSettings,
     evidence: RowEvidence | None,
+    mem: MemoryBreakdown,
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """``score``'s fit and ``job_totals``' seconds and cost of ``rows``, over all of ``c``'s rows
-    (False and NaN elsewhere)."""
+    (False and NaN elsewhere); ``mem``: ``memory`` of all of ``c``."""
     fit, seconds, cost = np.zeros(len(c), dtype=bool), np.full(len(c), np.nan), np.full(len(c), np.nan)
     if len(rows):
         subset = take(c, rows)
-        s = score(model, subset, settings, None if evidence is None else evidence.mfu_ceiling[rows])
+        ceiling = None if evidence is None else evidence.mfu_ceiling[rows]
+        s = score(model, subset, settings, ceiling, mem=rows_of(mem, rows, len(c)))
         fit[rows] = s.fits
         seconds[rows], cost[rows], _ = job_totals(s, subset, training_tokens, settings)
     return fit, (seconds, cost)

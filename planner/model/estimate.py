@@ -86,11 +86,13 @@ def score(
     c: Candidates,
     settings: ModelingSettings = DEFAULT_SETTINGS,
     mfu_ceiling: np.ndarray | float | None = None,
+    mem: MemoryBreakdown | None = None,
 ) -> Scores:
     """Memory, step time and throughput of every candidate. ``mfu_ceiling``: the best MFU
     measured in each row's regime (planner/accuracy/ceiling.py; NaN: none): a step that would
-    beat it is held at it, the difference its ``efficiency_ceiling`` term."""
-    mem = memory(model, c, settings)
+    beat it is held at it, the difference its ``efficiency_ceiling`` term. ``mem``: ``memory``
+    of ``c`` where the caller has it already (the search: its rows that fit)."""
+    mem = memory(model, c, settings) if mem is None else mem
     time = step_time(model, c, settings)
     tokens_per_step = (c.micro_batch * c.seq_len * c.grad_accum * c.dp).astype(float)
     mflops = model_flops_per_token(model, c.seq_len, settings)

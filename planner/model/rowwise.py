@@ -31,6 +31,7 @@ MAX_DISTINCT_SHARE = 0.6
 # (candidates.hardware_columns): the two stand for all of them in a key.
 HARDWARE = ("gpu_index", "precision")
 _KEY_SPAN = 1 << 62  # mixed-radix keys are re-coded before they could overflow int64
+_DENSE_SPAN = 1 << 22  # codes by a count over the span up to this (a 4 MB mask)
 
 # What each term reads (a superset is safe, only slower); the test records the reads.
 KNOB_COLUMNS = tuple(k.column for k in KNOBS)
@@ -47,34 +48,50 @@ def distinct_rows(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np
 
 
 def distinct(arrays: Sequence[np.ndarray], num_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """``distinct_rows`` over equal-length arrays (or scalars, which do not vary)."""
+    """``distinct_rows`` over equal-length arrays (or scalars, which do not vary). Columns are
+    small ints mostly: each is coded, and the mixed-radix key re-coded, by a count over its span
+    rather than by hashing or sorting a million rows."""
     key = np.zeros(num_rows, dtype=np.int64)
     span = 1
     for values in arrays:
         values = np.asarray(values)
-        if values.ndim == 0:
+        if values.ndim == 0 or num_rows == 0:
             continue
-        if values.dtype.kind in "biu":
-            codes = values.astype(np.int64)
-            low = int(codes.min(initial=0))
-            codes = codes - low if low else codes
-            size = int(codes.max(initial=0)) + 1
-        else:  # floats (and NaN, its own code): by value
-            codes, uniques = pd.factorize(values, use_na_sentinel=False)
-            size = len(uniques)
+        codes, size = _codes(values)
         if size <= 1:
             continue
-        if span * size >= _KEY_SPAN:
+        if span * size > _DENSE_SPAN:
+            key, span = _codes(key, span)
+        if span * size >= _KEY_SPAN:  # only with many wide columns: a hash instead
             key, uniques = pd.factorize(key)
             span = len(uniques)
         key = key * size + codes
         span *= size
-    inverse, _ = pd.factorize(key)
-    # pandas numbers the combinations in order of first appearance: a row opens one exactly
-    # where its code exceeds every code before it.
-    running = np.maximum.accumulate(inverse)
-    first = np.flatnonzero(np.r_[True, running[1:] > running[:-1]]) if len(inverse) else np.zeros(0, np.int64)
+    inverse, count = _codes(key, span)
+    # Any row of a combination stands for it (its rows are alike in every column read).
+    first = np.empty(count, dtype=np.int64)
+    first[inverse] = np.arange(num_rows)
     return first, inverse
+
+
+def _codes(values: np.ndarray, span: int | None = None) -> tuple[np.ndarray, int]:
+    """Codes 0..k-1 of ``values`` and k, how many distinct (ints below ``span`` when given)."""
+    if values.dtype.kind == "b":
+        values = values.view(np.uint8)  # an index, not a mask
+    if values.dtype.kind in "iu" and len(values):
+        low = 0 if span is not None else int(values.min())
+        width = span if span is not None else int(values.max()) - low + 1
+        if width == 1:  # one value: no code to tell rows apart
+            return np.zeros(len(values), dtype=np.int64), 1
+        if width <= _DENSE_SPAN:
+            shifted = values - low if low else values
+            present = np.zeros(width, dtype=bool)
+            present[shifted] = True
+            recode = np.cumsum(present) - 1
+            return recode[shifted], int(recode[-1]) + 1
+    # Floats (NaN its own code) and wide ints: by hashing.
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), len(uniques)
 
 
 def take(c: Candidates, rows: np.ndarray) -> Candidates:
@@ -95,6 +112,12 @@ def spread(value: Any, inverse: np.ndarray, num_distinct: int) -> Any:
         changes = {f.name: spread(getattr(value, f.name), inverse, num_distinct) for f in dataclasses.fields(value)}
         return dataclasses.replace(value, **changes)
     return value
+
+
+def rows_of(value: T, rows: np.ndarray, num_rows: int) -> T:
+    """``rows`` of a result over ``num_rows`` rows (arrays of that length, in the containers
+    ``spread`` walks)."""
+    return spread(value, rows, num_rows)
 
 
 def per_distinct_row(term: Callable[[Candidates], T], c: Candidates, columns: Sequence[str]) -> T:
