@@ -45,6 +45,7 @@ from planner.limits import (
 )
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
+from planner.search.ilp import Objective
 from ui import cli_jobs, render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
@@ -56,7 +57,6 @@ from ui.cli_options import (
     PRICE_KIND,
     SEQ_LEN,
     STACK_HELP,
-    ObjectiveChoice,
     app,
 )
 from ui.inputs import check_range, load_model_arg, parse_pairs
@@ -187,8 +187,8 @@ def plan(
     tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
     deadline_days: float | None = typer.Option(None, "--deadline-days", help="finish training within this many days"),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="spend at most this many USD"),
-    objective: ObjectiveChoice = typer.Option(
-        ObjectiveChoice.cost, help="minimise cost, time, or an even mix of the two (each against its best)"
+    objective: Objective = typer.Option(
+        Objective.COST, help="minimise cost, time, or an even mix of the two (each against its best)"
     ),
     gpus: str | None = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
     prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),

@@ -53,12 +53,6 @@ if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "displ
     )
 
 
-class ObjectiveChoice(StrEnum):
-    cost = "cost"
-    time = "time"
-    mix = "mix"
-
-
 class DeviceChoice(StrEnum):
     auto = "auto"
     cpu = "cpu"
