@@ -33,6 +33,7 @@ from planner.request import (
     search_space,
 )
 from planner.search.candidates import KNOBS, Candidates
+from planner.search.explore import layout_labels, scored_search
 from planner.search.space import build_candidates
 from planner.units import GIB
 
@@ -174,3 +175,13 @@ def test_candidate_table_times_the_rows_that_fit_as_scoring_them_all_would(prese
     assert np.array_equal(fast.cost_usd[fit], (cost * evidence.time_factor)[fit], equal_nan=True)
     timed = np.isfinite(fast.time_to_train_s)
     assert not timed[whole.memory.device_total > c.memory_bytes].any()
+
+
+def test_scored_search_labels_are_layout_labels():
+    """scored_search labels each distinct layout once, formatted row by row: the strings of
+    ``layout_labels`` over the whole frame."""
+    request = PlanRequest(
+        model=get_preset("llama3-8b"), training_tokens=1e11, gpus={"h100-sxm": 64, "a100-80gb-sxm": 32}
+    )
+    frame = scored_search(request).frame
+    assert frame["layout"].equals(layout_labels(frame.drop(columns=["layout"])))
