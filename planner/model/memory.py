@@ -361,10 +361,18 @@ def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
     return saved_bytes((block_table(model).checkpoint,), compute_dtype_bytes(c), c.tp)
 
 
-def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank) -> np.ndarray:
-    """Activations saved for backward by all in-flight micro-batches of one pp rank."""
+def activation_bytes(
+    model: ModelSpec,
+    c: Candidates,
+    s: ModelingSettings,
+    rank: PipelineRank,
+    per_token: dict[str, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Activations saved for backward by all in-flight micro-batches of one pp rank
+    (``per_token``: ``block_activation_bytes_per_token``, where the caller has it)."""
     tokens = c.micro_batch * c.seq_len / c.cp
-    full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
+    per_token = block_activation_bytes_per_token(model, c, s) if per_token is None else per_token
+    full = sum(per_token.values()) * tokens
     kept = block_input_bytes_per_token(model, c) * tokens
     n = rank.layers
     # Offloaded blocks (Megatron-Core, no recompute only) leave the device by the forward's end.
@@ -379,11 +387,15 @@ def activation_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, rank:
     return per_microbatch * rank.in_flight + last_norm
 
 
-def recompute_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+def recompute_bytes(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, per_token: dict[str, np.ndarray] | None = None
+) -> np.ndarray:
     """A checkpointed block re-materialises its activations during its own backward, and a
-    recomputed module (``s.recompute_modules``) the outputs it did not save."""
+    recomputed module (``s.recompute_modules``) the outputs it did not save (``per_token``: as
+    ``activation_bytes``)."""
     tokens = c.micro_batch * c.seq_len / c.cp
-    full = sum(block_activation_bytes_per_token(model, c, s).values()) * tokens
+    per_token = block_activation_bytes_per_token(model, c, s) if per_token is None else per_token
+    full = sum(per_token.values()) * tokens
     checkpointed = np.where(c.ac == AC_NONE, 0.0, full)
     if not s.recompute_modules:
         return checkpointed
@@ -415,12 +427,16 @@ def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     return s.loss_bytes_per_logit * held * model.vocab_size / c.tp
 
 
-def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank) -> MemoryBreakdown:
-    """One pp rank's peak (the only rank when pp is 1)."""
+def stage_memory(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank, shared: Shared
+) -> MemoryBreakdown:
+    """One pp rank's peak (the only rank when pp is 1); ``shared``: what every rank has alike,
+    ``block_activation_bytes_per_token`` and ``block_backward_bytes`` (``_memory``)."""
+    per_token, block_backward = shared
     stage = stage_params(model, c, rank)
     params, grads_full, moments = state_bytes(stage, c, s)
     unsharded = unsharded_param_bytes(stage, c, s)
-    acts = activation_bytes(model, c, s, rank)
+    acts = activation_bytes(model, c, s, rank, per_token)
     loss = logits_loss_bytes(model, c, s) * np.where(rank.head, 1.0, 0.0)
     # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
@@ -428,10 +444,6 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pip
     grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
     misc = np.full(len(c), s.misc_allocated_bytes)
     # The loss buffers are gone before the first block is recomputed: the larger one counts.
-    # One block's backward: its recomputed activations, all-gathered dK/dV, score gradients.
-    block_backward = (
-        recompute_bytes(model, c, s) + gathered_kv_grad_bytes(model, c, s) + score_backward_bytes(model, c, s)
-    )
     transient = np.maximum(loss, block_backward)
     peak_a = params + moments + unsharded + grads_during + acts + transient
     # Peak B: end of backward, all gradients materialised, activations freed; with bf16 gradient
@@ -459,6 +471,16 @@ def stage_memory(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pip
     )
 
 
+def block_backward_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, per_token: PerToken) -> np.ndarray:
+    """One block's backward: its recomputed activations, all-gathered dK/dV, score gradients."""
+    recomputed = recompute_bytes(model, c, s, per_token)
+    return recomputed + gathered_kv_grad_bytes(model, c, s) + score_backward_bytes(model, c, s)
+
+
+PerToken = dict[str, np.ndarray]  # what block_activation_bytes_per_token returns
+Shared = tuple[PerToken, np.ndarray]  # with block_backward_bytes: alike on every pp rank
+
+
 def reserved_bytes(peak, loss, grads_full, acts, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """The caching allocator keeps freed blocks: the logits-sized buffers and the gradient
     churn of each step leave reserved-but-unallocated segments above the allocated peak."""
@@ -475,7 +497,10 @@ def memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakd
 
 
 def _memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
-    stages = [stage_memory(model, c, s, rank) for rank in pipeline_ranks(model.num_layers, c)]
+    # The terms every rank shares, once (each rank asked for them: a third of memory's work).
+    per_token = block_activation_bytes_per_token(model, c, s)
+    shared = (per_token, block_backward_bytes(model, c, s, per_token))
+    stages = [stage_memory(model, c, s, rank, shared) for rank in pipeline_ranks(model.num_layers, c)]
     worst = np.argmax(np.stack([m.device_total for m in stages]), axis=0)
     return MemoryBreakdown(
         **{f.name: np.choose(worst, [getattr(m, f.name) for m in stages]) for f in fields(MemoryBreakdown)}
