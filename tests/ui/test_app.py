@@ -401,10 +401,13 @@ def test_amortised_price_by_hand():
     tco = TcoAssumptions(
         lifetime_years=4, residual_fraction=0.2, pue=1.3, electricity_usd_per_kwh=0.1, hosting_usd_per_gpu_month=150
     )
-    # (30000 * 0.8 / 4 + 150 * 12) / (8766 * 0.5) + 0.7 kW * 0.8 * 1.3 * 0.1 $/kWh
-    assert charts.amortised_price_per_gpu_hour(30000, 700, 0.5, tco, 0.8) == pytest.approx(7800 / 4383 + 0.0728)
+    # (30000 * 0.8 / 4 + 150 * 12) / (8766 * 0.5) for the fixed cost; 560 W at the wall x 1.3 x
+    # $0.1/kWh = $0.0728 per training hour, of which the idle 20 % is paid every hour (/ 0.5)
+    power = 0.56 * 1.3 * 0.1
+    expected = 7800 / 4383 + 0.2 * power / 0.5 + 0.8 * power
+    assert charts.amortised_price_per_gpu_hour(30000, 560, 0.5, tco) == pytest.approx(expected)
     with pytest.raises(ValueError, match="utilisation"):
-        charts.amortised_price_per_gpu_hour(30000, 700, 0.0, tco, 0.8)
+        charts.amortised_price_per_gpu_hour(30000, 560, 0.0, tco)
 
 
 def test_formatting():
