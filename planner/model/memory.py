@@ -23,7 +23,7 @@ from planner.model.moe import (
     routed_expert_params_per_layer,
 )
 from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
-from planner.model.rowwise import MEMORY_COLUMNS, per_distinct_row
+from planner.model.rowwise import MEMORY_COLUMNS, once_per_table, per_distinct_row
 from planner.model.scores import (
     backward_bytes_per_score,
     saved_bytes_per_score,
@@ -142,7 +142,12 @@ def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StagePa
 
 
 def busiest_stage(model: ModelSpec, c: Candidates) -> StageParams:
-    """The parameters of the pp rank that holds the most of them, row by row."""
+    """The parameters of the pp rank that holds the most of them, row by row (kept for the last
+    table: comm, optimizer and host time each ask for it)."""
+    return once_per_table("busiest_stage", c, model, lambda: _busiest_stage(model, c))
+
+
+def _busiest_stage(model: ModelSpec, c: Candidates) -> StageParams:
     stages = [stage_params(model, c, rank) for rank in pipeline_ranks(model.num_layers, c)]
     busiest = np.argmax(np.stack([stage.total for stage in stages]), axis=0)
     pick = lambda field: np.choose(busiest, [np.broadcast_to(getattr(st, field), busiest.shape) for st in stages])  # noqa: E731

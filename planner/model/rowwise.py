@@ -12,6 +12,8 @@ declared column list against the columns its term reads.
 from __future__ import annotations
 
 import dataclasses
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -129,3 +131,26 @@ def per_distinct_row(term: Callable[[Candidates], T], c: Candidates, columns: Se
     if len(first) > MAX_DISTINCT_SHARE * len(c):
         return term(c)
     return spread(term(take(c, first)), inverse, len(first))
+
+
+# The last table's value of each term ``once_per_table`` keeps, by term: (the table, weakly; the
+# other input it was computed for; the value). Under a lock: the app scores on several threads.
+_LAST: dict[str, tuple[weakref.ref, object, Any]] = {}
+_LAST_LOCK = threading.Lock()
+
+
+def once_per_table(term: str, c: Candidates, other: object, compute: Callable[[], T]) -> T:
+    """``compute()``, kept for the last table ``c`` (and ``other``, by identity: the model) that
+    asked for ``term``: one scoring pass asks for some terms several times."""
+    with _LAST_LOCK:
+        last = _LAST.get(term)
+    if last is not None and last[0]() is c and last[1] is other:
+        return last[2]
+    value = compute()
+    try:
+        reference = weakref.ref(c)
+    except TypeError:  # a stand-in table without weak references: not kept
+        return value
+    with _LAST_LOCK:
+        _LAST[term] = (reference, other, value)
+    return value

@@ -185,3 +185,19 @@ def test_scored_search_labels_are_layout_labels():
     )
     frame = scored_search(request).frame
     assert frame["layout"].equals(layout_labels(frame.drop(columns=["layout"])))
+
+
+def test_once_per_table_keeps_the_last_table_only():
+    request, c = table("llama3-8b", Stack.TRAINPLAN, ())
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert rowwise.once_per_table("test term", c, request.model, compute) == 1
+    assert rowwise.once_per_table("test term", c, request.model, compute) == 1  # kept
+    other = rowwise.take(c, np.arange(10))
+    assert rowwise.once_per_table("test term", other, request.model, compute) == 2  # another table
+    assert rowwise.once_per_table("test term", other, get_preset("llama3-70b"), compute) == 3  # another model
+    assert memory_module.busiest_stage(request.model, c) is memory_module.busiest_stage(request.model, c)
