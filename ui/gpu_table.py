@@ -90,6 +90,14 @@ def fold_edits() -> None:
     st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
 
 
+def allow_all() -> None:
+    """on_click: tick every row again, the way back from "Send to plan" (which unticks all but one)."""
+    rows = st.session_state[ROWS_KEY].copy()
+    rows["allowed"] = True
+    st.session_state[ROWS_KEY] = rows
+    st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
+
+
 @dataclass(frozen=True)
 class GpuChoice:
     gpus: dict[str, int | None]  # allowed type -> inventory (None = no limit)
@@ -128,6 +136,13 @@ def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation:
         height=min(36 * (len(frame) + 1) + 3, 420),
     )
     st.caption(tr("gpu_table_help"))
+    st.button(
+        tr("gpu_allow_all"),
+        key="gpu_allow_all",
+        on_click=allow_all,
+        disabled=bool(frame["allowed"].all()),
+        help=tr("gpu_allow_all_help"),
+    )
     return read_choice(tr, cat, frame, tco, utilisation)
 
 

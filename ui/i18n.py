@@ -12,6 +12,7 @@ import re
 
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
+from ui.i18n_page import PAGE_LABELS
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 
@@ -473,6 +474,7 @@ _LABELS: dict[str, tuple[str, str]] = {
 }
 
 _LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)
+_LABELS.update(PAGE_LABELS)  # later controls and notes (ui/i18n_page.py)
 LANGUAGES = tuple(LANGUAGE_NAMES)
 
 

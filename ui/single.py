@@ -5,7 +5,10 @@ Only the open tab runs: the frontier (every candidate) and why-not (two more sol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import streamlit as st
+from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import trains_too_long
 from planner.fmt import one_line
@@ -279,8 +282,21 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
     if not plans:  # infeasible: what is left to explore is why
         kept = ("tab_explore", "tab_why_not", "tab_explorer", "tab_run", "tab_local")
         panels = {name: panel for name, panel in panels.items() if name in kept}
-    tabs = st.tabs([tr(name) for name in panels], key="main_tab", on_change="rerun")
-    for tab, panel in zip(tabs, panels.values(), strict=True):
+    for tab, panel in zip(main_tabs(tr, list(panels)), panels.values(), strict=True):
         if tab.open:
             with tab, st.spinner(tr("working")):
                 panel()
+
+
+OPEN_TAB = "_open_tab"  # the open tab's name: not a widget key, so Streamlit keeps it while no tabs are drawn
+
+
+def main_tabs(tr: Labels, names: list[str]) -> Sequence[TabContainer]:
+    """The page's tabs, opened where the reader left them: Streamlit drops the tabs' value on a run
+    that does not draw them (portfolio mode), so the open tab's name is kept beside it."""
+    kept = st.session_state.get(OPEN_TAB)
+    if "main_tab" not in st.session_state and kept in names:
+        st.session_state["main_tab"] = tr(kept)
+    tabs = st.tabs([tr(name) for name in names], key="main_tab", on_change="rerun")
+    st.session_state[OPEN_TAB] = next((name for name, tab in zip(names, tabs, strict=True) if tab.open), kept)
+    return tabs

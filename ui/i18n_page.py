@@ -1,0 +1,16 @@
+"""Labels of the page's later controls and notes (issue 30, round 3), in English and Chinese.
+
+Same shape as ``ui.i18n``'s table (key -> (English, 中文)), merged into it; kept apart because
+ui/i18n.py is over the module size (CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+PAGE_LABELS: dict[str, tuple[str, str]] = {
+    # sidebar: the GPU table
+    "gpu_allow_all": ("Allow every GPU type", "允许全部 GPU 型号"),
+    "gpu_allow_all_help": (
+        "Tick every row again (after “Send to plan” kept one type); inventories and prices stay as they are.",
+        "重新勾选所有型号（“发送到规划”只保留了一种之后）；库存和价格保持不变。",
+    ),
+}
