@@ -1,7 +1,7 @@
 """trainplan's sizing app: ``trainplan app`` (or ``streamlit run app.py``), bound to localhost.
 
 Thin by design: the sidebar's widgets (``ui.sidebar``, ``ui.gpu_table``) become a ``PlanRequest``;
-``ui.cached`` asks ``planner.api`` / ``planner.search.explore`` (cached on the request's JSON);
+``ui.cached`` asks ``planner.api`` / ``planner.api.explore`` (cached on the request's JSON);
 ``ui.single`` (plan card, tabs, ``ui.explorer``, ``ui.run_view``) or ``ui.portfolio_view`` render the
 answers with ``ui.figures``; every label comes from ``ui.i18n`` (English / 中文).
 """

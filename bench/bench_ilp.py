@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from planner.search.fleet import GpuEconomics, size_fleet
-from planner.search.ilp import CandidateTable, solve_single
+from planner.search.ilp import ScoredTable, solve_single
 from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -24,14 +24,14 @@ PRICE_PER_GPU_HOUR = np.array([1.8, 3.0, 3.8, 6.0, 1.0, 3.5])
 DAY = SECONDS_PER_DAY
 
 
-def synthetic_table(rng: np.random.Generator, num_rows: int, gpu_days_a100: float) -> CandidateTable:
+def synthetic_table(rng: np.random.Generator, num_rows: int, gpu_days_a100: float) -> ScoredTable:
     """Random layouts: efficiency falls with scale, a third do not fit, a tenth do not divide."""
     gpu = rng.integers(0, len(GPUS), num_rows)
     n = 2 ** rng.integers(0, 11, num_rows)
     efficiency = rng.uniform(0.3, 0.6, num_rows) / (1 + 0.05 * np.log2(n))
     time_s = gpu_days_a100 * DAY / (n * SPEED[gpu] * efficiency)
     need = rng.uniform(0.3, 1.4, num_rows) * CAPACITY_GIB[gpu]
-    return CandidateTable(
+    return ScoredTable(
         gpu_id=GPUS[gpu],
         num_gpus=n,
         fits_memory=need <= CAPACITY_GIB[gpu] * 0.9,

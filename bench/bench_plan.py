@@ -18,9 +18,9 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from planner.api import PlanRequest, plan
+from planner.api.explore import plan_portfolio, scored_search
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
-from planner.search.explore import plan_portfolio, scored_search
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 WHOLE_CATALOG_TARGET_S = 1.0

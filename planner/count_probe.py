@@ -17,10 +17,11 @@ import numpy as np
 from planner.catalog.hardware import Catalog
 from planner.errors import Constraint, InfeasiblePlan
 from planner.model.settings import ModelingSettings
-from planner.request import DEFAULT_MAX_GPUS, CountLimits, PlanRequest, scored_table, search_space
+from planner.request import CountLimits, PlanRequest
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import check_rows
-from planner.search.space import build_candidates
+from planner.search.score import scored_table, search_space
+from planner.search.space import DEFAULT_MAX_GPUS, build_candidates
 
 __all__ = [
     "CAP_PROBE_FACTOR",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.errors import InfeasiblePlan
-from planner.search.ilp import CandidateTable, Objective, check_rows, solve_single
+from planner.search.ilp import Objective, ScoredTable, check_rows, solve_single
 
 __all__ = ["IDLE_BATCH_TOLERANCE", "IDLE_FRACTION", "IdleGPUs", "idle_gpus"]
 
@@ -45,7 +45,7 @@ class IdleGPUs:
 
 
 def idle_gpus(
-    table: CandidateTable,
+    table: ScoredTable,
     chosen: int,
     objective: Objective,
     inventory: dict[str, int] | None,

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest, build_plan
+from planner.api.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from planner.catalog import detect
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.detect import NoGPUDriver
@@ -18,7 +19,6 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.search.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from planner.units import GIB
 from ui import charts
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload

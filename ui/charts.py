@@ -3,7 +3,7 @@
 Pure functions of plans and DataFrames (plus the few file helpers the app needs: reading an
 uploaded config, zipping an emitted job, reading a run's ``metrics.jsonl``), so the app stays
 thin and everything here is testable without Streamlit. No planning happens here: every number
-comes from ``planner.api`` / ``planner.search.explore``.
+comes from ``planner.api`` / ``planner.api.explore``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from planner.layout import ActivationCheckpointing, Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.request import DEFAULT_MAX_GPUS
 from planner.search.fleet import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
+from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
@@ -91,6 +91,9 @@ def solve(
 def money(usd: float) -> str:
     """$1.23M, $12,345 or $9.35: whole dollars where cents would be noise."""
     return _money(usd, cents_below=100)
+
+
+BLANK = "—"  # a table's empty cell (Streamlit writes "None" unless told; issue 30)
 
 
 def token_count(tokens: int) -> str:
@@ -400,8 +403,8 @@ def solve_jobs(
     settings: ModelingSettings,
     catalog: Catalog | None = None,
 ) -> PortfolioOutcome:
-    """``planner.search.explore.plan_portfolio`` as a table: one row per job's chosen plan."""
-    from planner.search.explore import plan_portfolio
+    """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan."""
+    from planner.api.explore import plan_portfolio
 
     try:
         solution = plan_portfolio(

@@ -317,7 +317,7 @@ def portfolio(
     as_json: bool = JSON,
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
-    from planner.search.explore import plan_portfolio
+    from planner.api.explore import plan_portfolio
     from ui.portfolio_file import read_jobs_file
 
     spec = read_jobs_file(jobs_file)
@@ -359,8 +359,8 @@ def fleet(
     as_json: bool = JSON,
 ) -> None:
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
+    from planner.api.explore import plan_fleet
     from planner.catalog.hardware import load_catalog
-    from planner.search.explore import plan_fleet
     from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)

@@ -18,10 +18,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from planner.api.explore import plan_label
 from planner.catalog.hardware import load_catalog
 from planner.fmt import money_short
 from planner.plan import MemoryTerms, Plan, TimeTerms
-from planner.search.explore import plan_label
 from planner.units import HOURS_PER_DAY
 from ui.i18n import Labels
 

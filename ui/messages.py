@@ -13,10 +13,10 @@ import math
 import re
 
 from planner.api import PlanRequest, PlanResult
+from planner.api.explore import WhyNot
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
 from planner.plan import Estimate, Plan, Uncertainty
-from planner.search.explore import WhyNot
 from planner.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.charts import Infeasible, duration_key, money
 from ui.i18n import Labels, plain

@@ -1,4 +1,4 @@
-"""Portfolio mode: several jobs on one shared GPU inventory (``planner.search.explore.plan_portfolio``).
+"""Portfolio mode: several jobs on one shared GPU inventory (``planner.api.explore.plan_portfolio``).
 
 Inventory means the same as on the single-job page: a type's count is its limit, blank is no
 limit (here: up to "Most GPUs to consider", the search's own cap), 0 or unticked is none.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.api import PlanRequest
-from planner.request import DEFAULT_MAX_GPUS
+from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import charts, figures
 from ui.cached import cached_portfolio

@@ -21,10 +21,10 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.candidates import single
 from planner.model.estimate import score
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
-from planner.search.candidates import single
 from planner.units import GIB
 
 DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "fsdp_runs.csv"

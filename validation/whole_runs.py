@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.api import PlanRequest, build_plan
+from planner.api.explore import scored_search
 from planner.catalog.hardware import Catalog, NetworkSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
@@ -45,7 +46,6 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.plan import GoodputEstimate, Plan
-from planner.search.explore import scored_search
 from planner.units import SECONDS_PER_HOUR
 from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON
 from validation.moe_runs import MOE_RUNS

@@ -26,8 +26,8 @@ from planner.accuracy.ceiling import NODE_GPUS, Ceiling
 from planner.accuracy.regime import Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec
 from planner.layout import Layout, Precision, TrainingConfig
+from planner.model.candidates import PREC_FP8, Candidates
 from planner.plan import EfficiencyCeiling, Estimate, Uncertainty
-from planner.search.candidates import PREC_FP8, Candidates
 
 
 class Risk(StrEnum):

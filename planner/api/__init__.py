@@ -26,6 +26,7 @@ from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.idle import IdleGPUs, idle_gpus
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
@@ -34,18 +35,15 @@ from planner.reports import ReplanRequest
 from planner.request import (
     PlanRequest,
     allowed_gpus,
-    candidate_table,
     catalog_with_prices,
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
     request_settings,
     requested_batch_tokens,
-    scored_table,
-    search_space,
 )
-from planner.search.candidates import Candidates
-from planner.search.ilp import CandidateTable, Objective, SingleSolution, check_rows, nearest_batch, solve_single
+from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch, solve_single
+from planner.search.score import candidate_table, scored_table, search_space
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -251,7 +249,7 @@ def plan(
 def median_choice(
     request: PlanRequest,
     c: Candidates,
-    table: CandidateTable,
+    table: ScoredTable,
     catalog: Catalog,
     gpu_ids: list[str],
     deadline_s: float | None,
@@ -275,7 +273,7 @@ def median_choice(
 
 
 def solve_request(
-    request: PlanRequest, table: CandidateTable, deadline_s: float | None, inventory: dict[str, int] | None
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
 ) -> SingleSolution:
     """The ILP over ``table`` with the request's objective, limits and batch target."""
     return solve_single(
@@ -309,7 +307,7 @@ def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
 
 
 def choosable_rows(
-    request: PlanRequest, table: CandidateTable, deadline_s: float | None, inventory: dict[str, int] | None
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
 ) -> np.ndarray:
     """The rows the solver could have chosen, where the near tie and the knee are read: those
     passing every constraint, at the chosen batch unless the request varies it."""

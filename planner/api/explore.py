@@ -12,6 +12,7 @@ from planner.api import PlanResult, plan, plan_from_row
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import catalog_with_price_kind
 from planner.errors import InfeasiblePlan
+from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.model.rowwise import distinct
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
@@ -22,13 +23,11 @@ from planner.request import (
     count_limits,
     request_settings,
     requested_batch_tokens,
-    scored_table,
-    search_space,
 )
-from planner.search.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.search.fleet import FleetSolution, TcoAssumptions, economics_for, size_fleet
-from planner.search.ilp import CandidateTable, check_rows
+from planner.search.ilp import ScoredTable, check_rows
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
+from planner.search.score import scored_table, search_space
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
@@ -37,7 +36,7 @@ from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 @dataclass(frozen=True)
 class ScoredSearch:
     request: PlanRequest
-    table: CandidateTable
+    table: ScoredTable
     frame: pd.DataFrame  # one row per candidate that passes memory/divisibility/batch
     candidates: Candidates | None = None  # what ``plan_for_row`` re-scores
     gpu_ids: tuple[str, ...] = ()

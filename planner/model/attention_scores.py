@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.model.candidates import IMPL_HF, Candidates
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import IMPL_HF, Candidates
 
 
 def eager_softcap_attention(model: ModelSpec, c: Candidates) -> np.ndarray:

@@ -39,11 +39,18 @@ CODES: dict[type, tuple] = {
     PipelineSchedule: SCHEDULE_CODES,
 }
 
-SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_FSDP = range(4)
-AC_NONE, AC_SELECTIVE, AC_FULL = range(3)
-PREC_BF16, PREC_FP16, PREC_FP8, PREC_FP32 = range(4)
-IMPL_NATIVE, IMPL_HF = range(2)
-SCHED_1F1B, SCHED_GPIPE = range(2)
+
+def code(member: Sharding | ActivationCheckpointing | Precision | Implementation | PipelineSchedule) -> int:
+    """The integer a candidate column stores for ``member`` (its place in ``CODES``)."""
+    return CODES[type(member)].index(member)
+
+
+# The codes the formulas compare columns with, named once from the tuples above.
+SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_FSDP = map(code, SHARDING_CODES)
+AC_NONE, AC_SELECTIVE, AC_FULL = map(code, AC_CODES)
+PREC_BF16, PREC_FP16, PREC_FP8, PREC_FP32 = map(code, PRECISION_CODES)
+IMPL_NATIVE, IMPL_HF = map(code, IMPL_CODES)
+SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
 
 
 def shard_group(sharding, dp_shard, cp) -> np.ndarray:

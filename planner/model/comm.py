@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model.candidates import Candidates
 from planner.model.settings import ModelingSettings
-from planner.search.candidates import Candidates
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import numpy as np
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, TrainingConfig
+from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
@@ -34,7 +35,6 @@ from planner.plan import (
     TimeTerms,
     fullest_node,
 )
-from planner.search.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 from planner.units import GIB, SECONDS_PER_HOUR
 
 
@@ -112,7 +112,7 @@ def score(
         hfu=tokens_per_s * hflops / cluster_peak,
         fits=fits(mem.device_total, c.memory_bytes, settings.memory_headroom) & host_fits(model, c, settings),
         capacity_bytes=c.memory_bytes,
-        checkpoint_bytes=checkpoint_bytes(model),
+        checkpoint_bytes=checkpoint_bytes(model, settings),
     )
 
 

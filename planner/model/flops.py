@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model.block import attended_keys, block_table, layer_tables, root_table
+from planner.model.candidates import AC_FULL, AC_SELECTIVE, IMPL_HF, Candidates
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import AC_FULL, AC_SELECTIVE, IMPL_HF, Candidates
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.model.memory import ADAM_STATE_BYTES, FP32_BYTES
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.units import SECONDS_PER_HOUR
+from planner.units import FP32_BYTES, SECONDS_PER_HOUR
 
 # Where failures outpace progress (tau / 2 + restart >= MTTF) the first-order model has no
 # finite answer; the job is scored at this goodput (1,000x its failure-free time) so that it
@@ -46,14 +45,17 @@ MIN_GOODPUT = 1e-3
 # single-node measurement the step model is checked on, so stragglers count beyond it.
 STRAGGLER_BASE_GPUS = 8.0
 
-# Bytes per parameter in a training checkpoint: fp32 master weights and the two AdamW moments
-# (the gradients are not saved).
-CHECKPOINT_BYTES_PER_PARAM = FP32_BYTES + ADAM_STATE_BYTES
+
+def checkpoint_bytes_per_param(s: ModelingSettings) -> float:
+    """Bytes per parameter in a training checkpoint: fp32 master weights and the AdamW moments at
+    the stack's width (``s.adam_state_bytes``: bf16 moments for DeepSeek-V3); the gradients are
+    not saved."""
+    return FP32_BYTES + s.adam_state_bytes
 
 
-def checkpoint_bytes(model: ModelSpec) -> float:
+def checkpoint_bytes(model: ModelSpec, s: ModelingSettings) -> float:
     """Bytes one checkpoint writes, over all ranks (each shard once)."""
-    return float(model.num_params()) * CHECKPOINT_BYTES_PER_PARAM
+    return float(model.num_params()) * checkpoint_bytes_per_param(s)
 
 
 @dataclass(frozen=True)

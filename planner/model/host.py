@@ -13,10 +13,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from planner.model.candidates import SHARD_ZERO1, Candidates
 from planner.model.memory import busiest_stage, state_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import SHARD_ZERO1, Candidates
 from planner.units import GIB
 
 __all__ = [

@@ -12,27 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from planner.model.block import block_table, root_table
-from planner.model.block_rows import Part
-from planner.model.flops import chunked_loss
-from planner.model.moe import (
-    busiest_rank_load,
-    expert_view,
-    grouped_mlp_saved_bytes_per_token,
-    held_fraction,
-    routed_expert_params_per_layer,
-)
-from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
-from planner.model.rowwise import MEMORY_COLUMNS, once_per_table, per_distinct_row
-from planner.model.scores import (
+from planner.model.attention_scores import (
     backward_bytes_per_score,
     saved_bytes_per_score,
     scores_per_microbatch,
     scores_per_token,
 )
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.model.spec import ModelSpec
-from planner.search.candidates import (
+from planner.model.block import block_table, root_table
+from planner.model.block_rows import Part
+from planner.model.candidates import (
     AC_FULL,
     AC_NONE,
     AC_SELECTIVE,
@@ -44,10 +32,21 @@ from planner.search.candidates import (
     SHARD_ZERO2,
     Candidates,
 )
+from planner.model.flops import chunked_loss
+from planner.model.moe import (
+    busiest_rank_load,
+    expert_view,
+    grouped_mlp_saved_bytes_per_token,
+    held_fraction,
+    routed_expert_params_per_layer,
+)
+from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
+from planner.model.rowwise import MEMORY_COLUMNS, once_per_table, per_distinct_row
+from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES, GIB
 
 FP8_BYTES = 1.0
-ADAM_STATE_BYTES = DEFAULT_SETTINGS.adam_state_bytes  # exp_avg + exp_avg_sq in fp32
 
 
 def usable_capacity(capacity, headroom: float):
@@ -323,7 +322,7 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
     the ``saved`` rows of ``planner/model/block.py`` (q, k, v, attention output and fp32 LSE;
     SwiGLU's gate, SiLU output, up and product or GeLU's fc1 and GeLU outputs, per routed
     expert; the two norms); attention that materialises its scores (no flash attention, eager
-    soft-capped attention: planner/model/scores.py) adds what it saves of them to the attention
+    soft-capped attention: planner/model/attention_scores.py) adds what it saves of them to the attention
     part, seq_len x heads / tp scores per local token at ``saved_bytes_per_score``."""
     # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
     # tokens) for the attention backward; ring attention keeps only its own.

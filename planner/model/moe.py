@@ -18,10 +18,10 @@ import numpy as np
 
 from planner.model import comm
 from planner.model.block import block_table
+from planner.model.candidates import PREC_FP8, PREC_FP32, Candidates
 from planner.model.flops import recompute_fraction
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import PREC_FP8, PREC_FP32, Candidates
 from planner.units import FP32_BYTES
 
 

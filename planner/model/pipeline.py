@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from planner.layout import PIPELINE_INPUT_WEIGHT, PIPELINE_OUTPUT_WEIGHT
-from planner.search.candidates import SCHED_GPIPE, Candidates
+from planner.model.candidates import SCHED_GPIPE, Candidates
 
 
 @dataclass(frozen=True)

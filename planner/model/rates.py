@@ -11,8 +11,8 @@ import numpy as np
 
 from planner.model import attention_kernels
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.candidates import PREC_FP8, Candidates
 from planner.model.settings import ModelingSettings
-from planner.search.candidates import PREC_FP8, Candidates
 
 
 def shape_factor(dims: list, s: ModelingSettings) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from planner.search.candidates import KNOBS, Candidates
+from planner.model.candidates import KNOBS, Candidates
 
 T = TypeVar("T")
 

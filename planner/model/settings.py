@@ -171,7 +171,7 @@ class ModelingSettings:
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0
-    # Attention that materialises its s x s scores (planner/model/scores.py) saves some of them
+    # Attention that materialises its s x s scores (planner/model/attention_scores.py) saves some of them
     # for backward, per score and head, masked and out-of-window ones too. Hugging Face's eager
     # attention with soft-capped scores (transformers models/gemma2/modeling_gemma2.py,
     # eager_attention_forward: matmul * scaling, / softcap, tanh, * softcap, + mask, softmax(dtype

@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from planner.model import comm, moe, rates
+from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Gemm, Part
+from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.flops import (
     forward_flops_per_token,
     head_recompute_fraction,
@@ -31,10 +33,8 @@ from planner.model.memory import (
 )
 from planner.model.pipeline import pipeline_ranks
 from planner.model.rowwise import COMPUTE_COLUMNS, per_distinct_row
-from planner.model.scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.search.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 
 
 @dataclass(frozen=True)

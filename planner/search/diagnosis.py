@@ -20,7 +20,7 @@ __all__ = ["RowChecks", "diagnose"]
 
 
 class TableColumns(Protocol):
-    """The columns of :class:`planner.search.ilp.CandidateTable` the diagnosis reads (a protocol,
+    """The columns of :class:`planner.search.ilp.ScoredTable` the diagnosis reads (a protocol,
     so this module does not import the ILP module that imports it)."""
 
     @property

@@ -1,7 +1,7 @@
 """Pick one training configuration from a scored candidate table with a small ILP.
 
 The analytic model scores every candidate (GPU type, count, layout, micro-batch, ...) and
-hands over a :class:`CandidateTable`. This module filters it, prunes dominated rows
+hands over a :class:`ScoredTable`. This module filters it, prunes dominated rows
 (estimate first, solve second), solves the single-job ILP of :func:`solve_single` with
 PuLP (HiGHS when ``highspy`` is importable, CBC otherwise) and, when nothing is
 feasible, raises the :class:`~planner.errors.InfeasiblePlan` that :mod:`planner.search.diagnosis`
@@ -26,9 +26,9 @@ import pulp
 from planner.search.diagnosis import RowChecks, diagnose
 
 __all__ = [
-    "CandidateTable",
     "Objective",
     "RowChecks",
+    "ScoredTable",
     "SingleSolution",
     "check_rows",
     "make_solver",
@@ -60,8 +60,9 @@ NEAR_TIE_FRACTION = 0.01
 
 
 @dataclass(frozen=True, eq=False)  # identity equality: == on arrays has no single truth value
-class CandidateTable:
-    """Struct of numpy arrays, one row per (gpu type, gpu count, layout, micro-batch, ...) candidate."""
+class ScoredTable:
+    """The scored candidates the ILP solves over: struct of numpy arrays, one row per (gpu type,
+    gpu count, layout, micro-batch, ...) candidate, with its fit, time, cost and the checks."""
 
     gpu_id: np.ndarray  # str (object) array
     num_gpus: np.ndarray  # int
@@ -81,27 +82,27 @@ class CandidateTable:
             column = np.asarray(getattr(self, name))
             if column.ndim != 1 or len(column) != num_rows:
                 raise ValueError(
-                    f"CandidateTable.{name}: expected a 1-D array of {num_rows} rows, got shape {column.shape}"
+                    f"ScoredTable.{name}: expected a 1-D array of {num_rows} rows, got shape {column.shape}"
                 )
             object.__setattr__(self, name, column.astype(dtype, copy=False))
         extra = {}
         for name, values in self.extra.items():
             column = np.asarray(values)
             if name in _COLUMN_KINDS:
-                raise ValueError(f"CandidateTable.extra[{name!r}]: clashes with a core column")
+                raise ValueError(f"ScoredTable.extra[{name!r}]: clashes with a core column")
             if column.ndim != 1 or len(column) != num_rows:
-                raise ValueError(f"CandidateTable.extra[{name!r}]: expected {num_rows} rows, got shape {column.shape}")
+                raise ValueError(f"ScoredTable.extra[{name!r}]: expected {num_rows} rows, got shape {column.shape}")
             extra[name] = column
         object.__setattr__(self, "extra", extra)
 
     def __len__(self) -> int:
         return len(self.gpu_id)
 
-    def take(self, indices: np.ndarray | list[int]) -> CandidateTable:
+    def take(self, indices: np.ndarray | list[int]) -> ScoredTable:
         """The rows at ``indices`` (in that order), extra columns included."""
         indices = np.asarray(indices, dtype=np.int64)
         core = {name: getattr(self, name)[indices] for name in _COLUMN_KINDS}
-        return CandidateTable(**core, extra={k: v[indices] for k, v in self.extra.items()})
+        return ScoredTable(**core, extra={k: v[indices] for k, v in self.extra.items()})
 
 
 class Objective(StrEnum):
@@ -132,7 +133,7 @@ def positive_reference(values: np.ndarray) -> float:
 
 
 def check_rows(
-    table: CandidateTable,
+    table: ScoredTable,
     *,
     deadline_s: float | None = None,
     budget_usd: float | None = None,
@@ -147,7 +148,7 @@ def check_rows(
     divisibility and batch filters but has a non-finite time or cost.
     """
     if len(table) == 0:
-        raise ValueError("CandidateTable: no rows to choose from")
+        raise ValueError("ScoredTable: no rows to choose from")
     _check_limit("deadline_s", deadline_s)
     _check_limit("budget_usd", budget_usd)
     if inventory is None:
@@ -182,19 +183,19 @@ def _check_limit(name: str, value: float | None) -> None:
         raise ValueError(f"{name}: expected a positive number, got {value!r}")
 
 
-def _check_scored(table: CandidateTable, plausible: np.ndarray) -> None:
+def _check_scored(table: ScoredTable, plausible: np.ndarray) -> None:
     for name in ("time_to_train_s", "cost_usd"):
         bad = plausible & ~(np.isfinite(getattr(table, name)) & (getattr(table, name) >= 0))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"CandidateTable.{name}: row {row} ({table.label[row]}) passes the "
+                f"ScoredTable.{name}: row {row} ({table.label[row]}) passes the "
                 f"memory, divisibility and batch checks but has value "
                 f"{getattr(table, name)[row]!r}"
             )
     bad = plausible & (table.num_gpus < 1)
     if bad.any():
-        raise ValueError(f"CandidateTable.num_gpus: row {int(np.flatnonzero(bad)[0])} has < 1 GPU")
+        raise ValueError(f"ScoredTable.num_gpus: row {int(np.flatnonzero(bad)[0])} has < 1 GPU")
 
 
 def pareto_mask(group: np.ndarray, cost: np.ndarray, time: np.ndarray, size: np.ndarray | None = None) -> np.ndarray:
@@ -340,7 +341,7 @@ class SingleSolution:
 
 
 def solve_single(
-    table: CandidateTable,
+    table: ScoredTable,
     objective: Objective | str = Objective.COST,
     *,
     deadline_s: float | None = None,
@@ -443,7 +444,7 @@ class _Limits:
 
 
 def _single_job_problem(
-    table: CandidateTable, kept: np.ndarray, coefficients: np.ndarray, limits: _Limits
+    table: ScoredTable, kept: np.ndarray, coefficients: np.ndarray, limits: _Limits
 ) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
     """(1)-(7) of :func:`solve_single` over the rows ``kept``, minimising ``coefficients . x``."""
     C, T, n = table.cost_usd, table.time_to_train_s, table.num_gpus

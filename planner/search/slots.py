@@ -15,7 +15,7 @@ import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.diagnosis import diagnose
-from planner.search.ilp import CandidateTable, check_rows, nearest_batch, pareto_mask
+from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
 
 __all__ = [
     "JobCandidates",
@@ -34,7 +34,7 @@ class JobCandidates:
     """One job's scored candidates and its own limits (times from the start of the horizon)."""
 
     name: str
-    table: CandidateTable
+    table: ScoredTable
     deadline_s: float | None = None
     budget_usd: float | None = None  # on the job's rent cost; size_fleet ignores it
     # The requested global batch (tokens; needs table.extra["batch_tokens"]): of the rows feasible

@@ -14,9 +14,7 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Precision, ep_fits, max_pipeline_stages
-from planner.model.spec import ModelSpec
-from planner.model.structure import structurally_valid
-from planner.search.candidates import (
+from planner.model.candidates import (
     AC_CODES,
     IMPL_CODES,
     PRECISION_CODES,
@@ -29,6 +27,8 @@ from planner.search.candidates import (
     hardware_columns,
     shard_group,
 )
+from planner.model.spec import ModelSpec
+from planner.model.structure import structurally_valid
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
 SHARDING_VARIANTS = (
@@ -47,6 +47,12 @@ CP_MIN_SEQ_LEN = 16384  # context parallelism only pays for long sequences
 DEFAULT_BATCH_TOLERANCE = 0.05
 
 
+# The largest GPU count searched for a GPU type with no inventory (and no ``max_gpus``). A type
+# with an inventory is searched up to its inventory; the cap is printed with the plan and named
+# in infeasible answers when it, not an inventory, limits the search (planner/request.py).
+DEFAULT_MAX_GPUS = 4096
+
+
 @dataclass(frozen=True)
 class SearchSpace:
     """What the planner may choose; each tuple lists the allowed values of one knob."""
@@ -60,7 +66,7 @@ class SearchSpace:
     allow_cp: bool = True
     impl: Implementation = Implementation.NATIVE
     compile: bool = False
-    max_gpus: int = 4096  # the largest count for a GPU type without an inventory
+    max_gpus: int = DEFAULT_MAX_GPUS
     min_gpus: int = 1
     extra_counts: tuple[int, ...] = ()  # whole-node counts searched besides the grid (a cap, an inventory)
     # False: another stack's estimate, which only the laws of the layout bind, not trainplan's

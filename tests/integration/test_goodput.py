@@ -13,10 +13,10 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate
-from planner.model.goodput import CHECKPOINT_BYTES_PER_PARAM, MIN_GOODPUT, goodput
+from planner.model.goodput import MIN_GOODPUT, checkpoint_bytes_per_param, goodput
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan
-from planner.request import candidate_table, search_space
+from planner.search.score import candidate_table, search_space
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from trainer.job import emit_job
@@ -108,7 +108,7 @@ def test_smaller_nodes_fail_more_often_per_gpu():
 def test_checkpoint_write_is_the_state_sharded_over_all_ranks():
     e = est(num_gpus=64)
     assert e.goodput is not None
-    state = LLAMA8B.num_params() * CHECKPOINT_BYTES_PER_PARAM
+    state = LLAMA8B.num_params() * checkpoint_bytes_per_param(DEFAULT_SETTINGS)
     assert e.goodput.checkpoint_write_s == pytest.approx(
         state / (64 * DEFAULT_SETTINGS.checkpoint_bandwidth_bytes_per_s_per_gpu)
     )

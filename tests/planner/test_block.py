@@ -10,11 +10,11 @@ from planner.catalog.models import get_preset, list_presets
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Part, TpSplit
+from planner.model.candidates import single
 from planner.model.flops import forward_flops_per_token, model_flops_per_token
 from planner.model.memory import block_activation_bytes_per_token, block_input_bytes_per_token
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
-from planner.search.candidates import single
 
 MOE_GELU = ModelSpec(
     name="moe-gelu",

@@ -9,9 +9,9 @@ import pytest
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, TrainingConfig
+from planner.model.candidates import single
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.step_time import host_time
-from planner.search.candidates import single
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 
 

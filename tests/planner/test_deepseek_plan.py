@@ -51,8 +51,8 @@ def test_deepseek_v3_unsharded_states_with_expert_parallelism_are_positive():
     """ZeRO-1 with ep=64 keeps whole grads of the dense weights and of 1/64 of the experts."""
     from planner.catalog.hardware import load_catalog
     from planner.layout import TrainingConfig
+    from planner.model.candidates import single
     from planner.model.memory import busiest_stage
-    from planner.search.candidates import single
 
     catalog = load_catalog()
     gpu = catalog.gpu("h100-sxm")

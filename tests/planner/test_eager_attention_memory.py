@@ -1,4 +1,4 @@
-"""The memory of attention that materialises its s x s scores (planner/model/scores.py): Gemma 2's
+"""The memory of attention that materialises its s x s scores (planner/model/attention_scores.py): Gemma 2's
 eager soft-capped attention on the Hugging Face path, and Megatron-LM's unfused attention. What a
 block saves of them is kept per block in flight, dropped by a checkpointed block (rebuilt for one
 block during its backward), and changes which Gemma 2 plans fit."""
@@ -11,10 +11,10 @@ from planner.api import PlanRequest, plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig
+from planner.model.candidates import single
 from planner.model.memory import activation_bytes, fits, memory, recompute_bytes, score_backward_bytes
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_LM_SETTINGS
-from planner.search.candidates import single
 from planner.units import GIB
 
 GEMMA2 = get_preset("gemma2-9b")

@@ -12,9 +12,9 @@ from planner.catalog.models import get_preset
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model import rates
 from planner.model.block import block_table
+from planner.model.candidates import single
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.step_time import eager_softcap_attention, rank_compute_time, unfused_attention_bytes
-from planner.search.candidates import single
 
 GEMMA2 = get_preset("gemma2-9b")
 NO_CAP = GEMMA2.model_copy(update={"attn_softcap": None})

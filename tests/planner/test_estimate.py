@@ -301,8 +301,8 @@ def test_in_flight_activations_follow_torchs_interleaved_schedule_on_every_rank(
     chunks), for every grad_accum the rules allow."""
     from types import SimpleNamespace
 
+    from planner.model.candidates import SCHED_1F1B
     from planner.model.pipeline import in_flight_microbatches
-    from planner.search.candidates import SCHED_1F1B
 
     rows = [
         (pp, vpp, m)
@@ -325,8 +325,8 @@ def test_one_f_one_b_holds_pp_minus_rank_micro_batches():
     before each forward: rank r holds pp - r micro-batches (at most m); GPipe holds all m."""
     from types import SimpleNamespace
 
+    from planner.model.candidates import SCHED_1F1B, SCHED_GPIPE
     from planner.model.pipeline import in_flight_microbatches
-    from planner.search.candidates import SCHED_1F1B, SCHED_GPIPE
 
     pp, m = 4, 6
     ranks = np.arange(pp)
@@ -377,8 +377,8 @@ def test_gradient_reductions_move_the_stacks_gradient_dtype(layout):
     Megatron-Core's bf16 buffers with grad_reduce_in_fp32 off move 2 bytes, fp32 ones 4): ZeRO-1's
     reduce-scatter and DDP's all-reduce are linear in those bytes (ZeRO-1's parameter all-gather
     is not)."""
+    from planner.model.candidates import single
     from planner.model.step_time import comm_times
-    from planner.search.candidates import single
 
     gpu = CATALOG.gpu("h100-sxm")
     training = TrainingConfig(seq_len=4096, grad_accum=4)

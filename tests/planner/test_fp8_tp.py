@@ -9,11 +9,11 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.model import comm
+from planner.model.candidates import single
 from planner.model.memory import block_activation_bytes_per_token
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS
 from planner.model.step_time import block_gemm_time_per_token, comm_times
 from planner.model.structure import first_structural_problem
-from planner.search.candidates import single
 
 LLAMA = get_preset("llama3-8b")
 RULES = dict(pp=1, cp=1, seq_len=4096, grad_accum=1, scaleup_domain_size=8, one_f_one_b=True)

@@ -13,7 +13,7 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.search.ilp import (
     NEAR_TIE_FRACTION,
     TIE_BREAK_WEIGHT,
-    CandidateTable,
+    ScoredTable,
     check_rows,
     make_solver,
     pareto_mask,
@@ -25,11 +25,11 @@ CAPACITY_GIB = np.array([80.0, 80.0, 141.0])
 SEEDS = range(20)
 
 
-def random_table(rng: np.random.Generator, num_rows: int) -> CandidateTable:
+def random_table(rng: np.random.Generator, num_rows: int) -> ScoredTable:
     """Rows with random flags and costs; coarse grids make exact ties in cost and time likely."""
     gpu = rng.integers(0, len(GPU_TYPES), num_rows)
     need = rng.uniform(20, 200, num_rows)
-    return CandidateTable(
+    return ScoredTable(
         gpu_id=GPU_TYPES[gpu],
         num_gpus=rng.choice([1, 2, 4, 8, 16, 32, 64], num_rows),
         fits_memory=need <= CAPACITY_GIB[gpu] * 0.9,
@@ -53,7 +53,7 @@ def random_limits(rng: np.random.Generator) -> dict:
     )
 
 
-def brute_force_feasible(table: CandidateTable, deadline_s=None, budget_usd=None, inventory=None) -> np.ndarray:
+def brute_force_feasible(table: ScoredTable, deadline_s=None, budget_usd=None, inventory=None) -> np.ndarray:
     rows = []
     for i in range(len(table)):
         gpu, n = table.gpu_id[i], table.num_gpus[i]
@@ -65,7 +65,7 @@ def brute_force_feasible(table: CandidateTable, deadline_s=None, budget_usd=None
     return np.array(rows)
 
 
-def brute_force_scores(table: CandidateTable, feasible: np.ndarray, objective: str, cost_weight: float) -> np.ndarray:
+def brute_force_scores(table: ScoredTable, feasible: np.ndarray, objective: str, cost_weight: float) -> np.ndarray:
     C, T = table.cost_usd[feasible], table.time_to_train_s[feasible]
     w = {"cost": (1.0, TIE_BREAK_WEIGHT), "time": (TIE_BREAK_WEIGHT, 1.0), "mix": (cost_weight, 1 - cost_weight)}[
         objective
@@ -170,7 +170,7 @@ def test_large_tables_are_pruned_to_a_small_model() -> None:
     num_rows = 100_000
     gpu = rng.integers(0, 3, num_rows)
     time = rng.uniform(1e5, 1e7, num_rows)
-    table = CandidateTable(
+    table = ScoredTable(
         gpu_id=GPU_TYPES[gpu],
         num_gpus=rng.choice([8, 16, 32, 64], num_rows),
         fits_memory=rng.random(num_rows) < 0.7,
@@ -208,7 +208,7 @@ def test_solver_choice_is_validated() -> None:
 # --- the candidate table --------------------------------------------------------------------
 
 
-def core_columns(table: CandidateTable) -> dict[str, np.ndarray]:
+def core_columns(table: ScoredTable) -> dict[str, np.ndarray]:
     return {f.name: getattr(table, f.name) for f in dataclasses.fields(table) if f.name != "extra"}
 
 
@@ -225,11 +225,11 @@ def test_table_take_and_column_types() -> None:
 def test_table_rejects_ragged_columns() -> None:
     core = core_columns(random_table(np.random.default_rng(5), 10))
     with pytest.raises(ValueError, match="cost_usd"):
-        CandidateTable(**{**core, "cost_usd": core["cost_usd"][:9]})
+        ScoredTable(**{**core, "cost_usd": core["cost_usd"][:9]})
     with pytest.raises(ValueError, match="extra\\['tp'\\]"):
-        CandidateTable(**core, extra={"tp": np.ones(3)})
+        ScoredTable(**core, extra={"tp": np.ones(3)})
     with pytest.raises(ValueError, match="clashes"):
-        CandidateTable(**core, extra={"label": core["label"]})
+        ScoredTable(**core, extra={"label": core["label"]})
 
 
 def test_bad_inputs_raise_value_errors() -> None:
@@ -252,7 +252,7 @@ def test_bad_inputs_raise_value_errors() -> None:
 # --- infeasibility diagnosis ----------------------------------------------------------------
 
 
-def hand_table(rows: list[dict], layout_columns: bool = True) -> CandidateTable:
+def hand_table(rows: list[dict], layout_columns: bool = True) -> ScoredTable:
     defaults = dict(
         gpu_id="h200",
         num_gpus=8,
@@ -270,7 +270,7 @@ def hand_table(rows: list[dict], layout_columns: bool = True) -> CandidateTable:
     columns = {key: np.array([record[key] for record in records]) for key in defaults}
     extra = {key: columns.pop(key) for key in ("tp", "dp_shard")}
     labels = np.array([f"row {i}" for i in range(len(records))], dtype=object)
-    return CandidateTable(**columns, label=labels, extra=extra if layout_columns else {})
+    return ScoredTable(**columns, label=labels, extra=extra if layout_columns else {})
 
 
 def test_memory_message_names_need_capacity_and_sharding() -> None:
@@ -427,7 +427,7 @@ def test_infeasible_plan_survives_pickling_and_empty_tables_are_rejected() -> No
 
 def test_a_near_tie_goes_to_the_faster_plan_under_cost_and_the_cheaper_under_time():
     """2 GPUs for 4.6 days vs 8 for 27.7 h at 0.1 % more (issue 10): cost takes the 8."""
-    table = CandidateTable(
+    table = ScoredTable(
         gpu_id=np.array(["b200"] * 3, dtype=object),
         num_gpus=np.array([2, 8, 16]),
         fits_memory=np.ones(3, bool),

@@ -19,7 +19,7 @@ from planner.layout import (
     Sharding,
     TrainingConfig,
 )
-from planner.search.candidates import KNOBS, Candidates, single
+from planner.model.candidates import KNOBS, Candidates, single
 
 
 def test_every_mesh_axis_is_a_layout_degree_outermost_first():

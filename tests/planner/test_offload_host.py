@@ -11,10 +11,10 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import Constraint, InfeasiblePlan
 from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingConfig
+from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.host import host_need_bytes
 from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, Stack
-from planner.search.candidates import single
 from planner.units import GIB
 
 CATALOG = load_catalog()

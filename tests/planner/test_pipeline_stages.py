@@ -9,11 +9,11 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig, max_pipeline_stages, stage_layer_counts, stage_layer_ranges
 from planner.model import comm
+from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.pipeline import rank_layers
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.step_time import tied_embedding_sync_s
-from planner.search.candidates import single
 from planner.search.space import pipeline_degrees
 
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from planner.api import PlanRequest, ReplanRequest, plan, replan
+from planner.api.explore import best_per_count, pareto_front, scored_search, why_not
 from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
 from planner.layout import Implementation
-from planner.search.explore import best_per_count, pareto_front, scored_search, why_not
 from planner.search.ilp import NEAR_TIE_FRACTION
 
 SECONDS_PER_DAY = 86400

@@ -11,7 +11,7 @@ from support import SOLVERS
 
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import GpuEconomics, TcoAssumptions, break_even, size_fleet
-from planner.search.ilp import TIE_BREAK_WEIGHT, CandidateTable, solve_single
+from planner.search.ilp import TIE_BREAK_WEIGHT, ScoredTable, solve_single
 from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates
 
@@ -28,7 +28,7 @@ def random_job(rng: np.random.Generator, name: str, num_rows: int, price_noise: 
     time_s = np.round(gpu_days / n * 4) / 4 * DAY  # quarter days: ties are common
     noise = rng.uniform(1 - price_noise, 1 + price_noise, num_rows)
     cost = n * time_s / 3600 * PRICE_PER_GPU_HOUR[gpu] * noise
-    table = CandidateTable(
+    table = ScoredTable(
         gpu_id=GPUS[gpu],
         num_gpus=n,
         fits_memory=rng.random(num_rows) < 0.9,
@@ -166,8 +166,8 @@ def test_one_job_portfolio_is_the_single_job_optimum() -> None:
 
 
 def two_big_jobs() -> list[JobCandidates]:
-    def table(days: float) -> CandidateTable:
-        return CandidateTable(
+    def table(days: float) -> ScoredTable:
+        return ScoredTable(
             gpu_id=np.array(["h100"], dtype=object),
             num_gpus=[8],
             fits_memory=[True],
@@ -359,9 +359,9 @@ def test_tco_assumptions_are_validated() -> None:
 
 def test_plan_portfolio_returns_one_runnable_plan_per_job():
     from planner.api import PlanRequest
+    from planner.api.explore import plan_label, plan_portfolio, scored_search
     from planner.catalog.models import get_preset
     from planner.plan import Plan
-    from planner.search.explore import plan_label, plan_portfolio, scored_search
 
     gpus = {"h100-sxm": 16}
     requests = {
@@ -389,10 +389,10 @@ def test_portfolio_and_fleet_plans_train_at_the_batch_nearest_the_request():
     """As with one job, each job of a portfolio or fleet trains at the achievable batch nearest the
     one it asked for (the request's tolerance only bounds the search), unless vary_batch."""
     from planner.api import PlanRequest, plan
+    from planner.api.explore import job_candidates, plan_fleet, plan_portfolio
     from planner.catalog.hardware import load_catalog
     from planner.catalog.models import get_preset
     from planner.model.settings import DEFAULT_SETTINGS
-    from planner.search.explore import job_candidates, plan_fleet, plan_portfolio
 
     gpus = {"h100-sxm": 64}
     requests = {

@@ -14,9 +14,9 @@ from planner.catalog.hardware import BUILTIN_DIR, CatalogError, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.model import attention_kernels, rates
+from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS
-from planner.search.candidates import single
 
 
 def _write(tmp_path: Path, gpu_id: str, **changes) -> Path:

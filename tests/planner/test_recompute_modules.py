@@ -12,12 +12,12 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, TrainingConfig
 from planner.model.block import block_table
 from planner.model.block_rows import Part, Recompute
+from planner.model.candidates import single
 from planner.model.flops import hardware_flops_per_token, recomputed_module_flops_per_token
 from planner.model.memory import block_activation_bytes_per_token, native_saved_bytes, recompute_bytes
 from planner.model.moe import busiest_rank_load, grouped_mlp_saved_bytes_per_token
 from planner.model.settings import MEGATRON_CORE_SETTINGS
 from planner.model.step_time import forward_gemm_time_per_token, rank_compute_time
-from planner.search.candidates import single
 
 DSV3 = get_preset("deepseek-v3")
 LLAMA = get_preset("llama3-8b")

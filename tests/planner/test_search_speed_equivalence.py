@@ -16,24 +16,17 @@ from functools import cache
 import numpy as np
 import pytest
 
+from planner.api.explore import layout_labels, scored_search
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.model import memory as memory_module
 from planner.model import pipeline, rowwise
 from planner.model import step_time as step_module
+from planner.model.candidates import KNOBS, Candidates
 from planner.model.estimate import job_totals, score
 from planner.model.settings import Stack
-from planner.request import (
-    PlanRequest,
-    allowed_gpus,
-    candidate_table,
-    count_limits,
-    request_settings,
-    row_evidence,
-    search_space,
-)
-from planner.search.candidates import KNOBS, Candidates
-from planner.search.explore import layout_labels, scored_search
+from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
+from planner.search.score import candidate_table, row_evidence, search_space
 from planner.search.space import build_candidates
 from planner.units import GIB
 

@@ -36,3 +36,16 @@ def heavy_imports(path: Path, *, module_level: bool = False) -> list[str]:
     return [
         f"{path}:{line}: imports {name}" for line, name in imports(path, module_level=module_level) if name in HEAVY
     ]
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, dotted module) of each absolute import in ``path``, wherever it stands (function
+    bodies and ``if TYPE_CHECKING:`` included: a type-only import still ties two rooms)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] if node.module == "planner" else []
+            found.extend((node.lineno, name) for name in names or [node.module])
+    return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import Layout, TrainingConfig
-from planner.search.candidates import Candidates, single
+from planner.model.candidates import Candidates, single
 
 
 def h100_row(layout: Layout, num_gpus: int, **training) -> Candidates:

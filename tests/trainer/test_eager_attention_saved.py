@@ -1,6 +1,6 @@
 """What transformers' eager Gemma 2 attention saves for backward of its s x s scores, counted by
 autograd's saved-tensor hooks on a tiny model, is what the planner's memory model charges per
-score (``ModelingSettings.eager_softcap_attention_saved_bytes_per_score``, planner/model/scores.py)."""
+score (``ModelingSettings.eager_softcap_attention_saved_bytes_per_score``, planner/model/attention_scores.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Streamlit app, run headless with AppTest: widgets, plan card vs planner.api, errors, language.
 
-Every expected number comes from calling ``planner.api`` / ``planner.search.explore`` directly with the
+Every expected number comes from calling ``planner.api`` / ``planner.api.explore`` directly with the
 request the widgets describe, so a wrong wiring (a widget feeding the wrong field, a stale cache,
 a mislabelled metric) fails here. Small models and two or three GPU types keep each run fast.
 """
@@ -34,13 +34,13 @@ from support.app import (
 )  # fmt: skip
 
 from planner.api import PlanRequest
+from planner.api.explore import best_per_count, pareto_front, plan_portfolio, scored_search, why_not
 from planner.catalog.detect import DetectedGPU
 from planner.catalog.models import get_preset, model_from_hf_config
 from planner.errors import InfeasiblePlan
 from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
-from planner.search.explore import best_per_count, pareto_front, plan_portfolio, scored_search, why_not
 from planner.search.fleet import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec

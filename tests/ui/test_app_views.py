@@ -29,10 +29,10 @@ from support.app import (
 )  # fmt: skip
 
 from planner.api import build_plan
+from planner.api.explore import best_per_count, pareto_front, scored_search
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.search.explore import best_per_count, pareto_front, scored_search
 from ui import figures
 from ui.gpu_table import apply_edits, default_rows
 from ui.i18n import all_labels
@@ -348,8 +348,8 @@ def page_texts(at) -> list[str]:
 
 
 def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
+    from planner.api.explore import why_not_answer
     from planner.explain import NoteKind, plan_notes
-    from planner.search.explore import why_not_answer
     from ui.charts import Infeasible
     from ui.messages import infeasible_text, note_text, why_not_text
 

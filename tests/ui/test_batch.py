@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from planner.api import PlanRequest, plan
+from planner.api.explore import scored_search
 from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
 from planner.layout import TrainingConfig
-from planner.search.explore import scored_search
 from planner.search.ilp import NEAR_TIE_FRACTION
 from ui.cli import main
 
