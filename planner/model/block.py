@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,23 +35,21 @@ from planner.model.block_rows import (
     Saved,
     TpSplit,
 )
-
-if TYPE_CHECKING:
-    from planner.model.spec import ModelSpec
+from planner.model.shape import ModelShape
 
 
-def _norm_params(model: ModelSpec, width: int | None = None) -> int:
+def _norm_params(model: ModelShape, width: int | None = None) -> int:
     return (width or model.hidden_size) * (2 if model.norm_bias else 1)
 
 
-def _eager_rmsnorm(model: ModelSpec, hf_modules: bool) -> bool:
+def _eager_rmsnorm(model: ModelShape, hf_modules: bool) -> bool:
     """HF's LlamaRMSNorm runs in Python (upcast, pow, mean, mul, downcast, weight mul); the native
     trainer and every LayerNorm use a fused kernel."""
     return hf_modules and model.norm == "rmsnorm"
 
 
 def _norm_rows(
-    model: ModelSpec,
+    model: ModelShape,
     name: str,
     hf_modules: bool,
     width: int | None = None,
@@ -88,7 +85,7 @@ class _Rows:
         return _Rows(self.gemms + other.gemms, self.saved + other.saved, self.elementwise + other.elementwise)
 
 
-def _qk_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+def _qk_norm_rows(model: ModelShape, hf_modules: bool) -> _Rows:
     """RMSNorm of q and k (Qwen3/Gemma 3 per head: head_dim weights each; OLMo 2 over the
     whole projection: q_size + kv_size weights). The pass covers every q and k element."""
     if model.qk_norm == "none":
@@ -102,7 +99,7 @@ def _qk_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     )
 
 
-def _latent_attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+def _latent_attention_rows(model: ModelShape, hf_modules: bool) -> _Rows:
     """DeepSeek MLA. The down projections are replicated under tensor parallelism (as in
     Megatron-Core's MLA), the up projections column-parallel. Saved for backward besides q, k, v:
     the normalised query latent and the key/value latent (kv_lora_rank + the shared rotary key:
@@ -151,7 +148,7 @@ def _latent_attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     )
 
 
-def _attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+def _attention_rows(model: ModelShape, hf_modules: bool) -> _Rows:
     """Multi-head / grouped-query attention, or MLA."""
     if model.mla is not None:
         return _latent_attention_rows(model, hf_modules)
@@ -182,7 +179,7 @@ def _attention_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     return rows
 
 
-def _rotary_rows(model: ModelSpec) -> _Rows:
+def _rotary_rows(model: ModelShape) -> _Rows:
     """RoPE, ~10 elements moved per rotated q/k element. Partial rotary (Nemotron's
     ``partial_rotary_factor``) rotates ``rotary_dim`` of each head's channels, then concatenates
     them with the rest: one more read + write of every q/k element."""
@@ -193,7 +190,7 @@ def _rotary_rows(model: ModelSpec) -> _Rows:
 
 
 def _mlp_rows(
-    model: ModelSpec, name: str, width: int, experts: int = 1, active: int = 1, routed: bool = False
+    model: ModelShape, name: str, width: int, experts: int = 1, active: int = 1, routed: bool = False
 ) -> _Rows:
     """One (set of) MLP(s): gated (SwiGLU/GeGLU: gate and up, then down) or two matrices (up,
     down) with GeLU or squared ReLU (Nemotron's relu2) between them.
@@ -242,7 +239,7 @@ def _mlp_rows(
     )
 
 
-def _feed_forward_rows(model: ModelSpec, dense: bool) -> _Rows:
+def _feed_forward_rows(model: ModelShape, dense: bool) -> _Rows:
     """A dense MLP, or routed experts + shared experts + router (MoE blocks)."""
     if not model.is_moe or dense:
         width = (model.dense_ffn_hidden_size or model.ffn_hidden_size) if dense else model.ffn_hidden_size
@@ -275,7 +272,7 @@ def _feed_forward_rows(model: ModelSpec, dense: bool) -> _Rows:
     )
 
 
-def _block_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
+def _block_norm_rows(model: ModelShape, hf_modules: bool) -> _Rows:
     """Pre-norm and post-norm blocks have two norms, Gemma's sandwich four."""
     names = {
         "pre": ("attention norm", "mlp norm"),
@@ -291,7 +288,7 @@ def _block_norm_rows(model: ModelSpec, hf_modules: bool) -> _Rows:
     return rows
 
 
-def block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False) -> BlockTable:
+def block_table(model: ModelShape, hf_modules: bool = False, dense: bool = False) -> BlockTable:
     """``_block_table``, kept per model: scoring asks for it a thousand times a plan (issue 28)."""
     try:
         return _cached_block_table(model, hf_modules, dense)
@@ -299,7 +296,7 @@ def block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False)
         return _block_table(model, hf_modules, dense)
 
 
-def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
+def root_table(model: ModelShape, hf_modules: bool = False) -> RootTable:
     """``_root_table``, kept per model as ``block_table``."""
     try:
         return _cached_root_table(model, hf_modules)
@@ -307,7 +304,7 @@ def root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
         return _root_table(model, hf_modules)
 
 
-def _block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False) -> BlockTable:
+def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = False) -> BlockTable:
     """The operations of one decoder block of ``model``.
 
     ``hf_modules``: the block is Hugging Face's eager module (only its RMSNorm differs here).
@@ -336,7 +333,7 @@ def _block_table(model: ModelSpec, hf_modules: bool = False, dense: bool = False
     )
 
 
-def layer_tables(model: ModelSpec, hf_modules: bool = False) -> tuple[tuple[int, BlockTable], ...]:
+def layer_tables(model: ModelShape, hf_modules: bool = False) -> tuple[tuple[int, BlockTable], ...]:
     """(number of blocks, their table) for each kind of block the model has."""
     if not model.dense_layers:
         return ((model.num_layers, block_table(model, hf_modules)),)
@@ -346,7 +343,7 @@ def layer_tables(model: ModelSpec, hf_modules: bool = False) -> tuple[tuple[int,
     )
 
 
-def mtp_module_params(model: ModelSpec) -> int:
+def mtp_module_params(model: ModelShape) -> int:
     """One DeepSeek-V3 multi-token-prediction module (DeepSeek-V3 report, Sec. 2.2): norms of
     the hidden state and of the next token's embedding, their 2h -> h projection, one block like
     the model's last, and a final norm; embedding and output head are shared with the model."""
@@ -354,7 +351,7 @@ def mtp_module_params(model: ModelSpec) -> int:
     return 3 * _norm_params(model) + 2 * h * h + block_table(model).params()
 
 
-def attended_keys(model: ModelSpec, seq_len, causal: bool):
+def attended_keys(model: ModelShape, seq_len, causal: bool):
     """Key positions per query summed over the blocks (a number or an array over ``seq_len``).
 
     Full attention: ``seq_len`` per block (half when counted causally, the planner's
@@ -392,7 +389,7 @@ def chunked_keys(chunk: float, seq, causal: bool):
     return (whole * chunk * chunk + rest * rest) / (2.0 * np.maximum(seq, 1.0))
 
 
-def _root_table(model: ModelSpec, hf_modules: bool = False) -> RootTable:
+def _root_table(model: ModelShape, hf_modules: bool = False) -> RootTable:
     """Embedding (+ learned positions, + BLOOM's embedding norm), final norm, LM head, and the
     per-token passes around them (Gemma's embedding scaling, the logit soft-cap)."""
     h, v = model.hidden_size, model.vocab_size

@@ -24,7 +24,7 @@ from support.trajectories import assert_same_gradient_norms, assert_same_traject
 from planner.catalog.models import get_preset
 from planner.errors import ExitCode
 from planner.layout import Layout
-from planner.model.spec import LatentAttention
+from planner.model.shape import LatentAttention
 from trainer.moe import DEEPSEEK_BIAS_UPDATE_SPEED
 from trainer.train import main
 

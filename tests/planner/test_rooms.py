@@ -17,13 +17,18 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "planner/search": ("planner.api", "planner.idle", "planner.count_probe"),
     "planner/catalog": ("planner.search", "planner.api", "planner.request"),
     "planner/accuracy": ("planner.search", "planner.api", "planner.request"),
+    # The block-operations table reads the model's fields (shape.py); spec.py counts from the table.
+    "planner/model/block.py": ("planner.model.spec",),
+    "planner/model/block_rows.py": ("planner.model.spec",),
 }
 
 
 def crossings(room: str, root: Path = REPO) -> list[str]:
-    """``file:line: imports module`` for each import from ``room`` into a module it must not use."""
+    """``file:line: imports module`` for each import from ``room`` (a folder or one file) into a module
+    it must not use."""
     found = []
-    for path in sorted((root / room).rglob("*.py")):
+    where = root / room
+    for path in sorted(where.rglob("*.py")) if where.is_dir() else [where]:
         for line, module in imported_modules(path):
             if any(module == f or module.startswith(f + ".") for f in FORBIDDEN[room]):
                 found.append(f"{path.relative_to(root)}:{line}: imports {module}")

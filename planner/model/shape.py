@@ -1,0 +1,155 @@
+"""The architecture fields of a decoder-only transformer (``ModelShape``): what the block-operations
+table (``planner/model/block.py``) reads. ``planner/model/spec.py``'s ``ModelSpec`` adds the
+parameter counts derived from that table, so the table and the counts import in one direction.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from planner.errors import RuleCode, RuleViolation
+
+# Gated (SiLU / tanh-GeLU gate: gate, up, down), or two matrices (up, down) with GeLU or squared
+# ReLU between them (Nemotron-4's relu2: max(x, 0)^2).
+MlpKind = Literal["swiglu", "geglu", "gelu", "relu2"]
+NormKind = Literal["rmsnorm", "layernorm"]
+PositionKind = Literal["rope", "learned", "alibi"]
+# RMSNorm of queries and keys before RoPE: none; per head over head_dim (Qwen3, Gemma 3);
+# over the whole projection, q_size and kv_size wide (OLMo 2).
+QkNormKind = Literal["none", "head", "full"]
+# Where each sub-layer's norms sit: pre (Llama: norm the input), post (OLMo 2: norm the output
+# before the residual add), sandwich (Gemma 2/3: both, four norms per block).
+NormPlacement = Literal["pre", "post", "sandwich"]
+
+
+class LatentAttention(BaseModel):
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, Sec. 2.1): queries through a
+    rank-``q_lora_rank`` bottleneck (None: one projection), keys and values through a shared
+    ``kv_lora_rank`` latent plus one ``qk_rope_head_dim`` rotary key for all heads. The
+    model's ``head_dim`` is the query/key head size (nope + rope); values are ``v_head_dim``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    q_lora_rank: int | None = Field(None, ge=1)
+    kv_lora_rank: int = Field(ge=1)
+    qk_rope_head_dim: int = Field(ge=1)
+    v_head_dim: int = Field(ge=1)
+
+
+class ModelShape(BaseModel):
+    """Decoder-only transformer dimensions. ``head_dim`` defaults to hidden/heads. ``ModelSpec``
+    adds the parameter counts, which the block-operations table derives from these fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    family: str = "llama"  # the config's model_type: llama, mistral, qwen2, mixtral, gpt2, nemotron, ...
+    num_layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    ffn_hidden_size: int = Field(ge=1)  # per expert for MoE; gate/up width for SwiGLU
+    num_heads: int = Field(ge=1)
+    num_kv_heads: int = Field(ge=1)
+    head_dim: int | None = Field(None, ge=1)
+    vocab_size: int = Field(ge=1)
+    max_seq_len: int = Field(2048, ge=1)
+    tied_embeddings: bool = False
+    mlp: MlpKind = "swiglu"
+    norm: NormKind = "rmsnorm"
+    position: PositionKind = "rope"
+    qkv_bias: bool = False  # q/k/v projection biases (gpt2, neox, bloom, qwen2)
+    out_bias: bool = False  # attention output projection bias
+    mlp_bias: bool = False
+    norm_bias: bool = False  # LayerNorm with a bias term
+    embedding_norm: bool = False  # BLOOM's word_embeddings_layernorm
+    num_experts: int = Field(1, ge=1)  # MoE: routed experts per layer
+    experts_per_token: int = Field(1, ge=1)
+    shared_experts: int = Field(0, ge=0)  # always-on experts, one MLP shared_experts x ffn wide
+    # Qwen2-MoE: the shared expert's output scaled by sigmoid(h -> 1 linear) per token.
+    shared_expert_gate: bool = False
+    router_bias: bool = False  # GPT-OSS: the router's linear has a bias (one per expert)
+    dense_layers: int = Field(0, ge=0)  # MoE models: blocks with a dense MLP (DeepSeek: the first k)
+    dense_ffn_hidden_size: int | None = Field(None, ge=1)  # their MLP width (None: ffn_hidden_size)
+    mtp_layers: int = Field(0, ge=0)  # DeepSeek-V3 multi-token-prediction modules (counted apart)
+    # Softmax routing: the top-k probabilities renormalised to sum to one (Mixtral; Qwen3-MoE's
+    # norm_topk_prob, true in its releases) or used as they are. The trainer's; no planner effect.
+    moe_renormalize: bool = True
+    qk_norm: QkNormKind = "none"
+    norm_placement: NormPlacement = "pre"
+    sliding_window: int | None = Field(None, ge=1)  # local attention span, in tokens
+    sliding_layers: int = Field(0, ge=0)  # how many blocks attend within the window
+    # Llama 4: blocks whose queries attend only within their own ``attention_chunk``-token chunk.
+    attention_chunk: int | None = Field(None, ge=1)
+    chunked_layers: int = Field(0, ge=0)
+    # Fraction of each q/k head RoPE rotates (Nemotron: 0.5): int(head_dim x it) channels.
+    partial_rotary_factor: float = Field(1.0, gt=0, le=1)
+    attention_sinks: bool = False  # GPT-OSS: one learnt softmax logit per head (``sinks``)
+    attn_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of attention scores
+    final_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of the logits
+    embedding_scale: bool = False  # Gemma: embeddings multiplied by sqrt(hidden)
+    fused_projections: bool = False  # Phi-3: one qkv and one gate/up weight (same shapes in sum)
+    mla: LatentAttention | None = None
+    # RoPE base and norm epsilon for the native trainer (None: its defaults, 10000 and 1e-5);
+    # read from the config by the newer families' readers. No effect on the planner's figures.
+    rope_theta: float | None = Field(None, gt=0)
+    norm_eps: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelShape:
+        heads, kv_heads, layers = self.num_heads, self.num_kv_heads, self.num_layers
+        if heads % kv_heads:
+            raise RuleViolation(RuleCode.HEADS_KV, {"heads": heads, "kv_heads": kv_heads})
+        if self.head_dim is None and self.hidden_size % heads:
+            raise RuleViolation(RuleCode.HIDDEN_HEADS, {"hidden": self.hidden_size, "heads": heads})
+        if self.experts_per_token > self.num_experts:
+            figures = {"experts_per_token": self.experts_per_token, "experts": self.num_experts}
+            raise RuleViolation(RuleCode.EXPERTS_PER_TOKEN, figures)
+        if self.dense_layers > layers or self.sliding_layers + self.chunked_layers > layers:
+            raise RuleViolation(RuleCode.LAYER_COUNTS, {"layers": layers})
+        if self.sliding_layers and self.sliding_window is None:
+            raise RuleViolation(RuleCode.SLIDING_WITHOUT_WINDOW, {"sliding_layers": self.sliding_layers})
+        if self.chunked_layers and self.attention_chunk is None:
+            raise RuleViolation(RuleCode.CHUNKED_WITHOUT_CHUNK, {"chunked_layers": self.chunked_layers})
+        if self.dense_layers and not self.is_moe:
+            raise RuleViolation(RuleCode.DENSE_LAYERS_NOT_MOE, {"dense_layers": self.dense_layers})
+        if self.position == "rope" and self.rotary_dim % 2:
+            # RoPE rotates pairs of channels: the trainer cannot build an odd rotary dimension.
+            if self.rotary_dim == self.dim_head:
+                raise RuleViolation(RuleCode.HEAD_DIM_ODD, {"head_dim": self.dim_head})
+            raise RuleViolation(RuleCode.ROTARY_DIM_ODD, {"rotary_dim": self.rotary_dim})
+        return self
+
+    @property
+    def dim_head(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_heads
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels of each q/k head RoPE rotates (transformers: ``int(head_dim * factor)``)."""
+        return int(self.dim_head * self.partial_rotary_factor)
+
+    @property
+    def q_size(self) -> int:
+        return self.num_heads * self.dim_head
+
+    @property
+    def kv_size(self) -> int:
+        return self.num_kv_heads * self.dim_head
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def hf_attention_implementation(self) -> str:
+        """The ``attn_implementation`` the trainer builds Hugging Face modules with: SDPA (flash
+        kernels), except for soft-capped attention scores (Gemma 2), which transformers runs
+        eager only (``Gemma2PreTrainedModel._supports_sdpa = False``: "sdpa does not support
+        softcapping"; transformers 5.24 models/gemma2/modeling_gemma2.py)."""
+        return "eager" if self.attn_softcap else "sdpa"
+
+    @property
+    def moe_layers(self) -> int:
+        """Blocks with experts (all of them for Mixtral / Qwen3-MoE, L - k for DeepSeek)."""
+        return self.num_layers - self.dense_layers if self.is_moe else 0
