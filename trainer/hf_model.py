@@ -11,6 +11,7 @@ shards.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,61 +23,158 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from planner.model.spec import ModelSpec
 
 
-def _family_fields(spec: ModelSpec) -> dict[str, Any]:
-    """transformers keys of the newer families beyond the Llama ones (``config_from_spec``)."""
-    windowed = dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}
-    if spec.family in ("qwen3", "qwen3_moe"):
-        fields: dict[str, Any] = dict(attention_bias=spec.qkv_bias)
-        if spec.sliding_layers:
-            fields |= dict(use_sliding_window=True, max_window_layers=spec.num_layers - spec.sliding_layers, **windowed)
-        if spec.family == "qwen3_moe":  # dense blocks first (the spec keeps their count, not their places)
-            fields |= dict(
-                intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
-                moe_intermediate_size=spec.ffn_hidden_size,
-                num_experts=spec.num_experts,
-                num_experts_per_tok=spec.experts_per_token,
-                mlp_only_layers=list(range(spec.dense_layers)),
-                norm_topk_prob=spec.moe_renormalize,
-            )
-        return fields
-    if spec.family in ("gemma2", "gemma3", "gemma3_text"):
-        caps = dict(final_logit_softcapping=spec.final_softcap)
-        caps |= dict(attn_logit_softcapping=spec.attn_softcap) if spec.family == "gemma2" else {}
-        return dict(query_pre_attn_scalar=spec.dim_head, **caps, **windowed)
-    if spec.family == "phi3":
-        return windowed
-    if spec.family == "olmo2":
-        return dict(attention_bias=spec.qkv_bias)
-    if spec.family == "deepseek_v3" and spec.mla is not None:
-        groups = 8 if spec.num_experts % 8 == 0 else 1  # group-limited routing: 8 groups, top 4
-        return dict(
-            head_dim=spec.mla.qk_rope_head_dim,  # transformers' rotary width
+def _window_layer_types(spec: ModelSpec) -> list[str]:
+    """``layer_types`` with ``sliding_layers`` windowed blocks. The spec keeps their count, not
+    their places: every other block from the first (GPT-OSS's pattern; Qwen2-MoE's below
+    max_window_layers), then the rest. The count is what the planner times."""
+    order = [*range(0, spec.num_layers, 2), *range(1, spec.num_layers, 2)]
+    windowed = set(order[: spec.sliding_layers])
+    return ["sliding_attention" if i in windowed else "full_attention" for i in range(spec.num_layers)]
+
+
+def _spread(count: int, total: int) -> list[int]:
+    """``count`` of ``total`` layer indices, evenly spaced and ending at the last: every
+    ``total // count``-th from ``total // count - 1`` when it divides (Llama 4's MoE layers by
+    ``interleave_moe_layer_step``, its NoPE layers by ``no_rope_layer_interval``)."""
+    return [i for i in range(total) if (i + 1) * count // total > i * count // total]
+
+
+def _qwen3_fields(spec: ModelSpec) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(attention_bias=spec.qkv_bias)
+    if spec.sliding_layers:
+        max_window = spec.num_layers - spec.sliding_layers
+        fields |= dict(use_sliding_window=True, max_window_layers=max_window, sliding_window=spec.sliding_window)
+    if spec.family == "qwen3_moe":  # dense blocks first (the spec keeps their count, not their places)
+        fields |= dict(
             intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
             moe_intermediate_size=spec.ffn_hidden_size,
-            n_routed_experts=spec.num_experts,
+            num_experts=spec.num_experts,
             num_experts_per_tok=spec.experts_per_token,
-            n_shared_experts=spec.shared_experts,
-            first_k_dense_replace=spec.dense_layers,
-            q_lora_rank=spec.mla.q_lora_rank,
-            kv_lora_rank=spec.mla.kv_lora_rank,
-            qk_nope_head_dim=spec.dim_head - spec.mla.qk_rope_head_dim,
-            qk_rope_head_dim=spec.mla.qk_rope_head_dim,
-            v_head_dim=spec.mla.v_head_dim,
-            n_group=groups,
-            topk_group=min(4, groups),
+            mlp_only_layers=list(range(spec.dense_layers)),
+            norm_topk_prob=spec.moe_renormalize,
         )
-    raise ValueError(f"model {spec.name!r}: no transformers config for family {spec.family}")
+    return fields
 
 
-FAMILY_CONFIGS = ("qwen3", "qwen3_moe", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo2", "deepseek_v3")
+def _gemma_fields(spec: ModelSpec) -> dict[str, Any]:
+    caps = dict(final_logit_softcapping=spec.final_softcap)
+    caps |= dict(attn_logit_softcapping=spec.attn_softcap) if spec.family == "gemma2" else {}
+    windowed = dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}
+    return dict(query_pre_attn_scalar=spec.dim_head, **caps, **windowed)
 
 
-def config_from_spec(spec: ModelSpec, seq_len: int):
-    """A transformers config with exactly the spec's shapes, for the families presets use."""
-    import transformers
+def _deepseek_v3_fields(spec: ModelSpec) -> dict[str, Any]:
+    if spec.mla is None:
+        raise ValueError(f"model {spec.name!r}: deepseek_v3 without latent attention has no transformers config")
+    # Group-limited routing: 8 groups, top 4, each group scored by its best two experts (needs
+    # two per group, and the 4 groups' experts must hold the top k); else one group.
+    per_group = spec.num_experts // 8
+    groups = 8 if spec.num_experts % 8 == 0 and per_group >= 2 and 4 * per_group >= spec.experts_per_token else 1
+    return dict(
+        head_dim=spec.mla.qk_rope_head_dim,  # transformers' rotary width
+        intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+        moe_intermediate_size=spec.ffn_hidden_size,
+        n_routed_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        n_shared_experts=spec.shared_experts,
+        first_k_dense_replace=spec.dense_layers,
+        q_lora_rank=spec.mla.q_lora_rank,
+        kv_lora_rank=spec.mla.kv_lora_rank,
+        qk_nope_head_dim=spec.dim_head - spec.mla.qk_rope_head_dim,
+        qk_rope_head_dim=spec.mla.qk_rope_head_dim,
+        v_head_dim=spec.mla.v_head_dim,
+        n_group=groups,
+        topk_group=min(4, groups),
+    )
 
-    # The shapes every Llama-style config takes (GPT-2's config names them differently).
-    common: dict[str, Any] = dict(
+
+def _nemotron_fields(spec: ModelSpec) -> dict[str, Any]:
+    """NemotronConfig names its LayerNorm epsilon ``norm_eps``; the reader keeps the MLP kind, not
+    which GeLU a config named (the same weights either way)."""
+    fields: dict[str, Any] = dict(
+        hidden_act="relu2" if spec.mlp == "relu2" else "gelu",
+        partial_rotary_factor=spec.partial_rotary_factor,
+        attention_bias=spec.qkv_bias,
+        mlp_bias=spec.mlp_bias,
+    )
+    return fields | (dict(norm_eps=spec.norm_eps) if spec.norm_eps else {})
+
+
+def _gpt_oss_fields(spec: ModelSpec) -> dict[str, Any]:
+    windowed = dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}
+    return dict(
+        num_local_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        attention_bias=spec.qkv_bias,
+        layer_types=_window_layer_types(spec),
+        **windowed,
+    )
+
+
+def _qwen2_moe_fields(spec: ModelSpec) -> dict[str, Any]:
+    if not spec.shared_experts:  # Qwen2MoeSparseMoeBlock always builds its shared expert
+        raise ValueError(f"model {spec.name!r}: qwen2_moe without a shared expert has no transformers config")
+    windowed = dict(use_sliding_window=True, sliding_window=spec.sliding_window) if spec.sliding_layers else {}
+    return dict(
+        intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+        moe_intermediate_size=spec.ffn_hidden_size,
+        shared_expert_intermediate_size=spec.shared_experts * spec.ffn_hidden_size,
+        num_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        norm_topk_prob=spec.moe_renormalize,
+        mlp_only_layers=list(range(spec.dense_layers)),
+        qkv_bias=spec.qkv_bias,
+        layer_types=_window_layer_types(spec),
+        **windowed,
+    )
+
+
+def _llama4_fields(spec: ModelSpec) -> dict[str, Any]:
+    """The text model (``llama4_text``): MoE and chunked (RoPE) blocks placed as Llama 4's
+    defaults place them when the counts allow, evenly otherwise (the spec keeps counts)."""
+    nope = set(_spread(spec.num_layers - spec.chunked_layers, spec.num_layers))
+    return dict(
+        intermediate_size=spec.ffn_hidden_size,
+        intermediate_size_mlp=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+        num_local_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        moe_layers=_spread(spec.moe_layers, spec.num_layers),
+        no_rope_layers=[int(i not in nope) for i in range(spec.num_layers)],
+        attention_chunk_size=spec.attention_chunk,
+        attention_bias=spec.qkv_bias,
+    )
+
+
+def _mistral_fields(spec: ModelSpec) -> dict[str, Any]:
+    """Mistral's window on every block; Ministral's ``layer_types`` when only some have it."""
+    if spec.sliding_layers == spec.num_layers:
+        return dict(sliding_window=spec.sliding_window)
+    return dict(model_type="ministral", sliding_window=spec.sliding_window, layer_types=_window_layer_types(spec))
+
+
+# The transformers ``model_type`` (text model only) and its keys beyond the shared shapes, per
+# family the planner reads (planner/catalog/hf_config.py). Mistral with a window is here; without
+# one it is built as Llama (the same modules), like the other plain SwiGLU decoders.
+_FAMILY_FIELDS: dict[str, tuple[str, Callable[[ModelSpec], dict[str, Any]]]] = {
+    "qwen3": ("qwen3", _qwen3_fields),
+    "qwen3_moe": ("qwen3_moe", _qwen3_fields),
+    "gemma2": ("gemma2", _gemma_fields),
+    "gemma3": ("gemma3_text", _gemma_fields),
+    "gemma3_text": ("gemma3_text", _gemma_fields),
+    "phi3": ("phi3", lambda spec: dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}),
+    "olmo2": ("olmo2", lambda spec: dict(attention_bias=spec.qkv_bias)),
+    "deepseek_v3": ("deepseek_v3", _deepseek_v3_fields),
+    "nemotron": ("nemotron", _nemotron_fields),
+    "gpt_oss": ("gpt_oss", _gpt_oss_fields),
+    "qwen2_moe": ("qwen2_moe", _qwen2_moe_fields),
+    "llama4": ("llama4_text", _llama4_fields),
+}
+FAMILY_CONFIGS = tuple(_FAMILY_FIELDS)
+
+
+def _shapes(spec: ModelSpec, seq_len: int) -> dict[str, Any]:
+    """The shapes every Llama-style config takes (GPT-2's config names them differently)."""
+    return dict(
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
         intermediate_size=spec.ffn_hidden_size,
@@ -88,27 +186,49 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
         tie_word_embeddings=spec.tied_embeddings,
         use_cache=False,
     )
-    if spec.family in FAMILY_CONFIGS:
-        family = "gemma3_text" if spec.family == "gemma3" else spec.family  # the text model only
-        shapes = dict(common)
-        shapes |= dict(rope_theta=spec.rope_theta) if spec.rope_theta else {}
-        shapes |= dict(rms_norm_eps=spec.norm_eps) if spec.norm_eps else {}
-        return transformers.AutoConfig.for_model(family, **(shapes | _family_fields(spec)))
+
+
+def _family_config(spec: ModelSpec, seq_len: int):
+    """A config of the families in ``_FAMILY_FIELDS`` (and windowed Mistral)."""
+    import transformers
+
+    model_type, fields = _FAMILY_FIELDS.get(spec.family, ("mistral", _mistral_fields))
+    shapes = _shapes(spec, seq_len)
+    shapes |= dict(rope_theta=spec.rope_theta) if spec.rope_theta else {}
+    shapes |= dict(rms_norm_eps=spec.norm_eps) if spec.norm_eps and spec.family != "nemotron" else {}
+    extra = fields(spec)
+    return transformers.AutoConfig.for_model(extra.pop("model_type", model_type), **(shapes | extra))
+
+
+def _gpt2_config(spec: ModelSpec, seq_len: int):
+    import transformers
+
+    return transformers.GPT2Config(
+        n_embd=spec.hidden_size,
+        n_layer=spec.num_layers,
+        n_head=spec.num_heads,
+        n_inner=spec.ffn_hidden_size,
+        n_positions=max(spec.max_seq_len, seq_len),
+        vocab_size=spec.vocab_size,
+        tie_word_embeddings=spec.tied_embeddings,
+        # No dropout, like the native model (GPT2Config defaults to 0.1).
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        use_cache=False,
+    )
+
+
+def config_from_spec(spec: ModelSpec, seq_len: int):
+    """A transformers config with exactly the spec's shapes, for the families presets use."""
+    import transformers
+
+    windowed_mistral = spec.family == "mistral" and spec.sliding_layers > 0
+    if spec.family in _FAMILY_FIELDS or windowed_mistral:
+        return _family_config(spec, seq_len)
     if spec.family == "gpt2":
-        return transformers.GPT2Config(
-            n_embd=spec.hidden_size,
-            n_layer=spec.num_layers,
-            n_head=spec.num_heads,
-            n_inner=spec.ffn_hidden_size,
-            n_positions=max(spec.max_seq_len, seq_len),
-            vocab_size=spec.vocab_size,
-            tie_word_embeddings=spec.tied_embeddings,
-            # No dropout, like the native model (GPT2Config defaults to 0.1).
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            use_cache=False,
-        )
+        return _gpt2_config(spec, seq_len)
+    common = _shapes(spec, seq_len)
     swiglu = (
         spec.mlp == "swiglu"
         and spec.norm == "rmsnorm"
@@ -130,6 +250,17 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
     )
 
 
+def _language_model(data: dict[str, Any], model_type: str) -> tuple[str, dict[str, Any]]:
+    """Mistral 3's language model (``text_config``, a Mistral decoder), which is what the planner
+    reads and counts (planner/catalog/hf_config.py ``_mistral3``): transformers has no causal LM
+    for the whole multimodal config. Its head is separate unless the file ties it, as there."""
+    if model_type != "mistral3":
+        return model_type, data
+    text = dict(data.get("text_config") or {})
+    text.setdefault("tie_word_embeddings", data.get("tie_word_embeddings", False))
+    return str(text.pop("model_type", "mistral")), text
+
+
 def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     if hf_config_path is None:
         return config_from_spec(spec, seq_len)
@@ -144,6 +275,7 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     if model_type is None:
         raise ValueError(f"{hf_config_path}: config has no model_type")
     data.pop("auto_map", None)  # never import code a config names
+    model_type, data = _language_model(data, model_type)
     try:
         config = AutoConfig.for_model(model_type, **data)
     except ValueError as exc:
@@ -154,6 +286,25 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     return config
 
 
+def _check_buildable(spec: ModelSpec, config, attention: str) -> None:
+    """transformers' causal LM for ``config`` exists and has ``attention``; refused in one line
+    otherwise (transformers' own error is a paragraph). The planner timed and sized impl 'hf'
+    with that attention (``ModelSpec.hf_attention_implementation``; GPT-OSS's sinks, BLOOM's and
+    MPT's ALiBi have no SDPA path in transformers): another one would not be the planned run."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    version = transformers.__version__
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+        raise ValueError(f"model {spec.name!r}: transformers {version} has no causal LM for {config.model_type!r}")
+    model_class: Any = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]  # typed as a tuple of classes
+    if attention != "eager" and not getattr(model_class, f"_supports_{attention}", False):
+        raise ValueError(
+            f"model {spec.name!r}: transformers {version} {model_class.__name__} has no {attention} attention, "
+            f"which the plan assumes for impl 'hf'"
+        )
+
+
 def build_hf_model(spec: ModelSpec, hf_config_path: str | None, seq_len: int) -> nn.Module:
     """The causal LM on the meta device (no memory), with SDPA attention where transformers has it."""
     from transformers import AutoModelForCausalLM
@@ -162,6 +313,7 @@ def build_hf_model(spec: ModelSpec, hf_config_path: str | None, seq_len: int) ->
     # transformers has no SDPA path for soft-capped attention scores (Gemma 2): eager attention,
     # which materialises the scores (the planner times it so: step_time.eager_softcap_attention).
     attention = spec.hf_attention_implementation
+    _check_buildable(spec, config, attention)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation=attention, trust_remote_code=False)
     return model
@@ -169,18 +321,19 @@ def build_hf_model(spec: ModelSpec, hf_config_path: str | None, seq_len: int) ->
 
 def hf_init_rule(model: nn.Module):
     """transformers' default initialisation as a per-parameter rule for ``init_parameters``:
-    normal(0, initializer_range) weight matrices (linear, Conv1D, embeddings), zero biases,
-    unit norm weights. (Model-specific refinements such as GPT-2's scaled residual
-    projections are not reproduced; they matter for training from scratch only.)"""
+    normal(0, initializer_range) weight matrices (linear, Conv1D, embeddings, stacked experts)
+    and GPT-OSS's attention sinks, zero biases (the experts' ``*_bias`` too), unit norm
+    weights. (Model-specific refinements such as GPT-2's scaled residual projections or
+    GPT-OSS's normal router bias are not reproduced; they matter for training from scratch only.)"""
     std = getattr(model.config, "initializer_range", None) or 0.02
 
     def rule(name: str, owner: nn.Module):
         leaf = name.rsplit(".", 1)[-1]
         if "Norm" in type(owner).__name__:
             return (lambda t, g: nn.init.ones_(t)) if leaf == "weight" else (lambda t, g: nn.init.zeros_(t))
-        if leaf == "bias":
+        if leaf == "bias" or leaf.endswith("_bias"):
             return lambda t, g: nn.init.zeros_(t)
-        if getattr(owner, leaf).ndim >= 2:
+        if getattr(owner, leaf).ndim >= 2 or leaf == "sinks":
             return lambda t, g: nn.init.normal_(t, std=std, generator=g)
         raise ValueError(
             f"{type(model).__name__}: no initialisation rule for parameter {name} of {type(owner).__name__}"

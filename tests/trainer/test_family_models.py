@@ -89,7 +89,12 @@ def test_gemma_runs_through_transformers():
     assert native_unsupported(model_from_hf_config(DATA / "hf_configs" / "deepseek_v3.json")) == []
 
 
-@pytest.mark.parametrize("preset", ["qwen3-8b", "qwen3-30b-a3b", "gemma2-9b", "phi3-mini", "olmo2-7b", "deepseek-v3"])
+# (GPT-OSS: tests/trainer/test_hf_families.py, since transformers has no SDPA path for it.)
+HF_PRESETS = ["qwen3-8b", "qwen3-30b-a3b", "gemma2-9b", "phi3-mini", "olmo2-7b", "deepseek-v3"]
+HF_PRESETS += ["nemotron4-15b", "qwen1.5-moe-a2.7b", "llama4-scout", "ministral-8b", "mistral-small-3.1-24b"]
+
+
+@pytest.mark.parametrize("preset", HF_PRESETS)
 def test_hf_builds_the_family_presets(preset):
     """``impl hf`` for a preset (no config.json): transformers builds exactly the spec's weights."""
     from planner.catalog.models import get_preset

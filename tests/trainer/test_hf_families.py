@@ -1,0 +1,181 @@
+"""``impl hf`` for every family the planner reads: a tiny (2-layer) config.json of each, read by
+the planner's reader, becomes a transformers model holding exactly the spec's parameters, built
+from the spec alone (presets: ``config_from_spec``) and from the file (``hf_config_path``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES
+from planner.catalog.models import get_preset, model_from_hf_config
+from planner.model.spec import ModelSpec
+from trainer.hf_model import build_hf_model, config_from_spec, hf_init_rule
+
+transformers = pytest.importorskip("transformers")
+
+SEQ = 16
+# Llama-style shapes every tiny config shares (4 heads of 16, 2 key/value heads).
+_SHAPES = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=256,
+    max_position_embeddings=64,
+)
+_MISTRAL = dict(_SHAPES, model_type="mistral")
+# Each family's keys beyond the shapes, set so the weights differ from Llama's where they can.
+TINY: dict[str, dict] = {
+    "llama": dict(attention_bias=True, mlp_bias=True),
+    "mistral": dict(sliding_window=8),
+    "qwen2": {},
+    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
+    "gpt2": dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=256),
+    "gpt_neox": {},
+    "mpt": dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=64, vocab_size=256),
+    "bloom": dict(n_embed=64, n_layer=2, n_head=4, vocab_size=256),
+    "qwen3": dict(head_dim=16),
+    "qwen3_moe": dict(head_dim=16, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, mlp_only_layers=[0]),
+    "gemma2": dict(head_dim=16, sliding_window=8),
+    "gemma3": dict(text_config=dict(_SHAPES, head_dim=16, sliding_window=8)),
+    "gemma3_text": dict(head_dim=16, sliding_window=8),
+    "phi3": dict(sliding_window=8, vocab_size=32064),  # its default pad_token_id 32000 must fit
+    "olmo2": {},
+    "deepseek_v3": dict(
+        q_lora_rank=16,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=8,
+        v_head_dim=8,
+        moe_intermediate_size=32,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        first_k_dense_replace=1,
+        num_nextn_predict_layers=0,
+    ),
+    "nemotron": dict(partial_rotary_factor=0.5, attention_bias=True, mlp_bias=True),
+    "gpt_oss": dict(head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=8),
+    "qwen2_moe": dict(
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=64,
+        num_experts=4,
+        num_experts_per_tok=2,
+        mlp_only_layers=[0],
+        use_sliding_window=True,
+        sliding_window=8,
+        max_window_layers=2,
+    ),
+    "ministral": dict(head_dim=16, sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "mistral3": dict(text_config=_MISTRAL),
+    "llama4": dict(
+        text_config=dict(
+            _SHAPES,
+            head_dim=16,
+            intermediate_size=32,
+            intermediate_size_mlp=128,
+            num_local_experts=4,
+            interleave_moe_layer_step=2,
+            attention_chunk_size=8,
+            no_rope_layer_interval=2,
+        )
+    ),
+}
+# transformers has no SDPA path for these (``_supports_sdpa = False``): build_hf_model refuses
+# them while the planner sizes their impl 'hf' runs with SDPA (ModelSpec.hf_attention_implementation).
+NO_SDPA = ("gpt_oss", "mpt", "bloom")
+# Gemma 3's multimodal config builds the whole model from the file (vision tower included); the
+# planner counts its language model.
+FILE_COUNTS_MORE = ("gemma3",)
+
+
+def tiny_config(model_type: str) -> dict:
+    keys = TINY[model_type]
+    shapes = {} if "text_config" in keys or model_type in ("gpt2", "mpt", "bloom") else _SHAPES
+    return {"model_type": model_type, **shapes, **keys}
+
+
+def tiny_spec(tmp_path: Path, model_type: str) -> tuple[ModelSpec, Path]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(tiny_config(model_type)))
+    return model_from_hf_config(path), path
+
+
+def count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())  # a tied weight once
+
+
+def test_every_family_the_planner_reads_has_a_tiny_config():
+    assert sorted(TINY) == sorted(SUPPORTED_MODEL_TYPES)
+
+
+SPEC_FAMILIES = [t for t in TINY if t not in ("gpt_neox", "mpt", "bloom")]  # config.json only
+
+
+@pytest.mark.parametrize("model_type", SPEC_FAMILIES)
+def test_spec_config_builds_the_planners_count_on_cpu(tmp_path, model_type):
+    """The config built from the spec alone (what a preset trains): real CPU tensors, the spec's
+    parameter count, a forward pass, and an initialisation rule for every parameter."""
+    spec, _ = tiny_spec(tmp_path, model_type)
+    assert spec.num_layers == 2
+    config = config_from_spec(spec, SEQ)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    assert count(model) == spec.num_params()
+    logits = model(torch.randint(0, spec.vocab_size, (1, SEQ))).logits
+    assert logits.shape == (1, SEQ, spec.vocab_size)
+    rule = hf_init_rule(model)
+    for name, _ in model.named_parameters():
+        assert callable(rule(name, model.get_submodule(name.rsplit(".", 1)[0])))
+
+
+@pytest.mark.parametrize("model_type", [t for t in SPEC_FAMILIES if t not in NO_SDPA])
+def test_hf_impl_builds_the_spec_on_meta(tmp_path, model_type):
+    spec, _ = tiny_spec(tmp_path, model_type)
+    model = build_hf_model(spec, None, SEQ)
+    assert count(model) == spec.num_params()
+    assert model.config._attn_implementation == spec.hf_attention_implementation
+
+
+@pytest.mark.parametrize("model_type", [t for t in TINY if t not in NO_SDPA + FILE_COUNTS_MORE])
+def test_hf_impl_builds_the_config_file_on_meta(tmp_path, model_type):
+    spec, path = tiny_spec(tmp_path, model_type)
+    assert count(build_hf_model(spec, str(path), SEQ)) == spec.num_params()
+
+
+@pytest.mark.parametrize("model_type", NO_SDPA)
+def test_hf_impl_refuses_a_model_without_the_planned_attention(tmp_path, model_type):
+    spec, path = tiny_spec(tmp_path, model_type)
+    assert spec.hf_attention_implementation == "sdpa"
+    with pytest.raises(ValueError, match="has no sdpa attention") as info:
+        build_hf_model(spec, str(path), SEQ)
+    assert "\n" not in str(info.value)
+
+
+def test_new_family_layouts_follow_the_spec(tmp_path):
+    """Where the spec keeps counts, not places: windowed, dense, chunked and RoPE blocks."""
+    spec, _ = tiny_spec(tmp_path, "llama4")
+    config = config_from_spec(spec, SEQ)
+    assert config.moe_layers == [1] and config.layer_types == ["chunked_attention", "full_attention"]
+    assert spec.chunked_layers == 1 and spec.dense_layers == 1
+    nemotron = config_from_spec(tiny_spec(tmp_path, "nemotron")[0], SEQ)
+    assert nemotron.rope_parameters["partial_rotary_factor"] == 0.5 and nemotron.hidden_act == "relu2"
+    for model_type in ("gpt_oss", "qwen2_moe", "ministral"):
+        spec = tiny_spec(tmp_path, model_type)[0]
+        windowed = config_from_spec(spec, SEQ).layer_types.count("sliding_attention")
+        assert windowed == spec.sliding_layers == 1, model_type
+    mistral = tiny_spec(tmp_path, "mistral")[0]
+    assert config_from_spec(mistral, SEQ).sliding_window == 8 == mistral.sliding_window
+
+
+def test_gpt_oss_preset_counts_on_meta():
+    """The released shapes (meta device: no memory) as the spec's config builds them; the other
+    new families' presets: test_family_models.py test_hf_builds_the_family_presets."""
+    spec = get_preset("gpt-oss-20b")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config_from_spec(spec, 4096))
+    assert count(model) == spec.num_params()
