@@ -94,7 +94,7 @@ def memory_notes(p: Plan) -> list[Note]:
     ]
     if value == terms.activations and p.training.activation_checkpointing.value == "none":
         notes.append(_note(NoteKind.ACTIVATIONS_DOMINATE))
-    if value in (terms.optimizer, terms.params, terms.grads) and p.layout.shard_degree < p.layout.dp * p.layout.cp:
+    if value in (terms.optimizer, terms.params, terms.grads) and p.layout.shard_group < p.layout.dp * p.layout.cp:
         notes.append(_note(NoteKind.STATES_DOMINATE))
     return notes
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from enum import StrEnum
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.errors import RuleCode, RuleViolation
@@ -83,6 +84,29 @@ def ep_fits(ep, cp, dp_shard, token_split=1):
     search both use it."""
     borrowed = cp * token_split
     return (ep == 1) | ((ep % borrowed == 0) & ((dp_shard * borrowed) % ep == 0))
+
+
+# The degrees derived from a layout, written once for one ``Layout`` (ints) and the candidate
+# table (numpy columns, planner/model/candidates.py) alike.
+
+
+def shard_group_of(sharded, dp_shard, cp):
+    """Ranks that shard one copy of the states (1 under DDP): the data-parallel shards and the
+    context-parallel ranks, which hold the same weights (trainer/parallel.py's fsdp mesh;
+    Megatron-Core's data-parallel group with context parallelism)."""
+    return np.where(sharded, np.maximum(np.asarray(dp_shard) * cp, 1), 1)
+
+
+def etp_of(expert_tp, tp):
+    """Expert tensor-parallel degree: tp with expert tp, else 1 (whole experts)."""
+    return np.where(expert_tp, tp, 1)
+
+
+def expert_shard_group_of(shard_group, token_split, ep):
+    """Ranks over which one expert's states are sharded (torchtitan's dp_shard_mod_ep;
+    Megatron-Core's expert data-parallel group, dp x cp x tp / (ep x etp)): the shard group and
+    the ``token_split`` = tp / etp ranks that route their own tokens, less the ep ranks."""
+    return np.maximum(shard_group * token_split // ep, 1)
 
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
@@ -195,15 +219,14 @@ class Layout(BaseModel):
         return self.dp * self.non_dp
 
     @property
-    def shard_degree(self) -> int:
-        """Ranks over which the sharded states are split (1 for DDP): the data-parallel shards
-        and the context-parallel ranks, which hold the same weights."""
-        return 1 if self.sharding == Sharding.NONE else self.dp_shard * self.cp
+    def shard_group(self) -> int:
+        """``shard_group_of`` this layout."""
+        return int(shard_group_of(self.sharding != Sharding.NONE, self.dp_shard, self.cp))
 
     @property
     def etp(self) -> int:
-        """Expert tensor-parallel degree: tp, or 1 without ``expert_tp``."""
-        return self.tp if self.expert_tp else 1
+        """``etp_of`` this layout."""
+        return int(etp_of(self.expert_tp, self.tp))
 
     @property
     def expert_token_split(self) -> int:
@@ -211,10 +234,9 @@ class Layout(BaseModel):
         return self.tp // self.etp
 
     @property
-    def expert_shard_degree(self) -> int:
-        """Ranks over which one expert's states are sharded (torchtitan's dp_shard_mod_ep;
-        Megatron-Core's expert data-parallel group, dp x cp x tp / (ep x etp))."""
-        return max(self.shard_degree * self.expert_token_split // self.ep, 1)
+    def expert_shard_group(self) -> int:
+        """``expert_shard_group_of`` this layout."""
+        return int(expert_shard_group_of(self.shard_group, self.expert_token_split, self.ep))
 
     def resolve(self, world_size: int) -> Layout:
         """Return a copy with ``dp_shard`` made concrete; raise ValueError if degrees do not divide."""

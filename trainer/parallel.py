@@ -127,7 +127,7 @@ EXPERT_SHARD_DIM = "dp_shard_mod_ep"  # torchtitan's name
 def expert_mesh(layout: Layout, device_type: str) -> DeviceMesh:
     """``dp_shard x cp`` split into (dp_shard_mod_ep, ep), ep innermost: in row-major rank order
     the flattened (dp_shard, cp) index is the same, so the two meshes share their ranks."""
-    shape = (layout.pp, layout.dp_replicate, layout.expert_shard_degree, layout.ep, layout.tp)
+    shape = (layout.pp, layout.dp_replicate, layout.expert_shard_group, layout.ep, layout.tp)
     names = (MeshAxis.PP.value, MeshAxis.DP_REPLICATE.value, EXPERT_SHARD_DIM, MeshAxis.EP.value, MeshAxis.TP.value)
     return DeviceMesh(device_type, torch.arange(layout.world_size).view(shape), mesh_dim_names=names)
 

@@ -60,7 +60,7 @@ def _check_structure(plan: Plan, layout: Layout) -> None:
         fp8=plan.training.precision == Precision.FP8,
         one_f_one_b=layout.pp_schedule == PipelineSchedule.ONE_F_ONE_B,
         vpp=layout.vpp,
-        shard_group=layout.shard_degree,
+        shard_group=layout.shard_group,
         ep=layout.ep,
     )
     if problem is not None:

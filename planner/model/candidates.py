@@ -22,6 +22,9 @@ from planner.layout import (
     Precision,
     Sharding,
     TrainingConfig,
+    etp_of,
+    expert_shard_group_of,
+    shard_group_of,
 )
 from planner.model.attention_kernels import sdpa_prefers_cudnn
 
@@ -51,14 +54,6 @@ AC_NONE, AC_SELECTIVE, AC_FULL = map(code, AC_CODES)
 PREC_BF16, PREC_FP16, PREC_FP8, PREC_FP32 = map(code, PRECISION_CODES)
 IMPL_NATIVE, IMPL_HF = map(code, IMPL_CODES)
 SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
-
-
-def shard_group(sharding, dp_shard, cp) -> np.ndarray:
-    """Ranks that shard one copy of the states (1 under DDP): the data-parallel shards and the
-    context-parallel ranks, which hold the same weights (trainer/parallel.py's fsdp mesh;
-    Megatron-Core's data-parallel group with context parallelism). Layout.shard_degree is the
-    same for one layout."""
-    return np.where(np.asarray(sharding) == SHARD_NONE, 1, np.maximum(np.asarray(dp_shard) * cp, 1))
 
 
 # Candidate columns named other than their field (the formulas' short names).
@@ -163,12 +158,11 @@ class Candidates:
 
     @property
     def shard_group(self) -> np.ndarray:
-        return shard_group(self.sharding, self.dp_shard, self.cp)
+        return shard_group_of(self.sharding != SHARD_NONE, self.dp_shard, self.cp)
 
     @property
     def etp(self) -> np.ndarray:
-        """Expert tensor-parallel degree (Layout.etp): tp, or 1 without expert tp."""
-        return np.where(self.expert_tp, self.tp, 1)
+        return etp_of(self.expert_tp, self.tp)
 
     @property
     def expert_token_split(self) -> np.ndarray:
@@ -177,9 +171,7 @@ class Candidates:
 
     @property
     def expert_shard_group(self) -> np.ndarray:
-        """Ranks that shard one expert's states: the shard group (and, without expert tp, the tp
-        ranks) less the ep ranks the experts are split over (Layout.expert_shard_degree)."""
-        return np.maximum(self.shard_group * self.expert_token_split // self.ep, 1)
+        return expert_shard_group_of(self.shard_group, self.expert_token_split, self.ep)
 
     @property
     def num_nodes(self) -> np.ndarray:

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec
-from planner.layout import ActivationCheckpointing, Implementation, Precision, ep_fits, max_pipeline_stages
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Precision,
+    ep_fits,
+    max_pipeline_stages,
+    shard_group_of,
+)
 from planner.model.candidates import (
     AC_CODES,
     IMPL_CODES,
@@ -25,7 +32,6 @@ from planner.model.candidates import (
     SHARD_ZERO2,
     Candidates,
     hardware_columns,
-    shard_group,
 )
 from planner.model.spec import ModelSpec
 from planner.model.structure import structurally_valid
@@ -202,7 +208,7 @@ def gpu_rows(
             fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8),
             one_f_one_b=True,
             vpp=rows["vpp"],
-            shard_group=shard_group(sharding, dp_shard, cp),
+            shard_group=shard_group_of(sharding != SHARD_NONE, dp_shard, cp),
             ep=rows["ep"],
             trainer=space.trainer_rules,
         )

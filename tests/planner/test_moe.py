@@ -71,7 +71,7 @@ def test_ep_borrows_data_and_context_parallel_ranks(layout, world, ok):
     if ok:
         resolved = layout.resolve(world)
         assert resolved.world_size == world  # ep adds no ranks
-        assert resolved.expert_shard_degree * resolved.ep == resolved.shard_degree
+        assert resolved.expert_shard_group * resolved.ep == resolved.shard_group
     else:
         with pytest.raises(ValueError, match="ep="):
             layout.resolve(world)
