@@ -15,11 +15,14 @@ from ui.portfolio_view import show_portfolio
 from ui.sidebar import TRANSLATED_CHOICES, init_state, keep_values, sidebar
 from ui.single import show_single
 
+# wide enough for the GPU table's type, tick, inventory and price columns (issue 30: two of them
+# showed at Streamlit's default width); the reader can still drag it wider or narrower
+SIDEBAR_PX = 365
 __all__ = ("TRANSLATED_CHOICES", "main")  # the tests read which choices survive a language switch from here
 
 
 def main() -> None:
-    st.set_page_config(page_title="trainplan", layout="wide")
+    st.set_page_config(page_title="trainplan", layout="wide", initial_sidebar_state=SIDEBAR_PX)
     cat = catalog()
     init_state(cat)
     try:

@@ -93,6 +93,14 @@ def money(usd: float) -> str:
     return _money(usd, cents_below=100)
 
 
+ROW_PX = 35  # st.dataframe's (and st.data_editor's) row height
+
+
+def table_height(rows: int) -> int:
+    """Pixels that show every row of a table (and its header) without inner scrolling."""
+    return ROW_PX * (rows + 1) + 3
+
+
 BLANK = "—"  # a table's empty cell (Streamlit writes "None" unless told; issue 30)
 
 

@@ -106,21 +106,43 @@ class GpuChoice:
 
 
 def column_config(tr: Labels, bought: bool) -> dict:
+    """Narrow columns, so the sidebar (``app.SIDEBAR_PX``) shows the type, the tick, the inventory
+    and the price (issue 30: it showed two columns); the specs and the provenance follow."""
     c = st.column_config
     return {
-        "_index": c.TextColumn(tr("col_gpu"), disabled=True),
-        "allowed": c.CheckboxColumn(tr("gpu_allowed")),
-        "inventory": c.NumberColumn(tr("gpu_inventory"), min_value=0, step=1, format="%d", help=tr("inventory_help")),
+        "_index": c.TextColumn(tr("col_gpu"), disabled=True, pinned=True),
+        "allowed": c.CheckboxColumn(tr("gpu_allowed"), width=56, help=tr("gpu_allowed_help")),
+        "inventory": c.NumberColumn(
+            tr("gpu_max"), min_value=0, step=1, format="%d", width=60, help=tr("inventory_help")
+        ),
         "usd_per_gpu_hour": c.NumberColumn(
-            tr("gpu_price"), min_value=0.01, step=0.01, format="$%.2f", disabled=bought, help=tr("gpu_price_help")
+            tr("gpu_price"),
+            min_value=0.01,
+            step=0.01,
+            format="$%.2f",
+            disabled=bought,
+            width=60,
+            help=tr("gpu_price_help"),
         ),
         "purchase_usd": c.NumberColumn(
-            tr("gpu_purchase"), min_value=0.0, step=1000.0, format="$%,.0f", disabled=not bought
+            tr("gpu_purchase"),
+            min_value=0.0,
+            step=1000.0,
+            format="$%,.0f",
+            disabled=not bought,
+            width=70,
+            help=tr("gpu_purchase_help"),
         ),
-        "memory_gib": c.NumberColumn(tr("gpu_memory"), format="%.1f", disabled=True),
-        "bf16_tflops": c.NumberColumn(tr("gpu_bf16"), format="%,d", disabled=True),
-        "source": c.TextColumn(tr("gpu_source"), disabled=True, width="medium"),
+        "memory_gib": c.NumberColumn(tr("gpu_memory"), format="%.1f", disabled=True, width=60),
+        "bf16_tflops": c.NumberColumn(tr("gpu_bf16"), format="%,d", disabled=True, width=60),
+        "source": c.TextColumn(tr("gpu_source"), disabled=True, width="large"),
     }
+
+
+def column_order(bought: bool) -> tuple[str, ...]:
+    """The price being edited (rent or buy) right after the inventory; the other one last."""
+    price, other = ("purchase_usd", "usd_per_gpu_hour") if bought else ("usd_per_gpu_hour", "purchase_usd")
+    return ("allowed", "inventory", price, "memory_gib", "bf16_tflops", other, "source")
 
 
 def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation: float | None) -> GpuChoice | None:
@@ -131,9 +153,11 @@ def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation:
         key=editor_key(),
         on_change=fold_edits,
         column_config=column_config(tr, tco is not None),
+        column_order=column_order(tco is not None),
         disabled=("memory_gib", "bf16_tflops", "source"),
         num_rows="fixed",
-        height=min(36 * (len(frame) + 1) + 3, 420),
+        height=charts.table_height(len(frame)),  # every row in view, no inner scrolling
+        placeholder="",  # a blank inventory is "no limit" (the help says blank), not the word "None"
     )
     st.caption(tr("gpu_table_help"))
     st.button(

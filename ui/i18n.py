@@ -98,20 +98,21 @@ _LABELS: dict[str, tuple[str, str]] = {
         "GPUs without such an offer are left out{dropped}.",
         "{kind} 价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不参与规划{dropped}。",
     ),
-    "gpu_allowed": ("allowed", "允许"),
+    "gpu_allowed": ("use", "使用"),  # short headers: the sidebar's table shows four columns (issue 30)
     "gpu_inventory": ("inventory", "库存"),
-    "gpu_price": ("$/GPU-hour", "美元/GPU 小时"),
+    "gpu_max": ("max", "上限"),
+    "gpu_price": ("$/h", "$/时"),
     "gpu_price_help": (
         "Rent: USD per GPU-hour (the catalog's on-demand price).",
         "租用：每 GPU 小时的美元价格（目录按需价）。",
     ),
-    "gpu_purchase": ("purchase $/GPU", "购买价（美元/块）"),
+    "gpu_purchase": ("buy $", "购价 $"),
     "gpu_memory": ("memory (GiB)", "显存（GiB）"),
     "gpu_bf16": ("bf16 TFLOP/s", "bf16 TFLOP/s（稠密）"),
     "gpu_source": ("provenance of the rates", "参数来源"),
     "inventory_help": (
-        "Blank = no limit, 0 = none of this type, N = at most N GPUs; the same in portfolio mode.",
-        "留空 = 不限，0 = 不使用该型号，N = 最多 N 块；组合模式中含义相同。",
+        "Inventory: blank = no limit, 0 = none of this type, N = at most N GPUs; the same in portfolio mode.",
+        "库存：留空 = 不限，0 = 不使用该型号，N = 最多 N 块；组合模式中含义相同。",
     ),
     "gpu_table_help": (
         "Tick the GPU types the planner may use; inventory blank = no limit, 0 = none. Rent: edit $/GPU-hour. "

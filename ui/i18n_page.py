@@ -9,6 +9,11 @@ from __future__ import annotations
 PAGE_LABELS: dict[str, tuple[str, str]] = {
     # sidebar: the GPU table
     "gpu_allow_all": ("Allow every GPU type", "允许全部 GPU 型号"),
+    "gpu_allowed_help": ("Tick the GPU types the planner may use.", "勾选规划器可以使用的 GPU 型号。"),
+    "gpu_purchase_help": (
+        "Buy: the purchase price per GPU, amortised with the ownership assumptions.",
+        "购买：每块 GPU 的购买价，按持有成本假设摊销。",
+    ),
     "gpu_allow_all_help": (
         "Tick every row again (after “Send to plan” kept one type); inventories and prices stay as they are.",
         "重新勾选所有型号（“发送到规划”只保留了一种之后）；库存和价格保持不变。",

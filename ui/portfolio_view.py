@@ -69,6 +69,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     st.dataframe(
         charts.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
+        placeholder=charts.BLANK,
         key="portfolio_jobs_table",
         column_config={
             tr("col_tokens_b"): st.column_config.NumberColumn(format="%,.1f"),
@@ -111,6 +112,7 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome, inputs:
     st.dataframe(
         outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
+        placeholder=charts.BLANK,
         key="portfolio_table",
         column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
     )

@@ -156,7 +156,10 @@ def show_local(tr: Labels, inputs: Inputs) -> None:
         st.caption(f"{tr('no_local_gpus')} ({found})." if tr.lang == "en" else f"{tr('no_local_gpus')}。")
         return
     st.dataframe(
-        charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")), hide_index=True, key="local_gpus"
+        charts.local_gpus_frame(found).rename(columns=lambda c: tr(f"col_{c}")),
+        hide_index=True,
+        placeholder=charts.BLANK,
+        key="local_gpus",
     )
     matched = [g.spec.id for g in found if g.spec is not None]
     if not matched:

@@ -206,7 +206,6 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
     "time_p90_days", "mfu",
     "tokens_per_s", "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
 )  # fmt: skip
-ROW_PX = 35  # st.dataframe's row height: a table this many pixels per row (+ header) shows every row
 
 
 def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
@@ -218,8 +217,9 @@ def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
     st.dataframe(
         frame.rename(columns=names),
         hide_index=True,
+        placeholder=charts.BLANK,
         key="top_plans",
-        height=ROW_PX * (len(frame) + 1) + 3,
+        height=charts.table_height(len(frame)),
         column_config={names[c]: st.column_config.NumberColumn(format=f) for c, f in TOP_FORMATS.items()},
     )
     st.caption(tr("top_help"))

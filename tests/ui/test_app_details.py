@@ -8,6 +8,7 @@ Expected values come from the planner and the trainer themselves (``plan``, ``bu
 
 from __future__ import annotations
 
+import json
 import pickle
 import re
 import string
@@ -30,7 +31,6 @@ from ui import charts, reasons
 from ui.i18n import all_labels, plain
 from ui.messages import idle_text, interval
 from ui.reasons import CALIBRATION_REASONS, LAYOUT_REASONS, MODEL_REASONS, Refusal, reason_key, reason_text, refusal
-from ui.single import ROW_PX
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_top_plans_table_is_as_tall_as_its_rows(sent, top_k):
     rows = len(at.dataframe[0].value)  # the plan and its alternatives (test_app.py checks which)
     assert rows == 3 if top_k == 2 else rows > 10
     # every row and the header in view: no scroll box of 10 rows around 11 plans
-    assert table_heights(sent[-1]) == [ROW_PX * (rows + 1) + 3]
+    assert table_heights(sent[-1]) == [charts.table_height(rows)]
 
 
 # --------------------------------------------------------------------------- uploads
@@ -396,3 +396,44 @@ def test_the_card_shows_the_plan_that_uses_idle_gpus():
     infos = [i.value for i in at.info]
     assert idle_text(EN, expected) in infos
     assert not english_sentences(idle_text(ZH, expected).replace(expected.idle_plan.layout.describe(), ""))
+
+
+# --------------------------------------------------------------------------- the sidebar's GPU table
+
+
+def editor(messages):
+    (element,) = [
+        m.delta.new_element
+        for m in messages
+        if m.HasField("delta") and m.delta.HasField("new_element")
+        and m.delta.new_element.WhichOneof("type") == "dataframe" and m.delta.new_element.dataframe.editing_mode
+    ]  # fmt: skip
+    return element
+
+
+def test_the_gpu_table_fits_the_sidebar_and_writes_no_none(sent):
+    """The tick, inventory and price first and narrow, every row in view, blanks blank (issue 30)."""
+    at = run_app()
+    table = editor(sent[-1])
+    assert table.height_config.pixel_height == charts.table_height(len(at.session_state["gpu_rows"]))
+    assert table.dataframe.placeholder == ""  # blank inventory = no limit, never "None"
+    order = list(table.dataframe.column_order)
+    assert order[:3] == ["allowed", "inventory", "usd_per_gpu_hour"]
+    config = json.loads(table.dataframe.columns)
+    assert all(isinstance(config[c]["width"], int) and config[c]["width"] <= 60 for c in order[:3])
+    assert config["_index"]["pinned"]
+    (width,) = [
+        m.page_config_changed.initial_sidebar_width.pixel_width for m in sent[-1] if m.HasField("page_config_changed")
+    ]
+    assert width >= 110 + sum(config[c]["width"] for c in order[:3]) + 60  # the type column (a100-80gb-pcie), padding
+    at.sidebar.radio(key="pricing").set_value("bought").run()
+    assert list(editor(sent[-1]).dataframe.column_order)[2] == "purchase_usd"  # the price being edited
+    # the read-only tables write "—" for a missing value
+    at = open_tab(run_app(), "tab_top")
+    (top,) = [
+        m.delta.new_element.dataframe for m in sent[-1]
+        if m.HasField("delta") and m.delta.HasField("new_element")
+        and m.delta.new_element.WhichOneof("type") == "dataframe"
+        and not m.delta.new_element.dataframe.editing_mode
+    ]  # fmt: skip
+    assert top.placeholder == charts.BLANK
