@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from planner.catalog.hardware import Catalog
 from planner.catalog.measured_job import FACTOR_RANGE, MeasuredJob
-from planner.model.estimate import estimate
+from planner.model.estimate import estimate_plan
 from planner.model.settings import ModelingSettings
 from planner.plan import Estimate, Plan
 
@@ -36,16 +36,7 @@ def fit_measured_job(
 
     def predict(job: MeasuredJob | None) -> Estimate:
         spec = gpu.model_copy(update={"measured_job": job})
-        return estimate(
-            plan.model,
-            spec,
-            plan.layout,
-            plan.training,
-            num_gpus=plan.num_gpus,
-            num_nodes=plan.num_nodes,
-            catalog=catalog,
-            settings=settings,
-        )
+        return estimate_plan(plan, catalog, settings, gpu=spec)
 
     base = predict(None)
     low, high = FACTOR_RANGE

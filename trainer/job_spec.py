@@ -168,24 +168,15 @@ def check_estimate_current(plan: Plan, run: RunSettings, local_procs: int, devic
     plan fits its GPU and the fresh one does not, or (on CPU) when this node's processes would need
     more than the machine's memory. Returns the fresh reserved GiB per process."""
     from planner.catalog.hardware import load_catalog  # the planner's model, without its search
-    from planner.model.estimate import estimate
+    from planner.model.estimate import estimate_plan
     from planner.model.memory import fits
     from planner.model.settings import with_attention
 
     settings = with_attention(STACK_SETTINGS[plan.stack].but(loss_chunk_tokens=run.loss_chunk_tokens), plan.attention)
     try:
         catalog = load_catalog()
-        fresh = estimate(
-            plan.model,
-            catalog.gpu(plan.gpu),
-            plan.layout,
-            plan.training,
-            num_gpus=plan.num_gpus,
-            num_nodes=plan.num_nodes,
-            catalog=catalog,
-            settings=settings,
-            trainer_rules=False,  # the trainer's own checks (trainer/probe.py) say which rule, in its words
-        ).memory
+        # trainer_rules off: the trainer's own checks (trainer/probe.py) say which rule, in its words
+        fresh = estimate_plan(plan, catalog, settings, trainer_rules=False).memory
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"job: the plan cannot be estimated again ({one_line(exc)}): emit it again") from None
     needed = fresh.reserved_gib + DEFAULT_SETTINGS.cuda_context_bytes / 2**30

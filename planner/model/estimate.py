@@ -30,6 +30,7 @@ from planner.plan import (
     MemoryEstimate,
     MemoryTerms,
     ModelSummary,
+    Plan,
     ThroughputEstimate,
     TimeEstimate,
     TimeTerms,
@@ -285,6 +286,29 @@ def estimate(
         energy_kwh=optional(energy),
         goodput=goodput_estimate(g),
         model=ModelSummary.of(model),
+    )
+
+
+def estimate_plan(
+    plan: Plan,
+    catalog: Catalog,
+    settings: ModelingSettings,
+    *,
+    gpu: GPUSpec | None = None,
+    trainer_rules: bool = True,
+) -> Estimate:
+    """``estimate`` of a plan's own model, layout, batch, GPU count and nodes, again (a fresh
+    estimate of an emitted job, a calibration's prediction); ``gpu``: a variant of its GPU."""
+    return estimate(
+        plan.model,
+        gpu or catalog.gpu(plan.gpu),
+        plan.layout,
+        plan.training,
+        num_gpus=plan.num_gpus,
+        num_nodes=plan.num_nodes,
+        catalog=catalog,
+        settings=settings,
+        trainer_rules=trainer_rules,
     )
 
 
