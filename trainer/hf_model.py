@@ -252,7 +252,7 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
 
 def _language_model(data: dict[str, Any], model_type: str) -> tuple[str, dict[str, Any]]:
     """Mistral 3's language model (``text_config``, a Mistral decoder), which is what the planner
-    reads and counts (planner/catalog/hf_config.py ``_mistral3``): transformers has no causal LM
+    reads and counts (planner/catalog/hf_dense.py ``mistral3``): transformers has no causal LM
     for the whole multimodal config. Its head is separate unless the file ties it, as there."""
     if model_type != "mistral3":
         return model_type, data

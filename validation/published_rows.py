@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.hf_config import GPT2_ARCHITECTURE
+from planner.catalog.hf_dense import GPT2_ARCHITECTURE
 from planner.catalog.models import get_preset, list_presets
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.flops import forward_flops_per_token

@@ -1,0 +1,173 @@
+"""Reading a Hugging Face ``config.json``'s keys: each value checked (type, range) and named by
+its file when it is wrong, with ``transformers``' default when it is absent, plus the key groups
+many families share (shapes, windows, the newer RMSNorm/RoPE decoders' keys, ``text_config``).
+The per-family readers are in :mod:`planner.catalog.hf_dense` and :mod:`planner.catalog.hf_moe`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Upper bounds far beyond any real model; larger values are typos or corrupt files.
+MAX_HIDDEN = 1_000_000
+MAX_LAYERS = 10_000
+MAX_VOCAB = 10_000_000
+MAX_FFN = 10_000_000
+MAX_HEADS = 100_000
+MAX_EXPERTS = 100_000
+MAX_POSITIONS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class HfConfig:
+    """A parsed config.json plus its path, so that every error can name the file."""
+
+    path: Path
+    data: dict[str, Any]
+
+    def error(self, problem: str) -> ValueError:
+        return ValueError(f"{self.path}: {problem}")
+
+    def size(self, *keys: str, limit: int, default: int | None = None) -> int:
+        """First present key among ``keys`` (JSON null counts as absent), a positive int."""
+        key = next((k for k in keys if self.data.get(k) is not None), None)
+        if key is None:
+            if default is None:
+                raise self.error(f"missing key {keys[0]!r}")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"{key!r} must be an integer, got {value!r}")
+        if not 0 < value <= limit:
+            raise self.error(f"{key!r} = {value} is out of range (1..{limit})")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(f"{key!r} must be true or false, got {value!r}")
+        return value
+
+    def section(self, key: str) -> HfConfig:
+        value = self.data.get(key) or {}
+        if not isinstance(value, dict):
+            raise self.error(f"{key!r} must be an object")
+        return HfConfig(self.path, value)
+
+
+def common_fields(cfg: HfConfig, hidden: tuple[str, ...], layers: tuple[str, ...], heads: tuple[str, ...]) -> dict:
+    return dict(
+        hidden_size=cfg.size(*hidden, limit=MAX_HIDDEN),
+        num_layers=cfg.size(*layers, limit=MAX_LAYERS),
+        num_heads=cfg.size(*heads, limit=MAX_HEADS),
+        vocab_size=cfg.size("vocab_size", limit=MAX_VOCAB),
+    )
+
+
+def layer_kinds(cfg: HfConfig, layers: int) -> list[str] | None:
+    """The config's ``layer_types`` list (transformers >= 4.53 writes one), or None."""
+    kinds = cfg.data.get("layer_types")
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
+        raise cfg.error(f"'layer_types' must list one attention type per layer ({layers})")
+    return kinds
+
+
+def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
+    """Window size and windowed layer count, as transformers builds them: Mistral, Ministral and
+    Phi-3 window every layer when ``sliding_window`` is set (Mistral's default 4096); Qwen windows
+    layers from ``max_window_layers`` on (Qwen2-MoE: every other layer below it), only with
+    ``use_sliding_window``; Gemma 2 and GPT-OSS (128) every other layer from the first, Gemma 3
+    all but every ``sliding_window_pattern``-th (6). A ``layer_types`` list, when present, is
+    what counts."""
+    default = {"mistral": 4096, "ministral": 4096, "gemma2": 4096, "gemma3": 4096, "gpt_oss": 128}.get(family)
+    present = "sliding_window" in cfg.data
+    window = cfg.size("sliding_window", limit=MAX_POSITIONS, default=0) if present else default
+    if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and not cfg.flag("use_sliding_window", False):
+        window = None
+    if not window:
+        return {}
+    kinds = layer_kinds(cfg, layers)
+    if kinds is not None:
+        count = sum(kind == "sliding_attention" for kind in kinds)
+    elif family in ("gemma2", "gpt_oss"):
+        count = (layers + 1) // 2
+    elif family == "qwen2_moe":  # every other layer from the first, below max_window_layers
+        count = (min(layers, cfg.size("max_window_layers", limit=MAX_LAYERS, default=28)) + 1) // 2
+    elif family == "gemma3":
+        count = layers - layers // cfg.size("sliding_window_pattern", limit=MAX_LAYERS, default=6)
+    elif family in ("qwen2", "qwen3", "qwen3_moe"):
+        count = layers - min(layers, cfg.size("max_window_layers", limit=MAX_LAYERS, default=28))
+    else:
+        count = layers
+    return dict(sliding_window=window, sliding_layers=count) if count else {}
+
+
+def positive_number(cfg: HfConfig, key: str, default: float) -> float:
+    value = cfg.data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise cfg.error(f"{key!r} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def fraction(cfg: HfConfig, key: str, default: float) -> float:
+    """A number in (0, 1], read at the top level or in ``rope_parameters`` (transformers >= 5)."""
+    value = cfg.data.get(key)
+    if value is None:
+        value = cfg.section("rope_parameters").data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise cfg.error(f"{key!r} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def read_rope_theta(cfg: HfConfig, default: float) -> float:
+    nested = cfg.section("rope_parameters")
+    if cfg.data.get("rope_theta") is None and nested.data.get("rope_theta") is not None:
+        return positive_number(nested, "rope_theta", default)
+    return positive_number(cfg, "rope_theta", default)
+
+
+def decoder_fields(
+    cfg: HfConfig, family: str, kv_default: int | None, head_dim_default: int | None, **defaults
+) -> dict:
+    """The keys the newer RMSNorm/RoPE decoders share (Qwen3, Gemma, Phi-3, OLMo 2, DeepSeek);
+    ``defaults`` are the family's transformers defaults for absent optional keys."""
+    fields = common_fields(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
+    heads, hidden = fields["num_heads"], fields["hidden_size"]
+    head_dim = cfg.size("head_dim", limit=MAX_HIDDEN, default=head_dim_default or hidden // heads)
+    bias = cfg.flag("attention_bias", defaults.get("attention_bias", False))
+    fields.update(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=MAX_FFN),
+        num_kv_heads=cfg.size("num_key_value_heads", limit=MAX_HEADS, default=kv_default or heads),
+        max_seq_len=cfg.size("max_position_embeddings", limit=MAX_POSITIONS, default=defaults["max_seq_len"]),
+        tied_embeddings=cfg.flag("tie_word_embeddings", defaults.get("tied", False)),
+        qkv_bias=bias,
+        out_bias=bias,
+        rope_theta=positive_number(cfg, "rope_theta", defaults.get("rope_theta", 10000.0)),
+        norm_eps=positive_number(cfg, "rms_norm_eps", defaults.get("norm_eps", 1e-6)),
+    )
+    if head_dim * heads != hidden:  # keep specs canonical: None = hidden / heads
+        fields["head_dim"] = head_dim
+    return fields | window_fields(cfg, family, fields["num_layers"])
+
+
+def text_config(cfg: HfConfig, defaults: dict[str, Any]) -> HfConfig:
+    """A multimodal config's language model (``text_config``), transformers' defaults for its
+    absent keys; the vision tower beside it is not read."""
+    text = cfg.section("text_config")
+    if not text.data:
+        raise cfg.error("missing key 'text_config' (the language model; the vision tower is not planned)")
+    data = dict(text.data)
+    for key, value in defaults.items():
+        if data.get(key) is None:
+            data[key] = value
+    return HfConfig(cfg.path, data)

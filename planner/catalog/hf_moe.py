@@ -1,0 +1,185 @@
+"""The readers of the mixture-of-experts families' ``config.json``: Qwen3-MoE, DeepSeek-V3,
+GPT-OSS, Qwen2-MoE, Llama 4 (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
+fields; :mod:`planner.catalog.hf_config` dispatches on ``model_type``.
+"""
+
+from __future__ import annotations
+
+from planner.catalog.hf_keys import (
+    MAX_EXPERTS,
+    MAX_FFN,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    HfConfig,
+    decoder_fields,
+    layer_kinds,
+    text_config,
+)
+
+
+def qwen3_moe(cfg: HfConfig) -> dict:
+    """Qwen3-MoE: ``num_experts`` experts of ``moe_intermediate_size``; the layers listed in
+    ``mlp_only_layers`` or off the ``decoder_sparse_step`` have a dense MLP of ``intermediate_size``."""
+    fields = decoder_fields(cfg, "qwen3_moe", 4, None, max_seq_len=32768, rope_theta=1e6) | dict(qk_norm="head")
+    dense = _sparse_layers(cfg, fields["num_layers"])
+    return fields | dict(
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=768),
+        num_experts=cfg.size("num_experts", limit=MAX_EXPERTS, default=128),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8),
+        dense_layers=dense,
+        # transformers' Qwen3MoeConfig default is False; the released configs set True.
+        moe_renormalize=cfg.flag("norm_topk_prob", False),
+    )
+
+
+def _layer_count(cfg: HfConfig, key: str, default: int) -> int:
+    """A non-negative number of layers (0 is meaningful: no dense layers, no MTP module)."""
+    value = cfg.data.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LAYERS:
+        raise cfg.error(f"{key!r} must be an integer in 0..{MAX_LAYERS}, got {value!r}")
+    return value
+
+
+def deepseek_v3(cfg: HfConfig) -> dict:
+    """DeepSeek-V3: MLA, ``first_k_dense_replace`` dense blocks, then ``n_routed_experts``
+    routed (``num_experts_per_tok`` per token) + ``n_shared_experts`` shared experts of
+    ``moe_intermediate_size``; ``num_nextn_predict_layers`` MTP modules (counted apart).
+    transformers makes every layer from k on a MoE block (``moe_layer_freq`` is not read)."""
+    if cfg.flag("attention_bias", False):
+        raise cfg.error("attention_bias is not supported for deepseek_v3")
+    fields = decoder_fields(cfg, "deepseek_v3", None, None, max_seq_len=4096)
+    rope = cfg.size("qk_rope_head_dim", limit=MAX_HIDDEN, default=64)
+    nope = cfg.size("qk_nope_head_dim", limit=MAX_HIDDEN, default=128)
+    # Absent: transformers' default 1536; an explicit null: one q projection (DeepSeek-V2-Lite).
+    q_lora = None if "q_lora_rank" in cfg.data and cfg.data["q_lora_rank"] is None else 1536
+    if cfg.data.get("q_lora_rank") is not None:
+        q_lora = cfg.size("q_lora_rank", limit=MAX_HIDDEN)
+    mla = dict(
+        q_lora_rank=q_lora,
+        kv_lora_rank=cfg.size("kv_lora_rank", limit=MAX_HIDDEN, default=512),
+        qk_rope_head_dim=rope,
+        v_head_dim=cfg.size("v_head_dim", limit=MAX_HIDDEN, default=128),
+    )
+    dense = min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", 3))
+    fields.pop("head_dim", None)
+    mtp = _layer_count(cfg, "num_nextn_predict_layers", 1)
+    return fields | dict(
+        head_dim=nope + rope,
+        num_kv_heads=fields["num_heads"],
+        mla=mla,
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=2048),
+        num_experts=cfg.size("n_routed_experts", limit=MAX_EXPERTS, default=256),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8),
+        shared_experts=cfg.size("n_shared_experts", limit=MAX_EXPERTS, default=1),
+        dense_layers=dense,
+        mtp_layers=mtp,
+    )
+
+
+def gpt_oss(cfg: HfConfig) -> dict:
+    """OpenAI GPT-OSS: biased q/k/v/o, one learnt attention sink per head, a 128-token window on
+    every other layer, ``num_local_experts`` SwiGLU experts of ``intermediate_size`` with biases
+    (fused gate/up: same shapes), top ``num_experts_per_tok`` of a biased router (softmax over
+    the chosen logits). Its clamped SwiGLU (``swiglu_limit``) and YaRN change no weights."""
+    fields = decoder_fields(
+        cfg, "gpt_oss", 8, 64, max_seq_len=131072, rope_theta=150000.0, norm_eps=1e-5, attention_bias=True
+    )
+    return fields | dict(
+        ffn_hidden_size=cfg.size("intermediate_size", limit=MAX_FFN, default=2880),
+        num_experts=cfg.size("num_local_experts", limit=MAX_EXPERTS, default=128),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=4),
+        mlp_bias=True,
+        router_bias=True,
+        attention_sinks=True,
+    )
+
+
+def _sparse_layers(cfg: HfConfig, layers: int) -> int:
+    """Qwen-MoE blocks with a dense MLP: those in ``mlp_only_layers`` or off the
+    ``decoder_sparse_step``."""
+    step = cfg.size("decoder_sparse_step", limit=MAX_LAYERS, default=1)
+    dense_only = cfg.data.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise cfg.error("'mlp_only_layers' must be a list of layer indices")
+    return sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
+
+
+def qwen2_moe(cfg: HfConfig) -> dict:
+    """Qwen1.5-MoE / Qwen2-MoE: Qwen2's attention (q/k/v biases, ``qkv_bias``), ``num_experts``
+    routed experts of ``moe_intermediate_size`` (top ``num_experts_per_tok``, softmax, not
+    renormalised unless ``norm_topk_prob``) plus one shared expert of
+    ``shared_expert_intermediate_size`` whose output a sigmoid gate (h -> 1) scales. The spec
+    sizes the shared expert in routed-expert widths, so it must be a multiple of them (4 x 1408
+    in Qwen1.5-MoE-A2.7B, 8 x 2560 in Qwen2-57B-A14B)."""
+    fields = decoder_fields(cfg, "qwen2_moe", 16, None, max_seq_len=32768, rope_theta=10000.0, norm_eps=1e-6)
+    qkv_bias = cfg.flag("qkv_bias", True)
+    width = cfg.size("moe_intermediate_size", limit=MAX_FFN, default=1408)
+    shared = cfg.size("shared_expert_intermediate_size", limit=MAX_FFN, default=5632)
+    if shared % width:
+        raise cfg.error(
+            f"shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width} "
+            "(the shared expert is planned as whole experts)"
+        )
+    return fields | dict(
+        qkv_bias=qkv_bias,
+        out_bias=False,
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=width,
+        num_experts=cfg.size("num_experts", limit=MAX_EXPERTS, default=60),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=4),
+        shared_experts=shared // width,
+        shared_expert_gate=True,
+        dense_layers=_sparse_layers(cfg, fields["num_layers"]),
+        moe_renormalize=cfg.flag("norm_topk_prob", False),
+    )
+
+
+def llama4(cfg: HfConfig) -> dict:
+    """Llama 4 (Scout, Maverick): the language model (``text_config``) only, not the vision
+    tower. MoE blocks (``moe_layers``, default every ``interleave_moe_layer_step``-th from
+    step - 1) hold ``num_local_experts`` SwiGLU experts of ``intermediate_size``, top
+    ``num_experts_per_tok`` by a sigmoid router, plus one shared expert as wide; the other blocks
+    a dense MLP of ``intermediate_size_mlp``. RoPE layers (all but every
+    ``no_rope_layer_interval``-th) attend within ``attention_chunk_size`` chunks. The spec keeps
+    the number of dense and chunked blocks, not their places; the weightless L2 q/k norm
+    (``use_qk_norm``) and the NoPE layers' missing rotary are not in the block table."""
+    text = text_config(cfg, {"vocab_size": 202048})
+    fields = decoder_fields(text, "llama4", 8, 128, max_seq_len=131072, rope_theta=500000.0, norm_eps=1e-5)
+    fields["tied_embeddings"] = cfg.flag("tie_word_embeddings", text.flag("tie_word_embeddings", False))
+    layers = fields["num_layers"]
+    step = text.size("interleave_moe_layer_step", limit=MAX_LAYERS, default=1)
+    moe = text.data.get("moe_layers")
+    if moe is None:
+        moe = list(range(step - 1, layers, step))
+    if not isinstance(moe, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in moe):
+        raise cfg.error("text_config.moe_layers must be a list of layer indices")
+    dense = layers - len({i for i in moe if 0 <= i < layers})
+    fields |= dict(
+        dense_ffn_hidden_size=text.size("intermediate_size_mlp", limit=MAX_FFN, default=16384),
+        num_experts=text.size("num_local_experts", limit=MAX_EXPERTS, default=16),
+        experts_per_token=text.size("num_experts_per_tok", limit=MAX_EXPERTS, default=1),
+        shared_experts=1,
+        dense_layers=dense,
+        moe_renormalize=False,
+    )
+    if fields["num_experts"] == 1 or dense == layers:
+        raise cfg.error("a Llama 4 text model without expert layers is not supported")
+    chunk = text.data.get("attention_chunk_size", 8192)
+    if chunk is None:
+        return fields
+    chunk = text.size("attention_chunk_size", limit=MAX_POSITIONS, default=8192)
+    kinds = layer_kinds(text, layers)
+    if kinds is not None:
+        chunked = sum(kind == "chunked_attention" for kind in kinds)
+    else:
+        rope = text.data.get("no_rope_layers") or []  # 1 = a RoPE layer; empty: the interval's pattern
+        if not isinstance(rope, list) or (rope and len(rope) != layers):
+            raise cfg.error(f"text_config.no_rope_layers must list one flag per layer ({layers})")
+        interval = text.size("no_rope_layer_interval", limit=MAX_LAYERS, default=4)
+        chunked = sum(map(bool, rope)) if rope else sum(1 for i in range(layers) if (i + 1) % interval)
+    return fields | (dict(attention_chunk=chunk, chunked_layers=chunked) if chunked else {})
