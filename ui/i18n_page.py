@@ -18,4 +18,15 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "Tick every row again (after “Send to plan” kept one type); inventories and prices stay as they are.",
         "重新勾选所有型号（“发送到规划”只保留了一种之后）；库存和价格保持不变。",
     ),
+    # run view: a run without CUDA (the trainer measures MFU and peak memory on CUDA only)
+    "run_no_cuda": (
+        "No CUDA device in this run: peak memory and MFU are not measured (their panels show the prediction only).",
+        "此次运行没有 CUDA 设备：未测量峰值显存和 MFU（这两个面板只显示预测值）。",
+    ),
+    "run_not_measured": ("not measured (no CUDA)", "未测量（无 CUDA）"),
+    "run_prediction_elsewhere": (
+        "The predicted {predicted:,.0f} tokens/s is for the plan's {num_gpus} × {gpu}, not for this machine's CPU "
+        "({measured:,.0f} tokens/s measured).",
+        "预测的 {predicted:,.0f} token/秒 针对方案中的 {num_gpus} × {gpu}，而不是本机的 CPU（实测 {measured:,.0f} token/秒）。",
+    ),
 }

@@ -77,6 +77,18 @@ def predictions(plan: Plan, validation: ValidationReport | None) -> dict[str, fl
     return {"loss": None, "tokens_per_s": e.throughput.tokens_per_s, "mfu": e.throughput.mfu, "peak_mem_gib": memory}
 
 
+CUDA_ONLY = ("mfu", "peak_mem_gib")  # the trainer measures these with CUDA only (trainer/metrics.py)
+
+
+def measured(metrics: pd.DataFrame, column: str) -> bool:
+    return column in metrics and pd.to_numeric(metrics[column], errors="coerce").notna().any()
+
+
+def without_cuda(view: JobView) -> bool:
+    """Steps were logged, but none with a peak memory: the run had no CUDA device (a CPU run)."""
+    return len(view.metrics) > 0 and not measured(view.metrics, "peak_mem_gib")
+
+
 def run_figure(view: JobView, tr: Labels) -> go.Figure:
     """Loss, tokens/s, MFU and peak memory against the step, each with the plan's prediction dashed."""
     fig = make_subplots(rows=2, cols=2, subplot_titles=[tr(key) for _, key, _ in SERIES])
@@ -84,7 +96,7 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
     metrics = view.metrics
     for i, (column, key, unit) in enumerate(SERIES):
         row, col = divmod(i, 2)
-        if column in metrics and metrics[column].notna().any():
+        if measured(metrics, column):
             fig.add_scatter(
                 x=metrics["step"], y=pd.to_numeric(metrics[column], errors="coerce"), mode="lines+markers",
                 name=tr(key), row=row + 1, col=col + 1,
@@ -93,7 +105,12 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
         if predicted.get(column) is not None:
             fig.add_hline(
                 predicted[column], line=dict(dash="dash", color="crimson"), row=row + 1, col=col + 1,
-                annotation_text=tr("predicted"),
+                annotation_text=tr("predicted"), exclude_empty_subplots=False,  # drawn with no measurement too
+            )  # fmt: skip
+        if column in CUDA_ONLY and without_cuda(view):  # said in the panel, not left empty (issue 30)
+            fig.add_annotation(
+                text=tr("run_not_measured"), xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
+                row=row + 1, col=col + 1, exclude_empty_subplots=False,
             )  # fmt: skip
         fig.update_xaxes(title_text=tr("axis_step"), row=row + 1, col=col + 1)
     fig.update_layout(showlegend=False, height=560, margin=dict(t=40, b=10))
@@ -120,6 +137,27 @@ def probe_text(tr: Labels, v: ValidationReport) -> str:
     )
 
 
+def cpu_notes(tr: Labels, view: JobView) -> list[str]:
+    """On a run without CUDA: why two panels hold no measurement, and whose hardware the
+    predicted tokens/s is for (the plan's GPUs, hundreds of times this CPU)."""
+    if not without_cuda(view):
+        return []
+    notes = [tr("run_no_cuda")]
+    if view.plan is not None and measured(view.metrics, "tokens_per_s"):
+        tokens = pd.to_numeric(view.metrics["tokens_per_s"], errors="coerce").dropna()
+        p = view.plan
+        notes.append(
+            tr(
+                "run_prediction_elsewhere",
+                predicted=p.estimate.throughput.tokens_per_s,
+                num_gpus=p.num_gpus,
+                gpu=p.gpu,
+                measured=tokens.iloc[-1],
+            )
+        )
+    return notes
+
+
 def show_job(tr: Labels, job_dir: Path, key: str) -> None:
     view = read_job(job_dir)
     if view.error:
@@ -128,6 +166,8 @@ def show_job(tr: Labels, job_dir: Path, key: str) -> None:
     st.caption(tr("run_steps_read", steps=len(view.metrics), live=tr("run_live") if view.live else ""))
     if view.validation is not None:
         st.caption(probe_text(tr, view.validation))
+    for note in cpu_notes(tr, view):
+        st.caption(note)
     if len(view.metrics) and "loss" in view.metrics:
         last = view.metrics.iloc[-1]
         left, right = st.columns(2)
