@@ -151,6 +151,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_none": ("none", "不使用"),
     "opt_selective": ("selective", "选择性"),
     "opt_full": ("full", "完全"),
+    "opt_blocks": ("blocks (first N per stage)", "按块（每段前 N 块）"),
+    "opt_attention": ("attention only", "仅注意力"),
     "no_ac": ("Allow at least one activation-checkpointing mode.", "请至少允许一种激活重计算方式。"),
     "allow_offload": ("Allow CPU offload", "允许 CPU 卸载"),
     "max_gpus": ("Most GPUs to consider", "最多考虑的 GPU 数"),
