@@ -238,3 +238,40 @@ def run_flows(app: Page, url: str) -> None:
     page.get_by_role("button", name=EN("add_job")).click()
     app.wait_text(EN("total_cost"), 120)
     app.check("09-portfolio")
+
+
+STUBS = {  # commands install_browser.sh calls, faked: root, a lock held for two polls, a lock-aware apt-get
+    "id": "echo 0",
+    "fc-list": "echo 'WenQuanYi Zen Hei:lang=zh'",
+    "fuser": 'n=$(cat "$STATE/fuser" 2>/dev/null || echo 0); echo $((n + 1)) > "$STATE/fuser"; [ "$n" -lt 2 ]',
+    "apt-get": (
+        'echo "$*" >> "$STATE/apt-get"\n'
+        'case "$*" in *DPkg::Lock::Timeout=*) ;; *) echo "E: Could not get lock /var/lib/dpkg/lock-frontend"; '
+        "exit 100;; esac\n"
+        'case "$*" in *" install "*chromium*) printf "#!/bin/sh\\necho Chromium 1\\n" > "$CHROMIUM"; '
+        'chmod +x "$CHROMIUM";; esac'
+    ),
+}
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
+def test_install_browser_waits_for_the_package_lock(tmp_path):
+    """Another apt run holding the lock is waited for (fuser, then apt's own lock timeout), not
+    reported as "apt-get install failed" (issue 30)."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name, body in STUBS.items():
+        (stubs / name).write_text(f"#!/bin/bash\n{body}\n")
+        (stubs / name).chmod(0o755)
+    env = dict(
+        os.environ, PATH=f"{stubs}:/usr/bin:/bin", STATE=str(tmp_path), CHROMIUM=str(tmp_path / "chromium"),
+        LOCK_POLL_S="0.05",
+    )  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "install_browser.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "waiting up to" in done.stdout and "failed" not in done.stdout, done.stdout
+    assert "chromium: installed (Chromium 1)" in done.stdout
+    calls = (tmp_path / "apt-get").read_text().splitlines()
+    assert len(calls) == 2 and all("DPkg::Lock::Timeout=600" in call for call in calls)
