@@ -5,15 +5,20 @@ from the spec alone (presets: ``config_from_spec``) and from the file (``hf_conf
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 import torch
+from support.jobs import losses_by_step, write_job
 
 from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES
 from planner.catalog.models import get_preset, model_from_hf_config
+from planner.errors import ExitCode
+from planner.layout import Layout
 from planner.model.spec import ModelSpec
 from trainer.hf_model import build_hf_model, config_from_spec, hf_init_rule
+from trainer.train import main
 
 transformers = pytest.importorskip("transformers")
 
@@ -25,7 +30,7 @@ _SHAPES = dict(
     num_hidden_layers=2,
     num_attention_heads=4,
     num_key_value_heads=2,
-    vocab_size=256,
+    vocab_size=512,
     max_position_embeddings=64,
 )
 _MISTRAL = dict(_SHAPES, model_type="mistral")
@@ -35,10 +40,10 @@ TINY: dict[str, dict] = {
     "mistral": dict(sliding_window=8),
     "qwen2": {},
     "mixtral": dict(num_local_experts=4, num_experts_per_tok=2),
-    "gpt2": dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=256),
+    "gpt2": dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, vocab_size=512),
     "gpt_neox": {},
-    "mpt": dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=64, vocab_size=256),
-    "bloom": dict(n_embed=64, n_layer=2, n_head=4, vocab_size=256),
+    "mpt": dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=64, vocab_size=512),
+    "bloom": dict(n_embed=64, n_layer=2, n_head=4, vocab_size=512),
     "qwen3": dict(head_dim=16),
     "qwen3_moe": dict(head_dim=16, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, mlp_only_layers=[0]),
     "gemma2": dict(head_dim=16, sliding_window=8),
@@ -179,3 +184,13 @@ def test_gpt_oss_preset_counts_on_meta():
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(config_from_spec(spec, 4096))
     assert count(model) == spec.num_params()
+
+
+@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4"])
+def test_hf_impl_trains_the_new_families(tmp_path, in_process, model_type):
+    """Two steps of ``trainplan run`` (FSDP2 on one CPU process): init rule, sharding, loss."""
+    spec, _ = tiny_spec(tmp_path, model_type)
+    job = write_job(tmp_path / "job", Layout(dp_shard=1), 1, model=spec, steps=2, impl="hf", probe_steps=0)
+    assert main([str(job), "--device", "cpu"]) == ExitCode.OK
+    losses = losses_by_step(job)
+    assert len(losses) == 2 and all(math.isfinite(v) for v in losses.values())
