@@ -18,12 +18,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from planner.api.explore import plan_label
 from planner.catalog.hardware import load_catalog
 from planner.fmt import money_short
 from planner.plan import MemoryTerms, Plan, TimeTerms
 from planner.units import HOURS_PER_DAY
 from ui.i18n import Labels
+from ui.messages import duration
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
 PALETTE_SIZE = 27  # three rounds of the nine symbols: more than the catalog's GPU types
@@ -169,7 +169,7 @@ def _limit_marks(fig: go.Figure, names: list[str], values: list[float], name: st
 
 def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.Figure:
     """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
-    names, labels = plan_names(plans), [f"{p.num_gpus}x {p.gpu}: {plan_label(p)}" for p in plans]
+    names, labels = plan_names(plans), [plan_words(tr, p) for p in plans]
     fig = go.Figure()
     columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
     reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
@@ -189,7 +189,7 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
 
 def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
     """Seconds per optimizer step of each plan, split into compute, memory, communication, bubble."""
-    names, labels = plan_names(plans), [f"{p.num_gpus}x {p.gpu}: {plan_label(p)}" for p in plans]
+    names, labels = plan_names(plans), [plan_words(tr, p) for p in plans]
     columns = [dict(p.estimate.time.breakdown_s) for p in plans]
     fig = go.Figure()
     for term in TimeTerms.model_fields:
@@ -203,17 +203,27 @@ def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
 # --------------------------------------------------------------------------- frontier and scaling
 
 
-def _hover(frame: pd.DataFrame) -> list[str]:
+def training_words(tr: Labels, micro_batch: int, grad_accum: int, ac: str) -> str:
+    """'micro-batch 2 × 21 · checkpointing none' in the page's language (the planner's label says
+    'mb 2 x 21 | ac none' in English; issue 30)."""
+    return tr("hover_training", micro=micro_batch, accum=grad_accum, ac=tr.option(str(ac)))
+
+
+def plan_words(tr: Labels, p: Plan) -> str:
+    """A plan in a bar's hover: its GPUs, layout and training, in the page's language."""
+    t = p.training
+    return f"{p.num_gpus}x {p.gpu}: {p.layout.describe()} · " + training_words(
+        tr, t.micro_batch, t.grad_accum, t.activation_checkpointing.value
+    )
+
+
+def _hover(frame: pd.DataFrame, tr: Labels) -> list[str]:
+    """A point's GPUs, layout, training, cost and time; the time written as the card writes it."""
+    columns = ("gpu", "num_gpus", "layout", "micro_batch", "grad_accum", "ac", "cost_usd", "time_to_train_days")
     return [
-        f"{n}x {g}<br>{layout}<br>{money_label(cost) if cost >= 1e3 else f'${cost:,.0f}'} · {days:,.2f} days"
-        for g, n, layout, cost, days in zip(
-            frame["gpu"],
-            frame["num_gpus"],
-            frame["layout"],
-            frame["cost_usd"],
-            frame["time_to_train_days"],
-            strict=True,
-        )
+        f"{n}x {g}<br>{layout.split(' | ')[0]}<br>{training_words(tr, mb, ga, ac)}<br>"  # the label's layout part
+        f"{money_label(cost) if cost >= 1e3 else f'${cost:,.0f}'} · {duration(tr, days * HOURS_PER_DAY)}"
+        for g, n, layout, mb, ga, ac, cost, days in zip(*(frame[c] for c in columns), strict=True)
     ]
 
 
@@ -246,7 +256,7 @@ def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: La
             x=group["time_to_train_days"],
             y=group["cost_usd"],
             mode="markers",
-            text=_hover(group),
+            text=_hover(group, tr),
             hovertemplate="%{text}<extra></extra>",
             marker=dict(size=8, symbol=style.symbol, color=colours, line=dict(width=0.5, color=style.color)),
         )
@@ -330,7 +340,7 @@ def frontier_figure(
             y=[knee["cost_usd"]],
             mode="markers",
             marker=dict(size=16, symbol="diamond-open", color="black", line=dict(width=2)),
-            text=_hover(knee.to_frame().T),
+            text=_hover(knee.to_frame().T, tr),
             hovertemplate=f"{tr('knee')}<br>%{{text}}<extra></extra>",
             legendrank=2,
         )
@@ -369,7 +379,7 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
     decade ticks) against GPU count: each line's colour is its axis's (issue 30)."""
     rows = points[points["gpu"] == gpu].sort_values("num_gpus")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    hover = _hover(rows)
+    hover = _hover(rows, tr)
     style = gpu_style(gpu)
     for key, column, dash, secondary in (("axis_cost", "cost_usd", None, False), ("axis_days", "time_to_train_days", "dot", True)):  # fmt: skip
         fig.add_scatter(

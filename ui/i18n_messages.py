@@ -64,8 +64,8 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "{gpu}：它的最佳方案为 {mine}；选定的方案为 {winner}。",
     ),
     "plan_phrase": (
-        "{gpus} ({layout}) for {cost} in {time}, MFU {mfu:.0%}",
-        "{gpus}（{layout}），费用 {cost}，用时 {time}，MFU {mfu:.0%}",
+        "{gpus} ({layout}) for {cost} in {time}, MFU {mfu:.1%}",
+        "{gpus}（{layout}），费用 {cost}，用时 {time}，MFU {mfu:.1%}",
     ),
     # plan notes (planner.explain.NoteKind), with the planner's figures
     "note_memory": (
@@ -105,17 +105,17 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "MFU {mfu:.1%} 按 6N + 注意力 FLOPs 计算（每 token {model_gflop:.2f} GFLOP）；HFU {hfu:.1%} 计入重计算"
         "（每 token {hardware_gflop:.2f} GFLOP）",
     ),
-    "note_failures": (
-        "failures: a {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes {write_s:,.1f} s, "
-        "so the Young/Daly interval is {interval_min:,.1f} min; each failure costs half an interval plus a "
-        "{restart_min:,.1f}-min restart: goodput {goodput:.1%}",
-        "故障：{num_gpus} 块 GPU 的任务平均每 {mttf_h:,.1f} 小时故障一次；一次检查点需 {write_s:,.1f} 秒，"
-        "因此 Young/Daly 间隔为 {interval_min:,.1f} 分钟；每次故障损失半个间隔加 {restart_min:,.1f} 分钟重启："
+    "note_failures": (  # durations written by ui.messages (duration, interval): "9.3 h", never "559.0 min"
+        "failures: a {num_gpus}-GPU job fails every {mttf} on average; a checkpoint takes {write_s:,.1f} s, "
+        "so the Young/Daly interval is {interval}; each failure costs half an interval plus a "
+        "{restart} restart: goodput {goodput:.1%}",
+        "故障：{num_gpus} 块 GPU 的任务平均每 {mttf}故障一次；一次检查点需 {write_s:,.1f} 秒，"
+        "因此 Young/Daly 间隔为 {interval}；每次故障损失半个间隔加 {restart}重启："
         "有效训练时间占比 {goodput:.1%}",
     ),
     "note_lost": (
-        "; the lost time adds {lost_h:,.1f} h to time-to-train and cost",
-        "；损失的时间使训练时间和费用增加 {lost_h:,.1f} 小时",
+        "; the lost time adds {lost} to time-to-train and cost",
+        "；损失的时间使训练时间和费用增加 {lost}",
     ),
     "note_infeasible": ("infeasible: {reason}; fix: {fix}", "不可行：{reason}；解决办法：{fix}"),
 }

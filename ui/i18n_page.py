@@ -18,6 +18,17 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "Tick every row again (after “Send to plan” kept one type); inventories and prices stay as they are.",
         "重新勾选所有型号（“发送到规划”只保留了一种之后）；库存和价格保持不变。",
     ),
+    # breakdown terms the planner added after ui/i18n.py's (the charts' legends, the notes)
+    "mem_measured_correction": ("measured correction", "实测校正"),
+    "time_measured_correction": ("measured correction", "实测校正"),
+    "time_efficiency_ceiling": ("efficiency ceiling", "效率上限"),
+    # chart hovers
+    "hover_training": (
+        "micro-batch {micro} × {accum} · checkpointing {ac}",
+        "微批 {micro} × {accum} · 激活重计算 {ac}",
+    ),
+    # durations
+    "under_minute": ("< 1 min", "不到 1 分钟"),
     # run view: a run without CUDA (the trainer measures MFU and peak memory on CUDA only)
     "run_no_cuda": (
         "No CUDA device in this run: peak memory and MFU are not measured (their panels show the prediction only).",

@@ -21,8 +21,14 @@ from planner.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.charts import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
 
+SHORTEST_H = 0.1  # under this a duration reads in minutes: "the deadline is 0.0 h" said nothing (issue 30)
+
 
 def duration(tr: Labels, hours: float) -> str:
+    """'12.5 days', '9.3 h'; under 0.1 h in whole minutes, and '< 1 min' below a minute."""
+    if hours < SHORTEST_H:
+        minutes = hours * SECONDS_PER_HOUR / SECONDS_PER_MINUTE
+        return tr("minutes_value", value=minutes) if minutes >= 1 else tr("under_minute")
     key, value = duration_key(hours)
     return tr(key, value=value)
 
@@ -208,18 +214,28 @@ def plan_phrase(tr: Labels, p: Plan) -> str:
 
 
 def note_text(tr: Labels, note: Note) -> str:
-    """A plan note in the page's language, from its typed figures (term names translated)."""
-    if tr.lang == "en":
-        return note.text()
+    """A plan note in the page's language, from its typed figures: term names as the charts name
+    them ("gradients", not "grads"), durations by ``duration``/``interval`` (issue 30)."""
     figures = note.figures()
     if "term" in figures:
         prefix = "mem" if note.kind is NoteKind.MEMORY else "time"
         term = str(figures["term"])
-        figures["term"] = tr.get(f"{prefix}_{term}", term)
-    text = tr(f"note_{note.kind.value}", **figures)
-    if note.kind is NoteKind.FAILURES and figures.get("lost_h") is not None:
-        text += tr("note_lost", lost_h=figures["lost_h"])
-    return text
+        figures["term"] = tr.get(f"{prefix}_{term}", term.replace("_", " "))
+    if note.kind is not NoteKind.FAILURES:
+        return tr(f"note_{note.kind.value}", **figures)
+    text = tr("note_failures", **figures, **failure_durations(tr, figures))
+    lost = figures.get("lost_h")
+    return text + (tr("note_lost", lost=duration(tr, float(lost))) if lost is not None else "")
+
+
+def failure_durations(tr: Labels, figures: dict) -> dict[str, str]:
+    """The failures note's durations as the card writes them ('-' where the planner has none)."""
+    mttf, every, restart = (figures.get(k) for k in ("mttf_h", "interval_min", "restart_min"))
+    return dict(
+        mttf="-" if mttf is None else duration(tr, float(mttf)),
+        interval="-" if every is None else interval(tr, float(every)),
+        restart="-" if restart is None else interval(tr, float(restart)),
+    )
 
 
 def plan_note_texts(tr: Labels, p: Plan) -> list[str]:

@@ -77,6 +77,7 @@ def predictions(plan: Plan, validation: ValidationReport | None) -> dict[str, fl
     return {"loss": None, "tokens_per_s": e.throughput.tokens_per_s, "mfu": e.throughput.mfu, "peak_mem_gib": memory}
 
 
+HOVER_FORMAT = {"mfu": ".1%"}  # MFU with one decimal, as the card writes it
 CUDA_ONLY = ("mfu", "peak_mem_gib")  # the trainer measures these with CUDA only (trainer/metrics.py)
 
 
@@ -100,7 +101,7 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
             fig.add_scatter(
                 x=metrics["step"], y=pd.to_numeric(metrics[column], errors="coerce"), mode="lines+markers",
                 name=tr(key), row=row + 1, col=col + 1,
-                hovertemplate=f"{tr('axis_step')} %{{x}}: %{{y:,.4g}} {unit}<extra></extra>",
+                hovertemplate=f"{tr('axis_step')} %{{x}}: %{{y:{HOVER_FORMAT.get(column, ',.4g')}}} {unit}<extra></extra>",
             )  # fmt: skip
         if predicted.get(column) is not None:
             fig.add_hline(

@@ -196,7 +196,7 @@ TOP_FORMATS = {
     "time_p90_days": "%,.2f",
     "cost_usd": "$%,.0f",  # whole dollars, like the plan card
     "energy_kwh": "%,.0f",
-    "mfu": "percent",
+    "mfu": "%.1f%%",  # one decimal, like the card (percent points: Streamlit's "percent" shows two)
     "tokens_per_s": "%,.0f",
     "memory_gib": "%.1f",
     "capacity_gib": "%.1f",
@@ -211,6 +211,7 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
 def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
     frame = charts.top_plans_frame(plans)[list(TOP_ORDER)]
     frame["ac"] = frame["ac"].map(tr.option)
+    frame["mfu"] = frame["mfu"] * 100  # in percent points, for TOP_FORMATS' one-decimal percentage
     names = {c: tr(f"col_{c}") for c in frame.columns}
     if bought:
         names["cost_usd"] = tr("col_cost_usd_bought")

@@ -66,3 +66,75 @@ def test_a_cpu_run_says_why_two_panels_are_empty_and_whose_prediction_it_is(cpu_
     notes = [a.text for a in fig.layout.annotations]
     assert notes.count(tr("run_not_measured")) == 2  # the MFU and the peak-memory panels
     assert len(fig.layout.shapes) == 3  # the predicted tokens/s, MFU and peak memory, empty panels too
+
+
+# --------------------------------------------------------------------------- formats (issue 30, item 9)
+
+
+def test_durations_never_read_zero_hours():
+    from ui.messages import duration
+
+    assert duration(EN, 0.001 * 24) == "1 min" and duration(ZH, 0.001 * 24) == "1 分钟"  # a 0.001-day deadline
+    assert duration(EN, 0.005) == EN("under_minute")
+    assert duration(EN, 0.5) == "0.5 h" and duration(EN, 5 * 24) == "5.0 days"
+
+
+def test_the_failures_note_writes_durations_as_the_card_does():
+    from planner.explain import Note, NoteKind
+    from ui.messages import duration, interval, note_text
+
+    figures = dict(num_gpus=64, mttf_h=1584.0, write_s=12.0, interval_min=559.0, restart_min=10.0, goodput=0.97)
+    note = Note(NoteKind.FAILURES, (*figures.items(), ("lost_h", 7.5)))
+    for tr in (EN, ZH):
+        text = note_text(tr, note)
+        assert interval(tr, 559.0) in text and duration(tr, 1584.0) in text and duration(tr, 7.5) in text
+        assert "559.0" not in text and "1,584.0" not in text
+    memory = Note(NoteKind.MEMORY, (("term", "grads"), ("value_gib", 1.0), ("peak_gib", 2.0), ("reserved_gib", 2.0),
+                                    ("used_fraction", 0.5), ("usable_gib", 4.0)))  # fmt: skip
+    assert "gradients is the largest term" in note_text(EN, memory)
+
+
+def test_mfu_reads_with_one_decimal_everywhere():
+    from ui.messages import plan_phrase
+
+    at = open_tab(run_app(), "tab_top")
+    chosen = planned(request_for()).plan
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert config[EN("col_mfu")]["type_config"]["format"] == "%.1f%%"
+    assert at.dataframe[0].value[EN("col_mfu")][0] == pytest.approx(chosen.estimate.throughput.mfu * 100)
+    assert f"MFU {chosen.estimate.throughput.mfu:.1%}" in plan_phrase(EN, chosen)
+
+
+# --------------------------------------------------------------------------- 中文
+
+
+def test_every_breakdown_term_has_a_label_in_both_languages():
+    from planner.plan import MemoryTerms, TimeTerms
+    from ui.i18n import all_labels
+
+    for lang in ("en", "zh"):
+        labels = all_labels(lang)
+        assert {f"mem_{t}" for t in MemoryTerms.model_fields} <= set(labels)
+        assert {f"time_{t}" for t in TimeTerms.model_fields} <= set(labels)
+
+
+def test_chart_hovers_speak_the_pages_language():
+    """The frontier's and the bars' hovers: no English ('days', 'mb 2 x 21 | ac none') on the 中文 page."""
+    from planner.api.explore import best_per_count, pareto_front, scored_search
+    from planner.model.settings import DEFAULT_SETTINGS
+    from ui import figures
+    from ui.messages import duration
+
+    frame = best_per_count(scored_search(request_for(), settings=DEFAULT_SETTINGS).frame, "cost")
+    points = frame.assign(pareto=pareto_front(frame))
+    chosen = planned(request_for()).plan
+    for fig in (
+        figures.frontier_figure(points, points["pareto"], chosen, ZH),
+        figures.scaling_figure(points, "h100-sxm", ZH),
+    ):
+        hovers = [text for trace in fig.data for text in (trace.text or ()) if isinstance(text, str)]
+        assert hovers and not any(" days" in h or "| mb" in h or "| ac" in h for h in hovers), hovers[:2]
+    first = points.iloc[0]
+    assert duration(ZH, first["time_to_train_days"] * 24) in figures._hover(points.head(1), ZH)[0]
+    bars = figures.memory_figure([chosen], 1.0, ZH)
+    assert not any("| mb" in c for trace in bars.data if trace.customdata is not None for c in trace.customdata)

@@ -357,7 +357,7 @@ def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
     result = planned(request_for())
     for p in (result.plan, *result.alternatives):
         for note in plan_notes(p):
-            assert note_text(EN, note) == note.text()
+            assert " grads " not in note_text(EN, note) and " min;" not in note_text(EN, note)  # issue 30
             assert not english_sentences(note_text(ZH, note)), note
     request = request_for(deadline_days=0.01)
     for gpu in ("a100-80gb-sxm", "l4"):  # a slower type the deadline rules out alone
