@@ -115,19 +115,55 @@ def _summary(name: str, comparisons: list[WholeRunComparison]) -> str:
     )
 
 
+# Issue 26, item 4 ("whole-run realism"): held-out runs, GPU generations, mean and largest |error|.
+TARGET_RUNS, TARGET_GENERATIONS, TARGET_MEAN_ABS, TARGET_MAX_ABS = 8, 3, 0.15, 0.25
+
+
+def held_out(c: WholeRunComparison) -> bool:
+    return c.run.run_id not in NOT_INDEPENDENT
+
+
+def target_line(comparisons: list[WholeRunComparison]) -> str:
+    """Where the held-out runs stand against issue 26's done-when."""
+    held = [c for c in comparisons if held_out(c)]
+    errors = [abs(c.error) for c in held] or [0.0]
+    generations = len({c.generation for c in held})
+    mean_abs, worst = sum(errors) / len(errors), max(errors)
+    over = sum(e > TARGET_MAX_ABS for e in errors)
+    met = (
+        len(held) >= TARGET_RUNS
+        and generations >= TARGET_GENERATIONS
+        and mean_abs <= TARGET_MEAN_ABS
+        and worst <= TARGET_MAX_ABS
+    )
+    return (
+        f"- Issue 26 target (held out: >= {TARGET_RUNS} runs, >= {TARGET_GENERATIONS} GPU generations, mean abs "
+        f"<= {100 * TARGET_MEAN_ABS:.0f} %, none over {100 * TARGET_MAX_ABS:.0f} %): {len(held)} runs, {generations} "
+        f"generations, mean abs {100 * mean_abs:.1f} %, largest {100 * worst:.1f} %, {over} over: "
+        f"{'met' if met else 'not met'}."
+    )
+
+
 def summary(comparisons: list[WholeRunComparison]) -> str:
+    generations = list(dict.fromkeys(c.generation for c in comparisons))
+    mixed = [g for g in generations if any(c.generation == g and not held_out(c) for c in comparisons)]
     groups: list[tuple[str, Callable[[WholeRunComparison], bool]]] = [
-        *((f"{g} GPUs", lambda c, g=g: c.generation == g) for g in dict.fromkeys(c.generation for c in comparisons)),
+        *((f"{g} GPUs", lambda c, g=g: c.generation == g) for g in generations),
+        *(
+            (
+                f"{g} GPUs held out (without {', '.join(sorted(NOT_INDEPENDENT))})",
+                lambda c, g=g: c.generation == g and held_out(c),
+            )
+            for g in mixed
+        ),
         ("Step-model rows (reported = tokens / throughput)", lambda c: c.run.recipe.basis == Basis.STEP),
         ("Wall-time rows (reported = GPUs x wall clock)", lambda c: c.run.recipe.basis == Basis.WALL),
-        (
-            "Overall without the rows not held out (" + ", ".join(sorted(NOT_INDEPENDENT)) + ")",
-            lambda c: c.run.run_id not in NOT_INDEPENDENT,
-        ),
+        ("Overall without the rows not held out (" + ", ".join(sorted(NOT_INDEPENDENT)) + ")", held_out),
     ]
     lines = [f"- {_summary(name, [c for c in comparisons if keep(c)])}" for name, keep in groups]
     worst = max(comparisons, key=lambda c: abs(c.error))
     lines.append(f"- Worst: {worst.run.name}, {100 * worst.error:+.1f} %.")
+    lines.append(target_line(comparisons))
     return "\n".join([_summary("Overall", comparisons), "", *lines])
 
 

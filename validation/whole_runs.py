@@ -110,7 +110,7 @@ AWS_P4D_EFA = NetworkSpec(
 
 SEARCHED = "layout not published: searched; "
 NO_RAMP = "batch ramp not modelled; "
-OPEN_AC = "recomputation not stated: the fastest of none / selective / full that fits; "
+OPEN_AC = "recomputation not stated: the fastest of the planner's recomputation modes that fits; "
 LLAMA1 = (
     "Table 15 hours read as tokens / step throughput (65B: 1.4T / 380 tok/s/GPU to 0.1 %); xformers attention "
     "read as FlashAttention-2; bf16 assumed; the paper's checkpointing (saves the linear outputs) not expressed: "
@@ -129,7 +129,8 @@ L405 = (
 BLOOM = (
     "Megatron-DeepSpeed of 2022: the Megatron-LM profile (no flash attention); MBS 2, full recomputation, ZeRO-1 "
     "(tr11 README); biases on every projection and norm; ALiBi: no position parameters, its bias add not timed; "
-    "384 GPUs throughout (the last days ran on 24 nodes); " + NO_RAMP
+    "384 GPUs throughout (the last days ran on 24 nodes); the losses the chronicles log beyond the failure model "
+    "(eval hangs: 18 h, 6 h, 11 h; a slow GPU at -5 % until found) not predicted; " + NO_RAMP
 )
 MPT = (
     "llm-foundry, Triton flash kernel (LLM_FOUNDRY_TRITON); FSDP over all 440 GPUs ('sharded data parallelism'); "
@@ -140,7 +141,8 @@ MPT = (
     "timed as AdamW (one moment, not two); ALiBi: no position parameters; "
 )
 FALCON = (
-    "Gigatron: the Megatron-LM profile with FlashAttention-2; parallel attention/MLP blocks timed as sequential "
+    "Gigatron: the Megatron-LM profile (gradient reduction not overlapped) with FlashAttention-2 (the cards cite "
+    "FlashAttention, Dao et al. 2022, i.e. v1, which the catalog lacks); parallel attention/MLP blocks timed as sequential "
     "(same weights and FLOPs; no parallel block in ModelSpec: the tensor-parallel all-reduce it saves is still "
     "timed, 7B's one norm per block counted as two); ffn 4d GeLU (DERIVED), no linear biases; ZeRO stage not "
     "stated: ZeRO-1; " + OPEN_AC + NO_RAMP
@@ -213,6 +215,10 @@ SKIPPED: dict[str, str] = {
     "tinyllama-1.1b": "no measured total: the 90 days is a plan; the release dates only bound the run (<= 118 d)",
     "motif-2.6b": "dimensions, batch, layout and precision not published; Differential Attention and PolyNorm"
     " not modelled; whether '384 MI250X' counts packages or GCDs not stated",
+    # The only Blackwell whole run found with a wall time (whole_runs_sources.md, "Olmo Hybrid").
+    "olmo-hybrid-7b-b200": "three of every four blocks are Gated DeltaNet linear-RNN layers, which ModelSpec"
+    " cannot express; dimensions, sequence, batch and layout not read; the B200 phase is ~3T tokens of a run"
+    " begun on H100",
 }
 
 
@@ -437,7 +443,9 @@ def published(run: WholeRun, catalog: Catalog) -> tuple[Prediction, str]:
         f"ac {p.training.activation_checkpointing.value} vpp {p.layout.vpp} mb {p.training.micro_batch}" for p in ties
     )
     note = f"{len(fitting)} of {len(tried)} valid variants fit"
-    return best, note + (f"; {names} tie (held at the MFU ceiling), the first shown" if len(ties) > 1 else "")
+    # A tie is the MFU ceiling holding them all, or modes that recompute nothing here (no block to spare).
+    why = "held at the MFU ceiling" if all(p.ceiling_binding for p in ties) else "the same step"
+    return best, note + (f"; {names} tie ({why}), the first shown" if len(ties) > 1 else "")
 
 
 def searched(run: WholeRun, catalog: Catalog) -> Prediction:
