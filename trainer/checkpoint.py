@@ -42,6 +42,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from planner.errors import CheckpointDiskFullError, JobDirWriteError
 from planner.fmt import one_line
+from trainer.files import file_sha256
 from trainer.log import ON_STDOUT
 from trainer.safe_dcp import safe_load
 
@@ -50,7 +51,6 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 QUARANTINE_SUFFIX = ".corrupt"  # step-N.corrupt: a checkpoint that failed to verify or load, set aside
 _STEP_DIR = re.compile(r"^step-(\d{6,})$")
-_HASH_CHUNK = 1 << 20
 
 
 @dataclass
@@ -73,14 +73,6 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
         return []
     found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir()]
     return sorted(found)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -176,7 +168,7 @@ def _files_of(directory: Path) -> list[str]:
 def _hash_share(directory: Path, files: list[str], rank: int, world: int) -> dict[str, dict]:
     """This rank's share (every world-th file) of the manifest entries."""
     return {
-        name: {"size": (directory / name).stat().st_size, "sha256": _sha256(directory / name)}
+        name: {"size": (directory / name).stat().st_size, "sha256": file_sha256(directory / name)}
         for name in files[rank::world]
     }
 
@@ -336,7 +328,7 @@ class CheckpointManager:
                 return f"{name} is missing"
             if file.stat().st_size != manifest[name]["size"]:
                 return f"{name} has {file.stat().st_size} bytes, manifest says {manifest[name]['size']}"
-            if _sha256(file) != manifest[name]["sha256"]:
+            if file_sha256(file) != manifest[name]["sha256"]:
                 return f"{name} does not match its sha256"
         return None
 

@@ -46,7 +46,7 @@ from trainer.corpus import (
     normalise,
     read_documents,
 )
-from trainer.files import read_capped, write_json_atomic
+from trainer.files import file_sha256, read_capped, write_json_atomic
 from trainer.job_spec import RunSettings
 from trainer.log import ON_STDOUT
 
@@ -362,14 +362,9 @@ def _shards_problem(data_dir: Path, meta: dict, verify: bool) -> str | None:
             return f"{shard} has {shard.stat().st_size} bytes, meta.json says {entry['num_tokens']} {dtype} tokens"
         if verify and not isinstance(entry.get("sha256"), str):
             return f"{shard} has no sha256 in meta.json (prepared by an earlier version)"
-        if verify and _sha256(shard) != entry["sha256"]:
+        if verify and file_sha256(shard) != entry["sha256"]:
             return f"{shard} does not match its sha256 in meta.json"
     return None
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _info_from_meta(meta: dict, reused: bool) -> DataInfo:

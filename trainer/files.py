@@ -1,7 +1,8 @@
-"""Atomic small-file writes for the job directory (job files, metadata, reports)."""
+"""Atomic small-file writes for the job directory (job files, metadata, reports), and file hashes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -33,3 +34,9 @@ def read_capped(path: Path, limit: int) -> bytes:
     from planner.limits import read_input
 
     return read_input(path, "trainplan file", limit, os_errors=True)
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks (a shard or a checkpoint file can be GBs)."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
