@@ -13,7 +13,7 @@ import streamlit as st
 from ui.cached import catalog
 from ui.portfolio_view import show_portfolio
 from ui.sidebar import TRANSLATED_CHOICES, init_state, keep_values, sidebar
-from ui.single import show_single
+from ui.single import METRIC_CSS, show_single
 
 # wide enough for the GPU table's type, tick, inventory and price columns (issue 30: two of them
 # showed at Streamlit's default width); the reader can still drag it wider or narrower
@@ -23,6 +23,7 @@ __all__ = ("TRANSLATED_CHOICES", "main")  # the tests read which choices survive
 
 def main() -> None:
     st.set_page_config(page_title="trainplan", layout="wide", initial_sidebar_state=SIDEBAR_PX)
+    st.html(METRIC_CSS)  # every page's metrics: the card's, the explorer's, portfolio's
     cat = catalog()
     init_state(cat)
     try:

@@ -22,6 +22,7 @@ from ui.messages import duration
 from ui.reasons import LAYOUT_REASONS, Refusal, reason_text, refusal
 from ui.sidebar import Inputs
 
+METRICS_PER_ROW = 3  # six in one row cut "660,171" and "$14,882" at 800 px (issue 30)
 DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
 
 
@@ -103,16 +104,18 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
     e = p.estimate
     m = e.memory
     usable = m.usable_gib
-    values = (
-        ("ex_memory", f"{m.reserved_gib:,.1f} / {usable:,.1f} GiB"),
+    values = (  # the usable memory under the reserved, as the card writes the capacity
+        ("ex_memory", f"{m.reserved_gib:,.1f} GiB"),
         ("ex_step", f"{e.time.step_s:,.3g} s"),
         ("tokens_per_s", f"{e.throughput.tokens_per_s:,.0f}"),
         ("card_mfu", f"{e.throughput.mfu:.1%}"),
         ("card_time", duration(tr, e.time_to_train_h or 0.0)),
         ("card_cost", charts.money(e.cost_usd or 0.0)),
     )
-    for column, (key, value) in zip(st.columns(len(values)), values, strict=True):
-        column.metric(tr(key), value)
+    for row in (values[:METRICS_PER_ROW], values[METRICS_PER_ROW:]):
+        for column, (key, value) in zip(st.columns(METRICS_PER_ROW), row, strict=True):
+            delta = tr("ex_usable", usable=usable) if key == "ex_memory" else None
+            column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
     st.caption(f"{p.layout.describe()} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
     if e.feasible:
         st.success(tr("ex_fits"))

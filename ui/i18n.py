@@ -409,7 +409,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ex_ac": ("activation ckpt.", "激活重计算"),
     "ex_precision": ("precision", "精度"),
     "ex_invalid": ("This configuration cannot exist: {error}", "该配置无法成立：{error}"),
-    "ex_memory": ("reserved / usable per GPU", "每 GPU 保留 / 可用显存"),
+    "ex_memory": ("reserved per GPU", "每 GPU 保留显存"),
     "ex_step": ("step time", "单步时间"),
     "ex_batch": ("{tokens:,} tokens per step", "每步 {tokens:,} 个 token"),
     "ex_batch_too_large": (

@@ -22,6 +22,8 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     "mem_measured_correction": ("measured correction", "实测校正"),
     "time_measured_correction": ("measured correction", "实测校正"),
     "time_efficiency_ceiling": ("efficiency ceiling", "效率上限"),
+    # the explorer
+    "ex_usable": ("of {usable:,.1f} GiB usable", "可用 {usable:,.1f} GiB"),
     # chart hovers
     "hover_training": (
         "micro-batch {micro} × {accum} · checkpointing {ac}",

@@ -45,7 +45,18 @@ from ui.messages import (
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
-CARD_CSS = "<style>[data-testid='stMetricValue'] { font-size: 1.6rem; }</style>"  # long layouts fit
+# Metrics never cut a figure off ("16 x b...", "105.7 ..." at 800 px; issue 30): the value's font
+# shrinks with the window (1.6rem from 1280 px down to 1.1rem at 880 px) and a value, a delta or a
+# label that still does not fit wraps at a space onto a second line instead of ending in an ellipsis.
+METRIC_CSS = """<style>
+[data-testid='stMetricValue'] { font-size: clamp(1.1rem, 2vw, 1.6rem); }
+[data-testid='stMetricValue'], [data-testid='stMetricValue'] *,
+[data-testid='stMetricDelta'], [data-testid='stMetricDelta'] *,
+[data-testid='stMetricLabel'], [data-testid='stMetricLabel'] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+  height: auto !important;
+}
+</style>"""
 
 
 def show_infeasible(tr: Labels, infeasible: charts.Infeasible, inputs: Inputs) -> None:
@@ -116,7 +127,6 @@ def plan_card(
     )
     memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
     with st.container(border=True):
-        st.html(CARD_CSS)
         st.subheader(tr("plan_card", model=plain(plan.model.name)))
         if trains_too_long(plan):  # the planner's warning (planner.api.long_job_warnings), in the page's language
             st.warning(tr("long_job", time=duration(tr, e.time_to_train_h or 0.0)))

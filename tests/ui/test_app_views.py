@@ -230,7 +230,9 @@ def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     shown = card(at)
     assert shown[EN("ex_step")] == f"{e.time.step_s:,.3g} s"
     assert shown[EN("tokens_per_s")] == f"{e.throughput.tokens_per_s:,.0f}"
-    assert shown[EN("ex_memory")].startswith(f"{e.memory.reserved_gib:,.1f} / ")
+    assert shown[EN("ex_memory")] == f"{e.memory.reserved_gib:,.1f} GiB"  # usable below it: no "105.7 / 169..."
+    (memory,) = [m for m in at.metric if m.label == EN("ex_memory")]
+    assert memory.delta == EN("ex_usable", usable=e.memory.usable_gib)
     assert {b.key for b in at.get("download_button")} >= {"ex_download"}
     at.button(key="ex_send").click().run()
     rows = at.session_state["gpu_rows"]
