@@ -144,10 +144,13 @@ class ModelShape(BaseModel):
     @property
     def hf_attention_implementation(self) -> str:
         """The ``attn_implementation`` the trainer builds Hugging Face modules with: SDPA (flash
-        kernels), except for soft-capped attention scores (Gemma 2), which transformers runs
-        eager only (``Gemma2PreTrainedModel._supports_sdpa = False``: "sdpa does not support
-        softcapping"; transformers 5.24 models/gemma2/modeling_gemma2.py)."""
-        return "eager" if self.attn_softcap else "sdpa"
+        kernels), except where transformers has no SDPA path and runs attention eager, the
+        scores materialised (transformers 5.24, ``_supports_sdpa = False``): soft-capped scores
+        (Gemma 2: "sdpa does not support softcapping"), attention sinks (GPT-OSS's learnt
+        logit per head, ``GptOssPreTrainedModel``) and ALiBi (``BloomForCausalLM``,
+        ``MptForCausalLM``: the bias is added to the materialised scores)."""
+        eager = self.attn_softcap is not None or self.attention_sinks or self.position == "alibi"
+        return "eager" if eager else "sdpa"
 
     @property
     def moe_layers(self) -> int:

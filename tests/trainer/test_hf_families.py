@@ -139,7 +139,7 @@ def test_spec_config_builds_the_planners_count_on_cpu(tmp_path, model_type):
         assert callable(rule(name, model.get_submodule(name.rsplit(".", 1)[0])))
 
 
-@pytest.mark.parametrize("model_type", [t for t in SPEC_FAMILIES if t not in NO_SDPA])
+@pytest.mark.parametrize("model_type", SPEC_FAMILIES)
 def test_hf_impl_builds_the_spec_on_meta(tmp_path, model_type):
     spec, _ = tiny_spec(tmp_path, model_type)
     model = build_hf_model(spec, None, SEQ)
@@ -147,10 +147,18 @@ def test_hf_impl_builds_the_spec_on_meta(tmp_path, model_type):
     assert model.config._attn_implementation == spec.hf_attention_implementation
 
 
-@pytest.mark.parametrize("model_type", [t for t in TINY if t not in NO_SDPA + FILE_COUNTS_MORE])
+@pytest.mark.parametrize("model_type", [t for t in TINY if t not in FILE_COUNTS_MORE])
 def test_hf_impl_builds_the_config_file_on_meta(tmp_path, model_type):
     spec, path = tiny_spec(tmp_path, model_type)
     assert count(build_hf_model(spec, str(path), SEQ)) == spec.num_params()
+
+
+@pytest.mark.parametrize("model_type", NO_SDPA)
+def test_the_planner_budgets_eager_attention_where_transformers_has_no_sdpa(tmp_path, model_type):
+    """GPT-OSS's sinks and ALiBi have no SDPA path in transformers: the planner sizes and times
+    impl 'hf' with the eager attention the trainer then builds (so the builds above pass)."""
+    spec, _ = tiny_spec(tmp_path, model_type)
+    assert spec.hf_attention_implementation == "eager"
 
 
 @pytest.mark.parametrize("model_type", NO_SDPA)
@@ -189,7 +197,7 @@ def test_gpt_oss_preset_counts_on_meta():
     assert count(model) == spec.num_params()
 
 
-@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4"])
+@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss"])
 def test_hf_impl_trains_the_new_families(tmp_path, in_process, model_type):
     """Two steps of ``trainplan run`` (FSDP2 on one CPU process): init rule, sharding, loss."""
     spec, _ = tiny_spec(tmp_path, model_type)
