@@ -29,6 +29,9 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "micro-batch {micro} × {accum} · checkpointing {ac}",
         "微批 {micro} × {accum} · 激活重计算 {ac}",
     ),
+    # Streamlit's file uploader (its own words are English; the 中文 page replaces them by CSS)
+    "uploader_button": ("Upload", "上传"),
+    "uploader_limit": ("at most {mb} MB per file", "每个文件最大 {mb} MB"),
     # durations
     "under_minute": ("< 1 min", "不到 1 分钟"),
     # run view: a run without CUDA (the trainer measures MFU and peak memory on CUDA only)

@@ -319,6 +319,22 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     return stack, upload
 
 
+def uploader_css(tr: Labels) -> str:
+    """Streamlit writes its uploaders' button and size limit in English only ("Upload", "1MB per
+    file • TOML"); on another language's page the CSS hides them and writes the page's words
+    instead (issue 30)."""
+    if tr.lang == "en":
+        return ""
+    zone = "[data-testid='stFileUploaderDropzone']"
+    hidden = "font-size: 0 !important;"
+    return (
+        f"<style>{zone} button p, [data-testid='stFileUploaderDropzoneInstructions'] span {{ {hidden} }}"
+        f"{zone} button p::after {{ content: '{tr('uploader_button')}'; font-size: 0.875rem; }}"
+        "[data-testid='stFileUploaderDropzoneInstructions'] span::after "
+        f"{{ content: '{tr('uploader_limit', mb=charts.UPLOAD_LIMIT_MB)}'; font-size: 0.875rem; }}</style>"
+    )
+
+
 def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
     with st.sidebar:
         lang = st.radio(
@@ -330,6 +346,9 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             on_change=keep_choices,
         )
         tr = Labels(lang)
+        css = uploader_css(tr)
+        if css:
+            st.html(css)
         portfolio = st.toggle(tr("portfolio_mode"), key="portfolio_mode", help=tr("portfolio_help"))
         st.header(tr("section_model"))
         model = sidebar_model(tr)

@@ -284,9 +284,15 @@ CUT_OFF = """() => [...document.querySelectorAll(
   .map(e => e.textContent)"""
 
 
+UPLOADER_WORDS = """() => [...document.querySelectorAll(
+    "[data-testid='stFileUploaderDropzone'] button p, [data-testid='stFileUploaderDropzoneInstructions'] span")]
+  .map(e => [getComputedStyle(e).fontSize, getComputedStyle(e, '::after').content])"""
+
+
 def test_no_metric_is_cut_off_at_800_or_1400_px(app_url, tmp_path):
     """The card at 800 px and the explorer at 1400 px, in both languages: every metric's label,
-    value and delta whole ("16 x b...", "105.7 / 169..." in issue 30); screenshots kept."""
+    value and delta whole ("16 x b...", "105.7 / 169..." in issue 30); screenshots kept. On the
+    中文 page the uploaders' own English is hidden and the page's words shown instead."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -305,6 +311,11 @@ def test_no_metric_is_cut_off_at_800_or_1400_px(app_url, tmp_path):
                     app.page.wait_for_timeout(2000)  # the rerun's skeletons replaced by the values
                     assert app.page.get_by_test_id("stMetricValue").count() >= 6
                     assert app.page.evaluate(CUT_OFF) == [], (width, tr.lang)
+                    words = app.page.evaluate(UPLOADER_WORDS)
+                    assert words, "the calibration uploader is always in the sidebar"
+                    if tr is ZH:
+                        shown = {content.strip('"') for size, content in words if size == "0px"}
+                        assert shown == {ZH("uploader_button"), ZH("uploader_limit", mb=1)}, words
                     app.check(f"metrics-{width}-{tr.lang}")
                 app.page.close()
         finally:
