@@ -227,6 +227,9 @@ def price_of(
             return None
         return price
     assert utilisation is not None  # set whenever tco is
+    if not float(row["purchase_usd"]) > 0:  # amortised_price_per_gpu_hour's refusal, in the page's words
+        st.error(tr("bad_purchase", gpu=gpu))
+        return None
     try:
         return charts.amortised_price_per_gpu_hour(
             float(row["purchase_usd"]), gpu_wall_power_w(cat.gpus[gpu]), utilisation, tco

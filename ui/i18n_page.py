@@ -32,6 +32,24 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     # Streamlit's file uploader (its own words are English; the 中文 page replaces them by CSS)
     "uploader_button": ("Upload", "上传"),
     "uploader_limit": ("at most {mb} MB per file", "每个文件最大 {mb} MB"),
+    # errors the app words itself (the trainer's and the file readers' are English sentences)
+    "emit_name_bad": (
+        "The job name is the download's folder name: use letters, digits, “-”, “_” or “.” (not “{name}”).",
+        "任务名称就是下载文件夹的名称：只能使用字母、数字、“-”、“_”或“.”（不能是“{name}”）。",
+    ),
+    "emit_failed": ("Cannot write this job: {error}", "无法生成该任务：{error}"),
+    "bad_purchase": (
+        "{gpu}: the purchase price must be above $0 to price a bought GPU.",
+        "{gpu}：购买价必须大于 0 美元，才能计算购买 GPU 的成本。",
+    ),
+    "run_no_job": (
+        "{path} holds no job.json: enter a directory that trainplan emit (or the Downloads tab) wrote.",
+        "{path} 中没有 job.json：请输入由 trainplan emit（或“下载”页）生成的任务目录。",
+    ),
+    "run_bad_job": (
+        "{path}: job.json is not a job this trainplan can read.",
+        "{path}：job.json 不是本版本 trainplan 能读取的任务文件。",
+    ),
     # durations
     "under_minute": ("< 1 min", "不到 1 分钟"),
     # run view: a run without CUDA (the trainer measures MFU and peak memory on CUDA only)

@@ -45,7 +45,8 @@ class JobView:
     metrics: pd.DataFrame
     validation: ValidationReport | None
     live: bool
-    error: str | None = None
+    error: str | None = None  # JobSpec.load's refusal (English)
+    job_dir: Path | None = None  # where job.json was looked for, when it was refused
 
 
 def read_job(job_dir: Path) -> JobView:
@@ -55,7 +56,7 @@ def read_job(job_dir: Path) -> JobView:
     try:
         plan = JobSpec.load(job_dir).plan
     except ValueError as exc:
-        return JobView(None, pd.DataFrame(), None, False, error=str(exc))
+        return JobView(None, pd.DataFrame(), None, False, error=str(exc), job_dir=job_dir)
     metrics = charts.read_metrics(job_dir / "metrics.jsonl")
     validation = None
     if (job_dir / "validation.json").exists():
@@ -159,10 +160,20 @@ def cpu_notes(tr: Labels, view: JobView) -> list[str]:
     return notes
 
 
+def show_refused_job(tr: Labels, view: JobView) -> None:
+    """Why a directory's job.json cannot be read: missing or not a job, in the page's language;
+    the reader's own detail (English) under it on the English page."""
+    assert view.error is not None and view.job_dir is not None  # read_job sets both on a refusal
+    missing = not (view.job_dir / "job.json").is_file()
+    st.error(tr("run_no_job" if missing else "run_bad_job", path=plain(str(view.job_dir))))
+    if tr.lang == "en" and not missing:
+        st.caption(plain(view.error))
+
+
 def show_job(tr: Labels, job_dir: Path, key: str) -> None:
     view = read_job(job_dir)
     if view.error:
-        st.error(plain(view.error))
+        show_refused_job(tr, view)
         return
     st.caption(tr("run_steps_read", steps=len(view.metrics), live=tr("run_live") if view.live else ""))
     if view.validation is not None:

@@ -5,6 +5,7 @@ Only the open tab runs: the frontier (every candidate) and why-not (two more sol
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import streamlit as st
@@ -198,6 +199,9 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     st.plotly_chart(figures.scaling_figure(points, gpu, tr), key="chart_scaling")
 
 
+JOB_NAME = re.compile(r"[A-Za-z0-9._-]+")  # a folder and file name on every system the zip lands on
+
+
 TOP_FORMATS = {
     "num_gpus": "%,d",
     "num_nodes": "%,d",
@@ -258,10 +262,13 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     left, right = st.columns(2)
     name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
     steps = right.number_input(tr("emit_steps"), min_value=1, step=10, key="emit_steps")
+    if not JOB_NAME.fullmatch(name) or name in (".", ".."):  # the zip's folder and file name
+        st.error(tr("emit_name_bad", name=plain(name)))
+        return
     try:
         data = cached_job_zip(plan.to_json(), name, int(steps))
-    except ValueError as exc:
-        st.error(plain(one_line(exc)))
+    except ValueError as exc:  # the trainer's refusal, in its words
+        st.error(tr("emit_failed", error=plain(one_line(exc))))
         return
     st.download_button(tr("download_job"), data, file_name=f"{name}.zip", mime="application/zip", key="download_job")
     st.caption(tr("job_help"))

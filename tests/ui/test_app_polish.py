@@ -138,3 +138,21 @@ def test_chart_hovers_speak_the_pages_language():
     assert duration(ZH, first["time_to_train_days"] * 24) in figures._hover(points.head(1), ZH)[0]
     bars = figures.memory_figure([chosen], 1.0, ZH)
     assert not any("| mb" in c for trace in bars.data if trace.customdata is not None for c in trace.customdata)
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_apps_own_refusals_speak_the_pages_language(tmp_path, tr):
+    """A bad job name, a zero purchase price and a directory without a job: the page's words."""
+    from ui.i18n import plain
+
+    at = open_tab(run_app(lang=tr.lang, emit_name="my job/1"), "tab_downloads", tr)
+    assert [e.value for e in at.error] == [tr("emit_name_bad", name=plain("my job/1"))]
+    assert "download_job" not in {b.key for b in at.get("download_button")}
+    at = run_app(lang=tr.lang, pricing="bought", purchases={"h100-sxm": 0.0})
+    assert tr("bad_purchase", gpu="h100-sxm") in [e.value for e in at.error]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "job.json").write_text("{not json")
+    for folder, key in (("empty", "run_no_job"), ("broken", "run_bad_job")):
+        at = open_tab(run_app(lang=tr.lang, run_dir=str(tmp_path / folder)), "tab_run", tr)
+        assert [e.value for e in at.error] == [tr(key, path=plain(str(tmp_path / folder)))]

@@ -35,7 +35,7 @@ from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding,
 from planner.model.settings import DEFAULT_SETTINGS
 from ui import figures
 from ui.gpu_table import apply_edits, default_rows
-from ui.i18n import all_labels
+from ui.i18n import all_labels, plain
 from ui.messages import near_tie_text
 
 
@@ -296,7 +296,7 @@ def test_run_view_plots_a_job_directory_against_its_plan(job_dir):
     (directory / "report.json").write_text("{}")  # finished: no more refreshing
     assert not read_job(directory).live
     at = open_tab(run_app(run_dir=str(directory / "missing")), "tab_run")
-    assert at.error and "job\\.json" in at.error[0].value  # the path shown as written (escaped Markdown)
+    assert [e.value for e in at.error] == [EN("run_no_job", path=plain(str(directory / "missing")))]  # escaped
 
 
 def test_portfolio_jobs_are_edited_one_at_a_time_and_show_deadline_and_budget():
