@@ -24,7 +24,7 @@ from planner.request import (
     request_settings,
     requested_batch_tokens,
 )
-from planner.search.fleet import FleetSolution, TcoAssumptions, economics_for, size_fleet
+from planner.search.fleet import FleetSolution, HourlyRate, TcoAssumptions, economics_for, owned_rate, size_fleet
 from planner.search.ilp import ScoredTable, check_rows
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
 from planner.search.score import scored_table, search_space
@@ -262,7 +262,7 @@ class PortfolioJob:
     plan: Plan
     start_s: float
     end_s: float
-    cost_usd: float  # as the portfolio ILP priced it
+    cost_usd: float  # its GPU-hours at the inventory's owned rates, as the portfolio ILP priced it
 
     @property
     def gpu_id(self) -> str:
@@ -283,11 +283,11 @@ class PortfolioPlan:
 
     assignments: tuple[PortfolioJob, ...]
     objective_value: float
-    total_cost_usd: float
+    total_cost_usd: float  # the jobs' costs: their GPU-hours at the owned rates
+    idle_cost_usd: float  # owned GPU-hours no job used before the makespan (the ILP minimises both)
     makespan_s: float
     solver: str
     num_variables: int
-    slot_s: float | None  # None: one slot, all jobs concurrent from time 0
 
 
 def plan_portfolio(
@@ -299,13 +299,22 @@ def plan_portfolio(
     num_slots: int = 1,
     catalog: Catalog | None = None,
     settings: ModelingSettings = DEFAULT_SETTINGS,
+    tco: TcoAssumptions = TcoAssumptions(),
+    purchase_usd: dict[str, float] | None = None,
 ) -> PortfolioPlan:
-    """Several jobs sharing one inventory; each gets one runnable Plan and a start time."""
+    """Several jobs sharing one owned inventory; each gets one runnable Plan and a start time.
+
+    Each GPU is priced at its ownership (``owned_rate``: ``purchase_usd``, else the catalog's
+    purchase estimate, under ``tco``; a type with neither: its rent). Start times are continuous
+    up to ``EXACT_MAX_JOBS`` jobs; ``num_slots`` only refines the slotted model used above."""
     catalog = catalog or load_catalog()
     searches = {name: scored_search(r, catalog=catalog, settings=settings) for name, r in requests.items()}
     jobs = [_job_candidates(search, name) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
-    solution: PortfolioSolution = solve_portfolio(jobs, inventory, objective, horizon_s=horizon, num_slots=num_slots)
+    rates = owned_rates(catalog, inventory, tco, settings, purchase_usd)
+    solution: PortfolioSolution = solve_portfolio(
+        jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots
+    )
     assignments = tuple(
         PortfolioJob(
             job=a.job,
@@ -320,11 +329,27 @@ def plan_portfolio(
         assignments=assignments,
         objective_value=solution.objective_value,
         total_cost_usd=solution.total_cost_usd,
+        idle_cost_usd=solution.idle_cost_usd,
         makespan_s=solution.makespan_s,
         solver=solution.solver,
         num_variables=solution.num_variables,
-        slot_s=solution.slot_s,
     )
+
+
+def owned_rates(
+    catalog: Catalog,
+    inventory: dict[str, int],
+    tco: TcoAssumptions,
+    settings: ModelingSettings,
+    purchase_usd: dict[str, float] | None = None,
+) -> dict[str, HourlyRate]:
+    """Each inventory type's owned rate per GPU-hour (``owned_rate``) at ``purchase_usd`` or the
+    catalog's purchase estimate; types with neither are left out (the portfolio prices them at rent)."""
+    given = {catalog.gpu(g).id: usd for g, usd in (purchase_usd or {}).items()}
+    prices = {g: given.get(catalog.gpu(g).id, catalog.gpu(g).purchase_price_usd) for g in inventory}
+    known = {g: usd for g, usd in prices.items() if usd is not None}
+    economics = economics_for(catalog, known, settings)
+    return {g: owned_rate(economics[catalog.gpu(g).id], tco) for g in known}
 
 
 def plan_fleet(
@@ -355,6 +380,7 @@ __all__ = [
     "WhyNot",
     "best_per_count",
     "check_rows",
+    "owned_rates",
     "pareto_front",
     "plan_fleet",
     "plan_from_row",

@@ -39,9 +39,12 @@ __all__ = [
     "FleetSolution",
     "GpuBreakEven",
     "GpuEconomics",
+    "HourlyRate",
     "TcoAssumptions",
     "break_even",
     "economics_for",
+    "implied_rent_usd_per_gpu_hour",
+    "owned_rate",
     "owned_usd_per_busy_gpu_hour",
     "ownership_usd",
     "size_fleet",
@@ -161,13 +164,29 @@ def break_even(
     return GpuBreakEven(gpu, fixed, busy, rent_usd_per_gpu_hour, utilisation)
 
 
+@dataclass(frozen=True)
+class HourlyRate:
+    """What one GPU of a held inventory costs: ``held`` each hour it is held, busy or idle, and
+    ``busy`` on top for each hour a job trains on it (the portfolio's prices)."""
+
+    held_usd_per_gpu_hour: float
+    busy_usd_per_gpu_hour: float = 0.0
+
+
+def owned_rate(economics: GpuEconomics, tco: TcoAssumptions) -> HourlyRate:
+    """Owning one GPU, per hour: :func:`break_even`'s fixed cost F_g (amortisation, hosting,
+    staff, idle power) for one hour, and its busy power v_g."""
+    costs = break_even("", economics, tco, 1.0, math.inf)
+    return HourlyRate(costs.owned_fixed_usd, costs.owned_usd_per_busy_hour)
+
+
 def owned_usd_per_busy_gpu_hour(economics: GpuEconomics, tco: TcoAssumptions, utilisation: float) -> float:
-    """Owning a GPU as USD per busy GPU-hour at busy fraction ``utilisation``: :func:`break_even`'s
+    """Owning a GPU as USD per busy GPU-hour at busy fraction ``utilisation``: :func:`owned_rate`'s
     fixed cost spread over the busy hours, plus the busy power (the app's "bought" price)."""
     if not 0 < utilisation <= 1:
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
-    costs = break_even("", economics, tco, 1.0, math.inf)
-    return costs.owned_fixed_usd / utilisation + costs.owned_usd_per_busy_hour
+    rate = owned_rate(economics, tco)
+    return rate.held_usd_per_gpu_hour / utilisation + rate.busy_usd_per_gpu_hour
 
 
 def economics_for(
@@ -271,6 +290,12 @@ def size_fleet(
 def _rent_rate(gpu: str, economics: GpuEconomics, jobs: Sequence[JobCandidates]) -> float:
     if economics.rent_usd_per_gpu_hour is not None:
         return economics.rent_usd_per_gpu_hour
+    return implied_rent_usd_per_gpu_hour(gpu, jobs)
+
+
+def implied_rent_usd_per_gpu_hour(gpu: str, jobs: Sequence[JobCandidates]) -> float:
+    """The rent per GPU-hour of type ``gpu`` the jobs' tables imply: sum of cost over sum of
+    GPU-hours of their valid rows of that type (NaN when there are none)."""
     cost = gpu_hours = 0.0
     for job in jobs:
         table = job.table

@@ -1,30 +1,33 @@
-"""Several jobs on one GPU inventory (:func:`solve_portfolio`): a time-indexed ILP over a horizon
-cut into equal slots (planner/search/slots.py, which also filters and prunes each job's rows);
-the model and its assumptions are in the docstring below and in docs/ilp.md. Rent vs buy:
-planner/search/fleet.py.
+"""Several jobs on one GPU inventory (:func:`solve_portfolio`): an ILP over each job's candidate
+and continuous start times, with resource flows for the shared GPUs, then a list schedule in the
+ILP's order; the model is in the docstring below and in docs/ilp.md. The inventory is held: each
+GPU costs its ownership (planner/search/fleet.py ``owned_rate``) until the last job ends. Rent vs
+buy: planner/search/fleet.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.search.fleet import HourlyRate, implied_rent_usd_per_gpu_hour
 from planner.search.ilp import (
+    TIE_BREAK_WEIGHT,
     Objective,
     check_rows,
-    chosen_index,
     new_binaries,
+    new_variable,
     objective_weights,
-    positive_reference,
+    pareto_mask,
     run_solver,
 )
 from planner.search.slots import (
     JobCandidates,
-    SlotOptions,
     concat_options,
     expand_starts,
     job_finish_s,
@@ -32,9 +35,9 @@ from planner.search.slots import (
     slot_length_s,
     usage_constraints,
 )
-from planner.units import SECONDS_PER_DAY
+from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-__all__ = ["JobAssignment", "PortfolioSolution", "solve_portfolio"]
+__all__ = ["JobAssignment", "PortfolioSolution", "list_schedule", "solve_portfolio"]
 
 
 @dataclass(frozen=True)
@@ -46,18 +49,49 @@ class JobAssignment:
     label: str
     start_s: float
     end_s: float
-    cost_usd: float
+    cost_usd: float  # its GPU-hours at the held and busy rates (rent when the type has no owned rate)
 
 
 @dataclass(frozen=True)
 class PortfolioSolution:
     assignments: tuple[JobAssignment, ...]
     objective_value: float
-    total_cost_usd: float
+    total_cost_usd: float  # the jobs' costs: their GPU-hours at the held and busy rates
+    idle_cost_usd: float  # held GPU-hours no job used before the makespan; the objective counts both
     makespan_s: float
     solver: str
     num_variables: int
-    slot_s: float | None  # None: one slot, all jobs concurrent from time 0
+    exact: bool  # True: the continuous model's optimum; False: the slotted approximation's, compacted
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """Every job's candidate rows, flattened: one entry per (job j, row c)."""
+
+    job: np.ndarray
+    row: np.ndarray
+    gpu: np.ndarray
+    n: np.ndarray
+    T: np.ndarray  # days
+    v_cost: np.ndarray  # busy cost v_g n_c T_c, USD
+    job_cost: np.ndarray  # (F_g + v_g) n_c T_c, USD
+
+
+# Jobs above which the exact model gives way to the slotted one: its branch and bound over
+# orders took 0.1-0.7 s for 4 jobs of 30-60 rows on 2 GPU types, 0.2-2 s for 5 and over 30 s
+# for 8 (HiGHS, this project's 2-core machine); the slotted model 0.1 s for 10 jobs.
+EXACT_MAX_JOBS = 4
+
+
+@dataclass(frozen=True, eq=False)
+class _Weights:
+    """The objective's scalars: w_C, w_T, C_ref, T_ref,j (days) and 24 sum_g inv_g F_g."""
+
+    w_C: float
+    w_T: float
+    C_ref: float
+    T_ref: np.ndarray
+    held_per_day: float
 
 
 def solve_portfolio(
@@ -65,89 +99,338 @@ def solve_portfolio(
     inventory: Mapping[str, int],
     objective: Objective | str = Objective.COST,
     *,
+    rates: Mapping[str, HourlyRate] | None = None,
     cost_weight: float = 0.5,
     horizon_s: float | None = None,
     num_slots: int = 1,
+    exact: bool | None = None,
     solver: str = "auto",
     prune: bool = True,
     time_limit_s: float | None = None,
 ) -> PortfolioSolution:
     r"""Choose one candidate and a start time for every job, sharing ``inventory``.
 
-    The horizon H is cut into S slots of length dt = H/S (S = 1 and no H: all jobs run
-    concurrently from time 0). Options o = (job j, row c, start slot s) exist where the job
-    ends in time: e_o = s dt + T_c <= min(D_j, H); it then occupies slots s .. s+L_c-1 with
-    L_c = ceil(T_c / dt) (durations rounded up to whole slots: conservative).
+    Jobs j; rows c in R_j (memory, divisibility, batch, C_c <= B_j, n_c <= inv_g(c) as filters);
+    the GPU types g of the inventory cost F_g per held GPU-hour and v_g per busy one (``rates``;
+    a type without one: F_g = the rent its rows imply, v_g = 0). Times in days; H a bound on
+    any left-justified schedule (sum_j max_c T_c; D_j = min(deadline, horizon, H)):
 
-        variables   y_o in {0, 1}
-        minimise    sum_o (w_C C_c / C_ref,j + w_T e_o / T_ref,j) y_o
-        subject to  (1) sum_{o of job j} y_o = 1                                 for every job j
-                    (2) sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o y_o <= inv_g   for every g, t
-                    (3) C_c <= B_j, and the memory/divisibility/batch filters, as row filters
+        variables   y_c, x_ij in {0, 1};  S_j, M >= 0;  f_ijg >= 0 (i in {0} + J, j in J)
+        minimise    w_C (24 sum_g inv_g F_g M + sum_c v_g n_c T_c y_c) / C_ref
+                      + w_T sum_j E_j / T_ref,j,        E_j = S_j + sum_{c in R_j} T_c y_c
+        subject to  (1) sum_{c in R_j} y_c = 1                                 every job j
+                    (2) E_j <= D_j,  E_j <= M                                   every job j
+                    (3) S_j >= E_i - H (1 - x_ij)                               i != j sharing a type
+                    (4) f_ijg <= min(N_ig, N_jg) x_ij                            N_jg = max n_c of j on g
+                    (5) sum_{i in {0} + J} f_ijg = n_jg := sum_{c in R_j, g(c)=g} n_c y_c
+                    (6) sum_j f_ijg <= n_ig,   sum_j f_0jg <= inv_g
+                    (7) inv_g M >= sum_j sum_{c in R_j, g(c)=g} n_c T_c y_c      every type g
 
-    C_ref,j and T_ref,j are job j's least feasible cost and time, so every job weighs the
-    same; with the time objective this minimises the sum of normalised completion times.
-    Raises :class:`InfeasiblePlan` naming the job when one job cannot run even alone.
+    (4)-(6) route each GPU from the source 0 or from a job that ended before (x_ij = 1), so the
+    jobs running at any moment hold at most inv_g of type g: the resource-flow model of the
+    RCPSP (Artigues, Michelon & Reusser 2003), exact in continuous time. Held GPUs cost until
+    the makespan M: the GPUs are free for other work once the portfolio ends, so an idle one
+    costs what owning it does. (7), GPU-days within what the inventory offers by M, holds for
+    every schedule and tightens the relaxation. C_ref = sum_j min_c (F_g + v_g) n_c T_c, T_ref,j = min_c T_c.
+
+    ``exact`` None: this model up to EXACT_MAX_JOBS jobs; above, the slotted approximation of
+    :func:`_slotted_order` (max(num_slots, 2 |J|) slots). Either way the chosen rows are then
+    list-scheduled in the model's order of starts (:func:`list_schedule`), which ends no job
+    later, and the solution is scored on that schedule.
     """
     if not jobs:
         raise ValueError("jobs: expected at least one job")
     if len({job.name for job in jobs}) != len(jobs):
         raise ValueError("jobs: job names must be unique")
-    w_cost, w_time = objective_weights(objective, cost_weight)
-    slot_s = slot_length_s(horizon_s, num_slots)
-    parts, score_parts = [], []
-    for j, job in enumerate(jobs):
-        finish_by = job_finish_s(job, horizon_s)
-        table = job.table
-        rows = job_rows(job, inventory, finish_by, job.budget_usd, table.cost_usd if prune else None)
-        C_ref = positive_reference(table.cost_usd[rows])
-        T_ref = positive_reference(table.time_to_train_s[rows])  # pruning keeps both minima
-        options = expand_starts(j, job, rows, num_slots, slot_s, finish_by)
-        parts.append(options)
-        score_parts.append(w_cost * options.cost_usd / C_ref + w_time * options.end_s / T_ref)
-    options, score = concat_options(parts), np.concatenate(score_parts)
-
+    if num_slots < 1:
+        raise ValueError(f"num_slots: expected >= 1, got {num_slots}")
+    F, v = _hourly(jobs, inventory, rates)
+    finish_by = [job_finish_s(job, horizon_s) for job in jobs]
+    options = _candidate_rows(jobs, inventory, finish_by, F, v, prune)
+    weights = _weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory)
+    H = float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
+    D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
-    y = new_binaries(problem, "y", len(score))
-    problem += pulp.LpAffineExpression(zip(y, score.tolist(), strict=True))
-    for j in range(len(jobs)):  # (1)
-        problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1
-    usage_constraints(problem, options, y, num_slots, len(jobs), lambda g: inventory[g])  # (2)
+    exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
+    if exact:
+        order_of = _exact_order(problem, options, weights, inventory, D, H)
+    else:
+        horizon = horizon_s if horizon_s is not None else 2 * H * SECONDS_PER_DAY
+        order_of = _slotted_order(
+            problem, jobs, options, weights, inventory, finish_by, horizon, max(num_slots, 2 * len(jobs))
+        )
     optimal, solver_name = run_solver(problem, solver, time_limit_s)
     if not optimal:
         raise _shared_inventory_infeasible(jobs, inventory, horizon_s)
-    picked = _picked_options(options, y, len(jobs))
+    picked, order = order_of()
+    return _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
+
+
+def _weights(
+    options: _Rows, num_jobs: int, w: tuple[float, float], F: Mapping[str, float], inventory: Mapping[str, int]
+) -> _Weights:
+    per_job = [options.job == j for j in range(num_jobs)]
+    C_ref = float(sum(np.min(options.job_cost[mine]) for mine in per_job))
+    T_ref = np.array([np.min(options.T[mine]) for mine in per_job])
+    held_per_day = 24 * sum(count * F.get(g, 0.0) for g, count in inventory.items())
+    return _Weights(w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), held_per_day)
+
+
+def _exact_order(
+    problem: pulp.LpProblem,
+    options: _Rows,
+    weights: _Weights,
+    inventory: Mapping[str, int],
+    D: list[float],
+    H: float,
+) -> Callable[[], tuple[list[int], list[int]]]:
+    """Write :func:`solve_portfolio`'s model into ``problem``; returns what reads, once solved,
+    the chosen option per job and the jobs in order of start."""
+    num_jobs = len(D)
+    y = new_binaries(problem, "y", len(options.job))
+    S = [new_variable(problem, f"S_{j}", 0, D[j]) for j in range(num_jobs)]
+    M = new_variable(problem, "M", 0, H)
+    E = [S[j] + _dot(y, options.T, options.job == j) for j in range(num_jobs)]
+    problem += _objective(weights, M, _dot(y, options.v_cost, options.job >= 0), E)
+    for j in range(num_jobs):
+        problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1  # (1)
+        problem += E[j] <= D[j]  # (2)
+        problem += E[j] <= M
+    _flow_constraints(problem, options, y, S, E, M, inventory, H)  # (3)-(7)
+
+    def read() -> tuple[list[int], list[int]]:
+        picked = [int(i) for i in np.flatnonzero([(var.varValue or 0) > 0.5 for var in y])]
+        return picked, sorted(range(num_jobs), key=lambda j: (S[j].varValue or 0.0, j))
+
+    return read
+
+
+def _objective(weights: _Weights, M: pulp.LpVariable, busy_usd, ends) -> pulp.LpAffineExpression:
+    """The objective, scaled by 1/epsilon: the solvers' absolute tolerances (~1e-6) would
+    otherwise swallow the tie-break term."""
+    scale = 1 / TIE_BREAK_WEIGHT
+    cost = (scale * weights.w_C / weights.C_ref) * (weights.held_per_day * M + busy_usd)
+    return cost + pulp.lpSum((scale * weights.w_T / weights.T_ref[j]) * e for j, e in enumerate(ends))
+
+
+def _slotted_order(
+    problem: pulp.LpProblem,
+    jobs: Sequence[JobCandidates],
+    options: _Rows,
+    weights: _Weights,
+    inventory: Mapping[str, int],
+    finish_by: list[float | None],
+    horizon_s: float,
+    num_slots: int,
+) -> Callable[[], tuple[list[int], list[int]]]:
+    r"""The approximation for many jobs: the horizon (given, else 2H, which a serial schedule
+    fits even with rounding) cut into slots of dt; options o = (j, c, s) start at s dt and hold
+    their GPUs for L_c = ceil(T_c / dt) slots (planner/search/slots.py); e_o = s dt + T_c:
+
+        minimise    w_C (24 sum_g inv_g F_g M + sum_o v_g n_o T_o z_o) / C_ref + w_T sum_o e_o z_o / T_ref,j
+        subject to  sum_{o of j} z_o = 1,   M >= sum_{o of j} e_o z_o           every job j
+                    sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o z_o <= inv_g    every g, slot t
+    """
+    slot_s = slot_length_s(horizon_s, num_slots)
+    index_of = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(options.job, options.row, strict=True))}
+    slotted = concat_options(
+        [
+            expand_starts(j, job, options.row[options.job == j], num_slots, slot_s, finish_by[j])
+            for j, job in enumerate(jobs)
+        ]
+    )
+    source = np.array([index_of[int(j), int(r)] for j, r in zip(slotted.job, slotted.row, strict=True)], dtype=int)
+    end_days = slotted.end_s / SECONDS_PER_DAY
+    z = new_binaries(problem, "z", len(source))
+    M = new_variable(problem, "M", 0, None)
+    ends = [_dot(z, end_days, slotted.job == j) for j in range(len(jobs))]
+    problem += _objective(weights, M, _dot(z, options.v_cost[source], source >= 0), ends)
+    for j in range(len(jobs)):
+        problem += pulp.lpSum(z[i] for i in np.flatnonzero(slotted.job == j)) == 1
+        problem += ends[j] <= M
+    usage_constraints(problem, slotted, z, num_slots, len(jobs), lambda g: inventory[g])
+
+    def read() -> tuple[list[int], list[int]]:
+        chosen = np.flatnonzero([(var.varValue or 0) > 0.5 for var in z])
+        order = sorted(range(len(jobs)), key=lambda j: (min(slotted.start_s[chosen][slotted.job[chosen] == j]), j))
+        return [int(source[i]) for i in chosen], order
+
+    return read
+
+
+def _hourly(
+    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], rates: Mapping[str, HourlyRate] | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """F_g and v_g per inventory type, USD per GPU-hour: ``rates``, else rent held, 0 busy."""
+    F, v = {}, {}
+    for gpu in inventory:
+        rate = (rates or {}).get(gpu)
+        if rate is None:
+            rent = implied_rent_usd_per_gpu_hour(gpu, jobs)
+            rate = HourlyRate(rent if math.isfinite(rent) else 0.0)
+        F[gpu], v[gpu] = rate.held_usd_per_gpu_hour, rate.busy_usd_per_gpu_hour
+    return F, v
+
+
+def _candidate_rows(
+    jobs: Sequence[JobCandidates],
+    inventory: Mapping[str, int],
+    finish_by: list[float | None],
+    F: Mapping[str, float],
+    v: Mapping[str, float],
+    prune: bool,
+) -> _Rows:
+    """R_j for every job, priced; pruned to the rows no row of the same type beats on GPU-hours,
+    time and GPU count (cost is GPU-hours times a per-type rate, so the optimum survives)."""
+    parts = []
+    for j, job in enumerate(jobs):
+        table = job.table
+        rows = job_rows(job, inventory, finish_by[j], job.budget_usd, None)
+        gpu_hours = table.num_gpus[rows] * table.time_to_train_s[rows] / SECONDS_PER_HOUR
+        if prune:
+            keep = pareto_mask(table.gpu_id[rows], gpu_hours, table.time_to_train_s[rows], size=table.num_gpus[rows])
+            rows, gpu_hours = rows[keep], gpu_hours[keep]
+        busy = np.array([v[g] for g in table.gpu_id[rows]]) * gpu_hours
+        held = np.array([F[g] for g in table.gpu_id[rows]]) * gpu_hours
+        parts.append(
+            (
+                np.full(len(rows), j),
+                rows,
+                table.gpu_id[rows],
+                table.num_gpus[rows],
+                table.time_to_train_s[rows] / SECONDS_PER_DAY,
+                busy,
+                busy + held,
+            )
+        )
+    columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
+    return _Rows(*columns)
+
+
+def _dot(y: list[pulp.LpVariable], coefficients: np.ndarray, mask: np.ndarray) -> pulp.LpAffineExpression:
+    return pulp.LpAffineExpression((y[i], float(coefficients[i])) for i in np.flatnonzero(mask))
+
+
+def _flow_constraints(
+    problem: pulp.LpProblem,
+    options: _Rows,
+    y: list[pulp.LpVariable],
+    S: list[pulp.LpVariable],
+    E: list[pulp.LpAffineExpression],
+    M: pulp.LpVariable,
+    inventory: Mapping[str, int],
+    H: float,
+) -> None:
+    """(3)-(7) of :func:`solve_portfolio`."""
+    jobs = range(len(S))
+    N = {
+        (j, g): int(np.max(options.n[(options.job == j) & (options.gpu == g)], initial=0))
+        for j in jobs
+        for g in inventory
+    }
+    x: dict[tuple[int, int], pulp.LpVariable] = {}
+    for i in jobs:
+        for j in jobs:
+            if i != j and any(N[i, g] and N[j, g] for g in inventory):
+                x[i, j] = new_variable(problem, f"x_{i}_{j}", cat=pulp.LpBinary)
+                problem += S[j] >= E[i] - H * (1 - x[i, j])  # (3)
+    for k, (g, limit) in enumerate(inventory.items()):
+        users = [j for j in jobs if N[j, g]]
+        inflow: dict[int, list[pulp.LpVariable]] = {j: [] for j in users}
+        outflow: dict[int, list[pulp.LpVariable]] = {-1: [], **{j: [] for j in users}}
+        for i in [-1, *users]:
+            for j in users:
+                if i == j:
+                    continue
+                f = new_variable(problem, f"f_{i + 1}_{j}_{k}", 0, N[j, g] if i < 0 else min(N[i, g], N[j, g]))
+                if i >= 0:
+                    problem += f <= min(N[i, g], N[j, g]) * x[i, j]  # (4)
+                inflow[j].append(f)
+                outflow[i].append(f)
+        for j in users:
+            n_jg = _dot(y, options.n, (options.job == j) & (options.gpu == g))
+            problem += pulp.lpSum(inflow[j]) == n_jg  # (5)
+            problem += pulp.lpSum(outflow[j]) <= n_jg  # (6)
+        problem += pulp.lpSum(outflow[-1]) <= limit
+        gpu_days = pulp.lpSum(_dot(y, options.n * options.T, (options.job == j) & (options.gpu == g)) for j in users)
+        problem += limit * M >= gpu_days  # (7)
+
+
+def list_schedule(
+    order: Sequence[int],
+    gpu: Sequence[str],
+    num_gpus: Sequence[int],
+    duration_s: Sequence[float],
+    inventory: Mapping[str, int],
+) -> list[float]:
+    """Start times of a serial list schedule: each job, in ``order``, starts at the earliest time
+    from which its GPU type has its ``num_gpus`` free for its whole duration, given the jobs
+    placed before it (every job fits the inventory alone)."""
+    start = [math.nan] * len(order)
+    placed: list[int] = []
+    for j in order:
+        same = [k for k in placed if gpu[k] == gpu[j]]
+        for t in sorted({0.0, *(start[k] + duration_s[k] for k in same)}):
+            end = t + duration_s[j]
+            checks = [t, *(start[k] for k in same if t < start[k] < end)]
+            if all(
+                num_gpus[j] + sum(num_gpus[k] for k in same if start[k] <= tau < start[k] + duration_s[k])
+                <= inventory[gpu[j]]
+                for tau in checks
+            ):
+                start[j] = t
+                break
+        placed.append(j)
+    return start
+
+
+def _solution(
+    jobs: Sequence[JobCandidates],
+    inventory: Mapping[str, int],
+    options: _Rows,
+    picked: list[int],
+    order: list[int],
+    weights: _Weights,
+    solver_name: str,
+    num_variables: int,
+    exact: bool,
+) -> PortfolioSolution:
+    """The picked rows, list-scheduled in ``order`` and scored as the ILP scores them."""
+    w_C, w_T, C_ref, T_ref, held_per_day = weights.w_C, weights.w_T, weights.C_ref, weights.T_ref, weights.held_per_day
+    chosen = [next(i for i in picked if options.job[i] == j) for j in range(len(jobs))]
+    days = [float(options.T[i]) for i in chosen]
+    start = list_schedule(
+        order, [str(options.gpu[i]) for i in chosen], [int(options.n[i]) for i in chosen], days, inventory
+    )
+    end = [s + t for s, t in zip(start, days, strict=True)]
+    makespan = max(end)
+    busy_cost = float(sum(options.v_cost[i] for i in chosen))
+    jobs_cost = float(sum(options.job_cost[i] for i in chosen))
+    held = held_per_day * makespan + busy_cost  # what holding the inventory until M costs
+    value = w_C * held / C_ref + w_T * sum(e / T_ref[j] for j, e in enumerate(end))
     assignments = tuple(
         JobAssignment(
             job=jobs[j].name,
             row=int(options.row[i]),
             gpu_id=str(options.gpu[i]),
-            num_gpus=int(options.num_gpus[i]),
+            num_gpus=int(options.n[i]),
             label=str(jobs[j].table.label[options.row[i]]),
-            start_s=float(options.start_s[i]),
-            end_s=float(options.end_s[i]),
-            cost_usd=float(options.cost_usd[i]),
+            start_s=start[j] * SECONDS_PER_DAY,
+            end_s=end[j] * SECONDS_PER_DAY,
+            cost_usd=float(options.job_cost[i]),
         )
-        for j, i in enumerate(picked)
+        for j, i in enumerate(chosen)
     )
     return PortfolioSolution(
         assignments=assignments,
-        objective_value=float(score[picked].sum()),
-        total_cost_usd=float(sum(a.cost_usd for a in assignments)),
-        makespan_s=max(a.end_s for a in assignments),
+        objective_value=float(value),
+        total_cost_usd=jobs_cost,
+        idle_cost_usd=held - jobs_cost,
+        makespan_s=makespan * SECONDS_PER_DAY,
         solver=solver_name,
-        num_variables=len(y),
-        slot_s=slot_s,
+        num_variables=num_variables,
+        exact=exact,
     )
-
-
-def _picked_options(options: SlotOptions, y: list[pulp.LpVariable], num_jobs: int) -> list[int]:
-    """Index of the option set to 1 for each job."""
-    picked = []
-    for j in range(num_jobs):
-        mine = np.flatnonzero(options.job == j)
-        picked.append(int(mine[chosen_index([y[i] for i in mine])]))
-    return picked
 
 
 def _shared_inventory_infeasible(

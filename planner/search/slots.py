@@ -1,4 +1,4 @@
-"""Time slots shared by the portfolio (planner/search/portfolio.py) and fleet
+"""Time slots shared by the portfolio's many-job approximation (planner/search/portfolio.py) and fleet
 (planner/search/fleet.py) ILPs: each job's scored rows, filtered and pruned (a row is dropped when
 another row of the same GPU type is no dearer, no slower and uses no more GPUs), expanded over
 the start slots of the horizon, and the per-slot GPU usage constraints (docs/ilp.md).
