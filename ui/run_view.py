@@ -79,6 +79,7 @@ def predictions(plan: Plan, validation: ValidationReport | None) -> dict[str, fl
 
 
 HOVER_FORMAT = {"mfu": ".1%"}  # MFU with one decimal, as the card writes it
+AXIS_FORMAT = {"mfu": ".0%"}  # and its axis in percent
 CUDA_ONLY = ("mfu", "peak_mem_gib")  # the trainer measures these with CUDA only (trainer/metrics.py)
 
 
@@ -111,10 +112,12 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
             )  # fmt: skip
         if column in CUDA_ONLY and without_cuda(view):  # said in the panel, not left empty (issue 30)
             fig.add_annotation(
-                text=tr("run_not_measured"), xref="x domain", yref="y domain", x=0.5, y=0.5, showarrow=False,
+                text=tr("run_not_measured"), xref="x domain", yref="y domain", x=0.5, y=0.15, showarrow=False,
                 row=row + 1, col=col + 1, exclude_empty_subplots=False,
             )  # fmt: skip
         fig.update_xaxes(title_text=tr("axis_step"), row=row + 1, col=col + 1)
+        if column in AXIS_FORMAT:
+            fig.update_yaxes(tickformat=AXIS_FORMAT[column], row=row + 1, col=col + 1)
     fig.update_layout(showlegend=False, height=560, margin=dict(t=40, b=10))
     return fig
 
