@@ -57,12 +57,13 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
         int(column.number_input(tr(key), min_value=1, max_value=MAX_GPUS, step=1, key=key))
         for column, key in zip(columns, DEGREES, strict=True)
     )
-    row = st.columns(5)
+    # three a row: five cut the choices to "zer" and "bf1" at 800 px (issue 30)
+    row = [*st.columns(3), *st.columns(3)[:2]]
     sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], key="ex_sharding")
-    micro = int(row[1].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
-    accum = int(row[2].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
-    ac = row[3].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
-    precision = row[4].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
+    ac = row[1].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
+    precision = row[2].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
+    micro = int(row[3].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
+    accum = int(row[4].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
     layout = dict(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp_replicate=dp_replicate, sharding=sharding)
     return (
         gpu,
