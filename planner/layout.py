@@ -40,6 +40,14 @@ class ActivationCheckpointing(StrEnum):
     NONE = "none"
     SELECTIVE = "selective"  # checkpoint every other block (torchtitan layer-selective AC, freq 2)
     FULL = "full"  # keep only each block's input, recompute the block
+    # Checkpoint the first ``TrainingConfig.ac_blocks`` blocks of each pipeline rank (in stage
+    # order under vpp: the first stage's hold the most micro-batches), keep the rest whole:
+    # Megatron-LM's ``--recompute-method block --recompute-num-layers N`` (which counts per
+    # virtual stage). The search picks the smallest N that fits (docs/model.md).
+    BLOCKS = "blocks"
+    # Recompute each block's attention sub-layer (QKV, core attention, output projection), keep
+    # the MLP's activations: the attention module of every block checkpointed.
+    ATTENTION = "attention"
 
 
 class Precision(StrEnum):
@@ -285,10 +293,26 @@ class TrainingConfig(BaseModel):
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
     activation_checkpointing: ActivationCheckpointing = ActivationCheckpointing.NONE
+    # Blocks checkpointed per pp rank under ``ActivationCheckpointing.BLOCKS`` (0 otherwise).
+    ac_blocks: int = Field(0, ge=0)
     precision: Precision = Precision.BF16
     impl: Implementation = Implementation.NATIVE
     compile: bool = False
     offload: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingConfig:
+        if self.ac_blocks and self.activation_checkpointing != ActivationCheckpointing.BLOCKS:
+            raise RuleViolation(
+                RuleCode.AC_BLOCKS_MODE, {"blocks": self.ac_blocks, "mode": self.activation_checkpointing.value}
+            )
+        return self
+
+    def describe_ac(self) -> str:
+        """The recompute in words: the mode, with the checkpointed blocks per rank for ``blocks``."""
+        if self.activation_checkpointing == ActivationCheckpointing.BLOCKS:
+            return f"blocks ({self.ac_blocks} per pp rank)"
+        return self.activation_checkpointing.value
 
     def tokens_per_step(self, layout: Layout) -> int:
         """Global batch in tokens: micro_batch x seq x accumulation x data-parallel degree."""

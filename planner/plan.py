@@ -144,6 +144,7 @@ class EstimateLayout(BaseModel):
     grad_accum: int = 1
     seq_len: int = 2048
     activation_checkpointing: ActivationCheckpointing = ActivationCheckpointing.NONE
+    ac_blocks: int = 0
     precision: Precision = Precision.BF16
     impl: Implementation = Implementation.NATIVE
     compile: bool = False

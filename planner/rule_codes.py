@@ -38,6 +38,7 @@ class RuleCode(StrEnum):
     VPP_PP = "vpp_pp"
     DDP_SHARD = "ddp_shard"
     EP_DDP = "ep_ddp"
+    AC_BLOCKS_MODE = "ac_blocks_mode"  # TrainingConfig's check
     EP_FITS = "ep_fits"
     EP_FITS_TOKEN_SPLIT = "ep_fits_token_split"
     WORLD_SIZE_MIN = "world_size_min"
@@ -95,6 +96,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.DP_SHARD_ZERO: "dp_shard must be >= 1, or -1 for 'the rest'",
     _C.VPP_PP: "vpp > 1 (interleaved schedule) needs pp > 1 and the 1f1b schedule",
     _C.DDP_SHARD: "sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard",
+    _C.AC_BLOCKS_MODE: "ac_blocks {blocks} needs activation checkpointing 'blocks', not '{mode}'",
     _C.EP_DDP: "expert parallelism (ep > 1) shards experts over dp_shard x cp: use sharding fsdp/zero1/zero2",
     _C.EP_FITS: (
         "ep={ep} must be a multiple of cp={cp} and divide dp_shard*cp={group} (experts borrow the data- and"

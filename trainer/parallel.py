@@ -30,16 +30,18 @@ all micro-batches accumulate unsharded and are reduced once per step whatever th
 
 Activation checkpointing (non-reentrant): ``full`` wraps every block, so only block inputs
 are kept; ``selective`` wraps every other block (torchtitan's layer-selective AC with
-frequency 2), which is what the planner's memory and recompute model assumes. (With SDPA's
-fused attention there is no quadratic score matrix to drop, so recomputing only the
-attention core would save little.)
+frequency 2); ``blocks`` the first ``ac_blocks`` blocks of the pp rank (Megatron-LM's block
+method), ``attention`` each block's attention sub-layer (QKV, core attention and output
+projection; with SDPA's fused attention there is no quadratic score matrix, so recomputing only
+the attention core would save little). That is what the planner's memory and recompute model
+assumes.
 """
 
 from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -158,15 +160,52 @@ def replace_blocks(model: nn.Module, wrap) -> None:
         container.register_module(name, wrap(block))
 
 
-def apply_activation_checkpointing(model: nn.Module, mode: ActivationCheckpointing) -> None:
-    """``full``: every block; ``selective``: every other block (the 2nd, 4th, ... of the stage)."""
+# The attention sub-layer of a block: trainplan's own blocks (trainer/model.py) and Hugging Face
+# decoder layers (LlamaDecoderLayer and its relatives).
+ATTENTION_MODULE_NAMES = ("attention", "self_attn")
+
+
+def apply_activation_checkpointing(model: nn.Module, mode: ActivationCheckpointing, blocks: int = 0) -> None:
+    """``full``: every block; ``selective``: every other block (the 2nd, 4th, ... of the stage);
+    ``blocks``: the first ``blocks`` blocks of the stage; ``attention``: each block's attention
+    sub-layer (its input kept, QKV, core attention and output projection recomputed)."""
     if mode == ActivationCheckpointing.NONE:
         return
-    every = 1 if mode == ActivationCheckpointing.FULL else 2
     container = block_container(model)
-    for position, (name, block) in enumerate(list(container.named_children()), start=1):
-        if position % every == 0:
+    children = list(container.named_children())
+    if mode == ActivationCheckpointing.ATTENTION:
+        for _, block in children:
+            name = attention_module_name(block)
+            block.register_module(name, checkpoint_wrapper(getattr(block, name), preserve_rng_state=False))
+        return
+    wrapped = {
+        ActivationCheckpointing.FULL: lambda position: True,
+        ActivationCheckpointing.SELECTIVE: lambda position: position % 2 == 0,
+        ActivationCheckpointing.BLOCKS: lambda position: position <= blocks,
+    }[mode]
+    for position, (name, block) in enumerate(children, start=1):
+        if wrapped(position):
             container.register_module(name, checkpoint_wrapper(block, preserve_rng_state=False))
+
+
+def attention_module_name(block: nn.Module) -> str:
+    """The name of a block's attention sub-layer (``ATTENTION_MODULE_NAMES``)."""
+    name = next((n for n in ATTENTION_MODULE_NAMES if isinstance(getattr(block, n, None), nn.Module)), None)
+    if name is None:
+        raise ValueError(f"{type(block).__name__}: no attention sub-layer named one of {ATTENTION_MODULE_NAMES}")
+    return name
+
+
+def stage_ac_blocks(per_rank: int, stages: Sequence[nn.Module]) -> list[int]:
+    """The ``ActivationCheckpointing.BLOCKS`` count of each of a pp rank's stage modules: its
+    first ``per_rank`` blocks in stage order (the first stage holds the most micro-batches in
+    flight, so its blocks save the most), as the planner counts them (flops.checkpointed_blocks)."""
+    counts, left = [], per_rank
+    for stage in stages:
+        count = min(left, len(list(block_container(stage).children())))
+        counts.append(count)
+        left -= count
+    return counts
 
 
 def apply_fp8(model: nn.Module) -> None:

@@ -46,6 +46,7 @@ from trainer.parallel import (
     freeze_lowest_blocks,
     init_distributed,
     init_parameters,
+    stage_ac_blocks,
 )
 from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, build_native_stage, local_stage_ids
 from trainer.preemption import PreemptionFlag
@@ -109,8 +110,11 @@ def build_stage_modules(job: JobSpec, layout: Layout, meshes: Meshes) -> list[to
     return modules
 
 
-def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Meshes, device: torch.device) -> None:
-    """Still on meta: fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP (torchtitan's order)."""
+def shard_model(
+    model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Meshes, device: torch.device, ac_blocks: int = 0
+) -> None:
+    """Still on meta: fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP (torchtitan's order);
+    ``ac_blocks``: this stage's share of the rank's checkpointed blocks (``stage_ac_blocks``)."""
     training, native = job.plan.training, job.plan.training.impl == Implementation.NATIVE
     if training.precision == Precision.FP8:
         apply_fp8(model)
@@ -125,7 +129,7 @@ def shard_model(model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Me
         from trainer.moe import apply_expert_parallel
 
         apply_expert_parallel(model, meshes.ep)
-    apply_activation_checkpointing(model, training.activation_checkpointing)
+    apply_activation_checkpointing(model, training.activation_checkpointing, ac_blocks)
     if training.compile:
         apply_compile(model)
     apply_data_parallel(
@@ -174,8 +178,9 @@ def _train(job: JobSpec, job_dir: Path, device_type: str) -> int:
     layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
     meshes = build_meshes(layout, runtime.device.type)
     stage_modules = build_stage_modules(job, layout, meshes)
-    for module in stage_modules:
-        shard_model(module, job, layout, meshes, runtime.device)
+    ac_blocks = stage_ac_blocks(job.plan.training.ac_blocks, stage_modules)
+    for module, blocks in zip(stage_modules, ac_blocks, strict=True):
+        shard_model(module, job, layout, meshes, runtime.device, blocks)
     model = initialise_model(stage_modules, job, runtime.device)
     session = Session(job, job_dir, runtime.device, layout, meshes, model, stage_modules)
     try:

@@ -49,6 +49,8 @@ from planner.search.ilp import Objective
 from ui import cli_jobs, render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
+    AC_BLOCKS,
+    AC_HELP,
     ATTENTION_HELP,
     CALIBRATION_HELP,
     IMPL_HELP,
@@ -97,9 +99,8 @@ def estimate(
     grad_accum: int | None = typer.Option(
         None, "--grad-accum", help="micro-steps per optimizer step (default 1; or from --global-batch-tokens)"
     ),
-    ac: ActivationCheckpointing = typer.Option(
-        ActivationCheckpointing.NONE, "--ac", help="activation checkpointing: selective = every other block"
-    ),
+    ac: ActivationCheckpointing | None = typer.Option(None, "--ac", help=AC_HELP + " (default none)"),
+    ac_blocks: int | None = AC_BLOCKS,
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
     impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
     compile: bool = typer.Option(False, "--compile", help="per-block torch.compile"),
@@ -131,6 +132,9 @@ def estimate(
     check_range("--seq-len", seq_len, 1, MAX_SEQ_LEN)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
+    (mode,) = ac_modes([ac] if ac else None, ac_blocks, spec.num_layers) or (ActivationCheckpointing.NONE,)
+    if mode == ActivationCheckpointing.BLOCKS and ac_blocks is None:
+        raise ValueError("--ac blocks needs --ac-blocks N (blocks checkpointed per pp rank)")
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
     layout = Layout(
         dp_replicate=dp_replicate,
@@ -152,7 +156,8 @@ def estimate(
         seq_len=seq_len,
         micro_batch=micro_batch,
         grad_accum=accum,
-        activation_checkpointing=ac,
+        activation_checkpointing=mode,
+        ac_blocks=ac_blocks or 0,
         precision=precision,
         impl=impl or stack.modules or default_implementation(spec),
         compile=compile,
@@ -207,6 +212,10 @@ def plan(
         False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"
     ),
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
+    ac: list[ActivationCheckpointing] | None = typer.Option(
+        None, "--ac", help=AC_HELP + "; repeat to allow several (default: all but attention)"
+    ),
+    ac_blocks: int | None = AC_BLOCKS,
     impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
     allow_offload: bool = typer.Option(
         False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
@@ -244,6 +253,7 @@ def plan(
     check_range("--batch-tolerance", batch_tolerance, 0, 1, high_open=True)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
+    modes = ac_modes(ac, ac_blocks, spec.num_layers)
     request = PlanRequest(
         model=spec,
         hf_config_path=hf_path,
@@ -259,6 +269,8 @@ def plan(
         batch_tolerance=batch_tolerance,
         vary_batch=vary_batch,
         precision=precision,
+        **({"activation_checkpointing": modes} if modes else {}),
+        ac_blocks=ac_blocks,
         impl=impl,
         allow_offload=allow_offload,
         compile=compile,
@@ -277,6 +289,22 @@ def plan(
     if out:
         result.plan.save(out)
     render.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
+
+
+def ac_modes(
+    modes: list[ActivationCheckpointing] | None, blocks: int | None, num_layers: int
+) -> tuple[ActivationCheckpointing, ...]:
+    """The recompute modes ``--ac`` names (none given: ``()``, the default), ``blocks`` when only
+    ``--ac-blocks`` is; a count is checked against the model and needs the ``blocks`` mode."""
+    check_range("--ac-blocks", blocks, 1, num_layers)
+    chosen = tuple(dict.fromkeys(modes or ()))
+    if blocks is None:
+        return chosen
+    if not chosen:
+        return (ActivationCheckpointing.BLOCKS,)
+    if ActivationCheckpointing.BLOCKS not in chosen:
+        raise ValueError("--ac-blocks needs --ac blocks (it counts the blocks that mode checkpoints)")
+    return chosen
 
 
 @app.command()

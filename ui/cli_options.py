@@ -32,6 +32,15 @@ ATTENTION_HELP = (
     " stack picks (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and under PyTorch's context"
     " parallelism); a named kernel makes the plan an estimate"
 )
+AC_HELP = (
+    "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"
+    " --ac-blocks blocks of each pp rank; attention = each block's attention sub-layer"
+)
+AC_BLOCKS = typer.Option(
+    None,
+    "--ac-blocks",
+    help="blocks checkpointed per pp rank (implies --ac blocks); plan's default: the fewest that fit, per layout",
+)
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
     " megatron-lm / megatron-core / deepseek-v3 (estimate only; docs/model.md 4b)"

@@ -60,7 +60,7 @@ def summary_lines(p: Plan) -> list[str]:
         f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s))",
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
-        f"activation checkpointing {t.activation_checkpointing.value}, {t.precision.value}, impl {t.impl.value}"
+        f"activation checkpointing {t.describe_ac()}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else "")
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
@@ -274,7 +274,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 str(a.num_gpus),
                 a.layout.describe(),
                 f"{a.training.micro_batch} x {a.training.grad_accum}",
-                a.training.activation_checkpointing.value,
+                a.training.describe_ac(),
                 duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
                 at_risk(e, result.risk.value),
                 money(e.cost_usd),

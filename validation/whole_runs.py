@@ -82,7 +82,12 @@ class Recipe:
     arch: tuple[tuple[str, object], ...] = ()  # ModelSpec fields beside the CSV's dimensions
     sharding: Sharding | None = None  # of the published layout; None: none published (searched)
     micro_batch: tuple[int, ...] = (1,)  # tried when not stated: the fastest that fits
-    recompute: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)  # tried when not stated
+    # Tried when not stated: the whole-block modes (blocks and attention need a count or are searched).
+    recompute: tuple[ActivationCheckpointing, ...] = (
+        ActivationCheckpointing.NONE,
+        ActivationCheckpointing.SELECTIVE,
+        ActivationCheckpointing.FULL,
+    )
     vpp: tuple[int, ...] = (1,)
     assumed_gpus: int | None = None  # where the source states no count
     assumptions: str = ""  # "; "-separated

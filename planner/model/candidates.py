@@ -29,7 +29,7 @@ from planner.layout import (
 from planner.model.attention_kernels import sdpa_prefers_cudnn
 
 SHARDING_CODES = (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2, Sharding.FSDP)
-AC_CODES = (ActivationCheckpointing.NONE, ActivationCheckpointing.SELECTIVE, ActivationCheckpointing.FULL)
+AC_CODES = tuple(ActivationCheckpointing)
 PRECISION_CODES = (Precision.BF16, Precision.FP16, Precision.FP8, Precision.FP32)
 IMPL_CODES = (Implementation.NATIVE, Implementation.HF)
 SCHEDULE_CODES = (PipelineSchedule.ONE_F_ONE_B, PipelineSchedule.GPIPE)
@@ -50,7 +50,7 @@ def code(member: Sharding | ActivationCheckpointing | Precision | Implementation
 
 # The codes the formulas compare columns with, named once from the tuples above.
 SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, SHARD_FSDP = map(code, SHARDING_CODES)
-AC_NONE, AC_SELECTIVE, AC_FULL = map(code, AC_CODES)
+AC_NONE, AC_SELECTIVE, AC_FULL, AC_BLOCKS, AC_ATTENTION = map(code, AC_CODES)
 PREC_BF16, PREC_FP16, PREC_FP8, PREC_FP32 = map(code, PRECISION_CODES)
 IMPL_NATIVE, IMPL_HF = map(code, IMPL_CODES)
 SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
@@ -105,6 +105,7 @@ class Candidates:
     seq_len: np.ndarray
     grad_accum: np.ndarray
     ac: np.ndarray
+    ac_blocks: np.ndarray  # blocks checkpointed per pp rank where ac is AC_BLOCKS
     precision: np.ndarray
     impl: np.ndarray
     compile: np.ndarray

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model.block import attended_keys, block_table, layer_tables, root_table
-from planner.model.candidates import AC_FULL, AC_SELECTIVE, IMPL_HF, Candidates
+from planner.model.block_rows import Part
+from planner.model.candidates import AC_ATTENTION, AC_BLOCKS, AC_FULL, AC_SELECTIVE, IMPL_HF, Candidates
+from planner.model.pipeline import max_rank_layers
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
@@ -49,16 +51,44 @@ def model_flops_per_token(model: ModelSpec, seq_len: np.ndarray, s: ModelingSett
     return 3.0 * forward_flops_per_token(model, seq_len, s).forward
 
 
-def recompute_fraction(c: Candidates) -> np.ndarray:
-    """Share of block forward work done again in backward: full 1, every-other-block 1/2."""
-    return np.select([c.ac == AC_FULL, c.ac == AC_SELECTIVE], [1.0, 0.5], 0.0)
+def checkpointed_blocks(c: Candidates, n_layers) -> np.ndarray:
+    """Of a pp rank's ``n_layers`` blocks, those ``ActivationCheckpointing.BLOCKS`` checkpoints:
+    its first ``ac_blocks`` (in stage order under vpp, trainer/parallel.py ``rank_ac_blocks``)."""
+    return np.minimum(c.ac_blocks, n_layers)
 
 
-def module_recompute_share(c: Candidates) -> np.ndarray:
+def recompute_fraction(c: Candidates, n_layers) -> np.ndarray:
+    """Share of the block forward work of a pp rank of ``n_layers`` blocks done again in backward:
+    full 1, every-other-block 1/2, the first ``ac_blocks`` of the rank their share."""
+    blocks = checkpointed_blocks(c, n_layers) / np.maximum(n_layers, 1)
+    return np.select([c.ac == AC_FULL, c.ac == AC_SELECTIVE, c.ac == AC_BLOCKS], [1.0, 0.5, blocks], 0.0)
+
+
+def attention_recompute_fraction(c: Candidates) -> np.ndarray:
+    """Share of the blocks whose attention sub-layer (QKV, core attention, output projection) runs
+    again in backward beyond whole recomputed blocks: every block under ``attention``."""
+    return np.where(c.ac == AC_ATTENTION, 1.0, 0.0)
+
+
+def attention_matmul_flops_per_token(model: ModelSpec) -> float:
+    """Forward FLOPs per token of the attention sub-layers' projections, all blocks: 2 per weight."""
+    weights = sum(
+        n * sum(g.active_weights for g in table.gemms if g.part == Part.ATTENTION) for n, table in layer_tables(model)
+    )
+    return 2.0 * weights
+
+
+def busiest_recompute_fraction(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """``recompute_fraction`` of the pp rank with the most blocks (whole-model and per-step
+    figures: HFU, MoE all-to-alls), as memory and host time count that rank."""
+    return recompute_fraction(c, max_rank_layers(model.num_layers, c))
+
+
+def module_recompute_share(c: Candidates, n_layers) -> np.ndarray:
     """Share of the blocks whose recomputed modules (``ModelingSettings.recompute_modules``) run
     again in backward: the native blocks a checkpoint does not already re-run whole. Hugging Face
     modules recompute none (the stack's module recompute is Megatron-Core's)."""
-    return (1.0 - recompute_fraction(c)) * (c.impl != IMPL_HF)
+    return (1.0 - recompute_fraction(c, n_layers)) * (c.impl != IMPL_HF)
 
 
 def chunked_loss(c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -85,11 +115,14 @@ def recomputed_module_flops_per_token(model: ModelSpec, s: ModelingSettings) -> 
 
 
 def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Model FLOPs plus the recomputed block forwards, modules and LM head: the HFU numerator."""
+    """Model FLOPs plus the recomputed block forwards, attention sub-layers, modules and LM head:
+    the HFU numerator."""
     f = forward_flops_per_token(model, c.seq_len, s)
+    n_layers = max_rank_layers(model.num_layers, c)
     return (
         3.0 * f.forward
-        + recompute_fraction(c) * (f.block_matmul + f.attention)
-        + module_recompute_share(c) * recomputed_module_flops_per_token(model, s)
+        + recompute_fraction(c, n_layers) * (f.block_matmul + f.attention)
+        + attention_recompute_fraction(c) * (attention_matmul_flops_per_token(model) + f.attention)
+        + module_recompute_share(c, n_layers) * recomputed_module_flops_per_token(model, s)
         + head_recompute_fraction(c, s) * f.lm_head
     )

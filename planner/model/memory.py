@@ -21,8 +21,9 @@ from planner.model.attention_scores import (
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Part
 from planner.model.candidates import (
+    AC_ATTENTION,
+    AC_BLOCKS,
     AC_FULL,
-    AC_NONE,
     AC_SELECTIVE,
     IMPL_HF,
     PREC_FP8,
@@ -32,7 +33,7 @@ from planner.model.candidates import (
     SHARD_ZERO2,
     Candidates,
 )
-from planner.model.flops import chunked_loss
+from planner.model.flops import checkpointed_blocks, chunked_loss, recompute_fraction
 from planner.model.moe import (
     busiest_rank_load,
     expert_view,
@@ -381,10 +382,19 @@ def activation_bytes(
     n = rank.layers
     # Offloaded blocks (Megatron-Core, no recompute only) leave the device by the forward's end.
     resident = np.maximum(n - s.offloaded_activation_blocks, 0)
-    # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2).
+    # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2);
+    # blocks = the first ac_blocks of the rank (flops.checkpointed_blocks).
+    # attention = each block's attention sub-layer checkpointed: it keeps its input instead.
+    checkpointed = checkpointed_blocks(c, n)
+    attention_kept = full - per_token[Part.ATTENTION.value] * tokens + kept
     per_microbatch = np.select(
-        [c.ac == AC_SELECTIVE, c.ac == AC_FULL],
-        [np.ceil(n / 2) * full + np.floor(n / 2) * kept, n * kept],
+        [c.ac == AC_SELECTIVE, c.ac == AC_FULL, c.ac == AC_BLOCKS, c.ac == AC_ATTENTION],
+        [
+            np.ceil(n / 2) * full + np.floor(n / 2) * kept,
+            n * kept,
+            (n - checkpointed) * full + checkpointed * kept,
+            n * attention_kept,
+        ],
         resident * full,
     )
     last_norm = np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0)
@@ -400,7 +410,8 @@ def recompute_bytes(
     tokens = c.micro_batch * c.seq_len / c.cp
     per_token = block_activation_bytes_per_token(model, c, s) if per_token is None else per_token
     full = sum(per_token.values()) * tokens
-    checkpointed = np.where(c.ac == AC_NONE, 0.0, full)
+    attention = per_token[Part.ATTENTION.value] * tokens  # what a recomputed attention sub-layer holds
+    checkpointed = np.where(recompute_fraction(c, 1) > 0, full, np.where(c.ac == AC_ATTENTION, attention, 0.0))
     if not s.recompute_modules:
         return checkpointed
     # What the modules did not save: the same rules with and without them (zero for HF blocks).

@@ -19,7 +19,7 @@ import numpy as np
 from planner.model import comm
 from planner.model.block import block_table
 from planner.model.candidates import PREC_FP8, PREC_FP32, Candidates
-from planner.model.flops import recompute_fraction
+from planner.model.flops import busiest_recompute_fraction
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES
@@ -78,7 +78,7 @@ def all_to_all_s(model: ModelSpec, c: Candidates, s: ModelingSettings, dtype_byt
     (``s.moe_max_nodes_per_token``) fewer copies leave the node (``network_copies_per_token``)."""
     if not model.is_moe:
         return np.zeros(len(c))
-    calls = 4.0 + 2.0 * recompute_fraction(c)
+    calls = 4.0 + 2.0 * busiest_recompute_fraction(model, c)
     return calls * one_all_to_all_s(model, c, s, dtype_bytes)
 
 

@@ -15,9 +15,10 @@ import numpy as np
 from planner.model import comm, moe, rates
 from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
-from planner.model.block_rows import Gemm, Part
+from planner.model.block_rows import Gemm, Part, TpSplit
 from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.flops import (
+    attention_recompute_fraction,
     forward_flops_per_token,
     head_recompute_fraction,
     module_recompute_share,
@@ -67,11 +68,16 @@ class TimeBreakdown:
 
 
 def block_gemm_time_per_token(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, routed_only: bool = False, recomputed_only: bool = False
+    model: ModelSpec,
+    c: Candidates,
+    s: ModelingSettings,
+    routed_only: bool = False,
+    recomputed_only: bool = False,
+    part: Part | None = None,
 ) -> np.ndarray:
     """Forward GEMM seconds per token for one block, shape-aware, split by tp (``routed_only``:
     the routed experts' GEMMs alone; ``recomputed_only``: those of the modules the stack
-    recomputes in backward, ``s.recompute_modules``).
+    recomputes in backward, ``s.recompute_modules``; ``part``: that part's alone).
 
     The timed GEMMs of ``planner/model/block.py``: each costs 2 * in * out FLOPs per token at
     the GPU's large-GEMM rate (``rates.gemm_rate``) times the shape factor of its dims; MoE runs
@@ -84,7 +90,7 @@ def block_gemm_time_per_token(
     for gemm in block_table(model).gemms:
         if not gemm.timed or (routed_only and gemm.experts <= 1):
             continue
-        if recomputed_only and gemm.recompute not in s.recompute_modules:
+        if (recomputed_only and gemm.recompute not in s.recompute_modules) or part not in (None, gemm.part):
             continue
         d_in, d_out, share = rank_gemm(gemm, c)
         seconds = seconds + 2.0 * d_in * d_out * share * gemm.copies * (routed if gemm.experts > 1 else 1.0) / (
@@ -106,12 +112,17 @@ def rank_gemm(gemm: Gemm, c: Candidates) -> tuple[Any, Any, Any]:
 
 
 def forward_gemm_time_per_token(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, routed_only: bool = False, recomputed_only: bool = False
+    model: ModelSpec,
+    c: Candidates,
+    s: ModelingSettings,
+    routed_only: bool = False,
+    recomputed_only: bool = False,
+    part: Part | None = None,
 ) -> np.ndarray:
     """``block_gemm_time_per_token`` of a forward pass: the FP8 recipes run forward GEMMs at
     fast accumulation (``rates.fp8_forward_gemm_speedup``), the backward ones at the catalog's
     rate."""
-    gemms = block_gemm_time_per_token(model, c, s, routed_only=routed_only, recomputed_only=recomputed_only)
+    gemms = block_gemm_time_per_token(model, c, s, routed_only, recomputed_only, part)
     return gemms / rates.fp8_forward_gemm_speedup(c, s)
 
 
@@ -146,7 +157,7 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
     backward about twice, recompute once more; at the eager soft-capped kernels' bytes per score
     where those run (``s.eager_softcap_attention_bytes_per_score``)."""
     scores = scores_per_microbatch(model, c)
-    passes = 3.0 + recompute_fraction(c)
+    passes = 3.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
     per_score = np.where(
         eager_softcap_attention(model, c),
         s.eager_softcap_attention_bytes_per_score,
@@ -166,12 +177,13 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
 
 
 def recomputed_module_work(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, block_tokens
+    model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers, tokens
 ) -> tuple[np.ndarray, np.ndarray]:
     """(GEMM seconds, eager elementwise bytes) of the modules the stack recomputes in backward
-    (``s.recompute_modules``) over ``block_tokens`` token-blocks: one more forward of their
-    GEMMs and passes, in the native blocks no checkpoint already re-runs whole."""
-    share = module_recompute_share(c)
+    (``s.recompute_modules``) over ``n_layers`` blocks of ``tokens`` tokens: one more forward of
+    their GEMMs and passes, in the native blocks no checkpoint already re-runs whole."""
+    block_tokens = n_layers * tokens
+    share = module_recompute_share(c, n_layers)
     gemms = forward_gemm_time_per_token(model, c, s, recomputed_only=True)
     passes = block_table(model).recomputed_elementwise_elements(s.recompute_modules) / c.tp * compute_dtype_bytes(c)
     return block_tokens * share * gemms, block_tokens * share * passes
@@ -182,11 +194,16 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     the LM head and loss where ``head_on``."""
     tokens = c.micro_batch * c.seq_len / c.cp
     head_share = np.where(head_on, 1.0, 0.0)
-    passes = 3.0 + recompute_fraction(c)  # fwd + 2x bwd + recomputed fwd
+    recomputed = recompute_fraction(c, n_layers)
+    passes = 3.0 + recomputed  # fwd + 2x bwd + recomputed fwd
     # The forward pass and its recompute, then the backward's two GEMMs (data and weight gradient).
-    forward = forward_gemm_time_per_token(model, c, s) * (1.0 + recompute_fraction(c))
+    forward = forward_gemm_time_per_token(model, c, s) * (1.0 + recomputed)
     blocks = n_layers * tokens * (forward + 2.0 * block_gemm_time_per_token(model, c, s))
-    module_gemms, module_passes = recomputed_module_work(model, c, s, n_layers * tokens)
+    # attention: each block's attention projections run forward once more.
+    again = attention_recompute_fraction(c)
+    if again.any():
+        blocks = blocks + n_layers * tokens * again * forward_gemm_time_per_token(model, c, s, part=Part.ATTENTION)
+    module_gemms, module_passes = recomputed_module_work(model, c, s, n_layers, tokens)
     blocks = blocks + module_gemms
     # The LM head stays in 16-bit under FP8 recipes (TransformerEngine quantises block GEMMs).
     head_rate = np.where(c.precision == PREC_FP8, rates.bf16_gemm_rate(c, s), rates.gemm_rate(c, s))
@@ -209,12 +226,12 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     # with flash attention half a forward more (it recomputes the scores), at the backward rate.
     head_dim = block_table(model).attention.head_dim
     attn_fwd, attn_bwd = rates.attention_rates(c, s, head_dim)
-    flash = attn_flops * ((1.0 + recompute_fraction(c)) / attn_fwd + 2.5 / attn_bwd)
+    flash = attn_flops * ((1.0 + recomputed + again) / attn_fwd + 2.5 / attn_bwd)
     # Eager attention's batched GEMMs compute every score, masked or outside a sliding window
     # (not skipped, unlike flash kernels): s keys per query in every block.
     eager_flops = block_table(model).attention.flops_per_token_per_key * c.seq_len * n_layers / c.tp * tokens
     unfused_flops = np.where(eager_softcap_attention(model, c), eager_flops, attn_flops)
-    unfused = unfused_flops * (3.0 + recompute_fraction(c)) / rates.unfused_attention_rate(c, s, head_dim)
+    unfused = unfused_flops * (3.0 + recomputed + again) / rates.unfused_attention_rate(c, s, head_dim)
     attention = np.where(flash_attention_on(model, c, s), flash, unfused)
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
     elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
@@ -258,10 +275,11 @@ def host_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarra
     """Host dispatch: per block per micro-batch (more with recompute; MoE blocks add their
     per-expert launches), plus per step."""
     per_block = s.host_overhead_per_block_s * np.where(c.compile, s.compile_host_factor, 1.0)
-    per_block = per_block * (1.0 + recompute_fraction(c) * s.recompute_host_share)
+    n_layers = layers_per_stage(model, c)
+    per_block = per_block * (1.0 + recompute_fraction(c, n_layers) * s.recompute_host_share)
     per_block = per_block + moe.expert_launch_s(model, c, s)  # MoE: per-expert kernels
     per_block = per_block + moe.dispatch_launch_s(model, c, s)  # MoE: router and dispatcher
-    return layers_per_stage(model, c) * c.grad_accum * per_block + s.host_overhead_per_step_s
+    return n_layers * c.grad_accum * per_block + s.host_overhead_per_step_s
 
 
 def host_sync_exposed_s(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -278,7 +296,8 @@ def host_sync_exposed_s(model: ModelSpec, c: Candidates, s: ModelingSettings) ->
     tokens = c.micro_batch * c.seq_len / c.cp
     gemms = tokens * forward_gemm_time_per_token(model, c, s, routed_only=True) * c.compute_time_factor
     gpu = gemms + moe.one_all_to_all_s(model, c, s, compute_dtype_bytes(c))
-    forwards = layers_per_stage(model, c) * c.grad_accum * (1.0 + recompute_fraction(c))
+    n_layers = layers_per_stage(model, c)
+    forwards = n_layers * c.grad_accum * (1.0 + recompute_fraction(c, n_layers))
     return forwards * np.maximum(host - gpu, 0.0)
 
 
@@ -293,15 +312,17 @@ class CommTimes:
     ep: np.ndarray
 
 
-def context_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link) -> np.ndarray:
-    """K/V exchange of one block for one micro-batch; each tensor-parallel rank moves only its
-    own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
+def context_parallel_comm_s(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, token_bytes, link, n_layers
+) -> np.ndarray:
+    """K/V exchange of one block for one micro-batch on a rank of ``n_layers`` blocks; each
+    tensor-parallel rank moves only its own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
     kv_bytes = token_bytes * block_table(model).cp_gathered_elements / c.tp  # this rank's K and V
     # Ring: K,V pass around the cp ranks forward, K,V,dK,dV backward.
     ring = 3.0 * (c.cp - 1) * (link.latency + kv_bytes / link.bandwidth)
     # All-gather (trainer/context_parallel.py): gather K and V (2 collectives) forward, again
     # when a checkpointed block is recomputed, and reduce-scatter dK, dV backward.
-    passes = 2.0 + recompute_fraction(c)
+    passes = 2.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
     gathered = passes * comm.all_gather_s(kv_bytes * c.cp, c.cp, link, calls=2)
     return np.where(c.cp > 1, np.where(s.cp_ring_attention, ring, gathered), 0.0)
 
@@ -358,7 +379,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     row_parallel = np.where(
         c.expert_token_split > 1, table.tp_reductions - table.routed_only_reductions, table.tp_reductions
     )
-    tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c)
+    tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c, n_layers)
+    # A recomputed attention sub-layer gathers its input and reduces its output projection again.
+    attention_reductions = len({g.part for g in table.gemms if g.split == TpSplit.ROW and g.part == Part.ATTENTION})
+    tp_collectives = tp_collectives + attention_reductions * attention_recompute_fraction(c)
     activation_elements = tokens * model.hidden_size
     tp = (
         n_layers
@@ -376,7 +400,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
     pp = pp + tied_embedding_sync_s(model, c, pp_link, s)
-    cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link) * n_layers * m
+    cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * m
     ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
 

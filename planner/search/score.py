@@ -15,10 +15,12 @@ import numpy as np
 from planner import accuracy
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.catalog.hardware import Catalog, GPUSpec
+from planner.layout import ActivationCheckpointing
 from planner.model.candidates import Candidates
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.memory import MemoryBreakdown, fits, memory
+from planner.model.partial_recompute import fit_ac_blocks
 from planner.model.rowwise import rows_of, take
 from planner.model.settings import ModelingSettings, Stack
 from planner.model.spec import ModelSpec
@@ -36,6 +38,7 @@ def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpa
         batch_tolerance=request.batch_tolerance,
         precisions=(request.precision,),
         activation_checkpointing=request.activation_checkpointing,
+        ac_blocks=request.ac_blocks,
         allow_offload=request.allow_offload,
         impl=request.impl,
         compile=request.compile,
@@ -59,6 +62,10 @@ def candidate_table(
     are timed (issue 28: a quarter of a 70B search): no other row can be chosen, and the diagnosis
     reads their memory only; their time and cost are NaN."""
     mem = memory(model, c, settings)
+    # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns).
+    if space.ac_blocks is None:
+        full = ActivationCheckpointing.FULL in space.activation_checkpointing
+        mem = fit_ac_blocks(model, c, settings, mem, recode_full=full)
     need = mem.device_total
     # The GPU-memory half of score's fit rule: a superset of the rows that fit.
     timed = np.flatnonzero(fits(need, c.memory_bytes, settings.memory_headroom))

@@ -22,6 +22,7 @@ from planner.layout import (
     shard_group_of,
 )
 from planner.model.candidates import (
+    AC_BLOCKS,
     AC_CODES,
     IMPL_CODES,
     PRECISION_CODES,
@@ -33,6 +34,7 @@ from planner.model.candidates import (
     Candidates,
     hardware_columns,
 )
+from planner.model.partial_recompute import full_ac_blocks
 from planner.model.spec import ModelSpec
 from planner.model.structure import structurally_valid
 
@@ -68,6 +70,9 @@ class SearchSpace:
     batch_tolerance: float = DEFAULT_BATCH_TOLERANCE
     precisions: tuple[Precision, ...] = (Precision.BF16,)
     activation_checkpointing: tuple[ActivationCheckpointing, ...] = tuple(ActivationCheckpointing)
+    # Blocks checkpointed per pp rank in the ``blocks`` rows; None: the fewest that fit, per row
+    # (planner/model/partial_recompute.py, called by planner/search/score.py).
+    ac_blocks: int | None = None
     allow_offload: bool = False
     allow_cp: bool = True
     impl: Implementation = Implementation.NATIVE
@@ -154,7 +159,7 @@ def gpu_rows(
 ) -> dict[str, np.ndarray]:
     """All structurally valid combinations for one GPU type."""
     cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
-    ac = [AC_CODES.index(a) for a in space.activation_checkpointing]
+    ac = searched_ac_codes(space)
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
     # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
     # before the other knobs multiply the table keeps the search fast.
@@ -223,6 +228,28 @@ def gpu_rows(
     return rows
 
 
+def searched_ac_codes(space: SearchSpace) -> list[int]:
+    """The recompute codes the rows take. A ``blocks`` row whose count is searched ends at full
+    recompute where nothing less fits, and is then recoded ``full`` (partial_recompute.py): with
+    both allowed, ``full`` rows would repeat those rows."""
+    modes = space.activation_checkpointing
+    if space.ac_blocks is None and ActivationCheckpointing.BLOCKS in modes:
+        modes = tuple(m for m in modes if m != ActivationCheckpointing.FULL)
+    return [AC_CODES.index(a) for a in modes]
+
+
+def initial_ac_blocks(model: ModelSpec, rows: dict[str, np.ndarray], space: SearchSpace) -> np.ndarray:
+    """The ``ac_blocks`` column as generated: in the ``blocks`` rows the requested count, or all
+    of a rank's blocks (``full_ac_blocks``: the memory of a row that fits nowhere is then that of
+    full recompute, and the search lowers the count of each row that fits, score.py); 0 elsewhere."""
+    blocks = rows["ac"] == AC_BLOCKS
+    if space.ac_blocks is not None:
+        return np.where(blocks, space.ac_blocks, 0)
+    count = np.zeros(len(blocks), dtype=int)
+    count[blocks] = full_ac_blocks(model.num_layers, rows["pp"][blocks], rows["vpp"][blocks])
+    return count
+
+
 def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | None], space: SearchSpace) -> Candidates:
     """The candidate table over the allowed GPU types (inventory caps the count searched)."""
     specs = [catalog.gpu(gid) for gid in gpus]
@@ -246,6 +273,7 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     return Candidates.from_columns(
         len(flat["tp"]),
         **flat,
+        ac_blocks=initial_ac_blocks(model, flat, space),
         pp_schedule=SCHED_1F1B,
         seq_len=space.seq_len,
         impl=IMPL_CODES.index(space.impl),

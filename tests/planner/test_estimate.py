@@ -255,7 +255,8 @@ def test_estimate_json_keeps_its_keys_and_reads_back_typed():
     ]  # fmt: skip
     assert list(data["layout"]) == [
         "dp_replicate", "dp_shard", "tp", "pp", "cp", "sharding", "pp_schedule", "vpp", "ep", "expert_tp",
-        "micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "precision", "impl", "compile", "offload",
+        "micro_batch", "grad_accum", "seq_len", "activation_checkpointing", "ac_blocks", "precision", "impl",
+        "compile", "offload",
     ]  # fmt: skip
     assert data["layout"]["dp_shard"] == 2 and data["layout"]["activation_checkpointing"] == "selective"
     back = Estimate.model_validate_json(e.model_dump_json())

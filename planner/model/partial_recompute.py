@@ -1,0 +1,117 @@
+"""How many blocks a ``blocks`` candidate checkpoints: the fewest that fit its GPU's memory.
+
+``ActivationCheckpointing.BLOCKS`` checkpoints the first ``ac_blocks`` blocks of each pipeline
+rank (Megatron-LM's ``--recompute-method block --recompute-num-layers N``). Each more block
+checkpointed saves one block's activations and costs one more block forward in backward, so the
+row's best count is the smallest that fits: the search does not enumerate counts, it fills each
+row's (``fit_ac_blocks``, called where the search scores its table).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+
+from planner.model.candidates import AC_BLOCKS, AC_FULL, Candidates
+from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
+from planner.model.pipeline import rank_layers
+from planner.model.rowwise import distinct, rows_of, take
+from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+
+# Chord steps before bisection (_fewest_that_fit): the first settles the rows where memory is
+# linear in the count, the second most of those where one pp rank's blocks run out.
+CHORD_STEPS = 2
+
+
+def full_ac_blocks(num_layers: int, pp: np.ndarray, vpp: np.ndarray) -> np.ndarray:
+    """The count that checkpoints every block of every pp rank: the most any rank holds (the
+    first, second or last rank, planner/model/pipeline.py ``pipeline_ranks``); once per
+    distinct (pp, vpp)."""
+    pp, vpp = np.asarray(pp), np.asarray(vpp)
+    first, inverse = distinct([pp, vpp], len(pp))
+    pp, vpp = pp[first], vpp[first]
+    ranks = (np.zeros_like(pp), np.minimum(1, pp - 1), pp - 1)
+    most = np.maximum.reduce([rank_layers(num_layers, pp, vpp, rank) for rank in ranks]).astype(int)
+    return most[inverse]
+
+
+def fit_ac_blocks(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, mem: MemoryBreakdown, recode_full: bool
+) -> MemoryBreakdown:
+    """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
+    (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
+    place; ``mem``: ``memory`` of ``c``, returned with those rows re-evaluated. ``recode_full``:
+    a row whose count checkpoints every block becomes a ``full`` row (the same memory and time;
+    the search then generates no ``full`` rows, planner/search/space.py ``searched_ac_codes``)."""
+    blocks = np.flatnonzero(c.ac == AC_BLOCKS)
+    if not len(blocks):
+        return mem
+    full = full_ac_blocks(model.num_layers, c.pp[blocks], c.vpp[blocks])
+    rows = blocks[fits(mem.device_total[blocks], c.memory_bytes[blocks], s.memory_headroom)]
+    if len(rows):
+        sub = take(c, rows)
+        chosen, sub_mem = _fewest_that_fit(model, sub, s, rows_of(mem, rows, len(c)))
+        c.ac_blocks[rows] = chosen
+        mem = _with_rows(mem, rows, sub_mem)
+    if recode_full:
+        # Every block checkpointed is full recompute: the same floats under either code.
+        whole = blocks[c.ac_blocks[blocks] >= full]
+        c.ac[whole], c.ac_blocks[whole] = AC_FULL, 0
+    return mem
+
+
+def _fewest_that_fit(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, at_high: MemoryBreakdown
+) -> tuple[np.ndarray, MemoryBreakdown]:
+    """Per row of ``c``, each of which fits at its ``ac_blocks`` (``at_high``: its memory
+    there): the fewest blocks that fit, and the memory there.
+
+    Memory is convex and falling in the count: per pp rank it falls by one block's activations
+    less its input per block checkpointed, until the rank's blocks run out or the end-of-step
+    peak takes over, and the device total is the largest rank's. So after one block (the first
+    step), the chord between a count that does not fit and one that does crosses the limit at a
+    count that fits, no lower than the fewest: each step evaluates ``memory`` one below that
+    crossing, on the rows still open, until the fewest is bracketed (one step where memory is
+    linear; ``CHORD_STEPS``, then halving the bracket, where it bends)."""
+    limit = usable_capacity(c.memory_bytes, s.memory_headroom)
+    high, need_high = c.ac_blocks.copy(), at_high.device_total.copy()
+    low, need_low = np.zeros_like(high), np.full(len(c), np.inf)
+    for step in itertools.count():
+        if not (open_ := np.flatnonzero(high - low > 1)).size:
+            break
+        trial = low[open_] + 1 if step == 0 else _next_count(step, open_, (low, need_low), (high, need_high), limit)
+        at_trial = memory(model, dataclasses.replace(take(c, open_), ac_blocks=trial), s)
+        ok = at_trial.device_total <= limit[open_]
+        high[open_[ok]], need_high[open_[ok]] = trial[ok], at_trial.device_total[ok]
+        low[open_[~ok]], need_low[open_[~ok]] = trial[~ok], at_trial.device_total[~ok]
+        if ok.any():
+            at_high = _with_rows(at_high, open_[ok], rows_of(at_trial, np.flatnonzero(ok), len(open_)))
+    return high, at_high
+
+
+def _next_count(step: int, open_: np.ndarray, low: Bracket, high: Bracket, limit: np.ndarray) -> np.ndarray:
+    """The count ``_fewest_that_fit`` tries next in rows ``open_``: one below the chord's crossing,
+    or, where memory bends (after ``CHORD_STEPS``), the middle of the bracket."""
+    (below, need_low), (above, need_high) = (tuple(a[open_] for a in side) for side in (low, high))
+    span = above - below
+    if step > CHORD_STEPS:
+        return below + span // 2
+    drop = np.maximum(need_low - need_high, 1e-9)
+    crossing = below + np.ceil((need_low - limit[open_]) / drop * span).astype(int)
+    return np.clip(crossing - 1, below + 1, above - 1)
+
+
+Bracket = tuple[np.ndarray, np.ndarray]  # counts and their memory: one side of the search
+
+
+def _with_rows(mem: MemoryBreakdown, rows: np.ndarray, sub: MemoryBreakdown) -> MemoryBreakdown:
+    """``mem`` with its ``rows`` replaced by ``sub``'s."""
+    changes = {}
+    for f in dataclasses.fields(MemoryBreakdown):
+        column = np.array(getattr(mem, f.name), dtype=float, copy=True)
+        column[rows] = getattr(sub, f.name)
+        changes[f.name] = column
+    return dataclasses.replace(mem, **changes)
