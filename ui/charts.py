@@ -31,10 +31,11 @@ from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_c
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
-from planner.layout import ActivationCheckpointing, Precision
+from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
+from planner.request import DEFAULT_AC
 from planner.search.fleet import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
@@ -140,7 +141,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "cost_weight": 0.5,
         "pricing": "on_demand",
         "precision": Precision.BF16.value,
-        "ac": [a.value for a in ActivationCheckpointing],
+        "ac": [a.value for a in DEFAULT_AC],  # the planner's default modes (attention-only is opt-in)
         "allow_offload": False,
         "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100),
         "top_k": 10,

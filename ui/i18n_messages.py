@@ -162,7 +162,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "sharding none (DDP) replicates: use dp_replicate, not dp_shard",
         "不分片（DDP）只做复制：请使用 dp_replicate，而不是 dp_shard",
     ),
-    "reason_ac_blocks_mode": (  # RuleCode.AC_BLOCKS_MODE (TrainingConfig): LAYOUT_REASONS maps it once it lands
+    "reason_ac_blocks_mode": (  # RuleCode.AC_BLOCKS_MODE (TrainingConfig's check)
         "{blocks} checkpointed blocks need the checkpointing mode “blocks”, not “{mode}”",
         "检查点块数 {blocks} 需要激活重计算方式为“按块”，而不是“{mode}”",
     ),

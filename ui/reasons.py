@@ -63,6 +63,7 @@ LAYOUT_REASONS = Reasons({
     _C.DP_SHARD_ZERO: "reason_dp_shard_zero",
     _C.VPP_PP: "reason_vpp_pp",
     _C.DDP_SHARD: "reason_ddp_shard",
+    _C.AC_BLOCKS_MODE: "reason_ac_blocks_mode",
     _C.EP_DDP: "reason_ep_ddp",
     _C.EP_FITS: "reason_ep_fits",
     _C.EP_FITS_TOKEN_SPLIT: "reason_ep_fits_tp",
