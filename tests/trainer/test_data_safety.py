@@ -19,6 +19,7 @@ from planner.errors import ExitCode
 from planner.layout import Layout
 from trainer import corpus, data, launch
 from trainer.data import prepare_data
+from trainer.files import file_sha256
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.loader import build_loader
 
@@ -88,7 +89,7 @@ def test_token_ids_outside_the_vocabulary_are_one_line_not_an_index_error(tmp_pa
     train_bin, meta_path = job / "data" / "train.bin", job / "data" / "meta.json"
     train_bin.write_bytes(b"\xff" * train_bin.stat().st_size)
     meta = json.loads(meta_path.read_text())
-    meta["splits"]["train"]["sha256"] = data._sha256(train_bin)
+    meta["splits"]["train"]["sha256"] = file_sha256(train_bin)
     meta_path.write_text(json.dumps(meta))
     assert prepare(source, job).reused  # it verifies: only the loader can tell
     loader = build_loader(RunSettings(data=str(source)), job, "train", 16, 2, 0, 1, MODEL_VOCAB)
