@@ -1,7 +1,7 @@
 """Text for people: money, durations and errors on one line, in one place.
 
 Every user-visible amount, duration and error message goes through these helpers
-(ui/render.py, ui/charts.py, the ILP diagnosis, the file readers), so the same number
+(ui/render.py, ui/app_core.py, the ILP diagnosis, the file readers), so the same number
 always reads the same way.
 """
 

@@ -20,7 +20,7 @@ from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
 from planner.units import GIB
-from ui import charts
+from ui import app_core
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 from ui.reasons import Refusal, refusal
 
@@ -58,11 +58,13 @@ def calibration_for(calibration: CalibrationUpload | None) -> AppliedCalibration
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_plan(request_json: str, headroom: float, calibration: CalibrationUpload | None = None) -> charts.PlanOutcome:
+def cached_plan(
+    request_json: str, headroom: float, calibration: CalibrationUpload | None = None
+) -> app_core.PlanOutcome:
     request = PlanRequest.model_validate_json(request_json)
     applied = calibration_for(calibration)
     catalog_ = None if applied is not None else catalog()
-    return charts.solve(request, settings_for(headroom, request.stack), catalog_, applied)
+    return app_core.solve(request, settings_for(headroom, request.stack), catalog_, applied)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -93,7 +95,7 @@ def cached_why_not(
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
-    return charts.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
+    return app_core.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -106,10 +108,10 @@ def cached_portfolio(
     headroom: float,
     stack: Stack = Stack.TRAINPLAN,
     calibration: CalibrationUpload | None = None,
-) -> charts.PortfolioOutcome:
+) -> app_core.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule)."""
     requests = {name: PlanRequest.model_validate_json(text).model_copy(update={"stack": stack}) for name, text in jobs}
-    return charts.solve_jobs(
+    return app_core.solve_jobs(
         requests,
         dict(inventory),
         objective=objective,

@@ -20,7 +20,7 @@ from planner.catalog.calibration import (
 )
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES
-from ui.charts import UploadTooLarge
+from ui.app_core import UploadTooLarge
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ def app_command(
     check_range("--port", port, 1, 65535)
     check_address(address, port)
     check_installed()
-    from ui.charts import UPLOAD_LIMIT_MB  # the app's own size check, in the MB the browser counts
+    from ui.app_core import UPLOAD_LIMIT_MB  # the app's own size check, in the MB the browser counts
 
     app_path = Path(__file__).resolve().parent.parent / "app.py"
     raise typer.Exit(

@@ -14,7 +14,7 @@ import streamlit as st
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.plan import Plan
-from ui import charts, figures
+from ui import app_core, figures
 from ui.cached import cached_layout_plan, catalog, cuda_context_gib
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
@@ -111,7 +111,7 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
         ("tokens_per_s", f"{e.throughput.tokens_per_s:,.0f}"),
         ("card_mfu", f"{e.throughput.mfu:.1%}"),
         ("card_time", duration(tr, e.time_to_train_h or 0.0)),
-        ("card_cost", charts.money(e.cost_usd or 0.0)),
+        ("card_cost", app_core.money(e.cost_usd or 0.0)),
     )
     for row in (values[:METRICS_PER_ROW], values[METRICS_PER_ROW:]):
         for column, (key, value) in zip(st.columns(METRICS_PER_ROW), row, strict=True):

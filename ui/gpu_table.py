@@ -20,7 +20,7 @@ from planner.catalog.prices import catalog_with_price_kind, offers_of
 from planner.model.energy import gpu_wall_power_w
 from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
-from ui import charts
+from ui import app_core
 from ui.i18n import Labels, plain
 
 ROWS_KEY = "gpu_rows"
@@ -156,7 +156,7 @@ def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation:
         column_order=column_order(tco is not None),
         disabled=("memory_gib", "bf16_tflops", "source"),
         num_rows="fixed",
-        height=charts.table_height(len(frame)),  # every row in view, no inner scrolling
+        height=app_core.table_height(len(frame)),  # every row in view, no inner scrolling
         placeholder="",  # a blank inventory is "no limit" (the help says blank), not the word "None"
     )
     st.caption(tr("gpu_table_help"))
@@ -231,7 +231,7 @@ def price_of(
         st.error(tr("bad_purchase", gpu=gpu))
         return None
     try:
-        return charts.amortised_price_per_gpu_hour(
+        return app_core.amortised_price_per_gpu_hour(
             float(row["purchase_usd"]), gpu_wall_power_w(cat.gpus[gpu]), utilisation, tco
         )
     except ValueError as exc:

@@ -18,7 +18,7 @@ from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
 from planner.plan import Estimate, Plan, Uncertainty
 from planner.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
-from ui.charts import Infeasible, duration_key, money
+from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
 
 SHORTEST_H = 0.1  # under this a duration reads in minutes: "the deadline is 0.0 h" said nothing (issue 30)

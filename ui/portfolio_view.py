@@ -12,7 +12,7 @@ import streamlit as st
 from planner.api import PlanRequest
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
-from ui import charts, figures
+from ui import app_core, figures
 from ui.cached import cached_portfolio
 from ui.i18n import Labels, plain
 from ui.messages import duration, infeasible_text
@@ -67,9 +67,9 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
         return
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
     st.dataframe(
-        charts.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
+        app_core.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
-        placeholder=charts.BLANK,
+        placeholder=app_core.BLANK,
         key="portfolio_jobs_table",
         column_config={
             tr("col_tokens_b"): st.column_config.NumberColumn(format="%,.1f"),
@@ -96,7 +96,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     show_portfolio_outcome(tr, outcome, inputs)
 
 
-def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome, inputs: Inputs) -> None:
+def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, inputs: Inputs) -> None:
     if outcome.error:
         st.error(tr("bad_request", error=plain(outcome.error)))
         return
@@ -106,13 +106,13 @@ def show_portfolio_outcome(tr: Labels, outcome: charts.PortfolioOutcome, inputs:
     # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
     left, right = st.columns(2)
-    left.metric(tr("total_cost"), charts.money(outcome.total_cost_usd))
+    left.metric(tr("total_cost"), app_core.money(outcome.total_cost_usd))
     right.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
     formats = {"start_days": "%,.1f", "end_days": "%,.1f", "cost_usd": "$%,.0f"}
     st.dataframe(
         outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
-        placeholder=charts.BLANK,
+        placeholder=app_core.BLANK,
         key="portfolio_table",
         column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
     )

@@ -1,7 +1,7 @@
 """The sizing app's sidebar: its widgets, read into a ``PlanRequest`` (``Inputs``) for ``app.py``.
 
 Widgets only: every number shown here (token budgets, amortised prices) comes from
-``ui.charts``, every label from ``ui.i18n``. Widget values live in
+``ui.app_core``, every label from ``ui.i18n``. Widget values live in
 ``st.session_state`` under the widgets' keys, set once by ``init_state``.
 """
 
@@ -25,7 +25,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.search.fleet import TcoAssumptions
-from ui import charts
+from ui import app_core
 from ui.cached import cached_calibration
 from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
@@ -101,7 +101,7 @@ def init_state(cat: Catalog) -> None:
     Preset finds the preset and token budget as they were.
     """
     kept = st.session_state.setdefault(KEPT, {})
-    for key, value in charts.widget_defaults(cat).items():
+    for key, value in app_core.widget_defaults(cat).items():
         if key not in st.session_state:
             st.session_state[key] = kept.get(key, value)
     st.session_state.setdefault(ROWS_KEY, default_rows(cat))
@@ -110,7 +110,7 @@ def init_state(cat: Catalog) -> None:
 
 def keep_values(cat: Catalog) -> None:
     """At the end of a run: remember every widget's value (see init_state)."""
-    keys = charts.widget_defaults(cat)
+    keys = app_core.widget_defaults(cat)
     st.session_state[KEPT] = {key: st.session_state[key] for key in keys if key in st.session_state}
 
 
@@ -125,17 +125,17 @@ def sidebar_model(tr: Labels) -> ModelSpec | None:
             tr("upload_config"),
             type=["json"],
             key="config_upload",
-            max_upload_size=charts.UPLOAD_LIMIT_MB,
+            max_upload_size=app_core.UPLOAD_LIMIT_MB,
             help=tr("upload_help"),
         )
         if uploaded is None:
             st.info(tr("upload_needed"))  # also what a file the browser refused (over the cap, marked red) leaves
             return None
         try:
-            return charts.model_from_upload(uploaded.getvalue(), uploaded.name)
-        except charts.UploadTooLarge as exc:  # one the browser let through (Windows counts 1 MB as 2**20 bytes)
+            return app_core.model_from_upload(uploaded.getvalue(), uploaded.name)
+        except app_core.UploadTooLarge as exc:  # one the browser let through (Windows counts 1 MB as 2**20 bytes)
             size_mb = exc.size_bytes / 1e6
-            st.error(tr("upload_too_big", name=exc.name, size_mb=size_mb, limit_mb=charts.UPLOAD_LIMIT_MB))
+            st.error(tr("upload_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
             return None
         except ValueError as exc:
             st.error(tr("bad_config", error=str(exc)))
@@ -192,7 +192,7 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
         )
         if model is None:
             return None
-        tokens = charts.chinchilla_tokens(model, multiple)
+        tokens = app_core.chinchilla_tokens(model, multiple)
     else:
         tokens = (
             st.number_input(
@@ -261,7 +261,7 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
         tr("global_batch"),
         GLOBAL_BATCHES,
         key="global_batch",
-        format_func=lambda v: tr("auto") if v == 0 else charts.token_count(v),
+        format_func=lambda v: tr("auto") if v == 0 else app_core.token_count(v),
     )
     precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
     ac = st.multiselect(tr("ac"), [a.value for a in ActivationCheckpointing], key="ac", format_func=tr.option)
@@ -293,7 +293,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         tr("calibration_upload"),
         type=["toml"],
         key="calibration_upload",
-        max_upload_size=charts.UPLOAD_LIMIT_MB,
+        max_upload_size=app_core.UPLOAD_LIMIT_MB,
         help=tr("calibration_help"),
     )
     default = None
@@ -308,9 +308,9 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         data = read_calibration_bytes(default.path) if default else uploaded.getvalue() if uploaded else b""
         upload = CalibrationUpload(upload.name, data)
         cached_calibration(upload)
-    except charts.UploadTooLarge as exc:
+    except app_core.UploadTooLarge as exc:
         size_mb = exc.size_bytes / 1e6
-        st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=charts.UPLOAD_LIMIT_MB))
+        st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
         return stack, None
     except CatalogError as exc:  # planned with the plain catalog
         error = reason_text(tr, refusal(exc), CALIBRATION_REASONS, name=upload.shown)
@@ -331,7 +331,7 @@ def uploader_css(tr: Labels) -> str:
         f"<style>{zone} button p, [data-testid='stFileUploaderDropzoneInstructions'] span {{ {hidden} }}"
         f"{zone} button p::after {{ content: '{tr('uploader_button')}'; font-size: 0.875rem; }}"
         "[data-testid='stFileUploaderDropzoneInstructions'] span::after "
-        f"{{ content: '{tr('uploader_limit', mb=charts.UPLOAD_LIMIT_MB)}'; font-size: 0.875rem; }}</style>"
+        f"{{ content: '{tr('uploader_limit', mb=app_core.UPLOAD_LIMIT_MB)}'; font-size: 0.875rem; }}</style>"
     )
 
 

@@ -15,7 +15,7 @@ from planner.api import trains_too_long
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
-from ui import charts, figures
+from ui import app_core, figures
 from ui.cached import (
     cached_calibration,
     cached_frontier,
@@ -60,7 +60,7 @@ METRIC_CSS = """<style>
 </style>"""
 
 
-def show_infeasible(tr: Labels, infeasible: charts.Infeasible, inputs: Inputs) -> None:
+def show_infeasible(tr: Labels, infeasible: app_core.Infeasible, inputs: Inputs) -> None:
     st.warning(infeasible_text(tr, infeasible, inputs.request))
     detail = detail_text(tr, infeasible)  # the planner's own words (English) or its exact figures
     if detail:
@@ -104,15 +104,15 @@ def plan_card(
     u = e.uncertainty
     bands = {
         "card_time": band_text(tr, None if u is None else u.time_to_train_h, lambda h: duration(tr, h)),
-        "card_cost": band_text(tr, None if u is None else u.cost_usd, charts.money),
-        "card_cost_bought": band_text(tr, None if u is None else u.cost_usd, charts.money),
+        "card_cost": band_text(tr, None if u is None else u.cost_usd, app_core.money),
+        "card_cost_bought": band_text(tr, None if u is None else u.cost_usd, app_core.money),
     }
     rows = (
         (
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
             (1, "card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
             (1, "card_time", duration(tr, e.time_to_train_h)),
-            (1, "card_cost_bought" if bought else "card_cost", charts.money(e.cost_usd)),
+            (1, "card_cost_bought" if bought else "card_cost", app_core.money(e.cost_usd)),
         ),
         (
             (1, "card_energy", f"{e.energy_kwh:,.0f} kWh"),
@@ -223,7 +223,7 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
 
 
 def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
-    frame = charts.top_plans_frame(plans)[list(TOP_ORDER)]
+    frame = app_core.top_plans_frame(plans)[list(TOP_ORDER)]
     frame["ac"] = frame["ac"].map(tr.option)
     frame["mfu"] = frame["mfu"] * 100  # in percent points, for TOP_FORMATS' one-decimal percentage
     names = {c: tr(f"col_{c}") for c in frame.columns}
@@ -232,9 +232,9 @@ def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
     st.dataframe(
         frame.rename(columns=names),
         hide_index=True,
-        placeholder=charts.BLANK,
+        placeholder=app_core.BLANK,
         key="top_plans",
-        height=charts.table_height(len(frame)),
+        height=app_core.table_height(len(frame)),
         column_config={names[c]: st.column_config.NumberColumn(format=f) for c, f in TOP_FORMATS.items()},
     )
     st.caption(tr("top_help"))

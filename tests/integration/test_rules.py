@@ -21,7 +21,7 @@ from planner.units import GIB, HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from trainer.job import emit_job
 from trainer.job_spec import JobSpec, RunSettings, memory_headroom
 from trainer.probe import check_memory_fit
-from ui import charts
+from ui import app_core
 
 ROOT = REPO
 
@@ -134,7 +134,7 @@ def test_money() -> None:
     assert money(None) == "-"
     assert money(2_500_000) == "$2.50M" and money(12_345.6) == "$12,346" and money(9.349) == "$9"
     assert money(9.349, cents_below=100) == "$9.35" and money(123.4, cents_below=100) == "$123"
-    assert charts.money(9.349) == "$9.35"  # the app keeps its cents
+    assert app_core.money(9.349) == "$9.35"  # the app keeps its cents
     assert money_short(1_234_567) == "$1.2M" and money_short(2.5e9) == "$2.5B" and money_short(1500) == "$1.5k"
     assert money_short(12.34) == "$12.3" and money_short(1_234_567, 3) == "$1.235M"
     assert money_short(1_201_000, round_up=True) == "$1.3M" and money_short(1_200_000, round_up=True) == "$1.2M"
@@ -150,7 +150,7 @@ def test_durations() -> None:
     assert duration_words(2.2 * SECONDS_PER_DAY, round_up=True) == "3 days"
     assert duration_words(3 * SECONDS_PER_HOUR, round_up=True) == "3 hours"
     assert duration_clock(3723) == "1:02:03" and duration_clock(123.9) == "02:03" and duration_clock(-5) == "00:00"
-    assert charts.duration_key(10.0) == ("hours_value", 10.0) and charts.duration_key(72.0) == ("days_value", 3.0)
+    assert app_core.duration_key(10.0) == ("hours_value", 10.0) and app_core.duration_key(72.0) == ("days_value", 3.0)
 
 
 # --------------------------------------------------------------------------- units and the TCO formula
@@ -175,7 +175,7 @@ def test_one_tco_formula() -> None:
     # plus the rest of the draw while busy; at the wall power the fleet is given.
     power = 0.7 * tco.pue * tco.electricity_usd_per_kwh
     idle_share = tco.idle_power_fraction
-    price = charts.amortised_price_per_gpu_hour(30_000, 700, 0.5, tco)
+    price = app_core.amortised_price_per_gpu_hour(30_000, 700, 0.5, tco)
     assert price == pytest.approx(
         (ownership_usd(30_000, tco, 1.0) + idle_share * power) / 0.5 + (1 - idle_share) * power
     )

@@ -52,9 +52,9 @@ def test_estimate_fleet_and_app_price_the_same_energy() -> None:
     assert fleet.owned_fixed_usd + fleet.owned_usd_per_busy_hour * gpu_hours == pytest.approx(
         e.energy_kwh * usd_per_kwh
     )
-    from ui import charts
+    from ui import app_core
 
-    app = charts.amortised_price_per_gpu_hour(1.0, wall, 1.0, tco)
+    app = app_core.amortised_price_per_gpu_hour(1.0, wall, 1.0, tco)
     assert app * gpu_hours == pytest.approx(e.energy_kwh * usd_per_kwh)
 
 

@@ -44,7 +44,7 @@ from planner.model.spec import ModelSpec
 from planner.search.fleet import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
-from ui import charts, figures
+from ui import app_core, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys, plain
 from ui.sidebar import CUSTOM_FIELDS, SEQ_LENS
@@ -60,7 +60,7 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_layout")] == expected.layout.describe()
     t = expected.training
     assert shown[tr("card_batch")] == f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"
-    assert shown[tr("card_cost")] == charts.money(e.cost_usd)
+    assert shown[tr("card_cost")] == app_core.money(e.cost_usd)
     assert shown[tr("card_mfu")] == f"{e.throughput.mfu:.1%}"
     assert shown[tr("card_energy")] == f"{e.energy_kwh:,.0f} kWh"
     assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} GiB"
@@ -68,16 +68,16 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert memory.delta == tr(
         "card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib, capacity=e.memory.capacity_gib
     )
-    key, value = charts.duration_key(e.time_to_train_h)
+    key, value = app_core.duration_key(e.time_to_train_h)
     assert shown[tr("card_time")] == tr(key, value=value)
     # the 80 % band under the time and the cost, and what it rests on (planner/accuracy)
     u = e.uncertainty
     assert u is not None and u.time_to_train_h is not None and u.cost_usd is not None
     (time,) = [m for m in at.metric if m.label == tr("card_time")]
-    lo, hi = (tr(charts.duration_key(h)[0], value=charts.duration_key(h)[1]) for h in u.time_to_train_h)
+    lo, hi = (tr(app_core.duration_key(h)[0], value=app_core.duration_key(h)[1]) for h in u.time_to_train_h)
     assert time.delta == tr("card_band", lo=lo, hi=hi)
     (cost,) = [m for m in at.metric if m.label == tr("card_cost")]
-    assert cost.delta == tr("card_band", lo=charts.money(u.cost_usd[0]), hi=charts.money(u.cost_usd[1]))
+    assert cost.delta == tr("card_band", lo=app_core.money(u.cost_usd[0]), hi=app_core.money(u.cost_usd[1]))
     envelope = "envelope_validated" if u.validated else "envelope_outside"
     assert any(c.value.startswith(tr(envelope).split("{")[0]) for c in at.caption), envelope
     assert e.goodput is not None and e.goodput.expected_interruptions is not None
@@ -308,7 +308,7 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     price = (fixed + tco.idle_power_fraction * power) / 0.5 + (1 - tco.idle_power_fraction) * power
     assert any(c.value == EN("amortised", gpu="h100-sxm", price=price) for c in at.sidebar.caption)
     request = request_for(gpus={"h100-sxm": None}, price_overrides={"h100-sxm": price})
-    assert card(at)[EN("card_cost_bought")] == charts.money(planned(request).plan.estimate.cost_usd)
+    assert card(at)[EN("card_cost_bought")] == app_core.money(planned(request).plan.estimate.cost_usd)
     assert EN("card_cost") not in card(at)  # in Buy mode the cost says it is amortised
     open_tab(at, "tab_top")
     assert EN("col_cost_usd_bought") in table(at, EN("col_layout")).columns
@@ -339,7 +339,7 @@ def test_portfolio_mode_schedules_the_added_jobs():
     shown = table(at, EN("col_start_days"))
     assert list(shown[EN("col_job")]) == [a.job for a in expected.assignments]
     assert list(shown[EN("col_num_gpus")]) == [a.num_gpus for a in expected.assignments]
-    assert card(at)[EN("total_cost")] == charts.money(expected.total_cost_usd)
+    assert card(at)[EN("total_cost")] == app_core.money(expected.total_cost_usd)
     at.button(key="clear_jobs").click().run()
     assert at.info[0].value == EN("no_jobs")
 
@@ -388,12 +388,12 @@ def test_labels_exist_in_both_languages_with_the_same_placeholders():
 
 def test_model_from_upload_names_the_upload_and_leaves_no_files(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    spec = charts.model_from_upload((HF_CONFIGS / "mistral.json").read_bytes(), "my model.json")
+    spec = app_core.model_from_upload((HF_CONFIGS / "mistral.json").read_bytes(), "my model.json")
     assert spec == model_from_hf_config(HF_CONFIGS / "mistral.json").model_copy(update={"name": spec.name})
     with pytest.raises(ValueError, match=r"^cfg\.json: top level must be a JSON object"):
-        charts.model_from_upload(b"[1, 2]", "cfg.json")
+        app_core.model_from_upload(b"[1, 2]", "cfg.json")
     with pytest.raises(ValueError, match="over the 1 MB limit"):
-        charts.model_from_upload(b"{" + b" " * 1_000_000 + b"}", "big.json")
+        app_core.model_from_upload(b"{" + b" " * 1_000_000 + b"}", "big.json")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -405,21 +405,21 @@ def test_amortised_price_by_hand():
     # $0.1/kWh = $0.0728 per training hour, of which the idle 20 % is paid every hour (/ 0.5)
     power = 0.56 * 1.3 * 0.1
     expected = 7800 / 4383 + 0.2 * power / 0.5 + 0.8 * power
-    assert charts.amortised_price_per_gpu_hour(30000, 560, 0.5, tco) == pytest.approx(expected)
+    assert app_core.amortised_price_per_gpu_hour(30000, 560, 0.5, tco) == pytest.approx(expected)
     with pytest.raises(ValueError, match="utilisation"):
-        charts.amortised_price_per_gpu_hour(30000, 560, 0.0, tco)
+        app_core.amortised_price_per_gpu_hour(30000, 560, 0.0, tco)
 
 
 def test_formatting():
-    assert charts.money(9.349) == "$9.35" and charts.money(12_345.6) == "$12,346"
-    assert charts.money(2_500_000) == "$2.50M"
-    assert charts.duration_key(10.0) == ("hours_value", 10.0) and charts.duration_key(72.0) == ("days_value", 3.0)
+    assert app_core.money(9.349) == "$9.35" and app_core.money(12_345.6) == "$12,346"
+    assert app_core.money(2_500_000) == "$2.50M"
+    assert app_core.duration_key(10.0) == ("hours_value", 10.0) and app_core.duration_key(72.0) == ("days_value", 3.0)
 
 
 def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     chosen = planned(request_for()).plan
-    data = charts.emit_job_zip(chosen, "my-job", steps=7)
+    data = app_core.emit_job_zip(chosen, "my-job", steps=7)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
         spec = JobSpec.model_validate_json(archive.read("my-job/job.json"))
@@ -429,17 +429,17 @@ def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
     assert launch_mode & 0o100
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match="job name"):
-        charts.emit_job_zip(chosen, "bad name!", steps=7)
+        app_core.emit_job_zip(chosen, "bad name!", steps=7)
 
 
 def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
     path = tmp_path / "metrics.jsonl"
-    assert charts.read_metrics(path).empty
+    assert app_core.read_metrics(path).empty
     path.write_text(
         '{"step": 1, "loss": 5.0, "tokens_per_s": 100.0}\n{"step": 2, "loss": "nan", "tokens_per_s": 90}\n'
         '{"step": 3, "lo'
     )
-    frame = charts.read_metrics(path)
+    frame = app_core.read_metrics(path)
     assert list(frame["step"]) == [1, 2] and frame["loss"].isna().tolist() == [False, True]
 
 
@@ -506,7 +506,7 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
         assert run.process.wait(timeout=180) == 0, (run.job_dir / "run.log").read_text()[-2000:]
         at.run()
         assert any(m.value.startswith(f"**{EN('run_finished', code=0)}**") for m in at.markdown)
-        metrics = charts.read_metrics(run.job_dir / "metrics.jsonl")
+        metrics = app_core.read_metrics(run.job_dir / "metrics.jsonl")
         assert list(metrics["step"]) == [1, 2]
         assert card(at)[EN("loss")] == f"{metrics['loss'].iloc[-1]:.4f}"
         local = request_for(

@@ -27,7 +27,7 @@ from planner.layout import Implementation, Layout, Precision, Sharding, Training
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.rule_codes import TEMPLATES
-from ui import charts, reasons
+from ui import app_core, reasons
 from ui.i18n import all_labels, plain
 from ui.messages import idle_text, interval
 from ui.reasons import CALIBRATION_REASONS, LAYOUT_REASONS, MODEL_REASONS, Refusal, reason_key, reason_text, refusal
@@ -66,7 +66,7 @@ def test_top_plans_table_is_as_tall_as_its_rows(sent, top_k):
     rows = len(at.dataframe[0].value)  # the plan and its alternatives (test_app.py checks which)
     assert rows == 3 if top_k == 2 else rows > 10
     # every row and the header in view: no scroll box of 10 rows around 11 plans
-    assert table_heights(sent[-1]) == [charts.table_height(rows)]
+    assert table_heights(sent[-1]) == [app_core.table_height(rows)]
 
 
 # --------------------------------------------------------------------------- uploads
@@ -74,7 +74,7 @@ def test_top_plans_table_is_as_tall_as_its_rows(sent, top_k):
 
 def test_the_uploader_cap_is_the_apps_size_check_and_the_server_setting(monkeypatch):
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["maxUploadSize"] == charts.UPLOAD_LIMIT_MB == MAX_CONFIG_BYTES // 10**6
+    assert config["server"]["maxUploadSize"] == app_core.UPLOAD_LIMIT_MB == MAX_CONFIG_BYTES // 10**6
     import ui.cli as cli
     import ui.cli_jobs as cli_jobs
 
@@ -82,9 +82,9 @@ def test_the_uploader_cap_is_the_apps_size_check_and_the_server_setting(monkeypa
     monkeypatch.setattr(cli_jobs, "run_forwarding_signals", lambda argv: calls.append(argv) or 0)
     assert cli.main(["app"]) == 0  # `trainplan app` passes the same cap
     argv = calls[0]
-    assert argv[argv.index("--server.maxUploadSize") + 1] == str(charts.UPLOAD_LIMIT_MB)
+    assert argv[argv.index("--server.maxUploadSize") + 1] == str(app_core.UPLOAD_LIMIT_MB)
     at = run_app(model_source="upload")
-    assert at.sidebar.file_uploader(key="config_upload").proto.max_upload_size_mb == charts.UPLOAD_LIMIT_MB
+    assert at.sidebar.file_uploader(key="config_upload").proto.max_upload_size_mb == app_core.UPLOAD_LIMIT_MB
 
 
 @pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
@@ -415,7 +415,7 @@ def test_the_gpu_table_fits_the_sidebar_and_writes_no_none(sent):
     """The tick, inventory and price first and narrow, every row in view, blanks blank (issue 30)."""
     at = run_app()
     table = editor(sent[-1])
-    assert table.height_config.pixel_height == charts.table_height(len(at.session_state["gpu_rows"]))
+    assert table.height_config.pixel_height == app_core.table_height(len(at.session_state["gpu_rows"]))
     assert table.dataframe.placeholder == ""  # blank inventory = no limit, never "None"
     order = list(table.dataframe.column_order)
     assert order[:3] == ["allowed", "inventory", "usd_per_gpu_hour"]
@@ -436,4 +436,4 @@ def test_the_gpu_table_fits_the_sidebar_and_writes_no_none(sent):
         and m.delta.new_element.WhichOneof("type") == "dataframe"
         and not m.delta.new_element.dataframe.editing_mode
     ]  # fmt: skip
-    assert top.placeholder == charts.BLANK
+    assert top.placeholder == app_core.BLANK

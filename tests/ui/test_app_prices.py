@@ -3,7 +3,7 @@
 from support.app import CATALOG, EN, card, planned, request_for, run_app
 
 from planner.catalog.prices import catalog_with_price_kind
-from ui import charts
+from ui import app_core
 
 
 def test_spot_rent_plans_at_the_spot_median_without_gpus_that_have_none() -> None:
@@ -17,4 +17,4 @@ def test_spot_rent_plans_at_the_spot_median_without_gpus_that_have_none() -> Non
     )
     assert note in [c.value for c in at.sidebar.caption]
     request = request_for(gpus={"h100-sxm": None}, price_kind="spot")
-    assert card(at)[EN("card_cost")] == charts.money(planned(request).plan.estimate.cost_usd)
+    assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)

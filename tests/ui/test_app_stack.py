@@ -19,7 +19,7 @@ from planner.catalog.hardware import load_catalog
 from planner.errors import CatalogError, RuleCode
 from planner.model.settings import Stack
 from planner.plan import Plan
-from ui import charts
+from ui import app_core
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
 from ui.i18n import Labels
 from ui.reasons import CALIBRATION_REASONS, reason_key, reason_text, refusal
@@ -31,12 +31,12 @@ def shown_card(p: Plan, tr: Labels = EN) -> dict[str, str]:
     """The plan card's headline figures for ``p`` (ui.single.plan_card's formats)."""
     e = p.estimate
     assert e.time_to_train_h is not None and e.cost_usd is not None
-    key, value = charts.duration_key(e.time_to_train_h)
+    key, value = app_core.duration_key(e.time_to_train_h)
     return {
         tr("card_gpus"): f"{p.num_gpus} × {p.gpu}",
         tr("card_layout"): p.layout.describe(),
         tr("card_time"): tr(key, value=value),
-        tr("card_cost"): charts.money(e.cost_usd),
+        tr("card_cost"): app_core.money(e.cost_usd),
         tr("card_mfu"): f"{e.throughput.mfu:.1%}",
         tr("card_memory"): f"{e.memory.reserved_gib:.1f} GiB",
     }
@@ -157,7 +157,7 @@ def test_every_calibration_refusal_has_its_own_chinese_sentence(tmp_path, code, 
 
 
 def test_a_calibration_upload_over_the_cap_is_refused_before_it_is_read():
-    with pytest.raises(charts.UploadTooLarge, match="limit for a calibration file"):
+    with pytest.raises(app_core.UploadTooLarge, match="limit for a calibration file"):
         calibrated_from_upload(CalibrationUpload("big.toml", b"#" * 1_000_001), load_catalog())
 
 

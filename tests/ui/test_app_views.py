@@ -352,7 +352,7 @@ def page_texts(at) -> list[str]:
 def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
     from planner.api.explore import why_not_answer
     from planner.explain import NoteKind, plan_notes
-    from ui.charts import Infeasible
+    from ui.app_core import Infeasible
     from ui.messages import infeasible_text, note_text, why_not_text
 
     assert {f"note_{kind.value}" for kind in NoteKind} <= set(all_labels("zh"))

@@ -1,8 +1,8 @@
-"""Figures, tables and small helpers for the Streamlit app (``app.py``).
-
-Pure functions of plans and DataFrames (plus the few file helpers the app needs: reading an
-uploaded config, zipping an emitted job, reading a run's ``metrics.jsonl``), so the app stays
-thin and everything here is testable without Streamlit. No planning happens here: every number
+"""What the Streamlit app (``app.py``) computes without Streamlit: solving a request or a job
+list, the widgets' defaults, tables of plans and jobs, formatters, and the few file helpers the
+app needs (reading an uploaded config, zipping an emitted job, reading a run's
+``metrics.jsonl``, starting a local run). The charts are ``ui/figures.py``; the page is
+``ui/single.py`` and its neighbours. Everything here is testable without Streamlit. No planning happens here: every number
 comes from ``planner.api`` / ``planner.api.explore``.
 """
 
@@ -35,7 +35,7 @@ from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
 from planner.model.spec import ModelSpec
 from planner.plan import Plan
-from planner.request import DEFAULT_AC
+from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
 from planner.search.fleet import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
@@ -133,7 +133,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "tokens_mode": "chinchilla",
         "chinchilla_multiple": 1.0,
         "tokens_billions": 100.0,
-        "seq_len": 4096,
+        "seq_len": DEFAULT_SEQ_LEN,
         "global_batch": 0,
         "deadline_days": 0.0,
         "budget_usd": 0.0,
