@@ -21,8 +21,8 @@ from planner.model.rowwise import distinct, rows_of, take
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
-# Chord steps before bisection (_fewest_that_fit): the first settles the rows where memory is
-# linear in the count, the second most of those where one pp rank's blocks run out.
+# Chord steps before bisection (_fewest_that_fit): where memory is linear in the count the first
+# tries the count below the fewest and the second the fewest.
 CHORD_STEPS = 2
 
 
@@ -84,7 +84,7 @@ def _fewest_that_fit(
             break
         trial = low[open_] + 1 if step == 0 else _next_count(step, open_, (low, need_low), (high, need_high), limit)
         at_trial = memory(model, dataclasses.replace(take(c, open_), ac_blocks=trial), s)
-        ok = at_trial.device_total <= limit[open_]
+        ok = fits(at_trial.device_total, c.memory_bytes[open_], s.memory_headroom)
         high[open_[ok]], need_high[open_[ok]] = trial[ok], at_trial.device_total[ok]
         low[open_[~ok]], need_low[open_[~ok]] = trial[~ok], at_trial.device_total[~ok]
         if ok.any():
@@ -108,10 +108,13 @@ Bracket = tuple[np.ndarray, np.ndarray]  # counts and their memory: one side of 
 
 
 def _with_rows(mem: MemoryBreakdown, rows: np.ndarray, sub: MemoryBreakdown) -> MemoryBreakdown:
-    """``mem`` with its ``rows`` replaced by ``sub``'s."""
+    """``mem`` with its ``rows`` replaced by ``sub``'s: in place where a column is an array of its
+    own (``memory`` builds them per call), else in a copy."""
     changes = {}
     for f in dataclasses.fields(MemoryBreakdown):
-        column = np.array(getattr(mem, f.name), dtype=float, copy=True)
+        column = getattr(mem, f.name)
+        if not (isinstance(column, np.ndarray) and column.flags.owndata and column.flags.writeable):
+            column = np.array(column, dtype=float)
         column[rows] = getattr(sub, f.name)
         changes[f.name] = column
     return dataclasses.replace(mem, **changes)

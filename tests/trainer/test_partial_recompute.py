@@ -1,15 +1,18 @@
 """Partial recompute in the trainer: ``blocks`` checkpoints the first N blocks of a pp rank,
-``attention`` each block's attention sub-layer; neither changes the loss or the gradients."""
+``attention`` each block's attention sub-layer; neither changes the loss or the gradients, and a
+job that asks for either trains as the plain one does."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from support.jobs import tiny_spec
+from support.jobs import losses_by_step, tiny_spec, write_job
 
-from planner.layout import ActivationCheckpointing
+from planner.errors import ExitCode
+from planner.layout import ActivationCheckpointing, Layout
 from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import apply_activation_checkpointing, block_container, init_parameters, stage_ac_blocks
+from trainer.train import main
 
 WRAPPER = "CheckpointWrapper"
 
@@ -72,5 +75,44 @@ def test_partial_recompute_keeps_loss_and_gradients(mode, blocks):
     loss, grads = loss_and_grads(mode, blocks)
     torch.testing.assert_close(loss, reference_loss, rtol=0, atol=0)
     assert grads.keys() == reference.keys()
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, reference[name], rtol=1e-6, atol=1e-7, msg=name)
+
+
+def test_jobs_with_partial_recompute_train_like_the_plain_one(tmp_path, in_process):
+    runs = {
+        "plain": {},
+        "blocks": dict(activation_checkpointing="blocks", ac_blocks=2),
+        "attention": dict(activation_checkpointing="attention"),
+    }
+    losses = {}
+    for name, training in runs.items():
+        job = write_job(tmp_path / name, Layout(dp_shard=1), 1, steps=3, probe_steps=0, **training)
+        assert main([str(job), "--device", "cpu"]) == ExitCode.OK
+        losses[name] = losses_by_step(job)
+    assert losses["blocks"] == pytest.approx(losses["plain"], abs=1e-6)
+    assert losses["attention"] == pytest.approx(losses["plain"], abs=1e-6)
+
+
+def test_hf_attention_recompute_keeps_loss_and_gradients():
+    transformers = pytest.importorskip("transformers")
+    from trainer.hf_model import config_from_spec
+
+    def run(mode: ActivationCheckpointing) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config_from_spec(tiny_spec(), 16), attn_implementation="sdpa"
+        )
+        apply_activation_checkpointing(model, mode)
+        tokens = torch.randint(0, 512, (2, 16), generator=torch.Generator().manual_seed(0))
+        loss = model(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        return loss.detach(), {
+            n.replace("._checkpoint_wrapped_module", ""): p.grad for n, p in model.named_parameters()
+        }
+
+    reference_loss, reference = run(ActivationCheckpointing.NONE)
+    loss, grads = run(ActivationCheckpointing.ATTENTION)
+    torch.testing.assert_close(loss, reference_loss, rtol=0, atol=0)
     for name, grad in grads.items():
         torch.testing.assert_close(grad, reference[name], rtol=1e-6, atol=1e-7, msg=name)
