@@ -124,7 +124,10 @@ def test_a_gemma2_plan_leaves_room_for_its_scores():
     def kept_scores(p) -> float:
         """Eager scores the plan's layout keeps on one GPU (blocks not recomputed)."""
         n = GEMMA2.num_layers / p.layout.pp
-        kept = {AC.NONE: n, AC.SELECTIVE: -(-n // 2), AC.FULL: 0}[p.training.activation_checkpointing]
+        blocks = n - min(p.training.ac_blocks, n)  # the first ac_blocks of the rank are recomputed
+        kept = {AC.NONE: n, AC.SELECTIVE: -(-n // 2), AC.FULL: 0, AC.BLOCKS: blocks}[
+            p.training.activation_checkpointing
+        ]
         return kept * block_scores(p.layout.tp, p.training.micro_batch) * per_score
 
     # The pick the same blocks get under flash attention (before this memory term, Gemma 2 got
