@@ -396,7 +396,8 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class PortfolioOutcome:
     frame: pd.DataFrame | None = None  # one row per job: gpu, num_gpus, layout, start/end days, cost
-    total_cost_usd: float | None = None
+    total_cost_usd: float | None = None  # the jobs' GPU-hours at the owned rates
+    idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
     makespan_days: float | None = None
     infeasible: Infeasible | None = None
     error: str | None = None
@@ -444,5 +445,8 @@ def solve_jobs(
         ]
     )
     return PortfolioOutcome(
-        frame=frame, total_cost_usd=solution.total_cost_usd, makespan_days=solution.makespan_s / SECONDS_PER_DAY
+        frame=frame,
+        total_cost_usd=solution.total_cost_usd,
+        idle_cost_usd=solution.idle_cost_usd,
+        makespan_days=solution.makespan_s / SECONDS_PER_DAY,
     )

@@ -360,6 +360,8 @@ def portfolio(
                 objective=spec.objective,
                 horizon_days=spec.horizon_days,
                 num_slots=spec.num_slots,
+                tco=spec.ownership.tco(),
+                purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
             )
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)

@@ -472,7 +472,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_budget_usd": ("budget (USD)", "预算（美元）"),
     "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
     "num_slots": ("Start-time slots", "开始时间槽数"),
-    "total_cost": ("Total cost", "总费用"),
+    "jobs_cost": ("Jobs, at owned rates", "各作业费用（按自有成本）"),
+    "idle_cost": ("Owned GPUs idle until the last job ends", "最后一个作业结束前自有 GPU 的闲置成本"),
     "makespan": ("All jobs done after", "全部完成所需时间"),
 }
 

@@ -4,11 +4,12 @@ horizon_days = 90            # optional: jobs may be sequenced inside it
 num_slots = 6
 [inventory]                  # portfolio: GPUs on hand, shared by all jobs
 h100-sxm = 256
-[purchase_usd]               # fleet: GPU types that may be bought, USD per GPU (capex)
+[purchase_usd]               # fleet: types that may be bought; portfolio: what the owned ones cost (USD per GPU)
 h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
 [rent_usd_per_gpu_hour]      # optional: your rent quote per type (default: the catalog's price)
 h100-sxm = 2.4
-[ownership]                  # fleet, optional: what owning costs (planner.search.fleet.TcoAssumptions)
+[ownership]                  # optional: what owning costs (planner.search.fleet.TcoAssumptions); the
+                             # portfolio prices its inventory at it (fleet.owned_rate), not at rent
 lifetime_years = 5
 electricity_usd_per_kwh = 0.08
 staff_usd_per_gpu_month = 40

@@ -105,9 +105,11 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         return
     # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
-    left, right = st.columns(2)
-    left.metric(tr("total_cost"), app_core.money(outcome.total_cost_usd))
-    right.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
+    assert outcome.idle_cost_usd is not None
+    jobs, idle, done = st.columns(3)
+    jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd))
+    idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
+    done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
     formats = {"start_days": "%,.1f", "end_days": "%,.1f", "cost_usd": "$%,.0f"}
     st.dataframe(
         outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),

@@ -497,6 +497,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "feasible": True,
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
+            "idle_cost_usd": solution.idle_cost_usd,
             "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
             "solver": solution.solver,
         }
@@ -518,7 +519,10 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             money(r["cost_usd"]),
         )
     out.print(table)
-    out.print(f"total {money(solution.total_cost_usd)}, all done by day {solution.makespan_s / SECONDS_PER_DAY:.1f}")
+    out.print(
+        f"jobs {money(solution.total_cost_usd)}, owned GPUs idle until the last job ends"
+        f" {money(solution.idle_cost_usd)}; all done by day {solution.makespan_s / SECONDS_PER_DAY:.1f}"
+    )
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
 

@@ -425,7 +425,7 @@ def _solution(
         assignments=assignments,
         objective_value=float(value),
         total_cost_usd=jobs_cost,
-        idle_cost_usd=held - jobs_cost,
+        idle_cost_usd=max(held - jobs_cost, 0.0),  # held >= used; the difference of two sums may round below 0
         makespan_s=makespan * SECONDS_PER_DAY,
         solver=solver_name,
         num_variables=num_variables,

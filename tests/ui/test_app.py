@@ -339,7 +339,8 @@ def test_portfolio_mode_schedules_the_added_jobs():
     shown = table(at, EN("col_start_days"))
     assert list(shown[EN("col_job")]) == [a.job for a in expected.assignments]
     assert list(shown[EN("col_num_gpus")]) == [a.num_gpus for a in expected.assignments]
-    assert card(at)[EN("total_cost")] == app_core.money(expected.total_cost_usd)
+    assert card(at)[EN("jobs_cost")] == app_core.money(expected.total_cost_usd)
+    assert card(at)[EN("idle_cost")] == app_core.money(expected.idle_cost_usd)
     at.button(key="clear_jobs").click().run()
     assert at.info[0].value == EN("no_jobs")
 

@@ -236,7 +236,7 @@ def run_flows(app: Page, url: str) -> None:
 
     page.get_by_text(EN("portfolio_mode")).click()
     page.get_by_role("button", name=EN("add_job")).click()
-    app.wait_text(EN("total_cost"), 120)
+    app.wait_text(EN("jobs_cost"), 120)
     app.check("09-portfolio")
 
 

@@ -466,3 +466,21 @@ def test_estimate_and_plan_carry_their_band_in_text_and_json():
     )
     assert planned["risk"] == "p80" and planned["plan"]["uncertainty"]["time_to_train_h_at_risk"]["p80"] > 0
     assert all(a["uncertainty"] is not None for a in planned["alternatives"])
+
+
+def test_portfolio_prices_its_inventory_at_the_files_ownership(tmp_path):
+    """[purchase_usd] and [ownership] in a jobs file reach the portfolio's owned rates (issue 28
+    item 5): a dearer GPU costs the same job more, and the idle ownership is reported."""
+    base = 'objective = "cost"\n[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "tiny"\nmodel = "gpt3-125m"\ntokens = 1e9\n'
+    cheap, dear = tmp_path / "cheap.toml", tmp_path / "dear.toml"
+    cheap.write_text(base.replace("[inventory]", "[purchase_usd]\nh100-sxm = 10000\n[inventory]"))
+    dear.write_text(
+        base.replace(
+            "[inventory]", "[purchase_usd]\nh100-sxm = 60000\n[ownership]\nstaff_usd_per_gpu_month = 400\n[inventory]"
+        )
+    )
+    low, high = (json.loads(run("portfolio", str(f), "--json").stdout) for f in (cheap, dear))
+    assert high["total_cost_usd"] > 2 * low["total_cost_usd"] > 0
+    assert low["idle_cost_usd"] >= 0 and high["idle_cost_usd"] >= 0
+    text = run("portfolio", str(dear)).stdout
+    assert "owned GPUs idle until the last job ends" in text
