@@ -57,6 +57,10 @@ def default_seq_len(model: ModelSpec) -> int:
 DEFAULT_AC = tuple(m for m in ActivationCheckpointing if m != ActivationCheckpointing.ATTENTION)
 
 
+# Alternatives a plan lists beside its choice (``trainplan plan --top``).
+DEFAULT_TOP_K = 5
+
+
 class PlanRequest(BaseModel):
     """What the user asks for. ``gpus`` maps allowed GPU ids to an inventory (None = unlimited)."""
 
@@ -94,7 +98,7 @@ class PlanRequest(BaseModel):
     # Largest GPU count to consider per type. None: a type's inventory, and for a type without
     # one, DEFAULT_MAX_GPUS or the largest inventory given, whichever is larger.
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
-    top_k: int = Field(5, ge=0, le=100)
+    top_k: int = Field(DEFAULT_TOP_K, ge=0, le=100)
     solver: str = "auto"
     # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
     # are estimate-only.

@@ -45,7 +45,9 @@ from planner.limits import (
 )
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import Stack
+from planner.request import DEFAULT_TOP_K
 from planner.search.ilp import Objective
+from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
 from ui import cli_jobs, render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
@@ -203,7 +205,7 @@ def plan(
         None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
     ),
     batch_tolerance: float = typer.Option(
-        0.05,
+        DEFAULT_BATCH_TOLERANCE,
         "--batch-tolerance",
         help="largest relative distance of the batch from --global-batch-tokens; the plan uses the"
         " requested batch when a layout divides it, else the nearest achievable one",
@@ -224,10 +226,10 @@ def plan(
     max_gpus: int | None = typer.Option(
         None,
         "--max-gpus",
-        help="largest GPU count to consider per type (default: the type's inventory in --gpus; 4096,"
+        help=f"largest GPU count to consider per type (default: the type's inventory in --gpus; {DEFAULT_MAX_GPUS},"
         " or the largest inventory given, for a type without one)",
     ),
-    top: int = typer.Option(5, "--top", help="alternatives to list"),
+    top: int = typer.Option(DEFAULT_TOP_K, "--top", help="alternatives to list"),
     risk: Risk = typer.Option(
         DEFAULT_RISK,
         help="judge time and cost at this quantile of the held-out error band: p50 the median, p80/p90"

@@ -6,6 +6,8 @@ from enum import StrEnum
 
 import typer
 
+from planner.request import DEFAULT_SEQ_LEN
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -19,7 +21,9 @@ CALIBRATION_HELP = (
     " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
 )
 IMPL_HELP = "default: native where trainplan's decoder builds the family (docs/models.md), else hf"
-SEQ_LEN = typer.Option(None, "--seq-len", help="tokens per sequence; default 4096, or the model's context if shorter")
+SEQ_LEN = typer.Option(
+    None, "--seq-len", help=f"tokens per sequence; default {DEFAULT_SEQ_LEN}, or the model's context if shorter"
+)
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
 PRICE_KIND = typer.Option(
     None,
