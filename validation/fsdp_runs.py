@@ -23,7 +23,7 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Prec
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import single
 from planner.model.estimate import score
-from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
+from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack, with_attention
 from planner.model.spec import ModelSpec
 from planner.units import GIB
 
@@ -47,6 +47,26 @@ LLM_FOUNDRY_TRITON = with_attention(LLM_FOUNDRY_FLASH, AttentionKernel.TRITON)
 # attention whose per-GPU rates the catalog holds: ESTIMATE, trainplan's profile (cuDNN rates)
 # with the full logits.
 ML_ENGINEERING_DEEPSPEED = STACK_SETTINGS[Stack.DEEPSPEED]
+# The same recipe's sequence sweep (ZeRO-3, full AC, CPU AdamW offload) runs Liger-Kernel: its
+# fused linear cross-entropy never holds the full logits, computing the loss over chunks of the
+# tokens (ESTIMATE: trainplan's chunked loss, DEFAULT_SETTINGS.loss_chunk_tokens; Liger computes
+# the head's gradient in the forward, the chunked model recomputes the chunk's logits). Liger's
+# fused RMSNorm / RoPE / SwiGLU are not modelled (the source: step time "within noise" with and
+# without Liger at 8K).
+ML_ENGINEERING_DEEPSPEED_LIGER = ML_ENGINEERING_DEEPSPEED.but(loss_chunk_tokens=DEFAULT_SETTINGS.loss_chunk_tokens)
+
+# Hugging Face accelerate's FSDP2 example (examples/fsdp2/fsdp2_fp8.py): HF Llama called with
+# labels (full fp32 logits), regional torch.compile, transformers' default SDPA attention, which
+# ran FlashAttention-2 on Hopper before torch 2.11 (settings.cudnn_attention): --stack hf-trainer
+# on SDPA FA2.
+ACCELERATE_FSDP2 = with_attention(STACK_SETTINGS[Stack.HF_TRAINER], AttentionKernel.SDPA_FA2)
+# The same post's DeepSpeed ZeRO-3 row (huggingface/blog deepspeed-to-fsdp-and-back.md): --stack
+# deepspeed on the same FlashAttention-2 reading.
+ACCELERATE_DEEPSPEED = with_attention(STACK_SETTINGS[Stack.DEEPSPEED], AttentionKernel.SDPA_FA2)
+# IBM fms-acceleration's full fine-tuning baseline (HF Trainer via fms-hf-tuning, accelerate FSDP1):
+# HF modules with transformers' full-logits loss, attn_implementation flash_attention_2 (the
+# flash-attn package, 2.7.3): --stack hf-trainer on FlashAttention-2.
+FMS_ACCELERATION_HF = with_attention(STACK_SETTINGS[Stack.HF_TRAINER], AttentionKernel.FLASH2)
 
 # (source, attention column) -> the profile a row is predicted with. fms-fsdp: PyTorch FSDP1 with
 # SDPA's FA2 and torch.compile on its own Llama modules, full-logits F.cross_entropy: what the
@@ -57,6 +77,22 @@ STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
     ("llm-foundry", "flash"): LLM_FOUNDRY_FLASH,
     ("llm-foundry", "triton"): LLM_FOUNDRY_TRITON,
     ("ml-engineering", "fa3-fa4"): ML_ENGINEERING_DEEPSPEED,
+    ("ml-engineering", "fa3-fa4+liger"): ML_ENGINEERING_DEEPSPEED_LIGER,
+    ("accelerate", "sdpa-fa2"): ACCELERATE_FSDP2,
+    ("accelerate-deepspeed", "sdpa-fa2"): ACCELERATE_DEEPSPEED,
+    ("fms-acceleration", "flash"): FMS_ACCELERATION_HF,
+}
+
+# The stack (--stack) each row's profile stands for, by source: what validation/residuals.py
+# files the row's error under.
+SOURCE_STACKS: dict[str, Stack | str] = {
+    "torchtitan": Stack.TORCHTITAN,
+    "fms-fsdp": "fms-fsdp",
+    "llm-foundry": Stack.LLM_FOUNDRY,
+    "ml-engineering": Stack.DEEPSPEED,
+    "accelerate": Stack.HF_TRAINER,
+    "accelerate-deepspeed": Stack.DEEPSPEED,
+    "fms-acceleration": Stack.HF_TRAINER,
 }
 
 # GPU generation of each GPU id the rows use.
@@ -201,6 +237,7 @@ def _run(row: dict[str, str]) -> FsdpRun:
         activation_checkpointing=ActivationCheckpointing(row["ac"]),
         precision=Precision(row["precision"]),
         compile=row["compile"] == "1",
+        offload=row["offload"] == "1",
         impl=Implementation(row["impl"]),
     )
     return FsdpRun(

@@ -35,7 +35,7 @@ from planner.model.flops import model_flops_per_token
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from validation.calibration import DEFAULT_H200_RUNS, read_h200_runs
-from validation.fsdp_runs import compare_fsdp_runs, gpu_for
+from validation.fsdp_runs import SOURCE_STACKS, compare_fsdp_runs, gpu_for, read_fsdp_runs
 from validation.heldout import h200_leave_one_out, published_leave_one_generation_out
 from validation.moe_recipes import DEEPSEEK_V3_REPORT, MEGATRON_BRIDGE_ARCHIVE, MODELZOO_QWEN3, h800
 from validation.moe_runs import compare_moe_runs
@@ -49,12 +49,6 @@ PUBLISHED_STACKS = {
     PublishedStack.MEGATRON_CORE: "megatron-core",
     PublishedStack.DEEPSPEED: "deepspeed",
     PublishedStack.PYTORCH: "pytorch",
-}
-FSDP_STACKS = {
-    "torchtitan": "torchtitan",
-    "fms-fsdp": "fms-fsdp",
-    "llm-foundry": "llm-foundry",
-    "ml-engineering": "deepspeed",
 }
 # The MoE rows' sources by short name (a source is what leave-one-source-out leaves out: the
 # Megatron-Bridge archive's MoE rows come from the same file as the dense S14 rows) and stack.
@@ -167,14 +161,23 @@ def h200_residuals(catalog: Catalog) -> list[Residual]:
     return out
 
 
+# The FSDP rows the bands read: 1-236. Rows 237-256 (issue #27: DeepSpeed's offload sweep, HF
+# accelerate / Trainer, fms-acceleration; docs/validation.md "Per stack") are scored held out by
+# bench/validate_fsdp.py but not yet band rows: with them the coverage test's per-architecture
+# bounds fail (Ampere 92.2 % > 90 %: the bands there are too wide for the new, close A100 rows;
+# Hopper 83.8 %, Blackwell 82.4 %), a change of the bands' evidence for their owner to make.
+FSDP_BAND_ROWS = range(1, 237)
+
+
 def fsdp_residuals(catalog: Catalog) -> list[Residual]:
     """The PyTorch FSDP / ZeRO rows (nothing fitted on them: error = fitted error)."""
     out = []
-    for c in compare_fsdp_runs(catalog=catalog):
+    runs = [r for r in read_fsdp_runs() if r.row_id in FSDP_BAND_ROWS]
+    for c in compare_fsdp_runs(runs, catalog=catalog):
         run = c.run
         out.append(
             _residual(
-                "fsdp", run.source, "", f"{run.row_id} {run.model.name}", FSDP_STACKS[run.source], gpu_for(run, catalog),
+                "fsdp", run.source, "", f"{run.row_id} {run.model.name}", str(SOURCE_STACKS[run.source]), gpu_for(run, catalog),
                 run.num_gpus, run.layout, run.training, run.model, run.measured_tokens_per_s_per_gpu, c.error, c.error,
             )
         )  # fmt: skip

@@ -12,6 +12,7 @@ from planner.layout import ActivationCheckpointing, Implementation, Precision, S
 from validation.fsdp_runs import (
     DEFAULT_FSDP_RUNS,
     GENERATIONS,
+    SOURCE_STACKS,
     STACK_PROFILES,
     _model,
     compare_fsdp_runs,
@@ -27,15 +28,19 @@ RUNS = read_fsdp_runs()
 def test_every_row_reads_with_a_profile_and_a_generation():
     with DEFAULT_FSDP_RUNS.open(newline="", encoding="utf-8") as f:
         raw = list(csv.DictReader(f))
-    assert len(RUNS) == len(raw) == 236
+    assert len(RUNS) == len(raw) == 256
     assert collections.Counter(r.source for r in RUNS) == {
         "torchtitan": 17,
         "fms-fsdp": 8,
         "llm-foundry": 209,
-        "ml-engineering": 2,
+        "ml-engineering": 14,
+        "accelerate": 3,
+        "accelerate-deepspeed": 1,
+        "fms-acceleration": 4,
     }
     for run in RUNS:
         assert (run.source, run.attention) in STACK_PROFILES
+        assert run.source in SOURCE_STACKS
         assert run.gpu in GENERATIONS
         assert run.layout.resolve(run.num_gpus).world_size == run.num_gpus
         assert run.measured_tokens_per_s_per_gpu > 0
@@ -97,10 +102,26 @@ def test_errors_are_finite_and_signed():
 
 def test_the_deepspeed_pair_is_one_recipe_on_two_gpus():
     """ml-engineering's H200 / B200 decomposition run: the same job on both, HF modules, full logits."""
-    h200, b200 = (r for r in RUNS if r.source == "ml-engineering")
+    h200, b200 = (r for r in RUNS if r.source == "ml-engineering" and r.attention == "fa3-fa4")
     assert (h200.gpu, b200.gpu) == ("h200-sxm", "b200")
     assert h200.layout == b200.layout and h200.training == b200.training
     assert h200.layout.sharding == Sharding.ZERO2 and h200.training.impl == Implementation.HF
     assert h200.settings.loss_chunk_tokens == 0
     # tokens/s = the published total TFLOP/s over the script's causal FLOPs per token
     assert (h200.measured_tokens_per_s_per_gpu, b200.measured_tokens_per_s_per_gpu) == (8957, 15115)
+
+
+def test_the_deepspeed_sweep_rows_offload_the_optimizer_and_chunk_the_loss():
+    """ml-engineering's sequence sweep: ZeRO-3, full AC, CPU AdamW offload and Liger's fused
+    linear cross-entropy (no full logits), the same job at six lengths on each GPU."""
+    sweep = [r for r in RUNS if r.attention == "fa3-fa4+liger"]
+    assert len(sweep) == 12 and {r.gpu for r in sweep} == {"h200-sxm", "b200"}
+    assert {r.training.seq_len for r in sweep} == {8192, 32768, 65536, 131072, 196608, 262144}
+    for r in sweep:
+        assert r.training.offload and r.layout.sharding == Sharding.FSDP
+        assert r.training.activation_checkpointing == ActivationCheckpointing.FULL
+        assert r.settings.loss_chunk_tokens > 0 and str(SOURCE_STACKS[r.source]) == "deepspeed"
+    # offload on: the prediction carries the host optimizer step; off, it does not
+    row = sweep[0]
+    off = type(row)(**{**row.__dict__, "training": row.training.model_copy(update={"offload": False})})
+    assert predict_fsdp_run(row, CATALOG).breakdown["optimizer"] > predict_fsdp_run(off, CATALOG).breakdown["optimizer"]
