@@ -79,6 +79,41 @@ class RuleCode(StrEnum):
     CAL_UNKNOWN_GPU = "cal_unknown_gpu"
     CAL_NOT_A_RATE = "cal_not_a_rate"
     CAL_OVER_CEILING = "cal_over_ceiling"
+    # Hugging Face config.json files (planner/catalog/hf_config.py, hf_keys.py, hf_dense.py, hf_moe.py)
+    HF_NO_FILE = "hf_no_file"
+    HF_JSON = "hf_json"
+    HF_NESTED = "hf_nested"
+    HF_TOP_LEVEL = "hf_top_level"
+    HF_MISSING_KEY = "hf_missing_key"
+    HF_MISSING_TEXT_CONFIG = "hf_missing_text_config"
+    HF_MODEL_TYPE = "hf_model_type"
+    HF_HEADS_HIDDEN = "hf_heads_hidden"
+    HF_KV_HEADS = "hf_kv_heads"
+    HF_EXPERTS_PER_TOKEN = "hf_experts_per_token"
+    HF_DIMENSIONS = "hf_dimensions"
+    HF_NOT_INTEGER = "hf_not_integer"
+    HF_OUT_OF_RANGE = "hf_out_of_range"
+    HF_NOT_BOOL = "hf_not_bool"
+    HF_NOT_OBJECT = "hf_not_object"
+    HF_NOT_POSITIVE = "hf_not_positive"
+    HF_NOT_FRACTION = "hf_not_fraction"
+    HF_NOT_CAP = "hf_not_cap"
+    HF_LAYER_COUNT = "hf_layer_count"
+    HF_LAYER_TYPES = "hf_layer_types"
+    HF_LAYER_LIST = "hf_layer_list"
+    HF_NO_ROPE_LAYERS = "hf_no_rope_layers"
+    HF_MPT_QK_LN = "hf_mpt_qk_ln"
+    HF_MPT_FFN_TYPE = "hf_mpt_ffn_type"
+    HF_MPT_ATTN_TYPE = "hf_mpt_attn_type"
+    HF_MPT_EXPANSION = "hf_mpt_expansion"
+    HF_NEMOTRON_ACT = "hf_nemotron_act"
+    HF_MISTRAL3_TEXT = "hf_mistral3_text"
+    HF_DEEPSEEK_BIAS = "hf_deepseek_bias"
+    HF_SHARED_EXPERT = "hf_shared_expert"
+    HF_LLAMA4_NO_EXPERTS = "hf_llama4_no_experts"
+    # Model names (planner/catalog/models.py)
+    UNKNOWN_PRESET = "unknown_preset"
+    UNKNOWN_MODEL = "unknown_model"
 
 
 _C = RuleCode
@@ -161,6 +196,49 @@ TEMPLATES: dict[RuleCode, str] = {
     # ``hint``: " (did you mean 'x'?)" or empty; English only, the other languages leave it out.
     _C.CAL_NOT_A_RATE: "{where}: field '{field}': not an achievable rate{hint}",
     _C.CAL_OVER_CEILING: "{where}: field '{field}': expected at most {ceiling} {limit:g}, got {value!r}",
+    # A config.json's rules: ``where`` names the file; ``field`` a key as the file spells it; ``value``
+    # (and ``model_type``) the file's value as Python writes it (repr).
+    _C.HF_NO_FILE: "{where}: no such config file",
+    _C.HF_JSON: "{where}: not valid JSON ({error})",
+    _C.HF_NESTED: "{where}: nested too deeply, not a model config",
+    _C.HF_TOP_LEVEL: "{where}: top level must be a JSON object, got {type}",
+    _C.HF_MISSING_KEY: "{where}: missing key {field!r}",
+    _C.HF_MISSING_TEXT_CONFIG: (
+        "{where}: missing key 'text_config' (the language model; the vision tower is not planned)"
+    ),
+    _C.HF_MODEL_TYPE: "{where}: unsupported model_type {model_type} (supported: {supported})",
+    _C.HF_HEADS_HIDDEN: "{where}: {heads} attention heads do not divide hidden size {hidden}",
+    _C.HF_KV_HEADS: "{where}: {kv_heads} key/value heads do not divide {heads} attention heads",
+    _C.HF_EXPERTS_PER_TOKEN: "{where}: num_experts_per_tok exceeds num_local_experts",
+    # ``detail``: ModelSpec's own refusal, one line.
+    _C.HF_DIMENSIONS: "{where}: invalid model dimensions: {detail}",
+    _C.HF_NOT_INTEGER: "{where}: {field!r} must be an integer, got {value}",
+    _C.HF_OUT_OF_RANGE: "{where}: {field!r} = {value} is out of range (1..{limit})",
+    _C.HF_NOT_BOOL: "{where}: {field!r} must be true or false, got {value}",
+    _C.HF_NOT_OBJECT: "{where}: {field!r} must be an object",
+    _C.HF_NOT_POSITIVE: "{where}: {field!r} must be a positive number, got {value}",
+    _C.HF_NOT_FRACTION: "{where}: {field!r} must be a number in (0, 1], got {value}",
+    _C.HF_NOT_CAP: "{where}: {field!r} must be a positive number or null, got {value}",
+    _C.HF_LAYER_COUNT: "{where}: {field!r} must be an integer in 0..{limit}, got {value}",
+    _C.HF_LAYER_TYPES: "{where}: 'layer_types' must list one attention type per layer ({layers})",
+    # ``field``: 'mlp_only_layers' (quoted) or text_config.moe_layers, as each reader wrote it.
+    _C.HF_LAYER_LIST: "{where}: {field} must be a list of layer indices",
+    _C.HF_NO_ROPE_LAYERS: "{where}: text_config.no_rope_layers must list one flag per layer ({layers})",
+    _C.HF_MPT_QK_LN: "{where}: attn_config.qk_ln is not supported",
+    _C.HF_MPT_FFN_TYPE: "{where}: ffn_config.ffn_type {value} is not supported (only 'mptmlp')",
+    _C.HF_MPT_ATTN_TYPE: "{where}: attn_config.attn_type must be a string, got {type}",
+    _C.HF_MPT_EXPANSION: "{where}: 'expansion_ratio' = {value} is not a sensible positive number",
+    _C.HF_NEMOTRON_ACT: "{where}: hidden_act {value} is not supported for nemotron (relu2 or a GeLU)",
+    _C.HF_MISTRAL3_TEXT: "{where}: text_config.model_type {value} is not supported for mistral3 (only 'mistral')",
+    _C.HF_DEEPSEEK_BIAS: "{where}: attention_bias is not supported for deepseek_v3",
+    _C.HF_SHARED_EXPERT: (
+        "{where}: shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width}"
+        " (the shared expert is planned as whole experts)"
+    ),
+    _C.HF_LLAMA4_NO_EXPERTS: "{where}: a Llama 4 text model without expert layers is not supported",
+    # ``hint``: "; did you mean ...?" or "; presets: ..."; English only, the other languages leave it out.
+    _C.UNKNOWN_PRESET: "unknown model preset {name!r}{hint}",
+    _C.UNKNOWN_MODEL: "{name!r} is neither a model preset nor an existing config path{hint}",
 }
 
 

@@ -28,7 +28,7 @@ from planner.api import PlanRequest, PlanResult, plan
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
-from planner.errors import InfeasiblePlan
+from planner.errors import InfeasiblePlan, RuleViolation
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
 from planner.layout import Precision
@@ -236,6 +236,8 @@ def model_from_upload(data: bytes, filename: str) -> ModelSpec:
     try:
         path.write_bytes(data)
         return model_from_hf_config(path)
+    except RuleViolation as exc:  # the same rule, naming the upload instead of the temporary file
+        raise RuleViolation(exc.code, {**exc.figures, "where": shown}) from None
     except ValueError as exc:
         raise ValueError(str(exc).replace(str(path), shown)) from None
     finally:

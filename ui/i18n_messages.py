@@ -283,6 +283,120 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{name}：{field} 为 {value}，超过了规格书中的 {ceiling} {limit:g}",
     ),
     "reason_cal_other": ("{name}: not a usable calibration file", "{name}：不是可用的校准文件（英文页面给出详细原因）"),
+    # A config.json the app cannot read (planner/catalog/hf_*.py): ``where`` names the upload.
+    "reason_hf_no_file": ("{where}: no such config file", "{where}：找不到该配置文件"),
+    "reason_hf_json": ("{where}: not valid JSON", "{where}：不是有效的 JSON 文件"),
+    "reason_hf_nested": ("{where}: nested too deeply", "{where}：嵌套层数过深，不是模型配置"),
+    "reason_hf_top_level": (
+        "{where}: the top level must be a JSON object, got {type}",
+        "{where}：顶层必须是 JSON 对象，实际是 {type}",
+    ),
+    "reason_hf_missing_key": ("{where}: missing key {field!r}", "{where}：缺少键 {field!r}"),
+    "reason_hf_missing_text_config": (
+        "{where}: missing key 'text_config'",
+        "{where}：缺少键 'text_config'（语言模型部分；视觉部分不做规划）",
+    ),
+    "reason_hf_model_type": (
+        "{where}: unsupported model_type {model_type}",
+        "{where}：不支持的 model_type {model_type}（支持：{supported}）",
+    ),
+    "reason_hf_heads_hidden": (
+        "{where}: {heads} attention heads do not divide hidden size {hidden}",
+        "{where}：隐藏层维度 {hidden} 不能被 {heads} 个注意力头整除",
+    ),
+    "reason_hf_kv_heads": (
+        "{where}: {kv_heads} key/value heads do not divide {heads} attention heads",
+        "{where}：{heads} 个注意力头不能被 {kv_heads} 个键/值头整除",
+    ),
+    "reason_hf_experts_per_token": (
+        "{where}: num_experts_per_tok exceeds num_local_experts",
+        "{where}：num_experts_per_tok 超过了 num_local_experts",
+    ),
+    "reason_hf_dimensions": (
+        "{where}: invalid model dimensions",
+        "{where}：模型尺寸无效（英文页面给出详细原因）",
+    ),
+    "reason_hf_not_integer": (
+        "{where}: {field!r} must be an integer, got {value}",
+        "{where}：{field!r} 必须是整数，实际是 {value}",
+    ),
+    "reason_hf_out_of_range": (
+        "{where}: {field!r} = {value} is out of range (1..{limit})",
+        "{where}：{field!r} = {value} 超出范围（1..{limit}）",
+    ),
+    "reason_hf_not_bool": (
+        "{where}: {field!r} must be true or false, got {value}",
+        "{where}：{field!r} 必须是 true 或 false，实际是 {value}",
+    ),
+    "reason_hf_not_object": ("{where}: {field!r} must be an object", "{where}：{field!r} 必须是 JSON 对象"),
+    "reason_hf_not_positive": (
+        "{where}: {field!r} must be a positive number, got {value}",
+        "{where}：{field!r} 必须是正数，实际是 {value}",
+    ),
+    "reason_hf_not_fraction": (
+        "{where}: {field!r} must be in (0, 1], got {value}",
+        "{where}：{field!r} 必须是 (0, 1] 之间的数，实际是 {value}",
+    ),
+    "reason_hf_not_cap": (
+        "{where}: {field!r} must be a positive number or null, got {value}",
+        "{where}：{field!r} 必须是正数或 null，实际是 {value}",
+    ),
+    "reason_hf_layer_count": (
+        "{where}: {field!r} must be an integer in 0..{limit}, got {value}",
+        "{where}：{field!r} 必须是 0..{limit} 之间的整数，实际是 {value}",
+    ),
+    "reason_hf_layer_types": (
+        "{where}: 'layer_types' must list one attention type per layer ({layers})",
+        "{where}：'layer_types' 必须为每一层（共 {layers} 层）列出一种注意力类型",
+    ),
+    "reason_hf_layer_list": (
+        "{where}: {field} must be a list of layer indices",
+        "{where}：{field} 必须是层编号的列表",
+    ),
+    "reason_hf_no_rope_layers": (
+        "{where}: text_config.no_rope_layers must list one flag per layer ({layers})",
+        "{where}：text_config.no_rope_layers 必须为每一层（共 {layers} 层）给出一个标志",
+    ),
+    "reason_hf_mpt_qk_ln": ("{where}: attn_config.qk_ln is not supported", "{where}：不支持 attn_config.qk_ln"),
+    "reason_hf_mpt_ffn_type": (
+        "{where}: ffn_config.ffn_type {value} is not supported",
+        "{where}：不支持 ffn_config.ffn_type {value}（只支持 'mptmlp'）",
+    ),
+    "reason_hf_mpt_attn_type": (
+        "{where}: attn_config.attn_type must be a string, got {type}",
+        "{where}：attn_config.attn_type 必须是字符串，实际是 {type}",
+    ),
+    "reason_hf_mpt_expansion": (
+        "{where}: 'expansion_ratio' = {value} is not a sensible positive number",
+        "{where}：'expansion_ratio' = {value} 不是合理的正数",
+    ),
+    "reason_hf_nemotron_act": (
+        "{where}: hidden_act {value} is not supported for nemotron",
+        "{where}：nemotron 不支持 hidden_act {value}（只支持 relu2 或 GeLU）",
+    ),
+    "reason_hf_mistral3_text": (
+        "{where}: text_config.model_type {value} is not supported for mistral3",
+        "{where}：mistral3 不支持 text_config.model_type {value}（只支持 'mistral'）",
+    ),
+    "reason_hf_deepseek_bias": (
+        "{where}: attention_bias is not supported for deepseek_v3",
+        "{where}：deepseek_v3 不支持 attention_bias",
+    ),
+    "reason_hf_shared_expert": (
+        "{where}: shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width}",
+        "{where}：shared_expert_intermediate_size {shared} 不是 moe_intermediate_size {width} 的整数倍"
+        "（共享专家按完整专家规划）",
+    ),
+    "reason_hf_llama4_no_experts": (
+        "{where}: a Llama 4 text model without expert layers is not supported",
+        "{where}：不支持没有专家层的 Llama 4 文本模型",
+    ),
+    "reason_unknown_preset": ("unknown model preset {name!r}", "没有名为 {name!r} 的模型预设"),
+    "reason_unknown_model": (
+        "{name!r} is neither a model preset nor a config path",
+        "{name!r} 既不是模型预设，也不是已有的配置文件路径",
+    ),
+    "reason_config_other": ("not a usable model config", "不是可用的模型配置（英文页面给出详细原因）"),
     "reason_other": ("the planner refuses this configuration", "规划器拒绝了该配置（英文页面给出规划器的原话）"),
     # the detail line under an infeasible answer, from InfeasiblePlan's exact figures
     "detail_deadline": (

@@ -1,11 +1,12 @@
 """The planner's refusals in the page's language, from their codes and figures.
 
 A custom model's dimensions (``ModelSpec``'s checks), a fixed layout of the explorer (``Layout``,
-``Layout.resolve``, the structural rules of planner/model/structure.py) and an uploaded calibration
-file are refused with a ``planner.errors.RuleViolation``: a ``RuleCode`` and the figures its
-sentence cites. The English page shows the planner's own sentence; the others render the code's
-label of ``ui.i18n_messages`` (``reason_*``) from the same figures. An error without a code (or
-with a code its table does not list) gets the table's generic label, never English.
+``Layout.resolve``, the structural rules of planner/model/structure.py), an uploaded calibration
+file and a Hugging Face config.json are refused with a ``planner.errors.RuleViolation``: a
+``RuleCode`` and the figures its sentence cites. The English page shows the planner's own
+sentence; the others render the code's label of ``ui.i18n_messages`` (``reason_*``) from the same
+figures. An error without a code (or with a code its table does not list) gets the table's
+generic label, never English.
 tests/ui/test_app_details.py breaks each rule and checks its code, and that every code has a label.
 """
 
@@ -106,6 +107,45 @@ CALIBRATION_REASONS = Reasons({
     _C.CAL_NOT_A_RATE: "reason_cal_field",
     _C.CAL_OVER_CEILING: "reason_cal_over",
 }, fallback="reason_cal_other")  # fmt: skip
+
+# A Hugging Face config.json (planner/catalog/hf_*.py) and a model name (planner/catalog/models.py).
+CONFIG_REASONS = Reasons({
+    _C.HF_NO_FILE: "reason_hf_no_file",
+    _C.HF_JSON: "reason_hf_json",
+    _C.HF_NESTED: "reason_hf_nested",
+    _C.HF_TOP_LEVEL: "reason_hf_top_level",
+    _C.HF_MISSING_KEY: "reason_hf_missing_key",
+    _C.HF_MISSING_TEXT_CONFIG: "reason_hf_missing_text_config",
+    _C.HF_MODEL_TYPE: "reason_hf_model_type",
+    _C.HF_HEADS_HIDDEN: "reason_hf_heads_hidden",
+    _C.HF_KV_HEADS: "reason_hf_kv_heads",
+    _C.HF_EXPERTS_PER_TOKEN: "reason_hf_experts_per_token",
+    _C.HF_DIMENSIONS: "reason_hf_dimensions",
+    _C.HF_NOT_INTEGER: "reason_hf_not_integer",
+    _C.HF_OUT_OF_RANGE: "reason_hf_out_of_range",
+    _C.HF_NOT_BOOL: "reason_hf_not_bool",
+    _C.HF_NOT_OBJECT: "reason_hf_not_object",
+    _C.HF_NOT_POSITIVE: "reason_hf_not_positive",
+    _C.HF_NOT_FRACTION: "reason_hf_not_fraction",
+    _C.HF_NOT_CAP: "reason_hf_not_cap",
+    _C.HF_LAYER_COUNT: "reason_hf_layer_count",
+    _C.HF_LAYER_TYPES: "reason_hf_layer_types",
+    _C.HF_LAYER_LIST: "reason_hf_layer_list",
+    _C.HF_NO_ROPE_LAYERS: "reason_hf_no_rope_layers",
+    _C.HF_MPT_QK_LN: "reason_hf_mpt_qk_ln",
+    _C.HF_MPT_FFN_TYPE: "reason_hf_mpt_ffn_type",
+    _C.HF_MPT_ATTN_TYPE: "reason_hf_mpt_attn_type",
+    _C.HF_MPT_EXPANSION: "reason_hf_mpt_expansion",
+    _C.HF_NEMOTRON_ACT: "reason_hf_nemotron_act",
+    _C.HF_MISTRAL3_TEXT: "reason_hf_mistral3_text",
+    _C.HF_DEEPSEEK_BIAS: "reason_hf_deepseek_bias",
+    _C.HF_SHARED_EXPERT: "reason_hf_shared_expert",
+    _C.HF_LLAMA4_NO_EXPERTS: "reason_hf_llama4_no_experts",
+    _C.UNKNOWN_PRESET: "reason_unknown_preset",
+    _C.UNKNOWN_MODEL: "reason_unknown_model",
+}, fallback="reason_config_other")  # fmt: skip
+# Every table, so a test can check that each code has a label.
+ALL_REASONS = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS, CONFIG_REASONS)
 
 
 def reason_key(refused: Refusal, reasons: Reasons) -> str:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from planner.catalog import hf_dense as dense
 from planner.catalog import hf_moe as moe
 from planner.catalog.hf_keys import HfConfig
+from planner.errors import RuleCode, RuleViolation
 from planner.fmt import one_line
 from planner.limits import read_input
 from planner.model.spec import ModelSpec
@@ -58,27 +59,27 @@ def _read_json_object(path: Path) -> HfConfig:
     if path.is_dir():
         path = path / "config.json"
     if not path.exists():
-        raise ValueError(f"{path}: no such config file")
+        raise RuleViolation(RuleCode.HF_NO_FILE, {"where": str(path)})
     raw = read_input(path, "model config", MAX_CONFIG_BYTES)  # a regular file, capped
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        raise RuleViolation(RuleCode.HF_JSON, {"where": str(path), "error": str(exc)}) from None
     except RecursionError:
-        raise ValueError(f"{path}: nested too deeply, not a model config") from None
+        raise RuleViolation(RuleCode.HF_NESTED, {"where": str(path)}) from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: top level must be a JSON object, got {type(data).__name__}")
+        raise RuleViolation(RuleCode.HF_TOP_LEVEL, {"where": str(path), "type": type(data).__name__})
     return HfConfig(path, data)
 
 
 def _check_heads(cfg: HfConfig, fields: dict) -> None:
     hidden, heads, kv_heads = fields["hidden_size"], fields["num_heads"], fields["num_kv_heads"]
     if "head_dim" not in fields and hidden % heads:
-        raise cfg.error(f"{heads} attention heads do not divide hidden size {hidden}")
+        raise cfg.error(RuleCode.HF_HEADS_HIDDEN, heads=heads, hidden=hidden)
     if heads % kv_heads:
-        raise cfg.error(f"{kv_heads} key/value heads do not divide {heads} attention heads")
+        raise cfg.error(RuleCode.HF_KV_HEADS, kv_heads=kv_heads, heads=heads)
     if fields.get("experts_per_token", 1) > fields.get("num_experts", 1):
-        raise cfg.error("num_experts_per_tok exceeds num_local_experts")
+        raise cfg.error(RuleCode.HF_EXPERTS_PER_TOKEN)
 
 
 def model_from_hf_config(path: str | Path) -> ModelSpec:
@@ -98,9 +99,10 @@ def model_from_hf_dict(data: dict[str, Any], name: str) -> ModelSpec:
 def _model_from(cfg: HfConfig, default_name: str) -> ModelSpec:
     model_type = cfg.data.get("model_type")
     if model_type is None:
-        raise cfg.error("missing key 'model_type'")
+        raise cfg.error(RuleCode.HF_MISSING_KEY, field="model_type")
     if not isinstance(model_type, str) or model_type not in _READERS:
-        raise cfg.error(f"unsupported model_type {model_type!r} (supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
+        supported = ", ".join(SUPPORTED_MODEL_TYPES)
+        raise cfg.error(RuleCode.HF_MODEL_TYPE, model_type=repr(model_type), supported=supported)
     fields = _READERS[model_type](cfg)
     family = fields.pop("family", model_type)  # mistral3 / ministral: their decoder is Mistral's
     fields.setdefault("num_kv_heads", fields["num_heads"])
@@ -111,4 +113,4 @@ def _model_from(cfg: HfConfig, default_name: str) -> ModelSpec:
     try:
         return ModelSpec(name=str(name), family=family, **fields)
     except ValidationError as exc:
-        raise cfg.error(f"invalid model dimensions: {one_line(exc, where=False, keep_prefix=True)}") from None
+        raise cfg.error(RuleCode.HF_DIMENSIONS, detail=one_line(exc, where=False, keep_prefix=True)) from None

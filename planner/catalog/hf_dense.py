@@ -21,6 +21,7 @@ from planner.catalog.hf_keys import (
     text_config,
     window_fields,
 )
+from planner.errors import RuleCode
 
 
 def llama_like(cfg: HfConfig, family: str) -> dict:
@@ -90,19 +91,19 @@ def mpt(cfg: HfConfig) -> dict:
     fields = common_fields(cfg, ("d_model",), ("n_layers",), ("n_heads",))
     hidden, attn = fields["hidden_size"], cfg.section("attn_config")
     if attn.flag("qk_ln", False):
-        raise cfg.error("attn_config.qk_ln is not supported")
+        raise cfg.error(RuleCode.HF_MPT_QK_LN)
     ffn_type = cfg.section("ffn_config").data.get("ffn_type", "mptmlp")
     if ffn_type != "mptmlp":
-        raise cfg.error(f"ffn_config.ffn_type {ffn_type!r} is not supported (only 'mptmlp')")
+        raise cfg.error(RuleCode.HF_MPT_FFN_TYPE, value=repr(ffn_type))
     attn_type = attn.data.get("attn_type", "multihead_attention")
     if not isinstance(attn_type, str):
-        raise cfg.error(f"attn_config.attn_type must be a string, got {type(attn_type).__name__}")
+        raise cfg.error(RuleCode.HF_MPT_ATTN_TYPE, type=type(attn_type).__name__)
     kv_heads = {"multihead_attention": fields["num_heads"], "multiquery_attention": 1}.get(attn_type)
     if kv_heads is None:  # grouped_query_attention
         kv_heads = attn.size("kv_n_heads", limit=MAX_HEADS)
     ratio = cfg.data.get("expansion_ratio", 4)
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio * hidden <= MAX_FFN:
-        raise cfg.error(f"'expansion_ratio' = {ratio!r} is not a sensible positive number")
+        raise cfg.error(RuleCode.HF_MPT_EXPANSION, value=repr(ratio))
     position = "alibi" if attn.flag("alibi", True) else ("rope" if attn.flag("rope", False) else "learned")
     bias = not cfg.flag("no_bias", True)
     return dict(
@@ -157,7 +158,7 @@ def gemma2(cfg: HfConfig) -> dict:
     ):
         value = cfg.data.get(key, default)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-            raise cfg.error(f"{key!r} must be a positive number or null, got {value!r}")
+            raise cfg.error(RuleCode.HF_NOT_CAP, field=key, value=repr(value))
         caps[field] = None if value is None else float(value)
     return fields | caps
 
@@ -168,7 +169,7 @@ def gemma3_text(cfg: HfConfig) -> dict:
     base = decoder_fields(cfg, "gemma3", 4, 256, max_seq_len=131072, tied=True) | _GEMMA | dict(qk_norm="head")
     cap = cfg.data.get("final_logit_softcapping")
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap <= 0):
-        raise cfg.error(f"'final_logit_softcapping' must be a positive number or null, got {cap!r}")
+        raise cfg.error(RuleCode.HF_NOT_CAP, field="final_logit_softcapping", value=repr(cap))
     return base | (dict(final_softcap=float(cap)) if cap is not None else {})
 
 
@@ -206,7 +207,7 @@ def nemotron(cfg: HfConfig) -> dict:
     heads, hidden = fields["num_heads"], fields["hidden_size"]
     act = cfg.data.get("hidden_act", "relu2")
     if not isinstance(act, str) or act not in _NEMOTRON_ACTS:
-        raise cfg.error(f"hidden_act {act!r} is not supported for nemotron (relu2 or a GeLU)")
+        raise cfg.error(RuleCode.HF_NEMOTRON_ACT, value=repr(act))
     attention_bias = cfg.flag("attention_bias", False)
     mlp_bias = cfg.flag("mlp_bias", False)
     fields.update(
@@ -251,7 +252,7 @@ def mistral3(cfg: HfConfig) -> dict:
     text = text_config(cfg, {"model_type": "mistral"})
     if text.data.get("model_type") != "mistral":
         kind = text.data.get("model_type")
-        raise cfg.error(f"text_config.model_type {kind!r} is not supported for mistral3 (only 'mistral')")
+        raise cfg.error(RuleCode.HF_MISTRAL3_TEXT, value=repr(kind))
     # transformers >= 5 ties the head when the file has no top-level ``tie_word_embeddings``
     # (Mistral3Config's default true); transformers 4.x read text_config's (Mistral's default
     # false), and the released checkpoints hold a separate lm_head: that is what we count.

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.errors import RuleCode, RuleViolation
+
 # Upper bounds far beyond any real model; larger values are typos or corrupt files.
 MAX_HIDDEN = 1_000_000
 MAX_LAYERS = 10_000
@@ -27,21 +29,22 @@ class HfConfig:
     path: Path
     data: dict[str, Any]
 
-    def error(self, problem: str) -> ValueError:
-        return ValueError(f"{self.path}: {problem}")
+    def error(self, code: RuleCode, **figures: int | float | str) -> RuleViolation:
+        """The violation of ``code``, its sentence naming this file (``where``)."""
+        return RuleViolation(code, {"where": str(self.path), **figures})
 
     def size(self, *keys: str, limit: int, default: int | None = None) -> int:
         """First present key among ``keys`` (JSON null counts as absent), a positive int."""
         key = next((k for k in keys if self.data.get(k) is not None), None)
         if key is None:
             if default is None:
-                raise self.error(f"missing key {keys[0]!r}")
+                raise self.error(RuleCode.HF_MISSING_KEY, field=keys[0])
             return default
         value = self.data[key]
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(f"{key!r} must be an integer, got {value!r}")
+            raise self.error(RuleCode.HF_NOT_INTEGER, field=key, value=repr(value))
         if not 0 < value <= limit:
-            raise self.error(f"{key!r} = {value} is out of range (1..{limit})")
+            raise self.error(RuleCode.HF_OUT_OF_RANGE, field=key, value=value, limit=limit)
         return value
 
     def flag(self, key: str, default: bool) -> bool:
@@ -49,13 +52,13 @@ class HfConfig:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(f"{key!r} must be true or false, got {value!r}")
+            raise self.error(RuleCode.HF_NOT_BOOL, field=key, value=repr(value))
         return value
 
     def section(self, key: str) -> HfConfig:
         value = self.data.get(key) or {}
         if not isinstance(value, dict):
-            raise self.error(f"{key!r} must be an object")
+            raise self.error(RuleCode.HF_NOT_OBJECT, field=key)
         return HfConfig(self.path, value)
 
 
@@ -74,7 +77,7 @@ def layer_kinds(cfg: HfConfig, layers: int) -> list[str] | None:
     if kinds is None:
         return None
     if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
-        raise cfg.error(f"'layer_types' must list one attention type per layer ({layers})")
+        raise cfg.error(RuleCode.HF_LAYER_TYPES, layers=layers)
     return kinds
 
 
@@ -113,7 +116,7 @@ def positive_number(cfg: HfConfig, key: str, default: float) -> float:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise cfg.error(f"{key!r} must be a positive number, got {value!r}")
+        raise cfg.error(RuleCode.HF_NOT_POSITIVE, field=key, value=repr(value))
     return float(value)
 
 
@@ -125,7 +128,7 @@ def fraction(cfg: HfConfig, key: str, default: float) -> float:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise cfg.error(f"{key!r} must be a number in (0, 1], got {value!r}")
+        raise cfg.error(RuleCode.HF_NOT_FRACTION, field=key, value=repr(value))
     return float(value)
 
 
@@ -165,7 +168,7 @@ def text_config(cfg: HfConfig, defaults: dict[str, Any]) -> HfConfig:
     absent keys; the vision tower beside it is not read."""
     text = cfg.section("text_config")
     if not text.data:
-        raise cfg.error("missing key 'text_config' (the language model; the vision tower is not planned)")
+        raise cfg.error(RuleCode.HF_MISSING_TEXT_CONFIG)
     data = dict(text.data)
     for key, value in defaults.items():
         if data.get(key) is None:

@@ -16,6 +16,7 @@ from planner.catalog.hf_keys import (
     layer_kinds,
     text_config,
 )
+from planner.errors import RuleCode
 
 
 def qwen3_moe(cfg: HfConfig) -> dict:
@@ -40,7 +41,7 @@ def _layer_count(cfg: HfConfig, key: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LAYERS:
-        raise cfg.error(f"{key!r} must be an integer in 0..{MAX_LAYERS}, got {value!r}")
+        raise cfg.error(RuleCode.HF_LAYER_COUNT, field=key, limit=MAX_LAYERS, value=repr(value))
     return value
 
 
@@ -50,7 +51,7 @@ def deepseek_v3(cfg: HfConfig) -> dict:
     ``moe_intermediate_size``; ``num_nextn_predict_layers`` MTP modules (counted apart).
     transformers makes every layer from k on a MoE block (``moe_layer_freq`` is not read)."""
     if cfg.flag("attention_bias", False):
-        raise cfg.error("attention_bias is not supported for deepseek_v3")
+        raise cfg.error(RuleCode.HF_DEEPSEEK_BIAS)
     fields = decoder_fields(cfg, "deepseek_v3", None, None, max_seq_len=4096)
     rope = cfg.size("qk_rope_head_dim", limit=MAX_HIDDEN, default=64)
     nope = cfg.size("qk_nope_head_dim", limit=MAX_HIDDEN, default=128)
@@ -105,7 +106,7 @@ def _sparse_layers(cfg: HfConfig, layers: int) -> int:
     step = cfg.size("decoder_sparse_step", limit=MAX_LAYERS, default=1)
     dense_only = cfg.data.get("mlp_only_layers") or []
     if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
-        raise cfg.error("'mlp_only_layers' must be a list of layer indices")
+        raise cfg.error(RuleCode.HF_LAYER_LIST, field="'mlp_only_layers'")
     return sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
 
 
@@ -121,10 +122,7 @@ def qwen2_moe(cfg: HfConfig) -> dict:
     width = cfg.size("moe_intermediate_size", limit=MAX_FFN, default=1408)
     shared = cfg.size("shared_expert_intermediate_size", limit=MAX_FFN, default=5632)
     if shared % width:
-        raise cfg.error(
-            f"shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width} "
-            "(the shared expert is planned as whole experts)"
-        )
+        raise cfg.error(RuleCode.HF_SHARED_EXPERT, shared=shared, width=width)
     return fields | dict(
         qkv_bias=qkv_bias,
         out_bias=False,
@@ -157,7 +155,7 @@ def llama4(cfg: HfConfig) -> dict:
     if moe is None:
         moe = list(range(step - 1, layers, step))
     if not isinstance(moe, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in moe):
-        raise cfg.error("text_config.moe_layers must be a list of layer indices")
+        raise cfg.error(RuleCode.HF_LAYER_LIST, field="text_config.moe_layers")
     dense = layers - len({i for i in moe if 0 <= i < layers})
     fields |= dict(
         dense_ffn_hidden_size=text.size("intermediate_size_mlp", limit=MAX_FFN, default=16384),
@@ -168,7 +166,7 @@ def llama4(cfg: HfConfig) -> dict:
         moe_renormalize=False,
     )
     if fields["num_experts"] == 1 or dense == layers:
-        raise cfg.error("a Llama 4 text model without expert layers is not supported")
+        raise cfg.error(RuleCode.HF_LLAMA4_NO_EXPERTS)
     chunk = text.data.get("attention_chunk_size", 8192)
     if chunk is None:
         return fields
@@ -179,7 +177,7 @@ def llama4(cfg: HfConfig) -> dict:
     else:
         rope = text.data.get("no_rope_layers") or []  # 1 = a RoPE layer; empty: the interval's pattern
         if not isinstance(rope, list) or (rope and len(rope) != layers):
-            raise cfg.error(f"text_config.no_rope_layers must list one flag per layer ({layers})")
+            raise cfg.error(RuleCode.HF_NO_ROPE_LAYERS, layers=layers)
         interval = text.size("no_rope_layer_interval", limit=MAX_LAYERS, default=4)
         chunked = sum(map(bool, rope)) if rope else sum(1 for i in range(layers) if (i + 1) % interval)
     return fields | (dict(attention_chunk=chunk, chunked_layers=chunked) if chunked else {})

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.catalog.hf_config import MAX_CONFIG_BYTES, SUPPORTED_MODEL_TYPES, model_from_hf_config, model_from_hf_dict
+from planner.errors import RuleCode, RuleViolation
 from planner.model.spec import ModelSpec
 
 __all__ = [
@@ -75,7 +76,7 @@ def canonical_preset_name(name: str) -> str | None:
 def get_preset(name: str) -> ModelSpec:
     canonical = canonical_preset_name(name)
     if canonical is None:
-        raise ValueError(f"unknown model preset {name!r}{_suggest(name)}")
+        raise RuleViolation(RuleCode.UNKNOWN_PRESET, {"name": name, "hint": _suggest(name)})
     return _PRESETS[canonical]
 
 
@@ -93,4 +94,4 @@ def load_model(name_or_path: str) -> ModelSpec:
     canonical = canonical_preset_name(name_or_path)
     if canonical is not None:
         return _PRESETS[canonical]
-    raise ValueError(f"{name_or_path!r} is neither a model preset nor an existing config path{_suggest(name_or_path)}")
+    raise RuleViolation(RuleCode.UNKNOWN_MODEL, {"name": name_or_path, "hint": _suggest(name_or_path)})

@@ -119,7 +119,8 @@ FIELDS = {
 
 # The names the app passes besides a violation's figures (ui/sidebar.py custom_error, sidebar_calibration).
 CUSTOM_NAMES = {key: f"“{ZH(key)}”" for key in FIELDS}
-PAGE_NAMES = {id(MODEL_REASONS): set(CUSTOM_NAMES), id(LAYOUT_REASONS): set(), id(CALIBRATION_REASONS): {"name"}}
+PAGE_NAMES = {id(MODEL_REASONS): set(CUSTOM_NAMES), id(LAYOUT_REASONS): set(), id(CALIBRATION_REASONS): {"name"},
+              id(reasons.CONFIG_REASONS): set()}  # fmt: skip
 
 
 def planner_refusal(dims: dict) -> Refusal:
@@ -209,7 +210,7 @@ def test_every_rule_code_has_a_chinese_label_citing_only_its_figures():
     """Each code is in one table of ui/reasons.py, and its label's placeholders are figures its
     English template cites or names the page passes, so rendering it never misses a value."""
     fields = lambda text: {name for _, name, _, _ in string.Formatter().parse(text) if name}  # noqa: E731
-    tables = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS)
+    tables = reasons.ALL_REASONS
     assert sorted(code for table in tables for code in table.labels) == sorted(RuleCode)
     zh = all_labels("zh")
     for table in tables:
