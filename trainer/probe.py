@@ -17,10 +17,10 @@ from pathlib import Path
 import torch
 
 from planner.errors import ReplanNeeded
-from planner.layout import Implementation, Layout, PipelineSchedule, Precision
+from planner.layout import Implementation, Layout, Precision
+from planner.model.estimate import structural_problem
 from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.structure import first_structural_problem
 from planner.plan import Plan
 from planner.reports import (
     Losses,
@@ -46,23 +46,12 @@ STALE_FACTOR = 1.25  # a fresh memory estimate this much above job.json's: the r
 
 
 def _check_structure(plan: Plan, layout: Layout) -> None:
-    """The planner's structural rules (planner/model/structure.py), the same ones its search obeys.
-    The schedule is the plan's: run overrides were applied to it when the job was emitted."""
-    problem = first_structural_problem(
-        plan.model,
-        tp=layout.tp,
-        pp=layout.pp,
-        cp=layout.cp,
-        seq_len=plan.training.seq_len,
-        grad_accum=plan.training.grad_accum,
-        scaleup_domain_size=layout.tp,  # the domain is the planner's concern
-        hf=plan.training.impl == Implementation.HF,
-        fp8=plan.training.precision == Precision.FP8,
-        one_f_one_b=layout.pp_schedule == PipelineSchedule.ONE_F_ONE_B,
-        vpp=layout.vpp,
-        shard_group=layout.shard_group,
-        ep=layout.ep,
-    )
+    """The planner's structural rules (planner/model/structure.py), the same ones its search obeys,
+    on the run's layout. The schedule is the plan's: run overrides were applied to it when the job
+    was emitted."""
+    from planner.catalog.hardware import load_catalog  # the planner's model, without its search
+
+    problem = structural_problem(plan, layout, load_catalog())
     if problem is not None:
         raise ValueError(f"plan: {problem}")
 

@@ -22,7 +22,7 @@ from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.step_time import TimeBreakdown, step_time
-from planner.model.structure import first_structural_violation, structurally_valid
+from planner.model.structure import first_structural_problem, first_structural_violation, structurally_valid
 from planner.plan import (
     Estimate,
     EstimateLayout,
@@ -351,6 +351,16 @@ def checked_configuration(
     c = single(gpu, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
     check_divisible(model, c, training, gpu, trainer_rules)
     return resolved, c
+
+
+def structural_problem(plan: Plan, layout: Layout, catalog: Catalog) -> str | None:
+    """The first structural rule a run of ``plan`` breaks with ``layout`` (resolved for the run's
+    world size, its overrides applied), in English, or None: ``rule_values`` of the run's one row,
+    the same columns the search judges (the trainer's check before anything is allocated)."""
+    gpu = catalog.gpu(plan.gpu)
+    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
+    c = single(gpu, layout, plan.training, gpus_per_node=plan.gpus_per_node, network_bandwidth=network)
+    return first_structural_problem(plan.model, **rule_values(c))
 
 
 def check_divisible(
