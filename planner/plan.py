@@ -9,6 +9,7 @@ serialises and the trainer only validates.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ from planner.model.memory import usable_capacity
 from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported
+from planner.rule_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 
 if TYPE_CHECKING:
     from planner.catalog.hardware import Catalog, NodeTemplate
@@ -246,13 +248,32 @@ class ModelSummary(BaseModel):
         )
 
 
+class FixHint(BaseModel):
+    """One next step for an estimate that does not fit: its code and the figures it names; the
+    English words are ``FIX_TEMPLATES[code]`` filled in, the app renders the code per language."""
+
+    model_config = _FROZEN
+    code: FixCode
+    figures: dict[str, int | float | str] = Field(default_factory=dict)
+
+    def text(self) -> str:
+        return FIX_TEMPLATES[self.code].format(**self.figures)
+
+    @staticmethod
+    def joined(hints: Sequence[FixHint]) -> str:
+        """``Estimate.fix``: the hints' English words, alternatives joined ("...; or ...")."""
+        return FIX_JOIN.join(hint.text() for hint in hints)
+
+
 class Estimate(BaseModel):
-    """One configuration's prediction; ``reason`` says why it is infeasible."""
+    """One configuration's prediction; ``reason`` says why it is infeasible, ``fix`` what to try
+    (``fix_hints``: the same steps typed, for the app's other languages; not written to plan files)."""
 
     model_config = _FROZEN
     feasible: bool
     reason: str | None = None
     fix: str | None = None
+    fix_hints: tuple[FixHint, ...] = Field(default=(), exclude=True)
     gpu: str
     num_gpus: int
     num_nodes: int

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-__all__ = ["TEMPLATES", "Figures", "RuleCode", "render"]
+__all__ = ["FIX_JOIN", "FIX_TEMPLATES", "TEMPLATES", "Figures", "FixCode", "RuleCode", "render"]
 
 # The numbers and names a sentence cites (ints and floats as the rule computed them).
 Figures = Mapping[str, int | float | str]
@@ -240,6 +240,34 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.UNKNOWN_PRESET: "unknown model preset {name!r}{hint}",
     _C.UNKNOWN_MODEL: "{name!r} is neither a model preset nor an existing config path{hint}",
 }
+
+
+class FixCode(StrEnum):
+    """One member per next step an estimate that does not fit suggests (``Estimate.fix_hints``)."""
+
+    SHARD_FSDP = "shard_fsdp"
+    FSDP_GROUP = "fsdp_group"
+    FULL_AC = "full_ac"
+    MICRO_BATCH = "micro_batch"
+    TP = "tp"
+    PP = "pp"
+    BIGGER_GPU = "bigger_gpu"
+    HOST_OFFLOAD = "host_offload"
+
+
+# The hints of planner/model/estimate.py memory_fix_hint and planner/model/host.py, byte for byte;
+# ``Estimate.fix`` joins them with FIX_JOIN.
+FIX_TEMPLATES: dict[FixCode, str] = {
+    FixCode.SHARD_FSDP: "shard parameters, gradients and optimizer states with FSDP (sharding fsdp)",
+    FixCode.FSDP_GROUP: "shard with FSDP over a group of at least {group} (dp_shard now {dp_shard})",
+    FixCode.FULL_AC: "enable full activation checkpointing",
+    FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
+    FixCode.TP: "use tp={tp} (now {now})",
+    FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
+    FixCode.BIGGER_GPU: "use a GPU with more memory",
+    FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
+}
+FIX_JOIN = "; or "
 
 
 def render(code: RuleCode, figures: Figures) -> str:

@@ -19,7 +19,7 @@ from ui.cached import cached_layout_plan, catalog, cuda_context_gib
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
 from ui.messages import duration
-from ui.reasons import LAYOUT_REASONS, Refusal, reason_text, refusal
+from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
 from ui.sidebar import Inputs
 
 METRICS_PER_ROW = 3  # six in one row cut "660,171" and "$14,882" at 800 px (issue 30)
@@ -122,7 +122,10 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
         st.success(tr("ex_fits"))
     elif tr.lang == "en":  # the planner's reason and its fix hints ("use tp=4 (now 1)")
         st.warning(tr("ex_does_not_fit", reason=plain(e.reason or ""), fix=plain(e.fix or "")))
-    else:  # an estimate is infeasible for memory alone: what must fit is reserved + the CUDA context
+    elif e.fix_hints:  # an estimate is infeasible for memory alone: what must fit is reserved + the CUDA context
+        fix = plain(fix_text(tr, e.fix_hints))
+        st.warning(tr("ex_over_memory_try", need=m.reserved_gib + context_gib, usable=usable, fix=fix))
+    else:  # a plan without typed hints (one read from a file): the general advice
         st.warning(tr("ex_over_memory", need=m.reserved_gib + context_gib, usable=usable))
 
 

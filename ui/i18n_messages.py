@@ -397,6 +397,29 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{name!r} 既不是模型预设，也不是已有的配置文件路径",
     ),
     "reason_config_other": ("not a usable model config", "不是可用的模型配置（英文页面给出详细原因）"),
+    # An estimate's next steps (planner/rule_codes.py FixCode, ui/reasons.py fix_text).
+    "fix_shard_fsdp": (
+        "shard parameters, gradients and optimizer states with FSDP",
+        "用 FSDP 分片参数、梯度和优化器状态（sharding fsdp）",
+    ),
+    "fix_fsdp_group": (
+        "shard with FSDP over at least {group} ranks (dp_shard now {dp_shard})",
+        "用 FSDP 在至少 {group} 个 rank 上分片（当前 dp_shard={dp_shard}）",
+    ),
+    "fix_full_ac": ("enable full activation checkpointing", "开启完整的激活重计算"),
+    "fix_micro_batch": ("lower the micro-batch below {micro_batch}", "把微批减小到 {micro_batch} 以下"),
+    "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),
+    "fix_pp": ("use more pipeline stages (pp > {pp})", "把各层分到更多流水线阶段（pp > {pp}）"),
+    "fix_bigger_gpu": ("use a GPU with more memory", "换用显存更大的 GPU"),
+    "fix_host_offload": (
+        "shard the offloaded states over more nodes, or keep them on the GPUs",
+        "把卸载的状态分到更多节点上，或不卸载、留在 GPU 上",
+    ),
+    "fix_join": ("; or ", "；或者"),
+    "ex_over_memory_try": (
+        "Does not fit: {need:,.1f} GiB per GPU (reserved + CUDA context), {usable:,.1f} GiB usable. Try: {fix}.",
+        "放不下：每 GPU 需要 {need:,.1f} GiB（保留显存 + CUDA 上下文），可用 {usable:,.1f} GiB。可以尝试：{fix}。",
+    ),
     "reason_other": ("the planner refuses this configuration", "规划器拒绝了该配置（英文页面给出规划器的原话）"),
     # the detail line under an infeasible answer, from InfeasiblePlan's exact figures
     "detail_deadline": (

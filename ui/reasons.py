@@ -12,12 +12,14 @@ tests/ui/test_app_details.py breaks each rule and checks its code, and that ever
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from planner.errors import RuleCode, rule_violation
 from planner.fmt import one_line
+from planner.plan import FixHint
+from planner.rule_codes import FixCode
 from ui.i18n import Labels
 
 _C = RuleCode
@@ -146,6 +148,17 @@ CONFIG_REASONS = Reasons({
 }, fallback="reason_config_other")  # fmt: skip
 # Every table, so a test can check that each code has a label.
 ALL_REASONS = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS, CONFIG_REASONS)
+
+
+# The next steps of an estimate that does not fit (``Estimate.fix_hints``), by code.
+FIX_LABELS: Mapping[FixCode, str] = {code: f"fix_{code.value}" for code in FixCode}
+
+
+def fix_text(tr: Labels, hints: Sequence[FixHint]) -> str:
+    """The hints in the page's language (English: the planner's own words), alternatives joined."""
+    if tr.lang == "en":
+        return FixHint.joined(hints)
+    return tr("fix_join").join(tr(FIX_LABELS[hint.code], **hint.figures) for hint in hints)
 
 
 def reason_key(refused: Refusal, reasons: Reasons) -> str:

@@ -4,13 +4,20 @@ rule code and figures (ui/reasons.py), never the planner's English sentence."""
 from __future__ import annotations
 
 import json
+import string
 
 import pytest
 from support import DATA
-from support.app import EN, ZH, english_sentences, run_app
+from support.app import EN, ZH, english_sentences, open_tab, request_for, run_app
 
+from planner.api import build_plan
 from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES
-from ui.reasons import CONFIG_REASONS
+from planner.layout import Layout, TrainingConfig
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.plan import FixHint
+from planner.rule_codes import FIX_TEMPLATES, FixCode
+from ui.i18n import all_labels, plain
+from ui.reasons import CONFIG_REASONS, FIX_LABELS, fix_text
 
 MISTRAL = json.loads((DATA / "hf_configs" / "mistral.json").read_text())
 
@@ -55,3 +62,52 @@ def test_each_config_refusal_has_its_own_chinese_sentence(content, key, figures)
     assert key in CONFIG_REASONS.labels.values()
     assert error == ZH("bad_config", error=ZH(key, where="bad.json", **figures))
     assert not english_sentences(error)
+
+
+# --------------------------------------------------------------------------- the explorer's fix
+
+HINTS = {  # figures for each next step an estimate can suggest
+    FixCode.FSDP_GROUP: {"group": 8, "dp_shard": 2},
+    FixCode.MICRO_BATCH: {"micro_batch": 64},
+    FixCode.TP: {"tp": 4, "now": 1},
+    FixCode.PP: {"pp": 2},
+}
+
+
+def test_every_fix_hint_has_a_chinese_label_with_its_figures():
+    fields = lambda text: {name for _, name, _, _ in string.Formatter().parse(text) if name}  # noqa: E731
+    zh = all_labels("zh")
+    assert sorted(FIX_LABELS) == sorted(FixCode)
+    for code in FixCode:
+        assert fields(zh[FIX_LABELS[code]]) == fields(FIX_TEMPLATES[code]), code
+        hint = FixHint(code=code, figures=HINTS.get(code, {}))
+        words = fix_text(ZH, [hint])
+        assert not english_sentences(words), words
+        assert all(str(value) in words for value in hint.figures.values())
+    hints = [FixHint(code=FixCode.FULL_AC), FixHint(code=FixCode.TP, figures={"tp": 4, "now": 1})]
+    assert fix_text(EN, hints) == "enable full activation checkpointing; or use tp=4 (now 1)"
+    assert fix_text(ZH, hints) == "开启完整的激活重计算；或者使用 tp=4（当前 1）"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the producer: planner/model/estimate.py memory_fix_hint and host.py must return FixHint tuples "
+    "and fill Estimate.fix_hints (planner/model/ is another session's; see the report of issue 30)",
+)
+def test_the_explorers_does_not_fit_names_the_fix_in_chinese():
+    request = request_for()
+    training = TrainingConfig(seq_len=2048, micro_batch=64, impl=request.impl)
+    expected = build_plan(request.model, "l4", Layout(), training, num_gpus=1, training_tokens=request.training_tokens)
+    e = expected.estimate
+    assert not e.feasible and e.fix_hints  # full checkpointing, a smaller micro-batch, tp=2
+    at = open_tab(run_app(lang="zh"), "tab_explorer", ZH)
+    for key, value in (("ex_gpu", "l4"), ("ex_sharding", "fsdp"), ("ex_ac", "none"), ("ex_precision", "bf16")):
+        at.selectbox(key=key).set_value(value)
+    for key in ("ex_num_gpus", "ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate", "ex_grad_accum"):
+        at.number_input(key=key).set_value(1)
+    at.number_input(key="ex_micro_batch").set_value(64).run()
+    (warning,) = at.warning
+    need = e.memory.reserved_gib + DEFAULT_SETTINGS.cuda_context_bytes / 2**30
+    fix = fix_text(ZH, e.fix_hints)
+    assert warning.value == ZH("ex_over_memory_try", need=need, usable=e.memory.usable_gib, fix=plain(fix))
+    assert "64" in fix and "tp=2" in fix and not english_sentences(warning.value)
