@@ -210,7 +210,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.HF_HEADS_HIDDEN: "{where}: {heads} attention heads do not divide hidden size {hidden}",
     _C.HF_KV_HEADS: "{where}: {kv_heads} key/value heads do not divide {heads} attention heads",
     _C.HF_EXPERTS_PER_TOKEN: "{where}: num_experts_per_tok exceeds num_local_experts",
-    # ``detail``: ModelSpec's own refusal, one line.
+    # ``detail``: ModelSpec's own refusal, one line; ``rule`` and its figures, when it has a code.
     _C.HF_DIMENSIONS: "{where}: invalid model dimensions: {detail}",
     _C.HF_NOT_INTEGER: "{where}: {field!r} must be an integer, got {value}",
     _C.HF_OUT_OF_RANGE: "{where}: {field!r} = {value} is out of range (1..{limit})",

@@ -316,6 +316,14 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{where}: invalid model dimensions",
         "{where}：模型尺寸无效（英文页面给出详细原因）",
     ),
+    "reason_hf_dimensions_rule": (
+        "{where}: invalid model dimensions: {reason}",
+        "{where}：模型尺寸无效：{reason}",
+    ),
+    "reason_hf_head_dim_odd": (
+        "head_dim {head_dim} is odd: RoPE needs an even one",
+        "每个头的维度 head_dim={head_dim} 为奇数：RoPE 需要偶数维度",
+    ),
     "reason_hf_not_integer": (
         "{where}: {field!r} must be an integer, got {value}",
         "{where}：{field!r} 必须是整数，实际是 {value}",

@@ -146,6 +146,16 @@ CONFIG_REASONS = Reasons({
     _C.UNKNOWN_PRESET: "reason_unknown_preset",
     _C.UNKNOWN_MODEL: "reason_unknown_model",
 }, fallback="reason_config_other")  # fmt: skip
+# ModelSpec's rules inside a config.json's refusal: a config may set head_dim itself.
+CONFIG_MODEL_REASONS = Reasons({**MODEL_REASONS.labels, _C.HEAD_DIM_ODD: "reason_hf_head_dim_odd"})
+# The keys of a config.json that ModelSpec's rules cite (a custom model's are its labels on screen).
+CONFIG_FIELD_NAMES = {
+    "custom_hidden": "hidden_size",
+    "custom_heads": "num_attention_heads",
+    "custom_kv_heads": "num_key_value_heads",
+    "custom_experts": "num_local_experts",
+    "custom_experts_per_token": "num_experts_per_tok",
+}
 # Every table, so a test can check that each code has a label.
 ALL_REASONS = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS, CONFIG_REASONS)
 
@@ -159,6 +169,17 @@ def fix_text(tr: Labels, hints: Sequence[FixHint]) -> str:
     if tr.lang == "en":
         return FixHint.joined(hints)
     return tr("fix_join").join(tr(FIX_LABELS[hint.code], **hint.figures) for hint in hints)
+
+
+def config_reason_text(tr: Labels, refused: Refusal) -> str:
+    """A config.json's refusal in the page's language; invalid dimensions name ModelSpec's rule
+    (its code in the figures' ``rule``) in that rule's own label."""
+    rule = refused.figures.get("rule")
+    if tr.lang == "en" or refused.code is not RuleCode.HF_DIMENSIONS or not isinstance(rule, str):
+        return reason_text(tr, refused, CONFIG_REASONS)
+    inner = Refusal(refused.message, RuleCode(rule), refused.figures)
+    reason = reason_text(tr, inner, CONFIG_MODEL_REASONS, **CONFIG_FIELD_NAMES)
+    return tr("reason_hf_dimensions_rule", where=refused.figures["where"], reason=reason)
 
 
 def reason_key(refused: Refusal, reasons: Reasons) -> str:

@@ -31,7 +31,7 @@ from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
 from ui.i18n import LANGUAGE_NAMES, Labels
-from ui.reasons import CALIBRATION_REASONS, CONFIG_REASONS, MODEL_REASONS, Refusal, reason_text, refusal
+from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, Refusal, config_reason_text, reason_text, refusal
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -138,7 +138,7 @@ def sidebar_model(tr: Labels) -> ModelSpec | None:
             st.error(tr("upload_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
             return None
         except ValueError as exc:  # the reader's rule in the page's language (ui/reasons.py)
-            st.error(tr("bad_config", error=reason_text(tr, refusal(exc), CONFIG_REASONS)))
+            st.error(tr("bad_config", error=config_reason_text(tr, refusal(exc))))
             return None
     return custom_model(tr)
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from planner.catalog import hf_dense as dense
 from planner.catalog import hf_moe as moe
 from planner.catalog.hf_keys import HfConfig
-from planner.errors import RuleCode, RuleViolation
+from planner.errors import RuleCode, RuleViolation, rule_violation
 from planner.fmt import one_line
 from planner.limits import read_input
 from planner.model.spec import ModelSpec
@@ -113,4 +113,6 @@ def _model_from(cfg: HfConfig, default_name: str) -> ModelSpec:
     try:
         return ModelSpec(name=str(name), family=family, **fields)
     except ValidationError as exc:
-        raise cfg.error(RuleCode.HF_DIMENSIONS, detail=one_line(exc, where=False, keep_prefix=True)) from None
+        inner = rule_violation(exc)  # ModelSpec's own rule (``rule``, its figures): the app words it
+        rule = {} if inner is None else {"rule": inner.code.value, **inner.figures}
+        raise cfg.error(RuleCode.HF_DIMENSIONS, detail=one_line(exc, where=False, keep_prefix=True), **rule) from None

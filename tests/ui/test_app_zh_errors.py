@@ -11,15 +11,17 @@ from support import DATA
 from support.app import EN, ZH, english_sentences, open_tab, request_for, run_app
 
 from planner.api import build_plan
-from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES
+from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config
+from planner.errors import RuleCode
 from planner.layout import Layout, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import FixHint
 from planner.rule_codes import FIX_TEMPLATES, FixCode
 from ui.i18n import all_labels, plain
-from ui.reasons import CONFIG_REASONS, FIX_LABELS, fix_text
+from ui.reasons import CONFIG_REASONS, FIX_LABELS, config_reason_text, fix_text, refusal
 
 MISTRAL = json.loads((DATA / "hf_configs" / "mistral.json").read_text())
+NEMOTRON = json.loads((DATA / "hf_configs" / "nemotron.json").read_text())
 
 
 def upload(tr, name: str, content: bytes) -> list[str]:
@@ -62,6 +64,28 @@ def test_each_config_refusal_has_its_own_chinese_sentence(content, key, figures)
     assert key in CONFIG_REASONS.labels.values()
     assert error == ZH("bad_config", error=ZH(key, where="bad.json", **figures))
     assert not english_sentences(error)
+
+
+@pytest.mark.parametrize(
+    ("changes", "label", "figures"),
+    [
+        ({"head_dim": 127}, "reason_hf_head_dim_odd", {"head_dim": 127}),
+        ({"model_type": "nemotron", "partial_rotary_factor": 0.2}, "reason_rotary_odd", {"rotary_dim": 25}),
+    ],
+    ids=["head_dim_odd", "rotary_odd"],
+)
+def test_invalid_dimensions_name_modelspecs_rule_in_chinese(tmp_path, changes, label, figures):
+    """ModelSpec's refusal inside a config's (HF_DIMENSIONS) is worded by its own rule's label."""
+    path = tmp_path / "odd.json"
+    base = NEMOTRON if changes.get("model_type") == "nemotron" else MISTRAL
+    path.write_text(json.dumps({**base, **changes}))
+    with pytest.raises(ValueError) as refused:
+        model_from_hf_config(path)
+    shown = refusal(refused.value)
+    assert shown.code == RuleCode.HF_DIMENSIONS, shown.message
+    expected = ZH("reason_hf_dimensions_rule", where=str(path), reason=ZH(label, **figures))
+    assert config_reason_text(ZH, shown) == expected and not english_sentences(expected)
+    assert config_reason_text(EN, shown) == shown.message
 
 
 # --------------------------------------------------------------------------- the explorer's fix
