@@ -26,6 +26,7 @@ from planner.model.structure import first_structural_problem, first_structural_v
 from planner.plan import (
     Estimate,
     EstimateLayout,
+    FixHint,
     GoodputEstimate,
     MemoryEstimate,
     MemoryTerms,
@@ -36,6 +37,7 @@ from planner.plan import (
     TimeTerms,
     fullest_node,
 )
+from planner.rule_codes import FixCode
 from planner.units import GIB, SECONDS_PER_HOUR
 
 
@@ -166,7 +168,7 @@ def memory_fix_hint(
     model: ModelSpec,
     *,
     gpus_per_node: int,
-) -> str:
+) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
     named unsized): sharding splits only the states (params, grads,
@@ -178,18 +180,18 @@ def memory_fix_hint(
     states = terms.states * need_gib / max(terms.total, 1e-9)
     hints = []
     if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:  # a large share left unsharded
-        hints.append("shard parameters, gradients and optimizer states with FSDP (sharding fsdp)")
+        hints.append(FixHint(code=FixCode.SHARD_FSDP))
     elif states > excess:  # FSDP over k x more ranks frees (1 - 1/k) of the states
         k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None)
         if k is not None:
             # A degree of this layout, not a GPU count (with tp or pp the job needs more GPUs).
             hints.append(
-                f"shard with FSDP over a group of at least {layout.dp_shard * k} (dp_shard now {layout.dp_shard})"
+                FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * k, "dp_shard": layout.dp_shard})
             )
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
-        hints.append("enable full activation checkpointing")
+        hints.append(FixHint(code=FixCode.FULL_AC))
     if training.micro_batch > 1:
-        hints.append(f"lower the micro-batch below {training.micro_batch}")
+        hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
     splittable = need_gib - terms.misc
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
     tp = next(
@@ -204,10 +206,10 @@ def memory_fix_hint(
         None,
     )
     if tp is not None:
-        hints.append(f"use tp={tp} (now {layout.tp})")
+        hints.append(FixHint(code=FixCode.TP, figures={"tp": tp, "now": layout.tp}))
     elif layout.pp < model.num_layers:
-        hints.append(f"split the layers over more pipeline stages (pp > {layout.pp})")
-    return "; or ".join(hints) if hints else "use a GPU with more memory"
+        hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
+    return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
 
 
 def estimate(
@@ -245,20 +247,22 @@ def estimate(
     usable = usable_capacity(cap, settings.memory_headroom)
     feasible = bool(s.fits[0])
     terms = MemoryTerms(**s.memory.as_gib())
-    reason = fix = None
+    reason = None
+    fixes: tuple[FixHint, ...] = ()
     if not feasible and need > usable:
         reason = (
             f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
             f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
-        fix = memory_fix_hint(need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node)
+        fixes = memory_fix_hint(need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node)
     elif not feasible:
-        reason, fix = host_memory_words(model, c, settings)
+        reason, fixes = host_memory_words(model, c, settings)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     return Estimate(
         feasible=feasible,
         reason=reason,
-        fix=fix,
+        fix=FixHint.joined(fixes) if fixes else None,
+        fix_hints=fixes,
         gpu=gpu_spec.id,
         num_gpus=num_gpus,
         num_nodes=int(c.num_nodes[0]),

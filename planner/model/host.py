@@ -17,6 +17,8 @@ from planner.model.candidates import SHARD_ZERO1, Candidates
 from planner.model.memory import busiest_stage, state_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.plan import FixHint
+from planner.rule_codes import FixCode
 from planner.units import GIB
 
 __all__ = [
@@ -70,7 +72,9 @@ def host_adam_seconds(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     return np.where(c.offload.astype(bool), params / s.host_adam_params_per_s, 0.0)
 
 
-def host_memory_words(model: ModelSpec, c: Candidates, s: ModelingSettings, row: int = 0) -> tuple[str, str]:
+def host_memory_words(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, row: int = 0
+) -> tuple[str, tuple[FixHint, ...]]:
     """The reason and fix of a configuration whose offloaded states overflow the host."""
     need = float(host_need_bytes(model, c, s)[row]) / GIB
     usable = float(host_capacity_bytes(c, s)[row]) / GIB
@@ -79,7 +83,7 @@ def host_memory_words(model: ModelSpec, c: Candidates, s: ModelingSettings, row:
         f"its host allows {usable:,.0f} GiB ({usable / s.host_memory_usable_fraction:,.0f} GiB x "
         f"{s.host_memory_usable_fraction:.0%})"
     )
-    return reason, "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)"
+    return reason, (FixHint(code=FixCode.HOST_OFFLOAD),)
 
 
 def host_memory_gib(model: ModelSpec, c: Candidates, s: ModelingSettings, row: int = 0) -> dict[str, float]:

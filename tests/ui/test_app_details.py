@@ -30,7 +30,16 @@ from planner.rule_codes import TEMPLATES
 from ui import app_core, reasons
 from ui.i18n import all_labels, plain
 from ui.messages import idle_text, interval
-from ui.reasons import CALIBRATION_REASONS, LAYOUT_REASONS, MODEL_REASONS, Refusal, reason_key, reason_text, refusal
+from ui.reasons import (
+    CALIBRATION_REASONS,
+    LAYOUT_REASONS,
+    MODEL_REASONS,
+    Refusal,
+    fix_text,
+    reason_key,
+    reason_text,
+    refusal,
+)
 
 
 @pytest.fixture
@@ -335,7 +344,8 @@ def test_explorer_memory_refusal_counts_the_cuda_context_in_both_languages():
         at.number_input(key="ex_micro_batch").set_value(64).run()
         (warning,) = at.warning
         if tr is ZH:
-            assert warning.value == ZH("ex_over_memory", need=need, usable=usable) and need > usable
+            fix = plain(fix_text(ZH, e.fix_hints))
+            assert warning.value == ZH("ex_over_memory_try", need=need, usable=usable, fix=fix) and need > usable
             assert not english_sentences(warning.value)
         else:
             assert warning.value == EN("ex_does_not_fit", reason=plain(e.reason), fix=plain(e.fix or ""))

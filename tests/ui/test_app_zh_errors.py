@@ -113,11 +113,6 @@ def test_every_fix_hint_has_a_chinese_label_with_its_figures():
     assert fix_text(ZH, hints) == "开启完整的激活重计算；或者使用 tp=4（当前 1）"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the producer: planner/model/estimate.py memory_fix_hint and host.py must return FixHint tuples "
-    "and fill Estimate.fix_hints (planner/model/ is another session's; see the report of issue 30)",
-)
 def test_the_explorers_does_not_fit_names_the_fix_in_chinese():
     request = request_for()
     training = TrainingConfig(seq_len=2048, micro_batch=64, impl=request.impl)
