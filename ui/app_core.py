@@ -438,7 +438,13 @@ def solve_jobs(
                 "job": a.job,
                 "gpu": a.gpu_id,
                 "num_gpus": a.num_gpus,
-                "layout": a.label,
+                "layout": a.plan.layout.describe(),
+                # (micro-batch, accumulation, checkpointing): worded per page by the view
+                "training": (
+                    a.plan.training.micro_batch,
+                    a.plan.training.grad_accum,
+                    a.plan.training.activation_checkpointing.value,
+                ),
                 "start_days": a.start_s / SECONDS_PER_DAY,
                 "end_days": a.end_s / SECONDS_PER_DAY,
                 "cost_usd": a.cost_usd,

@@ -7,6 +7,7 @@ Jobs are added from the sidebar, and updated or removed one at a time.
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest
@@ -110,12 +111,21 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd))
     idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
     done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
+    frame = with_training_words(outcome.frame, tr)
     formats = {"start_days": "%,.1f", "end_days": "%,.1f", "cost_usd": "$%,.0f"}
     st.dataframe(
-        outcome.frame.rename(columns=lambda c: tr(f"col_{c}")),
+        frame.rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
         placeholder=app_core.BLANK,
         key="portfolio_table",
         column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
     )
-    st.plotly_chart(figures.portfolio_figure(outcome.frame, tr), key="chart_portfolio")
+    st.plotly_chart(figures.portfolio_figure(frame, tr), key="chart_portfolio")
+
+
+def with_training_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:
+    """The jobs' layouts with their training in the page's language (``figures.training_words``;
+    the planner's label says 'mb 2 x 8 | ac full' in English)."""
+    pairs = zip(frame["layout"], frame["training"], strict=True)
+    words = [f"{layout} · {figures.training_words(tr, *training)}" for layout, training in pairs]
+    return frame.drop(columns="training").assign(layout=words)

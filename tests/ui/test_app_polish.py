@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.app import CATALOG, EN, ZH, open_tab, planned, request_for, run_app
+from support.app import CATALOG, EN, ZH, open_tab, planned, request_for, run_app, table
 
 
 def test_the_open_tab_survives_a_portfolio_mode_round_trip():
@@ -156,3 +156,15 @@ def test_the_apps_own_refusals_speak_the_pages_language(tmp_path, tr):
     for folder, key in (("empty", "run_no_job"), ("broken", "run_bad_job")):
         at = open_tab(run_app(lang=tr.lang, run_dir=str(tmp_path / folder)), "tab_run", tr)
         assert [e.value for e in at.error] == [tr(key, path=plain(str(tmp_path / folder)))]
+
+
+def test_the_portfolio_table_words_each_jobs_training_in_chinese():
+    """The jobs' layout column was the planner's English label ('| mb 1 x 8 | ac none'); on the
+    中文 page the training part is worded as the chart hovers word it (issue 30)."""
+    at = run_app(lang="zh", portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    layouts = list(table(at, ZH("col_start_days"))[ZH("col_layout")])
+    assert layouts and all("微批" in text and "激活重计算" in text for text in layouts), layouts
+    assert not any(" | mb " in text or "| ac " in text for text in layouts), layouts
