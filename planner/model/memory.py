@@ -8,25 +8,16 @@ against measured FSDP2 runs in tests/planner/test_calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
 
 import numpy as np
 
-from planner.model.attention_scores import (
-    backward_bytes_per_score,
-    saved_bytes_per_score,
-    scores_per_microbatch,
-    scores_per_token,
-)
-from planner.model.block import block_table, root_table
+from planner.model.block import block_table
 from planner.model.block_rows import Part
 from planner.model.candidates import (
     AC_ATTENTION,
     AC_BLOCKS,
     AC_FULL,
     AC_SELECTIVE,
-    IMPL_HF,
-    PREC_FP8,
     PREC_FP32,
     SHARD_FSDP,
     SHARD_ZERO1,
@@ -35,19 +26,21 @@ from planner.model.candidates import (
 )
 from planner.model.flops import checkpointed_blocks, chunked_loss, recompute_fraction
 from planner.model.moe import (
-    busiest_rank_load,
-    expert_view,
-    grouped_mlp_saved_bytes_per_token,
     held_fraction,
     routed_expert_params_per_layer,
 )
 from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
 from planner.model.rowwise import MEMORY_COLUMNS, once_per_table, per_distinct_row
+from planner.model.saved_bytes import block_activation_bytes_per_token as block_activation_bytes_per_token
+from planner.model.saved_bytes import block_input_bytes_per_token as block_input_bytes_per_token
+from planner.model.saved_bytes import compute_dtype_bytes as compute_dtype_bytes
+from planner.model.saved_bytes import native_saved_bytes as native_saved_bytes
+from planner.model.saved_bytes import norm_saved_bytes as norm_saved_bytes
+from planner.model.saved_bytes import score_backward_bytes as score_backward_bytes
+from planner.model.saved_bytes import tp_gathered_bytes as tp_gathered_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES, GIB
-
-FP8_BYTES = 1.0
 
 
 def usable_capacity(capacity, headroom: float):
@@ -166,19 +159,6 @@ def busiest_stage_params(model: ModelSpec, c: Candidates) -> np.ndarray:
     return busiest_stage(model, c).total
 
 
-def compute_dtype_bytes(c: Candidates) -> np.ndarray:
-    """Bytes of a compute-dtype element: fp32 runs in fp32; bf16/fp16/fp8 keep bf16 weights."""
-    return np.where(c.precision == PREC_FP32, 4.0, 2.0)
-
-
-def tp_gathered_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Bytes of a tp-gathered block activation (a column-parallel linear's input): fp8 x tp on
-    native blocks casts it to float8 before the all-gather and the linears save that float8
-    copy (``fp8_tp_float8_all_gather``; trainer/tensor_parallel.py)."""
-    float8 = (c.precision == PREC_FP8) & (c.tp > 1) & (c.impl != IMPL_HF) & s.fp8_tp_float8_all_gather
-    return np.where(float8, FP8_BYTES, compute_dtype_bytes(c))
-
-
 def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """fp32 master params, full-step grads and AdamW moments per GPU, by sharding stage.
 
@@ -231,141 +211,6 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     return np.where(needs_copy, copies, 0.0)
 
 
-def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True, whole_dtype=None) -> np.ndarray:
-    """Bytes per local token of one part's saved tensors (``planner/model/block.py`` rows):
-    compute-dtype and fp32 tensors split by tp, whole ones (gathered for a column-parallel
-    linear, ``whole_dtype`` bytes each, default ``dtype``) on every rank, or split too where only
-    their sequence shard is kept (not ``gathered_kept``: ``ModelingSettings.sp_saves_gathered_inputs``);
-    context-parallel-gathered ones for ``kv_tokens_per_token`` tokens; each row ``copies`` times
-    (per routed expert)."""
-    assert all(t.tp_split or not t.fp32 for t in tensors), "whole fp32 tensors are not modelled"
-    total: Any = None  # an array after the first non-empty part
-    for rows, size, split in (
-        ([t for t in tensors if t.tp_split and not t.fp32], dtype, True),
-        ([t for t in tensors if t.tp_split and t.fp32], FP32_BYTES, True),
-        ([t for t in tensors if not t.tp_split], dtype if whole_dtype is None else whole_dtype, False),
-    ):
-        if not rows:
-            continue
-        # copies: per routed expert (MoE); shared experts' rows have one.
-        elements = sum(t.elements * t.copies for t in rows if not t.cp_gathered)
-        gathered = sum(t.elements * t.copies for t in rows if t.cp_gathered)
-        if gathered:
-            elements = elements + gathered * kv_tokens_per_token
-        term = elements * size / tp if (split or not gathered_kept) else elements * size
-        total = term if total is None else total + term
-    return total
-
-
-def native_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None):
-    """``saved_bytes`` of native block rows as the stack keeps them: a fused gated activation
-    that saves only its input drops its output (``fused_glu_saves_input_only``), a recomputed
-    module its outputs (``recompute_modules``); FP8 linears that save their quantised input
-    (``fp8_saves_float8_linear_inputs``) keep the linear-only inputs in 1 byte and add a 1-byte
-    copy of the shared ones."""
-    rows = tuple(t for t in rows if not (s.fused_glu_saves_input_only and t.fused_glu_output))
-    every = _stack_saved_bytes(rows, c, s, kv_tokens_per_token, whole_dtype)
-    if not s.recompute_modules:
-        return every
-    # Only native blocks recompute modules (flops.module_recompute_share): HF ones save them all.
-    kept = tuple(t for t in rows if t.recompute not in s.recompute_modules)
-    return np.where(c.impl == IMPL_HF, every, _stack_saved_bytes(kept, c, s, kv_tokens_per_token, whole_dtype))
-
-
-def _stack_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token, whole_dtype) -> np.ndarray:
-    """``native_saved_bytes`` of rows already filtered: the FP8 linear-input rule."""
-    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
-    whole = dtype if whole_dtype is None else whole_dtype
-    float8 = (c.precision == PREC_FP8) & s.fp8_saves_float8_linear_inputs
-    linear_dtype, linear_whole = np.where(float8, FP8_BYTES, dtype), np.where(float8, FP8_BYTES, whole)
-    total = np.zeros(len(c))
-    groups = (
-        ([t for t in rows if not t.linear_input], dtype, whole),
-        ([t for t in rows if t.linear_input], linear_dtype, linear_whole),
-        (
-            [t for t in rows if t.shared_linear_input],
-            np.where(float8, FP8_BYTES, 0.0),
-            np.where(float8, FP8_BYTES, 0.0),
-        ),
-    )
-    for group, size, whole_size in groups:
-        if group:
-            total = total + saved_bytes(group, size, c.tp, kv_tokens_per_token, kept, whole_size)
-    return total
-
-
-def _saved_by_impl(
-    native_rows, hf_rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None
-) -> np.ndarray:
-    """``native_saved_bytes`` of the native blocks' rows, or ``saved_bytes`` per row of the
-    Hugging Face blocks' where they differ (HF's eager RMSNorm)."""
-    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
-    native = native_saved_bytes(native_rows, c, s, kv_tokens_per_token, whole_dtype)
-    if hf_rows == native_rows:
-        return native
-    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token, kept), native)
-
-
-def norm_saved_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Bytes one norm saves per token (the final norm's rows in ``planner/model/block.py``).
-
-    HF LlamaRMSNorm upcasts to fp32 (saved by pow/mul: 4h), saves the normalised bf16 value for
-    the weight multiply (2h) and its output is saved by the next linear (2h): 8h. A fused norm
-    (F.rms_norm / nn.LayerNorm) saves its input and output only: 4h. With tensor + sequence
-    parallelism the norm runs on 1/tp of the sequence, but the gathered output that feeds the
-    column-parallel linear is whole.
-    """
-    return _saved_by_impl(root_table(model).final_norm_saved, root_table(model, True).final_norm_saved, c, s)
-
-
-def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> dict[str, np.ndarray]:
-    """Bytes saved for backward by one block per local token (no recompute), split by part:
-    the ``saved`` rows of ``planner/model/block.py`` (q, k, v, attention output and fp32 LSE;
-    SwiGLU's gate, SiLU output, up and product or GeLU's fc1 and GeLU outputs, per routed
-    expert; the two norms); attention that materialises its scores (no flash attention, eager
-    soft-capped attention: planner/model/attention_scores.py) adds what it saves of them to the attention
-    part, seq_len x heads / tp scores per local token at ``saved_bytes_per_score``."""
-    # All-gather context parallelism keeps the K and V of the whole sequence (cp x the local
-    # tokens) for the attention backward; ring attention keeps only its own.
-    kv_tokens_per_token = np.where(s.cp_ring_attention, 1.0, c.cp)
-    native, hf = block_table(model), block_table(model, hf_modules=True)
-    load = busiest_rank_load(c, s)  # MoE: the busiest ep rank's routed copies over the mean
-
-    def kept(part: Part, routed: bool) -> np.ndarray:
-        native_rows, hf_rows = (tuple(t for t in table.saved_in(part) if t.routed == routed) for table in (native, hf))
-        # Routed copies live on the expert's rank: split by etp, on the tokens the rank routes.
-        view, share = (expert_view(c), 1.0 / c.expert_token_split) if routed else (c, 1.0)
-        whole = tp_gathered_bytes(c, s)
-        return _saved_by_impl(native_rows, hf_rows, view, s, kv_tokens_per_token, whole_dtype=whole) * share
-
-    saved = {}
-    for part in native.saved_parts:
-        # A grouped expert MLP saves its own set per routed copy; the shared experts stay local.
-        grouped = part == Part.MLP and model.is_moe and s.moe_grouped_mlp
-        routed = grouped_mlp_saved_bytes_per_token(model, c, s) if grouped else kept(part, True)
-        saved[part.value] = kept(part, False) + routed * load
-    saved[Part.ATTENTION.value] = saved[Part.ATTENTION.value] + score_saved_bytes_per_token(model, c, s)
-    return saved
-
-
-def score_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """What a block saves of its materialised attention scores per local token (zero under
-    flash attention). Like every saved row it is kept per block in flight and dropped for a
-    checkpointed block, which keeps its input only."""
-    return scores_per_token(model, c) * saved_bytes_per_score(model, c, s)
-
-
-def score_backward_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Gradient temporaries of one block's materialised scores during its attention backward,
-    per micro-batch, above what the block saved (zero under flash attention)."""
-    return scores_per_microbatch(model, c) * backward_bytes_per_score(model, c, s)
-
-
-def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """What a fully checkpointed block keeps: its input (sequence-sharded under TP)."""
-    return saved_bytes((block_table(model).checkpoint,), compute_dtype_bytes(c), c.tp)
-
-
 def activation_bytes(
     model: ModelSpec,
     c: Candidates,
@@ -375,30 +220,64 @@ def activation_bytes(
 ) -> np.ndarray:
     """Activations saved for backward by all in-flight micro-batches of one pp rank
     (``per_token``: ``block_activation_bytes_per_token``, where the caller has it)."""
+    return activation_terms(model, c, s, rank, per_token).saved(c)
+
+
+@dataclass(frozen=True)
+class ActivationTerms:
+    """One pp rank's activations but for the checkpointing: per micro-batch, a block's saved
+    bytes (``full``) and a checkpointed block's (``kept``, its input); ``saved`` combines them."""
+
+    layers: np.ndarray
+    full: np.ndarray
+    kept: np.ndarray
+    attention_kept: np.ndarray  # each block's attention sub-layer checkpointed: it keeps its input
+    resident: np.ndarray  # offloaded blocks (Megatron-Core, no recompute) leave by the forward's end
+    in_flight: np.ndarray
+    last_norm: np.ndarray
+
+    def saved(self, c: Candidates) -> np.ndarray:
+        """Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2);
+        blocks = the first ac_blocks of the rank (flops.checkpointed_blocks)."""
+        n, full, kept = self.layers, self.full, self.kept
+        per_microbatch = np.select(
+            [c.ac == AC_SELECTIVE, c.ac == AC_FULL, c.ac == AC_BLOCKS, c.ac == AC_ATTENTION],
+            [
+                np.ceil(n / 2) * full + np.floor(n / 2) * kept,
+                n * kept,
+                self._blocks(checkpointed_blocks(c, n)),
+                n * self.attention_kept,
+            ],
+            self.resident * full,
+        )
+        return per_microbatch * self.in_flight + self.last_norm
+
+    def of_blocks(self, count) -> np.ndarray:
+        """``saved`` of ``blocks`` rows that checkpoint ``count`` blocks: the same floats."""
+        return self._blocks(np.minimum(count, self.layers)) * self.in_flight + self.last_norm
+
+    def _blocks(self, checkpointed) -> np.ndarray:
+        return (self.layers - checkpointed) * self.full + checkpointed * self.kept
+
+
+def activation_terms(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank, per_token: PerToken | None = None
+) -> ActivationTerms:
+    """``activation_bytes``' terms, before the rank's checkpointing picks among them."""
     tokens = c.micro_batch * c.seq_len / c.cp
     per_token = block_activation_bytes_per_token(model, c, s) if per_token is None else per_token
     full = sum(per_token.values()) * tokens
     kept = block_input_bytes_per_token(model, c) * tokens
     n = rank.layers
-    # Offloaded blocks (Megatron-Core, no recompute only) leave the device by the forward's end.
-    resident = np.maximum(n - s.offloaded_activation_blocks, 0)
-    # Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2);
-    # blocks = the first ac_blocks of the rank (flops.checkpointed_blocks).
-    # attention = each block's attention sub-layer checkpointed: it keeps its input instead.
-    checkpointed = checkpointed_blocks(c, n)
-    attention_kept = full - per_token[Part.ATTENTION.value] * tokens + kept
-    per_microbatch = np.select(
-        [c.ac == AC_SELECTIVE, c.ac == AC_FULL, c.ac == AC_BLOCKS, c.ac == AC_ATTENTION],
-        [
-            np.ceil(n / 2) * full + np.floor(n / 2) * kept,
-            n * kept,
-            (n - checkpointed) * full + checkpointed * kept,
-            n * attention_kept,
-        ],
-        resident * full,
+    return ActivationTerms(
+        layers=n,
+        full=full,
+        kept=kept,
+        attention_kept=full - per_token[Part.ATTENTION.value] * tokens + kept,
+        resident=np.maximum(n - s.offloaded_activation_blocks, 0),
+        in_flight=rank.in_flight,
+        last_norm=np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0),
     )
-    last_norm = np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0)
-    return per_microbatch * rank.in_flight + last_norm
 
 
 def recompute_bytes(
@@ -447,42 +326,82 @@ def stage_memory(
 ) -> MemoryBreakdown:
     """One pp rank's peak (the only rank when pp is 1); ``shared``: what every rank has alike,
     ``block_activation_bytes_per_token`` and ``block_backward_bytes`` (``_memory``)."""
+    terms = stage_terms(model, c, s, rank, shared)
+    return terms.breakdown(terms.activations.saved(c), s)
+
+
+@dataclass(frozen=True)
+class StageTerms:
+    """One pp rank's memory terms that do not depend on how many blocks a ``blocks`` row
+    checkpoints (``stage_terms``): ``breakdown`` adds its activations."""
+
+    params: np.ndarray
+    grads_full: np.ndarray
+    grads_during: np.ndarray
+    moments: np.ndarray
+    unsharded: np.ndarray
+    loss: np.ndarray
+    transient: np.ndarray
+    peak_b: np.ndarray
+    misc: np.ndarray
+    memory_factor: np.ndarray
+    activations: ActivationTerms
+
+    def breakdown(self, acts: np.ndarray, s: ModelingSettings) -> MemoryBreakdown:
+        peak_a, peak, correction, reserved = self._peaks(acts, s)
+        at_a = peak_a >= self.peak_b
+        return MemoryBreakdown(
+            params=self.params,
+            grads=np.where(at_a, self.grads_during, self.grads_full),
+            optimizer=self.moments,
+            unsharded_params=self.unsharded,
+            activations=np.where(at_a, acts, 0.0),
+            logits_loss=np.where(at_a, self.transient, 0.0),
+            misc=self.misc,
+            measured_correction=correction,
+            peak_allocated=peak,
+            reserved=reserved,
+            device_total=reserved + s.cuda_context_bytes,
+        )
+
+    def device_total(self, acts: np.ndarray, s: ModelingSettings) -> np.ndarray:
+        """``breakdown(acts, s).device_total`` alone."""
+        return self._peaks(acts, s)[3] + s.cuda_context_bytes
+
+    def _peaks(self, acts: np.ndarray, s: ModelingSettings) -> tuple[np.ndarray, ...]:
+        # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
+        peak_a = self.params + self.moments + self.unsharded + self.grads_during + acts + self.transient
+        peak = np.maximum(peak_a, self.peak_b) + self.misc
+        correction = (self.memory_factor - 1.0) * peak  # a measured job's, on the modelled peak
+        peak = peak + correction
+        return peak_a, peak, correction, reserved_bytes(peak, self.loss, self.grads_full, s)
+
+
+def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank, shared: Shared) -> StageTerms:
+    """``stage_memory``'s terms, before the activations."""
     per_token, block_backward = shared
     stage = stage_params(model, c, rank)
     params, grads_full, moments = state_bytes(stage, c, s)
     unsharded = unsharded_param_bytes(stage, c, s)
-    acts = activation_bytes(model, c, s, rank, per_token)
     loss = logits_loss_bytes(model, c, s) * np.where(rank.head, 1.0, 0.0)
-    # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
     unsharded_grads = stage.held / c.tp * s.grad_bytes * ~c.offload.astype(bool)
-    grads_during = np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0)
-    misc = np.full(len(c), s.misc_allocated_bytes)
-    # The loss buffers are gone before the first block is recomputed: the larger one counts.
-    transient = np.maximum(loss, block_backward)
-    peak_a = params + moments + unsharded + grads_during + acts + transient
-    # Peak B: end of backward, all gradients materialised, activations freed; with bf16 gradient
-    # buffers the sharded optimizer also holds an fp32 copy of its gradient shard for the step
-    # (Megatron-Core docs/source/api-guide/dist_optimizer.md: 4 + 16/d bytes per parameter).
-    peak_b = params + moments + unsharded + grads_full + optimizer_grad_copy_bytes(stage, c, s)
-    peak = np.maximum(peak_a, peak_b) + misc
-    correction = (c.memory_factor - 1.0) * peak  # a measured job's, on the modelled peak
-    peak = peak + correction
-    grads = np.where(peak_a >= peak_b, grads_during, grads_full)
-    reserved = reserved_bytes(peak, loss, grads_full, acts, c, s)
-    device_total = reserved + s.cuda_context_bytes
-    return MemoryBreakdown(
+    return StageTerms(
         params=params,
-        grads=grads,
-        optimizer=moments,
-        unsharded_params=unsharded,
-        activations=np.where(peak_a >= peak_b, acts, 0.0),
-        logits_loss=np.where(peak_a >= peak_b, transient, 0.0),
-        misc=misc,
-        measured_correction=correction,
-        peak_allocated=peak,
-        reserved=reserved,
-        device_total=device_total,
+        grads_full=grads_full,
+        grads_during=np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0),
+        moments=moments,
+        unsharded=unsharded,
+        loss=loss,
+        # The loss buffers are gone before the first block is recomputed: the larger one counts.
+        transient=np.maximum(loss, block_backward),
+        # Peak B: end of backward, all gradients materialised, activations freed; with bf16 gradient
+        # buffers the sharded optimizer also holds an fp32 copy of its gradient shard for the step
+        # (Megatron-Core docs/source/api-guide/dist_optimizer.md: 4 + 16/d bytes per parameter).
+        peak_b=params + moments + unsharded + grads_full + optimizer_grad_copy_bytes(stage, c, s),
+        misc=np.full(len(c), s.misc_allocated_bytes),
+        memory_factor=c.memory_factor,
+        activations=activation_terms(model, c, s, rank, per_token),
     )
 
 
@@ -496,10 +415,9 @@ PerToken = dict[str, np.ndarray]  # what block_activation_bytes_per_token return
 Shared = tuple[PerToken, np.ndarray]  # with block_backward_bytes: alike on every pp rank
 
 
-def reserved_bytes(peak, loss, grads_full, acts, c: Candidates, s: ModelingSettings) -> np.ndarray:
+def reserved_bytes(peak, loss, grads_full, s: ModelingSettings) -> np.ndarray:
     """The caching allocator keeps freed blocks: the logits-sized buffers and the gradient
     churn of each step leave reserved-but-unallocated segments above the allocated peak."""
-    del acts, c
     slack = s.reserve_transient_fraction * loss / 3.0 + s.reserve_static_fraction * grads_full
     return peak + np.maximum(slack, s.reserve_floor_bytes)
 
@@ -512,11 +430,35 @@ def memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakd
 
 
 def _memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
+    return worst_stage([t.breakdown(t.activations.saved(c), s) for t in _stage_terms(model, c, s)])
+
+
+def stage_terms_of(model: ModelSpec, c: Candidates, s: ModelingSettings) -> tuple[StageTerms, ...]:
+    """``stage_terms`` of the ranks ``memory`` takes the worst of, once per distinct layout."""
+    return per_distinct_row(lambda rows: _stage_terms(model, rows, s), c, MEMORY_COLUMNS)
+
+
+def _stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings) -> tuple[StageTerms, ...]:
     # The terms every rank shares, once (each rank asked for them: a third of memory's work).
     per_token = block_activation_bytes_per_token(model, c, s)
     shared = (per_token, block_backward_bytes(model, c, s, per_token))
-    stages = [stage_memory(model, c, s, rank, shared) for rank in pipeline_ranks(model.num_layers, c)]
+    return tuple(stage_terms(model, c, s, rank, shared) for rank in pipeline_ranks(model.num_layers, c))
+
+
+def worst_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:
+    """Row by row, the breakdown of the rank with the largest ``device_total``."""
     worst = np.argmax(np.stack([m.device_total for m in stages]), axis=0)
     return MemoryBreakdown(
         **{f.name: np.choose(worst, [getattr(m, f.name) for m in stages]) for f in fields(MemoryBreakdown)}
     )
+
+
+def blocks_device_total(ranks: tuple[StageTerms, ...], count: np.ndarray, s: ModelingSettings) -> np.ndarray:
+    """``memory(...).device_total`` of ``blocks`` rows that checkpoint ``count`` blocks, from their
+    ranks' ``stage_terms``: the same floats, without re-evaluating the terms."""
+    return np.max(np.stack([t.device_total(t.activations.of_blocks(count), s) for t in ranks]), axis=0)
+
+
+def blocks_memory(ranks: tuple[StageTerms, ...], count: np.ndarray, s: ModelingSettings) -> MemoryBreakdown:
+    """``memory`` of those rows (``blocks_device_total``'s)."""
+    return worst_stage([t.breakdown(t.activations.of_blocks(count), s) for t in ranks])

@@ -15,15 +15,24 @@ import itertools
 import numpy as np
 
 from planner.model.candidates import AC_BLOCKS, AC_FULL, Candidates
-from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
+from planner.model.memory import (
+    MemoryBreakdown,
+    blocks_device_total,
+    blocks_memory,
+    fits,
+    stage_terms_of,
+    usable_capacity,
+)
 from planner.model.pipeline import rank_layers
-from planner.model.rowwise import distinct, rows_of, take
+from planner.model.rowwise import MEMORY_COLUMNS, distinct, rows_of, take
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
 # Chord steps before bisection (_fewest_that_fit): where memory is linear in the count the first
 # tries the count below the fewest and the second the fewest.
 CHORD_STEPS = 2
+# What a row's fewest count depends on: its memory's columns and its GPU's memory.
+FIT_COLUMNS = (*MEMORY_COLUMNS, "memory_bytes")
 
 
 def full_ac_blocks(num_layers: int, pp: np.ndarray, vpp: np.ndarray) -> np.ndarray:
@@ -52,10 +61,14 @@ def fit_ac_blocks(
     full = full_ac_blocks(model.num_layers, c.pp[blocks], c.vpp[blocks])
     rows = blocks[fits(mem.device_total[blocks], c.memory_bytes[blocks], s.memory_headroom)]
     if len(rows):
-        sub = take(c, rows)
-        chosen, sub_mem = _fewest_that_fit(model, sub, s, rows_of(mem, rows, len(c)))
-        c.ac_blocks[rows] = chosen
-        mem = _with_rows(mem, rows, sub_mem)
+        # Rows alike in their layout and their GPU's memory have the same fewest: once each.
+        first, inverse = distinct([np.asarray(getattr(c, name))[rows] for name in FIT_COLUMNS], len(rows))
+        once = rows[first]
+        chosen, fitted = _fewest_that_fit(model, take(c, once), s, rows_of(mem, once, len(c)))
+        moved = np.flatnonzero(chosen[inverse] != c.ac_blocks[rows])
+        c.ac_blocks[rows] = chosen[inverse]
+        if moved.size:
+            mem = _with_rows(mem, rows[moved], rows_of(fitted, inverse[moved], len(once)))
     if recode_full:
         # Every block checkpointed is full recompute: the same floats under either code.
         whole = blocks[c.ac_blocks[blocks] >= full]
@@ -73,22 +86,31 @@ def _fewest_that_fit(
     less its input per block checkpointed, until the rank's blocks run out or the end-of-step
     peak takes over, and the device total is the largest rank's. So after one block (the first
     step), the chord between a count that does not fit and one that does crosses the limit at a
-    count that fits, no lower than the fewest: each step evaluates ``memory`` one below that
-    crossing, on the rows still open, until the fewest is bracketed (one step where memory is
-    linear; ``CHORD_STEPS``, then halving the bracket, where it bends)."""
+    count that fits, no lower than the fewest: each step tries one below that crossing, on the
+    rows still open, until the fewest is bracketed (one step where memory is linear;
+    ``CHORD_STEPS``, then halving the bracket, where it bends). Only the activations depend on
+    the count: the ranks' other terms are evaluated once (``stage_terms_of``) and each try
+    re-adds the activations (``blocks_device_total``: the floats ``memory`` gives)."""
     limit = usable_capacity(c.memory_bytes, s.memory_headroom)
+    ranks = stage_terms_of(model, c, s)
     high, need_high = c.ac_blocks.copy(), at_high.device_total.copy()
     low, need_low = np.zeros_like(high), np.full(len(c), np.inf)
     for step in itertools.count():
         if not (open_ := np.flatnonzero(high - low > 1)).size:
             break
         trial = low[open_] + 1 if step == 0 else _next_count(step, open_, (low, need_low), (high, need_high), limit)
-        at_trial = memory(model, dataclasses.replace(take(c, open_), ac_blocks=trial), s)
-        ok = fits(at_trial.device_total, c.memory_bytes[open_], s.memory_headroom)
-        high[open_[ok]], need_high[open_[ok]] = trial[ok], at_trial.device_total[ok]
-        low[open_[~ok]], need_low[open_[~ok]] = trial[~ok], at_trial.device_total[~ok]
-        if ok.any():
-            at_high = _with_rows(at_high, open_[ok], rows_of(at_trial, np.flatnonzero(ok), len(open_)))
+        if len(open_) * 4 > len(c):  # on every row (most are open): cheaper than gathering terms
+            count = high.copy()
+            count[open_] = trial
+            at_trial = blocks_device_total(ranks, count, s)[open_]
+        else:
+            at_trial = blocks_device_total(rows_of(ranks, open_, len(c)), trial, s)
+        ok = fits(at_trial, c.memory_bytes[open_], s.memory_headroom)
+        high[open_[ok]], need_high[open_[ok]] = trial[ok], at_trial[ok]
+        low[open_[~ok]], need_low[open_[~ok]] = trial[~ok], at_trial[~ok]
+    moved = np.flatnonzero(high != c.ac_blocks)
+    if moved.size:
+        at_high = _with_rows(at_high, moved, blocks_memory(rows_of(ranks, moved, len(c)), high[moved], s))
     return high, at_high
 
 

@@ -4,6 +4,8 @@ no and full recompute, the search gives each ``blocks`` row the fewest blocks th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -14,11 +16,11 @@ from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, TrainingConfig
 from planner.model.candidates import AC_BLOCKS, AC_FULL, single
 from planner.model.flops import hardware_flops_per_token
-from planner.model.memory import activation_bytes, fits, memory
-from planner.model.partial_recompute import full_ac_blocks
+from planner.model.memory import MemoryBreakdown, activation_bytes, fits, memory
+from planner.model.partial_recompute import fit_ac_blocks, full_ac_blocks
 from planner.model.pipeline import pipeline_ranks
 from planner.model.rowwise import take
-from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.settings import DEFAULT_SETTINGS, Stack
 from planner.request import request_settings
 from planner.search.score import candidate_table, search_space
 from planner.search.space import build_candidates
@@ -144,3 +146,35 @@ def test_attention_recompute_drops_the_attention_activations_for_its_forward():
     steps = [e.time.step_s for e in (none, attention, full)]
     assert steps[0] < steps[1] < steps[2]
     assert none.throughput.hfu == none.throughput.mfu < attention.throughput.hfu
+
+
+@pytest.mark.parametrize(
+    "preset,stack",
+    (("llama3-70b", Stack.TRAINPLAN), ("mixtral-8x7b", Stack.MEGATRON_CORE), ("gemma2-9b", Stack.HF_TRAINER)),
+)
+def test_the_fit_is_the_fewest_that_fit_with_memorys_floats(preset, stack):
+    """``fit_ac_blocks`` (counts from the ranks' count-free terms) on whole tables: every row that
+    fits at its full count gets a count that fits, one fewer does not, and the memory it returns
+    is ``memory``'s at the counts it chose, bit for bit."""
+    request = PlanRequest(
+        model=get_preset(preset),
+        training_tokens=1e11,
+        gpus=dict.fromkeys(("h100-sxm", "a100-40gb-sxm", "l40s", "mi300x")),
+        max_gpus=64,
+        stack=stack,
+        activation_checkpointing=(AC.BLOCKS,),
+    )
+    s, space = request_settings(request), search_space(request)
+    c = build_candidates(request.model, load_catalog(), {g: 64 for g in request.gpus or {}}, space)
+    before = memory(request.model, c, s)
+    rows = np.flatnonzero(fits(before.device_total, c.memory_bytes, s.memory_headroom))
+    fitted = fit_ac_blocks(request.model, c, s, before, recode_full=False)
+    assert (c.ac == AC_BLOCKS).all() and len(rows) > 100
+    at = memory(request.model, c, s)
+    for f in dataclasses.fields(MemoryBreakdown):
+        assert np.array_equal(getattr(fitted, f.name), getattr(at, f.name)), f.name
+    assert fits(at.device_total[rows], c.memory_bytes[rows], s.memory_headroom).all()
+    lowered = rows[c.ac_blocks[rows] > 1]
+    assert len(lowered) > 10
+    fewer = memory(request.model, dataclasses.replace(c, ac_blocks=c.ac_blocks - 1), s)
+    assert not fits(fewer.device_total[lowered], c.memory_bytes[lowered], s.memory_headroom).any()

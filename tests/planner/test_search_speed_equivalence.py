@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 
 import numpy as np
@@ -22,7 +22,7 @@ from planner.catalog.models import get_preset
 from planner.model import memory as memory_module
 from planner.model import pipeline, rowwise
 from planner.model import step_time as step_module
-from planner.model.candidates import KNOBS, Candidates
+from planner.model.candidates import AC_BLOCKS, KNOBS, Candidates
 from planner.model.estimate import job_totals, score
 from planner.model.settings import Stack
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
@@ -194,3 +194,21 @@ def test_once_per_table_keeps_the_last_table_only():
     assert rowwise.once_per_table("test term", other, request.model, compute) == 2  # another table
     assert rowwise.once_per_table("test term", other, get_preset("llama3-70b"), compute) == 3  # another model
     assert memory_module.busiest_stage(request.model, c) is memory_module.busiest_stage(request.model, c)
+
+
+@pytest.mark.parametrize("preset,extra", CASES)
+@pytest.mark.parametrize("stack", (Stack.TRAINPLAN, Stack.MEGATRON_CORE, Stack.HF_TRAINER))
+def test_blocks_memory_from_the_ranks_terms_is_memory_bit_for_bit(preset, extra, stack):
+    """partial_recompute's fast path: a ``blocks`` row's memory at any count, from its ranks'
+    count-free terms (``stage_terms_of``), is ``memory``'s at that count."""
+    request, c = table(preset, stack, tuple(extra.items()))
+    s = request_settings(request)
+    rows = np.flatnonzero(c.ac == AC_BLOCKS)
+    assert len(rows)
+    sub = rowwise.take(c, np.random.default_rng(0).choice(rows, min(len(rows), 6000), replace=False))
+    ranks = memory_module.stage_terms_of(request.model, sub, s)
+    for count in (np.ones(len(sub), dtype=int), sub.ac_blocks - 1, np.arange(len(sub)) % 40 + 1, sub.ac_blocks + 3):
+        count = np.maximum(count, 1)
+        expect = memory_module.memory(request.model, replace(sub, ac_blocks=count), s)
+        assert same(memory_module.blocks_memory(ranks, count, s), expect)
+        assert np.array_equal(memory_module.blocks_device_total(ranks, count, s), expect.device_total)
