@@ -30,7 +30,15 @@ from planner.model.moe import (
     routed_expert_params_per_layer,
 )
 from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
-from planner.model.rowwise import MEMORY_COLUMNS, once_per_table, per_distinct_row
+from planner.model.rowwise import (
+    MEMORY_COLUMNS,
+    distinct_or_all,
+    once_per_table,
+    per_distinct_row,
+    rows_of,
+    spread,
+    take,
+)
 from planner.model.saved_bytes import block_activation_bytes_per_token as block_activation_bytes_per_token
 from planner.model.saved_bytes import block_input_bytes_per_token as block_input_bytes_per_token
 from planner.model.saved_bytes import compute_dtype_bytes as compute_dtype_bytes
@@ -433,9 +441,29 @@ def _memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreak
     return worst_stage([t.breakdown(t.activations.saved(c), s) for t in _stage_terms(model, c, s)])
 
 
-def stage_terms_of(model: ModelSpec, c: Candidates, s: ModelingSettings) -> tuple[StageTerms, ...]:
-    """``stage_terms`` of the ranks ``memory`` takes the worst of, once per distinct layout."""
-    return per_distinct_row(lambda rows: _stage_terms(model, rows, s), c, MEMORY_COLUMNS)
+@dataclass(frozen=True)
+class MemoryTerms:
+    """``memory`` of a table and its ranks' count-free terms (``stage_terms``), these once per
+    distinct layout: ``ranks`` over the distinct rows, ``inverse`` each row's."""
+
+    breakdown: MemoryBreakdown
+    ranks: tuple[StageTerms, ...]
+    inverse: np.ndarray
+
+    def of_rows(self, rows: np.ndarray) -> tuple[StageTerms, ...]:
+        """The ranks' terms of ``rows`` of the table."""
+        return rows_of(self.ranks, self.inverse[rows], len(self.ranks[0].params))
+
+
+def memory_terms(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryTerms:
+    """``memory`` (the same floats) with the terms a ``blocks`` row's memory at another count is
+    re-added from (``blocks_device_total``), evaluated once."""
+    found = distinct_or_all(c, MEMORY_COLUMNS)
+    first, inverse = found if found is not None else (None, np.arange(len(c)))
+    rows = c if first is None else take(c, first)
+    ranks = _stage_terms(model, rows, s)
+    at = worst_stage([t.breakdown(t.activations.saved(rows), s) for t in ranks])
+    return MemoryTerms(at if first is None else spread(at, inverse, len(first)), ranks, inverse)
 
 
 def _stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings) -> tuple[StageTerms, ...]:

@@ -17,14 +17,15 @@ import numpy as np
 from planner.model.candidates import AC_BLOCKS, AC_FULL, Candidates
 from planner.model.memory import (
     MemoryBreakdown,
+    MemoryTerms,
+    StageTerms,
     blocks_device_total,
     blocks_memory,
     fits,
-    stage_terms_of,
     usable_capacity,
 )
 from planner.model.pipeline import rank_layers
-from planner.model.rowwise import MEMORY_COLUMNS, distinct, rows_of, take
+from planner.model.rowwise import MEMORY_COLUMNS, distinct, rows_of
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
@@ -48,13 +49,15 @@ def full_ac_blocks(num_layers: int, pp: np.ndarray, vpp: np.ndarray) -> np.ndarr
 
 
 def fit_ac_blocks(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, mem: MemoryBreakdown, recode_full: bool
+    model: ModelSpec, c: Candidates, s: ModelingSettings, terms: MemoryTerms, recode_full: bool
 ) -> MemoryBreakdown:
     """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
     (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
-    place; ``mem``: ``memory`` of ``c``, returned with those rows re-evaluated. ``recode_full``:
-    a row whose count checkpoints every block becomes a ``full`` row (the same memory and time;
-    the search then generates no ``full`` rows, planner/search/space.py ``searched_ac_codes``)."""
+    place; ``terms``: ``memory_terms`` of ``c``, whose memory is returned with those rows
+    re-evaluated. ``recode_full``: a row whose count checkpoints every block becomes a ``full``
+    row (the same memory and time; the search then generates no ``full`` rows,
+    planner/search/space.py ``searched_ac_codes``)."""
+    mem = terms.breakdown
     blocks = np.flatnonzero(c.ac == AC_BLOCKS)
     if not len(blocks):
         return mem
@@ -64,11 +67,17 @@ def fit_ac_blocks(
         # Rows alike in their layout and their GPU's memory have the same fewest: once each.
         first, inverse = distinct([np.asarray(getattr(c, name))[rows] for name in FIT_COLUMNS], len(rows))
         once = rows[first]
-        chosen, fitted = _fewest_that_fit(model, take(c, once), s, rows_of(mem, once, len(c)))
-        moved = np.flatnonzero(chosen[inverse] != c.ac_blocks[rows])
+        chosen = _fewest_that_fit(
+            terms.of_rows(once), c.ac_blocks[once], c.memory_bytes[once], mem.device_total[once], s
+        )
+        lowered = chosen != c.ac_blocks[once]
+        moved = lowered[inverse]
         c.ac_blocks[rows] = chosen[inverse]
-        if moved.size:
-            mem = _with_rows(mem, rows[moved], rows_of(fitted, inverse[moved], len(once)))
+        if lowered.any():
+            at = blocks_memory(terms.of_rows(once[lowered]), chosen[lowered], s)
+            # Each moved row's place among the lowered distinct rows.
+            place = (np.cumsum(lowered) - 1)[inverse[moved]]
+            mem = _with_rows(mem, rows[moved], rows_of(at, place, int(lowered.sum())))
     if recode_full:
         # Every block checkpointed is full recompute: the same floats under either code.
         whole = blocks[c.ac_blocks[blocks] >= full]
@@ -77,10 +86,10 @@ def fit_ac_blocks(
 
 
 def _fewest_that_fit(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, at_high: MemoryBreakdown
-) -> tuple[np.ndarray, MemoryBreakdown]:
-    """Per row of ``c``, each of which fits at its ``ac_blocks`` (``at_high``: its memory
-    there): the fewest blocks that fit, and the memory there.
+    ranks: tuple[StageTerms, ...], count: np.ndarray, capacity: np.ndarray, need: np.ndarray, s: ModelingSettings
+) -> np.ndarray:
+    """Per row (``ranks``: its ranks' ``stage_terms``), which fits at ``count`` blocks (needing
+    ``need`` of its GPU's ``capacity``): the fewest blocks that fit.
 
     Memory is convex and falling in the count: per pp rank it falls by one block's activations
     less its input per block checkpointed, until the rank's blocks run out or the end-of-step
@@ -89,29 +98,25 @@ def _fewest_that_fit(
     count that fits, no lower than the fewest: each step tries one below that crossing, on the
     rows still open, until the fewest is bracketed (one step where memory is linear;
     ``CHORD_STEPS``, then halving the bracket, where it bends). Only the activations depend on
-    the count: the ranks' other terms are evaluated once (``stage_terms_of``) and each try
-    re-adds the activations (``blocks_device_total``: the floats ``memory`` gives)."""
-    limit = usable_capacity(c.memory_bytes, s.memory_headroom)
-    ranks = stage_terms_of(model, c, s)
-    high, need_high = c.ac_blocks.copy(), at_high.device_total.copy()
-    low, need_low = np.zeros_like(high), np.full(len(c), np.inf)
+    the count: each try re-adds them to the ranks' other terms (``blocks_device_total``: the
+    floats ``memory`` gives)."""
+    limit = usable_capacity(capacity, s.memory_headroom)
+    high, need_high = count.copy(), need.copy()
+    low, need_low = np.zeros_like(high), np.full(len(high), np.inf)
     for step in itertools.count():
         if not (open_ := np.flatnonzero(high - low > 1)).size:
             break
         trial = low[open_] + 1 if step == 0 else _next_count(step, open_, (low, need_low), (high, need_high), limit)
-        if len(open_) * 4 > len(c):  # on every row (most are open): cheaper than gathering terms
-            count = high.copy()
-            count[open_] = trial
-            at_trial = blocks_device_total(ranks, count, s)[open_]
+        if len(open_) * 4 > len(high):  # on every row (most are open): cheaper than gathering terms
+            tries = high.copy()
+            tries[open_] = trial
+            at_trial = blocks_device_total(ranks, tries, s)[open_]
         else:
-            at_trial = blocks_device_total(rows_of(ranks, open_, len(c)), trial, s)
-        ok = fits(at_trial, c.memory_bytes[open_], s.memory_headroom)
+            at_trial = blocks_device_total(rows_of(ranks, open_, len(high)), trial, s)
+        ok = fits(at_trial, capacity[open_], s.memory_headroom)
         high[open_[ok]], need_high[open_[ok]] = trial[ok], at_trial[ok]
         low[open_[~ok]], need_low[open_[~ok]] = trial[~ok], at_trial[~ok]
-    moved = np.flatnonzero(high != c.ac_blocks)
-    if moved.size:
-        at_high = _with_rows(at_high, moved, blocks_memory(rows_of(ranks, moved, len(c)), high[moved], s))
-    return high, at_high
+    return high
 
 
 def _next_count(step: int, open_: np.ndarray, low: Bracket, high: Bracket, limit: np.ndarray) -> np.ndarray:

@@ -125,12 +125,20 @@ def rows_of(value: T, rows: np.ndarray, num_rows: int) -> T:
 def per_distinct_row(term: Callable[[Candidates], T], c: Candidates, columns: Sequence[str]) -> T:
     """``term(c)``, evaluated on one row per distinct combination of ``columns`` (every column
     ``term`` reads; a hardware column by ``HARDWARE``) and spread back over ``c``'s rows."""
-    if len(c) < MIN_ROWS:
+    found = distinct_or_all(c, columns)
+    if found is None:
         return term(c)
-    first, inverse = distinct_rows(c, columns)
-    if len(first) > MAX_DISTINCT_SHARE * len(c):
-        return term(c)
+    first, inverse = found
     return spread(term(take(c, first)), inverse, len(first))
+
+
+def distinct_or_all(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``distinct_rows``, or None where evaluating on every row costs less (``MIN_ROWS``,
+    ``MAX_DISTINCT_SHARE``)."""
+    if len(c) < MIN_ROWS:
+        return None
+    first, inverse = distinct_rows(c, columns)
+    return None if len(first) > MAX_DISTINCT_SHARE * len(c) else (first, inverse)
 
 
 # The last table's value of each term ``once_per_table`` keeps, by term: (the table, weakly; the

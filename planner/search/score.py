@@ -19,7 +19,7 @@ from planner.layout import ActivationCheckpointing
 from planner.model.candidates import Candidates
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
-from planner.model.memory import MemoryBreakdown, fits, memory
+from planner.model.memory import MemoryBreakdown, fits, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks
 from planner.model.rowwise import rows_of, take
 from planner.model.settings import ModelingSettings, Stack
@@ -61,11 +61,12 @@ def candidate_table(
     quantile (the model's own in ``extra['model_time_s']``). Only the rows whose GPU memory fits
     are timed (issue 28: a quarter of a 70B search): no other row can be chosen, and the diagnosis
     reads their memory only; their time and cost are NaN."""
-    mem = memory(model, c, settings)
+    terms = memory_terms(model, c, settings)
+    mem = terms.breakdown
     # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns).
     if space.ac_blocks is None:
         full = ActivationCheckpointing.FULL in space.activation_checkpointing
-        mem = fit_ac_blocks(model, c, settings, mem, recode_full=full)
+        mem = fit_ac_blocks(model, c, settings, terms, recode_full=full)
     need = mem.device_total
     # The GPU-memory half of score's fit rule: a superset of the rows that fit.
     timed = np.flatnonzero(fits(need, c.memory_bytes, settings.memory_headroom))

@@ -16,7 +16,7 @@ from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, TrainingConfig
 from planner.model.candidates import AC_BLOCKS, AC_FULL, single
 from planner.model.flops import hardware_flops_per_token
-from planner.model.memory import MemoryBreakdown, activation_bytes, fits, memory
+from planner.model.memory import MemoryBreakdown, activation_bytes, fits, memory, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks, full_ac_blocks
 from planner.model.pipeline import pipeline_ranks
 from planner.model.rowwise import take
@@ -26,6 +26,7 @@ from planner.search.score import candidate_table, search_space
 from planner.search.space import build_candidates
 
 LLAMA8B = get_preset("llama3-8b")
+FIELDS = [f.name for f in dataclasses.fields(MemoryBreakdown)]
 
 
 def table_for(mode: AC, blocks: int = 0, layout: Layout = Layout(tp=2, pp=4)):
@@ -166,13 +167,14 @@ def test_the_fit_is_the_fewest_that_fit_with_memorys_floats(preset, stack):
     )
     s, space = request_settings(request), search_space(request)
     c = build_candidates(request.model, load_catalog(), {g: 64 for g in request.gpus or {}}, space)
-    before = memory(request.model, c, s)
-    rows = np.flatnonzero(fits(before.device_total, c.memory_bytes, s.memory_headroom))
+    before = memory_terms(request.model, c, s)
+    assert all(np.array_equal(getattr(before.breakdown, f), getattr(memory(request.model, c, s), f)) for f in FIELDS)
+    rows = np.flatnonzero(fits(before.breakdown.device_total, c.memory_bytes, s.memory_headroom))
     fitted = fit_ac_blocks(request.model, c, s, before, recode_full=False)
     assert (c.ac == AC_BLOCKS).all() and len(rows) > 100
     at = memory(request.model, c, s)
-    for f in dataclasses.fields(MemoryBreakdown):
-        assert np.array_equal(getattr(fitted, f.name), getattr(at, f.name)), f.name
+    for f in FIELDS:
+        assert np.array_equal(getattr(fitted, f), getattr(at, f)), f
     assert fits(at.device_total[rows], c.memory_bytes[rows], s.memory_headroom).all()
     lowered = rows[c.ac_blocks[rows] > 1]
     assert len(lowered) > 10

@@ -200,13 +200,15 @@ def test_once_per_table_keeps_the_last_table_only():
 @pytest.mark.parametrize("stack", (Stack.TRAINPLAN, Stack.MEGATRON_CORE, Stack.HF_TRAINER))
 def test_blocks_memory_from_the_ranks_terms_is_memory_bit_for_bit(preset, extra, stack):
     """partial_recompute's fast path: a ``blocks`` row's memory at any count, from its ranks'
-    count-free terms (``stage_terms_of``), is ``memory``'s at that count."""
+    count-free terms (``memory_terms``), is ``memory``'s at that count."""
     request, c = table(preset, stack, tuple(extra.items()))
     s = request_settings(request)
     rows = np.flatnonzero(c.ac == AC_BLOCKS)
     assert len(rows)
     sub = rowwise.take(c, np.random.default_rng(0).choice(rows, min(len(rows), 6000), replace=False))
-    ranks = memory_module.stage_terms_of(request.model, sub, s)
+    terms = memory_module.memory_terms(request.model, sub, s)
+    assert same(terms.breakdown, memory_module.memory(request.model, sub, s))
+    ranks = terms.of_rows(np.arange(len(sub)))
     for count in (np.ones(len(sub), dtype=int), sub.ac_blocks - 1, np.arange(len(sub)) % 40 + 1, sub.ac_blocks + 3):
         count = np.maximum(count, 1)
         expect = memory_module.memory(request.model, replace(sub, ac_blocks=count), s)
