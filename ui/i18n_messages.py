@@ -297,7 +297,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{where}：缺少键 'text_config'（语言模型部分；视觉部分不做规划）",
     ),
     "reason_hf_model_type": (
-        "{where}: unsupported model_type {model_type}",
+        "{where}: unsupported model_type {model_type} (supported: {supported})",
         "{where}：不支持的 model_type {model_type}（支持：{supported}）",
     ),
     "reason_hf_heads_hidden": (
