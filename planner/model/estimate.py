@@ -351,8 +351,7 @@ def checked_configuration(
     checks (degrees multiply to the world size, ``first_structural_violation``, the precision); the
     same rules re-check a plan file on read (``Plan.check``). ValueError naming the first broken."""
     resolved = layout.resolve(num_gpus)
-    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
-    c = single(gpu, resolved, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
+    c = catalog_row(gpu, resolved, training, catalog, gpus_per_node=gpus_per_node, num_gpus=num_gpus)
     check_divisible(model, c, training, gpu, trainer_rules)
     return resolved, c
 
@@ -361,10 +360,22 @@ def structural_problem(plan: Plan, layout: Layout, catalog: Catalog) -> str | No
     """The first structural rule a run of ``plan`` breaks with ``layout`` (resolved for the run's
     world size, its overrides applied), in English, or None: ``rule_values`` of the run's one row,
     the same columns the search judges (the trainer's check before anything is allocated)."""
-    gpu = catalog.gpu(plan.gpu)
-    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
-    c = single(gpu, layout, plan.training, gpus_per_node=plan.gpus_per_node, network_bandwidth=network)
+    c = catalog_row(catalog.gpu(plan.gpu), layout, plan.training, catalog, gpus_per_node=plan.gpus_per_node)
     return first_structural_problem(plan.model, **rule_values(c))
+
+
+def catalog_row(
+    gpu: GPUSpec,
+    layout: Layout,
+    training: TrainingConfig,
+    catalog: Catalog,
+    *,
+    gpus_per_node: int,
+    num_gpus: int | None = None,
+) -> Candidates:
+    """``single``'s one-row table on ``gpu`` over its catalog network (a resolved ``layout``)."""
+    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
+    return single(gpu, layout, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
 
 
 def check_divisible(
