@@ -20,7 +20,7 @@ CATALOG = load_catalog()
 
 def test_every_offer_has_a_kind_a_date_and_a_source() -> None:
     offers = [o for gpu in CATALOG.gpus.values() for o in gpu.offers]
-    assert {o.kind for o in offers} >= {"on-demand", "spot", "reserved-1y"}
+    assert {o.kind for o in offers} == set(PRICE_KINDS)
     for o in offers:
         assert o.kind in PRICE_KINDS and re.fullmatch(r"\d{4}-\d{2}-\d{2}", o.date) and len(o.source) > 20
         assert o.provider and o.gpus_per_offer >= 1
@@ -49,7 +49,10 @@ def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
     assert h100.node_failure_rate_per_node_hour == pytest.approx(
         base + DEFAULT_SETTINGS.spot_interruptions_per_node_hour
     )
-    assert catalog_with_price_kind(CATALOG, "reserved-1y").gpu("h100-sxm").price_per_gpu_hour_usd == 2.35
+    # the SemiAnalysis one-year index and AWS's 1-year p5.48xlarge RI
+    assert catalog_with_price_kind(CATALOG, "reserved-1y").gpu("h100-sxm").price_per_gpu_hour_usd == pytest.approx(
+        statistics.median([2.35, 5.418])
+    )
     assert catalog_with_price_kind(CATALOG, None) is CATALOG
     with pytest.raises(ValueError, match="no spot price for l4"):
         catalog_with_price_kind(CATALOG, "spot", ["l4"])
@@ -76,6 +79,62 @@ def test_spot_costs_less_and_takes_longer_with_its_interruptions() -> None:
     assert spot.time_to_train_h > default.time_to_train_h
     assert spot.goodput.expected_interruptions > default.goodput.expected_interruptions
     assert spot.cost_usd < default.cost_usd
+
+
+def _median(gpu_id: str, kind: str) -> float:
+    return statistics.median(o.usd_per_gpu_hour for o in offers_of(CATALOG.gpu(gpu_id), kind))
+
+
+def test_a_longer_commitment_prices_lower() -> None:
+    """Every GPU with a three-year reserved offer (AWS RIs: p4d, p4de, p5) is cheaper at it than at
+    one year, and one year cheaper than on-demand, each at the median of its offers."""
+    three_year = [g for g in CATALOG.gpus.values() if offers_of(g, "reserved-3y")]
+    assert {g.id for g in three_year} >= {"h100-sxm", "a100-40gb-sxm", "a100-80gb-sxm"}
+    for gpu in three_year:
+        assert _median(gpu.id, "reserved-3y") < _median(gpu.id, "reserved-1y") < _median(gpu.id, "on-demand"), gpu.id
+
+
+# "per GPU 23.77728 / 8 = 2.9722": the arithmetic a source shows from an instance price to a GPU's.
+PER_GPU = re.compile(r"per GPU (\d+(?:\.\d+)?) / (\d+) = (\d+(?:\.\d+)?)")
+
+
+def test_a_reserved_offer_shows_its_per_gpu_arithmetic_and_payment_option() -> None:
+    """A provider's reserved offer states its payment option and divides the instance price by its
+    GPUs to the listed price (to the 4 decimals written)."""
+    checked = 0
+    for gpu in CATALOG.gpus.values():
+        for o in gpu.offers:
+            if o.kind.startswith("reserved") and o.region is not None:
+                shown = PER_GPU.search(o.source)
+                assert shown, o.offer
+                instance, gpus, per_gpu = shown.groups()
+                assert int(gpus) == o.gpus_per_offer and "Upfront" in o.offer and "read 2026-12-03" in o.source
+                assert float(instance) / int(gpus) == pytest.approx(o.usd_per_gpu_hour, abs=5e-5), o.offer
+                assert float(per_gpu) == pytest.approx(o.usd_per_gpu_hour, abs=5e-5), o.offer
+                checked += 1
+    assert checked >= 6
+
+
+def test_a_three_year_plan_bills_its_reserved_price() -> None:
+    """``price_kind="reserved-3y"`` rents the H100 at AWS's 3-year p5.48xlarge RI (the only offer),
+    by whole 8-GPU nodes, and costs less than on-demand for the same job."""
+
+    def plan(kind):
+        return build_plan(
+            get_preset("llama3-8b"),
+            "h100-sxm",
+            Layout(),
+            TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
+            num_gpus=64,
+            training_tokens=1e11,
+            price_kind=kind,
+        ).estimate
+
+    reserved, on_demand = plan("reserved-3y"), plan("on-demand")
+    assert reserved.cost_usd == pytest.approx(reserved.time_to_train_h * 64 * 23.77728 / 8, rel=1e-4)
+    assert reserved.cost_usd < on_demand.cost_usd
+    with pytest.raises(ValueError, match="no reserved-3y price for b200"):
+        catalog_with_price_kind(CATALOG, "reserved-3y", ["b200"])
 
 
 def _price_file(tmp_path: Path, body: str) -> Path:
