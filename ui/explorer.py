@@ -142,9 +142,10 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         return
     context_gib = cuda_context_gib(inputs.headroom, inputs.request.stack)
     explorer_summary(tr, p, context_gib)
-    left, right = st.columns(2)
-    left.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")
-    right.plotly_chart(figures.step_time_figure([p], tr), key="chart_ex_step")
+    # One above the other, each the page's width: side by side, an 800 px window left each chart
+    # ~200 px, all of it legend, and cut the plan's label (issue 30).
+    st.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")
+    st.plotly_chart(figures.step_time_figure([p], tr), key="chart_ex_step")
     left, right = st.columns(2)
     left.button(tr("ex_send"), key="ex_send", on_click=send_to_plan, help=tr("ex_send_help"))
     right.download_button(

@@ -101,9 +101,32 @@ def _log_axis(fig: go.Figure, axis: str, low_log: float, high_log: float, label,
 # --------------------------------------------------------------------------- plan bars
 
 
+# A bar label's line holds at most this many characters (~130 px in Plotly's 12 px font: the 17 of
+# "zero1 dp_shard=32" drew 100 px wide in Chromium, tests/ui/test_app_bars_browser.py), so a long
+# layout ("hsdp dp_replicate=4 dp_shard=8 tp=8 pp=4 ...") wraps instead of outgrowing the margin
+# Plotly may take from an 800 px window's chart, which cut it ("32x b..." in issue 30).
+LABEL_LINE_CHARS = 22
+LABEL_LINE_PX = 16  # a label line's height (12 px font, Plotly's line spacing)
+
+
+def wrap_words(text: str, width: int = LABEL_LINE_CHARS) -> str:
+    """``text`` in lines of at most ``width`` characters joined by Plotly's <br>, broken at spaces
+    (a longer word keeps its own line)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
 def plan_names(plans: Sequence[Plan]) -> list[str]:
-    """Unique bar labels that say which plan is which: '#1 8x h100-sxm' over its layout."""
-    return [f"#{i} {p.num_gpus}x {p.gpu}<br>{p.layout.describe()}" for i, p in enumerate(plans, start=1)]
+    """Unique bar labels that say which plan is which: '#1 8x h100-sxm' over its layout, wrapped."""
+    return [
+        wrap_words(f"#{i} {p.num_gpus}x {p.gpu}") + "<br>" + wrap_words(p.layout.describe())
+        for i, p in enumerate(plans, start=1)
+    ]
 
 
 # One colour per breakdown term, and no colour shared between the memory and the step-time charts
@@ -140,10 +163,13 @@ def _bar(fig: go.Figure, name: str, y: list[str], x: list[float], labels: list[s
     )
 
 
-def _bar_layout(fig: go.Figure, plans: Sequence[Plan], x_title: str, tr: Labels) -> None:
+def _bar_layout(fig: go.Figure, names: list[str], x_title: str, tr: Labels) -> None:
+    """Stacked bars, #1 on top, each plan as tall as its label's lines and the legend beside them."""
+    lines = max(name.count("<br>") + 1 for name in names)
+    per_plan_px = max(BAR_PX, LABEL_LINE_PX * lines + 8)  # 8 px between one plan's label and the next
     fig.update_layout(
         barmode="stack",
-        height=max(BAR_LEGEND_PX, BAR_AXES_PX + BAR_PX * len(plans)),
+        height=max(BAR_LEGEND_PX, BAR_AXES_PX + per_plan_px * len(names)),
         xaxis=dict(title_text=x_title, automargin=True),
         yaxis=dict(autorange="reversed", automargin=True),  # #1 on top
         legend=dict(title_text=tr("term"), traceorder="normal"),  # the order the terms stack in
@@ -183,7 +209,7 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.F
     usable = [p.estimate.memory.usable_gib for p in plans]
     _limit_marks(fig, names, capacity, tr("capacity"), "crimson")
     _limit_marks(fig, names, usable, tr("usable_limit"), "orange")
-    _bar_layout(fig, plans, tr("axis_gib_per_gpu"), tr)
+    _bar_layout(fig, names, tr("axis_gib_per_gpu"), tr)
     return fig
 
 
@@ -196,7 +222,7 @@ def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
         values = [column[term] for column in columns]
         if any(v > 0 for v in values):
             _bar(fig, _term_name(tr, "time", term), names, values, labels, "s", TIME_COLOURS.get(term))
-    _bar_layout(fig, plans, tr("axis_step_s"), tr)
+    _bar_layout(fig, names, tr("axis_step_s"), tr)
     return fig
 
 
