@@ -108,6 +108,11 @@ class GPUSpec(BaseModel):
     # whose A100 hosts have 1,152 GiB), else the template's, resolved at load; None: neither
     # states it (ModelingSettings.host_memory_bytes_per_node). Offload's fit rule reads it.
     host_memory_bytes_per_node: float | None = None
+    # Host DRAM bandwidth of one node of this GPU, bytes/s (sockets x channels x transfer rate x
+    # 8 bytes): the file's ``host_memory_gbyte_per_s``, else its node template's, resolved at load
+    # as host memory is; None: ModelingSettings.host_memory_bandwidth_bytes_per_s_per_node.
+    # Offload's host AdamW step reads it (planner/model/host.py).
+    host_memory_bandwidth_bytes_per_s_per_node: float | None = None
     # The GPU's share of its server's maximum wall power, W: the file's ``node_power_w`` (a
     # vendor's maximum system power) over the default node's GPUs, resolved at load; None: the
     # file states none (planner/model/energy.py falls back to TDP plus a host share).
@@ -167,6 +172,8 @@ class NodeTemplate(BaseModel):
     # Host (CPU) memory per node, bytes: the smallest typical server of the template's class;
     # None: ModelingSettings.host_memory_bytes_per_node.
     host_memory_bytes: float | None = None
+    # Host DRAM bandwidth per node, bytes/s; None: ModelingSettings.host_memory_bandwidth_bytes_per_s_per_node.
+    host_memory_bandwidth_bytes_per_s: float | None = None
     sources: dict[str, str]
 
     @property
@@ -277,6 +284,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "failures_per_1k_gpu_days": _Num(0, 1_000, required=False),
     # host memory of this GPU's servers where they differ from its default node's class
     "host_memory_gib": _Num(1, 1_000_000, required=False),
+    # host DRAM bandwidth (GB/s) of this GPU's servers where they differ from its default node's
+    "host_memory_gbyte_per_s": _Num(1, 100_000, required=False),
     # maximum wall power of one server of this GPU (default node), GPUs, host and network included
     "node_power_w": _Num(0, 10_000_000, required=False),
     # achievable rates (optional; their sources start with a PROVENANCES word)
@@ -292,6 +301,7 @@ NODE_FIELDS: dict[str, _Num | _Text] = {
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
     "failures_per_1k_node_days": _Num(0, 1_000, required=False),
     "host_memory_gib": _Num(1, 1_000_000, required=False),
+    "host_memory_gbyte_per_s": _Num(1, 100_000, required=False),
     "description": _Text(required=False),
 }
 NETWORK_FIELDS: dict[str, _Num | _Text] = {
@@ -428,6 +438,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
             None if "failures_per_1k_gpu_days" not in values else _per_hour(values["failures_per_1k_gpu_days"])
         ),
         host_memory_bytes_per_node=_gib_or_none(values.get("host_memory_gib")),
+        host_memory_bandwidth_bytes_per_s_per_node=_gbyte_or_none(values.get("host_memory_gbyte_per_s")),
         default_node=values["default_node"],
         default_network=values["default_network"],
         sources=sources,
@@ -451,12 +462,18 @@ def _node_from(values: dict[str, Any], sources: dict[str, str], where: str) -> N
             None if "failures_per_1k_node_days" not in values else _per_hour(values["failures_per_1k_node_days"])
         ),
         host_memory_bytes=_gib_or_none(values.get("host_memory_gib")),
+        host_memory_bandwidth_bytes_per_s=_gbyte_or_none(values.get("host_memory_gbyte_per_s")),
         sources=sources,
     )
 
 
 def _gib_or_none(gib: float | None) -> float | None:
     return None if gib is None else float(gib) * GIB
+
+
+def _gbyte_or_none(gbyte_per_s: float | None) -> float | None:
+    """A catalog figure in GB/s (decimal) as bytes/s, or None."""
+    return None if gbyte_per_s is None else float(gbyte_per_s) * 1e9
 
 
 def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpec:
@@ -552,6 +569,8 @@ def _build(dirs: list[Path]) -> Catalog:
                 "node_failure_rate_per_node_hour": nodes[gpu.default_node].failure_rate_per_node_hour,
                 "host_memory_bytes_per_node": gpu.host_memory_bytes_per_node
                 or nodes[gpu.default_node].host_memory_bytes,
+                "host_memory_bandwidth_bytes_per_s_per_node": gpu.host_memory_bandwidth_bytes_per_s_per_node
+                or nodes[gpu.default_node].host_memory_bandwidth_bytes_per_s,
                 "node_power_w_per_gpu": _node_power_per_gpu(
                     gpu, node_power[gpu_id], nodes[gpu.default_node], _show(gpu_files[gpu_id])
                 ),

@@ -149,6 +149,7 @@ class Candidates:
     failure_rate_per_gpu_hour: np.ndarray  # NaN: the ModelingSettings default
     failure_rate_per_node_hour: np.ndarray  # of the GPU's default node template; NaN: the default
     host_memory_bytes: np.ndarray  # host (CPU) memory per node (GPUSpec); NaN: the default
+    host_memory_bandwidth: np.ndarray  # host DRAM bytes/s per node (GPUSpec); NaN: the default
 
     def __len__(self) -> int:
         return len(self.num_gpus)
@@ -261,6 +262,7 @@ def hardware_columns(
             [np.nan if g.node_failure_rate_per_node_hour is None else g.node_failure_rate_per_node_hour for g in gpus]
         ),
         host_memory_bytes=nan_if_none([g.host_memory_bytes_per_node for g in gpus]),
+        host_memory_bandwidth=nan_if_none([g.host_memory_bandwidth_bytes_per_s_per_node for g in gpus]),
         gpus_per_node=np.asarray(gpus_per_node)[gpu_index],
     )
 

@@ -3,8 +3,8 @@
 With offload (``TrainingConfig.offload``; FSDP2's CPUOffloadPolicy, DeepSpeed's ZeRO-Offload) a
 rank's fp32 master parameters, gradients and AdamW moments live in host memory and the host
 runs the optimizer step. All the ranks of a node share its host: their states must fit in its
-memory (``host_fits``), and their optimizer steps share its CPUs and memory bandwidth
-(``host_adam_seconds``). docs/model.md ("Host memory and time of offload").
+memory (``host_fits``), and their optimizer steps share its DRAM bandwidth, which bounds the
+step (``host_adam_seconds``). docs/model.md ("Host memory and time of offload").
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from planner.rule_codes import FixCode
 from planner.units import GIB
 
 __all__ = [
+    "host_adam_params_per_s",
     "host_adam_seconds",
     "host_capacity_bytes",
     "host_fits",
+    "host_memory_bandwidth",
     "host_memory_gib",
     "host_memory_words",
     "host_need_bytes",
@@ -61,15 +63,32 @@ def host_fits(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarra
     return host_need_bytes(model, c, s) <= host_capacity_bytes(c, s)
 
 
+def host_memory_bandwidth(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """A node's host DRAM bandwidth, bytes/s: the catalog's (sockets x channels x transfer rate x
+    8 bytes; GPUSpec.host_memory_bandwidth_bytes_per_s_per_node), else
+    ``s.host_memory_bandwidth_bytes_per_s_per_node``."""
+    stated = np.isfinite(c.host_memory_bandwidth)
+    return np.where(stated, c.host_memory_bandwidth, s.host_memory_bandwidth_bytes_per_s_per_node)
+
+
+def host_adam_params_per_s(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Parameters a node's host updates per second: the step is DRAM-bandwidth bound, so its
+    bandwidth x the share the implementation reaches / the bytes it moves per parameter
+    (``s.host_adam_bandwidth_fraction``, ``s.host_adam_bytes_per_param``: torch's AdamW or
+    DeepSpeed's CPU-Adam, calibrated on ZeRO-Offload's DGX-2 timings, settings.py)."""
+    return host_memory_bandwidth(c, s) * s.host_adam_bandwidth_fraction / s.host_adam_bytes_per_param
+
+
 def host_adam_seconds(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """The host's AdamW step per training step (0 without offload): the parameters the node's
-    ranks update (each its optimizer shard of the busiest stage) at ``s.host_adam_params_per_s``."""
+    ranks update (each its optimizer shard of the busiest stage) at ``host_adam_params_per_s``,
+    the node's ranks sharing its memory bandwidth."""
     if not c.offload.any():
         return np.zeros(len(c))
     stage = busiest_stage(model, c)
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     params = stage.total / c.tp / shard * ranks_per_node(c)
-    return np.where(c.offload.astype(bool), params / s.host_adam_params_per_s, 0.0)
+    return np.where(c.offload.astype(bool), params / host_adam_params_per_s(c, s), 0.0)
 
 
 def host_memory_words(

@@ -16,6 +16,42 @@ from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLAS
 from planner.model.block_rows import Recompute
 from planner.units import GIB, HOURS_PER_YEAR, MIB, MONTHS_PER_YEAR
 
+# --- the host's AdamW step under CPU offload: one published timing on a known host ----------
+# Ren et al. 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training" (USENIX ATC '21,
+# arXiv:2101.06840), Table 4 "Adam latency (s) for PyTorch (PT) and CPU-Adam": 10 billion
+# parameters in 2.57 s with DeepSpeed's CPU-Adam and 14.76 s with PyTorch's CPU Adam (PT-CPU),
+# its largest row (1-10 billion; CPU-Adam's median rate of the five, PT-CPU's median 3 % above
+# it); measured on a DGX-2 (Table 2: 2 Intel Xeon Platinum 8168, 1.5 TB of 2666 MHz DDR4). Both
+# tables read as reproduced in github.com/Elvin-Ma/ai_papers zero/images/zero-offload-table{2,4}.jpg,
+# read 2026-12-03.
+ZERO_OFFLOAD_ADAM_PARAMS = 10e9
+ZERO_OFFLOAD_CPU_ADAM_S = 2.57
+ZERO_OFFLOAD_PT_CPU_S = 14.76
+# That host's DRAM bandwidth: 2 sockets x 6 DDR4 channels (Xeon Scalable, Skylake-SP: "six memory
+# channels" per processor, Dell whitepaper "Balanced Memory with 2nd Generation Intel Xeon
+# Scalable Processors", 2019) x 2666 MT/s x 8 bytes = 256 GB/s.
+ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH = 2 * 6 * 2666e6 * 8
+# What each implementation reads and writes per parameter (fp32 throughout, bytes counted once
+# per pass, write-allocate not counted). torch's unfused / foreach Adam(W) runs one pass per op:
+# m <- lerp (or mul, add) of m and g; v <- v x b2 + (1 - b2) g^2 (mul, addcmul); d <- sqrt(v) /
+# bc2 + eps (three passes through a temporary); p <- p - lr m / d (addcdiv); AdamW's p x (1 - lr
+# wd) too: 80 bytes either way (torch 1.x Adam as measured, torch 2.x AdamW as trainplan runs).
+TORCH_ADAM_BYTES_PER_PARAM = 80.0
+# DeepSpeed's CPU-Adam fuses the step into one AVX pass: fp32 param, grad, m, v read (16), param,
+# m, v written (12), and the half-precision copy of the parameter for the GPU written (2;
+# ZeRO-Offload's Algorithm 1, its tiled copy to the GPU).
+DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM = 30.0
+# The share of the DRAM bandwidth each reached there: rate x bytes / bandwidth (0.21 and 0.46).
+TORCH_ADAM_HOST_BANDWIDTH_FRACTION = (
+    ZERO_OFFLOAD_ADAM_PARAMS / ZERO_OFFLOAD_PT_CPU_S * TORCH_ADAM_BYTES_PER_PARAM / ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH
+)
+DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION = (
+    ZERO_OFFLOAD_ADAM_PARAMS
+    / ZERO_OFFLOAD_CPU_ADAM_S
+    * DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM
+    / ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH
+)
+
 
 @dataclass(frozen=True)
 class ModelingSettings:
@@ -390,14 +426,23 @@ class ModelingSettings:
     # pcie-8-nvlink-quads.toml): the smallest 8-GPU host of those the catalog sources (512 GB:
     # an 8x A100 PCIe Gigabyte G482-Z54 in MLPerf Inference v2.1, and a Frontier node).
     host_memory_bytes_per_node: float = 512 * GIB
-    # Parameters per second a node's host updates with AdamW when the optimizer is offloaded,
-    # on the critical path of every step (no delayed update). PUBLISHED: an 11.6B-parameter
-    # GPT-2 step took 56 s with torch.optim.Adam on the CPU and 8.2 s with DeepSpeed's CPU-Adam
-    # (DeepSpeed PR #735, 2021-02-08, R. Yazdani Aminabadi: "reduces the optimizer time from 56
-    # seconds to 8.2 seconds"; host CPU not stated). trainplan's trainer offloads with FSDP2's
-    # CPUOffloadPolicy and an unfused torch AdamW (trainer/session.py): the torch figure. The
-    # host's memory bandwidth bounds both, so the node's ranks share one such rate.
-    host_adam_params_per_s: float = 11.6e9 / 56.0
+    # The host's optimizer step streams the offloaded states through the node's DRAM: memory-
+    # bandwidth bound, it updates host_memory_bandwidth x host_adam_bandwidth_fraction /
+    # host_adam_bytes_per_param parameters per second, the node's ranks sharing it, on the
+    # critical path of every step (no delayed update). planner/model/host.py.
+    # Host DRAM bandwidth per node where the catalog states none (GPUSpec
+    # .host_memory_bandwidth_bytes_per_s_per_node): ASSUMPTION, the calibration host's (DGX-2,
+    # ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH), the slowest dual-socket host sourced, so that such a
+    # node updates at the published ZeRO-Offload rates.
+    host_memory_bandwidth_bytes_per_s_per_node: float = ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH
+    # Bytes of host DRAM traffic per parameter of the step: trainplan's trainer offloads with
+    # FSDP2's CPUOffloadPolicy and runs torch's foreach AdamW on the CPU (trainer/optim.py:
+    # fused only on CUDA), TORCH_ADAM_BYTES_PER_PARAM, then clips the gradients on the host (the
+    # norm reads each, the scale reads and writes it: clip_bytes_per_param).
+    host_adam_bytes_per_param: float = TORCH_ADAM_BYTES_PER_PARAM + clip_bytes_per_param
+    # Share of the DRAM bandwidth that traffic reaches: PUBLISHED for torch's loop,
+    # TORCH_ADAM_HOST_BANDWIDTH_FRACTION (ZeRO-Offload's PT-CPU on the DGX-2).
+    host_adam_bandwidth_fraction: float = TORCH_ADAM_HOST_BANDWIDTH_FRACTION
     # --- power (planner/model/energy.py) ----------------------------------------------------
     # A server's average wall power while it trains, as a fraction of its maximum system power
     # (the catalog's node_power_w). ESTIMATE: DGX H100 draws 6.5-8.5 kW "typical" against its
@@ -645,8 +690,13 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 # (reduce_bucket_size, allgather_bucket_size) are timed as FSDP2's; its ZeRO-3 at hundreds of GPUs
 # (Narayanan et al. 2021 Table 2) runs far slower than this predicts (docs/validation.md).
 # Megatron-DeepSpeed (BLOOM, MT-NLG) runs Megatron's 2021-22 kernels: --stack megatron-lm.
-# CPU offload runs DeepSpeed's vectorised CPU-Adam (DeepSpeed PR #735: 11.6B parameters in 8.2 s).
-DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(host_adam_params_per_s=11.6e9 / 8.2)
+# CPU offload runs DeepSpeed's fused CPU-Adam (DeepSpeedCPUAdam): its bytes per parameter and the
+# share of the host's DRAM bandwidth it reached on the DGX-2 (ZeRO-Offload Table 4); DeepSpeed's
+# gradient-norm pass over the host gradients is not counted.
+DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
+    host_adam_bytes_per_param=DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
+    host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
+)
 
 # MosaicML llm-foundry: Composer FSDP on its MPT modules, flash-attn's fused cross-entropy over
 # the full logits, and the flash-attn package's FlashAttention-2 (attn_impl "flash"; "triton" runs
