@@ -2,8 +2,11 @@
 CLI's flags, the plan file and the jobs files of ``portfolio``/``fleet`` (ui/inputs.py,
 planner/plan.py, planner/request.py, ui/portfolio_file.py), and the one reader of user input
 files (``read_input``): a regular file of bounded size, never a device, a FIFO or a directory.
+Its refusals are ``RuleViolation``s (a ValueError) with an ``INPUT_*`` code and the figures their
+sentence cites (planner/rule_codes.py), so the app words them in the page's language.
 
-Only the standard library is imported here, so every layer can use it.
+Only the standard library and planner/errors.py (standard library only) are imported here, so
+every layer can use it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+
+from planner.errors import RuleCode, RuleViolation
 
 MAX_GPUS = 1 << 20  # more GPUs than any cluster: a typo, refused before the search
 MAX_BATCH_TOKENS = 1 << 40  # tokens per optimizer step
@@ -30,17 +35,17 @@ MAX_INPUT_BYTES = 16_000_000  # a plan, jobs or calibration file is a few KB
 MAX_TOKENIZER_BYTES = 200_000_000  # a tokenizer.json (the largest common ones are ~35 MB)
 
 _KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, RuleCode.INPUT_DIRECTORY),
+    (stat.S_ISFIFO, RuleCode.INPUT_FIFO),
+    (stat.S_ISCHR, RuleCode.INPUT_CHAR_DEVICE),
+    (stat.S_ISBLK, RuleCode.INPUT_BLOCK_DEVICE),
+    (stat.S_ISSOCK, RuleCode.INPUT_SOCKET),
 )
 
 
 def _open_regular(path: Path, what: str, limit: int, os_errors: bool = False) -> int:
     """A read-only descriptor of ``path`` once it is known to be a regular file of at most
-    ``limit`` bytes; ValueError naming the file otherwise (``os_errors``: an OSError of ``open``
+    ``limit`` bytes; RuleViolation naming the file otherwise (``os_errors``: an OSError of ``open``
     as it is raised). O_NONBLOCK: a FIFO opens at once (and is then refused) instead of waiting
     for a writer."""
     try:
@@ -48,14 +53,18 @@ def _open_regular(path: Path, what: str, limit: int, os_errors: bool = False) ->
     except OSError as exc:
         if os_errors:
             raise
-        raise ValueError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+        error = str(exc.strerror)  # as the f-string of the sentence wrote it, None included
+        raise RuleViolation(RuleCode.INPUT_UNREADABLE, {"where": str(path), "what": what, "error": error}) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
-            raise ValueError(f"{path}: {kind}, not a {what} (give a regular file)")
+            code = next((code for test, code in _KINDS if test(info.st_mode)), RuleCode.INPUT_NOT_REGULAR)
+            raise RuleViolation(code, {"where": str(path), "what": what})
         if info.st_size > limit:
-            raise ValueError(f"{path}: {info.st_size} bytes, over {limit} bytes: not a {what}")
+            raise RuleViolation(
+                RuleCode.INPUT_TOO_LARGE,
+                {"where": str(path), "what": what, "size_bytes": info.st_size, "limit_bytes": limit},
+            )
     except BaseException:
         os.close(fd)
         raise
@@ -64,30 +73,30 @@ def _open_regular(path: Path, what: str, limit: int, os_errors: bool = False) ->
 
 def check_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> Path:
     """``path`` when it is a regular file of at most ``limit`` bytes (read later by another
-    reader, e.g. the trainer's tokenizer); ValueError naming it otherwise."""
+    reader, e.g. the trainer's tokenizer); RuleViolation naming it otherwise."""
     os.close(_open_regular(Path(path), what, limit))
     return Path(path)
 
 
 def read_input(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES, *, os_errors: bool = False) -> bytes:
     """The bytes of the user's ``what`` at ``path``: a regular file of at most ``limit`` bytes
-    (never more than ``limit + 1`` are read, should it grow); ValueError naming it otherwise
-    (``os_errors``: a missing or unreadable file raises ``open``'s OSError instead)."""
+    (never more than ``limit + 1`` are read, should it grow); RuleViolation (a ValueError) naming it
+    otherwise (``os_errors``: a missing or unreadable file raises ``open``'s OSError instead)."""
     path = Path(path)
     with os.fdopen(_open_regular(path, what, limit, os_errors), "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise ValueError(f"{path}: over {limit} bytes: not a {what}")
+        raise RuleViolation(RuleCode.INPUT_GREW, {"where": str(path), "what": what, "limit_bytes": limit})
     return data
 
 
 def read_input_text(path: str | Path, what: str, limit: int = MAX_INPUT_BYTES) -> str:
-    """``read_input`` decoded as UTF-8; ValueError naming the file when it is not (UTF-16, binary)."""
+    """``read_input`` decoded as UTF-8; RuleViolation naming the file when it is not (UTF-16, binary)."""
     data = read_input(path, what, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}): not a {what}") from None
+        raise RuleViolation(RuleCode.INPUT_NOT_UTF8, {"where": str(path), "what": what, "byte": exc.start}) from None
 
 
 def unique_keys(pairs: list[tuple[str, object]]) -> dict:

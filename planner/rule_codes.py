@@ -114,6 +114,18 @@ class RuleCode(StrEnum):
     # Model names (planner/catalog/models.py)
     UNKNOWN_PRESET = "unknown_preset"
     UNKNOWN_MODEL = "unknown_model"
+    # A user's input file (planner/limits.py: read_input, read_input_text, check_input); one code per
+    # kind of file that is not a regular one, as each reads differently.
+    INPUT_UNREADABLE = "input_unreadable"
+    INPUT_DIRECTORY = "input_directory"
+    INPUT_FIFO = "input_fifo"
+    INPUT_CHAR_DEVICE = "input_char_device"
+    INPUT_BLOCK_DEVICE = "input_block_device"
+    INPUT_SOCKET = "input_socket"
+    INPUT_NOT_REGULAR = "input_not_regular"
+    INPUT_TOO_LARGE = "input_too_large"
+    INPUT_GREW = "input_grew"
+    INPUT_NOT_UTF8 = "input_not_utf8"
 
 
 _C = RuleCode
@@ -239,6 +251,19 @@ TEMPLATES: dict[RuleCode, str] = {
     # ``hint``: "; did you mean ...?" or "; presets: ..."; English only, the other languages leave it out.
     _C.UNKNOWN_PRESET: "unknown model preset {name!r}{hint}",
     _C.UNKNOWN_MODEL: "{name!r} is neither a model preset nor an existing config path{hint}",
+    # ``where``: the path as given; ``what``: the reader's noun ("calibration file", "plan file");
+    # ``error``: the OS's own words (strerror, "Permission denied").
+    _C.INPUT_UNREADABLE: "{where}: cannot read the {what} ({error})",
+    _C.INPUT_DIRECTORY: "{where}: a directory, not a {what} (give a regular file)",
+    _C.INPUT_FIFO: "{where}: a FIFO, not a {what} (give a regular file)",
+    _C.INPUT_CHAR_DEVICE: "{where}: a character device, not a {what} (give a regular file)",
+    _C.INPUT_BLOCK_DEVICE: "{where}: a block device, not a {what} (give a regular file)",
+    _C.INPUT_SOCKET: "{where}: a socket, not a {what} (give a regular file)",
+    _C.INPUT_NOT_REGULAR: "{where}: not a regular file, not a {what} (give a regular file)",
+    _C.INPUT_TOO_LARGE: "{where}: {size_bytes} bytes, over {limit_bytes} bytes: not a {what}",
+    # The file grew past the limit while it was read (its size was within it when opened).
+    _C.INPUT_GREW: "{where}: over {limit_bytes} bytes: not a {what}",
+    _C.INPUT_NOT_UTF8: "{where}: not UTF-8 text (byte {byte}): not a {what}",
 }
 
 

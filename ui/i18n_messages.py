@@ -283,6 +283,48 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{name}：{field} 为 {value}，超过了规格书中的 {ceiling} {limit:g}",
     ),
     "reason_cal_other": ("{name}: not a usable calibration file", "{name}：不是可用的校准文件（英文页面给出详细原因）"),
+    # The reader's refusals (planner/limits.py, RuleCode.INPUT_*): in the app only the default calibration
+    # file is read from disk (an upload is parsed as sent), so the 中文 names the file a calibration file.
+    "reason_cal_input_unreadable": (
+        "{name}: cannot read the calibration file",
+        "{name}：无法读取该校准文件（没有读取权限或文件系统出错）",
+    ),
+    "reason_cal_input_directory": (
+        "{name}: a directory, not a calibration file",
+        "{name}：是目录，不是校准文件（请给出普通文件）",
+    ),
+    "reason_cal_input_fifo": (
+        "{name}: a FIFO, not a calibration file",
+        "{name}：是命名管道（FIFO），不是校准文件（请给出普通文件）",
+    ),
+    "reason_cal_input_char_device": (
+        "{name}: a character device, not a calibration file",
+        "{name}：是字符设备，不是校准文件（请给出普通文件）",
+    ),
+    "reason_cal_input_block_device": (
+        "{name}: a block device, not a calibration file",
+        "{name}：是块设备，不是校准文件（请给出普通文件）",
+    ),
+    "reason_cal_input_socket": (
+        "{name}: a socket, not a calibration file",
+        "{name}：是套接字，不是校准文件（请给出普通文件）",
+    ),
+    "reason_cal_input_not_regular": (
+        "{name}: not a regular file",
+        "{name}：不是普通文件，不能作为校准文件（请给出普通文件）",
+    ),
+    "reason_cal_input_too_large": (
+        "{name}: {size_bytes:,} bytes, over the {limit_bytes:,}-byte limit",
+        "{name}：{size_bytes:,} 字节，超过 {limit_bytes:,} 字节的上限，不是校准文件",
+    ),
+    "reason_cal_input_grew": (
+        "{name}: grew past the {limit_bytes:,}-byte limit while read",
+        "{name}：读取时超过了 {limit_bytes:,} 字节的上限，不是校准文件",
+    ),
+    "reason_cal_input_not_utf8": (
+        "{name}: not UTF-8 text (byte {byte})",
+        "{name}：不是 UTF-8 文本（第 {byte} 字节处），不是校准文件",
+    ),
     # A config.json the app cannot read (planner/catalog/hf_*.py): ``where`` names the upload.
     "reason_hf_no_file": ("{where}: no such config file", "{where}：找不到该配置文件"),
     "reason_hf_json": ("{where}: not valid JSON", "{where}：不是有效的 JSON 文件"),

@@ -108,6 +108,18 @@ CALIBRATION_REASONS = Reasons({
     _C.CAL_UNKNOWN_GPU: "reason_cal_gpu",
     _C.CAL_NOT_A_RATE: "reason_cal_field",
     _C.CAL_OVER_CEILING: "reason_cal_over",
+    # The reader's refusals (planner/limits.py): the default calibration file is the one file the app
+    # reads from disk; a config.json upload is checked for size before it is written and read.
+    _C.INPUT_UNREADABLE: "reason_cal_input_unreadable",
+    _C.INPUT_DIRECTORY: "reason_cal_input_directory",
+    _C.INPUT_FIFO: "reason_cal_input_fifo",
+    _C.INPUT_CHAR_DEVICE: "reason_cal_input_char_device",
+    _C.INPUT_BLOCK_DEVICE: "reason_cal_input_block_device",
+    _C.INPUT_SOCKET: "reason_cal_input_socket",
+    _C.INPUT_NOT_REGULAR: "reason_cal_input_not_regular",
+    _C.INPUT_TOO_LARGE: "reason_cal_input_too_large",
+    _C.INPUT_GREW: "reason_cal_input_grew",
+    _C.INPUT_NOT_UTF8: "reason_cal_input_not_utf8",
 }, fallback="reason_cal_other")  # fmt: skip
 
 # A Hugging Face config.json (planner/catalog/hf_*.py) and a model name (planner/catalog/models.py).

@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
-from planner.errors import CatalogError, CatalogViolation, RuleCode
+from planner.errors import CatalogError, CatalogViolation, RuleCode, RuleViolation
 from planner.limits import read_input
 from planner.plan import CalibratedGpu, CalibrationMachine, PlanCalibration
 
@@ -94,6 +94,8 @@ def read_calibration_bytes(path: Path) -> bytes:
     """A calibration file's bytes (``read_input``: a regular file, capped); CatalogError naming it."""
     try:
         return read_input(path, "calibration file")
+    except RuleViolation as exc:  # its code and figures kept: the app words it in the page's language
+        raise CatalogViolation(exc.code, exc.figures) from None
     except ValueError as exc:
         raise CatalogError(str(exc)) from None
 
