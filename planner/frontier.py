@@ -77,12 +77,10 @@ def pareto_rows(cost_usd: np.ndarray, time_s: np.ndarray) -> np.ndarray:
     """Positions of the points no other point beats on both cost and time, fastest first."""
     cost, time = np.asarray(cost_usd, dtype=float), np.asarray(time_s, dtype=float)
     order = np.lexsort((cost, time))  # by time, then cost
-    front, best_cost = [], np.inf
-    for i in order:
-        if cost[i] < best_cost:
-            front.append(int(i))
-            best_cost = cost[i]
-    return np.asarray(front, dtype=int)
+    # In that order a point is on the front iff it is cheaper than every point before it.
+    ordered = cost[order]
+    cheapest_before = np.fmin.accumulate(np.r_[np.inf, ordered[:-1]]) if len(order) else ordered  # NaN: never cheaper
+    return order[ordered < cheapest_before].astype(int)
 
 
 def knee(cost_usd: np.ndarray, time_s: np.ndarray) -> int | None:

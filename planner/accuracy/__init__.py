@@ -27,6 +27,7 @@ from planner.accuracy.regime import Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.model.candidates import PREC_FP8, Candidates
+from planner.model.rowwise import once_per_table
 from planner.plan import EfficiencyCeiling, Estimate, Uncertainty
 
 
@@ -61,7 +62,12 @@ def ceiling_of(regime: Regime, num_gpus: int, calibrated: bool) -> Ceiling | Non
 
 
 def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
-    """A key per row: its GPU and feature bits (the regime, for a fixed stack)."""
+    """A key per row: its GPU and feature bits (the regime, for a fixed stack); kept for the
+    last table (its ceilings and each quantile pass ask for them)."""
+    return once_per_table("regime_keys", c, moe, lambda: _regime_keys(c, moe))
+
+
+def _regime_keys(c: Candidates, moe: bool) -> np.ndarray:
     bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, c.precision == PREC_FP8, c.num_gpus)
     return np.asarray(c.gpu_index, dtype=np.int64) * 256 + bits
 

@@ -4,6 +4,7 @@ and the multi-job entry points (portfolio on a shared inventory, rent vs buy).""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -37,16 +38,21 @@ from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 class ScoredSearch:
     request: PlanRequest
     table: ScoredTable
-    frame: pd.DataFrame  # one row per candidate that passes memory/divisibility/batch
-    candidates: Candidates | None = None  # what ``plan_for_row`` re-scores
+    candidates: Candidates  # what ``plan_for_row`` re-scores and ``frame`` reads
     gpu_ids: tuple[str, ...] = ()
     catalog: Catalog | None = None  # with the request's price overrides
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """One row per candidate that passes memory/divisibility/batch, built on first read (a
+        portfolio reads none: its strings were a quarter of its time, issue 28)."""
+        return search_frame(self.table, self.candidates)
 
     def plan_for_row(self, row: int, settings: ModelingSettings | None = None) -> Plan:
         """Candidate ``row`` of the table as a runnable Plan (re-scored through ``estimate``;
         ``settings`` None: the request's stack profile)."""
-        if self.candidates is None or self.catalog is None:
-            raise ValueError("this search kept no candidates to re-score (scored_search keeps them)")
+        if self.catalog is None:
+            raise ValueError("this search kept no catalog to re-score with (scored_search keeps it)")
         return plan_from_row(
             self.request,
             self.candidates,
@@ -60,8 +66,8 @@ class ScoredSearch:
 def scored_search(
     request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
 ) -> ScoredSearch:
-    """Every valid candidate with its time, cost and layout, as a DataFrame (``settings`` None: the
-    request's stack profile, as ``plan``)."""
+    """Every valid candidate with its time, cost and layout (``frame``, a DataFrame) (``settings``
+    None: the request's stack profile, as ``plan``)."""
     settings = request_settings(request, settings)
     kind = catalog_with_price_kind(catalog or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
     catalog = catalog_with_prices(kind, request.price_overrides)
@@ -70,6 +76,12 @@ def scored_search(
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
     table = scored_table(request, catalog, c, list(gpus), space, settings)
+    return ScoredSearch(request=request, table=table, candidates=c, gpu_ids=tuple(gpus), catalog=catalog)
+
+
+def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
+    """The rows of ``table`` that pass memory, divisibility and batch, with the model's figures,
+    their 80 % band, the figures at the request's risk and each row's layout."""
     ok = table.fits_memory & table.divisible & table.batch_ok
     idx = np.flatnonzero(ok)
     # The model's figures with their 80 % band; the search judged them at the request's risk.
@@ -106,7 +118,7 @@ def scored_search(
     first, inverse = distinct([c.sharding[idx], c.ac[idx], *(frame[k].to_numpy() for k in _LABEL_COLUMNS)], len(idx))
     labels = np.array(row_labels(frame.iloc[first]), dtype=object)
     frame["layout"] = pd.Series(labels[inverse], index=frame.index, dtype=frame["sharding"].dtype)
-    return ScoredSearch(request=request, table=table, frame=frame, candidates=c, gpu_ids=tuple(gpus), catalog=catalog)
+    return frame
 
 
 # The enum codes' string values, to index by code; and the numeric columns a label reads.
@@ -244,12 +256,16 @@ def job_candidates(request: PlanRequest, name: str, catalog: Catalog, settings: 
     return _job_candidates(scored_search(request, catalog=catalog, settings=settings), name)
 
 
-def _job_candidates(search: ScoredSearch, name: str) -> JobCandidates:
+def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> JobCandidates:
+    """``labelled`` False: the rows keep empty labels (``plan_portfolio`` labels its answer by its
+    plans, ``PortfolioJob.label``, and needs no string per row)."""
     request = search.request
     deadline = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
-    labels = np.full(len(search.table), "", dtype=object)
-    labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()
-    table = replace(search.table, label=labels)
+    table = search.table
+    if labelled:
+        labels = np.full(len(search.table), "", dtype=object)
+        labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()
+        table = replace(search.table, label=labels)
     batch = None if request.vary_batch else requested_batch_tokens(request)
     return JobCandidates(name=name, table=table, deadline_s=deadline, budget_usd=request.budget_usd, batch_target=batch)
 
@@ -309,7 +325,7 @@ def plan_portfolio(
     up to ``EXACT_MAX_JOBS`` jobs; ``num_slots`` only refines the slotted model used above."""
     catalog = catalog or load_catalog()
     searches = {name: scored_search(r, catalog=catalog, settings=settings) for name, r in requests.items()}
-    jobs = [_job_candidates(search, name) for name, search in searches.items()]
+    jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
     rates = owned_rates(catalog, inventory, tco, settings, purchase_usd)
     solution: PortfolioSolution = solve_portfolio(

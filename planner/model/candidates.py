@@ -9,6 +9,7 @@ models' fields); enum-valued knobs are stored as small integer codes (``CODES`` 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,9 @@ SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
 
 # Candidate columns named other than their field (the formulas' short names).
 COLUMN_NAMES = {"activation_checkpointing": "ac"}
+# The knob columns the search rewrites row by row after generating them (the checkpointed
+# blocks that fit each GPU, planner/model/partial_recompute.py): ``layout_id`` does not fix them.
+REWRITTEN_KNOBS = ("ac", "ac_blocks")
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,10 @@ class Candidates:
     ep: np.ndarray
     # bool: experts split over tp (expert tp = tp); False: whole experts, ep borrows tp too.
     expert_tp: np.ndarray
+    # Rows of one id hold the same value in every knob column but ``REWRITTEN_KNOBS``: the search
+    # generates a GPU type's rows as copies of its shape's (planner/search/space.py), so its
+    # memory is found once per id, not by comparing every knob column (planner/model/rowwise.py).
+    layout_id: np.ndarray
     # hardware, gathered per row
     memory_bytes: np.ndarray
     matmul_peak_flops: np.ndarray  # dense peak for the row's precision (tf32 for fp32)
@@ -175,7 +183,7 @@ class Candidates:
     def expert_shard_group(self) -> np.ndarray:
         return expert_shard_group_of(self.shard_group, self.expert_token_split, self.ep)
 
-    @property
+    @cached_property  # read a few dozen times per scoring pass; num_gpus is never rewritten
     def num_nodes(self) -> np.ndarray:
         return np.maximum(1, -(-self.num_gpus // self.gpus_per_node))
 
@@ -194,6 +202,7 @@ class Candidates:
         field's default (a knob the caller does not vary)."""
         for knob in KNOBS:
             columns.setdefault(knob.column, knob.default)
+        columns.setdefault("layout_id", np.arange(size))  # every row its own: claims nothing
         return cls(**{name: np.full(size, v) if np.ndim(v) == 0 else v for name, v in columns.items()})
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model.candidates import Candidates
+from planner.model.rowwise import once_per_table
 from planner.model.settings import ModelingSettings
 
 
@@ -37,7 +38,12 @@ def scaleup_rate(c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.nda
     """(bytes/s per rank, seconds per ring step) inside a scale-up domain: the collectives measured
     on the GPU's own domain (``trainplan calibrate --collectives``, a ring fit, ``fit_ring``),
     else ``scaleup_bandwidth_fraction`` of the datasheet link rate and ``latency_scaleup_s``.
-    All-to-all was not measured; it shares the rate, as it shares the fraction without one."""
+    All-to-all was not measured; it shares the rate, as it shares the fraction without one.
+    Kept for the last table: each mesh axis's link asks for it."""
+    return once_per_table("scaleup_rate", c, s, lambda: _scaleup_rate(c, s))
+
+
+def _scaleup_rate(c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray]:
     measured = ~np.isnan(c.scaleup_bus_bandwidth)
     bandwidth = np.where(measured, c.scaleup_bus_bandwidth, c.scaleup_bandwidth * s.scaleup_bandwidth_fraction)
     latency = np.where(np.isnan(c.scaleup_step_latency), s.latency_scaleup_s, c.scaleup_step_latency)

@@ -19,6 +19,7 @@ from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
+from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.step_time import TimeBreakdown, step_time
@@ -77,8 +78,10 @@ def rule_values(c: Candidates) -> dict:
 def divisible(model: ModelSpec, c: Candidates, trainer_rules: bool = True) -> np.ndarray:
     """Structurally valid (and, with ``trainer_rules``, runnable by trainplan's trainer): the
     shared rules, degrees that multiply to the GPU count, and a supported precision."""
+    # Once per distinct layout and scale-up domain (rowwise.py): the rules read nothing else.
+    rules = lambda rows: structurally_valid(model, **rule_values(rows), trainer=trainer_rules)  # noqa: E731
     return (
-        structurally_valid(model, **rule_values(c), trainer=trainer_rules)
+        per_distinct_row(rules, c, RULE_COLUMNS)
         & (c.dp * c.tp * c.pp * c.cp == c.num_gpus)
         & np.isfinite(c.matmul_peak_flops)
     )

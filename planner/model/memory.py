@@ -32,6 +32,7 @@ from planner.model.moe import (
 from planner.model.pipeline import PipelineRank, max_rank_layers, pipeline_ranks
 from planner.model.rowwise import (
     MEMORY_COLUMNS,
+    STAGE_COLUMNS,
     distinct_or_all,
     once_per_table,
     per_distinct_row,
@@ -145,7 +146,9 @@ def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StagePa
 def busiest_stage(model: ModelSpec, c: Candidates) -> StageParams:
     """The parameters of the pp rank that holds the most of them, row by row (kept for the last
     table: comm, optimizer and host time each ask for it)."""
-    return once_per_table("busiest_stage", c, model, lambda: _busiest_stage(model, c))
+    # Once per distinct layout (rowwise.py): a stage's parameters depend on nothing else.
+    busiest = lambda: per_distinct_row(lambda rows: _busiest_stage(model, rows), c, STAGE_COLUMNS)  # noqa: E731
+    return once_per_table("busiest_stage", c, model, busiest)
 
 
 def _busiest_stage(model: ModelSpec, c: Candidates) -> StageParams:

@@ -25,7 +25,7 @@ from planner.model.memory import (
     usable_capacity,
 )
 from planner.model.pipeline import rank_layers
-from planner.model.rowwise import MEMORY_COLUMNS, distinct, rows_of
+from planner.model.rowwise import MEMORY_COLUMNS, distinct, key_columns, rows_of
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
@@ -65,7 +65,7 @@ def fit_ac_blocks(
     rows = blocks[fits(mem.device_total[blocks], c.memory_bytes[blocks], s.memory_headroom)]
     if len(rows):
         # Rows alike in their layout and their GPU's memory have the same fewest: once each.
-        first, inverse = distinct([np.asarray(getattr(c, name))[rows] for name in FIT_COLUMNS], len(rows))
+        first, inverse = distinct([np.asarray(getattr(c, name))[rows] for name in key_columns(FIT_COLUMNS)], len(rows))
         once = rows[first]
         chosen = _fewest_that_fit(
             terms.of_rows(once), c.ac_blocks[once], c.memory_bytes[once], mem.device_total[once], s

@@ -112,23 +112,21 @@ def _reference(c: Any) -> Callable[[], Any]:
 
 
 # One scoring pass asks for the ranks of the same table a dozen times (memory, step time, comm):
-# the last table's ranks are kept, keyed by the table itself (a weak reference, so nothing leaks).
-_last_ranks: tuple[weakref.ref, int, tuple[PipelineRank, ...]] | None = None
-_last_ranks_lock = threading.Lock()  # the app scores on several threads
+# the last table's ranks are kept, keyed by the table itself (a weak reference, so nothing leaks),
+# one per thread (the app and the portfolio score several tables at once).
+_last_ranks = threading.local()
 
 
 def pipeline_ranks(num_layers: int, c: Candidates) -> tuple[PipelineRank, ...]:
     """The first, second and last pp rank (the same rank where pp is 1 or 2): they bound every
     rank's memory and time (module docstring)."""
-    global _last_ranks
-    with _last_ranks_lock:
-        last_ranks = _last_ranks
+    last_ranks = getattr(_last_ranks, "value", None)
     if last_ranks is not None and last_ranks[0]() is c and last_ranks[1] == num_layers:
         return last_ranks[2]
     last = c.pp - 1
     ranks = tuple(pipeline_rank(num_layers, c, r) for r in (np.zeros_like(c.pp), np.minimum(1, last), last))
-    with contextlib.suppress(TypeError), _last_ranks_lock:  # a stand-in table without weak references: not cached
-        _last_ranks = (weakref.ref(c), num_layers, ranks)
+    with contextlib.suppress(TypeError):  # a stand-in table without weak references: not cached
+        _last_ranks.value = (weakref.ref(c), num_layers, ranks)
     return ranks
 
 

@@ -11,6 +11,7 @@ declared column list against the columns its term reads.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import weakref
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from planner.model.candidates import KNOBS, Candidates
+from planner.model.candidates import KNOBS, REWRITTEN_KNOBS, Candidates
 
 T = TypeVar("T")
 
@@ -40,13 +41,31 @@ KNOB_COLUMNS = tuple(k.column for k in KNOBS)
 # The knobs a micro-batch's compute does not see: data parallelism, sharding, accumulation.
 PER_STEP_KNOBS = ("dp_replicate", "dp_shard", "sharding", "grad_accum", "offload")
 MEMORY_COLUMNS = (*KNOB_COLUMNS, "memory_factor")
+# What the structural rules read (planner/model/structure.py): the knobs but recompute, and the
+# GPU's scale-up domain.
+RULE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in REWRITTEN_KNOBS), "scaleup_domain_size")
+# The knob columns equal in rows of one ``layout_id`` (Candidates.layout_id).
+FIXED_KNOBS = frozenset(KNOB_COLUMNS) - set(REWRITTEN_KNOBS)
+# What a pipeline rank's parameters read (memory.py ``busiest_stage``): the layout.
+STAGE_COLUMNS = tuple(k for k in KNOB_COLUMNS if k in FIXED_KNOBS)
 COMPUTE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in PER_STEP_KNOBS), *HARDWARE)
 
 
 def distinct_rows(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(first, inverse)``: a row index per distinct combination of ``columns`` and, for each
-    row, the position of its combination in ``first`` (``c``'s rows = ``first[inverse]``'s)."""
-    return distinct([np.asarray(getattr(c, name)) for name in dict.fromkeys(columns)], len(c))
+    row, the position of its combination in ``first`` (``c``'s rows = ``first[inverse]``'s).
+    Every knob column among them is read as ``layout_id`` and the rewritten knobs: rows alike
+    in those are alike in every knob (Candidates.layout_id), at a fraction of the work."""
+    return distinct([np.asarray(getattr(c, name)) for name in key_columns(columns)], len(c))
+
+
+def key_columns(columns: Sequence[str]) -> tuple[str, ...]:
+    """``columns`` without repeats; where they hold every knob column ``layout_id`` fixes, those
+    replaced by ``layout_id`` (the rewritten knobs among them stay)."""
+    names = tuple(dict.fromkeys(columns))
+    if not set(names) >= FIXED_KNOBS:
+        return names
+    return ("layout_id", *(n for n in names if n not in FIXED_KNOBS))
 
 
 def distinct(arrays: Sequence[np.ndarray], num_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -97,8 +116,36 @@ def _codes(values: np.ndarray, span: int | None = None) -> tuple[np.ndarray, int
 
 
 def take(c: Candidates, rows: np.ndarray) -> Candidates:
-    """The candidates at ``rows``, every column."""
-    return Candidates(**{f.name: np.asarray(getattr(c, f.name))[rows] for f in dataclasses.fields(Candidates)})
+    """The candidates at ``rows``, every column (each gathered when first read: a term reads a
+    third of the 50 columns, and gathering them all cost a tenth of a search, issue 28)."""
+    return _Taken(c, np.asarray(rows))
+
+
+class _Taken(Candidates):
+    """``take``'s table: a column is ``source``'s at ``rows``, gathered on its first read and
+    kept. The columns the search rewrites in place are gathered at once, so that a later write
+    to ``source`` cannot reach this table (the answers are those of an eager copy)."""
+
+    def __new__(cls, *args: Any, **columns: Any) -> Candidates:  # type: ignore[misc]  # a plain table, below
+        if columns:  # dataclasses.replace builds a new table from every column: a plain one
+            return Candidates(**columns)
+        return object.__new__(cls)
+
+    def __init__(self, source: Candidates, rows: np.ndarray) -> None:
+        object.__setattr__(self, "_source", source)
+        object.__setattr__(self, "_rows", rows)
+        for name in REWRITTEN_KNOBS:
+            getattr(self, name)
+
+    def __getattr__(self, name: str) -> Any:  # only for a column not read yet
+        if name not in _COLUMNS:
+            raise AttributeError(name)
+        value = np.asarray(getattr(self._source, name))[self._rows]
+        object.__setattr__(self, name, value)
+        return value
+
+
+_COLUMNS = frozenset(f.name for f in dataclasses.fields(Candidates))
 
 
 def spread(value: Any, inverse: np.ndarray, num_distinct: int) -> Any:
@@ -142,23 +189,19 @@ def distinct_or_all(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, 
 
 
 # The last table's value of each term ``once_per_table`` keeps, by term: (the table, weakly; the
-# other input it was computed for; the value). Under a lock: the app scores on several threads.
-_LAST: dict[str, tuple[weakref.ref, object, Any]] = {}
-_LAST_LOCK = threading.Lock()
+# other input it was computed for; the value). One per thread: the app and the portfolio score
+# several tables at once, and a thread's last table is the one it is scoring.
+_LAST = threading.local()
 
 
 def once_per_table(term: str, c: Candidates, other: object, compute: Callable[[], T]) -> T:
     """``compute()``, kept for the last table ``c`` (and ``other``, by identity: the model) that
-    asked for ``term``: one scoring pass asks for some terms several times."""
-    with _LAST_LOCK:
-        last = _LAST.get(term)
+    asked for ``term`` on this thread: one scoring pass asks for some terms several times."""
+    kept: dict[str, tuple[weakref.ref, object, Any]] = _LAST.__dict__.setdefault("terms", {})
+    last = kept.get(term)
     if last is not None and last[0]() is c and last[1] is other:
         return last[2]
     value = compute()
-    try:
-        reference = weakref.ref(c)
-    except TypeError:  # a stand-in table without weak references: not kept
-        return value
-    with _LAST_LOCK:
-        _LAST[term] = (reference, other, value)
+    with contextlib.suppress(TypeError):  # a stand-in table without weak references: not kept
+        kept[term] = (weakref.ref(c), other, value)
     return value

@@ -338,7 +338,6 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # Context-parallel ranks hold the same weights: they shard and reduce with the dp ranks.
     shard_link = comm.group_link(c, c.shard_group, c.tp, s)
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
-    cp_link = comm.group_link(c, c.cp, c.tp, s)
     pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
     # Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
     # ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
@@ -357,14 +356,17 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # With ep > 1 (or whole experts on tp ranks) a block's experts are their own FSDP unit over
     # the expert shard group (ranks etp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
     stage = busiest_stage(model, c)
-    experts = stage.experts * stage.expert_held / c.tp
-    expert_link = comm.group_link(c, c.expert_shard_group, c.etp * c.ep, s)
-    shard_traffic = np.where(
-        (c.ep > 1) | ((c.expert_token_split > 1) & model.is_moe),
-        sharded(local_params - stage.experts / c.tp, c.shard_group, shard_link, calls)
-        + sharded(experts, c.expert_shard_group, expert_link, n_layers),
-        sharded(local_params, c.shard_group, shard_link, calls),
-    )
+    shard_traffic = sharded(local_params, c.shard_group, shard_link, calls)
+    expert_units = (c.ep > 1) | ((c.expert_token_split > 1) & model.is_moe)
+    if expert_units.any():  # a dense model's search has none: the branch is not evaluated
+        experts = stage.experts * stage.expert_held / c.tp
+        expert_link = comm.group_link(c, c.expert_shard_group, c.etp * c.ep, s)
+        shard_traffic = np.where(
+            expert_units,
+            sharded(local_params - stage.experts / c.tp, c.shard_group, shard_link, calls)
+            + sharded(experts, c.expert_shard_group, expert_link, n_layers),
+            shard_traffic,
+        )
     replicated_dp = comm.all_reduce_s(
         local_params * s.grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s)
     )
@@ -400,7 +402,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     activation = tokens * model.hidden_size * dtype / c.tp
     pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
     pp = pp + tied_embedding_sync_s(model, c, pp_link, s)
-    cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * m
+    cp = np.zeros(len(c))
+    if (c.cp > 1).any():  # most searches have no cp rows (cp is searched from 32K tokens on)
+        cp_link = comm.group_link(c, c.cp, c.tp, s)
+        cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * m
     ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
     return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
 

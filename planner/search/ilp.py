@@ -189,7 +189,7 @@ def _check_scored(table: ScoredTable, plausible: np.ndarray) -> None:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise ValueError(
-                f"ScoredTable.{name}: row {row} ({table.label[row]}) passes the "
+                f"ScoredTable.{name}: row {row}{f' ({table.label[row]})' if table.label[row] else ''} passes the "
                 f"memory, divisibility and batch checks but has value "
                 f"{getattr(table, name)[row]!r}"
             )

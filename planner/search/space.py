@@ -35,6 +35,7 @@ from planner.model.candidates import (
     hardware_columns,
 )
 from planner.model.partial_recompute import full_ac_blocks
+from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
 from planner.model.structure import structurally_valid
 
@@ -250,20 +251,32 @@ def initial_ac_blocks(model: ModelSpec, rows: dict[str, np.ndarray], space: Sear
     return count
 
 
+def with_ids(shapes: dict[tuple[int, int, int], dict[str, np.ndarray]]) -> None:
+    """Give each shape's rows their ``layout_id`` (in place, so every GPU type of the shape
+    shares them): one id per distinct combination of the generated knob columns, over all the
+    shapes (most rows recur in several: a larger count limit adds rows to the same layouts)."""
+    blocks = list(shapes.values())
+    names = [k for k in blocks[0] if k in KNOB_COLUMNS]  # num_gpus is not a knob
+    _, ids = distinct([np.concatenate([b[k] for b in blocks]) for k in names], sum(len(b["tp"]) for b in blocks))
+    ends = np.cumsum([len(b["tp"]) for b in blocks])
+    for block, end in zip(blocks, ends, strict=True):
+        block["layout_id"] = ids[end - len(block["tp"]) : end]
+
+
 def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | None], space: SearchSpace) -> Candidates:
     """The candidate table over the allowed GPU types (inventory caps the count searched)."""
     specs = [catalog.gpu(gid) for gid in gpus]
-    columns: list[dict[str, np.ndarray]] = []
     # gpu_rows reads the GPU's scale-up domain only: the catalog's 25 types share a few shapes.
     shapes: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
-    for index, gpu in enumerate(specs):
+    shape_of = []
+    for gpu in specs:
         node = catalog.node(gpu.default_node)
         limit = min(space.max_gpus, gpus[gpu.id] or space.max_gpus)
-        shape = (node.gpus_per_node, limit, gpu.scaleup_domain_size)
-        if shape not in shapes:
-            shapes[shape] = gpu_rows(model, gpu, node.gpus_per_node, limit, space)
-        rows = shapes[shape]
-        columns.append({**rows, "gpu_index": np.full(len(rows["tp"]), index)})
+        shape_of.append((node.gpus_per_node, limit, gpu.scaleup_domain_size))
+        if shape_of[-1] not in shapes:
+            shapes[shape_of[-1]] = gpu_rows(model, gpu, node.gpus_per_node, limit, space)
+    with_ids(shapes)
+    columns = [{**shapes[shape], "gpu_index": np.full(len(shapes[shape]["tp"]), i)} for i, shape in enumerate(shape_of)]
     flat = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
     node_sizes = [catalog.node(g.default_node).gpus_per_node for g in specs]
     networks = [catalog.network(g.default_network).bandwidth_bytes_per_s_per_gpu for g in specs]

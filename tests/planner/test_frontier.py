@@ -60,3 +60,25 @@ def test_the_knee_beside_the_chosen_plan_is_read_on_the_feasible_rows_only():
     bend = knee_versus(cost, days, np.array([0, 1, 2, 6, 7]), 0)
     assert bend is not None and bend.row == 2
     assert knee_versus(cost, days, np.array([], dtype=int), 0) is None
+
+
+def _front_one_by_one(cost: np.ndarray, time: np.ndarray) -> list[int]:
+    """The front by its definition, point by point: fastest first, each cheaper than all before."""
+    front, cheapest = [], np.inf
+    for i in np.lexsort((cost, time)):
+        if cost[i] < cheapest:
+            front.append(int(i))
+            cheapest = cost[i]
+    return front
+
+
+def test_pareto_rows_is_the_front_point_by_point_with_ties_and_nans():
+    rng = np.random.default_rng(7)
+    for size in (0, 1, 2, 50, 5000):
+        for _ in range(10):
+            cost = rng.integers(0, 30, size).astype(float)  # small ranges: many ties
+            time = rng.integers(0, 30, size).astype(float)
+            if size > 3:
+                cost[rng.integers(0, size, 2)] = np.nan
+                time[rng.integers(0, size, 2)] = np.nan
+            assert pareto_rows(cost, time).tolist() == _front_one_by_one(cost, time)

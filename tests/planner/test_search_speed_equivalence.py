@@ -9,6 +9,7 @@ results against the whole-table evaluation bit for bit.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from functools import cache
@@ -23,8 +24,9 @@ from planner.model import memory as memory_module
 from planner.model import pipeline, rowwise
 from planner.model import step_time as step_module
 from planner.model.candidates import AC_BLOCKS, KNOBS, Candidates
-from planner.model.estimate import job_totals, score
+from planner.model.estimate import job_totals, rule_values, score
 from planner.model.settings import Stack
+from planner.model.structure import structurally_valid
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
 from planner.search.score import candidate_table, row_evidence, search_space
 from planner.search.space import build_candidates
@@ -42,6 +44,8 @@ CASES: tuple[tuple[str, dict[str, object]], ...] = (
 TERMS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "memory": (memory_module._memory, rowwise.MEMORY_COLUMNS),
     "compute": (step_module.compute_time_per_microbatch, rowwise.COMPUTE_COLUMNS),
+    "stage": (lambda model, c, s: memory_module._busiest_stage(model, c), rowwise.STAGE_COLUMNS),
+    "rules": (lambda model, c, s: structurally_valid(model, **rule_values(c)), rowwise.RULE_COLUMNS),
 }
 # The stacks whose settings take different branches (native/HF modules, Megatron's recompute).
 STACKS = (Stack.TRAINPLAN, Stack.MEGATRON_CORE, Stack.HF_TRAINER, Stack.DEEPSPEED)
@@ -84,7 +88,7 @@ def reads(term: Callable, request: PlanRequest, c: Candidates) -> set[str]:
     rows = np.union1d(rows, np.flatnonzero(c.offload)[:50])
     sample = rowwise.take(c, rows)
     recording = RecordingCandidates(**{f.name: getattr(sample, f.name) for f in fields(Candidates)})
-    pipeline._last_ranks = None  # ranks cached from another table would hide their reads
+    pipeline._last_ranks.__dict__.clear()  # ranks cached from another table would hide their reads
     _READS.clear()
     term(request.model, recording, request_settings(request))
     stored = {f.name for f in fields(Candidates)}
@@ -214,3 +218,48 @@ def test_blocks_memory_from_the_ranks_terms_is_memory_bit_for_bit(preset, extra,
         expect = memory_module.memory(request.model, replace(sub, ac_blocks=count), s)
         assert same(memory_module.blocks_memory(ranks, count, s), expect)
         assert np.array_equal(memory_module.blocks_device_total(ranks, count, s), expect.device_total)
+
+
+@pytest.mark.parametrize("preset,extra", CASES)
+def test_rows_of_one_layout_id_hold_the_same_knobs(preset, extra):
+    # The search keys memory, stages and rules by layout_id (rowwise.key_columns): exact only if
+    # rows of one id agree in every knob the id fixes. The ids are shared across GPU types.
+    _, c = table(preset, Stack.TRAINPLAN, tuple(sorted(extra.items())))
+    first, inverse = rowwise.distinct([c.layout_id], len(c))
+    for name in rowwise.FIXED_KNOBS:
+        values = np.asarray(getattr(c, name))
+        assert np.array_equal(values[first][inverse], values), name
+    assert len(first) * 2 < len(c)
+
+
+def test_a_taken_table_is_an_eager_copy():
+    _, c = table("llama3-8b", Stack.TRAINPLAN, ())
+    rows = np.arange(0, len(c), 7)
+    taken = rowwise.take(c, rows)
+    before = c.ac_blocks[rows].copy()
+    c.ac_blocks[rows] += 1  # the search rewrites this column in place after taking rows
+    try:
+        assert np.array_equal(taken.ac_blocks, before)
+    finally:
+        c.ac_blocks[rows] -= 1
+    for f in fields(Candidates):
+        assert np.array_equal(getattr(taken, f.name), np.asarray(getattr(c, f.name))[rows], equal_nan=True), f.name
+    assert type(replace(taken, tp=taken.tp)) is Candidates
+
+
+def test_once_per_table_keeps_each_threads_last_table():
+    # The app scores on several threads: another thread's table must not evict this one's.
+    request, c = table("llama3-8b", Stack.TRAINPLAN, ())
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert rowwise.once_per_table("thread term", c, request.model, compute) == 1
+    other = rowwise.take(c, np.arange(10))
+    worker = threading.Thread(target=rowwise.once_per_table, args=("thread term", other, request.model, compute))
+    worker.start()
+    worker.join()
+    assert len(calls) == 2  # the other thread computed its own table's value
+    assert rowwise.once_per_table("thread term", c, request.model, compute) == 1  # still kept here
