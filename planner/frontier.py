@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
     "NEAR_TIE_MIN_GAIN",
@@ -73,9 +74,37 @@ def near_tie(
     return NearTie(row=best, objective=objective, extra_fraction=float(main[best] / main[chosen] - 1), gain=gain)
 
 
-def pareto_rows(cost_usd: np.ndarray, time_s: np.ndarray) -> np.ndarray:
-    """Positions of the points no other point beats on both cost and time, fastest first."""
+def anchor_survivors(cells: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The rows a front sorted by (``first``, ``second``, index) may keep, as far as their cell's
+    anchor tells (``cells``: codes 0..k-1 that refine the front's groups).
+
+    A row leaves such a front when an earlier row has a ``second`` no larger. The anchor, the row
+    of least (``second``, ``first``, index) in the cell, has the least ``second``: it comes before,
+    and so removes, every row of its cell except those with a smaller ``first``. Removing them
+    changes nothing for the others: whatever they would have removed, the anchor removes.
+    Non-finite keys: nothing is removed."""
+    if not (np.isfinite(first).all() and np.isfinite(second).all()):
+        return np.ones(len(cells), dtype=bool)
+    count, index = int(np.max(cells, initial=-1)) + 1, np.arange(len(cells))
+    least = np.full(count, np.inf)
+    np.minimum.at(least, cells, second)
+    rows = np.flatnonzero(second == least[cells])  # the least second of each cell
+    anchor_first = np.full(count, np.inf)
+    np.minimum.at(anchor_first, cells[rows], first[rows])
+    rows = rows[first[rows] == anchor_first[cells[rows]]]  # then the least first
+    anchor = np.full(count, len(cells))
+    np.minimum.at(anchor, cells[rows], rows)  # then the lowest index
+    return (first < anchor_first[cells]) | (index == anchor[cells])
+
+
+def pareto_rows(cost_usd: np.ndarray, time_s: np.ndarray, cells: np.ndarray | None = None) -> np.ndarray:
+    """Positions of the points no other point beats on both cost and time, fastest first
+    (``cells``: ints grouping the points, e.g. by GPU type and count, whose cheapest point
+    removes the ones it beats before the sort: the same front, issue 28)."""
     cost, time = np.asarray(cost_usd, dtype=float), np.asarray(time_s, dtype=float)
+    if cells is not None:
+        rows = np.flatnonzero(anchor_survivors(pd.factorize(np.asarray(cells))[0], time, cost))
+        return rows[pareto_rows(cost[rows], time[rows])]
     order = np.lexsort((cost, time))  # by time, then cost
     # In that order a point is on the front iff it is cheaper than every point before it.
     ordered = cost[order]
@@ -83,10 +112,10 @@ def pareto_rows(cost_usd: np.ndarray, time_s: np.ndarray) -> np.ndarray:
     return order[ordered < cheapest_before].astype(int)
 
 
-def knee(cost_usd: np.ndarray, time_s: np.ndarray) -> int | None:
+def knee(cost_usd: np.ndarray, time_s: np.ndarray, cells: np.ndarray | None = None) -> int | None:
     """Position of the Pareto front's knee (farthest from the chord of its ends in log-log space);
-    None when the front has fewer than three points or is straight."""
-    front = pareto_rows(cost_usd, time_s)
+    None when the front has fewer than three points or is straight (``cells``: ``pareto_rows``')."""
+    front = pareto_rows(cost_usd, time_s, cells)
     if len(front) < 3:
         return None
     x = np.log(np.asarray(time_s, dtype=float)[front])
@@ -110,11 +139,14 @@ class Knee:
     speedup: float
 
 
-def knee_versus(cost_usd: np.ndarray, time_s: np.ndarray, rows: np.ndarray, chosen: int) -> Knee | None:
+def knee_versus(
+    cost_usd: np.ndarray, time_s: np.ndarray, rows: np.ndarray, chosen: int, cells: np.ndarray | None = None
+) -> Knee | None:
     """The knee of the front of ``rows`` (feasible row indices) against the ``chosen`` row; None
-    when the front has none or the chosen row is the knee."""
+    when the front has none or the chosen row is the knee (``cells``: ``pareto_rows``', per row)."""
     rows = np.asarray(rows, dtype=int)
-    at = knee(np.asarray(cost_usd)[rows], np.asarray(time_s)[rows]) if len(rows) else None
+    at_cells = None if cells is None else np.asarray(cells)[rows]
+    at = knee(np.asarray(cost_usd)[rows], np.asarray(time_s)[rows], at_cells) if len(rows) else None
     if at is None or int(rows[at]) == chosen:
         return None
     row = int(rows[at])

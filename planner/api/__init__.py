@@ -214,7 +214,12 @@ def plan(
     median_row = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
     rows = choosable_rows(request, table, deadline_s, inventory)
     tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
-    bend = None if deadline_s is not None else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row)
+    cells = table.count_cells()
+    bend = (
+        None
+        if deadline_s is not None
+        else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row, cells)
+    )
     idle = idle_gpus(
         table,
         solution.row,

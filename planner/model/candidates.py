@@ -59,9 +59,10 @@ SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
 
 # Candidate columns named other than their field (the formulas' short names).
 COLUMN_NAMES = {"activation_checkpointing": "ac"}
-# The knob columns the search rewrites row by row after generating them (the checkpointed
-# blocks that fit each GPU, planner/model/partial_recompute.py): ``layout_id`` does not fix them.
-REWRITTEN_KNOBS = ("ac", "ac_blocks")
+# The knob columns the search rewrites row by row after generating them: the checkpointed blocks
+# that fit each GPU (planner/model/partial_recompute.py, which re-keys those rows' ``layout_id``).
+RECOMPUTE_KNOBS = ("ac", "ac_blocks")
+REWRITTEN_COLUMNS = (*RECOMPUTE_KNOBS, "layout_id")
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,12 @@ class Candidates:
     ep: np.ndarray
     # bool: experts split over tp (expert tp = tp); False: whole experts, ep borrows tp too.
     expert_tp: np.ndarray
-    # Rows of one id hold the same value in every knob column but ``REWRITTEN_KNOBS``: the search
-    # generates a GPU type's rows as copies of its shape's (planner/search/space.py), so its
-    # memory is found once per id, not by comparing every knob column (planner/model/rowwise.py).
+    # Rows of one id hold the same value in every knob column: the search generates a GPU type's
+    # rows as copies of its shape's (planner/search/space.py) and gives rows whose recompute it
+    # rewrites new ids, so memory is found once per id, not by comparing every knob column
+    # (planner/model/rowwise.py ``key_columns``). A table made with other values in a knob column
+    # (dataclasses.replace) keeps its ids only if each row's new value follows from its knobs
+    # (moe.py's tp=etp); otherwise it needs new ones (``layout_id=np.arange(n)`` claims nothing).
     layout_id: np.ndarray
     # hardware, gathered per row
     memory_bytes: np.ndarray

@@ -53,7 +53,7 @@ def fit_ac_blocks(
 ) -> MemoryBreakdown:
     """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
     (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
-    place; ``terms``: ``memory_terms`` of ``c``, whose memory is returned with those rows
+    place (and the rows' ``layout_id``, ``rekey``); ``terms``: ``memory_terms`` of ``c``, whose memory is returned with those rows
     re-evaluated. ``recode_full``: a row whose count checkpoints every block becomes a ``full``
     row (the same memory and time; the search then generates no ``full`` rows,
     planner/search/space.py ``searched_ac_codes``)."""
@@ -82,7 +82,15 @@ def fit_ac_blocks(
         # Every block checkpointed is full recompute: the same floats under either code.
         whole = blocks[c.ac_blocks[blocks] >= full]
         c.ac[whole], c.ac_blocks[whole] = AC_FULL, 0
+    rekey(c, blocks)
     return mem
+
+
+def rekey(c: Candidates, rows: np.ndarray) -> None:
+    """New ``layout_id``s for ``rows``, whose recompute was rewritten: one per distinct (old id,
+    ac, ac_blocks), above every id in use, so that rows of one id stay alike in every knob."""
+    _, codes = distinct([c.layout_id[rows], c.ac[rows], c.ac_blocks[rows]], len(rows))
+    c.layout_id[rows] = int(c.layout_id.max(initial=-1)) + 1 + codes
 
 
 def _fewest_that_fit(

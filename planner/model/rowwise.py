@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from planner.model.candidates import KNOBS, REWRITTEN_KNOBS, Candidates
+from planner.model.candidates import KNOBS, RECOMPUTE_KNOBS, REWRITTEN_COLUMNS, Candidates
 
 T = TypeVar("T")
 
@@ -43,11 +43,9 @@ PER_STEP_KNOBS = ("dp_replicate", "dp_shard", "sharding", "grad_accum", "offload
 MEMORY_COLUMNS = (*KNOB_COLUMNS, "memory_factor")
 # What the structural rules read (planner/model/structure.py): the knobs but recompute, and the
 # GPU's scale-up domain.
-RULE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in REWRITTEN_KNOBS), "scaleup_domain_size")
-# The knob columns equal in rows of one ``layout_id`` (Candidates.layout_id).
-FIXED_KNOBS = frozenset(KNOB_COLUMNS) - set(REWRITTEN_KNOBS)
+RULE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in RECOMPUTE_KNOBS), "scaleup_domain_size")
 # What a pipeline rank's parameters read (memory.py ``busiest_stage``): the layout.
-STAGE_COLUMNS = tuple(k for k in KNOB_COLUMNS if k in FIXED_KNOBS)
+STAGE_COLUMNS = tuple(k for k in KNOB_COLUMNS if k not in RECOMPUTE_KNOBS)
 COMPUTE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in PER_STEP_KNOBS), *HARDWARE)
 
 
@@ -60,12 +58,12 @@ def distinct_rows(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np
 
 
 def key_columns(columns: Sequence[str]) -> tuple[str, ...]:
-    """``columns`` without repeats; where they hold every knob column ``layout_id`` fixes, those
-    replaced by ``layout_id`` (the rewritten knobs among them stay)."""
+    """``columns`` without repeats; where they hold every knob but recompute's, the knob columns
+    replaced by ``layout_id``, which fixes them all (a finer key where recompute is not read)."""
     names = tuple(dict.fromkeys(columns))
-    if not set(names) >= FIXED_KNOBS:
+    if not set(names) >= set(STAGE_COLUMNS):
         return names
-    return ("layout_id", *(n for n in names if n not in FIXED_KNOBS))
+    return ("layout_id", *(n for n in names if n not in KNOB_COLUMNS))
 
 
 def distinct(arrays: Sequence[np.ndarray], num_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -110,6 +108,8 @@ def _codes(values: np.ndarray, span: int | None = None) -> tuple[np.ndarray, int
             present[shifted] = True
             recode = np.cumsum(present) - 1
             return recode[shifted], int(recode[-1]) + 1
+    if values.dtype.kind == "f" and len(values) and values.min() == values.max():  # NaN: not equal
+        return np.zeros(len(values), dtype=np.int64), 1  # one value (a GPU column most types share)
     # Floats (NaN its own code) and wide ints: by hashing.
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), len(uniques)
@@ -134,7 +134,7 @@ class _Taken(Candidates):
     def __init__(self, source: Candidates, rows: np.ndarray) -> None:
         object.__setattr__(self, "_source", source)
         object.__setattr__(self, "_rows", rows)
-        for name in REWRITTEN_KNOBS:
+        for name in REWRITTEN_COLUMNS:
             getattr(self, name)
 
     def __getattr__(self, name: str) -> Any:  # only for a column not read yet

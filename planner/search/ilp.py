@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pulp
 
+from planner.frontier import anchor_survivors
 from planner.search.diagnosis import RowChecks, diagnose
 
 __all__ = [
@@ -97,6 +98,16 @@ class ScoredTable:
 
     def __len__(self) -> int:
         return len(self.gpu_id)
+
+    def gpu_codes(self) -> np.ndarray:
+        """An int per row naming its GPU type: the search's ``extra['gpu_index']`` where the table
+        keeps it (a million names cost a hash each), else the names' codes."""
+        codes = self.extra.get("gpu_index")
+        return pd.factorize(self.gpu_id)[0] if codes is None else codes
+
+    def count_cells(self) -> np.ndarray:
+        """An int per row naming its (GPU type, GPU count): ``pareto_mask``'s and the knee's cells."""
+        return self.gpu_codes().astype(np.int64) * (int(self.num_gpus.max(initial=0)) + 1) + self.num_gpus
 
     def take(self, indices: np.ndarray | list[int]) -> ScoredTable:
         """The rows at ``indices`` (in that order), extra columns included."""
@@ -198,16 +209,30 @@ def _check_scored(table: ScoredTable, plausible: np.ndarray) -> None:
         raise ValueError(f"ScoredTable.num_gpus: row {int(np.flatnonzero(bad)[0])} has < 1 GPU")
 
 
-def pareto_mask(group: np.ndarray, cost: np.ndarray, time: np.ndarray, size: np.ndarray | None = None) -> np.ndarray:
+def pareto_mask(
+    group: np.ndarray,
+    cost: np.ndarray,
+    time: np.ndarray,
+    size: np.ndarray | None = None,
+    cells: np.ndarray | None = None,
+) -> np.ndarray:
     """Rows that no other row of the same group dominates (lower-or-equal in every key).
 
     Keys are (cost, time), plus ``size`` (GPU count) when given, which the shared-inventory
     models need: a cheaper, faster plan that takes more GPUs may not fit. Of exact
-    duplicates the lowest index is kept.
+    duplicates the lowest index is kept. ``cells`` (without ``size``; ints, e.g. the GPU count)
+    splits each group further: the rows their cell's fastest row dominates are dropped before
+    the sort, which then sorts a few rows per cell (the same mask, issue 28).
     """
     group_codes = pd.factorize(group)[0]
     if size is None:
-        return _pareto_2d(group_codes, cost, time)
+        if cells is None:
+            return _pareto_2d(group_codes, cost, time)
+        key = group_codes.astype(np.int64) * (int(np.max(cells, initial=0)) + 1) + cells
+        rows = np.flatnonzero(anchor_survivors(pd.factorize(key)[0], cost, time))
+        keep = np.zeros(len(group_codes), dtype=bool)
+        keep[rows] = _pareto_2d(group_codes[rows], cost[rows], time[rows])
+        return keep
     size_codes = pd.factorize(size)[0]
     keep = _pareto_2d(group_codes * (int(size_codes.max(initial=0)) + 1) + size_codes, cost, time)
     # Survivors can now only be dominated by a row of the same group with strictly fewer GPUs.
@@ -400,7 +425,11 @@ def solve_single(
     C, T = table.cost_usd, table.time_to_train_s
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
     score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
-    kept = feasible[pareto_mask(table.gpu_id[feasible], C[feasible], T[feasible])] if prune else feasible
+    # Each GPU type and count's fastest row prunes its rows before the sort (pareto_mask's cells).
+    cells = table.count_cells()[feasible]
+    kept = (
+        feasible[pareto_mask(table.gpu_codes()[feasible], C[feasible], T[feasible], cells=cells)] if prune else feasible
+    )
 
     objective = Objective(objective)
     limits = _Limits(deadline_s, budget_usd, inventory)

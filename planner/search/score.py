@@ -89,6 +89,7 @@ def candidate_table(
             "pp": c.pp,
             "dp_shard": c.dp_shard,
             "row": np.arange(len(c)),
+            "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
             "batch_tokens": batch_tokens(c),
             "model_time_s": seconds,
             "time_factor": np.broadcast_to(factor, seconds.shape),

@@ -82,3 +82,5 @@ def test_pareto_rows_is_the_front_point_by_point_with_ties_and_nans():
                 cost[rng.integers(0, size, 2)] = np.nan
                 time[rng.integers(0, size, 2)] = np.nan
             assert pareto_rows(cost, time).tolist() == _front_one_by_one(cost, time)
+            cells = rng.integers(0, 6, size)  # each cell's cheapest point drops what it beats first
+            assert pareto_rows(cost, time, cells).tolist() == _front_one_by_one(cost, time)

@@ -6,10 +6,12 @@ import dataclasses
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from support import SOLVERS, needs_highs
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.frontier import anchor_survivors
 from planner.search.ilp import (
     NEAR_TIE_FRACTION,
     TIE_BREAK_WEIGHT,
@@ -146,6 +148,25 @@ def test_pareto_mask_matches_the_definition(seed: int) -> None:
     size = rng.choice([1, 2, 4, 8], num_rows)
     assert np.array_equal(pareto_mask(group, cost, time), quadratic_front(group, cost, time))
     assert np.array_equal(pareto_mask(group, cost, time, size=size), quadratic_front(group, cost, time, size))
+    # Cells (the GPU count within each type) only drop rows before the sort: the same front.
+    assert np.array_equal(pareto_mask(group, cost, time, cells=size), quadratic_front(group, cost, time))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_cells_prune_the_sort_to_few_rows_and_keep_the_front(seed: int) -> None:
+    # As in a scored table: within a GPU type and count, cost is time times one rate.
+    rng = np.random.default_rng(500 + seed)
+    num_rows = 3000
+    group = rng.choice(np.array(["a", "b"], dtype=object), num_rows)
+    count = rng.choice([8, 16, 32, 64], num_rows)
+    time = rng.integers(1, 40, num_rows).astype(float)
+    cost = time * count * np.where(group == "a", 2.0, 3.0)
+    cells = pd.factorize(group)[0] * 100 + count
+    assert np.array_equal(pareto_mask(group, cost, time, cells=count), pareto_mask(group, cost, time))
+    assert anchor_survivors(pd.factorize(cells)[0], cost, time).sum() <= 8  # one per cell
+    cost[:5] = np.nan  # non-finite keys: nothing is dropped before the sort
+    assert anchor_survivors(pd.factorize(cells)[0], cost, time).all()
+    assert np.array_equal(pareto_mask(group, cost, time, cells=count), pareto_mask(group, cost, time))
 
 
 def test_alternatives_are_the_next_best_feasible_rows() -> None:
