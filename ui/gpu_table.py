@@ -194,7 +194,7 @@ def read_choice(
 
 
 # The app's rent choices beside on-demand (the catalog's default price) and their price kinds.
-PRICE_KIND_OF = {"spot": "spot", "reserved_1y": "reserved-1y"}
+PRICE_KIND_OF = {"spot": "spot", "reserved_1y": "reserved-1y", "reserved_3y": "reserved-3y"}
 
 
 def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -> GpuChoice | None:

@@ -93,6 +93,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_bought": ("Buy (amortised)", "购买（摊销）"),
     "opt_spot": ("Rent (spot)", "竞价租用"),
     "opt_reserved_1y": ("Rent (1-year reserved)", "一年预留租用"),
+    "opt_reserved_3y": ("Rent (3-year reserved)", "三年预留租用"),
     "price_kind_note": (
         "{kind} prices, the median of the providers' offers (hw_catalog/prices): {prices}. "
         "GPUs without such an offer are left out{dropped}.",

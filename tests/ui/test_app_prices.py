@@ -18,3 +18,13 @@ def test_spot_rent_plans_at_the_spot_median_without_gpus_that_have_none() -> Non
     assert note in [c.value for c in at.sidebar.caption]
     request = request_for(gpus={"h100-sxm": None}, price_kind="spot")
     assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)
+
+
+def test_three_year_reserved_rent_plans_at_its_median() -> None:
+    # The app offers every price kind the CLI does: the 3-year reserved offers (AWS A100/H100 RIs).
+    at = run_app(pricing="reserved_3y")
+    reserved = catalog_with_price_kind(CATALOG, "reserved-3y", ["a100-80gb-sxm", "h100-sxm"])
+    prices = ", ".join(f"{g} ${reserved.gpu(g).price_per_gpu_hour_usd:.2f}" for g in ("a100-80gb-sxm", "h100-sxm"))
+    assert EN("price_kind_note", kind="reserved-3y", prices=prices, dropped="") in [c.value for c in at.sidebar.caption]
+    request = request_for(gpus={"a100-80gb-sxm": None, "h100-sxm": None}, price_kind="reserved-3y")
+    assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)
