@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.app_server import one_malloc_arena
 from ui.cached import catalog
 from ui.portfolio_view import show_portfolio
 from ui.sidebar import TRANSLATED_CHOICES, init_state, keep_values, sidebar
@@ -19,6 +20,8 @@ from ui.single import METRIC_CSS, show_single
 # showed at Streamlit's default width); the reader can still drag it wider or narrower
 SIDEBAR_PX = 365
 __all__ = ("TRANSLATED_CHOICES", "main")  # the tests read which choices survive a language switch from here
+
+one_malloc_arena()  # `streamlit run app.py` too (trainplan app sets it before the server starts)
 
 
 def main() -> None:

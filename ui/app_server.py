@@ -10,6 +10,8 @@ interface (``0.0.0.0``, ``::``) the check is off: the user chose to serve any na
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib.util
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -73,6 +75,26 @@ def check_installed() -> None:
         )
 
 
+# glibc's mallopt parameter for the most malloc arenas (malloc.h: M_ARENA_MAX = -8).
+M_ARENA_MAX = -8
+
+
+def one_malloc_arena() -> bool:
+    """Have every thread allocate from glibc's main arena (True where that was set).
+
+    Streamlit runs each rerun of the page on a new thread, which glibc gives an arena of its own;
+    the planner's arrays (tens of MB per request) then fault their pages in afresh on every edit:
+    a plan took 2.0-2.5 s there against 1.0-1.2 s on the main thread (issue 30,
+    bench/bench_app.py). One arena keeps those pages warm across reruns; numpy allocates too
+    rarely for its lock to matter. Without glibc (macOS, musl) nothing changes.
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(M_ARENA_MAX, 1))
+    except (OSError, AttributeError):
+        return False
+
+
 def _option(argv: list[str], name: str, default: str) -> str:
     return argv[argv.index(name) + 1] if name in argv[:-1] else default
 
@@ -80,6 +102,7 @@ def _option(argv: list[str], name: str, default: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Run ``streamlit`` with ``argv`` and the Host check for its ``--server.address``."""
     argv = sys.argv[1:] if argv is None else argv
+    one_malloc_arena()  # before Streamlit starts any thread
     allowed = allowed_hosts(_option(argv, "--server.address", "localhost"))
     if allowed is not None:
         import streamlit.web.server.starlette.starlette_server as server

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import sys
 
 import pytest
 from support.cli import assert_one_line, call
@@ -95,3 +96,27 @@ def test_host_names_and_the_launcher_hook(monkeypatch):
     app_server.main(["run", "app.py", "--server.address", "localhost"])
     built = server.create_starlette_app(None)
     assert isinstance(built, app_server.HostCheck) and built.app == "streamlit's app"
+
+
+def test_the_launcher_gives_every_thread_the_main_malloc_arena(monkeypatch):
+    # Streamlit reruns the page on a new thread each edit; with an arena per thread a plan took
+    # twice as long there (issue 30). The launcher sets glibc's arena limit before any thread.
+    calls = []
+
+    class Libc:
+        def mallopt(self, parameter, value):
+            calls.append((parameter, value))
+            return 1
+
+    monkeypatch.setattr(app_server.ctypes, "CDLL", lambda name: Libc())
+    import streamlit.web.cli
+
+    monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: None)
+    monkeypatch.setattr("sys.argv", ["x"])
+    app_server.main(["run", "app.py", "--server.address", "0.0.0.0"])
+    assert calls == [(app_server.M_ARENA_MAX, 1)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_one_malloc_arena_is_set_on_linux():
+    assert app_server.one_malloc_arena() is True
