@@ -221,6 +221,16 @@ def matmul_peak(gpu, precision: Precision) -> float:
     return gpu.peak_flops(key)
 
 
+def row_gather(gpu_index: np.ndarray, num_gpus: int):
+    """``values[gpu_index]`` for per-GPU ``values``; where the rows come in runs of one GPU type
+    (the search's table), repeated run by run: the same array, a third of the work."""
+    gpu_index = np.asarray(gpu_index)
+    if len(gpu_index) > 1 and (np.diff(gpu_index) >= 0).all():
+        counts = np.bincount(gpu_index, minlength=num_gpus)
+        return lambda values: np.repeat(values, counts)
+    return lambda values: values[gpu_index]
+
+
 def hardware_columns(
     gpus: list, gpu_index: np.ndarray, precision: np.ndarray, gpus_per_node: list[int], network_bandwidth: list[float]
 ) -> dict[str, np.ndarray]:
@@ -241,7 +251,8 @@ def hardware_columns(
     gemm = np.stack(
         [[g.rates.gemm_flops_per_s.get(rate_key.get(p, p.value), np.nan) for g in gpus] for p in PRECISION_CODES]
     )
-    col = lambda values: np.asarray(values, dtype=float)[gpu_index]  # noqa: E731
+    per_row = row_gather(gpu_index, len(gpus))
+    col = lambda values: per_row(np.asarray(values, dtype=float))  # noqa: E731
     nan_if_none = lambda values: col([np.nan if v is None else v for v in values])  # noqa: E731
     return dict(
         gemm_flops=gemm[precision, gpu_index],
@@ -250,8 +261,8 @@ def hardware_columns(
         attention_bwd_flops=nan_if_none([g.rates.attention_bwd_flops_per_s for g in gpus]),
         cudnn_attention_fwd_flops=nan_if_none([g.rates.cudnn_attention_fwd_flops_per_s for g in gpus]),
         cudnn_attention_bwd_flops=nan_if_none([g.rates.cudnn_attention_bwd_flops_per_s for g in gpus]),
-        sdpa_cudnn=np.array([sdpa_prefers_cudnn(g.compute_capability) for g in gpus])[gpu_index],
-        fp8_fast_accum=np.array([g.fp8_fast_accumulation for g in gpus])[gpu_index],
+        sdpa_cudnn=per_row(np.array([sdpa_prefers_cudnn(g.compute_capability) for g in gpus])),
+        fp8_fast_accum=per_row(np.array([g.fp8_fast_accumulation for g in gpus])),
         copy_bandwidth=nan_if_none([g.rates.copy_bandwidth_bytes_per_s for g in gpus]),
         scaleup_bus_bandwidth=nan_if_none([g.rates.scaleup_bus_bandwidth_bytes_per_s for g in gpus]),
         scaleup_step_latency=nan_if_none([g.rates.scaleup_step_latency_s for g in gpus]),
@@ -262,7 +273,7 @@ def hardware_columns(
         bf16_peak_flops=col([g.peak_flops("bf16") for g in gpus]),
         hbm_bandwidth=col([g.hbm_bandwidth_bytes_per_s for g in gpus]),
         scaleup_bandwidth=col([g.scaleup_bandwidth_bytes_per_s for g in gpus]),
-        scaleup_domain_size=np.asarray([g.scaleup_domain_size for g in gpus])[gpu_index],
+        scaleup_domain_size=per_row(np.asarray([g.scaleup_domain_size for g in gpus])),
         network_bandwidth=col(network_bandwidth),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
         rent_unit_gpus=col([g.rent_unit_gpus for g in gpus]),
@@ -276,7 +287,7 @@ def hardware_columns(
         ),
         host_memory_bytes=nan_if_none([g.host_memory_bytes_per_node for g in gpus]),
         host_memory_bandwidth=nan_if_none([g.host_memory_bandwidth_bytes_per_s_per_node for g in gpus]),
-        gpus_per_node=np.asarray(gpus_per_node)[gpu_index],
+        gpus_per_node=per_row(np.asarray(gpus_per_node)),
     )
 
 
