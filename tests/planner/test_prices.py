@@ -62,20 +62,22 @@ def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
     assert catalog_with_price_kind(CATALOG, "on-demand").gpu("l4") == CATALOG.gpu("l4")
 
 
-def test_spot_costs_less_and_takes_longer_with_its_interruptions() -> None:
-    def plan(kind):
-        return build_plan(
-            get_preset("llama3-8b"),
-            "h100-sxm",
-            Layout(),
-            TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
-            num_gpus=64,
-            training_tokens=1e11,
-            price_kind=kind,
-        ).estimate
+def h100_estimate(kind: str | None):
+    """Llama 3 8B on 64 H100 for 1e11 tokens, rented at ``kind``'s median (None: the catalog's)."""
+    return build_plan(
+        get_preset("llama3-8b"),
+        "h100-sxm",
+        Layout(),
+        TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
+        num_gpus=64,
+        training_tokens=1e11,
+        price_kind=kind,
+    ).estimate
 
-    default, spot = plan(None), plan("spot")
-    assert plan("on-demand").cost_usd == pytest.approx(default.cost_usd, rel=1e-3)  # 5.0725 against 5.07
+
+def test_spot_costs_less_and_takes_longer_with_its_interruptions() -> None:
+    default, spot = h100_estimate(None), h100_estimate("spot")
+    assert h100_estimate("on-demand").cost_usd == pytest.approx(default.cost_usd, rel=1e-3)  # 5.0725 against 5.07
     assert spot.time_to_train_h > default.time_to_train_h
     assert spot.goodput.expected_interruptions > default.goodput.expected_interruptions
     assert spot.cost_usd < default.cost_usd
@@ -118,19 +120,7 @@ def test_a_reserved_offer_shows_its_per_gpu_arithmetic_and_payment_option() -> N
 def test_a_three_year_plan_bills_its_reserved_price() -> None:
     """``price_kind="reserved-3y"`` rents the H100 at AWS's 3-year p5.48xlarge RI (the only offer),
     by whole 8-GPU nodes, and costs less than on-demand for the same job."""
-
-    def plan(kind):
-        return build_plan(
-            get_preset("llama3-8b"),
-            "h100-sxm",
-            Layout(),
-            TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
-            num_gpus=64,
-            training_tokens=1e11,
-            price_kind=kind,
-        ).estimate
-
-    reserved, on_demand = plan("reserved-3y"), plan("on-demand")
+    reserved, on_demand = h100_estimate("reserved-3y"), h100_estimate("on-demand")
     assert reserved.cost_usd == pytest.approx(reserved.time_to_train_h * 64 * 23.77728 / 8, rel=1e-4)
     assert reserved.cost_usd < on_demand.cost_usd
     with pytest.raises(ValueError, match="no reserved-3y price for b200"):
