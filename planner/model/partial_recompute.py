@@ -53,8 +53,8 @@ def fit_ac_blocks(
 ) -> MemoryBreakdown:
     """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
     (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
-    place (and the rows' ``layout_id``, ``rekey``); ``terms``: ``memory_terms`` of ``c``, whose memory is returned with those rows
-    re-evaluated. ``recode_full``: a row whose count checkpoints every block becomes a ``full``
+    place (and the rows' ``layout_id``, ``rekey``); ``terms``: ``memory_terms`` of ``c``, whose
+    memory is returned with those rows re-evaluated. ``recode_full``: a row whose count checkpoints every block becomes a ``full``
     row (the same memory and time; the search then generates no ``full`` rows,
     planner/search/space.py ``searched_ac_codes``)."""
     mem = terms.breakdown

@@ -52,8 +52,8 @@ COMPUTE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in PER_STEP_KNOBS), *HARDW
 def distinct_rows(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(first, inverse)``: a row index per distinct combination of ``columns`` and, for each
     row, the position of its combination in ``first`` (``c``'s rows = ``first[inverse]``'s).
-    Every knob column among them is read as ``layout_id`` and the rewritten knobs: rows alike
-    in those are alike in every knob (Candidates.layout_id), at a fraction of the work."""
+    Where ``columns`` hold the whole layout, it is read as ``layout_id`` (``key_columns``): rows
+    of one id are alike in every knob (Candidates.layout_id), at a fraction of the work."""
     return distinct([np.asarray(getattr(c, name)) for name in key_columns(columns)], len(c))
 
 
@@ -189,8 +189,8 @@ def distinct_or_all(c: Candidates, columns: Sequence[str]) -> tuple[np.ndarray, 
 
 
 # The last table's value of each term ``once_per_table`` keeps, by term: (the table, weakly; the
-# other input it was computed for; the value). One per thread: the app and the portfolio score
-# several tables at once, and a thread's last table is the one it is scoring.
+# other input it was computed for; the value). One per thread: the app scores on several threads
+# (one per rerun and session), and a thread's last table is the one it is scoring.
 _LAST = threading.local()
 
 
