@@ -63,6 +63,8 @@ def candidate_table(
     reads their memory only; their time and cost are NaN."""
     terms = memory_terms(model, c, settings)
     mem = terms.breakdown
+    # Before the recompute fit re-keys its rows (the rules read no recompute): once per layout.
+    valid = divisible(model, c, space.trainer_rules)
     # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns).
     if space.ac_blocks is None:
         full = ActivationCheckpointing.FULL in space.activation_checkpointing
@@ -82,7 +84,7 @@ def candidate_table(
         time_to_train_s=seconds * factor,
         cost_usd=cost * factor,
         batch_ok=batch_within_tolerance(c, space),
-        divisible=divisible(model, c, space.trainer_rules),
+        divisible=valid,
         label=np.full(len(c), "", dtype=object),
         extra={
             "tp": c.tp,
