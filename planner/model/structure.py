@@ -202,9 +202,8 @@ def _layout_rules(
             RuleCode.SEQ_TP_CP,
             lambda: {"seq_len": seq_len, "degree": tp * cp},
         ),
-        # A tensor-parallel group's collectives run on every layer: it stays inside NVLink.
         law(
-            (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0),
+            tp_in_domain(tp, scaleup_domain_size),
             RuleCode.TP_DOMAIN,
             lambda: {"tp": tp, "domain": scaleup_domain_size},
         ),
@@ -272,6 +271,13 @@ def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
             True,
         ),
     ]
+
+
+def tp_in_domain(tp, scaleup_domain_size):
+    """A tensor-parallel group's collectives run on every layer: it stays inside NVLink (a divisor
+    of the scale-up domain). The only rule that reads the domain (planner/search/space.py derives
+    a smaller domain's rows from a larger one's by it)."""
+    return (tp <= scaleup_domain_size) & (scaleup_domain_size % tp == 0)
 
 
 def structurally_valid(model: ModelSpec, **values) -> np.ndarray:

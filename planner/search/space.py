@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.catalog.hardware import Catalog, GPUSpec
+from planner.catalog.hardware import Catalog
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -37,7 +37,7 @@ from planner.model.candidates import (
 from planner.model.partial_recompute import full_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
-from planner.model.structure import structurally_valid
+from planner.model.structure import structurally_valid, tp_in_domain
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
 SHARDING_VARIANTS = (
@@ -156,9 +156,9 @@ def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndar
 
 
 def gpu_rows(
-    model: ModelSpec, gpu: GPUSpec, gpus_per_node: int, max_gpus: int, space: SearchSpace
+    model: ModelSpec, scaleup_domain_size: int, gpus_per_node: int, max_gpus: int, space: SearchSpace
 ) -> dict[str, np.ndarray]:
-    """All structurally valid combinations for one GPU type."""
+    """All structurally valid combinations for a GPU type of that scale-up domain."""
     cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
     ac = searched_ac_codes(space)
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
@@ -209,7 +209,7 @@ def gpu_rows(
             cp=cp,
             seq_len=space.seq_len,
             grad_accum=grad_accum,
-            scaleup_domain_size=gpu.scaleup_domain_size,
+            scaleup_domain_size=scaleup_domain_size,
             hf=space.impl == Implementation.HF,
             fp8=rows["precision"] == PRECISION_CODES.index(Precision.FP8),
             one_f_one_b=True,
@@ -251,6 +251,25 @@ def initial_ac_blocks(model: ModelSpec, rows: dict[str, np.ndarray], space: Sear
     return count
 
 
+def shape_rows(
+    model: ModelSpec, space: SearchSpace, shapes: dict[tuple[int, int, int], None]
+) -> dict[tuple[int, int, int], dict[str, np.ndarray]]:
+    """``gpu_rows`` of each (GPUs per node, count limit, scale-up domain) shape, in the order given.
+    A domain that divides a larger one of the same node and limit takes the larger's rows where
+    tp divides it: the domain is read by that rule only (``tp_in_domain``), so those are its rows,
+    in the same order, at a fraction of the cross product's work."""
+    rows: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
+    for shape in sorted(shapes, key=lambda s: -s[2]):  # the largest domains first
+        per_node, limit, domain = shape
+        larger = next((r for (n, lim, d), r in rows.items() if (n, lim) == (per_node, limit) and d % domain == 0), None)
+        if larger is None:
+            rows[shape] = gpu_rows(model, domain, per_node, limit, space)
+        else:
+            keep = tp_in_domain(larger["tp"], domain)
+            rows[shape] = {k: v[keep] for k, v in larger.items()}
+    return {shape: rows[shape] for shape in shapes}
+
+
 def with_ids(shapes: dict[tuple[int, int, int], dict[str, np.ndarray]]) -> None:
     """Give each shape's rows their ``layout_id`` (in place, so every GPU type of the shape
     shares them): one id per distinct combination of the generated knob columns, over all the
@@ -267,14 +286,15 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     """The candidate table over the allowed GPU types (inventory caps the count searched)."""
     specs = [catalog.gpu(gid) for gid in gpus]
     # gpu_rows reads the GPU's scale-up domain only: the catalog's 25 types share a few shapes.
-    shapes: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
-    shape_of = []
-    for gpu in specs:
-        node = catalog.node(gpu.default_node)
-        limit = min(space.max_gpus, gpus[gpu.id] or space.max_gpus)
-        shape_of.append((node.gpus_per_node, limit, gpu.scaleup_domain_size))
-        if shape_of[-1] not in shapes:
-            shapes[shape_of[-1]] = gpu_rows(model, gpu, node.gpus_per_node, limit, space)
+    shape_of = [
+        (
+            catalog.node(g.default_node).gpus_per_node,
+            min(space.max_gpus, gpus[g.id] or space.max_gpus),
+            g.scaleup_domain_size,
+        )
+        for g in specs
+    ]
+    shapes = shape_rows(model, space, dict.fromkeys(shape_of))
     with_ids(shapes)
     columns = [{**shapes[shape], "gpu_index": np.full(len(shapes[shape]["tp"]), i)} for i, shape in enumerate(shape_of)]
     flat = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}

@@ -29,7 +29,7 @@ from planner.model.settings import Stack
 from planner.model.structure import structurally_valid
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
 from planner.search.score import candidate_table, row_evidence, search_space
-from planner.search.space import build_candidates
+from planner.search.space import build_candidates, gpu_rows, shape_rows
 from planner.units import GIB
 
 # (preset, request fields): dense, MoE, long context, Hugging Face modules, offload.
@@ -274,3 +274,19 @@ def test_once_per_table_keeps_each_threads_last_table():
     worker.join()
     assert len(calls) == 2  # the other thread computed its own table's value
     assert rowwise.once_per_table("thread term", c, request.model, compute) == 1  # still kept here
+
+
+@pytest.mark.parametrize("preset,extra", CASES)
+def test_a_smaller_domains_rows_taken_from_a_larger_ones_are_its_own(preset, extra):
+    # space.shape_rows filters a larger scale-up domain's rows for a domain that divides it: the
+    # same rows, in the same order, as generating them (the domain is read by one rule only).
+    request = PlanRequest(model=get_preset(preset), training_tokens=1e11, max_gpus=64, **extra)
+    space = search_space(request, 64)
+    shapes = dict.fromkeys((per_node, 64, domain) for per_node, domain in ((8, 8), (8, 4), (8, 2), (8, 1), (4, 72)))
+    derived = shape_rows(request.model, space, shapes)
+    assert list(derived) == list(shapes)
+    for per_node, limit, domain in shapes:
+        direct = gpu_rows(request.model, domain, per_node, limit, space)
+        got = derived[(per_node, limit, domain)]
+        assert direct.keys() == got.keys()
+        assert all(np.array_equal(direct[k], got[k]) and direct[k].dtype == got[k].dtype for k in direct), domain
