@@ -156,9 +156,10 @@ def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndar
 
 
 def gpu_rows(
-    model: ModelSpec, scaleup_domain_size: int, gpus_per_node: int, max_gpus: int, space: SearchSpace
+    model: ModelSpec, scaleup_domain_size: int, gpus_per_node: int, counts: np.ndarray, space: SearchSpace
 ) -> dict[str, np.ndarray]:
-    """All structurally valid combinations for a GPU type of that scale-up domain."""
+    """All structurally valid combinations for a GPU type of that scale-up domain at the GPU
+    ``counts`` (``gpu_counts``), count by count in their order."""
     cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
     ac = searched_ac_codes(space)
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
@@ -166,7 +167,7 @@ def gpu_rows(
     # before the other knobs multiply the table keeps the search fast.
     pp_values, vpp_values = pipeline_degrees(model.num_layers)
     mesh = cartesian(
-        num_gpus=gpu_counts(max_gpus, gpus_per_node, space.min_gpus, space.extra_counts),
+        num_gpus=counts,
         tp=np.array(TP_DEGREES),
         pipeline=np.arange(len(pp_values)),
         cp=np.array(cp_options),
@@ -255,18 +256,32 @@ def shape_rows(
     model: ModelSpec, space: SearchSpace, shapes: dict[tuple[int, int, int], None]
 ) -> dict[tuple[int, int, int], dict[str, np.ndarray]]:
     """``gpu_rows`` of each (GPUs per node, count limit, scale-up domain) shape, in the order given.
-    A domain that divides a larger one of the same node and limit takes the larger's rows where
-    tp divides it: the domain is read by that rule only (``tp_in_domain``), so those are its rows,
-    in the same order, at a fraction of the cross product's work."""
+
+    A shape whose node size matches one already built with a limit at least its own and a domain
+    that its domain divides takes that one's rows at its counts where tp divides its domain: the
+    domain is read by that rule only (``tp_in_domain``), and a count's rows depend on that count
+    alone. The counts the other lacks are generated, and the rows put back in count order (they
+    come count by count): the same rows in the same order, at a fraction of the work."""
     rows: dict[tuple[int, int, int], dict[str, np.ndarray]] = {}
-    for shape in sorted(shapes, key=lambda s: -s[2]):  # the largest domains first
+    for shape in sorted(shapes, key=lambda s: (-s[2], -s[1])):  # the largest domains and limits first
         per_node, limit, domain = shape
-        larger = next((r for (n, lim, d), r in rows.items() if (n, lim) == (per_node, limit) and d % domain == 0), None)
-        if larger is None:
-            rows[shape] = gpu_rows(model, domain, per_node, limit, space)
-        else:
-            keep = tp_in_domain(larger["tp"], domain)
-            rows[shape] = {k: v[keep] for k, v in larger.items()}
+        counts = gpu_counts(limit, per_node, space.min_gpus, space.extra_counts)
+        source = next(
+            (key for key in rows if key[0] == per_node and key[1] >= limit and key[2] % domain == 0),
+            None,
+        )
+        if source is None:
+            rows[shape] = gpu_rows(model, domain, per_node, counts, space)
+            continue
+        larger = rows[source]
+        keep = np.isin(larger["num_gpus"], counts) & tp_in_domain(larger["tp"], domain)
+        parts = [{k: v[keep] for k, v in larger.items()}]
+        missing = counts[~np.isin(counts, gpu_counts(source[1], per_node, space.min_gpus, space.extra_counts))]
+        if len(missing):
+            parts.append(gpu_rows(model, domain, per_node, missing, space))
+        merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        order = np.argsort(merged["num_gpus"], kind="stable")
+        rows[shape] = {k: v[order] for k, v in merged.items()} if len(parts) > 1 else merged
     return {shape: rows[shape] for shape in shapes}
 
 

@@ -29,7 +29,7 @@ from planner.model.settings import Stack
 from planner.model.structure import structurally_valid
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
 from planner.search.score import candidate_table, row_evidence, search_space
-from planner.search.space import build_candidates, gpu_rows, shape_rows
+from planner.search.space import build_candidates, gpu_counts, gpu_rows, shape_rows
 from planner.units import GIB
 
 # (preset, request fields): dense, MoE, long context, Hugging Face modules, offload.
@@ -277,16 +277,23 @@ def test_once_per_table_keeps_each_threads_last_table():
 
 
 @pytest.mark.parametrize("preset,extra", CASES)
-def test_a_smaller_domains_rows_taken_from_a_larger_ones_are_its_own(preset, extra):
-    # space.shape_rows filters a larger scale-up domain's rows for a domain that divides it: the
-    # same rows, in the same order, as generating them (the domain is read by one rule only).
-    request = PlanRequest(model=get_preset(preset), training_tokens=1e11, max_gpus=64, **extra)
-    space = search_space(request, 64)
-    shapes = dict.fromkeys((per_node, 64, domain) for per_node, domain in ((8, 8), (8, 4), (8, 2), (8, 1), (4, 72)))
+def test_a_shapes_rows_taken_from_a_larger_ones_are_its_own(preset, extra):
+    # space.shape_rows filters a larger limit's and scale-up domain's rows for a shape that fits in
+    # it (and generates the counts it lacks): the same rows, in the same order, as generating them.
+    request = PlanRequest(model=get_preset(preset), training_tokens=1e11, max_gpus=96, **extra)
+    space = search_space(request, 96)
+    shapes = dict.fromkeys(
+        (per_node, limit, domain)
+        for per_node, limit, domain in ((8, 96, 8), (8, 96, 4), (8, 40, 8), (8, 72, 2), (8, 16, 1), (4, 96, 72))
+    )
     derived = shape_rows(request.model, space, shapes)
     assert list(derived) == list(shapes)
     for per_node, limit, domain in shapes:
-        direct = gpu_rows(request.model, domain, per_node, limit, space)
+        counts = gpu_counts(limit, per_node, space.min_gpus, space.extra_counts)
+        direct = gpu_rows(request.model, domain, per_node, counts, space)
         got = derived[(per_node, limit, domain)]
         assert direct.keys() == got.keys()
-        assert all(np.array_equal(direct[k], got[k]) and direct[k].dtype == got[k].dtype for k in direct), domain
+        assert all(np.array_equal(direct[k], got[k]) and direct[k].dtype == got[k].dtype for k in direct), (
+            limit,
+            domain,
+        )
