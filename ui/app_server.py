@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import importlib.util
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -79,6 +80,7 @@ def check_installed() -> None:
 M_ARENA_MAX = -8
 
 
+@functools.cache  # once per process: app.py runs on every rerun
 def one_malloc_arena() -> bool:
     """Have every thread allocate from glibc's main arena (True where that was set).
 

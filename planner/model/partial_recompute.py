@@ -25,7 +25,7 @@ from planner.model.memory import (
     usable_capacity,
 )
 from planner.model.pipeline import rank_layers
-from planner.model.rowwise import MEMORY_COLUMNS, distinct, key_columns, rows_of
+from planner.model.rowwise import MEMORY_COLUMNS, distinct, distinct_rows, rows_of, take
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
@@ -54,9 +54,9 @@ def fit_ac_blocks(
     """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
     (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
     place (and the rows' ``layout_id``, ``rekey``); ``terms``: ``memory_terms`` of ``c``, whose
-    memory is returned with those rows re-evaluated. ``recode_full``: a row whose count checkpoints every block becomes a ``full``
-    row (the same memory and time; the search then generates no ``full`` rows,
-    planner/search/space.py ``searched_ac_codes``)."""
+    memory is returned with those rows re-evaluated. ``recode_full``: a row whose count
+    checkpoints every block becomes a ``full`` row (the same memory and time; the search then
+    generates no ``full`` rows, planner/search/space.py ``searched_ac_codes``)."""
     mem = terms.breakdown
     blocks = np.flatnonzero(c.ac == AC_BLOCKS)
     if not len(blocks):
@@ -65,7 +65,7 @@ def fit_ac_blocks(
     rows = blocks[fits(mem.device_total[blocks], c.memory_bytes[blocks], s.memory_headroom)]
     if len(rows):
         # Rows alike in their layout and their GPU's memory have the same fewest: once each.
-        first, inverse = distinct([np.asarray(getattr(c, name))[rows] for name in key_columns(FIT_COLUMNS)], len(rows))
+        first, inverse = distinct_rows(take(c, rows), FIT_COLUMNS)
         once = rows[first]
         chosen = _fewest_that_fit(
             terms.of_rows(once), c.ac_blocks[once], c.memory_bytes[once], mem.device_total[once], s

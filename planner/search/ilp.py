@@ -426,7 +426,7 @@ def solve_single(
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
     score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
     # Each GPU type and count's fastest row prunes its rows before the sort (pareto_mask's cells).
-    cells = table.count_cells()[feasible]
+    cells = table.num_gpus[feasible]
     kept = (
         feasible[pareto_mask(table.gpu_codes()[feasible], C[feasible], T[feasible], cells=cells)] if prune else feasible
     )
