@@ -250,15 +250,22 @@ def config_from_spec(spec: ModelSpec, seq_len: int):
     )
 
 
+# Multimodal configs whose language model (``text_config``) is what the planner reads and counts
+# (planner/catalog/hf_dense.py ``mistral3``, ``gemma3``): its model type when the section omits
+# it, and whether its head is tied when the file does not say (Mistral 3: separate; Gemma 3:
+# tied, like every Gemma). transformers' causal LM for the whole Gemma 3 config is
+# Gemma3ForConditionalGeneration, which would build the vision tower the plan did not size.
+_LANGUAGE_MODELS = {"mistral3": ("mistral", False), "gemma3": ("gemma3_text", True)}
+
+
 def _language_model(data: dict[str, Any], model_type: str) -> tuple[str, dict[str, Any]]:
-    """Mistral 3's language model (``text_config``, a Mistral decoder), which is what the planner
-    reads and counts (planner/catalog/hf_dense.py ``mistral3``): transformers has no causal LM
-    for the whole multimodal config. Its head is separate unless the file ties it, as there."""
-    if model_type != "mistral3":
+    """The language model of a multimodal config in ``_LANGUAGE_MODELS``, else the config as is."""
+    if model_type not in _LANGUAGE_MODELS:
         return model_type, data
+    text_type, tied = _LANGUAGE_MODELS[model_type]
     text = dict(data.get("text_config") or {})
-    text.setdefault("tie_word_embeddings", data.get("tie_word_embeddings", False))
-    return str(text.pop("model_type", "mistral")), text
+    text.setdefault("tie_word_embeddings", data.get("tie_word_embeddings", tied))
+    return str(text.pop("model_type", text_type)), text
 
 
 def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):

@@ -95,9 +95,6 @@ TINY: dict[str, dict] = {
 # them while the planner sizes their impl 'hf' runs with SDPA (ModelSpec.hf_attention_implementation
 # says eager for soft-capped scores only).
 NO_SDPA = ("gpt_oss", "mpt", "bloom")
-# Gemma 3's multimodal config builds the whole model from the file (vision tower included); the
-# planner counts its language model.
-FILE_COUNTS_MORE = ("gemma3",)
 
 
 def tiny_config(model_type: str) -> dict:
@@ -147,10 +144,24 @@ def test_hf_impl_builds_the_spec_on_meta(tmp_path, model_type):
     assert model.config._attn_implementation == spec.hf_attention_implementation
 
 
-@pytest.mark.parametrize("model_type", [t for t in TINY if t not in FILE_COUNTS_MORE])
+@pytest.mark.parametrize("model_type", TINY)
 def test_hf_impl_builds_the_config_file_on_meta(tmp_path, model_type):
+    """From the file too, the trainer builds what the planner counted: for the multimodal
+    configs (Gemma 3, Mistral 3) the language model alone, not the vision tower."""
     spec, path = tiny_spec(tmp_path, model_type)
-    assert count(build_hf_model(spec, str(path), SEQ)) == spec.num_params()
+    model = build_hf_model(spec, str(path), SEQ)
+    assert count(model) == spec.num_params()
+    assert not any("vision" in name for name, _ in model.named_parameters())
+
+
+def test_released_gemma3_config_builds_its_language_model_only():
+    """Gemma 3 4B's released config.json (tests/data/hf_configs): transformers' causal LM for the
+    whole file is the multimodal class with a SigLIP tower; the trainer builds the text model."""
+    path = Path(__file__).parents[1] / "data" / "hf_configs" / "gemma3.json"
+    spec = model_from_hf_config(path)
+    model = build_hf_model(spec, str(path), SEQ)
+    assert type(model).__name__ == "Gemma3ForCausalLM"
+    assert count(model) == spec.num_params()
 
 
 @pytest.mark.parametrize("model_type", NO_SDPA)
