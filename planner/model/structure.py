@@ -96,8 +96,8 @@ def padded_vocab_size(vocab_size: int) -> int:
 
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM), Gemma's block, MLA or experts outside DeepSeek's / Mixtral's /
-    Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family, Mixtral, Qwen3-MoE without
+    an embedding norm (BLOOM), Gemma's block, MLA, chunked attention or experts outside
+    DeepSeek's / Mixtral's / Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family, Mixtral, Qwen3-MoE without
     dense blocks and DeepSeek-V3."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
     found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
@@ -107,6 +107,10 @@ def native_unsupported(model: ModelSpec) -> list[str]:
     found += ["mla (latent attention)"] if model.mla is not None and model.family not in NATIVE_MLA_FAMILIES else []
     if 0 < model.sliding_layers < model.num_layers:
         found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
+    # trainer/model.py's attention is causal or windowed on every layer: no chunk mask (Llama 4),
+    # so neither a native run nor context parallelism (native only) would time what it plans.
+    if model.chunked_layers:
+        found.append(f"chunked_layers={model.chunked_layers} (attention_chunk={model.attention_chunk})")
     shared_ok = not model.shared_experts or model.family in NATIVE_SHARED_EXPERT_FAMILIES
     dense_ok = not model.dense_layers or model.family in NATIVE_LEADING_DENSE_FAMILIES
     moe_native = model.family in NATIVE_MOE_FAMILIES and shared_ok

@@ -66,3 +66,15 @@ def test_deepseek_v3_unsharded_states_with_expert_parallelism_are_positive():
     )
     stage = busiest_stage(DEEPSEEK, c)
     assert np.all(stage.held > 0), stage.held
+
+
+def test_chunked_attention_is_not_native_so_never_context_parallel():
+    """Llama 4's chunked layers have no mask in the native decoder (trainer/model.py), and context
+    parallelism runs on the native decoder only: a Llama-family spec with chunked layers goes to
+    impl 'hf', refuses 'native', and so refuses cp > 1 (its ring would attend across chunks)."""
+    chunked = get_preset("llama3-8b").model_copy(update=dict(chunked_layers=24, attention_chunk=8192))
+    assert native_unsupported(chunked) == ["chunked_layers=24 (attention_chunk=8192)"]
+    assert default_implementation(chunked) == Implementation.HF
+    values = dict(_ONE, seq_len=65536, grad_accum=8, tp=1, shard_group=8)
+    assert "chunked_layers=24" in (first_structural_problem(chunked, hf=False, **values) or "")
+    assert "impl 'native'" in (first_structural_problem(chunked, hf=True, **dict(values, cp=4)) or "")
