@@ -89,6 +89,8 @@ class Recipe:
         ActivationCheckpointing.FULL,
     )
     vpp: tuple[int, ...] = (1,)
+    replicas: int = 1  # HSDP: data-parallel replicas, each FSDP-sharded over dp / replicas GPUs
+    ep: int = 1  # expert-parallel degree of the published layout
     assumed_gpus: int | None = None  # where the source states no count
     assumptions: str = ""  # "; "-separated
     network: NetworkSpec | None = None  # the cluster's scale-out network, where the source states it
@@ -162,7 +164,33 @@ DEEPSEEK = (
     "row is the same 2,664K GPU-h as tokens/s, and it is in the evidence the band and the MFU ceiling are read "
     "from (the ceiling binds: it is this row's MFU); " + NO_RAMP
 )
+TRINITY = (
+    "modified TorchTitan: the torchtitan profile with FlashAttention-2 (kernel not stated); HSDP as published: FSDP "
+    "groups of 128 x 16 replicas, EP 8 inside a node, bf16 (the report's MXFP8 kernels were switched off); "
+    "micro-batch and recomputation not published: the fastest of mb 1, 2, 4, 8 and of the recomputation modes "
+    "that fits; gated attention's gate projection (d -> heads x head_dim per layer, 1.13B parameters, 9 % of the "
+    "12.2B active the model counts) not in ModelSpec, not timed; NoPE global layers timed with RoPE; Muon (Newton-Schulz on "
+    "every hidden matrix) timed as AdamW; the 33 days are a secondary quotation of Arcee's launch post, scope "
+    "unstated (whether the report's collapsed 'first few runs' or the context extension, 117B tokens at 256K "
+    "with CP 4, are inside; neither is predicted); batch 12,288 x 8K sequences until 4.9T tokens, then 16,384: the final one; "
+    + NO_RAMP
+)
 _LLAMA = (("family", "llama"),)
+# The report's Table 1 and Sec 2: 6 dense then 54 MoE blocks (1 shared + 256 routed experts of 3,072, 4 routed
+# active), head dim 128, per-head QK-norm, sandwich norm, 3 local (window 4,096) : 1 global.
+_TRINITY = (
+    ("family", "afmoe"),
+    ("head_dim", 128),
+    ("num_experts", 256),
+    ("experts_per_token", 4),
+    ("shared_experts", 1),
+    ("dense_layers", 6),
+    ("dense_ffn_hidden_size", 12288),
+    ("qk_norm", "head"),
+    ("norm_placement", "sandwich"),
+    ("sliding_window", 4096),
+    ("sliding_layers", 45),
+)
 _FALCON = (("family", "falcon"), ("norm_bias", True))
 _BLOOM = (("family", "bloom"), ("qkv_bias", True), ("out_bias", True), ("mlp_bias", True), ("norm_bias", True))
 _A100 = "a100-80gb-sxm"
@@ -210,6 +238,9 @@ RECIPES: dict[str, Recipe] = {
     "falcon-180b": _falcon("4,096 GPUs throughout ('up to'); the 7M GPU-h has one significant digit, scope unstated; "),
     "smollm3-3b": Recipe(META, Basis.WALL, "h100-sxm", _LLAMA, assumptions=SMOLLM3),
     "deepseek-v3": Recipe(HAI_LLM, Basis.STEP, "h800", assumptions=DEEPSEEK),
+    "trinity-large": Recipe(
+        META, Basis.WALL, "b300", _TRINITY, Sharding.FSDP, (1, 2, 4, 8), replicas=16, ep=8, assumptions=TRINITY
+    ),
 }
 
 SKIPPED: dict[str, str] = {
@@ -220,7 +251,7 @@ SKIPPED: dict[str, str] = {
     "tinyllama-1.1b": "no measured total: the 90 days is a plan; the release dates only bound the run (<= 118 d)",
     "motif-2.6b": "dimensions, batch, layout and precision not published; Differential Attention and PolyNorm"
     " not modelled; whether '384 MI250X' counts packages or GCDs not stated",
-    # The only Blackwell whole run found with a wall time (whole_runs_sources.md, "Olmo Hybrid").
+    # Blackwell: this row's B200 phase is skipped; Trinity Large (B300) is compared (whole_runs_sources.md).
     "olmo-hybrid-7b-b200": "three of every four blocks are Gated DeltaNet linear-RNN layers, which ModelSpec"
     " cannot express; dimensions, sequence, batch and layout not read; the B200 phase is ~3T tokens of a run"
     " begun on H100",
@@ -287,17 +318,27 @@ def _model(row: dict[str, str], recipe: Recipe) -> ModelSpec:
 
 
 def _variants(row: dict[str, str], recipe: Recipe, num_gpus: int) -> tuple[tuple[Layout, TrainingConfig], ...]:
-    """The published layout (blank tp / pp: 1) with each open recomputation and vpp."""
+    """The published layout (blank tp / pp: 1; HSDP: ``replicas`` x a shard group) with each open
+    recomputation, vpp and micro-batch."""
     if recipe.sharding is None:
         return ()
     tp, pp = int(row["tp"] or 1), int(row["pp"] or 1)
     dp = num_gpus // (tp * pp)
     assert tp * pp * dp == num_gpus and (not row["dp"] or int(row["dp"]) == dp), row["run_id"]
+    assert dp % recipe.replicas == 0, row["run_id"]
     seq, batch = int(row["seq_len"]), int(row["global_batch_tokens"])
     precision = Precision(row["precision"] or "bf16")
     return tuple(
         (
-            Layout(dp_shard=dp, tp=tp, pp=pp, vpp=vpp, sharding=recipe.sharding),
+            Layout(
+                dp_replicate=recipe.replicas,
+                dp_shard=dp // recipe.replicas,
+                tp=tp,
+                pp=pp,
+                vpp=vpp,
+                ep=recipe.ep,
+                sharding=recipe.sharding,
+            ),
             TrainingConfig(
                 seq_len=seq,
                 micro_batch=mb,
