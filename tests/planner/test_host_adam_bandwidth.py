@@ -40,7 +40,8 @@ def test_the_catalog_states_dgx_host_bandwidths_with_sources() -> None:
     assert CATALOG.gpu("b200").host_memory_bandwidth_bytes_per_s_per_node == pytest.approx(2 * 8 * 4800e6 * 8)
     for gpu in ("h100-sxm", "h200-sxm", "b200"):
         assert "read 20" in CATALOG.gpu(gpu).sources["host_memory_gbyte_per_s"]
-    assert CATALOG.gpu("a100-80gb-sxm").host_memory_bandwidth_bytes_per_s_per_node is None
+    # The one host left on the default: the H200 NVL's MGX servers (no sourced DIMM population).
+    assert CATALOG.gpu("h200-nvl").host_memory_bandwidth_bytes_per_s_per_node is None
 
 
 def test_the_rate_follows_the_host_bandwidth() -> None:
@@ -55,7 +56,7 @@ def test_the_rate_follows_the_host_bandwidth() -> None:
 
 
 def test_a_node_without_a_bandwidth_uses_the_default_and_the_published_rates() -> None:
-    c = _node("a100-80gb-sxm")
+    c = _node("h200-nvl")
     assert np.isnan(c.host_memory_bandwidth).all()
     for s in (DEFAULT_SETTINGS, DEEPSPEED_SETTINGS):
         assert float(host_memory_bandwidth(c, s)[0]) == s.host_memory_bandwidth_bytes_per_s_per_node
@@ -80,10 +81,84 @@ def test_deepspeed_cpu_adam_beats_torch_adamw_on_the_same_host() -> None:
 def test_a_node_template_bandwidth_reaches_its_gpus(tmp_path: Path) -> None:
     (tmp_path / "nodes").mkdir()
     text = (BUILTIN_DIR / "nodes" / "hgx-8.toml").read_text()
-    text = text.replace("host_memory_gib = 1152\n", "host_memory_gib = 1152\nhost_memory_gbyte_per_s = 300\n", 1)
-    text = text.replace("[sources]\n", '[sources]\nhost_memory_gbyte_per_s = "test template, read 2026-12-03"\n', 1)
-    (tmp_path / "nodes" / "hgx-8.toml").write_text(text)
+    assert "host_memory_gbyte_per_s = 375.4\n" in text
+    (tmp_path / "nodes" / "hgx-8.toml").write_text(text.replace("gbyte_per_s = 375.4\n", "gbyte_per_s = 300\n", 1))
     catalog = load_catalog([tmp_path])
     assert catalog.gpu("a100-80gb-sxm").host_memory_bandwidth_bytes_per_s_per_node == pytest.approx(300e9)
     assert catalog.gpu("h200-sxm").host_memory_bandwidth_bytes_per_s_per_node == pytest.approx(563.2e9)  # its own
     assert float(host_memory_bandwidth(_node("a100-80gb-sxm", catalog), DEFAULT_SETTINGS)[0]) == pytest.approx(300e9)
+
+
+# Host DRAM bandwidth per node: sockets x channels x MT/s x 8 bytes (a 64-bit channel), GB/s.
+def _dram(sockets: int, channels: int, mts: int) -> float:
+    return sockets * channels * mts * 1e6 * 8
+
+
+# GPUs whose host bandwidth stays on ModelingSettings' default, each for a stated reason
+# (docs/hardware.md "Host DRAM bandwidth").
+LEFT_ON_THE_DEFAULT = {"h200-nvl"}
+
+
+def _node_of(gpu: str):
+    return CATALOG.node(CATALOG.gpu(gpu).default_node)
+
+
+def test_every_gpu_resolves_a_sourced_host_bandwidth() -> None:
+    for gpu_id, gpu in CATALOG.gpus.items():
+        value = gpu.host_memory_bandwidth_bytes_per_s_per_node
+        if gpu_id in LEFT_ON_THE_DEFAULT:
+            assert value is None, gpu_id
+            continue
+        assert value is not None, gpu_id
+        own = gpu.sources.get("host_memory_gbyte_per_s")
+        source = own or _node_of(gpu_id).sources["host_memory_gbyte_per_s"]
+        assert "read 2026-12-03" in source and " x " in source, gpu_id
+
+
+def test_a_gpu_file_states_a_bandwidth_only_where_its_host_differs_from_its_template() -> None:
+    for gpu_id, gpu in CATALOG.gpus.items():
+        if "host_memory_gbyte_per_s" in gpu.sources:
+            template = _node_of(gpu_id).host_memory_bandwidth_bytes_per_s
+            assert gpu.host_memory_bandwidth_bytes_per_s_per_node != template, gpu_id
+    # A800 is the A100 80GB SXM with NVLink cut: the same HGX A100 host, from the template.
+    assert "host_memory_gbyte_per_s" not in CATALOG.gpu("a800-80gb-sxm").sources
+    assert (
+        CATALOG.gpu("a800-80gb-sxm").host_memory_bandwidth_bytes_per_s_per_node
+        == CATALOG.gpu("a100-40gb-sxm").host_memory_bandwidth_bytes_per_s_per_node
+        == CATALOG.node("hgx-8").host_memory_bandwidth_bytes_per_s
+    )
+
+
+@pytest.mark.parametrize(
+    ("gpu", "sockets", "channels", "mts"),
+    [
+        ("a100-80gb-sxm", 2, 8, 2933),  # HGX A100: 2x EPYC 7713, 16x DDR4-2933
+        ("l40s", 2, 8, 3200),  # 2x EPYC 7742, 16x DDR4-3200
+        ("h100-pcie", 2, 8, 3200),  # Gigabyte G482-Z54, 2x EPYC 7742 (upper bound)
+        ("h100-nvl", 2, 8, 4400),  # 2x Xeon 8480+, 32x DDR5-4800 at two per channel
+        ("h800", 2, 8, 4400),  # the H100 SXM's host
+        ("b300", 2, 8, 5200),  # 2x Xeon 6747P, 32x DDR5-6400 at two per channel
+        ("mi300x", 2, 12, 4800),  # 2x EPYC 9374F, 24x DDR5-4800
+        ("mi325x", 2, 12, 6000),  # 2x EPYC 9965, 24x DDR5-6400 run at 6000
+        ("mi250x", 1, 8, 3200),  # Frontier: one EPYC 7A53, DDR4-3200
+    ],
+)
+def test_host_bandwidth_is_sockets_times_channels_times_transfer_rate(
+    gpu: str, sockets: int, channels: int, mts: int
+) -> None:
+    value = CATALOG.gpu(gpu).host_memory_bandwidth_bytes_per_s_per_node
+    assert value == pytest.approx(_dram(sockets, channels, mts), rel=2e-4)
+
+
+def test_a_grace_blackwell_node_is_one_tray_of_two_grace_at_the_racks_lpddr5x_rate() -> None:
+    nvl72 = CATALOG.node("nvl72")
+    # A node is one compute tray: 4 GPUs and 2 Grace CPUs, 18 trays per NVLink domain.
+    assert nvl72.gpus_per_node == 4 and nvl72.nodes_per_scaleup_domain == 18
+    # GB200/GB300 NVL72: 17 TB of LPDDR5X at 14 TB/s over the rack's 18 trays (36 Grace).
+    per_tray = 14e12 / 18
+    for gpu in ("gb200", "gb300"):
+        assert CATALOG.gpu(gpu).host_memory_bandwidth_bytes_per_s_per_node == pytest.approx(per_tray, rel=1e-4)
+        assert "host_memory_gbyte_per_s" not in CATALOG.gpu(gpu).sources  # the template's, once
+    # Per Grace ~389 GB/s: below the 512 GB/s of smaller-capacity Grace parts, within NVIDIA's
+    # STREAM expectation for a 480 GB Grace (288-342 GB/s triad is 80-95 % of ~360-390).
+    assert 342e9 < per_tray / 2 < 512e9
