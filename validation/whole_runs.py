@@ -89,7 +89,7 @@ class Recipe:
         ActivationCheckpointing.FULL,
     )
     vpp: tuple[int, ...] = (1,)
-    replicas: int = 1  # HSDP: data-parallel replicas, each FSDP-sharded over dp / replicas GPUs
+    replicas: int = 1  # data-parallel replicas (DDP: all of dp; HSDP: each sharded over dp / replicas GPUs)
     ep: int = 1  # expert-parallel degree of the published layout
     assumed_gpus: int | None = None  # where the source states no count
     assumptions: str = ""  # "; "-separated
@@ -175,6 +175,15 @@ TRINITY = (
     "with CP 4, are inside; neither is predicted); batch 12,288 x 8K sequences until 4.9T tokens, then 16,384: the final one; "
     + NO_RAMP
 )
+LUCIE = (
+    "Megatron-DeepSpeed (OpenLLM-France fork) with --use-flash-attn-v2: the Megatron-LM profile with "
+    "FlashAttention-2; TP 4, PP 4, DP 32, micro-batch 2, ZeRO stage 0, full recomputation ("
+    "--checkpoint-activations), as the pretraining slurm script sets them; Jean Zay's 4-GPU H100 nodes timed as "
+    "the catalog's 8-GPU HGX board on its default network; the script's CUDA_LAUNCH_BLOCKING=1 ('do not remove "
+    "or the training will hang'), which serialises every kernel launch, not modelled; the card's ~550,000 "
+    "GPU-hours read as the 3.1T-token main phase (its 5B-token extension and annealing ran on 128 GPUs, "
+    "about 13 h each); batch ramp 256 -> 1,024 sequences over 10M samples: " + NO_RAMP
+)
 _LLAMA = (("family", "llama"),)
 # The report's Table 1 and Sec 2: 6 dense then 54 MoE blocks (1 shared + 256 routed experts of 3,072, 4 routed
 # active), head dim 128, per-head QK-norm, sandwich norm, 3 local (window 4,096) : 1 global.
@@ -238,6 +247,9 @@ RECIPES: dict[str, Recipe] = {
     "falcon-180b": _falcon("4,096 GPUs throughout ('up to'); the 7M GPU-h has one significant digit, scope unstated; "),
     "smollm3-3b": Recipe(META, Basis.WALL, "h100-sxm", _LLAMA, assumptions=SMOLLM3),
     "deepseek-v3": Recipe(HAI_LLM, Basis.STEP, "h800", assumptions=DEEPSEEK),
+    "lucie-7b": Recipe(
+        GIGATRON, Basis.WALL, "h100-sxm", _LLAMA, Sharding.NONE, (2,), _ONLY[1], replicas=32, assumptions=LUCIE
+    ),
     "trinity-large": Recipe(
         META, Basis.WALL, "b300", _TRINITY, Sharding.FSDP, (1, 2, 4, 8), replicas=16, ep=8, assumptions=TRINITY
     ),

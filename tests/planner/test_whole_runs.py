@@ -36,6 +36,7 @@ PUBLISHED = {
     "mpt-7b": (1, 1, 440),
     "deepseek-v3": (1, 16, 128),
     "trinity-large": (1, 1, 2048),
+    "lucie-7b": (4, 4, 32),
 }
 
 
@@ -105,6 +106,13 @@ def test_published_choices():
     assert len(bloom) == 1 and bloom[0][0].sharding == Sharding.ZERO1
     assert (bloom[0][1].micro_batch, bloom[0][1].grad_accum) == (2, 128)
     assert bloom[0][1].activation_checkpointing == ActivationCheckpointing.FULL
+    # Lucie-7B's slurm script: MICRO_BATCH_SIZE=2, ZERO_STAGE=0, --checkpoint-activations, 1,024 x 4,096 batch
+    lucie = BY_ID["lucie-7b"].variants
+    assert len(lucie) == 1 and (lucie[0][0].sharding, lucie[0][0].dp_replicate) == (Sharding.NONE, 32)
+    assert (lucie[0][1].micro_batch, lucie[0][1].grad_accum) == (2, 16)
+    assert lucie[0][1].activation_checkpointing == ActivationCheckpointing.FULL
+    assert BY_ID["lucie-7b"].reported_gpu_hours == 550_000
+    assert BY_ID["lucie-7b"].measured_tokens_per_s_per_gpu == pytest.approx(1781.9)
     llama = BY_ID["llama3.1-405b"].variants
     assert sorted(layout.vpp for layout, _ in llama) == list(range(1, 9))
     assert all(t.micro_batch == 1 and t.grad_accum == 16 and layout.sharding == Sharding.ZERO2 for layout, t in llama)
