@@ -59,6 +59,13 @@ DEEPSEEK_V3_RUN = next(r for r in MOE_RUNS if r.label == "DeepSeek-V3 pre-traini
 # Runs whose prediction is not held out: DeepSeek-V3's step is held at the MFU ceiling of the MoE
 # harness's row of the same report, which measures the same 2,664K GPU-hours (its recipe's notes).
 NOT_INDEPENDENT = frozenset({"deepseek-v3"})
+# Held-out runs whose published recipe runs a mode the step model does not describe, so their
+# error measures the mode, not the model. They stay in every table and in the issue's target;
+# the bench prints one more summary without them. Set aside after their error was seen: the
+# reason is in the source, the decision is not blind.
+OUTSIDE_SCOPE = {
+    "lucie-7b": "its slurm script sets CUDA_LAUNCH_BLOCKING=1, every kernel launch synchronous (7 % MFU on H100)",
+}
 # (stack, settings) of each software profile.
 META = (Stack.TORCHTITAN, FA2_TORCHTITAN)  # Meta's in-house PyTorch, nanotron: torchtitan + FA2
 MEGATRON_2022 = (Stack.MEGATRON_LM, STACK_SETTINGS[Stack.MEGATRON_LM])  # Megatron-DeepSpeed of 2022
