@@ -43,7 +43,13 @@ from planner.catalog.hardware import Catalog, NetworkSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
+from planner.model.settings import (
+    MEGATRON_DEEPSPEED_BF16_SETTINGS,
+    STACK_SETTINGS,
+    ModelingSettings,
+    Stack,
+    with_attention,
+)
 from planner.model.spec import ModelSpec
 from planner.plan import GoodputEstimate, Plan
 from planner.units import SECONDS_PER_HOUR
@@ -68,7 +74,9 @@ OUTSIDE_SCOPE = {
 }
 # (stack, settings) of each software profile.
 META = (Stack.TORCHTITAN, FA2_TORCHTITAN)  # Meta's in-house PyTorch, nanotron: torchtitan + FA2
-MEGATRON_2022 = (Stack.MEGATRON_LM, STACK_SETTINGS[Stack.MEGATRON_LM])  # Megatron-DeepSpeed of 2022
+# Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine (BLOOM 2022; Lucie's 2024 fork
+# keeps both): Megatron's kernels, predicted as Megatron-LM rows for the band and ceiling.
+MEGATRON_DEEPSPEED = (Stack.MEGATRON_LM, MEGATRON_DEEPSPEED_BF16_SETTINGS)
 GIGATRON = (Stack.MEGATRON_LM, with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2))
 LLM_FOUNDRY = (Stack.TORCHTITAN, LLM_FOUNDRY_TRITON)
 HAI_LLM = (Stack.MEGATRON_CORE, DEEPSEEK_V3_RUN.settings)
@@ -141,8 +149,12 @@ L405 = (
     "of 1 per data-parallel rank; vpp not published: 1-8 tried; " + NO_RAMP
 )
 BLOOM = (
-    "Megatron-DeepSpeed of 2022: the Megatron-LM profile (no flash attention); MBS 2, full recomputation, ZeRO-1 "
-    "(tr11 README); biases on every projection and norm; ALiBi: no position parameters, its bias add not timed; "
+    "Megatron-DeepSpeed of 2022: the Megatron-LM kernels (no flash attention) under DeepSpeed's PipelineEngine "
+    "and BF16_Optimizer (MEGATRON_DEEPSPEED_BF16_SETTINGS: fp32 gradient accumulation per micro-batch, 4 blocking "
+    "pipeline transfers, fp32 tied-gradient reduce); MBS 2, full recomputation, ZeRO-1 (tr11 README); biases on "
+    "every projection and norm; ALiBi: no position parameters, its bias added through the QK^T GEMM; the "
+    "slurm script's CUDA_LAUNCH_BLOCKING=1 and the Omni-Path fabric's measured NCCL bandwidth (5 GB/s bus "
+    "bandwidth on 4 nodes, bigscience experiments/bandwidth) not modelled; "
     "384 GPUs throughout (the last days ran on 24 nodes); the losses the chronicles log beyond the failure model "
     "(eval hangs: 18 h, 6 h, 11 h; a slow GPU at -5 % until found) not predicted; " + NO_RAMP
 )
@@ -183,8 +195,8 @@ TRINITY = (
     + NO_RAMP
 )
 LUCIE = (
-    "Megatron-DeepSpeed (OpenLLM-France fork) with --use-flash-attn-v2: the Megatron-LM profile with "
-    "FlashAttention-2; TP 4, PP 4, DP 32, micro-batch 2, ZeRO stage 0, full recomputation ("
+    "Megatron-DeepSpeed (OpenLLM-France fork) with --use-flash-attn-v2: the Megatron-LM kernels with "
+    "FlashAttention-2 under DeepSpeed's PipelineEngine and BF16_Optimizer (as BLOOM, read in the 2022 code); TP 4, PP 4, DP 32, micro-batch 2, ZeRO stage 0, full recomputation ("
     "--checkpoint-activations), as the pretraining slurm script sets them; Jean Zay's 4-GPU H100 nodes timed as "
     "the catalog's 8-GPU HGX board on its default network; the script's CUDA_LAUNCH_BLOCKING=1 ('do not remove "
     "or the training will hang'), which serialises every kernel launch, not modelled; the card's ~550,000 "
@@ -236,7 +248,7 @@ RECIPES: dict[str, Recipe] = {
         META, Basis.WALL, "h100-sxm", (), Sharding.ZERO2, (1,), _ONLY[0], tuple(range(1, 9)), assumptions=L405
     ),
     "bloom-176b": Recipe(
-        MEGATRON_2022,
+        MEGATRON_DEEPSPEED,
         Basis.WALL,
         _A100,
         _BLOOM,
@@ -255,7 +267,15 @@ RECIPES: dict[str, Recipe] = {
     "smollm3-3b": Recipe(META, Basis.WALL, "h100-sxm", _LLAMA, assumptions=SMOLLM3),
     "deepseek-v3": Recipe(HAI_LLM, Basis.STEP, "h800", assumptions=DEEPSEEK),
     "lucie-7b": Recipe(
-        GIGATRON, Basis.WALL, "h100-sxm", _LLAMA, Sharding.NONE, (2,), _ONLY[1], replicas=32, assumptions=LUCIE
+        (Stack.MEGATRON_LM, with_attention(MEGATRON_DEEPSPEED_BF16_SETTINGS, AttentionKernel.FLASH2)),
+        Basis.WALL,
+        "h100-sxm",
+        _LLAMA,
+        Sharding.NONE,
+        (2,),
+        _ONLY[1],
+        replicas=32,
+        assumptions=LUCIE,
     ),
     "trinity-large": Recipe(
         META, Basis.WALL, "b300", _TRINITY, Sharding.FSDP, (1, 2, 4, 8), replicas=16, ep=8, assumptions=TRINITY

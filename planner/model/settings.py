@@ -129,6 +129,11 @@ class ModelingSettings:
     # is counted as twice the forward and a recompute as one more forward. These tensors are
     # far larger than L2 and stream at copy speed: streaming_bandwidth_fraction.
     unfused_attention_bytes_per_score: float = 13.0
+    # ALiBi's bias in unfused attention, added by the QK^T GEMM's beta term (Megatron-DeepSpeed's
+    # ``matmul_result = alibi.baddbmm(...)``, transformers' BloomAttention likewise): PyTorch
+    # copies the broadcast bias into the output (writes 2) and the GEMM reads it back (2), per
+    # score in every forward (a recompute's too).
+    alibi_bias_bytes_per_score: float = 4.0
     # The same for Hugging Face's eager attention with soft-capped scores (Gemma 2, which has no
     # SDPA path: planner/model/step_time.py eager_softcap_attention), kernel by kernel from
     # transformers' eager_attention_forward (models/gemma2/modeling_gemma2.py): QK^T writes 2;
@@ -278,6 +283,23 @@ class ModelingSettings:
     tp_comm_overlap: float = 0.3
     # Fraction of pipeline point-to-point traffic hidden.
     pp_comm_overlap: float = 0.5
+    # Point-to-point transfers on a pipeline rank's critical path per micro-batch and model chunk:
+    # 2, its activation forward and its gradient backward (receives meet the peer's sends).
+    # DeepSpeed's PipelineEngine runs SendActivation, RecvGrad, RecvActivation and SendGrad as
+    # separate blocking instructions (deepspeed/runtime/pipe/schedule.py TrainSchedule,
+    # pipe/p2p.py dist.send / dist.recv, DeepSpeed 56c5223 of 2022-04): 4.
+    pp_transfers_per_microbatch: float = 2.0
+    # HBM bytes per local parameter after every micro-batch's backward to add its 16-bit gradient
+    # into an fp32 accumulation buffer: 0 where gradients are reduced each micro-batch (FSDP2,
+    # its copies are fsdp_reduce_copy_bytes_per_param) or accumulated inside the weight-gradient
+    # GEMM. DeepSpeed's BF16_Optimizer (runtime/bf16_optimizer.py ``hp_grad.add_(lp.grad.to(
+    # fp32))`` after each backward, DeepSpeed 56c5223): the cast reads 2 and writes a 4-byte
+    # temporary, the add reads 4 + 4 and writes 4 = 18.
+    grad_accum_bytes_per_param: float = 0.0
+    # The tied embedding's gradient summed between the first and last pp rank in fp32 and whole
+    # (DeepSpeed's PipelineEngine all-reduces ``weight._hp_grad``, pipe/engine.py
+    # _exec_reduce_tied_grads), not in grad_bytes and sharded as the step left it.
+    tied_grad_fp32_unsharded: bool = False
     # How K and V cross the cp ranks. False (trainplan's trainer, trainer/context_parallel.py;
     # Llama 3's all-gather CP): every rank gathers the whole sequence's K and V before attention
     # and keeps them for backward. True (Megatron-Core/TransformerEngine ring attention): K,V
@@ -545,6 +567,20 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # ... and their selective recompute of the unfused attention core, which keeps no scores
     # (the rows without full recompute run it: Korthikanti et al. 2022, Table 4 "present work").
     recompute_attention_core=True,
+)
+
+# Megatron-DeepSpeed with DeepSpeed's bf16 optimizer (BigScience's BLOOM, 2022): Megatron's kernels
+# (the profile above) under DeepSpeed's PipelineEngine and BF16_Optimizer, read in DeepSpeed
+# 56c5223 (2022-04-19, the bf16 branch tr11's README names) and Megatron-DeepSpeed affff3d2: fp32
+# gradient accumulation every micro-batch, blocking one-at-a-time pipeline transfers (none
+# hidden), the tied embedding's fp32 gradient reduced whole. The data-parallel all-reduce runs in
+# bf16 (engine.py communication_data_type) after the pipeline, unoverlapped, as the profile has.
+# Not a --stack choice yet: its only held-out rows are whole runs (validation/whole_runs.py).
+MEGATRON_DEEPSPEED_BF16_SETTINGS = MEGATRON_LM_SETTINGS.but(
+    grad_accum_bytes_per_param=18.0,
+    pp_transfers_per_microbatch=4.0,
+    pp_comm_overlap=0.0,
+    tied_grad_fp32_unsharded=True,
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py

@@ -30,12 +30,14 @@ from planner.model.memory import (
     busiest_stage_params,
     compute_dtype_bytes,
     layers_per_stage,
+    stage_params,
     tp_gathered_bytes,
 )
-from planner.model.pipeline import pipeline_ranks
+from planner.model.pipeline import PipelineRank, pipeline_ranks
 from planner.model.rowwise import COMPUTE_COLUMNS, per_distinct_row
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.units import FP32_BYTES
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,9 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
         s.unfused_attention_bytes_per_score,
     )
     unfused = n_layers * scores * per_score * passes
+    if model.position == "alibi":  # the bias added in every forward, recomputed ones too
+        forwards = 1.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
+        unfused = unfused + n_layers * scores * s.alibi_bias_bytes_per_score * forwards
     return np.where(flash_attention_on(model, c, s), 0.0, unfused)
 
 
@@ -171,9 +176,24 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     """GPU seconds of one micro-batch's forward + backward on the slowest pp rank: uneven stages
     (planner/model/pipeline.py) and the LM head + loss on the last one; in a 1F1B pipeline the
     slowest stage sets the pace of every other (stage imbalance)."""
-    per_rank = [rank_compute_time(model, c, s, rank.layers, rank.head) for rank in pipeline_ranks(model.num_layers, c)]
+    per_rank = []
+    for rank in pipeline_ranks(model.num_layers, c):
+        terms = rank_compute_time(model, c, s, rank.layers, rank.head)
+        terms["memory_bound"] = terms["memory_bound"] + grad_accumulation_s(model, c, s, rank)
+        per_rank.append(terms)
     slowest = np.argmax(np.stack([sum(terms.values()) for terms in per_rank]), axis=0)
     return {term: np.choose(slowest, [terms[term] for terms in per_rank]) for term in per_rank[0]}
+
+
+def grad_accumulation_s(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: PipelineRank) -> np.ndarray:
+    """Seconds per micro-batch a rank spends adding its 16-bit gradients into an fp32 buffer:
+    its stage's parameters / tp x ``s.grad_accum_bytes_per_param`` at copy speed (DeepSpeed's
+    BF16_Optimizer; 0 for the stacks that reduce or accumulate in place). All of a stage's
+    parameters are local to its tp rank: the stacks that set it run dense models."""
+    if not s.grad_accum_bytes_per_param:
+        return np.zeros(len(c))
+    params = stage_params(model, c, rank).total / c.tp
+    return params * s.grad_accum_bytes_per_param / rates.copy_bandwidth(c, s)
 
 
 def recomputed_module_work(
@@ -400,7 +420,8 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather
     # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
     activation = tokens * model.hidden_size * dtype / c.tp
-    pp = np.where(c.pp > 1, 2.0 * m * c.vpp * comm.p2p_s(activation, pp_link), 0.0)
+    transfers = s.pp_transfers_per_microbatch * m * c.vpp
+    pp = np.where(c.pp > 1, transfers * comm.p2p_s(activation, pp_link), 0.0)
     pp = pp + tied_embedding_sync_s(model, c, pp_link, s)
     cp = np.zeros(len(c))
     if (c.cp > 1).any():  # most searches have no cp rows (cp is searched from 32K tokens on)
@@ -414,11 +435,13 @@ def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link, s: ModelingS
     """A tied embedding split over the pipeline: once per step the first and the last pp rank
     sum the gradient of their copies (trainer/pipeline.py ``TiedEmbeddingSync``), in the
     gradient dtype (``s.grad_bytes``) and sharded as the step left it (by tp, and over the shard
-    group from ZeRO-1 on)."""
+    group from ZeRO-1 on); in fp32 and whole where the stack reduces its master gradient
+    (``s.tied_grad_fp32_unsharded``)."""
     if not model.tied_embeddings:
         return np.zeros(len(c))
-    shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
-    grad_bytes = model.vocab_size * model.hidden_size * s.grad_bytes / c.tp / shard
+    shard = np.where((c.sharding >= SHARD_ZERO1) & (not s.tied_grad_fp32_unsharded), np.maximum(c.shard_group, 1), 1)
+    element_bytes = FP32_BYTES if s.tied_grad_fp32_unsharded else s.grad_bytes
+    grad_bytes = model.vocab_size * model.hidden_size * element_bytes / c.tp / shard
     return np.where(c.pp > 1, comm.all_reduce_s(grad_bytes, np.full_like(c.pp, 2), pp_link), 0.0)
 
 
