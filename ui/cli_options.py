@@ -47,7 +47,7 @@ AC_BLOCKS = typer.Option(
 )
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
-    " megatron-lm / megatron-core / deepseek-v3 (estimate only; docs/model.md 4b)"
+    " megatron-lm / megatron-deepspeed / megatron-core / deepseek-v3 (estimate only; docs/model.md 4b)"
 )
 
 

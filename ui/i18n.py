@@ -169,10 +169,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "stack": ("Predict for the stack", "预测所用的训练软件栈"),
     "stack_help": (
         "trainplan plans can be emitted and run; torchtitan, HF Trainer, DeepSpeed, llm-foundry, Megatron-LM, "
-        "Megatron-Core and DeepSeek-V3's stack estimate what that software would do with the same layout (estimate "
-        "only).",
+        "Megatron-DeepSpeed, Megatron-Core and DeepSeek-V3's stack estimate what that software would do with the "
+        "same layout (estimate only).",
         "trainplan 方案可以生成任务并运行；torchtitan、HF Trainer、DeepSpeed、llm-foundry、Megatron-LM、"
-        "Megatron-Core 与 DeepSeek-V3 的软件栈只是估算该软件在同一布局下的表现（仅供估算）。",
+        "Megatron-DeepSpeed、Megatron-Core 与 DeepSeek-V3 的软件栈只是估算该软件在同一布局下的表现（仅供估算）。",
     ),
     "attention": ("Attention kernel", "注意力内核"),
     "attention_stack": ("the stack's own", "软件栈默认"),

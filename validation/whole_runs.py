@@ -44,7 +44,7 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import (
-    MEGATRON_DEEPSPEED_BF16_SETTINGS,
+    MEGATRON_DEEPSPEED_SETTINGS,
     STACK_SETTINGS,
     ModelingSettings,
     Stack,
@@ -75,8 +75,8 @@ OUTSIDE_SCOPE = {
 # (stack, settings) of each software profile.
 META = (Stack.TORCHTITAN, FA2_TORCHTITAN)  # Meta's in-house PyTorch, nanotron: torchtitan + FA2
 # Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine (BLOOM 2022; Lucie's 2024 fork
-# keeps both): Megatron's kernels, predicted as Megatron-LM rows for the band and ceiling.
-MEGATRON_DEEPSPEED = (Stack.MEGATRON_LM, MEGATRON_DEEPSPEED_BF16_SETTINGS)
+# keeps both): --stack megatron-deepspeed.
+MEGATRON_DEEPSPEED = (Stack.MEGATRON_DEEPSPEED, MEGATRON_DEEPSPEED_SETTINGS)
 GIGATRON = (Stack.MEGATRON_LM, with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2))
 LLM_FOUNDRY = (Stack.TORCHTITAN, LLM_FOUNDRY_TRITON)
 HAI_LLM = (Stack.MEGATRON_CORE, DEEPSEEK_V3_RUN.settings)
@@ -150,7 +150,7 @@ L405 = (
 )
 BLOOM = (
     "Megatron-DeepSpeed of 2022: the Megatron-LM kernels (no flash attention) under DeepSpeed's PipelineEngine "
-    "and BF16_Optimizer (MEGATRON_DEEPSPEED_BF16_SETTINGS: fp32 gradient accumulation per micro-batch, 4 blocking "
+    "and BF16_Optimizer (MEGATRON_DEEPSPEED_SETTINGS: fp32 gradient accumulation per micro-batch, 4 blocking "
     "pipeline transfers, fp32 tied-gradient reduce); MBS 2, full recomputation, ZeRO-1 (tr11 README); biases on "
     "every projection and norm; ALiBi: no position parameters, its bias added through the QK^T GEMM; the "
     "slurm script's CUDA_LAUNCH_BLOCKING=1 and the Omni-Path fabric's measured NCCL bandwidth (5 GB/s bus "
@@ -267,7 +267,7 @@ RECIPES: dict[str, Recipe] = {
     "smollm3-3b": Recipe(META, Basis.WALL, "h100-sxm", _LLAMA, assumptions=SMOLLM3),
     "deepseek-v3": Recipe(HAI_LLM, Basis.STEP, "h800", assumptions=DEEPSEEK),
     "lucie-7b": Recipe(
-        (Stack.MEGATRON_LM, with_attention(MEGATRON_DEEPSPEED_BF16_SETTINGS, AttentionKernel.FLASH2)),
+        (Stack.MEGATRON_DEEPSPEED, with_attention(MEGATRON_DEEPSPEED_SETTINGS, AttentionKernel.FLASH2)),
         Basis.WALL,
         "h100-sxm",
         _LLAMA,

@@ -21,7 +21,8 @@ import numpy as np
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
 # modules with SDPA flash attention under FSDP / ZeRO (trainplan, torchtitan, IBM fms-fsdp,
 # MosaicML llm-foundry, DeepSpeed on Hugging Face modules), or Megatron's fused kernels with
-# its tensor, pipeline and expert parallelism (Megatron-LM, Megatron-Core, DeepSeek's HAI-LLM).
+# its tensor, pipeline and expert parallelism (Megatron-LM, Megatron-DeepSpeed, Megatron-Core,
+# DeepSeek's HAI-LLM).
 STACK_FAMILIES: dict[str, str] = {
     "trainplan": "pytorch",
     "torchtitan": "pytorch",
@@ -31,6 +32,7 @@ STACK_FAMILIES: dict[str, str] = {
     "deepspeed": "pytorch",
     "pytorch": "pytorch",
     "megatron-lm": "megatron",
+    "megatron-deepspeed": "megatron",
     "megatron-core": "megatron",
     "deepseek-v3": "megatron",
 }

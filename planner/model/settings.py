@@ -575,8 +575,10 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # gradient accumulation every micro-batch, blocking one-at-a-time pipeline transfers (none
 # hidden), the tied embedding's fp32 gradient reduced whole. The data-parallel all-reduce runs in
 # bf16 (engine.py communication_data_type) after the pipeline, unoverlapped, as the profile has.
-# Not a --stack choice yet: its only held-out rows are whole runs (validation/whole_runs.py).
-MEGATRON_DEEPSPEED_BF16_SETTINGS = MEGATRON_LM_SETTINGS.but(
+# bf16 is the precision trainplan plans (DeepSpeed's fp16 optimizer, MT-NLG's, accumulates in the
+# fp16 gradients instead). --stack megatron-deepspeed; held out on whole runs only
+# (validation/whole_runs.py: BLOOM, Lucie-7B).
+MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
     grad_accum_bytes_per_param=18.0,
     pp_transfers_per_microbatch=4.0,
     pp_comm_overlap=0.0,
@@ -725,7 +727,7 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 # ZeRO stage as the layout's sharding. ESTIMATE: DeepSpeed's own bucketed collectives
 # (reduce_bucket_size, allgather_bucket_size) are timed as FSDP2's; its ZeRO-3 at hundreds of GPUs
 # (Narayanan et al. 2021 Table 2) runs far slower than this predicts (docs/validation.md).
-# Megatron-DeepSpeed (BLOOM, MT-NLG) runs Megatron's 2021-22 kernels: --stack megatron-lm.
+# Megatron-DeepSpeed's 3D runs (BLOOM) are --stack megatron-deepspeed.
 # CPU offload runs DeepSpeed's fused CPU-Adam (DeepSpeedCPUAdam): its bytes per parameter and the
 # share of the host's DRAM bandwidth it reached on the DGX-2 (ZeRO-Offload Table 4); DeepSpeed's
 # gradient-norm pass over the host gradients is not counted.
@@ -751,6 +753,7 @@ class Stack(StrEnum):
     DEEPSPEED = "deepspeed"
     LLM_FOUNDRY = "llm-foundry"
     MEGATRON_LM = "megatron-lm"
+    MEGATRON_DEEPSPEED = "megatron-deepspeed"
     MEGATRON_CORE = "megatron-core"
     DEEPSEEK_V3 = "deepseek-v3"
 
@@ -767,6 +770,7 @@ STACK_SETTINGS: dict[Stack, ModelingSettings] = {
     Stack.DEEPSPEED: DEEPSPEED_SETTINGS,
     Stack.LLM_FOUNDRY: LLM_FOUNDRY_SETTINGS,
     Stack.MEGATRON_LM: MEGATRON_LM_SETTINGS,
+    Stack.MEGATRON_DEEPSPEED: MEGATRON_DEEPSPEED_SETTINGS,
     Stack.MEGATRON_CORE: MEGATRON_CORE_SETTINGS,
     Stack.DEEPSEEK_V3: DEEPSEEK_V3_SETTINGS,
 }

@@ -1,5 +1,5 @@
 """Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine
-(planner/model/settings.py MEGATRON_DEEPSPEED_BF16_SETTINGS): each term read from DeepSpeed's
+(planner/model/settings.py MEGATRON_DEEPSPEED_SETTINGS): each term read from DeepSpeed's
 code, checked against its arithmetic; the other stacks' predictions keep the old terms."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from planner.model import comm, rates
 from planner.model.candidates import single
 from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
-from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_DEEPSPEED_BF16_SETTINGS, MEGATRON_LM_SETTINGS
+from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
 from planner.model.step_time import (
     comm_times,
     compute_time_per_microbatch,
@@ -46,7 +46,7 @@ def test_fp32_gradient_accumulation_is_18_bytes_per_local_parameter_per_micro_ba
     micro-batch, on every rank: it joins the slowest rank's memory-bound time."""
     model = get_preset("gpt3-2.7b")
     c = table(model)
-    s = MEGATRON_DEEPSPEED_BF16_SETTINGS
+    s = MEGATRON_DEEPSPEED_SETTINGS
     for rank in pipeline_ranks(model.num_layers, c):
         expected = stage_params(model, c, rank).total[0] / 4 * 18 / rates.copy_bandwidth(c, s)[0]
         assert grad_accumulation_s(model, c, s, rank)[0] == pytest.approx(expected)
@@ -61,9 +61,9 @@ def test_blocking_pipeline_transfers_double_the_point_to_point_time():
     model = get_preset("gpt3-2.7b").model_copy(update={"tied_embeddings": False})
     c = table(model)
     two = comm_times(model, c, MEGATRON_LM_SETTINGS).pp[0]
-    four = comm_times(model, c, MEGATRON_DEEPSPEED_BF16_SETTINGS).pp[0]
+    four = comm_times(model, c, MEGATRON_DEEPSPEED_SETTINGS).pp[0]
     assert two > 0 and four == pytest.approx(2 * two)
-    assert MEGATRON_DEEPSPEED_BF16_SETTINGS.pp_comm_overlap == 0.0
+    assert MEGATRON_DEEPSPEED_SETTINGS.pp_comm_overlap == 0.0
 
 
 def test_the_tied_gradient_is_reduced_in_fp32_and_whole():
@@ -73,7 +73,7 @@ def test_the_tied_gradient_is_reduced_in_fp32_and_whole():
     c = table(model, dp=8)
     link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, DEFAULT_SETTINGS)
     bf16_sharded = tied_embedding_sync_s(model, c, link, MEGATRON_LM_SETTINGS.but(grad_bytes=2.0))[0]
-    whole = tied_embedding_sync_s(model, c, link, MEGATRON_DEEPSPEED_BF16_SETTINGS.but(grad_bytes=2.0))[0]
+    whole = tied_embedding_sync_s(model, c, link, MEGATRON_DEEPSPEED_SETTINGS.but(grad_bytes=2.0))[0]
     payload = model.vocab_size * model.hidden_size / c.tp[0]
     assert whole > bf16_sharded
     assert whole == pytest.approx(comm.all_reduce_s(np.array([payload * 4.0]), np.array([2]), link)[0])
