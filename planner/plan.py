@@ -28,8 +28,8 @@ from planner.layout import (
 from planner.limits import MAX_GPUS, MAX_INPUT_BYTES, read_input_text, unique_keys
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.memory import usable_capacity
-from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
 from planner.rule_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 

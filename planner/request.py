@@ -25,8 +25,9 @@ from planner.limits import (
     MAX_TRAINING_TOKENS,
 )
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
-from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack, with_attention
+from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import context_extension_warning, default_implementation
 from planner.search.ilp import Objective
 from planner.search.space import (
@@ -103,7 +104,7 @@ class PlanRequest(BaseModel):
     # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
     # are estimate-only.
     stack: Stack = Stack.TRAINPLAN
-    # The attention kernel the run uses; None: the one its stack picks (planner/model/settings.py).
+    # The attention kernel the run uses; None: the one its stack picks (planner/model/stacks.py).
     attention: AttentionKernel | None = None
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.layout import Layout, PipelineSchedule
-from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.stacks import STACK_SETTINGS
 from planner.plan import Plan
 from trainer.files import read_capped, write_atomic
 

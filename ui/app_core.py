@@ -32,8 +32,9 @@ from planner.errors import InfeasiblePlan, RuleViolation
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
 from planner.layout import Precision
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, Stack
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
 from planner.plan import Plan
 from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
 from planner.search.fleet import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour

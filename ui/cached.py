@@ -16,8 +16,9 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.detect import NoGPUDriver
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Layout, TrainingConfig
-from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
 from planner.units import GIB
 from ui import app_core

@@ -176,7 +176,7 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
     from planner.catalog.calibration import CalibrationFile, apply_file
     from planner.catalog.hardware import load_catalog
     from planner.job_fit import fit_measured_job
-    from planner.model.settings import STACK_SETTINGS
+    from planner.model.stacks import STACK_SETTINGS
     from trainer.job_spec import JobSpec
 
     out = out or default_calibration_path()

@@ -44,7 +44,7 @@ from planner.limits import (
     MAX_TRAINING_TOKENS,
 )
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import Stack
+from planner.model.stacks import Stack
 from planner.request import DEFAULT_TOP_K
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS

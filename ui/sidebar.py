@@ -22,8 +22,8 @@ from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
 from planner.limits import MAX_BUDGET_USD, MAX_CHINCHILLA_MULTIPLE, MAX_DAYS, MAX_GPUS, MAX_TRAINING_TOKENS
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import Stack
 from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
 from planner.search.fleet import TcoAssumptions
 from ui import app_core
 from ui.cached import cached_calibration

@@ -23,8 +23,9 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Prec
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import single
 from planner.model.estimate import score
-from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack, with_attention
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.units import GIB
 
 DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "fsdp_runs.csv"

@@ -17,8 +17,9 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.models import get_preset
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.block_rows import Recompute
-from planner.model.settings import MEGATRON_CORE_SETTINGS, ModelingSettings
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stacks import MEGATRON_CORE_SETTINGS
 
 MEGATRON_BRIDGE_ARCHIVE = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100, DGX-B200 and DGX-GB200 tables; "

@@ -42,8 +42,9 @@ from planner.layout import (
 )
 from planner.model.candidates import Candidates, single
 from planner.model.estimate import score
-from planner.model.settings import STACK_SETTINGS, ModelingSettings, Stack
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stacks import STACK_SETTINGS, Stack
 from validation.moe_recipes import BRIDGE_MOE_BENCHMARK
 from validation.published import MEGATRON_BRIDGE_RECIPE, MEGATRON_FSDP_OFFLOADED_BLOCKS
 from validation.published_rows import (

@@ -14,9 +14,10 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Sharding
 from planner.model.candidates import Candidates, single
 from planner.model.estimate import score
-from planner.model.settings import STACK_SETTINGS as PROFILES
-from planner.model.settings import TE_FUSED_CE_BYTES_PER_LOGIT, ModelingSettings
-from planner.model.settings import Stack as Profile
+from planner.model.settings import ModelingSettings
+from planner.model.stacks import STACK_SETTINGS as PROFILES
+from planner.model.stacks import TE_FUSED_CE_BYTES_PER_LOGIT
+from planner.model.stacks import Stack as Profile
 from validation.published_rows import (
     PublishedRun,
     Stack,

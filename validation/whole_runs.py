@@ -43,14 +43,9 @@ from planner.catalog.hardware import Catalog, NetworkSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import (
-    MEGATRON_DEEPSPEED_SETTINGS,
-    STACK_SETTINGS,
-    ModelingSettings,
-    Stack,
-    with_attention,
-)
+from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
+from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, STACK_SETTINGS, Stack
 from planner.plan import GoodputEstimate, Plan
 from planner.units import SECONDS_PER_HOUR
 from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON

@@ -28,8 +28,9 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
-from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, ModelingSettings, Stack, with_attention
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Estimate, Plan, PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (

@@ -22,8 +22,9 @@ from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.memory import MemoryBreakdown, fits, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks
 from planner.model.rowwise import rows_of, take
-from planner.model.settings import ModelingSettings, Stack
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
 from planner.request import PlanRequest, requested_batch_tokens
 from planner.search.ilp import ScoredTable
 from planner.search.space import DEFAULT_MAX_GPUS, SearchSpace, batch_tokens, batch_within_tolerance

@@ -8,7 +8,7 @@ from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
-from planner.model.settings import Stack
+from planner.model.stacks import Stack
 
 K = AttentionKernel
 MODEL = get_preset("llama3-8b")

@@ -14,13 +14,13 @@ from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingCo
 from planner.model.candidates import single
 from planner.model.host import host_adam_params_per_s, host_adam_seconds, host_memory_bandwidth
 from planner.model.settings import (
-    DEEPSPEED_SETTINGS,
     DEFAULT_SETTINGS,
     ZERO_OFFLOAD_ADAM_PARAMS,
     ZERO_OFFLOAD_CPU_ADAM_S,
     ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH,
     ZERO_OFFLOAD_PT_CPU_S,
 )
+from planner.model.stacks import DEEPSPEED_SETTINGS
 
 CATALOG = load_catalog()
 LLAMA8B = get_preset("llama3.1-8b")

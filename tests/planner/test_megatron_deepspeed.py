@@ -1,5 +1,5 @@
 """Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine
-(planner/model/settings.py MEGATRON_DEEPSPEED_SETTINGS): each term read from DeepSpeed's
+(planner/model/stacks.py MEGATRON_DEEPSPEED_SETTINGS): each term read from DeepSpeed's
 code, checked against its arithmetic; the other stacks' predictions keep the old terms."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from planner.model import comm, rates
 from planner.model.candidates import single
 from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
-from planner.model.settings import DEFAULT_SETTINGS, MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
 from planner.model.step_time import (
     comm_times,
     compute_time_per_microbatch,

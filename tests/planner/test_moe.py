@@ -27,8 +27,9 @@ from planner.model.moe import (
     grouped_mlp_saved_bytes_per_token,
     routed_expert_params_per_layer,
 )
-from planner.model.settings import DEEPSEEK_V3_SETTINGS, DEFAULT_SETTINGS, MEGATRON_CORE_SETTINGS
+from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
+from planner.model.stacks import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS
 from planner.model.step_time import comm_times
 from planner.model.structure import first_structural_problem
 

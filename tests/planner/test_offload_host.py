@@ -14,7 +14,8 @@ from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingCo
 from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.host import host_need_bytes
-from planner.model.settings import DEFAULT_SETTINGS, STACK_SETTINGS, Stack
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.units import GIB
 
 CATALOG = load_catalog()

@@ -20,7 +20,8 @@ from planner.model.memory import MemoryBreakdown, activation_bytes, fits, memory
 from planner.model.partial_recompute import fit_ac_blocks, full_ac_blocks
 from planner.model.pipeline import pipeline_ranks
 from planner.model.rowwise import take
-from planner.model.settings import DEFAULT_SETTINGS, Stack
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.stacks import Stack
 from planner.request import request_settings
 from planner.search.score import candidate_table, search_space
 from planner.search.space import build_candidates

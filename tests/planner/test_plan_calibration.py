@@ -15,7 +15,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.measured_job import MeasuredJob
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
-from planner.model.settings import Stack
+from planner.model.stacks import Stack
 from planner.plan import CalibratedGpu, CalibrationMachine, Plan
 
 MACHINE = dict(host="node-1", device="NVIDIA H100 80GB HBM3", driver="570.86", date="2026-12-01", software="torch 2.11")

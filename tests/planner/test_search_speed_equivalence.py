@@ -25,7 +25,7 @@ from planner.model import pipeline, rowwise
 from planner.model import step_time as step_module
 from planner.model.candidates import AC_BLOCKS, KNOBS, Candidates
 from planner.model.estimate import job_totals, rule_values, score
-from planner.model.settings import Stack
+from planner.model.stacks import Stack
 from planner.model.structure import structurally_valid
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
 from planner.search.score import candidate_table, row_evidence, search_space

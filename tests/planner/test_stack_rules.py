@@ -11,7 +11,7 @@ from planner.api import PlanRequest, build_plan
 from planner.catalog.hf_config import model_from_hf_config
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding, TrainingConfig
-from planner.model.settings import STACK_SETTINGS, Stack
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import first_structural_problem, structural_rules
 
 # BLOOM 176B as bigscience/bloom config.json states it (70 layers, hidden 14336, 112 heads, vocab 250880)

@@ -11,7 +11,7 @@ from support.jobs import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan, tiny_s
 from planner.api import restack
 from planner.catalog.models import get_preset
 from planner.layout import Layout, PipelineSchedule, TrainingConfig
-from planner.model.settings import STACK_SETTINGS
+from planner.model.stacks import STACK_SETTINGS
 from planner.reports import ReplanRequest, RunReport, ValidationReport
 from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides
 from trainer.probe import (

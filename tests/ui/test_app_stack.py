@@ -17,7 +17,7 @@ from planner.catalog.achievable import rate_file_values
 from planner.catalog.calibration import CalibrationFile, apply_calibration, write_calibration
 from planner.catalog.hardware import load_catalog
 from planner.errors import CatalogError, RuleCode
-from planner.model.settings import Stack
+from planner.model.stacks import Stack
 from planner.plan import Plan
 from ui import app_core
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload

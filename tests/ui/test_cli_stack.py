@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from planner.catalog.hardware import load_catalog
-from planner.model.settings import STACK_SETTINGS, Stack
+from planner.model.stacks import STACK_SETTINGS, Stack
 from ui.cli import main
 from validation.published import STACK_SETTINGS as ROW_PROFILES
 from validation.published import predict
