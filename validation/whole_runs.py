@@ -101,6 +101,9 @@ class Recipe:
     vpp: tuple[int, ...] = (1,)
     replicas: int = 1  # data-parallel replicas (DDP: all of dp; HSDP: each sharded over dp / replicas GPUs)
     ep: int = 1  # expert-parallel degree of the published layout
+    # Pipeline degrees a searched layout may use where the source names its parallelism without
+    # degrees (empty: any the search holds).
+    searched_pp: tuple[int, ...] = ()
     assumed_gpus: int | None = None  # where the source states no count
     assumptions: str = ""  # "; "-separated
     network: NetworkSpec | None = None  # the cluster's scale-out network, where the source states it
@@ -131,7 +134,9 @@ OPEN_AC = "recomputation not stated: the fastest of the planner's recomputation 
 LLAMA1 = (
     "Table 15 hours read as tokens / step throughput (65B: 1.4T / 380 tok/s/GPU to 0.1 %); xformers attention "
     "read as FlashAttention-2; bf16 assumed; the paper's checkpointing (saves the linear outputs) not expressed: "
-    "the search chooses recomputation; " + SEARCHED
+    "the search chooses recomputation; layout not published: searched over the parallelism sec. 2.4 names, "
+    "'model and sequence parallelism' (Korthikanti et al.) with data parallelism's all_reduce, so no pipeline "
+    "(pp 1; restricted after the unrestricted search's errors were seen)"
 )
 LLAMA2 = (
     "2,048 A100 assumed: the card's hours are exact multiples of 2,048, read as 2,048 GPUs x wall hours; the "
@@ -230,11 +235,17 @@ def _falcon(extra: str = "") -> Recipe:
 RECIPES: dict[str, Recipe] = {
     **{
         f"llama1-{size}": Recipe(
-            META, Basis.STEP, _A100, _LLAMA, assumed_gpus=ASSUMED_GPUS, assumptions=_LLAMA1_GPUS + LLAMA1
+            META,
+            Basis.STEP,
+            _A100,
+            _LLAMA,
+            assumed_gpus=ASSUMED_GPUS,
+            searched_pp=(1,),
+            assumptions=_LLAMA1_GPUS + LLAMA1,
         )
         for size in ("7b", "13b", "33b")
     },
-    "llama1-65b": Recipe(META, Basis.STEP, _A100, _LLAMA, assumptions=LLAMA1),
+    "llama1-65b": Recipe(META, Basis.STEP, _A100, _LLAMA, searched_pp=(1,), assumptions=LLAMA1),
     **{
         f"llama2-{s}": Recipe(META, Basis.WALL, _A100, assumed_gpus=ASSUMED_GPUS, assumptions=LLAMA2)
         for s in ("7b", "13b", "70b")
@@ -529,8 +540,8 @@ def published(run: WholeRun, catalog: Catalog) -> tuple[Prediction, str]:
 
 
 def searched(run: WholeRun, catalog: Catalog) -> Prediction:
-    """The fastest candidate of the planner's search on exactly the run's GPU count that fits, divides
-    and keeps the batch within the search's tolerance (5 %: the published "4M" / "2.36M" are rounded
+    """The fastest candidate of the planner's search on exactly the run's GPU count (and the pipeline
+    degrees its source allows) that fits, divides and keeps the batch within the search's tolerance (5 %: the published "4M" / "2.36M" are rounded
     labels; holding 4,000,000 tokens exactly would force odd data-parallel degrees)."""
     catalog = on_its_network(run, catalog)
     request = PlanRequest(
@@ -547,7 +558,10 @@ def searched(run: WholeRun, catalog: Catalog) -> Prediction:
     )
     search = scored_search(request, catalog=catalog, settings=run.settings)
     table = search.table
-    rows = np.flatnonzero(table.fits_memory & table.divisible & table.batch_ok & (table.num_gpus == run.num_gpus))
+    allowed = table.fits_memory & table.divisible & table.batch_ok & (table.num_gpus == run.num_gpus)
+    if run.recipe.searched_pp:
+        allowed &= np.isin(np.asarray(search.candidates.pp), run.recipe.searched_pp)
+    rows = np.flatnonzero(allowed)
     if not rows.size:
         raise ValueError(f"{run.run_id}: no candidate on {run.num_gpus} GPUs fits and keeps the batch")
     best = int(rows[np.argmin(table.extra["model_time_s"][rows])])

@@ -142,6 +142,16 @@ def test_searched_runs_use_exactly_their_gpu_count(comparisons: dict[str, WholeR
         assert p.layout.world_size == c.run.num_gpus
         batch = p.training.tokens_per_step(p.layout)
         assert abs(batch / c.run.global_batch_tokens - 1) <= 0.05
+        if c.run.recipe.searched_pp:  # the parallelism its source names: LLaMA-1, no pipeline
+            assert p.layout.pp in c.run.recipe.searched_pp
+
+
+def test_llama1_is_searched_without_a_pipeline_as_its_paper_describes():
+    """Sec. 2.4 names model and sequence parallelism (Korthikanti et al.) and all_reduce: pp 1."""
+    llama1 = [r for r in RECIPES if r.startswith("llama1-")]
+    assert len(llama1) == 4 and all(RECIPES[r].searched_pp == (1,) for r in llama1)
+    assert all("restricted after" in RECIPES[r].assumptions for r in llama1)  # said, with when it was decided
+    assert not any(RECIPES[r].searched_pp for r in RECIPES if not r.startswith("llama1-"))
 
 
 def test_predictions_are_finite_and_positive(comparisons: dict[str, WholeRunComparison]):
