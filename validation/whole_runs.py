@@ -188,15 +188,17 @@ TRINITY = (
     "groups of 128 x 16 replicas, EP 8 inside a node, bf16 (the report's MXFP8 kernels were switched off); "
     "micro-batch and recomputation not published: the fastest of mb 1, 2, 4, 8 and of the recomputation modes "
     "that fits; gated attention's gate projection (d -> heads x head_dim per layer, 1.13B parameters, 9 % of the "
-    "12.2B active the model counts) not in ModelSpec, not timed; NoPE global layers timed with RoPE; Muon (Newton-Schulz on "
-    "every hidden matrix) timed as AdamW; the 33 days are a secondary quotation of Arcee's launch post, scope "
+    "12.2B active the model counts) not in ModelSpec, not timed; NoPE global layers timed with RoPE; Muon "
+    "(Newton-Schulz on every hidden matrix) timed as AdamW; the 33 days are a secondary quotation of Arcee's "
+    "launch post, scope "
     "unstated (whether the report's collapsed 'first few runs' or the context extension, 117B tokens at 256K "
-    "with CP 4, are inside; neither is predicted); batch 12,288 x 8K sequences until 4.9T tokens, then 16,384: the final one; "
-    + NO_RAMP
+    "with CP 4, are inside; neither is predicted); batch 12,288 x 8K sequences until 4.9T tokens, then 16,384: "
+    "the final one; " + NO_RAMP
 )
 LUCIE = (
     "Megatron-DeepSpeed (OpenLLM-France fork) with --use-flash-attn-v2: the Megatron-LM kernels with "
-    "FlashAttention-2 under DeepSpeed's PipelineEngine and BF16_Optimizer (as BLOOM, read in the 2022 code); TP 4, PP 4, DP 32, micro-batch 2, ZeRO stage 0, full recomputation ("
+    "FlashAttention-2 under DeepSpeed's PipelineEngine and BF16_Optimizer (as BLOOM, read in the 2022 code); "
+    "TP 4, PP 4, DP 32, micro-batch 2, ZeRO stage 0, full recomputation ("
     "--checkpoint-activations), as the pretraining slurm script sets them; Jean Zay's 4-GPU H100 nodes timed as "
     "the catalog's 8-GPU HGX board on its default network; the script's CUDA_LAUNCH_BLOCKING=1 ('do not remove "
     "or the training will hang'), which serialises every kernel launch, not modelled; the card's ~550,000 "
@@ -541,8 +543,9 @@ def published(run: WholeRun, catalog: Catalog) -> tuple[Prediction, str]:
 
 def searched(run: WholeRun, catalog: Catalog) -> Prediction:
     """The fastest candidate of the planner's search on exactly the run's GPU count (and the pipeline
-    degrees its source allows) that fits, divides and keeps the batch within the search's tolerance (5 %: the published "4M" / "2.36M" are rounded
-    labels; holding 4,000,000 tokens exactly would force odd data-parallel degrees)."""
+    degrees its source allows) that fits, divides and keeps the batch within the search's tolerance
+    (5 %: the published "4M" / "2.36M" are rounded labels; holding 4,000,000 tokens exactly would
+    force odd data-parallel degrees)."""
     catalog = on_its_network(run, catalog)
     request = PlanRequest(
         model=run.model,

@@ -97,8 +97,8 @@ def padded_vocab_size(vocab_size: int) -> int:
 def native_unsupported(model: ModelSpec) -> list[str]:
     """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
     an embedding norm (BLOOM), Gemma's block, MLA, chunked attention or experts outside
-    DeepSeek's / Mixtral's / Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family, Mixtral, Qwen3-MoE without
-    dense blocks and DeepSeek-V3."""
+    DeepSeek's / Mixtral's / Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family,
+    Mixtral, Qwen3-MoE without dense blocks and DeepSeek-V3."""
     found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
     found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
     found += [
