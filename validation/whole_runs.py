@@ -175,7 +175,9 @@ FALCON = (
 )
 SMOLLM3 = (
     "nanotron: the torchtitan profile with FlashAttention-2; NoPE every 4th layer timed with RoPE; bf16 assumed; "
-    "all 11.2T tokens inside the 24 days (the blog does not say whether mid-training is); " + SEARCHED
+    "all 11.2T tokens inside the 24 days (the blog does not say whether mid-training is); TP 2 x DP 192, ZeRO "
+    "stage 0, micro-batch 3, no recomputation, as its nanotron configs set them (smollm stage*_8T*.yaml); "
+    "nanotron's asynchronous TP linears timed as the profile's TP overlap"
 )
 DEEPSEEK = (
     "the MoE harness's row: PP16 EP64 ZeRO-1, FP8, DEEPSEEK_V3_SETTINGS, 15,360 x 4K sequences, MTP not timed; "
@@ -272,7 +274,9 @@ RECIPES: dict[str, Recipe] = {
     "falcon-7b": _falcon(),
     "falcon-40b": _falcon(),
     "falcon-180b": _falcon("4,096 GPUs throughout ('up to'); the 7M GPU-h has one significant digit, scope unstated; "),
-    "smollm3-3b": Recipe(META, Basis.WALL, "h100-sxm", _LLAMA, assumptions=SMOLLM3),
+    "smollm3-3b": Recipe(
+        META, Basis.WALL, "h100-sxm", _LLAMA, Sharding.NONE, (3,), _ONLY[0], replicas=192, assumptions=SMOLLM3
+    ),
     "deepseek-v3": Recipe(HAI_LLM, Basis.STEP, "h800", assumptions=DEEPSEEK),
     "lucie-7b": Recipe(
         (Stack.MEGATRON_DEEPSPEED, with_attention(MEGATRON_DEEPSPEED_SETTINGS, AttentionKernel.FLASH2)),

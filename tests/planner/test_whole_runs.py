@@ -37,6 +37,7 @@ PUBLISHED = {
     "deepseek-v3": (1, 16, 128),
     "trinity-large": (1, 1, 2048),
     "lucie-7b": (4, 4, 32),
+    "smollm3-3b": (2, 1, 192),
 }
 
 
