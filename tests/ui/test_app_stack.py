@@ -67,6 +67,18 @@ def test_another_stack_is_planned_like_the_api_and_is_estimate_only():
     assert EN("estimate_only", stack="megatron-core") in [i.value for i in at.info]
 
 
+def test_megatron_deepspeed_is_offered_and_planned_like_the_api():
+    """The sidebar offers every stack of the enum; the new one reaches the planner with its profile."""
+    at = run_app()
+    assert Stack.MEGATRON_DEEPSPEED.value in at.sidebar.selectbox(key="stack").options
+    at.sidebar.selectbox(key="stack").set_value(Stack.MEGATRON_DEEPSPEED.value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    expected = plan(request_for(stack=Stack.MEGATRON_DEEPSPEED)).plan
+    assert expected.stack == Stack.MEGATRON_DEEPSPEED
+    assert headline(at) == shown_card(expected)
+    assert EN("estimate_only", stack="megatron-deepspeed") in [c.value for c in at.caption]
+
+
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     base = plan(request_for()).plan
     rate = rate_file_values(load_catalog().gpu(base.gpu).rates)["gemm_bf16_tflops_achieved"]
