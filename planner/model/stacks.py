@@ -248,8 +248,14 @@ class Stack(StrEnum):
 
     @property
     def modules(self) -> Implementation | None:
-        """The modules the stack trains (Hugging Face's for HF Trainer and DeepSpeed); None: its own."""
-        return Implementation.HF if self in (Stack.HF_TRAINER, Stack.DEEPSPEED) else None
+        """The modules the stack trains: Hugging Face's (HF Trainer, DeepSpeed) or its own fused
+        ones (torchtitan, llm-foundry, Megatron's, DeepSeek's), timed with the native decoder's
+        tables whatever the family (its validation rows are predicted so: validation/fsdp_runs.py,
+        whole_runs.py); None for trainplan, whose trainer builds natively what it can and takes
+        Hugging Face's modules otherwise (``default_implementation``)."""
+        if self is Stack.TRAINPLAN:
+            return None
+        return Implementation.HF if self in (Stack.HF_TRAINER, Stack.DEEPSPEED) else Implementation.NATIVE
 
 
 STACK_SETTINGS: dict[Stack, ModelingSettings] = {

@@ -98,3 +98,17 @@ def test_bloom_estimates_at_its_published_layout_under_megatron_deepspeed(tmp_pa
     mds = _estimate(capsys, *args, "--stack", "megatron-deepspeed")
     assert mds["throughput"]["tokens_per_s_per_gpu"] < lm["throughput"]["tokens_per_s_per_gpu"]
     assert mds["uncertainty"]["regime"].startswith("megatron-deepspeed") and not mds["uncertainty"]["validated"]
+
+
+def test_a_stack_with_its_own_modules_is_timed_with_them_not_with_hugging_faces(capsys):
+    """MPT under llm-foundry runs MosaicML's own fused modules (its 209 validation rows are
+    predicted with the native tables): the default impl is native, as ``--impl native`` gives,
+    while trainplan itself, whose native decoder cannot build MPT, still trains HF's modules."""
+    mpt = str(Path(__file__).parents[1] / "data" / "hf_configs" / "mpt.json")
+    args = ["--model", mpt, "--gpu", "h100-sxm", "--num-gpus", "8", "--seq-len", "2048", "--micro-batch", "4"]
+    foundry = _estimate(capsys, *args, "--stack", "llm-foundry")
+    native = _estimate(capsys, *args, "--stack", "llm-foundry", "--impl", "native")
+    assert foundry["throughput"] == native["throughput"]
+    assert Stack.LLM_FOUNDRY.modules is not None and Stack.TRAINPLAN.modules is None
+    own = _estimate(capsys, *args)
+    assert own["throughput"]["tokens_per_s_per_gpu"] != pytest.approx(native["throughput"]["tokens_per_s_per_gpu"])
