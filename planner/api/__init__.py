@@ -215,11 +215,10 @@ def plan(
     median_row = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
     rows = choosable_rows(request, table, deadline_s, inventory)
     tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
-    cells = table.count_cells()
     bend = (
         None
         if deadline_s is not None
-        else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row, cells)
+        else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row, table.count_cells())
     )
     idle = idle_gpus(
         table,

@@ -159,7 +159,8 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
     backward about twice, recompute once more; at the eager soft-capped kernels' bytes per score
     where those run (``s.eager_softcap_attention_bytes_per_score``)."""
     scores = scores_per_microbatch(model, c)
-    passes = 3.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
+    recomputed = recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
+    passes = 3.0 + recomputed
     per_score = np.where(
         eager_softcap_attention(model, c),
         s.eager_softcap_attention_bytes_per_score,
@@ -167,8 +168,7 @@ def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings
     )
     unfused = n_layers * scores * per_score * passes
     if model.position == "alibi":  # the bias added in every forward, recomputed ones too
-        forwards = 1.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
-        unfused = unfused + n_layers * scores * s.alibi_bias_bytes_per_score * forwards
+        unfused = unfused + n_layers * scores * s.alibi_bias_bytes_per_score * (1.0 + recomputed)
     return np.where(flash_attention_on(model, c, s), 0.0, unfused)
 
 

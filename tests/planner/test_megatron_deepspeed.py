@@ -11,7 +11,9 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model import comm, rates
+from planner.model.attention_scores import scores_per_microbatch
 from planner.model.candidates import single
+from planner.model.flops import recompute_fraction
 from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS
@@ -89,9 +91,6 @@ def test_alibi_adds_its_bias_in_every_unfused_forward():
     s = MEGATRON_LM_SETTINGS
     n_layers = np.array([rope.num_layers])
     extra = unfused_attention_bytes(alibi, c, s, n_layers)[0] - unfused_attention_bytes(rope, c, s, n_layers)[0]
-    from planner.model.attention_scores import scores_per_microbatch
-    from planner.model.flops import recompute_fraction
-
     forwards = 1.0 + recompute_fraction(c, n_layers)[0]
     assert extra == pytest.approx(rope.num_layers * scores_per_microbatch(rope, c)[0] * 4.0 * forwards)
     assert unfused_attention_bytes(alibi, c, DEFAULT_SETTINGS, n_layers)[0] == 0.0  # flash: no scores
