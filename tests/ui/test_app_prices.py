@@ -6,22 +6,19 @@ from planner.catalog.prices import catalog_with_price_kind
 from ui import app_core
 
 
-def test_spot_rent_plans_at_the_spot_median_without_gpus_that_have_none() -> None:
+def test_spot_rent_plans_at_the_spot_median_of_each_gpu() -> None:
+    # Both default GPUs have a spot offer now (A100 80GB: Google Cloud a2-ultragpu-8g Spot), so none is left out.
     at = run_app(pricing="spot")
-    spot = catalog_with_price_kind(CATALOG, "spot", ["h100-sxm"])
-    note = EN(
-        "price_kind_note",
-        kind="spot",
-        prices=f"h100-sxm ${spot.gpu('h100-sxm').price_per_gpu_hour_usd:.2f}",
-        dropped=" (a100-80gb-sxm)",
-    )
-    assert note in [c.value for c in at.sidebar.caption]
-    request = request_for(gpus={"h100-sxm": None}, price_kind="spot")
+    spot = catalog_with_price_kind(CATALOG, "spot", ["a100-80gb-sxm", "h100-sxm"])
+    assert spot.gpu("a100-80gb-sxm").price_per_gpu_hour_usd == 2.7595
+    prices = ", ".join(f"{g} ${spot.gpu(g).price_per_gpu_hour_usd:.2f}" for g in ("a100-80gb-sxm", "h100-sxm"))
+    assert EN("price_kind_note", kind="spot", prices=prices, dropped="") in [c.value for c in at.sidebar.caption]
+    request = request_for(gpus={"a100-80gb-sxm": None, "h100-sxm": None}, price_kind="spot")
     assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)
 
 
 def test_three_year_reserved_rent_plans_at_its_median() -> None:
-    # The app offers every price kind the CLI does: the 3-year reserved offers (AWS A100/H100 RIs).
+    # The app offers every price kind the CLI does: the 3-year reserved offers (AWS, Azure RIs; Google CUDs).
     at = run_app(pricing="reserved_3y")
     reserved = catalog_with_price_kind(CATALOG, "reserved-3y", ["a100-80gb-sxm", "h100-sxm"])
     prices = ", ".join(f"{g} ${reserved.gpu(g).price_per_gpu_hour_usd:.2f}" for g in ("a100-80gb-sxm", "h100-sxm"))

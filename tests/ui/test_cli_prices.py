@@ -39,6 +39,18 @@ def test_plan_rents_at_the_reserved_median_by_whole_nodes(kind: str) -> None:
     assert plan["cost_usd"] == pytest.approx(plan["time_to_train_h"] * billed * price, rel=1e-4)
 
 
+def test_plan_rents_the_h200_at_its_three_year_median() -> None:
+    """The H200 has 3-year offers now: Google Cloud a3-ultragpu-8g CUD 37.208421 / 8 and Azure
+    ND96isr H200 v5 RI 42.221918 / 8; it plans at their median, by whole 8-GPU nodes."""
+    args = "plan --model gpt3-125m --tokens 1e9 --gpus h200-sxm=4 --price-kind reserved-3y --json"
+    code, out, err = trainplan(*args.split())
+    assert code == 0, err
+    plan = json.loads(out)["plan"]
+    price = (37.208421 / 8 + 42.221918 / 8) / 2
+    assert plan["gpu"] == "h200-sxm" and plan["num_gpus"] <= 8
+    assert plan["cost_usd"] == pytest.approx(plan["time_to_train_h"] * 8 * price, rel=1e-4)
+
+
 def test_plan_refuses_a_gpu_without_a_three_year_offer_in_one_line() -> None:
     code, out, err = trainplan(
         "plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "b200=8", "--price-kind", "reserved-3y"
