@@ -354,6 +354,9 @@ class Plan(BaseModel):
     # The attention kernel the estimate assumed; None: the one the stack picks (the trainer's SDPA
     # for trainplan).
     attention: AttentionKernel | None = None
+    # The catalog network the nodes were estimated on; None: the GPU's default
+    # (planner/catalog/networks.py).
+    network: str | None = None
 
     @property
     def emittable(self) -> bool:
@@ -371,7 +374,7 @@ class Plan(BaseModel):
 
     def check(self, catalog: Catalog | None = None) -> None:
         """The rules the planner made the plan by, checked again (a plan file may be hand-edited):
-        the schema version, a catalog GPU, nodes that hold the GPUs (``fullest_node``), and every
+        the schema version, a catalog GPU (and network), nodes that hold the GPUs (``fullest_node``), and every
         rule of an estimate (``checked_configuration``: degrees multiply to the world size,
         structure, precision). ValueError naming the first broken."""
         from planner.catalog.hardware import load_catalog
@@ -385,6 +388,8 @@ class Plan(BaseModel):
         gpu = catalog.gpu(self.gpu)
         if self.gpu != gpu.id:
             raise ValueError(f"gpu '{self.gpu}': the catalog id is '{gpu.id}'")
+        if self.network is not None:
+            catalog.network(self.network)  # an unknown (hand-edited) id: ValueError naming the known ones
         fullest = fullest_node(self.num_gpus, self.num_nodes, catalog.node(gpu.default_node), "num_nodes")
         if self.gpus_per_node != self.num_gpus // self.num_nodes:
             raise ValueError(

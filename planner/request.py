@@ -79,6 +79,9 @@ class PlanRequest(BaseModel):
     # None: the catalog's default prices; else the median of each GPU's offers of this kind
     # (planner/catalog/prices.py; a spot price brings its interruptions into goodput).
     price_kind: PriceKind | None = None
+    # None: each GPU on its catalog default network; else every GPU's nodes on this catalog
+    # network (planner/catalog/networks.py: a cluster's own fabric).
+    network: str | None = None
     # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
     seq_len: int | None = Field(None, ge=16, le=MAX_SEQ_LEN)
     global_batch_tokens: int | None = Field(None, ge=1, le=MAX_BATCH_TOKENS)

@@ -144,6 +144,7 @@ def cached_layout_plan(
     headroom: float,
     stack: Stack = Stack.TRAINPLAN,
     calibration: CalibrationUpload | None = None,
+    network: str | None = None,
 ) -> Plan | Refusal:
     """``build_plan`` of one fixed configuration (the layout explorer), or why it cannot exist: the
     planner's line with its rule's code and figures (a Refusal pickles, as st.cache_data needs)."""
@@ -160,6 +161,7 @@ def cached_layout_plan(
             calibration=applied,
             settings=settings_for(headroom, stack),
             stack=stack,
+            network=network,
         )
     except ValueError as exc:
         return refusal(exc)

@@ -57,6 +57,7 @@ from ui.cli_options import (
     CALIBRATION_HELP,
     IMPL_HELP,
     JSON,
+    NETWORK,
     NO_CALIBRATION,
     PRICE_KIND,
     SEQ_LEN,
@@ -112,6 +113,7 @@ def estimate(
     tokens: float | None = typer.Option(None, help="training tokens, for time-to-train and cost"),
     price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
     price_kind: str | None = PRICE_KIND,
+    network: str | None = NETWORK,
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
@@ -180,6 +182,7 @@ def estimate(
         stack=stack,
         calibration=applied_calibration(chosen),
         attention=attention,
+        network=network,
     )
     if warning := context_extension_warning(spec, seq_len):
         render.warn(warning)
@@ -200,6 +203,7 @@ def plan(
     gpus: str | None = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
     prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
     price_kind: str | None = PRICE_KIND,
+    network: str | None = NETWORK,
     seq_len: int | None = SEQ_LEN,
     global_batch_tokens: int | None = typer.Option(
         None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
@@ -281,6 +285,7 @@ def plan(
         stack=stack,
         risk=risk,
         attention=attention,
+        network=network,
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):

@@ -31,6 +31,12 @@ PRICE_KIND = typer.Option(
     help="on-demand, spot, reserved-1y or reserved-3y: price each GPU at the median of its providers' offers of"
     " that kind (hw_catalog/prices; spot adds its interruptions to goodput); default: the catalog's price",
 )
+NETWORK = typer.Option(
+    None,
+    "--network",
+    help="the scale-out network the nodes are on, a catalog id (trainplan catalog; e.g. ib-hdr-200, roce-400g,"
+    " eth-100g, opa-4x100-per-8); default: each GPU's own (its reference server's)",
+)
 ATTENTION_HELP = (
     "attention kernel: sdpa-fa2, flash2, flash3 (Hopper), cudnn, triton (MPT's), eager; default: what the"
     " stack picks (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and under PyTorch's context"

@@ -91,6 +91,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         inputs.headroom,
         request.stack,
         inputs.calibration,
+        request.network,
     )
     if isinstance(answer, Refusal):
         st.error(tr("ex_invalid", error=plain(reason_text(tr, answer, LAYOUT_REASONS))))

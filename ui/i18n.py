@@ -175,6 +175,15 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Megatron-DeepSpeed、Megatron-Core 与 DeepSeek-V3 的软件栈只是估算该软件在同一布局下的表现（仅供估算）。",
     ),
     "attention": ("Attention kernel", "注意力内核"),
+    "network": ("Scale-out network", "节点间网络"),
+    "network_default": ("each GPU's own (its reference server's)", "各 GPU 默认（参考服务器配置）"),
+    "network_option": ("{id} ({gbit:.0f} Gb/s per GPU)", "{id}（每 GPU {gbit:.0f} Gb/s）"),
+    "network_help": (
+        "The fabric between nodes: by default each GPU's reference server's (a DGX H100's 400 Gb/s InfiniBand "
+        "per GPU); pick your cluster's to see what a slower or faster network costs.",
+        "节点之间的网络：默认为各 GPU 参考服务器的配置（如 DGX H100 每 GPU 400 Gb/s InfiniBand）；"
+        "选择您集群的网络，查看更慢或更快的网络带来的影响。",
+    ),
     "attention_stack": ("the stack's own", "软件栈默认"),
     "attention_help": (
         "The kernel the run uses: the stack's own (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and "

@@ -100,6 +100,7 @@ class JobsFile(BaseModel):
     # USD per GPU-hour to rent each type (the jobs' rent and the break-even's); default: the catalog's
     rent_usd_per_gpu_hour: dict[str, UsdPerHour] = {}
     price_kind: PriceKind | None = None  # rent at the median of the catalog's offers of this kind
+    network: str | None = None  # a catalog network every node is on (None: each GPU's default)
     ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
@@ -122,6 +123,7 @@ class JobsFile(BaseModel):
                 gpus=gpus,
                 price_overrides=self.rent_usd_per_gpu_hour,
                 price_kind=self.price_kind,
+                network=self.network,
             )
         return out
 

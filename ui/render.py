@@ -57,7 +57,9 @@ def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
     lines = [
-        f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s))",
+        f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s)"
+        + ("" if p.network is None else f" on {p.network}")
+        + ")",
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.describe_ac()}, {t.precision.value}, impl {t.impl.value}"
@@ -208,7 +210,13 @@ def calibration_line(calibration, record: PlanCalibration | None = None) -> None
 
 def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
     if as_json:
-        emit_json({**estimate_json(p.estimate), "calibration": calibration_json(calibration, p.calibration)})
+        emit_json(
+            {
+                **estimate_json(p.estimate),
+                "network": p.network,
+                "calibration": calibration_json(calibration, p.calibration),
+            }
+        )
         return
     calibration_line(calibration, p.calibration)
     print_plan(p)
@@ -237,6 +245,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 "risk": result.risk.value,
                 "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
                 "idle_gpus": None if result.idle is None else idle_json(result),
+                "network": result.plan.network,
                 "calibration": calibration_json(calibration, result.plan.calibration),
             }
         )
@@ -440,6 +449,12 @@ def catalog(cat, *, as_json: bool) -> None:
             f"{g.price_per_gpu_hour_usd:.2f}",
         )
     out.print(table)
+    networks = Table(title="Scale-out networks (--network; net Gb/s above: each GPU's default)")
+    for col in ("id", "Gb/s per GPU", "name"):
+        networks.add_column(col)
+    for n in cat.networks.values():
+        networks.add_row(n.id, f"{n.bandwidth_bytes_per_s_per_gpu * 8 / 1e9:.0f}", n.name)
+    out.print(networks)
 
 
 def no_driver(message: str, *, as_json: bool) -> None:

@@ -39,6 +39,7 @@ GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's defaul
 # language switch lives here, so it re-sends these and the open tab of app.py's main area.
 TRANSLATED_CHOICES = (
     "model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu", "ex_ac", "attention",
+    "network",
 )  # fmt: skip
 CUSTOM_FIELDS = {  # ModelSpec field -> its widget key (and label key)
     "num_layers": "custom_layers",
@@ -232,9 +233,22 @@ def sidebar_gpus(tr: Labels, cat: Catalog) -> GpuChoice | None:
     pricing = st.radio(tr("pricing"), options, key="pricing", format_func=tr.option, horizontal=True)
     tco, utilisation = ownership_inputs(tr) if pricing == "bought" else (None, None)
     choice = gpu_table(tr, cat, tco, utilisation)
+    sidebar_network(tr, cat)
     if choice is None or pricing not in PRICE_KIND_OF:
         return choice
     return with_price_kind(tr, cat, choice, pricing)
+
+
+def sidebar_network(tr: Labels, cat: Catalog) -> None:
+    """The scale-out network the nodes are on (``--network``); "" keeps each GPU's default."""
+
+    def label(network_id: str) -> str:
+        if not network_id:
+            return tr("network_default")
+        rate = cat.network(network_id).bandwidth_bytes_per_s_per_gpu * 8 / 1e9
+        return tr("network_option", id=network_id, gbit=rate)
+
+    st.selectbox(tr("network"), ["", *cat.networks], key="network", format_func=label, help=tr("network_help"))
 
 
 def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
@@ -376,6 +390,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             price_kind=gpu_choice.price_kind,
             stack=stack,
             attention=st.session_state["attention"] or None,
+            network=st.session_state["network"] or None,
             **goals,
             **training,
         )

@@ -110,7 +110,11 @@ def plan_card(
     rows = (
         (
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
-            (1, "card_nodes", f"{plan.num_nodes} × {plan.gpus_per_node}"),
+            (
+                1,
+                "card_nodes",
+                f"{plan.num_nodes} × {plan.gpus_per_node}" + (f" · {plan.network}" if plan.network else ""),
+            ),
             (1, "card_time", duration(tr, e.time_to_train_h)),
             (1, "card_cost_bought" if bought else "card_cost", app_core.money(e.cost_usd)),
         ),

@@ -39,8 +39,9 @@ import numpy as np
 
 from planner.api import PlanRequest, build_plan
 from planner.api.explore import scored_search
-from planner.catalog.hardware import Catalog, NetworkSpec, load_catalog
+from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset
+from planner.catalog.networks import catalog_on_network
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings, with_attention
@@ -106,26 +107,13 @@ class Recipe:
     searched_pp: tuple[int, ...] = ()
     assumed_gpus: int | None = None  # where the source states no count
     assumptions: str = ""  # "; "-separated
-    network: NetworkSpec | None = None  # the cluster's scale-out network, where the source states it
+    network: str | None = None  # the cluster's scale-out network (a catalog id), where the source states it
 
 
-# Scale-out networks the sources state, per GPU and direction (else the GPU's catalog default).
-JEAN_ZAY_OPA = NetworkSpec(
-    id="opa-4x100-per-8",
-    name="Omni-Path, 4 x 100 Gb/s links per 8-GPU node",
-    bandwidth_bytes_per_s_per_gpu=4 * 100e9 / 8 / 8,
-    sources={
-        "gbit_per_s_per_gpu": "bigscience-workshop/bigscience train/tr11-176B-ml/README.md 'Hardware': '8 GPUs per "
-        "node Using NVLink 4 inter-gpu connects, 4 OmniPath links'; 'Inter-node connect: Omni-Path Architecture "
-        "(OPA)' (100 Gb/s links)"
-    },
-)
-AWS_P4D_EFA = NetworkSpec(
-    id="efa-400-per-8",
-    name="AWS p4d.24xlarge: 400 Gb/s EFA per 8-GPU instance",
-    bandwidth_bytes_per_s_per_gpu=400e9 / 8 / 8,
-    sources={"gbit_per_s_per_gpu": "AWS EC2 P4d instances: '400 Gbps instance networking' (8 A100 per instance)"},
-)
+# Scale-out networks the sources state (hw_catalog/networks, sourced there; else the GPU's default):
+# Jean Zay's Omni-Path (BLOOM) and AWS p4d's EFA (Falcon).
+JEAN_ZAY_OPA = "opa-4x100-per-8"
+AWS_P4D_EFA = "efa-400-per-8"
 
 
 SEARCHED = "layout not published: searched; "
@@ -493,14 +481,8 @@ class Prediction:
 
 
 def on_its_network(run: WholeRun, catalog: Catalog) -> Catalog:
-    """The catalog with the run's GPU on the scale-out network its source states (if it states one)."""
-    network = run.recipe.network
-    if network is None:
-        return catalog
-    gpu = catalog.gpu(run.recipe.gpu).model_copy(update={"default_network": network.id})
-    return catalog.model_copy(
-        update={"gpus": {**catalog.gpus, gpu.id: gpu}, "networks": {**catalog.networks, network.id: network}}
-    )
+    """The catalog on the scale-out network the run's source states (if it states one)."""
+    return catalog_on_network(catalog, run.recipe.network)
 
 
 def predict(run: WholeRun, layout: Layout, training: TrainingConfig, catalog: Catalog) -> Prediction:

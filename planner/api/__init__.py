@@ -18,6 +18,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.catalog.networks import catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, memory_fix
 from planner.errors import InfeasiblePlan
@@ -116,6 +117,7 @@ def plan_from_row(
         stack=request.stack,
         calibration=calibration,
         attention=request.attention,
+        network=request.network,
     )
 
 
@@ -182,7 +184,7 @@ def plan(
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
     kind = catalog_with_price_kind(base or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
-    catalog = catalog_with_prices(kind, request.price_overrides)
+    catalog = catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
@@ -341,14 +343,16 @@ def build_plan(
     stack: Stack = Stack.TRAINPLAN,
     calibration: AppliedCalibration | None = None,
     attention: AttentionKernel | None = None,
+    network: str | None = None,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
     ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``. ``price_kind``:
-    price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins."""
+    price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
+    ``network``: a catalog network the nodes are on (None: the GPU's default)."""
     settings = with_attention(settings or STACK_SETTINGS[stack], attention)
     base, record = calibrated(catalog, calibration)
-    catalog = base or load_catalog()
+    catalog = catalog_on_network(base or load_catalog(), network)
     spec = catalog.gpu(gpu)
     if problem := kernel_problem(attention, spec):
         raise ValueError(problem)
@@ -390,6 +394,7 @@ def build_plan(
         stack=stack,
         calibration=record,
         attention=attention,
+        network=network,
     )
 
 
@@ -423,6 +428,7 @@ def restack(
         settings=settings,
         calibration=calibration,
         attention=plan_.attention,
+        network=plan_.network,
     )
 
 
@@ -461,9 +467,10 @@ def replan(
         max_gpus=plan_.num_gpus,
         objective=Objective.TIME,
         top_k=0,
+        network=plan_.network,
     )
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
-    catalog = catalog or load_catalog()
+    catalog = catalog_on_network(catalog or load_catalog(), plan_.network)
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
     table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)
     solution = solve_single(

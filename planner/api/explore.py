@@ -11,6 +11,7 @@ import pandas as pd
 
 from planner.api import PlanResult, plan, plan_from_row
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.networks import catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
 from planner.errors import InfeasiblePlan
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
@@ -70,7 +71,7 @@ def scored_search(
     None: the request's stack profile, as ``plan``)."""
     settings = request_settings(request, settings)
     kind = catalog_with_price_kind(catalog or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
-    catalog = catalog_with_prices(kind, request.price_overrides)
+    catalog = catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)

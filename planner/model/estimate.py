@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.catalog.networks import catalog_on_network, on_network
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
@@ -305,10 +306,13 @@ def estimate_plan(
     trainer_rules: bool = True,
 ) -> Estimate:
     """``estimate`` of a plan's own model, layout, batch, GPU count and nodes, again (a fresh
-    estimate of an emitted job, a calibration's prediction); ``gpu``: a variant of its GPU."""
+    estimate of an emitted job, a calibration's prediction); ``gpu``: a variant of its GPU. On the
+    plan's network, when it names one."""
+    catalog = catalog_on_network(catalog, plan.network)
+    spec = gpu or catalog.gpu(plan.gpu)
     return estimate(
         plan.model,
-        gpu or catalog.gpu(plan.gpu),
+        spec if plan.network is None else on_network(spec, catalog.network(plan.network)),
         plan.layout,
         plan.training,
         num_gpus=plan.num_gpus,

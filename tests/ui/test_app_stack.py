@@ -209,3 +209,18 @@ def test_an_attention_kernel_and_a_risk_reach_the_plan():
     at.sidebar.selectbox(key="attention").set_value("").run()
     at.sidebar.radio(key="risk").set_value(Risk.P50.value).run()
     assert headline(at) == shown_card(plan(request_for(risk=Risk.P50)).plan)
+
+
+def test_a_network_reaches_the_plan_in_both_languages():
+    """The sidebar's network (--network) is the request's: the card shows the API's plan on it and
+    names the network beside the nodes; the default option is translated."""
+    at = run_app()
+    at.sidebar.selectbox(key="network").set_value("eth-100g").run()
+    assert not at.exception, [e.value for e in at.exception]
+    expected = plan(request_for(network="eth-100g")).plan
+    assert expected.network == "eth-100g"
+    assert headline(at) == shown_card(expected)
+    assert card(at)[EN("card_nodes")].endswith("· eth-100g")
+    at.sidebar.selectbox(key="network").set_value("").run()
+    at.sidebar.radio(key="lang").set_value("zh").run()
+    assert ZH("network_default") in at.sidebar.selectbox(key="network").options
