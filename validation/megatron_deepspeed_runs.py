@@ -1,0 +1,150 @@
+"""Megatron-DeepSpeed throughput rows (BigScience's BLOOM-family runs on Jean Zay) against ``--stack
+megatron-deepspeed``: each row's published layout estimated on its own network, its step compared
+with the seconds per iteration the team logged.
+
+Rows and sources: data/validation/megatron_deepspeed_runs.csv and its ``_sources.md``. Read after the
+stack's terms were set (planner/model/stacks.py ``MEGATRON_DEEPSPEED_SETTINGS``); nothing is fitted
+on them. Their limits, stated where they are reported: one cluster and one code base (held out by
+layout and model shape, not by site or software), and snapshots of one to three iterations.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from planner.api import build_plan
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.spec import ModelSpec
+from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
+from planner.plan import Plan
+
+DEFAULT_ROWS = Path(__file__).resolve().parent.parent / "data" / "validation" / "megatron_deepspeed_runs.csv"
+GPU = "a100-80gb-sxm"
+NETWORK = "opa-4x100-per-8"  # Jean Zay: 4 x 100 Gb/s Omni-Path per 8 A100 (tr11 README "Hardware")
+SEQ_LEN = 2048
+# BLOOM's architecture (bigscience/bloom config.json; tr11-176B-ml.slurm): ALiBi, an embedding
+# layernorm, a 4h GeLU MLP with biases, tied embeddings, 250,680 tokens padded to 250,880.
+BLOOM_ARCHITECTURE = dict(
+    family="bloom",
+    vocab_size=250880,
+    tied_embeddings=True,
+    mlp="gelu",
+    norm="layernorm",
+    position="alibi",
+    qkv_bias=True,
+    out_bias=True,
+    mlp_bias=True,
+    norm_bias=True,
+    embedding_norm=True,
+    max_seq_len=SEQ_LEN,
+)
+
+
+class Use(StrEnum):
+    HELD_OUT = "held_out"  # in the headline error
+    NOT_HELD_OUT = "not_held_out"  # BLOOM's production configuration: the terms were looked for on it
+    WEAK = "weak"  # a first iteration after a restart only
+
+
+@dataclass(frozen=True)
+class MegatronDeepSpeedRow:
+    row_id: str
+    source: str
+    locator: str
+    model: ModelSpec
+    num_gpus: int
+    layout: Layout
+    training: TrainingConfig
+    measured_step_s: float  # the mean of the iterations the source logs for the layout
+    use: Use
+    notes: str
+
+
+@dataclass(frozen=True)
+class MegatronDeepSpeedComparison:
+    row: MegatronDeepSpeedRow
+    plan: Plan
+
+    @property
+    def error(self) -> float:
+        """Predicted / measured tokens per second - 1 (the measured over the predicted step)."""
+        return self.row.measured_step_s / self.plan.estimate.time.step_s - 1
+
+    @property
+    def in_band(self) -> bool:
+        band = self.plan.estimate.uncertainty
+        assert band is not None
+        lo, hi = band.tokens_per_s
+        return lo <= self.plan.estimate.throughput.tokens_per_s * (1 + self.error) ** -1 <= hi
+
+
+def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
+    layers, hidden, heads = int(raw["layers"]), int(raw["hidden"]), int(raw["heads"])
+    name = f"bloom-family {layers}x{hidden} ({heads} heads)"
+    model = ModelSpec.model_validate(
+        dict(
+            name=name,
+            num_layers=layers,
+            hidden_size=hidden,
+            ffn_hidden_size=4 * hidden,
+            num_heads=heads,
+            num_kv_heads=heads,
+            **BLOOM_ARCHITECTURE,
+        )
+    )
+    gpus, tp, pp, micro = int(raw["num_gpus"]), int(raw["tp"]), int(raw["pp"]), int(raw["micro_batch"])
+    dp = gpus // (tp * pp)
+    training = TrainingConfig(
+        seq_len=SEQ_LEN,
+        micro_batch=micro,
+        grad_accum=int(raw["global_batch"]) // (dp * micro),
+        activation_checkpointing=ActivationCheckpointing.FULL,
+        precision=Precision.BF16,
+        impl=Implementation.NATIVE,
+    )
+    steps = [float(s) for s in raw["seconds_per_iteration"].split(";")]
+    return MegatronDeepSpeedRow(
+        row_id=raw["row_id"],
+        source=raw["source"],
+        locator=raw["locator"],
+        model=model,
+        num_gpus=gpus,
+        layout=Layout(dp_shard=dp, tp=tp, pp=pp, sharding=Sharding.ZERO1),
+        training=training,
+        measured_step_s=statistics.fmean(steps),
+        use=Use(raw["use"]),
+        notes=raw["notes"],
+    )
+
+
+def read_megatron_deepspeed_rows(path: Path = DEFAULT_ROWS) -> list[MegatronDeepSpeedRow]:
+    with Path(path).open(newline="", encoding="utf-8") as handle:
+        return [_row(raw) for raw in csv.DictReader(handle)]
+
+
+def predict(row: MegatronDeepSpeedRow, catalog: Catalog) -> MegatronDeepSpeedComparison:
+    """The row's layout through ``build_plan`` under --stack megatron-deepspeed on Jean Zay's network."""
+    plan = build_plan(
+        row.model,
+        GPU,
+        row.layout,
+        row.training,
+        num_gpus=row.num_gpus,
+        catalog=catalog,
+        settings=MEGATRON_DEEPSPEED_SETTINGS,
+        stack=Stack.MEGATRON_DEEPSPEED,
+        network=NETWORK,
+    )
+    return MegatronDeepSpeedComparison(row, plan)
+
+
+def compare_megatron_deepspeed(
+    rows: list[MegatronDeepSpeedRow] | None = None, catalog: Catalog | None = None
+) -> list[MegatronDeepSpeedComparison]:
+    catalog = catalog or load_catalog()
+    return [predict(row, catalog) for row in rows or read_megatron_deepspeed_rows()]
