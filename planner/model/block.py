@@ -65,9 +65,10 @@ def _norm_rows(
     output-discarding, so the pass runs again and the input stays).
     """
     w, eager = width or model.hidden_size, _eager_rmsnorm(model, hf_modules)
-    pass_ = Elementwise(name, part, (18 if eager else 4) * w, params=_norm_params(model, w), recompute=recompute)
+    params = _norm_params(model, w)
+    pass_ = Elementwise(name, part, (18 if eager else 4) * w, params=params, sequence_split=True, recompute=recompute)
     saved = (
-        Saved(f"{name} internals", part, (3 if eager else 1) * w),
+        Saved(f"{name} internals", part, (3 if eager else 1) * w, sequence_split=True),
         Saved(f"{name} output (gathered)", part, w, tp_split=False, linear_input=True, recompute=recompute),
     )
     return pass_, saved
@@ -318,7 +319,9 @@ def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = Fals
     attention, mlp = _attention_rows(model, hf_modules), _feed_forward_rows(model, dense)
     norms = _block_norm_rows(model, hf_modules)
     # Two residual adds ~3 h each.
-    residual = _Rows(elementwise=tuple(Elementwise(f"residual add {i}", Part.OTHER, 3 * h) for i in (1, 2)))
+    residual = _Rows(
+        elementwise=tuple(Elementwise(f"residual add {i}", Part.OTHER, 3 * h, sequence_split=True) for i in (1, 2))
+    )
     rows = attention + mlp + norms + residual
     saved = attention.saved + mlp.saved + norms.saved
     head_dim = model.dim_head
@@ -328,7 +331,7 @@ def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = Fals
             model.num_heads, model.num_kv_heads, head_dim, model.mla.v_head_dim if model.mla else head_dim
         ),
         saved=saved,
-        checkpoint=Saved("block input", Part.OTHER, h),
+        checkpoint=Saved("block input", Part.OTHER, h, sequence_split=True),
         elementwise=(*norms.elementwise, *attention.elementwise, *mlp.elementwise, *residual.elementwise),
     )
 

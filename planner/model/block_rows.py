@@ -123,6 +123,9 @@ class Saved:
     elements: int
     fp32: bool = False  # kept in fp32 whatever the compute dtype (flash attention's LSE)
     tp_split: bool = True
+    # Split by sequence parallelism alone (a norm's internals, the block input): whole on every
+    # tp rank without it (``ModelingSettings.sequence_parallel``).
+    sequence_split: bool = False
     cp_gathered: bool = False
     copies: int = 1
     # Held per routed token copy on the rank of its expert: under expert parallelism the busiest
@@ -152,6 +155,9 @@ class Elementwise:
     elements: int
     params: int = 0  # norm weights (+ biases)
     tp_split: bool = True  # runs on 1/tp of the sequence (sequence parallelism) or of the heads/ffn
+    # Split by sequence parallelism alone (norms, residual adds): unsplit on every tp rank without
+    # it (``ModelingSettings.sequence_parallel``).
+    sequence_split: bool = False
     copies: int = 1
     # Run again in backward where the stack recomputes this module.
     recompute: Recompute | None = None
@@ -214,9 +220,16 @@ class BlockTable:
         assert all(e.tp_split for e in self.elementwise), "step_time assumes every pass is tp-split"
         return sum(e.elements * e.copies for e in self.elementwise)
 
-    def recomputed_elementwise_elements(self, modules: frozenset[Recompute]) -> int:
-        """Forward elementwise traffic per token that the recomputed ``modules`` run again."""
-        return sum(e.elements * e.copies for e in self.elementwise if e.recompute in modules)
+    @property
+    def sequence_elementwise_elements(self) -> int:
+        """The part of ``elementwise_elements`` that sequence parallelism alone splits."""
+        return sum(e.elements * e.copies for e in self.elementwise if e.sequence_split)
+
+    def recomputed_elementwise_elements(self, modules: frozenset[Recompute], sequence_only: bool = False) -> int:
+        """Forward elementwise traffic per token that the recomputed ``modules`` run again (only the
+        sequence-parallel passes among them: ``sequence_only``)."""
+        rows = (e for e in self.elementwise if e.recompute in modules and (e.sequence_split or not sequence_only))
+        return sum(e.elements * e.copies for e in rows)
 
 
 @dataclass(frozen=True)

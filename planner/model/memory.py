@@ -278,7 +278,7 @@ def activation_terms(
     tokens = c.micro_batch * c.seq_len / c.cp
     per_token = block_activation_bytes_per_token(model, c, s) if per_token is None else per_token
     full = sum(per_token.values()) * tokens
-    kept = block_input_bytes_per_token(model, c) * tokens
+    kept = block_input_bytes_per_token(model, c, s) * tokens
     n = rank.layers
     return ActivationTerms(
         layers=n,

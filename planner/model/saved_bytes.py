@@ -4,6 +4,7 @@ scores). Split out of memory.py, which sums them into a rank's activations."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -64,13 +65,27 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True,
     return total
 
 
+def unsplit_sequence(rows: tuple, s: ModelingSettings) -> tuple:
+    """The rows as a stack keeps them: without sequence parallelism the ones it alone would split
+    (norm internals, the block input) are whole on every tp rank (``s.sequence_parallel``)."""
+    if s.sequence_parallel:
+        return rows
+    return tuple(replace(t, tp_split=False, sequence_split=False) if t.sequence_split else t for t in rows)
+
+
+def gathered_inputs_kept(s: ModelingSettings) -> bool:
+    """Whether a column-parallel linear's whole input is saved whole: always without sequence
+    parallelism (nothing is gathered, the input is whole), else per ``s.sp_saves_gathered_inputs``."""
+    return s.sp_saves_gathered_inputs or not s.sequence_parallel
+
+
 def native_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token=1.0, whole_dtype=None):
     """``saved_bytes`` of native block rows as the stack keeps them: a fused gated activation
     that saves only its input drops its output (``fused_glu_saves_input_only``), a recomputed
     module its outputs (``recompute_modules``); FP8 linears that save their quantised input
     (``fp8_saves_float8_linear_inputs``) keep the linear-only inputs in 1 byte and add a 1-byte
     copy of the shared ones."""
-    rows = tuple(t for t in rows if not (s.fused_glu_saves_input_only and t.fused_glu_output))
+    rows = tuple(t for t in unsplit_sequence(rows, s) if not (s.fused_glu_saves_input_only and t.fused_glu_output))
     every = _stack_saved_bytes(rows, c, s, kv_tokens_per_token, whole_dtype)
     if not s.recompute_modules:
         return every
@@ -81,7 +96,7 @@ def native_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_t
 
 def _stack_saved_bytes(rows, c: Candidates, s: ModelingSettings, kv_tokens_per_token, whole_dtype) -> np.ndarray:
     """``native_saved_bytes`` of rows already filtered: the FP8 linear-input rule."""
-    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
+    dtype, kept = compute_dtype_bytes(c), gathered_inputs_kept(s)
     whole = dtype if whole_dtype is None else whole_dtype
     float8 = (c.precision == PREC_FP8) & s.fp8_saves_float8_linear_inputs
     linear_dtype, linear_whole = np.where(float8, FP8_BYTES, dtype), np.where(float8, FP8_BYTES, whole)
@@ -106,11 +121,12 @@ def saved_by_impl(
 ) -> np.ndarray:
     """``native_saved_bytes`` of the native blocks' rows, or ``saved_bytes`` per row of the
     Hugging Face blocks' where they differ (HF's eager RMSNorm)."""
-    dtype, kept = compute_dtype_bytes(c), s.sp_saves_gathered_inputs
+    dtype, kept = compute_dtype_bytes(c), gathered_inputs_kept(s)
     native = native_saved_bytes(native_rows, c, s, kv_tokens_per_token, whole_dtype)
     if hf_rows == native_rows:
         return native
-    return np.where(c.impl == IMPL_HF, saved_bytes(hf_rows, dtype, c.tp, kv_tokens_per_token, kept), native)
+    hf = saved_bytes(unsplit_sequence(hf_rows, s), dtype, c.tp, kv_tokens_per_token, kept)
+    return np.where(c.impl == IMPL_HF, hf, native)
 
 
 def norm_saved_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -168,6 +184,7 @@ def score_backward_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -
     return scores_per_microbatch(model, c) * backward_bytes_per_score(model, c, s)
 
 
-def block_input_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
-    """What a fully checkpointed block keeps: its input (sequence-sharded under TP)."""
-    return saved_bytes((block_table(model).checkpoint,), compute_dtype_bytes(c), c.tp)
+def block_input_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """What a fully checkpointed block keeps: its input (sequence-sharded under TP with sequence
+    parallelism, whole on every tp rank without)."""
+    return saved_bytes(unsplit_sequence((block_table(model).checkpoint,), s), compute_dtype_bytes(c), c.tp)

@@ -308,6 +308,12 @@ class ModelingSettings:
     # column-parallel linear for its weight gradient; Megatron saves only its 1/tp sequence shard
     # and all-gathers it again in backward (Korthikanti et al. 2022, sec. 4.2.2, their 34 sbh / t).
     sp_saves_gathered_inputs: bool = True
+    # Sequence parallelism itself (Korthikanti et al. 2022, arXiv 2205.05198 sec. 4.2.2): under tp
+    # the norms and residual adds run on 1/tp of the sequence and the block input is kept split.
+    # False: every tp rank runs them on the whole sequence and keeps them whole; Megatron-LM before
+    # it (2021) and BigScience's Megatron-DeepSpeed, which has no --sequence-parallel (megatron/
+    # arguments.py at bigscience-workshop/Megatron-DeepSpeed 8387ae17).
+    sequence_parallel: bool = True
     # What a block's FP8 linears save for the weight gradient. False: the compute-dtype input
     # (trainplan's torchao float8 linears outside tensor parallelism). True: TransformerEngine's
     # Linear / LayerNormLinear save the FP8-quantised input they cast for the forward GEMM

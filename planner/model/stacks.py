@@ -65,13 +65,17 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # hidden), the tied embedding's fp32 gradient reduced whole. The data-parallel all-reduce runs in
 # bf16 (engine.py communication_data_type) after the pipeline, unoverlapped, as the profile has.
 # bf16 is the precision trainplan plans (DeepSpeed's fp16 optimizer, MT-NLG's, accumulates in the
-# fp16 gradients instead). --stack megatron-deepspeed; held out on whole runs only
-# (validation/whole_runs.py: BLOOM, Lucie-7B).
+# fp16 gradients instead). --stack megatron-deepspeed; held out on two whole runs
+# (validation/whole_runs.py: BLOOM, Lucie-7B) and 22 of BigScience's timed layouts
+# (validation/megatron_deepspeed_runs.py).
 MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
     grad_accum_bytes_per_param=18.0,
     pp_transfers_per_microbatch=4.0,
     pp_comm_overlap=0.0,
     tied_grad_fp32_unsharded=True,
+    # BigScience's fork has no --sequence-parallel (megatron/arguments.py, 8387ae17) and tr11 does
+    # not partition its checkpointed activations (tr11-176B-ml.slurm: --checkpoint-activations only).
+    sequence_parallel=False,
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py

@@ -139,18 +139,27 @@ def fp8_cast_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSetting
     return np.where(c.precision == PREC_FP8, elements * s.fp8_cast_bytes_per_element, 0.0)
 
 
-def elementwise_bytes_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
+def elementwise_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """HBM bytes moved by one block's non-GEMM kernels per token, forward + backward (eager).
 
     The ``elementwise`` rows of ``planner/model/block.py``, counted kernel by kernel (read +
     write, in compute-dtype units d; backward about twice the forward): an unfused RMSNorm (HF:
     upcast, pow, mean, mul, downcast, weight mul) moves ~18 elements of h forward, a fused norm
     ~4; rotary ~10 per q/k element; SwiGLU's SiLU and product ~5 per ffn element (GeLU ~3); two
-    residual adds ~3 h each; SDPA layout copies none.
+    residual adds ~3 h each; SDPA layout copies none. Each on 1/tp of a rank's work, but for the
+    norms and residual adds, unsplit without sequence parallelism (``s.sequence_parallel``).
     """
-    native, hf = block_table(model).elementwise_elements, block_table(model, hf_modules=True).elementwise_elements
-    elements = native if hf == native else np.where(c.impl == IMPL_HF, hf, native)
-    return 3.0 * elements / c.tp * compute_dtype_bytes(c)
+    tables = block_table(model), block_table(model, hf_modules=True)
+    native, hf = (per_tp_rank(t.elementwise_elements, t.sequence_elementwise_elements, c, s) for t in tables)
+    elements = native if tables[0].elementwise == tables[1].elementwise else np.where(c.impl == IMPL_HF, hf, native)
+    return 3.0 * elements * compute_dtype_bytes(c)
+
+
+def per_tp_rank(elements: float, sequence_elements: float, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Per-token elementwise traffic one tp rank runs: all of it / tp, but what sequence
+    parallelism alone splits runs whole on every rank without it."""
+    unsplit = 0.0 if s.sequence_parallel else sequence_elements * (1.0 - 1.0 / c.tp)
+    return elements / c.tp + unsplit
 
 
 def unfused_attention_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers) -> np.ndarray:
@@ -205,7 +214,9 @@ def recomputed_module_work(
     block_tokens = n_layers * tokens
     share = module_recompute_share(c, n_layers)
     gemms = forward_gemm_time_per_token(model, c, s, recomputed_only=True)
-    passes = block_table(model).recomputed_elementwise_elements(s.recompute_modules) / c.tp * compute_dtype_bytes(c)
+    table, modules = block_table(model), s.recompute_modules
+    again = table.recomputed_elementwise_elements(modules)
+    passes = per_tp_rank(again, table.recomputed_elementwise_elements(modules, True), c, s) * compute_dtype_bytes(c)
     return block_tokens * share * gemms, block_tokens * share * passes
 
 
@@ -254,7 +265,7 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     unfused = unfused_flops * (3.0 + recomputed + again) / rates.unfused_attention_rate(c, s, head_dim)
     attention = np.where(flash_attention_on(model, c, s), flash, unfused)
     fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
-    elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c) * fused * (passes / 3.0)
+    elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c, s) * fused * (passes / 3.0)
     elementwise = elementwise + module_passes * fused
     fp8_casts = n_layers * tokens * fp8_cast_bytes_per_token(model, c, s) * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp

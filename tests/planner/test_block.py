@@ -196,7 +196,7 @@ def test_saved_activation_bytes_per_token(impl):
         "mlp": 4 * f * 2,
         "norms": 2 * norm,
     }
-    assert float(block_input_bytes_per_token(m, _one(m, impl))[0]) == h * 2
+    assert float(block_input_bytes_per_token(m, _one(m, impl), DEFAULT_SETTINGS)[0]) == h * 2
 
 
 def test_tensor_parallel_splits_saved_tensors_except_the_gathered_norm_outputs():
