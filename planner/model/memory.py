@@ -395,8 +395,12 @@ def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pipe
     params, grads_full, moments = state_bytes(stage, c, s)
     unsharded = unsharded_param_bytes(stage, c, s)
     loss = logits_loss_bytes(model, c, s) * np.where(rank.head, 1.0, 0.0)
-    # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches.
-    unsharded_grads = stage.held / c.tp * s.grad_bytes * ~c.offload.astype(bool)
+    # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches; a stack that
+    # keeps 16-bit gradients beside them holds those too.
+    on_gpu = ~c.offload.astype(bool)
+    lp_grads = stage.held / c.tp * s.lp_grad_bytes * on_gpu
+    grads_full = grads_full + lp_grads
+    unsharded_grads = stage.held / c.tp * s.grad_bytes * on_gpu + lp_grads
     return StageTerms(
         params=params,
         grads_full=grads_full,

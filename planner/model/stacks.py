@@ -76,6 +76,8 @@ MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
     # BigScience's fork has no --sequence-parallel (megatron/arguments.py, 8387ae17) and tr11 does
     # not partition its checkpointed activations (tr11-176B-ml.slurm: --checkpoint-activations only).
     sequence_parallel=False,
+    # ... and its BF16_Optimizer keeps the bf16 gradients beside the fp32 accumulator (settings.py).
+    lp_grad_bytes=2.0,
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py

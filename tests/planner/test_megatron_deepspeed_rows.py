@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 
 import pytest
 
+from planner.catalog.hardware import load_catalog
+from planner.layout import Layout, Sharding
 from validation.megatron_deepspeed_runs import (
     DEFAULT_ROWS,
     NETWORK,
     SEQ_LEN,
     Use,
     compare_megatron_deepspeed,
+    predict,
     read_megatron_deepspeed_rows,
 )
 
@@ -66,3 +70,18 @@ def test_every_row_is_predicted_on_jean_zays_network_under_its_stack(rows):
     for c in compare_megatron_deepspeed(rows):
         assert c.plan.network == NETWORK and c.plan.stack == "megatron-deepspeed"
         assert math.isfinite(c.error) and c.plan.estimate.time.step_s > 0
+
+
+def test_the_layouts_that_ran_fit_and_the_one_that_ran_out_of_memory_does_not(rows):
+    """S2's 184B at TP 4 x PP 6 x DP 16 ran out of memory (chronicles-prequel.md:919-920, so the team
+    ran TP 8 x PP 6); every layout the team timed fit. The BF16 optimizer's bf16 gradients beside its
+    fp32 accumulator and the unsplit block inputs (no sequence parallelism) are what tip it."""
+    catalog = load_catalog()
+    assert all(c.plan.estimate.feasible for c in compare_megatron_deepspeed(rows, catalog))
+    b10 = next(r for r in rows if r.row_id == "B10")
+    oom = replace(
+        b10,
+        layout=Layout(dp_shard=16, tp=4, pp=6, sharding=Sharding.ZERO1),
+        training=b10.training.model_copy(update={"grad_accum": 2048 // (16 * b10.training.micro_batch)}),
+    )
+    assert not predict(oom, catalog).plan.estimate.feasible
