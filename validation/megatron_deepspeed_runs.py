@@ -75,13 +75,6 @@ class MegatronDeepSpeedComparison:
         """Predicted / measured tokens per second - 1 (the measured over the predicted step)."""
         return self.row.measured_step_s / self.plan.estimate.time.step_s - 1
 
-    @property
-    def in_band(self) -> bool:
-        band = self.plan.estimate.uncertainty
-        assert band is not None
-        lo, hi = band.tokens_per_s
-        return lo <= self.plan.estimate.throughput.tokens_per_s * (1 + self.error) ** -1 <= hi
-
 
 def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
     layers, hidden, heads = int(raw["layers"]), int(raw["hidden"]), int(raw["heads"])

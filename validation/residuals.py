@@ -37,6 +37,9 @@ from planner.model.spec import ModelSpec
 from validation.calibration import DEFAULT_H200_RUNS, read_h200_runs
 from validation.fsdp_runs import SOURCE_STACKS, compare_fsdp_runs, gpu_for, read_fsdp_runs
 from validation.heldout import h200_leave_one_out, published_leave_one_generation_out
+from validation.megatron_deepspeed_runs import GPU as MEGATRON_DEEPSPEED_GPU
+from validation.megatron_deepspeed_runs import Use as MegatronDeepSpeedUse
+from validation.megatron_deepspeed_runs import compare_megatron_deepspeed
 from validation.moe_recipes import DEEPSEEK_V3_REPORT, MEGATRON_BRIDGE_ARCHIVE, MODELZOO_QWEN3, h800
 from validation.moe_runs import compare_moe_runs
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell_runs
@@ -223,12 +226,32 @@ def nemo_blackwell_residuals(catalog: Catalog) -> list[Residual]:
     return out
 
 
+def megatron_deepspeed_residuals(catalog: Catalog) -> list[Residual]:
+    """BigScience's Megatron-DeepSpeed layouts (nothing fitted on them). One source: both tables come
+    from one team, cluster and code base, so leave-one-source-out leaves both out together."""
+    out = []
+    for c in compare_megatron_deepspeed(catalog=catalog):
+        row = c.row
+        if row.use != MegatronDeepSpeedUse.HELD_OUT:
+            continue
+        tokens = row.training.tokens_per_step(row.layout.resolve(row.num_gpus)) / row.measured_step_s / row.num_gpus
+        out.append(
+            _residual(
+                "megatron-deepspeed", "bigscience", "", f"{row.row_id} {row.model.name}", "megatron-deepspeed",
+                catalog.gpu(MEGATRON_DEEPSPEED_GPU), row.num_gpus, row.layout, row.training, row.model, tokens,
+                c.error, c.error,
+            )
+        )  # fmt: skip
+    return out
+
+
 def heldout_residuals(catalog: Catalog | None = None, *, refit: bool = True) -> list[Residual]:
     """Every held-out row. ``refit`` False leaves out the two sets whose held-out figure needs a
     grid re-fit (published, H200): the quick sets only."""
     catalog = catalog or load_catalog()
     slow = published_residuals(catalog) + h200_residuals(catalog) if refit else []
-    return slow + fsdp_residuals(catalog) + moe_residuals(catalog) + nemo_blackwell_residuals(catalog)
+    quick = fsdp_residuals(catalog) + moe_residuals(catalog) + nemo_blackwell_residuals(catalog)
+    return slow + quick + megatron_deepspeed_residuals(catalog)
 
 
 COLUMNS = tuple(f.name for f in fields(Residual))
