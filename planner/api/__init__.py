@@ -19,7 +19,7 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network
-from planner.catalog.prices import catalog_with_price_kind
+from planner.catalog.prices import catalog_with_price_kind, dearer_than_on_demand
 from planner.count_probe import cap_diagnosis, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.fmt import duration_words
@@ -239,7 +239,7 @@ def plan(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=request.warnings + long_job_warnings(chosen),
+        warnings=request.warnings + long_job_warnings(chosen) + price_warnings(request, base or load_catalog(), chosen),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,
@@ -300,6 +300,15 @@ def trains_too_long(chosen: Plan) -> bool:
     """Whether the plan trains for over LONG_JOB_WARNING_DAYS (the CLI warns, the app's card too)."""
     hours = chosen.estimate.time_to_train_h
     return hours is not None and hours * SECONDS_PER_HOUR > LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY
+
+
+def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
+    """A warning when the request's price kind rents the chosen GPU above its on-demand median
+    (``dearer_than_on_demand``; ``catalog``: before the kind priced it)."""
+    if request.price_overrides.get(chosen.gpu) is not None:
+        return ()
+    warning = dearer_than_on_demand(catalog.gpu(chosen.gpu), request.price_kind)
+    return () if warning is None else (warning,)
 
 
 def long_job_warnings(chosen: Plan) -> tuple[str, ...]:

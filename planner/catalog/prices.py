@@ -133,6 +133,27 @@ def offers_of(gpu: GPUSpec, kind: str) -> tuple[PriceOffer, ...]:
     return tuple(o for o in gpu.offers if o.kind == kind)
 
 
+def dearer_than_on_demand(gpu: GPUSpec, kind: str | None) -> str | None:
+    """A warning when ``kind``'s median for ``gpu`` (the catalog's entry, before pricing) is above
+    its on-demand median: the kinds' offers come from different providers (hyperscalers' terms
+    against smaller clouds' on-demand rates), so a term's saving is not in the two medians."""
+    if kind is None or kind == "on-demand":
+        return None
+    offers, on_demand = offers_of(gpu, kind), offers_of(gpu, "on-demand")
+    if not offers or not on_demand:
+        return None
+    price = statistics.median(o.usd_per_gpu_hour for o in offers)
+    base = statistics.median(o.usd_per_gpu_hour for o in on_demand)
+    if price <= base:
+        return None
+    providers = ", ".join(sorted({o.provider for o in offers}))
+    return (
+        f"{kind} prices {gpu.id} at ${price:.2f} per GPU-hour, the median of {len(offers)} offers ({providers}), "
+        f"above its on-demand median ${base:.2f}: the two medians come from different providers "
+        "(hw_catalog/prices); --price sets your own quote"
+    )
+
+
 def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:
     """The GPU at the median of its ``kind`` offers (ValueError without one); a spot price adds
     the offers' median interruption rate to its host failures (``node_failures`` where the

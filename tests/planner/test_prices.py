@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.api import build_plan
+from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
-from planner.catalog.prices import PRICE_KINDS, catalog_with_price_kind, offers_of
+from planner.catalog.prices import PRICE_KINDS, PriceOffer, catalog_with_price_kind, dearer_than_on_demand, offers_of
 from planner.errors import CatalogError
 from planner.layout import Layout, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
@@ -202,3 +202,32 @@ def test_a_kind_whose_providers_rent_whole_nodes_bills_whole_nodes() -> None:
     assert four_default.cost_usd == pytest.approx(
         four_default.time_to_train_h * 4 * CATALOG.gpu("a100-40gb-sxm").price_per_gpu_hour_usd
     )
+
+
+def _offer(kind: str, usd: float, provider: str) -> PriceOffer:
+    return PriceOffer(
+        provider=provider, kind=kind, usd_per_gpu_hour=usd, gpus_per_offer=8, offer="x", date="2026-12-03", source="t"
+    )
+
+
+def test_a_kind_dearer_than_on_demand_is_said_and_a_cheaper_one_is_not() -> None:
+    """A term's median above the on-demand median (hyperscalers' terms against smaller clouds'
+    on-demand rates) warns in plan's answer; one below, or a GPU whose price is overridden, does not."""
+    gpu = CATALOG.gpu("h100-sxm").model_copy(
+        update={
+            "offers": (
+                _offer("on-demand", 2.0, "Neocloud"),
+                _offer("on-demand", 3.0, "Other"),
+                _offer("reserved-1y", 4.0, "Hyperscaler"),
+                _offer("reserved-3y", 1.5, "Hyperscaler"),
+            )
+        }
+    )
+    warning = dearer_than_on_demand(gpu, "reserved-1y")
+    assert warning is not None and "$4.00" in warning and "$2.50" in warning and "Hyperscaler" in warning
+    assert dearer_than_on_demand(gpu, "reserved-3y") is None and dearer_than_on_demand(gpu, None) is None
+    catalog = CATALOG.model_copy(update={"gpus": {**CATALOG.gpus, gpu.id: gpu}})
+    ask = dict(model=get_preset("gpt3-125m"), training_tokens=1e9, gpus={gpu.id: 8}, price_kind="reserved-1y")
+    assert warning in plan(PlanRequest(**ask), catalog=catalog).warnings
+    quoted = PlanRequest(**ask, price_overrides={gpu.id: 3.5})
+    assert not any("reserved-1y prices" in w for w in plan(quoted, catalog=catalog).warnings)
