@@ -21,6 +21,7 @@ from planner.model.settings import (
     ZERO_OFFLOAD_PT_CPU_S,
 )
 from planner.model.stacks import DEEPSPEED_SETTINGS
+from planner.units import GIB
 
 CATALOG = load_catalog()
 LLAMA8B = get_preset("llama3.1-8b")
@@ -40,8 +41,18 @@ def test_the_catalog_states_dgx_host_bandwidths_with_sources() -> None:
     assert CATALOG.gpu("b200").host_memory_bandwidth_bytes_per_s_per_node == pytest.approx(2 * 8 * 4800e6 * 8)
     for gpu in ("h100-sxm", "h200-sxm", "b200"):
         assert "read 20" in CATALOG.gpu(gpu).sources["host_memory_gbyte_per_s"]
-    # The one host left on the default: the H200 NVL's MGX servers (no sourced DIMM population).
-    assert CATALOG.gpu("h200-nvl").host_memory_bandwidth_bytes_per_s_per_node is None
+
+
+def test_the_h200_nvl_states_its_own_xeon_6_host() -> None:
+    # Was on the DGX-2 default (256 GB/s, 512 GiB). Dell XE7740, 8x H200 NVL on 4-way bridges
+    # (MLPerf Training v5.0): 2x Xeon 6787P, 16x 64GB DDR5, one per channel at 6400 (upper bound).
+    gpu = CATALOG.gpu("h200-nvl")
+    assert CATALOG.node(gpu.default_node).host_memory_bandwidth_bytes_per_s is None  # the template has none
+    assert gpu.host_memory_bandwidth_bytes_per_s_per_node == pytest.approx(_dram(2, 8, 6400))
+    assert gpu.host_memory_bytes_per_node == 1024 * GIB
+    for field in ("host_memory_gbyte_per_s", "host_memory_gib"):
+        assert "XE7740x8H200-NVL-141GB.json" in gpu.sources[field] and "read 2026-12-03" in gpu.sources[field]
+    assert "ESTIMATE" in gpu.sources["host_memory_gbyte_per_s"]  # Dell states no DIMM speed
 
 
 def test_the_rate_follows_the_host_bandwidth() -> None:
@@ -55,8 +66,15 @@ def test_the_rate_follows_the_host_bandwidth() -> None:
     assert float(host_adam_seconds(LLAMA8B, c, s)[0]) == pytest.approx(0.94, abs=0.01)
 
 
-def test_a_node_without_a_bandwidth_uses_the_default_and_the_published_rates() -> None:
-    c = _node("h200-nvl")
+def test_a_node_without_a_bandwidth_uses_the_default_and_the_published_rates(tmp_path: Path) -> None:
+    # Every built-in GPU resolves a bandwidth: a user's H200 NVL file without one falls back.
+    (tmp_path / "gpus").mkdir()
+    text = (BUILTIN_DIR / "gpus" / "h200-nvl.toml").read_text()
+    lines = [line for line in text.splitlines() if not line.startswith("host_memory_gbyte_per_s")]
+    (tmp_path / "gpus" / "h200-nvl.toml").write_text("\n".join(lines) + "\n")
+    catalog = load_catalog([tmp_path])
+    assert catalog.gpu("h200-nvl").host_memory_bandwidth_bytes_per_s_per_node is None
+    c = _node("h200-nvl", catalog)
     assert np.isnan(c.host_memory_bandwidth).all()
     for s in (DEFAULT_SETTINGS, DEEPSPEED_SETTINGS):
         assert float(host_memory_bandwidth(c, s)[0]) == s.host_memory_bandwidth_bytes_per_s_per_node
@@ -94,22 +112,13 @@ def _dram(sockets: int, channels: int, mts: int) -> float:
     return sockets * channels * mts * 1e6 * 8
 
 
-# GPUs whose host bandwidth stays on ModelingSettings' default, each for a stated reason
-# (docs/hardware.md "Host DRAM bandwidth").
-LEFT_ON_THE_DEFAULT = {"h200-nvl"}
-
-
 def _node_of(gpu: str):
     return CATALOG.node(CATALOG.gpu(gpu).default_node)
 
 
 def test_every_gpu_resolves_a_sourced_host_bandwidth() -> None:
     for gpu_id, gpu in CATALOG.gpus.items():
-        value = gpu.host_memory_bandwidth_bytes_per_s_per_node
-        if gpu_id in LEFT_ON_THE_DEFAULT:
-            assert value is None, gpu_id
-            continue
-        assert value is not None, gpu_id
+        assert gpu.host_memory_bandwidth_bytes_per_s_per_node is not None, gpu_id  # none on the default
         own = gpu.sources.get("host_memory_gbyte_per_s")
         source = own or _node_of(gpu_id).sources["host_memory_gbyte_per_s"]
         assert "read 2026-12-03" in source and " x " in source, gpu_id
@@ -136,6 +145,7 @@ def test_a_gpu_file_states_a_bandwidth_only_where_its_host_differs_from_its_temp
         ("l40s", 2, 8, 3200),  # 2x EPYC 7742, 16x DDR4-3200
         ("h100-pcie", 2, 8, 3200),  # Gigabyte G482-Z54, 2x EPYC 7742 (upper bound)
         ("h100-nvl", 2, 8, 4400),  # 2x Xeon 8480+, 32x DDR5-4800 at two per channel
+        ("h200-nvl", 2, 8, 6400),  # Dell XE7740: 2x Xeon 6787P, 16x DDR5 (6400 an upper bound)
         ("h800", 2, 8, 4400),  # the H100 SXM's host
         ("b300", 2, 8, 5200),  # 2x Xeon 6747P, 32x DDR5-6400 at two per channel
         ("mi300x", 2, 12, 4800),  # 2x EPYC 9374F, 24x DDR5-4800
