@@ -109,9 +109,12 @@ def cached_portfolio(
     headroom: float,
     stack: Stack = Stack.TRAINPLAN,
     calibration: CalibrationUpload | None = None,
+    network: str | None = None,
 ) -> app_core.PortfolioOutcome:
-    """Every job estimated for the sidebar's stack (one settings profile for the whole schedule)."""
-    requests = {name: PlanRequest.model_validate_json(text).model_copy(update={"stack": stack}) for name, text in jobs}
+    """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
+    the sidebar's network (one cluster's inventory)."""
+    update = {"stack": stack, "network": network}
+    requests = {name: PlanRequest.model_validate_json(text).model_copy(update=update) for name, text in jobs}
     return app_core.solve_jobs(
         requests,
         dict(inventory),

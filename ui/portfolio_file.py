@@ -105,8 +105,14 @@ class JobsFile(BaseModel):
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
+        from planner.catalog.hardware import load_catalog
         from planner.catalog.models import load_model
 
+        if self.network is not None:
+            try:
+                load_catalog().network(self.network)
+            except ValueError as exc:
+                raise ValueError(f"network: {exc}") from None
         out = {}
         for job in self.jobs:
             if job.name in out:

@@ -93,6 +93,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             inputs.headroom,
             inputs.request.stack,
             inputs.calibration,
+            inputs.request.network,
         )
     show_portfolio_outcome(tr, outcome, inputs)
 

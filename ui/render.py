@@ -416,6 +416,7 @@ def explain(p: Plan, *, as_json: bool, calibration=None) -> None:
         emit_json(
             {
                 "plan": estimate_json(p.estimate),
+                "network": p.network,
                 "notes": notes,
                 "calibration": calibration_json(calibration, p.calibration),
             }

@@ -41,7 +41,6 @@ from planner.api import PlanRequest, build_plan
 from planner.api.explore import scored_search
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset
-from planner.catalog.networks import catalog_on_network
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings, with_attention
@@ -480,15 +479,10 @@ class Prediction:
         return cls(plan.layout, plan.training, tokens_per_s, *fields, uncapped)
 
 
-def on_its_network(run: WholeRun, catalog: Catalog) -> Catalog:
-    """The catalog on the scale-out network the run's source states (if it states one)."""
-    return catalog_on_network(catalog, run.recipe.network)
-
-
 def predict(run: WholeRun, layout: Layout, training: TrainingConfig, catalog: Catalog) -> Prediction:
     """One configuration through ``build_plan`` with the run's stack: another stack's estimate, which
-    trainplan's own trainer limits (the families its native decoder builds) do not bind."""
-    catalog = on_its_network(run, catalog)
+    trainplan's own trainer limits (the families its native decoder builds) do not bind. On the
+    scale-out network its source states (else the GPU's default)."""
     plan = build_plan(
         run.model,
         run.recipe.gpu,
@@ -499,6 +493,7 @@ def predict(run: WholeRun, layout: Layout, training: TrainingConfig, catalog: Ca
         catalog=catalog,
         settings=run.settings,
         stack=run.stack,
+        network=run.recipe.network,
     )
     return Prediction.of_plan(plan)
 
@@ -532,7 +527,6 @@ def searched(run: WholeRun, catalog: Catalog) -> Prediction:
     degrees its source allows) that fits, divides and keeps the batch within the search's tolerance
     (5 %: the published "4M" / "2.36M" are rounded labels; holding 4,000,000 tokens exactly would
     force odd data-parallel degrees)."""
-    catalog = on_its_network(run, catalog)
     request = PlanRequest(
         model=run.model,
         training_tokens=run.tokens,
@@ -544,6 +538,7 @@ def searched(run: WholeRun, catalog: Catalog) -> Prediction:
         attention=run.settings.attention_kernel,
         max_gpus=run.num_gpus,
         top_k=0,
+        network=run.recipe.network,
     )
     search = scored_search(request, catalog=catalog, settings=run.settings)
     table = search.table

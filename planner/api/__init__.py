@@ -18,7 +18,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
-from planner.catalog.networks import catalog_on_network
+from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind, dearer_than_on_demand
 from planner.count_probe import cap_diagnosis, memory_fix
 from planner.errors import InfeasiblePlan
@@ -117,7 +117,7 @@ def plan_from_row(
         stack=request.stack,
         calibration=calibration,
         attention=request.attention,
-        network=request.network,
+        network=canonical_network(catalog, request.network),
     )
 
 
@@ -305,7 +305,7 @@ def trains_too_long(chosen: Plan) -> bool:
 def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
     """A warning when the request's price kind rents the chosen GPU above its on-demand median
     (``dearer_than_on_demand``; ``catalog``: before the kind priced it)."""
-    if request.price_overrides.get(chosen.gpu) is not None:
+    if any(catalog.gpu(g).id == chosen.gpu for g in request.price_overrides):  # ids match case-blind
         return ()
     warning = dearer_than_on_demand(catalog.gpu(chosen.gpu), request.price_kind)
     return () if warning is None else (warning,)
@@ -362,6 +362,7 @@ def build_plan(
     settings = with_attention(settings or STACK_SETTINGS[stack], attention)
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
+    network = canonical_network(catalog, network)
     spec = catalog.gpu(gpu)
     if problem := kernel_problem(attention, spec):
         raise ValueError(problem)

@@ -19,6 +19,12 @@ def on_network(gpu: GPUSpec, network: NetworkSpec) -> GPUSpec:
     )
 
 
+def canonical_network(catalog: Catalog, network_id: str | None) -> str | None:
+    """The catalog's own spelling of ``network_id`` (ids match case-blind, as GPU ids do), what a
+    plan records; None stays None. ValueError for an id the catalog lacks."""
+    return None if network_id is None else catalog.network(network_id).id
+
+
 def catalog_on_network(catalog: Catalog, network_id: str | None) -> Catalog:
     """Every GPU of the catalog on network ``network_id`` (None: each on its own default).
     Raises ValueError, one line naming the known networks, for an id the catalog lacks."""

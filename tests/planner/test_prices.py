@@ -229,5 +229,5 @@ def test_a_kind_dearer_than_on_demand_is_said_and_a_cheaper_one_is_not() -> None
     catalog = CATALOG.model_copy(update={"gpus": {**CATALOG.gpus, gpu.id: gpu}})
     ask = dict(model=get_preset("gpt3-125m"), training_tokens=1e9, gpus={gpu.id: 8}, price_kind="reserved-1y")
     assert warning in plan(PlanRequest(**ask), catalog=catalog).warnings
-    quoted = PlanRequest(**ask, price_overrides={gpu.id: 3.5})
+    quoted = PlanRequest(**ask, price_overrides={gpu.id.upper(): 3.5})  # ids match case-blind
     assert not any("reserved-1y prices" in w for w in plan(quoted, catalog=catalog).warnings)

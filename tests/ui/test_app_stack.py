@@ -224,3 +224,18 @@ def test_a_network_reaches_the_plan_in_both_languages():
     at.sidebar.selectbox(key="network").set_value("").run()
     at.sidebar.radio(key="lang").set_value("zh").run()
     assert ZH("network_default") in at.sidebar.selectbox(key="network").options
+
+
+def test_the_portfolio_plans_every_job_on_the_sidebars_network(monkeypatch):
+    """Jobs share one inventory, so one cluster: each is planned on the network the sidebar names
+    now, whatever it was when the job was added (as with the stack)."""
+    from ui import cached
+
+    seen = {}
+    monkeypatch.setattr(app_core, "solve_jobs", lambda requests, *args, **kwargs: seen.update(requests))
+    job = request_for().model_dump_json()
+    cached.cached_portfolio.clear()
+    cached.cached_portfolio(
+        (("a", job),), (("h100-sxm", 8),), "cost", None, 1, 0.05, Stack.TRAINPLAN, None, "roce-400g"
+    )
+    assert seen["a"].network == "roce-400g"

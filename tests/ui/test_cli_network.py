@@ -75,6 +75,7 @@ def test_a_plan_records_its_network_and_keeps_it_through_explain_and_restack(tmp
     assert saved["network"] == "eth-100g"
     assert main(["explain", str(out)]) == 0
     assert "on eth-100g)" in capsys.readouterr().out.splitlines()[0]
+    assert _json(capsys, "explain", str(out))["network"] == "eth-100g"
 
 
 def test_estimate_plan_and_restack_score_on_the_plans_network():
@@ -102,8 +103,16 @@ def test_a_hand_edited_plan_with_an_unknown_network_is_refused(tmp_path, capsys)
     assert len(err.splitlines()) == 1 and "unknown network 'carrier-pigeon'" in err
 
 
-def test_a_jobs_file_puts_every_job_on_its_network(tmp_path):
+def test_a_jobs_file_puts_every_job_on_its_network_and_names_an_unknown_one(tmp_path):
     path = tmp_path / "jobs.toml"
     path.write_text('network = "roce-400g"\n[[jobs]]\nname = "a"\nmodel = "gpt3-125m"\ntokens = 1e9\n')
     (request,) = read_jobs_file(path).requests({"h100-sxm": 8}).values()
     assert request.network == "roce-400g"
+    path.write_text('network = "token-ring"\n[[jobs]]\nname = "a"\nmodel = "gpt3-125m"\ntokens = 1e9\n')
+    with pytest.raises(ValueError, match=r"^network: unknown network 'token-ring'"):
+        read_jobs_file(path).requests({"h100-sxm": 8})
+
+
+def test_a_network_id_is_matched_case_blind_and_recorded_as_the_catalog_spells_it(capsys):
+    args = ["estimate", "--model", "gpt3-125m", "--gpu", "h100-sxm", "--num-gpus", "16", "--network", "RoCE-400G"]
+    assert _json(capsys, *args)["network"] == "roce-400g"
