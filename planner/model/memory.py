@@ -396,9 +396,10 @@ def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pipe
     unsharded = unsharded_param_bytes(stage, c, s)
     loss = logits_loss_bytes(model, c, s) * np.where(rank.head, 1.0, 0.0)
     # Pipelines accumulate unsharded fp32 gradients over the step's micro-batches; a stack that
-    # keeps 16-bit gradients beside them holds those too.
+    # keeps 16-bit gradients beside them holds those too, whole, where its optimizer does not
+    # shard gradients (DeepSpeed's BF16_Optimizer runs at ZeRO stage 0/1; stage 2/3 reduce-scatter).
     on_gpu = ~c.offload.astype(bool)
-    lp_grads = stage.held / c.tp * s.lp_grad_bytes * on_gpu
+    lp_grads = np.where(c.sharding < SHARD_ZERO2, stage.held / c.tp * s.lp_grad_bytes, 0.0) * on_gpu
     grads_full = grads_full + lp_grads
     unsharded_grads = stage.held / c.tp * s.grad_bytes * on_gpu + lp_grads
     return StageTerms(

@@ -16,7 +16,7 @@ from planner.model.attention_scores import (
     scores_per_token,
 )
 from planner.model.block import block_table, root_table
-from planner.model.block_rows import Part
+from planner.model.block_rows import Part, Saved
 from planner.model.candidates import IMPL_HF, PREC_FP8, PREC_FP32, Candidates
 from planner.model.moe import busiest_rank_load, expert_view, grouped_mlp_saved_bytes_per_token
 from planner.model.settings import ModelingSettings
@@ -34,8 +34,10 @@ def compute_dtype_bytes(c: Candidates) -> np.ndarray:
 def tp_gathered_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Bytes of a tp-gathered block activation (a column-parallel linear's input): fp8 x tp on
     native blocks casts it to float8 before the all-gather and the linears save that float8
-    copy (``fp8_tp_float8_all_gather``; trainer/tensor_parallel.py)."""
+    copy (``fp8_tp_float8_all_gather``; trainer/tensor_parallel.py). Without sequence parallelism
+    nothing is gathered: the whole input is the block's own, in the compute dtype."""
     float8 = (c.precision == PREC_FP8) & (c.tp > 1) & (c.impl != IMPL_HF) & s.fp8_tp_float8_all_gather
+    float8 = float8 & s.sequence_parallel
     return np.where(float8, FP8_BYTES, compute_dtype_bytes(c))
 
 
@@ -65,7 +67,7 @@ def saved_bytes(tensors, dtype, tp, kv_tokens_per_token=1.0, gathered_kept=True,
     return total
 
 
-def unsplit_sequence(rows: tuple, s: ModelingSettings) -> tuple:
+def unsplit_sequence(rows: tuple[Saved, ...], s: ModelingSettings) -> tuple[Saved, ...]:
     """The rows as a stack keeps them: without sequence parallelism the ones it alone would split
     (norm internals, the block input) are whole on every tp rank (``s.sequence_parallel``)."""
     if s.sequence_parallel:

@@ -207,9 +207,10 @@ class ModelingSettings:
     grad_bytes: float = 4.0
     # 16-bit gradients autograd leaves beside an fp32 accumulator, per local parameter, unsharded.
     # 0: none (Megatron accumulates into fp32 main_grad in the wgrad GEMM; FSDP2 reduces them away).
-    # DeepSpeed's BF16_Optimizer clears them only as the next backward starts, so a whole set stands
-    # beside the fp32 one after every micro-batch (runtime/pipe/engine.py _exec_backward_pass:
-    # clear_lp_grads, backward, update_hp_grads(clear_lp_grads=False); DeepSpeed 56c5223).
+    # DeepSpeed's BF16_Optimizer (ZeRO stage 0/1) clears them only as the next backward starts, so
+    # a whole set stands beside the fp32 one after every micro-batch (bf16_optimizer.py backward and
+    # runtime/pipe/engine.py _exec_backward_pass: clear_lp_grads, backward,
+    # update_hp_grads(clear_lp_grads=False); DeepSpeed 56c5223). Not under ZeRO-2/3 (memory.py).
     lp_grad_bytes: float = 0.0
     # AdamW's exp_avg + exp_avg_sq per parameter: fp32 (8); bf16 moments halve it.
     adam_state_bytes: float = 8.0

@@ -66,7 +66,7 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # bf16 (engine.py communication_data_type) after the pipeline, unoverlapped, as the profile has.
 # bf16 is the precision trainplan plans (DeepSpeed's fp16 optimizer, MT-NLG's, accumulates in the
 # fp16 gradients instead). --stack megatron-deepspeed; held out on two whole runs
-# (validation/whole_runs.py: BLOOM, Lucie-7B) and 22 of BigScience's timed layouts
+# (validation/whole_runs.py: BLOOM, Lucie-7B) and 21 of BigScience's timed layouts
 # (validation/megatron_deepspeed_runs.py).
 MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
     grad_accum_bytes_per_param=18.0,

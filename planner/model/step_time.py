@@ -216,7 +216,9 @@ def recomputed_module_work(
     gemms = forward_gemm_time_per_token(model, c, s, recomputed_only=True)
     table, modules = block_table(model), s.recompute_modules
     again = table.recomputed_elementwise_elements(modules)
-    passes = per_tp_rank(again, table.recomputed_elementwise_elements(modules, True), c, s) * compute_dtype_bytes(c)
+    passes = per_tp_rank(
+        again, table.recomputed_elementwise_elements(modules, sequence_only=True), c, s
+    ) * compute_dtype_bytes(c)
     return block_tokens * share * gemms, block_tokens * share * passes
 
 

@@ -74,8 +74,9 @@ def test_every_row_is_predicted_on_jean_zays_network_under_its_stack(rows):
 
 def test_the_layouts_that_ran_fit_and_the_one_that_ran_out_of_memory_does_not(rows):
     """S2's 184B at TP 4 x PP 6 x DP 16 ran out of memory (chronicles-prequel.md:919-920, so the team
-    ran TP 8 x PP 6); every layout the team timed fit. The BF16 optimizer's bf16 gradients beside its
-    fp32 accumulator and the unsplit block inputs (no sequence parallelism) are what tip it."""
+    ran TP 8 x PP 6); every layout the team timed fit. A regression test of the two terms looked
+    for on that row (the BF16 optimizer's bf16 gradients beside its fp32 accumulator, the unsplit
+    block inputs without sequence parallelism), not a validation of them."""
     catalog = load_catalog()
     assert all(c.plan.estimate.feasible for c in compare_megatron_deepspeed(rows, catalog))
     b10 = next(r for r in rows if r.row_id == "B10")

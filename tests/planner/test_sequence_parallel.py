@@ -10,9 +10,9 @@ import pytest
 from planner.api import build_plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
-from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingConfig
+from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.candidates import single
-from planner.model.saved_bytes import block_input_bytes_per_token
+from planner.model.saved_bytes import block_input_bytes_per_token, tp_gathered_bytes
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, STACK_SETTINGS, Stack
 
@@ -51,3 +51,15 @@ def test_a_checkpointed_block_keeps_its_whole_input_on_every_tp_rank_without_it(
 def test_only_the_megatron_deepspeed_profile_runs_without_it():
     assert not MEGATRON_DEEPSPEED_SETTINGS.sequence_parallel
     assert all(STACK_SETTINGS[s].sequence_parallel for s in Stack if s != Stack.MEGATRON_DEEPSPEED)
+
+
+def test_without_it_nothing_is_gathered_so_fp8_saves_no_float8_copy():
+    """FP8 linears under sequence parallelism all-gather their input in float8 and save that copy;
+    without sequence parallelism there is no gather and the whole input is the compute dtype."""
+    gpu = load_catalog().gpu("h100-sxm")
+    training = TrainingConfig(seq_len=4096, micro_batch=1, precision=Precision.FP8)
+    c = single(
+        gpu, Layout(dp_shard=2, tp=8).resolve(16), training, network_bandwidth=5e10, gpus_per_node=8, num_gpus=16
+    )
+    assert float(tp_gathered_bytes(c, DEFAULT_SETTINGS)[0]) == 1.0
+    assert float(tp_gathered_bytes(c, NO_SP)[0]) == 2.0
