@@ -34,6 +34,7 @@ def held_out_band(comparisons: list[MegatronDeepSpeedComparison]) -> dict[str, b
 
 
 def results_table(comparisons: list[MegatronDeepSpeedComparison], band: dict[str, bool]) -> str:
+    """One line per row: its layout, the logged and predicted step, the error and the memory."""
     lines = [
         "| row | source | model | GPUs | layout | mb x accum | measured s/it | predicted s | error % "
         "| in its held-out 80 % band? | predicted GiB | use |",
@@ -55,6 +56,7 @@ def _yes(flag: bool | None) -> str:
 
 
 def summary(name: str, comparisons: list[MegatronDeepSpeedComparison], band: dict[str, bool]) -> str:
+    """Mean abs and signed error of ``comparisons``, the largest, and their held-out band coverage."""
     if not comparisons:
         return f"- {name}: no rows."
     errors = [c.error for c in comparisons]
@@ -68,6 +70,7 @@ def summary(name: str, comparisons: list[MegatronDeepSpeedComparison], band: dic
 
 
 def summaries(comparisons: list[MegatronDeepSpeedComparison], band: dict[str, bool]) -> str:
+    """The headline rows, per source and per tp width, then the rows left out of the headline."""
     held = [c for c in comparisons if c.row.use == Use.HELD_OUT]
     lines = [summary("Held out, all", held, band)]
     for source in sorted({c.row.source for c in held}):

@@ -31,7 +31,7 @@ NETWORK = JEAN_ZAY_OPA  # 4 x 100 Gb/s Omni-Path per 8 A100 (tr11 README "Hardwa
 SEQ_LEN = 2048
 # BLOOM's architecture (bigscience/bloom config.json; tr11-176B-ml.slurm): ALiBi, an embedding
 # layernorm, a 4h GeLU MLP with biases, tied embeddings, 250,680 tokens padded to 250,880.
-BLOOM_ARCHITECTURE = dict(
+BLOOM_ARCHITECTURE: dict[str, object] = dict(
     family="bloom",
     vocab_size=250880,
     tied_embeddings=True,

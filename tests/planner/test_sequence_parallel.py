@@ -63,3 +63,16 @@ def test_without_it_nothing_is_gathered_so_fp8_saves_no_float8_copy():
     )
     assert float(tp_gathered_bytes(c, DEFAULT_SETTINGS)[0]) == 1.0
     assert float(tp_gathered_bytes(c, NO_SP)[0]) == 2.0
+
+
+@pytest.mark.parametrize("name", ["llama3-8b", "gpt3-1.3b", "deepseek-v3", "mixtral-8x7b", "gemma2-9b"])
+def test_only_rows_tp_splits_are_marked_as_split_by_sequence_parallelism(name):
+    """``sequence_split`` refines ``tp_split``: a row whole on every rank cannot be one sequence
+    parallelism splits (``unsplit_sequence`` would otherwise split nothing it should)."""
+    from planner.model.block import block_table
+
+    for hf in (False, True):
+        table = block_table(get_preset(name), hf_modules=hf)
+        rows = (*table.saved, table.checkpoint, *table.elementwise)
+        assert all(r.tp_split for r in rows if r.sequence_split)
+        assert any(r.sequence_split for r in rows)
