@@ -454,7 +454,7 @@ def catalog(cat, *, as_json: bool) -> None:
     for col in ("id", "Gb/s per GPU", "name"):
         networks.add_column(col)
     for n in cat.networks.values():
-        networks.add_row(n.id, f"{n.bandwidth_bytes_per_s_per_gpu * 8 / 1e9:.0f}", n.name)
+        networks.add_row(n.id, f"{n.gbit_per_s_per_gpu:.0f}", n.name)
     out.print(networks)
 
 

@@ -245,8 +245,7 @@ def sidebar_network(tr: Labels, cat: Catalog) -> None:
     def label(network_id: str) -> str:
         if not network_id:
             return tr("network_default")
-        rate = cat.network(network_id).bandwidth_bytes_per_s_per_gpu * 8 / 1e9
-        return tr("network_option", id=network_id, gbit=rate)
+        return tr("network_option", id=network_id, gbit=cat.network(network_id).gbit_per_s_per_gpu)
 
     st.selectbox(tr("network"), ["", *cat.networks], key="network", format_func=label, help=tr("network_help"))
 

@@ -15,6 +15,7 @@ import csv
 import statistics
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
 
 from planner.api import build_plan
@@ -23,28 +24,21 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Prec
 from planner.model.spec import ModelSpec
 from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
 from planner.plan import Plan
-from validation.whole_runs import JEAN_ZAY_OPA
+from validation.whole_runs import JEAN_ZAY_OPA, read_whole_runs
 
 DEFAULT_ROWS = Path(__file__).resolve().parent.parent / "data" / "validation" / "megatron_deepspeed_runs.csv"
 GPU = "a100-80gb-sxm"
 NETWORK = JEAN_ZAY_OPA  # 4 x 100 Gb/s Omni-Path per 8 A100 (tr11 README "Hardware")
 SEQ_LEN = 2048
-# BLOOM's architecture (bigscience/bloom config.json; tr11-176B-ml.slurm): ALiBi, an embedding
-# layernorm, a 4h GeLU MLP with biases, tied embeddings, 250,680 tokens padded to 250,880.
-BLOOM_ARCHITECTURE: dict[str, object] = dict(
-    family="bloom",
-    vocab_size=250880,
-    tied_embeddings=True,
-    mlp="gelu",
-    norm="layernorm",
-    position="alibi",
-    qkv_bias=True,
-    out_bias=True,
-    mlp_bias=True,
-    norm_bias=True,
-    embedding_norm=True,
-    max_seq_len=SEQ_LEN,
-)
+BLOOM_RUN = "bloom-176b"  # the whole-run row whose architecture every row shares
+
+
+@cache
+def bloom() -> ModelSpec:
+    """BLOOM-176B as the whole-run harness builds it (data/validation/whole_runs.csv and its recipe):
+    ALiBi, an embedding layernorm, a 4h GeLU MLP with biases, tied embeddings, 250,880 tokens."""
+    runs, _ = read_whole_runs()
+    return next(r.model for r in runs if r.run_id == BLOOM_RUN)
 
 
 class Use(StrEnum):
@@ -81,17 +75,8 @@ class MegatronDeepSpeedComparison:
 def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
     layers, hidden, heads = int(raw["layers"]), int(raw["hidden"]), int(raw["heads"])
     name = f"bloom-family {layers}x{hidden} ({heads} heads)"
-    model = ModelSpec.model_validate(
-        dict(
-            name=name,
-            num_layers=layers,
-            hidden_size=hidden,
-            ffn_hidden_size=4 * hidden,
-            num_heads=heads,
-            num_kv_heads=heads,
-            **BLOOM_ARCHITECTURE,
-        )
-    )
+    shape = dict(num_layers=layers, hidden_size=hidden, ffn_hidden_size=4 * hidden, num_heads=heads, num_kv_heads=heads)
+    model = ModelSpec.model_validate({**bloom().model_dump(), "name": name, **shape})
     gpus, tp, pp, micro = int(raw["num_gpus"]), int(raw["tp"]), int(raw["pp"]), int(raw["micro_batch"])
     dp = gpus // (tp * pp)
     training = TrainingConfig(

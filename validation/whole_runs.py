@@ -138,7 +138,8 @@ L405 = (
 BLOOM = (
     "Megatron-DeepSpeed of 2022: the Megatron-LM kernels (no flash attention) under DeepSpeed's PipelineEngine "
     "and BF16_Optimizer (MEGATRON_DEEPSPEED_SETTINGS: fp32 gradient accumulation per micro-batch, 4 blocking "
-    "pipeline transfers, fp32 tied-gradient reduce); MBS 2, full recomputation, ZeRO-1 (tr11 README); biases on "
+    "pipeline transfers, fp32 tied-gradient reduce, no sequence parallelism, bf16 gradients kept beside the fp32 "
+    "ones); MBS 2, full recomputation, ZeRO-1 (tr11 README); biases on "
     "every projection and norm; ALiBi: no position parameters, its bias added through the QK^T GEMM; the "
     "slurm script's CUDA_LAUNCH_BLOCKING=1 and the Omni-Path fabric's measured NCCL bandwidth (5 GB/s bus "
     "bandwidth on 4 nodes, bigscience experiments/bandwidth) not modelled; "

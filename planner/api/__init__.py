@@ -183,8 +183,8 @@ def plan(
     settings = request_settings(request, settings)
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
-    kind = catalog_with_price_kind(base or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
-    catalog = catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
+    unpriced = base or load_catalog()
+    catalog = request_catalog(request, unpriced, settings)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
@@ -239,7 +239,7 @@ def plan(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=request.warnings + long_job_warnings(chosen) + price_warnings(request, base or load_catalog(), chosen),
+        warnings=request.warnings + long_job_warnings(chosen) + price_warnings(request, unpriced, chosen),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,
@@ -300,6 +300,13 @@ def trains_too_long(chosen: Plan) -> bool:
     """Whether the plan trains for over LONG_JOB_WARNING_DAYS (the CLI warns, the app's card too)."""
     hours = chosen.estimate.time_to_train_h
     return hours is not None and hours * SECONDS_PER_HOUR > LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY
+
+
+def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:
+    """The catalog a request is searched in (``plan``, ``scored_search``): each GPU at the median of
+    its ``price_kind`` offers, the request's own prices over that, on the request's network."""
+    kind = catalog_with_price_kind(catalog, request.price_kind, list(request.gpus or {}), settings)
+    return catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
 
 
 def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:

@@ -9,10 +9,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from planner.api import PlanResult, plan, plan_from_row
+from planner.api import PlanResult, plan, plan_from_row, request_catalog
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.networks import catalog_on_network
-from planner.catalog.prices import catalog_with_price_kind
 from planner.errors import InfeasiblePlan
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.model.rowwise import distinct
@@ -21,7 +19,6 @@ from planner.plan import Plan
 from planner.request import (
     PlanRequest,
     allowed_gpus,
-    catalog_with_prices,
     count_limits,
     request_settings,
     requested_batch_tokens,
@@ -70,8 +67,7 @@ def scored_search(
     """Every valid candidate with its time, cost and layout (``frame``, a DataFrame) (``settings``
     None: the request's stack profile, as ``plan``)."""
     settings = request_settings(request, settings)
-    kind = catalog_with_price_kind(catalog or load_catalog(), request.price_kind, list(request.gpus or {}), settings)
-    catalog = catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
+    catalog = request_catalog(request, catalog or load_catalog(), settings)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)

@@ -197,6 +197,11 @@ class NetworkSpec(BaseModel):
     bandwidth_bytes_per_s_per_gpu: float  # per direction
     sources: dict[str, str]
 
+    @property
+    def gbit_per_s_per_gpu(self) -> float:
+        """The line rate as its file states it (what the CLI and the app show)."""
+        return self.bandwidth_bytes_per_s_per_gpu * 8 / 1e9
+
 
 class Catalog(BaseModel):
     model_config = _FROZEN

@@ -309,10 +309,13 @@ def estimate_plan(
     estimate of an emitted job, a calibration's prediction); ``gpu``: a variant of its GPU. On the
     plan's network, when it names one."""
     catalog = catalog_on_network(catalog, plan.network)
-    spec = gpu or catalog.gpu(plan.gpu)
+    if gpu is None:
+        spec = catalog.gpu(plan.gpu)  # on the plan's network already
+    else:  # a variant from outside the catalog: put it on the plan's network too
+        spec = gpu if plan.network is None else on_network(gpu, catalog.network(plan.network))
     return estimate(
         plan.model,
-        spec if plan.network is None else on_network(spec, catalog.network(plan.network)),
+        spec,
         plan.layout,
         plan.training,
         num_gpus=plan.num_gpus,

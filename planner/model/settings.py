@@ -455,8 +455,8 @@ class ModelingSettings:
     # staging buffers, data-loader workers and the page cache; offloaded states are pinned, so
     # the kernel cannot page them out.
     host_memory_usable_fraction: float = 0.8
-    # Host memory per node where the catalog states none (nodes/nvl72.toml,
-    # pcie-8-nvlink-quads.toml, whose H200 NVL states its own): the smallest 8-GPU host of those the catalog sources (512 GB:
+    # Host memory per node where the catalog states none (nodes/nvl72.toml, pcie-8-nvlink-quads.toml,
+    # whose H200 NVL states its own): the smallest 8-GPU host of those the catalog sources (512 GB:
     # an 8x A100 PCIe Gigabyte G482-Z54 in MLPerf Inference v2.1, and a Frontier node).
     host_memory_bytes_per_node: float = 512 * GIB
     # The host's optimizer step streams the offloaded states through the node's DRAM: memory-
