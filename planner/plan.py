@@ -395,7 +395,7 @@ class Plan(BaseModel):
             raise ValueError(
                 f"gpus_per_node {self.gpus_per_node} is not num_gpus // num_nodes = {self.num_gpus // self.num_nodes}"
             )
-        trainer_rules = self.stack == Stack.TRAINPLAN
+        trainer_rules = self.stack.trainer_rules
         checked_configuration(
             self.model, gpu, self.layout, self.training, self.num_gpus, fullest, catalog, trainer_rules
         )

@@ -101,6 +101,7 @@ def plan_from_row(
         training_tokens=request.training_tokens,
         stack=request.stack,
         calibrated=calibration is not None and calibration.entry(gpu.id) is not None,
+        trainer_rules=request.stack.trainer_rules,
     ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
     return Plan(
         model=request.model,
@@ -392,7 +393,7 @@ def build_plan(
         stack=stack,
         calibrated=record is not None and record.entry(spec.id) is not None,
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
-        trainer_rules=stack == Stack.TRAINPLAN,
+        trainer_rules=Stack(stack).trainer_rules,
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})

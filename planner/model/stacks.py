@@ -253,6 +253,12 @@ class Stack(StrEnum):
     DEEPSEEK_V3 = "deepseek-v3"
 
     @property
+    def trainer_rules(self) -> bool:
+        """Whether the rules that are limits of trainplan's trainer bind (planner/rule_codes.py):
+        only trainplan's plans run on it; another stack's estimate sees the laws of the layout."""
+        return self is Stack.TRAINPLAN
+
+    @property
     def modules(self) -> Implementation | None:
         """The modules the stack trains: Hugging Face's (HF Trainer, DeepSpeed) or its own fused
         ones (torchtitan, llm-foundry, Megatron's, DeepSeek's), timed with the native decoder's

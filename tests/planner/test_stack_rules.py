@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.api import PlanRequest, build_plan
+from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.hf_config import model_from_hf_config
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding, TrainingConfig
@@ -67,3 +67,16 @@ def test_deepseek_v3_is_a_stack_of_its_own():
         stack=Stack.DEEPSEEK_V3,
     )
     assert p.stack == Stack.DEEPSEEK_V3 and p.estimate.throughput.tokens_per_s_per_gpu > 0
+
+
+def test_a_hugging_face_stacks_plan_may_pipeline():
+    """plan() re-scores its rows with the stack's rules: a DeepSpeed plan of a 70B on 64 A100 (its
+    search takes pipelined rows, a limit of trainplan's trainer only on HF modules) is a plan, not
+    the trainer's "pipeline parallelism (pp > 1) needs impl 'native'"."""
+    request = PlanRequest(
+        model=get_preset("llama3-70b"), training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=Stack.DEEPSPEED
+    )
+    result = plan(request)
+    shapes = [result.plan, *result.alternatives]
+    assert any(p.layout.pp > 1 for p in shapes)
+    assert all(p.training.impl == Implementation.HF and not p.emittable for p in shapes)
