@@ -93,6 +93,21 @@ def exposed_s(comm_s, compute_s, overlap: float) -> np.ndarray:
     return np.maximum(comm_s - overlap * compute_s, (1.0 - overlap) * comm_s)
 
 
+def within_window(raw: list[np.ndarray], exposed: list[np.ndarray], window_s) -> list[np.ndarray]:
+    """``exposed`` (each ``exposed_s`` of its ``raw`` collective time, the axis judged alone) where
+    the axes together hide no more than ``window_s``, the compute they all run under: where their
+    hidden shares add up to more, each is scaled back by the same factor. Each axis' overlap
+    fraction was set alone; added together (dp's 0.85 and tp's 0.3 of every second of compute)
+    a second of added compute would hide more than a second of traffic, and recomputing would
+    shorten a step. An ESTIMATE of how concurrent collectives share the window (they also share
+    SMs and memory bandwidth): the bound, not a measurement."""
+    hidden = [r - e for r, e in zip(raw, exposed, strict=True)]
+    total = sum(hidden)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.where(total > window_s, window_s / total, 1.0)
+    return [r - h * scale for r, h in zip(raw, hidden, strict=True)]
+
+
 def all_to_all_s(c: Candidates, send_bytes, n, stride, s: ModelingSettings, network_send_bytes=None) -> np.ndarray:
     """All-to-all in which each of ``n`` ranks (``stride`` apart) sends ``send_bytes``, 1/n to
     every rank of the group (itself included): pairwise exchange, ``n - 1`` steps of

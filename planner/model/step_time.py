@@ -469,11 +469,15 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     compute = matmul + attention + memory_bound + correction
     optimizer = optimizer_time(model, c, s)
     raw = comm_times(model, c, s)
-    dp = comm.exposed_s(raw.dp, compute, s.dp_comm_overlap)
-    tp = comm.exposed_s(raw.tp, compute, s.tp_comm_overlap)
-    pp = comm.exposed_s(raw.pp, compute, s.pp_comm_overlap)
-    cp = comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap)
-    ep = comm.exposed_s(raw.ep, compute, s.ep_comm_overlap)
+    axes = (raw.dp, raw.tp, raw.pp, raw.cp, raw.ep)
+    alone = (
+        comm.exposed_s(raw.dp, compute, s.dp_comm_overlap),
+        comm.exposed_s(raw.tp, compute, s.tp_comm_overlap),
+        comm.exposed_s(raw.pp, compute, s.pp_comm_overlap),
+        comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap),
+        comm.exposed_s(raw.ep, compute, s.ep_comm_overlap),
+    )
+    dp, tp, pp, cp, ep = comm.within_window(list(axes), list(alone), compute)
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
