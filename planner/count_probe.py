@@ -96,7 +96,8 @@ def _first_fit(
     c = build_candidates(request.model, catalog, {gpu: high}, space)
     if len(c) == 0:
         return None
-    table = scored_table(request, catalog, c, [gpu], space, settings)
+    # Every row that fits: the least memory need below is read over all of them.
+    table = scored_table(request, catalog, c, [gpu], space, settings, prune_dominated=False)
     checks = check_rows(table)
     ok = checks.memory & checks.divisibility & checks.batch
     if not ok.any():

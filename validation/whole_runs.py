@@ -543,7 +543,7 @@ def searched(run: WholeRun, catalog: Catalog) -> Prediction:
     )
     search = scored_search(request, catalog=catalog, settings=run.settings)
     table = search.table
-    allowed = table.fits_memory & table.divisible & table.batch_ok & (table.num_gpus == run.num_gpus)
+    allowed = table.valid() & (table.num_gpus == run.num_gpus)
     if run.recipe.searched_pp:
         allowed &= np.isin(np.asarray(search.candidates.pp), run.recipe.searched_pp)
     rows = np.flatnonzero(allowed)

@@ -49,16 +49,25 @@ def full_ac_blocks(num_layers: int, pp: np.ndarray, vpp: np.ndarray) -> np.ndarr
 
 
 def fit_ac_blocks(
-    model: ModelSpec, c: Candidates, s: ModelingSettings, terms: MemoryTerms, recode_full: bool
+    model: ModelSpec,
+    c: Candidates,
+    s: ModelingSettings,
+    terms: MemoryTerms,
+    recode_full: bool,
+    skip: np.ndarray | None = None,
 ) -> MemoryBreakdown:
     """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
     (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
     place (and the rows' ``layout_id``, ``rekey``); ``terms``: ``memory_terms`` of ``c``, whose
     memory is returned with those rows re-evaluated. ``recode_full``: a row whose count
     checkpoints every block becomes a ``full`` row (the same memory and time; the search then
-    generates no ``full`` rows, planner/search/space.py ``searched_ac_codes``)."""
+    generates no ``full`` rows, planner/search/space.py ``searched_ac_codes``). ``skip``: rows
+    left as generated (the search's pruned rows, which it never times)."""
     mem = terms.breakdown
-    blocks = np.flatnonzero(c.ac == AC_BLOCKS)
+    searched = c.ac == AC_BLOCKS
+    if skip is not None:
+        searched[skip] = False
+    blocks = np.flatnonzero(searched)
     if not len(blocks):
         return mem
     full = full_ac_blocks(model.num_layers, c.pp[blocks], c.vpp[blocks])

@@ -299,7 +299,7 @@ def implied_rent_usd_per_gpu_hour(gpu: str, jobs: Sequence[JobCandidates]) -> fl
     cost = gpu_hours = 0.0
     for job in jobs:
         table = job.table
-        rows = table.fits_memory & table.divisible & table.batch_ok & (table.gpu_id == gpu)
+        rows = table.valid() & (table.gpu_id == gpu)
         cost += float(table.cost_usd[rows].sum())
         gpu_hours += float((table.num_gpus[rows] * table.time_to_train_s[rows]).sum()) / SECONDS_PER_HOUR
     return cost / gpu_hours if gpu_hours > 0 else math.nan

@@ -50,6 +50,7 @@ _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
     "batch_ok": bool,
     "divisible": bool,
     "label": object,
+    "dominated": bool,
 }
 # A secondary objective weight: among equally good rows, prefer the faster (cost objective)
 # or the cheaper (time objective) one. Small enough not to change the primary optimum.
@@ -76,9 +77,15 @@ class ScoredTable:
     divisible: np.ndarray  # bool: heads%tp, layers%pp, degrees multiply to the count, tp in domain
     label: np.ndarray  # str: human-readable layout description
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # other columns to carry through
+    # bool: fits, but the search left it untimed (NaN time and cost) since a row alike but for
+    # recompute fits without it and is never worse (planner/search/score.py recompute_twins).
+    # Empty: no row is.
+    dominated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     def __post_init__(self) -> None:
         num_rows = len(np.asarray(self.gpu_id))
+        if len(self.dominated) == 0:
+            object.__setattr__(self, "dominated", np.zeros(num_rows, dtype=bool))
         for name, dtype in _COLUMN_KINDS.items():
             column = np.asarray(getattr(self, name))
             if column.ndim != 1 or len(column) != num_rows:
@@ -98,6 +105,10 @@ class ScoredTable:
 
     def __len__(self) -> int:
         return len(self.gpu_id)
+
+    def valid(self) -> np.ndarray:
+        """The rows that fit, pass the layout rules and the batch, and were timed."""
+        return self.fits_memory & ~self.dominated & self.divisible & self.batch_ok
 
     def gpu_codes(self) -> np.ndarray:
         """An int per row naming its GPU type: the search's ``extra['gpu_index']`` where the table
@@ -173,7 +184,9 @@ def check_rows(
         inventory_per_row = per_type[gpu_codes]
     time_s, cost_usd = table.time_to_train_s, table.cost_usd
     checks = RowChecks(
-        memory=table.fits_memory,
+        # A dominated row fits, but its twin passes every check it passes, at no more time or
+        # cost: dropping it here changes no choice and no diagnosis.
+        memory=table.fits_memory & ~table.dominated,
         divisibility=table.divisible,
         batch=table.batch_ok,
         gpu_type=inventory_per_row > 0,
@@ -507,6 +520,8 @@ def _best_rows(rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int) -> 
     count = min(top_k + 1, len(rows))
     if count == 0:
         return ()
-    best = np.argpartition(score, count - 1)[:count]
-    best = best[np.lexsort((rows[best], score[best]))]
+    # Every row up to the count-th score, ties included (argpartition alone keeps an arbitrary
+    # few of the tied: rows held at an efficiency ceiling tie exactly), then by score and index.
+    best = np.flatnonzero(score <= np.partition(score, count - 1)[count - 1])
+    best = best[np.lexsort((rows[best], score[best]))][:count]
     return tuple(int(r) for r in rows[best] if r != chosen)[:top_k]

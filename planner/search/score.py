@@ -16,15 +16,14 @@ from planner import accuracy
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing
-from planner.model.candidates import Candidates
+from planner.model.candidates import AC_NONE, Candidates
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.memory import MemoryBreakdown, fits, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks
-from planner.model.rowwise import rows_of, take
+from planner.model.rowwise import STAGE_COLUMNS, distinct, rows_of, take
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stacks import Stack
 from planner.request import PlanRequest, requested_batch_tokens
 from planner.search.ilp import ScoredTable
 from planner.search.space import DEFAULT_MAX_GPUS, SearchSpace, batch_tokens, batch_within_tolerance
@@ -44,7 +43,7 @@ def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpa
         impl=request.impl,
         compile=request.compile,
         max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
-        trainer_rules=request.stack == Stack.TRAINPLAN,
+        trainer_rules=request.stack.trainer_rules,
     )
 
 
@@ -56,37 +55,50 @@ def candidate_table(
     training_tokens: float,
     settings: ModelingSettings,
     evidence: RowEvidence | None = None,
+    prune_dominated: bool = True,
 ) -> ScoredTable:
     """Score every candidate and hand the ILP the columns it constrains on. With ``evidence``
     each row is held at its efficiency ceiling, and its time and cost are those at the risk
     quantile (the model's own in ``extra['model_time_s']``). Only the rows whose GPU memory fits
     are timed (issue 28: a quarter of a 70B search): no other row can be chosen, and the diagnosis
-    reads their memory only; their time and cost are NaN."""
+    reads their memory only; their time and cost are NaN. ``prune_dominated``: neither are the
+    rows that have a ``recompute_twins`` (a third of what fits, issue 28); they are marked
+    ``dominated``, and a blocks row among them keeps the memory of the count it was generated
+    at (every block checkpointed), not the fewest that fit."""
     terms = memory_terms(model, c, settings)
     mem = terms.breakdown
     # Before the recompute fit re-keys its rows (the rules read no recompute): once per layout.
     valid = divisible(model, c, space.trainer_rules)
-    # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns).
+    # The GPU-memory half of score's fit rule: a superset of the rows that fit. The blocks rows
+    # are generated at their full count, and the fit below only lowers those that fit to the
+    # fewest that still do: the rows that fit are these, before it and after.
+    fitting = np.flatnonzero(fits(mem.device_total, c.memory_bytes, settings.memory_headroom))
+    twin = recompute_twins(c, fitting) if prune_dominated else np.full(len(fitting), -1)
+    pruned = twin >= 0
+    # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns), but
+    # for the pruned rows: never timed, they keep the count generated (and its memory).
     if space.ac_blocks is None:
         full = ActivationCheckpointing.FULL in space.activation_checkpointing
-        mem = fit_ac_blocks(model, c, settings, terms, recode_full=full)
-    need = mem.device_total
-    # The GPU-memory half of score's fit rule: a superset of the rows that fit.
-    timed = np.flatnonzero(fits(need, c.memory_bytes, settings.memory_headroom))
-    fit, (seconds, cost) = timed_rows(model, c, timed, training_tokens, settings, evidence, mem)
+        mem = fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=fitting[pruned])
+    dominated = np.zeros(len(c), dtype=bool)
+    dominated[fitting[pruned]] = True
+    fit, (seconds, cost) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
+    # The rest of the fit rule (the host's, for offload) reads no recompute: as the twin's.
+    fit[fitting[pruned]] = fit[twin[pruned]]
     factor = 1.0 if evidence is None else evidence.time_factor
     lo, hi = (np.nan, np.nan) if evidence is None else evidence.band
     return ScoredTable(
         gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
         num_gpus=c.num_gpus,
         fits_memory=fit,
-        memory_need_gib=need / GIB,
+        memory_need_gib=mem.device_total / GIB,
         capacity_gib=c.memory_bytes / GIB,
         time_to_train_s=seconds * factor,
         cost_usd=cost * factor,
         batch_ok=batch_within_tolerance(c, space),
         divisible=valid,
         label=np.full(len(c), "", dtype=object),
+        dominated=dominated,
         extra={
             "tp": c.tp,
             "pp": c.pp,
@@ -103,6 +115,26 @@ def candidate_table(
             "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
         },
     )
+
+
+def recompute_twins(c: Candidates, rows: np.ndarray) -> np.ndarray:
+    """For each of ``rows`` (rows that fit GPU memory) that recomputes although a row alike in
+    every other knob, on the same GPU type, fits without, that row (else -1). Recomputing only
+    adds work (its FLOPs and, under tp, its collectives: step_time.py ``recompute_fraction``),
+    the compute it adds hides no more traffic than it lasts (comm.py ``within_window``), and the
+    regime a row's band and efficiency ceiling come from reads no recompute, so the twin
+    is as fast and as cheap under every objective and limit: the search need not time the row
+    (tests/planner/test_recompute_dominance.py checks it on whole scored tables)."""
+    twin = np.full(len(rows), -1)
+    if not len(rows):
+        return twin
+    # STAGE_COLUMNS: every knob but recompute's.
+    first, inverse = distinct([c.gpu_index[rows], *(getattr(c, k)[rows] for k in STAGE_COLUMNS)], len(rows))
+    none = c.ac[rows] == AC_NONE
+    of_group = np.full(len(first), -1)
+    of_group[inverse[none]] = rows[none]
+    twin[~none] = of_group[inverse[~none]]
+    return twin
 
 
 def timed_rows(
@@ -144,11 +176,14 @@ def scored_table(
     space: SearchSpace,
     settings: ModelingSettings,
     calibrated: frozenset[str] = frozenset(),
+    prune_dominated: bool = True,
 ) -> ScoredTable:
     """``candidate_table`` with the request's evidence: every row held at its efficiency ceiling
     and judged at the request's risk (what plan, the app's views and the diagnosis solve over)."""
     evidence = row_evidence(request, c, [catalog.gpu(g) for g in gpu_ids], calibrated)
-    return candidate_table(request.model, c, gpu_ids, space, request.training_tokens, settings, evidence)
+    return candidate_table(
+        request.model, c, gpu_ids, space, request.training_tokens, settings, evidence, prune_dominated
+    )
 
 
 def row_evidence(

@@ -186,6 +186,22 @@ def test_alternatives_are_the_next_best_feasible_rows() -> None:
     assert solve_single(table, top_k=0).alternatives == ()
 
 
+def test_tied_alternatives_are_the_lowest_rows() -> None:
+    """Rows held at an efficiency ceiling tie exactly: the alternatives are then the tied rows of
+    lowest index, not whichever few a partial sort kept (issue 28)."""
+    rng = np.random.default_rng(3)
+    table = random_table(rng, 20000)
+    feasible = np.flatnonzero(brute_force_feasible(table))
+    best = feasible[rng.random(len(feasible)) < 0.5]  # half the feasible rows tie for the best
+    time_s, cost = table.time_to_train_s.copy(), table.cost_usd.copy()
+    time_s[feasible], cost[feasible] = 2000.0, 20.0
+    time_s[best], cost[best] = 1000.0, 10.0
+    tied = dataclasses.replace(table, time_to_train_s=time_s, cost_usd=cost)
+    solution = solve_single(tied, "cost", top_k=5)
+    lowest = [int(r) for r in best if r != solution.row][:5]
+    assert list(solution.alternatives) == lowest
+
+
 def test_large_tables_are_pruned_to_a_small_model() -> None:
     rng = np.random.default_rng(11)
     num_rows = 100_000
@@ -235,7 +251,8 @@ def core_columns(table: ScoredTable) -> dict[str, np.ndarray]:
 
 def test_table_take_and_column_types() -> None:
     table = random_table(np.random.default_rng(5), 40)
-    assert len(table) == 40 and len(core_columns(table)) + len(table.extra) == 12
+    assert len(table) == 40 and len(core_columns(table)) + len(table.extra) == 13
+    assert table.dominated.dtype == bool and not table.dominated.any()  # none unless the search says
     part = table.take([3, 1, 39])
     assert list(part.label) == ["row 3", "row 1", "row 39"]
     assert np.array_equal(part.extra["tp"], table.extra["tp"][[3, 1, 39]])

@@ -159,7 +159,9 @@ def test_candidate_table_times_the_rows_that_fit_as_scoring_them_all_would(prese
     settings = request_settings(request)
     evidence = row_evidence(request, c, [catalog.gpu(g) for g in gpus])
     space = search_space(request, count_limits(request, gpus).largest)
-    fast = candidate_table(request.model, c, list(gpus), space, request.training_tokens, settings, evidence)
+    fast = candidate_table(
+        request.model, c, list(gpus), space, request.training_tokens, settings, evidence, prune_dominated=False
+    )
     whole = score(request.model, c, settings, evidence.mfu_ceiling)
     seconds, cost, _ = job_totals(whole, c, request.training_tokens, settings)
     assert 0 < whole.fits.sum() < len(c)

@@ -44,7 +44,7 @@ def test_an_unachievable_batch_becomes_the_nearest_achievable_one():
     assert batch != 3_000_000 and abs(batch / 3_000_000 - 1) <= 0.05
     assert result.plan.estimate.requested_global_batch_tokens == 3_000_000
     table = scored_search(request).table
-    feasible = table.fits_memory & table.divisible & table.batch_ok & (table.num_gpus <= 64)
+    feasible = table.valid() & (table.num_gpus <= 64)
     distances = np.abs(table.extra["batch_tokens"][feasible] - 3_000_000)
     assert abs(batch - 3_000_000) == distances.min()
 
