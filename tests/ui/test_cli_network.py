@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate_plan
 from planner.model.stacks import STACK_SETTINGS, Stack
 from ui.cli import main
+from ui.cli_options import NETWORK
 from ui.portfolio_file import read_jobs_file
 
 # BLOOM 176B's logged throughput per GPU (data/validation/whole_runs.csv: the tr11 iteration log).
@@ -116,3 +118,11 @@ def test_a_jobs_file_puts_every_job_on_its_network_and_names_an_unknown_one(tmp_
 def test_a_network_id_is_matched_case_blind_and_recorded_as_the_catalog_spells_it(capsys):
     args = ["estimate", "--model", "gpt3-125m", "--gpu", "h100-sxm", "--num-gpus", "16", "--network", "RoCE-400G"]
     assert _json(capsys, *args)["network"] == "roce-400g"
+
+
+def test_the_network_options_examples_are_catalog_ids():
+    """--network's help names example ids: each must be one the catalog has."""
+    named = re.search(r"e\.g\. ([^)]*)\)", NETWORK.help or "")
+    assert named is not None
+    ids = [i.strip() for i in named.group(1).split(",")]
+    assert len(ids) >= 3 and set(ids) <= set(load_catalog().networks)
