@@ -135,7 +135,7 @@ def judged_estimate(
     training_tokens: float | None,
     stack: Stack,
     calibrated: bool,
-    trainer_rules: bool = True,
+    trainer_rules: bool,
 ) -> Estimate:
     """``estimate`` held at the efficiency ceiling of its regime (lifted where a calibration file
     measured the GPU), with the error band of every figure (planner/accuracy)."""

@@ -43,7 +43,7 @@ class TableColumns(Protocol):
 class RowChecks:
     """Per-row pass/fail of each constraint (bool arrays) and the limits they were checked against."""
 
-    memory: np.ndarray
+    memory: np.ndarray  # fits, less the untimed rows below
     divisibility: np.ndarray
     batch: np.ndarray
     gpu_type: np.ndarray  # the row's GPU type has a non-zero inventory
@@ -55,6 +55,9 @@ class RowChecks:
     budget_usd: float | None
     # The types whose limit in ``inventory_limits`` is a GPU-count cap (max_gpus), not an inventory.
     count_caps: dict[str, int] = field(default_factory=dict)
+    # Rows that fit but were left untimed (ScoredTable.dominated): a twin passes every check they
+    # pass, so they change no answer; the counts in the messages include them.
+    untimed: np.ndarray | None = None
 
     def passes(self, constraint: Constraint) -> np.ndarray:
         return getattr(self, constraint.value)
@@ -140,10 +143,21 @@ def _memory_fix(table: TableColumns, passing: np.ndarray) -> str:
     )
 
 
+def _with_untimed(checks: RowChecks, passing: np.ndarray, *also: np.ndarray) -> int:
+    """How many rows ``passing`` holds, with the untimed rows of the allowed types that pass
+    ``also`` (they fit: memory passes them)."""
+    if checks.untimed is None:
+        return int(passing.sum())
+    untimed = checks.untimed & checks.gpu_type
+    for check in also:
+        untimed = untimed & check
+    return int((passing | untimed).sum())
+
+
 def _explain_divisibility(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     return InfeasiblePlan(
         Constraint.DIVISIBILITY,
-        f"none of the {int(passing.sum())} candidates that fit in memory "
+        f"none of the {_with_untimed(checks, passing)} candidates that fit in memory "
         f"({_count_range(table, passing)} GPUs) has a valid layout (heads % tp, layers % pp, "
         "degrees multiplying to the GPU count, tp within the scale-up domain)",
         "allow other GPU counts or tp/pp degrees",
@@ -153,8 +167,8 @@ def _explain_divisibility(table: TableColumns, checks: RowChecks, passing: np.nd
 def _explain_batch(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     return InfeasiblePlan(
         Constraint.BATCH,
-        f"none of the {int(passing.sum())} valid layouts that fit ({_count_range(table, passing)} "
-        "GPUs) reaches the target global batch within tolerance",
+        f"none of the {_with_untimed(checks, passing, checks.divisibility)} valid layouts that fit "
+        f"({_count_range(table, passing)} GPUs) reaches the target global batch within tolerance",
         "widen the batch tolerance (batch_tolerance, --batch-tolerance) or pick a global batch the "
         "data-parallel degrees divide",
     )

@@ -197,6 +197,7 @@ def check_rows(
         deadline_s=deadline_s,
         budget_usd=budget_usd,
         count_caps=dict(count_caps or {}),
+        untimed=table.dominated,
     )
     _check_scored(table, checks.memory & checks.divisibility & checks.batch)
     return checks

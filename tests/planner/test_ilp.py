@@ -352,6 +352,19 @@ def test_divisibility_and_batch_messages() -> None:
         solve_single(table)
 
 
+def test_the_messages_count_the_untimed_rows_that_fit() -> None:
+    """A row the search left untimed (a twin without recompute fits) fits all the same: the
+    counts name it, though no answer can be it (its time and cost are NaN)."""
+    rows = [dict(divisible=False), dict(divisible=False, time_to_train_s=np.nan, cost_usd=np.nan)]
+    table = dataclasses.replace(hand_table(rows), dominated=np.array([False, True]))
+    with pytest.raises(InfeasiblePlan, match="none of the 2 candidates that fit in memory"):
+        solve_single(table)
+    rows = [dict(batch_ok=False), dict(batch_ok=False, time_to_train_s=np.nan, cost_usd=np.nan)]
+    table = dataclasses.replace(hand_table(rows), dominated=np.array([False, True]))
+    with pytest.raises(InfeasiblePlan, match="none of the 2 valid layouts that fit"):
+        solve_single(table)
+
+
 def test_inventory_messages() -> None:
     table = hand_table([dict(num_gpus=16), dict(num_gpus=32), dict(gpu_id="a100", capacity_gib=80.0, num_gpus=64)])
     with pytest.raises(InfeasiblePlan) as caught:
