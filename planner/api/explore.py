@@ -78,8 +78,8 @@ def scored_search(
 
 def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
     """The rows of ``table`` that pass memory, divisibility and batch and were timed
-    (``ScoredTable.valid``), with the model's figures,
-    their 80 % band, the figures at the request's risk and each row's layout."""
+    (``ScoredTable.valid``), with the model's figures, their 80 % band, the figures at the
+    request's risk and each row's layout."""
     idx = np.flatnonzero(table.valid())
     # The model's figures with their 80 % band; the search judged them at the request's risk.
     model_s, factor = table.extra["model_time_s"][idx], table.extra["time_factor"][idx]
