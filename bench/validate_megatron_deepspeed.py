@@ -16,7 +16,7 @@ from pathlib import Path
 
 from planner.accuracy.residuals import load_residuals
 from validation.bands import checks_without
-from validation.docs import replace_marked_block
+from validation.docs import replace_marked_block, yes_no
 from validation.megatron_deepspeed_runs import MegatronDeepSpeedComparison, Use, compare_megatron_deepspeed
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
@@ -46,13 +46,9 @@ def results_table(comparisons: list[MegatronDeepSpeedComparison], band: dict[str
             f"| {r.row_id} | {r.source} | {r.model.num_params() / 1e9:.0f}B, {r.model.num_layers} x "
             f"{r.model.hidden_size}, {r.model.num_heads} heads | {r.num_gpus} | {r.layout.describe()} "
             f"| {r.training.micro_batch} x {r.training.grad_accum} | {r.measured_step_s:.1f} | {e.time.step_s:.1f} "
-            f"| {100 * c.error:+.1f} | {_yes(band.get(r.row_id))} | {e.memory.reserved_gib:.1f} | {r.use.value} |"
+            f"| {100 * c.error:+.1f} | {yes_no(band.get(r.row_id))} | {e.memory.reserved_gib:.1f} | {r.use.value} |"
         )
     return "\n".join(lines)
-
-
-def _yes(flag: bool | None) -> str:
-    return "" if flag is None else "yes" if flag else "no"
 
 
 def summary(name: str, comparisons: list[MegatronDeepSpeedComparison], band: dict[str, bool]) -> str:

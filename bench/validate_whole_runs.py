@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from validation.docs import replace_marked_block
+from validation.docs import replace_marked_block, yes_no
 from validation.whole_runs import (
     NOT_INDEPENDENT,
     OUTSIDE_SCOPE,
@@ -91,13 +91,9 @@ def step_table(comparisons: list[WholeRunComparison]) -> str:
         lines.append(
             f"| {c.run.name} | {p.tokens_per_s / n:,.1f} | {p.uncapped_tokens_per_s / n:,.1f} "
             f"| {'' if measured is None else f'{measured:,.1f}'} | {step} | {implied} "
-            f"| {_yes(p.ceiling_binding)} | {_yes(p.fits)} | {_yes(p.validated)} |"
+            f"| {yes_no(p.ceiling_binding)} | {yes_no(p.fits)} | {yes_no(p.validated)} |"
         )
     return "\n".join(lines)
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
 
 
 def _implied(c: WholeRunComparison, measured: float) -> float:

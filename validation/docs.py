@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def yes_no(flag: bool | None) -> str:
+    """A table cell for a yes/no column ("" where there is no answer)."""
+    return "" if flag is None else "yes" if flag else "no"
+
+
 def replace_marked_block(docs: Path, start: str, end: str, table: str) -> None:
     """Replace what stands between the markers ``start`` and ``end`` of ``docs`` with ``table``."""
     text = docs.read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ from planner.api import build_plan
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.spec import ModelSpec
-from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
+from planner.model.stacks import Stack
 from planner.plan import Plan
 from validation.whole_runs import JEAN_ZAY_OPA, read_whole_runs
 
@@ -116,8 +116,7 @@ def predict(row: MegatronDeepSpeedRow, catalog: Catalog) -> MegatronDeepSpeedCom
         row.training,
         num_gpus=row.num_gpus,
         catalog=catalog,
-        settings=MEGATRON_DEEPSPEED_SETTINGS,
-        stack=Stack.MEGATRON_DEEPSPEED,
+        stack=Stack.MEGATRON_DEEPSPEED,  # and its settings (STACK_SETTINGS)
         network=NETWORK,
     )
     return MegatronDeepSpeedComparison(row, plan)

@@ -15,6 +15,7 @@ NVLink intra-node bandwidth" with more NICs (NVIDIA/nccl#412). A group with one 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +94,7 @@ def exposed_s(comm_s, compute_s, overlap: float) -> np.ndarray:
     return np.maximum(comm_s - overlap * compute_s, (1.0 - overlap) * comm_s)
 
 
-def within_window(raw: list[np.ndarray], exposed: list[np.ndarray], window_s) -> list[np.ndarray]:
+def within_window(raw: Sequence[np.ndarray], exposed: Sequence[np.ndarray], window_s) -> list[np.ndarray]:
     """``exposed`` (each ``exposed_s`` of its ``raw`` collective time, the axis judged alone) where
     the axes together hide no more than ``window_s``, the compute they all run under: where their
     hidden shares add up to more, each is scaled back by the same factor. Each axis' overlap

@@ -36,8 +36,8 @@ def tp_gathered_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
     native blocks casts it to float8 before the all-gather and the linears save that float8
     copy (``fp8_tp_float8_all_gather``; trainer/tensor_parallel.py). Without sequence parallelism
     nothing is gathered: the whole input is the block's own, in the compute dtype."""
-    float8 = (c.precision == PREC_FP8) & (c.tp > 1) & (c.impl != IMPL_HF) & s.fp8_tp_float8_all_gather
-    float8 = float8 & s.sequence_parallel
+    float8 = (c.precision == PREC_FP8) & (c.tp > 1) & (c.impl != IMPL_HF)
+    float8 = float8 & s.fp8_tp_float8_all_gather & s.sequence_parallel
     return np.where(float8, FP8_BYTES, compute_dtype_bytes(c))
 
 

@@ -477,7 +477,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
         comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap),
         comm.exposed_s(raw.ep, compute, s.ep_comm_overlap),
     )
-    dp, tp, pp, cp, ep = comm.within_window(list(axes), list(alone), compute)
+    dp, tp, pp, cp, ep = comm.within_window(axes, alone, compute)
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
