@@ -12,6 +12,7 @@ from typing import Any
 
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
 from planner.model.block_rows import Recompute
+from planner.model.zero_config import ZeroConfig
 from planner.units import GIB, HOURS_PER_YEAR, MIB, MONTHS_PER_YEAR
 
 # --- the host's AdamW step under CPU offload: one published timing on a known host ----------
@@ -284,6 +285,9 @@ class ModelingSettings:
     network_bandwidth_fraction: float = 0.8
     # Fraction of data-parallel (FSDP/ZeRO/DDP) traffic hidden behind compute.
     dp_comm_overlap: float = 0.85
+    # DeepSpeed's ZeRO buckets and streams (planner/model/zero_collectives.py); None: trainplan's
+    # FSDP2 units, one collective per block and pass, all on the side stream.
+    deepspeed_zero: ZeroConfig | None = None
     # Fraction of tensor-parallel traffic hidden (Megatron TP comm overlap, async TP).
     tp_comm_overlap: float = 0.3
     # Fraction of pipeline point-to-point traffic hidden.

@@ -18,6 +18,7 @@ from planner.model.settings import (
     ModelingSettings,
     with_attention,
 )
+from planner.model.zero_config import HF_DOCUMENTED_ZERO
 
 # Megatron's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py,
 # the same in Megatron-LM 2021-22): the bf16 logits of 1/tp of the vocabulary are cast to fp32
@@ -219,14 +220,17 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of
 # ml-engineering's H200-vs-B200 recipe): the same modules and full-logits loss as HF Trainer, the
-# ZeRO stage as the layout's sharding. ESTIMATE: DeepSpeed's own bucketed collectives
-# (reduce_bucket_size, allgather_bucket_size) are timed as FSDP2's; its ZeRO-3 at hundreds of GPUs
-# (Narayanan et al. 2021 Table 2) runs far slower than this predicts (docs/validation.md).
+# ZeRO stage as the layout's sharding. Its collectives are counted as DeepSpeed 0.19 issues them
+# under transformers' documented configs (zero_collectives.py: bucketed all-reduces and the
+# blocking post-step gather for ZeRO-1/2, per-module gathers and persistent tensors for ZeRO-3);
+# the 2021 code's ZeRO-3 at hundreds of GPUs (Narayanan et al. 2021 Table 2) ran slower still
+# (docs/validation.md, "Known misses").
 # Megatron-DeepSpeed's 3D runs (BLOOM) are --stack megatron-deepspeed.
 # CPU offload runs DeepSpeed's fused CPU-Adam (DeepSpeedCPUAdam): its bytes per parameter and the
 # share of the host's DRAM bandwidth it reached on the DGX-2 (ZeRO-Offload Table 4); DeepSpeed's
 # gradient-norm pass over the host gradients is not counted.
 DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
+    deepspeed_zero=HF_DOCUMENTED_ZERO,
     host_adam_bytes_per_param=DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
 )

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.model import comm, moe, rates
+from planner.model import comm, moe, rates, zero_collectives
 from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Gemm, Part, TpSplit
@@ -343,6 +343,9 @@ class CommTimes:
     pp: np.ndarray
     cp: np.ndarray
     ep: np.ndarray
+    # The share of ``dp`` that compute never runs beside (DeepSpeed's waited-for collectives:
+    # zero_collectives.py); the rest is hidden up to ``dp_comm_overlap``.
+    dp_serial: np.ndarray | float = 0.0
 
 
 def context_parallel_comm_s(
@@ -405,6 +408,13 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     )
     hsdp = reductions * comm.all_reduce_s(local_params * s.grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
+    dp_serial = np.zeros(len(c))
+    if s.deepspeed_zero is not None:
+        # DeepSpeed's own buckets and streams; rows with expert units keep FSDP2's per-unit estimate.
+        zero = zero_collectives.zero_s(model, c, s.deepspeed_zero, local_params, shard_link, n_layers)
+        own = (c.sharding >= SHARD_ZERO1) & ~expert_units
+        dp = np.where(own, zero.overlappable + zero.serial + hsdp, dp)
+        dp_serial = np.where(own, zero.serial, 0.0)
     # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
     # backward, as many more when recomputing; each is an all-gather (the block input forward,
     # the output gradient backward) and a reduce-scatter. Under fp8 the all-gathers move float8
@@ -441,7 +451,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
         cp_link = comm.group_link(c, c.cp, c.tp, s)
         cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * m
     ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
-    return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep)
+    return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, dp_serial=dp_serial)
 
 
 def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link, s: ModelingSettings) -> np.ndarray:
@@ -469,15 +479,17 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     compute = matmul + attention + memory_bound + correction
     optimizer = optimizer_time(model, c, s)
     raw = comm_times(model, c, s)
-    axes = (raw.dp, raw.tp, raw.pp, raw.cp, raw.ep)
+    hideable_dp = raw.dp - raw.dp_serial
+    axes = (hideable_dp, raw.tp, raw.pp, raw.cp, raw.ep)
     alone = (
-        comm.exposed_s(raw.dp, compute, s.dp_comm_overlap),
+        comm.exposed_s(hideable_dp, compute, s.dp_comm_overlap),
         comm.exposed_s(raw.tp, compute, s.tp_comm_overlap),
         comm.exposed_s(raw.pp, compute, s.pp_comm_overlap),
         comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap),
         comm.exposed_s(raw.ep, compute, s.ep_comm_overlap),
     )
     dp, tp, pp, cp, ep = comm.within_window(axes, alone, compute)
+    dp = dp + raw.dp_serial
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
