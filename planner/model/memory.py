@@ -49,6 +49,7 @@ from planner.model.saved_bytes import score_backward_bytes as score_backward_byt
 from planner.model.saved_bytes import tp_gathered_bytes as tp_gathered_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.zero_collectives import bucket_buffer_bytes
 from planner.units import FP32_BYTES, GIB
 
 
@@ -415,7 +416,7 @@ def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pipe
         # buffers the sharded optimizer also holds an fp32 copy of its gradient shard for the step
         # (Megatron-Core docs/source/api-guide/dist_optimizer.md: 4 + 16/d bytes per parameter).
         peak_b=params + moments + unsharded + grads_full + optimizer_grad_copy_bytes(stage, c, s),
-        misc=np.full(len(c), s.misc_allocated_bytes),
+        misc=s.misc_allocated_bytes + bucket_buffer_bytes(c, s.deepspeed_zero, stage.held / c.tp, model.hidden_size),
         memory_factor=c.memory_factor,
         activations=activation_terms(model, c, s, rank, per_token),
     )

@@ -150,6 +150,21 @@ def zero3_s(model: ModelSpec, c: Candidates, z: ZeroConfig, local_params, link, 
     return ZeroTraffic(overlappable=gathers + reduces - last_bucket, serial=last_bucket + post_step)
 
 
+def bucket_buffer_bytes(c: Candidates, z: ZeroConfig | None, local_params, hidden_size: int) -> np.ndarray:
+    """The gradient bucket buffers DeepSpeed keeps for the run, in the model dtype and never
+    larger than the rank's parameters: ZeRO-1/2 one, two with ``overlap_comm`` (stage_1_and_2.py
+    double-buffers its IPG bucket); ZeRO-3 one of its hidden^2 bucket (tens of MB; not read
+    further). 0 for DDP rows and for stacks other than DeepSpeed (``z`` None)."""
+    if z is None:
+        return np.zeros(len(c))
+    zero3 = c.sharding == SHARD_FSDP
+    bucket = np.where(zero3, z.zero3_reduce_bucket_hidden_sq * float(hidden_size) ** 2, z.zero12_reduce_bucket_elements)
+    overlap = np.where(c.sharding == SHARD_ZERO2, z.zero2_overlap_comm, z.zero1_overlap_comm) & (c.pp == 1)
+    buffers = np.where(overlap & ~zero3, 2.0, 1.0)
+    held = np.minimum(bucket, local_params) * buffers * compute_dtype_bytes(c)
+    return np.where(c.sharding >= SHARD_ZERO1, held, 0.0)
+
+
 def zero_s(model: ModelSpec, c: Candidates, z: ZeroConfig, local_params, link, n_layers) -> ZeroTraffic:
     """DeepSpeed's ZeRO collectives per step for each row's stage (0 for DDP rows, which the
     caller times as its all-reduce)."""

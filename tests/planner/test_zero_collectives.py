@@ -126,3 +126,16 @@ def test_other_stacks_keep_fsdp2_units_and_ddp_is_untouched():
         assert comm_times(LLAMA, c, DEEPSPEED_SETTINGS).dp_serial[0] > 0.0
     ddp = table(64, Sharding.NONE)
     assert comm_times(LLAMA, ddp, DEEPSPEED_SETTINGS).dp[0] == comm_times(LLAMA, ddp, HF_TRAINER_SETTINGS).dp[0]
+
+
+def test_the_gradient_buckets_take_memory_only_under_deepspeed():
+    """ZeRO-2 with overlap_comm double-buffers its 5e8-element bf16 bucket: 2 GB beside the rest;
+    ZeRO-1 (no overlap_comm) keeps one."""
+    from planner.model.memory import memory
+
+    for sharding, buffers in ((Sharding.ZERO2, 2), (Sharding.ZERO1, 1)):
+        c = table(8, sharding)
+        extra = memory(LLAMA, c, DEEPSPEED_SETTINGS).misc[0] - memory(LLAMA, c, HF_TRAINER_SETTINGS).misc[0]
+        assert extra == pytest.approx(buffers * 5e8 * 2.0)
+    ddp = table(8, Sharding.NONE)
+    assert memory(LLAMA, ddp, DEEPSPEED_SETTINGS).misc[0] == memory(LLAMA, ddp, HF_TRAINER_SETTINGS).misc[0]
