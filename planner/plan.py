@@ -206,6 +206,9 @@ class Uncertainty(BaseModel):
     widened_by: float  # the extrapolation term at the band's upper end (0 inside the envelope)
     envelope: str
     basis: str
+    # Where the nearest rows all ran slower (or all faster) than predicted, the band lies wholly
+    # beside the model's own figure: "slower" / "faster" says which side the truth is expected on.
+    point_outside: str | None = None
 
 
 class EfficiencyCeiling(BaseModel):
@@ -354,6 +357,8 @@ class Plan(BaseModel):
     # The attention kernel the estimate assumed; None: the one the stack picks (the trainer's SDPA
     # for trainplan).
     attention: AttentionKernel | None = None
+    # DeepSpeed's partitioned activation checkpoints (Megatron-DeepSpeed plans only).
+    partition_activations: bool = False
     # The catalog network the nodes were estimated on; None: the GPU's default
     # (planner/catalog/networks.py).
     network: str | None = None

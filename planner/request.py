@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.prices import PriceKind
-from planner.layout import ActivationCheckpointing, Implementation, Precision
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding
 from planner.limits import (
     MAX_BATCH_TOKENS,
     MAX_BUDGET_USD,
@@ -109,6 +109,8 @@ class PlanRequest(BaseModel):
     stack: Stack = Stack.TRAINPLAN
     # The attention kernel the run uses; None: the one its stack picks (planner/model/stacks.py).
     attention: AttentionKernel | None = None
+    # DeepSpeed's partitioned activation checkpoints (Megatron-DeepSpeed's --partition-activations).
+    partition_activations: bool = False
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
     risk: Risk = DEFAULT_RISK
@@ -119,6 +121,8 @@ class PlanRequest(BaseModel):
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
+        if problem := partition_problem(self.stack, self.partition_activations):
+            raise ValueError(problem)
         return self
 
     @property
@@ -131,8 +135,43 @@ class PlanRequest(BaseModel):
 
 def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:
     """The settings a request is scored with: ``settings`` (None: its stack's profile) with the
-    attention kernel it names."""
-    return with_attention(settings or STACK_SETTINGS[request.stack], request.attention)
+    attention kernel and the activation partitioning it names."""
+    return run_settings(settings or STACK_SETTINGS[request.stack], request.attention, request.partition_activations)
+
+
+def run_settings(
+    settings: ModelingSettings, attention: AttentionKernel | None, partition_activations: bool
+) -> ModelingSettings:
+    """A profile with what one run chooses: its attention kernel and, under Megatron-DeepSpeed,
+    partitioned activation checkpoints (``partition_problem``)."""
+    chosen = with_attention(settings, attention)
+    return chosen.but(partition_activations=True) if partition_activations else chosen
+
+
+def pipeline_problem(stack: Stack, layout: Layout) -> str | None:
+    """Why ``stack``'s pipeline engine cannot run ``layout`` (None: it can): DeepSpeed's runs
+    ZeRO stage 0/1 only and no interleaved stages (``Stack.deepspeed_pipeline``)."""
+    if not stack.deepspeed_pipeline or layout.pp == 1:
+        return None
+    if layout.sharding in (Sharding.ZERO2, Sharding.FSDP):
+        return (
+            f"{stack.value} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"
+            f" zero1 or none with pp > 1 (not {layout.sharding.value})"
+        )
+    if layout.vpp > 1:
+        return f"{stack.value} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"
+    return None
+
+
+def partition_problem(stack: Stack, partition_activations: bool) -> str | None:
+    """Why partitioned activations cannot be asked of ``stack`` (None: they can): they are
+    DeepSpeed's activation checkpointing under Megatron's tensor parallelism."""
+    if partition_activations and stack != Stack.MEGATRON_DEEPSPEED:
+        return (
+            f"--partition-activations is DeepSpeed's activation checkpointing under Megatron-DeepSpeed;"
+            f" use --stack megatron-deepspeed (not {stack.value})"
+        )
+    return None
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:

@@ -150,6 +150,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "portfolio_mode": False,
         "stack": Stack.TRAINPLAN.value,
         "attention": "",  # the stack's own kernel
+        "partition_activations": False,  # Megatron-DeepSpeed's --partition-activations
         "network": "",  # each GPU on its catalog default network
         "risk": DEFAULT_RISK.value,
         "why_not_gpu": "",

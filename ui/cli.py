@@ -59,6 +59,7 @@ from ui.cli_options import (
     JSON,
     NETWORK,
     NO_CALIBRATION,
+    PARTITION_ACTIVATIONS,
     PRICE_KIND,
     SEQ_LEN,
     STACK_HELP,
@@ -117,6 +118,7 @@ def estimate(
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
+    partition_activations: bool = PARTITION_ACTIVATIONS,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -182,6 +184,7 @@ def estimate(
         stack=stack,
         calibration=applied_calibration(chosen),
         attention=attention,
+        partition_activations=partition_activations,
         network=network,
     )
     if warning := context_extension_warning(spec, seq_len):
@@ -242,6 +245,7 @@ def plan(
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
+    partition_activations: bool = PARTITION_ACTIVATIONS,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -285,6 +289,7 @@ def plan(
         stack=stack,
         risk=risk,
         attention=attention,
+        partition_activations=partition_activations,
         network=network,
     )
     try:

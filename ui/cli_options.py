@@ -42,6 +42,12 @@ ATTENTION_HELP = (
     " stack picks (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and under PyTorch's context"
     " parallelism); a named kernel makes the plan an estimate"
 )
+PARTITION_ACTIVATIONS = typer.Option(
+    False,
+    "--partition-activations",
+    help="Megatron-DeepSpeed's --partition-activations: each checkpointed block keeps 1/tp of its input and"
+    " all-gathers it over tp before recomputing (--stack megatron-deepspeed only)",
+)
 AC_HELP = (
     "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"
     " --ac-blocks blocks of each pp rank; attention = each block's attention sub-layer"

@@ -185,6 +185,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "选择您集群的网络，查看更慢或更快的网络带来的影响。",
     ),
     "attention_stack": ("the stack's own", "软件栈默认"),
+    "partition_activations": ("Partitioned activation checkpoints", "分片激活检查点"),
+    "partition_activations_help": (
+        "Megatron-DeepSpeed's --partition-activations: each checkpointed block keeps 1/tp of its input and "
+        "all-gathers it over the tensor-parallel group before recomputing.",
+        "Megatron-DeepSpeed 的 --partition-activations：每个检查点块只保留其输入的 1/tp，"
+        "重算前在张量并行组内全收集（all-gather）。",
+    ),
     "attention_help": (
         "The kernel the run uses: the stack's own (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and "
         "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",
@@ -243,6 +250,18 @@ _LABELS: dict[str, tuple[str, str]] = {
         " nearest rows (mean error {error:.1%}) and widened by {widened:.0%}.",
         "超出已验证范围：没有 {regime} 的实测数据。误差区间取自最近的 {rows} 行（平均误差 {error:.1%}），"
         "并加宽 {widened:.0%}。",
+    ),
+    "point_outside_slower": (
+        "The model's figures lie outside their bands: the rows nearest this regime ran slower than predicted, even"
+        " at the band's near end; expect the band, not the figure.",
+        "模型给出的数值落在其误差区间之外：与此情形最接近的实测数据都比预测更慢（连区间近端也是如此）；"
+        "请以区间为准，而非该数值。",
+    ),
+    "point_outside_faster": (
+        "The model's figures lie outside their bands: the rows nearest this regime ran faster than predicted, even"
+        " at the band's near end; expect the band, not the figure.",
+        "模型给出的数值落在其误差区间之外：与此情形最接近的实测数据都比预测更快（连区间近端也是如此）；"
+        "请以区间为准，而非该数值。",
     ),
     "regime_words": ("{stack} on {generation}", "{generation} 上的 {stack}"),
     "feature_tp": ("tp > 1", "tp > 1"),

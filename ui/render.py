@@ -66,7 +66,8 @@ def summary_lines(p: Plan) -> list[str]:
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else "")
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
-        + ("" if p.attention is None else f", attention {p.attention.value}"),
+        + ("" if p.attention is None else f", attention {p.attention.value}")
+        + (", partitioned activations" if p.partition_activations else ""),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e),
         step_line(e),
@@ -79,6 +80,8 @@ def summary_lines(p: Plan) -> list[str]:
         )
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))
+        if u.point_outside is not None:
+            lines.append(escape(point_outside_line(u.point_outside)))
     if e.ceiling is not None and e.ceiling.binding:
         lines.append(escape(ceiling_line(e)))
     if e.goodput is not None:
@@ -87,6 +90,14 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(f"[red]infeasible[/red] - {e.reason}")
         lines.append(f"fix: {e.fix}")
     return lines
+
+
+def point_outside_line(side: str) -> str:
+    """Why a figure stands outside its own band: the evidence leans one way."""
+    return (
+        f"note: the model's figures lie outside their 80 % bands: the rows nearest this regime ran {side} than"
+        " predicted, even at the band's near end; expect the band, not the figure"
+    )
 
 
 def host_note(e: Estimate) -> str:
@@ -214,6 +225,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None)
             {
                 **estimate_json(p.estimate),
                 "network": p.network,
+                "partition_activations": p.partition_activations,
                 "calibration": calibration_json(calibration, p.calibration),
             }
         )
@@ -246,6 +258,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
                 "idle_gpus": None if result.idle is None else idle_json(result),
                 "network": result.plan.network,
+                "partition_activations": result.plan.partition_activations,
                 "calibration": calibration_json(calibration, result.plan.calibration),
             }
         )

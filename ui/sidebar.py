@@ -302,6 +302,8 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         format_func=lambda k: k or tr("attention_stack"),
         help=tr("attention_help"),
     )
+    if stack == Stack.MEGATRON_DEEPSPEED:  # DeepSpeed's checkpointing under Megatron's tp only
+        st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
     uploaded = st.file_uploader(
         tr("calibration_upload"),
         type=["toml"],
@@ -389,6 +391,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             price_kind=gpu_choice.price_kind,
             stack=stack,
             attention=st.session_state["attention"] or None,
+            partition_activations=stack == Stack.MEGATRON_DEEPSPEED and st.session_state["partition_activations"],
             network=st.session_state["network"] or None,
             **goals,
             **training,

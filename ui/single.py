@@ -141,6 +141,8 @@ def plan_card(
                 column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
         if u is not None:
             st.caption(envelope_text(tr, u))
+            if u.point_outside is not None:
+                st.caption(tr(f"point_outside_{u.point_outside}"))
         for note in filter(None, (ceiling_text(tr, e), risk_text(tr, result))):
             st.caption(note)
         st.caption(

@@ -156,6 +156,8 @@ def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
     """The 80 % band of every predicted figure and the time to train at each risk quantile."""
     ev = shipped_base().evidence(regime)
     lo, hi = (ev.time_factor(q) for q in BAND_QUANTILES)
+    # Time factors beside 1 on one side: the rows nearest the regime all erred the same way.
+    outside = "slower" if lo > 1.0 else "faster" if hi < 1.0 else None
     tokens = estimate.throughput.tokens_per_s
     hours = estimate.time_to_train_h
     return Uncertainty(
@@ -178,6 +180,7 @@ def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
         mean_abs_error=ev.mean_abs_error,
         widened_by=ev.widened_by,
         envelope=envelope_words(ev),
+        point_outside=outside,
         basis=(
             f"{BAND_COVERAGE:.0%} band: 10th-90th percentile of the held-out tokens/s errors of the {len(ev.rows)}"
             " validation rows nearest this regime (docs/validation.md, 'Error bands')"

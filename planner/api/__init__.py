@@ -29,7 +29,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, with_attention
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Estimate, Plan, PlanCalibration
@@ -41,8 +41,11 @@ from planner.request import (
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
+    partition_problem,
+    pipeline_problem,
     request_settings,
     requested_batch_tokens,
+    run_settings,
 )
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch, solve_single
 from planner.search.score import candidate_table, scored_table, search_space
@@ -118,6 +121,7 @@ def plan_from_row(
         stack=request.stack,
         calibration=calibration,
         attention=request.attention,
+        partition_activations=request.partition_activations,
         network=canonical_network(catalog, request.network),
     )
 
@@ -360,14 +364,18 @@ def build_plan(
     stack: Stack = Stack.TRAINPLAN,
     calibration: AppliedCalibration | None = None,
     attention: AttentionKernel | None = None,
+    partition_activations: bool = False,
     network: str | None = None,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
     ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``. ``price_kind``:
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
-    ``network``: a catalog network the nodes are on (None: the GPU's default)."""
-    settings = with_attention(settings or STACK_SETTINGS[stack], attention)
+    ``network``: a catalog network the nodes are on (None: the GPU's default).
+    ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only)."""
+    if problem := partition_problem(Stack(stack), partition_activations) or pipeline_problem(Stack(stack), layout):
+        raise ValueError(problem)
+    settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations)
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
     network = canonical_network(catalog, network)
@@ -412,6 +420,7 @@ def build_plan(
         stack=stack,
         calibration=record,
         attention=attention,
+        partition_activations=partition_activations,
         network=network,
     )
 
@@ -446,6 +455,8 @@ def restack(
         settings=settings,
         calibration=calibration,
         attention=plan_.attention,
+        # Another stack has no such checkpointing: its estimate keeps its own.
+        partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
         network=plan_.network,
     )
 

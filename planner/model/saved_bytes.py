@@ -188,5 +188,7 @@ def score_backward_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -
 
 def block_input_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """What a fully checkpointed block keeps: its input (sequence-sharded under TP with sequence
-    parallelism, whole on every tp rank without)."""
-    return saved_bytes(unsplit_sequence((block_table(model).checkpoint,), s), compute_dtype_bytes(c), c.tp)
+    parallelism, whole on every tp rank without, a 1/tp slice where DeepSpeed partitions it:
+    ``s.partition_activations``)."""
+    kept = (block_table(model).checkpoint,)
+    return saved_bytes(kept if s.partition_activations else unsplit_sequence(kept, s), compute_dtype_bytes(c), c.tp)

@@ -325,6 +325,12 @@ class ModelingSettings:
     # it (2021) and BigScience's Megatron-DeepSpeed, which has no --sequence-parallel (megatron/
     # arguments.py at bigscience-workshop/Megatron-DeepSpeed 8387ae17).
     sequence_parallel: bool = True
+    # DeepSpeed activation checkpointing's ``partition_activations`` (Megatron-DeepSpeed's
+    # --partition-activations): a checkpointed block keeps its input as a 1/tp slice and all-gathers
+    # it over tp, blocking, before its recompute (deepspeed/runtime/activation_checkpointing/
+    # checkpointing.py ``gather_partitioned_activations``, DeepSpeed edaa7221). Without sequence
+    # parallelism only: under it the input is already split.
+    partition_activations: bool = False
     # What a block's FP8 linears save for the weight gradient. False: the compute-dtype input
     # (trainplan's torchao float8 linears outside tensor parallelism). True: TransformerEngine's
     # Linear / LayerNormLinear save the FP8-quantised input they cast for the forward GEMM

@@ -263,6 +263,14 @@ class Stack(StrEnum):
         return self is Stack.TRAINPLAN
 
     @property
+    def deepspeed_pipeline(self) -> bool:
+        """Whether its pipeline is DeepSpeed's PipelineEngine, which runs ZeRO stage 0/1 only
+        (deepspeed/runtime/pipe/engine.py asserts "ZeRO-2 and ZeRO-3 are incompatible with
+        pipeline parallelism") and one schedule, without interleaved stages (pipe/schedule.py
+        TrainSchedule)."""
+        return self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED)
+
+    @property
     def modules(self) -> Implementation | None:
         """The modules the stack trains: Hugging Face's (HF Trainer, DeepSpeed) or its own fused
         ones (torchtitan, llm-foundry, Megatron's, DeepSeek's), timed with the native decoder's

@@ -438,6 +438,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
             + comm.reduce_scatter_s(activation_elements * dtype, c.tp, tp_link)
         )
     )
+    if s.partition_activations and not s.sequence_parallel:
+        # Each checkpointed block gathers its partitioned input before its recompute.
+        gathered = comm.all_gather_s(activation_elements * dtype, c.tp, tp_link)
+        tp = tp + n_layers * m * recompute_fraction(c, n_layers) * gathered
     # Pipeline: activations forward and gradients backward cross each stage boundary; with vpp
     # chunks per rank every micro-batch crosses vpp times as many boundaries.
     # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather

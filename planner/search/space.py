@@ -84,12 +84,15 @@ class SearchSpace:
     # False: another stack's estimate, which only the laws of the layout bind, not trainplan's
     # trainer's limits (planner/model/structure.py Rule.trainer_only).
     trainer_rules: bool = True
+    # The stack pipelines with DeepSpeed's engine: pp > 1 only with ZeRO 0/1 and vpp 1
+    # (planner/model/stacks.py Stack.deepspeed_pipeline).
+    deepspeed_pipeline: bool = False
 
 
 def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
     """1, 2, 4, ... up to a node, then whole nodes on a ~1.25x geometric grid and at every power of
     two (the data-parallel degrees that divide a power-of-two global batch exactly), the largest
-    whole-node count and the ``extra`` whole-node counts."""
+    whole-node count and the ``extra`` whole-node counts; ``max_gpus`` itself below a node."""
     small = [n for n in (1, 2, 4) if n < gpus_per_node]
     nodes, k = [], 1
     while k * gpus_per_node <= max_gpus:
@@ -99,7 +102,8 @@ def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tupl
     while k * gpus_per_node <= max_gpus:
         nodes.append(k * gpus_per_node)
         k *= 2
-    whole = [n for n in (max_gpus, *extra) if n % gpus_per_node == 0]
+    # A cap or inventory smaller than a node is a count of its own (3 GPUs in a workstation).
+    whole = [n for n in (max_gpus, *extra) if n % gpus_per_node == 0 or n < gpus_per_node]
     counts = np.array(sorted(set(small + nodes + whole)))
     return counts[(counts >= min_gpus) & (counts <= max_gpus)]
 
@@ -203,6 +207,7 @@ def gpu_rows(
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
+        & ~(space.deepspeed_pipeline & (pp > 1) & ((sharding > SHARD_ZERO1) | (rows["vpp"] > 1)))
         & structurally_valid(
             model,
             tp=tp,

@@ -174,6 +174,21 @@ def test_an_estimate_carries_its_band_and_envelope_and_the_band_scales_every_fig
     assert u.envelope.startswith(("validated:", "outside the validated envelope:"))
 
 
+def test_a_figure_outside_its_own_band_says_which_side_the_evidence_puts_the_truth():
+    """Where the nearest rows all ran slower than predicted the band lies wholly above the model's
+    time (the trial's GPT-OSS 20B under DeepSpeed on GB200); elsewhere it contains it."""
+    model, training = get_preset("gpt-oss-20b"), TrainingConfig(seq_len=8192, micro_batch=2)
+    layout = Layout(cp=2, ep=8)
+    for stack, gpu in (("deepspeed", "gb200"), ("torchtitan", "h100-sxm")):
+        p = build_plan(model, gpu, layout, training, num_gpus=16, training_tokens=1e11, stack=stack)
+        e, u = p.estimate, p.estimate.uncertainty
+        assert u is not None and u.time_to_train_h is not None and e.time_to_train_h is not None
+        lo, hi = u.time_to_train_h
+        side = "slower" if lo > e.time_to_train_h else "faster" if hi < e.time_to_train_h else None
+        assert u.point_outside == side
+        assert (side is not None) == (stack == "deepspeed")
+
+
 def test_the_70b_on_2048_a100_plan_is_at_or_under_the_measured_ceiling_and_says_it_is_not_validated():
     """Issue 26's example: trainplan's TP + pipeline on A100 has never been measured."""
     request = PlanRequest(

@@ -12,6 +12,7 @@ from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
 from planner.layout import Implementation
 from planner.search.ilp import NEAR_TIE_FRACTION
+from planner.search.space import gpu_counts
 
 SECONDS_PER_DAY = 86400
 
@@ -193,6 +194,25 @@ def test_gpu_counts_follow_the_inventory_past_the_default_cap():
     )
     assert result.count_limits == {"h100-sxm": 16384} and result.count_caps == {}
     assert result.plan.num_gpus > 4096
+
+
+def test_an_inventory_smaller_than_a_node_is_searched_at_its_own_count():
+    """Three GPUs in a box: 3 is searched (it was not, and the answer said 'use at least 4')."""
+    assert list(gpu_counts(3, 8)) == [1, 2, 3]
+    assert list(gpu_counts(16, 8)) == [1, 2, 4, 8, 16]
+    result = plan(PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=1e9, gpus={"h100-sxm": 3}, top_k=0))
+    assert result.plan.num_gpus in (1, 2, 3)
+    result = plan(
+        PlanRequest(
+            model=get_preset("llama3.2-1b"),
+            training_tokens=1e9,
+            gpus={"h100-sxm": 3},
+            objective="time",
+            global_batch_tokens=3 * 2**19,
+            top_k=0,
+        )
+    )
+    assert result.plan.num_gpus == 3
 
 
 def test_a_cap_is_reported_and_named_when_it_binds():

@@ -8,11 +8,15 @@ from pathlib import Path
 import pytest
 
 from planner.api import PlanRequest, build_plan, plan
+from planner.catalog.hardware import load_catalog
 from planner.catalog.hf_config import model_from_hf_config
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding, TrainingConfig
+from planner.model.candidates import SHARD_ZERO1
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import first_structural_problem, structural_rules
+from planner.search.score import search_space
+from planner.search.space import build_candidates
 
 # BLOOM 176B as bigscience/bloom config.json states it (70 layers, hidden 14336, 112 heads, vocab 250880)
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "published_configs"
@@ -70,13 +74,47 @@ def test_deepseek_v3_is_a_stack_of_its_own():
 
 
 def test_a_hugging_face_stacks_plan_may_pipeline():
-    """plan() re-scores its rows with the stack's rules: a DeepSpeed plan of a 70B on 64 A100 (its
+    """plan() re-scores its rows with the stack's rules: an HF Trainer plan of a 70B on 64 A100 (its
     search takes pipelined rows, a limit of trainplan's trainer only on HF modules) is a plan, not
     the trainer's "pipeline parallelism (pp > 1) needs impl 'native'"."""
     request = PlanRequest(
-        model=get_preset("llama3-70b"), training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=Stack.DEEPSPEED
+        model=get_preset("llama3-70b"), training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=Stack.HF_TRAINER
     )
     result = plan(request)
     shapes = [result.plan, *result.alternatives]
     assert any(p.layout.pp > 1 for p in shapes)
     assert all(p.training.impl == Implementation.HF and not p.emittable for p in shapes)
+
+
+def test_deepspeeds_search_pipelines_only_as_its_engine_can():
+    """Under DeepSpeed's pipeline engine the search keeps pipelined rows of ZeRO 0/1 without
+    interleaving, and none of ZeRO-2/3 or vpp > 1 (the trial's 'zero2 pp=4 tp=2 vpp=4')."""
+    model = get_preset("llama3-70b")
+    for stack, engine in ((Stack.DEEPSPEED, True), (Stack.HF_TRAINER, False)):
+        request = PlanRequest(model=model, training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=stack)
+        c = build_candidates(model, load_catalog(), {"a100-80gb-sxm": 64}, search_space(request))
+        piped = c.pp > 1
+        beyond = piped & ((c.sharding > SHARD_ZERO1) | (c.vpp > 1))
+        assert piped.any() and beyond.any() != engine
+
+
+@pytest.mark.parametrize(
+    "sharding, vpp, words",
+    [
+        (Sharding.ZERO2, 1, "ZeRO stage 0/1 only"),
+        (Sharding.FSDP, 1, "ZeRO stage 0/1 only"),
+        (Sharding.ZERO1, 2, "no interleaved"),
+    ],
+)
+def test_deepspeeds_pipeline_engine_refuses_what_it_cannot_run(sharding, vpp, words):
+    """engine.py asserts ZeRO-2/3 with a pipeline; TrainSchedule has no interleaving. Estimates
+    under both DeepSpeed stacks say so in one line; other stacks and pp 1 are untouched."""
+    model = get_preset("llama3-8b")
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+    layout = Layout(pp=2, vpp=vpp, sharding=sharding)
+    for stack in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED):
+        with pytest.raises(ValueError, match=words):
+            build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=stack)
+    assert build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.TORCHTITAN).layout.pp == 2
+    flat = Layout(sharding=sharding)
+    assert build_plan(model, "h100-sxm", flat, training, num_gpus=16, stack=Stack.DEEPSPEED).layout.pp == 1

@@ -79,6 +79,21 @@ def test_megatron_deepspeed_is_offered_and_planned_like_the_api():
     assert EN("estimate_only", stack="megatron-deepspeed") in [c.value for c in at.caption]
 
 
+def test_partitioned_activations_are_offered_under_megatron_deepspeed_only():
+    """The checkbox appears with Megatron-DeepSpeed (both languages) and its plan is the API's."""
+    for tr in (EN, ZH):
+        at = run_app(lang=tr.lang)
+        assert not [c for c in at.sidebar.checkbox if c.key == "partition_activations"]
+        at.sidebar.selectbox(key="stack").set_value(Stack.MEGATRON_DEEPSPEED.value).run()
+        box = next(c for c in at.sidebar.checkbox if c.key == "partition_activations")
+        assert box.label == tr("partition_activations")
+        box.check().run()
+        assert not at.exception, [e.value for e in at.exception]
+        expected = plan(request_for(stack=Stack.MEGATRON_DEEPSPEED, partition_activations=True)).plan
+        assert expected.partition_activations
+        assert headline(at, tr) == shown_card(expected, tr)
+
+
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     base = plan(request_for()).plan
     rate = rate_file_values(load_catalog().gpu(base.gpu).rates)["gemm_bf16_tflops_achieved"]

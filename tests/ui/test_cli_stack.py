@@ -112,3 +112,20 @@ def test_a_stack_with_its_own_modules_is_timed_with_them_not_with_hugging_faces(
     assert Stack.LLM_FOUNDRY.modules is not None and Stack.TRAINPLAN.modules is None
     own = _estimate(capsys, *args)
     assert own["throughput"]["tokens_per_s_per_gpu"] != pytest.approx(native["throughput"]["tokens_per_s_per_gpu"])
+
+
+def test_partitioned_activations_under_megatron_deepspeed_and_refused_elsewhere(capsys):
+    """--partition-activations shrinks the checkpoints by tp and is said in the output; under any
+    other stack it is one line and exit code 2."""
+    common = ["--model", "gpt3-6.7b", "--gpu", "a100-80gb-sxm", "--num-gpus", "32", "--tp", "4", "--pp", "2"]
+    common += ["--sharding", "zero1", "--micro-batch", "2", "--grad-accum", "8", "--seq-len", "2048", "--ac", "full"]
+    plain = _estimate(capsys, *common, "--stack", "megatron-deepspeed")
+    parted = _estimate(capsys, *common, "--stack", "megatron-deepspeed", "--partition-activations")
+    assert parted["partition_activations"] and not plain["partition_activations"]
+    acts = lambda e: e["memory"]["breakdown_gib"]["activations"]  # noqa: E731
+    assert acts(parted) < acts(plain)
+    assert main(["estimate", *common, "--stack", "megatron-deepspeed", "--partition-activations"]) == 0
+    assert "partitioned activations" in capsys.readouterr().out
+    assert main(["estimate", *common, "--stack", "megatron-lm", "--partition-activations"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--stack megatron-deepspeed" in err
