@@ -163,7 +163,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.NATIVE_UNSUPPORTED: "the native trainer cannot build {features}; use impl 'hf'",
     _C.TP_HEADS: "num_heads {value} is not divisible by tp={tp}",
     _C.TP_KV_HEADS: "num_kv_heads {value} is not divisible by tp={tp}",
-    _C.HF_TP: "tensor parallelism of a Hugging Face model needs Llama-style blocks ({features}); use impl 'native'",
+    _C.HF_TP: (
+        "tensor parallelism of a Hugging Face model needs Llama-style blocks, not {features}: use tp=1, impl"
+        " 'native' where the native trainer builds the family, or another --stack (an estimate)"
+    ),
     _C.TP_FFN: "ffn_hidden_size {value} is not divisible by tp={tp}",
     _C.QK_NORM_TP: "the native trainer's whole-projection q/k norm (OLMo 2) runs on one rank's heads: use tp=1",
     _C.TP_VOCAB: "vocab_size {vocab} (padded to {padded}, vocabulary-parallel loss) is not divisible by tp={tp}",

@@ -124,8 +124,8 @@ def estimate(
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
-    from planner.api import build_plan
-    from planner.model.structure import context_extension_warning, default_implementation
+    from planner.api import build_plan, estimate_warnings
+    from planner.model.structure import default_implementation
     from planner.request import default_seq_len
 
     if global_batch_tokens is not None and grad_accum is not None:
@@ -187,11 +187,12 @@ def estimate(
         partition_activations=partition_activations,
         network=network,
     )
-    if warning := context_extension_warning(spec, seq_len):
+    warnings = estimate_warnings(plan, price_kind, price)
+    for warning in () if as_json else warnings:
         render.warn(warning)
     if out:
         plan.save(out)
-    render.estimate(plan, as_json=as_json, saved_to=out, calibration=chosen)
+    render.estimate(plan, as_json=as_json, saved_to=out, calibration=chosen, warnings=warnings)
 
 
 @app.command()

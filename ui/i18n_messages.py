@@ -176,8 +176,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "原生训练器无法构建 {features}：请使用 Hugging Face 实现",
     ),
     "reason_hf_tp": (
-        "tensor parallelism of a Hugging Face model needs Llama-style blocks ({features}): use the native trainer",
-        "Hugging Face 模型的张量并行需要 Llama 式模块（{features}）：请使用原生训练器",
+        "tensor parallelism of a Hugging Face model needs Llama-style blocks, not {features}: use tp=1, the native"
+        " trainer where it builds the family, or another stack (an estimate)",
+        "Hugging Face 模型的张量并行需要 Llama 式模块，而非 {features}：请使用 tp=1；若原生训练器支持该模型族，"
+        "可改用原生实现；或选择其他软件栈（仅供估算）",
     ),
     "reason_qk_norm_tp": (
         "the native trainer's whole-projection q/k norm (OLMo 2) needs tp=1",

@@ -219,11 +219,12 @@ def calibration_line(calibration, record: PlanCalibration | None = None) -> None
     out.print(line if record is None else f"{line}; {calibration_summary(record)}", markup=False)
 
 
-def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
+def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None, warnings=()) -> None:
     if as_json:
         emit_json(
             {
                 **estimate_json(p.estimate),
+                "warnings": list(warnings),
                 "network": p.network,
                 "partition_activations": p.partition_activations,
                 "calibration": calibration_json(calibration, p.calibration),

@@ -148,7 +148,8 @@ def envelope_words(ev: Evidence) -> str:
         return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
-        f", {len(ev.rows)} rows, {error}; band widened by {ev.widened_by:.0%}"
+        f"; band from the {len(ev.rows)} nearest rows ({', '.join(ev.sources)}), {error}; band widened by"
+        f" {ev.widened_by:.0%}"
     )
 
 

@@ -19,9 +19,9 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import catalog_with_price_kind, dearer_than_on_demand
+from planner.catalog.prices import catalog_with_price_kind, dearer_than_on_demand, offers_of
 from planner.count_probe import cap_diagnosis, memory_fix
-from planner.errors import InfeasiblePlan
+from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.idle import IdleGPUs, idle_gpus
@@ -32,6 +32,7 @@ from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
+from planner.model.structure import context_extension_warning
 from planner.plan import Estimate, Plan, PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
@@ -75,6 +76,15 @@ class PlanResult:
     median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
     idle: IdleGPUs | None = None  # the chosen plan leaves over 10 % of its inventory idle (planner/idle.py)
     idle_plan: Plan | None = None  # the best plan that uses that inventory, at its batch
+
+
+def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
+    """A deadline or budget diagnosis says the quantile its times and costs are judged at (the
+    plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it)."""
+    if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
+        return answer
+    detail = f"{answer.detail} (at --risk {risk.value}, each plan's {risk.quantile:.0%} quantile; p50: the median)"
+    return InfeasiblePlan(answer.constraint, detail, answer.fix, required=answer.required, available=answer.available)
 
 
 def plan_from_row(
@@ -206,7 +216,7 @@ def plan(
         solution = solve_request(request, table, deadline_s, inventory)
     except InfeasiblePlan as within:
         answer = cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) if limits.caps else within
-        raise memory_fix(answer, request, catalog, limits.limits, settings) from None
+        raise judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk) from None
 
     def wrap(row: int) -> Plan:
         return plan_from_row(request, c, row, gpu_ids, catalog, settings, record)
@@ -317,10 +327,32 @@ def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSe
 def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
     """A warning when the request's price kind rents the chosen GPU above its on-demand median
     (``dearer_than_on_demand``; ``catalog``: before the kind priced it)."""
+    dropped = unpriced_types(request, catalog)
+    left_out = (
+        f"--price-kind {request.price_kind}: {len(dropped)} GPU types without such an offer were not searched"
+        f" ({', '.join(dropped)}); --gpus with --price prices them"
+    )
+    words = (left_out,) if dropped else ()
     if any(catalog.gpu(g).id == chosen.gpu for g in request.price_overrides):  # ids match case-blind
-        return ()
+        return words
     warning = dearer_than_on_demand(catalog.gpu(chosen.gpu), request.price_kind)
-    return () if warning is None else (warning,)
+    return words if warning is None else (*words, warning)
+
+
+def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
+    """The GPU types a whole-catalog search under a price kind other than on-demand leaves out:
+    those without an offer of that kind (``catalog_with_price_kind`` drops them)."""
+    if request.gpus or request.price_kind in (None, "on-demand"):
+        return []
+    return sorted(g for g, gpu in catalog.gpus.items() if not offers_of(gpu, request.price_kind))
+
+
+def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:
+    """What ``estimate`` warns of, as ``plan`` does: positions beyond the pretrained context, a
+    price kind dearer than on-demand (unless ``price`` quotes the GPU)."""
+    context = context_extension_warning(p.model, p.training.seq_len)
+    dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
+    return tuple(w for w in (context, dearer) if w)
 
 
 def long_job_warnings(chosen: Plan) -> tuple[str, ...]:

@@ -1,0 +1,41 @@
+"""What plan and estimate say beside the answer (session 19's trial): the risk a budget or
+deadline is judged at, price kinds that leave GPU types out or cost more than on-demand, and a
+Hugging Face rule whose fix does not point back at the native trainer's refusal."""
+
+from __future__ import annotations
+
+import json
+
+from ui.cli import main
+
+
+def test_a_budget_judged_at_p80_says_so_and_p50_does_not(capsys):
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "h100-sxm=64", "--budget-usd", "5e4"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "budget:" in out and "(at --risk p80, each plan's 80% quantile; p50: the median)" in out
+    assert main([*args, "--risk", "p50"]) == 0
+    assert "--risk" not in capsys.readouterr().out
+
+
+def test_estimate_warns_of_a_price_kind_above_on_demand_in_text_and_json(capsys):
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tokens", "1e11"]
+    assert main([*args, "--price-kind", "reserved-1y"]) == 0
+    assert "above its on-demand median" in capsys.readouterr().err
+    assert main([*args, "--price-kind", "reserved-1y", "--json"]) == 0
+    assert any("above its on-demand median" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    assert main([*args, "--price-kind", "reserved-1y", "--price", "4"]) == 0  # a quote of one's own
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_price_kind_that_leaves_gpu_types_out_names_them(capsys):
+    assert main(["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--price-kind", "spot", "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    left_out = [w for w in warnings if w.startswith("--price-kind spot:")]
+    assert len(left_out) == 1 and "b200" in left_out[0] and "h100-sxm" not in left_out[0]
+
+
+def test_hugging_face_tp_refusal_offers_tp_1_and_another_stack(capsys):
+    assert main(["estimate", "--model", "nemotron4-15b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tp", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "use tp=1" in err and "--stack" in err
