@@ -39,7 +39,7 @@ NETWORK = typer.Option(
 )
 ATTENTION_HELP = (
     "attention kernel: sdpa-fa2, flash2, flash3 (Hopper), cudnn, triton (MPT's), eager; default: what the"
-    " stack picks (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and under PyTorch's context"
+    " stack picks (cuDNN on H100/H200 and B200/GB200, sm90/sm100; FlashAttention-2 elsewhere, B300/GB300 included, and under PyTorch's context"
     " parallelism); a named kernel makes the plan an estimate"
 )
 PARTITION_ACTIVATIONS = typer.Option(
@@ -59,7 +59,8 @@ AC_BLOCKS = typer.Option(
 )
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
-    " megatron-lm / megatron-deepspeed / megatron-core / deepseek-v3 (estimate only; docs/model.md 4b)"
+    " megatron-lm (2021-22: no flash attention) / megatron-deepspeed / megatron-core / deepseek-v3 (estimate"
+    " only; docs/model.md 4b)"
 )
 
 

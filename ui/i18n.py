@@ -193,10 +193,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "重算前在张量并行组内全收集（all-gather）。",
     ),
     "attention_help": (
-        "The kernel the run uses: the stack's own (cuDNN on Hopper and Blackwell, FlashAttention-2 elsewhere and "
+        "The kernel the run uses: the stack's own (cuDNN on H100/H200 and B200/GB200, FlashAttention-2 elsewhere, B300/GB300 included, and "
         "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",
-        "训练所用的注意力内核：软件栈默认（Hopper 与 Blackwell 上为 cuDNN，其他 GPU 及 PyTorch 上下文并行时为 "
-        "FlashAttention-2），或指定一种；指定内核的方案仅供估算。",
+        "训练所用的注意力内核：软件栈默认（H100/H200 与 B200/GB200 上为 cuDNN，其他 GPU（含 B300/GB300）及 PyTorch "
+        "上下文并行时为 FlashAttention-2），或指定一种；指定内核的方案仅供估算。",
     ),
     "calibration_upload": ("Calibration file (trainplan calibrate)", "校准文件（trainplan calibrate 生成）"),
     "calibration_default": (

@@ -205,6 +205,8 @@ def memory_fix_hint(
             if not native_moe
             and t <= gpus_per_node
             and model.num_heads % t == 0
+            # on the same GPUs: the other degrees times t must still divide the world
+            and layout.world_size % (layout.non_dp // layout.tp * t) == 0
             and splittable * (1 - layout.tp / t) >= excess
         ),
         None,

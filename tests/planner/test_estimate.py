@@ -180,6 +180,14 @@ def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_ba
         assert "micro-batch" not in e.fix
 
 
+def test_a_tp_fix_keeps_to_the_gpus_in_use():
+    """With cp 8 on 16 GPUs only tp 2 fits the world; the trial saw 'use tp=8 (now 1)' (64 GPUs)."""
+    for num_gpus in (16, 64):
+        e = est(Layout(cp=8, sharding=Sharding.FSDP), num_gpus=num_gpus, model=get_preset("llama3-70b"), seq_len=65536)
+        tp = _named_degree(e.fix or "", r"use tp=(\d+)")
+        assert not e.feasible and (tp is None or num_gpus % (8 * tp) == 0)
+
+
 @pytest.mark.parametrize(
     "layout, message",
     [
