@@ -278,6 +278,7 @@ class FixCode(StrEnum):
     FULL_AC = "full_ac"
     MICRO_BATCH = "micro_batch"
     TP = "tp"
+    TP_MORE_GPUS = "tp_more_gpus"
     PP = "pp"
     BIGGER_GPU = "bigger_gpu"
     HOST_OFFLOAD = "host_offload"
@@ -291,6 +292,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.FULL_AC: "enable full activation checkpointing",
     FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
     FixCode.TP: "use tp={tp} (now {now})",
+    FixCode.TP_MORE_GPUS: "use tp={tp} (now {now}) on {gpus} GPUs",
     FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
     FixCode.BIGGER_GPU: "use a GPU with more memory",
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",

@@ -461,6 +461,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "fix_full_ac": ("enable full activation checkpointing", "开启完整的激活重计算"),
     "fix_micro_batch": ("lower the micro-batch below {micro_batch}", "把微批减小到 {micro_batch} 以下"),
     "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),
+    "fix_tp_more_gpus": ("use tp={tp} (now {now}) on {gpus} GPUs", "在 {gpus} 块 GPU 上使用 tp={tp}（当前 {now}）"),
     "fix_pp": ("use more pipeline stages (pp > {pp})", "把各层分到更多流水线阶段（pp > {pp}）"),
     "fix_bigger_gpu": ("use a GPU with more memory", "换用显存更大的 GPU"),
     "fix_host_offload": (

@@ -205,14 +205,15 @@ def memory_fix_hint(
             if not native_moe
             and t <= gpus_per_node
             and model.num_heads % t == 0
-            # on the same GPUs: the other degrees times t must still divide the world
-            and layout.world_size % (layout.non_dp // layout.tp * t) == 0
             and splittable * (1 - layout.tp / t) >= excess
         ),
         None,
     )
-    if tp is not None:
+    if tp is not None and layout.world_size % (layout.non_dp // layout.tp * tp) == 0:
         hints.append(FixHint(code=FixCode.TP, figures={"tp": tp, "now": layout.tp}))
+    elif tp is not None:  # the other degrees times tp outgrow the world: the same dp needs more GPUs
+        gpus = layout.world_size // layout.tp * tp
+        hints.append(FixHint(code=FixCode.TP_MORE_GPUS, figures={"tp": tp, "now": layout.tp, "gpus": gpus}))
     elif layout.pp < model.num_layers:
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
     return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)

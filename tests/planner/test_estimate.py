@@ -180,12 +180,15 @@ def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_ba
         assert "micro-batch" not in e.fix
 
 
-def test_a_tp_fix_keeps_to_the_gpus_in_use():
-    """With cp 8 on 16 GPUs only tp 2 fits the world; the trial saw 'use tp=8 (now 1)' (64 GPUs)."""
-    for num_gpus in (16, 64):
+def test_a_tp_fix_names_the_gpus_it_needs_beyond_those_in_use():
+    """With cp 8 on 16 GPUs a tp of 8 needs 128 (the trial saw 'use tp=8 (now 1)'): the fix says so."""
+    for num_gpus in (16, 128):
         e = est(Layout(cp=8, sharding=Sharding.FSDP), num_gpus=num_gpus, model=get_preset("llama3-70b"), seq_len=65536)
         tp = _named_degree(e.fix or "", r"use tp=(\d+)")
-        assert not e.feasible and (tp is None or num_gpus % (8 * tp) == 0)
+        assert not e.feasible and tp is not None
+        more = _named_degree(e.fix or "", r"use tp=\d+ \(now 1\) on (\d+) GPUs")
+        assert (more is None) == (num_gpus % (8 * tp) == 0)
+        assert more is None or more == num_gpus * tp
 
 
 @pytest.mark.parametrize(

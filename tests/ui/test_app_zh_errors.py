@@ -94,6 +94,7 @@ HINTS = {  # figures for each next step an estimate can suggest
     FixCode.FSDP_GROUP: {"group": 8, "dp_shard": 2},
     FixCode.MICRO_BATCH: {"micro_batch": 64},
     FixCode.TP: {"tp": 4, "now": 1},
+    FixCode.TP_MORE_GPUS: {"tp": 8, "now": 1, "gpus": 128},
     FixCode.PP: {"pp": 2},
 }
 
