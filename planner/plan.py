@@ -404,6 +404,22 @@ class Plan(BaseModel):
         checked_configuration(
             self.model, gpu, self.layout, self.training, self.num_gpus, fullest, catalog, trainer_rules
         )
+        self._check_figures()
+
+    def _check_figures(self) -> None:
+        """The estimate is of this configuration (a hand-edited micro-batch left the old one's
+        figures beside it), and the money and tokens are not negative."""
+        t, layout = self.training, self.layout
+        batch = t.micro_batch * t.grad_accum * t.seq_len * layout.dp
+        if self.estimate.global_batch_tokens != batch:
+            raise ValueError(
+                f"estimate.global_batch_tokens {self.estimate.global_batch_tokens:,} is not micro_batch x"
+                f" grad_accum x seq_len x dp = {batch:,}: the estimate is of another configuration; re-run estimate"
+            )
+        for name in ("price_per_gpu_hour_usd", "training_tokens"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:
+                raise ValueError(f"{name} {value}: expected a number >= 0")
 
     @classmethod
     def load(cls, path: str | Path, catalog: Catalog | None = None) -> Plan:

@@ -148,7 +148,7 @@ def envelope_words(ev: Evidence) -> str:
         return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
-        f"; band from the {len(ev.rows)} nearest rows ({', '.join(ev.sources)}), {error}; band widened by"
+        f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} sources, {error}; band widened by"
         f" {ev.widened_by:.0%}"
     )
 

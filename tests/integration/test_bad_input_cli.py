@@ -191,8 +191,14 @@ def test_app_forwards_sigterm_to_streamlit(monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", Recorder)
     import threading
 
+    original = signal.getsignal(signal.SIGTERM)
+
     def send_sigterm():
-        time.sleep(1.0)
+        # Once the CLI forwards SIGTERM (a loaded machine may take longer than any fixed sleep to
+        # import it, and the signal would then end the test process itself).
+        deadline = time.monotonic() + 30
+        while signal.getsignal(signal.SIGTERM) is original and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=send_sigterm, daemon=True).start()

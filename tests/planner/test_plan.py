@@ -2,15 +2,17 @@
 deadlines/budgets/inventory bind, infeasible requests explain themselves."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 
-from planner.api import PlanRequest, ReplanRequest, plan, replan
+from planner.api import PlanRequest, ReplanRequest, build_plan, plan, replan
 from planner.api.explore import best_per_count, pareto_front, scored_search, why_not
 from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
-from planner.layout import Implementation
+from planner.layout import Implementation, Layout, TrainingConfig
+from planner.plan import Plan
 from planner.search.ilp import NEAR_TIE_FRACTION
 from planner.search.space import gpu_counts
 
@@ -281,3 +283,26 @@ def test_a_one_token_budget_gets_a_plan():
     no_startup = DEFAULT_SETTINGS.but(job_startup_s=0.0)  # a run's start-up alone costs ~$0.5 on 2 A10s
     chosen = plan(request, settings=no_startup).plan
     assert chosen.gpu == "a10" and chosen.estimate.cost_usd < 1e-3
+
+
+def test_a_hand_edited_plan_file_whose_estimate_is_of_another_configuration_is_refused(tmp_path):
+    """The trial edited micro_batch 2 -> 64 in a saved plan: explain printed the old figures beside
+    the new micro-batch, and emit wrote the job. Negative prices and tokens are refused too."""
+    p = build_plan(
+        get_preset("llama3-8b"), "h100-sxm", Layout(tp=2), TrainingConfig(seq_len=4096, micro_batch=2, grad_accum=4),
+        num_gpus=16, training_tokens=1e11,
+    )  # fmt: skip
+    raw = json.loads(p.to_json())
+    for edit, words in (
+        (lambda r: r["training"].update(micro_batch=64), "another configuration"),
+        (lambda r: r.update(price_per_gpu_hour_usd=-1), "price_per_gpu_hour_usd -1"),
+        (lambda r: r.update(training_tokens=-5), "training_tokens -5"),
+    ):
+        edited = json.loads(json.dumps(raw))
+        edit(edited)
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(edited))
+        with pytest.raises(ValueError, match=words):
+            Plan.load(path)
+    path.write_text(json.dumps(raw))
+    assert Plan.load(path) == p
