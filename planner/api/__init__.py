@@ -16,13 +16,20 @@ import numpy as np
 
 from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
+from planner.api.notices import (
+    LONG_JOB_WARNING_DAYS,
+    estimate_warnings,
+    judged_at_risk,
+    long_job_warnings,
+    price_warnings,
+    trains_too_long,
+)
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import catalog_with_price_kind, dearer_than_on_demand, offers_of
+from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, memory_fix
-from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import duration_words
+from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.idle import IdleGPUs, idle_gpus
 from planner.layout import Layout, TrainingConfig
@@ -32,7 +39,6 @@ from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.model.structure import context_extension_warning
 from planner.plan import Estimate, Plan, PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
@@ -53,10 +59,6 @@ from planner.search.score import candidate_table, scored_table, search_space
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-# A plan that trains for longer than this gets a warning: GPUs, prices and methods rarely hold
-# for a year, and "16 H100 for 1,244 days" was answered without a word (issue 10).
-LONG_JOB_WARNING_DAYS = 365.0
-
 
 @dataclass(frozen=True)
 class PlanResult:
@@ -76,15 +78,6 @@ class PlanResult:
     median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
     idle: IdleGPUs | None = None  # the chosen plan leaves over 10 % of its inventory idle (planner/idle.py)
     idle_plan: Plan | None = None  # the best plan that uses that inventory, at its batch
-
-
-def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
-    """A deadline or budget diagnosis says the quantile its times and costs are judged at (the
-    plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it)."""
-    if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
-        return answer
-    detail = f"{answer.detail} (at --risk {risk.value}, each plan's {risk.quantile:.0%} quantile; p50: the median)"
-    return InfeasiblePlan(answer.constraint, detail, answer.fix, required=answer.required, available=answer.available)
 
 
 def plan_from_row(
@@ -311,59 +304,11 @@ def solve_request(
     )
 
 
-def trains_too_long(chosen: Plan) -> bool:
-    """Whether the plan trains for over LONG_JOB_WARNING_DAYS (the CLI warns, the app's card too)."""
-    hours = chosen.estimate.time_to_train_h
-    return hours is not None and hours * SECONDS_PER_HOUR > LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY
-
-
 def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:
     """The catalog a request is searched in (``plan``, ``scored_search``): each GPU at the median of
     its ``price_kind`` offers, the request's own prices over that, on the request's network."""
     kind = catalog_with_price_kind(catalog, request.price_kind, list(request.gpus or {}), settings)
     return catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
-
-
-def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
-    """A warning when the request's price kind rents the chosen GPU above its on-demand median
-    (``dearer_than_on_demand``; ``catalog``: before the kind priced it)."""
-    dropped = unpriced_types(request, catalog)
-    left_out = (
-        f"--price-kind {request.price_kind}: {len(dropped)} GPU types without such an offer were not searched"
-        f" ({', '.join(dropped)}); --gpus with --price prices them"
-    )
-    words = (left_out,) if dropped else ()
-    if any(catalog.gpu(g).id == chosen.gpu for g in request.price_overrides):  # ids match case-blind
-        return words
-    warning = dearer_than_on_demand(catalog.gpu(chosen.gpu), request.price_kind)
-    return words if warning is None else (*words, warning)
-
-
-def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
-    """The GPU types a whole-catalog search under a price kind other than on-demand leaves out:
-    those without an offer of that kind (``catalog_with_price_kind`` drops them)."""
-    if request.gpus or request.price_kind in (None, "on-demand"):
-        return []
-    return sorted(g for g, gpu in catalog.gpus.items() if not offers_of(gpu, request.price_kind))
-
-
-def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:
-    """What ``estimate`` warns of, as ``plan`` does: positions beyond the pretrained context, a
-    price kind dearer than on-demand (unless ``price`` quotes the GPU)."""
-    context = context_extension_warning(p.model, p.training.seq_len)
-    dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
-    return tuple(w for w in (context, dearer) if w)
-
-
-def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
-    """A warning when the chosen plan trains for over LONG_JOB_WARNING_DAYS."""
-    if not trains_too_long(chosen):
-        return ()
-    hours = chosen.estimate.time_to_train_h or 0.0
-    return (
-        f"the plan trains for {duration_words(hours * SECONDS_PER_HOUR)}, over a year: a deadline "
-        "(--deadline-days) sizes the GPU count for a date",
-    )
 
 
 def choosable_rows(
@@ -550,6 +495,7 @@ def replan(
 
 
 __all__ = [
+    "LONG_JOB_WARNING_DAYS",
     "Layout",
     "PlanRequest",
     "PlanResult",
@@ -558,7 +504,9 @@ __all__ = [
     "build_plan",
     "default_global_batch_tokens",
     "estimate",
+    "estimate_warnings",
     "plan",
     "replan",
     "restack",
+    "trains_too_long",
 ]
