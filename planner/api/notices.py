@@ -34,7 +34,8 @@ def trains_too_long(chosen: Plan) -> bool:
 
 
 def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
-    """A warning when the request's price kind rents the chosen GPU above its on-demand median
+    """Warnings of the request's price kind: the GPU types a whole-catalog search left out for
+    want of its offer (``unpriced_types``), and the chosen GPU rented above its on-demand median
     (``dearer_than_on_demand``; ``catalog``: before the kind priced it)."""
     dropped = unpriced_types(request, catalog)
     left_out = (

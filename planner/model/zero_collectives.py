@@ -108,6 +108,12 @@ def _stage_calls(model: ModelSpec, c: Candidates, n_layers, bucket: float) -> np
     return calls
 
 
+def zero12_overlap_comm(c: Candidates, z: ZeroConfig) -> np.ndarray:
+    """Where ZeRO-1/2 reduce with ``overlap_comm``: the stage's setting, off under a pipeline
+    engine (engine.py turns it off)."""
+    return np.where(c.sharding == SHARD_ZERO2, z.zero2_overlap_comm, z.zero1_overlap_comm) & (c.pp == 1)
+
+
 def zero12_s(model: ModelSpec, c: Candidates, z: ZeroConfig, local_params, link, n_layers) -> ZeroTraffic:
     """ZeRO-1/2: bucketed gradient all-reduces (ZeRO-2 every micro-batch, ZeRO-1 once), then the
     blocking post-step all-gather of the updated parameters, one call per parameter group."""
@@ -117,9 +123,8 @@ def zero12_s(model: ModelSpec, c: Candidates, z: ZeroConfig, local_params, link,
     zero2 = c.sharding == SHARD_ZERO2
     reductions = np.where(zero2 & (c.pp == 1), c.grad_accum, 1.0)
     grads = reductions * comm.all_reduce_s(local_params * dtype, n, link, calls)
-    overlap_comm = np.where(zero2, z.zero2_overlap_comm, z.zero1_overlap_comm) & (c.pp == 1)
     # With overlap_comm one bucket runs behind the backward and the last is waited for.
-    last_bucket = np.where(overlap_comm, grads / calls, grads)
+    last_bucket = np.where(zero12_overlap_comm(c, z), grads / calls, grads)
     gather = comm.all_gather_s(local_params * dtype, n, link, z.param_groups)
     return ZeroTraffic(overlappable=grads - last_bucket, serial=last_bucket + gather)
 
@@ -159,8 +164,7 @@ def bucket_buffer_bytes(c: Candidates, z: ZeroConfig | None, local_params, hidde
         return np.zeros(len(c))
     zero3 = c.sharding == SHARD_FSDP
     bucket = np.where(zero3, z.zero3_reduce_bucket_hidden_sq * float(hidden_size) ** 2, z.zero12_reduce_bucket_elements)
-    overlap = np.where(c.sharding == SHARD_ZERO2, z.zero2_overlap_comm, z.zero1_overlap_comm) & (c.pp == 1)
-    buffers = np.where(overlap & ~zero3, 2.0, 1.0)
+    buffers = np.where(zero12_overlap_comm(c, z) & ~zero3, 2.0, 1.0)
     held = np.minimum(bucket, local_params) * buffers * compute_dtype_bytes(c)
     return np.where(c.sharding >= SHARD_ZERO1, held, 0.0)
 
