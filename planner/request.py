@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.prices import PriceKind
-from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision
 from planner.limits import (
     MAX_BATCH_TOKENS,
     MAX_BUDGET_USD,
@@ -25,6 +25,7 @@ from planner.limits import (
     MAX_TRAINING_TOKENS,
 )
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
+from planner.model.candidates import code
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -150,15 +151,14 @@ def run_settings(
 
 def pipeline_problem(stack: Stack, layout: Layout) -> str | None:
     """Why ``stack``'s pipeline engine cannot run ``layout`` (None: it can): DeepSpeed's runs
-    ZeRO stage 0/1 only and no interleaved stages (``Stack.deepspeed_pipeline``)."""
-    if not stack.deepspeed_pipeline or layout.pp == 1:
-        return None
-    if layout.sharding in (Sharding.ZERO2, Sharding.FSDP):
+    ZeRO stage 0/1 only and no interleaved stages (``Stack.pipeline_refusals``)."""
+    zero, interleaved = stack.pipeline_refusals(layout.pp, code(layout.sharding), layout.vpp)
+    if zero:
         return (
             f"{stack.value} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"
             f" zero1 or none with pp > 1 (not {layout.sharding.value})"
         )
-    if layout.vpp > 1:
+    if interleaved:
         return f"{stack.value} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"
     return None
 

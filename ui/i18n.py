@@ -270,6 +270,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_moe": ("MoE", "MoE"),
     "feature_fp8": ("fp8", "fp8"),
     "feature_multi_gpu": ("more than one GPU", "多 GPU"),
+    "feature_multi_node": ("more than one node", "多节点"),
     "feature_large": ("> 1,000 GPUs", "> 1,000 GPU"),
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured in this regime ({stack}, {source}); the model alone predicts"

@@ -22,7 +22,7 @@ from enum import StrEnum
 import numpy as np
 
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, EvidenceBase, shipped_base
-from planner.accuracy.ceiling import NODE_GPUS, Ceiling
+from planner.accuracy.ceiling import Ceiling
 from planner.accuracy.regime import Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec
 from planner.layout import Layout, Precision, TrainingConfig
@@ -56,9 +56,9 @@ def regime_for(stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfi
     return Regime(stack, gpu.generation, int(bits))
 
 
-def ceiling_of(regime: Regime, num_gpus: int, calibrated: bool) -> Ceiling | None:
+def ceiling_of(regime: Regime, calibrated: bool) -> Ceiling | None:
     """The efficiency ceiling of a regime; none where a calibration file measured the GPU."""
-    return None if calibrated else shipped_base().ceilings.ceiling(regime, num_gpus)
+    return None if calibrated else shipped_base().ceilings.ceiling(regime)
 
 
 def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
@@ -93,20 +93,14 @@ def _per_key(keys: np.ndarray, values) -> np.ndarray:
 def mfu_ceilings(
     c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, calibrated: frozenset[str] = frozenset()
 ) -> np.ndarray:
-    """Each row's efficiency ceiling (NaN: none), by its regime and scale."""
-    multi_node = np.asarray(c.num_gpus) > NODE_GPUS
-    keys = _row_keys(c, moe) * 2 + multi_node
+    """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features)."""
 
-    def value(key: int) -> float:
-        gpu = gpus[key // 512]
-        regime = Regime(stack, gpu.generation, (key // 2) % 256)
-        ceiling = ceiling_of(regime, NODE_GPUS + 1 if key % 2 else 1, gpu.id in calibrated)
-        return np.nan if ceiling is None else ceiling.mfu
+    def value(g: int, bits: int) -> tuple[float]:
+        gpu = gpus[g]
+        ceiling = ceiling_of(Regime(stack, gpu.generation, bits), gpu.id in calibrated)
+        return (np.nan if ceiling is None else ceiling.mfu,)
 
-    unique = _distinct(keys)
-    lookup = np.zeros(int(unique[-1]) + 1 if len(unique) else 0)
-    lookup[unique] = [value(int(k)) for k in unique]
-    return lookup[keys]
+    return _per_key(_row_keys(c, moe), value)[:, 0]
 
 
 @functools.lru_cache(maxsize=4096)  # thread-safe; a plan and its median re-solve ask the same regimes

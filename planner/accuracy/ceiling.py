@@ -8,8 +8,8 @@ the active parameters and runs far lower), by a stack of the same family (PyTorc
 planner/accuracy/regime.py), or by any stack when that family has no such row; with no measured
 row on the architecture, nothing holds it (and the band says so). MFU, not hardware FLOPs: what
 is bought is model work, and a plan that recomputes spends more FLOPs for the same MFU, so the
-ceiling binds it later, never sooner. A job over more than one node (``NODE_GPUS``) is held at
-what jobs of more than one node measured: an 8-GPU record (MPT-3B at 512 tokens, 64 % on A100)
+ceiling binds it later, never sooner. A job over more than one node (``Feature.MULTI_NODE``) is
+held at what jobs of more than one node measured: an 8-GPU record (MPT-3B at 512 tokens, 64 % on A100)
 says nothing of 2,048 GPUs.
 A calibration file that measured the GPU lifts the ceiling for it (the user's own measurement
 outranks the published ones; planner/accuracy/__init__.py).
@@ -20,11 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.accuracy.regime import STACK_FAMILIES, Feature, Regime
+from planner.accuracy.regime import NODE_GPUS, STACK_FAMILIES, Feature, Regime
 from planner.accuracy.residuals import HeldOutRow
-
-# The GPUs of one HGX / DGX node: a job over more is judged by multi-node measurements only.
-NODE_GPUS = 8
 
 
 @dataclass(frozen=True)
@@ -47,10 +44,11 @@ class Ceilings:
     def __init__(self, rows: Sequence[HeldOutRow]) -> None:
         self.rows = tuple(rows)
 
-    def ceiling(self, regime: Regime, num_gpus: int, exclude_source: str | None = None) -> Ceiling | None:
+    def ceiling(self, regime: Regime, exclude_source: str | None = None) -> Ceiling | None:
         """The best MFU measured in ``regime``'s architecture, precision class and scale."""
         fp8, moe = bool(regime.features & Feature.FP8), bool(regime.features & Feature.MOE)
-        smallest = NODE_GPUS + 1 if num_gpus > NODE_GPUS else 1
+        # Over more than one node, only rows over more than one node count.
+        smallest = NODE_GPUS + 1 if regime.features & Feature.MULTI_NODE else 1
         pool = [
             r
             for r in self.rows
@@ -70,6 +68,6 @@ class Ceilings:
     def capped_error(self, row: HeldOutRow, regime: Regime) -> float:
         """The row's held-out error with its prediction held at the ceiling of its regime
         computed without its own source."""
-        ceiling = self.ceiling(regime, row.num_gpus, exclude_source=row.source)
+        ceiling = self.ceiling(regime, exclude_source=row.source)
         predicted = row.predicted_mfu if ceiling is None else min(row.predicted_mfu, ceiling.mfu)
         return predicted / row.measured_mfu - 1.0

@@ -147,7 +147,7 @@ def judged_estimate(
     """``estimate`` held at the efficiency ceiling of its regime (lifted where a calibration file
     measured the GPU), with the error band of every figure (planner/accuracy)."""
     regime = accuracy.regime_for(Stack(stack).value, gpu, layout.resolve(num_gpus), training, model.is_moe)
-    ceiling = accuracy.ceiling_of(regime, num_gpus, calibrated)
+    ceiling = accuracy.ceiling_of(regime, calibrated)
     est = estimate(
         model,
         gpu,

@@ -22,6 +22,10 @@ QkNormKind = Literal["none", "head", "full"]
 # Where each sub-layer's norms sit: pre (Llama: norm the input), post (OLMo 2: norm the output
 # before the residual add), sandwich (Gemma 2/3: both, four norms per block).
 NormPlacement = Literal["pre", "post", "sandwich"]
+# Families whose Hugging Face attention holds q, k and v in one Linear module (transformers'
+# modeling_<family>.py): GPT-2's ``c_attn``, GPT-NeoX's and BLOOM's ``query_key_value``, MPT's
+# ``Wqkv``, Phi-3's ``qkv_proj``. ZeRO-3 gathers such a weight once per block, not three times.
+FUSED_QKV_FAMILIES = frozenset({"gpt2", "gpt_neox", "bloom", "mpt", "phi3"})
 
 
 class LatentAttention(BaseModel):
@@ -140,6 +144,11 @@ class ModelShape(BaseModel):
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 1
+
+    @property
+    def fused_qkv(self) -> bool:
+        """Whether Hugging Face modules hold q, k and v as one weight (``FUSED_QKV_FAMILIES``)."""
+        return self.fused_projections or self.family in FUSED_QKV_FAMILIES
 
     @property
     def hf_attention_implementation(self) -> str:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+import numpy as np
+
 from planner.layout import Implementation
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
+from planner.model.candidates import SHARD_ZERO1
 from planner.model.settings import (
     DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
@@ -269,6 +272,14 @@ class Stack(StrEnum):
         pipeline parallelism") and one schedule, without interleaved stages (pipe/schedule.py
         TrainSchedule)."""
         return self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED)
+
+    def pipeline_refusals(self, pp, sharding, vpp) -> tuple[np.ndarray, np.ndarray]:
+        """What the stack's pipeline engine refuses, per row (arrays or scalars; ``sharding`` as
+        planner/model/candidates.py codes): (ZeRO stage 2 or 3 with pp > 1, interleaved stages
+        with pp > 1); nothing unless ``deepspeed_pipeline``. One rule for the search's filter
+        and for an estimate's refusal (planner/request.py ``pipeline_problem``)."""
+        piped = self.deepspeed_pipeline & (np.asarray(pp) > 1)
+        return piped & (np.asarray(sharding) > SHARD_ZERO1), piped & (np.asarray(vpp) > 1)
 
     @property
     def modules(self) -> Implementation | None:

@@ -56,8 +56,8 @@ class Tensors:
 
 def tensors(model: ModelSpec) -> Tensors:
     """HF modules' parameter tensors: a dense row of ``count`` projections is ``count`` Linear
-    modules, the fused q/k/v row three; a routed-expert row is one fused tensor (transformers'
-    ``*Experts`` modules)."""
+    modules, the fused q/k/v row three (one for ``ModelShape.fused_qkv`` families); a
+    routed-expert row is one fused tensor (transformers' ``*Experts`` modules)."""
     table, root = block_table(model), root_table(model)
     block: list[int] = []
     for g in table.gemms:
@@ -65,7 +65,7 @@ def tensors(model: ModelSpec) -> Tensors:
             continue
         if g.experts > 1:
             block.append(g.params)
-        elif g.name == "qkv":
+        elif g.name == "qkv" and not model.fused_qkv:
             block.extend(_q_k_v(g.params, g.d_in, table.attention))
         else:
             block.extend([g.params // g.count] * g.count)

@@ -44,7 +44,7 @@ def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpa
         compile=request.compile,
         max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
         trainer_rules=request.stack.trainer_rules,
-        deepspeed_pipeline=request.stack.deepspeed_pipeline,
+        stack=request.stack,
     )
 
 

@@ -37,6 +37,7 @@ from planner.model.candidates import (
 from planner.model.partial_recompute import full_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
 from planner.model.structure import structurally_valid, tp_in_domain
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
@@ -84,9 +85,9 @@ class SearchSpace:
     # False: another stack's estimate, which only the laws of the layout bind, not trainplan's
     # trainer's limits (planner/model/structure.py Rule.trainer_only).
     trainer_rules: bool = True
-    # The stack pipelines with DeepSpeed's engine: pp > 1 only with ZeRO 0/1 and vpp 1
-    # (planner/model/stacks.py Stack.deepspeed_pipeline).
-    deepspeed_pipeline: bool = False
+    # The stack whose pipeline engine runs the plan: DeepSpeed's refuses some layouts
+    # (planner/model/stacks.py Stack.pipeline_refusals).
+    stack: Stack = Stack.TRAINPLAN
 
 
 def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
@@ -207,7 +208,7 @@ def gpu_rows(
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
-        & ~(space.deepspeed_pipeline & (pp > 1) & ((sharding > SHARD_ZERO1) | (rows["vpp"] > 1)))
+        & ~np.logical_or(*space.stack.pipeline_refusals(pp, sharding, rows["vpp"]))
         & structurally_valid(
             model,
             tp=tp,

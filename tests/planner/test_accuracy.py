@@ -37,7 +37,7 @@ def test_a_regime_with_measured_rows_is_validated_and_another_is_widened_by_its_
     base = EvidenceBase(rows, kappa=0.05)
     inside = base.evidence(row_regime(rows[0]))
     assert inside.validated and inside.distance == 0 and inside.widened_by == 0
-    outside = base.evidence(Regime("megatron-core", "Ampere", int(F.MULTI_GPU | F.TP)))
+    outside = base.evidence(Regime("megatron-core", "Ampere", int(F.MULTI_GPU | F.MULTI_NODE | F.TP)))
     assert not outside.validated and outside.distance == 3.0  # another architecture (2), with tp (1)
     assert outside.widened_by == pytest.approx(np.expm1(0.05 * 3 * 1.2815515655446004))
     lo, hi = (inside.log_quantile(q) for q in BAND_QUANTILES)
@@ -62,14 +62,25 @@ def test_a_new_sources_offset_is_the_pooled_spread_of_source_means_on_one_archit
 
 
 def test_distance_weighs_stack_family_architecture_and_each_feature():
-    query = Regime("trainplan", "Ampere", int(F.TP | F.PP | F.MULTI_GPU))
+    query = Regime("trainplan", "Ampere", int(F.TP | F.PP | F.MULTI_GPU | F.MULTI_NODE))
+    one_node = query.features & ~F.MULTI_NODE
     d = distances(
         query,
-        np.array(["trainplan", "torchtitan", "megatron-lm", "trainplan"], dtype=object),
-        np.array(["Ampere", "Ampere", "Ampere", "Hopper"], dtype=object),
-        np.array([query.features, query.features, int(F.TP | F.MULTI_GPU), query.features]),
+        np.array(["trainplan", "torchtitan", "megatron-lm", "trainplan", "trainplan"], dtype=object),
+        np.array(["Ampere", "Ampere", "Ampere", "Hopper", "Ampere"], dtype=object),
+        np.array([query.features, query.features, int(F.TP | F.MULTI_GPU | F.MULTI_NODE), query.features, one_node]),
     )
-    assert list(d) == [0.0, 1.0, 3.0, 2.0]  # same; same family; other family + without pp; other GPU
+    # same; same family; other family + without pp; other GPU; one node (half a feature)
+    assert list(d) == [0.0, 1.0, 3.0, 2.0, 0.5]
+
+
+def test_a_multi_node_query_is_not_validated_by_one_node_rows():
+    rows = [row(source=s, num_gpus=8) for s in "abcde"]
+    multi_node = row_regime(row(num_gpus=64))
+    ev = EvidenceBase(rows).evidence(multi_node)
+    assert not ev.validated and ev.distance == 0.5
+    assert "more than one node" in multi_node.describe()
+    assert "without more than one node" in ev.nearest_description()
 
 
 # --------------------------------------------------------------------------- the ceiling
@@ -84,16 +95,17 @@ def test_the_ceiling_is_the_best_mfu_of_the_family_on_the_architecture_precision
         row(source="e", stack="torchtitan", mfu=0.95, moe=True),  # other kind of model
     ]
     ceilings = Ceilings(rows)
-    many = Regime("trainplan", "Hopper", int(F.MULTI_GPU))
-    assert ceilings.ceiling(many, 64).mfu == 0.5  # the PyTorch family's best over more than one node
-    assert ceilings.ceiling(many, 8).mfu == 0.7  # one node: the one-node record counts too
-    assert ceilings.ceiling(Regime("deepspeed", "Hopper", int(F.MULTI_GPU | F.FP8)), 64).mfu == 0.9
-    assert ceilings.ceiling(Regime("megatron-lm", "Hopper", int(F.MULTI_GPU)), 64).mfu == 0.6
-    assert ceilings.ceiling(Regime("trainplan", "Ampere", int(F.MULTI_GPU)), 64) is None
+    many = Regime("trainplan", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE))
+    one_node = Regime("trainplan", "Hopper", int(F.MULTI_GPU))
+    assert ceilings.ceiling(many).mfu == 0.5  # the PyTorch family's best over more than one node
+    assert ceilings.ceiling(one_node).mfu == 0.7  # one node: the one-node record counts too
+    assert ceilings.ceiling(Regime("deepspeed", "Hopper", int(many.features | F.FP8))).mfu == 0.9
+    assert ceilings.ceiling(Regime("megatron-lm", "Hopper", many.features)).mfu == 0.6
+    assert ceilings.ceiling(Regime("trainplan", "Ampere", many.features)) is None
     # a family without such a row takes any stack's best; leaving its source out, the next best
     only_megatron = Ceilings([rows[1], row(source="f", stack="megatron-core", mfu=0.55)])
-    assert only_megatron.ceiling(many, 64).mfu == 0.6 and only_megatron.ceiling(many, 64).scope == "any stack"
-    assert only_megatron.ceiling(many, 64, exclude_source="b").mfu == 0.55
+    assert only_megatron.ceiling(many).mfu == 0.6 and only_megatron.ceiling(many).scope == "any stack"
+    assert only_megatron.ceiling(many, exclude_source="b").mfu == 0.55
 
 
 def test_a_row_above_the_others_best_is_held_at_it_when_its_own_source_is_left_out():
@@ -234,12 +246,13 @@ def test_a_plan_made_for_another_stack_is_judged_by_that_stacks_rows():
 
 
 def test_a_ceiling_is_lifted_only_for_a_gpu_a_calibration_file_measured():
-    regime = Regime("trainplan", "Hopper", int(F.MULTI_GPU | F.LARGE))
-    assert ceiling_of(regime, 2048, calibrated=True) is None
-    assert ceiling_of(regime, 2048, calibrated=False) is not None
+    regime = Regime("trainplan", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.LARGE))
+    assert ceiling_of(regime, calibrated=True) is None
+    assert ceiling_of(regime, calibrated=False) is not None
 
 
 def test_regime_features_of_a_row_follow_its_facts():
     r = row(tp=2, pp=4, cp=2, moe=True, precision="fp8", num_gpus=2048)
-    assert row_regime(r).features == int(F.TP | F.PP | F.LONG | F.MOE | F.FP8 | F.MULTI_GPU | F.LARGE)
+    assert row_regime(r).features == int(F.TP | F.PP | F.LONG | F.MOE | F.FP8 | F.MULTI_GPU | F.MULTI_NODE | F.LARGE)
+    assert row_regime(dataclasses.replace(r, num_gpus=8)).features & F.MULTI_NODE == 0
     assert row_regime(dataclasses.replace(r, cp=1, seq_len=32768)).features & F.LONG

@@ -47,6 +47,18 @@ def test_hf_modules_tensors_add_up_to_the_block():
     assert t.root == (LLAMA.vocab_size * h, LLAMA.vocab_size * h, h)
 
 
+def test_a_family_with_one_qkv_module_holds_it_as_one_tensor():
+    """GPT-2 (``c_attn``), GPT-NeoX and BLOOM (``query_key_value``), Phi-3 (``qkv_proj``): one
+    attention input weight, so ZeRO-3 gathers one module, not three. GPT-2's block: c_attn,
+    c_proj, c_fc, c_proj and two LayerNorms (weight and bias each one module's)."""
+    gpt, phi = get_preset("gpt3-125m"), get_preset("phi3-mini")
+    assert gpt.fused_qkv and phi.fused_qkv and not LLAMA.fused_qkv
+    assert tensors(gpt).modules_per_block == 6
+    assert sum(tensors(gpt).block) == gpt.param_counts().per_layer
+    # Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj and two RMSNorms
+    assert tensors(phi).modules_per_block == 6
+
+
 def test_a_tensor_of_a_whole_bucket_is_reduced_alone():
     assert bucket_calls([10, 5, 5, 20, 3], 10) == (2, 13.0)
     assert bucket_calls([], 10) == (0, 0.0)
