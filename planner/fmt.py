@@ -68,21 +68,28 @@ def printable(text: object) -> str:
 # --------------------------------------------------------------------------- money
 
 
+# Large sums in the unit that keeps them short: $36.80T, not $36,795,068.67M.
+_MONEY_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
+
+
 def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
-    """``$1.23M`` from a million on, else whole dollars (``$12,345``); cents below ``cents_below``.
+    """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
+    cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").
 
     None (no price) reads ``-``.
     """
     if usd is None:
         return "-"
-    if usd >= 1e6:
-        return f"${usd / 1e6:,.2f}M"
-    return f"${usd:,.0f}" if usd >= cents_below else f"${usd:,.2f}"
+    for scale, suffix in _MONEY_SCALES:
+        if usd >= scale:
+            return f"${usd / scale:,.2f}{suffix}"
+    return f"${usd:,.0f}" if usd >= max(cents_below, 1.0) else f"${usd:,.2f}"
 
 
 def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
-    """``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$7.8`` with ``decimals`` decimals (rounded up if asked)."""
-    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k"), (1.0, "")):
+    """``$1.2T``, ``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$7.8`` with ``decimals`` decimals (rounded up if
+    asked)."""
+    for scale, suffix in (*_MONEY_SCALES, (1e3, "k"), (1.0, "")):
         if abs(usd) >= scale or scale == 1.0:
             scaled = usd / scale
             if round_up:

@@ -72,7 +72,8 @@ class TimeTerms(BaseModel):
     matmul: float = 0.0  # block and LM-head GEMMs, recompute included
     attention: float = 0.0  # fused attention kernels
     memory_bound: float = 0.0  # norms, activations, rotary, residuals, loss
-    optimizer: float = 0.0  # AdamW + clipping + FSDP cast/copy kernels
+    optimizer: float = 0.0  # AdamW + clipping (+ offload's host link and host AdamW)
+    shard_copies: float = 0.0  # FSDP / ZeRO cast and copy kernels around each collective
     host_stall: float = 0.0  # host dispatch time the GPU waits for
     dp_comm: float = 0.0  # exposed FSDP/ZeRO/DDP collectives
     tp_comm: float = 0.0  # exposed tensor-parallel collectives

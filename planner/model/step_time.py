@@ -47,7 +47,8 @@ class TimeBreakdown:
     matmul: np.ndarray  # block and LM-head GEMMs, recompute included
     attention: np.ndarray  # fused attention kernels
     memory_bound: np.ndarray  # norms, activations, rotary, residuals, loss
-    optimizer: np.ndarray  # AdamW + clipping + FSDP cast/copy kernels
+    optimizer: np.ndarray  # AdamW + clipping (+ offload's host link and host AdamW)
+    shard_copies: np.ndarray  # FSDP / ZeRO cast and copy kernels around each collective
     host_stall: np.ndarray  # host dispatch time the GPU waits for
     dp_comm: np.ndarray  # exposed FSDP/ZeRO/DDP collectives
     tp_comm: np.ndarray  # exposed tensor-parallel collectives
@@ -282,26 +283,30 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
 
 
 def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """AdamW and clipping stream the local shard of the fp32 states; FSDP also casts and copies
-    parameters for each all-gather pass and gradients for each reduce-scatter. With offload the
-    states cross the host link and the host runs AdamW (planner/model/host.py)."""
-    stage = busiest_stage(model, c)
-    local = stage.total / c.tp
+    """AdamW and clipping stream the local shard of the fp32 states. With offload the states
+    cross the host link and the host runs AdamW (planner/model/host.py)."""
+    local = busiest_stage(model, c).total / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
+    on_gpu = np.where(c.offload, 0.0, 1.0)
+    offload = np.where(c.offload, local / shard * s.offload_bytes_per_param / s.host_link_bandwidth, 0.0)
+    return optimizer_bytes * on_gpu / rates.eager_bandwidth(c, s) + offload + host_adam_seconds(model, c, s)
+
+
+def shard_copy_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Sharded data parallelism casts and copies parameters into each all-gather's buffer and
+    gradients out of each reduce-scatter's (FSDP2's copy-in / copy-out kernels): per pass, not
+    per step, so they grow with the accumulation (docs/model.md)."""
+    stage = busiest_stage(model, c)
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
     # Gathered and reduced: the rank's share of the experts (1/ep) with the dense weights.
-    fsdp_bytes = (
+    copy_bytes = (
         stage.held
         / c.tp
         * (s.fsdp_gather_copy_bytes_per_param * gather_passes + s.fsdp_reduce_copy_bytes_per_param * reductions)
     )
-    fsdp_bytes = np.where(c.sharding >= SHARD_ZERO1, fsdp_bytes, 0.0)
-    on_gpu = np.where(c.offload, 0.0, 1.0)
-    bandwidth = rates.eager_bandwidth(c, s)
-    offload = np.where(c.offload, local / shard * s.offload_bytes_per_param / s.host_link_bandwidth, 0.0)
-    return (optimizer_bytes * on_gpu + fsdp_bytes) / bandwidth + offload + host_adam_seconds(model, c, s)
+    return np.where(c.sharding >= SHARD_ZERO1, copy_bytes, 0.0) / rates.eager_bandwidth(c, s)
 
 
 def host_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -481,7 +486,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     # A measured job's correction scales the GPU compute the rest of the step overlaps with.
     correction = (c.compute_time_factor - 1.0) * (matmul + attention + memory_bound)
     compute = matmul + attention + memory_bound + correction
-    optimizer = optimizer_time(model, c, s)
+    optimizer, copies = optimizer_time(model, c, s), shard_copy_time(model, c, s)
     raw = comm_times(model, c, s)
     hideable_dp = raw.dp - raw.dp_serial
     axes = (hideable_dp, raw.tp, raw.pp, raw.cp, raw.ep)
@@ -497,7 +502,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
-    gpu = compute + optimizer + dp + tp + pp + cp + ep + bubble
+    gpu = compute + optimizer + copies + dp + tp + pp + cp + ep + bubble
     host = host_time(model, c, s)
     # The host runs ahead of the GPU (queue) except across an MoE block's host sync: the step
     # waits for the larger of the whole step's excess dispatch and the post-sync exposures
@@ -509,6 +514,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
         attention=attention,
         memory_bound=memory_bound,
         optimizer=optimizer,
+        shard_copies=copies,
         host_stall=host_stall,
         dp_comm=dp,
         tp_comm=tp,

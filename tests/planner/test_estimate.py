@@ -261,7 +261,7 @@ def test_estimate_json_keeps_its_keys_and_reads_back_typed():
         "measured_correction",
     ]  # fmt: skip
     assert list(data["time"]["breakdown_s"]) == [
-        "matmul", "attention", "memory_bound", "optimizer", "host_stall",
+        "matmul", "attention", "memory_bound", "optimizer", "shard_copies", "host_stall",
         "dp_comm", "tp_comm", "pp_comm", "cp_comm", "ep_comm", "bubble", "measured_correction", "efficiency_ceiling",
     ]  # fmt: skip
     assert list(data["layout"]) == [
@@ -398,3 +398,14 @@ def test_gradient_reductions_move_the_stacks_gradient_dtype(layout):
     dp = {b: float(comm_times(LLAMA8B, c, DEFAULT_SETTINGS.but(grad_bytes=b)).dp[0]) for b in (0.0, 2.0, 4.0)}
     assert dp[0.0] < dp[2.0] < dp[4.0]
     assert dp[4.0] - dp[2.0] == pytest.approx(dp[2.0] - dp[0.0])
+
+
+def test_the_optimizer_term_is_the_optimizer_and_fsdp_copies_are_their_own():
+    """AdamW runs once per step; FSDP's copy-in / copy-out kernels run per gather and reduce, so
+    they grow with the accumulation and the optimizer term does not (a user read "optimizer 3.6 s"
+    as a 3.6 s AdamW step)."""
+    once, many = est(grad_accum=1), est(grad_accum=8)
+    assert many.time.breakdown_s.optimizer == pytest.approx(once.time.breakdown_s.optimizer)
+    assert many.time.breakdown_s.shard_copies == pytest.approx(8 * once.time.breakdown_s.shard_copies)
+    ddp = est(Layout(sharding=Sharding.NONE))
+    assert ddp.time.breakdown_s.shard_copies == 0 and ddp.time.breakdown_s.optimizer > 0
