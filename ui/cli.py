@@ -45,7 +45,6 @@ from planner.limits import (
 )
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
-from planner.request import DEFAULT_TOP_K
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
 from ui import cli_jobs, render
@@ -55,6 +54,7 @@ from ui.cli_options import (
     AC_HELP,
     ATTENTION_HELP,
     CALIBRATION_HELP,
+    GPUS,
     IMPL_HELP,
     JSON,
     NETWORK,
@@ -63,7 +63,9 @@ from ui.cli_options import (
     PRICE_KIND,
     SEQ_LEN,
     STACK_HELP,
+    TOP,
     app,
+    flag_error,
 )
 from ui.inputs import check_range, load_model_arg, parse_pairs
 
@@ -88,7 +90,12 @@ def estimate(
     pp_schedule: PipelineSchedule = typer.Option(
         PipelineSchedule.ONE_F_ONE_B, "--pp-schedule", help="pipeline schedule (with pp > 1)"
     ),
-    dp_replicate: int = typer.Option(1, "--dp-replicate", help="data-parallel replicas (HSDP when > 1 with fsdp)"),
+    dp_replicate: int | None = typer.Option(
+        None,
+        "--dp-replicate",
+        help="data-parallel replicas (HSDP when > 1 with fsdp; default 1); with --sharding none every data-parallel"
+        " rank is a replica: default the rest of the GPUs, and a given count must fill them",
+    ),
     dp_shard: int = typer.Option(-1, "--dp-shard", help="data-parallel shard group size; -1 = the rest of the world"),
     sharding: Sharding = typer.Option(
         Sharding.FSDP, help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters"
@@ -134,17 +141,21 @@ def estimate(
     check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
     check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
-    check_range("--price", price, 0, MAX_PRICE_USD)
+    check_range("--price", price, 0, MAX_PRICE_USD, low_open=True)  # the catalog's rule: a positive price
     check_range("--seq-len", seq_len, 1, MAX_SEQ_LEN)
+    check_range("--nodes", nodes, 1, MAX_GPUS)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
     (mode,) = ac_modes([ac] if ac else None, ac_blocks, spec.num_layers) or (ActivationCheckpointing.NONE,)
     if mode == ActivationCheckpointing.BLOCKS and ac_blocks is None:
         raise ValueError("--ac blocks needs --ac-blocks N (blocks checkpointed per pp rank)")
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
+    # Under DDP, Layout.resolve makes the rest of the world replicas; a replica count the user names
+    # is kept (dp_shard 1), so one that does not fill --num-gpus is refused, not multiplied.
+    named_replicas = dp_replicate is not None and sharding == Sharding.NONE and dp_shard == -1
     layout = Layout(
-        dp_replicate=dp_replicate,
-        dp_shard=dp_shard,
+        dp_replicate=1 if dp_replicate is None else dp_replicate,
+        dp_shard=1 if named_replicas else dp_shard,
         tp=tp,
         pp=pp,
         cp=cp,
@@ -204,7 +215,7 @@ def plan(
     objective: Objective = typer.Option(
         Objective.COST, help="minimise cost, time, or an even mix of the two (each against its best)"
     ),
-    gpus: str | None = typer.Option(None, help="allowed GPUs with inventory: h100-sxm=64,a100-80gb-sxm"),
+    gpus: str | None = GPUS,
     prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
     price_kind: str | None = PRICE_KIND,
     network: str | None = NETWORK,
@@ -237,7 +248,7 @@ def plan(
         help=f"largest GPU count to consider per type (default: the type's inventory in --gpus; {DEFAULT_MAX_GPUS},"
         " or the largest inventory given, for a type without one)",
     ),
-    top: int = typer.Option(DEFAULT_TOP_K, "--top", help="alternatives to list"),
+    top: int = TOP,
     risk: Risk = typer.Option(
         DEFAULT_RISK,
         help="judge time and cost at this quantile of the held-out error band: p50 the median, p80/p90"
@@ -273,7 +284,7 @@ def plan(
         budget_usd=budget_usd,
         objective=objective.value,
         gpus=parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None,
-        price_overrides=parse_pairs(prices, "--price", 0, MAX_PRICE_USD),
+        price_overrides=price_pairs(prices),
         price_kind=price_kind,
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,
@@ -302,6 +313,14 @@ def plan(
     if out:
         result.plan.save(out)
     render.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
+
+
+def price_pairs(text: str | None) -> dict:
+    """``--price`` of plan: each price > 0, as estimate's ``--price`` (PlanRequest's PositiveFloat)."""
+    pairs = parse_pairs(text, "--price", 0, MAX_PRICE_USD)
+    for gpu_id, usd in pairs.items():
+        check_range(f"--price {gpu_id}", usd, 0, MAX_PRICE_USD, low_open=True)
+    return pairs
 
 
 def ac_modes(
@@ -467,10 +486,11 @@ def _main(argv: list[str] | None) -> int:
     except click.exceptions.NoArgsIsHelpError:
         return ExitCode.OK
     except click.ClickException as exc:
-        _error(exc.format_message())
+        # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix
+        _error(exc.format_message().replace(": Value error, ", ": "))
         return ExitCode.INVALID
     except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
-        _error(one_line(exc))
+        _error(flag_error(exc, sys.argv[1:] if argv is None else argv) or one_line(exc))
         return ExitCode.INVALID
     except OSError as exc:  # --out on a read-only or full disk, a directory, a name too long
         where = f"{exc.filename}: " if exc.filename else ""

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 import typer
 
-from planner.request import DEFAULT_SEQ_LEN
+from planner.catalog.prices import PRICE_KINDS
+from planner.errors import RuleCode, rule_violation
+from planner.fmt import one_line
+from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
+from planner.search.space import DEFAULT_MAX_GPUS
 
 app = typer.Typer(
     add_completion=False,
@@ -25,9 +30,19 @@ SEQ_LEN = typer.Option(
     None, "--seq-len", help=f"tokens per sequence; default {DEFAULT_SEQ_LEN}, or the model's context if shorter"
 )
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
+
+
+def _price_kind(value: str | None) -> str | None:
+    """Refused as a bad ``--sharding`` is, naming the flag (PlanRequest's Literal names its field)."""
+    if value is not None and value not in PRICE_KINDS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, PRICE_KINDS))}.")
+    return value
+
+
 PRICE_KIND = typer.Option(
     None,
     "--price-kind",
+    callback=_price_kind,
     help="on-demand, spot, reserved-1y or reserved-3y: price each GPU at the median of its providers' offers of"
     " that kind (hw_catalog/prices; spot adds its interruptions to goodput); default: the catalog's price",
 )
@@ -36,6 +51,17 @@ NETWORK = typer.Option(
     "--network",
     help="the scale-out network the nodes are on, a catalog id (trainplan catalog; e.g. ib-hdr-200, roce-400g,"
     " eth-100g, opa-4x100-per-8); default: each GPU's own (its reference server's)",
+)
+GPUS = typer.Option(
+    None,
+    help="allowed GPU types, each with its inventory (h100-sxm=64) or bare (a100-80gb-sxm: no inventory, any count"
+    f" up to --max-gpus, default {DEFAULT_MAX_GPUS} or the largest inventory given); default: every catalog type, bare",
+)
+TOP = typer.Option(
+    DEFAULT_TOP_K,
+    "--top",
+    help="alternatives to list besides the chosen plan (the table's first row, marked 'chosen'; --json:"
+    " 'alternatives' has them alone)",
 )
 ATTENTION_HELP = (
     "attention kernel: sdpa-fa2, flash2, flash3 (Hopper), cudnn, triton (MPT's), eager; default: what the"
@@ -83,3 +109,74 @@ class DeviceChoice(StrEnum):
     auto = "auto"
     cpu = "cpu"
     cuda = "cuda"
+
+
+# --------------------------------------------------------------------------- errors in flags
+
+# The request fields a flag of another name sets (every other field is its flag's dest).
+FIELD_DESTS = {"top_k": "top", "price_overrides": "prices"}
+# The planner's layout rules in the words of estimate's flags; the planner's sentence (which the app
+# shows beside its own fields) names Layout's fields. A command without every flag a template
+# names (explain, reading a plan file) keeps the planner's sentence.
+FLAG_RULES = {
+    RuleCode.DP_SHARD_ZERO: "--dp-shard must be >= 1, or -1 for the rest of the GPUs (got {dp_shard})",
+    RuleCode.DDP_SHARD: "--sharding none (DDP) replicates: give --dp-replicate, not --dp-shard (got --dp-shard {dp_shard})",
+    RuleCode.VPP_PP: "--vpp {vpp} (interleaved stages) needs --pp > 1 and --pp-schedule 1f1b (got --pp {pp})",
+    RuleCode.EP_DDP: "--ep {ep} shards experts over the data-parallel ranks: use --sharding fsdp, zero1 or zero2, not none",
+    RuleCode.WORLD_SIZE: "--num-gpus {gpus} is not divisible by --dp-replicate x --tp x --pp x --cp = {fixed}",
+    RuleCode.DEGREES_PRODUCT: (
+        "the degrees multiply to {product} (--dp-replicate {dp_replicate} x --dp-shard {dp_shard} x --tp {tp}"
+        " x --pp {pp} x --cp {cp}), not --num-gpus {gpus}"
+    ),
+}
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+
+
+def invoked_command(args: list[str]):
+    """The click command ``args`` names (None before a command)."""
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    return getattr(typer.main.get_command(app), "commands", {}).get(name)
+
+
+def command_flags(command) -> dict[str, str]:
+    """A click command's options by dest: ``{"micro_batch": "--micro-batch"}`` (its first long name)."""
+    flags = {}
+    for param in getattr(command, "params", ()):
+        names = [opt for opt in getattr(param, "opts", ()) if opt.startswith("--")]
+        if names and param.name:
+            flags[param.name] = names[0]
+    return flags
+
+
+def flag_error(exc: BaseException, args: list[str]) -> str | None:
+    """The one line of ``exc`` naming the flags of the command ``args`` runs: a pydantic error on a
+    field a flag in ``args`` sets (``--micro-batch must be >= 1 (got 0)``; a field of a file the
+    command reads keeps its name), or a layout rule of ``FLAG_RULES``; None for any other error,
+    which keeps its own line (``planner.fmt.one_line``)."""
+    flags = command_flags(invoked_command(args))
+    violation = rule_violation(exc)
+    if violation is not None:
+        template = FLAG_RULES.get(violation.code)
+        given = set(flags.values())
+        if template is None or not set(_FLAG.findall(template)) <= given:
+            return None
+        return template.format(**violation.figures)
+    errors = getattr(exc, "errors", None)  # a pydantic ValidationError
+    found = errors() if callable(errors) else []
+    loc = [str(part) for part in found[0].get("loc", ())] if found else []
+    flag = flags.get(FIELD_DESTS.get(loc[0], loc[0])) if loc else None
+    if flag is None or not any(arg == flag or arg.startswith(f"{flag}=") for arg in args):
+        return None
+    return " ".join([flag, *loc[1:]]) + _requirement(exc, found[0])
+
+
+def _requirement(exc: BaseException, error: dict) -> str:
+    """What a pydantic error asks of the value: `` must be >= 1 (got 0)``, or its own message."""
+    ctx, got = error.get("ctx") or {}, error.get("input")
+    bounds = [f"{sign} {ctx[key]}" for key, sign in _BOUNDS if key in ctx]
+    if bounds:
+        return f" must be {' and '.join(bounds)} (got {got})"
+    if "expected" in ctx:  # a Literal or an enum: pydantic quotes the choices
+        return f" must be {ctx['expected']} (got {got!r})"
+    return ": " + one_line(exc, where=False)

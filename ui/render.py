@@ -276,8 +276,13 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
     if result.idle is not None:
         out.print(idle_line(result))
     if result.alternatives:
-        table = Table(title="alternatives", title_justify="left")
+        # --top N lists N alternatives (as --json's "alternatives"); the chosen plan heads the table,
+        # marked, so each alternative reads against it.
+        count = len(result.alternatives)
+        title = f"the chosen plan and {count} alternative{'s' if count > 1 else ''} (--top)"
+        table = Table(title=title, title_justify="left")
         for col in (
+            "#",
             "GPU",
             "n",
             "layout",
@@ -290,9 +295,10 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
             "mem GiB",
         ):
             table.add_column(col)
-        for a in (result.plan, *result.alternatives):
+        for rank, a in enumerate((result.plan, *result.alternatives)):
             e = a.estimate
             table.add_row(
+                str(rank) if rank else "chosen",
                 a.gpu,
                 str(a.num_gpus),
                 a.layout.describe(),

@@ -115,4 +115,4 @@ def _model_from(cfg: HfConfig, default_name: str) -> ModelSpec:
     except ValidationError as exc:
         inner = rule_violation(exc)  # ModelSpec's own rule (``rule``, its figures): the app words it
         rule = {} if inner is None else {"rule": inner.code.value, **inner.figures}
-        raise cfg.error(RuleCode.HF_DIMENSIONS, detail=one_line(exc, where=False, keep_prefix=True), **rule) from None
+        raise cfg.error(RuleCode.HF_DIMENSIONS, detail=one_line(exc, where=False), **rule) from None

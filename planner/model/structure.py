@@ -136,10 +136,18 @@ def default_implementation(model: ModelSpec) -> Implementation:
 
 def context_extension_warning(model: ModelSpec, seq_len: int) -> str | None:
     """A warning when ``seq_len`` exceeds the model's ``max_position_embeddings`` (``max_seq_len``),
-    else None. Not an error: training longer than the pretrained context is context extension, and
-    the trainer builds its position table or RoPE cache for the longer sequence (trainer/model.py)."""
+    else None. Not an error: training longer than the pretrained context is context extension
+    with RoPE or ALiBi; a learned absolute table (GPT-2/3) does not extend, and the trainer grows
+    it to ``seq_len`` rows (trainer/model.py, trainer/hf_model.py), the new ones untrained."""
     if seq_len <= model.max_seq_len:
         return None
+    if model.position == "learned":
+        return (
+            f"seq_len {seq_len} exceeds {model.name}'s max_position_embeddings {model.max_seq_len}, and its"
+            f" positions are learned: not context extension, the position table grows to {seq_len} rows and rows"
+            f" {model.max_seq_len} and up start untrained (a new model's context; --seq-len {model.max_seq_len}"
+            " keeps the pretrained one)"
+        )
     return (
         f"seq_len {seq_len} exceeds {model.name}'s max_position_embeddings {model.max_seq_len}: "
         "planned as context extension (positions beyond the pretrained context)"

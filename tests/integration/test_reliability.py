@@ -113,7 +113,7 @@ BAD_EMIT_AND_RUN = {
     "emit: --steps 0": (["emit", "{d}/plan.json", "--out", "{d}/j5", "--steps", "0"], "steps"),
     "emit: --checkpoint-every 0": (
         ["emit", "{d}/plan.json", "--out", "{d}/j6", "--checkpoint-every", "0"],
-        "checkpoint_every",
+        "--checkpoint-every must be >= 1",
     ),
     "emit: --out is a file": (
         ["emit", "{d}/plan.json", "--out", "{d}/notjson.txt"],

@@ -119,7 +119,7 @@ def test_invalid_dimensions_keep_modelspecs_sentence():
         model_from_hf_dict(data, "odd")
     assert refused.value.code == _C.HF_DIMENSIONS
     assert str(refused.value) == (
-        "<odd>: invalid model dimensions: Value error, head_dim 127 is odd: RoPE needs an even head dimension"
+        "<odd>: invalid model dimensions: head_dim 127 is odd: RoPE needs an even head dimension"
     )
 
 
