@@ -22,6 +22,7 @@ import signal
 import sys
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import cast
 
@@ -232,6 +233,28 @@ def record_exit(job_dir: Path, code: int) -> int:
     return code
 
 
+# How long a rank that finished waits for the others before it tears its process group down
+# anyway. Only the success path waits: every rank that returned from train() passed the same last
+# collectives, so the others are at most rank 0's report away; an error path never waits.
+EXIT_BARRIER_TIMEOUT = timedelta(seconds=120)
+
+
+def leave_together(device_type: str) -> None:
+    """Meet every rank at a barrier before destroy_process_group. A rank that tore its gloo group
+    down while another was still finishing its last collective aborted at exit ("terminate called
+    without an active exception", a torchrun restart test); torch's shutdown notes ask that the
+    group be destroyed once communication is over on every rank, and a barrier first is the usual
+    mend (pytorch/PiPPy#1139, mosaicml/streaming#186)."""
+    if not dist.is_initialized():
+        return
+    # The rank's own GPU (without it barrier() guesses one and warns); gloo meets on the CPU.
+    device_ids = [torch.cuda.current_device()] if device_type == "cuda" else None
+    try:
+        dist.barrier(device_ids=device_ids, timeout=EXIT_BARRIER_TIMEOUT)
+    except RuntimeError as exc:  # a rank gone or stuck: tear down anyway, the run's result stands
+        log.warning(f"ranks did not meet before exit ({one_line(exc)}); tearing down anyway")
+
+
 def main(argv: list[str] | None = None) -> int:
     preemption = PreemptionFlag.install()  # SIGTERM/Ctrl-C from here on: a clean stop, no traceback
     if "TORCHELASTIC_RUN_ID" in os.environ:  # started by torchrun: stop when the agent dies
@@ -239,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     args = parse_args(argv)
     try:
-        return record_exit(args.job_dir, train(args.job_dir, args.device, args.steps))
+        code = train(args.job_dir, args.device, args.steps)
+        leave_together(args.device)
+        return record_exit(args.job_dir, code)
     except ValueError as exc:
         _report_error(str(exc))
         return record_exit(args.job_dir, ExitCode.INVALID)
