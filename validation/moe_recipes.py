@@ -54,9 +54,7 @@ BRIDGE_MOE_FLEX = BRIDGE_MOE_BENCHMARK.but(moe_hierarchical_dispatch=True)
 # The GPT-OSS recipe recomputes the block norms and the expert activation (v0.3.0 scripts/
 # performance/configs/gpt_oss/gpt_oss_workload_base_configs.py: recompute_modules ["layernorm",
 # "moe_act"], granularity selective; the same in today's perf_recipes/gpt_oss/*/gpt_oss.py).
-BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(
-    recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
-)
+BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MOE_ACT}))
 # ... and its Blackwell recipes (v0.4.0 B200_BF16_V2, GB200_BF16_V2) with the flex dispatcher on
 # HybridEP, as BRIDGE_MOE_FLEX.
 BRIDGE_GPT_OSS_FLEX = BRIDGE_GPT_OSS.but(moe_hierarchical_dispatch=True)
@@ -82,12 +80,8 @@ MODELZOO_A2A = MEGATRON_CORE_SETTINGS.but(moe_token_imbalance=1.0, loss_bytes_pe
 # ... with DeepEP (moe_token_dispatcher_type flex, backend deepep): hierarchical dispatch.
 MODELZOO_DEEPEP = MODELZOO_A2A.but(moe_hierarchical_dispatch=True)
 # --recompute-granularity selective --recompute-modules moe_act layernorm ("norm, act").
-MODELZOO_DEEPEP_NORM_ACT = MODELZOO_DEEPEP.but(
-    recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
-)
-MODELZOO_A2A_NORM_ACT = MODELZOO_A2A.but(
-    recompute_modules=frozenset({Recompute.LAYERNORM}), moe_recompute_activation=True
-)
+MODELZOO_DEEPEP_NORM_ACT = MODELZOO_DEEPEP.but(recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MOE_ACT}))
+MODELZOO_A2A_NORM_ACT = MODELZOO_A2A.but(recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MOE_ACT}))
 
 # Qwen/Qwen3-30B-A3B: the ``qwen3-30b-a3b`` preset (its config.json: 48 layers, hidden 2048, 32
 # heads / 4 kv heads of 128 with per-head q/k RMSNorm, 128 experts of width 768, 8 per token,
@@ -96,8 +90,8 @@ QWEN3_30B_A3B = get_preset("qwen3-30b-a3b")
 # openai/gpt-oss-120b config.json: 36 layers, hidden 2880, 64 heads / 8 kv heads of 64, 128 experts
 # of width 2880, 4 per token, vocabulary 201088, attention biases, a 128-token sliding window on
 # every other layer (layer_types: 18 of 36 "sliding_attention"), expert biases (116.83B parameters
-# in all, as OpenAI's model card states). Not expressed: the router bias, the attention sinks
-# (learnable softmax offsets) and the clamped SwiGLU.
+# in all, as OpenAI's model card states), the SwiGLU inputs clamped to 7 (``swiglu_limit``). Not
+# expressed: the router bias and the attention sinks (learnable softmax offsets).
 GPT_OSS_120B = ModelSpec(
     name="gpt-oss-120b",
     family="mixtral",
@@ -116,6 +110,7 @@ GPT_OSS_120B = ModelSpec(
     mlp_bias=True,
     num_experts=128,
     experts_per_token=4,
+    activation_clamp=7.0,
 )
 # DeepSeek-V3: the ``deepseek-v3`` preset (deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden
 # 7168, MLA with 128 heads and q/kv LoRA ranks 1536 / 512, 256 routed experts of width 2048, 8 per

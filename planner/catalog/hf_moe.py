@@ -14,6 +14,7 @@ from planner.catalog.hf_keys import (
     HfConfig,
     decoder_fields,
     layer_kinds,
+    positive_number,
     text_config,
 )
 from planner.errors import RuleCode
@@ -86,7 +87,8 @@ def gpt_oss(cfg: HfConfig) -> dict:
     """OpenAI GPT-OSS: biased q/k/v/o, one learnt attention sink per head, a 128-token window on
     every other layer, ``num_local_experts`` SwiGLU experts of ``intermediate_size`` with biases
     (fused gate/up: same shapes), top ``num_experts_per_tok`` of a biased router (softmax over
-    the chosen logits). Its clamped SwiGLU (``swiglu_limit``) and YaRN change no weights."""
+    the chosen logits), its SwiGLU inputs clamped to ``swiglu_limit``. The clamp and YaRN change no
+    weights."""
     fields = decoder_fields(
         cfg, "gpt_oss", 8, 64, max_seq_len=131072, rope_theta=150000.0, norm_eps=1e-5, attention_bias=True
     )
@@ -97,6 +99,7 @@ def gpt_oss(cfg: HfConfig) -> dict:
         mlp_bias=True,
         router_bias=True,
         attention_sinks=True,
+        activation_clamp=positive_number(cfg, "swiglu_limit", 7.0),
     )
 
 

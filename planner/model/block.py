@@ -37,6 +37,16 @@ from planner.model.block_rows import (
 )
 from planner.model.shape import ModelShape
 
+# GPT-OSS's clamped gated activation (``activation_clamp``): the gate clamped to <= limit and the
+# linear half to +-limit, eagerly before the fused activation, then concatenated back (Megatron-
+# Core d7288711 megatron/core/fusions/fused_bias_geglu.py l.424-431): read + write f per clamp and
+# 2f for the cat forward (8 f), two clamp backwards and the gradient cat (~10 f): ~18 f over the
+# three passes, 6 per ffn element in the table's forward units (backward twice the forward).
+CLAMP_TRAFFIC = 6
+# Biased experts' fc2 bias, added per expert with the routing probability (``_apply_bias``):
+# ~6 h forward + ~8 h backward = ~14 h over the three passes, ~5 h in forward units.
+EXPERT_BIAS_TRAFFIC = 5
+
 
 def _norm_params(model: ModelShape, width: int | None = None) -> int:
     return (width or model.hidden_size) * (2 if model.norm_bias else 1)
@@ -236,7 +246,15 @@ def _mlp_rows(
             )
             for n in names
         ),
-        elementwise=(Elementwise(f"{prefix}activation", Part.MLP, traffic * width, copies=active),),
+        elementwise=(
+            Elementwise(
+                f"{prefix}activation",
+                Part.MLP,
+                (traffic + (CLAMP_TRAFFIC if gated and model.activation_clamp else 0)) * width,
+                copies=active,
+                recompute=Recompute.MOE_ACT if routed else None,
+            ),
+        ),
     )
 
 
@@ -257,6 +275,11 @@ def _feed_forward_rows(model: ModelShape, dense: bool) -> _Rows:
             saved=(Saved("shared expert output (gate input)", Part.MLP, h),),
             elementwise=(Elementwise("shared expert gate", Part.ROUTER, 2 * h),),
         )
+    if model.mlp_bias:
+        # GPT-OSS's biased experts: Megatron-Core adds fc2's bias scaled by each copy's probability
+        # in a Python loop over the local experts (moe/experts.py ``_apply_bias``: split, t + b p
+        # per expert, cat), ~6 h forward and ~8 h backward (the bias and probability gradients).
+        rows += _Rows(elementwise=(Elementwise("experts' output bias", Part.MLP, EXPERT_BIAS_TRAFFIC * h, copies=ept),))
     return rows + _Rows(
         # The router's h x experts GEMM, timed like the others (a narrow one: eff(E)).
         gemms=(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE, bias=model.router_bias),),

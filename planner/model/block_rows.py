@@ -23,6 +23,7 @@ class Recompute(StrEnum):
 
     LAYERNORM = "layernorm"  # the block's input and pre-MLP norms: their outputs
     MLA_UP_PROJ = "mla_up_proj"  # MLA's latent norms, q/kv up projections and rotary: q, k, v
+    MOE_ACT = "moe_act"  # the routed experts' activation: its output (the fc2 input)
 
 
 class Part(StrEnum):

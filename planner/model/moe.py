@@ -18,6 +18,7 @@ import numpy as np
 
 from planner.model import comm
 from planner.model.block import block_table
+from planner.model.block_rows import Recompute
 from planner.model.candidates import PREC_FP8, PREC_FP32, Candidates
 from planner.model.flops import busiest_recompute_fraction
 from planner.model.settings import ModelingSettings
@@ -107,7 +108,8 @@ def grouped_mlp_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: Modeli
     dtype = np.where(c.precision == PREC_FP32, 4.0, 2.0)
     linear_in = np.where(c.precision == PREC_FP8, 1.0, dtype)
     act_in = np.where(s.moe_fp8_activation_cache, 1.0, dtype)
-    fc2_in = 0.0 if s.moe_recompute_activation else f * linear_in
+    # Megatron-Core's "moe_act" recompute: the activation output (the fc2 input) is rebuilt.
+    fc2_in = 0.0 if Recompute.MOE_ACT in s.recompute_modules else f * linear_in
     return k * ((h * linear_in + FP32_BYTES) / c.expert_token_split + (glu * f * act_in + fc2_in) / c.tp)
 
 

@@ -365,9 +365,6 @@ class ModelingSettings:
     # ``weighted_bias_swiglu``): fc1 input h, fc1 output 2f (the SwiGLU input), fc2 input f, one
     # fp32 probability; under FP8, TransformerEngine saves the two linear inputs as FP8 (1 byte).
     moe_grouped_mlp: bool = False
-    # Recompute the expert activation (SwiGLU) output in backward instead of saving the fc2 input
-    # (Megatron-Core ``recompute_modules=["moe_act"]``; DeepSeek-V3 report sec. 3.3.4).
-    moe_recompute_activation: bool = False
     # The SwiGLU input of the experts is cached in FP8 (DeepSeek-V3 report sec. 3.3.4, "these
     # activations are also stored in FP8 with our fine-grained quantization method").
     moe_fp8_activation_cache: bool = False

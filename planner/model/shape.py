@@ -89,6 +89,9 @@ class ModelShape(BaseModel):
     # Fraction of each q/k head RoPE rotates (Nemotron: 0.5): int(head_dim x it) channels.
     partial_rotary_factor: float = Field(1.0, gt=0, le=1)
     attention_sinks: bool = False  # GPT-OSS: one learnt softmax logit per head (``sinks``)
+    # GPT-OSS: the gated activation's inputs clamped to +-limit (``swiglu_limit``), eager kernels
+    # before the activation (planner/model/block.py ``CLAMP_TRAFFIC``).
+    activation_clamp: float | None = Field(None, gt=0)
     attn_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of attention scores
     final_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of the logits
     embedding_scale: bool = False  # Gemma: embeddings multiplied by sqrt(hidden)

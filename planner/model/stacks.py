@@ -182,11 +182,11 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
     # Each token's experts lie on at most 4 nodes; it crosses InfiniBand once per node and is
     # forwarded over NVLink (sec. 2.1.2, 3.2.2).
     moe_max_nodes_per_token=4,
-    # The SwiGLU inputs are cached in FP8 and its output recomputed in backward (sec. 3.3.4) ...
-    moe_recompute_activation=True,
-    # ... and "all RMSNorm operations and MLA up-projections" recomputed in backward (sec. 3.2.3),
-    # as Megatron-Core's "layernorm" and "mla_up_proj" modules (the latent norms are part of it).
-    recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MLA_UP_PROJ}),
+    # The SwiGLU inputs are cached in FP8 and its output recomputed in backward (sec. 3.3.4,
+    # Megatron-Core's "moe_act"), and "all RMSNorm operations and MLA up-projections" recomputed
+    # in backward (sec. 3.2.3), as its "layernorm" and "mla_up_proj" modules (the latent norms are
+    # part of it).
+    recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MLA_UP_PROJ, Recompute.MOE_ACT}),
     moe_fp8_activation_cache=True,
     # AdamW moments in BF16 (sec. 3.3.4, "Low-Precision Optimizer States"); master weights and
     # the gradients accumulated over the batch stay FP32 (same section). The accumulation buffer

@@ -1,0 +1,71 @@
+"""What a routed expert's activation costs beyond SwiGLU's own kernels: GPT-OSS's clamps, its
+biased experts' per-expert bias loop, and Megatron-Core's ``moe_act`` recompute, which runs the
+activation once more in backward (planner/model/block.py ``CLAMP_TRAFFIC``,
+``EXPERT_BIAS_TRAFFIC``; docs/model.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.catalog.models import get_preset, model_from_hf_config
+from planner.layout import Layout, Sharding, TrainingConfig
+from planner.model.block import CLAMP_TRAFFIC, EXPERT_BIAS_TRAFFIC, block_table
+from planner.model.block_rows import Recompute
+from planner.model.estimate import estimate
+from planner.model.stacks import MEGATRON_CORE_SETTINGS
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
+OSS = get_preset("gpt-oss-20b")
+LAYOUT = Layout(ep=8, sharding=Sharding.ZERO1)
+TRAINING = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+
+
+def elements(model) -> dict[str, int]:
+    return {e.name: e.elements * e.copies for e in block_table(model).elementwise}
+
+
+def memory_bound_s(model, settings=MEGATRON_CORE_SETTINGS) -> float:
+    e = estimate(model, "h100-sxm", LAYOUT, TRAINING, num_gpus=8, settings=settings, trainer_rules=False)
+    return e.time.breakdown_s.memory_bound
+
+
+def test_the_reader_takes_gpt_oss_clamp_and_it_adds_the_clamp_kernels():
+    assert model_from_hf_config(CONFIGS / "gpt_oss.json").activation_clamp == 7.0
+    unclamped = OSS.model_copy(update={"activation_clamp": None})
+    f, k = OSS.ffn_hidden_size, OSS.experts_per_token
+    added = elements(OSS)["experts activation"] - elements(unclamped)["experts activation"]
+    assert added == CLAMP_TRAFFIC * f * k
+    assert memory_bound_s(OSS) > memory_bound_s(unclamped)
+
+
+def test_biased_experts_pay_their_per_expert_bias_pass():
+    assert elements(OSS)["experts' output bias"] == EXPERT_BIAS_TRAFFIC * OSS.hidden_size * OSS.experts_per_token
+    assert "experts' output bias" not in elements(get_preset("qwen3-30b-a3b"))
+
+
+def test_moe_act_recompute_runs_the_activation_again_and_saves_its_output():
+    """One more forward of the routed activation per block: the memory-bound time grows by the
+    activation row's forward traffic, and the saved fc2 input is dropped (memory falls)."""
+    again = MEGATRON_CORE_SETTINGS.but(recompute_modules=frozenset({Recompute.MOE_ACT}))
+    plain = estimate(
+        OSS, "h100-sxm", LAYOUT, TRAINING, num_gpus=8, settings=MEGATRON_CORE_SETTINGS, trainer_rules=False
+    )
+    redo = estimate(OSS, "h100-sxm", LAYOUT, TRAINING, num_gpus=8, settings=again, trainer_rules=False)
+    assert redo.time.breakdown_s.memory_bound > plain.time.breakdown_s.memory_bound
+    assert redo.memory.breakdown_gib.activations < plain.memory.breakdown_gib.activations
+    # One forward of the whole clamped activation ((5 + 6) f per copy) against the clamp's own
+    # three passes (3 x 6 f): the same bandwidth and fusion, so their ratio is the traffic's.
+    recompute_s = redo.time.breakdown_s.memory_bound - plain.time.breakdown_s.memory_bound
+    clamp_s = memory_bound_s(OSS) - memory_bound_s(OSS.model_copy(update={"activation_clamp": None}))
+    assert recompute_s / clamp_s == pytest.approx((5 + CLAMP_TRAFFIC) / (3 * CLAMP_TRAFFIC))
+    rows = {e.name: e for e in block_table(OSS).elementwise}
+    assert rows["experts activation"].recompute is Recompute.MOE_ACT
+    assert rows["dispatch, combine"].recompute is None
+
+
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "gpt-oss-20b"])
+def test_only_the_routed_activation_is_tagged(name):
+    tagged = [e.name for e in block_table(get_preset(name)).elementwise if e.recompute is Recompute.MOE_ACT]
+    assert tagged == ["experts activation"]
