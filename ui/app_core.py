@@ -418,8 +418,10 @@ def solve_jobs(
     settings: ModelingSettings,
     catalog: Catalog | None = None,
 ) -> PortfolioOutcome:
-    """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan."""
+    """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
+    its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
     from planner.api.explore import plan_portfolio
+    from planner.api.portfolio import job_figures
 
     try:
         solution = plan_portfolio(
@@ -435,6 +437,8 @@ def solve_jobs(
         return PortfolioOutcome(infeasible=Infeasible.of(exc))
     except ValueError as exc:
         return PortfolioOutcome(error=one_line(exc))
+    nan = (math.nan, math.nan)
+    figures = {a.job: job_figures(a) for a in solution.assignments}
     frame = pd.DataFrame(
         [
             {
@@ -450,7 +454,13 @@ def solve_jobs(
                 ),
                 "start_days": a.start_s / SECONDS_PER_DAY,
                 "end_days": a.end_s / SECONDS_PER_DAY,
+                "days": figures[a.job].days,
+                "time_p10_days": (figures[a.job].days_band or nan)[0],
+                "time_p90_days": (figures[a.job].days_band or nan)[1],
                 "cost_usd": a.cost_usd,
+                "cost_p10_usd": (figures[a.job].owned_cost_band or nan)[0],
+                "cost_p90_usd": (figures[a.job].owned_cost_band or nan)[1],
+                "validated": figures[a.job].validated,
             }
             for a in solution.assignments
         ]

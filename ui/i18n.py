@@ -142,8 +142,15 @@ _LABELS: dict[str, tuple[str, str]] = {
     "section_training": ("Training settings", "训练设置"),
     "seq_len": ("Sequence length", "序列长度"),
     "seq_too_long": (
-        "{seq_len} tokens is longer than {model}'s context of {limit}: the trainer will refuse this plan.",
-        "{seq_len} 个 token 超过了 {model} 的上下文长度 {limit}：训练器将拒绝运行此方案。",
+        "{seq_len} tokens is longer than {model}'s context of {limit}: planned as context extension"
+        " (positions beyond the pretrained context).",
+        "{seq_len} 个 token 超过了 {model} 的上下文长度 {limit}：按上下文扩展规划（位置超出预训练上下文）。",
+    ),
+    "seq_too_long_learned": (
+        "{seq_len} tokens is longer than {model}'s context of {limit}, and its positions are learned: the position"
+        " table grows to {seq_len} rows and the new rows start untrained ({limit} keeps the pretrained context).",
+        "{seq_len} 个 token 超过了 {model} 的上下文长度 {limit}，且其位置编码是学习得到的：位置表扩展到 {seq_len} 行，"
+        "新增的行从未训练的状态开始（{limit} 保留预训练的上下文）。",
     ),
     "global_batch": ("Global batch (tokens)", "全局批大小（token）"),
     "auto": ("auto (by model size)", "自动（按模型规模）"),
@@ -506,6 +513,18 @@ _LABELS: dict[str, tuple[str, str]] = {
     "jobs_cost": ("Jobs, at owned rates", "各作业费用（按自有成本）"),
     "idle_cost": ("Owned GPUs idle until the last job ends", "最后一个作业结束前自有 GPU 的闲置成本"),
     "makespan": ("All jobs done after", "全部完成所需时间"),
+    # portfolio: the basis of its figures (trial s19, finding 9)
+    "portfolio_basis": (
+        "Days are each job's time at {risk} (the quantile the search judges plans by), cost is its GPU-hours "
+        "at the owned-GPU rate, not rent: the single-job page shows the median time and rent.",
+        "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时按自有 GPU 成本计，"
+        "而非租用价格；单作业页面显示中位时间与租用费用。",
+    ),
+    "col_owned_cost_usd": ("cost at owned-GPU rate (USD)", "按自有 GPU 成本计的费用（美元）"),
+    "col_days_at_risk": ("days at {risk}", "{risk} 分位天数"),
+    "col_cost_p10_usd": ("owned cost, 80 % band from (USD)", "自有成本，80% 区间下限（美元）"),
+    "col_cost_p90_usd": ("owned cost, 80 % band to (USD)", "自有成本，80% 区间上限（美元）"),
+    "col_validated": ("validated envelope", "在验证范围内"),
 }
 
 _LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)

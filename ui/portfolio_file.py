@@ -106,7 +106,6 @@ class JobsFile(BaseModel):
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
         from planner.catalog.hardware import load_catalog
-        from planner.catalog.models import load_model
 
         if self.network is not None:
             try:
@@ -117,21 +116,30 @@ class JobsFile(BaseModel):
         for job in self.jobs:
             if job.name in out:
                 raise ValueError(f"jobs: duplicate job name '{job.name}'")
-            path = Path(job.model)
-            out[job.name] = PlanRequest(
-                model=load_model(job.model),
-                hf_config_path=str(path.resolve()) if path.exists() else None,  # as trainplan plan records it
-                training_tokens=job.tokens,
-                deadline_days=job.deadline_days,
-                budget_usd=job.budget_usd,
-                seq_len=job.seq_len,
-                global_batch_tokens=job.global_batch_tokens,
-                gpus=gpus,
-                price_overrides=self.rent_usd_per_gpu_hour,
-                price_kind=self.price_kind,
-                network=self.network,
-            )
+            try:
+                out[job.name] = self.request(job, gpus)
+            except ValueError as exc:  # an unknown model, a bad config.json: say which job asked for it
+                raise ValueError(f"job '{job.name}': {one_line(exc)}") from None
         return out
+
+    def request(self, job: JobEntry, gpus: dict[str, int | None] | None) -> PlanRequest:
+        """One job's request on ``gpus``, with the file's prices and network."""
+        from planner.catalog.models import load_model
+
+        path = Path(job.model)
+        return PlanRequest(
+            model=load_model(job.model),
+            hf_config_path=str(path.resolve()) if path.exists() else None,  # as trainplan plan records it
+            training_tokens=job.tokens,
+            deadline_days=job.deadline_days,
+            budget_usd=job.budget_usd,
+            seq_len=job.seq_len,
+            global_batch_tokens=job.global_batch_tokens,
+            gpus=gpus,
+            price_overrides=self.rent_usd_per_gpu_hour,
+            price_kind=self.price_kind,
+            network=self.network,
+        )
 
 
 def read_jobs_file(path: Path) -> JobsFile:

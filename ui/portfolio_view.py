@@ -19,6 +19,19 @@ from ui.i18n import Labels, plain
 from ui.messages import duration, infeasible_text
 from ui.sidebar import Inputs
 
+# The portfolio table's number formats: "days" and the band columns are each job's figures
+# (planner/api/portfolio.py job_figures), where app_core.solve_jobs gives them.
+PORTFOLIO_FORMATS = {
+    "start_days": "%,.1f",
+    "end_days": "%,.1f",
+    "days": "%,.1f",
+    "time_p10_days": "%,.1f",
+    "time_p90_days": "%,.1f",
+    "cost_usd": "$%,.0f",
+    "cost_p10_usd": "$%,.0f",
+    "cost_p90_usd": "$%,.0f",
+}
+
 
 def shared_inventory(request: PlanRequest) -> dict[str, int]:
     """The portfolio's inventory: each allowed type's count, or the GPU-count cap where it has none."""
@@ -95,10 +108,12 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             inputs.calibration,
             inputs.request.network,
         )
-    show_portfolio_outcome(tr, outcome, inputs)
+    risk = ", ".join(sorted({r.risk.value for r in requests.values()}))  # each job's search's quantile
+    show_portfolio_outcome(tr, outcome, inputs, risk)
 
 
-def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, inputs: Inputs) -> None:
+def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, inputs: Inputs, risk: str) -> None:
+    """``risk``: the quantile (or quantiles) the jobs were judged and scheduled at."""
     if outcome.error:
         st.error(tr("bad_request", error=plain(outcome.error)))
         return
@@ -112,14 +127,19 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd))
     idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
     done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
+    # The days and the cost are not the single-job page's median and rent (trial s19, finding 9).
+    st.caption(tr("portfolio_basis", risk=risk))
     frame = with_training_words(outcome.frame, tr)
-    formats = {"start_days": "%,.1f", "end_days": "%,.1f", "cost_usd": "$%,.0f"}
+    basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd")}
+    labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}
     st.dataframe(
-        frame.rename(columns=lambda c: tr(f"col_{c}")),
+        frame.rename(columns=labels),
         hide_index=True,
         placeholder=app_core.BLANK,
         key="portfolio_table",
-        column_config={tr(f"col_{c}"): st.column_config.NumberColumn(format=f) for c, f in formats.items()},
+        column_config={
+            labels[c]: st.column_config.NumberColumn(format=f) for c, f in PORTFOLIO_FORMATS.items() if c in labels
+        },
     )
     st.plotly_chart(figures.portfolio_figure(frame, tr), key="chart_portfolio")
 

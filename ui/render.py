@@ -13,7 +13,7 @@ from rich.table import Table
 
 from planner.fmt import duration_band, duration_h, duration_words, money, money_band, number_band
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
-from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_MINUTE
+from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -516,51 +516,9 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
 
 def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
-    rows = [
-        dict(
-            job=a.job,
-            gpu=a.gpu_id,
-            num_gpus=a.num_gpus,
-            layout=a.label,
-            start_days=a.start_s / SECONDS_PER_DAY,
-            end_days=a.end_s / SECONDS_PER_DAY,
-            cost_usd=a.cost_usd,
-        )
-        for a in solution.assignments
-    ]
-    if as_json:
-        data = {
-            "feasible": True,
-            "assignments": rows,
-            "total_cost_usd": solution.total_cost_usd,
-            "idle_cost_usd": solution.idle_cost_usd,
-            "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
-            "solver": solution.solver,
-        }
-        if emitted is not None:
-            data["job_dirs"] = {job: str(job_json.parent) for job, job_json in emitted.items()}
-        emit_json(data)
-        return
-    table = Table(title="portfolio on the shared inventory", title_justify="left")
-    for col in ("job", "GPU", "n", "layout", "start", "end", "cost"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(
-            r["job"],
-            r["gpu"],
-            str(r["num_gpus"]),
-            r["layout"],
-            f"day {r['start_days']:.1f}",
-            f"day {r['end_days']:.1f}",
-            money(r["cost_usd"]),
-        )
-    out.print(table)
-    out.print(
-        f"jobs {money(solution.total_cost_usd)}, owned GPUs idle until the last job ends"
-        f" {money(solution.idle_cost_usd)}; all done by day {solution.makespan_s / SECONDS_PER_DAY:.1f}"
-    )
-    for job, job_json in (emitted or {}).items():
-        out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+    from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``
+
+    render_portfolio(solution, as_json=as_json, emitted=emitted)
 
 
 def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:

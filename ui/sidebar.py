@@ -269,7 +269,9 @@ def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
 def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     seq_len = st.selectbox(tr("seq_len"), SEQ_LENS, key="seq_len")
     if model is not None and seq_len > model.max_seq_len:
-        st.warning(tr("seq_too_long", seq_len=seq_len, model=model.name, limit=model.max_seq_len))
+        # A learned position table does not extend as RoPE does (planner/model/structure.py).
+        key = "seq_too_long_learned" if model.position == "learned" else "seq_too_long"
+        st.warning(tr(key, seq_len=seq_len, model=model.name, limit=model.max_seq_len))
     batch = st.selectbox(
         tr("global_batch"),
         GLOBAL_BATCHES,

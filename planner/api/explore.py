@@ -9,6 +9,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan, plan_from_row, request_catalog
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
@@ -276,6 +277,7 @@ class PortfolioJob:
     start_s: float
     end_s: float
     cost_usd: float  # its GPU-hours at the inventory's owned rates, as the portfolio ILP priced it
+    risk: Risk = DEFAULT_RISK  # the quantile of its time the ILP scheduled it at (its request's)
 
     @property
     def gpu_id(self) -> str:
@@ -301,6 +303,7 @@ class PortfolioPlan:
     makespan_s: float
     solver: str
     num_variables: int
+    exact: bool = True  # the continuous model's optimum; False: the slotted approximation's (docs/ilp.md)
 
 
 def plan_portfolio(
@@ -335,6 +338,7 @@ def plan_portfolio(
             start_s=a.start_s,
             end_s=a.end_s,
             cost_usd=a.cost_usd,
+            risk=searches[a.job].request.risk,
         )
         for a in solution.assignments
     )
@@ -346,6 +350,7 @@ def plan_portfolio(
         makespan_s=solution.makespan_s,
         solver=solution.solver,
         num_variables=solution.num_variables,
+        exact=solution.exact,
     )
 
 

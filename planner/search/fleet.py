@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
+from planner.errors import InfeasiblePlan
 from planner.model.energy import energy_usd, gpu_wall_power_w
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.search.ilp import (
@@ -252,7 +253,7 @@ def size_fleet(
     rent_rows, parts = [], []
     for j, job in enumerate(jobs):
         finish_by, table = job_finish_s(job, horizon_s), job.table
-        rows = job_rows(job, None, finish_by, None, prune_cost=None)
+        rows = _job_rows(job, finish_by, economics)
         rent_rows.append(int(rows[np.lexsort((table.time_to_train_s[rows], table.cost_usd[rows]))[0]]))
         buyable = rows[np.isin(table.gpu_id[rows], list(economics))]
         cap = np.array([limits.get(g, np.inf) for g in table.gpu_id[buyable]], dtype=float)
@@ -285,6 +286,27 @@ def size_fleet(
         horizon_days=horizon_days,
         solver=solver_name,
     )
+
+
+def _job_rows(job: JobCandidates, finish_by: float | None, economics: Mapping[str, GpuEconomics]) -> np.ndarray:
+    """``job_rows`` without an inventory: the rows the job may be rented or owned on. When none is
+    feasible, the answer also says what the search covered: fleet has no inventory and no
+    ``--max-gpus``, so the GPU types and the counts its tables were scored up to (the GPU-count cap,
+    planner/request.py ``count_limits``) are what a deadline or memory answer is bound by."""
+    try:
+        return job_rows(job, None, finish_by, None, prune_cost=None)
+    except InfeasiblePlan as exc:
+        table = job.table
+        types = sorted(set(table.gpu_id.tolist()))
+        counts = ", ".join(f"{g}<={int(table.num_gpus[table.gpu_id == g].max())}" for g in types)
+        scope = "the GPU types to buy" if set(types) <= set(economics) else "the jobs' GPU types"
+        raise InfeasiblePlan(
+            exc.constraint,
+            f"{exc.detail}; searched only {scope}, up to the GPU-count cap ({counts})",
+            f"{exc.fix}, or buy another GPU type",
+            required=exc.required,
+            available=exc.available,
+        ) from None
 
 
 def _rent_rate(gpu: str, economics: GpuEconomics, jobs: Sequence[JobCandidates]) -> float:

@@ -1,0 +1,56 @@
+"""A portfolio job's figures on the basis the portfolio schedules and prices it, with their bands.
+
+``plan_portfolio`` (planner/api/explore.py) schedules each job at the search's risk quantile of
+its time (``--risk``, default p80: docs/ilp.md "Risk") and prices it at the inventory's owned
+rate (planner/search/fleet.py ``owned_rate``), not at rent. So one job's "days" and "cost" there
+differ from ``trainplan estimate``'s median time and rent. ``job_figures`` names that basis and
+reads each figure's 80 % band and envelope from the job's plan: ``plan_from_row`` made its
+estimate through ``judged_estimate``, so ``Estimate.uncertainty`` is planner/accuracy's
+``uncertainty``, the one ``plan`` and ``estimate`` report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.accuracy import Risk
+from planner.api.explore import PortfolioJob
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
+
+__all__ = ["JobFigures", "job_figures"]
+
+
+@dataclass(frozen=True)
+class JobFigures:
+    """One job's scheduled days and owned-rate cost, their 80 % bands and the band's envelope."""
+
+    job: str
+    risk: Risk  # the quantile of the time to train the portfolio scheduled the job at
+    days: float  # the job's scheduled duration: its time to train at ``risk``
+    days_band: tuple[float, float] | None  # the 80 % band of its time to train, days (None: no band)
+    owned_cost_usd: float  # its GPU-hours at the inventory's owned rates (not rent)
+    owned_cost_band: tuple[float, float] | None  # the same GPU-hours over the ends of the time band
+    validated: bool | None  # a measured row of the plan's regime exists (None: no band)
+    envelope: str | None  # the band's sentence: validated, or how far outside and how much widened
+
+
+def job_figures(job: PortfolioJob) -> JobFigures:
+    """``job``'s figures at the quantile its search judged it at (``PortfolioJob.risk``)."""
+    risk = job.risk
+    days = (job.end_s - job.start_s) / SECONDS_PER_DAY
+    u = job.plan.estimate.uncertainty
+    if u is None or u.time_to_train_h is None:
+        return JobFigures(job.job, Risk(risk), days, None, job.cost_usd, None, None, None)
+    low, high = (hours / HOURS_PER_DAY for hours in u.time_to_train_h)
+    # The owned cost is GPU-hours at a per-type rate: it scales with the days at a fixed count.
+    per_day = job.cost_usd / days if days > 0 else 0.0
+    return JobFigures(
+        job=job.job,
+        risk=Risk(risk),
+        days=days,
+        days_band=(low, high),
+        owned_cost_usd=job.cost_usd,
+        owned_cost_band=(low * per_day, high * per_day),
+        validated=u.validated,
+        envelope=u.envelope,
+    )

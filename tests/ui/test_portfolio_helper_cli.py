@@ -1,0 +1,79 @@
+"""Session 20, helper "portfolio" (trial s19, finding 9 and section 14): a jobs file's bad model
+names its job; fleet's deadline answer names the types and the GPU-count cap it searched."""
+
+from __future__ import annotations
+
+import pytest
+from support import REPO
+from support.cli import assert_one_line, call
+
+
+def test_an_unknown_model_in_a_job_names_the_job(tmp_path):
+    text = (REPO / "examples" / "portfolio.toml").read_text()
+    assert 'model = "mistral-7b"' in text
+    portfolio = tmp_path / "portfolio.toml"
+    portfolio.write_text(text.replace('model = "mistral-7b"', 'model = "nosuch-7b"'))
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(
+        'horizon_days = 30\nbuy = ["h100-sxm"]\n\n[[jobs]]\nname = "code-7b"\nmodel = "nosuch-7b"\ntokens = 1e9\n'
+    )
+    for command, jobs in (("portfolio", portfolio), ("fleet", fleet)):
+        code, _, err = call(command, str(jobs))
+        assert_one_line(code, err, "job 'code-7b': 'nosuch-7b' is neither a model preset nor an existing config path")
+
+
+def test_fleets_deadline_answer_names_the_types_to_buy_and_the_count_cap(tmp_path):
+    """'the fastest plan needs 35.0 days with the allowed inventory (no inventory limit); fix: allow
+    35 days' did not say that only the bought types were searched, up to 4096 GPUs each."""
+    jobs = tmp_path / "fleet.toml"
+    jobs.write_text(
+        'horizon_days = 60\nbuy = ["h100-sxm"]\n\n[[jobs]]\nname = "big-70b"\nmodel = "llama3-70b"\n'
+        "tokens = 1e13\ndeadline_days = 10\n"
+    )
+    code, out, _ = call("fleet", str(jobs))
+    assert code == 0  # an infeasible answer is an answer
+    text = " ".join(out.split())
+    assert "deadline: job 'big-70b': the fastest plan needs" in text
+    assert "searched only the GPU types to buy, up to the GPU-count cap (h100-sxm<=4096)" in text
+    assert "or buy another GPU type" in text
+
+
+def test_the_portfolio_table_names_its_basis_and_shows_bands_and_the_envelope():
+    """Trial s19, finding 9: the same job showed $49,679 in portfolio and $158,930 in estimate with
+    nothing saying the first is at the owned-GPU rate and p80 days; no band, no envelope, no exact."""
+    import json
+
+    from planner.api.explore import plan_portfolio
+    from ui.portfolio_file import read_jobs_file
+
+    jobs_file = str(REPO / "examples" / "portfolio.toml")
+    code, out, err = call("portfolio", jobs_file, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["exact"] is True  # 3 jobs: the continuous model
+    spec = read_jobs_file(REPO / "examples" / "portfolio.toml")
+    requests = spec.requests(dict(spec.inventory))
+    solution = plan_portfolio(
+        requests,
+        spec.inventory,
+        objective=spec.objective,
+        horizon_days=spec.horizon_days,
+        num_slots=spec.num_slots,
+        tco=spec.ownership.tco(),
+    )
+    for row, a in zip(data["assignments"], solution.assignments, strict=True):
+        u = a.plan.estimate.uncertainty
+        assert row["risk"] == "p80" and row["cost_basis"] == "owned-GPU rate"
+        assert row["days"] == pytest.approx(u.time_to_train_h_at_risk["p80"] / 24, rel=1e-9)
+        low, high = row["days_band"]
+        assert low * 24 == pytest.approx(u.time_to_train_h[0]) and high * 24 == pytest.approx(u.time_to_train_h[1])
+        cost_low, cost_high = row["cost_usd_band"]
+        assert cost_low < row["cost_usd"] <= cost_high
+        assert row["validated"] == u.validated and row["envelope"] == u.envelope
+    code, out, _ = call("portfolio", jobs_file)
+    text = " ".join(out.split())
+    assert "days at p80, the search's risk quantile; cost at the owned-GPU rate, not rent; 80 % bands" in text
+    first = data["assignments"][0]
+    assert f"{first['days']:.1f} ({first['days_band'][0]:.1f}-{first['days_band'][1]:.1f})" in text
+    assert ("validated" if first["validated"] else "outside") in text
+    assert "(exact model)" in text

@@ -1,0 +1,96 @@
+"""``trainplan portfolio``'s output: each job's schedule, and its days and cost on the basis the
+portfolio uses (the search's risk quantile; the owned-GPU rate, not rent), with their 80 % bands
+and the envelope word (planner/api/portfolio.py ``job_figures``; trial s19, finding 9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from planner.api.portfolio import JobFigures, job_figures
+from planner.fmt import money, money_band, number_band
+from planner.units import SECONDS_PER_DAY
+from ui.render import emit_json, out
+
+# What the cost column is: the portfolio prices its inventory at ownership (docs/ilp.md "Portfolio").
+COST_BASIS = "owned-GPU rate"
+
+
+def envelope_word(figures: JobFigures) -> str:
+    """'validated' when a measured row of the plan's regime exists, else 'outside' ('-': no band)."""
+    return "-" if figures.validated is None else ("validated" if figures.validated else "outside")
+
+
+def job_row(a, figures: JobFigures) -> dict:
+    """One job's JSON: where and when it runs, its days at its risk and its owned-rate cost, with bands."""
+    return dict(
+        job=a.job,
+        gpu=a.gpu_id,
+        num_gpus=a.num_gpus,
+        layout=a.label,
+        start_days=a.start_s / SECONDS_PER_DAY,
+        end_days=a.end_s / SECONDS_PER_DAY,
+        risk=figures.risk.value,
+        days=figures.days,
+        days_band=figures.days_band,
+        cost_usd=a.cost_usd,
+        cost_basis=COST_BASIS,
+        cost_usd_band=figures.owned_cost_band,
+        validated=figures.validated,
+        envelope=figures.envelope,
+    )
+
+
+def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
+    """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
+    figures = [job_figures(a) for a in solution.assignments]
+    rows = [job_row(a, f) for a, f in zip(solution.assignments, figures, strict=True)]
+    if as_json:
+        data = {
+            "feasible": True,
+            "assignments": rows,
+            "total_cost_usd": solution.total_cost_usd,
+            "idle_cost_usd": solution.idle_cost_usd,
+            "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
+            "solver": solution.solver,
+            "exact": solution.exact,
+        }
+        if emitted is not None:
+            data["job_dirs"] = {job: str(job_json.parent) for job, job_json in emitted.items()}
+        emit_json(data)
+        return
+    risks = ", ".join(sorted({f.risk.value for f in figures}))
+    table = Table(
+        title=f"portfolio on the shared inventory (days at {risks}, the search's risk quantile;"
+        f" cost at the {COST_BASIS}, not rent; 80 % bands)",
+        title_justify="left",
+    )
+    for col in ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "owned cost", "envelope"):
+        table.add_column(col)
+    for r, f in zip(rows, figures, strict=True):
+        table.add_row(
+            r["job"],
+            r["gpu"],
+            str(r["num_gpus"]),
+            r["layout"],
+            f"day {r['start_days']:.1f}",
+            f"day {r['end_days']:.1f}",
+            number_band(f.days, f.days_band, 1),
+            money_band(f.owned_cost_usd, f.owned_cost_band),
+            envelope_word(f),
+        )
+    out.print(table)
+    out.print(
+        f"jobs {money(solution.total_cost_usd)}, owned GPUs idle until the last job ends"
+        f" {money(solution.idle_cost_usd)}; all done by day {solution.makespan_s / SECONDS_PER_DAY:.1f}"
+        f" ({'exact model' if solution.exact else 'slotted approximation: many jobs'})"
+    )
+    outside = [f.job for f in figures if f.validated is False]
+    if outside:
+        out.print(
+            f"accuracy: {len(outside)} of {len(figures)} plans are outside the validated envelope (bands widened);"
+            " trainplan estimate explains each"
+        )
+    for job, job_json in (emitted or {}).items():
+        out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
