@@ -59,18 +59,18 @@ def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
 
 def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:
     """What ``estimate`` warns of, as ``plan`` does: positions beyond the pretrained context, a
-    price kind dearer than on-demand (unless ``price`` quotes the GPU)."""
+    price kind dearer than on-demand (unless ``price`` quotes the GPU), a job over a year."""
     context = context_extension_warning(p.model, p.training.seq_len)
     dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
-    return tuple(w for w in (context, dearer) if w)
+    long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
+    return tuple(w for w in (context, dearer, *long) if w)
 
 
-def long_job_warnings(chosen: Plan) -> tuple[str, ...]:
-    """A warning when the chosen plan trains for over LONG_JOB_WARNING_DAYS."""
+def long_job_warnings(
+    chosen: Plan, fix: str = "a deadline (--deadline-days) sizes the GPU count for a date"
+) -> tuple[str, ...]:
+    """A warning when the chosen plan trains for over LONG_JOB_WARNING_DAYS, with ``fix``."""
     if not trains_too_long(chosen):
         return ()
     hours = chosen.estimate.time_to_train_h or 0.0
-    return (
-        f"the plan trains for {duration_words(hours * SECONDS_PER_HOUR)}, over a year: a deadline "
-        "(--deadline-days) sizes the GPU count for a date",
-    )
+    return (f"the plan trains for {duration_words(hours * SECONDS_PER_HOUR)}, over a year: {fix}",)

@@ -39,3 +39,12 @@ def test_hugging_face_tp_refusal_offers_tp_1_and_another_stack(capsys):
     assert main(["estimate", "--model", "nemotron4-15b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tp", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "use tp=1" in err and "--stack" in err
+
+
+def test_estimate_warns_of_a_job_over_a_year_as_plan_does(capsys):
+    args = ["estimate", "--model", "llama3-70b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tokens", "1e13"]
+    assert main([*args, "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("over a year" in w and "trainplan plan --deadline-days" in w for w in warnings)
+    assert main([*args[:-1], "1e9"]) == 0
+    assert "over a year" not in capsys.readouterr().err
