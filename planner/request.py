@@ -30,7 +30,7 @@ from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import context_extension_warning, default_implementation
-from planner.search.ilp import Objective
+from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
 from planner.search.space import (
     DEFAULT_BATCH_TOLERANCE,
     DEFAULT_MAX_GPUS,
@@ -257,3 +257,20 @@ def count_limits(request: PlanRequest, gpus: dict[str, int | None]) -> CountLimi
 def requested_batch_tokens(request: PlanRequest) -> int:
     """The global batch the request asks for (its own, or the default for the model's size)."""
     return request.global_batch_tokens or default_global_batch_tokens(request.model)
+
+
+def solve_request(
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
+) -> SingleSolution:
+    """The ILP over ``table`` with the request's objective, limits and batch target."""
+    return solve_single(
+        table,
+        request.objective,
+        cost_weight=request.cost_weight,
+        deadline_s=deadline_s,
+        budget_usd=request.budget_usd,
+        inventory=inventory,
+        top_k=request.top_k,
+        solver=request.solver,
+        batch_target=None if request.vary_batch else requested_batch_tokens(request),
+    )

@@ -142,7 +142,8 @@ def envelope_words(ev: Evidence) -> str:
         return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
-        f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} sources, {error}; band widened by"
+        f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} source{'s' if len(ev.sources) > 1 else ''},"
+        f" {error}; band widened by"
         f" {ev.widened_by:.0%}"
     )
 

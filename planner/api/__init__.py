@@ -23,6 +23,7 @@ from planner.api.notices import (
     long_job_warnings,
     price_warnings,
     trains_too_long,
+    vary_batch_hint,
 )
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
@@ -53,6 +54,7 @@ from planner.request import (
     request_settings,
     requested_batch_tokens,
     run_settings,
+    solve_request,
 )
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch, solve_single
 from planner.search.score import candidate_table, scored_table, search_space
@@ -247,7 +249,10 @@ def plan(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=request.warnings + long_job_warnings(chosen) + price_warnings(request, unpriced, chosen),
+        warnings=request.warnings
+        + long_job_warnings(chosen)
+        + price_warnings(request, unpriced, chosen)
+        + vary_batch_hint(request, table, solution.row, deadline_s, inventory),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,
@@ -285,23 +290,6 @@ def median_choice(
         return solve_request(request.model_copy(update={"top_k": 0}), at_median, deadline_s, inventory).row
     except InfeasiblePlan:
         return None
-
-
-def solve_request(
-    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
-) -> SingleSolution:
-    """The ILP over ``table`` with the request's objective, limits and batch target."""
-    return solve_single(
-        table,
-        request.objective,
-        cost_weight=request.cost_weight,
-        deadline_s=deadline_s,
-        budget_usd=request.budget_usd,
-        inventory=inventory,
-        top_k=request.top_k,
-        solver=request.solver,
-        batch_target=None if request.vary_batch else requested_batch_tokens(request),
-    )
 
 
 def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:

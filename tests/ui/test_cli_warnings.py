@@ -48,3 +48,15 @@ def test_estimate_warns_of_a_job_over_a_year_as_plan_does(capsys):
     assert any("over a year" in w and "trainplan plan --deadline-days" in w for w in warnings)
     assert main([*args[:-1], "1e9"]) == 0
     assert "over a year" not in capsys.readouterr().err
+
+
+def test_plan_says_when_the_exact_batch_costs_more_than_vary_batch(capsys):
+    """A 3M-token batch: the nearest-batch rule keeps 48 B200 where --vary-batch's 64 cost a
+    quarter less; the plan says so, and not once the batch varies."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--global-batch-tokens", "3000000"]
+    args += ["--deadline-days", "30", "--gpus", "b200", "--top", "0", "--json"]
+    assert main(args) == 0
+    hints = [w for w in json.loads(capsys.readouterr().out)["warnings"] if w.startswith("--vary-batch")]
+    assert len(hints) == 1 and "cost" in hints[0] and "less at --risk p80" in hints[0]
+    assert main([*args, "--vary-batch"]) == 0
+    assert not any(w.startswith("--vary-batch") for w in json.loads(capsys.readouterr().out)["warnings"])
