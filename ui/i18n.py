@@ -224,6 +224,18 @@ _LABELS: dict[str, tuple[str, str]] = {
         "该方案为保持每步 {batch:,} 个 token 的批大小，只用了 {inventory:,} 块 {gpu} 中的 {used:,} 块（{idle:,} 块空闲）。"
         "若批大小改为 {other_batch:,} 个 token（{change:+.1%}），{gpus:,} 块 GPU（{layout}）用时 {time}，费用 {cost}。",
     ),
+    "vary_batch_cost": (
+        "Letting the batch vary (within the tolerance) would cost {saving:.0%} less at {risk}: {gpus:,} × {gpu} at"
+        " {batch:,} tokens per step ({change:+.1%}).",
+        "若允许批大小在容差内变化，{risk} 分位下费用可降低 {saving:.0%}：{gpus:,} × {gpu}，每步 {batch:,} 个 token"
+        "（{change:+.1%}）。",
+    ),
+    "vary_batch_time": (
+        "Letting the batch vary (within the tolerance) would take {saving:.0%} less time at {risk}: {gpus:,} × {gpu}"
+        " at {batch:,} tokens per step ({change:+.1%}).",
+        "若允许批大小在容差内变化，{risk} 分位下训练时间可缩短 {saving:.0%}：{gpus:,} × {gpu}，每步 {batch:,} 个"
+        " token（{change:+.1%}）。",
+    ),
     "long_job": (
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
         "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",

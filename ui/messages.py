@@ -160,6 +160,23 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
     return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
 
 
+def vary_batch_text(tr: Labels, result: PlanResult) -> str | None:
+    """The exact batch costs the objective over 5 % against --vary-batch's choice (planner/api/notices.py)."""
+    hint, other = result.vary_batch, result.vary_batch_plan
+    if hint is None or other is None:
+        return None
+    key = "vary_batch_cost" if hint.objective == "cost" else "vary_batch_time"
+    return tr(
+        key,
+        batch=hint.batch_tokens,
+        change=hint.change,
+        saving=hint.saving,
+        risk=hint.risk.value,
+        gpus=other.num_gpus,
+        gpu=other.gpu,
+    )
+
+
 def idle_text(tr: Labels, result: PlanResult) -> str | None:
     """The chosen plan leaves part of its inventory idle (planner/idle.py): the plan that uses it."""
     idle, other = result.idle, result.idle_plan

@@ -41,6 +41,7 @@ from ui.messages import (
     near_tie_text,
     plan_note_texts,
     risk_text,
+    vary_batch_text,
     why_not_text,
 )
 from ui.run_view import show_local, show_run_view
@@ -167,6 +168,9 @@ def plan_card(
         idle = idle_text(tr, result)
         if idle:  # the inventory left idle by the exact batch, and the plan that uses it (issue 28)
             st.info(idle, icon="💤")
+        varied = vary_batch_text(tr, result)
+        if varied:  # what the exact-batch rule costs against --vary-batch's choice
+            st.info(varied, icon="📏")
         with st.expander(tr("why_this_plan")):
             st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
 

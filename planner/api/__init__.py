@@ -18,12 +18,14 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
+    VaryBatch,
     estimate_warnings,
     judged_at_risk,
     long_job_warnings,
     price_warnings,
     trains_too_long,
-    vary_batch_hint,
+    vary_batch_choice,
+    vary_batch_warnings,
 )
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
@@ -80,6 +82,8 @@ class PlanResult:
     median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
     idle: IdleGPUs | None = None  # the chosen plan leaves over 10 % of its inventory idle (planner/idle.py)
     idle_plan: Plan | None = None  # the best plan that uses that inventory, at its batch
+    vary_batch: VaryBatch | None = None  # the exact batch costs over 5 % more than --vary-batch's choice
+    vary_batch_plan: Plan | None = None  # that choice
 
 
 def plan_from_row(
@@ -243,6 +247,9 @@ def plan(
         budget_usd=request.budget_usd,
         cost_weight=request.cost_weight,
     )
+    # The idle-GPU offer already answers for a batch off the request (planner/idle.py).
+    varied = None if idle is not None else vary_batch_choice(request, table, solution.row, deadline_s, inventory)
+    varied_plan = None if varied is None else wrap(varied.row)
     return PlanResult(
         plan=chosen,
         alternatives=alternatives,
@@ -252,7 +259,7 @@ def plan(
         warnings=request.warnings
         + long_job_warnings(chosen)
         + price_warnings(request, unpriced, chosen)
-        + vary_batch_hint(request, table, solution.row, deadline_s, inventory),
+        + vary_batch_warnings(varied, varied_plan),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,
@@ -263,6 +270,8 @@ def plan(
         median_plan=None if median_row in (None, solution.row) else wrap(median_row),
         idle=idle,
         idle_plan=None if idle is None else wrap(idle.row),
+        vary_batch=varied,
+        vary_batch_plan=varied_plan,
     )
 
 
@@ -489,6 +498,7 @@ __all__ = [
     "PlanResult",
     "ReplanRequest",
     "TrainingConfig",
+    "VaryBatch",
     "build_plan",
     "default_global_batch_tokens",
     "estimate",

@@ -3,6 +3,8 @@ words a deadline or budget diagnosis gains from the risk it was judged at."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from planner.accuracy import Risk
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import dearer_than_on_demand, offers_of
@@ -81,28 +83,50 @@ def long_job_warnings(
 VARY_BATCH_HINT_FRACTION = 0.05
 
 
-def vary_batch_hint(
+@dataclass(frozen=True)
+class VaryBatch:
+    """What ``--vary-batch`` would choose instead of the exact-batch plan, and what it saves."""
+
+    row: int  # its row of the scored table
+    objective: Objective  # cost or time: the figure the saving is of
+    saving: float  # 1 - its figure / the chosen plan's, at the request's risk
+    risk: Risk
+    batch_tokens: int  # its batch
+    change: float  # its batch over the requested one, less 1
+
+
+def vary_batch_choice(
     request: PlanRequest, table: ScoredTable, chosen: int, deadline_s: float | None, inventory: dict[str, int] | None
-) -> tuple[str, ...]:
-    """The saving ``--vary-batch`` would bring, when the exact-batch rule costs the objective
-    (cost or time, at the request's risk) over VARY_BATCH_HINT_FRACTION: the same ILP over the
-    same scored rows without the batch target (a trial's 3M-token batch: 48 B200 at $122k, 64 at
-    $93k with --vary-batch, and nothing said). None under ``mix`` (no one figure to compare)."""
+) -> VaryBatch | None:
+    """The plan ``--vary-batch`` would choose, when the exact-batch rule costs the objective (cost
+    or time, at the request's risk) over VARY_BATCH_HINT_FRACTION: the same ILP over the same
+    scored rows without the batch target (a trial's 3M-token batch: 48 B200 at $122k, 64 at $93k
+    with --vary-batch, and nothing said). None under ``mix`` (no one figure to compare)."""
     if request.vary_batch or request.objective == Objective.MIX:
-        return ()
+        return None
     try:
         row = solve_request(
             request.model_copy(update={"vary_batch": True, "top_k": 0}), table, deadline_s, inventory
         ).row
     except InfeasiblePlan:
-        return ()
-    measure, verb = (table.cost_usd, "cost") if request.objective == Objective.COST else (table.time_to_train_s, "take")
+        return None
+    objective = Objective(request.objective)
+    measure = table.cost_usd if objective == Objective.COST else table.time_to_train_s
     saving = 1.0 - measure[row] / measure[chosen]
     if not saving > VARY_BATCH_HINT_FRACTION:
-        return ()
+        return None
     batch = int(table.extra["batch_tokens"][row])
-    change = batch / requested_batch_tokens(request) - 1.0
+    return VaryBatch(
+        row, objective, float(saving), Risk(request.risk), batch, batch / requested_batch_tokens(request) - 1
+    )
+
+
+def vary_batch_warnings(hint: VaryBatch | None, other: Plan | None) -> tuple[str, ...]:
+    """The CLI's line for ``hint`` (``other``: its plan)."""
+    if hint is None or other is None:
+        return ()
+    verb = "cost" if hint.objective == Objective.COST else "take"
     return (
-        f"--vary-batch: at {batch:,} tokens per step ({change:+.1%}) the plan would {verb} {saving:.0%} less"
-        f" at --risk {Risk(request.risk).value} ({int(table.num_gpus[row])} x {table.gpu_id[row]})",
+        f"--vary-batch: at {hint.batch_tokens:,} tokens per step ({hint.change:+.1%}) the plan would {verb}"
+        f" {hint.saving:.0%} less at --risk {hint.risk.value} ({other.num_gpus} x {other.gpu})",
     )

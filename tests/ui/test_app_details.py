@@ -448,3 +448,20 @@ def test_the_gpu_table_fits_the_sidebar_and_writes_no_none(sent):
         and not m.delta.new_element.dataframe.editing_mode
     ]  # fmt: skip
     assert top.placeholder == app_core.BLANK
+
+
+def test_the_card_words_the_vary_batch_saving_in_both_languages():
+    """The exact-batch rule's cost against --vary-batch's choice (a 3M-token batch for Llama 3 8B
+    on B200, which no power-of-two layout reaches exactly), in the page's language."""
+    from ui.messages import vary_batch_text
+
+    request = request_for(
+        get_preset("llama3-8b"), training_tokens=1e12, global_batch_tokens=3_000_000, deadline_days=30,
+        gpus={"b200": None},
+    )  # fmt: skip
+    result = planned(request)
+    hint = result.vary_batch
+    assert hint is not None and hint.saving > 0.05 and result.vary_batch_plan is not None
+    english = vary_batch_text(EN, result)
+    assert f"{hint.batch_tokens:,}" in english and "cost" in english and "p80" in english
+    assert not english_sentences(vary_batch_text(ZH, result))
