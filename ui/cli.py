@@ -284,7 +284,8 @@ def plan(
         budget_usd=budget_usd,
         objective=objective.value,
         gpus=parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None,
-        price_overrides=price_pairs(prices),
+        # a positive price, as estimate's --price (PlanRequest's PositiveFloat)
+        price_overrides=parse_pairs(prices, "--price", 0, MAX_PRICE_USD, low_open=True),
         price_kind=price_kind,
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,
@@ -313,14 +314,6 @@ def plan(
     if out:
         result.plan.save(out)
     render.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
-
-
-def price_pairs(text: str | None) -> dict:
-    """``--price`` of plan: each price > 0, as estimate's ``--price`` (PlanRequest's PositiveFloat)."""
-    pairs = parse_pairs(text, "--price", 0, MAX_PRICE_USD)
-    for gpu_id, usd in pairs.items():
-        check_range(f"--price {gpu_id}", usd, 0, MAX_PRICE_USD, low_open=True)
-    return pairs
 
 
 def ac_modes(

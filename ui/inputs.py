@@ -9,9 +9,12 @@ import math
 from pathlib import Path
 
 
-def parse_pairs(text: str | None, what: str, low: float, high: float, *, whole: bool = False) -> dict:
+def parse_pairs(
+    text: str | None, what: str, low: float, high: float, *, whole: bool = False, low_open: bool = False
+) -> dict:
     """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit). Each number within
-    ``low``..``high`` (``check_range``; ``whole``: an integer); an id given twice is refused."""
+    ``low``..``high`` (``check_range``, ``low`` excluded with ``low_open``; ``whole``: an
+    integer); an id given twice is refused."""
     out: dict = {}
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         key, sep, value = (part.strip() for part in item.partition("="))
@@ -24,7 +27,7 @@ def parse_pairs(text: str | None, what: str, low: float, high: float, *, whole: 
             number = float(value)
         except ValueError:
             raise ValueError(f"{what}: '{item}' is not ID=NUMBER") from None
-        check_range(f"{what} {key}", number, low, high)
+        check_range(f"{what} {key}", number, low, high, low_open=low_open)
         if whole and not number.is_integer():
             raise ValueError(f"{what} {key} must be a whole number, got {value}")
         out[key] = int(number) if whole else number

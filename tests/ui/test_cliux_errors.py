@@ -76,7 +76,8 @@ def test_a_price_of_zero_or_below_reads_the_same():
     zero, negative = refused(*ESTIMATE, "--price", "0"), refused(*ESTIMATE, "--price", "-3")
     assert zero.replace("0.0", "X") == negative.replace("-3.0", "X")
     assert "--price must be a finite number > 0" in zero
-    assert "> 0" in refused(*PLAN, "--price", "h100-sxm=0")
+    pair_zero, pair_negative = refused(*PLAN, "--price", "h100-sxm=0"), refused(*PLAN, "--price", "h100-sxm=-3")
+    assert "> 0" in pair_zero and pair_zero.replace("0.0", "X") == pair_negative.replace("-3.0", "X")
 
 
 def test_zero_nodes_is_a_bound_not_a_divisor():
