@@ -126,7 +126,7 @@ def layers_per_stage(model: ModelSpec, c: Candidates) -> np.ndarray:
 def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StageParams:
     """The rank's blocks (uneven stages); the embedding on the first stage, norm + head on the
     last (a tied head keeps its own copy of the embedding on the last stage once pp > 1: its
-    gradient is all-reduced with the first stage's, ``step_time.tied_embedding_sync_s``)."""
+    gradient is all-reduced with the first stage's, ``step_comm.tied_embedding_sync_s``)."""
     counts = model.param_counts()
     head = counts.final_norm + (counts.lm_head or counts.embedding)
     whole = counts.embedding + counts.final_norm + counts.lm_head

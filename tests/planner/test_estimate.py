@@ -390,7 +390,7 @@ def test_gradient_reductions_move_the_stacks_gradient_dtype(layout):
     reduce-scatter and DDP's all-reduce are linear in those bytes (ZeRO-1's parameter all-gather
     is not)."""
     from planner.model.candidates import single
-    from planner.model.step_time import comm_times
+    from planner.model.step_comm import comm_times
 
     gpu = CATALOG.gpu("h100-sxm")
     training = TrainingConfig(seq_len=4096, grad_accum=4)

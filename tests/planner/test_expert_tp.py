@@ -13,7 +13,8 @@ from planner.model.estimate import score
 from planner.model.memory import block_activation_bytes_per_token, busiest_stage
 from planner.model.moe import all_to_all_s, held_fraction, tokens_per_expert
 from planner.model.stacks import MEGATRON_CORE_SETTINGS
-from planner.model.step_time import block_gemm_time_per_token, comm_times
+from planner.model.step_comm import comm_times
+from planner.model.step_time import block_gemm_time_per_token
 
 MIXTRAL, LLAMA = get_preset("mixtral-8x7b"), get_preset("llama3-8b")
 SETTINGS = MEGATRON_CORE_SETTINGS.but(moe_grouped_mlp=True)

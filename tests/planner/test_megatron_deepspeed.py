@@ -18,13 +18,8 @@ from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
-from planner.model.step_time import (
-    comm_times,
-    compute_time_per_microbatch,
-    grad_accumulation_s,
-    tied_embedding_sync_s,
-    unfused_attention_bytes,
-)
+from planner.model.step_comm import comm_times, tied_embedding_sync_s
+from planner.model.step_time import compute_time_per_microbatch, grad_accumulation_s, unfused_attention_bytes
 
 GPU = load_catalog().gpu("a100-80gb-sxm")
 TRAINING = TrainingConfig(seq_len=2048, micro_batch=2, grad_accum=16)

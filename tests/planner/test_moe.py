@@ -30,7 +30,7 @@ from planner.model.moe import (
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.model.stacks import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS
-from planner.model.step_time import comm_times
+from planner.model.step_comm import comm_times
 from planner.model.structure import first_structural_problem
 
 MIXTRAL = get_preset("mixtral-8x7b")

@@ -14,7 +14,7 @@ from planner.model.candidates import single
 from planner.model.memory import activation_terms
 from planner.model.pipeline import pipeline_ranks
 from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
-from planner.model.step_time import comm_times
+from planner.model.step_comm import comm_times
 from planner.request import partition_problem
 
 MODEL = get_preset("gpt3-6.7b")

@@ -13,7 +13,7 @@ from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.pipeline import rank_layers
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.step_time import tied_embedding_sync_s
+from planner.model.step_comm import tied_embedding_sync_s
 from planner.search.space import pipeline_degrees
 
 
