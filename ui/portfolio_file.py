@@ -124,12 +124,12 @@ class JobsFile(BaseModel):
 
     def request(self, job: JobEntry, gpus: dict[str, int | None] | None) -> PlanRequest:
         """One job's request on ``gpus``, with the file's prices and network."""
-        from planner.catalog.models import load_model
+        from ui.inputs import load_model_arg
 
-        path = Path(job.model)
+        model, hf_config_path = load_model_arg(job.model)  # as trainplan plan records it
         return PlanRequest(
-            model=load_model(job.model),
-            hf_config_path=str(path.resolve()) if path.exists() else None,  # as trainplan plan records it
+            model=model,
+            hf_config_path=hf_config_path,
             training_tokens=job.tokens,
             deadline_days=job.deadline_days,
             budget_usd=job.budget_usd,
