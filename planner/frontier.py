@@ -9,7 +9,10 @@ the app read the trade-off the same way.
   the one best on the other axis is the near tie when it gains at least ``min_gain`` x.
 * **Knee**: the Pareto-front point farthest from the chord joining the front's two ends, in
   log-log space (a scale-free form of the "Kneedle" rule, Satopaa et al. 2011): past it, each
-  halving of time costs a growing multiple.
+  halving of time costs a growing multiple. Beside the chosen plan it is offered only as a trade:
+  it must gain on one axis at least the factor it loses on the other (cost x time no worse than the
+  chosen plan's). A tiny job's front can bend where +624 % cost buys 1.3x the speed; that is a
+  shape, not advice.
 """
 
 from __future__ import annotations
@@ -143,15 +146,15 @@ def knee_versus(
     cost_usd: np.ndarray, time_s: np.ndarray, rows: np.ndarray, chosen: int, cells: np.ndarray | None = None
 ) -> Knee | None:
     """The knee of the front of ``rows`` (feasible row indices) against the ``chosen`` row; None
-    when the front has none or the chosen row is the knee (``cells``: ``pareto_rows``', per row)."""
+    when the front has none, the chosen row is the knee, or the knee loses more than it gains
+    (its cost x time above the chosen row's: module docstring). ``cells``: ``pareto_rows``'."""
     rows = np.asarray(rows, dtype=int)
     at_cells = None if cells is None else np.asarray(cells)[rows]
     at = knee(np.asarray(cost_usd)[rows], np.asarray(time_s)[rows], at_cells) if len(rows) else None
     if at is None or int(rows[at]) == chosen:
         return None
     row = int(rows[at])
-    return Knee(
-        row=row,
-        extra_cost_fraction=float(cost_usd[row] / cost_usd[chosen] - 1),
-        speedup=float(time_s[chosen] / time_s[row]),
-    )
+    cost_ratio, speedup = float(cost_usd[row] / cost_usd[chosen]), float(time_s[chosen] / time_s[row])
+    if cost_ratio > speedup:  # a worse trade than standing still: more cost than speed, or less saving than delay
+        return None
+    return Knee(row=row, extra_cost_fraction=cost_ratio - 1, speedup=speedup)

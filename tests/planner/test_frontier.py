@@ -84,3 +84,14 @@ def test_pareto_rows_is_the_front_point_by_point_with_ties_and_nans():
             assert pareto_rows(cost, time).tolist() == _front_one_by_one(cost, time)
             cells = rng.integers(0, 6, size)  # each cell's cheapest point drops what it beats first
             assert pareto_rows(cost, time, cells).tolist() == _front_one_by_one(cost, time)
+
+
+def test_a_knee_that_loses_more_than_it_gains_is_not_offered():
+    # A tiny job's front: the chosen cheapest plan, a knee at +624 % cost for 1.3x the speed.
+    days = np.array([1.3, 1.0, 0.9])
+    cost = np.array([1.0, 7.24, 60.0])
+    assert knee(cost, days) == 1
+    assert knee_versus(cost, days, np.arange(3), 0) is None
+    # The same knee seen from the fastest plan saves 88 % for 1.1x the time: offered.
+    slower = knee_versus(cost, days, np.arange(3), 2)
+    assert slower is not None and slower.row == 1 and slower.speedup == pytest.approx(0.9)
