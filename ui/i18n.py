@@ -240,6 +240,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
         "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
     ),
+    "price_dearer": (
+        "{kind} prices {gpu} at ${price:.2f} per GPU-hour, the median of {offers} offers ({providers}), above its "
+        "on-demand median ${base:.2f}: the two medians come from different providers (hw_catalog/prices). "
+        "Edit the GPU table's $/h to use your own quote.",
+        "{kind} 价格下 {gpu} 每 GPU 小时 ${price:.2f}（{offers} 个报价的中位数：{providers}），高于其按需中位数 "
+        "${base:.2f}：两个中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“$/时”一栏填入您自己的报价。",
+    ),
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
     "card_layout": ("Layout", "并行布局"),

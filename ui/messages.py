@@ -14,6 +14,7 @@ import re
 
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
+from planner.catalog.prices import DearerKind
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
 from planner.plan import Estimate, Plan, Uncertainty
@@ -257,3 +258,16 @@ def failure_durations(tr: Labels, figures: dict) -> dict[str, str]:
 
 def plan_note_texts(tr: Labels, p: Plan) -> list[str]:
     return [note_text(tr, note) for note in plan_notes(p)]
+
+
+def dearer_text(tr: Labels, d: DearerKind) -> str:
+    """``DearerKind.words`` in the page's language."""
+    return tr(
+        "price_dearer",
+        kind=d.kind,
+        gpu=d.gpu,
+        price=d.usd_per_gpu_hour,
+        offers=d.offers,
+        providers=", ".join(d.providers),
+        base=d.on_demand_usd_per_gpu_hour,
+    )

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
-from planner.api import trains_too_long
+from planner.api import chosen_dearer, trains_too_long
+from planner.catalog.prices import DearerKind
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
@@ -31,6 +32,7 @@ from ui.i18n import Labels, plain
 from ui.messages import (
     band_text,
     ceiling_text,
+    dearer_text,
     detail_text,
     duration,
     envelope_text,
@@ -96,33 +98,22 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | No
     return tr("calibration_line", **values)
 
 
-def plan_card(
-    tr: Labels, plan: Plan, result, bought: bool = False, calibration: CalibrationUpload | None = None
-) -> None:
-    e, t, mem = plan.estimate, plan.training, plan.estimate.memory
-    # a plan from plan() always has training tokens, so a time and a cost to train
-    assert e.time_to_train_h is not None and e.cost_usd is not None
-    u = e.uncertainty
-    bands = {
-        "card_time": band_text(tr, None if u is None else u.time_to_train_h, lambda h: duration(tr, h)),
-        "card_cost": band_text(tr, None if u is None else u.cost_usd, app_core.money),
-        "card_cost_bought": band_text(tr, None if u is None else u.cost_usd, app_core.money),
-    }
-    rows = (
+def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
+    """The card's metric rows: (column width, label key, value) per metric."""
+    e, t = plan.estimate, plan.training
+    assert e.time_to_train_h is not None and e.cost_usd is not None  # plan() always has training tokens
+    nodes = f"{plan.num_nodes} × {plan.gpus_per_node}" + (f" · {plan.network}" if plan.network else "")
+    return (
         (
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
-            (
-                1,
-                "card_nodes",
-                f"{plan.num_nodes} × {plan.gpus_per_node}" + (f" · {plan.network}" if plan.network else ""),
-            ),
+            (1, "card_nodes", nodes),
             (1, "card_time", duration(tr, e.time_to_train_h)),
             (1, "card_cost_bought" if bought else "card_cost", app_core.money(e.cost_usd)),
         ),
         (
             (1, "card_energy", f"{e.energy_kwh:,.0f} kWh"),
             (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
-            (1, "card_memory", f"{mem.reserved_gib:.1f} GiB"),
+            (1, "card_memory", f"{e.memory.reserved_gib:.1f} GiB"),
             (1, "card_ac", tr.option(t.activation_checkpointing.value)),
         ),
         (
@@ -131,46 +122,74 @@ def plan_card(
         ),
         goodput_row(tr, e.goodput),
     )
-    memory_of = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
+
+
+def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
+    """What each metric shows below it: the 80 % band of time and cost, memory's share."""
+    u, mem = plan.estimate.uncertainty, plan.estimate.memory
+    cost = band_text(tr, None if u is None else u.cost_usd, app_core.money)
+    return {
+        "card_time": band_text(tr, None if u is None else u.time_to_train_h, lambda h: duration(tr, h)),
+        "card_cost": cost,
+        "card_cost_bought": cost,
+        "card_memory": tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib),
+    }
+
+
+def card_captions(tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None) -> list[str]:
+    """The lines under the metrics: envelope, ceiling, risk, the search, estimate-only, calibration."""
+    e, u = plan.estimate, plan.estimate.uncertainty
+    lines = [] if u is None else [envelope_text(tr, u)]
+    if u is not None and u.point_outside is not None:
+        lines.append(tr(f"point_outside_{u.point_outside}"))
+    lines += [
+        *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
+        tr(
+            "card_footer",
+            step=e.time.step_s,
+            tokens=e.throughput.tokens_per_s,
+            candidates=result.num_candidates,
+            feasible=result.solution.num_feasible,
+            solver=result.solution.solver,
+            seconds=result.seconds,
+        ),
+    ]
+    if not plan.emittable:
+        lines.append(estimate_only_text(tr, plan))
+    return lines + list(filter(None, (calibration_text(tr, plan, calibration),)))
+
+
+def plan_card(
+    tr: Labels,
+    plan: Plan,
+    result,
+    bought: bool = False,
+    calibration: CalibrationUpload | None = None,
+    dearer: DearerKind | None = None,
+) -> None:
+    """The chosen plan's figures with their bands, the planner's warnings in the page's language
+    (``dearer``: the price kind above on-demand for its GPU, planner.api.chosen_dearer), and the
+    near tie, idle and batch call-outs."""
+    deltas = card_deltas(tr, plan)
     with st.container(border=True):
         st.subheader(tr("plan_card", model=plain(plan.model.name)))
         if trains_too_long(plan):  # the planner's warning (planner.api.long_job_warnings), in the page's language
-            st.warning(tr("long_job", time=duration(tr, e.time_to_train_h or 0.0)))
-        for row in filter(None, rows):
+            st.warning(tr("long_job", time=duration(tr, plan.estimate.time_to_train_h or 0.0)))
+        if dearer is not None:
+            st.warning(dearer_text(tr, dearer))
+        for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
-                delta = memory_of if key == "card_memory" else bands.get(key)
-                column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
-        if u is not None:
-            st.caption(envelope_text(tr, u))
-            if u.point_outside is not None:
-                st.caption(tr(f"point_outside_{u.point_outside}"))
-        for note in filter(None, (ceiling_text(tr, e), risk_text(tr, result))):
-            st.caption(note)
-        st.caption(
-            tr(
-                "card_footer",
-                step=e.time.step_s,
-                tokens=e.throughput.tokens_per_s,
-                candidates=result.num_candidates,
-                feasible=result.solution.num_feasible,
-                solver=result.solution.solver,
-                seconds=result.seconds,
-            )
-        )
-        if not plan.emittable:
-            st.caption(estimate_only_text(tr, plan))
-        line = calibration_text(tr, plan, calibration)
-        if line:
+                column.metric(tr(key), value, deltas.get(key), delta_color="off", delta_arrow="off")
+        for line in card_captions(tr, plan, result, calibration):
             st.caption(line)
-        tie = near_tie_text(tr, result)
-        if tie:
-            st.info(tie, icon="⚖️")
-        idle = idle_text(tr, result)
-        if idle:  # the inventory left idle by the exact batch, and the plan that uses it (issue 28)
-            st.info(idle, icon="💤")
-        varied = vary_batch_text(tr, result)
-        if varied:  # what the exact-batch rule costs against --vary-batch's choice
-            st.info(varied, icon="📏")
+        callouts = (
+            (near_tie_text(tr, result), "⚖️"),
+            (idle_text(tr, result), "💤"),  # the inventory left idle by the exact batch (issue 28)
+            (vary_batch_text(tr, result), "📏"),  # what the exact-batch rule costs against --vary-batch
+        )
+        for text, icon in callouts:
+            if text:
+                st.info(text, icon=icon)
         with st.expander(tr("why_this_plan")):
             st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
 
@@ -296,7 +315,8 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         show_infeasible(tr, outcome.infeasible, inputs)
     else:
         assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
-        plan_card(tr, result.plan, result, inputs.bought, inputs.calibration)
+        dearer = chosen_dearer(inputs.request, catalog(), result.plan)
+        plan_card(tr, result.plan, result, inputs.bought, inputs.calibration, dearer)
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),
         "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),

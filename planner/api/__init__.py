@@ -19,6 +19,7 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
     VaryBatch,
+    chosen_dearer,
     estimate_warnings,
     judged_at_risk,
     long_job_warnings,
@@ -500,6 +501,7 @@ __all__ = [
     "TrainingConfig",
     "VaryBatch",
     "build_plan",
+    "chosen_dearer",
     "default_global_batch_tokens",
     "estimate",
     "estimate_warnings",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.prices import dearer_than_on_demand, offers_of
+from planner.catalog.prices import DearerKind, dearer_kind, dearer_than_on_demand, offers_of
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
 from planner.model.structure import context_extension_warning
@@ -38,18 +38,25 @@ def trains_too_long(chosen: Plan) -> bool:
 
 def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
     """Warnings of the request's price kind: the GPU types a whole-catalog search left out for
-    want of its offer (``unpriced_types``), and the chosen GPU rented above its on-demand median
-    (``dearer_than_on_demand``; ``catalog``: before the kind priced it)."""
+    want of its offer (``unpriced_types``), and ``chosen_dearer``'s (``catalog``: before the kind
+    priced it)."""
     dropped = unpriced_types(request, catalog)
     left_out = (
         f"--price-kind {request.price_kind}: {len(dropped)} GPU types without such an offer were not searched"
         f" ({', '.join(dropped)}); --gpus with --price prices them"
     )
     words = (left_out,) if dropped else ()
+    dearer = chosen_dearer(request, catalog, chosen)
+    return words if dearer is None else (*words, dearer.words())
+
+
+def chosen_dearer(request: PlanRequest, catalog: Catalog, chosen: Plan) -> DearerKind | None:
+    """The chosen GPU rented above its on-demand median under the request's price kind
+    (``dearer_kind``), unless the request quotes that GPU's price itself (``catalog``: before the
+    kind priced it)."""
     if any(catalog.gpu(g).id == chosen.gpu for g in request.price_overrides):  # ids match case-blind
-        return words
-    warning = dearer_than_on_demand(catalog.gpu(chosen.gpu), request.price_kind)
-    return words if warning is None else (*words, warning)
+        return None
+    return dearer_kind(catalog.gpu(chosen.gpu), request.price_kind)
 
 
 def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -133,10 +134,31 @@ def offers_of(gpu: GPUSpec, kind: str) -> tuple[PriceOffer, ...]:
     return tuple(o for o in gpu.offers if o.kind == kind)
 
 
-def dearer_than_on_demand(gpu: GPUSpec, kind: str | None) -> str | None:
-    """A warning when ``kind``'s median for ``gpu`` (the catalog's entry, before pricing) is above
-    its on-demand median: the kinds' offers come from different providers (hyperscalers' terms
-    against smaller clouds' on-demand rates), so a term's saving is not in the two medians."""
+@dataclass(frozen=True)
+class DearerKind:
+    """A price kind whose median for a GPU is above its on-demand median (``dearer_kind``)."""
+
+    kind: str
+    gpu: str
+    usd_per_gpu_hour: float  # the kind's median
+    on_demand_usd_per_gpu_hour: float  # the on-demand median
+    offers: int  # how many offers of the kind the median is of
+    providers: tuple[str, ...]
+
+    def words(self) -> str:
+        """The CLI's warning (the app words the same record in its page's language)."""
+        return (
+            f"{self.kind} prices {self.gpu} at ${self.usd_per_gpu_hour:.2f} per GPU-hour, the median of "
+            f"{self.offers} offers ({', '.join(self.providers)}), above its on-demand median "
+            f"${self.on_demand_usd_per_gpu_hour:.2f}: the two medians come from different providers "
+            "(hw_catalog/prices); --price sets your own quote"
+        )
+
+
+def dearer_kind(gpu: GPUSpec, kind: str | None) -> DearerKind | None:
+    """``kind``'s median for ``gpu`` (the catalog's entry, before pricing) when above its on-demand
+    median: the kinds' offers come from different providers (hyperscalers' terms against smaller
+    clouds' on-demand rates), so a term's saving is not in the two medians."""
     if kind is None or kind == "on-demand":
         return None
     offers, on_demand = offers_of(gpu, kind), offers_of(gpu, "on-demand")
@@ -146,12 +168,13 @@ def dearer_than_on_demand(gpu: GPUSpec, kind: str | None) -> str | None:
     base = statistics.median(o.usd_per_gpu_hour for o in on_demand)
     if price <= base:
         return None
-    providers = ", ".join(sorted({o.provider for o in offers}))
-    return (
-        f"{kind} prices {gpu.id} at ${price:.2f} per GPU-hour, the median of {len(offers)} offers ({providers}), "
-        f"above its on-demand median ${base:.2f}: the two medians come from different providers "
-        "(hw_catalog/prices); --price sets your own quote"
-    )
+    return DearerKind(kind, gpu.id, price, base, len(offers), tuple(sorted({o.provider for o in offers})))
+
+
+def dearer_than_on_demand(gpu: GPUSpec, kind: str | None) -> str | None:
+    """``dearer_kind``'s warning in the CLI's words, or None."""
+    found = dearer_kind(gpu, kind)
+    return None if found is None else found.words()
 
 
 def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:

@@ -1,9 +1,11 @@
 """The app's rent choices by price kind (ui/gpu_table.py with_price_kind, issue 28)."""
 
-from support.app import CATALOG, EN, card, planned, request_for, run_app
+from support.app import CATALOG, EN, ZH, card, planned, request_for, run_app
 
+from planner.api import chosen_dearer
 from planner.catalog.prices import catalog_with_price_kind
 from ui import app_core
+from ui.messages import dearer_text
 
 
 def test_spot_rent_plans_at_the_spot_median_of_each_gpu() -> None:
@@ -25,3 +27,18 @@ def test_three_year_reserved_rent_plans_at_its_median() -> None:
     assert EN("price_kind_note", kind="reserved-3y", prices=prices, dropped="") in [c.value for c in at.sidebar.caption]
     request = request_for(gpus={"a100-80gb-sxm": None, "h100-sxm": None}, price_kind="reserved-3y")
     assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)
+
+
+def test_a_price_kind_above_on_demand_is_warned_on_the_card_in_both_languages() -> None:
+    # The CLI warns when 1-year reserved H100s cost more than on-demand (the medians come from
+    # different providers); the card says the same, from the same record (planner.api.chosen_dearer).
+    request = request_for(gpus={"h100-sxm": None}, price_kind="reserved-1y")
+    result = planned(request)
+    dearer = chosen_dearer(request, CATALOG, result.plan)
+    assert dearer is not None and dearer.gpu == "h100-sxm"
+    assert dearer.words() in result.warnings  # the CLI's words come from the same record
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], pricing="reserved_1y", lang=tr.lang)
+        assert dearer_text(tr, dearer) in [w.value for w in at.warning]
+    at = run_app(gpus=["h100-sxm"], pricing="reserved_3y")  # cheaper than on-demand: nothing said
+    assert not [w for w in at.warning if "on-demand" in w.value]
