@@ -436,6 +436,16 @@ def _root_table(model: ModelShape, hf_modules: bool = False) -> RootTable:
     )
 
 
+def grown_position_params(model: ModelShape, seq_len):
+    """Learned-position parameters the trainer adds past the table's ``max_seq_len`` rows: it
+    builds max(max_seq_len, seq_len) rows (trainer/model.py, trainer/hf_model.py), the new ones
+    untrained (``context_extension_warning``). 0 for other position schemes (a number or an
+    array over ``seq_len``)."""
+    if model.position != "learned":
+        return np.zeros_like(seq_len, dtype=float)
+    return np.maximum(np.asarray(seq_len, dtype=float) - model.max_seq_len, 0.0) * model.hidden_size
+
+
 # lru_cache is thread-safe (the app's threads); the tables are frozen dataclasses.
 _cached_block_table = functools.lru_cache(maxsize=256)(_block_table)
 _cached_root_table = functools.lru_cache(maxsize=256)(_root_table)

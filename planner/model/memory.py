@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner.model.block import block_table
+from planner.model.block import block_table, grown_position_params
 from planner.model.block_rows import Part
 from planner.model.candidates import (
     AC_ATTENTION,
@@ -128,9 +128,10 @@ def stage_params(model: ModelSpec, c: Candidates, rank: PipelineRank) -> StagePa
     last (a tied head keeps its own copy of the embedding on the last stage once pp > 1: its
     gradient is all-reduced with the first stage's, ``step_comm.tied_embedding_sync_s``)."""
     counts = model.param_counts()
+    embedding = counts.embedding + grown_position_params(model, c.seq_len)  # a GPT past its table grows it
     head = counts.final_norm + (counts.lm_head or counts.embedding)
-    whole = counts.embedding + counts.final_norm + counts.lm_head
-    root = np.where(c.pp == 1, whole, np.where(rank.embedding, counts.embedding, 0.0) + np.where(rank.head, head, 0.0))
+    whole = embedding + counts.final_norm + counts.lm_head
+    root = np.where(c.pp == 1, whole, np.where(rank.embedding, embedding, 0.0) + np.where(rank.head, head, 0.0))
     experts = float(routed_expert_params_per_layer(model))
     return StageParams(
         # The heaviest blocks when they differ (DeepSeek: a stage of expert blocks, not its dense ones).

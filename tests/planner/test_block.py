@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from planner.api import build_plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.layout import Implementation, Layout, TrainingConfig
-from planner.model.block import block_table, root_table
+from planner.model.block import block_table, grown_position_params, root_table
 from planner.model.block_rows import Part, TpSplit
 from planner.model.candidates import single
 from planner.model.flops import forward_flops_per_token, model_flops_per_token
@@ -213,3 +214,17 @@ def test_tensor_parallel_splits_saved_tensors_except_the_gathered_norm_outputs()
 def test_two_row_parallel_gemms_per_block(model):
     """o and down: Megatron's two tp all-reduces per block forward, whatever the family."""
     assert block_table(model).tp_reductions == 2
+
+
+def test_a_gpt_past_its_table_holds_the_grown_position_rows():
+    """Memory counts the rows the trainer adds past max_seq_len (fp32 parameters on one GPU)."""
+    spec = get_preset("gpt3-125m")
+    params = [
+        build_plan(
+            spec, "h100-sxm", Layout(), TrainingConfig(seq_len=s, micro_batch=1, grad_accum=1), num_gpus=1
+        ).estimate.memory.breakdown_gib.params
+        for s in (spec.max_seq_len, 2 * spec.max_seq_len)
+    ]
+    grown = float(grown_position_params(spec, 2 * spec.max_seq_len))
+    assert grown == spec.max_seq_len * spec.hidden_size
+    assert (params[1] - params[0]) * 2**30 == pytest.approx(4 * grown)

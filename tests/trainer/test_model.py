@@ -10,6 +10,7 @@ from support.jobs import tiny_gpt_spec, tiny_spec
 
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing
+from planner.model.block import grown_position_params
 from trainer.hf_model import build_hf_model, config_from_spec, hf_init_rule, load_hf_config
 from trainer.model import ModelArgs, Transformer, build_native_model, native_init_rule
 from trainer.parallel import apply_activation_checkpointing, block_container, clean_name, init_parameters
@@ -205,3 +206,16 @@ def test_hf_blocks_are_found_in_any_architecture():
         spec = get_preset(preset)
         blocks = block_container(build_hf_model(spec, None, seq_len=16))
         assert len(blocks) == spec.num_layers and isinstance(blocks, torch.nn.ModuleList)
+
+
+@pytest.mark.parametrize("impl", ["native", "hf"])
+def test_a_gpt_past_its_table_trains_the_rows_the_planner_holds(impl):
+    """Past max_seq_len the trainer grows the learned position table to seq_len; the planner's
+    stage parameters (planner/model/memory.py stage_params) count the same grown rows."""
+    spec = get_preset("gpt3-125m")
+    seq = 2 * spec.max_seq_len
+    build = build_native_model if impl == "native" else lambda s, seq_len: build_hf_model(s, None, seq_len=seq_len)
+    grown = count_params(build(spec, seq_len=seq)) - count_params(build(spec, seq_len=spec.max_seq_len))
+    assert grown == spec.max_seq_len * spec.hidden_size == grown_position_params(spec, seq)
+    assert grown_position_params(spec, spec.max_seq_len) == 0
+    assert grown_position_params(get_preset("llama3-8b"), 10**6) == 0  # rope: no table
