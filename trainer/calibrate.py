@@ -1,6 +1,7 @@
 """``trainplan calibrate``: measure this machine's achievable rates for the catalog.
 
-What it runs, each the median of timed repeats after warm-ups: a square dense GEMM in the training
+What it runs, each the fastest of timed repeats after warm-ups (noise only adds time, as
+Python's ``timeit`` advises; a loaded CPU once made a median 500x slow): a square dense GEMM in the training
 dtype (bf16 on CUDA, fp32 on CPU, where only the file format and the merge are of use), each flash
 attention kernel the catalog has a field for (PyTorch SDPA's flash backend, FlashAttention-2,
 into ``attention_*``; cuDNN's fused attention, where the build has it, into ``cudnn_attention_*``),
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import platform
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,14 +47,14 @@ class Sizes:
 
 def sizes_for(device: torch.device, quick: bool) -> Sizes:
     if device.type == "cpu":  # tiny: a CPU run checks the format, not the numbers
-        return Sizes(gemm_n=128, attention_seq=128, attention_heads=2, copy_bytes=1 << 20, repeats=3, warmups=1)
+        return Sizes(gemm_n=128, attention_seq=128, attention_heads=2, copy_bytes=1 << 20, repeats=5, warmups=1)
     if quick:
         return Sizes(gemm_n=4096, attention_seq=4096, attention_heads=16, copy_bytes=1 << 30, repeats=5, warmups=2)
     return Sizes(gemm_n=8192, attention_seq=16384, attention_heads=16, copy_bytes=4 << 30, repeats=10, warmups=3)
 
 
 def _seconds(device: torch.device, fn: Callable[[], object], sizes: Sizes) -> float:
-    """Median wall time of ``fn`` (synchronised on CUDA)."""
+    """Fastest wall time of ``fn`` over the repeats (synchronised on CUDA): the achievable rate."""
 
     def sync() -> None:
         if device.type == "cuda":
@@ -69,7 +69,7 @@ def _seconds(device: torch.device, fn: Callable[[], object], sizes: Sizes) -> fl
         fn()
         sync()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def gemm_tflops(device: torch.device, dtype: torch.dtype, sizes: Sizes) -> float:
@@ -92,7 +92,7 @@ def attention_tflops(
     grad = torch.randn_like(out)
 
     def backward() -> None:  # the backward alone, on one kept graph: (forward + backward) - forward
-        # subtracts two noisy medians and can come out near zero on a busy host
+        # subtracts two noisy timings and can come out near zero on a busy host
         torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
 
     bwd = _seconds(device, backward, sizes)
