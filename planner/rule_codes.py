@@ -171,7 +171,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.QK_NORM_TP: "the native trainer's whole-projection q/k norm (OLMo 2) runs on one rank's heads: use tp=1",
     _C.TP_VOCAB: "vocab_size {vocab} (padded to {padded}, vocabulary-parallel loss) is not divisible by tp={tp}",
     _C.SEQ_TP_CP: "seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={degree}",
-    _C.TP_DOMAIN: "tp={tp} must fit inside one scale-up domain of {domain} GPUs",
+    _C.TP_DOMAIN: "tp={tp} must divide the GPUs of one scale-up domain, {domain} here",
     _C.PP_LAYERS: (
         "pp*vpp={stages} pipeline stages exceed {max_stages} (num_layers {num_layers}, plus a stage for the"
         " embedding and one for the head)"

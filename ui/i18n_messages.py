@@ -106,7 +106,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "（每 token {hardware_gflop:.2f} GFLOP）",
     ),
     "note_failures": (  # durations written by ui.messages (duration, interval): "9.3 h", never "559.0 min"
-        "failures: a {num_gpus}-GPU job fails every {mttf} on average; a checkpoint takes {write_s:,.1f} s, "
+        "failures: the {num_gpus}-GPU job fails every {mttf} on average; a checkpoint takes {write_s:,.1f} s, "
         "so the Young/Daly interval is {interval}; each failure costs half an interval plus a "
         "{restart} restart: goodput {goodput:.1%}",
         "故障：{num_gpus} 块 GPU 的任务平均每 {mttf}故障一次；一次检查点需 {write_s:,.1f} 秒，"
@@ -215,7 +215,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "序列长度 {seq_len} 不能被 tp × cp = {degree} 整除（序列并行）",
     ),
     "reason_tp_domain": (
-        "tp={tp} must fit inside one scale-up domain of {domain} GPUs",
+        "tp={tp} must divide the GPUs of one scale-up domain, {domain} here",
         "tp={tp} 必须位于一个 {domain} 块 GPU 的高速互联域之内",
     ),
     "reason_pp_layers": (

@@ -184,6 +184,14 @@ class NodeTemplate(BaseModel):
     def nodes_per_scaleup_domain(self) -> int:
         return max(1, self.scaleup_domain_size // self.gpus_per_node)
 
+    def scaleup_domain_holding(self, gpus_per_node: int) -> int:
+        """GPUs that share one scale-up domain when each node holds only ``gpus_per_node`` of its
+        slots: a domain inside a node keeps the GPUs placed there (eight 1-GPU DGX H100 nodes share
+        no NVLink); a domain spanning nodes (NVL72) spans the same nodes' GPUs."""
+        if self.scaleup_domain_size <= self.gpus_per_node:
+            return min(self.scaleup_domain_size, gpus_per_node)
+        return self.nodes_per_scaleup_domain * gpus_per_node
+
 
 class NetworkSpec(BaseModel):
     """Scale-out network at line rate; efficiencies belong to the analytic model, not here.

@@ -386,8 +386,12 @@ def catalog_row(
     gpus_per_node: int,
     num_gpus: int | None = None,
 ) -> Candidates:
-    """``single``'s one-row table on ``gpu`` over its catalog network (a resolved ``layout``)."""
+    """``single``'s one-row table on ``gpu`` over its catalog network (a resolved ``layout``), its
+    scale-up domain holding only the GPUs placed on each node (``NodeTemplate.scaleup_domain_holding``)."""
     network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
+    domain = catalog.node(gpu.default_node).scaleup_domain_holding(gpus_per_node)
+    if domain != gpu.scaleup_domain_size:
+        gpu = gpu.model_copy(update={"scaleup_domain_size": domain})
     return single(gpu, layout, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
 
 

@@ -409,3 +409,22 @@ def test_the_optimizer_term_is_the_optimizer_and_fsdp_copies_are_their_own():
     assert many.time.breakdown_s.shard_copies == pytest.approx(8 * once.time.breakdown_s.shard_copies)
     ddp = est(Layout(sharding=Sharding.NONE))
     assert ddp.time.breakdown_s.shard_copies == 0 and ddp.time.breakdown_s.optimizer > 0
+
+
+def test_gpus_spread_over_nodes_leave_the_scale_up_domain():
+    """Eight 1-GPU nodes share no NVLink: tp 8 cannot run there, and their data-parallel
+    collectives cross the network (slower than on one 8-GPU node); an NVL72 rack's domain spans
+    nodes, so 2 GPUs on each of 36 nodes share domains of 36 (tp 8 divides 72, not 36)."""
+    cfg = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1)
+    spread = lambda layout, nodes, gpus=8, gpu="h100-sxm": estimate(  # noqa: E731
+        LLAMA8B, gpu, layout, cfg, num_gpus=gpus, num_nodes=nodes, catalog=CATALOG
+    )
+    with pytest.raises(ValueError, match="scale-up domain, 1 here"):
+        spread(Layout(tp=8), nodes=8)
+    assert spread(Layout(tp=8), nodes=1).feasible
+    one, eight = spread(Layout(), nodes=1), spread(Layout(), nodes=8)
+    assert eight.time.breakdown_s.exposed_comm > one.time.breakdown_s.exposed_comm
+    assert eight.time.step_s > one.time.step_s
+    with pytest.raises(ValueError, match="scale-up domain, 36 here"):
+        spread(Layout(tp=8), nodes=36, gpus=72, gpu="gb200")
+    assert spread(Layout(tp=8), nodes=18, gpus=72, gpu="gb200").feasible
