@@ -385,6 +385,7 @@ class Plan(BaseModel):
         structure, precision). ValueError naming the first broken."""
         from planner.catalog.hardware import load_catalog
         from planner.model.estimate import checked_configuration
+        from planner.plan_figures import figures_problem
 
         if self.schema_version != PLAN_SCHEMA_VERSION:
             raise ValueError(
@@ -406,6 +407,8 @@ class Plan(BaseModel):
             self.model, gpu, self.layout, self.training, self.num_gpus, fullest, catalog, trainer_rules
         )
         self._check_figures()
+        if problem := figures_problem(self, gpu):
+            raise ValueError(problem)
 
     def _check_figures(self) -> None:
         """The estimate is of this configuration (a hand-edited micro-batch left the old one's

@@ -64,6 +64,8 @@ def make_plan(
         headroom_fraction=0.1,
         breakdown_gib={},
     )
+    batch = training.tokens_per_step(layout.resolve(num_gpus))
+    tokens_per_s = batch / PREDICTED_STEP_S  # the relation Plan.check holds (planner/plan_figures.py)
     estimate = Estimate(
         feasible=True,
         gpu=gpu,
@@ -72,15 +74,15 @@ def make_plan(
         memory=memory,
         time=TimeEstimate(step_s=PREDICTED_STEP_S, breakdown_s={}),
         throughput=ThroughputEstimate(
-            tokens_per_s=1e5,
-            tokens_per_s_per_gpu=1e5 / num_gpus,
+            tokens_per_s=tokens_per_s,
+            tokens_per_s_per_gpu=tokens_per_s / num_gpus,
             mfu=0.4,
             hfu=0.4,
             model_flops_per_token=0.0,
             hardware_flops_per_token=0.0,
         ),
         layout={},
-        global_batch_tokens=training.tokens_per_step(layout.resolve(num_gpus)),
+        global_batch_tokens=batch,
     )
     return Plan(
         model=model or tiny_spec(),
