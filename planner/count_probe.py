@@ -16,6 +16,7 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog
 from planner.errors import Constraint, InfeasiblePlan
+from planner.fmt import duration_words
 from planner.model.settings import ModelingSettings
 from planner.request import CountLimits, PlanRequest
 from planner.search.diagnosis import diagnose
@@ -30,6 +31,7 @@ __all__ = [
     "PROBE_MAX_GPUS",
     "FittingCount",
     "cap_diagnosis",
+    "deadline_fix",
     "memory_fix",
     "smallest_fitting_count",
 ]
@@ -54,13 +56,20 @@ class FittingCount:
     layout: str  # Layout.describe() of the fitting candidate with the least memory
     need_gib: float
     capacity_gib: float
+    time_to_train_s: float  # that candidate's, at the request's risk
 
 
 def smallest_fitting_count(
-    request: PlanRequest, catalog: Catalog, gpu: str, searched: int, settings: ModelingSettings
+    request: PlanRequest,
+    catalog: Catalog,
+    gpu: str,
+    searched: int,
+    settings: ModelingSettings,
+    deadline_s: float | None = None,
 ) -> FittingCount | None:
     """The fewest ``gpu`` GPUs above ``searched`` at which some candidate passes the memory,
-    divisibility and batch constraints; None when no count up to PROBE_MAX_GPUS does.
+    divisibility and batch constraints (and meets ``deadline_s``, given one); None when no count
+    up to PROBE_MAX_GPUS does.
 
     Windows (searched, 8 x searched], ... cover the search's count grid (whole nodes on a ~1.25x
     grid and at powers of two); the whole-node counts between the last grid count that failed
@@ -68,13 +77,13 @@ def smallest_fitting_count(
     low = searched
     while low < PROBE_MAX_GPUS:
         high = min(max(low * PROBE_GROWTH, 8), PROBE_MAX_GPUS)
-        found = _first_fit(request, catalog, gpu, low, high, settings, ())
+        found = _first_fit(request, catalog, gpu, (low, high), settings, (), deadline_s)
         if found is not None:
             below, fit = found
             node = catalog.node(catalog.gpu(gpu).default_node).gpus_per_node
             between = tuple(range((below // node + 1) * node, fit.num_gpus, node))
             if between:
-                refined = _first_fit(request, catalog, gpu, below, fit.num_gpus - 1, settings, between)
+                refined = _first_fit(request, catalog, gpu, (below, fit.num_gpus - 1), settings, between, deadline_s)
                 fit = fit if refined is None else refined[1]
             return fit
         low = high
@@ -85,21 +94,22 @@ def _first_fit(
     request: PlanRequest,
     catalog: Catalog,
     gpu: str,
-    low: int,
-    high: int,
+    window: tuple[int, int],
     settings: ModelingSettings,
     extra: tuple[int, ...],
+    deadline_s: float | None,
 ) -> tuple[int, FittingCount] | None:
-    """Score the counts in (low, high] (with ``extra``); the largest count tried below the first
-    that fits (``low`` when none) and that fit, or None."""
+    """Score the counts in window = (low, high] (with ``extra``); the largest count tried below
+    the first that fits (and meets ``deadline_s``; ``low`` when none) and that fit, or None."""
+    low, high = window
     space = replace(search_space(request, high), min_gpus=low + 1, extra_counts=extra)
     c = build_candidates(request.model, catalog, {gpu: high}, space)
     if len(c) == 0:
         return None
     # Every row that fits: the least memory need below is read over all of them.
     table = scored_table(request, catalog, c, [gpu], space, settings, prune_dominated=False)
-    checks = check_rows(table)
-    ok = checks.memory & checks.divisibility & checks.batch
+    checks = check_rows(table, deadline_s=deadline_s)
+    ok = checks.memory & checks.divisibility & checks.batch & checks.deadline
     if not ok.any():
         return None
     count = int(table.num_gpus[ok].min())
@@ -115,6 +125,7 @@ def _first_fit(
         layout=c.layout(row).describe() + offload,
         need_gib=float(table.memory_need_gib[row]),
         capacity_gib=float(table.capacity_gib[row]),
+        time_to_train_s=float(table.time_to_train_s[row]),
     )
     return (int(tried.max()) if len(tried) else low), fit
 
@@ -144,6 +155,35 @@ def memory_fix(
             f"({best.layout}: {best.need_gib:.1f} of {best.capacity_gib:.1f} GiB)"
         )
     return InfeasiblePlan(error.constraint, error.detail, fix, required=error.required, available=error.available)
+
+
+def deadline_fix(
+    error: InfeasiblePlan,
+    request: PlanRequest,
+    catalog: Catalog,
+    searched: dict[str, int],
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
+    """``error`` (a deadline-bound answer on an inventory: its rows stop at the GPUs on hand) with
+    the smallest checked count above the inventory that meets the deadline added to its fix, or
+    word that none up to PROBE_MAX_GPUS does; unchanged for other constraints."""
+    deadline_s = error.available
+    if error.constraint is not Constraint.DEADLINE or deadline_s is None:
+        return error
+    meets = [
+        f for g, n in searched.items() if (f := smallest_fitting_count(request, catalog, g, n, settings, deadline_s))
+    ]
+    if not meets:
+        more = f"; no count of {', '.join(searched)} GPUs up to {PROBE_MAX_GPUS:,} meets the deadline"
+    else:
+        best = min(meets, key=lambda f: (f.num_gpus / searched[f.gpu], f.num_gpus))
+        more = (
+            f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "
+            f"({best.layout} finishes in {duration_words(best.time_to_train_s)})"
+        )
+    return InfeasiblePlan(
+        error.constraint, error.detail, error.fix + more, required=error.required, available=error.available
+    )
 
 
 def cap_diagnosis(

@@ -40,7 +40,7 @@ NOTE_TEXT: dict[NoteKind, str] = {
     "interleaved stages (vpp) shrink it",
     NoteKind.MFU: "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); "
     "HFU {hfu:.1%} adds recompute ({hardware_gflop:.2f} GFLOP/token)",
-    NoteKind.FAILURES: "failures: a {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes "
+    NoteKind.FAILURES: "failures: the {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes "
     "{write_s:,.1f} s, so the Young/Daly interval is {interval_min:,.1f} min; "
     "each failure costs half an interval plus a {restart_min:,.1f}-min restart: goodput {goodput:.1%}",
     NoteKind.INFEASIBLE: "infeasible: {reason}; fix: {fix}",

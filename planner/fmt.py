@@ -72,6 +72,11 @@ def printable(text: object) -> str:
 _MONEY_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 node``, ``46,560 steps``: a whole count and its noun, plural unless one."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
     """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
     cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").
@@ -143,10 +148,13 @@ def number_band(value: float, band: tuple[float, float] | None, digits: int = 0)
 
 
 def duration_words(seconds: float, round_up: bool = False) -> str:
-    """Sentence style: ``12.5 days``, ``3.0 hours``, ``45.0 minutes`` (whole units, rounded up, if asked)."""
+    """Sentence style: ``12.5 days``, ``3.0 hours``, ``45.0 minutes``, ``4,975.3 days``, under a
+    minute ``0.5 seconds`` (whole units, rounded up, if asked)."""
+    if seconds < SECONDS_PER_MINUTE:
+        return f"{math.ceil(seconds - 1e-9)} seconds" if round_up else f"{seconds:.1f} seconds"
     unit, _ = duration_parts(seconds / SECONDS_PER_HOUR, smallest="minutes")
     value = seconds / {"days": SECONDS_PER_DAY, "hours": SECONDS_PER_HOUR, "minutes": SECONDS_PER_MINUTE}[unit]
-    return f"{math.ceil(value - 1e-9)} {unit}" if round_up else f"{value:.1f} {unit}"
+    return f"{math.ceil(value - 1e-9):,} {unit}" if round_up else f"{value:,.1f} {unit}"
 
 
 def duration_clock(seconds: float) -> str:

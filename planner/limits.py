@@ -25,6 +25,7 @@ MAX_PURCHASE_USD = 1e9  # per GPU
 MAX_BUDGET_USD = 1e13  # a whole job
 MAX_DAYS = 36_525  # deadlines and horizons: a century
 MAX_SEQ_LEN = 1 << 24  # tokens per sequence (16M, beyond any model's context)
+MIN_SEQ_LEN = 16  # shorter is a typo (no model trains on fewer tokens per sequence), refused by plan and estimate alike
 MAX_CHINCHILLA_MULTIPLE = 10_000  # 200,000 tokens per parameter (Llama 3 8B: ~1,900; SmolLM3 3B: ~3,700)
 # GPU types x pipeline splits x expert-parallel degrees one search may try (planner/request.py): every
 # published model on every catalog GPU (Qwen1.5-MoE's 240 per type, the most, x 25 types = 6,000)

@@ -23,13 +23,14 @@ from planner.limits import (
     MAX_SEARCH_BREADTH,
     MAX_SEQ_LEN,
     MAX_TRAINING_TOKENS,
+    MIN_SEQ_LEN,
 )
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import code
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.model.structure import context_extension_warning, default_implementation
+from planner.model.structure import context_extension_warning, default_implementation, native_unsupported
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
 from planner.search.space import (
     DEFAULT_BATCH_TOLERANCE,
@@ -84,7 +85,7 @@ class PlanRequest(BaseModel):
     # network (planner/catalog/networks.py: a cluster's own fabric).
     network: str | None = None
     # None: DEFAULT_SEQ_LEN, or the model's context when that is shorter (GPT-3: 2048).
-    seq_len: int | None = Field(None, ge=16, le=MAX_SEQ_LEN)
+    seq_len: int | None = Field(None, ge=MIN_SEQ_LEN, le=MAX_SEQ_LEN)
     global_batch_tokens: int | None = Field(None, ge=1, le=MAX_BATCH_TOKENS)
     # Largest relative distance of the batch from global_batch_tokens; of the feasible plans, those
     # of the achievable batch nearest the request are kept (the plan and its alternatives share it)
@@ -130,8 +131,20 @@ class PlanRequest(BaseModel):
     def warnings(self) -> tuple[str, ...]:
         """What the request asks that works but deserves a word (context extension)."""
         assert self.seq_len is not None
-        warning = context_extension_warning(self.model, self.seq_len)
-        return (warning,) if warning else ()
+        notes = (context_extension_warning(self.model, self.seq_len), self._hf_experts_warning())
+        return tuple(note for note in notes if note)
+
+    def _hf_experts_warning(self) -> str | None:
+        """trainplan's trainer runs a MoE family it does not build natively with Hugging Face's
+        modules, whose expert layers run expert by expert: a plan the other stacks would beat."""
+        if self.stack != Stack.TRAINPLAN or self.impl != Implementation.HF or self.model.num_experts <= 1:
+            return None
+        missing = ", ".join(native_unsupported(self.model))
+        return (
+            f"{self.model.name} runs on Hugging Face's modules (impl hf; the native trainer lacks {missing}), "
+            "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
+            "grouped-GEMM stack on the same GPUs"
+        )
 
 
 def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:

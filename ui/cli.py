@@ -42,6 +42,7 @@ from planner.limits import (
     MAX_PURCHASE_USD,
     MAX_SEQ_LEN,
     MAX_TRAINING_TOKENS,
+    MIN_SEQ_LEN,
 )
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
@@ -67,7 +68,7 @@ from ui.cli_options import (
     app,
     flag_error,
 )
-from ui.inputs import check_range, load_model_arg, parse_pairs
+from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs
 
 
 @app.command()
@@ -142,7 +143,7 @@ def estimate(
     check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     check_range("--price", price, 0, MAX_PRICE_USD, low_open=True)  # the catalog's rule: a positive price
-    check_range("--seq-len", seq_len, 1, MAX_SEQ_LEN)
+    check_range("--seq-len", seq_len, MIN_SEQ_LEN, MAX_SEQ_LEN)
     check_range("--nodes", nodes, 1, MAX_GPUS)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
@@ -269,13 +270,17 @@ def plan(
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
     check_range("--max-gpus", max_gpus, 1, MAX_GPUS)
-    check_range("--seq-len", seq_len, 16, MAX_SEQ_LEN)
+    check_range("--seq-len", seq_len, MIN_SEQ_LEN, MAX_SEQ_LEN)
     check_range("--deadline-days", deadline_days, 0, MAX_DAYS, low_open=True)
     check_range("--budget-usd", budget_usd, 0, MAX_BUDGET_USD, low_open=True)
     check_range("--batch-tolerance", batch_tolerance, 0, 1, high_open=True)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
     modes = ac_modes(ac, ac_blocks, spec.num_layers)
+    inventory = parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None
+    # a positive price, as estimate's --price (PlanRequest's PositiveFloat)
+    overrides = parse_pairs(prices, "--price", 0, MAX_PRICE_USD, low_open=True)
+    check_priced_gpus(overrides, inventory)
     request = PlanRequest(
         model=spec,
         hf_config_path=hf_path,
@@ -283,9 +288,8 @@ def plan(
         deadline_days=deadline_days,
         budget_usd=budget_usd,
         objective=objective.value,
-        gpus=parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None,
-        # a positive price, as estimate's --price (PlanRequest's PositiveFloat)
-        price_overrides=parse_pairs(prices, "--price", 0, MAX_PRICE_USD, low_open=True),
+        gpus=inventory,
+        price_overrides=overrides,
         price_kind=price_kind,
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,

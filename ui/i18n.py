@@ -240,6 +240,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
         "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
     ),
+    "price_commitment": (
+        "{kind} bills its whole {years}-year term: the cost counts the job's {days} ({share} of the term); "
+        "{gpus} {gpu} for the term cost {cost} unless other work fills the rest.",
+        "{kind} 按整个 {years} 年期限计费：成本只计入本作业的 {days}（占期限的 {share}）；"
+        "{gpus} 块 {gpu} 整个期限的费用为 {cost}，除非其余时间有其他任务使用。",
+    ),
     "price_dearer": (
         "{kind} prices {gpu} at ${price:.2f} per GPU-hour, the median of {offers} offers ({providers}), above its "
         "on-demand median ${base:.2f}: the two medians come from different providers (hw_catalog/prices). "

@@ -53,6 +53,17 @@ def check_range(
         raise ValueError(f"{flag} must be a finite number {bounds}, got {value}")
 
 
+def check_priced_gpus(prices: dict[str, float], gpus: dict[str, int | None] | None) -> None:
+    """Every ``--price`` names a GPU the plan may use: one of ``--gpus`` when given (ids compare
+    case-blind, as the catalog's); a price the search never reads is a typo, not a choice."""
+    allowed = {g.lower() for g in gpus or {}}
+    for gpu, price in prices.items():
+        if gpus and gpu.lower() not in allowed:
+            raise ValueError(
+                f"--price {gpu}={price:g}: {gpu} is not among --gpus ({', '.join(gpus)}); add it there or drop its price"
+            )
+
+
 def load_model_arg(model: str):
     from planner.catalog.models import load_model
 

@@ -14,11 +14,11 @@ import re
 
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
-from planner.catalog.prices import DearerKind
+from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
 from planner.plan import Estimate, Plan, Uncertainty
-from planner.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+from planner.units import HOURS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
 
@@ -258,6 +258,20 @@ def failure_durations(tr: Labels, figures: dict) -> dict[str, str]:
 
 def plan_note_texts(tr: Labels, p: Plan) -> list[str]:
     return [note_text(tr, note) for note in plan_notes(p)]
+
+
+def commitment_text(tr: Labels, c: Commitment) -> str:
+    """``Commitment.words`` in the page's language."""
+    return tr(
+        "price_commitment",
+        kind=c.kind,
+        years=f"{c.term_days / 365:.0f}",
+        days=duration(tr, c.job_days * HOURS_PER_DAY),
+        share=c.used_share,
+        gpus=f"{c.num_gpus:,}",
+        gpu=c.gpu,
+        cost=money(c.term_cost_usd),
+    )
 
 
 def dearer_text(tr: Labels, d: DearerKind) -> str:

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from planner.fmt import duration_band, duration_h, duration_words, money, money_band, number_band
+from planner.fmt import counted, duration_band, duration_h, duration_words, money, money_band, number_band
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
+from planner.search.ilp import NEAR_TIE_FRACTION, Objective
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
@@ -57,7 +58,7 @@ def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
     lines = [
-        f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({p.num_nodes} node(s)"
+        f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({counted(p.num_nodes, 'node')}"
         + ("" if p.network is None else f" on {p.network}")
         + ")",
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
@@ -86,10 +87,20 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(escape(ceiling_line(e)))
     if e.goodput is not None:
         lines.append(goodput_line(e.goodput))
-    if not e.feasible:
-        lines.append(f"[red]infeasible[/red] - {e.reason}")
-        lines.append(f"fix: {e.fix}")
+    if not e.feasible:  # the verdict first, under the header: the figures below describe a job that cannot run
+        lines[1:1] = [f"[red]infeasible[/red] - {escape(e.reason or '')}", f"fix: {escape(e.fix or '')}"]
     return lines
+
+
+def written_line(p: Plan, saved_to: Path) -> str:
+    """Where the plan file went and what reads it next: emit runs a feasible plan of trainplan's
+    stack (Plan.emittable); explain reads any plan."""
+    if not p.emittable:
+        what = f"the {p.stack.value} stack" if p.attention is None else f"--attention {p.attention.value}"
+        return f"plan written to {saved_to} (an estimate for {what}: trainplan explain reads it, emit does not)"
+    if not p.estimate.feasible:
+        return f"plan written to {saved_to} (infeasible: emit refuses it without --force; trainplan explain shows why)"
+    return f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)"
 
 
 def point_outside_line(side: str) -> str:
@@ -150,7 +161,7 @@ def goodput_line(g: GoodputEstimate) -> str:
     if g.expected_interruptions is not None:
         parts.append(f"{g.expected_interruptions:,.1f} expected interruptions")
     if g.checkpoint_interval_min is not None:
-        steps = f"{g.checkpoint_interval_steps:,} steps, " if g.checkpoint_interval_steps is not None else ""
+        steps = f"{counted(g.checkpoint_interval_steps, 'step')}, " if g.checkpoint_interval_steps is not None else ""
         parts.append(
             f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)} ({steps}{g.checkpoint_write_s:,.0f} s to write)"
         )
@@ -201,7 +212,7 @@ def calibration_summary(record: PlanCalibration) -> str:
 
 def _overrides(gpu: CalibratedGpu) -> str:
     """'h100-sxm: 4 rates + measured job': what a calibration file overrode for one GPU."""
-    rates = f"{len(gpu.rates)} rate" + ("s" if len(gpu.rates) > 1 else "")
+    rates = counted(len(gpu.rates), "rate")
     parts = ([rates] if gpu.rates else []) + (["measured job"] if gpu.measured_job else [])
     return f"{gpu.gpu}: {' + '.join(parts)}"
 
@@ -234,7 +245,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
     calibration_line(calibration, p.calibration)
     print_plan(p)
     if saved_to:
-        out.print(f"plan written to {saved_to}")
+        out.print(written_line(p, saved_to), markup=False)
 
 
 def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
@@ -289,7 +300,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
             "mb x acc",
             "AC",
             "time (80 % band)",
-            result.risk.value,
+            f"{result.risk.value} time, cost",
             "cost",
             "MFU",
             "mem GiB",
@@ -305,12 +316,14 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
                 f"{a.training.micro_batch} x {a.training.grad_accum}",
                 a.training.describe_ac(),
                 duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
-                at_risk(e, result.risk.value),
+                risk_figures(e, result.risk.value),
                 money(e.cost_usd),
                 f"{e.throughput.mfu:.1%}",
                 f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
             )
         out.print(table)
+        if tie := tie_rule_line(result):
+            out.print(tie)
     out.print(
         f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
         f"solved with {result.solution.solver} in {result.seconds:.2f} s"
@@ -318,7 +331,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
     if result.count_caps:
         out.print(count_caps_line(result.count_caps, result.count_limits))
     if saved_to:
-        out.print(f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)")
+        out.print(written_line(result.plan, saved_to), markup=False)
 
 
 def at_risk_words(e: Estimate, risk: str) -> str:
@@ -326,7 +339,38 @@ def at_risk_words(e: Estimate, risk: str) -> str:
     u = e.uncertainty
     if u is None or u.time_to_train_h_at_risk is None or u.cost_usd_at_risk is None:
         return f"{duration_h(e.time_to_train_h)}, {money(e.cost_usd)}"
-    return f"{risk}: {duration_h(u.time_to_train_h_at_risk[risk])}, {money(u.cost_usd_at_risk[risk])}"
+    return f"{risk}: {risk_figures(e, risk)}"
+
+
+def risk_figures(e: Estimate, risk: str) -> str:
+    """'27.7 h, $4,004': the time and cost the search judged the plan by (``-`` without a band)."""
+    u = e.uncertainty
+    if u is None or u.time_to_train_h_at_risk is None or u.cost_usd_at_risk is None:
+        return "-"
+    return f"{duration_h(u.time_to_train_h_at_risk[risk])}, {money(u.cost_usd_at_risk[risk])}"
+
+
+def tie_rule_line(result) -> str | None:
+    """Why a listed plan beats the chosen one on the objective: the near-tie rule (NEAR_TIE_FRACTION)
+    took the faster (cheaper) of the plans within it of the optimum."""
+    objective, risk = result.solution.objective, result.risk.value
+    if objective not in (Objective.COST, Objective.TIME):
+        return None
+    cost = objective == Objective.COST
+
+    def judged(p: Plan) -> float | None:
+        u = p.estimate.uncertainty
+        at = None if u is None else (u.cost_usd_at_risk if cost else u.time_to_train_h_at_risk)
+        return None if at is None else at[risk]
+
+    chosen, listed = judged(result.plan), [judged(a) for a in result.alternatives]
+    if chosen is None or not any(v is not None and v < chosen for v in listed):
+        return None
+    first, then = ("cost", "faster") if cost else ("time", "cheaper")
+    return (
+        f"objective {objective.value}: plans within {NEAR_TIE_FRACTION:.0%} of the best {risk} {first} count as "
+        f"tied, and the {then} of them is chosen (NEAR_TIE_FRACTION)"
+    )
 
 
 def at_risk(e: Estimate, risk: str) -> str:

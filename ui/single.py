@@ -11,8 +11,7 @@ from collections.abc import Sequence
 import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
-from planner.api import chosen_dearer, trains_too_long
-from planner.catalog.prices import DearerKind
+from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
@@ -32,6 +31,7 @@ from ui.i18n import Labels, plain
 from ui.messages import (
     band_text,
     ceiling_text,
+    commitment_text,
     dearer_text,
     detail_text,
     duration,
@@ -165,18 +165,17 @@ def plan_card(
     result,
     bought: bool = False,
     calibration: CalibrationUpload | None = None,
-    dearer: DearerKind | None = None,
+    price_notes: tuple[str, ...] = (),
 ) -> None:
     """The chosen plan's figures with their bands, the planner's warnings in the page's language
-    (``dearer``: the price kind above on-demand for its GPU, planner.api.chosen_dearer), and the
-    near tie, idle and batch call-outs."""
+    (``price_notes``: its price kind's, ``price_texts``), and the near tie, idle and batch call-outs."""
     deltas = card_deltas(tr, plan)
     with st.container(border=True):
         st.subheader(tr("plan_card", model=plain(plan.model.name)))
         if trains_too_long(plan):  # the planner's warning (planner.api.long_job_warnings), in the page's language
             st.warning(tr("long_job", time=duration(tr, plan.estimate.time_to_train_h or 0.0)))
-        if dearer is not None:
-            st.warning(dearer_text(tr, dearer))
+        for note in price_notes:
+            st.warning(note)
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 column.metric(tr(key), value, deltas.get(key), delta_color="off", delta_arrow="off")
@@ -303,6 +302,16 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     st.caption(tr("job_help"))
 
 
+def price_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ...]:
+    """The planner's price warnings (planner.api.price_warnings) in the page's language: a kind
+    above on-demand for the chosen GPU, a reserved term longer than the job."""
+    dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
+    return (
+        *(() if dearer is None else (dearer_text(tr, dearer),)),
+        *(() if term is None else (commitment_text(tr, term),)),
+    )
+
+
 def show_single(tr: Labels, inputs: Inputs) -> None:
     with st.spinner(tr("working")):
         outcome = cached_plan(inputs.key, inputs.headroom, inputs.calibration)
@@ -315,8 +324,8 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         show_infeasible(tr, outcome.infeasible, inputs)
     else:
         assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
-        dearer = chosen_dearer(inputs.request, catalog(), result.plan)
-        plan_card(tr, result.plan, result, inputs.bought, inputs.calibration, dearer)
+        notes = price_texts(tr, inputs.request, result.plan)
+        plan_card(tr, result.plan, result, inputs.bought, inputs.calibration, notes)
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),
         "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),

@@ -21,8 +21,10 @@ from planner.api.notices import (
     VaryBatch,
     chosen_dearer,
     estimate_warnings,
+    fixed_cost_warnings,
     judged_at_risk,
     long_job_warnings,
+    plan_commitment,
     price_warnings,
     trains_too_long,
     vary_batch_choice,
@@ -32,7 +34,7 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
-from planner.count_probe import cap_diagnosis, memory_fix
+from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.idle import IdleGPUs, idle_gpus
@@ -215,7 +217,10 @@ def plan(
     try:
         solution = solve_request(request, table, deadline_s, inventory)
     except InfeasiblePlan as within:
-        answer = cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings) if limits.caps else within
+        if limits.caps:
+            answer = cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings)
+        else:
+            answer = deadline_fix(within, request, catalog, limits.limits, settings)
         raise judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk) from None
 
     def wrap(row: int) -> Plan:
@@ -259,6 +264,7 @@ def plan(
         seconds=time.perf_counter() - started,
         warnings=request.warnings
         + long_job_warnings(chosen)
+        + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen)
         + vary_batch_warnings(varied, varied_plan),
         count_limits=limits.limits,
@@ -506,6 +512,7 @@ __all__ = [
     "estimate",
     "estimate_warnings",
     "plan",
+    "plan_commitment",
     "replan",
     "restack",
     "trains_too_long",

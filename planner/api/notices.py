@@ -3,13 +3,14 @@ words a deadline or budget diagnosis gains from the risk it was judged at."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.prices import DearerKind, dearer_kind, dearer_than_on_demand, offers_of
+from planner.catalog.prices import Commitment, DearerKind, commitment, dearer_kind, dearer_than_on_demand, offers_of
 from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import duration_words
+from planner.fmt import counted, duration_words
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
 from planner.request import PlanRequest, requested_batch_tokens, solve_request
@@ -46,8 +47,14 @@ def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tupl
         f" ({', '.join(dropped)}); --gpus with --price prices them"
     )
     words = (left_out,) if dropped else ()
-    dearer = chosen_dearer(request, catalog, chosen)
-    return words if dearer is None else (*words, dearer.words())
+    notes = (chosen_dearer(request, catalog, chosen), plan_commitment(request.price_kind, chosen))
+    return (*words, *(note.words() for note in notes if note is not None))
+
+
+def plan_commitment(price_kind: str | None, p: Plan) -> Commitment | None:
+    """The reserved term the plan's price kind binds its GPUs to, when the job is shorter."""
+    e = p.estimate
+    return commitment(price_kind, p.gpu, p.num_gpus, e.cost_usd, e.time_to_train_h)
 
 
 def chosen_dearer(request: PlanRequest, catalog: Catalog, chosen: Plan) -> DearerKind | None:
@@ -69,11 +76,51 @@ def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
 
 def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:
     """What ``estimate`` warns of, as ``plan`` does: positions beyond the pretrained context, a
-    price kind dearer than on-demand (unless ``price`` quotes the GPU), a job over a year."""
+    price kind dearer than on-demand (unless ``price`` quotes the GPU), a reserved term longer
+    than the job, a job over a year or shorter than its start-up, a batch far from the request."""
     context = context_extension_warning(p.model, p.training.seq_len)
     dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
     long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
-    return tuple(w for w in (context, dearer, *long) if w)
+    term = plan_commitment(price_kind, p)
+    notes = (context, dearer, None if term is None else term.words(), *long, *fixed_cost_warnings(p))
+    notes += batch_off_warnings(p)
+    return tuple(w for w in notes if w)
+
+
+# A batch this many times off the one asked for is not "nearest achievable" but another job.
+BATCH_OFF_FACTOR = 2.0
+
+
+def batch_off_warnings(p: Plan) -> tuple[str, ...]:
+    """A warning when the layout's batch is over BATCH_OFF_FACTOR times off the requested one
+    (``--global-batch-tokens 100`` makes 32,768 tokens: a sequence per data-parallel rank)."""
+    e, t = p.estimate, p.training
+    requested = e.requested_global_batch_tokens
+    if requested is None or 1 / BATCH_OFF_FACTOR <= e.global_batch_tokens / requested <= BATCH_OFF_FACTOR:
+        return ()
+    least = t.micro_batch * t.seq_len * p.layout.dp
+    return (
+        f"--global-batch-tokens {requested:,}: this layout's batch is {e.global_batch_tokens:,} tokens, "
+        f"{e.global_batch_tokens / requested:,.3g}x the request (at least micro-batch {t.micro_batch} x "
+        f"{t.seq_len:,} tokens x {counted(p.layout.dp, 'data-parallel rank')} = {least:,})",
+    )
+
+
+def fixed_cost_warnings(p: Plan) -> tuple[str, ...]:
+    """A warning when the job trains for less time than it takes to start: its time and cost are
+    then the fixed costs of a run (start-up, checkpoint writes), not training (``--tokens 1000``)."""
+    e, g = p.estimate, p.estimate.goodput
+    if g is None or e.time_to_train_h is None or p.training_tokens is None:
+        return ()
+    steps = max(1, math.ceil(p.training_tokens / e.global_batch_tokens))
+    training_s, wall_s = steps * e.time.step_s, e.time_to_train_h * SECONDS_PER_HOUR
+    if training_s >= g.startup_s:
+        return ()
+    return (
+        f"the job trains for {duration_words(training_s)} ({counted(steps, 'step')} of "
+        f"{e.global_batch_tokens:,} tokens): start-up ({duration_words(g.startup_s)}) and checkpoint writes "
+        f"take most of its {duration_words(wall_s)} (goodput {g.goodput_fraction:.1%})",
+    )
 
 
 def long_job_warnings(

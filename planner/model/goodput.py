@@ -21,8 +21,8 @@ formula (docs/model.md, "Goodput"):
   job of ``n`` GPUs wait for the slowest rank, ``1 + sigma (sqrt(2 ln n) - sqrt(2 ln 8))`` (the
   expected maximum of ``n`` normal speeds, beyond one node's); evaluation and input stalls add
   their shares of the step time; planned interruptions (maintenance) cost a restart each, no
-  lost work; the job starts once. So
-  ``W = (T s (1 + eval + stall) + startup) (1 + write / tau) / (1 - (tau / 2 + restart) / MTTF
+  lost work; the job starts once, and writes no checkpoint while it starts. So
+  ``W = (T s (1 + eval + stall) (1 + write / tau) + startup) / (1 - (tau / 2 + restart) / MTTF
   - planned x restart)`` and ``goodput = T / W``.
 """
 
@@ -119,8 +119,12 @@ def goodput(
         planned = other.planned_per_s * restart
         lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0) + planned
         overhead = np.where(np.isfinite(interval), write / interval, 0.0)
-        kept = np.clip((1.0 - lost) / (1.0 + overhead), MIN_GOODPUT, 1.0)
-        wall = (useful * other.step_factor + other.startup_s) / kept
+        survived = np.clip(1.0 - lost, MIN_GOODPUT, 1.0)
+        kept = np.clip(survived / (1.0 + overhead), MIN_GOODPUT, 1.0)
+        # Checkpoints are written while the steps run, not while the job starts; a job that
+        # failures outpace is held at MIN_GOODPUT.
+        wall = (useful * other.step_factor * (1.0 + overhead) + other.startup_s) / survived
+        wall = np.fmin(wall, (useful * other.step_factor + other.startup_s) / MIN_GOODPUT)
         fraction = np.clip(useful / wall, MIN_GOODPUT, 1.0)
         interruptions = np.where(np.isfinite(mttf), wall / mttf, 0.0)
     return Goodput(

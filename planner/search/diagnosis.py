@@ -218,9 +218,10 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
             fix += f" or more GPUs ({finish})"
     elif (batch_fix := _batch_bound_fix(table, checks)) is not None:
         fix += batch_fix
-    elif checks.inventory_limits is not None:
-        searched = f" up to {int(table.num_gpus.max())}" if checks.count_caps else ""
-        fix += f"; no candidate meets the deadline at any GPU count{searched}"
+    elif (beyond := checks.gpu_type & ~checks.inventory).any():  # rows past the limits were scored
+        probed = " (probed past the max_gpus cap)" if checks.count_caps else ""
+        fix += f"; no count up to {int(table.num_gpus[beyond].max()):,} GPUs{probed} meets the deadline"
+    # A search's rows stop at the inventory: count_probe.deadline_fix probes past it.
     return InfeasiblePlan(
         Constraint.DEADLINE,
         f"the fastest plan needs {duration_words(fastest)} with the allowed inventory ({_inventory_text(checks)})",

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from planner.api import PlanRequest, build_plan, plan, plan_from_row
+from planner.api.notices import fixed_cost_warnings
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
@@ -240,3 +241,21 @@ def test_plan_survives_failure_rates_that_outpace_progress():
     )
     g = result.plan.estimate.goodput
     assert g is not None and g.goodput_fraction == MIN_GOODPUT
+
+
+def test_a_job_shorter_than_its_start_up_is_the_start_up_and_one_checkpoint():
+    """Before: the start-up was charged the checkpoint overhead of a one-step run (write / tau
+    = 183 x), so 1,000 tokens on 8 H100 took 30.7 hours; now 10 minutes of start-up, one step
+    and its checkpoint, and a warning that the fixed costs are the answer."""
+    cfg = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1)
+    e = estimate(LLAMA8B, "h100-sxm", Layout(), cfg, num_gpus=8, catalog=CATALOG, training_tokens=1000)
+    g = e.goodput
+    assert g is not None and e.time_to_train_h is not None and g.checkpoint_interval_steps == 1
+    useful_s = 1000 / e.throughput.tokens_per_s
+    steps_s = useful_s * (1 + g.evaluation_fraction) * (1 + g.checkpoint_write_s / e.time.step_s)
+    assert e.time_to_train_h * SECONDS_PER_HOUR == pytest.approx(g.startup_s + steps_s, rel=0.01)
+    p = build_plan(LLAMA8B, "h100-sxm", Layout(), cfg, num_gpus=8, catalog=CATALOG, training_tokens=1000)
+    (warning,) = fixed_cost_warnings(p)
+    assert warning.startswith("the job trains for 0.5 seconds (1 step of 32,768 tokens): start-up (10.0 minutes)")
+    long = build_plan(LLAMA8B, "h100-sxm", Layout(), cfg, num_gpus=8, catalog=CATALOG, training_tokens=1e9)
+    assert fixed_cost_warnings(long) == ()

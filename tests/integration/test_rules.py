@@ -149,6 +149,8 @@ def test_durations() -> None:
     assert duration_words(2.5 * SECONDS_PER_DAY) == "2.5 days"
     assert duration_words(2.2 * SECONDS_PER_DAY, round_up=True) == "3 days"
     assert duration_words(3 * SECONDS_PER_HOUR, round_up=True) == "3 hours"
+    assert duration_words(4975.3 * SECONDS_PER_DAY) == "4,975.3 days"
+    assert duration_words(4975.3 * SECONDS_PER_DAY, round_up=True) == "4,976 days"
     assert duration_clock(3723) == "1:02:03" and duration_clock(123.9) == "02:03" and duration_clock(-5) == "00:00"
     assert app_core.duration_key(10.0) == ("hours_value", 10.0) and app_core.duration_key(72.0) == ("days_value", 3.0)
 

@@ -114,3 +114,27 @@ def test_a_slower_nearest_batch_does_not_hide_the_idle_offer(inventory: int) -> 
     assert other.estimate.time_to_train_h < 0.8 * result.plan.estimate.time_to_train_h
     batch = other.estimate.global_batch_tokens
     assert abs(batch / result.idle.batch_tokens - 1) <= IDLE_BATCH_TOLERANCE
+
+
+def _deadline_plan(count: int) -> object:
+    return plan(
+        PlanRequest(
+            model=get_preset("llama3-70b"), training_tokens=2e12, gpus={"b200": count}, deadline_days=45, top_k=0
+        )
+    )
+
+
+def test_deadline_fix_names_the_smallest_count_past_the_inventory_that_meets_it() -> None:
+    # Before: "allow 50 days; no candidate meets the deadline at any GPU count" (only the
+    # inventory's counts had been scored).
+    with pytest.raises(InfeasiblePlan) as caught:
+        _deadline_plan(256)
+    assert caught.value.constraint is Constraint.DEADLINE
+    found = re.search(
+        r"allow 50 days or (\d+) b200 GPUs, more than the inventory has \(.* finishes in ", caught.value.fix
+    )
+    assert found, caught.value.fix
+    count = int(found.group(1))
+    assert _deadline_plan(count)  # checked: a plan meets the deadline there, and not one node fewer
+    with pytest.raises(InfeasiblePlan, match=f"or {count} b200 GPUs"):
+        _deadline_plan(count - 8)

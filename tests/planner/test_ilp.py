@@ -401,7 +401,7 @@ def test_deadline_messages() -> None:
     assert caught.value.required == pytest.approx(41.3 * day)
     with pytest.raises(InfeasiblePlan, match=r"needs 22.0 days .*no inventory limit.*allow 22 days$"):
         solve_single(table, deadline_s=10 * day)
-    with pytest.raises(InfeasiblePlan, match="allow 42 days; no candidate meets the deadline"):
+    with pytest.raises(InfeasiblePlan, match=r"allow 42 days; no count up to 128 GPUs meets the deadline$"):
         solve_single(table, deadline_s=10 * day, inventory={"h200": 64})
     with pytest.raises(InfeasiblePlan, match=r"needs 22.0 days .*allow 22 days"):
         solve_single(hand_table([dict(time_to_train_s=22 * day)]), deadline_s=1 * day)

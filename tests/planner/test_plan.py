@@ -306,3 +306,13 @@ def test_a_hand_edited_plan_file_whose_estimate_is_of_another_configuration_is_r
             Plan.load(path)
     path.write_text(json.dumps(raw))
     assert Plan.load(path) == p
+
+
+def test_a_moe_family_on_hugging_faces_modules_is_warned_of_its_expert_loop():
+    # Trial s21: gpt-oss-120b planned 240 MI325X at 5 % MFU on HF's expert-by-expert loop, silently.
+    model = get_preset("gpt-oss-120b")
+    (warning,) = PlanRequest(model=model, training_tokens=1e12).warnings
+    assert warning.startswith("gpt-oss-120b runs on Hugging Face's modules (impl hf; the native trainer lacks")
+    assert "--stack megatron-core estimates a grouped-GEMM stack" in warning
+    assert PlanRequest(model=model, training_tokens=1e12, stack="megatron-core").warnings == ()
+    assert PlanRequest(model=get_preset("mixtral-8x7b"), training_tokens=1e12).warnings == ()  # native

@@ -1,11 +1,12 @@
 """The app's rent choices by price kind (ui/gpu_table.py with_price_kind, issue 28)."""
 
+import pytest
 from support.app import CATALOG, EN, ZH, card, planned, request_for, run_app
 
-from planner.api import chosen_dearer
+from planner.api import chosen_dearer, plan_commitment
 from planner.catalog.prices import catalog_with_price_kind
 from ui import app_core
-from ui.messages import dearer_text
+from ui.messages import commitment_text, dearer_text
 
 
 def test_spot_rent_plans_at_the_spot_median_of_each_gpu() -> None:
@@ -42,3 +43,20 @@ def test_a_price_kind_above_on_demand_is_warned_on_the_card_in_both_languages() 
         assert dearer_text(tr, dearer) in [w.value for w in at.warning]
     at = run_app(gpus=["h100-sxm"], pricing="reserved_3y")  # cheaper than on-demand: nothing said
     assert not [w for w in at.warning if "on-demand" in w.value]
+
+
+def test_a_reserved_term_longer_than_the_job_is_warned_in_both_languages() -> None:
+    # Before: a 1-year reserved price costed a 2-day job as 2 days of GPU time, without a word
+    # that the term bills the whole year.
+    request = request_for(gpus={"h100-sxm": None}, price_kind="reserved-3y")
+    result = planned(request)
+    term = plan_commitment("reserved-3y", result.plan)
+    e = result.plan.estimate
+    assert term is not None and term.term_days == 3 * 365
+    assert e.cost_usd and e.time_to_train_h
+    assert term.term_cost_usd == pytest.approx(e.cost_usd * 3 * 365 * 24 / e.time_to_train_h)
+    assert term.words() in result.warnings
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], pricing="reserved_3y", lang=tr.lang)
+        assert commitment_text(tr, term) in [w.value for w in at.warning]
+    assert plan_commitment("on-demand", result.plan) is None and plan_commitment(None, result.plan) is None

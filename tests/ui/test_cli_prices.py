@@ -58,3 +58,14 @@ def test_plan_refuses_a_gpu_without_a_three_year_offer_in_one_line() -> None:
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("trainplan: error: no reserved-3y price for b200 in hw_catalog/prices (it has ")
+
+
+def test_estimate_warns_that_a_reserved_term_outlasts_the_job() -> None:
+    # A 1e10-token job on 8 H100 runs about two days; the 1-year term bills 365.
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tokens", "1e10"]
+    code, _, err = trainplan(*args, "--price-kind", "reserved-1y")
+    assert code == 0
+    assert "warning: reserved-1y bills its whole 1-year term: the cost counts the job's " in err
+    assert "(0.5% of the term); 8 h100-sxm for the term cost $" in err
+    code, _, err = trainplan(*args, "--price-kind", "on-demand")
+    assert code == 0 and "term" not in err

@@ -71,6 +71,30 @@ def test_emit_refuses_a_plan_of_another_stack_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "job").exists()
 
 
+@pytest.mark.parametrize(
+    ("flags", "next_step"),
+    [
+        (
+            ["--num-gpus", "8", "--stack", "megatron-core"],
+            "(an estimate for the megatron-core stack: trainplan explain reads it, emit does not)",
+        ),
+        (["--num-gpus", "1", "--micro-batch", "64"], "(infeasible: emit refuses it without --force; trainplan explain"),
+        (["--num-gpus", "8"], "(next: trainplan emit "),
+    ],
+)
+def test_a_written_plan_names_what_reads_it_next(tmp_path, capsys, flags, next_step):
+    # Before: "next: trainplan emit" for a plan emit refuses; an infeasible verdict on line 8.
+    plan = tmp_path / "plan.json"
+    args = ["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--seq-len", "2048"]
+    assert main([*args, *flags, "--out", str(plan)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith(f"plan written to {plan} {next_step}"), lines[-1]
+    infeasible = any(line.startswith("infeasible - memory") for line in lines)
+    assert infeasible == ("--force" in next_step)
+    if infeasible:
+        assert lines[1].startswith("infeasible - memory") and lines[2].startswith("fix: ")
+
+
 def test_explain_re_estimates_for_another_stack(tmp_path, capsys):
     plan = tmp_path / "plan.json"
     args = ["--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "2"]

@@ -25,7 +25,8 @@ def test_estimate_warns_of_a_price_kind_above_on_demand_in_text_and_json(capsys)
     assert main([*args, "--price-kind", "reserved-1y", "--json"]) == 0
     assert any("above its on-demand median" in w for w in json.loads(capsys.readouterr().out)["warnings"])
     assert main([*args, "--price-kind", "reserved-1y", "--price", "4"]) == 0  # a quote of one's own
-    assert "warning" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "on-demand" not in err and "reserved-1y bills its whole 1-year term" in err  # the term still binds
 
 
 def test_a_price_kind_that_leaves_gpu_types_out_names_them(capsys):
@@ -60,3 +61,17 @@ def test_plan_says_when_the_exact_batch_costs_more_than_vary_batch(capsys):
     assert len(hints) == 1 and "cost" in hints[0] and "less at --risk p80" in hints[0]
     assert main([*args, "--vary-batch"]) == 0
     assert not any(w.startswith("--vary-batch") for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_the_near_tie_rule_is_named_when_a_listed_plan_costs_less(capsys):
+    # Before: the chosen plan ($857 at p80) sat above an alternative ($852) with no word of the 1 %
+    # tie rule, and the table's only p80 column was a time.
+    args = ["plan", "--model", "llama3.2-1b", "--tokens", "2e10", "--gpus", "a100-80gb-sxm=32", "--top", "3"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "p80 time, cost" in out
+    rule = "objective cost: plans within 1% of the best p80 cost count as tied, and the faster of them is chosen"
+    assert rule in " ".join(out.split())
+    cheapest = ["plan", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "h100-sxm=64", "--top", "3"]
+    assert main(cheapest) == 0  # the cheapest at p80 is chosen: no word
+    assert "count as tied" not in capsys.readouterr().out

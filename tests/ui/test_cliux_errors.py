@@ -146,3 +146,56 @@ def test_gpus_help_says_what_a_bare_type_means():
     code, stdout, _ = run("plan", "--help")
     text = " ".join(re.sub(r"[│\s]+", " ", stdout).split())
     assert code == 0 and "bare" in text and f"default {DEFAULT_MAX_GPUS}" in text
+
+
+def test_estimate_refuses_the_sequence_lengths_plan_refuses():
+    # Before: estimate took --seq-len 1 (8 tokens per step) that plan refused below 16.
+    for command in (ESTIMATE, PLAN):
+        assert refused(*command, "--seq-len", "8").startswith("--seq-len must be a finite number >= 16 ")
+
+
+def test_a_price_for_a_gpu_outside_the_inventory_is_refused():
+    # Before: the price was read by nothing, without a word.
+    message = refused(*PLAN, "--gpus", "h100-sxm=8", "--price", "a100-80gb-sxm=1")
+    assert message == (
+        "--price a100-80gb-sxm=1: a100-80gb-sxm is not among --gpus (h100-sxm); add it there or drop its price"
+    )
+    code, _, _ = run(*PLAN, "--gpus", "H100-SXM=8", "--price", "h100-sxm=1", "--top", "0")
+    assert code == 0  # ids compare case-blind, as the catalog's
+
+
+def test_a_batch_far_from_the_request_is_warned():
+    code, out, err = run(*ESTIMATE, "--global-batch-tokens", "100")
+    assert code == 0 and "(requested 100: nearest achievable" in out
+    assert (
+        "warning: --global-batch-tokens 100: this layout's batch is 32,768 tokens, 328x the request "
+        "(at least micro-batch 1 x 4,096 tokens x 8 data-parallel ranks = 32,768)"
+    ) in err
+    code, _, err = run(*ESTIMATE, "--global-batch-tokens", "40000")
+    assert code == 0 and "--global-batch-tokens" not in err
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "broken"),
+    [
+        (("price_per_gpu_hour_usd",), 1.0, "estimate.cost_usd "),
+        (("training_tokens",), 2e10, "training_tokens 20,000,000,000 at "),
+        (("estimate", "time", "step_s"), 0.3, "estimate.throughput.tokens_per_s "),
+    ],
+)
+def test_a_plan_whose_figures_were_edited_apart_is_refused(tmp_path, path, value, broken):
+    # Trial s21: explain printed a hand-edited price, token budget or step time beside the old
+    # cost, time and throughput as if they were one job's.
+    plan_file = tmp_path / "plan.json"
+    assert run(*ESTIMATE, "--tokens", "1e10", "--out", str(plan_file))[0] == 0
+    assert run("explain", str(plan_file))[0] == 0
+    edited = json.loads(plan_file.read_text())
+    *parents, leaf = path
+    node = edited
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    plan_file.write_text(json.dumps(edited))
+    for command in (("explain", str(plan_file)), ("emit", str(plan_file), "--out", str(tmp_path / "job"))):
+        message = refused(*command)
+        assert message.startswith(f"{plan_file}: inconsistent plan ({broken}") and "re-run estimate or plan" in message
