@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from planner.fmt import duration_words
 from planner.plan import Plan
+from planner.units import SECONDS_PER_MINUTE
 
 
 class NoteKind(StrEnum):
@@ -41,8 +43,8 @@ NOTE_TEXT: dict[NoteKind, str] = {
     NoteKind.MFU: "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); "
     "HFU {hfu:.1%} adds recompute ({hardware_gflop:.2f} GFLOP/token)",
     NoteKind.FAILURES: "failures: the {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes "
-    "{write_s:,.1f} s, so the Young/Daly interval is {interval_min:,.1f} min; "
-    "each failure costs half an interval plus a {restart_min:,.1f}-min restart: goodput {goodput:.1%}",
+    "{write_s:,.1f} s, so the Young/Daly interval is {interval}; "
+    "each failure costs half an interval plus a restart of {restart}: goodput {goodput:.1%}",
     NoteKind.INFEASIBLE: "infeasible: {reason}; fix: {fix}",
 }
 LOST_TEXT = "; the lost time adds {lost_h:,.1f} h to time-to-train and cost"
@@ -61,6 +63,9 @@ class Note:
 
     def text(self) -> str:
         figures = {k: (v.replace("_", " ") if k == "term" and isinstance(v, str) else v) for k, v in self.values}
+        if self.kind is NoteKind.FAILURES:  # durations in the goodput line's words, not minutes
+            figures["interval"] = duration_words(float(figures["interval_min"] or 0) * SECONDS_PER_MINUTE)
+            figures["restart"] = duration_words(float(figures["restart_min"] or 0) * SECONDS_PER_MINUTE)
         text = NOTE_TEXT[self.kind].format(**figures)
         if self.kind is NoteKind.FAILURES and figures.get("lost_h") is not None:
             text += LOST_TEXT.format(**figures)

@@ -77,6 +77,18 @@ def counted(count: int, noun: str) -> str:
     return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
+def energy(kwh: float | None) -> str:
+    """``4,693 kWh``; two significant figures below 10 kWh (a short job is not "0 kWh"); ``-``
+    without a figure."""
+    if kwh is None:
+        return "-"
+    return f"{kwh:,.0f} kWh" if kwh >= 10 else f"{kwh:.2g} kWh"
+
+
+# Below this many dollars an amount is shown to the cent wherever it is shown.
+SMALL_MONEY_USD = 10.0
+
+
 def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
     """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
     cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").
@@ -92,11 +104,13 @@ def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
 
 
 def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
-    """``$1.2T``, ``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$7.8`` with ``decimals`` decimals (rounded up if
-    asked)."""
+    """``$1.2T``, ``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$78.9`` with ``decimals`` decimals (rounded up if
+    asked), at least cents under SMALL_MONEY_USD (``$7.80``)."""
     for scale, suffix in (*_MONEY_SCALES, (1e3, "k"), (1.0, "")):
         if abs(usd) >= scale or scale == 1.0:
             scaled = usd / scale
+            if scale == 1.0 and abs(usd) < SMALL_MONEY_USD:
+                decimals = max(decimals, 2)  # cents: a $0.63 budget is not "$0.6"
             if round_up:
                 scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
             return f"${scaled:,.{decimals}f}{suffix}"
@@ -135,10 +149,13 @@ def duration_band(hours: float | None, band: tuple[float, float] | None) -> str:
 
 
 def money_band(usd: float | None, band: tuple[float, float] | None) -> str:
-    """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price)."""
+    """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price); under $10 all
+    three keep their cents (``$0.91 ($0.78-$1.05)``, not ``($0.78-$1)``)."""
     if usd is None:
         return "-"
-    return money(usd) if band is None else f"{money(usd)} ({money(band[0])}-{money(band[1])})"
+    cents = SMALL_MONEY_USD if usd < SMALL_MONEY_USD else -math.inf
+    shown = lambda v: money(v, cents_below=cents)  # noqa: E731
+    return shown(usd) if band is None else f"{shown(usd)} ({shown(band[0])}-{shown(band[1])})"
 
 
 def number_band(value: float, band: tuple[float, float] | None, digits: int = 0) -> str:

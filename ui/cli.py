@@ -68,7 +68,7 @@ from ui.cli_options import (
     app,
     flag_error,
 )
-from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs
+from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs, save_plan
 
 
 @app.command()
@@ -203,7 +203,7 @@ def estimate(
     for warning in () if as_json else warnings:
         render.warn(warning)
     if out:
-        plan.save(out)
+        save_plan(plan, out)
     render.estimate(plan, as_json=as_json, saved_to=out, calibration=chosen, warnings=warnings)
 
 
@@ -316,7 +316,7 @@ def plan(
         render.infeasible(exc, as_json=as_json, calibration=chosen)
         return
     if out:
-        result.plan.save(out)
+        save_plan(result.plan, out)
     render.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
 
 

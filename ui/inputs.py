@@ -64,6 +64,15 @@ def check_priced_gpus(prices: dict[str, float], gpus: dict[str, int | None] | No
             )
 
 
+def save_plan(plan, out: Path) -> None:
+    """Write the plan file ``--out`` names; a path that cannot be written is a one-line error
+    naming the flag (``--out /nonexistent/dir/p.json: No such file or directory``)."""
+    try:
+        plan.save(out)
+    except OSError as exc:
+        raise ValueError(f"--out {out}: {exc.strerror or exc}") from None
+
+
 def load_model_arg(model: str):
     from planner.catalog.models import load_model
 

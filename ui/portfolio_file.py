@@ -159,7 +159,20 @@ def read_jobs_file(path: Path) -> JobsFile:
     try:
         return JobsFile.model_validate(raw)
     except Exception as exc:
-        raise ValueError(f"{path}: {one_line(exc, default_where='file', keep_prefix=True)}") from None
+        line = one_line(exc, default_where="file", keep_prefix=True)
+        raise ValueError(f"{path}: {line}{allowed_keys_hint(exc)}") from None
+
+
+def allowed_keys_hint(exc: Exception) -> str:
+    """'; allowed: name, model, ...' when the first error is an unknown key (pydantic's
+    "Extra inputs are not permitted" names the key, not what the table takes)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors) or errors()[0].get("type") != "extra_forbidden":
+        return ""
+    loc = errors()[0]["loc"]
+    tables: dict[str, type[BaseModel]] = {"jobs": JobEntry, "ownership": Ownership}
+    table = tables.get(loc[0], JobsFile) if len(loc) > 1 else JobsFile
+    return f"; allowed: {', '.join(table.model_fields)}"
 
 
 def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:

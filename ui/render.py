@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from planner.fmt import counted, duration_band, duration_h, duration_words, money, money_band, number_band
+from planner.fmt import counted, duration_band, duration_h, duration_words, energy, money, money_band, number_band
+from planner.layout import Precision
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_MINUTE
@@ -71,13 +72,13 @@ def summary_lines(p: Plan) -> list[str]:
         + (", partitioned activations" if p.partition_activations else ""),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e),
-        step_line(e),
+        step_line(e) + (" (MFU and HFU of the bf16 peak)" if t.precision == Precision.FP8 else ""),
     ]
     u = e.uncertainty
     if e.time_to_train_h is not None:
         lines.append(
             f"time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
-            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}, energy {e.energy_kwh:,.0f} kWh"
+            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}, energy {energy(e.energy_kwh)}"
         )
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))

@@ -12,7 +12,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
-from planner.fmt import one_line
+from planner.fmt import energy, one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
 from ui import app_core, figures
@@ -111,7 +111,7 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
             (1, "card_cost_bought" if bought else "card_cost", app_core.money(e.cost_usd)),
         ),
         (
-            (1, "card_energy", f"{e.energy_kwh:,.0f} kWh"),
+            (1, "card_energy", energy(e.energy_kwh)),
             (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
             (1, "card_memory", f"{e.memory.reserved_gib:.1f} GiB"),
             (1, "card_ac", tr.option(t.activation_checkpointing.value)),

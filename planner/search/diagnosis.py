@@ -286,7 +286,7 @@ def _inventory_text(checks: RowChecks) -> str:
         return "no inventory limit"
     caps, limits = checks.count_caps, checks.inventory_limits
     if caps and set(caps) == set(limits) and len(set(caps.values())) == 1:
-        return f"no inventory limit; GPU counts capped at {next(iter(caps.values()))} per type (max_gpus)"
+        return f"GPU counts capped at {next(iter(caps.values()))} per type by max_gpus"
     text = ", ".join(f"{gpu}<={count}" + (" (max_gpus cap)" if gpu in caps else "") for gpu, count in limits.items())
     return text or "empty"
 

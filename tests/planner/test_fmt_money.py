@@ -1,6 +1,6 @@
 """Money reads short at every size: no "$36,795,068,668.09M", no "$0" for a small job."""
 
-from planner.fmt import money, money_band
+from planner.fmt import energy, money, money_band, money_short
 
 
 def test_large_sums_take_billions_and_trillions():
@@ -13,3 +13,11 @@ def test_a_sum_under_a_dollar_keeps_its_cents():
     assert money(0.37) == "$0.37"
     assert money_band(0.37, (0.3, 0.45)) == "$0.37 ($0.30-$0.45)"
     assert money(12_345.6) == "$12,346" and money(9.349, cents_below=100) == "$9.35"
+
+
+def test_small_sums_keep_their_cents_across_a_band_and_a_budget():
+    # Trial s21: "$0.91 ($0.78-$1)" and a budget of "$0.6" beside "$0.63".
+    assert money_band(0.91, (0.78, 1.05)) == "$0.91 ($0.78-$1.05)"
+    assert money_band(12.6, (10.2, 14.9)) == "$13 ($10-$15)"
+    assert money_short(0.63) == "$0.63" and money_short(7.8) == "$7.80" and money_short(12.34) == "$12.3"
+    assert energy(0.23) == "0.23 kWh" and energy(4693.2) == "4,693 kWh" and energy(None) == "-"

@@ -199,3 +199,19 @@ def test_a_plan_whose_figures_were_edited_apart_is_refused(tmp_path, path, value
     for command in (("explain", str(plan_file)), ("emit", str(plan_file), "--out", str(tmp_path / "job"))):
         message = refused(*command)
         assert message.startswith(f"{plan_file}: inconsistent plan ({broken}") and "re-run estimate or plan" in message
+
+
+def test_the_trials_wording_holds(tmp_path):
+    # Trial s21, finding 11: "energy 0 kWh", "$0.91 ($0.78-$1)", "1,095.1 min" beside "18.3 hours",
+    # an fp8 MFU without its peak, "(1 node(s)", a raw "[Errno 2]" for an --out that cannot be written.
+    code, out, _ = run("estimate", "--model", "gpt3-125m", "--gpu", "h100-sxm", "--num-gpus", "1", "--tokens", "1e6")
+    assert code == 0 and "(1 node)" in out and re.search(r"energy 0\.\d+ kWh", out)
+    assert re.search(r"cost \$\d\.\d\d \(\$\d\.\d\d-\$\d\.\d\d\)", out)
+    code, out, _ = run(*ESTIMATE, "--precision", "fp8")
+    assert code == 0 and "(MFU and HFU of the bf16 peak)" in out
+    plan_file = tmp_path / "p.json"
+    assert run(*ESTIMATE, "--tokens", "4e9", "--out", str(plan_file))[0] == 0
+    code, out, _ = run("explain", str(plan_file))
+    assert code == 0 and re.search(r"Young/Daly interval is [\d.]+ hours; .* a restart of [\d.]+ minutes", out)
+    missing = tmp_path / "no" / "p.json"
+    assert refused(*ESTIMATE, "--out", str(missing)) == f"--out {missing}: No such file or directory"

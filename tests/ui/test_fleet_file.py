@@ -92,3 +92,21 @@ def test_ownership_inputs_are_bounded(tmp_path: Path, line: str, field: str) -> 
 def test_a_rent_price_is_bounded(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="rent_usd_per_gpu_hour"):
         read_jobs_file(write(tmp_path, BASE.format(tables="[rent_usd_per_gpu_hour]\nh100-sxm = -2.4\n")))
+
+
+@pytest.mark.parametrize(
+    ("tables", "job_line", "allowed"),
+    [
+        ("", "tokenz = 1e9", "jobs.0.tokenz: Extra inputs are not permitted; allowed: name, model, tokens,"),
+        ("[ownership]\nlifetime = 5.0\n", "", "ownership.lifetime: Extra inputs are not permitted; allowed: "),
+        ("", "", "horizon: Extra inputs are not permitted; allowed: horizon_days, num_slots,"),
+    ],
+)
+def test_an_unknown_key_names_the_keys_its_table_takes(tmp_path: Path, tables: str, job_line: str, allowed: str):
+    # Trial s21: "Extra inputs are not permitted", and nothing on what is.
+    text = BASE.format(tables=tables) + job_line + "\n"
+    if not tables and not job_line:
+        text = "horizon = 3\n" + text
+    with pytest.raises(ValueError) as caught:
+        read_jobs_file(write(tmp_path, text))
+    assert allowed in str(caught.value)
