@@ -304,6 +304,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_multi_gpu": ("more than one GPU", "多 GPU"),
     "feature_multi_node": ("more than one node", "多节点"),
     "feature_large": ("> 1,000 GPUs", "> 1,000 GPU"),
+    "feature_hf_modules": ("Hugging Face modules", "Hugging Face 模块"),
+    "feature_offload": ("CPU offload", "CPU 卸载"),
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured in this regime ({stack}, {source}); the model alone predicts"
         " {tokens:,.0f} tokens/s.",

@@ -23,10 +23,10 @@ import numpy as np
 
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling
-from planner.accuracy.regime import Feature, Regime, feature_bits
+from planner.accuracy.regime import FEATURE_SPAN, Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec
-from planner.layout import Layout, Precision, TrainingConfig
-from planner.model.candidates import PREC_FP8, Candidates
+from planner.layout import Implementation, Layout, Precision, TrainingConfig
+from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
 from planner.model.rowwise import once_per_table
 from planner.plan import EfficiencyCeiling, Estimate, Uncertainty
 
@@ -51,8 +51,10 @@ DEFAULT_RISK = Risk.P80
 
 def regime_for(stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool) -> Regime:
     """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts)."""
-    fp8 = training.precision == Precision.FP8
-    bits = feature_bits(layout.tp, layout.pp, layout.cp, training.seq_len, moe, fp8, layout.world_size)
+    fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
+    bits = feature_bits(
+        layout.tp, layout.pp, layout.cp, training.seq_len, moe, fp8, layout.world_size, hf, training.offload
+    )
     return Regime(stack, gpu.generation, int(bits))
 
 
@@ -68,8 +70,9 @@ def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
 
 
 def _regime_keys(c: Candidates, moe: bool) -> np.ndarray:
-    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, c.precision == PREC_FP8, c.num_gpus)
-    return np.asarray(c.gpu_index, dtype=np.int64) * 256 + bits
+    fp8, hf = c.precision == PREC_FP8, c.impl == IMPL_HF
+    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool))
+    return np.asarray(c.gpu_index, dtype=np.int64) * FEATURE_SPAN + bits
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:
@@ -84,7 +87,8 @@ def _per_key(keys: np.ndarray, values) -> np.ndarray:
     """``values(gpu_index, bits)`` (a sequence) for each distinct key, spread over the rows:
     one column per value."""
     unique = _distinct(keys)
-    table = np.array([values(int(k) // 256, int(k) % 256) for k in unique], dtype=float).reshape(len(unique), -1)
+    pairs = (divmod(int(k), FEATURE_SPAN) for k in unique)
+    table = np.array([values(g, bits) for g, bits in pairs], dtype=float).reshape(len(unique), -1)
     lookup = np.zeros((int(unique[-1]) + 1 if len(unique) else 0, table.shape[1]))
     lookup[unique] = table
     return lookup[keys]

@@ -41,7 +41,7 @@ from statistics import NormalDist
 import numpy as np
 
 from planner.accuracy.ceiling import Ceilings
-from planner.accuracy.regime import Regime, distances, feature_bits
+from planner.accuracy.regime import HF_MODULE_STACKS, Regime, distances, feature_bits
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
 # The band printed beside every figure: 10th to 90th percentile; its held-out coverage is held
@@ -61,7 +61,8 @@ def z(p: float) -> float:
 
 
 def row_regime(row: HeldOutRow) -> Regime:
-    bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, row.precision == "fp8", row.num_gpus))
+    fp8, hf = row.precision == "fp8", row.stack in HF_MODULE_STACKS  # no validation row offloads
+    bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, hf))
     return Regime(row.stack, row.generation, bits)
 
 

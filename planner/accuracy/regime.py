@@ -3,7 +3,9 @@
 A regime is the software stack, the GPU's architecture and the features of the layout that the
 validation shows move the error: tensor and pipeline parallelism, long sequences (context
 parallelism or 32K tokens and more), mixture-of-experts, FP8, more than one GPU, more than one
-node and more than 1,000 GPUs. The same rule places a validation row (planner/accuracy/residuals.csv) and a
+node and more than 1,000 GPUs; and two that no or few rows measured, so that a plan using them
+is judged outside the envelope: Hugging Face's modules, and optimizer states offloaded to the
+host. The same rule places a validation row (planner/accuracy/residuals.csv) and a
 candidate of the search, from the same facts.
 
 How far apart two regimes are (``distance``) is a sum of named weights (``STACK_WEIGHTS``,
@@ -17,6 +19,9 @@ from dataclasses import dataclass
 from enum import IntFlag
 
 import numpy as np
+
+from planner.layout import Implementation
+from planner.model.stacks import Stack
 
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
 # modules with SDPA flash attention under FSDP / ZeRO (trainplan, torchtitan, IBM fms-fsdp,
@@ -36,6 +41,9 @@ STACK_FAMILIES: dict[str, str] = {
     "megatron-core": "megatron",
     "deepseek-v3": "megatron",
 }
+
+# The stacks whose rows trained Hugging Face's modules (Stack.modules): HF Trainer, DeepSpeed.
+HF_MODULE_STACKS = frozenset(s.value for s in Stack if s.modules == Implementation.HF)
 
 # Distance between two regimes: another stack of the same family 1, of another family 2; another
 # GPU architecture 2; each differing layout feature 1 (crossing a node 0.5, FEATURE_WEIGHTS).
@@ -62,6 +70,12 @@ class Feature(IntFlag):
     MULTI_GPU = 32
     MULTI_NODE = 64
     LARGE = 128
+    HF_MODULES = 256
+    OFFLOAD = 512
+
+
+# Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
+FEATURE_SPAN = 1 << len(Feature)
 
 
 # Crossing a node is a refinement of "more than one GPU" (the network under the same sharded
@@ -69,7 +83,12 @@ class Feature(IntFlag):
 # stack before rows that differ in anything else. Chosen after seeing the coverage at 1 (89.1 %,
 # Ampere 91.8 %, above COVERAGE_MAX: one-source regimes' bands widened); flat from 0.25 to 0.5
 # (docs/validation.md "Error bands").
-FEATURE_WEIGHTS: dict[Feature, float] = {f: 0.5 if f == Feature.MULTI_NODE else 1.0 for f in Feature}
+# Offload counts two: no validation row measured it, and part of the step then runs on another
+# machine part (host DRAM, PCIe, the CPU's AdamW), as it does on another GPU architecture
+# (GENERATION_WEIGHT). A choice, like the others (docs/validation.md "Error bands").
+FEATURE_WEIGHTS: dict[Feature, float] = {
+    f: {Feature.MULTI_NODE: 0.5, Feature.OFFLOAD: 2.0}.get(f, 1.0) for f in Feature
+}
 
 FEATURE_WORDS: dict[Feature, str] = {
     Feature.TP: "tp > 1",
@@ -80,11 +99,14 @@ FEATURE_WORDS: dict[Feature, str] = {
     Feature.MULTI_GPU: "more than one GPU",
     Feature.MULTI_NODE: "more than one node",
     Feature.LARGE: "> 1,000 GPUs",
+    Feature.HF_MODULES: "Hugging Face modules",
+    Feature.OFFLOAD: "CPU offload",
 }
 
 
-def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus) -> np.ndarray:
-    """The ``Feature`` bits of each row (arrays or scalars of the layout's facts)."""
+def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False) -> np.ndarray:
+    """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
+    Face's modules, ``offload``: optimizer states on the host)."""
     bits = (
         (np.asarray(tp) > 1) * Feature.TP
         + (np.asarray(pp) > 1) * Feature.PP
@@ -94,6 +116,8 @@ def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus) -> np.ndarray:
         + (np.asarray(num_gpus) > 1) * Feature.MULTI_GPU
         + (np.asarray(num_gpus) > NODE_GPUS) * Feature.MULTI_NODE
         + (np.asarray(num_gpus) > LARGE_SCALE_GPUS) * Feature.LARGE
+        + np.asarray(hf, dtype=bool) * Feature.HF_MODULES
+        + np.asarray(offload, dtype=bool) * Feature.OFFLOAD
     )
     return np.asarray(bits, dtype=np.int64)
 

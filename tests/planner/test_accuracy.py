@@ -256,3 +256,23 @@ def test_regime_features_of_a_row_follow_its_facts():
     assert row_regime(r).features == int(F.TP | F.PP | F.LONG | F.MOE | F.FP8 | F.MULTI_GPU | F.MULTI_NODE | F.LARGE)
     assert row_regime(dataclasses.replace(r, num_gpus=8)).features & F.MULTI_NODE == 0
     assert row_regime(dataclasses.replace(r, cp=1, seq_len=32768)).features & F.LONG
+    assert row_regime(dataclasses.replace(r, stack="deepspeed")).features & F.HF_MODULES
+    assert not row_regime(r).features & (F.HF_MODULES | F.OFFLOAD)  # no validation row offloads
+
+
+def test_offload_and_hugging_face_modules_are_judged_outside_the_envelope():
+    # Trial s21: an offloaded step (most of it on the host) and a MoE family on HF's modules were
+    # judged as close to the measured rows as a native, GPU-resident run.
+    model, training = get_preset("llama3-8b"), TrainingConfig(seq_len=4096)
+    plain = build_plan(model, "h100-sxm", Layout(), training, num_gpus=8, training_tokens=1e10)
+    offload = build_plan(
+        model, "h100-sxm", Layout(), training.model_copy(update={"offload": True}), num_gpus=8, training_tokens=1e10
+    )
+    u, v = plain.estimate.uncertainty, offload.estimate.uncertainty
+    assert u is not None and v is not None and "CPU offload" in v.envelope and "CPU offload" not in u.envelope
+    width = lambda x: x.time_to_train_h[1] / x.time_to_train_h[0]  # noqa: E731
+    assert width(v) > width(u)
+    hf = build_plan(
+        model, "h100-sxm", Layout(), training.model_copy(update={"impl": "hf"}), num_gpus=8, training_tokens=1e10
+    ).estimate.uncertainty
+    assert hf is not None and "Hugging Face modules" in hf.envelope

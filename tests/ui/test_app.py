@@ -38,6 +38,7 @@ from planner.api.explore import best_per_count, pareto_front, plan_portfolio, sc
 from planner.catalog.detect import DetectedGPU
 from planner.catalog.models import get_preset, model_from_hf_config
 from planner.errors import InfeasiblePlan
+from planner.fmt import energy
 from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
@@ -62,7 +63,7 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_batch")] == f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"
     assert shown[tr("card_cost")] == app_core.money(e.cost_usd)
     assert shown[tr("card_mfu")] == f"{e.throughput.mfu:.1%}"
-    assert shown[tr("card_energy")] == f"{e.energy_kwh:,.0f} kWh"
+    assert shown[tr("card_energy")] == energy(e.energy_kwh)
     assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} GiB"
     (memory,) = [m for m in at.metric if m.label == tr("card_memory")]
     assert memory.delta == tr(
