@@ -265,7 +265,7 @@ def commitment_text(tr: Labels, c: Commitment) -> str:
     return tr(
         "price_commitment",
         kind=c.kind,
-        years=f"{c.term_days / 365:.0f}",
+        years=c.term_years,
         days=duration(tr, c.job_days * HOURS_PER_DAY),
         share=c.used_share,
         gpus=f"{c.num_gpus:,}",

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from planner.errors import CatalogError
 from planner.fmt import money
-from planner.units import HOURS_PER_DAY
+from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, HOURS_PER_YEAR
 
 if TYPE_CHECKING:
     from planner.catalog.hardware import Catalog, GPUSpec
@@ -181,7 +181,7 @@ def dearer_than_on_demand(gpu: GPUSpec, kind: str | None) -> str | None:
 # The term a reserved offer binds its buyer to, paid hour by hour whether used or not: EC2
 # reservations and Savings Plans, Google committed-use discounts and Azure reservations are sold
 # for 1 or 3 years (the offers' sources in hw_catalog/prices).
-RESERVED_TERM_DAYS: dict[str, float] = {"reserved-1y": 365.0, "reserved-3y": 3 * 365.0}
+RESERVED_TERM_YEARS: dict[str, int] = {"reserved-1y": 1, "reserved-3y": 3}
 
 
 @dataclass(frozen=True)
@@ -192,20 +192,20 @@ class Commitment:
     kind: str
     gpu: str
     num_gpus: int
-    term_days: float
+    term_years: int
     job_days: float
     term_cost_usd: float  # the job's hourly bill over the whole term
 
     @property
     def used_share(self) -> str:
         """``4%``, ``0.2%``: the share of the term the job uses (a decimal below 10 %)."""
-        share = self.job_days / self.term_days
+        share = self.job_days / (self.term_years * DAYS_PER_YEAR)
         return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
 
     def words(self) -> str:
         """The CLI's warning (the app words the same record in its page's language)."""
         return (
-            f"{self.kind} bills its whole {self.term_days / 365:.0f}-year term: the cost counts the job's "
+            f"{self.kind} bills its whole {self.term_years}-year term: the cost counts the job's "
             f"{self.job_days:,.1f} days ({self.used_share} of the term); {self.num_gpus} {self.gpu} "
             f"for the term cost {money(self.term_cost_usd)} unless other work fills the rest"
         )
@@ -216,12 +216,12 @@ def commitment(
 ) -> Commitment | None:
     """A reserved ``kind``'s term when the job (``job_hours``, billed ``cost_usd``) is shorter than
     it; None for other kinds, an unpriced job, or a job that outlasts the term."""
-    term_days = RESERVED_TERM_DAYS.get(kind or "")
-    if term_days is None or cost_usd is None or not job_hours or job_hours >= term_days * HOURS_PER_DAY:
+    years = RESERVED_TERM_YEARS.get(kind or "")
+    if years is None or cost_usd is None or not job_hours or job_hours >= years * HOURS_PER_YEAR:
         return None
     assert kind is not None
-    term_cost = cost_usd * term_days * HOURS_PER_DAY / job_hours
-    return Commitment(kind, gpu, num_gpus, term_days, job_hours / HOURS_PER_DAY, term_cost)
+    term_cost = cost_usd * years * HOURS_PER_YEAR / job_hours
+    return Commitment(kind, gpu, num_gpus, years, job_hours / HOURS_PER_DAY, term_cost)
 
 
 def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:

@@ -52,9 +52,9 @@ def test_a_reserved_term_longer_than_the_job_is_warned_in_both_languages() -> No
     result = planned(request)
     term = plan_commitment("reserved-3y", result.plan)
     e = result.plan.estimate
-    assert term is not None and term.term_days == 3 * 365
+    assert term is not None and term.term_years == 3
     assert e.cost_usd and e.time_to_train_h
-    assert term.term_cost_usd == pytest.approx(e.cost_usd * 3 * 365 * 24 / e.time_to_train_h)
+    assert term.term_cost_usd == pytest.approx(e.cost_usd * 3 * 365.25 * 24 / e.time_to_train_h)
     assert term.words() in result.warnings
     for tr in (EN, ZH):
         at = run_app(gpus=["h100-sxm"], pricing="reserved_3y", lang=tr.lang)
