@@ -68,7 +68,7 @@ from ui.cli_options import (
     app,
     flag_error,
 )
-from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs, save_plan
+from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs, save_plan, whole_tokens
 
 
 @app.command()
@@ -103,10 +103,11 @@ def estimate(
     ),
     micro_batch: int = typer.Option(1, "--micro-batch", help="sequences per rank per micro-step"),
     seq_len: int | None = SEQ_LEN,
-    global_batch_tokens: int | None = typer.Option(
+    batch_tokens: float | None = typer.Option(
         None,
         "--global-batch-tokens",
-        help="tokens per optimizer step; sets the gradient accumulation (the nearest batch the layout makes)",
+        help="tokens per optimizer step (4e6 or 4194304); sets the gradient accumulation (the nearest batch the"
+        " layout makes)",
     ),
     grad_accum: int | None = typer.Option(
         None, "--grad-accum", help="micro-steps per optimizer step (default 1; or from --global-batch-tokens)"
@@ -136,10 +137,10 @@ def estimate(
     from planner.model.structure import default_implementation
     from planner.request import default_seq_len
 
-    if global_batch_tokens is not None and grad_accum is not None:
+    if batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
     check_range("--num-gpus", num_gpus, 1, MAX_GPUS)
-    check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
+    global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
     check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     check_range("--price", price, 0, MAX_PRICE_USD, low_open=True)  # the catalog's rule: a positive price
@@ -221,8 +222,10 @@ def plan(
     price_kind: str | None = PRICE_KIND,
     network: str | None = NETWORK,
     seq_len: int | None = SEQ_LEN,
-    global_batch_tokens: int | None = typer.Option(
-        None, "--global-batch-tokens", help="tokens per optimizer step (default: by model size, 1M to 4M)"
+    batch_tokens: float | None = typer.Option(
+        None,
+        "--global-batch-tokens",
+        help="tokens per optimizer step, 4e6 or 4194304 (default: by model size, 1M to 4M)",
     ),
     batch_tolerance: float = typer.Option(
         DEFAULT_BATCH_TOLERANCE,
@@ -268,7 +271,7 @@ def plan(
     from planner.api import plan as solve
 
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
-    check_range("--global-batch-tokens", global_batch_tokens, 1, MAX_BATCH_TOKENS)
+    global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
     check_range("--max-gpus", max_gpus, 1, MAX_GPUS)
     check_range("--seq-len", seq_len, MIN_SEQ_LEN, MAX_SEQ_LEN)
     check_range("--deadline-days", deadline_days, 0, MAX_DAYS, low_open=True)

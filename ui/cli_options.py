@@ -114,7 +114,7 @@ class DeviceChoice(StrEnum):
 # --------------------------------------------------------------------------- errors in flags
 
 # The request fields a flag of another name sets (every other field is its flag's dest).
-FIELD_DESTS = {"top_k": "top", "price_overrides": "prices"}
+FIELD_DESTS = {"top_k": "top", "price_overrides": "prices", "global_batch_tokens": "batch_tokens"}
 # The planner's layout rules in the words of estimate's flags; the planner's sentence (which the app
 # shows beside its own fields) names Layout's fields. A command without every flag a template
 # names (explain, reading a plan file) keeps the planner's sentence.

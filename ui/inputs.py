@@ -53,6 +53,17 @@ def check_range(
         raise ValueError(f"{flag} must be a finite number {bounds}, got {value}")
 
 
+def whole_tokens(flag: str, value: float | None, high: float) -> int | None:
+    """A token count given as ``4194304`` or ``4e6`` (as ``--tokens`` is): within 1..``high``
+    (``check_range``) and whole."""
+    check_range(flag, value, 1, high)
+    if value is None:
+        return None
+    if value != int(value):
+        raise ValueError(f"{flag} must be a whole number of tokens, got {value:g}")
+    return int(value)
+
+
 def check_priced_gpus(prices: dict[str, float], gpus: dict[str, int | None] | None) -> None:
     """Every ``--price`` names a GPU the plan may use: one of ``--gpus`` when given (ids compare
     case-blind, as the catalog's); a price the search never reads is a typo, not a choice."""

@@ -215,3 +215,17 @@ def test_the_trials_wording_holds(tmp_path):
     assert code == 0 and re.search(r"Young/Daly interval is [\d.]+ hours; .* a restart of [\d.]+ minutes", out)
     missing = tmp_path / "no" / "p.json"
     assert refused(*ESTIMATE, "--out", str(missing)) == f"--out {missing}: No such file or directory"
+
+
+def test_a_batch_in_scientific_notation_is_read_as_tokens_are():
+    # Trial s22: "--global-batch-tokens 4e6" was "Input should be a valid integer", while
+    # --tokens took 1e10.
+    code, out, _ = run(*PLAN, "--global-batch-tokens", "4e6", "--gpus", "h100-sxm=8", "--top", "0")
+    assert code == 0 and "(requested 4,000,000: nearest achievable" in out
+    assert (
+        refused(*ESTIMATE, "--global-batch-tokens", "4.5")
+        == "--global-batch-tokens must be a whole number of tokens, got 4.5"
+    )
+    assert refused(*ESTIMATE, "--global-batch-tokens", "0").startswith(
+        "--global-batch-tokens must be a finite number >= 1"
+    )
