@@ -130,6 +130,21 @@ def _first_fit(
     return (int(tried.max()) if len(tried) else low), fit
 
 
+def least_past_the_search(
+    request: PlanRequest,
+    catalog: Catalog,
+    searched: dict[str, int],
+    settings: ModelingSettings,
+    deadline_s: float | None = None,
+) -> FittingCount | None:
+    """Of each type's ``smallest_fitting_count`` past its searched count, the one that needs the
+    fewest times that count (then the fewest GPUs); None when no type has one."""
+    found = [
+        f for g, n in searched.items() if (f := smallest_fitting_count(request, catalog, g, n, settings, deadline_s))
+    ]
+    return min(found, key=lambda f: (f.num_gpus / searched[f.gpu], f.num_gpus), default=None)
+
+
 def memory_fix(
     error: InfeasiblePlan,
     request: PlanRequest,
@@ -141,15 +156,14 @@ def memory_fix(
     the GPU type that needs the fewest times its searched count; unchanged for other constraints."""
     if error.constraint is not Constraint.MEMORY:
         return error
-    fits = [f for g, n in searched.items() if (f := smallest_fitting_count(request, catalog, g, n, settings))]
-    if not fits:
+    best = least_past_the_search(request, catalog, searched, settings)
+    if best is None:
         types = ", ".join(searched)
         fix = (
             f"no count of {types} GPUs up to {PROBE_MAX_GPUS:,} has a layout that fits and reaches the batch: "
             "a GPU type with more memory, or another global batch or sequence length"
         )
     else:
-        best = min(fits, key=lambda f: (f.num_gpus / searched[f.gpu], f.num_gpus))
         fix = (
             f"use at least {best.num_gpus} {best.gpu} GPUs, the smallest count that fits "
             f"({best.layout}: {best.need_gib:.1f} of {best.capacity_gib:.1f} GiB)"
@@ -170,13 +184,10 @@ def deadline_fix(
     deadline_s = error.available
     if error.constraint is not Constraint.DEADLINE or deadline_s is None:
         return error
-    meets = [
-        f for g, n in searched.items() if (f := smallest_fitting_count(request, catalog, g, n, settings, deadline_s))
-    ]
-    if not meets:
+    best = least_past_the_search(request, catalog, searched, settings, deadline_s)
+    if best is None:
         more = f"; no count of {', '.join(searched)} GPUs up to {PROBE_MAX_GPUS:,} meets the deadline"
     else:
-        best = min(meets, key=lambda f: (f.num_gpus / searched[f.gpu], f.num_gpus))
         more = (
             f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "
             f"({best.layout} finishes in {duration_words(best.time_to_train_s)})"
