@@ -571,11 +571,12 @@ class LossShares:
 
 
 def loss_shares(g: GoodputEstimate, useful_h: float, wall_h: float) -> LossShares:
-    """``wall - useful`` split by planner/model/goodput.py's formula, ``W = (T s (1 + eval + stall) +
-    startup) (1 + write / tau) / (1 - (tau / 2 + restart) / MTTF - planned x restart)``."""
+    """``wall - useful`` split by planner/model/goodput.py's formula, ``W = (T s (1 + eval + stall)
+    (1 + write / tau) + startup) / (1 - (tau / 2 + restart) / MTTF - planned x restart)``: no
+    checkpoint is written while the job starts."""
     useful, wall = useful_h * SECONDS_PER_HOUR, wall_h * SECONDS_PER_HOUR
     steps = useful * (1 + g.straggler_fraction)
-    before_checkpoints = steps * (1 + g.evaluation_fraction + g.data_stall_fraction) + g.startup_s
+    before_checkpoints = steps * (1 + g.evaluation_fraction + g.data_stall_fraction)
     tau = math.inf if g.checkpoint_interval_min is None else g.checkpoint_interval_min * 60
     failures = (g.expected_interruptions or 0.0) * (tau / 2 + g.restart_s) if math.isfinite(tau) else 0.0
     return LossShares(
