@@ -131,20 +131,26 @@ class PlanRequest(BaseModel):
     def warnings(self) -> tuple[str, ...]:
         """What the request asks that works but deserves a word (context extension)."""
         assert self.seq_len is not None
-        notes = (context_extension_warning(self.model, self.seq_len), self._hf_experts_warning())
-        return tuple(note for note in notes if note)
+        missing = self.hf_experts_missing
+        experts = (
+            None
+            if missing is None
+            else (
+                f"{self.model.name} runs on Hugging Face's modules (impl hf; the native trainer lacks {missing}), "
+                "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
+                "grouped-GEMM stack on the same GPUs"
+            )
+        )
+        return tuple(note for note in (context_extension_warning(self.model, self.seq_len), experts) if note)
 
-    def _hf_experts_warning(self) -> str | None:
-        """trainplan's trainer runs a MoE family it does not build natively with Hugging Face's
-        modules, whose expert layers run expert by expert: a plan the other stacks would beat."""
+    @property
+    def hf_experts_missing(self) -> str | None:
+        """What the native trainer lacks of a MoE family that trainplan's stack therefore runs on
+        Hugging Face's modules, whose expert layers run expert by expert (a plan the other stacks
+        would beat; the CLI's and the app's warning); None otherwise."""
         if self.stack != Stack.TRAINPLAN or self.impl != Implementation.HF or self.model.num_experts <= 1:
             return None
-        missing = ", ".join(native_unsupported(self.model))
-        return (
-            f"{self.model.name} runs on Hugging Face's modules (impl hf; the native trainer lacks {missing}), "
-            "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
-            "grouped-GEMM stack on the same GPUs"
-        )
+        return ", ".join(native_unsupported(self.model))
 
 
 def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:

@@ -240,6 +240,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
         "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
     ),
+    "hf_experts": (
+        "{model} runs on Hugging Face's modules (the native trainer lacks {missing}), whose MoE layers loop over"
+        " the experts one at a time: the Megatron-Core stack (sidebar, software stack) estimates a grouped-GEMM"
+        " stack on the same GPUs.",
+        "{model} 使用 Hugging Face 模块训练（原生训练器不支持 {missing}），其 MoE 层逐个专家循环计算："
+        "在侧栏“软件栈”中选择 Megatron-Core，可估算分组 GEMM 软件栈在同样 GPU 上的表现。",
+    ),
     "price_commitment": (
         "{kind} bills its whole {years}-year term: the cost counts the job's {days} ({share} of the term); "
         "{gpus} {gpu} for the term cost {cost} unless other work fills the rest.",

@@ -165,16 +165,16 @@ def plan_card(
     result,
     bought: bool = False,
     calibration: CalibrationUpload | None = None,
-    price_notes: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
 ) -> None:
     """The chosen plan's figures with their bands, the planner's warnings in the page's language
-    (``price_notes``: its price kind's, ``price_texts``), and the near tie, idle and batch call-outs."""
+    (``notes``: the request's, ``request_texts``), and the near tie, idle and batch call-outs."""
     deltas = card_deltas(tr, plan)
     with st.container(border=True):
         st.subheader(tr("plan_card", model=plain(plan.model.name)))
         if trains_too_long(plan):  # the planner's warning (planner.api.long_job_warnings), in the page's language
             st.warning(tr("long_job", time=duration(tr, plan.estimate.time_to_train_h or 0.0)))
-        for note in price_notes:
+        for note in notes:
             st.warning(note)
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
@@ -302,11 +302,14 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     st.caption(tr("job_help"))
 
 
-def price_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ...]:
-    """The planner's price warnings (planner.api.price_warnings) in the page's language: a kind
-    above on-demand for the chosen GPU, a reserved term longer than the job."""
+def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ...]:
+    """The planner's warnings of the request in the page's language: a MoE family on Hugging
+    Face's modules (PlanRequest.hf_experts_missing), a price kind above on-demand for the chosen
+    GPU, a reserved term longer than the job (planner.api.price_warnings)."""
+    missing = request.hf_experts_missing
     dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
     return (
+        *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
         *(() if dearer is None else (dearer_text(tr, dearer),)),
         *(() if term is None else (commitment_text(tr, term),)),
     )
@@ -324,7 +327,7 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         show_infeasible(tr, outcome.infeasible, inputs)
     else:
         assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
-        notes = price_texts(tr, inputs.request, result.plan)
+        notes = request_texts(tr, inputs.request, result.plan)
         plan_card(tr, result.plan, result, inputs.bought, inputs.calibration, notes)
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),

@@ -16,12 +16,13 @@ from planner.api import plan
 from planner.catalog.achievable import rate_file_values
 from planner.catalog.calibration import CalibrationFile, apply_calibration, write_calibration
 from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
 from planner.errors import CatalogError, RuleCode
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from ui import app_core
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
-from ui.i18n import Labels
+from ui.i18n import Labels, plain
 from ui.reasons import CALIBRATION_REASONS, reason_key, reason_text, refusal
 
 MACHINE = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86.15", date="2026-11-30", software="torch")
@@ -254,3 +255,15 @@ def test_the_portfolio_plans_every_job_on_the_sidebars_network(monkeypatch):
         (("a", job),), (("h100-sxm", 8),), "cost", None, 1, 0.05, Stack.TRAINPLAN, None, "roce-400g"
     )
     assert seen["a"].network == "roce-400g"
+
+
+def test_a_moe_family_on_hugging_faces_modules_is_warned_on_the_card_in_both_languages() -> None:
+    # Trial s21: gpt-oss planned on HF's expert-by-expert loop without a word; the CLI warns, the
+    # card says the same from the same record (PlanRequest.hf_experts_missing).
+    request = request_for(model=get_preset("gpt-oss-20b"), gpus={"h100-sxm": None})
+    missing = request.hf_experts_missing
+    assert missing is not None and "num_experts=32" in missing
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], preset="gpt-oss-20b", lang=tr.lang)
+        assert tr("hf_experts", model=plain("gpt-oss-20b"), missing=plain(missing)) in [w.value for w in at.warning]
+    assert not [w for w in run_app(gpus=["h100-sxm"]).warning if "Hugging Face" in w.value]
