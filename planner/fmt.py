@@ -97,6 +97,8 @@ def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
     """
     if usd is None:
         return "-"
+    if usd == 0:
+        return "$0"  # nothing to pay, not "$0.00" of cents
     for scale, suffix in _MONEY_SCALES:
         if usd >= scale:
             return f"${usd / scale:,.2f}{suffix}"

@@ -76,7 +76,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             r["layout"],
             f"day {r['start_days']:.1f}",
             f"day {r['end_days']:.1f}",
-            number_band(f.days, f.days_band, 1),
+            number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
             money_band(f.owned_cost_usd, f.owned_cost_band),
             envelope_word(f),
         )

@@ -3,6 +3,8 @@ names its job; fleet's deadline answer names the types and the GPU-count cap it 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from support import REPO
 from support.cli import assert_one_line, call
@@ -77,3 +79,16 @@ def test_the_portfolio_table_names_its_basis_and_shows_bands_and_the_envelope():
     assert f"{first['days']:.1f} ({first['days_band'][0]:.1f}-{first['days_band'][1]:.1f})" in text
     assert ("validated" if first["validated"] else "outside") in text
     assert "(exact model)" in text
+
+
+def test_a_short_job_shows_its_days_and_nothing_idle_reads_zero_dollars(tmp_path):
+    # Trial s21: "0.0 (0.0-0.0)" days for a half-hour job, "$0.00" of idle ownership.
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text(
+        '[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "a"\nmodel = "gpt3-125m"\ntokens = 1e9\n'
+        '[[jobs]]\nname = "b"\nmodel = "llama3-8b"\ntokens = 1e11\n'
+    )
+    code, out, _ = call("portfolio", str(jobs))
+    assert code == 0 and "0.0 (0.0-0.0)" not in out
+    assert re.search(r"│ a .*│ 0\.0\d\d \(0\.0\d\d-0\.0\d\d\) │", out), out
+    assert "owned GPUs idle until the last job ends $0;" in out
