@@ -18,7 +18,7 @@ from planner.catalog.hardware import Catalog
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
 from planner.model.settings import ModelingSettings
-from planner.request import CountLimits, PlanRequest
+from planner.request import CountLimits, PlanRequest, requested_batch_tokens
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import check_rows
 from planner.search.score import scored_table, search_space
@@ -186,7 +186,11 @@ def deadline_fix(
         return error
     best = least_past_the_search(request, catalog, searched, settings, deadline_s)
     if best is None:
-        more = f"; no count of {', '.join(searched)} GPUs up to {PROBE_MAX_GPUS:,} meets the deadline"
+        batch = requested_batch_tokens(request)  # each data-parallel rank needs a sequence of it
+        more = (
+            f"; no count of {', '.join(searched)} GPUs up to {PROBE_MAX_GPUS:,} meets the deadline at a global "
+            f"batch of {batch:,} tokens (a larger --global-batch-tokens lets more GPUs share a step)"
+        )
     else:
         more = (
             f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "

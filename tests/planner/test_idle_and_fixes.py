@@ -138,3 +138,16 @@ def test_deadline_fix_names_the_smallest_count_past_the_inventory_that_meets_it(
     assert _deadline_plan(count)  # checked: a plan meets the deadline there, and not one node fewer
     with pytest.raises(InfeasiblePlan, match=f"or {count} b200 GPUs"):
         _deadline_plan(count - 8)
+
+
+def test_a_deadline_no_count_meets_names_the_batch_as_the_lever() -> None:
+    # Trial s21, finding 6: the answer did not say that the global batch, not the GPUs, bound.
+    ask = dict(model=get_preset("gpt3-125m"), training_tokens=3e10, gpus={"h100-sxm": 64}, deadline_days=0.02, top_k=0)
+    with pytest.raises(InfeasiblePlan) as caught:
+        plan(PlanRequest(**ask))
+    assert caught.value.fix.endswith(
+        "meets the deadline at a global batch of 1,048,576 tokens (a larger --global-batch-tokens lets more GPUs"
+        " share a step)"
+    )
+    with pytest.raises(InfeasiblePlan, match=r"or 120 h100-sxm GPUs, more than the inventory has"):
+        plan(PlanRequest(**ask, global_batch_tokens=4_000_000))
