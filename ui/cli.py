@@ -48,7 +48,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_jobs, render
+from ui import cli_jobs, render, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
     AC_BLOCKS,
@@ -320,7 +320,7 @@ def plan(
         return
     if out:
         save_plan(result.plan, out)
-    render.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
+    render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
 
 
 def ac_modes(

@@ -48,7 +48,7 @@ def _opt_request(objective: Objective, **kw) -> PlanRequest:
 
 
 def test_opt_run_reports_the_idle_gpus_and_the_plan_that_uses_them() -> None:
-    from ui import render
+    from ui import render_plan
 
     # Before: 512 of 992 GPUs at the exact 4M batch, 22.8 days, without a word.
     result = plan(_opt_request(Objective.TIME))
@@ -59,10 +59,10 @@ def test_opt_run_reports_the_idle_gpus_and_the_plan_that_uses_them() -> None:
     assert other.estimate.time_to_train_h < 0.6 * result.plan.estimate.time_to_train_h
     batch = other.estimate.global_batch_tokens
     assert batch != result.idle.batch_tokens and abs(batch / 2**22 - 1) <= IDLE_BATCH_TOLERANCE
-    line = render.idle_line(result)
+    line = render_plan.idle_line(result)
     assert line.startswith("uses 512 of 992 a100-80gb-sxm GPUs (480 idle) at batch 4,194,304 tokens; with batch ")
     assert f"{other.num_gpus} GPUs" in line
-    assert render.idle_json(result)["plan"]["num_gpus"] == other.num_gpus
+    assert render_plan.idle_json(result)["plan"]["num_gpus"] == other.num_gpus
     # Cost: fewer GPUs are the objective's choice, not the batch's; nothing is reported.
     assert plan(_opt_request(Objective.COST)).idle is None
 

@@ -1,0 +1,251 @@
+"""``trainplan plan``'s output: the chosen plan, what the search weighed beside it (near tie,
+knee, the risk's effect, idle GPUs) and the alternatives it ranked, as text or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from planner.fmt import duration_band, duration_h, money
+from planner.plan import Estimate, Plan
+from planner.search.ilp import NEAR_TIE_FRACTION, Objective
+from ui.render import (
+    calibration_json,
+    calibration_line,
+    emit_json,
+    estimate_json,
+    out,
+    print_plan,
+    warn,
+    written_line,
+)
+
+
+def risk_line(result) -> str:
+    """What judging at the median would have chosen, when the risk setting changed the choice."""
+    p, risk = result.median_plan, result.risk.value
+    u = p.estimate.uncertainty
+    return escape(
+        f"risk {risk} changed the choice: judged at the median (p50) the search would take "
+        f"{p.num_gpus} x {p.gpu} ({p.layout.describe()}), {at_risk(p.estimate, 'p50')} at p50 and "
+        f"{at_risk(p.estimate, risk)} at {risk} (this plan: {at_risk(result.plan.estimate, 'p50')} and "
+        f"{at_risk(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
+    )
+
+
+def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
+    """The answer of ``plan``: its warnings on stderr, then JSON or the text below."""
+    for message in result.warnings:
+        warn(message)
+    if as_json:
+        emit_json(plan_json(result, calibration))
+        return
+    calibration_line(calibration, result.plan.calibration)
+    print_plan(result.plan)
+    for line in beside_lines(result):
+        out.print(line)
+    if result.alternatives:
+        out.print(alternatives_table(result))
+        if tie := tie_rule_line(result):
+            out.print(tie)
+    out.print(
+        f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
+        f"solved with {result.solution.solver} in {result.seconds:.2f} s"
+    )
+    if result.count_caps:
+        out.print(count_caps_line(result.count_caps, result.count_limits))
+    if saved_to:
+        out.print(written_line(result.plan, saved_to), markup=False)
+
+
+def plan_json(result, calibration) -> dict:
+    """``plan --json``: the chosen plan, its alternatives and what the search weighed beside them."""
+    return {
+        "feasible": True,
+        "plan": estimate_json(result.plan.estimate),
+        "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
+        "solver": result.solution.solver,
+        "num_candidates": result.num_candidates,
+        "num_feasible": result.solution.num_feasible,
+        "seconds": round(result.seconds, 3),
+        "warnings": list(result.warnings),
+        "gpu_count_limits": result.count_limits,
+        "gpu_count_caps": result.count_caps,
+        "near_tie": None if result.near_tie is None else near_tie_json(result),
+        "knee": None if result.knee is None else knee_json(result),
+        "risk": result.risk.value,
+        "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
+        "idle_gpus": None if result.idle is None else idle_json(result),
+        "network": result.plan.network,
+        "partition_activations": result.plan.partition_activations,
+        "calibration": calibration_json(calibration, result.plan.calibration),
+    }
+
+
+def beside_lines(result) -> list[str]:
+    """What the search weighed beside the chosen plan: the near tie (and whether it is the knee),
+    the knee, the risk's effect on the choice, the idle GPUs."""
+    same = result.knee is not None and result.near_tie is not None and result.knee.row == result.near_tie.row
+    lines = []
+    if result.near_tie is not None:
+        lines.append(near_tie_line(result) + ("; it is also the knee of the cost/time front" if same else ""))
+    if result.knee is not None and not same:
+        lines.append(knee_line(result))
+    if result.median_plan is not None:
+        lines.append(risk_line(result))
+    if result.idle is not None:
+        lines.append(idle_line(result))
+    return lines
+
+
+def alternatives_table(result) -> Table:
+    """--top N lists N alternatives (as --json's "alternatives"); the chosen plan heads the table,
+    marked, so each alternative reads against it; the risk column holds what the search ranked by."""
+    count = len(result.alternatives)
+    table = Table(
+        title=f"the chosen plan and {count} alternative{'s' if count > 1 else ''} (--top)", title_justify="left"
+    )
+    risk = result.risk.value
+    columns = ("#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "MFU")
+    for col in (*columns, "mem GiB"):
+        table.add_column(col)
+    for rank, a in enumerate((result.plan, *result.alternatives)):
+        e = a.estimate
+        table.add_row(
+            str(rank) if rank else "chosen",
+            a.gpu,
+            str(a.num_gpus),
+            a.layout.describe(),
+            f"{a.training.micro_batch} x {a.training.grad_accum}",
+            a.training.describe_ac(),
+            duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
+            risk_figures(e, risk),
+            money(e.cost_usd),
+            f"{e.throughput.mfu:.1%}",
+            f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
+        )
+    return table
+
+
+def at_risk_words(e: Estimate, risk: str) -> str:
+    """'p80: 27.7 h, $4,004': time and cost at a risk quantile (the point figures without a band)."""
+    u = e.uncertainty
+    if u is None or u.time_to_train_h_at_risk is None or u.cost_usd_at_risk is None:
+        return f"{duration_h(e.time_to_train_h)}, {money(e.cost_usd)}"
+    return f"{risk}: {risk_figures(e, risk)}"
+
+
+def risk_figures(e: Estimate, risk: str) -> str:
+    """'27.7 h, $4,004': the time and cost the search judged the plan by (``-`` without a band)."""
+    u = e.uncertainty
+    if u is None or u.time_to_train_h_at_risk is None or u.cost_usd_at_risk is None:
+        return "-"
+    return f"{duration_h(u.time_to_train_h_at_risk[risk])}, {money(u.cost_usd_at_risk[risk])}"
+
+
+def tie_rule_line(result) -> str | None:
+    """Why a listed plan beats the chosen one on the objective: the near-tie rule (NEAR_TIE_FRACTION)
+    took the faster (cheaper) of the plans within it of the optimum."""
+    objective, risk = result.solution.objective, result.risk.value
+    if objective not in (Objective.COST, Objective.TIME):
+        return None
+    cost = objective == Objective.COST
+
+    def judged(p: Plan) -> float | None:
+        u = p.estimate.uncertainty
+        at = None if u is None else (u.cost_usd_at_risk if cost else u.time_to_train_h_at_risk)
+        return None if at is None else at[risk]
+
+    chosen, listed = judged(result.plan), [judged(a) for a in result.alternatives]
+    if chosen is None or not any(v is not None and v < chosen for v in listed):
+        return None
+    first, then = ("cost", "faster") if cost else ("time", "cheaper")
+    return (
+        f"objective {objective.value}: plans within {NEAR_TIE_FRACTION:.0%} of the best {risk} {first} count as "
+        f"tied, and the {then} of them is chosen (NEAR_TIE_FRACTION)"
+    )
+
+
+def at_risk(e: Estimate, risk: str) -> str:
+    """The time to train at a risk quantile (the figure the search judged the plan by)."""
+    u = e.uncertainty
+    return "-" if u is None or u.time_to_train_h_at_risk is None else duration_h(u.time_to_train_h_at_risk[risk])
+
+
+def near_tie_json(result) -> dict:
+    tie = result.near_tie
+    return {
+        "objective": tie.objective,
+        "extra_fraction": tie.extra_fraction,
+        "gain": tie.gain,
+        "plan": estimate_json(result.near_tie_plan.estimate),
+    }
+
+
+def near_tie_line(result) -> str:
+    """'near tie: 8 x b200 (fsdp dp_shard=8) for +0.1 % cost, 4.0x faster (p80: 27.7 h, $4,004)':
+    compared as the search compared them, at the request's risk quantile."""
+    tie, p = result.near_tie, result.near_tie_plan
+    worse, better = ("cost", "faster") if tie.objective == "cost" else ("time", "cheaper")
+    return (
+        f"near tie: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {tie.extra_fraction:+.1%} {worse}, "
+        f"{tie.gain:.1f}x {better} ({at_risk_words(p.estimate, result.risk.value)})"
+    )
+
+
+def idle_json(result) -> dict:
+    idle = result.idle
+    return {
+        "gpu": idle.gpu,
+        "used": idle.used,
+        "inventory": idle.inventory,
+        "idle": idle.idle,
+        "batch_tokens": idle.batch_tokens,
+        "plan": estimate_json(result.idle_plan.estimate),
+    }
+
+
+def idle_line(result) -> str:
+    """'uses 512 of 992 a100-80gb-sxm GPUs (480 idle) at batch 4,194,304 tokens; with batch 4,190,208
+    tokens (-0.1%): 992 GPUs (zero2 pp=8 dp_shard=31 tp=4), 11.8 days (p80: 13.9 days, $922,008)'."""
+    idle, p = result.idle, result.idle_plan
+    batch = p.estimate.global_batch_tokens
+    return (
+        f"uses {idle.used} of {idle.inventory} {idle.gpu} GPUs ({idle.idle} idle) at batch {idle.batch_tokens:,} "
+        f"tokens; with batch {batch:,} tokens ({batch / idle.batch_tokens - 1:+.1%}): {p.num_gpus} GPUs "
+        f"({p.layout.describe()}), {duration_h(p.estimate.time_to_train_h)} "
+        f"({at_risk_words(p.estimate, result.risk.value)})"
+    )
+
+
+def knee_json(result) -> dict:
+    bend = result.knee
+    return {
+        "extra_cost_fraction": bend.extra_cost_fraction,
+        "speedup": bend.speedup,
+        "plan": estimate_json(result.knee_plan.estimate),
+    }
+
+
+def knee_line(result) -> str:
+    """'knee of the cost/time front: 64 x h100-sxm (fsdp dp_shard=64) for +4.1 % cost, 7.6x faster (41 d, $1.2M)'."""
+    bend, p = result.knee, result.knee_plan
+    change = (
+        f"{bend.extra_cost_fraction:+.1%} cost, {bend.speedup:.1f}x faster"
+        if bend.speedup >= 1
+        else f"{bend.extra_cost_fraction:+.1%} cost, {1 / bend.speedup:.1f}x slower"
+    )
+    return (
+        f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {change} "
+        f"({at_risk_words(p.estimate, result.risk.value)})"
+    )
+
+
+def count_caps_line(caps: dict[str, int], limits: dict[str, int]) -> str:
+    """Name the GPU-count cap the search ran under (types without an inventory, or max_gpus)."""
+    values = sorted(set(caps.values()))
+    scope = "per GPU type" if set(caps) == set(limits) else "for " + ", ".join(caps)
+    counts = " or ".join(f"{v:,}" for v in values)
+    return f"GPU counts searched up to {counts} {scope} (max_gpus cap; raise it with --max-gpus)"
