@@ -14,6 +14,7 @@ import numpy as np
 import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.fmt import duration_words
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
 
@@ -85,12 +86,17 @@ def job_rows(
     rows = np.flatnonzero(checks.feasible())
     if len(rows) == 0:
         reason = diagnose(job.table, checks)
-        detail = f"job {job.name!r}: {reason.detail}"
+        detail, fix = f"job {job.name!r}: {reason.detail}", reason.fix
         if reason.constraint is Constraint.DEADLINE and finish_by != job.deadline_s:
-            detail += " (the horizon ends before the deadline)"
-        raise InfeasiblePlan(
-            reason.constraint, detail, reason.fix, required=reason.required, available=reason.available
-        )
+            # The horizon, not a deadline of the job's, set the limit (the job may have none).
+            horizon = duration_words(finish_by or 0.0)
+            detail += (
+                f" (the horizon of {horizon} ends first)"
+                if job.deadline_s is None
+                else f" (the horizon of {horizon} ends before the job's deadline)"
+            )
+            fix += " (the horizon: horizon_days)"
+        raise InfeasiblePlan(reason.constraint, detail, fix, required=reason.required, available=reason.available)
     if job.batch_target is not None:
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]
     if prune_cost is None:

@@ -171,8 +171,9 @@ def test_a_job_that_cannot_run_alone_is_named() -> None:
     jobs = two_big_jobs()
     with pytest.raises(InfeasiblePlan, match=r"^inventory: job 'first': the smallest plan that fits needs 8 h100 GPUs"):
         solve_portfolio(jobs, {"h100": 4})
-    with pytest.raises(InfeasiblePlan, match=r"^deadline: job 'second'.*horizon ends before"):
+    with pytest.raises(InfeasiblePlan, match=r"^deadline: job 'second'.*the horizon of 5.5 days ends") as caught:
         solve_portfolio(jobs, {"h100": 16}, horizon_s=5.5 * DAY)
+    assert caught.value.fix.endswith("(the horizon: horizon_days)")
     with pytest.raises(ValueError, match="unique"):
         solve_portfolio([jobs[0], jobs[0]], {"h100": 8})
     with pytest.raises(ValueError, match="num_slots"):
