@@ -202,6 +202,7 @@ def deadline_fix(
 
 
 def cap_diagnosis(
+    within: InfeasiblePlan,
     request: PlanRequest,
     catalog: Catalog,
     gpus: dict[str, int | None],
@@ -211,7 +212,22 @@ def cap_diagnosis(
 ) -> InfeasiblePlan:
     """Why a capped search found nothing: score the counts up to CAP_PROBE_FACTOR x the cap (never
     past an inventory) and diagnose them with the caps as limits, so the answer names the cap when
-    more GPUs than it allows would do (constraint 'inventory', docs/ilp.md)."""
+    more GPUs than it allows would do (constraint 'inventory', docs/ilp.md). Where the probe binds
+    on the same layout or batch rule as the search within the caps (``within``), more GPUs change
+    nothing and the search's own answer stands: it cites the counts searched, not the probe's."""
+    probed = _probe_diagnosis(request, catalog, gpus, limits, deadline_s, settings)
+    same_rule = probed.constraint == within.constraint in (Constraint.DIVISIBILITY, Constraint.BATCH)
+    return within if same_rule else probed
+
+
+def _probe_diagnosis(
+    request: PlanRequest,
+    catalog: Catalog,
+    gpus: dict[str, int | None],
+    limits: CountLimits,
+    deadline_s: float | None,
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
     probe: dict[str, int | None] = {}
     for gpu, limit in limits.limits.items():
         wider = max(limit * CAP_PROBE_FACTOR, CAP_PROBE_MIN)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from planner.fmt import duration_words
+from planner.model.stacks import Stack
 from planner.plan import Plan
 from planner.units import SECONDS_PER_MINUTE
 
@@ -18,9 +19,11 @@ from planner.units import SECONDS_PER_MINUTE
 class NoteKind(StrEnum):
     MEMORY = "memory"  # term, value_gib, peak_gib, reserved_gib, used_fraction, usable_gib
     ACTIVATIONS_DOMINATE = "activations_dominate"
+    ACTIVATIONS_HOST_BOUND = "activations_host_bound"  # the same, the step host-bound: no smaller micro-batch
     STATES_DOMINATE = "states_dominate"
     STEP_TIME = "step_time"  # term, fraction, step_s
-    HOST_BOUND = "host_bound"
+    HOST_BOUND = "host_bound"  # trainplan's trainer without torch.compile: compile is the remedy
+    HOST_BOUND_LAUNCHES = "host_bound_launches"  # another stack, or compiled already
     EXPOSED_COMM = "exposed_comm"  # fraction
     BUBBLE = "bubble"
     MFU = "mfu"  # mfu, model_gflop, hfu, hardware_gflop
@@ -33,9 +36,13 @@ NOTE_TEXT: dict[NoteKind, str] = {
     "reserved {reserved_gib:.1f} GiB uses {used_fraction:.0%} of the usable {usable_gib:.1f} GiB",
     NoteKind.ACTIVATIONS_DOMINATE: "activations dominate: selective or full checkpointing, a smaller micro-batch, "
     "or tp/cp would cut them",
+    NoteKind.ACTIVATIONS_HOST_BOUND: "activations dominate: selective or full checkpointing or tp/cp would cut them"
+    " (a smaller micro-batch too, but the host already binds the step)",
     NoteKind.STATES_DOMINATE: "states dominate: shard them further (fsdp over more ranks) to free memory",
     NoteKind.STEP_TIME: "step time: {term} is the largest part ({fraction:.0%} of {step_s:.3f} s)",
     NoteKind.HOST_BOUND: "the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps",
+    NoteKind.HOST_BOUND_LAUNCHES: "the host cannot issue kernels fast enough: the stack's own compilation or "
+    "CUDA graphs, or a larger micro-batch, helps",
     NoteKind.EXPOSED_COMM: "exposed communication is {fraction:.0%} of the step: fewer nodes per "
     "collective (HSDP, tp inside a node) or a larger batch per GPU hides more",
     NoteKind.BUBBLE: "the pipeline bubble is large: more micro-batches per step (accumulation) or "
@@ -98,10 +105,16 @@ def memory_notes(p: Plan) -> list[Note]:
         )
     ]
     if value == terms.activations and p.training.activation_checkpointing.value == "none":
-        notes.append(_note(NoteKind.ACTIVATIONS_DOMINATE))
+        # A host-bound step wants a larger micro-batch: the memory advice then leaves it out.
+        notes.append(_note(NoteKind.ACTIVATIONS_HOST_BOUND if host_bound(p) else NoteKind.ACTIVATIONS_DOMINATE))
     if value in (terms.optimizer, terms.params, terms.grads) and p.layout.shard_group < p.layout.dp * p.layout.cp:
         notes.append(_note(NoteKind.STATES_DOMINATE))
     return notes
+
+
+def host_bound(p: Plan) -> bool:
+    """Whether the GPU waits for the host's kernel launches for over a tenth of the step."""
+    return p.estimate.time.breakdown_s.host_stall > 0.1 * p.estimate.time.step_s
 
 
 def time_notes(p: Plan) -> list[Note]:
@@ -110,8 +123,10 @@ def time_notes(p: Plan) -> list[Note]:
     terms = t.breakdown_s
     name, value = largest((term, v) for term, v in terms if v > 0)
     notes = [_note(NoteKind.STEP_TIME, term=name, fraction=value / total, step_s=total)]
-    if terms.host_stall > 0.1 * total:
-        notes.append(_note(NoteKind.HOST_BOUND))
+    if host_bound(p):
+        # torch.compile is the remedy only where it is trainplan's own option and still off.
+        compilable = p.stack == Stack.TRAINPLAN and not p.training.compile
+        notes.append(_note(NoteKind.HOST_BOUND if compilable else NoteKind.HOST_BOUND_LAUNCHES))
     comm = terms.exposed_comm
     if comm > 0.15 * total:
         notes.append(_note(NoteKind.EXPOSED_COMM, fraction=comm / total))

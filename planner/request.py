@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.prices import PriceKind
+from planner.errors import RuleCode, RuleViolation
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision
 from planner.limits import (
     MAX_BATCH_TOKENS,
@@ -26,7 +27,7 @@ from planner.limits import (
     MIN_SEQ_LEN,
 )
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
-from planner.model.candidates import code
+from planner.model.candidates import code, matmul_peak
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -169,9 +170,14 @@ def run_settings(
 
 
 def pipeline_problem(stack: Stack, layout: Layout) -> str | None:
-    """Why ``stack``'s pipeline engine cannot run ``layout`` (None: it can): DeepSpeed's runs
-    ZeRO stage 0/1 only and no interleaved stages (``Stack.pipeline_refusals``)."""
-    zero, interleaved = stack.pipeline_refusals(layout.pp, code(layout.sharding), layout.vpp)
+    """Why ``stack`` cannot run ``layout``'s pipeline or context split (None: it can): HF Trainer
+    and llm-foundry have no pipeline engine, llm-foundry no context parallelism, DeepSpeed's
+    engine runs ZeRO stage 0/1 only and no interleaved stages (``Stack.pipeline_refusals``)."""
+    if layout.cp > 1 and not stack.context_parallel:
+        return f"{stack.value} has no context parallelism: use --cp 1, or a stack that has it"
+    none, zero, interleaved = stack.pipeline_refusals(layout.pp, code(layout.sharding), layout.vpp)
+    if none:
+        return f"{stack.value} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"
     if zero:
         return (
             f"{stack.value} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"
@@ -205,7 +211,7 @@ def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalo
 
 def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None]:
     """Validated GPU ids -> inventory; the whole catalog when the request names none. Only the
-    GPUs the requested attention kernel runs on (``kernel_problem``)."""
+    GPUs the requested attention kernel and precision run on (``gpu_problem``)."""
     if not request.gpus:
         out: dict[str, int | None] = {gid: None for gid in catalog.gpus}
     else:
@@ -217,9 +223,10 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
             if gpu_id in out:
                 raise ValueError(f"GPU {gpu_id} is given twice ({gid})")
             out[gpu_id] = limit
-    runs = {g: n for g, n in out.items() if kernel_problem(request.attention, catalog.gpu(g)) is None}
+    problems = {g: gpu_problem(request, catalog.gpu(g)) for g in out}
+    runs = {g: n for g, n in out.items() if problems[g] is None}
     if not runs:
-        raise ValueError(kernel_problem(request.attention, catalog.gpu(next(iter(out)))))
+        raise next(p for p in problems.values() if p is not None)
     check_search_breadth(request, len(runs))
     return runs
 
@@ -238,6 +245,20 @@ def check_search_breadth(request: PlanRequest, gpu_types: int) -> None:
             f" layers) x {degrees} expert-parallel degrees ({request.model.num_experts} experts) = {breadth:,},"
             f" more than {MAX_SEARCH_BREADTH:,}; name fewer GPU types (--gpus)"
         )
+
+
+def gpu_problem(request: PlanRequest, gpu: GPUSpec) -> ValueError | None:
+    """Why the request cannot run on ``gpu`` at all (None: it can): its attention kernel or its
+    precision (no dense peak for it: fp8 on an A100), so the GPU is left out of the search; with
+    no GPU left the first reason is the answer, not a divisibility verdict on every row."""
+    kernel = kernel_problem(request.attention, gpu)
+    if kernel is not None:
+        return ValueError(kernel)
+    try:
+        matmul_peak(gpu, request.precision)
+    except ValueError:
+        return RuleViolation(RuleCode.PRECISION, {"gpu": gpu.id, "precision": request.precision.value})
+    return None
 
 
 def kernel_problem(kernel: AttentionKernel | None, gpu: GPUSpec) -> str | None:

@@ -191,7 +191,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.EP_DENSE: "ep={ep} needs a mixture-of-experts model",
     _C.EP_EXPERTS: "num_experts {experts} is not divisible by ep={ep}",
     _C.EP_NATIVE: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)",
-    _C.MOE_TP: "tensor parallelism of native MoE blocks (expert tp) is not built: use tp=1 or ep",
+    _C.MOE_TP: (
+        "trainplan's trainer runs native MoE blocks at tp 1 (tp={tp} here): use --tp 1 and spread the experts"
+        " with --ep, or estimate tp under --stack megatron-core"
+    ),
     _C.MOE_SHARD: (
         "MoE expert weights ({local_experts} experts, hidden {hidden}) do not shard evenly over"
         " dp_shard*cp={shards} ranks: use a count that divides {local_experts} or {hidden}"
@@ -280,6 +283,7 @@ class FixCode(StrEnum):
     TP = "tp"
     TP_MORE_GPUS = "tp_more_gpus"
     PP = "pp"
+    ONE_F_ONE_B = "one_f_one_b"
     BIGGER_GPU = "bigger_gpu"
     HOST_OFFLOAD = "host_offload"
 
@@ -294,6 +298,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.TP: "use tp={tp} (now {now})",
     FixCode.TP_MORE_GPUS: "use tp={tp} (now {now}) on {gpus} GPUs",
     FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
+    FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
     FixCode.BIGGER_GPU: "use a GPU with more memory",
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
 }

@@ -85,8 +85,8 @@ def estimate(
     expert_tp: bool = typer.Option(
         True,
         "--expert-tp/--no-expert-tp",
-        help="MoE experts split over tp (the trainer's); --no-expert-tp: whole experts, ep borrows tp "
-        "(Megatron-Core's expert tp 1; other stacks only)",
+        help="with tp > 1, MoE experts split over tp (other stacks: trainplan's trainer runs MoE at tp 1);"
+        " --no-expert-tp: whole experts, ep borrows tp (Megatron-Core's expert tp 1)",
     ),
     pp_schedule: PipelineSchedule = typer.Option(
         PipelineSchedule.ONE_F_ONE_B, "--pp-schedule", help="pipeline schedule (with pp > 1)"
@@ -217,8 +217,10 @@ def plan(
     objective: Objective = typer.Option(
         Objective.COST, help="minimise cost, time, or an even mix of the two (each against its best)"
     ),
-    gpus: str | None = GPUS,
-    prices: str | None = typer.Option(None, "--price", help="USD per GPU-hour overrides: h100-sxm=2.5"),
+    gpus: list[str] | None = GPUS,
+    prices: list[str] | None = typer.Option(
+        None, "--price", help="USD per GPU-hour overrides, GPU=USD: h100-sxm=2.5 (comma list or repeated)"
+    ),
     price_kind: str | None = PRICE_KIND,
     network: str | None = NETWORK,
     seq_len: int | None = SEQ_LEN,
@@ -282,7 +284,7 @@ def plan(
     modes = ac_modes(ac, ac_blocks, spec.num_layers)
     inventory = parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None
     # a positive price, as estimate's --price (PlanRequest's PositiveFloat)
-    overrides = parse_pairs(prices, "--price", 0, MAX_PRICE_USD, low_open=True)
+    overrides = parse_pairs(prices, "--price", 0, MAX_PRICE_USD, low_open=True, example="h100-sxm=2.5")
     check_priced_gpus(overrides, inventory)
     request = PlanRequest(
         model=spec,

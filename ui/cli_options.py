@@ -55,7 +55,7 @@ NETWORK = typer.Option(
 GPUS = typer.Option(
     None,
     help="allowed GPU types, each with its inventory (h100-sxm=64) or bare (a100-80gb-sxm: no inventory, any count"
-    f" up to --max-gpus, default {DEFAULT_MAX_GPUS} or the largest inventory given); default: every catalog type, bare",
+    f" up to --max-gpus, default {DEFAULT_MAX_GPUS} or the largest inventory given); default: every catalog type, bare; a comma list or the flag repeated",
 )
 TOP = typer.Option(
     DEFAULT_TOP_K,

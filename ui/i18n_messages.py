@@ -78,6 +78,11 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "activations dominate: selective or full checkpointing, a smaller micro-batch, or tp/cp would cut them",
         "激活占主导：选择性或完全激活重计算、更小的微批或 tp/cp 都能减少它",
     ),
+    "note_activations_host_bound": (
+        "activations dominate: selective or full checkpointing or tp/cp would cut them (a smaller micro-batch too, "
+        "but the host already binds the step)",
+        "激活占主导：选择性或完全激活重计算或 tp/cp 都能减少它（更小的微批也可以，但主机已限制单步速度）",
+    ),
     "note_states_dominate": (
         "states dominate: shard them further (fsdp over more ranks) to free memory",
         "模型状态占主导：进一步分片（在更多 rank 上使用 fsdp）可释放显存",
@@ -89,6 +94,11 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "note_host_bound": (
         "the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps",
         "主机下发算子的速度不够：torch.compile 或更大的微批会有帮助",
+    ),
+    "note_host_bound_launches": (
+        "the host cannot issue kernels fast enough: the stack's own compilation or CUDA graphs, or a larger "
+        "micro-batch, helps",
+        "主机下发算子的速度不够：该框架自身的编译或 CUDA graphs，或更大的微批，会有帮助",
     ),
     "note_exposed_comm": (
         "exposed communication is {fraction:.0%} of the step: fewer nodes per collective (HSDP, tp inside a node) "
@@ -463,6 +473,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),
     "fix_tp_more_gpus": ("use tp={tp} (now {now}) on {gpus} GPUs", "在 {gpus} 块 GPU 上使用 tp={tp}（当前 {now}）"),
     "fix_pp": ("use more pipeline stages (pp > {pp})", "把各层分到更多流水线阶段（pp > {pp}）"),
+    "fix_one_f_one_b": (
+        "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
+        "改用 1f1b 流水线调度：它只保留 {pp} 个微批的激活，GPipe 保留全部 {accum} 个",
+    ),
     "fix_bigger_gpu": ("use a GPU with more memory", "换用显存更大的 GPU"),
     "fix_host_offload": (
         "shard the offloaded states over more nodes, or keep them on the GPUs",

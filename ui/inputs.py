@@ -10,16 +10,28 @@ from pathlib import Path
 
 
 def parse_pairs(
-    text: str | None, what: str, low: float, high: float, *, whole: bool = False, low_open: bool = False
+    text: str | list[str] | None,
+    what: str,
+    low: float,
+    high: float,
+    *,
+    whole: bool = False,
+    low_open: bool = False,
+    example: str | None = None,
 ) -> dict:
-    """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit). Each number within
-    ``low``..``high`` (``check_range``, ``low`` excluded with ``low_open``; ``whole``: an
-    integer); an id given twice is refused."""
+    """``a=1,b=2`` -> {"a": 1, "b": 2}; a bare id maps to None (no limit), unless ``example`` is
+    given: then every id needs its number (``--price h100-sxm=2.5``). A list is the flag given
+    more than once, read as one comma list. Each number within ``low``..``high``
+    (``check_range``, ``low`` excluded with ``low_open``; ``whole``: an integer); an id given
+    twice, in one list or over repeats, is refused."""
     out: dict = {}
-    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+    joined = ",".join(text) if isinstance(text, list) else text
+    for item in filter(None, (part.strip() for part in (joined or "").split(","))):
         key, sep, value = (part.strip() for part in item.partition("="))
         if key.lower() in (k.lower() for k in out):
             raise ValueError(f"{what}: '{key}' is given twice")
+        if not sep and example is not None:
+            raise ValueError(f"{what} '{item}': give GPU=USD per GPU-hour, e.g. {what} {example}")
         if not sep:
             out[key] = None
             continue

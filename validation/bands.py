@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.accuracy.bands import BAND_QUANTILES, EXTRAPOLATION_KAPPA, Evidence, EvidenceBase, row_regime
+from planner.accuracy.ceiling import Ceilings
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
 
@@ -60,3 +61,20 @@ def coverage(rows: Sequence[HeldOutRow] | None = None) -> list[BandCheck]:
 def covered(checks: Sequence[BandCheck], kappa: float = EXTRAPOLATION_KAPPA) -> float:
     """The share of ``checks`` inside their band (NaN for none)."""
     return float(np.mean([c.inside(kappa) for c in checks])) if checks else float("nan")
+
+
+def ceiling_beaters(checks: Sequence[BandCheck]) -> tuple[int, int]:
+    """(rows that measured a higher MFU than their regime's ceiling read without their source,
+    covered rows that a band cut at that ceiling would leave outside): why the band's fast end is
+    not cut there (planner/accuracy/ceiling.py)."""
+    ceilings = Ceilings(load_residuals())
+    beaten = newly_outside = 0
+    for c in checks:
+        ceiling = ceilings.ceiling(row_regime(c.row), exclude_source=c.row.source)
+        if ceiling is None:
+            continue
+        beaten += c.row.measured_mfu > ceiling.mfu
+        # the prediction held at the ceiling; measured faster than the ceiling is below this log error
+        floor = float(np.log(min(c.row.predicted_mfu, ceiling.mfu) / ceiling.mfu))
+        newly_outside += c.inside() and c.log_error < max(c.bounds()[0], floor)
+    return beaten, newly_outside

@@ -218,7 +218,7 @@ def plan(
         solution = solve_request(request, table, deadline_s, inventory)
     except InfeasiblePlan as within:
         if limits.caps:
-            answer = cap_diagnosis(request, catalog, gpus, limits, deadline_s, settings)
+            answer = cap_diagnosis(within, request, catalog, gpus, limits, deadline_s, settings)
         else:
             answer = deadline_fix(within, request, catalog, limits.limits, settings)
         raise judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk) from None
@@ -266,7 +266,7 @@ def plan(
         + long_job_warnings(chosen)
         + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen)
-        + vary_batch_warnings(varied, varied_plan),
+        + vary_batch_warnings(varied, varied_plan, chosen),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,

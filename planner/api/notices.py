@@ -175,12 +175,22 @@ def vary_batch_choice(
     )
 
 
-def vary_batch_warnings(hint: VaryBatch | None, other: Plan | None) -> tuple[str, ...]:
-    """The CLI's line for ``hint`` (``other``: its plan)."""
+def vary_batch_warnings(hint: VaryBatch | None, other: Plan | None, chosen: Plan) -> tuple[str, ...]:
+    """The CLI's line for ``hint`` (``other``: its plan; ``chosen``: the exact-batch plan), with
+    the cause when the exact batch is a prime number of sequences: no data-parallel degree but 1
+    divides it (a trial's 4e6 tokens: 977 sequences of 4,096)."""
     if hint is None or other is None:
         return ()
     verb = "cost" if hint.objective == Objective.COST else "take"
+    sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
+    prime = sequences > 3 and all(sequences % k for k in range(2, math.isqrt(sequences) + 1))
+    cause = (
+        f"; the batch asked for is {sequences:,} sequences of {chosen.training.seq_len:,} tokens, a prime:"
+        " no data-parallel degree but 1 divides it"
+        if prime
+        else ""
+    )
     return (
         f"--vary-batch: at {hint.batch_tokens:,} tokens per step ({hint.change:+.1%}) the plan would {verb}"
-        f" {hint.saving:.0%} less at --risk {hint.risk.value} ({other.num_gpus} x {other.gpu})",
+        f" {hint.saving:.0%} less at --risk {hint.risk.value} ({other.num_gpus} x {other.gpu}){cause}",
     )

@@ -13,7 +13,7 @@ import numpy as np
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
 from planner.errors import RuleCode, RuleViolation
-from planner.layout import Implementation, Layout, TrainingConfig
+from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
@@ -183,6 +183,9 @@ def memory_fix_hint(
     # with them: compare in the need's currency.
     states = terms.states * need_gib / max(terms.total, 1e-9)
     hints = []
+    if layout.pp > 1 and layout.pp_schedule == PipelineSchedule.GPIPE and training.grad_accum > layout.pp:
+        # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
+        hints.append(FixHint(code=FixCode.ONE_F_ONE_B, figures={"pp": layout.pp, "accum": training.grad_accum}))
     if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:  # a large share left unsharded
         hints.append(FixHint(code=FixCode.SHARD_FSDP))
     elif states > excess:  # FSDP over k x more ranks frees (1 - 1/k) of the states

@@ -273,13 +273,32 @@ class Stack(StrEnum):
         TrainSchedule)."""
         return self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED)
 
-    def pipeline_refusals(self, pp, sharding, vpp) -> tuple[np.ndarray, np.ndarray]:
-        """What the stack's pipeline engine refuses, per row (arrays or scalars; ``sharding`` as
-        planner/model/candidates.py codes): (ZeRO stage 2 or 3 with pp > 1, interleaved stages
-        with pp > 1); nothing unless ``deepspeed_pipeline``. One rule for the search's filter
-        and for an estimate's refusal (planner/request.py ``pipeline_problem``)."""
-        piped = self.deepspeed_pipeline & (np.asarray(pp) > 1)
-        return piped & (np.asarray(sharding) > SHARD_ZERO1), piped & (np.asarray(vpp) > 1)
+    @property
+    def pipelines(self) -> bool:
+        """Whether the stack has a pipeline engine at all. HF Trainer (accelerate: its
+        ParallelismConfig has dp, tp and cp axes, no pp) and llm-foundry (Composer: FSDP / HSDP
+        and an experimental tp, mosaicml/llm-foundry#1743, #1521) have none."""
+        return self not in (Stack.HF_TRAINER, Stack.LLM_FOUNDRY)
+
+    @property
+    def context_parallel(self) -> bool:
+        """Whether the stack splits a sequence over ranks: llm-foundry does not
+        (mosaicml/llm-foundry#1743: 'only Zero3/DP (i.e. FSDP, or HSDP) are supported')."""
+        return self is not Stack.LLM_FOUNDRY
+
+    def pipeline_refusals(self, pp, sharding, vpp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the stack's pipeline refuses, per row (arrays or scalars; ``sharding`` as
+        planner/model/candidates.py codes): (pp > 1 where it has no pipeline engine, ZeRO stage 2
+        or 3 with pp > 1 and interleaved stages with pp > 1 under ``deepspeed_pipeline``). One
+        rule for the search's filter and for an estimate's refusal (planner/request.py
+        ``pipeline_problem``)."""
+        piped = np.asarray(pp) > 1
+        deepspeed = self.deepspeed_pipeline & piped
+        return (
+            piped & (not self.pipelines),
+            deepspeed & (np.asarray(sharding) > SHARD_ZERO1),
+            deepspeed & (np.asarray(vpp) > 1),
+        )
 
     @property
     def modules(self) -> Implementation | None:

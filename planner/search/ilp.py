@@ -359,6 +359,7 @@ def solve_single(
         raise diagnose(table, checks)
     if batch_target is not None:
         feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
+    feasible = model_time_order(table, feasible)
     C, T = table.cost_usd, table.time_to_train_s
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
     score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
@@ -430,6 +431,15 @@ def _single_job_problem(
     return problem, x
 
 
+def model_time_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
+    """``rows`` by the model's own time, before the efficiency ceiling (``uncapped_time_s``;
+    unchanged without it). Rows held at one ceiling tie exactly on time and cost, and the pruning
+    and the alternatives keep the first of a tie: the one the model rates fastest, not the first
+    generated (a layout rated 5 % slower was chosen so)."""
+    uncapped = table.extra.get("uncapped_time_s")
+    return rows if uncapped is None else rows[np.argsort(uncapped[rows], kind="stable")]
+
+
 def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
     """Mask of the entries equal to the batch nearest ``target`` (a tie goes to the larger batch)."""
     batch = np.asarray(batch_tokens, dtype=np.int64)
@@ -440,12 +450,13 @@ def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
 
 
 def _best_rows(rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int) -> tuple[int, ...]:
-    """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: lower index)."""
+    """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: the earlier in
+    ``rows``)."""
     count = min(top_k + 1, len(rows))
     if count == 0:
         return ()
     # Every row up to the count-th score, ties included (argpartition alone keeps an arbitrary
     # few of the tied: rows held at an efficiency ceiling tie exactly), then by score and index.
     best = np.flatnonzero(score <= np.partition(score, count - 1)[count - 1])
-    best = best[np.lexsort((rows[best], score[best]))][:count]
+    best = best[np.lexsort((best, score[best]))][:count]
     return tuple(int(r) for r in rows[best] if r != chosen)[:top_k]

@@ -83,7 +83,7 @@ def candidate_table(
         mem = fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=fitting[pruned])
     dominated = np.zeros(len(c), dtype=bool)
     dominated[fitting[pruned]] = True
-    fit, (seconds, cost) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
+    fit, (seconds, cost, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
     # The rest of the fit rule (the host's, for offload) reads no recompute: as the twin's.
     fit[fitting[pruned]] = fit[twin[pruned]]
     factor = 1.0 if evidence is None else evidence.time_factor
@@ -108,6 +108,8 @@ def candidate_table(
             "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
             "batch_tokens": batch_tokens(c),
             "model_time_s": seconds,
+            # the model's own time, before the efficiency ceiling: the ILP's last tie-break
+            "uncapped_time_s": uncapped,
             "time_factor": np.broadcast_to(factor, seconds.shape),
             "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
             "band_hi": np.broadcast_to(hi, seconds.shape),
@@ -150,17 +152,20 @@ def timed_rows(
     settings: ModelingSettings,
     evidence: RowEvidence | None,
     mem: MemoryBreakdown,
-) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """``score``'s fit and ``job_totals``' seconds and cost of ``rows``, over all of ``c``'s rows
-    (False and NaN elsewhere); ``mem``: ``memory`` of all of ``c``."""
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``score``'s fit and ``job_totals``' seconds and cost of ``rows``, and the seconds without the
+    efficiency ceiling's stretch of the step, over all of ``c``'s rows (False and NaN elsewhere);
+    ``mem``: ``memory`` of all of ``c``."""
     fit, seconds, cost = np.zeros(len(c), dtype=bool), np.full(len(c), np.nan), np.full(len(c), np.nan)
+    uncapped = np.full(len(c), np.nan)
     if len(rows):
         subset = take(c, rows)
         ceiling = None if evidence is None else evidence.mfu_ceiling[rows]
         s = score(model, subset, settings, ceiling, mem=rows_of(mem, rows, len(c)))
         fit[rows] = s.fits
         seconds[rows], cost[rows], _ = job_totals(s, subset, training_tokens, settings)
-    return fit, (seconds, cost)
+        uncapped[rows] = seconds[rows] * (1.0 - s.time.efficiency_ceiling / s.time.step)
+    return fit, (seconds, cost, uncapped)
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,8 @@ class SearchSpace:
     # False: another stack's estimate, which only the laws of the layout bind, not trainplan's
     # trainer's limits (planner/model/structure.py Rule.trainer_only).
     trainer_rules: bool = True
-    # The stack whose pipeline engine runs the plan: DeepSpeed's refuses some layouts
-    # (planner/model/stacks.py Stack.pipeline_refusals).
+    # The stack that runs the plan: some have no pipeline engine or context parallelism, DeepSpeed's
+    # engine refuses some layouts (planner/model/stacks.py Stack.pipeline_refusals).
     stack: Stack = Stack.TRAINPLAN
 
 
@@ -208,7 +208,8 @@ def gpu_rows(
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
-        & ~np.logical_or(*space.stack.pipeline_refusals(pp, sharding, rows["vpp"]))
+        & ~np.logical_or.reduce(space.stack.pipeline_refusals(pp, sharding, rows["vpp"]))
+        & ((cp == 1) | space.stack.context_parallel)
         & structurally_valid(
             model,
             tp=tp,

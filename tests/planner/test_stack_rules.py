@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.api import PlanRequest, build_plan, plan
+from planner.api import PlanRequest, build_plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.hf_config import model_from_hf_config
 from planner.catalog.models import get_preset
@@ -74,28 +74,33 @@ def test_deepseek_v3_is_a_stack_of_its_own():
 
 
 def test_a_hugging_face_stacks_plan_may_pipeline():
-    """plan() re-scores its rows with the stack's rules: an HF Trainer plan of a 70B on 64 A100 (its
-    search takes pipelined rows, a limit of trainplan's trainer only on HF modules) is a plan, not
-    the trainer's "pipeline parallelism (pp > 1) needs impl 'native'"."""
-    request = PlanRequest(
-        model=get_preset("llama3-70b"), training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=Stack.HF_TRAINER
-    )
-    result = plan(request)
-    shapes = [result.plan, *result.alternatives]
-    assert any(p.layout.pp > 1 for p in shapes)
-    assert all(p.training.impl == Implementation.HF and not p.emittable for p in shapes)
+    """Another stack's estimate sees the laws of the layout only: DeepSpeed's pipeline engine on
+    Hugging Face's modules (ZeRO-1) is an estimate, not the trainer's "pipeline parallelism (pp > 1)
+    needs impl 'native'"; HF Trainer, which has no pipeline engine, refuses pp > 1 in one line."""
+    model = get_preset("llama3-70b")
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=16, impl=Implementation.HF)
+    layout = Layout(pp=4, sharding=Sharding.ZERO1)
+    p = build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=Stack.DEEPSPEED)
+    assert p.layout.pp == 4 and p.training.impl == Implementation.HF and not p.emittable
+    with pytest.raises(ValueError, match="hf-trainer has no pipeline engine"):
+        build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=Stack.HF_TRAINER)
 
 
 def test_deepspeeds_search_pipelines_only_as_its_engine_can():
     """Under DeepSpeed's pipeline engine the search keeps pipelined rows of ZeRO 0/1 without
     interleaving, and none of ZeRO-2/3 or vpp > 1 (the trial's 'zero2 pp=4 tp=2 vpp=4')."""
     model = get_preset("llama3-70b")
-    for stack, engine in ((Stack.DEEPSPEED, True), (Stack.HF_TRAINER, False)):
+    for stack, engine in ((Stack.DEEPSPEED, True), (Stack.TORCHTITAN, False)):
         request = PlanRequest(model=model, training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=stack)
         c = build_candidates(model, load_catalog(), {"a100-80gb-sxm": 64}, search_space(request))
         piped = c.pp > 1
         beyond = piped & ((c.sharding > SHARD_ZERO1) | (c.vpp > 1))
         assert piped.any() and beyond.any() != engine
+    # HF Trainer and llm-foundry have no pipeline engine: no pipelined row at all.
+    for stack in (Stack.HF_TRAINER, Stack.LLM_FOUNDRY):
+        request = PlanRequest(model=model, training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=stack)
+        c = build_candidates(model, load_catalog(), {"a100-80gb-sxm": 64}, search_space(request))
+        assert not (c.pp > 1).any() and c.tp.max() > 1
 
 
 @pytest.mark.parametrize(

@@ -440,7 +440,7 @@ def test_estimate_takes_expert_tp_1_for_another_stack_only():
     assert estimated["layout"]["expert_tp"] is False and estimated["layout"]["ep"] == 32
     assert estimated["time"]["breakdown_s"]["ep_comm"] > 0
     refused = run("estimate", *args, check_ok=False)
-    assert refused.returncode == 2 and "tensor parallelism of native MoE blocks" in refused.stderr
+    assert refused.returncode == 2 and "runs native MoE blocks at tp 1" in refused.stderr
     with_expert_tp = run("estimate", *shape, "--stack", "megatron-core", check_ok=False)
     assert with_expert_tp.returncode == 2 and "ep=32" in with_expert_tp.stderr  # dp_shard 16 cannot hold ep 32
 

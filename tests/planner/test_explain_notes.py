@@ -1,0 +1,29 @@
+"""explain's advice agrees with itself and with the stack it describes."""
+
+from __future__ import annotations
+
+from planner.api import build_plan
+from planner.catalog.models import get_preset
+from planner.explain import NoteKind, plan_notes
+from planner.layout import ActivationCheckpointing, Layout, TrainingConfig
+from planner.model.stacks import Stack
+
+
+def _kinds(stack: Stack, compile: bool = False) -> set[NoteKind]:
+    """A host-bound step whose memory is mostly activations: the tiny preset, 8 x 512 tokens."""
+    training = TrainingConfig(
+        micro_batch=8, seq_len=512, activation_checkpointing=ActivationCheckpointing.NONE, compile=compile
+    )
+    plan = build_plan(get_preset("tiny"), "h100-sxm", Layout(), training, num_gpus=1, stack=stack)
+    return {note.kind for note in plan_notes(plan)}
+
+
+def test_a_host_bound_step_is_not_told_to_shrink_its_micro_batch():
+    kinds = _kinds(Stack.TRAINPLAN)
+    assert NoteKind.HOST_BOUND in kinds and NoteKind.ACTIVATIONS_HOST_BOUND in kinds
+    assert NoteKind.ACTIVATIONS_DOMINATE not in kinds
+
+
+def test_torch_compile_is_advised_only_where_it_is_trainplans_option_and_off():
+    for kinds in (_kinds(Stack.TORCHTITAN), _kinds(Stack.MEGATRON_CORE), _kinds(Stack.TRAINPLAN, compile=True)):
+        assert NoteKind.HOST_BOUND_LAUNCHES in kinds and NoteKind.HOST_BOUND not in kinds

@@ -1,0 +1,97 @@
+"""What a demanding user's first tries met (trial s23): each is refused in one line with exit 2, or
+answered with the reason that binds, not a verdict on every row."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.model.stacks import Stack
+from ui.cli import main
+
+PLAN = ["plan", "--model", "llama3-8b", "--tokens", "1e12"]
+
+
+def _one_line_error(capsys, args: list[str]) -> str:
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+def test_a_bare_price_names_the_gpu_it_needs(capsys):
+    """``estimate --price 2`` takes a number; plan's --price takes GPU=USD (it crashed on a bare one)."""
+    err = _one_line_error(capsys, [*PLAN, "--gpus", "h100-sxm=8", "--price", "2"])
+    assert "GPU=USD" in err and "h100-sxm=2.5" in err
+    assert "GPU=USD" in _one_line_error(capsys, [*PLAN, "--price", "2"])
+
+
+def test_a_price_given_twice_is_refused_and_repeated_flags_add_up(capsys):
+    """Repeating --price for one GPU was read as its last value, silently; two GPUs over two flags
+    (and two --gpus flags) are one list."""
+    err = _one_line_error(capsys, [*PLAN, "--gpus", "h100-sxm=8", "--price", "h100-sxm=2", "--price", "h100-sxm=3"])
+    assert "'h100-sxm' is given twice" in err
+    args = [*PLAN, "--gpus", "h100-sxm=8", "--gpus", "a100-80gb-sxm=8", "--price", "h100-sxm=2"]
+    assert main([*args, "--price", "a100-80gb-sxm=1", "--top", "0", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    gpu_hours = plan["time_to_train_h"] * plan["num_gpus"]
+    assert plan["cost_usd"] == pytest.approx(gpu_hours * {"h100-sxm": 2.0, "a100-80gb-sxm": 1.0}[plan["gpu"]])
+
+
+def test_fp8_on_gpus_without_it_is_the_answer_not_a_divisibility_verdict(capsys):
+    err = _one_line_error(capsys, [*PLAN, "--gpus", "a100-80gb-sxm", "--precision", "fp8"])
+    assert err.endswith("a100-80gb-sxm does not support fp8")
+    # Beside a GPU that has it, the one without is left out of the search.
+    assert main([*PLAN, "--gpus", "a100-80gb-sxm,h100-sxm=64", "--precision", "fp8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["gpu"] == "h100-sxm"
+
+
+def test_a_capped_search_cites_the_counts_it_searched(capsys):
+    """A batch below one sequence binds at any count: the answer cites 4-4,096 GPUs (the cap), not
+    the 32,768 its probe past the cap scored."""
+    assert main([*PLAN, "--gpus", "a100-80gb-sxm", "--global-batch-tokens", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "batch:" in out and "-4096 GPUs" in out and "32768" not in out
+
+
+@pytest.mark.parametrize("stack", [Stack.HF_TRAINER, Stack.LLM_FOUNDRY])
+def test_stacks_without_a_pipeline_engine_refuse_pp_and_never_plan_it(capsys, stack):
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--stack", stack.value]
+    assert "has no pipeline engine" in _one_line_error(capsys, [*args, "--pp", "2"])
+    assert main([*args, "--tp", "2", "--json"]) == 0  # tensor parallelism is theirs (llm-foundry's experimental)
+    capsys.readouterr()
+    plan = ["plan", "--model", "llama3-70b", "--tokens", "2e11", "--gpus", "h100-sxm=256", "--deadline-days", "30"]
+    assert main([*plan, "--stack", stack.value, "--top", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    layouts = [result["plan"]["layout"], *(a["layout"] for a in result["alternatives"])]
+    assert all(layout["pp"] == 1 for layout in layouts)
+    if stack is Stack.LLM_FOUNDRY:
+        assert all(layout["cp"] == 1 for layout in layouts)
+        assert "no context parallelism" in _one_line_error(capsys, [*args, "--cp", "2"])
+
+
+def test_moe_tensor_parallelism_refusal_says_what_to_change(capsys):
+    args = ["estimate", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--num-gpus", "16", "--tp", "2", "--ep", "8"]
+    err = _one_line_error(capsys, [*args, "--seq-len", "4096", "--ac", "full"])
+    assert "tp=2 here" in err and "--tp 1" in err and "--stack megatron-core" in err
+
+
+def test_a_gpipe_layout_out_of_memory_is_told_of_1f1b_first(capsys):
+    """GPipe holds every micro-batch's activations: 1F1B on the same GPUs fits, where the tp it
+    was told of did not (dp shrinks and accumulation doubles)."""
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--pp", "2"]
+    args += ["--global-batch-tokens", "4194304", "--ac", "full", "--json"]
+    assert main([*args, "--pp-schedule", "gpipe"]) == 0
+    gpipe = json.loads(capsys.readouterr().out)
+    assert not gpipe["feasible"] and gpipe["fix"].startswith("use the 1f1b pipeline schedule")
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["feasible"]
+
+
+def test_a_prime_batch_is_named_as_the_cause_of_a_plan_without_data_parallelism(capsys):
+    """4e6 tokens are 977 sequences of 4,096, a prime: the exact batch leaves only dp 1."""
+    args = [*PLAN, "--gpus", "h100-sxm=96", "--global-batch-tokens", "4e6", "--deadline-days", "60", "--top", "0"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "--vary-batch:" in err and "977 sequences of 4,096 tokens, a prime" in err
