@@ -189,7 +189,7 @@ def deadline_fix(
         batch = requested_batch_tokens(request)  # each data-parallel rank needs a sequence of it
         more = (
             f"; no count of {', '.join(searched)} GPUs up to {PROBE_MAX_GPUS:,} meets the deadline at a global "
-            f"batch of {batch:,} tokens (a larger --global-batch-tokens lets more GPUs share a step)"
+            f"batch of {batch:,} tokens (a larger one, global_batch_tokens or --global-batch-tokens, lets more GPUs share a step)"
         )
     else:
         more = (

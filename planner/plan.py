@@ -9,6 +9,7 @@ serialises and the trainer only validates.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -369,6 +370,14 @@ class Plan(BaseModel):
         """Whether trainplan can emit and run the plan: another stack's plan, or one assuming a
         kernel the trainer does not choose, estimates that software."""
         return self.stack == Stack.TRAINPLAN and self.attention is None
+
+    @property
+    def training_steps(self) -> int | None:
+        """Optimizer steps the token budget takes at the plan's batch (the last one partial);
+        None without a budget."""
+        if self.training_tokens is None:
+            return None
+        return max(1, math.ceil(self.training_tokens / self.estimate.global_batch_tokens))
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

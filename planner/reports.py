@@ -100,7 +100,7 @@ class RunReport(_Report):
     comparable: bool
     losses: Losses
     steps_done: int
-    outcome: str  # completed, early_stopped, preempted, diverged
+    outcome: str  # completed, stopped (at run --steps), early_stopped, preempted, diverged
     bad_steps: int
     wall_s: float
     layout: str  # Layout.describe() of the run

@@ -192,7 +192,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.EP_EXPERTS: "num_experts {experts} is not divisible by ep={ep}",
     _C.EP_NATIVE: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)",
     _C.MOE_TP: (
-        "trainplan's trainer runs native MoE blocks at tp 1 (tp={tp} here): use --tp 1 and spread the experts"
+        "trainplan's trainer runs native MoE blocks at tp 1, no expert tp (tp={tp} here): use --tp 1 and spread the experts"
         " with --ep, or estimate tp under --stack megatron-core"
     ),
     _C.MOE_SHARD: (

@@ -108,8 +108,9 @@ def torchrun_command(
             raise ValueError(f"{job_dir}: {plan.num_gpus} GPUs do not split over {nnodes} nodes; pass --nproc")
         nproc = plan.num_gpus // nnodes
     if nnodes > 1 and not rdzv_endpoint:
+        whose = "the plan spans" if nnodes == plan.num_nodes else f"--nnodes {nnodes} asks for"
         raise ValueError(
-            f"{job_dir}: the plan spans {nnodes} nodes: pass --nnodes/--node-rank/--rdzv-endpoint "
+            f"{job_dir}: {whose} {nnodes} nodes: pass --nnodes/--node-rank/--rdzv-endpoint "
             "on each node, or use slurm.sbatch / k8s.yaml"
         )
     if not 0 <= node_rank < nnodes:
@@ -148,6 +149,17 @@ def _node_ranks(spec: JobSpec, nproc: int | None, nnodes: int | None, node_rank:
     """The global ranks this node's workers take: (first, count)."""
     per_node = nproc or -(-spec.plan.num_gpus // (nnodes or spec.plan.num_nodes))
     return node_rank * per_node, per_node
+
+
+def check_world(spec: JobSpec, world: int) -> None:
+    """The plan's layout resolves on the processes this run starts: the workers' own first check
+    (trainer/probe.py ``check_plan``), said in one line before torchrun starts them."""
+    try:
+        spec.plan.layout.resolve(world)
+    except ValueError as exc:
+        raise ValueError(
+            f"layout {spec.plan.layout.describe()} does not fit the {world} processes this run starts: {exc}"
+        ) from None
 
 
 def check_endpoint(endpoint: str) -> None:
@@ -352,6 +364,8 @@ def run_job(
         check_rdzv_id(rdzv_id)
     device = resolve_device(device)
     per_node = _node_ranks(spec, nproc, nnodes, node_rank)[1]
+    if module == TRAINER_MODULE:  # the trainer's own rule (a stand-in module of the tests checks nothing)
+        check_world(spec, per_node * (nnodes or spec.plan.num_nodes))
     check_visible_gpus(device, per_node)
     check_estimate_current(spec.plan, spec.run, per_node, device)  # before anything starts or allocates
     if auto_replan and (nnodes or spec.plan.num_nodes) > 1:

@@ -258,7 +258,7 @@ def format_report(report: RunReport) -> str:
         return "-" if value is None else format(value, fmt)
 
     lines = [
-        f"run {report.outcome} after {report.steps_done} steps ({report.wall_s:.0f} s), layout {report.layout}",
+        f"run {report.outcome} at step {report.steps_done} ({report.wall_s:.0f} s this launch), layout {report.layout}",
         f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
     if not report.comparable:

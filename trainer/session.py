@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 class Outcome(StrEnum):
     COMPLETED = "completed"
+    STOPPED = "stopped"  # at run --steps, before the job's last step: run again to go on
     EARLY_STOPPED = "early_stopped"
     PREEMPTED = "preempted"  # SIGTERM: saved, exit 0, resume later
     DIVERGED = "diverged"  # max_bad_steps non-finite steps
@@ -95,9 +96,11 @@ class Session:
         meshes: Meshes,
         model: torch.nn.Module,
         stage_modules: list[torch.nn.Module] | None = None,
+        stop_step: int | None = None,
     ):
         """``model``: what the optimizer and checkpoints see; ``stage_modules``: what the pipeline
-        runs (this rank's stages; defaults to ``[model]``)."""
+        runs (this rank's stages; defaults to ``[model]``); ``stop_step``: the step this launch
+        ends at (``run --steps``; default the job's last)."""
         self.job, self.job_dir, self.device, self.layout, self.meshes, self.model = (
             job,
             Path(job_dir),
@@ -108,6 +111,7 @@ class Session:
         )
         self.stage_modules = stage_modules or [model]
         self.run, self.plan, self.training = job.run, job.plan, job.plan.training
+        self.stop_step = job.run.steps if stop_step is None else min(stop_step, job.run.steps)
         self.is_rank0 = dist.get_rank() == 0
         self.state = TrainState()
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
@@ -260,7 +264,7 @@ class Session:
 
     def probe(self) -> Outcome | None:
         """Run the first ``probe_steps`` steps of this launch measured; stop if they do not fit."""
-        num_steps = min(self.run.probe_steps, self.run.steps - self.state.step)
+        num_steps = min(self.run.probe_steps, self.stop_step - self.state.step)
         if num_steps <= 0:
             return None
         self.meter.reset_peaks()
@@ -277,7 +281,7 @@ class Session:
             report = write_validation(self.job_dir, self.plan, self.meter.step_times, memory, self.device.type)
             measured, predicted = report.measured, report.predicted
             log.info(
-                f"\nprobe: {num_steps} steps, step {measured.step_s:.3f} s (predicted "
+                f"\nprobe: {len(self.meter.step_times)} steps, step {measured.step_s:.3f} s (predicted "
                 f"{predicted.step_s:.3f} s), peak "
                 + (f"{measured.peak_gib:.2f} GiB" if measured.peak_gib is not None else "n/a on this device")
                 + f" (predicted {predicted.peak_gib:.2f} GiB)"
@@ -294,7 +298,21 @@ class Session:
     # ------------------------------------------------------------------ loop
 
     def loop(self) -> Outcome:
-        return self.run_steps(self.run.steps) or Outcome.COMPLETED
+        ended = Outcome.COMPLETED if self.stop_step == self.run.steps else Outcome.STOPPED
+        return self.run_steps(self.stop_step) or ended
+
+    def nothing_to_run(self) -> bool:
+        """Whether the checkpoint resumed from is at or past the step this launch ends at: then
+        nothing is trained and nothing is overwritten (a rerun of a finished job wiped its
+        report's measurements)."""
+        if self.state.step < self.stop_step:
+            return False
+        where = f"at step {self.state.step} of {self.run.steps} ({step_dir_name(self.state.step)})"
+        if self.state.step >= self.run.steps:
+            log.info(f"the job is complete: {where}; its report.json stands")
+        else:
+            log.info(f"nothing to run before --steps {self.stop_step}: {where}; run without --steps to go on")
+        return True
 
     def _next_batches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [next(self.loader) for _ in range(self.training.grad_accum)]

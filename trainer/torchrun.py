@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         return failure_code(error)
     except SignalException as error:
         name = signal.Signals(error.sigval).name
-        print(f"torchrun: stopped by {name}; the workers saved a checkpoint where they could", file=sys.stderr)
+        print(
+            f"torchrun: stopped by {name}; a worker that had begun training saved a checkpoint (its own line says"
+            " so), one still starting saved nothing",
+            file=sys.stderr,
+        )
         return 128 + int(error.sigval)
     except KeyboardInterrupt:  # before torchrun installed its handlers
         return ExitCode.ABORTED

@@ -78,13 +78,23 @@ def setup_runtime(device_type: str, seed: int) -> Runtime:
     return Runtime(device=device, rank=dist.get_rank(), world_size=dist.get_world_size())
 
 
-def load_job(job_dir: Path, steps: int | None) -> JobSpec:
+def load_job(job_dir: Path, steps: int | None) -> tuple[JobSpec, int]:
+    """The job and the step this launch stops at. ``--steps`` N under the job's steps stops the
+    planned run there, its learning-rate schedule as planned (shortening the schedule mid-run
+    changed the rate of the steps already taken); over them it extends the job, the schedule
+    stretched to N, and says so."""
     job = JobSpec.load(job_dir)
-    if steps is not None:
-        if steps < 1:
-            raise ValueError(f"--steps must be >= 1, got {steps}")
+    if steps is None:
+        return job, job.run.steps
+    if steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {steps}")
+    if steps > job.run.steps:
+        log.info(
+            f"--steps {steps} extends the job past its {job.run.steps} planned steps: its learning-rate"
+            f" schedule now ends at step {steps}"
+        )
         job = job.model_copy(update={"run": job.run.model_copy(update={"steps": steps})})
-    return job
+    return job, steps
 
 
 # ----------------------------------------------------------------------------- phases
@@ -165,16 +175,16 @@ def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch
 
 
 def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
-    job = load_job(job_dir, steps)
+    job, stop_step = load_job(job_dir, steps)
     # Held while this worker lives: a worker orphaned by a dead launcher still locks the directory.
     lock_fd = hold_worker_lock(job_dir, int(os.environ.get("RANK", "0")))
     try:
-        return _train(job, job_dir, device_type)
+        return _train(job, job_dir, device_type, stop_step)
     finally:
         os.close(lock_fd)
 
 
-def _train(job: JobSpec, job_dir: Path, device_type: str) -> int:
+def _train(job: JobSpec, job_dir: Path, device_type: str, stop_step: int) -> int:
     runtime = setup_runtime(device_type, job.run.seed)
     layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
     meshes = build_meshes(layout, runtime.device.type)
@@ -183,9 +193,11 @@ def _train(job: JobSpec, job_dir: Path, device_type: str) -> int:
     for module, blocks in zip(stage_modules, ac_blocks, strict=True):
         shard_model(module, job, layout, meshes, runtime.device, blocks)
     model = initialise_model(stage_modules, job, runtime.device)
-    session = Session(job, job_dir, runtime.device, layout, meshes, model, stage_modules)
+    session = Session(job, job_dir, runtime.device, layout, meshes, model, stage_modules, stop_step=stop_step)
     try:
         session.load_checkpoint()
+        if session.nothing_to_run():  # its report, of the launch that trained the steps, stands
+            return ExitCode.OK
         # A signal during start-up (or an orphaned start): stop before the first step.
         outcome = Outcome.PREEMPTED if session.stop_requested() else session.probe()
         if outcome is None:
@@ -205,7 +217,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m trainer.train", description=__doc__.splitlines()[0])
     parser.add_argument("job_dir", type=Path, help="job directory holding job.json")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--steps", type=int, default=None, help="override the job's number of steps")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="stop at this step of the job's schedule; past its steps: extend the job",
+    )
     return parser.parse_args(argv)
 
 

@@ -405,8 +405,10 @@ def portfolio(
         from trainer.job import emit_job
         from trainer.job_spec import RunSettings
 
+        # Each job trains its whole token budget (RunSettings' 50 steps are emit's smoke-test default).
         emitted = {
-            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings()) for a in solution.assignments
+            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=a.plan.training_steps or 1))
+            for a in solution.assignments
         }
     render.portfolio(solution, as_json=as_json, emitted=emitted)
 
@@ -435,6 +437,10 @@ def fleet(
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     requests = spec.requests({g: None for g in prices})
+    budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
+    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, and budgets bound rent it trades off
+        ignored = (["[inventory]"] if spec.inventory else []) + [f"budget_usd ({', '.join(budgeted)})"] * bool(budgeted)
+        render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = fleet_options(spec, catalog)

@@ -129,11 +129,17 @@ def emit(
     render.emitted(job_json, as_json=as_json)
 
 
+STEPS_HELP = (
+    "stop at this step of the job's planned learning-rate schedule (run again without it to go on); "
+    "past the job's steps: extend it, the schedule stretched"
+)
+
+
 def run(
     job_dir: Path = typer.Argument(..., help="a job directory from trainplan emit"),
     device: DeviceChoice = typer.Option(DeviceChoice.auto, help="auto: cuda when available, else cpu"),
     nproc: int | None = typer.Option(None, help="processes on this node (default: the plan's)"),
-    steps: int | None = typer.Option(None, help="override the number of steps"),
+    steps: int | None = typer.Option(None, help=STEPS_HELP),
     auto_replan: bool = typer.Option(False, "--auto-replan", help="re-solve and continue if the probe does not fit"),
     max_restarts: int = typer.Option(0, "--max-restarts", help="torchrun elastic restarts"),
     nnodes: int | None = typer.Option(None, help="nodes in the run (default: the plan's)"),

@@ -20,6 +20,8 @@ name = "chat-8b"
 model = "llama3-8b"
 tokens = 1e12
 deadline_days = 60
+# optional per job: budget_usd, seq_len, global_batch_tokens (4e6 or 4194304), batch_tolerance
+# (default 0.05) and vary_batch (true: any batch within it), as plan's flags
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 from planner.api import PlanRequest
 from planner.catalog.prices import PriceKind
@@ -48,6 +50,8 @@ from planner.limits import (
     unique_keys,
 )
 from planner.search.fleet import TcoAssumptions
+from planner.search.space import DEFAULT_BATCH_TOLERANCE
+from ui.inputs import whole_tokens
 
 # The CLI's bounds (planner/limits.py) for the same fields of a jobs file: finite numbers, not booleans.
 Days = Annotated[StrictFloat, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False)]
@@ -85,7 +89,16 @@ class JobEntry(BaseModel):
     deadline_days: Days | None = None
     budget_usd: Usd | None = None
     seq_len: StrictInt | None = Field(None, ge=16, le=MAX_SEQ_LEN)  # None: the planner's default for the model
-    global_batch_tokens: StrictInt | None = Field(None, ge=1, le=MAX_BATCH_TOKENS)
+    # 4194304 or 4e6 (a TOML float), as the CLI's --global-batch-tokens reads it
+    global_batch_tokens: StrictInt | StrictFloat | None = None
+    # the largest relative distance of the batch from global_batch_tokens (the CLI's --batch-tolerance)
+    batch_tolerance: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = DEFAULT_BATCH_TOLERANCE
+    vary_batch: StrictBool = False  # the plan may use any batch within the tolerance (--vary-batch)
+
+    @field_validator("global_batch_tokens")
+    @classmethod
+    def _whole_batch(cls, value: float | None) -> int | None:
+        return whole_tokens("global_batch_tokens", value, MAX_BATCH_TOKENS)
 
 
 class JobsFile(BaseModel):
@@ -135,6 +148,8 @@ class JobsFile(BaseModel):
             budget_usd=job.budget_usd,
             seq_len=job.seq_len,
             global_batch_tokens=job.global_batch_tokens,
+            batch_tolerance=job.batch_tolerance,
+            vary_batch=job.vary_batch,
             gpus=gpus,
             price_overrides=self.rent_usd_per_gpu_hour,
             price_kind=self.price_kind,

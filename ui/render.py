@@ -14,7 +14,7 @@ from rich.table import Table
 from planner.fmt import counted, duration_band, duration_words, energy, money, money_band, number_band
 from planner.layout import Precision
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
-from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_MINUTE
+from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -345,6 +345,28 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     render_portfolio(solution, as_json=as_json, emitted=emitted)
 
 
+def fleet_assignment(a) -> dict:
+    """One job of a fleet option: where it runs (owned or rented GPUs) and when."""
+    return {
+        "job": a.job,
+        "gpu": a.gpu_id,
+        "num_gpus": a.num_gpus,
+        "owned": a.owned,
+        "start_day": a.start_s / SECONDS_PER_DAY,
+        "end_day": a.end_s / SECONDS_PER_DAY,
+        "cost_usd": a.cost_usd,
+    }
+
+
+def fleet_assignment_line(a: dict) -> str:
+    where = "on owned GPUs" if a["owned"] else "rented"
+    cost = "busy power" if a["owned"] else "rent"
+    return (
+        f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_day']:.1f}-{a['end_day']:.1f},"
+        f" {cost} {money(a['cost_usd'])}"
+    )
+
+
 def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
     def plan_dict(p):
         return (
@@ -356,6 +378,7 @@ def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
                 "ownership_cost_usd": p.ownership_cost_usd,
                 "rent_cost_usd": p.rent_cost_usd,
                 "running_cost_usd": p.running_cost_usd,
+                "assignments": [fleet_assignment(a) for a in p.assignments],
             }
         )
 
@@ -382,6 +405,9 @@ def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
             bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
             table.add_row(name.replace("_", " "), money(p["total_cost_usd"]), bought, money(p["rent_cost_usd"]))
     out.print(table)
+    out.print("mixed, job by job:")
+    for a in data["mixed"]["assignments"]:
+        out.print(fleet_assignment_line(a), markup=False)
     for b in data["break_even"]:
         out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
         if utilisation is not None:

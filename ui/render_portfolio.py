@@ -11,7 +11,7 @@ from rich.table import Table
 from planner.api.portfolio import JobFigures, job_figures
 from planner.fmt import money, money_band, number_band
 from planner.units import SECONDS_PER_DAY
-from ui.render import emit_json, out
+from ui.render import emit_json, out, warn
 
 # What the cost column is: the portfolio prices its inventory at ownership (docs/ilp.md "Portfolio").
 COST_BASIS = "owned-GPU rate"
@@ -46,9 +46,12 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     figures = [job_figures(a) for a in solution.assignments]
     rows = [job_row(a, f) for a, f in zip(solution.assignments, figures, strict=True)]
+    for message in solution.warnings:  # on stderr, as plan's
+        warn(message)
     if as_json:
         data = {
             "feasible": True,
+            "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
             "idle_cost_usd": solution.idle_cost_usd,

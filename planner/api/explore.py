@@ -11,6 +11,7 @@ import pandas as pd
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan, plan_from_row, request_catalog
+from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
@@ -304,6 +305,8 @@ class PortfolioPlan:
     solver: str
     num_variables: int
     exact: bool = True  # the continuous model's optimum; False: the slotted approximation's (docs/ilp.md)
+    # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
+    warnings: tuple[str, ...] = ()
 
 
 def plan_portfolio(
@@ -351,6 +354,11 @@ def plan_portfolio(
         solver=solution.solver,
         num_variables=solution.num_variables,
         exact=solution.exact,
+        warnings=tuple(
+            f"{a.job}: {note}"
+            for a in assignments
+            for note in requests[a.job].warnings + long_job_warnings(a.plan) + fixed_cost_warnings(a.plan)
+        ),
     )
 
 

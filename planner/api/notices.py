@@ -110,9 +110,9 @@ def fixed_cost_warnings(p: Plan) -> tuple[str, ...]:
     """A warning when the job trains for less time than it takes to start: its time and cost are
     then the fixed costs of a run (start-up, checkpoint writes), not training (``--tokens 1000``)."""
     e, g = p.estimate, p.estimate.goodput
-    if g is None or e.time_to_train_h is None or p.training_tokens is None:
+    steps = p.training_steps
+    if g is None or e.time_to_train_h is None or steps is None:
         return ()
-    steps = max(1, math.ceil(p.training_tokens / e.global_batch_tokens))
     training_s, wall_s = steps * e.time.step_s, e.time_to_train_h * SECONDS_PER_HOUR
     if training_s >= g.startup_s:
         return ()

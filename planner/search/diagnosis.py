@@ -242,7 +242,7 @@ def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> str | None:
     row = int(rows[np.lexsort((table.num_gpus[rows], batch[rows]))[0]])  # smallest such batch, then fewest GPUs
     return (
         f"; the global batch caps the GPU count: a global batch of {int(batch[row]):,} tokens "
-        f"(--global-batch-tokens) lets {table.num_gpus[row]} {table.gpu_id[row]} finish in "
+        f"(global_batch_tokens, --global-batch-tokens) lets {table.num_gpus[row]} {table.gpu_id[row]} finish in "
         f"{duration_words(float(table.time_to_train_s[row]))}"
     )
 

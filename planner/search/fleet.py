@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from planner.errors import InfeasiblePlan
+from planner.errors import Constraint, InfeasiblePlan
 from planner.model.energy import energy_usd, gpu_wall_power_w
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.search.ilp import (
@@ -253,7 +253,7 @@ def size_fleet(
     rent_rows, parts = [], []
     for j, job in enumerate(jobs):
         finish_by, table = job_finish_s(job, horizon_s), job.table
-        rows = _job_rows(job, finish_by, economics)
+        rows = _job_rows(job, finish_by, economics, horizon_s)
         rent_rows.append(int(rows[np.lexsort((table.time_to_train_s[rows], table.cost_usd[rows]))[0]]))
         buyable = rows[np.isin(table.gpu_id[rows], list(economics))]
         cap = np.array([limits.get(g, np.inf) for g in table.gpu_id[buyable]], dtype=float)
@@ -288,11 +288,14 @@ def size_fleet(
     )
 
 
-def _job_rows(job: JobCandidates, finish_by: float | None, economics: Mapping[str, GpuEconomics]) -> np.ndarray:
+def _job_rows(
+    job: JobCandidates, finish_by: float | None, economics: Mapping[str, GpuEconomics], horizon_s: float
+) -> np.ndarray:
     """``job_rows`` without an inventory: the rows the job may be rented or owned on. When none is
     feasible, the answer also says what the search covered: fleet has no inventory and no
     ``--max-gpus``, so the GPU types and the counts its tables were scored up to (the GPU-count cap,
-    planner/request.py ``count_limits``) are what a deadline or memory answer is bound by."""
+    planner/request.py ``count_limits``) are what a deadline or memory answer is bound by; a
+    deadline answer past the horizon names the horizon too (a longer deadline alone would not do)."""
     try:
         return job_rows(job, None, finish_by, None, prune_cost=None)
     except InfeasiblePlan as exc:
@@ -300,10 +303,12 @@ def _job_rows(job: JobCandidates, finish_by: float | None, economics: Mapping[st
         types = sorted(set(table.gpu_id.tolist()))
         counts = ", ".join(f"{g}<={int(table.num_gpus[table.gpu_id == g].max())}" for g in types)
         scope = "the GPU types to buy" if set(types) <= set(economics) else "the jobs' GPU types"
+        past_horizon = exc.constraint is Constraint.DEADLINE and (exc.required or 0.0) > horizon_s
+        horizon = f" and a horizon_days of at least {math.ceil((exc.required or 0.0) / SECONDS_PER_DAY)}"
         raise InfeasiblePlan(
             exc.constraint,
             f"{exc.detail}; searched only {scope}, up to the GPU-count cap ({counts})",
-            f"{exc.fix}, or buy another GPU type",
+            f"{exc.fix}{horizon if past_horizon else ''}, or buy another GPU type",
             required=exc.required,
             available=exc.available,
         ) from None

@@ -467,3 +467,14 @@ def test_two_torchrun_agents_train_a_tiny_job(tmp_path: Path) -> None:
     report = json.loads((job_dir / "report.json").read_text())  # written by the trainer's rank 0
     assert report["steps_done"] == 2 and "dp_shard=2" in report["layout"], report
     assert (job_dir / "ckpt" / "step-000002").is_dir()
+
+
+def test_a_world_the_layout_cannot_take_is_refused_before_torchrun(tmp_path: Path) -> None:
+    """--nproc 1 under a layout of 2 shards: the workers' own check, in one line before any process
+    starts; --nnodes on a one-node plan is named as the flag's, not the plan's."""
+    plan = make_plan(gpus_per_node=2)
+    emit_job(plan, tmp_path / "job", name="two", run=RunSettings())
+    with pytest.raises(ValueError, match=r"does not fit the 1 processes this run starts"):
+        run_job(tmp_path / "job", device="cpu", nproc=1)
+    with pytest.raises(ValueError, match="--nnodes 2 asks for 2 nodes"):
+        run_job(tmp_path / "job", device="cpu", nnodes=2)

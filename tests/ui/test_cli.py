@@ -385,7 +385,8 @@ def test_portfolio_shares_the_inventory():
 
 
 def test_portfolio_emits_one_job_per_assignment(tmp_path):
-    """--emit DIR writes DIR/<job>/ for every assignment exactly as `trainplan emit` writes it."""
+    """--emit DIR writes DIR/<job>/ for every assignment exactly as `trainplan emit --steps` writes
+    it, each training its whole token budget (emit's own default is a 50-step trial)."""
     from planner.plan import Plan
     from trainer.job import JOB_FILES
     from trainer.job_spec import JobSpec
@@ -404,7 +405,8 @@ def test_portfolio_emits_one_job_per_assignment(tmp_path):
         plan_file = job.plan.save(tmp_path / f"{a['job']}.json")
         assert Plan.load(plan_file) == job.plan  # the plan reads back
         by_emit = tmp_path / "emitted" / a["job"]
-        run("emit", str(plan_file), "--out", str(by_emit), "--name", a["job"])
+        assert job.run.steps == job.plan.training_steps > 50
+        run("emit", str(plan_file), "--out", str(by_emit), "--name", a["job"], "--steps", str(job.run.steps))
         assert sorted(p.name for p in by_emit.iterdir()) == sorted(JOB_FILES)
         assert JobSpec.load(by_emit) == job  # what `trainplan emit` writes for the same plan
         for name in JOB_FILES:  # the scripts differ only by the directory they name

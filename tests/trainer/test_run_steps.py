@@ -1,0 +1,50 @@
+"""``run --steps``: a stop on the planned schedule, not a new schedule; a finished job's rerun
+trains nothing and keeps its report (trial s23)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.jobs import read_metrics, write_job
+
+from planner.errors import ExitCode
+from planner.layout import Layout
+from trainer.job_spec import JobSpec
+from trainer.optim import lr_factor
+from trainer.train import main
+
+SINGLE = Layout(dp_shard=1)
+
+
+def train(job_dir: Path, *extra: str) -> int:
+    return main([str(job_dir), "--device", "cpu", *extra])
+
+
+def test_steps_below_the_plan_stop_it_there_on_its_own_schedule(tmp_path, in_process, capsys):
+    job = write_job(tmp_path, SINGLE, 1, steps=8, checkpoint_every=2, probe_steps=0, warmup_steps=1)
+    run = JobSpec.load(job).run
+    assert train(job, "--steps", "3") == ExitCode.OK
+    report = json.loads((job / "report.json").read_text())
+    assert report["outcome"] == "stopped" and report["steps_done"] == 3
+    assert train(job) == ExitCode.OK  # resumes at 3 and finishes the planned 8
+    records = read_metrics(job)
+    assert [r["step"] for r in records] == list(range(1, 9))
+    # every step's rate is the 8-step schedule's (a 3-step schedule had decayed to its floor by step 3)
+    expected = [run.lr * lr_factor(step - 1, run) for step in range(1, 9)]
+    assert [r["lr"] for r in records] == pytest.approx(expected)
+    assert json.loads((job / "report.json").read_text())["outcome"] == "completed"
+
+
+def test_a_finished_jobs_rerun_trains_nothing_and_keeps_its_report(tmp_path, in_process, capsys):
+    job = write_job(tmp_path, SINGLE, 1, steps=4, checkpoint_every=2, probe_steps=0)
+    assert train(job) == ExitCode.OK
+    report = (job / "report.json").read_text()
+    assert json.loads(report)["measured"]["step_s"] is not None
+    capsys.readouterr()
+    assert train(job) == ExitCode.OK
+    assert "the job is complete: at step 4 of 4" in capsys.readouterr().out
+    assert (job / "report.json").read_text() == report and len(read_metrics(job)) == 4
+    assert train(job, "--steps", "2") == ExitCode.OK  # a stop it is past already: nothing to run either
+    assert (job / "report.json").read_text() == report
