@@ -239,12 +239,12 @@ class ProgressBar:
         if not self.enabled:
             return
         done = metrics.step - self.first_step
-        total = max(1, self.last_step - self.first_step)
         if not self.is_tty and done % self.every and metrics.step != self.last_step:
             return
         elapsed = time.perf_counter() - self.started
         eta = elapsed / max(done, 1) * (self.last_step - metrics.step)
-        filled = int(self.WIDTH * done / total)
+        # The bar shows the job's progress (a resumed run starts part-filled); the ETA, this launch's rate.
+        filled = int(self.WIDTH * min(metrics.step, self.last_step) / max(1, self.last_step))
         line = (
             f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] step {metrics.step}/{self.last_step} "
             f"loss {metrics.loss:.4f} {metrics.tokens_per_s:,.0f} tok/s ETA {duration_clock(eta)}"

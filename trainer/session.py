@@ -347,7 +347,7 @@ class Session:
 
     def run_steps(self, until_step: int) -> Outcome | None:
         """Train until ``until_step``; an Outcome when the run must end early."""
-        progress = ProgressBar(self.state.step, self.run.steps, enabled=self.is_rank0)
+        progress = ProgressBar(self.state.step, self.stop_step, enabled=self.is_rank0)
         tokens_per_step = self.training.tokens_per_step(self.layout)
         while self.state.step < until_step:
             batches = self._next_batches()

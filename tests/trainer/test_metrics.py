@@ -91,6 +91,9 @@ def test_progress_line_without_a_terminal():
     lines = stream.getvalue().splitlines()
     assert len(lines) == 20  # every ~5%
     assert lines[-1].startswith("[########################] step 40/40 loss 3.2500 1,000 tok/s ETA")
+    resumed = io.StringIO()  # a run resumed at step 20 of 40: half the bar is done already
+    ProgressBar(first_step=20, last_step=40, enabled=True, stream=resumed).update(metrics(21, loss=3.25))
+    assert resumed.getvalue().startswith("[############............] step 21/40")
 
 
 def test_peak_flops_from_the_catalog():
