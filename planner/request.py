@@ -5,6 +5,7 @@ turns a request into its scored candidate table.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -223,10 +224,11 @@ def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None
             if gpu_id in out:
                 raise ValueError(f"GPU {gpu_id} is given twice ({gid})")
             out[gpu_id] = limit
-    problems = {g: gpu_problem(request, catalog.gpu(g)) for g in out}
-    runs = {g: n for g, n in out.items() if problems[g] is None}
-    if not runs:
-        raise next(p for p in problems.values() if p is not None)
+    runs = {g: out[g] for g in runnable_gpus(request, catalog, out)}
+    if not runs:  # every type has a problem: the first one's is the answer
+        problem = gpu_problem(request, catalog.gpu(next(iter(out))))
+        assert problem is not None
+        raise problem
     check_search_breadth(request, len(runs))
     return runs
 
@@ -245,6 +247,12 @@ def check_search_breadth(request: PlanRequest, gpu_types: int) -> None:
             f" layers) x {degrees} expert-parallel degrees ({request.model.num_experts} experts) = {breadth:,},"
             f" more than {MAX_SEARCH_BREADTH:,}; name fewer GPU types (--gpus)"
         )
+
+
+def runnable_gpus(request: PlanRequest, catalog: Catalog, ids: Iterable[str]) -> list[str]:
+    """The ids of ``ids`` the request can run on (``gpu_problem`` None): the search's GPU types, and
+    the app's candidates for why a type lost."""
+    return [g for g in ids if gpu_problem(request, catalog.gpu(g)) is None]
 
 
 def gpu_problem(request: PlanRequest, gpu: GPUSpec) -> ValueError | None:

@@ -439,7 +439,9 @@ def fleet(
     requests = spec.requests({g: None for g in prices})
     budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
     if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, and budgets bound rent it trades off
-        ignored = (["[inventory]"] if spec.inventory else []) + [f"budget_usd ({', '.join(budgeted)})"] * bool(budgeted)
+        ignored = ["[inventory]"] if spec.inventory else []
+        if budgeted:
+            ignored.append(f"budget_usd ({', '.join(budgeted)})")
         render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):

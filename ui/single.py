@@ -15,7 +15,7 @@ from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_
 from planner.fmt import energy, one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
-from planner.request import gpu_problem
+from planner.request import runnable_gpus
 from ui import app_core, figures
 from ui.cached import (
     cached_calibration,
@@ -271,8 +271,7 @@ def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
 
 def show_why_not(tr: Labels, inputs: Inputs) -> None:
     # A type the request cannot run on at all (fp8 on an A100) is no candidate: plan leaves it out.
-    runs = [g for g in inputs.request.gpus or catalog().gpus if gpu_problem(inputs.request, catalog().gpu(g)) is None]
-    options = ["", *runs]
+    options = ["", *runnable_gpus(inputs.request, catalog(), inputs.request.gpus or catalog().gpus)]
     if st.session_state.get("why_not_gpu") not in options:
         st.session_state["why_not_gpu"] = ""
     gpu = st.selectbox(tr("why_not_gpu"), options, key="why_not_gpu", format_func=lambda g: g or tr("pick_gpu"))

@@ -12,9 +12,9 @@ ceiling binds it later, never sooner. A job over more than one node (``Feature.M
 held at what jobs of more than one node measured: an 8-GPU record (MPT-3B at 512 tokens, 64 % on A100)
 says nothing of 2,048 GPUs.
 A calibration file that measured the GPU lifts the ceiling for it (the user's own measurement
-outranks the published ones; planner/accuracy/__init__.py). The point is held, not its band: 46 of
-the 449 validation rows beat the ceiling their regime had without their source, so the band's
-fast end may pass it (docs/validation.md, "The efficiency ceiling").
+outranks the published ones; planner/accuracy/__init__.py). The point is held, not its band: about
+one validation row in ten beat the ceiling its regime had without its source (bench/validate_bands.py
+counts them), so the band's fast end may pass it (docs/validation.md, "The efficiency ceiling").
 """
 
 from __future__ import annotations
