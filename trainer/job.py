@@ -22,6 +22,7 @@ from planner.plan import Plan
 from planner.units import SECONDS_PER_HOUR
 from trainer.files import write_atomic
 from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides, memory_headroom, modelled_overrides
+from trainer.worker import WORKER_MODULE
 
 DEFAULT_K8S_IMAGE = "trainplan:latest"
 DEFAULT_K8S_PVC = "trainplan-jobs"
@@ -114,6 +115,13 @@ def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
         raise ValueError(f"--out {out_dir}: the directory is not empty and holds no job; use a new one, or --force")
 
 
+def default_steps(plan: Plan) -> int:
+    """A job's steps when none are given: the plan's token budget at its batch (the training the plan
+    is for; ``trainplan run --steps K`` trains a trial of K on that schedule), else RunSettings' own
+    default for a plan without one (an estimate)."""
+    return plan.training_steps or RunSettings.model_fields["steps"].default
+
+
 def checkpoint_interval(plan: Plan, run: RunSettings) -> RunSettings:
     """``run`` with ``checkpoint_every`` set to the plan's Young/Daly interval (in steps), unless
     the caller set it or the plan has none (an older plan file, or a zero failure rate)."""
@@ -193,13 +201,13 @@ NUM_NODES={nodes}
 NPROC_PER_NODE={procs}
 if [ "$NUM_NODES" -eq 1 ]; then
   exec python -m trainer.torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
-    -m trainer.train "$JOB_DIR" "$@"
+    -m {WORKER_MODULE} "$JOB_DIR" "$@"
 fi
 : "${{RDZV_ENDPOINT:?set RDZV_ENDPOINT=host:port of node 0 and NODE_RANK on each of the $NUM_NODES nodes}}"
 exec python -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
   --rdzv-backend c10d --rdzv-endpoint "$RDZV_ENDPOINT" --rdzv-id {shlex.quote(spec.name)} \\
   --max-restarts "${{MAX_RESTARTS:-0}}" \\
-  -m trainer.train "$JOB_DIR" "$@"
+  -m {WORKER_MODULE} "$JOB_DIR" "$@"
 """
 
 
@@ -230,7 +238,7 @@ head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 srun --kill-on-bad-exit=1 python -m trainer.torchrun \\
   --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
   --rdzv-backend c10d --rdzv-endpoint "$head_node:{RDZV_PORT}" --rdzv-id "$SLURM_JOB_ID" \\
-  -m trainer.train "$JOB_DIR" "$@"
+  -m {WORKER_MODULE} "$JOB_DIR" "$@"
 """
 
 
@@ -268,7 +276,7 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         "--master-port",
         "$(MASTER_PORT)",
         "-m",
-        "trainer.train",
+        WORKER_MODULE,
         job_path,
     ]
     container = {
@@ -344,7 +352,7 @@ def render_readme(spec: JobSpec, job_dir: Path, pvc: str) -> str:
 |---|---|
 {table}
 
-`job.json` is the whole job (plan + run settings); the scripts only start `python -m trainer.train`.
+`job.json` is the whole job (plan + run settings); the scripts only start `python -m {WORKER_MODULE}`.
 
 ## Run
 

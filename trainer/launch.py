@@ -2,7 +2,7 @@
 
 ``run_job`` takes an exclusive lock on the job directory, prepares the data once (before any
 process group exists, so a long tokenisation cannot hit a collective timeout), starts
-``python -m trainer.torchrun ... -m trainer.train JOB_DIR`` (torchrun that reports a failed worker
+``python -m trainer.torchrun ... -m trainer.worker JOB_DIR`` (torchrun that reports a failed worker
 in one line, trainer/torchrun.py) with the plan's world size, passes its output straight through, forwards SIGINT/SIGTERM to it, and handles the trainer's
 "replan needed" exit. Resuming needs nothing here: the trainer loads its latest good checkpoint.
 """
@@ -29,6 +29,7 @@ from trainer.job_spec import JobSpec, check_estimate_current
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
 from trainer.preemption import Interrupted, signals_interrupt
+from trainer.worker import WORKER_MODULE
 
 __all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
 
@@ -40,7 +41,6 @@ MAX_PROCS_PER_NODE = 1024  # processes one agent starts: more is a hand-edited p
 RDZV_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_REPLANS = 3  # a corrected plan that still does not fit is not retried forever
 TERMINATE_GRACE_S = 30.0  # after forwarding a signal, before SIGKILL (when the launcher itself fails)
-TRAINER_MODULE = "trainer.train"
 
 
 def resolve_device(device: str) -> str:
@@ -98,7 +98,7 @@ def torchrun_command(
     node_rank: int = 0,
     rdzv_endpoint: str | None = None,
     rdzv_id: str | None = None,
-    module: str = TRAINER_MODULE,
+    module: str = WORKER_MODULE,
 ) -> list[str]:
     """The torchrun argv for this node. Defaults come from the plan; overrides are for CPU runs and tests."""
     plan = spec.plan
@@ -345,7 +345,7 @@ def run_job(
     node_rank: int = 0,
     rdzv_endpoint: str | None = None,
     rdzv_id: str | None = None,
-    module: str = TRAINER_MODULE,
+    module: str = WORKER_MODULE,
 ) -> int:
     """Run (or resume) the job in ``job_dir`` on this node; returns the exit code.
 
@@ -364,7 +364,7 @@ def run_job(
         check_rdzv_id(rdzv_id)
     device = resolve_device(device)
     per_node = _node_ranks(spec, nproc, nnodes, node_rank)[1]
-    if module == TRAINER_MODULE:  # the trainer's own rule (a stand-in module of the tests checks nothing)
+    if module == WORKER_MODULE:  # the trainer's own rule (a stand-in module of the tests checks nothing)
         check_world(spec, per_node * (nnodes or spec.plan.num_nodes))
     check_visible_gpus(device, per_node)
     check_estimate_current(spec.plan, spec.run, per_node, device)  # before anything starts or allocates
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rdzv-endpoint")
     parser.add_argument("--rdzv-id")
     parser.add_argument("--prepare-only", action="store_true", help="build the data shards and exit")
-    parser.add_argument("--module", default=TRAINER_MODULE, help=argparse.SUPPRESS)  # tests: a stand-in trainer
+    parser.add_argument("--module", default=WORKER_MODULE, help=argparse.SUPPRESS)  # tests: a stand-in trainer
     args = parser.parse_args(argv)
     setup_logging()
     try:

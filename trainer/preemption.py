@@ -6,15 +6,15 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from planner.errors import ExitCode
 
 
 class PreemptionFlag:
     """SIGTERM (preemption, or the parent's death: trainer/locks.py) and SIGINT (Ctrl-C) set a flag;
-    the loop saves at the next step boundary and exits. Installed once, as early as the worker
-    starts (``install``), so a signal during start-up is not a traceback either."""
+    the loop saves at the next step boundary and exits. Installed once the model is built (before
+    that, :func:`stop_at_once`)."""
 
     _installed: PreemptionFlag | None = None
     SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -64,18 +64,34 @@ class Interrupted(BaseException):
 
 
 @contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGINT raise :class:`Interrupted` inside the block (in the main thread: Python
-    runs handlers only there, and elsewhere the caller's own handling stays)."""
+def _stop_signals_handled_by(handler) -> Iterator[None]:
+    """SIGTERM and SIGINT go to ``handler`` inside the block, in the main thread (Python runs
+    handlers only there; elsewhere the caller's own handling stays); the previous ones after it."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, handler) for sig in PreemptionFlag.SIGNALS} if in_main_thread else {}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def signals_interrupt() -> AbstractContextManager[None]:
+    """SIGTERM and SIGINT raise :class:`Interrupted` inside the block."""
 
     def interrupt(signum, frame) -> None:
         del frame
         raise Interrupted(signum)
 
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, interrupt) for sig in PreemptionFlag.SIGNALS} if in_main_thread else {}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return _stop_signals_handled_by(interrupt)
+
+
+def stop_at_once() -> AbstractContextManager[None]:
+    """SIGTERM and SIGINT take their default action inside the block, until a run installs its
+    :class:`PreemptionFlag` (trainer/session.py, once the model is built): the kernel ends the worker
+    at once, also inside a rendezvous or collective that waits for a peer already gone, where a
+    Python handler would wait for the call to return (a rank that set a flag there hung until
+    torchrun's SIGKILL, 30 s later). No step has run, so nothing is lost; torchrun's own line says
+    that a worker still starting saved nothing. Before, Ctrl-C while torch imported was a
+    KeyboardInterrupt traceback from every rank."""
+    return _stop_signals_handled_by(signal.SIG_DFL)

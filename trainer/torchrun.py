@@ -13,21 +13,24 @@ errors escape as Python tracebacks:
   Kubernetes ``restartPolicy: ExitCode`` treat as retryable, unlike torchrun's 1.
 
 The agent also asks for SIGTERM when its own parent (``trainplan run``) dies, so it never trains on
-detached; its workers do the same (trainer/locks.py).
+detached; its workers do the same (trainer/locks.py). torch is imported inside ``main``, under
+``signals_interrupt``: its import takes seconds, and Ctrl-C there was a KeyboardInterrupt traceback.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
-
-from torch.distributed.elastic.multiprocessing.api import SignalException
-from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-from torch.distributed.run import determine_local_world_size, parse_args, run
+from typing import TYPE_CHECKING
 
 from planner.errors import ExitCode
 from trainer.locks import die_with_parent
+from trainer.preemption import Interrupted, signals_interrupt
+
+if TYPE_CHECKING:
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 # The trainer's own codes that say more than torchrun's 1 (planner/errors.py).
 _TRAINER_CODES = {
@@ -38,6 +41,27 @@ _TRAINER_CODES = {
     ExitCode.ABORTED,
     ExitCode.PREEMPTED,
 }
+
+
+# What torch's agent logs on every stop signal, which this launcher's own line says (torch 2.6-2.13).
+_SAID_IN_OUR_LINE = {
+    "torch.distributed.elastic.agent.server.api": "Received %s death signal, shutting down workers",
+    "torch.distributed.elastic.multiprocessing.api": "Sending process %s closing signal %s",
+}
+
+
+class _Drop(logging.Filter):
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != self.message
+
+
+def _quiet_stop_chatter() -> None:
+    for name, message in _SAID_IN_OUR_LINE.items():
+        logging.getLogger(name).addFilter(_Drop(message))
 
 
 def failure_line(error: ChildFailedError) -> str:
@@ -59,6 +83,15 @@ def failure_code(error: ChildFailedError) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     die_with_parent(signal.SIGTERM)
+    try:
+        with signals_interrupt():  # nothing started yet: a stop here is one line, not a traceback
+            from torch.distributed.elastic.multiprocessing.api import SignalException
+            from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+            from torch.distributed.run import determine_local_world_size, parse_args, run
+    except Interrupted as stop:
+        print(f"torchrun: {stop} while starting; no worker had started", file=sys.stderr)
+        return stop.exit_code
+    _quiet_stop_chatter()
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:

@@ -50,7 +50,7 @@ from trainer.parallel import (
     stage_ac_blocks,
 )
 from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, build_native_stage, local_stage_ids
-from trainer.preemption import PreemptionFlag
+from trainer.preemption import stop_at_once
 from trainer.probe import check_plan
 from trainer.session import Outcome, Session
 
@@ -273,7 +273,11 @@ def leave_together(device_type: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    preemption = PreemptionFlag.install()  # SIGTERM/Ctrl-C from here on: a clean stop, no traceback
+    with stop_at_once():  # until the session's flag: no step to save, and no peer to wait for
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     if "TORCHELASTIC_RUN_ID" in os.environ:  # started by torchrun: stop when the agent dies
         die_with_parent(signal.SIGTERM)
     setup_logging()
@@ -295,7 +299,6 @@ def main(argv: list[str] | None = None) -> int:
         _report_error(describe_os_error(exc, args.job_dir))
         return record_exit(args.job_dir, ExitCode.DISK_FULL if exc.errno == errno.ENOSPC else ExitCode.INVALID)
     finally:
-        preemption.close()
         if dist.is_initialized():
             dist.destroy_process_group()
 

@@ -156,7 +156,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "why_not_gpu": "",
         "scaling_gpu": "",
         "emit_name": "trainplan-job",
-        "emit_steps": 50,
+        "emit_steps": None,  # the plan's token budget (emit's default)
         "run_steps": 20,
         "job_name": "job-1",
         "horizon_days": 0.0,

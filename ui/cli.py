@@ -402,12 +402,12 @@ def portfolio(
         return
     emitted = None
     if emit_dir is not None:
-        from trainer.job import emit_job
+        from trainer.job import default_steps, emit_job
         from trainer.job_spec import RunSettings
 
-        # Each job trains its whole token budget (RunSettings' 50 steps are emit's smoke-test default).
+        # Each job trains its whole token budget, as `emit` does.
         emitted = {
-            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=a.plan.training_steps or 1))
+            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)))
             for a in solution.assignments
         }
     render.portfolio(solution, as_json=as_json, emitted=emitted)

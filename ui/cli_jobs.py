@@ -75,7 +75,9 @@ def detect(as_json: bool = JSON) -> None:
 def emit(
     plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
     out: Path = typer.Option(..., "--out", help="job directory to write"),
-    steps: int = typer.Option(50, help="optimizer steps to train"),
+    steps: int | None = typer.Option(
+        None, help="optimizer steps to train (default: the plan's token budget at its batch, else 50)"
+    ),
     checkpoint_every: int | None = typer.Option(
         None,
         "--checkpoint-every",
@@ -103,7 +105,7 @@ def emit(
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
     from planner.plan import Plan
-    from trainer.job import emit_job
+    from trainer.job import default_steps, emit_job
     from trainer.job_spec import RunSettings
 
     given = {
@@ -115,8 +117,9 @@ def emit(
         raise ValueError("--out: give a directory name")
     if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
         check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
+    plan = Plan.load(plan_file)
     run = RunSettings(
-        steps=steps,
+        steps=default_steps(plan) if steps is None else steps,
         data=data,
         tokenizer=tokenizer,
         seed=seed,
@@ -125,7 +128,7 @@ def emit(
     )
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
     applied = applied_calibration(choose_calibration(calibration, no_calibration))
-    job_json = emit_job(Plan.load(plan_file), out, name=name, run=run, force=force, calibration=applied)
+    job_json = emit_job(plan, out, name=name, run=run, force=force, calibration=applied)
     render.emitted(job_json, as_json=as_json)
 
 

@@ -428,6 +428,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "download_plan": ("Download plan.json", "下载 plan.json"),
     "emit_name": ("Job name", "任务名称"),
     "emit_steps": ("Training steps in the job", "任务中的训练步数"),
+    "emit_steps_budget": ("the plan's tokens: {steps:,} steps", "方案的全部 token：{steps:,} 步"),
     "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
     "estimate_attention": (
         "A plan that assumes the {kernel} attention kernel is an estimate only: trainplan's trainer runs the kernel "

@@ -331,11 +331,25 @@ def detected(found, *, as_json: bool) -> None:
 
 
 def emitted(job_json: Path, *, as_json: bool) -> None:
-    job_dir = job_json.parent
+    from trainer.job_spec import JobSpec
+
+    job_dir, spec = job_json.parent, JobSpec.load(job_json.parent)
+    run, budget = spec.run, spec.plan.training_tokens
     if as_json:
-        emit_json({"job_dir": str(job_dir), "files": sorted(p.name for p in job_dir.iterdir() if p.is_file())})
+        files = sorted(p.name for p in job_dir.iterdir() if p.is_file())
+        emit_json(
+            {"job_dir": str(job_dir), "files": files, "steps": run.steps, "checkpoint_every": run.checkpoint_every}
+        )
         return
-    out.print(f"job written to {job_dir} (run it: trainplan run {job_dir})")
+    whose = f" (the plan's {budget:,.0f} tokens)" if budget and run.steps == spec.plan.training_steps else ""
+    saves = f"a checkpoint every {counted(run.checkpoint_every, 'step')}"
+    if not run.save_checkpoints:
+        saves = "no checkpoints"
+    elif run.checkpoint_every >= run.steps:  # the goodput interval of a long training, on a short job
+        saves += ", so one at the end (or when stopped)"
+    out.print(escape(f"job written to {job_dir}: {counted(run.steps, 'step')}{whose}, {saves}"))
+    trial = f"; a trial of its first steps: trainplan run {job_dir} --steps 20" if run.steps > 20 else ""
+    out.print(escape(f"run it: trainplan run {job_dir}{trial}"))
 
 
 def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:

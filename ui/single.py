@@ -16,6 +16,7 @@ from planner.fmt import energy, one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
 from planner.request import runnable_gpus
+from trainer.job import default_steps
 from ui import app_core, figures
 from ui.cached import (
     cached_calibration,
@@ -291,12 +292,15 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
         return
     left, right = st.columns(2)
     name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
-    steps = right.number_input(tr("emit_steps"), min_value=1, step=10, key="emit_steps")
+    budget = default_steps(plan)  # emit's own default: the plan's token budget
+    given = right.number_input(
+        tr("emit_steps"), min_value=1, step=10, key="emit_steps", placeholder=tr("emit_steps_budget", steps=budget)
+    )
     if not JOB_NAME.fullmatch(name) or name in (".", ".."):  # the zip's folder and file name
         st.error(tr("emit_name_bad", name=plain(name)))
         return
     try:
-        data = cached_job_zip(plan.to_json(), name, int(steps))
+        data = cached_job_zip(plan.to_json(), name, budget if given is None else int(given))
     except ValueError as exc:  # the trainer's refusal, in its words
         st.error(tr("emit_failed", error=plain(one_line(exc))))
         return

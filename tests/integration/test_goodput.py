@@ -259,3 +259,30 @@ def test_a_job_shorter_than_its_start_up_is_the_start_up_and_one_checkpoint():
     assert warning.startswith("the job trains for 0.5 seconds (1 step of 32,768 tokens): start-up (10.0 minutes)")
     long = build_plan(LLAMA8B, "h100-sxm", Layout(), cfg, num_gpus=8, catalog=CATALOG, training_tokens=1e9)
     assert fixed_cost_warnings(long) == ()
+
+
+def test_emit_trains_the_plans_token_budget_unless_steps_are_given(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from ui.cli import app
+
+    p = small_plan()  # 1e10 tokens at 8 x 1,024 tokens per step
+    assert p.training_steps == math.ceil(1e10 / p.estimate.global_batch_tokens)
+    p.save(tmp_path / "plan.json")
+    without_budget = p.model_copy(update={"training_tokens": None})
+    without_budget.save(tmp_path / "estimate.json")
+    runner = CliRunner()
+    cases = (("plan.json", [], p.training_steps), ("plan.json", ["--steps", "30"], 30), ("estimate.json", [], 50))
+    for i, (plan_file, extra, steps) in enumerate(cases):
+        out = tmp_path / f"job{i}"
+        result = runner.invoke(app, ["emit", str(tmp_path / plan_file), "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        run = json.loads((out / "job.json").read_text())["run"]
+        assert run["steps"] == steps
+        text = " ".join(result.output.split())
+        assert f"{steps:,} steps" in text and ("(the plan's 10,000,000,000 tokens)" in text) == (i == 0), text
+        assert f"trainplan run {out} --steps 20" in text  # the trial, on the job's own schedule
+        # A goodput interval longer than the job: its one checkpoint is the last.
+        assert ("so one at the end (or when stopped)" in text) == (run["checkpoint_every"] >= steps), text
+    json_out = runner.invoke(app, ["emit", str(tmp_path / "plan.json"), "--out", str(tmp_path / "j"), "--json"])
+    assert json.loads(json_out.output)["steps"] == p.training_steps

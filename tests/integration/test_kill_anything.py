@@ -165,12 +165,12 @@ def test_a_job_survives_every_kind_of_kill_and_matches_an_uninterrupted_run(tmp_
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(30)
         elif kind == "agent":  # the worker gets SIGTERM from the kernel and saves
-            worker = process_of(proc, "trainer.train")
+            worker = process_of(proc, "trainer.worker")
             os.kill(process_of(proc, "trainer.torchrun"), signal.SIGKILL)
             assert proc.wait(90) == 128 + signal.SIGKILL, note
             wait_for(lambda worker=worker: not alive(worker), 90, "the orphaned worker to save and exit")
         elif kind == "worker":
-            os.kill(process_of(proc, "trainer.train"), signal.SIGKILL)
+            os.kill(process_of(proc, "trainer.worker"), signal.SIGKILL)
             assert proc.wait(90) == ExitCode.FAILED, note
         else:
             try:

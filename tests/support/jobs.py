@@ -134,7 +134,7 @@ def torchrun_command(job_dir: Path, nproc: int, *extra: str) -> list[str]:
     return [
         *torchrun_prefix(nproc),
         "-m",
-        "trainer.train",
+        "trainer.worker",
         str(job_dir),
         "--device",
         "cpu",

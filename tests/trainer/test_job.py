@@ -121,7 +121,7 @@ def test_launch_sh_runs_torchrun_with_the_exact_job_dir(tmp_path: Path) -> None:
         "--nproc-per-node",
         "8",
         "-m",
-        "trainer.train",
+        "trainer.worker",
         str(job_dir),
         "--steps",
         "5",
@@ -152,7 +152,7 @@ def test_launch_sh_multi_node_needs_an_endpoint(tmp_path: Path) -> None:
         "--max-restarts",
         "0",
         "-m",
-        "trainer.train",
+        "trainer.worker",
         str(tmp_path / "job"),
     ]
 
@@ -188,7 +188,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         "--rdzv-id",
         "77",
         "-m",
-        "trainer.train",
+        "trainer.worker",
         str(job_dir),
     ]
     assert not list(tmp_path.rglob("PWNED*"))
@@ -226,7 +226,7 @@ def test_k8s_manifest_is_a_valid_pytorchjob(tmp_path: Path, num_nodes: int) -> N
         # trainer.torchrun exits 143 on SIGTERM: a preempted pod is retried under restartPolicy ExitCode
         assert command[:7] == ["python", "-m", "trainer.torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
         assert replica["restartPolicy"] == "ExitCode"
-        assert command[-3:] == ["-m", "trainer.train", "/jobs/Tiny_Run.1"]
+        assert command[-3:] == ["-m", "trainer.worker", "/jobs/Tiny_Run.1"]
         claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
         assert claims == ["trainplan-jobs"]
         assert {"name": "jobs", "mountPath": "/jobs"} in container["volumeMounts"]

@@ -104,6 +104,8 @@ def test_plan_card_matches_the_api_and_every_panel_renders():
     assert list(top[EN("col_num_gpus")]) == [p.num_gpus for p in (expected.plan, *expected.alternatives)]
     open_tab(at, "tab_downloads")
     assert {b.key for b in at.get("download_button")} == {"download_plan", "download_job"}
+    steps = at.number_input(key="emit_steps")  # unset: the job trains the plan's tokens, as emit's default
+    assert steps.value is None and f"{expected.plan.training_steps:,} steps" in steps.proto.placeholder
 
 
 def test_every_widget_has_a_key_in_every_mode():
