@@ -68,6 +68,7 @@ from ui.cli_options import (
     app,
     flag_error,
 )
+from ui.console import ABORTED_LINE
 from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs, save_plan, whole_tokens
 
 
@@ -489,7 +490,7 @@ def _main(argv: list[str] | None) -> int:
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
-        print("trainplan: aborted", file=sys.stderr)
+        print(ABORTED_LINE, file=sys.stderr)
         return ExitCode.ABORTED
     except BrokenPipeError:
         return ExitCode.OK

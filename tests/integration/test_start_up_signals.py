@@ -1,5 +1,5 @@
-"""Ctrl-C while a run starts: torch's import takes seconds in the torchrun agent and in every worker,
-and a stop signal there was a KeyboardInterrupt traceback per process (or, for a worker that had set
+"""Ctrl-C while a process starts: the CLI's import takes a second, torch's takes seconds in the torchrun
+agent and in every worker, and a stop signal there was a KeyboardInterrupt traceback per process (or, for a worker that had set
 its flag while a peer had died, a hang in the rendezvous until torchrun's SIGKILL 30 s later).
 
 Each signal below is sent at a moment read from /proc (a handler installed, torch's library mapped),
@@ -37,9 +37,10 @@ def _catches(pid: int, sig: signal.Signals) -> bool:
     return bool(int(mask, 16) >> (sig - 1) & 1)
 
 
-def _imports_torch(pid: int) -> bool:
+def _maps(pid: int, library: str) -> bool:
+    """Whether the process has ``library`` mapped: it is importing (or has imported) it."""
     try:
-        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+        return library in Path(f"/proc/{pid}/maps").read_text()
     except OSError:
         return False
 
@@ -106,6 +107,22 @@ def test_ctrl_c_while_torchrun_imports_torch_is_one_line(tmp_path: Path) -> None
     assert err == "torchrun: stopped by SIGINT while starting; no worker had started\n", err
 
 
+def test_ctrl_c_while_trainplan_imports_is_one_line() -> None:
+    cli = subprocess.Popen(
+        [TRAINPLAN, "catalog"],
+        cwd=REPO,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # pandas' extensions are mapped while ui.cli imports the planner (a second or more).
+    wait_for(lambda: _maps(cli.pid, "pandas/_libs") or cli.poll() is not None, 60, "the CLI's import", 0.005)
+    cli.send_signal(signal.SIGINT)
+    out, err = cli.communicate(timeout=60)
+    assert cli.returncode == ExitCode.ABORTED and err == "trainplan: aborted\n", (out, err)
+
+
 @pytest.mark.slow
 def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly_and_at_once(tmp_path: Path) -> None:
     job = write_job(tmp_path / "job", Layout(dp_shard=2), 2, seq_len=16, micro_batch=1)
@@ -121,7 +138,7 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly_and_at_once(tmp_pa
 
     def both_workers_import_torch() -> bool:
         workers = _workers(launcher)
-        return len(workers) == 2 and all(_imports_torch(pid) for pid in workers)
+        return len(workers) == 2 and all(_maps(pid, "libtorch") for pid in workers)
 
     wait_for(lambda: both_workers_import_torch() or launcher.poll() is not None, 120, "the workers' start", 0.01)
     assert launcher.poll() is None, log.read_text()
