@@ -274,6 +274,8 @@ def kernel_problem(kernel: AttentionKernel | None, gpu: GPUSpec) -> str | None:
     major = None if gpu.compute_capability is None else gpu.compute_capability[0]
     if kernel == AttentionKernel.FLASH3 and major != FLASH3_CAPABILITY_MAJOR:
         return f"--attention flash3: FlashAttention-3 runs on Hopper GPUs only (sm90), not on {gpu.id}"
+    if kernel == AttentionKernel.CUDNN and gpu.vendor != "nvidia":  # an NVIDIA library
+        return f"--attention cudnn: cuDNN's attention runs on NVIDIA GPUs only, not on {gpu.id} ({gpu.vendor})"
     return None
 
 

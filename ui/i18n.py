@@ -305,7 +305,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "regime_words": ("{stack} on {generation}", "{generation} 上的 {stack}"),
     "feature_tp": ("tp > 1", "tp > 1"),
     "feature_pp": ("pp > 1", "pp > 1"),
-    "feature_long": ("cp > 1 or sequence ≥ 32K", "cp > 1 或序列 ≥ 32K"),
+    "feature_long": ("sequence ≥ 32K", "序列 ≥ 32K"),
+    "feature_cp": ("cp > 1", "cp > 1"),
     "feature_moe": ("MoE", "MoE"),
     "feature_fp8": ("fp8", "fp8"),
     "feature_multi_gpu": ("more than one GPU", "多 GPU"),
@@ -428,6 +429,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "download_plan": ("Download plan.json", "下载 plan.json"),
     "emit_name": ("Job name", "任务名称"),
     "emit_steps": ("Training steps in the job", "任务中的训练步数"),
+    "gpu_left_out": (
+        "{gpu} left out of the search: the attention kernel or the precision chosen does not run on it",
+        "{gpu} 未参与搜索：所选的注意力内核或精度不能在其上运行",
+    ),
     "emit_steps_budget": ("the plan's tokens: {steps:,} steps", "方案的全部 token：{steps:,} 步"),
     "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
     "estimate_attention": (

@@ -29,9 +29,9 @@ def risk_line(result) -> str:
     u = p.estimate.uncertainty
     return escape(
         f"risk {risk} changed the choice: judged at the median (p50) the search would take "
-        f"{p.num_gpus} x {p.gpu} ({p.layout.describe()}), {at_risk(p.estimate, 'p50')} at p50 and "
-        f"{at_risk(p.estimate, risk)} at {risk} (this plan: {at_risk(result.plan.estimate, 'p50')} and "
-        f"{at_risk(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
+        f"{p.num_gpus} x {p.gpu} ({p.layout.describe()}), {risk_figures(p.estimate, 'p50')} at p50 and "
+        f"{risk_figures(p.estimate, risk)} at {risk} (this plan: {risk_figures(result.plan.estimate, 'p50')} and "
+        f"{risk_figures(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
     )
 
 
@@ -166,12 +166,6 @@ def tie_rule_line(result) -> str | None:
         f"objective {objective.value}: plans within {NEAR_TIE_FRACTION:.0%} of the best {risk} {first} count as "
         f"tied, and the {then} of them is chosen (NEAR_TIE_FRACTION)"
     )
-
-
-def at_risk(e: Estimate, risk: str) -> str:
-    """The time to train at a risk quantile (the figure the search judged the plan by)."""
-    u = e.uncertainty
-    return "-" if u is None or u.time_to_train_h_at_risk is None else duration_h(u.time_to_train_h_at_risk[risk])
 
 
 def near_tie_json(result) -> dict:

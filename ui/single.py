@@ -311,10 +311,14 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
 def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ...]:
     """The planner's warnings of the request in the page's language: a MoE family on Hugging
     Face's modules (PlanRequest.hf_experts_missing), a price kind above on-demand for the chosen
-    GPU, a reserved term longer than the job (planner.api.price_warnings)."""
+    GPU, a reserved term longer than the job (planner.api.price_warnings), the chosen GPU types the
+    attention kernel or precision leaves out."""
     missing = request.hf_experts_missing
     dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
+    runs = set(runnable_gpus(request, catalog(), request.gpus or ()))
+    left_out = [g for g in request.gpus or () if g not in runs]  # planner.api.left_out_warnings
     return (
+        *(tr("gpu_left_out", gpu=g) for g in left_out),
         *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
         *(() if dearer is None else (dearer_text(tr, dearer),)),
         *(() if term is None else (commitment_text(tr, term),)),

@@ -23,6 +23,7 @@ from planner.api.notices import (
     estimate_warnings,
     fixed_cost_warnings,
     judged_at_risk,
+    left_out_warnings,
     long_job_warnings,
     plan_commitment,
     price_warnings,
@@ -263,6 +264,7 @@ def plan(
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
         warnings=request.warnings
+        + left_out_warnings(request, catalog)
         + long_job_warnings(chosen)
         + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen)

@@ -10,10 +10,10 @@ from planner.accuracy import Risk
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import Commitment, DearerKind, commitment, dearer_kind, dearer_than_on_demand, offers_of
 from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import counted, duration_words
+from planner.fmt import counted, duration_words, one_line
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
-from planner.request import PlanRequest, requested_batch_tokens, solve_request
+from planner.request import PlanRequest, gpu_problem, requested_batch_tokens, solve_request
 from planner.search.ilp import Objective, ScoredTable
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -49,6 +49,16 @@ def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tupl
     words = (left_out,) if dropped else ()
     notes = (chosen_dearer(request, catalog, chosen), plan_commitment(request.price_kind, chosen))
     return (*words, *(note.words() for note in notes if note is not None))
+
+
+def left_out_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]:
+    """The named GPU types the search leaves out because the request cannot run on them
+    (``gpu_problem``: the attention kernel, the precision); a whole-catalog search says nothing
+    (trial s24: ``--gpus h100-sxm=64,a100-80gb-sxm=64,b200=64 --attention flash3`` searched the
+    H100 alone without a word, while a lone A100 is refused)."""
+    named = [catalog.gpu(g) for g in request.gpus or {}]
+    problems = ((gpu, gpu_problem(request, gpu)) for gpu in named)
+    return tuple(f"{gpu.id} left out of the search: {one_line(problem)}" for gpu, problem in problems if problem)
 
 
 def plan_commitment(price_kind: str | None, p: Plan) -> Commitment | None:

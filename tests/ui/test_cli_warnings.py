@@ -75,3 +75,43 @@ def test_the_near_tie_rule_is_named_when_a_listed_plan_costs_less(capsys):
     cheapest = ["plan", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "h100-sxm=64", "--top", "3"]
     assert main(cheapest) == 0  # the cheapest at p80 is chosen: no word
     assert "count as tied" not in capsys.readouterr().out
+
+
+def test_the_risk_line_gives_time_and_cost_at_both_quantiles(capsys):
+    """The seeded case of tests/planner/test_accuracy.py: at p90 the search leaves the median's
+    unmeasured tp x pp layout. The line gives both figures the objective may rest on (trial s24:
+    days only, under a cost objective, made the choice look worse on every figure shown)."""
+    argv = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "h100-sxm=64,a100-80gb-sxm=128"]
+    assert main([*argv, "--objective", "time", "--top", "0", "--risk", "p90"]) == 0
+    line = " ".join(next(x for x in capsys.readouterr().out.splitlines() if "changed the choice" in x).split())
+    assert line.count("$") == 4 and "at p50 and" in line and "at p90 (this plan:" in line, line
+
+
+def test_named_gpu_types_the_kernel_cannot_run_on_are_named_when_left_out(capsys):
+    argv = ["plan", "--model", "llama3.1-8b", "--tokens", "1e10", "--seq-len", "32768", "--attention", "flash3"]
+    assert main([*argv, "--gpus", "h100-sxm=64,a100-80gb-sxm=64,b200=64", "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    left_out = [w for w in warnings if "left out of the search" in w]
+    assert [w.split()[0] for w in left_out] == ["a100-80gb-sxm", "b200"], warnings
+    assert all("FlashAttention-3 runs on Hopper GPUs only" in w for w in left_out)
+
+
+def test_the_app_names_the_gpu_types_left_out_in_its_language():
+    from planner.api import PlanRequest, plan
+    from planner.catalog.models import get_preset
+    from ui.i18n import Labels
+    from ui.single import request_texts
+
+    request = PlanRequest(
+        model=get_preset("llama3.1-8b"),
+        training_tokens=1e10,
+        gpus={"h100-sxm": 64, "b200": 64},
+        attention="flash3",
+        top_k=0,
+    )
+    chosen = plan(request).plan
+    for lang, words in (("en", "b200 left out of the search"), ("zh", "b200 未参与搜索")):
+        assert [t for t in request_texts(Labels(lang), request, chosen) if "b200" in t] == [
+            Labels(lang)("gpu_left_out", gpu="b200")
+        ]
+        assert words in Labels(lang)("gpu_left_out", gpu="b200")
