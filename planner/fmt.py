@@ -160,6 +160,14 @@ def money_band(usd: float | None, band: tuple[float, float] | None) -> str:
     return shown(usd) if band is None else f"{shown(usd)} ({shown(band[0])}-{shown(band[1])})"
 
 
+def energy_band(kwh: float | None, band: tuple[float, float] | None) -> str:
+    """``3,955 kWh (3,240-6,090)``: energy and its band, in ``energy``'s style."""
+    if kwh is None or band is None:
+        return energy(kwh)
+    number = lambda v: energy(v).removesuffix(" kWh")  # noqa: E731
+    return f"{energy(kwh)} ({number(band[0])}-{number(band[1])})"
+
+
 def number_band(value: float, band: tuple[float, float] | None, digits: int = 0) -> str:
     """``884,987 (721,030-952,431)``: a figure and its band, ``digits`` decimals."""
     text = f"{value:,.{digits}f}"

@@ -226,6 +226,11 @@ class EfficiencyCeiling(BaseModel):
     binding: bool
     uncapped_tokens_per_s: float
 
+    @property
+    def measured_by(self) -> str:
+        """'llm-foundry' or 'megatron-core, S13': the stack, and its source when that is another name."""
+        return self.stack if self.source == self.stack else f"{self.stack}, {self.source}"
+
 
 class ModelSummary(BaseModel):
     """What is trained (``model`` in the JSON of ``trainplan estimate``): parameters in total and
@@ -297,6 +302,7 @@ class Estimate(BaseModel):
     model: ModelSummary | None = None  # absent from plan files written before it
     uncertainty: Uncertainty | None = None  # the error band (absent from plan files written before it)
     ceiling: EfficiencyCeiling | None = None  # None: no measured row holds this regime's efficiency
+    attention_kernel: str | None = None  # the kernel timed, in words (absent from older plan files)
 
 
 class CalibrationMachine(BaseModel):

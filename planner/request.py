@@ -170,22 +170,30 @@ def run_settings(
     return chosen.but(partition_activations=True) if partition_activations else chosen
 
 
-def pipeline_problem(stack: Stack, layout: Layout) -> str | None:
-    """Why ``stack`` cannot run ``layout``'s pipeline or context split (None: it can): HF Trainer
-    and llm-foundry have no pipeline engine, llm-foundry no context parallelism, DeepSpeed's
-    engine runs ZeRO stage 0/1 only and no interleaved stages (``Stack.pipeline_refusals``)."""
-    if layout.cp > 1 and not stack.context_parallel:
-        return f"{stack.value} has no context parallelism: use --cp 1, or a stack that has it"
-    none, zero, interleaved = stack.pipeline_refusals(layout.pp, code(layout.sharding), layout.vpp)
-    if none:
-        return f"{stack.value} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"
-    if zero:
+def stack_problem(stack: Stack, layout: Layout) -> str | None:
+    """Why ``stack`` cannot run ``layout`` (None: it can), from ``Stack.refusals``: a pipeline
+    without an engine, DeepSpeed's engine with ZeRO-2/3 or interleaving, a context or expert split
+    the stack lacks, more sharding than it has."""
+    r = stack.refusals(layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep)
+    name = stack.value
+    if r.no_context_parallel:
+        return f"{name} has no context parallelism of the kind modelled: use --cp 1, or a stack that has it"
+    if r.no_expert_parallel:
         return (
-            f"{stack.value} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"
+            f"{name} trains Hugging Face's MoE modules, which run every expert on every rank: use --ep 1, or"
+            " --stack megatron-core for expert parallelism"
+        )
+    if r.sharding:
+        return f"{name} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {layout.sharding.value})"
+    if r.no_pipeline:
+        return f"{name} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"
+    if r.pipeline_zero:
+        return (
+            f"{name} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"
             f" zero1 or none with pp > 1 (not {layout.sharding.value})"
         )
-    if interleaved:
-        return f"{stack.value} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"
+    if r.interleaved:
+        return f"{name} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"
     return None
 
 

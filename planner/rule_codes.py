@@ -171,7 +171,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.QK_NORM_TP: "the native trainer's whole-projection q/k norm (OLMo 2) runs on one rank's heads: use tp=1",
     _C.TP_VOCAB: "vocab_size {vocab} (padded to {padded}, vocabulary-parallel loss) is not divisible by tp={tp}",
     _C.SEQ_TP_CP: "seq_len (sequence parallelism) {seq_len} is not divisible by tp*cp={degree}",
-    _C.TP_DOMAIN: "tp={tp} must divide the GPUs of one scale-up domain, {domain} here",
+    _C.TP_DOMAIN: (
+        "tp={tp} must divide the GPUs of one NVLink (scale-up) domain, {domain} here: tensor parallelism is"
+        " timed only over a GPU-to-GPU fabric, not over PCIe or the network"
+    ),
     _C.PP_LAYERS: (
         "pp*vpp={stages} pipeline stages exceed {max_stages} (num_layers {num_layers}, plus a stage for the"
         " embedding and one for the head)"
@@ -247,7 +250,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.HF_MPT_ATTN_TYPE: "{where}: attn_config.attn_type must be a string, got {type}",
     _C.HF_MPT_EXPANSION: "{where}: 'expansion_ratio' = {value} is not a sensible positive number",
     _C.HF_NEMOTRON_ACT: "{where}: hidden_act {value} is not supported for nemotron (relu2 or a GeLU)",
-    _C.HF_MISTRAL3_TEXT: "{where}: text_config.model_type {value} is not supported for mistral3 (only 'mistral')",
+    _C.HF_MISTRAL3_TEXT: "{where}: text_config.model_type {value} is not supported for mistral3 (only 'mistral' and 'ministral3')",
     _C.HF_DEEPSEEK_BIAS: "{where}: attention_bias is not supported for deepseek_v3",
     _C.HF_SHARED_EXPERT: (
         "{where}: shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width}"

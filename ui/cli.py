@@ -99,8 +99,10 @@ def estimate(
         " rank is a replica: default the rest of the GPUs, and a given count must fill them",
     ),
     dp_shard: int = typer.Option(-1, "--dp-shard", help="data-parallel shard group size; -1 = the rest of the world"),
-    sharding: Sharding = typer.Option(
-        Sharding.FSDP, help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters"
+    sharding: Sharding | None = typer.Option(
+        None,
+        help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters (default: fsdp, or the"
+        " most the stack has: zero1 for megatron-lm)",
     ),
     micro_batch: int = typer.Option(1, "--micro-batch", help="sequences per rank per micro-step"),
     seq_len: int | None = SEQ_LEN,
@@ -155,6 +157,7 @@ def estimate(
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
     # Under DDP, Layout.resolve makes the rest of the world replicas; a replica count the user names
     # is kept (dp_shard 1), so one that does not fill --num-gpus is refused, not multiplied.
+    sharding = stack.default_sharding if sharding is None else sharding
     named_replicas = dp_replicate is not None and sharding == Sharding.NONE and dp_shard == -1
     layout = Layout(
         dp_replicate=1 if dp_replicate is None else dp_replicate,

@@ -306,7 +306,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_tp": ("tp > 1", "tp > 1"),
     "feature_pp": ("pp > 1", "pp > 1"),
     "feature_long": ("sequence ≥ 32K", "序列 ≥ 32K"),
-    "feature_cp": ("cp > 1", "cp > 1"),
+    "feature_cp": ("cp > 1", "上下文并行 cp > 1"),
     "feature_moe": ("MoE", "MoE"),
     "feature_fp8": ("fp8", "fp8"),
     "feature_multi_gpu": ("more than one GPU", "多 GPU"),
@@ -315,9 +315,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_hf_modules": ("Hugging Face modules", "Hugging Face 模块"),
     "feature_offload": ("CPU offload", "CPU 卸载"),
     "ceiling_held": (
-        "Held at {mfu:.1%} MFU, the best measured in this regime ({stack}, {source}); the model alone predicts"
-        " {tokens:,.0f} tokens/s.",
-        "按此范围实测最佳 MFU {mfu:.1%} 封顶（{stack}，{source}）；模型本身预测 {tokens:,.0f} token/秒。",
+        "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
+        " model alone predicts {tokens:,.0f} tokens/s.",
+        "按此 GPU 架构、精度与规模的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。",
     ),
     "risk_changed": (
         "At the median (p50) the search would take {gpus} × {gpu} ({layout}); judged at {risk}, the pessimistic end"

@@ -76,7 +76,7 @@ def ceiling_text(tr: Labels, e: Estimate) -> str | None:
     c = e.ceiling
     if c is None or not c.binding:
         return None
-    return tr("ceiling_held", mfu=c.mfu, stack=c.stack, source=c.source, tokens=c.uncapped_tokens_per_s)
+    return tr("ceiling_held", mfu=c.mfu, source=f"{c.measured_by}: {c.row}", tokens=c.uncapped_tokens_per_s)
 
 
 def risk_text(tr: Labels, result) -> str | None:

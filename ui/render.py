@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from planner.fmt import counted, duration_band, duration_words, energy, money, money_band, number_band
+from planner.fmt import counted, duration_band, duration_words, energy_band, money, money_band, number_band
 from planner.layout import Precision
 from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_MINUTE
@@ -54,6 +54,12 @@ def breakdown_table(title: str, terms: MemoryTerms | TimeTerms, unit: str, total
     return table
 
 
+def attention_words(p: Plan) -> str:
+    """', attention cuDNN': the kernel timed (an older plan file: the one named, if any)."""
+    kernel = p.estimate.attention_kernel or (None if p.attention is None else p.attention.value)
+    return "" if kernel is None else f", attention {kernel}"
+
+
 def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
@@ -67,7 +73,7 @@ def summary_lines(p: Plan) -> list[str]:
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else "")
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
-        + ("" if p.attention is None else f", attention {p.attention.value}")
+        + attention_words(p)
         + (", partitioned activations" if p.partition_activations else ""),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e),
@@ -77,7 +83,8 @@ def summary_lines(p: Plan) -> list[str]:
     if e.time_to_train_h is not None:
         lines.append(
             f"time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
-            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}, energy {energy(e.energy_kwh)}"
+            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}, "
+            f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}"
         )
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))
@@ -136,8 +143,8 @@ def ceiling_line(e: Estimate) -> str:
     c = e.ceiling
     assert c is not None
     return (
-        f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured in this regime ({c.stack}, {c.source}: "
-        f"{c.row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
+        f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured on this GPU architecture, precision and"
+        f" scale ({c.measured_by}: {c.row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
     )
 
 

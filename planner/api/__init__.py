@@ -56,11 +56,11 @@ from planner.request import (
     default_global_batch_tokens,
     kernel_problem,
     partition_problem,
-    pipeline_problem,
     request_settings,
     requested_batch_tokens,
     run_settings,
     solve_request,
+    stack_problem,
 )
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch, solve_single
 from planner.search.score import candidate_table, scored_table, search_space
@@ -356,7 +356,7 @@ def build_plan(
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only)."""
-    if problem := partition_problem(Stack(stack), partition_activations) or pipeline_problem(Stack(stack), layout):
+    if problem := partition_problem(Stack(stack), partition_activations) or stack_problem(Stack(stack), layout):
         raise ValueError(problem)
     settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations)
     base, record = calibrated(catalog, calibration)

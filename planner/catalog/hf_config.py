@@ -51,6 +51,8 @@ _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "ministral": dense.ministral,
     "mistral3": dense.mistral3,
     "llama4": moe.llama4,
+    "llama4_text": moe.llama4_text,
+    "ministral3": dense.ministral3,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 

@@ -244,17 +244,29 @@ def ministral(cfg: HfConfig) -> dict:
     return fields | dict(family="mistral")
 
 
+def ministral3(cfg: HfConfig) -> dict:
+    """Ministral 3 (Ministral-3-*-2512, Devstral 2: transformers' Ministral3Config, the language model
+    of their ``mistral3`` checkpoints or a text-only file): Mistral's block (no biases, GQA,
+    ``head_dim``), no window unless ``sliding_window`` is set; its ``rope_parameters`` (YaRN and
+    Llama 4's attention temperature) change no weight or FLOP. The block is Mistral's."""
+    fields = llama_like(cfg, "ministral3")
+    if cfg.data.get("max_position_embeddings") is None:
+        fields["max_seq_len"] = 262144  # Ministral3Config's default
+    return fields | dict(family="mistral")
+
+
 def mistral3(cfg: HfConfig) -> dict:
     """Mistral Small 3.1 / 3.2 (``Mistral3ForConditionalGeneration``): only the language model,
     ``text_config`` (a Mistral decoder: ``family`` is ``mistral``), is read and counted; the
     Pixtral vision tower and its projector (about 0.4 B parameters in Mistral Small 3.1) are not
     planned."""
     text = text_config(cfg, {"model_type": "mistral"})
-    if text.data.get("model_type") != "mistral":
-        kind = text.data.get("model_type")
+    kind = text.data.get("model_type")
+    if kind not in ("mistral", "ministral3"):  # Mistral Small 3.x; Ministral 3 and Devstral 2
         raise cfg.error(RuleCode.HF_MISTRAL3_TEXT, value=repr(kind))
     # transformers >= 5 ties the head when the file has no top-level ``tie_word_embeddings``
     # (Mistral3Config's default true); transformers 4.x read text_config's (Mistral's default
     # false), and the released checkpoints hold a separate lm_head: that is what we count.
     tied = cfg.flag("tie_word_embeddings", text.flag("tie_word_embeddings", False))
-    return llama_like(text, "mistral") | dict(family="mistral", tied_embeddings=tied)
+    fields = ministral3(text) if kind == "ministral3" else llama_like(text, "mistral")
+    return fields | dict(family="mistral", tied_embeddings=tied)

@@ -140,6 +140,12 @@ def qwen2_moe(cfg: HfConfig) -> dict:
     )
 
 
+def llama4_text(cfg: HfConfig) -> dict:
+    """A text-only Llama 4 file (``Llama4ForCausalLM``, as fine-tunes save it): the keys of
+    ``llama4``'s ``text_config`` at the top level."""
+    return llama4(HfConfig(cfg.path, {"text_config": dict(cfg.data)})) | dict(family="llama4")
+
+
 def llama4(cfg: HfConfig) -> dict:
     """Llama 4 (Scout, Maverick): the language model (``text_config``) only, not the vision
     tower. MoE blocks (``moe_layers``, default every ``interleave_moe_layer_step``-th from

@@ -45,6 +45,18 @@ def sdpa_prefers_cudnn(capability: tuple[int, int] | None) -> bool:
     return capability in SDPA_CUDNN_FIRST_CAPABILITIES
 
 
+# TransformerEngine's fused (cuDNN) attention is its backend on Hopper and on every datacenter
+# Blackwell part (sm90, sm100, sm103: the flash-attn package it would fall back to has no sm100+
+# kernels), where SDPA's rule above names sm90 and sm100 exactly (trial s24: Megatron-Core on a
+# B300, sm103, was timed with FlashAttention-2's rates, 10 % slower than a B200).
+TE_CUDNN_MAJORS = frozenset({9, 10})
+
+
+def te_prefers_cudnn(capability: tuple[int, int] | None) -> bool:
+    """Whether TransformerEngine runs cuDNN's attention on a GPU of this (major, minor)."""
+    return capability is not None and capability[0] in TE_CUDNN_MAJORS
+
+
 class AttentionKernel(StrEnum):
     """The attention kernel a run uses (``--attention``), when not the one its stack picks."""
 

@@ -27,7 +27,7 @@ from planner.layout import (
     expert_shard_group_of,
     shard_group_of,
 )
-from planner.model.attention_kernels import sdpa_prefers_cudnn
+from planner.model.attention_kernels import sdpa_prefers_cudnn, te_prefers_cudnn
 
 SHARDING_CODES = (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2, Sharding.FSDP)
 AC_CODES = tuple(ActivationCheckpointing)
@@ -142,6 +142,7 @@ class Candidates:
     cudnn_attention_fwd_flops: np.ndarray  # cuDNN fused flash attention, the same way
     cudnn_attention_bwd_flops: np.ndarray
     sdpa_cudnn: np.ndarray  # bool: SDPA runs cuDNN's attention on this GPU (attention_kernels.py)
+    te_cudnn: np.ndarray  # bool: TransformerEngine does (attention_kernels.py)
     fp8_fast_accum: np.ndarray  # bool: FP8 GEMMs have a fast-accumulation mode (GPUSpec.fp8_fast_accumulation)
     copy_bandwidth: np.ndarray  # large device copy, bytes read + written per second
     # Measured collectives over the scale-up domain (GPUSpec.rates); NaN: the datasheet link
@@ -153,6 +154,7 @@ class Candidates:
     memory_factor: np.ndarray
     scaleup_bandwidth: np.ndarray  # bytes/s per GPU per direction
     scaleup_domain_size: np.ndarray
+    pcie_bandwidth: np.ndarray  # bytes/s per GPU per direction: the card's host link
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
     rent_unit_gpus: np.ndarray  # GPUs rented together (GPUSpec); a job pays for whole units
@@ -262,6 +264,7 @@ def hardware_columns(
         cudnn_attention_fwd_flops=nan_if_none([g.rates.cudnn_attention_fwd_flops_per_s for g in gpus]),
         cudnn_attention_bwd_flops=nan_if_none([g.rates.cudnn_attention_bwd_flops_per_s for g in gpus]),
         sdpa_cudnn=per_row(np.array([sdpa_prefers_cudnn(g.compute_capability) for g in gpus])),
+        te_cudnn=per_row(np.array([te_prefers_cudnn(g.compute_capability) for g in gpus])),
         fp8_fast_accum=per_row(np.array([g.fp8_fast_accumulation for g in gpus])),
         copy_bandwidth=nan_if_none([g.rates.copy_bandwidth_bytes_per_s for g in gpus]),
         scaleup_bus_bandwidth=nan_if_none([g.rates.scaleup_bus_bandwidth_bytes_per_s for g in gpus]),
@@ -274,6 +277,7 @@ def hardware_columns(
         hbm_bandwidth=col([g.hbm_bandwidth_bytes_per_s for g in gpus]),
         scaleup_bandwidth=col([g.scaleup_bandwidth_bytes_per_s for g in gpus]),
         scaleup_domain_size=per_row(np.asarray([g.scaleup_domain_size for g in gpus])),
+        pcie_bandwidth=col([g.pcie_bandwidth_bytes_per_s for g in gpus]),
         network_bandwidth=col(network_bandwidth),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
         rent_unit_gpus=col([g.rent_unit_gpus for g in gpus]),

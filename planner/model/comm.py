@@ -53,17 +53,22 @@ def _scaleup_rate(c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.nd
 
 def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingSettings) -> Link:
     """A mesh axis of ``size`` ranks spaced ``stride`` apart spans size*stride consecutive ranks;
-    it stays inside a scale-up domain when that span fits in one (domains are node-aligned).
-    Otherwise each domain holds ``k = domain / stride`` of its ranks (at least 1, at most
-    ``size``) whose NICs carry the ring in parallel."""
+    it stays inside a scale-up domain when that span fits in one (domains are node-aligned), else
+    inside a node, whose GPUs outside one domain reach each other over their PCIe links (a PCIe
+    card's only path, NVLink pairs' path to the other pairs; trial s24: 8 L20 were timed at the
+    NIC's 3 GB/s, not PCIe's). Past the node each node holds ``k = reach / stride`` of its ranks
+    (at least 1, at most ``size``) whose NICs carry the ring in parallel."""
     span = size * stride
     domain = np.maximum(np.minimum(c.scaleup_domain_size, c.num_gpus), 1)
-    inside = span <= domain
+    node = np.maximum(np.minimum(c.gpus_per_node, c.num_gpus), 1)
     scaleup, scaleup_latency = scaleup_rate(c, s)
-    ranks_per_domain = np.clip(domain // np.maximum(stride, 1), 1, np.maximum(size, 1))
-    network = np.minimum(scaleup, ranks_per_domain * c.network_bandwidth * s.network_bandwidth_fraction)
-    bandwidth = np.where(inside, scaleup, network)
-    latency = np.where(inside, scaleup_latency, s.latency_network_s)
+    pcie = np.minimum(scaleup, c.pcie_bandwidth * s.scaleup_bandwidth_fraction)
+    reach = np.maximum(domain, node)  # the ranks one node's NICs serve
+    inner = np.where(domain >= node, scaleup, pcie)  # the link inside that reach
+    ranks_per_reach = np.clip(reach // np.maximum(stride, 1), 1, np.maximum(size, 1))
+    network = np.minimum(inner, ranks_per_reach * c.network_bandwidth * s.network_bandwidth_fraction)
+    bandwidth = np.where(span <= domain, scaleup, np.where(span <= node, pcie, network))
+    latency = np.where(span <= reach, scaleup_latency, s.latency_network_s)
     return Link(bandwidth=bandwidth, latency=latency, base_latency=s.collective_base_latency_s)
 
 

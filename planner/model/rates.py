@@ -51,14 +51,14 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
     the catalog does not measure (``attention_kernel_factor``).
 
     The kernel: cuDNN's where the stack prefers it (``cudnn_attention``) and the GPU's compute
-    capability makes SDPA choose it (``Candidates.sdpa_cudnn``), else FlashAttention-2. Its
+    capability makes SDPA choose it (``Candidates.sdpa_cudnn``; TransformerEngine's rule,
+    ``Candidates.te_cudnn``, for a stack on it), else FlashAttention-2. Its
     rate: the catalog's figure for that kernel, else FlashAttention-2's, else
     ``attention_peak_fraction`` of the bf16 peak."""
     fallback = c.bf16_peak_flops * s.attention_peak_fraction
     fwd = np.where(np.isnan(c.attention_fwd_flops), fallback, c.attention_fwd_flops)
     bwd = np.where(np.isnan(c.attention_bwd_flops), fallback, c.attention_bwd_flops)
-    named_cudnn = s.attention_kernel == AttentionKernel.CUDNN
-    cudnn = np.asarray(s.cudnn_attention) & (c.sdpa_cudnn | named_cudnn) & ((c.cp == 1) | s.cudnn_attention_under_cp)
+    cudnn = cudnn_attention_rows(c, s)
     fwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_fwd_flops), c.cudnn_attention_fwd_flops, fwd)
     bwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_bwd_flops), c.cudnn_attention_bwd_flops, bwd)
     seq = c.seq_len / c.cp
@@ -69,6 +69,41 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
         fwd * np.where(cudnn, cudnn_fwd, fa2_fwd) * scale,
         bwd * np.where(cudnn, cudnn_bwd, fa2_bwd) * scale,
     )
+
+
+def cudnn_attention_rows(c: Candidates, s: ModelingSettings, cp_ok: bool = False) -> np.ndarray:
+    """Where the stack's attention runs cuDNN's kernel (``attention_rates``): the stack prefers it
+    and its rule (SDPA's or TransformerEngine's) picks it on the GPU, or the user named it; not
+    under context parallelism unless the stack's CP runs it (``cp_ok``: as if it did). A GPU without
+    cuDNN figures runs it at FlashAttention-2's (the rate unknown, the kernel not)."""
+    prefers = c.te_cudnn if s.transformer_engine_attention else c.sdpa_cudnn
+    chosen = np.asarray(s.cudnn_attention) & (prefers | (s.attention_kernel == AttentionKernel.CUDNN))
+    return chosen & ((c.cp == 1) | s.cudnn_attention_under_cp | cp_ok)
+
+
+def attention_kernel_words(c: Candidates, s: ModelingSettings) -> list[str]:
+    """The attention kernel each row is timed with, in words (the estimate says it: trial s24, a
+    run that went from cuDNN to FlashAttention-2 under cp lost 38-62 % of its speed unexplained)."""
+    if not s.flash_attention:
+        return ["unfused (scores through HBM)"] * len(c)
+    if s.attention_kernel not in (None, AttentionKernel.CUDNN):
+        return [KERNEL_WORDS[s.attention_kernel]] * len(c)
+    cudnn, without_cp = cudnn_attention_rows(c, s), cudnn_attention_rows(c, s, cp_ok=True)
+    cp_note = " (cuDNN without cp: this stack's context parallelism calls the flash kernel)"
+    return [
+        "cuDNN" if a else KERNEL_WORDS[AttentionKernel.FLASH2] + (cp_note if b else "")
+        for a, b in zip(cudnn.tolist(), without_cp.tolist(), strict=True)
+    ]
+
+
+KERNEL_WORDS = {
+    AttentionKernel.SDPA_FA2: "FlashAttention-2 (SDPA)",
+    AttentionKernel.FLASH2: "FlashAttention-2",
+    AttentionKernel.FLASH3: "FlashAttention-3",
+    AttentionKernel.CUDNN: "cuDNN",
+    AttentionKernel.TRITON: "Triton flash (llm-foundry)",
+    AttentionKernel.EAGER: "unfused (scores through HBM)",
+}
 
 
 def unfused_attention_rate(c: Candidates, s: ModelingSettings, head_dim: int) -> np.ndarray:

@@ -88,6 +88,9 @@ class ModelingSettings:
     # wheels cross at torch 2.11 (huggingface/transformers#48163); the H200 calibration runs
     # (torch 2.11) ran cuDNN.
     cudnn_attention: bool = True
+    # Whose rule picks cuDNN on a GPU: PyTorch SDPA's (sm90, sm100; False) or TransformerEngine's
+    # (every Hopper and datacenter Blackwell part; True: Megatron-Core), attention_kernels.py.
+    transformer_engine_attention: bool = False
     # Speed of the stack's attention relative to the catalog's rate of its kernel: another
     # kernel (FlashAttention-3, llm-foundry's Triton flash), or a stack's own overheads around it;
     # 1 for trainplan.

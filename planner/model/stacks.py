@@ -7,13 +7,14 @@ each profile here changes only what its stack changes, each for the reason given
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import NamedTuple
 
 import numpy as np
 
-from planner.layout import Implementation
+from planner.layout import Implementation, Sharding
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
-from planner.model.candidates import SHARD_ZERO1
+from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1
 from planner.model.settings import (
     DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
@@ -114,6 +115,7 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # Megatron-Bridge rows (the long-sequence context-parallel rows pin it, attention being
     # > 90 % of their step); bench/validate_heldout.py re-fits it leaving out the generation ...
     cudnn_attention=True,
+    transformer_engine_attention=True,
     cudnn_attention_under_cp=True,
     attention_kernel_factor=MEGATRON_CORE_ATTENTION_KERNEL_FACTOR,
     # ... gathers into and reduces from persistent contiguous buffers (distributed optimizer,
@@ -245,6 +247,20 @@ DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
 LLM_FOUNDRY_SETTINGS = with_attention(TORCHTITAN_SETTINGS, AttentionKernel.FLASH2)
 
 
+class StackRefusals(NamedTuple):
+    """What a stack cannot run, per row (``Stack.refusals``)."""
+
+    no_pipeline: np.ndarray  # pp > 1 where it has no pipeline engine
+    pipeline_zero: np.ndarray  # ZeRO stage 2 or 3 with pp > 1 under DeepSpeed's pipeline engine
+    interleaved: np.ndarray  # vpp > 1 under DeepSpeed's pipeline engine
+    no_context_parallel: np.ndarray
+    no_expert_parallel: np.ndarray
+    sharding: np.ndarray  # more sharding than the stack has
+
+    def any(self) -> np.ndarray:
+        return np.logical_or.reduce(tuple(self))
+
+
 class Stack(StrEnum):
     """The training software a prediction describes (``--stack``). Only ``trainplan`` plans can be
     emitted and run; the others are estimates of what that stack would do on the same layout."""
@@ -282,22 +298,43 @@ class Stack(StrEnum):
 
     @property
     def context_parallel(self) -> bool:
-        """Whether the stack splits a sequence over ranks: llm-foundry does not
-        (mosaicml/llm-foundry#1743: 'only Zero3/DP (i.e. FSDP, or HSDP) are supported')."""
-        return self is not Stack.LLM_FOUNDRY
+        """Whether the stack splits a sequence over ranks as the model times it (ring or all-gather
+        attention): llm-foundry does not (mosaicml/llm-foundry#1743: 'only Zero3/DP (i.e. FSDP, or
+        HSDP) are supported'), Megatron-LM of 2021-22 predates it, and DeepSpeed's long-sequence
+        method is Ulysses (an all-to-all over heads, not modelled)."""
+        return self not in (Stack.LLM_FOUNDRY, Stack.MEGATRON_LM, Stack.DEEPSPEED)
 
-    def pipeline_refusals(self, pp, sharding, vpp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """What the stack's pipeline refuses, per row (arrays or scalars; ``sharding`` as
-        planner/model/candidates.py codes): (pp > 1 where it has no pipeline engine, ZeRO stage 2
-        or 3 with pp > 1 and interleaved stages with pp > 1 under ``deepspeed_pipeline``). One
+    @property
+    def expert_parallel(self) -> bool:
+        """Whether the stack places experts on ranks: not on Hugging Face's modules (HF Trainer,
+        DeepSpeed), whose MoE blocks loop over every expert on every rank (DeepSpeed-MoE's expert
+        parallelism needs its own deepspeed.moe layer, and its engine asserts 'MoE not supported
+        with Stage 3')."""
+        return self.modules != Implementation.HF
+
+    @property
+    def max_sharding(self) -> int:
+        """The most a stack shards (planner/model/candidates.py codes): Megatron-LM of 2021-22 had
+        its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP."""
+        return SHARD_ZERO1 if self is Stack.MEGATRON_LM else SHARD_FSDP
+
+    @property
+    def default_sharding(self) -> Sharding:
+        """An estimate's sharding when none is named: FSDP, or the most the stack has."""
+        return Sharding.ZERO1 if self.max_sharding == SHARD_ZERO1 else Sharding.FSDP
+
+    def refusals(self, pp, sharding, vpp, cp, ep) -> StackRefusals:
+        """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes). One
         rule for the search's filter and for an estimate's refusal (planner/request.py
-        ``pipeline_problem``)."""
-        piped = np.asarray(pp) > 1
-        deepspeed = self.deepspeed_pipeline & piped
-        return (
-            piped & (not self.pipelines),
-            deepspeed & (np.asarray(sharding) > SHARD_ZERO1),
-            deepspeed & (np.asarray(vpp) > 1),
+        ``stack_problem``)."""
+        piped, deepspeed = np.asarray(pp) > 1, self.deepspeed_pipeline & (np.asarray(pp) > 1)
+        return StackRefusals(
+            no_pipeline=piped & (not self.pipelines),
+            pipeline_zero=deepspeed & (np.asarray(sharding) > SHARD_ZERO1),
+            interleaved=deepspeed & (np.asarray(vpp) > 1),
+            no_context_parallel=(np.asarray(cp) > 1) & (not self.context_parallel),
+            no_expert_parallel=(np.asarray(ep) > 1) & (not self.expert_parallel),
+            sharding=np.asarray(sharding) > self.max_sharding,
         )
 
     @property

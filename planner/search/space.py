@@ -86,7 +86,7 @@ class SearchSpace:
     # trainer's limits (planner/model/structure.py Rule.trainer_only).
     trainer_rules: bool = True
     # The stack that runs the plan: some have no pipeline engine or context parallelism, DeepSpeed's
-    # engine refuses some layouts (planner/model/stacks.py Stack.pipeline_refusals).
+    # engine refuses some layouts (planner/model/stacks.py Stack.refusals).
     stack: Stack = Stack.TRAINPLAN
 
 
@@ -208,8 +208,7 @@ def gpu_rows(
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
-        & ~np.logical_or.reduce(space.stack.pipeline_refusals(pp, sharding, rows["vpp"]))
-        & ((cp == 1) | space.stack.context_parallel)
+        & ~space.stack.refusals(pp, sharding, rows["vpp"], cp, rows["ep"]).any()
         & structurally_valid(
             model,
             tp=tp,

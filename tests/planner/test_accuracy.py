@@ -190,9 +190,10 @@ def test_a_figure_outside_its_own_band_says_which_side_the_evidence_puts_the_tru
     """Where the nearest rows all ran slower than predicted the band lies wholly above the model's
     time (the trial's GPT-OSS 20B under DeepSpeed on GB200); elsewhere it contains it."""
     model, training = get_preset("gpt-oss-20b"), TrainingConfig(seq_len=8192, micro_batch=2)
-    layout = Layout(cp=2, ep=8)
+    # DeepSpeed on HF's modules has neither cp nor ep (Stack.refusals): plain ZeRO-3 there.
+    layouts = {"deepspeed": Layout(), "torchtitan": Layout(cp=2, ep=8)}
     for stack, gpu in (("deepspeed", "gb200"), ("torchtitan", "h100-sxm")):
-        p = build_plan(model, gpu, layout, training, num_gpus=16, training_tokens=1e11, stack=stack)
+        p = build_plan(model, gpu, layouts[stack], training, num_gpus=16, training_tokens=1e11, stack=stack)
         e, u = p.estimate, p.estimate.uncertainty
         assert u is not None and u.time_to_train_h is not None and e.time_to_train_h is not None
         lo, hi = u.time_to_train_h
@@ -253,9 +254,11 @@ def test_a_ceiling_is_lifted_only_for_a_gpu_a_calibration_file_measured():
 
 def test_regime_features_of_a_row_follow_its_facts():
     r = row(tp=2, pp=4, cp=2, moe=True, precision="fp8", num_gpus=2048)
-    assert row_regime(r).features == int(F.TP | F.PP | F.LONG | F.MOE | F.FP8 | F.MULTI_GPU | F.MULTI_NODE | F.LARGE)
+    assert row_regime(r).features == int(F.TP | F.PP | F.CP | F.MOE | F.FP8 | F.MULTI_GPU | F.MULTI_NODE | F.LARGE)
     assert row_regime(dataclasses.replace(r, num_gpus=8)).features & F.MULTI_NODE == 0
-    assert row_regime(dataclasses.replace(r, cp=1, seq_len=32768)).features & F.LONG
+    # A long sequence and context parallelism are apart (trial s24: cp plans read no cp row).
+    assert row_regime(dataclasses.replace(r, cp=1, seq_len=32768)).features & (F.LONG | F.CP) == F.LONG
+    assert row_regime(dataclasses.replace(r, seq_len=65536)).features & (F.LONG | F.CP) == F.LONG | F.CP
     assert row_regime(dataclasses.replace(r, stack="deepspeed")).features & F.HF_MODULES
     assert not row_regime(r).features & (F.HF_MODULES | F.OFFLOAD)  # no validation row offloads
 

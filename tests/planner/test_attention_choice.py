@@ -68,3 +68,36 @@ def test_a_plan_assuming_a_named_kernel_is_an_estimate_and_emit_refuses_it(tmp_p
     assert not p.emittable and p.attention == K.SDPA_FA2
     with pytest.raises(ValueError, match="assumes --attention sdpa-fa2"):
         emit_job(p, tmp_path / "job", name=None, run=RunSettings())
+
+
+@pytest.mark.parametrize(
+    ("gpu", "stack", "cp", "words"),
+    [
+        ("h100-sxm", Stack.TRAINPLAN, 1, "cuDNN"),
+        ("h100-sxm", Stack.TRAINPLAN, 2, "FlashAttention-2 (cuDNN without cp"),
+        ("h100-sxm", Stack.MEGATRON_CORE, 2, "cuDNN"),
+        ("a100-80gb-sxm", Stack.TRAINPLAN, 1, "FlashAttention-2"),
+        # SDPA's rule names sm100 exactly; TransformerEngine's takes every datacenter Blackwell.
+        ("b300", Stack.TRAINPLAN, 1, "FlashAttention-2"),
+        ("b300", Stack.MEGATRON_CORE, 1, "cuDNN"),
+        ("h20", Stack.TRAINPLAN, 1, "cuDNN"),
+    ],
+)
+def test_the_estimate_names_the_kernel_it_timed(gpu, stack, cp, words):
+    training = TrainingConfig(seq_len=16384, micro_batch=1)
+    p = build_plan(MODEL, gpu, Layout(cp=cp), training, num_gpus=8, stack=stack)
+    assert p.estimate.attention_kernel is not None and p.estimate.attention_kernel.startswith(words)
+    if words == "FlashAttention-2":
+        assert p.estimate.attention_kernel == words
+
+
+def test_a_b300_under_megatron_core_times_cudnn_attention_and_is_not_slower_than_a_b200():
+    """Trial s24: Megatron-Core on a B300 (sm103) took FlashAttention-2's rates by SDPA's rule."""
+    layout, training = Layout(tp=8, sharding="zero1"), TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=8)
+    step = {
+        gpu: build_plan(
+            get_preset("llama3-70b"), gpu, layout, training, num_gpus=64, stack=Stack.MEGATRON_CORE
+        ).estimate.time.step_s
+        for gpu in ("b200", "b300")
+    }
+    assert step["b300"] <= step["b200"] * 1.01

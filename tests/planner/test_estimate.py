@@ -419,12 +419,28 @@ def test_gpus_spread_over_nodes_leave_the_scale_up_domain():
     spread = lambda layout, nodes, gpus=8, gpu="h100-sxm": estimate(  # noqa: E731
         LLAMA8B, gpu, layout, cfg, num_gpus=gpus, num_nodes=nodes, catalog=CATALOG
     )
-    with pytest.raises(ValueError, match="scale-up domain, 1 here"):
+    with pytest.raises(ValueError, match=r"\(scale-up\) domain, 1 here"):
         spread(Layout(tp=8), nodes=8)
     assert spread(Layout(tp=8), nodes=1).feasible
     one, eight = spread(Layout(), nodes=1), spread(Layout(), nodes=8)
     assert eight.time.breakdown_s.exposed_comm > one.time.breakdown_s.exposed_comm
     assert eight.time.step_s > one.time.step_s
-    with pytest.raises(ValueError, match="scale-up domain, 36 here"):
+    with pytest.raises(ValueError, match=r"\(scale-up\) domain, 36 here"):
         spread(Layout(tp=8), nodes=36, gpus=72, gpu="gb200")
     assert spread(Layout(tp=8), nodes=18, gpus=72, gpu="gb200").feasible
+
+
+@pytest.mark.parametrize("gpu", ["l20", "rtx-4090", "h100-nvl"])
+def test_collectives_inside_a_pcie_server_run_over_pcie_not_the_network(gpu):
+    """Trial s24: the 8 cards of one PCIe server (domain 1; NVL pairs, domain 2) were timed at the
+    NIC's rate, so one server's step moved 5x with --network. Inside the node the group takes the
+    cards' PCIe links; past it, the network still decides."""
+    cfg = TrainingConfig(seq_len=2048, micro_batch=1, grad_accum=4, activation_checkpointing=AC.FULL)
+    model = get_preset("llama3.2-1b")
+
+    def comm(num_gpus: int, network: str) -> float:
+        e = build_plan(model, gpu, Layout(), cfg, num_gpus=num_gpus, catalog=CATALOG, network=network).estimate
+        return e.time.breakdown_s.dp_comm
+
+    assert 0 < comm(8, "eth-100g") == pytest.approx(comm(8, "roce-400g"))
+    assert comm(16, "eth-100g") > comm(16, "roce-400g") >= comm(8, "roce-400g")

@@ -475,3 +475,27 @@ def test_nemotron4_340b_estimate_runs(capsys):
     assert main(args.split()) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"]["family"] == "nemotron" and out["model"]["params"] == 341_029_195_776
+
+
+def test_text_only_llama4_and_ministral3_files_read_as_their_families(tmp_path):
+    """Trial s24: a fine-tune's text-only Llama 4 file (model_type llama4_text) and Ministral 3 /
+    Devstral 2 (text_config.model_type ministral3, or a text-only file) were refused."""
+    scout = json.loads((FIXTURES / "llama4.json").read_text())
+    text_only = tmp_path / "llama4_text.json"
+    text_only.write_text(json.dumps({**scout["text_config"], "model_type": "llama4_text"}))
+    read = model_from_hf_config(text_only)
+    full = _spec("llama4")
+    assert read.family == "llama4"
+    assert read.param_counts().total == full.param_counts().total
+    assert (read.dense_layers, read.chunked_layers) == (full.dense_layers, full.chunked_layers)
+    # Ministral 3 8B (Ministral3Config's defaults are the 8B's): Mistral's block, no window.
+    text = dict(model_type="ministral3", hidden_size=4096, intermediate_size=14336, num_hidden_layers=34)
+    text |= dict(num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=131072)
+    wrapped = tmp_path / "mistral3.json"
+    wrapped.write_text(json.dumps({"model_type": "mistral3", "tie_word_embeddings": False, "text_config": text}))
+    alone = tmp_path / "ministral3.json"
+    alone.write_text(json.dumps(text))
+    a, b = model_from_hf_config(wrapped), model_from_hf_config(alone)
+    assert a.family == b.family == "mistral" and a.sliding_window is None and b.max_seq_len == 262144
+    per_layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert a.param_counts().total == b.param_counts().total == 34 * per_layer + 2 * 131072 * 4096 + 4096

@@ -1,6 +1,6 @@
 """Money reads short at every size: no "$36,795,068,668.09M", no "$0" for a small job."""
 
-from planner.fmt import energy, money, money_band, money_short
+from planner.fmt import energy, energy_band, money, money_band, money_short
 
 
 def test_large_sums_take_billions_and_trillions():
@@ -22,3 +22,9 @@ def test_small_sums_keep_their_cents_across_a_band_and_a_budget():
     assert money_short(0.63) == "$0.63" and money_short(7.8) == "$7.80" and money_short(12.34) == "$12.3"
     assert energy(0.23) == "0.23 kWh" and energy(4693.2) == "4,693 kWh" and energy(None) == "-"
     assert money(0.0) == "$0" and money_band(0.0, (0.0, 0.0)) == "$0 ($0-$0)"
+
+
+def test_energy_carries_its_band_in_its_own_style():
+    assert energy_band(3955.2, (3240.0, 6090.4)) == "3,955 kWh (3,240-6,090)"
+    assert energy_band(4.2, (3.61, 5.04)) == "4.2 kWh (3.6-5)"
+    assert energy_band(471.0, None) == "471 kWh" and energy_band(None, (1.0, 2.0)) == "-"

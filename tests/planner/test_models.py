@@ -408,7 +408,7 @@ def test_remote_code_keys_are_ignored_and_never_run(tmp_path):
 # ------------------------------------------- Nemotron, GPT-OSS, Qwen2-MoE, Mistral 3, Llama 4
 
 _CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4")
-_NEW_TYPES = ("nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4")
+_NEW_TYPES = ("nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4", "llama4_text", "ministral3")
 
 
 def _language_model_config(data: dict):
@@ -463,7 +463,8 @@ def _stored(stored: str, layers: int | None = None, **changes) -> dict:
 @pytest.mark.parametrize("model_type", _NEW_TYPES)
 def test_new_family_configs_count_what_transformers_builds(tmp_path, model_type):
     spec = _check_against_transformers(tmp_path, _stored(model_type))
-    assert spec.family == {"ministral": "mistral", "mistral3": "mistral"}.get(model_type, model_type)
+    families = {"ministral": "mistral", "mistral3": "mistral", "ministral3": "mistral", "llama4_text": "llama4"}
+    assert spec.family == families.get(model_type, model_type)
 
 
 # Each variant flips keys that change the weights or their split over layers.
@@ -545,7 +546,7 @@ def test_gpt_oss_reader_matches_the_validation_spec():
     "model_type, changes, problem",
     [
         ("qwen2_moe", dict(shared_expert_intermediate_size=5000), "not a multiple of moe_intermediate_size 1408"),
-        ("mistral3", dict(model_type="ministral3"), r"text_config.model_type 'ministral3' is not supported"),
+        ("mistral3", dict(model_type="qwen2"), r"text_config.model_type 'qwen2' is not supported"),
         ("nemotron", dict(hidden_act="silu"), "hidden_act 'silu' is not supported"),
         ("nemotron", dict(partial_rotary_factor=1.5), r"must be a number in \(0, 1\]"),
         ("llama4", dict(no_rope_layers=[1, 0]), "one flag per layer"),

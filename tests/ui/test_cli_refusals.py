@@ -95,3 +95,28 @@ def test_a_prime_batch_is_named_as_the_cause_of_a_plan_without_data_parallelism(
     assert main(args) == 0
     err = capsys.readouterr().err
     assert "--vary-batch:" in err and "977 sequences of 4,096 tokens, a prime" in err
+
+
+def test_each_stack_refuses_what_it_does_not_have_and_its_search_never_picks_it(capsys):
+    """Trial s24: DeepSpeed on HF's MoE modules took --ep 8 (its engine asserts 'MoE not supported
+    with Stage 3'), DeepSpeed and the 2021-22 Megatron-LM took --cp 8, and Megatron-LM took FSDP
+    and ZeRO-2, which it never had; an estimate under it now defaults to its ZeRO-1."""
+    moe = ["estimate", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--num-gpus", "64", "--stack"]
+    assert "--ep 1" in _one_line_error(capsys, [*moe, "deepspeed", "--ep", "8"])
+    assert "--ep 1" in _one_line_error(capsys, [*moe, "hf-trainer", "--ep", "8"])
+    dense = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "16", "--seq-len", "32768"]
+    for stack in ("deepspeed", "megatron-lm"):
+        assert "no context parallelism" in _one_line_error(capsys, [*dense, "--stack", stack, "--cp", "2"])
+    for sharding in ("zero2", "fsdp"):
+        err = _one_line_error(capsys, [*dense, "--stack", "megatron-lm", "--sharding", sharding])
+        assert "at most the optimizer state (ZeRO-1)" in err
+    assert main([*dense, "--stack", "megatron-lm", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["layout"]["sharding"] == "zero1"
+    plan = ["plan", "--model", "qwen3-30b-a3b", "--tokens", "1e11", "--gpus", "h100-sxm=64", "--top", "5", "--json"]
+    assert main([*plan, "--stack", "deepspeed"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert all(p["layout"]["ep"] == 1 and p["layout"]["cp"] == 1 for p in [result["plan"], *result["alternatives"]])
+    dense_plan = ["plan", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "h100-sxm=64", "--top", "5", "--json"]
+    assert main([*dense_plan, "--stack", "megatron-lm"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert all(p["layout"]["sharding"] in ("none", "zero1") for p in [result["plan"], *result["alternatives"]])

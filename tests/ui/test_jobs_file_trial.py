@@ -51,7 +51,7 @@ def test_fleet_names_where_each_job_runs_and_what_it_ignores(tmp_path, capsys):
 
 
 def test_a_fleet_deadline_past_the_horizon_names_the_horizon(tmp_path, capsys):
-    jobs = 'horizon_days = 365\nbuy = ["l4"]\n[[jobs]]\nname = "a"\nmodel = "llama3-70b"\ntokens = 1e12\n'
+    jobs = 'horizon_days = 100\nbuy = ["l4"]\n[[jobs]]\nname = "a"\nmodel = "llama3-70b"\ntokens = 1e12\n'
     assert main(["fleet", _file(tmp_path, jobs + "deadline_days = 30\n")]) == 0
     out = capsys.readouterr().out
     assert "deadline" in out and "and a horizon_days of at least" in out
