@@ -6,6 +6,7 @@ configuration and returns the typed ``Estimate`` with its breakdowns (the CLI/ap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -173,12 +174,14 @@ def memory_fix_hint(
     model: ModelSpec,
     *,
     gpus_per_node: int,
+    tp_runs: Callable[[int], bool] = lambda tp: True,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
     named unsized): sharding splits only the states (params, grads,
     optimizer), tensor parallelism nearly every term; checkpointing and a smaller micro-batch
-    shrink the activations."""
+    shrink the activations. ``tp_runs``: whether the estimate's own rules take a tp degree (a
+    fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -210,6 +213,7 @@ def memory_fix_hint(
             and t <= gpus_per_node
             and model.num_heads % t == 0
             and splittable * (1 - layout.tp / t) >= excess
+            and tp_runs(t)
         ),
         None,
     )
@@ -265,7 +269,18 @@ def estimate(
             f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
             f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
-        fixes = memory_fix_hint(need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node)
+
+        def tp_runs(tp: int) -> bool:
+            try:
+                wider = resolved.model_copy(update={"tp": tp, "dp_shard": -1, "dp_replicate": 1})
+                checked_configuration(model, gpu_spec, wider, training, num_gpus, gpus_per_node, catalog, trainer_rules)
+            except ValueError:
+                return False
+            return True
+
+        fixes = memory_fix_hint(
+            need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node, tp_runs=tp_runs
+        )
     elif not feasible:
         reason, fixes = host_memory_words(model, c, settings)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731

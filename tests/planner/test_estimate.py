@@ -444,3 +444,21 @@ def test_collectives_inside_a_pcie_server_run_over_pcie_not_the_network(gpu):
 
     assert 0 < comm(8, "eth-100g") == pytest.approx(comm(8, "roce-400g"))
     assert comm(16, "eth-100g") > comm(16, "roce-400g") >= comm(8, "roce-400g")
+
+
+@pytest.mark.parametrize(("model", "gpu"), [("nemotron4-15b", "rtx-4090"), ("gpt-oss-20b", "h100-sxm")])
+def test_a_memory_fix_never_offers_a_tp_the_estimate_would_refuse(model, gpu):
+    """Trial s24: 'or use tp=4' for Nemotron (squared ReLU) and GPT-OSS on HF's modules, or on a
+    PCIe card without a GPU-to-GPU fabric; the next command refused it."""
+    hf = TrainingConfig(seq_len=4096, impl="hf")  # what the CLI picks for these families
+    e = build_plan(get_preset(model), gpu, Layout(), hf, num_gpus=8, catalog=CATALOG).estimate
+    assert not e.feasible and e.fix is not None and "tp=" not in e.fix
+    llama = build_plan(
+        LLAMA8B.model_copy(update={"num_layers": 160}),
+        "h100-sxm",
+        Layout(),
+        TrainingConfig(seq_len=4096),
+        num_gpus=8,
+        catalog=CATALOG,
+    ).estimate
+    assert not llama.feasible and "use tp=" in (llama.fix or "")
