@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from planner.fmt import duration_words
 from planner.model.stacks import Stack
-from planner.plan import Plan
+from planner.plan import Plan, term_words
 from planner.units import SECONDS_PER_MINUTE
 
 
@@ -69,7 +69,7 @@ class Note:
         return dict(self.values)
 
     def text(self) -> str:
-        figures = {k: (v.replace("_", " ") if k == "term" and isinstance(v, str) else v) for k, v in self.values}
+        figures = {k: (term_words(v) if k == "term" and isinstance(v, str) else v) for k, v in self.values}
         if self.kind is NoteKind.FAILURES:  # durations in the goodput line's words, not minutes
             figures["interval"] = duration_words(float(figures["interval_min"] or 0) * SECONDS_PER_MINUTE)
             figures["restart"] = duration_words(float(figures["restart_min"] or 0) * SECONDS_PER_MINUTE)

@@ -51,7 +51,9 @@ class MemoryTerms(BaseModel):
     optimizer: float = 0.0  # AdamW moments
     unsharded_params: float = 0.0  # compute-dtype copies: FSDP all-gather buffers / autocast cache
     activations: float = 0.0  # saved for backward, all in-flight micro-batches
-    logits_loss: float = 0.0  # loss backward (logits, fp32 log-softmax, grads) or block recompute
+    # the larger of the loss's backward (logits, fp32 log-softmax, grads) and a recomputed block's
+    # backward working set (where unfused attention's scores live): TERM_WORDS
+    logits_loss: float = 0.0
     misc: float = 0.0  # workspaces and small buffers
     measured_correction: float = 0.0  # a measured job's correction of the peak (calibration file)
 
@@ -63,6 +65,16 @@ class MemoryTerms(BaseModel):
     @property
     def total(self) -> float:
         return sum(value for _, value in self)
+
+
+# A term's words where its field name says less than it holds (trial s24: eager attention's scores,
+# a recomputed block's backward working set, were read as "logits loss"); else the name, spaced.
+TERM_WORDS = {"logits_loss": "loss / backward transient"}
+
+
+def term_words(name: str) -> str:
+    """'loss / backward transient', 'dp comm': a MemoryTerms or TimeTerms field in words."""
+    return TERM_WORDS.get(name, name.replace("_", " "))
 
 
 class TimeTerms(BaseModel):

@@ -375,7 +375,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "mem_optimizer": ("optimizer states", "优化器状态"),
     "mem_unsharded_params": ("unsharded parameters", "未分片参数"),
     "mem_activations": ("activations", "激活"),
-    "mem_logits_loss": ("logits and loss", "logits 与损失"),
+    "mem_logits_loss": ("loss / backward transient", "损失 / 反向临时内存"),
     "mem_misc": ("misc. buffers", "其他缓冲区"),
     "mem_allocator_reserve": ("allocator reserve", "分配器预留"),
     "mem_cuda_context": ("CUDA context", "CUDA 上下文"),

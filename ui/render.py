@@ -13,7 +13,16 @@ from rich.table import Table
 
 from planner.fmt import counted, duration_band, duration_words, energy_band, money, money_band, number_band
 from planner.layout import Precision
-from planner.plan import CalibratedGpu, Estimate, GoodputEstimate, MemoryTerms, Plan, PlanCalibration, TimeTerms
+from planner.plan import (
+    CalibratedGpu,
+    Estimate,
+    GoodputEstimate,
+    MemoryTerms,
+    Plan,
+    PlanCalibration,
+    TimeTerms,
+    term_words,
+)
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)
@@ -49,7 +58,7 @@ def breakdown_table(title: str, terms: MemoryTerms | TimeTerms, unit: str, total
     table = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
     for name, value in terms:
         if value:
-            table.add_row(f"  {name.replace('_', ' ')}", f"{value:,.3f} {unit}")
+            table.add_row(f"  {term_words(name)}", f"{value:,.3f} {unit}")
     table.add_row(f"  [bold]{total_label}[/bold]", f"[bold]{total:,.3f} {unit}[/bold]")
     return table
 

@@ -231,7 +231,12 @@ def _lookup(entries: dict[str, Any], key: str, what: str) -> Any:
     normalized = key.strip().lower()
     if normalized in entries:
         return entries[normalized]
-    close = difflib.get_close_matches(normalized, entries, n=3, cutoff=0.5)
+    # Ids that start with what was typed first ('a800' -> a800-80gb-sxm), then the closest spellings.
+    starting = sorted(e for e in entries if e.startswith(normalized) or normalized.startswith(e))
+    close = [
+        *starting,
+        *(c for c in difflib.get_close_matches(normalized, entries, n=3, cutoff=0.5) if c not in starting),
+    ][:3]
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(entries))}"
     raise ValueError(f"unknown {what} '{key}'; {hint}")
 

@@ -265,15 +265,18 @@ def estimate(
     reason = None
     fixes: tuple[FixHint, ...] = ()
     if not feasible and need > usable:
+        d = 1 if round(need, 1) != round(usable, 1) else 3  # never "needs 75.4, allows 75.4"
         reason = (
-            f"memory: needs {need:.1f} GiB per GPU (reserved peak + CUDA context), "
-            f"{gpu_spec.id} allows {usable:.1f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
+            f"memory: needs {need:.{d}f} GiB per GPU (reserved peak + CUDA context), "
+            f"{gpu_spec.id} allows {usable:.{d}f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
 
         def tp_runs(tp: int) -> bool:
+            # On the GPUs the hint would name: these, or as many more as tp outgrows them by.
+            world = num_gpus if num_gpus % (resolved.non_dp // resolved.tp * tp) == 0 else num_gpus // resolved.tp * tp
             try:
                 wider = resolved.model_copy(update={"tp": tp, "dp_shard": -1, "dp_replicate": 1})
-                checked_configuration(model, gpu_spec, wider, training, num_gpus, gpus_per_node, catalog, trainer_rules)
+                checked_configuration(model, gpu_spec, wider, training, world, gpus_per_node, catalog, trainer_rules)
             except ValueError:
                 return False
             return True

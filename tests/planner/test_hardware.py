@@ -279,6 +279,11 @@ def test_default_catalog_is_cached(catalog):
 def test_unknown_ids_suggest_close_matches(catalog):
     with pytest.raises(ValueError, match=r"unknown GPU 'h100'; did you mean .*h100-sxm"):
         catalog.gpu("h100")
+    # An id that starts with what was typed comes first (trial s24: 'a800' missed a800-80gb-sxm).
+    with pytest.raises(ValueError, match=r"unknown GPU 'a800'; did you mean a800-80gb-sxm, "):
+        catalog.gpu("a800")
+    with pytest.raises(ValueError, match=r"unknown GPU 'h800-sxm'; did you mean h800, "):
+        catalog.gpu("h800-sxm")
     with pytest.raises(ValueError, match="unknown network 'ib'"):
         catalog.network("ib")
     assert catalog.gpu("H200-SXM").id == "h200-sxm"
