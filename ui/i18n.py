@@ -307,6 +307,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_pp": ("pp > 1", "pp > 1"),
     "feature_long": ("sequence ≥ 32K", "序列 ≥ 32K"),
     "feature_cp": ("cp > 1", "上下文并行 cp > 1"),
+    "feature_kernel": ("a named attention kernel", "指定的注意力内核"),
     "feature_moe": ("MoE", "MoE"),
     "feature_fp8": ("fp8", "fp8"),
     "feature_multi_gpu": ("more than one GPU", "多 GPU"),

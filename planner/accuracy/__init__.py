@@ -49,11 +49,23 @@ class Risk(StrEnum):
 DEFAULT_RISK = Risk.P80
 
 
-def regime_for(stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool) -> Regime:
-    """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts)."""
+def regime_for(
+    stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool, named_kernel: bool = False
+) -> Regime:
+    """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts;
+    ``named_kernel``: the user named the attention kernel)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
     bits = feature_bits(
-        layout.tp, layout.pp, layout.cp, training.seq_len, moe, fp8, layout.world_size, hf, training.offload
+        layout.tp,
+        layout.pp,
+        layout.cp,
+        training.seq_len,
+        moe,
+        fp8,
+        layout.world_size,
+        hf,
+        training.offload,
+        named_kernel,
     )
     return Regime(stack, gpu.generation, int(bits))
 
@@ -63,15 +75,16 @@ def ceiling_of(regime: Regime, calibrated: bool) -> Ceiling | None:
     return None if calibrated else shipped_base().ceilings.ceiling(regime)
 
 
-def _row_keys(c: Candidates, moe: bool) -> np.ndarray:
+def _row_keys(c: Candidates, moe: bool, named_kernel: bool = False) -> np.ndarray:
     """A key per row: its GPU and feature bits (the regime, for a fixed stack); kept for the
     last table (its ceilings and each quantile pass ask for them)."""
-    return once_per_table("regime_keys", c, moe, lambda: _regime_keys(c, moe))
+    term = "regime_keys_named_kernel" if named_kernel else "regime_keys"  # ``other`` is kept by identity
+    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, named_kernel))
 
 
-def _regime_keys(c: Candidates, moe: bool) -> np.ndarray:
+def _regime_keys(c: Candidates, moe: bool, named_kernel: bool) -> np.ndarray:
     fp8, hf = c.precision == PREC_FP8, c.impl == IMPL_HF
-    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool))
+    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), named_kernel)
     return np.asarray(c.gpu_index, dtype=np.int64) * FEATURE_SPAN + bits
 
 
@@ -95,7 +108,12 @@ def _per_key(keys: np.ndarray, values) -> np.ndarray:
 
 
 def mfu_ceilings(
-    c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, calibrated: frozenset[str] = frozenset()
+    c: Candidates,
+    gpus: Sequence[GPUSpec],
+    stack: str,
+    moe: bool,
+    calibrated: frozenset[str] = frozenset(),
+    named_kernel: bool = False,
 ) -> np.ndarray:
     """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features)."""
 
@@ -104,7 +122,7 @@ def mfu_ceilings(
         ceiling = ceiling_of(Regime(stack, gpu.generation, bits), gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
-    return _per_key(_row_keys(c, moe), value)[:, 0]
+    return _per_key(_row_keys(c, moe, named_kernel), value)[:, 0]
 
 
 @functools.lru_cache(maxsize=4096)  # thread-safe; a plan and its median re-solve ask the same regimes
@@ -116,7 +134,12 @@ def regime_time_factors(base: EvidenceBase, regime: Regime, quantiles: tuple[flo
 
 
 def time_factors(
-    c: Candidates, gpus: Sequence[GPUSpec], stack: str, moe: bool, quantiles: Sequence[float]
+    c: Candidates,
+    gpus: Sequence[GPUSpec],
+    stack: str,
+    moe: bool,
+    quantiles: Sequence[float],
+    named_kernel: bool = False,
 ) -> list[np.ndarray]:
     """Each row's quantiles of measured / predicted time (planner/accuracy/bands.py), one array
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
@@ -125,7 +148,7 @@ def time_factors(
     def factors(g: int, bits: int) -> tuple[float, ...]:
         return regime_time_factors(base, Regime(stack, gpus[g].generation, bits), tuple(quantiles))
 
-    table = _per_key(_row_keys(c, moe), factors)
+    table = _per_key(_row_keys(c, moe, named_kernel), factors)
     return [table[:, i] for i in range(len(quantiles))]
 
 

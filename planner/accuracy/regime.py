@@ -75,6 +75,7 @@ class Feature(IntFlag):
     HF_MODULES = 256
     OFFLOAD = 512
     CP = 1024
+    KERNEL = 2048  # an attention kernel the user named (--attention): no row ran one so chosen
 
 
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
@@ -105,12 +106,15 @@ FEATURE_WORDS: dict[Feature, str] = {
     Feature.HF_MODULES: "Hugging Face modules",
     Feature.OFFLOAD: "CPU offload",
     Feature.CP: "cp > 1",
+    Feature.KERNEL: "a named attention kernel",
 }
 
 
-def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False) -> np.ndarray:
+def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
-    Face's modules, ``offload``: optimizer states on the host)."""
+    Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
+    timed from another kernel's rates by a factor or by its own tables, never measured in a stack's
+    run as the user's choice: trial s24, flash3 / triton / eager bands were as narrow as FA2's)."""
     bits = (
         (np.asarray(tp) > 1) * Feature.TP
         + (np.asarray(pp) > 1) * Feature.PP
@@ -123,6 +127,7 @@ def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=Fals
         + (np.asarray(num_gpus) > LARGE_SCALE_GPUS) * Feature.LARGE
         + np.asarray(hf, dtype=bool) * Feature.HF_MODULES
         + np.asarray(offload, dtype=bool) * Feature.OFFLOAD
+        + bool(kernel) * Feature.KERNEL
     )
     return np.asarray(bits, dtype=np.int64)
 

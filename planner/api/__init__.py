@@ -118,6 +118,7 @@ def plan_from_row(
         stack=request.stack,
         calibrated=calibration is not None and calibration.entry(gpu.id) is not None,
         trainer_rules=request.stack.trainer_rules,
+        named_kernel=request.attention is not None,
     ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
     return Plan(
         model=request.model,
@@ -153,10 +154,13 @@ def judged_estimate(
     stack: Stack,
     calibrated: bool,
     trainer_rules: bool,
+    named_kernel: bool = False,
 ) -> Estimate:
     """``estimate`` held at the efficiency ceiling of its regime (lifted where a calibration file
-    measured the GPU), with the error band of every figure (planner/accuracy)."""
-    regime = accuracy.regime_for(Stack(stack).value, gpu, layout.resolve(num_gpus), training, model.is_moe)
+    measured the GPU), with the error band of every figure (planner/accuracy). ``named_kernel``:
+    the user named the attention kernel (a recipe's kernel, in ``settings``, is its stack's own)."""
+    resolved = layout.resolve(num_gpus)
+    regime = accuracy.regime_for(Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel)
     ceiling = accuracy.ceiling_of(regime, calibrated)
     est = estimate(
         model,
@@ -299,7 +303,14 @@ def median_choice(
     if request.risk == Risk.P50:
         return None
     gpus = [catalog.gpu(g) for g in gpu_ids]
-    (median,) = accuracy.time_factors(c, gpus, request.stack.value, request.model.is_moe, (Risk.P50.quantile,))
+    (median,) = accuracy.time_factors(
+        c,
+        gpus,
+        request.stack.value,
+        request.model.is_moe,
+        (Risk.P50.quantile,),
+        named_kernel=request.attention is not None,
+    )
     factor = table.extra["time_factor"]
     at_median = replace(
         table, time_to_train_s=table.time_to_train_s / factor * median, cost_usd=table.cost_usd / factor * median
@@ -385,6 +396,7 @@ def build_plan(
         calibrated=record is not None and record.entry(spec.id) is not None,
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=Stack(stack).trainer_rules,
+        named_kernel=attention is not None,
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})

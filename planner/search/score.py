@@ -201,10 +201,11 @@ def row_evidence(
 ) -> RowEvidence:
     """The evidence columns of ``c`` for the request's stack and risk (``calibrated``: the GPU ids
     a calibration file measured, whose ceiling it lifts)."""
-    moe = request.model.is_moe
-    risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, (request.risk.quantile, *BAND_QUANTILES))
+    moe, named = request.model.is_moe, request.attention is not None
+    quantiles = (request.risk.quantile, *BAND_QUANTILES)
+    risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, quantiles, named_kernel=named)
     return RowEvidence(
-        mfu_ceiling=accuracy.mfu_ceilings(c, gpus, request.stack.value, moe, calibrated),
+        mfu_ceiling=accuracy.mfu_ceilings(c, gpus, request.stack.value, moe, calibrated, named_kernel=named),
         time_factor=risk,
         band=(lo, hi),
     )

@@ -279,3 +279,19 @@ def test_offload_and_hugging_face_modules_are_judged_outside_the_envelope():
         model, "h100-sxm", Layout(), training.model_copy(update={"impl": "hf"}), num_gpus=8, training_tokens=1e10
     ).estimate.uncertainty
     assert hf is not None and "Hugging Face modules" in hf.envelope
+
+
+def test_a_named_attention_kernel_is_outside_what_was_measured_and_widens_the_band():
+    """Trial s24: --attention flash3 (FA2's rates x 1.75), triton or eager took the same band as the
+    stack's own kernel, though no measured row ran a kernel so chosen."""
+    training = TrainingConfig(seq_len=32768, micro_batch=1, activation_checkpointing="full")
+    own, named = (
+        build_plan(
+            get_preset("llama3.1-8b"), "h100-sxm", Layout(cp=2), training, num_gpus=8, attention=kernel
+        ).estimate.uncertainty
+        for kernel in (None, "flash3")
+    )
+    assert own is not None and named is not None
+    assert "kernel" in named.regime_features and "kernel" not in own.regime_features
+    assert named.widened_by > own.widened_by and not named.validated
+    assert "a named attention kernel" in named.envelope
