@@ -132,27 +132,36 @@ class PlanRequest(BaseModel):
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the request asks that works but deserves a word (context extension)."""
-        assert self.seq_len is not None
-        missing = self.hf_experts_missing
-        experts = (
-            None
-            if missing is None
-            else (
-                f"{self.model.name} runs on Hugging Face's modules (impl hf; the native trainer lacks {missing}), "
-                "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
-                "grouped-GEMM stack on the same GPUs"
-            )
-        )
+        assert self.seq_len is not None and self.impl is not None
+        experts = hf_experts_warning(self.model, self.stack, self.impl)
         return tuple(note for note in (context_extension_warning(self.model, self.seq_len), experts) if note)
 
     @property
     def hf_experts_missing(self) -> str | None:
-        """What the native trainer lacks of a MoE family that trainplan's stack therefore runs on
-        Hugging Face's modules, whose expert layers run expert by expert (a plan the other stacks
-        would beat; the CLI's and the app's warning); None otherwise."""
-        if self.stack != Stack.TRAINPLAN or self.impl != Implementation.HF or self.model.num_experts <= 1:
-            return None
-        return ", ".join(native_unsupported(self.model))
+        assert self.impl is not None
+        return hf_experts_missing(self.model, self.stack, self.impl)
+
+
+def hf_experts_missing(model: ModelSpec, stack: Stack, impl: Implementation) -> str | None:
+    """What the native trainer lacks of a MoE family that trainplan's stack therefore runs on
+    Hugging Face's modules, whose expert layers run expert by expert (a plan the other stacks
+    would beat; the CLI's and the app's warning); None otherwise."""
+    if stack != Stack.TRAINPLAN or impl != Implementation.HF or model.num_experts <= 1:
+        return None
+    return ", ".join(native_unsupported(model))
+
+
+def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> str | None:
+    """The warning of ``hf_experts_missing``, for plan and estimate alike (trial s24: estimate said
+    nothing of a Maverick on HF's expert-by-expert loop)."""
+    missing = hf_experts_missing(model, stack, impl)
+    if missing is None:
+        return None
+    return (
+        f"{model.name} runs on Hugging Face's modules (impl hf; the native trainer lacks {missing}), "
+        "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
+        "grouped-GEMM stack on the same GPUs"
+    )
 
 
 def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:

@@ -13,7 +13,7 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
-from planner.request import PlanRequest, gpu_problem, requested_batch_tokens, solve_request
+from planner.request import PlanRequest, gpu_problem, hf_experts_warning, requested_batch_tokens, solve_request
 from planner.search.ilp import Objective, ScoredTable
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -89,10 +89,11 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     price kind dearer than on-demand (unless ``price`` quotes the GPU), a reserved term longer
     than the job, a job over a year or shorter than its start-up, a batch far from the request."""
     context = context_extension_warning(p.model, p.training.seq_len)
+    experts = hf_experts_warning(p.model, p.stack, p.training.impl)
     dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
     long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
     term = plan_commitment(price_kind, p)
-    notes = (context, dearer, None if term is None else term.words(), *long, *fixed_cost_warnings(p))
+    notes = (context, experts, dearer, None if term is None else term.words(), *long, *fixed_cost_warnings(p))
     notes += batch_off_warnings(p)
     return tuple(w for w in notes if w)
 

@@ -114,7 +114,7 @@ def native_unsupported(model: ModelSpec) -> list[str]:
     shared_ok = not model.shared_experts or model.family in NATIVE_SHARED_EXPERT_FAMILIES
     dense_ok = not model.dense_layers or model.family in NATIVE_LEADING_DENSE_FAMILIES
     moe_native = model.family in NATIVE_MOE_FAMILIES and shared_ok
-    found += [] if dense_ok else [f"dense_layers={model.dense_layers} (placed by mlp_only_layers)"]
+    found += [] if dense_ok else [f"dense_layers={model.dense_layers} (placed among the MoE layers)"]
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 and not moe_native else [])
 
 

@@ -115,3 +115,11 @@ def test_the_app_names_the_gpu_types_left_out_in_its_language():
             Labels(lang)("gpu_left_out", gpu="b200")
         ]
         assert words in Labels(lang)("gpu_left_out", gpu="b200")
+
+
+def test_estimate_warns_of_hf_expert_loops_as_plan_does(capsys):
+    """Trial s24: plan said that a Maverick runs on HF's expert-by-expert loop; estimate did not."""
+    args = ["estimate", "--model", "llama4-maverick", "--gpu", "h100-sxm", "--num-gpus", "64", "--ac", "full"]
+    assert main([*args, "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("loop over the experts one at a time" in w and "--stack megatron-core" in w for w in warnings)
