@@ -86,7 +86,7 @@ AC_BLOCKS = typer.Option(
 STACK_HELP = (
     "software to predict for: trainplan (runnable), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
     " megatron-lm (2021-22: no flash attention) / megatron-deepspeed / megatron-core / deepseek-v3 (estimate"
-    " only; docs/model.md 4b)"
+    " only; docs/model.md 4b, DeepSeek-V3's 4c)"
 )
 
 
