@@ -90,6 +90,17 @@ TINY: dict[str, dict] = {
             no_rope_layer_interval=2,
         )
     ),
+    # A fine-tune's text-only Llama 4 file, and Ministral 3 / Devstral 2's decoder (trial s24).
+    "llama4_text": dict(
+        head_dim=16,
+        intermediate_size=32,
+        intermediate_size_mlp=128,
+        num_local_experts=4,
+        interleave_moe_layer_step=2,
+        attention_chunk_size=8,
+        no_rope_layer_interval=2,
+    ),
+    "ministral3": dict(head_dim=16),
 }
 # transformers has no SDPA path for these (``_supports_sdpa = False``): build_hf_model refuses
 # them while the planner sizes their impl 'hf' runs with SDPA (ModelSpec.hf_attention_implementation
