@@ -34,6 +34,15 @@ _SHAPES = dict(
     max_position_embeddings=64,
 )
 _MISTRAL = dict(_SHAPES, model_type="mistral")
+_LLAMA4 = dict(
+    head_dim=16,
+    intermediate_size=32,
+    intermediate_size_mlp=128,
+    num_local_experts=4,
+    interleave_moe_layer_step=2,
+    attention_chunk_size=8,
+    no_rope_layer_interval=2,
+)
 # Each family's keys beyond the shapes, set so the weights differ from Llama's where they can.
 TINY: dict[str, dict] = {
     "llama": dict(attention_bias=True, mlp_bias=True),
@@ -78,28 +87,9 @@ TINY: dict[str, dict] = {
     ),
     "ministral": dict(head_dim=16, sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
     "mistral3": dict(text_config=_MISTRAL),
-    "llama4": dict(
-        text_config=dict(
-            _SHAPES,
-            head_dim=16,
-            intermediate_size=32,
-            intermediate_size_mlp=128,
-            num_local_experts=4,
-            interleave_moe_layer_step=2,
-            attention_chunk_size=8,
-            no_rope_layer_interval=2,
-        )
-    ),
+    "llama4": dict(text_config=dict(_SHAPES, **_LLAMA4)),
     # A fine-tune's text-only Llama 4 file, and Ministral 3 / Devstral 2's decoder (trial s24).
-    "llama4_text": dict(
-        head_dim=16,
-        intermediate_size=32,
-        intermediate_size_mlp=128,
-        num_local_experts=4,
-        interleave_moe_layer_step=2,
-        attention_chunk_size=8,
-        no_rope_layer_interval=2,
-    ),
+    "llama4_text": _LLAMA4,
     "ministral3": dict(head_dim=16),
 }
 # transformers has no SDPA path for these (``_supports_sdpa = False``): build_hf_model refuses
