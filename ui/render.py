@@ -136,10 +136,10 @@ def host_note(e: Estimate) -> str:
 
 
 def step_line(e: Estimate) -> str:
-    """'step 4.739 s (4.3-5.8), 884,987 tokens/s (722,004-975,210) (432/GPU), MFU 59.3%, HFU 59.3%':
-    the 80 % band in brackets where the estimate has one."""
+    """'step 4.739 s (4.301-5.812), 884,987 tokens/s (722,004-975,210) (432/GPU), MFU 59.3%, HFU 59.3%':
+    the 80 % band in brackets where the estimate has one, as precise as the point (trial s24)."""
     u = e.uncertainty
-    step = f"{e.time.step_s:.3f} s" + ("" if u is None else f" ({u.step_s[0]:.3g}-{u.step_s[1]:.3g})")
+    step = f"{e.time.step_s:.3f} s" + ("" if u is None else f" ({u.step_s[0]:.3f}-{u.step_s[1]:.3f})")
     tokens = number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s)
     return (
         f"step {step}, {tokens} tokens/s ({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), "

@@ -464,6 +464,8 @@ def test_estimate_and_plan_carry_their_band_in_text_and_json():
         in text
     )
     assert "accuracy: " + u["envelope"] in text
+    step = f"step {data['time']['step_s']:.3f} s ({u['step_s'][0]:.3f}-{u['step_s'][1]:.3f})"  # the point's precision
+    assert step in text
     planned = json.loads(
         run("plan", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "h100-sxm=64", "--json").stdout
     )
