@@ -293,8 +293,10 @@ def catalog(cat, *, as_json: bool) -> None:
     if as_json:
         emit_json({gid: g.model_dump(mode="json") for gid, g in cat.gpus.items()})
         return
-    table = Table(title="GPU catalog (dense peaks)")
-    for col in ("id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "net Gb/s", "TDP W", "$/GPU-h"):
+    table = Table(title="GPU catalog (dense peaks; scale-up GB/s per direction; sources: --json)")
+    # The scale-up rate per direction is what the export parts cut (H800, A800: trial s24).
+    columns = ("id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "GB/s", "net Gb/s", "TDP W", "$/GPU-h")
+    for col in columns:
         table.add_column(col)
     for g in cat.gpus.values():
         fp8 = g.peak_flops_per_s.get("fp8")
@@ -305,6 +307,7 @@ def catalog(cat, *, as_json: bool) -> None:
             f"{g.peak_flops('bf16') / 1e12:.0f}",
             "-" if fp8 is None else f"{fp8 / 1e12:.0f}",
             f"{g.scaleup_kind} x{g.scaleup_domain_size}",
+            f"{g.scaleup_bandwidth_bytes_per_s / 1e9:.0f}",
             f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}",
             f"{g.tdp_watts:.0f}",
             f"{g.price_per_gpu_hour_usd:.2f}",

@@ -262,6 +262,9 @@ def test_infeasible_plan_is_an_answer():
 def test_catalog_and_detect():
     data = json.loads(binary("catalog", "--json").stdout)
     assert "h200-sxm" in data and len(data) >= 18
+    # The table shows the scale-up rate, which the export parts cut (trial s24: H800 read as an H100).
+    rows = {line.split("│")[1].strip(): line for line in binary("catalog").stdout.splitlines() if line.count("│") > 5}
+    assert " 200 " in rows["h800"] and " 450 " in rows["h100-sxm"]
     proc = binary("detect")
     assert proc.stdout.strip().count("\n") == 0  # no driver here: one line
 
