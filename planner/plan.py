@@ -447,6 +447,12 @@ class Plan(BaseModel):
                 f"estimate.global_batch_tokens {self.estimate.global_batch_tokens:,} is not micro_batch x"
                 f" grad_accum x seq_len x dp = {batch:,}: the estimate is of another configuration; re-run estimate"
             )
+        for name in ("gpu", "num_gpus"):  # trial s24: a gpu edited to b200 explained the H100's figures
+            if getattr(self.estimate, name) != getattr(self, name):
+                raise ValueError(
+                    f"estimate.{name} {getattr(self.estimate, name)} is not the plan's {getattr(self, name)}: the"
+                    " estimate is of another configuration; re-run estimate"
+                )
         for name in ("price_per_gpu_hour_usd", "training_tokens"):
             value = getattr(self, name)
             if value is not None and not value >= 0:

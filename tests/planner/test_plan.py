@@ -295,6 +295,7 @@ def test_a_hand_edited_plan_file_whose_estimate_is_of_another_configuration_is_r
     raw = json.loads(p.to_json())
     for edit, words in (
         (lambda r: r["training"].update(micro_batch=64), "another configuration"),
+        (lambda r: r.update(gpu="b200"), "estimate.gpu h100-sxm is not the plan's b200"),  # trial s24
         (lambda r: r.update(price_per_gpu_hour_usd=-1), "price_per_gpu_hour_usd -1"),
         (lambda r: r.update(training_tokens=-5), "training_tokens -5"),
     ):
