@@ -272,6 +272,13 @@ def runnable_gpus(request: PlanRequest, catalog: Catalog, ids: Iterable[str]) ->
     return [g for g in ids if gpu_problem(request, catalog.gpu(g)) is None]
 
 
+def left_out_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, ValueError]:
+    """The GPU types ``request.gpus`` names that the request cannot run on, each with why
+    (``gpu_problem``): what the search leaves out, which the CLI and the app then name."""
+    named = (catalog.gpu(g) for g in request.gpus or {})
+    return {gpu.id: problem for gpu in named if (problem := gpu_problem(request, gpu)) is not None}
+
+
 def gpu_problem(request: PlanRequest, gpu: GPUSpec) -> ValueError | None:
     """Why the request cannot run on ``gpu`` at all (None: it can): its attention kernel or its
     precision (no dense peak for it: fp8 on an A100), so the GPU is left out of the search; with

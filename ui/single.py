@@ -15,8 +15,7 @@ from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_
 from planner.fmt import energy, one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
-from planner.request import runnable_gpus
-from trainer.job import default_steps
+from planner.request import left_out_gpus, runnable_gpus
 from ui import app_core, figures
 from ui.cached import (
     cached_calibration,
@@ -292,6 +291,8 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
         return
     left, right = st.columns(2)
     name = left.text_input(tr("emit_name"), key="emit_name", max_chars=64)
+    from trainer.job import default_steps  # as app_core's emit: the trainer is imported when used
+
     budget = default_steps(plan)  # emit's own default: the plan's token budget
     given = right.number_input(
         tr("emit_steps"), min_value=1, step=10, key="emit_steps", placeholder=tr("emit_steps_budget", steps=budget)
@@ -315,10 +316,8 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
     attention kernel or precision leaves out."""
     missing = request.hf_experts_missing
     dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
-    runs = set(runnable_gpus(request, catalog(), request.gpus or ()))
-    left_out = [g for g in request.gpus or () if g not in runs]  # planner.api.left_out_warnings
     return (
-        *(tr("gpu_left_out", gpu=g) for g in left_out),
+        *(tr("gpu_left_out", gpu=g) for g in left_out_gpus(request, catalog())),
         *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
         *(() if dearer is None else (dearer_text(tr, dearer),)),
         *(() if term is None else (commitment_text(tr, term),)),

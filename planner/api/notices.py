@@ -13,7 +13,7 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
-from planner.request import PlanRequest, gpu_problem, hf_experts_warning, requested_batch_tokens, solve_request
+from planner.request import PlanRequest, hf_experts_warning, left_out_gpus, requested_batch_tokens, solve_request
 from planner.search.ilp import Objective, ScoredTable
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -56,9 +56,9 @@ def left_out_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]
     (``gpu_problem``: the attention kernel, the precision); a whole-catalog search says nothing
     (trial s24: ``--gpus h100-sxm=64,a100-80gb-sxm=64,b200=64 --attention flash3`` searched the
     H100 alone without a word, while a lone A100 is refused)."""
-    named = [catalog.gpu(g) for g in request.gpus or {}]
-    problems = ((gpu, gpu_problem(request, gpu)) for gpu in named)
-    return tuple(f"{gpu.id} left out of the search: {one_line(problem)}" for gpu, problem in problems if problem)
+    return tuple(
+        f"{gpu} left out of the search: {one_line(why)}" for gpu, why in left_out_gpus(request, catalog).items()
+    )
 
 
 def plan_commitment(price_kind: str | None, p: Plan) -> Commitment | None:

@@ -174,7 +174,7 @@ def memory_fix_hint(
     model: ModelSpec,
     *,
     gpus_per_node: int,
-    tp_runs: Callable[[int], bool] = lambda tp: True,
+    tp_runs: Callable[[int], bool],
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
