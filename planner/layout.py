@@ -308,10 +308,11 @@ class TrainingConfig(BaseModel):
             )
         return self
 
-    def describe_ac(self) -> str:
-        """The recompute in words: the mode, with the checkpointed blocks per rank for ``blocks``."""
+    def describe_ac(self, pp: int = 1) -> str:
+        """The recompute in words: the mode, with the checkpointed blocks (per pipeline rank where
+        ``pp`` > 1) for ``blocks``."""
         if self.activation_checkpointing == ActivationCheckpointing.BLOCKS:
-            return f"blocks ({self.ac_blocks} per pp rank)"
+            return f"blocks ({self.ac_blocks}{' per pp rank' if pp > 1 else ''})"
         return self.activation_checkpointing.value
 
     def tokens_per_step(self, layout: Layout) -> int:

@@ -78,7 +78,7 @@ def summary_lines(p: Plan) -> list[str]:
         + ")",
         f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
-        f"activation checkpointing {t.describe_ac()}, {t.precision.value}, impl {t.impl.value}"
+        f"activation checkpointing {t.describe_ac(p.layout.pp)}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else "")
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")

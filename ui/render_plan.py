@@ -119,7 +119,7 @@ def alternatives_table(result) -> Table:
             str(a.num_gpus),
             a.layout.describe(),
             f"{a.training.micro_batch} x {a.training.grad_accum}",
-            a.training.describe_ac(),
+            a.training.describe_ac(a.layout.pp),
             duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
             risk_figures(e, risk),
             money(e.cost_usd),

@@ -392,7 +392,7 @@ def solve_single(
         cost_usd=float(C[row]),
         objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
         time_to_train_s=float(T[row]),
-        alternatives=_best_rows(feasible, score, row, top_k),
+        alternatives=_best_rows(feasible, score, row, top_k, table.extra.get("choice_group")),
         solver=solver_name,
         num_rows=len(table),
         num_feasible=len(feasible),
@@ -449,14 +449,20 @@ def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
     return batch == best
 
 
-def _best_rows(rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int) -> tuple[int, ...]:
+def _best_rows(
+    rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int, group: np.ndarray | None = None
+) -> tuple[int, ...]:
     """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: the earlier in
-    ``rows``)."""
-    count = min(top_k + 1, len(rows))
-    if count == 0:
+    ``rows``). With ``group`` (a code per table row, score.py ``choice_groups``), the best row of
+    each code only, and none of the chosen row's code: alternatives that differ in more than the
+    micro-batch split."""
+    if top_k == 0 or len(rows) == 0:
         return ()
-    # Every row up to the count-th score, ties included (argpartition alone keeps an arbitrary
-    # few of the tied: rows held at an efficiency ceiling tie exactly), then by score and index.
-    best = np.flatnonzero(score <= np.partition(score, count - 1)[count - 1])
-    best = best[np.lexsort((best, score[best]))][:count]
-    return tuple(int(r) for r in rows[best] if r != chosen)[:top_k]
+    order = np.lexsort((np.arange(len(rows)), score))
+    ranked = rows[order]
+    if group is not None:
+        codes = group[ranked]
+        _, first = np.unique(codes, return_index=True)
+        ranked = ranked[np.sort(first)]
+        ranked = ranked[group[ranked] != group[chosen]]
+    return tuple(int(r) for r in ranked if r != chosen)[:top_k]

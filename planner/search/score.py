@@ -21,7 +21,7 @@ from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.memory import MemoryBreakdown, fits, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks
-from planner.model.rowwise import STAGE_COLUMNS, distinct, rows_of, take
+from planner.model.rowwise import KNOB_COLUMNS, STAGE_COLUMNS, distinct, rows_of, take
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.request import PlanRequest, requested_batch_tokens
@@ -105,6 +105,7 @@ def candidate_table(
             "pp": c.pp,
             "dp_shard": c.dp_shard,
             "row": np.arange(len(c)),
+            "choice_group": choice_groups(c, fitting),
             "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
             "batch_tokens": batch_tokens(c),
             "model_time_s": seconds,
@@ -118,6 +119,25 @@ def candidate_table(
             "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
         },
     )
+
+
+# The knobs a plan's alternatives need not differ in: how the batch splits into micro-batches
+# (and the checkpointed blocks that split fits). Listing "mb 1 x 16", "2 x 8" and "4 x 4" of one
+# layout as three alternatives at one time and cost tells a buyer nothing (trial s25).
+SPLIT_KNOBS = ("micro_batch", "grad_accum", "ac_blocks")
+
+
+def choice_groups(c: Candidates, rows: np.ndarray) -> np.ndarray:
+    """Per row, a code shared by the rows that differ only in ``SPLIT_KNOBS`` on one GPU type and
+    count (-1 off ``rows``: those never reach the ILP). The ILP lists one alternative per code."""
+    group = np.full(len(c), -1, dtype=np.int64)
+    if not len(rows):
+        return group
+    # As recompute_twins: the knobs read once per layout_id (rows of one id are alike in all).
+    ids, by_id = distinct([c.layout_id[rows]], len(rows))
+    _, layout = distinct([getattr(c, k)[rows[ids]] for k in KNOB_COLUMNS if k not in SPLIT_KNOBS], len(ids))
+    group[rows] = distinct([c.gpu_index[rows], c.num_gpus[rows], layout[by_id]], len(rows))[1]
+    return group
 
 
 def recompute_twins(c: Candidates, rows: np.ndarray) -> np.ndarray:

@@ -494,3 +494,23 @@ def test_a_near_tie_goes_to_the_faster_plan_under_cost_and_the_cheaper_under_tim
     assert solve_single(table, "time").row == 2
     beyond = dataclasses.replace(table, cost_usd=np.array([4000.0, 4041.0, 4300.0]))  # +1.03 %
     assert solve_single(beyond, "cost").row == 0
+
+
+def test_alternatives_differ_in_more_than_the_micro_batch_split() -> None:
+    """With ``choice_group`` (score.py ``choice_groups``) the alternatives are the best row of
+    each group other than the chosen row's, best first."""
+    rng = np.random.default_rng(5)
+    table = random_table(rng, 400)
+    feasible = brute_force_feasible(table)
+    group = rng.integers(0, 40, len(table))
+    grouped = dataclasses.replace(table, extra={**table.extra, "choice_group": group})
+    solution = solve_single(grouped, "mix", cost_weight=0.5, top_k=5)
+    scores = np.full(len(table), np.inf)
+    scores[feasible] = brute_force_scores(table, feasible, "mix", 0.5)
+    best_of = {}
+    for r in np.argsort(scores, kind="stable"):
+        if feasible[r] and group[r] not in best_of:
+            best_of[group[r]] = int(r)
+    expected = [r for g, r in best_of.items() if g != group[solution.row]][:5]
+    assert list(solution.alternatives) == expected
+    assert len({group[r] for r in (solution.row, *solution.alternatives)}) == 6

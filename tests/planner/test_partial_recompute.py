@@ -64,7 +64,9 @@ def test_blocks_memory_and_flops_lie_on_the_line_from_none_to_full():
 def test_ac_blocks_needs_the_blocks_mode():
     with pytest.raises(ValueError, match="ac_blocks 3 needs"):
         TrainingConfig(activation_checkpointing=AC.FULL, ac_blocks=3)
-    assert TrainingConfig(activation_checkpointing=AC.BLOCKS, ac_blocks=3).describe_ac() == "blocks (3 per pp rank)"
+    blocks = TrainingConfig(activation_checkpointing=AC.BLOCKS, ac_blocks=3)
+    assert blocks.describe_ac(pp=4) == "blocks (3 per pp rank)"
+    assert blocks.describe_ac() == "blocks (3)"
 
 
 def scored_blocks_rows(request: PlanRequest):

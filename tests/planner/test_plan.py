@@ -317,3 +317,14 @@ def test_a_moe_family_on_hugging_faces_modules_is_warned_of_its_expert_loop():
     assert "--stack megatron-core estimates a grouped-GEMM stack" in warning
     assert PlanRequest(model=model, training_tokens=1e12, stack="megatron-core").warnings == ()
     assert PlanRequest(model=get_preset("mixtral-8x7b"), training_tokens=1e12).warnings == ()  # native
+
+
+def test_alternatives_are_distinct_choices(llama8b_result):
+    """No two listed plans differ only in how the batch splits into micro-batches (trial s25:
+    three of five alternatives were the chosen layout at 1 x 16, 2 x 8 and 4 x 4)."""
+    plans = (llama8b_result.plan, *llama8b_result.alternatives)
+
+    def choice(p):
+        return (p.gpu, p.num_gpus, p.layout, p.training.activation_checkpointing, p.training.precision)
+
+    assert len({choice(p) for p in plans}) == len(plans)
