@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -421,7 +422,14 @@ def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
         "buy_only": plan_dict(solution.buy_only),
         "horizon_days": solution.horizon_days,
         "break_even": [
-            {"gpu": b.gpu_id, "utilisation": b.break_even_utilisation, "rent_usd_per_gpu_hour": b.rent_usd_per_gpu_hour}
+            {
+                "gpu": b.gpu_id,
+                # null where buying never pays off (rent below the busy power, or above 100 % busy):
+                # JSON has no Infinity.
+                "utilisation": b.break_even_utilisation if buying_can_pay(b) else None,
+                "buying_can_pay_off": buying_can_pay(b),
+                "rent_usd_per_gpu_hour": b.rent_usd_per_gpu_hour,
+            }
             | ({} if utilisation is None else {"owned_usd_per_busy_gpu_hour": owned_hourly(b, solution, utilisation)})
             for b in solution.break_even
         ],
@@ -442,12 +450,23 @@ def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
     for a in data["mixed"]["assignments"]:
         out.print(fleet_assignment_line(a), markup=False)
     for b in data["break_even"]:
-        out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
+        if b["buying_can_pay_off"]:
+            out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
+        else:
+            out.print(
+                f"{b['gpu']}: buying never pays off at ${b['rent_usd_per_gpu_hour']:,.2f} rent per GPU-hour,"
+                " even 100 % busy"
+            )
         if utilisation is not None:
             out.print(
                 f"  owned at {utilisation:.0%} busy: ${b['owned_usd_per_busy_gpu_hour']:,.2f} per GPU-hour,"
                 f" rent ${b['rent_usd_per_gpu_hour']:,.2f}"
             )
+
+
+def buying_can_pay(b) -> bool:
+    """Whether some busy fraction up to 100 % makes an owned GPU cheaper than renting it."""
+    return math.isfinite(b.break_even_utilisation) and b.break_even_utilisation <= 1.0
 
 
 def owned_hourly(b, solution, utilisation: float) -> float:

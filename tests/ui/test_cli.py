@@ -427,6 +427,32 @@ def test_fleet_compares_rent_and_buy():
     assert {b["gpu"] for b in data["break_even"]} == {"h100-sxm", "a100-80gb-sxm"}
 
 
+def test_fleet_says_when_buying_never_pays_off(tmp_path):
+    """Rent below an owned GPU's busy power: no busy fraction makes buying cheaper. The JSON says
+    so with null (it has no Infinity), the text in words, not "above inf% utilisation"."""
+    jobs = tmp_path / "fleet.toml"
+    jobs.write_text(
+        'horizon_days = 30\nnum_slots = 2\nbuy = ["h100-sxm"]\n[rent_usd_per_gpu_hour]\nh100-sxm = 0.05\n'
+        '[[jobs]]\nname = "small"\nmodel = "gpt3-125m"\ntokens = 1e10\n'
+    )
+    proc = run("fleet", str(jobs), "--json")
+    assert "Infinity" not in proc.stdout
+    (b,) = json.loads(proc.stdout)["break_even"]
+    assert b["utilisation"] is None and b["buying_can_pay_off"] is False
+    assert "h100-sxm: buying never pays off at $0.05 rent per GPU-hour" in run("fleet", str(jobs)).stdout
+
+
+@pytest.mark.parametrize("command", ["explain", "emit"])
+def test_a_json_report_given_as_a_plan_file_says_to_use_out(tmp_path, command):
+    """trial s25: `plan --json > file` then `explain file` printed pydantic's field list."""
+    report = tmp_path / "plan.json"
+    report.write_text(run("estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "1", "--json").stdout)
+    args = [command, str(report)] + (["--out", str(tmp_path / "job")] if command == "emit" else [])
+    proc = run(*args, check_ok=False)
+    assert proc.returncode == 2
+    assert "this is the report --json prints, not a plan file" in proc.stderr and "--out FILE" in proc.stderr
+
+
 def test_bad_jobs_file_is_one_line(tmp_path):
     bad = tmp_path / "jobs.toml"
     bad.write_text('[[jobs]]\nname = "x"\nmodel = "tiny"\ntokens = -1\n')
