@@ -430,3 +430,20 @@ def test_example_portfolio_uses_the_owned_a100s_and_idles_no_gpu():
             assert a.start_s == 0 or any(e == pytest.approx(a.start_s) for e in ends), (objective, a.job)
         if objective == "cost":
             assert "a100-80gb-sxm" in {a.gpu_id for a in result.assignments}
+
+
+def test_a_one_job_portfolio_breaks_ceiling_ties_as_plan_does():
+    """Rows held at one efficiency ceiling tie exactly on time and cost; plan keeps the one the
+    model rates fastest (ilp.py model_time_order), and so do portfolio and fleet (trial s25: the
+    portfolio chose fsdp with recompute where plan chose zero2 without, at the same p80 days)."""
+    from planner.api import PlanRequest, plan
+    from planner.api.explore import plan_portfolio
+    from planner.catalog.models import get_preset
+
+    gpus = {"h100-sxm": 64}
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=3e11, deadline_days=25, gpus=gpus)
+    alone = plan(request).plan
+    assert alone.estimate.ceiling is not None and alone.estimate.ceiling.binding, "the case needs a tie"
+    (a,) = plan_portfolio({"job": request}, gpus).assignments
+    assert a.num_gpus == alone.num_gpus
+    assert (a.plan.layout, a.plan.training) == (alone.layout, alone.training)
