@@ -184,6 +184,11 @@ def _summary(spec: JobSpec) -> str:
 # --------------------------------------------------------------------------- launch.sh
 
 
+# The interpreter the scripts start: one with trainplan installed (trial s25: a bare `python`
+# outside the venv failed with "No module named 'trainer'").
+PYTHON_LINE = 'PYTHON="${PYTHON:-python}"  # set PYTHON=/path/to/venv/bin/python unless that env is active'
+
+
 def render_launch_sh(spec: JobSpec) -> str:
     nodes, procs = spec.plan.num_nodes, procs_per_node(spec.plan)
     return f"""#!/usr/bin/env bash
@@ -197,14 +202,15 @@ set -euo pipefail
 # dead ones' addresses (pytorch/pytorch#135712); every node must agree on this setting.
 export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1
 JOB_DIR="$(cd -- "$(dirname -- "${{BASH_SOURCE[0]}}")" && pwd -P)"
+{PYTHON_LINE}
 NUM_NODES={nodes}
 NPROC_PER_NODE={procs}
 if [ "$NUM_NODES" -eq 1 ]; then
-  exec python -m trainer.torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
+  exec "$PYTHON" -m trainer.torchrun --standalone --nnodes 1 --nproc-per-node "$NPROC_PER_NODE" \\
     -m {WORKER_MODULE} "$JOB_DIR" "$@"
 fi
 : "${{RDZV_ENDPOINT:?set RDZV_ENDPOINT=host:port of node 0 and NODE_RANK on each of the $NUM_NODES nodes}}"
-exec python -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
+exec "$PYTHON" -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPROC_PER_NODE" --node-rank "${{NODE_RANK:-0}}" \\
   --rdzv-backend c10d --rdzv-endpoint "$RDZV_ENDPOINT" --rdzv-id {shlex.quote(spec.name)} \\
   --max-restarts "${{MAX_RESTARTS:-0}}" \\
   -m {WORKER_MODULE} "$JOB_DIR" "$@"
@@ -227,15 +233,21 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 #SBATCH --exclusive
 # trainplan job {spec.name}: {_summary(spec)}
 # predicted {spec.run.steps} steps = {hours:.2f} h of training: add a --time limit with margin.
-# Submit: sbatch slurm.sbatch [trainer options]. The job directory must be on a shared file system.
+# Submit from the job directory: sbatch slurm.sbatch [trainer options]. It must be on a shared file
+# system. Slurm runs a copy of this script, so the directory is the one it was written to, else the
+# one it was submitted from (a moved or unzipped job), else $JOB_DIR.
 # Exit code 3 means the validation probe found the plan does not fit: see replan_needed.json.
 set -euo pipefail
-JOB_DIR={shlex.quote(str(job_dir))}
+# (unquoted: an assignment does not split, and the path's own quotes are then removed)
+JOB_DIR=${{JOB_DIR:-{shlex.quote(str(job_dir))}}}
+if [ ! -f "$JOB_DIR/job.json" ] && [ -f "${{SLURM_SUBMIT_DIR:-.}}/job.json" ]; then JOB_DIR="$SLURM_SUBMIT_DIR"; fi
+[ -f "$JOB_DIR/job.json" ] || {{ echo "slurm.sbatch: no job.json in $JOB_DIR: submit from the job directory or set JOB_DIR" >&2; exit 2; }}
+{PYTHON_LINE}
 # sed reads all of its input: `head -n 1` would make scontrol die of SIGPIPE, failing under pipefail.
 head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 : "${{head_node:?no node names in SLURM_JOB_NODELIST}}"
 # One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node.
-srun --kill-on-bad-exit=1 python -m trainer.torchrun \\
+srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun \\
   --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
   --rdzv-backend c10d --rdzv-endpoint "$head_node:{RDZV_PORT}" --rdzv-id "$SLURM_JOB_ID" \\
   -m {WORKER_MODULE} "$JOB_DIR" "$@"
@@ -352,19 +364,23 @@ def render_readme(spec: JobSpec, job_dir: Path, pvc: str) -> str:
 |---|---|
 {table}
 
-`job.json` is the whole job (plan + run settings); the scripts only start `python -m {WORKER_MODULE}`.
+`job.json` is the whole job (plan + run settings); the scripts only start `python -m {WORKER_MODULE}`
+with `$PYTHON` (default: `python` on the PATH): activate the environment trainplan is installed in,
+or set `PYTHON=/path/to/venv/bin/python`.
 
 ## Run
 
-- Here, with a lock, data preparation and resume: `trainplan run {quoted_dir}`
-- One node by hand: `bash {shlex.quote(str(job_dir / "launch.sh"))}`
-- Slurm ({plan.num_nodes} node(s), job directory on a shared file system): `sbatch {shlex.quote(str(job_dir / "slurm.sbatch"))}`
+From this directory (it may be moved or unzipped anywhere; it was written to {quoted_dir}):
+
+- Here, with a lock, data preparation and resume: `trainplan run .`
+- One node by hand: `bash launch.sh`
+- Slurm ({plan.num_nodes} node(s), job directory on a shared file system): `sbatch slurm.sbatch`
 - Kubernetes (Kubeflow training operator): copy this directory to `{K8S_JOBS_MOUNT}/{spec.name}` on the
   PVC `{_one_line(pvc)}`, set the image in `k8s.yaml`, `kubectl apply -f k8s.yaml`.
 
 A stopped run resumes from its latest good checkpoint when started again. Exit code 3 means the
 validation probe measured that the plan does not fit; `replan_needed.json` has the numbers and
 `trainplan run --auto-replan` corrects the plan and continues. If `run.data` is not reachable
-where the job runs, prepare the shards first (`python -m trainer.launch {quoted_dir} --prepare-only`):
+where the job runs, prepare the shards first (`python -m trainer.launch . --prepare-only`):
 the trainer then uses `data/` as it is.
 """

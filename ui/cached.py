@@ -6,6 +6,8 @@ the scored candidate table is a shared read-only resource.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 import streamlit as st
 
@@ -16,6 +18,7 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.detect import NoGPUDriver
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Layout, TrainingConfig
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -136,6 +139,19 @@ def cached_detect() -> list | str:
     return found or "NVML found no GPUs"
 
 
+@dataclass(frozen=True)
+class ExplorerPricing:
+    """What the sidebar's request sets beside the layout: the price (an override, the owned rate
+    when buying, or the offer kind, e.g. spot), the attention kernel and activation partitioning.
+    The explorer passes them so that "Start from the chosen plan" shows the card's figures (trial
+    s25: it priced on demand under spot and timed the stack's kernel under flash3)."""
+
+    price: float | None = None
+    price_kind: str | None = None
+    attention: AttentionKernel | None = None
+    partition_activations: bool = False
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_layout_plan(
     model_json: str,
@@ -148,6 +164,7 @@ def cached_layout_plan(
     stack: Stack = Stack.TRAINPLAN,
     calibration: CalibrationUpload | None = None,
     network: str | None = None,
+    pricing: ExplorerPricing = ExplorerPricing(),
 ) -> Plan | Refusal:
     """``build_plan`` of one fixed configuration (the layout explorer), or why it cannot exist: the
     planner's line with its rule's code and figures (a Refusal pickles, as st.cache_data needs)."""
@@ -160,10 +177,14 @@ def cached_layout_plan(
             TrainingConfig.model_validate_json(training_json),
             num_gpus=num_gpus,
             training_tokens=tokens,
+            price=pricing.price,
+            price_kind=pricing.price_kind,
             catalog=None if applied is not None else catalog(),
             calibration=applied,
             settings=settings_for(headroom, stack),
             stack=stack,
+            attention=pricing.attention,
+            partition_activations=pricing.partition_activations,
             network=network,
         )
     except ValueError as exc:

@@ -15,15 +15,27 @@ from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding,
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.plan import Plan
 from ui import app_core, figures
-from ui.cached import cached_layout_plan, catalog, cuda_context_gib
+from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
 from ui.messages import duration
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
-from ui.sidebar import Inputs
+from ui.sidebar import RUN_COUNT, Inputs
 
 METRICS_PER_ROW = 3  # six in one row cut "660,171" and "$14,882" at 800 px (issue 30)
 DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
+
+
+# Every explorer widget's key. Streamlit drops a widget's value on a run that does not draw it (the
+# explorer's tab closed): the values are kept beside them (KEPT) and put back (trial s25: leaving the
+# tab reset every knob to its default).
+EX_KEYS = (
+    "ex_gpu", "ex_num_gpus", *DEGREES, "ex_sharding", "ex_ac", "ex_ac_blocks", "ex_precision",
+    "ex_micro_batch", "ex_grad_accum",
+)  # fmt: skip
+KEPT = "_ex_kept"
+LOADED_FROM = "_ex_from"  # the chosen plan the widgets were last set from (its JSON)
+DRAWN_AT = "_ex_drawn_at"  # the app run (RUN_COUNT) that last drew the explorer
 
 
 def load_plan(p: Plan) -> None:
@@ -34,7 +46,22 @@ def load_plan(p: Plan) -> None:
     state.update(ex_dp_replicate=layout.dp_replicate, ex_sharding=layout.sharding.value)
     state.update(ex_micro_batch=training.micro_batch, ex_grad_accum=training.grad_accum)
     state.update(ex_ac=training.activation_checkpointing.value, ex_precision=training.precision.value)
-    state["ex_loaded"] = True
+    state.update(ex_ac_blocks=training.ac_blocks)
+    state[LOADED_FROM] = p.to_json()
+
+
+def restore_or_load(chosen: Plan | None) -> None:
+    """Start from the chosen plan whenever it changes (a new model or request); after a run that
+    did not draw the explorer, put back the values it had (those the widgets hold are their
+    defaults again); otherwise the widgets hold what the reader set."""
+    state = st.session_state
+    run = state.get(RUN_COUNT, 0)
+    drawn_last_run = state.get(DRAWN_AT) == run - 1
+    state[DRAWN_AT] = run
+    if chosen is not None and state.get(LOADED_FROM) != chosen.to_json():
+        load_plan(chosen)
+    elif not drawn_last_run:
+        state.update(state.get(KEPT, {}))
 
 
 def send_to_plan() -> None:
@@ -58,26 +85,27 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
         for column, key in zip(columns, DEGREES, strict=True)
     )
     # three a row: five cut the choices to "zer" and "bf1" at 800 px (issue 30)
-    row = [*st.columns(3), *st.columns(3)[:2]]
+    row = [*st.columns(3), *st.columns(3)]
     sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], key="ex_sharding")
     ac = row[1].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
     precision = row[2].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
     micro = int(row[3].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
     accum = int(row[4].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
-    layout = dict(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp_replicate=dp_replicate, sharding=sharding)
-    return (
-        gpu,
-        num_gpus,
-        layout,
-        dict(micro_batch=micro, grad_accum=accum, activation_checkpointing=ac, precision=precision),
+    # The checkpointed block count of "blocks" (trial s25: without it "blocks" ran as none).
+    blocks = ac == ActivationCheckpointing.BLOCKS.value
+    ac_blocks = int(
+        row[5].number_input(tr("ex_ac_blocks"), min_value=0, step=1, key="ex_ac_blocks", disabled=not blocks)
     )
+    layout = dict(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp_replicate=dp_replicate, sharding=sharding)
+    training = dict(micro_batch=micro, grad_accum=accum, activation_checkpointing=ac, precision=precision)
+    return gpu, num_gpus, layout, training | dict(ac_blocks=ac_blocks if blocks else 0)
 
 
 def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: dict, training: dict) -> Plan | None:
     request = inputs.request
     try:
         shape = Layout(**layout)
-        config = TrainingConfig(seq_len=request.seq_len, impl=request.impl, **training)
+        config = TrainingConfig(seq_len=request.seq_len, impl=request.impl, compile=request.compile, **training)
     except ValueError as exc:
         st.error(tr("ex_invalid", error=plain(reason_text(tr, refusal(exc, where=False), LAYOUT_REASONS))))
         return None
@@ -92,6 +120,12 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
         request.stack,
         inputs.calibration,
         request.network,
+        ExplorerPricing(
+            request.price_overrides.get(gpu),
+            request.price_kind,
+            request.attention,
+            request.partition_activations,
+        ),
     )
     if isinstance(answer, Refusal):
         st.error(tr("ex_invalid", error=plain(reason_text(tr, answer, LAYOUT_REASONS))))
@@ -132,12 +166,12 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
 
 def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     """The explorer's widgets (starting from the chosen plan), the estimate, its breakdowns and actions."""
-    if not st.session_state.get("ex_loaded") and chosen is not None:
-        load_plan(chosen)
+    restore_or_load(chosen)
     st.caption(tr("ex_help"))
     if chosen is not None:
         st.button(tr("ex_load"), key="ex_load", on_click=load_plan, args=(chosen,))
     gpu, num_gpus, layout, training = explorer_inputs(tr)
+    st.session_state[KEPT] = {key: st.session_state[key] for key in EX_KEYS if key in st.session_state}
     p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
     if p is None:
         return

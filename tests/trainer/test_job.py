@@ -168,7 +168,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         "#SBATCH --gpus-per-node=8",
         '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
         '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
-        "srun --kill-on-bad-exit=1 python -m trainer.torchrun",
+        'srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun',
         "predicted 1800 steps = 0.03 h",
     ):  # 0.05 s a step
         assert line in script
@@ -192,6 +192,29 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         str(job_dir),
     ]
     assert not list(tmp_path.rglob("PWNED*"))
+
+
+def test_a_moved_job_runs_from_where_it_is_submitted(tmp_path: Path) -> None:
+    """Slurm runs a copy of the script, so it cannot find its own directory: a job moved or unzipped
+    elsewhere (the app's zip, trial s25) runs from the directory it is submitted from, and with
+    neither it says so; $PYTHON names the interpreter."""
+    emit_job(make_plan(num_nodes=2, gpus_per_node=8), tmp_path / "emitted", name="moved", run=RunSettings(steps=3))
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    (tmp_path / "emitted").rename(moved)
+    env = fake_tools(tmp_path / "bin", tmp_path / "argv")
+    env.update(SLURM_JOB_NODELIST="node-a", SLURM_NNODES="2", SLURM_JOB_ID="5", SLURM_SUBMIT_DIR=str(moved))
+    subprocess.run(["bash", str(moved / "slurm.sbatch")], check=True, env=env, cwd=moved)
+    assert recorded_argv(tmp_path / "argv")[-1] == str(moved)
+    env["SLURM_SUBMIT_DIR"] = str(tmp_path)
+    proc = subprocess.run(["bash", str(moved / "slurm.sbatch")], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "submit from the job directory or set JOB_DIR" in proc.stderr
+    (tmp_path / "bin" / "python").rename(tmp_path / "bin" / "venv-python")
+    env.update(PYTHON=str(tmp_path / "bin" / "venv-python"), RDZV_ENDPOINT="node-a:29500")
+    subprocess.run(["bash", str(moved / "launch.sh")], check=True, env=env, cwd=tmp_path)
+    assert recorded_argv(tmp_path / "argv")[-1] == str(moved)
+    readme = (moved / "README.md").read_text()
+    assert "`sbatch slurm.sbatch`" in readme and "`trainplan run .`" in readme
 
 
 def _load_yaml(text: str) -> dict:

@@ -369,3 +369,30 @@ def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
         if answer.infeasible is not None:  # what rules the type (or every type) out
             assert infeasible_text(EN, Infeasible.of(answer.infeasible), request) in english
         assert "--" not in english and "max_gpus" not in english and "deadline_days" not in english
+
+
+def test_layout_explorer_starts_from_the_card_plan_with_its_blocks_and_price():
+    """ "Start from the chosen plan" shows the card's figures (trial s25: it dropped the checkpointed
+    block count, which ran as none and did not fit, and priced on demand under spot)."""
+    at = run_app(preset="llama3-8b", seq_len=4096, ac=["blocks"], pricing="spot", gpus=["h100-sxm"], max_gpus=16)
+    at = open_tab(at, "tab_explorer")
+    chosen = at.session_state["_ex_from"]
+    assert '"activation_checkpointing": "blocks"' in chosen and at.session_state["ex_ac_blocks"] > 0
+    for label in (EN("card_cost"), EN("card_time"), EN("card_mfu")):
+        shown = {m.value for m in at.metric if m.label == label}
+        assert len(shown) == 1, (label, shown)  # the card's and the explorer's agree
+    assert EN("ex_fits") in [s.value for s in at.success]
+
+
+def test_layout_explorer_keeps_its_values_across_tabs_and_follows_a_new_plan():
+    """Streamlit drops a widget's value on a run that does not draw it (trial s25: leaving the tab
+    reset every knob); a new chosen plan (another model) loads again."""
+    at = open_tab(run_app(), "tab_explorer")
+    at.number_input(key="ex_micro_batch").set_value(7).run()
+    at = open_tab(open_tab(at, "tab_top"), "tab_explorer")
+    assert at.number_input(key="ex_micro_batch").value == 7
+    at.session_state["preset"] = "gpt3-350m"
+    at.run()
+    chosen = planned(request_for(get_preset("gpt3-350m"))).plan
+    assert at.number_input(key="ex_num_gpus").value == chosen.num_gpus
+    assert at.number_input(key="ex_micro_batch").value == chosen.training.micro_batch
