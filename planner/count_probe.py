@@ -168,7 +168,7 @@ def memory_fix(
             f"use at least {best.num_gpus} {best.gpu} GPUs, the smallest count that fits "
             f"({best.layout}: {best.need_gib:.1f} of {best.capacity_gib:.1f} GiB)"
         )
-    return InfeasiblePlan(error.constraint, error.detail, fix, required=error.required, available=error.available)
+    return error.but(fix=fix)
 
 
 def deadline_fix(
@@ -196,9 +196,7 @@ def deadline_fix(
             f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "
             f"({best.layout} finishes in {duration_words(best.time_to_train_s)})"
         )
-    return InfeasiblePlan(
-        error.constraint, error.detail, error.fix + more, required=error.required, available=error.available
-    )
+    return error.but(fix=error.fix + more, more_gpus_help=best is not None)
 
 
 def cap_diagnosis(

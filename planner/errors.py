@@ -70,6 +70,7 @@ class InfeasiblePlan(Exception):
         *,
         required: float | None = None,
         available: float | None = None,
+        more_gpus_help: bool | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -77,12 +78,23 @@ class InfeasiblePlan(Exception):
         self.fix = fix
         self.required = required  # e.g. GiB needed, GPUs needed, seconds, USD
         self.available = available  # the matching limit
+        # Whether more GPUs than allowed would meet a deadline: True (a scored or probed count
+        # does), False (none up to the counts scored or probed does), None (not looked at).
+        self.more_gpus_help = more_gpus_help
+
+    def but(self, fix: str | None = None, detail: str | None = None, **changes: object) -> InfeasiblePlan:
+        """This answer with another fix or detail (and typed fields), the rest kept."""
+        fields: dict[str, object] = dict(
+            required=self.required, available=self.available, more_gpus_help=self.more_gpus_help
+        )
+        fields.update(changes)
+        return InfeasiblePlan(self.constraint, detail or self.detail, fix or self.fix, **fields)  # type: ignore[arg-type]
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
         return (
             type(self),
             (self.constraint, self.detail, self.fix),
-            {"required": self.required, "available": self.available},
+            {"required": self.required, "available": self.available, "more_gpus_help": self.more_gpus_help},
         )
 
 

@@ -107,7 +107,7 @@ def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
 
 def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
     """``$1.2T``, ``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$78.9`` with ``decimals`` decimals (rounded up if
-    asked), at least cents under SMALL_MONEY_USD (``$7.80``)."""
+    asked), at least cents under SMALL_MONEY_USD (``$7.80``), none for whole dollars (``$100``)."""
     for scale, suffix in (*_MONEY_SCALES, (1e3, "k"), (1.0, "")):
         if abs(usd) >= scale or scale == 1.0:
             scaled = usd / scale
@@ -115,6 +115,8 @@ def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
                 decimals = max(decimals, 2)  # cents: a $0.63 budget is not "$0.6"
             if round_up:
                 scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
+            if scale == 1.0 and abs(usd) >= SMALL_MONEY_USD and float(scaled).is_integer():
+                decimals = 0  # whole dollars: a $100 budget is not "$100.0" (trial s25)
             return f"${scaled:,.{decimals}f}{suffix}"
     raise AssertionError("unreachable")
 

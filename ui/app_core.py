@@ -56,10 +56,11 @@ class Infeasible:
     fix: str
     required: float | None = None  # InfeasiblePlan's typed figures (GiB, GPUs, seconds, USD)
     available: float | None = None
+    more_gpus_help: bool | None = None  # InfeasiblePlan's: whether more GPUs meet the deadline
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
-        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available)
+        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available, exc.more_gpus_help)
 
 
 @dataclass(frozen=True)

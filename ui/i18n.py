@@ -9,6 +9,7 @@ labels of ``ui.i18n_messages``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
@@ -280,6 +281,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
+    "card_at_risk": (
+        "Judged at {risk}: {time}, {cost} (the search compares plans at this quantile of their band).",
+        "按 {risk} 评判：{time}，{cost}（搜索按误差区间的这一分位数比较各方案）。",
+    ),
     "envelope_validated": (
         "Validated: {regime}; {rows} held-out rows ({sources}), mean error {error:.1%}.",
         "已验证：{regime}；{rows} 行留出数据（{sources}），平均误差 {error:.1%}。",
@@ -327,9 +332,9 @@ _LABELS: dict[str, tuple[str, str]] = {
         "选择本方案。",
     ),
     "card_footer": (
-        "step {step:.3g} s · {tokens:,.0f} tokens/s · {candidates:,} candidates, {feasible:,} feasible · "
+        "step {step} s · {tokens} tokens/s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s",
-        "每步 {step:.3g} 秒 · {tokens:,.0f} token/秒 · {candidates:,} 个候选，{feasible:,} 个可行 · "
+        "每步 {step} 秒 · {tokens} token/秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
         "{solver} 用时 {seconds:.1f} 秒",
     ),
     "why_this_plan": ("Why this plan", "为什么选这个方案"),
@@ -430,9 +435,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     "download_plan": ("Download plan.json", "下载 plan.json"),
     "emit_name": ("Job name", "任务名称"),
     "emit_steps": ("Training steps in the job", "任务中的训练步数"),
-    "gpu_left_out": (
-        "{gpu} left out of the search: the attention kernel or the precision chosen does not run on it",
-        "{gpu} 未参与搜索：所选的注意力内核或精度不能在其上运行",
+    "gpus_left_out_kernel": (
+        "Left out of the search, since the {kernel} attention kernel does not run on them: {gpus}",
+        "以下 GPU 未参与搜索，因为 {kernel} 注意力内核不能在其上运行：{gpus}",
+    ),
+    "gpus_left_out_precision": (
+        "Left out of the search, since they have no {precision} dense peak: {gpus}",
+        "以下 GPU 未参与搜索，因为它们没有 {precision} 稠密算力：{gpus}",
     ),
     "emit_steps_budget": ("the plan's tokens: {steps:,} steps", "方案的全部 token：{steps:,} 步"),
     "download_job": ("Download the job directory (zip)", "下载任务目录（zip）"),
@@ -594,6 +603,10 @@ class Labels:
     def option(self, value: str) -> str:
         """Label of a choice (``opt_<value>``): radio options, constraints, checkpointing modes."""
         return self(f"opt_{value}")
+
+    def join(self, items: Iterable[str]) -> str:
+        """A list in running text: 'a, b, c'; in Chinese with the enumeration comma, 'a、b、c'."""
+        return ("、" if self.lang == "zh" else ", ").join(items)
 
 
 # Markdown's punctuation (CommonMark escapes any ASCII punctuation with a backslash) and

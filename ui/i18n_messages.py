@@ -17,6 +17,11 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "Fix: allow {fix}, or raise the GPU limit.",
         "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）。解决办法：将期限放宽到 {fix}，或提高 GPU 上限。",
     ),
+    "why_deadline_no_gpus": (
+        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); more GPUs would not "
+        "meet it. Fix: allow {fix}.",
+        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）；增加 GPU 也无法满足。解决办法：将期限放宽到 {fix}。",
+    ),
     "why_budget": (
         "The cheapest plan costs {need}, the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
         "最便宜的方案需要 {need}，预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
@@ -46,13 +51,14 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "no_gpu_limit": ("none", "无"),
     "near_tie_cost": (
-        "Near tie: for +{extra:.1f} % cost, {gain:.1f} × faster — {gpus} in {time} for {cost}.",
-        "接近的方案：费用多 {extra:.1f} %，速度快 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
+        "Near tie (at {risk}): for +{extra:.1f} % cost, {gain:.1f} × faster — {gpus} in {time} for {cost}.",
+        "接近的方案（按 {risk}）：费用多 {extra:.1f} %，速度快 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
     ),
     "near_tie_time": (
-        "Near tie: for +{extra:.1f} % time, {gain:.1f} × cheaper — {gpus} in {time} for {cost}.",
-        "接近的方案：时间多 {extra:.1f} %，费用省 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
+        "Near tie (at {risk}): for +{extra:.1f} % time, {gain:.1f} × cheaper — {gpus} in {time} for {cost}.",
+        "接近的方案（按 {risk}）：时间多 {extra:.1f} %，费用省 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
     ),
+    "point_estimate": ("the model's estimate", "模型估计"),
     "knee": ("knee of the front", "前沿拐点"),
     "deadline_line": ("deadline {days:,.1f} days", "期限 {days:,.1f} 天"),
     "budget_line": ("budget {usd}", "预算 {usd}"),

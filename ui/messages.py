@@ -58,13 +58,13 @@ def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
 def regime_text(tr: Labels, u: Uncertainty) -> str:
     """The regime in the page's language: '{stack} on {generation}, tp > 1, ...'."""
     words = [tr("regime_words", stack=u.regime_stack, generation=u.regime_generation)]
-    return ", ".join(words + [tr(f"feature_{f}") for f in u.regime_features])
+    return tr.join(words + [tr(f"feature_{f}") for f in u.regime_features])
 
 
 def envelope_text(tr: Labels, u: Uncertainty) -> str:
     """Whether the plan lies inside what was measured, and what its band rests on."""
     if u.validated:
-        sources = ", ".join(u.sources)
+        sources = tr.join(u.sources)
         return tr(
             "envelope_validated", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources, error=u.mean_abs_error
         )
@@ -124,6 +124,8 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     elif c in ("memory", "inventory"):
         values.update(need=need or 0.0, have=have or 0.0)
     key = f"why_{c}" if c in ("deadline", "budget", "memory", "inventory", "divisibility", "batch") else None
+    if c == "deadline" and infeasible.more_gpus_help is False:  # the planner scored or probed more
+        key = "why_deadline_no_gpus"
     body = tr(key, **values) if key else plain(f"{infeasible.detail}; {infeasible.fix}")
     return tr("infeasible", constraint=tr.option(c), body=body)
 
@@ -149,14 +151,21 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
     tie, other = result.near_tie, result.near_tie_plan
     if tie is None or other is None:
         return None
-    e = other.estimate
+    e, risk = other.estimate, result.risk.value
     assert e.time_to_train_h is not None and e.cost_usd is not None
+    # At the quantile the search compared the plans at, as the percentage is (trial s25: a p50 cost
+    # beside a p80 percentage showed the tie cheaper than the chosen plan's card).
+    hours, cost, judged = e.time_to_train_h, e.cost_usd, tr("point_estimate")
+    u = e.uncertainty
+    if u is not None and u.time_to_train_h_at_risk is not None and u.cost_usd_at_risk is not None:
+        hours, cost, judged = u.time_to_train_h_at_risk[risk], u.cost_usd_at_risk[risk], risk
     values = dict(
         extra=tie.extra_fraction * 100,
         gain=tie.gain,
         gpus=f"{other.num_gpus} × {other.gpu}",
-        time=duration(tr, e.time_to_train_h),
-        cost=money(e.cost_usd),
+        time=duration(tr, hours),
+        cost=money(cost),
+        risk=judged,
     )
     return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
 

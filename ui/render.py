@@ -261,6 +261,11 @@ def infeasible(exc, *, as_json: bool, calibration=None) -> None:
             "reason": str(exc),
             "detail": exc.detail,
             "fix": exc.fix,
+            # the constraint's figures in its unit (deadline: seconds, budget: USD, memory: GiB,
+            # inventory: GPUs) for scripts (trial s25: the numbers were only in the prose)
+            "required": exc.required,
+            "available": exc.available,
+            "more_gpus_help": exc.more_gpus_help,
         }
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return

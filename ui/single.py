@@ -12,6 +12,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
+from planner.errors import RuleViolation
 from planner.fmt import energy, one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
@@ -133,8 +134,21 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
         "card_time": band_text(tr, None if u is None else u.time_to_train_h, lambda h: duration(tr, h)),
         "card_cost": cost,
         "card_cost_bought": cost,
+        "card_energy": band_text(tr, None if u is None else u.energy_kwh, energy),
         "card_memory": tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib),
     }
+
+
+def banded(value: float, band: tuple[float, float] | None, style: str) -> str:
+    """'3.18 (2.49–3.91)': a figure with its 80 % band, as the CLI prints step time and tokens/s."""
+    text = style.format(value)
+    return text if band is None else f"{text} ({style.format(band[0])}–{style.format(band[1])})"
+
+
+def kernel_words(tr: Labels, plan: Plan) -> str:
+    """The attention kernel the estimate timed (the CLI's words; in Chinese its name only)."""
+    words = plan.estimate.attention_kernel or (plan.attention.value if plan.attention else "-")
+    return words if tr.lang == "en" else words.split(" (")[0]
 
 
 def card_captions(tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None) -> list[str]:
@@ -143,12 +157,17 @@ def card_captions(tr: Labels, plan: Plan, result, calibration: CalibrationUpload
     lines = [] if u is None else [envelope_text(tr, u)]
     if u is not None and u.point_outside is not None:
         lines.append(tr(f"point_outside_{u.point_outside}"))
+    if u is not None and u.time_to_train_h_at_risk is not None and u.cost_usd_at_risk is not None:
+        risk = result.risk.value  # what the search judged this plan by (trial s25: p50/p80/p90 looked alike)
+        time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])
+        lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
     lines += [
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(
             "card_footer",
-            step=e.time.step_s,
-            tokens=e.throughput.tokens_per_s,
+            step=banded(e.time.step_s, None if u is None else u.step_s, "{:.3g}"),
+            tokens=banded(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s, "{:,.0f}"),
+            kernel=kernel_words(tr, plan),
             candidates=result.num_candidates,
             feasible=result.solution.num_feasible,
             solver=result.solution.solver,
@@ -317,11 +336,26 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
     missing = request.hf_experts_missing
     dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
     return (
-        *(tr("gpu_left_out", gpu=g) for g in left_out_gpus(request, catalog())),
+        *left_out_texts(tr, request),
         *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
         *(() if dearer is None else (dearer_text(tr, dearer),)),
         *(() if term is None else (commitment_text(tr, term),)),
     )
+
+
+def left_out_texts(tr: Labels, request: PlanRequest) -> list[str]:
+    """The GPU types the request's kernel or precision leaves out: one line per cause, not one box
+    per GPU (trial s25: flash3 filled the card with 18 boxes)."""
+    left_out = left_out_gpus(request, catalog())
+    by_precision = [g for g, problem in left_out.items() if isinstance(problem, RuleViolation)]
+    by_kernel = [g for g in left_out if g not in by_precision]
+    texts = []
+    if by_kernel:
+        kernel = request.attention.value if request.attention is not None else ""
+        texts.append(tr("gpus_left_out_kernel", kernel=kernel, gpus=tr.join(by_kernel)))
+    if by_precision:
+        texts.append(tr("gpus_left_out_precision", precision=request.precision.value, gpus=tr.join(by_precision)))
+    return texts
 
 
 def show_single(tr: Labels, inputs: Inputs) -> None:

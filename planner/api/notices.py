@@ -28,7 +28,7 @@ def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
     if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
         return answer
     detail = f"{answer.detail} (at --risk {risk.value}, each plan's {risk.quantile:.0%} quantile; p50: the median)"
-    return InfeasiblePlan(answer.constraint, detail, answer.fix, required=answer.required, available=answer.available)
+    return answer.but(detail=detail)
 
 
 def trains_too_long(chosen: Plan) -> bool:

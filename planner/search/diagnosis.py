@@ -207,8 +207,10 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
     fix = f"allow {duration_words(fastest, round_up=True)}"
+    more_gpus_help = None
     bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
+        more_gpus_help = True
         rows = np.flatnonzero(bigger)
         row = int(rows[np.lexsort((T[rows], table.num_gpus[rows]))[0]])
         finish = f"{table.num_gpus[row]} {table.gpu_id[row]} finish in {duration_words(float(T[row]))}"
@@ -221,6 +223,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     elif (beyond := checks.gpu_type & ~checks.inventory).any():  # rows past the limits were scored
         probed = " (probed past the max_gpus cap)" if checks.count_caps else ""
         fix += f"; no count up to {int(table.num_gpus[beyond].max()):,} GPUs{probed} meets the deadline"
+        more_gpus_help = False
     # A search's rows stop at the inventory: count_probe.deadline_fix probes past it.
     return InfeasiblePlan(
         Constraint.DEADLINE,
@@ -228,6 +231,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
         fix,
         required=fastest,
         available=checks.deadline_s,
+        more_gpus_help=more_gpus_help,
     )
 
 

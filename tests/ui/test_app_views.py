@@ -200,6 +200,10 @@ def test_near_tie_callout_under_the_plan_card():
     result = planned(request_for())
     assert result.near_tie is not None and result.near_tie_plan is not None
     assert near_tie_text(EN, result) in [i.value for i in at.info]
+    # its time and cost at the quantile the percentage is at (trial s25: p50 dollars beside p80 %)
+    u = result.near_tie_plan.estimate.uncertainty
+    text = near_tie_text(EN, result)
+    assert text.startswith("Near tie (at p80)") and f"${u.cost_usd_at_risk['p80']:,.0f}" in text
     tie = result.near_tie
     assert tie.extra_fraction <= 0.10 and tie.gain >= 1.25
     assert result.near_tie_plan.estimate.cost_usd <= result.plan.estimate.cost_usd * 1.10

@@ -259,6 +259,27 @@ def test_infeasible_plan_is_an_answer():
     assert data["feasible"] is False and data["constraint"] == "memory" and data["fix"]
 
 
+def test_an_infeasible_deadline_says_in_numbers_whether_more_gpus_help():
+    """trial s25: the app offered "or raise the GPU limit" where the planner had probed 32,768 GPUs."""
+    base = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--deadline-days", "5", "--json"]
+    more = json.loads(run(*base, "--gpus", "h100-sxm=8").stdout)
+    assert more["constraint"] == "deadline" and more["more_gpus_help"] is True
+    assert more["available"] == 5 * 86400 and more["required"] > more["available"]
+    big = ["plan", "--model", "llama3.1-405b", "--tokens", "1.5e13", "--deadline-days", "30", "--json"]
+    none = json.loads(run(*big).stdout)
+    assert none["constraint"] == "deadline" and none["more_gpus_help"] is False
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from ui.app_core import Infeasible
+    from ui.i18n import Labels
+    from ui.messages import infeasible_text
+
+    request = PlanRequest(model=get_preset("llama3.1-405b"), training_tokens=1.5e13, deadline_days=30)
+    fields = {k: none[k] for k in ("constraint", "detail", "fix", "required", "available", "more_gpus_help")}
+    text = infeasible_text(Labels("en"), Infeasible(**fields), request)
+    assert "more GPUs would not meet it" in text and "raise the GPU limit" not in text
+
+
 def test_catalog_and_detect():
     data = json.loads(binary("catalog", "--json").stdout)
     assert "h200-sxm" in data and len(data) >= 18

@@ -105,16 +105,20 @@ def test_the_app_names_the_gpu_types_left_out_in_its_language():
     request = PlanRequest(
         model=get_preset("llama3.1-8b"),
         training_tokens=1e10,
-        gpus={"h100-sxm": 64, "b200": 64},
+        gpus={"h100-sxm": 64, "b200": 64, "a100-80gb-sxm": 64},
         attention="flash3",
         top_k=0,
     )
     chosen = plan(request).plan
-    for lang, words in (("en", "b200 left out of the search"), ("zh", "b200 未参与搜索")):
+    # one line for every type the kernel leaves out (trial s25: one box per GPU, 18 with flash3)
+    for lang, words in (
+        ("en", "since the flash3 attention kernel does not run on them: b200, a100-80gb-sxm"),
+        ("zh", "因为 flash3 注意力内核不能在其上运行：b200、a100-80gb-sxm"),
+    ):
         assert [t for t in request_texts(Labels(lang), request, chosen) if "b200" in t] == [
-            Labels(lang)("gpu_left_out", gpu="b200")
+            Labels(lang)("gpus_left_out_kernel", kernel="flash3", gpus=Labels(lang).join(["b200", "a100-80gb-sxm"]))
         ]
-        assert words in Labels(lang)("gpu_left_out", gpu="b200")
+        assert [t for t in request_texts(Labels(lang), request, chosen) if words in t]
 
 
 def test_estimate_warns_of_hf_expert_loops_as_plan_does(capsys):

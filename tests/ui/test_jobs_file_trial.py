@@ -21,7 +21,8 @@ def test_a_jobs_file_takes_the_batch_keys_plan_takes(tmp_path, capsys):
     jobs += "global_batch_tokens = 4e6\nbatch_tolerance = 0.2\nvary_batch = true\n"
     assert main(["portfolio", _file(tmp_path, jobs), "--json"]) == 0
     job = json.loads(capsys.readouterr().out)["assignments"][0]
-    assert job["layout"].startswith("fsdp")  # any batch within 20 %: data parallel, not 977 sequences at dp 1
+    # any batch within 20 %: data parallel, not 977 sequences at dp 1
+    assert "dp_shard=64" in job["layout"], job["layout"]
     bad = jobs.replace("4e6", "4.5")
     assert main(["portfolio", _file(tmp_path, bad)]) == 2
     assert "global_batch_tokens must be a whole number of tokens" in capsys.readouterr().err
