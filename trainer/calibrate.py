@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from planner.catalog.calibration import CPU_DEVICE_PREFIX
 from planner.model.attention_kernels import sdpa_prefers_cudnn
 
 # The catalog's attention fields and the SDPA backend each describes (docs/hardware.md).
@@ -130,7 +131,8 @@ def copy_tbps(device: torch.device, sizes: Sizes) -> float:
 
 
 def machine_info(device: torch.device, driver: str | None) -> dict[str, str]:
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or 'host'})"
+    cpu = f"{CPU_DEVICE_PREFIX}{platform.processor() or 'host'})"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu
     return {
         "host": platform.node() or "unknown",
         "device": name,

@@ -60,16 +60,27 @@ def applied_calibration(choice: CalibrationChoice | None):
     keep (planner.catalog.calibration.AppliedCalibration); None when no file is chosen."""
     if choice is None:
         return None
-    from planner.catalog.calibration import calibrate
+    from planner.catalog.calibration import calibrate, cpu_measured_gpus
     from planner.catalog.hardware import load_catalog
     from planner.errors import CatalogError
 
     try:
-        return calibrate(load_catalog(), choice.path)
+        applied = calibrate(load_catalog(), choice.path)
     except CatalogError as exc:
         if not choice.default:
             raise
         raise CatalogError(f"{exc} (the default calibration file; --no-calibration ignores it)") from None
+    if gpus := cpu_measured_gpus(applied.record):
+        render.warn(cpu_rates_warning(choice.path, gpus))
+    return applied
+
+
+def cpu_rates_warning(path: Path, gpus: tuple[str, ...]) -> str:
+    """One line: a file measured on a CPU (a format check) times these GPUs at the CPU's speed."""
+    return (
+        f"{path} was measured on a CPU: it times {', '.join(gpus)} at that CPU's speed (a check of the"
+        " file's format, not a calibration); measure on the GPU itself, or --no-calibration"
+    )
 
 
 def _existing(path: Path):
@@ -119,6 +130,8 @@ def run_calibration(
             render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
     path = _write(out, CalibrationFile(machine, rates, jobs))
     render.calibrated(path, gpu_id, values)
+    if target.type == "cpu":
+        render.warn(cpu_rates_warning(path, (gpu_id,)))
 
 
 def _collective_rates(device_type: str, ranks: int, quick: bool) -> dict[str, float]:

@@ -527,6 +527,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "Calibration file not used, the catalog's rates apply: {error}",
         "未采用校准文件，沿用目录中的速率：{error}",
     ),
+    "calibration_cpu": (
+        "It was measured on a CPU: it times {gpu} at that CPU's speed (a check of the file's format, not a "
+        "calibration).",
+        "该文件是在 CPU 上测得的：它按该 CPU 的速度为 {gpu} 计时（只检查文件格式，不是校准）。",
+    ),
     "calibration_line": (
         "Rates of {gpus} measured on {host} ({device}, driver {driver}) on {date}: {name}",
         "{gpus} 的速率于 {date} 在 {host}（{device}，驱动 {driver}）上实测：{name}",

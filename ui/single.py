@@ -12,6 +12,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
+from planner.catalog.calibration import cpu_measured_gpus
 from planner.errors import RuleViolation
 from planner.fmt import energy, one_line
 from planner.frontier import knee
@@ -95,9 +96,11 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | No
         return None
     used = cached_calibration(calibration)
     values = dict(used.machine, gpus=", ".join(used.gpus), name=used.name)
-    if plan.gpu not in used.gpus:
-        return tr("calibration_elsewhere", gpu=plan.gpu, **values)
-    return tr("calibration_line", **values)
+    line = tr("calibration_elsewhere", gpu=plan.gpu, **values) if plan.gpu not in used.gpus else None
+    line = line or tr("calibration_line", **values)
+    if cpu := cpu_measured_gpus(used.applied.record):  # the CLI's warning (ui/calibration.py)
+        line += " " + tr("calibration_cpu", gpu=tr.join(cpu))
+    return line
 
 
 def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:

@@ -168,6 +168,20 @@ def calibration_record(catalog: Catalog, calibration: CalibrationFile, data: byt
     return PlanCalibration(file=file, sha256=hashlib.sha256(data).hexdigest(), machine=machine, gpus=gpus)
 
 
+# How ``trainplan calibrate --device cpu`` names the machine (trainer/calibrate.py machine_info): a
+# CPU's rates check a file's format and say nothing of a GPU's.
+CPU_DEVICE_PREFIX = "CPU ("
+
+
+def cpu_measured_gpus(record: PlanCalibration) -> tuple[str, ...]:
+    """The GPUs a calibration times with rates measured on a CPU (trial s25: applied to an H100
+    without a word, a plan took 36.8 million days)."""
+    machine = record.machine
+    if machine is None or not machine.device.startswith(CPU_DEVICE_PREFIX):
+        return ()
+    return tuple(g.gpu for g in record.gpus if g.rates)
+
+
 def apply_calibration(catalog: Catalog, path: Path) -> Catalog:
     """The catalog with each named GPU's rates replaced by the file's measurements."""
     return calibrate(catalog, path).catalog

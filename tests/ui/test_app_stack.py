@@ -120,6 +120,30 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     assert line in [c.value for c in at.caption]
 
 
+def test_a_calibration_measured_on_a_cpu_is_called_a_format_check(tmp_path, capsys):
+    """trial s25: `calibrate --device cpu --gpu h100-sxm` then `plan --calibration` took 36.8
+    million days without a word. The CLI warns (calibrate and every command that applies it), the
+    app's card says so, in both languages."""
+    from ui.cli import main
+
+    base = plan(request_for()).plan
+    cpu = dict(MACHINE, device="CPU (x86_64)", driver="none (cpu)")
+    path = write_calibration(
+        tmp_path / "cpu.toml", CalibrationFile(cpu, {base.gpu: {"gemm_bf16_tflops_achieved": 1.0}})
+    )
+    args = ["estimate", "--model", "gpt3-125m", "--gpu", base.gpu, "--num-gpus", "1", "--calibration", str(path)]
+    assert main([*args, "--json"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"trainplan: warning: {path} was measured on a CPU: it times {base.gpu} at that CPU's speed"
+                   " (a check of the file's format, not a calibration); measure on the GPU itself, or --no-calibration"]  # fmt: skip
+    for tr in (EN, ZH):
+        at = upload(run_app(lang=tr.lang), path)
+        # the search left the H100 for the A100, whose catalog rates the card names
+        values = dict(cpu, gpus=base.gpu, name="cpu.toml")
+        line = tr("calibration_elsewhere", gpu="a100-80gb-sxm", **values) + " " + tr("calibration_cpu", gpu=base.gpu)
+        assert line in [c.value for c in at.caption]
+
+
 def test_the_default_calibration_file_applies_as_in_the_cli():
     """With no upload, the per-user default file that plan/estimate/explain apply reaches the card
     too, and the sidebar says so (the test's XDG_CONFIG_HOME is a temporary folder)."""
