@@ -129,9 +129,30 @@ def test_sequencing_fits_jobs_that_cannot_run_together() -> None:
     with pytest.raises(InfeasiblePlan) as caught:
         solve_portfolio(jobs, {"h100": 8}, horizon_s=10 * DAY)
     assert caught.value.constraint is Constraint.INVENTORY
-    assert "the 2 jobs cannot share the inventory (h100<=8) in time: they need at least 88 GPU-days, " in str(
+    assert "the 2 jobs cannot share the inventory (h100<=8) in time: the 2 job(s) due by day 10.0 need at least" in str(
         caught.value
     )
+    assert (caught.value.required, caught.value.available) == (88 * DAY, 80 * DAY)
+
+
+def test_a_shared_inventory_answer_names_the_deadline_that_binds() -> None:
+    """trial s25: with deadlines of 15 days inside a 20-day horizon the answer compared the need with
+    the horizon's GPU-days (less than it) and so read as a contradiction. Each job's deadline now
+    bounds its own GPU-time; where the GPU-days do fit, the answer says the jobs do not pack."""
+    first, second = two_big_jobs()
+    due = [
+        JobCandidates("first", first.table, deadline_s=6 * DAY),
+        JobCandidates("second", second.table, deadline_s=6 * DAY),
+    ]
+    with pytest.raises(InfeasiblePlan) as caught:
+        solve_portfolio(due, {"h100": 8}, horizon_s=20 * DAY)
+    assert "the 2 job(s) due by day 6.0 need at least 88 GPU-days, the inventory offers 48 GPU-days by then" in str(
+        caught.value
+    )
+    # 12 GPUs: 88 of 120 GPU-days by day 10, but each job holds 8 of them for its whole run
+    with pytest.raises(InfeasiblePlan) as caught:
+        solve_portfolio(two_big_jobs(), {"h100": 12}, horizon_s=10 * DAY)
+    assert "their GPU-days fit (88 needed by day 10.0), but no schedule of them does" in str(caught.value)
 
 
 def test_a_sequenced_job_starts_when_the_gpus_free_up_not_at_a_slot() -> None:
