@@ -62,7 +62,7 @@ def emit_job(
         out_dir = Path(out_dir).expanduser().resolve()
     except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError for a symlink loop
         raise ValueError(f"--out {out_dir}: cannot resolve the path ({exc})") from None
-    run = checkpoint_interval(plan, _absolute_paths(run))
+    run = warmup_schedule(checkpoint_interval(plan, _absolute_paths(run)))
     applied = apply_run_overrides(plan, run, calibration)
     if not applied.estimate.feasible and not force:
         reason = _one_line(applied.estimate.reason or "it does not fit")
@@ -120,6 +120,23 @@ def default_steps(plan: Plan) -> int:
     is for; ``trainplan run --steps K`` trains a trial of K on that schedule), else RunSettings' own
     default for a plan without one (an estimate)."""
     return plan.training_steps or RunSettings.model_fields["steps"].default
+
+
+# The learning-rate warmup of a job whose warmup is not given: this share of its steps, between
+# RunSettings' own 5 (a short trial) and the 2,000 steps Llama 2 warmed up over (Touvron et al.
+# 2023, sec. 2.2: "a warmup of 2000 steps"; trial s25: 5 steps of warmup for a 143k-step job).
+WARMUP_FRACTION = 0.01
+MAX_DEFAULT_WARMUP_STEPS = 2_000
+
+
+def warmup_schedule(run: RunSettings) -> RunSettings:
+    """``run`` with ``warmup_steps`` scaled to its steps (WARMUP_FRACTION, at least RunSettings'
+    default, at most MAX_DEFAULT_WARMUP_STEPS), unless the caller set it."""
+    if "warmup_steps" in run.model_fields_set:
+        return run
+    floor = RunSettings.model_fields["warmup_steps"].default
+    warmup = min(max(floor, round(run.steps * WARMUP_FRACTION)), MAX_DEFAULT_WARMUP_STEPS)
+    return run.model_copy(update={"warmup_steps": warmup})
 
 
 def checkpoint_interval(plan: Plan, run: RunSettings) -> RunSettings:

@@ -87,6 +87,10 @@ def emit(
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
     seed: int = typer.Option(1234, help="random seed (weights and data order)"),
+    lr: float | None = typer.Option(None, "--lr", help="peak learning rate (AdamW; default 3e-4)"),
+    warmup_steps: int | None = typer.Option(
+        None, "--warmup-steps", min=0, help="linear warmup steps (default: 1 % of the steps, 5 to 2,000)"
+    ),
     loss_chunk_tokens: int | None = typer.Option(
         None,
         "--loss-chunk-tokens",
@@ -110,7 +114,12 @@ def emit(
 
     given = {
         name: value
-        for name, value in (("checkpoint_every", checkpoint_every), ("loss_chunk_tokens", loss_chunk_tokens))
+        for name, value in (
+            ("checkpoint_every", checkpoint_every),
+            ("loss_chunk_tokens", loss_chunk_tokens),
+            ("lr", lr),
+            ("warmup_steps", warmup_steps),
+        )
         if value is not None  # unset: RunSettings' default
     }
     if not str(out).strip():  # Path("") is ".": the current directory

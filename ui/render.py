@@ -363,7 +363,14 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
     if as_json:
         files = sorted(p.name for p in job_dir.iterdir() if p.is_file())
         emit_json(
-            {"job_dir": str(job_dir), "files": files, "steps": run.steps, "checkpoint_every": run.checkpoint_every}
+            {
+                "job_dir": str(job_dir),
+                "files": files,
+                "steps": run.steps,
+                "checkpoint_every": run.checkpoint_every,
+                "lr": run.lr,
+                "warmup_steps": run.warmup_steps,
+            }
         )
         return
     whose = f" (the plan's {budget:,.0f} tokens)" if budget and run.steps == spec.plan.training_steps else ""
@@ -373,6 +380,12 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
     elif run.checkpoint_every >= run.steps:  # the goodput interval of a long training, on a short job
         saves += ", so one at the end (or when stopped)"
     out.print(escape(f"job written to {job_dir}: {counted(run.steps, 'step')}{whose}, {saves}"))
+    out.print(
+        escape(
+            f"optimizer: AdamW, peak lr {run.lr:g} after {counted(run.warmup_steps, 'warmup step')}, cosine to"
+            f" {run.min_lr_ratio:g} x, weight decay {run.weight_decay:g} (--lr, --warmup-steps)"
+        )
+    )
     trial = f"; a trial of its first steps: trainplan run {job_dir} --steps 20" if run.steps > 20 else ""
     out.print(escape(f"run it: trainplan run {job_dir}{trial}"))
 

@@ -501,3 +501,31 @@ def test_a_world_the_layout_cannot_take_is_refused_before_torchrun(tmp_path: Pat
         run_job(tmp_path / "job", device="cpu", nproc=1)
     with pytest.raises(ValueError, match="--nnodes 2 asks for 2 nodes"):
         run_job(tmp_path / "job", device="cpu", nnodes=2)
+
+
+def test_the_warmup_scales_with_the_job_unless_given(tmp_path: Path) -> None:
+    """trial s25: a 143k-step job warmed up over RunSettings' 5 steps, and emit could not change it."""
+    from trainer.job import MAX_DEFAULT_WARMUP_STEPS, warmup_schedule
+
+    assert warmup_schedule(RunSettings(steps=20)).warmup_steps == 5  # a trial keeps the default
+    assert warmup_schedule(RunSettings(steps=50_000)).warmup_steps == 500
+    assert warmup_schedule(RunSettings(steps=143_052)).warmup_steps == 1_431
+    assert warmup_schedule(RunSettings(steps=400_000)).warmup_steps == MAX_DEFAULT_WARMUP_STEPS
+    assert warmup_schedule(RunSettings(steps=143_052, warmup_steps=7)).warmup_steps == 7
+    emit_job(make_plan(), tmp_path / "job", name="long", run=RunSettings(steps=60_000, lr=1.5e-4))
+    run = JobSpec.load(tmp_path / "job").run
+    assert (run.warmup_steps, run.lr) == (600, 1.5e-4)
+
+
+def test_emit_takes_the_learning_rate_and_warmup_and_says_them(tmp_path: Path, capsys) -> None:
+    from ui.cli import main
+
+    plan_file = tmp_path / "plan.json"
+    assert main(["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "1", "--out", str(plan_file)]) == 0
+    out = tmp_path / "job"
+    assert (
+        main(["emit", str(plan_file), "--out", str(out), "--steps", "3000", "--lr", "2e-4", "--warmup-steps", "40"])
+        == 0
+    )
+    assert "optimizer: AdamW, peak lr 0.0002 after 40 warmup steps, cosine to 0.1 x" in capsys.readouterr().out
+    assert (JobSpec.load(out).run.lr, JobSpec.load(out).run.warmup_steps) == (2e-4, 40)
