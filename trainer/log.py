@@ -56,6 +56,9 @@ class ConsoleHandler(logging.Handler):
             self.handleError(record)
 
 
+REDISTRIBUTE_LOGGER = "torch.distributed.tensor._redistribute"
+
+
 def setup_logging(level: int = logging.INFO) -> logging.Logger:
     """Give the ``trainer`` logger its console handler (once; later calls only set the level)."""
     logger = logging.getLogger(LOGGER_NAME)
@@ -66,4 +69,8 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
         logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+    # Each rank's DTensor warns at start-up that a (dp_shard, tp) redistribution takes two
+    # all-reduces ("flatten mesh dimensions"): advice to torch's users about a mesh the trainer
+    # builds, not something a job's user can act on (trial s25: two such lines per start).
+    logging.getLogger(REDISTRIBUTE_LOGGER).setLevel(logging.ERROR)
     return logger

@@ -272,6 +272,13 @@ def leave_together(device_type: str) -> None:
         log.warning(f"ranks did not meet before exit ({one_line(exc)}); tearing down anyway")
 
 
+def peer_lost(exc: RuntimeError) -> bool:
+    """Whether a collective failed because another rank is gone: NCCL raises ``DistError``s; gloo
+    a plain RuntimeError from its transport (torch 2.13: "[.../gloo/transport/tcp/pair.cc:553]
+    Connection closed by peer ... typically caused by a remote worker crashing")."""
+    return isinstance(exc, dist.DistError) or "gloo/transport/" in str(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     with stop_at_once():  # until the session's flag: no step to save, and no peer to wait for
         return _main(argv)
@@ -298,6 +305,19 @@ def _main(argv: list[str] | None) -> int:
     except OSError as exc:  # a job-dir file that cannot be written (read-only, a directory in its way)
         _report_error(describe_os_error(exc, args.job_dir))
         return record_exit(args.job_dir, ExitCode.DISK_FULL if exc.errno == errno.ENOSPC else ExitCode.INVALID)
+    except RuntimeError as exc:
+        if not peer_lost(exc):
+            raise
+        # Every surviving rank says it, in one line (trial s25: a worker killed with SIGKILL left
+        # its peer's 77-line gloo traceback); the launcher's own line names the dead rank's code.
+        rank = os.environ.get("RANK", "0")
+        print(
+            f"rank {rank}: a peer rank stopped during a collective ({one_line(exc)[:160]}); stopping too:"
+            " run the job again to resume from its last checkpoint",
+            file=sys.stderr,
+            flush=True,
+        )
+        return ExitCode.FAILED
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

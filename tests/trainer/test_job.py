@@ -529,3 +529,14 @@ def test_emit_takes_the_learning_rate_and_warmup_and_says_them(tmp_path: Path, c
     )
     assert "optimizer: AdamW, peak lr 0.0002 after 40 warmup steps, cosine to 0.1 x" in capsys.readouterr().out
     assert (JobSpec.load(out).run.lr, JobSpec.load(out).run.warmup_steps) == (2e-4, 40)
+
+
+def test_a_collective_that_lost_its_peer_is_told_from_other_errors() -> None:
+    """trainer/train.py peer_lost: NCCL's DistError, gloo's transport error (as torch 2.13 words it)."""
+    import torch.distributed as dist
+
+    from trainer.train import peer_lost
+
+    gloo = "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer"
+    assert peer_lost(RuntimeError(gloo)) and peer_lost(dist.DistBackendError("NCCL error: remote process exited"))
+    assert not peer_lost(RuntimeError("CUDA out of memory")) and not peer_lost(RuntimeError("shape mismatch"))
