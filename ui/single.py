@@ -81,7 +81,11 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
     return (
         (1, "card_goodput", f"{g.goodput_fraction:.1%}"),
         (1, "card_mttf", none if g.mttf_h is None else duration(tr, g.mttf_h)),
-        (1, "card_interruptions", none if g.expected_interruptions is None else f"{g.expected_interruptions:,.1f}"),
+        (
+            1,
+            "card_interruptions",
+            none if g.expected_interruptions is None else interruptions(g.expected_interruptions),
+        ),
         (
             1,
             "card_ckpt_interval",
@@ -101,6 +105,11 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | No
     if cpu := cpu_measured_gpus(used.applied.record):  # the CLI's warning (ui/calibration.py)
         line += " " + tr("calibration_cpu", gpu=tr.join(cpu))
     return line
+
+
+def interruptions(expected: float) -> str:
+    """'2.3', and '< 0.1' rather than '0.0' for a short job that may still be interrupted."""
+    return "< 0.1" if 0 < expected < 0.05 else f"{expected:,.1f}"
 
 
 def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:

@@ -83,7 +83,12 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert any(c.value.startswith(tr(envelope).split("{")[0]) for c in at.caption), envelope
     assert e.goodput is not None and e.goodput.expected_interruptions is not None
     assert shown[tr("card_goodput")] == f"{e.goodput.goodput_fraction:.1%}"
-    assert shown[tr("card_interruptions")] == f"{e.goodput.expected_interruptions:,.1f}"
+    expected = e.goodput.expected_interruptions
+    assert shown[tr("card_interruptions")] == ("< 0.1" if 0 < expected < 0.05 else f"{expected:,.1f}")
+    (energy_metric,) = [m for m in at.metric if m.label == tr("card_energy")]  # every figure has its band
+    assert u.energy_kwh is not None and energy_metric.delta == tr(
+        "card_band", lo=energy(u.energy_kwh[0]), hi=energy(u.energy_kwh[1])
+    )
 
 
 # --------------------------------------------------------------------------- app runs
