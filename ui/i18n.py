@@ -563,6 +563,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "num_slots": ("Start-time slots", "开始时间槽数"),
     "jobs_cost": ("Jobs, at owned rates", "各作业费用（按自有成本）"),
     "idle_cost": ("Owned GPUs idle until the last job ends", "最后一个作业结束前自有 GPU 的闲置成本"),
+    "idle_cost_none": (
+        "No GPU type has an inventory in the GPU table, so no GPUs are held and none sit idle: the search's "
+        "count cap stands in for the inventory. Enter the GPUs you own to see what idles.",
+        "GPU 表中没有任何型号设置库存，因此没有持有的 GPU，也就没有闲置成本：搜索的数量上限代替了库存。"
+        "填入您拥有的 GPU 数量即可看到闲置情况。",
+    ),
     "makespan": ("All jobs done after", "全部完成所需时间"),
     # portfolio: the basis of its figures (trial s19, finding 9)
     "portfolio_basis": (

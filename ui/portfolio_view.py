@@ -123,10 +123,16 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
     assert outcome.idle_cost_usd is not None
+    # Without an inventory the caps stand in for one: nothing is held, so nothing idles (trial s25:
+    # "$5.60M" of idle owned GPUs headlined a portfolio of rented ones).
+    held = any(n is not None for n in (inputs.request.gpus or {}).values())
     jobs, idle, done = st.columns(3)
     jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd))
-    idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
+    if held:
+        idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
     done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
+    if not held:
+        st.caption(tr("idle_cost_none"))
     # The days and the cost are not the single-job page's median and rent (trial s19, finding 9).
     st.caption(tr("portfolio_basis", risk=risk))
     frame = with_training_words(outcome.frame, tr)

@@ -355,6 +355,16 @@ def test_portfolio_mode_schedules_the_added_jobs():
     assert at.info[0].value == EN("no_jobs")
 
 
+def test_a_portfolio_without_an_inventory_holds_no_idle_gpus():
+    """trial s25: with no inventory the search's cap stood in for one, and 4,096 'owned' GPUs per
+    type headlined millions of idle cost."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"])
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    assert EN("idle_cost") not in card(at) and EN("jobs_cost") in card(at)
+    assert EN("idle_cost_none") in [c.value for c in at.caption]
+
+
 def test_local_gpu_panel_is_a_note_without_a_driver_and_a_run_button_with_gpus(monkeypatch):
     from planner.catalog import detect
     from planner.catalog.detect import NoGPUDriver
