@@ -29,6 +29,7 @@ from planner.search.slots import (
     expand_starts,
     job_finish_s,
     job_rows,
+    jobs_infeasible,
     slot_length_s,
     usage_constraints,
 )
@@ -250,10 +251,14 @@ def size_fleet(
         for gpu, econ in sorted(economics.items())
     ]
     busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
-    rent_rows, parts = [], []
+    rent_rows, parts, failed = [], [], []
     for j, job in enumerate(jobs):
         finish_by, table = job_finish_s(job, horizon_s), job.table
-        rows = _job_rows(job, finish_by, economics, horizon_s)
+        try:
+            rows = _job_rows(job, finish_by, economics, horizon_s)
+        except InfeasiblePlan as exc:  # every job that cannot run is named (slots.py jobs_infeasible)
+            failed.append((job.name, exc))
+            continue
         rent_rows.append(int(rows[np.lexsort((table.time_to_train_s[rows], table.cost_usd[rows]))[0]]))
         buyable = rows[np.isin(table.gpu_id[rows], list(economics))]
         cap = np.array([limits.get(g, np.inf) for g in table.gpu_id[buyable]], dtype=float)
@@ -269,6 +274,8 @@ def size_fleet(
                 )
             ]
         parts.append(expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
+    if failed:
+        raise jobs_infeasible(failed)
     options = concat_options(parts)
     hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
     owned_cost = np.array([busy_rate[g] for g in options.gpu]) * hours

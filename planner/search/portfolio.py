@@ -32,6 +32,7 @@ from planner.search.slots import (
     expand_starts,
     job_finish_s,
     job_rows,
+    jobs_infeasible,
     slot_length_s,
     usage_constraints,
 )
@@ -289,10 +290,14 @@ def _candidate_rows(
 ) -> _Rows:
     """R_j for every job, priced; pruned to the rows no row of the same type beats on GPU-hours,
     time and GPU count (cost is GPU-hours times a per-type rate, so the optimum survives)."""
-    parts = []
+    parts, failed = [], []
     for j, job in enumerate(jobs):
         table = job.table
-        rows = job_rows(job, inventory, finish_by[j], job.budget_usd, None)
+        try:
+            rows = job_rows(job, inventory, finish_by[j], job.budget_usd, None)
+        except InfeasiblePlan as exc:  # every job that cannot run alone is named, not the first only
+            failed.append((job.name, exc))
+            continue
         gpu_hours = table.num_gpus[rows] * table.time_to_train_s[rows] / SECONDS_PER_HOUR
         if prune:
             keep = pareto_mask(table.gpu_id[rows], gpu_hours, table.time_to_train_s[rows], size=table.num_gpus[rows])
@@ -310,6 +315,8 @@ def _candidate_rows(
                 busy + held,
             )
         )
+    if failed:
+        raise jobs_infeasible(failed)
     columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
     return _Rows(*columns)
 

@@ -25,6 +25,7 @@ __all__ = [
     "expand_starts",
     "job_finish_s",
     "job_rows",
+    "jobs_infeasible",
     "slot_length_s",
     "usage_constraints",
 ]
@@ -164,3 +165,14 @@ def usage_constraints(
                     continue
             used = pulp.LpAffineExpression((y[i], float(options.num_gpus[i])) for i in running)
             problem += used <= limit
+
+
+def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasiblePlan:
+    """The jobs that cannot run alone (name, answer), all in one answer (trial s25: a second job's
+    memory answer hid behind the first's deadline), under the first one's constraint and figures."""
+    first = failed[0][1]
+    if len(failed) == 1:
+        return first
+    details = "; ".join(exc.detail for _, exc in failed)
+    fixes = "; ".join(f"job {name!r}: {exc.fix}" for name, exc in failed)
+    return first.but(detail=f"{len(failed)} jobs cannot run on their own: {details}", fix=fixes)

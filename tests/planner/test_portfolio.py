@@ -190,8 +190,16 @@ def test_owned_gpus_cost_their_ownership_so_the_cost_objective_uses_the_a100s() 
 
 def test_a_job_that_cannot_run_alone_is_named() -> None:
     jobs = two_big_jobs()
-    with pytest.raises(InfeasiblePlan, match=r"^inventory: job 'first': the smallest plan that fits needs 8 h100 GPUs"):
+    # every job that cannot run is named (trial s25: the second hid behind the first)
+    both = r"^inventory: 2 jobs cannot run on their own: job 'first': the smallest plan that fits needs 8 h100 GPUs"
+    with pytest.raises(InfeasiblePlan, match=both + r".*; job 'second': the smallest plan") as caught:
         solve_portfolio(jobs, {"h100": 4})
+    assert (
+        caught.value.fix.startswith("job 'first': allow 8 h100 GPUs") and "; job 'second': allow 8" in caught.value.fix
+    )
+    due = [JobCandidates(j.name, j.table, deadline_s=DAY) for j in jobs]
+    with pytest.raises(InfeasiblePlan, match=r"^deadline: 2 jobs cannot run on their own: job 'first'.*job 'second'"):
+        size_fleet(due, ECONOMICS, 30)
     with pytest.raises(InfeasiblePlan, match=r"^deadline: job 'second'.*the horizon of 5.5 days ends") as caught:
         solve_portfolio(jobs, {"h100": 16}, horizon_s=5.5 * DAY)
     assert caught.value.fix.endswith("(the horizon: horizon_days)")
