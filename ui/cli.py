@@ -454,7 +454,8 @@ def fleet(
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json)
         return
-    render.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation)
+    risks = {name: request.risk.value for name, request in requests.items()}
+    render.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)
 
 
 # The job and machine commands (ui/cli_jobs.py), after the planning ones in --help.

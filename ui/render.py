@@ -397,8 +397,9 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     render_portfolio(solution, as_json=as_json, emitted=emitted)
 
 
-def fleet_assignment(a) -> dict:
-    """One job of a fleet option: where it runs (owned or rented GPUs) and when."""
+def fleet_assignment(a, risk: str | None = None) -> dict:
+    """One job of a fleet option: where it runs (owned or rented GPUs) and when; ``risk``: the
+    quantile of its band its duration is at (the search judges plans there, as plan does)."""
     return {
         "job": a.job,
         "gpu": a.gpu_id,
@@ -406,31 +407,36 @@ def fleet_assignment(a) -> dict:
         "owned": a.owned,
         "start_day": a.start_s / SECONDS_PER_DAY,
         "end_day": a.end_s / SECONDS_PER_DAY,
-        "cost_usd": a.cost_usd,
+        "risk": risk,
+        "cost_usd": float(a.cost_usd),
     }
 
 
 def fleet_assignment_line(a: dict) -> str:
     where = "on owned GPUs" if a["owned"] else "rented"
     cost = "busy power" if a["owned"] else "rent"
+    at = f" (at {a['risk']})" if a["risk"] else ""
     return (
-        f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_day']:.1f}-{a['end_day']:.1f},"
+        f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_day']:.1f}-{a['end_day']:.1f}{at},"
         f" {cost} {money(a['cost_usd'])}"
     )
 
 
-def fleet(solution, *, as_json: bool, utilisation: float | None = None) -> None:
+def fleet(solution, *, as_json: bool, utilisation: float | None = None, risks: dict[str, str] | None = None) -> None:
+    """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them)."""
+    risks = risks or {}
+
     def plan_dict(p):
         return (
             None
             if p is None
             else {
-                "total_cost_usd": p.total_cost_usd,
+                "total_cost_usd": float(p.total_cost_usd),
                 "purchased": p.purchased,
-                "ownership_cost_usd": p.ownership_cost_usd,
-                "rent_cost_usd": p.rent_cost_usd,
-                "running_cost_usd": p.running_cost_usd,
-                "assignments": [fleet_assignment(a) for a in p.assignments],
+                "ownership_cost_usd": float(p.ownership_cost_usd),
+                "rent_cost_usd": float(p.rent_cost_usd),
+                "running_cost_usd": float(p.running_cost_usd),
+                "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
             }
         )
 

@@ -29,6 +29,9 @@ def job_row(a, figures: JobFigures) -> dict:
         gpu=a.gpu_id,
         num_gpus=a.num_gpus,
         layout=a.label,
+        # the typed layout and training, as plan --json gives them (trial s25: only the label)
+        parallel=a.plan.layout.model_dump(mode="json"),
+        training=a.plan.training.model_dump(mode="json"),
         start_days=a.start_s / SECONDS_PER_DAY,
         end_days=a.end_s / SECONDS_PER_DAY,
         risk=figures.risk.value,

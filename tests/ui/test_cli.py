@@ -406,6 +406,13 @@ def test_portfolio_shares_the_inventory():
             ]
             assert sum(b["num_gpus"] for b in overlapping) <= limit
     assert data["total_cost_usd"] == sum(a["cost_usd"] for a in data["assignments"])
+    for a in data["assignments"]:  # typed, as plan --json's layout, beside the label
+        parallel, training = a["parallel"], a["training"]
+        assert (
+            parallel["dp_replicate"] * parallel["dp_shard"] * parallel["tp"] * parallel["pp"] * parallel["cp"]
+            == a["num_gpus"]
+        )
+        assert a["layout"].startswith(parallel["sharding"]) and f"mb {training['micro_batch']} x" in a["layout"]
 
 
 def test_portfolio_emits_one_job_per_assignment(tmp_path):
@@ -446,6 +453,11 @@ def test_fleet_compares_rent_and_buy():
     assert data["mixed"]["total_cost_usd"] <= data["rent_only"]["total_cost_usd"] + 1e-6
     assert data["buy_only"] is None or data["mixed"]["total_cost_usd"] <= data["buy_only"]["total_cost_usd"] + 1e-6
     assert {b["gpu"] for b in data["break_even"]} == {"h100-sxm", "a100-80gb-sxm"}
+    # durations at the quantile the search judged them by, and every cost a float (trial s25)
+    for option in ("mixed", "rent_only"):
+        assert all(a["risk"] == "p80" for a in data[option]["assignments"])
+        assert all(isinstance(data[option][k], float) for k in ("total_cost_usd", "rent_cost_usd"))
+    assert "(at p80)" in run("fleet", str(REPO / "examples" / "fleet.toml")).stdout
 
 
 def test_fleet_says_when_buying_never_pays_off(tmp_path):
