@@ -151,14 +151,16 @@ def _node_ranks(spec: JobSpec, nproc: int | None, nnodes: int | None, node_rank:
     return node_rank * per_node, per_node
 
 
-def check_world(spec: JobSpec, world: int) -> None:
+def check_world(spec: JobSpec, world: int, nodes: int | None = None) -> None:
     """The plan's layout resolves on the processes this run starts: the workers' own first check
-    (trainer/probe.py ``check_plan``), said in one line before torchrun starts them."""
+    (trainer/probe.py ``check_plan``), said in one line before torchrun starts them. ``nodes``:
+    the nodes the world counts (trial s25: "--nproc 2" on an 8-node plan said 16 unexplained)."""
     try:
         spec.plan.layout.resolve(world)
     except ValueError as exc:
+        how = "" if not nodes or nodes == 1 else f" ({nodes} nodes x {world // nodes}; --nnodes sets the nodes)"
         raise ValueError(
-            f"layout {spec.plan.layout.describe()} does not fit the {world} processes this run starts: {exc}"
+            f"layout {spec.plan.layout.describe()} does not fit the {world} processes this run starts{how}: {exc}"
         ) from None
 
 
@@ -365,7 +367,7 @@ def run_job(
     device = resolve_device(device)
     per_node = _node_ranks(spec, nproc, nnodes, node_rank)[1]
     if module == WORKER_MODULE:  # the trainer's own rule (a stand-in module of the tests checks nothing)
-        check_world(spec, per_node * (nnodes or spec.plan.num_nodes))
+        check_world(spec, per_node * (nnodes or spec.plan.num_nodes), nnodes or spec.plan.num_nodes)
     check_visible_gpus(device, per_node)
     check_estimate_current(spec.plan, spec.run, per_node, device)  # before anything starts or allocates
     if auto_replan and (nnodes or spec.plan.num_nodes) > 1:

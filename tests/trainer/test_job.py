@@ -540,3 +540,15 @@ def test_a_collective_that_lost_its_peer_is_told_from_other_errors() -> None:
     gloo = "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer"
     assert peer_lost(RuntimeError(gloo)) and peer_lost(dist.DistBackendError("NCCL error: remote process exited"))
     assert not peer_lost(RuntimeError("CUDA out of memory")) and not peer_lost(RuntimeError("shape mismatch"))
+
+
+def test_a_run_on_fewer_processes_than_the_plan_names_its_nodes(tmp_path: Path, capsys) -> None:
+    """trial s25: `run --nproc 2` of an 8-node plan said "the 16 processes this run starts" unexplained."""
+    from ui.cli import main
+
+    plan_file = tmp_path / "plan.json"
+    assert main(["estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "16", "--out", str(plan_file)]) == 0
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "job"), "--steps", "2"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(tmp_path / "job"), "--device", "cpu", "--nproc", "2"]) == 2
+    assert "the 4 processes this run starts (2 nodes x 2; --nnodes sets the nodes)" in capsys.readouterr().err
