@@ -157,7 +157,7 @@ def estimate(
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
     # Under DDP, Layout.resolve makes the rest of the world replicas; a replica count the user names
     # is kept (dp_shard 1), so one that does not fill --num-gpus is refused, not multiplied.
-    sharding = stack.default_sharding if sharding is None else sharding
+    sharding = stack.default_sharding(pp) if sharding is None else sharding
     named_replicas = dp_replicate is not None and sharding == Sharding.NONE and dp_shard == -1
     layout = Layout(
         dp_replicate=1 if dp_replicate is None else dp_replicate,

@@ -318,10 +318,12 @@ class Stack(StrEnum):
         its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP."""
         return SHARD_ZERO1 if self is Stack.MEGATRON_LM else SHARD_FSDP
 
-    @property
-    def default_sharding(self) -> Sharding:
-        """An estimate's sharding when none is named: FSDP, or the most the stack has."""
-        return Sharding.ZERO1 if self.max_sharding == SHARD_ZERO1 else Sharding.FSDP
+    def default_sharding(self, pp: int = 1) -> Sharding:
+        """An estimate's sharding when none is named: FSDP, or the most the stack has at this pp
+        (DeepSpeed's pipeline engine runs ZeRO-1 at most: ``refusals``' pipeline_zero; issue 27's
+        BLOOM command, `--stack deepspeed --pp 12`, was refused for the default it did not name)."""
+        zero1 = self.max_sharding == SHARD_ZERO1 or (self.deepspeed_pipeline and pp > 1)
+        return Sharding.ZERO1 if zero1 else Sharding.FSDP
 
     def refusals(self, pp, sharding, vpp, cp, ep) -> StackRefusals:
         """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes). One

@@ -122,6 +122,12 @@ def test_bloom_estimates_at_its_published_layout_under_megatron_deepspeed(tmp_pa
     assert mds["throughput"]["tokens_per_s_per_gpu"] < lm["throughput"]["tokens_per_s_per_gpu"]
     # BigScience's 22 timed layouts (validation/megatron_deepspeed_runs.py) are this regime's evidence.
     assert mds["uncertainty"]["regime"].startswith("megatron-deepspeed") and mds["uncertainty"]["validated"]
+    # The command as issue 27 writes it, without --sharding: DeepSpeed's pipeline engine runs ZeRO-1
+    # at most, so that is the default at pp > 1 (it was refused for the FSDP default it did not name).
+    unnamed = [a for a in args if a not in ("--sharding", "zero1")]
+    for stack in ("deepspeed", "megatron-deepspeed", "megatron-lm"):
+        assert _estimate(capsys, *unnamed, "--stack", stack)["layout"]["sharding"] == "zero1", stack
+    assert _estimate(capsys, *unnamed, "--pp", "1", "--stack", "deepspeed")["layout"]["sharding"] == "fsdp"
 
 
 def test_a_stack_with_its_own_modules_is_timed_with_them_not_with_hugging_faces(capsys):
