@@ -203,7 +203,11 @@ def _summary(spec: JobSpec) -> str:
 
 # The interpreter the scripts start: one with trainplan installed (trial s25: a bare `python`
 # outside the venv failed with "No module named 'trainer'").
-PYTHON_LINE = 'PYTHON="${PYTHON:-python}"  # set PYTHON=/path/to/venv/bin/python unless that env is active'
+# (Namespaced: sbatch exports the submitting shell's environment, where a PYTHON or JOB_DIR of
+# another tool's would otherwise take over; review s25.)
+PYTHON_LINE = (
+    'PYTHON="${TRAINPLAN_PYTHON:-python}"  # TRAINPLAN_PYTHON=/path/to/venv/bin/python unless that env is active'
+)
 
 
 def render_launch_sh(spec: JobSpec) -> str:
@@ -251,14 +255,16 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 # trainplan job {spec.name}: {_summary(spec)}
 # predicted {spec.run.steps} steps = {hours:.2f} h of training: add a --time limit with margin.
 # Submit from the job directory: sbatch slurm.sbatch [trainer options]. It must be on a shared file
-# system. Slurm runs a copy of this script, so the directory is the one it was written to, else the
-# one it was submitted from (a moved or unzipped job), else $JOB_DIR.
+# system. Slurm runs a copy of this script, so the directory is $TRAINPLAN_JOB_DIR if set, else the
+# one it was written to, else the one it was submitted from (a moved or unzipped job).
 # Exit code 3 means the validation probe found the plan does not fit: see replan_needed.json.
 set -euo pipefail
 # (unquoted: an assignment does not split, and the path's own quotes are then removed)
-JOB_DIR=${{JOB_DIR:-{shlex.quote(str(job_dir))}}}
-if [ ! -f "$JOB_DIR/job.json" ] && [ -f "${{SLURM_SUBMIT_DIR:-.}}/job.json" ]; then JOB_DIR="$SLURM_SUBMIT_DIR"; fi
-[ -f "$JOB_DIR/job.json" ] || {{ echo "slurm.sbatch: no job.json in $JOB_DIR: submit from the job directory or set JOB_DIR" >&2; exit 2; }}
+JOB_DIR=${{TRAINPLAN_JOB_DIR:-{shlex.quote(str(job_dir))}}}
+if [ -z "${{TRAINPLAN_JOB_DIR:-}}" ] && [ ! -f "$JOB_DIR/job.json" ] && [ -f "${{SLURM_SUBMIT_DIR:-.}}/job.json" ]; then
+  JOB_DIR="$SLURM_SUBMIT_DIR"
+fi
+[ -f "$JOB_DIR/job.json" ] || {{ echo "slurm.sbatch: no job.json in $JOB_DIR: submit from the job directory or set TRAINPLAN_JOB_DIR" >&2; exit 2; }}
 {PYTHON_LINE}
 # sed reads all of its input: `head -n 1` would make scontrol die of SIGPIPE, failing under pipefail.
 head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
@@ -382,8 +388,8 @@ def render_readme(spec: JobSpec, job_dir: Path, pvc: str) -> str:
 {table}
 
 `job.json` is the whole job (plan + run settings); the scripts only start `python -m {WORKER_MODULE}`
-with `$PYTHON` (default: `python` on the PATH): activate the environment trainplan is installed in,
-or set `PYTHON=/path/to/venv/bin/python`.
+with `$TRAINPLAN_PYTHON` (default: `python` on the PATH): activate the environment trainplan is
+installed in, or set `TRAINPLAN_PYTHON=/path/to/venv/bin/python`.
 
 ## Run
 

@@ -20,47 +20,46 @@ from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
 from ui.messages import duration
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
-from ui.sidebar import RUN_COUNT, Inputs
+from ui.sidebar import Inputs
 
 METRICS_PER_ROW = 3  # six in one row cut "660,171" and "$14,882" at 800 px (issue 30)
 DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
 
 
 # Every explorer widget's key. Streamlit drops a widget's value on a run that does not draw it (the
-# explorer's tab closed): the values are kept beside them (KEPT) and put back (trial s25: leaving the
-# tab reset every knob to its default).
-EX_KEYS = (
-    "ex_gpu", "ex_num_gpus", *DEGREES, "ex_sharding", "ex_ac", "ex_ac_blocks", "ex_precision",
-    "ex_micro_batch", "ex_grad_accum",
-)  # fmt: skip
+# explorer's tab closed: trial s25, leaving the tab reset every knob to its default). Each widget
+# copies its value into KEPT when the reader changes it (``remember``, before the run), and every
+# run puts KEPT back before the widgets are drawn: never older than what the reader last set.
 KEPT = "_ex_kept"
 LOADED_FROM = "_ex_from"  # the chosen plan the widgets were last set from (its JSON)
-DRAWN_AT = "_ex_drawn_at"  # the app run (RUN_COUNT) that last drew the explorer
+
+
+def remember(key: str) -> None:
+    """A widget's on_change: its new value is the one to put back."""
+    st.session_state.setdefault(KEPT, {})[key] = st.session_state[key]
 
 
 def load_plan(p: Plan) -> None:
     """Set the explorer's widgets to a plan's configuration."""
-    state, layout, training = st.session_state, p.layout, p.training
-    state.update(ex_gpu=p.gpu, ex_num_gpus=p.num_gpus, ex_tp=layout.tp, ex_pp=layout.pp, ex_cp=layout.cp)
-    state.update(ex_vpp=layout.vpp, ex_ep=layout.ep)
-    state.update(ex_dp_replicate=layout.dp_replicate, ex_sharding=layout.sharding.value)
-    state.update(ex_micro_batch=training.micro_batch, ex_grad_accum=training.grad_accum)
-    state.update(ex_ac=training.activation_checkpointing.value, ex_precision=training.precision.value)
-    state.update(ex_ac_blocks=training.ac_blocks)
-    state[LOADED_FROM] = p.to_json()
+    layout, training = p.layout, p.training
+    values = dict(ex_gpu=p.gpu, ex_num_gpus=p.num_gpus, ex_tp=layout.tp, ex_pp=layout.pp, ex_cp=layout.cp)
+    values |= dict(ex_vpp=layout.vpp, ex_ep=layout.ep, ex_dp_replicate=layout.dp_replicate)
+    values |= dict(ex_sharding=layout.sharding.value, ex_micro_batch=training.micro_batch)
+    values |= dict(ex_grad_accum=training.grad_accum, ex_ac=training.activation_checkpointing.value)
+    values |= dict(ex_precision=training.precision.value, ex_ac_blocks=max(1, training.ac_blocks))  # min 1
+    values |= dict(ex_offload=training.offload)
+    st.session_state.update(values)
+    st.session_state[KEPT] = values
+    st.session_state[LOADED_FROM] = p.to_json()
 
 
 def restore_or_load(chosen: Plan | None) -> None:
-    """Start from the chosen plan whenever it changes (a new model or request); after a run that
-    did not draw the explorer, put back the values it had (those the widgets hold are their
-    defaults again); otherwise the widgets hold what the reader set."""
+    """Start from the chosen plan whenever it changes (a new model or request); otherwise put back
+    what the reader set last (KEPT)."""
     state = st.session_state
-    run = state.get(RUN_COUNT, 0)
-    drawn_last_run = state.get(DRAWN_AT) == run - 1
-    state[DRAWN_AT] = run
     if chosen is not None and state.get(LOADED_FROM) != chosen.to_json():
         load_plan(chosen)
-    elif not drawn_last_run:
+    else:
         state.update(state.get(KEPT, {}))
 
 
@@ -77,28 +76,37 @@ def send_to_plan() -> None:
 def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     gpus = list(catalog().gpus)
     left, right = st.columns(2)
-    gpu = left.selectbox(tr("ex_gpu"), gpus, key="ex_gpu")
-    num_gpus = int(right.number_input(tr("ex_num_gpus"), min_value=1, max_value=MAX_GPUS, step=1, key="ex_num_gpus"))
+    gpu = left.selectbox(tr("ex_gpu"), gpus, **kept("ex_gpu"))
+    num_gpus = int(
+        right.number_input(tr("ex_num_gpus"), min_value=1, max_value=MAX_GPUS, step=1, **kept("ex_num_gpus"))
+    )
     columns = st.columns(len(DEGREES))
     tp, pp, vpp, cp, ep, dp_replicate = (
-        int(column.number_input(tr(key), min_value=1, max_value=MAX_GPUS, step=1, key=key))
+        int(column.number_input(tr(key), min_value=1, max_value=MAX_GPUS, step=1, **kept(key)))
         for column, key in zip(columns, DEGREES, strict=True)
     )
     # three a row: five cut the choices to "zer" and "bf1" at 800 px (issue 30)
     row = [*st.columns(3), *st.columns(3)]
-    sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], key="ex_sharding")
-    ac = row[1].selectbox(tr("ex_ac"), [a.value for a in ActivationCheckpointing], key="ex_ac", format_func=tr.option)
-    precision = row[2].selectbox(tr("ex_precision"), [p.value for p in Precision], key="ex_precision")
-    micro = int(row[3].number_input(tr("ex_micro_batch"), min_value=1, step=1, key="ex_micro_batch"))
-    accum = int(row[4].number_input(tr("ex_grad_accum"), min_value=1, step=1, key="ex_grad_accum"))
+    sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], **kept("ex_sharding"))
+    modes = [a.value for a in ActivationCheckpointing]
+    ac = row[1].selectbox(tr("ex_ac"), modes, format_func=tr.option, **kept("ex_ac"))
+    precision = row[2].selectbox(tr("ex_precision"), [p.value for p in Precision], **kept("ex_precision"))
+    micro = int(row[3].number_input(tr("ex_micro_batch"), min_value=1, step=1, **kept("ex_micro_batch")))
+    accum = int(row[4].number_input(tr("ex_grad_accum"), min_value=1, step=1, **kept("ex_grad_accum")))
     # The checkpointed block count of "blocks" (trial s25: without it "blocks" ran as none).
     blocks = ac == ActivationCheckpointing.BLOCKS.value
     ac_blocks = int(
-        row[5].number_input(tr("ex_ac_blocks"), min_value=0, step=1, key="ex_ac_blocks", disabled=not blocks)
+        row[5].number_input(tr("ex_ac_blocks"), min_value=1, step=1, disabled=not blocks, **kept("ex_ac_blocks"))
     )
+    offload = st.checkbox(tr("ex_offload"), **kept("ex_offload"))  # the plan's, when it offloads
     layout = dict(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp_replicate=dp_replicate, sharding=sharding)
     training = dict(micro_batch=micro, grad_accum=accum, activation_checkpointing=ac, precision=precision)
-    return gpu, num_gpus, layout, training | dict(ac_blocks=ac_blocks if blocks else 0)
+    return gpu, num_gpus, layout, training | dict(ac_blocks=ac_blocks if blocks else 0, offload=offload)
+
+
+def kept(key: str) -> dict:
+    """A widget's key and the callback that keeps its value (``remember``)."""
+    return dict(key=key, on_change=remember, args=(key,))
 
 
 def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: dict, training: dict) -> Plan | None:
@@ -171,7 +179,6 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     if chosen is not None:
         st.button(tr("ex_load"), key="ex_load", on_click=load_plan, args=(chosen,))
     gpu, num_gpus, layout, training = explorer_inputs(tr)
-    st.session_state[KEPT] = {key: st.session_state[key] for key in EX_KEYS if key in st.session_state}
     p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
     if p is None:
         return

@@ -496,6 +496,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ex_grad_accum": ("accumulation", "梯度累积"),
     "ex_ac": ("activation ckpt.", "激活重计算"),
     "ex_ac_blocks": ("blocks checkpointed (per pp rank)", "重计算的块数（每个 pp rank）"),
+    "ex_offload": ("CPU offload", "CPU 卸载"),
     "ex_precision": ("precision", "精度"),
     "ex_invalid": ("This configuration cannot exist: {error}", "该配置无法成立：{error}"),
     "ex_memory": ("reserved per GPU", "每 GPU 保留显存"),

@@ -94,9 +94,6 @@ def keep_choices() -> None:
 KEPT = "_kept"  # widget values as of the end of the last run (not a widget key: Streamlit never drops it)
 
 
-RUN_COUNT = "_run_count"  # app runs in this session: a panel tells whether the last run drew it
-
-
 def init_state(cat: Catalog) -> None:
     """Widget values live in session_state (set once here), so widgets never get a second default.
 
@@ -105,7 +102,6 @@ def init_state(cat: Catalog) -> None:
     Preset finds the preset and token budget as they were.
     """
     kept = st.session_state.setdefault(KEPT, {})
-    st.session_state[RUN_COUNT] = st.session_state.get(RUN_COUNT, 0) + 1
     for key, value in app_core.widget_defaults(cat).items():
         if key not in st.session_state:
             st.session_state[key] = kept.get(key, value)

@@ -197,7 +197,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
 def test_a_moved_job_runs_from_where_it_is_submitted(tmp_path: Path) -> None:
     """Slurm runs a copy of the script, so it cannot find its own directory: a job moved or unzipped
     elsewhere (the app's zip, trial s25) runs from the directory it is submitted from, and with
-    neither it says so; $PYTHON names the interpreter."""
+    neither it says so; $TRAINPLAN_PYTHON names the interpreter."""
     emit_job(make_plan(num_nodes=2, gpus_per_node=8), tmp_path / "emitted", name="moved", run=RunSettings(steps=3))
     moved = tmp_path / "elsewhere" / "moved"
     moved.parent.mkdir()
@@ -208,9 +208,13 @@ def test_a_moved_job_runs_from_where_it_is_submitted(tmp_path: Path) -> None:
     assert recorded_argv(tmp_path / "argv")[-1] == str(moved)
     env["SLURM_SUBMIT_DIR"] = str(tmp_path)
     proc = subprocess.run(["bash", str(moved / "slurm.sbatch")], env=env, cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 2 and "submit from the job directory or set JOB_DIR" in proc.stderr
+    assert proc.returncode == 2 and "submit from the job directory or set TRAINPLAN_JOB_DIR" in proc.stderr
+    env["TRAINPLAN_JOB_DIR"] = str(moved)  # named: wins wherever it is submitted from
+    subprocess.run(["bash", str(moved / "slurm.sbatch")], check=True, env=env, cwd=tmp_path)
+    assert recorded_argv(tmp_path / "argv")[-1] == str(moved)
+    env.update(JOB_DIR=str(tmp_path), PYTHON="/nonexistent")  # other tools' variables are not read
     (tmp_path / "bin" / "python").rename(tmp_path / "bin" / "venv-python")
-    env.update(PYTHON=str(tmp_path / "bin" / "venv-python"), RDZV_ENDPOINT="node-a:29500")
+    env.update(TRAINPLAN_PYTHON=str(tmp_path / "bin" / "venv-python"), RDZV_ENDPOINT="node-a:29500")
     subprocess.run(["bash", str(moved / "launch.sh")], check=True, env=env, cwd=tmp_path)
     assert recorded_argv(tmp_path / "argv")[-1] == str(moved)
     readme = (moved / "README.md").read_text()

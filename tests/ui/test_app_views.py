@@ -388,6 +388,17 @@ def test_layout_explorer_starts_from_the_card_plan_with_its_blocks_and_price():
     assert EN("ex_fits") in [s.value for s in at.success]
 
 
+def test_layout_explorer_starts_from_an_offloading_plan_with_its_offload():
+    """Llama 3 8B on one L4 fits only with its optimizer states offloaded: the explorer takes the
+    plan's offload, so it shows the card's plan (review s25: it dropped it, as it had ac blocks)."""
+    at = run_app(preset="llama3-8b", seq_len=2048, allow_offload=True, gpus=["l4"], max_gpus=1)
+    at = open_tab(at, "tab_explorer")
+    assert at.session_state["ex_offload"] is True and '"offload": true' in at.session_state["_ex_from"]
+    assert EN("ex_fits") in [s.value for s in at.success]
+    for label in (EN("card_cost"), EN("card_time")):
+        assert len({m.value for m in at.metric if m.label == label}) == 1, label
+
+
 def test_layout_explorer_keeps_its_values_across_tabs_and_follows_a_new_plan():
     """Streamlit drops a widget's value on a run that does not draw it (trial s25: leaving the tab
     reset every knob); a new chosen plan (another model) loads again."""
