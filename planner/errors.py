@@ -13,6 +13,7 @@ from enum import IntEnum, StrEnum
 from planner.rule_codes import Figures, RuleCode, render
 
 __all__ = [
+    "ROW_CONSTRAINTS",
     "CatalogError",
     "CatalogViolation",
     "CheckpointDiskFullError",
@@ -49,7 +50,8 @@ class ExitCode(IntEnum):
 
 
 class Constraint(StrEnum):
-    """The constraints of the single-job model, in the order the diagnosis re-imposes them."""
+    """What binds when no plan is feasible: the single-job model's constraints (ROW_CONSTRAINTS, in
+    the order the diagnosis re-imposes them), then the answers about several jobs."""
 
     MEMORY = "memory"
     DIVISIBILITY = "divisibility"
@@ -57,6 +59,16 @@ class Constraint(StrEnum):
     INVENTORY = "inventory"
     DEADLINE = "deadline"
     BUDGET = "budget"
+    # Several jobs on one inventory (portfolio): together they need more GPU-time than it offers
+    # by a deadline (required / available in GPU-seconds), or do not pack (available None).
+    SHARED_INVENTORY = "shared_inventory"
+    # Several jobs cannot run on their own for different reasons: each one's answer is in ``jobs``.
+    JOBS = "jobs"
+
+
+# The constraints a single job's rows are checked against, in the order the diagnosis re-imposes
+# them (planner/search/diagnosis.py); the last two members above answer several jobs at once.
+ROW_CONSTRAINTS = tuple(c for c in Constraint if c not in (Constraint.SHARED_INVENTORY, Constraint.JOBS))
 
 
 class InfeasiblePlan(Exception):
@@ -71,6 +83,7 @@ class InfeasiblePlan(Exception):
         required: float | None = None,
         available: float | None = None,
         more_gpus_help: bool | None = None,
+        jobs: tuple[tuple[str, InfeasiblePlan], ...] = (),
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -81,20 +94,32 @@ class InfeasiblePlan(Exception):
         # Whether more GPUs than allowed would meet a deadline: True (a scored or probed count
         # does), False (none up to the counts scored or probed does), None (not looked at).
         self.more_gpus_help = more_gpus_help
+        self.jobs = jobs  # (job name, its own answer) of each job of a portfolio that cannot run alone
 
-    def but(self, fix: str | None = None, detail: str | None = None, **changes: object) -> InfeasiblePlan:
-        """This answer with another fix or detail (and typed fields), the rest kept."""
-        fields: dict[str, object] = dict(
-            required=self.required, available=self.available, more_gpus_help=self.more_gpus_help
+    def but(
+        self, *, fix: str | None = None, detail: str | None = None, more_gpus_help: bool | None = None
+    ) -> InfeasiblePlan:
+        """This answer with another fix or detail (or whether more GPUs help), the rest kept."""
+        return InfeasiblePlan(
+            self.constraint,
+            detail or self.detail,
+            fix or self.fix,
+            required=self.required,
+            available=self.available,
+            more_gpus_help=self.more_gpus_help if more_gpus_help is None else more_gpus_help,
+            jobs=self.jobs,
         )
-        fields.update(changes)
-        return InfeasiblePlan(self.constraint, detail or self.detail, fix or self.fix, **fields)  # type: ignore[arg-type]
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
         return (
             type(self),
             (self.constraint, self.detail, self.fix),
-            {"required": self.required, "available": self.available, "more_gpus_help": self.more_gpus_help},
+            {
+                "required": self.required,
+                "available": self.available,
+                "more_gpus_help": self.more_gpus_help,
+                "jobs": self.jobs,
+            },
         )
 
 

@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import timedelta
@@ -273,10 +274,24 @@ def leave_together(device_type: str) -> None:
 
 
 def peer_lost(exc: RuntimeError) -> bool:
-    """Whether a collective failed because another rank is gone: NCCL raises ``DistError``s; gloo
-    a plain RuntimeError from its transport (torch 2.13: "[.../gloo/transport/tcp/pair.cc:553]
-    Connection closed by peer ... typically caused by a remote worker crashing")."""
-    return isinstance(exc, dist.DistError) or "gloo/transport/" in str(exc)
+    """Whether a collective failed because another rank's connection went away: a network error
+    (``DistNetworkError``), or gloo's transport (torch 2.13 raises a plain RuntimeError:
+    "[.../gloo/transport/tcp/pair.cc:553] Connection closed by peer ... typically caused by a
+    remote worker crashing"). Not any ``DistError``: a rank's own NCCL or CUDA fault, a watchdog
+    timeout or a rendezvous failure is not a peer's, and keeps its traceback (review s25)."""
+    return isinstance(exc, dist.DistNetworkError) or "gloo/transport/" in str(exc)
+
+
+def keep_traceback(job_dir: Path, rank: str) -> Path | str:
+    """The current exception's traceback in ``JOB_DIR/logs/rank-N.traceback`` (or where it could
+    not be written, in words)."""
+    path = Path(job_dir) / "logs" / f"rank-{rank}.traceback"
+    try:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(traceback.format_exc())
+    except OSError as exc:
+        return f"not kept: {exc.strerror}"
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -310,10 +325,12 @@ def _main(argv: list[str] | None) -> int:
             raise
         # Every surviving rank says it, in one line (trial s25: a worker killed with SIGKILL left
         # its peer's 77-line gloo traceback); the launcher's own line names the dead rank's code.
+        # The traceback is kept in the job directory, not dropped (review s25).
         rank = os.environ.get("RANK", "0")
+        kept = keep_traceback(args.job_dir, rank)
         print(
             f"rank {rank}: a peer rank stopped during a collective ({one_line(exc)[:160]}); stopping too:"
-            " run the job again to resume from its last checkpoint",
+            f" run the job again to resume from its last checkpoint (traceback: {kept})",
             file=sys.stderr,
             flush=True,
         )

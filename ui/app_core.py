@@ -57,10 +57,12 @@ class Infeasible:
     required: float | None = None  # InfeasiblePlan's typed figures (GiB, GPUs, seconds, USD)
     available: float | None = None
     more_gpus_help: bool | None = None  # InfeasiblePlan's: whether more GPUs meet the deadline
+    jobs: tuple[tuple[str, Infeasible], ...] = ()  # InfeasiblePlan's: each job's own answer
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
-        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available, exc.more_gpus_help)
+        jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
+        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available, exc.more_gpus_help, jobs)
 
 
 @dataclass(frozen=True)

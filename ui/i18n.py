@@ -342,6 +342,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_divisibility": ("divisibility", "整除性"),
     "opt_batch": ("batch size", "批大小"),
     "opt_inventory": ("inventory", "库存"),
+    "opt_shared_inventory": ("shared inventory", "共享库存"),
+    "opt_jobs": ("several jobs", "多个任务"),
     "opt_deadline": ("deadline", "期限"),
     "opt_budget": ("budget", "预算"),
     # tabs

@@ -17,10 +17,24 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "Fix: allow {fix}, or raise the GPU limit.",
         "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）。解决办法：将期限放宽到 {fix}，或提高 GPU 上限。",
     ),
+    "why_shared_inventory": (
+        "The jobs due first need at least {need:,.0f} GPU-days, the inventory offers {have:,.0f} GPU-days by "
+        "their deadline (GPU limit: {limit}). Fix: add GPUs, lengthen the deadlines or the horizon, or drop a job.",
+        "最先到期的任务至少需要 {need:,.0f} GPU·天，到期前库存只能提供 {have:,.0f} GPU·天（GPU 上限：{limit}）。"
+        "解决办法：增加 GPU、放宽期限或时间范围，或去掉一个任务。",
+    ),
+    "why_shared_pack": (
+        "The jobs' GPU-days fit the inventory, but no schedule of them was found: each job holds its GPUs while "
+        "it runs (GPU limit: {limit}). Fix: add GPUs, lengthen the deadlines or the horizon, or drop a job.",
+        "各任务所需的 GPU·天不超过库存，但找不到可行的排程：每个任务运行期间独占其 GPU（GPU 上限：{limit}）。"
+        "解决办法：增加 GPU、放宽期限或时间范围，或去掉一个任务。",
+    ),
+    "job_answer": ("Job {job}: {text}", "任务 {job}：{text}"),
     "why_deadline_no_gpus": (
-        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); more GPUs would not "
-        "meet it. Fix: allow {fix}.",
-        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）；增加 GPU 也无法满足。解决办法：将期限放宽到 {fix}。",
+        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); no GPU count the planner "
+        "checked beyond that limit meets it at this global batch. Fix: allow {fix}.",
+        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）；在此全局批大小下，规划器检查过的更大 GPU 数量"
+        "也都无法满足。解决办法：将期限放宽到 {fix}。",
     ),
     "why_budget": (
         "The cheapest plan costs {need}, the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
@@ -506,6 +520,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "detail_memory": (
         "Planner's figures: {need:,.2f} GiB needed per GPU, {have:,.2f} GiB on the largest allowed GPU.",
         "规划器的精确数字：每 GPU 需要 {need:,.2f} GiB，允许的最大 GPU 有 {have:,.2f} GiB。",
+    ),
+    "detail_shared_inventory": (
+        "Planner's figures: {need:,.1f} GPU-days needed, {have:,.1f} offered.",
+        "规划器的精确数字：需要 {need:,.1f} GPU·天，可提供 {have:,.1f} GPU·天。",
     ),
     "detail_inventory": (
         "Planner's figures: {need:,.0f} GPUs needed, {have:,.0f} allowed.",

@@ -18,7 +18,7 @@ from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
 from planner.plan import Estimate, Plan, Uncertainty
-from planner.units import HOURS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
 
@@ -110,10 +110,19 @@ def _hours(seconds: float | None) -> float:
 
 
 def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
-    """One paragraph: the binding constraint, its figures, the limit on GPUs, and a fix."""
+    """One paragraph: the binding constraint, its figures, the limit on GPUs, and a fix; for several
+    jobs that cannot run on their own, each one's (trial s25: only the first was named)."""
+    c = infeasible.constraint
+    return tr("infeasible", constraint=tr.option(c), body=infeasible_body(tr, infeasible, request))
+
+
+def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
     c, need, have = infeasible.constraint, infeasible.required, infeasible.available
-    limit = gpu_limit(tr, request)
-    values: dict[str, object] = dict(limit=limit)
+    if infeasible.jobs:
+        return " ".join(
+            tr("job_answer", job=name, text=infeasible_body(tr, job, request)) for name, job in infeasible.jobs
+        )
+    values: dict[str, object] = dict(limit=gpu_limit(tr, request))
     if c == "deadline":
         values.update(
             need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need))
@@ -123,11 +132,15 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         values.update(fix_usd=money_short(need or 0.0, 1, round_up=True))
     elif c in ("memory", "inventory"):
         values.update(need=need or 0.0, have=have or 0.0)
-    key = f"why_{c}" if c in ("deadline", "budget", "memory", "inventory", "divisibility", "batch") else None
+    elif c == "shared_inventory":  # GPU-seconds, said in GPU-days
+        values.update(need=(need or 0.0) / SECONDS_PER_DAY, have=(have or 0.0) / SECONDS_PER_DAY)
+    known = ("deadline", "budget", "memory", "inventory", "divisibility", "batch", "shared_inventory")
+    key = f"why_{c}" if c in known else None
     if c == "deadline" and infeasible.more_gpus_help is False:  # the planner scored or probed more
         key = "why_deadline_no_gpus"
-    body = tr(key, **values) if key else plain(f"{infeasible.detail}; {infeasible.fix}")
-    return tr("infeasible", constraint=tr.option(c), body=body)
+    if c == "shared_inventory" and have is None:  # the GPU-time fits; the jobs do not pack
+        key = "why_shared_pack"
+    return tr(key, **values) if key else plain(f"{infeasible.detail}; {infeasible.fix}")
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")
@@ -142,6 +155,8 @@ def detail_text(tr: Labels, infeasible: Infeasible) -> str:
         return tr("detail_deadline", need=_hours(need), have=_hours(have))
     if c in ("budget", "memory", "inventory"):
         return tr(f"detail_{c}", need=need, have=have)
+    if c == "shared_inventory":
+        return tr("detail_shared_inventory", need=need / SECONDS_PER_DAY, have=have / SECONDS_PER_DAY)
     found = CANDIDATES.search(infeasible.detail)  # divisibility, batch: counts only in the sentence
     return tr("detail_candidates", **found.groupdict()) if found else ""
 

@@ -16,8 +16,9 @@ from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
 from ui.cached import cached_portfolio
 from ui.i18n import Labels, plain
-from ui.messages import duration, infeasible_text
+from ui.messages import duration
 from ui.sidebar import Inputs
+from ui.single import show_infeasible
 
 # The portfolio table's number formats: "days" and the band columns are each job's figures
 # (planner/api/portfolio.py job_figures), where app_core.solve_jobs gives them.
@@ -118,7 +119,7 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         st.error(tr("bad_request", error=plain(outcome.error)))
         return
     if outcome.infeasible:
-        st.warning(infeasible_text(tr, outcome.infeasible, inputs.request))
+        show_infeasible(tr, outcome.infeasible, inputs)  # the warning, and the planner's figures under it
         return
     # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None

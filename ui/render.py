@@ -253,20 +253,24 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
         out.print(written_line(p, saved_to), markup=False)
 
 
+def infeasible_json(exc) -> dict:
+    """An InfeasiblePlan's typed fields. ``required`` / ``available`` are in the constraint's unit
+    (deadline: seconds, budget: USD, memory: GiB, inventory: GPUs, shared_inventory: GPU-seconds)
+    for scripts (trial s25: the numbers were only in the prose); ``jobs``: each job's own answer."""
+    return {
+        "constraint": exc.constraint.value,
+        "detail": exc.detail,
+        "fix": exc.fix,
+        "required": exc.required,
+        "available": exc.available,
+        "more_gpus_help": exc.more_gpus_help,
+        "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
+    }
+
+
 def infeasible(exc, *, as_json: bool, calibration=None) -> None:
     if as_json:
-        data = {
-            "feasible": False,
-            "constraint": exc.constraint.value,
-            "reason": str(exc),
-            "detail": exc.detail,
-            "fix": exc.fix,
-            # the constraint's figures in its unit (deadline: seconds, budget: USD, memory: GiB,
-            # inventory: GPUs) for scripts (trial s25: the numbers were only in the prose)
-            "required": exc.required,
-            "available": exc.available,
-            "more_gpus_help": exc.more_gpus_help,
-        }
+        data = {"feasible": False, "reason": str(exc), **infeasible_json(exc)}
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan
 from planner.fmt import duration_words, money_short
 
 __all__ = ["RowChecks", "diagnose"]
@@ -64,7 +64,7 @@ class RowChecks:
 
     def feasible(self) -> np.ndarray:
         ok = self.gpu_type.copy()
-        for constraint in Constraint:
+        for constraint in ROW_CONSTRAINTS:
             ok &= self.passes(constraint)
         return ok
 
@@ -80,7 +80,7 @@ def diagnose(table: TableColumns, checks: RowChecks) -> InfeasiblePlan:
     passing = checks.gpu_type
     if not passing.any():
         return _explain_gpu_types(table, checks)
-    for constraint in Constraint:
+    for constraint in ROW_CONSTRAINTS:
         narrowed = passing & checks.passes(constraint)
         if not narrowed.any():
             return _EXPLAIN[constraint](table, checks, passing)

@@ -15,6 +15,7 @@ import numpy as np
 import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.fmt import counted
 from planner.search.fleet import HourlyRate, implied_rent_usd_per_gpu_hour
 from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
@@ -162,7 +163,7 @@ def solve_portfolio(
         )
     optimal, solver_name = run_solver(problem, solver, time_limit_s)
     if not optimal:
-        raise _shared_inventory_infeasible(jobs, inventory, horizon_s)
+        raise _shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
     picked, order = order_of()
     return _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
 
@@ -448,35 +449,38 @@ def _solution(
 
 
 def _shared_inventory_infeasible(
-    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], horizon_s: float | None
+    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], horizon_s: float | None, exact: bool
 ) -> InfeasiblePlan:
     """Each job fits alone, so the GPUs are too few for all of them together. A lower bound says
     how far off: for each finish time t (a job's deadline, or the horizon), the jobs due by t need
     at least their least GPU-time that meets it, and the inventory offers sum_g inv_g x t GPU-time
-    by then (of any type: a relaxation). The first t where need exceeds offer is named; where none
-    does, the GPU-time suffices and the jobs do not pack (trial s25: "need 1,210 GPU-days, the
-    inventory offers 1,280" read as a contradiction; the deadlines, not the horizon, bound it)."""
+    by then over the types those jobs can run on (a relaxation). The first t where need exceeds
+    offer is named (``Constraint.SHARED_INVENTORY``, GPU-seconds); where none does, the GPU-time
+    suffices and the jobs do not pack, which only the exact model proves (trial s25: "need 1,210
+    GPU-days, the inventory offers 1,280" read as a contradiction: the deadlines bound it)."""
     limits = ", ".join(f"{gpu}<={count}" for gpu, count in inventory.items())
     detail = f"the {len(jobs)} jobs cannot share the inventory ({limits})"
     fix = "add GPUs, lengthen the horizon or the deadlines, or drop a job"
     due = sorted(
         ((finish, job) for job in jobs if (finish := job_finish_s(job, horizon_s)) is not None), key=lambda d: d[0]
     )
-    need = 0.0
+    need, usable = 0.0, set()
     for count, (finish, job) in enumerate(due, start=1):
         rows = np.flatnonzero(check_rows(job.table, deadline_s=finish, inventory=inventory).feasible())
         need += float(np.min(job.table.num_gpus[rows] * job.table.time_to_train_s[rows]))
-        offered = sum(inventory.values()) * finish
+        usable |= set(job.table.gpu_id[rows].tolist())
+        offered = sum(n for gpu, n in inventory.items() if gpu in usable) * finish
         if need > offered and (count == len(due) or due[count][0] > finish):
-            days = finish / SECONDS_PER_DAY
             detail += (
-                f" in time: the {count} job(s) due by day {days:,.1f} need at least {need / SECONDS_PER_DAY:,.0f}"
-                f" GPU-days, the inventory offers {offered / SECONDS_PER_DAY:,.0f} GPU-days by then"
+                f" in time: the jobs due by day {finish / SECONDS_PER_DAY:,.1f} ({counted(count, 'job')}) need at least"
+                f" {need / SECONDS_PER_DAY:,.0f} GPU-days, the inventory offers"
+                f" {offered / SECONDS_PER_DAY:,.0f} GPU-days by then"
             )
-            return InfeasiblePlan(Constraint.INVENTORY, detail, fix, required=need, available=offered)
+            return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need, available=offered)
     if due:
+        pack = "no schedule of them does" if exact else "the slotted model found no schedule of them (exact=True may)"
         detail += (
             f": their GPU-days fit ({need / SECONDS_PER_DAY:,.0f} needed by day {due[-1][0] / SECONDS_PER_DAY:,.1f}),"
-            " but no schedule of them does (each job's GPUs are fixed while it runs)"
+            f" but {pack} (each job's GPUs are fixed while it runs)"
         )
-    return InfeasiblePlan(Constraint.INVENTORY, detail, fix, required=need or None, available=None)
+    return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need or None, available=None)

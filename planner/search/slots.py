@@ -97,7 +97,7 @@ def job_rows(
                 else f" (the horizon of {horizon} ends before the job's deadline)"
             )
             fix += " (the horizon: horizon_days)"
-        raise InfeasiblePlan(reason.constraint, detail, fix, required=reason.required, available=reason.available)
+        raise reason.but(detail=detail, fix=fix)
     if job.batch_target is not None:
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]
     # As plan's: of rows tied at an efficiency ceiling the pruning keeps the first, so the one the
@@ -169,10 +169,19 @@ def usage_constraints(
 
 def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasiblePlan:
     """The jobs that cannot run alone (name, answer), all in one answer (trial s25: a second job's
-    memory answer hid behind the first's deadline), under the first one's constraint and figures."""
+    memory answer hid behind the first's deadline): under their constraint when they share one (the
+    first one's figures), else ``Constraint.JOBS``; each job's own answer in ``jobs``."""
     first = failed[0][1]
     if len(failed) == 1:
         return first
     details = "; ".join(exc.detail for _, exc in failed)
     fixes = "; ".join(f"job {name!r}: {exc.fix}" for name, exc in failed)
-    return first.but(detail=f"{len(failed)} jobs cannot run on their own: {details}", fix=fixes)
+    same = len({exc.constraint for _, exc in failed}) == 1
+    return InfeasiblePlan(
+        first.constraint if same else Constraint.JOBS,
+        f"{len(failed)} jobs cannot run on their own: {details}",
+        fixes,
+        required=first.required if same else None,
+        available=first.available if same else None,
+        jobs=tuple(failed),
+    )

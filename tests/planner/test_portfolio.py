@@ -128,9 +128,10 @@ def test_sequencing_fits_jobs_that_cannot_run_together() -> None:
     assert solution.makespan_s == pytest.approx(11 * DAY)
     with pytest.raises(InfeasiblePlan) as caught:
         solve_portfolio(jobs, {"h100": 8}, horizon_s=10 * DAY)
-    assert caught.value.constraint is Constraint.INVENTORY
-    assert "the 2 jobs cannot share the inventory (h100<=8) in time: the 2 job(s) due by day 10.0 need at least" in str(
-        caught.value
+    assert caught.value.constraint is Constraint.SHARED_INVENTORY
+    assert (
+        "the 2 jobs cannot share the inventory (h100<=8) in time: the jobs due by day 10.0 (2 jobs) need at least"
+        in str(caught.value)
     )
     assert (caught.value.required, caught.value.available) == (88 * DAY, 80 * DAY)
 
@@ -146,13 +147,17 @@ def test_a_shared_inventory_answer_names_the_deadline_that_binds() -> None:
     ]
     with pytest.raises(InfeasiblePlan) as caught:
         solve_portfolio(due, {"h100": 8}, horizon_s=20 * DAY)
-    assert "the 2 job(s) due by day 6.0 need at least 88 GPU-days, the inventory offers 48 GPU-days by then" in str(
-        caught.value
+    assert (
+        "the jobs due by day 6.0 (2 jobs) need at least 88 GPU-days, the inventory offers 48 GPU-days by then"
+        in str(caught.value)
     )
     # 12 GPUs: 88 of 120 GPU-days by day 10, but each job holds 8 of them for its whole run
     with pytest.raises(InfeasiblePlan) as caught:
         solve_portfolio(two_big_jobs(), {"h100": 12}, horizon_s=10 * DAY)
     assert "their GPU-days fit (88 needed by day 10.0), but no schedule of them does" in str(caught.value)
+    # GPUs of a type the jobs cannot run on offer them nothing (review s25)
+    with pytest.raises(InfeasiblePlan, match="the inventory offers 80 GPU-days by then"):
+        solve_portfolio(two_big_jobs(), {"h100": 8, "a100": 64}, horizon_s=10 * DAY)
 
 
 def test_a_sequenced_job_starts_when_the_gpus_free_up_not_at_a_slot() -> None:

@@ -542,8 +542,28 @@ def test_a_collective_that_lost_its_peer_is_told_from_other_errors() -> None:
     from trainer.train import peer_lost
 
     gloo = "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer"
-    assert peer_lost(RuntimeError(gloo)) and peer_lost(dist.DistBackendError("NCCL error: remote process exited"))
+    assert peer_lost(RuntimeError(gloo)) and peer_lost(dist.DistNetworkError("connection reset"))
     assert not peer_lost(RuntimeError("CUDA out of memory")) and not peer_lost(RuntimeError("shape mismatch"))
+    # a rank's own NCCL fault or a store failure is its own, and keeps its traceback (review s25)
+    assert not peer_lost(dist.DistBackendError("NCCL error: unhandled cuda error")) and not peer_lost(
+        dist.DistStoreError("timeout")
+    )
+
+
+def test_a_rank_whose_peer_died_stops_in_one_line_and_keeps_its_traceback(tmp_path: Path, monkeypatch, capsys) -> None:
+    import trainer.train as train
+
+    gloo = "[/x/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:1."
+
+    def peer_died(*_args):
+        raise RuntimeError(gloo)
+
+    monkeypatch.setattr(train, "train", peer_died)
+    monkeypatch.setenv("RANK", "1")
+    assert train.main([str(tmp_path), "--device", "cpu"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("rank 1: a peer rank stopped during a collective") and "Traceback" not in line
+    assert "Connection closed by peer" in (tmp_path / "logs" / "rank-1.traceback").read_text()
 
 
 def test_a_run_on_fewer_processes_than_the_plan_names_its_nodes(tmp_path: Path, capsys) -> None:

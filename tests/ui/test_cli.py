@@ -277,7 +277,7 @@ def test_an_infeasible_deadline_says_in_numbers_whether_more_gpus_help():
     request = PlanRequest(model=get_preset("llama3.1-405b"), training_tokens=1.5e13, deadline_days=30)
     fields = {k: none[k] for k in ("constraint", "detail", "fix", "required", "available", "more_gpus_help")}
     text = infeasible_text(Labels("en"), Infeasible(**fields), request)
-    assert "more GPUs would not meet it" in text and "raise the GPU limit" not in text
+    assert "no GPU count the planner checked beyond that limit meets it" in text and "raise the GPU limit" not in text
 
 
 def test_catalog_and_detect():
@@ -551,3 +551,37 @@ def test_portfolio_prices_its_inventory_at_the_files_ownership(tmp_path):
     assert low["idle_cost_usd"] >= 0 and high["idle_cost_usd"] >= 0
     text = run("portfolio", str(dear)).stdout
     assert "owned GPUs idle until the last job ends" in text
+
+
+def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):
+    """trial s25 and its review: the CLI named only the first job that cannot run alone, and the
+    app said a shared inventory's GPU-seconds as GPUs ("needs 7,603,200 GPUs")."""
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from ui.app_core import Infeasible
+    from ui.i18n import Labels
+    from ui.messages import infeasible_text
+
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text(
+        '[inventory]\nh100-sxm = 16\n[[jobs]]\nname = "late"\nmodel = "llama3-8b"\ntokens = 1e12\ndeadline_days = 2\n'
+        '[[jobs]]\nname = "huge"\nmodel = "llama3.1-405b"\ntokens = 1e11\n'
+    )
+    data = json.loads(run("portfolio", str(jobs), "--json").stdout)
+    assert data["constraint"] == "jobs" and [(j["job"], j["constraint"]) for j in data["jobs"]] == [
+        ("late", "deadline"),
+        ("huge", "memory"),
+    ]
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e12, gpus={"h100-sxm": 16})
+
+    def answer(d):
+        fields = ("constraint", "detail", "fix", "required", "available", "more_gpus_help")
+        return Infeasible(*(d[k] for k in fields), tuple((j["job"], answer(j)) for j in d.get("jobs", [])))
+
+    for lang in ("en", "zh"):
+        tr = Labels(lang)
+        text = infeasible_text(tr, answer(data), request)
+        assert tr("job_answer", job="late", text="")[:6] in text and tr("job_answer", job="huge", text="")[:6] in text
+    shared = dict(constraint="shared_inventory", detail="", fix="", required=88 * 86400.0, available=80 * 86400.0)
+    text = infeasible_text(Labels("en"), answer({**shared, "more_gpus_help": None}), request)
+    assert "need at least 88 GPU-days, the inventory offers 80 GPU-days" in text and "GPUs, the limit" not in text
