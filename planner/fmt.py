@@ -113,10 +113,9 @@ def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
             scaled = usd / scale
             if scale == 1.0 and abs(usd) < SMALL_MONEY_USD:
                 decimals = max(decimals, 2)  # cents: a $0.63 budget is not "$0.6"
-            if round_up:
-                scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals
+            scaled = math.ceil(scaled * 10**decimals - 1e-9) / 10**decimals if round_up else round(scaled, decimals)
             if scale == 1.0 and abs(usd) >= SMALL_MONEY_USD and float(scaled).is_integer():
-                decimals = 0  # whole dollars: a $100 budget is not "$100.0" (trial s25)
+                decimals = 0  # whole dollars, as shown: a $100 budget is not "$100.0" (trial s25)
             return f"${scaled:,.{decimals}f}{suffix}"
     raise AssertionError("unreachable")
 

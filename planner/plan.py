@@ -465,28 +465,22 @@ class Plan(BaseModel):
         text = read_input_text(path, "plan file", MAX_INPUT_BYTES)
         try:  # every string without terminal escapes (a model name is printed): planner/fmt.py printable
             raw = json.loads(text, object_pairs_hook=unique_keys)
-            if isinstance(raw, dict) and "feasible" in raw and "schema_version" not in raw:
-                # trial s25: `plan --json > file` is the first thing tried; it is the report.
-                raise _NotAPlan(
-                    f"{path}: this is the report --json prints, not a plan file; write one with"
-                    " `trainplan plan ... --out FILE` (or estimate ... --out FILE)"
-                )
-            plan = cls.model_validate(_printable_strings(raw))
-        except _NotAPlan as exc:
-            raise ValueError(str(exc)) from None
+            report = isinstance(raw, dict) and "feasible" in raw and "schema_version" not in raw
+            plan = None if report else cls.model_validate(_printable_strings(raw))
         except RecursionError:
             raise ValueError(f"{path}: nested too deeply, not a plan file") from None
         except Exception as exc:  # pydantic.ValidationError, JSON decode error, duplicate key
             raise ValueError(f"{path}: not a valid trainplan plan ({one_line(exc, verbatim=True)})") from None
+        if plan is None:  # trial s25: `plan --json > file` is the first thing tried; it is the report
+            raise ValueError(
+                f"{path}: this is the report --json prints, not a plan file; write one with"
+                " `trainplan plan ... --out FILE` (or estimate ... --out FILE)"
+            )
         try:
             plan.check(catalog)
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"{path}: inconsistent plan ({one_line(exc)})") from None
         return plan
-
-
-class _NotAPlan(Exception):
-    """A file that reads as JSON but is another trainplan output."""
 
 
 def _printable_strings(value: object) -> object:

@@ -72,5 +72,14 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
     # Each rank's DTensor warns at start-up that a (dp_shard, tp) redistribution takes two
     # all-reduces ("flatten mesh dimensions"): advice to torch's users about a mesh the trainer
     # builds, not something a job's user can act on (trial s25: two such lines per start).
-    logging.getLogger(REDISTRIBUTE_LOGGER).setLevel(logging.ERROR)
+    redistribute = logging.getLogger(REDISTRIBUTE_LOGGER)
+    if not any(isinstance(f, _FlattenMeshNote) for f in redistribute.filters):
+        redistribute.addFilter(_FlattenMeshNote())
     return logger
+
+
+class _FlattenMeshNote(logging.Filter):
+    """Drops only DTensor's "flatten mesh dimensions" note; its other records pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "flatten mesh dimensions" not in record.getMessage()

@@ -48,7 +48,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_jobs, render, render_plan
+from ui import cli_jobs, render, render_fleet, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
     AC_BLOCKS,
@@ -455,7 +455,7 @@ def fleet(
         render.infeasible(exc, as_json=as_json)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
-    render.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)
+    render_fleet.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)
 
 
 # The job and machine commands (ui/cli_jobs.py), after the planning ones in --help.

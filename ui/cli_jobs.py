@@ -112,28 +112,20 @@ def emit(
     from trainer.job import default_steps, emit_job
     from trainer.job_spec import RunSettings
 
-    given = {
-        name: value
-        for name, value in (
-            ("checkpoint_every", checkpoint_every),
-            ("loss_chunk_tokens", loss_chunk_tokens),
-            ("lr", lr),
-            ("warmup_steps", warmup_steps),
-        )
-        if value is not None  # unset: RunSettings' default
-    }
     if not str(out).strip():  # Path("") is ".": the current directory
         raise ValueError("--out: give a directory name")
     if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
         check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
     plan = Plan.load(plan_file)
+    steps = default_steps(plan) if steps is None else steps
+    if warmup_steps is not None and warmup_steps >= steps:  # the peak learning rate never reached
+        raise ValueError(f"--warmup-steps {warmup_steps}: at least the job's {steps} steps; give fewer")
+    named = dict(
+        checkpoint_every=checkpoint_every, loss_chunk_tokens=loss_chunk_tokens, lr=lr, warmup_steps=warmup_steps
+    )
+    given = {name: value for name, value in named.items() if value is not None}  # unset: RunSettings' default
     run = RunSettings(
-        steps=default_steps(plan) if steps is None else steps,
-        data=data,
-        tokenizer=tokenizer,
-        seed=seed,
-        save_checkpoints=not no_checkpoints,
-        **given,
+        steps=steps, data=data, tokenizer=tokenizer, seed=seed, save_checkpoints=not no_checkpoints, **given
     )
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
     applied = applied_calibration(choose_calibration(calibration, no_calibration))

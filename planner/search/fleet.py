@@ -115,6 +115,11 @@ class GpuBreakEven:
     rent_usd_per_gpu_hour: float
     break_even_utilisation: float  # busy fraction above which buying is cheaper (inf: never)
 
+    @property
+    def pays_off(self) -> bool:
+        """Whether some busy fraction up to 100 % makes an owned GPU cheaper than renting it."""
+        return math.isfinite(self.break_even_utilisation) and self.break_even_utilisation <= 1.0
+
 
 @dataclass(frozen=True)
 class FleetAssignment:

@@ -129,14 +129,17 @@ SPLIT_KNOBS = ("micro_batch", "grad_accum", "ac_blocks")
 
 def choice_groups(c: Candidates, rows: np.ndarray) -> np.ndarray:
     """Per row, a code shared by the rows that differ only in ``SPLIT_KNOBS`` on one GPU type and
-    count (-1 off ``rows``: those never reach the ILP). The ILP lists one alternative per code."""
+    count at one global batch (-1 off ``rows``: those never reach the ILP). The ILP lists one
+    alternative per code."""
     group = np.full(len(c), -1, dtype=np.int64)
     if not len(rows):
         return group
     # As recompute_twins: the knobs read once per layout_id (rows of one id are alike in all).
     ids, by_id = distinct([c.layout_id[rows]], len(rows))
     _, layout = distinct([getattr(c, k)[rows[ids]] for k in KNOB_COLUMNS if k not in SPLIT_KNOBS], len(ids))
-    group[rows] = distinct([c.gpu_index[rows], c.num_gpus[rows], layout[by_id]], len(rows))[1]
+    # The batch too: under --vary-batch one layout's splits train different global batches.
+    key = [c.gpu_index[rows], c.num_gpus[rows], layout[by_id], batch_tokens(c)[rows]]
+    group[rows] = distinct(key, len(rows))[1]
     return group
 
 

@@ -21,6 +21,7 @@ def test_small_sums_keep_their_cents_across_a_band_and_a_budget():
     assert money_band(12.6, (10.2, 14.9)) == "$13 ($10-$15)"
     assert money_short(0.63) == "$0.63" and money_short(7.8) == "$7.80" and money_short(12.34) == "$12.3"
     assert money_short(100.0) == "$100" and money_short(99.96, round_up=True) == "$100" and money_short(1e3) == "$1.0k"
+    assert money_short(99.96) == "$100" and money_short(999.97) == "$1,000"
     assert energy(0.23) == "0.23 kWh" and energy(4693.2) == "4,693 kWh" and energy(None) == "-"
     assert money(0.0) == "$0" and money_band(0.0, (0.0, 0.0)) == "$0 ($0-$0)"
 

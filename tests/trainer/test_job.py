@@ -533,6 +533,8 @@ def test_emit_takes_the_learning_rate_and_warmup_and_says_them(tmp_path: Path, c
     )
     assert "optimizer: AdamW, peak lr 0.0002 after 40 warmup steps, cosine to 0.1 x" in capsys.readouterr().out
     assert (JobSpec.load(out).run.lr, JobSpec.load(out).run.warmup_steps) == (2e-4, 40)
+    assert main(["emit", str(plan_file), "--out", str(out), "--steps", "10", "--warmup-steps", "50"]) == 2
+    assert "--warmup-steps 50: at least the job's 10 steps" in capsys.readouterr().err
 
 
 def test_a_collective_that_lost_its_peer_is_told_from_other_errors() -> None:

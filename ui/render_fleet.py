@@ -1,0 +1,113 @@
+"""``trainplan fleet``'s output: rent vs buy, each option's jobs with the quantile their durations
+are at, and where buying pays off (split from ui/render.py, as render_portfolio was)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from planner.fmt import money
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
+from ui.render import emit_json, out
+
+
+def fleet_assignment(a, risk: str | None = None) -> dict:
+    """One job of a fleet option: where it runs (owned or rented GPUs) and when; ``risk``: the
+    quantile of its band its duration is at (the search judges plans there, as plan does)."""
+    return {
+        "job": a.job,
+        "gpu": a.gpu_id,
+        "num_gpus": a.num_gpus,
+        "owned": a.owned,
+        "start_day": a.start_s / SECONDS_PER_DAY,
+        "end_day": a.end_s / SECONDS_PER_DAY,
+        "risk": risk,
+        "cost_usd": float(a.cost_usd),
+    }
+
+
+def fleet_assignment_line(a: dict) -> str:
+    where = "on owned GPUs" if a["owned"] else "rented"
+    cost = "busy power" if a["owned"] else "rent"
+    at = f" (at {a['risk']})" if a["risk"] else ""
+    return (
+        f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_day']:.1f}-{a['end_day']:.1f}{at},"
+        f" {cost} {money(a['cost_usd'])}"
+    )
+
+
+def fleet(solution, *, as_json: bool, utilisation: float | None = None, risks: dict[str, str] | None = None) -> None:
+    """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them)."""
+    data = fleet_json(solution, utilisation, risks or {})
+    if as_json:
+        emit_json(data)
+        return
+    table = Table(title=f"rent vs buy over {solution.horizon_days:.0f} days", title_justify="left")
+    for col in ("option", "total", "GPUs bought", "rent"):
+        table.add_column(col)
+    for name in ("mixed", "rent_only", "buy_only"):
+        p = data[name]
+        if p:
+            bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
+            table.add_row(name.replace("_", " "), money(p["total_cost_usd"]), bought, money(p["rent_cost_usd"]))
+    out.print(table)
+    out.print("mixed, job by job:")
+    for a in data["mixed"]["assignments"]:
+        out.print(fleet_assignment_line(a), markup=False)
+    for b in data["break_even"]:
+        break_even_lines(b, utilisation)
+
+
+def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> dict:
+    def plan_dict(p):
+        if p is None:
+            return None
+        return {
+            "total_cost_usd": float(p.total_cost_usd),
+            "purchased": p.purchased,
+            "ownership_cost_usd": float(p.ownership_cost_usd),
+            "rent_cost_usd": float(p.rent_cost_usd),
+            "running_cost_usd": float(p.running_cost_usd),
+            "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
+        }
+
+    break_even = [
+        {
+            "gpu": b.gpu_id,
+            # null where buying never pays off (rent below the busy power, or above 100 % busy):
+            # JSON has no Infinity.
+            "utilisation": b.break_even_utilisation if b.pays_off else None,
+            "buying_can_pay_off": b.pays_off,
+            "rent_usd_per_gpu_hour": b.rent_usd_per_gpu_hour,
+        }
+        | ({} if utilisation is None else {"owned_usd_per_busy_gpu_hour": owned_hourly(b, solution, utilisation)})
+        for b in solution.break_even
+    ]
+    return {
+        "mixed": plan_dict(solution.mixed),
+        "rent_only": plan_dict(solution.rent_only),
+        "buy_only": plan_dict(solution.buy_only),
+        "horizon_days": solution.horizon_days,
+        "break_even": break_even,
+    }
+
+
+def break_even_lines(b: dict, utilisation: float | None) -> None:
+    """Where buying one GPU type pays off (or that it never does), and its owned rate."""
+    if b["buying_can_pay_off"]:
+        out.print(f"{b['gpu']}: buying pays off above {b['utilisation']:.0%} utilisation")
+    else:
+        out.print(
+            f"{b['gpu']}: buying never pays off at ${b['rent_usd_per_gpu_hour']:,.2f} rent per GPU-hour, even 100 % busy"
+        )
+    if utilisation is not None:
+        out.print(
+            f"  owned at {utilisation:.0%} busy: ${b['owned_usd_per_busy_gpu_hour']:,.2f} per GPU-hour,"
+            f" rent ${b['rent_usd_per_gpu_hour']:,.2f}"
+        )
+
+
+def owned_hourly(b, solution, utilisation: float) -> float:
+    """One owned GPU per busy GPU-hour at busy fraction ``utilisation``: its fixed cost over the
+    horizon spread over the busy hours, plus its busy power (planner.search.fleet.break_even)."""
+    hours = solution.horizon_days * HOURS_PER_DAY
+    return b.owned_fixed_usd / (hours * utilisation) + b.owned_usd_per_busy_hour
