@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from support import SOLVERS, needs_highs
 
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan
 from planner.frontier import anchor_survivors
 from planner.search.ilp import (
     NEAR_TIE_FRACTION,
@@ -452,7 +452,7 @@ def test_diagnosis_names_the_first_constraint_that_empties_the_set(seed: int) ->
         np.array([limits["inventory"].get(g, 0) for g in table.gpu_id]) > 0
     )
     expected = None
-    for constraint, step in zip(Constraint, steps, strict=True):
+    for constraint, step in zip(ROW_CONSTRAINTS, steps, strict=True):
         if not (passing & step).any():
             expected = constraint
             break
