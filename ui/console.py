@@ -7,6 +7,8 @@ and exit 130.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 from planner.errors import ExitCode
@@ -14,10 +16,21 @@ from planner.errors import ExitCode
 ABORTED_LINE = "trainplan: aborted"
 
 
+def _abort_now(signum: int, frame: object) -> None:
+    """SIGINT while the CLI imports: nothing has started, so exit at once. Raising
+    KeyboardInterrupt there is not enough: inside a C extension's import it surfaces as that
+    module's ImportError ("pd_parser.c could not import module pandas", a CI run of s25)."""
+    os.write(2, f"{ABORTED_LINE}\n".encode())
+    os._exit(ExitCode.ABORTED)
+
+
 def main() -> int:
+    previous = signal.signal(signal.SIGINT, _abort_now)
     try:
         from ui.cli import main as cli_main
-
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
         return cli_main()
     except KeyboardInterrupt:  # in a command, click has already made it typer.Abort: ui/cli.py
         print(ABORTED_LINE, file=sys.stderr)
