@@ -234,6 +234,9 @@ def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
     return 128 - code if code < 0 else code
 
 
+KILLED = 128 + signal.SIGKILL  # run_child's code for a torchrun agent killed by SIGKILL
+
+
 def worker_exit_code(job_dir: Path, torchrun_code: int) -> int:
     """torchrun turns every worker failure into 1; the trainer leaves its own code (2 invalid,
     4 disk full, 5 diverged) in ``exit_status.json``, which is what ``trainplan run`` returns."""
@@ -394,6 +397,12 @@ def run_job(
                 _archive_replan_report(job_dir)
             (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
             code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,)))
+            if code == KILLED:  # trial s25: exit 137 with no line of the launcher's own
+                print(
+                    "trainplan: torchrun was killed (SIGKILL: an operator or the kernel's OOM killer); its workers"
+                    " saved on their way out where they could: run the job again to resume",
+                    file=sys.stderr,
+                )
             report = read_replan_report(job_dir) if code != ExitCode.OK else None
             if report is None:
                 return code

@@ -168,6 +168,7 @@ def test_a_job_survives_every_kind_of_kill_and_matches_an_uninterrupted_run(tmp_
             worker = process_of(proc, "trainer.worker")
             os.kill(process_of(proc, "trainer.torchrun"), signal.SIGKILL)
             assert proc.wait(90) == 128 + signal.SIGKILL, note
+            assert "trainplan: torchrun was killed (SIGKILL" in log.read_text(), note  # the launcher's line
             wait_for(lambda worker=worker: not alive(worker), 90, "the orphaned worker to save and exit")
         elif kind == "worker":
             os.kill(process_of(proc, "trainer.worker"), signal.SIGKILL)
