@@ -212,6 +212,7 @@ class RunSummary:
     test_perplexity: float | None
     bad_steps: int
     wall_s: float
+    measured_steps: int = 0  # the steps of this launch the timings come from
 
 
 def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> RunReport:
@@ -243,6 +244,7 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         outcome=summary.outcome,
         bad_steps=summary.bad_steps,
         wall_s=summary.wall_s,
+        measured_steps=summary.measured_steps,
         layout=plan.layout.describe(),
         gpu=plan.gpu,
     )
@@ -259,6 +261,7 @@ def format_report(report: RunReport) -> str:
 
     lines = [
         f"run {report.outcome} at step {report.steps_done} ({report.wall_s:.0f} s this launch), layout {report.layout}",
+        f"measured over {report.measured_steps} step(s) of this launch (metrics.jsonl holds every step of the job)",
         f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
     if not report.comparable:

@@ -495,5 +495,6 @@ class Session:
             test_perplexity=perplexity,
             bad_steps=self.state.bad_steps,
             wall_s=time.perf_counter() - self.started,
+            measured_steps=len(self.meter.step_times),
         )
         log.info("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)))

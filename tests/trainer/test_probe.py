@@ -210,6 +210,7 @@ def test_report_has_predicted_and_measured(tmp_path):
         test_perplexity=27.1,
         bad_steps=0,
         wall_s=5.0,
+        measured_steps=7,
     )
     report = write_report(tmp_path, plan, summary)
     assert json.loads((tmp_path / "report.json").read_text())["measured"]["step_s"] == 0.1
@@ -217,6 +218,7 @@ def test_report_has_predicted_and_measured(tmp_path):
     assert RunReport.load(tmp_path / "report.json") == report
     text = format_report(report)
     assert "step_s" in text and "-50.0%" in text and "perplexity 27.10" in text
+    assert "measured over 7 step(s) of this launch" in text and report.measured_steps == 7  # trial s25
     on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu"))
     assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu
 
@@ -244,6 +246,7 @@ REPORT_KEYS = {
     "outcome": None,
     "bad_steps": None,
     "wall_s": None,
+    "measured_steps": None,
     "layout": None,
     "gpu": None,
 }
