@@ -14,7 +14,7 @@ from streamlit.elements.lib.mutable_tab_container import TabContainer
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.errors import RuleViolation
-from planner.fmt import energy, one_line
+from planner.fmt import energy, number_band, one_line
 from planner.frontier import knee
 from planner.plan import GoodputEstimate, Plan
 from planner.request import left_out_gpus, runnable_gpus
@@ -151,12 +151,6 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
     }
 
 
-def banded(value: float, band: tuple[float, float] | None, style: str) -> str:
-    """'3.18 (2.49–3.91)': a figure with its 80 % band, as the CLI prints step time and tokens/s."""
-    text = style.format(value)
-    return text if band is None else f"{text} ({style.format(band[0])}–{style.format(band[1])})"
-
-
 def kernel_words(tr: Labels, plan: Plan) -> str:
     """The attention kernel the estimate timed (the CLI's words; in Chinese its name only)."""
     words = plan.estimate.attention_kernel or (plan.attention.value if plan.attention else "-")
@@ -177,8 +171,9 @@ def card_captions(tr: Labels, plan: Plan, result, calibration: CalibrationUpload
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(
             "card_footer",
-            step=banded(e.time.step_s, None if u is None else u.step_s, "{:.3g}"),
-            tokens=banded(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s, "{:,.0f}"),
+            # the CLI's formatter and precision (ui/render.py step_line)
+            step=number_band(e.time.step_s, None if u is None else u.step_s, 3),
+            tokens=number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s),
             kernel=kernel_words(tr, plan),
             candidates=result.num_candidates,
             feasible=result.solution.num_feasible,

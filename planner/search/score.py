@@ -83,6 +83,7 @@ def candidate_table(
         mem = fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=fitting[pruned])
     dominated = np.zeros(len(c), dtype=bool)
     dominated[fitting[pruned]] = True
+    batch = batch_tokens(c)
     fit, (seconds, cost, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
     # The rest of the fit rule (the host's, for offload) reads no recompute: as the twin's.
     fit[fitting[pruned]] = fit[twin[pruned]]
@@ -105,9 +106,9 @@ def candidate_table(
             "pp": c.pp,
             "dp_shard": c.dp_shard,
             "row": np.arange(len(c)),
-            "choice_group": choice_groups(c, fitting),
+            "choice_group": choice_groups(c, fitting, batch),
             "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
-            "batch_tokens": batch_tokens(c),
+            "batch_tokens": batch,
             "model_time_s": seconds,
             # the model's own time, before the efficiency ceiling: the ILP's last tie-break
             "uncapped_time_s": uncapped,
@@ -127,10 +128,10 @@ def candidate_table(
 SPLIT_KNOBS = ("micro_batch", "grad_accum", "ac_blocks")
 
 
-def choice_groups(c: Candidates, rows: np.ndarray) -> np.ndarray:
+def choice_groups(c: Candidates, rows: np.ndarray, batch: np.ndarray) -> np.ndarray:
     """Per row, a code shared by the rows that differ only in ``SPLIT_KNOBS`` on one GPU type and
-    count at one global batch (-1 off ``rows``: those never reach the ILP). The ILP lists one
-    alternative per code."""
+    count at one global batch (``batch``: each row's, in tokens; -1 off ``rows``: those never reach
+    the ILP). The ILP lists one alternative per code."""
     group = np.full(len(c), -1, dtype=np.int64)
     if not len(rows):
         return group
@@ -138,7 +139,7 @@ def choice_groups(c: Candidates, rows: np.ndarray) -> np.ndarray:
     ids, by_id = distinct([c.layout_id[rows]], len(rows))
     _, layout = distinct([getattr(c, k)[rows[ids]] for k in KNOB_COLUMNS if k not in SPLIT_KNOBS], len(ids))
     # The batch too: under --vary-batch one layout's splits train different global batches.
-    key = [c.gpu_index[rows], c.num_gpus[rows], layout[by_id], batch_tokens(c)[rows]]
+    key = [c.gpu_index[rows], c.num_gpus[rows], layout[by_id], batch[rows]]
     group[rows] = distinct(key, len(rows))[1]
     return group
 
