@@ -407,6 +407,7 @@ class PortfolioOutcome:
     total_cost_usd: float | None = None  # the jobs' GPU-hours at the owned rates
     idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
     makespan_days: float | None = None
+    holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
     infeasible: Infeasible | None = None
     error: str | None = None
 
@@ -420,6 +421,7 @@ def solve_jobs(
     num_slots: int,
     settings: ModelingSettings,
     catalog: Catalog | None = None,
+    rented: frozenset[str] = frozenset(),
 ) -> PortfolioOutcome:
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
@@ -435,6 +437,7 @@ def solve_jobs(
             num_slots=num_slots,
             catalog=catalog,
             settings=settings,
+            rented=rented,
         )
     except InfeasiblePlan as exc:
         return PortfolioOutcome(infeasible=Infeasible.of(exc))
@@ -473,4 +476,5 @@ def solve_jobs(
         total_cost_usd=solution.total_cost_usd,
         idle_cost_usd=solution.idle_cost_usd,
         makespan_days=solution.makespan_s / SECONDS_PER_DAY,
+        holds_gpus=solution.holds_gpus,
     )

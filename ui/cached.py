@@ -113,9 +113,10 @@ def cached_portfolio(
     stack: Stack = Stack.TRAINPLAN,
     calibration: CalibrationUpload | None = None,
     network: str | None = None,
+    rented: frozenset[str] = frozenset(),
 ) -> app_core.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
-    the sidebar's network (one cluster's inventory)."""
+    the sidebar's network (one cluster's inventory); ``rented``: the types without a count."""
     update = {"stack": stack, "network": network}
     requests = {name: PlanRequest.model_validate_json(text).model_copy(update=update) for name, text in jobs}
     return app_core.solve_jobs(
@@ -126,6 +127,7 @@ def cached_portfolio(
         num_slots=num_slots,
         settings=settings_for(headroom, stack),
         catalog=catalog_for(calibration),
+        rented=rented,
     )
 
 

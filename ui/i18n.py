@@ -564,26 +564,27 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_budget_usd": ("budget (USD)", "预算（美元）"),
     "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
     "num_slots": ("Start-time slots", "开始时间槽数"),
-    "jobs_cost": ("Jobs, at owned rates", "各作业费用（按自有成本）"),
+    "jobs_cost": ("Jobs (owned rate for held GPUs, rent otherwise)", "各作业费用（持有的 GPU 按自有成本，其余按租价）"),
     "idle_cost": ("Owned GPUs idle until the last job ends", "最后一个作业结束前自有 GPU 的闲置成本"),
     "idle_cost_none": (
-        "No GPU type has an inventory in the GPU table, so no GPUs are held and none sit idle: the search's "
-        "count cap stands in for the inventory. Enter the GPUs you own to see what idles.",
-        "GPU 表中没有任何型号设置库存，因此没有持有的 GPU，也就没有闲置成本：搜索的数量上限代替了库存。"
+        "No GPU type has an inventory in the GPU table, so no GPUs are held and none sit idle: each type is "
+        "rented by the hour, up to the search's count cap at once. Enter the GPUs you own to see what idles.",
+        "GPU 表中没有任何型号设置库存，因此没有持有的 GPU，也就没有闲置成本：各型号按小时租用，同时最多为搜索的数量上限。"
         "填入您拥有的 GPU 数量即可看到闲置情况。",
     ),
     "makespan": ("All jobs done after", "全部完成所需时间"),
     # portfolio: the basis of its figures (trial s19, finding 9)
     "portfolio_basis": (
         "Days are each job's time at {risk} (the quantile the search judges plans by), cost is its GPU-hours "
-        "at the owned-GPU rate, not rent: the single-job page shows the median time and rent.",
-        "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时按自有 GPU 成本计，"
-        "而非租用价格；单作业页面显示中位时间与租用费用。",
+        "at the owned-GPU rate on the types you hold (a count in the GPU table) and at rent on the others: "
+        "the single-job page shows the median time and rent.",
+        "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时在您持有的型号"
+        "（GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计；单作业页面显示中位时间与租用费用。",
     ),
-    "col_owned_cost_usd": ("cost at owned-GPU rate (USD)", "按自有 GPU 成本计的费用（美元）"),
+    "col_owned_cost_usd": ("cost, owned rate or rent (USD)", "费用，自有成本或租价（美元）"),
     "col_days_at_risk": ("days at {risk}", "{risk} 分位天数"),
-    "col_cost_p10_usd": ("owned cost, 80 % band from (USD)", "自有成本，80% 区间下限（美元）"),
-    "col_cost_p90_usd": ("owned cost, 80 % band to (USD)", "自有成本，80% 区间上限（美元）"),
+    "col_cost_p10_usd": ("cost, 80 % band from (USD)", "费用，80% 区间下限（美元）"),
+    "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),
     "col_validated": ("validated envelope", "在验证范围内"),
 }
 

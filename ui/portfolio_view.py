@@ -40,6 +40,11 @@ def shared_inventory(request: PlanRequest) -> dict[str, int]:
     return {g: (cap if n is None else n) for g, n in (request.gpus or {}).items()}
 
 
+def rented_types(request: PlanRequest) -> frozenset[str]:
+    """The allowed types without a count: rented by the hour up to the cap, not held."""
+    return frozenset(g for g, n in (request.gpus or {}).items() if n is None)
+
+
 def add_job(tr: Labels, jobs: dict[str, str], name: str, request_json: str) -> None:
     """Add a job under a new name; a taken name is refused (Update replaces a job on purpose)."""
     if not name:
@@ -108,6 +113,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             inputs.request.stack,
             inputs.calibration,
             inputs.request.network,
+            rented_types(inputs.request),
         )
     risk = ", ".join(sorted({r.risk.value for r in requests.values()}))  # each job's search's quantile
     show_portfolio_outcome(tr, outcome, inputs, risk)
@@ -124,15 +130,14 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
     assert outcome.idle_cost_usd is not None
-    # Without an inventory the caps stand in for one: nothing is held, so nothing idles (trial s25:
-    # "$5.60M" of idle owned GPUs headlined a portfolio of rented ones).
-    held = any(n is not None for n in (inputs.request.gpus or {}).values())
+    # A type without a count is rented up to its cap: nothing of it is held, so nothing of it idles
+    # (trial s25: "$5.60M" of idle owned GPUs headlined a portfolio of rented ones).
     jobs, idle, done = st.columns(3)
     jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd))
-    if held:
+    if outcome.holds_gpus:
         idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
     done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
-    if not held:
+    if not outcome.holds_gpus:
         st.caption(tr("idle_cost_none"))
     # The days and the cost are not the single-job page's median and rent (trial s19, finding 9).
     st.caption(tr("portfolio_basis", risk=risk))

@@ -307,6 +307,12 @@ class PortfolioPlan:
     exact: bool = True  # the continuous model's optimum; False: the slotted approximation's (docs/ilp.md)
     # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
     warnings: tuple[str, ...] = ()
+    held_types: tuple[str, ...] = ()  # the inventory's types held (owned); the others are rented by the hour
+
+    @property
+    def holds_gpus(self) -> bool:
+        """Whether any GPU is held: only then can one idle at a cost."""
+        return bool(self.held_types)
 
 
 def plan_portfolio(
@@ -320,19 +326,23 @@ def plan_portfolio(
     settings: ModelingSettings = DEFAULT_SETTINGS,
     tco: TcoAssumptions = TcoAssumptions(),
     purchase_usd: dict[str, float] | None = None,
+    rented: frozenset[str] = frozenset(),
 ) -> PortfolioPlan:
     """Several jobs sharing one owned inventory; each gets one runnable Plan and a start time.
 
     Each GPU is priced at its ownership (``owned_rate``: ``purchase_usd``, else the catalog's
-    purchase estimate, under ``tco``; a type with neither: its rent). Start times are continuous
-    up to ``EXACT_MAX_JOBS`` jobs; ``num_slots`` only refines the slotted model used above."""
+    purchase estimate, under ``tco``; a type with neither: its rent). A type in ``rented`` is not
+    held: its count caps the GPUs rented at once, each costs its rent while busy and nothing idle
+    (F_g = 0, v_g = rent). Start times are continuous up to ``EXACT_MAX_JOBS`` jobs;
+    ``num_slots`` only refines the slotted model used above."""
     catalog = catalog or load_catalog()
     searches = {name: scored_search(r, catalog=catalog, settings=settings) for name, r in requests.items()}
     jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
-    rates = owned_rates(catalog, inventory, tco, settings, purchase_usd)
+    held = {g: n for g, n in inventory.items() if g not in rented}
+    rates = owned_rates(catalog, held, tco, settings, purchase_usd)
     solution: PortfolioSolution = solve_portfolio(
-        jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots
+        jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots, rented=rented
     )
     assignments = tuple(
         PortfolioJob(
@@ -354,6 +364,7 @@ def plan_portfolio(
         solver=solution.solver,
         num_variables=solution.num_variables,
         exact=solution.exact,
+        held_types=tuple(sorted(held)),
         warnings=tuple(
             f"{a.job}: {note}"
             for a in assignments

@@ -2,7 +2,8 @@
 
 ``plan_portfolio`` (planner/api/explore.py) schedules each job at the search's risk quantile of
 its time (``--risk``, default p80: docs/ilp.md "Risk") and prices it at the inventory's owned
-rate (planner/search/fleet.py ``owned_rate``), not at rent. So one job's "days" and "cost" there
+rate (planner/search/fleet.py ``owned_rate``), not at rent (a type the app rents up to a cap, not
+held, at its rent). So one job's "days" and "cost" there
 differ from ``trainplan estimate``'s median time and rent. ``job_figures`` names that basis and
 reads each figure's 80 % band and envelope from the job's plan: ``plan_from_row`` made its
 estimate through ``judged_estimate``, so ``Estimate.uncertainty`` is planner/accuracy's
@@ -28,7 +29,7 @@ class JobFigures:
     risk: Risk  # the quantile of the time to train the portfolio scheduled the job at
     days: float  # the job's scheduled duration: its time to train at ``risk``
     days_band: tuple[float, float] | None  # the 80 % band of its time to train, days (None: no band)
-    owned_cost_usd: float  # its GPU-hours at the inventory's owned rates (not rent)
+    owned_cost_usd: float  # its GPU-hours at the inventory's owned rates (not rent; a rented type: rent)
     owned_cost_band: tuple[float, float] | None  # the same GPU-hours over the ends of the time band
     validated: bool | None  # a measured row of the plan's regime exists (None: no band)
     envelope: str | None  # the band's sentence: validated, or how far outside and how much widened

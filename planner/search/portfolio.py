@@ -102,6 +102,7 @@ def solve_portfolio(
     objective: Objective | str = Objective.COST,
     *,
     rates: Mapping[str, HourlyRate] | None = None,
+    rented: frozenset[str] = frozenset(),
     cost_weight: float = 0.5,
     horizon_s: float | None = None,
     num_slots: int = 1,
@@ -114,7 +115,8 @@ def solve_portfolio(
 
     Jobs j; rows c in R_j (memory, divisibility, batch, C_c <= B_j, n_c <= inv_g(c) as filters);
     the GPU types g of the inventory cost F_g per held GPU-hour and v_g per busy one (``rates``;
-    a type without one: F_g = the rent its rows imply, v_g = 0). Times in days; H a bound on
+    a type without one: F_g = the rent its rows imply, v_g = 0; a ``rented`` type, not held, its
+    count a cap on GPUs rented at once: F_g = 0, v_g = that rent). Times in days; H a bound on
     any left-justified schedule (sum_j max_c T_c; D_j = min(deadline, horizon, H)):
 
         variables   y_c, x_ij in {0, 1};  S_j, M >= 0;  f_ijg >= 0 (i in {0} + J, j in J)
@@ -146,7 +148,7 @@ def solve_portfolio(
         raise ValueError("jobs: job names must be unique")
     if num_slots < 1:
         raise ValueError(f"num_slots: expected >= 1, got {num_slots}")
-    F, v = _hourly(jobs, inventory, rates)
+    F, v = _hourly(jobs, inventory, rates, rented)
     finish_by = [job_finish_s(job, horizon_s) for job in jobs]
     options = _candidate_rows(jobs, inventory, finish_by, F, v, prune)
     weights = _weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory)
@@ -268,15 +270,20 @@ def _slotted_order(
 
 
 def _hourly(
-    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], rates: Mapping[str, HourlyRate] | None
+    jobs: Sequence[JobCandidates],
+    inventory: Mapping[str, int],
+    rates: Mapping[str, HourlyRate] | None,
+    rented: frozenset[str],
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """F_g and v_g per inventory type, USD per GPU-hour: ``rates``, else rent held, 0 busy."""
+    """F_g and v_g per inventory type, USD per GPU-hour: a ``rented`` type 0 held, its rent busy;
+    another ``rates``, else its rent held, 0 busy."""
     F, v = {}, {}
     for gpu in inventory:
-        rate = (rates or {}).get(gpu)
+        rate = None if gpu in rented else (rates or {}).get(gpu)
         if rate is None:
             rent = implied_rent_usd_per_gpu_hour(gpu, jobs)
-            rate = HourlyRate(rent if math.isfinite(rent) else 0.0)
+            rent = rent if math.isfinite(rent) else 0.0
+            rate = HourlyRate(0.0, rent) if gpu in rented else HourlyRate(rent)
         F[gpu], v[gpu] = rate.held_usd_per_gpu_hour, rate.busy_usd_per_gpu_hour
     return F, v
 

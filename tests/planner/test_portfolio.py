@@ -193,6 +193,20 @@ def test_owned_gpus_cost_their_ownership_so_the_cost_objective_uses_the_a100s() 
     assert sorted(a.gpu_id for a in at_rent.assignments) == ["a100", "h100"]
 
 
+def test_a_rented_type_costs_its_rent_while_busy_and_never_idles() -> None:
+    """Review s25: a type without an inventory (the app's count cap) was held at its rent, so its
+    unused cap counted as idle owned GPUs; rented, it costs rent per busy hour and nothing idle."""
+    only_h100 = JobCandidates("one", candidate_table("one", ["h100"], [4], [5 * DAY], [4 * 5 * 24 * 4.0], [True]))
+    only_a100 = JobCandidates("two", candidate_table("two", ["a100"], [4], [8 * DAY], [4 * 8 * 24 * 3.0], [True]))
+    inventory, rates = {"h100": 4, "a100": 8}, {"h100": HourlyRate(1.0, 0.1)}
+    solution = solve_portfolio([only_h100, only_a100], inventory, "cost", rates=rates, rented=frozenset({"a100"}))
+    assert solution.makespan_s == 8 * DAY
+    assert solution.total_cost_usd == pytest.approx((4 * 1.1 * 5 + 4 * 3.0 * 8) * 24)
+    assert solution.idle_cost_usd == pytest.approx(4 * 1.0 * 3 * 24)  # the held H100s only, 3 days
+    held_at_rent = solve_portfolio([only_h100, only_a100], inventory, "cost", rates=rates)
+    assert held_at_rent.idle_cost_usd == pytest.approx((4 * 1.0 * 3 + 4 * 3.0 * 8) * 24)  # the old reading
+
+
 def test_a_job_that_cannot_run_alone_is_named() -> None:
     jobs = two_big_jobs()
     # every job that cannot run is named (trial s25: the second hid behind the first)

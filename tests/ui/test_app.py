@@ -365,6 +365,24 @@ def test_a_portfolio_without_an_inventory_holds_no_idle_gpus():
     assert EN("idle_cost_none") in [c.value for c in at.caption]
 
 
+def test_a_partial_inventory_counts_idle_cost_on_the_held_type_only():
+    """Review s25: with one type held and one capped, the capped type's 4,096 GPUs counted as idle
+    owned ones; they are rented, so only the held type idles."""
+    gpus = ["h100-sxm", "a100-80gb-sxm"]
+    at = run_app(portfolio_mode=True, gpus=gpus, inventory={"h100-sxm": 8})
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    request = request_for(gpus={"h100-sxm": 8, "a100-80gb-sxm": None})
+    inventory = {"h100-sxm": 8, "a100-80gb-sxm": 4096}
+    expected = plan_portfolio(
+        {"small": request}, inventory, objective="cost", settings=DEFAULT_SETTINGS, rented=frozenset({"a100-80gb-sxm"})
+    )
+    assert expected.held_types == ("h100-sxm",) and expected.idle_cost_usd < 1e5
+    assert card(at)[EN("idle_cost")] == app_core.money(expected.idle_cost_usd)
+    assert card(at)[EN("jobs_cost")] == app_core.money(expected.total_cost_usd)
+
+
 def test_local_gpu_panel_is_a_note_without_a_driver_and_a_run_button_with_gpus(monkeypatch):
     from planner.catalog import detect
     from planner.catalog.detect import NoGPUDriver
