@@ -103,8 +103,9 @@ class RunReport(_Report):
     outcome: str  # completed, stopped (at run --steps), early_stopped, preempted, diverged
     bad_steps: int
     wall_s: float
-    # The steps of this launch the measured figures come from (trial s25: after a resume a report
-    # of one step's timing read as the whole run's); 0 in reports written before it.
+    # The steps the measured figures come from: the whole job's, every launch's first (warm-up) step
+    # left out (trial s25: after a resume a report of one step's timing read as the whole run's);
+    # 0 in reports written before it.
     measured_steps: int = 0
     layout: str  # Layout.describe() of the run
     gpu: str

@@ -45,6 +45,7 @@ class StepMetrics:
     skipped: bool = False  # NaN/inf loss or gradients: no optimizer update
     loss_scale: float | None = None  # fp16 only
     val_loss: float | None = None
+    launch_start: bool = False  # the first step of a launch (warm-up): left out of the job's typical step
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -142,6 +143,25 @@ def truncate_after(path: Path, last_step: int) -> None:
         raise DiskFullError(f"cannot rewrite {path} ({exc.strerror}); free space and resume") from None
 
 
+def warm_step_times(path: Path) -> list[float]:
+    """The step times of the records in ``path`` without each launch's first step (warm-up):
+    the earlier launches' share of the job's typical step (trial s25: after a resume the report
+    timed the last launch only). Records before ``launch_start`` existed: all but the first."""
+    if not path.is_file():
+        return []
+    times = []
+    for number, line in enumerate(path.read_bytes().splitlines()):
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        step_s = record.get("step_s") if isinstance(record, dict) else None
+        first = record.get("launch_start", number == 0) if isinstance(record, dict) else True
+        if isinstance(step_s, (int, float)) and math.isfinite(step_s) and not first:
+            times.append(float(step_s))
+    return times
+
+
 class MetricsLogger:
     def __init__(self, job_dir: Path, resume_step: int, enabled: bool, tensorboard: bool = True):
         self.enabled = enabled
@@ -150,9 +170,11 @@ class MetricsLogger:
         self._warned_at = -UTILIZATION_WINDOW_STEPS
         self._tb = None
         self.failure: str | None = None  # why a record could not be written (the session stops on it)
+        self.earlier_step_times: list[float] = []  # the earlier launches' warm steps (warm_step_times)
         if not enabled:
             return
         truncate_after(self.path, resume_step)
+        self.earlier_step_times = warm_step_times(self.path)
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 

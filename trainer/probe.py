@@ -130,6 +130,13 @@ def typical_step_s(step_times: list[float]) -> float | None:
     return statistics.median(times) if times else None
 
 
+def job_step_times(earlier: list[float], this_launch: list[float]) -> list[float]:
+    """The warm step times of the whole job: the earlier launches' (metrics.warm_step_times) and
+    this launch's after its first; this launch's only step where nothing else was timed."""
+    times = earlier + this_launch[1:]
+    return times or this_launch[:1]
+
+
 def write_validation(
     job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading, device_type: str = "cuda"
 ) -> ValidationReport:
@@ -212,7 +219,7 @@ class RunSummary:
     test_perplexity: float | None
     bad_steps: int
     wall_s: float
-    measured_steps: int = 0  # the steps of this launch the timings come from
+    measured_steps: int = 0  # the job's warm steps the timings come from (job_step_times)
 
 
 def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> RunReport:
@@ -261,7 +268,8 @@ def format_report(report: RunReport) -> str:
 
     lines = [
         f"run {report.outcome} at step {report.steps_done} ({report.wall_s:.0f} s this launch), layout {report.layout}",
-        f"measured over {report.measured_steps} step(s) of this launch (metrics.jsonl holds every step of the job)",
+        f"measured over {report.measured_steps} step(s) of the job, every launch's first step left out"
+        " (metrics.jsonl holds every step)",
         f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
     if not report.comparable:

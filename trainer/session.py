@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import signal
+import statistics
 import time
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -37,7 +38,7 @@ from trainer.probe import (
     RunSummary,
     check_measured_fit,
     format_report,
-    typical_step_s,
+    job_step_times,
     write_replan_needed,
     write_report,
     write_validation,
@@ -404,6 +405,7 @@ class Session:
             skipped=result.skipped,
             loss_scale=self.scaler.scale if self.scaler.enabled else None,
             val_loss=val_loss,
+            launch_start=len(self.meter.step_times) == 1,
         )
 
     def _end_condition(self, val_loss: float | None) -> Outcome | None:
@@ -475,11 +477,13 @@ class Session:
 
     def _report(self, outcome: Outcome, test_loss: float | None) -> None:
         memory = self.meter.reading()
+        earlier = [] if self.metrics is None else self.metrics.earlier_step_times
         if self.metrics is not None:
             self.metrics.close()
         if not self.is_rank0:
             return
-        step_s = typical_step_s(self.meter.step_times)
+        times = job_step_times(earlier, self.meter.step_times)
+        step_s = statistics.median(times) if times else None
         tokens_per_s = self.training.tokens_per_step(self.layout) / step_s if step_s else None
         perplexity = math.exp(test_loss) if test_loss is not None and test_loss < 50 else None
         summary = RunSummary(
@@ -495,6 +499,6 @@ class Session:
             test_perplexity=perplexity,
             bad_steps=self.state.bad_steps,
             wall_s=time.perf_counter() - self.started,
-            measured_steps=len(self.meter.step_times),
+            measured_steps=len(times),
         )
         log.info("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)))

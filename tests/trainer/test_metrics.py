@@ -18,6 +18,7 @@ from trainer.metrics import (
     model_flops_per_token,
     peak_flops_per_s,
     truncate_after,
+    warm_step_times,
 )
 
 
@@ -65,6 +66,22 @@ def test_resume_drops_records_after_the_checkpoint(tmp_path):
     logger = MetricsLogger(tmp_path, resume_step=3, enabled=True, tensorboard=False)
     logger.log_step(metrics(4))
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4]
+
+
+def test_a_resumed_logger_holds_the_earlier_launches_warm_step_times(tmp_path):
+    """Each launch's first step is warm-up; files from before ``launch_start`` count their first line
+    as the only one; steps past the checkpoint and lines that are not records are not counted."""
+    path = tmp_path / "metrics.jsonl"
+    rows = [(1, 9.0, True), (2, 0.5, False), (3, 0.7, False), (4, 4.0, True), (5, 0.6, False), (6, 0.8, False)]
+    path.write_text("".join(json.dumps({"step": s, "step_s": t, "launch_start": f}) + "\n" for s, t, f in rows))
+    logger = MetricsLogger(tmp_path, resume_step=5, enabled=True, tensorboard=False)
+    assert logger.earlier_step_times == [0.5, 0.7, 0.6]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "step_s": t}) + "\n" for s, t, _ in rows))
+    assert warm_step_times(old / "metrics.jsonl") == [0.5, 0.7, 4.0, 0.6, 0.8]
+    assert warm_step_times(tmp_path / "absent.jsonl") == []
+    assert MetricsLogger(tmp_path, resume_step=5, enabled=False).earlier_step_times == []
 
 
 def test_low_gpu_utilisation_warns_once_per_window(tmp_path, capsys):

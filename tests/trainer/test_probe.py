@@ -218,7 +218,7 @@ def test_report_has_predicted_and_measured(tmp_path):
     assert RunReport.load(tmp_path / "report.json") == report
     text = format_report(report)
     assert "step_s" in text and "-50.0%" in text and "perplexity 27.10" in text
-    assert "measured over 7 step(s) of this launch" in text and report.measured_steps == 7  # trial s25
+    assert "measured over 7 step(s) of the job" in text and report.measured_steps == 7  # trial s25
     on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu"))
     assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu
 

@@ -4,6 +4,7 @@ trains nothing and keeps its report (trial s23)."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,14 @@ def test_steps_below_the_plan_stop_it_there_on_its_own_schedule(tmp_path, in_pro
     # every step's rate is the 8-step schedule's (a 3-step schedule had decayed to its floor by step 3)
     expected = [run.lr * lr_factor(step - 1, run) for step in range(1, 9)]
     assert [r["lr"] for r in records] == pytest.approx(expected)
-    assert json.loads((job / "report.json").read_text())["outcome"] == "completed"
+    report = json.loads((job / "report.json").read_text())
+    assert report["outcome"] == "completed"
+    # The report times the whole job, each launch's first (warm-up) step left out (trial s25: after a
+    # resume it timed the last launch only).
+    assert [r["step"] for r in records if r["launch_start"]] == [1, 4]
+    warm = [r["step_s"] for r in records if not r["launch_start"]]
+    assert report["measured_steps"] == len(warm) == 6
+    assert report["measured"]["step_s"] == pytest.approx(statistics.median(warm))
 
 
 def test_a_finished_jobs_rerun_trains_nothing_and_keeps_its_report(tmp_path, in_process, capsys):
