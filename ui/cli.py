@@ -1,5 +1,6 @@
-"""``trainplan``: plan, estimate, explain, catalog, portfolio, fleet here; calibrate, detect, emit,
-run and app in ui/cli_jobs.py; the shared app and options in ui/cli_options.py.
+"""``trainplan``: plan, estimate, explain, catalog here; portfolio and fleet in ui/cli_portfolio.py;
+calibrate, detect, emit, run and app in ui/cli_jobs.py; the shared app and options in
+ui/cli_options.py.
 
 Thin: each command parses its flags, calls the API and renders (``ui.render``). Every
 user error becomes one line on stderr and exit code 2; an infeasible request is an answer
@@ -14,7 +15,6 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 try:  # typer >= 0.20 vendors click as typer._click
     from typer import _click as click
@@ -39,7 +39,6 @@ from planner.limits import (
     MAX_DAYS,
     MAX_GPUS,
     MAX_PRICE_USD,
-    MAX_PURCHASE_USD,
     MAX_SEQ_LEN,
     MAX_TRAINING_TOKENS,
     MIN_SEQ_LEN,
@@ -48,7 +47,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_jobs, render, render_fleet, render_plan
+from ui import cli_jobs, cli_portfolio, render, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
     AC_BLOCKS,
@@ -374,88 +373,9 @@ def catalog(as_json: bool = JSON) -> None:
     render.catalog(load_catalog(), as_json=as_json)
 
 
-@app.command()
-def portfolio(
-    jobs_file: Path = typer.Argument(..., help=escape("jobs file (TOML/JSON) with [inventory] and [[jobs]]")),
-    emit_dir: Path | None = typer.Option(
-        None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
-    ),
-    as_json: bool = JSON,
-) -> None:
-    """Size several jobs at once on one shared GPU inventory."""
-    from planner.api.explore import plan_portfolio
-    from ui.portfolio_file import read_jobs_file
-
-    spec = read_jobs_file(jobs_file)
-    if not spec.inventory:
-        raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
-    requests = spec.requests({g: n for g, n in spec.inventory.items()})
-    try:
-        with render.working(f"planning {len(requests)} jobs", quiet=as_json):
-            solution = plan_portfolio(
-                requests,
-                spec.inventory,
-                objective=spec.objective,
-                horizon_days=spec.horizon_days,
-                num_slots=spec.num_slots,
-                tco=spec.ownership.tco(),
-                purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
-            )
-    except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json)
-        return
-    emitted = None
-    if emit_dir is not None:
-        from trainer.job import default_steps, emit_job
-        from trainer.job_spec import RunSettings
-
-        # Each job trains its whole token budget, as `emit` does.
-        emitted = {
-            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)))
-            for a in solution.assignments
-        }
-    render.portfolio(solution, as_json=as_json, emitted=emitted)
-
-
-@app.command()
-def fleet(
-    jobs_file: Path = typer.Argument(
-        ...,
-        help=escape(
-            "jobs file (TOML/JSON) with horizon_days, the GPU types to buy"
-            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]]"
-        ),
-    ),
-    as_json: bool = JSON,
-) -> None:
-    """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
-    from planner.api.explore import plan_fleet
-    from planner.catalog.hardware import load_catalog
-    from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
-
-    spec = read_jobs_file(jobs_file)
-    catalog = load_catalog()
-    prices = purchase_prices(spec, catalog)
-    for gpu_id, usd in prices.items():
-        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
-    if not prices or spec.horizon_days is None:
-        raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
-    requests = spec.requests({g: None for g in prices})
-    budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
-    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, and budgets bound rent it trades off
-        ignored = ["[inventory]"] if spec.inventory else []
-        if budgeted:
-            ignored.append(f"budget_usd ({', '.join(budgeted)})")
-        render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
-    try:
-        with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
-            options = fleet_options(spec, catalog)
-            solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2), **options)
-    except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json)
-        return
-    risks = {name: request.risk.value for name, request in requests.items()}
-    render_fleet.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)
+# The portfolio and fleet commands (ui/cli_portfolio.py), after catalog in --help.
+app.command()(cli_portfolio.portfolio)
+app.command()(cli_portfolio.fleet)
 
 
 # The job and machine commands (ui/cli_jobs.py), after the planning ones in --help.

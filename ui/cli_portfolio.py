@@ -1,0 +1,100 @@
+"""``trainplan portfolio`` and ``trainplan fleet``: several jobs on one inventory, and what to buy.
+
+Registered on the shared Typer app by ui/cli.py (which keeps the error mapping of ``main``); thin
+like the other commands: parse, call, render.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from planner.errors import InfeasiblePlan
+from planner.limits import MAX_PURCHASE_USD
+from ui import render, render_fleet
+from ui.cli_options import JSON
+from ui.inputs import check_range
+
+
+def portfolio(
+    jobs_file: Path = typer.Argument(..., help=escape("jobs file (TOML/JSON) with [inventory] and [[jobs]]")),
+    emit_dir: Path | None = typer.Option(
+        None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Size several jobs at once on one shared GPU inventory."""
+    from planner.api.explore import plan_portfolio
+    from ui.portfolio_file import read_jobs_file
+
+    spec = read_jobs_file(jobs_file)
+    if not spec.inventory:
+        raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
+    requests = spec.requests({g: n for g, n in spec.inventory.items()})
+    try:
+        with render.working(f"planning {len(requests)} jobs", quiet=as_json):
+            solution = plan_portfolio(
+                requests,
+                spec.inventory,
+                objective=spec.objective,
+                horizon_days=spec.horizon_days,
+                num_slots=spec.num_slots,
+                tco=spec.ownership.tco(),
+                purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
+            )
+    except InfeasiblePlan as exc:
+        render.infeasible(exc, as_json=as_json)
+        return
+    emitted = None
+    if emit_dir is not None:
+        from trainer.job import default_steps, emit_job
+        from trainer.job_spec import RunSettings
+
+        # Each job trains its whole token budget, as `emit` does.
+        emitted = {
+            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)))
+            for a in solution.assignments
+        }
+    render.portfolio(solution, as_json=as_json, emitted=emitted)
+
+
+def fleet(
+    jobs_file: Path = typer.Argument(
+        ...,
+        help=escape(
+            "jobs file (TOML/JSON) with horizon_days, the GPU types to buy"
+            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]]"
+        ),
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
+    from planner.api.explore import plan_fleet
+    from planner.catalog.hardware import load_catalog
+    from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
+
+    spec = read_jobs_file(jobs_file)
+    catalog = load_catalog()
+    prices = purchase_prices(spec, catalog)
+    for gpu_id, usd in prices.items():
+        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
+    if not prices or spec.horizon_days is None:
+        raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
+    requests = spec.requests({g: None for g in prices})
+    budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
+    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, and budgets bound rent it trades off
+        ignored = ["[inventory]"] if spec.inventory else []
+        if budgeted:
+            ignored.append(f"budget_usd ({', '.join(budgeted)})")
+        render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
+    try:
+        with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
+            options = fleet_options(spec, catalog)
+            solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2), **options)
+    except InfeasiblePlan as exc:
+        render.infeasible(exc, as_json=as_json)
+        return
+    risks = {name: request.risk.value for name, request in requests.items()}
+    render_fleet.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)
