@@ -2,7 +2,7 @@
 
 ``Estimate`` is one configuration's prediction with its breakdowns (the JSON of
 ``trainplan estimate``); ``Plan`` adds what the trainer needs to run it, and the calibration
-file it was made with (``PlanCalibration``). All are frozen pydantic models, so ``emit`` only
+file it was made with (``PlanCalibration``, planner/plan_calibration.py). All are frozen pydantic models, so ``emit`` only
 serialises and the trainer only validates.
 """
 
@@ -32,6 +32,7 @@ from planner.model.memory import usable_capacity
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
+from planner.plan_calibration import PlanCalibration
 from planner.rule_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 
 if TYPE_CHECKING:
@@ -315,44 +316,6 @@ class Estimate(BaseModel):
     uncertainty: Uncertainty | None = None  # the error band (absent from plan files written before it)
     ceiling: EfficiencyCeiling | None = None  # None: no measured row holds this regime's efficiency
     attention_kernel: str | None = None  # the kernel timed, in words (absent from older plan files)
-
-
-class CalibrationMachine(BaseModel):
-    """The ``[machine]`` table of a calibration file: who measured its kernel rates, and when."""
-
-    model_config = _FROZEN
-    host: str
-    device: str
-    driver: str
-    date: str
-    software: str
-
-
-class CalibratedGpu(BaseModel):
-    """One catalog entry a calibration file overrode: its rate fields (file names, e.g.
-    ``gemm_bf16_tflops_achieved``) and whether it carries a measured job's correction."""
-
-    model_config = _FROZEN
-    gpu: str  # catalog id
-    rates: tuple[str, ...] = ()
-    measured_job: bool = False
-
-
-class PlanCalibration(BaseModel):
-    """The calibration file a plan was estimated with (planner/catalog/calibration.py makes it):
-    where it was read from, the SHA-256 of its bytes (the same file, not merely the same name),
-    the machine it states and the entries it overrode. A plan without one used the built-in
-    catalog."""
-
-    model_config = _FROZEN
-    file: str  # absolute path; an upload's name in the app
-    sha256: str
-    machine: CalibrationMachine | None = None  # None: a file of measured jobs only
-    gpus: tuple[CalibratedGpu, ...]
-
-    def entry(self, gpu: str) -> CalibratedGpu | None:
-        """What the file overrode for ``gpu`` (a catalog id); None when it left it alone."""
-        return next((g for g in self.gpus if g.gpu == gpu), None)
 
 
 class Plan(BaseModel):

@@ -13,16 +13,8 @@ from rich.table import Table
 
 from planner.fmt import counted, duration_band, duration_words, energy_band, money_band, number_band
 from planner.layout import Precision
-from planner.plan import (
-    CalibratedGpu,
-    Estimate,
-    GoodputEstimate,
-    MemoryTerms,
-    Plan,
-    PlanCalibration,
-    TimeTerms,
-    term_words,
-)
+from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms, term_words
+from planner.plan_calibration import CalibratedGpu, PlanCalibration
 from planner.units import GIB, SECONDS_PER_MINUTE
 
 out = Console(highlight=False, soft_wrap=True)

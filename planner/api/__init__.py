@@ -46,7 +46,8 @@ from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.plan import Estimate, Plan, PlanCalibration
+from planner.plan import Estimate, Plan
+from planner.plan_calibration import PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
     PlanRequest,

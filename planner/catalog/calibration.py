@@ -35,7 +35,7 @@ checks apply (at most the datasheet figure). The ``job_*`` fields are one ``Meas
 torch here: the measuring lives in trainer/.
 
 ``calibrate`` gives the merged catalog together with the record a plan keeps of the file
-(``planner.plan.PlanCalibration``: path, SHA-256, machine, overridden entries), which the API
+(``planner.plan_calibration.PlanCalibration``: path, SHA-256, machine, overridden entries), which the API
 puts on every plan it estimates with that catalog.
 """
 
@@ -53,7 +53,7 @@ from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError, CatalogViolation, RuleCode, RuleViolation
 from planner.limits import read_input
-from planner.plan import CalibratedGpu, CalibrationMachine, PlanCalibration
+from planner.plan_calibration import CalibratedGpu, CalibrationMachine, PlanCalibration
 
 MACHINE_FIELDS = tuple(CalibrationMachine.model_fields)  # host, device, driver, date, software
 JOB_PREFIX = "job_"  # file field job_<name> = MeasuredJob.<name>

@@ -1,4 +1,4 @@
-"""A plan records the calibration file it was estimated with (planner.plan.PlanCalibration):
+"""A plan records the calibration file it was estimated with (planner.plan_calibration.PlanCalibration):
 made by planner.catalog.calibration.calibrate, put on every plan by planner.api, kept through
 plan.json."""
 
@@ -16,7 +16,8 @@ from planner.catalog.measured_job import MeasuredJob
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.stacks import Stack
-from planner.plan import CalibratedGpu, CalibrationMachine, Plan
+from planner.plan import Plan
+from planner.plan_calibration import CalibratedGpu, CalibrationMachine
 
 MACHINE = dict(host="node-1", device="NVIDIA H100 80GB HBM3", driver="570.86", date="2026-12-01", software="torch 2.11")
 JOB = MeasuredJob(

@@ -1,0 +1,49 @@
+"""The calibration file a plan was estimated with, as the plan records it (``Plan.calibration``).
+
+planner/catalog/calibration.py reads the file and makes the record; the plan carries it to the
+app, the CLI and the trainer unchanged.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class CalibrationMachine(BaseModel):
+    """The ``[machine]`` table of a calibration file: who measured its kernel rates, and when."""
+
+    model_config = _FROZEN
+    host: str
+    device: str
+    driver: str
+    date: str
+    software: str
+
+
+class CalibratedGpu(BaseModel):
+    """One catalog entry a calibration file overrode: its rate fields (file names, e.g.
+    ``gemm_bf16_tflops_achieved``) and whether it carries a measured job's correction."""
+
+    model_config = _FROZEN
+    gpu: str  # catalog id
+    rates: tuple[str, ...] = ()
+    measured_job: bool = False
+
+
+class PlanCalibration(BaseModel):
+    """The calibration file a plan was estimated with (planner/catalog/calibration.py makes it):
+    where it was read from, the SHA-256 of its bytes (the same file, not merely the same name),
+    the machine it states and the entries it overrode. A plan without one used the built-in
+    catalog."""
+
+    model_config = _FROZEN
+    file: str  # absolute path; an upload's name in the app
+    sha256: str
+    machine: CalibrationMachine | None = None  # None: a file of measured jobs only
+    gpus: tuple[CalibratedGpu, ...]
+
+    def entry(self, gpu: str) -> CalibratedGpu | None:
+        """What the file overrode for ``gpu`` (a catalog id); None when it left it alone."""
+        return next((g for g in self.gpus if g.gpu == gpu), None)
