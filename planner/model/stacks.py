@@ -318,11 +318,21 @@ class Stack(StrEnum):
         its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP."""
         return SHARD_ZERO1 if self is Stack.MEGATRON_LM else SHARD_FSDP
 
+    @property
+    def distributed_optimizer(self) -> bool:
+        """Whether the stack's own recipes shard the optimizer states only (ZeRO-1): Megatron's
+        distributed optimizer, the default of every NeMo / Megatron-Bridge recipe and of the
+        published rows (``use_distributed_optimizer``; Megatron-FSDP is opt-in), BigScience's
+        ZeRO-1 and DeepSeek-V3's ZeRO-1 (trial s26: an estimate under megatron-core defaulted to
+        FSDP, 2x slower than the zero1 its validated rows ran, and was still called validated)."""
+        return self in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED, Stack.MEGATRON_CORE, Stack.DEEPSEEK_V3)
+
     def default_sharding(self, pp: int = 1) -> Sharding:
-        """An estimate's sharding when none is named: FSDP, or the most the stack has at this pp
+        """An estimate's sharding when none is named: the stack's recipes' own (ZeRO-1 for the
+        Megatron family and DeepSeek's), else FSDP, at most what the stack runs at this pp
         (DeepSpeed's pipeline engine runs ZeRO-1 at most: ``refusals``' pipeline_zero; issue 27's
         BLOOM command, `--stack deepspeed --pp 12`, was refused for the default it did not name)."""
-        zero1 = self.max_sharding == SHARD_ZERO1 or (self.deepspeed_pipeline and pp > 1)
+        zero1 = self.distributed_optimizer or self.max_sharding == SHARD_ZERO1 or (self.deepspeed_pipeline and pp > 1)
         return Sharding.ZERO1 if zero1 else Sharding.FSDP
 
     def refusals(self, pp, sharding, vpp, cp, ep) -> StackRefusals:

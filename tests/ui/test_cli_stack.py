@@ -130,6 +130,19 @@ def test_bloom_estimates_at_its_published_layout_under_megatron_deepspeed(tmp_pa
     assert _estimate(capsys, *unnamed, "--pp", "1", "--stack", "deepspeed")["layout"]["sharding"] == "fsdp"
 
 
+@pytest.mark.parametrize("stack", ["megatron-core", "deepseek-v3", "megatron-lm", "megatron-deepspeed"])
+def test_the_megatron_family_defaults_to_its_distributed_optimizer(capsys, stack):
+    """Trial s26: `--stack megatron-core` without --sharding estimated Megatron-FSDP, 2x slower than
+    the ZeRO-1 (distributed optimizer) of every recipe and validation row of that stack, and was
+    still called validated; the default is now the stack's own, as an explicit --sharding zero1 gives."""
+    args = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "16", "--tp", "2", "--stack", stack]
+    default = _estimate(capsys, *args)
+    named = _estimate(capsys, *args, "--sharding", "zero1")
+    assert default["layout"]["sharding"] == "zero1"
+    assert default["throughput"]["tokens_per_s_per_gpu"] == named["throughput"]["tokens_per_s_per_gpu"]
+    assert Stack(stack).default_sharding() == "zero1" and Stack.TORCHTITAN.default_sharding() == "fsdp"
+
+
 def test_a_stack_with_its_own_modules_is_timed_with_them_not_with_hugging_faces(capsys):
     """MPT under llm-foundry runs MosaicML's own fused modules (its 209 validation rows are
     predicted with the native tables): the default impl is native, as ``--impl native`` gives,
