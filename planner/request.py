@@ -183,7 +183,7 @@ def stack_problem(stack: Stack, layout: Layout) -> str | None:
     """Why ``stack`` cannot run ``layout`` (None: it can), from ``Stack.refusals``: a pipeline
     without an engine, DeepSpeed's engine with ZeRO-2/3 or interleaving, a context or expert split
     the stack lacks, more sharding than it has."""
-    r = stack.refusals(layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep)
+    r = stack.refusals(layout.tp, layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep)
     name = stack.value
     if r.no_context_parallel:
         return f"{name} has no context parallelism of the kind modelled: use --cp 1, or a stack that has it"
@@ -196,6 +196,16 @@ def stack_problem(stack: Stack, layout: Layout) -> str | None:
         return f"{name} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {layout.sharding.value})"
     if r.no_pipeline:
         return f"{name} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"
+    if r.hf_pipeline:
+        return (
+            f"{name} trains Hugging Face's modules, which DeepSpeed's pipeline engine cannot run (it trains a"
+            " PipelineModule): use --pp 1, or --stack megatron-deepspeed for Megatron-DeepSpeed's 3D parallelism"
+        )
+    if r.autotp_zero3:
+        return (
+            f"{name}'s tensor parallelism on Hugging Face's modules is AutoTP training, which runs ZeRO stage 0-2:"
+            f" use --sharding zero2, zero1 or none with tp > 1 (not {layout.sharding.value})"
+        )
     if r.pipeline_zero:
         return (
             f"{name} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"

@@ -101,7 +101,7 @@ def estimate(
     sharding: Sharding | None = typer.Option(
         None,
         help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters (default: fsdp; zero1"
-        " for the Megatron stacks and deepseek-v3, their distributed optimizer, and for deepspeed at pp > 1)",
+        " for the Megatron stacks and deepseek-v3, their distributed optimizer; zero2 for deepspeed at tp > 1)",
     ),
     micro_batch: int = typer.Option(1, "--micro-batch", help="sequences per rank per micro-step"),
     seq_len: int | None = SEQ_LEN,
@@ -156,7 +156,7 @@ def estimate(
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
     # Under DDP, Layout.resolve makes the rest of the world replicas; a replica count the user names
     # is kept (dp_shard 1), so one that does not fill --num-gpus is refused, not multiplied.
-    sharding = stack.default_sharding(pp) if sharding is None else sharding
+    sharding = stack.default_sharding(tp) if sharding is None else sharding
     named_replicas = dp_replicate is not None and sharding == Sharding.NONE and dp_shard == -1
     layout = Layout(
         dp_replicate=1 if dp_replicate is None else dp_replicate,

@@ -313,7 +313,7 @@ def estimate(
             hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
         ),
         layout=EstimateLayout.of(resolved, training),
-        attention_kernel=attention_kernel_words(c, settings)[0],
+        attention_kernel=attention_kernel_words(model, c, settings)[0],
         global_batch_tokens=int(s.tokens_per_step[0]),
         time_to_train_h=None if (train_s := optional(seconds)) is None else train_s / SECONDS_PER_HOUR,
         cost_usd=optional(cost),

@@ -11,8 +11,10 @@ import numpy as np
 
 from planner.model import attention_kernels
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.attention_scores import eager_softcap_attention
 from planner.model.candidates import PREC_FP8, Candidates
 from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
 
 
 def shape_factor(dims: list, s: ModelingSettings) -> np.ndarray:
@@ -81,11 +83,20 @@ def cudnn_attention_rows(c: Candidates, s: ModelingSettings, cp_ok: bool = False
     return chosen & ((c.cp == 1) | s.cudnn_attention_under_cp | cp_ok)
 
 
-def attention_kernel_words(c: Candidates, s: ModelingSettings) -> list[str]:
+def attention_kernel_words(model: ModelSpec, c: Candidates, s: ModelingSettings) -> list[str]:
     """The attention kernel each row is timed with, in words (the estimate says it: trial s24, a
-    run that went from cuDNN to FlashAttention-2 under cp lost 38-62 % of its speed unexplained)."""
+    run that went from cuDNN to FlashAttention-2 under cp lost 38-62 % of its speed unexplained).
+    Hugging Face's eager attention (no SDPA path: ALiBi, sinks, soft-capped scores) is unfused
+    whatever the stack's kernel (trial s26: BLOOM under hf-trainer read "FlashAttention-2")."""
+    eager = eager_softcap_attention(model, c)
     if not s.flash_attention:
-        return ["unfused (scores through HBM)"] * len(c)
+        return [KERNEL_WORDS[AttentionKernel.EAGER]] * len(c)
+    timed = _flash_kernel_words(c, s)
+    return [KERNEL_WORDS[AttentionKernel.EAGER] if e else w for e, w in zip(eager.tolist(), timed, strict=True)]
+
+
+def _flash_kernel_words(c: Candidates, s: ModelingSettings) -> list[str]:
+    """The flash kernel each row's stack runs (``attention_kernel_words``)."""
     if s.attention_kernel not in (None, AttentionKernel.CUDNN):
         return [KERNEL_WORDS[s.attention_kernel]] * len(c)
     cudnn, without_cp = cudnn_attention_rows(c, s), cudnn_attention_rows(c, s, cp_ok=True)

@@ -251,6 +251,8 @@ class StackRefusals(NamedTuple):
     """What a stack cannot run, per row (``Stack.refusals``)."""
 
     no_pipeline: np.ndarray  # pp > 1 where it has no pipeline engine
+    hf_pipeline: np.ndarray  # pp > 1 on DeepSpeed's engine with Hugging Face's modules (no PipelineModule)
+    autotp_zero3: np.ndarray  # tp > 1 with ZeRO-3 under DeepSpeed's AutoTP training
     pipeline_zero: np.ndarray  # ZeRO stage 2 or 3 with pp > 1 under DeepSpeed's pipeline engine
     interleaved: np.ndarray  # vpp > 1 under DeepSpeed's pipeline engine
     no_context_parallel: np.ndarray
@@ -286,8 +288,9 @@ class Stack(StrEnum):
         """Whether its pipeline is DeepSpeed's PipelineEngine, which runs ZeRO stage 0/1 only
         (deepspeed/runtime/pipe/engine.py asserts "ZeRO-2 and ZeRO-3 are incompatible with
         pipeline parallelism") and one schedule, without interleaved stages (pipe/schedule.py
-        TrainSchedule)."""
-        return self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED)
+        TrainSchedule): Megatron-DeepSpeed's (``deepspeed`` trains Hugging Face's modules, which
+        that engine cannot run: ``hf_pipeline``)."""
+        return self is Stack.MEGATRON_DEEPSPEED
 
     @property
     def pipelines(self) -> bool:
@@ -295,6 +298,18 @@ class Stack(StrEnum):
         ParallelismConfig has dp, tp and cp axes, no pp) and llm-foundry (Composer: FSDP / HSDP
         and an experimental tp, mosaicml/llm-foundry#1743, #1521) have none."""
         return self not in (Stack.HF_TRAINER, Stack.LLM_FOUNDRY)
+
+    @property
+    def hf_modules_on_deepspeed(self) -> bool:
+        """DeepSpeed on Hugging Face's modules (``deepspeed``): its PipelineEngine trains only a
+        ``PipelineModule``, a list of layers that Megatron-DeepSpeed (GPTModelPipe) and GPT-NeoX
+        build and transformers' models are not (deepspeed/runtime/pipe/engine.py asserts
+        ``isinstance(model, PipelineModule)``), so pp > 1 is Megatron-DeepSpeed's
+        (``--stack megatron-deepspeed``; trial s26: BLOOM's 3D layout was timed on Hugging Face's
+        modules, faster than the stack that trained it); and its tensor parallelism on them is
+        AutoTP training, which combines with ZeRO stages 0-2, not 3 (deepspeed.ai
+        tutorials/autotp-training, DeepSpeed >= 0.16.4)."""
+        return self is Stack.DEEPSPEED
 
     @property
     def context_parallel(self) -> bool:
@@ -327,21 +342,24 @@ class Stack(StrEnum):
         FSDP, 2x slower than the zero1 its validated rows ran, and was still called validated)."""
         return self in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED, Stack.MEGATRON_CORE, Stack.DEEPSEEK_V3)
 
-    def default_sharding(self, pp: int = 1) -> Sharding:
+    def default_sharding(self, tp: int = 1) -> Sharding:
         """An estimate's sharding when none is named: the stack's recipes' own (ZeRO-1 for the
-        Megatron family and DeepSeek's), else FSDP, at most what the stack runs at this pp
-        (DeepSpeed's pipeline engine runs ZeRO-1 at most: ``refusals``' pipeline_zero; issue 27's
-        BLOOM command, `--stack deepspeed --pp 12`, was refused for the default it did not name)."""
-        zero1 = self.distributed_optimizer or self.max_sharding == SHARD_ZERO1 or (self.deepspeed_pipeline and pp > 1)
-        return Sharding.ZERO1 if zero1 else Sharding.FSDP
+        Megatron family and DeepSeek's, whose pipeline engine also runs ZeRO-1 at most), else FSDP,
+        or ZeRO-2 under DeepSpeed's AutoTP (tp > 1), which runs no ZeRO-3."""
+        if self.distributed_optimizer or self.max_sharding == SHARD_ZERO1:
+            return Sharding.ZERO1
+        return Sharding.ZERO2 if self.hf_modules_on_deepspeed and tp > 1 else Sharding.FSDP
 
-    def refusals(self, pp, sharding, vpp, cp, ep) -> StackRefusals:
+    def refusals(self, tp, pp, sharding, vpp, cp, ep) -> StackRefusals:
         """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes). One
         rule for the search's filter and for an estimate's refusal (planner/request.py
         ``stack_problem``)."""
         piped, deepspeed = np.asarray(pp) > 1, self.deepspeed_pipeline & (np.asarray(pp) > 1)
+        on_hf = self.hf_modules_on_deepspeed
         return StackRefusals(
             no_pipeline=piped & (not self.pipelines),
+            hf_pipeline=piped & on_hf,
+            autotp_zero3=on_hf & (np.asarray(tp) > 1) & (np.asarray(sharding) == SHARD_FSDP),
             pipeline_zero=deepspeed & (np.asarray(sharding) > SHARD_ZERO1),
             interleaved=deepspeed & (np.asarray(vpp) > 1),
             no_context_parallel=(np.asarray(cp) > 1) & (not self.context_parallel),

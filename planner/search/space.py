@@ -208,7 +208,7 @@ def gpu_rows(
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
-        & ~space.stack.refusals(pp, sharding, rows["vpp"], cp, rows["ep"]).any()
+        & ~space.stack.refusals(tp, pp, sharding, rows["vpp"], cp, rows["ep"]).any()
         & structurally_valid(
             model,
             tp=tp,

@@ -12,7 +12,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.hf_config import model_from_hf_config
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding, TrainingConfig
-from planner.model.candidates import SHARD_ZERO1
+from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import first_structural_problem, structural_rules
 from planner.search.score import search_space
@@ -36,18 +36,22 @@ def test_trainer_limits_bind_only_trainplan_and_laws_bind_every_stack():
     )
 
 
-def test_bloom_176b_from_its_config_estimates_at_its_layout_under_megatron_lm_and_deepspeed():
-    """BLOOM's config.json at TP4 x PP12 x DP8 on 384 A100, as it trained (tr11 README)."""
+def test_bloom_176b_from_its_config_estimates_at_its_layout_under_the_megatron_stacks():
+    """BLOOM's config.json at TP4 x PP12 x DP8 on 384 A100, as it trained (tr11 README), under
+    Megatron-LM and Megatron-DeepSpeed (BigScience's stack); `deepspeed` trains Hugging Face's
+    modules, which DeepSpeed's pipeline engine cannot run, and says where the 3D layout is."""
     bloom = model_from_hf_config(CONFIGS / "bloom-176b.json")
     assert bloom.num_params() == pytest.approx(176.2e9, rel=0.01)
     layout = Layout(tp=4, pp=12, sharding=Sharding.ZERO1)
     training = TrainingConfig(
         seq_len=2048, micro_batch=2, grad_accum=128, activation_checkpointing=ActivationCheckpointing.FULL
     )
-    for stack in (Stack.MEGATRON_LM, Stack.DEEPSPEED):
+    for stack in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED):
         p = build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=stack)
         assert p.layout.dp_shard == 8 and p.estimate.feasible and not p.emittable
         assert 60 < p.estimate.throughput.tokens_per_s_per_gpu < 300  # measured: ~104 (docs/validation.md)
+    with pytest.raises(ValueError, match="--stack megatron-deepspeed for Megatron-DeepSpeed's 3D"):
+        build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=Stack.DEEPSPEED)
     with pytest.raises(ValueError, match="native trainer cannot build"):
         build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384)  # trainplan's own stack
 
@@ -73,34 +77,42 @@ def test_deepseek_v3_is_a_stack_of_its_own():
     assert p.stack == Stack.DEEPSEEK_V3 and p.estimate.throughput.tokens_per_s_per_gpu > 0
 
 
-def test_a_hugging_face_stacks_plan_may_pipeline():
-    """Another stack's estimate sees the laws of the layout only: DeepSpeed's pipeline engine on
-    Hugging Face's modules (ZeRO-1) is an estimate, not the trainer's "pipeline parallelism (pp > 1)
-    needs impl 'native'"; HF Trainer, which has no pipeline engine, refuses pp > 1 in one line."""
+def test_a_hugging_face_stack_never_pipelines():
+    """Neither stack on Hugging Face's modules pipelines them: HF Trainer has no pipeline engine, and
+    DeepSpeed's trains a PipelineModule, which transformers' models are not (trial s26: the search
+    chose pp 8 on them under `deepspeed`); each refusal is one line naming the way out. Their tensor
+    parallelism stays (accelerate's tp plan; DeepSpeed's AutoTP, with ZeRO stage 0-2 only)."""
     model = get_preset("llama3-70b")
     training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=16, impl=Implementation.HF)
     layout = Layout(pp=4, sharding=Sharding.ZERO1)
-    p = build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=Stack.DEEPSPEED)
-    assert p.layout.pp == 4 and p.training.impl == Implementation.HF and not p.emittable
+    with pytest.raises(ValueError, match=r"cannot run .*PipelineModule.*--stack megatron-deepspeed"):
+        build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=Stack.DEEPSPEED)
     with pytest.raises(ValueError, match="hf-trainer has no pipeline engine"):
         build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=Stack.HF_TRAINER)
+    autotp = Layout(tp=4, sharding=Sharding.ZERO2)
+    p = build_plan(model, "a100-80gb-sxm", autotp, training, num_gpus=64, stack=Stack.DEEPSPEED)
+    assert p.layout.tp == 4 and p.training.impl == Implementation.HF and not p.emittable
+    with pytest.raises(ValueError, match="AutoTP training, which runs ZeRO stage 0-2"):
+        build_plan(model, "a100-80gb-sxm", Layout(tp=4), training, num_gpus=64, stack=Stack.DEEPSPEED)
 
 
 def test_deepspeeds_search_pipelines_only_as_its_engine_can():
     """Under DeepSpeed's pipeline engine the search keeps pipelined rows of ZeRO 0/1 without
     interleaving, and none of ZeRO-2/3 or vpp > 1 (the trial's 'zero2 pp=4 tp=2 vpp=4')."""
     model = get_preset("llama3-70b")
-    for stack, engine in ((Stack.DEEPSPEED, True), (Stack.TORCHTITAN, False)):
+    for stack, engine in ((Stack.MEGATRON_DEEPSPEED, True), (Stack.TORCHTITAN, False)):
         request = PlanRequest(model=model, training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=stack)
         c = build_candidates(model, load_catalog(), {"a100-80gb-sxm": 64}, search_space(request))
         piped = c.pp > 1
         beyond = piped & ((c.sharding > SHARD_ZERO1) | (c.vpp > 1))
         assert piped.any() and beyond.any() != engine
-    # HF Trainer and llm-foundry have no pipeline engine: no pipelined row at all.
-    for stack in (Stack.HF_TRAINER, Stack.LLM_FOUNDRY):
+    # HF Trainer and llm-foundry have no pipeline engine, and DeepSpeed's cannot run Hugging Face's
+    # modules: no pipelined row at all; DeepSpeed's AutoTP rows run ZeRO stage 0-2.
+    for stack in (Stack.HF_TRAINER, Stack.LLM_FOUNDRY, Stack.DEEPSPEED):
         request = PlanRequest(model=model, training_tokens=2e11, gpus={"a100-80gb-sxm": 64}, stack=stack)
         c = build_candidates(model, load_catalog(), {"a100-80gb-sxm": 64}, search_space(request))
         assert not (c.pp > 1).any() and c.tp.max() > 1
+        assert ((c.tp > 1) & (c.sharding == SHARD_FSDP)).any() != (stack == Stack.DEEPSPEED)
 
 
 @pytest.mark.parametrize(
@@ -117,9 +129,8 @@ def test_deepspeeds_pipeline_engine_refuses_what_it_cannot_run(sharding, vpp, wo
     model = get_preset("llama3-8b")
     training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
     layout = Layout(pp=2, vpp=vpp, sharding=sharding)
-    for stack in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED):
-        with pytest.raises(ValueError, match=words):
-            build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=stack)
+    with pytest.raises(ValueError, match=words):
+        build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.MEGATRON_DEEPSPEED)
     assert build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.TORCHTITAN).layout.pp == 2
     flat = Layout(sharding=sharding)
     assert build_plan(model, "h100-sxm", flat, training, num_gpus=16, stack=Stack.DEEPSPEED).layout.pp == 1

@@ -122,12 +122,20 @@ def test_bloom_estimates_at_its_published_layout_under_megatron_deepspeed(tmp_pa
     assert mds["throughput"]["tokens_per_s_per_gpu"] < lm["throughput"]["tokens_per_s_per_gpu"]
     # BigScience's 22 timed layouts (validation/megatron_deepspeed_runs.py) are this regime's evidence.
     assert mds["uncertainty"]["regime"].startswith("megatron-deepspeed") and mds["uncertainty"]["validated"]
-    # The command as issue 27 writes it, without --sharding: DeepSpeed's pipeline engine runs ZeRO-1
-    # at most, so that is the default at pp > 1 (it was refused for the FSDP default it did not name).
+    # The command as issue 27 writes it, without --sharding: the Megatron stacks' default is their
+    # distributed optimizer (ZeRO-1), which DeepSpeed's pipeline engine runs.
     unnamed = [a for a in args if a not in ("--sharding", "zero1")]
-    for stack in ("deepspeed", "megatron-deepspeed", "megatron-lm"):
+    for stack in ("megatron-deepspeed", "megatron-lm"):
         assert _estimate(capsys, *unnamed, "--stack", stack)["layout"]["sharding"] == "zero1", stack
-    assert _estimate(capsys, *unnamed, "--pp", "1", "--stack", "deepspeed")["layout"]["sharding"] == "fsdp"
+    # `deepspeed` trains Hugging Face's modules, which DeepSpeed's pipeline engine cannot run (trial s26:
+    # BLOOM's 3D layout timed on them came out faster than Megatron-DeepSpeed, the stack that trained it).
+    assert main(["estimate", *unnamed, "--stack", "deepspeed"]) == 2
+    assert "--stack megatron-deepspeed for Megatron-DeepSpeed's 3D parallelism" in capsys.readouterr().err
+    # At pp 1 its tp is AutoTP training, which runs ZeRO stage 0-2: ZeRO-2 by default, ZeRO-3 refused.
+    single = [*unnamed, "--num-gpus", "32", "--pp", "1", "--grad-accum", "16", "--stack", "deepspeed"]
+    assert _estimate(capsys, *single)["layout"]["sharding"] == "zero2"
+    assert main(["estimate", *single, "--sharding", "fsdp"]) == 2
+    assert "AutoTP training, which runs ZeRO stage 0-2" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("stack", ["megatron-core", "deepseek-v3", "megatron-lm", "megatron-deepspeed"])
@@ -141,6 +149,18 @@ def test_the_megatron_family_defaults_to_its_distributed_optimizer(capsys, stack
     assert default["layout"]["sharding"] == "zero1"
     assert default["throughput"]["tokens_per_s_per_gpu"] == named["throughput"]["tokens_per_s_per_gpu"]
     assert Stack(stack).default_sharding() == "zero1" and Stack.TORCHTITAN.default_sharding() == "fsdp"
+
+
+@pytest.mark.parametrize("stack, kernel", [("hf-trainer", "unfused"), ("megatron-deepspeed", "unfused")])
+def test_hugging_faces_eager_alibi_attention_is_named_as_timed(capsys, stack, kernel):
+    """Trial s26: BLOOM under hf-trainer was timed with transformers' eager ALiBi attention (no SDPA
+    path) but the estimate named FlashAttention-2; a family with SDPA keeps the stack's kernel."""
+    bloom = str(Path(__file__).parents[1] / "data" / "hf_configs" / "bloom.json")
+    args = ["--gpu", "a100-80gb-sxm", "--num-gpus", "8", "--seq-len", "2048", "--stack", stack]
+    assert _estimate(capsys, "--model", bloom, *args)["attention_kernel"].startswith(kernel)
+    assert _estimate(capsys, "--model", "llama3-8b", *args)["attention_kernel"].startswith(
+        "FlashAttention-2" if stack == "hf-trainer" else "unfused"
+    )
 
 
 def test_a_stack_with_its_own_modules_is_timed_with_them_not_with_hugging_faces(capsys):
