@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner.catalog.prices import PriceBasis
 from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
@@ -333,6 +334,7 @@ class Plan(BaseModel):
     training: TrainingConfig
     training_tokens: float | None = None
     price_per_gpu_hour_usd: float | None = None
+    price_basis: PriceBasis | None = None  # where that price comes from (None: plan files before it)
     estimate: Estimate
     # The software the estimate describes; only trainplan plans can be emitted (emit refuses others).
     stack: Stack = Stack.TRAINPLAN

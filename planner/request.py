@@ -15,7 +15,15 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.prices import PriceKind
 from planner.errors import RuleCode, RuleViolation
-from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Layout,
+    Precision,
+    TrainingConfig,
+    max_pipeline_stages,
+    stage_layer_counts,
+)
 from planner.limits import (
     MAX_BATCH_TOKENS,
     MAX_BUDGET_USD,
@@ -125,7 +133,11 @@ class PlanRequest(BaseModel):
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
-        if problem := partition_problem(self.stack, self.partition_activations):
+        if problem := (
+            partition_problem(self.stack, self.partition_activations)
+            or impl_problem(self.stack, self.impl)
+            or compile_problem(self.stack, self.compile)
+        ):
             raise ValueError(problem)
         return self
 
@@ -213,6 +225,43 @@ def stack_problem(stack: Stack, layout: Layout) -> str | None:
         )
     if r.interleaved:
         return f"{name} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"
+    return None
+
+
+def impl_problem(stack: Stack, impl: Implementation | None) -> str | None:
+    """Why ``impl`` is not ``stack``'s (None: it is, or the stack has no fixed modules): a stack
+    trains its own modules (``Stack.modules``; trial s26: `--stack megatron-core --impl hf` was
+    accepted and timed with Megatron's modules all the same)."""
+    if stack.modules is None or impl is None or impl == stack.modules:
+        return None
+    whose = "Hugging Face's modules" if stack.modules == Implementation.HF else "its own modules"
+    return f"{stack.value} trains {whose} (impl {stack.modules.value}): drop --impl {impl.value}"
+
+
+def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig) -> str | None:
+    """Why ``training.ac_blocks`` cannot be checkpointed on ``layout`` (None: it can): more blocks
+    than the fullest pp rank holds (trial s26: `--ac-blocks 50` on 12 blocks per rank printed "50
+    per pp rank" and ran as full recompute)."""
+    stages = layout.pp * layout.vpp
+    if training.activation_checkpointing != ActivationCheckpointing.BLOCKS or stages > max_pipeline_stages(
+        model.num_layers
+    ):
+        return None  # not blocks, or stages the structural rules refuse
+    counts = stage_layer_counts(model.num_layers, stages)
+    most = max(sum(counts[rank :: layout.pp]) for rank in range(layout.pp))
+    if training.ac_blocks <= most:
+        return None
+    where = f"{model.num_layers} over pp {layout.pp}" + (f" x vpp {layout.vpp}" if layout.vpp > 1 else "")
+    return (
+        f"--ac-blocks {training.ac_blocks}: a pp rank holds at most {most} blocks ({where}); checkpoint at most"
+        f" {most}, or use --ac full"
+    )
+
+
+def compile_problem(stack: Stack, compile: bool) -> str | None:
+    """Why ``--compile`` cannot be asked of ``stack`` (None: it can; ``Stack.compiles``)."""
+    if compile and not stack.compiles:
+        return f"{stack.value} runs its own fused kernels, not torch.compile: drop --compile"
     return None
 
 

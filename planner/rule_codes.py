@@ -129,6 +129,9 @@ class RuleCode(StrEnum):
 
 
 _C = RuleCode
+# The way out of a limit of trainplan's trainer for a family it cannot build natively (trial s26:
+# "ep > 1 needs impl 'native'", then "the native trainer cannot build llama4; use impl 'hf'").
+OTHER_STACK = "or estimate it under another --stack, e.g. megatron-core"
 # str.format templates; every sentence is byte for byte the one the planner printed before codes.
 TEMPLATES: dict[RuleCode, str] = {
     _C.HEADS_KV: "num_heads {heads} is not a multiple of num_kv_heads {kv_heads}",
@@ -160,7 +163,10 @@ TEMPLATES: dict[RuleCode, str] = {
         " x cp={cp}), not the world size {gpus}"
     ),
     _C.PP_STAGES_RANGE: "{stages} pipeline stages need 1..{max_stages} (the layer count, the embedding and the head)",
-    _C.NATIVE_UNSUPPORTED: "the native trainer cannot build {features}; use impl 'hf'",
+    _C.NATIVE_UNSUPPORTED: (
+        "the native trainer cannot build {features}; use impl 'hf' (pp, cp, ep > 1 or fp8 with tp on it: estimate"
+        " them under another --stack, e.g. megatron-core)"
+    ),
     _C.TP_HEADS: "num_heads {value} is not divisible by tp={tp}",
     _C.TP_KV_HEADS: "num_kv_heads {value} is not divisible by tp={tp}",
     _C.HF_TP: (
@@ -179,7 +185,7 @@ TEMPLATES: dict[RuleCode, str] = {
         "pp*vpp={stages} pipeline stages exceed {max_stages} (num_layers {num_layers}, plus a stage for the"
         " embedding and one for the head)"
     ),
-    _C.PP_NATIVE: "pipeline parallelism (pp > 1) needs impl 'native'",
+    _C.PP_NATIVE: f"pipeline parallelism (pp > 1) needs impl 'native' ({OTHER_STACK})",
     _C.ONE_F_ONE_B_ACCUM: (
         "the 1f1b schedule needs grad_accum >= pp ({grad_accum} < {pp}): raise grad_accum or use gpipe"
     ),
@@ -187,13 +193,13 @@ TEMPLATES: dict[RuleCode, str] = {
         "the interleaved schedule needs grad_accum ({grad_accum}) divisible by grad_accum // pp"
         " (use a multiple of pp={pp})"
     ),
-    _C.CP_NATIVE: "context parallelism (cp > 1) needs impl 'native'",
+    _C.CP_NATIVE: f"context parallelism (cp > 1) needs impl 'native' ({OTHER_STACK})",
     _C.CP_SLIDING: "context parallelism has no sliding-window mask (window {window} < seq_len {seq_len})",
     _C.SEQ_CP: "seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={degree}",
-    _C.FP8_TP_HF: "fp8 with tensor parallelism needs impl 'native'",
+    _C.FP8_TP_HF: f"fp8 with tensor parallelism needs impl 'native' ({OTHER_STACK})",
     _C.EP_DENSE: "ep={ep} needs a mixture-of-experts model",
     _C.EP_EXPERTS: "num_experts {experts} is not divisible by ep={ep}",
-    _C.EP_NATIVE: "expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py)",
+    _C.EP_NATIVE: f"expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py; {OTHER_STACK})",
     _C.MOE_TP: (
         "trainplan's trainer runs native MoE blocks at tp 1, no expert tp (tp={tp} here): use --tp 1 and spread the experts"
         " with --ep, or estimate tp under --stack megatron-core"

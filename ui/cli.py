@@ -373,6 +373,14 @@ def catalog(as_json: bool = JSON) -> None:
     render.catalog(load_catalog(), as_json=as_json)
 
 
+@app.command()
+def models(as_json: bool = JSON) -> None:
+    """List the model presets (--model NAME) with their sizes; a config.json path works too."""
+    from planner.catalog.models import get_preset, list_presets
+
+    render.models([get_preset(name) for name in list_presets()], as_json=as_json)
+
+
 # The portfolio and fleet commands (ui/cli_portfolio.py), after catalog in --help.
 app.command()(cli_portfolio.portfolio)
 app.command()(cli_portfolio.fleet)

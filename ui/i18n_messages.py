@@ -202,8 +202,9 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "各并行度之积为 {product}，不等于 GPU 数 {gpus}",
     ),
     "reason_native_unsupported": (
-        "the native trainer cannot build {features}: use the Hugging Face implementation",
-        "原生训练器无法构建 {features}：请使用 Hugging Face 实现",
+        "the native trainer cannot build {features}: use the Hugging Face implementation, or another software"
+        " stack for an estimate of pipeline, context or expert parallelism",
+        "原生训练器无法构建 {features}：请使用 Hugging Face 实现，或选择其他软件栈来估算流水线、上下文或专家并行",
     ),
     "reason_hf_tp": (
         "tensor parallelism of a Hugging Face model needs Llama-style blocks, not {features}: use tp=1, the native"
@@ -220,8 +221,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "上下文并行不支持滑动窗口掩码（窗口 {window} < 序列长度 {seq_len}）",
     ),
     "reason_fp8_tp_hf": (
-        "fp8 with tensor parallelism needs the native trainer",
-        "fp8 与张量并行同时使用需要原生训练器",
+        "fp8 with tensor parallelism needs the native trainer (or another software stack, for an estimate)",
+        "fp8 与张量并行同时使用需要原生训练器（或选择其他软件栈进行估算）",
     ),
     "reason_world_size": (
         "{gpus} GPUs are not divisible by dp_replicate × tp × pp × cp = {fixed}",
@@ -261,8 +262,14 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "序列长度 {seq_len} 不能被 2 × cp = {degree} 整除（负载均衡的上下文并行）",
     ),
     "reason_precision": ("{gpu} does not support {precision}", "{gpu} 不支持 {precision}"),
-    "reason_pp_native": ("pipeline parallelism needs the native trainer", "流水线并行需要原生训练器"),
-    "reason_cp_native": ("context parallelism needs the native trainer", "上下文并行需要原生训练器"),
+    "reason_pp_native": (
+        "pipeline parallelism needs the native trainer (or another software stack, for an estimate)",
+        "流水线并行需要原生训练器（或选择其他软件栈进行估算）",
+    ),
+    "reason_cp_native": (
+        "context parallelism needs the native trainer (or another software stack, for an estimate)",
+        "上下文并行需要原生训练器（或选择其他软件栈进行估算）",
+    ),
     "reason_vpp_pp": (
         "interleaved stages (vpp > 1) need pp > 1",
         "交错流水线（vpp > 1）需要 pp > 1",
@@ -289,7 +296,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "the {experts} experts are not divisible by ep={ep}",
         "{experts} 个专家不能被 ep={ep} 整除",
     ),
-    "reason_ep_native": ("expert parallelism needs the native trainer", "专家并行需要原生训练器"),
+    "reason_ep_native": (
+        "expert parallelism needs the native trainer (or another software stack, for an estimate)",
+        "专家并行需要原生训练器（或选择其他软件栈进行估算）",
+    ),
     "reason_moe_tp": (
         "native MoE blocks take no tensor parallelism: use tp=1",
         "原生 MoE 模块不支持张量并行：请使用 tp=1",

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, duration_band, duration_words, energy_band, money_band, number_band
 from planner.layout import Precision
 from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms, term_words
@@ -61,6 +62,29 @@ def attention_words(p: Plan) -> str:
     return "" if kernel is None else f", attention {kernel}"
 
 
+def price_words(p: Plan) -> str:
+    """' at $5.07/GPU-h (estimated: no on-demand offer found)': the price behind the cost and where
+    it comes from (trial s26: no cost said either)."""
+    if p.price_per_gpu_hour_usd is None:
+        return ""
+    basis = "" if p.price_basis is None else f" ({p.price_basis.words})"
+    return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}"
+
+
+def plan_facts_json(p: Plan) -> dict:
+    """What a plan adds to its estimate's JSON: the stack it describes, whether emit runs it, the
+    price behind its cost and where that comes from, the network and DeepSpeed's partitioned
+    activations (trial s26: a script comparing stacks read the ceiling's source stack instead)."""
+    return {
+        "stack": p.stack.value,
+        "emittable": p.emittable,
+        "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
+        "price_basis": None if p.price_basis is None else p.price_basis.value,
+        "network": p.network,
+        "partition_activations": p.partition_activations,
+    }
+
+
 def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
@@ -84,7 +108,7 @@ def summary_lines(p: Plan) -> list[str]:
     if e.time_to_train_h is not None:
         lines.append(
             f"time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
-            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}, "
+            f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}{price_words(p)}, "
             f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}"
         )
     if u is not None:
@@ -232,8 +256,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
             {
                 **estimate_json(p.estimate),
                 "warnings": list(warnings),
-                "network": p.network,
-                "partition_activations": p.partition_activations,
+                **plan_facts_json(p),
                 "calibration": calibration_json(calibration, p.calibration),
             }
         )
@@ -294,7 +317,10 @@ def catalog(cat, *, as_json: bool) -> None:
     if as_json:
         emit_json({gid: g.model_dump(mode="json") for gid, g in cat.gpus.items()})
         return
-    table = Table(title="GPU catalog (dense peaks; scale-up GB/s per direction; sources: --json)")
+    table = Table(
+        title="GPU catalog (dense peaks; scale-up GB/s per direction; * estimated price: no on-demand offer found;"
+        " sources: --json)"
+    )
     # The scale-up rate per direction is what the export parts cut (H800, A800: trial s24).
     columns = ("id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "GB/s", "net Gb/s", "TDP W", "$/GPU-h")
     for col in columns:
@@ -311,7 +337,7 @@ def catalog(cat, *, as_json: bool) -> None:
             f"{g.scaleup_bandwidth_bytes_per_s / 1e9:.0f}",
             f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}",
             f"{g.tdp_watts:.0f}",
-            f"{g.price_per_gpu_hour_usd:.2f}",
+            f"{g.price_per_gpu_hour_usd:.2f}" + ("*" if g.price_basis == PriceBasis.ESTIMATE else ""),
         )
     out.print(table)
     networks = Table(title="Scale-out networks (--network; net Gb/s above: each GPU's default)")
@@ -320,6 +346,45 @@ def catalog(cat, *, as_json: bool) -> None:
     for n in cat.networks.values():
         networks.add_row(n.id, f"{n.gbit_per_s_per_gpu:.0f}", n.name)
     out.print(networks)
+
+
+def models(specs, *, as_json: bool) -> None:
+    """The presets: name, family, parameters (active ones where MoE), shape and context."""
+    rows = [
+        {
+            "name": m.name,
+            "family": m.family,
+            "params_b": m.num_params() / 1e9,
+            "active_params_b": m.num_active_params() / 1e9 if m.is_moe else None,
+            "layers": m.num_layers,
+            "hidden": m.hidden_size,
+            "heads": m.num_heads,
+            "kv_heads": m.num_kv_heads,
+            "experts": m.num_experts if m.is_moe else None,
+            "context": m.max_seq_len,
+        }
+        for m in specs
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title="Model presets (--model NAME; or a Hugging Face config.json path)")
+    for col in ("name", "family", "params B", "active B", "layers", "hidden", "heads / kv", "experts", "context"):
+        table.add_column(col)
+    for r in rows:
+        active, experts = r["active_params_b"], r["experts"]
+        table.add_row(
+            r["name"],
+            r["family"],
+            f"{r['params_b']:,.2f}",
+            "-" if active is None else f"{active:,.2f}",
+            str(r["layers"]),
+            f"{r['hidden']:,}",
+            f"{r['heads']} / {r['kv_heads']}",
+            "-" if experts is None else str(experts),
+            f"{r['context']:,}",
+        )
+    out.print(table)
 
 
 def no_driver(message: str, *, as_json: bool) -> None:

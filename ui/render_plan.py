@@ -17,6 +17,7 @@ from ui.render import (
     emit_json,
     estimate_json,
     out,
+    plan_facts_json,
     print_plan,
     warn,
     written_line,
@@ -78,8 +79,7 @@ def plan_json(result, calibration) -> dict:
         "risk": result.risk.value,
         "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
         "idle_gpus": None if result.idle is None else idle_json(result),
-        "network": result.plan.network,
-        "partition_activations": result.plan.partition_activations,
+        **plan_facts_json(result.plan),
         "calibration": calibration_json(calibration, result.plan.calibration),
     }
 

@@ -51,10 +51,13 @@ from planner.plan_calibration import PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
     PlanRequest,
+    ac_blocks_problem,
     allowed_gpus,
     catalog_with_prices,
+    compile_problem,
     count_limits,
     default_global_batch_tokens,
+    impl_problem,
     kernel_problem,
     partition_problem,
     request_settings,
@@ -132,6 +135,7 @@ def plan_from_row(
         training=training,
         training_tokens=request.training_tokens,
         price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
+        price_basis=gpu.price_basis,
         estimate=est,
         stack=request.stack,
         calibration=calibration,
@@ -368,7 +372,13 @@ def build_plan(
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only)."""
-    if problem := partition_problem(Stack(stack), partition_activations) or stack_problem(Stack(stack), layout):
+    if problem := (
+        partition_problem(Stack(stack), partition_activations)
+        or impl_problem(Stack(stack), training.impl)
+        or compile_problem(Stack(stack), training.compile)
+        or stack_problem(Stack(stack), layout)
+        or ac_blocks_problem(model, layout, training)
+    ):
         raise ValueError(problem)
     settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations)
     base, record = calibrated(catalog, calibration)
@@ -412,6 +422,7 @@ def build_plan(
         training=training,
         training_tokens=training_tokens,
         price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
+        price_basis=spec.price_basis,
         estimate=est,
         stack=stack,
         calibration=record,
@@ -435,7 +446,7 @@ def restack(
     otherwise the new plan records ``calibration`` (None: none, whatever ``plan_`` was made with)."""
     if stack == plan_.stack and catalog is None and settings is None and calibration is None:
         return plan_
-    return build_plan(
+    again = build_plan(
         plan_.model,
         plan_.gpu,
         plan_.layout,
@@ -455,6 +466,8 @@ def restack(
         partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
         network=plan_.network,
     )
+    # The same price, from where it came (passed on as a price, it would read as the user's own).
+    return again.model_copy(update={"price_basis": plan_.price_basis})
 
 
 OOM_CORRECTION = 1.5  # assumed under-prediction when the probe ran out of memory before measuring

@@ -31,7 +31,7 @@ from planner.catalog.achievable import (
     rates_from,
 )
 from planner.catalog.measured_job import MeasuredJob
-from planner.catalog.prices import PriceOffer, read_offers
+from planner.catalog.prices import PriceBasis, PriceOffer, file_price_basis, read_offers
 from planner.errors import CatalogError, CatalogViolation, RuleCode
 from planner.units import GIB, HOURS_PER_DAY
 
@@ -92,6 +92,7 @@ class GPUSpec(BaseModel):
     pcie_bandwidth_bytes_per_s: float  # per direction
     tdp_watts: float
     price_per_gpu_hour_usd: float  # the default price (the file's; planner/catalog/prices.py for kinds)
+    price_basis: PriceBasis = PriceBasis.CATALOG  # where that price comes from
     # Providers' dated, sourced offers (hw_catalog/prices), read at load.
     offers: tuple[PriceOffer, ...] = ()
     # GPUs rented together at ``price_per_gpu_hour_usd``: a job pays for whole units (1: per GPU,
@@ -154,7 +155,12 @@ class GPUSpec(BaseModel):
             raise ValueError(f"price for {self.id} must be a positive number of USD per GPU-hour, got {usd_per_hour!r}")
         sources = {**self.sources, "price_usd_per_gpu_hour": "user override"}
         # a user's quote is per GPU: no whole-node rounding (rent_unit_gpus)
-        update = {"price_per_gpu_hour_usd": float(usd_per_hour), "sources": sources, "rent_unit_gpus": 1}
+        update = {
+            "price_per_gpu_hour_usd": float(usd_per_hour),
+            "price_basis": PriceBasis.USER,
+            "sources": sources,
+            "rent_unit_gpus": 1,
+        }
         return self.model_copy(update=update)
 
 
@@ -451,6 +457,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         pcie_bandwidth_bytes_per_s=values["pcie_gbyte_per_s"] * 1e9,
         tdp_watts=float(values["tdp_w"]),
         price_per_gpu_hour_usd=float(values["price_usd_per_gpu_hour"]),
+        price_basis=file_price_basis(sources.get("price_usd_per_gpu_hour", "")),
         purchase_price_usd=values.get("purchase_price_usd"),
         failure_rate_per_gpu_hour=(
             None if "failures_per_1k_gpu_days" not in values else _per_hour(values["failures_per_1k_gpu_days"])

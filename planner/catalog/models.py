@@ -38,7 +38,8 @@ PRESET_DIR = Path(__file__).with_name("presets")
 
 def _read_preset_configs() -> dict[str, dict[str, Any]]:
     """Each preset's config.json content by name (the file's stem), in name order."""
-    return {path.stem: json.loads(path.read_text()) for path in sorted(PRESET_DIR.glob("*.json"))}
+    paths = sorted(PRESET_DIR.glob("*.json"), key=lambda path: path.stem)  # not "mistral-7b-v0.1" first
+    return {path.stem: json.loads(path.read_text()) for path in paths}
 
 
 PRESET_CONFIGS: dict[str, dict[str, Any]] = _read_preset_configs()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import statistics
 import tomllib
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -40,6 +41,38 @@ if TYPE_CHECKING:
 
 PriceKind = Literal["on-demand", "spot", "reserved-1y", "reserved-3y"]
 PRICE_KINDS: tuple[str, ...] = get_args(PriceKind)
+
+
+class PriceBasis(StrEnum):
+    """Where a GPU's hourly price comes from: a cost is only as good as it (trial s26: no cost
+    said its $/GPU-hour, nor that some are estimates)."""
+
+    CATALOG = "catalog"  # the median of the on-demand rates the GPU file cites
+    ESTIMATE = "estimate"  # the GPU file's estimate: no on-demand rate was found (its ESTIMATE source)
+    USER = "user"  # the user's own price (--price)
+    # The median of the GPU's offers of a price kind (--price-kind; PRICE_KINDS), by kind:
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED_1Y = "reserved-1y"
+    RESERVED_3Y = "reserved-3y"
+
+    @property
+    def words(self) -> str:
+        return PRICE_BASIS_WORDS.get(self, f"median of {self.value} offers")
+
+
+PRICE_BASIS_WORDS = {
+    PriceBasis.CATALOG: "median of on-demand offers",
+    PriceBasis.ESTIMATE: "estimated: no on-demand offer found",
+    PriceBasis.USER: "your --price",
+}
+# How a GPU file marks a price it estimated (hw_catalog/gpus/*.toml sources.price_usd_per_gpu_hour).
+ESTIMATE_SOURCE_PREFIX = "ESTIMATE"
+
+
+def file_price_basis(source: str) -> PriceBasis:
+    """The basis of a GPU file's own price, from its stated source."""
+    return PriceBasis.ESTIMATE if source.startswith(ESTIMATE_SOURCE_PREFIX) else PriceBasis.CATALOG
 
 
 class PriceOffer(BaseModel):
@@ -240,6 +273,7 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
         # whole nodes where every provider of this kind rents only whole nodes
         "rent_unit_gpus": min(o.gpus_per_offer for o in offers),
         "sources": {**gpu.sources, "price_usd_per_gpu_hour": f"median of {kind} offers [{listed}]"},
+        "price_basis": PriceBasis(kind),
     }
     if kind == "spot":
         rates = [o.interruptions_per_node_hour for o in offers]

@@ -368,6 +368,15 @@ class Stack(StrEnum):
         )
 
     @property
+    def compiles(self) -> bool:
+        """Whether ``--compile`` (torch.compile over the model) is one of the stack's choices:
+        PyTorch's stacks have it (torchtitan --compile, HF Trainer's torch_compile, DeepSpeed's
+        engine.compile, Composer's compile_config); the Megatron family and DeepSeek's run their
+        own fused kernels instead (trial s26: `--stack megatron-core --compile` printed "compile"
+        and changed nothing)."""
+        return self in TORCH_COMPILE_STACKS
+
+    @property
     def modules(self) -> Implementation | None:
         """The modules the stack trains: Hugging Face's (HF Trainer, DeepSpeed) or its own fused
         ones (torchtitan, llm-foundry, Megatron's, DeepSeek's), timed with the native decoder's
@@ -378,6 +387,11 @@ class Stack(StrEnum):
             return None
         return Implementation.HF if self in (Stack.HF_TRAINER, Stack.DEEPSPEED) else Implementation.NATIVE
 
+
+# The stacks whose runs may torch.compile the model (``Stack.compiles``).
+TORCH_COMPILE_STACKS = frozenset(
+    {Stack.TRAINPLAN, Stack.TORCHTITAN, Stack.HF_TRAINER, Stack.DEEPSPEED, Stack.LLM_FOUNDRY}
+)
 
 STACK_SETTINGS: dict[Stack, ModelingSettings] = {
     Stack.TRAINPLAN: DEFAULT_SETTINGS,

@@ -25,6 +25,7 @@ import pandas as pd
 import pulp
 
 from planner.frontier import anchor_survivors
+from planner.model.rowwise import distinct
 from planner.search.diagnosis import RowChecks, diagnose
 from planner.search.table import ScoredTable
 
@@ -392,7 +393,9 @@ def solve_single(
         cost_usd=float(C[row]),
         objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
         time_to_train_s=float(T[row]),
-        alternatives=_best_rows(feasible, score, row, top_k, table.extra.get("choice_group")),
+        alternatives=_best_rows(
+            feasible, score, row, top_k, table.extra.get("choice_group"), _twin_key(table, feasible, T, C)
+        ),
         solver=solver_name,
         num_rows=len(table),
         num_feasible=len(feasible),
@@ -449,20 +452,41 @@ def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
     return batch == best
 
 
+def _twin_key(table: ScoredTable, rows: np.ndarray, T: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Per table row, a code shared by those of ``rows`` a buyer cannot tell apart: the same GPU
+    type and count at the same time to train (to the millisecond) and cost (to the cent); -1 off
+    ``rows``."""
+    code = np.full(len(T), -1, dtype=np.int64)
+    key = [table.gpu_id[rows], table.num_gpus[rows], np.round(T[rows], 3), np.round(C[rows], 2)]
+    code[rows] = distinct(key, len(rows))[1]
+    return code
+
+
+def _first_of_each(ranked: np.ndarray, code: np.ndarray, chosen: int) -> np.ndarray:
+    """The first of ``ranked`` per ``code``, none of the chosen row's code, in rank order."""
+    _, first = np.unique(code[ranked], return_index=True)
+    ranked = ranked[np.sort(first)]
+    return ranked[code[ranked] != code[chosen]]
+
+
 def _best_rows(
-    rows: np.ndarray, score: np.ndarray, chosen: int, top_k: int, group: np.ndarray | None = None
+    rows: np.ndarray,
+    score: np.ndarray,
+    chosen: int,
+    top_k: int,
+    group: np.ndarray | None = None,
+    twins: np.ndarray | None = None,
 ) -> tuple[int, ...]:
     """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: the earlier in
     ``rows``). With ``group`` (a code per table row, score.py ``choice_groups``), the best row of
     each code only, and none of the chosen row's code: alternatives that differ in more than the
-    micro-batch split."""
+    micro-batch split. With ``twins`` (``_twin_key``), likewise one row per GPU type, count, time
+    and cost (trial s26: zero1 / zero2 twins of one time, cost and memory took half the list)."""
     if top_k == 0 or len(rows) == 0:
         return ()
     order = np.lexsort((np.arange(len(rows)), score))
     ranked = rows[order]
-    if group is not None:
-        codes = group[ranked]
-        _, first = np.unique(codes, return_index=True)
-        ranked = ranked[np.sort(first)]
-        ranked = ranked[group[ranked] != group[chosen]]
+    for code in (group, twins):
+        if code is not None:
+            ranked = _first_of_each(ranked, code, chosen)
     return tuple(int(r) for r in ranked if r != chosen)[:top_k]

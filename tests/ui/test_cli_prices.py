@@ -69,3 +69,56 @@ def test_estimate_warns_that_a_reserved_term_outlasts_the_job() -> None:
     assert "(0.5% of the term); 8 h100-sxm for the term cost $" in err
     code, _, err = trainplan(*args, "--price-kind", "on-demand")
     assert code == 0 and "term" not in err
+
+
+def test_every_cost_says_its_price_and_where_that_price_comes_from(tmp_path) -> None:
+    """Trial s26: no cost printed its $/GPU-hour, the catalog did not mark estimated prices, and the
+    estimate's JSON had neither the price nor the stack. The basis follows the price: the GPU file's
+    median or its ESTIMATE, a price kind's offers, the user's --price; a re-estimate keeps it."""
+    from planner.api import restack
+    from planner.catalog.prices import PriceBasis
+    from planner.model.stacks import Stack
+    from planner.plan import Plan
+
+    base = ["estimate", "--model", "gpt3-125m", "--gpu", "h800", "--num-gpus", "8", "--tokens", "1e9"]
+    assert CATALOG.gpu("h800").price_basis == PriceBasis.ESTIMATE
+    assert CATALOG.gpu("h100-sxm").price_basis == PriceBasis.CATALOG
+    code, out, err = trainplan(*base)
+    assert code == 0, err
+    assert "at $5.07/GPU-h (estimated: no on-demand offer found)" in out
+    code, out, _ = trainplan(*base, "--json")
+    facts = json.loads(out)
+    assert facts["price_per_gpu_hour_usd"] == pytest.approx(5.07) and facts["price_basis"] == "estimate"
+    assert facts["stack"] == "trainplan" and facts["emittable"] is True
+    code, out, _ = trainplan(*base, "--price", "2.5", "--stack", "torchtitan", "--json")
+    facts = json.loads(out)
+    assert (facts["price_basis"], facts["stack"], facts["emittable"]) == ("user", "torchtitan", False)
+    h100 = ["--gpu", "h100-sxm", "--price-kind", "spot"]
+    code, out, _ = trainplan(*base, *h100)
+    assert "(median of spot offers)" in out
+    code, out, _ = trainplan("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "h800=8", "--json")
+    assert json.loads(out)["price_basis"] == "estimate" and json.loads(out)["stack"] == "trainplan"
+    code, out, _ = trainplan("catalog")
+    assert "* estimated price" in out and "5.07*" in out
+    plan_file = tmp_path / "plan.json"
+    assert trainplan(*base, "--out", str(plan_file))[0] == 0
+    again = restack(Plan.load(plan_file), Stack.TORCHTITAN)
+    assert again.price_basis == PriceBasis.ESTIMATE and again.price_per_gpu_hour_usd == pytest.approx(5.07)
+
+
+def test_models_lists_every_preset_in_name_order() -> None:
+    """Trial s26: the presets were listed only inside an unknown-model error, and not in name order."""
+    from planner.catalog.models import get_preset, list_presets
+
+    names = list_presets()
+    assert names == sorted(names) and names.index("mistral-7b") < names.index("mistral-7b-v0.1")
+    code, out, err = trainplan("models", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == names
+    v3 = next(r for r in rows if r["name"] == "deepseek-v3")
+    assert v3["params_b"] == pytest.approx(get_preset("deepseek-v3").num_params() / 1e9)
+    assert v3["active_params_b"] < v3["params_b"] and v3["experts"] == 256
+    assert next(r for r in rows if r["name"] == "llama3-8b")["active_params_b"] is None
+    code, out, _ = trainplan("models")
+    assert code == 0 and "llama3-8b" in out and "config.json" in out

@@ -120,3 +120,59 @@ def test_each_stack_refuses_what_it_does_not_have_and_its_search_never_picks_it(
     assert main([*dense_plan, "--stack", "megatron-lm"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert all(p["layout"]["sharding"] in ("none", "zero1") for p in [result["plan"], *result["alternatives"]])
+
+
+ESTIMATE = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "16"]
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        # trial s26: each was accepted and changed nothing, or less than it said
+        (["--stack", "megatron-core", "--compile"], "megatron-core runs its own fused kernels, not torch.compile"),
+        (["--stack", "deepseek-v3", "--compile"], "deepseek-v3 runs its own fused kernels"),
+        (["--stack", "megatron-core", "--impl", "hf"], "megatron-core trains its own modules (impl native)"),
+        (["--stack", "hf-trainer", "--impl", "native"], "hf-trainer trains Hugging Face's modules (impl hf)"),
+        (
+            ["--pp", "4", "--grad-accum", "8", "--ac", "blocks", "--ac-blocks", "20"],
+            "--ac-blocks 20: a pp rank holds at most 8 blocks (32 over pp 4)",
+        ),
+    ],
+)
+def test_a_flag_the_stack_or_layout_cannot_honour_is_refused(capsys, flags, words):
+    assert words in _one_line_error(capsys, [*ESTIMATE, *flags])
+
+
+def test_what_stacks_can_compile_or_checkpoint_still_runs(capsys):
+    for flags in (["--stack", "torchtitan", "--compile"], ["--pp", "4", "--grad-accum", "8", "--ac-blocks", "8"]):
+        args = [*ESTIMATE, *flags] + (["--ac", "blocks"] if "--ac-blocks" in flags else [])
+        assert main([*args, "--json"]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+    assert all(Stack(s).compiles for s in ("trainplan", "torchtitan", "hf-trainer", "deepspeed", "llm-foundry"))
+
+
+def test_a_trainer_limit_names_the_way_out_for_a_family_it_cannot_build(capsys):
+    """Trial s26: ep > 1 on gpt-oss said 'needs impl native', and impl native said 'use impl hf'."""
+    err = _one_line_error(
+        capsys, ["estimate", "--model", "gpt-oss-20b", "--gpu", "h100-sxm", "--num-gpus", "8", "--ep", "8"]
+    )
+    assert "needs impl 'native'" in err and "another --stack, e.g. megatron-core" in err
+    assert (
+        main(
+            [
+                "estimate",
+                "--model",
+                "gpt-oss-20b",
+                "--gpu",
+                "h100-sxm",
+                "--num-gpus",
+                "8",
+                "--ep",
+                "8",
+                "--stack",
+                "megatron-core",
+                "--json",
+            ]
+        )
+        == 0
+    )
