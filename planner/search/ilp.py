@@ -454,10 +454,12 @@ def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
 
 def _twin_key(table: ScoredTable, rows: np.ndarray, T: np.ndarray, C: np.ndarray) -> np.ndarray:
     """Per table row, a code shared by those of ``rows`` a buyer cannot tell apart: the same GPU
-    type and count at the same time to train (to the millisecond) and cost (to the cent); -1 off
-    ``rows``."""
+    type and count at the same time to train (to the millisecond), cost (to the cent) and memory
+    (to the MiB); -1 off ``rows``. Layouts held at one efficiency ceiling tie on time and cost but
+    not on memory: they stay apart."""
     code = np.full(len(T), -1, dtype=np.int64)
-    key = [table.gpu_id[rows], table.num_gpus[rows], np.round(T[rows], 3), np.round(C[rows], 2)]
+    memory = np.round(np.asarray(table.memory_need_gib)[rows] * 1024)
+    key = [table.gpu_id[rows], table.num_gpus[rows], np.round(T[rows], 3), np.round(C[rows], 2), memory]
     code[rows] = distinct(key, len(rows))[1]
     return code
 
@@ -480,8 +482,8 @@ def _best_rows(
     """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: the earlier in
     ``rows``). With ``group`` (a code per table row, score.py ``choice_groups``), the best row of
     each code only, and none of the chosen row's code: alternatives that differ in more than the
-    micro-batch split. With ``twins`` (``_twin_key``), likewise one row per GPU type, count, time
-    and cost (trial s26: zero1 / zero2 twins of one time, cost and memory took half the list)."""
+    micro-batch split. With ``twins`` (``_twin_key``), likewise one row per GPU type, count, time,
+    cost and memory (trial s26: zero1 / zero2 twins of one time, cost and memory took half the list)."""
     if top_k == 0 or len(rows) == 0:
         return ()
     order = np.lexsort((np.arange(len(rows)), score))

@@ -517,21 +517,22 @@ def test_alternatives_differ_in_more_than_the_micro_batch_split() -> None:
 
 
 def test_alternatives_a_buyer_cannot_tell_apart_are_listed_once():
-    """Trial s26: zero1 / zero2 twins (same GPU type and count, time and cost) took half of --top;
-    one of each is listed, the chosen row's twins none, other rows as before."""
-    n = 6
+    """Trial s26: zero1 / zero2 twins (same GPU type and count, time, cost and memory) took half of
+    --top; one of each is listed, the chosen row's twins none, other rows as before (a row of the
+    same time and cost but other memory is another layout: listed)."""
+    n = 7
     table = ScoredTable(
-        gpu_id=np.array(["b200"] * 4 + ["h100"] * 2, dtype=object),
-        num_gpus=np.array([8, 8, 8, 16, 8, 8]),
+        gpu_id=np.array(["b200"] * 4 + ["h100"] * 3, dtype=object),
+        num_gpus=np.array([8, 8, 8, 16, 8, 8, 8]),
         fits_memory=np.ones(n, bool),
-        memory_need_gib=np.array([50.0, 40.0, 60.0, 50.0, 50.0, 45.0]),
+        memory_need_gib=np.array([50.0, 50.0, 60.0, 50.0, 45.0, 45.0, 70.0]),
         capacity_gib=np.full(n, 180.0),
-        time_to_train_s=np.array([100.0, 100.0, 120.0, 60.0, 200.0, 200.0]) * 3600,
-        cost_usd=np.array([1000.0, 1000.0, 1100.0, 1200.0, 1500.0, 1500.0]),
+        time_to_train_s=np.array([100.0, 100.0, 120.0, 60.0, 200.0, 200.0, 200.0]) * 3600,
+        cost_usd=np.array([1000.0, 1000.0, 1100.0, 1200.0, 1500.0, 1500.0, 1500.0]),
         batch_ok=np.ones(n, bool),
         divisible=np.ones(n, bool),
         label=np.array([f"row {i}" for i in range(n)], dtype=object),
     )
     solution = solve_single(table, "cost", top_k=5)
     assert solution.row in (0, 1)
-    assert list(solution.alternatives) == [2, 3, 4]  # not the chosen row's twin, one of the h100 pair
+    assert list(solution.alternatives) == [2, 3, 4, 6]  # not the chosen row's twin, one of the h100 pair
