@@ -247,9 +247,12 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.HF_NOT_FRACTION: "{where}: {field!r} must be a number in (0, 1], got {value}",
     _C.HF_NOT_CAP: "{where}: {field!r} must be a positive number or null, got {value}",
     _C.HF_LAYER_COUNT: "{where}: {field!r} must be an integer in 0..{limit}, got {value}",
-    _C.HF_LAYER_TYPES: "{where}: 'layer_types' must list one attention type per layer ({layers})",
+    _C.HF_LAYER_TYPES: (
+        "{where}: 'layer_types' must list one attention type per layer ({layers}): full_attention,"
+        " sliding_attention or chunked_attention"
+    ),
     # ``field``: 'mlp_only_layers' (quoted) or text_config.moe_layers, as each reader wrote it.
-    _C.HF_LAYER_LIST: "{where}: {field} must be a list of layer indices",
+    _C.HF_LAYER_LIST: "{where}: {field} must be a list of layer indices, 0 to {last}",
     _C.HF_NO_ROPE_LAYERS: "{where}: text_config.no_rope_layers must list one flag per layer ({layers})",
     _C.HF_MPT_QK_LN: "{where}: attn_config.qk_ln is not supported",
     _C.HF_MPT_FFN_TYPE: "{where}: ffn_config.ffn_type {value} is not supported (only 'mptmlp')",

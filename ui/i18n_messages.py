@@ -438,12 +438,14 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{where}：{field!r} 必须是 0..{limit} 之间的整数，实际是 {value}",
     ),
     "reason_hf_layer_types": (
-        "{where}: 'layer_types' must list one attention type per layer ({layers})",
-        "{where}：'layer_types' 必须为每一层（共 {layers} 层）列出一种注意力类型",
+        "{where}: 'layer_types' must list one attention type per layer ({layers}): full_attention,"
+        " sliding_attention or chunked_attention",
+        "{where}：'layer_types' 必须为每一层（共 {layers} 层）列出一种注意力类型：full_attention、"
+        "sliding_attention 或 chunked_attention",
     ),
     "reason_hf_layer_list": (
-        "{where}: {field} must be a list of layer indices",
-        "{where}：{field} 必须是层编号的列表",
+        "{where}: {field} must be a list of layer indices, 0 to {last}",
+        "{where}：{field} 必须是层编号（0 到 {last}）的列表",
     ),
     "reason_hf_no_rope_layers": (
         "{where}: text_config.no_rope_layers must list one flag per layer ({layers})",

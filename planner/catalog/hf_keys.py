@@ -76,9 +76,24 @@ def layer_kinds(cfg: HfConfig, layers: int) -> list[str] | None:
     kinds = cfg.data.get("layer_types")
     if kinds is None:
         return None
-    if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
+    # An unknown name was read as full attention (trial s26: a misspelt list doubled a model's
+    # attention time at 32K without a word).
+    if not isinstance(kinds, list) or len(kinds) != layers or not all(k in LAYER_KINDS for k in kinds):
         raise cfg.error(RuleCode.HF_LAYER_TYPES, layers=layers)
     return kinds
+
+
+# The attention kinds of transformers' ``layer_types`` the readers time.
+LAYER_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
+
+
+def layer_indices(cfg: HfConfig, values: object, field: str, layers: int) -> list[int]:
+    """A list of layer indices (``mlp_only_layers``, ``moe_layers``), each in 0..layers-1."""
+    if not isinstance(values, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in values
+    ):
+        raise cfg.error(RuleCode.HF_LAYER_LIST, field=field, last=layers - 1)
+    return values
 
 
 def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:

@@ -13,6 +13,7 @@ from planner.catalog.hf_keys import (
     MAX_POSITIONS,
     HfConfig,
     decoder_fields,
+    layer_indices,
     layer_kinds,
     positive_number,
     text_config,
@@ -107,9 +108,7 @@ def _sparse_layers(cfg: HfConfig, layers: int) -> int:
     """Qwen-MoE blocks with a dense MLP: those in ``mlp_only_layers`` or off the
     ``decoder_sparse_step``."""
     step = cfg.size("decoder_sparse_step", limit=MAX_LAYERS, default=1)
-    dense_only = cfg.data.get("mlp_only_layers") or []
-    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
-        raise cfg.error(RuleCode.HF_LAYER_LIST, field="'mlp_only_layers'")
+    dense_only = layer_indices(cfg, cfg.data.get("mlp_only_layers") or [], "'mlp_only_layers'", layers)
     return sum(1 for i in range(layers) if i in dense_only or (i + 1) % step)
 
 
@@ -163,9 +162,8 @@ def llama4(cfg: HfConfig) -> dict:
     moe = text.data.get("moe_layers")
     if moe is None:
         moe = list(range(step - 1, layers, step))
-    if not isinstance(moe, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in moe):
-        raise cfg.error(RuleCode.HF_LAYER_LIST, field="text_config.moe_layers")
-    dense = layers - len({i for i in moe if 0 <= i < layers})
+    moe = layer_indices(cfg, moe, "text_config.moe_layers", layers)
+    dense = layers - len(set(moe))
     fields |= dict(
         dense_ffn_hidden_size=text.size("intermediate_size_mlp", limit=MAX_FFN, default=16384),
         num_experts=text.size("num_local_experts", limit=MAX_EXPERTS, default=16),

@@ -13,6 +13,7 @@ from support import DATA
 from support.presets import FIXTURE_CHANGES
 
 from planner.catalog.models import model_from_hf_config
+from planner.errors import RuleViolation
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.block import attended_keys, block_table, layer_tables, root_table
 from planner.model.block_rows import Part
@@ -438,6 +439,9 @@ def test_llama4_layer_lists(tmp_path):
     assert (spec.dense_layers, spec.chunked_layers) == (46, 24)
     assert _read_text(tmp_path, "llama4", attention_chunk_size=None).chunked_layers == 0
     assert _read_text(tmp_path, "llama4", no_rope_layer_interval=2).chunked_layers == 24
+    # trial s26: indices past the last layer were dropped, and the error said "without expert layers"
+    with pytest.raises(RuleViolation, match=r"text_config.moe_layers must be a list of layer indices, 0 to 47"):
+        _read_text(tmp_path, "llama4", moe_layers=[100, 200])
 
 
 def test_chunked_attention_keys():
