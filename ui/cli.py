@@ -85,8 +85,8 @@ def estimate(
     expert_tp: bool = typer.Option(
         True,
         "--expert-tp/--no-expert-tp",
-        help="with tp > 1, MoE experts split over tp (other stacks: trainplan's trainer runs MoE at tp 1);"
-        " --no-expert-tp: whole experts, ep borrows tp (Megatron-Core's expert tp 1)",
+        help="MoE with tp > 1 (another --stack; trainplan's own trainer runs MoE at tp 1): experts split over"
+        " tp; --no-expert-tp: whole experts, ep borrows tp (Megatron-Core's expert tp 1)",
     ),
     pp_schedule: PipelineSchedule = typer.Option(
         PipelineSchedule.ONE_F_ONE_B, "--pp-schedule", help="pipeline schedule (with pp > 1)"

@@ -84,9 +84,9 @@ AC_BLOCKS = typer.Option(
     help="blocks checkpointed per pp rank (implies --ac blocks); plan's default: the fewest that fit, per layout",
 )
 STACK_HELP = (
-    "software to predict for: trainplan (runnable), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
-    " megatron-lm (2021-22: no flash attention) / megatron-deepspeed / megatron-core / deepseek-v3 (estimate"
-    " only; docs/model.md 4b, DeepSeek-V3's 4c)"
+    "software to predict for: trainplan (emit and run it), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
+    " megatron-lm (2021-22: no flash attention) / megatron-deepspeed / megatron-core / deepseek-v3 (plan and"
+    " estimate them; emit refuses them: docs/model.md 4b, DeepSeek-V3's 4c)"
 )
 
 

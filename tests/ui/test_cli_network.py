@@ -126,3 +126,15 @@ def test_the_network_options_examples_are_catalog_ids():
     assert named is not None
     ids = [i.strip() for i in named.group(1).split(",")]
     assert len(ids) >= 3 and set(ids) <= set(load_catalog().networks)
+
+
+def test_blackwell_ultra_can_be_put_on_its_800g_supernics(capsys):
+    """Trial s26: B300 / GB300 ship a ConnectX-8 SuperNIC (800 Gb/s) per GPU, and no network could
+    say so; the default stays the 400G template (a cluster may cable it at 400G)."""
+    xdr = load_catalog().network("ib-xdr-800")
+    assert xdr.gbit_per_s_per_gpu == 800
+    assert load_catalog().gpu("b300").default_network == "ib-ndr-400"
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "b300", "--num-gpus", "64", "--global-batch-tokens", "1e6"]
+    default, fast = _json(capsys, *args), _json(capsys, *args, "--network", "ib-xdr-800")
+    assert fast["network"] == "ib-xdr-800"
+    assert fast["time"]["breakdown_s"]["dp_comm"] < default["time"]["breakdown_s"]["dp_comm"]
