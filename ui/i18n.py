@@ -333,6 +333,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}）；按各方案误差区间的悲观端 {risk} 评判，"
         "选择本方案。",
     ),
+    "card_price": ("Cost at ${price:,.2f}/GPU-h: {basis}.", "费用按每 GPU 小时 ${price:,.2f} 计：{basis}。"),
+    "price_basis_catalog": ("the median of on-demand offers", "按需报价的中位数"),
+    "price_basis_estimate": ("estimated, no on-demand offer found", "估算值，未找到按需报价"),
+    "price_basis_user": ("the price you entered", "您输入的价格"),
+    "price_basis_kind": ("the median of {kind} offers", "{kind} 报价的中位数"),
     "card_footer": (
         "step {step} s · {tokens} tokens/s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s",

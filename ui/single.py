@@ -13,6 +13,7 @@ from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
 from planner.catalog.calibration import cpu_measured_gpus
+from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.fmt import energy, number_band, one_line
 from planner.frontier import knee
@@ -157,8 +158,25 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
     return words if tr.lang == "en" else words.split(" (")[0]
 
 
-def card_captions(tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None) -> list[str]:
-    """The lines under the metrics: envelope, ceiling, risk, the search, estimate-only, calibration."""
+def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:
+    """'Cost at $5.07/GPU-h: estimated, no on-demand offer found.' (trial s26: no cost said its
+    price or that some prices are estimates); None for an owned GPU's cost or an unpriced plan."""
+    if bought or plan.price_per_gpu_hour_usd is None or plan.price_basis is None:
+        return None
+    basis = plan.price_basis
+    words = tr(f"price_basis_{basis.value}") if basis in OWN_PRICE_BASES else tr("price_basis_kind", kind=basis.value)
+    return tr("card_price", price=plan.price_per_gpu_hour_usd, basis=words)
+
+
+# The price bases worded on their own; the others are a price kind's offers ("median of spot offers").
+OWN_PRICE_BASES = (PriceBasis.CATALOG, PriceBasis.ESTIMATE, PriceBasis.USER)
+
+
+def card_captions(
+    tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None, bought: bool = False
+) -> list[str]:
+    """The lines under the metrics: envelope, price, ceiling, risk, the search, estimate-only,
+    calibration."""
     e, u = plan.estimate, plan.estimate.uncertainty
     lines = [] if u is None else [envelope_text(tr, u)]
     if u is not None and u.point_outside is not None:
@@ -167,6 +185,7 @@ def card_captions(tr: Labels, plan: Plan, result, calibration: CalibrationUpload
         risk = result.risk.value  # what the search judged this plan by (trial s25: p50/p80/p90 looked alike)
         time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])
         lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
+    lines += [*filter(None, (price_text(tr, plan, bought),))]
     lines += [
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(
@@ -206,7 +225,7 @@ def plan_card(
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 column.metric(tr(key), value, deltas.get(key), delta_color="off", delta_arrow="off")
-        for line in card_captions(tr, plan, result, calibration):
+        for line in card_captions(tr, plan, result, calibration, bought):
             st.caption(line)
         callouts = (
             (near_tie_text(tr, result), "⚖️"),

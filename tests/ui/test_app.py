@@ -571,3 +571,12 @@ def test_why_not_offers_only_the_types_the_request_can_run_on():
     at = open_tab(run_app(gpus=["h100-sxm", "a100-80gb-sxm"], precision="fp8"), "tab_why_not")
     assert "a100-80gb-sxm" not in at.selectbox(key="why_not_gpu").options
     assert "h100-sxm" in at.selectbox(key="why_not_gpu").options
+
+
+def test_the_card_says_the_price_behind_its_cost_and_where_it_comes_from():
+    """Trial s26: no cost said its $/GPU-h, nor that the H800's is an estimate (no on-demand offer)."""
+    at = run_app(gpus=["h800"])
+    captions = [c.value for c in at.caption]
+    assert "Cost at $5.07/GPU-h: estimated, no on-demand offer found." in captions
+    at = run_app(gpus=["h100-sxm"], prices={"h100-sxm": 2.5})
+    assert "Cost at $2.50/GPU-h: the price you entered." in [c.value for c in at.caption]
