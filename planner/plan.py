@@ -317,6 +317,8 @@ class Estimate(BaseModel):
     uncertainty: Uncertainty | None = None  # the error band (absent from plan files written before it)
     ceiling: EfficiencyCeiling | None = None  # None: no measured row holds this regime's efficiency
     attention_kernel: str | None = None  # the kernel timed, in words (absent from older plan files)
+    attention_kernel_timed: AttentionKernel | None = None  # the same, typed (absent from older plan files)
+    attention_cp_fallback: bool = False  # cuDNN would run but for the stack's context parallelism
 
 
 class Plan(BaseModel):

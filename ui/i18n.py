@@ -333,6 +333,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}）；按各方案误差区间的悲观端 {risk} 评判，"
         "选择本方案。",
     ),
+    # The kernel names stay (proper nouns); unfused attention and the cp fallback are worded.
+    "kernel_eager": ("unfused (scores through HBM)", "非融合（注意力分数经 HBM）"),
+    "kernel_cp_fallback": (
+        " (cuDNN without cp: this stack's context parallelism calls the flash kernel)",
+        "（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）",
+    ),
     "card_price": ("Cost at ${price:,.2f}/GPU-h: {basis}.", "费用按每 GPU 小时 ${price:,.2f} 计：{basis}。"),
     "price_basis_catalog": ("the median of on-demand offers", "按需报价的中位数"),
     "price_basis_estimate": ("estimated, no on-demand offer found", "估算值，未找到按需报价"),

@@ -17,6 +17,8 @@ from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.fmt import energy, number_band, one_line
 from planner.frontier import knee
+from planner.model.attention_kernels import AttentionKernel
+from planner.model.rates import KERNEL_WORDS
 from planner.plan import GoodputEstimate, Plan
 from planner.request import left_out_gpus, runnable_gpus
 from ui import app_core, figures
@@ -153,9 +155,17 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
 
 
 def kernel_words(tr: Labels, plan: Plan) -> str:
-    """The attention kernel the estimate timed (the CLI's words; in Chinese its name only)."""
-    words = plan.estimate.attention_kernel or (plan.attention.value if plan.attention else "-")
-    return words if tr.lang == "en" else words.split(" (")[0]
+    """The attention kernel the estimate timed: the CLI's words in English; in Chinese from the typed
+    kernel (a plan file from before it: the CLI's words)."""
+    e = plan.estimate
+    if tr.lang == "en" or e.attention_kernel_timed is None:
+        return e.attention_kernel or (plan.attention.value if plan.attention else "-")
+    name = (
+        tr("kernel_eager")
+        if e.attention_kernel_timed == AttentionKernel.EAGER
+        else KERNEL_WORDS[e.attention_kernel_timed]
+    )
+    return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "")
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:

@@ -21,7 +21,7 @@ from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
-from planner.model.rates import attention_kernel_words
+from planner.model.rates import timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -287,6 +287,7 @@ def estimate(
     elif not feasible:
         reason, fixes = host_memory_words(model, c, settings)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
+    (timed,) = timed_attention_kernels(model, c, settings)
     return Estimate(
         feasible=feasible,
         reason=reason,
@@ -313,7 +314,9 @@ def estimate(
             hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
         ),
         layout=EstimateLayout.of(resolved, training),
-        attention_kernel=attention_kernel_words(model, c, settings)[0],
+        attention_kernel=timed.words,
+        attention_kernel_timed=timed.kernel,
+        attention_cp_fallback=timed.cp_fallback,
         global_batch_tokens=int(s.tokens_per_step[0]),
         time_to_train_h=None if (train_s := optional(seconds)) is None else train_s / SECONDS_PER_HOUR,
         cost_usd=optional(cost),

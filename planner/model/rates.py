@@ -7,6 +7,8 @@ applied on top of it. The catalog's figures and their provenance: docs/hardware.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.model import attention_kernels
@@ -83,26 +85,40 @@ def cudnn_attention_rows(c: Candidates, s: ModelingSettings, cp_ok: bool = False
     return chosen & ((c.cp == 1) | s.cudnn_attention_under_cp | cp_ok)
 
 
-def attention_kernel_words(model: ModelSpec, c: Candidates, s: ModelingSettings) -> list[str]:
-    """The attention kernel each row is timed with, in words (the estimate says it: trial s24, a
-    run that went from cuDNN to FlashAttention-2 under cp lost 38-62 % of its speed unexplained).
-    Hugging Face's eager attention (no SDPA path: ALiBi, sinks, soft-capped scores) is unfused
-    whatever the stack's kernel (trial s26: BLOOM under hf-trainer read "FlashAttention-2")."""
-    eager = eager_softcap_attention(model, c)
+@dataclass(frozen=True)
+class TimedKernel:
+    """The attention kernel a row is timed with, and whether cuDNN would run but for the stack's
+    context parallelism, which calls the flash kernel (the estimate says both: trial s24, a run that
+    went from cuDNN to FlashAttention-2 under cp lost 38-62 % of its speed unexplained)."""
+
+    kernel: AttentionKernel
+    cp_fallback: bool = False
+
+    @property
+    def words(self) -> str:
+        return KERNEL_WORDS[self.kernel] + (CP_FALLBACK_WORDS if self.cp_fallback else "")
+
+
+CP_FALLBACK_WORDS = " (cuDNN without cp: this stack's context parallelism calls the flash kernel)"
+
+
+def timed_attention_kernels(model: ModelSpec, c: Candidates, s: ModelingSettings) -> list[TimedKernel]:
+    """The attention kernel each row is timed with. Hugging Face's eager attention (no SDPA path:
+    ALiBi, sinks, soft-capped scores) is unfused whatever the stack's kernel (trial s26: BLOOM under
+    hf-trainer read "FlashAttention-2")."""
     if not s.flash_attention:
-        return [KERNEL_WORDS[AttentionKernel.EAGER]] * len(c)
-    timed = _flash_kernel_words(c, s)
-    return [KERNEL_WORDS[AttentionKernel.EAGER] if e else w for e, w in zip(eager.tolist(), timed, strict=True)]
+        return [TimedKernel(AttentionKernel.EAGER)] * len(c)
+    eager = eager_softcap_attention(model, c).tolist()
+    return [TimedKernel(AttentionKernel.EAGER) if e else k for e, k in zip(eager, _flash_kernels(c, s), strict=True)]
 
 
-def _flash_kernel_words(c: Candidates, s: ModelingSettings) -> list[str]:
-    """The flash kernel each row's stack runs (``attention_kernel_words``)."""
+def _flash_kernels(c: Candidates, s: ModelingSettings) -> list[TimedKernel]:
+    """The flash kernel each row's stack runs (``timed_attention_kernels``)."""
     if s.attention_kernel not in (None, AttentionKernel.CUDNN):
-        return [KERNEL_WORDS[s.attention_kernel]] * len(c)
+        return [TimedKernel(s.attention_kernel)] * len(c)
     cudnn, without_cp = cudnn_attention_rows(c, s), cudnn_attention_rows(c, s, cp_ok=True)
-    cp_note = " (cuDNN without cp: this stack's context parallelism calls the flash kernel)"
     return [
-        "cuDNN" if a else KERNEL_WORDS[AttentionKernel.FLASH2] + (cp_note if b else "")
+        TimedKernel(AttentionKernel.CUDNN) if a else TimedKernel(AttentionKernel.FLASH2, cp_fallback=b)
         for a, b in zip(cudnn.tolist(), without_cp.tolist(), strict=True)
     ]
 

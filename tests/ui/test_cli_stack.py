@@ -192,3 +192,34 @@ def test_partitioned_activations_under_megatron_deepspeed_and_refused_elsewhere(
     assert main(["estimate", *common, "--stack", "megatron-lm", "--partition-activations"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--stack megatron-deepspeed" in err
+
+
+def test_the_kernel_timed_is_typed_and_worded_in_the_pages_language():
+    """Review s25: the app recovered the kernel's name in Chinese by splitting the CLI's words, and
+    the Chinese page read "unfused"; the estimate now carries the kernel typed."""
+    from planner.api import build_plan
+    from planner.catalog.hf_config import model_from_hf_config
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.attention_kernels import AttentionKernel
+    from ui.i18n import Labels
+    from ui.single import kernel_words
+
+    bloom = model_from_hf_config(Path(__file__).parents[1] / "data" / "hf_configs" / "bloom.json")
+    training = TrainingConfig(seq_len=2048, impl="hf")
+    p = build_plan(bloom, "a100-80gb-sxm", Layout(), training, num_gpus=8, stack=Stack.HF_TRAINER)
+    assert p.estimate.attention_kernel_timed == AttentionKernel.EAGER
+    assert kernel_words(Labels("en"), p) == "unfused (scores through HBM)"
+    assert kernel_words(Labels("zh"), p) == "非融合（注意力分数经 HBM）"
+    cp = build_plan(
+        bloom.model_copy(update={"position": "rope", "family": "llama"}),
+        "h100-sxm",
+        Layout(cp=2),
+        TrainingConfig(seq_len=8192),
+        num_gpus=8,
+        stack=Stack.TORCHTITAN,
+    )
+    assert (cp.estimate.attention_kernel_timed, cp.estimate.attention_cp_fallback) == (AttentionKernel.FLASH2, True)
+    assert (
+        kernel_words(Labels("zh"), cp)
+        == "FlashAttention-2（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）"
+    )
