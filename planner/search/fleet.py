@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pulp
@@ -30,6 +30,7 @@ from planner.search.slots import (
     job_finish_s,
     job_rows,
     jobs_infeasible,
+    list_schedule,
     slot_length_s,
     usage_constraints,
 )
@@ -416,6 +417,7 @@ class _FleetModel:
                         float(self.owned_cost[option]),
                     )
                 )
+        assignments = compacted(assignments, purchased)
         ownership = sum(self.fixed_usd[g] * count for g, count in purchased.items())
         running = sum(a.cost_usd for a in assignments if a.owned)
         rent = sum(a.cost_usd for a in assignments if not a.owned)
@@ -427,3 +429,20 @@ class _FleetModel:
             rent_cost_usd=rent,
             assignments=tuple(assignments),
         )
+
+
+def compacted(assignments: list[FleetAssignment], purchased: Mapping[str, int]) -> list[FleetAssignment]:
+    """The owned jobs list-scheduled on the GPUs bought, in the order the slots started them
+    (slots.py ``list_schedule``: no job starts later, trial s25: a job waited for its slot with the
+    GPUs free); rented jobs start at once. Costs do not move: owned GPUs are paid for the horizon,
+    busy hours and rent by the hour."""
+    owned = [i for i, a in enumerate(assignments) if a.owned]
+    order = sorted(range(len(owned)), key=lambda k: assignments[owned[k]].start_s)
+    durations = [assignments[i].end_s - assignments[i].start_s for i in owned]
+    starts = list_schedule(
+        order, [assignments[i].gpu_id for i in owned], [assignments[i].num_gpus for i in owned], durations, purchased
+    )
+    out = list(assignments)
+    for k, i in enumerate(owned):
+        out[i] = replace(assignments[i], start_s=starts[k], end_s=starts[k] + durations[k])
+    return out

@@ -34,12 +34,13 @@ from planner.search.slots import (
     job_finish_s,
     job_rows,
     jobs_infeasible,
+    list_schedule,
     slot_length_s,
     usage_constraints,
 )
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-__all__ = ["JobAssignment", "PortfolioSolution", "list_schedule", "solve_portfolio"]
+__all__ = ["JobAssignment", "PortfolioSolution", "solve_portfolio"]
 
 
 @dataclass(frozen=True)
@@ -376,34 +377,6 @@ def _flow_constraints(
         problem += pulp.lpSum(outflow[-1]) <= limit
         gpu_days = pulp.lpSum(_dot(y, options.n * options.T, (options.job == j) & (options.gpu == g)) for j in users)
         problem += limit * M >= gpu_days  # (7)
-
-
-def list_schedule(
-    order: Sequence[int],
-    gpu: Sequence[str],
-    num_gpus: Sequence[int],
-    duration: Sequence[float],
-    inventory: Mapping[str, int],
-) -> list[float]:
-    """Start times of a serial list schedule: each job, in ``order``, starts at the earliest time
-    from which its GPU type has its ``num_gpus`` free for its whole duration, given the jobs
-    placed before it (every job fits the inventory alone). Times in the unit of ``duration``."""
-    start = [math.nan] * len(order)
-    placed: list[int] = []
-    for j in order:
-        same = [k for k in placed if gpu[k] == gpu[j]]
-        for t in sorted({0.0, *(start[k] + duration[k] for k in same)}):
-            end = t + duration[j]
-            checks = [t, *(start[k] for k in same if t < start[k] < end)]
-            if all(
-                num_gpus[j] + sum(num_gpus[k] for k in same if start[k] <= tau < start[k] + duration[k])
-                <= inventory[gpu[j]]
-                for tau in checks
-            ):
-                start[j] = t
-                break
-        placed.append(j)
-    return start
 
 
 def _solution(

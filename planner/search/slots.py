@@ -26,6 +26,7 @@ __all__ = [
     "job_finish_s",
     "job_rows",
     "jobs_infeasible",
+    "list_schedule",
     "slot_length_s",
     "usage_constraints",
 ]
@@ -185,3 +186,31 @@ def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasibleP
         available=first.available if same else None,
         jobs=tuple(failed),
     )
+
+
+def list_schedule(
+    order: Sequence[int],
+    gpu: Sequence[str],
+    num_gpus: Sequence[int],
+    duration: Sequence[float],
+    inventory: Mapping[str, int],
+) -> list[float]:
+    """Start times of a serial list schedule: each job, in ``order``, starts at the earliest time
+    from which its GPU type has its ``num_gpus`` free for its whole duration, given the jobs
+    placed before it (every job fits the inventory alone). Times in the unit of ``duration``."""
+    start = [math.nan] * len(order)
+    placed: list[int] = []
+    for j in order:
+        same = [k for k in placed if gpu[k] == gpu[j]]
+        for t in sorted({0.0, *(start[k] + duration[k] for k in same)}):
+            end = t + duration[j]
+            checks = [t, *(start[k] for k in same if t < start[k] < end)]
+            if all(
+                num_gpus[j] + sum(num_gpus[k] for k in same if start[k] <= tau < start[k] + duration[k])
+                <= inventory[gpu[j]]
+                for tau in checks
+            ):
+                start[j] = t
+                break
+        placed.append(j)
+    return start

@@ -13,8 +13,8 @@ from support import SOLVERS
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import GpuEconomics, HourlyRate, TcoAssumptions, break_even, size_fleet
 from planner.search.ilp import ScoredTable, solve_single
-from planner.search.portfolio import list_schedule, solve_portfolio
-from planner.search.slots import JobCandidates
+from planner.search.portfolio import solve_portfolio
+from planner.search.slots import JobCandidates, list_schedule
 
 DAY = 86400.0
 GPUS = np.array(["a100", "h100"], dtype=object)
@@ -344,6 +344,22 @@ def test_fleet_sizing_buys_when_the_horizon_is_busy_and_rents_when_it_is_not() -
     assert all(a.owned for a in cheap.mixed.assignments)
     assert cheap.mixed.total_cost_usd < cheap.rent_only.total_cost_usd
     assert cheap.rent_only.purchased == {} and cheap.rent_only.rent_cost_usd == pytest.approx(8 * 11 * 24 * 4.0)
+
+
+def test_a_fleets_owned_jobs_start_when_the_gpus_free_up_not_at_a_slot() -> None:
+    """Trial s25: the fleet schedule was slot-aligned, a job waiting for its slot with the bought
+    GPUs free (slots of 28/12 days: after a first job of 5 or 6 days the second waited for day 7);
+    owned jobs are list-scheduled in the slots' order now, and no cost moves."""
+    jobs = two_big_jobs()  # 8 h100 for 5 days and 6 days
+    tco = TcoAssumptions(lifetime_years=6, residual_fraction=0.5, hosting_usd_per_gpu_month=0.0)
+    sized = size_fleet(jobs, ECONOMICS, horizon_days=28, num_slots=12, tco=tco)
+    result = sized.mixed
+    assert result.purchased == {"h100": 8} and all(a.owned for a in result.assignments)
+    first, second = sorted(result.assignments, key=lambda a: a.start_s)
+    assert first.start_s == 0 and second.start_s == first.end_s and second.end_s == 11 * DAY
+    assert result.total_cost_usd == pytest.approx(
+        result.ownership_cost_usd + sum(a.cost_usd for a in result.assignments)
+    )
 
 
 def test_break_even_utilisation_balances_owning_and_renting() -> None:
