@@ -107,6 +107,8 @@ class RunReport(_Report):
     # left out (trial s25: after a resume a report of one step's timing read as the whole run's);
     # 0 in reports written before it.
     measured_steps: int = 0
+    # True where the job has run no step but a launch's first (warm-up): the timing includes it.
+    measured_warmup_only: bool = False
     layout: str  # Layout.describe() of the run
     gpu: str
 

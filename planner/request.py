@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.accuracy import DEFAULT_RISK, Risk
@@ -22,7 +23,6 @@ from planner.layout import (
     Precision,
     TrainingConfig,
     max_pipeline_stages,
-    stage_layer_counts,
 )
 from planner.limits import (
     MAX_BATCH_TOKENS,
@@ -37,6 +37,7 @@ from planner.limits import (
 )
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import code, matmul_peak
+from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -133,11 +134,7 @@ class PlanRequest(BaseModel):
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
-        if problem := (
-            partition_problem(self.stack, self.partition_activations)
-            or impl_problem(self.stack, self.impl)
-            or compile_problem(self.stack, self.compile)
-        ):
+        if problem := settings_problem(self.stack, self.impl, self.compile, self.partition_activations):
             raise ValueError(problem)
         return self
 
@@ -238,19 +235,40 @@ def impl_problem(stack: Stack, impl: Implementation | None) -> str | None:
     return f"{stack.value} trains {whose} (impl {stack.modules.value}): drop --impl {impl.value}"
 
 
+def settings_problem(
+    stack: Stack, impl: Implementation | None, compile: bool, partition_activations: bool
+) -> str | None:
+    """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
+    activations, the modules, torch.compile. The search's rows and an estimate's layout also meet
+    ``configuration_problem``'s layout rules."""
+    return (
+        partition_problem(stack, partition_activations) or impl_problem(stack, impl) or compile_problem(stack, compile)
+    )
+
+
+def configuration_problem(
+    stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig, partition_activations: bool
+) -> str | None:
+    """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
+    the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
+    checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
+    return (
+        settings_problem(stack, training.impl, training.compile, partition_activations)
+        or stack_problem(stack, layout)
+        or ac_blocks_problem(model, layout, training)
+    )
+
+
 def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig) -> str | None:
     """Why ``training.ac_blocks`` cannot be checkpointed on ``layout`` (None: it can): more blocks
-    than the fullest pp rank holds (trial s26: `--ac-blocks 50` on 12 blocks per rank printed "50
-    per pp rank" and ran as full recompute)."""
-    stages = layout.pp * layout.vpp
-    if training.activation_checkpointing != ActivationCheckpointing.BLOCKS or stages > max_pipeline_stages(
-        model.num_layers
+    than the fullest pp rank holds (``too_many_ac_blocks``, the search's filter too)."""
+    if training.activation_checkpointing != ActivationCheckpointing.BLOCKS or layout.pp * layout.vpp > (
+        max_pipeline_stages(model.num_layers)
     ):
         return None  # not blocks, or stages the structural rules refuse
-    counts = stage_layer_counts(model.num_layers, stages)
-    most = max(sum(counts[rank :: layout.pp]) for rank in range(layout.pp))
-    if training.ac_blocks <= most:
+    if not too_many_ac_blocks(model.num_layers, training.ac_blocks, layout.pp, layout.vpp)[0]:
         return None
+    most = int(full_ac_blocks(model.num_layers, *np.atleast_1d(layout.pp, layout.vpp))[0])
     where = f"{model.num_layers} over pp {layout.pp}" + (f" x vpp {layout.vpp}" if layout.vpp > 1 else "")
     return (
         f"--ac-blocks {training.ac_blocks}: a pp rank holds at most {most} blocks ({where}); checkpoint at most"

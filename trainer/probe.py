@@ -220,6 +220,7 @@ class RunSummary:
     bad_steps: int
     wall_s: float
     measured_steps: int = 0  # the job's warm steps the timings come from (job_step_times)
+    measured_warmup_only: bool = False  # no warm step yet: the one step timed is a warm-up
 
 
 def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> RunReport:
@@ -252,6 +253,7 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         bad_steps=summary.bad_steps,
         wall_s=summary.wall_s,
         measured_steps=summary.measured_steps,
+        measured_warmup_only=summary.measured_warmup_only,
         layout=plan.layout.describe(),
         gpu=plan.gpu,
     )
@@ -262,14 +264,22 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
 REPORT_FORMATS = {"step_s": ".3f", "tokens_per_s": ",.0f", "peak_gib": ".2f", "mfu": ".3f"}  # RunFigures' fields
 
 
+def timing_line(report: RunReport) -> str:
+    """Which steps the measured figures come from (the memory peak is this launch's)."""
+    if report.measured_warmup_only:
+        steps = "its only step, a warm-up (start-up costs included)"
+    else:
+        steps = f"{report.measured_steps} step(s) of the job, every launch's first left out"
+    return f"step time measured over {steps}; memory peak of this launch (metrics.jsonl holds every step)"
+
+
 def format_report(report: RunReport) -> str:
     def show(value, fmt):
         return "-" if value is None else format(value, fmt)
 
     lines = [
         f"run {report.outcome} at step {report.steps_done} ({report.wall_s:.0f} s this launch), layout {report.layout}",
-        f"measured over {report.measured_steps} step(s) of the job, every launch's first step left out"
-        " (metrics.jsonl holds every step)",
+        timing_line(report),
         f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
     if not report.comparable:

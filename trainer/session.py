@@ -500,5 +500,6 @@ class Session:
             bad_steps=self.state.bad_steps,
             wall_s=time.perf_counter() - self.started,
             measured_steps=len(times),
+            measured_warmup_only=not earlier and len(self.meter.step_times) <= 1,
         )
         log.info("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)))

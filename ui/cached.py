@@ -6,6 +6,7 @@ the scored candidate table is a shared read-only resource.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pandas as pd
@@ -102,6 +103,14 @@ def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
     return app_core.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
 
 
+def portfolio_requests(jobs: tuple[tuple[str, str], ...], stack: Stack, network: str | None) -> dict[str, PlanRequest]:
+    """Each job's request on the sidebar's stack and network, validated again (review s26: a copy
+    kept the modules its own stack had resolved, Hugging Face's under megatron-core): the app sets
+    no --impl, so the stack's own."""
+    update = {"stack": stack, "network": network, "impl": None}
+    return {name: PlanRequest.model_validate({**json.loads(text), **update}) for name, text in jobs}
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def cached_portfolio(
     jobs: tuple[tuple[str, str], ...],
@@ -117,8 +126,7 @@ def cached_portfolio(
 ) -> app_core.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
     the sidebar's network (one cluster's inventory); ``rented``: the types without a count."""
-    update = {"stack": stack, "network": network}
-    requests = {name: PlanRequest.model_validate_json(text).model_copy(update=update) for name, text in jobs}
+    requests = portfolio_requests(jobs, stack, network)
     return app_core.solve_jobs(
         requests,
         dict(inventory),

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from planner.catalog.prices import PriceBasis
+from planner.model.attention_kernels import AttentionKernel
+from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
 from ui.i18n_page import PAGE_LABELS
@@ -334,16 +337,18 @@ _LABELS: dict[str, tuple[str, str]] = {
         "选择本方案。",
     ),
     # The kernel names stay (proper nouns); unfused attention and the cp fallback are worded.
-    "kernel_eager": ("unfused (scores through HBM)", "非融合（注意力分数经 HBM）"),
-    "kernel_cp_fallback": (
-        " (cuDNN without cp: this stack's context parallelism calls the flash kernel)",
-        "（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）",
-    ),
+    "kernel_eager": (KERNEL_WORDS[AttentionKernel.EAGER], "非融合（注意力分数经 HBM）"),
+    "kernel_cp_fallback": (CP_FALLBACK_WORDS, "（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）"),
     "card_price": ("Cost at ${price:,.2f}/GPU-h: {basis}.", "费用按每 GPU 小时 ${price:,.2f} 计：{basis}。"),
-    "price_basis_catalog": ("the median of on-demand offers", "按需报价的中位数"),
-    "price_basis_estimate": ("estimated, no on-demand offer found", "估算值，未找到按需报价"),
-    "price_basis_user": ("the price you entered", "您输入的价格"),
-    "price_basis_kind": ("the median of {kind} offers", "{kind} 报价的中位数"),
+    # The CLI's words in English (planner/catalog/prices.py), translated.
+    "price_basis_catalog": (PriceBasis.CATALOG.words, "按需报价的中位数"),
+    "price_basis_estimate": (PriceBasis.ESTIMATE.words, "估算值，并非所列按需报价的中位数"),
+    "price_basis_file": (PriceBasis.FILE.words, "GPU 文件自带的价格：见其来源"),
+    "price_basis_user": (PriceBasis.USER.words, "您的价格"),
+    "price_basis_on_demand": (PriceBasis.ON_DEMAND.words, "按需报价的中位数"),
+    "price_basis_spot": (PriceBasis.SPOT.words, "竞价报价的中位数"),
+    "price_basis_reserved_1y": (PriceBasis.RESERVED_1Y.words, "一年预留报价的中位数"),
+    "price_basis_reserved_3y": (PriceBasis.RESERVED_3Y.words, "三年预留报价的中位数"),
     "card_footer": (
         "step {step} s · {tokens} tokens/s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s",

@@ -63,7 +63,7 @@ def attention_words(p: Plan) -> str:
 
 
 def price_words(p: Plan) -> str:
-    """' at $5.07/GPU-h (estimated: no on-demand offer found)': the price behind the cost and where
+    """' at $5.07/GPU-h (an estimate, not a median of listed on-demand offers)': the price behind the cost and where
     it comes from (trial s26: no cost said either)."""
     if p.price_per_gpu_hour_usd is None:
         return ""
@@ -301,7 +301,7 @@ def explain(p: Plan, *, as_json: bool, calibration=None) -> None:
         emit_json(
             {
                 "plan": estimate_json(p.estimate),
-                "network": p.network,
+                **plan_facts_json(p),
                 "notes": notes,
                 "calibration": calibration_json(calibration, p.calibration),
             }
@@ -319,7 +319,7 @@ def catalog(cat, *, as_json: bool) -> None:
         emit_json({gid: g.model_dump(mode="json") for gid, g in cat.gpus.items()})
         return
     table = Table(
-        title="GPU catalog (dense peaks; scale-up GB/s per direction; * estimated price: no on-demand offer found;"
+        title=f"GPU catalog (dense peaks; scale-up GB/s per direction; * price: {PriceBasis.ESTIMATE.words};"
         " sources: --json)"
     )
     # The scale-up rate per direction is what the export parts cut (H800, A800: trial s24).

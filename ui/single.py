@@ -169,17 +169,24 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:
-    """'Cost at $5.07/GPU-h: estimated, no on-demand offer found.' (trial s26: no cost said its
+    """'Cost at $5.07/GPU-h: an estimate, not a median of listed on-demand offers.' (trial s26: no cost said its
     price or that some prices are estimates); None for an owned GPU's cost or an unpriced plan."""
     if bought or plan.price_per_gpu_hour_usd is None or plan.price_basis is None:
         return None
-    basis = plan.price_basis
-    words = tr(f"price_basis_{basis.value}") if basis in OWN_PRICE_BASES else tr("price_basis_kind", kind=basis.value)
-    return tr("card_price", price=plan.price_per_gpu_hour_usd, basis=words)
+    return tr("card_price", price=plan.price_per_gpu_hour_usd, basis=tr(PRICE_BASIS_KEYS[plan.price_basis]))
 
 
-# The price bases worded on their own; the others are a price kind's offers ("median of spot offers").
-OWN_PRICE_BASES = (PriceBasis.CATALOG, PriceBasis.ESTIMATE, PriceBasis.USER)
+# Each price basis's words (ui/i18n.py), one key per basis.
+PRICE_BASIS_KEYS = {
+    PriceBasis.CATALOG: "price_basis_catalog",
+    PriceBasis.ESTIMATE: "price_basis_estimate",
+    PriceBasis.FILE: "price_basis_file",
+    PriceBasis.USER: "price_basis_user",
+    PriceBasis.ON_DEMAND: "price_basis_on_demand",
+    PriceBasis.SPOT: "price_basis_spot",
+    PriceBasis.RESERVED_1Y: "price_basis_reserved_1y",
+    PriceBasis.RESERVED_3Y: "price_basis_reserved_3y",
+}
 
 
 def card_captions(

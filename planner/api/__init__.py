@@ -34,7 +34,7 @@ from planner.api.notices import (
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import catalog_with_price_kind
+from planner.catalog.prices import PRICE_KINDS, catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
@@ -51,20 +51,16 @@ from planner.plan_calibration import PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
     PlanRequest,
-    ac_blocks_problem,
     allowed_gpus,
     catalog_with_prices,
-    compile_problem,
+    configuration_problem,
     count_limits,
     default_global_batch_tokens,
-    impl_problem,
     kernel_problem,
-    partition_problem,
     request_settings,
     requested_batch_tokens,
     run_settings,
     solve_request,
-    stack_problem,
 )
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch, solve_single
 from planner.search.score import candidate_table, scored_table, search_space
@@ -372,13 +368,7 @@ def build_plan(
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only)."""
-    if problem := (
-        partition_problem(Stack(stack), partition_activations)
-        or impl_problem(Stack(stack), training.impl)
-        or compile_problem(Stack(stack), training.compile)
-        or stack_problem(Stack(stack), layout)
-        or ac_blocks_problem(model, layout, training)
-    ):
+    if problem := configuration_problem(Stack(stack), model, layout, training, partition_activations):
         raise ValueError(problem)
     settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations)
     base, record = calibrated(catalog, calibration)
@@ -446,15 +436,20 @@ def restack(
     otherwise the new plan records ``calibration`` (None: none, whatever ``plan_`` was made with)."""
     if stack == plan_.stack and catalog is None and settings is None and calibration is None:
         return plan_
+    # The target stack's own modules, and no torch.compile where it has none (review s26: explain
+    # --stack megatron-core of a hf-trainer plan was refused "drop --impl hf", a flag explain lacks).
+    training = plan_.training.model_copy(
+        update={"impl": stack.modules or plan_.training.impl, "compile": plan_.training.compile and stack.compiles}
+    )
     again = build_plan(
         plan_.model,
         plan_.gpu,
         plan_.layout,
-        plan_.training,
+        training,
         num_gpus=plan_.num_gpus,
         num_nodes=plan_.num_nodes,
         training_tokens=plan_.training_tokens,
-        price=plan_.price_per_gpu_hour_usd,
+        **price_args(plan_),
         hf_config_path=plan_.hf_config_path,
         catalog=catalog,
         requested_global_batch_tokens=plan_.estimate.requested_global_batch_tokens,
@@ -466,7 +461,23 @@ def restack(
         partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
         network=plan_.network,
     )
-    # The same price, from where it came (passed on as a price, it would read as the user's own).
+    return with_price_basis(again, plan_)
+
+
+def price_args(plan_: Plan) -> dict:
+    """How a re-estimate of ``plan_`` is priced as the plan was: its price kind's offers again (their
+    whole-node billing and spot interruptions with them), else its own price per GPU-hour."""
+    basis = plan_.price_basis
+    if basis is not None and basis.value in PRICE_KINDS:
+        return {"price_kind": basis.value}
+    return {"price": plan_.price_per_gpu_hour_usd}
+
+
+def with_price_basis(again: Plan, plan_: Plan) -> Plan:
+    """``again`` priced by ``price_args``, with ``plan_``'s price basis: a price passed on as a price
+    would read as the user's own."""
+    if "price" not in price_args(plan_):
+        return again
     return again.model_copy(update={"price_basis": plan_.price_basis})
 
 
@@ -509,6 +520,11 @@ def replan(
     )
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
     catalog = catalog_on_network(catalog or load_catalog(), plan_.network)
+    priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
+    if "price_kind" in priced:
+        catalog = catalog_with_price_kind(catalog, priced["price_kind"], [plan_.gpu], settings)
+    elif priced["price"] is not None:
+        catalog = catalog_with_prices(catalog, {plan_.gpu: priced["price"]})
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
     table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)
     solution = solve_single(
@@ -518,7 +534,7 @@ def replan(
         top_k=0,
         batch_target=plan_.estimate.global_batch_tokens,
     )
-    replanned = plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected)
+    replanned = with_price_basis(plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected), plan_)
     requested = plan_.estimate.requested_global_batch_tokens  # what the first plan was asked for
     if requested is None:
         return replanned

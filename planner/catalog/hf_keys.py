@@ -78,7 +78,11 @@ def layer_kinds(cfg: HfConfig, layers: int) -> list[str] | None:
         return None
     # An unknown name was read as full attention (trial s26: a misspelt list doubled a model's
     # attention time at 32K without a word).
-    if not isinstance(kinds, list) or len(kinds) != layers or not all(k in LAYER_KINDS for k in kinds):
+    if (
+        not isinstance(kinds, list)
+        or len(kinds) != layers
+        or not all(isinstance(k, str) and k in LAYER_KINDS for k in kinds)
+    ):
         raise cfg.error(RuleCode.HF_LAYER_TYPES, layers=layers)
     return kinds
 

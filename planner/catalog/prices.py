@@ -48,8 +48,9 @@ class PriceBasis(StrEnum):
     said its $/GPU-hour, nor that some are estimates)."""
 
     CATALOG = "catalog"  # the median of the on-demand rates the GPU file cites
-    ESTIMATE = "estimate"  # the GPU file's estimate: no on-demand rate was found (its ESTIMATE source)
-    USER = "user"  # the user's own price (--price)
+    ESTIMATE = "estimate"  # the GPU file's estimate, not such a median (its ESTIMATE source)
+    FILE = "file"  # a GPU file's own price of another kind (a user's file with a quote): its source says
+    USER = "user"  # the user's own price (--price, a jobs file's, the app's table)
     # The median of the GPU's offers of a price kind (--price-kind; PRICE_KINDS), by kind:
     ON_DEMAND = "on-demand"
     SPOT = "spot"
@@ -63,16 +64,21 @@ class PriceBasis(StrEnum):
 
 PRICE_BASIS_WORDS = {
     PriceBasis.CATALOG: "median of on-demand offers",
-    PriceBasis.ESTIMATE: "estimated: no on-demand offer found",
-    PriceBasis.USER: "your --price",
+    PriceBasis.ESTIMATE: "an estimate, not a median of listed on-demand offers",
+    PriceBasis.FILE: "the GPU file's own price: see its source",
+    PriceBasis.USER: "your price",
 }
-# How a GPU file marks a price it estimated (hw_catalog/gpus/*.toml sources.price_usd_per_gpu_hour).
+# How a GPU file states its price's source (hw_catalog/gpus/*.toml sources.price_usd_per_gpu_hour):
+# the catalog's median of listed on-demand rates, or its estimate.
+MEDIAN_SOURCE_PREFIX = "median over providers"
 ESTIMATE_SOURCE_PREFIX = "ESTIMATE"
 
 
 def file_price_basis(source: str) -> PriceBasis:
     """The basis of a GPU file's own price, from its stated source."""
-    return PriceBasis.ESTIMATE if source.startswith(ESTIMATE_SOURCE_PREFIX) else PriceBasis.CATALOG
+    if source.startswith(MEDIAN_SOURCE_PREFIX):
+        return PriceBasis.CATALOG
+    return PriceBasis.ESTIMATE if source.startswith(ESTIMATE_SOURCE_PREFIX) else PriceBasis.FILE
 
 
 class PriceOffer(BaseModel):

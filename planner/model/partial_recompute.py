@@ -48,6 +48,14 @@ def full_ac_blocks(num_layers: int, pp: np.ndarray, vpp: np.ndarray) -> np.ndarr
     return most[inverse]
 
 
+def too_many_ac_blocks(num_layers: int, ac_blocks, pp, vpp) -> np.ndarray:
+    """Rows asking to checkpoint more blocks per pp rank than the fullest rank holds (trial s26:
+    `--ac-blocks 50` on 12 blocks per rank ran as full recompute under "50 per pp rank"); one rule
+    for the search's filter and an estimate's refusal (planner/request.py ``ac_blocks_problem``)."""
+    ac_blocks, pp, vpp = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v)) for v in (ac_blocks, pp, vpp)))
+    return ac_blocks > full_ac_blocks(num_layers, pp, vpp)
+
+
 def fit_ac_blocks(
     model: ModelSpec,
     c: Candidates,

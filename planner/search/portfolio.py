@@ -117,7 +117,8 @@ def solve_portfolio(
     Jobs j; rows c in R_j (memory, divisibility, batch, C_c <= B_j, n_c <= inv_g(c) as filters);
     the GPU types g of the inventory cost F_g per held GPU-hour and v_g per busy one (``rates``;
     a type without one: F_g = the rent its rows imply, v_g = 0; a ``rented`` type, not held, its
-    count a cap on GPUs rented at once: F_g = 0, v_g = that rent). Times in days; H a bound on
+    count a cap on GPUs rented at once: F_g = 0, and each row costs its own rent C_c, its job's price
+    and whole-node billing, in place of v_g n_c T_c). Times in days; H a bound on
     any left-justified schedule (sum_j max_c T_c; D_j = min(deadline, horizon, H)):
 
         variables   y_c, x_ij in {0, 1};  S_j, M >= 0;  f_ijg >= 0 (i in {0} + J, j in J)
@@ -151,7 +152,7 @@ def solve_portfolio(
         raise ValueError(f"num_slots: expected >= 1, got {num_slots}")
     F, v = _hourly(jobs, inventory, rates, rented)
     finish_by = [job_finish_s(job, horizon_s) for job in jobs]
-    options = _candidate_rows(jobs, inventory, finish_by, F, v, prune)
+    options = _candidate_rows(jobs, inventory, finish_by, F, v, prune, rented)
     weights = _weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory)
     H = float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
     D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
@@ -276,15 +277,14 @@ def _hourly(
     rates: Mapping[str, HourlyRate] | None,
     rented: frozenset[str],
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """F_g and v_g per inventory type, USD per GPU-hour: a ``rented`` type 0 held, its rent busy;
-    another ``rates``, else its rent held, 0 busy."""
+    """F_g and v_g per inventory type, USD per GPU-hour: ``rates``, else its rent held, 0 busy; a
+    ``rented`` type 0 and 0 (each of its rows costs its own rent, ``_candidate_rows``)."""
     F, v = {}, {}
     for gpu in inventory:
-        rate = None if gpu in rented else (rates or {}).get(gpu)
+        rate = HourlyRate(0.0) if gpu in rented else (rates or {}).get(gpu)
         if rate is None:
             rent = implied_rent_usd_per_gpu_hour(gpu, jobs)
-            rent = rent if math.isfinite(rent) else 0.0
-            rate = HourlyRate(0.0, rent) if gpu in rented else HourlyRate(rent)
+            rate = HourlyRate(rent if math.isfinite(rent) else 0.0)
         F[gpu], v[gpu] = rate.held_usd_per_gpu_hour, rate.busy_usd_per_gpu_hour
     return F, v
 
@@ -296,6 +296,7 @@ def _candidate_rows(
     F: Mapping[str, float],
     v: Mapping[str, float],
     prune: bool,
+    rented: frozenset[str] = frozenset(),
 ) -> _Rows:
     """R_j for every job, priced; pruned to the rows no row of the same type beats on GPU-hours,
     time and GPU count (cost is GPU-hours times a per-type rate, so the optimum survives)."""
@@ -311,7 +312,10 @@ def _candidate_rows(
         if prune:
             keep = pareto_mask(table.gpu_id[rows], gpu_hours, table.time_to_train_s[rows], size=table.num_gpus[rows])
             rows, gpu_hours = rows[keep], gpu_hours[keep]
-        busy = np.array([v[g] for g in table.gpu_id[rows]]) * gpu_hours
+        # A rented row costs its own rent (its job's price, whole-node billing): review s26, one rent
+        # averaged over every job's rows of the type billed none of them as its estimate does.
+        rent = np.isin(table.gpu_id[rows], list(rented))
+        busy = np.where(rent, table.cost_usd[rows], np.array([v[g] for g in table.gpu_id[rows]]) * gpu_hours)
         held = np.array([F[g] for g in table.gpu_id[rows]]) * gpu_hours
         parts.append(
             (

@@ -34,7 +34,7 @@ from planner.model.candidates import (
     Candidates,
     hardware_columns,
 )
-from planner.model.partial_recompute import full_ac_blocks
+from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -209,6 +209,7 @@ def gpu_rows(
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
         & ~space.stack.refusals(tp, pp, sharding, rows["vpp"], cp, rows["ep"]).any()
+        & ~excess_ac_blocks(model, space, rows)
         & structurally_valid(
             model,
             tp=tp,
@@ -234,6 +235,14 @@ def gpu_rows(
     rows["grad_accum"] = grad_accum[ok].astype(int)
     del rows["variant"]
     return rows
+
+
+def excess_ac_blocks(model: ModelSpec, space: SearchSpace, rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The ``blocks`` rows whose requested count exceeds what their fullest pp rank holds."""
+    if space.ac_blocks is None:
+        return np.zeros(len(rows["ac"]), dtype=bool)
+    blocks = rows["ac"] == AC_BLOCKS
+    return blocks & too_many_ac_blocks(model.num_layers, space.ac_blocks, rows["pp"], rows["vpp"])
 
 
 def searched_ac_codes(space: SearchSpace) -> list[int]:

@@ -54,6 +54,8 @@ CASES = [
     # trial s26: an unknown kind was read as full attention, an index past the last layer ignored
     ("gemma2", dict(layer_types=["sliding_attention", "ful_attention"] * 21), _C.HF_LAYER_TYPES,
      "'layer_types' must list one attention type per layer (42): full_attention, sliding_attention or chunked_attention"),
+    ("gemma2", dict(layer_types=[["full_attention"]] * 42), _C.HF_LAYER_TYPES,
+     "'layer_types' must list one attention type per layer (42): full_attention, sliding_attention or chunked_attention"),
     ("qwen2_moe", dict(mlp_only_layers=[99]), _C.HF_LAYER_LIST, "'mlp_only_layers' must be a list of layer indices, 0 to 23"),
     ("mpt", dict(expansion_ratio="4"), _C.HF_MPT_EXPANSION, "'expansion_ratio' = '4' is not a sensible positive number"),
     ("mpt", dict(ffn_config={"ffn_type": "te_ln_mlp"}), _C.HF_MPT_FFN_TYPE, "ffn_config.ffn_type 'te_ln_mlp' is not supported (only 'mptmlp')"),

@@ -183,3 +183,17 @@ def test_the_fit_is_the_fewest_that_fit_with_memorys_floats(preset, stack):
     assert len(lowered) > 10
     fewer = memory(request.model, dataclasses.replace(c, ac_blocks=c.ac_blocks - 1), s)
     assert not fits(fewer.device_total[lowered], c.memory_bytes[lowered], s.memory_headroom).any()
+
+
+def test_the_search_plans_no_more_blocks_per_rank_than_a_rank_holds():
+    """Review s26: `--ac-blocks 20` was refused on one layout's estimate but planned on a pp=2 row of
+    12 blocks per rank; the search drops those rows by the estimate's own rule."""
+    model = get_preset("gpt3-350m")  # 24 blocks
+    request = PlanRequest(
+        model=model, training_tokens=1e9, gpus={"h100-sxm": 8}, activation_checkpointing=(AC.BLOCKS,), ac_blocks=20
+    )
+    c = build_candidates(model, load_catalog(), {"h100-sxm": 8}, search_space(request))
+    blocks = c.ac == AC_BLOCKS
+    assert blocks.any() and (c.pp[blocks] == 1).any()
+    assert (full_ac_blocks(model.num_layers, c.pp[blocks], c.vpp[blocks]) >= 20).all()
+    assert not (blocks & (c.pp > 1)).any()  # 24 blocks over pp 2 leave at most 13 per rank

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -219,6 +220,11 @@ def test_report_has_predicted_and_measured(tmp_path):
     text = format_report(report)
     assert "step_s" in text and "-50.0%" in text and "perplexity 27.10" in text
     assert "measured over 7 step(s) of the job" in text and report.measured_steps == 7  # trial s25
+    assert "memory peak of this launch" in text  # review s26: the step is the job's, the peak is not
+    single = format_report(
+        write_report(tmp_path, plan, dataclasses.replace(summary, measured_steps=1, measured_warmup_only=True))
+    )
+    assert "its only step, a warm-up" in single and "first left out" not in single
     on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu"))
     assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu
 
@@ -247,6 +253,7 @@ REPORT_KEYS = {
     "bad_steps": None,
     "wall_s": None,
     "measured_steps": None,
+    "measured_warmup_only": None,
     "layout": None,
     "gpu": None,
 }

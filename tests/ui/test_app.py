@@ -378,7 +378,16 @@ def test_a_partial_inventory_counts_idle_cost_on_the_held_type_only():
     expected = plan_portfolio(
         {"small": request}, inventory, objective="cost", settings=DEFAULT_SETTINGS, rented=frozenset({"a100-80gb-sxm"})
     )
-    assert expected.held_types == ("h100-sxm",) and expected.idle_cost_usd < 1e5
+    assert expected.held_types == ("h100-sxm",)
+    # By hand: the 8 held H100s' fixed rate over the makespan, less the hours jobs used on them.
+    from planner.api.explore import owned_rates
+    from planner.catalog.hardware import load_catalog
+    from planner.search.fleet import TcoAssumptions
+
+    held = owned_rates(load_catalog(), {"h100-sxm": 8}, TcoAssumptions(), DEFAULT_SETTINGS)["h100-sxm"]
+    used = sum(a.num_gpus * (a.end_s - a.start_s) for a in expected.assignments if a.gpu_id == "h100-sxm")
+    idle_hours = (8 * expected.makespan_s - used) / 3600
+    assert expected.idle_cost_usd == pytest.approx(held.held_usd_per_gpu_hour * idle_hours, rel=1e-6, abs=1e-6)
     assert card(at)[EN("idle_cost")] == app_core.money(expected.idle_cost_usd)
     assert card(at)[EN("jobs_cost")] == app_core.money(expected.total_cost_usd)
 
@@ -577,6 +586,26 @@ def test_the_card_says_the_price_behind_its_cost_and_where_it_comes_from():
     """Trial s26: no cost said its $/GPU-h, nor that the H800's is an estimate (no on-demand offer)."""
     at = run_app(gpus=["h800"])
     captions = [c.value for c in at.caption]
-    assert "Cost at $5.07/GPU-h: estimated, no on-demand offer found." in captions
+    assert "Cost at $5.07/GPU-h: an estimate, not a median of listed on-demand offers." in captions
     at = run_app(gpus=["h100-sxm"], prices={"h100-sxm": 2.5})
-    assert "Cost at $2.50/GPU-h: the price you entered." in [c.value for c in at.caption]
+    assert "Cost at $2.50/GPU-h: your price." in [c.value for c in at.caption]
+    from planner.catalog.prices import PriceBasis
+    from ui.single import PRICE_BASIS_KEYS
+
+    assert set(PRICE_BASIS_KEYS) == set(PriceBasis)  # every basis worded, in both languages
+    assert all(ZH(key) != EN(key) for key in PRICE_BASIS_KEYS.values())
+
+
+def test_a_portfolio_job_takes_the_sidebars_stack_and_its_modules():
+    """Review s26: a job added under trainplan (gemma2: Hugging Face's modules) and solved under
+    megatron-core kept impl hf, which megatron-core refuses on its own."""
+    from planner.layout import Implementation
+    from planner.model.stacks import Stack
+    from ui.cached import portfolio_requests
+
+    job = request_for(model=get_preset("gemma2-9b"), gpus={"h100-sxm": 8})
+    assert job.impl == Implementation.HF
+    (request,) = portfolio_requests((("a", job.model_dump_json()),), Stack.MEGATRON_CORE, None).values()
+    assert (request.stack, request.impl) == (Stack.MEGATRON_CORE, Implementation.NATIVE)
+    (back,) = portfolio_requests((("a", request.model_dump_json()),), Stack.TRAINPLAN, "ib-ndr-400").values()
+    assert (back.impl, back.network) == (Implementation.HF, "ib-ndr-400")

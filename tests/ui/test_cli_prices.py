@@ -83,9 +83,13 @@ def test_every_cost_says_its_price_and_where_that_price_comes_from(tmp_path) -> 
     base = ["estimate", "--model", "gpt3-125m", "--gpu", "h800", "--num-gpus", "8", "--tokens", "1e9"]
     assert CATALOG.gpu("h800").price_basis == PriceBasis.ESTIMATE
     assert CATALOG.gpu("h100-sxm").price_basis == PriceBasis.CATALOG
+    from planner.catalog.prices import file_price_basis
+
+    # review s26: a user's GPU file quoting a vendor read as "median of on-demand offers"
+    assert file_price_basis("vendor quote, 2026-11") == PriceBasis.FILE
     code, out, err = trainplan(*base)
     assert code == 0, err
-    assert "at $5.07/GPU-h (estimated: no on-demand offer found)" in out
+    assert "at $5.07/GPU-h (an estimate, not a median of listed on-demand offers)" in out
     code, out, _ = trainplan(*base, "--json")
     facts = json.loads(out)
     assert facts["price_per_gpu_hour_usd"] == pytest.approx(5.07) and facts["price_basis"] == "estimate"
@@ -99,7 +103,7 @@ def test_every_cost_says_its_price_and_where_that_price_comes_from(tmp_path) -> 
     code, out, _ = trainplan("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "h800=8", "--json")
     assert json.loads(out)["price_basis"] == "estimate" and json.loads(out)["stack"] == "trainplan"
     code, out, _ = trainplan("catalog")
-    assert "* estimated price" in out and "5.07*" in out
+    assert "* price: an estimate" in out and "5.07*" in out
     plan_file = tmp_path / "plan.json"
     assert trainplan(*base, "--out", str(plan_file))[0] == 0
     again = restack(Plan.load(plan_file), Stack.TORCHTITAN)
@@ -122,3 +126,33 @@ def test_models_lists_every_preset_in_name_order() -> None:
     assert next(r for r in rows if r["name"] == "llama3-8b")["active_params_b"] is None
     code, out, _ = trainplan("models")
     assert code == 0 and "llama3-8b" in out and "config.json" in out
+
+
+def test_a_re_estimate_keeps_the_plans_price_and_the_target_stacks_modules(tmp_path) -> None:
+    """Review s26: explain --stack megatron-core of a hf-trainer plan was refused ("drop --impl hf",
+    a flag explain lacks), a compiled plan likewise; restack passed a spot price on as the user's
+    (per GPU, no spot interruptions) and replan dropped the price altogether."""
+    from planner.api import replan, restack
+    from planner.catalog.prices import PriceBasis
+    from planner.model.stacks import Stack
+    from planner.plan import Plan
+
+    base = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tokens", "1e9"]
+    hf, compiled = tmp_path / "hf.json", tmp_path / "compiled.json"
+    assert trainplan(*base, "--stack", "hf-trainer", "--out", str(hf))[0] == 0
+    assert trainplan(*base, "--compile", "--out", str(compiled))[0] == 0
+    for path in (hf, compiled):
+        code, out, err = trainplan("explain", str(path), "--stack", "megatron-core", "--json")
+        assert code == 0, err
+        assert json.loads(out)["stack"] == "megatron-core"
+    spot = tmp_path / "spot.json"
+    assert trainplan(*base, "--price-kind", "spot", "--out", str(spot))[0] == 0
+    p = Plan.load(spot)
+    again = restack(p, Stack.TORCHTITAN)
+    assert again.price_basis == PriceBasis.SPOT and again.price_per_gpu_hour_usd == p.price_per_gpu_hour_usd
+    assert again.estimate.goodput.goodput_fraction == pytest.approx(p.estimate.goodput.goodput_fraction, rel=0.02)
+    quoted = tmp_path / "quoted.json"
+    assert trainplan(*base, "--price", "1.5", "--out", str(quoted))[0] == 0
+    replanned = replan(Plan.load(quoted), 1.2)
+    assert (replanned.price_per_gpu_hour_usd, replanned.price_basis) == (1.5, PriceBasis.USER)
+    assert replan(p, 1.2).price_basis == PriceBasis.SPOT
