@@ -118,7 +118,9 @@ def estimate(
     ac_blocks: int | None = AC_BLOCKS,
     precision: Precision = typer.Option(Precision.BF16, help="training precision"),
     impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
-    compile: bool = typer.Option(False, "--compile", help="per-block torch.compile"),
+    compile: bool = typer.Option(
+        False, "--compile", help="per-block torch.compile (not under the Megatron stacks or deepseek-v3: refused)"
+    ),
     offload: bool = typer.Option(
         False, "--offload", help="CPU offload: optimizer states and the AdamW step on the host"
     ),
@@ -156,6 +158,7 @@ def estimate(
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
     # Under DDP, Layout.resolve makes the rest of the world replicas; a replica count the user names
     # is kept (dp_shard 1), so one that does not fill --num-gpus is refused, not multiplied.
+    named_sharding = sharding
     sharding = stack.default_sharding(tp) if sharding is None else sharding
     named_replicas = dp_replicate is not None and sharding == Sharding.NONE and dp_shard == -1
     layout = Layout(
@@ -171,6 +174,10 @@ def estimate(
         sharding=sharding,
     )
     dp = layout.resolve(num_gpus).dp
+    if named_sharding is None and dp == 1 and sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        # ZeRO over one data-parallel rank shards nothing: the search's rule (review s26: the
+        # Megatron stacks' zero1 default read "zero1 tp=8" on 8 GPUs).
+        layout = layout.model_copy(update={"sharding": Sharding.NONE})
     accum = grad_accum or (
         TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else 1
     )
@@ -250,7 +257,11 @@ def plan(
     allow_offload: bool = typer.Option(
         False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
     ),
-    compile: bool = typer.Option(False, "--compile", help="plan for per-block torch.compile"),
+    compile: bool = typer.Option(
+        False,
+        "--compile",
+        help="plan for per-block torch.compile (not under the Megatron stacks or deepseek-v3: refused)",
+    ),
     max_gpus: int | None = typer.Option(
         None,
         "--max-gpus",

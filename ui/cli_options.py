@@ -25,7 +25,10 @@ CALIBRATION_HELP = (
     "a calibration file from trainplan calibrate: measured rates that replace the catalog's"
     " (default: ~/.config/trainplan/calibration.toml, or under $XDG_CONFIG_HOME, where it exists)"
 )
-IMPL_HELP = "default: native where trainplan's decoder builds the family (docs/models.md), else hf"
+IMPL_HELP = (
+    "default: native where trainplan's decoder builds the family (docs/models.md), else hf; another --stack"
+    " trains its own modules (another --impl is refused)"
+)
 SEQ_LEN = typer.Option(
     None, "--seq-len", help=f"tokens per sequence; default {DEFAULT_SEQ_LEN}, or the model's context if shorter"
 )

@@ -325,10 +325,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_offload": ("CPU offload", "CPU 卸载"),
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
-        " model alone predicts {tokens:,.0f} tokens/s. Estimating that run itself, the figure repeats its"
-        " measurement: no check of it.",
+        " model alone predicts {tokens:,.0f} tokens/s. If this is that run, the figure is its own measurement,"
+        " not a check of it.",
         "按此 GPU 架构、精度与规模的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。"
-        "若估算的正是该次运行，此数字只是重复其实测值，并非对它的检验。",
+        "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。",
     ),
     "risk_changed": (
         "At the median (p50) the search would take {gpus} × {gpu} ({layout}); judged at {risk}, the pessimistic end"

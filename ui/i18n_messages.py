@@ -203,8 +203,9 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     ),
     "reason_native_unsupported": (
         "the native trainer cannot build {features}: use the Hugging Face implementation, or another software"
-        " stack for an estimate of pipeline, context or expert parallelism",
-        "原生训练器无法构建 {features}：请使用 Hugging Face 实现，或选择其他软件栈来估算流水线、上下文或专家并行",
+        " stack for an estimate of pipeline, context or expert parallelism, or of fp8 with tensor parallelism",
+        "原生训练器无法构建 {features}：请使用 Hugging Face 实现，或选择其他软件栈来估算流水线、上下文或专家并行，"
+        "或 fp8 与张量并行",
     ),
     "reason_hf_tp": (
         "tensor parallelism of a Hugging Face model needs Llama-style blocks, not {features}: use tp=1, the native"

@@ -34,7 +34,7 @@ from planner.api.notices import (
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import PRICE_KINDS, catalog_with_price_kind
+from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
@@ -43,7 +43,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Estimate, Plan
@@ -62,8 +62,8 @@ from planner.request import (
     run_settings,
     solve_request,
 )
-from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch, solve_single
-from planner.search.score import candidate_table, scored_table, search_space
+from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch
+from planner.search.score import scored_table, search_space
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -422,125 +422,8 @@ def build_plan(
     )
 
 
-def restack(
-    plan_: Plan,
-    stack: Stack,
-    *,
-    catalog: Catalog | None = None,
-    settings: ModelingSettings | None = None,
-    calibration: AppliedCalibration | None = None,
-) -> Plan:
-    """The same configuration estimated for another software stack, catalog, calibration or
-    settings (``explain --stack``, ``--calibration``; emit, when a run setting changes what the
-    planner modelled). ``settings`` None: the profile of ``stack``. Unchanged when none differs;
-    otherwise the new plan records ``calibration`` (None: none, whatever ``plan_`` was made with)."""
-    if stack == plan_.stack and catalog is None and settings is None and calibration is None:
-        return plan_
-    # The target stack's own modules, and no torch.compile where it has none (review s26: explain
-    # --stack megatron-core of a hf-trainer plan was refused "drop --impl hf", a flag explain lacks).
-    training = plan_.training.model_copy(
-        update={"impl": stack.modules or plan_.training.impl, "compile": plan_.training.compile and stack.compiles}
-    )
-    again = build_plan(
-        plan_.model,
-        plan_.gpu,
-        plan_.layout,
-        training,
-        num_gpus=plan_.num_gpus,
-        num_nodes=plan_.num_nodes,
-        training_tokens=plan_.training_tokens,
-        **price_args(plan_),
-        hf_config_path=plan_.hf_config_path,
-        catalog=catalog,
-        requested_global_batch_tokens=plan_.estimate.requested_global_batch_tokens,
-        stack=stack,
-        settings=settings,
-        calibration=calibration,
-        attention=plan_.attention,
-        # Another stack has no such checkpointing: its estimate keeps its own.
-        partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
-        network=plan_.network,
-    )
-    return with_price_basis(again, plan_)
-
-
-def price_args(plan_: Plan) -> dict:
-    """How a re-estimate of ``plan_`` is priced as the plan was: its price kind's offers again (their
-    whole-node billing and spot interruptions with them), else its own price per GPU-hour."""
-    basis = plan_.price_basis
-    if basis is not None and basis.value in PRICE_KINDS:
-        return {"price_kind": basis.value}
-    return {"price": plan_.price_per_gpu_hour_usd}
-
-
-def with_price_basis(again: Plan, plan_: Plan) -> Plan:
-    """``again`` priced by ``price_args``, with ``plan_``'s price basis: a price passed on as a price
-    would read as the user's own."""
-    if "price" not in price_args(plan_):
-        return again
-    return again.model_copy(update={"price_basis": plan_.price_basis})
-
-
-OOM_CORRECTION = 1.5  # assumed under-prediction when the probe ran out of memory before measuring
-
-
-def replan(
-    plan_: Plan,
-    memory_correction: float | ReplanRequest,
-    *,
-    catalog: Catalog | None = None,
-    settings: ModelingSettings = DEFAULT_SETTINGS,
-) -> Plan:
-    """Re-solve a plan after a probe measured ``memory_correction`` x the predicted memory.
-
-    ``memory_correction`` is a factor or the trainer's ``replan_needed.json`` (a ReplanRequest). Keeps the
-    GPU type, count and token budget; inflates every memory prediction by the measured factor
-    (through a larger headroom) so the chosen layout leaves room for it.
-    """
-    if isinstance(memory_correction, ReplanRequest):
-        memory_correction = memory_correction.memory_correction or OOM_CORRECTION
-    if not memory_correction > 0:
-        raise ValueError(f"memory correction must be > 0, got {memory_correction}")
-    headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)
-    corrected = settings.but(memory_headroom=min(headroom, 0.95))
-    request = PlanRequest(
-        model=plan_.model,
-        hf_config_path=plan_.hf_config_path,
-        training_tokens=plan_.training_tokens or 1e9,
-        gpus={plan_.gpu: plan_.num_gpus},
-        seq_len=plan_.training.seq_len,
-        global_batch_tokens=plan_.estimate.global_batch_tokens,
-        precision=plan_.training.precision,
-        impl=plan_.training.impl,
-        compile=plan_.training.compile,
-        max_gpus=plan_.num_gpus,
-        objective=Objective.TIME,
-        top_k=0,
-        network=plan_.network,
-    )
-    space = replace(search_space(request), min_gpus=plan_.num_gpus)
-    catalog = catalog_on_network(catalog or load_catalog(), plan_.network)
-    priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
-    if "price_kind" in priced:
-        catalog = catalog_with_price_kind(catalog, priced["price_kind"], [plan_.gpu], settings)
-    elif priced["price"] is not None:
-        catalog = catalog_with_prices(catalog, {plan_.gpu: priced["price"]})
-    c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
-    table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)
-    solution = solve_single(
-        table,
-        Objective.TIME,
-        inventory={plan_.gpu: plan_.num_gpus},
-        top_k=0,
-        batch_target=plan_.estimate.global_batch_tokens,
-    )
-    replanned = with_price_basis(plan_from_row(request, c, solution.row, [plan_.gpu], catalog, corrected), plan_)
-    requested = plan_.estimate.requested_global_batch_tokens  # what the first plan was asked for
-    if requested is None:
-        return replanned
-    estimate_ = replanned.estimate.model_copy(update={"requested_global_batch_tokens": requested})
-    return replanned.model_copy(update={"estimate": estimate_})
-
+# Re-estimates of a saved plan (restack, replan) use build_plan and plan_from_row above.
+from planner.api.rebuild import replan, restack  # noqa: E402
 
 __all__ = [
     "LONG_JOB_WARNING_DAYS",

@@ -277,7 +277,7 @@ class PortfolioJob:
     plan: Plan
     start_s: float
     end_s: float
-    cost_usd: float  # its GPU-hours at the inventory's owned rates, as the portfolio ILP priced it
+    cost_usd: float  # as the portfolio ILP priced it: GPU-hours at the owned rates, or a rented type's rent
     risk: Risk = DEFAULT_RISK  # the quantile of its time the ILP scheduled it at (its request's)
 
     @property
@@ -299,7 +299,7 @@ class PortfolioPlan:
 
     assignments: tuple[PortfolioJob, ...]
     objective_value: float
-    total_cost_usd: float  # the jobs' costs: their GPU-hours at the owned rates
+    total_cost_usd: float  # the jobs' costs: GPU-hours at the owned rates, rent on the rented types
     idle_cost_usd: float  # owned GPU-hours no job used before the makespan (the ILP minimises both)
     makespan_s: float
     solver: str

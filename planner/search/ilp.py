@@ -394,7 +394,12 @@ def solve_single(
         objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
         time_to_train_s=float(T[row]),
         alternatives=_best_rows(
-            feasible, score, row, top_k, table.extra.get("choice_group"), _twin_key(table, feasible, T, C)
+            feasible,
+            score,
+            row,
+            top_k,
+            table.extra.get("choice_group"),
+            _twin_key(table, feasible, T, C) if top_k else None,
         ),
         solver=solver_name,
         num_rows=len(table),

@@ -149,6 +149,11 @@ def test_the_megatron_family_defaults_to_its_distributed_optimizer(capsys, stack
     assert default["layout"]["sharding"] == "zero1"
     assert default["throughput"]["tokens_per_s_per_gpu"] == named["throughput"]["tokens_per_s_per_gpu"]
     assert Stack(stack).default_sharding() == "zero1" and Stack.TORCHTITAN.default_sharding() == "fsdp"
+    # one data-parallel rank: ZeRO shards nothing, so none (review s26: "zero1 tp=8" on 8 GPUs)
+    lone = _estimate(
+        capsys, "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tp", "8", "--stack", stack
+    )
+    assert lone["layout"]["sharding"] == "none"
 
 
 @pytest.mark.parametrize("stack, kernel", [("hf-trainer", "unfused"), ("megatron-deepspeed", "unfused")])
