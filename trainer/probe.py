@@ -130,11 +130,22 @@ def typical_step_s(step_times: list[float]) -> float | None:
     return statistics.median(times) if times else None
 
 
-def job_step_times(earlier: list[float], this_launch: list[float]) -> list[float]:
-    """The warm step times of the whole job: the earlier launches' (metrics.warm_step_times) and
-    this launch's after its first; this launch's only step where nothing else was timed."""
-    times = earlier + this_launch[1:]
-    return times or this_launch[:1]
+@dataclass(frozen=True)
+class JobTiming:
+    """The job's typical step (the median of its warm steps: the earlier launches' from
+    metrics.warm_step_times, this launch's after its first), how many steps it rests on, and
+    whether that is this launch's only step, a warm-up, where nothing else was timed."""
+
+    step_s: float | None
+    measured_steps: int
+    warmup_only: bool
+
+    @classmethod
+    def of(cls, earlier: list[float], this_launch: list[float]) -> JobTiming:
+        times = earlier + this_launch[1:]
+        warmup_only = not times and bool(this_launch)
+        times = times or this_launch[:1]
+        return cls(statistics.median(times) if times else None, len(times), warmup_only)
 
 
 def write_validation(

@@ -9,7 +9,6 @@ import logging
 import math
 import os
 import signal
-import statistics
 import time
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -35,10 +34,10 @@ from trainer.parallel import Meshes
 from trainer.pipeline import build_pipeline_schedule, local_stage_ids
 from trainer.preemption import PreemptionFlag
 from trainer.probe import (
+    JobTiming,
     RunSummary,
     check_measured_fit,
     format_report,
-    job_step_times,
     write_replan_needed,
     write_report,
     write_validation,
@@ -482,8 +481,8 @@ class Session:
             self.metrics.close()
         if not self.is_rank0:
             return
-        times = job_step_times(earlier, self.meter.step_times)
-        step_s = statistics.median(times) if times else None
+        timing = JobTiming.of(earlier, self.meter.step_times)
+        step_s = timing.step_s
         tokens_per_s = self.training.tokens_per_step(self.layout) / step_s if step_s else None
         perplexity = math.exp(test_loss) if test_loss is not None and test_loss < 50 else None
         summary = RunSummary(
@@ -499,7 +498,7 @@ class Session:
             test_perplexity=perplexity,
             bad_steps=self.state.bad_steps,
             wall_s=time.perf_counter() - self.started,
-            measured_steps=len(times),
-            measured_warmup_only=not earlier and len(self.meter.step_times) <= 1,
+            measured_steps=timing.measured_steps,
+            measured_warmup_only=timing.warmup_only,
         )
         log.info("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)))
