@@ -135,7 +135,7 @@ class PlanRequest(BaseModel):
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
         if problem := settings_problem(self.stack, self.impl, self.compile, self.partition_activations):
-            raise ValueError(problem)
+            raise problem
         return self
 
     @property
@@ -188,56 +188,54 @@ def run_settings(
     return chosen.but(partition_activations=True) if partition_activations else chosen
 
 
-def stack_problem(stack: Stack, layout: Layout) -> str | None:
+def stack_problem(stack: Stack, layout: Layout) -> RuleViolation | None:
     """Why ``stack`` cannot run ``layout`` (None: it can), from ``Stack.refusals``: a pipeline
     without an engine, DeepSpeed's engine with ZeRO-2/3 or interleaving, a context or expert split
-    the stack lacks, more sharding than it has."""
+    the stack lacks, more sharding than it has. Coded, so the app words it (ui/reasons.py)."""
     r = stack.refusals(layout.tp, layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep)
-    name = stack.value
-    if r.no_context_parallel:
-        return f"{name} has no context parallelism of the kind modelled: use --cp 1, or a stack that has it"
-    if r.no_expert_parallel:
-        return (
-            f"{name} trains Hugging Face's MoE modules, which run every expert on every rank: use --ep 1, or"
-            " --stack megatron-core for expert parallelism"
-        )
-    if r.sharding:
-        return f"{name} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {layout.sharding.value})"
-    if r.no_pipeline:
-        return f"{name} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"
-    if r.hf_pipeline:
-        return (
-            f"{name} trains Hugging Face's modules, which DeepSpeed's pipeline engine cannot run (it trains a"
-            " PipelineModule): use --pp 1, or --stack megatron-deepspeed for Megatron-DeepSpeed's 3D parallelism"
-        )
-    if r.autotp_zero3:
-        return (
-            f"{name}'s tensor parallelism on Hugging Face's modules is AutoTP training, which runs ZeRO stage 0-2:"
-            f" use --sharding zero2, zero1 or none with tp > 1 (not {layout.sharding.value})"
-        )
-    if r.pipeline_zero:
-        return (
-            f"{name} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding"
-            f" zero1 or none with pp > 1 (not {layout.sharding.value})"
-        )
-    if r.interleaved:
-        return f"{name} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"
+    figures = {"stack": stack.value, "sharding": layout.sharding.value}
+    for refused, rule in (
+        (r.no_context_parallel, RuleCode.STACK_NO_CP),
+        (r.no_expert_parallel, RuleCode.STACK_NO_EP),
+        (r.sharding, RuleCode.STACK_SHARDING),
+        (r.no_pipeline, RuleCode.STACK_NO_PIPELINE),
+        (r.hf_pipeline, RuleCode.STACK_HF_PIPELINE),
+        (r.autotp_zero3, RuleCode.STACK_AUTOTP_ZERO3),
+        (r.pipeline_zero, RuleCode.STACK_PIPELINE_ZERO),
+        (r.interleaved, RuleCode.STACK_INTERLEAVED),
+    ):
+        if refused:
+            return RuleViolation(rule, figures)
     return None
 
 
-def impl_problem(stack: Stack, impl: Implementation | None) -> str | None:
+def impl_problem(stack: Stack, impl: Implementation | None) -> RuleViolation | None:
     """Why ``impl`` is not ``stack``'s (None: it is, or the stack has no fixed modules): a stack
     trains its own modules (``Stack.modules``; trial s26: `--stack megatron-core --impl hf` was
     accepted and timed with Megatron's modules all the same)."""
     if stack.modules is None or impl is None or impl == stack.modules:
         return None
     whose = "Hugging Face's modules" if stack.modules == Implementation.HF else "its own modules"
-    return f"{stack.value} trains {whose} (impl {stack.modules.value}): drop --impl {impl.value}"
+    figures = {"stack": stack.value, "whose": whose, "modules": stack.modules.value, "impl": impl.value}
+    return RuleViolation(RuleCode.STACK_IMPL, figures)
+
+
+def compile_problem(stack: Stack, compile: bool) -> RuleViolation | None:
+    """Why ``--compile`` cannot be asked of ``stack`` (None: it can; ``Stack.compiles``)."""
+    return RuleViolation(RuleCode.STACK_COMPILE, {"stack": stack.value}) if compile and not stack.compiles else None
+
+
+def partition_problem(stack: Stack, partition_activations: bool) -> RuleViolation | None:
+    """Why partitioned activations cannot be asked of ``stack`` (None: they can): they are
+    DeepSpeed's activation checkpointing under Megatron's tensor parallelism."""
+    if partition_activations and stack != Stack.MEGATRON_DEEPSPEED:
+        return RuleViolation(RuleCode.STACK_PARTITION, {"stack": stack.value})
+    return None
 
 
 def settings_problem(
     stack: Stack, impl: Implementation | None, compile: bool, partition_activations: bool
-) -> str | None:
+) -> RuleViolation | None:
     """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
     activations, the modules, torch.compile. The search's rows and an estimate's layout also meet
     ``configuration_problem``'s layout rules."""
@@ -248,7 +246,7 @@ def settings_problem(
 
 def configuration_problem(
     stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig, partition_activations: bool
-) -> str | None:
+) -> RuleViolation | None:
     """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
     the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
@@ -259,7 +257,7 @@ def configuration_problem(
     )
 
 
-def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig) -> str | None:
+def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig) -> RuleViolation | None:
     """Why ``training.ac_blocks`` cannot be checkpointed on ``layout`` (None: it can): more blocks
     than the fullest pp rank holds (``too_many_ac_blocks``, the search's filter too)."""
     if training.activation_checkpointing != ActivationCheckpointing.BLOCKS or layout.pp * layout.vpp > (
@@ -269,29 +267,14 @@ def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig
     if not too_many_ac_blocks(model.num_layers, training.ac_blocks, layout.pp, layout.vpp)[0]:
         return None
     most = int(full_ac_blocks(model.num_layers, *np.atleast_1d(layout.pp, layout.vpp))[0])
-    where = f"{model.num_layers} over pp {layout.pp}" + (f" x vpp {layout.vpp}" if layout.vpp > 1 else "")
-    return (
-        f"--ac-blocks {training.ac_blocks}: a pp rank holds at most {most} blocks ({where}); checkpoint at most"
-        f" {most}, or use --ac full"
-    )
-
-
-def compile_problem(stack: Stack, compile: bool) -> str | None:
-    """Why ``--compile`` cannot be asked of ``stack`` (None: it can; ``Stack.compiles``)."""
-    if compile and not stack.compiles:
-        return f"{stack.value} runs its own fused kernels, not torch.compile: drop --compile"
-    return None
-
-
-def partition_problem(stack: Stack, partition_activations: bool) -> str | None:
-    """Why partitioned activations cannot be asked of ``stack`` (None: they can): they are
-    DeepSpeed's activation checkpointing under Megatron's tensor parallelism."""
-    if partition_activations and stack != Stack.MEGATRON_DEEPSPEED:
-        return (
-            f"--partition-activations is DeepSpeed's activation checkpointing under Megatron-DeepSpeed;"
-            f" use --stack megatron-deepspeed (not {stack.value})"
-        )
-    return None
+    figures = {
+        "blocks": training.ac_blocks,
+        "most": most,
+        "layers": model.num_layers,
+        "pp": layout.pp,
+        "vpp": layout.vpp,
+    }
+    return RuleViolation(RuleCode.AC_BLOCKS_RANK, figures)
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:

@@ -71,6 +71,19 @@ class RuleCode(StrEnum):
     MOE_SHARD_EP = "moe_shard_ep"
     # The GPU's precisions (planner/model/estimate.py)
     PRECISION = "precision"
+    # What a software stack cannot run (planner/request.py configuration_problem, Stack.refusals)
+    STACK_NO_CP = "stack_no_cp"
+    STACK_NO_EP = "stack_no_ep"
+    STACK_SHARDING = "stack_sharding"
+    STACK_NO_PIPELINE = "stack_no_pipeline"
+    STACK_HF_PIPELINE = "stack_hf_pipeline"
+    STACK_AUTOTP_ZERO3 = "stack_autotp_zero3"
+    STACK_PIPELINE_ZERO = "stack_pipeline_zero"
+    STACK_INTERLEAVED = "stack_interleaved"
+    STACK_IMPL = "stack_impl"
+    STACK_COMPILE = "stack_compile"
+    STACK_PARTITION = "stack_partition"
+    AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
     CAL_UNKNOWN_TABLE = "cal_unknown_table"
@@ -213,6 +226,40 @@ TEMPLATES: dict[RuleCode, str] = {
         " dp_shard*cp/ep={shards} ranks: use a count that divides {local_experts} or {hidden}"
     ),
     _C.PRECISION: "{gpu} does not support {precision}",
+    _C.STACK_NO_CP: "{stack} has no context parallelism of the kind modelled: use --cp 1, or a stack that has it",
+    _C.STACK_NO_EP: (
+        "{stack} trains Hugging Face's MoE modules, which run every expert on every rank: use --ep 1, or"
+        " --stack megatron-core for expert parallelism"
+    ),
+    _C.STACK_SHARDING: (
+        "{stack} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {sharding})"
+    ),
+    _C.STACK_NO_PIPELINE: (
+        "{stack} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"
+    ),
+    _C.STACK_HF_PIPELINE: (
+        "{stack} trains Hugging Face's modules, which DeepSpeed's pipeline engine cannot run (it trains a"
+        " PipelineModule): use --pp 1, or --stack megatron-deepspeed for Megatron-DeepSpeed's 3D parallelism"
+    ),
+    _C.STACK_AUTOTP_ZERO3: (
+        "{stack}'s tensor parallelism on Hugging Face's modules is AutoTP training, which runs ZeRO stage 0-2:"
+        " use --sharding zero2, zero1 or none with tp > 1 (not {sharding})"
+    ),
+    _C.STACK_PIPELINE_ZERO: (
+        "{stack} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only: use --sharding zero1 or none"
+        " with pp > 1 (not {sharding})"
+    ),
+    _C.STACK_INTERLEAVED: ("{stack} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"),
+    _C.STACK_IMPL: "{stack} trains {whose} (impl {modules}): drop --impl {impl}",
+    _C.STACK_COMPILE: "{stack} runs its own fused kernels, not torch.compile: drop --compile",
+    _C.STACK_PARTITION: (
+        "--partition-activations is DeepSpeed's activation checkpointing under Megatron-DeepSpeed;"
+        " use --stack megatron-deepspeed (not {stack})"
+    ),
+    _C.AC_BLOCKS_RANK: (
+        "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"
+        " checkpoint at most {most}, or use --ac full"
+    ),
     # ``where`` names the file (a path, an upload's name) and, for a GPU's rates, its table.
     _C.CAL_TOML: "{where}: invalid TOML: {error}",
     _C.CAL_UNKNOWN_TABLE: "{where}: unknown table(s) {tables} (expected [machine], [gpus.<id>])",

@@ -263,6 +263,59 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "序列长度 {seq_len} 不能被 2 × cp = {degree} 整除（负载均衡的上下文并行）",
     ),
     "reason_precision": ("{gpu} does not support {precision}", "{gpu} 不支持 {precision}"),
+    # What a software stack cannot run (the app's words: no CLI flags)
+    "reason_stack_no_cp": (
+        "{stack} has no context parallelism of the kind modelled: use cp 1, or a stack that has it",
+        "{stack} 没有所建模的那种上下文并行：请用 cp 1，或选择具备它的软件栈",
+    ),
+    "reason_stack_no_ep": (
+        "{stack} trains Hugging Face's MoE modules, which run every expert on every rank: use ep 1, or the"
+        " megatron-core stack for expert parallelism",
+        "{stack} 训练 Hugging Face 的 MoE 模块，每个 rank 运行全部专家：请用 ep 1，或用 megatron-core 软件栈做专家并行",
+    ),
+    "reason_stack_sharding": (
+        "{stack} shards at most the optimizer state (ZeRO-1), not {sharding}",
+        "{stack} 最多只切分优化器状态（ZeRO-1），不支持 {sharding}",
+    ),
+    "reason_stack_no_pipeline": (
+        "{stack} has no pipeline engine: use pp 1, or a stack that has one (megatron-core, torchtitan)",
+        "{stack} 没有流水线引擎：请用 pp 1，或选择具备它的软件栈（megatron-core、torchtitan）",
+    ),
+    "reason_stack_hf_pipeline": (
+        "{stack} trains Hugging Face's modules, which DeepSpeed's pipeline engine cannot run: use pp 1, or the"
+        " megatron-deepspeed stack for Megatron-DeepSpeed's 3D parallelism",
+        "{stack} 训练 Hugging Face 的模块，DeepSpeed 的流水线引擎无法运行它们：请用 pp 1，"
+        "或用 megatron-deepspeed 软件栈做 Megatron-DeepSpeed 的三维并行",
+    ),
+    "reason_stack_autotp_zero3": (
+        "{stack}'s tensor parallelism on Hugging Face's modules is AutoTP training, which runs ZeRO stage 0-2,"
+        " not {sharding}",
+        "{stack} 在 Hugging Face 模块上的张量并行是 AutoTP 训练，只支持 ZeRO 0-2 级，不支持 {sharding}",
+    ),
+    "reason_stack_pipeline_zero": (
+        "{stack} pipelines with DeepSpeed's engine, which runs ZeRO stage 0/1 only, not {sharding}",
+        "{stack} 使用 DeepSpeed 的流水线引擎，只支持 ZeRO 0/1 级，不支持 {sharding}",
+    ),
+    "reason_stack_interleaved": (
+        "{stack} pipelines with DeepSpeed's engine, which has no interleaved schedule: use vpp 1",
+        "{stack} 使用 DeepSpeed 的流水线引擎，没有交错调度：请用 vpp 1",
+    ),
+    "reason_stack_impl": (
+        "{stack} trains its own modules (impl {modules}), not {impl}",
+        "{stack} 训练其自身的模块（impl {modules}），而非 {impl}",
+    ),
+    "reason_stack_compile": (
+        "{stack} runs its own fused kernels, not torch.compile",
+        "{stack} 运行自身的融合内核，而非 torch.compile",
+    ),
+    "reason_stack_partition": (
+        "partitioned activations are DeepSpeed's checkpointing under Megatron-DeepSpeed, not {stack}",
+        "分区激活是 Megatron-DeepSpeed 下 DeepSpeed 的检查点方式，{stack} 不支持",
+    ),
+    "reason_ac_blocks_rank": (
+        "{blocks} checkpointed blocks per pp rank: a rank holds at most {most} ({layers} over pp {pp}, vpp {vpp})",
+        "每个 pp rank 检查点 {blocks} 个块：一个 rank 最多只有 {most} 个（{layers} 层分到 pp {pp}、vpp {vpp}）",
+    ),
     "reason_pp_native": (
         "pipeline parallelism needs the native trainer (or another software stack, for an estimate)",
         "流水线并行需要原生训练器（或选择其他软件栈进行估算）",

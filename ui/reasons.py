@@ -98,6 +98,18 @@ LAYOUT_REASONS = Reasons({
     _C.MOE_SHARD: "reason_moe_shard",
     _C.MOE_SHARD_EP: "reason_moe_shard",
     _C.PRECISION: "reason_precision",
+    _C.STACK_NO_CP: "reason_stack_no_cp",
+    _C.STACK_NO_EP: "reason_stack_no_ep",
+    _C.STACK_SHARDING: "reason_stack_sharding",
+    _C.STACK_NO_PIPELINE: "reason_stack_no_pipeline",
+    _C.STACK_HF_PIPELINE: "reason_stack_hf_pipeline",
+    _C.STACK_AUTOTP_ZERO3: "reason_stack_autotp_zero3",
+    _C.STACK_PIPELINE_ZERO: "reason_stack_pipeline_zero",
+    _C.STACK_INTERLEAVED: "reason_stack_interleaved",
+    _C.STACK_IMPL: "reason_stack_impl",
+    _C.STACK_COMPILE: "reason_stack_compile",
+    _C.STACK_PARTITION: "reason_stack_partition",
+    _C.AC_BLOCKS_RANK: "reason_ac_blocks_rank",
 })  # fmt: skip
 # A calibration file the app cannot use (planner/catalog/calibration.py and the catalog's rate checks).
 CALIBRATION_REASONS = Reasons({

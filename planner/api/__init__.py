@@ -369,14 +369,14 @@ def build_plan(
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only)."""
     if problem := configuration_problem(Stack(stack), model, layout, training, partition_activations):
-        raise ValueError(problem)
+        raise problem
     settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations)
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
     network = canonical_network(catalog, network)
     spec = catalog.gpu(gpu)
-    if problem := kernel_problem(attention, spec):
-        raise ValueError(problem)
+    if kernel := kernel_problem(attention, spec):
+        raise ValueError(kernel)
     if price_kind is not None:
         catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings)
         spec = catalog.gpu(spec.id)

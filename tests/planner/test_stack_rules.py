@@ -50,8 +50,9 @@ def test_bloom_176b_from_its_config_estimates_at_its_layout_under_the_megatron_s
         p = build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=stack)
         assert p.layout.dp_shard == 8 and p.estimate.feasible and not p.emittable
         assert 60 < p.estimate.throughput.tokens_per_s_per_gpu < 300  # measured: ~104 (docs/validation.md)
+    on_hf = training.model_copy(update={"impl": Implementation.HF})  # deepspeed trains Hugging Face's
     with pytest.raises(ValueError, match="--stack megatron-deepspeed for Megatron-DeepSpeed's 3D"):
-        build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=Stack.DEEPSPEED)
+        build_plan(bloom, "a100-80gb-sxm", layout, on_hf, num_gpus=384, stack=Stack.DEEPSPEED)
     with pytest.raises(ValueError, match="native trainer cannot build"):
         build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384)  # trainplan's own stack
 
@@ -132,5 +133,5 @@ def test_deepspeeds_pipeline_engine_refuses_what_it_cannot_run(sharding, vpp, wo
     with pytest.raises(ValueError, match=words):
         build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.MEGATRON_DEEPSPEED)
     assert build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.TORCHTITAN).layout.pp == 2
-    flat = Layout(sharding=sharding)
-    assert build_plan(model, "h100-sxm", flat, training, num_gpus=16, stack=Stack.DEEPSPEED).layout.pp == 1
+    flat, on_hf = Layout(sharding=sharding), training.model_copy(update={"impl": Implementation.HF})
+    assert build_plan(model, "h100-sxm", flat, on_hf, num_gpus=16, stack=Stack.DEEPSPEED).layout.pp == 1

@@ -465,3 +465,39 @@ def test_the_card_words_the_vary_batch_saving_in_both_languages():
     english = vary_batch_text(EN, result)
     assert f"{hint.batch_tokens:,}" in english and "cost" in english and "p80" in english
     assert not english_sentences(vary_batch_text(ZH, result))
+
+
+@pytest.mark.parametrize(
+    ("stack", "layout", "training", "code"),
+    [
+        ("deepspeed", dict(pp=2), dict(grad_accum=4, impl="hf"), RuleCode.STACK_HF_PIPELINE),
+        ("deepspeed", dict(tp=2), dict(impl="hf"), RuleCode.STACK_AUTOTP_ZERO3),
+        (
+            "megatron-deepspeed",
+            dict(pp=2, vpp=2, sharding="zero1"),
+            dict(grad_accum=4, impl="native"),
+            RuleCode.STACK_INTERLEAVED,
+        ),
+        ("megatron-core", dict(), dict(impl="hf"), RuleCode.STACK_IMPL),
+        ("megatron-core", dict(), dict(compile=True, impl="native"), RuleCode.STACK_COMPILE),
+        (
+            "trainplan",
+            dict(pp=2),
+            dict(grad_accum=4, activation_checkpointing="blocks", ac_blocks=9),
+            RuleCode.AC_BLOCKS_RANK,
+        ),
+    ],
+)
+def test_a_stacks_refusal_is_coded_and_worded_in_chinese(stack, layout, training, code):
+    """Review s26: the stacks' refusals were plain English sentences naming CLI flags on the 中文 page."""
+    with pytest.raises(ValueError) as refused:
+        build_plan(
+            request_for().model,
+            "a100-80gb-sxm",
+            Layout(**{"sharding": "fsdp", **layout}),
+            TrainingConfig(seq_len=2048, **training),
+            num_gpus=8,
+            training_tokens=1e9,
+            stack=stack,
+        )
+    assert_translated(refusal(refused.value), code, LAYOUT_REASONS)

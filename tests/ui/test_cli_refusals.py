@@ -135,7 +135,7 @@ ESTIMATE = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus
         (["--stack", "hf-trainer", "--impl", "native"], "hf-trainer trains Hugging Face's modules (impl hf)"),
         (
             ["--pp", "4", "--grad-accum", "8", "--ac", "blocks", "--ac-blocks", "20"],
-            "--ac-blocks 20: a pp rank holds at most 8 blocks (32 over pp 4)",
+            "--ac-blocks 20: a pp rank holds at most 8 blocks (32 over pp 4, vpp 1)",
         ),
     ],
 )
