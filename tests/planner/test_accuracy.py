@@ -16,6 +16,7 @@ from planner.accuracy.residuals import HeldOutRow, load_residuals
 from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
+from planner.model.stacks import Stack
 
 F = Feature
 
@@ -193,7 +194,9 @@ def test_a_figure_outside_its_own_band_says_which_side_the_evidence_puts_the_tru
     # DeepSpeed on HF's modules has neither cp nor ep (Stack.refusals): plain ZeRO-3 there.
     layouts = {"deepspeed": Layout(), "torchtitan": Layout(cp=2, ep=8)}
     for stack, gpu in (("deepspeed", "gb200"), ("torchtitan", "h100-sxm")):
-        p = build_plan(model, gpu, layouts[stack], training, num_gpus=16, training_tokens=1e11, stack=stack)
+        modules = Stack(stack).modules or training.impl  # deepspeed trains Hugging Face's
+        run = training.model_copy(update={"impl": modules})
+        p = build_plan(model, gpu, layouts[stack], run, num_gpus=16, training_tokens=1e11, stack=stack)
         e, u = p.estimate, p.estimate.uncertainty
         assert u is not None and u.time_to_train_h is not None and e.time_to_train_h is not None
         lo, hi = u.time_to_train_h
