@@ -116,6 +116,8 @@ class PlanRequest(BaseModel):
     # one, DEFAULT_MAX_GPUS or the largest inventory given, whichever is larger.
     max_gpus: int | None = Field(None, ge=1, le=MAX_GPUS)
     top_k: int = Field(DEFAULT_TOP_K, ge=0, le=100)
+    # Also the best plan of each other GPU type searched (PlanResult.per_gpu; `plan --per-gpu`).
+    per_gpu: bool = False
     solver: str = "auto"
     # The software to predict for (its settings profile, STACK_SETTINGS); non-trainplan plans
     # are estimate-only.
@@ -407,4 +409,5 @@ def solve_request(
         top_k=request.top_k,
         solver=request.solver,
         batch_target=None if request.vary_batch else requested_batch_tokens(request),
+        per_gpu=request.per_gpu,
     )

@@ -269,6 +269,9 @@ def plan(
         " or the largest inventory given, for a type without one)",
     ),
     top: int = TOP,
+    per_gpu: bool = typer.Option(
+        False, "--per-gpu", help="also show the best plan of each other GPU type searched (which GPU to rent)"
+    ),
     risk: Risk = typer.Option(
         DEFAULT_RISK,
         help="judge time and cost at this quantile of the held-out error band: p50 the median, p80/p90"
@@ -322,6 +325,7 @@ def plan(
         compile=compile,
         max_gpus=max_gpus,
         top_k=top,
+        per_gpu=per_gpu,
         stack=stack,
         risk=risk,
         attention=attention,

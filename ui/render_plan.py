@@ -51,6 +51,10 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
         out.print(alternatives_table(result))
         if tie := tie_rule_line(result):
             out.print(tie)
+    if result.per_gpu is not None:
+        out.print(per_gpu_table(result))
+        if none := unplanned_gpus_line(result):
+            out.print(none)
     out.print(
         f"{result.num_candidates:,} candidates, {result.solution.num_feasible:,} feasible, "
         f"solved with {result.solution.solver} in {result.seconds:.2f} s"
@@ -79,6 +83,8 @@ def plan_json(result, calibration) -> dict:
         "risk": result.risk.value,
         "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
         "idle_gpus": None if result.idle is None else idle_json(result),
+        "per_gpu": None if result.per_gpu is None else [estimate_json(p.estimate) for p in result.per_gpu],
+        "per_gpu_none": None if result.per_gpu is None else unplanned_gpus(result),
         **plan_facts_json(result.plan),
         "calibration": calibration_json(calibration, result.plan.calibration),
     }
@@ -104,14 +110,37 @@ def alternatives_table(result) -> Table:
     """--top N lists N alternatives (as --json's "alternatives"); the chosen plan heads the table,
     marked, so each alternative reads against it; the risk column holds what the search ranked by."""
     count = len(result.alternatives)
-    table = Table(
-        title=f"the chosen plan and {count} alternative{'s' if count > 1 else ''} (--top)", title_justify="left"
-    )
-    risk = result.risk.value
+    title = f"the chosen plan and {count} alternative{'s' if count > 1 else ''} (--top)"
+    return plans_table(title, result.plan, result.alternatives, result.risk.value)
+
+
+def per_gpu_table(result) -> Table:
+    """--per-gpu: the chosen plan, then the best plan of each other GPU type searched, best first."""
+    title = "the best plan of each GPU type (--per-gpu)"
+    return plans_table(title, result.plan, result.per_gpu or (), result.risk.value)
+
+
+def unplanned_gpus(result) -> list[str]:
+    """The searched GPU types with no plan that meets the request (--per-gpu)."""
+    planned = {result.plan.gpu, *(p.gpu for p in result.per_gpu or ())}
+    return [g for g in result.searched_gpus if g not in planned]
+
+
+def unplanned_gpus_line(result) -> str | None:
+    """``unplanned_gpus`` in words."""
+    missing = unplanned_gpus(result)
+    if not missing:
+        return None
+    return f"no plan on {', '.join(missing)} meets the request (deadline, budget, inventory, memory or batch)"
+
+
+def plans_table(title: str, chosen, others, risk: str) -> Table:
+    """The chosen plan (marked) and ``others``, one row each, with the columns the search weighs."""
+    table = Table(title=title, title_justify="left")
     columns = ("#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "MFU")
     for col in (*columns, "mem GiB"):
         table.add_column(col)
-    for rank, a in enumerate((result.plan, *result.alternatives)):
+    for rank, a in enumerate((chosen, *others)):
         e = a.estimate
         table.add_row(
             str(rank) if rank else "chosen",

@@ -88,6 +88,8 @@ class PlanResult:
     idle_plan: Plan | None = None  # the best plan that uses that inventory, at its batch
     vary_batch: VaryBatch | None = None  # the exact batch costs over 5 % more than --vary-batch's choice
     vary_batch_plan: Plan | None = None  # that choice
+    per_gpu: tuple[Plan, ...] | None = None  # ``request.per_gpu``: each other GPU type's best plan, best first
+    searched_gpus: tuple[str, ...] = ()  # the GPU types the search scored
 
 
 def plan_from_row(
@@ -286,6 +288,8 @@ def plan(
         idle_plan=None if idle is None else wrap(idle.row),
         vary_batch=varied,
         vary_batch_plan=varied_plan,
+        per_gpu=tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None,
+        searched_gpus=tuple(gpu_ids),
     )
 
 

@@ -301,6 +301,8 @@ class SingleSolution:
     num_variables: int  # binaries in the ILP
     cost_ref_usd: float
     time_ref_s: float
+    # ``per_gpu``: the best feasible row of each other GPU type, best first (which GPU: trial s26)
+    best_per_gpu: tuple[int, ...] = ()
 
 
 def solve_single(
@@ -316,6 +318,7 @@ def solve_single(
     prune: bool = True,
     time_limit_s: float | None = None,
     batch_target: int | None = None,
+    per_gpu: bool = False,
 ) -> SingleSolution:
     r"""Choose the best candidate for one job.
 
@@ -401,6 +404,7 @@ def solve_single(
             table.extra.get("choice_group"),
             _twin_key(table, feasible, T, C) if top_k else None,
         ),
+        best_per_gpu=_best_rows(feasible, score, row, len(feasible), table.gpu_codes()) if per_gpu else (),
         solver=solver_name,
         num_rows=len(table),
         num_feasible=len(feasible),

@@ -536,3 +536,21 @@ def test_alternatives_a_buyer_cannot_tell_apart_are_listed_once():
     solution = solve_single(table, "cost", top_k=5)
     assert solution.row in (0, 1)
     assert list(solution.alternatives) == [2, 3, 4, 6]  # not the chosen row's twin, one of the h100 pair
+
+
+def test_per_gpu_is_the_best_feasible_row_of_each_other_type() -> None:
+    """Trial s26: a buyer asking "which GPU" saw one type only; per_gpu lists each other type's
+    best row by the objective, best first, against brute force."""
+    rng = np.random.default_rng(8)
+    table = random_table(rng, 600)
+    feasible = brute_force_feasible(table)
+    solution = solve_single(table, "mix", cost_weight=0.5, top_k=0, per_gpu=True)
+    scores = np.full(len(table), np.inf)
+    scores[feasible] = brute_force_scores(table, feasible, "mix", 0.5)
+    best: dict[str, int] = {}
+    for r in np.argsort(scores, kind="stable"):
+        if feasible[r] and table.gpu_id[r] not in best:
+            best[table.gpu_id[r]] = int(r)
+    expected = [r for g, r in best.items() if g != table.gpu_id[solution.row]]
+    assert list(solution.best_per_gpu) == expected and len(expected) >= 1
+    assert solve_single(table, "mix", cost_weight=0.5, top_k=0).best_per_gpu == ()

@@ -156,3 +156,20 @@ def test_a_re_estimate_keeps_the_plans_price_and_the_target_stacks_modules(tmp_p
     replanned = replan(Plan.load(quoted), 1.2)
     assert (replanned.price_per_gpu_hour_usd, replanned.price_basis) == (1.5, PriceBasis.USER)
     assert replan(p, 1.2).price_basis == PriceBasis.SPOT
+
+
+def test_plan_per_gpu_shows_each_searched_types_best_plan() -> None:
+    """Trial s26: "which GPU" got one type's plans only; --per-gpu lists each other type's best
+    plan and names the types where no plan meets the request."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "2e11", "--gpus", "h100-sxm,a100-80gb-sxm,rtx-4090"]
+    args += ["--deadline-days", "30", "--top", "0", "--per-gpu"]
+    code, out, err = trainplan(*args, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    others = [p["gpu"] for p in data["per_gpu"]]
+    assert data["plan"]["gpu"] not in others and len(set(others)) == len(others)
+    assert set(others) | set(data["per_gpu_none"]) | {data["plan"]["gpu"]} == {"h100-sxm", "a100-80gb-sxm", "rtx-4090"}
+    code, out, _ = trainplan(*args)
+    assert "the best plan of each GPU type (--per-gpu)" in out
+    code, out, _ = trainplan(*args[:-1], "--json")
+    assert json.loads(out)["per_gpu"] is None  # not asked
