@@ -422,6 +422,8 @@ def solve_jobs(
     settings: ModelingSettings,
     catalog: Catalog | None = None,
     rented: frozenset[str] = frozenset(),
+    purchase_usd: dict[str, float] | None = None,
+    tco: TcoAssumptions | None = None,
 ) -> PortfolioOutcome:
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
@@ -438,6 +440,8 @@ def solve_jobs(
             catalog=catalog,
             settings=settings,
             rented=rented,
+            purchase_usd=purchase_usd,
+            tco=tco or TcoAssumptions(),
         )
     except InfeasiblePlan as exc:
         return PortfolioOutcome(infeasible=Infeasible.of(exc))

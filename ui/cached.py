@@ -24,6 +24,7 @@ from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
+from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
 from ui import app_core
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
@@ -123,6 +124,8 @@ def cached_portfolio(
     calibration: CalibrationUpload | None = None,
     network: str | None = None,
     rented: frozenset[str] = frozenset(),
+    purchases: tuple[tuple[str, float], ...] = (),
+    tco: TcoAssumptions | None = None,
 ) -> app_core.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
     the sidebar's network (one cluster's inventory); ``rented``: the types without a count."""
@@ -136,6 +139,8 @@ def cached_portfolio(
         settings=settings_for(headroom, stack),
         catalog=catalog_for(calibration),
         rented=rented,
+        purchase_usd=dict(purchases),
+        tco=tco,
     )
 
 

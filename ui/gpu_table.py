@@ -10,7 +10,7 @@ re-created on the new rows, so an edit survives any rerun, a language switch and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
@@ -103,6 +103,10 @@ class GpuChoice:
     gpus: dict[str, int | None]  # allowed type -> inventory (None = no limit)
     prices: dict[str, float]  # USD per GPU-hour that differ from the catalog's (rent) or amortised (buy)
     price_kind: str | None = None  # rent at the median of this kind's offers (with_price_kind)
+    # The table's purchase price per allowed type and the ownership assumptions (Buy mode; None:
+    # the defaults): what a portfolio's held GPUs cost (trial s26b: the portfolio ignored both).
+    purchases: dict[str, float] = field(default_factory=dict)
+    tco: TcoAssumptions | None = None
 
 
 def column_config(tr: Labels, bought: bool) -> dict:
@@ -175,11 +179,14 @@ def read_choice(
 ) -> GpuChoice | None:
     gpus: dict[str, int | None] = {}
     prices: dict[str, float] = {}
+    purchases: dict[str, float] = {}
     for gpu, row in frame[frame["allowed"].astype(bool)].iterrows():
         inventory = None if pd.isna(row["inventory"]) else int(row["inventory"])
         if inventory == 0:
             continue  # none of this type, in every mode
         gpus[str(gpu)] = inventory
+        if float(row["purchase_usd"]) > 0:
+            purchases[str(gpu)] = float(row["purchase_usd"])
         price = price_of(tr, cat, str(gpu), row, tco, utilisation)
         if price is None:
             return None
@@ -190,7 +197,7 @@ def read_choice(
         return None
     if tco is not None:
         st.caption(" · ".join(tr("amortised", gpu=gpu, price=price) for gpu, price in prices.items()))
-    return GpuChoice(gpus=gpus, prices=prices)
+    return GpuChoice(gpus=gpus, prices=prices, purchases=purchases, tco=tco)
 
 
 # The app's rent choices beside on-demand (the catalog's default price) and their price kinds.
@@ -202,8 +209,8 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
     that kind, said in a caption with their median prices; None (with an error) when none has one."""
     kind = PRICE_KIND_OF[pricing]
     priced = {g: cat.gpus[g] for g in choice.gpus if offers_of(cat.gpus[g], kind)}
-    if not priced:
-        st.error(tr("no_gpus"))
+    if not priced:  # trial s26b: "Allow at least one GPU type" read wrong with one allowed
+        st.error(tr("no_kind_offers", kind=kind, gpus=tr.join(choice.gpus)))
         return None
     medians = catalog_with_price_kind(cat, kind, list(priced)).gpus
     prices = ", ".join(f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}" for g in priced)
@@ -213,6 +220,8 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
         gpus={g: n for g, n in choice.gpus.items() if g in priced},
         prices={g: p for g, p in choice.prices.items() if g in priced},
         price_kind=kind,
+        purchases={g: p for g, p in choice.purchases.items() if g in priced},
+        tco=choice.tco,
     )
 
 

@@ -92,6 +92,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     # sidebar: GPUs
     "section_gpus": ("GPUs", "GPU"),
     "no_gpus": ("Allow at least one GPU type.", "请至少允许一种 GPU 型号。"),
+    "no_kind_offers": (
+        "No allowed GPU type has a {kind} offer ({gpus}): rent on demand, or tick a type with {kind} offers.",
+        "所允许的 GPU 型号（{gpus}）都没有 {kind} 报价：请改为按需租用，或勾选有 {kind} 报价的型号。",
+    ),
     "pricing": ("GPU pricing", "GPU 计价方式"),
     "opt_on_demand": ("Rent (on demand)", "按需租用"),
     "opt_bought": ("Buy (amortised)", "购买（摊销）"),
@@ -262,7 +266,8 @@ _LABELS: dict[str, tuple[str, str]] = {
         "on-demand median ${base:.2f}: the two medians come from different providers (hw_catalog/prices). "
         "Edit the GPU table's $/h to use your own quote.",
         "{kind} 价格下 {gpu} 每 GPU 小时 ${price:.2f}（{offers} 个报价的中位数：{providers}），高于其按需中位数 "
-        "${base:.2f}：两个中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“$/时”一栏填入您自己的报价。",
+        # "\\$": Streamlit reads "$6.55 ... “$" as a LaTeX span (a "$" after "“" closes it; trial s26b)
+        "${base:.2f}：两个中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“\\$/时”一栏填入您自己的报价。",
     ),
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),

@@ -114,6 +114,8 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             inputs.calibration,
             inputs.request.network,
             rented_types(inputs.request),
+            tuple(sorted(inputs.purchases.items())),
+            inputs.tco,
         )
     risk = ", ".join(sorted({r.risk.value for r in requests.values()}))  # each job's search's quantile
     show_portfolio_outcome(tr, outcome, inputs, risk)

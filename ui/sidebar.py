@@ -7,6 +7,7 @@ Widgets only: every number shown here (token budgets, amortised prices) comes fr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -63,6 +64,8 @@ class Inputs:
     portfolio_mode: bool
     bought: bool = False  # GPU prices are amortised purchases, not rent
     calibration: CalibrationUpload | None = None  # an uploaded calibration file the catalog takes
+    purchases: dict[str, float] = dataclasses.field(default_factory=dict)  # the table's purchase USD per allowed type
+    tco: TcoAssumptions | None = None  # the ownership assumptions (Buy mode; None: the defaults)
 
     @property
     def key(self) -> str:
@@ -403,5 +406,11 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         return tr, None
     bought = st.session_state["pricing"] == "bought"
     return tr, Inputs(
-        request=request, headroom=headroom, portfolio_mode=portfolio, bought=bought, calibration=calibration
+        request=request,
+        headroom=headroom,
+        portfolio_mode=portfolio,
+        bought=bought,
+        calibration=calibration,
+        purchases=gpu_choice.purchases,
+        tco=gpu_choice.tco,
     )

@@ -609,3 +609,25 @@ def test_a_portfolio_job_takes_the_sidebars_stack_and_its_modules():
     assert (request.stack, request.impl) == (Stack.MEGATRON_CORE, Implementation.NATIVE)
     (back,) = portfolio_requests((("a", request.model_dump_json()),), Stack.TRAINPLAN, "ib-ndr-400").values()
     assert (back.impl, back.network) == (Implementation.HF, "ib-ndr-400")
+
+
+def test_a_portfolio_prices_held_gpus_at_the_tables_purchase_price():
+    """Trial s26b: a portfolio's held GPUs cost the catalog's purchase estimate whatever the table
+    said; the table's purchase price now sets their owned rate."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8}, purchases={"h100-sxm": 150_000})
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    request = request_for(gpus={"h100-sxm": 8})
+    dear = plan_portfolio(
+        {"small": request}, {"h100-sxm": 8}, settings=DEFAULT_SETTINGS, purchase_usd={"h100-sxm": 150_000}
+    )
+    cheap = plan_portfolio({"small": request}, {"h100-sxm": 8}, settings=DEFAULT_SETTINGS)
+    assert dear.total_cost_usd > cheap.total_cost_usd
+    assert card(at)[EN("jobs_cost")] == app_core.money(dear.total_cost_usd)
+
+
+def test_a_price_kind_no_allowed_gpu_offers_says_so():
+    """Trial s26b: with only an H800 ticked, spot pricing said "Allow at least one GPU type"."""
+    at = run_app(gpus=["h800"], pricing="spot")
+    assert any("No allowed GPU type has a spot offer (h800)" in e.value for e in at.error)

@@ -501,3 +501,17 @@ def test_a_stacks_refusal_is_coded_and_worded_in_chinese(stack, layout, training
             stack=stack,
         )
     assert_translated(refusal(refused.value), code, LAYOUT_REASONS)
+
+
+def test_no_label_opens_a_latex_span_streamlit_would_render():
+    """Trial s26b: the 中文 "dearer than on-demand" warning rendered as math: Streamlit reads
+    "$...$" as LaTeX when the second "$" follows a non-space character ("“$/时”"). In a label with
+    two or more "$", every "$" but an escaped one follows a space (or opens the text)."""
+    import re
+
+    for lang in ("en", "zh"):
+        for key, text in all_labels(lang).items():
+            if text.count("$") - text.count("\\$") < 2:
+                continue
+            closers = [m.start() for m in re.finditer(r"(?<=[^\s\\])\$", text)]
+            assert not closers, (lang, key, text)
