@@ -209,13 +209,14 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
     that kind, said in a caption with their median prices; None (with an error) when none has one."""
     kind = PRICE_KIND_OF[pricing]
     priced = {g: cat.gpus[g] for g in choice.gpus if offers_of(cat.gpus[g], kind)}
+    name = tr.kind(kind)
     if not priced:  # trial s26b: "Allow at least one GPU type" read wrong with one allowed
-        st.error(tr("no_kind_offers", kind=kind, gpus=tr.join(choice.gpus)))
+        st.error(tr("no_kind_offers", kind=name, gpus=tr.join(choice.gpus)))
         return None
     medians = catalog_with_price_kind(cat, kind, list(priced)).gpus
-    prices = ", ".join(f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}" for g in priced)
+    prices = tr.join(f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}" for g in priced)
     dropped = sorted(set(choice.gpus) - set(priced))
-    st.caption(tr("price_kind_note", kind=kind, prices=prices, dropped=f" ({', '.join(dropped)})" if dropped else ""))
+    st.caption(tr("price_kind_note", kind=name, prices=prices, dropped=f" ({tr.join(dropped)})" if dropped else ""))
     return GpuChoice(
         gpus={g: n for g, n in choice.gpus.items() if g in priced},
         prices={g: p for g, p in choice.prices.items() if g in priced},

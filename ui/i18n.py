@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from planner.catalog.prices import PriceBasis
+from planner.catalog.prices import PRICE_KINDS, PriceBasis
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS
 from planner.units import HOURS_PER_YEAR
@@ -102,6 +102,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_spot": ("Rent (spot)", "竞价租用"),
     "opt_reserved_1y": ("Rent (1-year reserved)", "一年预留租用"),
     "opt_reserved_3y": ("Rent (3-year reserved)", "三年预留租用"),
+    # A price kind's name in running text (planner/catalog/prices.py PRICE_KINDS).
+    "kind_on-demand": ("on-demand", "按需"),
+    "kind_spot": ("spot", "竞价"),
+    "kind_reserved-1y": ("reserved-1y", "一年预留"),
+    "kind_reserved-3y": ("reserved-3y", "三年预留"),
     "price_kind_note": (
         "{kind} prices, the median of the providers' offers (hw_catalog/prices): {prices}. "
         "GPUs without such an offer are left out{dropped}.",
@@ -636,6 +641,10 @@ class Labels:
     def option(self, value: str) -> str:
         """Label of a choice (``opt_<value>``): radio options, constraints, checkpointing modes."""
         return self(f"opt_{value}")
+
+    def kind(self, kind: str) -> str:
+        """A price kind's name ("spot", 竞价: ``kind_<kind>``; PRICE_KINDS), another word as given."""
+        return self(f"kind_{kind}") if kind in PRICE_KINDS else kind
 
     def join(self, items: Iterable[str]) -> str:
         """A list in running text: 'a, b, c'; in Chinese with the enumeration comma, 'a、b、c'."""

@@ -288,7 +288,7 @@ def commitment_text(tr: Labels, c: Commitment) -> str:
     """``Commitment.words`` in the page's language."""
     return tr(
         "price_commitment",
-        kind=c.kind,
+        kind=tr.kind(c.kind),
         years=c.term_years,
         days=duration(tr, c.job_days * HOURS_PER_DAY),
         share=c.used_share,
@@ -302,10 +302,10 @@ def dearer_text(tr: Labels, d: DearerKind) -> str:
     """``DearerKind.words`` in the page's language."""
     return tr(
         "price_dearer",
-        kind=d.kind,
+        kind=tr.kind(d.kind),
         gpu=d.gpu,
         price=d.usd_per_gpu_hour,
         offers=d.offers,
-        providers=", ".join(d.providers),
+        providers=tr.join(d.providers),
         base=d.on_demand_usd_per_gpu_hour,
     )

@@ -515,3 +515,16 @@ def test_no_label_opens_a_latex_span_streamlit_would_render():
                 continue
             closers = [m.start() for m in re.finditer(r"(?<=[^\s\\])\$", text)]
             assert not closers, (lang, key, text)
+
+
+def test_price_kinds_are_named_in_the_pages_language_and_rounding_is_no_idle_cost():
+    """Trial s26b: the 中文 captions kept "spot" / "reserved-1y", and a rounding residue showed as
+    "$0.00" of idle cost."""
+    from planner.catalog.prices import PRICE_KINDS
+    from planner.search.portfolio import idle_of
+    from ui.i18n import Labels
+
+    zh, en = Labels("zh"), Labels("en")
+    assert [zh.kind(k) for k in PRICE_KINDS] == ["按需", "竞价", "一年预留", "三年预留"]
+    assert [en.kind(k) for k in PRICE_KINDS] == list(PRICE_KINDS) and zh.kind("other") == "other"
+    assert idle_of(1000.0, 1000.0 - 1e-9) == 0.0 and idle_of(1000.0, 990.0) == 10.0
