@@ -594,6 +594,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     "num_slots": ("Start-time slots", "开始时间槽数"),
     "jobs_cost": ("Jobs (owned rate for held GPUs, rent otherwise)", "各作业费用（持有的 GPU 按自有成本，其余按租价）"),
     "idle_cost": ("Owned GPUs idle until the last job ends", "最后一个作业结束前自有 GPU 的闲置成本"),
+    "idle_cost_none_bought": (
+        "No GPU type has an inventory in the GPU table, so no GPUs are held and none sit idle: each type is "
+        "charged for its busy hours at its amortised purchase rate, up to the search's count cap at once. Enter "
+        "the GPUs you own to see what idles.",
+        "GPU 表中没有任何型号设置库存，因此没有持有的 GPU，也就没有闲置成本：各型号按其摊销后的购买价格对忙碌的小时计费，"
+        "同时最多为搜索的数量上限。填入您拥有的 GPU 数量即可看到闲置情况。",
+    ),
     "idle_cost_none": (
         "No GPU type has an inventory in the GPU table, so no GPUs are held and none sit idle: each type is "
         "rented by the hour, up to the search's count cap at once. Enter the GPUs you own to see what idles.",

@@ -140,7 +140,8 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
     done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))
     if not outcome.holds_gpus:
-        st.caption(tr("idle_cost_none"))
+        # Buy mode prices each type at its amortised rate, not rent (trial s26b: "rented" read wrong).
+        st.caption(tr("idle_cost_none_bought" if inputs.bought else "idle_cost_none"))
     # The days and the cost are not the single-job page's median and rent (trial s19, finding 9).
     st.caption(tr("portfolio_basis", risk=risk))
     frame = with_training_words(outcome.frame, tr)

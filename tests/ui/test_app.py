@@ -631,3 +631,13 @@ def test_a_price_kind_no_allowed_gpu_offers_says_so():
     """Trial s26b: with only an H800 ticked, spot pricing said "Allow at least one GPU type"."""
     at = run_app(gpus=["h800"], pricing="spot")
     assert any("No allowed GPU type has a spot offer (h800)" in e.value for e in at.error)
+
+
+def test_a_bought_portfolio_without_an_inventory_is_not_called_rented():
+    """Trial s26b: in Buy mode with no inventory the caption said each type is rented by the hour,
+    while the jobs were priced at the amortised purchase rate."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], pricing="bought")
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    captions = [c.value for c in at.caption]
+    assert EN("idle_cost_none_bought") in captions and EN("idle_cost_none") not in captions
