@@ -44,6 +44,7 @@ from planner.limits import (
     MIN_SEQ_LEN,
 )
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.candidates import code, zero_over_one_rank
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
@@ -174,9 +175,8 @@ def estimate(
         sharding=sharding,
     )
     dp = layout.resolve(num_gpus).dp
-    if named_sharding is None and dp == 1 and sharding in (Sharding.ZERO1, Sharding.ZERO2):
-        # ZeRO over one data-parallel rank shards nothing: the search's rule (review s26: the
-        # Megatron stacks' zero1 default read "zero1 tp=8" on 8 GPUs).
+    if named_sharding is None and zero_over_one_rank(code(sharding), dp):
+        # The search's rule (review s26: the Megatron stacks' zero1 default read "zero1 tp=8" on 8 GPUs).
         layout = layout.model_copy(update={"sharding": Sharding.NONE})
     accum = grad_accum or (
         TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else 1

@@ -57,6 +57,14 @@ IMPL_NATIVE, IMPL_HF = map(code, IMPL_CODES)
 SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
 
 
+def zero_over_one_rank(sharding, dp) -> np.ndarray:
+    """ZeRO-1 or ZeRO-2 (codes) over a single data-parallel rank: it shards nothing (FSDP there is
+    the trainer's one-rank mesh). The search drops such rows; an estimate's default sharding is
+    none there instead (ui/cli.py)."""
+    sharding, dp = np.asarray(sharding), np.asarray(dp)
+    return (sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP)
+
+
 # Candidate columns named other than their field (the formulas' short names).
 COLUMN_NAMES = {"activation_checkpointing": "ac"}
 # The knob columns the search rewrites row by row after generating them: the checkpointed blocks

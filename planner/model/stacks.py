@@ -346,7 +346,7 @@ class Stack(StrEnum):
         """An estimate's sharding when none is named: the stack's recipes' own (ZeRO-1 for the
         Megatron family and DeepSeek's, whose pipeline engine also runs ZeRO-1 at most), else FSDP,
         or ZeRO-2 under DeepSpeed's AutoTP (tp > 1), which runs no ZeRO-3."""
-        if self.distributed_optimizer or self.max_sharding == SHARD_ZERO1:
+        if self.distributed_optimizer:  # Megatron-LM's ZeRO-1 ceiling (max_sharding) among them
             return Sharding.ZERO1
         return Sharding.ZERO2 if self.hf_modules_on_deepspeed and tp > 1 else Sharding.FSDP
 

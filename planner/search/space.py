@@ -33,6 +33,7 @@ from planner.model.candidates import (
     SHARD_ZERO2,
     Candidates,
     hardware_columns,
+    zero_over_one_rank,
 )
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
@@ -207,7 +208,7 @@ def gpu_rows(
         (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
-        & ~((sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP))
+        & ~zero_over_one_rank(sharding, dp)
         & ~space.stack.refusals(tp, pp, sharding, rows["vpp"], cp, rows["ep"]).any()
         & ~excess_ac_blocks(model, space, rows)
         & structurally_valid(
