@@ -336,7 +336,7 @@ def plan(
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json, calibration=chosen)
+        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_plan.PLAN_KEYS)
         return
     if out:
         save_plan(result.plan, out)

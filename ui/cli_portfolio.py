@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from planner.errors import InfeasiblePlan
 from planner.limits import MAX_PURCHASE_USD
-from ui import render, render_fleet
+from ui import render, render_fleet, render_portfolio
 from ui.cli_options import JSON
 from ui.inputs import check_range
 
@@ -45,7 +45,7 @@ def portfolio(
                 purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
             )
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json)
+        render.infeasible(exc, as_json=as_json, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
     emitted = None
     if emit_dir is not None:
@@ -94,7 +94,7 @@ def fleet(
             options = fleet_options(spec, catalog)
             solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2), **options)
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json)
+        render.infeasible(exc, as_json=as_json, answer_keys=render_fleet.FLEET_KEYS)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
     render_fleet.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)

@@ -268,6 +268,11 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
         out.print(written_line(p, saved_to), markup=False)
 
 
+# The keys an infeasible answer adds; a feasible answer carries them as null, so a script reads
+# one shape either way (trial s26: plan --json had different top-level keys when infeasible).
+INFEASIBLE_KEYS = ("reason", "constraint", "detail", "fix", "required", "available", "more_gpus_help", "jobs")
+
+
 def infeasible_json(exc) -> dict:
     """An InfeasiblePlan's typed fields. ``required`` / ``available`` are in the constraint's unit
     (deadline: seconds, budget: USD, memory: GiB, inventory: GPUs, shared_inventory: GPU-seconds)
@@ -283,9 +288,10 @@ def infeasible_json(exc) -> dict:
     }
 
 
-def infeasible(exc, *, as_json: bool, calibration=None) -> None:
+def infeasible(exc, *, as_json: bool, calibration=None, answer_keys: tuple[str, ...] = ()) -> None:
+    """No answer, in words or JSON; ``answer_keys``: the feasible answer's other keys, null here."""
     if as_json:
-        data = {"feasible": False, "reason": str(exc), **infeasible_json(exc)}
+        data = {"feasible": False, **dict.fromkeys(answer_keys), "reason": str(exc), **infeasible_json(exc)}
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)

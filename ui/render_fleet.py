@@ -7,7 +7,7 @@ from rich.table import Table
 
 from planner.fmt import money
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.render import emit_json, out
+from ui.render import INFEASIBLE_KEYS, emit_json, out
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
@@ -57,6 +57,10 @@ def fleet(solution, *, as_json: bool, utilisation: float | None = None, risks: d
         break_even_lines(b, utilisation)
 
 
+# fleet --json's keys beside "feasible" and the infeasible ones: null when no fleet is found.
+FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "break_even")
+
+
 def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> dict:
     def plan_dict(p):
         if p is None:
@@ -83,6 +87,8 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
         for b in solution.break_even
     ]
     return {
+        "feasible": True,
+        **dict.fromkeys(INFEASIBLE_KEYS),
         "mixed": plan_dict(solution.mixed),
         "rent_only": plan_dict(solution.rent_only),
         "buy_only": plan_dict(solution.buy_only),

@@ -12,6 +12,7 @@ from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate, Plan
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective
 from ui.render import (
+    INFEASIBLE_KEYS,
     calibration_json,
     calibration_line,
     emit_json,
@@ -65,10 +66,22 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
         out.print(written_line(result.plan, saved_to), markup=False)
 
 
+# plan --json's keys beside "feasible" and the infeasible ones: null when no plan is found
+# (tests/ui/test_cli.py checks them against plan_json's).
+PLAN_KEYS = (
+    "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
+    "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "risk", "median_plan", "idle_gpus",
+    "per_gpu", "per_gpu_none", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis",
+    "network", "partition_activations", "calibration",
+)  # fmt: skip
+
+
 def plan_json(result, calibration) -> dict:
-    """``plan --json``: the chosen plan, its alternatives and what the search weighed beside them."""
+    """``plan --json``: the chosen plan, its alternatives and what the search weighed beside them;
+    the keys of an infeasible answer are null."""
     return {
         "feasible": True,
+        **dict.fromkeys(INFEASIBLE_KEYS),
         "plan": estimate_json(result.plan.estimate),
         "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
         "solver": result.solution.solver,

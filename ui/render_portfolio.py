@@ -11,7 +11,7 @@ from rich.table import Table
 from planner.api.portfolio import JobFigures, job_figures
 from planner.fmt import money, money_band, number_band
 from planner.units import SECONDS_PER_DAY
-from ui.render import emit_json, out, warn
+from ui.render import INFEASIBLE_KEYS, emit_json, out, warn
 
 # What the cost column is: the portfolio prices its inventory at ownership (docs/ilp.md "Portfolio").
 COST_BASIS = "owned-GPU rate"
@@ -45,6 +45,11 @@ def job_row(a, figures: JobFigures) -> dict:
     )
 
 
+# portfolio --json's keys beside "feasible" and the infeasible ones: null when no portfolio is
+# found ("job_dirs" only with --emit).
+PORTFOLIO_KEYS = ("warnings", "assignments", "total_cost_usd", "idle_cost_usd", "makespan_days", "solver", "exact")
+
+
 def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     figures = [job_figures(a) for a in solution.assignments]
@@ -54,6 +59,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     if as_json:
         data = {
             "feasible": True,
+            **dict.fromkeys(INFEASIBLE_KEYS),
             "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,

@@ -259,6 +259,27 @@ def test_infeasible_plan_is_an_answer():
     assert data["feasible"] is False and data["constraint"] == "memory" and data["fix"]
 
 
+def test_plan_portfolio_and_fleet_json_have_one_shape_feasible_or_not(tmp_path):
+    """trial s26: plan --json had other top-level keys when no plan was found, so a script reading
+    ``data["plan"]`` failed on the infeasible answer. Both now carry the union, null where empty."""
+    plan = ("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "h100-sxm=8", "--top", "0", "--json")
+    feasible = json.loads(run(*plan).stdout)
+    infeasible = json.loads(run(*plan[:-3], "--budget-usd", "0.01", "--json").stdout)
+    assert feasible["feasible"] and not infeasible["feasible"] and set(feasible) == set(infeasible)
+    assert feasible["reason"] is None and infeasible["plan"] is None and infeasible["calibration"] is None
+    base = '[[jobs]]\nname = "tiny"\nmodel = "gpt3-125m"\ntokens = 1e9\n'
+    for command, head in (
+        ("portfolio", "[inventory]\nh100-sxm = {n}\n"),
+        ("fleet", 'horizon_days = {n}\nbuy = ["h100-sxm"]\n'),
+    ):
+        shapes = []
+        late = base.replace("gpt3-125m", "llama3.1-405b").replace("1e9", "1e14") + "deadline_days = 0.1\n"
+        for n, job in ((8, base), (1, late)):
+            (jobs := tmp_path / f"{command}{n}.toml").write_text(head.format(n=n) + job)
+            shapes.append(json.loads(run(command, str(jobs), "--json").stdout))
+        assert [s["feasible"] for s in shapes] == [True, False] and set(shapes[0]) == set(shapes[1]), command
+
+
 def test_an_infeasible_deadline_says_in_numbers_whether_more_gpus_help():
     """trial s25: the app offered "or raise the GPU limit" where the planner had probed 32,768 GPUs."""
     base = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--deadline-days", "5", "--json"]
