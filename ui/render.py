@@ -392,6 +392,8 @@ def models(specs, *, as_json: bool) -> None:
             f"{r['context']:,}",
         )
     out.print(table)
+    # trial s26: gpt-oss's card says 5.13B active, which leaves the input embedding out.
+    out.print("active B counts the input embedding, as most model cards do (gpt-oss's does not: 5.13B for 120b)")
 
 
 def no_driver(message: str, *, as_json: bool) -> None:

@@ -88,7 +88,9 @@ class ModelSpec(ModelShape):
 
     def num_active_params(self) -> int:
         """Parameters touched per token: MoE blocks count their routed ``experts_per_token`` MLPs
-        (plus shared experts and router), dense blocks everything; MTP modules excluded."""
+        (plus shared experts and router), dense blocks everything; MTP modules excluded. The input
+        embedding counts, as DeepSeek-V3's, Mixtral's and Qwen3-MoE's cards count it (37B, 12.9B,
+        3.3B); gpt-oss's card leaves it out (5.13B active for 120b, 5.71B here)."""
         root = root_table(self)
         blocks = sum(count * table.active_params for count, table in layer_tables(self))
         return root.embedding_params + blocks + root.final_norm.params + root.lm_head.params

@@ -126,6 +126,10 @@ def test_models_lists_every_preset_in_name_order() -> None:
     assert next(r for r in rows if r["name"] == "llama3-8b")["active_params_b"] is None
     code, out, _ = trainplan("models")
     assert code == 0 and "llama3-8b" in out and "config.json" in out
+    # the active count's convention is said, and gpt-oss's card figure is the count less the embedding
+    assert "counts the input embedding" in out and "5.13B" in out
+    oss = get_preset("gpt-oss-120b")
+    assert (oss.num_active_params() - oss.vocab_size * oss.hidden_size) / 1e9 == pytest.approx(5.13, abs=0.005)
 
 
 def test_a_re_estimate_keeps_the_plans_price_and_the_target_stacks_modules(tmp_path) -> None:
