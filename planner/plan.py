@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.catalog.prices import PriceBasis
+from planner.catalog.prices import PriceBasis, billed_gpus
 from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
@@ -337,6 +337,8 @@ class Plan(BaseModel):
     training_tokens: float | None = None
     price_per_gpu_hour_usd: float | None = None
     price_basis: PriceBasis | None = None  # where that price comes from (None: plan files before it)
+    # GPUs rented together (GPUSpec's): the cost bills whole units, e.g. a provider's 8-GPU node.
+    rent_unit_gpus: int = Field(1, ge=1, le=MAX_GPUS)
     estimate: Estimate
     # The software the estimate describes; only trainplan plans can be emitted (emit refuses others).
     stack: Stack = Stack.TRAINPLAN
@@ -355,6 +357,11 @@ class Plan(BaseModel):
         """Whether trainplan can emit and run the plan: another stack's plan, or one assuming a
         kernel the trainer does not choose, estimates that software."""
         return self.stack == Stack.TRAINPLAN and self.attention is None
+
+    @property
+    def billed_gpus(self) -> int:
+        """The GPUs the cost pays for: whole rental units (``billed_gpus``)."""
+        return int(billed_gpus(self.num_gpus, self.rent_unit_gpus))
 
     @property
     def training_steps(self) -> int | None:

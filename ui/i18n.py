@@ -350,6 +350,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "kernel_eager": (KERNEL_WORDS[AttentionKernel.EAGER], "非融合（注意力分数经 HBM）"),
     "kernel_cp_fallback": (CP_FALLBACK_WORDS, "（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）"),
     "card_price": ("Cost at ${price:,.2f}/GPU-h: {basis}.", "费用按每 GPU 小时 ${price:,.2f} 计：{basis}。"),
+    "card_billed": (
+        " Billed for {billed} GPUs: whole {unit}-GPU nodes.",
+        "按 {billed} 块 GPU 计费：整台 {unit} GPU 节点出租。",
+    ),
     # The CLI's words in English (planner/catalog/prices.py), translated.
     "price_basis_catalog": (PriceBasis.CATALOG.words, "按需报价的中位数"),
     "price_basis_estimate": (PriceBasis.ESTIMATE.words, "估算值，并非所列按需报价的中位数"),

@@ -68,7 +68,11 @@ def price_words(p: Plan) -> str:
     if p.price_per_gpu_hour_usd is None:
         return ""
     basis = "" if p.price_basis is None else f" ({p.price_basis.words})"
-    return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}"
+    # review s26: a 4-GPU plan on 8-GPU-node offers is billed for 8, which the line did not say
+    billed = (
+        "" if p.billed_gpus == p.num_gpus else f", billed for {p.billed_gpus} GPUs (whole {p.rent_unit_gpus}-GPU nodes)"
+    )
+    return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}{billed}"
 
 
 def plan_facts_json(p: Plan) -> dict:
@@ -80,6 +84,7 @@ def plan_facts_json(p: Plan) -> dict:
         "emittable": p.emittable,
         "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
         "price_basis": None if p.price_basis is None else p.price_basis.value,
+        "billed_gpus": p.billed_gpus,
         "network": p.network,
         "partition_activations": p.partition_activations,
     }

@@ -173,7 +173,10 @@ def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:
     price or that some prices are estimates); None for an owned GPU's cost or an unpriced plan."""
     if bought or plan.price_per_gpu_hour_usd is None or plan.price_basis is None:
         return None
-    return tr("card_price", price=plan.price_per_gpu_hour_usd, basis=tr(PRICE_BASIS_KEYS[plan.price_basis]))
+    text = tr("card_price", price=plan.price_per_gpu_hour_usd, basis=tr(PRICE_BASIS_KEYS[plan.price_basis]))
+    if plan.billed_gpus == plan.num_gpus:
+        return text
+    return text + tr("card_billed", billed=plan.billed_gpus, unit=plan.rent_unit_gpus)
 
 
 # Each price basis's words (ui/i18n.py), one key per basis.

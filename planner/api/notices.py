@@ -64,7 +64,7 @@ def left_out_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]
 def plan_commitment(price_kind: str | None, p: Plan) -> Commitment | None:
     """The reserved term the plan's price kind binds its GPUs to, when the job is shorter."""
     e = p.estimate
-    return commitment(price_kind, p.gpu, p.num_gpus, e.cost_usd, e.time_to_train_h)
+    return commitment(price_kind, p.gpu, p.billed_gpus, e.cost_usd, e.time_to_train_h)
 
 
 def chosen_dearer(request: PlanRequest, catalog: Catalog, chosen: Plan) -> DearerKind | None:

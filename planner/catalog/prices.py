@@ -30,6 +30,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from planner.errors import CatalogError
@@ -230,7 +231,7 @@ class Commitment:
 
     kind: str
     gpu: str
-    num_gpus: int
+    num_gpus: int  # billed: whole rental units (``billed_gpus``), which the term reserves
     term_years: int
     job_days: float
     term_cost_usd: float  # the job's hourly bill over the whole term
@@ -261,6 +262,12 @@ def commitment(
     assert kind is not None
     term_cost = cost_usd * years * HOURS_PER_YEAR / job_hours
     return Commitment(kind, gpu, num_gpus, years, job_hours / HOURS_PER_DAY, term_cost)
+
+
+def billed_gpus(num_gpus: np.ndarray | int, unit: np.ndarray | int) -> np.ndarray:
+    """The GPUs a job pays for: whole rental units (a provider that rents only 8-GPU nodes bills a
+    4-GPU job for 8)."""
+    return np.ceil(np.asarray(num_gpus, dtype=float) / unit) * unit
 
 
 def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:

@@ -13,6 +13,7 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
+from planner.catalog.prices import billed_gpus
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
@@ -157,12 +158,6 @@ def job_totals(
     cost = hours * billed_gpus(c.num_gpus, c.rent_unit_gpus) * c.price_per_gpu_hour
     energy = energy_kwh(hours * c.num_gpus, wall_power_w(c.tdp_watts, c.node_power_w_per_gpu, settings), settings.pue)
     return seconds, cost, energy
-
-
-def billed_gpus(num_gpus: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """The GPUs a job pays for: whole rental units (a provider that rents only 8-GPU nodes bills a
-    4-GPU job for 8)."""
-    return np.ceil(np.asarray(num_gpus, dtype=float) / unit) * unit
 
 
 def memory_fix_hint(

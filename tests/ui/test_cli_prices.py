@@ -51,6 +51,28 @@ def test_plan_rents_the_h200_at_its_three_year_median() -> None:
     assert plan["cost_usd"] == pytest.approx(plan["time_to_train_h"] * 8 * price, rel=1e-4)
 
 
+def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
+    """Review s26: 4 H200 on 8-GPU-node offers pay for 8, which the cost line, the term warning
+    ("4 h200-sxm for the term") and the app card did not say."""
+    from planner.plan import Plan
+    from ui.i18n import Labels
+    from ui.single import price_text
+
+    args = ["estimate", "--model", "gpt3-125m", "--gpu", "h200-sxm", "--num-gpus", "4", "--tokens", "1e10"]
+    code, out, err = trainplan(*args, "--price-kind", "reserved-3y")
+    assert code == 0, err
+    assert "(median of reserved-3y offers), billed for 8 GPUs (whole 8-GPU nodes)" in out
+    assert "; 8 h200-sxm for the term cost $" in err
+    data = json.loads(trainplan(*args, "--price-kind", "reserved-3y", "--json")[1])
+    assert data["billed_gpus"] == 8 and data["num_gpus"] == 4
+    assert "billed for" not in trainplan(*args)[1]  # the catalog's price is per GPU
+    assert trainplan(*args, "--price-kind", "reserved-3y", "--out", str(tmp_path / "p.json"))[0] == 0
+    plan = Plan.load(tmp_path / "p.json")
+    assert plan.rent_unit_gpus == 8 and plan.billed_gpus == 8
+    for lang, words in (("en", "Billed for 8 GPUs: whole 8-GPU nodes."), ("zh", "按 8 块 GPU 计费")):
+        assert words in (price_text(Labels(lang), plan, bought=False) or "")
+
+
 def test_plan_refuses_a_gpu_without_a_three_year_offer_in_one_line() -> None:
     code, out, err = trainplan(
         "plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "b200=8", "--price-kind", "reserved-3y"
