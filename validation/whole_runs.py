@@ -195,6 +195,13 @@ LUCIE = (
     "GPU-hours read as the 3.1T-token main phase (its 5B-token extension and annealing ran on 128 GPUs, "
     "about 13 h each); batch ramp 256 -> 1,024 sequences over 10M samples: " + NO_RAMP
 )
+NEMOTRON4 = (
+    "NVIDIA's Megatron-LM of 2023-24: the megatron-core profile (its kernel, overlaps and ZeRO-1 distributed "
+    "optimizer, as Sec. 2 names it); TP 8 x DP 288 as Table 2's third stage, on 8 x 400 Gb/s InfiniBand per "
+    "node (ib-ndr-400); micro-batch not published: the fastest of 1, 2 and 4 that fits; " + OPEN_AC + "the "
+    "stage's 7.6T tokens only (the two ramp stages before it, 0.4T on 768 and 1,536 GPUs, and the continued "
+    "training are not predicted); the profile chosen before the row was predicted"
+)
 _LLAMA = (("family", "llama"),)
 # The report's Table 1 and Sec 2: 6 dense then 54 MoE blocks (1 shared + 256 routed experts of 3,072, 4 routed
 # active), head dim 128, per-head QK-norm, sandwich norm, 3 local (window 4,096) : 1 global.
@@ -264,6 +271,15 @@ RECIPES: dict[str, Recipe] = {
     "falcon-180b": _falcon("4,096 GPUs throughout ('up to'); the 7M GPU-h has one significant digit, scope unstated; "),
     "smollm3-3b": Recipe(
         META, Basis.WALL, "h100-sxm", _LLAMA, Sharding.NONE, (3,), _ONLY[0], replicas=192, assumptions=SMOLLM3
+    ),
+    "nemotron4-15b": Recipe(
+        (Stack.MEGATRON_CORE, STACK_SETTINGS[Stack.MEGATRON_CORE]),
+        Basis.STEP,
+        "h100-sxm",
+        sharding=Sharding.ZERO1,
+        micro_batch=(1, 2, 4),
+        assumptions=NEMOTRON4,
+        network="ib-ndr-400",
     ),
     "deepseek-v3": Recipe(HAI_LLM, Basis.STEP, "h800", assumptions=DEEPSEEK),
     "lucie-7b": Recipe(

@@ -11,6 +11,7 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import ActivationCheckpointing, Sharding
+from planner.model.stacks import Stack
 from validation.whole_runs import (
     DEFAULT_WHOLE_RUNS,
     NOT_INDEPENDENT,
@@ -38,6 +39,7 @@ PUBLISHED = {
     "trinity-large": (1, 1, 2048),
     "lucie-7b": (4, 4, 32),
     "smollm3-3b": (2, 1, 192),
+    "nemotron4-15b": (8, 1, 288),
 }
 
 
@@ -88,10 +90,11 @@ def test_gpu_counts_and_reported_figures():
         ("falcon-40b", 552_960),
         ("smollm3-3b", 221_184),
         ("trinity-large", 1_622_016),
+        ("nemotron4-15b", 2_304 * 11.9 * 24),
     ):
         assert BY_ID[run_id].reported_gpu_hours == pytest.approx(hours)
     step = {r.run_id for r in RUNS if r.recipe.basis == Basis.STEP}
-    assert step == {"llama1-7b", "llama1-13b", "llama1-33b", "llama1-65b", "deepseek-v3"}
+    assert step == {"llama1-7b", "llama1-13b", "llama1-33b", "llama1-65b", "deepseek-v3", "nemotron4-15b"}
 
 
 @pytest.mark.parametrize("run_id", sorted(PUBLISHED))
@@ -100,6 +103,17 @@ def test_published_layouts_are_used(run_id: str, comparisons: dict[str, WholeRun
     assert run.layout_source == "published"
     assert (layout.tp, layout.pp, layout.dp) == PUBLISHED[run_id]
     assert layout.world_size == run.num_gpus
+
+
+def test_nemotron4_15b_is_its_reports_third_stage():
+    """Table 2's third stage: 7.6T tokens at 1,152 x 4,096 on TP 8 x DP 288, 0.64 s per iteration,
+    under the megatron-core profile with its distributed optimizer (ZeRO-1), on 400G InfiniBand."""
+    run = BY_ID["nemotron4-15b"]
+    assert (run.tokens, run.global_batch_tokens, run.num_gpus) == (7.6e12, 1152 * 4096, 2304)
+    assert run.measured_tokens_per_s_per_gpu == pytest.approx(1152 * 4096 / 0.64 / 2304)
+    assert run.stack == Stack.MEGATRON_CORE and run.recipe.network == "ib-ndr-400"
+    assert {layout.sharding for layout, _ in run.variants} == {Sharding.ZERO1}
+    assert run.model.mlp == "relu2" and run.model.partial_rotary_factor == 0.5 and not run.model.tied_embeddings
 
 
 def test_published_choices():
