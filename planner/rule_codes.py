@@ -80,6 +80,8 @@ class RuleCode(StrEnum):
     STACK_AUTOTP_ZERO3 = "stack_autotp_zero3"
     STACK_PIPELINE_ZERO = "stack_pipeline_zero"
     STACK_INTERLEAVED = "stack_interleaved"
+    STACK_EVEN_STAGES = "stack_even_stages"
+    STACK_INTERLEAVING = "stack_interleaving"
     STACK_IMPL = "stack_impl"
     STACK_COMPILE = "stack_compile"
     STACK_PARTITION = "stack_partition"
@@ -250,6 +252,15 @@ TEMPLATES: dict[RuleCode, str] = {
         " with pp > 1 (not {sharding})"
     ),
     _C.STACK_INTERLEAVED: ("{stack} pipelines with DeepSpeed's engine, which has no interleaved schedule: use --vpp 1"),
+    _C.STACK_EVEN_STAGES: (
+        "{stack} splits the {layers} layers evenly over pp {pp} x vpp {vpp} stages, which do not divide"
+        " them: choose a --pp and --vpp that do, or a stack whose stages may be uneven (megatron-core,"
+        " megatron-deepspeed)"
+    ),
+    _C.STACK_INTERLEAVING: (
+        "{stack}'s interleaved schedule (vpp {vpp}) needs pp > 2 and micro-batches divisible by pp"
+        " (pp {pp}, {grad_accum} micro-batches): use --vpp 1, or a batch that divides"
+    ),
     _C.STACK_IMPL: "{stack} trains {whose} (impl {modules}): drop --impl {impl}",
     _C.STACK_COMPILE: "{stack} runs its own fused kernels, not torch.compile: drop --compile",
     _C.STACK_PARTITION: (

@@ -300,6 +300,17 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} pipelines with DeepSpeed's engine, which has no interleaved schedule: use vpp 1",
         "{stack} 使用 DeepSpeed 的流水线引擎，没有交错调度：请用 vpp 1",
     ),
+    "reason_stack_even_stages": (
+        "{stack} splits the {layers} layers evenly over pp {pp} x vpp {vpp} stages, which do not divide them;"
+        " the megatron-core and megatron-deepspeed stacks' stages may be uneven",
+        "{stack} 把 {layers} 层平均分到 pp {pp} x vpp {vpp} 个阶段，但无法整除；"
+        "megatron-core 与 megatron-deepspeed 软件栈的阶段可以不均匀",
+    ),
+    "reason_stack_interleaving": (
+        "{stack}'s interleaved schedule (vpp {vpp}) needs pp > 2 and micro-batches divisible by pp"
+        " (pp {pp}, {grad_accum} micro-batches)",
+        "{stack} 的交错调度（vpp {vpp}）要求 pp > 2 且微批次数能被 pp 整除（pp {pp}，{grad_accum} 个微批次）",
+    ),
     "reason_stack_impl": (
         "{stack} trains its own modules (impl {modules}), not {impl}",
         "{stack} 训练其自身的模块（impl {modules}），而非 {impl}",

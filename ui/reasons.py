@@ -106,6 +106,8 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_AUTOTP_ZERO3: "reason_stack_autotp_zero3",
     _C.STACK_PIPELINE_ZERO: "reason_stack_pipeline_zero",
     _C.STACK_INTERLEAVED: "reason_stack_interleaved",
+    _C.STACK_EVEN_STAGES: "reason_stack_even_stages",
+    _C.STACK_INTERLEAVING: "reason_stack_interleaving",
     _C.STACK_IMPL: "reason_stack_impl",
     _C.STACK_COMPILE: "reason_stack_compile",
     _C.STACK_PARTITION: "reason_stack_partition",

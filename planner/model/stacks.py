@@ -255,6 +255,8 @@ class StackRefusals(NamedTuple):
     autotp_zero3: np.ndarray  # tp > 1 with ZeRO-3 under DeepSpeed's AutoTP training
     pipeline_zero: np.ndarray  # ZeRO stage 2 or 3 with pp > 1 under DeepSpeed's pipeline engine
     interleaved: np.ndarray  # vpp > 1 under DeepSpeed's pipeline engine
+    uneven_stages: np.ndarray  # layers not split evenly over pp x vpp stages where the stack needs it
+    interleaving: np.ndarray  # vpp > 1 with pp <= 2 or micro-batches not divisible by pp (Megatron-LM)
     no_context_parallel: np.ndarray
     no_expert_parallel: np.ndarray
     sharding: np.ndarray  # more sharding than the stack has
@@ -291,6 +293,18 @@ class Stack(StrEnum):
         TrainSchedule): Megatron-DeepSpeed's (``deepspeed`` trains Hugging Face's modules, which
         that engine cannot run: ``hf_pipeline``)."""
         return self is Stack.MEGATRON_DEEPSPEED
+
+    @property
+    def even_stages(self) -> bool:
+        """Whether the stack splits the layers evenly over its pipeline stages, with the interleaved
+        schedule's limits: Megatron-LM of 2021-22 (arguments.py at dcef906 asserts "pipeline-model-
+        parallel size should be greater than 2 with interleaved schedule" and "number of layers is
+        not divisible by number of layers per virtual pipeline stage", its transformer "num_layers
+        must be divisible by pipeline_model_parallel_size", its interleaved schedule micro-batches
+        divisible by pp). Megatron-Core places uneven first and last stages
+        (``pipeline_model_parallel_layout``; NeMo's 405B recipes run 126 layers on pp 8 x vpp 8),
+        DeepSpeed's PipelineModule balances layers, torchtitan and trainplan build uneven stages."""
+        return self is Stack.MEGATRON_LM
 
     @property
     def pipelines(self) -> bool:
@@ -350,18 +364,22 @@ class Stack(StrEnum):
             return Sharding.ZERO1
         return Sharding.ZERO2 if self.hf_modules_on_deepspeed and tp > 1 else Sharding.FSDP
 
-    def refusals(self, tp, pp, sharding, vpp, cp, ep) -> StackRefusals:
-        """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes). One
-        rule for the search's filter and for an estimate's refusal (planner/request.py
-        ``stack_problem``)."""
+    def refusals(self, tp, pp, sharding, vpp, cp, ep, num_layers: int, grad_accum) -> StackRefusals:
+        """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes;
+        ``grad_accum``: the pipeline's micro-batches). One rule for the search's filter and for an
+        estimate's refusal (planner/request.py ``stack_problem``)."""
         piped, deepspeed = np.asarray(pp) > 1, self.deepspeed_pipeline & (np.asarray(pp) > 1)
         on_hf = self.hf_modules_on_deepspeed
+        pp, vpp, chunked = np.asarray(pp), np.asarray(vpp), np.asarray(vpp) > 1
+        even = self.even_stages
         return StackRefusals(
             no_pipeline=piped & (not self.pipelines),
             hf_pipeline=piped & on_hf,
             autotp_zero3=on_hf & (np.asarray(tp) > 1) & (np.asarray(sharding) == SHARD_FSDP),
             pipeline_zero=deepspeed & (np.asarray(sharding) > SHARD_ZERO1),
             interleaved=deepspeed & (np.asarray(vpp) > 1),
+            uneven_stages=even & ((num_layers % pp != 0) | ((num_layers // pp) % vpp != 0)),
+            interleaving=even & chunked & ((pp <= 2) | (np.asarray(grad_accum) % pp != 0)),
             no_context_parallel=(np.asarray(cp) > 1) & (not self.context_parallel),
             no_expert_parallel=(np.asarray(ep) > 1) & (not self.expert_parallel),
             sharding=np.asarray(sharding) > self.max_sharding,

@@ -38,18 +38,22 @@ def test_trainer_limits_bind_only_trainplan_and_laws_bind_every_stack():
 
 def test_bloom_176b_from_its_config_estimates_at_its_layout_under_the_megatron_stacks():
     """BLOOM's config.json at TP4 x PP12 x DP8 on 384 A100, as it trained (tr11 README), under
-    Megatron-LM and Megatron-DeepSpeed (BigScience's stack); `deepspeed` trains Hugging Face's
-    modules, which DeepSpeed's pipeline engine cannot run, and says where the 3D layout is."""
+    Megatron-DeepSpeed (BigScience's stack: its PipelineModule balances 70 layers over 12 stages)
+    and Megatron-Core (uneven stages); Megatron-LM of 2021-22 splits layers evenly and refuses, as
+    `deepspeed`, which trains Hugging Face's modules its pipeline engine cannot run; both say where
+    the 3D layout is."""
     bloom = model_from_hf_config(CONFIGS / "bloom-176b.json")
     assert bloom.num_params() == pytest.approx(176.2e9, rel=0.01)
     layout = Layout(tp=4, pp=12, sharding=Sharding.ZERO1)
     training = TrainingConfig(
         seq_len=2048, micro_batch=2, grad_accum=128, activation_checkpointing=ActivationCheckpointing.FULL
     )
-    for stack in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED):
+    for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_DEEPSPEED):
         p = build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=stack)
         assert p.layout.dp_shard == 8 and p.estimate.feasible and not p.emittable
         assert 60 < p.estimate.throughput.tokens_per_s_per_gpu < 300  # measured: ~104 (docs/validation.md)
+    with pytest.raises(ValueError, match=r"splits the 70 layers evenly over pp 12 x vpp 1 .* megatron-deepspeed"):
+        build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=Stack.MEGATRON_LM)
     on_hf = training.model_copy(update={"impl": Implementation.HF})  # deepspeed trains Hugging Face's
     with pytest.raises(ValueError, match="--stack megatron-deepspeed for Megatron-DeepSpeed's 3D"):
         build_plan(bloom, "a100-80gb-sxm", layout, on_hf, num_gpus=384, stack=Stack.DEEPSPEED)
@@ -135,3 +139,34 @@ def test_deepspeeds_pipeline_engine_refuses_what_it_cannot_run(sharding, vpp, wo
     assert build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.TORCHTITAN).layout.pp == 2
     flat, on_hf = Layout(sharding=sharding), training.model_copy(update={"impl": Implementation.HF})
     assert build_plan(model, "h100-sxm", flat, on_hf, num_gpus=16, stack=Stack.DEEPSPEED).layout.pp == 1
+
+
+def test_megatron_lm_splits_layers_evenly_and_interleaves_as_its_arguments_allow():
+    """Megatron-LM of 2021-22 asserts num_layers % pp == 0, an interleaved chunk of whole layers,
+    pp > 2 under interleaving and micro-batches divisible by pp (trial s26: `estimate --vpp 5` with
+    12 layers per stage was accepted; the search chose pp 4 x vpp 8 for Llama 2 70B's 80 layers).
+    Megatron-Core and trainplan run the same layouts with uneven stages."""
+    model = get_preset("llama2-70b")  # 80 layers
+
+    def refused(stack: Stack, pp: int, vpp: int, grad_accum: int) -> list[str]:
+        r = stack.refusals(1, pp, SHARD_ZERO1, vpp, 1, 1, model.num_layers, grad_accum)
+        return [name for name, value in r._asdict().items() if bool(value)]
+
+    lm = Stack.MEGATRON_LM
+    assert refused(lm, 4, 4, 8) == [] and refused(lm, 5, 2, 10) == []
+    assert refused(lm, 3, 1, 8) == ["uneven_stages"]  # 80 % 3
+    assert refused(lm, 4, 8, 8) == ["uneven_stages"]  # 20 layers per rank in 8 chunks
+    assert refused(lm, 2, 2, 8) == ["interleaving"]  # pp 2
+    assert refused(lm, 4, 2, 6) == ["interleaving"]  # 6 micro-batches over pp 4
+    assert all(refused(s, 4, 8, 6) == [] for s in (Stack.MEGATRON_CORE, Stack.TRAINPLAN, Stack.TORCHTITAN))
+    layout, training = Layout(tp=4, pp=4, vpp=8, sharding=Sharding.ZERO1), TrainingConfig(seq_len=4096, grad_accum=8)
+    with pytest.raises(ValueError, match="splits the 80 layers evenly over pp 4 x vpp 8"):
+        build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=lm)
+    assert build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=Stack.MEGATRON_CORE)
+    space = search_space(PlanRequest(model=model, training_tokens=1e12, gpus={"a100-80gb-sxm": 256}, stack=lm))
+    rows = build_candidates(model, load_catalog(), {"a100-80gb-sxm": 256}, space)
+    piped = rows.pp > 1
+    assert piped.any() and not (model.num_layers % rows.pp[piped]).any()
+    assert not ((model.num_layers // rows.pp) % rows.vpp).any()
+    chunked = rows.vpp > 1
+    assert chunked.any() and (rows.pp[chunked] > 2).all() and not (rows.grad_accum[chunked] % rows.pp[chunked]).any()

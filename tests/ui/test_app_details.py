@@ -478,6 +478,13 @@ def test_the_card_words_the_vary_batch_saving_in_both_languages():
             dict(grad_accum=4, impl="native"),
             RuleCode.STACK_INTERLEAVED,
         ),
+        ("megatron-lm", dict(pp=8, sharding="zero1"), dict(grad_accum=8, impl="native"), RuleCode.STACK_EVEN_STAGES),
+        (
+            "megatron-lm",
+            dict(pp=2, vpp=2, sharding="zero1"),
+            dict(grad_accum=4, impl="native"),
+            RuleCode.STACK_INTERLEAVING,
+        ),
         ("megatron-core", dict(), dict(impl="hf"), RuleCode.STACK_IMPL),
         ("megatron-core", dict(), dict(compile=True, impl="native"), RuleCode.STACK_COMPILE),
         (
