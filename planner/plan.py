@@ -468,6 +468,14 @@ def _printable_strings(value: object) -> object:
     return value
 
 
+def even_node_count(num_gpus: int, gpus_per_node: int) -> int:
+    """The fewest nodes of ``gpus_per_node`` that hold ``num_gpus`` in equal shares, as torchrun's
+    one ``--nproc-per-node`` and emit need (trial s27: 9 GPUs on 8-GPU servers were estimated on
+    2 nodes of 4 and written to a plan that emit refused): 9 -> 3 nodes of 3, 12 -> 2 of 6."""
+    fewest = -(-num_gpus // gpus_per_node)
+    return next(k for k in range(fewest, num_gpus + 1) if num_gpus % k == 0)
+
+
 def fullest_node(num_gpus: int, num_nodes: int, node: NodeTemplate, what: str) -> int:
     """GPUs on the fullest of ``num_nodes`` nodes holding ``num_gpus``; ValueError (``what`` names
     the flag or field) when there are more nodes than GPUs, or a node would hold more GPUs than

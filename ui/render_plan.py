@@ -71,7 +71,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "risk", "median_plan", "idle_gpus",
-    "per_gpu", "per_gpu_none", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis",
+    "per_gpu", "per_gpu_none", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "billed_gpus",
     "network", "partition_activations", "calibration",
 )  # fmt: skip
 

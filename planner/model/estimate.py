@@ -40,6 +40,7 @@ from planner.plan import (
     ThroughputEstimate,
     TimeEstimate,
     TimeTerms,
+    even_node_count,
     fullest_node,
 )
 from planner.rule_codes import FixCode
@@ -242,11 +243,12 @@ def estimate(
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     node = catalog.node(gpu_spec.default_node)
-    gpus_per_node = node.gpus_per_node
     if num_nodes is not None:
         if num_nodes < 1 or num_gpus % num_nodes:
             raise ValueError(f"--nodes {num_nodes} does not divide --num-gpus {num_gpus}")
         gpus_per_node = fullest_node(num_gpus, num_nodes, node, "--nodes")
+    else:
+        gpus_per_node = num_gpus // even_node_count(num_gpus, node.gpus_per_node)
     resolved, c = checked_configuration(
         model, gpu_spec, layout, training, num_gpus, gpus_per_node, catalog, trainer_rules
     )

@@ -606,3 +606,20 @@ def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):
     shared = dict(constraint="shared_inventory", detail="", fix="", required=88 * 86400.0, available=80 * 86400.0)
     text = infeasible_text(Labels("en"), answer({**shared, "more_gpus_help": None}), request)
     assert "need at least 88 GPU-days, the inventory offers 80 GPU-days" in text and "GPUs, the limit" not in text
+
+
+def test_an_estimate_on_a_count_that_does_not_fill_nodes_splits_it_evenly(tmp_path):
+    """Trial s27: 9 GPUs on 8-GPU servers were estimated on 2 nodes of 4, written to a plan, and
+    emit refused it ("9 GPUs do not split evenly over 2 nodes"). The fewest equal nodes: 3 of 3."""
+    from planner.plan import Plan, even_node_count
+
+    assert [even_node_count(n, 8) for n in (7, 8, 9, 12, 16, 17)] == [1, 1, 3, 2, 2, 17]
+    plan_file = tmp_path / "plan.json"
+    args = ("estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "9", "--micro-batch", "1")
+    assert "tiny on 9 x h100-sxm (3 nodes)" in run(*args, "--seq-len", "256", "--out", str(plan_file)).stdout
+    plan = Plan.load(plan_file)
+    assert (plan.num_nodes, plan.gpus_per_node) == (3, 3)
+    job = json.loads(
+        (run("emit", str(plan_file), "--out", str(tmp_path / "job")), tmp_path / "job" / "job.json")[1].read_text()
+    )
+    assert job["plan"]["num_nodes"] == 3
