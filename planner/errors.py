@@ -44,6 +44,11 @@ class ExitCode(IntEnum):
     # SIGTERM (a scheduler's preemption): saved, stopped, resume by running again. 128 + SIGTERM, as a
     # process killed by it, so Kubernetes' restartPolicy ExitCode and Slurm's requeue retry it.
     PREEMPTED = 143
+    # A peer rank or node went away mid-collective (a preempted pod, a killed worker): nothing saved
+    # since the last checkpoint; retryable (>= 128), so a multi-node PyTorchJob's surviving pods are
+    # restarted with the lost one and the job resumes (trial s27: they exited 1, a permanent
+    # failure under restartPolicy ExitCode, and the job failed).
+    PEER_LOST = 144
 
 
 # --------------------------------------------------------------------------- planner

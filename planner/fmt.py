@@ -72,9 +72,10 @@ def printable(text: object) -> str:
 _MONEY_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
 
 
-def counted(count: int, noun: str) -> str:
-    """``1 node``, ``46,560 steps``: a whole count and its noun, plural unless one."""
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 node``, ``46,560 steps``, ``2 processes``: a whole count and its noun, plural unless one
+    (``plural``: where it is not the noun and an s)."""
+    return f"{count:,} " + (noun if count == 1 else plural or f"{noun}s")
 
 
 def energy(kwh: float | None) -> str:

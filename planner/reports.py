@@ -62,6 +62,9 @@ class ValidationReport(_Report):
     predicted: ProbeFigures
     measured: ProbeFigures
     device: str  # "cuda", or "cpu" where nothing is comparable
+    # The catalog id of the GPU measured on (None: a CPU, or one the catalog does not match, and
+    # reports before it); figures are compared only on the plan's GPU.
+    measured_gpu: str | None = None
     comparable: bool
     error_pct: ProbeFigures
     reserved_gib: PredictedMeasured
@@ -97,6 +100,7 @@ class RunReport(_Report):
     measured: RunFigures
     error_pct: RunFigures
     device: str
+    measured_gpu: str | None = None  # as ValidationReport's
     comparable: bool
     losses: Losses
     steps_done: int

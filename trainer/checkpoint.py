@@ -113,6 +113,17 @@ def _os_error(exc: BaseException | None) -> str | None:
 
 _DISK_FULL_TEXTS = ("No space left on device", "unexpected pos", "file write failed", "Disk quota exceeded")
 
+# How a save failed on a rank, worst last: the ranks agree on the maximum (``_abandon``).
+_OTHER, _UNWRITABLE, _DISK_FULL = 0, 1, 2
+
+
+def _failure_kind(error: BaseException | None) -> int:
+    if error is None:
+        return _OTHER
+    if _is_disk_full(error):
+        return _DISK_FULL
+    return _UNWRITABLE if _os_error(error) is not None else _OTHER
+
 
 @dataclass(frozen=True)
 class ModelIdentity:
@@ -236,23 +247,27 @@ class CheckpointManager:
         return get_state_dict(state.model, state.optimizer)
 
     def _abandon(self, tmp: Path, step: int, error: BaseException | None) -> None:
-        disk_full = torch.tensor([1 if error is not None and _is_disk_full(error) else 0], device=self.device)
-        dist.all_reduce(disk_full, op=dist.ReduceOp.MAX)
+        """Every rank raises the same kind of error, the worst any rank met (trial s27: rank 0 of a
+        read-only ckpt dir said so in one line while rank 1, whose write never started, printed a
+        traceback): disk full, then an OSError (read-only, permissions), then anything else."""
+        kind = torch.tensor([_failure_kind(error)], device=self.device)
+        dist.all_reduce(kind, op=dist.ReduceOp.MAX)
         if self.rank == 0:
             shutil.rmtree(tmp, ignore_errors=True)
         dist.barrier()
         kept = ", ".join(p.name for _, p in list_checkpoints(self.ckpt_dir)) or "none"
-        if disk_full.item():
+        if kind.item() == _DISK_FULL:
             raise CheckpointDiskFullError(
                 f"disk full while writing checkpoint {tmp} (step {step}): free space on "
                 f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})"
             )
-        detail = one_line(error) if error is not None else "failed on another rank"
-        if _os_error(error) is not None:  # read-only, permissions: the operator's to fix
+        here = (_os_error(error) if error is not None else None) or "failed on another rank"
+        if kind.item() == _UNWRITABLE:  # read-only, permissions: the operator's to fix
             raise JobDirWriteError(
-                f"cannot write checkpoint {tmp} (step {step}): {_os_error(error)}; make {self.ckpt_dir} writable"
+                f"cannot write checkpoint {tmp} (step {step}): {here}; make {self.ckpt_dir} writable"
                 f" and resume; previous checkpoints kept ({kept})"
             )
+        detail = one_line(error) if error is not None else "failed on another rank"
         raise RuntimeError(f"writing checkpoint {tmp} failed ({detail}); previous checkpoints kept ({kept})")
 
     def _write_manifest_and_publish(self, tmp: Path, final: Path) -> None:

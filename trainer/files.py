@@ -8,6 +8,10 @@ import os
 import stat
 from pathlib import Path
 
+from planner.fmt import one_line
+
+CHECKPOINT_DIR = "ckpt"  # the job directory's checkpoints (trainer/checkpoint.py writes them)
+
 
 def write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:
     """Write ``text`` to a hidden temporary file beside ``path``, flush it to disk, then rename
@@ -40,3 +44,21 @@ def file_sha256(path: Path) -> str:
     """Hex sha256 of a file, read in chunks (a shard or a checkpoint file can be GBs)."""
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def check_writable_dir(directory: Path, what: str) -> None:
+    """``directory`` exists or can be made, and takes a file: ValueError in one line otherwise (trial
+    s27: a read-only ckpt dir was found at the first save, one checkpoint interval into the run).
+    A path that is a file is left to its reader, which names it."""
+    if directory.exists() and not directory.is_dir():
+        return
+    probe = directory / f".write-probe-{os.getpid()}"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(
+            f"{directory}: {what} cannot be written there ({exc.strerror or one_line(exc)}); make it writable"
+            " and run again"
+        ) from exc

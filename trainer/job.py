@@ -70,6 +70,7 @@ def emit_job(
         what = "the plan is" if not plan.estimate.feasible else f"with {changed} the plan is"
         raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
     check_input_paths(run)
+    check_k8s_names(k8s_image, k8s_pvc)
     spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run)
     if not force:
         check_emit_target(out_dir, spec)
@@ -280,10 +281,27 @@ srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun \\
 # --------------------------------------------------------------------------- k8s.yaml
 
 
+# An image reference (registry/name:tag@digest) and a PersistentVolumeClaim name (DNS-1123 subdomain).
+_K8S_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$", re.IGNORECASE)
+_K8S_PVC = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
+
+
+def check_k8s_names(image: str, pvc: str) -> None:
+    """``--k8s-image`` and ``--k8s-pvc`` as Kubernetes takes them: ValueError in one line otherwise."""
+    if not _K8S_IMAGE.match(image):
+        raise ValueError(f"--k8s-image {image!r}: give an image reference such as registry.example/trainplan:1.0")
+    if not _K8S_PVC.match(pvc):
+        raise ValueError(f"--k8s-pvc {pvc!r}: a claim name is lower-case letters, digits, '-' and '.'")
+
+
 def k8s_name(name: str) -> str:
-    """A DNS-1123 label from the job name (lower case, '-' for '.' and '_', at most 50 characters
-    so the operator's pod suffixes such as ``-worker-12`` still fit in 63)."""
+    """A DNS-1035 label from the job name (lower case, '-' for '.' and '_', at most 50 characters
+    so the operator's pod suffixes such as ``-worker-12`` still fit in 63), starting with a letter:
+    the training operator's webhook checks ``NameIsDNS1035Label`` (trial s27: "70b-run" was refused
+    at ``kubectl apply``; it is now "j-70b-run")."""
     label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:50].rstrip("-")
+    if label and not label[0].isalpha():
+        label = f"j-{label}"[:50].rstrip("-")
     return label or "trainplan-job"
 
 
@@ -353,7 +371,7 @@ def render_k8s(spec: JobSpec, image: str, pvc: str) -> str:
     header = (
         f"# trainplan job {spec.name}: {_summary(spec)}\n"
         f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {_one_line(pvc)} "
-        f"(ReadWriteMany), set the image, then: kubectl apply -f k8s.yaml\n"
+        f"(ReadWriteMany); the image is {_one_line(image)} (emit --k8s-image); then: kubectl apply -f k8s.yaml\n"
         "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n"
     )
     return header + json.dumps(k8s_manifest(spec, image, pvc), indent=2) + "\n"
@@ -399,7 +417,8 @@ From this directory (it may be moved or unzipped anywhere; it was written to {qu
 - One node by hand: `bash launch.sh`
 - Slurm ({plan.num_nodes} node(s), job directory on a shared file system): `sbatch slurm.sbatch`
 - Kubernetes (Kubeflow training operator): copy this directory to `{K8S_JOBS_MOUNT}/{spec.name}` on the
-  PVC `{_one_line(pvc)}`, set the image in `k8s.yaml`, `kubectl apply -f k8s.yaml`.
+  PVC `{_one_line(pvc)}` (emit `--k8s-pvc`), check the image in `k8s.yaml` (emit `--k8s-image`),
+  `kubectl apply -f k8s.yaml`.
 
 A stopped run resumes from its latest good checkpoint when started again. Exit code 3 means the
 validation probe measured that the plan does not fit; `replan_needed.json` has the numbers and

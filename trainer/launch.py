@@ -23,8 +23,9 @@ from contextlib import suppress
 from pathlib import Path
 
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
-from planner.fmt import one_line
+from planner.fmt import counted, one_line
 from planner.reports import ReplanRequest
+from trainer.files import CHECKPOINT_DIR, check_writable_dir
 from trainer.job_spec import JobSpec, check_estimate_current
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
@@ -82,7 +83,10 @@ def check_node_args(spec: JobSpec, nproc: int | None, nnodes: int | None, node_r
         )
     if nproc is not None and nproc > per_node:
         # The plan's world is the most processes the trainer can use (fewer: a smaller test run).
-        raise ValueError(f"--nproc {nproc}: the plan runs {per_node} processes per node; use at most that")
+        raise ValueError(
+            f"--nproc {nproc}: the plan runs {per_node} processes per node; use at most that (fewer only where"
+            " the layout resolves on them, a smaller test run)"
+        )
     return nnodes
 
 
@@ -108,10 +112,11 @@ def torchrun_command(
             raise ValueError(f"{job_dir}: {plan.num_gpus} GPUs do not split over {nnodes} nodes; pass --nproc")
         nproc = plan.num_gpus // nnodes
     if nnodes > 1 and not rdzv_endpoint:
+        # trial s27: "--nnodes 2 asks for 2 nodes: pass --nnodes/..." named the flag just given
         whose = "the plan spans" if nnodes == plan.num_nodes else f"--nnodes {nnodes} asks for"
         raise ValueError(
-            f"{job_dir}: {whose} {nnodes} nodes: pass --nnodes/--node-rank/--rdzv-endpoint "
-            "on each node, or use slurm.sbatch / k8s.yaml"
+            f"{job_dir}: {whose} {nnodes} nodes, which meet at a rendezvous: pass --rdzv-endpoint HOST:PORT (node"
+            " 0's) and --node-rank on each node, or use slurm.sbatch / k8s.yaml"
         )
     if not 0 <= node_rank < nnodes:
         raise ValueError(f"node rank {node_rank} is outside 0..{nnodes - 1}")
@@ -160,7 +165,8 @@ def check_world(spec: JobSpec, world: int, nodes: int | None = None) -> None:
     except ValueError as exc:
         how = "" if not nodes or nodes == 1 else f" ({nodes} nodes x {world // nodes}; --nnodes sets the nodes)"
         raise ValueError(
-            f"layout {spec.plan.layout.describe()} does not fit the {world} processes this run starts{how}: {exc}"
+            f"layout {spec.plan.layout.describe()} does not fit the {counted(world, 'process', 'processes')} this"
+            f" run starts{how}: {exc}"
         ) from None
 
 
@@ -198,9 +204,15 @@ def resolve_job_dir(job_dir: Path) -> Path:
     if any(not ch.isprintable() for ch in str(job_dir)):  # "J\n" would be read back as "J" by a shell
         raise ValueError(f"job dir {str(job_dir)!r}: the path has control characters")
     try:
-        return Path(job_dir).resolve()
+        resolved = Path(job_dir).resolve()
     except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a symlink loop
         raise ValueError(f"job dir {job_dir}: cannot resolve the path ({one_line(exc)})") from None
+    # trial s27: a plan file, or no directory, read as "JOB/job.json: cannot read job file (Not a directory)"
+    if resolved.is_file():
+        raise ValueError(f"{job_dir} is a file, not a job directory: trainplan emit {job_dir} --out JOB_DIR first")
+    if not resolved.exists():
+        raise ValueError(f"job dir {job_dir} does not exist: trainplan emit PLAN --out {job_dir} writes one")
+    return resolved
 
 
 def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
@@ -392,10 +404,15 @@ def run_job(
                 module=module,
             )
             if node_rank == 0:
+                check_writable_dir(job_dir / CHECKPOINT_DIR, "checkpoints")  # before step 1, not at the first save
                 if (failed := prepare_or_exit_code(job_dir, spec)) is not None:
                     return failed
                 _archive_replan_report(job_dir)
             (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
+            if rdzv_endpoint:  # trial s27: node 0 waited 60 s for a node that never came, silent
+                nodes = nnodes or spec.plan.num_nodes
+                print(f"trainplan: node {node_rank} of {nodes}: waiting at {rdzv_endpoint} until every node joins",
+                      file=sys.stderr, flush=True)  # fmt: skip
             code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,)))
             if code == KILLED:  # trial s25: exit 137 with no line of the launcher's own
                 print(

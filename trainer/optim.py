@@ -46,6 +46,19 @@ def build_scheduler(optimizer: torch.optim.Optimizer, run: RunSettings) -> Lambd
     return LambdaLR(optimizer, lambda step: lr_factor(step, run))
 
 
+def apply_schedule(scheduler: LambdaLR) -> None:
+    """Each group's learning rate as this run's schedule gives it at the restored step. A resumed
+    optimizer holds the rate its checkpoint's schedule set, which LambdaLR replaces only after the
+    next step (trial s27: `run --steps 34` on a finished 30-step job trained step 31 at the old
+    schedule's 3.0e-5, then followed the stretched one)."""
+    rates = [
+        base * rate(scheduler.last_epoch) for base, rate in zip(scheduler.base_lrs, scheduler.lr_lambdas, strict=True)
+    ]
+    for group, lr in zip(scheduler.optimizer.param_groups, rates, strict=True):
+        group["lr"] = lr
+    scheduler._last_lr = rates  # what get_last_lr() reports, as after a step
+
+
 def _grad_groups(params: list[nn.Parameter]) -> dict[object, list[torch.Tensor]]:
     """Gradients grouped by DTensor mesh + placements (a norm can only reduce within one layout)."""
     groups: dict[object, list[torch.Tensor]] = {}

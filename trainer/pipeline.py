@@ -28,7 +28,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 from torch.distributed.tensor import DTensor
 
-from planner.layout import PipelineSchedule, stage_layer_ranges
+from planner.layout import Layout, PipelineSchedule, Precision, stage_layer_ranges
 from planner.model.spec import ModelSpec
 from trainer.model import build_native_model
 
@@ -161,3 +161,21 @@ def run_pipeline_step(
         return None
     assert losses is not None  # the last stage collects its losses in the list made above
     return torch.stack([loss.detach().float() for loss in losses]).mean()
+
+
+def describe_run(
+    layout: Layout,
+    precision: Precision,
+    world_size: int,
+    device: torch.device,
+    pipeline: PipelineSchedule | None,
+    num_local_stages: int,
+) -> str:
+    """``layout: fsdp pp=2 dp_shard=2 vpp=2 on 4 cpu processes, bf16; pipeline: interleaved 1f1b,
+    stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start."""
+    line = f"layout: {layout.describe()} on {world_size} {device.type} processes, {precision.value}"
+    if pipeline is not None:
+        stages = ", ".join(str(s) for s in local_stage_ids(0, layout.pp, num_local_stages))
+        kind = f"interleaved {pipeline.value}" if num_local_stages > 1 else pipeline.value
+        line += f"; pipeline: {kind}, stages {stages} on pp rank 0 of {layout.pp}"
+    return line

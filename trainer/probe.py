@@ -148,18 +148,40 @@ class JobTiming:
         return cls(statistics.median(times) if times else None, len(times), warmup_only)
 
 
+def measured_gpu(device: torch.device) -> str | None:
+    """The catalog id of the GPU this rank trains on (NVML's name and memory, as `trainplan detect`
+    matches them); None on a CPU or a device the catalog does not match. A run's timings are
+    compared with the plan's only on the plan's GPU (trial s27: an H100 plan run on an A10 would
+    have reported its errors as comparable)."""
+    if device.type != "cuda":
+        return None
+    from planner.catalog.detect import match_gpu_name
+    from planner.catalog.hardware import load_catalog
+
+    props = torch.cuda.get_device_properties(device)
+    spec = match_gpu_name(props.name, props.total_memory, load_catalog())
+    return None if spec is None else spec.id
+
+
+def comparable_run(plan: Plan, device_type: str, gpu: str | None) -> bool:
+    """Whether measured figures check the plan's: on CUDA, on the plan's GPU."""
+    return device_type == "cuda" and gpu == plan.gpu
+
+
 def write_validation(
-    job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading, device_type: str = "cuda"
+    job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading, device_type: str, gpu: str | None
 ) -> ValidationReport:
-    """Predicted vs measured after the probe. Off CUDA the timings are not the planned GPU's:
-    they are recorded but not compared (``error_pct`` null, ``comparable`` false)."""
+    """Predicted vs measured after the probe. Off CUDA, or on another GPU than the plan's
+    (``gpu``: ``measured_gpu``), the timings are recorded but not compared (``error_pct`` null,
+    ``comparable`` false)."""
     predicted = ProbeFigures(peak_gib=plan.estimate.memory.peak_gib, step_s=plan.estimate.time.step_s)
     measured = ProbeFigures(peak_gib=memory.peak_gib, step_s=typical_step_s(step_times))
-    comparable = device_type == "cuda"
+    comparable = comparable_run(plan, device_type, gpu)
     report = ValidationReport(
         predicted=predicted,
         measured=measured,
         device=device_type,
+        measured_gpu=gpu,
         comparable=comparable,
         error_pct=ProbeFigures(
             peak_gib=error_pct(measured.peak_gib, predicted.peak_gib) if comparable else None,
@@ -234,9 +256,10 @@ class RunSummary:
     measured_warmup_only: bool = False  # no warm step yet: the one step timed is a warm-up
 
 
-def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str = "cuda") -> RunReport:
+def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str, gpu: str | None) -> RunReport:
+    """report.json; compared with the plan only on its GPU (``comparable_run``)."""
     est = plan.estimate
-    comparable = device_type == "cuda"
+    comparable = comparable_run(plan, device_type, gpu)
     predicted = RunFigures(
         step_s=est.time.step_s,
         tokens_per_s=est.throughput.tokens_per_s,
@@ -252,6 +275,7 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         measured=measured,
         error_pct=RunFigures(**errors),
         device=device_type,
+        measured_gpu=gpu,
         comparable=comparable,
         losses=Losses(
             final_train=summary.final_train_loss,
@@ -294,7 +318,8 @@ def format_report(report: RunReport) -> str:
         f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
     if not report.comparable:
-        lines.insert(1, f"(measured on {report.device}; the prediction is for {report.gpu}, so no error is computed)")
+        on = report.device if report.device != "cuda" else report.measured_gpu or "a GPU the catalog does not match"
+        lines.insert(1, f"(measured on {on}; the prediction is for {report.gpu}, so no error is computed)")
     for (key, predicted), (_, measured), (_, err) in zip(
         report.predicted, report.measured, report.error_pct, strict=True
     ):

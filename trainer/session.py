@@ -19,9 +19,10 @@ import torch.distributed as dist
 
 from planner.errors import DiskFullError, ReplanNeeded
 from planner.fmt import one_line
-from planner.layout import Implementation, Layout, PipelineSchedule, Precision
+from planner.layout import Implementation, Layout, Precision
 from trainer.checkpoint import Checkpointable, CheckpointManager, model_identity, step_dir_name
 from trainer.data import prepare_data
+from trainer.files import CHECKPOINT_DIR
 from trainer.job_spec import JobSpec, memory_headroom
 from trainer.loader import build_loader
 from trainer.locks import parent_gone
@@ -29,15 +30,16 @@ from trainer.log import ON_STDOUT
 from trainer.loss import build_loss_head, chunk_tokens_for
 from trainer.meter import RunMeter
 from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics
-from trainer.optim import LossScaler, build_optimizer, build_scheduler
+from trainer.optim import LossScaler, apply_schedule, build_optimizer, build_scheduler
 from trainer.parallel import Meshes
-from trainer.pipeline import build_pipeline_schedule, local_stage_ids
+from trainer.pipeline import build_pipeline_schedule, describe_run
 from trainer.preemption import PreemptionFlag
 from trainer.probe import (
     JobTiming,
     RunSummary,
     check_measured_fit,
     format_report,
+    measured_gpu,
     write_replan_needed,
     write_report,
     write_validation,
@@ -66,24 +68,6 @@ class TrainState:
     evals_without_improvement: int = 0
     last_val_loss: float | None = None
     last_train_loss: float | None = None
-
-
-def describe_run(
-    layout: Layout,
-    precision: Precision,
-    world_size: int,
-    device: torch.device,
-    pipeline: PipelineSchedule | None,
-    num_local_stages: int,
-) -> str:
-    """``layout: fsdp pp=2 dp_shard=2 vpp=2 on 4 cpu processes, bf16; pipeline: interleaved 1f1b,
-    stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start."""
-    line = f"layout: {layout.describe()} on {world_size} {device.type} processes, {precision.value}"
-    if pipeline is not None:
-        stages = ", ".join(str(s) for s in local_stage_ids(0, layout.pp, num_local_stages))
-        kind = f"interleaved {pipeline.value}" if num_local_stages > 1 else pipeline.value
-        line += f"; pipeline: {kind}, stages {stages} on pp rank 0 of {layout.pp}"
-    return line
 
 
 class Session:
@@ -129,7 +113,7 @@ class Session:
         self._prepare_data()
         # Its small collectives use tensors on ``device``: CPU for gloo, CUDA for NCCL.
         self.ckpt = CheckpointManager(
-            self.job_dir / "ckpt", self.run.keep_checkpoints, device, model_identity(self.plan)
+            self.job_dir / CHECKPOINT_DIR, self.run.keep_checkpoints, device, model_identity(self.plan)
         )
         self.preemption = PreemptionFlag.install()
         # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
@@ -241,6 +225,7 @@ class Session:
         self.state = TrainState(**saved["train"])
         self.loader.load_state_dict(saved["loader"])
         self.scheduler.load_state_dict(saved["scheduler"])
+        apply_schedule(self.scheduler)  # after the optimizer's state: its rate is the checkpoint's
         self.scaler.load_state_dict(saved["scaler"])
         torch.set_rng_state(saved["rng"]["torch"])
         if "cuda" in saved["rng"] and self.device.type == "cuda":
@@ -278,7 +263,9 @@ class Session:
             raise ReplanNeeded(reason) from None
         memory = self.meter.reading()
         if self.is_rank0:
-            report = write_validation(self.job_dir, self.plan, self.meter.step_times, memory, self.device.type)
+            report = write_validation(
+                self.job_dir, self.plan, self.meter.step_times, memory, self.device.type, measured_gpu(self.device)
+            )
             measured, predicted = report.measured, report.predicted
             log.info(
                 f"\nprobe: {len(self.meter.step_times)} steps, step {measured.step_s:.3f} s (predicted "
@@ -288,8 +275,9 @@ class Session:
                 + (
                     ""
                     if report.comparable
-                    else f"\nprobe: measured on {self.device.type.upper()}, so the timings are not compared with the"
-                    f" prediction for {self.plan.gpu}: this run checks that the plan runs, not its speed"
+                    else f"\nprobe: measured on {report.measured_gpu or self.device.type.upper()}, so the timings are not"
+                    f" compared with the prediction for {self.plan.gpu}: this run checks that the plan runs, not its"
+                    " speed"
                 ),
             )
         check_measured_fit(self.job_dir, self.plan, memory, memory_headroom(self.plan, self.run), self.is_rank0)
@@ -463,6 +451,8 @@ class Session:
             else:
                 self.save()
                 log.info(f"{name}: saved checkpoint at step {self.state.step}; exiting")
+            # trial s27: the last launch's report ("stopped" at step 10) stood after a SIGTERM at 16
+            self._report(outcome, test_loss=None)
             return
         self.save()
         self._report(outcome, test_loss=self._test_loss())
@@ -501,4 +491,5 @@ class Session:
             measured_steps=timing.measured_steps,
             measured_warmup_only=timing.warmup_only,
         )
-        log.info("\n" + format_report(write_report(self.job_dir, self.plan, summary, self.device.type)))
+        report = write_report(self.job_dir, self.plan, summary, self.device.type, measured_gpu(self.device))
+        log.info("\n" + format_report(report))

@@ -5,8 +5,8 @@ errors escape as Python tracebacks:
 
 - ``ChildFailedError`` when a worker fails, with a boxed failure table, after the trainer has
   already printed its one-line reason. Here it becomes one line naming the failed ranks and exit
-  codes; the exit code is the trainer's own (2 invalid, 4 disk full, 5 diverged, 143 preempted)
-  when a worker left one, else 1 as torchrun's.
+  codes; the exit code is the trainer's own (2 invalid, 4 disk full, 5 diverged, 143 preempted,
+  144 peer lost) when a worker left one, else 1 as torchrun's.
 - ``SignalException`` when the agent gets SIGTERM/SIGINT (preemption, Ctrl-C). The agent has
   already passed the signal to the workers, which save a checkpoint and exit; here it becomes
   one line and the exit code 128 + the signal (143 for SIGTERM), which schedulers and the
@@ -40,6 +40,7 @@ _TRAINER_CODES = {
     ExitCode.DIVERGED,
     ExitCode.ABORTED,
     ExitCode.PREEMPTED,
+    ExitCode.PEER_LOST,
 }
 
 

@@ -334,7 +334,7 @@ def _main(argv: list[str] | None) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return ExitCode.FAILED
+        return ExitCode.PEER_LOST
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -105,6 +105,12 @@ def emit(
         None, help=CALIBRATION_HELP + " (used where run settings make emit re-estimate the plan)"
     ),
     no_calibration: bool = NO_CALIBRATION,
+    k8s_image: str | None = typer.Option(
+        None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job.py DEFAULT_K8S_IMAGE)"
+    ),
+    k8s_pvc: str | None = typer.Option(
+        None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir"
+    ),
     as_json: bool = JSON,
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
@@ -129,7 +135,8 @@ def emit(
     )
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
     applied = applied_calibration(choose_calibration(calibration, no_calibration))
-    job_json = emit_job(plan, out, name=name, run=run, force=force, calibration=applied)
+    k8s = {key: value for key, value in (("k8s_image", k8s_image), ("k8s_pvc", k8s_pvc)) if value is not None}
+    job_json = emit_job(plan, out, name=name, run=run, force=force, calibration=applied, **k8s)
     render.emitted(job_json, as_json=as_json)
 
 

@@ -95,6 +95,9 @@ CASES = {
     "--out under a missing directory": ([*EST, "--out", "{d}/missing/dir/p.json"], "No such file or directory"),
     "explain a plan with step_s 0": (["explain", "{d}/zero-step.json"], "step_s must be > 0"),
     ".lock is a directory": (["run", "{d}/lockdir", "--device", "cpu"], ".lock: cannot open the job's lock file"),
+    # trial s27: both read as "JOB/job.json: cannot read job file (Not a directory)"
+    "run a plan file": (["run", "{d}/plan.json", "--device", "cpu"], "is a file, not a job directory: trainplan emit"),
+    "run a missing dir": (["run", "{d}/no-such-job", "--device", "cpu"], "no-such-job does not exist: trainplan emit"),
     "--rdzv-endpoint not a host:port": (
         ["run", "{d}/good", "--device", "cpu", "--rdzv-endpoint", "not a host:xx"],
         "--rdzv-endpoint",

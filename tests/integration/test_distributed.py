@@ -193,6 +193,8 @@ def test_sigterm_saves_and_exits_promptly(tmp_path):
     assert len(saved) == 1 and 3 <= saved[0] < 5000, output[-3000:]
     assert f"SIGTERM: saved checkpoint at step {saved[0]}; exiting" in output
     assert elapsed < 30
+    report = json.loads((job / "report.json").read_text())  # trial s27: a preempted launch reports too
+    assert (report["outcome"], report["steps_done"]) == ("preempted", saved[0])
     manifest = json.loads((job / "ckpt" / f"step-{saved[0]:06d}" / "manifest.json").read_text())
     assert {"rank-00000.pt", "rank-00001.pt", ".metadata"} <= set(manifest["files"])
     assert not list(Path(job / "ckpt").glob("*.tmp"))

@@ -16,13 +16,14 @@ import os
 import pickle
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
-from support.jobs import read_metrics, write_job
+from support.jobs import REPO, read_metrics, subprocess_env, write_job
 
 from planner.errors import ExitCode
 from planner.layout import Layout
@@ -215,6 +216,31 @@ def test_a_read_only_checkpoint_dir_is_one_line_and_exit_2(tmp_path, in_process,
     assert f"make {job / 'ckpt'} writable and resume" in message
     assert [r["step"] for r in read_metrics(job)] == [1, 2]
     assert json.loads((job / "exit_status.json").read_text())["code"] == ExitCode.INVALID
+
+
+def test_a_read_only_checkpoint_dir_is_one_line_on_every_rank(tmp_path):
+    """Trial s27: on 2 ranks, rank 0 (which makes the save's directory) said it in one line, and
+    rank 1, whose write never started, printed a traceback ("failed on another rank"); and it was
+    found only at the first save. The launcher now refuses before step 1, and should the directory
+    turn read-only later, every rank raises the worst kind any rank met."""
+    from trainer.job_spec import JobSpec
+    from trainer.launch import torchrun_command
+
+    job = write_job(tmp_path / "job", Layout(dp_shard=2), 2, steps=2, checkpoint_every=2, probe_steps=0)
+    (job / "ckpt").mkdir()
+    trainplan = [sys.executable, "-c", "import sys; from ui.cli import main; sys.exit(main())"]
+    workers = torchrun_command(JobSpec.load(job), job, device="cpu", nproc=2)
+    outputs = []
+    with read_only(job / "ckpt"):
+        for command in ([*trainplan, "run", str(job), "--device", "cpu"], workers):
+            proc = subprocess.run(command, cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=180)
+            outputs.append(proc.stdout + proc.stderr)
+            assert proc.returncode == ExitCode.INVALID, outputs[-1][-3000:]
+            assert "Traceback" not in outputs[-1] and "RuntimeError" not in outputs[-1], outputs[-1][-3000:]
+    refused, at_save = outputs
+    assert f"{job / 'ckpt'}: checkpoints cannot be written there (" in refused
+    assert "step 1/2" not in refused  # nothing trained
+    assert f"cannot write checkpoint {job / 'ckpt' / 'step-000002.tmp'} (step 2): " in at_save
 
 
 def test_a_report_that_cannot_be_written_is_one_line(tmp_path, in_process, capsys):

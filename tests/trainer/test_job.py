@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from support import REPO, jobs
 
+from planner.errors import ExitCode
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from planner.reports import ReplanRequest
@@ -106,6 +107,7 @@ def test_emit_makes_local_paths_absolute_and_validates_names(tmp_path: Path, mon
     assert default_job_name(Path("/x/.. weird  dir!!")) == "weird-dir"
     assert default_job_name(Path("/x/!!!")) == "trainplan-job"
     assert k8s_name("My_Job.v2") == "my-job-v2"
+    assert k8s_name("70B_Run") == "j-70b-run" and k8s_name("7" * 60) == "j-" + "7" * 48  # DNS-1035: a letter first
 
 
 def test_launch_sh_runs_torchrun_with_the_exact_job_dir(tmp_path: Path) -> None:
@@ -501,9 +503,11 @@ def test_a_world_the_layout_cannot_take_is_refused_before_torchrun(tmp_path: Pat
     starts; --nnodes on a one-node plan is named as the flag's, not the plan's."""
     plan = make_plan(gpus_per_node=2)
     emit_job(plan, tmp_path / "job", name="two", run=RunSettings())
-    with pytest.raises(ValueError, match=r"does not fit the 1 processes this run starts"):
+    with pytest.raises(ValueError, match=r"does not fit the 1 process this run starts"):
         run_job(tmp_path / "job", device="cpu", nproc=1)
-    with pytest.raises(ValueError, match="--nnodes 2 asks for 2 nodes"):
+    with pytest.raises(
+        ValueError, match="--nnodes 2 asks for 2 nodes, which meet at a rendezvous: pass --rdzv-endpoint HOST:PORT"
+    ):
         run_job(tmp_path / "job", device="cpu", nnodes=2)
 
 
@@ -562,7 +566,9 @@ def test_a_rank_whose_peer_died_stops_in_one_line_and_keeps_its_traceback(tmp_pa
 
     monkeypatch.setattr(train, "train", peer_died)
     monkeypatch.setenv("RANK", "1")
-    assert train.main([str(tmp_path), "--device", "cpu"]) == 1
+    # retryable (trial s27: 1 is permanent under Kubernetes' restartPolicy ExitCode, so a multi-node
+    # job whose node was preempted failed instead of resuming)
+    assert train.main([str(tmp_path), "--device", "cpu"]) == ExitCode.PEER_LOST >= 128
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("rank 1: a peer rank stopped during a collective") and "Traceback" not in line
     assert "Connection closed by peer" in (tmp_path / "logs" / "rank-1.traceback").read_text()
@@ -578,3 +584,31 @@ def test_a_run_on_fewer_processes_than_the_plan_names_its_nodes(tmp_path: Path, 
     capsys.readouterr()
     assert main(["run", str(tmp_path / "job"), "--device", "cpu", "--nproc", "2"]) == 2
     assert "the 4 processes this run starts (2 nodes x 2; --nnodes sets the nodes)" in capsys.readouterr().err
+
+
+def test_emit_sets_the_k8s_image_and_claim_and_refuses_names_kubernetes_would(tmp_path: Path, capsys) -> None:
+    """Trial s27: the image and PVC could be set only through the Python API, so every k8s.yaml
+    said trainplan:latest and trainplan-jobs; and a job named "70b-run" was refused by the operator."""
+    from ui.cli import main
+
+    plan_file = tmp_path / "plan.json"
+    make_plan(num_nodes=2, gpus_per_node=2, gpu="h100-sxm").save(plan_file)
+    base = ["emit", str(plan_file), "--name", "70b-run", "--k8s-image", "reg.example/tp:1.0", "--k8s-pvc", "team-jobs"]
+    assert main([*base, "--out", str(tmp_path / "job")]) == 0
+    manifest = _load_yaml((tmp_path / "job" / "k8s.yaml").read_text())
+    pod = manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert manifest["metadata"]["name"] == "j-70b-run" and pod["containers"][0]["image"] == "reg.example/tp:1.0"
+    assert {"name": "jobs", "persistentVolumeClaim": {"claimName": "team-jobs"}} in pod["volumes"]
+    capsys.readouterr()
+    for flag, bad in (("--k8s-pvc", "Team_Jobs"), ("--k8s-image", "has space")):
+        assert main([*base, flag, bad, "--out", str(tmp_path / bad.replace(" ", "-"))]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"trainplan: error: {flag} ")
+
+
+def test_a_node_says_it_waits_at_the_rendezvous(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Trial s27: node 0 of a 2-node run printed nothing for a minute while node 1 never came."""
+    emit_job(make_plan(num_nodes=2, gpus_per_node=1), tmp_path / "job", name="two", run=RunSettings())
+    monkeypatch.setattr(launch, "run_child", lambda *_args, **_kwargs: 0)
+    assert run_job(tmp_path / "job", device="cpu", node_rank=0, rdzv_endpoint="localhost:29555") == 0
+    assert "trainplan: node 0 of 2: waiting at localhost:29555 until every node joins" in capsys.readouterr().err

@@ -166,7 +166,7 @@ def test_run_settings_are_checked_against_the_plan(tmp_path):
 
 def test_validation_json_compares_prediction_and_probe(tmp_path):
     plan = plan_for(Layout(dp_shard=1), 1)
-    report = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None))
+    report = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None), "cuda", plan.gpu)
     on_disk = json.loads((tmp_path / "validation.json").read_text())
     assert on_disk == report.model_dump(mode="json")
     assert ValidationReport.load(tmp_path / "validation.json") == report
@@ -175,8 +175,27 @@ def test_validation_json_compares_prediction_and_probe(tmp_path):
     assert on_disk["measured"] == {"peak_gib": None, "step_s": 0.1}  # median without the warm-up step
     assert on_disk["error_pct"]["step_s"] == pytest.approx(-50.0)  # (predicted - measured) / measured
     assert on_disk["error_pct"]["peak_gib"] is None
-    on_cpu = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None), "cpu")
+    on_cpu = write_validation(tmp_path, plan, [0.9, 0.1, 0.1, 0.2], MemoryReading(None, None, None), "cpu", None)
     assert on_cpu.comparable is False and on_cpu.error_pct.step_s is None
+    # trial s27: on another GPU than the plan's the timings are recorded, not compared
+    elsewhere = write_validation(tmp_path, plan, [0.9, 0.1, 0.1], MemoryReading(None, None, None), "cuda", "a10")
+    assert (elsewhere.comparable, elsewhere.measured_gpu, elsewhere.error_pct.step_s) == (False, "a10", None)
+
+
+def test_the_gpu_measured_on_is_matched_to_the_catalog(monkeypatch):
+    """The GPU a CUDA run trains on, by NVML's name and memory, as `trainplan detect` matches it."""
+    import types
+
+    from trainer.probe import measured_gpu
+
+    assert measured_gpu(torch.device("cpu")) is None
+    for name, memory, expected in (
+        ("NVIDIA H100 80GB HBM3", 85_520_809_984, "h100-sxm"),
+        ("Tesla T4", 15_843_721_216, None),  # not in the catalog: nothing is compared
+    ):
+        props = types.SimpleNamespace(name=name, total_memory=memory)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device, props=props: props)
+        assert measured_gpu(torch.device("cuda", 0)) == expected, name
 
 
 def test_measured_overflow_writes_replan_needed(tmp_path):
@@ -213,7 +232,7 @@ def test_report_has_predicted_and_measured(tmp_path):
         wall_s=5.0,
         measured_steps=7,
     )
-    report = write_report(tmp_path, plan, summary)
+    report = write_report(tmp_path, plan, summary, "cuda", plan.gpu)
     assert json.loads((tmp_path / "report.json").read_text())["measured"]["step_s"] == 0.1
     assert report.error_pct.step_s == pytest.approx(-50.0) and report.losses.test_perplexity == 27.1
     assert RunReport.load(tmp_path / "report.json") == report
@@ -222,10 +241,12 @@ def test_report_has_predicted_and_measured(tmp_path):
     assert "measured over 7 step(s) of the job" in text and report.measured_steps == 7  # trial s25
     assert "memory peak of this launch" in text  # review s26: the step is the job's, the peak is not
     single = format_report(
-        write_report(tmp_path, plan, dataclasses.replace(summary, measured_steps=1, measured_warmup_only=True))
+        write_report(
+            tmp_path, plan, dataclasses.replace(summary, measured_steps=1, measured_warmup_only=True), "cuda", plan.gpu
+        )
     )
     assert "its only step, a warm-up" in single and "first left out" not in single
-    on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu"))
+    on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu", None))
     assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu
 
 
@@ -234,6 +255,7 @@ VALIDATION_KEYS = {
     "predicted": {"peak_gib", "step_s"},
     "measured": {"peak_gib", "step_s"},
     "device": None,
+    "measured_gpu": None,
     "comparable": None,
     "error_pct": {"peak_gib", "step_s"},
     "reserved_gib": {"predicted", "measured"},
@@ -246,6 +268,7 @@ REPORT_KEYS = {
     "measured": FIGURES,
     "error_pct": FIGURES,
     "device": None,
+    "measured_gpu": None,
     "comparable": None,
     "losses": {"final_train", "final_val", "test", "test_perplexity"},
     "steps_done": None,
@@ -276,9 +299,9 @@ def _keys(data: dict) -> dict:
 def test_reports_round_trip_through_json_with_their_keys(tmp_path):
     plan = plan_for(Layout(dp_shard=1), 1)
     memory = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
-    validation = write_validation(tmp_path, plan, [0.3, 0.1], memory)
+    validation = write_validation(tmp_path, plan, [0.3, 0.1], memory, "cuda", plan.gpu)
     summary = RunSummary(10, "completed", 0.1, 640.0, 0.3, 1.2, 3.0, None, 3.3, 27.1, 0, 5.0)
-    report = write_report(tmp_path, plan, summary)
+    report = write_report(tmp_path, plan, summary, "cuda", plan.gpu)
     with pytest.raises(ReplanNeeded):
         check_measured_fit(tmp_path, plan, memory, headroom=0.1, is_rank0=True)
     for cls, name, keys, written in (

@@ -314,3 +314,15 @@ def test_compiled_blocks_match_eager_under_fsdp(in_process):
         torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-6)
     finally:
         dist.destroy_process_group()
+
+
+def test_extending_a_finished_job_trains_its_first_new_step_on_the_stretched_schedule(tmp_path, in_process):
+    """Trial s27: `run --steps 34` on a finished 30-step job trained step 31 at the old schedule's
+    rate (the optimizer's, restored from the checkpoint), then followed the stretched one."""
+    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, probe_steps=0)
+    assert train(job) == ExitCode.OK
+    assert train(job, "--steps", "9") == ExitCode.OK
+    run = JobSpec.load(job).run.model_copy(update={"steps": 9})
+    logged = {r["step"]: r["lr"] for r in read_metrics(job)}
+    for step in (7, 8, 9):  # metrics step s trains optimizer step s - 1
+        assert logged[step] == pytest.approx(run.lr * lr_factor(step - 1, run), rel=1e-6), step

@@ -292,7 +292,9 @@ def probed_job(tmp_path):
     chosen = planned(request_for()).plan
     directory = tmp_path / "job"
     emit_job(chosen, directory, name="probe-view", run=RunSettings(steps=5))
-    report = write_validation(directory, chosen, [0.9, 0.25, 0.2, 0.3], MemoryReading(3.5, 4.25, 79.6), "cuda")
+    report = write_validation(
+        directory, chosen, [0.9, 0.25, 0.2, 0.3], MemoryReading(3.5, 4.25, 79.6), "cuda", chosen.gpu
+    )
     return directory, chosen, report
 
 
@@ -317,7 +319,7 @@ def test_run_view_says_an_off_gpu_probe_is_not_comparable(probed_job):
     from trainer.probe import MemoryReading, write_validation
 
     directory, chosen, _ = probed_job
-    write_validation(directory, chosen, [0.9, 0.5], MemoryReading(None, None, None), "cpu")
+    write_validation(directory, chosen, [0.9, 0.5], MemoryReading(None, None, None), "cpu", None)
     at = open_tab(run_app(run_dir=str(directory)), "tab_run")
     lines = [c.value for c in at.caption if EN("probe_not_comparable") in c.value]
     assert len(lines) == 1 and "- measured" in lines[0]  # no CUDA: no memory reading

@@ -120,7 +120,7 @@ def _job_dir(tmp_path: Path, *, device: str = "cuda", step_factor: float = 1.2, 
     emit_job(plan, job_dir, name="llama-1b", run=RunSettings())
     step, peak = step_factor * plan.estimate.time.step_s, peak_factor * plan.estimate.memory.peak_gib
     summary = RunSummary(50, "completed", step, None, None, peak, 3.0, None, None, None, 0, 60.0)
-    write_report(job_dir, plan, summary, device_type=device)
+    write_report(job_dir, plan, summary, device, plan.gpu if device == "cuda" else None)
     return job_dir
 
 
