@@ -126,6 +126,16 @@ class JobSpec(BaseModel):
     run: RunSettings = RunSettings()
 
     @model_validator(mode="after")
+    def _known_schema(self) -> JobSpec:
+        # trial s27: schema_version 99 ran with no word (Plan.check refuses an unknown plan version)
+        if self.schema_version != JOB_SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {self.schema_version}: this trainplan runs job files of version"
+                f" {JOB_SCHEMA_VERSION}; emit the job again with it"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _overrides_applied(self) -> JobSpec:
         schedule = self.run.pipeline_schedule
         if schedule is not None and schedule != self.plan.layout.pp_schedule:

@@ -297,7 +297,12 @@ class Session:
             return False
         where = f"at step {self.state.step} of {self.run.steps} ({step_dir_name(self.state.step)})"
         if self.state.step >= self.run.steps:
-            log.info(f"the job is complete: {where}; its report.json stands")
+            # trial s27: `--steps 10` on a finished 30-step job did not say it was behind the checkpoint
+            behind = f"--steps {self.stop_step} is behind the checkpoint; " if self.stop_step < self.state.step else ""
+            log.info(
+                f"{behind}the job is complete: {where}; its report.json stands (--steps above {self.run.steps}"
+                " extends it)"
+            )
         else:
             log.info(f"nothing to run before --steps {self.stop_step}: {where}; run without --steps to go on")
         return True

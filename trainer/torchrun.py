@@ -44,11 +44,14 @@ _TRAINER_CODES = {
 }
 
 
-# What torch's agent logs on every stop signal, which this launcher's own line says (torch 2.6-2.13).
-_SAID_IN_OUR_LINE = {
-    "torch.distributed.elastic.agent.server.api": "Received %s death signal, shutting down workers",
-    "torch.distributed.elastic.multiprocessing.api": "Sending process %s closing signal %s",
-}
+# What torch's agent logs on every stop signal or failed worker, which this launcher's own line
+# says (torch 2.6-2.13; trial s27: "E... api.py:1002] failed (exitcode: 2) local_rank: 0 ..." before
+# every failure's one line).
+_SAID_IN_OUR_LINE = (
+    ("torch.distributed.elastic.agent.server.api", "Received %s death signal, shutting down workers"),
+    ("torch.distributed.elastic.multiprocessing.api", "Sending process %s closing signal %s"),
+    ("torch.distributed.elastic.multiprocessing.api", "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s"),
+)
 
 
 class _Drop(logging.Filter):
@@ -61,7 +64,7 @@ class _Drop(logging.Filter):
 
 
 def _quiet_stop_chatter() -> None:
-    for name, message in _SAID_IN_OUR_LINE.items():
+    for name, message in _SAID_IN_OUR_LINE:
         logging.getLogger(name).addFilter(_Drop(message))
 
 

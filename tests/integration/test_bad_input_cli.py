@@ -49,6 +49,8 @@ def files(tmp_path_factory) -> Path:
     hot = json.loads((root / "good" / "job.json").read_text())
     (root / "hot").mkdir()
     (root / "hot" / "job.json").write_text(json.dumps(hot).replace('"lr": 0.003', '"lr": 1e400'))
+    (root / "future").mkdir()
+    (root / "future" / "job.json").write_text(json.dumps({**hot, "schema_version": 99}))
     (root / "lockdir").mkdir()
     (root / "lockdir" / "job.json").write_text((root / "good" / "job.json").read_text())
     (root / "lockdir" / ".lock").mkdir()
@@ -120,6 +122,7 @@ CASES = {
     "emit --out ''": (["emit", "{d}/plan.json", "--out", ""], "--out"),
     "emit --seed 10**20": (["emit", "{d}/plan.json", "--out", "{d}/s1", "--seed", "99999999999999999999"], "seed"),
     "lr 1e400 in job.json": (["run", "{d}/hot", "--device", "cpu"], "run.lr"),
+    "job.json schema_version 99": (["run", "{d}/future", "--device", "cpu"], "schema_version 99: this trainplan runs"),
     "run --node-rank -1": (["run", "{d}/good", "--device", "cpu", "--node-rank", "-1"], "--node-rank -1"),
     "run --node-rank 5": (["run", "{d}/good", "--device", "cpu", "--node-rank", "5"], "--node-rank 5"),
     # cases 5, 6, 10: emit checks what run would only find later

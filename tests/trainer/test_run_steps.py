@@ -56,3 +56,5 @@ def test_a_finished_jobs_rerun_trains_nothing_and_keeps_its_report(tmp_path, in_
     assert (job / "report.json").read_text() == report and len(read_metrics(job)) == 4
     assert train(job, "--steps", "2") == ExitCode.OK  # a stop it is past already: nothing to run either
     assert (job / "report.json").read_text() == report
+    said = capsys.readouterr().out  # trial s27: it did not say --steps 2 was behind the checkpoint
+    assert "--steps 2 is behind the checkpoint; the job is complete" in said and "--steps above 4 extends it" in said
