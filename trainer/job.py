@@ -10,6 +10,7 @@ one printable line, and the Kubernetes manifest is JSON (a subset of YAML) writt
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from pathlib import Path
@@ -242,6 +243,18 @@ exec "$PYTHON" -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPRO
 # --------------------------------------------------------------------------- slurm.sbatch
 
 
+# Seconds before the --time limit at which Slurm sends SIGTERM (``--signal``), so the workers save
+# and exit 143 instead of being killed with up to a checkpoint interval unsaved (trial s27: the
+# script set none): at least two minutes, or three of the plan's checkpoint writes.
+SLURM_SIGNAL_LEAD_MIN_S = 120
+SLURM_SIGNAL_LEAD_WRITES = 3
+
+
+def slurm_signal_lead_s(plan: Plan) -> int:
+    write_s = plan.estimate.goodput.checkpoint_write_s if plan.estimate.goodput is not None else 0.0
+    return max(SLURM_SIGNAL_LEAD_MIN_S, math.ceil(SLURM_SIGNAL_LEAD_WRITES * write_s))
+
+
 def render_slurm(spec: JobSpec, job_dir: Path) -> str:
     plan = spec.plan
     procs = procs_per_node(plan)
@@ -253,8 +266,10 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 #SBATCH --ntasks-per-node=1
 #SBATCH --gpus-per-node={procs}
 #SBATCH --exclusive
+#SBATCH --signal=TERM@{slurm_signal_lead_s(plan)}
 # trainplan job {spec.name}: {_summary(spec)}
-# predicted {spec.run.steps} steps = {hours:.2f} h of training: add a --time limit with margin.
+# predicted {spec.run.steps} steps = {hours:.2f} h of training: add a --time limit with margin. Before
+# it ends, --signal sends SIGTERM: the workers save a checkpoint and exit 143; sbatch again resumes.
 # Submit from the job directory: sbatch slurm.sbatch [trainer options]. It must be on a shared file
 # system. Slurm runs a copy of this script, so the directory is $TRAINPLAN_JOB_DIR if set, else the
 # one it was written to, else the one it was submitted from (a moved or unzipped job).

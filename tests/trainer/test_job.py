@@ -168,6 +168,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         "#SBATCH --nodes=4",
         "#SBATCH --ntasks-per-node=1",
         "#SBATCH --gpus-per-node=8",
+        "#SBATCH --signal=TERM@120",  # trial s27: save before the --time limit, not be killed at it
         '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
         '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
         'srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun',
@@ -612,3 +613,15 @@ def test_a_node_says_it_waits_at_the_rendezvous(tmp_path: Path, monkeypatch, cap
     monkeypatch.setattr(launch, "run_child", lambda *_args, **_kwargs: 0)
     assert run_job(tmp_path / "job", device="cpu", node_rank=0, rdzv_endpoint="localhost:29555") == 0
     assert "trainplan: node 0 of 2: waiting at localhost:29555 until every node joins" in capsys.readouterr().err
+
+
+def test_slurms_warning_signal_leaves_time_for_three_checkpoint_writes() -> None:
+    from trainer.job import slurm_signal_lead_s
+
+    plan = make_plan(num_nodes=1, gpus_per_node=2)
+    assert slurm_signal_lead_s(plan) == 120  # a tiny model writes in well under a second
+    from planner.plan import GoodputEstimate
+
+    goodput = GoodputEstimate.model_construct(checkpoint_write_s=100.0)  # a 100 s save
+    slow = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"goodput": goodput})})
+    assert slurm_signal_lead_s(slow) == 300
