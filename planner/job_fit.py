@@ -23,7 +23,7 @@ def job_shape(plan: Plan) -> str:
     """'llama3-8b, 8 x h200-sxm, fsdp dp_shard=8, mb 1 x accum 4 x seq 4096'."""
     t = plan.training
     return (
-        f"{plan.model.name}, {plan.num_gpus} x {plan.gpu}, {plan.layout.describe()},"
+        f"{plan.model.name}, {plan.num_gpus} x {plan.gpu}, {plan.layout_words},"
         f" mb {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
     )
 

@@ -271,12 +271,15 @@ class Layout(BaseModel):
         """Named mesh axes, outermost first, degree-1 axes included (the trainer drops them)."""
         return tuple((axis, getattr(self, axis.value)) for axis in WORLD_AXES)
 
-    def describe(self) -> str:
+    def describe(self, fsdp_word: str = "fsdp") -> str:
+        """'fsdp pp=2 dp_shard=4 tp=2 vpp=2'; ``fsdp_word``: what the stack calls full sharding
+        (``Stack.fsdp_word``: DeepSpeed's ZeRO-3)."""
         parts = [f"{name}={deg}" for name, deg in self.mesh_shape() if deg != 1]
         parts += [f"vpp={self.vpp}"] if self.vpp_enabled else []
         parts += [f"ep={self.ep}"] if self.ep_enabled else []
         parts += ["etp=1"] if self.tp_enabled and not self.expert_tp else []
-        kind = "hsdp" if self.hsdp_enabled else self.sharding.value
+        full = self.sharding == Sharding.FSDP
+        kind = "hsdp" if self.hsdp_enabled else fsdp_word if full else self.sharding.value
         return " ".join([kind, *parts]) if parts else f"{kind} (1 GPU)"
 
 

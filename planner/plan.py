@@ -359,6 +359,11 @@ class Plan(BaseModel):
         return self.stack == Stack.TRAINPLAN and self.attention is None
 
     @property
+    def layout_words(self) -> str:
+        """The layout as its stack names it (``Layout.describe`` with ``Stack.fsdp_word``)."""
+        return self.layout.describe(self.stack.fsdp_word)
+
+    @property
     def billed_gpus(self) -> int:
         """The GPUs the cost pays for: whole rental units (``billed_gpus``)."""
         return int(billed_gpus(self.num_gpus, self.rent_unit_gpus))

@@ -379,7 +379,7 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
                 "gpu": p.gpu,
                 "num_gpus": p.num_gpus,
                 "num_nodes": p.num_nodes,
-                "layout": p.layout.describe(),
+                "layout": p.layout_words,
                 "micro_batch": t.micro_batch,
                 "grad_accum": t.grad_accum,
                 "ac": t.activation_checkpointing.value,
@@ -455,7 +455,7 @@ def solve_jobs(
                 "job": a.job,
                 "gpu": a.gpu_id,
                 "num_gpus": a.num_gpus,
-                "layout": a.plan.layout.describe(),
+                "layout": a.plan.layout_words,
                 # (micro-batch, accumulation, checkpointing): worded per page by the view
                 "training": (
                     a.plan.training.micro_batch,

@@ -101,7 +101,7 @@ def estimate(
     dp_shard: int = typer.Option(-1, "--dp-shard", help="data-parallel shard group size; -1 = the rest of the world"),
     sharding: Sharding | None = typer.Option(
         None,
-        help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters (default: fsdp; zero1"
+        help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters, ZeRO-3 (default: fsdp; zero1"
         " for the Megatron stacks and deepseek-v3, their distributed optimizer; zero2 for deepspeed at tp > 1)",
     ),
     micro_batch: int = typer.Option(1, "--micro-batch", help="sequences per rank per micro-step"),

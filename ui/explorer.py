@@ -160,7 +160,7 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
         for column, (key, value) in zip(st.columns(METRICS_PER_ROW), row, strict=True):
             delta = tr("ex_usable", usable=usable) if key == "ex_memory" else None
             column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
-    st.caption(f"{p.layout.describe()} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
+    st.caption(f"{p.layout_words} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
     if e.feasible:
         st.success(tr("ex_fits"))
     elif tr.lang == "en":  # the planner's reason and its fix hints ("use tp=4 (now 1)")

@@ -124,7 +124,7 @@ def wrap_words(text: str, width: int = LABEL_LINE_CHARS) -> str:
 def plan_names(plans: Sequence[Plan]) -> list[str]:
     """Unique bar labels that say which plan is which: '#1 8x h100-sxm' over its layout, wrapped."""
     return [
-        wrap_words(f"#{i} {p.num_gpus}x {p.gpu}") + "<br>" + wrap_words(p.layout.describe())
+        wrap_words(f"#{i} {p.num_gpus}x {p.gpu}") + "<br>" + wrap_words(p.layout_words)
         for i, p in enumerate(plans, start=1)
     ]
 
@@ -238,7 +238,7 @@ def training_words(tr: Labels, micro_batch: int, grad_accum: int, ac: str) -> st
 def plan_words(tr: Labels, p: Plan) -> str:
     """A plan in a bar's hover: its GPUs, layout and training, in the page's language."""
     t = p.training
-    return f"{p.num_gpus}x {p.gpu}: {p.layout.describe()} · " + training_words(
+    return f"{p.num_gpus}x {p.gpu}: {p.layout_words} · " + training_words(
         tr, t.micro_batch, t.grad_accum, t.activation_checkpointing.value
     )
 
@@ -378,7 +378,7 @@ def frontier_figure(
             mode="markers",
             error_x=_band(plan_band(chosen), "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
-            text=[f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout.describe()}"],
+            text=[f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout_words}"],
             hovertemplate="%{text}<extra></extra>",
             legendrank=0,
         )

@@ -84,7 +84,7 @@ def risk_text(tr: Labels, result) -> str | None:
     p = getattr(result, "median_plan", None)
     if p is None:
         return None
-    return tr("risk_changed", gpus=p.num_gpus, gpu=p.gpu, layout=p.layout.describe(), risk=result.risk.value)
+    return tr("risk_changed", gpus=p.num_gpus, gpu=p.gpu, layout=p.layout_words, risk=result.risk.value)
 
 
 def duration_up(tr: Labels, hours: float) -> str:
@@ -219,7 +219,7 @@ def idle_text(tr: Labels, result: PlanResult) -> str | None:
         other_batch=e.global_batch_tokens,
         change=e.global_batch_tokens / idle.batch_tokens - 1,
         gpus=other.num_gpus,
-        layout=plain(other.layout.describe()),
+        layout=plain(other.layout_words),
         time=duration(tr, e.time_to_train_h),
         cost=money(e.cost_usd),
     )
@@ -248,7 +248,7 @@ def plan_phrase(tr: Labels, p: Plan) -> str:
     return tr(
         "plan_phrase",
         gpus=f"{p.num_gpus} × {p.gpu}",
-        layout=plain(p.layout.describe()),
+        layout=plain(p.layout_words),
         cost=money(e.cost_usd),
         time=duration(tr, e.time_to_train_h),
         mfu=e.throughput.mfu,

@@ -97,7 +97,7 @@ def summary_lines(p: Plan) -> list[str]:
         f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({counted(p.num_nodes, 'node')}"
         + ("" if p.network is None else f" on {p.network}")
         + ")",
-        f"layout {p.layout.describe()}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
+        f"layout {p.layout_words}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.describe_ac(p.layout.pp)}, {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")

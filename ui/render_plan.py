@@ -31,7 +31,7 @@ def risk_line(result) -> str:
     u = p.estimate.uncertainty
     return escape(
         f"risk {risk} changed the choice: judged at the median (p50) the search would take "
-        f"{p.num_gpus} x {p.gpu} ({p.layout.describe()}), {risk_figures(p.estimate, 'p50')} at p50 and "
+        f"{p.num_gpus} x {p.gpu} ({p.layout_words}), {risk_figures(p.estimate, 'p50')} at p50 and "
         f"{risk_figures(p.estimate, risk)} at {risk} (this plan: {risk_figures(result.plan.estimate, 'p50')} and "
         f"{risk_figures(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
     )
@@ -159,7 +159,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             str(rank) if rank else "chosen",
             a.gpu,
             str(a.num_gpus),
-            a.layout.describe(),
+            a.layout_words,
             f"{a.training.micro_batch} x {a.training.grad_accum}",
             a.training.describe_ac(a.layout.pp),
             duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
@@ -226,7 +226,7 @@ def near_tie_line(result) -> str:
     tie, p = result.near_tie, result.near_tie_plan
     worse, better = ("cost", "faster") if tie.objective == "cost" else ("time", "cheaper")
     return (
-        f"near tie: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {tie.extra_fraction:+.1%} {worse}, "
+        f"near tie: {p.num_gpus} x {p.gpu} ({p.layout_words}) for {tie.extra_fraction:+.1%} {worse}, "
         f"{tie.gain:.1f}x {better} ({at_risk_words(p.estimate, result.risk.value)})"
     )
 
@@ -251,7 +251,7 @@ def idle_line(result) -> str:
     return (
         f"uses {idle.used} of {idle.inventory} {idle.gpu} GPUs ({idle.idle} idle) at batch {idle.batch_tokens:,} "
         f"tokens; with batch {batch:,} tokens ({batch / idle.batch_tokens - 1:+.1%}): {p.num_gpus} GPUs "
-        f"({p.layout.describe()}), {duration_h(p.estimate.time_to_train_h)} "
+        f"({p.layout_words}), {duration_h(p.estimate.time_to_train_h)} "
         f"({at_risk_words(p.estimate, result.risk.value)})"
     )
 
@@ -274,7 +274,7 @@ def knee_line(result) -> str:
         else f"{bend.extra_cost_fraction:+.1%} cost, {1 / bend.speedup:.1f}x slower"
     )
     return (
-        f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout.describe()}) for {change} "
+        f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout_words}) for {change} "
         f"({at_risk_words(p.estimate, result.risk.value)})"
     )
 

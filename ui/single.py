@@ -134,7 +134,7 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
             (1, "card_ac", tr.option(t.activation_checkpointing.value)),
         ),
         (
-            (3, "card_layout", plan.layout.describe()),
+            (3, "card_layout", plan.layout_words),
             (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
         ),
         goodput_row(tr, e.goodput),

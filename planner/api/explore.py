@@ -218,7 +218,7 @@ class WhyNot:
         e, w = mine.estimate, winner.estimate
         assert e.time_to_train_h is not None and w.time_to_train_h is not None  # requests carry tokens
         return (
-            f"{self.gpu}: best plan {mine.num_gpus} GPUs ({mine.layout.describe()}) costs ${e.cost_usd:,.0f} in "
+            f"{self.gpu}: best plan {mine.num_gpus} GPUs ({mine.layout_words}) costs ${e.cost_usd:,.0f} in "
             f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.1%}); the chosen {winner.gpu} plan "
             f"costs ${w.cost_usd:,.0f} in {w.time_to_train_h / HOURS_PER_DAY:.1f} days"
         )

@@ -386,6 +386,12 @@ class Stack(StrEnum):
         )
 
     @property
+    def fsdp_word(self) -> str:
+        """What the stack calls full sharding in a layout's words: ZeRO-3 under DeepSpeed's engines
+        (trial s26: a deepspeed estimate printed "fsdp"); the input stays ``--sharding fsdp``."""
+        return "zero3" if self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED) else "fsdp"
+
+    @property
     def compiles(self) -> bool:
         """Whether ``--compile`` (torch.compile over the model) is one of the stack's choices:
         PyTorch's stacks have it (torchtitan --compile, HF Trainer's torch_compile, DeepSpeed's

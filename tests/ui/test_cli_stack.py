@@ -234,3 +234,13 @@ def test_the_kernel_timed_is_typed_and_worded_in_the_pages_language():
         kernel_words(Labels("zh"), cp)
         == "FlashAttention-2（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）"
     )
+
+
+def test_deepspeed_layouts_call_full_sharding_zero3(capsys):
+    """Trial s26: `--stack deepspeed --sharding fsdp` printed "layout fsdp dp_shard=16"; DeepSpeed calls
+    it ZeRO-3. The words follow the stack; the input and the JSON keep `fsdp`."""
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "16", "--sharding", "fsdp"]
+    for stack, word in (("deepspeed", "zero3"), ("torchtitan", "fsdp"), ("hf-trainer", "fsdp")):
+        assert main([*args, "--stack", stack]) == 0
+        assert f"layout {word} dp_shard=16 " in capsys.readouterr().out, stack
+    assert _estimate(capsys, *args[1:], "--stack", "deepspeed")["layout"]["sharding"] == "fsdp"
