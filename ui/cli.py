@@ -243,7 +243,7 @@ def plan(
         DEFAULT_BATCH_TOLERANCE,
         "--batch-tolerance",
         help="largest relative distance of the batch from --global-batch-tokens; the plan uses the"
-        " requested batch when a layout divides it, else the nearest achievable one",
+        " requested batch when a layout divides it, else any within 1 % of it (else the nearest achievable)",
     ),
     vary_batch: bool = typer.Option(
         False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"

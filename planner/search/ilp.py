@@ -452,9 +452,23 @@ def model_time_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
     return rows if uncapped is None else rows[np.argsort(uncapped[rows], kind="stable")]
 
 
+# Batches this close to a target no layout meets train alike (the loss moves smoothly with the
+# batch: McCandlish et al. 2018, "An Empirical Model of Large-Batch Training"), so among them the
+# objective decides. A judgement, not a fit: trial s27 asked 405B for 16e6 tokens (1,953 x 8K
+# sequences, 3^2 x 7 x 31) on 4,096 H100, and only data-parallel degrees dividing 1,953 made the
+# single nearest batch: 512 GPUs and 2,193 days, where 15,990,784 (-0.06 %) ran on all 4,096.
+NEAR_BATCH_FRACTION = 0.01
+
+
 def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
-    """Mask of the entries equal to the batch nearest ``target`` (a tie goes to the larger batch)."""
+    """Mask of the entries at the batch asked for: ``target`` itself where an entry meets it; else
+    every entry within ``NEAR_BATCH_FRACTION`` of it; else those at the nearest batch (a tie goes
+    to the larger)."""
     batch = np.asarray(batch_tokens, dtype=np.int64)
+    if (exact := batch == target).any():
+        return exact
+    if (near := np.abs(batch - target) <= NEAR_BATCH_FRACTION * target).any():
+        return near
     distance = np.abs(batch - target)
     nearest = distance.min()
     best = int(batch[distance == nearest].max())

@@ -119,7 +119,10 @@ BAD_EMIT_AND_RUN = {
         ["emit", "{d}/plan.json", "--out", "{d}/notjson.txt"],
         "cannot create the job directory (File exists)",
     ),
-    "run: missing job dir": (["run", "{d}/no-such-job", "--device", "cpu"], "no-such-job does not exist: trainplan emit"),
+    "run: missing job dir": (
+        ["run", "{d}/no-such-job", "--device", "cpu"],
+        "no-such-job does not exist: trainplan emit",
+    ),
     "run: dir without job.json": (["run", "{d}/empty", "--device", "cpu"], "empty/job.json: cannot read job file"),
     "run: corrupt job.json": (["run", "{d}/corrupt", "--device", "cpu"], "corrupt/job.json: not a valid trainplan job"),
     "run: out-of-range field in job.json": (["run", "{d}/out-of-range", "--device", "cpu"], "run.checkpoint_every"),
