@@ -366,7 +366,7 @@ class Plan(BaseModel):
     @property
     def billed_gpus(self) -> int:
         """The GPUs the cost pays for: whole rental units (``billed_gpus``)."""
-        return int(billed_gpus(self.num_gpus, self.rent_unit_gpus))
+        return int(billed_gpus(self.num_gpus, self.rent_unit_gpus, self.num_nodes))
 
     @property
     def training_steps(self) -> int | None:

@@ -22,11 +22,19 @@ from planner.fmt import one_line
 from planner.plan import Plan
 from planner.units import SECONDS_PER_HOUR
 from trainer.files import write_atomic
-from trainer.job_spec import JobSpec, RunSettings, apply_run_overrides, memory_headroom, modelled_overrides
+from trainer.job_spec import (
+    DEFAULT_K8S_IMAGE,
+    DEFAULT_K8S_PVC,
+    K8S_IMAGE_PATTERN,
+    K8S_PVC_PATTERN,
+    JobSpec,
+    RunSettings,
+    apply_run_overrides,
+    memory_headroom,
+    modelled_overrides,
+)
 from trainer.worker import WORKER_MODULE
 
-DEFAULT_K8S_IMAGE = "trainplan:latest"
-DEFAULT_K8S_PVC = "trainplan-jobs"
 K8S_JOBS_MOUNT = "/jobs"  # where the PVC is mounted in the pods
 RDZV_PORT = 29500  # c10d rendezvous port on the first node (Slurm)
 JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
@@ -72,7 +80,7 @@ def emit_job(
         raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
     check_input_paths(run)
     check_k8s_names(k8s_image, k8s_pvc)
-    spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run)
+    spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run, k8s_image, k8s_pvc)
     if not force:
         check_emit_target(out_dir, spec)
     try:
@@ -82,8 +90,8 @@ def emit_job(
     job_json = spec.save(out_dir)
     write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
     write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir), executable=True)
-    write_atomic(out_dir / "k8s.yaml", render_k8s(spec, k8s_image, k8s_pvc))
-    write_atomic(out_dir / "README.md", render_readme(spec, out_dir, k8s_pvc))
+    write_atomic(out_dir / "k8s.yaml", render_k8s(spec))
+    write_atomic(out_dir / "README.md", render_readme(spec, out_dir))
     return job_json
 
 
@@ -156,12 +164,12 @@ def default_job_name(out_dir: Path) -> str:
     return cleaned or "trainplan-job"
 
 
-def _job_spec(plan: Plan, name: str, run: RunSettings) -> JobSpec:
+def _job_spec(plan: Plan, name: str, run: RunSettings, k8s_image: str, k8s_pvc: str) -> JobSpec:
     # The job carries the headroom the planner fitted the plan with, so the trainer checks
     # memory with the same rule (planner.model.memory.fits) and the same headroom.
     run = run.model_copy(update={"memory_headroom": memory_headroom(plan, run)})
     try:
-        return JobSpec(name=name, plan=plan, run=run)
+        return JobSpec(name=name, plan=plan, run=run, k8s_image=k8s_image, k8s_pvc=k8s_pvc)
     except ValidationError as exc:
         error = exc.errors()[0]
         if error["loc"] == ("name",):
@@ -296,16 +304,12 @@ srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun \\
 # --------------------------------------------------------------------------- k8s.yaml
 
 
-# An image reference (registry/name:tag@digest) and a PersistentVolumeClaim name (DNS-1123 subdomain).
-_K8S_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$", re.IGNORECASE)
-_K8S_PVC = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
-
-
 def check_k8s_names(image: str, pvc: str) -> None:
-    """``--k8s-image`` and ``--k8s-pvc`` as Kubernetes takes them: ValueError in one line otherwise."""
-    if not _K8S_IMAGE.match(image):
+    """``--k8s-image`` and ``--k8s-pvc`` as Kubernetes takes them (JobSpec's patterns): ValueError
+    naming the flag in one line otherwise."""
+    if not re.match(K8S_IMAGE_PATTERN, image):
         raise ValueError(f"--k8s-image {image!r}: give an image reference such as registry.example/trainplan:1.0")
-    if not _K8S_PVC.match(pvc):
+    if not re.match(K8S_PVC_PATTERN, pvc):
         raise ValueError(f"--k8s-pvc {pvc!r}: a claim name is lower-case letters, digits, '-' and '.'")
 
 
@@ -382,7 +386,8 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     }
 
 
-def render_k8s(spec: JobSpec, image: str, pvc: str) -> str:
+def render_k8s(spec: JobSpec) -> str:
+    image, pvc = spec.k8s_image, spec.k8s_pvc
     header = (
         f"# trainplan job {spec.name}: {_summary(spec)}\n"
         f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {_one_line(pvc)} "
@@ -395,7 +400,8 @@ def render_k8s(spec: JobSpec, image: str, pvc: str) -> str:
 # --------------------------------------------------------------------------- README.md
 
 
-def render_readme(spec: JobSpec, job_dir: Path, pvc: str) -> str:
+def render_readme(spec: JobSpec, job_dir: Path) -> str:
+    pvc = spec.k8s_pvc
     plan, run = spec.plan, spec.run
     quoted_dir = shlex.quote(str(job_dir))
     memory = plan.estimate.memory

@@ -118,12 +118,23 @@ def _with_schedule(plan: Plan, schedule: PipelineSchedule) -> Layout:
         ) from None
 
 
+# k8s.yaml's container image and PersistentVolumeClaim (emit --k8s-image / --k8s-pvc): an image
+# reference (registry/name:tag@digest) and a claim name (a DNS-1123 subdomain).
+DEFAULT_K8S_IMAGE = "trainplan:latest"
+DEFAULT_K8S_PVC = "trainplan-jobs"
+K8S_IMAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$"
+K8S_PVC_PATTERN = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"
+
+
 class JobSpec(BaseModel):
     model_config = _FROZEN
     schema_version: int = JOB_SCHEMA_VERSION
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
     plan: Plan
     run: RunSettings = RunSettings()
+    # Kept in the job so that a re-emit (run --auto-replan) writes the same k8s.yaml (review s27).
+    k8s_image: str = Field(DEFAULT_K8S_IMAGE, pattern=K8S_IMAGE_PATTERN)
+    k8s_pvc: str = Field(DEFAULT_K8S_PVC, pattern=K8S_PVC_PATTERN)
 
     @model_validator(mode="after")
     def _known_schema(self) -> JobSpec:

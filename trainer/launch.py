@@ -334,7 +334,10 @@ def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec |
 
     history = _next_free(Path(job_dir), "job.replan-{}.json")
     shutil.copyfile(Path(job_dir) / "job.json", history)
-    emit_job(new_plan, job_dir, name=spec.name, run=spec.run, force=True)  # the same job, corrected
+    # the same job, corrected (its k8s image and claim too: review s27)
+    emit_job(
+        new_plan, job_dir, name=spec.name, run=spec.run, force=True, k8s_image=spec.k8s_image, k8s_pvc=spec.k8s_pvc
+    )
     print(
         f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "
         f"the previous job.json is {history.name}",
@@ -404,7 +407,8 @@ def run_job(
                 module=module,
             )
             if node_rank == 0:
-                check_writable_dir(job_dir / CHECKPOINT_DIR, "checkpoints")  # before step 1, not at the first save
+                if spec.run.save_checkpoints:  # before step 1, not at the first save
+                    check_writable_dir(job_dir / CHECKPOINT_DIR, "checkpoints")
                 if (failed := prepare_or_exit_code(job_dir, spec)) is not None:
                     return failed
                 _archive_replan_report(job_dir)

@@ -78,11 +78,15 @@ def failure_line(error: ChildFailedError) -> str:
 
 
 def failure_code(error: ChildFailedError) -> int:
-    """The lowest rank's trainer code when a worker exited with one, else torchrun's 1."""
-    for _, failure in sorted(error.failures.items()):
-        if failure.exitcode in _TRAINER_CODES:
-            return failure.exitcode
-    return ExitCode.FAILED
+    """The lowest rank's trainer code when a worker exited with one, else torchrun's 1. A lost peer
+    (144, retryable) speaks only when every failed worker says it: beside a rank that failed in its
+    own way it is that rank's echo (review s27: a crashed or OOM-killed rank's peers made a
+    permanent failure retryable, and Kubernetes restarted it in a loop)."""
+    codes = [failure.exitcode for _, failure in sorted(error.failures.items())]
+    if codes and all(code == ExitCode.PEER_LOST for code in codes):
+        return ExitCode.PEER_LOST
+    own = [code for code in codes if code in _TRAINER_CODES and code != ExitCode.PEER_LOST]
+    return own[0] if own else ExitCode.FAILED
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,8 @@ Exit codes (per worker, planner/errors.py ExitCode): 0 done / early-stopped; 143
 SIGTERM (or the launcher's death) after saving; 130 the same for SIGINT (Ctrl-C);
 2 the job or plan is invalid here (one-line message); 3 the probe found that the plan does not
 fit (``replan_needed.json`` written); 4 the disk filled up while checkpointing (previous
-checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept).
+checkpoints kept); 5 too many non-finite steps (the last good checkpoint is kept); 144 a peer
+rank went away mid-collective (retryable: nothing saved since the last checkpoint).
 """
 
 from __future__ import annotations
@@ -334,7 +335,7 @@ def _main(argv: list[str] | None) -> int:
             file=sys.stderr,
             flush=True,
         )
-        return ExitCode.PEER_LOST
+        return record_exit(args.job_dir, ExitCode.PEER_LOST)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -236,6 +236,13 @@ def _job_measurements(job_dir: Path) -> tuple[float, float, str]:
                 f"--calibrate-from {job_dir}: the job ran on {report.device} ({name}); measurements from a"
                 " CPU run say nothing about a GPU"
             )
+        # review s27: a plan for one GPU measured on another calibrated the planned one. Reports
+        # before measured_gpu say comparable on CUDA alone, so they are taken as they were.
+        if report.measured_gpu is not None and not report.comparable:
+            raise ValueError(
+                f"--calibrate-from {job_dir}: the job ran on {report.measured_gpu} ({name}), not the plan's GPU;"
+                " its measurements say nothing about that one"
+            )
         step_s, peak_gib = report.measured.step_s, report.measured.peak_gib
         if step_s and peak_gib:
             return step_s, peak_gib, name

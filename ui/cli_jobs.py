@@ -106,7 +106,7 @@ def emit(
     ),
     no_calibration: bool = NO_CALIBRATION,
     k8s_image: str | None = typer.Option(
-        None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job.py DEFAULT_K8S_IMAGE)"
+        None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)"
     ),
     k8s_pvc: str | None = typer.Option(
         None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir"

@@ -278,6 +278,11 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 INFEASIBLE_KEYS = ("reason", "constraint", "detail", "fix", "required", "available", "more_gpus_help", "jobs")
 
 
+def no_infeasibility() -> dict:
+    """A feasible answer's INFEASIBLE_KEYS: null, and no job without an answer."""
+    return {**dict.fromkeys(INFEASIBLE_KEYS), "jobs": []}
+
+
 def infeasible_json(exc) -> dict:
     """An InfeasiblePlan's typed fields. ``required`` / ``available`` are in the constraint's unit
     (deadline: seconds, budget: USD, memory: GiB, inventory: GPUs, shared_inventory: GPU-seconds)

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from planner.fmt import money
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.render import INFEASIBLE_KEYS, emit_json, out
+from ui.render import emit_json, no_infeasibility, out
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
@@ -88,7 +88,7 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
     ]
     return {
         "feasible": True,
-        **dict.fromkeys(INFEASIBLE_KEYS),
+        **no_infeasibility(),
         "mixed": plan_dict(solution.mixed),
         "rent_only": plan_dict(solution.rent_only),
         "buy_only": plan_dict(solution.buy_only),

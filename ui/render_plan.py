@@ -12,11 +12,11 @@ from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate, Plan
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective
 from ui.render import (
-    INFEASIBLE_KEYS,
     calibration_json,
     calibration_line,
     emit_json,
     estimate_json,
+    no_infeasibility,
     out,
     plan_facts_json,
     print_plan,
@@ -81,7 +81,7 @@ def plan_json(result, calibration) -> dict:
     the keys of an infeasible answer are null."""
     return {
         "feasible": True,
-        **dict.fromkeys(INFEASIBLE_KEYS),
+        **no_infeasibility(),
         "plan": estimate_json(result.plan.estimate),
         "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
         "solver": result.solution.solver,

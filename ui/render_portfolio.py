@@ -11,7 +11,7 @@ from rich.table import Table
 from planner.api.portfolio import JobFigures, job_figures
 from planner.fmt import money, money_band, number_band
 from planner.units import SECONDS_PER_DAY
-from ui.render import INFEASIBLE_KEYS, emit_json, out, warn
+from ui.render import emit_json, no_infeasibility, out, warn
 
 # What the cost column is: the portfolio prices its inventory at ownership (docs/ilp.md "Portfolio").
 COST_BASIS = "owned-GPU rate"
@@ -46,8 +46,10 @@ def job_row(a, figures: JobFigures) -> dict:
 
 
 # portfolio --json's keys beside "feasible" and the infeasible ones: null when no portfolio is
-# found ("job_dirs" only with --emit).
-PORTFOLIO_KEYS = ("warnings", "assignments", "total_cost_usd", "idle_cost_usd", "makespan_days", "solver", "exact")
+# found ("job_dirs": null without --emit).
+PORTFOLIO_KEYS = (
+    "warnings", "assignments", "total_cost_usd", "idle_cost_usd", "makespan_days", "solver", "exact", "job_dirs"
+)  # fmt: skip
 
 
 def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
@@ -59,7 +61,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     if as_json:
         data = {
             "feasible": True,
-            **dict.fromkeys(INFEASIBLE_KEYS),
+            **no_infeasibility(),
             "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
@@ -68,8 +70,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "solver": solution.solver,
             "exact": solution.exact,
         }
-        if emitted is not None:
-            data["job_dirs"] = {job: str(job_json.parent) for job, job_json in emitted.items()}
+        data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
         emit_json(data)
         return
     risks = ", ".join(sorted({f.risk.value for f in figures}))

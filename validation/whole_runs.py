@@ -200,7 +200,7 @@ NEMOTRON4 = (
     "optimizer, as Sec. 2 names it); TP 8 x DP 288 as Table 2's third stage, on 8 x 400 Gb/s InfiniBand per "
     "node (ib-ndr-400); micro-batch not published: the fastest of 1, 2 and 4 that fits; " + OPEN_AC + "the "
     "stage's 7.6T tokens only (the two ramp stages before it, 0.4T on 768 and 1,536 GPUs, and the continued "
-    "training are not predicted); the profile chosen before the row was predicted"
+    "training are not predicted); the profile chosen before the row was predicted; "
 )
 _LLAMA = (("family", "llama"),)
 # The report's Table 1 and Sec 2: 6 dense then 54 MoE blocks (1 shared + 256 routed experts of 3,072, 4 routed

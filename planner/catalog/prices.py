@@ -264,10 +264,12 @@ def commitment(
     return Commitment(kind, gpu, num_gpus, years, job_hours / HOURS_PER_DAY, term_cost)
 
 
-def billed_gpus(num_gpus: np.ndarray | int, unit: np.ndarray | int) -> np.ndarray:
-    """The GPUs a job pays for: whole rental units (a provider that rents only 8-GPU nodes bills a
-    4-GPU job for 8)."""
-    return np.ceil(np.asarray(num_gpus, dtype=float) / unit) * unit
+def billed_gpus(num_gpus: np.ndarray | int, unit: np.ndarray | int, num_nodes: np.ndarray | int) -> np.ndarray:
+    """The GPUs a job pays for: whole rental units on each of its nodes (a provider that rents only
+    8-GPU nodes bills a 4-GPU job for 8, and 9 GPUs on 3 nodes of 3 for 24: review s27, they were
+    billed as 16)."""
+    per_node = np.ceil(np.asarray(num_gpus, dtype=float) / num_nodes)
+    return np.asarray(num_nodes) * np.ceil(per_node / unit) * unit
 
 
 def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:

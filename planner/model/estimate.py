@@ -156,7 +156,7 @@ def job_totals(
         return nan, nan, nan
     seconds = job_goodput(scores, c, training_tokens, settings).wall_s
     hours = seconds / SECONDS_PER_HOUR
-    cost = hours * billed_gpus(c.num_gpus, c.rent_unit_gpus) * c.price_per_gpu_hour
+    cost = hours * billed_gpus(c.num_gpus, c.rent_unit_gpus, c.num_nodes) * c.price_per_gpu_hour
     energy = energy_kwh(hours * c.num_gpus, wall_power_w(c.tdp_watts, c.node_power_w_per_gpu, settings), settings.pue)
     return seconds, cost, energy
 

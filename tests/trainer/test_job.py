@@ -383,8 +383,16 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
         return plan.model_copy(update={"training": plan.training.model_copy(update={"micro_batch": 2})})
 
     monkeypatch.setattr("planner.api.replan", replan)
+    # review s27: the re-emitted k8s.yaml went back to the default image and claim
+    emit_job(
+        JobSpec.load(fake_trainer).plan, fake_trainer, name="fake", run=RunSettings(), force=True,
+        k8s_image="reg.example/tp:2", k8s_pvc="team-jobs",
+    )  # fmt: skip
     before = JobSpec.load(fake_trainer)
     assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 0
+    manifest = _load_yaml((fake_trainer / "k8s.yaml").read_text())
+    pod = manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == "reg.example/tp:2" and "team-jobs" in json.dumps(pod["volumes"])
     assert seen == [ReplanRequest(reason="probe too big", measured={"peak_gib": 91.5}, capacity_gib=80)]
     after = JobSpec.load(fake_trainer)
     assert after.plan.training.micro_batch == 2 and after.run == before.run and after.name == before.name
@@ -625,3 +633,20 @@ def test_slurms_warning_signal_leaves_time_for_three_checkpoint_writes() -> None
     goodput = GoodputEstimate.model_construct(checkpoint_write_s=100.0)  # a 100 s save
     slow = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"goodput": goodput})})
     assert slurm_signal_lead_s(slow) == 300
+
+
+def test_a_lost_peer_is_retryable_only_when_every_failed_worker_lost_one() -> None:
+    """Review s27: the lowest rank's code won, so a rank's own failure (1, 2, an OOM kill's -9) beside
+    its peers' 144 became retryable, and Kubernetes restarted a permanent failure in a loop."""
+    import types
+
+    from trainer.torchrun import failure_code
+
+    def failed(*codes: int) -> int:
+        failures = {rank: types.SimpleNamespace(exitcode=code) for rank, code in enumerate(codes)}
+        return failure_code(types.SimpleNamespace(failures=failures))
+
+    lost = ExitCode.PEER_LOST
+    assert failed(lost, lost) == lost and failed(lost) == lost  # a node of a multi-node job was preempted
+    assert failed(lost, 2) == 2 and failed(lost, 4, 2) == 4  # the rank's own code, lowest rank first
+    assert failed(lost, 1) == failed(lost, -9) == ExitCode.FAILED  # a crash or a kill: not retried

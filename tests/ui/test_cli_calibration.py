@@ -108,7 +108,9 @@ def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
 # ----------------------------------------------------------------------------- --calibrate-from
 
 
-def _job_dir(tmp_path: Path, *, device: str = "cuda", step_factor: float = 1.2, peak_factor: float = 1.05) -> Path:
+def _job_dir(
+    tmp_path: Path, *, device: str = "cuda", step_factor: float = 1.2, peak_factor: float = 1.05, gpu: str = "h100-sxm"
+) -> Path:
     """A job directory as ``trainplan run`` leaves it: job.json and the trainer's report.json."""
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
@@ -116,11 +118,11 @@ def _job_dir(tmp_path: Path, *, device: str = "cuda", step_factor: float = 1.2, 
 
     training = TrainingConfig(seq_len=4096, micro_batch=4)
     plan = build_plan(get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=8), training, num_gpus=8)
-    job_dir = tmp_path / f"job-{device}"
+    job_dir = tmp_path / f"job-{device}-{gpu}"
     emit_job(plan, job_dir, name="llama-1b", run=RunSettings())
     step, peak = step_factor * plan.estimate.time.step_s, peak_factor * plan.estimate.memory.peak_gib
     summary = RunSummary(50, "completed", step, None, None, peak, 3.0, None, None, None, 0, 60.0)
-    write_report(job_dir, plan, summary, device, plan.gpu if device == "cuda" else None)
+    write_report(job_dir, plan, summary, device, gpu if device == "cuda" else None)
     return job_dir
 
 
@@ -161,7 +163,9 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
     plan = build_plan(get_preset("tiny"), "h100-sxm", Layout(), TrainingConfig(seq_len=256, micro_batch=1), num_gpus=1)
     emit_job(plan, unrun, name="unrun", run=RunSettings())
     gpu_job = _job_dir(tmp_path)
+    elsewhere = _job_dir(tmp_path, gpu="a10")  # review s27: an H100 plan measured on an A10
     cases = [
+        (["--calibrate-from", str(elsewhere)], "the job ran on a10 (report.json), not the plan's GPU"),
         (["--calibrate-from", str(cpu_job)], "measurements from a CPU run say nothing about a GPU"),
         (["--calibrate-from", str(unrun)], "no measured step time and peak memory"),
         (["--calibrate-from", str(gpu_job), "--gpu", "h200-sxm"], "the job ran on h100-sxm, not --gpu h200-sxm"),
