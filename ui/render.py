@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from planner.catalog.prices import PriceBasis
-from planner.fmt import counted, duration_band, duration_words, energy_band, money_band, number_band
+from planner.fmt import counted, duration_band, duration_h, duration_words, energy_band, money, money_band, number_band
 from planner.layout import Precision
 from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms, term_words
 from planner.plan_calibration import CalibratedGpu, PlanCalibration
@@ -116,6 +116,8 @@ def summary_lines(p: Plan) -> list[str]:
             f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}{price_words(p)}, "
             f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}"
         )
+    if (median := median_line(e)) is not None:
+        lines.append(median)
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))
         if u.point_outside is not None:
@@ -138,6 +140,27 @@ def written_line(p: Plan, saved_to: Path) -> str:
     if not p.estimate.feasible:
         return f"plan written to {saved_to} (infeasible: emit refuses it without --force; trainplan explain shows why)"
     return f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)"
+
+
+# A median this far from the model's own figure is said beside it (trial s27: a buyer quoted the
+# headline, $840k, whose band's median was $930k).
+MEDIAN_NOTE_FRACTION = 0.02
+
+
+def median_line(e: Estimate) -> str | None:
+    """'median (p50) 11.1 days, $929,749: 10 % above the model's figure ...', where the band's
+    median is more than MEDIAN_NOTE_FRACTION from the figure the headline shows; else None."""
+    u = e.uncertainty
+    p50 = None if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk.get("p50")
+    if e.time_to_train_h is None or p50 is None or abs(p50 / e.time_to_train_h - 1) <= MEDIAN_NOTE_FRACTION:
+        return None
+    cost = None if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk.get("p50")
+    side = "above" if p50 > e.time_to_train_h else "below"
+    return (
+        f"median (p50) {duration_h(p50)}" + ("" if cost is None else f", {money(cost)}")
+        + f": {abs(p50 / e.time_to_train_h - 1):.0%} {side} the model's figure, as the rows nearest this"
+        " regime ran; the headline is the model's own"
+    )  # fmt: skip
 
 
 def point_outside_line(side: str) -> str:
