@@ -202,6 +202,14 @@ def ceiling_line(e: Estimate) -> str:
     )
 
 
+def seconds_words(seconds: float) -> str:
+    """'49 s', '0.4 s', '< 0.1 s': a short time whose rounding to whole seconds read as nothing
+    (trial s27: an 8B model's checkpoint "0 s to write")."""
+    if seconds >= 10:
+        return f"{seconds:,.0f} s"
+    return f"{seconds:.1f} s" if seconds >= 0.1 else "< 0.1 s"
+
+
 def goodput_line(g: GoodputEstimate) -> str:
     """``goodput 92.4%: MTTF 3.1 h, 419 expected interruptions, checkpoint every 4.0 minutes ...``."""
     if g.mttf_h is None:
@@ -212,13 +220,15 @@ def goodput_line(g: GoodputEstimate) -> str:
     if g.checkpoint_interval_min is not None:
         steps = f"{counted(g.checkpoint_interval_steps, 'step')}, " if g.checkpoint_interval_steps is not None else ""
         parts.append(
-            f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)} ({steps}{g.checkpoint_write_s:,.0f} s to write)"
+            f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)}"
+            f" ({steps}{seconds_words(g.checkpoint_write_s)} to write)"
         )
     parts.append(f"restart {duration_words(g.restart_s)}")
     parts.append(
         f"slowest rank +{g.straggler_fraction:.1%}, evaluation +{g.evaluation_fraction:.1%}"
         + (f", input stalls +{g.data_stall_fraction:.1%}" if g.data_stall_fraction else "")
-        + ("" if g.planned_restarts is None else f", {g.planned_restarts:,.1f} planned restarts")
+        # trial s27: "planned restarts" read as restarts of the job's own; they are the hosts' maintenance
+        + ("" if g.planned_restarts is None else f", {g.planned_restarts:,.1f} maintenance restarts")
         + f", start-up {duration_words(g.startup_s)}"
     )
     return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)

@@ -27,7 +27,8 @@ def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
     plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it)."""
     if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
         return answer
-    detail = f"{answer.detail} (at --risk {risk.value}, each plan's {risk.quantile:.0%} quantile; p50: the median)"
+    # trial s27: "...; p50: the median)" read as a dangling phrase
+    detail = f"{answer.detail} (at --risk {risk.value}, each plan's {risk.quantile:.0%} quantile; --risk p50 judges the median)"
     return answer.but(detail=detail)
 
 

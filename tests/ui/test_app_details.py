@@ -453,13 +453,14 @@ def test_the_gpu_table_fits_the_sidebar_and_writes_no_none(sent):
 
 
 def test_the_card_words_the_vary_batch_saving_in_both_languages():
-    """The exact-batch rule's cost against --vary-batch's choice (a 3M-token batch for Llama 3 8B
-    on B200, which no power-of-two layout reaches exactly), in the page's language."""
+    """The batch rule's cost against --vary-batch's choice (13 sequences of 4,096 tokens, a prime,
+    in a 10 % tolerance; a 3M-token batch was the case before trial s27, whose batches within 1 %
+    now compete), in the page's language."""
     from ui.messages import vary_batch_text
 
     request = request_for(
-        get_preset("llama3-8b"), training_tokens=1e12, global_batch_tokens=3_000_000, deadline_days=30,
-        gpus={"b200": None},
+        get_preset("llama3-8b"), training_tokens=1e10, global_batch_tokens=53_248, batch_tolerance=0.1,
+        seq_len=4096, deadline_days=60, gpus={"h100-sxm": 96},
     )  # fmt: skip
     result = planned(request)
     hint = result.vary_batch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ui.cli import main
@@ -22,7 +23,7 @@ def test_a_jobs_file_takes_the_batch_keys_plan_takes(tmp_path, capsys):
     assert main(["portfolio", _file(tmp_path, jobs), "--json"]) == 0
     job = json.loads(capsys.readouterr().out)["assignments"][0]
     # any batch within 20 %: data parallel, not 977 sequences at dp 1
-    assert "dp_shard=64" in job["layout"], job["layout"]
+    assert int(re.search(r"dp_shard=(\d+)", job["layout"]).group(1)) >= 32, job["layout"]
     bad = jobs.replace("4e6", "4.5")
     assert main(["portfolio", _file(tmp_path, bad)]) == 2
     assert "global_batch_tokens must be a whole number of tokens" in capsys.readouterr().err
