@@ -71,7 +71,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "risk", "median_plan", "idle_gpus",
-    "per_gpu", "per_gpu_none", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "billed_gpus",
+    "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "billed_gpus",
     "network", "partition_activations", "calibration",
 )  # fmt: skip
 
@@ -98,6 +98,7 @@ def plan_json(result, calibration) -> dict:
         "idle_gpus": None if result.idle is None else idle_json(result),
         "per_gpu": None if result.per_gpu is None else [estimate_json(p.estimate) for p in result.per_gpu],
         "per_gpu_none": None if result.per_gpu is None else unplanned_gpus(result),
+        "per_gpu_binding": None if result.per_gpu is None else unplanned_binding(result),
         **plan_facts_json(result.plan),
         "calibration": calibration_json(calibration, result.plan.calibration),
     }
@@ -139,12 +140,20 @@ def unplanned_gpus(result) -> list[str]:
     return [g for g in result.searched_gpus if g not in planned]
 
 
+def unplanned_binding(result) -> dict[str, str]:
+    """Each unplanned GPU type's binding constraint (``binding_per_type``; per_gpu_binding in --json)."""
+    binding = dict(result.solution.unplanned_gpus)
+    return {g: binding[g].value for g in unplanned_gpus(result) if g in binding}
+
+
 def unplanned_gpus_line(result) -> str | None:
-    """``unplanned_gpus`` in words."""
-    missing = unplanned_gpus(result)
+    """``unplanned_gpus`` in words, each with what rules it out (trial s27: the line listed every
+    constraint there is, "deadline, budget, inventory, memory or batch")."""
+    missing, binding = unplanned_gpus(result), unplanned_binding(result)
     if not missing:
         return None
-    return f"no plan on {', '.join(missing)} meets the request (deadline, budget, inventory, memory or batch)"
+    named = ", ".join(f"{g} ({binding[g]})" if g in binding else g for g in missing)
+    return f"no plan on {named} meets the request; in brackets the constraint that rules the type out"
 
 
 def plans_table(title: str, chosen, others, risk: str) -> Table:

@@ -16,7 +16,7 @@ import numpy as np
 from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan
 from planner.fmt import duration_words, money_short
 
-__all__ = ["RowChecks", "diagnose"]
+__all__ = ["RowChecks", "binding_per_type", "diagnose"]
 
 
 class TableColumns(Protocol):
@@ -67,6 +67,21 @@ class RowChecks:
         for constraint in ROW_CONSTRAINTS:
             ok &= self.passes(constraint)
         return ok
+
+
+def binding_per_type(gpu_ids: np.ndarray, checks: RowChecks) -> dict[str, Constraint]:
+    """For each allowed GPU type with no feasible row, the constraint that empties its rows, in
+    ``diagnose``'s order (trial s27: `plan --per-gpu` said "no plan on a100-80gb-sxm meets the
+    request (deadline, budget, inventory, memory or batch)", not which)."""
+    binding: dict[str, Constraint] = {}
+    for gpu in dict.fromkeys(gpu_ids.tolist()):
+        passing = (gpu_ids == gpu) & checks.gpu_type
+        for constraint in ROW_CONSTRAINTS if passing.any() else ():
+            passing = passing & checks.passes(constraint)
+            if not passing.any():
+                binding[str(gpu)] = constraint
+                break
+    return binding
 
 
 def diagnose(table: TableColumns, checks: RowChecks) -> InfeasiblePlan:

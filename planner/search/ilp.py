@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import pulp
 
+from planner.errors import Constraint
 from planner.frontier import anchor_survivors
 from planner.model.rowwise import distinct
-from planner.search.diagnosis import RowChecks, diagnose
+from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
 from planner.search.table import ScoredTable
 
 __all__ = [
@@ -301,8 +302,10 @@ class SingleSolution:
     num_variables: int  # binaries in the ILP
     cost_ref_usd: float
     time_ref_s: float
-    # ``per_gpu``: the best feasible row of each other GPU type, best first (which GPU: trial s26)
+    # ``per_gpu``: the best feasible row of each other GPU type, best first (which GPU: trial s26),
+    # and what rules out each type with no feasible row (trial s27), as (type, constraint) pairs
     best_per_gpu: tuple[int, ...] = ()
+    unplanned_gpus: tuple[tuple[str, Constraint], ...] = ()
 
 
 def solve_single(
@@ -350,9 +353,9 @@ def solve_single(
     so an optimum is never dominated. Raises :class:`InfeasiblePlan` when no row is feasible.
 
     ``batch_target`` (the requested global batch, tokens; needs ``table.extra["batch_tokens"]``):
-    of the feasible rows only those whose batch b_c is the one nearest the target are kept,
-    b* = argmin_{b_c : c feasible} |b_c - target| (a tie goes to the larger batch), so the batch is
-    met exactly whenever a feasible row meets it, and the plan and its alternatives share b*.
+    of the feasible rows only those at the batch asked for are kept (``nearest_batch``): the target
+    itself where a feasible row meets it, else those within NEAR_BATCH_FRACTION of it, else the
+    nearest (docs/ilp.md, "Batch").
     """
     if top_k < 0:
         raise ValueError(f"top_k: expected >= 0, got {top_k}")
@@ -405,6 +408,7 @@ def solve_single(
             _twin_key(table, feasible, T, C) if top_k else None,
         ),
         best_per_gpu=_best_rows(feasible, score, row, len(feasible), table.gpu_codes()) if per_gpu else (),
+        unplanned_gpus=tuple(binding_per_type(table.gpu_id, checks).items()) if per_gpu else (),
         solver=solver_name,
         num_rows=len(table),
         num_feasible=len(feasible),

@@ -202,3 +202,9 @@ def test_plan_per_gpu_shows_each_searched_types_best_plan() -> None:
     assert "the best plan of each GPU type (--per-gpu)" in out
     code, out, _ = trainplan(*args[:-1], "--json")
     assert json.loads(out)["per_gpu"] is None  # not asked
+    # trial s27: each type without a plan says what rules it out, not the list of every constraint
+    budget = ["plan", "--model", "llama3-70b", "--tokens", "1e12", "--budget-usd", "2e6", "--deadline-days", "30"]
+    budget += ["--gpus", "h100-sxm,a100-80gb-sxm,l4", "--top", "0", "--per-gpu"]
+    data = json.loads(trainplan(*budget, "--json")[1])
+    assert data["per_gpu_binding"] == {"a100-80gb-sxm": "budget", "l4": "deadline"}
+    assert "no plan on a100-80gb-sxm (budget), l4 (deadline) meets the request" in trainplan(*budget)[1]
