@@ -43,10 +43,13 @@ def refusal(exc: BaseException, *, where: bool = True) -> Refusal:
 
 
 class Reasons(NamedTuple):
-    """The labels of the codes one part of the app meets, and the label for any other refusal."""
+    """The labels of the codes one part of the app meets, and the label for any other refusal;
+    ``english``: whether the English page words a coded refusal from its label too, where the
+    planner's own sentence names CLI flags ("use --vpp 1"; trial s26b), rather than config fields."""
 
     labels: Mapping[RuleCode, str]
     fallback: str = "reason_other"
+    english: bool = False
 
 
 # ModelSpec's checks (the custom-model fields on screen can break the first four and head_dim_odd).
@@ -112,7 +115,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_COMPILE: "reason_stack_compile",
     _C.STACK_PARTITION: "reason_stack_partition",
     _C.AC_BLOCKS_RANK: "reason_ac_blocks_rank",
-})  # fmt: skip
+}, english=True)  # fmt: skip
 # A calibration file the app cannot use (planner/catalog/calibration.py and the catalog's rate checks).
 CALIBRATION_REASONS = Reasons({
     _C.CAL_TOML: "reason_cal_toml",
@@ -214,9 +217,10 @@ def reason_key(refused: Refusal, reasons: Reasons) -> str:
 
 
 def reason_text(tr: Labels, refused: Refusal, reasons: Reasons, **names: str) -> str:
-    """The refusal in the page's language (English: the planner's own words); ``names`` fill the
+    """The refusal in the page's language (English: the planner's own words, or the label where
+    ``reasons.english``); ``names`` fill the
     labels' other placeholders (the upload's name, the on-screen names of a custom model's fields)."""
-    if tr.lang == "en":
+    if tr.lang == "en" and not (reasons.english and reason_key(refused, reasons) != reasons.fallback):
         return refused.message
     # A label cites only its code's template figures and ``names`` (tests/ui/test_app_details.py).
     return tr(reason_key(refused, reasons), **{**refused.figures, **names})
