@@ -27,11 +27,20 @@ def portfolio(
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import plan_portfolio
-    from ui.portfolio_file import read_jobs_file
+    from planner.catalog.hardware import load_catalog
+    from ui.portfolio_file import read_jobs_file, rented_types, wall_power
 
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
+    catalog = load_catalog()
+    try:
+        rented = rented_types(spec, catalog)
+    except ValueError as exc:
+        raise ValueError(f"{jobs_file}: {exc}") from None
+    if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
+        render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
+                    " fleet reports the owned price at it")  # fmt: skip
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
     try:
         with render.working(f"planning {len(requests)} jobs", quiet=as_json):
@@ -40,9 +49,12 @@ def portfolio(
                 spec.inventory,
                 objective=spec.objective,
                 horizon_days=spec.horizon_days,
-                num_slots=spec.num_slots,
+                num_slots=spec.num_slots or 1,
+                catalog=catalog,
                 tco=spec.ownership.tco(),
                 purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
+                rented=rented,
+                wall_power_w=wall_power(spec, catalog),
             )
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json, answer_keys=render_portfolio.PORTFOLIO_KEYS)
@@ -92,7 +104,11 @@ def fleet(
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = fleet_options(spec, catalog)
-            solution = plan_fleet(requests, prices, spec.horizon_days, num_slots=max(spec.num_slots, 2), **options)
+            # trial s27: the file's default of 1 slot was raised to 2, whose coarse grid bought and
+            # rented where 12 (plan_fleet's) ran the jobs back to back for 26 % less
+            if spec.num_slots is not None:
+                options["num_slots"] = max(spec.num_slots, 2)
+            solution = plan_fleet(requests, prices, spec.horizon_days, **options)
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json, answer_keys=render_fleet.FLEET_KEYS)
         return

@@ -4,6 +4,9 @@ horizon_days = 90            # optional: jobs may be sequenced inside it
 num_slots = 6
 [inventory]                  # portfolio: GPUs on hand, shared by all jobs
 h100-sxm = 256
+b200 = 64
+rented = ["b200"]            # portfolio: inventory types rented, not owned: each busy GPU at its rent,
+                             # none idle (default: every type is owned)
 [purchase_usd]               # fleet: types that may be bought; portfolio: what the owned ones cost (USD per GPU)
 h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
 [rent_usd_per_gpu_hour]      # optional: your rent quote per type (default: the catalog's price)
@@ -104,10 +107,14 @@ class JobEntry(BaseModel):
 class JobsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     horizon_days: Days | None = None
-    num_slots: StrictInt = Field(1, ge=1, le=64)
+    # None: the model's own (portfolio: 1, refining only the slotted model; fleet: plan_fleet's)
+    num_slots: StrictInt | None = Field(None, ge=1, le=64)
     objective: str = "cost"
     inventory: dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_GPUS)]] = {}
     buy: list[str] = []  # fleet: GPU types to price at the catalog's purchase price
+    # portfolio: inventory types rented at their rent while busy, never idle (trial s27: every type
+    # was costed as owned, a rent quote feeding the budgets only)
+    rented: list[str] = []
     # None: the catalog's purchase price
     purchase_usd: dict[str, Annotated[StrictFloat, Field(gt=0, le=MAX_PURCHASE_USD, allow_inf_nan=False)] | None] = {}
     # USD per GPU-hour to rent each type (the jobs' rent and the break-even's); default: the catalog's
@@ -201,6 +208,23 @@ def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
     return prices
 
 
+def wall_power(spec: JobsFile, catalog) -> dict[str, float]:
+    """[ownership].wall_power_w by catalog id."""
+    return {catalog.gpu(g).id: w for g, w in spec.ownership.wall_power_w.items()}
+
+
+def rented_types(spec: JobsFile, catalog) -> frozenset[str]:
+    """The ``rented`` types by their inventory names; each must be in [inventory]."""
+    held = {catalog.gpu(g).id: g for g in spec.inventory}
+    names = set()
+    for gpu in spec.rented:
+        gpu_id = catalog.gpu(gpu).id
+        if gpu_id not in held:
+            raise ValueError(f"rented: {gpu} is not in [inventory] (its count caps the GPUs rented at once)")
+        names.add(held[gpu_id])
+    return frozenset(names)
+
+
 def fleet_options(spec: JobsFile, catalog) -> dict:
     """``plan_fleet``'s keyword inputs from the file: the ownership assumptions, each bought type's
     rent (the file's, else the price kind's or the catalog's price) and wall power overrides."""
@@ -211,5 +235,4 @@ def fleet_options(spec: JobsFile, catalog) -> dict:
     for gpu_id in purchase_prices(spec, catalog):
         if gpu_id not in rent and gpu_id in priced.gpus:
             rent[gpu_id] = priced.gpus[gpu_id].price_per_gpu_hour_usd
-    power = {catalog.gpu(g).id: w for g, w in spec.ownership.wall_power_w.items()}
-    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": power}
+    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": wall_power(spec, catalog)}

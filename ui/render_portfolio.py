@@ -13,8 +13,13 @@ from planner.fmt import money, money_band, number_band
 from planner.units import SECONDS_PER_DAY
 from ui.render import emit_json, no_infeasibility, out, warn
 
-# What the cost column is: the portfolio prices its inventory at ownership (docs/ilp.md "Portfolio").
-COST_BASIS = "owned-GPU rate"
+# What the cost column is: the portfolio prices its owned inventory at ownership and its rented
+# types (the jobs file's ``rented``) at rent (docs/ilp.md "Portfolio").
+OWNED_BASIS, RENT_BASIS = "owned-GPU rate", "rent"
+
+
+def cost_basis(gpu: str, held: tuple[str, ...]) -> str:
+    return OWNED_BASIS if gpu in held else RENT_BASIS
 
 
 def envelope_word(figures: JobFigures) -> str:
@@ -22,8 +27,9 @@ def envelope_word(figures: JobFigures) -> str:
     return "-" if figures.validated is None else ("validated" if figures.validated else "outside")
 
 
-def job_row(a, figures: JobFigures) -> dict:
-    """One job's JSON: where and when it runs, its days at its risk and its owned-rate cost, with bands."""
+def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
+    """One job's JSON: where and when it runs, its days at its risk and its cost (at the owned rate,
+    or rent for a rented type: ``held``, the owned types), with bands."""
     return dict(
         job=a.job,
         gpu=a.gpu_id,
@@ -38,7 +44,7 @@ def job_row(a, figures: JobFigures) -> dict:
         days=figures.days,
         days_band=figures.days_band,
         cost_usd=a.cost_usd,
-        cost_basis=COST_BASIS,
+        cost_basis=cost_basis(a.gpu_id, held),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,
         envelope=figures.envelope,
@@ -55,7 +61,7 @@ PORTFOLIO_KEYS = (
 def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     figures = [job_figures(a) for a in solution.assignments]
-    rows = [job_row(a, f) for a, f in zip(solution.assignments, figures, strict=True)]
+    rows = [job_row(a, f, solution.held_types) for a, f in zip(solution.assignments, figures, strict=True)]
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
     if as_json:
@@ -76,10 +82,10 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     risks = ", ".join(sorted({f.risk.value for f in figures}))
     table = Table(
         title=f"portfolio on the shared inventory (days at {risks}, the search's risk quantile;"
-        f" cost at the {COST_BASIS}, not rent; 80 % bands)",
+        f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",
         title_justify="left",
     )
-    for col in ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "owned cost", "envelope"):
+    for col in ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "cost", "basis", "envelope"):
         table.add_column(col)
     for r, f in zip(rows, figures, strict=True):
         table.add_row(
@@ -91,6 +97,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             f"day {r['end_days']:.1f}",
             number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
             money_band(f.owned_cost_usd, f.owned_cost_band),
+            r["cost_basis"],
             envelope_word(f),
         )
     out.print(table)

@@ -327,6 +327,7 @@ def plan_portfolio(
     tco: TcoAssumptions = TcoAssumptions(),
     purchase_usd: dict[str, float] | None = None,
     rented: frozenset[str] = frozenset(),
+    wall_power_w: dict[str, float] | None = None,
 ) -> PortfolioPlan:
     """Several jobs sharing one owned inventory; each gets one runnable Plan and a start time.
 
@@ -340,7 +341,7 @@ def plan_portfolio(
     jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
     held = {g: n for g, n in inventory.items() if g not in rented}
-    rates = owned_rates(catalog, held, tco, settings, purchase_usd)
+    rates = owned_rates(catalog, held, tco, settings, purchase_usd, wall_power_w)
     solution: PortfolioSolution = solve_portfolio(
         jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots, rented=rented
     )
@@ -379,13 +380,16 @@ def owned_rates(
     tco: TcoAssumptions,
     settings: ModelingSettings,
     purchase_usd: dict[str, float] | None = None,
+    wall_power_w: dict[str, float] | None = None,
 ) -> dict[str, HourlyRate]:
     """Each inventory type's owned rate per GPU-hour (``owned_rate``) at ``purchase_usd`` or the
-    catalog's purchase estimate; types with neither are left out (the portfolio prices them at rent)."""
+    catalog's purchase estimate, and at ``wall_power_w`` where given (trial s27: the portfolio read
+    the catalog's power whatever the jobs file said); types with neither price are left out (the
+    portfolio prices them at rent)."""
     given = {catalog.gpu(g).id: usd for g, usd in (purchase_usd or {}).items()}
     prices = {g: given.get(catalog.gpu(g).id, catalog.gpu(g).purchase_price_usd) for g in inventory}
     known = {g: usd for g, usd in prices.items() if usd is not None}
-    economics = economics_for(catalog, known, settings)
+    economics = economics_for(catalog, known, settings, wall_power_w=wall_power_w)
     return {g: owned_rate(economics[catalog.gpu(g).id], tco) for g in known}
 
 

@@ -57,3 +57,48 @@ def test_a_fleet_deadline_past_the_horizon_names_the_horizon(tmp_path, capsys):
     assert main(["fleet", _file(tmp_path, jobs + "deadline_days = 30\n")]) == 0
     out = capsys.readouterr().out
     assert "deadline" in out and "and a horizon_days of at least" in out
+
+
+def test_a_jobs_file_rents_the_types_it_lists_as_rented(tmp_path, capsys):
+    """Trial s27: every inventory type was costed as owned (each catalog GPU has a purchase price),
+    a rent quote feeding the budgets only; `rented = [...]` bills a type at its rent while busy."""
+    base = '[inventory]\nb200 = 16\n[rent_usd_per_gpu_hour]\nb200 = 6.0\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\n'
+    base += "tokens = 1e10\n"
+    costs = {}
+    for name, extra in (("owned", ""), ("rented", 'rented = ["b200"]\n')):
+        assert main(["portfolio", _file(tmp_path, extra + base), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        (job,) = data["assignments"]
+        costs[name] = (job["cost_basis"], job["cost_usd"] / (job["num_gpus"] * job["days"] * 24), data["idle_cost_usd"])
+    assert costs["owned"][0] == "owned-GPU rate" and costs["owned"][1] < 3.0  # B200 owned, ~$1.64/GPU-h
+    assert costs["rented"][0] == "rent" and abs(costs["rented"][1] - 6.0) < 0.01 and costs["rented"][2] == 0
+    assert main(["portfolio", _file(tmp_path, 'rented = ["h100-sxm"]\n' + base)]) == 2
+    assert "rented: h100-sxm is not in [inventory]" in capsys.readouterr().err
+
+
+def test_a_portfolio_reads_the_files_wall_power_and_says_it_ignores_utilisation(tmp_path, capsys):
+    """Trial s27: 5 kW per H100 at $0.30/kWh cost what the catalog's 1.02 kW did, and utilisation
+    was dropped without a word."""
+    head = '[inventory]\nh100-sxm = 64\n[ownership]\nelectricity_usd_per_kwh = 0.30\n'
+    job = '[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
+    costs = []
+    for power in ("", "wall_power_w = { h100-sxm = 5000.0 }\n"):
+        assert main(["portfolio", _file(tmp_path, head + power + job), "--json"]) == 0
+        costs.append(json.loads(capsys.readouterr().out)["total_cost_usd"])
+    assert costs[1] > 1.5 * costs[0]
+    assert main(["portfolio", _file(tmp_path, head + "utilisation = 0.5\n" + job)]) == 0
+    assert "ignores [ownership].utilisation" in capsys.readouterr().err
+
+
+def test_fleet_without_num_slots_uses_its_own_fine_grid(tmp_path, capsys):
+    """Trial s27: the file's default of one slot became two, whose coarse grid bought 4 H100 and
+    rented $83k where 12 slots run three 8B jobs back to back on 8 bought GPUs for 26 % less."""
+    jobs = 'horizon_days = 365\nbuy = ["h100-sxm"]\n' + "".join(
+        f'[[jobs]]\nname = "j{i}"\nmodel = "llama3-8b"\ntokens = 5e11\ndeadline_days = {d}\n'
+        for i, d in ((1, 120), (2, 240), (3, 365))
+    )
+    totals = []
+    for slots in ("", "num_slots = 12\n"):
+        assert main(["fleet", _file(tmp_path, slots + jobs), "--json"]) == 0
+        totals.append(json.loads(capsys.readouterr().out)["mixed"]["total_cost_usd"])
+    assert totals[0] == totals[1]

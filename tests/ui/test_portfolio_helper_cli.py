@@ -60,7 +60,7 @@ def test_the_portfolio_table_names_its_basis_and_shows_bands_and_the_envelope():
         spec.inventory,
         objective=spec.objective,
         horizon_days=spec.horizon_days,
-        num_slots=spec.num_slots,
+        num_slots=spec.num_slots or 1,
         tco=spec.ownership.tco(),
     )
     for row, a in zip(data["assignments"], solution.assignments, strict=True):
@@ -74,7 +74,7 @@ def test_the_portfolio_table_names_its_basis_and_shows_bands_and_the_envelope():
         assert row["validated"] == u.validated and row["envelope"] == u.envelope
     code, out, _ = call("portfolio", jobs_file)
     text = " ".join(out.split())
-    assert "days at p80, the search's risk quantile; cost at the owned-GPU rate, not rent; 80 % bands" in text
+    assert "days at p80, the search's risk quantile; cost at the owned-GPU rate of owned types, at rent of" in text
     first = data["assignments"][0]
     assert f"{first['days']:.1f} ({first['days_band'][0]:.1f}-{first['days_band'][1]:.1f})" in text
     assert ("validated" if first["validated"] else "outside") in text
