@@ -18,6 +18,12 @@ from ui.render import emit_json, no_infeasibility, out, warn
 OWNED_BASIS, RENT_BASIS = "owned-GPU rate", "rent"
 
 
+def day_words(days: float, makespan_s: float) -> str:
+    """'day 12.3'; in hundredths where everything ends within a day (trial s27: a 45-minute job
+    ran from "day 0.0" to "day 0.0")."""
+    return f"day {days:.2f}" if makespan_s < SECONDS_PER_DAY else f"day {days:.1f}"
+
+
 def cost_basis(gpu: str, held: tuple[str, ...]) -> str:
     return OWNED_BASIS if gpu in held else RENT_BASIS
 
@@ -93,8 +99,8 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             r["gpu"],
             str(r["num_gpus"]),
             r["layout"],
-            f"day {r['start_days']:.1f}",
-            f"day {r['end_days']:.1f}",
+            day_words(r["start_days"], solution.makespan_s),
+            day_words(r["end_days"], solution.makespan_s),
             number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
             money_band(f.owned_cost_usd, f.owned_cost_band),
             r["cost_basis"],
@@ -103,7 +109,8 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     out.print(table)
     out.print(
         f"jobs {money(solution.total_cost_usd)}, owned GPUs idle until the last job ends"
-        f" {money(solution.idle_cost_usd)}; all done by day {solution.makespan_s / SECONDS_PER_DAY:.1f}"
+        f" {money(solution.idle_cost_usd)}; all done by"
+        f" {day_words(solution.makespan_s / SECONDS_PER_DAY, solution.makespan_s)}"
         f" ({'exact model' if solution.exact else 'slotted approximation: many jobs'})"
     )
     outside = [f.job for f in figures if f.validated is False]

@@ -98,6 +98,9 @@ def job_rows(
                 else f" (the horizon of {horizon} ends before the job's deadline)"
             )
             fix += " (the horizon: horizon_days)"
+        if reason.constraint is Constraint.BUDGET:
+            # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
+            detail += " (its rent at the job's risk quantile: a budget bounds rent, not the owned cost)"
         raise reason.but(detail=detail, fix=fix)
     if job.batch_target is not None:
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]

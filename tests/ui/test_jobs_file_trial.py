@@ -79,7 +79,7 @@ def test_a_jobs_file_rents_the_types_it_lists_as_rented(tmp_path, capsys):
 def test_a_portfolio_reads_the_files_wall_power_and_says_it_ignores_utilisation(tmp_path, capsys):
     """Trial s27: 5 kW per H100 at $0.30/kWh cost what the catalog's 1.02 kW did, and utilisation
     was dropped without a word."""
-    head = '[inventory]\nh100-sxm = 64\n[ownership]\nelectricity_usd_per_kwh = 0.30\n'
+    head = "[inventory]\nh100-sxm = 64\n[ownership]\nelectricity_usd_per_kwh = 0.30\n"
     job = '[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
     costs = []
     for power in ("", "wall_power_w = { h100-sxm = 5000.0 }\n"):
@@ -102,3 +102,12 @@ def test_fleet_without_num_slots_uses_its_own_fine_grid(tmp_path, capsys):
         assert main(["fleet", _file(tmp_path, slots + jobs), "--json"]) == 0
         totals.append(json.loads(capsys.readouterr().out)["mixed"]["total_cost_usd"])
     assert totals[0] == totals[1]
+
+
+def test_a_portfolio_budget_refusal_says_it_bounds_rent(tmp_path, capsys):
+    """Trial s27: a job the table showed at $25k owned cost was refused a $30k budget as costing
+    $89.6k, without saying that figure is rent."""
+    jobs = '[inventory]\nh100-sxm = 256\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 5e11\n'
+    jobs += "deadline_days = 20\nbudget_usd = 30000.0\n"
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 0
+    assert "(its rent at the job's risk quantile: a budget bounds rent, not the owned cost)" in capsys.readouterr().out

@@ -92,3 +92,13 @@ def test_a_short_job_shows_its_days_and_nothing_idle_reads_zero_dollars(tmp_path
     assert code == 0 and "0.0 (0.0-0.0)" not in out
     assert re.search(r"│ a .*│ 0\.0\d\d \(0\.0\d\d-0\.0\d\d\) │", out), out
     assert "owned GPUs idle until the last job ends $0;" in out
+    # trial s27: within a day, starts and ends in hundredths ("day 0.0" to "day 0.0" before)
+    one = tmp_path / "one.toml"
+    one.write_text('[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "a"\nmodel = "gpt3-125m"\ntokens = 1e9\n')
+    code, out, _ = call("portfolio", str(one))
+    assert (
+        code == 0
+        and "│ day 0.00 │ day 0.0" in out
+        and "all done by day 0.0" in out
+        and "day 0.0 │ day 0.0 │" not in out
+    )
