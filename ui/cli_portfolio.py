@@ -113,4 +113,6 @@ def fleet(
         render.infeasible(exc, as_json=as_json, answer_keys=render_fleet.FLEET_KEYS)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
-    render_fleet.fleet(solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks)
+    render_fleet.fleet(
+        solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks, tco=spec.ownership.tco()
+    )

@@ -25,6 +25,15 @@ def fleet_assignment(a, risk: str | None = None) -> dict:
     }
 
 
+def ownership_words(tco, horizon_days: float) -> str:
+    """What an owned GPU adds to a total (trial s27: $783k for 64 H100 read as their price, $3.07M)."""
+    return (
+        f"a total counts each bought GPU's purchase straight-line over {tco.lifetime_years:g} years to a"
+        f" {tco.residual_fraction:.0%} resale value for the {horizon_days:,.0f} days, plus hosting, staff and"
+        " power: not the outlay ('bought for'), which a shorter life or no resale would charge more of"
+    )
+
+
 def fleet_assignment_line(a: dict) -> str:
     where = "on owned GPUs" if a["owned"] else "rented"
     cost = "busy power" if a["owned"] else "rent"
@@ -35,21 +44,32 @@ def fleet_assignment_line(a: dict) -> str:
     )
 
 
-def fleet(solution, *, as_json: bool, utilisation: float | None = None, risks: dict[str, str] | None = None) -> None:
-    """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them)."""
+def fleet(
+    solution,
+    *,
+    as_json: bool,
+    utilisation: float | None = None,
+    risks: dict[str, str] | None = None,
+    tco=None,
+) -> None:
+    """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
+    ``tco``: the ownership assumptions the totals rest on, said under the table."""
     data = fleet_json(solution, utilisation, risks or {})
     if as_json:
         emit_json(data)
         return
     table = Table(title=f"rent vs buy over {solution.horizon_days:.0f} days", title_justify="left")
-    for col in ("option", "total", "GPUs bought", "rent"):
+    for col in ("option", "total", "GPUs bought", "bought for", "rent"):
         table.add_column(col)
     for name in ("mixed", "rent_only", "buy_only"):
         p = data[name]
         if p:
             bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
-            table.add_row(name.replace("_", " "), money(p["total_cost_usd"]), bought, money(p["rent_cost_usd"]))
+            outlay = money(p["purchase_usd"]) if p["purchase_usd"] else "-"
+            table.add_row(name.replace("_", " "), money(p["total_cost_usd"]), bought, outlay, money(p["rent_cost_usd"]))
     out.print(table)
+    if tco is not None:
+        out.print(ownership_words(tco, solution.horizon_days))
     out.print("mixed, job by job:")
     for a in data["mixed"]["assignments"]:
         out.print(fleet_assignment_line(a), markup=False)
@@ -69,6 +89,7 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
             "total_cost_usd": float(p.total_cost_usd),
             "purchased": p.purchased,
             "ownership_cost_usd": float(p.ownership_cost_usd),
+            "purchase_usd": float(p.purchase_usd),
             "rent_cost_usd": float(p.rent_cost_usd),
             "running_cost_usd": float(p.running_cost_usd),
             "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],

@@ -139,6 +139,9 @@ class FleetPlan:
     total_cost_usd: float
     purchased: dict[str, int]  # GPU type -> GPUs bought
     ownership_cost_usd: float  # fixed cost of the purchased GPUs over the horizon
+    # what buying them costs up front; the ownership cost is its straight-line share over the horizon
+    # to the resale value (trial s27: "$783k" for 64 H100 read as the outlay, $3.07M)
+    purchase_usd: float
     running_cost_usd: float  # busy power of owned GPUs
     rent_cost_usd: float
     assignments: tuple[FleetAssignment, ...]
@@ -286,7 +289,14 @@ def size_fleet(
     hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
     owned_cost = np.array([busy_rate[g] for g in options.gpu]) * hours
     model = _FleetModel(
-        jobs, options, owned_cost, rent_rows, {b.gpu_id: b.owned_fixed_usd for b in rates}, limits, num_slots
+        jobs,
+        options,
+        owned_cost,
+        rent_rows,
+        {b.gpu_id: b.owned_fixed_usd for b in rates},
+        limits,
+        num_slots,
+        {gpu: econ.purchase_usd for gpu, econ in economics.items()},
     )
     mixed, solver_name = model.solve(allow_rent=True, solver=solver, time_limit_s=time_limit_s)
     assert mixed is not None, "renting every job is always feasible"
@@ -354,6 +364,7 @@ class _FleetModel:
     fixed_usd: dict[str, float]
     max_purchase: dict[str, int]
     num_slots: int
+    price_usd: dict[str, float]  # each type's purchase price
 
     def solve(self, allow_rent: bool, solver: str, time_limit_s: float | None) -> tuple[FleetPlan | None, str]:
         options, num_jobs = self.options, len(self.jobs)
@@ -425,6 +436,7 @@ class _FleetModel:
             total_cost_usd=ownership + running + rent,
             purchased={g: c for g, c in purchased.items() if c > 0},
             ownership_cost_usd=ownership,
+            purchase_usd=sum(self.price_usd[g] * count for g, count in purchased.items()),
             running_cost_usd=running,
             rent_cost_usd=rent,
             assignments=tuple(assignments),

@@ -481,6 +481,14 @@ def test_fleet_compares_rent_and_buy():
         assert all(a["risk"] == "p80" for a in data[option]["assignments"])
         assert all(isinstance(data[option][k], float) for k in ("total_cost_usd", "rent_cost_usd"))
     assert "(at p80)" in run("fleet", str(REPO / "examples" / "fleet.toml")).stdout
+    # trial s27: the total charges one year's share of the purchase; the outlay is said beside it
+    from planner.catalog.hardware import load_catalog
+
+    price = {g: load_catalog().gpu(g).purchase_price_usd for g in data["mixed"]["purchased"]}
+    assert data["mixed"]["purchase_usd"] == sum(price[g] * n for g, n in data["mixed"]["purchased"].items()) > 0
+    assert data["rent_only"]["purchase_usd"] == 0
+    text = " ".join(run("fleet", str(REPO / "examples" / "fleet.toml")).stdout.split())
+    assert "bought for" in text and "straight-line over 4 years to a 20% resale value" in text
 
 
 def test_fleet_says_when_buying_never_pays_off(tmp_path):
