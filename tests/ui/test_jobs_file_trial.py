@@ -111,3 +111,23 @@ def test_a_portfolio_budget_refusal_says_it_bounds_rent(tmp_path, capsys):
     jobs += "deadline_days = 20\nbudget_usd = 30000.0\n"
     assert main(["portfolio", _file(tmp_path, jobs)]) == 0
     assert "(its rent at the job's risk quantile: a budget bounds rent, not the owned cost)" in capsys.readouterr().out
+
+
+def test_a_longer_horizon_never_makes_a_many_job_portfolio_dearer(tmp_path, capsys):
+    """Trial s27: five jobs (the slotted model) under a 100-year horizon, or none, cut slots of ~570
+    days: every job started in the first, all at once on the H100s, and the answer cost 25 % more
+    than under 60 days. The slots now span twice the fastest rows run serially, or the horizon."""
+    jobs = "[inventory]\nh100-sxm = 16\na100-80gb-sxm = 8\n" + "".join(
+        f'[[jobs]]\nname = "{name}"\nmodel = "{model}"\ntokens = {tokens}\n'
+        for name, model, tokens in (
+            ("a", "llama3-8b", "1e11"), ("b", "llama3.2-1b", "1e10"), ("c", "llama3.2-3b", "5e10"),
+            ("d", "llama2-7b", "5e10"), ("e", "llama-350m", "1e10"),
+        )
+    )  # fmt: skip
+    answers = []
+    for head in ("horizon_days = 60\n", "horizon_days = 36500\n", ""):
+        assert main(["portfolio", _file(tmp_path, head + jobs), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["exact"] is False  # the slotted model
+        answers.append(data["total_cost_usd"] + data["idle_cost_usd"])
+    assert answers[1] == answers[2] == answers[0]
