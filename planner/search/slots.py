@@ -17,6 +17,7 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import ScoredTable, check_rows, model_time_order, nearest_batch, pareto_mask
+from planner.units import SECONDS_PER_DAY
 
 __all__ = [
     "JobCandidates",
@@ -98,6 +99,9 @@ def job_rows(
                 else f" (the horizon of {horizon} ends before the job's deadline)"
             )
             fix += " (the horizon: horizon_days)"
+        if reason.constraint is Constraint.DEADLINE and finish_by == job.deadline_s and reason.required:
+            # trial s27: "allow 79 minutes" for a field a jobs file writes in days
+            fix += f" (deadline_days = {reason.required / SECONDS_PER_DAY:.4g})"
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
             detail += " (its rent at the job's risk quantile: a budget bounds rent, not the owned cost)"

@@ -131,3 +131,10 @@ def test_a_longer_horizon_never_makes_a_many_job_portfolio_dearer(tmp_path, caps
         assert data["exact"] is False  # the slotted model
         answers.append(data["total_cost_usd"] + data["idle_cost_usd"])
     assert answers[1] == answers[2] == answers[0]
+
+
+def test_a_portfolio_deadline_fix_gives_the_fields_days(tmp_path, capsys):
+    """Trial s27: "allow 79 minutes" for a field the jobs file writes in days."""
+    jobs = '[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "s"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
+    assert main(["portfolio", _file(tmp_path, jobs + "deadline_days = 0.01\n")]) == 0
+    assert re.search(r"allow \d+ minutes \(deadline_days = 0\.0\d+\)", capsys.readouterr().out)
