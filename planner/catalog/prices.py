@@ -280,7 +280,11 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
     if not offers:
         kinds = sorted({o.kind for o in gpu.offers})
         have = f"it has {', '.join(kinds)}" if kinds else "it has no offers"
-        raise ValueError(f"no {kind} price for {gpu.id} in hw_catalog/prices ({have}); give --price or add an offer")
+        # trial s27: a jobs file's user was told --price, a flag the file has as [rent_usd_per_gpu_hour]
+        raise ValueError(
+            f"no {kind} price for {gpu.id} in hw_catalog/prices ({have}); give a price (--price, or"
+            " [rent_usd_per_gpu_hour] in a jobs file) or add an offer"
+        )
     price = statistics.median(o.usd_per_gpu_hour for o in offers)
     listed = ", ".join(f"{o.provider} {o.offer} {o.usd_per_gpu_hour:g} ({o.date})" for o in offers)
     update: dict[str, Any] = {

@@ -83,6 +83,7 @@ def test_plan_refuses_a_gpu_without_a_three_year_offer_in_one_line() -> None:
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert err.startswith("trainplan: error: no reserved-3y price for b200 in hw_catalog/prices (it has ")
+    assert "(--price, or [rent_usd_per_gpu_hour] in a jobs file)" in err  # trial s27: --price alone
 
 
 def test_estimate_warns_that_a_reserved_term_outlasts_the_job() -> None:
