@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.accuracy.bands import BAND_QUANTILES, EXTRAPOLATION_KAPPA, Evidence, EvidenceBase, row_regime
-from planner.accuracy.ceiling import Ceilings
+from planner.accuracy.ceiling import Ceilings, ceiling_regime
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
 
@@ -70,7 +70,7 @@ def ceiling_beaters(checks: Sequence[BandCheck]) -> tuple[int, int]:
     ceilings = Ceilings(load_residuals())
     beaten = newly_outside = 0
     for c in checks:
-        ceiling = ceilings.ceiling(row_regime(c.row), exclude_source=c.row.source)
+        ceiling = ceilings.ceiling(ceiling_regime(row_regime(c.row), c.row.coarse_experts), exclude_source=c.row.source)
         if ceiling is None:
             continue
         beaten += c.row.measured_mfu > ceiling.mfu

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.accuracy.ceiling import coarse_experts
 from planner.accuracy.residuals import RESIDUALS_CSV, HeldOutRow
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Layout, TrainingConfig
@@ -97,6 +98,7 @@ def _residual(
         seq_len=training.seq_len,
         precision=training.precision.value,
         moe=model.is_moe,
+        coarse_experts=coarse_experts(model),
         measured_mfu=measured_tokens_per_s_per_gpu * flops / gpu.peak_flops("bf16"),
         error=error,
         fitted_error=fitted_error,
@@ -268,5 +270,6 @@ def write_residuals(rows: Iterable[Residual], path: Path = RESIDUALS_CSV) -> Pat
             for key in ("measured_mfu", "error", "fitted_error"):
                 record[key] = f"{record[key]:.6f}"
             record["moe"] = int(record["moe"])
+            record["coarse_experts"] = int(record["coarse_experts"])
             writer.writerow(record)
     return path

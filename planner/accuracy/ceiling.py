@@ -3,8 +3,9 @@
 An ILP over hundreds of thousands of candidates finds every place where the model errs high (the
 optimizer's curse). So a prediction is held at the best MFU (trainplan's: model FLOPs with causal
 attention over the dense bf16 peak) measured on the same GPU architecture and precision class
-(FP8 or 16-bit), for the same kind of model (dense or mixture-of-experts, whose MFU counts only
-the active parameters and runs far lower), by a stack of the same family (PyTorch FSDP stacks, Megatron stacks:
+(FP8 or 16-bit), for the same kind of model (dense, or mixture-of-experts with fine-grained
+experts, whose MFU counts only the active parameters and runs far lower; experts as wide as a
+dense FFN run as dense: ``coarse_experts``), by a stack of the same family (PyTorch FSDP stacks, Megatron stacks:
 planner/accuracy/regime.py), or by any stack when that family has no such row; with no measured
 row on the architecture, nothing holds it (and the band says so). MFU, not hardware FLOPs: what
 is bought is model work, and a plan that recomputes spends more FLOPs for the same MFU, so the
@@ -24,6 +25,24 @@ from dataclasses import dataclass
 
 from planner.accuracy.regime import NODE_GPUS, STACK_FAMILIES, Feature, Regime
 from planner.accuracy.residuals import HeldOutRow
+
+# Experts at least this many times the hidden width are each a dense model's FFN (Mixtral 8x7B:
+# 14,336 / 4,096 = 3.5), whose GEMMs run as a dense layer's: NeMo's Mixtral rows on Blackwell
+# measured 55-61 % MFU in FP8, dense-class, against 25-43 % for fine-grained experts (Qwen3 0.375,
+# DeepSeek-V3 0.29, GPT-OSS 1.0 of the hidden width). Such a model is held at the dense ceiling
+# (trial s27: Mixtral on H200 was held at a Qwen3-235B row's 27.9 %, about a third under Megatron
+# -Core's published Mixtral throughput). A judgement from those rows' kinds, not a fit.
+COARSE_EXPERT_RATIO = 2.0
+
+
+def coarse_experts(model) -> bool:
+    """Whether ``model`` (a ModelSpec) routes to experts as wide as a dense FFN."""
+    return bool(model.is_moe) and model.ffn_hidden_size >= COARSE_EXPERT_RATIO * model.hidden_size
+
+
+def ceiling_regime(regime: Regime, coarse: bool) -> Regime:
+    """The regime whose ceiling holds a prediction: a coarse-expert model's is the dense one."""
+    return Regime(regime.stack, regime.generation, regime.features & ~Feature.MOE) if coarse else regime
 
 
 @dataclass(frozen=True)
@@ -56,7 +75,7 @@ class Ceilings:
             for r in self.rows
             if r.generation == regime.generation
             and (r.precision == "fp8") == fp8
-            and r.moe == moe
+            and (r.moe and not r.coarse_experts) == moe
             and r.num_gpus >= smallest
             and r.source != exclude_source
         ]
@@ -70,6 +89,6 @@ class Ceilings:
     def capped_error(self, row: HeldOutRow, regime: Regime) -> float:
         """The row's held-out error with its prediction held at the ceiling of its regime
         computed without its own source."""
-        ceiling = self.ceiling(regime, exclude_source=row.source)
+        ceiling = self.ceiling(ceiling_regime(regime, row.coarse_experts), exclude_source=row.source)
         predicted = row.predicted_mfu if ceiling is None else min(row.predicted_mfu, ceiling.mfu)
         return predicted / row.measured_mfu - 1.0

@@ -39,6 +39,8 @@ class HeldOutRow:
     measured_mfu: float
     error: float
     fitted_error: float
+    # Experts each as wide as a dense FFN (ceiling.coarse_experts): their ceiling is the dense one.
+    coarse_experts: bool = False
 
     @property
     def predicted_mfu(self) -> float:
@@ -57,6 +59,7 @@ def _row(record: dict[str, str]) -> HeldOutRow:
     for key in _FLOATS:
         values[key] = float(record[key])
     values["moe"] = record["moe"] == "1"
+    values["coarse_experts"] = record.get("coarse_experts", "0") == "1"
     return HeldOutRow(**values)  # type: ignore[arg-type]
 
 

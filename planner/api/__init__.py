@@ -16,6 +16,7 @@ import numpy as np
 
 from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
+from planner.accuracy.ceiling import ceiling_regime, coarse_experts
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
     VaryBatch,
@@ -165,7 +166,7 @@ def judged_estimate(
     the user named the attention kernel (a recipe's kernel, in ``settings``, is its stack's own)."""
     resolved = layout.resolve(num_gpus)
     regime = accuracy.regime_for(Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel)
-    ceiling = accuracy.ceiling_of(regime, calibrated)
+    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), calibrated)
     est = estimate(
         model,
         gpu,

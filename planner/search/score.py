@@ -14,6 +14,7 @@ import numpy as np
 
 from planner import accuracy
 from planner.accuracy.bands import BAND_QUANTILES
+from planner.accuracy.ceiling import coarse_experts
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing
 from planner.model.candidates import AC_NONE, Candidates
@@ -229,7 +230,10 @@ def row_evidence(
     quantiles = (request.risk.quantile, *BAND_QUANTILES)
     risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, quantiles, named_kernel=named)
     return RowEvidence(
-        mfu_ceiling=accuracy.mfu_ceilings(c, gpus, request.stack.value, moe, calibrated, named_kernel=named),
+        # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)
+        mfu_ceiling=accuracy.mfu_ceilings(
+            c, gpus, request.stack.value, moe and not coarse_experts(request.model), calibrated, named_kernel=named
+        ),
         time_factor=risk,
         band=(lo, hi),
     )

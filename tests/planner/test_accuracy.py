@@ -316,3 +316,25 @@ def test_a_named_attention_kernel_is_outside_what_was_measured_and_widens_the_ba
     assert "kernel" in named.regime_features and "kernel" not in own.regime_features
     assert named.widened_by > own.widened_by and not named.validated
     assert "a named attention kernel" in named.envelope
+
+
+def test_experts_as_wide_as_a_dense_ffn_are_held_at_the_dense_ceiling():
+    """Trial s27: Mixtral 8x7B on H200 was held at 27.9 % MFU, a fine-grained Qwen3-235B row's, a
+    third under Megatron-Core's published Mixtral throughput. Experts 3.5x the hidden width run as
+    dense GEMMs (NeMo's Mixtral rows on Blackwell: 55-61 % MFU in FP8, against 25-43 % for
+    fine-grained experts): such a model reads the dense ceiling; Qwen3's and DeepSeek's do not."""
+    from planner.accuracy.ceiling import ceiling_regime, coarse_experts
+
+    assert coarse_experts(get_preset("mixtral-8x7b"))
+    assert not any(coarse_experts(get_preset(m)) for m in ("qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b"))
+    assert not coarse_experts(get_preset("llama3-8b"))  # dense: no experts at all
+    moe = Regime("megatron-core", "Hopper", int(F.MOE | F.MULTI_GPU | F.MULTI_NODE))
+    assert ceiling_regime(moe, True).features == int(F.MULTI_GPU | F.MULTI_NODE) and ceiling_regime(moe, False) == moe
+    rows = load_residuals()
+    assert {r.name for r in rows if r.coarse_experts} == {r.name for r in rows if "Mixtral" in r.name}
+    training = TrainingConfig(seq_len=4096, micro_batch=4)
+    for preset, held_at_moe in (("mixtral-8x7b", False), ("qwen3-30b-a3b", True)):
+        p = build_plan(get_preset(preset), "h200-sxm", Layout(tp=2, sharding="zero2"), training, num_gpus=256,
+                       stack="megatron-core")  # fmt: skip
+        dense = ceiling_of(ceiling_regime(moe, True), False)  # the scale and family the plan reads
+        assert p.estimate.ceiling is not None and (p.estimate.ceiling.mfu == dense.mfu) != held_at_moe, preset
