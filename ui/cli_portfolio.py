@@ -35,13 +35,14 @@ def portfolio(
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
     catalog = load_catalog()
     try:
-        rented = rented_types(spec, catalog)
+        rented, power = rented_types(spec, catalog), wall_power(spec, catalog)
     except ValueError as exc:
         raise ValueError(f"{jobs_file}: {exc}") from None
     if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
         render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
                     " fleet reports the owned price at it")  # fmt: skip
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
+    slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     try:
         with render.working(f"planning {len(requests)} jobs", quiet=as_json):
             solution = plan_portfolio(
@@ -49,12 +50,12 @@ def portfolio(
                 spec.inventory,
                 objective=spec.objective,
                 horizon_days=spec.horizon_days,
-                num_slots=spec.num_slots or 1,
                 catalog=catalog,
                 tco=spec.ownership.tco(),
                 purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
                 rented=rented,
-                wall_power_w=wall_power(spec, catalog),
+                wall_power_w=power,
+                **slots,
             )
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json, answer_keys=render_portfolio.PORTFOLIO_KEYS)
@@ -96,8 +97,9 @@ def fleet(
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     requests = spec.requests({g: None for g in prices})
     budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
-    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, and budgets bound rent it trades off
+    if spec.inventory or budgeted or spec.rented:  # fleet sizes what to own: no inventory, budgets bound rent
         ignored = ["[inventory]"] if spec.inventory else []
+        ignored += ["rented"] if spec.rented else []  # review s27: dropped without a word
         if budgeted:
             ignored.append(f"budget_usd ({', '.join(budgeted)})")
         render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")

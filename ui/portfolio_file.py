@@ -2,11 +2,11 @@
 
 horizon_days = 90            # optional: jobs may be sequenced inside it
 num_slots = 6
+rented = ["b200"]            # portfolio: inventory types rented, not owned: each busy GPU at its rent,
+                             # none idle (default: every type is owned)
 [inventory]                  # portfolio: GPUs on hand, shared by all jobs
 h100-sxm = 256
 b200 = 64
-rented = ["b200"]            # portfolio: inventory types rented, not owned: each busy GPU at its rent,
-                             # none idle (default: every type is owned)
 [purchase_usd]               # fleet: types that may be bought; portfolio: what the owned ones cost (USD per GPU)
 h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
 [rent_usd_per_gpu_hour]      # optional: your rent quote per type (default: the catalog's price)
@@ -209,8 +209,11 @@ def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
 
 
 def wall_power(spec: JobsFile, catalog) -> dict[str, float]:
-    """[ownership].wall_power_w by catalog id."""
-    return {catalog.gpu(g).id: w for g, w in spec.ownership.wall_power_w.items()}
+    """[ownership].wall_power_w by catalog id (an unknown GPU: the field named, review s27)."""
+    try:
+        return {catalog.gpu(g).id: w for g, w in spec.ownership.wall_power_w.items()}
+    except ValueError as exc:
+        raise ValueError(f"[ownership].wall_power_w: {one_line(exc)}") from None
 
 
 def rented_types(spec: JobsFile, catalog) -> frozenset[str]:

@@ -44,8 +44,9 @@ def refusal(exc: BaseException, *, where: bool = True) -> Refusal:
 
 class Reasons(NamedTuple):
     """The labels of the codes one part of the app meets, and the label for any other refusal;
-    ``english``: whether the English page words a coded refusal from its label too, where the
-    planner's own sentence names CLI flags ("use --vpp 1"; trial s26b), rather than config fields."""
+    ``english``: whether the English page words a coded refusal from its label too where the
+    planner's own sentence names CLI flags ("use --vpp 1"; trial s26b); elsewhere the sentence, with
+    its figures and fix, stands."""
 
     labels: Mapping[RuleCode, str]
     fallback: str = "reason_other"
@@ -220,7 +221,8 @@ def reason_text(tr: Labels, refused: Refusal, reasons: Reasons, **names: str) ->
     """The refusal in the page's language (English: the planner's own words, or the label where
     ``reasons.english``); ``names`` fill the
     labels' other placeholders (the upload's name, the on-screen names of a custom model's fields)."""
-    if tr.lang == "en" and not (reasons.english and reason_key(refused, reasons) != reasons.fallback):
+    flags = reasons.english and "--" in refused.message and reason_key(refused, reasons) != reasons.fallback
+    if tr.lang == "en" and not flags:  # review s27: a label has fewer figures and no fix; kept for flags only
         return refused.message
     # A label cites only its code's template figures and ``names`` (tests/ui/test_app_details.py).
     return tr(reason_key(refused, reasons), **{**refused.figures, **names})

@@ -33,7 +33,9 @@ class BandCheck:
         return self.evidence.validated
 
     def bounds(self, kappa: float = EXTRAPOLATION_KAPPA) -> tuple[float, float]:
-        ev = replace(self.evidence, kappa=kappa)
+        ev = replace(
+            self.evidence, kappa=kappa, neighbours=tuple(replace(n, kappa=kappa) for n in self.evidence.neighbours)
+        )
         return ev.log_quantile(BAND_QUANTILES[0]), ev.log_quantile(BAND_QUANTILES[1])
 
     def inside(self, kappa: float = EXTRAPOLATION_KAPPA) -> bool:

@@ -172,6 +172,7 @@ def envelope_words(ev: Evidence) -> str:
         f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} source{'s' if len(ev.sources) > 1 else ''},"
         f" {error}; band widened by"
         f" {ev.widened_by:.0%}"
+        + "".join(f"; it reaches the band of the measured {r.describe()}" for r in ev.setting_neighbours)
     )
 
 

@@ -123,6 +123,19 @@ class Evidence:
         farthest = max if p > 0.5 else min
         return farthest(own, *(n.log_quantile(p) for n in self.neighbours))
 
+    @property
+    def setting_neighbours(self) -> tuple[Regime, ...]:
+        """The measured neighbours whose band reaches past this evidence's own at an end of the
+        80 % band: the ends shown are theirs (review s27: the envelope cited only the own rows)."""
+        own = replace(self, neighbours=())
+        past = [
+            n.regime
+            for p in BAND_QUANTILES
+            for n in self.neighbours
+            if (n.log_quantile(p) - own.log_quantile(p)) * np.sign(p - 0.5) > 0
+        ]
+        return tuple(dict.fromkeys(past))
+
     def extra(self, p: float) -> float:
         """What a new source and the distance add to the rows' own spread at quantile ``p``."""
         return float(np.hypot(self.source_sigma, self.kappa * self.distance)) * abs(z(p))

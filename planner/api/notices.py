@@ -28,7 +28,7 @@ def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
     if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
         return answer
     # trial s27: "...; p50: the median)" read as a dangling phrase
-    detail = f"{answer.detail} (at --risk {risk.value}, each plan's {risk.quantile:.0%} quantile; --risk p50 judges the median)"
+    detail = f"{answer.detail} (at risk {risk.value}, each plan's {risk.quantile:.0%} quantile; at p50, its median)"
     return answer.but(detail=detail)
 
 

@@ -177,7 +177,8 @@ def slotted_span_s(options: _Rows, num_jobs: int, horizon_s: float | None) -> fl
     another, which a serial schedule fits even with each start rounded to a slot, or the horizon
     where shorter. Not the horizon itself, nor twice the slowest rows' (trial s27: a 100-year
     horizon, or none, cut slots of 570 days, every job started in the first, and the answer cost
-    25 % more than under a 60-day horizon); a longer schedule only holds the inventory longer."""
+    25 % more than under a 60-day horizon); a longer schedule only holds the owned inventory longer
+    (a rented row costs its rent whenever it runs)."""
     fastest = float(sum(np.min(options.T[options.job == j]) for j in range(num_jobs)))
     span = 2 * fastest * SECONDS_PER_DAY
     return span if horizon_s is None else min(horizon_s, span)

@@ -104,7 +104,7 @@ def job_rows(
             fix += f" (deadline_days = {reason.required / SECONDS_PER_DAY:.4g})"
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
-            detail += " (its rent at the job's risk quantile: a budget bounds rent, not the owned cost)"
+            detail += " (its rent at the job's risk quantile, which a budget bounds)"
         raise reason.but(detail=detail, fix=fix)
     if job.batch_target is not None:
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]

@@ -554,3 +554,25 @@ def test_per_gpu_is_the_best_feasible_row_of_each_other_type() -> None:
     expected = [r for g, r in best.items() if g != table.gpu_id[solution.row]]
     assert list(solution.best_per_gpu) == expected and len(expected) >= 1
     assert solve_single(table, "mix", cost_weight=0.5, top_k=0).best_per_gpu == ()
+
+
+def test_per_gpu_names_what_rules_out_each_type_batch_included() -> None:
+    """Trial s27 / review s27: --per-gpu named the types with no plan but not why; a type whose rows
+    miss only the batch the others meet was listed bare."""
+
+    table = ScoredTable(
+        gpu_id=np.array(["a", "a", "b", "c"], dtype=object),
+        num_gpus=np.array([8, 16, 8, 8]),
+        fits_memory=np.array([True, True, True, False]),
+        memory_need_gib=np.full(4, 50.0),
+        capacity_gib=np.full(4, 80.0),
+        time_to_train_s=np.array([4e5, 2e5, 3e5, 1e5]),
+        cost_usd=np.array([1e4, 1.1e4, 1.2e4, 1e4]),
+        batch_ok=np.ones(4, bool),
+        divisible=np.ones(4, bool),
+        label=np.full(4, "x", dtype=object),
+        extra={"batch_tokens": np.array([2**22, 2**22, 3_000_000, 2**22])},
+    )
+    solution = solve_single(table, "cost", per_gpu=True, batch_target=2**22)
+    assert dict(solution.unplanned_gpus) == {"b": Constraint.BATCH, "c": Constraint.MEMORY}
+    assert solve_single(table, "cost", batch_target=2**22).unplanned_gpus == ()  # only with per_gpu

@@ -259,9 +259,9 @@ def test_explorer_refusal_is_shown_as_written_not_as_markdown():
     at.number_input(key="ex_num_gpus").set_value(16)
     at.number_input(key="ex_tp").set_value(3).run()
     (error,) = at.error
-    # the label's words, as on the 中文 page (trial s26b: the planner's own named CLI flags), escaped
-    assert r"16 GPUs are not divisible by dp\_replicate × tp × pp × cp = 3" in error.value
-    assert re.sub(r"\\(.)", r"\1", plain(message)) == message  # plain() escapes, and only that
+    assert error.value == EN("ex_invalid", error=plain(message))  # no CLI flag in it: the planner's words
+    assert r"dp\_replicate\*tp\*pp\*cp" in error.value
+    assert re.sub(r"\\(.)", r"\1", plain(message)) == message  # unescaped, the planner's own words
 
 
 # --------------------------------------------------------------------------- infeasible detail line
@@ -511,9 +511,12 @@ def test_a_stacks_refusal_is_coded_and_worded_in_chinese(stack, layout, training
             stack=stack,
         )
     assert_translated(refusal(refused.value), code, LAYOUT_REASONS)
-    # the English page words it from its label too: the planner's sentence names CLI flags (trial s26b)
-    english = reason_text(EN, refusal(refused.value), LAYOUT_REASONS)
-    assert "--" not in english and english == EN(LAYOUT_REASONS.labels[code], **refusal(refused.value).figures)
+    # the English page words it from its label where the planner's sentence names CLI flags (trial
+    # s26b), else keeps that sentence, whose figures and fix a label may lack (review s27)
+    said = refusal(refused.value)
+    english = reason_text(EN, said, LAYOUT_REASONS)
+    assert "--" not in english
+    assert english == (EN(LAYOUT_REASONS.labels[code], **said.figures) if "--" in said.message else said.message)
 
 
 def test_no_label_opens_a_latex_span_streamlit_would_render():

@@ -110,7 +110,7 @@ def test_a_portfolio_budget_refusal_says_it_bounds_rent(tmp_path, capsys):
     jobs = '[inventory]\nh100-sxm = 256\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 5e11\n'
     jobs += "deadline_days = 20\nbudget_usd = 30000.0\n"
     assert main(["portfolio", _file(tmp_path, jobs)]) == 0
-    assert "(its rent at the job's risk quantile: a budget bounds rent, not the owned cost)" in capsys.readouterr().out
+    assert "(its rent at the job's risk quantile, which a budget bounds)" in capsys.readouterr().out
 
 
 def test_a_longer_horizon_never_makes_a_many_job_portfolio_dearer(tmp_path, capsys):
@@ -138,3 +138,15 @@ def test_a_portfolio_deadline_fix_gives_the_fields_days(tmp_path, capsys):
     jobs = '[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "s"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
     assert main(["portfolio", _file(tmp_path, jobs + "deadline_days = 0.01\n")]) == 0
     assert re.search(r"allow \d+ minutes \(deadline_days = 0\.0\d+\)", capsys.readouterr().out)
+
+
+def test_jobs_file_keys_a_command_does_not_use_are_said_and_bad_gpus_name_their_field(tmp_path, capsys):
+    """Review s27: fleet dropped `rented` without a word; an unknown GPU in wall_power_w named
+    neither the file nor the field."""
+    fleet = 'horizon_days = 30\nbuy = ["h100-sxm"]\nrented = ["h100-sxm"]\n[[jobs]]\nname = "a"\nmodel = "gpt3-125m"\n'
+    assert main(["fleet", _file(tmp_path, fleet + "tokens = 1e9\n")]) == 0
+    assert "ignores rented" in capsys.readouterr().err
+    bad = '[inventory]\nh100-sxm = 8\n[ownership]\nwall_power_w = { h100x = 900.0 }\n[[jobs]]\nname = "a"\n'
+    path = _file(tmp_path, bad + 'model = "gpt3-125m"\ntokens = 1e9\n')
+    assert main(["portfolio", path]) == 2
+    assert f"{path}: [ownership].wall_power_w: unknown GPU 'h100x'" in capsys.readouterr().err
