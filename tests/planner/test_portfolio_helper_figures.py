@@ -108,4 +108,4 @@ def test_fleets_infeasible_answer_names_the_types_and_the_count_cap_it_searched(
     message = str(caught.value)
     assert message.startswith("deadline: job 'big': the fastest plan needs 35.0 days")
     assert "searched only the GPU types to buy, up to the GPU-count cap (h100<=4096)" in message
-    assert message.endswith("allow 35 days, or buy another GPU type")
+    assert message.endswith("allow 35 days (deadline_days = 35), or buy another GPU type")
