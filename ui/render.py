@@ -12,11 +12,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from planner.catalog.prices import PriceBasis
-from planner.fmt import counted, duration_band, duration_h, duration_words, energy_band, money, money_band, number_band
+from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
-from planner.plan import Estimate, GoodputEstimate, MemoryTerms, Plan, TimeTerms, term_words
+from planner.plan import Estimate, MemoryTerms, Plan, TimeTerms, term_words
 from planner.plan_calibration import CalibratedGpu, PlanCalibration
-from planner.units import GIB, SECONDS_PER_MINUTE
+from planner.units import GIB
+from ui.render_lines import (
+    batch_note,
+    ceiling_line,
+    goodput_line,
+    host_note,
+    median_line,
+    point_outside_line,
+    step_line,
+)
 
 out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 columns
@@ -140,106 +149,6 @@ def written_line(p: Plan, saved_to: Path) -> str:
     if not p.estimate.feasible:
         return f"plan written to {saved_to} (infeasible: emit refuses it without --force; trainplan explain shows why)"
     return f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)"
-
-
-# A median this far from the model's own figure is said beside it (trial s27: a buyer quoted the
-# headline, $840k, whose band's median was $930k).
-MEDIAN_NOTE_FRACTION = 0.02
-
-
-def median_line(e: Estimate) -> str | None:
-    """'median (p50) 11.1 days, $929,749: 10 % above the model's figure ...', where the band's
-    median is more than MEDIAN_NOTE_FRACTION from the figure the headline shows; else None."""
-    u = e.uncertainty
-    p50 = None if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk.get("p50")
-    if e.time_to_train_h is None or p50 is None or abs(p50 / e.time_to_train_h - 1) <= MEDIAN_NOTE_FRACTION:
-        return None
-    cost = None if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk.get("p50")
-    side = "above" if p50 > e.time_to_train_h else "below"
-    return (
-        f"median (p50) {duration_h(p50)}" + ("" if cost is None else f", {money(cost)}")
-        + f": {abs(p50 / e.time_to_train_h - 1):.0%} {side} the model's figure, as the rows nearest this"
-        " regime ran; the headline is the model's own"
-    )  # fmt: skip
-
-
-def point_outside_line(side: str) -> str:
-    """Why a figure stands outside its own band: the evidence leans one way."""
-    return (
-        f"note: the model's figures lie outside their 80 % bands: the rows nearest this regime ran {side} than"
-        " predicted, even at the band's near end; expect the band, not the figure"
-    )
-
-
-def host_note(e: Estimate) -> str:
-    """'; host 526 of 922 GiB per node (offloaded states)' for a plan with CPU offload."""
-    m = e.memory
-    if m.host_gib_per_node is None or m.host_allowed_gib is None:
-        return ""
-    return f"; host {m.host_gib_per_node:,.0f} of {m.host_allowed_gib:,.0f} GiB per node (offloaded states)"
-
-
-def step_line(e: Estimate) -> str:
-    """'step 4.739 s (4.301-5.812), 884,987 tokens/s (722,004-975,210) (432/GPU), MFU 59.3%, HFU 59.3%':
-    the 80 % band in brackets where the estimate has one, as precise as the point (trial s24)."""
-    u = e.uncertainty
-    step = f"{e.time.step_s:.3f} s" + ("" if u is None else f" ({u.step_s[0]:.3f}-{u.step_s[1]:.3f})")
-    tokens = number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s)
-    return (
-        f"step {step}, {tokens} tokens/s ({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), "
-        f"MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}"
-    )
-
-
-def ceiling_line(e: Estimate) -> str:
-    """Why the estimate is slower than the model alone: the efficiency ceiling it was held at."""
-    c = e.ceiling
-    assert c is not None
-    return (
-        f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured on this GPU architecture, precision and"
-        f" scale ({c.measured_by}: {c.row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
-        f" (if this is that run, the figure is its own measurement, not a check of it)"
-    )
-
-
-def seconds_words(seconds: float) -> str:
-    """'49 s', '0.4 s', '< 0.1 s': a short time whose rounding to whole seconds read as nothing
-    (trial s27: an 8B model's checkpoint "0 s to write")."""
-    if seconds >= 10:
-        return f"{seconds:,.0f} s"
-    return f"{seconds:.1f} s" if seconds >= 0.1 else "< 0.1 s"
-
-
-def goodput_line(g: GoodputEstimate) -> str:
-    """``goodput 92.4%: MTTF 3.1 h, 419 expected interruptions, checkpoint every 4.0 minutes ...``."""
-    if g.mttf_h is None:
-        return "goodput 100% (failure rate 0: no failures modelled)"
-    parts = [f"MTTF {g.mttf_h:,.1f} h"]
-    if g.expected_interruptions is not None:
-        parts.append(f"{g.expected_interruptions:,.1f} expected interruptions")
-    if g.checkpoint_interval_min is not None:
-        steps = f"{counted(g.checkpoint_interval_steps, 'step')}, " if g.checkpoint_interval_steps is not None else ""
-        parts.append(
-            f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)}"
-            f" ({steps}{seconds_words(g.checkpoint_write_s)} to write)"
-        )
-    parts.append(f"restart {duration_words(g.restart_s)}")
-    parts.append(
-        f"slowest rank +{g.straggler_fraction:.1%}, evaluation +{g.evaluation_fraction:.1%}"
-        + (f", input stalls +{g.data_stall_fraction:.1%}" if g.data_stall_fraction else "")
-        # trial s27: "planned restarts" read as restarts of the job's own; they are the hosts' maintenance
-        + ("" if g.planned_restarts is None else f", {g.planned_restarts:,.1f} maintenance restarts")
-        + f", start-up {duration_words(g.startup_s)}"
-    )
-    return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)
-
-
-def batch_note(e: Estimate) -> str:
-    """Beside the batch: the requested one, when the layout could not make it exactly."""
-    requested = e.requested_global_batch_tokens
-    if requested is None or requested == e.global_batch_tokens:
-        return ""
-    return f" (requested {requested:,}: nearest achievable, {e.global_batch_tokens / requested - 1:+.1%})"
 
 
 def print_plan(p: Plan) -> None:

@@ -210,7 +210,7 @@ def card_captions(
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(
             "card_footer",
-            # the CLI's formatter and precision (ui/render.py step_line)
+            # the CLI's formatter and precision (ui/render_lines.py step_line)
             step=number_band(e.time.step_s, None if u is None else u.step_s, 3),
             tokens=number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s),
             kernel=kernel_words(tr, plan),
