@@ -247,8 +247,10 @@ def estimate(
         if num_nodes < 1 or num_gpus % num_nodes:
             raise ValueError(f"--nodes {num_nodes} does not divide --num-gpus {num_gpus}")
         gpus_per_node = fullest_node(num_gpus, num_nodes, node, "--nodes")
-    else:
+    elif num_gpus >= 1:  # (fewer: checked_configuration says what is wrong, as before)
         gpus_per_node = num_gpus // even_node_count(num_gpus, node.gpus_per_node)
+    else:
+        gpus_per_node = node.gpus_per_node
     resolved, c = checked_configuration(
         model, gpu_spec, layout, training, num_gpus, gpus_per_node, catalog, trainer_rules
     )
