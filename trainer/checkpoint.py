@@ -261,7 +261,7 @@ class CheckpointManager:
                 f"disk full while writing checkpoint {tmp} (step {step}): free space on "
                 f"{self.ckpt_dir} and resume; the partial checkpoint was removed, previous ones kept ({kept})"
             )
-        here = (_os_error(error) if error is not None else None) or "failed on another rank"
+        here = _os_error(error) or "failed on another rank"
         if kind.item() == _UNWRITABLE:  # read-only, permissions: the operator's to fix
             raise JobDirWriteError(
                 f"cannot write checkpoint {tmp} (step {step}): {here}; make {self.ckpt_dir} writable"

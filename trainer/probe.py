@@ -9,6 +9,7 @@ fit the device (or a probe step runs out of memory) the run stops before the lon
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 from dataclasses import dataclass
@@ -148,6 +149,7 @@ class JobTiming:
         return cls(statistics.median(times) if times else None, len(times), warmup_only)
 
 
+@functools.cache  # one device per process: the probe and the report ask for it
 def measured_gpu(device: torch.device) -> str | None:
     """The catalog id of the GPU this rank trains on (NVML's name and memory, as `trainplan detect`
     matches them); None on a CPU or a device the catalog does not match. A run's timings are

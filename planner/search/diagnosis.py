@@ -69,18 +69,24 @@ class RowChecks:
         return ok
 
 
-def binding_per_type(gpu_ids: np.ndarray, checks: RowChecks) -> dict[str, Constraint]:
-    """For each allowed GPU type with no feasible row, the constraint that empties its rows, in
-    ``diagnose``'s order (trial s27: `plan --per-gpu` said "no plan on a100-80gb-sxm meets the
-    request (deadline, budget, inventory, memory or batch)", not which)."""
+def binding_per_type(gpu_ids: np.ndarray, checks: RowChecks, kept: np.ndarray) -> dict[str, Constraint]:
+    """For each allowed GPU type with no row in ``kept`` (the feasible rows the batch rule keeps),
+    what rules it out: the constraint that empties its rows, in ``diagnose``'s order, or the batch
+    where the batch rule dropped all its feasible rows (trial s27: `plan --per-gpu` said "no plan on
+    a100-80gb-sxm meets the request (deadline, budget, inventory, memory or batch)", not which)."""
     binding: dict[str, Constraint] = {}
+    planned = set(gpu_ids[kept].tolist())
     for gpu in dict.fromkeys(gpu_ids.tolist()):
         passing = (gpu_ids == gpu) & checks.gpu_type
-        for constraint in ROW_CONSTRAINTS if passing.any() else ():
+        if gpu in planned or not passing.any():
+            continue
+        for constraint in ROW_CONSTRAINTS:
             passing = passing & checks.passes(constraint)
             if not passing.any():
                 binding[str(gpu)] = constraint
                 break
+        else:  # feasible rows, none at the batch the others meet (review s27)
+            binding[str(gpu)] = Constraint.BATCH
     return binding
 
 

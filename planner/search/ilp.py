@@ -364,12 +364,8 @@ def solve_single(
     feasible = np.flatnonzero(checks.feasible())
     if len(feasible) == 0:
         raise diagnose(table, checks)
-    unplanned = binding_per_type(table.gpu_id, checks) if per_gpu else {}
     if batch_target is not None:
-        before = set(table.gpu_id[feasible].tolist())
         feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
-        # review s27: a type whose rows miss only the batch the others meet is named, not left bare
-        unplanned |= {g: Constraint.BATCH for g in before - set(table.gpu_id[feasible].tolist())} if per_gpu else {}
     feasible = model_time_order(table, feasible)
     C, T = table.cost_usd, table.time_to_train_s
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
@@ -412,7 +408,7 @@ def solve_single(
             _twin_key(table, feasible, T, C) if top_k else None,
         ),
         best_per_gpu=_best_rows(feasible, score, row, len(feasible), table.gpu_codes()) if per_gpu else (),
-        unplanned_gpus=tuple(unplanned.items()),
+        unplanned_gpus=tuple(binding_per_type(table.gpu_id, checks, feasible).items()) if per_gpu else (),
         solver=solver_name,
         num_rows=len(table),
         num_feasible=len(feasible),
@@ -473,11 +469,11 @@ def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
     every entry within ``NEAR_BATCH_FRACTION`` of it; else those at the nearest batch (a tie goes
     to the larger)."""
     batch = np.asarray(batch_tokens, dtype=np.int64)
-    if (exact := batch == target).any():
-        return exact
-    if (near := np.abs(batch - target) <= NEAR_BATCH_FRACTION * target).any():
-        return near
     distance = np.abs(batch - target)
+    if (exact := distance == 0).any():
+        return exact
+    if (near := distance <= NEAR_BATCH_FRACTION * target).any():
+        return near
     nearest = distance.min()
     best = int(batch[distance == nearest].max())
     return batch == best

@@ -195,7 +195,9 @@ def test_the_gpu_measured_on_is_matched_to_the_catalog(monkeypatch):
     ):
         props = types.SimpleNamespace(name=name, total_memory=memory)
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device, props=props: props)
+        measured_gpu.cache_clear()  # one device per process: each case is another machine
         assert measured_gpu(torch.device("cuda", 0)) == expected, name
+    measured_gpu.cache_clear()
 
 
 def test_measured_overflow_writes_replan_needed(tmp_path):
