@@ -28,19 +28,21 @@ def portfolio(
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import plan_portfolio
     from planner.catalog.hardware import load_catalog
-    from ui.portfolio_file import read_jobs_file, rented_types, wall_power
+    from ui.portfolio_file import past_horizon, read_jobs_file, rented_types
 
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
     catalog = load_catalog()
     try:
-        rented, power = rented_types(spec, catalog), wall_power(spec, catalog)
+        rented = rented_types(spec)
     except ValueError as exc:
         raise ValueError(f"{jobs_file}: {exc}") from None
     if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
         render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
                     " fleet reports the owned price at it")  # fmt: skip
+    for line in past_horizon(spec):
+        render.warn(line)
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     try:
@@ -54,7 +56,7 @@ def portfolio(
                 tco=spec.ownership.tco(),
                 purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
                 rented=rented,
-                wall_power_w=power,
+                wall_power_w=spec.ownership.wall_power_w,
                 **slots,
             )
     except InfeasiblePlan as exc:

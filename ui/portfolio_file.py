@@ -30,7 +30,9 @@ deadline_days = 60
 from __future__ import annotations
 
 import json
+import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -56,6 +58,8 @@ from planner.search.fleet import TcoAssumptions
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
 from ui.inputs import whole_tokens
 
+# A job's name, which names its directory (``portfolio --emit``).
+JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # The CLI's bounds (planner/limits.py) for the same fields of a jobs file: finite numbers, not booleans.
 Days = Annotated[StrictFloat, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False)]
 Usd = Annotated[StrictFloat, Field(gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)]
@@ -86,7 +90,7 @@ class Ownership(BaseModel):
 
 class JobEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    name: str
     model: str
     tokens: StrictFloat = Field(gt=0, le=MAX_TRAINING_TOKENS, allow_inf_nan=False)
     deadline_days: Days | None = None
@@ -97,6 +101,17 @@ class JobEntry(BaseModel):
     # the largest relative distance of the batch from global_batch_tokens (the CLI's --batch-tolerance)
     batch_tolerance: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = DEFAULT_BATCH_TOLERANCE
     vary_batch: StrictBool = False  # the plan may use any batch within the tolerance (--vary-batch)
+
+    @field_validator("name")
+    @classmethod
+    def _dir_name(cls, value: str) -> str:
+        # It names the job's directory (portfolio --emit DIR/<name>/); trial s27d: pydantic's
+        # message quoted the regular expression.
+        if not JOB_NAME.fullmatch(value):
+            raise ValueError(
+                f"'{value}' is not a job name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+        return value
 
     @field_validator("global_batch_tokens")
     @classmethod
@@ -164,6 +179,19 @@ class JobsFile(BaseModel):
         )
 
 
+def past_horizon(spec: JobsFile) -> list[str]:
+    """The jobs whose deadline is past the horizon, which binds them instead (trial s27d: capped
+    without a word)."""
+    if spec.horizon_days is None:
+        return []
+    late = [j for j in spec.jobs if j.deadline_days is not None and j.deadline_days > spec.horizon_days]
+    return [
+        f"job '{j.name}': deadline_days {j.deadline_days:g} is past horizon_days {spec.horizon_days:g};"
+        " it must end within the horizon"
+        for j in late
+    ]
+
+
 def read_jobs_file(path: Path) -> JobsFile:
     """Parse and validate (``read_input``: a regular file, capped); errors name the file."""
     text = read_input_text(path, "jobs file")
@@ -179,10 +207,59 @@ def read_jobs_file(path: Path) -> JobsFile:
     if isinstance(raw, dict) and isinstance(raw.get("jobs"), list) and len(raw["jobs"]) > MAX_JOBS:
         raise ValueError(f"{path}: {len(raw['jobs'])} jobs, more than the {MAX_JOBS} one file may plan; split it")
     try:
-        return JobsFile.model_validate(raw)
+        spec = JobsFile.model_validate(raw)
     except Exception as exc:
-        line = one_line(exc, default_where="file", keep_prefix=True)
+        line = one_line(exc, default_where="file")
         raise ValueError(f"{path}: {line}{allowed_keys_hint(exc)}") from None
+    try:
+        return with_catalog_ids(spec)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _catalog_ids(table: str, names: Iterable[str]) -> dict[str, str]:
+    """Each GPU name's catalog id ('H100-SXM' -> h100-sxm), as plan's --gpus reads it; one line
+    naming the table for an unknown type or two names of one type."""
+    from planner.catalog.hardware import load_catalog
+
+    catalog, ids = load_catalog(), dict[str, str]()
+    for name in names:
+        try:
+            gpu_id = catalog.gpu(name).id
+        except ValueError as exc:
+            raise ValueError(f"{table}: {one_line(exc)}") from None
+        twin = next((n for n, i in ids.items() if i == gpu_id), None)
+        if twin is not None:
+            raise ValueError(f"{table}: '{twin}' and '{name}' are both {gpu_id}; list it once")
+        ids[name] = gpu_id
+    return ids
+
+
+def with_catalog_ids(spec: JobsFile) -> JobsFile:
+    """The file with every GPU type named by its catalog id. Review s27b: `H100-SXM = 256` in
+    [inventory] was a type no job could use, yet charged idle for the whole horizon."""
+
+    def keyed(table: str, values: dict) -> dict:
+        ids = _catalog_ids(table, values)
+        return {ids[name]: value for name, value in values.items()}
+
+    def listed(table: str, names: list[str]) -> list[str]:
+        ids = _catalog_ids(table, dict.fromkeys(names))
+        return [ids[name] for name in dict.fromkeys(names)]
+
+    ownership = spec.ownership.model_copy(
+        update={"wall_power_w": keyed("[ownership].wall_power_w", spec.ownership.wall_power_w)}
+    )
+    return spec.model_copy(
+        update={
+            "inventory": keyed("[inventory]", spec.inventory),
+            "rented": listed("rented", spec.rented),
+            "buy": listed("buy", spec.buy),
+            "purchase_usd": keyed("[purchase_usd]", spec.purchase_usd),
+            "rent_usd_per_gpu_hour": keyed("[rent_usd_per_gpu_hour]", spec.rent_usd_per_gpu_hour),
+            "ownership": ownership,
+        }
+    )
 
 
 def allowed_keys_hint(exc: Exception) -> str:
@@ -198,8 +275,9 @@ def allowed_keys_hint(exc: Exception) -> str:
 
 
 def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
-    """Explicit prices first, then catalog prices for the types listed in ``buy``."""
-    prices = {catalog.gpu(g).id: p for g, p in spec.purchase_usd.items() if p is not None}
+    """Explicit prices first, then catalog prices for the types listed in ``buy`` (catalog ids:
+    ``with_catalog_ids``)."""
+    prices = {g: p for g, p in spec.purchase_usd.items() if p is not None}
     for gpu_id in [*spec.buy, *(g for g, p in spec.purchase_usd.items() if p is None)]:
         gpu = catalog.gpu(gpu_id)
         if gpu.purchase_price_usd is None:
@@ -208,24 +286,12 @@ def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
     return prices
 
 
-def wall_power(spec: JobsFile, catalog) -> dict[str, float]:
-    """[ownership].wall_power_w by catalog id (an unknown GPU: the field named, review s27)."""
-    try:
-        return {catalog.gpu(g).id: w for g, w in spec.ownership.wall_power_w.items()}
-    except ValueError as exc:
-        raise ValueError(f"[ownership].wall_power_w: {one_line(exc)}") from None
-
-
-def rented_types(spec: JobsFile, catalog) -> frozenset[str]:
-    """The ``rented`` types by their inventory names; each must be in [inventory]."""
-    held = {catalog.gpu(g).id: g for g in spec.inventory}
-    names = set()
-    for gpu in spec.rented:
-        gpu_id = catalog.gpu(gpu).id
-        if gpu_id not in held:
-            raise ValueError(f"rented: {gpu} is not in [inventory] (its count caps the GPUs rented at once)")
-        names.add(held[gpu_id])
-    return frozenset(names)
+def rented_types(spec: JobsFile) -> frozenset[str]:
+    """The ``rented`` types; each must be in [inventory]."""
+    for gpu_id in spec.rented:
+        if gpu_id not in spec.inventory:
+            raise ValueError(f"rented: {gpu_id} is not in [inventory] (its count caps the GPUs rented at once)")
+    return frozenset(spec.rented)
 
 
 def fleet_options(spec: JobsFile, catalog) -> dict:
@@ -234,8 +300,8 @@ def fleet_options(spec: JobsFile, catalog) -> dict:
     from planner.catalog.prices import catalog_with_price_kind
 
     priced = catalog_with_price_kind(catalog, spec.price_kind)
-    rent = {catalog.gpu(g).id: usd for g, usd in spec.rent_usd_per_gpu_hour.items()}
+    rent = dict(spec.rent_usd_per_gpu_hour)
     for gpu_id in purchase_prices(spec, catalog):
         if gpu_id not in rent and gpu_id in priced.gpus:
             rent[gpu_id] = priced.gpus[gpu_id].price_per_gpu_hour_usd
-    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": wall_power(spec, catalog)}
+    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": spec.ownership.wall_power_w}

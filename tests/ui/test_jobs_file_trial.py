@@ -150,3 +150,43 @@ def test_jobs_file_keys_a_command_does_not_use_are_said_and_bad_gpus_name_their_
     path = _file(tmp_path, bad + 'model = "gpt3-125m"\ntokens = 1e9\n')
     assert main(["portfolio", path]) == 2
     assert f"{path}: [ownership].wall_power_w: unknown GPU 'h100x'" in capsys.readouterr().err
+
+
+def test_a_jobs_file_reads_gpu_names_as_plan_does(tmp_path, capsys):
+    """Review s27b: `H100-SXM = 256` in [inventory] was a type no job could use (every job ran on
+    the A100s) and was still charged idle for the whole horizon ($615k). Names are read as plan's
+    --gpus reads them; an unknown one, or two names of one type, are refused in one line."""
+    jobs = "horizon_days = 90\n[inventory]\n{h100} = 64\na100-80gb-sxm = 16\n[rent_usd_per_gpu_hour]\n{rent} = 2.0\n"
+    jobs += '[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 2e11\n'
+    answers = []
+    for h100, rent in (("h100-sxm", "h100-sxm"), ("H100-SXM", "H100-sxm")):
+        assert main(["portfolio", _file(tmp_path, jobs.format(h100=h100, rent=rent)), "--json"]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0] == answers[1]
+    assert answers[1]["assignments"][0]["gpu"] == "h100-sxm"
+    assert main(["portfolio", _file(tmp_path, jobs.format(h100="H100", rent="h100-sxm"))]) == 2
+    assert "[inventory]: unknown GPU 'H100'; did you mean" in capsys.readouterr().err
+    twice = jobs.format(h100="H100-SXM", rent="h100-sxm").replace("a100-80gb-sxm = 16", "h100-sxm = 8")
+    assert main(["portfolio", _file(tmp_path, twice)]) == 2
+    assert "'H100-SXM' and 'h100-sxm' are both h100-sxm; list it once" in capsys.readouterr().err
+
+
+def test_a_job_name_error_says_what_a_name_may_hold(tmp_path, capsys):
+    """Trial s27d: pydantic's message quoted the pattern ('String should match pattern ...')."""
+    jobs = '[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "my job"\nmodel = "llama3-8b"\ntokens = 1e10\n'
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 2
+    err = capsys.readouterr().err
+    assert "jobs.0.name: 'my job' is not a job name: 1-64 letters, digits" in err
+    assert "pattern" not in err and "Value error" not in err
+
+
+def test_a_deadline_past_the_horizon_is_said(tmp_path, capsys):
+    """Trial s27d: a deadline of 60 days under a 30-day horizon was capped without a word."""
+    jobs = 'horizon_days = 30\n[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\n'
+    jobs += "tokens = 1e10\ndeadline_days = 60\n"
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 0
+    assert (
+        "job 'a': deadline_days 60 is past horizon_days 30; it must end within the horizon" in capsys.readouterr().err
+    )
+    assert main(["portfolio", _file(tmp_path, jobs.replace("= 60", "= 20"))]) == 0
+    assert "past horizon_days" not in capsys.readouterr().err
