@@ -36,6 +36,15 @@ from trainer.job_spec import (
 from trainer.worker import WORKER_MODULE
 
 K8S_JOBS_MOUNT = "/jobs"  # where the PVC is mounted in the pods
+# What each pod requests besides its GPUs, per worker process (trial s27a: it requested none, so
+# its pods were BestEffort, the first Kubernetes evicts under memory pressure, and /dev/shm had no
+# bound). Choices, not measured: a CUDA PyTorch worker holds a few GiB resident (context, libraries,
+# the pinned staging of its shards); the loader reads a memmap in the same process, so one core for
+# it and the rank's Python and three for NCCL's proxy and the checkpoint writer. /dev/shm: NCCL's
+# intra-node buffers (PyTorch's tutorials CI gives 2 GB to two GPUs; NGC's docs, --shm-size=1g).
+K8S_CPUS_PER_PROCESS = 4
+K8S_HOST_GIB_PER_PROCESS = 8
+K8S_SHM_GIB_PER_PROCESS = 1
 RDZV_PORT = 29500  # c10d rendezvous port on the first node (Slurm)
 JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
 
@@ -275,9 +284,13 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 #SBATCH --gpus-per-node={procs}
 #SBATCH --exclusive
 #SBATCH --signal=TERM@{slurm_signal_lead_s(plan)}
+#SBATCH --requeue
+#SBATCH --open-mode=append
 # trainplan job {spec.name}: {_summary(spec)}
 # predicted {spec.run.steps} steps = {hours:.2f} h of training: add a --time limit with margin. Before
 # it ends, --signal sends SIGTERM: the workers save a checkpoint and exit 143; sbatch again resumes.
+# --requeue: a node failure or a preemption puts the job back in the queue, and it resumes from its
+# last checkpoint; --open-mode=append keeps the earlier attempts' output in the log.
 # Submit from the job directory: sbatch slurm.sbatch [trainer options]. It must be on a shared file
 # system. Slurm runs a copy of this script, so the directory is $TRAINPLAN_JOB_DIR if set, else the
 # one it was written to, else the one it was submitted from (a moved or unzipped job).
@@ -324,6 +337,16 @@ def k8s_name(name: str) -> str:
     return label or "trainplan-job"
 
 
+def host_requests(plan: Plan) -> dict[str, str]:
+    """A pod's CPU and memory requests (``K8S_*_PER_PROCESS``; its /dev/shm and, with optimizer
+    states offloaded, the host memory the plan puts them in count as memory too). Requests, not
+    limits: no CPU throttling, no OOM kill at a guessed bound."""
+    procs = procs_per_node(plan)
+    offloaded = plan.estimate.memory.host_gib_per_node or 0.0
+    memory_gib = procs * (K8S_HOST_GIB_PER_PROCESS + K8S_SHM_GIB_PER_PROCESS) + math.ceil(offloaded)
+    return {"cpu": str(procs * K8S_CPUS_PER_PROCESS), "memory": f"{memory_gib}Gi"}
+
+
 def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     """The PyTorchJob (kubeflow.org/v1) as plain data."""
     plan = spec.plan
@@ -355,13 +378,17 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         "name": "pytorch",  # the operator looks for a container of this name
         "image": image,
         "command": command,
-        "resources": {"limits": {"nvidia.com/gpu": procs}, "requests": {"nvidia.com/gpu": procs}},
+        "resources": {
+            "limits": {"nvidia.com/gpu": procs},
+            "requests": {"nvidia.com/gpu": procs, **host_requests(plan)},
+        },
         "volumeMounts": [{"name": "jobs", "mountPath": K8S_JOBS_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
     volumes = [
         {"name": "jobs", "persistentVolumeClaim": {"claimName": pvc}},
-        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-    ]  # NCCL needs more than 64 MiB of /dev/shm
+        # NCCL needs more than the default 64 MiB; bounded, since it counts against the node's memory
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{procs * K8S_SHM_GIB_PER_PROCESS}Gi"}},
+    ]
 
     def replica(count: int) -> dict:
         # ExitCode: restart pods that exit 128+ (preemption: 143), not on errors such as 2, 3 (replan), 4.

@@ -21,7 +21,7 @@ from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from planner.reports import ReplanRequest
 from trainer import launch
-from trainer.job import JOB_FILES, default_job_name, emit_job, k8s_name
+from trainer.job import JOB_FILES, default_job_name, emit_job, host_requests, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, job_lock, run_job
 
@@ -169,6 +169,8 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         "#SBATCH --ntasks-per-node=1",
         "#SBATCH --gpus-per-node=8",
         "#SBATCH --signal=TERM@120",  # trial s27: save before the --time limit, not be killed at it
+        "#SBATCH --requeue",  # trial s27a: a failed node or a preemption requeues, and the job resumes
+        "#SBATCH --open-mode=append",  # and the requeued attempt's output does not erase the first's
         '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
         '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
         'srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun',
@@ -252,6 +254,11 @@ def test_k8s_manifest_is_a_valid_pytorchjob(tmp_path: Path, num_nodes: int) -> N
         container = pod["containers"][0]
         assert container["name"] == "pytorch" and container["image"] == "reg/trainplan:1"
         assert container["resources"]["limits"]["nvidia.com/gpu"] == 2
+        # trial s27a: no CPU or memory request made the pods BestEffort, evicted first; /dev/shm unbounded
+        assert container["resources"]["requests"] == {"nvidia.com/gpu": 2, "cpu": "8", "memory": "18Gi"}
+        assert "memory" not in container["resources"]["limits"]
+        (shm,) = [v for v in pod["volumes"] if v["name"] == "dshm"]
+        assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "2Gi"}
         command = container["command"]
         # trainer.torchrun exits 143 on SIGTERM: a preempted pod is retried under restartPolicy ExitCode
         assert command[:7] == ["python", "-m", "trainer.torchrun", "--nnodes", str(num_nodes), "--nproc-per-node", "2"]
@@ -621,6 +628,14 @@ def test_a_node_says_it_waits_at_the_rendezvous(tmp_path: Path, monkeypatch, cap
     monkeypatch.setattr(launch, "run_child", lambda *_args, **_kwargs: 0)
     assert run_job(tmp_path / "job", device="cpu", node_rank=0, rdzv_endpoint="localhost:29555") == 0
     assert "trainplan: node 0 of 2: waiting at localhost:29555 until every node joins" in capsys.readouterr().err
+
+
+def test_a_pod_requests_the_host_memory_its_offloaded_states_take() -> None:
+    plan = make_plan(num_nodes=1, gpus_per_node=8)
+    assert host_requests(plan) == {"cpu": "32", "memory": "72Gi"}
+    memory = plan.estimate.memory.model_copy(update={"host_gib_per_node": 300.2})
+    offloaded = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"memory": memory})})
+    assert host_requests(offloaded)["memory"] == "373Gi"
 
 
 def test_slurms_warning_signal_leaves_time_for_three_checkpoint_writes() -> None:
