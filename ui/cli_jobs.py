@@ -17,7 +17,7 @@ import typer
 from planner.limits import MAX_TOKENIZER_BYTES, check_input
 from ui import render
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION, DeviceChoice
+from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, DeviceChoice, k8s_names
 from ui.inputs import check_range
 
 
@@ -105,12 +105,8 @@ def emit(
         None, help=CALIBRATION_HELP + " (used where run settings make emit re-estimate the plan)"
     ),
     no_calibration: bool = NO_CALIBRATION,
-    k8s_image: str | None = typer.Option(
-        None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)"
-    ),
-    k8s_pvc: str | None = typer.Option(
-        None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir"
-    ),
+    k8s_image: str | None = K8S_IMAGE,
+    k8s_pvc: str | None = K8S_PVC,
     as_json: bool = JSON,
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
@@ -135,8 +131,9 @@ def emit(
     )
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
     applied = applied_calibration(choose_calibration(calibration, no_calibration))
-    k8s = {key: value for key, value in (("k8s_image", k8s_image), ("k8s_pvc", k8s_pvc)) if value is not None}
-    job_json = emit_job(plan, out, name=name, run=run, force=force, calibration=applied, **k8s)
+    job_json = emit_job(
+        plan, out, name=name, run=run, force=force, calibration=applied, **k8s_names(k8s_image, k8s_pvc)
+    )
     render.emitted(job_json, as_json=as_json)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from typing import TypedDict
 
 import typer
 
@@ -33,6 +34,27 @@ SEQ_LEN = typer.Option(
     None, "--seq-len", help=f"tokens per sequence; default {DEFAULT_SEQ_LEN}, or the model's context if shorter"
 )
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
+K8S_IMAGE = typer.Option(
+    None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)"
+)
+K8S_PVC = typer.Option(None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir")
+
+
+class K8sNames(TypedDict, total=False):
+    """emit_job's k8s keywords."""
+
+    k8s_image: str
+    k8s_pvc: str
+
+
+def k8s_names(image: str | None, pvc: str | None) -> K8sNames:
+    """emit_job's k8s keywords of the flags given (unset: JobSpec's defaults)."""
+    names = K8sNames()
+    if image is not None:
+        names["k8s_image"] = image
+    if pvc is not None:
+        names["k8s_pvc"] = pvc
+    return names
 
 
 def _price_kind(value: str | None) -> str | None:

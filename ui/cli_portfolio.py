@@ -14,7 +14,7 @@ from rich.markup import escape
 from planner.errors import InfeasiblePlan
 from planner.limits import MAX_PURCHASE_USD
 from ui import render, render_fleet, render_portfolio
-from ui.cli_options import JSON
+from ui.cli_options import JSON, K8S_IMAGE, K8S_PVC, k8s_names
 from ui.inputs import check_range
 
 
@@ -23,13 +23,21 @@ def portfolio(
     emit_dir: Path | None = typer.Option(
         None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
     ),
+    k8s_image: str | None = K8S_IMAGE,
+    k8s_pvc: str | None = K8S_PVC,
     as_json: bool = JSON,
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import plan_portfolio
     from planner.catalog.hardware import load_catalog
+    from trainer.job import check_k8s_names
+    from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
     from ui.portfolio_file import past_horizon, read_jobs_file, rented_types
 
+    k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
+    if k8s and emit_dir is None:
+        raise ValueError("--k8s-image and --k8s-pvc set the emitted jobs' k8s.yaml: give --emit DIR too")
+    check_k8s_names(k8s.get("k8s_image", DEFAULT_K8S_IMAGE), k8s.get("k8s_pvc", DEFAULT_K8S_PVC))  # before the solve
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
@@ -69,7 +77,7 @@ def portfolio(
 
         # Each job trains its whole token budget, as `emit` does.
         emitted = {
-            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)))
+            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
             for a in solution.assignments
         }
     render.portfolio(solution, as_json=as_json, emitted=emitted)

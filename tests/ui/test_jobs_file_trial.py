@@ -190,3 +190,21 @@ def test_a_deadline_past_the_horizon_is_said(tmp_path, capsys):
     )
     assert main(["portfolio", _file(tmp_path, jobs.replace("= 60", "= 20"))]) == 0
     assert "past horizon_days" not in capsys.readouterr().err
+
+
+def test_portfolio_emits_its_jobs_with_the_k8s_image_and_claim(tmp_path, capsys):
+    """Review s27: only `trainplan emit` took --k8s-image / --k8s-pvc."""
+    from trainer.job_spec import JobSpec
+
+    jobs = _file(tmp_path, '[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 1e10\n')
+    k8s = ["--k8s-image", "reg.example/trainplan:2", "--k8s-pvc", "team-jobs"]
+    assert main(["portfolio", jobs, "--emit", str(tmp_path / "out"), *k8s]) == 0
+    job = JobSpec.load(tmp_path / "out" / "a")
+    assert (job.k8s_image, job.k8s_pvc) == ("reg.example/trainplan:2", "team-jobs")
+    manifest = (tmp_path / "out" / "a" / "k8s.yaml").read_text()
+    assert '"image": "reg.example/trainplan:2"' in manifest and '"claimName": "team-jobs"' in manifest
+    capsys.readouterr()
+    assert main(["portfolio", jobs, *k8s]) == 2
+    assert "give --emit DIR too" in capsys.readouterr().err
+    assert main(["portfolio", jobs, "--emit", str(tmp_path / "bad"), "--k8s-pvc", "Team_Jobs"]) == 2
+    assert "--k8s-pvc 'Team_Jobs'" in capsys.readouterr().err and not (tmp_path / "bad").exists()
