@@ -82,6 +82,24 @@ def with_price_basis(again: Plan, plan_: Plan) -> Plan:
     return again.model_copy(update={"price_basis": plan_.price_basis})
 
 
+def on_plan_nodes(catalog: Catalog, plan_: Plan) -> Catalog:
+    """The catalog with the plan's GPU on nodes of the plan's size, so the search, which places
+    whole nodes, holds a plan of partly filled nodes (12 GPUs on 2 of 6: review s27, its replan
+    found no rows); their scale-up domain holds only the GPUs placed on each node, as an estimate's."""
+    gpu = catalog.gpu(plan_.gpu)
+    node = catalog.node(gpu.default_node)
+    if plan_.gpus_per_node == node.gpus_per_node:
+        return catalog
+    domain = node.scaleup_domain_holding(plan_.gpus_per_node)
+    share = node.model_copy(update={"gpus_per_node": plan_.gpus_per_node, "scaleup_domain_size": domain})
+    return catalog.model_copy(
+        update={
+            "gpus": {**catalog.gpus, gpu.id: gpu.model_copy(update={"scaleup_domain_size": domain})},
+            "nodes": {**catalog.nodes, node.id: share},
+        }
+    )
+
+
 OOM_CORRECTION = 1.5  # assumed under-prediction when the probe ran out of memory before measuring
 
 
@@ -120,7 +138,7 @@ def replan(
         network=plan_.network,
     )
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
-    catalog = catalog_on_network(catalog or load_catalog(), plan_.network)
+    catalog = on_plan_nodes(catalog_on_network(catalog or load_catalog(), plan_.network), plan_)
     priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
     if "price_kind" in priced:
         catalog = catalog_with_price_kind(catalog, priced["price_kind"], [plan_.gpu], settings)

@@ -124,6 +124,29 @@ def test_replan_with_a_measured_memory_correction_keeps_gpu_and_count(llama8b_re
     assert replan(p, request) == corrected  # the trainer's replan_needed.json, typed
 
 
+def test_a_plan_on_partly_filled_nodes_replans_on_those_nodes():
+    """Review s27: 12 H100 estimate on 2 nodes of 6, but the search places whole 8-GPU nodes, so
+    replanning found no rows. It now searches nodes of the plan's size, TP inside each."""
+    first = build_plan(
+        get_preset("llama3.2-1b"),
+        "h100-sxm",
+        Layout(dp_shard=12),
+        TrainingConfig(micro_batch=1, seq_len=4096, grad_accum=1),
+        num_gpus=12,
+        training_tokens=1e10,
+    )
+    assert (first.num_nodes, first.gpus_per_node) == (2, 6)
+    again = replan(first, 1.0)
+    assert (again.num_gpus, again.num_nodes, again.gpus_per_node) == (12, 2, 6)
+    assert 6 % again.layout.tp == 0
+    # the same layout, estimated as `trainplan estimate` would on the shipped catalog
+    same = build_plan(
+        again.model, again.gpu, again.layout, again.training, num_gpus=12, training_tokens=again.training_tokens
+    )
+    assert same.estimate.time.step_s == pytest.approx(again.estimate.time.step_s, rel=1e-9)
+    assert same.estimate.memory.reserved_gib == pytest.approx(again.estimate.memory.reserved_gib, rel=1e-9)
+
+
 @pytest.mark.parametrize("model", ["gpt3-2.7b", "llama3.2-1b", "llama3-70b", "mixtral-8x7b"])
 def test_every_proposed_plan_passes_the_trainers_static_checks(model):
     """The planner's search and the trainer share planner/model/structure.py: a plan it proposes is one
