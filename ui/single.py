@@ -46,6 +46,7 @@ from ui.messages import (
     idle_text,
     infeasible_text,
     interval,
+    larger_batch_text,
     near_tie_text,
     plan_note_texts,
     risk_text,
@@ -251,6 +252,7 @@ def plan_card(
             (near_tie_text(tr, result), "⚖️"),
             (idle_text(tr, result), "💤"),  # the inventory left idle by the exact batch (issue 28)
             (vary_batch_text(tr, result), "📏"),  # what the exact-batch rule costs against --vary-batch
+            (larger_batch_text(tr, result), "📦"),  # a batch of one sequence per GPU, where tp/pp split each
         )
         for text, icon in callouts:
             if text:

@@ -19,11 +19,15 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.accuracy.ceiling import ceiling_regime, coarse_experts
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
+    LargerBatch,
     VaryBatch,
     chosen_dearer,
     estimate_warnings,
     fixed_cost_warnings,
     judged_at_risk,
+    larger_batch_offer,
+    larger_batch_request,
+    larger_batch_warnings,
     left_out_warnings,
     long_job_warnings,
     plan_commitment,
@@ -89,6 +93,8 @@ class PlanResult:
     idle_plan: Plan | None = None  # the best plan that uses that inventory, at its batch
     vary_batch: VaryBatch | None = None  # the exact batch costs over 5 % more than --vary-batch's choice
     vary_batch_plan: Plan | None = None  # that choice
+    larger_batch: LargerBatch | None = None  # one sequence per GPU would save over 5 % (tp/pp split the batch's)
+    larger_batch_plan: Plan | None = None  # that plan
     per_gpu: tuple[Plan, ...] | None = None  # ``request.per_gpu``: each other GPU type's best plan, best first
     searched_gpus: tuple[str, ...] = ()  # the GPU types the search scored
 
@@ -206,7 +212,32 @@ def plan(
 ) -> PlanResult:
     """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits.
     ``settings`` None: the profile of ``request.stack``. ``calibration``: a calibration file merged
-    over the catalog (planner.catalog.calibration.calibrate); every plan returned records it."""
+    over the catalog (planner.catalog.calibration.calibrate); every plan returned records it.
+    Where the batch leaves fewer sequences than the plan's GPUs, the plan at one sequence per GPU
+    is searched too and offered when it saves over 5 % (``LargerBatch``)."""
+    result = search(request, catalog=catalog, settings=settings, calibration=calibration)
+    larger = larger_batch_request(request, result.plan)
+    if larger is None:
+        return result
+    try:
+        other = search(larger, catalog=catalog, settings=settings, calibration=calibration).plan
+    except InfeasiblePlan:  # a deadline or budget the larger batch's plans miss: nothing to offer
+        return result
+    offer = larger_batch_offer(request, result.plan, other)
+    if offer is None:
+        return result
+    warnings = result.warnings + larger_batch_warnings(offer, other, result.plan)
+    return replace(result, larger_batch=offer, larger_batch_plan=other, warnings=warnings)
+
+
+def search(
+    request: PlanRequest,
+    *,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings | None = None,
+    calibration: AppliedCalibration | None = None,
+) -> PlanResult:
+    """``plan`` without the larger-batch offer: one search of the request."""
     settings = request_settings(request, settings)
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
@@ -449,5 +480,6 @@ __all__ = [
     "plan_commitment",
     "replan",
     "restack",
+    "search",
     "trains_too_long",
 ]

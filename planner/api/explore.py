@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.api import PlanResult, plan, plan_from_row, request_catalog
+from planner.api import PlanResult, plan_from_row, request_catalog, search
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
@@ -233,11 +233,11 @@ def why_not_answer(
     inventory = (request.gpus or {}).get(gpu) if request.gpus and gpu in request.gpus else None
     only = request.model_copy(update={"gpus": {gpu: inventory}, "top_k": 0})
     try:
-        mine = plan(only, catalog=catalog, settings=settings).plan
+        mine = search(only, catalog=catalog, settings=settings).plan
     except InfeasiblePlan as exc:
         return WhyNot(gpu=gpu, infeasible=exc)
     try:
-        winner = plan(request.model_copy(update={"top_k": 0}), catalog=catalog, settings=settings).plan
+        winner = search(request.model_copy(update={"top_k": 0}), catalog=catalog, settings=settings).plan
     except InfeasiblePlan as exc:
         return WhyNot(gpu=gpu, mine=mine, infeasible=exc)
     return WhyNot(gpu=gpu, mine=mine, winner=winner)

@@ -206,3 +206,65 @@ def vary_batch_warnings(hint: VaryBatch | None, other: Plan | None, chosen: Plan
         f"--vary-batch: at {hint.batch_tokens:,} tokens per step ({hint.change:+.1%}) the plan would {verb}"
         f" {hint.saving:.0%} less at --risk {hint.risk.value} ({other.num_gpus} x {other.gpu}){cause}",
     )
+
+
+@dataclass(frozen=True)
+class LargerBatch:
+    """What a batch of one sequence per GPU would save when the batch asked for leaves fewer
+    sequences than the chosen plan has GPUs, so that tensor, pipeline or context parallelism must
+    split each one (trial s27c: an 8B on 2,048 H100 at the default 2M tokens is forced into TP 4 x
+    PP 2 at 27.7 % MFU; at 8M tokens FSDP alone trains it 21 % sooner, and nothing said so)."""
+
+    batch_tokens: int  # one sequence per GPU of the chosen plan
+    sequences: int  # the batch asked for, in sequences
+    saving: float  # 1 - its figure / the chosen plan's, at the request's risk
+    objective: Objective  # cost or time: the figure the saving is of
+    risk: Risk
+
+
+def larger_batch_request(request: PlanRequest, chosen: Plan) -> PlanRequest | None:
+    """The request at one sequence per GPU of ``chosen`` when its batch leaves fewer sequences
+    than GPUs and the plan splits them (tp, pp or cp); None otherwise, or with --vary-batch or
+    the mix objective (no one figure to compare)."""
+    layout, seq_len = chosen.layout, chosen.training.seq_len
+    sequences = chosen.estimate.global_batch_tokens // seq_len
+    split = layout.tp * layout.pp * layout.cp > 1
+    if request.vary_batch or request.objective == Objective.MIX or sequences >= chosen.num_gpus or not split:
+        return None
+    return request.model_copy(update={"global_batch_tokens": chosen.num_gpus * seq_len, "top_k": 0, "per_gpu": False})
+
+
+def larger_batch_offer(request: PlanRequest, chosen: Plan, other: Plan) -> LargerBatch | None:
+    """``other`` (the plan at the larger batch) against ``chosen``, at the request's risk; None
+    when it saves no more than VARY_BATCH_HINT_FRACTION."""
+    objective, risk = Objective(request.objective), Risk(request.risk)
+
+    def figure(p: Plan) -> float | None:
+        band = p.estimate.uncertainty
+        at_risk = (
+            None
+            if band is None
+            else (band.cost_usd_at_risk if objective == Objective.COST else band.time_to_train_h_at_risk)
+        )
+        return None if at_risk is None else at_risk[risk.value]
+
+    mine, theirs = figure(chosen), figure(other)
+    if mine is None or theirs is None or not 1.0 - theirs / mine > VARY_BATCH_HINT_FRACTION:
+        return None
+    sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
+    return LargerBatch(other.estimate.global_batch_tokens, sequences, 1.0 - theirs / mine, objective, risk)
+
+
+def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen: Plan) -> tuple[str, ...]:
+    """The CLI's line for ``offer`` (``other``: its plan)."""
+    if offer is None or other is None:
+        return ()
+    verb = "cost" if offer.objective == Objective.COST else "take"
+    layout = chosen.layout
+    split = " x ".join(f"{axis} {n}" for axis, n in (("tp", layout.tp), ("pp", layout.pp), ("cp", layout.cp)) if n > 1)
+    return (
+        f"the batch asked for is {offer.sequences:,} sequences for {chosen.num_gpus:,} GPUs, so {split} split each"
+        f" one; at {offer.batch_tokens:,} tokens per step (one sequence per GPU) the plan would {verb}"
+        f" {offer.saving:.0%} less at --risk {offer.risk.value} ({other.num_gpus:,} x {other.gpu}, {other.layout_words})."
+        " A larger batch changes the training: --global-batch-tokens sets it",
+    )

@@ -470,6 +470,23 @@ def test_the_card_words_the_vary_batch_saving_in_both_languages():
     assert not english_sentences(vary_batch_text(ZH, result))
 
 
+def test_the_card_offers_one_sequence_per_gpu_in_both_languages():
+    """Trial s27c: 512 sequences on 2,048 H100 are split by tp x pp; the card says what one
+    sequence per GPU saves, in the page's language."""
+    from ui.messages import larger_batch_text
+
+    request = request_for(
+        get_preset("llama3-8b"), training_tokens=15e12, gpus={"h100-sxm": 2048}, objective="time", seq_len=4096,
+    )  # fmt: skip
+    result = planned(request)
+    offer = result.larger_batch
+    assert offer is not None and offer.saving > 0.05 and result.larger_batch_plan is not None
+    english = larger_batch_text(EN, result)
+    assert "512 sequences for 2,048 GPUs" in english and "8,388,608 tokens" in english and "p80" in english
+    chinese = larger_batch_text(ZH, result)
+    assert "8,388,608" in chinese and not english_sentences(chinese)
+
+
 @pytest.mark.parametrize(
     ("stack", "layout", "training", "code"),
     [
