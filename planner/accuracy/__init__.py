@@ -24,7 +24,7 @@ import numpy as np
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling
 from planner.accuracy.regime import FEATURE_SPAN, Feature, Regime, feature_bits
-from planner.catalog.hardware import GPUSpec
+from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
 from planner.model.rowwise import once_per_table
@@ -49,6 +49,45 @@ class Risk(StrEnum):
 DEFAULT_RISK = Risk.P80
 
 
+# A GPU whose balance of dense 16-bit FLOPs to HBM bytes lies more than this factor outside the
+# range its architecture's measured GPUs span is judged as an architecture of its own: its
+# memory-bound and communication shares differ so much that no measured row's MFU or error speaks
+# for it. A choice; today it sets apart only the H20 (37 FLOP per byte, against 153-380 for every
+# measured GPU of any architecture).
+BALANCE_SPAN = 2.0
+
+
+def flops_per_byte(gpu: GPUSpec) -> float | None:
+    """Dense 16-bit FLOPs per HBM byte (None: no 16-bit rate)."""
+    peak = gpu.peak_flops_per_s.get("bf16", gpu.peak_flops_per_s.get("fp16"))
+    return None if peak is None else peak / gpu.hbm_bandwidth_bytes_per_s
+
+
+@functools.cache
+def measured_balance() -> dict[str, tuple[float, float]]:
+    """Each architecture's range of ``flops_per_byte`` over the catalog GPUs its validation rows
+    ran on (a validation-only variant, such as torchtitan's 500 W H100, is not in the catalog)."""
+    catalog = load_catalog()
+    ratios: dict[str, list[float]] = {}
+    for row in shipped_base().rows:
+        gpu = catalog.gpus.get(row.gpu)
+        ratio = None if gpu is None else flops_per_byte(gpu)
+        if ratio is not None:
+            ratios.setdefault(row.generation, []).append(ratio)
+    return {generation: (min(r), max(r)) for generation, r in ratios.items()}
+
+
+def regime_generation(gpu: GPUSpec) -> str:
+    """The architecture a GPU's predictions are judged as (bands, envelope, ceiling): its own, or
+    'Hopper (h20)' where its balance lies outside its architecture's measured range by more than
+    BALANCE_SPAN (trial s28b: the H20 was held at an H100 row's MFU, 40 % under its own model,
+    and its band read as validated by H100 rows)."""
+    span, ratio = measured_balance().get(gpu.generation), flops_per_byte(gpu)
+    if span is None or ratio is None or span[0] / BALANCE_SPAN <= ratio <= span[1] * BALANCE_SPAN:
+        return gpu.generation
+    return f"{gpu.generation} ({gpu.id})"
+
+
 def regime_for(
     stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool, named_kernel: bool = False
 ) -> Regime:
@@ -67,7 +106,7 @@ def regime_for(
         training.offload,
         named_kernel,
     )
-    return Regime(stack, gpu.generation, int(bits))
+    return Regime(stack, regime_generation(gpu), int(bits))
 
 
 def ceiling_of(regime: Regime, calibrated: bool) -> Ceiling | None:
@@ -119,7 +158,7 @@ def mfu_ceilings(
 
     def value(g: int, bits: int) -> tuple[float]:
         gpu = gpus[g]
-        ceiling = ceiling_of(Regime(stack, gpu.generation, bits), gpu.id in calibrated)
+        ceiling = ceiling_of(Regime(stack, regime_generation(gpu), bits), gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
     return _per_key(_row_keys(c, moe, named_kernel), value)[:, 0]
@@ -146,7 +185,7 @@ def time_factors(
     base = shipped_base()
 
     def factors(g: int, bits: int) -> tuple[float, ...]:
-        return regime_time_factors(base, Regime(stack, gpus[g].generation, bits), tuple(quantiles))
+        return regime_time_factors(base, Regime(stack, regime_generation(gpus[g]), bits), tuple(quantiles))
 
     table = _per_key(_row_keys(c, moe, named_kernel), factors)
     return [table[:, i] for i in range(len(quantiles))]

@@ -348,3 +348,23 @@ def test_a_band_lies_wholly_beside_the_figure_where_every_nearest_row_erred_one_
     rows = [row(source=s, error=-0.3) for s in "abcde"]
     ev = EvidenceBase(rows, kappa=0.0).evidence(row_regime(rows[0]))
     assert ev.validated and ev.time_factor(BAND_QUANTILES[1]) < 1.0  # "faster" in Uncertainty.point_outside
+
+
+def test_a_gpu_far_outside_its_architectures_measured_balance_is_judged_as_its_own():
+    """Trial s28b: the H20 (148 TF, 4 TB/s: 37 FLOP per byte, against 206-295 for the measured
+    Hopper GPUs) was held at an H100 row's MFU, 40 % under its own model, and its band read as
+    validated by H100 rows. It is now an architecture of its own: no ceiling, outside the envelope."""
+    from planner.accuracy import BALANCE_SPAN, flops_per_byte, measured_balance, regime_generation
+    from planner.catalog.hardware import load_catalog
+
+    catalog = load_catalog()
+    low, _ = measured_balance()["Hopper"]
+    assert flops_per_byte(catalog.gpu("h20")) < low / BALANCE_SPAN
+    assert regime_generation(catalog.gpu("h20")) == "Hopper (h20)"
+    for gpu in ("h100-sxm", "h100-pcie", "h200-nvl", "h800", "b300", "a800-80gb-sxm"):
+        assert regime_generation(catalog.gpu(gpu)) == catalog.gpu(gpu).generation, gpu
+    training = TrainingConfig(seq_len=4096, micro_batch=4, grad_accum=1)
+    h20 = build_plan(get_preset("llama3-8b"), "h20", Layout(dp_shard=8), training, num_gpus=8, training_tokens=1e11)
+    assert h20.estimate.ceiling is None and h20.estimate.time.breakdown_s.efficiency_ceiling == 0
+    band = h20.estimate.uncertainty
+    assert not band.validated and band.regime.startswith("trainplan on Hopper (h20)")
