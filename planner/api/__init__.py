@@ -21,6 +21,7 @@ from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
     LargerBatch,
     VaryBatch,
+    batch_fix,
     chosen_dearer,
     estimate_warnings,
     fixed_cost_warnings,
@@ -30,6 +31,7 @@ from planner.api.notices import (
     larger_batch_warnings,
     left_out_warnings,
     long_job_warnings,
+    one_sequence_per_gpu_request,
     plan_commitment,
     price_warnings,
     trains_too_long,
@@ -41,7 +43,7 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
-from planner.errors import InfeasiblePlan
+from planner.errors import Constraint, InfeasiblePlan
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.idle import IdleGPUs, idle_gpus
 from planner.layout import Layout, TrainingConfig
@@ -215,7 +217,17 @@ def plan(
     over the catalog (planner.catalog.calibration.calibrate); every plan returned records it.
     Where the batch leaves fewer sequences than the plan's GPUs, the plan at one sequence per GPU
     is searched too and offered when it saves over 5 % (``LargerBatch``)."""
-    result = search(request, catalog=catalog, settings=settings, calibration=calibration)
+    try:
+        result = search(request, catalog=catalog, settings=settings, calibration=calibration)
+    except InfeasiblePlan as answer:
+        one_each = one_sequence_per_gpu_request(request) if answer.constraint is Constraint.DEADLINE else None
+        if one_each is None:
+            raise
+        try:
+            other = search(one_each, catalog=catalog, settings=settings, calibration=calibration).plan
+        except InfeasiblePlan:
+            raise answer from None
+        raise batch_fix(answer, one_each, other) from None
     larger = larger_batch_request(request, result.plan)
     if larger is None:
         return result

@@ -268,3 +268,34 @@ def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen:
         f" {offer.saving:.0%} less at --risk {offer.risk.value} ({other.num_gpus:,} x {other.gpu}, {other.layout_words})."
         " A larger batch changes the training: --global-batch-tokens sets it",
     )
+
+
+def one_sequence_per_gpu_request(request: PlanRequest) -> PlanRequest | None:
+    """For a deadline the inventory misses: the request at one sequence per GPU of its largest
+    inventory count, when the batch asked for has fewer sequences than that (trial s28b:
+    DeepSeek-V3 at the default 4M tokens, 1,024 sequences on 2,048 H800, 'needs' 7,168 GPUs; at
+    its own 63M-token batch 2,048 do it). None without an inventory, or with --vary-batch."""
+    counts = [n for n in (request.gpus or {}).values() if n is not None]
+    seq_len = int(request.seq_len or 0)
+    if request.vary_batch or not counts or not seq_len:
+        return None
+    if requested_batch_tokens(request) // seq_len >= max(counts):
+        return None
+    return request.model_copy(update={"global_batch_tokens": max(counts) * seq_len, "top_k": 0, "per_gpu": False})
+
+
+def batch_fix(answer: InfeasiblePlan, larger: PlanRequest, other: Plan) -> InfeasiblePlan:
+    """``answer`` with the larger batch at which ``other`` (its plan) meets the deadline."""
+    band = other.estimate.uncertainty
+    hours = other.estimate.time_to_train_h or 0.0
+    at_risk = (
+        hours
+        if band is None or band.time_to_train_h_at_risk is None
+        else band.time_to_train_h_at_risk[larger.risk.value]
+    )
+    words = (
+        f"; or a batch of one sequence per GPU, --global-batch-tokens {larger.global_batch_tokens}, at which"
+        f" {other.num_gpus:,} x {other.gpu} finish in {duration_words(at_risk * SECONDS_PER_HOUR)} at {larger.risk.value}"
+        " (a larger batch changes the training)"
+    )
+    return answer.but(fix=answer.fix + words)

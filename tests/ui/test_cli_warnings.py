@@ -147,3 +147,19 @@ def test_plan_offers_one_sequence_per_gpu_where_tp_and_pp_split_the_batch(capsys
     for more in (["--global-batch-tokens", "8388608"], ["--vary-batch"]):
         assert main([*args, *more, "--top", "0", "--json"]) == 0
         assert not any(w.startswith("the batch asked for") for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_a_missed_deadline_names_the_batch_at_which_the_inventory_meets_it(capsys):
+    """Trial s28b: DeepSeek-V3 at the default 4M-token batch (1,024 sequences) missed 90 days on
+    2,048 H800 and the fix said 7,168 GPUs; at its own batch 2,048 do it. A deadline the inventory
+    misses with fewer sequences than GPUs is searched again at one sequence per GPU."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=2048", "--objective", "time"]
+    assert main([*args, "--deadline-days", "17", "--json"]) == 0
+    fix = json.loads(capsys.readouterr().out)["fix"]
+    assert (
+        "or a batch of one sequence per GPU, --global-batch-tokens 8388608, at which 2,048 x h100-sxm finish in" in fix
+    )
+    assert fix.endswith("at p80 (a larger batch changes the training)")
+    small = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=256", "--deadline-days", "17"]
+    assert main([*small, "--json"]) == 0  # 512 sequences already cover 256 GPUs: nothing to offer
+    assert "one sequence per GPU" not in json.loads(capsys.readouterr().out)["fix"]
