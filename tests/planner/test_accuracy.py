@@ -207,6 +207,24 @@ def test_an_unmeasured_regimes_band_reaches_as_far_as_its_measured_neighbours():
     assert query.setting_neighbours == (measured.regime,)  # the envelope says whose end it shows
 
 
+def test_a_family_that_never_measured_moe_reads_the_moe_rows_of_another():
+    """Trial s28b: a MoE plan on trainplan's stack read its band from dense FSDP rows (0 % here)
+    two away, not from the MoE rows of the Megatron stacks (-30 % here: below zero, no ceiling holds
+    them), three away; judged
+    at p80 it won on that false certainty. A feature the family never measured reads the rows that
+    did; a family that measured MoE keeps its own nearest rows."""
+    dense = [row(source=s, stack="torchtitan", error=0.0) for s in "abcde"]
+    moe = [row(source=s, error=-0.3, moe=True, tp=2) for s in "fghij"]  # megatron-core, three away
+    base = EvidenceBase([*dense, *moe], kappa=0.0)
+    query = base.evidence(Regime("trainplan", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.MOE)))
+    assert not query.validated and {r.source for r in query.rows} == set("abcde")  # its own: the dense rows
+    assert row_regime(moe[0]) in {n.regime for n in query.neighbours}
+    assert query.log_quantile(0.1) == pytest.approx(base.evidence(row_regime(moe[0])).log_quantile(0.1))
+    assert query.log_quantile(0.1) < dataclasses.replace(query, neighbours=()).log_quantile(0.1)
+    megatron = base.evidence(Regime("megatron-lm", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.MOE | F.TP)))
+    assert row_regime(dense[0]) not in {n.regime for n in megatron.neighbours}  # its family measured MoE
+
+
 def test_a_figure_outside_its_own_band_says_which_side_the_evidence_puts_the_truth():
     """Where the nearest rows all ran slower than predicted the band lies wholly above the model's
     time, where faster below; elsewhere it contains it (the flag follows the band)."""
