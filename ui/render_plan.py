@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from planner.catalog.prices import PriceBasis
 from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate, Plan
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective
@@ -83,7 +84,7 @@ def plan_json(result, calibration) -> dict:
         "feasible": True,
         **no_infeasibility(),
         "plan": estimate_json(result.plan.estimate),
-        "alternatives": [estimate_json(a.estimate) for a in result.alternatives],
+        "alternatives": [listed_json(a) for a in result.alternatives],
         "solver": result.solution.solver,
         "num_candidates": result.num_candidates,
         "num_feasible": result.solution.num_feasible,
@@ -96,7 +97,7 @@ def plan_json(result, calibration) -> dict:
         "risk": result.risk.value,
         "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
         "idle_gpus": None if result.idle is None else idle_json(result),
-        "per_gpu": None if result.per_gpu is None else [estimate_json(p.estimate) for p in result.per_gpu],
+        "per_gpu": None if result.per_gpu is None else [listed_json(p) for p in result.per_gpu],
         "per_gpu_none": None if result.per_gpu is None else unplanned_gpus(result),
         "per_gpu_binding": None if result.per_gpu is None else unplanned_binding(result),
         **plan_facts_json(result.plan),
@@ -156,10 +157,34 @@ def unplanned_gpus_line(result) -> str | None:
     return f"no plan on {named} meets the request; in brackets the constraint that rules the type out"
 
 
+def listed_json(p: Plan) -> dict:
+    """A listed plan (an alternative, another GPU type's best): its estimate and the price behind
+    its cost (trial s28b: the rows had no price, so an estimated one ranked like a listed one)."""
+    return {
+        **estimate_json(p.estimate),
+        "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
+        "price_basis": None if p.price_basis is None else p.price_basis.value,
+    }
+
+
+def price_cell(p: Plan) -> str:
+    """'5.07', or '1.32*' for a price the catalog estimates (``ESTIMATED_PRICE_NOTE``)."""
+    if p.price_per_gpu_hour_usd is None:
+        return "-"
+    return f"{p.price_per_gpu_hour_usd:.2f}" + ("*" if p.price_basis == PriceBasis.ESTIMATE else "")
+
+
+ESTIMATED_PRICE_NOTE = "* $/GPU-h: an estimate, not a median of listed on-demand offers (trainplan catalog --json)"
+
+
 def plans_table(title: str, chosen, others, risk: str) -> Table:
-    """The chosen plan (marked) and ``others``, one row each, with the columns the search weighs."""
-    table = Table(title=title, title_justify="left")
-    columns = ("#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "MFU")
+    """The chosen plan (marked) and ``others``, one row each, with the columns the search weighs;
+    a price the catalog estimates is starred, the note under the table."""
+    estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in (chosen, *others))
+    table = Table(title=title, title_justify="left", caption=ESTIMATED_PRICE_NOTE if estimated else None)
+    columns = (
+        "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",
+    )  # fmt: skip
     for col in (*columns, "mem GiB"):
         table.add_column(col)
     for rank, a in enumerate((chosen, *others)):
@@ -174,6 +199,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
             risk_figures(e, risk),
             money(e.cost_usd),
+            price_cell(a),
             f"{e.throughput.mfu:.1%}",
             f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
         )

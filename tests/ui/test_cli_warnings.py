@@ -163,3 +163,17 @@ def test_a_missed_deadline_names_the_batch_at_which_the_inventory_meets_it(capsy
     small = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=256", "--deadline-days", "17"]
     assert main([*small, "--json"]) == 0  # 512 sequences already cover 256 GPUs: nothing to offer
     assert "one sequence per GPU" not in json.loads(capsys.readouterr().out)["fix"]
+
+
+def test_listed_plans_show_their_price_and_star_an_estimated_one(capsys):
+    """Trial s28b: the --top and --per-gpu rows had no price, so an L20 ranked above an H100 on a
+    $0.55/h that is a FLOP ratio of another GPU's price, not a quote."""
+    args = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "h100-sxm=8,l20=8", "--per-gpu"]
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["gpu"]: r for r in [*data["per_gpu"], *data["alternatives"]]}
+    assert rows["l20"]["price_basis"] == "estimate" and rows["l20"]["price_per_gpu_hour_usd"] > 0
+    assert rows["h100-sxm"]["price_basis"] == "catalog"
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "$/GPU-h" in out and "0.55*" in out and "* $/GPU-h: an estimate, not a median" in out
