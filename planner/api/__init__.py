@@ -34,6 +34,7 @@ from planner.api.notices import (
     one_sequence_per_gpu_request,
     plan_commitment,
     price_warnings,
+    selective_words_warnings,
     trains_too_long,
     vary_batch_choice,
     vary_batch_warnings,
@@ -320,7 +321,8 @@ def search(
         + long_job_warnings(chosen)
         + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen)
-        + vary_batch_warnings(varied, varied_plan, chosen),
+        + vary_batch_warnings(varied, varied_plan, chosen)
+        + selective_words_warnings(chosen),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,

@@ -11,6 +11,7 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import Commitment, DearerKind, commitment, dearer_kind, dearer_than_on_demand, offers_of
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
+from planner.layout import ActivationCheckpointing
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
 from planner.request import PlanRequest, hf_experts_warning, left_out_gpus, requested_batch_tokens, solve_request
@@ -95,8 +96,22 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
     term = plan_commitment(price_kind, p)
     notes = (context, experts, dearer, None if term is None else term.words(), *long, *fixed_cost_warnings(p))
-    notes += batch_off_warnings(p)
+    notes += batch_off_warnings(p) + selective_words_warnings(p)
     return tuple(w for w in notes if w)
+
+
+def selective_words_warnings(p: Plan) -> tuple[str, ...]:
+    """Under a Megatron stack, what 'selective' checkpointing is here (trial s28b: a Megatron
+    user's --recompute-granularity selective, mapped to --ac selective, got every other block
+    recomputed, a configuration they never ran)."""
+    if p.training.activation_checkpointing != ActivationCheckpointing.SELECTIVE or not p.stack.megatron_flags:
+        return ()
+    return (
+        "activation checkpointing 'selective' is torchtitan's layer-selective kind (every other block"
+        " recomputed); Megatron's --recompute-granularity selective, which re-runs only the attention core,"
+        " is --ac none here (flash attention keeps no scores; the megatron-lm profile's unfused attention"
+        " recomputes its core)",
+    )
 
 
 # A batch this many times off the one asked for is not "nearest achievable" but another job.

@@ -348,6 +348,12 @@ class Stack(StrEnum):
         return SHARD_ZERO1 if self is Stack.MEGATRON_LM else SHARD_FSDP
 
     @property
+    def megatron_flags(self) -> bool:
+        """Whether the stack's users name recomputation with Megatron's flags
+        (``--recompute-granularity selective|full``), whose 'selective' is not trainplan's."""
+        return self in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED, Stack.MEGATRON_CORE, Stack.DEEPSEEK_V3)
+
+    @property
     def distributed_optimizer(self) -> bool:
         """Whether the stack's own recipes shard the optimizer states only (ZeRO-1): Megatron's
         distributed optimizer, the default of every NeMo / Megatron-Bridge recipe and of the

@@ -177,3 +177,15 @@ def test_listed_plans_show_their_price_and_star_an_estimated_one(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "$/GPU-h" in out and "0.55*" in out and "* $/GPU-h: an estimate, not a median" in out
+
+
+def test_selective_checkpointing_under_a_megatron_stack_says_what_it_means_here(capsys):
+    """Trial s28b: a Megatron user's --recompute-granularity selective maps to --ac none here, not
+    to --ac selective (torchtitan's every-other-block), and nothing said so."""
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--ac", "selective"]
+    assert main([*args, "--stack", "megatron-core", "--json"]) == 0
+    (words,) = [w for w in json.loads(capsys.readouterr().out)["warnings"] if "recompute-granularity" in w]
+    assert "every other block" in words and "is --ac none here" in words
+    for other in (["--stack", "torchtitan"], ["--stack", "megatron-core", "--ac", "full"]):
+        assert main([*args, *other, "--json"]) == 0
+        assert not any("recompute-granularity" in w for w in json.loads(capsys.readouterr().out)["warnings"])
