@@ -29,7 +29,10 @@ def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
     if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
         return answer
     # trial s27: "...; p50: the median)" read as a dangling phrase
-    detail = f"{answer.detail} (at risk {risk.value}, each plan's {risk.quantile:.0%} quantile; at p50, its median)"
+    detail = (
+        f"{answer.detail} (each plan judged at {risk.value}, the {risk.quantile:.0%} quantile of its band;"
+        " --risk p50 judges the median)"
+    )
     return answer.but(detail=detail)
 
 

@@ -274,11 +274,15 @@ def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> str | None:
 
 def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
     C, T = table.cost_usd, table.time_to_train_s
-    cheapest = float(C[passing].min())
+    rows = np.flatnonzero(passing)
+    row = int(rows[np.argmin(C[rows])])
+    cheapest = float(C[row])
     budget = checks.budget_usd
     assert budget is not None
-    decimals = _distinguishing_decimals(cheapest, budget)
-    scope = "the cheapest plan that meets the deadline" if checks.deadline_s else "the cheapest plan"
+    decimals = _budget_decimals(cheapest, budget)
+    # trial s28b: the answer named no plan, so "$3.2M" could not be looked up
+    which = f" ({table.num_gpus[row]} x {table.gpu_id[row]})"
+    scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
     fix = f"raise the budget to {money_short(cheapest, decimals, round_up=True)}"
     if checks.deadline_s is not None:
         within_budget = (
@@ -321,9 +325,12 @@ def _count_range(table: TableColumns, rows: np.ndarray) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _distinguishing_decimals(first: float, second: float) -> int:
-    """Fewest decimals (1-4) that print two amounts differently."""
+def _budget_decimals(cheapest: float, budget: float) -> int:
+    """Fewest decimals (1-4) that print the cheapest cost differently from the budget and the
+    same rounded up as to the nearest, so the fix's amount is the detail's (trial s28b: "costs
+    $3.2M" beside "raise the budget to $3.3M" for $3,236,521)."""
     for decimals in range(1, 5):
-        if money_short(first, decimals) != money_short(second, decimals):
+        shown = money_short(cheapest, decimals)
+        if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
             return decimals
     return 4

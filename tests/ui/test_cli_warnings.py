@@ -14,7 +14,10 @@ def test_a_budget_judged_at_p80_says_so_and_p50_does_not(capsys):
     args = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "h100-sxm=64", "--budget-usd", "5e4"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "budget:" in out and "(at risk p80, each plan's 80% quantile; at p50, its median)" in out
+    assert (
+        "budget:" in out
+        and "(each plan judged at p80, the 80% quantile of its band; --risk p50 judges the median)" in out
+    )
     assert main([*args, "--risk", "p50"]) == 0
     assert "--risk" not in capsys.readouterr().out
 
