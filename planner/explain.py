@@ -19,6 +19,7 @@ from planner.units import SECONDS_PER_MINUTE
 class NoteKind(StrEnum):
     MEMORY = "memory"  # term, value_gib, peak_gib, reserved_gib, used_fraction, usable_gib
     ACTIVATIONS_DOMINATE = "activations_dominate"
+    ACTIVATIONS_AT_ONE = "activations_at_one"  # micro-batch 1 already: no smaller one to suggest
     ACTIVATIONS_HOST_BOUND = "activations_host_bound"  # the same, the step host-bound: no smaller micro-batch
     STATES_DOMINATE = "states_dominate"
     STEP_TIME = "step_time"  # term, fraction, step_s
@@ -36,6 +37,7 @@ NOTE_TEXT: dict[NoteKind, str] = {
     "reserved {reserved_gib:.1f} GiB uses {used_fraction:.0%} of the usable {usable_gib:.1f} GiB",
     NoteKind.ACTIVATIONS_DOMINATE: "activations dominate: selective or full checkpointing, a smaller micro-batch, "
     "or tp/cp would cut them",
+    NoteKind.ACTIVATIONS_AT_ONE: "activations dominate: selective or full checkpointing or tp/cp would cut them",
     NoteKind.ACTIVATIONS_HOST_BOUND: "activations dominate: selective or full checkpointing or tp/cp would cut them"
     " (a smaller micro-batch too, but the host already binds the step)",
     NoteKind.STATES_DOMINATE: "states dominate: shard them further (fsdp over more ranks) to free memory",
@@ -105,8 +107,12 @@ def memory_notes(p: Plan) -> list[Note]:
         )
     ]
     if value == terms.activations and p.training.activation_checkpointing.value == "none":
-        # A host-bound step wants a larger micro-batch: the memory advice then leaves it out.
-        notes.append(_note(NoteKind.ACTIVATIONS_HOST_BOUND if host_bound(p) else NoteKind.ACTIVATIONS_DOMINATE))
+        # A host-bound step wants a larger micro-batch: the memory advice then leaves it out, as it
+        # does at micro-batch 1 (trial s28b: it suggested a smaller one).
+        if p.training.micro_batch == 1:
+            notes.append(_note(NoteKind.ACTIVATIONS_AT_ONE))
+        else:
+            notes.append(_note(NoteKind.ACTIVATIONS_HOST_BOUND if host_bound(p) else NoteKind.ACTIVATIONS_DOMINATE))
     if value in (terms.optimizer, terms.params, terms.grads) and p.layout.shard_group < p.layout.dp * p.layout.cp:
         notes.append(_note(NoteKind.STATES_DOMINATE))
     return notes

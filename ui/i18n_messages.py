@@ -98,6 +98,10 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "activations dominate: selective or full checkpointing, a smaller micro-batch, or tp/cp would cut them",
         "激活占主导：选择性或完全激活重计算、更小的微批或 tp/cp 都能减少它",
     ),
+    "note_activations_at_one": (
+        "activations dominate: selective or full checkpointing or tp/cp would cut them",
+        "激活占主导：选择性或完全激活重计算或 tp/cp 都能减少它",
+    ),
     "note_activations_host_bound": (
         "activations dominate: selective or full checkpointing or tp/cp would cut them (a smaller micro-batch too, "
         "but the host already binds the step)",

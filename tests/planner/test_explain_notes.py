@@ -27,3 +27,12 @@ def test_a_host_bound_step_is_not_told_to_shrink_its_micro_batch():
 def test_torch_compile_is_advised_only_where_it_is_trainplans_option_and_off():
     for kinds in (_kinds(Stack.TORCHTITAN), _kinds(Stack.MEGATRON_CORE), _kinds(Stack.TRAINPLAN, compile=True)):
         assert NoteKind.HOST_BOUND_LAUNCHES in kinds and NoteKind.HOST_BOUND not in kinds
+
+
+def test_a_micro_batch_of_one_is_not_told_to_shrink_it():
+    """Trial s28b: at micro-batch 1, explain advised 'a smaller micro-batch'."""
+    training = TrainingConfig(micro_batch=1, seq_len=8192, activation_checkpointing=ActivationCheckpointing.NONE)
+    plan = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(dp_shard=8), training, num_gpus=8)
+    notes = {note.kind: note for note in plan_notes(plan)}
+    assert NoteKind.ACTIVATIONS_AT_ONE in notes and NoteKind.ACTIVATIONS_DOMINATE not in notes
+    assert "micro-batch" not in notes[NoteKind.ACTIVATIONS_AT_ONE].text()
