@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
+from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import PriceKind
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import (
@@ -145,7 +146,8 @@ class PlanRequest(BaseModel):
         """What the request asks that works but deserves a word (context extension)."""
         assert self.seq_len is not None and self.impl is not None
         experts = hf_experts_warning(self.model, self.stack, self.impl)
-        return tuple(note for note in (context_extension_warning(self.model, self.seq_len), experts) if note)
+        notes = (context_extension_warning(self.model, self.seq_len), experts, encoder_warning(self.hf_config_path))
+        return tuple(note for note in notes if note)
 
     @property
     def hf_experts_missing(self) -> str | None:

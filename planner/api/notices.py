@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import Commitment, DearerKind, commitment, dearer_kind, dearer_than_on_demand, offers_of
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
@@ -98,8 +99,10 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
     long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
     term = plan_commitment(price_kind, p)
-    notes = (context, experts, dearer, None if term is None else term.words(), *long, *fixed_cost_warnings(p))
-    notes += batch_off_warnings(p) + selective_words_warnings(p)
+    notes: tuple[str | None, ...] = (
+        context, experts, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
+        *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
+    )  # fmt: skip
     return tuple(w for w in notes if w)
 
 

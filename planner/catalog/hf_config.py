@@ -91,6 +91,29 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
     return _model_from(cfg, default_name)
 
 
+# The sections of a multimodal config.json beside its language model, which no reader plans.
+ENCODER_SECTIONS = ("vision_config", "audio_config", "speech_config")
+
+
+def encoder_warning(path: str | Path | None) -> str | None:
+    """A word on the encoders a config.json holds beside the language model (trial s28b: Llama 4
+    Scout's and Mistral Small 3.1's vision towers were dropped without one); None for a text model,
+    a preset or an unreadable file (its reader answers for that)."""
+    if path is None:
+        return None
+    try:
+        cfg = _read_json_object(Path(path))
+    except RuleViolation:
+        return None
+    found = [key for key in ENCODER_SECTIONS if isinstance(cfg.data.get(key), dict)]
+    if not found:
+        return None
+    return (
+        f"{cfg.path.name} holds {' and '.join(found)} beside the language model; the plan is the language"
+        " model's alone (text-only training): an image or audio run adds the encoders' FLOPs and memory"
+    )
+
+
 def model_from_hf_dict(data: dict[str, Any], name: str) -> ModelSpec:
     """A config.json's content, already parsed (the presets of ``planner.catalog.models``), read
     as ``model_from_hf_config`` reads the file; ``name`` names the spec and its errors."""

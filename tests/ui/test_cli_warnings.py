@@ -192,3 +192,24 @@ def test_selective_checkpointing_under_a_megatron_stack_says_what_it_means_here(
     for other in (["--stack", "torchtitan"], ["--stack", "megatron-core", "--ac", "full"]):
         assert main([*args, *other, "--json"]) == 0
         assert not any("recompute-granularity" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_a_multimodal_config_says_its_encoders_are_not_planned(tmp_path, capsys):
+    """Trial s28b: Llama 4 Scout's and Mistral Small 3.1's vision towers were dropped without a word."""
+    text = {
+        "model_type": "mistral", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "num_hidden_layers": 4, "vocab_size": 32000, "max_position_embeddings": 4096,
+    }  # fmt: skip
+    multimodal = {"model_type": "mistral3", "text_config": text, "vision_config": {"model_type": "pixtral"}}
+    for name, config in (("mm", multimodal), ("text", text)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    for command in (
+        ["estimate", "--gpu", "h100-sxm", "--num-gpus", "1"],
+        ["plan", "--tokens", "1e9", "--gpus", "h100-sxm=8"],
+    ):
+        assert main([command[0], "--model", str(tmp_path / "mm"), *command[1:], "--json"]) == 0
+        (words,) = [w for w in json.loads(capsys.readouterr().out)["warnings"] if "vision_config" in w]
+        assert "the plan is the language model's alone (text-only training)" in words
+        assert main([command[0], "--model", str(tmp_path / "text"), *command[1:], "--json"]) == 0
+        assert not any("vision_config" in w for w in json.loads(capsys.readouterr().out)["warnings"])
