@@ -242,8 +242,9 @@ def plan(
     batch_tolerance: float = typer.Option(
         DEFAULT_BATCH_TOLERANCE,
         "--batch-tolerance",
-        help="largest relative distance of the batch from --global-batch-tokens; the plan uses the"
-        " requested batch when a layout divides it, else any within 1 % of it (else the nearest achievable)",
+        help="largest relative distance of a batch the search scores from --global-batch-tokens; the plan"
+        " itself uses the requested batch when a layout meets it, else one within 1 % of it, else the nearest"
+        " achievable (--vary-batch: any within this tolerance)",
     ),
     vary_batch: bool = typer.Option(
         False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"
