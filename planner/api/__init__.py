@@ -25,6 +25,7 @@ from planner.api.notices import (
     chosen_dearer,
     estimate_warnings,
     fixed_cost_warnings,
+    host_staged_warnings,
     judged_at_risk,
     larger_batch_offer,
     larger_batch_request,
@@ -322,7 +323,8 @@ def search(
         + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen)
         + vary_batch_warnings(varied, varied_plan, chosen)
-        + selective_words_warnings(chosen),
+        + selective_words_warnings(chosen)
+        + host_staged_warnings(chosen, catalog.gpu(chosen.gpu)),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=tie,

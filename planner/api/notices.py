@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from planner.accuracy import Risk
-from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import Commitment, DearerKind, commitment, dearer_kind, dearer_than_on_demand, offers_of
 from planner.errors import Constraint, InfeasiblePlan
@@ -96,14 +96,29 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     than the job, a job over a year or shorter than its start-up, a batch far from the request."""
     context = context_extension_warning(p.model, p.training.seq_len)
     experts = hf_experts_warning(p.model, p.stack, p.training.impl)
-    dearer = None if price is not None else dearer_than_on_demand(load_catalog().gpu(p.gpu), price_kind)
+    gpu = load_catalog().gpu(p.gpu)
+    dearer = None if price is not None else dearer_than_on_demand(gpu, price_kind)
     long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
     term = plan_commitment(price_kind, p)
     notes: tuple[str | None, ...] = (
         context, experts, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
+        *host_staged_warnings(p, gpu),
     )  # fmt: skip
     return tuple(w for w in notes if w)
+
+
+def host_staged_warnings(p: Plan, gpu: GPUSpec) -> tuple[str, ...]:
+    """A multi-GPU plan on a GPU whose peer access is staged through host memory (trial s28b: RTX
+    4090 plans were timed as if GPUs reached each other directly over PCIe)."""
+    if gpu.peer_access != "host-staged" or p.num_gpus <= 1:
+        return ()
+    return (
+        f"{gpu.id}: the driver disables GPU peer-to-peer on this card, so NCCL stages GPU-to-GPU traffic"
+        f" through host memory; the plan times it at the PCIe line rate"
+        f" ({gpu.scaleup_bandwidth_bytes_per_s / 1e9:.0f} GB/s), which such traffic does not reach, so its"
+        " communication is optimistic",
+    )
 
 
 def selective_words_warnings(p: Plan) -> tuple[str, ...]:

@@ -46,6 +46,10 @@ HBM_USABLE_FRACTION = 139.80 / 141
 GDDR_ECC_USABLE_FRACTION = 15 / 16 * (139.80 / 140.40)
 
 ScaleupKind = Literal["nvswitch", "nvlink_bridge", "infinity_fabric", "pcie", "nvlink_switch_rack"]
+# How one GPU reaches another's memory: directly (GPUDirect P2P, over NVLink or PCIe), or staged
+# through host memory where the driver disables peer access (GeForce cards: NCCL's SHM transport).
+PeerAccess = Literal["direct", "host-staged"]
+PEER_ACCESS: tuple[str, ...] = get_args(PeerAccess)
 SCALEUP_KINDS: tuple[str, ...] = get_args(ScaleupKind)
 NETWORK_KINDS = ("infiniband", "roce", "ethernet", "slingshot", "efa", "other")
 PRECISIONS = ("bf16", "fp16", "fp8", "tf32", "fp32")
@@ -86,6 +90,7 @@ class GPUSpec(BaseModel):
     # kernels by it (planner/model/attention_kernels.py sdpa_prefers_cudnn).
     compute_capability: tuple[int, int] | None = None
     scaleup_kind: ScaleupKind
+    peer_access: PeerAccess = "direct"
     scaleup_domain_size: int
     scaleup_bandwidth_bytes_per_s: float  # per GPU, per direction
     internode_bandwidth_bytes_per_s: float  # per GPU, per direction, on the default network
@@ -298,6 +303,7 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "tf32_tflops": _OPTIONAL_TFLOPS,
     "fp32_tflops": _TFLOPS,
     "scaleup_kind": _Text(SCALEUP_KINDS),
+    "peer_access": _Text(PEER_ACCESS, required=False),
     "scaleup_domain_size": _Num(0, 100_000, integer=True),
     "scaleup_gbyte_per_s": _Num(0, 100_000),
     "internode_gbit_per_s": _Num(0, 100_000),
@@ -451,6 +457,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         peak_flops_per_s={p: values[f"{p}_tflops"] * 1e12 for p in PRECISIONS if f"{p}_tflops" in values},
         compute_capability=_capability(values.get("compute_capability")),
         scaleup_kind=values["scaleup_kind"],
+        peer_access=values.get("peer_access", "direct"),
         scaleup_domain_size=values["scaleup_domain_size"],
         scaleup_bandwidth_bytes_per_s=values["scaleup_gbyte_per_s"] * 1e9,
         internode_bandwidth_bytes_per_s=values["internode_gbit_per_s"] * 1e9 / 8,

@@ -213,3 +213,22 @@ def test_a_multimodal_config_says_its_encoders_are_not_planned(tmp_path, capsys)
         assert "the plan is the language model's alone (text-only training)" in words
         assert main([command[0], "--model", str(tmp_path / "text"), *command[1:], "--json"]) == 0
         assert not any("vision_config" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+
+
+def test_a_geforce_plan_says_its_gpus_reach_each_other_through_host_memory(capsys):
+    """Trial s28b: RTX 4090 plans were timed as if GPUs reached each other directly over PCIe; the
+    driver disables peer-to-peer on GeForce cards (the catalog's peer_access)."""
+    from planner.catalog.hardware import load_catalog
+
+    assert load_catalog().gpu("rtx-4090").peer_access == "host-staged"
+    assert load_catalog().gpu("l40s").peer_access == "direct"
+    base = ["estimate", "--model", "llama3.2-1b", "--gpu", "rtx-4090", "--json"]
+    assert main([*base, "--num-gpus", "8"]) == 0
+    (words,) = [w for w in json.loads(capsys.readouterr().out)["warnings"] if "peer-to-peer" in w]
+    assert words.startswith("rtx-4090: the driver disables GPU peer-to-peer") and "(32 GB/s)" in words
+    assert main([*base, "--num-gpus", "1"]) == 0  # one GPU: no GPU-to-GPU traffic
+    assert not any("peer-to-peer" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    plan = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "rtx-4090=8", "--json"]
+    assert main(plan) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["plan"]["num_gpus"] > 1) == any("peer-to-peer" in w for w in data["warnings"])
