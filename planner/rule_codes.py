@@ -230,8 +230,9 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.PRECISION: "{gpu} does not support {precision}",
     _C.STACK_NO_CP: "{stack} has no context parallelism of the kind modelled: use --cp 1, or a stack that has it",
     _C.STACK_NO_EP: (
-        "{stack} trains Hugging Face's MoE modules, which run every expert on every rank: use --ep 1, or"
-        " --stack megatron-core for expert parallelism"
+        "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"
+        " parallelism needs its own deepspeed.moe layers): use --ep 1, or --stack megatron-core or"
+        " megatron-deepspeed for expert parallelism"
     ),
     _C.STACK_SHARDING: (
         "{stack} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {sharding})"

@@ -273,9 +273,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} 没有所建模的那种上下文并行：请用 cp 1，或选择具备它的软件栈",
     ),
     "reason_stack_no_ep": (
-        "{stack} trains Hugging Face's MoE modules, which run every expert on every rank: use ep 1, or the"
-        " megatron-core stack for expert parallelism",
-        "{stack} 训练 Hugging Face 的 MoE 模块，每个 rank 运行全部专家：请用 ep 1，或用 megatron-core 软件栈做专家并行",
+        "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"
+        " parallelism needs its own deepspeed.moe layers): use ep 1, or the megatron-core or megatron-deepspeed"
+        " stack for expert parallelism",
+        "{stack} 训练 Hugging Face 的 MoE 模块，每个 rank 运行全部专家（DeepSpeed 的专家并行需要它自己的 deepspeed.moe"
+        " 层）：请用 ep 1，或用 megatron-core 或 megatron-deepspeed 软件栈做专家并行",
     ),
     "reason_stack_sharding": (
         "{stack} shards at most the optimizer state (ZeRO-1), not {sharding}",

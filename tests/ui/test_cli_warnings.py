@@ -232,3 +232,13 @@ def test_a_geforce_plan_says_its_gpus_reach_each_other_through_host_memory(capsy
     assert main(plan) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["plan"]["num_gpus"] > 1) == any("peer-to-peer" in w for w in data["warnings"])
+
+
+def test_expert_parallelism_on_hugging_faces_modules_names_the_stacks_that_have_it(capsys):
+    """Trial s28b: the refusal under deepspeed read as if DeepSpeed had no expert parallelism and
+    named megatron-core alone, though megatron-deepspeed (DeepSpeed-MoE) estimates --ep 8."""
+    args = ["estimate", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--num-gpus", "16", "--ep", "8"]
+    assert main([*args, "--stack", "deepspeed"]) == 2
+    err = capsys.readouterr().err
+    assert "needs its own deepspeed.moe layers" in err and "--stack megatron-core or megatron-deepspeed" in err
+    assert main([*args, "--stack", "megatron-deepspeed"]) == 0
