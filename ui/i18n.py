@@ -249,6 +249,25 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若允许批大小在容差内变化，{risk} 分位下训练时间可缩短 {saving:.0%}：{gpus:,} × {gpu}，每步 {batch:,} 个"
         " token（{change:+.1%}）。",
     ),
+    "encoders_not_planned": (
+        "The model's config.json holds {sections} beside the language model; the plan is the language model's"
+        " alone (text-only training): an image or audio run adds the encoders' FLOPs and memory.",
+        "模型的 config.json 在语言模型之外还包含 {sections}；本方案只计入语言模型（纯文本训练）：图像或音频训练会增加编码器的"
+        "计算量和显存。",
+    ),
+    "selective_under_megatron": (
+        "'Selective' checkpointing here is torchtitan's layer-selective kind (every other block recomputed);"
+        " Megatron's selective recompute granularity, which re-runs only the attention core, is 'none' here.",
+        "这里的“选择性”重计算是 torchtitan 的分层选择（每隔一个块重计算）；Megatron 的 selective 重计算粒度只重跑注意力核心，"
+        "在这里对应“无”。",
+    ),
+    "host_staged": (
+        "{gpu}: the driver disables GPU peer-to-peer on this card, so GPU-to-GPU traffic goes through host memory;"
+        " the plan times it at the PCIe line rate ({gbps:.0f} GB/s), which it does not reach: its communication is"
+        " optimistic.",
+        "{gpu}：驱动在此卡上禁用了 GPU 点对点访问，GPU 之间的通信须经主机内存中转；本方案按 PCIe 线速（{gbps:.0f} GB/s）"
+        "计时，实际达不到：其通信时间偏乐观。",
+    ),
     "larger_batch_cost": (
         "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so tensor or pipeline parallelism"
         " splits each one. At {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at"

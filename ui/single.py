@@ -12,7 +12,9 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
+from planner.api.notices import host_staged, selective_under_megatron
 from planner.catalog.calibration import cpu_measured_gpus
+from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.fmt import energy, number_band, one_line
@@ -383,11 +385,20 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
     attention kernel or precision leaves out."""
     missing = request.hf_experts_missing
     dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
+    gpu, encoders = catalog().gpu(plan.gpu), encoder_sections(request.hf_config_path)
     return (
         *left_out_texts(tr, request),
         *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
         *(() if dearer is None else (dearer_text(tr, dearer),)),
         *(() if term is None else (commitment_text(tr, term),)),
+        # trial s28b: the CLI's warnings of this session, in the page's language
+        *((tr("encoders_not_planned", sections=tr.join(list(encoders))),) if encoders else ()),
+        *((tr("selective_under_megatron"),) if selective_under_megatron(plan) else ()),
+        *(
+            (tr("host_staged", gpu=gpu.id, gbps=gpu.scaleup_bandwidth_bytes_per_s / 1e9),)
+            if host_staged(plan, gpu)
+            else ()
+        ),
     )
 
 

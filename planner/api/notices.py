@@ -108,10 +108,15 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     return tuple(w for w in notes if w)
 
 
+def host_staged(p: Plan, gpu: GPUSpec) -> bool:
+    """Whether a multi-GPU plan runs on a GPU whose peer access is staged through host memory
+    (trial s28b: RTX 4090 plans were timed as if GPUs reached each other directly over PCIe)."""
+    return gpu.peer_access == "host-staged" and p.num_gpus > 1
+
+
 def host_staged_warnings(p: Plan, gpu: GPUSpec) -> tuple[str, ...]:
-    """A multi-GPU plan on a GPU whose peer access is staged through host memory (trial s28b: RTX
-    4090 plans were timed as if GPUs reached each other directly over PCIe)."""
-    if gpu.peer_access != "host-staged" or p.num_gpus <= 1:
+    """The CLI's words of ``host_staged``."""
+    if not host_staged(p, gpu):
         return ()
     return (
         f"{gpu.id}: the driver disables GPU peer-to-peer on this card, so NCCL stages GPU-to-GPU traffic"
@@ -121,11 +126,16 @@ def host_staged_warnings(p: Plan, gpu: GPUSpec) -> tuple[str, ...]:
     )
 
 
+def selective_under_megatron(p: Plan) -> bool:
+    """Whether a Megatron stack's plan checkpoints 'selective' (trial s28b: a Megatron user's
+    --recompute-granularity selective, mapped to --ac selective, got every other block recomputed,
+    a configuration they never ran)."""
+    return p.training.activation_checkpointing == ActivationCheckpointing.SELECTIVE and p.stack.megatron_flags
+
+
 def selective_words_warnings(p: Plan) -> tuple[str, ...]:
-    """Under a Megatron stack, what 'selective' checkpointing is here (trial s28b: a Megatron
-    user's --recompute-granularity selective, mapped to --ac selective, got every other block
-    recomputed, a configuration they never ran)."""
-    if p.training.activation_checkpointing != ActivationCheckpointing.SELECTIVE or not p.stack.megatron_flags:
+    """The CLI's words of ``selective_under_megatron``."""
+    if not selective_under_megatron(p):
         return ()
     return (
         "activation checkpointing 'selective' is torchtitan's layer-selective kind (every other block"

@@ -95,21 +95,27 @@ def model_from_hf_config(path: str | Path) -> ModelSpec:
 ENCODER_SECTIONS = ("vision_config", "audio_config", "speech_config")
 
 
-def encoder_warning(path: str | Path | None) -> str | None:
-    """A word on the encoders a config.json holds beside the language model (trial s28b: Llama 4
-    Scout's and Mistral Small 3.1's vision towers were dropped without one); None for a text model,
-    a preset or an unreadable file (its reader answers for that)."""
+def encoder_sections(path: str | Path | None) -> tuple[str, ...]:
+    """The encoder sections a config.json holds beside the language model (``ENCODER_SECTIONS``),
+    which no reader plans; () for a text model, a preset or an unreadable file (its reader answers
+    for that)."""
     if path is None:
-        return None
+        return ()
     try:
         cfg = _read_json_object(Path(path))
     except RuleViolation:
-        return None
-    found = [key for key in ENCODER_SECTIONS if isinstance(cfg.data.get(key), dict)]
+        return ()
+    return tuple(key for key in ENCODER_SECTIONS if isinstance(cfg.data.get(key), dict))
+
+
+def encoder_warning(path: str | Path | None) -> str | None:
+    """A word on ``encoder_sections`` (trial s28b: Llama 4 Scout's and Mistral Small 3.1's vision
+    towers were dropped without one); None where there are none."""
+    found = encoder_sections(path)
     if not found:
         return None
     return (
-        f"{cfg.path.name} holds {' and '.join(found)} beside the language model; the plan is the language"
+        f"config.json holds {' and '.join(found)} beside the language model; the plan is the language"
         " model's alone (text-only training): an image or audio run adds the encoders' FLOPs and memory"
     )
 

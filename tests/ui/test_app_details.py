@@ -561,3 +561,34 @@ def test_price_kinds_are_named_in_the_pages_language_and_rounding_is_no_idle_cos
     assert [zh.kind(k) for k in PRICE_KINDS] == ["按需", "竞价", "一年预留", "三年预留"]
     assert [en.kind(k) for k in PRICE_KINDS] == list(PRICE_KINDS) and zh.kind("other") == "other"
     assert idle_of(1000.0, 1000.0 - 1e-9) == 0.0 and idle_of(1000.0, 990.0) == 10.0
+
+
+def test_the_card_says_this_sessions_plan_warnings_in_both_languages(tmp_path):
+    """Trial s28b's warnings (encoders not planned, Megatron's 'selective', GeForce peer access),
+    which the CLI prints, on the card in the page's language."""
+    from planner.layout import ActivationCheckpointing
+    from planner.model.stacks import Stack
+    from ui.single import request_texts
+
+    text = {
+        "model_type": "mistral", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "num_hidden_layers": 4, "vocab_size": 32000, "max_position_embeddings": 4096,
+    }  # fmt: skip
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "mistral3", "text_config": text, "vision_config": {}})
+    )
+    model = get_preset("llama3.2-1b")
+    selective = TrainingConfig(seq_len=2048, activation_checkpointing=ActivationCheckpointing.SELECTIVE)
+    cases = {
+        "vision_config": (request_for(model, hf_config_path=str(tmp_path / "config.json")), "h100-sxm", Stack.TRAINPLAN, TrainingConfig(seq_len=2048)),
+        "Megatron": (request_for(model, stack="megatron-core"), "h100-sxm", Stack.MEGATRON_CORE, selective),
+        "rtx-4090": (request_for(model), "rtx-4090", Stack.TRAINPLAN, TrainingConfig(seq_len=2048)),
+    }  # fmt: skip
+    for word, (request, gpu, stack, training) in cases.items():
+        plan = build_plan(model, gpu, Layout(dp_shard=8), training, num_gpus=8, stack=stack)
+        english = [t for t in request_texts(EN, request, plan) if word in t]
+        assert len(english) == 1, (word, request_texts(EN, request, plan))
+        chinese = request_texts(ZH, request, plan)
+        assert len(chinese) == len(request_texts(EN, request, plan)) and not any(english_sentences(t) for t in chinese)
+    quiet = build_plan(model, "h100-sxm", Layout(dp_shard=8), TrainingConfig(seq_len=2048), num_gpus=8)
+    assert request_texts(EN, request_for(model), quiet) == ()
