@@ -10,7 +10,7 @@ from rich.table import Table
 
 from planner.api.portfolio import JobFigures, job_figures
 from planner.fmt import money, money_band, number_band
-from planner.units import SECONDS_PER_DAY
+from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import emit_json, no_infeasibility, out, warn
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
@@ -33,6 +33,13 @@ def envelope_word(figures: JobFigures) -> str:
     return "-" if figures.validated is None else ("validated" if figures.validated else "outside")
 
 
+def usd_per_gpu_hour(a) -> float | None:
+    """The rate behind a job's cost: its cost over its GPU-hours (the owned rate, or rent with any
+    whole-node rounding; trial s27d: the table said which basis, not what rate). None: no time."""
+    hours = a.num_gpus * (a.end_s - a.start_s) / SECONDS_PER_HOUR
+    return a.cost_usd / hours if hours > 0 else None
+
+
 def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
     """One job's JSON: where and when it runs, its days at its risk and its cost (at the owned rate,
     or rent for a rented type: ``held``, the owned types), with bands."""
@@ -51,6 +58,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
         days_band=figures.days_band,
         cost_usd=a.cost_usd,
         cost_basis=cost_basis(a.gpu_id, held),
+        usd_per_gpu_hour=usd_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,
         envelope=figures.envelope,
@@ -91,7 +99,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",
         title_justify="left",
     )
-    for col in ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "cost", "basis", "envelope"):
+    for col in ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "cost", "$/GPU-h", "basis", "envelope"):
         table.add_column(col)
     for r, f in zip(rows, figures, strict=True):
         table.add_row(
@@ -103,6 +111,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             day_words(r["end_days"], solution.makespan_s),
             number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
             money_band(f.owned_cost_usd, f.owned_cost_band),
+            "-" if r["usd_per_gpu_hour"] is None else f"{r['usd_per_gpu_hour']:.2f}",
             r["cost_basis"],
             envelope_word(f),
         )

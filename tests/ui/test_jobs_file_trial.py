@@ -208,3 +208,14 @@ def test_portfolio_emits_its_jobs_with_the_k8s_image_and_claim(tmp_path, capsys)
     assert "give --emit DIR too" in capsys.readouterr().err
     assert main(["portfolio", jobs, "--emit", str(tmp_path / "bad"), "--k8s-pvc", "Team_Jobs"]) == 2
     assert "--k8s-pvc 'Team_Jobs'" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_the_portfolio_table_shows_the_rate_behind_each_cost(tmp_path, capsys):
+    """Trial s27d: the table said which basis a cost is on (owned rate or rent), not what rate."""
+    base = '[inventory]\nb200 = 16\n[rent_usd_per_gpu_hour]\nb200 = 6.0\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\n'
+    jobs = _file(tmp_path, 'rented = ["b200"]\n' + base + "tokens = 1e10\n")
+    assert main(["portfolio", jobs, "--json"]) == 0
+    (job,) = json.loads(capsys.readouterr().out)["assignments"]
+    assert abs(job["usd_per_gpu_hour"] - 6.0) < 0.01  # a rented type: its rent
+    assert main(["portfolio", jobs]) == 0
+    assert "$/GPU-h" in capsys.readouterr().out
