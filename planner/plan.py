@@ -194,6 +194,16 @@ class GoodputEstimate(BaseModel):
     goodput_fraction: float  # useful time / wall time
 
 
+class RegimeWords(BaseModel):
+    """A regime as its parts (planner/accuracy/regime.py): the stack, the GPU architecture and the
+    layout features' names, lower case, so each interface words it in its own language."""
+
+    model_config = _FROZEN
+    stack: str
+    generation: str
+    features: tuple[str, ...] = ()
+
+
 class Uncertainty(BaseModel):
     """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
     (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
@@ -225,6 +235,10 @@ class Uncertainty(BaseModel):
     # Where the nearest rows all ran slower (or all faster) than predicted, the band lies wholly
     # beside the model's own figure: "slower" / "faster" says which side the truth is expected on.
     point_outside: str | None = None
+    # Outside the envelope: the measured regimes whose band reaches past this one's own at an end,
+    # so that end is theirs (planner/accuracy/bands.py ``setting_neighbours``; the app's card said
+    # nothing of them, the CLI's envelope sentence did).
+    reaches: tuple[RegimeWords, ...] = ()
 
 
 class EfficiencyCeiling(BaseModel):

@@ -343,6 +343,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "超出已验证范围：没有 {regime} 的实测数据。误差区间取自最近的 {rows} 行（平均误差 {error:.1%}），"
         "并加宽 {widened:.0%}。",
     ),
+    "envelope_reaches": (
+        "Its ends reach the band of the measured {regimes}.",
+        "其两端延伸至已实测的 {regimes} 的误差区间。",
+    ),
     "point_outside_slower": (
         "The model's figures lie outside their bands: the rows nearest this regime ran slower than predicted, even"
         " at the band's near end; expect the band, not the figure.",

@@ -17,7 +17,7 @@ from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import money_short
-from planner.plan import Estimate, Plan, Uncertainty
+from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
@@ -57,18 +57,28 @@ def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
 
 def regime_text(tr: Labels, u: Uncertainty) -> str:
     """The regime in the page's language: '{stack} on {generation}, tp > 1, ...'."""
-    words = [tr("regime_words", stack=u.regime_stack, generation=u.regime_generation)]
-    return tr.join(words + [tr(f"feature_{f}") for f in u.regime_features])
+    return regime_words_text(
+        tr, RegimeWords(stack=u.regime_stack, generation=u.regime_generation, features=u.regime_features)
+    )
+
+
+def regime_words_text(tr: Labels, regime: RegimeWords) -> str:
+    words = [tr("regime_words", stack=regime.stack, generation=regime.generation)]
+    return tr.join(words + [tr(f"feature_{f}") for f in regime.features])
 
 
 def envelope_text(tr: Labels, u: Uncertainty) -> str:
-    """Whether the plan lies inside what was measured, and what its band rests on."""
+    """Whether the plan lies inside what was measured, what its band rests on, and the measured
+    regimes whose band ends it shows (review s27: the card left them out)."""
     if u.validated:
         sources = tr.join(u.sources)
         return tr(
             "envelope_validated", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources, error=u.mean_abs_error
         )
-    return tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
+    text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
+    if u.reaches:
+        text += " " + tr("envelope_reaches", regimes="; ".join(regime_words_text(tr, r) for r in u.reaches))
+    return text
 
 
 def ceiling_text(tr: Labels, e: Estimate) -> str | None:

@@ -28,7 +28,7 @@ from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
 from planner.model.rowwise import once_per_table
-from planner.plan import EfficiencyCeiling, Estimate, Uncertainty
+from planner.plan import EfficiencyCeiling, Estimate, RegimeWords, Uncertainty
 
 
 class Risk(StrEnum):
@@ -215,6 +215,11 @@ def envelope_words(ev: Evidence) -> str:
     )
 
 
+def feature_names(bits: int) -> tuple[str, ...]:
+    """The ``Feature`` names of a regime's bits, lower case (the app's ``feature_*`` labels)."""
+    return tuple(str(f.name).lower() for f in Feature if bits & f)
+
+
 def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
     """The 80 % band of every predicted figure and the time to train at each risk quantile."""
     ev = shipped_base().evidence(regime)
@@ -236,7 +241,7 @@ def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
         regime=regime.describe(),
         regime_stack=regime.stack,
         regime_generation=regime.generation,
-        regime_features=tuple(str(f.name).lower() for f in Feature if regime.features & f),
+        regime_features=feature_names(regime.features),
         rows=len(ev.rows),
         exact_rows=ev.exact_rows,
         sources=ev.sources,
@@ -244,6 +249,10 @@ def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
         widened_by=ev.widened_by,
         envelope=envelope_words(ev),
         point_outside=outside,
+        reaches=tuple(
+            RegimeWords(stack=r.stack, generation=r.generation, features=feature_names(r.features))
+            for r in ev.setting_neighbours
+        ),
         basis=(
             f"{BAND_COVERAGE:.0%} band: 10th-90th percentile of the held-out tokens/s errors of the {len(ev.rows)}"
             " validation rows nearest this regime (docs/validation.md, 'Error bands')"

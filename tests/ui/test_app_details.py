@@ -592,3 +592,19 @@ def test_the_card_says_this_sessions_plan_warnings_in_both_languages(tmp_path):
         assert len(chinese) == len(request_texts(EN, request, plan)) and not any(english_sentences(t) for t in chinese)
     quiet = build_plan(model, "h100-sxm", Layout(dp_shard=8), TrainingConfig(seq_len=2048), num_gpus=8)
     assert request_texts(EN, request_for(model), quiet) == ()
+
+
+def test_the_card_names_the_measured_regimes_whose_band_it_shows_in_both_languages():
+    """Review s27: the CLI's envelope sentence said "it reaches the band of the measured ...", the
+    card's did not. A MoE plan on trainplan's stack reaches the Megatron MoE rows' bands (s28b)."""
+    from ui.messages import envelope_text
+
+    training = TrainingConfig(seq_len=4096, micro_batch=1)
+    plan = build_plan(get_preset("qwen3-30b-a3b"), "h100-sxm", Layout(dp_shard=16, ep=8), training, num_gpus=16)
+    u = plan.estimate.uncertainty
+    assert not u.validated and u.reaches and all("moe" in r.features for r in u.reaches)
+    english = envelope_text(EN, u)
+    assert "Its ends reach the band of the measured megatron-core on Hopper" in english
+    assert not english_sentences(envelope_text(ZH, u))
+    inside = build_plan(get_preset("llama3.2-1b"), "h100-sxm", Layout(), TrainingConfig(seq_len=2048), num_gpus=1)
+    assert "reach" not in envelope_text(EN, inside.estimate.uncertainty)
