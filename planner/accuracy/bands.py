@@ -187,10 +187,19 @@ class EvidenceBase:
         self.features = np.array([row_regime(r).features for r in self.rows], dtype=np.int64)
         self.log_errors = capped_log_errors(all_rows)[keep]
         self.source_sigma = source_sigma(self.rows, self.log_errors)
+        # Each regime's evidence, once: a plan asks for the same few regimes per GPU type many times
+        # (its table's risk factors, each listed plan's band), and outside the envelope each asks
+        # for its neighbours' too.
+        self._evidence: dict[Regime, Evidence] = {}
 
     def evidence(self, regime: Regime) -> Evidence:
         """The rows nearest ``regime``; outside the envelope, with the evidence of the measured
         regimes of the nearest rows (``Evidence.neighbours``)."""
+        if (known := self._evidence.get(regime)) is None:
+            known = self._evidence[regime] = self._evidence_of(regime)
+        return known
+
+    def _evidence_of(self, regime: Regime) -> Evidence:
         own = self._nearest_rows(regime)
         if own.validated:
             return own
