@@ -274,13 +274,20 @@ def leave_together(device_type: str) -> None:
         log.warning(f"ranks did not meet before exit ({one_line(exc)}); tearing down anyway")
 
 
+# NCCL's words for ncclRemoteError (ncclGetErrorString: "A call failed possibly due to a network
+# error or a remote process exiting prematurely"), which torch's DistBackendError carries.
+NCCL_REMOTE_ERROR = "remote process exited or there was a network error"
+
+
 def peer_lost(exc: RuntimeError) -> bool:
     """Whether a collective failed because another rank's connection went away: a network error
-    (``DistNetworkError``), or gloo's transport (torch 2.13 raises a plain RuntimeError:
+    (``DistNetworkError``), gloo's transport (torch 2.13 raises a plain RuntimeError:
     "[.../gloo/transport/tcp/pair.cc:553] Connection closed by peer ... typically caused by a
-    remote worker crashing"). Not any ``DistError``: a rank's own NCCL or CUDA fault, a watchdog
-    timeout or a rendezvous failure is not a peer's, and keeps its traceback (review s25)."""
-    return isinstance(exc, dist.DistNetworkError) or "gloo/transport/" in str(exc)
+    remote worker crashing"), or NCCL's remote error (trial s27a: on NCCL a lost peer exited 1,
+    permanent). Not any other ``DistError``: a rank's own NCCL or CUDA fault, a watchdog timeout or
+    a rendezvous failure is not a peer's, and keeps its traceback (review s25)."""
+    remote = isinstance(exc, dist.DistBackendError) and NCCL_REMOTE_ERROR in str(exc)
+    return isinstance(exc, dist.DistNetworkError) or "gloo/transport/" in str(exc) or remote
 
 
 def keep_traceback(job_dir: Path, rank: str) -> Path | str:

@@ -570,6 +570,13 @@ def test_a_collective_that_lost_its_peer_is_told_from_other_errors() -> None:
     assert not peer_lost(dist.DistBackendError("NCCL error: unhandled cuda error")) and not peer_lost(
         dist.DistStoreError("timeout")
     )
+    # trial s27a: NCCL's ncclRemoteError, as ProcessGroupNCCL words it, is a peer's
+    nccl = (
+        "NCCL error in: ProcessGroupNCCL.cpp:3345, remote process exited or there was a network error,"
+        " NCCL version 2.27.3\nncclRemoteError: A call failed possibly due to a network error or a remote"
+        " process exiting prematurely.\nLast error:\nsocketProgress: Connection closed by remote peer"
+    )
+    assert peer_lost(dist.DistBackendError(nccl)) and not peer_lost(RuntimeError(nccl.replace("remote process", "x")))
 
 
 def test_a_rank_whose_peer_died_stops_in_one_line_and_keeps_its_traceback(tmp_path: Path, monkeypatch, capsys) -> None:
