@@ -22,8 +22,8 @@ Notation (docs/validation.md, "Error bands"). A validation row ``i`` has a held-
   measured regimes adds to what they show, never takes from it (trial s27: DeepSeek-V3's own,
   measured layout, whose evidence erred by 30 %, lost at --risk p80 to a TP 2 layout nobody
   measured, whose nearest rows happened to err by 9.5 %); a feature of ``CROSS_FAMILY_FEATURES``
-  that no row of the query's stack family measured adds the measured regimes nearest the query
-  among the rows that have it (MoE on a PyTorch stack reads the Megatron MoE rows);
+  that no row of the query's stack family measured adds the rows that have it on the query's
+  architecture, pooled (MoE on a PyTorch stack reads the Megatron MoE rows);
 - measured tokens/s = predicted / (1 + e), so the ``p``-quantile of the time to train is
   ``T exp(r_p)`` and the 80 % band of tokens/s is ``[S exp(-r_0.9), S exp(-r_0.1)]``.
 
@@ -205,24 +205,38 @@ class EvidenceBase:
             return own
         nearest = own.row_distances.min()
         regimes = {row_regime(r) for r, d in zip(own.rows, own.row_distances, strict=True) if d == nearest}
-        regimes |= self._feature_regimes(regime)
         neighbours = tuple(self._nearest_rows(r) for r in sorted(regimes, key=repr))
-        return replace(own, neighbours=neighbours)
+        return replace(own, neighbours=neighbours + self._feature_evidence(regime))
 
-    def _feature_regimes(self, regime: Regime) -> set[Regime]:
+    def _feature_evidence(self, regime: Regime) -> tuple[Evidence, ...]:
         """For each of ``regime``'s ``CROSS_FAMILY_FEATURES`` that no row of its stack family
-        measured, the measured regimes nearest it among the rows that have it: what that feature
-        does to the model's error is known only from them."""
+        measured, all the rows that have it on its GPU architecture (any, where that has none),
+        pooled: what the feature does to the model's error is known only from them. Pooled, not
+        the nearest of them: those differ in layout features the query may lack, and a tp 2 plan
+        read a narrower one than the same plan without tp (trial s28c: --risk p80 then chose tp 2,
+        costing 3-7 % more, and quoted the plain layout at 2.3x its median)."""
         family = np.array([STACK_FAMILIES.get(s, s) for s in self.stacks], dtype=object) == regime.family
         d = distances(regime, self.stacks, self.generations, self.features)
-        out: set[Regime] = set()
+        out = []
         for f in CROSS_FAMILY_FEATURES:
             has = (self.features & f) > 0
             if not regime.features & f or (has & family).any() or not has.any():
                 continue
-            nearest = d[has].min()
-            out |= {row_regime(r) for r, keep in zip(self.rows, has & (d == nearest), strict=True) if keep}
-        return out
+            same = has & (self.generations == regime.generation)
+            pool = same if same.any() else has
+            stacks = ", ".join(sorted({str(s) for s in self.stacks[pool]}))
+            generation = regime.generation if same.any() else "any architecture"
+            out.append(
+                Evidence(
+                    regime=Regime(stacks, generation, int(f)),
+                    rows=tuple(r for r, keep in zip(self.rows, pool, strict=True) if keep),
+                    log_errors=self.log_errors[pool],
+                    row_distances=d[pool],
+                    kappa=self.kappa,
+                    source_sigma=self.source_sigma,
+                )
+            )
+        return tuple(out)
 
     def _nearest_rows(self, regime: Regime) -> Evidence:
         if not self.rows:
