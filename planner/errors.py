@@ -89,6 +89,7 @@ class InfeasiblePlan(Exception):
         available: float | None = None,
         more_gpus_help: bool | None = None,
         jobs: tuple[tuple[str, InfeasiblePlan], ...] = (),
+        batch_tokens: int | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -100,11 +101,19 @@ class InfeasiblePlan(Exception):
         # does), False (none up to the counts scored or probed does), None (not looked at).
         self.more_gpus_help = more_gpus_help
         self.jobs = jobs  # (job name, its own answer) of each job of a portfolio that cannot run alone
+        # A deadline answer's fix names a global batch (tokens) at which the inventory meets it.
+        self.batch_tokens = batch_tokens
 
     def but(
-        self, *, fix: str | None = None, detail: str | None = None, more_gpus_help: bool | None = None
+        self,
+        *,
+        fix: str | None = None,
+        detail: str | None = None,
+        more_gpus_help: bool | None = None,
+        batch_tokens: int | None = None,
     ) -> InfeasiblePlan:
-        """This answer with another fix or detail (or whether more GPUs help), the rest kept."""
+        """This answer with another fix or detail (or whether more GPUs help, or the batch its fix
+        names), the rest kept."""
         return InfeasiblePlan(
             self.constraint,
             detail or self.detail,
@@ -113,6 +122,7 @@ class InfeasiblePlan(Exception):
             available=self.available,
             more_gpus_help=self.more_gpus_help if more_gpus_help is None else more_gpus_help,
             jobs=self.jobs,
+            batch_tokens=self.batch_tokens if batch_tokens is None else batch_tokens,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -124,6 +134,7 @@ class InfeasiblePlan(Exception):
                 "available": self.available,
                 "more_gpus_help": self.more_gpus_help,
                 "jobs": self.jobs,
+                "batch_tokens": self.batch_tokens,
             },
         )
 

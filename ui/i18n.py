@@ -269,18 +269,18 @@ _LABELS: dict[str, tuple[str, str]] = {
         "计时，实际达不到：其通信时间偏乐观。",
     ),
     "larger_batch_cost": (
-        "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so tensor or pipeline parallelism"
-        " splits each one. At {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at"
+        "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so {split} split each one. At"
+        " {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at"
         " {risk}: {gpus:,} × {gpu}. A larger batch changes the training.",
-        "所要求的批大小只有 {sequences:,} 个序列，却有 {num_gpus:,} 块 GPU，因此每个序列须由张量或流水线并行拆分。"
+        "所要求的批大小只有 {sequences:,} 个序列，却有 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
         "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下费用可降低 {saving:.0%}：{gpus:,} × {gpu}。"
         "更大的批会改变训练本身。",
     ),
     "larger_batch_time": (
-        "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so tensor or pipeline parallelism"
-        " splits each one. At {batch:,} tokens per step (one sequence per GPU) it would take {saving:.0%} less time"
+        "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so {split} split each one. At"
+        " {batch:,} tokens per step (one sequence per GPU) it would take {saving:.0%} less time"
         " at {risk}: {gpus:,} × {gpu}. A larger batch changes the training.",
-        "所要求的批大小只有 {sequences:,} 个序列，却有 {num_gpus:,} 块 GPU，因此每个序列须由张量或流水线并行拆分。"
+        "所要求的批大小只有 {sequences:,} 个序列，却有 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
         "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下训练时间可缩短 {saving:.0%}：{gpus:,} × {gpu}。"
         "更大的批会改变训练本身。",
     ),

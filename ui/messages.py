@@ -221,6 +221,7 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
     return tr(
         "larger_batch_cost" if offer.objective == "cost" else "larger_batch_time",
         sequences=offer.sequences,
+        split=offer.split,
         num_gpus=result.plan.num_gpus,
         batch=offer.batch_tokens,
         saving=offer.saving,

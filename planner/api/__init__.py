@@ -17,22 +17,17 @@ import numpy as np
 from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.accuracy.ceiling import ceiling_regime, coarse_experts
+from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
-    LargerBatch,
     VaryBatch,
-    batch_fix,
     chosen_dearer,
     estimate_warnings,
     fixed_cost_warnings,
     host_staged_warnings,
     judged_at_risk,
-    larger_batch_offer,
-    larger_batch_request,
-    larger_batch_warnings,
     left_out_warnings,
     long_job_warnings,
-    one_sequence_per_gpu_request,
     plan_commitment,
     price_warnings,
     selective_words_warnings,
@@ -45,7 +40,7 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, knee_versus, near_tie
 from planner.idle import IdleGPUs, idle_gpus
 from planner.layout import Layout, TrainingConfig
@@ -217,31 +212,18 @@ def plan(
     """Choose GPU type, count and layout for one job. Raises InfeasiblePlan when none fits.
     ``settings`` None: the profile of ``request.stack``. ``calibration``: a calibration file merged
     over the catalog (planner.catalog.calibration.calibrate); every plan returned records it.
-    Where the batch leaves fewer sequences than the plan's GPUs, the plan at one sequence per GPU
-    is searched too and offered when it saves over 5 % (``LargerBatch``)."""
+    Where the batch asked for holds the plan back, the same GPUs at one sequence per GPU are
+    searched too (planner/api/batch_offers.py): offered beside a plan that splits its sequences
+    when that saves over 5 % (``LargerBatch``), or added to a missed deadline's fix."""
+
+    def again(other: PlanRequest, probe: bool = True) -> PlanResult:
+        return search(other, catalog=catalog, settings=settings, calibration=calibration, probe=probe)
+
     try:
-        result = search(request, catalog=catalog, settings=settings, calibration=calibration)
+        result = again(request)
     except InfeasiblePlan as answer:
-        one_each = one_sequence_per_gpu_request(request) if answer.constraint is Constraint.DEADLINE else None
-        if one_each is None:
-            raise
-        try:
-            other = search(one_each, catalog=catalog, settings=settings, calibration=calibration).plan
-        except InfeasiblePlan:
-            raise answer from None
-        raise batch_fix(answer, one_each, other) from None
-    larger = larger_batch_request(request, result.plan)
-    if larger is None:
-        return result
-    try:
-        other = search(larger, catalog=catalog, settings=settings, calibration=calibration).plan
-    except InfeasiblePlan:  # a deadline or budget the larger batch's plans miss: nothing to offer
-        return result
-    offer = larger_batch_offer(request, result.plan, other)
-    if offer is None:
-        return result
-    warnings = result.warnings + larger_batch_warnings(offer, other, result.plan)
-    return replace(result, larger_batch=offer, larger_batch_plan=other, warnings=warnings)
+        raise with_batch_fix(answer, request, again) from None
+    return with_larger_batch(result, request, again)
 
 
 def search(
@@ -250,8 +232,11 @@ def search(
     catalog: Catalog | None = None,
     settings: ModelingSettings | None = None,
     calibration: AppliedCalibration | None = None,
+    probe: bool = True,
 ) -> PlanResult:
-    """``plan`` without the larger-batch offer: one search of the request."""
+    """``plan`` without the larger-batch offers: one search of the request. ``probe`` False: an
+    infeasible request is answered from its table alone, without probing the counts past it (the
+    offers' own searches, which keep only a feasible answer)."""
     settings = request_settings(request, settings)
     started = time.perf_counter()
     base, record = calibrated(catalog, calibration)
@@ -272,6 +257,8 @@ def search(
     try:
         solution = solve_request(request, table, deadline_s, inventory)
     except InfeasiblePlan as within:
+        if not probe:
+            raise
         if limits.caps:
             answer = cap_diagnosis(within, request, catalog, gpus, limits, deadline_s, settings)
         else:

@@ -228,7 +228,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
     fix = f"allow {duration_words(fastest, round_up=True)}"
-    more_gpus_help = None
+    more_gpus_help, batch_tokens = None, None
     bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
         more_gpus_help = True
@@ -239,8 +239,9 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
             fix += f" or raise max_gpus (--max-gpus) to {table.num_gpus[row]} ({finish})"
         else:
             fix += f" or more GPUs ({finish})"
-    elif (batch_fix := _batch_bound_fix(table, checks)) is not None:
-        fix += batch_fix
+    elif (bound := _batch_bound_fix(table, checks)) is not None:
+        fix += bound[0]
+        batch_tokens = bound[1]
     elif (beyond := checks.gpu_type & ~checks.inventory).any():  # rows past the limits were scored
         probed = " (probed past the max_gpus cap)" if checks.count_caps else ""
         fix += f"; no count up to {int(table.num_gpus[beyond].max()):,} GPUs{probed} meets the deadline"
@@ -253,23 +254,28 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
         required=fastest,
         available=checks.deadline_s,
         more_gpus_help=more_gpus_help,
+        batch_tokens=batch_tokens,
     )
 
 
-def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> str | None:
+def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int] | None:
     """When only the global batch keeps more GPUs from meeting the deadline (data parallelism
-    needs at least one sequence per rank and step), the batch that would let them."""
+    needs at least one sequence per rank and step), the batch that would let them, in words, and
+    in tokens. Its time is the fastest of that batch's and count's rows (trial s28c: an arbitrary
+    row's, 46.4 h where the plan at that batch takes 42.7 h)."""
     bound = checks.gpu_type & checks.memory & checks.divisibility & ~checks.batch & checks.inventory & checks.deadline
     if not bound.any() or "batch_tokens" not in table.extra:
         return None
     rows = np.flatnonzero(bound)
-    batch = table.extra["batch_tokens"]
-    row = int(rows[np.lexsort((table.num_gpus[rows], batch[rows]))[0]])  # smallest such batch, then fewest GPUs
-    return (
+    batch, T = table.extra["batch_tokens"], table.time_to_train_s
+    # smallest such batch, then fewest GPUs, then the fastest
+    row = int(rows[np.lexsort((T[rows], table.num_gpus[rows], batch[rows]))[0]])
+    words = (
         f"; the global batch caps the GPU count: a global batch of {int(batch[row]):,} tokens "
         f"(global_batch_tokens, --global-batch-tokens) lets {table.num_gpus[row]} {table.gpu_id[row]} finish in "
-        f"{duration_words(float(table.time_to_train_s[row]))}"
+        f"{duration_words(float(T[row]))}"
     )
+    return words, int(batch[row])
 
 
 def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:

@@ -155,14 +155,21 @@ def test_plan_offers_one_sequence_per_gpu_where_tp_and_pp_split_the_batch(capsys
 def test_a_missed_deadline_names_the_batch_at_which_the_inventory_meets_it(capsys):
     """Trial s28b: DeepSeek-V3 at the default 4M-token batch (1,024 sequences) missed 90 days on
     2,048 H800 and the fix said 7,168 GPUs; at its own batch 2,048 do it. A deadline the inventory
-    misses with fewer sequences than GPUs is searched again at one sequence per GPU."""
+    misses with fewer sequences than GPUs is searched again at one sequence per GPU of it."""
+    args = ["plan", "--model", "deepseek-v3", "--tokens", "14.8e12", "--deadline-days", "90", "--stack", "deepseek-v3"]
+    assert main([*args, "--precision", "fp8", "--gpus", "h800=2048", "--json"]) == 0
+    fix = json.loads(capsys.readouterr().out)["fix"]
+    assert "or a batch of one sequence per GPU, --global-batch-tokens 8388608, at which 2,048 x h800 finish in" in fix
+    assert fix.endswith("at p80 (a larger batch changes the training)")
+
+
+def test_a_deadline_answer_names_one_batch_not_two(capsys):
+    """Review s28: where the diagnosis already names a batch ('the global batch caps the GPU
+    count: ... 4,194,304 tokens'), the one-sequence-per-GPU search added a second, 8,388,608."""
     args = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=2048", "--objective", "time"]
     assert main([*args, "--deadline-days", "17", "--json"]) == 0
     fix = json.loads(capsys.readouterr().out)["fix"]
-    assert (
-        "or a batch of one sequence per GPU, --global-batch-tokens 8388608, at which 2,048 x h100-sxm finish in" in fix
-    )
-    assert fix.endswith("at p80 (a larger batch changes the training)")
+    assert fix.count("tokens (global_batch_tokens, --global-batch-tokens)") == 1 and "one sequence per GPU" not in fix
     small = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=256", "--deadline-days", "17"]
     assert main([*small, "--json"]) == 0  # 512 sequences already cover 256 GPUs: nothing to offer
     assert "one sequence per GPU" not in json.loads(capsys.readouterr().out)["fix"]
@@ -242,3 +249,17 @@ def test_expert_parallelism_on_hugging_faces_modules_names_the_stacks_that_have_
     err = capsys.readouterr().err
     assert "needs its own deepspeed.moe layers" in err and "--stack megatron-core or megatron-deepspeed" in err
     assert main([*args, "--stack", "megatron-deepspeed"]) == 0
+
+
+def test_the_larger_batch_offer_keeps_the_chosen_gpus(capsys):
+    """Review s28: with the GPU count free (--objective time, no inventory count), the offer at one
+    sequence per GPU took twice the GPUs, still split by tp x pp, and called the saving the batch's."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "b200", "--objective", "time", "--json"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    chosen = data["plan"]
+    offers = [w for w in data["warnings"] if w.startswith("the batch asked for is")]
+    assert offers  # 512 sequences on 1,024 B200 at tp 2 x pp 2
+    for offer in offers:  # the same GPUs, one sequence each
+        assert f"({chosen['num_gpus']:,} x {chosen['gpu']}," in offer
+        assert f"at {chosen['num_gpus'] * 4096:,} tokens per step (one sequence per GPU)" in offer

@@ -1,0 +1,167 @@
+"""A larger batch, where the one asked for is what holds a plan back: fewer sequences per step than
+GPUs, so tensor, pipeline or context parallelism must split each sequence (trial s27c), or an
+inventory that misses a deadline at that batch (trial s28b). Each is searched, not assumed: the
+same request once more at one sequence per GPU, the GPU type and count held (review s28: with the
+count free, the offer at twice the batch bought twice the GPUs). An offer, never a choice: the
+batch changes the training (learning rate, critical batch size), so only --global-batch-tokens
+moves it (docs/ilp.md, "Batch").
+
+``plan`` (planner/api/__init__.py) calls ``with_larger_batch`` and ``with_batch_fix`` with its own
+one-search function, which this module does not import (it imports this one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from planner.accuracy import Risk
+from planner.errors import Constraint, InfeasiblePlan
+from planner.fmt import duration_words
+from planner.plan import Plan
+from planner.request import PlanRequest, requested_batch_tokens
+from planner.search.ilp import Objective
+from planner.units import SECONDS_PER_HOUR
+
+if TYPE_CHECKING:
+    from planner.api import PlanResult
+
+# A saving worth a word: below it, the band swamps it (as VARY_BATCH_HINT_FRACTION, notices.py).
+LARGER_BATCH_HINT_FRACTION = 0.05
+
+# ``search`` of planner/api with the caller's catalog, settings and calibration; ``probe=False``
+# answers an infeasible request from its own table, without probing counts past it.
+Search = Callable[..., "PlanResult"]
+
+
+@dataclass(frozen=True)
+class LargerBatch:
+    """What a batch of one sequence per GPU would save where the batch asked for leaves fewer
+    sequences than the chosen plan has GPUs (trial s27c: an 8B on 2,048 H100 at the default 2M
+    tokens was forced into TP 4 x PP 2 at 27.7 % MFU; at 8M tokens HSDP alone trains it ~30 %
+    sooner at p80, and nothing said so)."""
+
+    batch_tokens: int  # one sequence per GPU of the chosen plan
+    sequences: int  # the batch asked for, in sequences
+    saving: float  # 1 - its figure / the chosen plan's, at the request's risk
+    objective: Objective  # cost or time: the figure the saving is of
+    risk: Risk
+    split: str  # how the chosen plan splits each sequence: 'tp 4 x pp 2'
+
+
+def at_risk(p: Plan, objective: Objective, risk: Risk) -> float | None:
+    """The plan's cost or time to train at the risk quantile (None: no band)."""
+    band = p.estimate.uncertainty
+    if band is None:
+        return None
+    figures = band.cost_usd_at_risk if objective == Objective.COST else band.time_to_train_h_at_risk
+    return None if figures is None else figures[risk.value]
+
+
+def one_sequence_per_gpu(request: PlanRequest, gpu: str, num_gpus: int) -> PlanRequest:
+    """The request at one sequence per GPU of ``num_gpus`` x ``gpu``, on those GPUs alone."""
+    assert request.seq_len is not None
+    return request.model_copy(
+        update={
+            "global_batch_tokens": num_gpus * request.seq_len,
+            "gpus": {gpu: num_gpus},
+            "max_gpus": num_gpus,
+            "top_k": 0,
+            "per_gpu": False,
+        }
+    )
+
+
+def larger_batch_request(request: PlanRequest, chosen: Plan) -> PlanRequest | None:
+    """The request at one sequence per GPU of ``chosen`` where its batch leaves fewer sequences
+    than GPUs and the plan splits them (tp, pp or cp); None otherwise, or with --vary-batch or
+    the mix objective (no one figure to compare)."""
+    layout = chosen.layout
+    sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
+    split = layout.tp * layout.pp * layout.cp > 1
+    if request.vary_batch or request.objective == Objective.MIX or sequences >= chosen.num_gpus or not split:
+        return None
+    return one_sequence_per_gpu(request, chosen.gpu, chosen.num_gpus)
+
+
+def larger_batch_offer(request: PlanRequest, chosen: Plan, other: Plan) -> LargerBatch | None:
+    """``other`` (the plan at the larger batch) against ``chosen``, at the request's risk; None
+    when it saves no more than LARGER_BATCH_HINT_FRACTION, or splits its sequences too."""
+    objective, risk = Objective(request.objective), Risk(request.risk)
+    mine, theirs = at_risk(chosen, objective, risk), at_risk(other, objective, risk)
+    still_split = other.layout.tp * other.layout.pp * other.layout.cp > 1 and (
+        other.estimate.global_batch_tokens // other.training.seq_len < other.num_gpus
+    )
+    if mine is None or theirs is None or still_split or not 1.0 - theirs / mine > LARGER_BATCH_HINT_FRACTION:
+        return None
+    layout = chosen.layout
+    split = " x ".join(f"{axis} {n}" for axis, n in (("tp", layout.tp), ("pp", layout.pp), ("cp", layout.cp)) if n > 1)
+    sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
+    return LargerBatch(other.estimate.global_batch_tokens, sequences, 1.0 - theirs / mine, objective, risk, split)
+
+
+def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen: Plan) -> tuple[str, ...]:
+    """The CLI's line for ``offer`` (``other``: its plan)."""
+    if offer is None or other is None:
+        return ()
+    verb = "cost" if offer.objective == Objective.COST else "take"
+    return (
+        f"the batch asked for is {offer.sequences:,} sequences for {chosen.num_gpus:,} GPUs, so {offer.split} split"
+        f" each one; at {offer.batch_tokens:,} tokens per step (one sequence per GPU) the plan would {verb}"
+        f" {offer.saving:.0%} less at --risk {offer.risk.value} ({other.num_gpus:,} x {other.gpu}, {other.layout_words})."
+        " A larger batch changes the training: --global-batch-tokens sets it",
+    )
+
+
+def with_larger_batch(result: PlanResult, request: PlanRequest, search: Search) -> PlanResult:
+    """``result`` with the larger-batch offer, where there is one."""
+    larger = larger_batch_request(request, result.plan)
+    if larger is None:
+        return result
+    try:
+        other = search(larger, probe=False).plan
+    except InfeasiblePlan:  # a deadline or budget the larger batch's plans miss: nothing to offer
+        return result
+    offer = larger_batch_offer(request, result.plan, other)
+    if offer is None:
+        return result
+    warnings = result.warnings + larger_batch_warnings(offer, other, result.plan)
+    return replace(result, larger_batch=offer, larger_batch_plan=other, warnings=warnings)
+
+
+def deadline_batch_request(answer: InfeasiblePlan, request: PlanRequest) -> PlanRequest | None:
+    """For a deadline the inventory misses: the request at one sequence per GPU of its largest
+    inventory count, when the batch asked for has fewer sequences than that and the answer names
+    no batch of its own (``InfeasiblePlan.batch_tokens``: the diagnosis's batch-bound fix, review
+    s28: both at once gave two batches). None without an inventory, or with --vary-batch."""
+    if answer.constraint is not Constraint.DEADLINE or answer.batch_tokens is not None or request.vary_batch:
+        return None
+    counts = {g: n for g, n in (request.gpus or {}).items() if n is not None}
+    if not counts or request.seq_len is None:
+        return None
+    gpu = max(counts, key=lambda g: counts[g])
+    if requested_batch_tokens(request) // request.seq_len >= counts[gpu]:
+        return None
+    return one_sequence_per_gpu(request, gpu, counts[gpu])
+
+
+def with_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search: Search) -> InfeasiblePlan:
+    """``answer`` with the larger batch at which the inventory meets the deadline (trial s28b:
+    DeepSeek-V3 at the default 4M tokens, 1,024 sequences on 2,048 H800, 'needed' 7,168 GPUs; at
+    8M tokens 2,048 finish in 81 days at p80), where there is one."""
+    larger = deadline_batch_request(answer, request)
+    if larger is None:
+        return answer
+    try:
+        other = search(larger, probe=False).plan
+    except InfeasiblePlan:
+        return answer
+    hours = at_risk(other, Objective.TIME, Risk(larger.risk))
+    hours = (other.estimate.time_to_train_h if hours is None else hours) or 0.0
+    words = (
+        f"; or a batch of one sequence per GPU, --global-batch-tokens {larger.global_batch_tokens}, at which"
+        f" {other.num_gpus:,} x {other.gpu} finish in {duration_words(hours * SECONDS_PER_HOUR)} at {larger.risk.value}"
+        " (a larger batch changes the training)"
+    )
+    return answer.but(fix=answer.fix + words, batch_tokens=larger.global_batch_tokens)
