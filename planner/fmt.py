@@ -191,3 +191,14 @@ def duration_clock(seconds: float) -> str:
     seconds = int(max(0, seconds))
     hours, rest = divmod(seconds, int(SECONDS_PER_HOUR))
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+def budget_decimals(cheapest: float, budget: float) -> int:
+    """Fewest decimals (1-4) that print the cheapest cost differently from the budget and the
+    same rounded up as to the nearest, so a budget answer's fix is its detail's amount (trial s28b:
+    "costs $3.2M" beside "raise the budget to $3.3M" for $3,236,521)."""
+    for decimals in range(1, 5):
+        shown = money_short(cheapest, decimals)
+        if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
+            return decimals
+    return 4

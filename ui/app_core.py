@@ -28,6 +28,7 @@ from planner.api import PlanRequest, PlanResult, plan
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
+from planner.catalog.prices import PriceBasis
 from planner.errors import InfeasiblePlan, RuleViolation
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
@@ -58,11 +59,21 @@ class Infeasible:
     available: float | None = None
     more_gpus_help: bool | None = None  # InfeasiblePlan's: whether more GPUs meet the deadline
     jobs: tuple[tuple[str, Infeasible], ...] = ()  # InfeasiblePlan's: each job's own answer
+    batch_tokens: int | None = None  # InfeasiblePlan's: the global batch at which the deadline is met
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
         jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
-        return cls(exc.constraint.value, exc.detail, exc.fix, exc.required, exc.available, exc.more_gpus_help, jobs)
+        return cls(
+            exc.constraint.value,
+            exc.detail,
+            exc.fix,
+            exc.required,
+            exc.available,
+            exc.more_gpus_help,
+            jobs,
+            exc.batch_tokens,
+        )
 
 
 @dataclass(frozen=True)
@@ -388,6 +399,9 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
                 "time_p10_days": band[0] / HOURS_PER_DAY,
                 "time_p90_days": band[1] / HOURS_PER_DAY,
                 "cost_usd": e.cost_usd,
+                # the price behind the cost, and whether it is an estimate (review s28, as the CLI's table)
+                "price_usd_per_gpu_hour": p.price_per_gpu_hour_usd,
+                "price_estimated": p.price_basis == PriceBasis.ESTIMATE,
                 "energy_kwh": e.energy_kwh,
                 "mfu": e.throughput.mfu,
                 "tokens_per_s": e.throughput.tokens_per_s,

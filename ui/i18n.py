@@ -484,6 +484,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_time_p90_days": ("days, 80 % band to", "天数，80% 区间上限"),
     "col_cost_usd": ("cost (USD)", "费用（美元）"),
     "col_cost_usd_bought": ("cost (USD, amortised)", "费用（美元，摊销）"),
+    "col_price_usd_per_gpu_hour": ("USD per GPU-hour", "每 GPU 小时美元"),
+    "col_price_estimated": ("estimated price", "估算价格"),
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),
     "col_mfu": ("MFU", "MFU"),
     "col_tokens_per_s": ("tokens/s", "token/秒"),
@@ -498,8 +500,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_name": ("name", "名称"),
     "col_catalog": ("catalog entry", "目录型号"),
     "top_help": (
-        "The chosen plan and the next best the solver found; click a column to sort.",
-        "选定方案及求解器找到的其余较优方案；点击列名可排序。",
+        "The chosen plan and the next best the solver found; click a column to sort. An estimated price is"
+        " the catalog's estimate, not a median of listed on-demand offers.",
+        "选定方案及求解器找到的其余较优方案；点击列名可排序。估算价格是目录的估计值，而非公开按需报价的中位数。",
     ),
     # why not
     "why_not_gpu": ("Why was this GPU type not chosen?", "为什么没有选择这种 GPU？"),

@@ -16,7 +16,7 @@ from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
-from planner.fmt import money_short
+from planner.fmt import budget_decimals, money_short
 from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
@@ -137,9 +137,10 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         values.update(
             need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need))
         )
-    elif c == "budget":
-        values.update(need=money_short(need or 0.0, 1), have=money_short(have or 0.0, 1))
-        values.update(fix_usd=money_short(need or 0.0, 1, round_up=True))
+    elif c == "budget":  # one amount in the detail and the fix, as the planner's sentence (review s28)
+        decimals = budget_decimals(need or 0.0, have or 0.0)
+        values.update(need=money_short(need or 0.0, decimals), have=money_short(have or 0.0, decimals))
+        values.update(fix_usd=money_short(need or 0.0, decimals, round_up=True))
     elif c in ("memory", "inventory"):
         values.update(need=need or 0.0, have=have or 0.0)
     elif c == "shared_inventory":  # GPU-seconds, said in GPU-days
@@ -150,7 +151,10 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         key = "why_deadline_no_gpus"
     if c == "shared_inventory" and have is None:  # the GPU-time fits; the jobs do not pack
         key = "why_shared_pack"
-    return tr(key, **values) if key else plain(f"{infeasible.detail}; {infeasible.fix}")
+    if key is None:
+        return plain(f"{infeasible.detail}; {infeasible.fix}")
+    batch = "" if infeasible.batch_tokens is None else " " + tr("why_deadline_batch", batch=infeasible.batch_tokens)
+    return tr(key, **values) + batch
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")

@@ -307,6 +307,7 @@ TOP_FORMATS = {
     "time_p10_days": "%,.2f",
     "time_p90_days": "%,.2f",
     "cost_usd": "$%,.0f",  # whole dollars, like the plan card
+    "price_usd_per_gpu_hour": "$%.2f",
     "energy_kwh": "%,.0f",
     "mfu": "%.1f%%",  # one decimal, like the card (percent points: Streamlit's "percent" shows two)
     "tokens_per_s": "%,.0f",
@@ -315,7 +316,7 @@ TOP_FORMATS = {
 }
 TOP_ORDER = (  # memory next to the headline figures, so it is visible without scrolling
     "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib", "time_p10_days",
-    "time_p90_days", "mfu",
+    "time_p90_days", "price_usd_per_gpu_hour", "price_estimated", "mfu",
     "tokens_per_s", "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
 )  # fmt: skip
 

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan
-from planner.fmt import duration_words, money_short
+from planner.fmt import budget_decimals, duration_words, money_short
 
 __all__ = ["RowChecks", "binding_per_type", "diagnose"]
 
@@ -285,7 +285,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     cheapest = float(C[row])
     budget = checks.budget_usd
     assert budget is not None
-    decimals = _budget_decimals(cheapest, budget)
+    decimals = budget_decimals(cheapest, budget)
     # trial s28b: the answer named no plan, so "$3.2M" could not be looked up
     which = f" ({table.num_gpus[row]} x {table.gpu_id[row]})"
     scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
@@ -329,14 +329,3 @@ def _inventory_text(checks: RowChecks) -> str:
 def _count_range(table: TableColumns, rows: np.ndarray) -> str:
     low, high = int(table.num_gpus[rows].min()), int(table.num_gpus[rows].max())
     return str(low) if low == high else f"{low}-{high}"
-
-
-def _budget_decimals(cheapest: float, budget: float) -> int:
-    """Fewest decimals (1-4) that print the cheapest cost differently from the budget and the
-    same rounded up as to the nearest, so the fix's amount is the detail's (trial s28b: "costs
-    $3.2M" beside "raise the budget to $3.3M" for $3,236,521)."""
-    for decimals in range(1, 5):
-        shown = money_short(cheapest, decimals)
-        if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
-            return decimals
-    return 4

@@ -8,6 +8,7 @@ Expected values come from the planner and the trainer themselves (``plan``, ``bu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import re
@@ -608,3 +609,21 @@ def test_the_card_names_the_measured_regimes_whose_band_it_shows_in_both_languag
     assert not english_sentences(envelope_text(ZH, u))
     inside = build_plan(get_preset("llama3.2-1b"), "h100-sxm", Layout(), TrainingConfig(seq_len=2048), num_gpus=1)
     assert "reach" not in envelope_text(EN, inside.estimate.uncertainty)
+
+
+def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_both_languages():
+    """Review s28: the card kept "$3.2M ... raise the budget to $3.3M" after the CLI's fix, and in
+    Chinese dropped the batch at which the inventory meets a deadline."""
+    from ui.app_core import Infeasible
+    from ui.messages import infeasible_body
+
+    request = request_for(get_preset("llama3-8b"), gpus={"h800": 2048})
+    budget = Infeasible("budget", "detail", "fix", required=3_236_521.0, available=3e6)
+    english = infeasible_body(EN, budget, request)
+    assert english.count("$3.24M") == 2 and "$3.3M" not in english
+    deadline = Infeasible("deadline", "detail", "fix", required=125 * 86400.0, available=90 * 86400.0)
+    assert "tokens per step" not in infeasible_body(EN, deadline, request)
+    with_batch = dataclasses.replace(deadline, batch_tokens=8_388_608)
+    assert "a larger global batch, 8,388,608 tokens per step" in infeasible_body(EN, with_batch, request)
+    chinese = infeasible_body(ZH, with_batch, request)
+    assert "8,388,608" in chinese and not english_sentences(chinese)

@@ -195,6 +195,9 @@ def test_top_plans_table_is_formatted_like_the_card_with_memory_in_view():
     config = json.loads(at.dataframe[0].proto.columns)
     assert config[EN("col_cost_usd")]["type_config"]["format"] == "$%,.0f"
     assert config[EN("col_tokens_per_s")]["type_config"]["format"] == "%,.0f"
+    # the price behind each cost, and whether the catalog estimates it (review s28, as the CLI's table)
+    assert config[EN("col_price_usd_per_gpu_hour")]["type_config"]["format"] == "$%.2f"
+    assert EN("col_price_estimated") in columns and (shown[EN("col_price_usd_per_gpu_hour")] > 0).all()
 
 
 def test_near_tie_callout_under_the_plan_card():
