@@ -118,6 +118,9 @@ def _with_schedule(plan: Plan, schedule: PipelineSchedule) -> Layout:
         ) from None
 
 
+# A job's name: it names the job's directory, its scripts' job and, cleaned, its Kubernetes
+# resources (trainer/job.py k8s_name); portfolio jobs files are checked against it too.
+JOB_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # k8s.yaml's container image and PersistentVolumeClaim (emit --k8s-image / --k8s-pvc): an image
 # reference (registry/name:tag@digest) and a claim name (a DNS-1123 subdomain).
 DEFAULT_K8S_IMAGE = "trainplan:latest"
@@ -129,7 +132,7 @@ K8S_PVC_PATTERN = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"
 class JobSpec(BaseModel):
     model_config = _FROZEN
     schema_version: int = JOB_SCHEMA_VERSION
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    name: str = Field(pattern=JOB_NAME_PATTERN)
     plan: Plan
     run: RunSettings = RunSettings()
     # Kept in the job so that a re-emit (run --auto-replan) writes the same k8s.yaml (review s27).

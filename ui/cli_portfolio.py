@@ -6,6 +6,7 @@ like the other commands: parse, call, render.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -32,7 +33,7 @@ def portfolio(
     from planner.catalog.hardware import load_catalog
     from trainer.job import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
-    from ui.portfolio_file import past_horizon, read_jobs_file, rented_types
+    from ui.portfolio_file import check_k8s_job_names, past_horizon, read_jobs_file, rented_types
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
     if k8s and emit_dir is None:
@@ -41,6 +42,8 @@ def portfolio(
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
         raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
+    if emit_dir is not None:
+        check_k8s_job_names([job.name for job in spec.jobs], jobs_file)
     catalog = load_catalog()
     try:
         rented = rented_types(spec)
@@ -49,8 +52,6 @@ def portfolio(
     if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
         render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
                     " fleet reports the owned price at it")  # fmt: skip
-    for line in past_horizon(spec):
-        render.warn(line)
     requests = spec.requests({g: n for g, n in spec.inventory.items()})
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     try:
@@ -68,6 +69,8 @@ def portfolio(
                 **slots,
             )
     except InfeasiblePlan as exc:
+        for line in past_horizon(spec):
+            render.warn(line)
         render.infeasible(exc, as_json=as_json, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
     emitted = None
@@ -80,6 +83,8 @@ def portfolio(
             a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
             for a in solution.assignments
         }
+    # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
+    solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings))
     render.portfolio(solution, as_json=as_json, emitted=emitted)
 
 
@@ -96,9 +101,11 @@ def fleet(
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.explore import plan_fleet
     from planner.catalog.hardware import load_catalog
-    from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
+    from ui.portfolio_file import fleet_options, past_horizon, purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
+    for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
+        render.warn(line)
     catalog = load_catalog()
     prices = purchase_prices(spec, catalog)
     for gpu_id, usd in prices.items():

@@ -56,10 +56,9 @@ from planner.limits import (
 )
 from planner.search.fleet import TcoAssumptions
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
+from trainer.job_spec import JOB_NAME_PATTERN
 from ui.inputs import whole_tokens
 
-# A job's name, which names its directory (``portfolio --emit``).
-JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # The CLI's bounds (planner/limits.py) for the same fields of a jobs file: finite numbers, not booleans.
 Days = Annotated[StrictFloat, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False)]
 Usd = Annotated[StrictFloat, Field(gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)]
@@ -107,7 +106,7 @@ class JobEntry(BaseModel):
     def _dir_name(cls, value: str) -> str:
         # It names the job's directory (portfolio --emit DIR/<name>/); trial s27d: pydantic's
         # message quoted the regular expression.
-        if not JOB_NAME.fullmatch(value):
+        if not re.match(JOB_NAME_PATTERN, value):
             raise ValueError(
                 f"'{value}' is not a job name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
@@ -190,6 +189,19 @@ def past_horizon(spec: JobsFile) -> list[str]:
         " it must end within the horizon"
         for j in late
     ]
+
+
+def check_k8s_job_names(names: list[str], path: Path) -> None:
+    """Each job's Kubernetes name (trainer/job.py ``k8s_name``) is its own (trial s28c: 'Chat_8B' and
+    'chat-8b' both became the PyTorchJob chat-8b, so applying the second changed the first)."""
+    from trainer.job import k8s_name
+
+    seen: dict[str, str] = {}
+    for name in names:
+        if (other := seen.setdefault(k8s_name(name), name)) != name:
+            raise ValueError(
+                f"{path}: jobs '{other}' and '{name}' share the Kubernetes name {k8s_name(name)}; rename one"
+            )
 
 
 def read_jobs_file(path: Path) -> JobsFile:

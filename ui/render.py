@@ -71,6 +71,13 @@ def attention_words(p: Plan) -> str:
     return "" if kernel is None else f", attention {kernel}"
 
 
+def price_cell(usd_per_gpu_hour: float | None, basis: PriceBasis | None) -> str:
+    """'5.07', or '1.32*' for a price the catalog estimates (the catalog's and the plan tables')."""
+    if usd_per_gpu_hour is None:
+        return "-"
+    return f"{usd_per_gpu_hour:.2f}" + ("*" if basis == PriceBasis.ESTIMATE else "")
+
+
 def price_words(p: Plan) -> str:
     """' at $5.07/GPU-h (an estimate, not a median of listed on-demand offers)': the price behind the cost and where
     it comes from (trial s26: no cost said either)."""
@@ -296,7 +303,7 @@ def catalog(cat, *, as_json: bool) -> None:
             f"{g.scaleup_bandwidth_bytes_per_s / 1e9:.0f}",
             f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}",
             f"{g.tdp_watts:.0f}",
-            f"{g.price_per_gpu_hour_usd:.2f}" + ("*" if g.price_basis == PriceBasis.ESTIMATE else ""),
+            price_cell(g.price_per_gpu_hour_usd, g.price_basis),
         )
     out.print(table)
     networks = Table(title="Scale-out networks (--network; net Gb/s above: each GPU's default)")

@@ -20,6 +20,7 @@ from ui.render import (
     no_infeasibility,
     out,
     plan_facts_json,
+    price_cell,
     print_plan,
     warn,
     written_line,
@@ -167,14 +168,7 @@ def listed_json(p: Plan) -> dict:
     }
 
 
-def price_cell(p: Plan) -> str:
-    """'5.07', or '1.32*' for a price the catalog estimates (``ESTIMATED_PRICE_NOTE``)."""
-    if p.price_per_gpu_hour_usd is None:
-        return "-"
-    return f"{p.price_per_gpu_hour_usd:.2f}" + ("*" if p.price_basis == PriceBasis.ESTIMATE else "")
-
-
-ESTIMATED_PRICE_NOTE = "* $/GPU-h: an estimate, not a median of listed on-demand offers (trainplan catalog --json)"
+ESTIMATED_PRICE_NOTE = f"* $/GPU-h: {PriceBasis.ESTIMATE.words} (trainplan catalog --json)"
 
 
 def plans_table(title: str, chosen, others, risk: str) -> Table:
@@ -199,7 +193,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             duration_band(e.time_to_train_h, e.uncertainty and e.uncertainty.time_to_train_h),
             risk_figures(e, risk),
             money(e.cost_usd),
-            price_cell(a),
+            price_cell(a.price_per_gpu_hour_usd, a.price_basis),
             f"{e.throughput.mfu:.1%}",
             f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
         )

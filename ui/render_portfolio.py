@@ -33,9 +33,10 @@ def envelope_word(figures: JobFigures) -> str:
     return "-" if figures.validated is None else ("validated" if figures.validated else "outside")
 
 
-def usd_per_gpu_hour(a) -> float | None:
+def cost_per_gpu_hour(a) -> float | None:
     """The rate behind a job's cost: its cost over its GPU-hours (the owned rate, or rent with any
-    whole-node rounding; trial s27d: the table said which basis, not what rate). None: no time."""
+    whole-node rounding; trial s27d: the table said which basis, not what rate; review s28: not a
+    listed price, which plan's $/GPU-h is). None: no time."""
     hours = a.num_gpus * (a.end_s - a.start_s) / SECONDS_PER_HOUR
     return a.cost_usd / hours if hours > 0 else None
 
@@ -58,7 +59,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
         days_band=figures.days_band,
         cost_usd=a.cost_usd,
         cost_basis=cost_basis(a.gpu_id, held),
-        usd_per_gpu_hour=usd_per_gpu_hour(a),
+        cost_per_gpu_hour_usd=cost_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,
         envelope=figures.envelope,
@@ -93,29 +94,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
         emit_json(data)
         return
-    risks = ", ".join(sorted({f.risk.value for f in figures}))
-    table = Table(
-        title=f"portfolio on the shared inventory (days at {risks}, the search's risk quantile;"
-        f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",
-        title_justify="left",
-    )
-    for col in ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "cost", "$/GPU-h", "basis", "envelope"):
-        table.add_column(col)
-    for r, f in zip(rows, figures, strict=True):
-        table.add_row(
-            r["job"],
-            r["gpu"],
-            str(r["num_gpus"]),
-            r["layout"],
-            day_words(r["start_days"], solution.makespan_s),
-            day_words(r["end_days"], solution.makespan_s),
-            number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
-            money_band(f.owned_cost_usd, f.owned_cost_band),
-            "-" if r["usd_per_gpu_hour"] is None else f"{r['usd_per_gpu_hour']:.2f}",
-            r["cost_basis"],
-            envelope_word(f),
-        )
-    out.print(table)
+    out.print(portfolio_table(solution, rows, figures))
     out.print(
         f"jobs {money(solution.total_cost_usd)}, owned GPUs idle until the last job ends"
         f" {money(solution.idle_cost_usd)}; all done by"
@@ -130,3 +109,42 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         )
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+
+
+def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Table:
+    """One row per job: where, when, its days at its risk and its cost with bands."""
+    risks = ", ".join(sorted({f.risk.value for f in figures}))
+    table = Table(
+        title=f"portfolio on the shared inventory (days at {risks}, the search's risk quantile;"
+        f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",
+        title_justify="left",
+    )
+    for col in (
+        "job",
+        "GPU",
+        "n",
+        "layout",
+        "start",
+        "end",
+        f"days {risks}",
+        "cost",
+        "cost / GPU-h",
+        "basis",
+        "envelope",
+    ):
+        table.add_column(col)
+    for r, f in zip(rows, figures, strict=True):
+        table.add_row(
+            r["job"],
+            r["gpu"],
+            str(r["num_gpus"]),
+            r["layout"],
+            day_words(r["start_days"], solution.makespan_s),
+            day_words(r["end_days"], solution.makespan_s),
+            number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
+            money_band(f.owned_cost_usd, f.owned_cost_band),
+            "-" if r["cost_per_gpu_hour_usd"] is None else f"{r['cost_per_gpu_hour_usd']:.2f}",
+            r["cost_basis"],
+            envelope_word(f),
+        )
+    return table

@@ -52,14 +52,14 @@ DEFAULT_RISK = Risk.P80
 # A GPU whose balance of dense 16-bit FLOPs to HBM bytes lies more than this factor outside the
 # range its architecture's measured GPUs span is judged as an architecture of its own: its
 # memory-bound and communication shares differ so much that no measured row's MFU or error speaks
-# for it. A choice; today it sets apart only the H20 (37 FLOP per byte, against 153-380 for every
-# measured GPU of any architecture).
+# for it. A choice; today it sets apart only the H20 (37 FLOP per byte, against 153-312 for every
+# measured catalog GPU of any architecture).
 BALANCE_SPAN = 2.0
 
 
 def flops_per_byte(gpu: GPUSpec) -> float | None:
     """Dense 16-bit FLOPs per HBM byte (None: no 16-bit rate)."""
-    peak = gpu.peak_flops_per_s.get("bf16", gpu.peak_flops_per_s.get("fp16"))
+    peak = gpu.dense_16bit_flops_per_s
     return None if peak is None else peak / gpu.hbm_bandwidth_bytes_per_s
 
 

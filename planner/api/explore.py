@@ -106,6 +106,8 @@ def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
             "cp": c.cp[idx],
             "dp_replicate": c.dp_replicate[idx],
             "dp_shard": c.dp_shard[idx],
+            "vpp": c.vpp[idx],
+            "ep": c.ep[idx],
             "micro_batch": c.micro_batch[idx],
             "grad_accum": c.grad_accum[idx],
             "sharding": _CODE_VALUES[SHARDING_CODES][c.sharding[idx]],
@@ -122,14 +124,16 @@ def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
 
 # The enum codes' string values, to index by code; and the numeric columns a label reads.
 _CODE_VALUES = {codes: np.array([code.value for code in codes], dtype=object) for codes in (SHARDING_CODES, AC_CODES)}
-_AXES = ("dp_replicate", "dp_shard", "tp", "pp", "cp")
+# The degrees a label names when above 1: the mesh, then interleaving and experts (trial s28c: a MoE
+# job's label left out its vpp 4 and ep 4).
+_AXES = ("dp_replicate", "dp_shard", "tp", "pp", "cp", "vpp", "ep")
 _LABEL_COLUMNS = (*_AXES, "micro_batch", "grad_accum")
 
 
 def layout_labels(frame: pd.DataFrame) -> pd.Series:
     """Vectorised short description, e.g. 'fsdp dp_shard=16 tp=2 | mb 2 x 8 | ac full'."""
     label = frame["sharding"].astype(str)
-    for axis in ("dp_replicate", "dp_shard", "tp", "pp", "cp"):
+    for axis in _AXES:
         degree = frame[axis].astype(int)
         label = label + np.where(degree > 1, " " + axis + "=" + degree.astype(str), "")
     return (
@@ -157,14 +161,11 @@ def row_labels(frame: pd.DataFrame) -> list[str]:
 def plan_label(p: Plan) -> str:
     """``layout_labels`` of one plan: 'zero1 dp_shard=12 tp=2 | mb 2 x 21 | ac none'."""
     layout, training = p.layout, p.training
-    degrees = (
-        ("dp_replicate", layout.dp_replicate),
-        ("dp_shard", layout.dp_shard),
-        ("tp", layout.tp),
-        ("pp", layout.pp),
-        ("cp", layout.cp),
-    )
-    axes = "".join(f" {axis}={degree}" for axis, degree in degrees if degree > 1)
+    degrees = dict(
+        dp_replicate=layout.dp_replicate, dp_shard=layout.dp_shard, tp=layout.tp, pp=layout.pp, cp=layout.cp,
+        vpp=layout.vpp, ep=layout.ep,
+    )  # fmt: skip
+    axes = "".join(f" {axis}={degrees[axis]}" for axis in _AXES if degrees[axis] > 1)
     return (
         f"{layout.sharding.value}{axes} | mb {training.micro_batch} x {training.grad_accum}"
         f" | ac {training.activation_checkpointing.value}"

@@ -111,7 +111,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
 def host_staged(p: Plan, gpu: GPUSpec) -> bool:
     """Whether a multi-GPU plan runs on a GPU whose peer access is staged through host memory
     (trial s28b: RTX 4090 plans were timed as if GPUs reached each other directly over PCIe)."""
-    return gpu.peer_access == "host-staged" and p.num_gpus > 1
+    return gpu.peer_access == "host-staged" and p.gpus_per_node > 1  # across nodes it is the network
 
 
 def host_staged_warnings(p: Plan, gpu: GPUSpec) -> tuple[str, ...]:
@@ -130,7 +130,7 @@ def selective_under_megatron(p: Plan) -> bool:
     """Whether a Megatron stack's plan checkpoints 'selective' (trial s28b: a Megatron user's
     --recompute-granularity selective, mapped to --ac selective, got every other block recomputed,
     a configuration they never ran)."""
-    return p.training.activation_checkpointing == ActivationCheckpointing.SELECTIVE and p.stack.megatron_flags
+    return p.training.activation_checkpointing == ActivationCheckpointing.SELECTIVE and p.stack.megatron_recompute_flags
 
 
 def selective_words_warnings(p: Plan) -> tuple[str, ...]:

@@ -131,6 +131,11 @@ class GPUSpec(BaseModel):
     measured_job: MeasuredJob | None = None
 
     @property
+    def dense_16bit_flops_per_s(self) -> float | None:
+        """The dense bf16 peak, else fp16's (None: neither)."""
+        return self.peak_flops_per_s.get("bf16", self.peak_flops_per_s.get("fp16"))
+
+    @property
     def fp8_fast_accumulation(self) -> bool:
         """Whether FP8 GEMMs here have a fast-accumulation mode that trades accuracy for speed:
         Hopper's (sm90) FP8 tensor-core instructions accumulate at reduced precision unless the
@@ -400,7 +405,7 @@ def with_rates(gpu: GPUSpec, values: dict[str, float], source: str, where: str) 
     """The GPU with some achievable rates replaced (file-field units), each sourced ``source``
     (which names its provenance); checked like a catalog file's (CatalogError naming ``where``)."""
     ceilings = {
-        "bf16_tflops": gpu.peak_flops_per_s.get("bf16", gpu.peak_flops_per_s.get("fp16", 0.0)) / 1e12,
+        "bf16_tflops": (gpu.dense_16bit_flops_per_s or 0.0) / 1e12,
         "hbm_bandwidth_tbps": gpu.hbm_bandwidth_bytes_per_s / 1e12,
         **({"fp8_tflops": gpu.peak_flops_per_s["fp8"] / 1e12} if "fp8" in gpu.peak_flops_per_s else {}),
         "scaleup_gbyte_per_s": gpu.scaleup_bandwidth_bytes_per_s / 1e9,

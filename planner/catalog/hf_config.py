@@ -112,10 +112,11 @@ def encoder_warning(path: str | Path | None) -> str | None:
     """A word on ``encoder_sections`` (trial s28b: Llama 4 Scout's and Mistral Small 3.1's vision
     towers were dropped without one); None where there are none."""
     found = encoder_sections(path)
-    if not found:
+    if not found or path is None:
         return None
+    name = "config.json" if Path(path).is_dir() else Path(path).name
     return (
-        f"config.json holds {' and '.join(found)} beside the language model; the plan is the language"
+        f"{name} holds {' and '.join(found)} beside the language model; the plan is the language"
         " model's alone (text-only training): an image or audio run adds the encoders' FLOPs and memory"
     )
 

@@ -348,7 +348,7 @@ class Stack(StrEnum):
         return SHARD_ZERO1 if self is Stack.MEGATRON_LM else SHARD_FSDP
 
     @property
-    def megatron_flags(self) -> bool:
+    def megatron_recompute_flags(self) -> bool:
         """Whether the stack's users name recomputation with Megatron's flags
         (``--recompute-granularity selective|full``), whose 'selective' is not trainplan's."""
         return self in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED, Stack.MEGATRON_CORE, Stack.DEEPSEEK_V3)

@@ -188,8 +188,13 @@ def test_a_deadline_past_the_horizon_is_said(tmp_path, capsys):
     assert (
         "job 'a': deadline_days 60 is past horizon_days 30; it must end within the horizon" in capsys.readouterr().err
     )
+    assert main(["portfolio", _file(tmp_path, jobs), "--json"]) == 0  # trial s28c: in --json too
+    assert any("past horizon_days 30" in w for w in json.loads(capsys.readouterr().out)["warnings"])
     assert main(["portfolio", _file(tmp_path, jobs.replace("= 60", "= 20"))]) == 0
     assert "past horizon_days" not in capsys.readouterr().err
+    fleet = jobs.replace("[inventory]\nh100-sxm = 8\n", 'buy = ["h100-sxm"]\n')  # trial s28c: fleet said nothing
+    assert main(["fleet", _file(tmp_path, fleet)]) == 0
+    assert "deadline_days 60 is past horizon_days 30" in capsys.readouterr().err
 
 
 def test_portfolio_emits_its_jobs_with_the_k8s_image_and_claim(tmp_path, capsys):
@@ -216,6 +221,17 @@ def test_the_portfolio_table_shows_the_rate_behind_each_cost(tmp_path, capsys):
     jobs = _file(tmp_path, 'rented = ["b200"]\n' + base + "tokens = 1e10\n")
     assert main(["portfolio", jobs, "--json"]) == 0
     (job,) = json.loads(capsys.readouterr().out)["assignments"]
-    assert abs(job["usd_per_gpu_hour"] - 6.0) < 0.01  # a rented type: its rent
+    assert abs(job["cost_per_gpu_hour_usd"] - 6.0) < 0.01  # a rented type: its rent
     assert main(["portfolio", jobs]) == 0
-    assert "$/GPU-h" in capsys.readouterr().out
+    assert "cost / GPU-h" in capsys.readouterr().out
+
+
+def test_two_jobs_may_not_share_a_kubernetes_name(tmp_path, capsys):
+    """Trial s28c: 'Chat_8B' and 'chat-8b' both became the PyTorchJob chat-8b."""
+    jobs = "[inventory]\nh100-sxm = 8\n" + "".join(
+        f'[[jobs]]\nname = "{name}"\nmodel = "llama3.2-1b"\ntokens = 1e9\n' for name in ("Chat_8B", "chat-8b")
+    )
+    assert main(["portfolio", _file(tmp_path, jobs), "--emit", str(tmp_path / "out")]) == 2
+    assert "jobs 'Chat_8B' and 'chat-8b' share the Kubernetes name chat-8b; rename one" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 0  # no manifests without --emit
