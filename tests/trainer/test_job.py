@@ -672,3 +672,24 @@ def test_a_lost_peer_is_retryable_only_when_every_failed_worker_lost_one() -> No
     assert failed(lost, lost) == lost and failed(lost) == lost  # a node of a multi-node job was preempted
     assert failed(lost, 2) == 2 and failed(lost, 4, 2) == 4  # the rank's own code, lowest rank first
     assert failed(lost, 1) == failed(lost, -9) == ExitCode.FAILED  # a crash or a kill: not retried
+
+
+def test_slurms_time_advice_reads_the_bands_pessimistic_end(tmp_path: Path) -> None:
+    """Trial s28c: the script advised --time from the point estimate (78 h) where the portfolio
+    had scheduled the job at its p80 (115 h)."""
+    import re
+
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from trainer.job import p80_factor
+
+    plan = build_plan(
+        get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=16), TrainingConfig(seq_len=2048),
+        num_gpus=16, training_tokens=1e10,
+    )  # fmt: skip
+    assert p80_factor(plan) > 1.0
+    emit_job(plan, tmp_path / "job", name="p80", run=RunSettings(steps=100_000))
+    script = (tmp_path / "job" / "slurm.sbatch").read_text()
+    hours, at_p80 = map(float, re.search(r"= ([\d.]+) h of training, ([\d.]+) h at p80", script).groups())
+    assert at_p80 == pytest.approx(hours * p80_factor(plan), abs=0.01) and at_p80 > hours
