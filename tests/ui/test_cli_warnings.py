@@ -263,3 +263,12 @@ def test_the_larger_batch_offer_keeps_the_chosen_gpus(capsys):
     for offer in offers:  # the same GPUs, one sequence each
         assert f"({chosen['num_gpus']:,} x {chosen['gpu']}," in offer
         assert f"at {chosen['num_gpus'] * 4096:,} tokens per step (one sequence per GPU)" in offer
+
+
+def test_the_risk_line_names_the_median_plans_batch_where_it_differs(capsys):
+    """Trial s28c: at p50 the nearest batch that meets the deadline was +1.6 %, at p80 -1.7 %, so
+    the median's plan looked worse than the chosen one even at p50, and nothing said why."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "1e12", "--gpus", "h100-sxm=512", "--top", "0"]
+    assert main([*args, "--global-batch-tokens", "1e6", "--deadline-days", "30"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("risk p80 changed the choice")]
+    assert ") at 1,015,808 tokens/step, " in line
