@@ -113,6 +113,12 @@ def fleet(
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     requests = spec.requests({g: None for g in prices})
+    unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices))
+    if unused:  # trial s28c: an H20 quote was dropped without a word
+        render.warn(
+            f"fleet plans on the types to buy and ignores [rent_usd_per_gpu_hour] of {', '.join(unused)};"
+            " add them to buy to weigh them"
+        )
     budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
     if spec.inventory or budgeted or spec.rented:  # fleet sizes what to own: no inventory, budgets bound rent
         ignored = ["[inventory]"] if spec.inventory else []

@@ -88,7 +88,7 @@ def plan_json(result, calibration) -> dict:
     return {
         "feasible": True,
         **no_infeasibility(),
-        "plan": estimate_json(result.plan.estimate),
+        "plan": listed_json(result.plan),  # trial s28c: every plan row has its price
         "alternatives": [listed_json(a) for a in result.alternatives],
         "solver": result.solution.solver,
         "num_candidates": result.num_candidates,
@@ -100,7 +100,7 @@ def plan_json(result, calibration) -> dict:
         "near_tie": None if result.near_tie is None else near_tie_json(result),
         "knee": None if result.knee is None else knee_json(result),
         "risk": result.risk.value,
-        "median_plan": None if result.median_plan is None else estimate_json(result.median_plan.estimate),
+        "median_plan": None if result.median_plan is None else listed_json(result.median_plan),
         "idle_gpus": None if result.idle is None else idle_json(result),
         "per_gpu": None if result.per_gpu is None else [listed_json(p) for p in result.per_gpu],
         "per_gpu_none": None if result.per_gpu is None else unplanned_gpus(result),

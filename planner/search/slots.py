@@ -100,8 +100,12 @@ def job_rows(
             )
             fix += " (the horizon: horizon_days)"
         if reason.constraint is Constraint.DEADLINE and finish_by == job.deadline_s and reason.required:
-            # trial s27: "allow 79 minutes" for a field a jobs file writes in days
-            fix += f" (deadline_days = {reason.required / SECONDS_PER_DAY:.4g})"
+            # trial s27: "allow 79 minutes" for a field a jobs file writes in days; trial s28c: "= 2.583"
+            # after "allow 3 days" read as a second answer: it is the least that does, rounded up
+            least = math.ceil(reason.required / SECONDS_PER_DAY * 1000) / 1000
+            allow = f"allow {duration_words(reason.required, round_up=True)}"
+            words = f" (deadline_days = {least:g})"
+            fix = fix.replace(allow, allow + words, 1) if allow in fix else fix + words
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
             detail += " (its rent at the job's risk quantile, which a budget bounds)"

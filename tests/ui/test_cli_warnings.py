@@ -181,7 +181,8 @@ def test_listed_plans_show_their_price_and_star_an_estimated_one(capsys):
     args = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "h100-sxm=8,l20=8", "--per-gpu"]
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    rows = {r["gpu"]: r for r in [*data["per_gpu"], *data["alternatives"]]}
+    rows = {r["gpu"]: r for r in [*data["per_gpu"], *data["alternatives"], data["plan"]]}
+    assert data["plan"]["price_basis"] in ("estimate", "catalog")  # trial s28c: the chosen row too
     assert rows["l20"]["price_basis"] == "estimate" and rows["l20"]["price_per_gpu_hour_usd"] > 0
     assert rows["h100-sxm"]["price_basis"] == "catalog"
     assert main(args) == 0

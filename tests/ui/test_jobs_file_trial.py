@@ -192,9 +192,10 @@ def test_a_deadline_past_the_horizon_is_said(tmp_path, capsys):
     assert any("past horizon_days 30" in w for w in json.loads(capsys.readouterr().out)["warnings"])
     assert main(["portfolio", _file(tmp_path, jobs.replace("= 60", "= 20"))]) == 0
     assert "past horizon_days" not in capsys.readouterr().err
-    fleet = jobs.replace("[inventory]\nh100-sxm = 8\n", 'buy = ["h100-sxm"]\n')  # trial s28c: fleet said nothing
-    assert main(["fleet", _file(tmp_path, fleet)]) == 0
-    assert "deadline_days 60 is past horizon_days 30" in capsys.readouterr().err
+    fleet = jobs.replace("[inventory]\nh100-sxm = 8\n", 'buy = ["h100-sxm"]\n[rent_usd_per_gpu_hour]\nH20 = 1.1\n')
+    assert main(["fleet", _file(tmp_path, fleet)]) == 0  # trial s28c: fleet said nothing of either
+    err = capsys.readouterr().err
+    assert "deadline_days 60 is past horizon_days 30" in err and "ignores [rent_usd_per_gpu_hour] of h20" in err
 
 
 def test_portfolio_emits_its_jobs_with_the_k8s_image_and_claim(tmp_path, capsys):
@@ -235,3 +236,13 @@ def test_two_jobs_may_not_share_a_kubernetes_name(tmp_path, capsys):
     assert "jobs 'Chat_8B' and 'chat-8b' share the Kubernetes name chat-8b; rename one" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     assert main(["portfolio", _file(tmp_path, jobs)]) == 0  # no manifests without --emit
+
+
+def test_a_jobs_deadline_fix_puts_the_field_beside_the_days_it_names(tmp_path, capsys):
+    """Trial s28c: '(deadline_days = 2.583)' came after the batch clause, read as a second answer
+    disagreeing with 'allow 3 days'; it is the least that does, beside it."""
+    jobs = '[inventory]\nh100-sxm = 512\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 5e11\n'
+    jobs += "deadline_days = 2.0\nglobal_batch_tokens = 524288\n"
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"allow 3 days \(deadline_days = 2\.\d+\)[;,]", out), out
