@@ -369,7 +369,7 @@ def explain(
     as_json: bool = JSON,
 ) -> None:
     """Explain a plan: every memory and time term, and what limits it."""
-    from planner.api import restack
+    from planner.api import estimate_warnings, restack
     from planner.plan import Plan
 
     chosen = choose_calibration(calibration, no_calibration)
@@ -378,7 +378,10 @@ def explain(
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or chosen is not None:
         loaded = restack(loaded, stack or loaded.stack, calibration=applied_calibration(chosen))
-    render.explain(loaded, as_json=as_json, calibration=chosen)
+    # what estimate warns of the same plan (trial s28c: a plan saved from a multimodal config.json
+    # lost its encoder warning here)
+    warnings = estimate_warnings(loaded, None)
+    render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)
 
 
 @app.command()

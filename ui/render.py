@@ -91,6 +91,16 @@ def price_words(p: Plan) -> str:
     return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}{billed}"
 
 
+def listed_json(p: Plan) -> dict:
+    """A listed plan (an alternative, another GPU type's best): its estimate and the price behind
+    its cost (trial s28b: the rows had no price, so an estimated one ranked like a listed one)."""
+    return {
+        **estimate_json(p.estimate),
+        "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
+        "price_basis": None if p.price_basis is None else p.price_basis.value,
+    }
+
+
 def plan_facts_json(p: Plan) -> dict:
     """What a plan adds to its estimate's JSON: the stack it describes, whether emit runs it, the
     price behind its cost and where that comes from, the network and DeepSpeed's partitioned
@@ -258,15 +268,18 @@ def infeasible(exc, *, as_json: bool, calibration=None, answer_keys: tuple[str, 
     out.print(f"fix: {exc.fix}")
 
 
-def explain(p: Plan, *, as_json: bool, calibration=None) -> None:
+def explain(p: Plan, *, as_json: bool, calibration=None, warnings: tuple[str, ...] = ()) -> None:
     from planner.explain import explain_plan
 
     notes = explain_plan(p)
+    for message in warnings:  # on stderr, as estimate's
+        warn(message)
     if as_json:
         emit_json(
             {
-                "plan": estimate_json(p.estimate),
+                "plan": listed_json(p),  # as plan --json's rows
                 **plan_facts_json(p),
+                "warnings": list(warnings),
                 "notes": notes,
                 "calibration": calibration_json(calibration, p.calibration),
             }

@@ -17,6 +17,7 @@ from ui.render import (
     calibration_line,
     emit_json,
     estimate_json,
+    listed_json,
     no_infeasibility,
     out,
     plan_facts_json,
@@ -160,16 +161,6 @@ def unplanned_gpus_line(result) -> str | None:
         return None
     named = ", ".join(f"{g} ({binding[g]})" if g in binding else g for g in missing)
     return f"no plan on {named} meets the request; in brackets the constraint that rules the type out"
-
-
-def listed_json(p: Plan) -> dict:
-    """A listed plan (an alternative, another GPU type's best): its estimate and the price behind
-    its cost (trial s28b: the rows had no price, so an estimated one ranked like a listed one)."""
-    return {
-        **estimate_json(p.estimate),
-        "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
-        "price_basis": None if p.price_basis is None else p.price_basis.value,
-    }
 
 
 ESTIMATED_PRICE_NOTE = f"* $/GPU-h: {PriceBasis.ESTIMATE.words} (trainplan catalog --json)"

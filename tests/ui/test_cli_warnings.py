@@ -221,6 +221,12 @@ def test_a_multimodal_config_says_its_encoders_are_not_planned(tmp_path, capsys)
         assert "the plan is the language model's alone (text-only training)" in words
         assert main([command[0], "--model", str(tmp_path / "text"), *command[1:], "--json"]) == 0
         assert not any("vision_config" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    saved = tmp_path / "mm_plan.json"
+    estimate = ["estimate", "--model", str(tmp_path / "mm"), "--gpu", "h100-sxm", "--num-gpus", "1"]
+    assert main([*estimate, "--out", str(saved)]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(saved), "--json"]) == 0  # trial s28c: explain said nothing of it
+    assert any("vision_config" in w for w in json.loads(capsys.readouterr().out)["warnings"])
 
 
 def test_a_geforce_plan_says_its_gpus_reach_each_other_through_host_memory(capsys):
