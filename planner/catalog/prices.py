@@ -316,10 +316,14 @@ def catalog_with_price_kind(
 
     settings = settings or DEFAULT_SETTINGS
     spot, failures = settings.spot_interruptions_per_node_hour, settings.failure_rate_per_node_hour
-    for gpu_id in pinned or []:
-        gpu = catalog.gpu(gpu_id)
-        if kind != "on-demand" and not offers_of(gpu, kind):
-            priced_kind(gpu, kind, spot, failures)  # raises, naming what the GPU has
+    missing = [catalog.gpu(g) for g in pinned or [] if kind != "on-demand" and not offers_of(catalog.gpu(g), kind)]
+    if len(missing) == 1:
+        priced_kind(missing[0], kind, spot, failures)  # raises, naming what the GPU has
+    if missing:  # trial s28c: the first of several was named, then the next on the next try
+        raise ValueError(
+            f"no {kind} price for {', '.join(g.id for g in missing)} in hw_catalog/prices; give each a price"
+            " (--price, or [rent_usd_per_gpu_hour] in a jobs file), leave them out of --gpus, or add offers"
+        )
     gpus = {}
     for gpu_id, gpu in catalog.gpus.items():
         if offers_of(gpu, kind):

@@ -56,6 +56,9 @@ def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
     assert catalog_with_price_kind(CATALOG, None) is CATALOG
     with pytest.raises(ValueError, match="no spot price for l4"):
         catalog_with_price_kind(CATALOG, "spot", ["l4"])
+    # trial s28c: every named type without an offer at once, not the first of them per try
+    with pytest.raises(ValueError, match=r"no spot price for l4, h20 in hw_catalog/prices; give each a price"):
+        catalog_with_price_kind(CATALOG, "spot", ["h100-sxm", "l4", "h20"])
     with pytest.raises(ValueError, match="unknown price kind"):
         catalog_with_price_kind(CATALOG, "cheap")
     # on-demand keeps a GPU without offers at its (estimated) file price
