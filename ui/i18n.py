@@ -269,20 +269,20 @@ _LABELS: dict[str, tuple[str, str]] = {
         "计时，实际达不到：其通信时间偏乐观。",
     ),
     "larger_batch_cost": (
-        "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so {split} split each one. At"
-        " {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at"
-        " {risk}: {gpus:,} × {gpu}. A larger batch changes the training.",
-        "所要求的批大小只有 {sequences:,} 个序列，却有 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
-        "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下费用可降低 {saving:.0%}：{gpus:,} × {gpu}。"
-        "更大的批会改变训练本身。",
+        "The batch, {sequences:,} sequences, is fewer than the {num_gpus:,} GPUs, so {split} split each one. At"
+        " {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at {risk}: {figure}"
+        " against {chosen} ({gpus:,} × {gpu}). A larger batch changes the training.",
+        "批大小只有 {sequences:,} 个序列，少于 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
+        "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下费用可降低 {saving:.0%}：{figure}，"
+        "现方案为 {chosen}（{gpus:,} × {gpu}）。更大的批会改变训练本身。",
     ),
     "larger_batch_time": (
-        "The batch asked for is {sequences:,} sequences for {num_gpus:,} GPUs, so {split} split each one. At"
-        " {batch:,} tokens per step (one sequence per GPU) it would take {saving:.0%} less time"
-        " at {risk}: {gpus:,} × {gpu}. A larger batch changes the training.",
-        "所要求的批大小只有 {sequences:,} 个序列，却有 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
-        "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下训练时间可缩短 {saving:.0%}：{gpus:,} × {gpu}。"
-        "更大的批会改变训练本身。",
+        "The batch, {sequences:,} sequences, is fewer than the {num_gpus:,} GPUs, so {split} split each one. At"
+        " {batch:,} tokens per step (one sequence per GPU) it would take {saving:.0%} less time at {risk}: {figure}"
+        " against {chosen} ({gpus:,} × {gpu}). A larger batch changes the training.",
+        "批大小只有 {sequences:,} 个序列，少于 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
+        "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下训练时间可缩短 {saving:.0%}：{figure}，"
+        "现方案为 {chosen}（{gpus:,} × {gpu}）。更大的批会改变训练本身。",
     ),
     "long_job": (
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
@@ -328,6 +328,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "minutes_value": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "days_value": ("{value:,.1f} days", "{value:,.1f} 天"),
     "hours_value": ("{value:,.1f} h", "{value:,.1f} 小时"),
+    # a limit rounded up to whole units, as the CLI's fix words it (trial s28d: 19.5 beside its 20)
+    "days_up": ("{value:,.0f} days", "{value:,.0f} 天"),
+    "hours_up": ("{value:,.0f} h", "{value:,.0f} 小时"),
+    "minutes_up": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
     "card_at_risk": (
         "Judged at {risk}: {time}, {cost} (the search compares plans at this quantile of their band).",
@@ -702,6 +706,18 @@ class Labels:
     def join(self, items: Iterable[str]) -> str:
         """A list in running text: 'a, b, c'; in Chinese with the enumeration comma, 'a、b、c'."""
         return ("、" if self.lang == "zh" else ", ").join(items)
+
+    def clauses(self, items: Iterable[str]) -> str:
+        """Clauses in running text: 'a; b'; in Chinese with the full-width semicolon, 'a；b'."""
+        return ("；" if self.lang == "zh" else "; ").join(items)
+
+    def labelled(self, label: str, value: str) -> str:
+        """'label: value'; in Chinese with the full-width colon, 'label：value'."""
+        return f"{label}：{value}" if self.lang == "zh" else f"{label}: {value}"
+
+    def sentences(self, *items: str) -> str:
+        """Sentences one after another: a space between them, none in Chinese."""
+        return ("" if self.lang == "zh" else " ").join(i for i in items if i)
 
 
 # Markdown's punctuation (CommonMark escapes any ASCII punctuation with a backslash) and

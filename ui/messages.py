@@ -77,7 +77,8 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
         )
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
     if u.reaches:
-        text += " " + tr("envelope_reaches", regimes="; ".join(regime_words_text(tr, r) for r in u.reaches))
+        reaches = tr("envelope_reaches", regimes=tr.clauses(regime_words_text(tr, r) for r in u.reaches))
+        text = tr.sentences(text, reaches)
     return text
 
 
@@ -98,9 +99,10 @@ def risk_text(tr: Labels, result) -> str | None:
 
 
 def duration_up(tr: Labels, hours: float) -> str:
-    """A duration rounded up in its last shown digit: enough time, never a little short."""
+    """A duration rounded up to whole units, as the planner's fix (``duration_words(round_up=True)``):
+    enough time, never a little short, and the same figure in the card and the line under it."""
     key, value = duration_key(hours)
-    return tr(key, value=math.ceil(value * 10 - 1e-9) / 10)
+    return tr(key.replace("_value", "_up"), value=math.ceil(value - 1e-9))
 
 
 def gpu_limit(tr: Labels, request: PlanRequest) -> str:
@@ -108,11 +110,11 @@ def gpu_limit(tr: Labels, request: PlanRequest) -> str:
     caps = request.max_gpus is not None and any(
         n is None or n > request.max_gpus for n in (request.gpus or {"": None}).values()
     )
-    inventories = ", ".join(f"{g} ≤ {n:,}" for g, n in (request.gpus or {}).items() if n is not None)
+    inventories = tr.join(f"{g} ≤ {n:,}" for g, n in (request.gpus or {}).items() if n is not None)
     parts = [f"{tr('max_gpus')} = {request.max_gpus:,}"] if caps and request.max_gpus else []
     if inventories:
-        parts.append(f"{tr('gpu_inventory')}: {inventories}")
-    return "; ".join(parts) or tr("no_gpu_limit")
+        parts.append(tr.labelled(tr("gpu_inventory"), inventories))
+    return tr.clauses(parts) or tr("no_gpu_limit")
 
 
 def _hours(seconds: float | None) -> float:
@@ -153,8 +155,8 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         key = "why_shared_pack"
     if key is None:
         return plain(f"{infeasible.detail}; {infeasible.fix}")
-    batch = "" if infeasible.batch_tokens is None else " " + tr("why_deadline_batch", batch=infeasible.batch_tokens)
-    return tr(key, **values) + batch
+    batch = "" if infeasible.batch_tokens is None else tr("why_deadline_batch", batch=infeasible.batch_tokens)
+    return tr.sentences(tr(key, **values), batch)
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")
@@ -222,8 +224,15 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
     offer, other = result.larger_batch, result.larger_batch_plan
     if offer is None or other is None:
         return None
+    cost = offer.objective == "cost"
+
+    def shown(value: float) -> str:  # USD, or hours of training
+        return money(value) if cost else duration(tr, value)
+
     return tr(
-        "larger_batch_cost" if offer.objective == "cost" else "larger_batch_time",
+        "larger_batch_cost" if cost else "larger_batch_time",
+        figure=shown(offer.figure),
+        chosen=shown(offer.chosen_figure),
         sequences=offer.sequences,
         split=offer.split,
         num_gpus=result.plan.num_gpus,

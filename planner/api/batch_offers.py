@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from planner.accuracy import Risk
 from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import duration_words
+from planner.fmt import duration_words, money
 from planner.plan import Plan
 from planner.request import PlanRequest, requested_batch_tokens
 from planner.search.ilp import Objective
@@ -43,11 +43,13 @@ class LargerBatch:
     sooner at p80, and nothing said so)."""
 
     batch_tokens: int  # one sequence per GPU of the chosen plan
-    sequences: int  # the batch asked for, in sequences
+    sequences: int  # the batch asked for (or the default), in sequences
     saving: float  # 1 - its figure / the chosen plan's, at the request's risk
     objective: Objective  # cost or time: the figure the saving is of
     risk: Risk
     split: str  # how the chosen plan splits each sequence: 'tp 4 x pp 2'
+    figure: float  # its cost (USD) or time to train (hours) at the risk
+    chosen_figure: float  # the chosen plan's
 
 
 def at_risk(p: Plan, objective: Objective, risk: Risk) -> float | None:
@@ -98,19 +100,28 @@ def larger_batch_offer(request: PlanRequest, chosen: Plan, other: Plan) -> Large
     layout = chosen.layout
     split = " x ".join(f"{axis} {n}" for axis, n in (("tp", layout.tp), ("pp", layout.pp), ("cp", layout.cp)) if n > 1)
     sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
-    return LargerBatch(other.estimate.global_batch_tokens, sequences, 1.0 - theirs / mine, objective, risk, split)
+    return LargerBatch(
+        other.estimate.global_batch_tokens, sequences, 1.0 - theirs / mine, objective, risk, split, theirs, mine
+    )
 
 
 def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen: Plan) -> tuple[str, ...]:
     """The CLI's line for ``offer`` (``other``: its plan)."""
     if offer is None or other is None:
         return ()
-    verb = "cost" if offer.objective == Objective.COST else "take"
+    cost = offer.objective == Objective.COST
+    verb = "cost" if cost else "take"
+    figures = (
+        f"{money(offer.figure)} against {money(offer.chosen_figure)}"
+        if cost
+        else f"{duration_words(offer.figure * SECONDS_PER_HOUR)} against {duration_words(offer.chosen_figure * SECONDS_PER_HOUR)}"
+    )
+    # trial s28d: "asked for" where the batch was the default, and a saving without its figures
     return (
-        f"the batch asked for is {offer.sequences:,} sequences for {chosen.num_gpus:,} GPUs, so {offer.split} split"
+        f"the batch, {offer.sequences:,} sequences, is fewer than the {chosen.num_gpus:,} GPUs, so {offer.split} split"
         f" each one; at {offer.batch_tokens:,} tokens per step (one sequence per GPU) the plan would {verb}"
-        f" {offer.saving:.0%} less at --risk {offer.risk.value} ({other.num_gpus:,} x {other.gpu}, {other.layout_words})."
-        " A larger batch changes the training: --global-batch-tokens sets it",
+        f" {offer.saving:.0%} less at --risk {offer.risk.value}: {figures} ({other.num_gpus:,} x {other.gpu},"
+        f" {other.layout_words}). A larger batch changes the training: --global-batch-tokens sets it",
     )
 
 

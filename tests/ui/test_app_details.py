@@ -483,7 +483,8 @@ def test_the_card_offers_one_sequence_per_gpu_in_both_languages():
     offer = result.larger_batch
     assert offer is not None and offer.saving > 0.05 and result.larger_batch_plan is not None
     english = larger_batch_text(EN, result)
-    assert "512 sequences for 2,048 GPUs" in english and "8,388,608 tokens" in english and "p80" in english
+    assert "512 sequences, is fewer than the 2,048 GPUs" in english and "8,388,608 tokens" in english
+    assert "p80" in english and " days against " in english  # trial s28d: the figures behind the saving
     chinese = larger_batch_text(ZH, result)
     assert "8,388,608" in chinese and not english_sentences(chinese)
 
@@ -627,3 +628,8 @@ def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_
     assert "a larger global batch, 8,388,608 tokens per step" in infeasible_body(EN, with_batch, request)
     chinese = infeasible_body(ZH, with_batch, request)
     assert "8,388,608" in chinese and not english_sentences(chinese)
+    # trial s28d: the card said 'allow 19.5 days' where the line under it said 20; Chinese text
+    # had an ASCII colon and a space between sentences
+    late = dataclasses.replace(deadline, required=19.5 * 86400.0)
+    assert "allow 20 days" in infeasible_body(EN, late, request)
+    assert "：h800" in chinese and "。 " not in chinese and ": " not in chinese

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from ui.cli import main
 
 
@@ -141,15 +143,18 @@ def test_plan_offers_one_sequence_per_gpu_where_tp_and_pp_split_the_batch(capsys
     args = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=2048", "--objective", "time"]
     assert main([*args, "--top", "0", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    (offer,) = [w for w in data["warnings"] if w.startswith("the batch asked for is")]
-    assert offer.startswith("the batch asked for is 512 sequences for 2,048 GPUs, so tp ")
+    (offer,) = [w for w in data["warnings"] if w.startswith("the batch, ")]
+    assert offer.startswith("the batch, 512 sequences, is fewer than the 2,048 GPUs, so tp ")
     assert "at 8,388,608 tokens per step (one sequence per GPU) the plan would take" in offer
     saving = int(re.search(r"take (\d+)% less at --risk p80", offer).group(1))
     assert saving > 5 and "A larger batch changes the training" in offer
+    # trial s28d: the figures behind the saving, at the risk
+    days = [float(d) for d in re.findall(r"([\d.]+) days", offer.split("less at --risk p80: ")[1])[:2]]
+    assert days[0] < days[1] and 1 - days[0] / days[1] == pytest.approx(saving / 100, abs=0.01)
     assert data["plan"]["layout"]["tp"] * data["plan"]["layout"]["pp"] > 1
     for more in (["--global-batch-tokens", "8388608"], ["--vary-batch"]):
         assert main([*args, *more, "--top", "0", "--json"]) == 0
-        assert not any(w.startswith("the batch asked for") for w in json.loads(capsys.readouterr().out)["warnings"])
+        assert not any(w.startswith("the batch, ") for w in json.loads(capsys.readouterr().out)["warnings"])
 
 
 def test_a_missed_deadline_names_the_batch_at_which_the_inventory_meets_it(capsys):
@@ -265,7 +270,7 @@ def test_the_larger_batch_offer_keeps_the_chosen_gpus(capsys):
     assert main(args) == 0
     data = json.loads(capsys.readouterr().out)
     chosen = data["plan"]
-    offers = [w for w in data["warnings"] if w.startswith("the batch asked for is")]
+    offers = [w for w in data["warnings"] if w.startswith("the batch, ")]
     assert offers  # 512 sequences on 1,024 B200 at tp 2 x pp 2
     for offer in offers:  # the same GPUs, one sequence each
         assert f"({chosen['num_gpus']:,} x {chosen['gpu']}," in offer
