@@ -286,8 +286,9 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     budget = checks.budget_usd
     assert budget is not None
     decimals = budget_decimals(cheapest, budget)
-    # trial s28b: the answer named no plan, so "$3.2M" could not be looked up
-    which = f" ({table.num_gpus[row]} x {table.gpu_id[row]})"
+    # trial s28b: the answer named no plan, so "$3.2M" could not be looked up; trial s28d: nor how
+    # long it takes (the cheapest of 2,048 H100 was 8 of them for 2,289 days)
+    which = f" ({table.num_gpus[row]} x {table.gpu_id[row]}, {duration_words(float(T[row]))})"
     scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
     fix = f"raise the budget to {money_short(cheapest, decimals, round_up=True)}"
     if checks.deadline_s is not None:

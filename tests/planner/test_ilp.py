@@ -420,14 +420,16 @@ def test_budget_messages() -> None:
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table, deadline_s=30 * day, budget_usd=1.0e6)
     assert str(caught.value) == (
-        "budget: the cheapest plan that meets the deadline (64 x h200) costs $1.2M > "
+        "budget: the cheapest plan that meets the deadline (64 x h200, 20.0 days) costs $1.2M > "
         "$1.0M; raise the budget to $1.2M or extend the deadline to 70 days"
     )
     assert caught.value.constraint is Constraint.BUDGET
     # trial s28b: "$1.23M" beside "raise the budget to $1.24M": the detail and the fix print one amount
     with pytest.raises(InfeasiblePlan, match=r"costs \$1.235M > \$1.200M; raise the budget to \$1.235M$"):
         solve_single(hand_table([dict(cost_usd=1_234_567.0)]), deadline_s=30 * day, budget_usd=1.2e6)
-    with pytest.raises(InfeasiblePlan, match=r"^budget: the cheapest plan \(16 x h200\) costs \$900.0k > \$500.0k"):
+    with pytest.raises(
+        InfeasiblePlan, match=r"^budget: the cheapest plan \(16 x h200, 70.0 days\) costs \$900.0k > \$500.0k"
+    ):
         solve_single(table, budget_usd=5e5)
 
 
