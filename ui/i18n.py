@@ -347,6 +347,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "超出已验证范围：没有 {regime} 的实测数据。误差区间取自最近的 {rows} 行（平均误差 {error:.1%}），"
         "并加宽 {widened:.0%}。",
     ),
+    "card_median_above": (
+        "Median (p50): {time}, {cost}, {fraction:.0%} above the model's figure, as the rows nearest this regime"
+        " ran; the headline is the model's own.",
+        "中位数（p50）：{time}，{cost}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
+    ),
+    "card_median_below": (
+        "Median (p50): {time}, {cost}, {fraction:.0%} below the model's figure, as the rows nearest this regime"
+        " ran; the headline is the model's own.",
+        "中位数（p50）：{time}，{cost}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
+    ),
     "envelope_reaches": (
         "Its ends reach the band of the measured {regimes}.",
         "其两端延伸至已实测的 {regimes} 的误差区间。",

@@ -21,6 +21,7 @@ from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
+from ui.render_lines import MedianOffset
 
 SHORTEST_H = 0.1  # under this a duration reads in minutes: "the deadline is 0.0 h" said nothing (issue 30)
 
@@ -216,6 +217,13 @@ def vary_batch_text(tr: Labels, result: PlanResult) -> str | None:
         gpus=other.num_gpus,
         gpu=other.gpu,
     )
+
+
+def median_text(tr: Labels, m: MedianOffset) -> str:
+    """The band's median where it is off the headline (ui/render_lines.py ``median_offset``)."""
+    cost = "" if m.cost_usd is None else money(m.cost_usd)
+    key = "card_median_above" if m.fraction > 0 else "card_median_below"
+    return tr(key, time=duration(tr, m.hours), cost=cost, fraction=abs(m.fraction))
 
 
 def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:

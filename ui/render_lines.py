@@ -4,6 +4,8 @@ and the batch asked for. Split from ui/render.py (review s27: it passed 500 line
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from planner.fmt import counted, duration_h, duration_words, money, number_band
 from planner.plan import Estimate, GoodputEstimate
 from planner.units import SECONDS_PER_MINUTE
@@ -13,18 +15,35 @@ from planner.units import SECONDS_PER_MINUTE
 MEDIAN_NOTE_FRACTION = 0.02
 
 
-def median_line(e: Estimate) -> str | None:
-    """'median (p50) 11.1 days, $929,749: 10 % above the model's figure ...', where the band's
-    median is more than MEDIAN_NOTE_FRACTION from the figure the headline shows; else None."""
+@dataclass(frozen=True)
+class MedianOffset:
+    """The band's median where it lies more than MEDIAN_NOTE_FRACTION from the model's figure."""
+
+    hours: float  # the time to train at p50
+    cost_usd: float | None  # the cost at p50
+    fraction: float  # p50 / the model's time, less 1: above when positive
+
+
+def median_offset(e: Estimate) -> MedianOffset | None:
+    """The band's median (p50) where it lies more than MEDIAN_NOTE_FRACTION from the figure the
+    headline shows; None otherwise (the CLI's line, the app's card)."""
     u = e.uncertainty
     p50 = None if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk.get("p50")
     if e.time_to_train_h is None or p50 is None or abs(p50 / e.time_to_train_h - 1) <= MEDIAN_NOTE_FRACTION:
         return None
     cost = None if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk.get("p50")
-    side = "above" if p50 > e.time_to_train_h else "below"
+    return MedianOffset(p50, cost, p50 / e.time_to_train_h - 1)
+
+
+def median_line(e: Estimate) -> str | None:
+    """'median (p50) 11.1 days, $929,749: 10 % above the model's figure ...' (``median_offset``)."""
+    m = median_offset(e)
+    if m is None:
+        return None
+    side = "above" if m.fraction > 0 else "below"
     return (
-        f"median (p50) {duration_h(p50)}" + ("" if cost is None else f", {money(cost)}")
-        + f": {abs(p50 / e.time_to_train_h - 1):.0%} {side} the model's figure, as the rows nearest this"
+        f"median (p50) {duration_h(m.hours)}" + ("" if m.cost_usd is None else f", {money(m.cost_usd)}")
+        + f": {abs(m.fraction):.0%} {side} the model's figure, as the rows nearest this"
         " regime ran; the headline is the model's own"
     )  # fmt: skip
 

@@ -49,12 +49,14 @@ from ui.messages import (
     infeasible_text,
     interval,
     larger_batch_text,
+    median_text,
     near_tie_text,
     plan_note_texts,
     risk_text,
     vary_batch_text,
     why_not_text,
 )
+from ui.render_lines import median_offset
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
@@ -208,6 +210,8 @@ def card_captions(
         risk = result.risk.value  # what the search judged this plan by (trial s25: p50/p80/p90 looked alike)
         time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])
         lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
+    if (median := median_offset(e)) is not None:  # trial s28d: the CLI said it, the card did not
+        lines.append(median_text(tr, median))
     lines += [*filter(None, (price_text(tr, plan, bought),))]
     lines += [
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),

@@ -633,3 +633,19 @@ def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_
     late = dataclasses.replace(deadline, required=19.5 * 86400.0)
     assert "allow 20 days" in infeasible_body(EN, late, request)
     assert "：h800" in chinese and "。 " not in chinese and ": " not in chinese
+
+
+def test_the_card_says_the_bands_median_where_it_is_off_the_headline_in_both_languages():
+    """Trial s28d: the CLI said a MoE plan's median was ~10 % above its headline; the card did not."""
+    from planner.model.stacks import Stack
+    from ui.messages import median_text
+    from ui.render_lines import median_line, median_offset
+
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+    plan = build_plan(get_preset("qwen3-30b-a3b"), "h100-sxm", Layout(dp_shard=64, sharding=Sharding.ZERO1), training,
+                      num_gpus=64, training_tokens=1e11, stack=Stack.MEGATRON_CORE)  # fmt: skip
+    m = median_offset(plan.estimate)
+    assert m is not None and abs(m.fraction) > 0.02 and median_line(plan.estimate) is not None
+    english = median_text(EN, m)
+    assert english.startswith("Median (p50): ") and f"{abs(m.fraction):.0%}" in english
+    assert not english_sentences(median_text(ZH, m))
