@@ -64,16 +64,8 @@ class Infeasible:
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
         jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
-        return cls(
-            exc.constraint.value,
-            exc.detail,
-            exc.fix,
-            exc.required,
-            exc.available,
-            exc.more_gpus_help,
-            jobs,
-            exc.batch_tokens,
-        )
+        figures = (exc.required, exc.available, exc.more_gpus_help)
+        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, exc.batch_tokens)
 
 
 @dataclass(frozen=True)
@@ -377,13 +369,16 @@ def jobs_frame(requests: dict[str, PlanRequest]) -> pd.DataFrame:
     )
 
 
-def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
-    """One row per plan (the chosen one first), numeric columns kept numeric so they sort."""
+def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
+    """One row per plan (the chosen one first), numeric columns kept numeric so they sort; the time
+    and cost at ``risk``, the quantile the search ranked them by."""
     rows = []
     for rank, p in enumerate(plans, start=1):
         e, t = p.estimate, p.training
         u = e.uncertainty
         band = (math.nan, math.nan) if u is None or u.time_to_train_h is None else u.time_to_train_h
+        hours = math.nan if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk[risk]
+        cost = math.nan if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk[risk]
         rows.append(
             {
                 "rank": rank,
@@ -399,6 +394,8 @@ def top_plans_frame(plans: Sequence[Plan]) -> pd.DataFrame:
                 "time_p10_days": band[0] / HOURS_PER_DAY,
                 "time_p90_days": band[1] / HOURS_PER_DAY,
                 "cost_usd": e.cost_usd,
+                "time_at_risk_days": hours / HOURS_PER_DAY,
+                "cost_at_risk_usd": cost,
                 # the price behind the cost, and whether it is an estimate (review s28, as the CLI's table)
                 "price_usd_per_gpu_hour": p.price_per_gpu_hour_usd,
                 "price_estimated": p.price_basis == PriceBasis.ESTIMATE,

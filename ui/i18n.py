@@ -498,6 +498,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_time_p90_days": ("days, 80 % band to", "天数，80% 区间上限"),
     "col_cost_usd": ("cost (USD)", "费用（美元）"),
     "col_cost_usd_bought": ("cost (USD, amortised)", "费用（美元，摊销）"),
+    "col_time_at_risk_days": ("days at {risk}", "{risk} 天数"),
+    "col_cost_at_risk_usd": ("cost at {risk} (USD)", "{risk} 费用（美元）"),
     "col_price_usd_per_gpu_hour": ("USD per GPU-hour", "每 GPU 小时美元"),
     "col_price_estimated": ("estimated price", "估算价格"),
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),

@@ -312,6 +312,8 @@ TOP_FORMATS = {
     "time_p10_days": "%,.2f",
     "time_p90_days": "%,.2f",
     "cost_usd": "$%,.0f",  # whole dollars, like the plan card
+    "time_at_risk_days": "%,.2f",
+    "cost_at_risk_usd": "$%,.0f",
     "price_usd_per_gpu_hour": "$%.2f",
     "energy_kwh": "%,.0f",
     "mfu": "%.1f%%",  # one decimal, like the card (percent points: Streamlit's "percent" shows two)
@@ -320,17 +322,19 @@ TOP_FORMATS = {
     "capacity_gib": "%.1f",
 }
 TOP_ORDER = (  # memory next to the headline figures, so it is visible without scrolling
-    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib", "time_p10_days",
+    # the figures the search ranked by (its risk quantile) beside the model's (trial s28d: row 2 looked cheaper)
+    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib",
+    "time_at_risk_days", "cost_at_risk_usd", "time_p10_days",
     "time_p90_days", "price_usd_per_gpu_hour", "price_estimated", "mfu",
     "tokens_per_s", "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
 )  # fmt: skip
 
 
-def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False) -> None:
-    frame = app_core.top_plans_frame(plans)[list(TOP_ORDER)]
+def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False, risk: str = "p80") -> None:
+    frame = app_core.top_plans_frame(plans, risk)[list(TOP_ORDER)]
     frame["ac"] = frame["ac"].map(tr.option)
     frame["mfu"] = frame["mfu"] * 100  # in percent points, for TOP_FORMATS' one-decimal percentage
-    names = {c: tr(f"col_{c}") for c in frame.columns}
+    names = {c: tr(f"col_{c}", risk=risk) for c in frame.columns}
     if bought:
         names["cost_usd"] = tr("col_cost_usd_bought")
     st.dataframe(
@@ -440,7 +444,7 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),
         "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
-        "tab_top": lambda: show_top_plans(tr, plans, inputs.bought),
+        "tab_top": lambda: show_top_plans(tr, plans, inputs.bought, result.risk.value if result else "p80"),
         "tab_why_not": lambda: show_why_not(tr, inputs),
         "tab_downloads": lambda: show_downloads(tr, plans[0]),  # result.plan: the tab is dropped without plans
         "tab_explorer": lambda: show_explorer(tr, inputs, plans[0] if plans else None),

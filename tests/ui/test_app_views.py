@@ -198,6 +198,9 @@ def test_top_plans_table_is_formatted_like_the_card_with_memory_in_view():
     # the price behind each cost, and whether the catalog estimates it (review s28, as the CLI's table)
     assert config[EN("col_price_usd_per_gpu_hour")]["type_config"]["format"] == "$%.2f"
     assert EN("col_price_estimated") in columns and (shown[EN("col_price_usd_per_gpu_hour")] > 0).all()
+    # and the figures the search ranked by (trial s28d: row 2 looked cheaper than the chosen one)
+    at_risk = shown[EN("col_cost_at_risk_usd", risk="p80")]
+    assert (at_risk >= shown[EN("col_cost_usd")] * 0.5).all() and at_risk.iloc[0] <= at_risk.min() * 1.01 + 1e-6
 
 
 def test_near_tie_callout_under_the_plan_card():
