@@ -90,6 +90,7 @@ class InfeasiblePlan(Exception):
         more_gpus_help: bool | None = None,
         jobs: tuple[tuple[str, InfeasiblePlan], ...] = (),
         batch_tokens: int | None = None,
+        batch_seconds: float | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -101,8 +102,10 @@ class InfeasiblePlan(Exception):
         # does), False (none up to the counts scored or probed does), None (not looked at).
         self.more_gpus_help = more_gpus_help
         self.jobs = jobs  # (job name, its own answer) of each job of a portfolio that cannot run alone
-        # A deadline answer's fix names a global batch (tokens) at which the inventory meets it.
+        # A deadline answer's fix names a global batch (tokens) at which the inventory meets it, and
+        # the time to train at that batch (seconds, at the answer's risk).
         self.batch_tokens = batch_tokens
+        self.batch_seconds = batch_seconds
 
     def but(
         self,
@@ -111,6 +114,7 @@ class InfeasiblePlan(Exception):
         detail: str | None = None,
         more_gpus_help: bool | None = None,
         batch_tokens: int | None = None,
+        batch_seconds: float | None = None,
     ) -> InfeasiblePlan:
         """This answer with another fix or detail (or whether more GPUs help, or the batch its fix
         names), the rest kept."""
@@ -123,6 +127,7 @@ class InfeasiblePlan(Exception):
             more_gpus_help=self.more_gpus_help if more_gpus_help is None else more_gpus_help,
             jobs=self.jobs,
             batch_tokens=self.batch_tokens if batch_tokens is None else batch_tokens,
+            batch_seconds=self.batch_seconds if batch_seconds is None else batch_seconds,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -135,6 +140,7 @@ class InfeasiblePlan(Exception):
                 "more_gpus_help": self.more_gpus_help,
                 "jobs": self.jobs,
                 "batch_tokens": self.batch_tokens,
+                "batch_seconds": self.batch_seconds,
             },
         )
 

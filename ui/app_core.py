@@ -60,12 +60,13 @@ class Infeasible:
     more_gpus_help: bool | None = None  # InfeasiblePlan's: whether more GPUs meet the deadline
     jobs: tuple[tuple[str, Infeasible], ...] = ()  # InfeasiblePlan's: each job's own answer
     batch_tokens: int | None = None  # InfeasiblePlan's: the global batch at which the deadline is met
+    batch_seconds: float | None = None  # and the time to train at it
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
         jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
         figures = (exc.required, exc.available, exc.more_gpus_help)
-        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, exc.batch_tokens)
+        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, exc.batch_tokens, exc.batch_seconds)
 
 
 @dataclass(frozen=True)

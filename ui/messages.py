@@ -156,7 +156,15 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         key = "why_shared_pack"
     if key is None:
         return plain(f"{infeasible.detail}; {infeasible.fix}")
-    batch = "" if infeasible.batch_tokens is None else tr("why_deadline_batch", batch=infeasible.batch_tokens)
+    batch = (
+        ""
+        if infeasible.batch_tokens is None
+        else tr(
+            "why_deadline_batch",
+            batch=infeasible.batch_tokens,
+            time=duration(tr, _hours(infeasible.batch_seconds)),  # trial s28d: the offer had no time
+        )
+    )
     return tr.sentences(tr(key, **values), batch)
 
 

@@ -175,4 +175,6 @@ def with_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search: Search)
         f" {other.num_gpus:,} x {other.gpu} finish in {duration_words(hours * SECONDS_PER_HOUR)} at {larger.risk.value}"
         " (a larger batch changes the training)"
     )
-    return answer.but(fix=answer.fix + words, batch_tokens=larger.global_batch_tokens)
+    return answer.but(
+        fix=answer.fix + words, batch_tokens=larger.global_batch_tokens, batch_seconds=hours * SECONDS_PER_HOUR
+    )

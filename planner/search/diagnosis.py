@@ -228,7 +228,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
     fix = f"allow {duration_words(fastest, round_up=True)}"
-    more_gpus_help, batch_tokens = None, None
+    more_gpus_help, batch_tokens, batch_seconds = None, None, None
     bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
         more_gpus_help = True
@@ -241,7 +241,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
             fix += f" or more GPUs ({finish})"
     elif (bound := _batch_bound_fix(table, checks)) is not None:
         fix += bound[0]
-        batch_tokens = bound[1]
+        batch_tokens, batch_seconds = bound[1], bound[2]
     elif (beyond := checks.gpu_type & ~checks.inventory).any():  # rows past the limits were scored
         probed = " (probed past the max_gpus cap)" if checks.count_caps else ""
         fix += f"; no count up to {int(table.num_gpus[beyond].max()):,} GPUs{probed} meets the deadline"
@@ -255,13 +255,14 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
         available=checks.deadline_s,
         more_gpus_help=more_gpus_help,
         batch_tokens=batch_tokens,
+        batch_seconds=batch_seconds,
     )
 
 
-def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int] | None:
+def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int, float] | None:
     """When only the global batch keeps more GPUs from meeting the deadline (data parallelism
     needs at least one sequence per rank and step), the batch that would let them, in words, and
-    in tokens. Its time is the fastest of that batch's and count's rows (trial s28c: an arbitrary
+    in tokens, with its time. Its time is the fastest of that batch's and count's rows (trial s28c: an arbitrary
     row's, 46.4 h where the plan at that batch takes 42.7 h)."""
     bound = checks.gpu_type & checks.memory & checks.divisibility & ~checks.batch & checks.inventory & checks.deadline
     if not bound.any() or "batch_tokens" not in table.extra:
@@ -275,7 +276,7 @@ def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int] 
         f"(global_batch_tokens, --global-batch-tokens) lets {table.num_gpus[row]} {table.gpu_id[row]} finish in "
         f"{duration_words(float(T[row]))}"
     )
-    return words, int(batch[row])
+    return words, int(batch[row]), float(T[row])
 
 
 def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:

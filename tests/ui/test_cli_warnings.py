@@ -165,6 +165,17 @@ def test_a_missed_deadline_names_the_batch_at_which_the_inventory_meets_it(capsy
     assert main([*args, "--precision", "fp8", "--gpus", "h800=2048", "--json"]) == 0
     fix = json.loads(capsys.readouterr().out)["fix"]
     assert "or a batch of one sequence per GPU, --global-batch-tokens 8388608, at which 2,048 x h800 finish in" in fix
+    from planner.api import PlanRequest, plan
+    from planner.catalog.models import get_preset
+    from planner.errors import InfeasiblePlan
+
+    request = PlanRequest(
+        model=get_preset("deepseek-v3"), training_tokens=14.8e12, deadline_days=90, stack="deepseek-v3",
+        precision="fp8", gpus={"h800": 2048},
+    )  # fmt: skip
+    with pytest.raises(InfeasiblePlan) as answer:
+        plan(request)
+    assert answer.value.batch_tokens == 8_388_608 and answer.value.batch_seconds < 90 * 86400
     assert fix.endswith("at p80 (a larger batch changes the training)")
 
 
