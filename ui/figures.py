@@ -407,15 +407,22 @@ def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     hover = _hover(rows, tr)
     style = gpu_style(gpu)
-    for key, column, dash, secondary in (("axis_cost", "cost_usd", None, False), ("axis_days", "time_to_train_days", "dot", True)):  # fmt: skip
+    lines = (
+        ("axis_cost", "cost_usd", "cost_lo_usd", "cost_hi_usd", None, False),
+        ("axis_days", "time_to_train_days", "time_lo_days", "time_hi_days", "dot", True),
+    )
+    for key, column, lo, hi, dash, secondary in lines:
+        colour = TIME_AXIS_COLOUR if secondary else style.color
         fig.add_scatter(
             name=tr(key),
             x=rows["num_gpus"],
             y=rows[column],
+            # the 80 % band of each point (trial s28d: this chart had none, the frontier's had)
+            error_y=_band(rows, column, lo, hi, colour),
             mode="lines+markers",
             text=hover,
             hovertemplate="%{text}<extra></extra>",
-            line=dict(color=TIME_AXIS_COLOUR if secondary else style.color, dash=dash),
+            line=dict(color=colour, dash=dash),
             marker=dict(symbol=style.symbol if not secondary else "circle-open"),
             secondary_y=secondary,
         )

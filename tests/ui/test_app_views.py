@@ -70,6 +70,10 @@ def test_log_axes_tick_at_decades_with_readable_labels(points):
     assert figures.decade_ticks(900, 2e6, figures.money_label)[1] == ["$100", "$1k", "$10k", "$100k", "$1M", "$10M"]
     # a short axis (0.2-0.9 days) gets 1-2-5 steps: labels inside the range, not only outside it
     assert figures.decade_ticks(0.2, 0.9, figures.days_label)[0] == [0.1, 0.2, 0.5, 1.0]
+    # trial s28d: each point's 80 % band, as the frontier chart has them
+    for trace in scaling.data:
+        assert trace.error_y.visible is not False and len(trace.error_y.array) == len(trace.x)
+        assert all(up >= 0 for up in trace.error_y.array) and sum(trace.error_y.array) > 0
 
 
 def test_every_gpu_type_has_its_own_colour_and_symbol_in_every_chart(points):
