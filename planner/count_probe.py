@@ -188,7 +188,9 @@ def deadline_fix(
     if best is None:
         batch = requested_batch_tokens(request)  # each data-parallel rank needs a sequence of it
         more = (
-            f"; no count of {', '.join(searched)} GPUs up to {PROBE_MAX_GPUS:,} meets the deadline at a global "
+            # trial s28d: "up to 65,536" beside an inventory of 2,048 read as a misprint: it is the probe
+            f"; no count of {', '.join(searched)} GPUs, even past the inventory up to {PROBE_MAX_GPUS:,}, meets the"
+            " deadline at a global "
             f"batch of {batch:,} tokens (a larger one, global_batch_tokens or --global-batch-tokens, lets more GPUs share a step)"
         )
     else:
