@@ -190,9 +190,11 @@ def deadline_fix(
         more = (
             # trial s28d: "up to 65,536" beside an inventory of 2,048 read as a misprint: it is the probe
             f"; no count of {', '.join(searched)} GPUs, even past the inventory up to {PROBE_MAX_GPUS:,}, meets the"
-            " deadline at a global "
-            f"batch of {batch:,} tokens (a larger one, global_batch_tokens or --global-batch-tokens, lets more GPUs share a step)"
+            f" deadline at a global batch of {batch:,} tokens"
         )
+        # the diagnosis's fix may name the batch that does already (review s28: two batch clauses)
+        if error.batch_tokens is None:
+            more += " (a larger one, global_batch_tokens or --global-batch-tokens, lets more GPUs share a step)"
     else:
         more = (
             f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "

@@ -279,7 +279,8 @@ def p80_factor(plan: Plan) -> float:
     band = e.uncertainty
     if band is None or band.time_to_train_h_at_risk is None or not e.time_to_train_h:
         return 1.0
-    return band.time_to_train_h_at_risk["p80"] / e.time_to_train_h
+    # never below 1: a band below the model's figure is no reason to ask for less time
+    return max(1.0, band.time_to_train_h_at_risk["p80"] / e.time_to_train_h)
 
 
 def render_slurm(spec: JobSpec, job_dir: Path) -> str:

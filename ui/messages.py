@@ -16,7 +16,7 @@ from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
-from planner.fmt import budget_decimals, money_short
+from planner.fmt import budget_decimals, duration_parts, money_short
 from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
@@ -102,8 +102,8 @@ def risk_text(tr: Labels, result) -> str | None:
 def duration_up(tr: Labels, hours: float) -> str:
     """A duration rounded up to whole units, as the planner's fix (``duration_words(round_up=True)``):
     enough time, never a little short, and the same figure in the card and the line under it."""
-    key, value = duration_key(hours)
-    return tr(key.replace("_value", "_up"), value=math.ceil(value - 1e-9))
+    unit, value = duration_parts(hours, smallest="minutes")  # the planner's units (review s28: "1 h" for 3 min)
+    return tr(f"{unit}_up", value=math.ceil(value - 1e-9))
 
 
 def gpu_limit(tr: Labels, request: PlanRequest) -> str:
@@ -132,8 +132,8 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
 def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
     c, need, have = infeasible.constraint, infeasible.required, infeasible.available
     if infeasible.jobs:
-        return " ".join(
-            tr("job_answer", job=name, text=infeasible_body(tr, job, request)) for name, job in infeasible.jobs
+        return tr.sentences(
+            *(tr("job_answer", job=name, text=infeasible_body(tr, job, request)) for name, job in infeasible.jobs)
         )
     values: dict[str, object] = dict(limit=gpu_limit(tr, request))
     if c == "deadline":

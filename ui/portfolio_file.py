@@ -106,9 +106,9 @@ class JobEntry(BaseModel):
     def _dir_name(cls, value: str) -> str:
         # It names the job's directory (portfolio --emit DIR/<name>/); trial s27d: pydantic's
         # message quoted the regular expression.
-        if not re.match(JOB_NAME_PATTERN, value):
+        if not re.fullmatch(JOB_NAME_PATTERN, value):  # review s28: re.match let "chat\n" through
             raise ValueError(
-                f"'{value}' is not a job name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                f"{value!r} is not a job name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
         return value
 

@@ -234,7 +234,10 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 
 # The keys an infeasible answer adds; a feasible answer carries them as null, so a script reads
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
-INFEASIBLE_KEYS = ("reason", "constraint", "detail", "fix", "required", "available", "more_gpus_help", "jobs")
+INFEASIBLE_KEYS = (
+    "reason", "constraint", "detail", "fix", "required", "available", "more_gpus_help", "batch_tokens",
+    "batch_seconds", "jobs",
+)  # fmt: skip
 
 
 def no_infeasibility() -> dict:
@@ -253,6 +256,9 @@ def infeasible_json(exc) -> dict:
         "required": exc.required,
         "available": exc.available,
         "more_gpus_help": exc.more_gpus_help,
+        # a deadline answer's batch at which the inventory meets it, and the time there (review s28)
+        "batch_tokens": exc.batch_tokens,
+        "batch_seconds": exc.batch_seconds,
         "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
     }
 

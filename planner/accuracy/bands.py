@@ -224,8 +224,10 @@ class EvidenceBase:
                 continue
             same = has & (self.generations == regime.generation)
             pool = same if same.any() else has
-            stacks = ", ".join(sorted({str(s) for s in self.stacks[pool]}))
-            generation = regime.generation if same.any() else "any architecture"
+            # the pool's stack families and architectures, joined by '/' (words no interface translates
+            # or parses: review s28b, "any architecture" and ', ' reached the Chinese card)
+            stacks = "/".join(sorted({STACK_FAMILIES.get(str(s), str(s)) for s in self.stacks[pool]}))
+            generation = "/".join(sorted({str(g) for g in self.generations[pool]}))
             out.append(
                 Evidence(
                     regime=Regime(stacks, generation, int(f)),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from planner.accuracy import Risk
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words, money
+from planner.limits import MAX_GPUS
 from planner.plan import Plan
 from planner.request import PlanRequest, requested_batch_tokens
 from planner.search.ilp import Objective
@@ -134,7 +135,9 @@ def with_larger_batch(result: PlanResult, request: PlanRequest, search: Search) 
         other = search(larger, probe=False).plan
     except InfeasiblePlan:  # a deadline or budget the larger batch's plans miss: nothing to offer
         return result
-    offer = larger_batch_offer(request, result.plan, other)
+    # the same GPUs, or no offer: a saving from fewer GPUs is not the batch's (review s28b: under
+    # the cost objective the search took 1,024 of the 2,048, two sequences per GPU)
+    offer = None if other.num_gpus != result.plan.num_gpus else larger_batch_offer(request, result.plan, other)
     if offer is None:
         return result
     warnings = result.warnings + larger_batch_warnings(offer, other, result.plan)
@@ -148,7 +151,8 @@ def deadline_batch_request(answer: InfeasiblePlan, request: PlanRequest) -> Plan
     s28: both at once gave two batches). None without an inventory, or with --vary-batch."""
     if answer.constraint is not Constraint.DEADLINE or answer.batch_tokens is not None or request.vary_batch:
         return None
-    counts = {g: n for g, n in (request.gpus or {}).items() if n is not None}
+    cap = request.max_gpus or MAX_GPUS  # review s28b: --max-gpus binds this search too
+    counts = {g: min(n, cap) for g, n in (request.gpus or {}).items() if n is not None}
     if not counts or request.seq_len is None:
         return None
     gpu = max(counts, key=lambda g: counts[g])
@@ -170,10 +174,11 @@ def with_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search: Search)
         return answer
     hours = at_risk(other, Objective.TIME, Risk(larger.risk))
     hours = (other.estimate.time_to_train_h if hours is None else hours) or 0.0
+    on_hand = larger.max_gpus or other.num_gpus
     words = (
-        f"; or a batch of one sequence per GPU, --global-batch-tokens {larger.global_batch_tokens}, at which"
-        f" {other.num_gpus:,} x {other.gpu} finish in {duration_words(hours * SECONDS_PER_HOUR)} at {larger.risk.value}"
-        " (a larger batch changes the training)"
+        f"; or a batch of one sequence per GPU of the {on_hand:,} on hand, --global-batch-tokens"
+        f" {larger.global_batch_tokens}, at which {other.num_gpus:,} x {other.gpu} finish in"
+        f" {duration_words(hours * SECONDS_PER_HOUR)} at {larger.risk.value} (a larger batch changes the training)"
     )
     return answer.but(
         fix=answer.fix + words, batch_tokens=larger.global_batch_tokens, batch_seconds=hours * SECONDS_PER_HOUR

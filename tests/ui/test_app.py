@@ -174,7 +174,8 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
             need=EN("hours_value", value=exc.required / 3600),
             have=EN("hours_value", value=0.24),
             limit=f"{EN('gpu_inventory')}: a100-80gb-sxm ≤ 2",
-            fix=EN("hours_value", value=math.ceil(exc.required / 360 - 1e-9) / 10),
+            # whole units rounded up, as the planner's own fix (trial s28d: 19.5 days beside its 20)
+            fix=EN("hours_up", value=math.ceil(exc.required / 3600 - 1e-9)),
         ),
     )
     assert any(c.value == plain(f"{exc.detail}; {exc.fix}") for c in at.caption)  # the planner's own words too

@@ -163,8 +163,10 @@ def test_a_missed_deadline_names_the_batch_at_which_the_inventory_meets_it(capsy
     misses with fewer sequences than GPUs is searched again at one sequence per GPU of it."""
     args = ["plan", "--model", "deepseek-v3", "--tokens", "14.8e12", "--deadline-days", "90", "--stack", "deepseek-v3"]
     assert main([*args, "--precision", "fp8", "--gpus", "h800=2048", "--json"]) == 0
-    fix = json.loads(capsys.readouterr().out)["fix"]
-    assert "or a batch of one sequence per GPU, --global-batch-tokens 8388608, at which 2,048 x h800 finish in" in fix
+    answer = json.loads(capsys.readouterr().out)
+    fix = answer["fix"]
+    assert "or a batch of one sequence per GPU of the 2,048 on hand, --global-batch-tokens 8388608, at which" in fix
+    assert answer["batch_tokens"] == 8_388_608 and answer["batch_seconds"] < 90 * 86400  # review s28b: in --json
     from planner.api import PlanRequest, plan
     from planner.catalog.models import get_preset
     from planner.errors import InfeasiblePlan
@@ -295,3 +297,13 @@ def test_the_risk_line_names_the_median_plans_batch_where_it_differs(capsys):
     assert main([*args, "--global-batch-tokens", "1e6", "--deadline-days", "30"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("risk p80 changed the choice")]
     assert ") at 1,015,808 tokens/step, " in line
+
+
+def test_the_larger_batch_offer_is_made_on_the_same_gpus_under_the_cost_objective(capsys):
+    """Review s28b: under the cost objective the offer's search took 1,024 of the 2,048 GPUs (two
+    sequences each) and called the saving from the halved count the batch's. No such offer."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "15e12", "--gpus", "h100-sxm=2048", "--deadline-days", "30"]
+    assert main([*args, "--top", "0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for offer in [w for w in data["warnings"] if w.startswith("the batch, ")]:
+        assert f"({data['plan']['num_gpus']:,} x h100-sxm," in offer

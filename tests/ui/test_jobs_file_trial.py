@@ -178,6 +178,8 @@ def test_a_job_name_error_says_what_a_name_may_hold(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "jobs.0.name: 'my job' is not a job name: 1-64 letters, digits" in err
     assert "pattern" not in err and "Value error" not in err
+    assert main(["portfolio", _file(tmp_path, jobs.replace("my job", "chat\\n"))]) == 2  # review s28b: re.match let it
+    assert "is not a job name" in capsys.readouterr().err
 
 
 def test_a_deadline_past_the_horizon_is_said(tmp_path, capsys):
