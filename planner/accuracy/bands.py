@@ -216,7 +216,6 @@ class EvidenceBase:
         read a narrower one than the same plan without tp (trial s28c: --risk p80 then chose tp 2,
         costing 3-7 % more, and quoted the plain layout at 2.3x its median)."""
         family = np.array([STACK_FAMILIES.get(s, s) for s in self.stacks], dtype=object) == regime.family
-        d = distances(regime, self.stacks, self.generations, self.features)
         out = []
         for f in CROSS_FAMILY_FEATURES:
             has = (self.features & f) > 0
@@ -233,7 +232,9 @@ class EvidenceBase:
                     regime=Regime(stacks, generation, int(f)),
                     rows=tuple(r for r, keep in zip(self.rows, pool, strict=True) if keep),
                     log_errors=self.log_errors[pool],
-                    row_distances=d[pool],
+                    # its own band, as any measured neighbour's: no distance of the query's (review
+                    # s28b: it moved the p80 factor with the layout, 1.357-1.368)
+                    row_distances=np.zeros(int(pool.sum())),
                     kappa=self.kappa,
                     source_sigma=self.source_sigma,
                 )
