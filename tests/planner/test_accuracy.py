@@ -216,13 +216,13 @@ def test_a_family_that_never_measured_moe_reads_the_moe_rows_of_another():
     plan without tp and won at p80. A family that measured MoE keeps its own nearest rows."""
     dense = [row(source=s, stack="torchtitan", error=0.0) for s in "abcde"]
     moe = [row(source=s, error=-0.3, moe=True, tp=2) for s in "fghij"]  # megatron-core, three away
-    moe += [row(source=s, error=-0.1, moe=True, pp=2, precision="fp8") for s in "klmno"]
+    moe += [row(source=s, error=-0.1, moe=True, pp=2) for s in "klm"]  # unlike the tp rows in number
     base = EvidenceBase([*dense, *moe], kappa=0.05)  # review s28b: with the distance term on
     plain = Regime("trainplan", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.MOE))
     query = base.evidence(plain)
     assert not query.validated and {r.source for r in query.rows} == set("abcde")  # its own: the dense rows
     (pooled,) = [n for n in query.neighbours if n.regime.features == int(F.MOE)]
-    assert {r.source for r in pooled.rows} == set("fghijklmno")
+    assert {r.source for r in pooled.rows} == set("fghijklm")
     assert query.log_quantile(0.1) < dataclasses.replace(query, neighbours=()).log_quantile(0.1)
     with_tp = base.evidence(dataclasses.replace(plain, features=plain.features | int(F.TP)))
     pooled_tp = next(n for n in with_tp.neighbours if n.regime.features == int(F.MOE))
