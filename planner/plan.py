@@ -334,6 +334,16 @@ class Estimate(BaseModel):
     attention_kernel_timed: AttentionKernel | None = None  # the same, typed (absent from older plan files)
     attention_cp_fallback: bool = False  # cuDNN would run but for the stack's context parallelism
 
+    def time_h_at(self, risk: str) -> float | None:
+        """The time to train (hours) at a risk quantile ('p50', 'p80', 'p90'); None without a band."""
+        u = self.uncertainty
+        return None if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk.get(risk)
+
+    def cost_usd_at(self, risk: str) -> float | None:
+        """The cost at a risk quantile; None without a band."""
+        u = self.uncertainty
+        return None if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk.get(risk)
+
 
 class Plan(BaseModel):
     """A runnable plan: model, hardware, layout, training settings and the prediction."""

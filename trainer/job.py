@@ -276,11 +276,11 @@ def p80_factor(plan: Plan) -> float:
     """The plan's time at p80 over its model time (1 without a band): trial s28c, the script
     advised --time from the point estimate, 78 h, where the portfolio had scheduled 115 h."""
     e = plan.estimate
-    band = e.uncertainty
-    if band is None or band.time_to_train_h_at_risk is None or not e.time_to_train_h:
+    p80 = e.time_h_at("p80")
+    if p80 is None or not e.time_to_train_h:
         return 1.0
     # never below 1: a band below the model's figure is no reason to ask for less time
-    return max(1.0, band.time_to_train_h_at_risk["p80"] / e.time_to_train_h)
+    return max(1.0, p80 / e.time_to_train_h)
 
 
 def render_slurm(spec: JobSpec, job_dir: Path) -> str:

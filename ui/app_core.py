@@ -378,8 +378,7 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
         e, t = p.estimate, p.training
         u = e.uncertainty
         band = (math.nan, math.nan) if u is None or u.time_to_train_h is None else u.time_to_train_h
-        hours = math.nan if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk[risk]
-        cost = math.nan if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk[risk]
+        hours, cost = e.time_h_at(risk), e.cost_usd_at(risk)
         rows.append(
             {
                 "rank": rank,
@@ -395,8 +394,8 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
                 "time_p10_days": band[0] / HOURS_PER_DAY,
                 "time_p90_days": band[1] / HOURS_PER_DAY,
                 "cost_usd": e.cost_usd,
-                "time_at_risk_days": hours / HOURS_PER_DAY,
-                "cost_at_risk_usd": cost,
+                "time_at_risk_days": math.nan if hours is None else hours / HOURS_PER_DAY,
+                "cost_at_risk_usd": math.nan if cost is None else cost,
                 # the price behind the cost, and whether it is an estimate (review s28, as the CLI's table)
                 "price_usd_per_gpu_hour": p.price_per_gpu_hour_usd,
                 "price_estimated": p.price_basis == PriceBasis.ESTIMATE,

@@ -27,12 +27,10 @@ class MedianOffset:
 def median_offset(e: Estimate) -> MedianOffset | None:
     """The band's median (p50) where it lies more than MEDIAN_NOTE_FRACTION from the figure the
     headline shows; None otherwise (the CLI's line, the app's card)."""
-    u = e.uncertainty
-    p50 = None if u is None or u.time_to_train_h_at_risk is None else u.time_to_train_h_at_risk.get("p50")
+    p50 = e.time_h_at("p50")
     if e.time_to_train_h is None or p50 is None or abs(p50 / e.time_to_train_h - 1) <= MEDIAN_NOTE_FRACTION:
         return None
-    cost = None if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk.get("p50")
-    return MedianOffset(p50, cost, p50 / e.time_to_train_h - 1)
+    return MedianOffset(p50, e.cost_usd_at("p50"), p50 / e.time_to_train_h - 1)
 
 
 def median_line(e: Estimate) -> str | None:

@@ -55,11 +55,7 @@ class LargerBatch:
 
 def at_risk(p: Plan, objective: Objective, risk: Risk) -> float | None:
     """The plan's cost or time to train at the risk quantile (None: no band)."""
-    band = p.estimate.uncertainty
-    if band is None:
-        return None
-    figures = band.cost_usd_at_risk if objective == Objective.COST else band.time_to_train_h_at_risk
-    return None if figures is None else figures[risk.value]
+    return p.estimate.cost_usd_at(risk.value) if objective == Objective.COST else p.estimate.time_h_at(risk.value)
 
 
 def one_sequence_per_gpu(request: PlanRequest, gpu: str, num_gpus: int) -> PlanRequest:
