@@ -393,6 +393,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "按此 GPU 架构、精度与规模的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。"
         "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。",
     ),
+    "risk_changed_batch": (
+        "At the median (p50) the search would take {gpus} × {gpu} ({layout}) at {batch:,} tokens per step, the"
+        " batch nearest the request that meets it there; judged at {risk}, the pessimistic end of each plan's"
+        " band, it takes this one.",
+        "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}），每步 {batch:,} 个 token（在该分位下满足要求的最接近"
+        "所求批大小）；按各方案误差区间的悲观端 {risk} 评判，选择本方案。",
+    ),
     "risk_changed": (
         "At the median (p50) the search would take {gpus} × {gpu} ({layout}); judged at {risk}, the pessimistic end"
         " of each plan's band, it takes this one.",

@@ -96,7 +96,11 @@ def risk_text(tr: Labels, result) -> str | None:
     p = getattr(result, "median_plan", None)
     if p is None:
         return None
-    return tr("risk_changed", gpus=p.num_gpus, gpu=p.gpu, layout=p.layout_words, risk=result.risk.value)
+    values = dict(gpus=p.num_gpus, gpu=p.gpu, layout=p.layout_words, risk=result.risk.value)
+    batch = p.estimate.global_batch_tokens
+    if batch != result.plan.estimate.global_batch_tokens:  # trial s28c: it read as a contradiction unsaid
+        return tr("risk_changed_batch", batch=batch, **values)
+    return tr("risk_changed", **values)
 
 
 def duration_up(tr: Labels, hours: float) -> str:

@@ -653,3 +653,19 @@ def test_the_card_says_the_bands_median_where_it_is_off_the_headline_in_both_lan
     english = median_text(EN, m)
     assert english.startswith("Median (p50): ") and f"{abs(m.fraction):.0%}" in english
     assert not english_sentences(median_text(ZH, m))
+
+
+def test_the_cards_risk_text_names_the_median_plans_batch_where_it_differs():
+    """Trial s28c / review s28b: at p50 the nearest batch meeting the deadline was +1.6 %, at p80
+    -1.7 %; the CLI's line says so, the card now too, in both languages."""
+    from ui.messages import risk_text
+
+    request = request_for(
+        get_preset("llama3-70b"), training_tokens=1e12, gpus={"h100-sxm": 512}, global_batch_tokens=1_000_000,
+        deadline_days=30, seq_len=4096,
+    )  # fmt: skip
+    result = planned(request)
+    assert result.median_plan is not None
+    english = risk_text(EN, result)
+    assert f"at {result.median_plan.estimate.global_batch_tokens:,} tokens per step" in english
+    assert not english_sentences(risk_text(ZH, result))
