@@ -258,8 +258,9 @@ def plan_card(
             (near_tie_text(tr, result), "⚖️"),
             (idle_text(tr, result), "💤"),  # the inventory left idle by the exact batch (issue 28)
             (vary_batch_text(tr, result), "📏"),  # what the exact-batch rule costs against --vary-batch
-            # a batch of one sequence per GPU, where tp/pp/cp split each (trial s28d: 📦 drew as an empty box)
-            (larger_batch_text(tr, result), "📏"),
+            # a batch of one sequence per GPU, where tp/pp/cp split each (trial s28d: 📦 drew as an empty
+            # box; review s28b: 📏 is the vary-batch callout's): Streamlit's bundled icon font
+            (larger_batch_text(tr, result), ":material/stacks:"),
         )
         for text, icon in callouts:
             if text:
