@@ -669,3 +669,13 @@ def test_the_cards_risk_text_names_the_median_plans_batch_where_it_differs():
     english = risk_text(EN, result)
     assert f"at {result.median_plan.estimate.global_batch_tokens:,} tokens per step" in english
     assert not english_sentences(risk_text(ZH, result))
+
+
+def test_the_running_app_shows_the_larger_batch_callout_with_its_own_icon():
+    """Trial s28d: the callout's emoji drew as an empty box, then shared the vary-batch icon."""
+    at = run_app(
+        gpus=["h100-sxm"], inventory={"h100-sxm": 2048}, preset="llama3-8b", seq_len=4096, objective="time",
+        tokens_mode="absolute", tokens_billions=15000.0,
+    )  # fmt: skip
+    (callout,) = [i for i in at.info if i.value.startswith("The batch, 512 sequences")]
+    assert callout.icon == ":material/stacks:" and all(i.icon != callout.icon for i in at.info if i is not callout)
