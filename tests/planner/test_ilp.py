@@ -475,6 +475,9 @@ def test_infeasible_plan_survives_pickling_and_empty_tables_are_rejected() -> No
     error = InfeasiblePlan(Constraint.BUDGET, "costs $2", "raise it", required=2.0, available=1.0)
     copy = pickle.loads(pickle.dumps(error))
     assert (str(copy), copy.constraint, copy.fix, copy.required) == (str(error), error.constraint, "raise it", 2.0)
+    late = InfeasiblePlan(Constraint.DEADLINE, "d", "f").but(batch_tokens=8_388_608, batch_seconds=3600.0)
+    copy = pickle.loads(pickle.dumps(late))  # the app caches answers: a deadline's batch survives
+    assert (copy.batch_tokens, copy.batch_seconds) == (8_388_608, 3600.0)
     with pytest.raises(ValueError, match="no rows"):
         solve_single(hand_table([{}]).take([]))
 
