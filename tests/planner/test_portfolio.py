@@ -531,3 +531,17 @@ def test_a_one_job_portfolio_breaks_ceiling_ties_as_plan_does():
     (a,) = plan_portfolio({"job": request}, gpus).assignments
     assert a.num_gpus == alone.num_gpus
     assert (a.plan.layout, a.plan.training) == (alone.layout, alone.training)
+
+
+def test_a_plans_label_names_its_interleaving_and_experts():
+    """Trial s28c: a MoE job's portfolio label read 'zero2 dp_shard=64 pp=2' where its plan ran
+    vpp 4 and ep 4."""
+    from planner.api import build_plan
+    from planner.api.explore import plan_label
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+
+    layout = Layout(dp_shard=8, pp=2, vpp=2, ep=4)
+    plan = build_plan(get_preset("qwen3-30b-a3b"), "h100-sxm", layout, TrainingConfig(seq_len=4096, grad_accum=8),
+                      num_gpus=16)  # fmt: skip
+    assert plan_label(plan).startswith("fsdp dp_shard=8 pp=2 vpp=2 ep=4 | mb 1 x 8")
