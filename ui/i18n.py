@@ -348,14 +348,14 @@ _LABELS: dict[str, tuple[str, str]] = {
         "并加宽 {widened:.0%}。",
     ),
     "card_median_above": (
-        "Median (p50): {time}, {cost}, {fraction:.0%} above the model's figure, as the rows nearest this regime"
+        "Median (p50): {figures}, {fraction:.0%} above the model's figure, as the rows nearest this regime"
         " ran; the headline is the model's own.",
-        "中位数（p50）：{time}，{cost}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
+        "中位数（p50）：{figures}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
     ),
     "card_median_below": (
-        "Median (p50): {time}, {cost}, {fraction:.0%} below the model's figure, as the rows nearest this regime"
+        "Median (p50): {figures}, {fraction:.0%} below the model's figure, as the rows nearest this regime"
         " ran; the headline is the model's own.",
-        "中位数（p50）：{time}，{cost}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
+        "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
     ),
     "envelope_reaches": (
         "Its ends reach the band of the measured {regimes}.",

@@ -233,14 +233,14 @@ def vary_batch_text(tr: Labels, result: PlanResult) -> str | None:
 
 def median_text(tr: Labels, m: MedianOffset) -> str:
     """The band's median where it is off the headline (ui/render_lines.py ``median_offset``)."""
-    cost = "" if m.cost_usd is None else money(m.cost_usd)
+    figures = tr.join([duration(tr, m.hours), *([] if m.cost_usd is None else [money(m.cost_usd)])])
     key = "card_median_above" if m.fraction > 0 else "card_median_below"
-    return tr(key, time=duration(tr, m.hours), cost=cost, fraction=abs(m.fraction))
+    return tr(key, figures=figures, fraction=abs(m.fraction))
 
 
 def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
     """One sequence per GPU would save over 5 %: the batch asked for leaves tp / pp / cp to split
-    each sequence (planner/api/notices.py ``LargerBatch``)."""
+    each sequence (planner/api/batch_offers.py ``LargerBatch``)."""
     offer, other = result.larger_batch, result.larger_batch_plan
     if offer is None or other is None:
         return None
