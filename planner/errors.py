@@ -8,6 +8,7 @@ anything else in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
 from planner.rule_codes import Figures, RuleCode, render
@@ -76,6 +77,16 @@ class Constraint(StrEnum):
 ROW_CONSTRAINTS = tuple(c for c in Constraint if c not in (Constraint.SHARED_INVENTORY, Constraint.JOBS))
 
 
+@dataclass(frozen=True)
+class NamedPlan:
+    """The plan an answer's figures are of (a budget answer's cheapest), typed for each interface
+    to word (trial s28d: the app's card could not name it)."""
+
+    gpu: str
+    num_gpus: int
+    seconds: float  # its time to train, at the answer's risk
+
+
 class InfeasiblePlan(Exception):
     """No candidate satisfies every constraint: which one binds, by how much, and a fix."""
 
@@ -91,6 +102,7 @@ class InfeasiblePlan(Exception):
         jobs: tuple[tuple[str, InfeasiblePlan], ...] = (),
         batch_tokens: int | None = None,
         batch_seconds: float | None = None,
+        named: NamedPlan | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -106,6 +118,7 @@ class InfeasiblePlan(Exception):
         # the time to train at that batch (seconds, at the answer's risk).
         self.batch_tokens = batch_tokens
         self.batch_seconds = batch_seconds
+        self.named = named  # the plan the figures are of, where the answer names one
 
     def but(
         self,
@@ -128,6 +141,7 @@ class InfeasiblePlan(Exception):
             jobs=self.jobs,
             batch_tokens=self.batch_tokens if batch_tokens is None else batch_tokens,
             batch_seconds=self.batch_seconds if batch_seconds is None else batch_seconds,
+            named=self.named,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -141,6 +155,7 @@ class InfeasiblePlan(Exception):
                 "jobs": self.jobs,
                 "batch_tokens": self.batch_tokens,
                 "batch_seconds": self.batch_seconds,
+                "named": self.named,
             },
         )
 

@@ -29,7 +29,7 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
 from planner.catalog.prices import PriceBasis
-from planner.errors import InfeasiblePlan, RuleViolation
+from planner.errors import InfeasiblePlan, NamedPlan, RuleViolation
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
 from planner.layout import Precision
@@ -61,12 +61,14 @@ class Infeasible:
     jobs: tuple[tuple[str, Infeasible], ...] = ()  # InfeasiblePlan's: each job's own answer
     batch_tokens: int | None = None  # InfeasiblePlan's: the global batch at which the deadline is met
     batch_seconds: float | None = None  # and the time to train at it
+    named: NamedPlan | None = None  # InfeasiblePlan's: the plan its figures are of (budget: the cheapest)
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
         jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
         figures = (exc.required, exc.available, exc.more_gpus_help)
-        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, exc.batch_tokens, exc.batch_seconds)
+        batch = (exc.batch_tokens, exc.batch_seconds)
+        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, *batch, exc.named)
 
 
 @dataclass(frozen=True)

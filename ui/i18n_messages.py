@@ -41,6 +41,12 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         " training).",
         "或者采用更大的全局批大小（每步 {batch:,} 个 token），这些 GPU 即可在 {time} 内满足期限（这会改变训练本身）。",
     ),
+    "why_budget_named": (
+        "The cheapest plan, {gpus:,} × {gpu} for {time}, costs {need}; the budget is {have} (GPU limit: {limit})."
+        " Fix: raise the budget to {fix_usd}.",
+        "最便宜的方案为 {gpus:,} × {gpu}，需时 {time}，费用 {need}；预算为 {have}（GPU 上限：{limit}）。"
+        "解决办法：将预算提高到 {fix_usd}。",
+    ),
     "why_budget": (
         "The cheapest plan costs {need}, the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
         "最便宜的方案需要 {need}，预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",

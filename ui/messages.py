@@ -156,6 +156,9 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     key = f"why_{c}" if c in known else None
     if c == "deadline" and infeasible.more_gpus_help is False:  # the planner scored or probed more
         key = "why_deadline_no_gpus"
+    if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
+        key = "why_budget_named"
+        values.update(gpus=named.num_gpus, gpu=named.gpu, time=duration(tr, _hours(named.seconds)))
     if c == "shared_inventory" and have is None:  # the GPU-time fits; the jobs do not pack
         key = "why_shared_pack"
     if key is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -236,7 +237,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
 INFEASIBLE_KEYS = (
     "reason", "constraint", "detail", "fix", "required", "available", "more_gpus_help", "batch_tokens",
-    "batch_seconds", "jobs",
+    "batch_seconds", "named_plan", "jobs",
 )  # fmt: skip
 
 
@@ -259,6 +260,8 @@ def infeasible_json(exc) -> dict:
         # a deadline answer's batch at which the inventory meets it, and the time there (review s28)
         "batch_tokens": exc.batch_tokens,
         "batch_seconds": exc.batch_seconds,
+        # the plan the figures are of (a budget answer's cheapest): {gpu, num_gpus, seconds}
+        "named_plan": None if exc.named is None else dataclasses.asdict(exc.named),
         "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
     }
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
-from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan
+from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan, NamedPlan
 from planner.fmt import budget_decimals, duration_words, money_short
 
 __all__ = ["RowChecks", "binding_per_type", "diagnose"]
@@ -305,6 +305,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         fix,
         required=cheapest,
         available=budget,
+        named=NamedPlan(str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row])),
     )
 
 

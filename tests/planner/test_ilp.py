@@ -478,6 +478,9 @@ def test_infeasible_plan_survives_pickling_and_empty_tables_are_rejected() -> No
     late = InfeasiblePlan(Constraint.DEADLINE, "d", "f").but(batch_tokens=8_388_608, batch_seconds=3600.0)
     copy = pickle.loads(pickle.dumps(late))  # the app caches answers: a deadline's batch survives
     assert (copy.batch_tokens, copy.batch_seconds) == (8_388_608, 3600.0)
+    with pytest.raises(InfeasiblePlan) as caught:
+        solve_single(hand_table([dict(cost_usd=2.0e6, num_gpus=16)]), budget_usd=1e6)
+    assert pickle.loads(pickle.dumps(caught.value)).named == caught.value.named is not None
     with pytest.raises(ValueError, match="no rows"):
         solve_single(hand_table([{}]).take([]))
 

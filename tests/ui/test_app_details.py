@@ -622,6 +622,12 @@ def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_
     budget = Infeasible("budget", "detail", "fix", required=3_236_521.0, available=3e6)
     english = infeasible_body(EN, budget, request)
     assert english.count("$3.24M") == 2 and "$3.3M" not in english
+    # trial s28d: the card named neither the cheapest plan nor how long it takes (8 GPUs, 2,289 days)
+    from planner.errors import NamedPlan
+
+    named = dataclasses.replace(budget, named=NamedPlan("h100-sxm", 8, 2289.4 * 86400.0))
+    assert "The cheapest plan, 8 × h100-sxm for 2,289.4 days, costs $3.24M" in infeasible_body(EN, named, request)
+    assert not english_sentences(infeasible_body(ZH, named, request))
     deadline = Infeasible("deadline", "detail", "fix", required=125 * 86400.0, available=90 * 86400.0)
     assert "tokens per step" not in infeasible_body(EN, deadline, request)
     with_batch = dataclasses.replace(deadline, batch_tokens=8_388_608, batch_seconds=80.7 * 86400.0)

@@ -14,6 +14,9 @@ from ui.cli import main
 
 def test_a_budget_judged_at_p80_says_so_and_p50_does_not(capsys):
     args = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "h100-sxm=64", "--budget-usd", "5e4"]
+    assert main([*args, "--json"]) == 0
+    named = json.loads(capsys.readouterr().out)["named_plan"]  # trial s28d: the cheapest plan, typed
+    assert named["gpu"] == "h100-sxm" and 1 <= named["num_gpus"] <= 64 and named["seconds"] > 0
     assert main(args) == 0
     out = capsys.readouterr().out
     assert (
