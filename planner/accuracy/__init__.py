@@ -22,7 +22,7 @@ from enum import StrEnum
 import numpy as np
 
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, EvidenceBase, shipped_base
-from planner.accuracy.ceiling import Ceiling
+from planner.accuracy.ceiling import Ceiling, ceiling_regime
 from planner.accuracy.regime import FEATURE_SPAN, Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
@@ -153,12 +153,15 @@ def mfu_ceilings(
     moe: bool,
     calibrated: frozenset[str] = frozenset(),
     named_kernel: bool = False,
+    coarse: bool = False,
 ) -> np.ndarray:
-    """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features)."""
+    """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features);
+    ``coarse``: the model's experts are as wide as a dense FFN (``ceiling_regime``)."""
 
     def value(g: int, bits: int) -> tuple[float]:
         gpu = gpus[g]
-        ceiling = ceiling_of(Regime(stack, regime_generation(gpu), bits), gpu.id in calibrated)
+        regime = ceiling_regime(Regime(stack, regime_generation(gpu), bits), coarse)
+        ceiling = ceiling_of(regime, gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
     return _per_key(_row_keys(c, moe, named_kernel), value)[:, 0]

@@ -232,7 +232,7 @@ def row_evidence(
     return RowEvidence(
         # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)
         mfu_ceiling=accuracy.mfu_ceilings(
-            c, gpus, request.stack.value, moe and not coarse_experts(request.model), calibrated, named_kernel=named
+            c, gpus, request.stack.value, moe, calibrated, named_kernel=named, coarse=coarse_experts(request.model)
         ),
         time_factor=risk,
         band=(lo, hi),
