@@ -95,8 +95,12 @@ def price_words(p: Plan) -> str:
 def listed_json(p: Plan) -> dict:
     """A listed plan (an alternative, another GPU type's best): its estimate and the price behind
     its cost (trial s28b: the rows had no price, so an estimated one ranked like a listed one)."""
+    return {**estimate_json(p.estimate), **price_json(p)}
+
+
+def price_json(p: Plan) -> dict:
+    """The price behind a plan's cost and where it comes from (``PriceBasis``)."""
     return {
-        **estimate_json(p.estimate),
         "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
         "price_basis": None if p.price_basis is None else p.price_basis.value,
     }
@@ -109,8 +113,7 @@ def plan_facts_json(p: Plan) -> dict:
     return {
         "stack": p.stack.value,
         "emittable": p.emittable,
-        "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
-        "price_basis": None if p.price_basis is None else p.price_basis.value,
+        **price_json(p),
         "billed_gpus": p.billed_gpus,
         "network": p.network,
         "partition_activations": p.partition_activations,
