@@ -97,9 +97,8 @@ def risk_text(tr: Labels, result) -> str | None:
     if p is None:
         return None
     values = dict(gpus=p.num_gpus, gpu=p.gpu, layout=p.layout_words, risk=result.risk.value)
-    batch = p.estimate.global_batch_tokens
-    if batch != result.plan.estimate.global_batch_tokens:  # trial s28c: it read as a contradiction unsaid
-        return tr("risk_changed_batch", batch=batch, **values)
+    if result.median_batch is not None:  # trial s28c
+        return tr("risk_changed_batch", batch=result.median_batch, **values)
     return tr("risk_changed", **values)
 
 

@@ -32,10 +32,7 @@ def risk_line(result) -> str:
     """What judging at the median would have chosen, when the risk setting changed the choice."""
     p, risk = result.median_plan, result.risk.value
     u = p.estimate.uncertainty
-    # trial s28c: the median's plan may train another batch (the batch rule keeps the nearest batch
-    # among the plans that meet the deadline at each quantile), which read as a contradiction unsaid
-    batch = p.estimate.global_batch_tokens
-    other_batch = "" if batch == result.plan.estimate.global_batch_tokens else f" at {batch:,} tokens/step"
+    other_batch = "" if result.median_batch is None else f" at {result.median_batch:,} tokens/step"
     return escape(
         f"risk {risk} changed the choice: judged at the median (p50) the search would take "
         f"{p.num_gpus} x {p.gpu} ({p.layout_words}){other_batch}, {risk_figures(p.estimate, 'p50')} at p50 and "
