@@ -154,6 +154,13 @@ class GPUSpec(BaseModel):
             return self.vendor.upper()
         return ARCHITECTURES.get(self.compute_capability, ARCHITECTURES.get((self.compute_capability[0], -1), "NVIDIA"))
 
+    @property
+    def price_estimated(self) -> bool:
+        """The price is an estimate, with no listed offer behind it (an export part priced as its
+        source die): of two plans alike in time and cost, the search takes the one whose price is
+        sourced (trial s28c: an exact H800 / H100 tie went to the H800)."""
+        return self.price_basis == PriceBasis.ESTIMATE
+
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)
         if key not in self.peak_flops_per_s:

@@ -165,6 +165,7 @@ class Candidates:
     pcie_bandwidth: np.ndarray  # bytes/s per GPU per direction: the card's host link
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     price_per_gpu_hour: np.ndarray
+    price_estimated: np.ndarray  # bool: that price is an estimate, no listed offer (PriceBasis.ESTIMATE)
     rent_unit_gpus: np.ndarray  # GPUs rented together (GPUSpec); a job pays for whole units
     tdp_watts: np.ndarray
     node_power_w_per_gpu: np.ndarray  # server max wall power / GPUs (GPUSpec); NaN: planner/model/energy.py
@@ -288,6 +289,7 @@ def hardware_columns(
         pcie_bandwidth=col([g.pcie_bandwidth_bytes_per_s for g in gpus]),
         network_bandwidth=col(network_bandwidth),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
+        price_estimated=per_row(np.array([g.price_estimated for g in gpus], dtype=bool)),
         rent_unit_gpus=col([g.rent_unit_gpus for g in gpus]),
         tdp_watts=col([g.tdp_watts for g in gpus]),
         node_power_w_per_gpu=nan_if_none([g.node_power_w_per_gpu for g in gpus]),

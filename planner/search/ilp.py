@@ -50,6 +50,9 @@ TIE_BREAK_WEIGHT = 1e-6
 # decides (cost: the faster wins; time: the cheaper). Without it "cost" chose 2 x B200 for
 # 4.6 days over 8 x B200 for 27.7 h at $4 (0.1 %) more (issue 10).
 NEAR_TIE_FRACTION = 0.01
+# Rows this close in cost and in time are one plan to a buyer (a second in twelve days): a tie,
+# which ``tie_order`` settles, not the solver.
+TIE_RTOL = 1e-6
 
 
 class Objective(StrEnum):
@@ -366,7 +369,7 @@ def solve_single(
         raise diagnose(table, checks)
     if batch_target is not None:
         feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
-    feasible = model_time_order(table, feasible)
+    feasible = tie_order(table, feasible)
     C, T = table.cost_usd, table.time_to_train_s
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
     score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
@@ -392,7 +395,7 @@ def solve_single(
         problem += pulp.LpAffineExpression(zip(x, scaled, strict=True)) <= optimum / P_ref * (1 + NEAR_TIE_FRACTION)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)  # (8)
         assert optimal, "the first solve's optimum satisfies (8)"
-    row = int(kept[chosen_index(x)])
+    row = first_of_tie(table, kept, int(kept[chosen_index(x)]))
     return SingleSolution(
         row=row,
         objective=objective,
@@ -447,13 +450,26 @@ def _single_job_problem(
     return problem, x
 
 
-def model_time_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
-    """``rows`` by the model's own time, before the efficiency ceiling (``uncapped_time_s``;
-    unchanged without it). Rows held at one ceiling tie exactly on time and cost, and the pruning
-    and the alternatives keep the first of a tie: the one the model rates fastest, not the first
-    generated (a layout rated 5 % slower was chosen so)."""
-    uncapped = table.extra.get("uncapped_time_s")
-    return rows if uncapped is None else rows[np.argsort(uncapped[rows], kind="stable")]
+def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
+    """``rows`` in the order that settles exact ties: a sourced price before an estimated one
+    (``price_estimated``), then by the model's own time, before the efficiency ceiling
+    (``uncapped_time_s``); each key unused where the table lacks it. Rows held at one ceiling tie
+    exactly on time and cost, and the pruning, the alternatives and the choice (``first_of_tie``)
+    keep the first of a tie: the one the model rates fastest, not the first generated (a layout
+    rated 5 % slower was chosen so), and of two GPU types alike in both, the one whose price is
+    listed (trial s28c: an H800 priced as the H100 won an exact tie with it)."""
+    keys = [table.extra.get("uncapped_time_s"), table.extra.get("price_estimated")]
+    present = [np.asarray(k)[rows] for k in keys if k is not None]
+    return rows[np.lexsort(present)] if present else rows
+
+
+def first_of_tie(table: ScoredTable, rows: np.ndarray, row: int) -> int:
+    """The first of ``rows`` (in ``tie_order``) within ``TIE_RTOL`` of ``row``'s cost and time:
+    which of tied rows a solver returns is arbitrary (an H800 held at the H100's ceiling differs
+    from it by 5e-8 in time, through its failure rate's goodput, and won)."""
+    C, T = table.cost_usd, table.time_to_train_s
+    tied = rows[np.isclose(C[rows], C[row], rtol=TIE_RTOL, atol=0) & np.isclose(T[rows], T[row], rtol=TIE_RTOL, atol=0)]
+    return int(tied[0]) if len(tied) else row
 
 
 # Batches this close to a target no layout meets train alike (the loss moves smoothly with the

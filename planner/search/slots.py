@@ -16,7 +16,7 @@ import pulp
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
 from planner.search.diagnosis import diagnose
-from planner.search.ilp import ScoredTable, check_rows, model_time_order, nearest_batch, pareto_mask
+from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask, tie_order
 from planner.units import SECONDS_PER_DAY
 
 __all__ = [
@@ -114,7 +114,7 @@ def job_rows(
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]
     # As plan's: of rows tied at an efficiency ceiling the pruning keeps the first, so the one the
     # model rates fastest goes first (trial s25: portfolio chose a recomputing layout plan does not).
-    rows = model_time_order(job.table, rows)
+    rows = tie_order(job.table, rows)
     if prune_cost is None:
         return rows
     table = job.table
