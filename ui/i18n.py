@@ -508,6 +508,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_time_at_risk_days": ("days at {risk}", "{risk} 天数"),
     "col_cost_at_risk_usd": ("cost at {risk} (USD)", "{risk} 费用（美元）"),
     "col_price_usd_per_gpu_hour": ("USD per GPU-hour", "每 GPU 小时美元"),
+    "col_cost_at_risk_usd_bought": ("cost at {risk} (USD, amortised)", "{risk} 费用（美元，摊销）"),
+    "col_price_usd_per_gpu_hour_bought": ("USD per GPU-hour (amortised)", "每 GPU 小时美元（摊销）"),
     "col_price_estimated": ("estimated price", "估算价格"),
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),
     "col_mfu": ("MFU", "MFU"),

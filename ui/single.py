@@ -331,13 +331,16 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
 )  # fmt: skip
 
 
+BOUGHT_COLUMNS = ("cost_usd", "cost_at_risk_usd", "price_usd_per_gpu_hour")
+
+
 def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False, risk: str = "p80") -> None:
     frame = app_core.top_plans_frame(plans, risk)[list(TOP_ORDER)]
     frame["ac"] = frame["ac"].map(tr.option)
     frame["mfu"] = frame["mfu"] * 100  # in percent points, for TOP_FORMATS' one-decimal percentage
     names = {c: tr(f"col_{c}", risk=risk) for c in frame.columns}
-    if bought:
-        names["cost_usd"] = tr("col_cost_usd_bought")
+    if bought:  # every price-derived column says it is amortised (review s28b: the at-risk cost did not)
+        names |= {c: tr(f"col_{c}_bought", risk=risk) for c in BOUGHT_COLUMNS}
     st.dataframe(
         frame.rename(columns=names),
         hide_index=True,

@@ -322,7 +322,12 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     assert card(at)[EN("card_cost_bought")] == app_core.money(planned(request).plan.estimate.cost_usd)
     assert EN("card_cost") not in card(at)  # in Buy mode the cost says it is amortised
     open_tab(at, "tab_top")
-    assert EN("col_cost_usd_bought") in table(at, EN("col_layout")).columns
+    columns = table(at, EN("col_layout")).columns
+    assert EN("col_cost_usd_bought") in columns
+    # the at-risk cost and the rate are amortised too (review s28b)
+    assert EN("col_cost_at_risk_usd_bought", risk="p80") in columns
+    assert EN("col_price_usd_per_gpu_hour_bought") in columns
+    assert EN("col_cost_at_risk_usd", risk="p80") not in columns
 
 
 def test_why_not_panel_shows_the_explore_answer():
