@@ -169,6 +169,7 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
             "why_deadline_batch",
             batch=infeasible.batch_tokens,
             time=duration(tr, _hours(infeasible.batch_seconds)),  # trial s28d: the offer had no time
+            risk=request.risk.value,  # the search's quantile, as the CLI's words say (review s28b)
         )
     )
     return tr.sentences(tr(key, **values), batch)
