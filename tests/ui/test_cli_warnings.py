@@ -263,6 +263,11 @@ def test_a_geforce_plan_says_its_gpus_reach_each_other_through_host_memory(capsy
     assert words.startswith("rtx-4090: the driver disables GPU peer-to-peer") and "(32 GB/s)" in words
     assert main([*base, "--num-gpus", "1"]) == 0  # one GPU: no GPU-to-GPU traffic
     assert not any("peer-to-peer" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    # one GPU per node: GPU-to-GPU traffic crosses the network, not the host (review s28b)
+    assert main([*base, "--num-gpus", "2", "--nodes", "2"]) == 0
+    assert not any("peer-to-peer" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    assert main([*base, "--num-gpus", "4", "--nodes", "2"]) == 0  # two per node share a host
+    assert any("peer-to-peer" in w for w in json.loads(capsys.readouterr().out)["warnings"])
     plan = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "rtx-4090=8", "--json"]
     assert main(plan) == 0
     data = json.loads(capsys.readouterr().out)
