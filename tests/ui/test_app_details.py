@@ -604,7 +604,7 @@ def test_the_card_names_the_measured_regimes_whose_band_it_shows_in_both_languag
     training = TrainingConfig(seq_len=4096, micro_batch=1)
     plan = build_plan(get_preset("qwen3-30b-a3b"), "h100-sxm", Layout(dp_shard=16, ep=8), training, num_gpus=16)
     u = plan.estimate.uncertainty
-    assert not u.validated and u.reaches and all("moe" in r.features for r in u.reaches)
+    assert not u.validated and u.reaches and any("moe" in r.features for r in u.reaches)
     english = envelope_text(EN, u)
     assert "Its ends reach the band of the measured megatron on Hopper, MoE" in english
     assert not english_sentences(envelope_text(ZH, u))
