@@ -49,6 +49,7 @@ from validation.moe_recipes import BRIDGE_MOE_BENCHMARK
 from validation.published import MEGATRON_BRIDGE_RECIPE, MEGATRON_FSDP_OFFLOADED_BLOCKS
 from validation.published_rows import (
     DEFAULT_PUBLISHED_RUNS,
+    GPU_IDS,
     MEGATRON_GPT_VOCAB,
     PARAM_COUNT_TOLERANCE,
     FlopConvention,
@@ -60,6 +61,7 @@ from validation.published_rows import (
     precision_for,
 )
 
+GpuIds = tuple[tuple[str, str | None], ...]  # published_rows.GPU_IDS' shape
 DEFAULT_BLACKWELL_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "nemo_blackwell_runs.csv"
 MEGATRON_BRIDGE_ARCHIVE = "MBRIDGE_ARCHIVE"  # the source column of the Megatron-Bridge archive rows
 # Two readings of one measurement: the same table cell copied twice lands within rounding of itself.
@@ -246,7 +248,8 @@ class BlackwellRun:
 
     @property
     def gpu_label(self) -> str:
-        return {"b200": "B200", "gb200": "GB200", "h100-sxm": "H100"}.get(self.gpu_id, self.gpu_id)
+        labels = {"b200": "B200", "gb200": "GB200", "gb300": "GB300", "h100-sxm": "H100", "h200-sxm": "H200"}
+        return labels.get(self.gpu_id, self.gpu_id)
 
 
 @dataclass(frozen=True)
@@ -367,13 +370,15 @@ def duplicate_of(key: MeasurementKey, tokens_per_s_per_gpu: float, calibration: 
 # --------------------------------------------------------------------------- reading
 
 
-def read_row(row: dict[str, str], calibration: list[CalibrationRow]) -> BlackwellRun | BlackwellSkip:
+def read_row(
+    row: dict[str, str], calibration: list[CalibrationRow], gpu_ids: GpuIds = GPU_IDS
+) -> BlackwellRun | BlackwellSkip:
     """One CSV row -> a run to predict, or the reason it cannot be predicted."""
 
     def skip(reason: BlackwellSkipReason) -> BlackwellSkip:
         return BlackwellSkip(row["row_id"], row["source"], row["model"], reason)
 
-    gpu_id, precision = gpu_id_for(row["gpu"]), precision_for(row["precision"])
+    gpu_id, precision = gpu_id_for(row["gpu"], gpu_ids), precision_for(row["precision"])
     num_gpus, seq_len = int(row["num_gpus"]), int(row["seq_len"])
     if gpu_id is None:
         return skip(BlackwellSkipReason.GPU_NOT_IN_CATALOG)
@@ -413,14 +418,17 @@ def read_row(row: dict[str, str], calibration: list[CalibrationRow]) -> Blackwel
     )
 
 
-def read_nemo_blackwell(path: Path = DEFAULT_BLACKWELL_RUNS, published: Path = DEFAULT_PUBLISHED_RUNS) -> BlackwellRows:
-    """Every row of the file, split into runs (duplicates of ``published`` flagged) and skips."""
+def read_nemo_blackwell(
+    path: Path = DEFAULT_BLACKWELL_RUNS, published: Path = DEFAULT_PUBLISHED_RUNS, gpu_ids: GpuIds = GPU_IDS
+) -> BlackwellRows:
+    """Every row of the file, split into runs (duplicates of ``published`` flagged) and skips;
+    ``gpu_ids``: the GPU names read (validation/mlperf.py reads the newer parts too)."""
     calibration = read_calibration_rows(published)
     runs: list[BlackwellRun] = []
     skipped: list[BlackwellSkip] = []
     with Path(path).open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
-            read = read_row(row, calibration)
+            read = read_row(row, calibration, gpu_ids)
             if isinstance(read, BlackwellRun):
                 runs.append(read)
             else:

@@ -126,9 +126,10 @@ GPU_IDS = (  # (pattern in gpu_type, catalog id); first match wins: GB300 before
 )
 
 
-def gpu_id_for(gpu_type: str) -> str | None:
-    """Catalog id of a published GPU description, None for parts the catalog does not hold."""
-    return next((gpu_id for pattern, gpu_id in GPU_IDS if pattern.lower() in gpu_type.lower()), None)
+def gpu_id_for(gpu_type: str, gpu_ids: tuple[tuple[str, str | None], ...] = GPU_IDS) -> str | None:
+    """Catalog id of a published GPU description, None for parts the catalog does not hold (or
+    that ``gpu_ids`` leaves out)."""
+    return next((gpu_id for pattern, gpu_id in gpu_ids if pattern.lower() in gpu_type.lower()), None)
 
 
 def stack_for(row: dict[str, str]) -> Stack:

@@ -1,7 +1,7 @@
 """Every held-out validation row as one record of its regime and its error: what the planner's
 error bands are made of (planner/accuracy).
 
-Four sets, each held out as its own section of docs/validation.md says:
+The sets, each held out as its own section of docs/validation.md says:
 
 - the comparable published Megatron rows (S2, S3, S4, S13, S14), their Megatron-Core settings
   re-fitted without the GPU generation scored (``validation.heldout``);
@@ -9,7 +9,9 @@ Four sets, each held out as its own section of docs/validation.md says:
 - the published FSDP / ZeRO rows of PyTorch stacks (nothing fitted on them);
 - the published mixture-of-experts rows (nothing fitted on them);
 - NVIDIA's NeMo, Megatron-Bridge and DGX Cloud rows on Blackwell and H100 that the calibration
-  rows do not hold (validation/nemo_blackwell.py; nothing fitted on them).
+  rows do not hold (validation/nemo_blackwell.py; nothing fitted on them);
+- BigScience's Megatron-DeepSpeed layouts (validation/megatron_deepspeed_runs.py);
+- MLPerf Training's LLM pre-training submissions (validation/mlperf.py; nothing fitted on them).
 
 ``heldout_residuals()`` builds the records; ``bench/validate_bands.py --write`` stores them as
 ``planner/accuracy/residuals.csv``, which the planner reads (it never imports this package).
@@ -42,6 +44,7 @@ from validation.heldout import h200_leave_one_out, published_leave_one_generatio
 from validation.megatron_deepspeed_runs import GPU as MEGATRON_DEEPSPEED_GPU
 from validation.megatron_deepspeed_runs import Use as MegatronDeepSpeedUse
 from validation.megatron_deepspeed_runs import compare_megatron_deepspeed
+from validation.mlperf import compare_mlperf
 from validation.moe_recipes import DEEPSEEK_V3_REPORT, MEGATRON_BRIDGE_ARCHIVE, MODELZOO_QWEN3, h800
 from validation.moe_runs import compare_moe_runs
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell_runs
@@ -229,6 +232,22 @@ def nemo_blackwell_residuals(catalog: Catalog) -> list[Residual]:
     return out
 
 
+def mlperf_residuals(catalog: Catalog) -> list[Residual]:
+    """MLPerf Training's NeMo / Megatron-Core submissions (validation/mlperf.py; nothing fitted): one
+    source for leave-one-source-out, NVIDIA's implementation run by every submitter."""
+    out = []
+    for c in compare_mlperf(catalog=catalog):
+        run = c.run
+        out.append(
+            _residual(
+                "mlperf", "mlperf", run.source.removeprefix("MLPERF_TRAINING_").lower(), f"{run.row_id} {run.model_name}",
+                "megatron-core", catalog.gpu(run.gpu_id), run.num_gpus, run.layout, run.training, run.model,
+                run.measured_tokens_per_s_per_gpu, c.error, c.error,
+            )
+        )  # fmt: skip
+    return out
+
+
 def megatron_deepspeed_residuals(catalog: Catalog) -> list[Residual]:
     """BigScience's Megatron-DeepSpeed layouts (nothing fitted on them; two of the stack's terms were
     looked for after their errors were seen: docs/validation.md). One source: both tables come
@@ -255,7 +274,7 @@ def heldout_residuals(catalog: Catalog | None = None, *, refit: bool = True) -> 
     catalog = catalog or load_catalog()
     slow = published_residuals(catalog) + h200_residuals(catalog) if refit else []
     quick = fsdp_residuals(catalog) + moe_residuals(catalog) + nemo_blackwell_residuals(catalog)
-    return slow + quick + megatron_deepspeed_residuals(catalog)
+    return slow + quick + megatron_deepspeed_residuals(catalog) + mlperf_residuals(catalog)
 
 
 COLUMNS = tuple(f.name for f in fields(Residual))

@@ -135,12 +135,13 @@ def test_the_residuals_file_is_the_harness_output_for_the_sets_that_need_no_refi
     """A model change that moves a prediction must rebuild planner/accuracy/residuals.csv
     (bench/validate_bands.py --write): the quick sets are recomputed here and compared."""
     from planner.catalog.hardware import load_catalog
-    from validation.residuals import fsdp_residuals, moe_residuals, nemo_blackwell_residuals
+    from validation.residuals import fsdp_residuals, mlperf_residuals, moe_residuals, nemo_blackwell_residuals
 
     stored = {(r.dataset, r.name): r for r in load_residuals()}
     catalog = load_catalog()
     fresh = fsdp_residuals(catalog) + moe_residuals(catalog) + nemo_blackwell_residuals(catalog)
-    assert len(fresh) > 300
+    fresh += mlperf_residuals(catalog)
+    assert len(fresh) > 350
     for r in fresh:
         kept = stored[(r.dataset, r.name)]
         assert (kept.error, kept.measured_mfu) == pytest.approx((r.error, r.measured_mfu), abs=2e-6), r.name

@@ -1,0 +1,80 @@
+"""Held-out tokens/s error on MLPerf Training's LLM pre-training submissions (v3.0-v5.1).
+
+    python bench/validate_mlperf.py           # summaries per GPU, benchmark, MLPerf round, scale
+    python bench/validate_mlperf.py --rows    # and every row
+    python bench/validate_mlperf.py --write-docs   # refresh the summaries in docs/validation.md
+
+Nothing is fitted on these rows and nothing is fitted here: the script only reports
+(validation/mlperf.py; rows and how each was read: data/validation/mlperf_runs_sources.md).
+Error = (predicted - measured) / measured tokens/s per GPU, the measured figure being the step time
+the submissions' result logs record. The FLOP check divides NVIDIA's own model FLOPs per sample
+(MODEL_TFLOP_PER_SAMPLE, Llama rows) by the sequence and compares it with the built model's counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from validation.docs import replace_marked_block
+from validation.mlperf import compare_mlperf, read_mlperf
+from validation.nemo_blackwell import BlackwellComparison, flop_check
+from validation.nemo_tables import flop_lines, not_scored_lines, row_lines, summary_lines
+
+# The scale a row ran at, by GPU count: MLPerf's rounds span one node to 11,616 GPUs.
+SCALE_EDGES = ((64, "<= 64 GPUs"), (1024, "65-1,024 GPUs"), (4096, "1,025-4,096 GPUs"))
+
+
+def scale(c: BlackwellComparison) -> str:
+    return next((label for edge, label in SCALE_EDGES if c.run.num_gpus <= edge), "> 4,096 GPUs")
+
+
+def render(rows: bool = False) -> str:
+    read = read_mlperf()
+    comparisons = compare_mlperf(read)
+    checks = [check for run in read.runs if (check := flop_check(run)) is not None]
+    lines = [
+        f"**Held-out MLPerf Training rows** (nothing fitted on them): {len(read.runs) + len(read.skipped)} rows,"
+        f" {len(comparisons)} scored, {len(read.skipped)} skipped.",
+        "",
+        *summary_lines(comparisons, lambda c: "all", "set"),
+        "",
+        *summary_lines(comparisons, lambda c: c.run.gpu_label, "GPU"),
+        "",
+        *summary_lines(comparisons, lambda c: c.run.model_name, "benchmark"),
+        "",
+        *summary_lines(comparisons, lambda c: c.run.source.removeprefix("MLPERF_TRAINING_"), "round"),
+        "",
+        *summary_lines(comparisons, scale, "scale"),
+        "",
+        "Not scored:",
+        "",
+        *not_scored_lines(read),
+        "",
+        "Model FLOPs per token (NVIDIA's MODEL_TFLOP_PER_SAMPLE / sequence) against the built model's counts:",
+        "",
+        *flop_lines(checks),
+    ]
+    if rows:
+        lines += ["", *row_lines(comparisons)]
+    return "\n".join(lines)
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- mlperf-table:start -->", "<!-- mlperf-table:end -->"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", action="store_true", help="also print every row")
+    parser.add_argument("--write-docs", action="store_true", help=f"refresh the summaries in {DOCS}")
+    args = parser.parse_args(argv)
+    print(render(args.rows))
+    if args.write_docs:
+        replace_marked_block(DOCS, START, END, render(False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
