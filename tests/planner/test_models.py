@@ -49,7 +49,10 @@ _GPT2_ARCH = dict(
 def _require(spec: ModelSpec, **expected) -> None:
     """The config classes below cannot express anything else; refuse rather than drop a flag."""
     actual = {key: getattr(spec, key) for key in expected}
-    assert actual == expected, f"{spec.name}: {actual} is not expressible as {spec.family}"
+    assert actual == expected, (
+        f"{spec.name}: {actual} is not expressible as {spec.family}; a preset of a new family is built"
+        " from its own config data: add the family to _CONFIG_PRESET_FAMILIES (trial s29)"
+    )
 
 
 # Presets of the newer families are their released config.json files (stored in FIXTURES;
