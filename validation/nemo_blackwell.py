@@ -73,6 +73,7 @@ class Quantisation(StrEnum):
 
     BF16 = "bf16"
     FP8_CS = "fp8-cs"  # per-tensor current scaling
+    FP8_DS = "fp8-ds"  # per-tensor delayed scaling (an amax history; MLPerf's GPT-3 rows)
     MXFP8 = "mxfp8"  # 32-element block scaling
     FP8 = "fp8 (recipe not stated)"
     NVFP4 = "nvfp4"
@@ -88,6 +89,8 @@ def quantisation_for(text: str, bridge_archive: bool) -> Quantisation:
         return Quantisation.MXFP8
     if "fp8-cs" in t or "current" in t or ("fp8" in t and bridge_archive):
         return Quantisation.FP8_CS
+    if "delayed" in t:
+        return Quantisation.FP8_DS
     return Quantisation.FP8 if "fp8" in t else Quantisation.BF16
 
 

@@ -133,6 +133,7 @@ def test_layouts_and_batches_read_as_published(runs):
         ("FP8-CS (page: per-tensor FP8, current-step scaling)", False, Quantisation.FP8_CS),
         ("FP8", True, Quantisation.FP8_CS),  # the Megatron-Bridge archive's later notation
         ("FP8 (recipe not stated)", False, Quantisation.FP8),
+        ("FP8 hybrid, delayed scaling (amax hist 1024, max)", False, Quantisation.FP8_DS),  # MLPerf GPT-3
         ("BF16", False, Quantisation.BF16),
     ],
 )
