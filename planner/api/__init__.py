@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
@@ -23,26 +21,20 @@ from planner.api.notices import (
     VaryBatch,
     chosen_dearer,
     estimate_warnings,
-    fixed_cost_warnings,
-    host_staged_warnings,
     judged_at_risk,
-    left_out_warnings,
-    long_job_warnings,
     plan_commitment,
-    price_warnings,
-    selective_words_warnings,
+    search_warnings,
     trains_too_long,
-    vary_batch_choice,
-    vary_batch_warnings,
 )
+from planner.api.side_answers import side_rows
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
-from planner.frontier import Knee, NearTie, knee_versus, near_tie
-from planner.idle import IdleGPUs, idle_gpus
+from planner.frontier import Knee, NearTie
+from planner.idle import IdleGPUs
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
@@ -54,6 +46,7 @@ from planner.plan import Estimate, Plan
 from planner.plan_calibration import PlanCalibration
 from planner.reports import ReplanRequest
 from planner.request import (
+    CountLimits,
     PlanRequest,
     allowed_gpus,
     catalog_with_prices,
@@ -66,7 +59,7 @@ from planner.request import (
     run_settings,
     solve_request,
 )
-from planner.search.ilp import Objective, ScoredTable, SingleSolution, check_rows, nearest_batch
+from planner.search.ilp import SingleSolution
 from planner.search.score import scored_table, search_space
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -269,11 +262,7 @@ def search(
     except InfeasiblePlan as within:
         if not probe:
             raise
-        if limits.caps:
-            answer = cap_diagnosis(within, request, catalog, gpus, limits, deadline_s, settings)
-        else:
-            answer = deadline_fix(within, request, catalog, limits.limits, settings)
-        raise judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk) from None
+        raise explained(within, request, catalog, gpus, limits, deadline_s, settings) from None
 
     def wrap(row: int) -> Plan:
         return plan_from_row(request, c, row, gpu_ids, catalog, settings, record)
@@ -285,91 +274,49 @@ def search(
         float(table.extra["model_time_s"][solution.row]),
         rel_tol=1e-6,
     ), "scalar re-score disagrees with the vectorised score"
-    alternatives = tuple(wrap(r) for r in solution.alternatives)
-    median_row = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
-    rows = choosable_rows(request, table, deadline_s, inventory)
-    tie = near_tie(table.cost_usd, table.time_to_train_s, rows, solution.row, Objective(request.objective).value)
-    bend = (
-        None
-        if deadline_s is not None
-        else knee_versus(table.cost_usd, table.time_to_train_s, rows, solution.row, table.count_cells())
-    )
-    idle = idle_gpus(
-        table,
-        solution.row,
-        Objective(request.objective),
-        inventory,
-        {g: n for g, n in gpus.items() if n is not None},
-        batch_target=requested_batch_tokens(request),
-        deadline_s=deadline_s,
-        budget_usd=request.budget_usd,
-        cost_weight=request.cost_weight,
-    )
-    # The idle-GPU offer already answers for a batch off the request (planner/idle.py).
-    varied = None if idle is not None else vary_batch_choice(request, table, solution.row, deadline_s, inventory)
-    varied_plan = None if varied is None else wrap(varied.row)
+    held = {g: n for g, n in gpus.items() if n is not None}
+    side = side_rows(request, c, table, catalog, gpu_ids, solution.row, deadline_s, inventory, held)
+    varied_plan = None if side.varied is None else wrap(side.varied.row)
     return PlanResult(
         plan=chosen,
-        alternatives=alternatives,
+        alternatives=tuple(wrap(r) for r in solution.alternatives),
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=request.warnings
-        + left_out_warnings(request, catalog)
-        + long_job_warnings(chosen)
-        + fixed_cost_warnings(chosen)
-        + price_warnings(request, unpriced, chosen)
-        + vary_batch_warnings(varied, varied_plan, chosen)
-        + selective_words_warnings(chosen)
-        + host_staged_warnings(chosen, catalog.gpu(chosen.gpu)),
+        warnings=search_warnings(request, unpriced, catalog, chosen, side.varied, varied_plan),
         count_limits=limits.limits,
         count_caps=limits.caps,
-        near_tie=tie,
-        near_tie_plan=None if tie is None else wrap(tie.row),
-        knee=bend,
-        knee_plan=None if bend is None else wrap(bend.row),
+        near_tie=side.tie,
+        near_tie_plan=None if side.tie is None else wrap(side.tie.row),
+        knee=side.knee,
+        knee_plan=None if side.knee is None else wrap(side.knee.row),
         risk=request.risk,
-        median_plan=None if median_row in (None, solution.row) else wrap(median_row),
-        idle=idle,
-        idle_plan=None if idle is None else wrap(idle.row),
-        vary_batch=varied,
+        median_plan=None if side.median is None else wrap(side.median),
+        idle=side.idle,
+        idle_plan=None if side.idle is None else wrap(side.idle.row),
+        vary_batch=side.varied,
         vary_batch_plan=varied_plan,
         per_gpu=tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None,
         searched_gpus=tuple(gpu_ids),
     )
 
 
-def median_choice(
+def explained(
+    within: InfeasiblePlan,
     request: PlanRequest,
-    c: Candidates,
-    table: ScoredTable,
     catalog: Catalog,
-    gpu_ids: list[str],
+    gpus: dict[str, int | None],
+    limits: CountLimits,
     deadline_s: float | None,
-    inventory: dict[str, int] | None,
-) -> int | None:
-    """The row the search would choose judged at the median (``Risk.P50``) instead of the
-    request's risk; None when the request is judged at the median already or none is feasible
-    there."""
-    if request.risk == Risk.P50:
-        return None
-    gpus = [catalog.gpu(g) for g in gpu_ids]
-    (median,) = accuracy.time_factors(
-        c,
-        gpus,
-        request.stack.value,
-        request.model.is_moe,
-        (Risk.P50.quantile,),
-        named_kernel=request.attention is not None,
-    )
-    factor = table.extra["time_factor"]
-    at_median = replace(
-        table, time_to_train_s=table.time_to_train_s / factor * median, cost_usd=table.cost_usd / factor * median
-    )
-    try:
-        return solve_request(request.model_copy(update={"top_k": 0}), at_median, deadline_s, inventory).row
-    except InfeasiblePlan:
-        return None
+    settings: ModelingSettings,
+) -> InfeasiblePlan:
+    """An infeasible search's answer: the counts past its caps or its deadline probed for the
+    fix, the memory fix, the figures judged at the request's risk."""
+    if limits.caps:
+        answer = cap_diagnosis(within, request, catalog, gpus, limits, deadline_s, settings)
+    else:
+        answer = deadline_fix(within, request, catalog, limits.limits, settings)
+    return judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk)
 
 
 def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:
@@ -377,18 +324,6 @@ def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSe
     its ``price_kind`` offers, the request's own prices over that, on the request's network."""
     kind = catalog_with_price_kind(catalog, request.price_kind, list(request.gpus or {}), settings)
     return catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
-
-
-def choosable_rows(
-    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
-) -> np.ndarray:
-    """The rows the solver could have chosen, where the near tie and the knee are read: those
-    passing every constraint, at the chosen batch unless the request varies it."""
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
-    rows = np.flatnonzero(checks.feasible())
-    if not request.vary_batch:
-        rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
-    return rows
 
 
 def build_plan(

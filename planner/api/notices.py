@@ -43,6 +43,28 @@ def trains_too_long(chosen: Plan) -> bool:
     return hours is not None and hours * SECONDS_PER_HOUR > LONG_JOB_WARNING_DAYS * SECONDS_PER_DAY
 
 
+def search_warnings(
+    request: PlanRequest,
+    unpriced: Catalog,
+    catalog: Catalog,
+    chosen: Plan,
+    varied: VaryBatch | None,
+    other: Plan | None,
+) -> tuple[str, ...]:
+    """Every warning a search's answer carries (the CLI prints them on stderr): ``unpriced``, the
+    catalog before the request's prices; ``varied`` / ``other``: the batch the request could vary to."""
+    return (
+        request.warnings
+        + left_out_warnings(request, catalog)
+        + long_job_warnings(chosen)
+        + fixed_cost_warnings(chosen)
+        + price_warnings(request, unpriced, chosen)
+        + vary_batch_warnings(varied, other, chosen)
+        + selective_words_warnings(chosen)
+        + host_staged_warnings(chosen, catalog.gpu(chosen.gpu))
+    )
+
+
 def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
     """Warnings of the request's price kind: the GPU types a whole-catalog search left out for
     want of its offer (``unpriced_types``), and ``chosen_dearer``'s (``catalog``: before the kind

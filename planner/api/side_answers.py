@@ -1,0 +1,112 @@
+"""What a search answers beside its chosen row: the plan the median would have chosen, a near tie,
+the cost/time knee, an inventory left idle and a batch off the request that costs less.
+
+Each is a row of the scored table (``plan`` wraps them into ``Plan``s); see ``PlanResult``'s
+fields for when each is offered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner import accuracy
+from planner.accuracy import Risk
+from planner.api.notices import VaryBatch, vary_batch_choice
+from planner.catalog.hardware import Catalog
+from planner.errors import InfeasiblePlan
+from planner.frontier import Knee, NearTie, knee_versus, near_tie
+from planner.idle import IdleGPUs, idle_gpus
+from planner.model.candidates import Candidates
+from planner.request import PlanRequest, requested_batch_tokens, solve_request
+from planner.search.ilp import Objective, ScoredTable, check_rows, nearest_batch
+
+
+@dataclass(frozen=True)
+class SideRows:
+    median: int | None  # the row judging at p50 chooses, when that differs from the request's risk
+    tie: NearTie | None
+    knee: Knee | None  # without a deadline only
+    idle: IdleGPUs | None
+    varied: VaryBatch | None  # only where the idle-GPU offer, which answers for the batch, is absent
+
+
+def side_rows(
+    request: PlanRequest,
+    c: Candidates,
+    table: ScoredTable,
+    catalog: Catalog,
+    gpu_ids: list[str],
+    chosen: int,
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+    held: dict[str, int],
+) -> SideRows:
+    """The side answers of a search that chose ``chosen`` among ``gpu_ids``; ``held``: the GPU
+    types with a count."""
+    median = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
+    rows = choosable_rows(request, table, deadline_s, inventory)
+    tie = near_tie(table.cost_usd, table.time_to_train_s, rows, chosen, Objective(request.objective).value)
+    bend = None if deadline_s is not None else knee_versus(
+        table.cost_usd, table.time_to_train_s, rows, chosen, table.count_cells()
+    )  # fmt: skip
+    idle = idle_gpus(
+        table,
+        chosen,
+        Objective(request.objective),
+        inventory,
+        held,
+        batch_target=requested_batch_tokens(request),
+        deadline_s=deadline_s,
+        budget_usd=request.budget_usd,
+        cost_weight=request.cost_weight,
+    )
+    # The idle-GPU offer already answers for a batch off the request (planner/idle.py).
+    varied = None if idle is not None else vary_batch_choice(request, table, chosen, deadline_s, inventory)
+    return SideRows(median=None if median == chosen else median, tie=tie, knee=bend, idle=idle, varied=varied)
+
+
+def median_choice(
+    request: PlanRequest,
+    c: Candidates,
+    table: ScoredTable,
+    catalog: Catalog,
+    gpu_ids: list[str],
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+) -> int | None:
+    """The row the search would choose judged at the median (``Risk.P50``) instead of the
+    request's risk; None when the request is judged at the median already or none is feasible
+    there."""
+    if request.risk == Risk.P50:
+        return None
+    gpus = [catalog.gpu(g) for g in gpu_ids]
+    (median,) = accuracy.time_factors(
+        c,
+        gpus,
+        request.stack.value,
+        request.model.is_moe,
+        (Risk.P50.quantile,),
+        named_kernel=request.attention is not None,
+    )
+    factor = table.extra["time_factor"]
+    at_median = replace(
+        table, time_to_train_s=table.time_to_train_s / factor * median, cost_usd=table.cost_usd / factor * median
+    )
+    try:
+        return solve_request(request.model_copy(update={"top_k": 0}), at_median, deadline_s, inventory).row
+    except InfeasiblePlan:
+        return None
+
+
+def choosable_rows(
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
+) -> np.ndarray:
+    """The rows the solver could have chosen, where the near tie and the knee are read: those
+    passing every constraint, at the chosen batch unless the request varies it."""
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
+    rows = np.flatnonzero(checks.feasible())
+    if not request.vary_batch:
+        rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
+    return rows
