@@ -27,7 +27,6 @@ from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
-    Layout,
     PipelineSchedule,
     Precision,
     Sharding,
@@ -44,7 +43,6 @@ from planner.limits import (
     MIN_SEQ_LEN,
 )
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.candidates import code, zero_over_one_rank
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
@@ -69,7 +67,15 @@ from ui.cli_options import (
     flag_error,
 )
 from ui.console import ABORTED_LINE
-from ui.inputs import check_priced_gpus, check_range, load_model_arg, parse_pairs, save_plan, whole_tokens
+from ui.inputs import (
+    check_priced_gpus,
+    check_range,
+    given_layout,
+    load_model_arg,
+    parse_pairs,
+    save_plan,
+    whole_tokens,
+)
 
 
 @app.command()
@@ -157,14 +163,12 @@ def estimate(
     if mode == ActivationCheckpointing.BLOCKS and ac_blocks is None:
         raise ValueError("--ac blocks needs --ac-blocks N (blocks checkpointed per pp rank)")
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
-    # Under DDP, Layout.resolve makes the rest of the world replicas; a replica count the user names
-    # is kept (dp_shard 1), so one that does not fill --num-gpus is refused, not multiplied.
-    named_sharding = sharding
-    sharding = stack.default_sharding(tp) if sharding is None else sharding
-    named_replicas = dp_replicate is not None and sharding == Sharding.NONE and dp_shard == -1
-    layout = Layout(
-        dp_replicate=1 if dp_replicate is None else dp_replicate,
-        dp_shard=1 if named_replicas else dp_shard,
+    layout = given_layout(
+        stack,
+        sharding,
+        num_gpus,
+        dp_replicate=dp_replicate,
+        dp_shard=dp_shard,
         tp=tp,
         pp=pp,
         cp=cp,
@@ -172,12 +176,8 @@ def estimate(
         ep=ep,
         expert_tp=expert_tp,
         pp_schedule=pp_schedule,
-        sharding=sharding,
     )
     dp = layout.resolve(num_gpus).dp
-    if named_sharding is None and zero_over_one_rank(code(sharding), dp):
-        # The search's rule (review s26: the Megatron stacks' zero1 default read "zero1 tp=8" on 8 GPUs).
-        layout = layout.model_copy(update={"sharding": Sharding.NONE})
     accum = grad_accum or (
         TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else 1
     )

@@ -103,3 +103,25 @@ def load_model_arg(model: str):
     path = Path(model)
     hf_path = str(path.resolve()) if path.exists() else None
     return spec, hf_path
+
+
+def given_layout(stack, sharding, num_gpus: int, *, dp_replicate: int | None, dp_shard: int, **degrees):
+    """``estimate``'s layout from its flags: the stack's default sharding where none is named (none
+    where that would shard over one rank, the search's rule: review s26, the Megatron stacks'
+    zero1 default read "zero1 tp=8" on 8 GPUs). Under DDP, Layout.resolve makes the rest of the
+    world replicas; a replica count the user names is kept (dp_shard 1), so one that does not fill
+    --num-gpus is refused, not multiplied."""
+    from planner.layout import Layout, Sharding
+    from planner.model.candidates import code, zero_over_one_rank
+
+    chosen = stack.default_sharding(degrees.get("tp", 1)) if sharding is None else sharding
+    named_replicas = dp_replicate is not None and chosen == Sharding.NONE and dp_shard == -1
+    layout = Layout(
+        dp_replicate=1 if dp_replicate is None else dp_replicate,
+        dp_shard=1 if named_replicas else dp_shard,
+        sharding=chosen,
+        **degrees,
+    )
+    if sharding is None and zero_over_one_rank(code(chosen), layout.resolve(num_gpus).dp):
+        layout = layout.model_copy(update={"sharding": Sharding.NONE})
+    return layout
