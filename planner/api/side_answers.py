@@ -21,6 +21,7 @@ from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
 from planner.request import PlanRequest, requested_batch_tokens, solve_request
 from planner.search.ilp import Objective, ScoredTable, check_rows, nearest_batch
+from planner.search.ties import tied_to
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ def side_rows(
     types with a count."""
     median = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
     rows = choosable_rows(request, table, deadline_s, inventory)
+    # The chosen row's ties are the chosen plan (ties.py): review s29, the H800 twin of a chosen
+    # H100 read as the knee, "for -0.0 % cost, 1.0x faster".
+    rows = rows[~tied_to(table, rows, chosen) | (rows == chosen)]
     tie = near_tie(table.cost_usd, table.time_to_train_s, rows, chosen, Objective(request.objective).value)
     bend = None if deadline_s is not None else knee_versus(
         table.cost_usd, table.time_to_train_s, rows, chosen, table.count_cells()

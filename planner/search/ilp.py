@@ -29,6 +29,7 @@ from planner.frontier import anchor_survivors
 from planner.model.rowwise import distinct
 from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
 from planner.search.table import ScoredTable
+from planner.search.ties import first_of_tie, tie_order
 
 __all__ = [
     "Objective",
@@ -50,9 +51,6 @@ TIE_BREAK_WEIGHT = 1e-6
 # decides (cost: the faster wins; time: the cheaper). Without it "cost" chose 2 x B200 for
 # 4.6 days over 8 x B200 for 27.7 h at $4 (0.1 %) more (issue 10).
 NEAR_TIE_FRACTION = 0.01
-# Rows this close in cost and in time are one plan to a buyer (a second in twelve days): a tie,
-# which ``tie_order`` settles, not the solver.
-TIE_RTOL = 1e-6
 
 
 class Objective(StrEnum):
@@ -448,28 +446,6 @@ def _single_job_problem(
         if len(of_type):
             problem += pulp.LpAffineExpression((x[i], float(n[kept[i]])) for i in of_type) <= limit
     return problem, x
-
-
-def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
-    """``rows`` in the order that settles exact ties: a sourced price before an estimated one
-    (``price_estimated``), then by the model's own time, before the efficiency ceiling
-    (``uncapped_time_s``); each key unused where the table lacks it. Rows held at one ceiling tie
-    exactly on time and cost, and the pruning, the alternatives and the choice (``first_of_tie``)
-    keep the first of a tie: the one the model rates fastest, not the first generated (a layout
-    rated 5 % slower was chosen so), and of two GPU types alike in both, the one whose price is
-    listed (trial s28c: an H800 priced as the H100 won an exact tie with it)."""
-    keys = [table.extra.get("uncapped_time_s"), table.extra.get("price_estimated")]
-    present = [np.asarray(k)[rows] for k in keys if k is not None]
-    return rows[np.lexsort(present)] if present else rows
-
-
-def first_of_tie(table: ScoredTable, rows: np.ndarray, row: int) -> int:
-    """The first of ``rows`` (in ``tie_order``) within ``TIE_RTOL`` of ``row``'s cost and time:
-    which of tied rows a solver returns is arbitrary (an H800 held at the H100's ceiling differs
-    from it by 5e-8 in time, through its failure rate's goodput, and won)."""
-    C, T = table.cost_usd, table.time_to_train_s
-    tied = rows[np.isclose(C[rows], C[row], rtol=TIE_RTOL, atol=0) & np.isclose(T[rows], T[row], rtol=TIE_RTOL, atol=0)]
-    return int(tied[0]) if len(tied) else row
 
 
 # Batches this close to a target no layout meets train alike (the loss moves smoothly with the

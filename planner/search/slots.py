@@ -16,7 +16,8 @@ import pulp
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
 from planner.search.diagnosis import diagnose
-from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask, tie_order
+from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
+from planner.search.ties import tie_order
 from planner.units import SECONDS_PER_DAY
 
 __all__ = [

@@ -10,7 +10,7 @@ import numpy as np
 
 from planner.api import PlanRequest, plan
 from planner.catalog.models import get_preset
-from planner.search.ilp import first_of_tie, tie_order
+from planner.search.ties import first_of_tie, tie_order
 
 
 def test_a_tie_at_the_ceiling_goes_to_the_layout_the_model_rates_fastest():
@@ -47,6 +47,9 @@ def test_a_tie_of_two_gpu_types_goes_to_the_one_with_a_listed_price():
     result = plan(request)
     assert result.plan.gpu == "h100-sxm"
     assert result.plan.price_basis == "catalog"
+    # its H800 twin is the chosen plan too, not a knee or a near tie beside it (review s29)
+    for other in (result.knee_plan, result.near_tie_plan):
+        assert other is None or other.gpu != "h800" or other.num_gpus != result.plan.num_gpus
 
 
 def test_first_of_tie_takes_the_first_in_tie_order_of_rows_alike_in_cost_and_time():

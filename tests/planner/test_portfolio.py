@@ -518,7 +518,7 @@ def test_example_portfolio_uses_the_owned_a100s_and_idles_no_gpu():
 
 def test_a_one_job_portfolio_breaks_ceiling_ties_as_plan_does():
     """Rows held at one efficiency ceiling tie exactly on time and cost; plan keeps the one the
-    model rates fastest (ilp.py tie_order), and so do portfolio and fleet (trial s25: the
+    model rates fastest (ties.tie_order), and so do portfolio and fleet within a GPU type (trial s25: the
     portfolio chose fsdp with recompute where plan chose zero2 without, at the same p80 days)."""
     from planner.api import PlanRequest, plan
     from planner.api.explore import plan_portfolio

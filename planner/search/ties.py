@@ -1,0 +1,54 @@
+"""Ties: rows a buyer cannot tell apart in cost and time, and the order that settles them.
+
+Which of tied rows a solver returns is arbitrary, so the single-job solve (``ilp.solve_single``)
+and its side answers (planner/api/side_answers.py) settle them by one order: a listed price before
+an estimated one, then the model's own time before the efficiency ceiling (docs/ilp.md, "Exact
+ties"). The portfolio's pruning keeps the first of a tie within each GPU type (slots.job_rows);
+across the types of an inventory, all held, it does not settle one: a tie-break weight of 1e-6
+lies under the solvers' relative MIP gap (HiGHS 1e-4), and swapping a job's type after the solve
+must keep every other job's schedule (review s29, not done).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from planner.search.ilp import ScoredTable
+
+# Rows this close in cost and in time are one plan to a buyer (a second in twelve days): a tie.
+TIE_RTOL = 1e-6
+
+
+def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
+    """``rows`` in the order that settles ties: a sourced price before an estimated one
+    (``price_estimated``), then by the model's own time, before the efficiency ceiling
+    (``uncapped_time_s``); each key unused where the table lacks it. Rows held at one ceiling tie
+    exactly on time and cost, and the pruning, the alternatives and the choice (``first_of_tie``)
+    keep the first of a tie: the one the model rates fastest, not the first generated (a layout
+    rated 5 % slower was chosen so), and of two GPU types alike in both, the one whose price is
+    listed (trial s28c: an H800 priced as the H100 won an exact tie with it)."""
+    keys = [table.extra.get("uncapped_time_s"), table.extra.get("price_estimated")]
+    present = [np.asarray(k)[rows] for k in keys if k is not None]
+    return rows[np.lexsort(present)] if present else rows
+
+
+def tied_to(table: ScoredTable, rows: np.ndarray, row: int) -> np.ndarray:
+    """Which of ``rows`` lie within ``TIE_RTOL`` of ``row``'s cost and time (``row`` itself too)."""
+    C, T = table.cost_usd, table.time_to_train_s
+    return np.isclose(C[rows], C[row], rtol=TIE_RTOL, atol=0) & np.isclose(T[rows], T[row], rtol=TIE_RTOL, atol=0)
+
+
+def first_of_tie(table: ScoredTable, rows: np.ndarray, row: int) -> int:
+    """The first of ``rows`` (in ``tie_order``) tied to ``row``: an H800 held at the H100's ceiling
+    differs from it by 5e-8 in time, through its failure rate's goodput, and had won."""
+    tied = rows[tied_to(table, rows, row)]
+    return int(tied[0]) if len(tied) else row
+
+
+def price_estimated(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
+    """Whether each row's price is an estimate (no listed offer); False where the table lacks it."""
+    flags = table.extra.get("price_estimated")
+    return np.zeros(len(rows), dtype=bool) if flags is None else np.asarray(flags, dtype=bool)[rows]
