@@ -27,12 +27,19 @@ from planner.model.settings import ModelingSettings
 
 @dataclass(frozen=True)
 class Link:
-    """Effective bandwidth (bytes/s per rank per direction), per-step latency of a group and the
-    fixed cost of launching one collective on it."""
+    """Effective bandwidth (bytes/s per rank per direction), the mean latency of a pipelined ring
+    step of the group (``ring_step_latency``), the fixed cost of launching one collective on it and
+    the latency of its slowest hop: what a step whose ranks all wait for their neighbours pays
+    (point-to-point, ring attention; review s29). ``hop_latency`` None: ``latency``."""
 
     bandwidth: np.ndarray
     latency: np.ndarray
     base_latency: float = 0.0
+    hop_latency: np.ndarray | None = None
+
+    @property
+    def slowest_hop(self) -> np.ndarray:
+        return self.latency if self.hop_latency is None else self.hop_latency
 
 
 def scaleup_rate(c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray]:
@@ -68,22 +75,28 @@ def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingS
     ranks_per_reach = np.clip(reach // np.maximum(stride, 1), 1, np.maximum(size, 1))
     network = np.minimum(inner, ranks_per_reach * c.network_bandwidth * s.network_bandwidth_fraction)
     bandwidth = np.where(span <= domain, scaleup, np.where(span <= node, pcie, network))
-    latency = ring_step_latency(size, np.where(span <= reach, size, ranks_per_reach), scaleup_latency, s)
-    return Link(bandwidth=bandwidth, latency=latency, base_latency=s.collective_base_latency_s)
+    # NCCL's intraLat is the ring's path inside the node: PCIe wherever a step leaves a domain there.
+    intra = np.where((span <= domain) | (domain >= node), scaleup_latency, s.latency_pcie_s)
+    crossing = span > reach
+    latency = ring_step_latency(size, np.where(crossing, ranks_per_reach, size), intra, s)
+    hop = np.where(crossing, s.latency_network_s, intra)
+    return Link(bandwidth=bandwidth, latency=latency, base_latency=s.collective_base_latency_s, hop_latency=hop)
 
 
-def ring_step_latency(size, ranks_per_node, scaleup_latency, s: ModelingSettings) -> np.ndarray:
+def ring_step_latency(size, ranks_per_node, intra_latency, s: ModelingSettings) -> np.ndarray:
     """The mean latency of a ring step over a group of ``size`` ranks, ``ranks_per_node`` of them in
     each node (or scale-up domain; ``size`` of them: one): of its n - 1 steps only nodes - 1 cross
-    the network, the rest the scale-up fabric. NCCL's own ring model (src/graph/tuning.cc:
+    the network, the rest pay ``intra_latency``. NCCL's own ring model (src/graph/tuning.cc:
     ``(nsteps - nInterSteps) * intraLat + nInterSteps * interLat``, nInterSteps = nNodes - 1 for a
-    reduce-scatter or all-gather, twice that for an all-reduce, which is one of each here). Every
-    step at the network's latency had charged a 256-rank ring over 32 nodes 255 network steps, not
-    31 (MLPerf's Llama 3.1 8B on 256 B200: 0.24 s of a 0.22 s step)."""
+    reduce-scatter or all-gather; an all-reduce, one of each here, pays 2 (nNodes - 1), where
+    some NCCL releases charge 2 nNodes: two network steps more). Every step at the
+    network's latency had charged a 256-rank ring over 32 nodes 255 network steps, not 31
+    (MLPerf's Llama 3.1 8B on 256 B200: 0.24 s of a 0.22 s step). A stride that does not divide
+    the node counts a node more than the ranks fill, as the bandwidth rule does."""
     size = np.maximum(np.asarray(size, dtype=float), 1.0)
     nodes = np.ceil(size / np.clip(ranks_per_node, 1, size))
     steps = np.maximum(size - 1.0, 1.0)
-    return ((size - nodes) * scaleup_latency + (nodes - 1.0) * s.latency_network_s) / steps
+    return ((size - nodes) * intra_latency + (nodes - 1.0) * s.latency_network_s) / steps
 
 
 def all_gather_s(total_bytes, n, link: Link, calls=1) -> np.ndarray:
@@ -104,7 +117,7 @@ def all_reduce_s(total_bytes, n, link: Link, calls=1) -> np.ndarray:
 
 
 def p2p_s(num_bytes, link: Link) -> np.ndarray:
-    return link.base_latency + link.latency + num_bytes / link.bandwidth
+    return link.base_latency + link.slowest_hop + num_bytes / link.bandwidth
 
 
 def exposed_s(comm_s, compute_s, overlap: float) -> np.ndarray:

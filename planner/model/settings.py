@@ -278,8 +278,10 @@ class ModelingSettings:
     # --- communication -------------------------------------------------------------------------
     # Latency (alpha) of one ring step, intra-node and inter-node, plus a fixed cost per
     # collective: NCCL's own tuning model (src/graph/tuning.cc, ring with the Simple protocol
-    # that carries large messages): 3.4 us per NVLink step, 14 us per network step, 8.4 us base.
+    # that carries large messages): 3.4 us per NVLink step, 14 us per network step, 8.4 us base;
+    # 5.7 us per step of a ring whose path inside the node is PCIe (hwLat PCI, Ring, Simple).
     latency_scaleup_s: float = 3.4e-6
+    latency_pcie_s: float = 5.7e-6
     latency_network_s: float = 14e-6
     collective_base_latency_s: float = 8.4e-6
     # Achievable fraction of link bandwidth for large NCCL collectives (busbw / line rate):

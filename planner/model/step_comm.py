@@ -52,7 +52,7 @@ def context_parallel_comm_s(
     tensor-parallel rank moves only its own kv heads (``token_bytes`` = local tokens x dtype bytes)."""
     kv_bytes = token_bytes * block_table(model).cp_gathered_elements / c.tp  # this rank's K and V
     # Ring: K,V pass around the cp ranks forward, K,V,dK,dV backward.
-    ring = 3.0 * (c.cp - 1) * (link.latency + kv_bytes / link.bandwidth)
+    ring = 3.0 * (c.cp - 1) * (link.slowest_hop + kv_bytes / link.bandwidth)
     # All-gather (trainer/context_parallel.py): gather K and V (2 collectives) forward, again
     # when a checkpointed block is recomputed, and reduce-scatter dK, dV backward.
     passes = 2.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
