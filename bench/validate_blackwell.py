@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from validation.docs import replace_marked_block
-from validation.nemo_blackwell import compare_nemo_blackwell, flop_check, read_nemo_blackwell
+from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell
+from validation.nemo_flops import flop_check
 from validation.nemo_tables import flop_lines, not_scored_lines, row_lines, summary_lines
 
 

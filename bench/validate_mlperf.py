@@ -21,7 +21,8 @@ from pathlib import Path
 
 from validation.docs import replace_marked_block
 from validation.mlperf import compare_mlperf, read_mlperf
-from validation.nemo_blackwell import BlackwellComparison, flop_check
+from validation.nemo_blackwell import BlackwellComparison
+from validation.nemo_flops import flop_check
 from validation.nemo_tables import flop_lines, not_scored_lines, row_lines, summary_lines
 
 # The scale a row ran at, by GPU count: MLPerf's rounds span one node to 11,616 GPUs.

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from validation.nemo_blackwell import BlackwellComparison, BlackwellRows, FlopCheck
+from validation.nemo_blackwell import BlackwellComparison, BlackwellRows
+from validation.nemo_flops import FlopCheck
 
 GPU_ORDER = ("B200", "GB200", "GB300", "H100", "H200")
 # A nearer-convention FLOP ratio further than this from 1 is listed: a mis-read model or a

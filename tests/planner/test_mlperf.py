@@ -15,7 +15,8 @@ import pytest
 
 from planner.layout import Precision, Sharding
 from validation.mlperf import DEFAULT_MLPERF_RUNS, compare_mlperf, read_mlperf
-from validation.nemo_blackwell import BlackwellSkipReason, flop_check
+from validation.nemo_blackwell import BlackwellSkipReason
+from validation.nemo_flops import flop_check
 from validation.published_rows import gpu_id_for
 
 # NVIDIA's MODEL_TFLOP_PER_SAMPLE against the nearer Megatron convention of the built model.

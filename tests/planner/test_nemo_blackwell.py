@@ -24,10 +24,10 @@ from validation.nemo_blackwell import (
     Profile,
     Quantisation,
     compare_nemo_blackwell,
-    flop_check,
     quantisation_for,
     read_nemo_blackwell,
 )
+from validation.nemo_flops import flop_check
 from validation.published_rows import PARAM_COUNT_TOLERANCE, FlopConvention, read_published_runs
 
 # The FLOP count behind a row's TFLOP/s is one of the two conventions within rounding.
@@ -134,6 +134,7 @@ def test_layouts_and_batches_read_as_published(runs):
         ("FP8", True, Quantisation.FP8_CS),  # the Megatron-Bridge archive's later notation
         ("FP8 (recipe not stated)", False, Quantisation.FP8),
         ("FP8 hybrid, delayed scaling (amax hist 1024, max)", False, Quantisation.FP8_DS),  # MLPerf GPT-3
+        ("FP8 tensorwise (as above)", False, Quantisation.FP8_CS),  # MLPerf v5.1
         ("BF16", False, Quantisation.BF16),
     ],
 )
