@@ -14,11 +14,9 @@ tokens/s and compares it with the non-causal and causal model FLOPs per token of
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from validation.docs import replace_marked_block
+from validation.docs import summary_main
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell
 from validation.nemo_flops import flop_check
 from validation.nemo_tables import flop_lines, not_scored_lines, row_lines, summary_lines
@@ -55,20 +53,5 @@ def render(rows: bool = False) -> str:
     return "\n".join(lines)
 
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
-START, END = "<!-- blackwell-table:start -->", "<!-- blackwell-table:end -->"
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", action="store_true", help="also print every row")
-    parser.add_argument("--write-docs", action="store_true", help=f"refresh the summaries in {DOCS}")
-    args = parser.parse_args(argv)
-    print(render(args.rows))
-    if args.write_docs:
-        replace_marked_block(DOCS, START, END, render(False))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(summary_main(sys.argv[1:], __doc__, render, "blackwell-table"))

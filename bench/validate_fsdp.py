@@ -14,9 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from validation.docs import replace_marked_block
+from validation.docs import error_summary, replace_marked_block
 from validation.fsdp_runs import FsdpComparison, compare_fsdp_runs
 
 GENERATION_ORDER = ("A100", "H100", "H200", "B200")
@@ -25,18 +23,7 @@ START, END = "<!-- fsdp-table:start -->", "<!-- fsdp-table:end -->"
 
 
 def _summary(comparisons: list[FsdpComparison], key, title: str) -> list[str]:
-    groups: dict[str, list[float]] = {}
-    for c in comparisons:
-        groups.setdefault(key(c), []).append(c.error)
-    order = {g: i for i, g in enumerate(GENERATION_ORDER)}
-    lines = [f"| {title} | rows | mean signed % | mean abs % | worst % |", "|---|---:|---:|---:|---:|"]
-    for group in sorted(groups, key=lambda g: (order.get(g.split(" ")[0], 9), g)):
-        e = np.array(groups[group])
-        worst = float(e[np.argmax(np.abs(e))])
-        lines.append(
-            f"| {group} | {len(e)} | {100 * e.mean():+.1f} | {100 * np.abs(e).mean():.1f} | {100 * worst:+.1f} |"
-        )
-    return lines
+    return error_summary(((key(c), c.error) for c in comparisons), title, GENERATION_ORDER)
 
 
 def _rows(comparisons: list[FsdpComparison]) -> list[str]:

@@ -15,11 +15,9 @@ the submissions' result logs record. The FLOP check divides NVIDIA's own model F
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from validation.docs import replace_marked_block
+from validation.docs import summary_main
 from validation.mlperf import compare_mlperf, read_mlperf
 from validation.nemo_blackwell import BlackwellComparison
 from validation.nemo_flops import flop_check
@@ -65,20 +63,5 @@ def render(rows: bool = False) -> str:
     return "\n".join(lines)
 
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
-START, END = "<!-- mlperf-table:start -->", "<!-- mlperf-table:end -->"
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", action="store_true", help="also print every row")
-    parser.add_argument("--write-docs", action="store_true", help=f"refresh the summaries in {DOCS}")
-    args = parser.parse_args(argv)
-    print(render(args.rows))
-    if args.write_docs:
-        replace_marked_block(DOCS, START, END, render(False))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(summary_main(sys.argv[1:], __doc__, render, "mlperf-table"))

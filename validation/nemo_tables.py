@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from validation.docs import error_summary
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows
 from validation.nemo_flops import FlopCheck
 
@@ -19,18 +20,7 @@ FLOP_CHECK_TOLERANCE = 0.03
 def summary_lines(
     comparisons: list[BlackwellComparison], key: Callable[[BlackwellComparison], str], title: str
 ) -> list[str]:
-    groups: dict[str, list[float]] = {}
-    for c in comparisons:
-        groups.setdefault(key(c), []).append(c.error)
-    order = {g: i for i, g in enumerate(GPU_ORDER)}
-    lines = [f"| {title} | rows | mean signed % | mean abs % | worst % |", "|---|---:|---:|---:|---:|"]
-    for group in sorted(groups, key=lambda g: (order.get(g, len(order)), g)):
-        e = np.array(groups[group])
-        worst = float(e[np.argmax(np.abs(e))])
-        lines.append(
-            f"| {group} | {len(e)} | {100 * e.mean():+.1f} | {100 * np.abs(e).mean():.1f} | {100 * worst:+.1f} |"
-        )
-    return lines
+    return error_summary(((key(c), c.error) for c in comparisons), title, GPU_ORDER)
 
 
 def row_lines(comparisons: list[BlackwellComparison]) -> list[str]:
