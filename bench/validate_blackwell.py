@@ -18,15 +18,13 @@ import sys
 
 from validation.docs import summary_main
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell
-from validation.nemo_flops import flop_check
-from validation.nemo_tables import flop_lines, not_scored_lines, row_lines, summary_lines
+from validation.nemo_tables import report_tail, summary_lines
 
 
 def render(rows: bool = False) -> str:
     read = read_nemo_blackwell()
     comparisons = compare_nemo_blackwell(read.runs)
     duplicates = sum(r.duplicate_of is not None for r in read.runs)
-    checks = [check for run in read.runs if (check := flop_check(run)) is not None]
     lines = [
         f"**Held-out NeMo / Megatron-Bridge / DGX Cloud rows** (nothing fitted on them): "
         f"{len(read.runs) + len(read.skipped)} rows, {len(comparisons)} scored, {len(read.skipped)} skipped, "
@@ -40,16 +38,8 @@ def render(rows: bool = False) -> str:
         "",
         *summary_lines(comparisons, lambda c: c.run.container_version, "container"),
         "",
-        "Not scored:",
-        "",
-        *not_scored_lines(read),
-        "",
-        "Model FLOPs per token (published TFLOP/s / tokens/s) against the built model's counts:",
-        "",
-        *flop_lines(checks),
+        *report_tail(read, comparisons, "published TFLOP/s / tokens/s", rows),
     ]
-    if rows:
-        lines += ["", *row_lines(comparisons)]
     return "\n".join(lines)
 
 

@@ -20,8 +20,7 @@ import sys
 from validation.docs import summary_main
 from validation.mlperf import compare_mlperf, read_mlperf
 from validation.nemo_blackwell import BlackwellComparison
-from validation.nemo_flops import flop_check
-from validation.nemo_tables import flop_lines, not_scored_lines, row_lines, summary_lines
+from validation.nemo_tables import report_tail, summary_lines
 
 # The scale a row ran at, by GPU count: MLPerf's rounds span one node to 11,616 GPUs.
 SCALE_EDGES = ((64, "<= 64 GPUs"), (1024, "65-1,024 GPUs"), (4096, "1,025-4,096 GPUs"))
@@ -34,7 +33,6 @@ def scale(c: BlackwellComparison) -> str:
 def render(rows: bool = False) -> str:
     read = read_mlperf()
     comparisons = compare_mlperf(read)
-    checks = [check for run in read.runs if (check := flop_check(run)) is not None]
     lines = [
         f"**MLPerf Training rows** (no setting fitted on them; the ring-latency rule was adopted after seeing"
         f" them): {len(read.runs) + len(read.skipped)} rows,"
@@ -50,16 +48,8 @@ def render(rows: bool = False) -> str:
         "",
         *summary_lines(comparisons, scale, "scale"),
         "",
-        "Not scored:",
-        "",
-        *not_scored_lines(read),
-        "",
-        "Model FLOPs per token (NVIDIA's MODEL_TFLOP_PER_SAMPLE / sequence) against the built model's counts:",
-        "",
-        *flop_lines(checks),
+        *report_tail(read, comparisons, "NVIDIA's MODEL_TFLOP_PER_SAMPLE / sequence", rows),
     ]
-    if rows:
-        lines += ["", *row_lines(comparisons)]
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from validation.docs import error_summary
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows
-from validation.nemo_flops import FlopCheck
+from validation.nemo_flops import FlopCheck, flop_check
 
 GPU_ORDER = ("B200", "GB200", "GB300", "H100", "H200")
 # A nearer-convention FLOP ratio further than this from 1 is listed: a mis-read model or a
@@ -69,3 +69,12 @@ def flop_lines(checks: list[FlopCheck]) -> list[str]:
             f"| {causal.min():.3f}-{causal.max():.3f} | {off or 'none'} |"
         )
     return lines
+
+
+def report_tail(read: BlackwellRows, comparisons: list[BlackwellComparison], flops_from: str, rows: bool) -> list[str]:
+    """What both benches print after their summaries: the rows not scored, the FLOP check (``flops_from``:
+    what the rows' own FLOPs per token are read from) and, with ``rows``, every scored row."""
+    checks = [check for run in read.runs if (check := flop_check(run)) is not None]
+    lines = ["Not scored:", "", *not_scored_lines(read), ""]
+    lines += [f"Model FLOPs per token ({flops_from}) against the built model's counts:", "", *flop_lines(checks)]
+    return lines + (["", *row_lines(comparisons)] if rows else [])
