@@ -322,7 +322,8 @@ def explained(
 def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:
     """The catalog a request is searched in (``plan``, ``scored_search``): each GPU at the median of
     its ``price_kind`` offers, the request's own prices over that, on the request's network."""
-    kind = catalog_with_price_kind(catalog, request.price_kind, list(request.gpus or {}), settings)
+    priced = list(request.price_overrides)
+    kind = catalog_with_price_kind(catalog, request.price_kind, list(request.gpus or {}), settings, priced)
     return catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
 
 
@@ -363,7 +364,7 @@ def build_plan(
     if kernel := kernel_problem(attention, spec):
         raise ValueError(kernel)
     if price_kind is not None:
-        catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings)
+        catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings, [spec.id] if price else [])
         spec = catalog.gpu(spec.id)
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})

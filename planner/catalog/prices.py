@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import statistics
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -302,12 +303,28 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
     return gpu.model_copy(update=update)
 
 
+def unlisted_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:
+    """A GPU without ``kind`` offers that the caller prices: its price stays for the caller to set;
+    a spot one adds the default interruption rate (``priced_kind``'s, with no offer to read)."""
+    if kind != "spot":
+        return gpu
+    base = gpu.node_failure_rate_per_node_hour
+    rate = (node_failures if base is None else base) + spot_interruptions_per_node_hour
+    return gpu.model_copy(update={"node_failure_rate_per_node_hour": rate})
+
+
 def catalog_with_price_kind(
-    catalog: Catalog, kind: str | None, pinned: list[str] | None = None, settings: Any = None
+    catalog: Catalog,
+    kind: str | None,
+    pinned: list[str] | None = None,
+    settings: Any = None,
+    priced: Collection[str] = (),
 ) -> Catalog:
     """Every GPU at the median of its ``kind`` offers (None: the catalog's default prices).
     On-demand keeps the file's price where a GPU has no offer (its estimate); another kind drops
-    the GPUs without one, and refuses (ValueError) when ``pinned`` names such a GPU or none is left."""
+    the GPUs without one, and refuses (ValueError) when ``pinned`` names such a GPU or none is left.
+    ``priced``: GPUs the caller prices itself (``--price``): kept without an offer, a spot one at the
+    default interruption rate (trial s29b: a spot quote for a GB200 was refused, told to give --price)."""
     if kind is None:
         return catalog
     if kind not in PRICE_KINDS:
@@ -316,7 +333,12 @@ def catalog_with_price_kind(
 
     settings = settings or DEFAULT_SETTINGS
     spot, failures = settings.spot_interruptions_per_node_hour, settings.failure_rate_per_node_hour
-    missing = [catalog.gpu(g) for g in pinned or [] if kind != "on-demand" and not offers_of(catalog.gpu(g), kind)]
+    own = {catalog.gpu(g).id for g in priced}
+    missing = [
+        catalog.gpu(g)
+        for g in pinned or []
+        if kind != "on-demand" and not offers_of(catalog.gpu(g), kind) and catalog.gpu(g).id not in own
+    ]
     if len(missing) == 1:
         priced_kind(missing[0], kind, spot, failures)  # raises, naming what the GPU has
     if missing:  # trial s28c: the first of several was named, then the next on the next try
@@ -330,6 +352,8 @@ def catalog_with_price_kind(
             gpus[gpu_id] = priced_kind(gpu, kind, spot, failures)
         elif kind == "on-demand":
             gpus[gpu_id] = gpu
+        elif gpu_id in own:
+            gpus[gpu_id] = unlisted_kind(gpu, kind, spot, failures)
     if not gpus:
         raise ValueError(f"no GPU in the catalog has a {kind} price")
     return catalog.model_copy(update={"gpus": gpus})

@@ -209,3 +209,23 @@ def test_plan_per_gpu_shows_each_searched_types_best_plan() -> None:
     data = json.loads(trainplan(*budget, "--json")[1])
     assert data["per_gpu_binding"] == {"a100-80gb-sxm": "budget", "l4": "deadline"}
     assert "no plan on a100-80gb-sxm (budget), l4 (deadline) meets the request" in trainplan(*budget)[1]
+
+
+def test_your_own_quote_prices_a_gpu_without_offers_of_the_kind() -> None:
+    """Trial s29b: a spot quote for GB200 (no spot offer listed) was refused with 'give each a
+    price (--price ...)', the flag given. Now the quote prices it; spot adds its interruptions."""
+    assert not offers_of(CATALOG.gpu("gb200"), "spot")
+    args = ["--model", "gpt3-125m", "--tokens", "1e9", "--json"]
+    code, out, err = trainplan("plan", *args, "--gpus", "gb200=8", "--price-kind", "spot", "--price", "gb200=4")
+    assert code == 0, err
+    spot = json.loads(out)["plan"]
+    assert spot["price_per_gpu_hour_usd"] == 4 and spot["price_basis"] == "user"
+    code, out, err = trainplan("plan", *args, "--gpus", "gb200=8", "--price", "gb200=4")
+    assert code == 0, err
+    assert spot["time_to_train_h"] > json.loads(out)["plan"]["time_to_train_h"]  # spot's interruptions cost time
+    code, out, err = trainplan(
+        "estimate", "--model", "gpt3-125m", "--gpu", "gb200", "--num-gpus", "8", "--price-kind", "spot", "--price", "4"
+    )
+    assert code == 0, err
+    code, _, err = trainplan("plan", *args, "--gpus", "gb200=8", "--price-kind", "spot")  # no quote: refused
+    assert code == 2 and "no spot price for gb200" in err
