@@ -148,7 +148,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     pp = np.where(c.pp > 1, transfers * comm.p2p_s(activation, pp_link), 0.0)
     pp = pp + tied_embedding_sync_s(model, c, pp_link, s)
     cp = np.zeros(len(c))
-    if (c.cp > 1).any():  # most searches have no cp rows (cp is searched from 32K tokens on)
+    if (c.cp > 1).any():  # most searches have no cp rows (cp is searched from 8K tokens on: space.searched_cp)
         cp_link = comm.group_link(c, c.cp, c.tp, s)
         cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * m
     ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m

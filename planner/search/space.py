@@ -52,7 +52,12 @@ SHARDING_VARIANTS = (
 MICRO_BATCHES = (1, 2, 4, 8, 16)
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 72)
 CP_DEGREES = (1, 2, 4, 8, 16)
-CP_MIN_SEQ_LEN = 16384  # context parallelism only pays for long sequences
+# Context parallelism pays for long sequences: every degree is searched from 16K tokens on, and
+# cp 2 from 8K (MLPerf Training v5.x ran Llama 3.1 405B and 8B at CP 2 on 8,192-token sequences,
+# data/validation/mlperf_runs.csv, layouts the search could not reach below 16K: trial s29b; the
+# 8K degrees stop at 2, as each doubles the search's rows there).
+CP_MIN_SEQ_LEN = 16384
+CP_SHORT_SEQ_LEN, CP_SHORT_MAX = 8192, 2
 # Largest relative distance of a candidate's global batch from the requested one. Of the feasible
 # candidates, plan() then keeps those of the achievable batch nearest the request (docs/ilp.md).
 DEFAULT_BATCH_TOLERANCE = 0.05
@@ -161,12 +166,18 @@ def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndar
     }
 
 
+def searched_cp(space: SearchSpace, cp: int) -> bool:
+    """Whether the search tries context-parallel degree ``cp`` > 1 (``CP_MIN_SEQ_LEN``)."""
+    long = space.seq_len >= CP_MIN_SEQ_LEN
+    return space.allow_cp and (long or (space.seq_len >= CP_SHORT_SEQ_LEN and cp <= CP_SHORT_MAX))
+
+
 def gpu_rows(
     model: ModelSpec, scaleup_domain_size: int, gpus_per_node: int, counts: np.ndarray, space: SearchSpace
 ) -> dict[str, np.ndarray]:
     """All structurally valid combinations for a GPU type of that scale-up domain at the GPU
     ``counts`` (``gpu_counts``), count by count in their order."""
-    cp_options = CP_DEGREES if (space.allow_cp and space.seq_len >= CP_MIN_SEQ_LEN) else (1,)
+    cp_options = [cp for cp in CP_DEGREES if cp == 1 or searched_cp(space, cp)]
     ac = searched_ac_codes(space)
     prec = [PRECISION_CODES.index(p) for p in space.precisions]
     # The mesh degrees first: most combinations do not divide the GPU count, so dropping them

@@ -393,3 +393,15 @@ def test_a_gpu_far_outside_its_architectures_measured_balance_is_judged_as_its_o
     assert h20.estimate.ceiling is None and h20.estimate.time.breakdown_s.efficiency_ceiling == 0
     band = h20.estimate.uncertainty
     assert not band.validated and band.regime.startswith("trainplan on Hopper (h20)")
+
+
+def test_a_reached_regime_says_how_it_differs():
+    """Trial s29b: "no measured row of ... > 1,000 GPUs; ... it reaches the band of the measured
+    ... > 1,000 GPUs, cp > 1" read as a contradiction; only cp differed, which it did not say."""
+    from planner.accuracy import reached
+    from planner.accuracy.regime import Feature, Regime
+
+    query = Regime("megatron-core", "Blackwell", int(Feature.TP | Feature.LARGE))
+    measured = Regime("megatron-core", "Blackwell", int(Feature.TP | Feature.LARGE | Feature.CP))
+    assert reached(query, measured).endswith("(differs: with cp > 1)")
+    assert "differs" not in reached(query, query)

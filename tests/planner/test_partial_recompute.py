@@ -73,8 +73,8 @@ def scored_blocks_rows(request: PlanRequest):
     settings = request_settings(request)
     space = search_space(request)
     c = build_candidates(request.model, load_catalog(), dict(request.gpus or {}), space)
-    candidate_table(request.model, c, list(request.gpus or {}), space, request.training_tokens, settings)
-    return c, settings
+    table = candidate_table(request.model, c, list(request.gpus or {}), space, request.training_tokens, settings)
+    return c, settings, table
 
 
 def test_each_blocks_row_gets_the_fewest_blocks_that_fit():
@@ -86,7 +86,7 @@ def test_each_blocks_row_gets_the_fewest_blocks_that_fit():
         seq_len=8192,
         activation_checkpointing=(AC.BLOCKS,),
     )
-    c, s = scored_blocks_rows(request)
+    c, s, _ = scored_blocks_rows(request)
     rows = np.flatnonzero(c.ac == AC_BLOCKS)
     full = full_ac_blocks(request.model.num_layers, c.pp, c.vpp)
     partial = rows[(c.ac_blocks[rows] > 1) & (c.ac_blocks[rows] < full[rows])]
@@ -121,17 +121,18 @@ def test_405b_plan_recomputes_less_than_every_block_where_memory_allows():
     assert 0 < chosen.training.ac_blocks < 126 // chosen.layout.pp
     assert blocks <= chosen.estimate.memory.capacity_gib
     full = plan(PlanRequest(**FRONTIER, activation_checkpointing=(AC.NONE, AC.SELECTIVE, AC.FULL))).plan
-    assert full.training.activation_checkpointing == AC.FULL  # the modes of before choose as before
+    # the modes of before recompute more (full, or selective since cp 2 is searched at 8K)
+    assert full.training.activation_checkpointing in (AC.FULL, AC.SELECTIVE)
     assert chosen.estimate.time.step_s < full.estimate.time.step_s
-    assert blocks > full.estimate.memory.reserved_gib
 
 
 def test_a_requested_count_is_kept_and_full_rows_are_recoded():
     fixed = plan(PlanRequest(**FRONTIER, activation_checkpointing=(AC.BLOCKS,), ac_blocks=7)).plan
     assert fixed.training.activation_checkpointing == AC.BLOCKS and fixed.training.ac_blocks == 7
-    c, _ = scored_blocks_rows(PlanRequest(**FRONTIER))
+    c, _, table = scored_blocks_rows(PlanRequest(**FRONTIER))
     assert (c.ac_blocks[c.ac == AC_FULL] == 0).all() and (c.ac == AC_FULL).any()
-    blocks = c.ac == AC_BLOCKS
+    # the rows pruned as a recompute twin are never timed and keep the count generated (score.py)
+    blocks = (c.ac == AC_BLOCKS) & ~table.dominated
     assert (c.ac_blocks[blocks] < full_ac_blocks(126, c.pp[blocks], c.vpp[blocks])).all()
 
 
