@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from planner.catalog.hardware import load_catalog
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
@@ -120,12 +121,26 @@ def plan_facts_json(p: Plan) -> dict:
     }
 
 
+def network_words(p: Plan) -> str:
+    """' on ib-ndr-400, its default network': the network a plan over several nodes was timed on (trial
+    s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster)."""
+    if p.network is not None:
+        return f" on {p.network}"
+    if p.num_nodes <= 1:
+        return ""
+    try:
+        default = load_catalog().gpu(p.gpu).default_network
+    except ValueError:  # a calibration file's own GPU: its catalog is not the built-in one
+        return ""
+    return f" on {default}, its default network"
+
+
 def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
     lines = [
         f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({counted(p.num_nodes, 'node')}"
-        + ("" if p.network is None else f" on {p.network}")
+        + network_words(p)
         + ")",
         f"layout {p.layout_words}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),

@@ -68,7 +68,7 @@ def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
     assert "billed for" not in trainplan(*args)[1]  # the catalog's price is per GPU
     # review s27: 9 GPUs run on 3 nodes of 3 (even_node_count), each a whole 8-GPU node: 24, not 16
     nine = [*args[:6], "9", *args[7:], "--price-kind", "reserved-3y"]
-    assert "on 9 x h200-sxm (3 nodes)" in (said := trainplan(*nine)[1]) and "billed for 24 GPUs" in said
+    assert "on 9 x h200-sxm (3 nodes on ib-ndr-400, its default network)" in (said := trainplan(*nine)[1]) and "billed for 24 GPUs" in said
     assert trainplan(*args, "--price-kind", "reserved-3y", "--out", str(tmp_path / "p.json"))[0] == 0
     plan = Plan.load(tmp_path / "p.json")
     assert plan.rent_unit_gpus == 8 and plan.billed_gpus == 8
