@@ -157,7 +157,15 @@ def unplanned_gpus_line(result) -> str | None:
     if not missing:
         return None
     named = ", ".join(f"{g} ({binding[g]})" if g in binding else g for g in missing)
-    return f"no plan on {named} meets the request; in brackets the constraint that rules the type out"
+    line = f"no plan on {named} meets the request; in brackets the constraint that rules the type out"
+    if "batch" in binding.values():
+        # trial s29b: 16e6 ruled GB200 out (its nearest batch, 2^24, is +4.9 %) beside a warning that
+        # GB200 at 2^24 costs 13 % less
+        line += (
+            "; (batch): its nearest batch is further from the one asked for than another type's"
+            " (--vary-batch lets each type run its own)"
+        )
+    return line
 
 
 ESTIMATED_PRICE_NOTE = f"* $/GPU-h: {PriceBasis.ESTIMATE.words} (trainplan catalog --json)"

@@ -626,7 +626,10 @@ def test_an_estimate_on_a_count_that_does_not_fill_nodes_splits_it_evenly(tmp_pa
     assert [even_node_count(n, 8) for n in (7, 8, 9, 12, 16, 17)] == [1, 1, 3, 2, 2, 17]
     plan_file = tmp_path / "plan.json"
     args = ("estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "9", "--micro-batch", "1")
-    assert "tiny on 9 x h100-sxm (3 nodes on ib-ndr-400, its default network)" in run(*args, "--seq-len", "256", "--out", str(plan_file)).stdout
+    assert (
+        "tiny on 9 x h100-sxm (3 nodes on ib-ndr-400, its default network)"
+        in run(*args, "--seq-len", "256", "--out", str(plan_file)).stdout
+    )
     plan = Plan.load(plan_file)
     assert (plan.num_nodes, plan.gpus_per_node) == (3, 3)
     job = json.loads(

@@ -68,7 +68,10 @@ def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
     assert "billed for" not in trainplan(*args)[1]  # the catalog's price is per GPU
     # review s27: 9 GPUs run on 3 nodes of 3 (even_node_count), each a whole 8-GPU node: 24, not 16
     nine = [*args[:6], "9", *args[7:], "--price-kind", "reserved-3y"]
-    assert "on 9 x h200-sxm (3 nodes on ib-ndr-400, its default network)" in (said := trainplan(*nine)[1]) and "billed for 24 GPUs" in said
+    assert (
+        "on 9 x h200-sxm (3 nodes on ib-ndr-400, its default network)" in (said := trainplan(*nine)[1])
+        and "billed for 24 GPUs" in said
+    )
     assert trainplan(*args, "--price-kind", "reserved-3y", "--out", str(tmp_path / "p.json"))[0] == 0
     plan = Plan.load(tmp_path / "p.json")
     assert plan.rent_unit_gpus == 8 and plan.billed_gpus == 8
@@ -229,3 +232,21 @@ def test_your_own_quote_prices_a_gpu_without_offers_of_the_kind() -> None:
     assert code == 0, err
     code, _, err = trainplan("plan", *args, "--gpus", "gb200=8", "--price-kind", "spot")  # no quote: refused
     assert code == 2 and "no spot price for gb200" in err
+
+
+def test_a_type_ruled_out_by_the_batch_is_pointed_to_vary_batch() -> None:
+    """Trial s29b: 16e6 tokens ruled a type out (its nearest batch 2^24 is 4.9 % off, another type
+    made 15,990,784) beside a warning that the type at 2^24 costs less; the line gave no way out."""
+    from types import SimpleNamespace
+
+    from planner.errors import Constraint
+    from ui.render_plan import unplanned_gpus_line
+
+    def result(constraint: Constraint):
+        solution = SimpleNamespace(unplanned_gpus=(("b200", constraint),))
+        return SimpleNamespace(
+            plan=SimpleNamespace(gpu="b300"), per_gpu=(), searched_gpus=("b300", "b200"), solution=solution
+        )
+
+    assert "--vary-batch" in (unplanned_gpus_line(result(Constraint.BATCH)) or "")
+    assert "--vary-batch" not in (unplanned_gpus_line(result(Constraint.DEADLINE)) or "")
