@@ -24,6 +24,9 @@ Notation (docs/validation.md, "Error bands"). A validation row ``i`` has a held-
   measured, whose nearest rows happened to err by 9.5 %); a feature of ``CROSS_FAMILY_FEATURES``
   that no row of the query's stack family measured adds the rows that have it on the query's
   architecture, pooled (MoE on a PyTorch stack reads the Megatron MoE rows);
+- inside it with fewer than ``MIN_ROWS`` rows of ``Q`` (so the band is read from others' too),
+  each end reaches at least as far as those few rows lie (``few_exact_errors``; trial s29b: two
+  MLPerf rows validated a regime whose band both missed);
 - measured tokens/s = predicted / (1 + e), so the ``p``-quantile of the time to train is
   ``T exp(r_p)`` and the 80 % band of tokens/s is ``[S exp(-r_0.9), S exp(-r_0.1)]``.
 
@@ -129,10 +132,18 @@ class Evidence:
         m = float(np.median(self.log_errors))
         spread = float(np.quantile(self.log_errors, p)) - m
         own = m + float(np.sign(z(p))) * float(np.hypot(spread, self.extra(p)))
-        if p == 0.5 or not self.neighbours:
+        if p == 0.5:
             return own
         farthest = max if p > 0.5 else min
-        return farthest(own, *(n.log_quantile(p) for n in self.neighbours))
+        return farthest((own, *self.few_exact_errors, *(n.log_quantile(p) for n in self.neighbours)))
+
+    @property
+    def few_exact_errors(self) -> tuple[float, ...]:
+        """The query's own regime's rows where they are fewer than MIN_ROWS, so that its band was read
+        from others': each end reaches at least as far as they lie (trial s29b: a regime called
+        validated by two MLPerf rows showed a band both missed, -18 and -21 %)."""
+        exact = np.atleast_1d(self.log_errors)[np.atleast_1d(self.row_distances) == 0]
+        return tuple(float(e) for e in exact) if 0 < len(exact) < MIN_ROWS else ()
 
     @property
     def setting_neighbours(self) -> tuple[Regime, ...]:

@@ -405,3 +405,19 @@ def test_a_reached_regime_says_how_it_differs():
     measured = Regime("megatron-core", "Blackwell", int(Feature.TP | Feature.LARGE | Feature.CP))
     assert reached(query, measured).endswith("(differs: with cp > 1)")
     assert "differs" not in reached(query, query)
+
+
+def test_a_band_read_from_other_regimes_reaches_its_own_few_measured_rows():
+    """Trial s29b: Llama 3.1 8B on 512 GB200 at TP 2 x CP 4 was 'validated' by two MLPerf rows (11,518
+    and 11,988 tokens/s per GPU), which its band, read from 28 other rows, both missed."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.stacks import Stack
+
+    training = TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=1, precision="fp8")
+    layout = Layout(dp_shard=64, tp=2, cp=4, sharding="zero1")
+    p = build_plan(get_preset("llama3.1-8b"), "gb200", layout, training, num_gpus=512, stack=Stack.MEGATRON_CORE)
+    u = p.estimate.uncertainty
+    assert u.validated and u.exact_rows == 2
+    assert u.tokens_per_s[1] / 512 >= 11_518  # MP044, the lower of the two

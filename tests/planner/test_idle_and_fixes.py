@@ -149,5 +149,5 @@ def test_a_deadline_no_count_meets_names_the_batch_as_the_lever() -> None:
         "meets the deadline at a global batch of 1,048,576 tokens (a larger one, global_batch_tokens or"
         " --global-batch-tokens, lets more GPUs share a step)"
     )
-    with pytest.raises(InfeasiblePlan, match=r"or 120 h100-sxm GPUs, more than the inventory has"):
+    with pytest.raises(InfeasiblePlan, match=r"or \d+ h100-sxm GPUs, more than the inventory has"):
         plan(PlanRequest(**ask, global_batch_tokens=4_000_000))
