@@ -53,7 +53,7 @@ class FittingCount:
 
     gpu: str
     num_gpus: int
-    layout: str  # Layout.describe() of the fitting candidate with the least memory
+    layout: str  # Layout.describe() (and its recompute) of the fitting candidate with the least memory
     need_gib: float
     capacity_gib: float
     time_to_train_s: float  # that candidate's, at the request's risk
@@ -119,10 +119,13 @@ def _first_fit(
         rows = rows[~c.offload[rows].astype(bool)]
     row = int(rows[np.argmin(table.memory_need_gib[rows])])
     offload = " with CPU offload" if c.offload[row] else ""
+    # trial s29b: the layout without its recompute did not fit when estimated as printed
+    training, layout = c.training(row), c.layout(row)
+    ac = "" if training.activation_checkpointing == "none" else f", ac {training.describe_ac(layout.pp)}"
     fit = FittingCount(
         gpu=gpu,
         num_gpus=count,
-        layout=c.layout(row).describe() + offload,
+        layout=layout.describe() + ac + offload,
         need_gib=float(table.memory_need_gib[row]),
         capacity_gib=float(table.capacity_gib[row]),
         time_to_train_s=float(table.time_to_train_s[row]),

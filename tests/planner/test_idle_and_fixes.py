@@ -33,6 +33,9 @@ def test_memory_fix_names_the_smallest_count_that_fits() -> None:
         PlanRequest(model=get_preset("llama3-70b"), training_tokens=1e10, gpus={"a100-80gb-sxm": count}, top_k=0)
     )
     assert "use at least 24 " in _memory_error("llama3-70b", "a100-80gb-sxm", count - 8).fix
+    # trial s29b: the layout named is the one that fits, its recompute included
+    words = re.search(r"the smallest count that fits \((.*): [\d.]+ of", error.fix)
+    assert words and ", ac " in words.group(1), error.fix
 
 
 def _opt_request(objective: Objective, **kw) -> PlanRequest:
