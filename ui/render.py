@@ -130,7 +130,7 @@ def network_words(p: Plan) -> str:
         return ""
     try:
         default = load_catalog().gpu(p.gpu).default_network
-    except ValueError:  # a calibration file's own GPU: its catalog is not the built-in one
+    except ValueError:  # a GPU of a catalog built with extra directories (the API's load_catalog)
         return ""
     return f" on {default}, its default network"
 

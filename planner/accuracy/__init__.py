@@ -214,14 +214,20 @@ def envelope_words(ev: Evidence) -> str:
         f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} source{'s' if len(ev.sources) > 1 else ''},"
         f" {error}; band widened by"
         f" {ev.widened_by:.0%}"
-        + "".join(f"; it reaches the band of the measured {reached(ev.regime, r)}" for r in ev.setting_neighbours)
+        + "".join(
+            f"; it reaches the band of the measured {reached(ev.regime, r, r in ev.pooled_regimes)}"
+            for r in ev.setting_neighbours
+        )
     )
 
 
-def reached(query: Regime, measured: Regime) -> str:
+def reached(query: Regime, measured: Regime, pooled: bool = False) -> str:
     """A measured regime whose band an estimate's reaches, and how it differs from the estimate's
     (trial s29b: "no measured row of ... > 1,000 GPUs" then "the measured ... > 1,000 GPUs, cp > 1"
-    read as a contradiction: only cp differed)."""
+    read as a contradiction: only cp differed). A ``pooled`` one is every row of a feature on the
+    architecture, whatever their other features: it is named, not diffed (review s29b)."""
+    if pooled:
+        return f"{measured.describe()} (every such row, pooled)"
     diff = query.differences(measured)
     return measured.describe() + (f" (differs: {', '.join(diff)})" if diff else "")
 

@@ -98,6 +98,8 @@ class Evidence:
     # Outside the envelope: the evidence of the measured regimes of the nearest rows, whose band
     # ends this one's reach at least (module docstring); () inside it.
     neighbours: tuple[Evidence, ...] = ()
+    # Every row of a feature on the architecture (``_feature_evidence``), not one regime's rows.
+    pooled: bool = False
 
     @property
     def distance(self) -> float:
@@ -142,8 +144,15 @@ class Evidence:
         """The query's own regime's rows where they are fewer than MIN_ROWS, so that its band was read
         from others': each end reaches at least as far as they lie (trial s29b: a regime called
         validated by two MLPerf rows showed a band both missed, -18 and -21 %)."""
+        if self.pooled:  # its rows are a feature's, not the query regime's own
+            return ()
         exact = np.atleast_1d(self.log_errors)[np.atleast_1d(self.row_distances) == 0]
         return tuple(float(e) for e in exact) if 0 < len(exact) < MIN_ROWS else ()
+
+    @property
+    def pooled_regimes(self) -> frozenset[Regime]:
+        """The neighbours that are a feature's pooled rows (``pooled``), not a measured regime."""
+        return frozenset(n.regime for n in self.neighbours if n.pooled)
 
     @property
     def setting_neighbours(self) -> tuple[Regime, ...]:
@@ -248,6 +257,7 @@ class EvidenceBase:
                     row_distances=np.zeros(int(pool.sum())),
                     kappa=self.kappa,
                     source_sigma=self.source_sigma,
+                    pooled=True,
                 )
             )
         return tuple(out)

@@ -364,7 +364,8 @@ def build_plan(
     if kernel := kernel_problem(attention, spec):
         raise ValueError(kernel)
     if price_kind is not None:
-        catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings, [spec.id] if price else [])
+        priced = [spec.id] if price is not None else []
+        catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings, priced)
         spec = catalog.gpu(spec.id)
     if price is not None:
         catalog = catalog_with_prices(catalog, {spec.id: price})

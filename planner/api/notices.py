@@ -72,7 +72,7 @@ def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tupl
     dropped = unpriced_types(request, catalog)
     left_out = (
         f"--price-kind {request.price_kind}: {len(dropped)} GPU types without such an offer were not searched"
-        f" ({', '.join(dropped)}); --gpus with --price prices them"
+        f" ({', '.join(dropped)}); --price prices them"
     )
     words = (left_out,) if dropped else ()
     notes = (chosen_dearer(request, catalog, chosen), plan_commitment(request.price_kind, chosen))
@@ -109,7 +109,9 @@ def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
     those without an offer of that kind (``catalog_with_price_kind`` drops them)."""
     if request.gpus or request.price_kind in (None, "on-demand"):
         return []
-    return sorted(g for g, gpu in catalog.gpus.items() if not offers_of(gpu, request.price_kind))
+    # a type the request prices itself is searched without an offer (review s29b)
+    own = {catalog.gpu(g).id for g in request.price_overrides}
+    return sorted(g for g, gpu in catalog.gpus.items() if not offers_of(gpu, request.price_kind) and g not in own)
 
 
 def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:

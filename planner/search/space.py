@@ -167,7 +167,8 @@ def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndar
 
 
 def searched_cp(space: SearchSpace, cp: int) -> bool:
-    """Whether the search tries context-parallel degree ``cp`` > 1 (``CP_MIN_SEQ_LEN``)."""
+    """Whether the search tries context-parallel degree ``cp`` > 1: every degree from
+    ``CP_MIN_SEQ_LEN`` tokens, up to ``CP_SHORT_MAX`` from ``CP_SHORT_SEQ_LEN``."""
     long = space.seq_len >= CP_MIN_SEQ_LEN
     return space.allow_cp and (long or (space.seq_len >= CP_SHORT_SEQ_LEN and cp <= CP_SHORT_MAX))
 

@@ -15,24 +15,32 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from planner.model.candidates import SHARD_FSDP, SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2
+
 if TYPE_CHECKING:
     from planner.search.ilp import ScoredTable
 
 # Rows this close in cost and in time are one plan to a buyer (a second in twelve days): a tie.
 TIE_RTOL = 1e-6
+# Of sharding twins timed alike, the order taken:
+# ZeRO-1, the pipelines' own (Megatron's distributed optimizer, DeepSpeed's pipeline engine), then
+# more sharding, DDP last, holding every optimizer state (review s29b: by code DDP came first).
+SHARDING_TIE_RANK = np.argsort((SHARD_ZERO1, SHARD_ZERO2, SHARD_FSDP, SHARD_NONE))  # code -> rank
 
 
 def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
     """``rows`` in the order that settles ties: a sourced price before an estimated one
     (``price_estimated``), then by the model's own time, before the efficiency ceiling
-    (``uncapped_time_s``), then the lesser sharding; each key unused where the table lacks it. Rows held at one ceiling tie
+    (``uncapped_time_s``), then ``SHARDING_TIE_RANK``; each key unused where the table lacks it. Rows held at one ceiling tie
     exactly on time and cost, and the pruning, the alternatives and the choice (``first_of_tie``)
     keep the first of a tie: the one the model rates fastest, not the first generated (a layout
     rated 5 % slower was chosen so), of two GPU types alike in both, the one whose price is
     listed (trial s28c: an H800 priced as the H100 won an exact tie with it), and of twins alike in
-    all three the one that shards less (``sharding``; trial s29b: under a pipeline ZeRO-2 times as
+    all three ZeRO-1 first (``SHARDING_TIE_RANK``; trial s29b: under a pipeline ZeRO-2 times as
     ZeRO-1, and "zero2 pp=4" was chosen under megatron-core, whose distributed optimizer is ZeRO-1)."""
-    keys = [table.extra.get("sharding"), table.extra.get("uncapped_time_s"), table.extra.get("price_estimated")]
+    sharding = table.extra.get("sharding")
+    ranked = None if sharding is None else SHARDING_TIE_RANK[np.asarray(sharding)]
+    keys = [ranked, table.extra.get("uncapped_time_s"), table.extra.get("price_estimated")]
     present = [np.asarray(k)[rows] for k in keys if k is not None]
     return rows[np.lexsort(present)] if present else rows
 

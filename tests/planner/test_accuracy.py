@@ -405,6 +405,9 @@ def test_a_reached_regime_says_how_it_differs():
     measured = Regime("megatron-core", "Blackwell", int(Feature.TP | Feature.LARGE | Feature.CP))
     assert reached(query, measured).endswith("(differs: with cp > 1)")
     assert "differs" not in reached(query, query)
+    # the pooled MoE rows are every MoE row, with tp and nodes or without: named, not diffed (review s29b)
+    pool = Regime("megatron", "Hopper", int(Feature.MOE))
+    assert reached(query, pool, pooled=True) == "megatron on Hopper, MoE (every such row, pooled)"
 
 
 def test_a_band_read_from_other_regimes_reaches_its_own_few_measured_rows():

@@ -8,7 +8,7 @@ import numpy as np
 
 from planner.api import PlanRequest, plan
 from planner.catalog.models import get_preset
-from planner.model.candidates import SHARD_ZERO1, SHARD_ZERO2
+from planner.model.candidates import SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2
 from planner.model.stacks import Stack
 from planner.search.space import SearchSpace, searched_cp
 from planner.search.ties import tie_order
@@ -54,3 +54,6 @@ def test_of_twins_alike_in_time_the_lesser_sharding_goes_first():
         }
     )
     assert tie_order(table, np.arange(3)).tolist() == [2, 1, 0]  # type: ignore[arg-type]
+    # DDP holds every optimizer state: of DDP / ZeRO-1 twins, ZeRO-1 (review s29b: by code DDP came first)
+    twins = SimpleNamespace(extra={"sharding": np.array([SHARD_NONE, SHARD_ZERO1]), "uncapped_time_s": np.ones(2)})
+    assert tie_order(twins, np.arange(2)).tolist() == [1, 0]  # type: ignore[arg-type]

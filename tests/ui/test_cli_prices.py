@@ -232,6 +232,16 @@ def test_your_own_quote_prices_a_gpu_without_offers_of_the_kind() -> None:
     assert code == 0, err
     code, _, err = trainplan("plan", *args, "--gpus", "gb200=8", "--price-kind", "spot")  # no quote: refused
     assert code == 2 and "no spot price for gb200" in err
+    # a whole-catalog search no longer says the quoted type was left out (review s29b)
+    from planner.api import PlanRequest
+    from planner.api.notices import unpriced_types
+    from planner.catalog.models import get_preset
+
+    request = PlanRequest(
+        model=get_preset("gpt3-125m"), training_tokens=1e9, price_kind="spot", price_overrides={"gb200": 4.0}
+    )
+    assert "gb200" not in unpriced_types(request, CATALOG)
+    assert "gb200" in unpriced_types(request.model_copy(update={"price_overrides": {}}), CATALOG)
 
 
 def test_a_type_ruled_out_by_the_batch_is_pointed_to_vary_batch() -> None:
