@@ -17,6 +17,7 @@ import numpy as np
 from planner.catalog.hardware import Catalog
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words
+from planner.layout import ActivationCheckpointing
 from planner.model.settings import ModelingSettings
 from planner.request import CountLimits, PlanRequest, requested_batch_tokens
 from planner.search.diagnosis import diagnose
@@ -121,7 +122,11 @@ def _first_fit(
     offload = " with CPU offload" if c.offload[row] else ""
     # trial s29b: the layout without its recompute did not fit when estimated as printed
     training, layout = c.training(row), c.layout(row)
-    ac = "" if training.activation_checkpointing == "none" else f", ac {training.describe_ac(layout.pp)}"
+    ac = (
+        ""
+        if training.activation_checkpointing == ActivationCheckpointing.NONE
+        else f", ac {training.describe_ac(layout.pp)}"
+    )
     fit = FittingCount(
         gpu=gpu,
         num_gpus=count,

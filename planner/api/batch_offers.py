@@ -72,14 +72,20 @@ def one_sequence_per_gpu(request: PlanRequest, gpu: str, num_gpus: int) -> PlanR
     )
 
 
+def sequences(p: Plan) -> int:
+    """The plan's global batch in sequences."""
+    return p.estimate.global_batch_tokens // p.training.seq_len
+
+
+def splits_sequences(p: Plan) -> bool:
+    """Whether the plan's batch leaves fewer sequences than GPUs and tp, pp or cp split them."""
+    return p.layout.tp * p.layout.pp * p.layout.cp > 1 and sequences(p) < p.num_gpus
+
+
 def larger_batch_request(request: PlanRequest, chosen: Plan) -> PlanRequest | None:
-    """The request at one sequence per GPU of ``chosen`` where its batch leaves fewer sequences
-    than GPUs and the plan splits them (tp, pp or cp); None otherwise, or with --vary-batch or
-    the mix objective (no one figure to compare)."""
-    layout = chosen.layout
-    sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
-    split = layout.tp * layout.pp * layout.cp > 1
-    if request.vary_batch or request.objective == Objective.MIX or sequences >= chosen.num_gpus or not split:
+    """The request at one sequence per GPU of ``chosen`` where it ``splits_sequences``; None
+    otherwise, or with --vary-batch or the mix objective (no one figure to compare)."""
+    if request.vary_batch or request.objective == Objective.MIX or not splits_sequences(chosen):
         return None
     return one_sequence_per_gpu(request, chosen.gpu, chosen.num_gpus)
 
@@ -89,16 +95,17 @@ def larger_batch_offer(request: PlanRequest, chosen: Plan, other: Plan) -> Large
     when it saves no more than LARGER_BATCH_HINT_FRACTION, or splits its sequences too."""
     objective, risk = Objective(request.objective), Risk(request.risk)
     mine, theirs = at_risk(chosen, objective, risk), at_risk(other, objective, risk)
-    still_split = other.layout.tp * other.layout.pp * other.layout.cp > 1 and (
-        other.estimate.global_batch_tokens // other.training.seq_len < other.num_gpus
-    )
-    if mine is None or theirs is None or still_split or not 1.0 - theirs / mine > LARGER_BATCH_HINT_FRACTION:
+    if (
+        mine is None
+        or theirs is None
+        or splits_sequences(other)
+        or not 1.0 - theirs / mine > LARGER_BATCH_HINT_FRACTION
+    ):
         return None
     layout = chosen.layout
     split = " x ".join(f"{axis} {n}" for axis, n in (("tp", layout.tp), ("pp", layout.pp), ("cp", layout.cp)) if n > 1)
-    sequences = chosen.estimate.global_batch_tokens // chosen.training.seq_len
     return LargerBatch(
-        other.estimate.global_batch_tokens, sequences, 1.0 - theirs / mine, objective, risk, split, theirs, mine
+        other.estimate.global_batch_tokens, sequences(chosen), 1.0 - theirs / mine, objective, risk, split, theirs, mine
     )
 
 

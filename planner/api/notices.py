@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from planner.accuracy import Risk
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
-from planner.catalog.prices import Commitment, DearerKind, commitment, dearer_kind, dearer_than_on_demand, offers_of
+from planner.catalog.prices import (
+    Commitment,
+    DearerKind,
+    catalog_with_price_kind,
+    commitment,
+    dearer_kind,
+    dearer_than_on_demand,
+)
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.layout import ActivationCheckpointing
@@ -109,9 +116,9 @@ def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
     those without an offer of that kind (``catalog_with_price_kind`` drops them)."""
     if request.gpus or request.price_kind in (None, "on-demand"):
         return []
-    # a type the request prices itself is searched without an offer (review s29b)
-    own = {catalog.gpu(g).id for g in request.price_overrides}
-    return sorted(g for g, gpu in catalog.gpus.items() if not offers_of(gpu, request.price_kind) and g not in own)
+    # the pricing's own rule, which keeps a type the request prices itself (review s29b)
+    kept = catalog_with_price_kind(catalog, request.price_kind, priced=list(request.price_overrides)).gpus
+    return sorted(g for g in catalog.gpus if g not in kept)
 
 
 def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:

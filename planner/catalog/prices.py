@@ -298,8 +298,7 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
     if kind == "spot":
         rates = [o.interruptions_per_node_hour for o in offers]
         spot = statistics.median(spot_interruptions_per_node_hour if r is None else r for r in rates)
-        base = gpu.node_failure_rate_per_node_hour
-        update["node_failure_rate_per_node_hour"] = (node_failures if base is None else base) + spot
+        update["node_failure_rate_per_node_hour"] = with_interruptions(gpu, spot, node_failures)
     return gpu.model_copy(update=update)
 
 
@@ -308,9 +307,15 @@ def unlisted_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: flo
     a spot one adds the default interruption rate (``priced_kind``'s, with no offer to read)."""
     if kind != "spot":
         return gpu
-    base = gpu.node_failure_rate_per_node_hour
-    rate = (node_failures if base is None else base) + spot_interruptions_per_node_hour
+    rate = with_interruptions(gpu, spot_interruptions_per_node_hour, node_failures)
     return gpu.model_copy(update={"node_failure_rate_per_node_hour": rate})
+
+
+def with_interruptions(gpu: GPUSpec, spot_per_node_hour: float, node_failures: float) -> float:
+    """A spot node's interruptions per node-hour: its host failures (``node_failures`` where the
+    catalog has none) plus the spot interruptions."""
+    base = gpu.node_failure_rate_per_node_hour
+    return (node_failures if base is None else base) + spot_per_node_hour
 
 
 def catalog_with_price_kind(

@@ -114,7 +114,7 @@ def candidate_table(
             # the model's own time, before the efficiency ceiling: the ILP's last tie-break
             "uncapped_time_s": uncapped,
             "price_estimated": c.price_estimated,  # a tie's order: sourced prices first (ties.tie_order)
-            "sharding": c.sharding,  # and then the lesser sharding of twins (ties.tie_order)
+            "sharding": c.sharding,  # and then ZeRO-1 of sharding twins (ties.SHARDING_TIE_RANK)
             "time_factor": np.broadcast_to(factor, seconds.shape),
             "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
             "band_hi": np.broadcast_to(hi, seconds.shape),

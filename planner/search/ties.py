@@ -2,8 +2,8 @@
 
 Which of tied rows a solver returns is arbitrary, so the single-job solve (``ilp.solve_single``)
 and its side answers (planner/api/side_answers.py) settle them by one order: a listed price before
-an estimated one, then the model's own time before the efficiency ceiling (docs/ilp.md, "Exact
-ties"). The portfolio's pruning keeps the first of a tie within each GPU type (slots.job_rows);
+an estimated one, then the model's own time before the efficiency ceiling, then ZeRO-1 of sharding
+twins (docs/ilp.md, "Exact ties"). The portfolio's pruning keeps the first of a tie within each GPU type (slots.job_rows);
 across the types of an inventory, all held, it does not settle one: a tie-break weight of 1e-6
 lies under the solvers' relative MIP gap (HiGHS 1e-4), and swapping a job's type after the solve
 must keep every other job's schedule (review s29, not done).
@@ -31,13 +31,13 @@ SHARDING_TIE_RANK = np.argsort((SHARD_ZERO1, SHARD_ZERO2, SHARD_FSDP, SHARD_NONE
 def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
     """``rows`` in the order that settles ties: a sourced price before an estimated one
     (``price_estimated``), then by the model's own time, before the efficiency ceiling
-    (``uncapped_time_s``), then ``SHARDING_TIE_RANK``; each key unused where the table lacks it. Rows held at one ceiling tie
-    exactly on time and cost, and the pruning, the alternatives and the choice (``first_of_tie``)
-    keep the first of a tie: the one the model rates fastest, not the first generated (a layout
-    rated 5 % slower was chosen so), of two GPU types alike in both, the one whose price is
-    listed (trial s28c: an H800 priced as the H100 won an exact tie with it), and of twins alike in
-    all three ZeRO-1 first (``SHARDING_TIE_RANK``; trial s29b: under a pipeline ZeRO-2 times as
-    ZeRO-1, and "zero2 pp=4" was chosen under megatron-core, whose distributed optimizer is ZeRO-1)."""
+    (``uncapped_time_s``), then ``SHARDING_TIE_RANK``; each key unused where the table lacks it.
+    Rows held at one ceiling tie exactly on time and cost, and the pruning, the alternatives and
+    the choice (``first_of_tie``) keep the first of a tie: the one the model rates fastest, not the
+    first generated (a layout rated 5 % slower was chosen so); of two GPU types alike in both, the
+    one whose price is listed (trial s28c: an H800 priced as the H100 won an exact tie with it);
+    of twins alike in all three, ZeRO-1 first (trial s29b: under a pipeline ZeRO-2 times as ZeRO-1,
+    and "zero2 pp=4" was chosen under megatron-core, whose distributed optimizer is ZeRO-1)."""
     sharding = table.extra.get("sharding")
     ranked = None if sharding is None else SHARDING_TIE_RANK[np.asarray(sharding)]
     keys = [ranked, table.extra.get("uncapped_time_s"), table.extra.get("price_estimated")]
@@ -56,9 +56,3 @@ def first_of_tie(table: ScoredTable, rows: np.ndarray, row: int) -> int:
     differs from it by 5e-8 in time, through its failure rate's goodput, and had won."""
     tied = rows[tied_to(table, rows, row)]
     return int(tied[0]) if len(tied) else row
-
-
-def price_estimated(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
-    """Whether each row's price is an estimate (no listed offer); False where the table lacks it."""
-    flags = table.extra.get("price_estimated")
-    return np.zeros(len(rows), dtype=bool) if flags is None else np.asarray(flags, dtype=bool)[rows]
