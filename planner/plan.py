@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from planner.catalog.prices import PriceBasis, billed_gpus
+from planner.catalog.prices import PriceBasis, PriceKind, billed_gpus
 from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
@@ -361,6 +361,9 @@ class Plan(BaseModel):
     training_tokens: float | None = None
     price_per_gpu_hour_usd: float | None = None
     price_basis: PriceBasis | None = None  # where that price comes from (None: plan files before it)
+    # The --price-kind it was priced under, kept beside a user's price: a spot plan priced with
+    # --price keeps spot's interruptions when restacked or replanned (review s29b).
+    price_kind: PriceKind | None = None
     # GPUs rented together (GPUSpec's): the cost bills whole units, e.g. a provider's 8-GPU node.
     rent_unit_gpus: int = Field(1, ge=1, le=MAX_GPUS)
     estimate: Estimate

@@ -123,7 +123,11 @@ def plan_facts_json(p: Plan) -> dict:
 
 def network_words(p: Plan) -> str:
     """' on ib-ndr-400, its default network': the network a plan over several nodes was timed on (trial
-    s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster)."""
+    s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster);
+    ', one NVLink domain' where its nodes share one, so no ring leaves it (review s29b: 16 GB200
+    trays were said to run on the network)."""
+    if p.num_nodes > 1 and p.num_gpus <= domain_gpus(p):
+        return ", one NVLink domain"
     if p.network is not None:
         return f" on {p.network}"
     if p.num_nodes <= 1:
@@ -133,6 +137,16 @@ def network_words(p: Plan) -> str:
     except ValueError:  # a GPU of a catalog built with extra directories (the API's load_catalog)
         return ""
     return f" on {default}, its default network"
+
+
+def domain_gpus(p: Plan) -> int:
+    """GPUs in one scale-up domain of the plan's nodes (0 where its GPU is not in the built-in catalog)."""
+    catalog = load_catalog()
+    try:
+        node = catalog.node(catalog.gpu(p.gpu).default_node)
+    except ValueError:
+        return 0
+    return node.scaleup_domain_holding(p.gpus_per_node)
 
 
 def summary_lines(p: Plan) -> list[str]:

@@ -67,19 +67,22 @@ def restack(
 
 def price_args(plan_: Plan) -> dict:
     """How a re-estimate of ``plan_`` is priced as the plan was: its price kind's offers again (their
-    whole-node billing and spot interruptions with them), else its own price per GPU-hour."""
+    whole-node billing and spot interruptions with them), else its own price per GPU-hour, under
+    the kind it was given with (a spot quote keeps spot's interruptions: review s29b)."""
     basis = plan_.price_basis
     if basis is not None and basis.value in PRICE_KINDS:
         return {"price_kind": basis.value}
-    return {"price": plan_.price_per_gpu_hour_usd}
+    if plan_.price_kind is None:
+        return {"price": plan_.price_per_gpu_hour_usd}
+    return {"price": plan_.price_per_gpu_hour_usd, "price_kind": plan_.price_kind}
 
 
 def with_price_basis(again: Plan, plan_: Plan) -> Plan:
-    """``again`` priced by ``price_args``, with ``plan_``'s price basis: a price passed on as a price
-    would read as the user's own."""
+    """``again`` priced by ``price_args``, with ``plan_``'s price basis and kind: a price passed on
+    as a price would read as the user's own."""
     if "price" not in price_args(plan_):
         return again
-    return again.model_copy(update={"price_basis": plan_.price_basis})
+    return again.model_copy(update={"price_basis": plan_.price_basis, "price_kind": plan_.price_kind})
 
 
 def on_plan_nodes(catalog: Catalog, plan_: Plan) -> Catalog:
@@ -141,8 +144,9 @@ def replan(
     catalog = on_plan_nodes(catalog_on_network(catalog or load_catalog(), plan_.network), plan_)
     priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
     if "price_kind" in priced:
-        catalog = catalog_with_price_kind(catalog, priced["price_kind"], [plan_.gpu], settings)
-    elif priced["price"] is not None:
+        own = [plan_.gpu] if priced.get("price") is not None else []
+        catalog = catalog_with_price_kind(catalog, priced["price_kind"], [plan_.gpu], settings, own)
+    if priced.get("price") is not None:
         catalog = catalog_with_prices(catalog, {plan_.gpu: priced["price"]})
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
     table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)

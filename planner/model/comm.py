@@ -92,7 +92,9 @@ def ring_step_latency(size, ranks_per_node, intra_latency, s: ModelingSettings) 
     some NCCL releases charge 2 nNodes: two network steps more). Every step at the
     network's latency had charged a 256-rank ring over 32 nodes 255 network steps, not 31
     (MLPerf's Llama 3.1 8B on 256 B200: 0.24 s of a 0.22 s step). A stride that does not divide
-    the node counts a node more than the ranks fill, as the bandwidth rule does."""
+    the node counts a node more than the ranks fill, as the bandwidth rule does: the groups of such
+    an axis do not start on node boundaries, and the step waits for one that straddles two (review
+    s29's ranks 0, 3, 6 share a node; ranks 2, 5, 8 of the same axis do not)."""
     size = np.maximum(np.asarray(size, dtype=float), 1.0)
     nodes = np.ceil(size / np.clip(ranks_per_node, 1, size))
     steps = np.maximum(size - 1.0, 1.0)

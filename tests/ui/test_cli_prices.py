@@ -10,6 +10,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
 from planner.catalog.prices import offers_of
 from ui.cli import main
 
@@ -242,6 +243,27 @@ def test_your_own_quote_prices_a_gpu_without_offers_of_the_kind() -> None:
     )
     assert "gb200" not in unpriced_types(request, CATALOG)
     assert "gb200" in unpriced_types(request.model_copy(update={"price_overrides": {}}), CATALOG)
+
+
+def test_a_spot_quote_keeps_spots_interruptions_when_rebuilt() -> None:
+    """Review s29b: a plan priced with --price-kind spot --price recorded only the user's price, so
+    restack and replan timed it without spot's interruptions (gb200 x 8: 1.3605 h spot, 1.3600 h
+    not; restacked, both the same)."""
+    from planner.api import build_plan, replan, restack
+    from planner.catalog.prices import PriceBasis
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.stacks import Stack
+
+    kw = dict(num_gpus=8, training_tokens=1e9, price=4.0)
+    model, layout, training = get_preset("gpt3-125m"), Layout(dp_shard=8), TrainingConfig()
+    spot = build_plan(model, "gb200", layout, training, price_kind="spot", **kw)
+    quoted = build_plan(model, "gb200", layout, training, **kw)
+    assert (spot.price_basis, spot.price_kind) == (PriceBasis.USER, "spot")
+    assert spot.estimate.time_to_train_h > quoted.estimate.time_to_train_h
+    for rebuild in (lambda p: restack(p, Stack.TORCHTITAN), lambda p: replan(p, 1.2)):
+        again, plain = rebuild(spot), rebuild(quoted)
+        assert (again.price_per_gpu_hour_usd, again.price_basis, again.price_kind) == (4.0, PriceBasis.USER, "spot")
+        assert again.estimate.time_to_train_h > plain.estimate.time_to_train_h
 
 
 def test_a_type_ruled_out_by_the_batch_is_pointed_to_vary_batch() -> None:
