@@ -7,6 +7,10 @@ the app read the trade-off the same way.
   other for almost nothing ("cheapest": 4 x B200 in 19.5 days for $12,719, while 8 x B200 take
   9.8 days for $27 more). Among the feasible rows at most ``tolerance`` worse on the objective,
   the one best on the other axis is the near tie when it gains at least ``min_gain`` x.
+* **Over the budget**: a budget can hold the search to a plan many times slower than one that
+  costs a little more (trial s29b: 449 days within $50M; 120 days for 10 % over it, unsaid). The
+  fastest row at most ``OVER_BUDGET_STRETCH`` over the budget is offered when it is at least
+  ``OVER_BUDGET_MIN_SPEEDUP`` x faster than the chosen plan.
 * **Knee**: the Pareto-front point farthest from the chord joining the front's two ends, in
   log-log space (a scale-free form of the "Kneedle" rule, Satopaa et al. 2011): past it, each
   halving of time costs a growing multiple. Beside the chosen plan it is offered only as a trade:
@@ -25,16 +29,24 @@ import pandas as pd
 __all__ = [
     "NEAR_TIE_MIN_GAIN",
     "NEAR_TIE_TOLERANCE",
+    "OVER_BUDGET_MIN_SPEEDUP",
+    "OVER_BUDGET_STRETCH",
     "Knee",
     "NearTie",
+    "OverBudget",
     "knee",
     "knee_versus",
     "near_tie",
+    "over_budget",
     "pareto_rows",
 ]
 
 NEAR_TIE_TOLERANCE = 0.10  # at most 10 % worse on the objective (cost or time) than the optimum
 NEAR_TIE_MIN_GAIN = 1.25  # and at least 1.25 x better on the other axis: less is not worth a word
+# A budget is a figure a buyer can move, by a little, for much: plans up to 20 % over it are read,
+# one at least 1.5 x faster is worth the line (the near tie's gain is for 10 %, not a budget).
+OVER_BUDGET_STRETCH = 0.20
+OVER_BUDGET_MIN_SPEEDUP = 1.5
 
 
 @dataclass(frozen=True)
@@ -75,6 +87,33 @@ def near_tie(
     if gain < min_gain:
         return None
     return NearTie(row=best, objective=objective, extra_fraction=float(main[best] / main[chosen] - 1), gain=gain)
+
+
+@dataclass(frozen=True)
+class OverBudget:
+    """The fastest row a little over the budget: ``over_fraction`` over it, ``speedup`` x faster
+    than the chosen row."""
+
+    row: int
+    over_fraction: float
+    speedup: float
+
+
+def over_budget(
+    cost_usd: np.ndarray, time_s: np.ndarray, rows: np.ndarray, chosen: int, budget_usd: float
+) -> OverBudget | None:
+    """Among ``rows`` (feasible but for the budget), the fastest costing over ``budget_usd`` and at
+    most ``OVER_BUDGET_STRETCH`` over it (of equal times, the cheapest), when it is at least
+    ``OVER_BUDGET_MIN_SPEEDUP`` x faster than ``chosen``; else None."""
+    rows = np.asarray(rows, dtype=int)
+    rows = rows[(cost_usd[rows] > budget_usd) & (cost_usd[rows] <= budget_usd * (1 + OVER_BUDGET_STRETCH))]
+    if len(rows) == 0:
+        return None
+    row = int(rows[np.lexsort((cost_usd[rows], time_s[rows]))[0]])
+    speedup = float(time_s[chosen] / time_s[row])
+    if speedup < OVER_BUDGET_MIN_SPEEDUP:
+        return None
+    return OverBudget(row=row, over_fraction=float(cost_usd[row] / budget_usd - 1), speedup=speedup)
 
 
 def anchor_survivors(cells: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:

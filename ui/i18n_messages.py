@@ -83,6 +83,10 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "Near tie (at {risk}): for +{extra:.1f} % time, {gain:.1f} × cheaper — {gpus} in {time} for {cost}.",
         "接近的方案（按 {risk}）：时间多 {extra:.1f} %，费用省 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
     ),
+    "over_budget": (
+        "A little over the budget (at {risk}): {speedup:.1f} × faster for {over:.1f} % over it — {gpus} in {time} for {cost}.",
+        "略超预算（按 {risk}）：超出预算 {over:.1f} %，速度快 {speedup:.1f} 倍 —— {gpus}，{time}，{cost}。",
+    ),
     "point_estimate": ("the model's estimate", "模型估计"),
     "knee": ("knee of the front", "前沿拐点"),
     "deadline_line": ("deadline {days:,.1f} days", "期限 {days:,.1f} 天"),

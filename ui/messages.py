@@ -198,23 +198,30 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
     tie, other = result.near_tie, result.near_tie_plan
     if tie is None or other is None:
         return None
-    e, risk = other.estimate, result.risk.value
+    values = dict(extra=tie.extra_fraction * 100, gain=tie.gain, **judged_values(tr, other, result.risk.value))
+    return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
+
+
+def over_budget_text(tr: Labels, result: PlanResult) -> str | None:
+    """'A little over the budget (at p80): 7.8 × faster for 12.9 % over it — 8192 × gb200 in 38.1 days for $56.46M'."""
+    over, other = result.over_budget, result.over_budget_plan
+    if over is None or other is None:
+        return None
+    values = judged_values(tr, other, result.risk.value)
+    return tr("over_budget", over=over.over_fraction * 100, speedup=over.speedup, **values)
+
+
+def judged_values(tr: Labels, other: Plan, risk: str) -> dict[str, str]:
+    """A side answer's GPUs, time and cost at the quantile the search compared the plans at, as its
+    percentages are (trial s25: a p50 cost beside a p80 percentage showed the tie cheaper than the
+    chosen plan's card), and that quantile's name."""
+    e = other.estimate
     assert e.time_to_train_h is not None and e.cost_usd is not None
-    # At the quantile the search compared the plans at, as the percentage is (trial s25: a p50 cost
-    # beside a p80 percentage showed the tie cheaper than the chosen plan's card).
     hours, cost, judged = e.time_to_train_h, e.cost_usd, tr("point_estimate")
     u = e.uncertainty
     if u is not None and u.time_to_train_h_at_risk is not None and u.cost_usd_at_risk is not None:
         hours, cost, judged = u.time_to_train_h_at_risk[risk], u.cost_usd_at_risk[risk], risk
-    values = dict(
-        extra=tie.extra_fraction * 100,
-        gain=tie.gain,
-        gpus=f"{other.num_gpus} × {other.gpu}",
-        time=duration(tr, hours),
-        cost=money(cost),
-        risk=judged,
-    )
-    return tr("near_tie_cost" if tie.objective == "cost" else "near_tie_time", **values)
+    return dict(gpus=f"{other.num_gpus} × {other.gpu}", time=duration(tr, hours), cost=money(cost), risk=judged)
 
 
 def vary_batch_text(tr: Labels, result: PlanResult) -> str | None:

@@ -74,7 +74,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 # (tests/ui/test_cli.py checks them against plan_json's).
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
-    "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "risk", "median_plan", "idle_gpus",
+    "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "risk", "median_plan", "idle_gpus",
     "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "billed_gpus",
     "network", "partition_activations", "calibration",
 )  # fmt: skip
@@ -97,6 +97,7 @@ def plan_json(result, calibration) -> dict:
         "gpu_count_caps": result.count_caps,
         "near_tie": None if result.near_tie is None else near_tie_json(result),
         "knee": None if result.knee is None else knee_json(result),
+        "over_budget": None if result.over_budget is None else over_budget_json(result),
         "risk": result.risk.value,
         "median_plan": None if result.median_plan is None else listed_json(result.median_plan),
         "idle_gpus": None if result.idle is None else idle_json(result),
@@ -117,6 +118,8 @@ def beside_lines(result) -> list[str]:
         lines.append(near_tie_line(result) + ("; it is also the knee of the cost/time front" if same else ""))
     if result.knee is not None and not same:
         lines.append(knee_line(result))
+    if result.over_budget is not None:
+        lines.append(over_budget_line(result))
     if result.median_plan is not None:
         lines.append(risk_line(result))
     if result.idle is not None:
@@ -305,6 +308,24 @@ def knee_line(result) -> str:
     return (
         f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout_words}) for {change} "
         f"({at_risk_words(p.estimate, result.risk.value)})"
+    )
+
+
+def over_budget_json(result) -> dict:
+    over = result.over_budget
+    return {
+        "over_fraction": over.over_fraction,
+        "speedup": over.speedup,
+        "plan": listed_json(result.over_budget_plan),
+    }
+
+
+def over_budget_line(result) -> str:
+    """'a little over the budget: 2048 x gb200 (...), 3.7x faster for 9.7% over it (p80: 120 days, $54.9M)'."""
+    over, p = result.over_budget, result.over_budget_plan
+    return (
+        f"a little over the budget: {p.num_gpus} x {p.gpu} ({p.layout_words}), {over.speedup:.1f}x faster "
+        f"for {over.over_fraction:.1%} over it ({at_risk_words(p.estimate, result.risk.value)})"
     )
 
 

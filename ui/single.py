@@ -51,6 +51,7 @@ from ui.messages import (
     larger_batch_text,
     median_text,
     near_tie_text,
+    over_budget_text,
     plan_note_texts,
     risk_text,
     vary_batch_text,
@@ -256,6 +257,7 @@ def plan_card(
             st.caption(line)
         callouts = (
             (near_tie_text(tr, result), "⚖️"),
+            (over_budget_text(tr, result), ":material/trending_up:"),  # a much faster plan a little over the budget
             (idle_text(tr, result), "💤"),  # the inventory left idle by the exact batch (issue 28)
             (vary_batch_text(tr, result), "📏"),  # what the exact-batch rule costs against --vary-batch
             # a batch of one sequence per GPU, where tp/pp/cp split each (trial s28d: 📦 drew as an empty

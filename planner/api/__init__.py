@@ -33,7 +33,7 @@ from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
-from planner.frontier import Knee, NearTie
+from planner.frontier import Knee, NearTie, OverBudget
 from planner.idle import IdleGPUs
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
@@ -79,6 +79,8 @@ class PlanResult:
     near_tie_plan: Plan | None = None  # that plan
     knee: Knee | None = None  # without a deadline: the cost/time front's knee (planner.frontier), unless chosen
     knee_plan: Plan | None = None  # that plan
+    over_budget: OverBudget | None = None  # with a budget: a much faster plan a little over it
+    over_budget_plan: Plan | None = None  # that plan
     risk: Risk = DEFAULT_RISK  # the quantile the search judged plans by
     median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
     idle: IdleGPUs | None = None  # the chosen plan leaves over 10 % of its inventory idle (planner/idle.py)
@@ -291,6 +293,8 @@ def search(
         near_tie_plan=None if side.tie is None else wrap(side.tie.row),
         knee=side.knee,
         knee_plan=None if side.knee is None else wrap(side.knee.row),
+        over_budget=side.over_budget,
+        over_budget_plan=None if side.over_budget is None else wrap(side.over_budget.row),
         risk=request.risk,
         median_plan=None if side.median is None else wrap(side.median),
         idle=side.idle,

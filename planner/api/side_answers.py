@@ -1,5 +1,6 @@
 """What a search answers beside its chosen row: the plan the median would have chosen, a near tie,
-the cost/time knee, an inventory left idle and a batch off the request that costs less.
+the cost/time knee, a much faster plan a little over the budget, an inventory left idle and a
+batch off the request that costs less.
 
 Each is a row of the scored table (``plan`` wraps them into ``Plan``s); see ``PlanResult``'s
 fields for when each is offered.
@@ -16,7 +17,7 @@ from planner.accuracy import Risk
 from planner.api.notices import VaryBatch, vary_batch_choice
 from planner.catalog.hardware import Catalog
 from planner.errors import InfeasiblePlan
-from planner.frontier import Knee, NearTie, knee_versus, near_tie
+from planner.frontier import OVER_BUDGET_STRETCH, Knee, NearTie, OverBudget, knee_versus, near_tie, over_budget
 from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
 from planner.request import PlanRequest, requested_batch_tokens, solve_request
@@ -29,6 +30,7 @@ class SideRows:
     median: int | None  # the row judging at p50 chooses, when that differs from the request's risk
     tie: NearTie | None
     knee: Knee | None  # without a deadline only
+    over_budget: OverBudget | None  # with a budget only
     idle: IdleGPUs | None
     varied: VaryBatch | None  # only where the idle-GPU offer, which answers for the batch, is absent
 
@@ -55,6 +57,7 @@ def side_rows(
     bend = None if deadline_s is not None else knee_versus(
         table.cost_usd, table.time_to_train_s, rows, chosen, table.count_cells()
     )  # fmt: skip
+    stretched = over_budget_choice(request, table, chosen, deadline_s, inventory)
     idle = idle_gpus(
         table,
         chosen,
@@ -68,7 +71,8 @@ def side_rows(
     )
     # The idle-GPU offer already answers for a batch off the request (planner/idle.py).
     varied = None if idle is not None else vary_batch_choice(request, table, chosen, deadline_s, inventory)
-    return SideRows(median=None if median == chosen else median, tie=tie, knee=bend, idle=idle, varied=varied)
+    median = None if median == chosen else median
+    return SideRows(median=median, tie=tie, knee=bend, over_budget=stretched, idle=idle, varied=varied)
 
 
 def median_choice(
@@ -104,12 +108,36 @@ def median_choice(
         return None
 
 
+def over_budget_choice(
+    request: PlanRequest,
+    table: ScoredTable,
+    chosen: int,
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+) -> OverBudget | None:
+    """The much faster plan a little over the request's budget (planner/frontier.py), its ties
+    the chosen plan's own excluded; None without a budget."""
+    if request.budget_usd is None:
+        return None
+    rows = choosable_rows(
+        request, table, deadline_s, inventory, budget_usd=request.budget_usd * (1 + OVER_BUDGET_STRETCH)
+    )
+    rows = rows[~tied_to(table, rows, chosen)]
+    return over_budget(table.cost_usd, table.time_to_train_s, rows, chosen, request.budget_usd)
+
+
 def choosable_rows(
-    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
+    request: PlanRequest,
+    table: ScoredTable,
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+    budget_usd: float | None = None,
 ) -> np.ndarray:
     """The rows the solver could have chosen, where the near tie and the knee are read: those
-    passing every constraint, at the chosen batch unless the request varies it."""
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
+    passing every constraint (the budget ``budget_usd`` where given), at the chosen batch unless
+    the request varies it."""
+    budget_usd = request.budget_usd if budget_usd is None else budget_usd
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
     if not request.vary_batch:
         rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.frontier import NEAR_TIE_MIN_GAIN, knee, knee_versus, near_tie, pareto_rows
+from planner.frontier import (
+    NEAR_TIE_MIN_GAIN,
+    OVER_BUDGET_MIN_SPEEDUP,
+    OVER_BUDGET_STRETCH,
+    knee,
+    knee_versus,
+    near_tie,
+    over_budget,
+    pareto_rows,
+)
 
 # The issue's example: 4 x B200 for 19.5 days at $12,719; 8 x B200 take 9.8 days for $27 more.
 COST = np.array([12_719.0, 12_746.0, 14_500.0, 30_000.0, 11_000.0])
@@ -95,3 +104,20 @@ def test_a_knee_that_loses_more_than_it_gains_is_not_offered():
     # The same knee seen from the fastest plan saves 88 % for 1.1x the time: offered.
     slower = knee_versus(cost, days, np.arange(3), 2)
     assert slower is not None and slower.row == 1 and slower.speedup == pytest.approx(0.9)
+
+
+def test_over_the_budget_is_the_fastest_row_a_little_over_it_and_much_faster():
+    """Trial s29b: under $50M the search held to 449 days where 120 days cost 10 % more, unsaid."""
+    budget = 100.0
+    cost = np.array([95.0, 104.0, 110.0, 119.0, 130.0, 101.0])
+    days = np.array([40.0, 30.0, 10.0, 10.0, 1.0, 39.0])
+    rows = np.arange(6)
+    over = over_budget(cost, days, rows, 0, budget)
+    # 130 is past the stretch; of 10 days at 110 and 119, the cheaper
+    assert over is not None and over.row == 2 and over.speedup == pytest.approx(4.0)
+    assert over.over_fraction == pytest.approx(0.10)
+    assert 130.0 > budget * (1 + OVER_BUDGET_STRETCH) >= 119.0
+    # not offered when the fastest such row gains too little, or none is over the budget
+    slow = np.array([40.0, 30.0, 40.0 / (OVER_BUDGET_MIN_SPEEDUP * 0.99), 40.0, 1.0, 39.0])
+    assert over_budget(cost, slow, rows, 0, budget) is None
+    assert over_budget(cost, days, np.array([0]), 0, budget) is None

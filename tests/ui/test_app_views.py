@@ -222,6 +222,20 @@ def test_near_tie_callout_under_the_plan_card():
     assert result.near_tie_plan.estimate.cost_usd <= result.plan.estimate.cost_usd * 1.10
 
 
+def test_a_much_faster_plan_a_little_over_the_budget_is_a_callout_in_both_languages():
+    """Trial s29b: the CLI names it (tests/ui/test_cli.py); the card says it too."""
+    state = dict(preset="llama3-8b", tokens_mode="absolute", tokens_billions=200.0, seq_len=4096)
+    state.update(objective="time", budget_usd=35_000.0, max_gpus=256)
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], inventory={"h100-sxm": 256}, lang=tr.lang, **state)
+        said = [
+            i.value
+            for i in at.info
+            if tr("over_budget", over=0.0, speedup=0.0, gpus="", time="", cost="", risk="")[:6] in i.value
+        ]
+        assert len(said) == 1 and "256 × h100-sxm" in said[0], [i.value for i in at.info]
+
+
 def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     at = open_tab(run_app(), "tab_explorer")
     chosen = planned(request_for()).plan

@@ -222,6 +222,21 @@ def hours_p80(estimate: dict) -> float:
     return estimate["uncertainty"]["time_to_train_h_at_risk"]["p80"]
 
 
+def test_plan_under_a_budget_names_a_much_faster_plan_a_little_over_it():
+    """Trial s29b: a budget held the search to a plan ~4x slower than one costing a few % more, and
+    nothing said so. Under $35,000 the fastest 8B plan is 8 H100 for a month; 256 take a day."""
+    args = ("plan", "--model", "llama3-8b", "--tokens", "2e11", "--gpus", "h100-sxm=256", "--top", "0")
+    budget = ("--objective", "time", "--budget-usd", "3.5e4")
+    line = next(x for x in run(*args, *budget).stdout.splitlines() if x.startswith("a little over the budget:"))
+    assert "256 x h100-sxm" in line and "x faster for" in line and "% over it (p80:" in line
+    data = json.loads(run(*args, *budget, "--json").stdout)
+    over = data["over_budget"]
+    assert 0 < over["over_fraction"] <= 0.2 and over["speedup"] >= 1.5
+    assert cost_p80(over["plan"]) == pytest.approx(3.5e4 * (1 + over["over_fraction"]), rel=1e-9)
+    assert hours_p80(over["plan"]) == pytest.approx(hours_p80(data["plan"]) / over["speedup"], rel=1e-9)
+    assert json.loads(run(*args, "--objective", "time", "--json").stdout)["over_budget"] is None  # no budget
+
+
 def test_plan_without_a_deadline_prints_the_knee_of_the_front():
     """Issue 10: with no deadline the answer names the front's knee against the chosen plan (here the
     cheapest 8B plan on up to 256 H100), in text and JSON; with a deadline it does not."""
