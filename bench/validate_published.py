@@ -2,6 +2,7 @@
 
     python bench/validate_published.py                  # markdown table + summary on stdout
     python bench/validate_published.py --write-docs     # also refresh docs/validation.md
+    python bench/validate_published.py --held-out-gpus  # only the parts read as a held-out check (GB300)
 
 Each row is predicted with the settings profile of its software stack (validation.published).
 Errors are (predicted - measured) / measured tokens/s per GPU, which equals the TFLOP/s error
@@ -17,10 +18,11 @@ from pathlib import Path
 
 from validation.docs import replace_marked_block
 from validation.published import PublishedComparison, compare_published, mean_abs_error
-from validation.published_rows import DEFAULT_PUBLISHED_RUNS, SkippedRow, read_published_runs
+from validation.published_rows import DEFAULT_PUBLISHED_RUNS, HELD_OUT_GPU_IDS, SkippedRow, read_published_runs
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
 START, END = "<!-- published-table:start -->", "<!-- published-table:end -->"
+HELD_OUT_START, HELD_OUT_END = "<!-- published-held-out-gpus:start -->", "<!-- published-held-out-gpus:end -->"
 
 
 def _tflops(value: float | None) -> str:
@@ -83,30 +85,39 @@ def summary(comparisons: list[PublishedComparison], skipped: list[SkippedRow]) -
     reasons: dict[str, list[str]] = defaultdict(list)
     for s in skipped:
         reasons[s.reason.value].append(str(s.row_id))
-    lines += ["", "Rows not predicted at all:", ""]
-    lines += [f"- {reason}: {len(rows)} ({', '.join(rows)})" for reason, rows in reasons.items()]
+    if reasons:
+        lines += ["", "Rows not predicted at all:", ""]
+        lines += [f"- {reason}: {len(rows)} ({', '.join(rows)})" for reason, rows in reasons.items()]
     return lines
 
 
-def render(path: Path = DEFAULT_PUBLISHED_RUNS) -> str:
+def render(path: Path = DEFAULT_PUBLISHED_RUNS, held_out_gpus: bool = False) -> str:
+    """The table of every row read; ``held_out_gpus``: of the rows of ``HELD_OUT_GPU_IDS`` only."""
+    if held_out_gpus:
+        runs, _ = read_published_runs(path, gpu_ids=HELD_OUT_GPU_IDS)
+        runs = [r for r in runs if r.gpu_id is not None]
+        comparisons = compare_published(runs)
+        return "\n".join([*summary(comparisons, []), "", *row_table(comparisons)])
     runs, skipped = read_published_runs(path)
     comparisons = compare_published(runs)
     return "\n".join([*summary(comparisons, skipped), "", *row_table(comparisons)])
 
 
-def write_docs(table: str, docs: Path = DOCS) -> None:
-    replace_marked_block(docs, START, END, table)
+def write_docs(table: str, docs: Path = DOCS, held_out_gpus: bool = False) -> None:
+    start, end = (HELD_OUT_START, HELD_OUT_END) if held_out_gpus else (START, END)
+    replace_marked_block(docs, start, end, table)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, default=DEFAULT_PUBLISHED_RUNS)
     parser.add_argument("--write-docs", action="store_true", help=f"refresh the table in {DOCS}")
+    parser.add_argument("--held-out-gpus", action="store_true", help="only the rows of parts read as a held-out check")
     args = parser.parse_args(argv)
-    table = render(args.csv)
+    table = render(args.csv, args.held_out_gpus)
     print(table)
     if args.write_docs:
-        write_docs(table)
+        write_docs(table, held_out_gpus=args.held_out_gpus)
     return 0
 
 

@@ -13,6 +13,7 @@ from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import estimate
 from validation.published import compare_published, mean_abs_error
 from validation.published_rows import (
+    HELD_OUT_GPU_IDS,
     PARAM_COUNT_TOLERANCE,
     FlopConvention,
     SkipReason,
@@ -70,6 +71,16 @@ def test_every_row_is_read_or_skipped_with_a_reason(read):
 )
 def test_gpu_mapping(gpu_type, gpu_id):
     assert gpu_id_for(gpu_type) == gpu_id
+
+
+def test_gb300_rows_are_read_only_as_a_held_out_check():
+    """S14's GB300 rows stay out of the fitted set (validation/heldout.py reads read_published_runs'
+    default) and are read alone for bench/validate_published.py --held-out-gpus."""
+    runs, skipped = read_published_runs(gpu_ids=HELD_OUT_GPU_IDS)
+    held = [r for r in runs if r.gpu_id == "gb300"]
+    assert len(held) == 13 and {r.source for r in held} == {"S14"}
+    assert all(r.gpu_id in (None, "gb300") for r in runs)  # nothing else is read as a GPU
+    assert all(r.gpu_id != "gb300" for r in read_published_runs()[0])
 
 
 def test_layouts_multiply_to_the_gpu_count_and_models_match_their_published_size(runs):
