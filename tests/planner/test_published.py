@@ -76,7 +76,7 @@ def test_gpu_mapping(gpu_type, gpu_id):
 def test_gb300_rows_are_read_only_as_a_held_out_check():
     """S14's GB300 rows stay out of the fitted set (validation/heldout.py reads read_published_runs'
     default) and are read alone for bench/validate_published.py --held-out-gpus."""
-    runs, skipped = read_published_runs(gpu_ids=HELD_OUT_GPU_IDS)
+    runs, _ = read_published_runs(gpu_ids=HELD_OUT_GPU_IDS)
     held = [r for r in runs if r.gpu_id == "gb300"]
     assert len(held) == 13 and {r.source for r in held} == {"S14"}
     assert all(r.gpu_id in (None, "gb300") for r in runs)  # nothing else is read as a GPU
