@@ -349,13 +349,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "card_median_above": (
         "Median (p50): {figures}, {fraction:.0%} above the model's figure, as the rows nearest this regime"
-        " ran; the headline is the model's own.",
-        "中位数（p50）：{figures}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
+        " ran; the headline is the model's own, which errs less held out.",
+        "中位数（p50）：{figures}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，留出验证中其误差更小。",
     ),
     "card_median_below": (
         "Median (p50): {figures}, {fraction:.0%} below the model's figure, as the rows nearest this regime"
-        " ran; the headline is the model's own.",
-        "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计。",
+        " ran; the headline is the model's own, which errs less held out.",
+        "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，留出验证中其误差更小。",
     ),
     "envelope_reaches": (
         "Its ends reach the band of the measured {regimes}.",

@@ -65,6 +65,32 @@ def covered(checks: Sequence[BandCheck], kappa: float = EXTRAPOLATION_KAPPA) -> 
     return float(np.mean([c.inside(kappa) for c in checks])) if checks else float("nan")
 
 
+@dataclass(frozen=True)
+class HeadlineErrors:
+    """Two candidate point figures scored on the same held-out rows: the model's own and the model
+    moved to its band's median (the band read leaving the row's source out)."""
+
+    rows: int
+    model_abs: float  # mean |error| of the model's own figure
+    median_abs: float  # mean |error| of the band's median
+    model_signed: float
+    median_signed: float
+
+
+def headline_errors(checks: Sequence[BandCheck]) -> HeadlineErrors:
+    """Which figure a plan's headline should be (trial s29b asked for the median): each row's
+    error against the model's figure and against its held-out band's median."""
+    own = np.array([c.log_error for c in checks])
+    moved = own - np.array([c.evidence.log_quantile(0.5) for c in checks])
+    return HeadlineErrors(
+        rows=len(checks),
+        model_abs=float(np.mean(np.abs(np.expm1(own)))),
+        median_abs=float(np.mean(np.abs(np.expm1(moved)))),
+        model_signed=float(np.mean(np.expm1(own))),
+        median_signed=float(np.mean(np.expm1(moved))),
+    )
+
+
 def ceiling_beaters(checks: Sequence[BandCheck]) -> tuple[int, int]:
     """(rows that measured a higher MFU than their regime's ceiling read without their source,
     covered rows that a band cut at that ceiling would leave outside): why the band's fast end is
