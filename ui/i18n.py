@@ -284,6 +284,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下训练时间可缩短 {saving:.0%}：{figure}，"
         "现方案为 {chosen}（{gpus:,} × {gpu}）。更大的批会改变训练本身。",
     ),
+    "larger_batch_nearer": (
+        "At {batch:,} tokens per step it would already save {saving:.0%}.",
+        "若每步 {batch:,} 个 token，已可节省 {saving:.0%}。",
+    ),
     "long_job": (
         'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
         "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",

@@ -259,7 +259,7 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
     def shown(value: float) -> str:  # USD, or hours of training
         return money(value) if cost else duration(tr, value)
 
-    return tr(
+    text = tr(
         "larger_batch_cost" if cost else "larger_batch_time",
         figure=shown(offer.figure),
         chosen=shown(offer.chosen_figure),
@@ -272,6 +272,9 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
         gpus=other.num_gpus,
         gpu=other.gpu,
     )
+    if offer.nearer is None:
+        return text
+    return text + " " + tr("larger_batch_nearer", batch=offer.nearer.batch_tokens, saving=offer.nearer.saving)
 
 
 def idle_text(tr: Labels, result: PlanResult) -> str | None:

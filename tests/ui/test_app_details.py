@@ -487,6 +487,12 @@ def test_the_card_offers_one_sequence_per_gpu_in_both_languages():
     assert "p80" in english and " days against " in english  # trial s28d: the figures behind the saving
     chinese = larger_batch_text(ZH, result)
     assert "8,388,608" in chinese and not english_sentences(chinese)
+    # trial s29b: a smaller batch that saves most of it is named after it
+    from planner.api.batch_offers import NearerBatch
+
+    nearer = dataclasses.replace(result, larger_batch=dataclasses.replace(offer, nearer=NearerBatch(4_194_304, 0.31)))
+    assert larger_batch_text(EN, nearer).endswith("At 4,194,304 tokens per step it would already save 31%.")
+    assert "4,194,304" in larger_batch_text(ZH, nearer) and not english_sentences(larger_batch_text(ZH, nearer))
 
 
 @pytest.mark.parametrize(

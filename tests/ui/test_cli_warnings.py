@@ -298,6 +298,56 @@ def test_the_larger_batch_offer_keeps_the_chosen_gpus(capsys):
         assert f"at {chosen['num_gpus'] * 4096:,} tokens per step (one sequence per GPU)" in offer
 
 
+def test_the_larger_batch_offer_names_a_smaller_batch_that_saves_most_of_it(capsys):
+    """Trial s29b: a 405B on 4,096 GB200 at the default 4M tokens was offered 32M (one sequence per
+    GPU), where Llama 3.1 trained at 16M; 16M saves most of it, and the line now says so."""
+    args = ["plan", "--model", "llama3.1-405b", "--tokens", "15e12", "--seq-len", "8192", "--stack", "megatron-core"]
+    args += ["--gpus", "gb200=4096", "--precision", "fp8", "--objective", "time", "--top", "0"]
+    assert main(args) == 0
+    (line,) = [w for w in capsys.readouterr().err.splitlines() if "the batch, 512 sequences" in w]
+    found = re.search(r"would take (\d+)% less .*; at 16,777,216 tokens it would already take (\d+)% less", line)
+    assert found and int(found[2]) >= 0.8 * int(found[1]) - 1, line  # whole percents
+
+
+def test_the_nearer_batch_is_the_smallest_doubling_that_saves_most_on_the_same_gpus():
+    from types import SimpleNamespace
+
+    from planner.accuracy import Risk
+    from planner.api import PlanRequest
+    from planner.api.batch_offers import NEARER_BATCH_SHARE, LargerBatch, nearer_batch
+    from planner.catalog.models import get_preset
+    from planner.errors import Constraint, InfeasiblePlan
+    from planner.search.ilp import Objective
+
+    def plan_at(tokens: int, hours: float, gpus: int = 1024):
+        estimate = SimpleNamespace(global_batch_tokens=tokens, time_h_at=lambda risk: hours)
+        return SimpleNamespace(gpu="b200", num_gpus=gpus, estimate=estimate)
+
+    request = PlanRequest(
+        model=get_preset("llama3-8b"), training_tokens=1e12, gpus={"b200": 1024}, objective="time", seq_len=4096
+    )
+    chosen = plan_at(2**20, 100.0)
+    offer = LargerBatch(2**24, 256, 0.30, Objective.TIME, Risk.P80, "tp 2", 70.0, 100.0)
+    hours = {2**21: 95.0, 2**22: 100 * (1 - NEARER_BATCH_SHARE * 0.30) - 0.1, 2**23: 71.0}
+    searched: list[int] = []
+
+    def search(req, probe):
+        searched.append(req.global_batch_tokens)
+        assert req.gpus == {"b200": 1024} and req.max_gpus == 1024 and not probe
+        return SimpleNamespace(plan=plan_at(req.global_batch_tokens, hours[req.global_batch_tokens]))
+
+    nearer = nearer_batch(request, chosen, offer, search)
+    assert nearer is not None and nearer.batch_tokens == 2**22 and searched == [2**21, 2**22]
+    assert nearer.saving == pytest.approx(NEARER_BATCH_SHARE * 0.30 + 0.001)
+
+    def elsewhere(req, probe):  # fewer GPUs, or none meets the request: not the batch's saving
+        if req.global_batch_tokens == 2**22:
+            raise InfeasiblePlan(Constraint.DEADLINE, "", "")
+        return SimpleNamespace(plan=plan_at(req.global_batch_tokens, 50.0, gpus=512))
+
+    assert nearer_batch(request, chosen, offer, elsewhere) is None
+
+
 def test_the_risk_line_names_the_median_plans_batch_where_it_differs(capsys):
     """Trial s28c: at p50 the nearest batch that meets the deadline was +1.6 %, at p80 -1.7 %, so
     the median's plan looked worse than the chosen one even at p50, and nothing said why."""
