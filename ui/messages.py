@@ -178,10 +178,45 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")
 
 
+# The request fields the planner's fixes name with their CLI flag ("raise max_gpus (--max-gpus) to
+# 512"), and the sidebar label the app's English line names instead (None: the app has no such
+# field, the clause is dropped); the flag forms are planner/search/diagnosis.py's, count_probe's
+# and batch_offers.batch_fix's.
+FLAG_LABELS = {"--max-gpus": "max_gpus", "--global-batch-tokens": "global_batch", "--batch-tolerance": None}
+FLAG_FORMS = (
+    re.compile(r"[a-z_]+ \((?P<flag>--[a-z-]+)\)"),  # max_gpus (--max-gpus)
+    re.compile(r" ?\([a-z_]+, (?P<flag>--[a-z-]+)\)"),  # (global_batch_tokens, --global-batch-tokens)
+    re.compile(r"[a-z_]+ or (?P<flag>--[a-z-]+)"),  # global_batch_tokens or --global-batch-tokens
+    re.compile(r"(?P<flag>--[a-z-]+) (?P<value>\d+)\b"),  # --global-batch-tokens 8388608
+)
+
+
+def app_words(tr: Labels, text: str) -> str:
+    """The planner's English with its request fields named as the sidebar names them (the app has no
+    flags: the English detail line quoted "--max-gpus" to people who cannot type it)."""
+    for form in FLAG_FORMS:
+
+        def label(found: re.Match[str], form: re.Pattern[str] = form) -> str:
+            key = FLAG_LABELS.get(found["flag"], "")
+            if key is None:
+                return ""
+            if not key:
+                return found[0]
+            words = f'"{tr(key)}"'
+            if found.groupdict().get("value"):
+                return f"{words} = {int(found['value']):,}"
+            lead = found[0][: len(found[0]) - len(found[0].lstrip())]  # the space before "(", kept
+            return f"{lead}({words})" if found[0].lstrip().startswith("(") else words
+
+        text = form.sub(label, text)
+    return text
+
+
 def detail_text(tr: Labels, infeasible: Infeasible) -> str:
-    """The line under an infeasible answer: the planner's own words in English, its exact figures otherwise."""
+    """The line under an infeasible answer: the planner's own words in English (the sidebar's field
+    names for its flags), its exact figures otherwise."""
     if tr.lang == "en":
-        return plain(f"{infeasible.detail}; {infeasible.fix}")
+        return plain(app_words(tr, f"{infeasible.detail}; {infeasible.fix}"))
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
     if c == "deadline":
         return tr("detail_deadline", need=_hours(need), have=_hours(have))

@@ -280,6 +280,30 @@ def test_the_planner_detail_line_is_translated():
     assert not english_sentences(line)
 
 
+def test_the_english_detail_line_names_sidebar_fields_not_cli_flags():
+    """Sessions 25-29 left it: the English line under an infeasible answer quoted "--max-gpus" to
+    people who have a sidebar, not a command line."""
+    from ui.messages import app_words
+
+    request = request_for(deadline_days=0.01, max_gpus=4)
+    with pytest.raises(InfeasiblePlan) as expected:
+        planned(request)
+    assert "(--max-gpus)" in expected.value.fix  # the planner's own words, for the CLI
+    at = run_app(deadline_days=0.01, max_gpus=4)
+    (line,) = [c.value for c in at.caption if "GPUs to consider" in c.value]
+    assert "--" not in line and f'"{EN("max_gpus")}"' in line
+    # every form the planner's fixes use
+    assert app_words(EN, "(global_batch_tokens, --global-batch-tokens) lets") == f'("{EN("global_batch")}") lets'
+    assert (
+        app_words(EN, "one, global_batch_tokens or --global-batch-tokens, lets") == f'one, "{EN("global_batch")}", lets'
+    )
+    assert (
+        app_words(EN, "on hand, --global-batch-tokens 8388608, at")
+        == f'on hand, "{EN("global_batch")}" = 8,388,608, at'
+    )
+    assert app_words(EN, "tolerance (batch_tolerance, --batch-tolerance) or") == "tolerance or"
+
+
 # --------------------------------------------------------------------------- run view: validation.json
 
 
