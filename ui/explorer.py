@@ -32,6 +32,7 @@ DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
 # run puts KEPT back before the widgets are drawn: never older than what the reader last set.
 KEPT = "_ex_kept"
 LOADED_FROM = "_ex_from"  # the chosen plan the widgets were last set from (its JSON)
+SENT = "_ex_sent"  # "Send to plan" was pressed: the plan it makes does not reload the explorer
 
 
 def remember(key: str) -> None:
@@ -54,13 +55,16 @@ def load_plan(p: Plan) -> None:
 
 
 def restore_or_load(chosen: Plan | None) -> None:
-    """Start from the chosen plan whenever it changes (a new model or request); otherwise put back
-    what the reader set last (KEPT)."""
+    """Start from the chosen plan whenever it changes (a new model or request), except the plan
+    "Send to plan" asked for; otherwise put back what the reader set last (KEPT)."""
     state = st.session_state
-    if chosen is not None and state.get(LOADED_FROM) != chosen.to_json():
+    sent = state.pop(SENT, False)  # one run only: a plan asked for later (a new model) loads as before
+    if chosen is not None and state.get(LOADED_FROM) != chosen.to_json() and not sent:
         load_plan(chosen)
-    else:
-        state.update(state.get(KEPT, {}))
+        return
+    if chosen is not None:  # the plan "Send to plan" made: the reader's layout stays (sessions 25-29)
+        state[LOADED_FROM] = chosen.to_json()
+    state.update(state.get(KEPT, {}))
 
 
 def send_to_plan() -> None:
@@ -71,6 +75,7 @@ def send_to_plan() -> None:
     rows.loc[gpu, "inventory"] = int(st.session_state["ex_num_gpus"])
     st.session_state[ROWS_KEY] = rows
     st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
+    st.session_state[SENT] = True
 
 
 def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:

@@ -268,6 +268,11 @@ def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     at.button(key="ex_send").click().run()
     rows = at.session_state["gpu_rows"]
     assert list(rows.index[rows["allowed"]]) == ["a100-80gb-sxm"] and rows.loc["a100-80gb-sxm", "inventory"] == 8
+    # the explored layout stays (sessions 25-29: the plan it sent reloaded the explorer from its own)
+    assert at.session_state["_ex_from"] != chosen.to_json()  # the sidebar planned again
+    sent = {k: at.number_input(key=k).value for k in ("ex_num_gpus", "ex_tp", "ex_micro_batch", "ex_grad_accum")}
+    assert sent == {"ex_num_gpus": 8, "ex_tp": 2, "ex_micro_batch": 2, "ex_grad_accum": 4}
+    assert (at.selectbox(key="ex_ac").value, at.selectbox(key="ex_sharding").value) == ("full", "zero2")
     at.number_input(key="ex_tp").set_value(3).run()  # 16 heads: tp=3 cannot exist
     assert any(EN("ex_invalid", error="").split(":")[0] in e.value for e in at.error)
 
