@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.hf_config import encoder_warning
-from planner.catalog.prices import PriceKind
+from planner.catalog.prices import PriceKind, catalog_with_price_kind
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import (
     ActivationCheckpointing,
@@ -296,6 +296,15 @@ def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalo
         spec = catalog.gpu(gpu_id)
         gpus[spec.id] = spec.with_price(price)
     return catalog.model_copy(update={"gpus": gpus})
+
+
+def priced_catalog(
+    catalog: Catalog, kind: str | None, pinned: list[str], prices: dict[str, float], settings: ModelingSettings
+) -> Catalog:
+    """The catalog every pricing path uses (a search, an estimate, a replan): each GPU at the median
+    of its ``kind`` offers (``pinned``: GPUs refused without one unless priced), the caller's own
+    ``prices`` over that, a spot GPU priced so keeping spot's interruptions."""
+    return catalog_with_prices(catalog_with_price_kind(catalog, kind, pinned, settings, list(prices)), prices)
 
 
 def allowed_gpus(request: PlanRequest, catalog: Catalog) -> dict[str, int | None]:

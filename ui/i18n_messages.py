@@ -84,8 +84,9 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "接近的方案（按 {risk}）：时间多 {extra:.1f} %，费用省 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
     ),
     "over_budget": (
-        "A little over the budget (at {risk}): {speedup:.1f} × faster for {over:.1f} % over it — {gpus} in {time} for {cost}.",
-        "略超预算（按 {risk}）：超出预算 {over:.1f} %，速度快 {speedup:.1f} 倍 —— {gpus}，{time}，{cost}。",
+        "A little over the budget (at {risk}): {speedup:.1f} × faster than the fastest plan within it, for {over:.1f} %"
+        " over the budget — {gpus} in {time} for {cost}.",
+        "略超预算（按 {risk}）：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f} % —— {gpus}，{time}，{cost}。",
     ),
     "point_estimate": ("the model's estimate", "模型估计"),
     "knee": ("knee of the front", "前沿拐点"),

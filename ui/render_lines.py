@@ -42,7 +42,8 @@ def median_line(e: Estimate) -> str | None:
     return (
         f"median (p50) {duration_h(m.hours)}" + ("" if m.cost_usd is None else f", {money(m.cost_usd)}")
         + f": {abs(m.fraction):.0%} {side} the model's figure, as the rows nearest this"
-        " regime ran; the headline is the model's own, which errs less held out (docs/validation.md)"
+        " regime ran; the headline is the model's own: on runs no setting was fitted on, it misses by less"
+        " than the median (docs/validation.md)"
     )  # fmt: skip
 
 

@@ -75,7 +75,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "risk", "median_plan", "idle_gpus",
-    "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "billed_gpus",
+    "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
     "network", "partition_activations", "calibration",
 )  # fmt: skip
 
@@ -315,17 +315,20 @@ def over_budget_json(result) -> dict:
     over = result.over_budget
     return {
         "over_fraction": over.over_fraction,
+        "extra_cost_fraction": over.extra_cost_fraction,
         "speedup": over.speedup,
         "plan": listed_json(result.over_budget_plan),
     }
 
 
 def over_budget_line(result) -> str:
-    """'a little over the budget: 2048 x gb200 (...), 3.7x faster for 9.7% over it (p80: 120 days, $54.9M)'."""
+    """'a little over the budget: 2048 x gb200 (...), 3.7x faster than the fastest plan within it, for
+    9.7% over the budget (+15.2% on this plan's cost; p80: 120 days, $54.9M)'."""
     over, p = result.over_budget, result.over_budget_plan
     return (
-        f"a little over the budget: {p.num_gpus} x {p.gpu} ({p.layout_words}), {over.speedup:.1f}x faster "
-        f"for {over.over_fraction:.1%} over it ({at_risk_words(p.estimate, result.risk.value)})"
+        f"a little over the budget: {p.num_gpus} x {p.gpu} ({p.layout_words}), {over.speedup:.1f}x faster than the"
+        f" fastest plan within it, for {over.over_fraction:.1%} over the budget ({over.extra_cost_fraction:+.1%} on"
+        f" this plan's cost; {at_risk_words(p.estimate, result.risk.value)})"
     )
 
 

@@ -30,7 +30,6 @@ from planner.api.side_answers import side_rows
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import catalog_with_price_kind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, OverBudget
@@ -49,11 +48,11 @@ from planner.request import (
     CountLimits,
     PlanRequest,
     allowed_gpus,
-    catalog_with_prices,
     configuration_problem,
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
+    priced_catalog,
     request_settings,
     requested_batch_tokens,
     run_settings,
@@ -327,9 +326,9 @@ def explained(
 def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:
     """The catalog a request is searched in (``plan``, ``scored_search``): each GPU at the median of
     its ``price_kind`` offers, the request's own prices over that, on the request's network."""
-    priced = list(request.price_overrides)
-    kind = catalog_with_price_kind(catalog, request.price_kind, list(request.gpus or {}), settings, priced)
-    return catalog_on_network(catalog_with_prices(kind, request.price_overrides), request.network)
+    pinned = list(request.gpus or {})
+    priced = priced_catalog(catalog, request.price_kind, pinned, request.price_overrides, settings)
+    return catalog_on_network(priced, request.network)
 
 
 def build_plan(
@@ -368,13 +367,8 @@ def build_plan(
     spec = catalog.gpu(gpu)
     if kernel := kernel_problem(attention, spec):
         raise ValueError(kernel)
-    if price_kind is not None:
-        priced = [spec.id] if price is not None else []
-        catalog = catalog_with_price_kind(catalog, price_kind, [spec.id], settings, priced)
-        spec = catalog.gpu(spec.id)
-    if price is not None:
-        catalog = catalog_with_prices(catalog, {spec.id: price})
-        spec = catalog.gpu(spec.id)
+    catalog = priced_catalog(catalog, price_kind, [spec.id], {} if price is None else {spec.id: price}, settings)
+    spec = catalog.gpu(spec.id)
     est = judged_estimate(
         model,
         spec,

@@ -10,12 +10,12 @@ from planner.api import build_plan, plan_from_row
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import catalog_on_network
-from planner.catalog.prices import PRICE_KINDS, catalog_with_price_kind
+from planner.catalog.prices import PRICE_KINDS
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from planner.reports import ReplanRequest
-from planner.request import PlanRequest, catalog_with_prices
+from planner.request import PlanRequest, priced_catalog
 from planner.search.ilp import Objective, solve_single
 from planner.search.score import candidate_table, search_space
 from planner.search.space import build_candidates
@@ -143,11 +143,8 @@ def replan(
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
     catalog = on_plan_nodes(catalog_on_network(catalog or load_catalog(), plan_.network), plan_)
     priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
-    if "price_kind" in priced:
-        own = [plan_.gpu] if priced.get("price") is not None else []
-        catalog = catalog_with_price_kind(catalog, priced["price_kind"], [plan_.gpu], settings, own)
-    if priced.get("price") is not None:
-        catalog = catalog_with_prices(catalog, {plan_.gpu: priced["price"]})
+    own = {} if priced.get("price") is None else {plan_.gpu: priced["price"]}
+    catalog = priced_catalog(catalog, priced.get("price_kind"), [plan_.gpu], own, settings)
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)
     table = candidate_table(request.model, c, [plan_.gpu], space, request.training_tokens, corrected)
     solution = solve_single(

@@ -158,6 +158,8 @@ def test_headline_errors_score_both_figures_on_the_same_rows():
     assert (h.rows, h.model_abs, h.median_abs) == (2, pytest.approx(0.15), pytest.approx(0.10))
     assert (h.model_signed, h.median_signed) == (pytest.approx(-0.05), pytest.approx(-0.10))
 
+
+def test_the_residuals_file_is_the_harness_output_for_the_sets_that_need_no_refit():
     """A model change that moves a prediction must rebuild planner/accuracy/residuals.csv
     (bench/validate_bands.py --write): the quick sets are recomputed here and compared."""
     from planner.catalog.hardware import load_catalog

@@ -109,15 +109,20 @@ def test_a_knee_that_loses_more_than_it_gains_is_not_offered():
 def test_over_the_budget_is_the_fastest_row_a_little_over_it_and_much_faster():
     """Trial s29b: under $50M the search held to 449 days where 120 days cost 10 % more, unsaid."""
     budget = 100.0
-    cost = np.array([95.0, 104.0, 110.0, 119.0, 130.0, 101.0])
-    days = np.array([40.0, 30.0, 10.0, 10.0, 1.0, 39.0])
-    rows = np.arange(6)
-    over = over_budget(cost, days, rows, 0, budget)
+    cost = np.array([95.0, 104.0, 110.0, 119.0, 130.0, 101.0, 99.0])
+    days = np.array([40.0, 30.0, 10.0, 10.0, 1.0, 39.0, 20.0])
+    rows = np.arange(7)
+    over = over_budget(cost, days, rows[:6], 0, budget)
     # 130 is past the stretch; of 10 days at 110 and 119, the cheaper
     assert over is not None and over.row == 2 and over.speedup == pytest.approx(4.0)
-    assert over.over_fraction == pytest.approx(0.10)
+    assert over.over_fraction == pytest.approx(0.10) and over.extra_cost_fraction == pytest.approx(110 / 95 - 1)
     assert 130.0 > budget * (1 + OVER_BUDGET_STRETCH) >= 119.0
+    # review s30: the speedup is over the fastest plan within the budget (row 6, 20 days), not over a
+    # cheaper choice (row 0, 40 days): going over buys 2x, not 4x
+    cheapest_chosen = over_budget(cost, days, rows, 0, budget)
+    assert cheapest_chosen is not None and cheapest_chosen.speedup == pytest.approx(2.0)
     # not offered when the fastest such row gains too little, or none is over the budget
-    slow = np.array([40.0, 30.0, 40.0 / (OVER_BUDGET_MIN_SPEEDUP * 0.99), 40.0, 1.0, 39.0])
+    slow = days.copy()
+    slow[2] = slow[3] = 20.0 / (OVER_BUDGET_MIN_SPEEDUP * 0.99)
     assert over_budget(cost, slow, rows, 0, budget) is None
     assert over_budget(cost, days, np.array([0]), 0, budget) is None
