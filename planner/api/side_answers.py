@@ -119,9 +119,12 @@ def over_budget_choice(
     the chosen plan's own excluded; None without a budget."""
     if request.budget_usd is None:
         return None
-    rows = choosable_rows(
-        request, table, deadline_s, inventory, budget_usd=request.budget_usd * (1 + OVER_BUDGET_STRETCH)
+    stretched = request.budget_usd * (1 + OVER_BUDGET_STRETCH)
+    rows = np.flatnonzero(
+        check_rows(table, deadline_s=deadline_s, budget_usd=stretched, inventory=inventory).feasible()
     )
+    if not request.vary_batch:  # at the chosen plan's batch (review s30: the stretched rows' nearest may differ)
+        rows = rows[table.extra["batch_tokens"][rows] == table.extra["batch_tokens"][chosen]]
     rows = rows[~tied_to(table, rows, chosen)]
     return over_budget(table.cost_usd, table.time_to_train_s, rows, chosen, request.budget_usd)
 
@@ -131,13 +134,10 @@ def choosable_rows(
     table: ScoredTable,
     deadline_s: float | None,
     inventory: dict[str, int] | None,
-    budget_usd: float | None = None,
 ) -> np.ndarray:
     """The rows the solver could have chosen, where the near tie and the knee are read: those
-    passing every constraint (the budget ``budget_usd`` where given), at the chosen batch unless
-    the request varies it."""
-    budget_usd = request.budget_usd if budget_usd is None else budget_usd
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory)
+    passing every constraint, at the chosen batch unless the request varies it."""
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
     if not request.vary_batch:
         rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]

@@ -126,3 +126,38 @@ def test_over_the_budget_is_the_fastest_row_a_little_over_it_and_much_faster():
     slow[2] = slow[3] = 20.0 / (OVER_BUDGET_MIN_SPEEDUP * 0.99)
     assert over_budget(cost, slow, rows, 0, budget) is None
     assert over_budget(cost, days, np.array([0]), 0, budget) is None
+
+
+def test_the_over_budget_plan_is_read_at_the_chosen_plans_batch():
+    """Review s30: read over the stretched budget, the rows' nearest batch to the request may not be
+    the chosen plan's; the offer must train the same batch (unless the request varies it)."""
+    from planner.api import PlanRequest
+    from planner.api.side_answers import over_budget_choice
+    from planner.catalog.models import get_preset
+    from planner.search.ilp import ScoredTable
+
+    target = 2**21
+    # (GPUs, batch, hours): row 0 chosen at +0.4 %; row 1 over the budget at the exact batch, faster
+    counts, hours = np.array([8, 64, 32]), np.array([100.0, 10.0, 40.0])
+    batches = np.array([target + 8192, target, target + 8192])
+    n = len(counts)
+    table = ScoredTable(
+        gpu_id=np.array(["h100-sxm"] * n, dtype=object),
+        num_gpus=counts,
+        fits_memory=np.ones(n, dtype=bool),
+        memory_need_gib=np.full(n, 40.0),
+        capacity_gib=np.full(n, 80.0),
+        time_to_train_s=hours * 3600.0,
+        cost_usd=np.array([90.0, 110.0, 105.0]),
+        batch_ok=np.ones(n, dtype=bool),
+        divisible=np.ones(n, dtype=bool),
+        label=np.array([f"row {i}" for i in range(n)], dtype=object),
+        extra={"batch_tokens": batches},
+    )
+    request = PlanRequest(
+        model=get_preset("llama3-8b"), training_tokens=1e11, global_batch_tokens=target, budget_usd=100.0
+    )
+    over = over_budget_choice(request, table, 0, None, None)
+    assert over is not None and over.row == 2  # row 1 is faster, at another batch
+    varied = over_budget_choice(request.model_copy(update={"vary_batch": True}), table, 0, None, None)
+    assert varied is not None and varied.row == 1
