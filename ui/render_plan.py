@@ -16,7 +16,6 @@ from ui.render import (
     calibration_json,
     calibration_line,
     emit_json,
-    estimate_json,
     listed_json,
     no_infeasibility,
     out,
@@ -248,7 +247,7 @@ def near_tie_json(result) -> dict:
         "objective": tie.objective,
         "extra_fraction": tie.extra_fraction,
         "gain": tie.gain,
-        "plan": estimate_json(result.near_tie_plan.estimate),
+        "plan": listed_json(result.near_tie_plan),  # review s30: every side answer with its price
     }
 
 
@@ -271,7 +270,7 @@ def idle_json(result) -> dict:
         "inventory": idle.inventory,
         "idle": idle.idle,
         "batch_tokens": idle.batch_tokens,
-        "plan": estimate_json(result.idle_plan.estimate),
+        "plan": listed_json(result.idle_plan),
     }
 
 
@@ -293,7 +292,7 @@ def knee_json(result) -> dict:
     return {
         "extra_cost_fraction": bend.extra_cost_fraction,
         "speedup": bend.speedup,
-        "plan": estimate_json(result.knee_plan.estimate),
+        "plan": listed_json(result.knee_plan),
     }
 
 

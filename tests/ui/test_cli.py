@@ -209,6 +209,7 @@ def test_plan_names_a_near_tie_in_text_and_json():
     tie = data["near_tie"]
     assert tie["objective"] == "cost" and 0 < tie["extra_fraction"] <= 0.10 and tie["gain"] >= 1.25
     chosen, other = data["plan"], tie["plan"]
+    assert other["price_basis"] == chosen["price_basis"] and other["price_per_gpu_hour_usd"] > 0  # review s30
     # compared as the search compared them: at the risk quantile (p80 by default)
     assert cost_p80(other) == pytest.approx(cost_p80(chosen) * (1 + tie["extra_fraction"]), rel=1e-9)
     assert hours_p80(other) == pytest.approx(hours_p80(chosen) / tie["gain"], rel=1e-9)
