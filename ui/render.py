@@ -129,10 +129,10 @@ def network_words(p: Plan) -> str:
     s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster);
     ', one NVLink domain' where its nodes share one, so no ring leaves it (review s29b: 16 GB200
     trays were said to run on the network)."""
+    if p.network is not None:  # asked for: said, as the app's card says it (review s30)
+        return f" on {p.network}"
     if p.num_nodes > 1 and p.num_gpus <= domain_gpus(p):
         return ", one NVLink domain"
-    if p.network is not None:
-        return f" on {p.network}"
     if p.num_nodes <= 1:
         return ""
     try:
