@@ -130,10 +130,7 @@ def over_budget_choice(
 
 
 def choosable_rows(
-    request: PlanRequest,
-    table: ScoredTable,
-    deadline_s: float | None,
-    inventory: dict[str, int] | None,
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
 ) -> np.ndarray:
     """The rows the solver could have chosen, where the near tie and the knee are read: those
     passing every constraint, at the chosen batch unless the request varies it."""
