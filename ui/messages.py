@@ -238,7 +238,8 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
 
 
 def over_budget_text(tr: Labels, result: PlanResult) -> str | None:
-    """'A little over the budget (at p80): 7.8 × faster for 12.9 % over it — 8192 × gb200 in 38.1 days for $56.46M'."""
+    """'A little over the budget (at p80): 1.8 × faster than the fastest plan within it, for 8.8 % over the
+    budget — 512 × h100-sxm in 15.9 h for $41,359'."""
     over, other = result.over_budget, result.over_budget_plan
     if over is None or other is None:
         return None

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from planner.catalog.hardware import Catalog
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows, compare_nemo_blackwell, read_nemo_blackwell
-from validation.published_rows import GPU_IDS
+from validation.published_rows import GPU_IDS, HELD_OUT_GPU_IDS
 
 DEFAULT_MLPERF_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "mlperf_runs.csv"
 # The calibration reader's names, with the two newer catalog parts these rows ran on read too.
-MLPERF_GPU_IDS = (("GB300", "gb300"), ("H200", "h200-sxm"), *((p, g) for p, g in GPU_IDS if p != "GB300"))
+MLPERF_GPU_IDS = (*HELD_OUT_GPU_IDS, ("H200", "h200-sxm"), *((p, g) for p, g in GPU_IDS if p != "GB300"))
 
 
 def read_mlperf(path: Path = DEFAULT_MLPERF_RUNS) -> BlackwellRows:
