@@ -238,13 +238,20 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
 
 
 def over_budget_text(tr: Labels, result: PlanResult) -> str | None:
-    """'A little over the budget (at p80): 1.8 × faster than the fastest plan within it, for 8.8 % over the
-    budget — 512 × h100-sxm in 15.9 h for $41,359'."""
-    over, other = result.over_budget, result.over_budget_plan
-    if over is None or other is None:
+    """'A little over the budget (at p80): 6.4 × faster than the fastest plan within it, for 0.5 % over
+    the budget — 128 × gb200 in 88.8 days for $2.06M.', then the fastest such plan where there is one."""
+    if not result.over_budget:
         return None
-    values = judged_values(tr, other, result.risk.value)
-    return tr("over_budget", over=over.over_fraction * 100, speedup=over.speedup, **values)
+    texts = [
+        tr(
+            "over_budget" if i == 0 else "over_budget_further",
+            over=over.over_fraction * 100,
+            speedup=over.speedup,
+            **judged_values(tr, other, result.risk.value),
+        )
+        for i, (over, other) in enumerate(zip(result.over_budget, result.over_budget_plans, strict=True))
+    ]
+    return " ".join(texts)
 
 
 def judged_values(tr: Labels, other: Plan, risk: str) -> dict[str, str]:

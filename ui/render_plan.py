@@ -96,7 +96,7 @@ def plan_json(result, calibration) -> dict:
         "gpu_count_caps": result.count_caps,
         "near_tie": None if result.near_tie is None else near_tie_json(result),
         "knee": None if result.knee is None else knee_json(result),
-        "over_budget": None if result.over_budget is None else over_budget_json(result),
+        "over_budget": over_budget_json(result) if result.over_budget else None,
         "risk": result.risk.value,
         "median_plan": None if result.median_plan is None else listed_json(result.median_plan),
         "idle_gpus": None if result.idle is None else idle_json(result),
@@ -117,8 +117,7 @@ def beside_lines(result) -> list[str]:
         lines.append(near_tie_line(result) + ("; it is also the knee of the cost/time front" if same else ""))
     if result.knee is not None and not same:
         lines.append(knee_line(result))
-    if result.over_budget is not None:
-        lines.append(over_budget_line(result))
+    lines += over_budget_lines(result)
     if result.median_plan is not None:
         lines.append(risk_line(result))
     if result.idle is not None:
@@ -310,25 +309,32 @@ def knee_line(result) -> str:
     )
 
 
-def over_budget_json(result) -> dict:
-    over = result.over_budget
-    return {
-        "over_fraction": over.over_fraction,
-        "extra_cost_fraction": over.extra_cost_fraction,
-        "speedup": over.speedup,
-        "plan": listed_json(result.over_budget_plan),
-    }
+def over_budget_json(result) -> list[dict]:
+    """The plans a little over the budget, the cheapest first."""
+    return [
+        {
+            "over_fraction": over.over_fraction,
+            "extra_cost_fraction": over.extra_cost_fraction,
+            "speedup": over.speedup,
+            "plan": listed_json(p),
+        }
+        for over, p in zip(result.over_budget, result.over_budget_plans, strict=True)
+    ]
 
 
-def over_budget_line(result) -> str:
-    """'a little over the budget: 2048 x gb200 (...), 3.7x faster than the fastest plan within it, for
-    9.7% over the budget (+15.2% on this plan's cost; p80: 120 days, $54.9M)'."""
-    over, p = result.over_budget, result.over_budget_plan
-    return (
-        f"a little over the budget: {p.num_gpus} x {p.gpu} ({p.layout_words}), {over.speedup:.1f}x faster than the"
-        f" fastest plan within it, for {over.over_fraction:.1%} over the budget ({over.extra_cost_fraction:+.1%} on"
-        f" this plan's cost; {at_risk_words(p.estimate, result.risk.value)})"
-    )
+def over_budget_lines(result) -> list[str]:
+    """'a little over the budget: 128 x gb200 (...), 6.4x faster than the fastest plan within it,
+    for 0.5% over the budget (+12.5% on this plan's cost; p80: 88.8 days, $2.06M)', then 'or ...'
+    for the fastest where it is faster still."""
+    lines = []
+    for i, (over, p) in enumerate(zip(result.over_budget, result.over_budget_plans, strict=True)):
+        lines.append(
+            ("a little over the budget: " if i == 0 else "or, further over it: ")
+            + f"{p.num_gpus} x {p.gpu} ({p.layout_words}), {over.speedup:.1f}x faster than the fastest plan within"
+            f" it, for {over.over_fraction:.1%} over the budget ({over.extra_cost_fraction:+.1%} on this plan's cost;"
+            f" {at_risk_words(p.estimate, result.risk.value)})"
+        )
+    return lines
 
 
 def count_caps_line(caps: dict[str, int], limits: dict[str, int]) -> str:

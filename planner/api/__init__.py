@@ -78,8 +78,9 @@ class PlanResult:
     near_tie_plan: Plan | None = None  # that plan
     knee: Knee | None = None  # without a deadline: the cost/time front's knee (planner.frontier), unless chosen
     knee_plan: Plan | None = None  # that plan
-    over_budget: OverBudget | None = None  # with a budget: a much faster plan a little over it
-    over_budget_plan: Plan | None = None  # that plan
+    # with a budget: much faster plans a little over it (the cheapest, then the fastest), their plans
+    over_budget: tuple[OverBudget, ...] = ()
+    over_budget_plans: tuple[Plan, ...] = ()
     risk: Risk = DEFAULT_RISK  # the quantile the search judged plans by
     median_plan: Plan | None = None  # what judging at the median (p50) would have chosen, when that differs
     idle: IdleGPUs | None = None  # the chosen plan leaves over 10 % of its inventory idle (planner/idle.py)
@@ -293,7 +294,7 @@ def search(
         knee=side.knee,
         knee_plan=None if side.knee is None else wrap(side.knee.row),
         over_budget=side.over_budget,
-        over_budget_plan=None if side.over_budget is None else wrap(side.over_budget.row),
+        over_budget_plans=tuple(wrap(o.row) for o in side.over_budget),
         risk=request.risk,
         median_plan=None if side.median is None else wrap(side.median),
         idle=side.idle,

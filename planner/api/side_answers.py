@@ -30,7 +30,7 @@ class SideRows:
     median: int | None  # the row judging at p50 chooses, when that differs from the request's risk
     tie: NearTie | None
     knee: Knee | None  # without a deadline only
-    over_budget: OverBudget | None  # with a budget only
+    over_budget: tuple[OverBudget, ...]  # with a budget only: the cheapest, then the fastest
     idle: IdleGPUs | None
     varied: VaryBatch | None  # only where the idle-GPU offer, which answers for the batch, is absent
 
@@ -114,17 +114,20 @@ def over_budget_choice(
     chosen: int,
     deadline_s: float | None,
     inventory: dict[str, int] | None,
-) -> OverBudget | None:
-    """The much faster plan a little over the request's budget (planner/frontier.py), its ties
-    the chosen plan's own excluded; None without a budget."""
+) -> tuple[OverBudget, ...]:
+    """The much faster plans a little over the request's budget (planner/frontier.py), at the batch
+    the request's rule reaches over the stretched budget or the chosen plan's (trial s30: a
+    chosen plan at a fallback batch had hidden the plans at the batch asked for; review s30: no
+    third batch), the chosen plan's ties excluded; none without a budget."""
     if request.budget_usd is None:
-        return None
+        return ()
     stretched = request.budget_usd * (1 + OVER_BUDGET_STRETCH)
-    rows = np.flatnonzero(
-        check_rows(table, deadline_s=deadline_s, budget_usd=stretched, inventory=inventory).feasible()
-    )
-    if not request.vary_batch:  # at the chosen plan's batch (review s30: the stretched rows' nearest may differ)
-        rows = rows[table.extra["batch_tokens"][rows] == table.extra["batch_tokens"][chosen]]
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=stretched, inventory=inventory)
+    rows = np.flatnonzero(checks.feasible())
+    if not request.vary_batch:
+        batch = table.extra["batch_tokens"]
+        nearest = rows[nearest_batch(batch[rows], requested_batch_tokens(request))]
+        rows = rows[np.isin(batch[rows], [batch[chosen], *batch[nearest[:1]]])]
     rows = rows[~tied_to(table, rows, chosen)]
     return over_budget(table.cost_usd, table.time_to_train_s, rows, chosen, request.budget_usd)
 

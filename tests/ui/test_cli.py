@@ -225,23 +225,26 @@ def hours_p80(estimate: dict) -> float:
 
 def test_plan_under_a_budget_names_a_much_faster_plan_a_little_over_it():
     """Trial s29b: a budget held the search to a plan ~4x slower than one costing a few % more, and
-    nothing said so. Under $35,000 the fastest 8B plan is 8 H100 for a month; 256 take a day."""
+    nothing said so. Under $35,000 the fastest 8B plan is 8 H100 for a month; 16 take half as long
+    for 3.8 % over it, and 256 a day for 5.1 % (trial s30: the cheapest such step first)."""
     args = ("plan", "--model", "llama3-8b", "--tokens", "2e11", "--gpus", "h100-sxm=256", "--top", "0")
     budget = ("--objective", "time", "--budget-usd", "3.5e4")
-    line = next(x for x in run(*args, *budget).stdout.splitlines() if x.startswith("a little over the budget:"))
-    assert "256 x h100-sxm" in line and "x faster than the fastest plan within it, for" in line and "; p80:" in line
+    lines = [x for x in run(*args, *budget).stdout.splitlines() if "over the budget" in x]
+    assert lines[0].startswith("a little over the budget: 16 x h100-sxm") and "; p80:" in lines[0]
+    assert lines[1].startswith("or, further over it: 256 x h100-sxm") and len(lines) == 2
     data = json.loads(run(*args, *budget, "--json").stdout)
-    over = data["over_budget"]
-    assert 0 < over["over_fraction"] <= 0.2 and over["speedup"] >= 1.5
-    assert cost_p80(over["plan"]) == pytest.approx(3.5e4 * (1 + over["over_fraction"]), rel=1e-9)
-    assert hours_p80(over["plan"]) == pytest.approx(hours_p80(data["plan"]) / over["speedup"], rel=1e-9)
+    first, fastest = data["over_budget"]
+    for over in (first, fastest):
+        assert 0 < over["over_fraction"] <= 0.2 and over["speedup"] >= 1.5
+        assert cost_p80(over["plan"]) == pytest.approx(3.5e4 * (1 + over["over_fraction"]), rel=1e-9)
+        assert hours_p80(over["plan"]) == pytest.approx(hours_p80(data["plan"]) / over["speedup"], rel=1e-9)
+    assert first["over_fraction"] < fastest["over_fraction"] and fastest["speedup"] >= 1.25 * first["speedup"]
     assert json.loads(run(*args, "--objective", "time", "--json").stdout)["over_budget"] is None  # no budget
     # review s30: under the cost objective the speedup is still over the fastest plan within the
     # budget (the time objective's choice), not over the cheapest plan chosen
     cheapest = json.loads(run(*args, "--objective", "cost", "--budget-usd", "3.5e4", "--json").stdout)
     assert cheapest["plan"]["num_gpus"] < data["plan"]["num_gpus"] or cheapest["plan"] == data["plan"]
-    assert cheapest["over_budget"]["speedup"] == pytest.approx(over["speedup"], rel=1e-9)
-    assert cheapest["over_budget"]["extra_cost_fraction"] >= over["extra_cost_fraction"]
+    assert [o["speedup"] for o in cheapest["over_budget"]] == pytest.approx([first["speedup"], fastest["speedup"]])
 
 
 def test_plan_without_a_deadline_prints_the_knee_of_the_front():
