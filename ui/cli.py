@@ -341,7 +341,7 @@ def plan(
         return
     if out:
         save_plan(result.plan, out)
-    render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen)
+    render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen, request=request)
 
 
 def ac_modes(

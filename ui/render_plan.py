@@ -40,8 +40,9 @@ def risk_line(result) -> str:
     )
 
 
-def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=None) -> None:
-    """The answer of ``plan``: its warnings on stderr, then JSON or the text below."""
+def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=None, request=None) -> None:
+    """The answer of ``plan``: its warnings on stderr, then JSON or the text below (``request``: the
+    limits the plan was judged against, said beside it)."""
     for message in result.warnings:
         warn(message)
     if as_json:
@@ -49,6 +50,8 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
         return
     calibration_line(calibration, result.plan.calibration)
     print_plan(result.plan)
+    if request is not None and (line := limits_line(result, request)):
+        out.print(line)
     for line in beside_lines(result):
         out.print(line)
     if result.alternatives:
@@ -106,6 +109,25 @@ def plan_json(result, calibration) -> dict:
         **plan_facts_json(result.plan),
         "calibration": calibration_json(calibration, result.plan.calibration),
     }
+
+
+def limits_line(result, request) -> str | None:
+    """'limits judged at p80: budget $2.30M (this plan $2.30M; its own figure $1.84M), deadline 10.0
+    days (9.5 days; 8.1 days)' where the request has either (trial s30: the budget was compared with
+    the p80 cost, which only an infeasible answer said)."""
+    e, risk = result.plan.estimate, result.risk.value
+    parts = []
+    if request.budget_usd is not None:
+        parts.append(
+            f"budget {money(request.budget_usd)} (this plan {money(e.cost_usd_at(risk))}; its own figure"
+            f" {money(e.cost_usd)})"
+        )
+    if request.deadline_days is not None:
+        parts.append(
+            f"deadline {request.deadline_days:,.1f} days (this plan {duration_h(e.time_h_at(risk))}; its own figure"
+            f" {duration_h(e.time_to_train_h)})"
+        )
+    return f"limits judged at {risk}: " + ", ".join(parts) if parts else None
 
 
 def beside_lines(result) -> list[str]:
