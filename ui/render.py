@@ -128,18 +128,22 @@ def network_words(p: Plan) -> str:
     """' on ib-ndr-400, its default network': the network a plan over several nodes was timed on (trial
     s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster);
     ', one NVLink domain' where its nodes share one, so no ring leaves it (review s29b: 16 GB200
-    trays were said to run on the network)."""
-    if p.network is not None:  # asked for: said, as the app's card says it (review s30)
-        return f" on {p.network}"
-    if p.num_nodes > 1 and p.num_gpus <= domain_gpus(p):
+    trays were said to run on the network), and how many domains the network joins where they span
+    nodes (trial s30: 144 GB200 did not say they were two NVL72 racks)."""
+    domain = domain_gpus(p)
+    spans_nodes = domain > p.gpus_per_node
+    if p.network is None and p.num_nodes > 1 and p.num_gpus <= domain:
         return ", one NVLink domain"
+    racks = f" in {-(-p.num_gpus // domain)} NVLink domains" if spans_nodes and p.num_gpus > domain else ""
+    if p.network is not None:  # asked for: said, as the app's card says it (review s30)
+        return f"{racks} on {p.network}"
     if p.num_nodes <= 1:
         return ""
     try:
         default = load_catalog().gpu(p.gpu).default_network
     except ValueError:  # a GPU of a catalog built with extra directories (the API's load_catalog)
         return ""
-    return f" on {default}, its default network"
+    return f"{racks} on {default}, its default network"
 
 
 def domain_gpus(p: Plan) -> int:

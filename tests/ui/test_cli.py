@@ -664,7 +664,8 @@ def test_an_estimate_on_a_count_that_does_not_fill_nodes_splits_it_evenly(tmp_pa
     # review s29b: 16 GB200 trays share one NVLink domain, so no ring of theirs is on the network
     rack = ("estimate", "--model", "tiny", "--gpu", "gb200", "--micro-batch", "1", "--seq-len", "256")
     assert "tiny on 64 x gb200 (16 nodes, one NVLink domain)" in run(*rack, "--num-gpus", "64").stdout
-    assert "(36 nodes on ib-ndr-400, its default network)" in run(*rack, "--num-gpus", "144").stdout
+    # trial s30: past one rack, how many NVL72 domains the network joins
+    assert "(36 nodes in 2 NVLink domains on ib-ndr-400, its default network)" in run(*rack, "--num-gpus", "144").stdout
     job = json.loads(
         (run("emit", str(plan_file), "--out", str(tmp_path / "job")), tmp_path / "job" / "job.json")[1].read_text()
     )
