@@ -76,7 +76,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 # (tests/ui/test_cli.py checks them against plan_json's).
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
-    "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "risk", "median_plan", "idle_gpus",
+    "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "larger_batch", "risk", "median_plan", "idle_gpus",
     "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
     "network", "partition_activations", "calibration",
 )  # fmt: skip
@@ -100,6 +100,7 @@ def plan_json(result, calibration) -> dict:
         "near_tie": None if result.near_tie is None else near_tie_json(result),
         "knee": None if result.knee is None else knee_json(result),
         "over_budget": over_budget_json(result) if result.over_budget else None,
+        "larger_batch": None if result.larger_batch is None else larger_batch_json(result),
         "risk": result.risk.value,
         "median_plan": None if result.median_plan is None else listed_json(result.median_plan),
         "idle_gpus": None if result.idle is None else idle_json(result),
@@ -333,6 +334,24 @@ def knee_line(result) -> str:
         f"knee of the cost/time front: {p.num_gpus} x {p.gpu} ({p.layout_words}) for {change} "
         f"({at_risk_words(p.estimate, result.risk.value)})"
     )
+
+
+def larger_batch_json(result) -> dict:
+    """The larger-batch offer (planner/api/batch_offers.py), which the text gives as a warning
+    (trial s30: JSON had only that sentence)."""
+    offer = result.larger_batch
+    nearer = offer.nearer
+    return {
+        "batch_tokens": offer.batch_tokens,
+        "sequences": offer.sequences,
+        "split": offer.split,
+        "objective": offer.objective.value,
+        "saving": offer.saving,
+        "figure": offer.figure,
+        "chosen_figure": offer.chosen_figure,
+        "nearer": None if nearer is None else {"batch_tokens": nearer.batch_tokens, "saving": nearer.saving},
+        "plan": listed_json(result.larger_batch_plan),
+    }
 
 
 def over_budget_json(result) -> list[dict]:

@@ -303,6 +303,10 @@ def test_the_larger_batch_offer_keeps_the_chosen_gpus(capsys):
     for offer in offers:  # the same GPUs, one sequence each
         assert f"({chosen['num_gpus']:,} x {chosen['gpu']}," in offer
         assert f"at {chosen['num_gpus'] * 4096:,} tokens per step (one sequence per GPU)" in offer
+    # trial s30: in JSON as fields, not only the sentence
+    larger = data["larger_batch"]
+    assert larger["batch_tokens"] == chosen["num_gpus"] * 4096 and larger["plan"]["num_gpus"] == chosen["num_gpus"]
+    assert f"{larger['saving']:.0%} less" in offers[0] and larger["objective"] == "time"
 
 
 def test_the_larger_batch_offer_names_a_smaller_batch_that_saves_most_of_it(capsys):
