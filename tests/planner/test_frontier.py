@@ -135,30 +135,17 @@ def test_over_the_budget_is_the_cheapest_row_a_little_over_it_that_is_much_faste
 def test_the_over_budget_plans_are_read_at_the_requested_or_the_chosen_batch():
     """Review s30: not at a third batch the stretched rows reach. Trial s30: a chosen plan at a
     fallback batch (+0.4 % here) had hidden the plans at the batch asked for."""
+    from support.rows import h100_table
+
     from planner.api import PlanRequest
     from planner.api.side_answers import over_budget_choice
     from planner.catalog.models import get_preset
-    from planner.search.ilp import ScoredTable
 
     target = 2**21
     # (GPUs, batch, hours): row 0 chosen at +0.4 %; row 1 over the budget at the exact batch;
     # row 2 at the chosen batch; row 3 at a third batch (+0.8 %), the fastest
-    counts, hours = np.array([8, 64, 32, 128]), np.array([100.0, 10.0, 40.0, 5.0])
-    batches = np.array([target + 8192, target, target + 8192, target + 16384])
-    n = len(counts)
-    table = ScoredTable(
-        gpu_id=np.array(["h100-sxm"] * n, dtype=object),
-        num_gpus=counts,
-        fits_memory=np.ones(n, dtype=bool),
-        memory_need_gib=np.full(n, 40.0),
-        capacity_gib=np.full(n, 80.0),
-        time_to_train_s=hours * 3600.0,
-        cost_usd=np.array([90.0, 110.0, 105.0, 112.0]),
-        batch_ok=np.ones(n, dtype=bool),
-        divisible=np.ones(n, dtype=bool),
-        label=np.array([f"row {i}" for i in range(n)], dtype=object),
-        extra={"batch_tokens": batches},
-    )
+    batches = [target + 8192, target, target + 8192, target + 16384]
+    table = h100_table([8, 64, 32, 128], [100.0, 10.0, 40.0, 5.0], [90.0, 110.0, 105.0, 112.0], batches)
     request = PlanRequest(
         model=get_preset("llama3-8b"), training_tokens=1e11, global_batch_tokens=target, budget_usd=100.0
     )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+from support.rows import h100_table
 
 from planner.idle import IdleGPUs, idle_gpus
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable
@@ -11,22 +14,11 @@ TARGET = 2_097_152  # the requested batch, tokens
 
 
 def _table(rows: list[tuple[int, float, float]]) -> ScoredTable:
-    """One H100 row per (GPU count, batch relative to TARGET, hours to train)."""
-    n = len(rows)
+    """One H100 row per (GPU count, batch relative to TARGET, hours to train); only the exact batch
+    passes the batch check."""
     counts, offsets, hours = (np.array(column) for column in zip(*rows, strict=True))
-    return ScoredTable(
-        gpu_id=np.array(["h100-sxm"] * n, dtype=object),
-        num_gpus=counts,
-        fits_memory=np.ones(n, dtype=bool),
-        memory_need_gib=np.full(n, 40.0),
-        capacity_gib=np.full(n, 80.0),
-        time_to_train_s=hours * 3600.0,
-        cost_usd=hours * counts * 3.0,
-        batch_ok=offsets == 0,
-        divisible=np.ones(n, dtype=bool),
-        label=np.array([f"row {i}" for i in range(n)], dtype=object),
-        extra={"batch_tokens": np.round(TARGET * (1 + offsets)).astype(np.int64)},
-    )
+    table = h100_table(counts, hours, hours * counts * 3.0, np.round(TARGET * (1 + offsets)).astype(np.int64))
+    return replace(table, batch_ok=offsets == 0)
 
 
 def _offer(table: ScoredTable, budget_usd: float | None = None) -> IdleGPUs | None:
