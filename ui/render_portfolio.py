@@ -24,8 +24,13 @@ def day_words(days: float, makespan_s: float) -> str:
     return f"day {days:.2f}" if makespan_s < SECONDS_PER_DAY else f"day {days:.1f}"
 
 
-def cost_basis(gpu: str, held: tuple[str, ...]) -> str:
-    return OWNED_BASIS if gpu in held else RENT_BASIS
+def cost_basis(a, held: tuple[str, ...]) -> str:
+    """The owned-GPU rate, or rent, with the price kind it was rented at (trial s30: a spot
+    portfolio never said spot)."""
+    if a.gpu_id in held:
+        return OWNED_BASIS
+    kind = a.plan.price_kind
+    return RENT_BASIS if kind is None else f"{RENT_BASIS} ({kind})"
 
 
 def envelope_word(figures: JobFigures) -> str:
@@ -58,7 +63,8 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
         days=figures.days,
         days_band=figures.days_band,
         cost_usd=a.cost_usd,
-        cost_basis=cost_basis(a.gpu_id, held),
+        cost_basis=cost_basis(a, held),
+        price_kind=a.plan.price_kind,
         cost_per_gpu_hour_usd=cost_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,
