@@ -10,8 +10,9 @@ the app read the trade-off the same way.
 * **Over the budget**: a budget can hold the search to a plan many times slower than one that
   costs a little more (trial s29b: 449 days within $50M; 120 days for 10 % over it, unsaid). Of the
   rows at most ``OVER_BUDGET_STRETCH`` over the budget and at least ``OVER_BUDGET_MIN_SPEEDUP`` x
-  faster than the fastest plan within it, the cheapest is offered, and the fastest too where it
-  is faster still.
+  faster than the fastest plan within it, the knee of their front is offered (past it each
+  halving of time costs a growing share of the budget), and the fastest too where it is faster
+  still.
 * **Knee**: the Pareto-front point farthest from the chord joining the front's two ends, in
   log-log space (a scale-free form of the "Kneedle" rule, Satopaa et al. 2011): past it, each
   halving of time costs a growing multiple. Beside the chosen plan it is offered only as a trade:
@@ -106,25 +107,28 @@ class OverBudget:
 def over_budget(
     cost_usd: np.ndarray, time_s: np.ndarray, rows: np.ndarray, chosen: int, budget_usd: float
 ) -> tuple[OverBudget, ...]:
-    """Among ``rows`` (feasible but for the budget) costing over ``budget_usd`` and at most
-    ``OVER_BUDGET_STRETCH`` over it: the cheapest at least ``OVER_BUDGET_MIN_SPEEDUP`` x faster
-    than the fastest of ``rows`` within the budget (or ``chosen``), then the fastest when it is
-    ``NEAR_TIE_MIN_GAIN`` x faster still (trial s30: the fastest alone, 85x faster for 19.8 % over,
-    hid 6.4x for 0.5 %); none, one or both."""
+    """Among ``rows`` (feasible but for the budget) costing over ``budget_usd``, at most
+    ``OVER_BUDGET_STRETCH`` over it and at least ``OVER_BUDGET_MIN_SPEEDUP`` x faster than the
+    fastest of ``rows`` within the budget (or ``chosen``): the knee of their front from that plan
+    (the cheapest of them where the front has none), then the fastest when it is
+    ``NEAR_TIE_MIN_GAIN`` x faster still; none, one or both. Trial s30: the fastest alone (85x for
+    19.8 % over) hid 25x for 2.4 %; review s30b: the cheapest alone (1.6x for 0.1 %) hid it too."""
     rows = np.asarray(rows, dtype=int)
     within = np.append(rows[cost_usd[rows] <= budget_usd], chosen)
-    fastest_within = float(time_s[within].min())
+    anchor = int(within[np.lexsort((cost_usd[within], time_s[within]))[0]])
     over = rows[(cost_usd[rows] > budget_usd) & (cost_usd[rows] <= budget_usd * (1 + OVER_BUDGET_STRETCH))]
-    over = over[fastest_within / time_s[over] >= OVER_BUDGET_MIN_SPEEDUP]
+    over = over[time_s[anchor] / time_s[over] >= OVER_BUDGET_MIN_SPEEDUP]
     if len(over) == 0:
         return ()
-    cheapest = int(over[np.lexsort((time_s[over], cost_usd[over]))[0]])
+    points = np.append(anchor, over)
+    at = knee(cost_usd[points], time_s[points])
+    first = int(points[at]) if at is not None and at > 0 else int(over[np.lexsort((time_s[over], cost_usd[over]))[0]])
     fastest = int(over[np.lexsort((cost_usd[over], time_s[over]))[0]])
-    picked = [cheapest] + ([fastest] if time_s[cheapest] / time_s[fastest] >= NEAR_TIE_MIN_GAIN else [])
+    picked = [first] + ([fastest] if time_s[first] / time_s[fastest] >= NEAR_TIE_MIN_GAIN else [])
 
     def offer(row: int) -> OverBudget:
         over_fraction, extra = float(cost_usd[row] / budget_usd - 1), float(cost_usd[row] / cost_usd[chosen] - 1)
-        return OverBudget(row, over_fraction, extra, fastest_within / float(time_s[row]))
+        return OverBudget(row, over_fraction, extra, float(time_s[anchor] / time_s[row]))
 
     return tuple(offer(r) for r in picked)
 

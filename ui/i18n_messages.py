@@ -89,8 +89,9 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "略超预算（按 {risk}）：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f} % —— {gpus}，{time}，{cost}。",
     ),
     "over_budget_further": (
-        "Further over it: {speedup:.1f} × faster, for {over:.1f} % over the budget — {gpus} in {time} for {cost}.",
-        "再多超一些：快 {speedup:.1f} 倍，超出预算 {over:.1f} % —— {gpus}，{time}，{cost}。",
+        "Further over it: {speedup:.1f} × faster than the fastest plan within it, for {over:.1f} % over the budget —"
+        " {gpus} in {time} for {cost}.",
+        "再多超一些：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f} % —— {gpus}，{time}，{cost}。",
     ),
     "point_estimate": ("the model's estimate", "模型估计"),
     "knee": ("knee of the front", "前沿拐点"),

@@ -258,7 +258,8 @@ def tie_rule_line(result) -> str | None:
         return None
     best = min((v, i) for i, v in enumerate(listed, start=1) if v is not None)
     first, then = ("cost", "faster") if cost else ("time", "cheaper")
-    shown = money(best[0]) if cost else duration_h(best[0])
+    # to the dollar / tenth of an hour: the table's $2.05M matches every row (review s30b)
+    shown = f"${best[0]:,.0f}" if cost else f"{best[0]:,.1f} h"
     # trial s30: read against the chosen plan, a near tie 0.3 % dearer and 2x faster looked like it
     # should have won; the window is the best plan's
     return (
@@ -341,14 +342,15 @@ def larger_batch_json(result) -> dict:
     (trial s30: JSON had only that sentence)."""
     offer = result.larger_batch
     nearer = offer.nearer
+    unit = "usd" if offer.objective == Objective.COST else "hours"  # the figures' unit (review s30b)
     return {
         "batch_tokens": offer.batch_tokens,
-        "sequences": offer.sequences,
+        "requested_sequences": offer.sequences,
         "split": offer.split,
         "objective": offer.objective.value,
         "saving": offer.saving,
-        "figure": offer.figure,
-        "chosen_figure": offer.chosen_figure,
+        f"figure_{unit}": offer.figure,
+        f"chosen_figure_{unit}": offer.chosen_figure,
         "nearer": None if nearer is None else {"batch_tokens": nearer.batch_tokens, "saving": nearer.saving},
         "plan": listed_json(result.larger_batch_plan),
     }
@@ -372,12 +374,16 @@ def over_budget_lines(result) -> list[str]:
     for 0.5% over the budget (+12.5% on this plan's cost; p80: 88.8 days, $2.06M)', then 'or ...'
     for the fastest where it is faster still."""
     lines = []
+    batch = result.plan.estimate.global_batch_tokens
     for i, (over, p) in enumerate(zip(result.over_budget, result.over_budget_plans, strict=True)):
+        # review s30b: an offer at the batch asked for, where the chosen plan runs a fallback, says so
+        theirs = p.estimate.global_batch_tokens
+        at = "" if theirs == batch else f" at {theirs:,} tokens/step"
         lines.append(
             ("a little over the budget: " if i == 0 else "or, further over it: ")
-            + f"{p.num_gpus} x {p.gpu} ({p.layout_words}), {over.speedup:.1f}x faster than the fastest plan within"
-            f" it, for {over.over_fraction:.1%} over the budget ({over.extra_cost_fraction:+.1%} on this plan's cost;"
-            f" {at_risk_words(p.estimate, result.risk.value)})"
+            + f"{p.num_gpus} x {p.gpu} ({p.layout_words}){at}, {over.speedup:.1f}x faster than the fastest plan"
+            f" within it, for {over.over_fraction:.1%} over the budget ({over.extra_cost_fraction:+.1%} on this"
+            f" plan's cost; {at_risk_words(p.estimate, result.risk.value)})"
         )
     return lines
 

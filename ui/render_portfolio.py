@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.table import Table
 
 from planner.api.portfolio import JobFigures, job_figures
+from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import emit_json, no_infeasibility, out, warn
@@ -29,8 +30,10 @@ def cost_basis(a, held: tuple[str, ...]) -> str:
     portfolio never said spot)."""
     if a.gpu_id in held:
         return OWNED_BASIS
-    kind = a.plan.price_kind
-    return RENT_BASIS if kind is None else f"{RENT_BASIS} ({kind})"
+    kind, own = a.plan.price_kind, a.plan.price_basis == PriceBasis.USER
+    if kind is None:
+        return f"{RENT_BASIS} (your price)" if own else RENT_BASIS
+    return f"{RENT_BASIS} (your {kind} price)" if own else f"{RENT_BASIS} ({kind})"  # review s30b: as plan says it
 
 
 def envelope_word(figures: JobFigures) -> str:
@@ -64,7 +67,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
         days_band=figures.days_band,
         cost_usd=a.cost_usd,
         cost_basis=cost_basis(a, held),
-        price_kind=a.plan.price_kind,
+        price_kind=None if a.gpu_id in held else a.plan.price_kind,  # owned GPUs are not rented
         cost_per_gpu_hour_usd=cost_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,

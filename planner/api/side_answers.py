@@ -127,7 +127,8 @@ def over_budget_choice(
     if not request.vary_batch:
         batch = table.extra["batch_tokens"]
         nearest = rows[nearest_batch(batch[rows], requested_batch_tokens(request))]
-        rows = rows[np.isin(batch[rows], [batch[chosen], *batch[nearest[:1]]])]
+        # every batch the rule keeps (review s30b: the first row's alone made the answer order-bound)
+        rows = rows[np.isin(batch[rows], np.append(batch[nearest], batch[chosen]))]
     rows = rows[~tied_to(table, rows, chosen)]
     return over_budget(table.cost_usd, table.time_to_train_s, rows, chosen, request.budget_usd)
 

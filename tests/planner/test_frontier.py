@@ -152,3 +152,26 @@ def test_the_over_budget_plans_are_read_at_the_requested_or_the_chosen_batch():
     assert [o.row for o in over_budget_choice(request, table, 0, None, None)] == [2, 1]
     varied = over_budget_choice(request.model_copy(update={"vary_batch": True}), table, 0, None, None)
     assert [o.row for o in varied] == [2, 3]
+
+
+def test_the_over_budget_answer_does_not_depend_on_the_rows_order():
+    """Review s30b: with two batches within 1 % of the request, only the first row's was kept, so
+    the same rows in another order gave another answer (none, or a 10x faster plan)."""
+    from support.rows import h100_table
+
+    from planner.api import PlanRequest
+    from planner.api.side_answers import over_budget_choice
+    from planner.catalog.models import get_preset
+
+    target = 2**21
+    low, high = target - 8192, target + 8192  # both within 1 % of the request
+    rows = [(8, 100.0, 90.0, high), (64, 10.0, 110.0, low), (32, 40.0, 105.0, high)]  # (GPUs, h, $, batch)
+    request = PlanRequest(
+        model=get_preset("llama3-8b"), training_tokens=1e11, global_batch_tokens=target, budget_usd=100.0
+    )
+    answers = []
+    for order in ((0, 1, 2), (1, 0, 2)):
+        table = h100_table(*(list(column) for column in zip(*(rows[i] for i in order), strict=True)))
+        offers = over_budget_choice(request, table, order.index(0), None, None)
+        answers.append(sorted(int(table.num_gpus[o.row]) for o in offers))
+    assert answers[0] == answers[1] and 64 in answers[0]

@@ -251,6 +251,15 @@ def test_plan_under_a_budget_names_a_much_faster_plan_a_little_over_it():
     assert [o["speedup"] for o in cheapest["over_budget"]] == pytest.approx([first["speedup"], fastest["speedup"]])
 
 
+def test_the_first_plan_over_the_budget_is_the_knee_not_the_smallest_step():
+    """Review s30b: where cost barely moves with the GPU count, the cheapest plan 1.5x faster is a
+    0.1 % step (32 GB200, 1.6x) that hid 512 B200 at 0.7 % over for 23x."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--gpus", "h100-sxm,h200-sxm,b200,gb200,gb300"]
+    data = json.loads(run(*args, "--budget-usd", "2.05e6", "--json").stdout)
+    first, fastest = data["over_budget"]
+    assert first["over_fraction"] < 0.02 and first["speedup"] > 10 and fastest["speedup"] > 2 * first["speedup"]
+
+
 def test_plan_without_a_deadline_prints_the_knee_of_the_front():
     """Issue 10: with no deadline the answer names the front's knee against the chosen plan (here the
     cheapest 8B plan on up to 256 H100), in text and JSON; with a deadline it does not."""

@@ -71,13 +71,15 @@ def test_a_jobs_file_rents_the_types_it_lists_as_rented(tmp_path, capsys):
         (job,) = data["assignments"]
         costs[name] = (job["cost_basis"], job["cost_usd"] / (job["num_gpus"] * job["days"] * 24), data["idle_cost_usd"])
     assert costs["owned"][0] == "owned-GPU rate" and costs["owned"][1] < 3.0  # B200 owned, ~$1.64/GPU-h
-    assert costs["rented"][0] == "rent" and abs(costs["rented"][1] - 6.0) < 0.01 and costs["rented"][2] == 0
+    assert (
+        costs["rented"][0] == "rent (your price)" and abs(costs["rented"][1] - 6.0) < 0.01 and costs["rented"][2] == 0
+    )
     assert main(["portfolio", _file(tmp_path, 'rented = ["h100-sxm"]\n' + base)]) == 2
     assert "rented: h100-sxm is not in [inventory]" in capsys.readouterr().err
     # trial s30: a spot portfolio said "rent", never spot
     assert main(["portfolio", _file(tmp_path, 'price_kind = "spot"\nrented = ["b200"]\n' + base), "--json"]) == 0
     (job,) = json.loads(capsys.readouterr().out)["assignments"]
-    assert (job["cost_basis"], job["price_kind"]) == ("rent (spot)", "spot")
+    assert (job["cost_basis"], job["price_kind"]) == ("rent (your spot price)", "spot")  # the file's own quote
 
 
 def test_a_portfolio_reads_the_files_wall_power_and_says_it_ignores_utilisation(tmp_path, capsys):
