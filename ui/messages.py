@@ -238,8 +238,8 @@ def near_tie_text(tr: Labels, result: PlanResult) -> str | None:
 
 
 def over_budget_text(tr: Labels, result: PlanResult) -> str | None:
-    """'A little over the budget (at p80): 6.4 × faster than the fastest plan within it, for 0.5 % over
-    the budget — 128 × gb200 in 88.8 days for $2.06M.', then the fastest such plan where there is one."""
+    """'A little over the budget (at p80): 22.9 × faster than the fastest plan within it, for 0.7 % over
+    the budget — 512 × b200 in 24.8 days for $2.07M.', then the fastest such plan where there is one."""
     if not result.over_budget:
         return None
     texts = [
