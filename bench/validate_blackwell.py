@@ -18,7 +18,7 @@ import sys
 
 from validation.docs import summary_main
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell
-from validation.nemo_tables import report_tail, summary_lines
+from validation.nemo_tables import report_tail, summary_blocks
 
 
 def render(rows: bool = False) -> str:
@@ -30,14 +30,15 @@ def render(rows: bool = False) -> str:
         f"{len(read.runs) + len(read.skipped)} rows, {len(comparisons)} scored, {len(read.skipped)} skipped, "
         f"{duplicates} duplicates of calibration rows.",
         "",
-        *summary_lines(comparisons, lambda c: c.run.gpu_label, "GPU"),
-        "",
-        *summary_lines(comparisons, lambda c: c.run.source, "source"),
-        "",
-        *summary_lines(comparisons, lambda c: c.run.quantisation.value, "precision"),
-        "",
-        *summary_lines(comparisons, lambda c: c.run.container_version, "container"),
-        "",
+        *summary_blocks(
+            comparisons,
+            (
+                (lambda c: c.run.gpu_label, "GPU"),
+                (lambda c: c.run.source, "source"),
+                (lambda c: c.run.quantisation.value, "precision"),
+                (lambda c: c.run.container_version, "container"),
+            ),
+        ),
         *report_tail(read, comparisons, "published TFLOP/s / tokens/s", rows),
     ]
     return "\n".join(lines)

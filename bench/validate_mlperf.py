@@ -20,7 +20,7 @@ import sys
 from validation.docs import summary_main
 from validation.mlperf import compare_mlperf, read_mlperf
 from validation.nemo_blackwell import BlackwellComparison
-from validation.nemo_tables import report_tail, summary_lines
+from validation.nemo_tables import report_tail, summary_blocks
 
 # The scale a row ran at, by GPU count: MLPerf's rounds span one node to 11,616 GPUs.
 SCALE_EDGES = ((64, "<= 64 GPUs"), (1024, "65-1,024 GPUs"), (4096, "1,025-4,096 GPUs"))
@@ -38,16 +38,16 @@ def render(rows: bool = False) -> str:
         f" them): {len(read.runs) + len(read.skipped)} rows,"
         f" {len(comparisons)} scored, {len(read.skipped)} skipped.",
         "",
-        *summary_lines(comparisons, lambda c: "all", "set"),
-        "",
-        *summary_lines(comparisons, lambda c: c.run.gpu_label, "GPU"),
-        "",
-        *summary_lines(comparisons, lambda c: c.run.model_name, "benchmark"),
-        "",
-        *summary_lines(comparisons, lambda c: c.run.source.removeprefix("MLPERF_TRAINING_"), "round"),
-        "",
-        *summary_lines(comparisons, scale, "scale"),
-        "",
+        *summary_blocks(
+            comparisons,
+            (
+                (lambda c: "all", "set"),
+                (lambda c: c.run.gpu_label, "GPU"),
+                (lambda c: c.run.model_name, "benchmark"),
+                (lambda c: c.run.source.removeprefix("MLPERF_TRAINING_"), "round"),
+                (scale, "scale"),
+            ),
+        ),
         *report_tail(read, comparisons, "NVIDIA's MODEL_TFLOP_PER_SAMPLE / sequence", rows),
     ]
     return "\n".join(lines)

@@ -23,6 +23,13 @@ def summary_lines(
     return error_summary(((key(c), c.error) for c in comparisons), title, GPU_ORDER)
 
 
+def summary_blocks(
+    comparisons: list[BlackwellComparison], groups: tuple[tuple[Callable[[BlackwellComparison], str], str], ...]
+) -> list[str]:
+    """``summary_lines`` of each (key, title) of ``groups``, a blank line after each table."""
+    return [line for key, title in groups for line in (*summary_lines(comparisons, key, title), "")]
+
+
 def row_lines(comparisons: list[BlackwellComparison]) -> list[str]:
     lines = [
         "| id | source | container | model | gpu | n | precision | layout | measured | predicted | error % | notes |",
