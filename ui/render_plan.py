@@ -357,7 +357,7 @@ def larger_batch_json(result) -> dict:
 
 
 def over_budget_json(result) -> list[dict]:
-    """The plans a little over the budget, the cheapest first."""
+    """The plans a little over the budget, the knee of their front first."""
     return [
         {
             "over_fraction": over.over_fraction,
@@ -370,8 +370,8 @@ def over_budget_json(result) -> list[dict]:
 
 
 def over_budget_lines(result) -> list[str]:
-    """'a little over the budget: 128 x gb200 (...), 6.4x faster than the fastest plan within it,
-    for 0.5% over the budget (+12.5% on this plan's cost; p80: 88.8 days, $2.06M)', then 'or ...'
+    """'a little over the budget: 512 x b200 (...), 22.9x faster than the fastest plan within it,
+    for 0.7% over the budget (+0.8% on this plan's cost; p80: 24.8 days, $2.07M)', then 'or ...'
     for the fastest where it is faster still."""
     lines = []
     batch = result.plan.estimate.global_batch_tokens

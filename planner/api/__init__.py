@@ -78,7 +78,7 @@ class PlanResult:
     near_tie_plan: Plan | None = None  # that plan
     knee: Knee | None = None  # without a deadline: the cost/time front's knee (planner.frontier), unless chosen
     knee_plan: Plan | None = None  # that plan
-    # with a budget: much faster plans a little over it (the cheapest, then the fastest), their plans
+    # with a budget: much faster plans a little over it (the knee of their front, then the fastest), their plans
     over_budget: tuple[OverBudget, ...] = ()
     over_budget_plans: tuple[Plan, ...] = ()
     risk: Risk = DEFAULT_RISK  # the quantile the search judged plans by

@@ -30,7 +30,7 @@ class SideRows:
     median: int | None  # the row judging at p50 chooses, when that differs from the request's risk
     tie: NearTie | None
     knee: Knee | None  # without a deadline only
-    over_budget: tuple[OverBudget, ...]  # with a budget only: the cheapest, then the fastest
+    over_budget: tuple[OverBudget, ...]  # with a budget only: the knee over it, then the fastest
     idle: IdleGPUs | None
     varied: VaryBatch | None  # only where the idle-GPU offer, which answers for the batch, is absent
 
@@ -122,13 +122,11 @@ def over_budget_choice(
     if request.budget_usd is None:
         return ()
     stretched = request.budget_usd * (1 + OVER_BUDGET_STRETCH)
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=stretched, inventory=inventory)
-    rows = np.flatnonzero(checks.feasible())
+    rows = feasible_rows(table, deadline_s, stretched, inventory)
     if not request.vary_batch:
         batch = table.extra["batch_tokens"]
-        nearest = rows[nearest_batch(batch[rows], requested_batch_tokens(request))]
         # every batch the rule keeps (review s30b: the first row's alone made the answer order-bound)
-        rows = rows[np.isin(batch[rows], np.append(batch[nearest], batch[chosen]))]
+        rows = rows[at_requested_batch(request, table, rows) | (batch[rows] == batch[chosen])]
     rows = rows[~tied_to(table, rows, chosen)]
     return over_budget(table.cost_usd, table.time_to_train_s, rows, chosen, request.budget_usd)
 
@@ -138,8 +136,19 @@ def choosable_rows(
 ) -> np.ndarray:
     """The rows the solver could have chosen, where the near tie and the knee are read: those
     passing every constraint, at the chosen batch unless the request varies it."""
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=request.budget_usd, inventory=inventory)
-    rows = np.flatnonzero(checks.feasible())
-    if not request.vary_batch:
-        rows = rows[nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))]
-    return rows
+    rows = feasible_rows(table, deadline_s, request.budget_usd, inventory)
+    return rows if request.vary_batch else rows[at_requested_batch(request, table, rows)]
+
+
+def feasible_rows(
+    table: ScoredTable, deadline_s: float | None, budget_usd: float | None, inventory: dict[str, int] | None
+) -> np.ndarray:
+    """The rows passing every constraint under ``budget_usd`` (the request's, or stretched)."""
+    return np.flatnonzero(
+        check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory).feasible()
+    )
+
+
+def at_requested_batch(request: PlanRequest, table: ScoredTable, rows: np.ndarray) -> np.ndarray:
+    """Mask of ``rows`` at the batch the request's rule keeps (``nearest_batch``)."""
+    return nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))
