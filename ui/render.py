@@ -85,9 +85,7 @@ def price_words(p: Plan) -> str:
     it comes from (trial s26: no cost said either)."""
     if p.price_per_gpu_hour_usd is None:
         return ""
-    basis = "" if p.price_basis is None else f" ({p.price_basis.words})"
-    if p.price_basis == PriceBasis.USER and p.price_kind is not None:  # review s30: a spot quote said "your price"
-        basis = f" (your {p.price_kind} price)"
+    basis = "" if p.price_basis is None else f" ({p.price_basis.words_under(p.price_kind)})"
     # review s26: a 4-GPU plan on 8-GPU-node offers is billed for 8, which the line did not say
     billed = (
         "" if p.billed_gpus == p.num_gpus else f", billed for {p.billed_gpus} GPUs (whole {p.rent_unit_gpus}-GPU nodes)"

@@ -30,10 +30,10 @@ def cost_basis(a, held: tuple[str, ...]) -> str:
     portfolio never said spot)."""
     if a.gpu_id in held:
         return OWNED_BASIS
-    kind, own = a.plan.price_kind, a.plan.price_basis == PriceBasis.USER
-    if kind is None:
-        return f"{RENT_BASIS} (your price)" if own else RENT_BASIS
-    return f"{RENT_BASIS} (your {kind} price)" if own else f"{RENT_BASIS} ({kind})"  # review s30b: as plan says it
+    kind, basis = a.plan.price_kind, a.plan.price_basis
+    if basis == PriceBasis.USER:  # review s30b: the file's own quote, as plan says it
+        return f"{RENT_BASIS} ({basis.words_under(kind)})"
+    return RENT_BASIS if kind is None else f"{RENT_BASIS} ({kind})"
 
 
 def envelope_word(figures: JobFigures) -> str:

@@ -63,6 +63,11 @@ class PriceBasis(StrEnum):
     def words(self) -> str:
         return PRICE_BASIS_WORDS.get(self, f"median of {self.value} offers")
 
+    def words_under(self, kind: str | None) -> str:
+        """``words``, with the price kind a user's price was given under ("your spot price"; review
+        s30: a spot quote read "your price"), as plan and portfolio both say it."""
+        return f"your {kind} price" if self == PriceBasis.USER and kind is not None else self.words
+
 
 PRICE_BASIS_WORDS = {
     PriceBasis.CATALOG: "median of on-demand offers",
