@@ -34,8 +34,8 @@ def render(rows: bool = False) -> str:
     read = read_mlperf()
     comparisons = compare_mlperf(read)
     lines = [
-        f"**MLPerf Training rows** (no setting fitted on them; the ring-latency rule was adopted after seeing"
-        f" them): {len(read.runs) + len(read.skipped)} rows,"
+        f"**MLPerf Training rows** (no setting fitted on them; the ring-latency rule and the GB300's measured"
+        f" GEMM rate were adopted after seeing them): {len(read.runs) + len(read.skipped)} rows,"
         f" {len(comparisons)} scored, {len(read.skipped)} skipped.",
         "",
         *summary_blocks(
