@@ -19,10 +19,7 @@ from planner.search.ilp import (
     NEAR_TIE_FRACTION,
     ScoredTable,
     chosen_index,
-    new_binaries,
-    new_variable,
     pareto_mask,
-    run_solver,
 )
 from planner.search.slots import (
     JobCandidates,
@@ -36,6 +33,7 @@ from planner.search.slots import (
     slot_length_s,
     usage_constraints,
 )
+from planner.search.solver import new_binaries, new_variable, run_solver
 from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = [

@@ -12,10 +12,7 @@ The maths is in the docstring of :func:`solve_single` and in docs/ilp.md.
 
 from __future__ import annotations
 
-import functools
 import math
-import os
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -28,6 +25,7 @@ from planner.errors import Constraint
 from planner.frontier import anchor_survivors
 from planner.model.rowwise import distinct
 from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
+from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
 from planner.search.ties import first_of_tie, tie_order
 
@@ -37,7 +35,6 @@ __all__ = [
     "ScoredTable",
     "SingleSolution",
     "check_rows",
-    "make_solver",
     "nearest_batch",
     "objective_weights",
     "pareto_mask",
@@ -213,73 +210,6 @@ def _dominated_by_smaller(cost: np.ndarray, time: np.ndarray, size: np.ndarray, 
             & (size[None, :] < size[rows, None])
         ).any(axis=1)
     return dominated
-
-
-@functools.cache
-def _highs_available() -> bool:
-    try:
-        import highspy
-    except ImportError:
-        return False
-    # highspy prints a banner on the first Highs() of a process, before any option can be
-    # set: take it once here with stdout pointed at /dev/null so that solves stay quiet.
-    saved_stdout = os.dup(1)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 1)
-            highspy.Highs()
-    finally:
-        os.dup2(saved_stdout, 1)
-        os.close(saved_stdout)
-    return True
-
-
-def make_solver(solver: str = "auto", time_limit_s: float | None = None) -> tuple[pulp.LpSolver, str]:
-    """A quiet PuLP solver with a zero optimality gap, and its name ("highs" or "cbc").
-
-    ``auto`` takes HiGHS when ``highspy`` is importable (in-process, no files), else CBC
-    (a subprocess whose temporary files PuLP deletes).
-    """
-    choice = solver.lower()
-    if choice not in ("auto", "cbc", "highs"):
-        raise ValueError(f"solver: expected auto, cbc or highs, got {solver!r}")
-    if choice == "highs" and not _highs_available():
-        raise ValueError("solver='highs' needs the highspy package (pip install highspy)")
-    if choice == "highs" or (choice == "auto" and _highs_available()):
-        return pulp.HiGHS(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s), "highs"
-    # No ``threads`` option: CBC's default is serial, while ``-threads 1`` switches the bundled
-    # CBC 2.10 to its threaded search, which now and then idles 10 s before returning.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3 deprecates the bundled CBC
-        return pulp.PULP_CBC_CMD(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s, keepFiles=False), "cbc"
-
-
-def new_binaries(problem: pulp.LpProblem, prefix: str, count: int) -> list[pulp.LpVariable]:
-    return [new_variable(problem, f"{prefix}{i}", cat=pulp.LpBinary) for i in range(count)]
-
-
-def new_variable(
-    problem: pulp.LpProblem, name: str, low: float | None = 0, high: float | None = None, cat: str = pulp.LpContinuous
-) -> pulp.LpVariable:
-    if hasattr(problem, "add_variable"):  # PuLP >= 3.3 attaches variables to the model
-        return problem.add_variable(name, low, high, cat=cat)
-    return pulp.LpVariable(name, low, high, cat=cat)
-
-
-def run_solver(problem: pulp.LpProblem, solver: str, time_limit_s: float | None) -> tuple[bool, str]:
-    """Solve in place; (optimal?, solver name). False means proven infeasible."""
-    engine, name = make_solver(solver, time_limit_s)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        status = pulp.LpStatus[problem.solve(engine)]
-    if status == "Optimal":
-        return True, name
-    if status == "Infeasible":
-        return False, name
-    raise RuntimeError(
-        f"{name} stopped without an optimal solution (status {status}"
-        + (f", time limit {time_limit_s} s)" if time_limit_s else ")")
-    )
 
 
 def chosen_index(variables: list[pulp.LpVariable]) -> int:

@@ -14,30 +14,30 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import counted
+from planner.errors import InfeasiblePlan
 from planner.search.fleet import HourlyRate, implied_rent_usd_per_gpu_hour
 from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
     Objective,
-    check_rows,
-    new_binaries,
-    new_variable,
     objective_weights,
     pareto_mask,
-    run_solver,
 )
+from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
     JobCandidates,
+    SlotOptions,
     concat_options,
     expand_starts,
     job_finish_s,
     job_rows,
     jobs_infeasible,
     list_schedule,
+    shared_inventory_infeasible,
     slot_length_s,
+    subset_options,
     usage_constraints,
 )
+from planner.search.solver import new_binaries, new_variable, run_solver
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = ["JobAssignment", "PortfolioSolution", "solve_portfolio"]
@@ -163,11 +163,11 @@ def solve_portfolio(
     else:
         horizon = slotted_span_s(options, len(jobs), horizon_s)
         order_of = _slotted_order(
-            problem, jobs, options, weights, inventory, finish_by, horizon, max(num_slots, 2 * len(jobs))
+            problem, jobs, options, weights, inventory, finish_by, horizon, max(num_slots, 2 * len(jobs)), prune
         )
-    optimal, solver_name = run_solver(problem, solver, time_limit_s)
+    optimal, solver_name = run_solver(problem, solver, time_limit_s, warm_start=not exact and prune)
     if not optimal:
-        raise _shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
+        raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
     picked, order = order_of()
     return _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
 
@@ -240,6 +240,7 @@ def _slotted_order(
     finish_by: list[float | None],
     horizon_s: float,
     num_slots: int,
+    prune: bool,
 ) -> Callable[[], tuple[list[int], list[int]]]:
     r"""The approximation for many jobs: ``slotted_span_s`` (twice the fastest rows run serially,
     which a serial schedule fits even with rounding, or the horizon where shorter) cut into slots of dt; options o = (j, c, s) start at s dt and hold
@@ -259,9 +260,17 @@ def _slotted_order(
         ]
     )
     source = np.array([index_of[int(j), int(r)] for j, r in zip(slotted.job, slotted.row, strict=True)], dtype=int)
+    bounded = None
+    if prune:  # the options a schedule no worse than a greedy one may pick (planner/search/slot_bound.py)
+        bounded = bounded_options(_instance(slotted, source, options, weights, inventory, num_slots, len(jobs)))
+        slotted, source = subset_options(slotted, bounded.keep), source[bounded.keep]
     end_days = slotted.end_s / SECONDS_PER_DAY
     z = new_binaries(problem, "z", len(source))
     M = new_variable(problem, "M", 0, None)
+    if bounded is not None and bounded.start is not None:  # the solver starts from the greedy schedule
+        for i, var in enumerate(z):
+            var.setInitialValue(1 if i in bounded.start else 0)
+        M.setInitialValue(bounded.makespan_days)
     ends = [_dot(z, end_days, slotted.job == j) for j in range(len(jobs))]
     problem += _objective(weights, M, _dot(z, options.v_cost[source], source >= 0), ends)
     for j in range(len(jobs)):
@@ -281,6 +290,34 @@ def _slotted_order(
         return [int(source[i]) for i in chosen], order
 
     return read
+
+
+def _instance(
+    slotted: SlotOptions,
+    source: np.ndarray,
+    options: _Rows,
+    weights: _Weights,
+    inventory: Mapping[str, int],
+    num_slots: int,
+    num_jobs: int,
+) -> SlottedInstance:
+    """The slotted model's options with their objective terms, as :func:`_objective` weighs them."""
+    a = weights.w_C / weights.C_ref
+    end_days = slotted.end_s / SECONDS_PER_DAY
+    return SlottedInstance(
+        job=slotted.job,
+        gpu=slotted.gpu,
+        num_gpus=slotted.num_gpus,
+        start_slot=slotted.start_slot,
+        busy_slots=slotted.busy_slots,
+        end_days=end_days,
+        gpu_days=options.n[source] * options.T[source],
+        cost=a * options.v_cost[source] + weights.w_T * end_days / weights.T_ref[slotted.job],
+        held=a * weights.held_per_day,
+        inventory={g: count for g, count in inventory.items() if count > 0},  # none of a type: no options
+        num_slots=num_slots,
+        num_jobs=num_jobs,
+    )
 
 
 def _hourly(
@@ -442,44 +479,6 @@ def _solution(
         num_variables=num_variables,
         exact=exact,
     )
-
-
-def _shared_inventory_infeasible(
-    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], horizon_s: float | None, exact: bool
-) -> InfeasiblePlan:
-    """Each job fits alone, so the GPUs are too few for all of them together. A lower bound says
-    how far off: for each finish time t (a job's deadline, or the horizon), the jobs due by t need
-    at least their least GPU-time that meets it, and the inventory offers sum_g inv_g x t GPU-time
-    by then over the types those jobs can run on (a relaxation). The first t where need exceeds
-    offer is named (``Constraint.SHARED_INVENTORY``, GPU-seconds); where none does, the GPU-time
-    suffices and the jobs do not pack, which only the exact model proves (trial s25: "need 1,210
-    GPU-days, the inventory offers 1,280" read as a contradiction: the deadlines bound it)."""
-    limits = ", ".join(f"{gpu}<={count}" for gpu, count in inventory.items())
-    detail = f"the {len(jobs)} jobs cannot share the inventory ({limits})"
-    fix = "add GPUs, lengthen the horizon or the deadlines, or drop a job"
-    due = sorted(
-        ((finish, job) for job in jobs if (finish := job_finish_s(job, horizon_s)) is not None), key=lambda d: d[0]
-    )
-    need, usable = 0.0, set()
-    for count, (finish, job) in enumerate(due, start=1):
-        rows = np.flatnonzero(check_rows(job.table, deadline_s=finish, inventory=inventory).feasible())
-        need += float(np.min(job.table.num_gpus[rows] * job.table.time_to_train_s[rows]))
-        usable |= set(job.table.gpu_id[rows].tolist())
-        offered = sum(n for gpu, n in inventory.items() if gpu in usable) * finish
-        if need > offered and (count == len(due) or due[count][0] > finish):
-            detail += (
-                f" in time: the jobs due by day {finish / SECONDS_PER_DAY:,.1f} ({counted(count, 'job')}) need at least"
-                f" {need / SECONDS_PER_DAY:,.0f} GPU-days, the inventory offers"
-                f" {offered / SECONDS_PER_DAY:,.0f} GPU-days by then"
-            )
-            return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need, available=offered)
-    if due:
-        pack = "no schedule of them does" if exact else "the slotted model found no schedule of them (exact=True may)"
-        detail += (
-            f": their GPU-days fit ({need / SECONDS_PER_DAY:,.0f} needed by day {due[-1][0] / SECONDS_PER_DAY:,.1f}),"
-            f" but {pack} (each job's GPUs are fixed while it runs)"
-        )
-    return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need or None, available=None)
 
 
 def idle_of(held: float, used: float) -> float:

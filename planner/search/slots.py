@@ -1,7 +1,8 @@
 """Time slots shared by the portfolio's many-job approximation (planner/search/portfolio.py) and fleet
 (planner/search/fleet.py) ILPs: each job's scored rows, filtered and pruned (a row is dropped when
 another row of the same GPU type is no dearer, no slower and uses no more GPUs), expanded over
-the start slots of the horizon, and the per-slot GPU usage constraints (docs/ilp.md).
+the start slots of the horizon, and the per-slot GPU usage constraints (docs/ilp.md); the
+answers when jobs cannot run alone or cannot share the inventory.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import duration_words
+from planner.fmt import counted, duration_words
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
 from planner.search.ties import tie_order
@@ -25,11 +26,14 @@ __all__ = [
     "SlotOptions",
     "concat_options",
     "expand_starts",
+    "held_slots",
     "job_finish_s",
     "job_rows",
     "jobs_infeasible",
     "list_schedule",
+    "shared_inventory_infeasible",
     "slot_length_s",
+    "subset_options",
     "usage_constraints",
 ]
 
@@ -153,9 +157,20 @@ def expand_starts(
     )
 
 
+def subset_options(options: SlotOptions, keep: np.ndarray) -> SlotOptions:
+    return SlotOptions(**{name: getattr(options, name)[keep] for name in SlotOptions.__dataclass_fields__})
+
+
 def concat_options(parts: Sequence[SlotOptions]) -> SlotOptions:
     names = SlotOptions.__dataclass_fields__
     return SlotOptions(**{name: np.concatenate([getattr(p, name) for p in parts]) for name in names})
+
+
+def held_slots(start_slot: np.ndarray, busy_slots: np.ndarray, num_slots: int) -> int:
+    """Slots whose GPU usage is bounded: the horizon's, and past it every slot an option still
+    holds (a job started late in the portfolio's span may run beyond it; unbounded there, the
+    model could plan jobs that overlap on more GPUs than the inventory has)."""
+    return max(num_slots, int(np.max(start_slot + busy_slots, initial=0)))
 
 
 def usage_constraints(
@@ -165,7 +180,7 @@ def usage_constraints(
     for gpu in sorted(set(options.gpu.tolist())):
         of_type = options.gpu == gpu
         limit = limit_of(gpu)
-        for slot in range(num_slots):
+        for slot in range(held_slots(options.start_slot, options.busy_slots, num_slots)):
             running = np.flatnonzero(
                 of_type & (options.start_slot <= slot) & (slot < options.start_slot + options.busy_slots)
             )
@@ -226,3 +241,41 @@ def list_schedule(
                 break
         placed.append(j)
     return start
+
+
+def shared_inventory_infeasible(
+    jobs: Sequence[JobCandidates], inventory: Mapping[str, int], horizon_s: float | None, exact: bool
+) -> InfeasiblePlan:
+    """Each job fits alone, so the GPUs are too few for all of them together. A lower bound says
+    how far off: for each finish time t (a job's deadline, or the horizon), the jobs due by t need
+    at least their least GPU-time that meets it, and the inventory offers sum_g inv_g x t GPU-time
+    by then over the types those jobs can run on (a relaxation). The first t where need exceeds
+    offer is named (``Constraint.SHARED_INVENTORY``, GPU-seconds); where none does, the GPU-time
+    suffices and the jobs do not pack, which only the exact model proves (trial s25: "need 1,210
+    GPU-days, the inventory offers 1,280" read as a contradiction: the deadlines bound it)."""
+    limits = ", ".join(f"{gpu}<={count}" for gpu, count in inventory.items())
+    detail = f"the {len(jobs)} jobs cannot share the inventory ({limits})"
+    fix = "add GPUs, lengthen the horizon or the deadlines, or drop a job"
+    due = sorted(
+        ((finish, job) for job in jobs if (finish := job_finish_s(job, horizon_s)) is not None), key=lambda d: d[0]
+    )
+    need, usable = 0.0, set()
+    for count, (finish, job) in enumerate(due, start=1):
+        rows = np.flatnonzero(check_rows(job.table, deadline_s=finish, inventory=inventory).feasible())
+        need += float(np.min(job.table.num_gpus[rows] * job.table.time_to_train_s[rows]))
+        usable |= set(job.table.gpu_id[rows].tolist())
+        offered = sum(n for gpu, n in inventory.items() if gpu in usable) * finish
+        if need > offered and (count == len(due) or due[count][0] > finish):
+            detail += (
+                f" in time: the jobs due by day {finish / SECONDS_PER_DAY:,.1f} ({counted(count, 'job')}) need at least"
+                f" {need / SECONDS_PER_DAY:,.0f} GPU-days, the inventory offers"
+                f" {offered / SECONDS_PER_DAY:,.0f} GPU-days by then"
+            )
+            return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need, available=offered)
+    if due:
+        pack = "no schedule of them does" if exact else "the slotted model found no schedule of them (exact=True may)"
+        detail += (
+            f": their GPU-days fit ({need / SECONDS_PER_DAY:,.0f} needed by day {due[-1][0] / SECONDS_PER_DAY:,.1f}),"
+            f" but {pack} (each job's GPUs are fixed while it runs)"
+        )
+    return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need or None, available=None)

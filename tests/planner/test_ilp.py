@@ -17,10 +17,10 @@ from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
     ScoredTable,
     check_rows,
-    make_solver,
     pareto_mask,
     solve_single,
 )
+from planner.search.solver import make_solver
 
 GPU_TYPES = np.array(["a100", "h100", "h200"], dtype=object)
 CAPACITY_GIB = np.array([80.0, 80.0, 141.0])

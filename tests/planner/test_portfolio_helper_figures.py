@@ -72,9 +72,9 @@ def test_the_slotted_model_bounds_the_makespan_by_each_types_gpu_days(monkeypatc
     seen: list[pulp.LpProblem] = []
     solve = portfolio_module.run_solver
 
-    def keep(problem, solver, time_limit_s):
+    def keep(problem, *args, **kwargs):
         seen.append(problem)
-        return solve(problem, solver, time_limit_s)
+        return solve(problem, *args, **kwargs)
 
     monkeypatch.setattr(portfolio_module, "run_solver", keep)
     slotted = solve_portfolio(jobs, inventory, horizon_s=120 * DAY, num_slots=12, exact=False)

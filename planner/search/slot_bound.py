@@ -1,0 +1,191 @@
+"""A first schedule and a bound for the portfolio's slotted model (planner/search/portfolio.py):
+a greedy schedule in the model's own slots gives an incumbent U, and every option whose least
+possible objective exceeds U is dropped before the solver sees it. Both are exact reductions:
+the dropped options are in no solution better than U, and U's own options are kept, so the
+optimum does not move; the solver starts from U (docs/ilp.md "Many jobs").
+
+The slotted objective is a H M + sum_o c_o z_o with M >= e_o for every picked option o and
+inv_g M >= the GPU-days of type g (a = w_C / C_ref, H the held cost per day, c_o an option's
+busy and time terms). Any schedule that picks o costs at least
+
+    LB(o) = a H max(e_o, M_0) + c_o + sum_{k != j(o)} min_{o' of k} c_o',
+    M_0 = max_k min_{o' of k} e_o',
+
+so o can go when LB(o) > U.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.search.slots import held_slots
+
+__all__ = ["Bounded", "SlottedInstance", "bounded_options", "greedy_schedule", "prunable"]
+
+# Relative slack on the bound: an option within it of the incumbent is kept (the solver's own
+# tolerances decide between near-equal schedules, not this test).
+BOUND_SLACK = 1e-9
+# Rounds of re-placing each job given the others after the greedy pass.
+IMPROVING_ROUNDS = 5
+
+
+@dataclass(frozen=True, eq=False)
+class SlottedInstance:
+    """The slotted model's options o, one entry per array index, and its scalars."""
+
+    job: np.ndarray
+    gpu: np.ndarray
+    num_gpus: np.ndarray
+    start_slot: np.ndarray
+    busy_slots: np.ndarray
+    end_days: np.ndarray  # e_o
+    gpu_days: np.ndarray  # n_o T_o
+    cost: np.ndarray  # c_o: the option's busy and time terms of the objective
+    held: float  # a H: the objective's weight on the makespan M
+    inventory: Mapping[str, int]
+    num_slots: int
+    num_jobs: int
+
+    def makespan(self, picked: Sequence[int]) -> float:
+        """The least M the model allows for one option per job: the last end, or a type's
+        GPU-days over its count where longer."""
+        rows = np.asarray(picked, dtype=int)
+        per_type = [
+            float(np.sum(self.gpu_days[rows][self.gpu[rows] == g])) / limit for g, limit in self.inventory.items()
+        ]
+        return max(float(np.max(self.end_days[rows])), *per_type)
+
+    def objective(self, picked: Sequence[int]) -> float:
+        """The model's objective for one option per job, at its least makespan."""
+        return self.held * self.makespan(picked) + float(np.sum(self.cost[np.asarray(picked, dtype=int)]))
+
+
+def greedy_schedule(instance: SlottedInstance) -> tuple[list[int], float] | None:
+    """The best of a few greedy schedules (jobs largest first, longest first, in order): each job
+    takes the option of least added objective among those its type's free GPUs allow in every
+    slot it holds. None when every order leaves a job with no option (the solver decides)."""
+    jobs = range(instance.num_jobs)
+    least_days = [float(np.min(instance.gpu_days[instance.job == j])) for j in jobs]
+    least_end = [float(np.min(instance.end_days[instance.job == j])) for j in jobs]
+    orders = {
+        tuple(sorted(jobs, key=lambda j: -least_days[j])),
+        tuple(sorted(jobs, key=lambda j: -least_end[j])),
+        tuple(jobs),
+    }
+    best: tuple[list[int], float] | None = None
+    for order in sorted(orders):
+        picked = _greedy_in_order(instance, order)
+        if picked is not None:
+            value = instance.objective(picked)
+            if best is None or value < best[1]:
+                best = (picked, value)
+    return best
+
+
+class _Partial:
+    """A schedule being built: the GPUs each type has in use per slot and its GPU-days."""
+
+    def __init__(self, instance: SlottedInstance) -> None:
+        self.instance = instance
+        slots = np.arange(held_slots(instance.start_slot, instance.busy_slots, instance.num_slots))
+        # holds[o, t]: option o holds its GPUs in slot t
+        self.holds = (instance.start_slot[:, None] <= slots) & (
+            slots < (instance.start_slot + instance.busy_slots)[:, None]
+        )
+        types = list(instance.inventory)
+        self.type_of = np.array([types.index(g) for g in instance.gpu], dtype=int)
+        self.limit = np.array([instance.inventory[g] for g in types], dtype=float)
+        self.used = np.zeros((len(types), len(slots)))  # GPUs in use per type and slot
+        self.gpu_days = np.zeros(len(types))
+
+    def add(self, o: int, sign: int = 1) -> None:
+        g = self.type_of[o]
+        self.used[g, self.holds[o]] += sign * self.instance.num_gpus[o]
+        self.gpu_days[g] += sign * float(self.instance.gpu_days[o])
+
+    def best_option(self, j: int, ends: float) -> int | None:
+        """Job j's option of least objective, given the others (their latest end ``ends``)."""
+        inst = self.instance
+        mine = np.flatnonzero(inst.job == j)
+        g = self.type_of[mine]
+        over = (self.used[g] + inst.num_gpus[mine, None]) > self.limit[g, None]
+        mine = mine[~np.any(over & self.holds[mine], axis=1)]
+        if len(mine) == 0:
+            return None
+        g = self.type_of[mine]
+        with_own = (self.gpu_days[g] + inst.gpu_days[mine]) / self.limit[g]
+        grown = np.maximum.reduce(
+            [np.full(len(mine), max(ends, float(np.max(self.gpu_days / self.limit)))), inst.end_days[mine], with_own]
+        )
+        return int(mine[np.argmin(inst.held * grown + inst.cost[mine])])
+
+
+def _greedy_in_order(instance: SlottedInstance, order: Sequence[int]) -> list[int] | None:
+    """Each job in ``order`` takes its best option given those before it; then each job in turn
+    re-takes its best given all the others, while that lowers the objective."""
+    partial, picked = _Partial(instance), [0] * instance.num_jobs
+    for count, j in enumerate(order):
+        ends = max((float(instance.end_days[picked[k]]) for k in order[:count]), default=0.0)
+        o = partial.best_option(j, ends)
+        if o is None:
+            return None
+        partial.add(o)
+        picked[j] = o
+    value = instance.objective(picked)
+    for _ in range(IMPROVING_ROUNDS):
+        before = value
+        for j in order:
+            partial.add(picked[j], -1)
+            ends = max((float(instance.end_days[picked[k]]) for k in order if k != j), default=0.0)
+            o = partial.best_option(j, ends)
+            trial = [*picked[:j], o, *picked[j + 1 :]] if o is not None else picked
+            if o is not None and (new := instance.objective(trial)) < value:
+                picked, value = trial, new
+            partial.add(picked[j])
+        if value >= before:
+            break
+    return picked
+
+
+def prunable(instance: SlottedInstance, incumbent: float) -> np.ndarray:
+    """Options whose least objective LB(o) exceeds ``incumbent`` (the module docstring)."""
+    jobs = range(instance.num_jobs)
+    least_cost = np.array([float(np.min(instance.cost[instance.job == j])) for j in jobs])
+    least_end = max(float(np.min(instance.end_days[instance.job == j])) for j in jobs)
+    # sum_g inv_g M >= every job's GPU-days, each at least its least
+    least_days = np.array([float(np.min(instance.gpu_days[instance.job == j])) for j in jobs])
+    spread = (instance.gpu_days - least_days[instance.job] + float(np.sum(least_days))) / sum(
+        instance.inventory.values()
+    )
+    bound = (
+        instance.held * np.maximum(np.maximum(instance.end_days, least_end), spread)
+        + instance.cost
+        - least_cost[instance.job]
+        + float(np.sum(least_cost))
+    )
+    return bound > incumbent * (1 + BOUND_SLACK) + BOUND_SLACK
+
+
+@dataclass(frozen=True, eq=False)
+class Bounded:
+    """What :func:`bounded_options` keeps: a mask over the options, and the greedy schedule's
+    picks (indices among the kept options, one per job) and makespan in days, if one fits."""
+
+    keep: np.ndarray
+    start: tuple[int, ...] | None
+    makespan_days: float
+
+
+def bounded_options(instance: SlottedInstance) -> Bounded:
+    """The options a schedule no worse than the greedy one may pick (all when no greedy schedule
+    fits): the slotted model's optimum over them is its optimum over all."""
+    first = greedy_schedule(instance)
+    if first is None:
+        return Bounded(np.ones(len(instance.job), dtype=bool), None, 0.0)
+    picked, value = first
+    keep = ~prunable(instance, value)
+    position = np.cumsum(keep) - 1
+    return Bounded(keep, tuple(int(position[o]) for o in picked), instance.makespan(picked))
