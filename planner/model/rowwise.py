@@ -35,6 +35,7 @@ MAX_DISTINCT_SHARE = 0.6
 HARDWARE = ("gpu_index", "precision")
 _KEY_SPAN = 1 << 62  # mixed-radix keys are re-coded before they could overflow int64
 _DENSE_SPAN = 1 << 22  # codes by a count over the span up to this (a 4 MB mask)
+_DENSE_PER_ROW = 16  # ... and up to this many values of the span per row (else by sorting)
 
 # What each term reads (a superset is safe, only slower); the test records the reads.
 KNOB_COLUMNS = tuple(k.column for k in KNOBS)
@@ -102,6 +103,11 @@ def _codes(values: np.ndarray, span: int | None = None) -> tuple[np.ndarray, int
         width = span if span is not None else int(values.max()) - low + 1
         if width == 1:  # one value: no code to tell rows apart
             return np.zeros(len(values), dtype=np.int64), 1
+        if width <= _DENSE_SPAN and width > _DENSE_PER_ROW * len(values):
+            # A span much wider than the rows (a re-coded key of a few thousand rows): sorting the
+            # rows beats counting over the span, with the same codes (ascending values).
+            uniques, codes = np.unique(values, return_inverse=True)
+            return codes.astype(np.int64, copy=False), len(uniques)
         if width <= _DENSE_SPAN:
             shifted = values - low if low else values
             present = np.zeros(width, dtype=bool)

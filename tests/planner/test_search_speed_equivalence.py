@@ -146,6 +146,18 @@ def test_distinct_rows_groups_equal_rows_only():
     assert np.array_equal(rowwise.take(c, sample).tp, c.tp[sample])
 
 
+def test_a_few_rows_over_a_wide_span_are_coded_as_counting_over_the_span_would():
+    """Sorting a few rows gives the codes of the count over their span (ascending values)."""
+    rng = np.random.default_rng(1)
+    wide = rng.integers(0, 3_000_000, 500)  # a span of 3M over 500 rows: sorted, not counted
+    codes, count = rowwise._codes(wide)
+    assert count == len(np.unique(wide))
+    assert np.array_equal(codes, np.searchsorted(np.unique(wide), wide))
+    dense = np.concatenate([wide, np.arange(wide.min(), wide.max() + 1, 8)])  # enough rows: counted
+    dense_codes, _ = rowwise._codes(dense)
+    assert np.array_equal(dense_codes[: len(wide)], np.searchsorted(np.unique(dense), wide))
+
+
 @pytest.mark.parametrize(
     "preset,extra",
     [("llama3-70b", {"allow_offload": True}), ("mixtral-8x7b", {}), ("llama3-8b", {"precision": "fp8"})],
