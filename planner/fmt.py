@@ -193,12 +193,18 @@ def duration_clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
 
 
-def budget_decimals(cheapest: float, budget: float) -> int:
-    """Fewest decimals (1-4) that print the cheapest cost differently from the budget and the
-    same rounded up as to the nearest, so a budget answer's fix is its detail's amount (trial s28b:
-    "costs $3.2M" beside "raise the budget to $3.3M" for $3,236,521)."""
-    for decimals in range(1, 5):
+def budget_amounts(cheapest: float, budget: float) -> tuple[str, str, str]:
+    """(cost, budget, raise-to) as a budget answer prints them: one decimal of the short form (two
+    from a million on) where that tells the two apart and the cost reads the same rounded up
+    (``$3.3M > $3.2M``, raise to ``$3.3M``); else whole dollars, the cost rounded up in both places, or cents where
+    whole dollars tie (trial s28b: "costs $3.2M" beside "raise the budget to $3.3M"; trial s30:
+    "$3.4413M" and "$100.00k" from more decimals of the short form)."""
+    # two decimals from a million on, as money() prints them there ("$3.24M"); never "$100.00k"
+    for decimals in (1, 2) if max(cheapest, budget) >= _MONEY_SCALES[-1][0] else (1,):
         shown = money_short(cheapest, decimals)
         if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
-            return decimals
-    return 4
+            return shown, money_short(budget, decimals), shown
+    unit = 1.0 if math.ceil(cheapest - 1e-9) > budget else 0.01
+    up = math.ceil(cheapest / unit - 1e-9) * unit
+    decimals = 0 if unit == 1.0 else 2
+    return f"${up:,.{decimals}f}", f"${budget:,.{decimals}f}", f"${up:,.{decimals}f}"

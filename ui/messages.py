@@ -16,7 +16,7 @@ from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
-from planner.fmt import budget_decimals, duration_parts, money_short
+from planner.fmt import budget_amounts, duration_parts
 from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
@@ -144,9 +144,8 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
             need=duration(tr, _hours(need)), have=duration(tr, _hours(have)), fix=duration_up(tr, _hours(need))
         )
     elif c == "budget":  # one amount in the detail and the fix, as the planner's sentence (review s28)
-        decimals = budget_decimals(need or 0.0, have or 0.0)
-        values.update(need=money_short(need or 0.0, decimals), have=money_short(have or 0.0, decimals))
-        values.update(fix_usd=money_short(need or 0.0, decimals, round_up=True))
+        cost_words, budget_words, raise_to = budget_amounts(need or 0.0, have or 0.0)
+        values.update(need=cost_words, have=budget_words, fix_usd=raise_to)
     elif c in ("memory", "inventory"):
         values.update(need=need or 0.0, have=have or 0.0)
     elif c == "shared_inventory":  # GPU-seconds, said in GPU-days

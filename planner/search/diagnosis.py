@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan, NamedPlan
-from planner.fmt import budget_decimals, duration_words, money_short
+from planner.fmt import budget_amounts, duration_words
 
 __all__ = ["RowChecks", "binding_per_type", "diagnose"]
 
@@ -286,12 +286,12 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     cheapest = float(C[row])
     budget = checks.budget_usd
     assert budget is not None
-    decimals = budget_decimals(cheapest, budget)
+    cost_words, budget_words, raise_to = budget_amounts(cheapest, budget)
     # trial s28b: the answer named no plan, so "$3.2M" could not be looked up; trial s28d: nor how
     # long it takes (the cheapest of 2,048 H100 was 8 of them for 2,289 days)
     which = f" ({table.num_gpus[row]} x {table.gpu_id[row]}, {duration_words(float(T[row]))})"
     scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
-    fix = f"raise the budget to {money_short(cheapest, decimals, round_up=True)}"
+    fix = f"raise the budget to {raise_to}"
     if checks.deadline_s is not None:
         within_budget = (
             checks.gpu_type & checks.memory & checks.divisibility & checks.batch & checks.inventory & checks.budget
@@ -301,7 +301,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
             fix += f" or extend the deadline to {duration_words(fastest, round_up=True)}"
     return InfeasiblePlan(
         Constraint.BUDGET,
-        f"{scope} costs {money_short(cheapest, decimals)} > {money_short(budget, decimals)}",
+        f"{scope} costs {cost_words} > {budget_words}",
         fix,
         required=cheapest,
         available=budget,
