@@ -37,9 +37,10 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "也都无法满足。解决办法：将期限放宽到 {fix}。",
     ),
     "why_deadline_batch": (
-        "Or a larger global batch, {batch:,} tokens per step, lets the GPUs meet it in {time} at {risk} (it"
-        " changes the training).",
-        "或者采用更大的全局批大小（每步 {batch:,} 个 token），这些 GPU 即可在 {time}（{risk}）内满足期限（这会改变训练本身）。",
+        "Or a larger global batch, at least {batch:,} tokens per step (a sequence for each data-parallel rank),"
+        " lets the GPUs meet it in {time} at {risk} (it changes the training).",
+        "或者采用更大的全局批大小（每步至少 {batch:,} 个 token，每个数据并行 rank 一条序列），这些 GPU 即可在 {time}（{risk}）"
+        "内满足期限（这会改变训练本身）。",
     ),
     "why_budget_named": (
         "The cheapest plan, {gpus:,} × {gpu} for {time}, costs {need}; the budget is {have} (GPU limit: {limit})."

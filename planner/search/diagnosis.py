@@ -272,9 +272,10 @@ def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int, 
     # smallest such batch, then fewest GPUs, then the fastest
     row = int(rows[np.lexsort((T[rows], table.num_gpus[rows], batch[rows]))[0]])
     words = (
-        f"; the global batch caps the GPU count: a global batch of {int(batch[row]):,} tokens "
-        f"(global_batch_tokens, --global-batch-tokens) lets {table.num_gpus[row]} {table.gpu_id[row]} finish in "
-        f"{duration_words(float(T[row]))}"
+        # trial s30: "4,734,976 tokens" read as an odd batch to pick: it is a floor, a sequence per rank
+        f"; the global batch caps the GPU count: a global batch of at least {int(batch[row]):,} tokens "
+        f"(global_batch_tokens, --global-batch-tokens; a sequence for each data-parallel rank) lets "
+        f"{table.num_gpus[row]} {table.gpu_id[row]} finish in {duration_words(float(T[row]))}"
     )
     return words, int(batch[row]), float(T[row])
 

@@ -275,7 +275,7 @@ def test_a_batch_limited_gpu_count_is_named_with_the_batch_that_lifts_it():
         plan(request)
     assert info.value.constraint.value == "deadline"
     assert "the global batch caps the GPU count" in info.value.fix and "--global-batch-tokens" in info.value.fix
-    bigger = int(info.value.fix.split("global batch of ")[1].split(" tokens")[0].replace(",", ""))
+    bigger = int(info.value.fix.split("global batch of at least ")[1].split(" tokens")[0].replace(",", ""))
     assert bigger > 1 << 20
     lifted = plan(request.model_copy(update=dict(global_batch_tokens=bigger, batch_tolerance=0.0)))
     assert lifted.plan.estimate.time_to_train_h <= 20 * 24

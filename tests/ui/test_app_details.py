@@ -664,8 +664,8 @@ def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_
     assert "tokens per step" not in infeasible_body(EN, deadline, request)
     with_batch = dataclasses.replace(deadline, batch_tokens=8_388_608, batch_seconds=80.7 * 86400.0)
     assert (
-        "a larger global batch, 8,388,608 tokens per step, lets the GPUs meet it in 80.7 days at p80"
-        in infeasible_body(EN, with_batch, request)
+        "a larger global batch, at least 8,388,608 tokens per step (a sequence for each data-parallel rank), lets the"
+        " GPUs meet it in 80.7 days at p80" in infeasible_body(EN, with_batch, request)
     )
     chinese = infeasible_body(ZH, with_batch, request)
     assert "8,388,608" in chinese and not english_sentences(chinese)
