@@ -404,6 +404,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}），每步 {batch:,} 个 token（在该分位下满足要求的最接近"
         "所求批大小）；按各方案误差区间的悲观端 {risk} 评判，选择本方案。",
     ),
+    "risk_changed_over": (
+        "At the median (p50) the search would take the plan a little over the budget; judged at {risk}, the"
+        " pessimistic end of each plan's band, it takes this one.",
+        "若按中位数（p50）评判，搜索会选择略超预算的那个方案；按各方案误差区间的悲观端 {risk} 评判，选择本方案。",
+    ),
+    "risk_changed_further": (
+        "At the median (p50) the search would take the plan further over the budget; judged at {risk}, the"
+        " pessimistic end of each plan's band, it takes this one.",
+        "若按中位数（p50）评判，搜索会选择超出预算更多的那个方案；按各方案误差区间的悲观端 {risk} 评判，选择本方案。",
+    ),
     "risk_changed": (
         "At the median (p50) the search would take {gpus} × {gpu} ({layout}); judged at {risk}, the pessimistic end"
         " of each plan's band, it takes this one.",

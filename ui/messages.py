@@ -97,6 +97,8 @@ def risk_text(tr: Labels, result) -> str | None:
     if p is None:
         return None
     values = dict(gpus=p.num_gpus, gpu=p.gpu, layout=p.layout_words, risk=result.risk.value)
+    if (over := result.median_over_budget) is not None:  # review s30: the over-budget callout names it
+        return tr(("risk_changed_over", "risk_changed_further")[over], risk=result.risk.value)
     if result.median_batch is not None:  # trial s28c
         return tr("risk_changed_batch", batch=result.median_batch, **values)
     return tr("risk_changed", **values)

@@ -32,9 +32,12 @@ def risk_line(result) -> str:
     p, risk = result.median_plan, result.risk.value
     u = p.estimate.uncertainty
     other_batch = "" if result.median_batch is None else f" at {result.median_batch:,} tokens/step"
+    which = f"{p.num_gpus} x {p.gpu} ({p.layout_words}){other_batch}"
+    if (over := result.median_over_budget) is not None:  # review s30: one plan, named once
+        which = ("the plan a little over the budget", "the plan further over the budget")[over] + " above"
     return escape(
         f"risk {risk} changed the choice: judged at the median (p50) the search would take "
-        f"{p.num_gpus} x {p.gpu} ({p.layout_words}){other_batch}, {risk_figures(p.estimate, 'p50')} at p50 and "
+        f"{which}, {risk_figures(p.estimate, 'p50')} at p50 and "
         f"{risk_figures(p.estimate, risk)} at {risk} (this plan: {risk_figures(result.plan.estimate, 'p50')} and "
         f"{risk_figures(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
     )

@@ -93,6 +93,14 @@ class PlanResult:
     searched_gpus: tuple[str, ...] = ()  # the GPU types the search scored
 
     @property
+    def median_over_budget(self) -> int | None:
+        """Which over-budget answer the median plan is (0: a little over, 1: further over), if it
+        is one: said once, not named twice (review s30)."""
+        if self.median_plan is None:
+            return None
+        return next((i for i, p in enumerate(self.over_budget_plans) if p == self.median_plan), None)
+
+    @property
     def median_batch(self) -> int | None:
         """The median plan's batch where it differs from the chosen one's: the batch rule keeps
         the batch nearest the request among the plans that meet it at each quantile (trial s28c: at

@@ -710,6 +710,22 @@ def test_the_cards_risk_text_names_the_median_plans_batch_where_it_differs():
     assert not english_sentences(risk_text(ZH, result))
 
 
+def test_the_cards_risk_text_points_at_the_over_budget_plan_it_would_take():
+    """Review s30: the median's plan is the plan further over the budget; the card says so rather
+    than naming it twice, in both languages."""
+    from ui.messages import over_budget_text, risk_text
+
+    request = request_for(
+        get_preset("llama3-8b"), training_tokens=2e11, gpus={"h100-sxm": 1024}, budget_usd=3.4e4, objective="time",
+        seq_len=4096,
+    )  # fmt: skip
+    result = planned(request)
+    assert result.median_over_budget == 1 and result.median_plan == result.over_budget_plans[1]
+    assert "the plan further over the budget" in risk_text(EN, result)
+    assert "256" in over_budget_text(EN, result) and "256" not in risk_text(EN, result)
+    assert "超出预算更多" in risk_text(ZH, result) and not english_sentences(risk_text(ZH, result))
+
+
 def test_the_running_app_shows_the_larger_batch_callout_with_its_own_icon():
     """Trial s28d: the callout's emoji drew as an empty box, then shared the vary-batch icon."""
     at = run_app(

@@ -370,6 +370,18 @@ def test_the_risk_line_names_the_median_plans_batch_where_it_differs(capsys):
     assert ") at 1,015,808 tokens/step, " in line
 
 
+def test_a_median_plan_that_is_an_over_budget_answer_is_named_once(capsys):
+    """Review s30: the plan a little over the budget was named again, in full, as what the median
+    would choose. The risk line now points at the line above and keeps its figures."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "2e11", "--gpus", "h100-sxm=1024", "--top", "0"]
+    assert main([*args, "--objective", "time", "--budget-usd", "3.4e4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (risk,) = [x for x in lines if x.startswith("risk p80 changed the choice")]
+    assert sum(x.startswith("or, further over it: 256 x h100-sxm") for x in lines) == 1
+    assert "would take the plan further over the budget above, 24.7 h, $32,088 at p50" in risk
+    assert "x h100-sxm" not in risk.split("(this plan")[0]
+
+
 def test_the_larger_batch_offer_is_made_on_the_same_gpus_under_the_cost_objective(capsys):
     """Review s28b: under the cost objective the offer's search took 1,024 of the 2,048 GPUs (two
     sequences each) and called the saving from the halved count the batch's. No such offer."""
