@@ -354,7 +354,13 @@ def larger_batch_json(result) -> dict:
         "saving": offer.saving,
         f"figure_{unit}": offer.figure,
         f"chosen_figure_{unit}": offer.chosen_figure,
-        "nearer": None if nearer is None else {"batch_tokens": nearer.batch_tokens, "saving": nearer.saving},
+        "nearer": None
+        if nearer is None
+        else {
+            "batch_tokens": nearer.batch_tokens,
+            "saving": nearer.saving,
+            "plan": None if nearer.plan is None else listed_json(nearer.plan),
+        },
         "plan": listed_json(result.larger_batch_plan),
     }
 

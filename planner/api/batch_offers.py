@@ -66,6 +66,7 @@ class NearerBatch:
 
     batch_tokens: int
     saving: float  # 1 - its figure / the chosen plan's, at the request's risk
+    plan: Plan | None = None  # the plan at that batch (review s30: JSON had the batch, not the plan)
 
 
 def at_risk(p: Plan, objective: Objective, risk: Risk) -> float | None:
@@ -190,7 +191,7 @@ def nearer_batch(request: PlanRequest, chosen: Plan, offer: LargerBatch, search:
         batch, theirs = other.estimate.global_batch_tokens, at_risk(other, objective, risk)
         same = other.num_gpus == chosen.num_gpus and batch < offer.batch_tokens
         if same and theirs is not None and 1.0 - theirs / offer.chosen_figure >= needed:
-            return NearerBatch(batch, 1.0 - theirs / offer.chosen_figure)
+            return NearerBatch(batch, 1.0 - theirs / offer.chosen_figure, other)
         tokens *= 2
     return None
 

@@ -320,6 +320,10 @@ def test_the_larger_batch_offer_names_a_smaller_batch_that_saves_most_of_it(caps
     (line,) = [w for w in capsys.readouterr().err.splitlines() if "the batch, 512 sequences" in w]
     found = re.search(r"would take (\d+)% less .*; at 16,777,216 tokens it would already take (\d+)% less", line)
     assert found and int(found[2]) >= 0.8 * int(found[1]) - 1, line  # whole percents
+    assert main([*args, "--json"]) == 0  # review s30: the nearer batch's plan, not only its batch
+    nearer = json.loads(capsys.readouterr().out)["larger_batch"]["nearer"]
+    assert nearer["batch_tokens"] == 16_777_216 and nearer["plan"]["num_gpus"] == 4096
+    assert nearer["plan"]["global_batch_tokens"] == 16_777_216
 
 
 def test_the_nearer_batch_is_the_smallest_doubling_that_saves_most_on_the_same_gpus():
@@ -351,6 +355,7 @@ def test_the_nearer_batch_is_the_smallest_doubling_that_saves_most_on_the_same_g
 
     nearer = nearer_batch(request, chosen, offer, search)
     assert nearer is not None and nearer.batch_tokens == 2**22 and searched == [2**21, 2**22]
+    assert nearer.plan is not None and nearer.plan.estimate.global_batch_tokens == 2**22
     assert nearer.saving == pytest.approx(NEARER_BATCH_SHARE * 0.30 + 0.001)
 
     def elsewhere(req, probe):  # fewer GPUs, or none meets the request: not the batch's saving
