@@ -315,6 +315,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
+    "card_domain": ("one NVLink domain", "1 个 NVLink 域"),
+    "card_domains": ("{count} NVLink domains", "{count} 个 NVLink 域"),
     "card_layout": ("Layout", "并行布局"),
     "card_batch": ("Micro-batch × accum. × seq", "微批 × 累积 × 序列"),
     "card_ac": ("Activation ckpt.", "激活重计算"),

@@ -25,6 +25,7 @@ from ui.render_lines import (
     goodput_line,
     host_note,
     median_line,
+    nvlink_domains,
     point_outside_line,
     step_line,
 )
@@ -128,11 +129,10 @@ def network_words(p: Plan) -> str:
     ', one NVLink domain' where its nodes share one, so no ring leaves it (review s29b: 16 GB200
     trays were said to run on the network), and how many domains the network joins where they span
     nodes (trial s30: 144 GB200 did not say they were two NVL72 racks)."""
-    domain = domain_gpus(p)
-    spans_nodes = domain > p.gpus_per_node
-    if p.network is None and p.num_nodes > 1 and p.num_gpus <= domain:
+    domains = nvlink_domains(p)
+    if p.network is None and p.num_nodes > 1 and domains == 1:
         return ", one NVLink domain"
-    racks = f" in {-(-p.num_gpus // domain)} NVLink domains" if spans_nodes and p.num_gpus > domain else ""
+    racks = f" in {domains} NVLink domains" if domains is not None and domains > 1 else ""
     if p.network is not None:  # asked for: said, as the app's card says it (review s30)
         return f"{racks} on {p.network}"
     if p.num_nodes <= 1:
@@ -142,16 +142,6 @@ def network_words(p: Plan) -> str:
     except ValueError:  # a GPU of a catalog built with extra directories (the API's load_catalog)
         return ""
     return f"{racks} on {default}, its default network"
-
-
-def domain_gpus(p: Plan) -> int:
-    """GPUs in one scale-up domain of the plan's nodes (0 where its GPU is not in the built-in catalog)."""
-    catalog = load_catalog()
-    try:
-        node = catalog.node(catalog.gpu(p.gpu).default_node)
-    except ValueError:
-        return 0
-    return node.scaleup_domain_holding(p.gpus_per_node)
 
 
 def summary_lines(p: Plan) -> list[str]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.catalog.hardware import load_catalog
 from planner.fmt import counted, duration_h, duration_words, money, number_band
-from planner.plan import Estimate, GoodputEstimate
+from planner.plan import Estimate, GoodputEstimate, Plan
 from planner.units import SECONDS_PER_MINUTE
 
 # A median this far from the model's own figure is said beside it (trial s27: a buyer quoted the
@@ -124,3 +125,22 @@ def batch_note(e: Estimate) -> str:
     if requested is None or requested == e.global_batch_tokens:
         return ""
     return f" (requested {requested:,}: nearest achievable, {e.global_batch_tokens / requested - 1:+.1%})"
+
+
+def domain_gpus(p: Plan) -> int:
+    """GPUs in one scale-up domain of the plan's nodes (0 where its GPU is not in the built-in catalog)."""
+    catalog = load_catalog()
+    try:
+        node = catalog.node(catalog.gpu(p.gpu).default_node)
+    except ValueError:
+        return 0
+    return node.scaleup_domain_holding(p.gpus_per_node)
+
+
+def nvlink_domains(p: Plan) -> int | None:
+    """How many NVLink domains a plan's nodes fill where one domain spans several nodes (an NVL72
+    rack); None where each node is its own (the CLI's line and the app's card, review s30)."""
+    domain = domain_gpus(p)
+    if domain <= p.gpus_per_node or p.num_nodes <= 1:
+        return None
+    return -(-p.num_gpus // domain)

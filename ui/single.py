@@ -57,7 +57,7 @@ from ui.messages import (
     vary_batch_text,
     why_not_text,
 )
-from ui.render_lines import median_offset
+from ui.render_lines import median_offset, nvlink_domains
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
@@ -125,7 +125,10 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
     """The card's metric rows: (column width, label key, value) per metric."""
     e, t = plan.estimate, plan.training
     assert e.time_to_train_h is not None and e.cost_usd is not None  # plan() always has training tokens
-    nodes = f"{plan.num_nodes} × {plan.gpus_per_node}" + (f" · {plan.network}" if plan.network else "")
+    nodes = f"{plan.num_nodes} × {plan.gpus_per_node}"
+    if (domains := nvlink_domains(plan)) is not None:  # review s30: 144 GB200 are two NVL72 racks
+        nodes += " · " + tr("card_domain" if domains == 1 else "card_domains", count=domains)
+    nodes += f" · {plan.network}" if plan.network else ""
     return (
         (
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),

@@ -734,3 +734,19 @@ def test_the_running_app_shows_the_larger_batch_callout_with_its_own_icon():
     )  # fmt: skip
     (callout,) = [i for i in at.info if i.value.startswith("The batch, 512 sequences")]
     assert callout.icon == ":material/stacks:" and all(i.icon != callout.icon for i in at.info if i is not callout)
+
+
+def test_the_cards_nodes_name_the_nvlink_domains_a_rack_scale_plan_fills():
+    """Review s30: the CLI said "32 nodes in 2 NVLink domains" for 128 GB200, the card only "32 × 4"."""
+    from ui.single import card_rows
+
+    def nodes(tr, p) -> str:
+        return next(value for row in card_rows(tr, p, False) for _, key, value in row if key == "card_nodes")
+
+    rack = planned(request_for(get_preset("llama3-8b"), gpus={"gb200": 128}, objective="time", seq_len=4096)).plan
+    assert rack.num_gpus > 72 and nodes(EN, rack) == f"{rack.num_nodes} × 4 · 2 NVLink domains"
+    assert nodes(ZH, rack).endswith("· 2 个 NVLink 域")
+    one = planned(request_for(get_preset("llama3-8b"), gpus={"gb200": 16}, objective="time", seq_len=4096)).plan
+    assert nodes(EN, one) == f"{one.num_nodes} × 4 · one NVLink domain"
+    hgx = planned(request_for(get_preset("llama3-8b"), gpus={"h100-sxm": 64}, objective="time", seq_len=4096)).plan
+    assert "NVLink" not in nodes(EN, hgx)
