@@ -190,6 +190,8 @@ class GoodputEstimate(BaseModel):
     evaluation_fraction: float = 0.0
     data_stall_fraction: float = 0.0
     planned_restarts: float | None = None  # expected over the time-to-train
+    spot_preemptions: float | None = None  # a spot price's, over the time-to-train (among the interruptions)
+    capacity_wait_s: float = 0.0  # each preemption's wait for capacity (ModelingSettings.spot_capacity_wait_s)
     startup_s: float = 0.0
     goodput_fraction: float  # useful time / wall time
 

@@ -201,6 +201,13 @@ PRICE_BASIS_KEYS = {
 }
 
 
+def spot_wait_text(tr: Labels, g: GoodputEstimate | None) -> str | None:
+    """'1.1 spot preemptions expected, each waiting 80 minutes for capacity (in the time and cost).'"""
+    if g is None or g.spot_preemptions is None:
+        return None
+    return tr("spot_wait", count=g.spot_preemptions, minutes=g.capacity_wait_s / 60)
+
+
 def card_captions(
     tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None, bought: bool = False
 ) -> list[str]:
@@ -216,7 +223,7 @@ def card_captions(
         lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
     if (median := median_offset(e)) is not None:  # trial s28d: the CLI said it, the card did not
         lines.append(median_text(tr, median))
-    lines += [*filter(None, (price_text(tr, plan, bought),))]
+    lines += [*filter(None, (price_text(tr, plan, bought), spot_wait_text(tr, e.goodput)))]
     lines += [
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(

@@ -109,6 +109,9 @@ class GPUSpec(BaseModel):
     failure_rate_per_gpu_hour: float | None = None
     # Host failures per node-hour of the default node template (NodeTemplate), copied at load.
     node_failure_rate_per_node_hour: float | None = None
+    # Of those, spot preemptions per node-hour (a spot price kind adds them, planner/catalog/
+    # prices.py): each also waits for capacity (ModelingSettings.spot_capacity_wait_s).
+    spot_preemptions_per_node_hour: float = 0.0
     # Host (CPU) memory of one node of this GPU: the file's ``host_memory_gib`` where the GPU's
     # servers differ from its node template's class (Hopper hosts of 2 TiB on the HGX template
     # whose A100 hosts have 1,152 GiB), else the template's, resolved at load; None: neither

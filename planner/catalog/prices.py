@@ -304,6 +304,7 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
         rates = [o.interruptions_per_node_hour for o in offers]
         spot = statistics.median(spot_interruptions_per_node_hour if r is None else r for r in rates)
         update["node_failure_rate_per_node_hour"] = with_interruptions(gpu, spot, node_failures)
+        update["spot_preemptions_per_node_hour"] = spot
     return gpu.model_copy(update=update)
 
 
@@ -313,7 +314,11 @@ def unlisted_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: flo
     if kind != "spot":
         return gpu
     rate = with_interruptions(gpu, spot_interruptions_per_node_hour, node_failures)
-    return gpu.model_copy(update={"node_failure_rate_per_node_hour": rate})
+    update = {
+        "node_failure_rate_per_node_hour": rate,
+        "spot_preemptions_per_node_hour": spot_interruptions_per_node_hour,
+    }
+    return gpu.model_copy(update=update)
 
 
 def with_interruptions(gpu: GPUSpec, spot_per_node_hour: float, node_failures: float) -> float:

@@ -171,6 +171,7 @@ class Candidates:
     node_power_w_per_gpu: np.ndarray  # server max wall power / GPUs (GPUSpec); NaN: planner/model/energy.py
     failure_rate_per_gpu_hour: np.ndarray  # NaN: the ModelingSettings default
     failure_rate_per_node_hour: np.ndarray  # of the GPU's default node template; NaN: the default
+    preemptions_per_node_hour: np.ndarray  # of those, a spot price's preemptions (each waits for capacity)
     host_memory_bytes: np.ndarray  # host (CPU) memory per node (GPUSpec); NaN: the default
     host_memory_bandwidth: np.ndarray  # host DRAM bytes/s per node (GPUSpec); NaN: the default
 
@@ -299,6 +300,7 @@ def hardware_columns(
         failure_rate_per_node_hour=col(
             [np.nan if g.node_failure_rate_per_node_hour is None else g.node_failure_rate_per_node_hour for g in gpus]
         ),
+        preemptions_per_node_hour=col([g.spot_preemptions_per_node_hour for g in gpus]),
         host_memory_bytes=nan_if_none([g.host_memory_bytes_per_node for g in gpus]),
         host_memory_bandwidth=nan_if_none([g.host_memory_bandwidth_bytes_per_s_per_node for g in gpus]),
         gpus_per_node=per_row(np.asarray(gpus_per_node)),

@@ -141,8 +141,17 @@ def job_goodput(scores: Scores, c: Candidates, training_tokens: float | None, se
     """Failures, checkpoints and restarts of each row (wall time NaN without a token budget)."""
     useful = np.full(len(c), np.nan) if training_tokens is None else training_tokens / scores.tokens_per_s
     gpu_rate, node_rate = failure_rates(c.failure_rate_per_gpu_hour, c.failure_rate_per_node_hour, settings)
+    preempted = c.preemptions_per_node_hour * float(settings.model_failures)
     return goodput(
-        useful, scores.time.step, c.num_gpus, gpu_rate, scores.checkpoint_bytes, settings, c.num_nodes, node_rate
+        useful,
+        scores.time.step,
+        c.num_gpus,
+        gpu_rate,
+        scores.checkpoint_bytes,
+        settings,
+        c.num_nodes,
+        node_rate,
+        preempted,
     )
 
 
@@ -370,6 +379,9 @@ def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
         evaluation_fraction=g.losses.evaluation,
         data_stall_fraction=g.losses.data_stall,
         planned_restarts=finite(g.planned_restarts),
+        # a spot price's preemptions, each waiting for capacity (None where none is priced in)
+        spot_preemptions=finite(g.preemptions) if np.any(g.preemptions[row] > 0) else None,
+        capacity_wait_s=g.capacity_wait_s,
         startup_s=g.losses.startup_s,
         goodput_fraction=float(g.fraction[row]),
     )

@@ -17,13 +17,16 @@ formula (docs/model.md, "Goodput"):
   ``W = T (1 + write / tau) + (W / MTTF) (tau / 2 + restart)``, so
   ``goodput = T / W = (1 - (tau / 2 + restart) / MTTF) / (1 + write / tau)``;
 - a restore reads the checkpoint back ``restore_over_save`` times slower than it was written;
+- a spot preemption is a host failure that also waits for capacity: ``p`` preemptions per
+  node-hour (part of ``r_node``) cost ``k x p x wait`` per hour of wall time beside the lost
+  work and restart (``spot_capacity_wait_s``);
 - the run's other losses (``run_losses``, each a named setting with its source): the steps of a
   job of ``n`` GPUs wait for the slowest rank, ``1 + sigma (sqrt(2 ln n) - sqrt(2 ln 8))`` (the
   expected maximum of ``n`` normal speeds, beyond one node's); evaluation and input stalls add
   their shares of the step time; planned interruptions (maintenance) cost a restart each, no
   lost work; the job starts once, and writes no checkpoint while it starts. So
   ``W = (T s (1 + eval + stall) (1 + write / tau) + startup) / (1 - (tau / 2 + restart) / MTTF
-  - planned x restart)`` and ``goodput = T / W``.
+  - planned x restart - k p wait)`` and ``goodput = T / W``.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ class Goodput:
     interruptions: np.ndarray  # expected failures over the wall time
     losses: RunLosses  # the run's other losses
     planned_restarts: np.ndarray  # expected planned interruptions over the wall time
+    preemptions: np.ndarray  # expected spot preemptions over the wall time (among the interruptions)
+    capacity_wait_s: float  # what each waits for capacity
 
 
 def failure_rates(
@@ -96,8 +101,10 @@ def goodput(
     settings: ModelingSettings,
     num_nodes: np.ndarray | int = 1,
     rate_per_node_hour: np.ndarray | float = 0.0,
+    preemptions_per_node_hour: np.ndarray | float = 0.0,
 ) -> Goodput:
-    """Failures, checkpoints and restarts for a failure-free run of ``useful_s`` seconds."""
+    """Failures, checkpoints and restarts for a failure-free run of ``useful_s`` seconds; of the
+    node failures, ``preemptions_per_node_hour`` are spot preemptions, which wait for capacity."""
     n = np.asarray(num_gpus, dtype=float)
     step = np.asarray(step_s, dtype=float)
     useful = np.asarray(useful_s, dtype=float)
@@ -117,7 +124,9 @@ def goodput(
         interval = steps * step
         other = run_losses(n, np.asarray(num_nodes, dtype=float), settings)
         planned = other.planned_per_s * restart
-        lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0) + planned
+        preempted_per_s = np.asarray(num_nodes, dtype=float) * np.asarray(preemptions_per_node_hour) / SECONDS_PER_HOUR
+        waiting = preempted_per_s * settings.spot_capacity_wait_s
+        lost = np.where(np.isfinite(mttf), (interval / 2 + restart) / mttf, 0.0) + planned + waiting
         overhead = np.where(np.isfinite(interval), write / interval, 0.0)
         survived = np.clip(1.0 - lost, MIN_GOODPUT, 1.0)
         kept = np.clip(survived / (1.0 + overhead), MIN_GOODPUT, 1.0)
@@ -138,6 +147,8 @@ def goodput(
         interruptions=np.where(np.isnan(useful), np.nan, interruptions),
         losses=other,
         planned_restarts=np.where(np.isnan(useful), np.nan, wall * other.planned_per_s),
+        preemptions=np.where(np.isnan(useful), np.nan, wall * preempted_per_s),
+        capacity_wait_s=settings.spot_capacity_wait_s,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
 from planner.model.block_rows import Recompute
 from planner.model.zero_config import ZeroConfig
-from planner.units import GIB, HOURS_PER_YEAR, MIB, MONTHS_PER_YEAR
+from planner.units import GIB, HOURS_PER_YEAR, MIB, MONTHS_PER_YEAR, SECONDS_PER_MINUTE
 
 # --- the host's AdamW step under CPU offload: one published timing on a known host ----------
 # Ren et al. 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training" (USENIX ATC '21,
@@ -511,6 +511,17 @@ class ModelingSettings:
     # 2026-02-24 (thundercompute.com, "Cloud GPU Spot Instance Availability and Interruption
     # Rates (2026)"; p4d 5-10 %): the midpoint, 0.175 per node over a month of 730.5 hours.
     spot_interruptions_per_node_hour: float = 0.175 / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
+    # What a spot preemption costs beyond a failure's lost work and restart: the wait until a
+    # node of the type can be had again in the job's zone (the job needs all its nodes back).
+    # ESTIMATE: 80 minutes, the mean length of the capacity-unavailable periods (from the probe
+    # that finds capacity gone to the first that finds it back) in single-zone GPU spot traces:
+    # 82 min from AWS p3.2xlarge preemption-to-relaunch traces (4 zones, April 2023, 200 waits;
+    # skypilot-org/spot-traces, the data of "Can't Be Late", NSDI'24), 74 min for one GCP
+    # a3-highgpu-1g (H100) and 86 min for 16 of them in one zone (13 zones, October 2025, 829 and
+    # 1,366 waits; SkyNomad's artifact, andylizf/skynomad-artifact data/h100_16_runs). The waits'
+    # medians are 10-30 min and their tails days; a job free to restart in any zone waits 15-35
+    # min (docs/spot-capacity-wait.md; bench/spot_capacity_wait.py computes them).
+    spot_capacity_wait_s: float = 80 * SECONDS_PER_MINUTE
 
     def but(self, **changes: Any) -> ModelingSettings:
         """A copy with some settings changed (unknown names raise TypeError)."""

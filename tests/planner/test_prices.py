@@ -86,6 +86,29 @@ def test_spot_costs_less_and_takes_longer_with_its_interruptions() -> None:
     assert spot.cost_usd < default.cost_usd
 
 
+def test_each_spot_preemption_waits_for_capacity_beside_its_lost_work() -> None:
+    """Trial s30: a preemption was timed as a host failure (lost work and a restart) with no wait
+    for a node to be had again. The wait is per preemption: k p wait of every wall hour."""
+    default, spot = h100_estimate(None).goodput, h100_estimate("spot").goodput
+    assert default.spot_preemptions is None and spot.spot_preemptions > 0
+    assert spot.capacity_wait_s == DEFAULT_SETTINGS.spot_capacity_wait_s == 80 * 60
+    no_wait = build_plan(
+        get_preset("llama3-8b"),
+        "h100-sxm",
+        Layout(),
+        TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
+        num_gpus=64,
+        training_tokens=1e11,
+        price_kind="spot",
+        settings=DEFAULT_SETTINGS.but(spot_capacity_wait_s=0.0),
+    ).estimate.goodput
+    # W = work / (survived - waiting), waiting = k p wait (8 nodes): goodput falls by the share
+    # waiting / survived of itself, survived being the share failures and restarts leave (0.9-1)
+    waiting = 8 * DEFAULT_SETTINGS.spot_interruptions_per_node_hour * 80 / 60
+    fall = 1 - spot.goodput_fraction / no_wait.goodput_fraction
+    assert waiting <= fall <= waiting / 0.9
+
+
 def _median(gpu_id: str, kind: str) -> float:
     return statistics.median(o.usd_per_gpu_hour for o in offers_of(CATALOG.gpu(gpu_id), kind))
 

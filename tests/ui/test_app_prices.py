@@ -18,6 +18,8 @@ def test_spot_rent_plans_at_the_spot_median_of_each_gpu() -> None:
     assert EN("price_kind_note", kind="spot", prices=prices, dropped="") in [c.value for c in at.sidebar.caption]
     request = request_for(gpus={"a100-80gb-sxm": None, "h100-sxm": None}, price_kind="spot")
     assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)
+    g = planned(request).plan.estimate.goodput  # trial s30: the preemptions' wait for capacity, said
+    assert EN("spot_wait", count=g.spot_preemptions, minutes=80) in [c.value for c in at.caption]
 
 
 def test_three_year_reserved_rent_plans_at_its_median() -> None:

@@ -130,6 +130,11 @@ def test_every_cost_says_its_price_and_where_that_price_comes_from(tmp_path) -> 
     h100 = ["--gpu", "h100-sxm", "--price-kind", "spot"]
     code, out, _ = trainplan(*base, *h100)
     assert "(median of spot offers)" in out
+    # trial s30: each preemption waits for capacity, said in the goodput line and JSON
+    assert "spot preemptions, each waiting 80.0 minutes for capacity" in out
+    goodput = json.loads(trainplan(*base, *h100, "--json")[1])["goodput"]
+    assert goodput["spot_preemptions"] > 0 and goodput["capacity_wait_s"] == 4800
+    assert "spot preemptions" not in trainplan(*base, "--gpu", "h100-sxm")[1]
     code, out, _ = trainplan("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "h800=8", "--json")
     assert json.loads(out)["price_basis"] == "estimate" and json.loads(out)["stack"] == "trainplan"
     code, out, _ = trainplan("catalog")
