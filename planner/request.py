@@ -142,6 +142,11 @@ class PlanRequest(BaseModel):
         return self
 
     @property
+    def names_kernel(self) -> bool:
+        """Its ``attention`` is a choice no stack's row ran (``named_kernel``)."""
+        return named_kernel(self.stack, self.attention)
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         """What the request asks that works but deserves a word (context extension)."""
         assert self.seq_len is not None and self.impl is not None
@@ -181,6 +186,16 @@ def request_settings(request: PlanRequest, settings: ModelingSettings | None = N
     """The settings a request is scored with: ``settings`` (None: its stack's profile) with the
     attention kernel and the activation partitioning it names."""
     return run_settings(settings or STACK_SETTINGS[request.stack], request.attention, request.partition_activations)
+
+
+def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
+    """Whether ``attention`` is a kernel choice of the user's, one that times the rows unlike the
+    stack's own (the band's ``Feature.KERNEL``): naming the kernel a stack runs anyway, llm-foundry's
+    FlashAttention-2, is what its measured rows ran (trial s31: it lost "validated")."""
+    if attention is None:
+        return False
+    own = STACK_SETTINGS[stack]
+    return with_attention(own, attention).but(attention_kernel=own.attention_kernel) != own
 
 
 def run_settings(

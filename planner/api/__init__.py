@@ -52,6 +52,7 @@ from planner.request import (
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
+    named_kernel,
     priced_catalog,
     request_settings,
     requested_batch_tokens,
@@ -139,7 +140,7 @@ def plan_from_row(
         stack=request.stack,
         calibrated=calibration is not None and calibration.entry(gpu.id) is not None,
         trainer_rules=request.stack.trainer_rules,
-        named_kernel=request.attention is not None,
+        named_kernel=request.names_kernel,
     ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
     return Plan(
         model=request.model,
@@ -392,7 +393,7 @@ def build_plan(
         calibrated=record is not None and record.entry(spec.id) is not None,
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=Stack(stack).trainer_rules,
-        named_kernel=attention is not None,
+        named_kernel=named_kernel(Stack(stack), attention),
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})

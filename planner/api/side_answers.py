@@ -96,7 +96,7 @@ def median_choice(
         request.stack.value,
         request.model.is_moe,
         (Risk.P50.quantile,),
-        named_kernel=request.attention is not None,
+        named_kernel=request.names_kernel,
     )
     factor = table.extra["time_factor"]
     at_median = replace(

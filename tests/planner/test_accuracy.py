@@ -16,6 +16,7 @@ from planner.accuracy.residuals import HeldOutRow, load_residuals
 from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
 
 F = Feature
@@ -370,6 +371,26 @@ def test_a_named_attention_kernel_is_outside_what_was_measured_and_widens_the_ba
     assert "kernel" in named.regime_features and "kernel" not in own.regime_features
     assert named.widened_by > own.widened_by and not named.validated
     assert "a named attention kernel" in named.envelope
+
+
+def test_naming_the_kernel_a_stack_runs_anyway_keeps_its_validation():
+    """Trial s31: llm-foundry with --attention flash2 (its own kernel) timed alike but lost
+    "validated: ... 29 held-out rows"; another kernel still counts as the user's choice."""
+    from planner.request import named_kernel
+
+    training = TrainingConfig(seq_len=4096, micro_batch=2)
+    own, same, other = (
+        build_plan(
+            get_preset("llama3-8b"), "h100-sxm", Layout(), training, num_gpus=8, stack="llm-foundry", attention=kernel
+        ).estimate
+        for kernel in (None, "flash2", "flash3")
+    )
+    assert same.uncertainty == own.uncertainty and same.throughput == own.throughput
+    assert own.uncertainty.validated and not other.uncertainty.validated
+    assert not named_kernel(Stack.LLM_FOUNDRY, AttentionKernel.FLASH2)
+    assert named_kernel(Stack.LLM_FOUNDRY, AttentionKernel.FLASH3) and named_kernel(
+        Stack.TRAINPLAN, AttentionKernel.FLASH2
+    )
 
 
 def test_experts_as_wide_as_a_dense_ffn_are_held_at_the_dense_ceiling():
