@@ -207,14 +207,16 @@ def run_settings(
     return chosen.but(partition_activations=True) if partition_activations else chosen
 
 
-def stack_problem(stack: Stack, model: ModelSpec, layout: Layout, grad_accum: int) -> RuleViolation | None:
+def stack_problem(
+    stack: Stack, model: ModelSpec, layout: Layout, grad_accum: int, offload: bool = False
+) -> RuleViolation | None:
     """Why ``stack`` cannot run ``layout`` (None: it can), from ``Stack.refusals``: a pipeline
     without an engine, DeepSpeed's engine with ZeRO-2/3 or interleaving, Megatron-LM's even stages
     and interleaving limits, a context or expert split the stack lacks, more sharding than it has.
     Coded, so the app words it (ui/reasons.py)."""
     layers = model.num_layers
     r = stack.refusals(
-        layout.tp, layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep, layers, grad_accum
+        layout.tp, layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep, layers, grad_accum, offload
     )
     figures = {"stack": stack.value, "sharding": layout.sharding.value, "layers": layers, "pp": layout.pp}
     figures |= {"vpp": layout.vpp, "grad_accum": grad_accum}
@@ -229,6 +231,7 @@ def stack_problem(stack: Stack, model: ModelSpec, layout: Layout, grad_accum: in
         (r.interleaved, RuleCode.STACK_INTERLEAVED),
         (r.uneven_stages, RuleCode.STACK_EVEN_STAGES),
         (r.interleaving, RuleCode.STACK_INTERLEAVING),
+        (r.unsharded_offload, RuleCode.STACK_OFFLOAD_ZERO),
     ):
         if refused:
             return RuleViolation(rule, figures)
@@ -278,7 +281,7 @@ def configuration_problem(
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
         settings_problem(stack, training.impl, training.compile, partition_activations)
-        or stack_problem(stack, model, layout, training.grad_accum)
+        or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)
     )
 

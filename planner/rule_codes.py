@@ -82,6 +82,7 @@ class RuleCode(StrEnum):
     STACK_INTERLEAVED = "stack_interleaved"
     STACK_EVEN_STAGES = "stack_even_stages"
     STACK_INTERLEAVING = "stack_interleaving"
+    STACK_OFFLOAD_ZERO = "stack_offload_zero"
     STACK_IMPL = "stack_impl"
     STACK_COMPILE = "stack_compile"
     STACK_PARTITION = "stack_partition"
@@ -261,6 +262,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.STACK_INTERLEAVING: (
         "{stack}'s interleaved schedule (vpp {vpp}) needs pp > 2 and micro-batches divisible by pp"
         " (pp {pp}, {grad_accum} micro-batches): use --vpp 1, or a batch that divides"
+    ),
+    _C.STACK_OFFLOAD_ZERO: (
+        "{stack} offloads a ZeRO stage's sharded optimizer states (DeepSpeed's ZeRO-Offload, Megatron's"
+        " distributed optimizer), not unsharded ones: use --sharding zero1 (or more), or drop --offload"
     ),
     _C.STACK_IMPL: "{stack} trains {whose} (impl {modules}): drop --impl {impl}",
     _C.STACK_COMPILE: "{stack} runs its own fused kernels, not torch.compile: drop --compile",

@@ -339,6 +339,12 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         " (pp {pp}, {grad_accum} micro-batches)",
         "{stack} 的交错调度（vpp {vpp}）要求 pp > 2 且微批次数能被 pp 整除（pp {pp}，{grad_accum} 个微批次）",
     ),
+    "reason_stack_offload_zero": (
+        "{stack} offloads a ZeRO stage's sharded optimizer states (DeepSpeed's ZeRO-Offload, Megatron's"
+        " distributed optimizer), not unsharded ones: shard with ZeRO-1 or more, or keep the states on the GPUs",
+        "{stack} 只能卸载 ZeRO 分片后的优化器状态（DeepSpeed 的 ZeRO-Offload、Megatron 的分布式优化器），"
+        "不能卸载未分片的状态：请使用 ZeRO-1 或更高的分片，或将状态保留在 GPU 上",
+    ),
     "reason_stack_impl": (
         "{stack} trains its own modules (impl {modules}), not {impl}",
         "{stack} 训练其自身的模块（impl {modules}），而非 {impl}",

@@ -112,6 +112,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_INTERLEAVED: "reason_stack_interleaved",
     _C.STACK_EVEN_STAGES: "reason_stack_even_stages",
     _C.STACK_INTERLEAVING: "reason_stack_interleaving",
+    _C.STACK_OFFLOAD_ZERO: "reason_stack_offload_zero",
     _C.STACK_IMPL: "reason_stack_impl",
     _C.STACK_COMPILE: "reason_stack_compile",
     _C.STACK_PARTITION: "reason_stack_partition",

@@ -485,6 +485,14 @@ class ModelingSettings:
     # fused only on CUDA), TORCH_ADAM_BYTES_PER_PARAM, then clips the gradients on the host (the
     # norm reads each, the scale reads and writes it: clip_bytes_per_param).
     host_adam_bytes_per_param: float = TORCH_ADAM_BYTES_PER_PARAM + clip_bytes_per_param
+    # Whether host offload also takes unsharded gradients (ZeRO-0/1) off the GPU. FSDP2's
+    # CPUOffloadPolicy moves every reduced gradient to the host (trainplan, torchtitan; a
+    # replicated group too). DeepSpeed's ZeRO-1 keeps whole gradients on the GPU until they are
+    # reduced at the step (stage_1_and_2.py, partition_gradients off), and Megatron's optimizer
+    # offload keeps the DDP gradient buffer there (only the fp32 master weights and moments move
+    # to its hybrid device optimizer): False in their profiles (trial s31: a ZeRO-1 offload plan
+    # on 24 GB cards counted no gradients).
+    offload_unsharded_grads: bool = True
     # Share of the DRAM bandwidth that traffic reaches: PUBLISHED for torch's loop,
     # TORCH_ADAM_HOST_BANDWIDTH_FRACTION (ZeRO-Offload's PT-CPU on the DGX-2).
     host_adam_bandwidth_fraction: float = TORCH_ADAM_HOST_BANDWIDTH_FRACTION

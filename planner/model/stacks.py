@@ -36,6 +36,8 @@ MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT = 6.0
 TE_FUSED_CE_BYTES_PER_LOGIT = 2.0
 
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
+    # its optimizer offload keeps the gradient buffer on the GPU (ModelingSettings)
+    offload_unsharded_grads=False,
     # Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022 (A100, fp16): no flash
     # attention yet, so the s x s scores pass through HBM.
     flash_attention=False,
@@ -101,6 +103,7 @@ MEGATRON_MOE_LAUNCHES_POST_SYNC = 10.0
 MEGATRON_MOE_LAUNCHES_BACKWARD = 26.0
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
+    offload_unsharded_grads=False,  # as Megatron-LM's
     # TransformerEngine's fp8 sequence-parallel collectives are not modelled: its tp_comm_overlap
     # was fitted with bf16-byte all-gathers, which this keeps (validate_published unchanged).
     fp8_tp_float8_all_gather=False,
@@ -235,6 +238,7 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 # share of the host's DRAM bandwidth it reached on the DGX-2 (ZeRO-Offload Table 4); DeepSpeed's
 # gradient-norm pass over the host gradients is not counted.
 DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
+    offload_unsharded_grads=False,  # ZeRO-1 reduces whole gradients on the GPU (ModelingSettings)
     deepspeed_zero=HF_DOCUMENTED_ZERO,
     host_adam_bytes_per_param=DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
@@ -260,6 +264,7 @@ class StackRefusals(NamedTuple):
     no_context_parallel: np.ndarray
     no_expert_parallel: np.ndarray
     sharding: np.ndarray  # more sharding than the stack has
+    unsharded_offload: np.ndarray  # host offload without ZeRO where the stack's offload needs it
 
     def any(self) -> np.ndarray:
         return np.logical_or.reduce(tuple(self))
@@ -370,10 +375,10 @@ class Stack(StrEnum):
             return Sharding.ZERO1
         return Sharding.ZERO2 if self.hf_modules_on_deepspeed and tp > 1 else Sharding.FSDP
 
-    def refusals(self, tp, pp, sharding, vpp, cp, ep, num_layers: int, grad_accum) -> StackRefusals:
+    def refusals(self, tp, pp, sharding, vpp, cp, ep, num_layers: int, grad_accum, offload=False) -> StackRefusals:
         """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes;
-        ``grad_accum``: the pipeline's micro-batches). One rule for the search's filter and for an
-        estimate's refusal (planner/request.py ``stack_problem``)."""
+        ``grad_accum``: the pipeline's micro-batches; ``offload``: states on the host). One rule for
+        the search's filter and for an estimate's refusal (planner/request.py ``stack_problem``)."""
         piped, deepspeed = np.asarray(pp) > 1, self.deepspeed_pipeline & (np.asarray(pp) > 1)
         on_hf = self.hf_modules_on_deepspeed
         pp, vpp, chunked = np.asarray(pp), np.asarray(vpp), np.asarray(vpp) > 1
@@ -389,6 +394,25 @@ class Stack(StrEnum):
             no_context_parallel=(np.asarray(cp) > 1) & (not self.context_parallel),
             no_expert_parallel=(np.asarray(ep) > 1) & (not self.expert_parallel),
             sharding=np.asarray(sharding) > self.max_sharding,
+            unsharded_offload=np.asarray(offload, dtype=bool)
+            & (np.asarray(sharding) < SHARD_ZERO1)
+            & self.offloads_sharded_states_only,
+        )
+
+    @property
+    def offloads_sharded_states_only(self) -> bool:
+        """Whether the stack's host offload needs sharded optimizer states (trial s31: a deepspeed
+        plan offloaded at ZeRO stage 0). DeepSpeed's ZeRO-Offload is a ZeRO stage's (config docs,
+        offload_optimizer: "valid for ZeRO stage 1, 2, 3"); Megatron-Core's --optimizer-cpu-offload
+        needs the precision-aware optimizer, which "only supported with distributed optimizer"
+        (megatron/core/optimizer/__init__.py at d98e8a6). FSDP2's CPUOffloadPolicy (trainplan,
+        torchtitan) also runs on a replicated group."""
+        return self in (
+            Stack.DEEPSPEED,
+            Stack.MEGATRON_DEEPSPEED,
+            Stack.MEGATRON_LM,
+            Stack.MEGATRON_CORE,
+            Stack.DEEPSEEK_V3,
         )
 
     @property

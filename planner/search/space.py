@@ -221,7 +221,9 @@ def gpu_rows(
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~zero_over_one_rank(sharding, dp)
-        & ~space.stack.refusals(tp, pp, sharding, rows["vpp"], cp, rows["ep"], model.num_layers, grad_accum).any()
+        & ~space.stack.refusals(
+            tp, pp, sharding, rows["vpp"], cp, rows["ep"], model.num_layers, grad_accum, rows["offload"]
+        ).any()
         & ~excess_ac_blocks(model, space, rows)
         & structurally_valid(
             model,

@@ -83,3 +83,29 @@ def test_plan_with_offload_does_not_overflow_the_host() -> None:
         assert memory.host_gib_per_node <= memory.host_allowed_gib
     else:
         assert memory.host_gib_per_node is None
+
+
+def test_offload_below_zero2_keeps_the_gradients_on_the_gpu_where_the_stack_does() -> None:
+    """Trial s31: a deepspeed plan on 24 GB cards offloaded at ZeRO stage 0, which DeepSpeed cannot,
+    and its memory counted no gradients. DeepSpeed's ZeRO-1 and Megatron's optimizer offload keep
+    whole gradients on the GPU; FSDP2's offload (trainplan's trainer) moves them; ZeRO-2 shards them."""
+    model = get_preset("llama2-7b")
+    training = TrainingConfig(seq_len=4096, activation_checkpointing=ActivationCheckpointing.FULL, offload=True)
+
+    def grads_gib(stack: Stack, sharding: Sharding) -> float:
+        layout = Layout(dp_shard=8, sharding=sharding)
+        e = estimate(model, "h100-sxm", layout, training, num_gpus=8, catalog=CATALOG, settings=STACK_SETTINGS[stack])
+        return e.memory.breakdown_gib.grads
+
+    whole = grads_gib(Stack.DEEPSPEED, Sharding.ZERO1)
+    assert whole == pytest.approx(model.num_params() * 4 / GIB, rel=0.02)  # fp32, every parameter
+    assert grads_gib(Stack.MEGATRON_CORE, Sharding.ZERO1) > 0.9 * whole
+    assert grads_gib(Stack.TRAINPLAN, Sharding.ZERO1) == 0.0
+    assert grads_gib(Stack.DEEPSPEED, Sharding.ZERO2) == 0.0
+    assert not Stack.TRAINPLAN.offloads_sharded_states_only and Stack.DEEPSPEED.offloads_sharded_states_only
+    # and a deepspeed search never offloads unsharded states
+    request = PlanRequest(
+        model=model, training_tokens=2e9, gpus={"rtx-4090": 8}, allow_offload=True, stack="deepspeed", top_k=0
+    )
+    chosen = plan(request).plan
+    assert not (chosen.training.offload and chosen.layout.sharding == Sharding.NONE)

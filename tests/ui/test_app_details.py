@@ -537,6 +537,8 @@ def test_the_card_offers_one_sequence_per_gpu_in_both_languages():
             dict(grad_accum=4, impl="native"),
             RuleCode.STACK_INTERLEAVING,
         ),
+        ("deepspeed", dict(sharding="none"), dict(offload=True, impl="hf"), RuleCode.STACK_OFFLOAD_ZERO),
+        ("megatron-core", dict(sharding="none"), dict(offload=True, impl="native"), RuleCode.STACK_OFFLOAD_ZERO),
         ("megatron-core", dict(), dict(impl="hf"), RuleCode.STACK_IMPL),
         ("megatron-core", dict(), dict(compile=True, impl="native"), RuleCode.STACK_COMPILE),
         (
