@@ -66,6 +66,7 @@ class RuleCode(StrEnum):
     EP_DENSE = "ep_dense"
     EP_EXPERTS = "ep_experts"
     EP_NATIVE = "ep_native"
+    EP_FAMILY = "ep_family"
     MOE_TP = "moe_tp"
     MOE_SHARD = "moe_shard"
     MOE_SHARD_EP = "moe_shard_ep"
@@ -216,6 +217,11 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.EP_DENSE: "ep={ep} needs a mixture-of-experts model",
     _C.EP_EXPERTS: "num_experts {experts} is not divisible by ep={ep}",
     _C.EP_NATIVE: f"expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py; {OTHER_STACK})",
+    # trial s31: for a family the native trainer cannot build, "needs impl 'native'" led to "use impl 'hf'"
+    _C.EP_FAMILY: (
+        "trainplan's trainer runs expert parallelism (ep > 1) in its native MoE block only, which cannot build"
+        " {features}: use --ep 1, or estimate it under another --stack, e.g. megatron-core"
+    ),
     _C.MOE_TP: (
         "trainplan's trainer runs native MoE blocks at tp 1, no expert tp (tp={tp} here): use --tp 1 and spread the experts"
         " with --ep, or estimate tp under --stack megatron-core"

@@ -399,6 +399,12 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "expert parallelism needs the native trainer (or another software stack, for an estimate)",
         "专家并行需要原生训练器（或选择其他软件栈进行估算）",
     ),
+    "reason_ep_family": (
+        "trainplan's trainer runs expert parallelism in its native MoE block only, which cannot build this model"
+        " ({features}): use ep 1, or another software stack for an estimate",
+        "trainplan 训练器只在其原生 MoE 模块中运行专家并行，而原生模块无法构建该模型（{features}）：请使用 ep 1，"
+        "或选择其他软件栈进行估算",
+    ),
     "reason_moe_tp": (
         "native MoE blocks take no tensor parallelism: use tp=1",
         "原生 MoE 模块不支持张量并行：请使用 tp=1",

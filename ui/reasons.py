@@ -98,6 +98,7 @@ LAYOUT_REASONS = Reasons({
     _C.EP_DENSE: "reason_ep_dense",
     _C.EP_EXPERTS: "reason_ep_experts",
     _C.EP_NATIVE: "reason_ep_native",
+    _C.EP_FAMILY: "reason_ep_family",
     _C.MOE_TP: "reason_moe_tp",
     _C.MOE_SHARD: "reason_moe_shard",
     _C.MOE_SHARD_EP: "reason_moe_shard",

@@ -258,6 +258,7 @@ def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
     last three are trainplan's trainer's (trainer/moe.py, trainer/parallel.py): Megatron-Core, for
     one, runs experts with tensor parallelism."""
     ep, hf = np.asarray(ep), np.asarray(hf, dtype=bool)
+    not_native = native_unsupported(model)  # the native MoE block cannot build it: no way to ep there
     local_experts = model.num_experts // np.maximum(ep, 1)
     expert_shards = np.maximum(np.asarray(shard_group) // np.maximum(ep, 1), 1)
     experts, hidden = model.num_experts, model.hidden_size
@@ -269,7 +270,8 @@ def _expert_rules(model: ModelSpec, *, tp, hf, shard_group, ep) -> list[Rule]:
         Rule((ep == 1) | np.asarray(model.is_moe), RuleCode.EP_DENSE, lambda: {"ep": ep}),
         # Each ep rank holds whole experts, an equal share of them.
         Rule(np.asarray(experts % ep == 0), RuleCode.EP_EXPERTS, lambda: {"experts": experts, "ep": ep}),
-        Rule((ep == 1) | ~hf, RuleCode.EP_NATIVE, lambda: {"ep": ep}, True),
+        Rule((ep == 1) | ~hf | bool(not_native), RuleCode.EP_NATIVE, lambda: {"ep": ep}, True),
+        Rule((ep == 1) | ~hf | (not not_native), RuleCode.EP_FAMILY, lambda: {"features": ", ".join(not_native)}, True),
         # The native MoE block keeps whole experts on each rank (no expert tensor parallelism).
         Rule((tp == 1) | hf | np.asarray(not model.is_moe), RuleCode.MOE_TP, lambda: {"tp": tp}, True),
         # Fused expert tensors [experts, ...] shard evenly only by whole experts or along the

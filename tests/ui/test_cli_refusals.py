@@ -159,11 +159,15 @@ def test_what_stacks_can_compile_or_checkpoint_still_runs(capsys):
 
 
 def test_a_trainer_limit_names_the_way_out_for_a_family_it_cannot_build(capsys):
-    """Trial s26: ep > 1 on gpt-oss said 'needs impl native', and impl native said 'use impl hf'."""
-    err = _one_line_error(
-        capsys, ["estimate", "--model", "gpt-oss-20b", "--gpu", "h100-sxm", "--num-gpus", "8", "--ep", "8"]
-    )
-    assert "needs impl 'native'" in err and "another --stack, e.g. megatron-core" in err
+    """Trial s26: ep > 1 on gpt-oss said 'needs impl native', and impl native said 'use impl hf';
+    trial s31: llama4 still went round that loop. The refusal now says the native block cannot
+    build the family, and names --ep 1 and another stack only."""
+    for model in ("gpt-oss-20b", "llama4-scout"):
+        err = _one_line_error(
+            capsys, ["estimate", "--model", model, "--gpu", "h100-sxm", "--num-gpus", "8", "--ep", "8"]
+        )
+        assert "native MoE block only, which cannot build" in err and "needs impl 'native'" not in err
+        assert "use --ep 1, or estimate it under another --stack, e.g. megatron-core" in err
     assert (
         main(
             [
