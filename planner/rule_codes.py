@@ -368,6 +368,7 @@ class FixCode(StrEnum):
     ONE_F_ONE_B = "one_f_one_b"
     BIGGER_GPU = "bigger_gpu"
     HOST_OFFLOAD = "host_offload"
+    OFFLOAD = "offload"
 
 
 # The hints of planner/model/estimate.py memory_fix_hint and planner/model/host.py, byte for byte;
@@ -383,6 +384,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
     FixCode.BIGGER_GPU: "use a GPU with more memory",
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
+    FixCode.OFFLOAD: "keep the optimizer states in host memory (--offload)",
 }
 FIX_JOIN = "; or "
 

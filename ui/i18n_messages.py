@@ -619,6 +619,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "shard the offloaded states over more nodes, or keep them on the GPUs",
         "把卸载的状态分到更多节点上，或不卸载、留在 GPU 上",
     ),
+    "fix_offload": ("keep the optimizer states in host memory (offload)", "把优化器状态放到主机内存（卸载）"),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (
         "Does not fit: {need:,.1f} GiB per GPU (reserved + CUDA context), {usable:,.1f} GiB usable. Try: {fix}.",

@@ -199,6 +199,7 @@ def judged_estimate(
         training_tokens=training_tokens,
         trainer_rules=trainer_rules,
         mfu_ceiling=None if ceiling is None else ceiling.mfu,
+        stack=Stack(stack),
     )
     return est.model_copy(
         update={"uncertainty": accuracy.uncertainty(est, regime), "ceiling": accuracy.efficiency_ceiling(ceiling, est)}

@@ -16,7 +16,7 @@ from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
-from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, single
+from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, code, single
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
@@ -26,6 +26,7 @@ from planner.model.rates import timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
 from planner.model.step_time import TimeBreakdown, step_time
 from planner.model.structure import first_structural_problem, first_structural_violation, structurally_valid
 from planner.plan import (
@@ -180,13 +181,18 @@ def memory_fix_hint(
     *,
     gpus_per_node: int,
     tp_runs: Callable[[int], bool],
+    pp_runs: Callable[[int], bool] = lambda pp: True,
+    offload_runs: bool = False,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
     named unsized): sharding splits only the states (params, grads,
     optimizer), tensor parallelism nearly every term; checkpointing and a smaller micro-batch
     shrink the activations. ``tp_runs``: whether the estimate's own rules take a tp degree (a
-    fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules)."""
+    fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules);
+    ``pp_runs`` the same for twice the stages (trial s31: pp > 1 offered under hf-trainer, which
+    has no pipeline engine), ``offload_runs`` whether the states may go to the host (trial s31:
+    the fix that fitted was not named)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -204,6 +210,8 @@ def memory_fix_hint(
             hints.append(
                 FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * k, "dp_shard": layout.dp_shard})
             )
+    if offload_runs and not training.offload and states > excess:
+        hints.append(FixHint(code=FixCode.OFFLOAD))
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
         hints.append(FixHint(code=FixCode.FULL_AC))
     if training.micro_batch > 1:
@@ -227,9 +235,26 @@ def memory_fix_hint(
     elif tp is not None:  # the other degrees times tp outgrow the world: the same dp needs more GPUs
         gpus = layout.world_size // layout.tp * tp
         hints.append(FixHint(code=FixCode.TP_MORE_GPUS, figures={"tp": tp, "now": layout.tp, "gpus": gpus}))
-    elif layout.pp < model.num_layers:
+    elif layout.pp < model.num_layers and pp_runs(2 * layout.pp):
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
     return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
+
+
+def refused_by(stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig) -> bool:
+    """Whether ``stack`` refuses the layout (``Stack.refusals``, the rule the search filters by)."""
+    return bool(
+        stack.refusals(
+            layout.tp,
+            layout.pp,
+            code(layout.sharding),
+            layout.vpp,
+            layout.cp,
+            layout.ep,
+            model.num_layers,
+            training.grad_accum,
+            training.offload,
+        ).any()
+    )
 
 
 def estimate(
@@ -245,10 +270,12 @@ def estimate(
     training_tokens: float | None = None,
     trainer_rules: bool = True,
     mfu_ceiling: float | None = None,
+    stack: Stack | None = None,
 ) -> Estimate:
     """Predict one configuration. Raises ValueError when the layout cannot exist (or, with
     ``trainer_rules``, when trainplan's trainer cannot run it: planner/model/structure.py).
-    ``mfu_ceiling``: hold the step at this MFU (``score``)."""
+    ``mfu_ceiling``: hold the step at this MFU (``score``); ``stack``: whose refusals bind the
+    memory fixes it names (the caller checked the configuration itself)."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
     node = catalog.node(gpu_spec.default_node)
@@ -279,18 +306,29 @@ def estimate(
             f"{gpu_spec.id} allows {usable:.{d}f} GiB ({cap:.1f} GiB less {settings.memory_headroom:.0%} headroom)"
         )
 
-        def tp_runs(tp: int) -> bool:
-            # On the GPUs the hint would name: these, or as many more as tp outgrows them by.
-            world = num_gpus if num_gpus % (resolved.non_dp // resolved.tp * tp) == 0 else num_gpus // resolved.tp * tp
+        def runs(degree: str, value: int, config: TrainingConfig = training) -> bool:
+            # On the GPUs the hint would name: these, or as many more as the degree outgrows them by.
+            now = getattr(resolved, degree)
+            world = num_gpus if num_gpus % (resolved.non_dp // now * value) == 0 else num_gpus // now * value
             try:
-                wider = resolved.model_copy(update={"tp": tp, "dp_shard": -1, "dp_replicate": 1})
-                checked_configuration(model, gpu_spec, wider, training, world, gpus_per_node, catalog, trainer_rules)
+                wider = resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
+                checked_configuration(model, gpu_spec, wider, config, world, gpus_per_node, catalog, trainer_rules)
             except ValueError:
                 return False
-            return True
+            return stack is None or not refused_by(stack, model, wider.resolve(world), config)
 
         fixes = memory_fix_hint(
-            need, usable, terms, resolved, training, model, gpus_per_node=gpus_per_node, tp_runs=tp_runs
+            need,
+            usable,
+            terms,
+            resolved,
+            training,
+            model,
+            gpus_per_node=gpus_per_node,
+            tp_runs=lambda tp: runs("tp", tp),
+            # more stages with at least as many micro-batches (the schedules' own rule, not the stack's)
+            pp_runs=lambda pp: runs("pp", pp, training.model_copy(update={"grad_accum": max(training.grad_accum, pp)})),
+            offload_runs=runs("tp", resolved.tp, training.model_copy(update={"offload": True})),
         )
     elif not feasible:
         reason, fixes = host_memory_words(model, c, settings)

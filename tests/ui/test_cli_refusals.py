@@ -187,3 +187,15 @@ def test_a_trainer_limit_names_the_way_out_for_a_family_it_cannot_build(capsys):
         )
         == 0
     )
+
+
+def test_a_memory_fix_names_only_what_the_stack_runs_and_offload_where_it_fits(capsys):
+    """Trial s31: Qwen2.5-7B on 8 x RTX 4090 under hf-trainer was told to split the layers over
+    pipeline stages, which hf-trainer refuses, and not to offload, which fits."""
+    args = ["estimate", "--model", "qwen2.5-7b", "--gpu", "rtx-4090", "--num-gpus", "8", "--stack", "hf-trainer"]
+    assert main([*args, "--ac", "full", "--seq-len", "4096", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert not data["feasible"] and "pipeline" not in data["fix"]
+    assert "keep the optimizer states in host memory (--offload)" in data["fix"]
+    assert main([*args, "--ac", "full", "--seq-len", "4096", "--offload", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["feasible"]
