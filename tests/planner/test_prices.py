@@ -65,7 +65,7 @@ def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
     assert catalog_with_price_kind(CATALOG, "on-demand").gpu("l4") == CATALOG.gpu("l4")
 
 
-def h100_estimate(kind: str | None):
+def h100_estimate(kind: str | None, settings=DEFAULT_SETTINGS):
     """Llama 3 8B on 64 H100 for 1e11 tokens, rented at ``kind``'s median (None: the catalog's)."""
     return build_plan(
         get_preset("llama3-8b"),
@@ -75,6 +75,7 @@ def h100_estimate(kind: str | None):
         num_gpus=64,
         training_tokens=1e11,
         price_kind=kind,
+        settings=settings,
     ).estimate
 
 
@@ -92,16 +93,7 @@ def test_each_spot_preemption_waits_for_capacity_beside_its_lost_work() -> None:
     default, spot = h100_estimate(None).goodput, h100_estimate("spot").goodput
     assert default.spot_preemptions is None and spot.spot_preemptions > 0
     assert spot.capacity_wait_s == DEFAULT_SETTINGS.spot_capacity_wait_s == 80 * 60
-    no_wait = build_plan(
-        get_preset("llama3-8b"),
-        "h100-sxm",
-        Layout(),
-        TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=1),
-        num_gpus=64,
-        training_tokens=1e11,
-        price_kind="spot",
-        settings=DEFAULT_SETTINGS.but(spot_capacity_wait_s=0.0),
-    ).estimate.goodput
+    no_wait = h100_estimate("spot", DEFAULT_SETTINGS.but(spot_capacity_wait_s=0.0)).goodput
     # W = work / (survived - waiting), waiting = k p wait (8 nodes): goodput falls by the share
     # waiting / survived of itself, survived being the share failures and restarts leave (0.9-1)
     waiting = 8 * DEFAULT_SETTINGS.spot_interruptions_per_node_hour * 80 / 60
