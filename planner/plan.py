@@ -377,6 +377,8 @@ class Plan(BaseModel):
     attention: AttentionKernel | None = None
     # DeepSpeed's partitioned activation checkpoints (Megatron-DeepSpeed plans only).
     partition_activations: bool = False
+    # Megatron-Core's overlapped expert all-to-alls (--overlap-moe-expert-parallel-comm; its plans only).
+    moe_a2a_overlap: bool = False
     # The catalog network the nodes were estimated on; None: the GPU's default
     # (planner/catalog/networks.py).
     network: str | None = None

@@ -41,7 +41,7 @@ from planner.model.candidates import code, matmul_peak
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
-from planner.model.stacks import STACK_SETTINGS, Stack
+from planner.model.stacks import STACK_SETTINGS, Stack, moe_a2a_overlapped
 from planner.model.structure import context_extension_warning, default_implementation, native_unsupported
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
 from planner.search.space import (
@@ -127,6 +127,9 @@ class PlanRequest(BaseModel):
     attention: AttentionKernel | None = None
     # DeepSpeed's partitioned activation checkpoints (Megatron-DeepSpeed's --partition-activations).
     partition_activations: bool = False
+    # Megatron-Core's --overlap-moe-expert-parallel-comm: each micro-batch's expert all-to-alls run
+    # under another micro-batch's compute (combined 1F1B schedule; megatron-core only).
+    moe_a2a_overlap: bool = False
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
     risk: Risk = DEFAULT_RISK
@@ -137,7 +140,10 @@ class PlanRequest(BaseModel):
         object.__setattr__(self, "seq_len", seq_len)
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
-        if problem := settings_problem(self.stack, self.impl, self.compile, self.partition_activations):
+        problem = settings_problem(
+            self.stack, self.impl, self.compile, self.partition_activations, self.moe_a2a_overlap
+        )
+        if problem:
             raise problem
         return self
 
@@ -184,8 +190,9 @@ def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> 
 
 def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:
     """The settings a request is scored with: ``settings`` (None: its stack's profile) with the
-    attention kernel and the activation partitioning it names."""
-    return run_settings(settings or STACK_SETTINGS[request.stack], request.attention, request.partition_activations)
+    attention kernel, the activation partitioning and the all-to-all overlap it names."""
+    chosen = settings or STACK_SETTINGS[request.stack]
+    return run_settings(chosen, request.attention, request.partition_activations, request.moe_a2a_overlap)
 
 
 def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
@@ -199,12 +206,17 @@ def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
 
 
 def run_settings(
-    settings: ModelingSettings, attention: AttentionKernel | None, partition_activations: bool
+    settings: ModelingSettings,
+    attention: AttentionKernel | None,
+    partition_activations: bool,
+    moe_a2a_overlap: bool,
 ) -> ModelingSettings:
-    """A profile with what one run chooses: its attention kernel and, under Megatron-DeepSpeed,
-    partitioned activation checkpoints (``partition_problem``)."""
+    """A profile with what one run chooses: its attention kernel, under Megatron-DeepSpeed
+    partitioned activation checkpoints (``partition_problem``), and under Megatron-Core the
+    overlapped expert all-to-alls (``a2a_overlap_problem``)."""
     chosen = with_attention(settings, attention)
-    return chosen.but(partition_activations=True) if partition_activations else chosen
+    chosen = chosen.but(partition_activations=True) if partition_activations else chosen
+    return moe_a2a_overlapped(chosen) if moe_a2a_overlap else chosen
 
 
 def stack_problem(
@@ -262,25 +274,42 @@ def partition_problem(stack: Stack, partition_activations: bool) -> RuleViolatio
     return None
 
 
+def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | None:
+    """Why the overlapped expert all-to-alls cannot be asked of ``stack`` (None: they can): they
+    are Megatron-Core's combined 1F1B schedule; deepseek-v3's profile hides them already (DualPipe)
+    and the other stacks wait for each exchange."""
+    if moe_a2a_overlap and stack != Stack.MEGATRON_CORE:
+        return RuleViolation(RuleCode.STACK_A2A_OVERLAP, {"stack": stack.value})
+    return None
+
+
 def settings_problem(
-    stack: Stack, impl: Implementation | None, compile: bool, partition_activations: bool
+    stack: Stack, impl: Implementation | None, compile: bool, partition_activations: bool, moe_a2a_overlap: bool
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
-    activations, the modules, torch.compile. The search's rows and an estimate's layout also meet
-    ``configuration_problem``'s layout rules."""
+    activations, the overlapped all-to-alls, the modules, torch.compile. The search's rows and an
+    estimate's layout also meet ``configuration_problem``'s layout rules."""
     return (
-        partition_problem(stack, partition_activations) or impl_problem(stack, impl) or compile_problem(stack, compile)
+        partition_problem(stack, partition_activations)
+        or a2a_overlap_problem(stack, moe_a2a_overlap)
+        or impl_problem(stack, impl)
+        or compile_problem(stack, compile)
     )
 
 
 def configuration_problem(
-    stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig, partition_activations: bool
+    stack: Stack,
+    model: ModelSpec,
+    layout: Layout,
+    training: TrainingConfig,
+    partition_activations: bool,
+    moe_a2a_overlap: bool,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
     the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
-        settings_problem(stack, training.impl, training.compile, partition_activations)
+        settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap)
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)
     )

@@ -87,6 +87,7 @@ class RuleCode(StrEnum):
     STACK_IMPL = "stack_impl"
     STACK_COMPILE = "stack_compile"
     STACK_PARTITION = "stack_partition"
+    STACK_A2A_OVERLAP = "stack_a2a_overlap"
     AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
@@ -278,6 +279,11 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.STACK_PARTITION: (
         "--partition-activations is DeepSpeed's activation checkpointing under Megatron-DeepSpeed;"
         " use --stack megatron-deepspeed (not {stack})"
+    ),
+    # deepseek-v3's profile already hides its all-to-alls (DualPipe), so the flag is refused there too.
+    _C.STACK_A2A_OVERLAP: (
+        "--moe-a2a-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: use --stack megatron-core"
+        " (not {stack}); --stack deepseek-v3 already hides its all-to-alls (DualPipe)"
     ),
     _C.AC_BLOCKS_RANK: (
         "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"

@@ -160,6 +160,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "stack": Stack.TRAINPLAN.value,
         "attention": "",  # the stack's own kernel
         "partition_activations": False,  # Megatron-DeepSpeed's --partition-activations
+        "moe_a2a_overlap": False,  # Megatron-Core's --overlap-moe-expert-parallel-comm
         "network": "",  # each GPU on its catalog default network
         "risk": DEFAULT_RISK.value,
         "why_not_gpu": "",

@@ -157,7 +157,8 @@ def cached_detect() -> list | str:
 @dataclass(frozen=True)
 class ExplorerPricing:
     """What the sidebar's request sets beside the layout: the price (an override, the owned rate
-    when buying, or the offer kind, e.g. spot), the attention kernel and activation partitioning.
+    when buying, or the offer kind, e.g. spot), the attention kernel, activation partitioning and
+    the all-to-all overlap.
     The explorer passes them so that "Start from the chosen plan" shows the card's figures (trial
     s25: it priced on demand under spot and timed the stack's kernel under flash3)."""
 
@@ -165,6 +166,7 @@ class ExplorerPricing:
     price_kind: str | None = None
     attention: AttentionKernel | None = None
     partition_activations: bool = False
+    moe_a2a_overlap: bool = False
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -200,6 +202,7 @@ def cached_layout_plan(
             stack=stack,
             attention=pricing.attention,
             partition_activations=pricing.partition_activations,
+            moe_a2a_overlap=pricing.moe_a2a_overlap,
             network=network,
         )
     except ValueError as exc:

@@ -56,6 +56,7 @@ from ui.cli_options import (
     GPUS,
     IMPL_HELP,
     JSON,
+    MOE_A2A_OVERLAP,
     NETWORK,
     NO_CALIBRATION,
     PARTITION_ACTIVATIONS,
@@ -139,6 +140,7 @@ def estimate(
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
     partition_activations: bool = PARTITION_ACTIVATIONS,
+    moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -208,6 +210,7 @@ def estimate(
         calibration=applied_calibration(chosen),
         attention=attention,
         partition_activations=partition_activations,
+        moe_a2a_overlap=moe_a2a_overlap,
         network=network,
     )
     warnings = estimate_warnings(plan, price_kind, price)
@@ -282,6 +285,7 @@ def plan(
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
     partition_activations: bool = PARTITION_ACTIVATIONS,
+    moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -331,6 +335,7 @@ def plan(
         risk=risk,
         attention=attention,
         partition_activations=partition_activations,
+        moe_a2a_overlap=moe_a2a_overlap,
         network=network,
     )
     try:

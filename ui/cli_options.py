@@ -99,6 +99,13 @@ PARTITION_ACTIVATIONS = typer.Option(
     help="Megatron-DeepSpeed's --partition-activations: each checkpointed block keeps 1/tp of its input and"
     " all-gathers it over tp before recomputing (--stack megatron-deepspeed only)",
 )
+MOE_A2A_OVERLAP = typer.Option(
+    False,
+    "--moe-a2a-overlap",
+    help="Megatron-Core's --overlap-moe-expert-parallel-comm (Megatron-Bridge recipes' moe_a2a_overlap): each"
+    " micro-batch's expert all-to-alls run under another micro-batch's compute (combined 1F1B schedule;"
+    " --stack megatron-core only)",
+)
 AC_HELP = (
     "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"
     " --ac-blocks blocks of each pp rank; attention = each block's attention sub-layer"

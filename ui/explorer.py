@@ -138,6 +138,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
             request.price_kind,
             request.attention,
             request.partition_activations,
+            request.moe_a2a_overlap,
         ),
     )
     if isinstance(answer, Refusal):

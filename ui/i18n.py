@@ -212,6 +212,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Megatron-DeepSpeed 的 --partition-activations：每个检查点块只保留其输入的 1/tp，"
         "重算前在张量并行组内全收集（all-gather）。",
     ),
+    "moe_a2a_overlap": ("Overlapped expert all-to-all", "专家 all-to-all 重叠"),
+    "moe_a2a_overlap_help": (
+        "Megatron-Core's --overlap-moe-expert-parallel-comm (Megatron-Bridge recipes' moe_a2a_overlap): each "
+        "micro-batch's expert all-to-alls run under another micro-batch's compute (combined 1F1B schedule).",
+        "Megatron-Core 的 --overlap-moe-expert-parallel-comm（Megatron-Bridge 配方中的 moe_a2a_overlap）："
+        "每个微批次的专家 all-to-all 在另一个微批次的计算期间进行（合并 1F1B 调度）。",
+    ),
     "attention_help": (
         "The kernel the run uses: the stack's own (cuDNN on H100/H200 and B200/GB200, FlashAttention-2 elsewhere, B300/GB300 included, and "
         "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",

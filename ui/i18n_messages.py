@@ -357,6 +357,12 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "partitioned activations are DeepSpeed's checkpointing under Megatron-DeepSpeed, not {stack}",
         "分区激活是 Megatron-DeepSpeed 下 DeepSpeed 的检查点方式，{stack} 不支持",
     ),
+    "reason_stack_a2a_overlap": (
+        "the overlapped expert all-to-all is Megatron-Core's combined 1F1B schedule, not {stack}'s"
+        " (DeepSeek-V3's DualPipe already hides its all-to-alls)",
+        "专家 all-to-all 重叠是 Megatron-Core 的合并 1F1B 调度，{stack} 不支持"
+        "（DeepSeek-V3 的 DualPipe 已隐藏其 all-to-all）",
+    ),
     "reason_ac_blocks_rank": (
         "{blocks} checkpointed blocks per pp rank: a rank holds at most {most} ({layers} over pp {pp}, vpp {vpp})",
         "每个 pp rank 检查点 {blocks} 个块：一个 rank 最多只有 {most} 个（{layers} 层分到 pp {pp}、vpp {vpp}）",

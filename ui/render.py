@@ -111,8 +111,9 @@ def price_json(p: Plan) -> dict:
 
 def plan_facts_json(p: Plan) -> dict:
     """What a plan adds to its estimate's JSON: the stack it describes, whether emit runs it, the
-    price behind its cost and where that comes from, the network and DeepSpeed's partitioned
-    activations (trial s26: a script comparing stacks read the ceiling's source stack instead)."""
+    price behind its cost and where that comes from, the network, DeepSpeed's partitioned
+    activations and Megatron-Core's overlapped all-to-alls (trial s26: a script comparing stacks
+    read the ceiling's source stack instead)."""
     return {
         "stack": p.stack.value,
         "emittable": p.emittable,
@@ -120,6 +121,7 @@ def plan_facts_json(p: Plan) -> dict:
         "billed_gpus": p.billed_gpus,
         "network": p.network,
         "partition_activations": p.partition_activations,
+        "moe_a2a_overlap": p.moe_a2a_overlap,
     }
 
 
@@ -158,7 +160,8 @@ def summary_lines(p: Plan) -> list[str]:
         + (", offload" if t.offload else "")
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
         + attention_words(p)
-        + (", partitioned activations" if p.partition_activations else ""),
+        + (", partitioned activations" if p.partition_activations else "")
+        + (", expert all-to-all overlapped" if p.moe_a2a_overlap else ""),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e),
         step_line(e) + (" (MFU and HFU of the bf16 peak)" if t.precision == Precision.FP8 else ""),

@@ -19,7 +19,7 @@ from planner.layout import Implementation, Layout, Precision, Sharding, Training
 from planner.model.block_rows import Recompute
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stacks import MEGATRON_CORE_SETTINGS, moe_a2a_overlapped
 
 MEGATRON_BRIDGE_ARCHIVE = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100, DGX-B200 and DGX-GB200 tables; "
@@ -183,13 +183,10 @@ def noted(run: MoeRun, note: str) -> MoeRun:
 
 
 def a2a_overlapped(run: MoeRun) -> MoeRun:
-    """A recipe with moe_a2a_overlap (--overlap-moe-expert-parallel-comm --delay-wgrad-compute):
-    Megatron-Core's combined 1F1B schedule runs one micro-batch's forward beside another's
-    backward, layer by layer, and "EP A2A in forward step is hidden by the attention/mlp
-    computation in the backward step, and vice versa" (megatron/core/pipeline_parallel/
-    combined_1f1b.py at d98e8a6): the all-to-alls are exposed only beyond the compute
-    (``ep_comm_overlap`` 1). The schedule's CPU overhead (Megatron-Bridge PR #1760) is not counted."""
-    return replace(run, settings=run.settings.but(ep_comm_overlap=1.0), note=A2A_OVERLAP_NOTE)
+    """A recipe with moe_a2a_overlap (--overlap-moe-expert-parallel-comm --delay-wgrad-compute),
+    timed as ``trainplan estimate --moe-a2a-overlap`` times it (planner/model/stacks.py
+    ``moe_a2a_overlapped``: the all-to-alls hidden under the other micro-batch's compute)."""
+    return replace(run, settings=moe_a2a_overlapped(run.settings), note=A2A_OVERLAP_NOTE)
 
 
 def modelzoo_run(label: str, tp: int, pp: int, vpp: int, ep: int, mbs: int, step_s: float, settings, **layout):

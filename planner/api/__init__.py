@@ -161,6 +161,7 @@ def plan_from_row(
         calibration=calibration,
         attention=request.attention,
         partition_activations=request.partition_activations,
+        moe_a2a_overlap=request.moe_a2a_overlap,
         network=canonical_network(catalog, request.network),
     )
 
@@ -361,6 +362,7 @@ def build_plan(
     calibration: AppliedCalibration | None = None,
     attention: AttentionKernel | None = None,
     partition_activations: bool = False,
+    moe_a2a_overlap: bool = False,
     network: str | None = None,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
@@ -368,10 +370,12 @@ def build_plan(
     ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``. ``price_kind``:
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
     ``network``: a catalog network the nodes are on (None: the GPU's default).
-    ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only)."""
-    if problem := configuration_problem(Stack(stack), model, layout, training, partition_activations):
+    ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
+    ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only)."""
+    problem = configuration_problem(Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap)
+    if problem:
         raise problem
-    settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations)
+    settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations, moe_a2a_overlap)
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
     network = canonical_network(catalog, network)
@@ -417,6 +421,7 @@ def build_plan(
         calibration=record,
         attention=attention,
         partition_activations=partition_activations,
+        moe_a2a_overlap=moe_a2a_overlap,
         network=network,
     )
 

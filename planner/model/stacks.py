@@ -173,6 +173,19 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     moe_host_sync=True,
 )
 
+
+def moe_a2a_overlapped(settings: ModelingSettings) -> ModelingSettings:
+    """``settings`` under Megatron-Core's --overlap-moe-expert-parallel-comm (Megatron-Bridge's
+    ``moe_a2a_overlap``, with --delay-wgrad-compute): its combined 1F1B schedule runs one
+    micro-batch's forward beside another's backward, layer by layer, and "EP A2A in forward step
+    is hidden by the attention/mlp computation in the backward step, and vice versa"
+    (megatron/core/pipeline_parallel/combined_1f1b.py at d98e8a6), so the all-to-alls are exposed
+    only beyond the compute beside them. One rule for ``--moe-a2a-overlap`` and the validation
+    rows whose recipes set it (validation/moe_recipes.py ``a2a_overlapped``); the schedule's host
+    cost (Megatron-Bridge PR #1760) is not counted."""
+    return settings.but(ep_comm_overlap=1.0)
+
+
 # DeepSeek-V3's in-house HAI-LLM stack as its report describes it (arXiv:2412.19437), on top of
 # the Megatron-Core kernels profile (not a --stack choice: no published code to emit for).
 DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(

@@ -570,6 +570,25 @@ def test_a_stacks_refusal_is_coded_and_worded_in_chinese(stack, layout, training
     assert english == (EN(LAYOUT_REASONS.labels[code], **said.figures) if "--" in said.message else said.message)
 
 
+@pytest.mark.parametrize("stack", ["deepseek-v3", "megatron-lm"])
+def test_the_all_to_all_overlap_refusal_is_coded_and_worded_in_chinese(stack):
+    """--moe-a2a-overlap off Megatron-Core: the planner's sentence names the flags, the pages their own words."""
+    with pytest.raises(ValueError) as refused:
+        build_plan(
+            request_for().model,
+            "a100-80gb-sxm",
+            Layout(sharding="zero1"),
+            TrainingConfig(seq_len=2048, impl="native"),
+            num_gpus=8,
+            training_tokens=1e9,
+            stack=stack,
+            moe_a2a_overlap=True,
+        )
+    said = refusal(refused.value)
+    assert_translated(said, RuleCode.STACK_A2A_OVERLAP, LAYOUT_REASONS)
+    assert reason_text(EN, said, LAYOUT_REASONS) == EN("reason_stack_a2a_overlap", stack=stack)
+
+
 def test_no_label_opens_a_latex_span_streamlit_would_render():
     """Trial s26b: the 中文 "dearer than on-demand" warning rendered as math: Streamlit reads
     "$...$" as LaTeX when the second "$" follows a non-space character ("“$/时”"). In a label with

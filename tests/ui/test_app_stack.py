@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from support.app import EN, GPUS, ZH, card, english_sentences, open_tab, request_for, run_app
 
-from planner.api import plan
+from planner.api import build_plan, plan
 from planner.catalog.achievable import rate_file_values
 from planner.catalog.calibration import CalibrationFile, apply_calibration, write_calibration
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import CatalogError, RuleCode
+from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from ui import app_core
@@ -93,6 +94,49 @@ def test_partitioned_activations_are_offered_under_megatron_deepspeed_only():
         expected = plan(request_for(stack=Stack.MEGATRON_DEEPSPEED, partition_activations=True)).plan
         assert expected.partition_activations
         assert headline(at, tr) == shown_card(expected, tr)
+
+
+def test_the_all_to_all_overlap_is_offered_under_megatron_core_only():
+    """The checkbox appears with Megatron-Core (both languages); the plan on the card is the API's
+    with --moe-a2a-overlap, and the layout explorer times its layouts with the overlap too."""
+    qwen = get_preset("qwen3-30b-a3b")
+    request = request_for(qwen, gpus={"h100-sxm": None}, seq_len=4096, stack=Stack.MEGATRON_CORE, moe_a2a_overlap=True)
+    expected = plan(request).plan
+    exposed = plan(request.model_copy(update={"moe_a2a_overlap": False})).plan
+    assert expected.moe_a2a_overlap and not exposed.moe_a2a_overlap
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], preset="qwen3-30b-a3b", seq_len=4096, lang=tr.lang)
+        assert not [c for c in at.sidebar.checkbox if c.key == "moe_a2a_overlap"]
+        at.sidebar.selectbox(key="stack").set_value(Stack.MEGATRON_CORE.value).run()
+        box = next(c for c in at.sidebar.checkbox if c.key == "moe_a2a_overlap")
+        assert box.label == tr("moe_a2a_overlap")
+        assert headline(at, tr) == shown_card(exposed, tr)
+        box.check().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert headline(at, tr) == shown_card(expected, tr) != shown_card(exposed, tr)
+    at = open_tab(at, "tab_explorer", ZH)
+    knobs = (("ex_num_gpus", 16), ("ex_tp", 1), ("ex_pp", 1), ("ex_vpp", 1), ("ex_cp", 1), ("ex_ep", 8))
+    for key, value in (*knobs, ("ex_dp_replicate", 1), ("ex_micro_batch", 1), ("ex_grad_accum", 8)):
+        at.number_input(key=key).set_value(value)
+    for key, value in (("ex_gpu", "h100-sxm"), ("ex_sharding", "zero1"), ("ex_ac", "none"), ("ex_precision", "bf16")):
+        at.selectbox(key=key).set_value(value)
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    training = TrainingConfig(seq_len=4096, grad_accum=8, impl=request.impl)
+    steps = {
+        overlap: build_plan(
+            qwen,
+            "h100-sxm",
+            Layout(ep=8, sharding=Sharding.ZERO1),
+            training,
+            num_gpus=16,
+            training_tokens=request.training_tokens,
+            stack=Stack.MEGATRON_CORE,
+            moe_a2a_overlap=overlap,
+        ).estimate.time.step_s
+        for overlap in (True, False)
+    }
+    assert card(at)[ZH("ex_step")] == f"{steps[True]:,.3g} s" != f"{steps[False]:,.3g} s"
 
 
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):

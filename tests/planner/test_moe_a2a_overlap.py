@@ -1,0 +1,71 @@
+"""Megatron-Core's --overlap-moe-expert-parallel-comm (``--moe-a2a-overlap``; Megatron-Bridge's
+``moe_a2a_overlap``): each micro-batch's expert all-to-alls run under another micro-batch's
+compute, as the validation rows whose recipes set it are predicted."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.api import PlanRequest, build_plan, restack
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.errors import RuleCode, RuleViolation
+from planner.model.stacks import Stack
+from planner.request import a2a_overlap_problem
+from validation.moe_recipes import A2A_OVERLAP_NOTE, BRIDGE_QWEN3_235B_H100
+from validation.moe_runs import QWEN3_235B_RUNS, predict_moe_run
+
+# The Megatron-Bridge DGX-H100 rows of Qwen3-235B-A22B (TP 2 PP 8 VP 4 EP 32, moe_a2a_overlap on).
+BRIDGE_ROWS = [r for r in QWEN3_235B_RUNS if r.note == A2A_OVERLAP_NOTE and "ModelZoo" not in r.label]
+ROW = BRIDGE_ROWS[-1]
+
+
+def row_plan(**kwargs):
+    return build_plan(ROW.model, ROW.gpu, ROW.layout, ROW.training, num_gpus=ROW.num_gpus, **kwargs)
+
+
+@pytest.mark.parametrize("row", BRIDGE_ROWS, ids=lambda r: r.label)
+def test_the_flag_on_the_recipe_predicts_the_held_out_row_as_the_harness_does(row):
+    """One rule (planner/model/stacks.py ``moe_a2a_overlapped``) for the flag and the rows: the
+    recipe's settings with --moe-a2a-overlap give the harness's prediction of each row."""
+    flagged = build_plan(
+        row.model,
+        row.gpu,
+        row.layout,
+        row.training,
+        num_gpus=row.num_gpus,
+        stack=Stack.MEGATRON_CORE,
+        settings=BRIDGE_QWEN3_235B_H100,
+        moe_a2a_overlap=True,
+    )
+    harness = predict_moe_run(row, load_catalog()).predicted_tokens_per_s_per_gpu
+    assert flagged.estimate.throughput.tokens_per_s_per_gpu == pytest.approx(harness, rel=1e-9)
+
+
+def test_the_overlap_hides_the_all_to_all_and_is_recorded_in_the_plan():
+    plain = row_plan(stack=Stack.MEGATRON_CORE)
+    overlapped = row_plan(stack=Stack.MEGATRON_CORE, moe_a2a_overlap=True)
+    assert overlapped.moe_a2a_overlap and not plain.moe_a2a_overlap
+    assert overlapped.estimate.time.breakdown_s.ep_comm < plain.estimate.time.breakdown_s.ep_comm
+    assert overlapped.estimate.time.step_s < plain.estimate.time.step_s
+
+
+@pytest.mark.parametrize("stack", [s for s in Stack if s != Stack.MEGATRON_CORE])
+def test_only_megatron_core_overlaps_its_all_to_alls(stack):
+    assert a2a_overlap_problem(Stack.MEGATRON_CORE, True) is None
+    assert a2a_overlap_problem(stack, False) is None
+    refused = a2a_overlap_problem(stack, True)
+    assert refused is not None and refused.code == RuleCode.STACK_A2A_OVERLAP
+    assert "--stack megatron-core" in str(refused) and stack.value in str(refused)
+    with pytest.raises(RuleViolation, match="--moe-a2a-overlap"):
+        row_plan(stack=stack, moe_a2a_overlap=True)
+    with pytest.raises(ValueError, match="--moe-a2a-overlap"):
+        PlanRequest(model=get_preset("qwen3-30b-a3b"), training_tokens=1e9, stack=stack, moe_a2a_overlap=True)
+
+
+def test_restack_keeps_the_overlap_under_megatron_core_only():
+    overlapped = row_plan(stack=Stack.MEGATRON_CORE, moe_a2a_overlap=True)
+    again = restack(overlapped, Stack.MEGATRON_CORE, catalog=load_catalog())  # re-estimated, same stack
+    assert again.moe_a2a_overlap and again.estimate.time.step_s == pytest.approx(overlapped.estimate.time.step_s)
+    assert not restack(overlapped, Stack.DEEPSEEK_V3).moe_a2a_overlap  # DualPipe: its own overlap
+    assert not restack(overlapped, Stack.TORCHTITAN).moe_a2a_overlap
