@@ -268,6 +268,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "这里的“选择性”重计算是 torchtitan 的分层选择（每隔一个块重计算）；Megatron 的 selective 重计算粒度只重跑注意力核心，"
         "在这里对应“无”。",
     ),
+    "a2a_exposed": (
+        "The expert all-to-alls are timed exposed; Megatron-Bridge's MoE recipes, and the measured rows behind"
+        " this band, hide them under another micro-batch's compute (the sidebar's \"Overlapped expert all-to-all\").",
+        "专家 all-to-all 按未隐藏计时；Megatron-Bridge 的 MoE 配方以及该误差区间所依据的实测运行都把它们隐藏在"
+        "另一个微批的计算之下（侧栏的“专家 all-to-all 重叠”）。",
+    ),
     "host_staged": (
         "{gpu}: the driver disables GPU peer-to-peer on this card, so GPU-to-GPU traffic goes through host memory;"
         " the plan times it at the PCIe line rate ({gbps:.0f} GB/s), which it does not reach: its communication is"

@@ -12,7 +12,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
-from planner.api.notices import host_staged, selective_under_megatron
+from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
@@ -420,6 +420,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
         # trial s28b: the CLI's warnings of this session, in the page's language
         *((tr("encoders_not_planned", sections=tr.join(list(encoders))),) if encoders else ()),
         *((tr("selective_under_megatron"),) if selective_under_megatron(plan) else ()),
+        *((tr("a2a_exposed"),) if a2a_exposed_under_megatron(plan) else ()),
         *(
             (tr("host_staged", gpu=gpu.id, gbps=gpu.scaleup_bandwidth_bytes_per_s / 1e9),)
             if host_staged(plan, gpu)

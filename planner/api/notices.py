@@ -20,6 +20,7 @@ from planner.catalog.prices import (
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.layout import ActivationCheckpointing
+from planner.model.stacks import Stack
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
 from planner.request import PlanRequest, hf_experts_warning, left_out_gpus, requested_batch_tokens, solve_request
@@ -68,6 +69,7 @@ def search_warnings(
         + price_warnings(request, unpriced, chosen)
         + vary_batch_warnings(varied, other, chosen)
         + selective_words_warnings(chosen)
+        + a2a_exposed_warnings(chosen)
         + host_staged_warnings(chosen, catalog.gpu(chosen.gpu))
     )
 
@@ -134,7 +136,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     notes: tuple[str | None, ...] = (
         context, experts, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
-        *host_staged_warnings(p, gpu),
+        *a2a_exposed_warnings(p), *host_staged_warnings(p, gpu),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 
@@ -173,6 +175,25 @@ def selective_words_warnings(p: Plan) -> tuple[str, ...]:
         " recomputed); Megatron's --recompute-granularity selective, which re-runs only the attention core,"
         " is --ac none here (flash attention keeps no scores; the megatron-lm profile's unfused attention"
         " recomputes its core)",
+    )
+
+
+def a2a_exposed_under_megatron(p: Plan) -> bool:
+    """Whether a Megatron-Core MoE plan over ep ranks times its all-to-alls exposed: the recipes
+    of the rows behind its band hide them (--moe-a2a-overlap; trial s31: 953 tokens/s/GPU
+    "validated" by rows that ran 1,575-1,712 with the overlap on)."""
+    return p.stack == Stack.MEGATRON_CORE and p.model.is_moe and p.layout.ep > 1 and not p.moe_a2a_overlap
+
+
+def a2a_exposed_warnings(p: Plan) -> tuple[str, ...]:
+    """The CLI's words of ``a2a_exposed_under_megatron``."""
+    if not a2a_exposed_under_megatron(p):
+        return ()
+    t = p.estimate.time
+    return (
+        f"the expert all-to-alls are timed exposed ({t.breakdown_s.ep_comm:,.1f} s of the {t.step_s:,.1f} s step);"
+        " Megatron-Bridge's MoE recipes, and the measured rows behind this band, hide them under another"
+        " micro-batch's compute: --moe-a2a-overlap times that",
     )
 
 

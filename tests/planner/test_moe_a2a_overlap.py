@@ -69,3 +69,18 @@ def test_restack_keeps_the_overlap_under_megatron_core_only():
     assert again.moe_a2a_overlap and again.estimate.time.step_s == pytest.approx(overlapped.estimate.time.step_s)
     assert not restack(overlapped, Stack.DEEPSEEK_V3).moe_a2a_overlap  # DualPipe: its own overlap
     assert not restack(overlapped, Stack.TORCHTITAN).moe_a2a_overlap
+
+
+def test_an_exposed_all_to_all_under_megatron_core_is_said_in_both_interfaces():
+    """Trial s31: without the flag the estimate still reads "validated" by rows that ran it on; the
+    CLI and the card now say the all-to-alls are timed exposed, and name the flag."""
+    from planner.api.notices import a2a_exposed_under_megatron, estimate_warnings
+    from ui.i18n import Labels
+
+    exposed = row_plan(stack=Stack.MEGATRON_CORE)
+    hidden = row_plan(stack=Stack.MEGATRON_CORE, moe_a2a_overlap=True)
+    assert a2a_exposed_under_megatron(exposed) and not a2a_exposed_under_megatron(hidden)
+    (words,) = [w for w in estimate_warnings(exposed, None, None) if "all-to-alls are timed exposed" in w]
+    assert f"({exposed.estimate.time.breakdown_s.ep_comm:,.1f} s of the" in words and "--moe-a2a-overlap" in words
+    assert not [w for w in estimate_warnings(hidden, None, None) if "timed exposed" in w]
+    assert "all-to-all" in Labels("zh")("a2a_exposed") and "sidebar" in Labels("en")("a2a_exposed")
