@@ -234,6 +234,9 @@ class Uncertainty(BaseModel):
     widened_by: float  # the extrapolation term at the band's upper end (0 inside the envelope)
     envelope: str
     basis: str
+    # The regime's measured rows also set the efficiency ceiling the estimate is held at: the
+    # figure repeats them (trial s31: DeepSeek-V3's one row read as an independent check).
+    circular: bool = False
     # Where the nearest rows all ran slower (or all faster) than predicted, the band lies wholly
     # beside the model's own figure: "slower" / "faster" says which side the truth is expected on.
     point_outside: str | None = None

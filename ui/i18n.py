@@ -360,6 +360,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Judged at {risk}: {time}, {cost} (the search compares plans at this quantile of their band).",
         "按 {risk} 评判：{time}，{cost}（搜索按误差区间的这一分位数比较各方案）。",
     ),
+    "envelope_circular": (
+        "Those rows also set the efficiency ceiling this figure is held at: it repeats them, not an independent check.",
+        "这些运行同时决定了本数字所受的效率上限：它只是复现它们，并非独立的验证。",
+    ),
     "envelope_validated": (
         "Validated: {regime}; {rows} held-out rows ({sources}), mean error {error:.1%}.",
         "已验证：{regime}；{rows} 行留出数据（{sources}），平均误差 {error:.1%}。",

@@ -203,11 +203,16 @@ def _at_risk(value: float | None, ev: Evidence) -> dict[str, float] | None:
     return None if value is None else {r.value: value * ev.time_factor(r.quantile) for r in Risk}
 
 
-def envelope_words(ev: Evidence) -> str:
-    """'validated: ...' or 'outside the validated envelope: ...' with its rows and error."""
+def envelope_words(ev: Evidence, circular: bool = False) -> str:
+    """'validated: ...' or 'outside the validated envelope: ...' with its rows and error;
+    ``circular``: the regime's rows are the source of the efficiency ceiling the estimate is held
+    at, so the figure repeats them (trial s31: DeepSeek-V3's one row, "held out")."""
     error = f"mean |error| {ev.mean_abs_error:.1%}"
     if ev.validated:
         rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({', '.join(ev.exact_sources)})"
+        if circular:
+            sets = "sets" if ev.exact_rows == 1 else "set"
+            rows += f", which also {sets} the efficiency ceiling held here: not an independent check"
         return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
@@ -237,9 +242,12 @@ def feature_names(bits: int) -> tuple[str, ...]:
     return tuple(str(f.name).lower() for f in Feature if bits & f)
 
 
-def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
-    """The 80 % band of every predicted figure and the time to train at each risk quantile."""
+def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = None) -> Uncertainty:
+    """The 80 % band of every predicted figure and the time to train at each risk quantile
+    (``ceiling``: the efficiency ceiling the estimate was held at, if any)."""
     ev = shipped_base().evidence(regime)
+    held = estimate.time.breakdown_s.efficiency_ceiling > 0
+    circular = ceiling is not None and held and ev.validated and set(ev.exact_sources) == {ceiling.source}
     lo, hi = (ev.time_factor(q) for q in BAND_QUANTILES)
     # Time factors beside 1 on one side: the rows nearest the regime all erred the same way.
     outside = "slower" if lo > 1.0 else "faster" if hi < 1.0 else None
@@ -264,7 +272,8 @@ def uncertainty(estimate: Estimate, regime: Regime) -> Uncertainty:
         sources=ev.sources,
         mean_abs_error=ev.mean_abs_error,
         widened_by=ev.widened_by,
-        envelope=envelope_words(ev),
+        envelope=envelope_words(ev, circular),
+        circular=circular,
         point_outside=outside,
         reaches=tuple(
             RegimeWords(stack=r.stack, generation=r.generation, features=feature_names(r.features))

@@ -203,7 +203,10 @@ def judged_estimate(
         stack=Stack(stack),
     )
     return est.model_copy(
-        update={"uncertainty": accuracy.uncertainty(est, regime), "ceiling": accuracy.efficiency_ceiling(ceiling, est)}
+        update={
+            "uncertainty": accuracy.uncertainty(est, regime, ceiling),
+            "ceiling": accuracy.efficiency_ceiling(ceiling, est),
+        }
     )
 
 

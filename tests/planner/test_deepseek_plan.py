@@ -78,3 +78,25 @@ def test_chunked_attention_is_not_native_so_never_context_parallel():
     values = dict(_ONE, seq_len=65536, grad_accum=8, tp=1, shard_group=8)
     assert "chunked_layers=24" in (first_structural_problem(chunked, hf=False, **values) or "")
     assert "impl 'native'" in (first_structural_problem(chunked, hf=True, **dict(values, cp=4)) or "")
+
+
+def test_deepseek_v3s_own_row_is_not_called_an_independent_check():
+    """Trial s31: its one measured row also sets the efficiency ceiling its estimate is held at, so
+    the figure repeats it; the envelope said "validated ... 1 held-out row" and nothing more."""
+    from planner.api import build_plan
+    from planner.layout import Precision, Sharding, TrainingConfig
+    from planner.model.stacks import Stack
+    from ui.i18n import Labels
+    from ui.messages import envelope_text
+
+    layout = Layout(pp=16, ep=64, sharding=Sharding.ZERO1)
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=120, precision=Precision.FP8)
+    own = build_plan(
+        DEEPSEEK, "h800", layout, training, num_gpus=2048, training_tokens=14.8e12, stack=Stack.DEEPSEEK_V3
+    ).estimate
+    u = own.uncertainty
+    assert own.ceiling.binding and u.validated and u.circular
+    assert "which also sets the efficiency ceiling held here: not an independent check" in u.envelope
+    assert "独立" in envelope_text(Labels("zh"), u) and "not an independent check" in envelope_text(Labels("en"), u)
+    other = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
+    assert not other.estimate.uncertainty.circular
