@@ -157,7 +157,12 @@ class PlanRequest(BaseModel):
         """What the request asks that works but deserves a word (context extension)."""
         assert self.seq_len is not None and self.impl is not None
         experts = hf_experts_warning(self.model, self.stack, self.impl)
-        notes = (context_extension_warning(self.model, self.seq_len), experts, encoder_warning(self.hf_config_path))
+        notes = (
+            context_extension_warning(self.model, self.seq_len),
+            experts,
+            encoder_warning(self.hf_config_path),
+            own_model_profile_warning(self.model, self.stack),
+        )
         return tuple(note for note in notes if note)
 
     @property
@@ -193,6 +198,25 @@ def request_settings(request: PlanRequest, settings: ModelingSettings | None = N
     attention kernel, the activation partitioning and the all-to-all overlap it names."""
     chosen = settings or STACK_SETTINGS[request.stack]
     return run_settings(chosen, request.attention, request.partition_activations, request.moe_a2a_overlap)
+
+
+def own_model_profile(model: ModelSpec, stack: Stack) -> bool:
+    """Whether ``stack`` is a profile of one model's own training run that ``model`` is not: the
+    deepseek-v3 profile is DeepSeek's in-house stack as its report describes it (DualPipe's
+    overlaps, its FP8 recipe, node-limited routing), measured on DeepSeek-V3 alone (trial s31: a
+    dense Llama under it was estimated without a word)."""
+    return stack == Stack.DEEPSEEK_V3 and model.family != "deepseek_v3"
+
+
+def own_model_profile_warning(model: ModelSpec, stack: Stack) -> str | None:
+    """The CLI's words of ``own_model_profile``."""
+    if not own_model_profile(model, stack):
+        return None
+    return (
+        f"--stack {stack.value} is DeepSeek's in-house stack as its report describes it (DualPipe's overlaps,"
+        f" its FP8 recipe), measured on DeepSeek-V3 alone: {model.name} under it is timed with that run's"
+        " overlaps and kernels, which no run of this model measured"
+    )
 
 
 def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:

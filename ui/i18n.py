@@ -268,6 +268,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "这里的“选择性”重计算是 torchtitan 的分层选择（每隔一个块重计算）；Megatron 的 selective 重计算粒度只重跑注意力核心，"
         "在这里对应“无”。",
     ),
+    "own_model_profile": (
+        "The deepseek-v3 stack is DeepSeek's in-house stack as its report describes it, measured on DeepSeek-V3"
+        " alone: {model} is timed with that run's overlaps and kernels, which no run of this model measured.",
+        "deepseek-v3 软件栈是 DeepSeek 报告所描述的内部训练栈，只在 DeepSeek-V3 上实测过：{model} 按那次训练的重叠与内核计时，"
+        "该模型没有任何实测运行。",
+    ),
     "a2a_exposed": (
         "The expert all-to-alls are timed exposed; Megatron-Bridge's MoE recipes, and the measured rows behind"
         " this band, hide them under another micro-batch's compute (the sidebar's \"Overlapped expert all-to-all\").",

@@ -22,7 +22,7 @@ from planner.frontier import knee
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.rates import KERNEL_WORDS
 from planner.plan import GoodputEstimate, Plan
-from planner.request import left_out_gpus, runnable_gpus
+from planner.request import left_out_gpus, own_model_profile, runnable_gpus
 from ui import app_core, figures
 from ui.cached import (
     cached_calibration,
@@ -421,6 +421,11 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
         *((tr("encoders_not_planned", sections=tr.join(list(encoders))),) if encoders else ()),
         *((tr("selective_under_megatron"),) if selective_under_megatron(plan) else ()),
         *((tr("a2a_exposed"),) if a2a_exposed_under_megatron(plan) else ()),
+        *(
+            (tr("own_model_profile", model=plain(plan.model.name)),)
+            if own_model_profile(plan.model, plan.stack)
+            else ()
+        ),
         *(
             (tr("host_staged", gpu=gpu.id, gbps=gpu.scaleup_bandwidth_bytes_per_s / 1e9),)
             if host_staged(plan, gpu)

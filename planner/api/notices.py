@@ -23,7 +23,14 @@ from planner.layout import ActivationCheckpointing
 from planner.model.stacks import Stack
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
-from planner.request import PlanRequest, hf_experts_warning, left_out_gpus, requested_batch_tokens, solve_request
+from planner.request import (
+    PlanRequest,
+    hf_experts_warning,
+    left_out_gpus,
+    own_model_profile_warning,
+    requested_batch_tokens,
+    solve_request,
+)
 from planner.search.ilp import Objective, ScoredTable
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -133,8 +140,9 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
     dearer = None if price is not None else dearer_than_on_demand(gpu, price_kind)
     long = long_job_warnings(p, fix="trainplan plan --deadline-days sizes the GPU count for a date")
     term = plan_commitment(price_kind, p)
+    own = own_model_profile_warning(p.model, p.stack)
     notes: tuple[str | None, ...] = (
-        context, experts, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
+        context, experts, own, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
         *a2a_exposed_warnings(p), *host_staged_warnings(p, gpu),
     )  # fmt: skip

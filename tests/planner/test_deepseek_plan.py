@@ -100,3 +100,22 @@ def test_deepseek_v3s_own_row_is_not_called_an_independent_check():
     assert "独立" in envelope_text(Labels("zh"), u) and "not an independent check" in envelope_text(Labels("en"), u)
     other = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
     assert not other.estimate.uncertainty.circular
+
+
+def test_another_model_under_deepseeks_own_profile_is_warned_of():
+    """Trial s31: `--stack deepseek-v3` took a dense Llama without a word."""
+    from planner.api import build_plan
+    from planner.api.notices import estimate_warnings
+    from planner.layout import TrainingConfig
+    from planner.model.stacks import Stack
+    from planner.request import own_model_profile
+
+    llama = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
+    other = build_plan(
+        get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8, stack="deepseek-v3"
+    )
+    assert any("measured on DeepSeek-V3 alone: llama3-8b" in w for w in estimate_warnings(other, None))
+    assert not any("DeepSeek-V3 alone" in w for w in estimate_warnings(llama, None))
+    assert not own_model_profile(DEEPSEEK, Stack.DEEPSEEK_V3) and own_model_profile(llama.model, Stack.DEEPSEEK_V3)
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e10, stack="deepseek-v3")
+    assert any("DeepSeek-V3 alone" in w for w in request.warnings)
