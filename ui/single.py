@@ -20,7 +20,7 @@ from planner.errors import RuleViolation
 from planner.fmt import energy, number_band, one_line
 from planner.frontier import knee
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.rates import KERNEL_WORDS
+from planner.model.rates import KERNEL_WORDS, SDPA_CUDNN_NOTE
 from planner.plan import GoodputEstimate, Plan
 from planner.request import left_out_gpus, own_model_profile, runnable_gpus
 from ui import app_core, figures
@@ -174,7 +174,8 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
         if e.attention_kernel_timed == AttentionKernel.EAGER
         else KERNEL_WORDS[e.attention_kernel_timed]
     )
-    return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "")
+    sdpa = e.attention_kernel is not None and e.attention_kernel.endswith(SDPA_CUDNN_NOTE)
+    return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "") + (tr("kernel_sdpa") if sdpa else "")
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:

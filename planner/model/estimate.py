@@ -16,13 +16,14 @@ from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, code, single
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
-from planner.model.rates import timed_attention_kernels
+from planner.model.rates import SDPA_CUDNN_NOTE, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -240,6 +241,12 @@ def memory_fix_hint(
     return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
 
 
+def sdpa_note(stack: Stack | None, settings: ModelingSettings, kernel: AttentionKernel) -> str:
+    """``SDPA_CUDNN_NOTE`` where the stack's own SDPA dispatch (no kernel named) runs cuDNN."""
+    chosen = stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
+    return SDPA_CUDNN_NOTE if chosen and kernel == AttentionKernel.CUDNN else ""
+
+
 def refused_by(stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig) -> bool:
     """Whether ``stack`` refuses the layout (``Stack.refusals``, the rule the search filters by)."""
     return bool(
@@ -360,7 +367,7 @@ def estimate(
             hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
         ),
         layout=EstimateLayout.of(resolved, training),
-        attention_kernel=timed.words,
+        attention_kernel=timed.words + sdpa_note(stack, settings, timed.kernel),
         attention_kernel_timed=timed.kernel,
         attention_cp_fallback=timed.cp_fallback,
         global_batch_tokens=int(s.tokens_per_step[0]),

@@ -100,6 +100,9 @@ class TimedKernel:
 
 
 CP_FALLBACK_WORDS = " (cuDNN without cp: this stack's context parallelism calls the flash kernel)"
+# Beside a cuDNN kernel that SDPA's dispatch picked (planner/model/estimate.py ``sdpa_note``): the
+# torch it assumes, and the way to time the other.
+SDPA_CUDNN_NOTE = " (SDPA's pick from torch 2.11 on; --attention sdpa-fa2 for older torch)"
 
 
 def timed_attention_kernels(model: ModelSpec, c: Candidates, s: ModelingSettings) -> list[TimedKernel]:

@@ -413,6 +413,14 @@ class Stack(StrEnum):
         )
 
     @property
+    def attention_via_sdpa(self) -> bool:
+        """Whether the stack's attention is PyTorch's SDPA, whose dispatch picks the kernel: cuDNN
+        first on Hopper and Blackwell from torch 2.11, whose wheels bundle a cuDNN newer than 9.15
+        (huggingface/transformers#48163), FlashAttention-2 before (trial s31: a 16 % difference at
+        16K under hf-trainer, unsaid)."""
+        return self in (Stack.TRAINPLAN, Stack.TORCHTITAN, Stack.HF_TRAINER, Stack.DEEPSPEED)
+
+    @property
     def offloads_sharded_states_only(self) -> bool:
         """Whether the stack's host offload needs sharded optimizer states (trial s31: a deepspeed
         plan offloaded at ZeRO stage 0). DeepSpeed's ZeRO-Offload is a ZeRO stage's (config docs,

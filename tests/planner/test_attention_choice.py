@@ -8,6 +8,7 @@ from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
+from planner.model.rates import SDPA_CUDNN_NOTE
 from planner.model.stacks import Stack
 
 K = AttentionKernel
@@ -89,6 +90,8 @@ def test_the_estimate_names_the_kernel_it_timed(gpu, stack, cp, words):
     assert p.estimate.attention_kernel is not None and p.estimate.attention_kernel.startswith(words)
     if words == "FlashAttention-2":
         assert p.estimate.attention_kernel == words
+    # trial s31: the torch a stack's SDPA needs for cuDNN is said (not Megatron-Core's TransformerEngine)
+    assert p.estimate.attention_kernel.endswith(SDPA_CUDNN_NOTE) == (words == "cuDNN" and stack == Stack.TRAINPLAN)
 
 
 def test_a_b300_under_megatron_core_times_cudnn_attention_and_is_not_slower_than_a_b200():

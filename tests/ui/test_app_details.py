@@ -771,3 +771,14 @@ def test_the_cards_nodes_name_the_nvlink_domains_a_rack_scale_plan_fills():
     assert nodes(EN, one) == f"{one.num_nodes} × 4 · one NVLink domain"
     hgx = planned(request_for(get_preset("llama3-8b"), gpus={"h100-sxm": 64}, objective="time", seq_len=4096)).plan
     assert "NVLink" not in nodes(EN, hgx)
+
+
+def test_the_cards_kernel_says_the_torch_sdpa_needs_for_cudnn_in_both_languages():
+    """Trial s31: hf-trainer on Hopper timed cuDNN, SDPA's pick only from torch 2.11; unsaid."""
+    from planner.model.rates import SDPA_CUDNN_NOTE
+    from ui.single import kernel_words
+
+    request = request_for(get_preset("llama3-8b"), gpus={"h100-sxm": 8}, seq_len=4096)
+    chosen = planned(request).plan
+    assert kernel_words(EN, chosen) == "cuDNN" + SDPA_CUDNN_NOTE
+    assert "2.11" in kernel_words(ZH, chosen) and not english_sentences(kernel_words(ZH, chosen))
