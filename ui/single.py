@@ -20,9 +20,10 @@ from planner.errors import RuleViolation
 from planner.fmt import energy, number_band, one_line
 from planner.frontier import knee
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS, SDPA_CUDNN_NOTE
 from planner.plan import GoodputEstimate, Plan
-from planner.request import left_out_gpus, own_model_profile, runnable_gpus
+from planner.request import left_out_gpus, runnable_gpus
 from ui import app_core, figures
 from ui.cached import (
     cached_calibration,

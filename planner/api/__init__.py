@@ -38,6 +38,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
+from planner.model.profiles import named_kernel
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -52,7 +53,6 @@ from planner.request import (
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
-    named_kernel,
     priced_catalog,
     request_settings,
     requested_batch_tokens,

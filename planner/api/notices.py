@@ -20,6 +20,7 @@ from planner.catalog.prices import (
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.layout import ActivationCheckpointing
+from planner.model.profiles import own_model_profile_warning
 from planner.model.stacks import Stack
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
@@ -27,7 +28,6 @@ from planner.request import (
     PlanRequest,
     hf_experts_warning,
     left_out_gpus,
-    own_model_profile_warning,
     requested_batch_tokens,
     solve_request,
 )

@@ -376,7 +376,7 @@ def test_a_named_attention_kernel_is_outside_what_was_measured_and_widens_the_ba
 def test_naming_the_kernel_a_stack_runs_anyway_keeps_its_validation():
     """Trial s31: llm-foundry with --attention flash2 (its own kernel) timed alike but lost
     "validated: ... 29 held-out rows"; another kernel still counts as the user's choice."""
-    from planner.request import named_kernel
+    from planner.model.profiles import named_kernel
 
     training = TrainingConfig(seq_len=4096, micro_batch=2)
     own, same, other = (

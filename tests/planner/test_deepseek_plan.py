@@ -107,8 +107,8 @@ def test_another_model_under_deepseeks_own_profile_is_warned_of():
     from planner.api import build_plan
     from planner.api.notices import estimate_warnings
     from planner.layout import TrainingConfig
+    from planner.model.profiles import own_model_profile
     from planner.model.stacks import Stack
-    from planner.request import own_model_profile
 
     llama = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
     other = build_plan(

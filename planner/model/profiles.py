@@ -1,0 +1,40 @@
+"""How far a stack's settings profile reaches: the attention kernel it runs anyway (naming it is
+no choice of the user's) and the one model a run-specific profile was measured on."""
+
+from __future__ import annotations
+
+from planner.model.attention_kernels import AttentionKernel
+from planner.model.settings import with_attention
+from planner.model.spec import ModelSpec
+from planner.model.stacks import STACK_SETTINGS, Stack
+
+__all__ = ["named_kernel", "own_model_profile", "own_model_profile_warning"]
+
+
+def own_model_profile(model: ModelSpec, stack: Stack) -> bool:
+    """Whether ``stack`` is a profile of one model's own training run that ``model`` is not: the
+    deepseek-v3 profile is DeepSeek's in-house stack as its report describes it (DualPipe's
+    overlaps, its FP8 recipe, node-limited routing), measured on DeepSeek-V3 alone (trial s31: a
+    dense Llama under it was estimated without a word)."""
+    return stack == Stack.DEEPSEEK_V3 and model.family != "deepseek_v3"
+
+
+def own_model_profile_warning(model: ModelSpec, stack: Stack) -> str | None:
+    """The CLI's words of ``own_model_profile``."""
+    if not own_model_profile(model, stack):
+        return None
+    return (
+        f"--stack {stack.value} is DeepSeek's in-house stack as its report describes it (DualPipe's overlaps,"
+        f" its FP8 recipe), measured on DeepSeek-V3 alone: {model.name} under it is timed with that run's"
+        " overlaps and kernels, which no run of this model measured"
+    )
+
+
+def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
+    """Whether ``attention`` is a kernel choice of the user's, one that times the rows unlike the
+    stack's own (the band's ``Feature.KERNEL``): naming the kernel a stack runs anyway, llm-foundry's
+    FlashAttention-2, is what its measured rows ran (trial s31: it lost "validated")."""
+    if attention is None:
+        return False
+    own = STACK_SETTINGS[stack]
+    return with_attention(own, attention).but(attention_kernel=own.attention_kernel) != own
