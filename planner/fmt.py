@@ -196,15 +196,20 @@ def duration_clock(seconds: float) -> str:
 def budget_amounts(cheapest: float, budget: float) -> tuple[str, str, str]:
     """(cost, budget, raise-to) as a budget answer prints them: one decimal of the short form (two
     from a million on) where that tells the two apart and the cost reads the same rounded up
-    (``$3.3M > $3.2M``, raise to ``$3.3M``); else whole dollars, the cost rounded up in both places, or cents where
-    whole dollars tie (trial s28b: "costs $3.2M" beside "raise the budget to $3.3M"; trial s30:
+    (``$3.3M > $3.2M``, raise to ``$3.3M``); else whole dollars, the cost rounded up in both places
+    and the budget down, or cents below SMALL_MONEY_USD or where whole dollars tie (trial s28b: "costs $3.2M" beside "raise the budget to $3.3M"; trial s30:
     "$3.4413M" and "$100.00k" from more decimals of the short form)."""
     # two decimals from a million on, as money() prints them there ("$3.24M"); never "$100.00k"
     for decimals in (1, 2) if max(cheapest, budget) >= _MONEY_SCALES[-1][0] else (1,):
         shown = money_short(cheapest, decimals)
         if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
             return shown, money_short(budget, decimals), shown
-    unit = 1.0 if math.ceil(cheapest - 1e-9) > budget else 0.01
-    up = math.ceil(cheapest / unit - 1e-9) * unit
-    decimals = 0 if unit == 1.0 else 2
-    return f"${up:,.{decimals}f}", f"${budget:,.{decimals}f}", f"${up:,.{decimals}f}"
+    # whole dollars from SMALL_MONEY_USD on, else cents; cents too where whole dollars would print
+    # the two alike (review s31: "$165,450 > $165,450", "$2 > $0" for $1.0045 against $0.01): the
+    # cost rounded up, the budget down, so the cost always reads above it
+    for decimals in (0, 2) if cheapest >= SMALL_MONEY_USD else (2,):
+        unit = 10.0**-decimals
+        up, down = math.ceil(cheapest / unit - 1e-9) * unit, math.floor(budget / unit + 1e-9) * unit
+        if up > down or decimals == 2:
+            return f"${up:,.{decimals}f}", f"${down:,.{decimals}f}", f"${up:,.{decimals}f}"
+    raise AssertionError("unreachable")

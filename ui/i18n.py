@@ -275,10 +275,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "该模型没有任何实测运行。",
     ),
     "a2a_exposed": (
-        "The expert all-to-alls are timed exposed; Megatron-Bridge's MoE recipes, and the measured rows behind"
-        " this band, hide them under another micro-batch's compute (the sidebar's \"Overlapped expert all-to-all\").",
-        "专家 all-to-all 按未隐藏计时；Megatron-Bridge 的 MoE 配方以及该误差区间所依据的实测运行都把它们隐藏在"
-        "另一个微批的计算之下（侧栏的“专家 all-to-all 重叠”）。",
+        "The expert all-to-alls are timed exposed; Megatron-Core can hide them under another micro-batch's"
+        " compute, as Megatron-Bridge's Qwen3-235B recipes do (the sidebar's \"Overlapped expert all-to-all\";"
+        " its host cost is not modelled).",
+        "专家 all-to-all 按未隐藏计时；Megatron-Core 可以把它们隐藏在另一个微批的计算之下，Megatron-Bridge 的"
+        " Qwen3-235B 配方即如此（侧栏的“专家 all-to-all 重叠”；其主机开销未建模）。",
     ),
     "host_staged": (
         "{gpu}: the driver disables GPU peer-to-peer on this card, so GPU-to-GPU traffic goes through host memory;"

@@ -15,7 +15,7 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
 from planner.errors import RuleCode, RuleViolation
-from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
+from planner.layout import Implementation, Layout, PipelineSchedule, Sharding, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, code, single
 from planner.model.energy import energy_kwh, wall_power_w
@@ -183,7 +183,7 @@ def memory_fix_hint(
     gpus_per_node: int,
     tp_runs: Callable[[int], bool],
     pp_runs: Callable[[int], bool] = lambda pp: True,
-    offload_runs: bool = False,
+    offload_frees_gib: float = 0.0,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -192,8 +192,9 @@ def memory_fix_hint(
     shrink the activations. ``tp_runs``: whether the estimate's own rules take a tp degree (a
     fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules);
     ``pp_runs`` the same for twice the stages (trial s31: pp > 1 offered under hf-trainer, which
-    has no pipeline engine), ``offload_runs`` whether the states may go to the host (trial s31:
-    the fix that fitted was not named)."""
+    has no pipeline engine), ``offload_frees_gib`` the allocated GiB host offload would move off
+    the GPU, 0 where the stack refuses it (trial s31: the fix that fitted was not named; review
+    s31: it was named where the gradients stay on the GPU and it did not fit)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -211,7 +212,7 @@ def memory_fix_hint(
             hints.append(
                 FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * k, "dp_shard": layout.dp_shard})
             )
-    if offload_runs and not training.offload and states > excess:
+    if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
         hints.append(FixHint(code=FixCode.FULL_AC))
@@ -245,6 +246,13 @@ def sdpa_note(stack: Stack | None, settings: ModelingSettings, kernel: Attention
     """``SDPA_CUDNN_NOTE`` where the stack's own SDPA dispatch (no kernel named) runs cuDNN."""
     chosen = stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
     return SDPA_CUDNN_NOTE if chosen and kernel == AttentionKernel.CUDNN else ""
+
+
+def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
+    """The allocated GiB host offload moves off each GPU: the master weights and moments, and the
+    gradients unless the stack keeps unsharded ones there (``s.offload_unsharded_grads``)."""
+    grads_stay = layout.sharding in (Sharding.NONE, Sharding.ZERO1) and not s.offload_unsharded_grads
+    return terms.params + terms.optimizer + (0.0 if grads_stay else terms.grads)
 
 
 def refused_by(stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig) -> bool:
@@ -335,7 +343,9 @@ def estimate(
             tp_runs=lambda tp: runs("tp", tp),
             # more stages with at least as many micro-batches (the schedules' own rule, not the stack's)
             pp_runs=lambda pp: runs("pp", pp, training.model_copy(update={"grad_accum": max(training.grad_accum, pp)})),
-            offload_runs=runs("tp", resolved.tp, training.model_copy(update={"offload": True})),
+            offload_frees_gib=offload_frees_gib(terms, resolved, settings)
+            if runs("tp", resolved.tp, training.model_copy(update={"offload": True}))
+            else 0.0,
         )
     elif not feasible:
         reason, fixes = host_memory_words(model, c, settings)

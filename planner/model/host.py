@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.model.candidates import SHARD_ZERO1, Candidates
+from planner.model.candidates import SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.memory import busiest_stage, state_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -47,6 +47,10 @@ def host_need_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
         return np.zeros(len(c))
     on_device = replace(c, offload=np.zeros(len(c), dtype=bool))
     params, grads, moments = state_bytes(busiest_stage(model, c), on_device, s)
+    # where unsharded gradients stay on the GPU (``s.offload_unsharded_grads`` off), the host holds
+    # each rank's share of them for its optimizer step only (review s31: they were counted twice)
+    grads_stay = (c.sharding < SHARD_ZERO2) & (not s.offload_unsharded_grads)
+    grads = np.where(grads_stay, grads / np.maximum(c.shard_group, 1), grads)
     return (params + grads + moments) * ranks_per_node(c) * c.offload.astype(bool)
 
 

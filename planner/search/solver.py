@@ -80,7 +80,9 @@ def run_solver(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         status = pulp.LpStatus[problem.solve(engine)]
-    if status == "Optimal":
+    # A time limit can leave HiGHS holding the warm start (or any incumbent), which PuLP still calls
+    # "Optimal": only a proven optimum is one (review s31).
+    if status == "Optimal" and getattr(problem, "sol_status", pulp.LpSolutionOptimal) == pulp.LpSolutionOptimal:
         return True, name
     if status == "Infeasible":
         return False, name

@@ -30,3 +30,18 @@ def test_energy_carries_its_band_in_its_own_style():
     assert energy_band(3955.2, (3240.0, 6090.4)) == "3,955 kWh (3,240-6,090)"
     assert energy_band(4.2, (3.61, 5.04)) == "4.2 kWh (3.6-5)"
     assert energy_band(471.0, None) == "471 kWh" and energy_band(None, (1.0, 2.0)) == "-"
+
+
+def test_a_budget_answer_always_prints_the_cost_above_the_budget():
+    """Review s31: whole dollars printed "$165,450 > $165,450" for a fractional budget and "$2 > $0"
+    for $1.0045 against $0.01. The cost rounds up, the budget down, cents below $10 or on a tie."""
+    from planner.fmt import budget_amounts
+
+    assert budget_amounts(165_449.69, 165_449.6) == ("$165,450", "$165,449", "$165,450")
+    assert budget_amounts(1.0045, 0.01) == ("$1.01", "$0.01", "$1.01")
+    assert budget_amounts(0.634, 0.63) == ("$0.64", "$0.63", "$0.64")
+    assert budget_amounts(100_000.4, 100_000.0) == ("$100,001", "$100,000", "$100,001")
+    assert budget_amounts(3_236_521.0, 3.2e6) == ("$3.24M", "$3.20M", "$3.24M")
+    for cost, budget in ((165_449.69, 165_449.6), (1.0045, 0.01), (12.345, 12.34), (10.004, 10.0)):
+        shown_cost, shown_budget, _ = budget_amounts(cost, budget)
+        assert shown_cost != shown_budget

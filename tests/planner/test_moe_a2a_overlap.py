@@ -84,3 +84,20 @@ def test_an_exposed_all_to_all_under_megatron_core_is_said_in_both_interfaces():
     assert f"({exposed.estimate.time.breakdown_s.ep_comm:,.1f} s of the" in words and "--moe-a2a-overlap" in words
     assert not [w for w in estimate_warnings(hidden, None, None) if "timed exposed" in w]
     assert "all-to-all" in Labels("zh")("a2a_exposed") and "sidebar" in Labels("en")("a2a_exposed")
+    assert "Qwen3-235B" in words and "host cost is not modelled" in words
+
+
+def test_no_exposed_all_to_all_warning_where_the_all_to_alls_are_a_small_share():
+    """Review s31: the warning fired on "0.0 s of the 1.5 s step" (experts within one node)."""
+    from planner.api.notices import A2A_EXPOSED_WARNING_SHARE, a2a_exposed_under_megatron
+
+    exposed = row_plan(stack=Stack.MEGATRON_CORE)
+    e, t = exposed.estimate, exposed.estimate.time
+
+    def with_ep_comm(seconds: float):
+        time = t.model_copy(update={"breakdown_s": t.breakdown_s.model_copy(update={"ep_comm": seconds})})
+        return exposed.model_copy(update={"estimate": e.model_copy(update={"time": time})})
+
+    assert a2a_exposed_under_megatron(with_ep_comm(1.01 * A2A_EXPOSED_WARNING_SHARE * t.step_s))
+    assert not a2a_exposed_under_megatron(with_ep_comm(0.99 * A2A_EXPOSED_WARNING_SHARE * t.step_s))
+    assert not a2a_exposed_under_megatron(with_ep_comm(0.0))

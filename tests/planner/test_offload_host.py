@@ -97,6 +97,14 @@ def test_offload_below_zero2_keeps_the_gradients_on_the_gpu_where_the_stack_does
         e = estimate(model, "h100-sxm", layout, training, num_gpus=8, catalog=CATALOG, settings=STACK_SETTINGS[stack])
         return e.memory.breakdown_gib.grads
 
+    def host_gib(stack: Stack) -> float:
+        layout = Layout(dp_shard=8, sharding=Sharding.ZERO1)
+        e = estimate(model, "h100-sxm", layout, training, num_gpus=8, catalog=CATALOG, settings=STACK_SETTINGS[stack])
+        return e.memory.host_gib_per_node
+
+    # review s31: the host holds each rank's share of gradients that stay whole on the GPU, not all of them
+    whole_host_grads = 8 * model.num_params() * 4 / GIB
+    assert host_gib(Stack.TRAINPLAN) - host_gib(Stack.DEEPSPEED) == pytest.approx(whole_host_grads * 7 / 8, rel=0.05)
     whole = grads_gib(Stack.DEEPSPEED, Sharding.ZERO1)
     assert whole == pytest.approx(model.num_params() * 4 / GIB, rel=0.02)  # fp32, every parameter
     assert grads_gib(Stack.MEGATRON_CORE, Sharding.ZERO1) > 0.9 * whole

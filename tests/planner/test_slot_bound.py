@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pulp
 import pytest
-from support import SOLVERS
+from support import SOLVERS, needs_highs
 from test_portfolio import random_job
 
 import planner.search.portfolio as portfolio_module
@@ -200,3 +200,21 @@ def test_a_warm_start_reaches_the_same_optimum_even_from_an_infeasible_start(sol
             var.setInitialValue(value)
         assert run_solver(problem, solver, None, warm_start=True) == (True, solver)
         assert [var.varValue for var in x] == [0, 1, 0]
+
+
+@needs_highs
+def test_a_time_limited_solve_from_a_start_is_not_called_optimal():
+    """Review s31: with a warm start, HiGHS stopped by its time limit held the start, which PuLP
+    called "Optimal"; the start came back as the answer."""
+    rng = np.random.default_rng(0)
+    problem = pulp.LpProblem("knapsack", pulp.LpMaximize)
+    x = new_binaries(problem, "x", 60)
+    value = rng.integers(10, 100, 60)
+    problem += pulp.lpSum(float(value[i]) * x[i] for i in range(60))
+    for _ in range(5):
+        weight = rng.integers(10, 100, 60)
+        problem += pulp.lpSum(float(weight[i]) * x[i] for i in range(60)) <= float(weight.sum() / 2)
+    for var in x:
+        var.setInitialValue(0)
+    with pytest.raises(RuntimeError, match="stopped without an optimal solution"):
+        run_solver(problem, "highs", 1e-6, warm_start=True)
