@@ -42,7 +42,7 @@ from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.profiles import named_kernel, own_model_profile_warning
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
-from planner.model.stacks import STACK_SETTINGS, Stack, moe_a2a_overlapped
+from planner.model.stacks import STACK_SETTINGS, Stack, a2a_overlap_refused, moe_a2a_overlapped
 from planner.model.structure import context_extension_warning, default_implementation, native_unsupported
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
 from planner.search.space import (
@@ -308,7 +308,18 @@ def configuration_problem(
         settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap)
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)
+        or (a2a_layout_problem(layout, training) if moe_a2a_overlap else None)
     )
+
+
+def a2a_layout_problem(layout: Layout, training: TrainingConfig) -> RuleViolation | None:
+    """Why Megatron-Core would refuse the overlapped all-to-alls on this layout (``a2a_overlap_refused``,
+    the search's filter too; None: it runs them)."""
+    ac = training.activation_checkpointing
+    if not a2a_overlap_refused(layout.ep, layout.pp, layout.vpp, code(ac)):
+        return None
+    figures = {"ep": layout.ep, "pp": layout.pp, "vpp": layout.vpp, "ac": ac.value}
+    return RuleViolation(RuleCode.STACK_A2A_LAYOUT, figures)
 
 
 def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig) -> RuleViolation | None:

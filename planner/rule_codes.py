@@ -88,6 +88,7 @@ class RuleCode(StrEnum):
     STACK_COMPILE = "stack_compile"
     STACK_PARTITION = "stack_partition"
     STACK_A2A_OVERLAP = "stack_a2a_overlap"
+    STACK_A2A_LAYOUT = "stack_a2a_layout"
     AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
@@ -281,6 +282,11 @@ TEMPLATES: dict[RuleCode, str] = {
         " use --stack megatron-deepspeed (not {stack})"
     ),
     # deepseek-v3's profile already hides its all-to-alls (DualPipe), so the flag is refused there too.
+    _C.STACK_A2A_LAYOUT: (
+        "--moe-a2a-overlap needs what Megatron-Core asserts for it: expert parallelism (ep > 1, a MoE model),"
+        " the interleaved schedule under a pipeline (vpp > 1 where pp > 1) and no full or block recompute"
+        " (ep {ep}, pp {pp}, vpp {vpp}, ac {ac})"
+    ),
     _C.STACK_A2A_OVERLAP: (
         "--moe-a2a-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: use --stack megatron-core"
         " (not {stack}); --stack deepseek-v3 already hides its all-to-alls (DualPipe)"

@@ -357,6 +357,13 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "partitioned activations are DeepSpeed's checkpointing under Megatron-DeepSpeed, not {stack}",
         "分区激活是 Megatron-DeepSpeed 下 DeepSpeed 的检查点方式，{stack} 不支持",
     ),
+    "reason_stack_a2a_layout": (
+        "the overlapped expert all-to-all needs expert parallelism (ep > 1, a MoE model), the interleaved"
+        " schedule under a pipeline (vpp > 1 where pp > 1) and no full or block recompute"
+        " (ep {ep}, pp {pp}, vpp {vpp}, ac {ac})",
+        "专家 all-to-all 重叠需要专家并行（ep > 1，MoE 模型）、流水线下的交错调度（pp > 1 时 vpp > 1），"
+        "且不能完整或按块重计算（ep {ep}，pp {pp}，vpp {vpp}，重计算 {ac}）",
+    ),
     "reason_stack_a2a_overlap": (
         "the overlapped expert all-to-all is Megatron-Core's combined 1F1B schedule, not {stack}'s"
         " (DeepSeek-V3's DualPipe already hides its all-to-alls)",

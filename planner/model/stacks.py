@@ -14,7 +14,7 @@ import numpy as np
 from planner.layout import Implementation, Sharding
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
-from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1
+from planner.model.candidates import AC_BLOCKS, AC_FULL, SHARD_FSDP, SHARD_ZERO1
 from planner.model.settings import (
     DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
@@ -184,6 +184,15 @@ def moe_a2a_overlapped(settings: ModelingSettings) -> ModelingSettings:
     rows whose recipes set it (validation/moe_recipes.py ``a2a_overlapped``); the schedule's host
     cost (Megatron-Bridge PR #1760) is not counted."""
     return settings.but(ep_comm_overlap=1.0)
+
+
+def a2a_overlap_refused(ep, pp, vpp, ac) -> np.ndarray:
+    """Where Megatron-Core refuses --overlap-moe-expert-parallel-comm (arrays or scalars; ``ac``
+    as candidate codes): TransformerConfig asserts expert parallelism (ep > 1), the interleaved
+    schedule under a pipeline (vpp set where pp > 1), and no full recompute nor a recompute layer
+    count (review s31: the planner timed such layouts overlapped)."""
+    ep, pp, vpp, ac = (np.asarray(v) for v in (ep, pp, vpp, ac))
+    return (ep <= 1) | ((pp > 1) & (vpp <= 1)) | (ac == AC_FULL) | (ac == AC_BLOCKS)
 
 
 # DeepSeek-V3's in-house HAI-LLM stack as its report describes it (arXiv:2412.19437), on top of

@@ -46,6 +46,7 @@ def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpa
         max_gpus=max_gpus or request.max_gpus or DEFAULT_MAX_GPUS,
         trainer_rules=request.stack.trainer_rules,
         stack=request.stack,
+        moe_a2a_overlap=request.moe_a2a_overlap,
     )
 
 

@@ -38,7 +38,7 @@ from planner.model.candidates import (
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
-from planner.model.stacks import Stack
+from planner.model.stacks import Stack, a2a_overlap_refused
 from planner.model.structure import structurally_valid, tp_in_domain
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.
@@ -94,6 +94,8 @@ class SearchSpace:
     # The stack that runs the plan: some have no pipeline engine or context parallelism, DeepSpeed's
     # engine refuses some layouts (planner/model/stacks.py Stack.refusals).
     stack: Stack = Stack.TRAINPLAN
+    # Megatron-Core's overlapped expert all-to-alls (--moe-a2a-overlap): only the layouts it runs.
+    moe_a2a_overlap: bool = False
 
 
 def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
@@ -225,6 +227,7 @@ def gpu_rows(
             tp, pp, sharding, rows["vpp"], cp, rows["ep"], model.num_layers, grad_accum, rows["offload"]
         ).any()
         & ~excess_ac_blocks(model, space, rows)
+        & ~(space.moe_a2a_overlap & a2a_overlap_refused(rows["ep"], pp, rows["vpp"], rows["ac"]))
         & structurally_valid(
             model,
             tp=tp,

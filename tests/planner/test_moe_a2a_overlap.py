@@ -101,3 +101,40 @@ def test_no_exposed_all_to_all_warning_where_the_all_to_alls_are_a_small_share()
     assert a2a_exposed_under_megatron(with_ep_comm(1.01 * A2A_EXPOSED_WARNING_SHARE * t.step_s))
     assert not a2a_exposed_under_megatron(with_ep_comm(0.99 * A2A_EXPOSED_WARNING_SHARE * t.step_s))
     assert not a2a_exposed_under_megatron(with_ep_comm(0.0))
+
+
+def test_the_overlap_runs_only_where_megatron_core_takes_it():
+    """Review s31: Megatron-Core asserts ep > 1, vpp under a pipeline and no full or block recompute
+    for --overlap-moe-expert-parallel-comm; the planner timed such layouts overlapped."""
+    from planner.layout import ActivationCheckpointing, TrainingConfig
+    from planner.model.stacks import a2a_overlap_refused
+
+    refused = {
+        "pp without vpp": (ROW.layout.model_copy(update={"vpp": 1}), ROW.training),
+        "full recompute": (
+            ROW.layout,
+            ROW.training.model_copy(update={"activation_checkpointing": ActivationCheckpointing.FULL}),
+        ),
+        "ep 1": (ROW.layout.model_copy(update={"ep": 1, "expert_tp": True}), ROW.training),
+    }
+    for name, (layout, training) in refused.items():
+        with pytest.raises(RuleViolation) as caught:
+            build_plan(ROW.model, ROW.gpu, layout, training, num_gpus=ROW.num_gpus, stack=Stack.MEGATRON_CORE,
+                       moe_a2a_overlap=True)  # fmt: skip
+        assert caught.value.code == RuleCode.STACK_A2A_LAYOUT, name
+    with pytest.raises(RuleViolation):
+        build_plan(get_preset("llama3-8b"), "h100-sxm", ROW.layout.model_copy(update={"ep": 1, "pp": 1, "vpp": 1,
+                   "tp": 1, "expert_tp": True}), TrainingConfig(seq_len=4096), num_gpus=8, stack=Stack.MEGATRON_CORE,
+                   moe_a2a_overlap=True)  # fmt: skip
+    request = PlanRequest(
+        model=get_preset("qwen3-30b-a3b"), training_tokens=1e11, gpus={"h100-sxm": 64}, stack="megatron-core",
+        moe_a2a_overlap=True, top_k=8,
+    )  # fmt: skip
+    from planner.api import plan
+    from planner.model.candidates import code
+
+    result = plan(request)
+    for p in (result.plan, *result.alternatives):
+        assert not a2a_overlap_refused(
+            p.layout.ep, p.layout.pp, p.layout.vpp, code(p.training.activation_checkpointing)
+        )
