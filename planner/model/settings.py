@@ -528,7 +528,7 @@ class ModelingSettings:
     # a3-highgpu-1g (H100) and 86 min for 16 of them in one zone (13 zones, October 2025, 829 and
     # 1,366 waits; SkyNomad's artifact, andylizf/skynomad-artifact data/h100_16_runs). The waits'
     # medians are 10-30 min and their tails days; a job free to restart in any zone waits 15-35
-    # min (docs/spot-capacity-wait.md; bench/spot_capacity_wait.py computes them).
+    # min (docs/spot-capacity-wait.md: the method, the traces and their commits).
     spot_capacity_wait_s: float = 80 * SECONDS_PER_MINUTE
 
     def but(self, **changes: Any) -> ModelingSettings:
