@@ -109,10 +109,9 @@ def goodput_line(g: GoodputEstimate) -> str:
             f" ({steps}{seconds_words(g.checkpoint_write_s)} to write)"
         )
     parts.append(f"restart {duration_words(g.restart_s)}")
-    if g.spot_preemptions is not None:  # trial s30: a preemption was timed as a failure, no wait
-        parts.append(
-            f"{g.spot_preemptions:,.1f} spot preemptions, each waiting {duration_words(g.capacity_wait_s)} for capacity"
-        )
+    if g.capacity_wait_s > 0:  # trial s30: a preemption was timed as a failure, no wait
+        count = "spot preemptions" if g.spot_preemptions is None else f"{g.spot_preemptions:,.1f} spot preemptions"
+        parts.append(f"{count}, each waiting {duration_words(g.capacity_wait_s)} for capacity")
     parts.append(
         f"slowest rank +{g.straggler_fraction:.1%}, evaluation +{g.evaluation_fraction:.1%}"
         + (f", input stalls +{g.data_stall_fraction:.1%}" if g.data_stall_fraction else "")

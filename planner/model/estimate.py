@@ -434,9 +434,10 @@ def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
         evaluation_fraction=g.losses.evaluation,
         data_stall_fraction=g.losses.data_stall,
         planned_restarts=finite(g.planned_restarts),
-        # a spot price's preemptions, each waiting for capacity (None where none is priced in)
+        # a spot price's preemptions, each waiting for capacity (None without a spot price or a
+        # token budget; the wait is 0 without a spot price: review s31)
         spot_preemptions=finite(g.preemptions) if np.any(g.preemptions[row] > 0) else None,
-        capacity_wait_s=g.capacity_wait_s,
+        capacity_wait_s=float(np.broadcast_to(g.capacity_wait_s, g.fraction.shape)[row]),
         startup_s=g.losses.startup_s,
         goodput_fraction=float(g.fraction[row]),
     )

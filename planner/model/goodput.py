@@ -76,7 +76,7 @@ class Goodput:
     losses: RunLosses  # the run's other losses
     planned_restarts: np.ndarray  # expected planned interruptions over the wall time
     preemptions: np.ndarray  # expected spot preemptions over the wall time (among the interruptions)
-    capacity_wait_s: float  # what each waits for capacity
+    capacity_wait_s: np.ndarray  # what each waits for capacity (0 where no spot price is priced in)
 
 
 def failure_rates(
@@ -148,7 +148,7 @@ def goodput(
         losses=other,
         planned_restarts=np.where(np.isnan(useful), np.nan, wall * other.planned_per_s),
         preemptions=np.where(np.isnan(useful), np.nan, wall * preempted_per_s),
-        capacity_wait_s=settings.spot_capacity_wait_s,
+        capacity_wait_s=np.where(preempted_per_s > 0, settings.spot_capacity_wait_s, 0.0),
     )
 
 

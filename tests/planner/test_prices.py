@@ -93,6 +93,15 @@ def test_each_spot_preemption_waits_for_capacity_beside_its_lost_work() -> None:
     default, spot = h100_estimate(None).goodput, h100_estimate("spot").goodput
     assert default.spot_preemptions is None and spot.spot_preemptions > 0
     assert spot.capacity_wait_s == DEFAULT_SETTINGS.spot_capacity_wait_s == 80 * 60
+    assert default.capacity_wait_s == 0.0  # review s31: on-demand JSON said 4800
+    # review s31: without a token budget the wait is charged in goodput and still said
+    from ui.render_lines import goodput_line
+
+    untimed = build_plan(
+        get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=64, price_kind="spot"
+    ).estimate.goodput
+    assert untimed.spot_preemptions is None and untimed.capacity_wait_s == 80 * 60
+    assert "spot preemptions, each waiting 80.0 minutes for capacity" in goodput_line(untimed)
     no_wait = h100_estimate("spot", DEFAULT_SETTINGS.but(spot_capacity_wait_s=0.0)).goodput
     # W = work / (survived - waiting), waiting = k p wait (8 nodes): goodput falls by the share
     # waiting / survived of itself, survived being the share failures and restarts leave (0.9-1)
