@@ -223,9 +223,7 @@ def stack_problem(
     and interleaving limits, a context or expert split the stack lacks, more sharding than it has.
     Coded, so the app words it (ui/reasons.py)."""
     layers = model.num_layers
-    r = stack.refusals(
-        layout.tp, layout.pp, code(layout.sharding), layout.vpp, layout.cp, layout.ep, layers, grad_accum, offload
-    )
+    r = stack.layout_refusals(layout, layers, grad_accum, offload)
     figures = {"stack": stack.value, "sharding": layout.sharding.value, "layers": layers, "pp": layout.pp}
     figures |= {"vpp": layout.vpp, "grad_accum": grad_accum}
     for refused, rule in (
@@ -274,7 +272,7 @@ def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | 
     """Why the overlapped expert all-to-alls cannot be asked of ``stack`` (None: they can): they
     are Megatron-Core's combined 1F1B schedule; deepseek-v3's profile hides them already (DualPipe)
     and the other stacks wait for each exchange."""
-    if moe_a2a_overlap and stack != Stack.MEGATRON_CORE:
+    if moe_a2a_overlap and not stack.overlaps_moe_a2a:
         return RuleViolation(RuleCode.STACK_A2A_OVERLAP, {"stack": stack.value})
     return None
 

@@ -309,7 +309,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     )
     if stack == Stack.MEGATRON_DEEPSPEED:  # DeepSpeed's checkpointing under Megatron's tp only
         st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
-    if stack == Stack.MEGATRON_CORE:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
+    if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
         st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
     uploaded = st.file_uploader(
         tr("calibration_upload"),
@@ -399,7 +399,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             stack=stack,
             attention=st.session_state["attention"] or None,
             partition_activations=stack == Stack.MEGATRON_DEEPSPEED and st.session_state["partition_activations"],
-            moe_a2a_overlap=stack == Stack.MEGATRON_CORE and st.session_state["moe_a2a_overlap"],
+            moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
             network=st.session_state["network"] or None,
             **goals,
             **training,

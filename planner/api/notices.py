@@ -21,7 +21,6 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.layout import ActivationCheckpointing
 from planner.model.profiles import own_model_profile_warning
-from planner.model.stacks import Stack
 from planner.model.structure import context_extension_warning
 from planner.plan import Plan
 from planner.request import (
@@ -196,7 +195,7 @@ def a2a_exposed_under_megatron(p: Plan) -> bool:
     tokens/s/GPU "validated" by rows that ran 1,575-1,712 with the overlap on)."""
     t = p.estimate.time
     material = t.breakdown_s.ep_comm > A2A_EXPOSED_WARNING_SHARE * t.step_s
-    return p.stack == Stack.MEGATRON_CORE and p.layout.ep > 1 and not p.moe_a2a_overlap and material
+    return p.stack.overlaps_moe_a2a and p.layout.ep > 1 and not p.moe_a2a_overlap and material
 
 
 def a2a_exposed_warnings(p: Plan) -> tuple[str, ...]:

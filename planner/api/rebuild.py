@@ -61,7 +61,7 @@ def restack(
         # Another stack has no such checkpointing: its estimate keeps its own.
         partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
         # Likewise Megatron-Core's combined 1F1B schedule (deepseek-v3's profile has its own overlap).
-        moe_a2a_overlap=plan_.moe_a2a_overlap and stack == Stack.MEGATRON_CORE,
+        moe_a2a_overlap=plan_.moe_a2a_overlap and Stack(stack).overlaps_moe_a2a,
         network=plan_.network,
     )
     return with_price_basis(again, plan_)

@@ -15,14 +15,14 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
 from planner.errors import RuleCode, RuleViolation
-from planner.layout import Implementation, Layout, PipelineSchedule, Sharding, TrainingConfig
+from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, code, single
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
-from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
+from planner.model.memory import MemoryBreakdown, fits, memory, offload_keeps_grads, usable_capacity
 from planner.model.rates import SDPA_CUDNN_NOTE, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -251,25 +251,13 @@ def sdpa_note(stack: Stack | None, settings: ModelingSettings, kernel: Attention
 def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
     """The allocated GiB host offload moves off each GPU: the master weights and moments, and the
     gradients unless the stack keeps unsharded ones there (``s.offload_unsharded_grads``)."""
-    grads_stay = layout.sharding in (Sharding.NONE, Sharding.ZERO1) and not s.offload_unsharded_grads
+    grads_stay = bool(offload_keeps_grads(code(layout.sharding), s))
     return terms.params + terms.optimizer + (0.0 if grads_stay else terms.grads)
 
 
 def refused_by(stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig) -> bool:
     """Whether ``stack`` refuses the layout (``Stack.refusals``, the rule the search filters by)."""
-    return bool(
-        stack.refusals(
-            layout.tp,
-            layout.pp,
-            code(layout.sharding),
-            layout.vpp,
-            layout.cp,
-            layout.ep,
-            model.num_layers,
-            training.grad_accum,
-            training.offload,
-        ).any()
-    )
+    return bool(stack.layout_refusals(layout, model.num_layers, training.grad_accum, training.offload).any())
 
 
 def estimate(

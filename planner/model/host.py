@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.model.candidates import SHARD_ZERO1, SHARD_ZERO2, Candidates
-from planner.model.memory import busiest_stage, state_bytes
+from planner.model.candidates import SHARD_ZERO1, Candidates
+from planner.model.memory import busiest_stage, offload_keeps_grads, state_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.plan import FixHint
@@ -49,8 +49,7 @@ def host_need_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     params, grads, moments = state_bytes(busiest_stage(model, c), on_device, s)
     # where unsharded gradients stay on the GPU (``s.offload_unsharded_grads`` off), the host holds
     # each rank's share of them for its optimizer step only (review s31: they were counted twice)
-    grads_stay = (c.sharding < SHARD_ZERO2) & (not s.offload_unsharded_grads)
-    grads = np.where(grads_stay, grads / np.maximum(c.shard_group, 1), grads)
+    grads = np.where(offload_keeps_grads(c.sharding, s), grads / np.maximum(c.shard_group, 1), grads)
     return (params + grads + moments) * ranks_per_node(c) * c.offload.astype(bool)
 
 

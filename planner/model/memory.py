@@ -179,7 +179,8 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     master weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
     the grads; FSDP also the 16-bit working params (counted in ``unsharded_param_bytes``).
     Offload moves all three to host memory (unsharded gradients stay where
-    ``s.offload_unsharded_grads`` is off). MoE experts split over ep ranks are sharded over the other ``shard_group / ep``: the sharded states are ``total / shard_group`` either way,
+    ``s.offload_unsharded_grads`` is off). MoE experts split over ep ranks are sharded over the
+    other ``shard_group / ep``: the sharded states are ``total / shard_group`` either way,
     the unsharded ones hold 1/ep of the experts (``StageParams.held``): the expert-data-parallel
     group of Megatron-Core (``dp x cp x tp / (ep x etp)``, parallel_state.py) gives the same
     per-rank share, ``experts / (ep x edp) = experts / shard_group``. Gradients are
@@ -191,8 +192,15 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * s.grad_bytes
     moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
     on_gpu = ~c.offload.astype(bool)
-    grads_on_gpu = on_gpu | ((c.sharding < SHARD_ZERO2) & (not s.offload_unsharded_grads))
+    grads_on_gpu = on_gpu | offload_keeps_grads(c.sharding, s)
     return params * on_gpu, grads * grads_on_gpu, moments * on_gpu
+
+
+def offload_keeps_grads(sharding: np.ndarray | int, s: ModelingSettings) -> np.ndarray:
+    """Where host offload leaves the gradients whole on the GPU (``sharding`` as candidate codes):
+    below ZeRO-2, on a stack whose offload moves only the optimizer's states
+    (``s.offload_unsharded_grads`` off). One rule for the GPU's memory, the host's and the fix."""
+    return (np.asarray(sharding) < SHARD_ZERO2) & (not s.offload_unsharded_grads)
 
 
 def optimizer_grad_copy_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:

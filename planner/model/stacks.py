@@ -11,10 +11,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.layout import Implementation, Sharding
+from planner.layout import Implementation, Layout, Sharding
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
-from planner.model.candidates import AC_BLOCKS, AC_FULL, SHARD_FSDP, SHARD_ZERO1
+from planner.model.candidates import AC_BLOCKS, AC_FULL, SHARD_FSDP, SHARD_ZERO1, code
 from planner.model.settings import (
     DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
@@ -420,6 +420,19 @@ class Stack(StrEnum):
             & (np.asarray(sharding) < SHARD_ZERO1)
             & self.offloads_sharded_states_only,
         )
+
+    def layout_refusals(self, layout: Layout, num_layers: int, grad_accum: int, offload: bool) -> StackRefusals:
+        """``refusals`` of one layout (an estimate's; its fix hints' layouts)."""
+        sharding = code(layout.sharding)
+        return self.refusals(
+            layout.tp, layout.pp, sharding, layout.vpp, layout.cp, layout.ep, num_layers, grad_accum, offload
+        )
+
+    @property
+    def overlaps_moe_a2a(self) -> bool:
+        """Whether --moe-a2a-overlap is one of its choices: Megatron-Core's combined 1F1B schedule
+        (deepseek-v3's profile hides its all-to-alls already, by DualPipe)."""
+        return self is Stack.MEGATRON_CORE
 
     @property
     def attention_via_sdpa(self) -> bool:
