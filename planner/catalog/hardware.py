@@ -230,6 +230,10 @@ class NetworkSpec(BaseModel):
     name: str
     bandwidth_bytes_per_s_per_gpu: float  # per direction
     sources: dict[str, str]
+    # MEASURED bus bandwidth of one NCCL ring whose ranks fill their nodes, where the fabric's
+    # collectives reach less than its NICs together (Omni-Path: a ring leaves each node through
+    # one NIC); None: the line rate's share (planner/model/comm.py group_link).
+    ring_bus_bandwidth_bytes_per_s: float | None = None
 
     @property
     def gbit_per_s_per_gpu(self) -> float:
@@ -356,6 +360,7 @@ NETWORK_FIELDS: dict[str, _Num | _Text] = {
     "gbit_per_s_per_gpu": _Num(0, 100_000),
     "latency_us": _Num(0, 10_000),
     "efficiency_note": _Text(required=False),
+    "ring_busbw_gbit_per_s": _Num(0, 100_000, required=False),
 }
 
 
@@ -529,6 +534,9 @@ def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpe
         name=values["name"],
         bandwidth_bytes_per_s_per_gpu=values["gbit_per_s_per_gpu"] * 1e9 / 8,
         sources=sources,
+        ring_bus_bandwidth_bytes_per_s=(
+            None if values.get("ring_busbw_gbit_per_s") is None else values["ring_busbw_gbit_per_s"] * 1e9 / 8
+        ),
     )
 
 

@@ -164,6 +164,7 @@ class Candidates:
     scaleup_domain_size: np.ndarray
     pcie_bandwidth: np.ndarray  # bytes/s per GPU per direction: the card's host link
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
+    network_ring_bandwidth: np.ndarray  # a cross-node ring's measured bus bandwidth (NetworkSpec); NaN: none
     price_per_gpu_hour: np.ndarray
     price_estimated: np.ndarray  # bool: that price is an estimate, no listed offer (PriceBasis.ESTIMATE)
     rent_unit_gpus: np.ndarray  # GPUs rented together (GPUSpec); a job pays for whole units
@@ -244,7 +245,12 @@ def row_gather(gpu_index: np.ndarray, num_gpus: int):
 
 
 def hardware_columns(
-    gpus: list, gpu_index: np.ndarray, precision: np.ndarray, gpus_per_node: list[int], network_bandwidth: list[float]
+    gpus: list,
+    gpu_index: np.ndarray,
+    precision: np.ndarray,
+    gpus_per_node: list[int],
+    network_bandwidth: list[float],
+    network_ring_bandwidth: list[float | None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Gather the per-GPU hardware numbers for each row (NaN peak = precision unsupported)."""
 
@@ -289,6 +295,7 @@ def hardware_columns(
         scaleup_domain_size=per_row(np.asarray([g.scaleup_domain_size for g in gpus])),
         pcie_bandwidth=col([g.pcie_bandwidth_bytes_per_s for g in gpus]),
         network_bandwidth=col(network_bandwidth),
+        network_ring_bandwidth=nan_if_none(network_ring_bandwidth or [None] * len(gpus)),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
         price_estimated=per_row(np.array([g.price_estimated for g in gpus], dtype=bool)),
         rent_unit_gpus=col([g.rent_unit_gpus for g in gpus]),
@@ -315,9 +322,12 @@ def single(
     gpus_per_node: int,
     network_bandwidth: float,
     num_gpus: int | None = None,
+    network_ring_bandwidth: float | None = None,
 ) -> Candidates:
     """A one-row table for one concrete configuration (layout must be resolved)."""
     knobs = {k.column: k.encode(getattr(layout if k.owner is Layout else training, k.field)) for k in KNOBS}
     precision = np.array([knobs["precision"]])
-    hw = hardware_columns([gpu], np.array([0]), precision, [gpus_per_node], [network_bandwidth])
+    hw = hardware_columns(
+        [gpu], np.array([0]), precision, [gpus_per_node], [network_bandwidth], [network_ring_bandwidth]
+    )
     return Candidates.from_columns(1, gpu_index=0, num_gpus=num_gpus or layout.world_size, **knobs, **hw)

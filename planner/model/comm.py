@@ -64,7 +64,9 @@ def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingS
     inside a node, whose GPUs outside one domain reach each other over their PCIe links (a PCIe
     card's only path, NVLink pairs' path to the other pairs; trial s24: 8 L20 were timed at the
     NIC's 3 GB/s, not PCIe's). Past the node each node holds ``k = reach / stride`` of its ranks
-    (at least 1, at most ``size``) whose NICs carry the ring in parallel."""
+    (at least 1, at most ``size``) whose NICs carry the ring in parallel, up to the bus bandwidth a
+    ring was measured at on a fabric whose collectives do not reach all its NICs (Jean Zay's
+    Omni-Path: NCCL's rings leave each node through one NIC; NetworkSpec)."""
     span = size * stride
     domain = np.maximum(np.minimum(c.scaleup_domain_size, c.num_gpus), 1)
     node = np.maximum(np.minimum(c.gpus_per_node, c.num_gpus), 1)
@@ -74,6 +76,8 @@ def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingS
     inner = np.where(domain >= node, scaleup, pcie)  # the link inside that reach
     ranks_per_reach = np.clip(reach // np.maximum(stride, 1), 1, np.maximum(size, 1))
     network = np.minimum(inner, ranks_per_reach * c.network_bandwidth * s.network_bandwidth_fraction)
+    # ... and no more than a ring measured on the fabric carries, where one was (NetworkSpec).
+    network = np.fmin(network, c.network_ring_bandwidth)
     bandwidth = np.where(span <= domain, scaleup, np.where(span <= node, pcie, network))
     # NCCL's intraLat is the ring's path inside the node: PCIe wherever a step leaves a domain there.
     intra = np.where((span <= domain) | (domain >= node), scaleup_latency, s.latency_pcie_s)

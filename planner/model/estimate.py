@@ -469,11 +469,19 @@ def catalog_row(
 ) -> Candidates:
     """``single``'s one-row table on ``gpu`` over its catalog network (a resolved ``layout``), its
     scale-up domain holding only the GPUs placed on each node (``NodeTemplate.scaleup_domain_holding``)."""
-    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
+    network = catalog.network(gpu.default_network)
     domain = catalog.node(gpu.default_node).scaleup_domain_holding(gpus_per_node)
     if domain != gpu.scaleup_domain_size:
         gpu = gpu.model_copy(update={"scaleup_domain_size": domain})
-    return single(gpu, layout, training, gpus_per_node=gpus_per_node, network_bandwidth=network, num_gpus=num_gpus)
+    return single(
+        gpu,
+        layout,
+        training,
+        gpus_per_node=gpus_per_node,
+        network_bandwidth=network.bandwidth_bytes_per_s_per_gpu,
+        num_gpus=num_gpus,
+        network_ring_bandwidth=network.ring_bus_bandwidth_bytes_per_s,
+    )
 
 
 def check_divisible(

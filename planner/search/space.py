@@ -347,8 +347,15 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
     columns = [{**shapes[shape], "gpu_index": np.full(len(shapes[shape]["tp"]), i)} for i, shape in enumerate(shape_of)]
     flat = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
     node_sizes = [catalog.node(g.default_node).gpus_per_node for g in specs]
-    networks = [catalog.network(g.default_network).bandwidth_bytes_per_s_per_gpu for g in specs]
-    hw = hardware_columns(specs, flat["gpu_index"], flat["precision"], node_sizes, networks)
+    networks = [catalog.network(g.default_network) for g in specs]
+    hw = hardware_columns(
+        specs,
+        flat["gpu_index"],
+        flat["precision"],
+        node_sizes,
+        [n.bandwidth_bytes_per_s_per_gpu for n in networks],
+        [n.ring_bus_bandwidth_bytes_per_s for n in networks],
+    )
     # Knobs the search does not vary are single values; any other Layout/TrainingConfig field
     # takes its default (Candidates.from_columns).
     return Candidates.from_columns(
