@@ -1,12 +1,13 @@
-"""BigScience's Megatron-DeepSpeed rows against ``--stack megatron-deepspeed`` (held out): prints the table.
+"""Megatron-DeepSpeed rows (BigScience, Lucie-Training) against ``--stack megatron-deepspeed``: prints the table.
 
     python bench/validate_megatron_deepspeed.py               # markdown table + summaries on stdout
     python bench/validate_megatron_deepspeed.py --write-docs  # also refresh docs/validation.md's block
 
 Rows, sources and assumptions: validation/megatron_deepspeed_runs.py and
 data/validation/megatron_deepspeed_runs_sources.md. Errors are predicted / measured tokens per second - 1.
-Nothing in the model was fitted on these rows; two of the stack's terms were looked for after their
-errors were seen, so these figures are not blind (the blind ones: docs/validation.md).
+Nothing in the model was fitted on BigScience's rows; two of the stack's terms were looked for after
+their errors were seen, so those figures are not blind (the blind ones: docs/validation.md). The
+blocking host time per block is fitted on the Lucie sweep's single-node rows (use "fitted").
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ START, END = "<!-- megatron-deepspeed-table:start -->", "<!-- megatron-deepspeed
 
 
 def held_out_band(comparisons: list[MegatronDeepSpeedComparison]) -> dict[str, bool]:
-    """Whether each band row's error lies inside its 80 % band read without BigScience's rows (the
+    """Whether each band row's error lies inside its 80 % band read without its own team's rows (the
     coverage of docs/validation.md "Error bands"), by row id; the shipped band holds these rows."""
-    checks = checks_without(load_residuals(), "bigscience")
-    inside = {c.row.name: c.inside() for c in checks}
+    residuals = load_residuals()
+    inside = {}
+    for team in {c.row.team for c in comparisons}:
+        inside |= {c.row.name: c.inside() for c in checks_without(residuals, team)}
     return {
         c.row.row_id: inside[f"{c.row.row_id} {c.row.model.name}"] for c in comparisons if c.row.use == Use.HELD_OUT
     }
@@ -73,8 +76,14 @@ def summaries(comparisons: list[MegatronDeepSpeedComparison], band: dict[str, bo
         lines.append(summary(f"Held out, source {source}", [c for c in held if c.row.source == source], band))
     lines.append(summary("Held out, tp 8", [c for c in held if c.row.layout.tp == 8], band))
     lines.append(summary("Held out, tp 1-4", [c for c in held if c.row.layout.tp < 8], band))
+    lucie = [c for c in held if c.row.source == "S3"]
+    for name, keep in (("4 nodes", lambda n: n <= 32), ("8-32 nodes", lambda n: n > 32)):
+        lines.append(summary(f"Held out, S3 on {name}", [c for c in lucie if keep(c.row.num_gpus)], band))
+    lines.append(summary("Fitted (S3's one-node rows: the blocking host time per block)", [
+        c for c in comparisons if c.row.use == Use.FITTED
+    ], band))  # fmt: skip
     lines.append(summary("Not in the headline (BLOOM's own configuration, a lone first iteration)", [
-        c for c in comparisons if c.row.use != Use.HELD_OUT
+        c for c in comparisons if c.row.use in (Use.NOT_HELD_OUT, Use.WEAK)
     ], band))  # fmt: skip
     return "\n".join(lines)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from validation.docs import replace_marked_block, yes_no
 from validation.whole_runs import (
     NOT_INDEPENDENT,
-    OUTSIDE_SCOPE,
+    SHARES_A_FITTED_SOURCE,
     Basis,
     SkippedRun,
     WholeRunComparison,
@@ -157,10 +157,10 @@ def summary(comparisons: list[WholeRunComparison]) -> str:
         ("Wall-time rows (reported = GPUs x wall clock)", lambda c: c.run.recipe.basis == Basis.WALL),
         ("Overall without the rows not held out (" + ", ".join(sorted(NOT_INDEPENDENT)) + ")", held_out),
         (
-            "Held out, without the runs outside the model's scope ("
-            + "; ".join(f"{run}: {why}" for run, why in OUTSIDE_SCOPE.items())
-            + "; set aside after its error was seen)",
-            lambda c: held_out(c) and c.run.run_id not in OUTSIDE_SCOPE,
+            "Held out by source, without the runs whose team a setting was fitted on ("
+            + "; ".join(f"{run}: {why}" for run, why in SHARES_A_FITTED_SOURCE.items())
+            + ")",
+            lambda c: held_out(c) and c.run.run_id not in SHARES_A_FITTED_SOURCE,
         ),
     ]
     lines = [f"- {_summary(name, [c for c in comparisons if keep(c)])}" for name, keep in groups]

@@ -1,12 +1,15 @@
-"""Megatron-DeepSpeed throughput rows (BigScience's BLOOM-family runs on Jean Zay) against ``--stack
-megatron-deepspeed``: each row's published layout estimated on its own network, its step compared
-with the seconds per iteration the team logged.
+"""Megatron-DeepSpeed throughput rows on Jean Zay's A100 against ``--stack megatron-deepspeed``:
+BigScience's BLOOM-family runs (S1, S2) and OpenLLM-France's Lucie-7B parallelism sweep (S3), each
+row's published layout estimated on its own network, its step compared with the one the team logged.
 
-Rows and sources: data/validation/megatron_deepspeed_runs.csv and its ``_sources.md``. Read after the
-stack's first terms were set (planner/model/stacks.py ``MEGATRON_DEEPSPEED_SETTINGS``); nothing is
-fitted on them, but two terms (``sequence_parallel`` off, ``lp_grad_bytes``) were read in the code
-after their errors were seen, so only the figure before those is blind (docs/validation.md). Their limits, stated where they are reported: one cluster and one code base (held out by
-layout and model shape, not by site or software), and snapshots of one to three iterations.
+Rows and sources: data/validation/megatron_deepspeed_runs.csv, lucie_parallelism_runs.csv and
+megatron_deepspeed_runs_sources.md. Read after the stack's first terms were set (planner/model/
+stacks.py ``MEGATRON_DEEPSPEED_SETTINGS``); nothing is fitted on S1 / S2, but two terms
+(``sequence_parallel`` off, ``lp_grad_bytes``) were read in the code after their errors were seen, so
+only the figure before those is blind (docs/validation.md). The host time per block under
+CUDA_LAUNCH_BLOCKING=1 is fitted on S3's four single-node rows (``Use.FITTED``). Their limits,
+stated where they are reported: one cluster and one code lineage, two teams (held out by layout,
+model shape and team, not by site or software), and snapshots of a few iterations.
 """
 
 from __future__ import annotations
@@ -20,16 +23,24 @@ from pathlib import Path
 
 from planner.api import build_plan
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.attention_kernels import AttentionKernel
+from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
-from planner.model.stacks import Stack
+from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
 from planner.plan import Plan
 from validation.whole_runs import JEAN_ZAY_OPA, read_whole_runs
 
-DEFAULT_ROWS = Path(__file__).resolve().parent.parent / "data" / "validation" / "megatron_deepspeed_runs.csv"
+DATA = Path(__file__).resolve().parent.parent / "data" / "validation"
+DEFAULT_ROWS = DATA / "megatron_deepspeed_runs.csv"
+LUCIE_ROWS = DATA / "lucie_parallelism_runs.csv"
 GPU = "a100-80gb-sxm"
 NETWORK = JEAN_ZAY_OPA  # 4 x 100 Gb/s Omni-Path per 8 A100 (tr11 README "Hardware")
 SEQ_LEN = 2048
+LUCIE_SEQ_LEN = 4096
+# Lucie's sweep ran --use-flash-attn-v2 (its slurm scripts); BigScience's Megatron had no flash kernel.
+LUCIE_SETTINGS = with_attention(MEGATRON_DEEPSPEED_SETTINGS, AttentionKernel.FLASH2)
 BLOOM_RUN = "bloom-176b"  # the whole-run row whose architecture every row shares
 
 
@@ -45,6 +56,7 @@ class Use(StrEnum):
     HELD_OUT = "held_out"  # in the headline error
     NOT_HELD_OUT = "not_held_out"  # BLOOM's production configuration: the terms were looked for on it
     WEAK = "weak"  # a first iteration after a restart only
+    FITTED = "fitted"  # a setting was fitted on it (MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,13 @@ class MegatronDeepSpeedRow:
     measured_step_s: float  # the mean of the iterations the source logs for the layout
     use: Use
     notes: str
+    settings: ModelingSettings | None = None  # None: the stack's own (STACK_SETTINGS)
+
+    @property
+    def team(self) -> str:
+        """Who measured it, what leave-one-source-out leaves out together: BigScience's two tables
+        come from one team, cluster and code base."""
+        return "lucie-training" if self.source == "S3" else "bigscience"
 
 
 @dataclass(frozen=True)
@@ -102,9 +121,53 @@ def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
     )
 
 
-def read_megatron_deepspeed_rows(path: Path = DEFAULT_ROWS) -> list[MegatronDeepSpeedRow]:
+def _lucie_row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
+    """One layout of the Lucie-7B sweep: Llama-2-7B's shape (MHA, ffn 11,008, untied) at the row's
+    vocabulary; pp 0 (no pipeline engine) is timed as pp 1."""
+    vocab = int(raw["vocab"])
+    model = get_preset("llama2-7b").model_copy(
+        update={"name": f"lucie-sweep-7b (vocab {vocab:,})", "vocab_size": vocab}
+    )
+    gpus, tp, pp, dp, micro = (int(raw[k]) for k in ("num_gpus", "tp", "pp", "dp", "micro_batch"))
+    pp = max(pp, 1)
+    global_batch = int(raw["global_batch"])
+    training = TrainingConfig(
+        seq_len=LUCIE_SEQ_LEN,
+        micro_batch=micro,
+        grad_accum=global_batch // (dp * micro),
+        activation_checkpointing=ActivationCheckpointing(raw["recompute"]),
+        precision=Precision.BF16,
+        impl=Implementation.NATIVE,
+    )
+    # ZeRO stage 0 under bf16 is DeepSpeed's BF16_Optimizer, which partitions the fp32 states over
+    # data parallelism itself (tr11-176B-ml.slurm: "bf16 must use z0! it implements its own zero
+    # stage 1 equivalent"), as BigScience's rows are read; stage 1 is ZeRO-1.
+    layout = Layout(dp_shard=dp, tp=tp, pp=pp, sharding=Sharding.ZERO1)
+    return MegatronDeepSpeedRow(
+        row_id=raw["row_id"],
+        source=raw["source"],
+        locator=raw["locator"],
+        model=model,
+        num_gpus=gpus,
+        layout=layout,
+        training=training,
+        measured_step_s=global_batch / float(raw["samples_per_s"]),
+        use=Use(raw["use"]),
+        notes=raw["notes"],
+        settings=LUCIE_SETTINGS,
+    )
+
+
+def read_megatron_deepspeed_rows(
+    path: Path = DEFAULT_ROWS, lucie: Path | None = LUCIE_ROWS
+) -> list[MegatronDeepSpeedRow]:
+    """BigScience's rows, then (``lucie`` not None) the Lucie-7B sweep's."""
     with Path(path).open(newline="", encoding="utf-8") as handle:
-        return [_row(raw) for raw in csv.DictReader(handle)]
+        rows = [_row(raw) for raw in csv.DictReader(handle)]
+    if lucie is None:
+        return rows
+    with Path(lucie).open(newline="", encoding="utf-8") as handle:
+        return rows + [_lucie_row(raw) for raw in csv.DictReader(handle)]
 
 
 def predict(row: MegatronDeepSpeedRow, catalog: Catalog) -> MegatronDeepSpeedComparison:
@@ -116,8 +179,9 @@ def predict(row: MegatronDeepSpeedRow, catalog: Catalog) -> MegatronDeepSpeedCom
         row.training,
         num_gpus=row.num_gpus,
         catalog=catalog,
-        stack=Stack.MEGATRON_DEEPSPEED,  # and its settings (STACK_SETTINGS)
+        stack=Stack.MEGATRON_DEEPSPEED,  # and its settings (STACK_SETTINGS) unless the row names its own
         network=NETWORK,
+        settings=row.settings,
     )
     return MegatronDeepSpeedComparison(row, plan)
 

@@ -65,6 +65,13 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     recompute_attention_core=True,
 )
 
+# Host time per block forward + backward the GPU waits for in Megatron-DeepSpeed: FITTED on the four
+# one-node rows of Lucie-Training's A100 sweep (grid 6 / 8 / 10 / 12 ms; no network in them), held
+# out on its multi-node rows, BigScience's layouts and the BLOOM and Lucie-7B whole runs
+# (docs/validation.md, "Megatron-DeepSpeed"). Ten times Megatron-LM's 1 ms; BigScience timed
+# CUDA_LAUNCH_BLOCKING itself at 0-6 % (chronicles-prequel.md), so it is not the switch's alone.
+MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK = 10.0e-3
+
 # Megatron-DeepSpeed with DeepSpeed's bf16 optimizer (BigScience's BLOOM, 2022): Megatron's kernels
 # (the profile above) under DeepSpeed's PipelineEngine and BF16_Optimizer, read in DeepSpeed
 # 56c5223 (2022-04-19, the bf16 branch tr11's README names) and Megatron-DeepSpeed affff3d2: fp32
@@ -73,8 +80,8 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
 # bf16 (engine.py communication_data_type) after the pipeline, unoverlapped, as the profile has.
 # bf16 is the precision trainplan plans (DeepSpeed's fp16 optimizer, MT-NLG's, accumulates in the
 # fp16 gradients instead). --stack megatron-deepspeed; held out on two whole runs
-# (validation/whole_runs.py: BLOOM, Lucie-7B) and 21 of BigScience's timed layouts
-# (validation/megatron_deepspeed_runs.py).
+# (validation/whole_runs.py: BLOOM, Lucie-7B), 21 of BigScience's and 40 of Lucie-Training's timed
+# layouts (validation/megatron_deepspeed_runs.py).
 MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
     grad_accum_bytes_per_param=18.0,
     pp_transfers_per_microbatch=4.0,
@@ -85,6 +92,10 @@ MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
     sequence_parallel=False,
     # ... and its BF16_Optimizer keeps the bf16 gradients beside the fp32 accumulator (settings.py).
     lp_grad_bytes=2.0,
+    # Both sources' scripts export CUDA_LAUNCH_BLOCKING=1 (tr11-176B-ml.slurm; Lucie-Training's): a
+    # launch returns when its kernel ends, so the host's dispatch adds to the GPU's time.
+    host_overlap=0.0,
+    host_overhead_per_block_s=MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK,
 )
 
 # Fitted on the published Megatron-Core-family rows (docs/validation.md); bench/validate_heldout.py

@@ -17,9 +17,15 @@ from planner.model.flops import recompute_fraction
 from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
+from planner.model.stacks import MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK, MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
 from planner.model.step_comm import comm_times, tied_embedding_sync_s
-from planner.model.step_time import compute_time_per_microbatch, grad_accumulation_s, unfused_attention_bytes
+from planner.model.step_time import (
+    compute_time_per_microbatch,
+    grad_accumulation_s,
+    host_time,
+    step_time,
+    unfused_attention_bytes,
+)
 
 GPU = load_catalog().gpu("a100-80gb-sxm")
 TRAINING = TrainingConfig(seq_len=2048, micro_batch=2, grad_accum=16)
@@ -89,3 +95,21 @@ def test_alibi_adds_its_bias_in_every_unfused_forward():
     forwards = 1.0 + recompute_fraction(c, n_layers)[0]
     assert extra == pytest.approx(rope.num_layers * scores_per_microbatch(rope, c)[0] * 4.0 * forwards)
     assert unfused_attention_bytes(alibi, c, DEFAULT_SETTINGS, n_layers)[0] == 0.0  # flash: no scores
+
+
+def test_launch_blocking_adds_the_whole_host_dispatch_to_the_gpus_time():
+    """CUDA_LAUNCH_BLOCKING=1 (both sources' scripts): every launch waits for its kernel, so the
+    step is the GPU's work plus all the host's dispatch, however small; Megatron-LM's host runs
+    ahead, so only the larger of the two counts."""
+    model = get_preset("gpt3-2.7b")
+    c = table(model)
+    blocking = step_time(model, c, MEGATRON_DEEPSPEED_SETTINGS)
+    host = host_time(model, c, MEGATRON_DEEPSPEED_SETTINGS)[0]
+    layers = model.num_layers / 4  # pp 4
+    per_block = MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK * (1 + recompute_fraction(c, layers)[0] * 0.7)
+    assert host == pytest.approx(layers * TRAINING.grad_accum * per_block + DEFAULT_SETTINGS.host_overhead_per_step_s)
+    assert blocking.host_stall[0] == pytest.approx(host)
+    gpu = blocking.step[0] - host
+    asynchronous = step_time(model, c, MEGATRON_DEEPSPEED_SETTINGS.but(host_overlap=1.0))
+    assert asynchronous.step[0] == pytest.approx(max(gpu, host))
+    assert blocking.step[0] == pytest.approx(gpu + host)

@@ -1,5 +1,6 @@
-"""BigScience's Megatron-DeepSpeed rows (validation/megatron_deepspeed_runs.py): the reader is checked,
-not the model's error (bench/validate_megatron_deepspeed.py prints that). Each row's logged TFLOP/s
+"""BigScience's and Lucie-Training's Megatron-DeepSpeed rows (validation/megatron_deepspeed_runs.py):
+the reader is checked, not the model's error (bench/validate_megatron_deepspeed.py prints that), and
+the one setting fitted on the Lucie rows is re-fitted. Each row's logged TFLOP/s
 follows from its model, GPU count and logged seconds by the team's own formula, so a mis-typed
 dimension or time fails here; BLOOM's shape matches its published parameter count; every layout
 spans its GPUs with the published global batch; every row gets a finite prediction on its network."""
@@ -14,8 +15,11 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import Layout, Sharding
+from planner.model.stacks import MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK
 from validation.megatron_deepspeed_runs import (
     DEFAULT_ROWS,
+    LUCIE_ROWS,
+    LUCIE_SEQ_LEN,
     NETWORK,
     SEQ_LEN,
     Use,
@@ -37,7 +41,12 @@ def _bigscience_tflops(layers: int, hidden: int, vocab: int, gpus: int, seconds:
 
 @pytest.fixture(scope="module")
 def rows():
-    return read_megatron_deepspeed_rows()
+    return read_megatron_deepspeed_rows(lucie=None)
+
+
+@pytest.fixture(scope="module")
+def lucie_rows():
+    return [r for r in read_megatron_deepspeed_rows() if r.source == "S3"]
 
 
 def test_the_logged_tflops_follow_from_each_rows_model_and_seconds(rows):
@@ -86,3 +95,46 @@ def test_the_layouts_that_ran_fit_and_the_one_that_ran_out_of_memory_does_not(ro
         training=b10.training.model_copy(update={"grad_accum": 2048 // (16 * b10.training.micro_batch)}),
     )
     assert not predict(oom, catalog).plan.estimate.feasible
+
+
+def test_the_lucie_sweeps_logged_tflops_follow_from_its_rows(lucie_rows):
+    """The sweep's TFLOPs are Megatron-DeepSpeed's formula over the logged samples per second
+    (without recompute: 72 B s l h^2 (1 + s / 6h + V / 16 l h)): vocabulary and batch as read."""
+    with LUCIE_ROWS.open(newline="", encoding="utf-8") as handle:
+        raw = {r["row_id"]: r for r in csv.DictReader(handle)}
+    plain = [r for r in lucie_rows if raw[r.row_id]["recompute"] == "none"]
+    assert len(plain) == len(lucie_rows) - 1
+    for row in plain:
+        m, s = row.model, LUCIE_SEQ_LEN
+        batch = row.layout.resolve(row.num_gpus).dp * row.training.micro_batch * row.training.grad_accum
+        shape = 1 + s / (6 * m.hidden_size) + m.vocab_size / (16 * m.num_layers * m.hidden_size)
+        flops = 72 * batch * s * m.num_layers * m.hidden_size**2 * shape
+        assert batch == int(raw[row.row_id]["global_batch"]), row.row_id
+        tflops = flops / (row.measured_step_s * row.num_gpus * 1e12)
+        assert tflops == pytest.approx(float(raw[row.row_id]["reported_tflops"]), rel=2e-4), row.row_id
+
+
+def test_the_lucie_layouts_span_their_gpus_and_fit(lucie_rows):
+    assert len(lucie_rows) == 44 and sum(r.use == Use.HELD_OUT for r in lucie_rows) == 40
+    for c in compare_megatron_deepspeed(lucie_rows):
+        layout = c.row.layout.resolve(c.row.num_gpus)
+        assert layout.dp * layout.tp * layout.pp == c.row.num_gpus, c.row.row_id
+        assert c.plan.estimate.feasible and c.plan.network == NETWORK, c.row.row_id
+
+
+def test_the_blocking_host_time_is_the_grid_point_the_single_node_rows_choose(lucie_rows):
+    """MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK is fitted on the sweep's one-node rows alone (no network
+    in them): of the grid 6 / 8 / 10 / 12 ms it gives them the least mean absolute error."""
+    fitted = [r for r in lucie_rows if r.use == Use.FITTED]
+    assert fitted and all(r.num_gpus == 8 for r in fitted)
+    catalog = load_catalog()
+
+    def mean_abs(per_block: float) -> float:
+        errors = [
+            predict(replace(r, settings=r.settings.but(host_overhead_per_block_s=per_block)), catalog).error
+            for r in fitted
+        ]
+        return sum(map(abs, errors)) / len(errors)
+
+    grid = (6e-3, 8e-3, 10e-3, 12e-3)
+    assert min(grid, key=mean_abs) == MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK
