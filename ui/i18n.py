@@ -368,8 +368,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "按 {risk} 评判：{time}，{cost}（搜索按误差区间的这一分位数比较各方案）。",
     ),
     "envelope_circular": (
-        "Those rows also set the efficiency ceiling this figure is held at: it repeats them, not an independent check.",
-        "这些运行同时决定了本数字所受的效率上限：它只是复现它们，并非独立的验证。",
+        "Not independently validated: the {rows} held-out rows of {regime} ({sources}, mean error {error:.1%})"
+        " also set the efficiency ceiling this figure is held at, so it repeats them.",
+        "未经独立验证：{regime} 的 {rows} 行留出数据（{sources}，平均误差 {error:.1%}）同时决定了本数字所受的效率上限，"
+        "它只是复现它们。",
     ),
     "envelope_validated": (
         "Validated: {regime}; {rows} held-out rows ({sources}), mean error {error:.1%}.",

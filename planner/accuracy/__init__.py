@@ -210,9 +210,13 @@ def envelope_words(ev: Evidence, circular: bool = False) -> str:
     error = f"mean |error| {ev.mean_abs_error:.1%}"
     if ev.validated:
         rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({', '.join(ev.exact_sources)})"
-        if circular:
+        if circular:  # review s31: "validated" and "not an independent check" in one sentence
             sets = "sets" if ev.exact_rows == 1 else "set"
-            rows += f", which also {sets} the efficiency ceiling held here: not an independent check"
+            return (
+                f"not independently validated: {ev.regime.describe()}, whose {rows} also {sets} the efficiency"
+                f" ceiling held here, so the figure repeats {'it' if ev.exact_rows == 1 else 'them'};"
+                f" band from {len(ev.rows)} rows, {error}"
+            )
         return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"

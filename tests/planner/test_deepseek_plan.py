@@ -96,8 +96,11 @@ def test_deepseek_v3s_own_row_is_not_called_an_independent_check():
     ).estimate
     u = own.uncertainty
     assert own.ceiling.binding and u.validated and u.circular
-    assert "which also sets the efficiency ceiling held here: not an independent check" in u.envelope
-    assert "独立" in envelope_text(Labels("zh"), u) and "not an independent check" in envelope_text(Labels("en"), u)
+    # Review s31: not "validated" and "not an independent check" in one sentence.
+    assert u.envelope.startswith("not independently validated: ") and "also sets the efficiency ceiling" in u.envelope
+    english, chinese = envelope_text(Labels("en"), u), envelope_text(Labels("zh"), u)
+    assert english.startswith("Not independently validated") and "Validated:" not in english
+    assert chinese.startswith("未经独立验证") and "已验证" not in chinese
     other = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
     assert not other.estimate.uncertainty.circular
 
