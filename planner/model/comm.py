@@ -126,7 +126,7 @@ def p2p_s(num_bytes, link: Link) -> np.ndarray:
     return link.base_latency + link.slowest_hop + num_bytes / link.bandwidth
 
 
-def exposed_s(comm_s, compute_s, overlap: float) -> np.ndarray:
+def exposed_s(comm_s, compute_s, overlap: float | np.ndarray) -> np.ndarray:
     """Communication left on the critical path when a fraction ``overlap`` of it can run under
     ``compute_s`` of independent compute: never less than the non-overlappable share."""
     return np.maximum(comm_s - overlap * compute_s, (1.0 - overlap) * comm_s)

@@ -363,6 +363,9 @@ class ModelingSettings:
     # (trainer/moe.py) waits for each all-to-all before the expert GEMMs that need it: none.
     # (DeepSeek-V3's DualPipe overlaps them almost entirely, sec. 3.2.1 of its report.)
     ep_comm_overlap: float = 0.0
+    # Megatron-Core's combined 1F1B hides one micro-batch's all-to-alls behind another's compute:
+    # its warm-up forwards and cool-down backwards have none beside them (moe.a2a_unpaired_share).
+    ep_overlap_needs_pairs: bool = False
     # What a routed expert MLP saves for backward. False: trainplan's block (trainer/moe.py:
     # the dispatched copy h, SwiGLU's four f-wide tensors, the expert output h kept by the
     # weighted combine). True: a grouped MLP with the router probabilities fused into the

@@ -191,10 +191,11 @@ def moe_a2a_overlapped(settings: ModelingSettings) -> ModelingSettings:
     micro-batch's forward beside another's backward, layer by layer, and "EP A2A in forward step
     is hidden by the attention/mlp computation in the backward step, and vice versa"
     (megatron/core/pipeline_parallel/combined_1f1b.py at d98e8a6), so the all-to-alls are exposed
-    only beyond the compute beside them. One rule for ``--moe-a2a-overlap`` and the validation
-    rows whose recipes set it (validation/moe_recipes.py ``a2a_overlapped``); the schedule's host
-    cost (Megatron-Bridge PR #1760) is not counted."""
-    return settings.but(ep_comm_overlap=1.0)
+    only beyond the compute beside them, and not at all in the warm-up and cool-down micro-batches
+    that have no partner (``moe.a2a_unpaired_share``). One rule for ``--moe-a2a-overlap`` and the
+    validation rows whose recipes set it (validation/moe_recipes.py ``a2a_overlapped``); the
+    schedule's host cost (Megatron-Bridge PR #1760) is not counted."""
+    return settings.but(ep_comm_overlap=1.0, ep_overlap_needs_pairs=True)
 
 
 def a2a_overlap_refused(ep, pp, vpp, ac) -> np.ndarray:

@@ -337,6 +337,14 @@ def host_sync_exposed_s(model: ModelSpec, c: Candidates, s: ModelingSettings) ->
     return forwards * np.maximum(host - gpu, 0.0)
 
 
+def ep_overlap(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """The share of the expert all-to-alls the stack can hide: ``ep_comm_overlap``, less what a
+    paired schedule leaves unpaired (``moe.a2a_unpaired_share``; review s31: one micro-batch was
+    credited the whole overlap)."""
+    unpaired = moe.a2a_unpaired_share(c) if s.ep_overlap_needs_pairs else np.zeros(len(c))
+    return s.ep_comm_overlap * (1.0 - unpaired)
+
+
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:
     """Combine: GPU busy time vs host dispatch, exposed comm, and the pipeline bubble."""
     # Each term once per distinct input it reads (rowwise.py): the same floats, less work.
@@ -355,7 +363,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
         comm.exposed_s(raw.tp, compute, s.tp_comm_overlap),
         comm.exposed_s(raw.pp, compute, s.pp_comm_overlap),
         comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap),
-        comm.exposed_s(raw.ep, compute, s.ep_comm_overlap),
+        comm.exposed_s(raw.ep, compute, ep_overlap(c, s)),
     )
     dp, tp, pp, cp, ep = comm.within_window(axes, alone, compute)
     dp = dp + raw.dp_serial
