@@ -338,6 +338,9 @@ class Estimate(BaseModel):
     attention_kernel: str | None = None  # the kernel timed, in words (absent from older plan files)
     attention_kernel_timed: AttentionKernel | None = None  # the same, typed (absent from older plan files)
     attention_cp_fallback: bool = False  # cuDNN would run but for the stack's context parallelism
+    # The stack's own SDPA dispatch timed cuDNN, its pick only from torch 2.11 on (rates.SDPA_CUDNN_NOTE
+    # says it where it is rendered; review s31: the note was prose inside ``attention_kernel``).
+    sdpa_picks_cudnn: bool = False
 
     def time_h_at(self, risk: str) -> float | None:
         """The time to train (hours) at a risk quantile ('p50', 'p80', 'p90'); None without a band."""

@@ -169,14 +169,15 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
     kernel (a plan file from before it: the CLI's words)."""
     e = plan.estimate
     if tr.lang == "en" or e.attention_kernel_timed is None:
-        return e.attention_kernel or (plan.attention.value if plan.attention else "-")
+        words = e.attention_kernel or (plan.attention.value if plan.attention else "-")
+        return words + (SDPA_CUDNN_NOTE if e.sdpa_picks_cudnn else "")
     name = (
         tr("kernel_eager")
         if e.attention_kernel_timed == AttentionKernel.EAGER
         else KERNEL_WORDS[e.attention_kernel_timed]
     )
-    sdpa = e.attention_kernel is not None and e.attention_kernel.endswith(SDPA_CUDNN_NOTE)
-    return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "") + (tr("kernel_sdpa") if sdpa else "")
+    sdpa = tr("kernel_sdpa") if e.sdpa_picks_cudnn else ""
+    return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "") + sdpa
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:

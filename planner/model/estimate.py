@@ -23,7 +23,7 @@ from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, offload_keeps_grads, usable_capacity
-from planner.model.rates import SDPA_CUDNN_NOTE, timed_attention_kernels
+from planner.model.rates import timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -242,10 +242,10 @@ def memory_fix_hint(
     return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
 
 
-def sdpa_note(stack: Stack | None, settings: ModelingSettings, kernel: AttentionKernel) -> str:
-    """``SDPA_CUDNN_NOTE`` where the stack's own SDPA dispatch (no kernel named) runs cuDNN."""
+def sdpa_picks_cudnn(stack: Stack | None, settings: ModelingSettings, kernel: AttentionKernel) -> bool:
+    """Whether the stack's own SDPA dispatch (no kernel named) runs cuDNN (``Estimate.sdpa_picks_cudnn``)."""
     chosen = stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
-    return SDPA_CUDNN_NOTE if chosen and kernel == AttentionKernel.CUDNN else ""
+    return chosen and kernel == AttentionKernel.CUDNN
 
 
 def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
@@ -365,7 +365,8 @@ def estimate(
             hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
         ),
         layout=EstimateLayout.of(resolved, training),
-        attention_kernel=timed.words + sdpa_note(stack, settings, timed.kernel),
+        attention_kernel=timed.words,
+        sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),
         attention_kernel_timed=timed.kernel,
         attention_cp_fallback=timed.cp_fallback,
         global_batch_tokens=int(s.tokens_per_step[0]),

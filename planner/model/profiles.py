@@ -36,5 +36,7 @@ def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
     FlashAttention-2, is what its measured rows ran (trial s31: it lost "validated")."""
     if attention is None:
         return False
+    if attention == AttentionKernel.SDPA_FA2 and stack.attention_via_sdpa:
+        return False  # its dispatch's pick before torch 2.11, what its measured rows ran (review s31)
     own = STACK_SETTINGS[stack]
     return with_attention(own, attention).but(attention_kernel=own.attention_kernel) != own

@@ -8,7 +8,6 @@ from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
-from planner.model.rates import SDPA_CUDNN_NOTE
 from planner.model.stacks import Stack
 
 K = AttentionKernel
@@ -90,8 +89,10 @@ def test_the_estimate_names_the_kernel_it_timed(gpu, stack, cp, words):
     assert p.estimate.attention_kernel is not None and p.estimate.attention_kernel.startswith(words)
     if words == "FlashAttention-2":
         assert p.estimate.attention_kernel == words
-    # trial s31: the torch a stack's SDPA needs for cuDNN is said (not Megatron-Core's TransformerEngine)
-    assert p.estimate.attention_kernel.endswith(SDPA_CUDNN_NOTE) == (words == "cuDNN" and stack == Stack.TRAINPLAN)
+    # trial s31: the torch a stack's SDPA needs for cuDNN is said (not Megatron-Core's TransformerEngine),
+    # as a typed flag beside the kernel's words (review s31; tests/ui render it)
+    assert p.estimate.sdpa_picks_cudnn == (words == "cuDNN" and stack == Stack.TRAINPLAN)
+    assert "torch" not in p.estimate.attention_kernel
 
 
 def test_a_b300_under_megatron_core_times_cudnn_attention_and_is_not_slower_than_a_b200():
@@ -104,3 +105,20 @@ def test_a_b300_under_megatron_core_times_cudnn_attention_and_is_not_slower_than
         for gpu in ("b200", "b300")
     }
     assert step["b300"] <= step["b200"] * 1.01
+
+
+def test_naming_sdpas_own_flash_backend_keeps_an_sdpa_stack_validated():
+    """Review s31: the cuDNN note sends users of torch before 2.11 to --attention sdpa-fa2, their
+    SDPA's own pick and what the measured rows ran; it had cost them "validated" as a named kernel."""
+    from planner.model.profiles import named_kernel
+
+    assert not named_kernel(Stack.TORCHTITAN, AttentionKernel.SDPA_FA2)
+    assert named_kernel(Stack.TORCHTITAN, AttentionKernel.FLASH3)
+    assert named_kernel(Stack.MEGATRON_CORE, AttentionKernel.SDPA_FA2)  # TransformerEngine, not SDPA
+    training = TrainingConfig(seq_len=4096, micro_batch=1)
+    plain = build_plan(MODEL, "h100-sxm", Layout(), training, num_gpus=8, stack=Stack.TORCHTITAN)
+    named = build_plan(
+        MODEL, "h100-sxm", Layout(), training, num_gpus=8, stack=Stack.TORCHTITAN, attention=AttentionKernel.SDPA_FA2
+    )
+    assert plain.estimate.uncertainty.validated == named.estimate.uncertainty.validated
+    assert plain.estimate.sdpa_picks_cudnn and not named.estimate.sdpa_picks_cudnn

@@ -781,4 +781,9 @@ def test_the_cards_kernel_says_the_torch_sdpa_needs_for_cudnn_in_both_languages(
     request = request_for(get_preset("llama3-8b"), gpus={"h100-sxm": 8}, seq_len=4096)
     chosen = planned(request).plan
     assert kernel_words(EN, chosen) == "cuDNN" + SDPA_CUDNN_NOTE
+    # typed beside the words (review s31), the CLI's line renders it too
+    from ui.render import attention_words
+
+    assert chosen.estimate.attention_kernel == "cuDNN" and chosen.estimate.sdpa_picks_cudnn
+    assert attention_words(chosen) == ", attention cuDNN" + SDPA_CUDNN_NOTE
     assert "2.11" in kernel_words(ZH, chosen) and not english_sentences(kernel_words(ZH, chosen))
