@@ -270,8 +270,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "own_model_profile": (
         "The deepseek-v3 stack is DeepSeek's in-house stack as its report describes it, measured on DeepSeek-V3"
-        " alone: {model} is timed with that run's overlaps and kernels, which no run of this model measured.",
-        "deepseek-v3 软件栈是 DeepSeek 报告所描述的内部训练栈，只在 DeepSeek-V3 上实测过：{model} 按那次训练的重叠与内核计时，"
+        " alone: {model} is timed with that run's settings, which no run of this model measured.",
+        "deepseek-v3 软件栈是 DeepSeek 报告所描述的内部训练栈，只在 DeepSeek-V3 上实测过：{model} 按那次训练的设置计时，"
         "该模型没有任何实测运行。",
     ),
     "a2a_exposed": (

@@ -11,22 +11,29 @@ from planner.model.stacks import STACK_SETTINGS, Stack
 __all__ = ["named_kernel", "own_model_profile", "own_model_profile_warning"]
 
 
+# DeepSeek-V3's shape: layers, hidden size, routed experts (arXiv:2412.19437 sec. 4.2). A family
+# name is not enough: Kimi-K2's config reads as deepseek_v3 with 384 experts (review s31).
+DEEPSEEK_V3_SHAPE = (61, 7168, 256)
+
+
 def own_model_profile(model: ModelSpec, stack: Stack) -> bool:
     """Whether ``stack`` is a profile of one model's own training run that ``model`` is not: the
     deepseek-v3 profile is DeepSeek's in-house stack as its report describes it (DualPipe's
     overlaps, its FP8 recipe, node-limited routing), measured on DeepSeek-V3 alone (trial s31: a
-    dense Llama under it was estimated without a word)."""
-    return stack == Stack.DEEPSEEK_V3 and model.family != "deepseek_v3"
+    dense Llama under it was estimated without a word). DeepSeek-R1 has V3's shape: no warning."""
+    shape = (model.num_layers, model.hidden_size, model.num_experts)
+    return stack == Stack.DEEPSEEK_V3 and (model.family != "deepseek_v3" or shape != DEEPSEEK_V3_SHAPE)
 
 
 def own_model_profile_warning(model: ModelSpec, stack: Stack) -> str | None:
     """The CLI's words of ``own_model_profile``."""
     if not own_model_profile(model, stack):
         return None
+    # Review s31: not "DualPipe's overlaps, its FP8 recipe" for a dense bf16 model, where neither applies.
     return (
-        f"--stack {stack.value} is DeepSeek's in-house stack as its report describes it (DualPipe's overlaps,"
-        f" its FP8 recipe), measured on DeepSeek-V3 alone: {model.name} under it is timed with that run's"
-        " overlaps and kernels, which no run of this model measured"
+        f"--stack {stack.value} is DeepSeek's in-house stack as its report describes it, measured on"
+        f" DeepSeek-V3 alone: {model.name} under it is timed with that run's settings, which no run of this"
+        " model measured"
     )
 
 

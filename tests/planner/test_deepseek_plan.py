@@ -120,5 +120,10 @@ def test_another_model_under_deepseeks_own_profile_is_warned_of():
     assert any("measured on DeepSeek-V3 alone: llama3-8b" in w for w in estimate_warnings(other, None))
     assert not any("DeepSeek-V3 alone" in w for w in estimate_warnings(llama, None))
     assert not own_model_profile(DEEPSEEK, Stack.DEEPSEEK_V3) and own_model_profile(llama.model, Stack.DEEPSEEK_V3)
+    # review s31: a family name is not the run's model (Kimi-K2's config reads as deepseek_v3), and a
+    # dense bf16 model is not told of DualPipe or an FP8 recipe
+    kimi_shaped = DEEPSEEK.model_copy(update={"name": "kimi-k2-shaped", "num_experts": 384})
+    assert own_model_profile(kimi_shaped, Stack.DEEPSEEK_V3)
+    assert not any("DualPipe" in w or "FP8" in w for w in estimate_warnings(other, None))
     request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e10, stack="deepseek-v3")
     assert any("DeepSeek-V3 alone" in w for w in request.warnings)
