@@ -91,22 +91,29 @@ class MegatronDeepSpeedComparison:
         return self.row.measured_step_s / self.plan.estimate.time.step_s - 1
 
 
-def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
-    layers, hidden, heads = int(raw["layers"]), int(raw["hidden"]), int(raw["heads"])
-    name = f"bloom-family {layers}x{hidden} ({heads} heads)"
-    shape = dict(num_layers=layers, hidden_size=hidden, ffn_hidden_size=4 * hidden, num_heads=heads, num_kv_heads=heads)
-    model = ModelSpec.model_validate({**bloom().model_dump(), "name": name, **shape})
-    gpus, tp, pp, micro = int(raw["num_gpus"]), int(raw["tp"]), int(raw["pp"]), int(raw["micro_batch"])
+def _zero1_row(
+    raw: dict[str, str],
+    model: ModelSpec,
+    *,
+    seq_len: int,
+    recompute: ActivationCheckpointing,
+    measured_step_s: float,
+    settings: ModelingSettings | None = None,
+) -> MegatronDeepSpeedRow:
+    """A published layout (pp 0, no pipeline engine, timed as pp 1) at the team's global batch,
+    bf16, its optimizer states sharded over data parallelism: BigScience's BF16_Optimizer at ZeRO
+    stage 0 "implements its own zero stage 1 equivalent" (tr11-176B-ml.slurm), and stage 1 is ZeRO-1."""
+    gpus, tp, micro = int(raw["num_gpus"]), int(raw["tp"]), int(raw["micro_batch"])
+    pp = max(int(raw["pp"]), 1)
     dp = gpus // (tp * pp)
     training = TrainingConfig(
-        seq_len=SEQ_LEN,
+        seq_len=seq_len,
         micro_batch=micro,
         grad_accum=int(raw["global_batch"]) // (dp * micro),
-        activation_checkpointing=ActivationCheckpointing.FULL,
+        activation_checkpointing=recompute,
         precision=Precision.BF16,
         impl=Implementation.NATIVE,
     )
-    steps = [float(s) for s in raw["seconds_per_iteration"].split(";")]
     return MegatronDeepSpeedRow(
         row_id=raw["row_id"],
         source=raw["source"],
@@ -115,46 +122,34 @@ def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
         num_gpus=gpus,
         layout=Layout(dp_shard=dp, tp=tp, pp=pp, sharding=Sharding.ZERO1),
         training=training,
-        measured_step_s=statistics.fmean(steps),
+        measured_step_s=measured_step_s,
         use=Use(raw["use"]),
         notes=raw["notes"],
+        settings=settings,
     )
+
+
+def _row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
+    """One of BigScience's layouts: a BLOOM-family shape, full recomputation, the mean logged step."""
+    layers, hidden, heads = int(raw["layers"]), int(raw["hidden"]), int(raw["heads"])
+    name = f"bloom-family {layers}x{hidden} ({heads} heads)"
+    shape = dict(num_layers=layers, hidden_size=hidden, ffn_hidden_size=4 * hidden, num_heads=heads, num_kv_heads=heads)
+    model = ModelSpec.model_validate({**bloom().model_dump(), "name": name, **shape})
+    steps = [float(s) for s in raw["seconds_per_iteration"].split(";")]
+    full = ActivationCheckpointing.FULL
+    return _zero1_row(raw, model, seq_len=SEQ_LEN, recompute=full, measured_step_s=statistics.fmean(steps))
 
 
 def _lucie_row(raw: dict[str, str]) -> MegatronDeepSpeedRow:
     """One layout of the Lucie-7B sweep: Llama-2-7B's shape (MHA, ffn 11,008, untied) at the row's
-    vocabulary; pp 0 (no pipeline engine) is timed as pp 1."""
+    vocabulary, FlashAttention-2, the team's samples per second."""
     vocab = int(raw["vocab"])
-    model = get_preset("llama2-7b").model_copy(
-        update={"name": f"lucie-sweep-7b (vocab {vocab:,})", "vocab_size": vocab}
-    )
-    gpus, tp, pp, dp, micro = (int(raw[k]) for k in ("num_gpus", "tp", "pp", "dp", "micro_batch"))
-    pp = max(pp, 1)
-    global_batch = int(raw["global_batch"])
-    training = TrainingConfig(
-        seq_len=LUCIE_SEQ_LEN,
-        micro_batch=micro,
-        grad_accum=global_batch // (dp * micro),
-        activation_checkpointing=ActivationCheckpointing(raw["recompute"]),
-        precision=Precision.BF16,
-        impl=Implementation.NATIVE,
-    )
-    # ZeRO stage 0 under bf16 is DeepSpeed's BF16_Optimizer, which partitions the fp32 states over
-    # data parallelism itself (tr11-176B-ml.slurm: "bf16 must use z0! it implements its own zero
-    # stage 1 equivalent"), as BigScience's rows are read; stage 1 is ZeRO-1.
-    layout = Layout(dp_shard=dp, tp=tp, pp=pp, sharding=Sharding.ZERO1)
-    return MegatronDeepSpeedRow(
-        row_id=raw["row_id"],
-        source=raw["source"],
-        locator=raw["locator"],
-        model=model,
-        num_gpus=gpus,
-        layout=layout,
-        training=training,
-        measured_step_s=global_batch / float(raw["samples_per_s"]),
-        use=Use(raw["use"]),
-        notes=raw["notes"],
-        settings=LUCIE_SETTINGS,
+    update = {"name": f"lucie-sweep-7b (vocab {vocab:,})", "vocab_size": vocab}
+    model = get_preset("llama2-7b").model_copy(update=update)
+    step = int(raw["global_batch"]) / float(raw["samples_per_s"])
+    recompute = ActivationCheckpointing(raw["recompute"])
+    return _zero1_row(
+        raw, model, seq_len=LUCIE_SEQ_LEN, recompute=recompute, measured_step_s=step, settings=LUCIE_SETTINGS
     )
 
 
