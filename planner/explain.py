@@ -25,6 +25,7 @@ class NoteKind(StrEnum):
     STEP_TIME = "step_time"  # term, fraction, step_s
     HOST_BOUND = "host_bound"  # trainplan's trainer without torch.compile: compile is the remedy
     HOST_BOUND_LAUNCHES = "host_bound_launches"  # another stack, or compiled already
+    HOST_SERIAL = "host_serial"  # a profile timed with synchronous launches: no dispatch speed-up helps
     EXPOSED_COMM = "exposed_comm"  # fraction
     BUBBLE = "bubble"
     MFU = "mfu"  # mfu, model_gflop, hfu, hardware_gflop
@@ -45,6 +46,8 @@ NOTE_TEXT: dict[NoteKind, str] = {
     NoteKind.HOST_BOUND: "the host cannot issue kernels fast enough: torch.compile or a larger micro-batch helps",
     NoteKind.HOST_BOUND_LAUNCHES: "the host cannot issue kernels fast enough: the stack's own compilation or "
     "CUDA graphs, or a larger micro-batch, helps",
+    NoteKind.HOST_SERIAL: "the host's dispatch runs in series with the GPU, as this stack's measured runs ran it "
+    "(CUDA_LAUNCH_BLOCKING=1): fewer blocks x micro-batches per rank (a larger micro-batch) shorten it",
     NoteKind.EXPOSED_COMM: "exposed communication is {fraction:.0%} of the step: fewer nodes per "
     "collective (HSDP, tp inside a node) or a larger batch per GPU hides more",
     NoteKind.BUBBLE: "the pipeline bubble is large: more micro-batches per step (accumulation) or "
@@ -132,7 +135,8 @@ def time_notes(p: Plan) -> list[Note]:
     if host_bound(p):
         # torch.compile is the remedy only where it is trainplan's own option and still off.
         compilable = p.stack == Stack.TRAINPLAN and not p.training.compile
-        notes.append(_note(NoteKind.HOST_BOUND if compilable else NoteKind.HOST_BOUND_LAUNCHES))
+        launches = NoteKind.HOST_SERIAL if p.stack.serialises_host else NoteKind.HOST_BOUND_LAUNCHES
+        notes.append(_note(NoteKind.HOST_BOUND if compilable else launches))
     comm = terms.exposed_comm
     if comm > 0.15 * total:
         notes.append(_note(NoteKind.EXPOSED_COMM, fraction=comm / total))

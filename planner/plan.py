@@ -237,6 +237,7 @@ class Uncertainty(BaseModel):
     # The regime's measured rows also set the efficiency ceiling the estimate is held at: the
     # figure repeats them (trial s31: DeepSeek-V3's one row read as an independent check).
     circular: bool = False
+    exact_sources: tuple[str, ...] = ()  # the sources of the exact_rows (``sources`` are the band's)
     # Where the nearest rows all ran slower (or all faster) than predicted, the band lies wholly
     # beside the model's own figure: "slower" / "faster" says which side the truth is expected on.
     point_outside: str | None = None

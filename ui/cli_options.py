@@ -117,7 +117,8 @@ AC_BLOCKS = typer.Option(
 )
 STACK_HELP = (
     "software to predict for: trainplan (emit and run it), or torchtitan / hf-trainer / deepspeed / llm-foundry /"
-    " megatron-lm (2021-22: no flash attention) / megatron-deepspeed / megatron-core / deepseek-v3 (plan and"
+    " megatron-lm (2021-22: no flash attention) / megatron-deepspeed (as BigScience ran it: CUDA_LAUNCH_BLOCKING=1)"
+    " / megatron-core / deepseek-v3 (plan and"
     " estimate them; emit refuses them: docs/model.md 4b, DeepSeek-V3's 4c)"
 )
 

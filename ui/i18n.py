@@ -274,6 +274,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "deepseek-v3 软件栈是 DeepSeek 报告所描述的内部训练栈，只在 DeepSeek-V3 上实测过：{model} 按那次训练的设置计时，"
         "该模型没有任何实测运行。",
     ),
+    "serial_host": (
+        "This stack is timed as its measured runs ran, with CUDA_LAUNCH_BLOCKING=1: the host's dispatch runs in"
+        " series with the GPU ({host_s:,.1f} s of the {step_s:,.1f} s step, a fitted time per block and"
+        " micro-batch); BigScience measured the switch itself at 0-6 %, so a run without it may gain less.",
+        "该框架按其实测运行的方式计时（CUDA_LAUNCH_BLOCKING=1）：主机下发与 GPU 串行（{step_s:,.1f} 秒步长中的"
+        " {host_s:,.1f} 秒，按每块每微批拟合的时间）；BigScience 实测该开关本身只影响 0-6 %，不设它的运行收益可能更小。",
+    ),
     "a2a_exposed": (
         "The expert all-to-alls are timed exposed; Megatron-Core can hide them under another micro-batch's"
         " compute, as Megatron-Bridge's Qwen3-235B recipes do (the sidebar's \"Overlapped expert all-to-all\";"
@@ -368,10 +375,9 @@ _LABELS: dict[str, tuple[str, str]] = {
         "按 {risk} 评判：{time}，{cost}（搜索按误差区间的这一分位数比较各方案）。",
     ),
     "envelope_circular": (
-        "Not independently validated: the {rows} held-out rows of {regime} ({sources}, mean error {error:.1%})"
-        " also set the efficiency ceiling this figure is held at, so it repeats them.",
-        "未经独立验证：{regime} 的 {rows} 行留出数据（{sources}，平均误差 {error:.1%}）同时决定了本数字所受的效率上限，"
-        "它只是复现它们。",
+        "Not independently validated: the measured rows of {regime} ({rows}, from {sources}) also set the"
+        " efficiency ceiling this figure is held at, so it repeats them.",
+        "未经独立验证：{regime} 的实测数据（{rows} 行，来自 {sources}）同时决定了本数字所受的效率上限，它只是复现它们。",
     ),
     "envelope_validated": (
         "Validated: {regime}; {rows} held-out rows ({sources}), mean error {error:.1%}.",

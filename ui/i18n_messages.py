@@ -146,6 +146,11 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "micro-batch, helps",
         "主机下发算子的速度不够：该框架自身的编译或 CUDA graphs，或更大的微批，会有帮助",
     ),
+    "note_host_serial": (
+        "the host's dispatch runs in series with the GPU, as this stack's measured runs ran it (CUDA_LAUNCH_BLOCKING=1):"
+        " fewer blocks x micro-batches per rank (a larger micro-batch) shorten it",
+        "主机下发与 GPU 串行执行，与该框架实测运行时一样（CUDA_LAUNCH_BLOCKING=1）：每个 rank 上更少的块 × 微批（更大的微批）可以缩短它",
+    ),
     "note_exposed_comm": (
         "exposed communication is {fraction:.0%} of the step: fewer nodes per collective (HSDP, tp inside a node) "
         "or a larger batch per GPU hides more",

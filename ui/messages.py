@@ -71,10 +71,13 @@ def regime_words_text(tr: Labels, regime: RegimeWords) -> str:
 def envelope_text(tr: Labels, u: Uncertainty) -> str:
     """Whether the plan lies inside what was measured, what its band rests on, and the measured
     regimes whose band ends it shows (review s27: the card left them out)."""
+    if u.validated and u.circular:  # review s32: the ceiling's own rows, not the band's sources and error
+        return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=tr.join(u.exact_sources))
     if u.validated:
-        key = "envelope_circular" if u.circular else "envelope_validated"
         sources = tr.join(u.sources)
-        return tr(key, regime=regime_text(tr, u), rows=u.exact_rows, sources=sources, error=u.mean_abs_error)
+        return tr(
+            "envelope_validated", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources, error=u.mean_abs_error
+        )
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
     if u.reaches:
         reaches = tr("envelope_reaches", regimes=tr.clauses(regime_words_text(tr, r) for r in u.reaches))

@@ -361,10 +361,10 @@ def catalog(cat, *, as_json: bool) -> None:
         )
     out.print(table)
     networks = Table(title="Scale-out networks (--network; net Gb/s above: each GPU's default)")
-    for col in ("id", "Gb/s per GPU", "measured ring Gb/s", "name"):
+    for col in ("id", "Gb/s per GPU", "one ring's measured busbw, Gb/s", "name"):
         networks.add_column(col)
     for n in cat.networks.values():
-        ring = "-" if n.ring_bus_bandwidth_bytes_per_s is None else f"{n.ring_bus_bandwidth_bytes_per_s * 8 / 1e9:.1f}"
+        ring = "-" if n.ring_busbw_gbit_per_s is None else f"{n.ring_busbw_gbit_per_s:.1f}"
         networks.add_row(n.id, f"{n.gbit_per_s_per_gpu:.0f}", ring, n.name)
     out.print(networks)
 

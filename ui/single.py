@@ -12,7 +12,7 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
-from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron
+from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron, serial_host
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
@@ -424,6 +424,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
         *((tr("encoders_not_planned", sections=tr.join(list(encoders))),) if encoders else ()),
         *((tr("selective_under_megatron"),) if selective_under_megatron(plan) else ()),
         *((tr("a2a_exposed"),) if a2a_exposed_under_megatron(plan) else ()),
+        *((serial_host_text(tr, plan),) if serial_host(plan) else ()),
         *(
             (tr("own_model_profile", model=plain(plan.model.name)),)
             if own_model_profile(plan.model, plan.stack)
@@ -435,6 +436,12 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
             else ()
         ),
     )
+
+
+def serial_host_text(tr: Labels, plan: Plan) -> str:
+    """The card's words of ``serial_host`` (the CLI's: ``serial_host_warnings``)."""
+    t = plan.estimate.time
+    return tr("serial_host", host_s=t.breakdown_s.host_stall, step_s=t.step_s)
 
 
 def left_out_texts(tr: Labels, request: PlanRequest) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
-from planner.model.candidates import single
+from planner.model.candidates import network_columns, single
 from planner.model.estimate import score
 from planner.model.stacks import DEEPSEEK_V3_SETTINGS
 from validation.moe_recipes import (
@@ -293,7 +293,7 @@ def predict_moe_run(run: MoeRun, catalog: Catalog) -> MoeComparison:
         run.layout.resolve(run.num_gpus),
         run.training,
         gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
-        network_bandwidth=catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu,
+        **network_columns(catalog.network(gpu.default_network)),
     )
     scores = score(run.model, c, run.settings)
     return MoeComparison(

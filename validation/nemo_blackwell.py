@@ -39,7 +39,7 @@ from planner.layout import (
     TrainingConfig,
     ep_fits,
 )
-from planner.model.candidates import Candidates, single
+from planner.model.candidates import Candidates, network_columns, single
 from planner.model.estimate import score
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -385,7 +385,7 @@ def candidates_for(run: BlackwellRun, catalog: Catalog) -> Candidates:
         run.layout.resolve(run.num_gpus),
         run.training,
         gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
-        network_bandwidth=catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu,
+        **network_columns(catalog.network(gpu.default_network)),
         num_gpus=run.num_gpus,
     )
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Sharding
-from planner.model.candidates import Candidates, single
+from planner.model.candidates import Candidates, network_columns, single
 from planner.model.estimate import score
 from planner.model.settings import ModelingSettings
 from planner.model.stacks import STACK_SETTINGS as PROFILES
@@ -80,12 +80,11 @@ class PublishedComparison:
 def published_candidates(run: PublishedRun, catalog: Catalog) -> Candidates:
     """The one-row candidate table of the published configuration on its catalog GPU."""
     gpu = catalog.gpu(run.gpu_id)
-    network = catalog.network(gpu.default_network).bandwidth_bytes_per_s_per_gpu
     return single(
         gpu,
         run.layout.resolve(run.num_gpus),
         run.training,
-        network_bandwidth=network,
+        **network_columns(catalog.network(gpu.default_network)),
         gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
         num_gpus=run.num_gpus,
     )

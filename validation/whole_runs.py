@@ -141,8 +141,8 @@ BLOOM = (
     "ones); MBS 2, full recomputation, ZeRO-1 (tr11 README); biases on "
     "every projection and norm; ALiBi: no position parameters, its bias added through the QK^T GEMM; the "
     "slurm script's CUDA_LAUNCH_BLOCKING=1: the profile's blocking host time (fitted on Lucie-Training's A100 "
-    "sweep); the Omni-Path fabric's measured NCCL bandwidth (5 GB/s bus bandwidth on 4 nodes, bigscience "
-    "experiments/bandwidth) not modelled; "
+    "sweep); the Omni-Path ring at its measured 5.06 GB/s bus bandwidth (4 nodes, bigscience "
+    "experiments/bandwidth); "
     "384 GPUs throughout (the last days ran on 24 nodes); the losses the chronicles log beyond the failure model "
     "(eval hangs: 18 h, 6 h, 11 h; a slow GPU at -5 % until found) not predicted; " + NO_RAMP
 )

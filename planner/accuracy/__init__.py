@@ -278,6 +278,7 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
         widened_by=ev.widened_by,
         envelope=envelope_words(ev, circular),
         circular=circular,
+        exact_sources=ev.exact_sources,
         point_outside=outside,
         reaches=tuple(
             RegimeWords(stack=r.stack, generation=r.generation, features=feature_names(r.features))

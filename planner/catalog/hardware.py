@@ -240,6 +240,12 @@ class NetworkSpec(BaseModel):
         """The line rate as its file states it (what the CLI and the app show)."""
         return self.bandwidth_bytes_per_s_per_gpu * 8 / 1e9
 
+    @property
+    def ring_busbw_gbit_per_s(self) -> float | None:
+        """The measured ring's bus bandwidth as its file states it (None: not measured)."""
+        ring = self.ring_bus_bandwidth_bytes_per_s
+        return None if ring is None else ring * 8 / 1e9
+
 
 class Catalog(BaseModel):
     model_config = _FROZEN

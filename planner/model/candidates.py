@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from pydantic import BaseModel
@@ -311,6 +311,20 @@ def hardware_columns(
         host_memory_bytes=nan_if_none([g.host_memory_bytes_per_node for g in gpus]),
         host_memory_bandwidth=nan_if_none([g.host_memory_bandwidth_bytes_per_s_per_node for g in gpus]),
         gpus_per_node=per_row(np.asarray(gpus_per_node)),
+    )
+
+
+class NetworkColumns(TypedDict):
+    network_bandwidth: float
+    network_ring_bandwidth: float | None
+
+
+def network_columns(network) -> NetworkColumns:
+    """``single``'s network arguments from a ``NetworkSpec``: its per-GPU line rate and the ring
+    measured on it, if one was (review s32: a caller passing the rate alone dropped the ring)."""
+    return NetworkColumns(
+        network_bandwidth=network.bandwidth_bytes_per_s_per_gpu,
+        network_ring_bandwidth=network.ring_bus_bandwidth_bytes_per_s,
     )
 
 

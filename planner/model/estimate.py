@@ -17,7 +17,7 @@ from planner.catalog.prices import billed_gpus
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, code, single
+from planner.model.candidates import IMPL_HF, PREC_FP8, SCHED_1F1B, Candidates, code, network_columns, single
 from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
@@ -479,9 +479,8 @@ def catalog_row(
         layout,
         training,
         gpus_per_node=gpus_per_node,
-        network_bandwidth=network.bandwidth_bytes_per_s_per_gpu,
         num_gpus=num_gpus,
-        network_ring_bandwidth=network.ring_bus_bandwidth_bytes_per_s,
+        **network_columns(network),
     )
 
 

@@ -113,15 +113,16 @@ def grouped_mlp_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: Modeli
     return k * ((h * linear_in + FP32_BYTES) / c.expert_token_split + (glu * f * act_in + fc2_in) / c.tp)
 
 
-def a2a_unpaired_share(c: Candidates) -> np.ndarray:
+def a2a_unpaired_share(pp, vpp, grad_accum) -> np.ndarray:
     """Share of the all-to-alls Megatron-Core's combined 1F1B leaves with no other micro-batch's
     compute beside them, on the busiest pipeline rank: without a pipeline the first forward and the
     last backward of ``m`` (combined_1f1b.py ``combined_1f1b_schedule_for_no_pipelining``: 1 / m);
     interleaved, the warm-up forwards, (pp - 1) x 2 + (vpp - 1) x pp chunks and the one more the
     overlap schedules, and as many cool-down backwards, of m x vpp chunks (schedules.py
     ``get_pp_rank_microbatches``; Megatron-LM d98e8a6)."""
-    chunks = c.grad_accum * c.vpp
-    warmup = np.where(c.pp > 1, (c.pp - 1) * 2 + (c.vpp - 1) * c.pp + 1, 1)
+    pp, vpp, grad_accum = (np.asarray(v) for v in (pp, vpp, grad_accum))
+    chunks = grad_accum * vpp
+    warmup = np.where(pp > 1, (pp - 1) * 2 + (vpp - 1) * pp + 1, 1)
     return np.minimum(warmup, chunks) / chunks
 
 

@@ -8,7 +8,7 @@ from planner.model.settings import with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 
-__all__ = ["named_kernel", "own_model_profile", "own_model_profile_warning"]
+__all__ = ["named_kernel", "own_kernel_switches", "own_model_profile", "own_model_profile_warning"]
 
 
 # DeepSeek-V3's shape: layers, hidden size, routed experts (arXiv:2412.19437 sec. 4.2). A family
@@ -37,13 +37,25 @@ def own_model_profile_warning(model: ModelSpec, stack: Stack) -> str | None:
     )
 
 
+def own_kernel_switches(stack: Stack) -> frozenset[AttentionKernel]:
+    """Kernels a stack switches to by its own flag, which measured rows of it ran: SDPA's flash
+    backend, its dispatch's pick before torch 2.11 (review s31), and Megatron-DeepSpeed's
+    --use-flash-attn-v2, which Lucie-Training's rows ran (review s32: naming it left the envelope
+    those rows validate)."""
+    if stack.attention_via_sdpa:
+        return frozenset({AttentionKernel.SDPA_FA2})
+    if stack == Stack.MEGATRON_DEEPSPEED:
+        return frozenset({AttentionKernel.FLASH2})
+    return frozenset()
+
+
 def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
     """Whether ``attention`` is a kernel choice of the user's, one that times the rows unlike the
     stack's own (the band's ``Feature.KERNEL``): naming the kernel a stack runs anyway, llm-foundry's
     FlashAttention-2, is what its measured rows ran (trial s31: it lost "validated")."""
     if attention is None:
         return False
-    if attention == AttentionKernel.SDPA_FA2 and stack.attention_via_sdpa:
-        return False  # its dispatch's pick before torch 2.11, what its measured rows ran (review s31)
+    if attention in own_kernel_switches(stack):
+        return False
     own = STACK_SETTINGS[stack]
     return with_attention(own, attention).but(attention_kernel=own.attention_kernel) != own

@@ -447,6 +447,12 @@ class Stack(StrEnum):
         return self is Stack.MEGATRON_CORE
 
     @property
+    def serialises_host(self) -> bool:
+        """Whether its profile times the host's dispatch in series with the GPU (``host_overlap`` < 1:
+        megatron-deepspeed, run with CUDA_LAUNCH_BLOCKING=1 by both its measured sources)."""
+        return STACK_SETTINGS[self].host_overlap < 1.0
+
+    @property
     def attention_via_sdpa(self) -> bool:
         """Whether the stack's attention is PyTorch's SDPA, whose dispatch picks the kernel: cuDNN
         first on Hopper and Blackwell from torch 2.11, whose wheels bundle a cuDNN newer than 9.15

@@ -341,7 +341,7 @@ def ep_overlap(c: Candidates, s: ModelingSettings) -> np.ndarray:
     """The share of the expert all-to-alls the stack can hide: ``ep_comm_overlap``, less what a
     paired schedule leaves unpaired (``moe.a2a_unpaired_share``; review s31: one micro-batch was
     credited the whole overlap)."""
-    unpaired = moe.a2a_unpaired_share(c) if s.ep_overlap_needs_pairs else np.zeros(len(c))
+    unpaired = moe.a2a_unpaired_share(c.pp, c.vpp, c.grad_accum) if s.ep_overlap_needs_pairs else np.zeros(len(c))
     return s.ep_comm_overlap * (1.0 - unpaired)
 
 
@@ -367,16 +367,21 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     )
     dp, tp, pp, cp, ep = comm.within_window(axes, alone, compute)
     dp = dp + raw.dp_serial
+    host = host_time(model, c, s)
+    # Dispatch in series with the GPU (host_overlap < 1: CUDA_LAUNCH_BLOCKING=1) lengthens every
+    # micro-batch slot, the idle ones of the fill and drain too (review s32).
+    serial = (1.0 - s.host_overlap) * host
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
-    bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp) / m, 0.0)
+    bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp + serial) / m, 0.0)
     gpu = compute + optimizer + copies + dp + tp + pp + cp + ep + bubble
-    host = host_time(model, c, s)
     # The host runs ahead of the GPU (queue) except across an MoE block's host sync: the step
     # waits for the larger of the whole step's excess dispatch and the post-sync exposures
-    # (the segments between syncs alike, docs/model.md "Host sync of the token dispatcher").
-    exposed = np.maximum(np.maximum(host - gpu, 0.0), host_sync_exposed_s(model, c, s))
-    host_stall = exposed + (1.0 - s.host_overlap) * np.minimum(host, gpu)
+    # (the segments between syncs alike, docs/model.md "Host sync of the token dispatcher"),
+    # the latter not again where the dispatch is in series anyway (review s32).
+    in_series = (1.0 - s.host_overlap) * np.minimum(host, gpu)
+    exposed = np.maximum(np.maximum(host - gpu, 0.0), host_sync_exposed_s(model, c, s) - in_series)
+    host_stall = exposed + in_series
     return TimeBreakdown(
         matmul=matmul,
         attention=attention,

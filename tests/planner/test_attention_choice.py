@@ -122,3 +122,19 @@ def test_naming_sdpas_own_flash_backend_keeps_an_sdpa_stack_validated():
     )
     assert plain.estimate.uncertainty.validated == named.estimate.uncertainty.validated
     assert plain.estimate.sdpa_picks_cudnn and not named.estimate.sdpa_picks_cudnn
+
+
+def test_megatron_deepspeeds_flash_attention_flag_is_its_own_switch():
+    """Review s32: Lucie-Training's rows ran Megatron-DeepSpeed's --use-flash-attn-v2 and validate the
+    stack; naming that kernel read "outside the validated envelope"."""
+    from planner.model.profiles import named_kernel
+
+    assert not named_kernel(Stack.MEGATRON_DEEPSPEED, AttentionKernel.FLASH2)
+    assert named_kernel(Stack.MEGATRON_DEEPSPEED, AttentionKernel.CUDNN)
+    training = TrainingConfig(seq_len=4096, micro_batch=2, grad_accum=8)
+    layout = Layout(tp=2, pp=2, sharding="zero1")
+    flash = build_plan(
+        get_preset("llama2-7b"), "a100-80gb-sxm", layout, training, num_gpus=128,
+        stack=Stack.MEGATRON_DEEPSPEED, network="opa-4x100-per-8", attention=AttentionKernel.FLASH2,
+    )  # fmt: skip
+    assert flash.estimate.uncertainty.validated

@@ -101,6 +101,8 @@ def test_deepseek_v3s_own_row_is_not_called_an_independent_check():
     english, chinese = envelope_text(Labels("en"), u), envelope_text(Labels("zh"), u)
     assert english.startswith("Not independently validated") and "Validated:" not in english
     assert chinese.startswith("未经独立验证") and "已验证" not in chinese
+    # review s32: the ceiling's own row and source, not the band's 28 rows and their sources
+    assert u.exact_sources == ("deepseek-v3",) and "(1, from deepseek-v3)" in english and "mean error" not in english
     other = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
     assert not other.estimate.uncertainty.circular
 

@@ -36,3 +36,22 @@ def test_a_micro_batch_of_one_is_not_told_to_shrink_it():
     notes = {note.kind: note for note in plan_notes(plan)}
     assert NoteKind.ACTIVATIONS_AT_ONE in notes and NoteKind.ACTIVATIONS_DOMINATE not in notes
     assert "micro-batch" not in notes[NoteKind.ACTIVATIONS_AT_ONE].text()
+
+
+def test_a_serial_host_is_said_and_not_blamed_on_a_slow_dispatch():
+    """Review s32: megatron-deepspeed's host time runs in series with the GPU (CUDA_LAUNCH_BLOCKING=1,
+    as its measured runs ran); explain advised compilation or CUDA graphs, and nothing said why."""
+    from planner.api.notices import estimate_warnings
+
+    training = TrainingConfig(seq_len=4096, micro_batch=2, grad_accum=16, activation_checkpointing="none")
+    layout = Layout(tp=2, pp=2, sharding="zero1")
+    plan = build_plan(
+        get_preset("llama2-7b"), "h100-sxm", layout, training, num_gpus=64, stack=Stack.MEGATRON_DEEPSPEED
+    )
+    kinds = {note.kind for note in plan_notes(plan)}
+    assert NoteKind.HOST_SERIAL in kinds and NoteKind.HOST_BOUND_LAUNCHES not in kinds
+    said = [w for w in estimate_warnings(plan, None) if "CUDA_LAUNCH_BLOCKING=1" in w]
+    assert len(said) == 1 and f"{plan.estimate.time.breakdown_s.host_stall:,.1f} s" in said[0]
+    core = build_plan(get_preset("llama2-7b"), "h100-sxm", layout, training, num_gpus=64, stack=Stack.MEGATRON_CORE)
+    assert not any("CUDA_LAUNCH_BLOCKING" in w for w in estimate_warnings(core, None))
+    assert Stack.MEGATRON_DEEPSPEED.serialises_host and not Stack.MEGATRON_CORE.serialises_host

@@ -113,3 +113,16 @@ def test_launch_blocking_adds_the_whole_host_dispatch_to_the_gpus_time():
     asynchronous = step_time(model, c, MEGATRON_DEEPSPEED_SETTINGS.but(host_overlap=1.0))
     assert asynchronous.step[0] == pytest.approx(max(gpu, host))
     assert blocking.step[0] == pytest.approx(gpu + host)
+
+
+def test_a_serial_host_lengthens_the_pipelines_idle_slots_too():
+    """Review s32: under CUDA_LAUNCH_BLOCKING=1 every micro-batch slot holds its host time, the
+    fill and drain's idle ones too: (pp - 1) / vpp of one micro-batch's compute, tp and host."""
+    model = get_preset("gpt3-2.7b")
+    c = table(model)  # pp 4, 16 micro-batches
+    t = step_time(model, c, MEGATRON_DEEPSPEED_SETTINGS)
+    host = host_time(model, c, MEGATRON_DEEPSPEED_SETTINGS)[0]
+    compute = t.matmul[0] + t.attention[0] + t.memory_bound[0] + t.measured_correction[0]
+    assert t.bubble[0] == pytest.approx(3 * (compute + t.tp_comm[0] + host) / TRAINING.grad_accum)
+    ahead = step_time(model, c, MEGATRON_DEEPSPEED_SETTINGS.but(host_overlap=1.0))
+    assert ahead.bubble[0] == pytest.approx(3 * (compute + ahead.tp_comm[0]) / TRAINING.grad_accum)

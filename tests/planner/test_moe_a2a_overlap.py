@@ -140,25 +140,16 @@ def test_the_overlap_runs_only_where_megatron_core_takes_it():
         )
 
 
-def _rows(pp: int, vpp: int, grad_accum: int):
-    """The three columns the schedule reads, as a candidate table holds them."""
-    import types
-
-    import numpy as np
-
-    return types.SimpleNamespace(pp=np.array([pp]), vpp=np.array([vpp]), grad_accum=np.array([grad_accum]))
-
-
 def test_the_unpaired_share_is_the_schedules_warm_up_and_cool_down():
     """combined_1f1b.py without a pipeline, 4 micro-batches in 5 phases: the first forward and the
     last backward run alone (1/4); interleaved, rank 0's warm-up is (pp - 1) x 2 + (vpp - 1) x pp
     chunks and the one the overlap adds (schedules.py), of m x vpp (Megatron-LM d98e8a6)."""
     from planner.model.moe import a2a_unpaired_share
 
-    assert a2a_unpaired_share(_rows(1, 1, 4))[0] == pytest.approx(1 / 4)
-    assert a2a_unpaired_share(_rows(1, 1, 1))[0] == 1.0
-    assert a2a_unpaired_share(_rows(8, 4, 128))[0] == pytest.approx((7 * 2 + 3 * 8 + 1) / (128 * 4))
-    assert a2a_unpaired_share(_rows(8, 4, 8))[0] == 1.0  # all in warm-up
+    assert a2a_unpaired_share(1, 1, 4) == pytest.approx(1 / 4)
+    assert a2a_unpaired_share(1, 1, 1) == 1.0
+    assert a2a_unpaired_share(8, 4, 128) == pytest.approx((7 * 2 + 3 * 8 + 1) / (128 * 4))
+    assert a2a_unpaired_share(8, 4, 8) == 1.0  # all in warm-up
 
 
 def test_one_micro_batch_has_no_partner_to_hide_its_all_to_alls_under():
@@ -176,3 +167,21 @@ def test_one_micro_batch_has_no_partner_to_hide_its_all_to_alls_under():
 
     assert step(1, True) == pytest.approx(step(1, False), rel=1e-9)
     assert step(8, True) < step(8, False)
+
+
+def test_the_exposed_all_to_all_advice_is_not_given_where_the_overlap_would_hide_nothing():
+    """Review s32: the notice named --moe-a2a-overlap for one micro-batch (the same 2.93 s step with
+    it) and for layouts Megatron-Core refuses it on (full recompute)."""
+    from planner.api.notices import a2a_exposed_under_megatron
+    from planner.layout import ActivationCheckpointing, Layout, TrainingConfig
+
+    model = get_preset("qwen3-30b-a3b")
+
+    def advised(grad_accum: int, ac: ActivationCheckpointing = ActivationCheckpointing.NONE) -> bool:
+        t = TrainingConfig(seq_len=4096, micro_batch=4, grad_accum=grad_accum, activation_checkpointing=ac)
+        plan = build_plan(model, "h100-sxm", Layout(ep=16), t, num_gpus=16, stack=Stack.MEGATRON_CORE)
+        return a2a_exposed_under_megatron(plan)
+
+    assert advised(8)
+    assert not advised(1)
+    assert not advised(8, ActivationCheckpointing.FULL)

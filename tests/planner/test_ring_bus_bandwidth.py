@@ -54,3 +54,17 @@ def test_the_catalogs_rows_carry_the_network_they_are_estimated_on():
     layout = Layout(dp_shard=64).resolve(64)
     c = catalog_row(catalog.gpu("a100-80gb-sxm"), layout, TrainingConfig(seq_len=4096), catalog, gpus_per_node=8)
     assert c.network_ring_bandwidth[0] == pytest.approx(OPA.ring_bus_bandwidth_bytes_per_s)
+
+
+def test_the_searchs_rows_carry_the_network_they_are_planned_on():
+    """Review s32: only the estimate's row was tested; the search builds its own columns."""
+    from planner.catalog.models import get_preset
+    from planner.catalog.networks import catalog_on_network
+    from planner.search.space import SearchSpace, build_candidates
+
+    space = SearchSpace(seq_len=4096, global_batch_tokens=4 * 1024 * 1024)
+    catalog = catalog_on_network(load_catalog(), OPA.id)
+    rows = build_candidates(get_preset("llama2-7b"), catalog, {"a100-80gb-sxm": 16}, space)
+    assert len(rows) and np.allclose(rows.network_ring_bandwidth, OPA.ring_bus_bandwidth_bytes_per_s)
+    plain = build_candidates(get_preset("llama2-7b"), load_catalog(), {"a100-80gb-sxm": 16}, space)
+    assert np.isnan(plain.network_ring_bandwidth).all()

@@ -636,6 +636,8 @@ def test_the_card_says_this_sessions_plan_warnings_in_both_languages(tmp_path):
         "vision_config": (request_for(model, hf_config_path=str(tmp_path / "config.json")), "h100-sxm", Stack.TRAINPLAN, TrainingConfig(seq_len=2048)),
         "Megatron": (request_for(model, stack="megatron-core"), "h100-sxm", Stack.MEGATRON_CORE, selective),
         "rtx-4090": (request_for(model), "rtx-4090", Stack.TRAINPLAN, TrainingConfig(seq_len=2048)),
+        # review s32: the serial host time of megatron-deepspeed's profile
+        "CUDA_LAUNCH_BLOCKING": (request_for(model, stack="megatron-deepspeed"), "h100-sxm", Stack.MEGATRON_DEEPSPEED, TrainingConfig(seq_len=2048)),
     }  # fmt: skip
     for word, (request, gpu, stack, training) in cases.items():
         plan = build_plan(model, gpu, Layout(dp_shard=8), training, num_gpus=8, stack=stack)
