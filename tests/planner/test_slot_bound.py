@@ -207,6 +207,31 @@ def test_a_warm_start_reaches_the_same_optimum_even_from_an_infeasible_start(sol
 
 
 @needs_highs
+def test_the_start_is_handed_to_highs_as_its_first_incumbent(monkeypatch) -> None:
+    """Review s31 (T1): the optimum alone cannot show a start was used (it is the same either way);
+    HiGHS must be handed the variables' initial values, column by column, and only when asked."""
+    import highspy
+
+    handed: list[list[float]] = []
+    original = highspy.Highs.setSolution
+
+    def record(self, *args, **kwargs):
+        handed.append(list(args[-1].col_value))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(highspy.Highs, "setSolution", record)
+    for warm in (True, False):
+        problem = pulp.LpProblem("start", pulp.LpMinimize)
+        x = new_binaries(problem, "x", 3)
+        problem += 3 * x[0] + 2 * x[1] + 4 * x[2]
+        problem += pulp.lpSum(x) == 1
+        for var, value in zip(x, (0, 0, 1), strict=True):
+            var.setInitialValue(value)
+        assert run_solver(problem, "highs", None, warm_start=warm) == (True, "highs")
+    assert handed == [[0.0, 0.0, 1.0]]
+
+
+@needs_highs
 def test_a_time_limited_solve_from_a_start_is_not_called_optimal():
     """Review s31: with a warm start, HiGHS stopped by its time limit held the start, which PuLP
     called "Optimal"; the start came back as the answer."""
