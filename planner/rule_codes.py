@@ -281,12 +281,12 @@ TEMPLATES: dict[RuleCode, str] = {
         "--partition-activations is DeepSpeed's activation checkpointing under Megatron-DeepSpeed;"
         " use --stack megatron-deepspeed (not {stack})"
     ),
-    # deepseek-v3's profile already hides its all-to-alls (DualPipe), so the flag is refused there too.
     _C.STACK_A2A_LAYOUT: (
         "--moe-a2a-overlap needs what Megatron-Core asserts for it: expert parallelism (ep > 1, a MoE model),"
         " the interleaved schedule under a pipeline (vpp > 1 where pp > 1) and no full or block recompute"
         " (ep {ep}, pp {pp}, vpp {vpp}, ac {ac})"
     ),
+    # deepseek-v3's profile already hides its all-to-alls (DualPipe), so the flag is refused there too.
     _C.STACK_A2A_OVERLAP: (
         "--moe-a2a-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: use --stack megatron-core"
         " (not {stack}); --stack deepseek-v3 already hides its all-to-alls (DualPipe)"

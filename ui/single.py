@@ -21,7 +21,7 @@ from planner.fmt import energy, number_band, one_line
 from planner.frontier import knee
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
-from planner.model.rates import KERNEL_WORDS, SDPA_CUDNN_NOTE
+from planner.model.rates import KERNEL_WORDS
 from planner.plan import GoodputEstimate, Plan
 from planner.request import left_out_gpus, runnable_gpus
 from ui import app_core, figures
@@ -168,15 +168,14 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
     """The attention kernel the estimate timed: the CLI's words in English; in Chinese from the typed
     kernel (a plan file from before it: the CLI's words)."""
     e = plan.estimate
+    sdpa = tr("kernel_sdpa") if e.sdpa_picks_cudnn else ""
     if tr.lang == "en" or e.attention_kernel_timed is None:
-        words = e.attention_kernel or (plan.attention.value if plan.attention else "-")
-        return words + (SDPA_CUDNN_NOTE if e.sdpa_picks_cudnn else "")
+        return (e.attention_kernel or (plan.attention.value if plan.attention else "-")) + sdpa
     name = (
         tr("kernel_eager")
         if e.attention_kernel_timed == AttentionKernel.EAGER
         else KERNEL_WORDS[e.attention_kernel_timed]
     )
-    sdpa = tr("kernel_sdpa") if e.sdpa_picks_cudnn else ""
     return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "") + sdpa
 
 

@@ -58,6 +58,10 @@ class SlottedInstance:
         ]
         return max(float(np.max(self.end_days[rows])), *per_type)
 
+    def least_per_job(self, values: np.ndarray) -> np.ndarray:
+        """Each job's least of ``values`` (one per option) over its options."""
+        return np.array([float(np.min(values[self.job == j])) for j in range(self.num_jobs)])
+
     def objective(self, picked: Sequence[int]) -> float:
         """The model's objective for one option per job, at its least makespan."""
         return self.held * self.makespan(picked) + float(np.sum(self.cost[np.asarray(picked, dtype=int)]))
@@ -68,8 +72,7 @@ def greedy_schedule(instance: SlottedInstance) -> tuple[list[int], float] | None
     takes the option of least added objective among those its type's free GPUs allow in every
     slot it holds. None when every order leaves a job with no option (the solver decides)."""
     jobs = range(instance.num_jobs)
-    least_days = [float(np.min(instance.gpu_days[instance.job == j])) for j in jobs]
-    least_end = [float(np.min(instance.end_days[instance.job == j])) for j in jobs]
+    least_days, least_end = instance.least_per_job(instance.gpu_days), instance.least_per_job(instance.end_days)
     orders = {
         tuple(sorted(jobs, key=lambda j: -least_days[j])),
         tuple(sorted(jobs, key=lambda j: -least_end[j])),
@@ -152,11 +155,10 @@ def _greedy_in_order(instance: SlottedInstance, order: Sequence[int]) -> list[in
 
 def prunable(instance: SlottedInstance, incumbent: float) -> np.ndarray:
     """Options whose least objective LB(o) exceeds ``incumbent`` (the module docstring)."""
-    jobs = range(instance.num_jobs)
-    least_cost = np.array([float(np.min(instance.cost[instance.job == j])) for j in jobs])
-    least_end = max(float(np.min(instance.end_days[instance.job == j])) for j in jobs)
+    least_cost = instance.least_per_job(instance.cost)
+    least_end = float(np.max(instance.least_per_job(instance.end_days)))
     # sum_g inv_g M >= every job's GPU-days, each at least its least
-    least_days = np.array([float(np.min(instance.gpu_days[instance.job == j])) for j in jobs])
+    least_days = instance.least_per_job(instance.gpu_days)
     spread = (instance.gpu_days - least_days[instance.job] + float(np.sum(least_days))) / sum(
         instance.inventory.values()
     )
