@@ -14,10 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from validation.docs import replace_marked_block, yes_no
+from validation.whole_run_recipes import NOT_INDEPENDENT, SHARES_A_FITTED_SOURCE, Basis
 from validation.whole_runs import (
-    NOT_INDEPENDENT,
-    SHARES_A_FITTED_SOURCE,
-    Basis,
     SkippedRun,
     WholeRunComparison,
     compare_whole_runs,

@@ -30,7 +30,8 @@ from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
 from planner.plan import Plan
-from validation.whole_runs import JEAN_ZAY_OPA, read_whole_runs
+from validation.whole_run_recipes import JEAN_ZAY_OPA
+from validation.whole_runs import read_whole_runs
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "validation"
 DEFAULT_ROWS = DATA / "megatron_deepspeed_runs.csv"

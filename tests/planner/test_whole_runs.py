@@ -12,13 +12,10 @@ import pytest
 from planner.catalog.hardware import load_catalog
 from planner.layout import ActivationCheckpointing, Sharding
 from planner.model.stacks import Stack
+from validation.whole_run_recipes import NOT_INDEPENDENT, RECIPES, SKIPPED, Basis
 from validation.whole_runs import (
     DEFAULT_WHOLE_RUNS,
-    NOT_INDEPENDENT,
     PARAM_COUNT_TOLERANCE,
-    RECIPES,
-    SKIPPED,
-    Basis,
     WholeRun,
     WholeRunComparison,
     compare_whole_runs,
@@ -190,7 +187,7 @@ def test_runs_whose_team_a_setting_was_fitted_on_stay_held_out_with_the_reason_i
     """A run set aside from one summary line stays a held-out, compared run (in every table and
     in the target), and the fit it shares a source with is one its recipe states."""
     from bench.validate_whole_runs import summary, target_line
-    from validation.whole_runs import SHARES_A_FITTED_SOURCE
+    from validation.whole_run_recipes import SHARES_A_FITTED_SOURCE
 
     assert SHARES_A_FITTED_SOURCE and set(SHARES_A_FITTED_SOURCE) <= set(BY_ID) - NOT_INDEPENDENT
     assert "fitted on the same team's A100 sweep" in BY_ID["lucie-7b"].recipe.assumptions
