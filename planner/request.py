@@ -42,7 +42,8 @@ from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.profiles import named_kernel, own_model_profile_warning
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
-from planner.model.stacks import STACK_SETTINGS, Stack, a2a_overlap_refused, moe_a2a_overlapped
+from planner.model.stack_profiles import a2a_overlap_refused, moe_a2a_overlapped
+from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import context_extension_warning, default_implementation, native_unsupported
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
 from planner.search.space import (

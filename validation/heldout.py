@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from validation.calibration import DEFAULT_H200_RUNS, H200Row, compare_h200, read_h200_runs
 from validation.published import compare_published
 from validation.published_rows import PublishedRun, Stack

@@ -4,7 +4,7 @@ row's published layout estimated on its own network, its step compared with the 
 
 Rows and sources: data/validation/megatron_deepspeed_runs.csv, lucie_parallelism_runs.csv and
 megatron_deepspeed_runs_sources.md. Read after the stack's first terms were set (planner/model/
-stacks.py ``MEGATRON_DEEPSPEED_SETTINGS``); nothing is fitted on S1 / S2, but two terms
+stack_profiles.py ``MEGATRON_DEEPSPEED_SETTINGS``); nothing is fitted on S1 / S2, but two terms
 (``sequence_parallel`` off, ``lp_grad_bytes``) were read in the code after their errors were seen, so
 only the figure before those is blind (docs/validation.md). The host time per block under
 CUDA_LAUNCH_BLOCKING=1 is fitted on S3's four single-node rows (``Use.FITTED``). Their limits,
@@ -28,7 +28,8 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Prec
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
-from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
+from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
+from planner.model.stacks import Stack
 from planner.plan import Plan
 from validation.whole_run_recipes import JEAN_ZAY_OPA
 from validation.whole_runs import read_whole_runs

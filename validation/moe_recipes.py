@@ -19,7 +19,7 @@ from planner.layout import Implementation, Layout, Precision, Sharding, Training
 from planner.model.block_rows import Recompute
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stacks import MEGATRON_CORE_SETTINGS, moe_a2a_overlapped
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS, moe_a2a_overlapped
 
 MEGATRON_BRIDGE_ARCHIVE = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100, DGX-B200 and DGX-GB200 tables; "
@@ -184,7 +184,7 @@ def noted(run: MoeRun, note: str) -> MoeRun:
 
 def a2a_overlapped(run: MoeRun) -> MoeRun:
     """A recipe with moe_a2a_overlap (--overlap-moe-expert-parallel-comm --delay-wgrad-compute),
-    timed as ``trainplan estimate --moe-a2a-overlap`` times it (planner/model/stacks.py
+    timed as ``trainplan estimate --moe-a2a-overlap`` times it (planner/model/stack_profiles.py
     ``moe_a2a_overlapped``: the all-to-alls hidden under the other micro-batch's compute)."""
     return replace(run, settings=moe_a2a_overlapped(run.settings), note=A2A_OVERLAP_NOTE)
 

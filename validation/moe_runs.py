@@ -16,7 +16,7 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.candidates import network_columns, single
 from planner.model.estimate import score
-from planner.model.stacks import DEEPSEEK_V3_SETTINGS
+from planner.model.stack_profiles import DEEPSEEK_V3_SETTINGS
 from validation.moe_recipes import (
     BRIDGE_DEEPSEEK_V3,
     BRIDGE_GPT_OSS,

@@ -15,8 +15,8 @@ from planner.layout import Sharding
 from planner.model.candidates import Candidates, network_columns, single
 from planner.model.estimate import score
 from planner.model.settings import ModelingSettings
+from planner.model.stack_profiles import TE_FUSED_CE_BYTES_PER_LOGIT
 from planner.model.stacks import STACK_SETTINGS as PROFILES
-from planner.model.stacks import TE_FUSED_CE_BYTES_PER_LOGIT
 from planner.model.stacks import Stack as Profile
 from validation.published_rows import (
     PublishedRun,

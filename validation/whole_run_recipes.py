@@ -11,7 +11,8 @@ from enum import StrEnum
 from planner.layout import ActivationCheckpointing, Sharding
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings, with_attention
-from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, STACK_SETTINGS, Stack
+from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
+from planner.model.stacks import STACK_SETTINGS, Stack
 from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON
 from validation.moe_runs import MOE_RUNS
 

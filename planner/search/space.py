@@ -38,7 +38,8 @@ from planner.model.candidates import (
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
-from planner.model.stacks import Stack, a2a_overlap_refused
+from planner.model.stack_profiles import a2a_overlap_refused
+from planner.model.stacks import Stack
 from planner.model.structure import structurally_valid, tp_in_domain
 
 # Sharding variants searched: (sharding code, replicate across nodes?) -> HSDP when True.

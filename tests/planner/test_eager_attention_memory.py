@@ -15,7 +15,7 @@ from planner.model.candidates import single
 from planner.model.memory import activation_bytes, fits, memory, recompute_bytes, score_backward_bytes
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stacks import MEGATRON_LM_SETTINGS
+from planner.model.stack_profiles import MEGATRON_LM_SETTINGS
 from planner.units import GIB
 
 GEMMA2 = get_preset("gemma2-9b")

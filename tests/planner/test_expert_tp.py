@@ -12,7 +12,7 @@ from planner.layout import Layout, Sharding
 from planner.model.estimate import score
 from planner.model.memory import block_activation_bytes_per_token, busiest_stage
 from planner.model.moe import all_to_all_s, held_fraction, tokens_per_expert
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.step_comm import comm_times
 from planner.model.step_time import block_gemm_time_per_token
 

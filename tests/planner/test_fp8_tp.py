@@ -12,7 +12,7 @@ from planner.model import comm
 from planner.model.candidates import single
 from planner.model.memory import block_activation_bytes_per_token
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.step_comm import comm_times
 from planner.model.step_time import block_gemm_time_per_token
 from planner.model.structure import first_structural_problem

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from validation import heldout
 from validation.published import compare_published
 from validation.published_rows import Stack, read_published_runs

@@ -20,7 +20,7 @@ from planner.model.settings import (
     ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH,
     ZERO_OFFLOAD_PT_CPU_S,
 )
-from planner.model.stacks import DEEPSPEED_SETTINGS
+from planner.model.stack_profiles import DEEPSPEED_SETTINGS
 from planner.units import GIB
 
 CATALOG = load_catalog()

@@ -1,5 +1,5 @@
 """Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine
-(planner/model/stacks.py MEGATRON_DEEPSPEED_SETTINGS): each term read from DeepSpeed's
+(planner/model/stack_profiles.py MEGATRON_DEEPSPEED_SETTINGS): each term read from DeepSpeed's
 code, checked against its arithmetic; the other stacks' predictions keep the old terms."""
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from planner.model.flops import recompute_fraction
 from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stacks import MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK, MEGATRON_DEEPSPEED_SETTINGS, MEGATRON_LM_SETTINGS
+from planner.model.stack_profiles import (
+    MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK,
+    MEGATRON_DEEPSPEED_SETTINGS,
+    MEGATRON_LM_SETTINGS,
+)
 from planner.model.step_comm import comm_times, tied_embedding_sync_s
 from planner.model.step_time import (
     compute_time_per_microbatch,

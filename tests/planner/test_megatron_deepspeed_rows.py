@@ -15,7 +15,7 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import Layout, Sharding
-from planner.model.stacks import MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK
+from planner.model.stack_profiles import MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK
 from validation.megatron_deepspeed_runs import (
     DEFAULT_ROWS,
     LUCIE_ROWS,

@@ -29,7 +29,7 @@ from planner.model.moe import (
 )
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
-from planner.model.stacks import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS
 from planner.model.step_comm import comm_times
 from planner.model.structure import first_structural_problem
 

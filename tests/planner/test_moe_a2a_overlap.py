@@ -26,7 +26,7 @@ def row_plan(**kwargs):
 
 @pytest.mark.parametrize("row", BRIDGE_ROWS, ids=lambda r: r.label)
 def test_the_flag_on_the_recipe_predicts_the_held_out_row_as_the_harness_does(row):
-    """One rule (planner/model/stacks.py ``moe_a2a_overlapped``) for the flag and the rows: the
+    """One rule (planner/model/stack_profiles.py ``moe_a2a_overlapped``) for the flag and the rows: the
     recipe's settings with --moe-a2a-overlap give the harness's prediction of each row."""
     flagged = build_plan(
         row.model,
@@ -107,7 +107,7 @@ def test_the_overlap_runs_only_where_megatron_core_takes_it():
     """Review s31: Megatron-Core asserts ep > 1, vpp under a pipeline and no full or block recompute
     for --overlap-moe-expert-parallel-comm; the planner timed such layouts overlapped."""
     from planner.layout import ActivationCheckpointing, TrainingConfig
-    from planner.model.stacks import a2a_overlap_refused
+    from planner.model.stack_profiles import a2a_overlap_refused
 
     refused = {
         "pp without vpp": (ROW.layout.model_copy(update={"vpp": 1}), ROW.training),

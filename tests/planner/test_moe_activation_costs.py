@@ -14,7 +14,7 @@ from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.block import CLAMP_TRAFFIC, EXPERT_BIAS_TRAFFIC, block_table
 from planner.model.block_rows import Recompute
 from planner.model.estimate import estimate
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
 OSS = get_preset("gpt-oss-20b")

@@ -13,7 +13,8 @@ from planner.model import comm
 from planner.model.candidates import single
 from planner.model.memory import activation_terms
 from planner.model.pipeline import pipeline_ranks
-from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, Stack
+from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
+from planner.model.stacks import Stack
 from planner.model.step_comm import comm_times
 from planner.request import partition_problem
 

@@ -17,7 +17,7 @@ from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.memory import activation_bytes, block_activation_bytes_per_token, fits, memory
 from planner.model.pipeline import pipeline_ranks
-from planner.model.stacks import MEGATRON_CORE_SETTINGS, TE_FUSED_CE_BYTES_PER_LOGIT
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS, TE_FUSED_CE_BYTES_PER_LOGIT
 from validation.published import compare_published, published_candidates, recipe_settings
 from validation.published_rows import read_published_runs
 

@@ -17,7 +17,7 @@ from planner.model import attention_kernels, rates
 from planner.model.candidates import single
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 
 
 def _write(tmp_path: Path, gpu_id: str, **changes) -> Path:

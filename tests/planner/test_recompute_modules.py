@@ -16,7 +16,7 @@ from planner.model.candidates import single
 from planner.model.flops import hardware_flops_per_token, recomputed_module_flops_per_token
 from planner.model.memory import block_activation_bytes_per_token, native_saved_bytes, recompute_bytes
 from planner.model.moe import busiest_rank_load, grouped_mlp_saved_bytes_per_token
-from planner.model.stacks import MEGATRON_CORE_SETTINGS
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.step_time import forward_gemm_time_per_token, rank_compute_time
 
 DSV3 = get_preset("deepseek-v3")

@@ -14,7 +14,8 @@ from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding,
 from planner.model.candidates import single
 from planner.model.saved_bytes import block_input_bytes_per_token, tp_gathered_bytes
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stacks import MEGATRON_DEEPSPEED_SETTINGS, STACK_SETTINGS, Stack
+from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
+from planner.model.stacks import STACK_SETTINGS, Stack
 
 MODEL = get_preset("llama3-70b")
 NO_SP = DEFAULT_SETTINGS.but(sequence_parallel=False)
