@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -206,6 +207,17 @@ class RegimeWords(BaseModel):
     features: tuple[str, ...] = ()
 
 
+class Standing(StrEnum):
+    """Where an estimate stands against the validated envelope, in one word per interface: a
+    measured row of its regime checks it (``VALIDATED``), the regime's rows also set the ceiling it
+    is held at, so it repeats them (``CIRCULAR``: trial s31, review s32), or no row of its regime
+    was measured (``OUTSIDE``)."""
+
+    VALIDATED = "validated"
+    CIRCULAR = "not independent"
+    OUTSIDE = "outside"
+
+
 class Uncertainty(BaseModel):
     """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
     (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
@@ -245,6 +257,12 @@ class Uncertainty(BaseModel):
     # so that end is theirs (planner/accuracy/bands.py ``setting_neighbours``; the app's card said
     # nothing of them, the CLI's envelope sentence did).
     reaches: tuple[RegimeWords, ...] = ()
+
+    @property
+    def standing(self) -> Standing:
+        if not self.validated:
+            return Standing.OUTSIDE
+        return Standing.CIRCULAR if self.circular else Standing.VALIDATED
 
 
 class EfficiencyCeiling(BaseModel):

@@ -484,7 +484,7 @@ def solve_jobs(
                 "cost_usd": a.cost_usd,
                 "cost_p10_usd": (figures[a.job].owned_cost_band or nan)[0],
                 "cost_p90_usd": (figures[a.job].owned_cost_band or nan)[1],
-                "validated": figures[a.job].validated,
+                "validated": figures[a.job].standing,  # worded per page by the view
             }
             for a in solution.assignments
         ]

@@ -745,6 +745,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_cost_p10_usd": ("cost, 80 % band from (USD)", "费用，80% 区间下限（美元）"),
     "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),
     "col_validated": ("validated envelope", "在验证范围内"),
+    # A plan's standing against the validated envelope (planner/plan.py Standing), in the portfolio table.
+    "standing_validated": ("validated", "已验证"),
+    "standing_circular": ("not independent", "非独立验证"),
+    "standing_outside": ("outside", "超出范围"),
 }
 
 _LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)

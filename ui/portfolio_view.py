@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest
+from planner.plan import Standing
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
@@ -144,7 +145,7 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         st.caption(tr("idle_cost_none_bought" if inputs.bought else "idle_cost_none"))
     # The days and the cost are not the single-job page's median and rent (trial s19, finding 9).
     st.caption(tr("portfolio_basis", risk=risk))
-    frame = with_training_words(outcome.frame, tr)
+    frame = with_standing_words(with_training_words(outcome.frame, tr), tr)
     basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd")}
     labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}
     st.dataframe(
@@ -157,6 +158,19 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         },
     )
     st.plotly_chart(figures.portfolio_figure(frame, tr), key="chart_portfolio")
+
+
+STANDING_KEYS = {
+    Standing.VALIDATED: "standing_validated",
+    Standing.CIRCULAR: "standing_circular",
+    Standing.OUTSIDE: "standing_outside",
+}
+
+
+def with_standing_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:
+    """Each job's standing against the validated envelope in the page's language (blank: no band)."""
+    words = [None if pd.isna(s) else tr(STANDING_KEYS[Standing(s)]) for s in frame["validated"]]
+    return frame.assign(validated=words)
 
 
 def with_training_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from rich.table import Table
 from planner.api.portfolio import JobFigures, job_figures
 from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
+from planner.plan import Standing
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import emit_json, no_infeasibility, out, warn
 
@@ -37,8 +38,10 @@ def cost_basis(a, held: tuple[str, ...]) -> str:
 
 
 def envelope_word(figures: JobFigures) -> str:
-    """'validated' when a measured row of the plan's regime exists, else 'outside' ('-': no band)."""
-    return "-" if figures.validated is None else ("validated" if figures.validated else "outside")
+    """'validated' when a measured row of the plan's regime checks it, 'not independent' when those
+    rows also set the ceiling it is held at (review s32: the table said 'validated' where the card
+    did not), else 'outside' ('-': no band)."""
+    return "-" if figures.standing is None else figures.standing.value
 
 
 def cost_per_gpu_hour(a) -> float | None:
@@ -71,6 +74,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
         cost_per_gpu_hour_usd=cost_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,
+        standing=None if figures.standing is None else figures.standing.value,
         envelope=figures.envelope,
     )
 
@@ -110,14 +114,26 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         f" {day_words(solution.makespan_s / SECONDS_PER_DAY, solution.makespan_s)}"
         f" ({'exact model' if solution.exact else 'slotted approximation: many jobs'})"
     )
-    outside = [f.job for f in figures if f.validated is False]
-    if outside:
-        out.print(
-            f"accuracy: {len(outside)} of {len(figures)} plans are outside the validated envelope (bands widened);"
-            " trainplan estimate explains each"
-        )
+    for line in accuracy_lines(figures):
+        out.print(line)
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+
+
+def accuracy_lines(figures: list[JobFigures]) -> list[str]:
+    """How many plans lie outside the validated envelope, and how many repeat the rows that hold
+    them at their ceiling (review s32: both read as 'validated' in the table before)."""
+    counts = {s: sum(f.standing is s for f in figures) for s in (Standing.OUTSIDE, Standing.CIRCULAR)}
+    what = {
+        Standing.OUTSIDE: "outside the validated envelope (bands widened)",
+        Standing.CIRCULAR: "not independently validated (their regime's measured rows also set the ceiling"
+        " they are held at)",
+    }
+    return [
+        f"accuracy: {n} of {len(figures)} plans are {what[s]}; trainplan estimate explains each"
+        for s, n in counts.items()
+        if n
+    ]
 
 
 def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Table:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob
+from planner.plan import Standing
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
 __all__ = ["JobFigures", "job_figures"]
@@ -32,6 +33,7 @@ class JobFigures:
     owned_cost_usd: float  # its GPU-hours at the inventory's owned rates (not rent; a rented type: rent)
     owned_cost_band: tuple[float, float] | None  # the same GPU-hours over the ends of the time band
     validated: bool | None  # a measured row of the plan's regime exists (None: no band)
+    standing: Standing | None  # validated, not independent (circular) or outside (None: no band)
     envelope: str | None  # the band's sentence: validated, or how far outside and how much widened
 
 
@@ -41,7 +43,7 @@ def job_figures(job: PortfolioJob) -> JobFigures:
     days = (job.end_s - job.start_s) / SECONDS_PER_DAY
     u = job.plan.estimate.uncertainty
     if u is None or u.time_to_train_h is None:
-        return JobFigures(job.job, Risk(risk), days, None, job.cost_usd, None, None, None)
+        return JobFigures(job.job, Risk(risk), days, None, job.cost_usd, None, None, None, None)
     low, high = (hours / HOURS_PER_DAY for hours in u.time_to_train_h)
     # The owned cost is GPU-hours at a per-type rate: it scales with the days at a fixed count.
     per_day = job.cost_usd / days if days > 0 else 0.0
@@ -53,5 +55,6 @@ def job_figures(job: PortfolioJob) -> JobFigures:
         owned_cost_usd=job.cost_usd,
         owned_cost_band=(low * per_day, high * per_day),
         validated=u.validated,
+        standing=u.standing,
         envelope=u.envelope,
     )
