@@ -106,6 +106,13 @@ def risk_text(tr: Labels, result) -> str | None:
     return tr("risk_changed", **values)
 
 
+def short_duration(tr: Labels, seconds: float) -> str:
+    """A wait in the planner's units, as the CLI's ``duration_words`` picks them (minutes under two
+    hours: trial s31, '80 minutes' on the card beside '80.0 minutes' in the CLI, then '1.3 h')."""
+    unit, value = duration_parts(seconds / SECONDS_PER_HOUR, smallest="minutes")
+    return tr(f"{unit}_value", value=value)
+
+
 def duration_up(tr: Labels, hours: float) -> str:
     """A duration rounded up to whole units, as the planner's fix (``duration_words(round_up=True)``):
     enough time, never a little short, and the same figure in the card and the line under it."""

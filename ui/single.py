@@ -55,6 +55,7 @@ from ui.messages import (
     over_budget_text,
     plan_note_texts,
     risk_text,
+    short_duration,
     vary_batch_text,
     why_not_text,
 )
@@ -204,10 +205,10 @@ PRICE_BASIS_KEYS = {
 
 
 def spot_wait_text(tr: Labels, g: GoodputEstimate | None) -> str | None:
-    """'1.1 spot preemptions expected, each waiting 80 minutes for capacity (in the time and cost).'"""
+    """'1.1 spot preemptions expected, each waiting 80 min for capacity (in the time and cost).'"""
     if g is None or g.spot_preemptions is None:
         return None
-    return tr("spot_wait", count=g.spot_preemptions, minutes=g.capacity_wait_s / 60)
+    return tr("spot_wait", count=g.spot_preemptions, wait=short_duration(tr, g.capacity_wait_s))
 
 
 def card_captions(

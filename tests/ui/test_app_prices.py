@@ -6,7 +6,7 @@ from support.app import CATALOG, EN, ZH, card, planned, request_for, run_app
 from planner.api import chosen_dearer, plan_commitment
 from planner.catalog.prices import catalog_with_price_kind
 from ui import app_core
-from ui.messages import commitment_text, dearer_text
+from ui.messages import commitment_text, dearer_text, short_duration
 
 
 def test_spot_rent_plans_at_the_spot_median_of_each_gpu() -> None:
@@ -19,7 +19,15 @@ def test_spot_rent_plans_at_the_spot_median_of_each_gpu() -> None:
     request = request_for(gpus={"a100-80gb-sxm": None, "h100-sxm": None}, price_kind="spot")
     assert card(at)[EN("card_cost")] == app_core.money(planned(request).plan.estimate.cost_usd)
     g = planned(request).plan.estimate.goodput  # trial s30: the preemptions' wait for capacity, said
-    assert EN("spot_wait", count=g.spot_preemptions, minutes=80) in [c.value for c in at.caption]
+    captions = [c.value for c in at.caption]
+    assert EN("spot_wait", count=g.spot_preemptions, wait="80 min") in captions
+    assert any("each waiting 80 min for capacity" in c for c in captions)  # the CLI's '80.0 minutes'
+
+
+@pytest.mark.parametrize(("seconds", "words"), [(80 * 60, "80 min"), (3 * 3600, "3.0 h"), (3 * 86400, "3.0 days")])
+def test_a_wait_reads_in_the_planners_units(seconds, words) -> None:
+    """Minutes under two hours, as the CLI's duration_words: not '1.3 h' for its '80.0 minutes'."""
+    assert short_duration(EN, seconds) == words
 
 
 def test_three_year_reserved_rent_plans_at_its_median() -> None:
