@@ -446,7 +446,7 @@ class Plan(BaseModel):
         rule of an estimate (``checked_configuration``: degrees multiply to the world size,
         structure, precision). ValueError naming the first broken."""
         from planner.catalog.hardware import load_catalog
-        from planner.model.estimate import checked_configuration
+        from planner.model.configuration import checked_configuration
         from planner.plan_figures import figures_problem
 
         if self.schema_version != PLAN_SCHEMA_VERSION:

@@ -383,7 +383,7 @@ class FixCode(StrEnum):
     OFFLOAD = "offload"
 
 
-# The hints of planner/model/estimate.py memory_fix_hint and planner/model/host.py, byte for byte;
+# The hints of planner/model/memory_fixes.py memory_fix_hint and planner/model/host.py, byte for byte;
 # ``Estimate.fix`` joins them with FIX_JOIN.
 FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.SHARD_FSDP: "shard parameters, gradients and optimizer states with FSDP (sharding fsdp)",

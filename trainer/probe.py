@@ -19,7 +19,7 @@ import torch
 
 from planner.errors import ReplanNeeded
 from planner.layout import Implementation, Layout, Precision
-from planner.model.estimate import structural_problem
+from planner.model.configuration import structural_problem
 from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan

@@ -48,7 +48,7 @@ def test_one_rank_per_node_is_slower_than_the_cap_and_keeps_its_share():
 
 def test_the_catalogs_rows_carry_the_network_they_are_estimated_on():
     from planner.catalog.networks import catalog_on_network
-    from planner.model.estimate import catalog_row
+    from planner.model.configuration import catalog_row
 
     catalog = catalog_on_network(load_catalog(), OPA.id)
     layout = Layout(dp_shard=64).resolve(64)

@@ -24,7 +24,8 @@ from planner.model import memory as memory_module
 from planner.model import pipeline, rowwise
 from planner.model import step_time as step_module
 from planner.model.candidates import AC_BLOCKS, KNOBS, Candidates
-from planner.model.estimate import job_totals, rule_values, score
+from planner.model.configuration import rule_values
+from planner.model.estimate import job_totals, score
 from planner.model.stacks import Stack
 from planner.model.structure import structurally_valid
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
