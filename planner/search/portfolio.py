@@ -264,7 +264,7 @@ def _slotted_order(
     if prune:  # the options a schedule no worse than a greedy one may pick (planner/search/slot_bound.py)
         bounded = bounded_options(_instance(slotted, source, options, weights, inventory, num_slots, len(jobs)))
         slotted, source = subset_options(slotted, bounded.keep), source[bounded.keep]
-    end_days = slotted.end_s / SECONDS_PER_DAY
+    end_days = slotted.end_days
     z = new_binaries(problem, "z", len(source))
     M = new_variable(problem, "M", 0, None)
     if bounded is not None and bounded.start is not None:  # the solver starts from the greedy schedule
@@ -303,7 +303,7 @@ def _instance(
 ) -> SlottedInstance:
     """The slotted model's options with their objective terms, as :func:`_objective` weighs them."""
     a = weights.w_C / weights.C_ref
-    end_days = slotted.end_s / SECONDS_PER_DAY
+    end_days = slotted.end_days
     return SlottedInstance(
         job=slotted.job,
         gpu=slotted.gpu,

@@ -65,6 +65,11 @@ class SlotOptions:
     start_s: np.ndarray
     end_s: np.ndarray
 
+    @property
+    def end_days(self) -> np.ndarray:
+        """Each option's end in days, the unit the portfolio's objective and slot bound weigh."""
+        return self.end_s / SECONDS_PER_DAY
+
 
 def slot_length_s(horizon_s: float | None, num_slots: int) -> float | None:
     if num_slots < 1:
