@@ -276,8 +276,19 @@ DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
     host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
 )
 
+# flash-attn's Triton cross-entropy (flash_attn/ops/triton/cross_entropy.py at 0251105a,
+# ``CrossEntropyLossFunction``): the forward saves the logits in their own dtype (bf16 under
+# autocast) and an fp32 log-sum-exp per row, with no fp32 copy; the backward writes the gradient
+# into ``torch.empty_like(logits)`` (bf16; into the logits themselves with inplace_backward,
+# which llm-foundry does not set): 2 + 2 bytes per logit at the loss backward's peak.
+FLASH_ATTN_CE_BYTES_PER_LOGIT = 4.0
+
 # MosaicML llm-foundry: Composer FSDP on its MPT modules, flash-attn's fused cross-entropy over
-# the full logits, and the flash-attn package's FlashAttention-2 (attn_impl "flash"; "triton" runs
-# MPT's Triton kernel: --attention triton), never cuDNN. Validated on its benchmark tables
-# (validation/fsdp_runs.py: 209 rows).
-LLM_FOUNDRY_SETTINGS = with_attention(TORCHTITAN_SETTINGS, AttentionKernel.FLASH2)
+# the full logits (``loss_fn: fused_crossentropy``, the default of ComposerMPTCausalLM since the
+# MPT release, llmfoundry/models/mpt/modeling_mpt.py at 8c8dd48; scripts/train/README.md "we turn
+# on by default a kernel fusion optimization for the Cross Entropy loss"), and the flash-attn
+# package's FlashAttention-2 (attn_impl "flash"; "triton" runs MPT's Triton kernel: --attention
+# triton), never cuDNN. Validated on its benchmark tables (validation/fsdp_runs.py: 209 rows).
+LLM_FOUNDRY_SETTINGS = with_attention(
+    TORCHTITAN_SETTINGS.but(loss_bytes_per_logit=FLASH_ATTN_CE_BYTES_PER_LOGIT), AttentionKernel.FLASH2
+)

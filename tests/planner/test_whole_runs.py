@@ -195,3 +195,14 @@ def test_runs_whose_team_a_setting_was_fitted_on_stay_held_out_with_the_reason_i
     held = [c for c in everything if c.run.run_id not in NOT_INDEPENDENT]
     assert f"{len(held)} runs" in target_line(everything)
     assert f"), {len(held) - len(SHARES_A_FITTED_SOURCE)} runs: mean abs" in summary(everything)
+
+
+def test_a_published_layouts_variants_keep_the_published_batch():
+    """MPT-7B holds 4 sequences a GPU (1,760 x 2K over 440): a micro-batch of 8 doubled its batch
+    to 7.2M tokens and, fitting once its loss was read right, was timed as the fastest variant."""
+    for run in RUNS:
+        for layout, training in run.variants:
+            batch = training.tokens_per_step(layout.resolve(run.num_gpus))
+            assert abs(batch / run.global_batch_tokens - 1) <= 0.05, (run.run_id, training.micro_batch)
+    assert {t.micro_batch for _, t in BY_ID["mpt-7b"].variants} == {1, 2, 4}
+    assert {t.activation_checkpointing for _, t in BY_ID["mpt-7b"].variants} == {ActivationCheckpointing.FULL}
