@@ -33,7 +33,7 @@ import numpy as np
 from planner.accuracy.ceiling import coarse_experts
 from planner.accuracy.residuals import RESIDUALS_CSV, HeldOutRow
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
-from planner.layout import Layout, TrainingConfig
+from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import model_flops_per_token
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
@@ -102,6 +102,7 @@ def _residual(
         precision=training.precision.value,
         moe=model.is_moe,
         coarse_experts=coarse_experts(model),
+        hf_modules=training.impl == Implementation.HF,
         measured_mfu=measured_tokens_per_s_per_gpu * flops / gpu.peak_flops("bf16"),
         error=error,
         fitted_error=fitted_error,
@@ -292,5 +293,6 @@ def write_residuals(rows: Iterable[Residual], path: Path = RESIDUALS_CSV) -> Pat
                 record[key] = f"{record[key]:.6f}"
             record["moe"] = int(record["moe"])
             record["coarse_experts"] = int(record["coarse_experts"])
+            record["hf_modules"] = int(record["hf_modules"])
             writer.writerow(record)
     return path

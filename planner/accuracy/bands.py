@@ -51,7 +51,7 @@ from statistics import NormalDist
 import numpy as np
 
 from planner.accuracy.ceiling import Ceilings
-from planner.accuracy.regime import HF_MODULE_STACKS, STACK_FAMILIES, Feature, Regime, distances, feature_bits
+from planner.accuracy.regime import STACK_FAMILIES, Feature, Regime, distances, feature_bits
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
 # The band printed beside every figure: 10th to 90th percentile; its held-out coverage is held
@@ -80,8 +80,8 @@ def z(p: float) -> float:
 
 
 def row_regime(row: HeldOutRow) -> Regime:
-    fp8, hf = row.precision == "fp8", row.stack in HF_MODULE_STACKS  # no validation row offloads
-    bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, hf))
+    fp8 = row.precision == "fp8"  # no validation row offloads
+    bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, row.hf_modules))
     return Regime(row.stack, row.generation, bits)
 
 

@@ -20,9 +20,6 @@ from enum import IntFlag
 
 import numpy as np
 
-from planner.layout import Implementation
-from planner.model.stacks import Stack
-
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
 # modules with SDPA flash attention under FSDP / ZeRO (trainplan, torchtitan, IBM fms-fsdp,
 # MosaicML llm-foundry, DeepSpeed on Hugging Face modules), or Megatron's fused kernels with
@@ -41,9 +38,6 @@ STACK_FAMILIES: dict[str, str] = {
     "megatron-core": "megatron",
     "deepseek-v3": "megatron",
 }
-
-# The stacks whose rows trained Hugging Face's modules (Stack.modules): HF Trainer, DeepSpeed.
-HF_MODULE_STACKS = frozenset(s.value for s in Stack if s.modules == Implementation.HF)
 
 # Distance between two regimes: another stack of the same family 1, of another family 2; another
 # GPU architecture 2; each differing layout feature 1 (crossing a node 0.5, FEATURE_WEIGHTS).

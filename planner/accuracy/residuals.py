@@ -41,6 +41,10 @@ class HeldOutRow:
     fitted_error: float
     # Experts each as wide as a dense FFN (ceiling.coarse_experts): their ceiling is the dense one.
     coarse_experts: bool = False
+    # The row trained Hugging Face's modules (``--impl hf``; ``Feature.HF_MODULES``), whatever its
+    # stack: the H200 runs are stock transformers Llama under FSDP2 (trial s33: read by stack, they
+    # validated trainplan's own native modules, which no GPU has run).
+    hf_modules: bool = False
 
     @property
     def predicted_mfu(self) -> float:
@@ -60,6 +64,7 @@ def _row(record: dict[str, str]) -> HeldOutRow:
         values[key] = float(record[key])
     values["moe"] = record["moe"] == "1"
     values["coarse_experts"] = record.get("coarse_experts", "0") == "1"
+    values["hf_modules"] = record.get("hf_modules", "0") == "1"
     return HeldOutRow(**values)  # type: ignore[arg-type]
 
 

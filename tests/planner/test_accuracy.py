@@ -15,7 +15,7 @@ from planner.accuracy.regime import Feature, distances
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.models import get_preset
-from planner.layout import Layout, TrainingConfig
+from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
 
@@ -175,6 +175,7 @@ def test_the_residuals_file_is_the_harness_output_for_the_sets_that_need_no_refi
         kept = stored[(r.dataset, r.name)]
         assert (kept.error, kept.measured_mfu) == pytest.approx((r.error, r.measured_mfu), abs=2e-6), r.name
         assert (kept.stack, kept.generation, kept.tp, kept.pp, kept.cp) == (r.stack, r.generation, r.tp, r.pp, r.cp)
+        assert kept.hf_modules == r.hf_modules, r.name
 
 
 def test_the_published_and_h200_rows_keep_their_fitted_errors():
@@ -335,8 +336,22 @@ def test_regime_features_of_a_row_follow_its_facts():
     # A long sequence and context parallelism are apart (trial s24: cp plans read no cp row).
     assert row_regime(dataclasses.replace(r, cp=1, seq_len=32768)).features & (F.LONG | F.CP) == F.LONG
     assert row_regime(dataclasses.replace(r, seq_len=65536)).features & (F.LONG | F.CP) == F.LONG | F.CP
-    assert row_regime(dataclasses.replace(r, stack="deepspeed")).features & F.HF_MODULES
+    # Hugging Face's modules by what the row trained, not by its stack (trial s33: the H200 runs,
+    # stock transformers Llama under trainplan's FSDP2, validated the native modules).
+    assert row_regime(dataclasses.replace(r, hf_modules=True)).features & F.HF_MODULES
+    assert not row_regime(dataclasses.replace(r, stack="deepspeed")).features & F.HF_MODULES
     assert not row_regime(r).features & (F.HF_MODULES | F.OFFLOAD)  # no validation row offloads
+
+
+def test_the_h200_runs_validate_hugging_faces_modules_not_trainplans_own():
+    rows = [r for r in load_residuals() if r.dataset == "h200"]
+    assert len(rows) == 9 and all(r.hf_modules and r.stack == "trainplan" for r in rows)
+    model, training = get_preset("llama3.2-3b"), TrainingConfig(seq_len=2048, micro_batch=2)
+    hf = training.model_copy(update={"impl": Implementation.HF})
+    native = build_plan(model, "h200-sxm", Layout(), training, num_gpus=1).estimate.uncertainty
+    stock = build_plan(model, "h200-sxm", Layout(), hf, num_gpus=1).estimate.uncertainty
+    assert stock.validated and stock.exact_rows == 9
+    assert not native.validated and native.widened_by > 0
 
 
 def test_offload_and_hugging_face_modules_are_judged_outside_the_envelope():
