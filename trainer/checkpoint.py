@@ -27,7 +27,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from planner.errors import CheckpointDiskFullError, JobDirWriteError
 from planner.fmt import one_line
-from trainer.files import file_sha256
+from trainer.files import file_sha256, list_checkpoints, step_dir_name
 from trainer.log import ON_STDOUT
 from trainer.safe_dcp import safe_load
 
@@ -50,7 +49,6 @@ log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 QUARANTINE_SUFFIX = ".corrupt"  # step-N.corrupt: a checkpoint that failed to verify or load, set aside
-_STEP_DIR = re.compile(r"^step-(\d{6,})$")
 
 
 @dataclass
@@ -61,18 +59,6 @@ class Checkpointable:
     optimizer: torch.optim.Optimizer
     rank_state: Callable[[], dict[str, Any]]  # step, loader, scheduler, RNG, counters
     load_rank_state: Callable[[dict[str, Any]], None]
-
-
-def step_dir_name(step: int) -> str:
-    return f"step-{step:06d}"
-
-
-def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
-    """Completed checkpoints, oldest first (``.tmp`` directories are not checkpoints)."""
-    if not ckpt_dir.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir()]
-    return sorted(found)
 
 
 def _fsync_dir(path: Path) -> None:

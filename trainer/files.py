@@ -5,12 +5,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
 from planner.fmt import one_line
 
 CHECKPOINT_DIR = "ckpt"  # the job directory's checkpoints (trainer/checkpoint.py writes them)
+_STEP_DIR = re.compile(r"^step-(\d{6,})$")
+
+
+def step_dir_name(step: int) -> str:
+    return f"step-{step:06d}"
+
+
+def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
+    """Completed checkpoints, oldest first (``.tmp`` directories are not checkpoints). Here, not in
+    trainer/checkpoint.py, so that ``emit`` can look without importing torch."""
+    if not ckpt_dir.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir()]
+    return sorted(found)
 
 
 def write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:

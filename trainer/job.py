@@ -21,7 +21,7 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.plan import Plan
 from planner.units import SECONDS_PER_HOUR
-from trainer.files import write_atomic
+from trainer.files import CHECKPOINT_DIR, list_checkpoints, write_atomic
 from trainer.job_spec import (
     DEFAULT_K8S_IMAGE,
     DEFAULT_K8S_PVC,
@@ -129,9 +129,34 @@ def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
                 f"--out {out_dir}: holds another job ({_one_line(other.name)}: {_one_line(other.plan.model.name)}, "
                 f"{other.plan.layout.describe()}) and its checkpoints; emit into a new directory, or --force"
             )
+        changes = training_changes(other.run, spec.run)
+        saved = list_checkpoints(out_dir / CHECKPOINT_DIR)
+        if changes and saved:  # trial s33: a new --lr was written over a run that resumed with the old one
+            raise ValueError(
+                f"--out {out_dir}: holds this job's checkpoints (up to step {saved[-1][0]}) under other settings"
+                f" ({', '.join(changes)}); a resumed run would change course at that step: emit into a new"
+                " directory, or --force to resume under the new settings"
+            )
         return
     if any(out_dir.iterdir()):
         raise ValueError(f"--out {out_dir}: the directory is not empty and holds no job; use a new one, or --force")
+
+
+# The run settings that change what a resumed run trains (the others: when it checkpoints,
+# evaluates or stops early).
+TRAINING_SETTINGS = (
+    "steps", "data", "tokenizer", "seed", "lr", "min_lr_ratio", "warmup_steps", "weight_decay", "grad_clip",
+    "freeze_layers", "hf_weights", "loss_chunk_tokens",
+)  # fmt: skip
+
+
+def training_changes(old: RunSettings, new: RunSettings) -> list[str]:
+    """'lr 0.0003 -> 0.01' for each of ``TRAINING_SETTINGS`` that differs."""
+    return [
+        f"{name} {getattr(old, name)} -> {getattr(new, name)}"
+        for name in TRAINING_SETTINGS
+        if getattr(old, name) != getattr(new, name)
+    ]
 
 
 def default_steps(plan: Plan) -> int:

@@ -59,6 +59,24 @@ def apply_schedule(scheduler: LambdaLR) -> None:
     scheduler._last_lr = rates  # what get_last_lr() reports, as after a step
 
 
+def adopt_run(optimizer: torch.optim.Optimizer, scheduler: LambdaLR, run: RunSettings) -> list[str]:
+    """After a resume, the job's peak learning rate and weight decay rather than the checkpoint's
+    (job.json is what a run trains by; trial s33: a re-emitted --lr 1e-2 resumed at the old 3e-4
+    peak); returns what changed, in words. The schedule's shape already follows ``run``."""
+    changed = []
+    if any(base != run.lr for base in scheduler.base_lrs):
+        changed.append(f"peak learning rate {scheduler.base_lrs[0]:g} -> {run.lr:g}")
+        scheduler.base_lrs = [run.lr] * len(scheduler.base_lrs)
+        for group in optimizer.param_groups:
+            group["initial_lr"] = run.lr
+    for group in optimizer.param_groups:
+        decay = run.weight_decay if all(p.ndim >= 2 for p in group["params"]) else 0.0  # build_optimizer's rule
+        if group["weight_decay"] != decay:
+            changed.append(f"weight decay {group['weight_decay']:g} -> {decay:g}")
+            group["weight_decay"] = decay
+    return changed
+
+
 def _grad_groups(params: list[nn.Parameter]) -> dict[object, list[torch.Tensor]]:
     """Gradients grouped by DTensor mesh + placements (a norm can only reduce within one layout)."""
     groups: dict[object, list[torch.Tensor]] = {}

@@ -30,7 +30,7 @@ from trainer.log import ON_STDOUT
 from trainer.loss import build_loss_head, chunk_tokens_for
 from trainer.meter import RunMeter
 from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics
-from trainer.optim import LossScaler, apply_schedule, build_optimizer, build_scheduler
+from trainer.optim import LossScaler, adopt_run, apply_schedule, build_optimizer, build_scheduler
 from trainer.parallel import Meshes
 from trainer.pipeline import build_pipeline_schedule, describe_run
 from trainer.preemption import PreemptionFlag
@@ -225,6 +225,9 @@ class Session:
         self.state = TrainState(**saved["train"])
         self.loader.load_state_dict(saved["loader"])
         self.scheduler.load_state_dict(saved["scheduler"])
+        changed = adopt_run(self.optimizer, self.scheduler, self.run)
+        if changed and self.is_rank0:
+            log.info(f"resumed under job.json's settings, not the checkpoint's: {', '.join(changed)}")
         apply_schedule(self.scheduler)  # after the optimizer's state: its rate is the checkpoint's
         self.scaler.load_state_dict(saved["scaler"])
         torch.set_rng_state(saved["rng"]["torch"])

@@ -21,6 +21,7 @@ from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from planner.reports import ReplanRequest
 from trainer import launch
+from trainer.files import CHECKPOINT_DIR
 from trainer.job import JOB_FILES, default_job_name, emit_job, host_requests, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, job_lock, run_job
@@ -693,3 +694,17 @@ def test_slurms_time_advice_reads_the_bands_pessimistic_end(tmp_path: Path) -> N
     script = (tmp_path / "job" / "slurm.sbatch").read_text()
     hours, at_p80 = map(float, re.search(r"= ([\d.]+) h of training, ([\d.]+) h at p80", script).groups())
     assert at_p80 == pytest.approx(hours * p80_factor(plan), abs=0.01) and at_p80 > hours
+
+
+def test_emit_refuses_new_training_settings_over_a_jobs_checkpoints(tmp_path: Path) -> None:
+    """Trial s33: --lr 1e-2 was written over a job with checkpoints, exit 0, and the resumed run
+    kept the old peak. Settings that change what is trained need --force there; others do not."""
+    plan, job_dir = make_plan(), tmp_path / "job"
+    emit_job(plan, job_dir, name="job", run=RunSettings(steps=40))
+    emit_job(plan, job_dir, name="job", run=RunSettings(steps=40, lr=1e-2))  # no checkpoints yet: fine
+    (job_dir / CHECKPOINT_DIR / "step-000020").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"checkpoints \(up to step 20\) under other settings \(lr 0.01 -> 0.02\)"):
+        emit_job(plan, job_dir, name="job", run=RunSettings(steps=40, lr=2e-2))
+    emit_job(plan, job_dir, name="job", run=RunSettings(steps=40, lr=1e-2, checkpoint_every=5))  # when, not what
+    emit_job(plan, job_dir, name="job", run=RunSettings(steps=40, lr=2e-2), force=True)
+    assert JobSpec.load(job_dir).run.lr == 2e-2

@@ -87,3 +87,27 @@ def test_optimizer_decays_matrices_only_and_needs_trainable_params():
     model.requires_grad_(False)
     with pytest.raises(ValueError, match="no trainable parameters"):
         build_optimizer(model, RunSettings(), fused=False)
+
+
+def test_a_resumed_run_takes_the_jobs_peak_rate_and_decay_not_the_checkpoints():
+    """Trial s33: the scheduler's saved base rate overrode job.json's --lr after a resume."""
+    from trainer.optim import adopt_run, apply_schedule, build_scheduler
+
+    model = nn.Linear(4, 4)
+    old = RunSettings(steps=100, warmup_steps=0, lr=3e-4, weight_decay=0.01)
+    optimizer = build_optimizer(model, old, fused=False)
+    scheduler = build_scheduler(optimizer, old)
+    for _ in range(10):
+        optimizer.step()
+        scheduler.step()
+    saved = (optimizer.state_dict(), scheduler.state_dict())
+    new = old.model_copy(update={"lr": 1e-2, "weight_decay": 0.1})
+    optimizer, scheduler = build_optimizer(model, new, fused=False), None
+    scheduler = build_scheduler(optimizer, new)
+    optimizer.load_state_dict(saved[0])
+    scheduler.load_state_dict(saved[1])
+    assert adopt_run(optimizer, scheduler, new) == ["peak learning rate 0.0003 -> 0.01", "weight decay 0.01 -> 0.1"]
+    apply_schedule(scheduler)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 * lr_factor(10, new))
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]  # vectors keep none
+    assert adopt_run(optimizer, scheduler, new) == []
