@@ -18,9 +18,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from planner.catalog.calibration import AppliedCalibration
-from planner.fmt import one_line
+from planner.fmt import duration_words, one_line
 from planner.plan import Plan
-from planner.units import SECONDS_PER_HOUR
 from trainer.files import CHECKPOINT_DIR, list_checkpoints, write_atomic
 from trainer.job_spec import (
     DEFAULT_K8S_IMAGE,
@@ -308,11 +307,25 @@ def p80_factor(plan: Plan) -> float:
     return max(1.0, p80 / e.time_to_train_h)
 
 
+def allocation_s(spec: JobSpec) -> tuple[float, float, float]:
+    """One allocation's predicted wall time, at the model's figure and at p80, and the part of it
+    that is not steps: start-up, the steps with the slowest rank's and evaluation's shares the
+    goodput model adds, and the checkpoint writes (trial s33: "200 steps = 0.00 h" advised a
+    --time limit below the ten-minute start-up). Failures end an allocation; they are not in it."""
+    e, run, g = spec.plan.estimate, spec.run, spec.plan.estimate.goodput
+    steps_s = run.steps * e.time.step_s
+    if g is None:
+        return steps_s, steps_s * p80_factor(spec.plan), 0.0
+    steps_s *= 1 + g.straggler_fraction + g.evaluation_fraction + g.data_stall_fraction
+    writes = run.steps // run.checkpoint_every if run.save_checkpoints else 0
+    fixed = g.startup_s + writes * g.checkpoint_write_s
+    return fixed + steps_s, fixed + steps_s * p80_factor(spec.plan), fixed
+
+
 def render_slurm(spec: JobSpec, job_dir: Path) -> str:
     plan = spec.plan
     procs = procs_per_node(plan)
-    hours = spec.run.steps * plan.estimate.time.step_s / SECONDS_PER_HOUR
-    at_p80 = hours * p80_factor(plan)
+    wall_s, at_p80_s, fixed_s = allocation_s(spec)
     # The name is pattern-checked, so it is safe inside an #SBATCH directive (which no shell parses).
     return f"""#!/bin/bash
 #SBATCH --job-name={spec.name}
@@ -324,8 +337,9 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 #SBATCH --requeue
 #SBATCH --open-mode=append
 # trainplan job {spec.name}: {_summary(spec)}
-# predicted {spec.run.steps} steps = {hours:.2f} h of training, {at_p80:.2f} h at p80 (the band's pessimistic
-# end): add a --time limit above that. Before
+# predicted: {spec.run.steps:,} steps in {duration_words(wall_s)}, {duration_words(at_p80_s)} at p80 (the band's
+# pessimistic end), start-up and checkpoint writes ({duration_words(fixed_s)}) included: add a --time
+# limit above that. Before
 # it ends, --signal sends SIGTERM: the workers save a checkpoint and exit 143; sbatch again resumes.
 # --requeue: a node failure or a preemption puts the job back in the queue, and it resumes from its
 # last checkpoint; --open-mode=append keeps the earlier attempts' output in the log.

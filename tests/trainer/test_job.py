@@ -17,6 +17,7 @@ import pytest
 from support import REPO, jobs
 
 from planner.errors import ExitCode
+from planner.fmt import duration_words
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from planner.reports import ReplanRequest
@@ -175,7 +176,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
         '--rdzv-backend c10d --rdzv-endpoint "$head_node:29500" --rdzv-id "$SLURM_JOB_ID"',
         'srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun',
-        "predicted 1800 steps = 0.03 h",
+        "predicted: 1,800 steps in 1.5 minutes",
     ):  # 0.05 s a step
         assert line in script
     subprocess.run(["bash", "-n", str(job_dir / "slurm.sbatch")], check=True)
@@ -683,17 +684,38 @@ def test_slurms_time_advice_reads_the_bands_pessimistic_end(tmp_path: Path) -> N
     from planner.api import build_plan
     from planner.catalog.models import get_preset
     from planner.layout import Layout, TrainingConfig
-    from trainer.job import p80_factor
+    from trainer.job import allocation_s, p80_factor
 
     plan = build_plan(
         get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=16), TrainingConfig(seq_len=2048),
         num_gpus=16, training_tokens=1e10,
     )  # fmt: skip
     assert p80_factor(plan) > 1.0
-    emit_job(plan, tmp_path / "job", name="p80", run=RunSettings(steps=100_000))
+    spec = JobSpec.load(emit_job(plan, tmp_path / "job", name="p80", run=RunSettings(steps=100_000)).parent)
     script = (tmp_path / "job" / "slurm.sbatch").read_text()
-    hours, at_p80 = map(float, re.search(r"= ([\d.]+) h of training, ([\d.]+) h at p80", script).groups())
-    assert at_p80 == pytest.approx(hours * p80_factor(plan), abs=0.01) and at_p80 > hours
+    wall, at_p80, fixed = allocation_s(spec)
+    assert at_p80 - fixed == pytest.approx((wall - fixed) * p80_factor(plan)) and at_p80 > wall
+    words = re.search(r"predicted: 100,000 steps in ([\d.,]+ \w+), ([\d.,]+ \w+) at p80", script).groups()
+    assert words == (duration_words(wall), duration_words(at_p80))
+
+
+def test_the_slurm_time_advice_counts_start_up_and_checkpoint_writes(tmp_path: Path) -> None:
+    """Trial s33: "200 steps = 0.00 h of training ... add a --time limit above that", below the
+    ten-minute start-up every allocation pays."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from trainer.job import allocation_s
+
+    plan = build_plan(
+        get_preset("tiny"), "h100-sxm", Layout(), TrainingConfig(seq_len=256), num_gpus=1, training_tokens=1e7
+    )
+    spec = JobSpec.load(emit_job(plan, tmp_path / "job", name="short", run=RunSettings(steps=200)).parent)
+    g = spec.plan.estimate.goodput
+    wall, at_p80, fixed = allocation_s(spec)
+    writes = 200 // spec.run.checkpoint_every
+    assert fixed == pytest.approx(g.startup_s + writes * g.checkpoint_write_s) and g.startup_s >= 60
+    steps = 200 * spec.plan.estimate.time.step_s * (1 + g.straggler_fraction + g.evaluation_fraction)
+    assert wall == pytest.approx(fixed + steps, rel=1e-6) and at_p80 >= wall
 
 
 def test_emit_refuses_new_training_settings_over_a_jobs_checkpoints(tmp_path: Path) -> None:
