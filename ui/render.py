@@ -37,6 +37,14 @@ if not out.is_terminal:  # piped or captured: do not squeeze tables into 80 colu
 err = Console(stderr=True, highlight=False)
 
 
+def add_columns(table: Table, names) -> Table:
+    """``table``'s columns, a long cell folded onto more lines, never cut: a band is the figure's
+    second half, and the default ellipsis dropped it first (trial s33: "$51,501 ($39,143-$53,87…")."""
+    for name in names:
+        table.add_column(name, overflow="fold")
+    return table
+
+
 def emit_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 
@@ -343,8 +351,7 @@ def catalog(cat, *, as_json: bool) -> None:
     )
     # The scale-up rate per direction is what the export parts cut (H800, A800: trial s24).
     columns = ("id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "GB/s", "net Gb/s", "TDP W", "$/GPU-h")
-    for col in columns:
-        table.add_column(col)
+    add_columns(table, columns)
     for g in cat.gpus.values():
         fp8 = g.peak_flops_per_s.get("fp8")
         table.add_row(
@@ -361,8 +368,7 @@ def catalog(cat, *, as_json: bool) -> None:
         )
     out.print(table)
     networks = Table(title="Scale-out networks (--network; net Gb/s above: each GPU's default)")
-    for col in ("id", "Gb/s per GPU", "one ring's measured busbw, Gb/s", "name"):
-        networks.add_column(col)
+    add_columns(networks, ("id", "Gb/s per GPU", "one ring's measured busbw, Gb/s", "name"))
     for n in cat.networks.values():
         ring = "-" if n.ring_busbw_gbit_per_s is None else f"{n.ring_busbw_gbit_per_s:.1f}"
         networks.add_row(n.id, f"{n.gbit_per_s_per_gpu:.0f}", ring, n.name)
@@ -390,8 +396,9 @@ def models(specs, *, as_json: bool) -> None:
         emit_json(rows)
         return
     table = Table(title="Model presets (--model NAME; or a Hugging Face config.json path)")
-    for col in ("name", "family", "params B", "active B", "layers", "hidden", "heads / kv", "experts", "context"):
-        table.add_column(col)
+    add_columns(
+        table, ("name", "family", "params B", "active B", "layers", "hidden", "heads / kv", "experts", "context")
+    )
     for r in rows:
         active, experts = r["active_params_b"], r["experts"]
         table.add_row(

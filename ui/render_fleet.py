@@ -7,7 +7,7 @@ from rich.table import Table
 
 from planner.fmt import money
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.render import emit_json, no_infeasibility, out
+from ui.render import add_columns, emit_json, no_infeasibility, out
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
@@ -59,8 +59,7 @@ def fleet(
         emit_json(data)
         return
     table = Table(title=f"rent vs buy over {solution.horizon_days:.0f} days", title_justify="left")
-    for col in ("option", "total", "GPUs bought", "bought for", "rent"):
-        table.add_column(col)
+    add_columns(table, ("option", "total", "GPUs bought", "bought for", "rent"))
     for name in ("mixed", "rent_only", "buy_only"):
         p = data[name]
         if p:

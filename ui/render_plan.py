@@ -13,6 +13,7 @@ from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate, Plan
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective
 from ui.render import (
+    add_columns,
     calibration_json,
     calibration_line,
     emit_json,
@@ -206,8 +207,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
     columns = (
         "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",
     )  # fmt: skip
-    for col in (*columns, "mem GiB"):
-        table.add_column(col)
+    add_columns(table, (*columns, "mem GiB"))
     for rank, a in enumerate((chosen, *others)):
         e = a.estimate
         table.add_row(

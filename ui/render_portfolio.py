@@ -13,7 +13,7 @@ from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
 from planner.plan import Standing
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
-from ui.render import emit_json, no_infeasibility, out, warn
+from ui.render import add_columns, emit_json, no_infeasibility, out, warn
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent (docs/ilp.md "Portfolio").
@@ -144,20 +144,8 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
         f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",
         title_justify="left",
     )
-    for col in (
-        "job",
-        "GPU",
-        "n",
-        "layout",
-        "start",
-        "end",
-        f"days {risks}",
-        "cost",
-        "cost / GPU-h",
-        "basis",
-        "envelope",
-    ):
-        table.add_column(col)
+    names = ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "cost", "cost / GPU-h", "basis", "envelope")
+    add_columns(table, names)
     for r, f in zip(rows, figures, strict=True):
         table.add_row(
             r["job"],

@@ -103,3 +103,11 @@ def test_a_short_job_shows_its_days_and_nothing_idle_reads_zero_dollars(tmp_path
         and "all done by day 0.0" in out
         and "day 0.0 │ day 0.0 │" not in out
     )
+
+
+def test_no_table_cuts_a_band_off():
+    """Trial s33: piped, the portfolio table printed "$51,501 ($39,143-$53,87…": the band, the
+    figure's second half, was what the ellipsis dropped. Cells fold instead."""
+    code, out, _ = call("portfolio", str(REPO / "examples" / "portfolio.toml"))
+    assert code == 0 and "(" in out
+    assert "…" not in out
