@@ -169,15 +169,27 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "note_failures": (  # durations written by ui.messages (duration, interval): "9.3 h", never "559.0 min"
         "failures: the {num_gpus}-GPU job fails every {mttf} on average; a checkpoint takes {write_s:,.1f} s, "
         "so the Young/Daly interval is {interval}; each failure costs half an interval plus a "
-        "{restart} restart: goodput {goodput:.1%}",
+        "{restart} restart",
         "故障：{num_gpus} 块 GPU 的任务平均每 {mttf}故障一次；一次检查点需 {write_s:,.1f} 秒，"
-        "因此 Young/Daly 间隔为 {interval}；每次故障损失半个间隔加 {restart}重启："
-        "有效训练时间占比 {goodput:.1%}",
+        "因此 Young/Daly 间隔为 {interval}；每次故障损失半个间隔加 {restart}重启",
     ),
-    "note_lost": (
-        "; the lost time adds {lost} to time-to-train and cost",
-        "；损失的时间使训练时间和费用增加 {lost}",
+    "note_interval_cut": (  # the Young/Daly interval cut to the run's length (planner/explain.py cut_to_run)
+        "{young}, longer than the run: one checkpoint after {every}",
+        "{young}，长于整个运行：仅在 {every}后保存一次检查点",
     ),
+    "note_goodput": (
+        "goodput {goodput:.1%}: the largest loss is {loss} ({share:.1%} of the wall time); the lost time adds"
+        " {lost} to time-to-train and cost",
+        "有效训练时间占比 {goodput:.1%}：最大的损失是{loss}（占总时间的 {share:.1%}）；损失的时间使训练时间和费用增加 {lost}",
+    ),
+    # planner/model/goodput.py LossShares fields
+    "loss_straggler": ("the slowest rank", "最慢的 rank"),
+    "loss_evaluation": ("evaluation", "评估"),
+    "loss_data_stall": ("input stalls", "数据输入等待"),
+    "loss_startup": ("start-up", "启动"),
+    "loss_checkpoints": ("checkpoint writes", "检查点写入"),
+    "loss_failures": ("failures", "故障"),
+    "loss_planned_restarts": ("maintenance restarts", "维护重启"),
     "note_infeasible": ("infeasible: {reason}; fix: {fix}", "不可行：{reason}；解决办法：{fix}"),
 }
 

@@ -15,7 +15,7 @@ import re
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
-from planner.explain import Note, NoteKind, plan_notes
+from planner.explain import Note, NoteKind, cut_to_run, plan_notes
 from planner.fmt import budget_amounts, duration_parts
 from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
@@ -391,19 +391,24 @@ def note_text(tr: Labels, note: Note) -> str:
         prefix = "mem" if note.kind is NoteKind.MEMORY else "time"
         term = str(figures["term"])
         figures["term"] = tr.get(f"{prefix}_{term}", term.replace("_", " "))
-    if note.kind is not NoteKind.FAILURES:
-        return tr(f"note_{note.kind.value}", **figures)
-    text = tr("note_failures", **figures, **failure_durations(tr, figures))
-    lost = figures.get("lost_h")
-    return text + (tr("note_lost", lost=duration(tr, float(lost))) if lost is not None else "")
+    if note.kind is NoteKind.FAILURES:
+        return tr("note_failures", **figures, **failure_durations(tr, figures))
+    if note.kind is NoteKind.GOODPUT:
+        loss, lost = tr(f"loss_{figures['loss']}"), duration(tr, float(figures["lost_h"] or 0.0))
+        return tr("note_goodput", **(figures | {"loss": loss}), lost=lost)
+    return tr(f"note_{note.kind.value}", **figures)
 
 
 def failure_durations(tr: Labels, figures: dict) -> dict[str, str]:
-    """The failures note's durations as the card writes them ('-' where the planner has none)."""
-    mttf, every, restart = (figures.get(k) for k in ("mttf_h", "interval_min", "restart_min"))
+    """The failures note's durations as the card writes them ('-' where the planner has none); a
+    Young/Daly interval longer than the run says so (``cut_to_run``)."""
+    mttf, young, every, restart = (figures.get(k) for k in ("mttf_h", "young_min", "interval_min", "restart_min"))
+    said = "-" if young is None else interval(tr, float(young))
+    if young is not None and every is not None and cut_to_run(float(young), float(every)):
+        said = tr("note_interval_cut", young=said, every=interval(tr, float(every)))
     return dict(
         mttf="-" if mttf is None else duration(tr, float(mttf)),
-        interval="-" if every is None else interval(tr, float(every)),
+        interval=said,
         restart="-" if restart is None else interval(tr, float(restart)),
     )
 

@@ -42,6 +42,7 @@ from planner.api.explore import scored_search
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, TrainingConfig
+from planner.model.goodput import LossShares, loss_shares
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -318,43 +319,6 @@ def searched(run: WholeRun, catalog: Catalog) -> Prediction:
         raise ValueError(f"{run.run_id}: no candidate on {run.num_gpus} GPUs fits and keeps the batch")
     best = int(rows[np.argmin(table.extra["model_time_s"][rows])])
     return Prediction.of_plan(search.plan_for_row(best, run.settings))
-
-
-@dataclass(frozen=True)
-class LossShares:
-    """The predicted wall time's losses, each as a share of it (together 1 - goodput)."""
-
-    straggler: float
-    evaluation: float
-    data_stall: float
-    startup: float
-    checkpoints: float
-    failures: float  # the work lost since the last checkpoint, restart and restore, per failure
-    planned_restarts: float
-
-    @property
-    def total(self) -> float:
-        return sum(vars(self).values())
-
-
-def loss_shares(g: GoodputEstimate, useful_h: float, wall_h: float) -> LossShares:
-    """``wall - useful`` split by planner/model/goodput.py's formula, ``W = (T s (1 + eval + stall)
-    (1 + write / tau) + startup) / (1 - (tau / 2 + restart) / MTTF - planned x restart)``: no
-    checkpoint is written while the job starts."""
-    useful, wall = useful_h * SECONDS_PER_HOUR, wall_h * SECONDS_PER_HOUR
-    steps = useful * (1 + g.straggler_fraction)
-    before_checkpoints = steps * (1 + g.evaluation_fraction + g.data_stall_fraction)
-    tau = math.inf if g.checkpoint_interval_min is None else g.checkpoint_interval_min * 60
-    failures = (g.expected_interruptions or 0.0) * (tau / 2 + g.restart_s) if math.isfinite(tau) else 0.0
-    return LossShares(
-        straggler=useful * g.straggler_fraction / wall,
-        evaluation=steps * g.evaluation_fraction / wall,
-        data_stall=steps * g.data_stall_fraction / wall,
-        startup=g.startup_s / wall,
-        checkpoints=before_checkpoints * g.checkpoint_write_s / tau / wall,
-        failures=failures / wall,
-        planned_restarts=(g.planned_restarts or 0.0) * g.restart_s / wall,
-    )
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,18 @@ formula (docs/model.md, "Goodput"):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES, SECONDS_PER_HOUR
+
+if TYPE_CHECKING:  # the typed figures of planner/plan.py, read here, never built
+    from planner.plan import GoodputEstimate
 
 # Where failures outpace progress (tau / 2 + restart >= MTTF) the first-order model has no
 # finite answer; the job is scored at this goodput (1,000x its failure-free time) so that it
@@ -177,4 +182,45 @@ def run_losses(num_gpus: np.ndarray, num_nodes: np.ndarray, settings: ModelingSe
         data_stall=settings.data_stall_fraction,
         planned_per_s=num_nodes * settings.planned_interruptions_per_node_hour / SECONDS_PER_HOUR,
         startup_s=settings.job_startup_s,
+    )
+
+
+@dataclass(frozen=True)
+class LossShares:
+    """The predicted wall time's losses, each as a share of it (together 1 - goodput)."""
+
+    straggler: float
+    evaluation: float
+    data_stall: float
+    startup: float
+    checkpoints: float
+    failures: float  # the work lost since the last checkpoint, restart and restore, per failure
+    planned_restarts: float
+
+    @property
+    def total(self) -> float:
+        return sum(vars(self).values())
+
+    def largest(self) -> tuple[str, float]:
+        """The largest loss's field name and its share (explain's goodput note)."""
+        return max(vars(self).items(), key=lambda item: item[1])
+
+
+def loss_shares(g: GoodputEstimate, useful_h: float, wall_h: float) -> LossShares:
+    """``wall - useful`` split by planner/model/goodput.py's formula, ``W = (T s (1 + eval + stall)
+    (1 + write / tau) + startup) / (1 - (tau / 2 + restart) / MTTF - planned x restart)``: no
+    checkpoint is written while the job starts."""
+    useful, wall = useful_h * SECONDS_PER_HOUR, wall_h * SECONDS_PER_HOUR
+    steps = useful * (1 + g.straggler_fraction)
+    before_checkpoints = steps * (1 + g.evaluation_fraction + g.data_stall_fraction)
+    tau = math.inf if g.checkpoint_interval_min is None else g.checkpoint_interval_min * 60
+    failures = (g.expected_interruptions or 0.0) * (tau / 2 + g.restart_s) if math.isfinite(tau) else 0.0
+    return LossShares(
+        straggler=useful * g.straggler_fraction / wall,
+        evaluation=steps * g.evaluation_fraction / wall,
+        data_stall=steps * g.data_stall_fraction / wall,
+        startup=g.startup_s / wall,
+        checkpoints=before_checkpoints * g.checkpoint_write_s / tau / wall,
+        failures=failures / wall,
+        planned_restarts=(g.planned_restarts or 0.0) * g.restart_s / wall,
     )

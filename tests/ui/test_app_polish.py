@@ -83,12 +83,30 @@ def test_the_failures_note_writes_durations_as_the_card_does():
     from planner.explain import Note, NoteKind
     from ui.messages import duration, interval, note_text
 
-    figures = dict(num_gpus=64, mttf_h=1584.0, write_s=12.0, interval_min=559.0, restart_min=10.0, goodput=0.97)
-    note = Note(NoteKind.FAILURES, (*figures.items(), ("lost_h", 7.5)))
+    figures = dict(num_gpus=64, mttf_h=1584.0, write_s=12.0, young_min=559.0, interval_min=559.0, restart_min=10.0)
+    note = Note(NoteKind.FAILURES, tuple(figures.items()))
+    goodput = Note(NoteKind.GOODPUT, (("goodput", 0.97), ("loss", "failures"), ("share", 0.02), ("lost_h", 7.5)))
     for tr in (EN, ZH):
         text = note_text(tr, note)
-        assert interval(tr, 559.0) in text and duration(tr, 1584.0) in text and duration(tr, 7.5) in text
+        assert interval(tr, 559.0) in text and duration(tr, 1584.0) in text
+        assert "longer than the run" not in text and "长于整个运行" not in text  # not cut: 559 min is Young/Daly's
         assert "559.0" not in text and "1,584.0" not in text
+        said = note_text(tr, goodput)
+        assert duration(tr, 7.5) in said and tr("loss_failures") in said and "97.0%" in said
+
+
+def test_explain_says_what_the_goodput_loses_to_and_when_young_daly_is_cut():
+    """Trial s33: "failures: ... the Young/Daly interval is 12.7 seconds ...: goodput 2.1%" on a
+    job with 0.0 expected interruptions, where start-up made the loss and Young/Daly was 2.1 h."""
+    from planner.explain import Note, NoteKind
+    from ui.messages import interval, note_text
+
+    cut = Note(NoteKind.FAILURES, (("num_gpus", 1), ("mttf_h", 26878.7), ("write_s", 0.3), ("young_min", 130.0),
+                                   ("interval_min", 0.21), ("restart_min", 10.0)))  # fmt: skip
+    assert "longer than the run: one checkpoint after 12.6 seconds" in cut.text()
+    assert "Young/Daly interval is 2.2 hours" in cut.text()
+    for tr in (EN, ZH):
+        assert tr("note_interval_cut", young=interval(tr, 130.0), every=interval(tr, 0.21)) in note_text(tr, cut)
     memory = Note(NoteKind.MEMORY, (("term", "grads"), ("value_gib", 1.0), ("peak_gib", 2.0), ("reserved_gib", 2.0),
                                     ("used_fraction", 0.5), ("usable_gib", 4.0)))  # fmt: skip
     assert "gradients is the largest term" in note_text(EN, memory)

@@ -213,6 +213,7 @@ def test_the_trials_wording_holds(tmp_path):
     assert run(*ESTIMATE, "--tokens", "4e9", "--out", str(plan_file))[0] == 0
     code, out, _ = run("explain", str(plan_file))
     assert code == 0 and re.search(r"Young/Daly interval is [\d.]+ hours; .* a restart of [\d.]+ minutes", out)
+    assert re.search(r"goodput [\d.]+%: the largest loss is [a-z -]+ \([\d.]+% of the wall time\)", out)
     missing = tmp_path / "no" / "p.json"
     assert refused(*ESTIMATE, "--out", str(missing)) == f"--out {missing}: No such file or directory"
 
