@@ -5,24 +5,40 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from planner.fmt import money
+from planner.fmt import money, money_band, number_band
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.render import add_columns, emit_json, no_infeasibility, out
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
-    """One job of a fleet option: where it runs (owned or rented GPUs) and when; ``risk``: the
+    """One job of a fleet option: where it runs (owned or rented GPUs) and when, its days and cost
+    with their 80 % bands (null: no evidence), keyed as portfolio's (trial s33); ``risk``: the
     quantile of its band its duration is at (the search judges plans there, as plan does)."""
+    days = (a.end_s - a.start_s) / SECONDS_PER_DAY
     return {
         "job": a.job,
         "gpu": a.gpu_id,
         "num_gpus": a.num_gpus,
         "owned": a.owned,
-        "start_day": a.start_s / SECONDS_PER_DAY,
-        "end_day": a.end_s / SECONDS_PER_DAY,
+        "start_days": a.start_s / SECONDS_PER_DAY,
+        "end_days": a.end_s / SECONDS_PER_DAY,
         "risk": risk,
+        "days": days,
+        "days_band": a.banded(days),
         "cost_usd": float(a.cost_usd),
+        "cost_usd_band": a.banded(float(a.cost_usd)),
     }
+
+
+def total_band(p: dict) -> tuple[float, float] | None:
+    """An option's total with every job's cost at the ends of its band (ownership is fixed): the
+    jobs' errors move together (one model), so the ends are added, not combined as independent."""
+    jobs = p["assignments"]
+    if not jobs or any(a["cost_usd_band"] is None for a in jobs):
+        return None
+    rest = p["total_cost_usd"] - sum(a["cost_usd"] for a in jobs)
+    low, high = (rest + sum(a["cost_usd_band"][end] for a in jobs) for end in (0, 1))
+    return low, high
 
 
 def ownership_words(tco, horizon_days: float) -> str:
@@ -35,12 +51,14 @@ def ownership_words(tco, horizon_days: float) -> str:
 
 
 def fleet_assignment_line(a: dict) -> str:
+    """'chat-8b: 32 x h100-sxm on owned GPUs, day 0.0-93.4 (at p80), 93.4 days (80.1-99.0), busy
+    power $7,316 ($6,280-$7,750)'."""
     where = "on owned GPUs" if a["owned"] else "rented"
     cost = "busy power" if a["owned"] else "rent"
     at = f" (at {a['risk']})" if a["risk"] else ""
     return (
-        f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_day']:.1f}-{a['end_day']:.1f}{at},"
-        f" {cost} {money(a['cost_usd'])}"
+        f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_days']:.1f}-{a['end_days']:.1f}{at},"
+        f" {number_band(a['days'], a['days_band'], 1)} days, {cost} {money_band(a['cost_usd'], a['cost_usd_band'])}"
     )
 
 
@@ -58,14 +76,18 @@ def fleet(
     if as_json:
         emit_json(data)
         return
-    table = Table(title=f"rent vs buy over {solution.horizon_days:.0f} days", title_justify="left")
+    table = Table(
+        title=f"rent vs buy over {solution.horizon_days:.0f} days (80 % bands: every job's cost at its band's ends)",
+        title_justify="left",
+    )
     add_columns(table, ("option", "total", "GPUs bought", "bought for", "rent"))
     for name in ("mixed", "rent_only", "buy_only"):
         p = data[name]
         if p:
             bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
             outlay = money(p["purchase_usd"]) if p["purchase_usd"] else "-"
-            table.add_row(name.replace("_", " "), money(p["total_cost_usd"]), bought, outlay, money(p["rent_cost_usd"]))
+            total = money_band(p["total_cost_usd"], p["total_cost_usd_band"])
+            table.add_row(name.replace("_", " "), total, bought, outlay, money(p["rent_cost_usd"]))
     out.print(table)
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days))
@@ -84,7 +106,7 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
     def plan_dict(p):
         if p is None:
             return None
-        return {
+        data = {
             "total_cost_usd": float(p.total_cost_usd),
             "purchased": p.purchased,
             "ownership_cost_usd": float(p.ownership_cost_usd),
@@ -93,6 +115,7 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
             "running_cost_usd": float(p.running_cost_usd),
             "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
         }
+        return data | {"total_cost_usd_band": total_band(data)}
 
     break_even = [
         {

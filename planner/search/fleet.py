@@ -132,6 +132,23 @@ class FleetAssignment:
     start_s: float
     end_s: float
     cost_usd: float  # rent for rented jobs, busy power for jobs on owned GPUs
+    # The 80 % band of its duration (and so of its cost: rent and busy power go by the hour) as
+    # factors of them (``band_factors``; None: no evidence), trial s33: fleet showed no band.
+    band: tuple[float, float] | None = None
+
+    def banded(self, value: float) -> tuple[float, float] | None:
+        return None if self.band is None else (value * self.band[0], value * self.band[1])
+
+
+def band_factors(table: ScoredTable, row: int) -> tuple[float, float] | None:
+    """A row's 80 % band of time over its time at the search's risk quantile (score.py's columns)."""
+    extra = table.extra
+    if "band_lo" not in extra:
+        return None
+    factor, lo, hi = (float(extra[key][row]) for key in ("time_factor", "band_lo", "band_hi"))
+    if not (math.isfinite(lo) and math.isfinite(hi) and factor > 0):
+        return None
+    return lo / factor, hi / factor
 
 
 @dataclass(frozen=True)
@@ -422,6 +439,7 @@ class _FleetModel:
                         0.0,
                         float(table.time_to_train_s[row]),
                         float(table.cost_usd[row]),
+                        band_factors(table, row),
                     )
                 )
             else:
@@ -436,6 +454,7 @@ class _FleetModel:
                         float(o.start_s[option]),
                         float(o.end_s[option]),
                         float(self.owned_cost[option]),
+                        band_factors(job.table, int(o.row[option])),
                     )
                 )
         assignments = compacted(assignments, purchased)

@@ -49,7 +49,7 @@ def test_fleet_names_where_each_job_runs_and_what_it_ignores(tmp_path, capsys):
     assert main(["fleet", _file(tmp_path, jobs), "--json"]) == 0
     mixed = json.loads(capsys.readouterr().out)["mixed"]
     (job,) = mixed["assignments"]
-    assert job["job"] == "a" and job["num_gpus"] > 0 and job["end_day"] > job["start_day"] >= 0
+    assert job["job"] == "a" and job["num_gpus"] > 0 and job["end_days"] > job["start_days"] >= 0
 
 
 def test_a_fleet_deadline_past_the_horizon_names_the_horizon(tmp_path, capsys):

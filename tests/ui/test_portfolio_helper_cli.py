@@ -111,3 +111,24 @@ def test_no_table_cuts_a_band_off():
     code, out, _ = call("portfolio", str(REPO / "examples" / "portfolio.toml"))
     assert code == 0 and "(" in out
     assert "…" not in out
+
+
+def test_fleet_shows_each_jobs_band_keyed_as_portfolio():
+    """Trial s33: fleet gave no band anywhere, and keyed start_day / end_day where portfolio keys
+    start_days / end_days."""
+    import json
+
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")
+    assert code == 0
+    mixed = json.loads(out)["mixed"]
+    for a in mixed["assignments"]:
+        assert a["end_days"] - a["start_days"] == pytest.approx(a["days"])
+        low, high = a["days_band"]
+        assert low < a["days"] <= high * (1 + 1e-9)
+        assert a["cost_usd_band"][0] < a["cost_usd"] <= a["cost_usd_band"][1] * (1 + 1e-9)
+    low, high = mixed["total_cost_usd_band"]
+    assert low < mixed["total_cost_usd"] <= high * (1 + 1e-9)
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
+    first = mixed["assignments"][0]
+    text = " ".join(out.split())
+    assert f"{first['days']:.1f} ({first['days_band'][0]:.1f}-{first['days_band'][1]:.1f}) days" in text
