@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from planner.catalog.calibration import AppliedCalibration
-from planner.fmt import duration_words, one_line
+from planner.fmt import counted, duration_words, one_line
 from planner.plan import Plan
 from trainer.files import CHECKPOINT_DIR, list_checkpoints, write_atomic
 from trainer.job_spec import (
@@ -236,7 +236,7 @@ def procs_per_node(plan: Plan) -> int:
 def _summary(spec: JobSpec) -> str:
     plan = spec.plan
     return _one_line(
-        f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({plan.num_nodes} node(s)), "
+        f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({counted(plan.num_nodes, 'node')}), "
         f"layout {plan.layout.describe()}, predicted step {plan.estimate.time.step_s:.3g} s"
     )
 
@@ -255,11 +255,16 @@ PYTHON_LINE = (
 
 def render_launch_sh(spec: JobSpec) -> str:
     nodes, procs = spec.plan.num_nodes, procs_per_node(spec.plan)
+    several = (  # trial s33: "NODE_RANK=<0..0>" in a one-node job's script
+        ""
+        if nodes == 1
+        else f"# Several nodes: on each node run  NODE_RANK=<0..{nodes - 1}> RDZV_ENDPOINT=<node-0 host>:{RDZV_PORT}"
+        " bash launch.sh\n"
+    )
     return f"""#!/usr/bin/env bash
 # trainplan job {spec.name}: {_summary(spec)}
 # One node:      bash launch.sh [trainer options, e.g. --steps 100]
-# Several nodes: on each node run  NODE_RANK=<0..{nodes - 1}> RDZV_ENDPOINT=<node-0 host>:{RDZV_PORT} bash launch.sh
-# `trainplan run` does the same with a lock, data preparation and automatic replanning.
+{several}# `trainplan run` does the same with a lock, data preparation and automatic replanning.
 # trainer.torchrun is torchrun that exits 143 on SIGTERM (preemption) and 130 on Ctrl-C, one line each.
 set -euo pipefail
 # A fresh rendezvous store per restart round: torchrun's shared store hands restarted workers the
@@ -486,7 +491,7 @@ def render_readme(spec: JobSpec, job_dir: Path) -> str:
     memory = plan.estimate.memory
     rows = [
         ("model", plan.model.name),
-        ("hardware", f"{plan.num_gpus} x {plan.gpu} on {plan.num_nodes} node(s)"),
+        ("hardware", f"{plan.num_gpus} x {plan.gpu} on {counted(plan.num_nodes, 'node')}"),
         ("layout", plan.layout.describe()),
         (
             "batch",
@@ -515,7 +520,7 @@ From this directory (it may be moved or unzipped anywhere; it was written to {qu
 
 - Here, with a lock, data preparation and resume: `trainplan run .`
 - One node by hand: `bash launch.sh`
-- Slurm ({plan.num_nodes} node(s), job directory on a shared file system): `sbatch slurm.sbatch`
+- Slurm ({counted(plan.num_nodes, "node")}, job directory on a shared file system): `sbatch slurm.sbatch`
 - Kubernetes (Kubeflow training operator): copy this directory to `{K8S_JOBS_MOUNT}/{spec.name}` on the
   PVC `{_one_line(pvc)}` (emit `--k8s-pvc`), check the image in `k8s.yaml` (emit `--k8s-image`),
   `kubectl apply -f k8s.yaml`.

@@ -78,14 +78,15 @@ def check_node_args(spec: JobSpec, nproc: int | None, nnodes: int | None, node_r
     per_node = -(-spec.plan.num_gpus // nnodes)
     if per_node > MAX_PROCS_PER_NODE:
         raise ValueError(
-            f"the plan runs {per_node} processes per node ({spec.plan.num_gpus} GPUs on {nnodes} nodes), over"
+            f"the plan runs {counted(per_node, 'process', 'processes')} per node ({spec.plan.num_gpus} GPUs on"
+            f" {counted(nnodes, 'node')}), over"
             f" {MAX_PROCS_PER_NODE}: job.json was edited after emit; emit the job again"
         )
     if nproc is not None and nproc > per_node:
         # The plan's world is the most processes the trainer can use (fewer: a smaller test run).
         raise ValueError(
-            f"--nproc {nproc}: the plan runs {per_node} processes per node; use at most that (fewer only where"
-            " the layout resolves on them, a smaller test run)"
+            f"--nproc {nproc}: the plan runs {counted(per_node, 'process', 'processes')} per node; use at most that"
+            " (fewer only where the layout resolves on them, a smaller test run)"
         )
     return nnodes
 

@@ -730,3 +730,13 @@ def test_emit_refuses_new_training_settings_over_a_jobs_checkpoints(tmp_path: Pa
     emit_job(plan, job_dir, name="job", run=RunSettings(steps=40, lr=1e-2, checkpoint_every=5))  # when, not what
     emit_job(plan, job_dir, name="job", run=RunSettings(steps=40, lr=2e-2), force=True)
     assert JobSpec.load(job_dir).run.lr == 2e-2
+
+
+def test_one_node_job_files_count_in_words(tmp_path: Path) -> None:
+    """Trial s33: "1 node(s)", "NODE_RANK=<0..0>" in a one-node job's files."""
+    emit_job(make_plan(), tmp_path / "one", name="one", run=RunSettings())
+    emit_job(make_plan(num_nodes=2, gpus_per_node=4), tmp_path / "two", name="two", run=RunSettings())
+    one = {f: (tmp_path / "one" / f).read_text() for f in ("launch.sh", "slurm.sbatch", "README.md")}
+    assert not any("node(s)" in text for text in one.values()) and "(1 node)" in one["launch.sh"]
+    assert "NODE_RANK=<" not in one["launch.sh"]
+    assert "NODE_RANK=<0..1>" in (tmp_path / "two" / "launch.sh").read_text()

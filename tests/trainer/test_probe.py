@@ -250,6 +250,8 @@ def test_report_has_predicted_and_measured(tmp_path):
     assert "its only step, a warm-up" in single and "first left out" not in single
     on_cpu = format_report(write_report(tmp_path, plan, summary, "cpu", None))
     assert "measured on cpu" in on_cpu and "-50.0%" not in on_cpu
+    mfu = format_report(write_report(tmp_path, plan, dataclasses.replace(summary, mfu=0.0031), "cuda", plan.gpu))
+    assert "0.3%" in mfu and "0.003 " not in mfu  # trial s33: percent, as plan prints MFU
 
 
 # The on-disk keys of the three reports: their JSON is read by people, scripts and the planner.
