@@ -104,7 +104,7 @@ class RunReport(_Report):
     comparable: bool
     losses: Losses
     steps_done: int
-    outcome: str  # completed, stopped (at run --steps), early_stopped, preempted, diverged
+    outcome: str  # completed, stopped (at run --steps), early_stopped, preempted, interrupted (Ctrl-C), diverged
     bad_steps: int
     wall_s: float
     # The steps the measured figures come from: the whole job's, every launch's first (warm-up) step

@@ -37,8 +37,13 @@ class PreemptionFlag:
         del frame
         self.signum = self.signum or signum
 
+    @property
+    def by_user(self) -> bool:
+        """Ctrl-C (SIGINT), not a scheduler's or the launcher's SIGTERM."""
+        return self.signum == signal.SIGINT
+
     def exit_code(self) -> ExitCode:
-        return ExitCode.ABORTED if self.signum == signal.SIGINT else ExitCode.PREEMPTED
+        return ExitCode.ABORTED if self.by_user else ExitCode.PREEMPTED
 
     def name(self) -> str:
         return signal.Signals(self.signum).name if self.signum else "SIGTERM"

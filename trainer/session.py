@@ -53,7 +53,8 @@ class Outcome(StrEnum):
     COMPLETED = "completed"
     STOPPED = "stopped"  # at run --steps, before the job's last step: run again to go on
     EARLY_STOPPED = "early_stopped"
-    PREEMPTED = "preempted"  # SIGTERM: saved, exit 0, resume later
+    PREEMPTED = "preempted"  # SIGTERM: saved, exit 143, resume later
+    INTERRUPTED = "interrupted"  # Ctrl-C: saved, exit 130 (the report's word for PREEMPTED by SIGINT)
     DIVERGED = "diverged"  # max_bad_steps non-finite steps
 
 
@@ -459,8 +460,9 @@ class Session:
             else:
                 self.save()
                 log.info(f"{name}: saved checkpoint at step {self.state.step}; exiting")
-            # trial s27: the last launch's report ("stopped" at step 10) stood after a SIGTERM at 16
-            self._report(outcome, test_loss=None)
+            # trial s27: the last launch's report ("stopped" at step 10) stood after a SIGTERM at 16;
+            # trial s33: Ctrl-C's was "run preempted"
+            self._report(Outcome.INTERRUPTED if self.preemption.by_user else outcome, test_loss=None)
             return
         self.save()
         self._report(outcome, test_loss=self._test_loss())

@@ -161,6 +161,8 @@ def test_a_job_survives_every_kind_of_kill_and_matches_an_uninterrupted_run(tmp_
             proc.send_signal(signal.SIGINT)
             assert proc.wait(90) == ExitCode.ABORTED, (note, log.read_text()[-3000:])
             assert re.search(r"SIGINT: saved checkpoint at step \d+; exiting", log.read_text()), note
+            # trial s33: a Ctrl-C reported "run preempted"
+            assert json.loads((job / "report.json").read_text())["outcome"] == "interrupted", note
         elif kind == "launcher":  # the agent gets SIGTERM from the kernel, its workers save
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(30)
