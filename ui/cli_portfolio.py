@@ -41,7 +41,8 @@ def portfolio(
     check_k8s_names(k8s.get("k8s_image", DEFAULT_K8S_IMAGE), k8s.get("k8s_pvc", DEFAULT_K8S_PVC))  # before the solve
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
-        raise ValueError(f"{jobs_file}: portfolio needs an [inventory] table")
+        # trial s33: "needs an [inventory] table" for a file that has one, empty
+        raise ValueError(f"{jobs_file}: portfolio needs GPUs in an [inventory] table (gpu-id = count)")
     if emit_dir is not None:
         check_k8s_job_names([job.name for job in spec.jobs], jobs_file)
     catalog = load_catalog()

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from planner.api import PlanRequest
 from planner.catalog.prices import PriceKind
-from planner.fmt import one_line
+from planner.fmt import one_line, printable
 from planner.limits import (
     MAX_BATCH_TOKENS,
     MAX_BUDGET_USD,
@@ -222,7 +222,7 @@ def read_jobs_file(path: Path) -> JobsFile:
         spec = JobsFile.model_validate(raw)
     except Exception as exc:
         line = one_line(exc, default_where="file")
-        raise ValueError(f"{path}: {line}{allowed_keys_hint(exc)}") from None
+        raise ValueError(f"{path}: {named_job(line, raw)}{allowed_keys_hint(exc)}") from None
     try:
         return with_catalog_ids(spec)
     except ValueError as exc:
@@ -272,6 +272,27 @@ def with_catalog_ids(spec: JobsFile) -> JobsFile:
             "ownership": ownership,
         }
     )
+
+
+def named_job(line: str, raw: object) -> str:
+    """``jobs.2.tokens: ...`` as ``job 'code-7b' (the 3rd [[jobs]]): tokens: ...`` (trial s33: a
+    0-based index where the file has names)."""
+    match = re.match(r"jobs\.(\d+)\.?(.*)", line)
+    jobs = raw.get("jobs") if isinstance(raw, dict) else None
+    if match is None or not isinstance(jobs, list) or int(match.group(1)) >= len(jobs):
+        return line
+    index, rest = int(match.group(1)), match.group(2)
+    entry = jobs[index]
+    name = entry.get("name") if isinstance(entry, dict) else None
+    where = f"the {ordinal(index + 1)} [[jobs]]"
+    label = f"job '{printable(name)}' ({where})" if isinstance(name, str) and name else where
+    return f"{label}: {rest}" if rest else label
+
+
+def ordinal(n: int) -> str:
+    """'1st', '2nd', '3rd', '11th'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def allowed_keys_hint(exc: Exception) -> str:

@@ -132,8 +132,8 @@ CASES = {
     "--gpus given twice": ([*PLAN, "--gpus", "h100-sxm=8,a100-80gb-sxm,h100-sxm=64"], "'h100-sxm' is given twice"),
     "--deadline-days 1e100": ([*PLAN, "--deadline-days", "1e100"], "--deadline-days must be a finite number > 0"),
     # 19, 7, 13: the jobs files obey the CLI's bounds (planner/limits.py)
-    "jobs tokens 1e300": (["portfolio", "{d}/tokens.toml"], "jobs.0.tokens: Input should be less than or equal to"),
-    "jobs global batch 1e17": (["portfolio", "{d}/batch.toml"], "jobs.0.global_batch_tokens"),
+    "jobs tokens 1e300": (["portfolio", "{d}/tokens.toml"], "[[jobs]]): tokens: Input should be less than or equal to"),
+    "jobs global batch 1e17": (["portfolio", "{d}/batch.toml"], "[[jobs]]): global_batch_tokens"),
     "inventory 2**63-1": (["portfolio", "{d}/inventory.toml"], "inventory.h100-sxm: Input should be less than"),
     "inventory true": (["portfolio", "{d}/true.json"], "inventory.h100-sxm: Input should be a valid integer"),
     "duplicate JSON key": (["portfolio", "{d}/dup.json"], "duplicate key 'h100-sxm'"),

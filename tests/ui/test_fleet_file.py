@@ -97,7 +97,11 @@ def test_a_rent_price_is_bounded(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("tables", "job_line", "allowed"),
     [
-        ("", "tokenz = 1e9", "jobs.0.tokenz: Extra inputs are not permitted; allowed: name, model, tokens,"),
+        (
+            "",
+            "tokenz = 1e9",
+            "(the 1st [[jobs]]): tokenz: Extra inputs are not permitted; allowed: name, model, tokens,",
+        ),
         ("[ownership]\nlifetime = 5.0\n", "", "ownership.lifetime: Extra inputs are not permitted; allowed: "),
         ("", "", "horizon: Extra inputs are not permitted; allowed: horizon_days, num_slots,"),
     ],

@@ -182,7 +182,7 @@ def test_a_job_name_error_says_what_a_name_may_hold(tmp_path, capsys):
     jobs = '[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "my job"\nmodel = "llama3-8b"\ntokens = 1e10\n'
     assert main(["portfolio", _file(tmp_path, jobs)]) == 2
     err = capsys.readouterr().err
-    assert "jobs.0.name: 'my job' is not a job name: 1-64 letters, digits" in err
+    assert "job 'my job' (the 1st [[jobs]]): name: 'my job' is not a job name: 1-64 letters, digits" in err
     assert "pattern" not in err and "Value error" not in err
     assert main(["portfolio", _file(tmp_path, jobs.replace("my job", "chat\\n"))]) == 2  # review s28b: re.match let it
     assert "is not a job name" in capsys.readouterr().err
@@ -254,3 +254,18 @@ def test_a_jobs_deadline_fix_puts_the_field_beside_the_days_it_names(tmp_path, c
     assert main(["portfolio", _file(tmp_path, jobs)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert re.search(r"allow 3 days \(deadline_days = 2\.\d+\)[;,]", out), out
+
+
+def test_a_jobs_error_names_the_job_and_an_empty_inventory_is_called_empty(tmp_path, capsys):
+    """Trial s33: 'jobs.2.tokens' (0-based) where the third job has a name; 'needs an [inventory]
+    table' for a file whose [inventory] is there, empty."""
+    job = '[[jobs]]\nname = "{name}"\nmodel = "llama3-8b"\ntokens = {tokens}\n'
+    jobs = "[inventory]\nh100-sxm = 8\n" + "".join(
+        job.format(name=n, tokens=t) for n, t in (("a", "1e9"), ("b", "1e9"), ("code-7b", "-1.0"))
+    )
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 2
+    err = capsys.readouterr().err
+    assert "job 'code-7b' (the 3rd [[jobs]]): tokens:" in err and "jobs.2" not in err
+    fixed = jobs.replace("-1.0", "1e9").replace("h100-sxm = 8\n", "")
+    assert main(["portfolio", _file(tmp_path, fixed)]) == 2
+    assert "needs GPUs in an [inventory] table" in capsys.readouterr().err
