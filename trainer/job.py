@@ -313,10 +313,11 @@ def p80_factor(plan: Plan) -> float:
 
 
 def allocation_s(spec: JobSpec) -> tuple[float, float, float]:
-    """One allocation's predicted wall time, at the model's figure and at p80, and the part of it
-    that is not steps: start-up, the steps with the slowest rank's and evaluation's shares the
-    goodput model adds, and the checkpoint writes (trial s33: "200 steps = 0.00 h" advised a
-    --time limit below the ten-minute start-up). Failures end an allocation; they are not in it."""
+    """One allocation's predicted wall time, at the model's figure and at p80, and its part that
+    is not steps (start-up and checkpoint writes): the steps carry the slowest rank's, evaluation's
+    and input stalls' shares the goodput model adds, and only they take the band's p80 factor
+    (trial s33: "200 steps = 0.00 h" advised a --time limit below the ten-minute start-up).
+    Failures end an allocation; they are not in it."""
     e, run, g = spec.plan.estimate, spec.run, spec.plan.estimate.goodput
     steps_s = run.steps * e.time.step_s
     if g is None:

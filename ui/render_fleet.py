@@ -51,8 +51,8 @@ def ownership_words(tco, horizon_days: float) -> str:
 
 
 def fleet_assignment_line(a: dict) -> str:
-    """'chat-8b: 32 x h100-sxm on owned GPUs, day 0.0-93.4 (at p80), 93.4 days (80.1-99.0), busy
-    power $7,316 ($6,280-$7,750)'."""
+    """'chat-8b: 32 x h100-sxm on owned GPUs, day 0.0-93.4 (at p80), 93.4 (71.0-97.7) days, busy
+    power $7,316 ($5,561-$7,654)'."""
     where = "on owned GPUs" if a["owned"] else "rented"
     cost = "busy power" if a["owned"] else "rent"
     at = f" (at {a['risk']})" if a["risk"] else ""
