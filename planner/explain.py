@@ -118,6 +118,11 @@ def largest(terms: Iterable[tuple[str, float]]) -> tuple[str, float]:
     return max(terms, key=lambda term: term[1])
 
 
+# Below this share of the usable memory a plan has room to spare: the notes name its largest term
+# but give no advice to cut it (trial s33: "activations dominate: ... would cut them" at 1 %).
+TIGHT_MEMORY_FRACTION = 0.8
+
+
 def memory_notes(p: Plan) -> list[Note]:
     m = p.estimate.memory
     terms = m.breakdown_gib
@@ -134,6 +139,8 @@ def memory_notes(p: Plan) -> list[Note]:
             usable_gib=usable,
         )
     ]
+    if p.estimate.feasible and m.reserved_gib < TIGHT_MEMORY_FRACTION * usable:
+        return notes
     if value == terms.activations and p.training.activation_checkpointing.value == "none":
         # A host-bound step wants a larger micro-batch: the memory advice then leaves it out, as it
         # does at micro-batch 1 (trial s28b: it suggested a smaller one).
