@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from validation.docs import replace_marked_block, yes_no
-from validation.whole_run_recipes import NOT_INDEPENDENT, SHARES_A_FITTED_SOURCE, Basis
+from validation.whole_run_recipes import NOT_HELD_OUT, SHARES_A_FITTED_SOURCE, Basis
 from validation.whole_runs import (
     SkippedRun,
     WholeRunComparison,
@@ -115,7 +115,7 @@ TARGET_RUNS, TARGET_GENERATIONS, TARGET_MEAN_ABS, TARGET_MAX_ABS = 8, 3, 0.15, 0
 
 
 def held_out(c: WholeRunComparison) -> bool:
-    return c.run.run_id not in NOT_INDEPENDENT
+    return c.run.run_id not in NOT_HELD_OUT
 
 
 def target_line(comparisons: list[WholeRunComparison]) -> str:
@@ -146,14 +146,14 @@ def summary(comparisons: list[WholeRunComparison]) -> str:
         *((f"{g} GPUs", lambda c, g=g: c.generation == g) for g in generations),
         *(
             (
-                f"{g} GPUs held out (without {', '.join(sorted(NOT_INDEPENDENT))})",
+                f"{g} GPUs held out (without {', '.join(sorted(NOT_HELD_OUT))})",
                 lambda c, g=g: c.generation == g and held_out(c),
             )
             for g in mixed
         ),
         ("Step-model rows (reported = tokens / throughput)", lambda c: c.run.recipe.basis == Basis.STEP),
         ("Wall-time rows (reported = GPUs x wall clock)", lambda c: c.run.recipe.basis == Basis.WALL),
-        ("Overall without the rows not held out (" + ", ".join(sorted(NOT_INDEPENDENT)) + ")", held_out),
+        ("Overall without the rows not held out (" + ", ".join(sorted(NOT_HELD_OUT)) + ")", held_out),
         (
             "Held out by source, without the runs whose team a setting was fitted on ("
             + "; ".join(f"{run}: {why}" for run, why in SHARES_A_FITTED_SOURCE.items())

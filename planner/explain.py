@@ -6,7 +6,6 @@ can word them in its own language; ``explain_plan`` is their English text (``NOT
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -15,7 +14,7 @@ from planner.fmt import duration_words
 from planner.model.goodput import loss_shares
 from planner.model.stacks import Stack
 from planner.plan import Plan, term_words
-from planner.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+from planner.units import SECONDS_PER_MINUTE
 
 
 class NoteKind(StrEnum):
@@ -31,7 +30,7 @@ class NoteKind(StrEnum):
     EXPOSED_COMM = "exposed_comm"  # fraction
     BUBBLE = "bubble"
     MFU = "mfu"  # mfu, model_gflop, hfu, hardware_gflop
-    FAILURES = "failures"  # num_gpus, mttf_h, write_s, young_min, interval_min, restart_min
+    FAILURES = "failures"  # num_gpus, mttf_h, write_s, young_min, interval_min, cut (0/1), restart_min
     GOODPUT = "goodput"  # goodput, loss (a LossShares field), share, lost_h
     INFEASIBLE = "infeasible"  # reason, fix
 
@@ -73,6 +72,7 @@ LOSS_WORDS = {
     "checkpoints": "checkpoint writes",
     "failures": "failures",
     "planned_restarts": "maintenance restarts",
+    "capacity_wait": "waits for spot capacity",
 }
 
 
@@ -91,22 +91,12 @@ class Note:
         figures = {k: (term_words(v) if k == "term" and isinstance(v, str) else v) for k, v in self.values}
         if self.kind is NoteKind.FAILURES:  # durations in the goodput line's words, not minutes
             young, every = (float(figures[k] or 0) * SECONDS_PER_MINUTE for k in ("young_min", "interval_min"))
-            cut = (
-                f", longer than the run: one checkpoint after {duration_words(every)}"
-                if cut_to_run(young, every)
-                else ""
-            )
+            cut = f", longer than the run: one checkpoint after {duration_words(every)}" if figures.get("cut") else ""
             figures["interval"] = duration_words(young) + cut
             figures["restart"] = duration_words(float(figures["restart_min"] or 0) * SECONDS_PER_MINUTE)
         if self.kind is NoteKind.GOODPUT:
             figures["loss"] = LOSS_WORDS[str(figures["loss"])]
         return NOTE_TEXT[self.kind].format(**figures)
-
-
-def cut_to_run(young_s: float, interval_s: float) -> bool:
-    """Whether the checkpoint interval is Young/Daly's cut to the run's length (trial s33: a
-    12.7 s interval was called Young/Daly's, which was 2.1 h), not its rounding to whole steps."""
-    return interval_s < 0.5 * young_s
 
 
 def _note(kind: NoteKind, **values: float | int | str | None) -> Note:
@@ -196,15 +186,16 @@ def goodput_notes(p: Plan) -> list[Note]:
     g, e = p.estimate.goodput, p.estimate
     if g is None or g.mttf_h is None or g.checkpoint_interval_min is None:
         return []
-    young_min = math.sqrt(2 * g.checkpoint_write_s * g.mttf_h * SECONDS_PER_HOUR) / SECONDS_PER_MINUTE
     notes = [
         _note(
             NoteKind.FAILURES,
             num_gpus=p.num_gpus,
             mttf_h=g.mttf_h,
             write_s=g.checkpoint_write_s,
-            young_min=young_min,
+            # an older plan file has no Young/Daly figure of its own: its interval stands for it
+            young_min=g.young_daly_min if g.young_daly_min is not None else g.checkpoint_interval_min,
             interval_min=g.checkpoint_interval_min,
+            cut=int(g.interval_cut_to_run),
             restart_min=g.restart_s / 60,
         )
     ]

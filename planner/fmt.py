@@ -163,14 +163,13 @@ def money_band(usd: float | None, band: tuple[float, float] | None) -> str:
 
 
 def energy_band(kwh: float | None, band: tuple[float, float] | None) -> str:
-    """``3,955 kWh (3,240-6,090)``: energy and its band, in ``energy``'s style; below 10 kWh the
-    ends keep the figure's decimals (trial s33: ``0.086 kWh (0.074-0.1)``, not ``(0.074-0.100)``)."""
+    """``3,955 kWh (3,240-6,090)``: energy and its band; the figure as ``energy`` writes it, the ends
+    with its decimals (trial s33: ``0.086 kWh (0.074-0.1)`` lost a digit; now ``(0.074-0.100)``)."""
     if kwh is None or band is None:
         return energy(kwh)
-    if kwh >= 10:
-        return f"{energy(kwh)} ({band[0]:,.0f}-{band[1]:,.0f})"
-    decimals = max(0, 1 - math.floor(math.log10(kwh))) if kwh > 0 else 2  # energy's two significant figures
-    return f"{kwh:.{decimals}f} kWh ({band[0]:.{decimals}f}-{band[1]:.{decimals}f})"
+    figure = energy(kwh).removesuffix(" kWh")
+    decimals = len(figure.partition(".")[2])
+    return f"{figure} kWh ({band[0]:,.{decimals}f}-{band[1]:,.{decimals}f})"
 
 
 def number_band(value: float, band: tuple[float, float] | None, digits: int = 0) -> str:

@@ -30,6 +30,7 @@ from planner.layout import (
 )
 from planner.limits import MAX_GPUS, MAX_INPUT_BYTES, read_input_text, unique_keys
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.goodput import step_factor
 from planner.model.memory import usable_capacity
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -184,6 +185,10 @@ class GoodputEstimate(BaseModel):
     expected_interruptions: float | None = None  # over the time-to-train
     checkpoint_interval_min: float | None  # Young/Daly optimum, whole steps
     checkpoint_interval_steps: int | None = None
+    # Young/Daly's own interval, and whether the run is shorter so it checkpoints once (explain:
+    # trial s33, a 12.7 s interval cut to the run was called Young/Daly's 2.1 h)
+    young_daly_min: float | None = None
+    interval_cut_to_run: bool = False
     checkpoint_write_s: float = 0.0  # one save, sharded over all ranks
     restart_s: float = 0.0  # restart overhead + restore, per failure
     # The run's other losses (planner/model/goodput.py run_losses), as shares of the step time:
@@ -195,6 +200,12 @@ class GoodputEstimate(BaseModel):
     capacity_wait_s: float = 0.0  # each preemption's wait for capacity (ModelingSettings.spot_capacity_wait_s)
     startup_s: float = 0.0
     goodput_fraction: float  # useful time / wall time
+
+    @property
+    def step_factor(self) -> float:
+        """Wall seconds per second of the model's steps before failures and restarts: the goodput
+        model's rule (planner/model/goodput.py RunLosses.step_factor), for one row."""
+        return float(step_factor(self.straggler_fraction, self.evaluation_fraction, self.data_stall_fraction))
 
 
 class RegimeWords(BaseModel):

@@ -320,12 +320,18 @@ def allocation_s(spec: JobSpec) -> tuple[float, float, float]:
     Failures end an allocation; they are not in it."""
     e, run, g = spec.plan.estimate, spec.run, spec.plan.estimate.goodput
     steps_s = run.steps * e.time.step_s
-    if g is None:
+    if g is None:  # an older plan file: the steps alone
         return steps_s, steps_s * p80_factor(spec.plan), 0.0
-    steps_s *= 1 + g.straggler_fraction + g.evaluation_fraction + g.data_stall_fraction
-    writes = run.steps // run.checkpoint_every if run.save_checkpoints else 0
+    steps_s *= g.step_factor
+    # every checkpoint_every steps, and at the end (Session.save_and_report saves the last step)
+    writes = math.ceil(run.steps / run.checkpoint_every) if run.save_checkpoints else 0
     fixed = g.startup_s + writes * g.checkpoint_write_s
     return fixed + steps_s, fixed + steps_s * p80_factor(spec.plan), fixed
+
+
+def _fixed_words(fixed_s: float) -> str:
+    """What the sbatch figure holds beside the steps (nothing for an older plan without goodput)."""
+    return f", start-up and checkpoint writes ({duration_words(fixed_s)}) included" if fixed_s > 0 else ""
 
 
 def render_slurm(spec: JobSpec, job_dir: Path) -> str:
@@ -344,8 +350,7 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 #SBATCH --open-mode=append
 # trainplan job {spec.name}: {_summary(spec)}
 # predicted: {spec.run.steps:,} steps in {duration_words(wall_s)}, {duration_words(at_p80_s)} at p80 (the band's
-# pessimistic end), start-up and checkpoint writes ({duration_words(fixed_s)}) included: add a --time
-# limit above that. Before
+# pessimistic end){_fixed_words(fixed_s)}: add a --time limit above that. Before
 # it ends, --signal sends SIGTERM: the workers save a checkpoint and exit 143; sbatch again resumes.
 # --requeue: a node failure or a preemption puts the job back in the queue, and it resumes from its
 # last checkpoint; --open-mode=append keeps the earlier attempts' output in the log.

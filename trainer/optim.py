@@ -14,13 +14,18 @@ from torch.optim.lr_scheduler import LambdaLR
 from trainer.job_spec import RunSettings
 
 
+def decays(p: nn.Parameter) -> bool:
+    """Whether weight decay applies: matrices, not vectors (norm weights, biases)."""
+    return p.ndim >= 2
+
+
 def build_optimizer(model: nn.Module, run: RunSettings, fused: bool) -> torch.optim.AdamW:
     """AdamW; no weight decay on vectors (norm weights, biases), as is standard for LLMs."""
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise ValueError("no trainable parameters (freeze_layers leaves nothing to train?)")
-    decay = [p for p in trainable if p.ndim >= 2]
-    no_decay = [p for p in trainable if p.ndim < 2]
+    decay = [p for p in trainable if decays(p)]
+    no_decay = [p for p in trainable if not decays(p)]
     groups = [{"params": decay, "weight_decay": run.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(
         [g for g in groups if g["params"]],
@@ -70,7 +75,7 @@ def adopt_run(optimizer: torch.optim.Optimizer, scheduler: LambdaLR, run: RunSet
         for group in optimizer.param_groups:
             group["initial_lr"] = run.lr
     for group in optimizer.param_groups:
-        decay = run.weight_decay if all(p.ndim >= 2 for p in group["params"]) else 0.0  # build_optimizer's rule
+        decay = run.weight_decay if all(decays(p) for p in group["params"]) else 0.0  # build_optimizer's groups
         if group["weight_decay"] != decay:
             changed.append(f"weight decay {group['weight_decay']:g} -> {decay:g}")
             group["weight_decay"] = decay

@@ -190,6 +190,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "loss_checkpoints": ("checkpoint writes", "检查点写入"),
     "loss_failures": ("failures", "故障"),
     "loss_planned_restarts": ("maintenance restarts", "维护重启"),
+    "loss_capacity_wait": ("waits for spot capacity", "等待竞价实例容量"),
     "note_infeasible": ("infeasible: {reason}; fix: {fix}", "不可行：{reason}；解决办法：{fix}"),
 }
 

@@ -15,7 +15,7 @@ import re
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
-from planner.explain import Note, NoteKind, cut_to_run, plan_notes
+from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import budget_amounts, duration_parts
 from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
@@ -110,6 +110,8 @@ def short_duration(tr: Labels, seconds: float) -> str:
     """A wait in the planner's units, as the CLI's ``duration_words`` picks them (minutes under two
     hours: trial s31, '80 minutes' on the card beside '80.0 minutes' in the CLI, then '1.3 h')."""
     unit, value = duration_parts(seconds / SECONDS_PER_HOUR, smallest="minutes")
+    if unit == "minutes" and value < 1:  # review s33: "0 min" for a 20-second wait
+        return tr("under_minute")
     return tr(f"{unit}_value", value=value)
 
 
@@ -404,7 +406,7 @@ def failure_durations(tr: Labels, figures: dict) -> dict[str, str]:
     Young/Daly interval longer than the run says so (``cut_to_run``)."""
     mttf, young, every, restart = (figures.get(k) for k in ("mttf_h", "young_min", "interval_min", "restart_min"))
     said = "-" if young is None else interval(tr, float(young))
-    if young is not None and every is not None and cut_to_run(float(young), float(every)):
+    if figures.get("cut") and every is not None:  # Young/Daly's interval is longer than the run
         said = tr("note_interval_cut", young=said, every=interval(tr, float(every)))
     return dict(
         mttf="-" if mttf is None else duration(tr, float(mttf)),

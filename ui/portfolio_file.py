@@ -277,16 +277,16 @@ def with_catalog_ids(spec: JobsFile) -> JobsFile:
 def named_job(line: str, raw: object) -> str:
     """``jobs.2.tokens: ...`` as ``job 'code-7b' (the 3rd [[jobs]]): tokens: ...`` (trial s33: a
     0-based index where the file has names)."""
-    match = re.match(r"jobs\.(\d+)\.?(.*)", line)
+    match = re.match(r"jobs\.(\d+)((?:\.[^:\s]+)*): (.*)", line)
     jobs = raw.get("jobs") if isinstance(raw, dict) else None
     if match is None or not isinstance(jobs, list) or int(match.group(1)) >= len(jobs):
         return line
-    index, rest = int(match.group(1)), match.group(2)
+    index, field, message = int(match.group(1)), match.group(2).lstrip("."), match.group(3)
     entry = jobs[index]
     name = entry.get("name") if isinstance(entry, dict) else None
     where = f"the {ordinal(index + 1)} [[jobs]]"
     label = f"job '{printable(name)}' ({where})" if isinstance(name, str) and name else where
-    return f"{label}: {rest}" if rest else label
+    return f"{label}: {field}: {message}" if field else f"{label}: {message}"
 
 
 def ordinal(n: int) -> str:

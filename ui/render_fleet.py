@@ -30,17 +30,6 @@ def fleet_assignment(a, risk: str | None = None) -> dict:
     }
 
 
-def total_band(p: dict) -> tuple[float, float] | None:
-    """An option's total with every job's cost at the ends of its band (ownership is fixed): the
-    jobs' errors move together (one model), so the ends are added, not combined as independent."""
-    jobs = p["assignments"]
-    if not jobs or any(a["cost_usd_band"] is None for a in jobs):
-        return None
-    rest = p["total_cost_usd"] - sum(a["cost_usd"] for a in jobs)
-    low, high = (rest + sum(a["cost_usd_band"][end] for a in jobs) for end in (0, 1))
-    return low, high
-
-
 def ownership_words(tco, horizon_days: float) -> str:
     """What an owned GPU adds to a total (trial s27: $783k for 64 H100 read as their price, $3.07M)."""
     return (
@@ -106,8 +95,9 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
     def plan_dict(p):
         if p is None:
             return None
-        data = {
+        return {
             "total_cost_usd": float(p.total_cost_usd),
+            "total_cost_usd_band": p.total_band(),
             "purchased": p.purchased,
             "ownership_cost_usd": float(p.ownership_cost_usd),
             "purchase_usd": float(p.purchase_usd),
@@ -115,7 +105,6 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
             "running_cost_usd": float(p.running_cost_usd),
             "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
         }
-        return data | {"total_cost_usd_band": total_band(data)}
 
     break_even = [
         {

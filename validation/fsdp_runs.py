@@ -205,6 +205,9 @@ class FsdpRun:
     attention: str
     network_bytes_per_s_per_gpu: float
     measured_tokens_per_s_per_gpu: float
+    # The caching allocator's peak reserved memory, GiB, where the source prints it (torchtitan's
+    # "Memory(GiB)": torchtitan/components/metrics.py logs reserved_bytes.all.peak); None: not stated.
+    measured_reserved_gib: float | None = None
 
     @property
     def generation(self) -> str:
@@ -253,6 +256,7 @@ def _run(row: dict[str, str]) -> FsdpRun:
         attention=row["attention"],
         network_bytes_per_s_per_gpu=float(row["network_gbit_per_gpu"]) * 1e9 / 8.0,
         measured_tokens_per_s_per_gpu=float(row["tokens_per_s_per_gpu"]),
+        measured_reserved_gib=float(row["reserved_gib"]) if row["reserved_gib"] else None,
     )
 
 
@@ -267,11 +271,19 @@ class FsdpComparison:
     predicted_tokens_per_s_per_gpu: float
     fits: bool
     breakdown: dict[str, float]  # seconds per step by term
+    predicted_reserved_gib: float = 0.0  # the memory model's reserved peak (MemoryBreakdown.reserved)
+    memory_gib: dict[str, float] | None = None  # its allocated terms
 
     @property
     def error(self) -> float:
         measured = self.run.measured_tokens_per_s_per_gpu
         return (self.predicted_tokens_per_s_per_gpu - measured) / measured
+
+    @property
+    def memory_error(self) -> float | None:
+        """Predicted / measured reserved peak - 1 (None: the source printed no memory)."""
+        measured = self.run.measured_reserved_gib
+        return None if measured is None else self.predicted_reserved_gib / measured - 1.0
 
 
 def gpu_for(run: FsdpRun, catalog: Catalog) -> GPUSpec:
@@ -293,6 +305,8 @@ def predict_fsdp_run(run: FsdpRun, catalog: Catalog, settings: ModelingSettings 
         predicted_tokens_per_s_per_gpu=float(scores.tokens_per_s[0]) / run.num_gpus,
         fits=bool(scores.fits[0]),
         breakdown=scores.time.as_dict(),
+        predicted_reserved_gib=float(scores.memory.reserved[0]) / GIB,
+        memory_gib=scores.memory.as_gib(),
     )
 
 

@@ -126,6 +126,8 @@ def _variants(row: dict[str, str], recipe: Recipe, num_gpus: int) -> tuple[tuple
     assert dp % recipe.replicas == 0, row["run_id"]
     seq, batch = int(row["seq_len"]), int(row["global_batch_tokens"])
     precision = Precision(row["precision"] or "bf16")
+    kept = [mb for mb in recipe.micro_batch if _keeps_batch(batch, mb, seq, dp)]
+    assert kept, f"{row['run_id']}: no micro-batch keeps the published batch"  # else read as searched
     return tuple(
         (
             Layout(
@@ -147,8 +149,7 @@ def _variants(row: dict[str, str], recipe: Recipe, num_gpus: int) -> tuple[tuple
         )
         for ac in recipe.recompute
         for vpp in recipe.vpp
-        for mb in recipe.micro_batch
-        if _keeps_batch(batch, mb, seq, dp)
+        for mb in kept
     )
 
 

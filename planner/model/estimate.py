@@ -289,6 +289,8 @@ def goodput_estimate(g: Goodput, row: int = 0) -> GoodputEstimate:
         expected_interruptions=finite(g.interruptions),
         checkpoint_interval_min=None if interval is None else interval / 60,
         checkpoint_interval_steps=None if interval is None else int(g.interval_steps[row]),
+        young_daly_min=None if (young := finite(g.young_s)) is None else young / 60,
+        interval_cut_to_run=bool(g.interval_cut[row]),
         checkpoint_write_s=float(g.write_s[row]),
         restart_s=float(g.restart_s[row]),
         straggler_fraction=float(np.broadcast_to(g.losses.straggler, g.fraction.shape)[row]),

@@ -75,6 +75,8 @@ class Goodput:
     restart_s: np.ndarray  # restart overhead + restore, per failure
     interval_s: np.ndarray  # checkpoint interval, a whole number of steps
     interval_steps: np.ndarray
+    young_s: np.ndarray  # Young/Daly's interval before it is cut to the run (inf: nothing fails)
+    interval_cut: np.ndarray  # whether the run is shorter than Young/Daly's interval (one checkpoint)
     fraction: np.ndarray  # useful time / wall time (MIN_GOODPUT when failures outpace progress)
     wall_s: np.ndarray  # time-to-train including the lost time (NaN without a token budget)
     interruptions: np.ndarray  # expected failures over the wall time
@@ -147,6 +149,8 @@ def goodput(
         restart_s=restart,
         interval_s=interval,
         interval_steps=steps,
+        young_s=np.where(np.isfinite(mttf), young, np.inf),
+        interval_cut=np.isfinite(mttf) & (young > useful),
         fraction=np.where(np.isnan(useful), kept / other.step_factor, fraction),
         wall_s=np.where(np.isnan(useful), np.nan, wall),
         interruptions=np.where(np.isnan(useful), np.nan, interruptions),
@@ -169,8 +173,13 @@ class RunLosses:
 
     @property
     def step_factor(self) -> np.ndarray:
-        """Wall seconds per second of the model's steps, before failures and restarts."""
-        return (1.0 + self.straggler) * (1.0 + self.evaluation + self.data_stall)
+        return step_factor(self.straggler, self.evaluation, self.data_stall)
+
+
+def step_factor(straggler, evaluation, data_stall):
+    """Wall seconds per second of the model's steps, before failures and restarts: the slowest
+    rank stretches every step, evaluation and input stalls add their shares of it."""
+    return (1.0 + straggler) * (1.0 + evaluation + data_stall)
 
 
 def run_losses(num_gpus: np.ndarray, num_nodes: np.ndarray, settings: ModelingSettings) -> RunLosses:
@@ -196,6 +205,7 @@ class LossShares:
     checkpoints: float
     failures: float  # the work lost since the last checkpoint, restart and restore, per failure
     planned_restarts: float
+    capacity_wait: float = 0.0  # a spot preemption's wait for capacity (review s33: left out, shares fell short)
 
     @property
     def total(self) -> float:
@@ -223,4 +233,5 @@ def loss_shares(g: GoodputEstimate, useful_h: float, wall_h: float) -> LossShare
         checkpoints=before_checkpoints * g.checkpoint_write_s / tau / wall,
         failures=failures / wall,
         planned_restarts=(g.planned_restarts or 0.0) * g.restart_s / wall,
+        capacity_wait=(g.spot_preemptions or 0.0) * g.capacity_wait_s / wall,
     )

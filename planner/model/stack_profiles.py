@@ -280,7 +280,9 @@ DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
 # ``CrossEntropyLossFunction``): the forward saves the logits in their own dtype (bf16 under
 # autocast) and an fp32 log-sum-exp per row, with no fp32 copy; the backward writes the gradient
 # into ``torch.empty_like(logits)`` (bf16; into the logits themselves with inplace_backward,
-# which llm-foundry does not set): 2 + 2 bytes per logit at the loss backward's peak.
+# which llm-foundry does not set): 2 + 2 bytes per logit at the loss backward's peak. The 2023
+# benchmark rows ran flash-attn 1.x's CUDA xentropy kernel, which the Triton one replaced and this
+# reading did not open.
 FLASH_ATTN_CE_BYTES_PER_LOGIT = 4.0
 
 # MosaicML llm-foundry: Composer FSDP on its MPT modules, flash-attn's fused cross-entropy over

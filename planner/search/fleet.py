@@ -163,6 +163,18 @@ class FleetPlan:
     rent_cost_usd: float
     assignments: tuple[FleetAssignment, ...]
 
+    def total_band(self) -> tuple[float, float] | None:
+        """The total with every job's cost (rent, or busy power) at its band's ends, the ownership
+        cost held: the jobs' errors move together (one model), so the ends add, not as independent
+        draws. The idle draw, inside the ownership cost, would shrink a little as busy time grows:
+        not counted. None where a job has no band."""
+        jobs = self.assignments
+        if not jobs or any(a.band is None for a in jobs):
+            return None
+        held = self.total_cost_usd - sum(a.cost_usd for a in jobs)
+        low, high = (held + sum(a.cost_usd * a.band[end] for a in jobs if a.band) for end in (0, 1))
+        return low, high
+
 
 @dataclass(frozen=True)
 class FleetSolution:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from planner.api import build_plan
 from planner.catalog.models import get_preset
 from planner.explain import NoteKind, plan_notes
@@ -63,3 +65,54 @@ def test_a_serial_host_is_said_and_not_blamed_on_a_slow_dispatch():
     core = build_plan(get_preset("llama2-7b"), "h100-sxm", layout, training, num_gpus=64, stack=Stack.MEGATRON_CORE)
     assert not any("CUDA_LAUNCH_BLOCKING" in w for w in estimate_warnings(core, None))
     assert Stack.MEGATRON_DEEPSPEED.serialises_host and not Stack.MEGATRON_CORE.serialises_host
+
+
+def _tight(plan, fraction: float):
+    """``plan`` with its reserved memory at ``fraction`` of the usable (explain reads the record)."""
+    memory = plan.estimate.memory
+    reserved = memory.model_copy(update={"reserved_gib": fraction * memory.usable_gib})
+    return plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"memory": reserved})})
+
+
+def test_memory_advice_starts_at_the_tight_fraction_and_keeps_its_host_bound_form():
+    """Review s33: after the 80 % rule the host-bound test passed whatever the advice did."""
+    from planner.explain import TIGHT_MEMORY_FRACTION
+
+    training = TrainingConfig(micro_batch=8, seq_len=512, activation_checkpointing=ActivationCheckpointing.NONE)
+    plan = build_plan(get_preset("tiny"), "h100-sxm", Layout(), training, num_gpus=1)
+
+    def kinds(fraction):
+        return {note.kind for note in plan_notes(_tight(plan, fraction))}
+
+    assert NoteKind.ACTIVATIONS_HOST_BOUND in kinds(TIGHT_MEMORY_FRACTION) and NoteKind.HOST_BOUND in kinds(0.9)
+    assert NoteKind.ACTIVATIONS_DOMINATE not in kinds(0.9)  # host-bound: no smaller micro-batch
+    assert not kinds(TIGHT_MEMORY_FRACTION - 0.01) & {NoteKind.ACTIVATIONS_HOST_BOUND, NoteKind.ACTIVATIONS_DOMINATE}
+
+
+def test_the_losses_named_add_up_to_what_goodput_loses_spot_waits_included():
+    """Review s33: a spot preemption's wait for capacity was left out of the shares."""
+    from planner.model.goodput import loss_shares
+
+    model, training = get_preset("llama3-8b"), TrainingConfig(seq_len=4096)
+    for kind in (None, "spot"):
+        plan = build_plan(model, "h100-sxm", Layout(dp_shard=64), training, num_gpus=64, training_tokens=1e12,
+                          price_kind=kind)  # fmt: skip
+        g, hours = plan.estimate.goodput, plan.estimate.time_to_train_h
+        shares = loss_shares(g, hours * g.goodput_fraction, hours)
+        assert shares.total == pytest.approx(1 - g.goodput_fraction, rel=1e-6), kind
+        assert (shares.capacity_wait > 0) == (kind == "spot")
+
+
+def test_a_run_shorter_than_young_daly_says_it_checkpoints_once():
+    """Review s33: the cut was guessed from the interval (below half of Young/Daly's), so a run of
+    0.5-1x the interval read as Young/Daly's own. goodput() now says when it cuts."""
+    import numpy as np
+
+    from planner.model.goodput import goodput
+    from planner.model.settings import DEFAULT_SETTINGS
+
+    young = float(np.sqrt(2 * (1e11 / (8 * DEFAULT_SETTINGS.checkpoint_bandwidth_bytes_per_s_per_gpu)) * 3600e3))
+    args = (np.array([1.0]), np.array([8.0]), np.array([1e-3 / 8]), 1e11, DEFAULT_SETTINGS)
+    for share, cut in ((0.7, True), (1.5, False)):
+        g = goodput(np.array([share * young]), *args)
+        assert bool(g.interval_cut[0]) is cut and float(g.young_s[0]) == pytest.approx(young)

@@ -30,6 +30,7 @@ def test_energy_carries_its_band_in_its_own_style():
     assert energy_band(3955.2, (3240.0, 6090.4)) == "3,955 kWh (3,240-6,090)"
     assert energy_band(4.2, (3.61, 5.04)) == "4.2 kWh (3.6-5.0)"  # the figure's decimals at both ends
     assert energy_band(0.086, (0.074, 0.1)) == "0.086 kWh (0.074-0.100)"  # trial s33: not "(0.074-0.1)"
+    assert energy_band(0.5, (0.43, 0.58)).startswith(energy(0.5))  # review s33: the figure as energy() has it
     assert energy_band(471.0, None) == "471 kWh" and energy_band(None, (1.0, 2.0)) == "-"
 
 

@@ -702,9 +702,13 @@ def test_slurms_time_advice_reads_the_bands_pessimistic_end(tmp_path: Path) -> N
 def test_the_slurm_time_advice_counts_start_up_and_checkpoint_writes(tmp_path: Path) -> None:
     """Trial s33: "200 steps = 0.00 h of training ... add a --time limit above that", below the
     ten-minute start-up every allocation pays."""
+    import numpy as np
+
     from planner.api import build_plan
     from planner.catalog.models import get_preset
-    from trainer.job import allocation_s
+    from planner.model.goodput import run_losses
+    from planner.model.settings import DEFAULT_SETTINGS
+    from trainer.job import allocation_s, render_slurm
 
     plan = build_plan(
         get_preset("tiny"), "h100-sxm", Layout(), TrainingConfig(seq_len=256), num_gpus=1, training_tokens=1e7
@@ -712,10 +716,15 @@ def test_the_slurm_time_advice_counts_start_up_and_checkpoint_writes(tmp_path: P
     spec = JobSpec.load(emit_job(plan, tmp_path / "job", name="short", run=RunSettings(steps=200)).parent)
     g = spec.plan.estimate.goodput
     wall, at_p80, fixed = allocation_s(spec)
-    writes = 200 // spec.run.checkpoint_every
+    writes = -(-200 // spec.run.checkpoint_every)  # and the last step's save
     assert fixed == pytest.approx(g.startup_s + writes * g.checkpoint_write_s) and g.startup_s >= 60
-    steps = 200 * spec.plan.estimate.time.step_s * (1 + g.straggler_fraction + g.evaluation_fraction)
+    # the goodput model's own factor (planner/model/goodput.py run_losses), not a copy of it
+    losses = run_losses(np.array([1.0]), np.array([1.0]), DEFAULT_SETTINGS)
+    steps = 200 * spec.plan.estimate.time.step_s * float(losses.step_factor[0])
     assert wall == pytest.approx(fixed + steps, rel=1e-6) and at_p80 >= wall
+    older = spec.model_copy(update={"plan": spec.plan.model_copy(update={"estimate": spec.plan.estimate.model_copy(
+        update={"goodput": None})})})  # fmt: skip
+    assert allocation_s(older)[2] == 0.0 and "included" not in render_slurm(older, tmp_path / "job")
 
 
 def test_emit_refuses_new_training_settings_over_a_jobs_checkpoints(tmp_path: Path) -> None:

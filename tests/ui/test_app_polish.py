@@ -102,7 +102,7 @@ def test_explain_says_what_the_goodput_loses_to_and_when_young_daly_is_cut():
     from ui.messages import interval, note_text
 
     cut = Note(NoteKind.FAILURES, (("num_gpus", 1), ("mttf_h", 26878.7), ("write_s", 0.3), ("young_min", 130.0),
-                                   ("interval_min", 0.21), ("restart_min", 10.0)))  # fmt: skip
+                                   ("interval_min", 0.21), ("cut", 1), ("restart_min", 10.0)))  # fmt: skip
     assert "longer than the run: one checkpoint after 12.6 seconds" in cut.text()
     assert "Young/Daly interval is 2.2 hours" in cut.text()
     for tr in (EN, ZH):

@@ -212,7 +212,8 @@ def test_the_trials_wording_holds(tmp_path):
     plan_file = tmp_path / "p.json"
     assert run(*ESTIMATE, "--tokens", "4e9", "--out", str(plan_file))[0] == 0
     code, out, _ = run("explain", str(plan_file))
-    assert code == 0 and re.search(r"Young/Daly interval is [\d.]+ hours; .* a restart of [\d.]+ minutes", out)
+    cut = r"(, longer than the run: one checkpoint after [\d.]+ hours)?"  # review s33: a run under Young/Daly's
+    assert code == 0 and re.search(rf"Young/Daly interval is [\d.]+ hours{cut}; .* a restart of [\d.]+ minutes", out)
     assert re.search(r"goodput [\d.]+%: the largest loss is [a-z -]+ \([\d.]+% of the wall time\)", out)
     missing = tmp_path / "no" / "p.json"
     assert refused(*ESTIMATE, "--out", str(missing)) == f"--out {missing}: No such file or directory"

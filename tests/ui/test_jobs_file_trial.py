@@ -266,6 +266,9 @@ def test_a_jobs_error_names_the_job_and_an_empty_inventory_is_called_empty(tmp_p
     assert main(["portfolio", _file(tmp_path, jobs)]) == 2
     err = capsys.readouterr().err
     assert "job 'code-7b' (the 3rd [[jobs]]): tokens:" in err and "jobs.2" not in err
+    assert main(["portfolio", _file(tmp_path, "jobs = [1]\n[inventory]\nh100-sxm = 8\n")]) == 2
+    whole = capsys.readouterr().err  # review s33: an error of the job itself read "[[jobs]]: : Input ..."
+    assert "the 1st [[jobs]]: Input should be" in whole and ": :" not in whole
     fixed = jobs.replace("-1.0", "1e9").replace("h100-sxm = 8\n", "")
     assert main(["portfolio", _file(tmp_path, fixed)]) == 2
     assert "needs GPUs in an [inventory] table" in capsys.readouterr().err
