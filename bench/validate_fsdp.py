@@ -1,4 +1,5 @@
-"""Held-out tokens/s error on published FSDP runs of PyTorch stacks (torchtitan, fms-fsdp, llm-foundry).
+"""Held-out tokens/s error on published FSDP runs of PyTorch stacks (torchtitan, fms-fsdp, llm-foundry),
+and the memory model's reserved peak against the rows that print theirs (torchtitan's benchmarks).
 
     python bench/validate_fsdp.py            # per generation and per source
     python bench/validate_fsdp.py --rows     # and every row
@@ -20,6 +21,7 @@ from validation.fsdp_runs import FsdpComparison, compare_fsdp_runs
 GENERATION_ORDER = ("A100", "H100", "H200", "B200")
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
 START, END = "<!-- fsdp-table:start -->", "<!-- fsdp-table:end -->"
+MEMORY_START, MEMORY_END = "<!-- fsdp-memory:start -->", "<!-- fsdp-memory:end -->"
 
 
 def _summary(comparisons: list[FsdpComparison], key, title: str) -> list[str]:
@@ -40,6 +42,33 @@ def _rows(comparisons: list[FsdpComparison]) -> list[str]:
             f"| {c.predicted_tokens_per_s_per_gpu:,.0f} | {100 * c.error:+.1f} |"
         )
     return lines
+
+
+def render_memory(comparisons: list[FsdpComparison] | None = None) -> str:
+    """The rows that print a reserved peak: measured, predicted, error, the terms behind it."""
+    measured = [c for c in comparisons or compare_fsdp_runs() if c.memory_error is not None]
+    lines = [
+        "| # | GPU | model | GPUs | tp/cp | seq x mb | AC | prec | compile | measured GiB | predicted GiB | error % "
+        "| activations | loss | states + unsharded |",
+        "|---:|---|---|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in measured:
+        r, t, m = c.run, c.run.training, c.memory_gib or {}
+        states = sum(m.get(k, 0.0) for k in ("params", "grads", "optimizer", "unsharded_params"))
+        lines.append(
+            f"| {r.row_id} | {r.gpu} | {r.model.name} | {r.num_gpus} | {r.layout.tp}/{r.layout.cp} "
+            f"| {t.seq_len} x {t.micro_batch} | {t.activation_checkpointing.value} | {t.precision.value} "
+            f"| {'y' if t.compile else 'n'} | {r.measured_reserved_gib:.1f} | {c.predicted_reserved_gib:.1f} "
+            f"| {100 * (c.memory_error or 0.0):+.1f} | {m.get('activations', 0.0):.1f} "
+            f"| {m.get('logits_loss', 0.0):.1f} | {states:.1f} |"
+        )
+    errors = [c.memory_error for c in measured if c.memory_error is not None]
+    mean_abs = sum(abs(e) for e in errors) / len(errors)
+    lines += [
+        "",
+        f"{len(errors)} rows, mean abs {100 * mean_abs:.1f} %, mean signed {100 * sum(errors) / len(errors):+.1f} %.",
+    ]
+    return "\n".join(lines)
 
 
 def render(rows: bool = False) -> str:
@@ -63,8 +92,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     table = render(args.rows)
     print(table)
+    memory = render_memory()
+    print("", "**Memory** (reserved peak, held out):", "", memory, sep="\n")
     if args.write_docs:
         write_docs(render())
+        replace_marked_block(DOCS, MEMORY_START, MEMORY_END, memory)
     return 0
 
 

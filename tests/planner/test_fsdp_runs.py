@@ -153,3 +153,15 @@ def test_the_llm_foundry_runs_that_ran_fit():
     assert len(rows) == 209 and fit >= 190
     big = {r.run.model.name for r in rows if not r.fits}
     assert big <= {"mpt-30b", "mpt-13b"}
+
+
+def test_the_rows_that_print_memory_are_scored_on_it():
+    """torchtitan's files print the reserved peak (its `memory:` log line): 13 rows carry it, each
+    scored against the memory model's reserved peak; the others have none to score."""
+    rows = compare_fsdp_runs([r for r in RUNS if r.source == "torchtitan"], CATALOG)
+    scored = {c.run.row_id: c for c in rows if c.memory_error is not None}
+    assert sorted(scored) == [*range(1, 12), 16, 17]
+    first = scored[1]
+    assert first.run.measured_reserved_gib == 82.4
+    assert first.memory_error == pytest.approx(first.predicted_reserved_gib / 82.4 - 1)
+    assert all(c.memory_error is None for c in compare_fsdp_runs([r for r in RUNS if r.row_id == 250], CATALOG))
