@@ -31,7 +31,7 @@ def portfolio(
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import plan_portfolio
     from planner.catalog.hardware import load_catalog
-    from trainer.job import check_k8s_names
+    from trainer.job_scripts import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
     from ui.portfolio_file import check_k8s_job_names, past_horizon, read_jobs_file, rented_types
 

@@ -23,7 +23,8 @@ from planner.plan import Plan
 from planner.reports import ReplanRequest
 from trainer import launch
 from trainer.files import CHECKPOINT_DIR
-from trainer.job import JOB_FILES, default_job_name, emit_job, host_requests, k8s_name
+from trainer.job import JOB_FILES, default_job_name, emit_job
+from trainer.job_scripts import host_requests, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, job_lock, run_job
 
@@ -648,7 +649,7 @@ def test_a_pod_requests_the_host_memory_its_offloaded_states_take() -> None:
 
 
 def test_slurms_warning_signal_leaves_time_for_three_checkpoint_writes() -> None:
-    from trainer.job import slurm_signal_lead_s
+    from trainer.job_scripts import slurm_signal_lead_s
 
     plan = make_plan(num_nodes=1, gpus_per_node=2)
     assert slurm_signal_lead_s(plan) == 120  # a tiny model writes in well under a second
@@ -684,7 +685,7 @@ def test_slurms_time_advice_reads_the_bands_pessimistic_end(tmp_path: Path) -> N
     from planner.api import build_plan
     from planner.catalog.models import get_preset
     from planner.layout import Layout, TrainingConfig
-    from trainer.job import allocation_s, p80_factor
+    from trainer.job_scripts import allocation_s, p80_factor
 
     plan = build_plan(
         get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=16), TrainingConfig(seq_len=2048),
@@ -708,7 +709,7 @@ def test_the_slurm_time_advice_counts_start_up_and_checkpoint_writes(tmp_path: P
     from planner.catalog.models import get_preset
     from planner.model.goodput import run_losses
     from planner.model.settings import DEFAULT_SETTINGS
-    from trainer.job import allocation_s, render_slurm
+    from trainer.job_scripts import allocation_s, render_slurm
 
     plan = build_plan(
         get_preset("tiny"), "h100-sxm", Layout(), TrainingConfig(seq_len=256), num_gpus=1, training_tokens=1e7
