@@ -326,3 +326,19 @@ def test_extending_a_finished_job_trains_its_first_new_step_on_the_stretched_sch
     logged = {r["step"]: r["lr"] for r in read_metrics(job)}
     for step in (7, 8, 9):  # metrics step s trains optimizer step s - 1
         assert logged[step] == pytest.approx(run.lr * lr_factor(step - 1, run), rel=1e-6), step
+
+
+def test_a_resumed_run_trains_at_job_jsons_new_peak_rate(tmp_path, in_process, capsys):
+    """Review s33: adopt_run was tested alone; here a real resume after job.json's lr changed (what
+    `emit --force --lr` writes) trains at the new peak and says so."""
+    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, warmup_steps=0, lr=3e-3)
+    assert train(job, "--steps", "3") == ExitCode.OK
+    spec = JobSpec.load(job)
+    spec.model_copy(update={"run": spec.run.model_copy(update={"lr": 1e-2})}).save(job)
+    capsys.readouterr()
+    assert train(job) == ExitCode.OK
+    said = capsys.readouterr()
+    assert "peak learning rate 0.003 -> 0.01" in said.out + said.err
+    run = JobSpec.load(job).run
+    lrs = {r["step"]: r["lr"] for r in read_metrics(job)}
+    assert lrs[4] == pytest.approx(1e-2 * lr_factor(3, run)) and lrs[3] == pytest.approx(3e-3 * lr_factor(2, run))
