@@ -71,6 +71,21 @@ class Constraint(StrEnum):
     # Several jobs cannot run on their own for different reasons: each one's answer is in ``jobs``.
     JOBS = "jobs"
 
+    @property
+    def unit(self) -> str | None:
+        """The unit of an answer's ``required`` / ``available`` (None: the constraint has no
+        figures), said in the JSON beside them (trial s33: seconds beside ``*_days`` keys)."""
+        return _CONSTRAINT_UNITS.get(self)
+
+
+_CONSTRAINT_UNITS = {
+    Constraint.MEMORY: "GiB",
+    Constraint.INVENTORY: "GPUs",
+    Constraint.DEADLINE: "s",
+    Constraint.BUDGET: "USD",
+    Constraint.SHARED_INVENTORY: "GPU-s",
+}
+
 
 # The constraints a single job's rows are checked against, in the order the diagnosis re-imposes
 # them (planner/search/diagnosis.py); the last two members above answer several jobs at once.

@@ -276,7 +276,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 # The keys an infeasible answer adds; a feasible answer carries them as null, so a script reads
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
 INFEASIBLE_KEYS = (
-    "reason", "constraint", "detail", "fix", "required", "available", "more_gpus_help", "batch_tokens",
+    "reason", "constraint", "detail", "fix", "required", "available", "unit", "more_gpus_help", "batch_tokens",
     "batch_seconds", "named_plan", "jobs",
 )  # fmt: skip
 
@@ -296,6 +296,7 @@ def infeasible_json(exc) -> dict:
         "fix": exc.fix,
         "required": exc.required,
         "available": exc.available,
+        "unit": exc.constraint.unit,  # of required / available
         "more_gpus_help": exc.more_gpus_help,
         # a deadline answer's batch at which the inventory meets it, and the time there (review s28)
         "batch_tokens": exc.batch_tokens,

@@ -326,6 +326,7 @@ def test_an_infeasible_deadline_says_in_numbers_whether_more_gpus_help():
     more = json.loads(run(*base, "--gpus", "h100-sxm=8").stdout)
     assert more["constraint"] == "deadline" and more["more_gpus_help"] is True
     assert more["available"] == 5 * 86400 and more["required"] > more["available"]
+    assert more["unit"] == "s"  # trial s33: seconds, unsaid, beside *_days keys
     big = ["plan", "--model", "llama3.1-405b", "--tokens", "1.5e13", "--deadline-days", "30", "--json"]
     none = json.loads(run(*big).stdout)
     assert none["constraint"] == "deadline" and none["more_gpus_help"] is False
