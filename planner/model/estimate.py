@@ -170,6 +170,31 @@ def _gpus_per_node(num_gpus: int, num_nodes: int | None, node) -> int:
     return node.gpus_per_node
 
 
+def _memory_estimate(
+    model: ModelSpec, c: Candidates, s: Scores, settings: ModelingSettings, terms: MemoryTerms
+) -> MemoryEstimate:
+    """One row's memory record: the peaks, the GPU's capacity and headroom, the terms, the host's."""
+    return MemoryEstimate(
+        peak_gib=float(s.memory.peak_allocated[0]) / GIB,
+        reserved_gib=float(s.memory.reserved[0]) / GIB,
+        capacity_gib=float(c.memory_bytes[0]) / GIB,
+        headroom_fraction=settings.memory_headroom,
+        breakdown_gib=terms,
+        **host_memory_gib(model, c, settings),
+    )
+
+
+def _throughput_estimate(s: Scores, num_gpus: int) -> ThroughputEstimate:
+    return ThroughputEstimate(
+        tokens_per_s=float(s.tokens_per_s[0]),
+        tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
+        mfu=float(s.mfu[0]),
+        hfu=float(s.hfu[0]),
+        model_flops_per_token=float(s.model_flops_per_token[0]),
+        hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
+    )
+
+
 def estimate(
     model: ModelSpec,
     gpu: GPUSpec | str,
@@ -219,23 +244,9 @@ def estimate(
         gpu=gpu_spec.id,
         num_gpus=num_gpus,
         num_nodes=int(c.num_nodes[0]),
-        memory=MemoryEstimate(
-            peak_gib=float(s.memory.peak_allocated[0]) / GIB,
-            reserved_gib=float(s.memory.reserved[0]) / GIB,
-            capacity_gib=cap,
-            headroom_fraction=settings.memory_headroom,
-            breakdown_gib=terms,
-            **host_memory_gib(model, c, settings),
-        ),
+        memory=_memory_estimate(model, c, s, settings, terms),
         time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=TimeTerms(**s.time.as_dict())),
-        throughput=ThroughputEstimate(
-            tokens_per_s=float(s.tokens_per_s[0]),
-            tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
-            mfu=float(s.mfu[0]),
-            hfu=float(s.hfu[0]),
-            model_flops_per_token=float(s.model_flops_per_token[0]),
-            hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
-        ),
+        throughput=_throughput_estimate(s, num_gpus),
         layout=EstimateLayout.of(resolved, training),
         attention_kernel=timed.words,
         sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),
