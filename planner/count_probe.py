@@ -176,7 +176,8 @@ def memory_fix(
             f"use at least {best.num_gpus} {best.gpu} GPUs, the smallest count that fits "
             f"({best.layout}: {best.need_gib:.1f} of {best.capacity_gib:.1f} GiB)"
         )
-    return error.but(fix=fix)
+    # trial s33 (app): its sentence advised "shard over more GPUs" where no count fits
+    return error.but(fix=fix, more_gpus_help=best is not None)
 
 
 def deadline_fix(

@@ -379,9 +379,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         " efficiency ceiling this figure is held at, so it repeats them.",
         "未经独立验证：{regime} 的实测数据（{rows} 行，来自 {sources}）同时决定了本数字所受的效率上限，它只是复现它们。",
     ),
-    "envelope_validated": (
-        "Validated: {regime}; {rows} held-out rows ({sources}), mean error {error:.1%}.",
-        "已验证：{regime}；{rows} 行留出数据（{sources}），平均误差 {error:.1%}。",
+    "envelope_validated": (  # the regime's own rows, then the band's (trial s33: 2 rows beside 6 sources)
+        "Validated: {regime}; {rows} held-out rows ({sources}). The band is read from {band_rows} rows"
+        " ({band_sources}), mean error {error:.1%}.",
+        "已验证：{regime}；{rows} 行留出数据（{sources}）。误差带取自 {band_rows} 行（{band_sources}），"
+        "平均误差 {error:.1%}。",
     ),
     "envelope_outside": (
         "Outside the validated envelope: no measured row of {regime}. The band is read from the {rows}"
@@ -744,7 +746,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_days_at_risk": ("days at {risk}", "{risk} 分位天数"),
     "col_cost_p10_usd": ("cost, 80 % band from (USD)", "费用，80% 区间下限（美元）"),
     "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),
-    "col_validated": ("validated envelope", "在验证范围内"),
+    "col_validated": ("validated envelope", "验证情况"),  # trial s33: "在验证范围内" over "超出范围"
     # A plan's standing against the validated envelope (planner/plan.py Standing), in the portfolio table.
     "standing_validated": ("validated", "已验证"),
     "standing_circular": ("not independent", "非独立验证"),

@@ -52,6 +52,13 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "The cheapest plan costs {need}, the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
         "最便宜的方案需要 {need}，预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
     ),
+    "why_memory_no_gpus": (  # planner/count_probe.py memory_fix: no count up to its probe fits
+        "The smallest layout needs {need:,.1f} GiB per GPU, the largest allowed GPU has {have:,.1f} GiB "
+        "(GPU limit: {limit}); no GPU count the planner checked fits at this global batch. Fix: a GPU type "
+        "with more memory, or another global batch or sequence length.",
+        "最小的布局每 GPU 需要 {need:,.1f} GiB，允许的最大 GPU 只有 {have:,.1f} GiB（GPU 上限：{limit}）；"
+        "在此全局批大小下，规划器检查过的任何 GPU 数量都放不下。解决办法：换用显存更大的 GPU，或改变全局批大小或序列长度。",
+    ),
     "why_memory": (
         "The smallest layout needs {need:,.1f} GiB per GPU, the largest allowed GPU has {have:,.1f} GiB "
         "(GPU limit: {limit}). Fix: shard over more GPUs, use a smaller micro-batch or checkpoint activations.",

@@ -73,10 +73,15 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
     regimes whose band ends it shows (review s27: the card left them out)."""
     if u.validated and u.circular:  # review s32: the ceiling's own rows, not the band's sources and error
         return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=tr.join(u.exact_sources))
-    if u.validated:
-        sources = tr.join(u.sources)
+    if u.validated:  # the regime's own rows and sources, then the band's (as the CLI's envelope line)
         return tr(
-            "envelope_validated", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources, error=u.mean_abs_error
+            "envelope_validated",
+            regime=regime_text(tr, u),
+            rows=u.exact_rows,
+            sources=tr.join(u.exact_sources),
+            band_rows=u.rows,
+            band_sources=tr.join(u.sources),
+            error=u.mean_abs_error,
         )
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
     if u.reaches:
@@ -165,8 +170,8 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         values.update(need=(need or 0.0) / SECONDS_PER_DAY, have=(have or 0.0) / SECONDS_PER_DAY)
     known = ("deadline", "budget", "memory", "inventory", "divisibility", "batch", "shared_inventory")
     key = f"why_{c}" if c in known else None
-    if c == "deadline" and infeasible.more_gpus_help is False:  # the planner scored or probed more
-        key = "why_deadline_no_gpus"
+    if c in ("deadline", "memory") and infeasible.more_gpus_help is False:  # the planner scored or probed more
+        key = f"why_{c}_no_gpus"
     if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
         key = "why_budget_named"
         values.update(gpus=named.num_gpus, gpu=named.gpu, time=duration(tr, _hours(named.seconds)))

@@ -186,3 +186,30 @@ def test_the_portfolio_table_words_each_jobs_training_in_chinese():
     layouts = list(table(at, ZH("col_start_days"))[ZH("col_layout")])
     assert layouts and all("微批" in text and "激活重计算" in text for text in layouts), layouts
     assert not any(" | mb " in text or "| ac " in text for text in layouts), layouts
+
+
+def test_a_validated_envelope_keeps_its_own_rows_apart_from_the_bands():
+    """Trial s33 (app): "2 held-out rows (S13, S14, S3, dgxc, mlperf, moe-modelzoo)": the regime's
+    two rows were given the band's six sources and its error, where the CLI says both apart."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from ui.messages import envelope_text
+
+    u = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
+    u = u.estimate.uncertainty.model_copy(
+        update={
+            "validated": True,
+            "circular": False,
+            "exact_rows": 2,
+            "exact_sources": ("dgxc",),
+            "rows": 36,
+            "sources": ("S13", "S14", "dgxc"),
+            "mean_abs_error": 0.115,
+        }
+    )
+    for tr in (EN, ZH):
+        text = envelope_text(tr, u)
+        assert "(dgxc)" in text or "（dgxc）" in text
+        assert "36" in text and "S13" in text and "11.5%" in text
+    assert "2 held-out rows (dgxc). The band is read from 36 rows (S13, S14, dgxc)" in envelope_text(EN, u)

@@ -695,3 +695,23 @@ def test_a_median_away_from_the_headline_is_said_beside_it():
     p50, cost = data["uncertainty"]["time_to_train_h_at_risk"]["p50"], data["uncertainty"]["cost_usd_at_risk"]["p50"]
     assert abs(p50 / data["time_to_train_h"] - 1) > 0.02
     assert f"median (p50) {duration_h(p50)}, {money(cost)}: " in run(*args).stdout
+
+
+def test_a_memory_answer_that_no_gpu_count_fixes_does_not_advise_more_gpus():
+    """Trial s33 (app): deepseek-v3 on 8 a10 read 'Fix: shard over more GPUs ...' where the planner
+    had probed every count to 65,536; the Chinese page gave that advice alone."""
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from ui.app_core import Infeasible
+    from ui.i18n import Labels
+    from ui.messages import infeasible_text
+
+    answer = json.loads(run("plan", "--model", "deepseek-v3", "--tokens", "1.3e13", "--gpus", "a10=8", "--json").stdout)
+    assert answer["constraint"] == "memory" and answer["more_gpus_help"] is False
+    request = PlanRequest(model=get_preset("deepseek-v3"), training_tokens=1.3e13, gpus={"a10": 8})
+    fields = {k: answer[k] for k in ("constraint", "detail", "fix", "required", "available", "more_gpus_help")}
+    for lang in ("en", "zh"):
+        tr = Labels(lang)
+        text = infeasible_text(tr, Infeasible(**fields), request)
+        assert tr("why_memory_no_gpus", need=1.0, have=1.0, limit="x").split("(")[0][:10] in text
+        assert "shard over more GPUs" not in text and "在更多 GPU 上分片" not in text
