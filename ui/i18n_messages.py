@@ -30,6 +30,12 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "解决办法：增加 GPU、放宽期限或时间范围，或去掉一个任务。",
     ),
     "job_answer": ("Job {job}: {text}", "任务 {job}：{text}"),
+    "why_deadline_batch_caps": (  # the global batch caps the GPU count: a higher limit does not help
+        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); the global batch caps the "
+        "GPU count. Fix: allow {fix}.",
+        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）；全局批大小限制了 GPU 数量。"
+        "解决办法：将期限放宽到 {fix}。",
+    ),
     "why_deadline_no_gpus": (
         "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); no GPU count the planner "
         "checked beyond that limit meets it at this global batch. Fix: allow {fix}.",
@@ -43,14 +49,16 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "内满足期限（这会改变训练本身）。",
     ),
     "why_budget_named": (
-        "The cheapest plan, {gpus:,} × {gpu} for {time}, costs {need}; the budget is {have} (GPU limit: {limit})."
-        " Fix: raise the budget to {fix_usd}.",
-        "最便宜的方案为 {gpus:,} × {gpu}，需时 {time}，费用 {need}；预算为 {have}（GPU 上限：{limit}）。"
-        "解决办法：将预算提高到 {fix_usd}。",
+        "The cheapest plan, {gpus:,} × {gpu} for {time}, costs {need} at {risk}, the quantile plans are judged at;"
+        " the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
+        "最便宜的方案为 {gpus:,} × {gpu}，需时 {time}，按 {risk}（方案评判所用的分位数）计费用 {need}；预算为 {have}"
+        "（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
     ),
-    "why_budget": (
-        "The cheapest plan costs {need}, the budget is {have} (GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
-        "最便宜的方案需要 {need}，预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
+    "why_budget": (  # at the search's risk quantile (trial s33 app: "$16.5k" beside the card's $14,882, unsaid)
+        "The cheapest plan costs {need} at {risk}, the quantile plans are judged at, the budget is {have} "
+        "(GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
+        "最便宜的方案按 {risk}（方案评判所用的分位数）计需要 {need}，预算为 {have}（GPU 上限：{limit}）。"
+        "解决办法：将预算提高到 {fix_usd}。",
     ),
     "why_memory_no_gpus": (  # planner/count_probe.py memory_fix: no count up to its probe fits
         "The smallest layout needs {need:,.1f} GiB per GPU, the largest allowed GPU has {have:,.1f} GiB "

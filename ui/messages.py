@@ -163,7 +163,7 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
         )
     elif c == "budget":  # one amount in the detail and the fix, as the planner's sentence (review s28)
         cost_words, budget_words, raise_to = budget_amounts(need or 0.0, have or 0.0)
-        values.update(need=cost_words, have=budget_words, fix_usd=raise_to)
+        values.update(need=cost_words, have=budget_words, fix_usd=raise_to, risk=request.risk.value)
     elif c in ("memory", "inventory"):
         values.update(need=need or 0.0, have=have or 0.0)
     elif c == "shared_inventory":  # GPU-seconds, said in GPU-days
@@ -172,6 +172,8 @@ def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
     key = f"why_{c}" if c in known else None
     if c in ("deadline", "memory") and infeasible.more_gpus_help is False:  # the planner scored or probed more
         key = f"why_{c}_no_gpus"
+    elif c == "deadline" and infeasible.batch_tokens is not None:  # trial s33 (app): "or raise the GPU limit"
+        key = "why_deadline_batch_caps"
     if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
         key = "why_budget_named"
         values.update(gpus=named.num_gpus, gpu=named.gpu, time=duration(tr, _hours(named.seconds)))

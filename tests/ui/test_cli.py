@@ -715,3 +715,29 @@ def test_a_memory_answer_that_no_gpu_count_fixes_does_not_advise_more_gpus():
         text = infeasible_text(tr, Infeasible(**fields), request)
         assert tr("why_memory_no_gpus", need=1.0, have=1.0, limit="x").split("(")[0][:10] in text
         assert "shard over more GPUs" not in text and "在更多 GPU 上分片" not in text
+
+
+def test_the_apps_answers_say_the_risk_of_a_budget_and_drop_more_gpus_where_the_batch_caps():
+    """Trial s33 (app): a budget answer's cost was the p80's, unsaid beside the card's model figure;
+    a deadline the global batch caps offered 'or raise the GPU limit', which does not help."""
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from ui.app_core import Infeasible
+    from ui.i18n import Labels
+    from ui.messages import infeasible_text
+
+    keys = ("constraint", "detail", "fix", "required", "available", "more_gpus_help", "batch_tokens", "batch_seconds")
+    tokens = "160605224960"
+    late = json.loads(
+        run("plan", "--model", "llama3-8b", "--tokens", tokens, "--deadline-days", "0.05", "--json").stdout
+    )
+    assert late["constraint"] == "deadline" and late["batch_tokens"] is not None
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=float(tokens), deadline_days=0.05)
+    for lang in ("en", "zh"):
+        text = infeasible_text(Labels(lang), Infeasible(**{k: late[k] for k in keys}), request)
+        assert "raise the GPU limit" not in text and "提高 GPU 上限" not in text
+    poor = json.loads(run("plan", "--model", "llama3-8b", "--tokens", tokens, "--budget-usd", "1000", "--json").stdout)
+    assert poor["constraint"] == "budget"
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=float(tokens), budget_usd=1000)
+    text = infeasible_text(Labels("en"), Infeasible(**{k: poor[k] for k in keys}), request)
+    assert "at p80, the quantile plans are judged at" in text
