@@ -118,6 +118,7 @@ class InfeasiblePlan(Exception):
         batch_tokens: int | None = None,
         batch_seconds: float | None = None,
         named: NamedPlan | None = None,
+        job: str | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -134,6 +135,8 @@ class InfeasiblePlan(Exception):
         self.batch_tokens = batch_tokens
         self.batch_seconds = batch_seconds
         self.named = named  # the plan the figures are of, where the answer names one
+        # The one job of several whose answer this is (trial s33 app: its name was only in the prose)
+        self.job = job
 
     def but(
         self,
@@ -143,9 +146,10 @@ class InfeasiblePlan(Exception):
         more_gpus_help: bool | None = None,
         batch_tokens: int | None = None,
         batch_seconds: float | None = None,
+        job: str | None = None,
     ) -> InfeasiblePlan:
-        """This answer with another fix or detail (or whether more GPUs help, or the batch its fix
-        names), the rest kept."""
+        """This answer with another fix or detail (or whether more GPUs help, the batch its fix
+        names, the job it is of), the rest kept."""
         return InfeasiblePlan(
             self.constraint,
             detail or self.detail,
@@ -157,6 +161,7 @@ class InfeasiblePlan(Exception):
             batch_tokens=self.batch_tokens if batch_tokens is None else batch_tokens,
             batch_seconds=self.batch_seconds if batch_seconds is None else batch_seconds,
             named=self.named,
+            job=job or self.job,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -171,6 +176,7 @@ class InfeasiblePlan(Exception):
                 "batch_tokens": self.batch_tokens,
                 "batch_seconds": self.batch_seconds,
                 "named": self.named,
+                "job": self.job,
             },
         )
 

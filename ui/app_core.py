@@ -62,13 +62,14 @@ class Infeasible:
     batch_tokens: int | None = None  # InfeasiblePlan's: the global batch at which the deadline is met
     batch_seconds: float | None = None  # and the time to train at it
     named: NamedPlan | None = None  # InfeasiblePlan's: the plan its figures are of (budget: the cheapest)
+    job: str | None = None  # InfeasiblePlan's: the one job of several it is the answer of
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
         jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
         figures = (exc.required, exc.available, exc.more_gpus_help)
         batch = (exc.batch_tokens, exc.batch_seconds)
-        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, *batch, exc.named)
+        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, *batch, exc.named, exc.job)
 
 
 @dataclass(frozen=True)

@@ -151,10 +151,16 @@ def infeasible_text(tr: Labels, infeasible: Infeasible, request: PlanRequest) ->
 
 
 def infeasible_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
+    if infeasible.job is not None:  # trial s33 (app): a portfolio's failing job was not named
+        return tr("job_answer", job=infeasible.job, text=_constraint_body(tr, infeasible, request))
+    return _constraint_body(tr, infeasible, request)
+
+
+def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -> str:
     c, need, have = infeasible.constraint, infeasible.required, infeasible.available
     if infeasible.jobs:
         return tr.sentences(
-            *(tr("job_answer", job=name, text=infeasible_body(tr, job, request)) for name, job in infeasible.jobs)
+            *(tr("job_answer", job=name, text=_constraint_body(tr, job, request)) for name, job in infeasible.jobs)
         )
     values: dict[str, object] = dict(limit=gpu_limit(tr, request))
     if c == "deadline":

@@ -277,7 +277,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
 INFEASIBLE_KEYS = (
     "reason", "constraint", "detail", "fix", "required", "available", "unit", "more_gpus_help", "batch_tokens",
-    "batch_seconds", "named_plan", "jobs",
+    "batch_seconds", "named_plan", "job", "jobs",
 )  # fmt: skip
 
 
@@ -303,6 +303,7 @@ def infeasible_json(exc) -> dict:
         "batch_seconds": exc.batch_seconds,
         # the plan the figures are of (a budget answer's cheapest): {gpu, num_gpus, seconds}
         "named_plan": None if exc.named is None else dataclasses.asdict(exc.named),
+        "job": exc.job,  # the one job of several the answer is of
         "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
     }
 

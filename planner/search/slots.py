@@ -119,7 +119,7 @@ def job_rows(
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
             detail += " (its rent at the job's risk quantile, which a budget bounds)"
-        raise reason.but(detail=detail, fix=fix)
+        raise reason.but(detail=detail, fix=fix, job=job.name)
     if job.batch_target is not None:
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]
     # As plan's: of rows tied at an efficiency ceiling the pruning keeps the first, so the one the

@@ -132,3 +132,29 @@ def test_fleet_shows_each_jobs_band_keyed_as_portfolio():
     first = mixed["assignments"][0]
     text = " ".join(out.split())
     assert f"{first['days']:.1f} ({first['days_band'][0]:.1f}-{first['days_band'][1]:.1f}) days" in text
+
+
+def test_a_portfolios_one_failing_job_is_named_in_the_apps_answer_and_the_json(tmp_path):
+    """Trial s33 (app): the warning named no job (the Chinese page nowhere); the JSON only in prose."""
+    import json
+
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from ui.app_core import Infeasible
+    from ui.i18n import Labels
+    from ui.messages import infeasible_text
+
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text(
+        '[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "small"\nmodel = "gpt3-125m"\ntokens = 1e9\n'
+        '[[jobs]]\nname = "huge"\nmodel = "llama3.1-405b"\ntokens = 1e13\ndeadline_days = 5\n'
+    )
+    code, out, _ = call("portfolio", str(jobs), "--json")
+    answer = json.loads(out)
+    assert code == 0 and answer["feasible"] is False and answer["job"] == "huge"
+    fields = ("constraint", "detail", "fix", "required", "available", "more_gpus_help", "job")
+    request = PlanRequest(model=get_preset("llama3.1-405b"), training_tokens=1e13, deadline_days=5)
+    for lang in ("en", "zh"):
+        tr = Labels(lang)
+        text = infeasible_text(tr, Infeasible(**{k: answer[k] for k in fields}), request)
+        assert tr("job_answer", job="huge", text="")[:6] in text and "huge" in text
