@@ -14,6 +14,7 @@ from planner.api import PlanResult, plan_from_row, request_catalog, search
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
+from planner.fmt import counted, duration_words, money
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.model.rowwise import distinct
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -31,7 +32,7 @@ from planner.search.portfolio import PortfolioSolution, solve_portfolio
 from planner.search.score import scored_table, search_space
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
-from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
+from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
 @dataclass(frozen=True)
@@ -218,10 +219,11 @@ class WhyNot:
         mine, winner = self.mine, self.winner
         e, w = mine.estimate, winner.estimate
         assert e.time_to_train_h is not None and w.time_to_train_h is not None  # requests carry tokens
+        # trial s33 (app): "1 GPUs", and "0.2 days" where the card said 4.6 h
         return (
-            f"{self.gpu}: best plan {mine.num_gpus} GPUs ({mine.layout_words}) costs ${e.cost_usd:,.0f} in "
-            f"{e.time_to_train_h / HOURS_PER_DAY:.1f} days (MFU {e.throughput.mfu:.1%}); the chosen {winner.gpu} plan "
-            f"costs ${w.cost_usd:,.0f} in {w.time_to_train_h / HOURS_PER_DAY:.1f} days"
+            f"{self.gpu}: best plan {counted(mine.num_gpus, 'GPU')} ({mine.layout_words}) costs {money(e.cost_usd)} in "
+            f"{duration_words(e.time_to_train_h * SECONDS_PER_HOUR)} (MFU {e.throughput.mfu:.1%}); the chosen"
+            f" {winner.gpu} plan costs {money(w.cost_usd)} in {duration_words(w.time_to_train_h * SECONDS_PER_HOUR)}"
         )
 
 

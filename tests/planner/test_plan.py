@@ -351,3 +351,15 @@ def test_alternatives_are_distinct_choices(llama8b_result):
         return (p.gpu, p.num_gpus, p.layout, p.training.activation_checkpointing, p.training.precision)
 
     assert len({choice(p) for p in plans}) == len(plans)
+
+
+def test_why_not_counts_and_times_in_words():
+    """Trial s33 (app): 'best plan 1 GPUs (...) costs $700 in 5.8 days ...; the chosen b200 plan costs
+    $501 in 0.2 days' where the card said 4.6 h."""
+    from planner.api.explore import why_not_answer
+
+    request = PlanRequest(model=get_preset("gpt3-125m"), training_tokens=3e9, gpus={"h100-sxm": 1, "a10": 1})
+    answers = [why_not_answer(request, g) for g in ("h100-sxm", "a10")]
+    text = next(a.text() for a in answers if not a.chosen and a.mine is not None and a.winner is not None)
+    assert "1 GPUs" not in text and "best plan 1 GPU (" in text
+    assert " hours" in text or " minutes" in text or " days" in text
