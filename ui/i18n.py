@@ -110,7 +110,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "price_kind_note": (
         "{kind} prices, the median of the providers' offers (hw_catalog/prices): {prices}. "
         "GPUs without such an offer are left out{dropped}.",
-        "{kind} 价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不参与规划{dropped}。",
+        "{kind}价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不参与规划{dropped}。",
     ),
     "gpu_allowed": ("use", "使用"),  # short headers: the sidebar's table shows four columns (issue 30)
     "gpu_inventory": ("inventory", "库存"),
@@ -177,7 +177,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "no_ac": ("Allow at least one activation-checkpointing mode.", "请至少允许一种激活重计算方式。"),
     "allow_offload": ("Allow CPU offload", "允许 CPU 卸载"),
     "max_gpus": ("Most GPUs to consider", "最多考虑的 GPU 数"),
-    "top_k": ("Plans to list", "列出的方案数"),
+    "top_k": (
+        "Alternatives to list (beside the chosen plan)",
+        "列出的备选方案数（选定方案之外）",
+    ),  # trial s33: 3 listed 4
     "headroom": ("Memory headroom (%)", "显存余量（%）"),
     "headroom_help": (
         "Fraction of each GPU's memory kept free: a plan fits when reserved memory plus the CUDA "
@@ -344,7 +347,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
     "spot_wait": (
         "{count:,.1f} spot preemptions expected, each waiting {wait} for capacity (in the time and cost).",
-        "预计 {count:,.1f} 次竞价实例抢占，每次等待 {wait} 重新获得容量（已计入时间和成本）。",
+        "预计 {count:,.1f} 次竞价实例抢占，每次等待 {wait}重新获得容量（已计入时间和成本）。",
     ),
     "card_domain": ("one NVLink domain", "1 个 NVLink 域"),
     "card_domains": ("{count} NVLink domains", "{count} 个 NVLink 域"),
