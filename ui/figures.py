@@ -324,7 +324,9 @@ def _band(frame: pd.DataFrame, value: str, lo: str, hi: str, colour: str) -> dic
 def _limit_lines(fig: go.Figure, limits: Limits, tr: Labels) -> None:
     if limits.deadline_days:
         fig.add_vline(limits.deadline_days, line=dict(color="crimson", dash="dash"))
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=tr("deadline_line", days=limits.deadline_days),
+        # the card's duration words: "deadline 0.1 days" labelled a 1.2 h deadline (trial s33 app)
+        name = tr("deadline_line", deadline=duration(tr, limits.deadline_days * HOURS_PER_DAY))
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=name,
                         line=dict(color="crimson", dash="dash"), legendrank=3)  # fmt: skip
     if limits.budget_usd:
         fig.add_hline(limits.budget_usd, line=dict(color="darkorange", dash="dash"))

@@ -111,7 +111,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "point_estimate": ("the model's estimate", "模型估计"),
     "knee": ("knee of the front", "前沿拐点"),
-    "deadline_line": ("deadline {days:,.1f} days", "期限 {days:,.1f} 天"),
+    "deadline_line": ("deadline {deadline}", "期限 {deadline}"),
     "budget_line": ("budget {usd}", "预算 {usd}"),
     "why_not_gpu_infeasible": ("{gpu} is infeasible: {why}", "{gpu} 不可行：{why}"),
     "why_not_none_feasible": ("No GPU type is feasible: {why}", "没有可行的 GPU 型号：{why}"),

@@ -38,7 +38,7 @@ from ui import figures
 from ui.app_core import money
 from ui.gpu_table import apply_edits, default_rows
 from ui.i18n import all_labels, plain
-from ui.messages import near_tie_text
+from ui.messages import duration, near_tie_text
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,8 @@ def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points
     lines = {(shape.type, shape.x0 if shape.x0 == shape.x1 else shape.y0) for shape in fig.layout.shapes}
     assert ("line", deadline) in lines and ("line", budget) in lines
     names = [t.name for t in fig.data]
-    assert {EN("pareto_front"), EN("knee"), EN("deadline_line", days=deadline)} <= set(names)
+    said = EN("deadline_line", deadline=duration(EN, deadline * 24))  # the card's words (trial s33: "0.1 days")
+    assert {EN("pareto_front"), EN("knee"), said} <= set(names)
     h100 = next(t for t in fig.data if t.name == "h100-sxm")
     group = points[points["gpu"] == "h100-sxm"]
     ok = limits.feasible(points)[group.index]
