@@ -30,6 +30,17 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "解决办法：增加 GPU、放宽期限或时间范围，或去掉一个任务。",
     ),
     "job_answer": ("Job {job}: {text}", "任务 {job}：{text}"),
+    # planner/api/notices.py tie_rule: why a listed plan beats the chosen one on the objective
+    "tie_rule_cost": (
+        "Plans within {fraction:.0%} of the best {risk} cost ({best}, #{rank}) count as tied, and the faster of them is"
+        " chosen.",
+        "{risk} 费用在最低值（{best}，第 {rank} 个）{fraction:.0%} 以内的方案视为并列，其中选择更快的方案。",
+    ),
+    "tie_rule_time": (
+        "Plans within {fraction:.0%} of the best {risk} time ({best}, #{rank}) count as tied, and the cheaper of them is"
+        " chosen.",
+        "{risk} 时间在最短值（{best}，第 {rank} 个）{fraction:.0%} 以内的方案视为并列，其中选择更便宜的方案。",
+    ),
     "why_deadline_batch_caps": (  # the global batch caps the GPU count: a higher limit does not help
         "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); the global batch caps the "
         "GPU count. Fix: allow {fix}.",

@@ -8,10 +8,11 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from planner.api.notices import tie_rule
 from planner.catalog.prices import PriceBasis
 from planner.fmt import duration_band, duration_h, money
-from planner.plan import Estimate, Plan
-from planner.search.ilp import NEAR_TIE_FRACTION, Objective
+from planner.plan import Estimate
+from planner.search.ilp import Objective
 from ui.render import (
     add_columns,
     calibration_json,
@@ -244,30 +245,19 @@ def risk_figures(e: Estimate, risk: str) -> str:
 
 
 def tie_rule_line(result) -> str | None:
-    """Why a listed plan beats the chosen one on the objective: the near-tie rule (NEAR_TIE_FRACTION)
-    took the faster (cheaper) of the plans within it of the optimum."""
-    objective, risk = result.solution.objective, result.risk.value
-    if objective not in (Objective.COST, Objective.TIME):
+    """Why a listed plan beats the chosen one on the objective (planner/api/notices.py tie_rule)."""
+    rule = tie_rule(result)
+    if rule is None:
         return None
-    cost = objective == Objective.COST
-
-    def judged(p: Plan) -> float | None:
-        u = p.estimate.uncertainty
-        at = None if u is None else (u.cost_usd_at_risk if cost else u.time_to_train_h_at_risk)
-        return None if at is None else at[risk]
-
-    chosen, listed = judged(result.plan), [judged(a) for a in result.alternatives]
-    if chosen is None or not any(v is not None and v < chosen for v in listed):
-        return None
-    best = min((v, i) for i, v in enumerate(listed, start=1) if v is not None)
+    cost = rule.objective == "cost"
     first, then = ("cost", "faster") if cost else ("time", "cheaper")
     # to the dollar / tenth of an hour: the table's $2.05M matches every row (review s30b)
-    shown = f"${best[0]:,.0f}" if cost else f"{best[0]:,.1f} h"
+    shown = f"${rule.best:,.0f}" if cost else f"{rule.best:,.1f} h"
     # trial s30: read against the chosen plan, a near tie 0.3 % dearer and 2x faster looked like it
     # should have won; the window is the best plan's
     return (
-        f"objective {objective.value}: plans within {NEAR_TIE_FRACTION:.0%} of the best {risk} {first} ({shown},"
-        f" #{best[1]}) count as tied, and the {then} of them is chosen (NEAR_TIE_FRACTION)"
+        f"objective {rule.objective}: plans within {rule.fraction:.0%} of the best {rule.risk} {first} ({shown},"
+        f" #{rule.rank}) count as tied, and the {then} of them is chosen (NEAR_TIE_FRACTION)"
     )
 
 

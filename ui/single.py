@@ -12,7 +12,13 @@ import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
-from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron, serial_host
+from planner.api.notices import (
+    a2a_exposed_under_megatron,
+    host_staged,
+    selective_under_megatron,
+    serial_host,
+    tie_rule,
+)
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
@@ -349,7 +355,19 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
 BOUGHT_COLUMNS = ("cost_usd", "cost_at_risk_usd", "price_usd_per_gpu_hour")
 
 
-def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False, risk: str = "p80") -> None:
+def tie_rule_text(tr: Labels, result) -> str | None:
+    """The CLI's tie-rule line in the page's language (planner/api/notices.py tie_rule)."""
+    rule = None if result is None else tie_rule(result)
+    if rule is None:
+        return None
+    best = app_core.money(rule.best) if rule.objective == "cost" else duration(tr, rule.best)
+    key = "tie_rule_cost" if rule.objective == "cost" else "tie_rule_time"
+    return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank)
+
+
+def show_top_plans(
+    tr: Labels, plans: list[Plan], bought: bool = False, risk: str = "p80", tie: str | None = None
+) -> None:
     frame = app_core.top_plans_frame(plans, risk)[list(TOP_ORDER)]
     frame["ac"] = frame["ac"].map(tr.option)
     frame["mfu"] = frame["mfu"] * 100  # in percent points, for TOP_FORMATS' one-decimal percentage
@@ -365,6 +383,8 @@ def show_top_plans(tr: Labels, plans: list[Plan], bought: bool = False, risk: st
         column_config={names[c]: st.column_config.NumberColumn(format=f) for c, f in TOP_FORMATS.items()},
     )
     st.caption(tr("top_help"))
+    if tie:  # trial s33 (app): 'Cheapest' chose a plan its own table shows dearer, unsaid
+        st.caption(tie)
 
 
 def show_why_not(tr: Labels, inputs: Inputs) -> None:
@@ -476,7 +496,9 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),
         "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
-        "tab_top": lambda: show_top_plans(tr, plans, inputs.bought, result.risk.value if result else "p80"),
+        "tab_top": lambda: show_top_plans(
+            tr, plans, inputs.bought, result.risk.value if result else "p80", tie_rule_text(tr, result)
+        ),
         "tab_why_not": lambda: show_why_not(tr, inputs),
         "tab_downloads": lambda: show_downloads(tr, plans[0]),  # result.plan: the tab is dropped without plans
         "tab_explorer": lambda: show_explorer(tr, inputs, plans[0] if plans else None),

@@ -32,7 +32,7 @@ from planner.request import (
     requested_batch_tokens,
     solve_request,
 )
-from planner.search.ilp import Objective, ScoredTable
+from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # A plan that trains for longer than this gets a warning: GPUs, prices and methods rarely hold
@@ -344,3 +344,37 @@ def vary_batch_warnings(hint: VaryBatch | None, other: Plan | None, chosen: Plan
         f"--vary-batch: at {hint.batch_tokens:,} tokens per step ({hint.change:+.1%}) the plan would {verb}"
         f" {hint.saving:.0%} less at --risk {hint.risk.value} ({other.num_gpus} x {other.gpu}){cause}",
     )
+
+
+@dataclass(frozen=True)
+class TieRule:
+    """Why a listed plan beats the chosen one on the objective: plans within ``fraction`` of the
+    best listed one's figure (``best``, at ``risk``; USD or hours) count as tied, and the faster
+    (cheaper) of them is chosen (planner/search/ilp.py NEAR_TIE_FRACTION). ``rank``: the best
+    one's place in the listed alternatives, from 1."""
+
+    objective: str  # "cost" or "time"
+    risk: str
+    fraction: float
+    best: float
+    rank: int
+
+
+def tie_rule(result) -> TieRule | None:
+    """The tie rule where it decided: a listed plan is better on the objective than the chosen one
+    (trial s33: the app never said why 'Cheapest' was not the cheapest of its table)."""
+    objective, risk = result.solution.objective, result.risk.value
+    if objective not in (Objective.COST, Objective.TIME):
+        return None
+    cost = objective == Objective.COST
+
+    def judged(p) -> float | None:
+        u = p.estimate.uncertainty
+        at = None if u is None else (u.cost_usd_at_risk if cost else u.time_to_train_h_at_risk)
+        return None if at is None else at[risk]
+
+    chosen, listed = judged(result.plan), [judged(a) for a in result.alternatives]
+    if chosen is None or not any(v is not None and v < chosen for v in listed):
+        return None
+    best, rank = min((v, i) for i, v in enumerate(listed, start=1) if v is not None)
+    return TieRule(objective.value, risk, NEAR_TIE_FRACTION, best, rank)

@@ -213,3 +213,21 @@ def test_a_validated_envelope_keeps_its_own_rows_apart_from_the_bands():
         assert "(dgxc)" in text or "（dgxc）" in text
         assert "36" in text and "S13" in text and "11.5%" in text
     assert "2 held-out rows (dgxc). The band is read from 36 rows (S13, S14, dgxc)" in envelope_text(EN, u)
+
+
+def test_the_top_plans_say_the_tie_rule_that_chose_a_dearer_plan():
+    """Trial s33 (app): 'Cheapest' showed 32 x b200 where its own table listed 16 x b200 cheaper; the
+    CLI said the 1 % tie rule, the app nothing. One reading (planner/api/notices.py tie_rule)."""
+    from planner.api import PlanRequest, plan
+    from planner.api.notices import tie_rule
+    from planner.catalog.models import get_preset
+    from ui.render_plan import tie_rule_line
+    from ui.single import tie_rule_text
+
+    result = plan(PlanRequest(model=get_preset("llama3-8b"), training_tokens=160_605_224_960, objective="cost"))
+    rule = tie_rule(result)
+    assert rule is not None and rule.objective == "cost" and rule.rank >= 1
+    assert f"#{rule.rank}) count as tied, and the faster of them is chosen" in tie_rule_line(result)
+    for tr in (EN, ZH):
+        text = tie_rule_text(tr, result)
+        assert text is not None and f"{rule.fraction:.0%}" in text and str(rule.rank) in text
