@@ -234,7 +234,9 @@ def app_words(tr: Labels, text: str) -> str:
             return f"{lead}({words})" if found[0].lstrip().startswith("(") else words
 
         text = form.sub(label, text)
-    return text
+    # trial s33 (app): "capped at 4096 per type by max_gpus", "--risk p50 judges the median"
+    text = re.sub(r"\bby max_gpus\b", f'by "{tr("max_gpus")}"', text)
+    return re.sub(r"--risk (p\d\d)\b", lambda m: f'"{tr("risk")}" = {m[1]}', text)
 
 
 def detail_text(tr: Labels, infeasible: Infeasible) -> str:

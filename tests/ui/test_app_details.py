@@ -302,6 +302,9 @@ def test_the_english_detail_line_names_sidebar_fields_not_cli_flags():
         == f'on hand, "{EN("global_batch")}" = 8,388,608, at'
     )
     assert app_words(EN, "tolerance (batch_tolerance, --batch-tolerance) or") == "tolerance or"
+    # trial s33 (app): two more CLI names in the detail lines
+    assert app_words(EN, "capped at 4096 per type by max_gpus)") == f'capped at 4096 per type by "{EN("max_gpus")}")'
+    assert app_words(EN, "p80; --risk p50 judges the median") == f'p80; "{EN("risk")}" = p50 judges the median'
 
 
 # --------------------------------------------------------------------------- run view: validation.json
