@@ -48,6 +48,7 @@ from trainer.job_spec import JobSpec
 from ui import app_core, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys, plain
+from ui.messages import app_words
 from ui.sidebar import CUSTOM_FIELDS, SEQ_LENS
 
 
@@ -178,7 +179,8 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
             fix=EN("hours_up", value=math.ceil(exc.required / 3600 - 1e-9)),
         ),
     )
-    assert any(c.value == plain(f"{exc.detail}; {exc.fix}") for c in at.caption)  # the planner's own words too
+    # the planner's own words too, its request fields named as the sidebar names them
+    assert any(c.value == plain(app_words(EN, f"{exc.detail}; {exc.fix}")) for c in at.caption)
     assert EN("tab_why_not") in [t.label for t in at.tabs]  # the page still explains itself
 
 
