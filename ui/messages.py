@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from planner.accuracy.regime import Feature, said_features
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
@@ -64,8 +65,10 @@ def regime_text(tr: Labels, u: Uncertainty) -> str:
 
 
 def regime_words_text(tr: Labels, regime: RegimeWords) -> str:
+    """The regime's words, a feature another implies left unsaid (``said_features``)."""
     words = [tr("regime_words", stack=regime.stack, generation=regime.generation)]
-    return tr.join(words + [tr(f"feature_{f}") for f in regime.features])
+    bits = sum(int(Feature[name.upper()]) for name in regime.features)
+    return tr.join(words + [tr(f"feature_{str(f.name).lower()}") for f in said_features(bits)])
 
 
 def envelope_text(tr: Labels, u: Uncertainty) -> str:

@@ -104,6 +104,16 @@ FEATURE_WORDS: dict[Feature, str] = {
 }
 
 
+# A feature another implies, left unsaid beside it (trial s33 app: "more than one GPU, more than
+# one node"); the bits and the JSON's feature names keep both.
+IMPLIED_BY = {Feature.MULTI_GPU: Feature.MULTI_NODE, Feature.MULTI_NODE: Feature.LARGE}
+
+
+def said_features(bits: int) -> list[Feature]:
+    """The features of ``bits`` worth saying: those no other one of them implies."""
+    return [f for f in Feature if bits & f and not bits & IMPLIED_BY.get(f, 0)]
+
+
 def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
     Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
@@ -140,7 +150,7 @@ class Regime:
 
     def describe(self) -> str:
         """'megatron-core on Hopper, tp > 1, pp > 1, fp8, more than one GPU'."""
-        words = [FEATURE_WORDS[f] for f in Feature if self.features & f]
+        words = [FEATURE_WORDS[f] for f in said_features(self.features)]
         return ", ".join([f"{self.stack} on {self.generation}", *words])
 
     def differences(self, other: Regime) -> list[str]:

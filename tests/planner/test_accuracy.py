@@ -488,3 +488,14 @@ def test_a_band_read_from_other_regimes_reaches_its_own_few_measured_rows():
     u = p.estimate.uncertainty
     assert u.validated and u.exact_rows == 2
     assert u.tokens_per_s[1] / 512 >= 11_518  # MP044, the lower of the two
+
+
+def test_a_regime_leaves_a_feature_another_implies_unsaid():
+    """Trial s33 (app): 'more than one GPU, more than one node'. The bits keep both; the words one."""
+    from planner.accuracy.regime import said_features
+
+    bits = int(F.TP | F.MULTI_GPU | F.MULTI_NODE)
+    assert said_features(bits) == [F.TP, F.MULTI_NODE]
+    assert said_features(int(F.MULTI_GPU | F.MULTI_NODE | F.LARGE)) == [F.LARGE]
+    assert Regime("megatron-core", "Hopper", bits).describe() == "megatron-core on Hopper, tp > 1, more than one node"
+    assert said_features(int(F.MULTI_GPU)) == [F.MULTI_GPU]
