@@ -230,7 +230,8 @@ def card_captions(
         risk = result.risk.value  # what the search judged this plan by (trial s25: p50/p80/p90 looked alike)
         time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])
         lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
-    if (median := median_offset(e)) is not None:  # trial s28d: the CLI said it, the card did not
+    # trial s28d: the CLI said the median, the card did not; trial s33: judged at p50, it repeated that line
+    if (median := median_offset(e)) is not None and result.risk.value != "p50":
         lines.append(median_text(tr, median))
     lines += [*filter(None, (price_text(tr, plan, bought), spot_wait_text(tr, e.goodput)))]
     lines += [

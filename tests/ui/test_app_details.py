@@ -792,3 +792,20 @@ def test_the_cards_kernel_says_the_torch_sdpa_needs_for_cudnn_in_both_languages(
     assert chosen.estimate.attention_kernel == "cuDNN" and chosen.estimate.sdpa_picks_cudnn
     assert attention_words(chosen) == ", attention cuDNN" + SDPA_CUDNN_NOTE
     assert "2.11" in kernel_words(ZH, chosen) and not english_sentences(kernel_words(ZH, chosen))
+
+
+def test_judged_at_p50_the_card_does_not_say_the_median_twice():
+    """Trial s33 (app): 'Judged at p50: 2.8 days, $14,577' and 'Median (p50): 2.8 days, $14,577 ...'."""
+    from planner.accuracy import Risk
+    from planner.api import PlanRequest, plan
+    from ui.render_lines import median_offset
+    from ui.single import card_captions
+
+    median = "Median (p50)"
+    for risk, said in ((Risk.P80, True), (Risk.P50, False)):
+        request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=160_605_224_960, risk=risk)
+        result = plan(request)
+        assert median_offset(result.plan.estimate) is not None  # off the headline: the CLI says it
+        lines = card_captions(EN, result.plan, result, None)
+        assert any(line.startswith(median) for line in lines) is said, risk
+        assert any(line.startswith(f"Judged at {risk.value}") for line in lines)
