@@ -119,8 +119,8 @@ def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
                 f"{other.plan.layout.describe()}) and its checkpoints; emit into a new directory, or --force"
             )
         changes = training_changes(other.run, spec.run)
-        saved = list_checkpoints(out_dir / CHECKPOINT_DIR)
-        if changes and saved:  # trial s33: a new --lr was written over a run that resumed with the old one
+        # trial s33: a new --lr was written over a run that resumed with the old one
+        if changes and (saved := list_checkpoints(out_dir / CHECKPOINT_DIR)):
             raise ValueError(
                 f"--out {out_dir}: holds this job's checkpoints (up to step {saved[-1][0]}) under other settings"
                 f" ({', '.join(changes)}); a resumed run would change course at that step: emit into a new"

@@ -288,8 +288,8 @@ def no_infeasibility() -> dict:
 
 def infeasible_json(exc) -> dict:
     """An InfeasiblePlan's typed fields. ``required`` / ``available`` are in the constraint's unit
-    (deadline: seconds, budget: USD, memory: GiB, inventory: GPUs, shared_inventory: GPU-seconds)
-    for scripts (trial s25: the numbers were only in the prose); ``jobs``: each job's own answer."""
+    (``Constraint.unit``, given as ``unit``) for scripts (trial s25: the numbers were only in the
+    prose); ``jobs``: each job's own answer."""
     return {
         "constraint": exc.constraint.value,
         "detail": exc.detail,

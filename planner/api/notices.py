@@ -369,9 +369,7 @@ def tie_rule(result) -> TieRule | None:
     cost = objective == Objective.COST
 
     def judged(p) -> float | None:
-        u = p.estimate.uncertainty
-        at = None if u is None else (u.cost_usd_at_risk if cost else u.time_to_train_h_at_risk)
-        return None if at is None else at[risk]
+        return p.estimate.cost_usd_at(risk) if cost else p.estimate.time_h_at(risk)
 
     chosen, listed = judged(result.plan), [judged(a) for a in result.alternatives]
     if chosen is None or not any(v is not None and v < chosen for v in listed):

@@ -172,7 +172,8 @@ class FleetPlan:
         if not jobs or any(a.band is None for a in jobs):
             return None
         held = self.total_cost_usd - sum(a.cost_usd for a in jobs)
-        low, high = (held + sum(a.cost_usd * a.band[end] for a in jobs if a.band) for end in (0, 1))
+        ends = [a.banded(a.cost_usd) for a in jobs]
+        low, high = (held + sum(e[end] for e in ends if e) for end in (0, 1))
         return low, high
 
 
