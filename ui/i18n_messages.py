@@ -199,7 +199,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "故障：{num_gpus} 块 GPU 的任务平均每 {mttf}故障一次；一次检查点需 {write_s:,.1f} 秒，"
         "因此 Young/Daly 间隔为 {interval}；每次故障损失半个间隔加 {restart}重启",
     ),
-    "note_interval_cut": (  # the Young/Daly interval cut to the run's length (planner/explain.py cut_to_run)
+    "note_interval_cut": (  # the Young/Daly interval cut to the run's length (GoodputEstimate.interval_cut_to_run)
         "{young}, longer than the run: one checkpoint after {every}",
         "{young}，长于整个运行：仅在 {every}后保存一次检查点",
     ),

@@ -421,7 +421,7 @@ def note_text(tr: Labels, note: Note) -> str:
 
 def failure_durations(tr: Labels, figures: dict) -> dict[str, str]:
     """The failures note's durations as the card writes them ('-' where the planner has none); a
-    Young/Daly interval longer than the run says so (``cut_to_run``)."""
+    Young/Daly interval longer than the run says so (``GoodputEstimate.interval_cut_to_run``)."""
     mttf, young, every, restart = (figures.get(k) for k in ("mttf_h", "young_min", "interval_min", "restart_min"))
     said = "-" if young is None else interval(tr, float(young))
     if figures.get("cut") and every is not None:  # Young/Daly's interval is longer than the run
