@@ -90,9 +90,11 @@ def energy(kwh: float | None) -> str:
 SMALL_MONEY_USD = 10.0
 
 
-def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
+def money(usd: float | None, *, cents_below: float = -math.inf, column_max: float = 0.0) -> str:
     """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
     cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").
+    ``column_max``: the largest sum of the column it stands in, whose unit it takes (trial s33: a
+    fleet column read "$783,875" over "$2.01M"; now "$0.78M" over "$2.01M").
 
     None (no price) reads ``-``.
     """
@@ -101,7 +103,7 @@ def money(usd: float | None, *, cents_below: float = -math.inf) -> str:
     if usd == 0:
         return "$0"  # nothing to pay, not "$0.00" of cents
     for scale, suffix in _MONEY_SCALES:
-        if usd >= scale:
+        if max(usd, column_max) >= scale:
             return f"${usd / scale:,.2f}{suffix}"
     return f"${usd:,.0f}" if usd >= max(cents_below, 1.0) else f"${usd:,.2f}"
 
@@ -152,13 +154,16 @@ def duration_band(hours: float | None, band: tuple[float, float] | None) -> str:
     return f"{duration_h(hours)} ({band[0] * scale:,.1f}-{band[1] * scale:,.1f})"
 
 
-def money_band(usd: float | None, band: tuple[float, float] | None) -> str:
+def money_band(usd: float | None, band: tuple[float, float] | None, column_max: float = 0.0) -> str:
     """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price); under $10 all
-    three keep their cents (``$0.91 ($0.78-$1.05)``, not ``($0.78-$1)``)."""
+    three keep their cents (``$0.91 ($0.78-$1.05)``, not ``($0.78-$1)``); all three in the unit
+    of the band's top or of ``column_max`` (``money``), whichever is larger (not ``$993,000
+    ($0.90M-$1.10M)``)."""
     if usd is None:
         return "-"
     cents = SMALL_MONEY_USD if usd < SMALL_MONEY_USD else -math.inf
-    shown = lambda v: money(v, cents_below=cents)  # noqa: E731
+    top = max(column_max, usd, *(band or ()))
+    shown = lambda v: money(v, cents_below=cents, column_max=top)  # noqa: E731
     return shown(usd) if band is None else f"{shown(usd)} ({shown(band[0])}-{shown(band[1])})"
 
 

@@ -70,13 +70,16 @@ def fleet(
         title_justify="left",
     )
     add_columns(table, ("option", "total", "GPUs bought", "bought for", "rent"))
-    for name in ("mixed", "rent_only", "buy_only"):
-        p = data[name]
-        if p:
-            bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
-            outlay = money(p["purchase_usd"]) if p["purchase_usd"] else "-"
-            total = money_band(p["total_cost_usd"], p["total_cost_usd_band"])
-            table.add_row(name.replace("_", " "), total, bought, outlay, money(p["rent_cost_usd"]))
+    options = [(name, p) for name in ("mixed", "rent_only", "buy_only") if (p := data[name])]
+    # one unit down each money column (trial s33: "$783,875" over "$2.01M")
+    tops = {k: max(p[k] for _, p in options) for k in ("purchase_usd", "rent_cost_usd")}
+    tops["total_cost_usd"] = max(max(p["total_cost_usd_band"] or (p["total_cost_usd"],)) for _, p in options)
+    for name, p in options:
+        bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
+        outlay = money(p["purchase_usd"], column_max=tops["purchase_usd"]) if p["purchase_usd"] else "-"
+        total = money_band(p["total_cost_usd"], p["total_cost_usd_band"], column_max=tops["total_cost_usd"])
+        rent = money(p["rent_cost_usd"], column_max=tops["rent_cost_usd"])
+        table.add_row(name.replace("_", " "), total, bought, outlay, rent)
     out.print(table)
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days))

@@ -146,6 +146,7 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
     )
     names = ("job", "GPU", "n", "layout", "start", "end", f"days {risks}", "cost", "cost / GPU-h", "basis", "envelope")
     add_columns(table, names)
+    top = max((max(f.owned_cost_band or (f.owned_cost_usd,)) for f in figures), default=0.0)  # one unit down "cost"
     for r, f in zip(rows, figures, strict=True):
         table.add_row(
             r["job"],
@@ -155,7 +156,7 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
             day_words(r["start_days"], solution.makespan_s),
             day_words(r["end_days"], solution.makespan_s),
             number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
-            money_band(f.owned_cost_usd, f.owned_cost_band),
+            money_band(f.owned_cost_usd, f.owned_cost_band, column_max=top),
             "-" if r["cost_per_gpu_hour_usd"] is None else f"{r['cost_per_gpu_hour_usd']:.2f}",
             r["cost_basis"],
             envelope_word(f),

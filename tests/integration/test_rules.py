@@ -12,7 +12,16 @@ from support import REPO
 from planner.api import build_plan
 from planner.catalog.models import get_preset
 from planner.errors import ExitCode, InfeasiblePlan
-from planner.fmt import duration_clock, duration_h, duration_parts, duration_words, money, money_short, one_line
+from planner.fmt import (
+    duration_clock,
+    duration_h,
+    duration_parts,
+    duration_words,
+    money,
+    money_band,
+    money_short,
+    one_line,
+)
 from planner.layout import Layout, TrainingConfig
 from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
@@ -138,6 +147,10 @@ def test_money() -> None:
     assert money_short(1_234_567) == "$1.2M" and money_short(2.5e9) == "$2.5B" and money_short(1500) == "$1.5k"
     assert money_short(12.34) == "$12.3" and money_short(1_234_567, 3) == "$1.235M"
     assert money_short(1_201_000, round_up=True) == "$1.3M" and money_short(1_200_000, round_up=True) == "$1.2M"
+    # trial s33: "$783,875" over "$2.01M" in one fleet column; a band whose top passes a million
+    assert money(783_875, column_max=2.01e6) == "$0.78M" and money(0, column_max=2e6) == "$0"
+    assert money_band(993_000, (900_000, 1_100_000)) == "$0.99M ($0.90M-$1.10M)"
+    assert money_band(51_501, (39_143, 53_873)) == "$51,501 ($39,143-$53,873)"
 
 
 def test_durations() -> None:

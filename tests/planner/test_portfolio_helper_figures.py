@@ -106,6 +106,6 @@ def test_fleets_infeasible_answer_names_the_types_and_the_count_cap_it_searched(
     with pytest.raises(InfeasiblePlan) as caught:
         size_fleet([JobCandidates("big", table, deadline_s=10 * DAY)], economics, 60)
     message = str(caught.value)
-    assert message.startswith("deadline: job 'big': the fastest plan needs 35.0 days")
+    assert message.startswith("deadline: job 'big': the fastest plan needs 35 days")
     assert "searched only the GPU types to buy, up to the GPU-count cap (h100<=4096)" in message
-    assert message.endswith("allow 35 days (deadline_days = 35), or buy another GPU type")
+    assert message.endswith("set deadline_days to 35 or more, or buy another GPU type")

@@ -143,7 +143,8 @@ def test_a_portfolio_deadline_fix_gives_the_fields_days(tmp_path, capsys):
     """Trial s27: "allow 79 minutes" for a field the jobs file writes in days."""
     jobs = '[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "s"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
     assert main(["portfolio", _file(tmp_path, jobs + "deadline_days = 0.01\n")]) == 0
-    assert re.search(r"allow \d+ minutes \(deadline_days = 0\.0\d+\)", capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert re.search(r"set deadline_days to 0\.0\d+ or more", out) and "minutes" not in out, out
 
 
 def test_jobs_file_keys_a_command_does_not_use_are_said_and_bad_gpus_name_their_field(tmp_path, capsys):
@@ -253,7 +254,18 @@ def test_a_jobs_deadline_fix_puts_the_field_beside_the_days_it_names(tmp_path, c
     jobs += "deadline_days = 2.0\nglobal_batch_tokens = 524288\n"
     assert main(["portfolio", _file(tmp_path, jobs)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert re.search(r"allow 3 days \(deadline_days = 2\.\d+\)[;,]", out), out
+    assert re.search(r"set deadline_days to 2\.\d+ or more[;,]", out), out
+
+
+def test_a_jobs_deadline_answer_writes_one_figure_once(tmp_path, capsys):
+    """Trial s33: "needs 5.9 days ... allow 6 days (deadline_days = 5.871)": one figure three ways,
+    the least below the "needs". Now the needed days and the fix are the same figure."""
+    jobs = '[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "c"\nmodel = "llama3-8b"\ntokens = 1e12\n'
+    assert main(["portfolio", _file(tmp_path, jobs + "deadline_days = 5\n")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    needs = re.search(r"needs (\d+\.\d+) days", out)
+    assert needs and f"set deadline_days to {needs[1]} or more" in out, out
+    assert not re.search(r"allow \d", out) and "(deadline_days =" not in out, out
 
 
 def test_a_jobs_error_names_the_job_and_an_empty_inventory_is_called_empty(tmp_path, capsys):
@@ -272,3 +284,13 @@ def test_a_jobs_error_names_the_job_and_an_empty_inventory_is_called_empty(tmp_p
     fixed = jobs.replace("-1.0", "1e9").replace("h100-sxm = 8\n", "")
     assert main(["portfolio", _file(tmp_path, fixed)]) == 2
     assert "needs GPUs in an [inventory] table" in capsys.readouterr().err
+
+
+def test_a_fleet_money_column_keeps_one_unit(capsys):
+    """Trial s33: fleet's "total" column read "$783,875" over "$2.01M"; each money column now takes
+    the unit of its largest sum."""
+    assert main(["fleet", str(Path(__file__).parents[2] / "examples" / "fleet.toml")]) == 0
+    rows = [line.split("│") for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
+    totals = [cells[2].strip() for cells in rows if cells[1].strip()]
+    assert len(totals) == 3 and any(t.startswith("$2.") for t in totals), totals
+    assert all(re.fullmatch(r"\$\d\.\d\dM \(\$\d\.\d\dM-\$\d\.\d\dM\)", t) for t in totals), totals
