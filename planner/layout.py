@@ -22,9 +22,10 @@ import math
 from enum import StrEnum
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from planner.errors import RuleCode, RuleViolation
+from planner.frozen import FROZEN
 
 
 class Sharding(StrEnum):
@@ -117,13 +118,10 @@ def expert_shard_group_of(shard_group, token_split, ep):
     return np.maximum(shard_group * token_split // ep, 1)
 
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
-
-
 class Layout(BaseModel):
     """Degrees of each parallel axis. Validates itself; ``resolve`` fills ``-1``."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     dp_replicate: int = Field(1, ge=1)
     dp_shard: int = Field(-1, ge=-1)
@@ -290,7 +288,7 @@ class TrainingConfig(BaseModel):
     pipeline's micro-batches (so the bubble shrinks as accumulation grows).
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     seq_len: int = Field(2048, ge=1)
     micro_batch: int = Field(1, ge=1)

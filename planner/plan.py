@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from planner.catalog.prices import PriceBasis, PriceKind, billed_gpus
 from planner.fmt import one_line, printable
+from planner.frozen import FROZEN
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -35,6 +35,7 @@ from planner.model.memory import usable_capacity
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
+from planner.plan_accuracy import EfficiencyCeiling, Uncertainty
 from planner.plan_calibration import PlanCalibration
 from planner.rule_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 
@@ -42,14 +43,13 @@ if TYPE_CHECKING:
     from planner.catalog.hardware import Catalog, NodeTemplate
 
 PLAN_SCHEMA_VERSION = 1
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class MemoryTerms(BaseModel):
     """GiB per GPU on the most loaded pipeline stage, term by term (they add up to the allocated
     peak). Iterating yields ``(term, GiB)`` in this order; a term absent from a file reads as 0."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     params: float = 0.0  # sharded master weights (fp32)
     grads: float = 0.0  # gradients (fp32), at the peak
     optimizer: float = 0.0  # AdamW moments
@@ -85,7 +85,7 @@ class TimeTerms(BaseModel):
     """Seconds per optimizer step, term by term (they add up to the step time). Iterating
     yields ``(term, seconds)`` in this order; a term absent from a file reads as 0."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     matmul: float = 0.0  # block and LM-head GEMMs, recompute included
     attention: float = 0.0  # fused attention kernels
     memory_bound: float = 0.0  # norms, activations, rotary, residuals, loss
@@ -112,7 +112,7 @@ class TimeTerms(BaseModel):
 
 
 class MemoryEstimate(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     peak_gib: float  # predicted max_memory_allocated
     reserved_gib: float  # predicted max_memory_reserved (caching allocator)
     capacity_gib: float  # usable device memory
@@ -130,13 +130,13 @@ class MemoryEstimate(BaseModel):
 
 
 class TimeEstimate(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     step_s: float
     breakdown_s: TimeTerms
 
 
 class ThroughputEstimate(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     tokens_per_s: float
     tokens_per_s_per_gpu: float
     mfu: float  # model FLOPs (6N + attention) / dense peak
@@ -149,7 +149,7 @@ class EstimateLayout(BaseModel):
     """The estimated configuration in one flat record: the resolved ``Layout`` and the
     ``TrainingConfig`` (``layout`` in the JSON of ``trainplan estimate``). Defaults as theirs."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     dp_replicate: int = 1
     dp_shard: int = -1
     tp: int = 1
@@ -180,7 +180,7 @@ class GoodputEstimate(BaseModel):
     interval are None when the failure rate is 0; ``expected_interruptions`` without a token
     budget."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     mttf_h: float | None  # mean time to failure of the whole job
     expected_interruptions: float | None = None  # over the time-to-train
     checkpoint_interval_min: float | None  # Young/Daly optimum, whole steps
@@ -208,99 +208,12 @@ class GoodputEstimate(BaseModel):
         return float(step_factor(self.straggler_fraction, self.evaluation_fraction, self.data_stall_fraction))
 
 
-class RegimeWords(BaseModel):
-    """A regime as its parts (planner/accuracy/regime.py): the stack, the GPU architecture and the
-    layout features' names, lower case, so each interface words it in its own language."""
-
-    model_config = _FROZEN
-    stack: str
-    generation: str
-    features: tuple[str, ...] = ()
-
-
-class Standing(StrEnum):
-    """Where an estimate stands against the validated envelope, in one word per interface: a
-    measured row of its regime checks it (``VALIDATED``), the regime's rows also set the ceiling it
-    is held at, so it repeats them (``CIRCULAR``: trial s31, review s32), or no row of its regime
-    was measured (``OUTSIDE``)."""
-
-    VALIDATED = "validated"
-    CIRCULAR = "not independent"
-    OUTSIDE = "outside"
-
-
-class Uncertainty(BaseModel):
-    """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
-    (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
-    regime; ``time_to_train_h_at_risk`` the time at the median and the pessimistic quantiles the
-    search can judge by (``--risk``). ``validated``: a measured row of the same regime exists;
-    ``envelope`` says which, or how far outside it lies and how much the band was widened."""
-
-    model_config = _FROZEN
-    coverage: float
-    tokens_per_s: tuple[float, float]
-    step_s: tuple[float, float]
-    time_to_train_h: tuple[float, float] | None = None
-    cost_usd: tuple[float, float] | None = None
-    energy_kwh: tuple[float, float] | None = None
-    time_to_train_h_at_risk: dict[str, float] | None = None
-    cost_usd_at_risk: dict[str, float] | None = None
-    validated: bool
-    regime: str  # in words
-    regime_stack: str = ""
-    regime_generation: str = ""
-    regime_features: tuple[str, ...] = ()  # planner/accuracy/regime.py Feature names, lower case
-    rows: int  # validation rows the band is read from
-    exact_rows: int  # of them, rows of this very regime
-    sources: tuple[str, ...]
-    mean_abs_error: float  # of those rows
-    widened_by: float  # the extrapolation term at the band's upper end (0 inside the envelope)
-    envelope: str
-    basis: str
-    # The regime's measured rows also set the efficiency ceiling the estimate is held at: the
-    # figure repeats them (trial s31: DeepSeek-V3's one row read as an independent check).
-    circular: bool = False
-    exact_sources: tuple[str, ...] = ()  # the sources of the exact_rows (``sources`` are the band's)
-    # Where the nearest rows all ran slower (or all faster) than predicted, the band lies wholly
-    # beside the model's own figure: "slower" / "faster" says which side the truth is expected on.
-    point_outside: str | None = None
-    # Outside the envelope: the measured regimes whose band reaches past this one's own at an end,
-    # so that end is theirs (planner/accuracy/bands.py ``setting_neighbours``; the app's card said
-    # nothing of them, the CLI's envelope sentence did).
-    reaches: tuple[RegimeWords, ...] = ()
-
-    @property
-    def standing(self) -> Standing:
-        if not self.validated:
-            return Standing.OUTSIDE
-        return Standing.CIRCULAR if self.circular else Standing.VALIDATED
-
-
-class EfficiencyCeiling(BaseModel):
-    """The best MFU measured in the estimate's regime (planner/accuracy/ceiling.py), the row that
-    measured it, and whether it held this estimate back (``binding``: the model's own step was
-    faster; ``uncapped_tokens_per_s`` is what it predicted)."""
-
-    model_config = _FROZEN
-    mfu: float
-    row: str
-    source: str
-    stack: str
-    binding: bool
-    uncapped_tokens_per_s: float
-
-    @property
-    def measured_by(self) -> str:
-        """'llm-foundry' or 'megatron-core, S13': the stack, and its source when that is another name."""
-        return self.stack if self.source == self.stack else f"{self.stack}, {self.source}"
-
-
 class ModelSummary(BaseModel):
     """What is trained (``model`` in the JSON of ``trainplan estimate``): parameters in total and
     per token (MoE: routed experts only), DeepSeek's MTP modules apart, and whether trainplan's
     native decoder builds the family (otherwise ``impl hf`` trains the transformers modules)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     name: str
     family: str
     params: int
@@ -325,7 +238,7 @@ class FixHint(BaseModel):
     """One next step for an estimate that does not fit: its code and the figures it names; the
     English words are ``FIX_TEMPLATES[code]`` filled in, the app renders the code per language."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     code: FixCode
     figures: dict[str, int | float | str] = Field(default_factory=dict)
 
@@ -342,7 +255,7 @@ class Estimate(BaseModel):
     """One configuration's prediction; ``reason`` says why it is infeasible, ``fix`` what to try
     (``fix_hints``: the same steps typed, for the app's other languages; not written to plan files)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     feasible: bool
     reason: str | None = None
     fix: str | None = None
@@ -386,7 +299,7 @@ class Estimate(BaseModel):
 class Plan(BaseModel):
     """A runnable plan: model, hardware, layout, training settings and the prediction."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     schema_version: int = PLAN_SCHEMA_VERSION
     model: ModelSpec
     hf_config_path: str | None = None  # set when the model came from a local config.json

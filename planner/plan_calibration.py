@@ -6,15 +6,15 @@ app, the CLI and the trainer unchanged.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+from planner.frozen import FROZEN
 
 
 class CalibrationMachine(BaseModel):
     """The ``[machine]`` table of a calibration file: who measured its kernel rates, and when."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     host: str
     device: str
     driver: str
@@ -26,7 +26,7 @@ class CalibratedGpu(BaseModel):
     """One catalog entry a calibration file overrode: its rate fields (file names, e.g.
     ``gemm_bf16_tflops_achieved``) and whether it carries a measured job's correction."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     gpu: str  # catalog id
     rates: tuple[str, ...] = ()
     measured_job: bool = False
@@ -38,7 +38,7 @@ class PlanCalibration(BaseModel):
     the machine it states and the entries it overrode. A plan without one used the built-in
     catalog."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     file: str  # absolute path; an upload's name in the app
     sha256: str
     machine: CalibrationMachine | None = None  # None: a file of measured jobs only

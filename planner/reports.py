@@ -13,15 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from planner.frozen import FROZEN
 from planner.layout import TrainingConfig
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class _Report(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)
@@ -45,13 +44,13 @@ def error_pct(measured: float | None, predicted: float | None) -> float | None:
 class ProbeFigures(BaseModel):
     """Peak allocated memory and typical step time (predicted, measured, or the error in %)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     peak_gib: float | None = None
     step_s: float | None = None
 
 
 class PredictedMeasured(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     predicted: float | None = None
     measured: float | None = None
 
@@ -78,7 +77,7 @@ class ValidationReport(_Report):
 class RunFigures(BaseModel):
     """Step time, throughput, peak allocated memory and MFU (predicted, measured, or error in %)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     step_s: float | None = None
     tokens_per_s: float | None = None
     peak_gib: float | None = None
@@ -86,7 +85,7 @@ class RunFigures(BaseModel):
 
 
 class Losses(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     final_train: float | None = None
     final_val: float | None = None
     test: float | None = None
@@ -121,7 +120,7 @@ class RunReport(_Report):
 
 
 class MemoryFigures(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     peak_gib: float | None = None
     reserved_gib: float | None = None
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import Annotated
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import PriceKind, catalog_with_price_kind
 from planner.errors import RuleCode, RuleViolation
+from planner.frozen import FROZEN
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -81,7 +82,7 @@ DEFAULT_TOP_K = 5
 class PlanRequest(BaseModel):
     """What the user asks for. ``gpus`` maps allowed GPU ids to an inventory (None = unlimited)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN
     model: ModelSpec
     hf_config_path: str | None = None
     # Bounds: planner/limits.py, the same for the CLI, the app and the jobs files.

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
+from planner.frozen import FROZEN
 from planner.layout import Layout, PipelineSchedule
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stacks import STACK_SETTINGS
@@ -26,13 +27,12 @@ MAX_SEED = 2**32 - 1  # numpy's seed range; torch takes it too
 MAX_JOB_BYTES = 16_000_000  # job.json is a few KB: refuse /dev/zero and the like before reading
 MAX_EVAL_BATCHES = 10_000
 EVAL_WORK_FACTOR = 10  # evaluation may cost at most this many times the training between evaluations
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class RunSettings(BaseModel):
     """Settings of one training run that are not part of the plan."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     steps: int = Field(50, ge=1)
     checkpoint_every: int = Field(20, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
@@ -130,7 +130,7 @@ K8S_PVC_PATTERN = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"
 
 
 class JobSpec(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     schema_version: int = JOB_SCHEMA_VERSION
     name: str = Field(pattern=JOB_NAME_PATTERN)
     plan: Plan

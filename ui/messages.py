@@ -18,7 +18,8 @@ from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import budget_amounts, duration_parts
-from planner.plan import Estimate, Plan, RegimeWords, Uncertainty
+from planner.plan import Estimate, Plan
+from planner.plan_accuracy import RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest
-from planner.plan import Standing
+from planner.plan_accuracy import Standing
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import app_core, figures

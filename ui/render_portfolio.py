@@ -11,7 +11,7 @@ from rich.table import Table
 from planner.api.portfolio import JobFigures, job_figures
 from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
-from planner.plan import Standing
+from planner.plan_accuracy import Standing
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import add_columns, emit_json, no_infeasibility, out, warn
 

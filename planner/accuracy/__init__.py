@@ -28,7 +28,8 @@ from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
 from planner.model.rowwise import once_per_table
-from planner.plan import EfficiencyCeiling, Estimate, RegimeWords, Uncertainty
+from planner.plan import Estimate
+from planner.plan_accuracy import EfficiencyCeiling, RegimeWords, Uncertainty
 
 
 class Risk(StrEnum):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob
-from planner.plan import Standing
+from planner.plan_accuracy import Standing
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
 __all__ = ["JobFigures", "job_figures"]

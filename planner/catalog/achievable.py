@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from planner.errors import CatalogError, CatalogViolation, RuleCode
+from planner.frozen import FROZEN
 
 # Each source names how the number was obtained, with one of these prefixes, so a plan can say
 # which of its inputs were measured.
@@ -30,7 +31,7 @@ class AchievableRates(BaseModel):
     backward FLOPs counted as the FlashAttention papers do (backward = 2.5 forward);
     ``copy_bandwidth_bytes_per_s`` a large device-to-device copy, bytes read + written."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN
     gemm_flops_per_s: dict[str, float] = {}  # precision -> FLOP/s (bf16, fp8)
     attention_fwd_flops_per_s: float | None = None
     attention_bwd_flops_per_s: float | None = None

@@ -15,7 +15,9 @@ extrapolation for others (same GPU, other layouts): ``shape`` records what was m
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from planner.frozen import FROZEN
 
 # A correction outside this range is not a calibration but a broken model or measurement.
 FACTOR_RANGE = (0.2, 5.0)
@@ -24,7 +26,7 @@ FACTOR_RANGE = (0.2, 5.0)
 class MeasuredJob(BaseModel):
     """File fields ``job_<name>`` of a ``[gpus.<id>]`` table (docs/hardware.md)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN
     compute_time_factor: float = Field(ge=FACTOR_RANGE[0], le=FACTOR_RANGE[1])
     memory_factor: float = Field(ge=FACTOR_RANGE[0], le=FACTOR_RANGE[1])
     name: str = Field(min_length=1)  # the job's name (job.json)

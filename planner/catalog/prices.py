@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from planner.errors import CatalogError
 from planner.fmt import money
+from planner.frozen import FROZEN
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, HOURS_PER_YEAR
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def file_price_basis(source: str) -> PriceBasis:
 class PriceOffer(BaseModel):
     """One provider's rate for one GPU, per GPU-hour, with its date and source."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN
     provider: str
     kind: PriceKind
     usd_per_gpu_hour: float

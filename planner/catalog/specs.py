@@ -8,11 +8,12 @@ import difflib
 import math
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from planner.catalog.achievable import AchievableRates
 from planner.catalog.measured_job import MeasuredJob
 from planner.catalog.prices import PriceBasis, PriceOffer
+from planner.frozen import FROZEN
 
 # Usable-capacity rule (docs/hardware.md). HBM parts: the H200 calibration run saw 139.80 GiB in
 # PyTorch for a "141 GB" label; NVML shows the same label-to-total ratio on H100 (81,559 MiB for
@@ -38,8 +39,6 @@ def usable_memory_gib(vendor_label_gb: float, gddr_ecc: bool = False) -> float:
     return round(vendor_label_gb * fraction, 2)
 
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
 # NVIDIA architecture by compute capability, (major, -1) for a whole major version (NVIDIA's CUDA
 # GPU Compute Capability table, developer.nvidia.com/cuda-gpus): sm80/86 Ampere, sm89 Ada Lovelace,
 # sm90 Hopper, sm100/103/120 Blackwell.
@@ -56,7 +55,7 @@ ARCHITECTURES: dict[tuple[int, int], str] = {
 class GPUSpec(BaseModel):
     """One accelerator (as software sees it: an MI250X GCD is one GPU), in SI units."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     id: str
     name: str
     vendor: str
@@ -164,7 +163,7 @@ class GPUSpec(BaseModel):
 class NodeTemplate(BaseModel):
     """A server layout; the scale-up domain may be part of a node (bridged pairs) or span nodes (NVL72)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     id: str
     name: str
     gpus_per_node: int
@@ -202,7 +201,7 @@ class NetworkSpec(BaseModel):
     The files' ``kind``, ``latency_us`` and ``efficiency_note`` are checked and sourced but not kept:
     the model reads the bandwidth only."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
     id: str
     name: str
     bandwidth_bytes_per_s_per_gpu: float  # per direction
@@ -225,7 +224,7 @@ class NetworkSpec(BaseModel):
 
 
 class Catalog(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
     gpus: dict[str, GPUSpec]
     nodes: dict[str, NodeTemplate]
     networks: dict[str, NetworkSpec]

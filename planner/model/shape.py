@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from planner.errors import RuleCode, RuleViolation
+from planner.frozen import FROZEN
 
 # Gated (SiLU / tanh-GeLU gate: gate, up, down), or two matrices (up, down) with GeLU or squared
 # ReLU between them (Nemotron-4's relu2: max(x, 0)^2).
@@ -34,7 +35,7 @@ class LatentAttention(BaseModel):
     ``kv_lora_rank`` latent plus one ``qk_rope_head_dim`` rotary key for all heads. The
     model's ``head_dim`` is the query/key head size (nope + rope); values are ``v_head_dim``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN
 
     q_lora_rank: int | None = Field(None, ge=1)
     kv_lora_rank: int = Field(ge=1)
@@ -46,7 +47,7 @@ class ModelShape(BaseModel):
     """Decoder-only transformer dimensions. ``head_dim`` defaults to hidden/heads. ``ModelSpec``
     adds the parameter counts, which the block-operations table derives from these fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = FROZEN
 
     name: str
     family: str = "llama"  # the config's model_type: llama, mistral, qwen2, mixtral, gpt2, nemotron, ...

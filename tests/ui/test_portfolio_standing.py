@@ -13,7 +13,7 @@ from planner.api import build_plan
 from planner.api.portfolio import JobFigures
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
-from planner.plan import Standing
+from planner.plan_accuracy import Standing
 from ui.portfolio_view import with_standing_words
 from ui.render_portfolio import accuracy_lines, envelope_word
 

@@ -1,0 +1,98 @@
+"""How far the truth may lie from an estimate's figures, as the plan carries it: the 80 % bands,
+where the estimate stands against the validated envelope, and the efficiency ceiling it was held at
+(computed in planner/accuracy; split out of planner/plan.py, which holds them as fields)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel
+
+from planner.frozen import FROZEN
+
+
+class RegimeWords(BaseModel):
+    """A regime as its parts (planner/accuracy/regime.py): the stack, the GPU architecture and the
+    layout features' names, lower case, so each interface words it in its own language."""
+
+    model_config = FROZEN
+    stack: str
+    generation: str
+    features: tuple[str, ...] = ()
+
+
+class Standing(StrEnum):
+    """Where an estimate stands against the validated envelope, in one word per interface: a
+    measured row of its regime checks it (``VALIDATED``), the regime's rows also set the ceiling it
+    is held at, so it repeats them (``CIRCULAR``: trial s31, review s32), or no row of its regime
+    was measured (``OUTSIDE``)."""
+
+    VALIDATED = "validated"
+    CIRCULAR = "not independent"
+    OUTSIDE = "outside"
+
+
+class Uncertainty(BaseModel):
+    """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
+    (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
+    regime; ``time_to_train_h_at_risk`` the time at the median and the pessimistic quantiles the
+    search can judge by (``--risk``). ``validated``: a measured row of the same regime exists;
+    ``envelope`` says which, or how far outside it lies and how much the band was widened."""
+
+    model_config = FROZEN
+    coverage: float
+    tokens_per_s: tuple[float, float]
+    step_s: tuple[float, float]
+    time_to_train_h: tuple[float, float] | None = None
+    cost_usd: tuple[float, float] | None = None
+    energy_kwh: tuple[float, float] | None = None
+    time_to_train_h_at_risk: dict[str, float] | None = None
+    cost_usd_at_risk: dict[str, float] | None = None
+    validated: bool
+    regime: str  # in words
+    regime_stack: str = ""
+    regime_generation: str = ""
+    regime_features: tuple[str, ...] = ()  # planner/accuracy/regime.py Feature names, lower case
+    rows: int  # validation rows the band is read from
+    exact_rows: int  # of them, rows of this very regime
+    sources: tuple[str, ...]
+    mean_abs_error: float  # of those rows
+    widened_by: float  # the extrapolation term at the band's upper end (0 inside the envelope)
+    envelope: str
+    basis: str
+    # The regime's measured rows also set the efficiency ceiling the estimate is held at: the
+    # figure repeats them (trial s31: DeepSeek-V3's one row read as an independent check).
+    circular: bool = False
+    exact_sources: tuple[str, ...] = ()  # the sources of the exact_rows (``sources`` are the band's)
+    # Where the nearest rows all ran slower (or all faster) than predicted, the band lies wholly
+    # beside the model's own figure: "slower" / "faster" says which side the truth is expected on.
+    point_outside: str | None = None
+    # Outside the envelope: the measured regimes whose band reaches past this one's own at an end,
+    # so that end is theirs (planner/accuracy/bands.py ``setting_neighbours``; the app's card said
+    # nothing of them, the CLI's envelope sentence did).
+    reaches: tuple[RegimeWords, ...] = ()
+
+    @property
+    def standing(self) -> Standing:
+        if not self.validated:
+            return Standing.OUTSIDE
+        return Standing.CIRCULAR if self.circular else Standing.VALIDATED
+
+
+class EfficiencyCeiling(BaseModel):
+    """The best MFU measured in the estimate's regime (planner/accuracy/ceiling.py), the row that
+    measured it, and whether it held this estimate back (``binding``: the model's own step was
+    faster; ``uncapped_tokens_per_s`` is what it predicted)."""
+
+    model_config = FROZEN
+    mfu: float
+    row: str
+    source: str
+    stack: str
+    binding: bool
+    uncapped_tokens_per_s: float
+
+    @property
+    def measured_by(self) -> str:
+        """'llm-foundry' or 'megatron-core, S13': the stack, and its source when that is another name."""
+        return self.stack if self.source == self.stack else f"{self.stack}, {self.source}"
