@@ -21,7 +21,7 @@ from planner.api.explore import layout_labels, scored_search
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.model import memory as memory_module
-from planner.model import pipeline, rowwise
+from planner.model import pipeline, rowwise, stage_params
 from planner.model import step_time as step_module
 from planner.model.candidates import AC_BLOCKS, KNOBS, Candidates
 from planner.model.configuration import rule_values
@@ -45,7 +45,7 @@ CASES: tuple[tuple[str, dict[str, object]], ...] = (
 TERMS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "memory": (memory_module._memory, rowwise.MEMORY_COLUMNS),
     "compute": (step_module.compute_time_per_microbatch, rowwise.COMPUTE_COLUMNS),
-    "stage": (lambda model, c, s: memory_module._busiest_stage(model, c), rowwise.STAGE_COLUMNS),
+    "stage": (lambda model, c, s: stage_params._busiest_stage(model, c), rowwise.STAGE_COLUMNS),
     "rules": (lambda model, c, s: structurally_valid(model, **rule_values(c)), rowwise.RULE_COLUMNS),
 }
 # The stacks whose settings take different branches (native/HF modules, Megatron's recompute).
