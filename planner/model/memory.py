@@ -333,7 +333,10 @@ def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pipe
     return StageTerms(
         params=params,
         grads_full=grads_full,
-        grads_during=np.where(c.grad_accum > 1, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0),
+        # Earlier micro-batches' gradients, or a buffer that is always there (``persistent_grad_buffer``).
+        grads_during=np.where(
+            (c.grad_accum > 1) | s.persistent_grad_buffer, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0
+        ),
         moments=moments,
         unsharded=unsharded,
         loss=loss,

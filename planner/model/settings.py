@@ -269,6 +269,13 @@ class ModelingSettings:
     reserve_transient_fraction: float = 0.4
     reserve_static_fraction: float = 1.1
     reserve_floor_bytes: float = 512 * MIB
+    # Gradients in a buffer allocated once, before the first step, that lives through every
+    # forward and backward (Megatron's param_and_grad_buffer, DeepSpeed's BF16_Optimizer fp32
+    # gradient groups), so it is on the device at the start of backward even when no earlier
+    # micro-batch has filled it (trial s34: at grad_accum 1 Megatron plans left it out and were
+    # judged to fit 20 GiB under what the same layout needs at grad_accum 2). False: FSDP2 and
+    # DDP create gradients in backward and free them at the optimizer's zero_grad.
+    persistent_grad_buffer: bool = False
     # CUDA context + kernels, outside the caching allocator (not in max_memory_reserved).
     cuda_context_bytes: float = 0.6 * GIB
     # FSDP2 all-gathers one block ahead (implicit prefetch), so two blocks are unsharded.

@@ -53,8 +53,10 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # Vocabulary-parallel cross-entropy in fp32 over the full local logits, in place ...
     loss_chunk_tokens=0,
     loss_bytes_per_logit=MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT,
-    # ... gradients in one contiguous buffer allocated at model wrap (no per-step churn) ...
+    # ... gradients in one contiguous buffer allocated at model wrap (no per-step churn), there
+    # from the first forward on ...
     reserve_static_fraction=0.0,
+    persistent_grad_buffer=True,
     # ... and Korthikanti et al.'s sequence-parallel linears, which keep their 1/tp sequence
     # shard for the weight gradient and all-gather it again in backward (their sec. 4.2.2) ...
     sp_saves_gathered_inputs=False,
@@ -153,8 +155,9 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # ... and gradients in Megatron-Core's persistent contiguous buffer (megatron/core/
     # distributed/param_and_grad_buffer.py, allocated once when the model is wrapped; Megatron-FSDP
     # keeps its sharded buffers the same way): no per-step gradient churn left reserved above
-    # the allocated peak (the 1.1 default is FSDP2's).
+    # the allocated peak (the 1.1 default is FSDP2's), there from the first forward on.
     reserve_static_fraction=0.0,
+    persistent_grad_buffer=True,
     # MoE (only MoE blocks read these): TEGroupedMLP with the probabilities fused into the
     # SwiGLU (megatron/core/transformer/moe/experts.py), so fc1 input, fc1 output and fc2 input
     # are saved per routed copy (FP8 linear inputs under FP8) ...
