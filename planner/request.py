@@ -144,7 +144,7 @@ class PlanRequest(BaseModel):
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
         problem = settings_problem(
-            self.stack, self.impl, self.compile, self.partition_activations, self.moe_a2a_overlap
+            self.stack, self.impl, self.compile, self.partition_activations, self.moe_a2a_overlap, self.attention
         )
         if problem:
             raise problem
@@ -279,17 +279,32 @@ def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | 
     return None
 
 
+def kernel_stack_problem(stack: Stack, attention: AttentionKernel | None) -> RuleViolation | None:
+    """Why ``stack`` cannot call the named attention kernel (None: it can; ``Stack.attention_kernels``)."""
+    kernels = stack.attention_kernels
+    if attention is None or kernels is None or attention in kernels:
+        return None
+    names = ", ".join(sorted(k.value for k in kernels))
+    return RuleViolation(RuleCode.STACK_KERNEL, {"stack": stack.value, "kernel": attention.value, "kernels": names})
+
+
 def settings_problem(
-    stack: Stack, impl: Implementation | None, compile: bool, partition_activations: bool, moe_a2a_overlap: bool
+    stack: Stack,
+    impl: Implementation | None,
+    compile: bool,
+    partition_activations: bool,
+    moe_a2a_overlap: bool,
+    attention: AttentionKernel | None = None,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
-    activations, the overlapped all-to-alls, the modules, torch.compile. The search's rows and an
-    estimate's layout also meet ``configuration_problem``'s layout rules."""
+    activations, the overlapped all-to-alls, the modules, torch.compile, the attention kernel. The
+    search's rows and an estimate's layout also meet ``configuration_problem``'s layout rules."""
     return (
         partition_problem(stack, partition_activations)
         or a2a_overlap_problem(stack, moe_a2a_overlap)
         or impl_problem(stack, impl)
         or compile_problem(stack, compile)
+        or kernel_stack_problem(stack, attention)
     )
 
 
@@ -300,12 +315,13 @@ def configuration_problem(
     training: TrainingConfig,
     partition_activations: bool,
     moe_a2a_overlap: bool,
+    attention: AttentionKernel | None = None,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
     the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
-        settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap)
+        settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention)
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)
         or (a2a_layout_problem(layout, training) if moe_a2a_overlap else None)

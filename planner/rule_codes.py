@@ -86,6 +86,7 @@ class RuleCode(StrEnum):
     STACK_OFFLOAD_ZERO = "stack_offload_zero"
     STACK_IMPL = "stack_impl"
     STACK_COMPILE = "stack_compile"
+    STACK_KERNEL = "stack_kernel"
     STACK_PARTITION = "stack_partition"
     STACK_A2A_OVERLAP = "stack_a2a_overlap"
     STACK_A2A_LAYOUT = "stack_a2a_layout"
@@ -277,6 +278,10 @@ TEMPLATES: dict[RuleCode, str] = {
     ),
     _C.STACK_IMPL: "{stack} trains {whose} (impl {modules}): drop --impl {impl}",
     _C.STACK_COMPILE: "{stack} runs its own fused kernels, not torch.compile: drop --compile",
+    _C.STACK_KERNEL: (
+        "{stack} runs only these attention kernels: {kernels}; not {kernel} (FlashAttention-3 and cuDNN's"
+        " come with TransformerEngine): name one of those, or use --stack megatron-core"
+    ),
     _C.STACK_PARTITION: (
         "--partition-activations is DeepSpeed's activation checkpointing under Megatron-DeepSpeed;"
         " use --stack megatron-deepspeed (not {stack})"

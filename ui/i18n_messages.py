@@ -397,6 +397,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} runs its own fused kernels, not torch.compile",
         "{stack} 运行自身的融合内核，而非 torch.compile",
     ),
+    "reason_stack_kernel": (
+        "{stack} runs only these attention kernels: {kernels}; not {kernel} (FlashAttention-3 and cuDNN's"
+        " come with TransformerEngine)",
+        "{stack} 只能运行这些注意力内核：{kernels}；不能运行 {kernel}（FlashAttention-3 与 cuDNN 的内核随 TransformerEngine 提供）",
+    ),
     "reason_stack_partition": (
         "partitioned activations are DeepSpeed's checkpointing under Megatron-DeepSpeed, not {stack}",
         "分区激活是 Megatron-DeepSpeed 下 DeepSpeed 的检查点方式，{stack} 不支持",

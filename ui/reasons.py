@@ -116,6 +116,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_OFFLOAD_ZERO: "reason_stack_offload_zero",
     _C.STACK_IMPL: "reason_stack_impl",
     _C.STACK_COMPILE: "reason_stack_compile",
+    _C.STACK_KERNEL: "reason_stack_kernel",
     _C.STACK_PARTITION: "reason_stack_partition",
     _C.STACK_A2A_OVERLAP: "reason_stack_a2a_overlap",
     _C.STACK_A2A_LAYOUT: "reason_stack_a2a_layout",

@@ -375,7 +375,9 @@ def build_plan(
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
     ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only)."""
-    problem = configuration_problem(Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap)
+    problem = configuration_problem(
+        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention
+    )
     if problem:
         raise problem
     settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations, moe_a2a_overlap)

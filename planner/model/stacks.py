@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.layout import Implementation, Layout, Sharding
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, code
 from planner.model.settings import (
     DEFAULT_SETTINGS,
@@ -193,6 +194,18 @@ class Stack(StrEnum):
         """Whether its profile times the host's dispatch in series with the GPU (``host_overlap`` < 1:
         megatron-deepspeed, run with CUDA_LAUNCH_BLOCKING=1 by both its measured sources)."""
         return STACK_SETTINGS[self].host_overlap < 1.0
+
+    @property
+    def attention_kernels(self) -> frozenset[AttentionKernel] | None:
+        """The attention kernels the stack's code can call (None: any the GPU runs). Megatron-LM
+        before Megatron-Core and Megatron-DeepSpeed have their unfused attention, FlashAttention
+        (--use-flash-attn, --use-flash-attn-v2) and its Triton port (--use-flash-attn-triton:
+        Megatron-LM's 2023 README, Microsoft's megatron/arguments.py); FlashAttention-3 and cuDNN's
+        fused attention come with TransformerEngine, under megatron-core (trial s34:
+        `--stack megatron-lm --attention flash3` was accepted and timed 48 % faster)."""
+        if self in (Stack.MEGATRON_LM, Stack.MEGATRON_DEEPSPEED):
+            return frozenset({AttentionKernel.EAGER, AttentionKernel.FLASH2, AttentionKernel.TRITON})
+        return None
 
     @property
     def attention_via_sdpa(self) -> bool:

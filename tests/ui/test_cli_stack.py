@@ -285,3 +285,31 @@ def test_deepspeed_layouts_call_full_sharding_zero3(capsys):
         assert main([*args, "--stack", stack]) == 0
         assert f"layout {word} dp_shard=16 " in capsys.readouterr().out, stack
     assert _estimate(capsys, *args[1:], "--stack", "deepspeed")["layout"]["sharding"] == "fsdp"
+
+
+@pytest.mark.parametrize("stack", ["megatron-lm", "megatron-deepspeed"])
+def test_a_kernel_the_stack_cannot_call_is_refused_in_one_line(capsys, stack):
+    """Trial s34: `--stack megatron-lm --attention flash3` was accepted and timed 48 % faster,
+    although Megatron-LM before Megatron-Core has its unfused attention, FlashAttention and its
+    Triton port only (FlashAttention-3 and cuDNN's come with TransformerEngine)."""
+    args = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--seq-len", "4096", "--stack", stack]
+    for command in (["estimate", *args], ["plan", *args[:2], "--tokens", "1e9", "--gpus", "h100-sxm=8", *args[6:]]):
+        for kernel in ("flash3", "cudnn"):
+            assert main([*command, "--attention", kernel]) == 2
+            err = capsys.readouterr().err.strip()
+            assert len(err.splitlines()) == 1 and f"not {kernel}" in err and "--stack megatron-core" in err, err
+    assert _estimate(capsys, *args, "--attention", "flash2")["attention_kernel"].startswith("FlashAttention-2")
+
+
+@pytest.mark.parametrize("stack, under_cp", [("trainplan", "FlashAttention-2"), ("megatron-core", "cuDNN")])
+def test_a_named_cudnn_kernel_under_context_parallelism_runs_what_the_stacks_cp_calls(capsys, stack, under_cp):
+    """Trial s34: `--cp 2 --attention cudnn` on trainplan's stack was timed as cuDNN (26 % faster)
+    while the same estimate without the flag said its context parallelism calls the flash kernel.
+    TransformerEngine's CP (megatron-core) runs cuDNN per chunk."""
+    args = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--cp", "2", "--seq-len", "32768"]
+    args += ["--micro-batch", "1", "--ac", "full", "--stack", stack]
+    named = _estimate(capsys, *args, "--attention", "cudnn")
+    assert named["attention_kernel"].startswith(under_cp)
+    if stack == "trainplan":
+        own = _estimate(capsys, *args)
+        assert named["time"]["step_s"] == pytest.approx(own["time"]["step_s"])
