@@ -381,6 +381,8 @@ class FixCode(StrEnum):
     MICRO_BATCH = "micro_batch"
     TP = "tp"
     TP_MORE_GPUS = "tp_more_gpus"
+    CP = "cp"
+    CP_MORE_GPUS = "cp_more_gpus"
     PP = "pp"
     ONE_F_ONE_B = "one_f_one_b"
     BIGGER_GPU = "bigger_gpu"
@@ -397,6 +399,8 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
     FixCode.TP: "use tp={tp} (now {now})",
     FixCode.TP_MORE_GPUS: "use tp={tp} (now {now}) on {gpus} GPUs",
+    FixCode.CP: "split each sequence over cp={cp} ranks (context parallelism, now {now})",
+    FixCode.CP_MORE_GPUS: "split each sequence over cp={cp} ranks (context parallelism, now {now}) on {gpus} GPUs",
     FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
     FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
     FixCode.BIGGER_GPU: "use a GPU with more memory",

@@ -671,6 +671,14 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "fix_micro_batch": ("lower the micro-batch below {micro_batch}", "把微批减小到 {micro_batch} 以下"),
     "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),
     "fix_tp_more_gpus": ("use tp={tp} (now {now}) on {gpus} GPUs", "在 {gpus} 块 GPU 上使用 tp={tp}（当前 {now}）"),
+    "fix_cp": (
+        "split each sequence over cp={cp} ranks (context parallelism, now {now})",
+        "把每条序列切分到 cp={cp} 个 rank 上（上下文并行，当前 {now}）",
+    ),
+    "fix_cp_more_gpus": (
+        "split each sequence over cp={cp} ranks (context parallelism, now {now}) on {gpus} GPUs",
+        "在 {gpus} 块 GPU 上把每条序列切分到 cp={cp} 个 rank 上（上下文并行，当前 {now}）",
+    ),
     "fix_pp": ("use more pipeline stages (pp > {pp})", "把各层分到更多流水线阶段（pp > {pp}）"),
     "fix_one_f_one_b": (
         "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",

@@ -30,6 +30,7 @@ def memory_fix_hint(
     gpus_per_node: int,
     tp_runs: Callable[[int], bool],
     pp_runs: Callable[[int], bool] = lambda pp: True,
+    cp_runs: Callable[[int], bool] = lambda cp: False,
     offload_frees_gib: float = 0.0,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
@@ -39,9 +40,12 @@ def memory_fix_hint(
     shrink the activations. ``tp_runs``: whether the estimate's own rules take a tp degree (a
     fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules);
     ``pp_runs`` the same for twice the stages (trial s31: pp > 1 offered under hf-trainer, which
-    has no pipeline engine), ``offload_frees_gib`` the allocated GiB host offload would move off
-    the GPU, 0 where the stack refuses it (trial s31: the fix that fitted was not named; review
-    s31: it was named where the gradients stay on the GPU and it did not fit)."""
+    has no pipeline engine), ``cp_runs`` for a wider context-parallel degree, which splits the
+    activations and the loss (trial s34: at a million tokens the fixes went from checkpointing to
+    tp to pp, which the schedule then refused, never to the cp that fitted), ``offload_frees_gib``
+    the allocated GiB host offload would move off the GPU, 0 where the stack refuses it (trial
+    s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
+    the GPU and it did not fit)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -65,28 +69,44 @@ def memory_fix_hint(
         hints.append(FixHint(code=FixCode.FULL_AC))
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
-    splittable = need_gib - terms.misc
+    # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
+    sequence = (terms.activations + terms.logits_loss) * need_gib / max(terms.total, 1e-9)
+    cp = _smallest_degree(layout.cp, sequence, excess, lambda c: c <= MAX_CP_FIX and cp_runs(c))
+    if cp is not None:
+        hints.append(_degree_hint(layout, "cp", cp, FixCode.CP, FixCode.CP_MORE_GPUS))
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
-    tp = next(
-        (
-            t
-            for t in (layout.tp * 2**j for j in range(1, 8))
-            if not native_moe
-            and t <= gpus_per_node
-            and model.num_heads % t == 0
-            and splittable * (1 - layout.tp / t) >= excess
-            and tp_runs(t)
-        ),
-        None,
-    )
-    if tp is not None and layout.world_size % (layout.non_dp // layout.tp * tp) == 0:
-        hints.append(FixHint(code=FixCode.TP, figures={"tp": tp, "now": layout.tp}))
-    elif tp is not None:  # the other degrees times tp outgrow the world: the same dp needs more GPUs
-        gpus = layout.world_size // layout.tp * tp
-        hints.append(FixHint(code=FixCode.TP_MORE_GPUS, figures={"tp": tp, "now": layout.tp, "gpus": gpus}))
+
+    def tp_fits(t: int) -> bool:
+        return not native_moe and t <= gpus_per_node and model.num_heads % t == 0 and tp_runs(t)
+
+    tp = _smallest_degree(layout.tp, need_gib - terms.misc, excess, tp_fits)
+    if tp is not None:
+        hints.append(_degree_hint(layout, "tp", tp, FixCode.TP, FixCode.TP_MORE_GPUS))
     elif layout.pp < model.num_layers and pp_runs(2 * layout.pp):
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
     return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
+
+
+# The widest context-parallel degree a memory fix names (Llama 3.1's long-context stage ran CP 16;
+# NeMo's 1M-token recipes CP 16-32).
+MAX_CP_FIX = 64
+
+
+def _smallest_degree(now: int, splittable: float, excess: float, runs: Callable[[int], bool]) -> int | None:
+    """The smallest power-of-two multiple of a degree (``now``) whose 1/degree split of
+    ``splittable`` GiB removes ``excess`` alone, and whose layout ``runs``."""
+    wider = (now * 2**j for j in range(1, 8))
+    return next((d for d in wider if splittable * (1 - now / d) >= excess and runs(d)), None)
+
+
+def _degree_hint(layout: Layout, degree: str, value: int, here: FixCode, more_gpus: FixCode) -> FixHint:
+    """``use tp=8 (now 1)``; where the other degrees times the new one outgrow the world, the
+    same data parallelism on as many more GPUs (``more_gpus``)."""
+    now = getattr(layout, degree)
+    figures = {degree: value, "now": now}
+    if layout.world_size % (layout.non_dp // now * value) == 0:
+        return FixHint(code=here, figures=figures)
+    return FixHint(code=more_gpus, figures=figures | {"gpus": layout.world_size // now * value})
 
 
 def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
@@ -133,6 +153,9 @@ class FitCheck:
     def with_tp(self, tp: int) -> bool:
         return self.runs("tp", tp, self.training)
 
+    def with_cp(self, cp: int) -> bool:
+        return self.runs("cp", cp, self.training)
+
     def with_pp(self, pp: int) -> bool:
         # more stages with at least as many micro-batches (the schedules' own rule, not the stack's)
         accum = max(self.training.grad_accum, pp)
@@ -153,6 +176,7 @@ class FitCheck:
             gpus_per_node=self.gpus_per_node,
             tp_runs=self.with_tp,
             pp_runs=self.with_pp,
+            cp_runs=self.with_cp,
             offload_frees_gib=frees,
         )
         return memory_words(need, usable, cap, self.gpu.id, settings.memory_headroom), fixes
