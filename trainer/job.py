@@ -48,9 +48,12 @@ def emit_job(
     k8s_pvc: str = DEFAULT_K8S_PVC,
     force: bool = False,
     calibration: AppliedCalibration | None = None,
+    name_folder: bool = True,
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``. ``calibration``:
-    the one a re-estimate for changed run settings uses (``apply_run_overrides``).
+    the one a re-estimate for changed run settings uses (``apply_run_overrides``). ``name_folder``
+    False: the README and slurm.sbatch do not name the folder it was written to (a temporary folder
+    its reader never sees, as the app's zip: trial s33).
 
     Refused: another stack's plan (``Plan.emittable``); unless ``force``, an infeasible plan, and a
     directory that holds something else (another job's plan, or files that are not a job: emit
@@ -87,9 +90,9 @@ def emit_job(
         raise ValueError(f"--out {out_dir}: cannot create the job directory ({exc.strerror})") from None
     job_json = spec.save(out_dir)
     write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
-    write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir), executable=True)
+    write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir if name_folder else None), executable=True)
     write_atomic(out_dir / "k8s.yaml", render_k8s(spec))
-    write_atomic(out_dir / "README.md", render_readme(spec, out_dir))
+    write_atomic(out_dir / "README.md", render_readme(spec, out_dir if name_folder else None))
     return job_json
 
 

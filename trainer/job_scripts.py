@@ -146,10 +146,12 @@ def _fixed_words(fixed_s: float) -> str:
     return f", start-up and checkpoint writes ({duration_words(fixed_s)}) included" if fixed_s > 0 else ""
 
 
-def render_slurm(spec: JobSpec, job_dir: Path) -> str:
+def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
     plan = spec.plan
     procs = procs_per_node(plan)
     wall_s, at_p80_s, fixed_s = allocation_s(spec)
+    # ``job_dir`` None: a folder its reader never sees (the app's zip), so the submit directory.
+    written_to = "${SLURM_SUBMIT_DIR:-.}" if job_dir is None else shlex.quote(str(job_dir))
     # The name is pattern-checked, so it is safe inside an #SBATCH directive (which no shell parses).
     return f"""#!/bin/bash
 #SBATCH --job-name={spec.name}
@@ -172,7 +174,7 @@ def render_slurm(spec: JobSpec, job_dir: Path) -> str:
 # Exit code 3 means the validation probe found the plan does not fit: see replan_needed.json.
 set -euo pipefail
 # (unquoted: an assignment does not split, and the path's own quotes are then removed)
-JOB_DIR=${{TRAINPLAN_JOB_DIR:-{shlex.quote(str(job_dir))}}}
+JOB_DIR=${{TRAINPLAN_JOB_DIR:-{written_to}}}
 if [ -z "${{TRAINPLAN_JOB_DIR:-}}" ] && [ ! -f "$JOB_DIR/job.json" ] && [ -f "${{SLURM_SUBMIT_DIR:-.}}/job.json" ]; then
   JOB_DIR="$SLURM_SUBMIT_DIR"
 fi
@@ -302,10 +304,11 @@ def render_k8s(spec: JobSpec) -> str:
 # --------------------------------------------------------------------------- README.md
 
 
-def render_readme(spec: JobSpec, job_dir: Path) -> str:
+def render_readme(spec: JobSpec, job_dir: Path | None) -> str:
+    """The job's README; ``job_dir``: the folder it was written to, said beside "Run" (None: unsaid)."""
     pvc = spec.k8s_pvc
     plan, run = spec.plan, spec.run
-    quoted_dir = shlex.quote(str(job_dir))
+    written = "" if job_dir is None else f"; it was written to {shlex.quote(str(job_dir))}"
     memory = plan.estimate.memory
     rows = [
         ("model", plan.model.name),
@@ -334,7 +337,7 @@ installed in, or set `TRAINPLAN_PYTHON=/path/to/venv/bin/python`.
 
 ## Run
 
-From this directory (it may be moved or unzipped anywhere; it was written to {quoted_dir}):
+From this directory (it may be moved or unzipped anywhere{written}):
 
 - Here, with a lock, data preparation and resume: `trainplan run .`
 - One node by hand: `bash launch.sh`

@@ -1,22 +1,16 @@
 """What the Streamlit app (``app.py``) computes without Streamlit: solving a request or a job
-list, the widgets' defaults, tables of plans and jobs, formatters, and the few file helpers the
-app needs (reading an uploaded config, zipping an emitted job, reading a run's
-``metrics.jsonl``, starting a local run). The charts are ``ui/figures.py``; the page is
+list, the widgets' defaults, tables of plans and jobs, formatters, reading an uploaded config (the
+job files, zipped or run locally, are ``ui/app_jobs.py``). The charts are ``ui/figures.py``; the page is
 ``ui/single.py`` and its neighbours. Everything here is testable without Streamlit. No planning happens here: every number
 comes from ``planner.api`` / ``planner.api.explore``.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +108,7 @@ def table_height(rows: int) -> int:
 
 
 BLANK = "—"  # a table's empty cell (Streamlit writes "None" unless told; issue 30)
+DOLLARS = "$%,.0f"  # a table's money column (and its band's): whole dollars, like the plan card
 
 
 def token_count(tokens: int) -> str:
@@ -258,89 +253,6 @@ def model_from_upload(data: bytes, filename: str) -> ModelSpec:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-# --------------------------------------------------------------------------- files
-
-
-def emit_job_zip(plan_: Plan, name: str, steps: int) -> bytes:
-    """The job directory of ``trainplan emit`` as zip bytes, built in a temporary folder."""
-    from trainer.job import emit_job
-    from trainer.job_spec import RunSettings
-
-    folder = Path(tempfile.mkdtemp(prefix="trainplan-job-"))
-    try:
-        job_dir = folder / name
-        emit_job(plan_, job_dir, name=name, run=RunSettings(steps=steps))
-        return zip_directory(job_dir)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def zip_directory(directory: Path) -> bytes:
-    """Every file under ``directory``, stored under its name (``job/launch.sh``), modes kept."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-            info = zipfile.ZipInfo.from_file(path, arcname=f"{directory.name}/{path.relative_to(directory)}")
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
-    return buffer.getvalue()
-
-
-def read_metrics(path: Path) -> pd.DataFrame:
-    """A run's ``metrics.jsonl`` as a frame (step, loss, tokens_per_s, ...); empty while none are written."""
-    records = []
-    try:
-        lines = Path(path).read_text().splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # the line being written right now
-        if isinstance(record, dict) and "step" in record:
-            records.append(record)
-    frame = pd.DataFrame.from_records(records, columns=None if records else ["step", "loss", "tokens_per_s"])
-    for column in ("loss", "tokens_per_s"):
-        if column in frame:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")  # "nan"/"inf" strings -> NaN
-    return frame
-
-
-@dataclass
-class LocalRun:
-    job_dir: Path
-    process: subprocess.Popen
-
-
-def start_training(plan_: Plan, steps: int) -> LocalRun:
-    """Emit the plan into a new temporary folder and train it there in the background.
-
-    ``python -m trainer.launch`` is what ``trainplan run`` calls; started directly, its exit code
-    reaches the app unchanged. It runs in its own session, so stopping it stops its torchrun too.
-    """
-    from trainer.job import emit_job
-    from trainer.job_spec import RunSettings
-
-    job_dir = Path(tempfile.mkdtemp(prefix="trainplan-run-")) / "job"
-    emit_job(plan_, job_dir, name="local-run", run=RunSettings(steps=steps))
-    with (job_dir / "run.log").open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "trainer.launch", str(job_dir), "--steps", str(steps)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return LocalRun(job_dir=job_dir, process=process)
-
-
-def log_tail(path: Path, num_lines: int = 15) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-num_lines:])
-    except FileNotFoundError:
-        return ""
-
-
 # --------------------------------------------------------------------------- tables
 
 
@@ -380,8 +292,6 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
     rows = []
     for rank, p in enumerate(plans, start=1):
         e, t = p.estimate, p.training
-        u = e.uncertainty
-        band = (math.nan, math.nan) if u is None or u.time_to_train_h is None else u.time_to_train_h
         hours, cost = e.time_h_at(risk), e.cost_usd_at(risk)
         rows.append(
             {
@@ -394,9 +304,10 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
                 "grad_accum": t.grad_accum,
                 "ac": t.activation_checkpointing.value,
                 "time_to_train_days": (e.time_to_train_h or math.nan) / HOURS_PER_DAY,
-                # the 80 % band of the time to train (planner/accuracy)
-                "time_p10_days": band[0] / HOURS_PER_DAY,
-                "time_p90_days": band[1] / HOURS_PER_DAY,
+                # the 80 % bands of time, cost and tokens/s, as the card's (planner/accuracy; trial s33)
+                **band_columns(e, "time_to_train_h", "time_p10_days", "time_p90_days", HOURS_PER_DAY),
+                **band_columns(e, "cost_usd", "cost_p10_usd", "cost_p90_usd"),
+                **band_columns(e, "tokens_per_s", "tokens_p10_per_s", "tokens_p90_per_s"),
                 "cost_usd": e.cost_usd,
                 "time_at_risk_days": math.nan if hours is None else hours / HOURS_PER_DAY,
                 "cost_at_risk_usd": math.nan if cost is None else cost,
@@ -411,6 +322,14 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def band_columns(e, field: str, lo: str, hi: str, unit: float = 1.0) -> dict[str, float]:
+    """A figure's 80 % band (``Uncertainty.<field>``) as two table columns in ``unit``s; NaN (a blank
+    cell) where the estimate has none."""
+    band = None if e.uncertainty is None else getattr(e.uncertainty, field)
+    low, high = (math.nan, math.nan) if band is None else band
+    return {lo: low / unit, hi: high / unit}
 
 
 # --------------------------------------------------------------------------- portfolio

@@ -26,7 +26,7 @@ from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
 from planner.search.fleet import TcoAssumptions
 from planner.units import GIB
-from ui import app_core
+from ui import app_core, app_jobs
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 from ui.reasons import Refusal, refusal
 
@@ -101,7 +101,7 @@ def cached_why_not(
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
-    return app_core.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
+    return app_jobs.emit_job_zip(Plan.model_validate_json(plan_json), name, steps)
 
 
 def portfolio_requests(jobs: tuple[tuple[str, str], ...], stack: Stack, network: str | None) -> dict[str, PlanRequest]:

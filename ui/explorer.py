@@ -18,7 +18,7 @@ from ui import app_core, figures
 from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
 from ui.gpu_table import ROWS_KEY, VERSION_KEY
 from ui.i18n import Labels, plain
-from ui.messages import duration
+from ui.messages import duration, figure_bands, per_second, seconds
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
 from ui.sidebar import Inputs
 
@@ -154,17 +154,17 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
     e = p.estimate
     m = e.memory
     usable = m.usable_gib
+    bands = figure_bands(tr, e)  # each figure's 80 % band, as the card shows it (trial s33: none here)
     values = (  # the usable memory under the reserved, as the card writes the capacity
-        ("ex_memory", f"{m.reserved_gib:,.1f} GiB"),
-        ("ex_step", f"{e.time.step_s:,.3g} s"),
-        ("tokens_per_s", f"{e.throughput.tokens_per_s:,.0f}"),
-        ("card_mfu", f"{e.throughput.mfu:.1%}"),
-        ("card_time", duration(tr, e.time_to_train_h or 0.0)),
-        ("card_cost", app_core.money(e.cost_usd or 0.0)),
+        ("ex_memory", f"{m.reserved_gib:,.1f} GiB", tr("ex_usable", usable=usable)),
+        ("ex_step", seconds(tr, e.time.step_s), bands["step_s"]),
+        ("tokens_per_s", per_second(e.throughput.tokens_per_s), bands["tokens_per_s"]),
+        ("card_mfu", f"{e.throughput.mfu:.1%}", None),
+        ("card_time", duration(tr, e.time_to_train_h or 0.0), bands["time_to_train_h"]),
+        ("card_cost", app_core.money(e.cost_usd or 0.0), bands["cost_usd"]),
     )
     for row in (values[:METRICS_PER_ROW], values[METRICS_PER_ROW:]):
-        for column, (key, value) in zip(st.columns(METRICS_PER_ROW), row, strict=True):
-            delta = tr("ex_usable", usable=usable) if key == "ex_memory" else None
+        for column, (key, value, delta) in zip(st.columns(METRICS_PER_ROW), row, strict=True):
             column.metric(tr(key), value, delta, delta_color="off", delta_arrow="off")
     st.caption(f"{p.layout_words} · {tr('ex_batch', tokens=e.global_batch_tokens)}")
     if e.feasible:

@@ -289,20 +289,20 @@ def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: La
 
 
 def plan_band(p: Plan) -> pd.DataFrame:
-    """A plan's time to train with its 80 % band, in the frontier frame's columns (no band
-    columns where the plan has none)."""
+    """A plan's time to train and cost with their 80 % bands, in the frontier frame's columns (no
+    band columns where the plan has none)."""
     e = p.estimate
     hours, u = e.time_to_train_h, e.uncertainty
-    if hours is None or u is None or u.time_to_train_h is None:
-        return pd.DataFrame({"time_to_train_days": [math.nan if hours is None else hours / HOURS_PER_DAY]})
-    lo, hi = u.time_to_train_h
-    return pd.DataFrame(
-        {
-            "time_to_train_days": [hours / HOURS_PER_DAY],
-            "time_lo_days": [lo / HOURS_PER_DAY],
-            "time_hi_days": [hi / HOURS_PER_DAY],
-        }
-    )
+    columns = {
+        "time_to_train_days": [math.nan if hours is None else hours / HOURS_PER_DAY],
+        "cost_usd": [math.nan if e.cost_usd is None else e.cost_usd],
+    }
+    if u is not None and u.time_to_train_h is not None:
+        columns |= {"time_lo_days": [u.time_to_train_h[0] / HOURS_PER_DAY]}
+        columns |= {"time_hi_days": [u.time_to_train_h[1] / HOURS_PER_DAY]}
+    if u is not None and u.cost_usd is not None:  # trial s33: the star had the time bar only
+        columns |= {"cost_lo_usd": [u.cost_usd[0]], "cost_hi_usd": [u.cost_usd[1]]}
+    return pd.DataFrame(columns)
 
 
 def _band(frame: pd.DataFrame, value: str, lo: str, hi: str, colour: str) -> dict:
@@ -373,12 +373,14 @@ def frontier_figure(
             legendrank=2,
         )
     if chosen is not None and chosen.estimate.cost_usd is not None and chosen.estimate.time_to_train_h is not None:
+        band = plan_band(chosen)
         fig.add_scatter(
             name=tr("chosen_plan"),
             x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
             y=[chosen.estimate.cost_usd],
             mode="markers",
-            error_x=_band(plan_band(chosen), "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
+            error_x=_band(band, "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
+            error_y=_band(band, "cost_usd", "cost_lo_usd", "cost_hi_usd", "goldenrod"),
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
             text=[f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout_words}"],
             hovertemplate="%{text}<extra></extra>",

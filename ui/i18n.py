@@ -70,8 +70,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "chinchilla_multiple": ("Multiple of 20 tokens per parameter", "每参数 20 token 的倍数"),
     "tokens_billions": ("Training tokens (billions)", "训练 token 数（十亿）"),
     "model_summary": (
-        "{name}: {params:,.2f} B parameters, {tokens:,.1f} B training tokens",
-        "{name}：{params:,.2f} B 参数，{tokens:,.1f} B 训练 token",
+        "{name}: {params:,.2f} B parameters, {tokens} B training tokens",
+        "{name}：{params:,.2f} B 参数，{tokens} B 训练 token",
     ),
     # sidebar: goals
     "section_goals": ("Deadline, budget, objective", "期限、预算与目标"),
@@ -359,6 +359,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_cost_bought": ("Cost (amortised purchase)", "费用（购买摊销）"),
     "card_energy": ("Energy", "能耗"),
     "card_mfu": ("MFU", "MFU"),
+    "card_tokens": ("Tokens/s", "token/秒"),
     "card_memory": ("Memory per GPU", "每 GPU 显存"),
     "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB", "占 {capacity:.1f} GiB 的 {fraction:.0%}"),
     "card_goodput": ("Goodput", "有效训练时间占比"),
@@ -373,6 +374,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "hours_up": ("{value:,.0f} h", "{value:,.0f} 小时"),
     "minutes_up": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
+    "seconds_value": ("{value:,.3f} s", "{value:,.3f} 秒"),  # a step time: the CLI's three decimals
     "card_at_risk": (
         "Judged at {risk}: {time}, {cost} (the search compares plans at this quantile of their band).",
         "按 {risk} 评判：{time}，{cost}（搜索按误差区间的这一分位数比较各方案）。",
@@ -482,9 +484,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "price_basis_reserved_1y": (PriceBasis.RESERVED_1Y.words, "一年预留报价的中位数"),
     "price_basis_reserved_3y": (PriceBasis.RESERVED_3Y.words, "三年预留报价的中位数"),
     "card_footer": (
-        "step {step} s · {tokens} tokens/s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
+        "step {step} s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s",
-        "每步 {step} 秒 · {tokens} token/秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
+        "每步 {step} 秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
         "{solver} 用时 {seconds:.1f} 秒",
     ),
     "why_this_plan": ("Why this plan", "为什么选这个方案"),
@@ -572,6 +574,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),
     "col_mfu": ("MFU", "MFU"),
     "col_tokens_per_s": ("tokens/s", "token/秒"),
+    "col_tokens_p10_per_s": ("tokens/s, 80 % band from", "token/秒，80% 区间下限"),
+    "col_tokens_p90_per_s": ("tokens/s, 80 % band to", "token/秒，80% 区间上限"),
     "col_memory_gib": ("memory (GiB)", "显存（GiB）"),
     "col_capacity_gib": ("capacity (GiB)", "容量（GiB）"),
     "col_job": ("job", "任务"),
@@ -745,10 +749,18 @@ _LABELS: dict[str, tuple[str, str]] = {
         "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时在您持有的型号"
         "（GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计；单作业页面显示中位时间与租用费用。",
     ),
+    # trial s33: the same job planned alone on the single-job page got another plan, unexplained
+    "portfolio_joint": (
+        "Each job's plan is chosen jointly with the other jobs (they share the GPU inventory and limits), so it can"
+        " differ from the plan the single-job page gives that job alone.",
+        "各作业的方案与其他作业共同选定（它们共享 GPU 库存与上限），因此可能与单作业页面单独规划该作业所得的方案不同。",
+    ),
     "col_owned_cost_usd": ("cost, owned rate or rent (USD)", "费用，自有成本或租价（美元）"),
     "col_days_at_risk": ("days at {risk}", "{risk} 分位天数"),
     "col_cost_p10_usd": ("cost, 80 % band from (USD)", "费用，80% 区间下限（美元）"),
     "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),
+    "col_cost_p10_usd_bought": ("cost, 80 % band from (USD, amortised)", "费用，80% 区间下限（美元，摊销）"),
+    "col_cost_p90_usd_bought": ("cost, 80 % band to (USD, amortised)", "费用，80% 区间上限（美元，摊销）"),
     "col_validated": ("validated envelope", "验证情况"),  # trial s33: "在验证范围内" over "超出范围"
     # A plan's standing against the validated envelope (planner/plan.py Standing), in the portfolio table.
     "standing_validated": ("validated", "已验证"),

@@ -17,7 +17,7 @@ from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
-from planner.fmt import budget_amounts, duration_parts
+from planner.fmt import budget_amounts, duration_parts, energy
 from planner.plan import Estimate, Plan
 from planner.plan_accuracy import RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
@@ -56,6 +56,31 @@ def estimate_only_text(tr: Labels, plan: Plan) -> str:
 def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
     """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band)."""
     return None if band is None else tr("card_band", lo=unit(band[0]), hi=unit(band[1]))
+
+
+def seconds(tr: Labels, value: float) -> str:
+    """'3.177 s' / '3.177 秒': a step time as the card's footer and the CLI write it (trial s33: the
+    中文 explorer said '3.18 s' beside the card's '3.177 秒')."""
+    return tr("seconds_value", value=value)
+
+
+def per_second(tokens: float) -> str:
+    """'660,171': tokens per second, whole."""
+    return f"{tokens:,.0f}"
+
+
+def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:
+    """The 80 % band in words of each figure with one (planner/accuracy ``Uncertainty``), by its
+    field: what the card and the layout explorer show under the figure (None: no band)."""
+    u = e.uncertainty
+    units = {
+        "time_to_train_h": lambda h: duration(tr, h),
+        "cost_usd": money,
+        "energy_kwh": energy,
+        "tokens_per_s": per_second,
+        "step_s": lambda s: seconds(tr, s),
+    }
+    return {field: band_text(tr, None if u is None else getattr(u, field), unit) for field, unit in units.items()}
 
 
 def regime_text(tr: Labels, u: Uncertainty) -> str:

@@ -29,9 +29,9 @@ PORTFOLIO_FORMATS = {
     "days": "%,.1f",
     "time_p10_days": "%,.1f",
     "time_p90_days": "%,.1f",
-    "cost_usd": "$%,.0f",
-    "cost_p10_usd": "$%,.0f",
-    "cost_p90_usd": "$%,.0f",
+    "cost_usd": app_core.DOLLARS,
+    "cost_p10_usd": app_core.DOLLARS,
+    "cost_p90_usd": app_core.DOLLARS,
 }
 
 
@@ -95,7 +95,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
         column_config={
             tr("col_tokens_b"): st.column_config.NumberColumn(format="%,.1f"),
             tr("col_deadline_days"): st.column_config.NumberColumn(format="%,.1f"),
-            tr("col_budget_usd"): st.column_config.NumberColumn(format="$%,.0f"),
+            tr("col_budget_usd"): st.column_config.NumberColumn(format=app_core.DOLLARS),
         },
     )
     inventory = shared_inventory(inputs.request)
@@ -145,6 +145,8 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         st.caption(tr("idle_cost_none_bought" if inputs.bought else "idle_cost_none"))
     # The days and the cost are not the single-job page's median and rent (trial s19, finding 9).
     st.caption(tr("portfolio_basis", risk=risk))
+    if len(outcome.frame) > 1:  # the jobs share the inventory: one may not get the plan it gets alone
+        st.caption(tr("portfolio_joint"))
     frame = with_standing_words(with_training_words(outcome.frame, tr), tr)
     basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd")}
     labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}

@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 
 from planner.plan import Plan
 from planner.reports import ValidationReport
-from ui import app_core
+from ui import app_core, app_jobs
 from ui.cached import cached_detect, cached_plan
 from ui.i18n import Labels, plain
 from ui.messages import estimate_only_text, infeasible_text
@@ -57,7 +57,7 @@ def read_job(job_dir: Path) -> JobView:
         plan = JobSpec.load(job_dir).plan
     except ValueError as exc:
         return JobView(None, pd.DataFrame(), None, False, error=str(exc), job_dir=job_dir)
-    metrics = app_core.read_metrics(job_dir / "metrics.jsonl")
+    metrics = app_jobs.read_metrics(job_dir / "metrics.jsonl")
     validation = None
     if (job_dir / "validation.json").exists():
         try:
@@ -250,15 +250,15 @@ def start_local_run(tr: Labels, inputs: Inputs, gpu: str, count: int, steps: int
     if not outcome.result.plan.emittable:  # emit's rule: another stack's plan is an estimate, not a job
         st.warning(estimate_only_text(tr, outcome.result.plan))
         return
-    st.session_state["local_run"] = app_core.start_training(outcome.result.plan, steps)
+    st.session_state["local_run"] = app_jobs.start_training(outcome.result.plan, steps)
 
 
 def show_run(tr: Labels) -> None:
-    run: app_core.LocalRun = st.session_state["local_run"]
+    run: app_jobs.LocalRun = st.session_state["local_run"]
     code = run.process.poll()
     status = tr("run_running", pid=run.process.pid) if code is None else tr("run_finished", code=code)
     st.markdown(f"**{status}** `{run.job_dir}`")
     show_job(tr, run.job_dir, "local")
-    st.code(app_core.log_tail(run.job_dir / "run.log") or " ")
+    st.code(app_jobs.log_tail(run.job_dir / "run.log") or " ")
     if code is None and st.button(tr("stop_run"), key="stop_run"):
         os.killpg(run.process.pid, signal.SIGTERM)  # our own child's process group (start_new_session)

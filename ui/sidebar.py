@@ -210,8 +210,14 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
         )
         if model is None:
             return None
-    st.caption(tr("model_summary", name=model.name, params=model.num_params() / 1e9, tokens=tokens / 1e9))
+    st.caption(tr("model_summary", name=model.name, params=model.num_params() / 1e9, tokens=billions(tokens)))
     return tokens
+
+
+def billions(tokens: float) -> str:
+    """'160.6' billion; two significant figures below one billion (trial s33: 0.001 B read '0.0 B')."""
+    value = tokens / 1e9
+    return f"{value:,.1f}" if value >= 1 else f"{value:.2g}"
 
 
 def sidebar_goals(tr: Labels) -> dict:

@@ -44,7 +44,6 @@ from ui.calibration_upload import CalibrationUpload
 from ui.explorer import show_explorer
 from ui.i18n import Labels, plain
 from ui.messages import (
-    band_text,
     ceiling_text,
     commitment_text,
     dearer_text,
@@ -52,6 +51,7 @@ from ui.messages import (
     duration,
     envelope_text,
     estimate_only_text,
+    figure_bands,
     idle_text,
     infeasible_text,
     interval,
@@ -59,6 +59,7 @@ from ui.messages import (
     median_text,
     near_tie_text,
     over_budget_text,
+    per_second,
     plan_note_texts,
     risk_text,
     short_duration,
@@ -144,29 +145,30 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
             (1, "card_time", duration(tr, e.time_to_train_h)),
             (1, "card_cost_bought" if bought else "card_cost", app_core.money(e.cost_usd)),
         ),
-        (
-            (1, "card_energy", energy(e.energy_kwh)),
+        (  # tokens/s with its band, as time and cost have theirs (trial s33: only in the footer)
+            (1, "card_tokens", per_second(e.throughput.tokens_per_s)),
             (1, "card_mfu", f"{e.throughput.mfu:.1%}"),
+            (1, "card_energy", energy(e.energy_kwh)),
             (1, "card_memory", f"{e.memory.reserved_gib:.1f} GiB"),
-            (1, "card_ac", tr.option(t.activation_checkpointing.value)),
         ),
         (
-            (3, "card_layout", plan.layout_words),
+            (2, "card_layout", plan.layout_words),
             (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
+            (1, "card_ac", tr.option(t.activation_checkpointing.value)),
         ),
         goodput_row(tr, e.goodput),
     )
 
 
 def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
-    """What each metric shows below it: the 80 % band of time and cost, memory's share."""
-    u, mem = plan.estimate.uncertainty, plan.estimate.memory
-    cost = band_text(tr, None if u is None else u.cost_usd, app_core.money)
+    """What each metric shows below it: the 80 % band of time, cost, energy and tokens/s, memory's share."""
+    bands, mem = figure_bands(tr, plan.estimate), plan.estimate.memory
     return {
-        "card_time": band_text(tr, None if u is None else u.time_to_train_h, lambda h: duration(tr, h)),
-        "card_cost": cost,
-        "card_cost_bought": cost,
-        "card_energy": band_text(tr, None if u is None else u.energy_kwh, energy),
+        "card_time": bands["time_to_train_h"],
+        "card_cost": bands["cost_usd"],
+        "card_cost_bought": bands["cost_usd"],
+        "card_energy": bands["energy_kwh"],
+        "card_tokens": bands["tokens_per_s"],
         "card_memory": tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib),
     }
 
@@ -240,7 +242,6 @@ def card_captions(
             "card_footer",
             # the CLI's formatter and precision (ui/render_lines.py step_line)
             step=number_band(e.time.step_s, None if u is None else u.step_s, 3),
-            tokens=number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s),
             kernel=kernel_words(tr, plan),
             candidates=result.num_candidates,
             feasible=result.solution.num_feasible,
@@ -334,26 +335,30 @@ TOP_FORMATS = {
     "time_to_train_days": "%,.2f",
     "time_p10_days": "%,.2f",
     "time_p90_days": "%,.2f",
-    "cost_usd": "$%,.0f",  # whole dollars, like the plan card
+    "cost_usd": app_core.DOLLARS,
+    "cost_p10_usd": app_core.DOLLARS,  # the cost band as the portfolio table writes it
+    "cost_p90_usd": app_core.DOLLARS,
     "time_at_risk_days": "%,.2f",
-    "cost_at_risk_usd": "$%,.0f",
+    "cost_at_risk_usd": app_core.DOLLARS,
     "price_usd_per_gpu_hour": "$%.2f",
     "energy_kwh": "%,.0f",
     "mfu": "%.1f%%",  # one decimal, like the card (percent points: Streamlit's "percent" shows two)
     "tokens_per_s": "%,.0f",
+    "tokens_p10_per_s": "%,.0f",
+    "tokens_p90_per_s": "%,.0f",
     "memory_gib": "%.1f",
     "capacity_gib": "%.1f",
 }
 TOP_ORDER = (  # memory next to the headline figures, so it is visible without scrolling
     # the figures the search ranked by (its risk quantile) beside the model's (trial s28d: row 2 looked cheaper)
     "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib",
-    "time_at_risk_days", "cost_at_risk_usd", "time_p10_days",
-    "time_p90_days", "price_usd_per_gpu_hour", "price_estimated", "mfu",
-    "tokens_per_s", "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
+    "time_at_risk_days", "cost_at_risk_usd", "time_p10_days", "time_p90_days", "cost_p10_usd", "cost_p90_usd",
+    "price_usd_per_gpu_hour", "price_estimated", "mfu", "tokens_per_s", "tokens_p10_per_s", "tokens_p90_per_s",
+    "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
 )  # fmt: skip
 
 
-BOUGHT_COLUMNS = ("cost_usd", "cost_at_risk_usd", "price_usd_per_gpu_hour")
+BOUGHT_COLUMNS = ("cost_usd", "cost_at_risk_usd", "cost_p10_usd", "cost_p90_usd", "price_usd_per_gpu_hour")
 
 
 def tie_rule_text(tr: Labels, result) -> str | None:

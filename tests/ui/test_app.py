@@ -45,7 +45,7 @@ from planner.model.spec import ModelSpec
 from planner.search.fleet import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
-from ui import app_core, figures
+from ui import app_core, app_jobs, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys, plain
 from ui.messages import app_words
@@ -475,7 +475,7 @@ def test_formatting():
 def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     chosen = planned(request_for()).plan
-    data = app_core.emit_job_zip(chosen, "my-job", steps=7)
+    data = app_jobs.emit_job_zip(chosen, "my-job", steps=7)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
         spec = JobSpec.model_validate_json(archive.read("my-job/job.json"))
@@ -485,17 +485,17 @@ def test_job_zip_holds_a_runnable_job_for_the_plan(tmp_path, monkeypatch):
     assert launch_mode & 0o100
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match="job name"):
-        app_core.emit_job_zip(chosen, "bad name!", steps=7)
+        app_jobs.emit_job_zip(chosen, "bad name!", steps=7)
 
 
 def test_read_metrics_tolerates_partial_lines_and_nan(tmp_path):
     path = tmp_path / "metrics.jsonl"
-    assert app_core.read_metrics(path).empty
+    assert app_jobs.read_metrics(path).empty
     path.write_text(
         '{"step": 1, "loss": 5.0, "tokens_per_s": 100.0}\n{"step": 2, "loss": "nan", "tokens_per_s": 90}\n'
         '{"step": 3, "lo'
     )
-    frame = app_core.read_metrics(path)
+    frame = app_jobs.read_metrics(path)
     assert list(frame["step"]) == [1, 2] and frame["loss"].isna().tolist() == [False, True]
 
 
@@ -562,7 +562,7 @@ def test_local_run_trains_the_local_plan_and_shows_live_metrics(monkeypatch):
         assert run.process.wait(timeout=180) == 0, (run.job_dir / "run.log").read_text()[-2000:]
         at.run()
         assert any(m.value.startswith(f"**{EN('run_finished', code=0)}**") for m in at.markdown)
-        metrics = app_core.read_metrics(run.job_dir / "metrics.jsonl")
+        metrics = app_jobs.read_metrics(run.job_dir / "metrics.jsonl")
         assert list(metrics["step"]) == [1, 2]
         assert card(at)[EN("loss")] == f"{metrics['loss'].iloc[-1]:.4f}"
         local = request_for(

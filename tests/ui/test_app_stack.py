@@ -24,6 +24,7 @@ from planner.plan import Plan
 from ui import app_core
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
 from ui.i18n import Labels, plain
+from ui.messages import seconds
 from ui.reasons import CALIBRATION_REASONS, reason_key, reason_text, refusal
 
 MACHINE = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86.15", date="2026-11-30", software="torch")
@@ -136,7 +137,7 @@ def test_the_all_to_all_overlap_is_offered_under_megatron_core_only():
         ).estimate.time.step_s
         for overlap in (True, False)
     }
-    assert card(at)[ZH("ex_step")] == f"{steps[True]:,.3g} s" != f"{steps[False]:,.3g} s"
+    assert card(at)[ZH("ex_step")] == seconds(ZH, steps[True]) != seconds(ZH, steps[False])
 
 
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):

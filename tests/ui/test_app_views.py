@@ -38,7 +38,7 @@ from ui import figures
 from ui.app_core import money
 from ui.gpu_table import apply_edits, default_rows
 from ui.i18n import all_labels, plain
-from ui.messages import duration, near_tie_text
+from ui.messages import duration, near_tie_text, seconds
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +260,7 @@ def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     )  # fmt: skip
     e = expected.estimate
     shown = card(at)
-    assert shown[EN("ex_step")] == f"{e.time.step_s:,.3g} s"
+    assert shown[EN("ex_step")] == seconds(EN, e.time.step_s)  # as the card writes it (trial s33)
     assert shown[EN("tokens_per_s")] == f"{e.throughput.tokens_per_s:,.0f}"
     assert shown[EN("ex_memory")] == f"{e.memory.reserved_gib:,.1f} GiB"  # usable below it: no "105.7 / 169..."
     (memory,) = [m for m in at.metric if m.label == EN("ex_memory")]
@@ -297,7 +297,7 @@ def test_layout_explorer_takes_expert_parallelism_and_interleaving():
     layout = Layout(pp=2, vpp=2, ep=8, sharding=Sharding.FSDP)
     e = build_plan(model, "h100-sxm", layout, training, num_gpus=16, training_tokens=request.training_tokens).estimate
     assert e.layout.ep == 8 and e.layout.vpp == 2
-    assert card(at)[EN("ex_step")] == f"{e.time.step_s:,.3g} s"
+    assert card(at)[EN("ex_step")] == seconds(EN, e.time.step_s)
     assert any("ep=8" in c.value and "vpp=2" in c.value for c in at.caption)
 
 

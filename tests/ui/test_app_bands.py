@@ -1,0 +1,129 @@
+"""Trial s33 (app), sections 6, 8, 10 and 12: every figure with its 80 % band (card, layout explorer,
+Top plans, the chosen plan on the frontier), the portfolio's word on jointly chosen plans, small
+token counts and step times as the card writes them, and a downloaded job whose README names no
+server folder.
+
+Expected values come from the planner's API (``plan``, ``build_plan``) and the app's own
+formatters, so a figure shown without its band, or with another figure's, fails here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from support.app import EN, ZH, open_tab, planned, request_for, run_app, table
+from support.cli import call
+
+from planner.api.explore import best_per_count, pareto_front, scored_search
+from planner.model.settings import DEFAULT_SETTINGS
+from ui import app_core, app_jobs, figures
+from ui.messages import duration, per_second, seconds
+
+
+def metrics(at) -> dict[str, tuple[str, str]]:
+    """Each metric's label: (value, delta), the last one drawn under a label (the explorer's below the card's)."""
+    return {m.label: (m.value, m.delta) for m in at.metric}
+
+
+def test_the_card_gives_tokens_per_s_its_own_metric_with_its_band():
+    e = planned(request_for()).plan.estimate
+    u = e.uncertainty
+    assert u is not None
+    for tr in (EN, ZH):
+        value, delta = metrics(run_app(lang=tr.lang))[tr("card_tokens")]
+        assert value == per_second(e.throughput.tokens_per_s)
+        assert delta == tr("card_band", lo=per_second(u.tokens_per_s[0]), hi=per_second(u.tokens_per_s[1]))
+
+
+def test_the_layout_explorer_shows_each_figures_band_and_the_cards_step_time():
+    """Trial s33: the explorer's step, tokens/s, time and cost had no band, and its 中文 step read
+    '3.18 s' beside the card's '3.177 秒'."""
+    chosen = planned(request_for()).plan  # the explorer starts from it: the same estimate
+    e, u = chosen.estimate, chosen.estimate.uncertainty
+    assert u is not None and u.time_to_train_h is not None and u.cost_usd is not None
+    for tr in (EN, ZH):
+        shown = metrics(open_tab(run_app(lang=tr.lang), "tab_explorer", tr))
+        assert shown[tr("ex_step")] == (
+            seconds(tr, e.time.step_s),
+            tr("card_band", lo=seconds(tr, u.step_s[0]), hi=seconds(tr, u.step_s[1])),
+        )
+        band = tr("card_band", lo=per_second(u.tokens_per_s[0]), hi=per_second(u.tokens_per_s[1]))
+        assert shown[tr("tokens_per_s")] == (per_second(e.throughput.tokens_per_s), band)
+        band = tr("card_band", lo=duration(tr, u.time_to_train_h[0]), hi=duration(tr, u.time_to_train_h[1]))
+        assert shown[tr("card_time")][1] == band
+        assert shown[tr("card_cost")][1] == tr(
+            "card_band", lo=app_core.money(u.cost_usd[0]), hi=app_core.money(u.cost_usd[1])
+        )
+    assert seconds(ZH, 3.1771) == "3.177 秒" and seconds(EN, 3.1771) == "3.177 s"
+
+
+def test_top_plans_have_the_cost_and_tokens_bands_written_as_the_portfolio_writes_cost():
+    at = open_tab(run_app(), "tab_top")
+    shown = table(at, EN("col_layout"))
+    plans = [planned(request_for()).plan, *planned(request_for()).alternatives]
+    for row, p in zip(shown.itertuples(index=False), plans, strict=True):
+        u = p.estimate.uncertainty
+        values = dict(zip(shown.columns, row, strict=True))
+        assert (values[EN("col_cost_p10_usd")], values[EN("col_cost_p90_usd")]) == u.cost_usd
+        assert (values[EN("col_tokens_p10_per_s")], values[EN("col_tokens_p90_per_s")]) == u.tokens_per_s
+    config = json.loads(at.dataframe[0].proto.columns)
+    for key in ("col_cost_p10_usd", "col_cost_p90_usd"):  # the portfolio table's cost band format
+        assert config[EN(key)]["type_config"]["format"] == app_core.DOLLARS == "$%,.0f"
+    for key in ("col_tokens_p10_per_s", "col_tokens_p90_per_s"):
+        assert config[EN(key)]["type_config"]["format"] == config[EN("col_tokens_per_s")]["type_config"]["format"]
+    columns = list(shown.columns)
+    assert columns.index(EN("col_cost_p10_usd")) + 1 == columns.index(EN("col_cost_p90_usd"))
+
+
+def test_the_chosen_plan_on_the_frontier_carries_its_cost_band():
+    result = planned(request_for())
+    frame = best_per_count(scored_search(request_for(), settings=DEFAULT_SETTINGS).frame)
+    fig = figures.frontier_figure(frame, pareto_front(frame), result.plan, EN)
+    star = next(t for t in fig.data if t.name == EN("chosen_plan"))
+    e = result.plan.estimate
+    assert e.uncertainty is not None and e.cost_usd is not None
+    assert star.error_y.visible is not False
+    assert star.error_y.array[0] == e.uncertainty.cost_usd[1] - e.cost_usd
+    assert star.error_y.arrayminus[0] == e.cost_usd - e.uncertainty.cost_usd[0]
+
+
+def test_the_portfolio_says_once_that_its_plans_are_chosen_jointly():
+    for tr in (EN, ZH):
+        at = run_app(lang=tr.lang, portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+        for name in ("first", "second"):
+            at.text_input(key="job_name").set_value(name)
+            at.button(key="add_job").click().run()
+            said = [c.value for c in at.caption].count(tr("portfolio_joint"))
+            assert said == (1 if name == "second" else 0), (tr.lang, name)  # one job: no other to share with
+
+
+def test_the_model_caption_keeps_a_small_token_count():
+    """Trial s33: 0.001 B tokens read '0.0 B training tokens'."""
+    at = run_app(tokens_mode="absolute", tokens_billions=0.001)
+    summary = EN(
+        "model_summary", name="gpt3-125m", params=planned(request_for()).plan.model.num_params() / 1e9, tokens="0.001"
+    )
+    assert summary in [c.value for c in at.caption]
+    at = run_app()  # 20 tokens per parameter: one decimal, as before
+    assert any(c.value.endswith(" B parameters, 2.5 B training tokens") for c in at.caption)
+
+
+def test_the_downloaded_job_readme_names_no_server_folder_and_emits_still_does(tmp_path):
+    """Trial s33: the zip's README said 'it was written to /tmp/trainplan-job-…/name', a folder on the
+    server the downloader never sees; ``trainplan emit`` still says where it wrote the job."""
+    chosen = planned(request_for()).plan
+    with zipfile.ZipFile(io.BytesIO(app_jobs.emit_job_zip(chosen, "my-job", steps=7))) as archive:
+        readme = archive.read("my-job/README.md").decode()
+        sbatch = archive.read("my-job/slurm.sbatch").decode()
+    assert "trainplan-job-" not in readme and "written to" not in readme
+    assert "trainplan-job-" not in sbatch and "JOB_DIR=${TRAINPLAN_JOB_DIR:-${SLURM_SUBMIT_DIR:-.}}" in sbatch
+    assert "From this directory (it may be moved or unzipped anywhere):" in readme
+    plan_file = chosen.save(tmp_path / "plan.json")
+    code, _, err = call("emit", str(plan_file), "--out", str(tmp_path / "job"), "--name", "my-job", "--steps", "7")
+    assert code == 0, err
+    cli = (tmp_path / "job" / "README.md").read_text()
+    assert f"(it may be moved or unzipped anywhere; it was written to {(tmp_path / 'job').resolve()}):" in cli
+    assert cli.replace(f"; it was written to {(tmp_path / 'job').resolve()}", "") == readme
+    assert str((tmp_path / "job").resolve()) in (tmp_path / "job" / "slurm.sbatch").read_text()
