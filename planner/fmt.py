@@ -177,8 +177,18 @@ def energy_band(kwh: float | None, band: tuple[float, float] | None) -> str:
     return f"{figure} kWh ({band[0]:,.{decimals}f}-{band[1]:,.{decimals}f})"
 
 
-def number_band(value: float, band: tuple[float, float] | None, digits: int = 0) -> str:
-    """``884,987 (721,030-952,431)``: a figure and its band, ``digits`` decimals."""
+def rate_decimals(value: float) -> int:
+    """Decimals that show a rate (tokens/s) whole from 100 on and to three significant figures below
+    (trial s34: a CPU-calibrated plan printed "0 (0-0) tokens/s")."""
+    if not math.isfinite(value) or abs(value) >= 100 or value == 0:
+        return 0
+    return min(9, math.ceil(2 - math.log10(abs(value))))
+
+
+def number_band(value: float, band: tuple[float, float] | None, digits: int | None = None) -> str:
+    """``884,987 (721,030-952,431)``: a figure and its band, ``digits`` decimals (None: the
+    figure's ``rate_decimals``)."""
+    digits = rate_decimals(value) if digits is None else digits
     text = f"{value:,.{digits}f}"
     return text if band is None else f"{text} ({band[0]:,.{digits}f}-{band[1]:,.{digits}f})"
 

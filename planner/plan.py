@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from planner.catalog.hardware import Catalog, NodeTemplate
 
 PLAN_SCHEMA_VERSION = 1
+# The keys by which a plan file read is the job.json ``emit`` wrote (trainer/job_spec.py JobSpec),
+# whose plan is read instead (trial s34: `explain job/job.json` printed a pydantic error).
+JOB_FILE_KEYS = frozenset({"name", "plan", "run"})
 
 
 class MemoryTerms(BaseModel):
@@ -419,11 +422,13 @@ class Plan(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path, catalog: Catalog | None = None) -> Plan:
-        """Read a plan file (``read_input``: a regular file, capped) and ``check`` it; raises
-        ValueError naming the file when it is not a valid plan."""
+        """Read a plan file (``read_input``: a regular file, capped; or a job.json, its plan) and
+        ``check`` it; raises ValueError naming the file when it is not a valid plan."""
         text = read_input_text(path, "plan file", MAX_INPUT_BYTES)
         try:  # every string without terminal escapes (a model name is printed): planner/fmt.py printable
             raw = json.loads(text, object_pairs_hook=unique_keys)
+            if isinstance(raw, dict) and raw.keys() >= JOB_FILE_KEYS:  # trial s34: emit's job.json holds one
+                raw = raw["plan"]
             report = isinstance(raw, dict) and "feasible" in raw and "schema_version" not in raw
             plan = None if report else cls.model_validate(_printable_strings(raw))
         except RecursionError:

@@ -308,6 +308,14 @@ def settings_problem(
     )
 
 
+def expert_tp_problem(model: ModelSpec, layout: Layout) -> RuleViolation | None:
+    """Why the layout's expert tensor parallelism is not the model's (None: it is): whole experts
+    (``expert_tp`` off) need experts (trial s34: a dense model read "etp=1" and was timed as any)."""
+    if layout.expert_tp or model.is_moe:
+        return None
+    return RuleViolation(RuleCode.EXPERT_TP_DENSE, {})
+
+
 def configuration_problem(
     stack: Stack,
     model: ModelSpec,
@@ -322,6 +330,7 @@ def configuration_problem(
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
         settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention)
+        or expert_tp_problem(model, layout)
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)
         or (a2a_layout_problem(layout, training) if moe_a2a_overlap else None)

@@ -64,6 +64,7 @@ class RuleCode(StrEnum):
     SEQ_CP = "seq_cp"
     FP8_TP_HF = "fp8_tp_hf"
     EP_DENSE = "ep_dense"
+    EXPERT_TP_DENSE = "expert_tp_dense"
     EP_EXPERTS = "ep_experts"
     EP_NATIVE = "ep_native"
     EP_FAMILY = "ep_family"
@@ -218,6 +219,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.SEQ_CP: "seq_len (load-balanced context parallel) {seq_len} is not divisible by 2*cp={degree}",
     _C.FP8_TP_HF: f"fp8 with tensor parallelism needs impl 'native' ({OTHER_STACK})",
     _C.EP_DENSE: "ep={ep} needs a mixture-of-experts model",
+    _C.EXPERT_TP_DENSE: "--no-expert-tp (expert tp 1) needs a mixture-of-experts model: drop it",
     _C.EP_EXPERTS: "num_experts {experts} is not divisible by ep={ep}",
     _C.EP_NATIVE: f"expert parallelism (ep > 1) needs impl 'native' (trainer/moe.py; {OTHER_STACK})",
     # trial s31: for a family the native trainer cannot build, "needs impl 'native'" led to "use impl 'hf'"

@@ -62,6 +62,7 @@ from ui.cli_options import (
     PARTITION_ACTIVATIONS,
     PRICE_KIND,
     SEQ_LEN,
+    SHARDING,
     STACK_HELP,
     TOP,
     app,
@@ -106,11 +107,7 @@ def estimate(
         " rank is a replica: default the rest of the GPUs, and a given count must fill them",
     ),
     dp_shard: int = typer.Option(-1, "--dp-shard", help="data-parallel shard group size; -1 = the rest of the world"),
-    sharding: Sharding | None = typer.Option(
-        None,
-        help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp: + parameters, ZeRO-3 (default: fsdp; zero1"
-        " for the Megatron stacks and deepseek-v3, their distributed optimizer; zero2 for deepspeed at tp > 1)",
-    ),
+    sharding: str | None = SHARDING,
     micro_batch: int = typer.Option(1, "--micro-batch", help="sequences per rank per micro-step"),
     seq_len: int | None = SEQ_LEN,
     batch_tokens: float | None = typer.Option(
@@ -167,7 +164,7 @@ def estimate(
     seq_len = default_seq_len(spec) if seq_len is None else seq_len
     layout = given_layout(
         stack,
-        sharding,
+        None if sharding is None else Sharding(sharding),
         num_gpus,
         dp_replicate=dp_replicate,
         dp_shard=dp_shard,

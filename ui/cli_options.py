@@ -11,6 +11,7 @@ import typer
 from planner.catalog.prices import PRICE_KINDS
 from planner.errors import RuleCode, rule_violation
 from planner.fmt import one_line
+from planner.layout import Sharding
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
 
@@ -64,6 +65,30 @@ def _price_kind(value: str | None) -> str | None:
     return value
 
 
+# DeepSpeed's name for full sharding, which its stacks' layouts print (Stack.full_sharding_name)
+SHARDING_ALIASES = {"zero3": Sharding.FSDP}
+
+
+def _sharding(value: str | None) -> Sharding | None:
+    """``--sharding``: a Sharding, or DeepSpeed's ``zero3`` for fsdp (trial s34: a deepspeed layout
+    printed "zero3", and the flag refused it)."""
+    if value is None:
+        return None
+    if (alias := SHARDING_ALIASES.get(value)) is not None:
+        return alias
+    if value not in Sharding.__members__.values():
+        names = [*Sharding, *SHARDING_ALIASES]
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(repr(str(n)) for n in names)}.")
+    return Sharding(value)
+
+
+SHARDING = typer.Option(
+    None,
+    callback=_sharding,
+    metavar="[" + "|".join([*Sharding, *SHARDING_ALIASES]) + "]",
+    help="none = DDP; zero1: optimizer states; zero2: + gradients; fsdp (or zero3): + parameters (default: fsdp;"
+    " zero1 for the Megatron stacks and deepseek-v3, their distributed optimizer; zero2 for deepspeed at tp > 1)",
+)
 PRICE_KIND = typer.Option(
     None,
     "--price-kind",

@@ -33,7 +33,7 @@ def portfolio(
     from planner.catalog.hardware import load_catalog
     from trainer.job_scripts import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
-    from ui.portfolio_file import check_k8s_job_names, past_horizon, read_jobs_file, rented_types
+    from ui.portfolio_file import check_k8s_job_names, file_requests, past_horizon, read_jobs_file, rented_types
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
     if k8s and emit_dir is None:
@@ -53,7 +53,7 @@ def portfolio(
     if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
         render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
                     " fleet reports the owned price at it")  # fmt: skip
-    requests = spec.requests({g: n for g, n in spec.inventory.items()})
+    requests = file_requests(spec, {g: n for g, n in spec.inventory.items()}, jobs_file)
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     try:
         with render.working(f"planning {len(requests)} jobs", quiet=as_json):
@@ -102,7 +102,7 @@ def fleet(
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.explore import plan_fleet
     from planner.catalog.hardware import load_catalog
-    from ui.portfolio_file import fleet_options, past_horizon, purchase_prices, read_jobs_file
+    from ui.portfolio_file import file_requests, fleet_options, past_horizon, purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
     for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
@@ -113,7 +113,7 @@ def fleet(
         check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
-    requests = spec.requests({g: None for g in prices})
+    requests = file_requests(spec, {g: None for g in prices}, jobs_file)
     unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices))
     if unused:  # trial s28c: an H20 quote was dropped without a word
         render.warn(

@@ -453,6 +453,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "专家并行需要对专家分片：请选择 fsdp、zero1 或 zero2 分片方式",
     ),
     "reason_ep_dense": ("ep={ep} needs a mixture-of-experts model", "ep={ep} 需要混合专家（MoE）模型"),
+    "reason_expert_tp_dense": ("expert tp 1 needs a mixture-of-experts model", "专家 tp 为 1 需要混合专家（MoE）模型"),
     "reason_ep_experts": (
         "the {experts} experts are not divisible by ep={ep}",
         "{experts} 个专家不能被 ep={ep} 整除",

@@ -17,7 +17,7 @@ from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
-from planner.fmt import budget_amounts, duration_parts, energy
+from planner.fmt import budget_amounts, duration_parts, energy, number_band
 from planner.plan import Estimate, Plan
 from planner.plan_accuracy import RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
@@ -65,8 +65,8 @@ def seconds(tr: Labels, value: float) -> str:
 
 
 def per_second(tokens: float) -> str:
-    """'660,171': tokens per second, whole."""
-    return f"{tokens:,.0f}"
+    """'660,171': tokens per second, whole from 100 on, else three significant figures ('0.00340')."""
+    return number_band(tokens, None)
 
 
 def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:

@@ -178,6 +178,15 @@ class JobsFile(BaseModel):
         )
 
 
+def file_requests(spec: JobsFile, gpus: dict[str, int | None] | None, path: Path) -> dict[str, PlanRequest]:
+    """``spec.requests`` whose errors name the file, as reading it does (trial s34: "jobs: duplicate
+    job name 'a'" named neither)."""
+    try:
+        return spec.requests(gpus)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {one_line(exc)}") from None
+
+
 def past_horizon(spec: JobsFile) -> list[str]:
     """The jobs whose deadline is past the horizon, which binds them instead (trial s27d: capped
     without a word)."""

@@ -96,6 +96,7 @@ LAYOUT_REASONS = Reasons({
     _C.SEQ_CP: "reason_seq_cp",
     _C.FP8_TP_HF: "reason_fp8_tp_hf",
     _C.EP_DENSE: "reason_ep_dense",
+    _C.EXPERT_TP_DENSE: "reason_expert_tp_dense",
     _C.EP_EXPERTS: "reason_ep_experts",
     _C.EP_NATIVE: "reason_ep_native",
     _C.EP_FAMILY: "reason_ep_family",

@@ -71,7 +71,7 @@ def step_line(e: Estimate) -> str:
     step = f"{e.time.step_s:.3f} s" + ("" if u is None else f" ({u.step_s[0]:.3f}-{u.step_s[1]:.3f})")
     tokens = number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s)
     return (
-        f"step {step}, {tokens} tokens/s ({e.throughput.tokens_per_s_per_gpu:,.0f}/GPU), "
+        f"step {step}, {tokens} tokens/s ({number_band(e.throughput.tokens_per_s_per_gpu, None)}/GPU), "
         f"MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}"
     )
 

@@ -20,6 +20,7 @@ from planner.fmt import (
     money,
     money_band,
     money_short,
+    number_band,
     one_line,
 )
 from planner.layout import Layout, TrainingConfig
@@ -151,6 +152,13 @@ def test_money() -> None:
     assert money(783_875, column_max=2.01e6) == "$0.78M" and money(0, column_max=2e6) == "$0"
     assert money_band(993_000, (900_000, 1_100_000)) == "$0.99M ($0.90M-$1.10M)"
     assert money_band(51_501, (39_143, 53_873)) == "$51,501 ($39,143-$53,873)"
+
+
+def test_a_rate_keeps_its_significant_figures() -> None:
+    """Trial s34: a CPU-calibrated plan printed "0 (0-0) tokens/s (0/GPU)"."""
+    assert number_band(0.0034, (0.0028, 0.0041)) == "0.00340 (0.00280-0.00410)"
+    assert number_band(884_987.2, (721_030, 952_431)) == "884,987 (721,030-952,431)"
+    assert number_band(12.345, None) == "12.3" and number_band(5.9, (4.5, 6.1), 1) == "5.9 (4.5-6.1)"
 
 
 def test_durations() -> None:

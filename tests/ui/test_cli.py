@@ -741,3 +741,16 @@ def test_the_apps_answers_say_the_risk_of_a_budget_and_drop_more_gpus_where_the_
     request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=float(tokens), budget_usd=1000)
     text = infeasible_text(Labels("en"), Infeasible(**{k: poor[k] for k in keys}), request)
     assert "at p80, the quantile plans are judged at" in text
+
+
+def test_explain_reads_the_plan_a_job_file_holds(tmp_path, capsys):
+    """Trial s34: `explain job/job.json` printed a pydantic error; the job file holds the plan."""
+    plan_file = tmp_path / "plan.json"
+    args = ["--model", "tiny", "--gpu", "a100-80gb-sxm", "--num-gpus", "2", "--seq-len", "512", "--out", str(plan_file)]
+    assert main(["estimate", *args]) == 0
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "job"), "--steps", "5"]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(plan_file)]) == 0
+    from_plan = capsys.readouterr().out
+    assert main(["explain", str(tmp_path / "job" / "job.json")]) == 0
+    assert capsys.readouterr().out == from_plan

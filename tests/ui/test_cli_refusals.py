@@ -211,3 +211,13 @@ def test_offload_is_not_named_where_the_gradients_stay_and_it_would_not_fit(caps
     assert main([*args, "--sharding", "zero1", "--offload", "--json"]) == 0
     offloaded = json.loads(capsys.readouterr().out)
     assert not offloaded["feasible"] and offloaded["memory"]["breakdown_gib"]["grads"] > 20
+
+
+def test_whole_experts_on_a_dense_model_are_refused(capsys):
+    """Trial s34: `--no-expert-tp` on a dense model ran and printed "etp=1", while `--ep 2` on it
+    is refused; a MoE model takes it."""
+    estimate = ["estimate", "--gpu", "h100-sxm", "--num-gpus", "16", "--tp", "2", "--no-expert-tp"]
+    err = _one_line_error(capsys, [*estimate, "--model", "llama3-8b"])
+    assert "mixture-of-experts" in err and "--no-expert-tp" in err
+    assert main([*estimate, "--model", "mixtral-8x7b", "--ep", "4", "--stack", "megatron-core"]) == 0
+    assert "etp=1" in capsys.readouterr().out

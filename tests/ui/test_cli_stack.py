@@ -313,3 +313,12 @@ def test_a_named_cudnn_kernel_under_context_parallelism_runs_what_the_stacks_cp_
     if stack == "trainplan":
         own = _estimate(capsys, *args)
         assert named["time"]["step_s"] == pytest.approx(own["time"]["step_s"])
+
+
+def test_sharding_takes_deepspeeds_zero3_name(capsys):
+    """Trial s34: a deepspeed layout printed "zero3", and `--sharding zero3` was refused."""
+    args = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--stack", "deepspeed"]
+    named = _estimate(capsys, *args, "--sharding", "zero3")
+    assert named["layout"]["sharding"] == "fsdp" == _estimate(capsys, *args, "--sharding", "fsdp")["layout"]["sharding"]
+    assert main(["estimate", *args, "--sharding", "zero4"]) == 2
+    assert "'zero3'" in capsys.readouterr().err

@@ -294,3 +294,11 @@ def test_a_fleet_money_column_keeps_one_unit(capsys):
     totals = [cells[2].strip() for cells in rows if cells[1].strip()]
     assert len(totals) == 3 and any(t.startswith("$2.") for t in totals), totals
     assert all(re.fullmatch(r"\$\d\.\d\dM \(\$\d\.\d\dM-\$\d\.\d\dM\)", t) for t in totals), totals
+
+
+def test_a_duplicate_job_name_names_the_file(tmp_path, capsys):
+    """Trial s34: "jobs: duplicate job name 'a'" was the one jobs-file error without the file."""
+    job = '[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 1e9\n'
+    path = _file(tmp_path, "[inventory]\nh100-sxm = 8\n" + job + job)
+    assert main(["portfolio", path]) == 2
+    assert f"{path}: jobs: duplicate job name 'a'" in capsys.readouterr().err
