@@ -39,6 +39,7 @@ from trainer.job_spec import JobSpec
 from trainer.locks import die_with_parent, hold_worker_lock
 from trainer.log import setup_logging
 from trainer.model import ModelArgs, Transformer, native_init_rule
+from trainer.optim import lr_factor
 from trainer.parallel import (
     Meshes,
     apply_activation_checkpointing,
@@ -91,11 +92,16 @@ def load_job(job_dir: Path, steps: int | None) -> tuple[JobSpec, int]:
     if steps < 1:
         raise ValueError(f"--steps must be >= 1, got {steps}")
     if steps > job.run.steps:
+        stretched = job.run.model_copy(update={"steps": steps})
+        planned_end = job.run.lr * lr_factor(job.run.steps - 1, job.run)
+        next_rate = stretched.lr * lr_factor(job.run.steps, stretched)
+        # trial s34: the rate rose again at the first extra step, unsaid
         log.info(
             f"--steps {steps} extends the job past its {job.run.steps} planned steps: its learning-rate"
-            f" schedule now ends at step {steps}"
+            f" schedule now ends at step {steps}, so the rate rises again: {next_rate:.3g} at step"
+            f" {job.run.steps + 1}, against the {planned_end:.3g} the planned run ended at"
         )
-        job = job.model_copy(update={"run": job.run.model_copy(update={"steps": steps})})
+        job = job.model_copy(update={"run": stretched})
     return job, steps
 
 

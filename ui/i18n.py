@@ -390,6 +390,21 @@ _LABELS: dict[str, tuple[str, str]] = {
         "已验证：{regime}；{rows} 行留出数据（{sources}）。误差带取自 {band_rows} 行（{band_sources}），"
         "平均误差 {error:.1%}。",
     ),
+    # trial s34: fewer than MIN_ROWS of the regime's own rows (the band is mostly nearby regimes')
+    "envelope_validated_one": (
+        "Validated, but by only 1 held-out row ({sources}): {regime}. The band is read from {band_rows} rows,"
+        " {nearby} of them of nearby regimes ({band_sources}), mean error {error:.1%}; each end reaches at"
+        " least as far as that row erred.",
+        "已验证，但仅有 1 行留出数据（{sources}）：{regime}。误差带取自 {band_rows} 行，其中 {nearby} 行来自相近的情形"
+        "（{band_sources}），平均误差 {error:.1%}；区间两端至少覆盖该行的误差。",
+    ),
+    "envelope_validated_few": (
+        "Validated, but by only {rows} held-out rows ({sources}): {regime}. The band is read from {band_rows}"
+        " rows, {nearby} of them of nearby regimes ({band_sources}), mean error {error:.1%}; each end reaches"
+        " at least as far as those rows erred.",
+        "已验证，但仅有 {rows} 行留出数据（{sources}）：{regime}。误差带取自 {band_rows} 行，其中 {nearby} 行来自"
+        "相近的情形（{band_sources}），平均误差 {error:.1%}；区间两端至少覆盖这些行的误差。",
+    ),
     "envelope_outside": (
         "Outside the validated envelope: no measured row of {regime}. The band is read from the {rows}"
         " nearest rows (mean error {error:.1%}) and widened by {widened:.0%}.",

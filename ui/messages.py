@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 
+from planner.accuracy.bands import MIN_ROWS
 from planner.accuracy.regime import Feature, said_features
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
@@ -103,8 +104,10 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
     if u.validated and u.circular:  # review s32: the ceiling's own rows, not the band's sources and error
         return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=tr.join(u.exact_sources))
     if u.validated:  # the regime's own rows and sources, then the band's (as the CLI's envelope line)
+        few = {1: "envelope_validated_one"}.get(u.exact_rows, "envelope_validated_few")
         return tr(
-            "envelope_validated",
+            "envelope_validated" if u.exact_rows >= MIN_ROWS else few,
+            nearby=u.rows - u.exact_rows,
             regime=regime_text(tr, u),
             rows=u.exact_rows,
             sources=tr.join(u.exact_sources),

@@ -21,7 +21,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, Evidence, EvidenceBase, shipped_base
+from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, MIN_ROWS, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling, ceiling_regime
 from planner.accuracy.regime import FEATURE_SPAN, Feature, Regime, feature_bits
 from planner.catalog.hardware import GPUSpec, load_catalog
@@ -217,6 +217,12 @@ def envelope_words(ev: Evidence, circular: bool = False) -> str:
                 f"not independently validated: {ev.regime.describe()}, whose {rows} also {sets} the efficiency"
                 f" ceiling held here, so the figure repeats {'it' if ev.exact_rows == 1 else 'them'};"
                 f" band from {len(ev.rows)} rows, {error}"
+            )
+        if ev.exact_rows < MIN_ROWS:  # trial s34: one row read as the band's whole evidence
+            return (
+                f"validated: {ev.regime.describe()}, only {rows}; band from {len(ev.rows)} rows"
+                f" ({len(ev.rows) - ev.exact_rows} of nearby regimes), {error}, each end at least as far out as"
+                f" {'that row' if ev.exact_rows == 1 else 'those rows'} erred"
             )
         return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
     return (

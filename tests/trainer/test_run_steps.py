@@ -58,3 +58,17 @@ def test_a_finished_jobs_rerun_trains_nothing_and_keeps_its_report(tmp_path, in_
     assert (job / "report.json").read_text() == report
     said = capsys.readouterr().out  # trial s27: it did not say --steps 2 was behind the checkpoint
     assert "--steps 2 is behind the checkpoint; the job is complete" in said and "--steps above 4 extends it" in said
+
+
+def test_extending_a_job_says_its_learning_rate_rises_again(tmp_path, caplog):
+    """Trial s34: `run --steps 45` after a 40-step job trained step 41 at 4.0e-5, above step 40's
+    3.1e-5, and said only that the schedule now ends at 45."""
+    from trainer.train import load_job
+
+    job_dir = write_job(tmp_path / "job", SINGLE, 1, steps=40)
+    with caplog.at_level("INFO"):
+        job, stop = load_job(job_dir, 45)
+    planned = JobSpec.load(job_dir).run
+    rises = planned.lr * lr_factor(40, job.run)
+    assert stop == 45 and job.run.steps == 45 and rises > planned.lr * lr_factor(39, planned)
+    assert f"the rate rises again: {rises:.3g} at step 41" in caplog.text

@@ -212,7 +212,12 @@ def test_a_validated_envelope_keeps_its_own_rows_apart_from_the_bands():
         text = envelope_text(tr, u)
         assert "(dgxc)" in text or "（dgxc）" in text
         assert "36" in text and "S13" in text and "11.5%" in text
-    assert "2 held-out rows (dgxc). The band is read from 36 rows (S13, S14, dgxc)" in envelope_text(EN, u)
+    # trial s34: fewer than MIN_ROWS of the regime's own: how many of the band's rows are others'
+    few = "by only 2 held-out rows (dgxc): trainplan on Hopper, more than one GPU. The band is read from 36 rows, 34"
+    assert few in envelope_text(EN, u) and "of nearby regimes (S13, S14, dgxc)" in envelope_text(EN, u)
+    many = envelope_text(EN, u.model_copy(update={"exact_rows": 6}))
+    assert "6 held-out rows (dgxc). The band is read from 36 rows (S13, S14, dgxc)" in many
+    assert "only" not in envelope_text(EN, u.model_copy(update={"exact_rows": 6}))
 
 
 def test_the_top_plans_say_the_tie_rule_that_chose_a_dearer_plan():

@@ -322,3 +322,13 @@ def test_sharding_takes_deepspeeds_zero3_name(capsys):
     assert named["layout"]["sharding"] == "fsdp" == _estimate(capsys, *args, "--sharding", "fsdp")["layout"]["sharding"]
     assert main(["estimate", *args, "--sharding", "zero4"]) == 2
     assert "'zero3'" in capsys.readouterr().err
+
+
+def test_a_regime_validated_by_few_rows_says_how_few(capsys):
+    """Trial s34: "validated ..., 1 held-out row; band from 42 rows" read as if the 42 rows were the
+    stack's own; the envelope says how many are of nearby regimes."""
+    args = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--ac", "full", "--stack", "deepspeed"]
+    u = _estimate(capsys, *args)["uncertainty"]
+    assert u["validated"] and u["exact_rows"] < 5
+    assert f"only {u['exact_rows']} held-out row" in u["envelope"]
+    assert f"({u['rows'] - u['exact_rows']} of nearby regimes)" in u["envelope"]
