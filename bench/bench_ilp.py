@@ -11,8 +11,9 @@ import time
 
 import numpy as np
 
-from planner.search.fleet import GpuEconomics, size_fleet
+from planner.search.fleet import size_fleet
 from planner.search.ilp import ScoredTable, solve_single
+from planner.search.ownership import GpuEconomics
 from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR

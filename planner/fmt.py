@@ -93,8 +93,9 @@ SMALL_MONEY_USD = 10.0
 def money(usd: float | None, *, cents_below: float = -math.inf, column_max: float = 0.0) -> str:
     """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
     cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").
-    ``column_max``: the largest sum of the column it stands in, whose unit it takes (trial s33: a
-    fleet column read "$783,875" over "$2.01M"; now "$0.78M" over "$2.01M").
+    ``column_max``: the largest sum of the column it stands in, whose unit it takes while that keeps
+    two significant figures (trial s33: a fleet column read "$783,875" over "$2.01M"; now "$0.78M";
+    review s34: "$0.00M" for a small job beside a large one, which keeps its own "$1,234").
 
     None (no price) reads ``-``.
     """
@@ -103,7 +104,7 @@ def money(usd: float | None, *, cents_below: float = -math.inf, column_max: floa
     if usd == 0:
         return "$0"  # nothing to pay, not "$0.00" of cents
     for scale, suffix in _MONEY_SCALES:
-        if max(usd, column_max) >= scale:
+        if usd >= scale or (column_max >= scale and usd >= scale / 10):
             return f"${usd / scale:,.2f}{suffix}"
     return f"${usd:,.0f}" if usd >= max(cents_below, 1.0) else f"${usd:,.2f}"
 
@@ -182,7 +183,8 @@ def rate_decimals(value: float) -> int:
     (trial s34: a CPU-calibrated plan printed "0 (0-0) tokens/s")."""
     if not math.isfinite(value) or abs(value) >= 100 or value == 0:
         return 0
-    return min(9, math.ceil(2 - math.log10(abs(value))))
+    decimals = min(9, math.ceil(2 - math.log10(abs(value))))
+    return 0 if abs(round(value, decimals)) >= 100 else decimals  # 99.96 reads "100", not "100.0"
 
 
 def number_band(value: float, band: tuple[float, float] | None, digits: int | None = None) -> str:

@@ -421,13 +421,16 @@ class Plan(BaseModel):
                 raise ValueError(f"{name} {value}: expected a number >= 0")
 
     @classmethod
-    def load(cls, path: str | Path, catalog: Catalog | None = None) -> Plan:
-        """Read a plan file (``read_input``: a regular file, capped; or a job.json, its plan) and
-        ``check`` it; raises ValueError naming the file when it is not a valid plan."""
+    def load(cls, path: str | Path, catalog: Catalog | None = None, *, of_job: bool = False) -> Plan:
+        """Read a plan file (``read_input``: a regular file, capped) and ``check`` it; raises
+        ValueError naming the file when it is not a valid plan. ``of_job``: a job.json stands for
+        the plan it holds (explain); else it is refused (review s34: emit took one silently and
+        dropped its run settings)."""
         text = read_input_text(path, "plan file", MAX_INPUT_BYTES)
+        job = False
         try:  # every string without terminal escapes (a model name is printed): planner/fmt.py printable
             raw = json.loads(text, object_pairs_hook=unique_keys)
-            if isinstance(raw, dict) and raw.keys() >= JOB_FILE_KEYS:  # trial s34: emit's job.json holds one
+            if job := isinstance(raw, dict) and raw.keys() >= JOB_FILE_KEYS:  # trial s34: emit's job.json
                 raw = raw["plan"]
             report = isinstance(raw, dict) and "feasible" in raw and "schema_version" not in raw
             plan = None if report else cls.model_validate(_printable_strings(raw))
@@ -435,6 +438,11 @@ class Plan(BaseModel):
             raise ValueError(f"{path}: nested too deeply, not a plan file") from None
         except Exception as exc:  # pydantic.ValidationError, JSON decode error, duplicate key
             raise ValueError(f"{path}: not a valid trainplan plan ({one_line(exc, verbatim=True)})") from None
+        if job and not of_job:
+            raise ValueError(
+                f"{path}: this is a job (emit's job.json), not a plan file: run it with `trainplan run"
+                f" {Path(path).parent}`, or emit again from the plan.json it was written from"
+            )
         if plan is None:  # trial s25: `plan --json > file` is the first thing tried; it is the report
             raise ValueError(
                 f"{path}: this is the report --json prints, not a plan file; write one with"

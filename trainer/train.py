@@ -96,10 +96,15 @@ def load_job(job_dir: Path, steps: int | None) -> tuple[JobSpec, int]:
         planned_end = job.run.lr * lr_factor(job.run.steps - 1, job.run)
         next_rate = stretched.lr * lr_factor(job.run.steps, stretched)
         # trial s34: the rate rose again at the first extra step, unsaid
+        rises = (
+            f", so the rate rises again: {next_rate:.3g} at step {job.run.steps + 1}, against the"
+            f" {planned_end:.3g} the planned run ended at"
+            if next_rate > planned_end
+            else ""  # a constant schedule (min_lr_ratio 1) does not
+        )
         log.info(
             f"--steps {steps} extends the job past its {job.run.steps} planned steps: its learning-rate"
-            f" schedule now ends at step {steps}, so the rate rises again: {next_rate:.3g} at step"
-            f" {job.run.steps + 1}, against the {planned_end:.3g} the planned run ended at"
+            f" schedule now ends at step {steps}{rises}"
         )
         job = job.model_copy(update={"run": stretched})
     return job, steps

@@ -32,7 +32,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
-from planner.search.fleet import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
+from planner.search.ownership import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
 
@@ -207,8 +207,8 @@ def amortised_price_per_gpu_hour(
     purchase_usd: float, wall_power_w: float, utilisation: float, tco: TcoAssumptions
 ) -> float:
     """Owning a GPU expressed as USD per busy GPU-hour (docs/app.md): the fleet sizing's own
-    formula (:func:`planner.search.fleet.owned_usd_per_busy_gpu_hour`): the fixed cost of owning
-    it (:func:`planner.search.fleet.ownership_usd`) and its idle draw, spread over the busy
+    formula (:func:`planner.search.ownership.owned_usd_per_busy_gpu_hour`): the fixed cost of owning
+    it (:func:`planner.search.ownership.ownership_usd`) and its idle draw, spread over the busy
     hours, plus the power it draws at the wall while it trains (planner/model/energy.py;
     ``wall_power_w`` from ``gpu_wall_power_w``).
     """

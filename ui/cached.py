@@ -24,7 +24,7 @@ from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
-from planner.search.fleet import TcoAssumptions
+from planner.search.ownership import TcoAssumptions
 from planner.units import GIB
 from ui import app_core, app_jobs
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload

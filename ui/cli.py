@@ -364,7 +364,7 @@ def ac_modes(
 
 @app.command()
 def explain(
-    plan_file: Path = typer.Argument(..., help="a plan.json"),
+    plan_file: Path = typer.Argument(..., help="a plan.json (or an emitted job.json: the plan it holds)"),
     stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP + " (re-estimates the plan)"),
     no_calibration: bool = NO_CALIBRATION,
@@ -375,7 +375,7 @@ def explain(
     from planner.plan import Plan
 
     chosen = choose_calibration(calibration, no_calibration)
-    loaded = Plan.load(plan_file)
+    loaded = Plan.load(plan_file, of_job=True)
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or chosen is not None:

@@ -12,6 +12,7 @@ from planner.catalog.prices import PRICE_KINDS
 from planner.errors import RuleCode, rule_violation
 from planner.fmt import one_line
 from planner.layout import Sharding
+from planner.model.stacks import DEEPSPEED_FSDP_WORD
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
 
@@ -65,8 +66,8 @@ def _price_kind(value: str | None) -> str | None:
     return value
 
 
-# DeepSpeed's name for full sharding, which its stacks' layouts print (Stack.full_sharding_name)
-SHARDING_ALIASES = {"zero3": Sharding.FSDP}
+# DeepSpeed's name for full sharding, which its stacks' layouts print (Stack.fsdp_word)
+SHARDING_ALIASES = {DEEPSPEED_FSDP_WORD: Sharding.FSDP}
 
 
 def _sharding(value: str | None) -> Sharding | None:

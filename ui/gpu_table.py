@@ -18,7 +18,7 @@ import streamlit as st
 from planner.catalog.hardware import Catalog
 from planner.catalog.prices import catalog_with_price_kind, offers_of
 from planner.model.energy import gpu_wall_power_w
-from planner.search.fleet import TcoAssumptions
+from planner.search.ownership import TcoAssumptions
 from planner.units import GIB
 from ui import app_core
 from ui.i18n import Labels, plain
@@ -132,7 +132,7 @@ def column_config(tr: Labels, bought: bool) -> dict:
             tr("gpu_purchase"),
             min_value=0.0,
             step=1000.0,
-            format="$%,.0f",
+            format=app_core.DOLLARS,
             disabled=not bought,
             width=70,
             help=tr("gpu_purchase_help"),

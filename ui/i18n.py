@@ -777,7 +777,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_cost_p10_usd_bought": ("cost, 80 % band from (USD, amortised)", "费用，80% 区间下限（美元，摊销）"),
     "col_cost_p90_usd_bought": ("cost, 80 % band to (USD, amortised)", "费用，80% 区间上限（美元，摊销）"),
     "col_validated": ("validated envelope", "验证情况"),  # trial s33: "在验证范围内" over "超出范围"
-    # A plan's standing against the validated envelope (planner/plan.py Standing), in the portfolio table.
+    # A plan's standing against the validated envelope (planner/plan_accuracy.py Standing), in the portfolio table.
     "standing_validated": ("validated", "已验证"),
     "standing_circular": ("not independent", "非独立验证"),
     "standing_outside": ("outside", "超出范围"),

@@ -11,8 +11,8 @@ b200 = 64
 h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
 [rent_usd_per_gpu_hour]      # optional: your rent quote per type (default: the catalog's price)
 h100-sxm = 2.4
-[ownership]                  # optional: what owning costs (planner.search.fleet.TcoAssumptions); the
-                             # portfolio prices its inventory at it (fleet.owned_rate), not at rent
+[ownership]                  # optional: what owning costs (planner.search.ownership.TcoAssumptions); the
+                             # portfolio prices its inventory at it (ownership.owned_rate), not at rent
 lifetime_years = 5
 electricity_usd_per_kwh = 0.08
 staff_usd_per_gpu_month = 40
@@ -54,7 +54,7 @@ from planner.limits import (
     read_input_text,
     unique_keys,
 )
-from planner.search.fleet import TcoAssumptions
+from planner.search.ownership import TcoAssumptions
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
 from trainer.job_spec import JOB_NAME_PATTERN
 from ui.inputs import whole_tokens

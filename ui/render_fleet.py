@@ -149,6 +149,6 @@ def break_even_lines(b: dict, utilisation: float | None) -> None:
 
 def owned_hourly(b, solution, utilisation: float) -> float:
     """One owned GPU per busy GPU-hour at busy fraction ``utilisation``: its fixed cost over the
-    horizon spread over the busy hours, plus its busy power (planner.search.fleet.break_even)."""
+    horizon spread over the busy hours, plus its busy power (planner.search.ownership.break_even)."""
     hours = solution.horizon_days * HOURS_PER_DAY
     return b.owned_fixed_usd / (hours * utilisation) + b.owned_usd_per_busy_hour

@@ -25,7 +25,7 @@ from planner.limits import MAX_BUDGET_USD, MAX_CHINCHILLA_MULTIPLE, MAX_DAYS, MA
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
-from planner.search.fleet import TcoAssumptions
+from planner.search.ownership import TcoAssumptions
 from ui import app_core
 from ui.cached import cached_calibration
 from ui.calibration import choose_calibration

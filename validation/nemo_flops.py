@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from validation.flop_conventions import FlopConvention, model_flops_causal_per_token, model_flops_noncausal_per_token
 from validation.nemo_blackwell import BlackwellRun
-from validation.published_rows import FlopConvention, model_flops_causal_per_token, model_flops_noncausal_per_token
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,11 @@ from planner.catalog.hf_dense import GPT2_ARCHITECTURE
 from planner.catalog.models import get_preset, list_presets
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.spec import ModelSpec
-from validation.flop_conventions import CONVENTIONS as CONVENTIONS
-from validation.flop_conventions import FlopConvention as FlopConvention
-from validation.flop_conventions import convention_for as convention_for
-from validation.flop_conventions import megatron_eq3_flops_per_token as megatron_eq3_flops_per_token
-from validation.flop_conventions import model_flops_causal_per_token as model_flops_causal_per_token
-from validation.flop_conventions import model_flops_noncausal_per_token as model_flops_noncausal_per_token
+from validation.flop_conventions import (
+    CONVENTIONS,
+    FlopConvention,
+    convention_for,
+)
 
 DEFAULT_PUBLISHED_RUNS = Path(__file__).resolve().parent.parent / "data" / "calibration" / "published_runs.csv"
 # Published parameter counts are rounded labels ("1.7B"); a rebuilt model must land within this.

@@ -49,7 +49,7 @@ from planner.model.stacks import Stack
 from planner.plan import GoodputEstimate, Plan
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
 from planner.units import SECONDS_PER_HOUR
-from validation.published_rows import model_flops_noncausal_per_token
+from validation.flop_conventions import model_flops_noncausal_per_token
 from validation.whole_run_recipes import DEEPSEEK_V3_RUN, HAI_LLM, RECIPES, SKIPPED, Basis, Recipe
 
 DEFAULT_WHOLE_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "whole_runs.csv"

@@ -26,8 +26,9 @@ from planner.request import (
     request_settings,
     requested_batch_tokens,
 )
-from planner.search.fleet import FleetSolution, HourlyRate, TcoAssumptions, economics_for, owned_rate, size_fleet
+from planner.search.fleet import FleetSolution, size_fleet
 from planner.search.ilp import ScoredTable, check_rows
+from planner.search.ownership import HourlyRate, TcoAssumptions, economics_for, owned_rate
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
 from planner.search.score import scored_table, search_space
 from planner.search.slots import JobCandidates

@@ -2,7 +2,7 @@
 
 ``plan_portfolio`` (planner/api/explore.py) schedules each job at the search's risk quantile of
 its time (``--risk``, default p80: docs/ilp.md "Risk") and prices it at the inventory's owned
-rate (planner/search/fleet.py ``owned_rate``), not at rent (a type the app rents up to a cap,
+rate (planner/search/ownership.py ``owned_rate``), not at rent (a type the app rents up to a cap,
 not held, at its rent). So one job's "days" and "cost" there differ from ``trainplan
 estimate``'s median time and rent. ``job_figures`` names that basis and
 reads each figure's 80 % band and envelope from the job's plan: ``plan_from_row`` made its

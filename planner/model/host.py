@@ -14,9 +14,10 @@ from dataclasses import replace
 import numpy as np
 
 from planner.model.candidates import SHARD_ZERO1, Candidates
-from planner.model.memory import busiest_stage, offload_keeps_grads, state_bytes
+from planner.model.memory import offload_keeps_grads, state_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stage_params import busiest_stage
 from planner.plan import FixHint
 from planner.rule_codes import FixCode
 from planner.units import GIB

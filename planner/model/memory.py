@@ -43,11 +43,7 @@ from planner.model.saved_bytes import score_backward_bytes as score_backward_byt
 from planner.model.saved_bytes import tp_gathered_bytes as tp_gathered_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stage_params import StageParams as StageParams
-from planner.model.stage_params import busiest_stage as busiest_stage
-from planner.model.stage_params import busiest_stage_params as busiest_stage_params
-from planner.model.stage_params import layers_per_stage as layers_per_stage
-from planner.model.stage_params import stage_params as stage_params
+from planner.model.stage_params import StageParams, stage_params
 from planner.model.zero_collectives import bucket_buffer_bytes
 from planner.units import FP32_BYTES, GIB
 
@@ -308,7 +304,8 @@ class StageTerms:
         return self._peaks(acts, s)[3] + s.cuda_context_bytes
 
     def _peaks(self, acts: np.ndarray, s: ModelingSettings) -> tuple[np.ndarray, ...]:
-        # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist).
+        # Peak A: start of the last micro-batch's backward (grads of earlier micro-batches exist, or
+        # a persistent buffer's at any count: ``persistent_grad_buffer``).
         peak_a = self.params + self.moments + self.unsharded + self.grads_during + acts + self.transient
         peak = np.maximum(peak_a, self.peak_b) + self.misc
         correction = (self.memory_factor - 1.0) * peak  # a measured job's, on the modelled peak

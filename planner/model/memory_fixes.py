@@ -11,7 +11,7 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
 from planner.model.candidates import code
 from planner.model.configuration import checked_configuration, refused_by
-from planner.model.memory import offload_keeps_grads
+from planner.model.memory import fits, memory, offload_keeps_grads
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -40,9 +40,10 @@ def memory_fix_hint(
     shrink the activations. ``tp_runs``: whether the estimate's own rules take a tp degree (a
     fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules);
     ``pp_runs`` the same for twice the stages (trial s31: pp > 1 offered under hf-trainer, which
-    has no pipeline engine), ``cp_runs`` for a wider context-parallel degree, which splits the
-    activations and the loss (trial s34: at a million tokens the fixes went from checkpointing to
-    tp to pp, which the schedule then refused, never to the cp that fitted), ``offload_frees_gib``
+    has no pipeline engine), ``cp_runs`` whether a wider context-parallel degree runs and fits by
+    the memory model (trial s34: at a million tokens the fixes went from checkpointing to tp to pp,
+    which the schedule then refused, never to cp; review s34: the 1/cp split alone named a cp that
+    did not fit), ``offload_frees_gib``
     the allocated GiB host offload would move off the GPU, 0 where the stack refuses it (trial
     s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
     the GPU and it did not fit)."""
@@ -54,15 +55,7 @@ def memory_fix_hint(
     if layout.pp > 1 and layout.pp_schedule == PipelineSchedule.GPIPE and training.grad_accum > layout.pp:
         # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
         hints.append(FixHint(code=FixCode.ONE_F_ONE_B, figures={"pp": layout.pp, "accum": training.grad_accum}))
-    if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:  # a large share left unsharded
-        hints.append(FixHint(code=FixCode.SHARD_FSDP))
-    elif states > excess:  # FSDP over k x more ranks frees (1 - 1/k) of the states
-        k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None)
-        if k is not None:
-            # A degree of this layout, not a GPU count (with tp or pp the job needs more GPUs).
-            hints.append(
-                FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * k, "dp_shard": layout.dp_shard})
-            )
+    hints += _sharding_hints(layout, states, need_gib, excess)
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
@@ -85,6 +78,18 @@ def memory_fix_hint(
     elif layout.pp < model.num_layers and pp_runs(2 * layout.pp):
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
     return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
+
+
+def _sharding_hints(layout: Layout, states: float, need_gib: float, excess: float) -> list[FixHint]:
+    """FSDP where a large share of the need is unsharded states, else the FSDP group that frees the
+    excess: FSDP over k x more ranks frees (1 - 1/k) of the states."""
+    if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:
+        return [FixHint(code=FixCode.SHARD_FSDP)]
+    k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None) if states > excess else None
+    if k is None:
+        return []
+    # A degree of this layout, not a GPU count (with tp or pp the job needs more GPUs).
+    return [FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * k, "dp_shard": layout.dp_shard})]
 
 
 # The widest context-parallel degree a memory fix names (Llama 3.1's long-context stage ran CP 16;
@@ -137,24 +142,33 @@ class FitCheck:
     trainer_rules: bool
     stack: Stack | None
 
-    def runs(self, degree: str, value: int, config: TrainingConfig) -> bool:
+    def runs(self, degree: str, value: int, config: TrainingConfig, settings: ModelingSettings | None = None) -> bool:
+        """Whether the wider layout passes the estimate's rules and the stack's; with ``settings``,
+        also whether it fits the GPU's memory by the memory model itself."""
         now = getattr(self.resolved, degree)
         fits_here = self.num_gpus % (self.resolved.non_dp // now * value) == 0
         world = self.num_gpus if fits_here else self.num_gpus // now * value
         try:
             wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
-            checked_configuration(
+            _, c = checked_configuration(
                 self.model, self.gpu, wider, config, world, self.gpus_per_node, self.catalog, self.trainer_rules
             )
         except ValueError:
             return False
-        return self.stack is None or not refused_by(self.stack, self.model, wider.resolve(world), config)
+        if self.stack is not None and refused_by(self.stack, self.model, wider.resolve(world), config):
+            return False
+        return settings is None or bool(
+            fits(memory(self.model, c, settings).device_total, c.memory_bytes, settings.memory_headroom)[0]
+        )
 
     def with_tp(self, tp: int) -> bool:
         return self.runs("tp", tp, self.training)
 
-    def with_cp(self, cp: int) -> bool:
-        return self.runs("cp", cp, self.training)
+    def fits_with_cp(self, cp: int, settings: ModelingSettings) -> bool:
+        """A context-parallel degree that runs and fits, by the memory model: the gathered K/V and
+        their gradients stay whole (review s34: a cp=8 named by the 1/cp split still needed 78.1 GiB
+        of 75.4)."""
+        return self.runs("cp", cp, self.training, settings)
 
     def with_pp(self, pp: int) -> bool:
         # more stages with at least as many micro-batches (the schedules' own rule, not the stack's)
@@ -176,7 +190,7 @@ class FitCheck:
             gpus_per_node=self.gpus_per_node,
             tp_runs=self.with_tp,
             pp_runs=self.with_pp,
-            cp_runs=self.with_cp,
+            cp_runs=lambda cp: self.fits_with_cp(cp, settings),
             offload_frees_gib=frees,
         )
         return memory_words(need, usable, cap, self.gpu.id, settings.memory_headroom), fixes

@@ -45,7 +45,7 @@ MEMORY_COLUMNS = (*KNOB_COLUMNS, "memory_factor")
 # What the structural rules read (planner/model/structure.py): the knobs but recompute, and the
 # GPU's scale-up domain.
 RULE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in RECOMPUTE_KNOBS), "scaleup_domain_size")
-# What a pipeline rank's parameters read (memory.py ``busiest_stage``): the layout.
+# What a pipeline rank's parameters read (stage_params.py ``busiest_stage``): the layout.
 STAGE_COLUMNS = tuple(k for k in KNOB_COLUMNS if k not in RECOMPUTE_KNOBS)
 COMPUTE_COLUMNS = (*(k for k in KNOB_COLUMNS if k not in PER_STEP_KNOBS), *HARDWARE)
 

@@ -270,11 +270,12 @@ class ModelingSettings:
     reserve_static_fraction: float = 1.1
     reserve_floor_bytes: float = 512 * MIB
     # Gradients in a buffer allocated once, before the first step, that lives through every
-    # forward and backward (Megatron's param_and_grad_buffer, DeepSpeed's BF16_Optimizer fp32
-    # gradient groups), so it is on the device at the start of backward even when no earlier
-    # micro-batch has filled it (trial s34: at grad_accum 1 Megatron plans left it out and were
-    # judged to fit 20 GiB under what the same layout needs at grad_accum 2). False: FSDP2 and
-    # DDP create gradients in backward and free them at the optimizer's zero_grad.
+    # forward and backward (Megatron's param_and_grad_buffer; Megatron-DeepSpeed's BF16_Optimizer
+    # fp32 gradient groups; `--stack deepspeed`'s ZeRO optimizer is not read as one), so it is on
+    # the device at the start of backward even when no earlier micro-batch has filled it (trial
+    # s34: at grad_accum 1 Megatron plans left it out and were judged to fit 20 GiB under what the
+    # same layout needs at grad_accum 2). False: FSDP2 and DDP create gradients in backward and
+    # free them at the optimizer's zero_grad.
     persistent_grad_buffer: bool = False
     # CUDA context + kernels, outside the caching allocator (not in max_memory_reserved).
     cuda_context_bytes: float = 0.6 * GIB
@@ -564,16 +565,19 @@ KERNEL_FACTORS = {
 def with_attention(settings: ModelingSettings, kernel: AttentionKernel | None) -> ModelingSettings:
     """``settings`` with the attention kernel a user or a recipe names (None: unchanged): its
     catalog rates (cuDNN's, else FlashAttention-2's), its factor over them, or the unfused path
-    (``eager``); the stack's own factor is replaced. Under context parallelism the stack's CP
-    still calls what it calls (``cudnn_attention_under_cp`` is the stack's: trial s34, a named
-    cuDNN with cp 2 on trainplan's stack, whose all-gather CP runs the flash kernel, was timed
-    26 % faster as cuDNN)."""
+    (``eager``); the stack's own factor is replaced, unless the kernel named is the one the stack
+    picks anyway (cuDNN where it prefers it: review s34, `--stack megatron-core --attention cudnn`
+    dropped its fitted 0.6 and timed attention 40 % faster than the same run unnamed). Under
+    context parallelism the stack's CP still calls what it calls (``cudnn_attention_under_cp`` is
+    the stack's: trial s34, a named cuDNN with cp 2 on trainplan's stack, whose all-gather CP runs
+    the flash kernel, was timed 26 % faster as cuDNN)."""
     if kernel is None:
         return settings
     cudnn = kernel == AttentionKernel.CUDNN
+    own = cudnn and settings.cudnn_attention
     return settings.but(
         attention_kernel=kernel,
         cudnn_attention=cudnn,
         flash_attention=kernel != AttentionKernel.EAGER,
-        attention_kernel_factor=KERNEL_FACTORS[kernel],
+        attention_kernel_factor=settings.attention_kernel_factor if own else KERNEL_FACTORS[kernel],
     )

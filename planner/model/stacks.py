@@ -47,6 +47,10 @@ class StackRefusals(NamedTuple):
         return np.logical_or.reduce(tuple(self))
 
 
+# DeepSpeed's name for full sharding (ZeRO stage 3), which its stacks' layouts print (``fsdp_word``).
+DEEPSPEED_FSDP_WORD = "zero3"
+
+
 class Stack(StrEnum):
     """The training software a prediction describes (``--stack``). Only ``trainplan`` plans can be
     emitted and run; the others are estimates of what that stack would do on the same layout."""
@@ -234,8 +238,8 @@ class Stack(StrEnum):
     @property
     def fsdp_word(self) -> str:
         """What the stack calls full sharding in a layout's words: ZeRO-3 under DeepSpeed's engines
-        (trial s26: a deepspeed estimate printed "fsdp"); the input stays ``--sharding fsdp``."""
-        return "zero3" if self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED) else "fsdp"
+        (trial s26: a deepspeed estimate printed "fsdp"); ``--sharding`` takes both (ui/cli_options.py)."""
+        return DEEPSPEED_FSDP_WORD if self in (Stack.DEEPSPEED, Stack.MEGATRON_DEEPSPEED) else "fsdp"
 
     @property
     def compiles(self) -> bool:

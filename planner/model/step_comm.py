@@ -19,15 +19,10 @@ from planner.model.flops import (
     attention_recompute_fraction,
     recompute_fraction,
 )
-from planner.model.memory import (
-    busiest_stage,
-    busiest_stage_params,
-    compute_dtype_bytes,
-    layers_per_stage,
-    tp_gathered_bytes,
-)
+from planner.model.memory import compute_dtype_bytes, tp_gathered_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stage_params import busiest_stage, busiest_stage_params, layers_per_stage
 from planner.units import FP32_BYTES
 
 

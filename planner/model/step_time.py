@@ -25,16 +25,12 @@ from planner.model.flops import (
     recompute_fraction,
 )
 from planner.model.host import host_adam_seconds
-from planner.model.memory import (
-    busiest_stage,
-    compute_dtype_bytes,
-    layers_per_stage,
-    stage_params,
-)
+from planner.model.memory import compute_dtype_bytes
 from planner.model.pipeline import PipelineRank, pipeline_ranks
 from planner.model.rowwise import COMPUTE_COLUMNS, per_distinct_row
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
+from planner.model.stage_params import busiest_stage, layers_per_stage, stage_params
 from planner.model.step_comm import comm_times
 
 

@@ -22,13 +22,8 @@ from planner.search.ilp import (
 from planner.search.ownership import (
     GpuBreakEven,
     GpuEconomics,
-    HourlyRate,
     TcoAssumptions,
     break_even,
-    economics_for,
-    owned_rate,
-    owned_usd_per_busy_gpu_hour,
-    ownership_usd,
 )
 from planner.search.slots import (
     JobCandidates,
@@ -49,16 +44,7 @@ __all__ = [
     "FleetAssignment",
     "FleetPlan",
     "FleetSolution",
-    "GpuBreakEven",
-    "GpuEconomics",
-    "HourlyRate",
-    "TcoAssumptions",
-    "break_even",
-    "economics_for",
     "implied_rent_usd_per_gpu_hour",
-    "owned_rate",
-    "owned_usd_per_busy_gpu_hour",
-    "ownership_usd",
     "size_fleet",
 ]
 

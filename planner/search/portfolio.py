@@ -1,7 +1,7 @@
 """Several jobs on one GPU inventory (:func:`solve_portfolio`): an ILP over each job's candidate
 and continuous start times, with resource flows for the shared GPUs, then a list schedule in the
 ILP's order; the model is in the docstring below and in docs/ilp.md. The inventory is held: each
-GPU costs its ownership (planner/search/fleet.py ``owned_rate``) until the last job ends. Rent vs
+GPU costs its ownership (planner/search/ownership.py ``owned_rate``) until the last job ends. Rent vs
 buy: planner/search/fleet.py.
 """
 
@@ -15,13 +15,14 @@ import numpy as np
 import pulp
 
 from planner.errors import InfeasiblePlan
-from planner.search.fleet import HourlyRate, implied_rent_usd_per_gpu_hour
+from planner.search.fleet import implied_rent_usd_per_gpu_hour
 from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
     Objective,
     objective_weights,
     pareto_mask,
 )
+from planner.search.ownership import HourlyRate
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
     JobCandidates,

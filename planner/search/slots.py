@@ -134,9 +134,10 @@ def _in_deadline_days(required_s: float, detail: str, fix: str) -> tuple[str, st
     written in days; trial s33: "needs 5.9 days ... allow 6 days (deadline_days = 5.871)", one
     figure three ways, the least below the "needs")."""
     least = math.ceil(required_s / SECONDS_PER_DAY * 1000 - 1e-9) / 1000
-    detail = detail.replace(duration_words(required_s), f"{least:g} days", 1)
+    days = f"{least:.3f}".rstrip("0").rstrip(".")  # every decimal kept (review s34: :g cut 1234.562 to 1234.56)
+    detail = detail.replace(duration_words(required_s), f"{days} days", 1)
     allow = f"allow {duration_words(required_s, round_up=True)}"
-    field = f"set deadline_days to {least:g} or more"
+    field = f"set deadline_days to {days} or more"
     return detail, fix.replace(allow, field, 1) if allow in fix else f"{fix}; {field}"
 
 

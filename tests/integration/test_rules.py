@@ -26,7 +26,7 @@ from planner.fmt import (
 from planner.layout import Layout, TrainingConfig
 from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.search.fleet import GpuEconomics, TcoAssumptions, break_even, ownership_usd
+from planner.search.ownership import GpuEconomics, TcoAssumptions, break_even, ownership_usd
 from planner.units import GIB, HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 from trainer.job import emit_job
 from trainer.job_spec import JobSpec, RunSettings, memory_headroom
@@ -150,6 +150,8 @@ def test_money() -> None:
     assert money_short(1_201_000, round_up=True) == "$1.3M" and money_short(1_200_000, round_up=True) == "$1.2M"
     # trial s33: "$783,875" over "$2.01M" in one fleet column; a band whose top passes a million
     assert money(783_875, column_max=2.01e6) == "$0.78M" and money(0, column_max=2e6) == "$0"
+    assert money(1_234, column_max=1.39e6) == "$1,234"  # review s34: not "$0.00M"
+    assert money_band(1_234, (1_000, 1_500), column_max=1.39e6) == "$1,234 ($1,000-$1,500)"
     assert money_band(993_000, (900_000, 1_100_000)) == "$0.99M ($0.90M-$1.10M)"
     assert money_band(51_501, (39_143, 53_873)) == "$51,501 ($39,143-$53,873)"
 

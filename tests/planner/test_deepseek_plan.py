@@ -52,7 +52,7 @@ def test_deepseek_v3_unsharded_states_with_expert_parallelism_are_positive():
     from planner.catalog.hardware import load_catalog
     from planner.layout import TrainingConfig
     from planner.model.candidates import single
-    from planner.model.memory import busiest_stage
+    from planner.model.stage_params import busiest_stage
 
     catalog = load_catalog()
     gpu = catalog.gpu("h100-sxm")

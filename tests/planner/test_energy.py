@@ -8,7 +8,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.energy import energy_kwh, gpu_wall_power_w, max_power_w
 from planner.model.estimate import estimate
 from planner.model.settings import DEFAULT_SETTINGS
-from planner.search.fleet import GpuEconomics, TcoAssumptions, break_even
+from planner.search.ownership import GpuEconomics, TcoAssumptions, break_even
 
 CATALOG = load_catalog()
 

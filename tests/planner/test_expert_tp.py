@@ -10,9 +10,10 @@ from support.rows import h100_row as candidates
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Sharding
 from planner.model.estimate import score
-from planner.model.memory import block_activation_bytes_per_token, busiest_stage
+from planner.model.memory import block_activation_bytes_per_token
 from planner.model.moe import all_to_all_s, held_fraction, tokens_per_expert
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
+from planner.model.stage_params import busiest_stage
 from planner.model.step_comm import comm_times
 from planner.model.step_time import block_gemm_time_per_token
 

@@ -14,7 +14,6 @@ from planner.model import comm, rates
 from planner.model.attention_scores import scores_per_microbatch
 from planner.model.candidates import single
 from planner.model.flops import recompute_fraction
-from planner.model.memory import stage_params
 from planner.model.pipeline import pipeline_ranks
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stack_profiles import (
@@ -22,6 +21,7 @@ from planner.model.stack_profiles import (
     MEGATRON_DEEPSPEED_SETTINGS,
     MEGATRON_LM_SETTINGS,
 )
+from planner.model.stage_params import stage_params
 from planner.model.step_comm import comm_times, tied_embedding_sync_s
 from planner.model.step_time import (
     compute_time_per_microbatch,

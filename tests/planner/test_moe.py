@@ -14,13 +14,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model import comm
-from planner.model.memory import (
-    block_activation_bytes_per_token,
-    busiest_stage,
-    memory,
-    optimizer_grad_copy_bytes,
-    state_bytes,
-)
+from planner.model.memory import block_activation_bytes_per_token, memory, optimizer_grad_copy_bytes, state_bytes
 from planner.model.moe import (
     all_to_all_s,
     expert_launch_s,
@@ -30,6 +24,7 @@ from planner.model.moe import (
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import DEEPSEEK_V3_SETTINGS, MEGATRON_CORE_SETTINGS
+from planner.model.stage_params import busiest_stage
 from planner.model.step_comm import comm_times
 from planner.model.structure import first_structural_problem
 

@@ -12,9 +12,10 @@ from support.rows import h100_row as candidates
 from planner.catalog.models import get_preset
 from planner.layout import Layout, Precision
 from planner.model import moe
-from planner.model.memory import compute_dtype_bytes, layers_per_stage
+from planner.model.memory import compute_dtype_bytes
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
+from planner.model.stage_params import layers_per_stage
 from planner.model.step_time import block_gemm_time_per_token, host_sync_exposed_s, host_time, step_time
 
 MIXTRAL = get_preset("mixtral-8x7b")

@@ -17,6 +17,7 @@ import pytest
 
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Precision, Sharding
+from validation.flop_conventions import FlopConvention
 from validation.nemo_blackwell import (
     DEFAULT_BLACKWELL_RUNS,
     MEGATRON_BRIDGE_ARCHIVE,
@@ -28,7 +29,7 @@ from validation.nemo_blackwell import (
     read_nemo_blackwell,
 )
 from validation.nemo_flops import flop_check
-from validation.published_rows import PARAM_COUNT_TOLERANCE, FlopConvention, read_published_runs
+from validation.published_rows import PARAM_COUNT_TOLERANCE, read_published_runs
 
 # The FLOP count behind a row's TFLOP/s is one of the two conventions within rounding.
 FLOP_CONVENTION_TOLERANCE = 0.03

@@ -11,8 +11,9 @@ import pytest
 from support import SOLVERS
 
 from planner.errors import Constraint, InfeasiblePlan
-from planner.search.fleet import GpuEconomics, HourlyRate, TcoAssumptions, break_even, size_fleet
+from planner.search.fleet import size_fleet
 from planner.search.ilp import ScoredTable, solve_single
+from planner.search.ownership import GpuEconomics, HourlyRate, TcoAssumptions, break_even
 from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates, list_schedule
 

@@ -17,8 +17,8 @@ from support import SOLVERS
 from test_portfolio import candidate_table
 
 from planner.errors import InfeasiblePlan
-from planner.search.fleet import HourlyRate
 from planner.search.ilp import TIE_BREAK_WEIGHT
+from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates
 

@@ -10,8 +10,9 @@ import pytest
 
 import planner.search.portfolio as portfolio_module
 from planner.errors import InfeasiblePlan
-from planner.search.fleet import GpuEconomics, size_fleet
+from planner.search.fleet import size_fleet
 from planner.search.ilp import ScoredTable
+from planner.search.ownership import GpuEconomics
 from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates
 

@@ -11,16 +11,15 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.estimate import estimate
+from validation.flop_conventions import FlopConvention, megatron_eq3_flops_per_token
 from validation.published import compare_published, mean_abs_error
 from validation.published_rows import (
     HELD_OUT_GPU_IDS,
     PARAM_COUNT_TOLERANCE,
-    FlopConvention,
     SkipReason,
     Stack,
     flops_per_token,
     gpu_id_for,
-    megatron_eq3_flops_per_token,
     read_published_runs,
 )
 

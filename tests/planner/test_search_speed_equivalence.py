@@ -212,7 +212,7 @@ def test_once_per_table_keeps_the_last_table_only():
     other = rowwise.take(c, np.arange(10))
     assert rowwise.once_per_table("test term", other, request.model, compute) == 2  # another table
     assert rowwise.once_per_table("test term", other, get_preset("llama3-70b"), compute) == 3  # another model
-    assert memory_module.busiest_stage(request.model, c) is memory_module.busiest_stage(request.model, c)
+    assert stage_params.busiest_stage(request.model, c) is stage_params.busiest_stage(request.model, c)
 
 
 @pytest.mark.parametrize("preset,extra", CASES)

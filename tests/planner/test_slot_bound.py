@@ -12,7 +12,7 @@ from support import SOLVERS, needs_highs
 from test_portfolio import random_job
 
 import planner.search.portfolio as portfolio_module
-from planner.search.fleet import HourlyRate
+from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
 from planner.search.slot_bound import Bounded, SlottedInstance, bounded_options, greedy_schedule, prunable
 from planner.search.slots import SlotOptions, held_slots, usage_constraints

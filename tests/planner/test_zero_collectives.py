@@ -14,9 +14,9 @@ from planner.catalog.models import get_preset
 from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model import comm
 from planner.model.candidates import single
-from planner.model.memory import busiest_stage_params, layers_per_stage
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stack_profiles import DEEPSPEED_SETTINGS, HF_TRAINER_SETTINGS
+from planner.model.stage_params import busiest_stage_params, layers_per_stage
 from planner.model.step_comm import comm_times
 from planner.model.step_time import step_time
 from planner.model.zero_collectives import bucket_calls, tensors, zero3_s, zero12_s

@@ -211,7 +211,7 @@ def test_hf_blocks_are_found_in_any_architecture():
 @pytest.mark.parametrize("impl", ["native", "hf"])
 def test_a_gpt_past_its_table_trains_the_rows_the_planner_holds(impl):
     """Past max_seq_len the trainer grows the learned position table to seq_len; the planner's
-    stage parameters (planner/model/memory.py stage_params) count the same grown rows."""
+    stage parameters (planner/model/stage_params.py) count the same grown rows."""
     spec = get_preset("gpt3-125m")
     seq = 2 * spec.max_seq_len
     build = build_native_model if impl == "native" else lambda s, seq_len: build_hf_model(s, None, seq_len=seq_len)

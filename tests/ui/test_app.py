@@ -42,7 +42,7 @@ from planner.fmt import energy
 from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
-from planner.search.fleet import TcoAssumptions
+from planner.search.ownership import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
 from ui import app_core, app_jobs, figures
@@ -390,7 +390,7 @@ def test_a_partial_inventory_counts_idle_cost_on_the_held_type_only():
     # By hand: the 8 held H100s' fixed rate over the makespan, less the hours jobs used on them.
     from planner.api.explore import owned_rates
     from planner.catalog.hardware import load_catalog
-    from planner.search.fleet import TcoAssumptions
+    from planner.search.ownership import TcoAssumptions
 
     held = owned_rates(load_catalog(), {"h100-sxm": 8}, TcoAssumptions(), DEFAULT_SETTINGS)["h100-sxm"]
     used = sum(a.num_gpus * (a.end_s - a.start_s) for a in expected.assignments if a.gpu_id == "h100-sxm")

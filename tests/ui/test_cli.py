@@ -754,3 +754,6 @@ def test_explain_reads_the_plan_a_job_file_holds(tmp_path, capsys):
     from_plan = capsys.readouterr().out
     assert main(["explain", str(tmp_path / "job" / "job.json")]) == 0
     assert capsys.readouterr().out == from_plan
+    # review s34: emit took a job.json silently and dropped its run settings (lr, steps)
+    assert main(["emit", str(tmp_path / "job" / "job.json"), "--out", str(tmp_path / "again")]) == 2
+    assert "this is a job" in capsys.readouterr().err and not (tmp_path / "again").exists()

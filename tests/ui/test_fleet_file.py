@@ -7,7 +7,7 @@ import pytest
 from planner.api.explore import plan_fleet
 from planner.catalog.hardware import load_catalog
 from planner.model.energy import energy_usd
-from planner.search.fleet import TcoAssumptions
+from planner.search.ownership import TcoAssumptions
 from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR
 from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
 
