@@ -49,7 +49,6 @@ from planner.request import (
     CountLimits,
     PlanRequest,
     allowed_gpus,
-    configuration_problem,
     count_limits,
     default_global_batch_tokens,
     kernel_problem,
@@ -62,6 +61,7 @@ from planner.request import (
 from planner.search.ilp import SingleSolution
 from planner.search.score import scored_table, search_space
 from planner.search.space import build_candidates
+from planner.stack_rules import configuration_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 

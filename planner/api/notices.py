@@ -26,13 +26,13 @@ from planner.model.structure import context_extension_warning
 from planner.plan import Plan
 from planner.request import (
     PlanRequest,
-    a2a_layout_problem,
     hf_experts_warning,
     left_out_gpus,
     requested_batch_tokens,
     solve_request,
 )
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable
+from planner.stack_rules import a2a_layout_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # A plan that trains for longer than this gets a warning: GPUs, prices and methods rarely hold

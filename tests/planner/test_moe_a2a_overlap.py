@@ -11,7 +11,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode, RuleViolation
 from planner.model.stacks import Stack
-from planner.request import a2a_overlap_problem
+from planner.stack_rules import a2a_overlap_problem
 from validation.moe_recipes import A2A_OVERLAP_NOTE, BRIDGE_QWEN3_235B_H100
 from validation.moe_runs import QWEN3_235B_RUNS, predict_moe_run
 

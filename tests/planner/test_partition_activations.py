@@ -16,7 +16,7 @@ from planner.model.pipeline import pipeline_ranks
 from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
 from planner.model.stacks import Stack
 from planner.model.step_comm import comm_times
-from planner.request import partition_problem
+from planner.stack_rules import partition_problem
 
 MODEL = get_preset("gpt3-6.7b")
 GPU = "a100-80gb-sxm"

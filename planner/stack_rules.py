@@ -1,0 +1,168 @@
+"""What a stack cannot run, one rule per refusal, each coded so the app words it (ui/reasons.py):
+the settings of a request or a plan (``settings_problem``: partitioned activations, the
+overlapped all-to-alls, the modules, torch.compile, the attention kernel) and one
+configuration's layout (``configuration_problem``: ``Stack.refusals``, the search's filter too).
+Split out of planner/request.py, whose requests are checked with them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.errors import RuleCode, RuleViolation
+from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig, max_pipeline_stages
+from planner.model.attention_kernels import AttentionKernel
+from planner.model.candidates import code
+from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
+from planner.model.spec import ModelSpec
+from planner.model.stack_profiles import a2a_overlap_refused
+from planner.model.stacks import Stack
+
+
+def stack_problem(
+    stack: Stack, model: ModelSpec, layout: Layout, grad_accum: int, offload: bool = False
+) -> RuleViolation | None:
+    """Why ``stack`` cannot run ``layout`` (None: it can), from ``Stack.refusals``: a pipeline
+    without an engine, DeepSpeed's engine with ZeRO-2/3 or interleaving, Megatron-LM's even stages
+    and interleaving limits, a context or expert split the stack lacks, more sharding than it has.
+    Coded, so the app words it (ui/reasons.py)."""
+    layers = model.num_layers
+    r = stack.layout_refusals(layout, layers, grad_accum, offload)
+    figures = {"stack": stack.value, "sharding": layout.sharding.value, "layers": layers, "pp": layout.pp}
+    figures |= {"vpp": layout.vpp, "grad_accum": grad_accum}
+    for refused, rule in (
+        (r.no_context_parallel, RuleCode.STACK_NO_CP),
+        (r.no_expert_parallel, RuleCode.STACK_NO_EP),
+        (r.sharding, RuleCode.STACK_SHARDING),
+        (r.no_pipeline, RuleCode.STACK_NO_PIPELINE),
+        (r.hf_pipeline, RuleCode.STACK_HF_PIPELINE),
+        (r.autotp_zero3, RuleCode.STACK_AUTOTP_ZERO3),
+        (r.pipeline_zero, RuleCode.STACK_PIPELINE_ZERO),
+        (r.interleaved, RuleCode.STACK_INTERLEAVED),
+        (r.uneven_stages, RuleCode.STACK_EVEN_STAGES),
+        (r.interleaving, RuleCode.STACK_INTERLEAVING),
+        (r.unsharded_offload, RuleCode.STACK_OFFLOAD_ZERO),
+    ):
+        if refused:
+            return RuleViolation(rule, figures)
+    return None
+
+
+def impl_problem(stack: Stack, impl: Implementation | None) -> RuleViolation | None:
+    """Why ``impl`` is not ``stack``'s (None: it is, or the stack has no fixed modules): a stack
+    trains its own modules (``Stack.modules``; trial s26: `--stack megatron-core --impl hf` was
+    accepted and timed with Megatron's modules all the same)."""
+    if stack.modules is None or impl is None or impl == stack.modules:
+        return None
+    whose = "Hugging Face's modules" if stack.modules == Implementation.HF else "its own modules"
+    figures = {"stack": stack.value, "whose": whose, "modules": stack.modules.value, "impl": impl.value}
+    return RuleViolation(RuleCode.STACK_IMPL, figures)
+
+
+def compile_problem(stack: Stack, compile: bool) -> RuleViolation | None:
+    """Why ``--compile`` cannot be asked of ``stack`` (None: it can; ``Stack.compiles``)."""
+    return RuleViolation(RuleCode.STACK_COMPILE, {"stack": stack.value}) if compile and not stack.compiles else None
+
+
+def partition_problem(stack: Stack, partition_activations: bool) -> RuleViolation | None:
+    """Why partitioned activations cannot be asked of ``stack`` (None: they can): they are
+    DeepSpeed's activation checkpointing under Megatron's tensor parallelism."""
+    if partition_activations and stack != Stack.MEGATRON_DEEPSPEED:
+        return RuleViolation(RuleCode.STACK_PARTITION, {"stack": stack.value})
+    return None
+
+
+def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | None:
+    """Why the overlapped expert all-to-alls cannot be asked of ``stack`` (None: they can): they
+    are Megatron-Core's combined 1F1B schedule; deepseek-v3's profile hides them already (DualPipe)
+    and the other stacks wait for each exchange."""
+    if moe_a2a_overlap and not stack.overlaps_moe_a2a:
+        return RuleViolation(RuleCode.STACK_A2A_OVERLAP, {"stack": stack.value})
+    return None
+
+
+def kernel_stack_problem(stack: Stack, attention: AttentionKernel | None) -> RuleViolation | None:
+    """Why ``stack`` cannot call the named attention kernel (None: it can; ``Stack.attention_kernels``)."""
+    kernels = stack.attention_kernels
+    if attention is None or kernels is None or attention in kernels:
+        return None
+    names = ", ".join(sorted(k.value for k in kernels))
+    return RuleViolation(RuleCode.STACK_KERNEL, {"stack": stack.value, "kernel": attention.value, "kernels": names})
+
+
+def settings_problem(
+    stack: Stack,
+    impl: Implementation | None,
+    compile: bool,
+    partition_activations: bool,
+    moe_a2a_overlap: bool,
+    attention: AttentionKernel | None = None,
+) -> RuleViolation | None:
+    """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
+    activations, the overlapped all-to-alls, the modules, torch.compile, the attention kernel. The
+    search's rows and an estimate's layout also meet ``configuration_problem``'s layout rules."""
+    return (
+        partition_problem(stack, partition_activations)
+        or a2a_overlap_problem(stack, moe_a2a_overlap)
+        or impl_problem(stack, impl)
+        or compile_problem(stack, compile)
+        or kernel_stack_problem(stack, attention)
+    )
+
+
+def expert_tp_problem(model: ModelSpec, layout: Layout) -> RuleViolation | None:
+    """Why the layout's expert tensor parallelism is not the model's (None: it is): whole experts
+    (``expert_tp`` off) need experts (trial s34: a dense model read "etp=1" and was timed as any)."""
+    if layout.expert_tp or model.is_moe:
+        return None
+    return RuleViolation(RuleCode.EXPERT_TP_DENSE, {})
+
+
+def configuration_problem(
+    stack: Stack,
+    model: ModelSpec,
+    layout: Layout,
+    training: TrainingConfig,
+    partition_activations: bool,
+    moe_a2a_overlap: bool,
+    attention: AttentionKernel | None = None,
+) -> RuleViolation | None:
+    """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
+    the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
+    checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
+    return (
+        settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention)
+        or expert_tp_problem(model, layout)
+        or stack_problem(stack, model, layout, training.grad_accum, training.offload)
+        or ac_blocks_problem(model, layout, training)
+        or (a2a_layout_problem(layout, training) if moe_a2a_overlap else None)
+    )
+
+
+def a2a_layout_problem(layout: Layout, training: TrainingConfig) -> RuleViolation | None:
+    """Why Megatron-Core would refuse the overlapped all-to-alls on this layout (``a2a_overlap_refused``,
+    the search's filter too; None: it runs them)."""
+    ac = training.activation_checkpointing
+    if not a2a_overlap_refused(layout.ep, layout.pp, layout.vpp, code(ac)):
+        return None
+    figures = {"ep": layout.ep, "pp": layout.pp, "vpp": layout.vpp, "ac": ac.value}
+    return RuleViolation(RuleCode.STACK_A2A_LAYOUT, figures)
+
+
+def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig) -> RuleViolation | None:
+    """Why ``training.ac_blocks`` cannot be checkpointed on ``layout`` (None: it can): more blocks
+    than the fullest pp rank holds (``too_many_ac_blocks``, the search's filter too)."""
+    if training.activation_checkpointing != ActivationCheckpointing.BLOCKS or layout.pp * layout.vpp > (
+        max_pipeline_stages(model.num_layers)
+    ):
+        return None  # not blocks, or stages the structural rules refuse
+    if not too_many_ac_blocks(model.num_layers, training.ac_blocks, layout.pp, layout.vpp)[0]:
+        return None
+    most = int(full_ac_blocks(model.num_layers, *np.atleast_1d(layout.pp, layout.vpp))[0])
+    figures = {
+        "blocks": training.ac_blocks,
+        "most": most,
+        "layers": model.num_layers,
+        "pp": layout.pp,
+        "vpp": layout.vpp,
+    }
+    return RuleViolation(RuleCode.AC_BLOCKS_RANK, figures)
