@@ -760,9 +760,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "portfolio_basis": (
         "Days are each job's time at {risk} (the quantile the search judges plans by), cost is its GPU-hours "
         "at the owned-GPU rate on the types you hold (a count in the GPU table) and at rent on the others: "
-        "the single-job page shows the median time and rent.",
+        "the single-job page's headline is the model's own time and the rent.",
         "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时在您持有的型号"
-        "（GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计；单作业页面显示中位时间与租用费用。",
+        "（GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计；单作业页面的主数字是模型自身的时间与租用费用。",
     ),
     # trial s33: the same job planned alone on the single-job page got another plan, unexplained
     "portfolio_joint": (

@@ -273,8 +273,9 @@ def app_words(tr: Labels, text: str) -> str:
 
 def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     """The line under an infeasible answer: the planner's own words in English (the sidebar's field
-    names for its flags), its exact figures otherwise."""
-    if tr.lang == "en":
+    names for its flags), its exact figures otherwise, and for a portfolio's job in English too: its
+    words are the jobs file's (trial s34: deadline_days, global_batch_tokens and 25 "<=4096" limits)."""
+    if tr.lang == "en" and infeasible.job is None:
         return plain(app_words(tr, f"{infeasible.detail}; {infeasible.fix}"))
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
     if c == "deadline":

@@ -19,7 +19,6 @@ from planner.catalog.calibration import read_calibration_bytes
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.errors import CatalogError
-from planner.fmt import one_line
 from planner.layout import ActivationCheckpointing, Precision
 from planner.limits import MAX_BUDGET_USD, MAX_CHINCHILLA_MULTIPLE, MAX_DAYS, MAX_GPUS, MAX_TRAINING_TOKENS
 from planner.model.attention_kernels import AttentionKernel
@@ -32,7 +31,15 @@ from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
 from ui.i18n import LANGUAGE_NAMES, Labels
-from ui.reasons import CALIBRATION_REASONS, MODEL_REASONS, Refusal, config_reason_text, reason_text, refusal
+from ui.reasons import (
+    CALIBRATION_REASONS,
+    LAYOUT_REASONS,
+    MODEL_REASONS,
+    Refusal,
+    config_reason_text,
+    reason_text,
+    refusal,
+)
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -306,9 +313,14 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
 def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
     stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
+    # only the kernels the stack's code can call (trial s34: megatron-lm offered cuDNN, then refused it)
+    allowed = stack.attention_kernels
+    kernels = ["", *(k.value for k in AttentionKernel if allowed is None or k in allowed)]
+    if st.session_state.get("attention", "") not in kernels:
+        st.session_state["attention"] = ""
     st.selectbox(
         tr("attention"),
-        ["", *(k.value for k in AttentionKernel)],
+        kernels,
         key="attention",
         format_func=lambda k: k or tr("attention_stack"),
         help=tr("attention_help"),
@@ -410,8 +422,8 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             **goals,
             **training,
         )
-    except ValueError as exc:
-        st.error(tr("bad_request", error=one_line(exc)))
+    except ValueError as exc:  # a stack's refusal in the page's words (trial s34: the 中文 page printed English)
+        st.error(tr("bad_request", error=reason_text(tr, refusal(exc), LAYOUT_REASONS)))
         return tr, None
     bought = st.session_state["pricing"] == "bought"
     return tr, Inputs(

@@ -368,7 +368,8 @@ def tie_rule_text(tr: Labels, result) -> str | None:
         return None
     best = app_core.money(rule.best) if rule.objective == "cost" else duration(tr, rule.best)
     key = "tie_rule_cost" if rule.objective == "cost" else "tie_rule_time"
-    return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank)
+    # the app's table ranks the chosen plan 1, the CLI's marks it apart (trial s34: "#1" named the chosen row)
+    return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank + 1)
 
 
 def show_top_plans(

@@ -235,4 +235,25 @@ def test_the_top_plans_say_the_tie_rule_that_chose_a_dearer_plan():
     assert f"#{rule.rank}) count as tied, and the faster of them is chosen" in tie_rule_line(result)
     for tr in (EN, ZH):
         text = tie_rule_text(tr, result)
-        assert text is not None and f"{rule.fraction:.0%}" in text and str(rule.rank) in text
+        assert text is not None and f"{rule.fraction:.0%}" in text
+    # trial s34: the app's Top plans table ranks the chosen plan 1, so the CLI's #1 is its #2
+    from ui import app_core
+
+    frame = app_core.top_plans_frame([result.plan, *result.alternatives], rule.risk)
+    ranked = frame.loc[frame["cost_at_risk_usd"].round(6) == round(rule.best, 6), "rank"]
+    assert list(ranked) == [rule.rank + 1] and f"#{rule.rank + 1})" in tie_rule_text(EN, result)
+
+
+def test_a_portfolio_jobs_detail_line_gives_the_planners_figures_in_english_too():
+    """Trial s34 (app): under a portfolio's failing job the English line was the jobs file's sentence
+    (deadline_days, global_batch_tokens, 25 "<=4096" limits); 中文 gave the exact figures."""
+    from ui.app_core import Infeasible
+    from ui.messages import detail_text
+
+    words = "the fastest plan needs 0.209 days with the allowed inventory (a10<=4096, b200<=4096)"
+    job = Infeasible("deadline", words, "set deadline_days to 0.209 or more", 18_057.6, 4_320.0, job="beta")
+    for tr in (EN, ZH):
+        text = detail_text(tr, job)
+        assert "deadline_days" not in text and "<=4096" not in text and "5.02" in text, text
+    single = Infeasible("deadline", words, "allow 6 hours", 18_057.6, 4_320.0)
+    assert "allow 6 hours" in detail_text(EN, single)  # a single job keeps the planner's words

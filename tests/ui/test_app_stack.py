@@ -336,3 +336,23 @@ def test_a_moe_family_on_hugging_faces_modules_is_warned_on_the_card_in_both_lan
         at = run_app(gpus=["h100-sxm"], preset="gpt-oss-20b", lang=tr.lang)
         assert tr("hf_experts", model=plain("gpt-oss-20b"), missing=plain(missing)) in [w.value for w in at.warning]
     assert not [w for w in run_app(gpus=["h100-sxm"]).warning if "Hugging Face" in w.value]
+
+
+def test_a_stack_offers_only_the_kernels_its_code_calls_and_words_its_refusal():
+    """Trial s34 (app): megatron-lm offered cuDNN and FlashAttention-3, then refused them with the
+    CLI's English sentence ("use --stack megatron-core") on the 中文 page too."""
+    from planner.model.attention_kernels import AttentionKernel
+    from planner.stack_rules import kernel_stack_problem
+    from ui.reasons import LAYOUT_REASONS
+
+    at = run_app()
+    at.sidebar.selectbox(key="attention").set_value(AttentionKernel.CUDNN.value).run()
+    at.sidebar.selectbox(key="stack").set_value(Stack.MEGATRON_LM.value).run()
+    options = at.sidebar.selectbox(key="attention").options
+    assert AttentionKernel.FLASH2.value in options and AttentionKernel.CUDNN.value not in options
+    assert at.sidebar.selectbox(key="attention").value in ("", None) and not at.exception and not at.error
+    refused = refusal(kernel_stack_problem(Stack.MEGATRON_LM, AttentionKernel.CUDNN))
+    for tr in (EN, ZH):
+        text = reason_text(tr, refused, LAYOUT_REASONS)
+        assert "--" not in text and "cudnn" in text
+    assert "只能运行" in reason_text(ZH, refused, LAYOUT_REASONS)
