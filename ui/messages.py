@@ -14,6 +14,7 @@ import re
 
 from planner.accuracy.bands import MIN_ROWS
 from planner.accuracy.regime import Feature, said_features
+from planner.accuracy.residuals import source_name
 from planner.api import PlanRequest, PlanResult
 from planner.api.explore import WhyNot
 from planner.catalog.prices import Commitment, DearerKind
@@ -102,7 +103,8 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
     """Whether the plan lies inside what was measured, what its band rests on, and the measured
     regimes whose band ends it shows (review s27: the card left them out)."""
     if u.validated and u.circular:  # review s32: the ceiling's own rows, not the band's sources and error
-        return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=tr.join(u.exact_sources))
+        sources = tr.join(map(source_name, u.exact_sources))
+        return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources)
     if u.validated:  # the regime's own rows and sources, then the band's (as the CLI's envelope line)
         few = {1: "envelope_validated_one"}.get(u.exact_rows, "envelope_validated_few")
         return tr(
@@ -110,9 +112,9 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
             nearby=u.rows - u.exact_rows,
             regime=regime_text(tr, u),
             rows=u.exact_rows,
-            sources=tr.join(u.exact_sources),
+            sources=tr.join(map(source_name, u.exact_sources)),
             band_rows=u.rows,
-            band_sources=tr.join(u.sources),
+            band_sources=tr.join(map(source_name, u.sources)),
             error=u.mean_abs_error,
         )
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)

@@ -24,6 +24,7 @@ import numpy as np
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, MIN_ROWS, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling, ceiling_regime
 from planner.accuracy.regime import FEATURE_SPAN, Feature, Regime, feature_bits
+from planner.accuracy.residuals import source_name
 from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
@@ -210,7 +211,8 @@ def envelope_words(ev: Evidence, circular: bool = False) -> str:
     at, so the figure repeats them (trial s31: DeepSeek-V3's one row, "held out")."""
     error = f"mean |error| {ev.mean_abs_error:.1%}"
     if ev.validated:
-        rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({', '.join(ev.exact_sources)})"
+        names = ", ".join(source_name(source) for source in ev.exact_sources)
+        rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({names})"
         if circular:  # review s31: "validated" and "not an independent check" in one sentence
             sets = "sets" if ev.exact_rows == 1 else "set"
             return (

@@ -52,6 +52,30 @@ class HeldOutRow:
         return self.measured_mfu * (1.0 + self.error)
 
 
+# A source's name in words, where its ID is a code (trial s34: "validated ... (S2)" meant nothing to
+# a user). IDs are the harness's: data/calibration/published_runs.csv ``source_id`` for S*, the
+# validation/*.py modules for the rest; the JSON keeps the IDs.
+SOURCE_NAMES = {
+    "S2": "Narayanan et al. 2021",
+    "S3": "Megatron-LM README",
+    "S4": "Korthikanti et al. 2022",
+    "S13": "NeMo performance summary",
+    "S14": "Megatron-Bridge performance archive",
+    "dgxc": "DGX Cloud benchmarking",
+    "mlperf": "MLPerf Training",
+    "moe-modelzoo": "Megatron MoE ModelZoo",
+    "calibration": "trainplan's H200 runs",
+    "ml-engineering": "Bekman's ml-engineering",
+    "bigscience": "BigScience's BLOOM logs",
+    "lucie-training": "Lucie-Training",
+}
+
+
+def source_name(source: str) -> str:
+    """``SOURCE_NAMES``' words for a source ID (its ID where it is already a name: torchtitan)."""
+    return SOURCE_NAMES.get(source, source)
+
+
 _INTS = ("num_gpus", "tp", "pp", "cp", "ep", "seq_len")
 _FLOATS = ("measured_mfu", "error", "fitted_error")
 

@@ -210,13 +210,14 @@ def test_a_validated_envelope_keeps_its_own_rows_apart_from_the_bands():
     )
     for tr in (EN, ZH):
         text = envelope_text(tr, u)
-        assert "(dgxc)" in text or "（dgxc）" in text
-        assert "36" in text and "S13" in text and "11.5%" in text
+        # trial s34: sources by name, not their codes ("S2" meant nothing to a user)
+        assert "(DGX Cloud benchmarking)" in text or "（DGX Cloud benchmarking）" in text
+        assert "36" in text and "NeMo performance summary" in text and "11.5%" in text and "S13" not in text
     # trial s34: fewer than MIN_ROWS of the regime's own: how many of the band's rows are others'
-    few = "by only 2 held-out rows (dgxc): trainplan on Hopper, more than one GPU. The band is read from 36 rows, 34"
-    assert few in envelope_text(EN, u) and "of nearby regimes (S13, S14, dgxc)" in envelope_text(EN, u)
+    few = "by only 2 held-out rows (DGX Cloud benchmarking): trainplan on Hopper, more than one GPU. The band is"
+    assert few in envelope_text(EN, u) and "36 rows, 34 of them of nearby regimes" in envelope_text(EN, u)
     many = envelope_text(EN, u.model_copy(update={"exact_rows": 6}))
-    assert "6 held-out rows (dgxc). The band is read from 36 rows (S13, S14, dgxc)" in many
+    assert "6 held-out rows (DGX Cloud benchmarking). The band is read from 36 rows (NeMo performance summary," in many
     assert "only" not in envelope_text(EN, u.model_copy(update={"exact_rows": 6}))
 
 
