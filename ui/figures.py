@@ -248,9 +248,14 @@ def _hover(frame: pd.DataFrame, tr: Labels) -> list[str]:
     columns = ("gpu", "num_gpus", "layout", "micro_batch", "grad_accum", "ac", "cost_usd", "time_to_train_days")
     return [
         f"{n}x {g}<br>{layout.split(' | ')[0]}<br>{training_words(tr, mb, ga, ac)}<br>"  # the label's layout part
-        f"{money_label(cost) if cost >= 1e3 else f'${cost:,.0f}'} · {duration(tr, days * HOURS_PER_DAY)}"
+        + figures_words(tr, cost, days * HOURS_PER_DAY)
         for g, n, layout, mb, ga, ac, cost, days in zip(*(frame[c] for c in columns), strict=True)
     ]
+
+
+def figures_words(tr: Labels, cost_usd: float, hours: float) -> str:
+    """'$14.9k · 2.8 days': a point's cost and time in its hover, the time as the card writes it."""
+    return f"{money_label(cost_usd) if cost_usd >= 1e3 else f'${cost_usd:,.0f}'} · {duration(tr, hours)}"
 
 
 @dataclass(frozen=True)
@@ -382,7 +387,11 @@ def frontier_figure(
             error_x=_band(band, "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
             error_y=_band(band, "cost_usd", "cost_lo_usd", "cost_hi_usd", "goldenrod"),
             marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
-            text=[f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout_words}"],
+            # trial s34: the star's hover had no figures where the knee's had them
+            text=[
+                f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout_words}<br>"
+                + figures_words(tr, chosen.estimate.cost_usd, chosen.estimate.time_to_train_h)
+            ],
             hovertemplate="%{text}<extra></extra>",
             legendrank=0,
         )

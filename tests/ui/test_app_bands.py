@@ -87,6 +87,8 @@ def test_the_chosen_plan_on_the_frontier_carries_its_cost_band():
     assert star.error_y.visible is not False
     assert star.error_y.array[0] == e.uncertainty.cost_usd[1] - e.cost_usd
     assert star.error_y.arrayminus[0] == e.cost_usd - e.uncertainty.cost_usd[0]
+    # trial s34: its hover had no figures where the knee's had them
+    assert star.text[0].endswith(figures.figures_words(EN, e.cost_usd, e.time_to_train_h)) and " · " in star.text[0]
 
 
 def test_the_portfolio_says_once_that_its_plans_are_chosen_jointly():
