@@ -480,6 +480,9 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}）；按各方案误差区间的悲观端 {risk} 评判，"
         "选择本方案。",
     ),
+    "risk_changed_figures": ("That plan: {that}; this one: {this}.", "那个方案：{that}；本方案：{this}。"),
+    "risk_figures_at": ("{time}, {cost} at {risk}", "{risk} 下 {time}、{cost}"),
+    "risk_figures_pair": ("{p50} and {judged}", "{p50}，{judged}"),
     # The kernel names stay (proper nouns); unfused attention and the cp fallback are worded.
     "kernel_eager": (KERNEL_WORDS[AttentionKernel.EAGER], "非融合（注意力分数经 HBM）"),
     "kernel_sdpa": (SDPA_CUDNN_NOTE, "（PyTorch 2.11 起 SDPA 选用 cuDNN；更早的 torch 请选 sdpa-fa2）"),

@@ -140,9 +140,30 @@ def risk_text(tr: Labels, result) -> str | None:
     values = dict(gpus=p.num_gpus, gpu=p.gpu, layout=p.layout_words, risk=result.risk.value)
     if (over := result.median_over_budget) is not None:  # review s30: the over-budget callout names it
         return tr(("risk_changed_over", "risk_changed_further")[over], risk=result.risk.value)
-    if result.median_batch is not None:  # trial s28c
-        return tr("risk_changed_batch", batch=result.median_batch, **values)
-    return tr("risk_changed", **values)
+    text = (
+        tr("risk_changed_batch", batch=result.median_batch, **values)
+        if result.median_batch is not None  # trial s28c
+        else tr("risk_changed", **values)
+    )
+    that, this = (
+        risk_figures_text(tr, p.estimate, result.risk.value),
+        risk_figures_text(tr, result.plan.estimate, result.risk.value),
+    )
+    if that is None or this is None:
+        return text
+    # trial s34 (app): the CLI gives both plans' figures at both quantiles, the app gave none
+    return tr.sentences(text, tr("risk_changed_figures", that=that, this=this))
+
+
+def risk_figures_text(tr: Labels, e: Estimate, risk: str) -> str | None:
+    """'2.8 days, $14,577 at p50 and 3.1 days, $16,519 at p80' (None without a band)."""
+    words = []
+    for q in ("p50", risk):
+        hours, cost = e.time_h_at(q), e.cost_usd_at(q)
+        if hours is None or cost is None:
+            return None
+        words.append(tr("risk_figures_at", time=duration(tr, hours), cost=money(cost), risk=q))
+    return tr("risk_figures_pair", p50=words[0], judged=words[1])
 
 
 def short_duration(tr: Labels, seconds: float) -> str:

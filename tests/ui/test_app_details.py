@@ -734,6 +734,14 @@ def test_the_cards_risk_text_names_the_median_plans_batch_where_it_differs():
     english = risk_text(EN, result)
     assert f"at {result.median_plan.estimate.global_batch_tokens:,} tokens per step" in english
     assert not english_sentences(risk_text(ZH, result))
+    # trial s34 (app): both plans' figures at both quantiles, as the CLI's line gives them
+    from ui.messages import money
+
+    that, this = result.median_plan.estimate, result.plan.estimate
+    for e in (that, this):
+        for q in ("p50", result.risk.value):
+            assert f"{money(e.cost_usd_at(q))} at {q}" in english, (q, english)
+    assert "That plan: " in english and "; this one: " in english
 
 
 def test_the_cards_risk_text_points_at_the_over_budget_plan_it_would_take():
