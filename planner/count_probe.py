@@ -24,6 +24,7 @@ from planner.search.diagnosis import diagnose
 from planner.search.ilp import check_rows
 from planner.search.score import scored_table, search_space
 from planner.search.space import DEFAULT_MAX_GPUS, build_candidates
+from planner.stack_rules import sequence_split_stacks
 
 __all__ = [
     "CAP_PROBE_FACTOR",
@@ -171,6 +172,8 @@ def memory_fix(
             f"no count of {types} GPUs up to {PROBE_MAX_GPUS:,} has a layout that fits and reaches the batch: "
             "a GPU type with more memory, or another global batch or sequence length"
         )
+        if stacks := sequence_split_stacks(request.stack, int(request.seq_len or 0)):
+            fix += f"; {request.stack} has no context parallelism to split the sequence ({', '.join(stacks)} have)"
     else:
         fix = (
             f"use at least {best.num_gpus} {best.gpu} GPUs, the smallest count that fits "

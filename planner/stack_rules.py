@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.accuracy.regime import LONG_SEQUENCE_TOKENS
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig, max_pipeline_stages
 from planner.model.attention_kernels import AttentionKernel
@@ -166,3 +167,12 @@ def ac_blocks_problem(model: ModelSpec, layout: Layout, training: TrainingConfig
         "vpp": layout.vpp,
     }
     return RuleViolation(RuleCode.AC_BLOCKS_RANK, figures)
+
+
+def sequence_split_stacks(stack: Stack, seq_len: int) -> tuple[Stack, ...]:
+    """The stacks that split a sequence over ranks, where ``stack`` cannot and the sequence is long
+    (``LONG_SEQUENCE_TOKENS``): what a memory answer no GPU count meets names (trial s34: megatron-lm
+    at 131K tokens was told only "a GPU type with more memory"; ``Stack.context_parallel``)."""
+    if stack.context_parallel or seq_len < LONG_SEQUENCE_TOKENS:
+        return ()
+    return tuple(s for s in Stack if s.context_parallel)

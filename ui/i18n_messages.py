@@ -71,6 +71,10 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "最便宜的方案按 {risk}（方案评判所用的分位数）计需要 {need}，预算为 {have}（GPU 上限：{limit}）。"
         "解决办法：将预算提高到 {fix_usd}。",
     ),
+    "why_memory_no_cp": (  # trial s34: a stack without context parallelism at a long sequence
+        "{stack} has no context parallelism to split the sequence; {stacks} have it (the stack selector).",
+        "{stack} 没有上下文并行，无法切分序列；{stacks} 支持（见训练软件栈选项）。",
+    ),
     "why_memory_no_gpus": (  # planner/count_probe.py memory_fix: no count up to its probe fits
         "The smallest layout needs {need:,.1f} GiB per GPU, the largest allowed GPU has {have:,.1f} GiB "
         "(GPU limit: {limit}); no GPU count the planner checked fits at this global batch. Fix: a GPU type "

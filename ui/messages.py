@@ -22,6 +22,7 @@ from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import budget_amounts, duration_parts, energy, number_band
 from planner.plan import Estimate, Plan
 from planner.plan_accuracy import RegimeWords, Uncertainty
+from planner.stack_rules import sequence_split_stacks
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 from ui.app_core import Infeasible, duration_key, money
 from ui.i18n import Labels, plain
@@ -252,7 +253,9 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
             risk=request.risk.value,  # the search's quantile, as the CLI's words say (review s28b)
         )
     )
-    return tr.sentences(tr(key, **values), batch)
+    stacks = sequence_split_stacks(request.stack, int(request.seq_len or 0)) if key == "why_memory_no_gpus" else ()
+    no_cp = tr("why_memory_no_cp", stack=request.stack.value, stacks=tr.join(stacks)) if stacks else ""
+    return tr.sentences(tr(key, **values), batch, no_cp)
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")

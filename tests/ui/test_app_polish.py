@@ -258,3 +258,20 @@ def test_a_portfolio_jobs_detail_line_gives_the_planners_figures_in_english_too(
         assert "deadline_days" not in text and "<=4096" not in text and "5.02" in text, text
     single = Infeasible("deadline", words, "allow 6 hours", 18_057.6, 4_320.0)
     assert "allow 6 hours" in detail_text(EN, single)  # a single job keeps the planner's words
+
+
+def test_a_stack_without_context_parallelism_says_so_when_no_count_fits():
+    """Trial s34 (app): megatron-lm at 131K tokens offered a GPU with more memory and nothing of the
+    stacks that split the sequence, in both languages."""
+    from planner.api import PlanRequest
+    from planner.catalog.models import get_preset
+    from planner.model.stacks import Stack
+    from ui.app_core import Infeasible
+    from ui.messages import infeasible_text
+
+    answer = Infeasible("memory", "", "", 457.7, 276.6, more_gpus_help=False)
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e10, seq_len=131072, stack=Stack.MEGATRON_LM)
+    assert "megatron-lm has no context parallelism" in infeasible_text(EN, answer, request)
+    assert "megatron-lm 没有上下文并行" in infeasible_text(ZH, answer, request)
+    short = request.model_copy(update={"seq_len": 4096})
+    assert "context parallelism" not in infeasible_text(EN, answer, short)

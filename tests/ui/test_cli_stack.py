@@ -341,3 +341,16 @@ def test_naming_the_kernel_a_stack_runs_anyway_changes_nothing(capsys):
     own, named = _estimate(capsys, *args), _estimate(capsys, *args, "--attention", "cudnn")
     assert named["time"]["step_s"] == pytest.approx(own["time"]["step_s"])
     assert named["uncertainty"]["envelope"] == own["uncertainty"]["envelope"]
+
+
+def test_a_long_sequence_no_count_fits_names_the_stacks_that_split_it(capsys):
+    """Trial s34 (app): megatron-lm at 131K tokens was told only "a GPU type with more memory"; it
+    has no context parallelism, which the stacks that have it would use."""
+    from planner.stack_rules import sequence_split_stacks
+
+    assert (
+        main(["plan", "--model", "llama3-8b", "--tokens", "1e10", "--seq-len", "131072", "--stack", "megatron-lm"]) == 0
+    )
+    out = " ".join(capsys.readouterr().out.split())
+    assert "megatron-lm has no context parallelism to split the sequence (trainplan, torchtitan" in out, out
+    assert sequence_split_stacks(Stack.MEGATRON_LM, 4096) == () and sequence_split_stacks(Stack.TRAINPLAN, 131072) == ()
