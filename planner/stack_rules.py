@@ -83,10 +83,9 @@ def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | 
 
 def kernel_stack_problem(stack: Stack, attention: AttentionKernel | None) -> RuleViolation | None:
     """Why ``stack`` cannot call the named attention kernel (None: it can; ``Stack.attention_kernels``)."""
-    kernels = stack.attention_kernels
-    if attention is None or kernels is None or attention in kernels:
+    if attention is None or stack.calls(attention):
         return None
-    names = ", ".join(sorted(k.value for k in kernels))
+    names = ", ".join(sorted(k.value for k in AttentionKernel if stack.calls(k)))
     return RuleViolation(RuleCode.STACK_KERNEL, {"stack": stack.value, "kernel": attention.value, "kernels": names})
 
 

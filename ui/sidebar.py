@@ -314,8 +314,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
     stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
     # only the kernels the stack's code can call (trial s34: megatron-lm offered cuDNN, then refused it)
-    allowed = stack.attention_kernels
-    kernels = ["", *(k.value for k in AttentionKernel if allowed is None or k in allowed)]
+    kernels = ["", *(k.value for k in AttentionKernel if stack.calls(k))]
     if st.session_state.get("attention", "") not in kernels:
         st.session_state["attention"] = ""
     st.selectbox(

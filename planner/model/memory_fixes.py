@@ -104,14 +104,20 @@ def _smallest_degree(now: int, splittable: float, excess: float, runs: Callable[
     return next((d for d in wider if splittable * (1 - now / d) >= excess and runs(d)), None)
 
 
-def _degree_hint(layout: Layout, degree: str, value: int, here: FixCode, more_gpus: FixCode) -> FixHint:
-    """``use tp=8 (now 1)``; where the other degrees times the new one outgrow the world, the
-    same data parallelism on as many more GPUs (``more_gpus``)."""
+def wider_world(num_gpus: int, layout: Layout, degree: str, value: int) -> int:
+    """The GPUs a layout needs with ``degree`` widened to ``value``: these, where the other degrees
+    times the new one divide them, else the same data parallelism on as many more."""
     now = getattr(layout, degree)
-    figures = {degree: value, "now": now}
-    if layout.world_size % (layout.non_dp // now * value) == 0:
+    return num_gpus if num_gpus % (layout.non_dp // now * value) == 0 else num_gpus // now * value
+
+
+def _degree_hint(layout: Layout, degree: str, value: int, here: FixCode, more_gpus: FixCode) -> FixHint:
+    """``use tp=8 (now 1)``, or ``... on 128 GPUs`` where it needs more (``wider_world``)."""
+    figures = {degree: value, "now": getattr(layout, degree)}
+    gpus = wider_world(layout.world_size, layout, degree, value)
+    if gpus == layout.world_size:
         return FixHint(code=here, figures=figures)
-    return FixHint(code=more_gpus, figures=figures | {"gpus": layout.world_size // now * value})
+    return FixHint(code=more_gpus, figures=figures | {"gpus": gpus})
 
 
 def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
@@ -145,9 +151,7 @@ class FitCheck:
     def runs(self, degree: str, value: int, config: TrainingConfig, settings: ModelingSettings | None = None) -> bool:
         """Whether the wider layout passes the estimate's rules and the stack's; with ``settings``,
         also whether it fits the GPU's memory by the memory model itself."""
-        now = getattr(self.resolved, degree)
-        fits_here = self.num_gpus % (self.resolved.non_dp // now * value) == 0
-        world = self.num_gpus if fits_here else self.num_gpus // now * value
+        world = wider_world(self.num_gpus, self.resolved, degree, value)
         try:
             wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
             _, c = checked_configuration(

@@ -211,6 +211,11 @@ class Stack(StrEnum):
             return frozenset({AttentionKernel.EAGER, AttentionKernel.FLASH2, AttentionKernel.TRITON})
         return None
 
+    def calls(self, kernel: AttentionKernel) -> bool:
+        """Whether the stack's code can call ``kernel`` (``attention_kernels``)."""
+        kernels = self.attention_kernels
+        return kernels is None or kernel in kernels
+
     @property
     def attention_via_sdpa(self) -> bool:
         """Whether the stack's attention is PyTorch's SDPA, whose dispatch picks the kernel: cuDNN
