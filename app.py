@@ -2,8 +2,8 @@
 
 Thin by design: the sidebar's widgets (``ui.sidebar``, ``ui.gpu_table``) become a ``PlanRequest``;
 ``ui.cached`` asks ``planner.api`` / ``planner.api.explore`` (cached on the request's JSON);
-``ui.single`` (plan card, tabs, ``ui.explorer``, ``ui.run_view``) or ``ui.portfolio_view`` render the
-answers with ``ui.figures``; every label comes from ``ui.i18n`` (English / 中文).
+``ui.single`` (``ui.plan_card``, tabs, ``ui.explorer``, ``ui.run_view``) or ``ui.portfolio_view``
+render the answers with ``ui.figures``; every label comes from ``ui.i18n`` (English / 中文).
 """
 
 from __future__ import annotations

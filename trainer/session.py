@@ -1,7 +1,8 @@
 """The stateful part of a run: data, optimizer, checkpoints, metrics, probe, loop, save and report.
 
-What the run measures of itself (step times, memory peaks, MFU) is trainer/meter.py; the stop
-signals it obeys (SIGTERM, Ctrl-C) are trainer/preemption.py."""
+What it is built from (optimizer, stepper, data loaders) is trainer/session_setup.py; what the run
+measures of itself (step times, memory peaks, MFU) is trainer/meter.py; the stop signals it obeys
+(SIGTERM, Ctrl-C) are trainer/preemption.py."""
 
 from __future__ import annotations
 
@@ -19,20 +20,17 @@ import torch.distributed as dist
 
 from planner.errors import DiskFullError, ReplanNeeded
 from planner.fmt import one_line
-from planner.layout import Implementation, Layout, Precision
+from planner.layout import Layout, Precision
 from trainer.checkpoint import Checkpointable, CheckpointManager, model_identity, step_dir_name
-from trainer.data import prepare_data
 from trainer.files import CHECKPOINT_DIR
 from trainer.job_spec import JobSpec, memory_headroom
-from trainer.loader import build_loader
 from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
-from trainer.loss import build_loss_head, chunk_tokens_for
 from trainer.meter import RunMeter
 from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics
-from trainer.optim import LossScaler, adopt_run, apply_schedule, build_optimizer, build_scheduler
+from trainer.optim import LossScaler, adopt_run, apply_schedule
 from trainer.parallel import Meshes
-from trainer.pipeline import build_pipeline_schedule, describe_run
+from trainer.pipeline import describe_run
 from trainer.preemption import PreemptionFlag
 from trainer.probe import (
     JobTiming,
@@ -44,7 +42,7 @@ from trainer.probe import (
     write_report,
     write_validation,
 )
-from trainer.step import Stepper, pipeline_loss_fn, uses_loss_parallel
+from trainer.session_setup import build_step_parts, prepare_data_once, split_loader
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +98,9 @@ class Session:
         self.is_rank0 = dist.get_rank() == 0
         self.state = TrainState()
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
-        self._build_optimizer()
+        self.optimizer, self.scheduler, self.pipeline_kind, self.stepper = build_step_parts(
+            model, self.stage_modules, self.run, self.training, layout, meshes, device, self.scaler
+        )
         log.info(
             describe_run(
                 layout,
@@ -131,73 +131,16 @@ class Session:
 
     # ------------------------------------------------------------------ setup
 
-    def _build_optimizer(self) -> None:
-        fused = self.device.type == "cuda" and not self.training.offload
-        self.optimizer = build_optimizer(self.model, self.run, fused=fused)
-        self.scheduler = build_scheduler(self.optimizer, self.run)
-        schedule, self.pipeline_kind = None, None
-        self.loss_head = build_loss_head(
-            self.stage_modules, chunk_tokens_for(self.run.loss_chunk_tokens, self.layout.tp)
-        )
-        if self.layout.pp > 1:
-            kind = self.layout.pp_schedule  # the plan's, run overrides applied at emit
-            self.pipeline_kind = kind
-            schedule = build_pipeline_schedule(
-                self.stage_modules,
-                self.meshes.pp,
-                self.device,
-                self.training.grad_accum,
-                kind,
-                pipeline_loss_fn(self.scaler, self.loss_head),
-            )
-        native = self.training.impl == Implementation.NATIVE
-        self.stepper = Stepper(
-            self.model,
-            self.optimizer,
-            self.scheduler,
-            self.scaler,
-            self.layout,
-            self.meshes,
-            self.device,
-            self.run.grad_clip,
-            schedule,
-            self.training.grad_accum,
-            uses_loss_parallel(self.layout, native),
-            getattr(self.model, "context_parallel", None),  # set on the native model when cp > 1
-            self.loss_head,
-        )
-
     def _prepare_data(self) -> None:
         """Rank 0 prepares (idempotent) while the others wait; a failure stops every rank the same way."""
-        result: list[tuple[str, str] | None] = [None]
-        if self.is_rank0:
-            try:
-                info = prepare_data(self.run, self.job_dir, self.plan.model.vocab_size, self.training.seq_len)
-                if info.loss_floor is not None:
-                    log.info(f"data: synthetic, best achievable loss {info.loss_floor:.3f}")
-            except ValueError as exc:
-                result[0] = ("invalid", str(exc))
-            except DiskFullError as exc:
-                result[0] = ("disk full", str(exc))
-        dist.broadcast_object_list(result, src=0)
-        if result[0] is not None:
-            kind, message = result[0]
-            raise DiskFullError(message) if kind == "disk full" else ValueError(message)
+        prepare_data_once(self.run, self.job_dir, self.plan.model.vocab_size, self.training.seq_len, self.is_rank0)
         self.loader = self._loader("train")
         if self.run.eval_every:
             self._loader("val")  # fail now, not at the first evaluation, if the split is too small
 
     def _loader(self, split: str):
-        return build_loader(
-            self.run,
-            self.job_dir,
-            split,
-            self.training.seq_len,
-            self.training.micro_batch,
-            self.meshes.dp.get_local_rank(),
-            self.meshes.dp.size(),
-            self.plan.model.vocab_size,
-            pin_memory=self.device.type == "cuda",
+        return split_loader(
+            self.run, self.job_dir, split, self.training, self.meshes, self.plan.model.vocab_size, self.device
         )
 
     # ------------------------------------------------------------------ checkpoints

@@ -598,7 +598,7 @@ def test_the_card_says_the_price_behind_its_cost_and_where_it_comes_from():
     at = run_app(gpus=["h100-sxm"], prices={"h100-sxm": 2.5})
     assert "Cost at $2.50/GPU-h: your price." in [c.value for c in at.caption]
     from planner.catalog.prices import PriceBasis
-    from ui.single import PRICE_BASIS_KEYS
+    from ui.plan_card import PRICE_BASIS_KEYS
 
     assert set(PRICE_BASIS_KEYS) == set(PriceBasis)  # every basis worded, in both languages
     assert all(ZH(key) != EN(key) for key in PRICE_BASIS_KEYS.values())

@@ -624,7 +624,7 @@ def test_the_card_says_this_sessions_plan_warnings_in_both_languages(tmp_path):
     which the CLI prints, on the card in the page's language."""
     from planner.layout import ActivationCheckpointing
     from planner.model.stacks import Stack
-    from ui.single import request_texts
+    from ui.plan_card import request_texts
 
     text = {
         "model_type": "mistral", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,
@@ -772,7 +772,7 @@ def test_the_running_app_shows_the_larger_batch_callout_with_its_own_icon():
 
 def test_the_cards_nodes_name_the_nvlink_domains_a_rack_scale_plan_fills():
     """Review s30: the CLI said "32 nodes in 2 NVLink domains" for 128 GB200, the card only "32 × 4"."""
-    from ui.single import card_rows
+    from ui.plan_card import card_rows
 
     def nodes(tr, p) -> str:
         return next(value for row in card_rows(tr, p, False) for _, key, value in row if key == "card_nodes")
@@ -789,7 +789,7 @@ def test_the_cards_nodes_name_the_nvlink_domains_a_rack_scale_plan_fills():
 def test_the_cards_kernel_says_the_torch_sdpa_needs_for_cudnn_in_both_languages():
     """Trial s31: hf-trainer on Hopper timed cuDNN, SDPA's pick only from torch 2.11; unsaid."""
     from planner.model.rates import SDPA_CUDNN_NOTE
-    from ui.single import kernel_words
+    from ui.plan_card import kernel_words
 
     request = request_for(get_preset("llama3-8b"), gpus={"h100-sxm": 8}, seq_len=4096)
     chosen = planned(request).plan
@@ -806,8 +806,8 @@ def test_judged_at_p50_the_card_does_not_say_the_median_twice():
     """Trial s33 (app): 'Judged at p50: 2.8 days, $14,577' and 'Median (p50): 2.8 days, $14,577 ...'."""
     from planner.accuracy import Risk
     from planner.api import PlanRequest, plan
+    from ui.plan_card import card_captions
     from ui.render_lines import median_offset
-    from ui.single import card_captions
 
     median = "Median (p50)"
     for risk, said in ((Risk.P80, True), (Risk.P50, False)):

@@ -31,7 +31,7 @@ MACHINE = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86.15
 
 
 def shown_card(p: Plan, tr: Labels = EN) -> dict[str, str]:
-    """The plan card's headline figures for ``p`` (ui.single.plan_card's formats)."""
+    """The plan card's headline figures for ``p`` (ui.plan_card.plan_card's formats)."""
     e = p.estimate
     assert e.time_to_train_h is not None and e.cost_usd is not None
     key, value = app_core.duration_key(e.time_to_train_h)

@@ -57,7 +57,7 @@ def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
     ("4 h200-sxm for the term") and the app card did not say."""
     from planner.plan import Plan
     from ui.i18n import Labels
-    from ui.single import price_text
+    from ui.plan_card import price_text
 
     args = ["estimate", "--model", "gpt3-125m", "--gpu", "h200-sxm", "--num-gpus", "4", "--tokens", "1e10"]
     code, out, err = trainplan(*args, "--price-kind", "reserved-3y")

@@ -254,7 +254,7 @@ def test_the_kernel_timed_is_typed_and_worded_in_the_pages_language():
     from planner.layout import Layout, TrainingConfig
     from planner.model.attention_kernels import AttentionKernel
     from ui.i18n import Labels
-    from ui.single import kernel_words
+    from ui.plan_card import kernel_words
 
     bloom = model_from_hf_config(Path(__file__).parents[1] / "data" / "hf_configs" / "bloom.json")
     training = TrainingConfig(seq_len=2048, impl="hf")

@@ -119,7 +119,7 @@ def test_the_app_names_the_gpu_types_left_out_in_its_language():
     from planner.api import PlanRequest, plan
     from planner.catalog.models import get_preset
     from ui.i18n import Labels
-    from ui.single import request_texts
+    from ui.plan_card import request_texts
 
     request = PlanRequest(
         model=get_preset("llama3.1-8b"),
