@@ -1,8 +1,8 @@
 """Idle GPUs: when keeping the requested batch leaves part of an inventory unused (issue 28).
 
 A data-parallel degree must divide the global batch (in sequences), so an exact batch can fit
-only some GPU counts: GPT-3 175B at 4M tokens uses 512 of 992 A100s, although 992 would train
-in half the time at a batch 0.1 % off. When the chosen plan leaves more than IDLE_FRACTION of
+only some GPU counts: GPT-3 175B at 4M tokens uses 768 of 992 A100s, although 992 would train
+in three-quarters of the time at a batch 0.1 % off. When the chosen plan leaves more than IDLE_FRACTION of
 its GPU type's inventory unused and is judged by time (objectives time and mix), the best plan
 that uses the inventory, is faster and keeps the batch within IDLE_BATCH_TOLERANCE (near ties: the
 batch nearest the request) is reported beside it. docs/ilp.md ("Idle GPUs").

@@ -295,7 +295,7 @@ def idle_json(result) -> dict:
 
 
 def idle_line(result) -> str:
-    """'uses 512 of 992 a100-80gb-sxm GPUs (480 idle) at batch 4,194,304 tokens; with batch 4,190,208
+    """'uses 768 of 992 a100-80gb-sxm GPUs (224 idle) at batch 4,194,304 tokens; with batch 4,190,208
     tokens (-0.1%): 992 GPUs (zero2 pp=8 dp_shard=31 tp=4), 11.8 days (p80: 13.9 days, $922,008)'."""
     idle, p = result.idle, result.idle_plan
     batch = p.estimate.global_batch_tokens

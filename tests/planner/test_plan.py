@@ -221,6 +221,25 @@ def test_gpu_counts_follow_the_inventory_past_the_default_cap():
     assert result.plan.num_gpus > 4096
 
 
+def test_three_times_a_power_of_two_nodes_is_searched():
+    """Trial s35: 70B on 15T tokens, 90 days, $30M: 3,072 H100 meet both at p80 (78.6 days, $29.4M),
+    but the grid held 2,888, 3,608 and 4,096 only (the first two miss the 4M batch) and the answer
+    was 'no feasible plan: raise the budget to $30.1M'."""
+    assert {1536, 3072, 6144} <= set(gpu_counts(8192, 8).tolist())
+    assert 24 in gpu_counts(64, 8)
+    result = plan(
+        PlanRequest(
+            model=get_preset("llama3.1-70b"),
+            training_tokens=15e12,
+            gpus={"h100-sxm": None},
+            deadline_days=90,
+            budget_usd=30e6,
+            top_k=0,
+        )
+    )
+    assert result.plan.num_gpus == 3072
+
+
 def test_an_inventory_smaller_than_a_node_is_searched_at_its_own_count():
     """Three GPUs in a box: 3 is searched (it was not, and the answer said 'use at least 4')."""
     assert list(gpu_counts(3, 8)) == [1, 2, 3]
