@@ -130,8 +130,10 @@ class Stack(StrEnum):
     @property
     def max_sharding(self) -> int:
         """The most a stack shards (planner/model/candidates.py codes): Megatron-LM of 2021-22 had
-        its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP."""
-        return SHARD_ZERO1 if self is Stack.MEGATRON_LM else SHARD_FSDP
+        its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP; DeepSeek-V3's HAI-LLM is
+        published with ZeRO-1 data parallelism only (arXiv 2412.19437 sec. 3.2; trial s35: its
+        plans offered fsdp and zero2 layouts no source shows it running)."""
+        return SHARD_ZERO1 if self in (Stack.MEGATRON_LM, Stack.DEEPSEEK_V3) else SHARD_FSDP
 
     @property
     def megatron_recompute_flags(self) -> bool:

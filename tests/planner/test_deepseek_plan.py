@@ -117,7 +117,12 @@ def test_another_model_under_deepseeks_own_profile_is_warned_of():
 
     llama = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8)
     other = build_plan(
-        get_preset("llama3-8b"), "h100-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=8, stack="deepseek-v3"
+        get_preset("llama3-8b"),
+        "h100-sxm",
+        Layout(sharding="zero1"),  # the stack's only sharding
+        TrainingConfig(seq_len=4096),
+        num_gpus=8,
+        stack="deepseek-v3",
     )
     assert any("measured on DeepSeek-V3 alone: llama3-8b" in w for w in estimate_warnings(other, None))
     assert not any("DeepSeek-V3 alone" in w for w in estimate_warnings(llama, None))

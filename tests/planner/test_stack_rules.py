@@ -82,6 +82,20 @@ def test_deepseek_v3_is_a_stack_of_its_own():
     assert p.stack == Stack.DEEPSEEK_V3 and p.estimate.throughput.tokens_per_s_per_gpu > 0
 
 
+def test_deepseek_v3_shards_the_optimizer_state_only():
+    """Its report trains with ZeRO-1 data parallelism; an estimate of more is refused in one line
+    and its search offers none (trial s35: 'fsdp pp=16 dp_shard=8 tp=2 ep=8' among its plans)."""
+    model, training = get_preset("deepseek-v3"), TrainingConfig(seq_len=4096, grad_accum=128, precision="fp8")
+    for sharding in (Sharding.ZERO2, Sharding.FSDP):
+        with pytest.raises(ValueError, match=r"deepseek-v3 shards at most the optimizer state \(ZeRO-1\)"):
+            build_plan(
+                model, "h800", Layout(pp=16, ep=8, sharding=sharding), training, num_gpus=256, stack=Stack.DEEPSEEK_V3
+            )
+    request = PlanRequest(model=model, training_tokens=1e12, gpus={"h800": 256}, stack=Stack.DEEPSEEK_V3)
+    c = build_candidates(model, load_catalog(), {"h800": 256}, search_space(request))
+    assert len(c.sharding) and (c.sharding <= SHARD_ZERO1).all()
+
+
 def test_a_hugging_face_stack_never_pipelines():
     """Neither stack on Hugging Face's modules pipelines them: HF Trainer has no pipeline engine, and
     DeepSpeed's trains a PipelineModule, which transformers' models are not (trial s26: the search
