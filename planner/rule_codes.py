@@ -379,6 +379,7 @@ class FixCode(StrEnum):
 
     SHARD_FSDP = "shard_fsdp"
     FSDP_GROUP = "fsdp_group"
+    FSDP_GROUP_MORE_GPUS = "fsdp_group_more_gpus"
     FULL_AC = "full_ac"
     MICRO_BATCH = "micro_batch"
     TP = "tp"
@@ -397,6 +398,9 @@ class FixCode(StrEnum):
 FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.SHARD_FSDP: "shard parameters, gradients and optimizer states with FSDP (sharding fsdp)",
     FixCode.FSDP_GROUP: "shard with FSDP over a group of at least {group} (dp_shard now {dp_shard})",
+    FixCode.FSDP_GROUP_MORE_GPUS: (
+        "shard with FSDP over a group of at least {group} (dp_shard now {dp_shard}) on {gpus} GPUs"
+    ),
     FixCode.FULL_AC: "enable full activation checkpointing",
     FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
     FixCode.TP: "use tp={tp} (now {now})",

@@ -672,6 +672,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "shard with FSDP over at least {group} ranks (dp_shard now {dp_shard})",
         "用 FSDP 在至少 {group} 个 rank 上分片（当前 dp_shard={dp_shard}）",
     ),
+    "fix_fsdp_group_more_gpus": (
+        "shard with FSDP over at least {group} ranks (dp_shard now {dp_shard}) on {gpus} GPUs",
+        "在 {gpus} 块 GPU 上用 FSDP 在至少 {group} 个 rank 上分片（当前 dp_shard={dp_shard}）",
+    ),
     "fix_full_ac": ("enable full activation checkpointing", "开启完整的激活重计算"),
     "fix_micro_batch": ("lower the micro-batch below {micro_batch}", "把微批减小到 {micro_batch} 以下"),
     "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),

@@ -82,14 +82,19 @@ def memory_fix_hint(
 
 def _sharding_hints(layout: Layout, states: float, need_gib: float, excess: float) -> list[FixHint]:
     """FSDP where a large share of the need is unsharded states, else the FSDP group that frees the
-    excess: FSDP over k x more ranks frees (1 - 1/k) of the states."""
+    excess: FSDP over k x more ranks frees (1 - 1/k) of the states. The group grows on these GPUs
+    only by folding replicas into it (dp_replicate); past that it needs ``group x non_dp`` GPUs
+    (trial s35: "at least 12 (dp_shard now 6)" was told to an FSDP layout with no replica)."""
     if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:
         return [FixHint(code=FixCode.SHARD_FSDP)]
     k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None) if states > excess else None
     if k is None:
         return []
-    # A degree of this layout, not a GPU count (with tp or pp the job needs more GPUs).
-    return [FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * k, "dp_shard": layout.dp_shard})]
+    group, replicas = layout.dp_shard * k, layout.dp_shard * layout.dp_replicate
+    figures = {"group": group, "dp_shard": layout.dp_shard}
+    if replicas % group == 0:
+        return [FixHint(code=FixCode.FSDP_GROUP, figures=figures)]
+    return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures | {"gpus": group * layout.non_dp})]
 
 
 # The widest context-parallel degree a memory fix names (Llama 3.1's long-context stage ran CP 16;

@@ -181,6 +181,17 @@ def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_ba
         assert "micro-batch" not in e.fix
 
 
+def test_an_fsdp_group_fix_names_the_gpus_it_needs_beyond_those_in_use():
+    """Trial s35: an FSDP layout at tp 4 x pp 4 on 96 GPUs was told "shard with FSDP over a group
+    of at least 12 (dp_shard now 6)", which those GPUs cannot hold; replicas fold into the group."""
+    model, training = get_preset("llama3.1-70b"), dict(grad_accum=6)
+    fsdp = est(Layout(tp=4, pp=4, vpp=2, sharding=Sharding.FSDP), num_gpus=96, model=model, **training)
+    assert "FSDP over a group of at least 12 (dp_shard now 6) on 192 GPUs" in (fsdp.fix or "")
+    hsdp = Layout(tp=4, pp=4, vpp=2, dp_replicate=2, sharding=Sharding.FSDP)
+    folded = est(hsdp, num_gpus=96, model=model, **training)
+    assert "FSDP over a group of at least 6 (dp_shard now 3);" in (folded.fix or "")
+
+
 def test_a_tp_fix_names_the_gpus_it_needs_beyond_those_in_use():
     """With cp 8 on 16 GPUs a tp of 8 needs 128 (the trial saw 'use tp=8 (now 1)'): the fix says so."""
     for num_gpus in (16, 128):

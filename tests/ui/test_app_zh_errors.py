@@ -92,6 +92,7 @@ def test_invalid_dimensions_name_modelspecs_rule_in_chinese(tmp_path, changes, l
 
 HINTS = {  # figures for each next step an estimate can suggest
     FixCode.FSDP_GROUP: {"group": 8, "dp_shard": 2},
+    FixCode.FSDP_GROUP_MORE_GPUS: {"group": 8, "dp_shard": 2, "gpus": 64},
     FixCode.MICRO_BATCH: {"micro_batch": 64},
     FixCode.TP: {"tp": 4, "now": 1},
     FixCode.TP_MORE_GPUS: {"tp": 8, "now": 1, "gpus": 128},
