@@ -773,7 +773,8 @@ _LABELS: dict[str, tuple[str, str]] = {
         " differ from the plan the single-job page gives that job alone.",
         "各作业的方案与其他作业共同选定（它们共享 GPU 库存与上限），因此可能与单作业页面单独规划该作业所得的方案不同。",
     ),
-    "col_owned_cost_usd": ("cost, owned rate or rent (USD)", "费用，自有成本或租价（美元）"),
+    # At the risk quantile, as the days beside it (trial s35: read as the model's figure `plan` leads with).
+    "col_owned_cost_usd": ("cost at {risk}, owned rate or rent (USD)", "{risk} 分位费用，自有成本或租价（美元）"),
     "col_days_at_risk": ("days at {risk}", "{risk} 分位天数"),
     "col_cost_p10_usd": ("cost, 80 % band from (USD)", "费用，80% 区间下限（美元）"),
     "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),

@@ -148,7 +148,7 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     if len(outcome.frame) > 1:  # the jobs share the inventory: one may not get the plan it gets alone
         st.caption(tr("portfolio_joint"))
     frame = with_standing_words(with_training_words(outcome.frame, tr), tr)
-    basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd")}
+    basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd", risk=risk)}
     labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}
     st.dataframe(
         frame.rename(columns=labels),

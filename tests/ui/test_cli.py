@@ -623,6 +623,8 @@ def test_portfolio_prices_its_inventory_at_the_files_ownership(tmp_path):
     assert low["idle_cost_usd"] >= 0 and high["idle_cost_usd"] >= 0
     text = run("portfolio", str(dear)).stdout
     assert "owned GPUs idle until the last job ends" in text
+    # trial s35: the costs are at the risk quantile, as the days are (plan leads with the model's)
+    assert "days and cost at p80" in text and "cost p80" in text and " at p80, owned GPUs idle" in text
 
 
 def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):

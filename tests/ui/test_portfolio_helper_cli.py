@@ -75,7 +75,10 @@ def test_the_portfolio_table_names_its_basis_and_shows_bands_and_the_envelope():
         assert row["standing"] == u.standing.value
     code, out, _ = call("portfolio", jobs_file)
     text = " ".join(out.split())
-    assert "days at p80, the search's risk quantile; cost at the owned-GPU rate of owned types, at rent of" in text
+    assert (
+        "days and cost at p80, the search's risk quantile; cost at the owned-GPU rate of owned types, at rent of"
+        in text
+    )
     first = data["assignments"][0]
     assert f"{first['days']:.1f} ({first['days_band'][0]:.1f}-{first['days_band'][1]:.1f})" in text
     assert first["standing"] in text
