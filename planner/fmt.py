@@ -213,16 +213,17 @@ def duration_clock(seconds: float) -> str:
 
 
 def budget_amounts(cheapest: float, budget: float) -> tuple[str, str, str]:
-    """(cost, budget, raise-to) as a budget answer prints them: one decimal of the short form (two
-    from a million on) where that tells the two apart and the cost reads the same rounded up
-    (``$3.3M > $3.2M``, raise to ``$3.3M``); else whole dollars, the cost rounded up in both places
-    and the budget down, or cents below SMALL_MONEY_USD or where whole dollars tie (trial s28b: "costs $3.2M" beside "raise the budget to $3.3M"; trial s30:
-    "$3.4413M" and "$100.00k" from more decimals of the short form)."""
-    # two decimals from a million on, as money() prints them there ("$3.24M"); never "$100.00k"
-    for decimals in (1, 2) if max(cheapest, budget) >= _MONEY_SCALES[-1][0] else (1,):
-        shown = money_short(cheapest, decimals)
-        if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
-            return shown, money_short(budget, decimals), shown
+    """(cost, budget, raise-to) as a budget answer prints them: the short form with one decimal, two
+    from a million on (as money() prints them there), where that tells the two apart and the cost
+    reads the same rounded up (``$3.24M > $3.20M``, raise to ``$3.24M``); else whole dollars, the
+    cost rounded up and the budget down, or cents below SMALL_MONEY_USD or where whole dollars tie
+    (trial s28b: "costs $3.2M" beside "raise the budget to $3.3M"; trial s30: "$3.4413M" and
+    "$100.00k" from more decimals of the short form; trial s35: "$30.1M > $30.0M" for $30.07M at
+    p80 and "$31.92M > $30.00M" at p90, one or two decimals by the figures)."""
+    decimals = 2 if max(cheapest, budget) >= _MONEY_SCALES[-1][0] else 1  # never "$100.00k"
+    shown = money_short(cheapest, decimals)
+    if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
+        return shown, money_short(budget, decimals), shown
     # whole dollars from SMALL_MONEY_USD on, else cents; cents too where whole dollars would print
     # the two alike (review s31: "$165,450 > $165,450", "$2 > $0" for $1.0045 against $0.01): the
     # cost rounded up, the budget down, so the cost always reads above it

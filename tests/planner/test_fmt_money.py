@@ -44,6 +44,11 @@ def test_a_budget_answer_always_prints_the_cost_above_the_budget():
     assert budget_amounts(0.634, 0.63) == ("$0.64", "$0.63", "$0.64")
     assert budget_amounts(100_000.4, 100_000.0) == ("$100,001", "$100,000", "$100,001")
     assert budget_amounts(3_236_521.0, 3.2e6) == ("$3.24M", "$3.20M", "$3.24M")
+    # trial s35: one or two decimals by the figures ("$30.1M > $30.0M" at p80, "$31.92M" at p90)
+    assert budget_amounts(30_070_000.0, 30e6) == ("$30.07M", "$30.00M", "$30.07M")
+    assert budget_amounts(31_920_000.0, 30e6) == ("$31.92M", "$30.00M", "$31.92M")
+    assert budget_amounts(30_071_234.0, 30e6) == ("$30,071,234", "$30,000,000", "$30,071,234")  # not $30.08M
+    assert budget_amounts(10_300.0, 1.0)[0] == "$10.3k"  # a thousand-dollar cost keeps one decimal
     for cost, budget in ((165_449.69, 165_449.6), (1.0045, 0.01), (12.345, 12.34), (10.004, 10.0)):
         shown_cost, shown_budget, _ = budget_amounts(cost, budget)
         assert shown_cost != shown_budget

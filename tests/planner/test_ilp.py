@@ -420,8 +420,8 @@ def test_budget_messages() -> None:
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(table, deadline_s=30 * day, budget_usd=1.0e6)
     assert str(caught.value) == (
-        "budget: the cheapest plan that meets the deadline (64 x h200, 20.0 days) costs $1.2M > "
-        "$1.0M; raise the budget to $1.2M or extend the deadline to 70 days"
+        "budget: the cheapest plan that meets the deadline (64 x h200, 20.0 days) costs $1.20M > "
+        "$1.00M; raise the budget to $1.20M or extend the deadline to 70 days"
     )
     assert caught.value.constraint is Constraint.BUDGET
     # trial s28b: "$1.23M" beside "raise the budget to $1.24M": the detail and the fix print one amount
