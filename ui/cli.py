@@ -395,11 +395,19 @@ def catalog(as_json: bool = JSON) -> None:
 
 
 @app.command()
-def models(as_json: bool = JSON) -> None:
-    """List the model presets (--model NAME) with their sizes; a config.json path works too."""
-    from planner.catalog.models import get_preset, list_presets
+def models(
+    names: list[str] | None = typer.Argument(
+        None,
+        metavar="PRESET|CONFIG.JSON",
+        help="show only these presets or config.json files, as --model reads them",
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """List the model presets (--model NAME) with their sizes, or the presets and config.json files named."""
+    from planner.catalog.models import get_preset, list_presets, load_model
 
-    render.models([get_preset(name) for name in list_presets()], as_json=as_json)
+    # trial s35: the help said a config.json path works, and `models PATH` was refused
+    render.models([load_model(n) for n in names] if names else [get_preset(n) for n in list_presets()], as_json=as_json)
 
 
 # The portfolio and fleet commands (ui/cli_portfolio.py), after catalog in --help.

@@ -6,6 +6,7 @@ import json
 import math
 import statistics
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -163,6 +164,18 @@ def test_models_lists_every_preset_in_name_order() -> None:
     assert code == 0 and "llama3-8b" in out and "config.json" in out
     # the active count's convention is said, and gpt-oss's card figure is the count less the embedding
     assert "counts the input embedding" in out and "5.13B" in out
+
+
+def test_models_shows_the_presets_and_config_files_named() -> None:
+    """Trial s35: the help said a config.json path works too, and `models PATH` was refused; a
+    config's sizes were to be read from `estimate --json`."""
+    config = str(Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "qwen3_moe.json")
+    code, out, err = trainplan("models", "--json", config, "llama3-8b")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == ["qwen3_moe", "llama3-8b"] and rows[0]["experts"] == 128
+    code, _, err = trainplan("models", "no-such-model")
+    assert code == 2 and err.count("\n") == 1 and "neither a model preset nor an existing config path" in err
     oss = get_preset("gpt-oss-120b")
     assert (oss.num_active_params() - oss.vocab_size * oss.hidden_size) / 1e9 == pytest.approx(5.13, abs=0.005)
 
