@@ -340,6 +340,9 @@ def plan(
             result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
         render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_plan.PLAN_KEYS)
+        if out:  # trial s35: a script's `plan --out p.json && emit p.json` failed later, or emitted an old file
+            stale = " (the file there is not this request's plan)" if out.exists() else ""
+            render.warn(f"no plan is feasible, so none was written to {out}{stale}")
         return
     if out:
         save_plan(result.plan, out)

@@ -299,6 +299,18 @@ def test_infeasible_plan_is_an_answer():
     assert data["feasible"] is False and data["constraint"] == "memory" and data["fix"]
 
 
+def test_an_infeasible_plan_says_it_wrote_no_plan_file(tmp_path):
+    """Trial s35: `plan --out p.json` without a feasible plan exited 0 and wrote nothing, unsaid; a
+    script's `emit p.json` then failed, or emitted the plan an earlier run had left there."""
+    out = tmp_path / "p.json"
+    args = ("plan", "--model", "gpt3-125m", "--tokens", "1e9", "--gpus", "h100-sxm=8", "--budget-usd", "0.01")
+    proc = run(*args, "--out", str(out))
+    assert not out.exists() and f"no plan is feasible, so none was written to {out}" in " ".join(proc.stderr.split())
+    out.write_text("{}")
+    proc = run(*args, "--out", str(out), "--json")
+    assert json.loads(proc.stdout)["feasible"] is False and "not this request's plan" in " ".join(proc.stderr.split())
+
+
 def test_plan_portfolio_and_fleet_json_have_one_shape_feasible_or_not(tmp_path):
     """trial s26: plan --json had other top-level keys when no plan was found, so a script reading
     ``data["plan"]`` failed on the infeasible answer. Both now carry the union, null where empty."""
