@@ -26,6 +26,8 @@ def parse_pairs(
     twice, in one list or over repeats, is refused."""
     out: dict = {}
     joined = ",".join(text) if isinstance(text, list) else text
+    if joined is not None and not joined.strip(", "):  # trial s35: --gpus "" searched every GPU type
+        raise ValueError(f"{what} is empty: name at least one, or leave the flag out")
     for item in filter(None, (part.strip() for part in (joined or "").split(","))):
         key, sep, value = (part.strip() for part in item.partition("="))
         if key.lower() in (k.lower() for k in out):

@@ -39,6 +39,12 @@ def test_a_price_given_twice_is_refused_and_repeated_flags_add_up(capsys):
     assert plan["cost_usd"] == pytest.approx(gpu_hours * {"h100-sxm": 2.0, "a100-80gb-sxm": 1.0}[plan["gpu"]])
 
 
+def test_an_empty_gpu_or_price_list_is_refused(capsys):
+    """Trial s35: `--gpus ""` searched every GPU type of the catalog, as leaving it out does."""
+    assert "--gpus is empty" in _one_line_error(capsys, [*PLAN, "--gpus", ""])
+    assert "--price is empty" in _one_line_error(capsys, [*PLAN, "--price", " , "])
+
+
 def test_fp8_on_gpus_without_it_is_the_answer_not_a_divisibility_verdict(capsys):
     err = _one_line_error(capsys, [*PLAN, "--gpus", "a100-80gb-sxm", "--precision", "fp8"])
     assert err.endswith("a100-80gb-sxm does not support fp8")
