@@ -48,6 +48,7 @@ from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
 from ui import cli_jobs, cli_portfolio, render, render_plan
 from ui.calibration import applied_calibration, choose_calibration
+from ui.cli_examples import epilog
 from ui.cli_options import (
     AC_BLOCKS,
     AC_HELP,
@@ -80,7 +81,7 @@ from ui.inputs import (
 )
 
 
-@app.command()
+@app.command(epilog=epilog("estimate"))
 def estimate(
     model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
     gpu: str = typer.Option(..., help="catalog GPU id (trainplan catalog)"),
@@ -218,7 +219,7 @@ def estimate(
     render.estimate(plan, as_json=as_json, saved_to=out, calibration=chosen, warnings=warnings)
 
 
-@app.command()
+@app.command(epilog=epilog("plan"))
 def plan(
     model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
     tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
@@ -365,7 +366,7 @@ def ac_modes(
     return chosen
 
 
-@app.command()
+@app.command(epilog=epilog("explain"))
 def explain(
     plan_file: Path = typer.Argument(..., help="a plan.json (or an emitted job.json: the plan it holds)"),
     stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
@@ -389,7 +390,7 @@ def explain(
     render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)
 
 
-@app.command()
+@app.command(epilog=epilog("catalog"))
 def catalog(as_json: bool = JSON) -> None:
     """List the GPUs in the hardware catalog with their key numbers and sources."""
     from planner.catalog.hardware import load_catalog
@@ -397,7 +398,7 @@ def catalog(as_json: bool = JSON) -> None:
     render.catalog(load_catalog(), as_json=as_json)
 
 
-@app.command()
+@app.command(epilog=epilog("models"))
 def models(
     names: list[str] | None = typer.Argument(
         None,
@@ -414,14 +415,14 @@ def models(
 
 
 # The portfolio and fleet commands (ui/cli_portfolio.py), after catalog in --help.
-app.command()(cli_portfolio.portfolio)
-app.command()(cli_portfolio.fleet)
+app.command(epilog=epilog("portfolio"))(cli_portfolio.portfolio)
+app.command(epilog=epilog("fleet"))(cli_portfolio.fleet)
 
 
 # The job and machine commands (ui/cli_jobs.py), after the planning ones in --help.
 for _command in (cli_jobs.calibrate, cli_jobs.detect, cli_jobs.emit, cli_jobs.run):
-    app.command()(_command)
-app.command("app")(cli_jobs.app_command)
+    app.command(epilog=epilog(_command.__name__))(_command)
+app.command("app", epilog=epilog("app"))(cli_jobs.app_command)
 
 
 def _flush_stdout() -> bool:

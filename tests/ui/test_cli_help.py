@@ -84,3 +84,20 @@ def test_jobs_file_tables_survive_rich_markup(name, literals):
     text = " ".join(help_text(name).replace("│", " ").split())
     for literal in literals:
         assert literal in text, f"trainplan {name} --help lost {literal!r}:\n{text}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_command_shows_examples_that_parse_as_it_reads_them(name):
+    """Trial s35: no command's --help had an example. Each is shown, and its words parse with the
+    command's own options and arguments (an unknown flag or a bad value fails here)."""
+    import shlex
+
+    from ui.cli_examples import EXAMPLES
+
+    shown = " ".join(help_text(name).split())
+    assert "Examples:" in shown and EXAMPLES[name]
+    command = COMMAND.commands[name]
+    for example in EXAMPLES[name]:
+        words = shlex.split(example)
+        assert words[:2] == ["trainplan", name] and " ".join(words) in shown, example
+        command.make_context(name, words[2:])  # raises click's UsageError / BadParameter
