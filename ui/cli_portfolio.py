@@ -17,10 +17,16 @@ from planner.limits import MAX_PURCHASE_USD
 from ui import render, render_fleet, render_portfolio
 from ui.cli_options import JSON, K8S_IMAGE, K8S_PVC, k8s_names
 from ui.inputs import check_range
+from ui.portfolio_file import job_keys_help
 
 
 def portfolio(
-    jobs_file: Path = typer.Argument(..., help=escape("jobs file (TOML/JSON) with [inventory] and [[jobs]]")),
+    jobs_file: Path = typer.Argument(
+        ...,
+        help=escape(
+            f"jobs file (TOML/JSON) with [inventory] and [[jobs]] (examples/portfolio.toml); {job_keys_help()}"
+        ),
+    ),
     emit_dir: Path | None = typer.Option(
         None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
     ),
@@ -94,7 +100,8 @@ def fleet(
         ...,
         help=escape(
             "jobs file (TOML/JSON) with horizon_days, the GPU types to buy"
-            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]]"
+            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]] (examples/fleet.toml);"
+            f" {job_keys_help()}"
         ),
     ),
     as_json: bool = JSON,

@@ -304,6 +304,12 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def job_keys_help() -> str:
+    """The keys a ``[[jobs]]`` entry takes, for the commands' help (trial s35: they were listed
+    only in the error an unknown key gets)."""
+    return f"each [[jobs]] entry takes {', '.join(JobEntry.model_fields)}"
+
+
 def allowed_keys_hint(exc: Exception) -> str:
     """'; allowed: name, model, ...' when the first error is an unknown key (pydantic's
     "Extra inputs are not permitted" names the key, not what the table takes)."""

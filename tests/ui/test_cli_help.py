@@ -101,3 +101,12 @@ def test_every_command_shows_examples_that_parse_as_it_reads_them(name):
         words = shlex.split(example)
         assert words[:2] == ["trainplan", name] and " ".join(words) in shown, example
         command.make_context(name, words[2:])  # raises click's UsageError / BadParameter
+
+
+def test_the_jobs_file_commands_name_the_keys_a_job_takes():
+    """Trial s35: a [[jobs]] entry's keys were listed only in the error an unknown key gets."""
+    from ui.portfolio_file import JobEntry
+
+    for name in ("portfolio", "fleet"):
+        shown = " ".join(help_text(name).split())
+        assert all(key in shown for key in JobEntry.model_fields) and f"examples/{name}.toml" in shown
