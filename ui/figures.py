@@ -22,6 +22,7 @@ from planner.catalog.hardware import load_catalog
 from planner.fmt import money_short
 from planner.plan import MemoryTerms, Plan, TimeTerms
 from planner.units import HOURS_PER_DAY
+from ui.app_core import money
 from ui.i18n import Labels
 from ui.messages import duration
 
@@ -81,6 +82,8 @@ def days_label(days: float) -> str:
 
 
 def money_label(usd: float) -> str:
+    """A log axis's tick (1, 2 or 5 x 10^k: "$200k", "$1M"); a figure is written by ``money``, whose
+    three significant figures a budget or a plan's cost keeps (trial s35: "budget $1M" for $1.45M)."""
     return money_short(usd, 0) if usd >= 1 else f"${usd:g}"
 
 
@@ -254,8 +257,9 @@ def _hover(frame: pd.DataFrame, tr: Labels) -> list[str]:
 
 
 def figures_words(tr: Labels, cost_usd: float, hours: float) -> str:
-    """'$14.9k · 2.8 days': a point's cost and time in its hover, the time as the card writes it."""
-    return f"{money_label(cost_usd) if cost_usd >= 1e3 else f'${cost_usd:,.0f}'} · {duration(tr, hours)}"
+    """'$14,882 · 2.8 days': a point's cost and time in its hover, both as the card writes them
+    (trial s35: a $1.68M plan hovered as "$2M")."""
+    return f"{money(cost_usd)} · {duration(tr, hours)}"
 
 
 @dataclass(frozen=True)
@@ -335,7 +339,7 @@ def _limit_lines(fig: go.Figure, limits: Limits, tr: Labels) -> None:
                         line=dict(color="crimson", dash="dash"), legendrank=3)  # fmt: skip
     if limits.budget_usd:
         fig.add_hline(limits.budget_usd, line=dict(color="darkorange", dash="dash"))
-        fig.add_scatter(x=[None], y=[None], mode="lines", name=tr("budget_line", usd=money_label(limits.budget_usd)),
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=tr("budget_line", usd=money(limits.budget_usd)),
                         line=dict(color="darkorange", dash="dash"), legendrank=4)  # fmt: skip
 
 

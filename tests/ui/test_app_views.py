@@ -110,6 +110,10 @@ def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points
     names = [t.name for t in fig.data]
     said = EN("deadline_line", deadline=duration(EN, deadline * 24))  # the card's words (trial s33: "0.1 days")
     assert {EN("pareto_front"), EN("knee"), said} <= set(names)
+    # trial s35: the legend said "budget $1M" for $1.45M, one significant figure
+    exact = figures.frontier_figure(points, points["pareto"], None, EN, figures.Limits(budget_usd=1.45e6), knee)
+    assert EN("budget_line", usd="$1.45M") in [t.name for t in exact.data]
+    assert figures.figures_words(EN, 1.68e6, 48.0).startswith("$1.68M · ")
     h100 = next(t for t in fig.data if t.name == "h100-sxm")
     group = points[points["gpu"] == "h100-sxm"]
     ok = limits.feasible(points)[group.index]
