@@ -83,9 +83,12 @@ def editor_key() -> str:
     return f"gpu_editor_{st.session_state.get(VERSION_KEY, 0)}"
 
 
-def fold_edits() -> None:
-    """on_change: keep the edit in the rows and re-create the editor on them."""
-    key = editor_key()
+def fold_edits(key: str) -> None:
+    """on_change of the editor ``key``: keep its edits in the rows and re-create the editor on them.
+    The key is the editor's that changed, not the newest: a click on the editor still shown while a
+    rerun re-creates it arrives for the old key, and was read from the new, empty one (trial s35:
+    16 of 22 quick unticks were lost, and a plan used a type the user had unticked). Its edits are
+    the values set (idempotent), so folding the old key's whole state again keeps the earlier ones."""
     st.session_state[ROWS_KEY] = apply_edits(st.session_state[ROWS_KEY], st.session_state.get(key, {}))
     st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
 
@@ -154,8 +157,9 @@ def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation:
     frame: pd.DataFrame = st.session_state[ROWS_KEY]
     st.data_editor(
         frame,
-        key=editor_key(),
+        key=(key := editor_key()),
         on_change=fold_edits,
+        args=(key,),
         column_config=column_config(tr, tco is not None),
         column_order=column_order(tco is not None),
         disabled=("memory_gib", "bf16_tflops", "source"),

@@ -31,6 +31,7 @@ from support.app import (
 
 from planner.api import build_plan
 from planner.api.explore import best_per_count, pareto_front, scored_search
+from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
@@ -184,6 +185,22 @@ def test_sidebar_gpu_table_replaces_the_multiselect_and_the_per_gpu_inputs():
     edited = apply_edits(rows, {"edited_rows": {0: {"allowed": False, "memory_gib": 1.0, "inventory": 3}}})
     assert not edited.iloc[0]["allowed"] and edited.iloc[0]["inventory"] == 3
     assert edited.iloc[0]["memory_gib"] == rows.iloc[0]["memory_gib"]  # read-only columns ignore edits
+
+
+def test_a_click_on_the_editor_a_rerun_replaced_is_kept(monkeypatch):
+    """Trial s35: quick unticks were lost. Streamlit calls on_change for the editor that changed,
+    which after an earlier click's rerun is an older key than the newest; its whole state (the
+    earlier click and the new one) is folded, not the newest key's empty one."""
+    from ui import gpu_table
+
+    state = {gpu_table.ROWS_KEY: default_rows(load_catalog()), gpu_table.VERSION_KEY: 0}
+    monkeypatch.setattr(gpu_table.st, "session_state", state)
+    first = gpu_table.editor_key()
+    state[first] = {"edited_rows": {0: {"allowed": False}}}
+    gpu_table.fold_edits(first)  # the first click's rerun: editor 1 replaces editor 0
+    state[first] = {"edited_rows": {0: {"allowed": False}, 1: {"allowed": False}}}  # a click on 0 meanwhile
+    gpu_table.fold_edits(first)
+    assert not state[gpu_table.ROWS_KEY].iloc[:2]["allowed"].any() and state[gpu_table.ROWS_KEY].iloc[2]["allowed"]
 
 
 def test_inventory_zero_excludes_a_type_and_blank_is_no_limit():
