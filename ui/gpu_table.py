@@ -3,8 +3,13 @@
 Columns: allowed, inventory (blank = no limit, 0 = none; the same in single-job and portfolio
 mode), USD per GPU-hour (rent), purchase USD (buy), memory, bf16 TFLOP/s and where the rates
 come from. The table's values live in ``st.session_state["gpu_rows"]`` (a DataFrame indexed by
-GPU id); each edit in the browser is folded into it by ``fold_edits`` and the editor is
-re-created on the new rows, so an edit survives any rerun, a language switch and a mode change.
+GPU id) as the editor was made on them; the rows in use are those with the editor's edits
+(``current_rows``: Streamlit keeps a keyed editor's edits, the values set, over reruns). The editor
+is made anew on the rows in use (``replace_rows``) only where they are replaced ("use every GPU",
+"Send to plan") or its columns change (language, rent or buy), so an edit survives any rerun, a
+language switch and a mode change. Trial s35: re-created after every edit, the editor lost the
+clicks made on it while a rerun replaced it (16 of 22 quick unticks; a plan then used a type the
+user had unticked).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from ui.i18n import Labels, plain
 
 ROWS_KEY = "gpu_rows"
 VERSION_KEY = "gpu_editor_version"
+COLUMNS_KEY = "gpu_editor_columns"  # (language, buy mode) the editor's columns were made for
 EDITABLE = ("allowed", "inventory", "usd_per_gpu_hour", "purchase_usd")
 TFLOPS = 1e12
 
@@ -83,22 +89,22 @@ def editor_key() -> str:
     return f"gpu_editor_{st.session_state.get(VERSION_KEY, 0)}"
 
 
-def fold_edits(key: str) -> None:
-    """on_change of the editor ``key``: keep its edits in the rows and re-create the editor on them.
-    The key is the editor's that changed, not the newest: a click on the editor still shown while a
-    rerun re-creates it arrives for the old key, and was read from the new, empty one (trial s35:
-    16 of 22 quick unticks were lost, and a plan used a type the user had unticked). Its edits are
-    the values set (idempotent), so folding the old key's whole state again keeps the earlier ones."""
-    st.session_state[ROWS_KEY] = apply_edits(st.session_state[ROWS_KEY], st.session_state.get(key, {}))
+def current_rows() -> pd.DataFrame:
+    """The rows in use: those the editor was made on, with its edits."""
+    return apply_edits(st.session_state[ROWS_KEY], st.session_state.get(editor_key(), {}))
+
+
+def replace_rows(rows: pd.DataFrame) -> None:
+    """Make the editor anew on ``rows`` (a new key: its edits start empty)."""
+    st.session_state[ROWS_KEY] = rows
     st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
 
 
 def allow_all() -> None:
     """on_click: tick every row again, the way back from "Send to plan" (which unticks all but one)."""
-    rows = st.session_state[ROWS_KEY].copy()
+    rows = current_rows()
     rows["allowed"] = True
-    st.session_state[ROWS_KEY] = rows
-    st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
+    replace_rows(rows)
 
 
 @dataclass(frozen=True)
@@ -154,19 +160,22 @@ def column_order(bought: bool) -> tuple[str, ...]:
 
 def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation: float | None) -> GpuChoice | None:
     """The editor, read into allowed types, inventories and prices; None (with an error) when unusable."""
-    frame: pd.DataFrame = st.session_state[ROWS_KEY]
+    columns = (tr.lang, tco is not None)
+    if st.session_state.get(COLUMNS_KEY, columns) != columns:
+        replace_rows(current_rows())  # other labels or a disabled price column: keep the edits first
+    st.session_state[COLUMNS_KEY] = columns
+    base: pd.DataFrame = st.session_state[ROWS_KEY]
     st.data_editor(
-        frame,
-        key=(key := editor_key()),
-        on_change=fold_edits,
-        args=(key,),
+        base,
+        key=editor_key(),
         column_config=column_config(tr, tco is not None),
         column_order=column_order(tco is not None),
         disabled=("memory_gib", "bf16_tflops", "source"),
         num_rows="fixed",
-        height=app_core.table_height(len(frame)),  # every row in view, no inner scrolling
+        height=app_core.table_height(len(base)),  # every row in view, no inner scrolling
         placeholder="",  # a blank inventory is "no limit" (the help says blank), not the word "None"
     )
+    frame = current_rows()
     st.caption(tr("gpu_table_help"))
     st.button(
         tr("gpu_allow_all"),
