@@ -119,6 +119,7 @@ class InfeasiblePlan(Exception):
         batch_seconds: float | None = None,
         named: NamedPlan | None = None,
         job: str | None = None,
+        within_budget_seconds: float | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -137,6 +138,9 @@ class InfeasiblePlan(Exception):
         self.named = named  # the plan the figures are of, where the answer names one
         # The one job of several whose answer this is (trial s33 app: its name was only in the prose)
         self.job = job
+        # A budget answer under a deadline: the time to train of the fastest plan within the budget
+        # (seconds, at the answer's risk), the deadline its fix offers (trial s35 app: only the CLI said it)
+        self.within_budget_seconds = within_budget_seconds
 
     def but(
         self,
@@ -162,6 +166,7 @@ class InfeasiblePlan(Exception):
             batch_seconds=self.batch_seconds if batch_seconds is None else batch_seconds,
             named=self.named,
             job=job or self.job,
+            within_budget_seconds=self.within_budget_seconds,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -177,6 +182,7 @@ class InfeasiblePlan(Exception):
                 "batch_seconds": self.batch_seconds,
                 "named": self.named,
                 "job": self.job,
+                "within_budget_seconds": self.within_budget_seconds,
             },
         )
 

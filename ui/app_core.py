@@ -57,13 +57,24 @@ class Infeasible:
     batch_seconds: float | None = None  # and the time to train at it
     named: NamedPlan | None = None  # InfeasiblePlan's: the plan its figures are of (budget: the cheapest)
     job: str | None = None  # InfeasiblePlan's: the one job of several it is the answer of
+    within_budget_seconds: float | None = None  # InfeasiblePlan's: the time the budget meets (under a deadline)
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
         jobs = tuple((name, cls.of(job)) for name, job in exc.jobs)
         figures = (exc.required, exc.available, exc.more_gpus_help)
         batch = (exc.batch_tokens, exc.batch_seconds)
-        return cls(exc.constraint.value, exc.detail, exc.fix, *figures, jobs, *batch, exc.named, exc.job)
+        return cls(
+            exc.constraint.value,
+            exc.detail,
+            exc.fix,
+            *figures,
+            jobs,
+            *batch,
+            exc.named,
+            exc.job,
+            exc.within_budget_seconds,
+        )
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,19 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "最便宜的方案为 {gpus:,} × {gpu}，需时 {time}，按 {risk}（方案评判所用的分位数）计费用 {need}；预算为 {have}"
         "（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
     ),
+    # trial s35 (app): under a deadline the cheapest plan was called "the cheapest plan", and a slower,
+    # cheaper one was not offered (the CLI's "or extend the deadline to N days")
+    "why_budget_named_deadline": (
+        "The cheapest plan that meets the deadline of {deadline}, {gpus:,} × {gpu} for {time}, costs {need} at {risk},"
+        " the quantile plans are judged at; the budget is {have} (GPU limit: {limit}). Fix: raise the budget to"
+        " {fix_usd}.",
+        "满足期限（{deadline}）的最便宜方案为 {gpus:,} × {gpu}，需时 {time}，按 {risk}（方案评判所用的分位数）计费用"
+        " {need}；预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
+    ),
+    "why_budget_slower": (
+        "Or allow {time}: a slower plan stays within the budget.",
+        "或者把期限放宽到 {time}：更慢的方案不超出预算。",
+    ),
     "why_budget": (  # at the search's risk quantile (trial s33 app: "$16.5k" beside the card's $14,882, unsaid)
         "The cheapest plan costs {need} at {risk}, the quantile plans are judged at, the budget is {have} "
         "(GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",
@@ -713,6 +726,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "detail_budget": (
         "Planner's figures: the cheapest plan costs ${need:,.2f}, the budget is ${have:,.2f}.",
         "规划器的精确数字：最便宜的方案需要 ${need:,.2f}，预算为 ${have:,.2f}。",
+    ),
+    "detail_budget_deadline": (
+        "Planner's figures: the cheapest plan that meets the deadline costs ${need:,.2f}, the budget is ${have:,.2f}.",
+        "规划器的精确数字：满足期限的最便宜方案需要 ${need:,.2f}，预算为 ${have:,.2f}。",
     ),
     "detail_memory": (
         "Planner's figures: {need:,.2f} GiB needed per GPU, {have:,.2f} GiB on the largest allowed GPU.",

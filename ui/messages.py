@@ -237,8 +237,10 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     elif c == "deadline" and infeasible.batch_tokens is not None:  # trial s33 (app): "or raise the GPU limit"
         key = "why_deadline_batch_caps"
     if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
-        key = "why_budget_named"
+        key = "why_budget_named_deadline" if request.deadline_days else "why_budget_named"
         values.update(gpus=named.num_gpus, gpu=named.gpu, time=duration(tr, _hours(named.seconds)))
+        if request.deadline_days:
+            values.update(deadline=duration(tr, request.deadline_days * HOURS_PER_DAY))
     if c == "shared_inventory" and have is None:  # the GPU-time fits; the jobs do not pack
         key = "why_shared_pack"
     if key is None:
@@ -255,7 +257,9 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     )
     stacks = sequence_split_stacks(request.stack, int(request.seq_len or 0)) if key == "why_memory_no_gpus" else ()
     no_cp = tr("why_memory_no_cp", stack=request.stack.value, stacks=tr.join(stacks)) if stacks else ""
-    return tr.sentences(tr(key, **values), batch, no_cp)
+    slower = infeasible.within_budget_seconds if c == "budget" else None
+    later = "" if slower is None else tr("why_budget_slower", time=duration_up(tr, _hours(slower)))
+    return tr.sentences(tr(key, **values), later, batch, no_cp)
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")
@@ -297,7 +301,7 @@ def app_words(tr: Labels, text: str) -> str:
     return re.sub(r"--risk (p\d\d)\b", lambda m: f'"{tr("risk")}" = {m[1]}', text)
 
 
-def detail_text(tr: Labels, infeasible: Infeasible) -> str:
+def detail_text(tr: Labels, infeasible: Infeasible, request: PlanRequest | None = None) -> str:
     """The line under an infeasible answer: the planner's own words in English (the sidebar's field
     names for its flags), its exact figures otherwise, and for a portfolio's job in English too: its
     words are the jobs file's (trial s34: deadline_days, global_batch_tokens and 25 "<=4096" limits)."""
@@ -306,6 +310,8 @@ def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
     if c == "deadline":
         return tr("detail_deadline", need=_hours(need), have=_hours(have))
+    if c == "budget" and request is not None and request.deadline_days:  # its cheapest meets the deadline
+        return tr("detail_budget_deadline", need=need, have=have)
     if c in ("budget", "memory", "inventory"):
         return tr(f"detail_{c}", need=need, have=have)
     if c == "shared_inventory":

@@ -292,7 +292,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     # long it takes (the cheapest of 2,048 H100 was 8 of them for 2,289 days)
     which = f" ({table.num_gpus[row]} x {table.gpu_id[row]}, {duration_words(float(T[row]))})"
     scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
-    fix = f"raise the budget to {raise_to}"
+    fix, fastest = f"raise the budget to {raise_to}", None
     if checks.deadline_s is not None:
         within_budget = (
             checks.gpu_type & checks.memory & checks.divisibility & checks.batch & checks.inventory & checks.budget
@@ -307,6 +307,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         required=cheapest,
         available=budget,
         named=NamedPlan(str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row])),
+        within_budget_seconds=fastest,
     )
 
 

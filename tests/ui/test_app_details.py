@@ -21,7 +21,7 @@ from streamlit.testing.v1 import local_script_runner
 from support import REPO
 from support.app import EN, ZH, english_sentences, open_tab, planned, request_for, run_app
 
-from planner.api import build_plan
+from planner.api import build_plan, plan
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset
 from planner.errors import InfeasiblePlan, RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
@@ -668,6 +668,32 @@ def test_the_card_names_the_measured_regimes_whose_band_it_shows_in_both_languag
     assert not english_sentences(envelope_text(ZH, u))
     inside = build_plan(get_preset("llama3.2-1b"), "h100-sxm", Layout(), TrainingConfig(seq_len=2048), num_gpus=1)
     assert "reach" not in envelope_text(EN, inside.estimate.uncertainty)
+
+
+def test_a_budget_answer_under_a_deadline_says_so_and_offers_the_time_the_budget_meets():
+    """Trial s35 (app): "The cheapest plan, 256 x b200 ..., costs $116.5k" read as the least the job
+    can cost, where slower plans cost less; the CLI's "or extend the deadline to 6 days" was not said."""
+    from planner.errors import InfeasiblePlan
+    from ui.app_core import Infeasible
+    from ui.messages import detail_text, infeasible_body
+
+    request = request_for(
+        get_preset("llama3-8b"), training_tokens=1e12, deadline_days=3, budget_usd=110_000, gpus={"b200": None}
+    )
+    with pytest.raises(InfeasiblePlan) as caught:
+        plan(request)
+    answer = Infeasible.of(caught.value)
+    assert answer.constraint == "budget" and answer.within_budget_seconds is not None
+    english = infeasible_body(EN, answer, request)
+    assert english.startswith("The cheapest plan that meets the deadline of 3.0 days, ")
+    assert "Or allow 6 days: a slower plan stays within the budget." in english
+    chinese = infeasible_body(ZH, answer, request)
+    assert "满足期限（3.0 天）的最便宜方案" in chinese and "6 天" in chinese and not english_sentences(chinese)
+    assert "满足期限的最便宜方案" in detail_text(ZH, answer, request)
+    no_deadline = request_for(get_preset("llama3-8b"), training_tokens=1e12, budget_usd=1_000, gpus={"b200": None})
+    with pytest.raises(InfeasiblePlan) as caught:
+        plan(no_deadline)
+    assert infeasible_body(EN, Infeasible.of(caught.value), no_deadline).startswith("The cheapest plan, ")
 
 
 def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_both_languages():
