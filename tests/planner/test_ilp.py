@@ -486,6 +486,8 @@ def test_infeasible_plan_survives_pickling_and_empty_tables_are_rejected() -> No
     with pytest.raises(InfeasiblePlan) as caught:
         solve_single(hand_table([dict(cost_usd=2.0e6, num_gpus=16)]), budget_usd=1e6)
     assert pickle.loads(pickle.dumps(caught.value)).named == caught.value.named is not None
+    slower = InfeasiblePlan(Constraint.BUDGET, "b", "f", within_budget_seconds=7200.0).but(fix="g")
+    assert pickle.loads(pickle.dumps(slower)).within_budget_seconds == 7200.0  # the app's offer survives both
     with pytest.raises(ValueError, match="no rows"):
         solve_single(hand_table([{}]).take([]))
 
