@@ -48,7 +48,7 @@ from planner.search.space import (
     expert_parallel_degrees,
     pipeline_degrees,
 )
-from planner.stack_rules import settings_problem
+from planner.stack_rules import moe_stack_problem, settings_problem
 
 
 def default_global_batch_tokens(model: ModelSpec) -> int:
@@ -141,7 +141,7 @@ class PlanRequest(BaseModel):
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
         problem = settings_problem(
             self.stack, self.impl, self.compile, self.partition_activations, self.moe_a2a_overlap, self.attention
-        )
+        ) or moe_stack_problem(self.stack, self.model)
         if problem:
             raise problem
         return self

@@ -76,6 +76,7 @@ class RuleCode(StrEnum):
     # What a software stack cannot run (planner/request.py configuration_problem, Stack.refusals)
     STACK_NO_CP = "stack_no_cp"
     STACK_NO_EP = "stack_no_ep"
+    STACK_NO_MOE = "stack_no_moe"
     STACK_SHARDING = "stack_sharding"
     STACK_NO_PIPELINE = "stack_no_pipeline"
     STACK_HF_PIPELINE = "stack_hf_pipeline"
@@ -245,6 +246,10 @@ TEMPLATES: dict[RuleCode, str] = {
         "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"
         " parallelism needs its own deepspeed.moe layers): use --ep 1, or --stack megatron-core or"
         " megatron-deepspeed for expert parallelism"
+    ),
+    _C.STACK_NO_MOE: (
+        "{stack} (Megatron-LM of 2021-22) has no mixture-of-experts layers, which {model} needs: use --stack"
+        " megatron-core, today's Megatron-LM"
     ),
     _C.STACK_SHARDING: (
         "{stack} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {sharding})"

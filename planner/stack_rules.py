@@ -109,6 +109,14 @@ def settings_problem(
     )
 
 
+def moe_stack_problem(stack: Stack, model: ModelSpec) -> RuleViolation | None:
+    """Why ``stack`` cannot train ``model`` at all (None: it can): experts in a stack without MoE
+    layers (``Stack.mixture_of_experts``)."""
+    if model.is_moe and not stack.mixture_of_experts:
+        return RuleViolation(RuleCode.STACK_NO_MOE, {"stack": stack.value, "model": model.name})
+    return None
+
+
 def expert_tp_problem(model: ModelSpec, layout: Layout) -> RuleViolation | None:
     """Why the layout's expert tensor parallelism is not the model's (None: it is): whole experts
     (``expert_tp`` off) need experts (trial s34: a dense model read "etp=1" and was timed as any)."""
@@ -131,6 +139,7 @@ def configuration_problem(
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
         settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention)
+        or moe_stack_problem(stack, model)
         or expert_tp_problem(model, layout)
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)

@@ -193,9 +193,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "stack_help": (
         "trainplan plans can be emitted and run; torchtitan, HF Trainer, DeepSpeed, llm-foundry, Megatron-LM, "
         "Megatron-DeepSpeed, Megatron-Core and DeepSeek-V3's stack estimate what that software would do with the "
-        "same layout (estimate only).",
+        "same layout (estimate only). megatron-lm is Megatron-LM of 2021-22 (no flash attention, no MoE); today's "
+        "Megatron-LM runs on Megatron-Core: choose megatron-core for it.",
         "trainplan 方案可以生成任务并运行；torchtitan、HF Trainer、DeepSpeed、llm-foundry、Megatron-LM、"
-        "Megatron-DeepSpeed、Megatron-Core 与 DeepSeek-V3 的软件栈只是估算该软件在同一布局下的表现（仅供估算）。",
+        "Megatron-DeepSpeed、Megatron-Core 与 DeepSeek-V3 的软件栈只是估算该软件在同一布局下的表现（仅供估算）。"
+        "megatron-lm 指 2021–22 年的 Megatron-LM（无 flash attention、无 MoE）；当今的 Megatron-LM 基于 "
+        "Megatron-Core，请选择 megatron-core。",
     ),
     "attention": ("Attention kernel", "注意力内核"),
     "network": ("Scale-out network", "节点间网络"),

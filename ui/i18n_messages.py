@@ -355,6 +355,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} has no context parallelism of the kind modelled: use cp 1, or a stack that has it",
         "{stack} 没有所建模的那种上下文并行：请用 cp 1，或选择具备它的软件栈",
     ),
+    "reason_stack_no_moe": (  # trial s35 (app): DeepSeek-V3 under megatron-lm read 1,188 days at ep 16
+        "{stack} (Megatron-LM of 2021-22) has no mixture-of-experts layers, which {model} needs: choose megatron-core,"
+        " today's Megatron-LM",
+        "{stack}（2021–22 年的 Megatron-LM）没有混合专家层，而 {model} 需要：请选择 megatron-core（当今的 Megatron-LM）",
+    ),
     "reason_stack_no_ep": (
         "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"
         " parallelism needs its own deepspeed.moe layers): use ep 1, or the megatron-core or megatron-deepspeed"

@@ -128,6 +128,12 @@ class Stack(StrEnum):
         return self.modules != Implementation.HF
 
     @property
+    def mixture_of_experts(self) -> bool:
+        """Whether the stack has MoE layers at all: Megatron-LM of 2021-22 had none (its MoE came with
+        Megatron-Core, 2023; trial s35: DeepSeek-V3 under megatron-lm was timed at ep 16, 1,188 days)."""
+        return self is not Stack.MEGATRON_LM
+
+    @property
     def max_sharding(self) -> int:
         """The most a stack shards (planner/model/candidates.py codes): Megatron-LM of 2021-22 had
         its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP; DeepSeek-V3's HAI-LLM is

@@ -96,6 +96,21 @@ def test_deepseek_v3_shards_the_optimizer_state_only():
     assert len(c.sharding) and (c.sharding <= SHARD_ZERO1).all()
 
 
+def test_megatron_lm_of_2021_has_no_mixture_of_experts():
+    """Trial s35 (app): DeepSeek-V3 under megatron-lm was timed at ep 16 (1,188 days, 2x torchtitan's);
+    that release had no MoE layers. A request and an estimate are refused in one line; dense models
+    and the other Megatron stacks are not."""
+    model = get_preset("qwen3-30b-a3b")
+    with pytest.raises(ValueError, match=r"megatron-lm \(Megatron-LM of 2021-22\) has no mixture-of-experts"):
+        PlanRequest(model=model, training_tokens=1e11, stack=Stack.MEGATRON_LM)
+    training = TrainingConfig(seq_len=4096, grad_accum=8)
+    with pytest.raises(ValueError, match="use --stack megatron-core"):
+        build_plan(model, "h100-sxm", Layout(sharding=Sharding.ZERO1), training, num_gpus=8, stack=Stack.MEGATRON_LM)
+    for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_DEEPSPEED):
+        assert PlanRequest(model=model, training_tokens=1e11, stack=stack)
+    assert PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e11, stack=Stack.MEGATRON_LM)
+
+
 def test_a_hugging_face_stack_never_pipelines():
     """Neither stack on Hugging Face's modules pipelines them: HF Trainer has no pipeline engine, and
     DeepSpeed's trains a PipelineModule, which transformers' models are not (trial s26: the search
