@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
-from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron, serial_host
+from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron, serial_host, tie_rule
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
@@ -174,6 +174,17 @@ def spot_wait_text(tr: Labels, g: GoodputEstimate | None) -> str | None:
     return tr("spot_wait", count=g.spot_preemptions, wait=short_duration(tr, g.capacity_wait_s))
 
 
+def tie_rule_text(tr: Labels, result) -> str | None:
+    """The CLI's tie-rule line in the page's language (planner/api/notices.py tie_rule)."""
+    rule = None if result is None else tie_rule(result)
+    if rule is None:
+        return None
+    best = app_core.money(rule.best) if rule.objective == "cost" else duration(tr, rule.best)
+    key = "tie_rule_cost" if rule.objective == "cost" else "tie_rule_time"
+    # the app's table ranks the chosen plan 1, the CLI's marks it apart (trial s34: "#1" named the chosen row)
+    return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank + 1)
+
+
 def card_captions(
     tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None, bought: bool = False
 ) -> list[str]:
@@ -187,6 +198,8 @@ def card_captions(
         risk = result.risk.value  # what the search judged this plan by (trial s25: p50/p80/p90 looked alike)
         time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])
         lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
+        # trial s35 (app): the card chose 32 x b200 where 16 x b200 was cheaper at p80, said under Top plans only
+        lines += [*filter(None, (tie_rule_text(tr, result),))]
     # trial s28d: the CLI said the median, the card did not; trial s33: judged at p50, it repeated that line
     if (median := median_offset(e)) is not None and result.risk.value != "p50":
         lines.append(median_text(tr, median))

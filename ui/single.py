@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
-from planner.api.notices import tie_rule
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import Plan
@@ -28,8 +27,8 @@ from ui.cached import (
 )
 from ui.explorer import show_explorer
 from ui.i18n import Labels, plain
-from ui.messages import detail_text, duration, estimate_only_text, infeasible_text, why_not_text
-from ui.plan_card import plan_card, request_texts
+from ui.messages import detail_text, estimate_only_text, infeasible_text, why_not_text
+from ui.plan_card import plan_card, request_texts, tie_rule_text
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 
@@ -121,17 +120,6 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
 
 
 BOUGHT_COLUMNS = ("cost_usd", "cost_at_risk_usd", "cost_p10_usd", "cost_p90_usd", "price_usd_per_gpu_hour")
-
-
-def tie_rule_text(tr: Labels, result) -> str | None:
-    """The CLI's tie-rule line in the page's language (planner/api/notices.py tie_rule)."""
-    rule = None if result is None else tie_rule(result)
-    if rule is None:
-        return None
-    best = app_core.money(rule.best) if rule.objective == "cost" else duration(tr, rule.best)
-    key = "tie_rule_cost" if rule.objective == "cost" else "tie_rule_time"
-    # the app's table ranks the chosen plan 1, the CLI's marks it apart (trial s34: "#1" named the chosen row)
-    return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank + 1)
 
 
 def show_top_plans(

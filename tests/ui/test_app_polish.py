@@ -227,8 +227,8 @@ def test_the_top_plans_say_the_tie_rule_that_chose_a_dearer_plan():
     from planner.api import PlanRequest, plan
     from planner.api.notices import tie_rule
     from planner.catalog.models import get_preset
+    from ui.plan_card import card_captions, tie_rule_text
     from ui.render_plan import tie_rule_line
-    from ui.single import tie_rule_text
 
     result = plan(PlanRequest(model=get_preset("llama3-8b"), training_tokens=160_605_224_960, objective="cost"))
     rule = tie_rule(result)
@@ -243,6 +243,8 @@ def test_the_top_plans_say_the_tie_rule_that_chose_a_dearer_plan():
     frame = app_core.top_plans_frame([result.plan, *result.alternatives], rule.risk)
     ranked = frame.loc[frame["cost_at_risk_usd"].round(6) == round(rule.best, 6), "rank"]
     assert list(ranked) == [rule.rank + 1] and f"#{rule.rank + 1})" in tie_rule_text(EN, result)
+    # trial s35 (app): said under Top plans only; the card says it too
+    assert tie_rule_text(EN, result) in card_captions(EN, result.plan, result, None)
 
 
 def test_a_portfolio_jobs_detail_line_gives_the_planners_figures_in_english_too():
