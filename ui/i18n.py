@@ -377,6 +377,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "hours_up": ("{value:,.0f} h", "{value:,.0f} 小时"),
     "minutes_up": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
+    "band_summed": ("80 % band {lo}–{hi} (the jobs' bands summed)", "80% 区间 {lo}–{hi}（各任务区间相加）"),
     "seconds_value": ("{value:,.3f} s", "{value:,.3f} 秒"),  # a step time: the CLI's three decimals
     "card_at_risk": (
         "Judged at {risk}: {time}, {cost} (the search compares plans at this quantile of their band).",

@@ -136,7 +136,9 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     # A type without a count is rented up to its cap: nothing of it is held, so nothing of it idles
     # (trial s25: "$5.60M" of idle owned GPUs headlined a portfolio of rented ones).
     jobs, idle, done = st.columns(3)
-    jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd))
+    band = outcome.total_cost_band  # trial s35 (app): the total had no band
+    summed = None if band is None else tr("band_summed", lo=app_core.money(band[0]), hi=app_core.money(band[1]))
+    jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd), summed, delta_color="off", delta_arrow="off")
     if outcome.holds_gpus:
         idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
     done.metric(tr("makespan"), duration(tr, outcome.makespan_days * HOURS_PER_DAY))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from planner.api.portfolio import JobFigures, job_figures
+from planner.api.portfolio import JobFigures, job_figures, summed_cost_band
 from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
 from planner.plan_accuracy import Standing
@@ -82,7 +82,8 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
 # portfolio --json's keys beside "feasible" and the infeasible ones: null when no portfolio is
 # found ("job_dirs": null without --emit).
 PORTFOLIO_KEYS = (
-    "warnings", "assignments", "total_cost_usd", "idle_cost_usd", "makespan_days", "solver", "exact", "job_dirs"
+    "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "makespan_days", "solver",
+    "exact", "job_dirs",
 )  # fmt: skip
 
 
@@ -99,6 +100,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
+            "total_cost_band_usd": summed_cost_band(figures),  # the jobs' 80 % bands summed
             "idle_cost_usd": solution.idle_cost_usd,
             "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
             "solver": solution.solver,
@@ -109,7 +111,8 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         return
     out.print(portfolio_table(solution, rows, figures))
     out.print(
-        f"jobs {money(solution.total_cost_usd)} at {', '.join(sorted({f.risk.value for f in figures}))},"
+        f"jobs {money_band(solution.total_cost_usd, summed_cost_band(figures))} at"
+        f" {', '.join(sorted({f.risk.value for f in figures}))} (80 % bands summed),"
         " owned GPUs idle until the last job ends"
         f" {money(solution.idle_cost_usd)}; all done by"
         f" {day_words(solution.makespan_s / SECONDS_PER_DAY, solution.makespan_s)}"

@@ -636,7 +636,10 @@ def test_portfolio_prices_its_inventory_at_the_files_ownership(tmp_path):
     text = run("portfolio", str(dear)).stdout
     assert "owned GPUs idle until the last job ends" in text
     # trial s35: the costs are at the risk quantile, as the days are (plan leads with the model's)
-    assert "days and cost at p80" in text and "cost p80" in text and " at p80, owned GPUs idle" in text
+    assert "days and cost at p80" in text and "cost p80" in text and " at p80 (80 % bands summed), owned" in text
+    # trial s35 (app): the total had no band; the jobs' bands summed, in --json too
+    band_low, band_high = high["total_cost_band_usd"]
+    assert band_low < sum(a["cost_usd"] for a in high["assignments"]) <= band_high
 
 
 def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):
