@@ -211,8 +211,8 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "note_failures": (  # durations written by ui.messages (duration, interval): "9.3 h", never "559.0 min"
         "failures: the {num_gpus}-GPU job fails every {mttf} on average; a checkpoint takes {write_s:,.1f} s, "
-        "so the Young/Daly interval is {interval}; each failure costs half an interval plus a "
-        "{restart} restart",
+        "so the Young/Daly interval is {interval}; each failure costs half an interval plus the restart "
+        "({restart})",
         "故障：{num_gpus} 块 GPU 的任务平均每 {mttf}故障一次；一次检查点需 {write_s:,.1f} 秒，"
         "因此 Young/Daly 间隔为 {interval}；每次故障损失半个间隔加 {restart}重启",
     ),

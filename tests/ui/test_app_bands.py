@@ -35,6 +35,10 @@ def test_the_card_gives_tokens_per_s_its_own_metric_with_its_band():
         value, delta = metrics(run_app(lang=tr.lang))[tr("card_tokens")]
         assert value == per_second(e.throughput.tokens_per_s)
         assert delta == tr("card_band", lo=per_second(u.tokens_per_s[0]), hi=per_second(u.tokens_per_s[1]))
+    # trial s35: MFU, tokens/s x FLOPs per token / peak, was the one performance figure without a band
+    _, delta = metrics(run_app())[EN("card_mfu")]
+    low, high = (e.throughput.mfu * end / e.throughput.tokens_per_s for end in u.tokens_per_s)
+    assert delta == EN("card_band", lo=f"{low:.1%}", hi=f"{high:.1%}") and low < e.throughput.mfu < high
 
 
 def test_the_layout_explorer_shows_each_figures_band_and_the_cards_step_time():
