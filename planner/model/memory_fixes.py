@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
-from planner.model.candidates import code
+from planner.model.candidates import SHARD_FSDP, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
 from planner.model.settings import ModelingSettings
@@ -31,6 +31,7 @@ def memory_fix_hint(
     tp_runs: Callable[[int], bool],
     pp_runs: Callable[[int], bool] = lambda pp: True,
     cp_runs: Callable[[int], bool] = lambda cp: False,
+    fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
@@ -43,7 +44,8 @@ def memory_fix_hint(
     has no pipeline engine), ``cp_runs`` whether a wider context-parallel degree runs and fits by
     the memory model (trial s34: at a million tokens the fixes went from checkpointing to tp to pp,
     which the schedule then refused, never to cp; review s34: the 1/cp split alone named a cp that
-    did not fit), ``offload_frees_gib``
+    did not fit), ``fsdp_runs`` whether the stack shards parameters at all (review s35: deepseek-v3
+    and megatron-lm were told to shard with FSDP, which they refuse), ``offload_frees_gib``
     the allocated GiB host offload would move off the GPU, 0 where the stack refuses it (trial
     s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
     the GPU and it did not fit)."""
@@ -55,7 +57,7 @@ def memory_fix_hint(
     if layout.pp > 1 and layout.pp_schedule == PipelineSchedule.GPIPE and training.grad_accum > layout.pp:
         # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
         hints.append(FixHint(code=FixCode.ONE_F_ONE_B, figures={"pp": layout.pp, "accum": training.grad_accum}))
-    hints += _sharding_hints(layout, states, need_gib, excess)
+    hints += _sharding_hints(layout, states, need_gib, excess) if fsdp_runs else []
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
@@ -90,11 +92,16 @@ def _sharding_hints(layout: Layout, states: float, need_gib: float, excess: floa
     k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None) if states > excess else None
     if k is None:
         return []
-    group, replicas = layout.dp_shard * k, layout.dp_shard * layout.dp_replicate
-    figures = {"group": group, "dp_shard": layout.dp_shard}
-    if replicas % group == 0:
-        return [FixHint(code=FixCode.FSDP_GROUP, figures=figures)]
-    return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures | {"gpus": group * layout.non_dp})]
+    # the smallest fold of d | dp_replicate replicas into the group that is at least k times it
+    # (review s35: dp_replicate 3 with k 2 was sent to fewer GPUs than in use)
+    fold = next((d for d in range(k, layout.dp_replicate + 1) if layout.dp_replicate % d == 0), None)
+    if fold is not None:
+        return [
+            FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * fold, "dp_shard": layout.dp_shard})
+        ]
+    group = layout.dp_shard * k
+    figures = {"group": group, "dp_shard": layout.dp_shard, "gpus": group * layout.non_dp}
+    return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures)]
 
 
 # The widest context-parallel degree a memory fix names (Llama 3.1's long-context stage ran CP 16;
@@ -200,6 +207,7 @@ class FitCheck:
             tp_runs=self.with_tp,
             pp_runs=self.with_pp,
             cp_runs=lambda cp: self.fits_with_cp(cp, settings),
+            fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
         )
         return memory_words(need, usable, cap, self.gpu.id, settings.memory_headroom), fixes

@@ -190,6 +190,20 @@ def test_an_fsdp_group_fix_names_the_gpus_it_needs_beyond_those_in_use():
     hsdp = Layout(tp=4, pp=4, vpp=2, dp_replicate=2, sharding=Sharding.FSDP)
     folded = est(hsdp, num_gpus=96, model=model, **training)
     assert "FSDP over a group of at least 6 (dp_shard now 3);" in (folded.fix or "")
+    # review s35: 3 replicas and a group twice as wide were sent to 128 GPUs, fewer than the 192 in use
+    three = est(hsdp.model_copy(update={"dp_replicate": 3}), num_gpus=192, model=model, **training)
+    assert "FSDP over a group of at least 12 (dp_shard now 4);" in (three.fix or "")
+
+
+def test_a_stack_that_shards_no_parameters_is_not_told_to():
+    """Review s35: deepseek-v3 (ZeRO-1 since this session) and megatron-lm were told "shard ... with
+    FSDP", which the same stack then refuses."""
+    from planner.model.stacks import Stack
+
+    model, layout = get_preset("llama3.1-70b"), Layout(tp=8, sharding=Sharding.ZERO1)
+    for stack in (Stack.MEGATRON_LM, Stack.DEEPSEEK_V3, Stack.TORCHTITAN):
+        e = estimate(model, "h100-sxm", layout, TrainingConfig(seq_len=4096), num_gpus=16, catalog=CATALOG, stack=stack)
+        assert not e.feasible and ("FSDP" in (e.fix or "")) == (stack == Stack.TORCHTITAN), (stack, e.fix)
 
 
 def test_a_tp_fix_names_the_gpus_it_needs_beyond_those_in_use():

@@ -225,8 +225,7 @@ def test_three_times_a_power_of_two_nodes_is_searched():
     """Trial s35: 70B on 15T tokens, 90 days, $30M: 3,072 H100 meet both at p80 (78.6 days, $29.4M),
     but the grid held 2,888, 3,608 and 4,096 only (the first two miss the 4M batch) and the answer
     was 'no feasible plan: raise the budget to $30.1M'."""
-    assert {1536, 3072, 6144} <= set(gpu_counts(8192, 8).tolist())
-    assert 24 in gpu_counts(64, 8)
+    assert {768, 1536, 3072, 6144} <= set(gpu_counts(8192, 8).tolist())  # none on the 1.25x grid
     result = plan(
         PlanRequest(
             model=get_preset("llama3.1-70b"),
