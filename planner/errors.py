@@ -120,6 +120,7 @@ class InfeasiblePlan(Exception):
         named: NamedPlan | None = None,
         job: str | None = None,
         within_budget_seconds: float | None = None,
+        deadline_seconds: float | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -141,6 +142,9 @@ class InfeasiblePlan(Exception):
         # A budget answer under a deadline: the time to train of the fastest plan within the budget
         # (seconds, at the answer's risk), the deadline its fix offers (trial s35 app: only the CLI said it)
         self.within_budget_seconds = within_budget_seconds
+        # A budget answer: the deadline its cheapest plan meets (seconds; None: none), the job's own
+        # in a portfolio (review s35: the app named the sidebar's)
+        self.deadline_seconds = deadline_seconds
 
     def but(
         self,
@@ -167,6 +171,7 @@ class InfeasiblePlan(Exception):
             named=self.named,
             job=job or self.job,
             within_budget_seconds=self.within_budget_seconds,
+            deadline_seconds=self.deadline_seconds,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -183,6 +188,7 @@ class InfeasiblePlan(Exception):
                 "named": self.named,
                 "job": self.job,
                 "within_budget_seconds": self.within_budget_seconds,
+                "deadline_seconds": self.deadline_seconds,
             },
         )
 

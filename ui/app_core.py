@@ -58,6 +58,7 @@ class Infeasible:
     named: NamedPlan | None = None  # InfeasiblePlan's: the plan its figures are of (budget: the cheapest)
     job: str | None = None  # InfeasiblePlan's: the one job of several it is the answer of
     within_budget_seconds: float | None = None  # InfeasiblePlan's: the time the budget meets (under a deadline)
+    deadline_seconds: float | None = None  # InfeasiblePlan's: the deadline a budget answer's cheapest plan meets
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
@@ -74,6 +75,7 @@ class Infeasible:
             exc.named,
             exc.job,
             exc.within_budget_seconds,
+            exc.deadline_seconds,
         )
 
 

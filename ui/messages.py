@@ -237,10 +237,12 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     elif c == "deadline" and infeasible.batch_tokens is not None:  # trial s33 (app): "or raise the GPU limit"
         key = "why_deadline_batch_caps"
     if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
-        key = "why_budget_named_deadline" if request.deadline_days else "why_budget_named"
+        # the deadline the answer judged by: a portfolio job's own, not the sidebar's (review s35)
+        deadline = infeasible.deadline_seconds
+        key = "why_budget_named" if deadline is None else "why_budget_named_deadline"
         values.update(gpus=named.num_gpus, gpu=named.gpu, time=duration(tr, _hours(named.seconds)))
-        if request.deadline_days:
-            values.update(deadline=duration(tr, request.deadline_days * HOURS_PER_DAY))
+        if deadline is not None:
+            values.update(deadline=duration(tr, _hours(deadline)))
     if c == "shared_inventory" and have is None:  # the GPU-time fits; the jobs do not pack
         key = "why_shared_pack"
     if key is None:
@@ -301,7 +303,7 @@ def app_words(tr: Labels, text: str) -> str:
     return re.sub(r"--risk (p\d\d)\b", lambda m: f'"{tr("risk")}" = {m[1]}', text)
 
 
-def detail_text(tr: Labels, infeasible: Infeasible, request: PlanRequest | None = None) -> str:
+def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     """The line under an infeasible answer: the planner's own words in English (the sidebar's field
     names for its flags), its exact figures otherwise, and for a portfolio's job in English too: its
     words are the jobs file's (trial s34: deadline_days, global_batch_tokens and 25 "<=4096" limits)."""
@@ -310,7 +312,7 @@ def detail_text(tr: Labels, infeasible: Infeasible, request: PlanRequest | None 
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
     if c == "deadline":
         return tr("detail_deadline", need=_hours(need), have=_hours(have))
-    if c == "budget" and request is not None and request.deadline_days:  # its cheapest meets the deadline
+    if c == "budget" and infeasible.deadline_seconds is not None:  # its cheapest meets the deadline
         return tr("detail_budget_deadline", need=need, have=have)
     if c in ("budget", "memory", "inventory"):
         return tr(f"detail_{c}", need=need, have=have)

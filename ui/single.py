@@ -48,7 +48,7 @@ METRIC_CSS = """<style>
 
 def show_infeasible(tr: Labels, infeasible: app_core.Infeasible, inputs: Inputs) -> None:
     st.warning(infeasible_text(tr, infeasible, inputs.request))
-    detail = detail_text(tr, infeasible, inputs.request)  # the planner's own words (English) or its exact figures
+    detail = detail_text(tr, infeasible)  # the planner's own words (English) or its exact figures
     if detail:
         st.caption(detail)
 

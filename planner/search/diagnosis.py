@@ -308,6 +308,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         available=budget,
         named=NamedPlan(str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row])),
         within_budget_seconds=fastest,
+        deadline_seconds=checks.deadline_s,
     )
 
 
