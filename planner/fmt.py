@@ -213,17 +213,22 @@ def duration_clock(seconds: float) -> str:
 
 
 def budget_amounts(cheapest: float, budget: float) -> tuple[str, str, str]:
-    """(cost, budget, raise-to) as a budget answer prints them: the short form with one decimal, two
-    from a million on (as money() prints them there), where that tells the two apart and the cost
-    reads the same rounded up (``$3.24M > $3.20M``, raise to ``$3.24M``); else whole dollars, the
-    cost rounded up and the budget down, or cents below SMALL_MONEY_USD or where whole dollars tie
-    (trial s28b: "costs $3.2M" beside "raise the budget to $3.3M"; trial s30: "$3.4413M" and
-    "$100.00k" from more decimals of the short form; trial s35: "$30.1M > $30.0M" for $30.07M at
-    p80 and "$31.92M > $30.00M" at p90, one or two decimals by the figures)."""
-    decimals = 2 if max(cheapest, budget) >= _MONEY_SCALES[-1][0] else 1  # never "$100.00k"
-    shown = money_short(cheapest, decimals)
-    if shown != money_short(budget, decimals) and shown == money_short(cheapest, decimals, round_up=True):
-        return shown, money_short(budget, decimals), shown
+    """(cost, budget, raise-to) as a budget answer prints them: the larger figure's short unit, two
+    decimals from a million on (as money() prints them there), one in thousands, the cost rounded up
+    in both places (``$3.30M > $0.50M``, raise to ``$3.30M``; a budget under a tenth of the unit in
+    its own: ``$10.3k > $1``), where the gap is at least one step of that unit; else whole dollars,
+    or cents below SMALL_MONEY_USD or where whole dollars tie (trial s28b: "costs $3.2M" beside
+    "raise the budget to $3.3M"; trial s30: "$3.4413M"; trial s35: one decimal or two by the
+    figures; review s35: "$100.00k" beside "$1.20M", half the answers from a million on in whole
+    dollars)."""
+    top = max(cheapest, budget)
+    scale, suffix, decimals = next(((s, x, 2) for s, x in _MONEY_SCALES if top >= s), (1e3, "k", 1))
+    step = scale * 10.0**-decimals
+    if top >= scale and cheapest - budget >= step:  # a smaller gap would read as a step's
+        cost = f"${math.ceil(cheapest / step - 1e-9) * step / scale:,.{decimals}f}{suffix}"
+        own = budget < scale / 10  # "$0.0k" says nothing of a $1 budget
+        shown = money_short(budget, 1) if own else f"${round(budget / step) * step / scale:,.{decimals}f}{suffix}"
+        return cost, shown, cost
     # whole dollars from SMALL_MONEY_USD on, else cents; cents too where whole dollars would print
     # the two alike (review s31: "$165,450 > $165,450", "$2 > $0" for $1.0045 against $0.01): the
     # cost rounded up, the budget down, so the cost always reads above it

@@ -47,8 +47,13 @@ def test_a_budget_answer_always_prints_the_cost_above_the_budget():
     # trial s35: one or two decimals by the figures ("$30.1M > $30.0M" at p80, "$31.92M" at p90)
     assert budget_amounts(30_070_000.0, 30e6) == ("$30.07M", "$30.00M", "$30.07M")
     assert budget_amounts(31_920_000.0, 30e6) == ("$31.92M", "$30.00M", "$31.92M")
-    assert budget_amounts(30_071_234.0, 30e6) == ("$30,071,234", "$30,000,000", "$30,071,234")  # not $30.08M
-    assert budget_amounts(10_300.0, 1.0)[0] == "$10.3k"  # a thousand-dollar cost keeps one decimal
-    for cost, budget in ((165_449.69, 165_449.6), (1.0045, 0.01), (12.345, 12.34), (10.004, 10.0)):
+    assert budget_amounts(30_071_234.0, 30e6) == ("$30.08M", "$30.00M", "$30.08M")  # rounded up, as raised to
+    assert budget_amounts(10_300.0, 1.0) == ("$10.3k", "$1.00", "$10.3k")  # a tiny budget in its own unit
+    # review s35: "$100.00k" beside "$1.20M"; "$3,292,678 > $500,000" where "$3.3M" was printed
+    assert budget_amounts(1.2e6, 1e5) == ("$1.20M", "$0.10M", "$1.20M")
+    assert budget_amounts(3_292_678.0, 5e5) == ("$3.30M", "$0.50M", "$3.30M")
+    assert budget_amounts(1.2e6, 5e4) == ("$1.20M", "$50.0k", "$1.20M")
+    assert budget_amounts(1e6, 999_996.0) == ("$1,000,000", "$999,996", "$1,000,000")  # a gap under a step
+    for cost, budget in ((165_449.69, 165_449.6), (1.0045, 0.01), (12.345, 12.34), (10.004, 10.0), (1e6, 999_996.0)):
         shown_cost, shown_budget, _ = budget_amounts(cost, budget)
         assert shown_cost != shown_budget

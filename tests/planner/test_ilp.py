@@ -425,8 +425,9 @@ def test_budget_messages() -> None:
     )
     assert caught.value.constraint is Constraint.BUDGET
     # trial s28b: "$1.23M" beside "raise the budget to $1.24M": the detail and the fix print one amount
-    # trial s30: not "$1.235M > $1.200M" (nor "$3.4413M", "$100.00k"): whole dollars, rounded up
-    with pytest.raises(InfeasiblePlan, match=r"costs \$1,234,568 > \$1,200,000; raise the budget to \$1,234,568$"):
+    # trial s30: not "$1.235M > $1.200M" (nor "$3.4413M", "$100.00k"); review s35: money()'s two
+    # decimals, the cost rounded up, where the gap is a step or more (whole dollars below)
+    with pytest.raises(InfeasiblePlan, match=r"costs \$1\.24M > \$1\.20M; raise the budget to \$1\.24M$"):
         solve_single(hand_table([dict(cost_usd=1_234_567.2)]), deadline_s=30 * day, budget_usd=1.2e6)
     with pytest.raises(InfeasiblePlan, match=r"costs \$99,996 > \$99,990; raise the budget to \$99,996$"):
         solve_single(hand_table([dict(cost_usd=99_995.3)]), deadline_s=30 * day, budget_usd=99_990)
