@@ -6,7 +6,7 @@ from __future__ import annotations
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "estimate": (
         "trainplan estimate --model llama3-8b --gpu h100-sxm --num-gpus 8 --micro-batch 1 --seq-len 8192",
-        "trainplan estimate --model llama3-70b --gpu h100-sxm --num-gpus 64 --tp 8 --pp 2 --ac full"
+        "trainplan estimate --model llama3-70b --gpu h100-sxm --num-gpus 64 --tp 8 --pp 2 --grad-accum 8 --ac full"
         " --stack megatron-core --out plan.json",
         "trainplan estimate --model path/to/config.json --gpu a100-80gb-sxm --num-gpus 16 --json",
     ),

@@ -103,6 +103,24 @@ def test_every_command_shows_examples_that_parse_as_it_reads_them(name):
         command.make_context(name, words[2:])  # raises click's UsageError / BadParameter
 
 
+def test_the_planning_examples_run(tmp_path, monkeypatch):
+    """Review s35: an estimate example parsed and then failed ("the 1f1b schedule needs grad_accum >=
+    pp"). The examples that read no file of the user's run, exit 0, from a scratch directory."""
+    import shlex
+
+    from ui.cli_examples import EXAMPLES
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("estimate", "plan", "catalog", "models"):
+        for example in EXAMPLES[name]:
+            words = shlex.split(example)[1:]
+            if any("/" in w for w in words):
+                continue  # a config.json of the user's
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+                code = main(words)
+            assert code == 0, (example, err.getvalue())
+
+
 def test_the_jobs_file_commands_name_the_keys_a_job_takes():
     """Trial s35: a [[jobs]] entry's keys were listed only in the error an unknown key gets."""
     from ui.portfolio_file import JobEntry
