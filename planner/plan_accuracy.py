@@ -46,6 +46,8 @@ class Uncertainty(BaseModel):
     time_to_train_h: tuple[float, float] | None = None
     cost_usd: tuple[float, float] | None = None
     energy_kwh: tuple[float, float] | None = None
+    # MFU is tokens/s x FLOPs per token / peak: tokens/s's band (review s35: only the app's card had one)
+    mfu: tuple[float, float] | None = None
     time_to_train_h_at_risk: dict[str, float] | None = None
     cost_usd_at_risk: dict[str, float] | None = None
     validated: bool

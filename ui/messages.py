@@ -82,6 +82,7 @@ def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:
         "energy_kwh": energy,
         "tokens_per_s": per_second,
         "step_s": lambda s: seconds(tr, s),
+        "mfu": lambda m: f"{m:.1%}",
     }
     return {field: band_text(tr, None if u is None else getattr(u, field), unit) for field, unit in units.items()}
 

@@ -24,7 +24,6 @@ from ui.cached import cached_calibration, catalog
 from ui.calibration_upload import CalibrationUpload
 from ui.i18n import Labels, plain
 from ui.messages import (
-    band_text,
     ceiling_text,
     commitment_text,
     dearer_text,
@@ -125,20 +124,9 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
         "card_cost_bought": bands["cost_usd"],
         "card_energy": bands["energy_kwh"],
         "card_tokens": bands["tokens_per_s"],
-        "card_mfu": mfu_band_text(tr, plan),
+        "card_mfu": bands["mfu"],
         "card_memory": tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib),
     }
-
-
-def mfu_band_text(tr: Labels, plan: Plan) -> str | None:
-    """MFU's 80 % band: tokens/s's, as MFU is tokens/s x FLOPs per token / peak (trial s35 app: the
-    only performance figure on the card without one)."""
-    e, u = plan.estimate, plan.estimate.uncertainty
-    rate = e.throughput.tokens_per_s
-    if u is None or u.tokens_per_s is None or rate <= 0:
-        return None
-    low, high = (e.throughput.mfu * end / rate for end in u.tokens_per_s)
-    return band_text(tr, (low, high), lambda m: f"{m:.1%}")
 
 
 def kernel_words(tr: Labels, plan: Plan) -> str:

@@ -65,15 +65,20 @@ def host_note(e: Estimate) -> str:
 
 
 def step_line(e: Estimate) -> str:
-    """'step 4.739 s (4.301-5.812), 884,987 tokens/s (722,004-975,210) (432/GPU), MFU 59.3%, HFU 59.3%':
-    the 80 % band in brackets where the estimate has one, as precise as the point (trial s24)."""
+    """'step 4.739 s (4.301-5.812), 884,987 tokens/s (722,004-975,210) (432/GPU), MFU 59.3% (48.3-65.3%),
+    HFU 59.3%': the 80 % band in brackets where the estimate has one, as precise as the point (trial s24)."""
     u = e.uncertainty
     step = f"{e.time.step_s:.3f} s" + ("" if u is None else f" ({u.step_s[0]:.3f}-{u.step_s[1]:.3f})")
     tokens = number_band(e.throughput.tokens_per_s, None if u is None else u.tokens_per_s)
     return (
         f"step {step}, {tokens} tokens/s ({number_band(e.throughput.tokens_per_s_per_gpu, None)}/GPU), "
-        f"MFU {e.throughput.mfu:.1%}, HFU {e.throughput.hfu:.1%}"
+        f"MFU {e.throughput.mfu:.1%}{_percent_band(None if u is None else u.mfu)}, HFU {e.throughput.hfu:.1%}"
     )
+
+
+def _percent_band(band: tuple[float, float] | None) -> str:
+    """' (48.3-65.3%)': a share's band in percent (none: '')."""
+    return "" if band is None else f" ({band[0]:.1%}-{band[1]:.1%})".replace("%-", "-")
 
 
 def ceiling_line(e: Estimate) -> str:

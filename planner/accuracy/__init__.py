@@ -273,6 +273,7 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
         time_to_train_h=_pair(hours, lo, hi),
         cost_usd=_pair(estimate.cost_usd, lo, hi),
         energy_kwh=_pair(estimate.energy_kwh, lo, hi),
+        mfu=(estimate.throughput.mfu / hi, estimate.throughput.mfu / lo),
         time_to_train_h_at_risk=_at_risk(hours, ev),
         cost_usd_at_risk=_at_risk(estimate.cost_usd, ev),
         validated=ev.validated,

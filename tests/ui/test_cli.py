@@ -774,3 +774,13 @@ def test_explain_reads_the_plan_a_job_file_holds(tmp_path, capsys):
     # review s34: emit took a job.json silently and dropped its run settings (lr, steps)
     assert main(["emit", str(tmp_path / "job" / "job.json"), "--out", str(tmp_path / "again")]) == 2
     assert "this is a job" in capsys.readouterr().err and not (tmp_path / "again").exists()
+
+
+def test_mfu_carries_its_band_in_the_cli_and_json():
+    """Review s35: the app's card gave MFU a band, the CLI and --json none (one rule: planner/accuracy)."""
+    args = ("estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8")
+    data = json.loads(run(*args, "--json").stdout)
+    low, high = data["uncertainty"]["mfu"]
+    mfu = data["throughput"]["mfu"]
+    assert low < mfu < high
+    assert f"MFU {mfu:.1%} ({low:.1%}-{high:.1%}), HFU".replace("%-", "-") in run(*args).stdout
