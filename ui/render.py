@@ -277,7 +277,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
 INFEASIBLE_KEYS = (
     "reason", "constraint", "detail", "fix", "required", "available", "unit", "more_gpus_help", "batch_tokens",
-    "batch_seconds", "named_plan", "job", "jobs",
+    "batch_seconds", "named_plan", "within_budget_seconds", "deadline_seconds", "job", "jobs",
 )  # fmt: skip
 
 
@@ -303,6 +303,9 @@ def infeasible_json(exc) -> dict:
         "batch_seconds": exc.batch_seconds,
         # the plan the figures are of (a budget answer's cheapest): {gpu, num_gpus, seconds}
         "named_plan": None if exc.named is None else dataclasses.asdict(exc.named),
+        # a budget answer: the deadline its cheapest plan meets, and the time the budget meets (review s35)
+        "within_budget_seconds": exc.within_budget_seconds,
+        "deadline_seconds": exc.deadline_seconds,
         "job": exc.job,  # the one job of several the answer is of
         "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
     }

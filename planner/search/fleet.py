@@ -230,12 +230,10 @@ def _job_rows(
         scope = "the GPU types to buy" if set(types) <= set(economics) else "the jobs' GPU types"
         past_horizon = exc.constraint is Constraint.DEADLINE and (exc.required or 0.0) > horizon_s
         horizon = f" and a horizon_days of at least {math.ceil((exc.required or 0.0) / SECONDS_PER_DAY)}"
-        raise InfeasiblePlan(
-            exc.constraint,
-            f"{exc.detail}; searched only {scope}, up to the GPU-count cap ({counts})",
-            f"{exc.fix}{horizon if past_horizon else ''}, or buy another GPU type",
-            required=exc.required,
-            available=exc.available,
+        # the answer's typed figures kept (review s35: a fresh InfeasiblePlan dropped them)
+        raise exc.but(
+            detail=f"{exc.detail}; searched only {scope}, up to the GPU-count cap ({counts})",
+            fix=f"{exc.fix}{horizon if past_horizon else ''}, or buy another GPU type",
         ) from None
 
 

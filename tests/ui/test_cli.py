@@ -7,6 +7,7 @@ the tests about the process (its exit code and streams as a shell sees them).
 
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -784,3 +785,12 @@ def test_mfu_carries_its_band_in_the_cli_and_json():
     mfu = data["throughput"]["mfu"]
     assert low < mfu < high
     assert f"MFU {mfu:.1%} ({low:.1%}-{high:.1%}), HFU".replace("%-", "-") in run(*args).stdout
+
+
+def test_a_budget_answer_gives_its_deadline_and_the_time_the_budget_meets_in_json():
+    """Review s35: the two typed figures of a budget answer under a deadline were in its prose only."""
+    args = ("plan", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "b200", "--deadline-days", "3")
+    data = json.loads(run(*args, "--budget-usd", "110000", "--json").stdout)
+    assert data["constraint"] == "budget" and data["deadline_seconds"] == 3 * 86400.0
+    assert data["within_budget_seconds"] > data["deadline_seconds"]
+    assert f"extend the deadline to {math.ceil(data['within_budget_seconds'] / 86400)} days" in data["fix"]
