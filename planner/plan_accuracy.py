@@ -4,6 +4,7 @@ where the estimate stands against the validated envelope, and the efficiency cei
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel
@@ -98,3 +99,13 @@ class EfficiencyCeiling(BaseModel):
     def measured_by(self) -> str:
         """'llm-foundry' or 'megatron-core, S13': the stack, and its source when that is another name."""
         return self.stack if self.source == self.stack else f"{self.stack}, {self.source}"
+
+
+def summed_band(bands: Sequence[tuple[float, float] | None]) -> tuple[float, float] | None:
+    """Several jobs' 80 % bands of a sum (their costs) added end to end; None where one has none or
+    there are none. The jobs are priced by one model, whose errors the residuals of a regime move
+    together, so the ends add rather than cancel as independent draws would (the portfolio's and the
+    fleet's totals; review s35: two copies of this rule)."""
+    if not bands or any(b is None for b in bands):
+        return None
+    return sum(b[0] for b in bands if b), sum(b[1] for b in bands if b)

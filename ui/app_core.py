@@ -352,7 +352,7 @@ def band_columns(e, field: str, lo: str, hi: str, unit: float = 1.0) -> dict[str
 class PortfolioOutcome:
     frame: pd.DataFrame | None = None  # one row per job: gpu, num_gpus, layout, start/end days, cost
     total_cost_usd: float | None = None  # the jobs' GPU-hours at the owned rates
-    total_cost_band: tuple[float, float] | None = None  # the jobs' 80 % bands summed (summed_cost_band)
+    total_cost_band: tuple[float, float] | None = None  # the jobs' 80 % bands summed (summed_band)
     idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
     makespan_days: float | None = None
     holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
@@ -376,7 +376,8 @@ def solve_jobs(
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
     from planner.api.explore import plan_portfolio
-    from planner.api.portfolio import job_figures, summed_cost_band
+    from planner.api.portfolio import job_figures
+    from planner.plan_accuracy import summed_band
 
     try:
         solution = plan_portfolio(
@@ -426,7 +427,7 @@ def solve_jobs(
     return PortfolioOutcome(
         frame=frame,
         total_cost_usd=solution.total_cost_usd,
-        total_cost_band=summed_cost_band(list(figures.values())),
+        total_cost_band=summed_band([f.owned_cost_band for f in figures.values()]),
         idle_cost_usd=solution.idle_cost_usd,
         makespan_days=solution.makespan_s / SECONDS_PER_DAY,
         holds_gpus=solution.holds_gpus,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from planner.api.portfolio import JobFigures, job_figures, summed_cost_band
+from planner.api.portfolio import JobFigures, job_figures
 from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
-from planner.plan_accuracy import Standing
+from planner.plan_accuracy import Standing, summed_band
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import add_columns, emit_json, no_infeasibility, out, warn
 
@@ -100,7 +100,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
-            "total_cost_band_usd": summed_cost_band(figures),  # the jobs' 80 % bands summed
+            "total_cost_band_usd": summed_band([f.owned_cost_band for f in figures]),  # the jobs' bands summed
             "idle_cost_usd": solution.idle_cost_usd,
             "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
             "solver": solution.solver,
@@ -110,9 +110,10 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         emit_json(data)
         return
     out.print(portfolio_table(solution, rows, figures))
+    band = summed_band([f.owned_cost_band for f in figures])
     out.print(
-        f"jobs {money_band(solution.total_cost_usd, summed_cost_band(figures))} at"
-        f" {', '.join(sorted({f.risk.value for f in figures}))} (80 % bands summed),"
+        f"jobs {money_band(solution.total_cost_usd, band)} at {', '.join(sorted({f.risk.value for f in figures}))}"
+        f"{'' if band is None else ' (80 % bands summed)'},"
         " owned GPUs idle until the last job ends"
         f" {money(solution.idle_cost_usd)}; all done by"
         f" {day_words(solution.makespan_s / SECONDS_PER_DAY, solution.makespan_s)}"

@@ -12,7 +12,6 @@ estimate through ``judged_estimate``, so ``Estimate.uncertainty`` is planner/acc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.accuracy import Risk
@@ -20,7 +19,7 @@ from planner.api.explore import PortfolioJob
 from planner.plan_accuracy import Standing
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
-__all__ = ["JobFigures", "job_figures", "summed_cost_band"]
+__all__ = ["JobFigures", "job_figures"]
 
 
 @dataclass(frozen=True)
@@ -59,13 +58,3 @@ def job_figures(job: PortfolioJob) -> JobFigures:
         standing=u.standing,
         envelope=u.envelope,
     )
-
-
-def summed_cost_band(figures: Sequence[JobFigures]) -> tuple[float, float] | None:
-    """The jobs' cost bands summed end to end (None where a job has none): their errors are one
-    model's, which the residuals of a regime move together, so no cancellation between jobs is
-    assumed and the total's band is as wide as its parts' (trial s35 app: the total had none)."""
-    bands = [f.owned_cost_band for f in figures]
-    if not bands or any(b is None for b in bands):
-        return None
-    return sum(b[0] for b in bands if b), sum(b[1] for b in bands if b)

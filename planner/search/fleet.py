@@ -13,6 +13,7 @@ import numpy as np
 import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.plan_accuracy import summed_band
 from planner.search.ilp import (
     NEAR_TIE_FRACTION,
     ScoredTable,
@@ -91,17 +92,15 @@ class FleetPlan:
     assignments: tuple[FleetAssignment, ...]
 
     def total_band(self) -> tuple[float, float] | None:
-        """The total with every job's cost (rent, or busy power) at its band's ends, the ownership
-        cost held: the jobs' errors move together (one model), so the ends add, not as independent
-        draws. The idle draw, inside the ownership cost, would shrink a little as busy time grows:
-        not counted. None where a job has no band."""
+        """The total with the jobs' costs (rent, or busy power) at their bands' ends, summed
+        (``summed_band``), the ownership cost held. The idle draw, inside the ownership cost, would
+        shrink a little as busy time grows: not counted. None where a job has no band."""
         jobs = self.assignments
-        if not jobs or any(a.band is None for a in jobs):
+        band = summed_band([a.banded(a.cost_usd) for a in jobs])
+        if band is None:
             return None
         held = self.total_cost_usd - sum(a.cost_usd for a in jobs)
-        ends = [a.banded(a.cost_usd) for a in jobs]
-        low, high = (held + sum(e[end] for e in ends if e) for end in (0, 1))
-        return low, high
+        return held + band[0], held + band[1]
 
 
 @dataclass(frozen=True)
