@@ -74,7 +74,7 @@ def smallest_fitting_count(
     up to PROBE_MAX_GPUS does.
 
     Windows (searched, 8 x searched], ... cover the search's count grid (whole nodes on a ~1.25x
-    grid and at powers of two); the whole-node counts between the last grid count that failed
+    grid, at powers of two and at three times them); the whole-node counts between the last grid count that failed
     and the first that fits are then scored too, so the answer is the smallest whole-node count."""
     low = searched
     while low < PROBE_MAX_GPUS:
