@@ -1,5 +1,6 @@
-"""Labels for what the planner answers (ui/messages.py), in English and Chinese: infeasibility,
-the near tie, why-not answers and the plan notes (one key per ``planner.explain.NoteKind``).
+"""Labels for what the planner answers (ui/messages.py, ui/infeasible_words.py), in English and
+Chinese: infeasibility, the near tie, why-not answers and the plan notes (one key per
+``planner.explain.NoteKind``).
 
 Same shape as ``ui.i18n``'s table (key -> (English, 中文)), merged into it; placeholders are the
 typed fields' names (``InfeasiblePlan.required``/``available``, ``Note.values``).
@@ -238,7 +239,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
 }
 
 # The planner's refusals as sentences from their figures (ui/reasons.py), and the planner's detail
-# line under an infeasible answer (ui/messages.py detail_text); "{custom_*}" are on-screen field names.
+# line under an infeasible answer (ui/infeasible_words.py detail_text); "{custom_*}" are on-screen field names.
 REASON_LABELS: dict[str, tuple[str, str]] = {
     "reason_heads_kv": (
         "{custom_heads} {heads} is not a multiple of {custom_kv_heads} {kv_heads}",

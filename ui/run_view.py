@@ -24,7 +24,8 @@ from planner.reports import ValidationReport
 from ui import app_core, app_jobs
 from ui.cached import cached_detect, cached_plan
 from ui.i18n import Labels, plain
-from ui.messages import estimate_only_text, infeasible_text
+from ui.infeasible_words import infeasible_text
+from ui.messages import estimate_only_text
 from ui.sidebar import Inputs
 
 REFRESH_S = 2.0

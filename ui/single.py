@@ -27,7 +27,8 @@ from ui.cached import (
 )
 from ui.explorer import show_explorer
 from ui.i18n import Labels, plain
-from ui.messages import detail_text, estimate_only_text, infeasible_text, why_not_text
+from ui.infeasible_words import detail_text, infeasible_text, why_not_text
+from ui.messages import estimate_only_text
 from ui.plan_card import plan_card, request_texts, tie_rule_text
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs

@@ -48,7 +48,7 @@ from trainer.job_spec import JobSpec
 from ui import app_core, app_jobs, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys, plain
-from ui.messages import app_words
+from ui.infeasible_words import app_words
 from ui.sidebar import CUSTOM_FIELDS, SEQ_LENS
 
 

@@ -283,7 +283,7 @@ def test_the_planner_detail_line_is_translated():
 def test_the_english_detail_line_names_sidebar_fields_not_cli_flags():
     """Sessions 25-29 left it: the English line under an infeasible answer quoted "--max-gpus" to
     people who have a sidebar, not a command line."""
-    from ui.messages import app_words
+    from ui.infeasible_words import app_words
 
     request = request_for(deadline_days=0.01, max_gpus=4)
     with pytest.raises(InfeasiblePlan) as expected:
@@ -675,7 +675,7 @@ def test_a_budget_answer_under_a_deadline_says_so_and_offers_the_time_the_budget
     can cost, where slower plans cost less; the CLI's "or extend the deadline to 6 days" was not said."""
     from planner.errors import InfeasiblePlan
     from ui.app_core import Infeasible
-    from ui.messages import detail_text, infeasible_body
+    from ui.infeasible_words import detail_text, infeasible_body
 
     request = request_for(
         get_preset("llama3-8b"), training_tokens=1e12, deadline_days=3, budget_usd=110_000, gpus={"b200": None}
@@ -703,7 +703,7 @@ def test_the_infeasible_card_prints_one_budget_amount_and_the_deadline_batch_in_
     """Review s28: the card kept "$3.2M ... raise the budget to $3.3M" after the CLI's fix, and in
     Chinese dropped the batch at which the inventory meets a deadline."""
     from ui.app_core import Infeasible
-    from ui.messages import infeasible_body
+    from ui.infeasible_words import infeasible_body
 
     request = request_for(get_preset("llama3-8b"), gpus={"h800": 2048})
     budget = Infeasible("budget", "detail", "fix", required=3_236_521.0, available=3e6)

@@ -113,7 +113,7 @@ def test_explain_says_what_the_goodput_loses_to_and_when_young_daly_is_cut():
 
 
 def test_mfu_reads_with_one_decimal_everywhere():
-    from ui.messages import plan_phrase
+    from ui.infeasible_words import plan_phrase
 
     at = open_tab(run_app(), "tab_top")
     chosen = planned(request_for()).plan
@@ -251,7 +251,7 @@ def test_a_portfolio_jobs_detail_line_gives_the_planners_figures_in_english_too(
     """Trial s34 (app): under a portfolio's failing job the English line was the jobs file's sentence
     (deadline_days, global_batch_tokens, 25 "<=4096" limits); 中文 gave the exact figures."""
     from ui.app_core import Infeasible
-    from ui.messages import detail_text
+    from ui.infeasible_words import detail_text
 
     words = "the fastest plan needs 0.209 days with the allowed inventory (a10<=4096, b200<=4096)"
     job = Infeasible("deadline", words, "set deadline_days to 0.209 or more", 18_057.6, 4_320.0, job="beta")
@@ -269,7 +269,7 @@ def test_a_stack_without_context_parallelism_says_so_when_no_count_fits():
     from planner.catalog.models import get_preset
     from planner.model.stacks import Stack
     from ui.app_core import Infeasible
-    from ui.messages import infeasible_text
+    from ui.infeasible_words import infeasible_text
 
     answer = Infeasible("memory", "", "", 457.7, 276.6, more_gpus_help=False)
     request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e10, seq_len=131072, stack=Stack.MEGATRON_LM)

@@ -414,7 +414,8 @@ def test_every_plan_note_and_why_not_answer_has_a_chinese_sentence():
     from planner.api.explore import why_not_answer
     from planner.explain import NoteKind, plan_notes
     from ui.app_core import Infeasible
-    from ui.messages import infeasible_text, note_text, why_not_text
+    from ui.infeasible_words import infeasible_text, why_not_text
+    from ui.messages import note_text
 
     assert {f"note_{kind.value}" for kind in NoteKind} <= set(all_labels("zh"))
     result = planned(request_for())

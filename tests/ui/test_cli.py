@@ -347,7 +347,7 @@ def test_an_infeasible_deadline_says_in_numbers_whether_more_gpus_help():
     from planner.catalog.models import get_preset
     from ui.app_core import Infeasible
     from ui.i18n import Labels
-    from ui.messages import infeasible_text
+    from ui.infeasible_words import infeasible_text
 
     request = PlanRequest(model=get_preset("llama3.1-405b"), training_tokens=1.5e13, deadline_days=30)
     fields = {k: none[k] for k in ("constraint", "detail", "fix", "required", "available", "more_gpus_help")}
@@ -650,7 +650,7 @@ def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):
     from planner.catalog.models import get_preset
     from ui.app_core import Infeasible
     from ui.i18n import Labels
-    from ui.messages import infeasible_text
+    from ui.infeasible_words import infeasible_text
 
     jobs = tmp_path / "jobs.toml"
     jobs.write_text(
@@ -722,7 +722,7 @@ def test_a_memory_answer_that_no_gpu_count_fixes_does_not_advise_more_gpus():
     from planner.catalog.models import get_preset
     from ui.app_core import Infeasible
     from ui.i18n import Labels
-    from ui.messages import infeasible_text
+    from ui.infeasible_words import infeasible_text
 
     answer = json.loads(run("plan", "--model", "deepseek-v3", "--tokens", "1.3e13", "--gpus", "a10=8", "--json").stdout)
     assert answer["constraint"] == "memory" and answer["more_gpus_help"] is False
@@ -742,7 +742,7 @@ def test_the_apps_answers_say_the_risk_of_a_budget_and_drop_more_gpus_where_the_
     from planner.catalog.models import get_preset
     from ui.app_core import Infeasible
     from ui.i18n import Labels
-    from ui.messages import infeasible_text
+    from ui.infeasible_words import infeasible_text
 
     keys = ("constraint", "detail", "fix", "required", "available", "more_gpus_help", "batch_tokens", "batch_seconds")
     tokens = "160605224960"

@@ -145,7 +145,7 @@ def test_a_portfolios_one_failing_job_is_named_in_the_apps_answer_and_the_json(t
     from planner.catalog.models import get_preset
     from ui.app_core import Infeasible
     from ui.i18n import Labels
-    from ui.messages import infeasible_text
+    from ui.infeasible_words import infeasible_text
 
     jobs = tmp_path / "jobs.toml"
     jobs.write_text(
