@@ -356,6 +356,7 @@ class PortfolioOutcome:
     idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
     makespan_days: float | None = None
     holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
+    stopped_gap: float | None = None  # the slotted model stopped at its time limit: the gap (None: optimum)
     infeasible: Infeasible | None = None
     error: str | None = None
 
@@ -431,4 +432,5 @@ def solve_jobs(
         idle_cost_usd=solution.idle_cost_usd,
         makespan_days=solution.makespan_s / SECONDS_PER_DAY,
         holds_gpus=solution.holds_gpus,
+        stopped_gap=solution.stopped_gap,
     )

@@ -7,11 +7,14 @@ Jobs are added from the sidebar, and updated or removed one at a time.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest
 from planner.plan_accuracy import Standing
+from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
@@ -149,6 +152,9 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     st.caption(tr("portfolio_basis", risk=risk))
     if len(outcome.frame) > 1:  # the jobs share the inventory: one may not get the plan it gets alone
         st.caption(tr("portfolio_joint"))
+    if outcome.stopped_gap is not None:  # the slotted model's incumbent at its time limit (review s35)
+        gap = "" if math.isnan(outcome.stopped_gap) else tr("portfolio_gap", gap=outcome.stopped_gap)
+        st.caption(tr("portfolio_stopped", limit=SLOTTED_TIME_LIMIT_S, gap=gap))
     frame = with_standing_words(with_training_words(outcome.frame, tr), tr)
     basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd", risk=risk)}
     labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}

@@ -309,6 +309,8 @@ class PortfolioPlan:
     solver: str
     num_variables: int
     exact: bool = True  # the continuous model's optimum; False: the slotted approximation's (docs/ilp.md)
+    # the slotted model's incumbent at its time limit: its relative gap to the bound (None: its optimum)
+    stopped_gap: float | None = None
     # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
     warnings: tuple[str, ...] = ()
     held_types: tuple[str, ...] = ()  # the inventory's types held (owned); the others are rented by the hour
@@ -369,6 +371,7 @@ def plan_portfolio(
         solver=solution.solver,
         num_variables=solution.num_variables,
         exact=solution.exact,
+        stopped_gap=solution.stopped_gap,
         held_types=tuple(sorted(held)),
         warnings=tuple(
             f"{a.job}: {note}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pulp
@@ -38,7 +38,7 @@ from planner.search.slots import (
     subset_options,
     usage_constraints,
 )
-from planner.search.solver import new_binaries, new_variable, run_solver
+from planner.search.solver import new_binaries, new_variable, run_solver, stopped_gap
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = ["JobAssignment", "PortfolioSolution", "solve_portfolio"]
@@ -66,6 +66,9 @@ class PortfolioSolution:
     solver: str
     num_variables: int
     exact: bool  # True: the continuous model's optimum; False: the slotted approximation's, compacted
+    # The slotted model stopped at SLOTTED_TIME_LIMIT_S: its incumbent's relative gap to the bound
+    # (nan: the solver does not say); None: the model's optimum
+    stopped_gap: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,6 +88,12 @@ class _Rows:
 # orders took 0.1-0.7 s for 4 jobs of 30-60 rows on 2 GPU types, 0.2-2 s for 5 and over 30 s
 # for 8 (HiGHS, this project's 2-core machine); the slotted model 0.1 s for 10 jobs.
 EXACT_MAX_JOBS = 4
+
+# Seconds the slotted model's branch and bound may run before its incumbent is taken: the 18-job
+# bench case (bench/bench_plan.py) proved its optimum in 51-135 s on the 2-core machine; at 30 s its
+# incumbent was 0.6 % above that optimum, at 10 s 4 %, far inside the bands of the jobs' times
+# (2026-12-05). The slotted model approximates the schedule already (docs/ilp.md "Many jobs").
+SLOTTED_TIME_LIMIT_S = 30.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,11 +175,23 @@ def solve_portfolio(
         order_of = _slotted_order(
             problem, jobs, options, weights, inventory, finish_by, horizon, max(num_slots, 2 * len(jobs)), prune
         )
-    optimal, solver_name = run_solver(problem, solver, time_limit_s, warm_start=not exact and prune)
+    optimal, solver_name = _solve(problem, solver, time_limit_s, exact, prune)
     if not optimal:
         raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
     picked, order = order_of()
-    return _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
+    solution = _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
+    return replace(solution, stopped_gap=stopped_gap(problem))
+
+
+def _solve(problem: pulp.LpProblem, solver: str, time_limit_s: float | None, exact: bool, prune: bool):
+    """``run_solver``; the slotted model under SLOTTED_TIME_LIMIT_S where no limit is given, its
+    incumbent taken, and once more without a limit where that stopped before any incumbent."""
+    if exact or time_limit_s is not None:
+        return run_solver(problem, solver, time_limit_s, warm_start=not exact and prune, accept_incumbent=not exact)
+    try:
+        return run_solver(problem, solver, SLOTTED_TIME_LIMIT_S, warm_start=prune, accept_incumbent=True)
+    except RuntimeError:  # no solution at all by the limit: prove one as before
+        return run_solver(problem, solver, None, warm_start=prune)
 
 
 def slotted_span_s(options: _Rows, num_jobs: int, horizon_s: float | None) -> float:

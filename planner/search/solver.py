@@ -6,12 +6,13 @@ the variable constructors that work across PuLP versions.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import warnings
 
 import pulp
 
-__all__ = ["make_solver", "new_binaries", "new_variable", "run_solver"]
+__all__ = ["make_solver", "new_binaries", "new_variable", "run_solver", "stopped_gap"]
 
 
 @functools.cache
@@ -73,16 +74,25 @@ def new_variable(
 
 
 def run_solver(
-    problem: pulp.LpProblem, solver: str, time_limit_s: float | None, warm_start: bool = False
+    problem: pulp.LpProblem,
+    solver: str,
+    time_limit_s: float | None,
+    warm_start: bool = False,
+    accept_incumbent: bool = False,
 ) -> tuple[bool, str]:
-    """Solve in place; (optimal?, solver name). False means proven infeasible."""
+    """Solve in place; (solved?, solver name). False means proven infeasible. ``accept_incumbent``:
+    a feasible solution the time limit stopped at counts as solved (``stopped_gap`` says how far
+    from proven), for a model that is an approximation already."""
     engine, name = make_solver(solver, time_limit_s, warm_start)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         status = pulp.LpStatus[problem.solve(engine)]
     # A time limit can leave HiGHS holding the warm start (or any incumbent), which PuLP still calls
     # "Optimal": only a proven optimum is one (review s31).
-    if status == "Optimal" and getattr(problem, "sol_status", pulp.LpSolutionOptimal) == pulp.LpSolutionOptimal:
+    solution = getattr(problem, "sol_status", pulp.LpSolutionOptimal)
+    if status == "Optimal" and solution == pulp.LpSolutionOptimal:
+        return True, name
+    if accept_incumbent and solution == pulp.LpSolutionIntegerFeasible:
         return True, name
     if status == "Infeasible":
         return False, name
@@ -90,6 +100,15 @@ def run_solver(
         f"{name} stopped without an optimal solution (status {status}"
         + (f", time limit {time_limit_s} s)" if time_limit_s else ")")
     )
+
+
+def stopped_gap(problem: pulp.LpProblem) -> float | None:
+    """After a solve: None for a proven optimum, else the incumbent's relative gap to the bound
+    (HiGHS's ``mip_gap``; nan where the solver does not say, as CBC's command line)."""
+    if getattr(problem, "sol_status", pulp.LpSolutionOptimal) != pulp.LpSolutionIntegerFeasible:
+        return None
+    model = getattr(problem, "solverModel", None)
+    return float(model.getInfo().mip_gap) if model is not None else math.nan
 
 
 class _HiGHSFromStart(pulp.HiGHS):
