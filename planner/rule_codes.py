@@ -252,7 +252,7 @@ TEMPLATES: dict[RuleCode, str] = {
         " megatron-core, today's Megatron-LM"
     ),
     _C.STACK_SHARDING: (
-        "{stack} shards at most the optimizer state (ZeRO-1): use --sharding zero1 or none (not {sharding})"
+        "{stack} shards at most the optimizer state (ZeRO-1), not {sharding}: estimate it with --sharding zero1 or none"
     ),
     _C.STACK_NO_PIPELINE: (
         "{stack} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"

@@ -87,7 +87,10 @@ def test_deepseek_v3_shards_the_optimizer_state_only():
     and its search offers none (trial s35: 'fsdp pp=16 dp_shard=8 tp=2 ep=8' among its plans)."""
     model, training = get_preset("deepseek-v3"), TrainingConfig(seq_len=4096, grad_accum=128, precision="fp8")
     for sharding in (Sharding.ZERO2, Sharding.FSDP):
-        with pytest.raises(ValueError, match=r"deepseek-v3 shards at most the optimizer state \(ZeRO-1\)"):
+        # review s35: "use --sharding", which explain (re-estimating a plan for the stack) has not
+        with pytest.raises(
+            ValueError, match=r"deepseek-v3 shards at most the optimizer state \(ZeRO-1\), not .*: estimate"
+        ):
             build_plan(
                 model, "h800", Layout(pp=16, ep=8, sharding=sharding), training, num_gpus=256, stack=Stack.DEEPSEEK_V3
             )
