@@ -158,7 +158,7 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
         ("ex_memory", f"{m.reserved_gib:,.1f} GiB", tr("ex_usable", usable=usable)),
         ("ex_step", seconds(tr, e.time.step_s), bands["step_s"]),
         ("tokens_per_s", per_second(e.throughput.tokens_per_s), bands["tokens_per_s"]),
-        ("card_mfu", f"{e.throughput.mfu:.1%}", None),
+        ("card_mfu", f"{e.throughput.mfu:.1%}", bands["mfu"]),  # trial s35 (round 2): the card's had one
         ("card_time", duration(tr, e.time_to_train_h or 0.0), bands["time_to_train_h"]),
         ("card_cost", app_core.money(e.cost_usd or 0.0), bands["cost_usd"]),
     )

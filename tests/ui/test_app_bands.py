@@ -60,6 +60,8 @@ def test_the_layout_explorer_shows_each_figures_band_and_the_cards_step_time():
         assert shown[tr("card_cost")][1] == tr(
             "card_band", lo=app_core.money(u.cost_usd[0]), hi=app_core.money(u.cost_usd[1])
         )
+        assert u.mfu is not None  # trial s35 (round 2): the explorer's MFU had no band
+        assert shown[tr("card_mfu")][1] == tr("card_band", lo=f"{u.mfu[0]:.1%}", hi=f"{u.mfu[1]:.1%}")
     assert seconds(ZH, 3.1771) == "3.177 秒" and seconds(EN, 3.1771) == "3.177 s"
 
 
