@@ -16,7 +16,7 @@ from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.plan import Plan
 from ui import app_core, figures
 from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
-from ui.gpu_table import current_rows, replace_rows
+from ui.gpu_table import send_rows
 from ui.i18n import Labels, plain
 from ui.messages import duration, figure_bands, per_second, seconds
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
@@ -69,11 +69,7 @@ def restore_or_load(chosen: Plan | None) -> None:
 
 def send_to_plan() -> None:
     """Make the sidebar plan for the explored GPU type and count only (the GPU table's rows)."""
-    rows = current_rows()
-    gpu = st.session_state["ex_gpu"]
-    rows["allowed"] = rows.index == gpu
-    rows.loc[gpu, "inventory"] = int(st.session_state["ex_num_gpus"])
-    replace_rows(rows)
+    send_rows(st.session_state["ex_gpu"], int(st.session_state["ex_num_gpus"]))
     st.session_state[SENT] = True
 
 

@@ -31,6 +31,7 @@ from ui.i18n import Labels, plain
 ROWS_KEY = "gpu_rows"
 VERSION_KEY = "gpu_editor_version"
 COLUMNS_KEY = "gpu_editor_columns"  # (language, buy mode) the editor's columns were made for
+SENT_KEY = "gpu_sent_inventory"  # (type, count sent, its inventory before) of the explorer's "Send to plan"
 EDITABLE = ("allowed", "inventory", "usd_per_gpu_hour", "purchase_usd")
 TFLOPS = 1e12
 
@@ -100,9 +101,24 @@ def replace_rows(rows: pd.DataFrame) -> None:
     st.session_state[VERSION_KEY] = st.session_state.get(VERSION_KEY, 0) + 1
 
 
-def allow_all() -> None:
-    """on_click: tick every row again, the way back from "Send to plan" (which unticks all but one)."""
+def send_rows(gpu: str, count: int) -> None:
+    """The explorer's "Send to plan": only ``gpu``, at most ``count`` of it; its inventory before is
+    kept for ``allow_all`` (trial s35, round 2: a typed 64 became 8 for good, unsaid)."""
     rows = current_rows()
+    before = rows.loc[gpu, "inventory"]
+    st.session_state[SENT_KEY] = (gpu, count, None if pd.isna(before) else int(before))
+    rows["allowed"] = rows.index == gpu
+    rows.loc[gpu, "inventory"] = count
+    replace_rows(rows)
+
+
+def allow_all() -> None:
+    """on_click: tick every row again, the way back from "Send to plan" (which unticks all but one),
+    and the sent type's inventory back where it still reads the count sent."""
+    rows = current_rows()
+    sent = st.session_state.pop(SENT_KEY, None)
+    if sent is not None and rows.loc[sent[0], "inventory"] == sent[1]:
+        rows.loc[sent[0], "inventory"] = pd.NA if sent[2] is None else sent[2]
     rows["allowed"] = True
     replace_rows(rows)
 
@@ -177,6 +193,9 @@ def gpu_table(tr: Labels, cat: Catalog, tco: TcoAssumptions | None, utilisation:
     )
     frame = current_rows()
     st.caption(tr("gpu_table_help"))
+    if (sent := st.session_state.get(SENT_KEY)) is not None:
+        was = tr("gpu_no_limit") if sent[2] is None else f"{sent[2]:,}"
+        st.caption(tr("gpu_sent", gpu=sent[0], count=sent[1], was=was))
     st.button(
         tr("gpu_allow_all"),
         key="gpu_allow_all",

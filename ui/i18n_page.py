@@ -15,9 +15,16 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "购买：每块 GPU 的购买价，按持有成本假设摊销。",
     ),
     "gpu_allow_all_help": (
-        "Tick every row again (after “Send to plan” kept one type); inventories and prices stay as they are.",
-        "重新勾选所有型号（“发送到规划”只保留了一种之后）；库存和价格保持不变。",
+        "Tick every row again (after “Send to plan” kept one type), and give the type it sent its inventory "
+        "back; the other inventories and prices stay as they are.",
+        "重新勾选所有型号（“发送到规划”只保留了一种之后），并恢复被发送型号原来的库存；其他库存和价格保持不变。",
     ),
+    # trial s35 (round 2): "Send to plan" replaced a typed inventory (64) by the explored count (8), unsaid
+    "gpu_sent": (
+        "“Send to plan” set {gpu}'s max to {count:,} (was {was}); “Allow every GPU type” gives it back.",
+        "“发送到规划”把 {gpu} 的上限设为 {count:,}（原为 {was}）；“允许全部 GPU 型号”会恢复原值。",
+    ),
+    "gpu_no_limit": ("no limit", "不限"),
     # breakdown terms the planner added after ui/i18n.py's (the charts' legends, the notes)
     "mem_measured_correction": ("measured correction", "实测校正"),
     "time_measured_correction": ("measured correction", "实测校正"),

@@ -14,6 +14,7 @@ import math
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from support.app import (
     CATALOG,
@@ -206,6 +207,27 @@ def test_the_gpu_editor_keeps_its_key_while_it_is_edited(monkeypatch):
     gpu_table.allow_all()  # made anew: every type ticked, the inventory kept
     assert gpu_table.editor_key() != key and gpu_table.current_rows()["allowed"].all()
     assert gpu_table.current_rows().iloc[2]["inventory"] == 8
+
+
+def test_send_to_plan_gives_a_typed_inventory_back_on_allow_every_gpu_type(monkeypatch):
+    """Trial s35 (round 2): "Send to plan" set h100-sxm's typed max of 64 to the explored 8 and
+    "Allow every GPU type" kept 8: later plans were capped at it, unsaid."""
+    from ui import gpu_table
+
+    state = {gpu_table.ROWS_KEY: default_rows(load_catalog()), gpu_table.VERSION_KEY: 0}
+    monkeypatch.setattr(gpu_table.st, "session_state", state)
+    row = list(state[gpu_table.ROWS_KEY].index).index("h100-sxm")
+    state[gpu_table.editor_key()] = {"edited_rows": {row: {"inventory": 64}}}
+    gpu_table.send_rows("h100-sxm", 8)
+    rows = gpu_table.current_rows()
+    assert rows.loc["h100-sxm", "inventory"] == 8 and rows["allowed"].sum() == 1
+    assert state[gpu_table.SENT_KEY] == ("h100-sxm", 8, 64)
+    gpu_table.allow_all()
+    rows = gpu_table.current_rows()
+    assert rows.loc["h100-sxm", "inventory"] == 64 and rows["allowed"].all() and gpu_table.SENT_KEY not in state
+    gpu_table.send_rows("b200", 4)  # a type without a limit gets none back
+    gpu_table.allow_all()
+    assert pd.isna(gpu_table.current_rows().loc["b200", "inventory"])
 
 
 def test_inventory_zero_excludes_a_type_and_blank_is_no_limit():
