@@ -75,6 +75,10 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "满足期限（{deadline}）的最便宜方案为 {gpus:,} × {gpu}，需时 {time}，按 {risk}（方案评判所用的分位数）计费用"
         " {need}；预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
     ),
+    "why_budget_rent": (
+        "In a portfolio a budget bounds each job's rent, not its cost on the GPUs held, which the table shows.",
+        "在组合规划中，预算约束的是每个任务的租用费用，而不是表中所示在自有 GPU 上的费用。",
+    ),
     "why_budget_slower": (
         "Or allow {time}: a slower plan stays within the budget.",
         "或者把期限放宽到 {time}：更慢的方案不超出预算。",

@@ -101,7 +101,10 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     no_cp = tr("why_memory_no_cp", stack=request.stack.value, stacks=tr.join(stacks)) if stacks else ""
     slower = infeasible.within_budget_seconds if c == "budget" else None
     later = "" if slower is None else tr("why_budget_slower", time=duration_up(tr, _hours(slower)))
-    return tr.sentences(tr(key, **values), later, batch, no_cp)
+    # a portfolio job's budget bounds its rent, not the owned rate its cost is shown at (slots.py; trial
+    # s35, round 2: "$509.0k" beside the page's $232,136 on owned GPUs read as wrong)
+    rent = tr("why_budget_rent") if c == "budget" and infeasible.job is not None else ""
+    return tr.sentences(tr(key, **values), rent, later, batch, no_cp)
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")
