@@ -774,6 +774,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "calibration).",
         "该文件是在 CPU 上测得的：它按该 CPU 的速度为 {gpu} 计时（只检查文件格式，不是校准）。",
     ),
+    "full_stop": (".", "。"),  # ends a sentence written without one, before the next
     "calibration_line": (
         "Rates of {gpus} measured on {host} ({device}, driver {driver}) on {date}: {name}",
         "{gpus} 的速率于 {date} 在 {host}（{device}，驱动 {driver}）上实测：{name}",

@@ -76,7 +76,8 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | No
     line = tr("calibration_elsewhere", gpu=plan.gpu, **values) if plan.gpu not in used.gpus else None
     line = line or tr("calibration_line", **values)
     if cpu := cpu_measured_gpus(used.applied.record):  # the CLI's warning (ui/calibration.py)
-        line += " " + tr("calibration_cpu", gpu=tr.join(cpu))
+        # its own sentence (trial s35, round 2: "... on 2026-12-05 It was measured on a CPU")
+        line = tr.sentences(line + tr("full_stop"), tr("calibration_cpu", gpu=tr.join(cpu)))
     return line
 
 

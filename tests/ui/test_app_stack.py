@@ -185,7 +185,9 @@ def test_a_calibration_measured_on_a_cpu_is_called_a_format_check(tmp_path, caps
         at = upload(run_app(lang=tr.lang), path)
         # the search left the H100 for the A100, whose catalog rates the card names
         values = dict(cpu, gpus=base.gpu, name="cpu.toml")
-        line = tr("calibration_elsewhere", gpu="a100-80gb-sxm", **values) + " " + tr("calibration_cpu", gpu=base.gpu)
+        # two sentences (trial s35, round 2: the full stop between them was missing)
+        elsewhere = tr("calibration_elsewhere", gpu="a100-80gb-sxm", **values) + tr("full_stop")
+        line = tr.sentences(elsewhere, tr("calibration_cpu", gpu=base.gpu))
         assert line in [c.value for c in at.caption]
 
 
