@@ -107,9 +107,10 @@ def solve(
 # --------------------------------------------------------------------------- formatting
 
 
-def money(usd: float) -> str:
-    """$1.23M, $12,345 or $9.35: whole dollars where cents would be noise."""
-    return _money(usd, cents_below=100)
+def money(usd: float, column_max: float = 0.0) -> str:
+    """$1.23M, $12,345 or $9.35: whole dollars where cents would be noise; ``column_max``: the
+    larger figure it stands beside, whose unit it takes (``planner.fmt.money``)."""
+    return _money(usd, cents_below=100, column_max=column_max)
 
 
 ROW_PX = 35  # st.dataframe's (and st.data_editor's) row height

@@ -70,9 +70,10 @@ def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:
     """The 80 % band in words of each figure with one (planner/accuracy ``Uncertainty``), by its
     field: what the card and the layout explorer show under the figure (None: no band)."""
     u = e.uncertainty
+    top = 0.0 if u is None or u.cost_usd is None else u.cost_usd[1]
     units = {
         "time_to_train_h": lambda h: duration(tr, h),
-        "cost_usd": money,
+        "cost_usd": lambda usd: money(usd, column_max=top),  # one unit (trial s35: "$297,343–$1.01M")
         "energy_kwh": energy,
         "tokens_per_s": per_second,
         "step_s": lambda s: seconds(tr, s),

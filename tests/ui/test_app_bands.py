@@ -135,3 +135,14 @@ def test_the_downloaded_job_readme_names_no_server_folder_and_emits_still_does(t
     assert f"(it may be moved or unzipped anywhere; it was written to {(tmp_path / 'job').resolve()}):" in cli
     assert cli.replace(f"; it was written to {(tmp_path / 'job').resolve()}", "") == readme
     assert str((tmp_path / "job").resolve()) in (tmp_path / "job" / "slurm.sbatch").read_text()
+
+
+def test_a_cost_band_keeps_one_unit_at_both_ends():
+    """Trial s35 (round 2): "80 % band $297,343–$1.01M" in the explorer."""
+    from types import SimpleNamespace
+
+    from ui.messages import figure_bands
+
+    fields = ("time_to_train_h", "energy_kwh", "tokens_per_s", "step_s", "mfu")
+    u = SimpleNamespace(cost_usd=(297_343.0, 1.01e6), **dict.fromkeys(fields))
+    assert figure_bands(EN, SimpleNamespace(uncertainty=u))["cost_usd"] == EN("card_band", lo="$0.30M", hi="$1.01M")
