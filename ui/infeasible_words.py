@@ -149,7 +149,10 @@ def app_words(tr: Labels, text: str) -> str:
 def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     """The line under an infeasible answer: the planner's own words in English (the sidebar's field
     names for its flags), its exact figures otherwise, and for a portfolio's job in English too: its
-    words are the jobs file's (trial s34: deadline_days, global_batch_tokens and 25 "<=4096" limits)."""
+    words are the jobs file's (trial s34: deadline_days, global_batch_tokens and 25 "<=4096" limits),
+    each job's where several cannot run (trial s35, round 2: "set deadline_days to 423.317 or more")."""
+    if infeasible.jobs:
+        return tr.sentences(*(tr("job_answer", job=name, text=detail_text(tr, job)) for name, job in infeasible.jobs))
     if tr.lang == "en" and infeasible.job is None:
         return plain(app_words(tr, f"{infeasible.detail}; {infeasible.fix}"))
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0

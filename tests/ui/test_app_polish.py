@@ -7,6 +7,7 @@ the wiring (not only the wording) fails here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -260,6 +261,13 @@ def test_a_portfolio_jobs_detail_line_gives_the_planners_figures_in_english_too(
         assert "deadline_days" not in text and "<=4096" not in text and "5.02" in text, text
     single = Infeasible("deadline", words, "allow 6 hours", 18_057.6, 4_320.0)
     assert "allow 6 hours" in detail_text(EN, single)  # a single job keeps the planner's words
+    # trial s35 (round 2): two jobs that cannot run read the jobs file's words again
+    two = Infeasible(
+        "deadline", "2 jobs", "fix", jobs=(("beta", job), ("gamma", dataclasses.replace(job, job="gamma")))
+    )
+    for tr in (EN, ZH):
+        text = detail_text(tr, two)
+        assert "deadline_days" not in text and text.count("5.02") == 2 and "gamma" in text, text
 
 
 def test_a_stack_without_context_parallelism_says_so_when_no_count_fits():
