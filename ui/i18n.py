@@ -462,9 +462,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
         " model alone predicts {tokens:,.0f} tokens/s. If this is that run, the figure is its own measurement,"
-        " not a check of it.",
+        " not a check of it. The band's fast end may pass it: measured runs have beaten their regime's best"
+        " before (docs/validation.md, “The efficiency ceiling”).",
         "按此 GPU 架构、精度与规模的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。"
-        "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。",
+        "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。区间的快端可以超过此上限：已有实测运行超过其所属类别此前的最佳值"
+        "（docs/validation.md，“The efficiency ceiling”）。",
     ),
     "risk_changed_batch": (
         "At the median (p50) the search would take {gpus} × {gpu} ({layout}) at {batch:,} tokens per step, the"

@@ -88,7 +88,9 @@ def ceiling_line(e: Estimate) -> str:
     return (
         f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured on this GPU architecture, precision and"
         f" scale ({c.measured_by}: {c.row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
-        f" (if this is that run, the figure is its own measurement, not a check of it)"
+        f" (if this is that run, the figure is its own measurement, not a check of it); the band's fast end may"
+        " pass it: measured runs have beaten their regime's best before (docs/validation.md, 'The efficiency"
+        " ceiling'; trial s35 asked why it does)"
     )
 
 

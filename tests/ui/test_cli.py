@@ -794,3 +794,19 @@ def test_a_budget_answer_gives_its_deadline_and_the_time_the_budget_meets_in_jso
     assert data["constraint"] == "budget" and data["deadline_seconds"] == 3 * 86400.0
     assert data["within_budget_seconds"] > data["deadline_seconds"]
     assert f"extend the deadline to {math.ceil(data['within_budget_seconds'] / 86400)} days" in data["fix"]
+
+
+def test_a_held_plan_says_why_its_band_may_pass_the_ceiling():
+    """Trial s35 (round 2): the card's MFU band ran past "held at 44.2 % MFU, the best measured",
+    unexplained. The band is not cut there on evidence (docs/validation.md): the line says why."""
+    from ui.i18n import Labels
+    from ui.messages import ceiling_text
+
+    out = " ".join(run("plan", "--model", "llama3-8b", "--tokens", "160.6e9", "--top", "0").stdout.split())
+    assert "efficiency ceiling: held at" in out and "the band's fast end may pass it" in out
+    from planner.api import PlanRequest, plan
+    from planner.catalog.models import get_preset
+
+    e = plan(PlanRequest(model=get_preset("llama3-8b"), training_tokens=160.6e9)).plan.estimate
+    for lang in ("en", "zh"):
+        assert "docs/validation.md" in (ceiling_text(Labels(lang), e) or "")
