@@ -723,6 +723,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "输入任务目录，对比其运行与方案（运行中自动刷新）。",
     ),
     "run_steps_read": ("{steps:,} steps logged {live}", "已记录 {steps:,} 步 {live}"),
+    "run_no_metrics": (
+        "No step logged yet: the charts appear with the first (metrics.jsonl).",
+        "尚未记录任何步：记录第一步后显示图表（metrics.jsonl）。",
+    ),
     "run_live": ("· live, refreshing", "· 运行中，自动刷新"),
     "run_mfu": ("MFU", "MFU（模型算力利用率）"),
     "run_memory": ("peak memory (GiB)", "峰值显存（GiB）"),

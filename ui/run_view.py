@@ -25,7 +25,7 @@ from ui import app_core, app_jobs
 from ui.cached import cached_detect, cached_plan
 from ui.i18n import Labels, plain
 from ui.infeasible_words import infeasible_text
-from ui.messages import estimate_only_text
+from ui.messages import estimate_only_text, seconds
 from ui.sidebar import Inputs
 
 REFRESH_S = 2.0
@@ -119,14 +119,19 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
         fig.update_xaxes(title_text=tr("axis_step"), row=row + 1, col=col + 1)
         if column in AXIS_FORMAT:
             fig.update_yaxes(tickformat=AXIS_FORMAT[column], row=row + 1, col=col + 1)
+        if column != "loss":  # rates and memory: never below zero (trial s35: an MFU axis from -50 %)
+            fig.update_yaxes(rangemode="tozero", row=row + 1, col=col + 1)
     fig.update_layout(showlegend=False, height=560, margin=dict(t=40, b=10))
     return fig
 
 
 def probe_text(tr: Labels, v: ValidationReport) -> str:
     """validation.json in one line: the probe's measured step time and peak memory against the plan's."""
-    shown = lambda value, unit: "-" if value is None else f"{value:,.4g} {unit}"  # noqa: E731
-    pct = lambda value: "-" if value is None else f"{value:+.1f} %"  # noqa: E731
+    # the page's blank and its seconds (trial s35, round 2: "-" and "16.29 s" on the 中文 page)
+    blank = app_core.BLANK
+    pct = lambda value: blank if value is None else f"{value:+.1f} %"  # noqa: E731
+    step = lambda value: blank if value is None else seconds(tr, value)  # noqa: E731
+    gib = lambda value: blank if value is None else f"{value:,.4g} GiB"  # noqa: E731
     if v.comparable:
         errors = tr("probe_errors", step_pct=pct(v.error_pct.step_s), peak_pct=pct(v.error_pct.peak_gib))
     else:
@@ -135,10 +140,10 @@ def probe_text(tr: Labels, v: ValidationReport) -> str:
         "probe_line",
         steps=v.probe_steps,
         device=v.device,
-        step_measured=shown(v.measured.step_s, "s"),
-        step_predicted=shown(v.predicted.step_s, "s"),
-        peak_measured=shown(v.measured.peak_gib, "GiB"),
-        peak_predicted=shown(v.predicted.peak_gib, "GiB"),
+        step_measured=step(v.measured.step_s),
+        step_predicted=step(v.predicted.step_s),
+        peak_measured=gib(v.measured.peak_gib),
+        peak_predicted=gib(v.predicted.peak_gib),
         errors=errors,
     )
 
@@ -184,7 +189,10 @@ def show_job(tr: Labels, job_dir: Path, key: str) -> None:
         st.caption(probe_text(tr, view.validation))
     for note in cpu_notes(tr, view):
         st.caption(note)
-    if len(view.metrics) and "loss" in view.metrics:
+    if not len(view.metrics):  # four empty charts said nothing (trial s35, round 2)
+        st.info(tr("run_no_metrics"))
+        return
+    if "loss" in view.metrics:
         last = view.metrics.iloc[-1]
         left, right = st.columns(2)
         left.metric(tr("loss"), f"{last['loss']:.4f}")

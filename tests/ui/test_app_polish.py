@@ -67,6 +67,8 @@ def test_a_cpu_run_says_why_two_panels_are_empty_and_whose_prediction_it_is(cpu_
     notes = [a.text for a in fig.layout.annotations]
     assert notes.count(tr("run_not_measured")) == 2  # the MFU and the peak-memory panels
     assert len(fig.layout.shapes) == 3  # the predicted tokens/s, MFU and peak memory, empty panels too
+    # trial s35 (round 2): the rate and memory axes ran below zero (MFU from -50 %)
+    assert [fig.layout[f"yaxis{i}"].rangemode for i in (2, 3, 4)] == ["tozero"] * 3
 
 
 # --------------------------------------------------------------------------- formats (issue 30, item 9)
@@ -285,3 +287,24 @@ def test_a_stack_without_context_parallelism_says_so_when_no_count_fits():
     assert "megatron-lm 没有上下文并行" in infeasible_text(ZH, answer, request)
     short = request.model_copy(update={"seq_len": 4096})
     assert "context parallelism" not in infeasible_text(EN, answer, short)
+
+
+def test_a_probe_line_writes_the_pages_seconds_and_blank(tmp_path):
+    """Trial s35 (round 2): "peak memory - measured" and "16.29 s" on the 中文 page."""
+    from planner.reports import ValidationReport
+    from ui.app_core import BLANK
+    from ui.run_view import probe_text
+
+    report = ValidationReport.model_validate(
+        {
+            "probe_steps": 3,
+            "device": "cpu",
+            "comparable": False,
+            "measured": {"step_s": 16.29, "peak_gib": None},
+            "predicted": {"step_s": 0.07, "peak_gib": 12.0},
+            "error_pct": {"step_s": None, "peak_gib": None},
+            "reserved_gib": {"predicted": 14.0, "measured": None},
+        }
+    )
+    assert "16.290 秒" in probe_text(ZH, report) and f"{BLANK}" in probe_text(EN, report)
+    assert " - " not in probe_text(EN, report)
