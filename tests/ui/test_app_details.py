@@ -334,7 +334,7 @@ def test_run_view_shows_the_probe_against_the_plan(probed_job):
     at = open_tab(run_app(run_dir=str(directory)), "tab_run")
     assert not at.error
     (line,) = [c.value for c in at.caption if c.value.startswith("Probe (4 steps on cuda):")]
-    assert "0.25 s measured" in line  # the median of the steps after the first
+    assert "0.250 s measured" in line  # the median of the steps after the first
     assert f"{chosen.estimate.time.step_s:,.4g} s predicted" in line
     assert "3.5 GiB measured" in line and f"{chosen.estimate.memory.peak_gib:,.4g} GiB predicted" in line
     assert f"{report.error_pct.step_s:+.1f} %" in line and f"{report.error_pct.peak_gib:+.1f} %" in line
@@ -350,7 +350,7 @@ def test_run_view_says_an_off_gpu_probe_is_not_comparable(probed_job):
     write_validation(directory, chosen, [0.9, 0.5], MemoryReading(None, None, None), "cpu", None)
     at = open_tab(run_app(run_dir=str(directory)), "tab_run")
     lines = [c.value for c in at.caption if EN("probe_not_comparable") in c.value]
-    assert len(lines) == 1 and "- measured" in lines[0]  # no CUDA: no memory reading
+    assert len(lines) == 1 and "— measured" in lines[0]  # no CUDA: no memory reading (app_core.BLANK)
     (directory / "validation.json").write_text("{not json")  # a torn file: the view goes on without it
     at = open_tab(run_app(run_dir=str(directory)), "tab_run")
     assert not at.error and not [c for c in at.caption if EN("probe_not_comparable") in c.value]
