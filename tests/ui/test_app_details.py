@@ -340,7 +340,7 @@ def test_run_view_shows_the_probe_against_the_plan(probed_job):
     assert f"{report.error_pct.step_s:+.1f} %" in line and f"{report.error_pct.peak_gib:+.1f} %" in line
     at = open_tab(run_app(run_dir=str(directory), lang="zh"), "tab_run", ZH)
     (line,) = [c.value for c in at.caption if c.value.startswith("探测（cuda 上 4 步）")]
-    assert "0.25 s" in line and not english_sentences(line)
+    assert "0.250 秒" in line and not english_sentences(line)  # the page's seconds (trial s35)
 
 
 def test_run_view_says_an_off_gpu_probe_is_not_comparable(probed_job):
