@@ -356,6 +356,7 @@ class PortfolioOutcome:
     total_cost_band: tuple[float, float] | None = None  # the jobs' 80 % bands summed (summed_band)
     idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
     makespan_days: float | None = None
+    makespan_band_days: tuple[float, float] | None = None  # every job at its band's ends (makespan_band_days)
     holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
     stopped_gap: float | None = None  # the slotted model stopped at its time limit: the gap (None: optimum)
     infeasible: Infeasible | None = None
@@ -378,7 +379,7 @@ def solve_jobs(
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
     from planner.api.explore import plan_portfolio
-    from planner.api.portfolio import job_figures
+    from planner.api.portfolio import job_figures, makespan_band_days
     from planner.plan_accuracy import summed_band
 
     try:
@@ -432,6 +433,7 @@ def solve_jobs(
         total_cost_band=summed_band([f.owned_cost_band for f in figures.values()]),
         idle_cost_usd=solution.idle_cost_usd,
         makespan_days=solution.makespan_s / SECONDS_PER_DAY,
+        makespan_band_days=makespan_band_days(solution),
         holds_gpus=solution.holds_gpus,
         stopped_gap=solution.stopped_gap,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from planner.api.portfolio import JobFigures, job_figures
+from planner.api.portfolio import JobFigures, job_figures, makespan_band_days
 from planner.catalog.prices import PriceBasis
 from planner.fmt import money, money_band, number_band
 from planner.plan_accuracy import Standing, summed_band
@@ -84,8 +84,8 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
 # portfolio --json's keys beside "feasible" and the infeasible ones: null when no portfolio is
 # found ("job_dirs": null without --emit).
 PORTFOLIO_KEYS = (
-    "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "makespan_days", "solver",
-    "exact", "stopped_gap", "job_dirs",
+    "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "makespan_days",
+    "makespan_band_days", "solver", "exact", "stopped_gap", "job_dirs",
 )  # fmt: skip
 
 
@@ -105,6 +105,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "total_cost_band_usd": summed_band([f.owned_cost_band for f in figures]),  # the jobs' bands summed
             "idle_cost_usd": solution.idle_cost_usd,
             "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
+            "makespan_band_days": makespan_band_days(solution),  # every job at its band's ends
             "solver": solution.solver,
             "exact": solution.exact,
             "stopped_gap": solution.stopped_gap,  # the slotted model's incumbent at its time limit (None: optimum)
@@ -118,14 +119,19 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         f"jobs {money_band(solution.total_cost_usd, band)} at {', '.join(sorted({f.risk.value for f in figures}))}"
         f"{'' if band is None else ' (80 % bands summed)'},"
         " owned GPUs idle until the last job ends"
-        f" {money(solution.idle_cost_usd)}; all done by"
-        f" {day_words(solution.makespan_s / SECONDS_PER_DAY, solution.makespan_s)}"
-        f" ({model_words(solution)})"
+        f" {money(solution.idle_cost_usd)}; all done by {done_words(solution)} ({model_words(solution)})"
     )
     for line in accuracy_lines(figures):
         out.print(line)
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+
+
+def done_words(solution) -> str:
+    """'day 8.7 (6.6-9.1)': the last job's end with its band (``makespan_band_days``)."""
+    days, band = solution.makespan_s / SECONDS_PER_DAY, makespan_band_days(solution)
+    digits = 2 if solution.makespan_s < SECONDS_PER_DAY else 1  # as day_words
+    return f"day {number_band(days, band, digits)}"
 
 
 def model_words(solution) -> str:

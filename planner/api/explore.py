@@ -314,6 +314,7 @@ class PortfolioPlan:
     # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
     warnings: tuple[str, ...] = ()
     held_types: tuple[str, ...] = ()  # the inventory's types held (owned); the others are rented by the hour
+    inventory: tuple[tuple[str, int], ...] = ()  # (type, count) shared: held, or a rented type's cap
 
     @property
     def holds_gpus(self) -> bool:
@@ -373,6 +374,7 @@ def plan_portfolio(
         exact=solution.exact,
         stopped_gap=solution.stopped_gap,
         held_types=tuple(sorted(held)),
+        inventory=tuple(sorted(inventory.items())),
         warnings=tuple(
             f"{a.job}: {note}"
             for a in assignments

@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.accuracy import Risk
-from planner.api.explore import PortfolioJob
+from planner.api.explore import PortfolioJob, PortfolioPlan
 from planner.plan_accuracy import Standing
+from planner.search.slots import list_schedule
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
-__all__ = ["JobFigures", "job_figures"]
+__all__ = ["JobFigures", "job_figures", "makespan_band_days"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +59,23 @@ def job_figures(job: PortfolioJob) -> JobFigures:
         standing=u.standing,
         envelope=u.envelope,
     )
+
+
+def makespan_band_days(portfolio: PortfolioPlan) -> tuple[float, float] | None:
+    """The day the last job ends with every job's time at its band's ends, on the same GPUs in the
+    same order (``list_schedule``, as the portfolio's own schedule): the jobs' errors are one
+    model's and move together (``summed_band``), so all at once. None where a job has no band
+    (trial s35, round 2: "All jobs done after 105.8 days" had none beside its jobs' bands)."""
+    jobs = portfolio.assignments
+    figures = [job_figures(a) for a in jobs]
+    bands = [f.days_band for f in figures]
+    if not jobs or any(b is None for b in bands):
+        return None
+    order = sorted(range(len(jobs)), key=lambda j: (jobs[j].start_s, j))
+    gpus, counts = [a.gpu_id for a in jobs], [a.num_gpus for a in jobs]
+    ends = []
+    for end in (0, 1):
+        days = [b[end] for b in bands if b]
+        start = list_schedule(order, gpus, counts, days, dict(portfolio.inventory))
+        ends.append(max(s + d for s, d in zip(start, days, strict=True)))
+    return ends[0], ends[1]

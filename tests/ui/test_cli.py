@@ -641,6 +641,10 @@ def test_portfolio_prices_its_inventory_at_the_files_ownership(tmp_path):
     # trial s35 (app): the total had no band; the jobs' bands summed, in --json too
     band_low, band_high = high["total_cost_band_usd"]
     assert band_low < sum(a["cost_usd"] for a in high["assignments"]) <= band_high
+    # trial s35 (round 2): the last job's end had no band; every job at its band's ends
+    done_low, done_high = high["makespan_band_days"]
+    assert done_low < high["makespan_days"] <= done_high
+    assert f"all done by day {high['makespan_days']:.2f} ({done_low:.2f}-{done_high:.2f})" in " ".join(text.split())
 
 
 def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):

@@ -30,4 +30,6 @@ def test_the_portfolio_table_shows_each_jobs_band_and_envelope():
     assert row[EN("col_cost_p10_usd")] < row[EN("col_owned_cost_usd", risk="p80")] <= row[EN("col_cost_p90_usd")]
     metric = next(m for m in at.metric if m.label == EN("jobs_cost"))  # trial s35: the total had no band
     assert metric.delta.startswith("80 % band $") and "the jobs' bands summed" in metric.delta
+    done = next(m for m in at.metric if m.label == EN("makespan"))  # nor the last job's end
+    assert done.delta.startswith("80 % band ")
     assert row[EN("col_validated")] in (EN("standing_validated"), EN("standing_circular"), EN("standing_outside"))
