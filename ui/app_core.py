@@ -433,7 +433,7 @@ def solve_jobs(
         total_cost_band=summed_band([f.owned_cost_band for f in figures.values()]),
         idle_cost_usd=solution.idle_cost_usd,
         makespan_days=solution.makespan_s / SECONDS_PER_DAY,
-        makespan_band_days=makespan_band_days(solution),
+        makespan_band_days=makespan_band_days(solution, [figures[a.job] for a in solution.assignments]),
         holds_gpus=solution.holds_gpus,
         stopped_gap=solution.stopped_gap,
     )

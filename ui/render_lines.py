@@ -78,7 +78,7 @@ def step_line(e: Estimate) -> str:
 
 def _percent_band(band: tuple[float, float] | None) -> str:
     """' (48.3-65.3%)': a share's band in percent (none: '')."""
-    return "" if band is None else f" ({band[0]:.1%}-{band[1]:.1%})".replace("%-", "-")
+    return "" if band is None else f" ({100 * band[0]:.1f}-{band[1]:.1%})"
 
 
 def ceiling_line(e: Estimate) -> str:

@@ -22,10 +22,15 @@ from ui.render import add_columns, emit_json, no_infeasibility, out, warn
 OWNED_BASIS, RENT_BASIS = "owned-GPU rate", "rent"
 
 
-def day_words(days: float, makespan_s: float) -> str:
-    """'day 12.3'; in hundredths where everything ends within a day (trial s27: a 45-minute job
-    ran from "day 0.0" to "day 0.0")."""
-    return f"day {days:.2f}" if makespan_s < SECONDS_PER_DAY else f"day {days:.1f}"
+def day_words(days: float, makespan_s: float, band: tuple[float, float] | None = None) -> str:
+    """'day 12.3', with its band where given ('day 8.7 (6.6-9.1)'); in hundredths where everything
+    ends within a day (trial s27: a 45-minute job ran from "day 0.0" to "day 0.0")."""
+    return f"day {number_band(days, band, 2 if makespan_s < SECONDS_PER_DAY else 1)}"
+
+
+def risk_words(figures: list[JobFigures]) -> str:
+    """'p80': the quantiles the jobs were scheduled and priced at."""
+    return ", ".join(sorted({f.risk.value for f in figures}))
 
 
 def cost_basis(a, held: tuple[str, ...]) -> str:
@@ -93,6 +98,8 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     figures = [job_figures(a) for a in solution.assignments]
     rows = [job_row(a, f, solution.held_types) for a, f in zip(solution.assignments, figures, strict=True)]
+    cost_band = summed_band([f.owned_cost_band for f in figures])  # the jobs' bands summed
+    done_band = makespan_band_days(solution, figures)  # every job at its band's ends
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
     if as_json:
@@ -102,10 +109,10 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
-            "total_cost_band_usd": summed_band([f.owned_cost_band for f in figures]),  # the jobs' bands summed
+            "total_cost_band_usd": cost_band,
             "idle_cost_usd": solution.idle_cost_usd,
             "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
-            "makespan_band_days": makespan_band_days(solution),  # every job at its band's ends
+            "makespan_band_days": done_band,
             "solver": solution.solver,
             "exact": solution.exact,
             "stopped_gap": solution.stopped_gap,  # the slotted model's incumbent at its time limit (None: optimum)
@@ -114,24 +121,17 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         emit_json(data)
         return
     out.print(portfolio_table(solution, rows, figures))
-    band = summed_band([f.owned_cost_band for f in figures])
+    days = solution.makespan_s / SECONDS_PER_DAY
     out.print(
-        f"jobs {money_band(solution.total_cost_usd, band)} at {', '.join(sorted({f.risk.value for f in figures}))}"
-        f"{'' if band is None else ' (80 % bands summed)'},"
-        " owned GPUs idle until the last job ends"
-        f" {money(solution.idle_cost_usd)}; all done by {done_words(solution)} ({model_words(solution)})"
+        f"jobs {money_band(solution.total_cost_usd, cost_band)} at {risk_words(figures)}"
+        f"{'' if cost_band is None else ' (80 % bands summed)'}, owned GPUs idle until the last job ends"
+        f" {money(solution.idle_cost_usd)}; all done by {day_words(days, solution.makespan_s, done_band)}"
+        f" ({model_words(solution)})"
     )
     for line in accuracy_lines(figures):
         out.print(line)
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
-
-
-def done_words(solution) -> str:
-    """'day 8.7 (6.6-9.1)': the last job's end with its band (``makespan_band_days``)."""
-    days, band = solution.makespan_s / SECONDS_PER_DAY, makespan_band_days(solution)
-    digits = 2 if solution.makespan_s < SECONDS_PER_DAY else 1  # as day_words
-    return f"day {number_band(days, band, digits)}"
 
 
 def model_words(solution) -> str:
@@ -165,7 +165,7 @@ def accuracy_lines(figures: list[JobFigures]) -> list[str]:
 def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Table:
     """One row per job: where, when, its days and cost at its risk quantile, with bands (trial s35:
     "cost" beside "days p80" read as the model's figure that `plan` leads with)."""
-    risks = ", ".join(sorted({f.risk.value for f in figures}))
+    risks = risk_words(figures)
     table = Table(
         title=f"portfolio on the shared inventory (days and cost at {risks}, the search's risk quantile;"
         f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",

@@ -12,6 +12,7 @@ estimate through ``judged_estimate``, so ``Estimate.uncertainty`` is planner/acc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from planner.accuracy import Risk
@@ -61,13 +62,13 @@ def job_figures(job: PortfolioJob) -> JobFigures:
     )
 
 
-def makespan_band_days(portfolio: PortfolioPlan) -> tuple[float, float] | None:
+def makespan_band_days(portfolio: PortfolioPlan, figures: Sequence[JobFigures]) -> tuple[float, float] | None:
     """The day the last job ends with every job's time at its band's ends, on the same GPUs in the
     same order (``list_schedule``, as the portfolio's own schedule): the jobs' errors are one
-    model's and move together (``summed_band``), so all at once. None where a job has no band
-    (trial s35, round 2: "All jobs done after 105.8 days" had none beside its jobs' bands)."""
+    model's and move together (``summed_band``), so all at once. ``figures``: the jobs'
+    ``job_figures``, in the assignments' order. None where a job has no band (trial s35, round 2:
+    "All jobs done after 105.8 days" had none beside its jobs' bands)."""
     jobs = portfolio.assignments
-    figures = [job_figures(a) for a in jobs]
     bands = [f.days_band for f in figures]
     if not jobs or any(b is None for b in bands):
         return None
