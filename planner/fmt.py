@@ -159,13 +159,15 @@ def money_band(usd: float | None, band: tuple[float, float] | None, column_max: 
     """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price); under $10 all
     three keep their cents (``$0.91 ($0.78-$1.05)``, not ``($0.78-$1)``); all three in the unit
     of the band's top or of ``column_max`` (``money``), whichever is larger (not ``$993,000
-    ($0.90M-$1.10M)``)."""
+    ($0.90M-$1.10M)``). A band that is the figure alone is not written (not ``$0 ($0-$0)``)."""
     if usd is None:
         return "-"
     cents = SMALL_MONEY_USD if usd < SMALL_MONEY_USD else -math.inf
     top = max(column_max, usd, *(band or ()))
     shown = lambda v: money(v, cents_below=cents, column_max=top)  # noqa: E731
-    return shown(usd) if band is None else f"{shown(usd)} ({shown(band[0])}-{shown(band[1])})"
+    if band is None or band[0] == band[1] == usd:
+        return shown(usd)
+    return f"{shown(usd)} ({shown(band[0])}-{shown(band[1])})"
 
 
 def energy_band(kwh: float | None, band: tuple[float, float] | None) -> str:

@@ -355,8 +355,9 @@ class PortfolioOutcome:
     total_cost_usd: float | None = None  # the jobs' GPU-hours at the owned rates
     total_cost_band: tuple[float, float] | None = None  # the jobs' 80 % bands summed (summed_band)
     idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
+    idle_cost_band: tuple[float, float] | None = None  # every job at its band's ends (portfolio_bands)
     makespan_days: float | None = None
-    makespan_band_days: tuple[float, float] | None = None  # every job at its band's ends (makespan_band_days)
+    makespan_band_days: tuple[float, float] | None = None  # every job at its band's ends (portfolio_bands)
     holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
     stopped_gap: float | None = None  # the slotted model stopped at its time limit: the gap (None: optimum)
     infeasible: Infeasible | None = None
@@ -379,8 +380,7 @@ def solve_jobs(
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
     from planner.api.explore import plan_portfolio
-    from planner.api.portfolio import job_figures, makespan_band_days
-    from planner.plan_accuracy import summed_band
+    from planner.api.portfolio import job_figures, portfolio_bands
 
     try:
         solution = plan_portfolio(
@@ -427,13 +427,15 @@ def solve_jobs(
             for a in solution.assignments
         ]
     )
+    bands = portfolio_bands(solution, [figures[a.job] for a in solution.assignments])
     return PortfolioOutcome(
         frame=frame,
         total_cost_usd=solution.total_cost_usd,
-        total_cost_band=summed_band([f.owned_cost_band for f in figures.values()]),
+        total_cost_band=bands.jobs_cost_usd,
         idle_cost_usd=solution.idle_cost_usd,
+        idle_cost_band=bands.idle_cost_usd,
         makespan_days=solution.makespan_s / SECONDS_PER_DAY,
-        makespan_band_days=makespan_band_days(solution, [figures[a.job] for a in solution.assignments]),
+        makespan_band_days=bands.makespan_days,
         holds_gpus=solution.holds_gpus,
         stopped_gap=solution.stopped_gap,
     )

@@ -139,11 +139,12 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     # A type without a count is rented up to its cap: nothing of it is held, so nothing of it idles
     # (trial s25: "$5.60M" of idle owned GPUs headlined a portfolio of rented ones).
     jobs, idle, done = st.columns(3)
-    band = outcome.total_cost_band  # trial s35 (app): the total had no band
-    summed = None if band is None else tr("band_summed", lo=app_core.money(band[0]), hi=app_core.money(band[1]))
-    jobs.metric(tr("jobs_cost"), app_core.money(outcome.total_cost_usd), summed, delta_color="off", delta_arrow="off")
+    # trial s35 (app): the total had no band; (round 2) nor had the idle cost
+    total = money_and_band(tr, "band_summed", outcome.total_cost_usd, outcome.total_cost_band)
+    jobs.metric(tr("jobs_cost"), *total, delta_color="off", delta_arrow="off")
     if outcome.holds_gpus:
-        idle.metric(tr("idle_cost"), app_core.money(outcome.idle_cost_usd))
+        idle_cost = money_and_band(tr, "card_band", outcome.idle_cost_usd, outcome.idle_cost_band)
+        idle.metric(tr("idle_cost"), *idle_cost, delta_color="off", delta_arrow="off")
     days = outcome.makespan_band_days  # trial s35 (round 2): it had no band beside its jobs'
     done_band = None if days is None else band_text(tr, days, lambda d: duration(tr, d * HOURS_PER_DAY))
     done.metric(
@@ -183,6 +184,16 @@ STANDING_KEYS = {
     Standing.CIRCULAR: "standing_circular",
     Standing.OUTSIDE: "standing_outside",
 }
+
+
+def money_and_band(tr: Labels, key: str, usd: float, band: tuple[float, float] | None) -> tuple[str, str | None]:
+    """A metric's money and its band's words (label ``key``), all three in the unit of the largest
+    (trial s35: "$297,343–$1.01M" where the card writes "$0.30M-$1.01M")."""
+    top = max((usd, *(band or ())))
+    shown = lambda v: app_core.money(v, column_max=top)  # noqa: E731
+    if band is None or band[0] == band[1] == usd:  # a band that is the figure alone says nothing
+        return shown(usd), None
+    return shown(usd), tr(key, lo=shown(band[0]), hi=shown(band[1]))
 
 
 def with_standing_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:

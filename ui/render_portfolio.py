@@ -9,10 +9,10 @@ from pathlib import Path
 
 from rich.table import Table
 
-from planner.api.portfolio import JobFigures, job_figures, makespan_band_days
+from planner.api.portfolio import JobFigures, job_figures, portfolio_bands
 from planner.catalog.prices import PriceBasis
-from planner.fmt import money, money_band, number_band
-from planner.plan_accuracy import Standing, summed_band
+from planner.fmt import money_band, number_band
+from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import add_columns, emit_json, no_infeasibility, out, warn
@@ -89,8 +89,8 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
 # portfolio --json's keys beside "feasible" and the infeasible ones: null when no portfolio is
 # found ("job_dirs": null without --emit).
 PORTFOLIO_KEYS = (
-    "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "makespan_days",
-    "makespan_band_days", "solver", "exact", "stopped_gap", "job_dirs",
+    "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "idle_cost_band_usd",
+    "makespan_days", "makespan_band_days", "solver", "exact", "stopped_gap", "job_dirs",
 )  # fmt: skip
 
 
@@ -98,8 +98,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     figures = [job_figures(a) for a in solution.assignments]
     rows = [job_row(a, f, solution.held_types) for a, f in zip(solution.assignments, figures, strict=True)]
-    cost_band = summed_band([f.owned_cost_band for f in figures])  # the jobs' bands summed
-    done_band = makespan_band_days(solution, figures)  # every job at its band's ends
+    bands = portfolio_bands(solution, figures)  # every job at its band's ends
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
     if as_json:
@@ -109,10 +108,11 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "warnings": list(solution.warnings),
             "assignments": rows,
             "total_cost_usd": solution.total_cost_usd,
-            "total_cost_band_usd": cost_band,
+            "total_cost_band_usd": bands.jobs_cost_usd,
             "idle_cost_usd": solution.idle_cost_usd,
+            "idle_cost_band_usd": bands.idle_cost_usd,
             "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
-            "makespan_band_days": done_band,
+            "makespan_band_days": bands.makespan_days,
             "solver": solution.solver,
             "exact": solution.exact,
             "stopped_gap": solution.stopped_gap,  # the slotted model's incumbent at its time limit (None: optimum)
@@ -123,9 +123,10 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
     out.print(portfolio_table(solution, rows, figures))
     days = solution.makespan_s / SECONDS_PER_DAY
     out.print(
-        f"jobs {money_band(solution.total_cost_usd, cost_band)} at {risk_words(figures)}"
-        f"{'' if cost_band is None else ' (80 % bands summed)'}, owned GPUs idle until the last job ends"
-        f" {money(solution.idle_cost_usd)}; all done by {day_words(days, solution.makespan_s, done_band)}"
+        f"jobs {money_band(solution.total_cost_usd, bands.jobs_cost_usd)} at {risk_words(figures)}"
+        f"{'' if bands.jobs_cost_usd is None else ' (80 % bands summed)'}, owned GPUs idle until the last job ends"
+        f" {money_band(solution.idle_cost_usd, bands.idle_cost_usd)};"
+        f" all done by {day_words(days, solution.makespan_s, bands.makespan_days)}"
         f" ({model_words(solution)})"
     )
     for line in accuracy_lines(figures):

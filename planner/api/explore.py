@@ -313,8 +313,14 @@ class PortfolioPlan:
     stopped_gap: float | None = None
     # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
     warnings: tuple[str, ...] = ()
-    held_types: tuple[str, ...] = ()  # the inventory's types held (owned); the others are rented by the hour
     inventory: tuple[tuple[str, int], ...] = ()  # (type, count) shared: held, or a rented type's cap
+    # each held (owned) type's cost per GPU-hour, busy or idle (PortfolioSolution's F_g); the
+    # inventory's other types are rented by the hour
+    held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def held_types(self) -> tuple[str, ...]:
+        return tuple(g for g, _ in self.held_usd_per_gpu_hour)
 
     @property
     def holds_gpus(self) -> bool:
@@ -373,8 +379,8 @@ def plan_portfolio(
         num_variables=solution.num_variables,
         exact=solution.exact,
         stopped_gap=solution.stopped_gap,
-        held_types=tuple(sorted(held)),
         inventory=tuple(sorted(inventory.items())),
+        held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
         warnings=tuple(
             f"{a.job}: {note}"
             for a in assignments

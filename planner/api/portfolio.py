@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob, PortfolioPlan
-from planner.plan_accuracy import Standing
+from planner.plan_accuracy import Standing, summed_band
+from planner.search.portfolio import idle_of
 from planner.search.slots import list_schedule
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
-__all__ = ["JobFigures", "job_figures", "makespan_band_days"]
+__all__ = ["JobFigures", "PortfolioBands", "job_figures", "portfolio_bands"]
 
 
 @dataclass(frozen=True)
@@ -62,21 +63,60 @@ def job_figures(job: PortfolioJob) -> JobFigures:
     )
 
 
-def makespan_band_days(portfolio: PortfolioPlan, figures: Sequence[JobFigures]) -> tuple[float, float] | None:
-    """The day the last job ends with every job's time at its band's ends, on the same GPUs in the
-    same order (``list_schedule``, as the portfolio's own schedule): the jobs' errors are one
-    model's and move together (``summed_band``), so all at once. ``figures``: the jobs'
-    ``job_figures``, in the assignments' order. None where a job has no band (trial s35, round 2:
-    "All jobs done after 105.8 days" had none beside its jobs' bands)."""
+@dataclass(frozen=True)
+class PortfolioBands:
+    """The portfolio's totals' 80 % bands (None: a job has no band), every job's time at its band's
+    ends at once: the jobs are timed by one model, whose errors move together (``summed_band``)."""
+
+    jobs_cost_usd: tuple[float, float] | None  # the jobs' owned-rate costs
+    makespan_days: tuple[float, float] | None  # the day the last job ends
+    idle_cost_usd: tuple[float, float] | None  # held GPU-hours no job used by then, at F_g
+
+
+def portfolio_bands(portfolio: PortfolioPlan, figures: Sequence[JobFigures]) -> PortfolioBands:
+    """``figures``: the jobs' ``job_figures``, in the assignments' order (trial s35, round 2: "All
+    jobs done after 105.8 days" and its idle cost had no band beside their jobs' bands)."""
+    ends = _band_schedules(portfolio, figures)
+    if ends is None:
+        return PortfolioBands(summed_band([f.owned_cost_band for f in figures]), None, None)
+    makespans = [max(s + d for s, d in zip(start, days, strict=True)) for start, days in ends]
+    # Idle GPU-days are not monotone in the jobs' times (a faster job can leave a type idle longer),
+    # so the band spans the idle cost of both ends' schedules and of the portfolio's own.
+    idle = [_idle_cost_usd(portfolio, days, makespan) for (_, days), makespan in zip(ends, makespans, strict=True)]
+    idle.append(portfolio.idle_cost_usd)
+    return PortfolioBands(
+        jobs_cost_usd=summed_band([f.owned_cost_band for f in figures]),
+        makespan_days=(makespans[0], makespans[1]),
+        idle_cost_usd=(min(idle), max(idle)) if portfolio.holds_gpus else None,
+    )
+
+
+def _band_schedules(
+    portfolio: PortfolioPlan, figures: Sequence[JobFigures]
+) -> list[tuple[list[float], list[float]]] | None:
+    """(start days, days) of every job at its band's fast end, then at its slow end, on the same
+    GPUs in the same order (``list_schedule``, as the portfolio's own schedule); None where a job
+    has no band."""
     jobs = portfolio.assignments
     bands = [f.days_band for f in figures]
     if not jobs or any(b is None for b in bands):
         return None
     order = sorted(range(len(jobs)), key=lambda j: (jobs[j].start_s, j))
     gpus, counts = [a.gpu_id for a in jobs], [a.num_gpus for a in jobs]
-    ends = []
+    schedules = []
     for end in (0, 1):
         days = [b[end] for b in bands if b]
-        start = list_schedule(order, gpus, counts, days, dict(portfolio.inventory))
-        ends.append(max(s + d for s, d in zip(start, days, strict=True)))
-    return ends[0], ends[1]
+        schedules.append((list_schedule(order, gpus, counts, days, dict(portfolio.inventory)), days))
+    return schedules
+
+
+def _idle_cost_usd(portfolio: PortfolioPlan, days: Sequence[float], makespan_days: float) -> float:
+    """sum_g F_g 24 (inv_g M - sum_{j on g} n_j T_j): held GPU-days no job used by the makespan M at
+    each held type's rate (the portfolio's own idle cost, ``idle_of``, at its own times)."""
+    inventory = dict(portfolio.inventory)
+    used = {g: 0.0 for g in inventory}
+    for job, d in zip(portfolio.assignments, days, strict=True):
+        used[job.gpu_id] += job.num_gpus * d
+    held = sum(rate * HOURS_PER_DAY * inventory[g] * makespan_days for g, rate in portfolio.held_usd_per_gpu_hour)
+    busy = sum(rate * HOURS_PER_DAY * used[g] for g, rate in portfolio.held_usd_per_gpu_hour)
+    return idle_of(held, busy)

@@ -69,6 +69,9 @@ class PortfolioSolution:
     # The slotted model stopped at SLOTTED_TIME_LIMIT_S: its incumbent's relative gap to the bound
     # (nan: the solver does not say); None: the model's optimum
     stopped_gap: float | None = None
+    # F_g, each held type's cost per GPU-hour whether busy or idle (a rented type's is 0): what an
+    # idle GPU-hour of it costs
+    held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,7 +183,8 @@ def solve_portfolio(
         raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
     picked, order = order_of()
     solution = _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
-    return replace(solution, stopped_gap=stopped_gap(problem))
+    held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
+    return replace(solution, stopped_gap=stopped_gap(problem), held_usd_per_gpu_hour=held)
 
 
 def _solve(problem: pulp.LpProblem, solver: str, time_limit_s: float | None, exact: bool, prune: bool):

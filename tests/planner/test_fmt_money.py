@@ -23,7 +23,8 @@ def test_small_sums_keep_their_cents_across_a_band_and_a_budget():
     assert money_short(100.0) == "$100" and money_short(99.96, round_up=True) == "$100" and money_short(1e3) == "$1.0k"
     assert money_short(99.96) == "$100" and money_short(999.97) == "$1,000"
     assert energy(0.23) == "0.23 kWh" and energy(4693.2) == "4,693 kWh" and energy(None) == "-"
-    assert money(0.0) == "$0" and money_band(0.0, (0.0, 0.0)) == "$0 ($0-$0)"
+    # a band that is the figure alone says nothing (s36: "idle ... $0 ($0-$0)")
+    assert money(0.0) == "$0" and money_band(0.0, (0.0, 0.0)) == "$0" and money_band(5.0, (5.0, 5.0)) == "$5.00"
 
 
 def test_energy_carries_its_band_in_its_own_style():

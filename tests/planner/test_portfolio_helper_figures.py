@@ -110,3 +110,34 @@ def test_fleets_infeasible_answer_names_the_types_and_the_count_cap_it_searched(
     assert message.startswith("deadline: job 'big': the fastest plan needs 35 days")
     assert "searched only the GPU types to buy, up to the GPU-count cap (h100<=4096)" in message
     assert message.endswith("set deadline_days to 35 or more, or buy another GPU type")
+
+
+def test_a_portfolios_idle_cost_has_a_band_and_its_own_times_give_its_idle_cost():
+    """Trial s35 (round 2): the idle cost had no band beside its jobs'. Every job at its band's ends
+    on the same GPUs and order gives two schedules; the band spans their idle costs and the
+    portfolio's own, which the same rule (held GPU-days no job used, at F_g) gives at its own times."""
+    from planner.api import PlanRequest
+    from planner.api.explore import plan_portfolio
+    from planner.api.portfolio import _idle_cost_usd, job_figures, portfolio_bands
+    from planner.catalog.models import get_preset
+
+    gpus = {"h100-sxm": 16}
+    requests = {
+        "one": PlanRequest(model=get_preset("llama3.2-1b"), training_tokens=2e10, gpus=gpus, max_gpus=8),
+        "two": PlanRequest(model=get_preset("gpt3-350m"), training_tokens=3e9, gpus=gpus, max_gpus=4),
+    }
+    portfolio = plan_portfolio(requests, gpus)
+    figures = [job_figures(a) for a in portfolio.assignments]
+    own_days = [f.days for f in figures]
+    assert portfolio.idle_cost_usd > 0 and portfolio.held_types == ("h100-sxm",)
+    assert _idle_cost_usd(portfolio, own_days, portfolio.makespan_s / DAY) == pytest.approx(
+        portfolio.idle_cost_usd, rel=1e-9
+    )
+    bands = portfolio_bands(portfolio, figures)
+    low, high = bands.idle_cost_usd
+    assert low <= portfolio.idle_cost_usd <= high and low < high
+    done_low, done_high = bands.makespan_days
+    assert done_low < portfolio.makespan_s / DAY <= done_high
+    # nothing held, nothing idles: no band
+    rented = plan_portfolio(requests, gpus, rented=frozenset(gpus))
+    assert portfolio_bands(rented, [job_figures(a) for a in rented.assignments]).idle_cost_usd is None

@@ -33,3 +33,24 @@ def test_the_portfolio_table_shows_each_jobs_band_and_envelope():
     done = next(m for m in at.metric if m.label == EN("makespan"))  # nor the last job's end
     assert done.delta.startswith("80 % band ")
     assert row[EN("col_validated")] in (EN("standing_validated"), EN("standing_circular"), EN("standing_outside"))
+
+
+def test_the_portfolio_metrics_write_a_figure_and_its_band_in_one_unit():
+    """Trial s35 (round 2): the total's band read "$297,343–$1.01M" where the card writes one unit,
+    and the idle cost had no band; a band that is the figure alone is not written."""
+    from ui.portfolio_view import money_and_band
+
+    figure, words = money_and_band(EN, "band_summed", 297_343.0, (250_000.0, 1.01e6))
+    assert figure == "$0.30M" and words == EN("band_summed", lo="$0.25M", hi="$1.01M")
+    assert money_and_band(EN, "card_band", 0.0, (0.0, 0.0)) == ("$0", None)
+    assert money_and_band(EN, "card_band", 12.0, None) == ("$12.00", None)
+
+
+def test_the_portfolios_idle_cost_carries_its_band():
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 12})
+    for name in ("small", "other"):
+        at.text_input(key="job_name").set_value(name)
+        at.button(key="add_job").click().run()
+    assert not at.exception
+    idle = next(m for m in at.metric if m.label == EN("idle_cost"))
+    assert idle.value != "$0" and idle.delta.startswith("80 % band $"), (idle.value, idle.delta)
