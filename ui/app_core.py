@@ -7,13 +7,15 @@ comes from ``planner.api`` / ``planner.api.explore``.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -35,6 +37,9 @@ from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
 from planner.search.ownership import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
+
+if TYPE_CHECKING:  # the portfolio's modules load when a portfolio is solved
+    from planner.api.explore import PortfolioPlan
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
 
@@ -362,6 +367,9 @@ class PortfolioOutcome:
     stopped_gap: float | None = None  # the slotted model stopped at its time limit: the gap (None: optimum)
     infeasible: Infeasible | None = None
     error: str | None = None
+    # With ``infeasible``: the jobs it names cannot run on their own and the frame is the others'
+    # schedule without them (trial s35, round 2: one such job blanked every other job's schedule).
+    left_out: tuple[str, ...] = ()
 
 
 def solve_jobs(
@@ -378,27 +386,43 @@ def solve_jobs(
     tco: TcoAssumptions | None = None,
 ) -> PortfolioOutcome:
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
-    its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py)."""
+    its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py).
+    Where some jobs cannot run on their own, their answer and the others' schedule without them."""
     from planner.api.explore import plan_portfolio
-    from planner.api.portfolio import job_figures, portfolio_bands
 
+    plan_of = functools.partial(
+        plan_portfolio,
+        inventory=inventory,
+        objective=objective,
+        horizon_days=horizon_days,
+        num_slots=num_slots,
+        catalog=catalog,
+        settings=settings,
+        rented=rented,
+        purchase_usd=purchase_usd,
+        tco=tco or TcoAssumptions(),
+    )
     try:
-        solution = plan_portfolio(
-            requests,
-            inventory,
-            objective=objective,
-            horizon_days=horizon_days,
-            num_slots=num_slots,
-            catalog=catalog,
-            settings=settings,
-            rented=rented,
-            purchase_usd=purchase_usd,
-            tco=tco or TcoAssumptions(),
-        )
+        return portfolio_outcome(plan_of(requests))
     except InfeasiblePlan as exc:
-        return PortfolioOutcome(infeasible=Infeasible.of(exc))
+        answer = PortfolioOutcome(infeasible=Infeasible.of(exc))
+        alone = tuple(name for name, _ in exc.jobs) or ((exc.job,) if exc.job else ())
+        others = {name: request for name, request in requests.items() if name not in alone}
+        if not alone or not others:  # no job can run alone, or the jobs do not fit together
+            return answer
+        try:  # trial s35 (round 2): one such job blanked every other job's schedule
+            rest = plan_of(others)
+        except (InfeasiblePlan, ValueError):  # the others' own answer comes once these are mended
+            return answer
+        return replace(portfolio_outcome(rest), infeasible=answer.infeasible, left_out=alone)
     except ValueError as exc:
         return PortfolioOutcome(error=one_line(exc))
+
+
+def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
+    """A solved portfolio as the app's table and totals."""
+    from planner.api.portfolio import job_figures, portfolio_bands
+
     nan = (math.nan, math.nan)
     figures = {a.job: job_figures(a) for a in solution.assignments}
     frame = pd.DataFrame(

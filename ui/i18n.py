@@ -782,6 +782,8 @@ _LABELS: dict[str, tuple[str, str]] = {
         "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时在您持有的型号"
         "（GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计；单作业页面的主数字是模型自身的时间与租用费用。",
     ),
+    # trial s35 (round 2): one job that cannot run alone blanked the others' schedule
+    "portfolio_left_out": ("The other jobs, scheduled without {jobs}", "其余作业的排程（不含 {jobs}）"),
     # trial s33: the same job planned alone on the single-job page got another plan, unexplained
     "portfolio_joint": (
         "Each job's plan is chosen jointly with the other jobs (they share the GPU inventory and limits), so it can"

@@ -132,7 +132,10 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         return
     if outcome.infeasible:
         show_infeasible(tr, outcome.infeasible, inputs)  # the warning, and the planner's figures under it
-        return
+        if outcome.frame is None:
+            return
+        # the other jobs' schedule without those that cannot run alone (trial s35, round 2)
+        st.subheader(tr("portfolio_left_out", jobs=tr.join(outcome.left_out)))
     # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
     assert outcome.idle_cost_usd is not None

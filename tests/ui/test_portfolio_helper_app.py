@@ -54,3 +54,19 @@ def test_the_portfolios_idle_cost_carries_its_band():
     assert not at.exception
     idle = next(m for m in at.metric if m.label == EN("idle_cost"))
     assert idle.value != "$0" and idle.delta.startswith("80 % band $"), (idle.value, idle.delta)
+
+
+def test_a_job_that_cannot_run_alone_leaves_the_others_schedule():
+    """Trial s35 (round 2): one job that cannot run on its own blanked every other job's schedule;
+    its answer comes first, then the others' schedule without it."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    at.number_input(key="budget_usd").set_value(1.0).run()  # far below any plan's cost
+    at.text_input(key="job_name").set_value("cheap")
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    assert any("Job cheap:" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert EN("portfolio_left_out", jobs="cheap") in [h.value for h in at.subheader]
+    shown = table(at, EN("col_start_days"))
+    assert len(shown) == 1 and "small" in shown.to_string() and "cheap" not in shown.to_string()
