@@ -181,12 +181,21 @@ def hf_experts_missing(model: ModelSpec, stack: Stack, impl: Implementation) -> 
 
 def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> str | None:
     """The warning of ``hf_experts_missing``, for plan and estimate alike (trial s24: estimate said
-    nothing of a Maverick on HF's expert-by-expert loop)."""
+    nothing of a Maverick on HF's expert-by-expert loop), and on any stack of a family whose HF
+    MoE layer runs every expert on every token (trial s36: Llama 4 was timed as routed)."""
     missing = hf_experts_missing(model, stack, impl)
+    why = "impl hf" if missing is None else f"impl hf; the native trainer lacks {missing}"
+    if impl == Implementation.HF and model.is_moe and model.hf_experts_dense:
+        every = model.num_experts / model.experts_per_token
+        return (
+            f"{model.name} runs on Hugging Face's modules ({why}), whose MoE layers run all"
+            f" {model.num_experts} experts on every token, {every:g}x the routed experts' work (timed so):"
+            " --stack megatron-core estimates a grouped-GEMM stack that runs the routed experts only"
+        )
     if missing is None:
         return None
     return (
-        f"{model.name} runs on Hugging Face's modules (impl hf; the native trainer lacks {missing}), "
+        f"{model.name} runs on Hugging Face's modules ({why}), "
         "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
         "grouped-GEMM stack on the same GPUs"
     )

@@ -258,12 +258,16 @@ def _mlp_rows(
     )
 
 
-def _feed_forward_rows(model: ModelShape, dense: bool) -> _Rows:
-    """A dense MLP, or routed experts + shared experts + router (MoE blocks)."""
+def _feed_forward_rows(model: ModelShape, dense: bool, hf_modules: bool) -> _Rows:
+    """A dense MLP, or routed experts + shared experts + router (MoE blocks). On Hugging Face's
+    modules of a family that runs every expert on every token (``hf_experts_dense``) each token's
+    copies are all ``num_experts``: their saved tensors and elementwise work (the GEMMs' time:
+    ``moe.routed_gemm_time_factor``)."""
     if not model.is_moe or dense:
         width = (model.dense_ffn_hidden_size or model.ffn_hidden_size) if dense else model.ffn_hidden_size
         return _mlp_rows(model, "", width)
-    f, h, ept = model.ffn_hidden_size, model.hidden_size, model.experts_per_token
+    f, h = model.ffn_hidden_size, model.hidden_size
+    ept = model.num_experts if hf_modules and model.hf_experts_dense else model.experts_per_token
     rows = _mlp_rows(model, "experts", f, model.num_experts, ept, routed=True)
     if model.shared_experts:
         rows += _mlp_rows(model, "shared experts", f * model.shared_experts)
@@ -331,7 +335,8 @@ def root_table(model: ModelShape, hf_modules: bool = False) -> RootTable:
 def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = False) -> BlockTable:
     """The operations of one decoder block of ``model``.
 
-    ``hf_modules``: the block is Hugging Face's eager module (only its RMSNorm differs here).
+    ``hf_modules``: the block is Hugging Face's eager module (its RMSNorm differs here, and Llama
+    4's experts: ``ModelShape.hf_experts_dense``).
     ``dense``: one of a MoE model's dense blocks (DeepSeek's first ``dense_layers``); otherwise
     a MoE model's table is its expert block. Covers Llama-style (SwiGLU, RMSNorm, RoPE, GQA,
     q/k norms, post or sandwich norms), GPT-2/3-style (GeLU, LayerNorm, biases, learned
@@ -339,7 +344,7 @@ def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = Fals
     experts, a shared-expert gate, router bias, attention sinks).
     """
     h = model.hidden_size
-    attention, mlp = _attention_rows(model, hf_modules), _feed_forward_rows(model, dense)
+    attention, mlp = _attention_rows(model, hf_modules), _feed_forward_rows(model, dense, hf_modules)
     norms = _block_norm_rows(model, hf_modules)
     # Two residual adds ~3 h each.
     residual = _Rows(

@@ -114,13 +114,29 @@ def recomputed_module_flops_per_token(model: ModelSpec, s: ModelingSettings) -> 
     return 2.0 * weights
 
 
+def hf_dense_experts(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Where every expert runs on every token: Hugging Face's modules of a family whose MoE layer
+    is one batched GEMM over all experts (``ModelShape.hf_experts_dense``)."""
+    return np.asarray((c.impl == IMPL_HF) & model.hf_experts_dense)
+
+
+def unrouted_expert_flops_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Forward FLOPs per token of the experts a token was not routed to, where they run anyway
+    (``hf_dense_experts``): (E / k - 1) x the routed experts' 2 FLOPs per weight. Not model FLOPs
+    (MFU counts the routed work), hardware FLOPs."""
+    routed = sum(n * sum(g.active_weights for g in t.gemms if g.experts > 1) for n, t in layer_tables(model))
+    unrouted = 2.0 * routed * (model.num_experts / max(model.experts_per_token, 1) - 1.0)
+    return np.where(hf_dense_experts(model, c), unrouted, 0.0)
+
+
 def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Model FLOPs plus the recomputed block forwards, attention sub-layers, modules and LM head:
-    the HFU numerator."""
+    """Model FLOPs plus the recomputed block forwards, attention sub-layers, modules and LM head,
+    and experts run on tokens not routed to them: the HFU numerator."""
     f = forward_flops_per_token(model, c.seq_len, s)
     n_layers = max_rank_layers(model.num_layers, c)
     return (
         3.0 * f.forward
+        + (3.0 + recompute_fraction(c, n_layers)) * unrouted_expert_flops_per_token(model, c)
         + recompute_fraction(c, n_layers) * (f.block_matmul + f.attention)
         + attention_recompute_fraction(c) * (attention_matmul_flops_per_token(model) + f.attention)
         + module_recompute_share(c, n_layers) * recomputed_module_flops_per_token(model, s)

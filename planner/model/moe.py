@@ -20,7 +20,7 @@ from planner.model import comm
 from planner.model.block import block_table
 from planner.model.block_rows import Recompute
 from planner.model.candidates import PREC_FP8, PREC_FP32, Candidates
-from planner.model.flops import busiest_recompute_fraction
+from planner.model.flops import busiest_recompute_fraction, hf_dense_experts
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES
@@ -58,16 +58,20 @@ def busiest_rank_load(c: Candidates, s: ModelingSettings) -> np.ndarray:
 
 def tokens_per_expert(model: ModelSpec, c: Candidates) -> np.ndarray:
     """Mean rows of one expert's GEMM per micro-batch: the ep group's ``ep N k`` routed copies
-    over ``E`` experts (``N`` = ``routed_tokens``)."""
-    return c.ep * routed_tokens(c) * model.experts_per_token / model.num_experts
+    over ``E`` experts (``N`` = ``routed_tokens``); all ``N`` where every expert runs on every
+    token (``hf_dense_experts``)."""
+    routed = c.ep * routed_tokens(c) * model.experts_per_token / model.num_experts
+    return np.where(hf_dense_experts(model, c), routed_tokens(c), routed)
 
 
 def routed_gemm_time_factor(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Multiplier on a routed expert GEMM's time: the busiest rank's load over the shape factor of
     its token dimension (``eff(M) = M / (M + matmul_half_dim)``, the same factor as the weight
-    dims, for the per-expert batch M of a grouped GEMM)."""
+    dims, for the per-expert batch M of a grouped GEMM); E / k where every expert runs on every
+    token (``hf_dense_experts``: E GEMMs per token in place of the k routed ones)."""
     m = tokens_per_expert(model, c)
-    return busiest_rank_load(c, s) * (m + s.matmul_half_dim) / m
+    every = np.where(hf_dense_experts(model, c), model.num_experts / max(model.experts_per_token, 1), 1.0)
+    return busiest_rank_load(c, s) * every * (m + s.matmul_half_dim) / m
 
 
 def all_to_all_s(model: ModelSpec, c: Candidates, s: ModelingSettings, dtype_bytes) -> np.ndarray:

@@ -27,6 +27,8 @@ NormPlacement = Literal["pre", "post", "sandwich"]
 # modeling_<family>.py): GPT-2's ``c_attn``, GPT-NeoX's and BLOOM's ``query_key_value``, MPT's
 # ``Wqkv``, Phi-3's ``qkv_proj``. ZeRO-3 gathers such a weight once per block, not three times.
 FUSED_QKV_FAMILIES = frozenset({"gpt2", "gpt_neox", "bloom", "mpt", "phi3"})
+# Families whose Hugging Face MoE layer runs every expert on every token (``hf_experts_dense``).
+DENSE_EXPERT_FAMILIES = frozenset({"llama4"})
 
 
 class LatentAttention(BaseModel):
@@ -153,6 +155,15 @@ class ModelShape(BaseModel):
     def fused_qkv(self) -> bool:
         """Whether Hugging Face modules hold q, k and v as one weight (``FUSED_QKV_FAMILIES``)."""
         return self.fused_projections or self.family in FUSED_QKV_FAMILIES
+
+    @property
+    def hf_experts_dense(self) -> bool:
+        """Whether Hugging Face's MoE layer runs every expert on every token: Llama 4's
+        ``Llama4TextMoe`` repeats each token once per expert, scales the copies by the router's
+        scores (0 for the experts not picked) and runs one batched GEMM over all experts
+        (transformers 5.25 ``modeling_llama4.py``, trial s36); the other families' modules run
+        each expert on its routed tokens only."""
+        return self.family in DENSE_EXPERT_FAMILIES
 
     @property
     def hf_attention_implementation(self) -> str:

@@ -141,11 +141,28 @@ def test_the_app_names_the_gpu_types_left_out_in_its_language():
 
 
 def test_estimate_warns_of_hf_expert_loops_as_plan_does(capsys):
-    """Trial s24: plan said that a Maverick runs on HF's expert-by-expert loop; estimate did not."""
-    args = ["estimate", "--model", "llama4-maverick", "--gpu", "h100-sxm", "--num-gpus", "64", "--ac", "full"]
+    """Trial s24: plan said that a Qwen2-MoE runs on HF's expert-by-expert loop; estimate did not."""
+    args = ["estimate", "--model", "qwen2-57b-a14b", "--gpu", "h100-sxm", "--num-gpus", "64", "--ac", "full"]
     assert main([*args, "--json"]) == 0
     warnings = json.loads(capsys.readouterr().out)["warnings"]
     assert any("loop over the experts one at a time" in w and "--stack megatron-core" in w for w in warnings)
+
+
+@pytest.mark.parametrize("stack", ["trainplan", "hf-trainer"])
+def test_llama4_on_hf_modules_runs_every_expert_on_every_token_and_is_timed_so(capsys, stack):
+    """Trial s36: transformers' Llama4TextMoe repeats each token once per expert and runs one
+    batched GEMM over all of them (the unpicked scaled by 0); Scout on HF modules was timed as
+    routed (one expert of 16), 4.13 s a step where the modules do ~16x the expert work."""
+    args = ["estimate", "--model", "llama4-scout", "--gpu", "h200-sxm", "--num-gpus", "64", "--ac", "full"]
+    assert main([*args, "--seq-len", "8192", "--stack", stack, "--json"]) == 0
+    hf = json.loads(capsys.readouterr().out)
+    assert any("run all 16 experts on every token, 16x the routed experts' work" in w for w in hf["warnings"])
+    assert main([*args, "--seq-len", "8192", "--stack", "torchtitan", "--json"]) == 0
+    grouped = json.loads(capsys.readouterr().out)
+    assert not any("experts on every token" in w for w in grouped["warnings"])
+    # every token's 16 expert GEMMs in place of 1: the step at least doubles against routed experts
+    assert hf["time"]["step_s"] > 2 * grouped["time"]["step_s"]
+    assert hf["throughput"]["hardware_flops_per_token"] > 5 * hf["throughput"]["model_flops_per_token"]
 
 
 def test_plan_offers_one_sequence_per_gpu_where_tp_and_pp_split_the_batch(capsys):
