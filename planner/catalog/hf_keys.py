@@ -108,10 +108,12 @@ def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
     all but every ``sliding_window_pattern``-th (6). A ``layer_types`` list, when present, is
     what counts."""
     default = {"mistral": 4096, "ministral": 4096, "gemma2": 4096, "gemma3": 4096, "gpt_oss": 128}.get(family)
+    if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and not cfg.flag("use_sliding_window", False):
+        # The window is unused, whatever it says: transformers 5 saves Qwen2-MoE's as 0 here
+        # (``sliding_window if use_sliding_window else 0``; trial s36: a re-saved config was refused).
+        return {}
     present = "sliding_window" in cfg.data
     window = cfg.size("sliding_window", limit=MAX_POSITIONS, default=0) if present else default
-    if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and not cfg.flag("use_sliding_window", False):
-        window = None
     if not window:
         return {}
     kinds = layer_kinds(cfg, layers)

@@ -174,6 +174,9 @@ def test_sliding_window_keys_from_config(tmp_path):
     assert gemma.sliding_layers == 3
     qwen = _read(tmp_path, "qwen3", use_sliding_window=True, sliding_window=4096, max_window_layers=30)
     assert qwen.sliding_layers == 6
+    # trial s36: transformers 5 saves an unused Qwen2-MoE window as 0, which was refused as out of range
+    resaved = _read(tmp_path, "qwen2_moe", use_sliding_window=False, sliding_window=0)
+    assert (resaved.sliding_window, resaved.sliding_layers) == (None, 0)
     with pytest.raises(ValueError, match="one attention type per layer"):
         _read(tmp_path, "gemma2", layer_types=["full_attention"])
 
