@@ -20,7 +20,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stage_params import busiest_stage
 from planner.plan import FixHint
 from planner.rule_codes import FixCode
-from planner.units import GIB
+from planner.units import FP32_BYTES, GIB
 
 __all__ = [
     "host_adam_params_per_s",
@@ -51,6 +51,9 @@ def host_need_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     # where unsharded gradients stay on the GPU (``s.offload_unsharded_grads`` off), the host holds
     # each rank's share of them for its optimizer step only (review s31: they were counted twice)
     grads = np.where(offload_keeps_grads(c.sharding, s), grads / np.maximum(c.shard_group, 1), grads)
+    # The host's copy is fp32 whatever the GPU's gradient dtype: the CPU optimizer steps on fp32
+    # partitions (DeepSpeed's ZeRO-Offload: its fp32 partition on the host, stage_1_and_2.py).
+    grads = grads * FP32_BYTES / s.grad_bytes
     return (params + grads + moments) * ranks_per_node(c) * c.offload.astype(bool)
 
 

@@ -106,8 +106,9 @@ def test_offload_below_zero2_keeps_the_gradients_on_the_gpu_where_the_stack_does
     whole_host_grads = 8 * model.num_params() * 4 / GIB
     assert host_gib(Stack.TRAINPLAN) - host_gib(Stack.DEEPSPEED) == pytest.approx(whole_host_grads * 7 / 8, rel=0.05)
     whole = grads_gib(Stack.DEEPSPEED, Sharding.ZERO1)
-    assert whole == pytest.approx(model.num_params() * 4 / GIB, rel=0.02)  # fp32, every parameter
-    assert grads_gib(Stack.MEGATRON_CORE, Sharding.ZERO1) > 0.9 * whole
+    # every parameter's, in the model's dtype under DeepSpeed (trial s36; the host's copy is fp32)
+    assert whole == pytest.approx(model.num_params() * 2 / GIB, rel=0.02)
+    assert grads_gib(Stack.MEGATRON_CORE, Sharding.ZERO1) > 0.9 * 2 * whole  # fp32 main_grad
     assert grads_gib(Stack.TRAINPLAN, Sharding.ZERO1) == 0.0
     assert grads_gib(Stack.DEEPSPEED, Sharding.ZERO2) == 0.0
     assert not Stack.TRAINPLAN.offloads_sharded_states_only and Stack.DEEPSPEED.offloads_sharded_states_only

@@ -137,8 +137,9 @@ def test_other_stacks_keep_fsdp2_units_and_ddp_is_untouched():
         c = table(64, sharding)
         assert float(np.asarray(comm_times(LLAMA, c, HF_TRAINER_SETTINGS).dp_serial).max()) == 0.0
         assert comm_times(LLAMA, c, DEEPSPEED_SETTINGS).dp_serial[0] > 0.0
-    ddp = table(64, Sharding.NONE)
-    assert comm_times(LLAMA, ddp, DEEPSPEED_SETTINGS).dp[0] == comm_times(LLAMA, ddp, HF_TRAINER_SETTINGS).dp[0]
+    ddp = table(64, Sharding.NONE)  # one all-reduce of the gradients, in bf16 under DeepSpeed (s36)
+    deepspeed, hf = comm_times(LLAMA, ddp, DEEPSPEED_SETTINGS).dp[0], comm_times(LLAMA, ddp, HF_TRAINER_SETTINGS).dp[0]
+    assert deepspeed == pytest.approx(hf / 2, rel=0.02)
 
 
 def test_the_gradient_buckets_take_memory_only_under_deepspeed():
@@ -152,3 +153,20 @@ def test_the_gradient_buckets_take_memory_only_under_deepspeed():
         assert extra == pytest.approx(buffers * 5e8 * 2.0)
     ddp = table(8, Sharding.NONE)
     assert memory(LLAMA, ddp, DEEPSPEED_SETTINGS).misc[0] == memory(LLAMA, ddp, HF_TRAINER_SETTINGS).misc[0]
+
+
+def test_deepspeed_keeps_gradients_in_the_model_dtype_and_an_fp32_partition_at_the_step():
+    """Trial s36: ZeRO-1 gradients were charged 4 bytes each. DeepSpeed's stage_1_and_2 keeps
+    them in the model's dtype (grad_accum_dtype None: bf16) and makes the fp32 copy of the rank's
+    own partition at the step (docs/deepspeed-zero-reading.md 1a)."""
+    from planner.model.memory import memory, optimizer_grad_copy_bytes
+    from planner.model.stage_params import busiest_stage
+
+    for sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.FSDP):
+        c = table(8, sharding)
+        ours, hf = memory(LLAMA, c, DEEPSPEED_SETTINGS), memory(LLAMA, c, HF_TRAINER_SETTINGS)
+        assert ours.grads[0] == pytest.approx(hf.grads[0] / 2)  # bf16, not fp32
+        copy = optimizer_grad_copy_bytes(busiest_stage(LLAMA, c), c, DEEPSPEED_SETTINGS)[0]
+        assert copy == pytest.approx(LLAMA.num_params() * 4 / 8, rel=1e-3)  # one rank's fp32 eighth
+    zero1 = memory(LLAMA, table(8, Sharding.ZERO1), DEEPSPEED_SETTINGS)
+    assert zero1.grads[0] == pytest.approx(LLAMA.num_params() * 2, rel=1e-3)
