@@ -214,9 +214,11 @@ def test_offload_is_not_named_where_the_gradients_stay_and_it_would_not_fit(caps
     assert main([*args, "--sharding", "zero1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert not data["feasible"] and "--offload" not in data["fix"]
-    assert main([*args, "--sharding", "zero1", "--offload", "--json"]) == 0
+    # full recomputation: the peak is at the step, where every gradient is there (bf16 under
+    # DeepSpeed since s36: 12.6 GiB; beside the 12.6 GiB working weights, over the 22.7 GiB)
+    assert main([*args, "--sharding", "zero1", "--offload", "--ac", "full", "--json"]) == 0
     offloaded = json.loads(capsys.readouterr().out)
-    assert not offloaded["feasible"] and offloaded["memory"]["breakdown_gib"]["grads"] > 20
+    assert not offloaded["feasible"] and offloaded["memory"]["breakdown_gib"]["grads"] > 12
 
 
 def test_whole_experts_on_a_dense_model_are_refused(capsys):
