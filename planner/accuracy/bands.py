@@ -18,10 +18,12 @@ Notation (docs/validation.md, "Error bands"). A validation row ``i`` has a held-
   standard normal quantile: the rows' own spread, a new source's offset and, outside the envelope
   (``dbar > 0``), an extrapolation term of ``kappa`` log units per unit of distance;
 - outside the envelope (no row of ``Q`` itself) each end of the band is at least as far out as
-  that end of the band of every measured regime nearest ``Q`` (``neighbours``): extrapolating from
-  measured regimes adds to what they show, never takes from it (trial s27: DeepSeek-V3's own,
-  measured layout, whose evidence erred by 30 %, lost at --risk p80 to a TP 2 layout nobody
-  measured, whose nearest rows happened to err by 9.5 %); a feature of ``CROSS_FAMILY_FEATURES``
+  that end of the band of every measured regime nearest ``Q`` and of the measured regimes of
+  ``Q``'s own stack nearest it (``neighbours``): extrapolating from measured regimes adds to what
+  they show, never takes from it (trial s27: DeepSeek-V3's own, measured layout, whose evidence
+  erred by 30 %, lost at --risk p80 to a TP 2 layout nobody measured, whose nearest rows happened
+  to err by 9.5 %; trial s36: the same again where the nearest rows were another stack's, 5 of
+  Megatron-Core erring 3.9 %); a feature of ``CROSS_FAMILY_FEATURES``
   that no row of the query's stack family measured adds the rows that have it on the query's
   architecture, pooled (MoE on a PyTorch stack reads the Megatron MoE rows);
 - inside it with fewer than ``MIN_ROWS`` rows of ``Q`` (so the band is read from others' too),
@@ -225,8 +227,21 @@ class EvidenceBase:
             return own
         nearest = own.row_distances.min()
         regimes = {row_regime(r) for r, d in zip(own.rows, own.row_distances, strict=True) if d == nearest}
+        regimes |= self._own_stack_nearest(regime)
         neighbours = tuple(self._nearest_rows(r) for r in sorted(regimes, key=repr))
         return replace(own, neighbours=neighbours + self._feature_evidence(regime))
+
+    def _own_stack_nearest(self, regime: Regime) -> set[Regime]:
+        """The measured regimes of ``regime``'s own stack nearest it (none where the stack has no
+        row): what the stack itself showed, which a nearer regime of another stack must not narrow
+        (trial s36: a deepseek-v3 layout nobody ran read 5 Megatron-Core rows erring 3.9 %, a band
+        narrower than the stack's own measured layout's)."""
+        mine = self.stacks == regime.stack
+        if not mine.any():
+            return set()
+        d = distances(regime, self.stacks[mine], self.generations[mine], self.features[mine])
+        rows = [r for r, keep in zip(self.rows, mine, strict=True) if keep]
+        return {row_regime(r) for r, dist in zip(rows, d, strict=True) if dist == d.min()}
 
     def _feature_evidence(self, regime: Regime) -> tuple[Evidence, ...]:
         """For each of ``regime``'s ``CROSS_FAMILY_FEATURES`` that no row of its stack family

@@ -499,3 +499,24 @@ def test_a_regime_leaves_a_feature_another_implies_unsaid():
     assert said_features(int(F.MULTI_GPU | F.MULTI_NODE | F.LARGE)) == [F.LARGE]
     assert Regime("megatron-core", "Hopper", bits).describe() == "megatron-core on Hopper, tp > 1, more than one node"
     assert said_features(int(F.MULTI_GPU)) == [F.MULTI_GPU]
+
+
+def test_an_unmeasured_layout_reads_its_own_stacks_nearest_measured_band_too():
+    """Trial s36: a deepseek-v3 layout with tp 2, which nobody ran, read 5 Megatron-Core rows
+    erring 3.9 % (another stack, nearer), a band narrower than the stack's own measured layout's,
+    and won at p80 on it. Here the own stack's five rows, without tp, erred -30 %; another stack's
+    five, with tp, 0 %: the query (own stack, with tp, without fp8) reaches the own rows' band,
+    two features away where the other stack's rows are one (the stack) away."""
+    own = [row(source=s, stack="deepseek-v3", error=-0.3, pp=2, precision="fp8") for s in "abcde"]
+    other = [row(source=s, error=0.0, pp=2, tp=2) for s in "fghij"]  # megatron-core, with tp
+    base = EvidenceBase([*own, *other], kappa=0.0)
+    query = base.evidence(Regime("deepseek-v3", "Hopper", row_regime(other[0]).features))
+    measured = base.evidence(row_regime(own[0]))
+    assert not query.validated and measured.validated
+    assert all(r.stack == "megatron-core" for r in query.rows)  # the nearest rows are the other stack's
+    assert (
+        query.log_quantile(0.1)
+        <= measured.log_quantile(0.1)
+        < dataclasses.replace(query, neighbours=()).log_quantile(0.1)
+    )
+    assert measured.regime in query.setting_neighbours
