@@ -25,6 +25,7 @@ __all__ = [
     "JobDirLockedError",
     "JobDirWriteError",
     "NoGPUDriver",
+    "PortfolioSearchStopped",
     "ReplanNeeded",
     "RuleCode",
     "RuleViolation",
@@ -229,6 +230,11 @@ def rule_violation(exc: BaseException) -> RuleViolation | None:
     found = errors()
     error = found[0].get("ctx", {}).get("error") if found else None
     return error if isinstance(error, RuleViolation) else None
+
+
+class PortfolioSearchStopped(ValueError):
+    """The portfolio's slotted model found no schedule within its time limits and proved none
+    impossible (planner/search/portfolio.py ``SLOTTED_SEARCH_LIMIT_S``): one line, exit INVALID."""
 
 
 class NoGPUDriver(RuntimeError):

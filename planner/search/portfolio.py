@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pulp
 
-from planner.errors import InfeasiblePlan
+from planner.errors import InfeasiblePlan, PortfolioSearchStopped
 from planner.search.fleet import implied_rent_usd_per_gpu_hour
 from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
@@ -97,6 +97,10 @@ EXACT_MAX_JOBS = 4
 # incumbent was 0.6 % above that optimum, at 10 s 4 %, far inside the bands of the jobs' times
 # (2026-12-05). The slotted model approximates the schedule already (docs/ilp.md "Many jobs").
 SLOTTED_TIME_LIMIT_S = 30.0
+# Seconds it searches on where it had no schedule at all by then, before it gives up and says so:
+# a 25-job file with tight deadlines ran 21 minutes without an answer until its user killed it
+# (trial s36); the 18-job bench case has its first schedule in under a second.
+SLOTTED_SEARCH_LIMIT_S = 270.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,8 +198,16 @@ def _solve(problem: pulp.LpProblem, solver: str, time_limit_s: float | None, exa
         return run_solver(problem, solver, time_limit_s, warm_start=not exact and prune, accept_incumbent=not exact)
     try:
         return run_solver(problem, solver, SLOTTED_TIME_LIMIT_S, warm_start=prune, accept_incumbent=True)
-    except RuntimeError:  # no solution at all by the limit: prove one as before
-        return run_solver(problem, solver, None, warm_start=prune)
+    except RuntimeError:  # no schedule at all by the limit: search on, up to a bound
+        pass
+    try:
+        return run_solver(problem, solver, SLOTTED_SEARCH_LIMIT_S, warm_start=prune, accept_incumbent=True)
+    except RuntimeError as exc:
+        total = SLOTTED_TIME_LIMIT_S + SLOTTED_SEARCH_LIMIT_S
+        raise PortfolioSearchStopped(
+            f"the schedule search found no schedule of the jobs in {total:.0f} s (none proven impossible either):"
+            " loosen the tightest deadlines, drop or split off jobs, or add GPUs"
+        ) from exc
 
 
 def slotted_span_s(options: _Rows, num_jobs: int, horizon_s: float | None) -> float:

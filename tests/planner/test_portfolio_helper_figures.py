@@ -141,3 +141,35 @@ def test_a_portfolios_idle_cost_has_a_band_and_its_own_times_give_its_idle_cost(
     # nothing held, nothing idles: no band
     rented = plan_portfolio(requests, gpus, rented=frozenset(gpus))
     assert portfolio_bands(rented, [job_figures(a) for a in rented.assignments]).idle_cost_usd is None
+
+
+def test_a_slotted_search_that_finds_no_schedule_stops_and_says_so(monkeypatch):
+    """Trial s36: a 25-job file found no schedule by the 30 s limit and the search went on without
+    one, 21 minutes until its user killed it. It searches on up to SLOTTED_SEARCH_LIMIT_S, then gives
+    up in one line (a ValueError: exit 2 in the CLI, the app's error)."""
+    from planner.errors import PortfolioSearchStopped
+
+    table = ScoredTable(
+        gpu_id=np.array(["h100"] * 2, dtype=object),
+        num_gpus=np.array([4, 8]),
+        fits_memory=np.ones(2, bool),
+        memory_need_gib=np.full(2, 60.0),
+        capacity_gib=np.full(2, 80.0),
+        time_to_train_s=np.array([4.0, 2.0]) * DAY,
+        cost_usd=np.array([100.0, 100.0]),
+        batch_ok=np.ones(2, bool),
+        divisible=np.ones(2, bool),
+        label=np.array(["4", "8"]),
+    )
+    jobs = [JobCandidates(f"job{j}", table) for j in range(5)]  # over EXACT_MAX_JOBS: the slotted model
+    limits = []
+
+    def no_schedule(problem, solver, time_limit_s, warm_start=False, accept_incumbent=False):
+        limits.append(time_limit_s)
+        raise RuntimeError("highs stopped without an optimal solution (time limit)")
+
+    monkeypatch.setattr(portfolio_module, "run_solver", no_schedule)
+    with pytest.raises(PortfolioSearchStopped, match=r"found no schedule of the jobs in 300 s"):
+        solve_portfolio(jobs, {"h100": 8}, horizon_s=60 * DAY)
+    assert limits == [portfolio_module.SLOTTED_TIME_LIMIT_S, portfolio_module.SLOTTED_SEARCH_LIMIT_S]
+    assert isinstance(PortfolioSearchStopped("x"), ValueError)
