@@ -147,5 +147,10 @@ def fleet(
         return
     risks = {name: request.risk.value for name, request in requests.items()}
     render_fleet.fleet(
-        solution, as_json=as_json, utilisation=spec.ownership.utilisation, risks=risks, tco=spec.ownership.tco()
+        solution,
+        as_json=as_json,
+        utilisation=spec.ownership.utilisation,
+        risks=risks,
+        tco=spec.ownership.tco(),
+        price_kind=spec.price_kind,
     )

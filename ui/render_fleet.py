@@ -6,8 +6,9 @@ from __future__ import annotations
 from rich.table import Table
 
 from planner.fmt import money, money_band, number_band
+from planner.search.fleet import reserved_commitments
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.render import add_columns, emit_json, no_infeasibility, out
+from ui.render import add_columns, emit_json, no_infeasibility, out, warn
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
@@ -58,10 +59,15 @@ def fleet(
     utilisation: float | None = None,
     risks: dict[str, str] | None = None,
     tco=None,
+    price_kind: str | None = None,
 ) -> None:
     """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
-    ``tco``: the ownership assumptions the totals rest on, said under the table."""
+    ``tco``: the ownership assumptions the totals rest on, said under the table; ``price_kind``: the
+    rent's, whose reserved term is said where the rent counts job-hours only."""
     data = fleet_json(solution, utilisation, risks or {})
+    data["warnings"] = reserved_term_lines(solution, price_kind)
+    for line in data["warnings"]:  # on stderr, as plan's; in --json too
+        warn(line)
     if as_json:
         emit_json(data)
         return
@@ -91,7 +97,20 @@ def fleet(
 
 
 # fleet --json's keys beside "feasible" and the infeasible ones: null when no fleet is found.
-FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "break_even")
+FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "break_even", "warnings")
+
+
+def reserved_term_lines(solution, price_kind: str | None) -> list[str]:
+    """Each option's reserved term (``reserved_commitments``): 'rent only: reserved-3y bills its
+    whole 3-year term: ...' (trial s36: fleet priced a reservation by the job-hour, unsaid)."""
+    options = (("mixed", solution.mixed), ("rent only", solution.rent_only))
+    return [
+        f"{name}: {c.kind} bills its whole {c.term_years}-year term, the rent counts the rented jobs' hours"
+        f" only: reserving the {c.num_gpus:,} {c.gpu} they hold at once costs {money(c.term_cost_usd)}"
+        " for the term unless other work fills it"
+        for name, plan in options
+        for c in reserved_commitments(plan, price_kind)
+    ]
 
 
 def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> dict:

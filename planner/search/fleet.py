@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pulp
 
+from planner.catalog.prices import RESERVED_TERM_YEARS, Commitment
 from planner.errors import Constraint, InfeasiblePlan
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import (
@@ -39,7 +40,7 @@ from planner.search.slots import (
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver
-from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from planner.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = [
     "FleetAssignment",
@@ -359,3 +360,24 @@ def compacted(assignments: list[FleetAssignment], purchased: Mapping[str, int]) 
     for k, i in enumerate(owned):
         out[i] = replace(assignments[i], start_s=starts[k], end_s=starts[k] + durations[k])
     return out
+
+
+def reserved_commitments(plan: FleetPlan, kind: str | None) -> tuple[Commitment, ...]:
+    """A reserved price kind's term for each type ``plan`` rents (``Commitment``; none for other
+    kinds): the most GPUs its rented jobs hold at once, each billed every hour of the term at the
+    rate the jobs' rent implies. The plan's rent counts the jobs' hours only (trial s36: "rent
+    only $1.47M" at reserved-3y, where reserving its 256 A100 for the term costs $11.0M)."""
+    years = RESERVED_TERM_YEARS.get(kind or "")
+    if years is None:
+        return ()
+    out = []
+    for gpu in sorted({a.gpu_id for a in plan.assignments if not a.owned}):
+        rented = [a for a in plan.assignments if not a.owned and a.gpu_id == gpu]
+        gpu_hours = sum(a.num_gpus * (a.end_s - a.start_s) for a in rented) / SECONDS_PER_HOUR
+        rate = sum(a.cost_usd for a in rented) / gpu_hours if gpu_hours > 0 else 0.0
+        # the most held at once: at some job's start every job running then holds its GPUs
+        peak = max(sum(b.num_gpus for b in rented if b.start_s <= a.start_s < b.end_s) for a in rented)
+        span_days = (max(a.end_s for a in rented) - min(a.start_s for a in rented)) / SECONDS_PER_DAY
+        assert kind is not None
+        out.append(Commitment(kind, gpu, peak, years, span_days, peak * rate * years * HOURS_PER_YEAR))
+    return tuple(out)

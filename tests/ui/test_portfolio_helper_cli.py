@@ -161,3 +161,25 @@ def test_a_portfolios_one_failing_job_is_named_in_the_apps_answer_and_the_json(t
         tr = Labels(lang)
         text = infeasible_text(tr, Infeasible(**{k: answer[k] for k in fields}), request)
         assert tr("job_answer", job="huge", text="")[:6] in text and "huge" in text
+
+
+def test_fleet_says_what_a_reserved_term_costs_where_its_rent_counts_job_hours(tmp_path):
+    """Trial s36: at price_kind reserved-3y "rent only" read $1.47M, the jobs' hours at the reserved
+    rate, where reserving the GPUs they hold at once costs the term: 320 A100 (two jobs at once)
+    x the implied $/GPU-hour x 3 years; on stderr and in --json, as plan warns of one job's term."""
+    import json
+
+    reserved = tmp_path / "fleet.toml"
+    reserved.write_text('price_kind = "reserved-3y"\n' + (REPO / "examples" / "fleet.toml").read_text())
+    code, out, err = call("fleet", str(reserved), "--json")
+    data = json.loads(out)
+    rented = data["rent_only"]["assignments"]
+    hours = sum(a["num_gpus"] * (a["end_days"] - a["start_days"]) * 24 for a in rented)
+    rate = sum(a["cost_usd"] for a in rented) / hours
+    at_once = sum(a["num_gpus"] for a in rented if a["start_days"] == 0.0)
+    term = at_once * rate * 3 * 365.25 * 24
+    (line,) = [w for w in data["warnings"] if w.startswith("rent only: ")]
+    assert f"reserving the {at_once} a100-80gb-sxm they hold at once costs ${term / 1e6:.2f}M for the term" in line
+    assert line in err and code == 0
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")  # on demand: no term
+    assert code == 0 and json.loads(out)["warnings"] == []
