@@ -89,6 +89,7 @@ def fleet(
     out.print(table)
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days))
+    out.print(slot_words(solution))
     out.print("mixed, job by job:")
     for a in data["mixed"]["assignments"]:
         out.print(fleet_assignment_line(a), markup=False)
@@ -97,7 +98,16 @@ def fleet(
 
 
 # fleet --json's keys beside "feasible" and the infeasible ones: null when no fleet is found.
-FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "break_even", "warnings")
+FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "num_slots", "break_even", "warnings")
+
+
+def slot_words(solution) -> str:
+    """That the fleet is the slotted model's (trial s36: its answer moved with num_slots, unsaid)."""
+    days = solution.horizon_days / solution.num_slots
+    return (
+        f"approximate: jobs on owned GPUs start at one of {solution.num_slots} slots of {days:,.1f} days"
+        " (num_slots in the jobs file); more slots may find a cheaper fleet, at more solve time"
+    )
 
 
 def reserved_term_lines(solution, price_kind: str | None) -> list[str]:
@@ -147,6 +157,7 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
         "rent_only": plan_dict(solution.rent_only),
         "buy_only": plan_dict(solution.buy_only),
         "horizon_days": solution.horizon_days,
+        "num_slots": solution.num_slots,  # the owned jobs' start slots (an approximation: slot_words)
         "break_even": break_even,
     }
 

@@ -183,3 +183,15 @@ def test_fleet_says_what_a_reserved_term_costs_where_its_rent_counts_job_hours(t
     assert line in err and code == 0
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")  # on demand: no term
     assert code == 0 and json.loads(out)["warnings"] == []
+
+
+def test_fleet_says_its_answer_is_the_slotted_approximation():
+    """Trial s36: a 12-job fleet bought 76 + 64 GPUs at the default 12 slots and 64 + 64 at 24,
+    and nothing said the answer was an approximation that more slots refine."""
+    import json
+
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
+    assert code == 0
+    assert "approximate: jobs on owned GPUs start at one of 12 slots of 30.4 days (num_slots" in " ".join(out.split())
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")
+    assert json.loads(out)["num_slots"] == 12
