@@ -139,12 +139,13 @@ def size_fleet(
     as plan's cost objective picks (rented GPUs have no capacity limit, so no other rented row of
     the job is worth more than that eps):
 
-        variables   b_g in Z, 0 <= b_g <= max_purchase_g;   y_o, z_j in {0, 1}
+        variables   b_g = u_g k_g, k_g in Z, 0 <= b_g <= max_purchase_g;   y_o, z_j in {0, 1}
         minimise    sum_g F_g b_g + sum_o v_g(o) n_o T_o / 3600 y_o + sum_j R_j z_j
         subject to  (1) sum_{o of job j} y_o + z_j = 1                            for every j
                     (2) sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o y_o <= b_g    for every g, t
 
-    Solved three times: mixed (as written), buy only (z = 0) and rent only (b = 0).
+    u_g: the GPUs bought together (``GpuEconomics.purchase_unit``: a server, whose share each
+    GPU's price holds). Solved three times: mixed (as written), buy only (z = 0) and rent only (b = 0).
     Budgets are ignored: they bound rent, which is what this trades off.
     """
     if not jobs:
@@ -194,6 +195,7 @@ def size_fleet(
         limits,
         num_slots,
         {gpu: econ.purchase_usd for gpu, econ in economics.items()},
+        {gpu: econ.purchase_unit for gpu, econ in economics.items()},
     )
     mixed, solver_name = model.solve(allow_rent=True, solver=solver, time_limit_s=time_limit_s)
     assert mixed is not None, "renting every job is always feasible"
@@ -270,6 +272,7 @@ class _FleetModel:
     max_purchase: dict[str, int]
     num_slots: int
     price_usd: dict[str, float]  # each type's purchase price
+    unit: dict[str, int]  # each type's GPUs bought together (GpuEconomics.purchase_unit)
 
     def solve(self, allow_rent: bool, solver: str, time_limit_s: float | None) -> tuple[FleetPlan | None, str]:
         options, num_jobs = self.options, len(self.jobs)
@@ -278,14 +281,14 @@ class _FleetModel:
         problem = pulp.LpProblem("fleet", pulp.LpMinimize)
         y = new_binaries(problem, "y", len(options.job))
         z = new_binaries(problem, "z", num_jobs) if allow_rent else []
-        buy = {
-            g: new_variable(problem, f"b_{i}", 0, self.max_purchase.get(g), pulp.LpInteger)
-            for i, g in enumerate(sorted(set(options.gpu.tolist())))
-        }
+        units = {g: self.unit.get(g, 1) for g in sorted(set(options.gpu.tolist()))}
+        servers = {g: None if (cap := self.max_purchase.get(g)) is None else cap // u for g, u in units.items()}
+        k = {g: new_variable(problem, f"k_{i}", 0, servers[g], pulp.LpInteger) for i, g in enumerate(units)}
+        buy = {g: units[g] * k[g] for g in units}  # b_g = u_g k_g: whole servers
         rent = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)]
         problem += (
             pulp.LpAffineExpression(zip(y, self.owned_cost.tolist(), strict=True))
-            + pulp.LpAffineExpression((b, self.fixed_usd[g]) for g, b in buy.items())
+            + pulp.LpAffineExpression((k[g], units[g] * self.fixed_usd[g]) for g in units)
             + pulp.LpAffineExpression(zip(z, rent, strict=False))  # z is empty when renting is not allowed
         )
         for j in range(num_jobs):  # (1)
@@ -299,7 +302,7 @@ class _FleetModel:
             mine = np.flatnonzero(options.job == j)
             if len(mine) and (y[mine[chosen_index([y[i] for i in mine])]].varValue or 0) > 0.5:
                 owned[j] = int(mine[chosen_index([y[i] for i in mine])])
-        return self.plan({g: round(b.varValue or 0) for g, b in buy.items()}, owned), solver_name
+        return self.plan({g: units[g] * round(k[g].varValue or 0) for g in units}, owned), solver_name
 
     def plan(self, purchased: dict[str, int], owned: list[int | None]) -> FleetPlan:
         """Price a decision: GPUs bought and, per job, its owned option index (None: rented)."""

@@ -61,10 +61,14 @@ class GpuEconomics:
     purchase_usd: float  # per GPU, with its share of server, network, install
     wall_power_w: float
     rent_usd_per_gpu_hour: float | None = None  # None: implied by the jobs' cost_usd columns
+    # GPUs bought together: a server (an NVLink rack where its domain spans several), whose price
+    # the per-GPU one shares (docs/hardware.md: GPU + 1/8 of an HGX server + network); trial s36:
+    # fleet bought 4, 76 or 172 H100
+    purchase_unit: int = 1
 
     def __post_init__(self) -> None:
-        if not (self.purchase_usd >= 0 and self.wall_power_w >= 0):
-            raise ValueError("GpuEconomics: purchase_usd and wall_power_w must be >= 0")
+        if not (self.purchase_usd >= 0 and self.wall_power_w >= 0 and self.purchase_unit >= 1):
+            raise ValueError("GpuEconomics: purchase_usd and wall_power_w must be >= 0, purchase_unit >= 1")
 
 
 @dataclass(frozen=True)
@@ -138,9 +142,11 @@ def economics_for(
     out = {}
     for gpu_id, usd in purchase_usd.items():
         gpu = catalog.gpu(gpu_id)
+        node = catalog.node(gpu.default_node)
         out[gpu.id] = GpuEconomics(
             purchase_usd=usd,
             wall_power_w=power.get(gpu.id, gpu_wall_power_w(gpu, settings)),
             rent_usd_per_gpu_hour=rent.get(gpu.id, gpu.price_per_gpu_hour_usd),
+            purchase_unit=max(node.gpus_per_node, node.scaleup_domain_size),
         )
     return out

@@ -173,3 +173,32 @@ def test_a_slotted_search_that_finds_no_schedule_stops_and_says_so(monkeypatch):
         solve_portfolio(jobs, {"h100": 8}, horizon_s=60 * DAY)
     assert limits == [portfolio_module.SLOTTED_TIME_LIMIT_S, portfolio_module.SLOTTED_SEARCH_LIMIT_S]
     assert isinstance(PortfolioSearchStopped("x"), ValueError)
+
+
+def test_a_fleet_buys_whole_servers():
+    """Trial s36: fleet bought 4, 76 or 172 H100, where each GPU's price holds 1/8 of an 8-GPU
+    server (docs/hardware.md). A job on 4 GPUs buys one server; the catalog's unit is the server,
+    or the NVLink rack where its domain spans several (GB200 NVL72)."""
+    from planner.catalog.hardware import load_catalog
+    from planner.search.ownership import economics_for
+
+    table = ScoredTable(
+        gpu_id=np.array(["h100"], dtype=object),
+        num_gpus=np.array([4]),
+        fits_memory=np.ones(1, bool),
+        memory_need_gib=np.full(1, 60.0),
+        capacity_gib=np.full(1, 80.0),
+        time_to_train_s=np.array([200.0]) * DAY,
+        cost_usd=np.array([4 * 200 * 24 * 4.0]),
+        batch_ok=np.ones(1, bool),
+        divisible=np.ones(1, bool),
+        label=np.array(["4"]),
+    )
+    jobs = [JobCandidates("long", table)]
+    one = {"h100": GpuEconomics(purchase_usd=25_000, wall_power_w=1000)}
+    server = {"h100": GpuEconomics(purchase_usd=25_000, wall_power_w=1000, purchase_unit=8)}
+    assert size_fleet(jobs, one, 365).buy_only.purchased == {"h100": 4}
+    whole = size_fleet(jobs, server, 365).buy_only
+    assert whole.purchased == {"h100": 8} and whole.purchase_usd == 8 * 25_000
+    units = economics_for(load_catalog(), {"h100-sxm": 48_000, "gb200": 60_000})
+    assert (units["h100-sxm"].purchase_unit, units["gb200"].purchase_unit) == (8, 72)
