@@ -7,7 +7,7 @@ from rich.table import Table
 
 from planner.fmt import money, money_band, number_band
 from planner.search.fleet import reserved_commitments
-from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
+from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.render import add_columns, emit_json, no_infeasibility, out, warn
 
 
@@ -32,11 +32,20 @@ def fleet_assignment(a, risk: str | None = None) -> dict:
 
 
 def ownership_words(tco, horizon_days: float) -> str:
-    """What an owned GPU adds to a total (trial s27: $783k for 64 H100 read as their price, $3.07M)."""
+    """What an owned GPU adds to a total (trial s27: $783k for 64 H100 read as their price, $3.07M);
+    over a horizon longer than the life, that the share charged counts replacements (trial s36: 10
+    years charged $384k of depreciation on 4 H100 "bought for" $192k, unexplained)."""
+    lives = horizon_days / (tco.lifetime_years * DAYS_PER_YEAR)
+    replaced = (
+        f"; the horizon is {lives:.1f} lifetimes, so it counts replacing them as they age out, which the"
+        " outlay (one purchase) does not show"
+        if lives > 1
+        else ""
+    )
     return (
         f"a total counts each bought GPU's purchase straight-line over {tco.lifetime_years:g} years to a"
         f" {tco.residual_fraction:.0%} resale value for the {horizon_days:,.0f} days, plus hosting, staff and"
-        " power: not the outlay ('bought for'), which a shorter life or no resale would charge more of"
+        f" power: not the outlay ('bought for'), which a shorter life or no resale would charge more of{replaced}"
     )
 
 

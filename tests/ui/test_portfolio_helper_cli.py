@@ -195,3 +195,14 @@ def test_fleet_says_its_answer_is_the_slotted_approximation():
     assert "approximate: jobs on owned GPUs start at one of 12 slots of 30.4 days (num_slots" in " ".join(out.split())
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")
     assert json.loads(out)["num_slots"] == 12
+
+
+def test_fleet_says_a_horizon_past_the_gpus_life_counts_their_replacements(tmp_path):
+    """Trial s36: over 10 years 4 H100 were charged $384k of depreciation against $192k "bought
+    for", and nothing said the straight-line share then counts replacing them."""
+    long = tmp_path / "long.toml"
+    long.write_text((REPO / "examples" / "fleet.toml").read_text().replace("horizon_days = 365", "horizon_days = 3650"))
+    code, out, _ = call("fleet", str(long))
+    assert code == 0 and "the horizon is 2.5 lifetimes, so it counts replacing them" in " ".join(out.split())
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
+    assert code == 0 and "lifetimes" not in out
