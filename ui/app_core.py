@@ -192,6 +192,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "tco_electricity": tco.electricity_usd_per_kwh,
         "tco_hosting": tco.hosting_usd_per_gpu_month,
         "tco_pue": tco.pue,
+        "tco_capital": tco.cost_of_capital_rate,
         "custom_layers": base.num_layers,
         "custom_hidden": base.hidden_size,
         "custom_ffn": base.ffn_hidden_size,

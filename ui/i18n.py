@@ -151,6 +151,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "tco_electricity": ("Electricity (USD/kWh)", "电价（美元/千瓦时）"),
     "tco_hosting": ("Hosting (USD per GPU-month)", "托管费（美元/GPU·月）"),
     "tco_pue": ("Facility PUE", "机房 PUE"),
+    "tco_capital": ("Cost of capital (per year)", "资金成本（每年）"),
+    "tco_capital_help": (
+        "What the money in the GPUs would earn elsewhere, charged each year on their average book value"
+        " (price and resale value averaged). 0: not charged.",
+        "投入 GPU 的资金在别处可获得的收益，按其平均账面价值（购价与残值的平均）每年计入。0：不计。",
+    ),
     # sidebar: training
     "section_training": ("Training settings", "训练设置"),
     "seq_len": ("Sequence length", "序列长度"),

@@ -16,6 +16,7 @@ h100-sxm = 2.4
 lifetime_years = 5
 electricity_usd_per_kwh = 0.08
 staff_usd_per_gpu_month = 40
+cost_of_capital_rate = 0.08  # a year on the GPUs' average book value (default 0: not charged)
 utilisation = 0.7            # report the owned price per busy GPU-hour at this busy fraction
 wall_power_w = { h100-sxm = 1100 }   # per GPU at the wall while training (default: the catalog's)
 [[jobs]]
@@ -79,6 +80,7 @@ class Ownership(BaseModel):
     hosting_usd_per_gpu_month: UsdPerMonth | None = None
     staff_usd_per_gpu_month: UsdPerMonth | None = None
     idle_power_fraction: Fraction | None = None
+    cost_of_capital_rate: Fraction | None = None  # a year, on the GPUs' average book value
     utilisation: Annotated[StrictFloat, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     wall_power_w: dict[str, Annotated[StrictFloat, Field(gt=0, le=1e6, allow_inf_nan=False)]] = {}
 

@@ -42,10 +42,16 @@ def ownership_words(tco, horizon_days: float) -> str:
         if lives > 1
         else ""
     )
+    capital = (
+        f", {tco.cost_of_capital_rate:.0%} a year on its average book value (cost of capital)"
+        if tco.cost_of_capital_rate
+        else ", no cost of capital (cost_of_capital_rate in [ownership])"
+    )
     return (
         f"a total counts each bought GPU's purchase straight-line over {tco.lifetime_years:g} years to a"
-        f" {tco.residual_fraction:.0%} resale value for the {horizon_days:,.0f} days, plus hosting, staff and"
-        f" power: not the outlay ('bought for'), which a shorter life or no resale would charge more of{replaced}"
+        f" {tco.residual_fraction:.0%} resale value for the {horizon_days:,.0f} days{capital}, plus hosting,"
+        f" staff and power: not the outlay ('bought for'), which a shorter life or no resale would charge"
+        f" more of{replaced}"
     )
 
 
@@ -97,7 +103,7 @@ def fleet(
         table.add_row(name.replace("_", " "), total, bought, outlay, rent)
     out.print(table)
     if tco is not None:
-        out.print(ownership_words(tco, solution.horizon_days))
+        out.print(ownership_words(tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))
     out.print("mixed, job by job:")
     for a in data["mixed"]["assignments"]:

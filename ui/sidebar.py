@@ -278,6 +278,9 @@ def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
             ),
             hosting_usd_per_gpu_month=st.number_input(tr("tco_hosting"), min_value=0.0, step=10.0, key="tco_hosting"),
             pue=st.number_input(tr("tco_pue"), min_value=1.0, step=0.05, key="tco_pue"),
+            cost_of_capital_rate=st.slider(
+                tr("tco_capital"), 0.0, 0.3, step=0.01, key="tco_capital", help=tr("tco_capital_help")
+            ),
         )
     return TcoAssumptions(**values), utilisation
 

@@ -25,12 +25,15 @@ class TcoAssumptions:
     hosting_usd_per_gpu_month: float = 150.0  # rack space, network, ops staff share
     idle_power_fraction: float = 0.2  # wall draw of an idle GPU's server share, fraction of its training draw
     staff_usd_per_gpu_month: float = 0.0  # staff beyond hosting's share (a fleet file's ``staff``)
+    # What the money in the GPUs would earn elsewhere, per year (a buyer's discount rate; trial s36:
+    # at 8 % the example's $3.07M outlay adds ~$0.2M a year, unsaid). Default 0: not charged.
+    cost_of_capital_rate: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("lifetime_years", "pue"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"TcoAssumptions.{name}: expected > 0, got {getattr(self, name)}")
-        for name in ("residual_fraction", "idle_power_fraction"):
+        for name in ("residual_fraction", "idle_power_fraction", "cost_of_capital_rate"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"TcoAssumptions.{name}: expected within [0, 1]")
         for name in ("electricity_usd_per_kwh", "hosting_usd_per_gpu_month", "staff_usd_per_gpu_month"):
@@ -42,15 +45,18 @@ def ownership_usd(purchase_usd: float, tco: TcoAssumptions, hours: float) -> flo
     """The one TCO formula: the fixed cost of owning one GPU for ``hours`` wall-clock hours,
 
         purchase * (1 - residual) * hours / (lifetime_years * HOURS_PER_YEAR)
+        + purchase * (1 + residual) / 2 * rate * hours / HOURS_PER_YEAR
         + (hosting + staff)_per_month * hours / (HOURS_PER_YEAR / 12)
 
-    (straight-line depreciation to the resale value, plus hosting and staff; power is extra,
-    :func:`break_even`). Used by fleet sizing and by the app's amortised price per GPU-hour.
+    (straight-line depreciation to the resale value; the cost of capital, ``rate`` a year on the
+    average book value of that depreciation, the simple-interest form of a capital charge; plus
+    hosting and staff; power is extra, :func:`break_even`). Used by fleet sizing and by the app's
+    amortised price per GPU-hour.
     """
     monthly = tco.hosting_usd_per_gpu_month + tco.staff_usd_per_gpu_month
-    return purchase_usd * (1 - tco.residual_fraction) * hours / (
-        tco.lifetime_years * HOURS_PER_YEAR
-    ) + monthly * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
+    depreciation = purchase_usd * (1 - tco.residual_fraction) / (tco.lifetime_years * HOURS_PER_YEAR)
+    capital = purchase_usd * (1 + tco.residual_fraction) / 2 * tco.cost_of_capital_rate / HOURS_PER_YEAR
+    return (depreciation + capital) * hours + monthly * hours / (HOURS_PER_YEAR / MONTHS_PER_YEAR)
 
 
 @dataclass(frozen=True)

@@ -202,3 +202,18 @@ def test_a_fleet_buys_whole_servers():
     assert whole.purchased == {"h100": 8} and whole.purchase_usd == 8 * 25_000
     units = economics_for(load_catalog(), {"h100-sxm": 48_000, "gb200": 60_000})
     assert (units["h100-sxm"].purchase_unit, units["gb200"].purchase_unit) == (8, 72)
+
+
+def test_the_cost_of_capital_is_a_year_of_its_rate_on_the_average_book_value():
+    """Trial s36: no cost of capital was modelled or said. At 8 % a year on the average of the price
+    and the resale value, a $40,000 GPU with a 20 % resale value costs $1,920 more a year; 0, the
+    default, charges nothing."""
+    from planner.search.ownership import TcoAssumptions, ownership_usd
+    from planner.units import HOURS_PER_YEAR
+
+    base, dear = TcoAssumptions(), TcoAssumptions(cost_of_capital_rate=0.08)
+    year = HOURS_PER_YEAR
+    assert ownership_usd(40_000, dear, year) - ownership_usd(40_000, base, year) == pytest.approx(1_920.0)
+    assert ownership_usd(40_000, base, year) == pytest.approx(40_000 * 0.8 / 4 + 150 * 12)
+    with pytest.raises(ValueError, match="cost_of_capital_rate"):
+        TcoAssumptions(cost_of_capital_rate=1.5)

@@ -332,6 +332,23 @@ def test_bought_gpus_are_priced_by_the_documented_formula():
     assert EN("col_cost_at_risk_usd", risk="p80") not in columns
 
 
+def test_the_cost_of_capital_slider_adds_its_rate_on_the_average_book_value():
+    """Trial s36: no cost of capital could be set; 8 % a year on the average of the price and the
+    resale value adds to the bought GPU's fixed cost per hour."""
+    plain = run_app(pricing="bought", gpus=["h100-sxm"], purchases={"h100-sxm": 40000.0}, tco_utilisation=0.5)
+    dear = run_app(
+        pricing="bought", gpus=["h100-sxm"], purchases={"h100-sxm": 40000.0}, tco_utilisation=0.5, tco_capital=0.08
+    )
+    tco = TcoAssumptions()
+
+    def price(at) -> float:
+        (caption,) = [c.value for c in at.sidebar.caption if "h100-sxm" in c.value and "$" in c.value]
+        return float(caption.split("$")[1].split()[0].replace(",", "").rstrip("/"))
+
+    extra = 40000 * (1 + tco.residual_fraction) / 2 * 0.08 / HOURS_PER_YEAR / 0.5  # over the busy half
+    assert price(dear) - price(plain) == pytest.approx(extra, abs=0.01)
+
+
 def test_why_not_panel_shows_the_explore_answer():
     at = open_tab(run_app(), "tab_why_not")
     chosen = card(at)[EN("card_gpus")].split(" × ")[1]

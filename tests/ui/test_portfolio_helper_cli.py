@@ -206,3 +206,24 @@ def test_fleet_says_a_horizon_past_the_gpus_life_counts_their_replacements(tmp_p
     assert code == 0 and "the horizon is 2.5 lifetimes, so it counts replacing them" in " ".join(out.split())
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
     assert code == 0 and "lifetimes" not in out
+
+
+def test_fleet_charges_and_says_the_cost_of_capital_the_file_sets(tmp_path):
+    """Trial s36: at 8 % the example's $3.07M outlay would add ~$0.2M a year, and neither a setting
+    nor the footnote said so."""
+    import json
+
+    text = (REPO / "examples" / "fleet.toml").read_text()
+    dear = tmp_path / "dear.toml"
+    dear.write_text(text.replace("[[jobs]]", "[ownership]\ncost_of_capital_rate = 0.08\n[[jobs]]", 1))
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
+    assert code == 0 and "no cost of capital (cost_of_capital_rate in [ownership])" in " ".join(out.split())
+    code, out, _ = call("fleet", str(dear))
+    assert code == 0 and "8% a year on its average book value (cost of capital)" in " ".join(out.split())
+    plain = json.loads(call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")[1])["buy_only"]
+    charged = json.loads(call("fleet", str(dear), "--json")[1])["buy_only"]
+    if charged["purchased"] == plain["purchased"]:  # the same fleet: its capital charge, by hand
+        # the 365 days of a 365.25-day year, at the default resale value
+        extra = charged["purchase_usd"] * (1 + 0.2) / 2 * 0.08 * 365 / 365.25
+        assert charged["ownership_cost_usd"] - plain["ownership_cost_usd"] == pytest.approx(extra, rel=1e-6)
+    assert charged["total_cost_usd"] > plain["total_cost_usd"]
