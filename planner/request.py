@@ -185,11 +185,11 @@ def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> 
     MoE layer runs every expert on every token (trial s36: Llama 4 was timed as routed)."""
     missing = hf_experts_missing(model, stack, impl)
     why = "impl hf" if missing is None else f"impl hf; the native trainer lacks {missing}"
-    if impl == Implementation.HF and model.is_moe and model.hf_experts_dense:
-        every = model.num_experts / model.experts_per_token
+    if impl == Implementation.HF and model.hf_expert_work_factor > 1:
         return (
             f"{model.name} runs on Hugging Face's modules ({why}), whose MoE layers run all"
-            f" {model.num_experts} experts on every token, {every:g}x the routed experts' work (timed so):"
+            f" {model.num_experts} experts on every token, {model.hf_expert_work_factor:g}x the routed experts'"
+            " work (timed so, in bf16 whatever the precision):"
             " --stack megatron-core estimates a grouped-GEMM stack that runs the routed experts only"
         )
     if missing is None:

@@ -289,6 +289,9 @@ def _feed_forward_rows(model: ModelShape, dense: bool, hf_modules: bool) -> _Row
         gemms=(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE, bias=model.router_bias),),
         # trainer/moe.py: each routed copy's hidden state as dispatched (the gate/up input) and the
         # expert's output kept by the weighted combine; the router's fp32 softmax probabilities.
+        # (Llama 4's HF layer keeps instead each token repeated per expert and that copy scaled by
+        # its score, the bmm's input: as many h-wide tensors, E copies each; the bytes agree within
+        # 0.3 %, tests/trainer/test_llama4_experts_saved.py.)
         saved=(
             Saved("dispatched tokens (expert input)", Part.MLP, h, copies=ept, routed=True),
             Saved("expert output (combine input)", Part.MLP, h, copies=ept, routed=True),

@@ -125,7 +125,7 @@ def unrouted_expert_flops_per_token(model: ModelSpec, c: Candidates) -> np.ndarr
     (``hf_dense_experts``): (E / k - 1) x the routed experts' 2 FLOPs per weight. Not model FLOPs
     (MFU counts the routed work), hardware FLOPs."""
     routed = sum(n * sum(g.active_weights for g in t.gemms if g.experts > 1) for n, t in layer_tables(model))
-    unrouted = 2.0 * routed * (model.num_experts / max(model.experts_per_token, 1) - 1.0)
+    unrouted = 2.0 * routed * (model.hf_expert_work_factor - 1.0)
     return np.where(hf_dense_experts(model, c), unrouted, 0.0)
 
 

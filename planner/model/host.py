@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.model.candidates import SHARD_ZERO1, Candidates
 from planner.model.memory import offload_keeps_grads, state_bytes
+from planner.model.saved_bytes import grad_element_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import busiest_stage
@@ -53,7 +54,7 @@ def host_need_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     grads = np.where(offload_keeps_grads(c.sharding, s), grads / np.maximum(c.shard_group, 1), grads)
     # The host's copy is fp32 whatever the GPU's gradient dtype: the CPU optimizer steps on fp32
     # partitions (DeepSpeed's ZeRO-Offload: its fp32 partition on the host, stage_1_and_2.py).
-    grads = grads * FP32_BYTES / s.grad_bytes
+    grads = grads * FP32_BYTES / grad_element_bytes(c, s)
     return (params + grads + moments) * ranks_per_node(c) * c.offload.astype(bool)
 
 

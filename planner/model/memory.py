@@ -37,6 +37,7 @@ from planner.model.rowwise import (
 from planner.model.saved_bytes import block_activation_bytes_per_token as block_activation_bytes_per_token
 from planner.model.saved_bytes import block_input_bytes_per_token as block_input_bytes_per_token
 from planner.model.saved_bytes import compute_dtype_bytes as compute_dtype_bytes
+from planner.model.saved_bytes import grad_element_bytes
 from planner.model.saved_bytes import native_saved_bytes as native_saved_bytes
 from planner.model.saved_bytes import norm_saved_bytes as norm_saved_bytes
 from planner.model.saved_bytes import score_backward_bytes as score_backward_bytes
@@ -97,12 +98,12 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     the unsharded ones hold 1/ep of the experts (``StageParams.held``): the expert-data-parallel
     group of Megatron-Core (``dp x cp x tp / (ep x etp)``, parallel_state.py) gives the same
     per-rank share, ``experts / (ep x edp) = experts / shard_group``. Gradients are
-    ``s.grad_bytes`` per element (fp32 unless a stack keeps bf16 gradient buffers).
+    ``grad_element_bytes`` per element (fp32 unless a stack keeps bf16 gradient buffers).
     """
     local, held = stage.total / c.tp, stage.held / c.tp
     shard = np.maximum(c.shard_group, 1)
     params = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * FP32_BYTES
-    grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * s.grad_bytes
+    grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * grad_element_bytes(c, s)
     moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
     on_gpu = ~c.offload.astype(bool)
     grads_on_gpu = on_gpu | offload_keeps_grads(c.sharding, s)
@@ -117,12 +118,10 @@ def offload_keeps_grads(sharding: np.ndarray | int, s: ModelingSettings) -> np.n
 
 
 def optimizer_grad_copy_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """fp32 gradient shard a sharded optimizer makes from bf16 gradients (``s.grad_bytes`` < 4)
-    at its step; none when the gradients are fp32 already (the default)."""
-    if s.grad_bytes >= FP32_BYTES:
-        return np.zeros(len(c))
+    """fp32 gradient shard a sharded optimizer makes from 16-bit gradients (``grad_element_bytes``
+    < 4) at its step; none when the gradients are fp32 already (the default)."""
     shard = np.maximum(c.shard_group, 1)
-    sharded = (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool)
+    sharded = (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool) & (grad_element_bytes(c, s) < FP32_BYTES)
     return np.where(sharded, stage.total / c.tp / shard * FP32_BYTES, 0.0)
 
 
@@ -326,7 +325,7 @@ def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pipe
     on_gpu = ~c.offload.astype(bool)
     lp_grads = np.where(c.sharding < SHARD_ZERO2, stage.held / c.tp * s.lp_grad_bytes, 0.0) * on_gpu
     grads_full = grads_full + lp_grads
-    unsharded_grads = stage.held / c.tp * s.grad_bytes * on_gpu + lp_grads
+    unsharded_grads = stage.held / c.tp * grad_element_bytes(c, s) * on_gpu + lp_grads
     return StageTerms(
         params=params,
         grads_full=grads_full,

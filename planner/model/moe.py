@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.model import comm
+from planner.model import comm, rates
 from planner.model.block import block_table
 from planner.model.block_rows import Recompute
 from planner.model.candidates import PREC_FP8, PREC_FP32, Candidates
@@ -68,9 +68,12 @@ def routed_gemm_time_factor(model: ModelSpec, c: Candidates, s: ModelingSettings
     """Multiplier on a routed expert GEMM's time: the busiest rank's load over the shape factor of
     its token dimension (``eff(M) = M / (M + matmul_half_dim)``, the same factor as the weight
     dims, for the per-expert batch M of a grouped GEMM); E / k where every expert runs on every
-    token (``hf_dense_experts``: E GEMMs per token in place of the k routed ones)."""
+    token (``hf_dense_experts``: E GEMMs per token in place of the k routed ones), in bf16 whatever
+    the recipe: those experts are ``torch.bmm`` on parameters, which float8 training's swap of
+    ``nn.Linear`` modules leaves alone (trainer/parallel.py ``apply_fp8``; review s36)."""
     m = tokens_per_expert(model, c)
-    every = np.where(hf_dense_experts(model, c), model.num_experts / max(model.experts_per_token, 1), 1.0)
+    dense = hf_dense_experts(model, c)
+    every = np.where(dense, model.hf_expert_work_factor * rates.gemm_rate(c, s) / rates.bf16_gemm_rate(c, s), 1.0)
     return busiest_rank_load(c, s) * every * (m + s.matmul_half_dim) / m
 
 

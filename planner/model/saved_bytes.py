@@ -17,7 +17,7 @@ from planner.model.attention_scores import (
 )
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Part, Saved
-from planner.model.candidates import IMPL_HF, PREC_FP8, PREC_FP32, Candidates
+from planner.model.candidates import IMPL_HF, PREC_FP8, PREC_FP32, SHARD_ZERO1, Candidates
 from planner.model.moe import busiest_rank_load, expert_view, grouped_mlp_saved_bytes_per_token
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -29,6 +29,13 @@ FP8_BYTES = 1.0
 def compute_dtype_bytes(c: Candidates) -> np.ndarray:
     """Bytes of a compute-dtype element: fp32 runs in fp32; bf16/fp16/fp8 keep bf16 weights."""
     return np.where(c.precision == PREC_FP32, 4.0, 2.0)
+
+
+def grad_element_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Bytes per gradient element held for the step and reduced: ``s.grad_bytes``, or the model's
+    dtype at ZeRO >= 1 where the stack's optimizer keeps them so (``s.zero_grads_in_model_dtype``)."""
+    model_dtype = s.zero_grads_in_model_dtype & (c.sharding >= SHARD_ZERO1)
+    return np.where(model_dtype, compute_dtype_bytes(c), s.grad_bytes)
 
 
 def tp_gathered_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:

@@ -209,6 +209,12 @@ class ModelingSettings:
     # fp32 (trainplan's FSDP2 reduce dtype, Megatron's grad_reduce_in_fp32). 2: bf16 gradient
     # buffers, reduced in bf16.
     grad_bytes: float = 4.0
+    # A ZeRO optimizer (stage >= 1) that keeps its gradient buckets and partitions in the model's
+    # dtype, the fp32 copy of the rank's partition made at the step (``grad_element_bytes``):
+    # DeepSpeed's stage_1_and_2 and stage 3 where data_types.grad_accum_dtype is unset (engine.py:
+    # it defaults to the model dtype; docs/deepspeed-zero-reading.md 1a). Stage 0 under bf16 runs
+    # its BF16_Optimizer with fp32 gradients (``grad_bytes``).
+    zero_grads_in_model_dtype: bool = False
     # 16-bit gradients autograd leaves beside an fp32 accumulator, per local parameter, unsharded.
     # 0: none (Megatron accumulates into fp32 main_grad in the wgrad GEMM; FSDP2 reduces them away).
     # DeepSpeed's BF16_Optimizer (ZeRO stage 0/1) clears them only as the next backward starts, so

@@ -166,6 +166,13 @@ class ModelShape(BaseModel):
         return self.family in DENSE_EXPERT_FAMILIES
 
     @property
+    def hf_expert_work_factor(self) -> float:
+        """E / k: the expert GEMMs Hugging Face's modules run per token over the routed ones, where
+        every expert runs on every token (``hf_experts_dense``); 1 otherwise."""
+        dense = self.hf_experts_dense and self.is_moe
+        return self.num_experts / max(self.experts_per_token, 1) if dense else 1.0
+
+    @property
     def hf_attention_implementation(self) -> str:
         """The ``attn_implementation`` the trainer builds Hugging Face modules with: SDPA (flash
         kernels), except where transformers has no SDPA path and runs attention eager, the

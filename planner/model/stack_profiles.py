@@ -274,12 +274,9 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 # gradient-norm pass over the host gradients is not counted.
 DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
     offload_unsharded_grads=False,  # ZeRO-1 reduces whole gradients on the GPU (ModelingSettings)
-    # Gradients in the model's dtype (bf16): its ZeRO optimizer's buckets and partitions are in the
-    # model dtype unless data_types.grad_accum_dtype says fp32, which transformers' configs do not
-    # (engine.py: grad_accum_dtype None -> the model dtype, so stage_1_and_2 runs, not
-    # BF16_Optimizer); the fp32 copy of a rank's partition is made at the step
-    # (``optimizer_grad_copy_bytes``; docs/deepspeed-zero-reading.md 1a; trial s36: 4 bytes each).
-    grad_bytes=2.0,
+    # ZeRO >= 1 keeps gradients in the model's dtype: transformers' configs leave
+    # data_types.grad_accum_dtype unset (trial s36: ZeRO-1 was charged 4 bytes a gradient).
+    zero_grads_in_model_dtype=True,
     deepspeed_zero=HF_DOCUMENTED_ZERO,
     host_adam_bytes_per_param=DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,

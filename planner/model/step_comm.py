@@ -20,6 +20,7 @@ from planner.model.flops import (
     recompute_fraction,
 )
 from planner.model.memory import compute_dtype_bytes, tp_gathered_bytes
+from planner.model.saved_bytes import grad_element_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import busiest_stage, busiest_stage_params, layers_per_stage
@@ -69,16 +70,17 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
     # Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
     # ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
-    # reduce-scatter gradients (``s.grad_bytes`` each) after every micro-batch (they stay sharded); ZeRO-1 and
+    # reduce-scatter gradients (``grad_element_bytes`` each) after every micro-batch (they stay sharded); ZeRO-1 and
     # pipelines accumulate locally and reduce once. Each pass is one collective per block
     # (+ one for the root), each paying the ring latency. DDP all-reduces once per step.
     calls = n_layers + 1
+    grad_bytes = grad_element_bytes(c, s)
     gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * m, 1.0)
     reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), m, 1.0)
 
     def sharded(params, n, link, calls):
         return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(
-            params * s.grad_bytes, n, link, calls
+            params * grad_bytes, n, link, calls
         )
 
     # With ep > 1 (or whole experts on tp ranks) a block's experts are their own FSDP unit over
@@ -95,10 +97,8 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
             + sharded(experts, c.expert_shard_group, expert_link, n_layers),
             shard_traffic,
         )
-    replicated_dp = comm.all_reduce_s(
-        local_params * s.grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s)
-    )
-    hsdp = reductions * comm.all_reduce_s(local_params * s.grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
+    replicated_dp = comm.all_reduce_s(local_params * grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
+    hsdp = reductions * comm.all_reduce_s(local_params * grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     dp_serial = np.zeros(len(c))
     if s.deepspeed_zero is not None:
