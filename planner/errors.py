@@ -234,7 +234,7 @@ def rule_violation(exc: BaseException) -> RuleViolation | None:
 
 class PortfolioSearchStopped(ValueError):
     """The portfolio's slotted model found no schedule within its time limits and proved none
-    impossible (planner/search/portfolio.py ``SLOTTED_SEARCH_LIMIT_S``): one line, exit INVALID."""
+    impossible (planner/search/slots.py ``SLOTTED_SEARCH_LIMIT_S``): one line, exit INVALID."""
 
 
 class NoGPUDriver(RuntimeError):

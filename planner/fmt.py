@@ -156,18 +156,28 @@ def duration_band(hours: float | None, band: tuple[float, float] | None) -> str:
 
 
 def money_band(usd: float | None, band: tuple[float, float] | None, column_max: float = 0.0) -> str:
-    """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price); under $10 all
-    three keep their cents (``$0.91 ($0.78-$1.05)``, not ``($0.78-$1)``); all three in the unit
-    of the band's top or of ``column_max`` (``money``), whichever is larger (not ``$993,000
-    ($0.90M-$1.10M)``). A band that is the figure alone is not written (not ``$0 ($0-$0)``)."""
+    """``$3.64M ($3.33M-$4.52M)``: a cost and its band (``-`` without a price), as
+    ``money_band_parts`` writes them."""
     if usd is None:
         return "-"
-    cents = SMALL_MONEY_USD if usd < SMALL_MONEY_USD else -math.inf
+    figure, ends = money_band_parts(usd, band, column_max)
+    return figure if ends is None else f"{figure} ({ends[0]}-{ends[1]})"
+
+
+def money_band_parts(
+    usd: float, band: tuple[float, float] | None, column_max: float = 0.0, cents_below: float = SMALL_MONEY_USD
+) -> tuple[str, tuple[str, str] | None]:
+    """A cost and its band's ends, written alike: under ``cents_below`` all three keep their cents
+    (``$0.91 ($0.78-$1.05)``, not ``($0.78-$1)``), all three in the unit of the band's top or of
+    ``column_max`` (``money``), whichever is larger (not ``$993,000 ($0.90M-$1.10M)``); no ends
+    where the band is the figure alone (not ``$0 ($0-$0)``). The CLI's ``money_band`` and the
+    app's metrics (review s36: the app wrote "$150" beside "$90.00-$160")."""
+    cents = math.inf if usd < cents_below else -math.inf
     top = max(column_max, usd, *(band or ()))
     shown = lambda v: money(v, cents_below=cents, column_max=top)  # noqa: E731
     if band is None or band[0] == band[1] == usd:
-        return shown(usd)
-    return f"{shown(usd)} ({shown(band[0])}-{shown(band[1])})"
+        return shown(usd), None
+    return shown(usd), (shown(band[0]), shown(band[1]))
 
 
 def energy_band(kwh: float | None, band: tuple[float, float] | None) -> str:

@@ -112,10 +112,14 @@ def solve(
 # --------------------------------------------------------------------------- formatting
 
 
+# The app writes cents below $100 (``money``); a band's ends follow their figure's choice.
+CENTS_BELOW_USD = 100.0
+
+
 def money(usd: float, column_max: float = 0.0) -> str:
     """$1.23M, $12,345 or $9.35: whole dollars where cents would be noise; ``column_max``: the
     larger figure it stands beside, whose unit it takes (``planner.fmt.money``)."""
-    return _money(usd, cents_below=100, column_max=column_max)
+    return _money(usd, cents_below=CENTS_BELOW_USD, column_max=column_max)
 
 
 ROW_PX = 35  # st.dataframe's (and st.data_editor's) row height

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest
+from planner.fmt import money_band_parts
 from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.search.space import DEFAULT_MAX_GPUS
@@ -136,7 +137,8 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
             return
         # the other jobs' schedule without those that cannot run alone (trial s35, round 2)
         st.subheader(tr("portfolio_left_out", jobs=tr.join(outcome.left_out)))
-    # solve_jobs sets the frame, cost and makespan whenever it has neither error nor infeasible
+    # solve_jobs sets the frame, cost and makespan whenever it has no error and a schedule: of every
+    # job, or of those left once the jobs that cannot run alone are out (``left_out``)
     assert outcome.frame is not None and outcome.total_cost_usd is not None and outcome.makespan_days is not None
     assert outcome.idle_cost_usd is not None
     # A type without a count is rented up to its cap: nothing of it is held, so nothing of it idles
@@ -190,13 +192,10 @@ STANDING_KEYS = {
 
 
 def money_and_band(tr: Labels, key: str, usd: float, band: tuple[float, float] | None) -> tuple[str, str | None]:
-    """A metric's money and its band's words (label ``key``), all three in the unit of the largest
-    (trial s35: "$297,343–$1.01M" where the card writes "$0.30M-$1.01M")."""
-    top = max((usd, *(band or ())))
-    shown = lambda v: app_core.money(v, column_max=top)  # noqa: E731
-    if band is None or band[0] == band[1] == usd:  # a band that is the figure alone says nothing
-        return shown(usd), None
-    return shown(usd), tr(key, lo=shown(band[0]), hi=shown(band[1]))
+    """A metric's money and its band's words (label ``key``), written as the CLI writes a band
+    (``planner.fmt.money_band_parts``) at the app's cents rule (trial s35: "$297,343–$1.01M")."""
+    figure, ends = money_band_parts(usd, band, cents_below=app_core.CENTS_BELOW_USD)
+    return figure, None if ends is None else tr(key, lo=ends[0], hi=ends[1])
 
 
 def with_standing_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:

@@ -45,6 +45,16 @@ def add_columns(table: Table, names) -> Table:
     return table
 
 
+def whole_words(table: Table) -> Table:
+    """Each column at least as wide as its longest word, so that a folded cell breaks between words,
+    not inside a figure (trial s36: "($38,989-$53,6" over "61)" in a cost column)."""
+    for column in table.columns:
+        words = [word for cell in column.cells for word in str(cell).split()]
+        longest = max((len(word) for word in words), default=0)
+        column.min_width = max(column.min_width or 0, longest) or None
+    return table
+
+
 def emit_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from planner.fmt import money, money_band, number_band
 from planner.search.fleet import reserved_commitments
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.render import add_columns, emit_json, no_infeasibility, out, warn
+from ui.render import add_columns, emit_json, no_infeasibility, out, warn, whole_words
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
@@ -101,7 +101,7 @@ def fleet(
         total = money_band(p["total_cost_usd"], p["total_cost_usd_band"], column_max=tops["total_cost_usd"])
         rent = money(p["rent_cost_usd"], column_max=tops["rent_cost_usd"])
         table.add_row(name.replace("_", " "), total, bought, outlay, rent)
-    out.print(table)
+    out.print(whole_words(table))
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))

@@ -15,7 +15,7 @@ from planner.fmt import money_band, number_band
 from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
-from ui.render import add_columns, emit_json, no_infeasibility, out, warn
+from ui.render import add_columns, emit_json, no_infeasibility, out, warn, whole_words
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent (docs/ilp.md "Portfolio").
@@ -201,4 +201,4 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
             r["cost_basis"],
             envelope_word(f),
         )
-    return table
+    return whole_words(table)

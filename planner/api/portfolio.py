@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob, PortfolioPlan
 from planner.plan_accuracy import Standing, summed_band
-from planner.search.portfolio import idle_of
+from planner.search.ownership import idle_of
 from planner.search.slots import list_schedule
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
@@ -70,7 +70,7 @@ class PortfolioBands:
 
     jobs_cost_usd: tuple[float, float] | None  # the jobs' owned-rate costs
     makespan_days: tuple[float, float] | None  # the day the last job ends
-    idle_cost_usd: tuple[float, float] | None  # held GPU-hours no job used by then, at F_g
+    idle_cost_usd: tuple[float, float] | None  # held GPU-hours no job used by then, at F_g (None: none held)
 
 
 def portfolio_bands(portfolio: PortfolioPlan, figures: Sequence[JobFigures]) -> PortfolioBands:

@@ -156,3 +156,10 @@ def economics_for(
             purchase_unit=max(node.gpus_per_node, node.scaleup_domain_size),
         )
     return out
+
+
+def idle_of(held: float, used: float) -> float:
+    """The held cost no job used: held >= used, and a difference of two sums that is rounding
+    alone (below a millionth of the held cost) is none (trial s26b: "$0.00" of idle cost)."""
+    idle = held - used
+    return idle if idle > 1e-6 * abs(held) else 0.0

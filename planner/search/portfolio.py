@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pulp
 
-from planner.errors import InfeasiblePlan, PortfolioSearchStopped
+from planner.errors import InfeasiblePlan
 from planner.search.fleet import implied_rent_usd_per_gpu_hour
 from planner.search.ilp import (
     TIE_BREAK_WEIGHT,
@@ -22,9 +22,10 @@ from planner.search.ilp import (
     objective_weights,
     pareto_mask,
 )
-from planner.search.ownership import HourlyRate
+from planner.search.ownership import HourlyRate, idle_of
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
+    SLOTTED_TIME_LIMIT_S,
     JobCandidates,
     SlotOptions,
     concat_options,
@@ -35,13 +36,15 @@ from planner.search.slots import (
     list_schedule,
     shared_inventory_infeasible,
     slot_length_s,
+    slotted_span_s,
+    solve_slotted,
     subset_options,
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver, stopped_gap
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-__all__ = ["JobAssignment", "PortfolioSolution", "solve_portfolio"]
+__all__ = ["SLOTTED_TIME_LIMIT_S", "JobAssignment", "PortfolioSolution", "solve_portfolio"]
 
 
 @dataclass(frozen=True)
@@ -91,16 +94,6 @@ class _Rows:
 # orders took 0.1-0.7 s for 4 jobs of 30-60 rows on 2 GPU types, 0.2-2 s for 5 and over 30 s
 # for 8 (HiGHS, this project's 2-core machine); the slotted model 0.1 s for 10 jobs.
 EXACT_MAX_JOBS = 4
-
-# Seconds the slotted model's branch and bound may run before its incumbent is taken: the 18-job
-# bench case (bench/bench_plan.py) proved its optimum in 51-135 s on the 2-core machine; at 30 s its
-# incumbent was 0.6 % above that optimum, at 10 s 4 %, far inside the bands of the jobs' times
-# (2026-12-05). The slotted model approximates the schedule already (docs/ilp.md "Many jobs").
-SLOTTED_TIME_LIMIT_S = 30.0
-# Seconds it searches on where it had no schedule at all by then, before it gives up and says so:
-# a 25-job file with tight deadlines ran 21 minutes without an answer until its user killed it
-# (trial s36); the 18-job bench case has its first schedule in under a second.
-SLOTTED_SEARCH_LIMIT_S = 270.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,7 +171,7 @@ def solve_portfolio(
     if exact:
         order_of = _exact_order(problem, options, weights, inventory, D, H)
     else:
-        horizon = slotted_span_s(options, len(jobs), horizon_s)
+        horizon = slotted_span_s(options.T, options.job, len(jobs), horizon_s)
         order_of = _slotted_order(
             problem, jobs, options, weights, inventory, finish_by, horizon, max(num_slots, 2 * len(jobs)), prune
         )
@@ -192,34 +185,10 @@ def solve_portfolio(
 
 
 def _solve(problem: pulp.LpProblem, solver: str, time_limit_s: float | None, exact: bool, prune: bool):
-    """``run_solver``; the slotted model under SLOTTED_TIME_LIMIT_S where no limit is given, its
-    incumbent taken, and once more without a limit where that stopped before any incumbent."""
+    """``run_solver`` under ``time_limit_s``; the slotted model without one: ``solve_slotted``."""
     if exact or time_limit_s is not None:
         return run_solver(problem, solver, time_limit_s, warm_start=not exact and prune, accept_incumbent=not exact)
-    try:
-        return run_solver(problem, solver, SLOTTED_TIME_LIMIT_S, warm_start=prune, accept_incumbent=True)
-    except RuntimeError:  # no schedule at all by the limit: search on, up to a bound
-        pass
-    try:
-        return run_solver(problem, solver, SLOTTED_SEARCH_LIMIT_S, warm_start=prune, accept_incumbent=True)
-    except RuntimeError as exc:
-        total = SLOTTED_TIME_LIMIT_S + SLOTTED_SEARCH_LIMIT_S
-        raise PortfolioSearchStopped(
-            f"the schedule search found no schedule of the jobs in {total:.0f} s (none proven impossible either):"
-            " loosen the tightest deadlines, drop or split off jobs, or add GPUs"
-        ) from exc
-
-
-def slotted_span_s(options: _Rows, num_jobs: int, horizon_s: float | None) -> float:
-    """The time the slotted model cuts into slots: twice the jobs' fastest rows run one after
-    another, which a serial schedule fits even with each start rounded to a slot, or the horizon
-    where shorter. Not the horizon itself, nor twice the slowest rows' (trial s27: a 100-year
-    horizon, or none, cut slots of 570 days, every job started in the first, and the answer cost
-    25 % more than under a 60-day horizon); a longer schedule only holds the owned inventory longer
-    (a rented row costs its rent whenever it runs)."""
-    fastest = float(sum(np.min(options.T[options.job == j]) for j in range(num_jobs)))
-    span = 2 * fastest * SECONDS_PER_DAY
-    return span if horizon_s is None else min(horizon_s, span)
+    return solve_slotted(problem, solver, warm_start=prune)
 
 
 def _weights(
@@ -517,10 +486,3 @@ def _solution(
         num_variables=num_variables,
         exact=exact,
     )
-
-
-def idle_of(held: float, used: float) -> float:
-    """The held cost no job used: held >= used, and a difference of two sums that is rounding
-    alone (below a millionth of the held cost) is none (trial s26b: "$0.00" of idle cost)."""
-    idle = held - used
-    return idle if idle > 1e-6 * abs(held) else 0.0

@@ -14,12 +14,23 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import Constraint, InfeasiblePlan, PortfolioSearchStopped
 from planner.fmt import counted, duration_words
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
+from planner.search.solver import run_solver
 from planner.search.ties import tie_order
 from planner.units import SECONDS_PER_DAY
+
+# Seconds the slotted model's branch and bound may run before its incumbent is taken: the 18-job
+# bench case (bench/bench_plan.py) proved its optimum in 51-135 s on the 2-core machine; at 30 s its
+# incumbent was 0.6 % above that optimum, at 10 s 4 %, far inside the bands of the jobs' times
+# (2026-12-05). The slotted model approximates the schedule already (docs/ilp.md "Many jobs").
+SLOTTED_TIME_LIMIT_S = 30.0
+# Seconds it searches on where it had no schedule at all by then, before it gives up and says so:
+# a 25-job file with tight deadlines ran 21 minutes without an answer until its user killed it
+# (trial s36); the 18-job bench case has its first schedule in under a second.
+SLOTTED_SEARCH_LIMIT_S = 270.0
 
 __all__ = [
     "JobCandidates",
@@ -292,3 +303,33 @@ def shared_inventory_infeasible(
             f" but {pack} (each job's GPUs are fixed while it runs)"
         )
     return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need or None, available=None)
+
+
+def solve_slotted(problem: pulp.LpProblem, solver: str, warm_start: bool) -> tuple[bool, str]:
+    """``run_solver`` for a slotted model: under SLOTTED_TIME_LIMIT_S, its incumbent taken; where
+    that stopped before any, SLOTTED_SEARCH_LIMIT_S more, then ``PortfolioSearchStopped``."""
+    try:
+        return run_solver(problem, solver, SLOTTED_TIME_LIMIT_S, warm_start=warm_start, accept_incumbent=True)
+    except RuntimeError:  # no schedule at all by the limit: search on, up to a bound
+        pass
+    try:
+        return run_solver(problem, solver, SLOTTED_SEARCH_LIMIT_S, warm_start=warm_start, accept_incumbent=True)
+    except RuntimeError as exc:
+        total = SLOTTED_TIME_LIMIT_S + SLOTTED_SEARCH_LIMIT_S
+        raise PortfolioSearchStopped(
+            f"the schedule search found no schedule of the jobs in {total:.0f} s (none proven impossible either):"
+            " loosen the tightest deadlines, drop or split off jobs, or add GPUs"
+        ) from exc
+
+
+def slotted_span_s(days: np.ndarray, job: np.ndarray, num_jobs: int, horizon_s: float | None) -> float:
+    """The time the slotted model cuts into slots, from each job's rows' ``days`` (``job``: each
+    row's job): twice the jobs' fastest rows run one after another, which a serial schedule fits
+    even with each start rounded to a slot, or the horizon where shorter. Not the horizon itself,
+    nor twice the slowest rows' (trial s27: a 100-year horizon, or none, cut slots of 570 days,
+    every job started in the first, and the answer cost 25 % more than under a 60-day horizon); a
+    longer schedule only holds the owned inventory longer (a rented row costs its rent whenever it
+    runs)."""
+    fastest = float(sum(np.min(days[job == j]) for j in range(num_jobs)))
+    span = 2 * fastest * SECONDS_PER_DAY
+    return span if horizon_s is None else min(horizon_s, span)

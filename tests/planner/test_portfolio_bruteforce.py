@@ -162,21 +162,26 @@ def test_seeded_cases_cover_infeasible_and_sequenced_cases() -> None:
 def test_the_slotted_model_stops_at_its_time_limit_with_a_valid_schedule(monkeypatch) -> None:
     """Review s35: the 18-job bench case spent 51-135 s proving an optimum 0.6 % below its 30 s
     incumbent. Under SLOTTED_TIME_LIMIT_S the incumbent is taken (its gap said), and where even
-    that limit ends before any solution the model is solved to the end as before."""
-    import planner.search.portfolio as portfolio
+    that limit ends before any solution it searches on up to SLOTTED_SEARCH_LIMIT_S (here proving
+    the optimum: gap None)."""
+    import planner.search.slots as slots
 
     rng = np.random.default_rng(7)
     jobs = [small_job(rng, f"job{j}", 2) for j in range(16)]
     inventory = {"a100": 5, "h100": 5}
     proven = solve_portfolio(jobs, inventory, "cost", exact=False, num_slots=6)
     assert proven.stopped_gap is None  # a small case proves its optimum inside the limit
-    # ~0.2 s proves it on this 2-core machine: at 0.02 s the incumbent is taken, its gap said; at
-    # 1e-6 s none exists yet, and the model is solved to the end (gap None)
-    for limit, stops in ((0.02, True), (1e-6, False)):
-        monkeypatch.setattr(portfolio, "SLOTTED_TIME_LIMIT_S", limit)
+    # ~0.2 s proves it on this 2-core machine: by 0.02-0.1 s the incumbent is taken, its gap said
+    # (the first of those that stops: under load 0.02 s can end before HiGHS holds the warm start);
+    # at 1e-6 s none exists yet, and the search goes on to the optimum (gap None)
+    gaps = []
+    for limit in (0.02, 0.05, 0.1, 1e-6):
+        monkeypatch.setattr(slots, "SLOTTED_TIME_LIMIT_S", limit)
         stopped = solve_portfolio(jobs, inventory, "cost", exact=False, num_slots=6)
         check_schedule(jobs, inventory, stopped, None)
-        assert (stopped.stopped_gap is not None and stopped.stopped_gap > 0) == stops, (limit, stopped.stopped_gap)
+        gaps.append(stopped.stopped_gap)
+    assert any(gap is not None and gap > 0 for gap in gaps[:3]), gaps
+    assert gaps[3] is None
 
 
 def test_a_stopped_solve_is_worded_with_its_gap() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pulp
 import pytest
 
-import planner.search.portfolio as portfolio_module
+import planner.search.slots as slots_module
 from planner.errors import InfeasiblePlan
 from planner.search.fleet import size_fleet
 from planner.search.ilp import ScoredTable
@@ -71,13 +71,13 @@ def test_the_slotted_model_bounds_the_makespan_by_each_types_gpu_days(monkeypatc
         jobs.append(JobCandidates(f"job{j}", table))
     inventory = {"a100": 8, "h100": 8}
     seen: list[pulp.LpProblem] = []
-    solve = portfolio_module.run_solver
+    solve = slots_module.run_solver
 
     def keep(problem, *args, **kwargs):
         seen.append(problem)
         return solve(problem, *args, **kwargs)
 
-    monkeypatch.setattr(portfolio_module, "run_solver", keep)
+    monkeypatch.setattr(slots_module, "run_solver", keep)  # the slotted model's solve (slots.solve_slotted)
     slotted = solve_portfolio(jobs, inventory, horizon_s=120 * DAY, num_slots=12, exact=False)
     (problem,) = seen
     M = next(v for v in problem.variables() if v.name == "M")
@@ -168,10 +168,10 @@ def test_a_slotted_search_that_finds_no_schedule_stops_and_says_so(monkeypatch):
         limits.append(time_limit_s)
         raise RuntimeError("highs stopped without an optimal solution (time limit)")
 
-    monkeypatch.setattr(portfolio_module, "run_solver", no_schedule)
+    monkeypatch.setattr(slots_module, "run_solver", no_schedule)
     with pytest.raises(PortfolioSearchStopped, match=r"found no schedule of the jobs in 300 s"):
         solve_portfolio(jobs, {"h100": 8}, horizon_s=60 * DAY)
-    assert limits == [portfolio_module.SLOTTED_TIME_LIMIT_S, portfolio_module.SLOTTED_SEARCH_LIMIT_S]
+    assert limits == [slots_module.SLOTTED_TIME_LIMIT_S, slots_module.SLOTTED_SEARCH_LIMIT_S]
     assert isinstance(PortfolioSearchStopped("x"), ValueError)
 
 

@@ -12,6 +12,7 @@ from support import SOLVERS, needs_highs
 from test_portfolio import random_job
 
 import planner.search.portfolio as portfolio_module
+import planner.search.slots as slots_module
 from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
 from planner.search.slot_bound import Bounded, SlottedInstance, bounded_options, greedy_schedule, prunable
@@ -31,7 +32,8 @@ def slotted_optimum(monkeypatch, jobs, inventory, **options) -> float:
         seen.append(float(pulp.value(problem.objective)))
         return result
 
-    monkeypatch.setattr(portfolio_module, "run_solver", keep)
+    monkeypatch.setattr(portfolio_module, "run_solver", keep)  # under a time limit given
+    monkeypatch.setattr(slots_module, "run_solver", keep)  # the slotted model's own (slots.solve_slotted)
     solve_portfolio(jobs, inventory, exact=False, **options)
     return seen[-1]
 

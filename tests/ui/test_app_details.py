@@ -610,7 +610,7 @@ def test_price_kinds_are_named_in_the_pages_language_and_rounding_is_no_idle_cos
     """Trial s26b: the 中文 captions kept "spot" / "reserved-1y", and a rounding residue showed as
     "$0.00" of idle cost."""
     from planner.catalog.prices import PRICE_KINDS
-    from planner.search.portfolio import idle_of
+    from planner.search.ownership import idle_of
     from ui.i18n import Labels
 
     zh, en = Labels("zh"), Labels("en")

@@ -647,7 +647,8 @@ def test_portfolio_prices_its_inventory_at_the_files_ownership(tmp_path):
     assert f"all done by day {high['makespan_days']:.2f} ({done_low:.2f}-{done_high:.2f})" in " ".join(text.split())
     # s36: nor the idle cost; the same two schedules' idle costs and the portfolio's own
     idle_low, idle_high = high["idle_cost_band_usd"]
-    assert idle_low <= high["idle_cost_usd"] <= idle_high  # one job on every GPU: [0, 0]
+    assert [idle_low, idle_high] == [0.0, 0.0] == [high["idle_cost_usd"]] * 2  # one job on every GPU
+    assert "idle until the last job ends $0;" in " ".join(text.split())  # not "$0 ($0-$0)"
 
 
 def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):

@@ -44,6 +44,12 @@ def test_the_portfolio_metrics_write_a_figure_and_its_band_in_one_unit():
     assert figure == "$0.30M" and words == EN("band_summed", lo="$0.25M", hi="$1.01M")
     assert money_and_band(EN, "card_band", 0.0, (0.0, 0.0)) == ("$0", None)
     assert money_and_band(EN, "card_band", 12.0, None) == ("$12.00", None)
+    # review s36: one cents choice for all three, the figure's ("$150" beside "$90.00-$160" before)
+    assert money_and_band(EN, "card_band", 150.0, (90.0, 160.0)) == ("$150", EN("card_band", lo="$90", hi="$160"))
+    assert money_and_band(EN, "card_band", 50.0, (40.0, 160.0)) == (
+        "$50.00",
+        EN("card_band", lo="$40.00", hi="$160.00"),
+    )
 
 
 def test_the_portfolios_idle_cost_carries_its_band():
