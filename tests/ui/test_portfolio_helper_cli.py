@@ -227,3 +227,26 @@ def test_fleet_charges_and_says_the_cost_of_capital_the_file_sets(tmp_path):
         extra = charged["purchase_usd"] * (1 + 0.2) / 2 * 0.08 * 365 / 365.25
         assert charged["ownership_cost_usd"] - plain["ownership_cost_usd"] == pytest.approx(extra, rel=1e-6)
     assert charged["total_cost_usd"] > plain["total_cost_usd"]
+
+
+def test_a_folded_cell_breaks_between_words_not_inside_a_figure():
+    """Trial s36: a narrow cost column printed "($38,989-$53,6" over "61)"."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from ui.render import add_columns, whole_words
+
+    def rendered(table: Table) -> str:
+        console = Console(file=io.StringIO(), width=60)
+        console.print(table)
+        return console.file.getvalue()
+
+    def table() -> Table:
+        t = add_columns(Table(), ("job", "layout", "cost p80", "basis"))
+        t.add_row("chat-8b", "zero2 dp_shard=256 | mb 2 x 1 | ac none", "$51,501 ($38,989-$53,661)", "owned-GPU rate")
+        return t
+
+    assert "($38,989-$53,661)" in rendered(whole_words(table()))
+    assert "($38,989-$53,661)" not in rendered(table())  # what the fold did before
