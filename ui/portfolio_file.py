@@ -2,6 +2,8 @@
 
 horizon_days = 90            # optional: jobs may be sequenced inside it
 num_slots = 6
+risk = "p90"                 # optional: the quantile of each job's time the jobs are judged and
+                             # scheduled at (p50, p80, p90; default p80, as plan's --risk)
 rented = ["b200"]            # portfolio: inventory types rented, not owned: each busy GPU at its rent,
                              # none idle (default: every type is owned)
 [inventory]                  # portfolio: GPUs on hand, shared by all jobs
@@ -39,6 +41,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
+from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanRequest
 from planner.catalog.prices import PriceKind
 from planner.fmt import one_line, printable
@@ -126,6 +129,9 @@ class JobsFile(BaseModel):
     # None: the model's own (portfolio: 1, refining only the slotted model; fleet: plan_fleet's)
     num_slots: StrictInt | None = Field(None, ge=1, le=64)
     objective: str = "cost"
+    # the quantile of each job's time its plans are judged and scheduled at, as plan's --risk
+    # (trial s36: fleet and portfolio were fixed at p80)
+    risk: Risk = DEFAULT_RISK
     inventory: dict[str, Annotated[StrictInt, Field(ge=1, le=MAX_GPUS)]] = {}
     buy: list[str] = []  # fleet: GPU types to price at the catalog's purchase price
     # portfolio: inventory types rented at their rent while busy, never idle (trial s27: every type
@@ -177,6 +183,7 @@ class JobsFile(BaseModel):
             price_overrides=self.rent_usd_per_gpu_hour,
             price_kind=self.price_kind,
             network=self.network,
+            risk=self.risk,
         )
 
 

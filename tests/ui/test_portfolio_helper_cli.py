@@ -250,3 +250,22 @@ def test_a_folded_cell_breaks_between_words_not_inside_a_figure():
 
     assert "($38,989-$53,661)" in rendered(whole_words(table()))
     assert "($38,989-$53,661)" not in rendered(table())  # what the fold did before
+
+
+def test_a_jobs_file_sets_the_risk_its_jobs_are_judged_and_scheduled_at(tmp_path):
+    """Trial s36: fleet and portfolio were fixed at p80, with no --risk and no file key."""
+    import json
+
+    for command, example in (("portfolio", "portfolio.toml"), ("fleet", "fleet.toml")):
+        p90 = tmp_path / example
+        p90.write_text('risk = "p90"\n' + (REPO / "examples" / example).read_text())
+        code, out, _ = call(command, str(p90), "--json")
+        data = json.loads(out)
+        jobs = data["assignments"] if command == "portfolio" else data["mixed"]["assignments"]
+        assert code == 0 and {a["risk"] for a in jobs} == {"p90"}
+        # at p90 each job's days are its band's slow end
+        assert all(a["days"] == pytest.approx(a["days_band"][1]) for a in jobs)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('risk = "p99"\n' + (REPO / "examples" / "portfolio.toml").read_text())
+    code, _, err = call("portfolio", str(bad))
+    assert_one_line(code, err, "risk: Input should be 'p50', 'p80' or 'p90'")
