@@ -59,6 +59,11 @@ def portfolio(
     if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
         render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
                     " fleet reports the owned price at it")  # fmt: skip
+    unheld = sorted(g for g in rented if g in spec.purchase_usd)  # trial s36: dropped without a word
+    if unheld:
+        render.warn(
+            f"{', '.join(unheld)} rented: portfolio prices it at rent while busy and ignores its [purchase_usd]"
+        )
     requests = file_requests(spec, {g: n for g, n in spec.inventory.items()}, jobs_file)
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     try:
@@ -121,6 +126,9 @@ def fleet(
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     requests = file_requests(spec, {g: None for g in prices}, jobs_file)
+    powered = sorted(set(spec.ownership.wall_power_w) - set(prices))
+    if powered:  # trial s36: dropped without a word
+        render.warn(f"fleet buys none of {', '.join(powered)} and ignores its [ownership].wall_power_w")
     unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices))
     if unused:  # trial s28c: an H20 quote was dropped without a word
         render.warn(

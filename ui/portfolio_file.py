@@ -37,7 +37,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
@@ -128,7 +128,8 @@ class JobsFile(BaseModel):
     horizon_days: Days | None = None
     # None: the model's own (portfolio: 1, refining only the slotted model; fleet: plan_fleet's)
     num_slots: StrictInt | None = Field(None, ge=1, le=64)
-    objective: str = "cost"
+    # checked here so that its error names the file (trial s36: "objective: expected one of ..." alone)
+    objective: Literal["cost", "time", "mix"] = "cost"
     # the quantile of each job's time its plans are judged and scheduled at, as plan's --risk
     # (trial s36: fleet and portfolio were fixed at p80)
     risk: Risk = DEFAULT_RISK

@@ -269,3 +269,32 @@ def test_a_jobs_file_sets_the_risk_its_jobs_are_judged_and_scheduled_at(tmp_path
     bad.write_text('risk = "p99"\n' + (REPO / "examples" / "portfolio.toml").read_text())
     code, _, err = call("portfolio", str(bad))
     assert_one_line(code, err, "risk: Input should be 'p50', 'p80' or 'p90'")
+
+
+def test_a_jobs_files_ignored_inputs_are_said_and_its_objective_error_names_it(tmp_path):
+    """Trial s36: a rented type's purchase price and an unbought type's wall power were dropped
+    without a word, and a bad objective's error did not name the file."""
+    text = (REPO / "examples" / "portfolio.toml").read_text()
+    rented = tmp_path / "rented.toml"
+    rented.write_text(
+        text.replace('objective = "cost"', 'objective = "cost"\nrented = ["a100-80gb-sxm"]', 1).replace(
+            "[inventory]", "[purchase_usd]\na100-80gb-sxm = 15000\n[inventory]", 1
+        )
+    )
+    code, _, err = call("portfolio", str(rented))
+    assert (
+        code == 0
+        and "a100-80gb-sxm rented: portfolio prices it at rent while busy and ignores its [purchase_usd]" in err
+    )
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(
+        (REPO / "examples" / "fleet.toml")
+        .read_text()
+        .replace("[[jobs]]", "[ownership]\nwall_power_w = { b200 = 1000.0 }\n[[jobs]]", 1)
+    )
+    code, _, err = call("fleet", str(fleet))
+    assert code == 0 and "fleet buys none of b200 and ignores its [ownership].wall_power_w" in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('objective = "cost"', 'objective = "fastest"'))
+    code, _, err = call("portfolio", str(bad))
+    assert_one_line(code, err, f"{bad}: objective: Input should be 'cost', 'time' or 'mix'")
