@@ -97,7 +97,12 @@ def portfolio(
         }
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings))
-    render.portfolio(solution, as_json=as_json, emitted=emitted)
+    held = {g: spec.purchase_usd.get(g) for g in solution.held_types}
+    prices = {
+        g: (usd, True) if usd is not None else (catalog.gpu(g).purchase_price_usd, False) for g, usd in held.items()
+    }
+    basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
+    render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis)
 
 
 def fleet(

@@ -495,11 +495,13 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
     out.print(escape(f"run it: trainplan run {job_dir}{trial}"))
 
 
-def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
+def portfolio(
+    solution, *, as_json: bool, emitted: dict[str, Path] | None = None, owned_basis: str | None = None
+) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
     from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``
 
-    render_portfolio(solution, as_json=as_json, emitted=emitted)
+    render_portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=owned_basis)
 
 
 def progress_line(done: int, total: int, label: str) -> None:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from planner.api.portfolio import JobFigures, job_figures, portfolio_bands
 from planner.catalog.prices import PriceBasis
-from planner.fmt import money_band, number_band
+from planner.fmt import money, money_band, number_band
 from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -90,12 +90,35 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
 # found ("job_dirs": null without --emit).
 PORTFOLIO_KEYS = (
     "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "idle_cost_band_usd",
-    "makespan_days", "makespan_band_days", "solver", "exact", "stopped_gap", "job_dirs",
+    "makespan_days", "makespan_band_days", "solver", "exact", "stopped_gap", "owned_rate_basis", "job_dirs",
 )  # fmt: skip
 
 
-def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None) -> None:
-    """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
+def owned_basis_words(prices: dict[str, tuple[float | None, bool]], tco) -> str:
+    """What the owned-GPU rate rests on (trial s36: the $48k per H100 and the ownership settings
+    behind "owned-GPU rate 1.43" were nowhere in the text): ``prices``: held type -> (its purchase
+    price, whether the jobs file gave it; None: no price, priced at its rent)."""
+    bought = ", ".join(
+        f"{gpu} at its rent (no purchase price)"
+        if usd is None
+        else f"{gpu} bought at {money(usd)} ({'yours' if given else 'the catalog estimate'})"
+        for gpu, (usd, given) in sorted(prices.items())
+    )
+    capital = f"{tco.cost_of_capital_rate:.0%} cost of capital" if tco.cost_of_capital_rate else "no cost of capital"
+    return (
+        f"owned-GPU rate: {bought}; straight-line over {tco.lifetime_years:g} years to a"
+        f" {tco.residual_fraction:.0%} resale value, {capital}, hosting and staff"
+        f" {money(tco.hosting_usd_per_gpu_month + tco.staff_usd_per_gpu_month)} per GPU-month, PUE {tco.pue:g} at"
+        f" ${tco.electricity_usd_per_kwh:g}/kWh, an idle GPU drawing {tco.idle_power_fraction:.0%} of its training power"
+        " ([purchase_usd] and [ownership] in the jobs file)"
+    )
+
+
+def portfolio(
+    solution, *, as_json: bool, emitted: dict[str, Path] | None = None, owned_basis: str | None = None
+) -> None:
+    """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
+    ``owned_basis``: ``owned_basis_words``, said under the totals (and in --json) where GPUs are held."""
     figures = [job_figures(a) for a in solution.assignments]
     rows = [job_row(a, f, solution.held_types) for a, f in zip(solution.assignments, figures, strict=True)]
     bands = portfolio_bands(solution, figures)  # every job at its band's ends
@@ -116,6 +139,7 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
             "solver": solution.solver,
             "exact": solution.exact,
             "stopped_gap": solution.stopped_gap,  # the slotted model's incumbent at its time limit (None: optimum)
+            "owned_rate_basis": owned_basis,
         }
         data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
         emit_json(data)
@@ -129,6 +153,8 @@ def portfolio(solution, *, as_json: bool, emitted: dict[str, Path] | None = None
         f" all done by {day_words(days, solution.makespan_s, bands.makespan_days)}"
         f" ({model_words(solution)})"
     )
+    if owned_basis:
+        out.print(owned_basis, markup=False)
     for line in accuracy_lines(figures):
         out.print(line)
     for job, job_json in (emitted or {}).items():

@@ -298,3 +298,16 @@ def test_a_jobs_files_ignored_inputs_are_said_and_its_objective_error_names_it(t
     bad.write_text(text.replace('objective = "cost"', 'objective = "fastest"'))
     code, _, err = call("portfolio", str(bad))
     assert_one_line(code, err, f"{bad}: objective: Input should be 'cost', 'time' or 'mix'")
+
+
+def test_portfolio_says_what_its_owned_gpu_rate_rests_on():
+    """Trial s36: the $48k per H100 and the ownership settings behind "owned-GPU rate 1.43" were
+    nowhere in the text; now one line under the totals, and in --json."""
+    import json
+
+    code, out, _ = call("portfolio", str(REPO / "examples" / "portfolio.toml"))
+    text = " ".join(out.split())
+    assert code == 0 and "owned-GPU rate: a100-80gb-sxm bought at $28,000 (the catalog estimate)" in text
+    assert "straight-line over 4 years to a 20% resale value, no cost of capital" in text
+    code, out, _ = call("portfolio", str(REPO / "examples" / "portfolio.toml"), "--json")
+    assert json.loads(out)["owned_rate_basis"].startswith("owned-GPU rate: a100-80gb-sxm bought at $28,000")
