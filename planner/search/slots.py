@@ -33,6 +33,8 @@ SLOTTED_TIME_LIMIT_S = 30.0
 SLOTTED_SEARCH_LIMIT_S = 270.0
 
 __all__ = [
+    "SLOTTED_SEARCH_LIMIT_S",
+    "SLOTTED_TIME_LIMIT_S",
     "JobCandidates",
     "SlotOptions",
     "concat_options",
@@ -44,6 +46,8 @@ __all__ = [
     "list_schedule",
     "shared_inventory_infeasible",
     "slot_length_s",
+    "slotted_span_s",
+    "solve_slotted",
     "subset_options",
     "usage_constraints",
 ]
