@@ -311,3 +311,18 @@ def test_portfolio_says_what_its_owned_gpu_rate_rests_on():
     assert "straight-line over 4 years to a 20% resale value, no cost of capital" in text
     code, out, _ = call("portfolio", str(REPO / "examples" / "portfolio.toml"), "--json")
     assert json.loads(out)["owned_rate_basis"].startswith("owned-GPU rate: a100-80gb-sxm bought at $28,000")
+
+
+def test_fleet_splits_each_bought_options_total_and_says_how_busy_its_gpus_are():
+    """Trial s36: the text showed each option's total alone, and the owned price at the file's
+    utilisation, not how busy the fleet's own GPUs are (81 % in the trial's year)."""
+    import json
+
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")
+    plan = json.loads(out)["buy_only"]
+    owned = [a for a in plan["assignments"] if a["owned"]]
+    busy = sum(a["num_gpus"] * (a["end_days"] - a["start_days"]) for a in owned) / (64 * 365)
+    assert plan["purchased"]["h100-sxm"] == 64 and plan["owned_busy_fraction"] == pytest.approx(busy)
+    code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
+    assert code == 0 and f"the 64 owned GPUs busy {busy:.0%} of the 365 days" in " ".join(out.split())
+    assert plan["ownership_cost_usd"] + plan["running_cost_usd"] == pytest.approx(plan["total_cost_usd"])
