@@ -365,7 +365,11 @@ def catalog(cat, *, as_json: bool) -> None:
         " sources: --json)"
     )
     # The scale-up rate per direction is what the export parts cut (H800, A800: trial s24).
-    columns = ("id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "GB/s", "net Gb/s", "TDP W", "$/GPU-h")
+    # "buy $": the purchase price fleet and portfolio price an owned GPU at (with its share of the
+    # server and network, docs/hardware.md; trial s36: only --json showed it)
+    columns = (
+        "id", "memory GiB", "HBM TB/s", "bf16 TF", "fp8 TF", "scale-up", "GB/s", "net Gb/s", "TDP W", "$/GPU-h", "buy $",
+    )  # fmt: skip
     add_columns(table, columns)
     for g in cat.gpus.values():
         fp8 = g.peak_flops_per_s.get("fp8")
@@ -380,6 +384,7 @@ def catalog(cat, *, as_json: bool) -> None:
             f"{g.internode_bandwidth_bytes_per_s * 8 / 1e9:.0f}",
             f"{g.tdp_watts:.0f}",
             price_cell(g.price_per_gpu_hour_usd, g.price_basis),
+            "-" if g.purchase_price_usd is None else f"{g.purchase_price_usd:,.0f}",
         )
     out.print(table)
     networks = Table(title="Scale-out networks (--network; net Gb/s above: each GPU's default)")

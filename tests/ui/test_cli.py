@@ -361,6 +361,8 @@ def test_catalog_and_detect():
     # The table shows the scale-up rate, which the export parts cut (trial s24: H800 read as an H100).
     rows = {line.split("│")[1].strip(): line for line in binary("catalog").stdout.splitlines() if line.count("│") > 5}
     assert " 200 " in rows["h800"] and " 450 " in rows["h100-sxm"]
+    # trial s36: the purchase price fleet and portfolio own a GPU at was only in --json
+    assert rows["h100-sxm"].rstrip("│ ").endswith(f"{data['h100-sxm']['purchase_price_usd']:,.0f}")
     proc = binary("detect")
     assert proc.stdout.strip().count("\n") == 0  # no driver here: one line
 
