@@ -77,6 +77,7 @@ class RuleCode(StrEnum):
     STACK_NO_CP = "stack_no_cp"
     STACK_NO_EP = "stack_no_ep"
     STACK_NO_MOE = "stack_no_moe"
+    STACK_NO_ALIBI = "stack_no_alibi"
     STACK_SHARDING = "stack_sharding"
     STACK_NO_PIPELINE = "stack_no_pipeline"
     STACK_HF_PIPELINE = "stack_hf_pipeline"
@@ -250,6 +251,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.STACK_NO_MOE: (
         "{stack} (Megatron-LM of 2021-22) has no mixture-of-experts layers, which {model} needs: use --stack"
         " megatron-core, today's Megatron-LM"
+    ),
+    _C.STACK_NO_ALIBI: (
+        "{stack} has no ALiBi attention bias, which {model} needs (its GPT model offers learned, rotary or"
+        " no positions): use --stack megatron-deepspeed, BigScience's fork that trained BLOOM with it"
     ),
     _C.STACK_SHARDING: (
         "{stack} shards at most the optimizer state (ZeRO-1), not {sharding}: estimate it with --sharding zero1 or none"

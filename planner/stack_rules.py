@@ -111,9 +111,11 @@ def settings_problem(
 
 def moe_stack_problem(stack: Stack, model: ModelSpec) -> RuleViolation | None:
     """Why ``stack`` cannot train ``model`` at all (None: it can): experts in a stack without MoE
-    layers (``Stack.mixture_of_experts``)."""
+    layers (``Stack.mixture_of_experts``), ALiBi in one without it (``Stack.alibi``)."""
     if model.is_moe and not stack.mixture_of_experts:
         return RuleViolation(RuleCode.STACK_NO_MOE, {"stack": stack.value, "model": model.name})
+    if model.position == "alibi" and not stack.alibi:
+        return RuleViolation(RuleCode.STACK_NO_ALIBI, {"stack": stack.value, "model": model.name})
     return None
 
 

@@ -365,6 +365,12 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         " today's Megatron-LM",
         "{stack}（2021–22 年的 Megatron-LM）没有混合专家层，而 {model} 需要：请选择 megatron-core（当今的 Megatron-LM）",
     ),
+    "reason_stack_no_alibi": (  # trial s36: BLOOM under megatron-core was timed, no note
+        "{stack} has no ALiBi attention bias, which {model} needs (its GPT model offers learned, rotary or no"
+        " positions): choose megatron-deepspeed, BigScience's fork that trained BLOOM with it",
+        "{stack} 没有 ALiBi 注意力偏置，而 {model} 需要（其 GPT 模型只提供可学习、旋转或无位置编码）："
+        "请选择 megatron-deepspeed（BigScience 用它训练了 BLOOM 的分支）",
+    ),
     "reason_stack_no_ep": (
         "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"
         " parallelism needs its own deepspeed.moe layers): use ep 1, or the megatron-core or megatron-deepspeed"

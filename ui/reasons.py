@@ -107,6 +107,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_NO_CP: "reason_stack_no_cp",
     _C.STACK_NO_EP: "reason_stack_no_ep",
     _C.STACK_NO_MOE: "reason_stack_no_moe",
+    _C.STACK_NO_ALIBI: "reason_stack_no_alibi",
     _C.STACK_SHARDING: "reason_stack_sharding",
     _C.STACK_NO_PIPELINE: "reason_stack_no_pipeline",
     _C.STACK_HF_PIPELINE: "reason_stack_hf_pipeline",

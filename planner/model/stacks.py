@@ -134,6 +134,16 @@ class Stack(StrEnum):
         return self is not Stack.MEGATRON_LM
 
     @property
+    def alibi(self) -> bool:
+        """Whether the stack's models can add ALiBi's bias to attention (BLOOM, MPT): not Megatron-LM of
+        2021-22 (learned positions) nor Megatron-Core, whose GPT model takes learned_absolute, rope,
+        mrope, yarn or none (megatron/core/models/gpt/gpt_model.py ``position_embedding_type``), nor
+        DeepSeek's stack on its kernels; Megatron-DeepSpeed has it (BigScience's
+        ``--position-embedding-type alibi``), the others run Hugging Face's or MPT's modules (trial
+        s36: BLOOM under megatron-core was timed, no note)."""
+        return self not in (Stack.MEGATRON_LM, Stack.MEGATRON_CORE, Stack.DEEPSEEK_V3)
+
+    @property
     def max_sharding(self) -> int:
         """The most a stack shards (planner/model/candidates.py codes): Megatron-LM of 2021-22 had
         its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP; DeepSeek-V3's HAI-LLM is

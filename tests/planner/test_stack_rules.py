@@ -38,22 +38,26 @@ def test_trainer_limits_bind_only_trainplan_and_laws_bind_every_stack():
 
 def test_bloom_176b_from_its_config_estimates_at_its_layout_under_the_megatron_stacks():
     """BLOOM's config.json at TP4 x PP12 x DP8 on 384 A100, as it trained (tr11 README), under
-    Megatron-DeepSpeed (BigScience's stack: its PipelineModule balances 70 layers over 12 stages)
-    and Megatron-Core (uneven stages); Megatron-LM of 2021-22 splits layers evenly and refuses, as
-    `deepspeed`, which trains Hugging Face's modules its pipeline engine cannot run; both say where
-    the 3D layout is."""
+    Megatron-DeepSpeed (BigScience's stack: its PipelineModule balances 70 layers over 12 stages);
+    NVIDIA's Megatron-Core and Megatron-LM have no ALiBi (and Megatron-LM of 2021-22 splits layers
+    evenly), and `deepspeed` trains Hugging Face's modules its pipeline engine cannot run: each
+    refuses and says where the 3D layout is."""
     bloom = model_from_hf_config(CONFIGS / "bloom-176b.json")
     assert bloom.num_params() == pytest.approx(176.2e9, rel=0.01)
     layout = Layout(tp=4, pp=12, sharding=Sharding.ZERO1)
     training = TrainingConfig(
         seq_len=2048, micro_batch=2, grad_accum=128, activation_checkpointing=ActivationCheckpointing.FULL
     )
-    for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_DEEPSPEED):
-        p = build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=stack)
-        assert p.layout.dp_shard == 8 and p.estimate.feasible and not p.emittable
-        assert 60 < p.estimate.throughput.tokens_per_s_per_gpu < 300  # measured: ~104 (docs/validation.md)
+    p = build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=Stack.MEGATRON_DEEPSPEED)
+    assert p.layout.dp_shard == 8 and p.estimate.feasible and not p.emittable
+    assert 60 < p.estimate.throughput.tokens_per_s_per_gpu < 300  # measured: ~104 (docs/validation.md)
+    # NVIDIA's Megatron stacks have no ALiBi, which BLOOM needs (trial s36: megatron-core timed it)
+    for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_LM):
+        with pytest.raises(ValueError, match=rf"{stack.value} has no ALiBi attention bias.*megatron-deepspeed"):
+            build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=stack)
+    even = bloom.model_copy(update={"position": "learned"})  # Megatron-LM's own stages: even ones only
     with pytest.raises(ValueError, match=r"splits the 70 layers evenly over pp 12 x vpp 1 .* megatron-deepspeed"):
-        build_plan(bloom, "a100-80gb-sxm", layout, training, num_gpus=384, stack=Stack.MEGATRON_LM)
+        build_plan(even, "a100-80gb-sxm", layout, training, num_gpus=384, stack=Stack.MEGATRON_LM)
     on_hf = training.model_copy(update={"impl": Implementation.HF})  # deepspeed trains Hugging Face's
     with pytest.raises(ValueError, match="--stack megatron-deepspeed for Megatron-DeepSpeed's 3D"):
         build_plan(bloom, "a100-80gb-sxm", layout, on_hf, num_gpus=384, stack=Stack.DEEPSPEED)
@@ -202,3 +206,19 @@ def test_megatron_lm_splits_layers_evenly_and_interleaves_as_its_arguments_allow
     assert not ((model.num_layers // rows.pp) % rows.vpp).any()
     chunked = rows.vpp > 1
     assert chunked.any() and (rows.pp[chunked] > 2).all() and not (rows.grad_accum[chunked] % rows.pp[chunked]).any()
+
+
+def test_megatron_stacks_without_alibi_refuse_an_alibi_model():
+    """Trial s36: BLOOM's config under megatron-core was timed with no note; Megatron-Core's GPT
+    model and Megatron-LM of 2021-22 have no ALiBi bias (learned, rotary or no positions). A request
+    and an estimate are refused in one line naming megatron-deepspeed; that stack takes it."""
+    model = get_preset("llama3-8b").model_copy(update={"position": "alibi", "name": "alibi-8b"})
+    for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_LM, Stack.DEEPSEEK_V3):
+        with pytest.raises(ValueError, match=rf"{stack.value} has no ALiBi attention bias, which alibi-8b needs"):
+            PlanRequest(model=model, training_tokens=1e11, stack=stack)
+    training = TrainingConfig(seq_len=2048, grad_accum=8)
+    with pytest.raises(ValueError, match="use --stack megatron-deepspeed"):
+        build_plan(model, "h100-sxm", Layout(sharding=Sharding.ZERO1), training, num_gpus=8, stack=Stack.MEGATRON_CORE)
+    for stack in (Stack.MEGATRON_DEEPSPEED, Stack.HF_TRAINER, Stack.LLM_FOUNDRY):
+        assert PlanRequest(model=model, training_tokens=1e11, stack=stack)
+    assert PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e11, stack=Stack.MEGATRON_CORE)
