@@ -19,6 +19,23 @@ from planner.search.slots import JobCandidates
 DAY = 86_400.0
 
 
+def h100_table(num_gpus: list[int], days: list[float], cost_usd: list[float]) -> ScoredTable:
+    """One job's rows on h100, each fitting, with these counts, days and costs."""
+    rows = len(num_gpus)
+    return ScoredTable(
+        gpu_id=np.array(["h100"] * rows, dtype=object),
+        num_gpus=np.array(num_gpus),
+        fits_memory=np.ones(rows, bool),
+        memory_need_gib=np.full(rows, 60.0),
+        capacity_gib=np.full(rows, 80.0),
+        time_to_train_s=np.array(days) * DAY,
+        cost_usd=np.array(cost_usd),
+        batch_ok=np.ones(rows, bool),
+        divisible=np.ones(rows, bool),
+        label=np.array([str(n) for n in num_gpus]),
+    )
+
+
 def test_a_portfolio_jobs_figures_are_at_risk_and_owned_rate_with_their_band():
     """The scheduled days are the p80 time and lie in the plan's 80 % band; the owned cost's band
     is the same GPU-hours over the band's ends; the envelope is the plan's own."""
@@ -91,18 +108,7 @@ def test_the_slotted_model_bounds_the_makespan_by_each_types_gpu_days(monkeypatc
 def test_fleets_infeasible_answer_names_the_types_and_the_count_cap_it_searched():
     """Trial s19 section 14: 'the fastest plan needs 35.0 days with the allowed inventory (no inventory
     limit); fix: allow 35 days' did not say that fleet searches only the types to buy, up to a cap."""
-    table = ScoredTable(
-        gpu_id=np.array(["h100", "h100"], dtype=object),
-        num_gpus=np.array([8, 4096]),
-        fits_memory=np.ones(2, bool),
-        memory_need_gib=np.full(2, 60.0),
-        capacity_gib=np.full(2, 80.0),
-        time_to_train_s=np.array([500.0, 35.0]) * DAY,
-        cost_usd=np.array([1e6, 1.1e6]),
-        batch_ok=np.ones(2, bool),
-        divisible=np.ones(2, bool),
-        label=np.array(["8", "4096"]),
-    )
+    table = h100_table([8, 4096], [500.0, 35.0], [1e6, 1.1e6])
     economics = {"h100": GpuEconomics(purchase_usd=25_000, wall_power_w=1000)}
     with pytest.raises(InfeasiblePlan) as caught:
         size_fleet([JobCandidates("big", table, deadline_s=10 * DAY)], economics, 60)
@@ -149,18 +155,7 @@ def test_a_slotted_search_that_finds_no_schedule_stops_and_says_so(monkeypatch):
     up in one line (a ValueError: exit 2 in the CLI, the app's error)."""
     from planner.errors import PortfolioSearchStopped
 
-    table = ScoredTable(
-        gpu_id=np.array(["h100"] * 2, dtype=object),
-        num_gpus=np.array([4, 8]),
-        fits_memory=np.ones(2, bool),
-        memory_need_gib=np.full(2, 60.0),
-        capacity_gib=np.full(2, 80.0),
-        time_to_train_s=np.array([4.0, 2.0]) * DAY,
-        cost_usd=np.array([100.0, 100.0]),
-        batch_ok=np.ones(2, bool),
-        divisible=np.ones(2, bool),
-        label=np.array(["4", "8"]),
-    )
+    table = h100_table([4, 8], [4.0, 2.0], [100.0, 100.0])
     jobs = [JobCandidates(f"job{j}", table) for j in range(5)]  # over EXACT_MAX_JOBS: the slotted model
     limits = []
 
@@ -182,18 +177,7 @@ def test_a_fleet_buys_whole_servers():
     from planner.catalog.hardware import load_catalog
     from planner.search.ownership import economics_for
 
-    table = ScoredTable(
-        gpu_id=np.array(["h100"], dtype=object),
-        num_gpus=np.array([4]),
-        fits_memory=np.ones(1, bool),
-        memory_need_gib=np.full(1, 60.0),
-        capacity_gib=np.full(1, 80.0),
-        time_to_train_s=np.array([200.0]) * DAY,
-        cost_usd=np.array([4 * 200 * 24 * 4.0]),
-        batch_ok=np.ones(1, bool),
-        divisible=np.ones(1, bool),
-        label=np.array(["4"]),
-    )
+    table = h100_table([4], [200.0], [4 * 200 * 24 * 4.0])
     jobs = [JobCandidates("long", table)]
     one = {"h100": GpuEconomics(purchase_usd=25_000, wall_power_w=1000)}
     server = {"h100": GpuEconomics(purchase_usd=25_000, wall_power_w=1000, purchase_unit=8)}
