@@ -125,6 +125,11 @@ class MemoryEstimate(BaseModel):
     # rule allows of it (planner/model/host.py); None without offload.
     host_gib_per_node: float | None = None
     host_allowed_gib: float | None = None
+    # The stack's loss as counted (trial s36: an HF Trainer user could not see it): the tokens the LM
+    # head + cross-entropy runs over at once (0: the whole micro-batch's logits) and the bytes per
+    # logit its backward holds (planner/model/memory.py ``logits_loss_bytes``); None: plan files before.
+    loss_chunk_tokens: int | None = None
+    loss_bytes_per_logit: float | None = None
 
     @property
     def usable_gib(self) -> float:

@@ -166,6 +166,16 @@ def network_words(p: Plan) -> str:
     return f"{racks} on {default}, its default network"
 
 
+def loss_note(e) -> str:
+    """'; loss over the whole micro-batch's logits, 12 B each' or 'over 1,024-token chunks': the
+    stack's loss as counted (trial s36: HF Trainer's full fp32 logits were nowhere in the output)."""
+    chunk, per_logit = e.memory.loss_chunk_tokens, e.memory.loss_bytes_per_logit
+    if chunk is None or per_logit is None:
+        return ""
+    over = f"{chunk:,}-token chunks" if chunk else "the whole micro-batch's logits"
+    return f"; loss over {over}, {per_logit:g} B a logit"
+
+
 def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
@@ -183,7 +193,7 @@ def summary_lines(p: Plan) -> list[str]:
         + (", partitioned activations" if p.partition_activations else "")
         + (", expert all-to-all overlapped" if p.moe_a2a_overlap else ""),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
-        f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e),
+        f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e) + loss_note(e),
         step_line(e) + (" (MFU and HFU of the bf16 peak)" if t.precision == Precision.FP8 else ""),
     ]
     u = e.uncertainty

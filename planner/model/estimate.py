@@ -18,7 +18,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.configuration import checked_configuration, rule_values
 from planner.model.energy import energy_kwh, wall_power_w
-from planner.model.flops import hardware_flops_per_token, model_flops_per_token
+from planner.model.flops import chunked_loss, hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
@@ -181,6 +181,8 @@ def _memory_estimate(
         headroom_fraction=settings.memory_headroom,
         breakdown_gib=terms,
         **host_memory_gib(model, c, settings),
+        loss_chunk_tokens=settings.loss_chunk_tokens if bool(chunked_loss(c, settings)[0]) else 0,
+        loss_bytes_per_logit=settings.loss_bytes_per_logit,
     )
 
 

@@ -351,3 +351,18 @@ def test_a_long_sequence_no_count_fits_names_the_stacks_that_split_it(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "megatron-lm has no context parallelism to split the sequence (trainplan, torchtitan" in out, out
     assert sequence_split_stacks(Stack.MEGATRON_LM, 4096) == () and sequence_split_stacks(Stack.TRAINPLAN, 131072) == ()
+
+
+@pytest.mark.parametrize(
+    ("stack", "chunk", "per_logit"),
+    [("hf-trainer", 0, 12.0), ("trainplan", 1024, 12.0), ("llm-foundry", 0, 4.0), ("megatron-core", 0, 6.0)],
+)
+def test_an_estimate_states_the_stacks_loss_as_counted(capsys, stack, chunk, per_logit):
+    """Trial s36: whether a stack's loss runs over the whole micro-batch's fp32 logits (HF Trainer's
+    model(labels=...)) or over chunks (trainplan's trainer) was nowhere in the output."""
+    args = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--stack", stack]
+    memory = _estimate(capsys, *args)["memory"]
+    assert (memory["loss_chunk_tokens"], memory["loss_bytes_per_logit"]) == (chunk, per_logit)
+    assert main(["estimate", *args]) == 0
+    over = f"{chunk:,}-token chunks" if chunk else "the whole micro-batch's logits"
+    assert f"loss over {over}, {per_logit:g} B a logit" in " ".join(capsys.readouterr().out.split())
