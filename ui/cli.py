@@ -46,7 +46,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_jobs, cli_portfolio, render, render_plan
+from ui import cli_jobs, cli_portfolio, render, render_listings, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_examples import epilog
 from ui.cli_options import (
@@ -395,7 +395,7 @@ def catalog(as_json: bool = JSON) -> None:
     """List the GPUs in the hardware catalog with their key numbers and sources."""
     from planner.catalog.hardware import load_catalog
 
-    render.catalog(load_catalog(), as_json=as_json)
+    render_listings.catalog(load_catalog(), as_json=as_json)
 
 
 @app.command(epilog=epilog("models"))
@@ -411,7 +411,9 @@ def models(
     from planner.catalog.models import get_preset, list_presets, load_model
 
     # trial s35: the help said a config.json path works, and `models PATH` was refused
-    render.models([load_model(n) for n in names] if names else [get_preset(n) for n in list_presets()], as_json=as_json)
+    render_listings.models(
+        [load_model(n) for n in names] if names else [get_preset(n) for n in list_presets()], as_json=as_json
+    )
 
 
 # The portfolio and fleet commands (ui/cli_portfolio.py), after catalog in --help.
