@@ -130,20 +130,24 @@ def fleet(
         check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
-    requests = file_requests(spec, {g: None for g in prices}, jobs_file)
+    # the types to buy, and those the file rents only (trial s36: a B200 quote and rented = ["b200"]
+    # were ignored, and the urgent job was rented on 1,024 H100): a rented job may run on either
+    requests = file_requests(spec, {g: None for g in [*prices, *spec.rented]}, jobs_file)
+    both = sorted(set(spec.rented) & set(prices))
+    if both:  # review s27: rented was dropped without a word
+        render.warn(f"rented lists {', '.join(both)}, a type to buy: fleet buys or rents it, as every type to buy")
     powered = sorted(set(spec.ownership.wall_power_w) - set(prices))
     if powered:  # trial s36: dropped without a word
         render.warn(f"fleet buys none of {', '.join(powered)} and ignores its [ownership].wall_power_w")
-    unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices))
+    unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices) - set(spec.rented))
     if unused:  # trial s28c: an H20 quote was dropped without a word
         render.warn(
-            f"fleet plans on the types to buy and ignores [rent_usd_per_gpu_hour] of {', '.join(unused)};"
-            " add them to buy to weigh them"
+            f"fleet plans on the types to buy and to rent and ignores [rent_usd_per_gpu_hour] of"
+            f" {', '.join(unused)}; add them to buy or rented to weigh them"
         )
     budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
-    if spec.inventory or budgeted or spec.rented:  # fleet sizes what to own: no inventory, budgets bound rent
+    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, budgets bound rent
         ignored = ["[inventory]"] if spec.inventory else []
-        ignored += ["rented"] if spec.rented else []  # review s27: dropped without a word
         if budgeted:
             ignored.append(f"budget_usd ({', '.join(budgeted)})")
         render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")

@@ -326,3 +326,24 @@ def test_fleet_splits_each_bought_options_total_and_says_how_busy_its_gpus_are()
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
     assert code == 0 and f"the 64 owned GPUs busy {busy:.0%} of the 365 days" in " ".join(out.split())
     assert plan["ownership_cost_usd"] + plan["running_cost_usd"] == pytest.approx(plan["total_cost_usd"])
+
+
+def test_fleet_rents_a_type_it_may_not_buy(tmp_path):
+    """Trial s36: a B200 rent quote and rented = ["b200"] were ignored, and the urgent 70B was rented
+    on 1,024 H100 for $1.90M; a rented-only type is now one a rented job may run on."""
+    import json
+
+    jobs = (
+        'horizon_days = 365\nbuy = ["h100-sxm"]\nrented = ["b200"]\n[rent_usd_per_gpu_hour]\nb200 = 4.50\n'
+        '[[jobs]]\nname = "urgent-70b"\nmodel = "llama3-70b"\ntokens = 1e12\ndeadline_days = 20\n'
+    )
+    path = tmp_path / "fleet.toml"
+    path.write_text(jobs)
+    code, out, err = call("fleet", str(path), "--json")
+    assert code == 0 and "ignores" not in err
+    data = json.loads(out)
+    (job,) = data["rent_only"]["assignments"]
+    assert job["gpu"] == "b200" and not job["owned"]
+    hours = job["num_gpus"] * (job["end_days"] - job["start_days"]) * 24
+    assert job["cost_usd"] >= 4.50 * hours * 0.999  # at the file's quote (whole nodes billed)
+    assert "b200" not in data["buy_only"]["purchased"]
