@@ -518,6 +518,15 @@ _LABELS: dict[str, tuple[str, str]] = {
     "price_basis_spot": (PriceBasis.SPOT.words, "竞价报价的中位数"),
     "price_basis_reserved_1y": (PriceBasis.RESERVED_1Y.words, "一年预留报价的中位数"),
     "price_basis_reserved_3y": (PriceBasis.RESERVED_3Y.words, "三年预留报价的中位数"),
+    # trial s36: the stack's loss as counted (the CLI's memory line says the same)
+    "card_loss_chunked": (
+        "Its loss runs over {chunk:,}-token chunks, {bytes:g} bytes a logit at its backward's peak.",
+        "其损失按每块 {chunk:,} 个 token 计算，反向峰值时每个 logit 占 {bytes:g} 字节。",
+    ),
+    "card_loss_whole": (
+        "Its loss runs over the whole micro-batch's logits at once, {bytes:g} bytes a logit at its backward's peak.",
+        "其损失一次作用于整个微批次的全部 logits，反向峰值时每个 logit 占 {bytes:g} 字节。",
+    ),
     "card_footer": (
         "step {step} s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s",

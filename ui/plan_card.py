@@ -187,6 +187,17 @@ def tie_rule_text(tr: Labels, result) -> str | None:
     return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank + 1)
 
 
+def loss_text(tr: Labels, e) -> str | None:
+    """The stack's loss as counted (``MemoryEstimate.loss_chunk_tokens``; trial s36: HF Trainer's full
+    fp32 logits were nowhere in the output); None for a plan file from before."""
+    chunk, per_logit = e.memory.loss_chunk_tokens, e.memory.loss_bytes_per_logit
+    if chunk is None or per_logit is None:
+        return None
+    if chunk:
+        return tr("card_loss_chunked", chunk=chunk, bytes=per_logit)
+    return tr("card_loss_whole", bytes=per_logit)
+
+
 def card_captions(
     tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None, bought: bool = False
 ) -> list[str]:
@@ -220,7 +231,7 @@ def card_captions(
         ),
     ]
     if not plan.emittable:
-        lines.append(estimate_only_text(tr, plan))
+        lines += [estimate_only_text(tr, plan), *filter(None, (loss_text(tr, e),))]
     return lines + list(filter(None, (calibration_text(tr, plan, calibration),)))
 
 

@@ -65,6 +65,10 @@ def test_another_stack_is_planned_like_the_api_and_is_estimate_only():
     assert expected.stack == Stack.MEGATRON_CORE
     assert headline(at) == shown_card(expected) != trainplan
     assert EN("estimate_only", stack="megatron-core") in [c.value for c in at.caption]  # on the card
+    # trial s36: the stack's loss as counted (megatron-core: whole logits, vocab-parallel CE's 6 B)
+    memory = expected.estimate.memory
+    assert (memory.loss_chunk_tokens, memory.loss_bytes_per_logit) == (0, 6.0)
+    assert EN("card_loss_whole", bytes=6.0) in [c.value for c in at.caption]
     open_tab(at, "tab_downloads")
     assert [b.key for b in at.get("download_button")] == ["download_plan"]  # no job directory
     assert EN("estimate_only", stack="megatron-core") in [i.value for i in at.info]
