@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob, PortfolioPlan
 from planner.plan_accuracy import Standing, summed_band
-from planner.search.ownership import idle_of
+from planner.search.ownership import idle_usd
 from planner.search.slots import list_schedule
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
@@ -111,12 +111,6 @@ def _band_schedules(
 
 
 def _idle_cost_usd(portfolio: PortfolioPlan, days: Sequence[float], makespan_days: float) -> float:
-    """sum_g F_g 24 (inv_g M - sum_{j on g} n_j T_j): held GPU-days no job used by the makespan M at
-    each held type's rate (the portfolio's own idle cost, ``idle_of``, at its own times)."""
-    inventory = dict(portfolio.inventory)
-    used = {g: 0.0 for g in inventory}
-    for job, d in zip(portfolio.assignments, days, strict=True):
-        used[job.gpu_id] += job.num_gpus * d
-    held = sum(rate * HOURS_PER_DAY * inventory[g] * makespan_days for g, rate in portfolio.held_usd_per_gpu_hour)
-    busy = sum(rate * HOURS_PER_DAY * used[g] for g, rate in portfolio.held_usd_per_gpu_hour)
-    return idle_of(held, busy)
+    """The portfolio's idle cost (``idle_usd``, its own rule) with the jobs at ``days``."""
+    busy = ((job.gpu_id, job.num_gpus * d) for job, d in zip(portfolio.assignments, days, strict=True))
+    return idle_usd(dict(portfolio.held_usd_per_gpu_hour), dict(portfolio.inventory), busy, makespan_days)

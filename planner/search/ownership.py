@@ -5,12 +5,12 @@ portfolio's owned prices. Split out of planner/search/fleet.py, which sizes the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from planner.model.energy import energy_usd, gpu_wall_power_w
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
-from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR
+from planner.units import HOURS_PER_DAY, HOURS_PER_YEAR, MONTHS_PER_YEAR
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,22 @@ def economics_for(
             purchase_unit=max(node.gpus_per_node, node.scaleup_domain_size),
         )
     return out
+
+
+def idle_usd(
+    held_usd_per_gpu_hour: Mapping[str, float],
+    inventory: Mapping[str, int],
+    busy_gpu_days: Iterable[tuple[str, float]],
+    makespan_days: float,
+) -> float:
+    """What the held GPU-hours no job used by the makespan M cost, at each type's held rate F_g:
+    24 sum_g F_g (inv_g M - busy_g), ``busy_gpu_days`` each job's (type, GPU-days), ``idle_of``'s
+    rounding (the portfolio's idle cost, and its band's ends at other job times:
+    planner/api/portfolio.py). A type without a held rate (rented) idles at no cost."""
+    F = held_usd_per_gpu_hour
+    held = sum(rate * HOURS_PER_DAY * inventory[g] * makespan_days for g, rate in F.items())
+    used = sum(F.get(g, 0.0) * HOURS_PER_DAY * days for g, days in busy_gpu_days)
+    return idle_of(held, used)
 
 
 def idle_of(held: float, used: float) -> float:

@@ -22,7 +22,7 @@ from planner.search.ilp import (
     objective_weights,
     pareto_mask,
 )
-from planner.search.ownership import HourlyRate, idle_of
+from planner.search.ownership import HourlyRate, idle_usd
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
     SLOTTED_TIME_LIMIT_S,
@@ -42,7 +42,7 @@ from planner.search.slots import (
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver, stopped_gap
-from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = ["SLOTTED_TIME_LIMIT_S", "JobAssignment", "PortfolioSolution", "solve_portfolio"]
 
@@ -98,13 +98,19 @@ EXACT_MAX_JOBS = 4
 
 @dataclass(frozen=True, eq=False)
 class _Weights:
-    """The objective's scalars: w_C, w_T, C_ref, T_ref,j (days) and 24 sum_g inv_g F_g."""
+    """The objective's scalars: w_C, w_T, C_ref, T_ref,j (days), and the held types' F_g and inv_g,
+    whose 24 sum_g inv_g F_g is what a day of holding the inventory costs."""
 
     w_C: float
     w_T: float
     C_ref: float
     T_ref: np.ndarray
-    held_per_day: float
+    F: Mapping[str, float]
+    inventory: Mapping[str, int]
+
+    @property
+    def held_per_day(self) -> float:
+        return HOURS_PER_DAY * sum(count * self.F.get(g, 0.0) for g, count in self.inventory.items())
 
 
 def solve_portfolio(
@@ -197,8 +203,7 @@ def _weights(
     per_job = [options.job == j for j in range(num_jobs)]
     C_ref = float(sum(np.min(options.job_cost[mine]) for mine in per_job))
     T_ref = np.array([np.min(options.T[mine]) for mine in per_job])
-    held_per_day = 24 * sum(count * F.get(g, 0.0) for g, count in inventory.items())
-    return _Weights(w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), held_per_day)
+    return _Weights(w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), F, inventory)
 
 
 def _exact_order(
@@ -460,7 +465,6 @@ def _solution(
     end = [s + t for s, t in zip(start, days, strict=True)]
     makespan = max(end)
     busy_cost = float(sum(options.v_cost[i] for i in chosen))
-    jobs_cost = float(sum(options.job_cost[i] for i in chosen))
     held = held_per_day * makespan + busy_cost  # what holding the inventory until M costs
     value = w_C * held / C_ref + w_T * sum(e / T_ref[j] for j, e in enumerate(end))
     assignments = tuple(
@@ -479,8 +483,10 @@ def _solution(
     return PortfolioSolution(
         assignments=assignments,
         objective_value=float(value),
-        total_cost_usd=jobs_cost,
-        idle_cost_usd=idle_of(held, jobs_cost),
+        total_cost_usd=float(sum(options.job_cost[i] for i in chosen)),
+        idle_cost_usd=idle_usd(
+            weights.F, inventory, ((a.gpu_id, a.num_gpus * d) for a, d in zip(assignments, days, strict=True)), makespan
+        ),
         makespan_s=makespan * SECONDS_PER_DAY,
         solver=solver_name,
         num_variables=num_variables,
