@@ -35,7 +35,7 @@ def portfolio(
     as_json: bool = JSON,
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
-    from planner.api.explore import plan_portfolio
+    from planner.api.explore import held_purchase_prices, plan_portfolio
     from planner.catalog.hardware import load_catalog
     from trainer.job_scripts import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
@@ -66,6 +66,7 @@ def portfolio(
         )
     requests = file_requests(spec, {g: n for g, n in spec.inventory.items()}, jobs_file)
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
+    given = {g: usd for g, usd in spec.purchase_usd.items() if usd is not None}
     try:
         with render.working(f"planning {len(requests)} jobs", quiet=as_json):
             solution = plan_portfolio(
@@ -75,7 +76,7 @@ def portfolio(
                 horizon_days=spec.horizon_days,
                 catalog=catalog,
                 tco=spec.ownership.tco(),
-                purchase_usd={g: usd for g, usd in spec.purchase_usd.items() if usd is not None},
+                purchase_usd=given,
                 rented=rented,
                 wall_power_w=spec.ownership.wall_power_w,
                 **slots,
@@ -97,10 +98,7 @@ def portfolio(
         }
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings))
-    held = {g: spec.purchase_usd.get(g) for g in solution.held_types}
-    prices = {
-        g: (usd, True) if usd is not None else (catalog.gpu(g).purchase_price_usd, False) for g, usd in held.items()
-    }
+    prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis)
 

@@ -3,6 +3,7 @@ and the multi-job entry points (portfolio on a shared inventory, rent vs buy).""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -401,11 +402,24 @@ def owned_rates(
     catalog's purchase estimate, and at ``wall_power_w`` where given (trial s27: the portfolio read
     the catalog's power whatever the jobs file said); types with neither price are left out (the
     portfolio prices them at rent)."""
-    given = {catalog.gpu(g).id: usd for g, usd in (purchase_usd or {}).items()}
-    prices = {g: given.get(catalog.gpu(g).id, catalog.gpu(g).purchase_price_usd) for g in inventory}
-    known = {g: usd for g, usd in prices.items() if usd is not None}
+    prices = held_purchase_prices(catalog, inventory, purchase_usd)
+    known = {g: usd for g, (usd, _) in prices.items() if usd is not None}
     economics = economics_for(catalog, known, settings, wall_power_w=wall_power_w)
     return {g: owned_rate(economics[catalog.gpu(g).id], tco) for g in known}
+
+
+def held_purchase_prices(
+    catalog: Catalog, inventory: Iterable[str], purchase_usd: dict[str, float] | None = None
+) -> dict[str, tuple[float | None, bool]]:
+    """Each held type's purchase price, the one ``owned_rates`` prices it at: ``purchase_usd``'s
+    (matched by catalog id, as any name of the type), else the catalog's estimate (None: neither),
+    and whether it was given (the CLI's owned-rate basis says which)."""
+    given = {catalog.gpu(g).id: usd for g, usd in (purchase_usd or {}).items()}
+    out: dict[str, tuple[float | None, bool]] = {}
+    for g in inventory:
+        gid = catalog.gpu(g).id
+        out[g] = (given[gid], True) if gid in given else (catalog.gpu(g).purchase_price_usd, False)
+    return out
 
 
 def plan_fleet(
@@ -436,6 +450,7 @@ __all__ = [
     "WhyNot",
     "best_per_count",
     "check_rows",
+    "held_purchase_prices",
     "owned_rates",
     "pareto_front",
     "plan_fleet",
