@@ -103,7 +103,7 @@ def fleet(
         table.add_row(name.replace("_", " "), total, bought, outlay, rent)
     out.print(whole_words(table))
     for name, p in options:
-        if p["purchased"] and any(p["purchased"].values()):
+        if any(p["purchased"].values()):  # an option that buys (split_words)
             out.print(split_words(name, p, solution.horizon_days))
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days), markup=False)
@@ -130,13 +130,12 @@ def owned_busy_fraction(plan, horizon_days: float) -> float | None:
 
 
 def split_words(name: str, p: dict, horizon_days: float) -> str:
-    """'buy only: ownership $1.24M + busy power $0.11M + rent $0; the 144 owned GPUs busy 81 % of
-    the 365 days' (trial s36: the text showed the total alone)."""
-    bought = sum(p["purchased"].values())
-    busy = f"; the {bought:,} owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"
+    """An option that buys: 'buy only: ownership $1.24M + busy power $0.11M + rent $0; the 144 owned
+    GPUs busy 81 % of the 365 days' (trial s36: the text showed the total alone)."""
     return (
         f"{name.replace('_', ' ')}: ownership {money(p['ownership_cost_usd'])} + busy power"
-        f" {money(p['running_cost_usd'])} + rent {money(p['rent_cost_usd'])}{busy if bought else ''}"
+        f" {money(p['running_cost_usd'])} + rent {money(p['rent_cost_usd'])}; the {sum(p['purchased'].values()):,}"
+        f" owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"
     )
 
 
