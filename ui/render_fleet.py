@@ -31,6 +31,12 @@ def fleet_assignment(a, risk: str | None = None) -> dict:
     }
 
 
+def depreciation_words(tco) -> str:
+    """How a bought GPU's price is charged (ownership.py's TCO formula), in fleet's and portfolio's
+    words alike: 'straight-line over 5 years to a 20% resale value'."""
+    return f"straight-line over {tco.lifetime_years:g} years to a {tco.residual_fraction:.0%} resale value"
+
+
 def ownership_words(tco, horizon_days: float) -> str:
     """What an owned GPU adds to a total (trial s27: $783k for 64 H100 read as their price, $3.07M);
     over a horizon longer than the life, that the share charged counts replacements (trial s36: 10
@@ -48,8 +54,8 @@ def ownership_words(tco, horizon_days: float) -> str:
         else ", no cost of capital (cost_of_capital_rate in [ownership])"
     )
     return (
-        f"a total counts each bought GPU's purchase straight-line over {tco.lifetime_years:g} years to a"
-        f" {tco.residual_fraction:.0%} resale value for the {horizon_days:,.0f} days{capital}, plus hosting,"
+        f"a total counts each bought GPU's purchase {depreciation_words(tco)} for the {horizon_days:,.0f}"
+        f" days{capital}, plus hosting,"
         f" staff and power: not the outlay ('bought for'), which a shorter life or no resale would charge"
         f" more of{replaced}"
     )
@@ -119,16 +125,6 @@ def fleet(
 FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "num_slots", "break_even", "warnings")
 
 
-def owned_busy_fraction(plan, horizon_days: float) -> float | None:
-    """The owned GPUs' busy share of the horizon: their jobs' GPU-days over the GPUs bought x the
-    horizon (None: none bought; trial s36: a fleet 81 % busy said only the rate at the file's 70 %)."""
-    bought = sum(plan.purchased.values())
-    if not bought:
-        return None
-    busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in plan.assignments if a.owned) / SECONDS_PER_DAY
-    return busy / (bought * horizon_days)
-
-
 def split_words(name: str, p: dict, horizon_days: float) -> str:
     """An option that buys: 'buy only: ownership $1.24M + busy power $0.11M + rent $0; the 144 owned
     GPUs busy 81 % of the 365 days' (trial s36: the text showed the total alone)."""
@@ -173,7 +169,7 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
             "purchase_usd": float(p.purchase_usd),
             "rent_cost_usd": float(p.rent_cost_usd),
             "running_cost_usd": float(p.running_cost_usd),
-            "owned_busy_fraction": owned_busy_fraction(p, solution.horizon_days),
+            "owned_busy_fraction": p.owned_busy_fraction(solution.horizon_days),
             "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
         }
 

@@ -16,6 +16,7 @@ from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import add_columns, emit_json, no_infeasibility, out, warn, whole_words
+from ui.render_fleet import depreciation_words
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent (docs/ilp.md "Portfolio").
@@ -106,8 +107,7 @@ def owned_basis_words(prices: dict[str, tuple[float | None, bool]], tco) -> str:
     )
     capital = f"{tco.cost_of_capital_rate:.0%} cost of capital" if tco.cost_of_capital_rate else "no cost of capital"
     return (
-        f"owned-GPU rate: {bought}; straight-line over {tco.lifetime_years:g} years to a"
-        f" {tco.residual_fraction:.0%} resale value, {capital}, hosting and staff"
+        f"owned-GPU rate: {bought}; {depreciation_words(tco)}, {capital}, hosting and staff"
         f" {money(tco.hosting_usd_per_gpu_month + tco.staff_usd_per_gpu_month)} per GPU-month, PUE {tco.pue:g} at"
         f" ${tco.electricity_usd_per_kwh:g}/kWh, an idle GPU drawing {tco.idle_power_fraction:.0%} of its training power"
         " ([purchase_usd] and [ownership] in the jobs file)"
