@@ -136,6 +136,9 @@ def plan_facts_json(p: Plan) -> dict:
     read the ceiling's source stack instead)."""
     return {
         "stack": p.stack.value,
+        # the layout as its stack names it: DeepSpeed's "zero3" where layout.sharding keeps the
+        # enum the plan file round-trips, "fsdp" (trial s36, finding 8)
+        "layout_words": p.layout_words,
         "emittable": p.emittable,
         **price_json(p),
         "billed_gpus": p.billed_gpus,

@@ -366,3 +366,13 @@ def test_an_estimate_states_the_stacks_loss_as_counted(capsys, stack, chunk, per
     assert main(["estimate", *args]) == 0
     over = f"{chunk:,}-token chunks" if chunk else "the whole micro-batch's logits"
     assert f"loss over {over}, {per_logit:g} B a logit" in " ".join(capsys.readouterr().out.split())
+
+
+def test_json_names_the_layout_as_its_stack_does(capsys):
+    """The JSON keeps layout.sharding's enum ("fsdp", what a plan file round-trips) and says the
+    layout in its stack's words beside it: DeepSpeed's stage 3 is "zero3" (trial s36, finding 8)."""
+    common = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "16", "--sharding", "fsdp"]
+    deepspeed = _estimate(capsys, *common, "--stack", "deepspeed")
+    assert deepspeed["layout"]["sharding"] == "fsdp"
+    assert deepspeed["layout_words"].startswith("zero3 ")
+    assert _estimate(capsys, *common, "--stack", "torchtitan")["layout_words"].startswith("fsdp ")
