@@ -288,7 +288,9 @@ class Estimate(BaseModel):
     ceiling: EfficiencyCeiling | None = None  # None: no measured row holds this regime's efficiency
     attention_kernel: str | None = None  # the kernel timed, in words (absent from older plan files)
     attention_kernel_timed: AttentionKernel | None = None  # the same, typed (absent from older plan files)
-    attention_cp_fallback: bool = False  # cuDNN would run but for the stack's context parallelism
+    attention_cp_fallback: bool = False  # another kernel would run but for the stack's context parallelism
+    # that kernel (None with attention_cp_fallback: cuDNN, all plan files before it could name)
+    attention_cp_fallback_from: AttentionKernel | None = None
     # The stack's own SDPA dispatch timed cuDNN, its pick only from torch 2.11 on (rates.SDPA_CUDNN_NOTE
     # says it where it is rendered; review s31: the note was prose inside ``attention_kernel``).
     sdpa_picks_cudnn: bool = False

@@ -503,7 +503,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     # The kernel names stay (proper nouns); unfused attention and the cp fallback are worded.
     "kernel_eager": (KERNEL_WORDS[AttentionKernel.EAGER], "非融合（注意力分数经 HBM）"),
     "kernel_sdpa": (SDPA_CUDNN_NOTE, "（PyTorch 2.11 起 SDPA 选用 cuDNN；更早的 torch 请选 sdpa-fa2）"),
-    "kernel_cp_fallback": (CP_FALLBACK_WORDS, "（不开上下文并行时为 cuDNN：此软件栈的上下文并行调用 flash 内核）"),
+    "kernel_cp_fallback": (
+        CP_FALLBACK_WORDS,
+        "（不开上下文并行时为 {kernel}：此软件栈的上下文并行调用 flash 内核）",
+    ),
     "card_price": ("Cost at ${price:,.2f}/GPU-h: {basis}.", "费用按每 GPU 小时 ${price:,.2f} 计：{basis}。"),
     "card_billed": (
         " Billed for {billed} GPUs: whole {unit}-GPU nodes.",

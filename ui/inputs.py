@@ -124,6 +124,7 @@ def given_layout(stack, sharding, num_gpus: int, *, dp_replicate: int | None, dp
         sharding=chosen,
         **degrees,
     )
-    if sharding is None and zero_over_one_rank(code(chosen), layout.resolve(num_gpus).dp):
+    resolved = layout.resolve(num_gpus)
+    if sharding is None and zero_over_one_rank(code(chosen), resolved.dp, resolved.cp):
         layout = layout.model_copy(update={"sharding": Sharding.NONE})
     return layout

@@ -142,7 +142,8 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
         if e.attention_kernel_timed == AttentionKernel.EAGER
         else KERNEL_WORDS[e.attention_kernel_timed]
     )
-    return name + (tr("kernel_cp_fallback") if e.attention_cp_fallback else "") + sdpa
+    fallback = KERNEL_WORDS[e.attention_cp_fallback_from or AttentionKernel.CUDNN]
+    return name + (tr("kernel_cp_fallback", kernel=fallback) if e.attention_cp_fallback else "") + sdpa
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:

@@ -57,12 +57,15 @@ IMPL_NATIVE, IMPL_HF = map(code, IMPL_CODES)
 SCHED_1F1B, SCHED_GPIPE = map(code, SCHEDULE_CODES)
 
 
-def zero_over_one_rank(sharding, dp) -> np.ndarray:
-    """ZeRO-1 or ZeRO-2 (codes) over a single data-parallel rank: it shards nothing (FSDP there is
-    the trainer's one-rank mesh). The search drops such rows; an estimate's default sharding is
-    none there instead (ui/cli.py)."""
-    sharding, dp = np.asarray(sharding), np.asarray(dp)
-    return (sharding != SHARD_NONE) & (dp == 1) & (sharding != SHARD_FSDP)
+def zero_over_one_rank(sharding, dp, cp) -> np.ndarray:
+    """ZeRO-1 or ZeRO-2 (codes) over a shard group of one rank: it shards nothing (FSDP there is
+    the trainer's one-rank mesh). The group is dp x cp ranks (``shard_group_of``: context-parallel
+    ranks hold the same weights; trial s37: dp 1 x cp 8 under Megatron-Core's ZeRO-1 default was
+    made DDP, 153 GiB where ZeRO-1 needs 66). The search drops such rows; an estimate's default
+    sharding is none there instead (ui/inputs.py)."""
+    sharding = np.asarray(sharding)
+    alone = np.asarray(dp) * np.asarray(cp) == 1
+    return (sharding != SHARD_NONE) & alone & (sharding != SHARD_FSDP)
 
 
 # Candidate columns named other than their field (the formulas' short names).

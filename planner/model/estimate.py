@@ -254,6 +254,7 @@ def estimate(
         sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),
         attention_kernel_timed=timed.kernel,
         attention_cp_fallback=timed.cp_fallback,
+        attention_cp_fallback_from=timed.cp_fallback_from,
         global_batch_tokens=int(s.tokens_per_step[0]),
         time_to_train_h=None if (train_s := optional(seconds)) is None else train_s / SECONDS_PER_HOUR,
         cost_usd=optional(cost),

@@ -68,7 +68,9 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
     seq = c.seq_len / c.cp
     fa2_fwd, fa2_bwd = attention_kernels.shape_shares(attention_kernels.FLASH2, head_dim, seq)
     cudnn_fwd, cudnn_bwd = attention_kernels.shape_shares(attention_kernels.CUDNN, head_dim, seq)
-    scale = s.attention_shape_fraction * s.attention_kernel_factor
+    # a named kernel the stack's context parallelism cannot call runs as its flash kernel (factor 1)
+    factor = np.where(named_kernel_cp_fallback(c, s), 1.0, s.attention_kernel_factor)
+    scale = s.attention_shape_fraction * factor
     return (
         fwd * np.where(cudnn, cudnn_fwd, fa2_fwd) * scale,
         bwd * np.where(cudnn, cudnn_bwd, fa2_bwd) * scale,
@@ -85,21 +87,43 @@ def cudnn_attention_rows(c: Candidates, s: ModelingSettings, cp_ok: bool = False
     return chosen & ((c.cp == 1) | s.cudnn_attention_under_cp | cp_ok)
 
 
+def named_kernel_cp_fallback(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Rows where the kernel a user named (FlashAttention-3, llm-foundry's Triton flash) would run
+    but for the stack's context parallelism, which calls the flash kernel: PyTorch's all-gather and
+    ring CP reach SDPA's flash or efficient kernel only (``cudnn_attention_under_cp``, False there;
+    TransformerEngine's CP, True, runs the kernel chosen per chunk). Trial s37: `--attention flash3`
+    with cp 8 on trainplan's stack was timed 1.75x faster, where the named cuDNN fell back."""
+    named = s.attention_kernel in (AttentionKernel.FLASH3, AttentionKernel.TRITON)
+    return np.asarray(named & ~s.cudnn_attention_under_cp & (c.cp > 1))
+
+
 @dataclass(frozen=True)
 class TimedKernel:
-    """The attention kernel a row is timed with, and whether cuDNN would run but for the stack's
+    """The attention kernel a row is timed with, and the kernel that would run but for the stack's
     context parallelism, which calls the flash kernel (the estimate says both: trial s24, a run that
     went from cuDNN to FlashAttention-2 under cp lost 38-62 % of its speed unexplained)."""
 
     kernel: AttentionKernel
-    cp_fallback: bool = False
+    cp_fallback_from: AttentionKernel | None = None
+
+    @property
+    def cp_fallback(self) -> bool:
+        return self.cp_fallback_from is not None
 
     @property
     def words(self) -> str:
-        return KERNEL_WORDS[self.kernel] + (CP_FALLBACK_WORDS if self.cp_fallback else "")
+        fallback = "" if self.cp_fallback_from is None else cp_fallback_words(self.cp_fallback_from)
+        return KERNEL_WORDS[self.kernel] + fallback
 
 
-CP_FALLBACK_WORDS = " (cuDNN without cp: this stack's context parallelism calls the flash kernel)"
+CP_FALLBACK_WORDS = " ({kernel} without cp: this stack's context parallelism calls the flash kernel)"
+
+
+def cp_fallback_words(kernel: AttentionKernel) -> str:
+    """' (cuDNN without cp: this stack's context parallelism calls the flash kernel)'."""
+    return CP_FALLBACK_WORDS.format(kernel=KERNEL_WORDS[kernel])
+
+
 # Beside a cuDNN kernel that SDPA's dispatch picked (planner/model/estimate.py ``sdpa_note``): the
 # torch it assumes, and the way to time the other.
 SDPA_CUDNN_NOTE = " (SDPA's pick from torch 2.11 on; --attention sdpa-fa2 for older torch)"
@@ -117,11 +141,15 @@ def timed_attention_kernels(model: ModelSpec, c: Candidates, s: ModelingSettings
 
 def _flash_kernels(c: Candidates, s: ModelingSettings) -> list[TimedKernel]:
     """The flash kernel each row's stack runs (``timed_attention_kernels``)."""
-    if s.attention_kernel not in (None, AttentionKernel.CUDNN):
-        return [TimedKernel(s.attention_kernel)] * len(c)
+    named = s.attention_kernel
+    if named not in (None, AttentionKernel.CUDNN):
+        fallback = named_kernel_cp_fallback(c, s)
+        return [TimedKernel(AttentionKernel.FLASH2, named) if f else TimedKernel(named) for f in fallback.tolist()]
     cudnn, without_cp = cudnn_attention_rows(c, s), cudnn_attention_rows(c, s, cp_ok=True)
     return [
-        TimedKernel(AttentionKernel.CUDNN) if a else TimedKernel(AttentionKernel.FLASH2, cp_fallback=b)
+        TimedKernel(AttentionKernel.CUDNN)
+        if a
+        else TimedKernel(AttentionKernel.FLASH2, AttentionKernel.CUDNN if b else None)
         for a, b in zip(cudnn.tolist(), without_cp.tolist(), strict=True)
     ]
 

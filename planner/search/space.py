@@ -230,7 +230,7 @@ def gpu_rows(
         (~hsdp | ((num_nodes > 1) & (dp % np.maximum(replicate, 1) == 0)))
         & ep_fits(rows["ep"], cp, dp_shard)
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
-        & ~zero_over_one_rank(sharding, dp)
+        & ~zero_over_one_rank(sharding, dp, cp)
         & ~space.stack.refusals(
             tp, pp, sharding, rows["vpp"], cp, rows["ep"], model.num_layers, grad_accum, rows["offload"]
         ).any()

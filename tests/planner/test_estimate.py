@@ -507,3 +507,17 @@ def test_a_memory_fix_never_offers_a_tp_the_estimate_would_refuse(model, gpu):
         catalog=CATALOG,
     ).estimate
     assert not llama.feasible and "use tp=" in (llama.fix or "")
+
+
+def test_the_search_shards_zero_over_context_parallel_ranks_at_one_data_parallel_rank():
+    """ZeRO-1/2 at dp 1 shards nothing, and the search drops it; at dp 1 x cp 8 it shards over the
+    eight context-parallel ranks (trial s37: those rows were dropped as one-rank ZeRO)."""
+    from planner.model.candidates import SHARD_ZERO1, SHARD_ZERO2, zero_over_one_rank
+    from planner.search.space import SearchSpace, build_candidates
+
+    space = SearchSpace(seq_len=65536, global_batch_tokens=2**20, max_gpus=8)
+    c = build_candidates(LLAMA8B, CATALOG, {"h100-sxm": 8}, space)
+    lone = (c.dp == 1) & (c.num_gpus == 8) & (c.cp == 8)
+    assert (lone & np.isin(c.sharding, [SHARD_ZERO1, SHARD_ZERO2])).any()
+    zero1 = np.full(2, SHARD_ZERO1)
+    assert zero_over_one_rank(zero1, np.array([1, 1]), np.array([1, 8])).tolist() == [True, False]

@@ -157,6 +157,12 @@ def test_the_megatron_family_defaults_to_its_distributed_optimizer(capsys, stack
         capsys, "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tp", "8", "--stack", stack
     )
     assert lone["layout"]["sharding"] == "none"
+    # context-parallel ranks hold the same weights, so ZeRO still shards over dp x cp at dp 1
+    # (trial s37: tp 8 x cp 8 on 64 GPUs was made DDP, 153 GiB where ZeRO-1 needs 66)
+    if stack in ("megatron-core", "deepseek-v3"):  # the stacks with context parallelism
+        ring = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "16", "--tp", "2", "--cp", "8"]
+        ring += ["--seq-len", "32768", "--stack", stack]
+        assert _estimate(capsys, *ring)["layout"]["sharding"] == "zero1"
 
 
 @pytest.mark.parametrize("stack, kernel", [("hf-trainer", "unfused"), ("megatron-deepspeed", "unfused")])
@@ -376,3 +382,35 @@ def test_json_names_the_layout_as_its_stack_does(capsys):
     assert deepspeed["layout"]["sharding"] == "fsdp"
     assert deepspeed["layout_words"].startswith("zero3 ")
     assert _estimate(capsys, *common, "--stack", "torchtitan")["layout_words"].startswith("fsdp ")
+
+
+def test_a_named_kernel_the_stacks_context_parallelism_cannot_call_falls_back(capsys):
+    """Trial s37: `--attention flash3` with cp 8 on trainplan's stack (SDPA under its all-gather CP,
+    flash or efficient only) was timed 1.75x faster, where a named cuDNN fell back; now both time
+    the flash kernel and say which kernel the CP displaced. TransformerEngine's CP (Megatron-Core)
+    keeps the named kernel."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.attention_kernels import AttentionKernel
+    from ui.i18n import Labels
+    from ui.plan_card import kernel_words
+
+    args = ["--model", "llama3.1-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--cp", "8"]
+    args += ["--seq-len", "131072", "--ac", "full"]
+    fa3, cudnn = (_estimate(capsys, *args, "--attention", k) for k in ("flash3", "cudnn"))
+    assert fa3["time"]["breakdown_s"]["attention"] == pytest.approx(cudnn["time"]["breakdown_s"]["attention"])
+    assert fa3["attention_kernel"].startswith("FlashAttention-2 (FlashAttention-3 without cp")
+    mcore = _estimate(capsys, *args, "--attention", "flash3", "--stack", "megatron-core")
+    assert mcore["attention_kernel"] == "FlashAttention-3"
+    assert mcore["time"]["breakdown_s"]["attention"] < 0.7 * fa3["time"]["breakdown_s"]["attention"]
+    plan = build_plan(
+        get_preset("llama3.1-8b"),
+        "h100-sxm",
+        Layout(cp=2),
+        TrainingConfig(seq_len=16384),
+        num_gpus=8,
+        attention=AttentionKernel.FLASH3,
+    )
+    assert plan.estimate.attention_cp_fallback_from == AttentionKernel.FLASH3
+    assert kernel_words(Labels("zh"), plan).startswith("FlashAttention-2（不开上下文并行时为 FlashAttention-3：")
