@@ -400,15 +400,31 @@ def attended_keys(model: ModelShape, seq_len, causal: bool):
     seq = np.asarray(seq_len, dtype=float)
     keys = full * (0.5 * seq if causal else seq)
     if model.sliding_layers:
-        w = float(model.sliding_window or 0)
-        if causal:
-            windowed = np.where(seq <= w, 0.5 * seq, w - w * w / (2.0 * np.maximum(seq, 1.0)))
-        else:
-            windowed = np.minimum(seq, w)
-        keys = keys + model.sliding_layers * windowed
+        keys = keys + model.sliding_layers * window_keys(float(model.sliding_window or 0), seq, causal)
     if model.chunked_layers:
         keys = keys + model.chunked_layers * chunked_keys(float(model.attention_chunk or 0), seq, causal)
     return keys
+
+
+def window_keys(window: float, seq, causal: bool):
+    """Keys per query of a sliding-window block (``attended_keys``): min(seq, w); counted
+    causally, a query i sees min(i + 1, w), on average w - w^2 / (2 seq) once seq > w."""
+    seq = np.asarray(seq, dtype=float)
+    if not causal:
+        return np.minimum(seq, window)
+    return np.where(seq <= window, 0.5 * seq, window - window * window / (2.0 * np.maximum(seq, 1.0)))
+
+
+def band_window_keys(window: float, seq, causal: bool):
+    """Keys per query trainplan's banded window attention computes (trainer/model.py
+    ``sliding_window_attention``): the first w queries attend causally within their block, every
+    later one all 2w keys of its block and the one before (its mask drops half of them, the
+    kernel computes them): (w k_0 + (s - w) 2w) / s, k_0 = w / 2 counted causally; a sequence
+    within the window is plain causal attention."""
+    seq = np.asarray(seq, dtype=float)
+    first = 0.5 * window if causal else window
+    band = (window * first + np.maximum(seq - window, 0.0) * 2.0 * window) / np.maximum(seq, 1.0)
+    return np.where(seq <= window, 0.5 * seq if causal else seq, band)
 
 
 def chunked_keys(chunk: float, seq, causal: bool):

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.model.block import attended_keys, block_table, layer_tables, root_table
+from planner.model.block import attended_keys, band_window_keys, block_table, layer_tables, root_table, window_keys
 from planner.model.block_rows import Part
-from planner.model.candidates import AC_ATTENTION, AC_BLOCKS, AC_FULL, AC_SELECTIVE, IMPL_HF, Candidates
+from planner.model.candidates import AC_ATTENTION, AC_BLOCKS, AC_FULL, AC_SELECTIVE, IMPL_HF, IMPL_NATIVE, Candidates
 from planner.model.pipeline import max_rank_layers
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -129,13 +129,49 @@ def unrouted_expert_flops_per_token(model: ModelSpec, c: Candidates) -> np.ndarr
     return np.where(hf_dense_experts(model, c), unrouted, 0.0)
 
 
+def banded_window_rows(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Rows whose windowed blocks run trainplan's banded attention: its own modules
+    (``s.sliding_window_band``, trainplan's trainer) with a window shorter than the sequence."""
+    window = model.sliding_window or 0
+    return np.asarray(
+        s.sliding_window_band & (c.impl == IMPL_NATIVE) & (model.sliding_layers > 0) & (c.seq_len > window)
+    )
+
+
+def masked_window_rows(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """Rows whose windowed blocks run transformers' SDPA path (Hugging Face modules,
+    ``hf_attention_implementation`` sdpa) with a window shorter than the sequence: it passes a
+    [s, s] mask, so the kernel computes every tile of the whole square."""
+    window = model.sliding_window or 0
+    sdpa = model.hf_attention_implementation == "sdpa"
+    return np.asarray(sdpa & (c.impl == IMPL_HF) & (model.sliding_layers > 0) & (c.seq_len > window))
+
+
+def masked_window_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Forward attention FLOPs per token a windowed block's kernel computes beyond the window's
+    own keys (``window_keys``), all windowed blocks: trainplan's band (``band_window_keys``) or
+    transformers' masked square (s keys a query, every tile: ``masked_window_rows``); 0 where the
+    kernel skips the tiles outside the window. Hardware FLOPs, not model FLOPs: the mask drops them."""
+    w = float(model.sliding_window or 0)
+    causal = s.causal_attention_flops
+    own = window_keys(w, c.seq_len, causal)
+    computed = np.select(
+        [banded_window_rows(model, c, s), masked_window_rows(model, c)],
+        [band_window_keys(w, c.seq_len, causal), c.seq_len],
+        own,
+    )
+    return (computed - own) * model.sliding_layers * block_table(model).attention.flops_per_token_per_key
+
+
 def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Model FLOPs plus the recomputed block forwards, attention sub-layers, modules and LM head,
-    and experts run on tokens not routed to them: the HFU numerator."""
+    experts run on tokens not routed to them and the keys a window's mask drops: the HFU numerator."""
     f = forward_flops_per_token(model, c.seq_len, s)
     n_layers = max_rank_layers(model.num_layers, c)
+    masked = masked_window_flops_per_token(model, c, s)
     return (
         3.0 * f.forward
+        + (3.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)) * masked
         + (3.0 + recompute_fraction(c, n_layers)) * unrouted_expert_flops_per_token(model, c)
         + recompute_fraction(c, n_layers) * (f.block_matmul + f.attention)
         + attention_recompute_fraction(c) * (attention_matmul_flops_per_token(model) + f.attention)

@@ -18,6 +18,7 @@ from planner.model.attention_scores import (
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Part, Saved
 from planner.model.candidates import IMPL_HF, PREC_FP8, PREC_FP32, SHARD_ZERO1, Candidates
+from planner.model.flops import banded_window_rows
 from planner.model.moe import busiest_rank_load, expert_view, grouped_mlp_saved_bytes_per_token
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -176,8 +177,27 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
         grouped = part == Part.MLP and model.is_moe and s.moe_grouped_mlp
         routed = grouped_mlp_saved_bytes_per_token(model, c, s) if grouped else kept(part, True)
         saved[part.value] = kept(part, False) + routed * load
-    saved[Part.ATTENTION.value] = saved[Part.ATTENTION.value] + score_saved_bytes_per_token(model, c, s)
+    extra = score_saved_bytes_per_token(model, c, s) + band_saved_bytes_per_token(model, c, s)
+    saved[Part.ATTENTION.value] = saved[Part.ATTENTION.value] + extra
     return saved
+
+
+def band_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """What trainplan's banded window attention (trainer/model.py ``sliding_window_attention``)
+    saves beyond q, k, v and the output, per local token and block (averaged over the blocks; 0
+    where it does not run, ``banded_window_rows``): with one sequence per micro-batch, the
+    zero-padded copies of q, k and v where the sequence is not a whole number of n windows (over
+    n w tokens); with more, the later blocks' q and their two-block K and V bands, copies when the
+    batch and block dimensions merge: (heads + 4 kv_heads) head_dim x (n - 1) w / s. Measured on
+    CPU against autograd's saved tensors (tests/trainer/test_sliding_window.py). The one cached
+    additive mask all blocks share, 2 w^2 elements, is not counted (64 MiB at a 4,096 window)."""
+    w = float(model.sliding_window or 0)
+    heads, kv, d = model.num_heads, model.num_kv_heads, model.dim_head
+    blocks = np.ceil(c.seq_len / max(w, 1.0))
+    padded = np.where(c.seq_len % max(w, 1.0) > 0, (heads + 2 * kv) * d * blocks * w / c.seq_len, 0.0)
+    bands = (heads + 4 * kv) * d * (blocks - 1) * w / c.seq_len
+    elements = np.where(c.micro_batch > 1, bands, padded) * model.sliding_layers / model.num_layers
+    return np.where(banded_window_rows(model, c, s), elements * compute_dtype_bytes(c) / c.tp, 0.0)
 
 
 def score_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:

@@ -102,6 +102,15 @@ class ModelingSettings:
     # ("TODO: support cuDNN backend", torchtitan 9dec370 utils.py); TransformerEngine's CP runs its
     # fused (cuDNN) attention per chunk.
     cudnn_attention_under_cp: bool = False
+    # Whether the stack's windowed attention (a sliding window shorter than the sequence, its own
+    # modules) is trainplan's banded SDPA: each block of w queries computes all 2w keys of its
+    # block and the one before under a mask (trainer/model.py ``sliding_window_attention``;
+    # planner/model/block.py ``band_window_keys``), at the kernel's rate, which SDPA picks for a
+    # masked call (cuDNN or the memory-efficient kernel; not measured). False: the stack's kernel
+    # skips the tiles outside the window (FlashAttention-2's ``window_size``, TransformerEngine,
+    # FlexAttention). Trial s37: the native trainer's dense [seq, seq] mask was timed as a
+    # window-skipping kernel and left out of memory.
+    sliding_window_band: bool = True
     # A kernel the user named (``--attention``; ``with_attention``), None: the stack's own choice
     # (``cudnn_attention``). Recorded for the rules that depend on it (FlashAttention-3: Hopper only).
     attention_kernel: AttentionKernel | None = None

@@ -34,6 +34,7 @@ MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT = 6.0
 TE_FUSED_CE_BYTES_PER_LOGIT = 2.0
 
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
+    sliding_window_band=False,  # windows are the kernel's (ModelingSettings.sliding_window_band)
     # its optimizer offload keeps the gradient buffer on the GPU (ModelingSettings)
     offload_unsharded_grads=False,
     # Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022 (A100, fp16): no flash
@@ -114,6 +115,7 @@ MEGATRON_MOE_LAUNCHES_POST_SYNC = 10.0
 MEGATRON_MOE_LAUNCHES_BACKWARD = 26.0
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
+    sliding_window_band=False,  # TransformerEngine's window_size (ModelingSettings.sliding_window_band)
     offload_unsharded_grads=False,  # as Megatron-LM's
     # TransformerEngine's fp8 sequence-parallel collectives are not modelled: its tp_comm_overlap
     # was fitted with bf16-byte all-gathers, which this keeps (validate_published unchanged).
@@ -251,7 +253,7 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # differs: torchtitan/components/loss.py ``cross_entropy_loss`` runs F.cross_entropy over the full
 # fp32 logits (compiled with the model under --compile); trainplan's trainer chunks it. torch.compile
 # and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
-TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
+TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0, sliding_window_band=False)  # FlexAttention windows
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or
 # DeepSpeed), called with labels, so the loss upcasts the full logits to fp32 at once
@@ -259,7 +261,7 @@ TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
 # asked; SDPA attention (transformers' default attn_implementation). trainplan's FSDP2 kernels
 # otherwise: these are what the H200 calibration runs measured (stock HF Llama under FSDP2,
 # ``model(labels=...)``: validation/calibration.py).
-HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0)
+HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0, sliding_window_band=False)  # HF modules only
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of
 # ml-engineering's H200-vs-B200 recipe): the same modules and full-logits loss as HF Trainer, the

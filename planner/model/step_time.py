@@ -21,6 +21,7 @@ from planner.model.flops import (
     attention_recompute_fraction,
     forward_flops_per_token,
     head_recompute_fraction,
+    masked_window_flops_per_token,
     module_recompute_share,
     recompute_fraction,
 )
@@ -249,7 +250,9 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
         / (head_rate * rates.shape_factor(head_dims, s))
     ) * head_share
     fwd = forward_flops_per_token(model, c.seq_len, s)
-    attn_flops = fwd.attention / model.num_layers * n_layers / c.tp * tokens
+    # what the kernel computes: the keys a window.s mask drops too (masked_window_flops_per_token)
+    computed = fwd.attention + masked_window_flops_per_token(model, c, s)
+    attn_flops = computed / model.num_layers * n_layers / c.tp * tokens
     # Forward (and its recompute) at the forward rate; the backward, 2x the forward's FLOPs, and
     # with flash attention half a forward more (it recomputes the scores), at the backward rate.
     head_dim = block_table(model).attention.head_dim
