@@ -25,7 +25,9 @@ Notation (docs/validation.md, "Error bands"). A validation row ``i`` has a held-
   to err by 9.5 %; trial s36: the same again where the nearest rows were another stack's, 5 of
   Megatron-Core erring 3.9 %); a feature of ``CROSS_FAMILY_FEATURES``
   that no row of the query's stack family measured adds the rows that have it on the query's
-  architecture, pooled (MoE on a PyTorch stack reads the Megatron MoE rows);
+  architecture, pooled (MoE on a PyTorch stack reads the Megatron MoE rows), and one of
+  ``CROSS_GENERATION_FEATURES`` that no row on the query's architecture measured adds every row
+  that has it (cp on A100 reads the Hopper and Blackwell cp rows);
 - inside it with fewer than ``MIN_ROWS`` rows of ``Q`` (so the band is read from others' too),
   each end reaches at least as far as those few rows lie (``few_exact_errors``; trial s29b: two
   MLPerf rows validated a regime whose band both missed);
@@ -72,6 +74,13 @@ MIN_ROWS = 5
 # torchtitan's context-parallel ones and lifts Hopper's held-out coverage to 90.6 %, past
 # COVERAGE_MAX: a choice made seeing that (docs/validation.md, "Error bands").
 CROSS_FAMILY_FEATURES = (Feature.MOE,)
+# Features whose error a GPU architecture on which no row measured them reads from the rows that
+# did, on every architecture, pooled. Context parallelism: every measured CP row (Hopper,
+# Blackwell) runs slower than predicted, +10 % to +57 % (docs/validation.md: the ring's rounds,
+# unexplained), for causes (communication kernels sharing SMs and HBM, a serialised dK/dV chain)
+# no architecture is known to escape; trial s37: a cp 8 plan on A100 read +-15 % from the MPT
+# rows without CP while the same plan on H100 read -37 %, and --risk p80 would prefer the A100.
+CROSS_GENERATION_FEATURES = (Feature.CP,)
 # Extrapolation spread per unit of regime distance (log units), a choice (module docstring):
 # 0.03 x 4 units x 1.28 = +-15 % more at the 80 % band's ends for another stack family and GPU.
 EXTRAPOLATION_KAPPA = 0.03
@@ -249,33 +258,38 @@ class EvidenceBase:
         pooled: what the feature does to the model's error is known only from them. Pooled, not
         the nearest of them: those differ in layout features the query may lack, and a tp 2 plan
         read a narrower one than the same plan without tp (trial s28c: --risk p80 then chose tp 2,
-        costing 3-7 % more, and quoted the plain layout at 2.3x its median)."""
+        costing 3-7 % more, and quoted the plain layout at 2.3x its median). For each of its
+        ``CROSS_GENERATION_FEATURES`` that no row on its architecture measured, every row that has
+        it, pooled, the same way."""
         family = np.array([STACK_FAMILIES.get(s, s) for s in self.stacks], dtype=object) == regime.family
+        same_generation = self.generations == regime.generation
         out = []
-        for f in CROSS_FAMILY_FEATURES:
+        for f in (*CROSS_FAMILY_FEATURES, *CROSS_GENERATION_FEATURES):
             has = (self.features & f) > 0
-            if not regime.features & f or (has & family).any() or not has.any():
+            measured_by = family if f in CROSS_FAMILY_FEATURES else same_generation
+            if not regime.features & f or (has & measured_by).any() or not has.any():
                 continue
-            same = has & (self.generations == regime.generation)
-            pool = same if same.any() else has
-            # the pool's stack families and architectures, joined by '/' (words no interface translates
-            # or parses: review s28b, "any architecture" and ', ' reached the Chinese card)
-            stacks = "/".join(sorted({STACK_FAMILIES.get(str(s), str(s)) for s in self.stacks[pool]}))
-            generation = "/".join(sorted({str(g) for g in self.generations[pool]}))
-            out.append(
-                Evidence(
-                    regime=Regime(stacks, generation, int(f)),
-                    rows=tuple(r for r, keep in zip(self.rows, pool, strict=True) if keep),
-                    log_errors=self.log_errors[pool],
-                    # its own band, as any measured neighbour's: no distance of the query's (review
-                    # s28b: it moved the p80 factor with the layout, 1.357-1.368)
-                    row_distances=np.zeros(int(pool.sum())),
-                    kappa=self.kappa,
-                    source_sigma=self.source_sigma,
-                    pooled=True,
-                )
-            )
+            same = has & same_generation
+            out.append(self._pooled(f, same if same.any() else has))
         return tuple(out)
+
+    def _pooled(self, f: Feature, pool: np.ndarray) -> Evidence:
+        """The rows of ``pool`` (those with feature ``f``) as one measured neighbour."""
+        # the pool's stack families and architectures, joined by '/' (words no interface translates
+        # or parses: review s28b, "any architecture" and ', ' reached the Chinese card)
+        stacks = "/".join(sorted({STACK_FAMILIES.get(str(s), str(s)) for s in self.stacks[pool]}))
+        generation = "/".join(sorted({str(g) for g in self.generations[pool]}))
+        return Evidence(
+            regime=Regime(stacks, generation, int(f)),
+            rows=tuple(r for r, keep in zip(self.rows, pool, strict=True) if keep),
+            log_errors=self.log_errors[pool],
+            # its own band, as any measured neighbour's: no distance of the query's (review
+            # s28b: it moved the p80 factor with the layout, 1.357-1.368)
+            row_distances=np.zeros(int(pool.sum())),
+            kappa=self.kappa,
+            source_sigma=self.source_sigma,
+            pooled=True,
+        )
 
     def _nearest_rows(self, regime: Regime) -> Evidence:
         if not self.rows:

@@ -262,6 +262,24 @@ def test_a_family_that_never_measured_moe_reads_the_moe_rows_of_another():
     assert all(n.regime.features != int(F.MOE) for n in megatron.neighbours)  # its family measured MoE
 
 
+def test_an_architecture_that_never_measured_cp_reads_every_cp_row():
+    """Trial s37: a cp 8 plan on A100 read +-15 % from long-sequence rows without cp (0 % here)
+    while every measured cp row, on other architectures, erred one way (-30 %: below zero, no
+    ceiling holds them). An architecture with no cp row reads all of them, pooled; one that
+    measured cp keeps its own nearest rows."""
+    long = [row(source=s, stack="llm-foundry", generation="Ampere", error=0.0, seq_len=65536) for s in "abcde"]
+    ring = [row(source=s, generation="Hopper", error=-0.3, seq_len=131072, cp=4) for s in "fghij"]
+    base = EvidenceBase([*long, *ring], kappa=0.0)
+    bits = int(F.MULTI_GPU | F.LONG | F.CP)
+    query = base.evidence(Regime("trainplan", "Ampere", bits))
+    assert not query.validated and {r.source for r in query.rows} == set("abcde")
+    (pooled,) = [n for n in query.neighbours if n.regime.features == int(F.CP)]
+    assert {r.source for r in pooled.rows} == set("fghij")
+    assert query.log_quantile(0.1) < dataclasses.replace(query, neighbours=()).log_quantile(0.1)
+    hopper = base.evidence(Regime("trainplan", "Hopper", bits))
+    assert all(n.regime.features != int(F.CP) for n in hopper.neighbours)  # Hopper measured cp
+
+
 def test_a_figure_outside_its_own_band_says_which_side_the_evidence_puts_the_truth():
     """Where the nearest rows all ran slower than predicted the band lies wholly above the model's
     time, where faster below; elsewhere it contains it (the flag follows the band)."""
