@@ -74,6 +74,12 @@ class Uncertainty(BaseModel):
     # so that end is theirs (planner/accuracy/bands.py ``setting_neighbours``; the app's card said
     # nothing of them, the CLI's envelope sentence did).
     reaches: tuple[RegimeWords, ...] = ()
+    # A long sequence past the longest one its band's rows measured (trial s37): the sequence (in
+    # whole doublings of 32K), that longest and the doublings between, each widening the band as
+    # a differing feature does (``widened_by`` counts them). None / 0: within what was measured.
+    sequence_tokens: int | None = None
+    longest_measured_tokens: int | None = None
+    sequence_doublings: float = 0.0
 
     @property
     def standing(self) -> Standing:

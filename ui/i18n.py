@@ -436,6 +436,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         " ran; the headline is the model's own: on runs no setting was fitted on, it misses by less than the median.",
         "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，在未参与拟合的实测运行上，其误差小于中位数。",
     ),
+    "envelope_sequence": (
+        "Its sequence, {seq:,} tokens, lies {doublings:g} doubling(s) past the longest its rows measured"
+        " ({longest:,}); each widens the band as a differing feature does (widened by {widened:.0%} in all).",
+        "其序列长度 {seq:,} 个 token，比这些实测数据中最长的（{longest:,}）多出 {doublings:g} 次翻倍；每次翻倍都像一项"
+        "不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
+    ),
     "envelope_reaches": (
         "Its ends reach the band of the measured {regimes}.",
         "其两端延伸至已实测的 {regimes} 的误差区间。",

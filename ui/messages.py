@@ -97,8 +97,24 @@ def regime_words_text(tr: Labels, regime: RegimeWords) -> str:
 
 
 def envelope_text(tr: Labels, u: Uncertainty) -> str:
-    """Whether the plan lies inside what was measured, what its band rests on, and the measured
-    regimes whose band ends it shows (review s27: the card left them out)."""
+    """Whether the plan lies inside what was measured, what its band rests on, the measured
+    regimes whose band ends it shows (review s27: the card left them out) and how far its sequence
+    lies past the longest measured (trial s37)."""
+    text = _envelope_sentence(tr, u)
+    if u.sequence_doublings and u.sequence_tokens and u.longest_measured_tokens:
+        sequence = tr(
+            "envelope_sequence",
+            seq=u.sequence_tokens,
+            longest=u.longest_measured_tokens,
+            doublings=u.sequence_doublings,
+            widened=u.widened_by,
+        )
+        text = tr.sentences(text, sequence)
+    return text
+
+
+def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
+    """``envelope_text`` but the sequence's sentence."""
     if u.validated and u.circular:  # review s32: the ceiling's own rows, not the band's sources and error
         sources = tr.join(map(source_name, u.exact_sources))
         return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources)

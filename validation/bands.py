@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.accuracy.bands import BAND_QUANTILES, EXTRAPOLATION_KAPPA, Evidence, EvidenceBase, row_regime
+from planner.accuracy.bands import BAND_QUANTILES, EXTRAPOLATION_KAPPA, Evidence, EvidenceBase, query_regime, row_regime
 from planner.accuracy.ceiling import Ceilings, ceiling_regime
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
@@ -48,7 +48,7 @@ def checks_without(rows: Sequence[HeldOutRow], scored: str) -> list[BandCheck]:
     base = EvidenceBase(rows, exclude=frozenset({scored}))
     own = EvidenceBase(rows)
     return [
-        BandCheck(row, float(own.log_errors[i]), base.evidence(row_regime(row)))
+        BandCheck(row, float(own.log_errors[i]), base.evidence(query_regime(row)))
         for i, row in enumerate(own.rows)
         if row.source == scored
     ]

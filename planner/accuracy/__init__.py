@@ -23,7 +23,15 @@ import numpy as np
 
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, MIN_ROWS, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling, ceiling_regime
-from planner.accuracy.regime import FEATURE_SPAN, Feature, Regime, feature_bits
+from planner.accuracy.regime import (
+    FEATURE_SPAN,
+    LONG_SEQUENCE_TOKENS,
+    LONGEST_SEQUENCE_DOUBLINGS,
+    Feature,
+    Regime,
+    feature_bits,
+    long_sequence,
+)
 from planner.accuracy.residuals import source_name
 from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
@@ -108,7 +116,7 @@ def regime_for(
         training.offload,
         named_kernel,
     )
-    return Regime(stack, regime_generation(gpu), int(bits))
+    return Regime(stack, regime_generation(gpu), int(bits), int(long_sequence(training.seq_len)))
 
 
 def ceiling_of(regime: Regime, calibrated: bool) -> Ceiling | None:
@@ -123,10 +131,24 @@ def _row_keys(c: Candidates, moe: bool, named_kernel: bool = False) -> np.ndarra
     return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, named_kernel))
 
 
+# A regime key: ((GPU index x SEQUENCE_KEYS) + the long sequence's doublings + 1, or 0 for a
+# short one) x FEATURE_SPAN + the feature bits.
+SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
+
+
 def _regime_keys(c: Candidates, moe: bool, named_kernel: bool) -> np.ndarray:
     fp8, hf = c.precision == PREC_FP8, c.impl == IMPL_HF
     bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), named_kernel)
-    return np.asarray(c.gpu_index, dtype=np.int64) * FEATURE_SPAN + bits
+    long = long_sequence(c.seq_len)
+    octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)
+    return (np.asarray(c.gpu_index, dtype=np.int64) * SEQUENCE_KEYS + octave) * FEATURE_SPAN + bits
+
+
+def _key_parts(key: int) -> tuple[int, int, int]:
+    """A regime key's GPU index, feature bits and long sequence (``_regime_keys``)."""
+    rest, bits = divmod(key, FEATURE_SPAN)
+    g, octave = divmod(rest, SEQUENCE_KEYS)
+    return g, bits, 0 if octave == 0 else LONG_SEQUENCE_TOKENS * 2 ** (octave - 1)
 
 
 def _distinct(keys: np.ndarray) -> np.ndarray:
@@ -138,14 +160,12 @@ def _distinct(keys: np.ndarray) -> np.ndarray:
 
 
 def _per_key(keys: np.ndarray, values) -> np.ndarray:
-    """``values(gpu_index, bits)`` (a sequence) for each distinct key, spread over the rows:
-    one column per value."""
+    """``values(gpu_index, bits, seq_len)`` (a sequence) for each distinct key (``_key_parts``),
+    spread over the rows: one column per value."""
     unique = _distinct(keys)
-    pairs = (divmod(int(k), FEATURE_SPAN) for k in unique)
-    table = np.array([values(g, bits) for g, bits in pairs], dtype=float).reshape(len(unique), -1)
-    lookup = np.zeros((int(unique[-1]) + 1 if len(unique) else 0, table.shape[1]))
-    lookup[unique] = table
-    return lookup[keys]
+    parts = (_key_parts(int(k)) for k in unique)
+    table = np.array([values(*p) for p in parts], dtype=float).reshape(len(unique), -1)
+    return table[np.searchsorted(unique, keys)]
 
 
 def mfu_ceilings(
@@ -160,7 +180,7 @@ def mfu_ceilings(
     """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features);
     ``coarse``: the model's experts are as wide as a dense FFN (``ceiling_regime``)."""
 
-    def value(g: int, bits: int) -> tuple[float]:
+    def value(g: int, bits: int, _seq: int) -> tuple[float]:  # no ceiling reads the sequence
         gpu = gpus[g]
         regime = ceiling_regime(Regime(stack, regime_generation(gpu), bits), coarse)
         ceiling = ceiling_of(regime, gpu.id in calibrated)
@@ -189,8 +209,8 @@ def time_factors(
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
     base = shipped_base()
 
-    def factors(g: int, bits: int) -> tuple[float, ...]:
-        return regime_time_factors(base, Regime(stack, regime_generation(gpus[g]), bits), tuple(quantiles))
+    def factors(g: int, bits: int, seq: int) -> tuple[float, ...]:
+        return regime_time_factors(base, Regime(stack, regime_generation(gpus[g]), bits, seq), tuple(quantiles))
 
     table = _per_key(_row_keys(c, moe, named_kernel), factors)
     return [table[:, i] for i in range(len(quantiles))]
@@ -226,16 +246,30 @@ def envelope_words(ev: Evidence, circular: bool = False) -> str:
                 f" ({len(ev.rows) - ev.exact_rows} of nearby regimes), {error}, each end at least as far out as"
                 f" {'that row' if ev.exact_rows == 1 else 'those rows'} erred"
             )
-        return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}"
+        return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}" + sequence_words(ev)
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
         f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} source{'s' if len(ev.sources) > 1 else ''},"
         f" {error}; band widened by"
         f" {ev.widened_by:.0%}"
+        + sequence_words(ev, widened=False)
         + "".join(
             f"; it reaches the band of the measured {reached(ev.regime, r, r in ev.pooled_regimes)}"
             for r in ev.setting_neighbours
         )
+    )
+
+
+def sequence_words(ev: Evidence, widened: bool = True) -> str:
+    """'; sequence 262,144 tokens, 2 doublings past the longest measured (65,536): band widened by
+    8%' where a long query lies past its rows' longest sequence (trial s37), else ''."""
+    if not ev.sequence_doublings:
+        return ""
+    d = ev.sequence_doublings
+    by = f": band widened by {ev.widened_by:.0%}" if widened else ", counted in that widening"
+    return (
+        f"; sequence {ev.regime.seq_len:,} tokens, {d:g} doubling{'s' if d != 1 else ''} past the longest"
+        f" measured ({ev.longest_measured:,}){by}"
     )
 
 
@@ -294,6 +328,9 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
             RegimeWords(stack=r.stack, generation=r.generation, features=feature_names(r.features))
             for r in ev.setting_neighbours
         ),
+        sequence_tokens=regime.seq_len if ev.sequence_doublings else None,
+        longest_measured_tokens=ev.longest_measured if ev.sequence_doublings else None,
+        sequence_doublings=ev.sequence_doublings,
         basis=(
             f"{BAND_COVERAGE:.0%} band: 10th-90th percentile of the held-out tokens/s errors of the {len(ev.rows)}"
             " validation rows nearest this regime (docs/validation.md, 'Error bands')"

@@ -55,7 +55,15 @@ from statistics import NormalDist
 import numpy as np
 
 from planner.accuracy.ceiling import Ceilings
-from planner.accuracy.regime import STACK_FAMILIES, Feature, Regime, distances, feature_bits
+from planner.accuracy.regime import (
+    LONG_SEQUENCE_TOKENS,
+    STACK_FAMILIES,
+    Feature,
+    Regime,
+    distances,
+    feature_bits,
+    long_sequence,
+)
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
 # The band printed beside every figure: 10th to 90th percentile; its held-out coverage is held
@@ -91,9 +99,15 @@ def z(p: float) -> float:
 
 
 def row_regime(row: HeldOutRow) -> Regime:
+    """The regime a validation row is placed in (its sequence only as the long feature)."""
     fp8 = row.precision == "fp8"  # no validation row offloads
     bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, row.hf_modules))
     return Regime(row.stack, row.generation, bits)
+
+
+def query_regime(row: HeldOutRow) -> Regime:
+    """A validation row asked about as a plan is (its long sequence kept: ``Regime.seq_len``)."""
+    return replace(row_regime(row), seq_len=int(long_sequence(row.seq_len)))
 
 
 @dataclass(frozen=True)
@@ -178,9 +192,28 @@ class Evidence:
         ]
         return tuple(dict.fromkeys(past))
 
+    @property
+    def longest_measured(self) -> int | None:
+        """The longest sequence among the rows that ran long ones (None: none did)."""
+        long = [r.seq_len for r in self.rows if r.seq_len >= LONG_SEQUENCE_TOKENS]
+        return max(long) if long else None
+
+    @property
+    def sequence_doublings(self) -> float:
+        """How many doublings a long query's sequence lies past the longest measured row of its
+        evidence (0 within it, or where no row ran a long one: the long-sequence feature's
+        distance counts that). Each is one unit of extrapolation, as a feature is (trial s37: a
+        262K and a 2M plan read the band of MPT's 32K-65K rows as a 32K plan did)."""
+        longest = self.longest_measured
+        if not self.regime.seq_len or longest is None:
+            return 0.0
+        return max(0.0, float(np.log2(self.regime.seq_len / longest)))
+
     def extra(self, p: float) -> float:
-        """What a new source and the distance add to the rows' own spread at quantile ``p``."""
-        return float(np.hypot(self.source_sigma, self.kappa * self.distance)) * abs(z(p))
+        """What a new source, the distance and a sequence past the longest measured add to the
+        rows' own spread at quantile ``p``."""
+        extrapolation = self.kappa * (self.distance + self.sequence_doublings)
+        return float(np.hypot(self.source_sigma, extrapolation)) * abs(z(p))
 
     def time_factor(self, p: float) -> float:
         """The p-quantile of measured / predicted time (1 + e_p)."""
@@ -188,8 +221,9 @@ class Evidence:
 
     @property
     def widened_by(self) -> float:
-        """The extrapolation term at the band's upper end (0 inside the envelope), as a fraction."""
-        return float(np.expm1(self.kappa * self.distance * z(BAND_QUANTILES[1])))
+        """The extrapolation term at the band's upper end (0 inside the envelope and the longest
+        measured sequence), as a fraction."""
+        return float(np.expm1(self.kappa * (self.distance + self.sequence_doublings) * z(BAND_QUANTILES[1])))
 
     def nearest_description(self) -> str:
         """What the nearest rows are, and how they differ from the query."""

@@ -75,6 +75,18 @@ class Feature(IntFlag):
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
 FEATURE_SPAN = 1 << len(Feature)
 
+# A long query's sequence is kept in whole doublings from LONG_SEQUENCE_TOKENS up to this many
+# (2M tokens): how far past the longest measured row it lies widens its band (bands.py).
+LONGEST_SEQUENCE_DOUBLINGS = 6
+
+
+def long_sequence(seq_len) -> np.ndarray:
+    """A long-context query's sequence, rounded down to a whole doubling of
+    ``LONG_SEQUENCE_TOKENS`` (at most ``LONGEST_SEQUENCE_DOUBLINGS`` of them); 0 below it."""
+    seq = np.maximum(np.asarray(seq_len, dtype=float), 1.0)
+    doublings = np.clip(np.floor(np.log2(seq / LONG_SEQUENCE_TOKENS)), 0, LONGEST_SEQUENCE_DOUBLINGS)
+    return np.where(seq >= LONG_SEQUENCE_TOKENS, LONG_SEQUENCE_TOKENS * 2.0**doublings, 0.0).astype(np.int64)
+
 
 # Crossing a node is a refinement of "more than one GPU" (the network under the same sharded
 # collectives), so it counts half a feature: a multi-node query takes one-node rows of its own
@@ -143,6 +155,9 @@ class Regime:
     stack: str
     generation: str
     features: int
+    # A long query's sequence (``long_sequence``), whose distance past the longest measured row
+    # widens its band; 0 for a short one, and for a validation row's place among the regimes.
+    seq_len: int = 0
 
     @property
     def family(self) -> str:

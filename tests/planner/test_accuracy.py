@@ -280,6 +280,40 @@ def test_an_architecture_that_never_measured_cp_reads_every_cp_row():
     assert all(n.regime.features != int(F.CP) for n in hopper.neighbours)  # Hopper measured cp
 
 
+def test_a_sequence_past_the_longest_measured_widens_the_band_by_its_doublings():
+    """Trial s37: a 262K plan and a 2M one read the band of 32K-65K rows as a 32K plan did. Each
+    whole doubling past the longest measured row widens it as a differing feature does; within
+    it, or where no row ran a long sequence, nothing more."""
+    rows = [row(source=s, error=e, seq_len=65536) for s, e in zip("abcde", (-0.05, 0.0, 0.02, 0.05, 0.1), strict=True)]
+    base = EvidenceBase(rows, kappa=0.05)
+    at = {seq: base.evidence(dataclasses.replace(row_regime(rows[0]), seq_len=seq)) for seq in (65536, 262144)}
+    assert at[65536].sequence_doublings == 0 and at[65536].widened_by == 0
+    assert at[262144].validated and at[262144].sequence_doublings == 2.0
+    assert at[262144].widened_by == pytest.approx(np.expm1(0.05 * 2 * 1.2815515655446004))
+    assert at[262144].log_quantile(0.9) > at[65536].log_quantile(0.9)
+    short = EvidenceBase([row(source=s) for s in "abcde"], kappa=0.05)  # no long row: the feature's distance
+    regime = Regime("megatron-core", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.LONG), 262144)
+    assert short.evidence(regime).sequence_doublings == 0
+
+
+def test_the_search_and_an_estimate_judge_a_long_sequence_alike():
+    """A candidate's regime key keeps its long sequence (``_key_parts`` decodes what
+    ``_regime_keys`` wrote), so a plan and its re-estimate read one band."""
+    from planner.accuracy import _key_parts, _regime_keys
+    from planner.catalog.hardware import load_catalog
+    from planner.model.candidates import single
+
+    gpu = load_catalog().gpu("h200-sxm")
+    for seq, long in ((4096, 0), (40000, 32768), (262144, 262144), (2**24, 2**21)):
+        c = single(gpu, Layout().resolve(8), TrainingConfig(seq_len=seq), gpus_per_node=8, network_bandwidth=1e9)
+        g, bits, got = _key_parts(int(_regime_keys(c, False, False)[0]))
+        assert (g, got) == (0, long) and bits & F.LONG == (F.LONG if long else 0)
+    p = build_plan(get_preset("llama3.1-8b"), "h200-sxm", Layout(), TrainingConfig(seq_len=262144), num_gpus=8)
+    u = p.estimate.uncertainty
+    assert u is not None and (u.sequence_tokens, u.sequence_doublings) == (262144, 2.0)
+    assert "2 doublings past the longest measured (65,536)" in u.envelope
+
+
 def test_a_figure_outside_its_own_band_says_which_side_the_evidence_puts_the_truth():
     """Where the nearest rows all ran slower than predicted the band lies wholly above the model's
     time, where faster below; elsewhere it contains it (the flag follows the band)."""

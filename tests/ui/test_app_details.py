@@ -670,6 +670,20 @@ def test_the_card_names_the_measured_regimes_whose_band_it_shows_in_both_languag
     assert "reach" not in envelope_text(EN, inside.estimate.uncertainty)
 
 
+def test_the_card_says_how_far_a_sequence_lies_past_the_longest_measured_in_both_languages():
+    """Trial s37: the band of a 262K plan (the rows' longest: 65K) is widened by its two doublings,
+    and the card says so as the CLI's envelope line does."""
+    from ui.messages import envelope_text
+
+    plan = build_plan(get_preset("llama3.1-8b"), "h200-sxm", Layout(), TrainingConfig(seq_len=262144), num_gpus=8)
+    u = plan.estimate.uncertainty
+    assert "262,144 tokens, lies 2 doubling(s) past the longest its rows measured (65,536)" in envelope_text(EN, u)
+    chinese = envelope_text(ZH, u)
+    assert "262,144" in chinese and "65,536" in chinese and not english_sentences(chinese)
+    short = build_plan(get_preset("llama3.1-8b"), "h200-sxm", Layout(), TrainingConfig(seq_len=65536), num_gpus=8)
+    assert "doubling" not in envelope_text(EN, short.estimate.uncertainty)
+
+
 def test_a_budget_answer_under_a_deadline_says_so_and_offers_the_time_the_budget_meets():
     """Trial s35 (app): "The cheapest plan, 256 x b200 ..., costs $116.5k" read as the least the job
     can cost, where slower plans cost less; the CLI's "or extend the deadline to 6 days" was not said."""
