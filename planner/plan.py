@@ -294,6 +294,9 @@ class Estimate(BaseModel):
     # The stack's own SDPA dispatch timed cuDNN, its pick only from torch 2.11 on (rates.SDPA_CUDNN_NOTE
     # says it where it is rendered; review s31: the note was prose inside ``attention_kernel``).
     sdpa_picks_cudnn: bool = False
+    # The stack's SDPA timed FlashAttention-2 on a GPU whose cuDNN attention it does not pick but a
+    # run may force (rates.SDPA_SKIPS_CUDNN_NOTE; trial s37: B300 at 128K, 2.5x B200's attention)
+    sdpa_skips_cudnn: bool = False
 
     def time_h_at(self, risk: str) -> float | None:
         """The time to train (hours) at a risk quantile ('p50', 'p80', 'p90'); None without a band."""
@@ -409,7 +412,8 @@ class Plan(BaseModel):
     def _check_figures(self) -> None:
         """The estimate is of this configuration (a hand-edited micro-batch left the old one's
         figures beside it), and the money and tokens are not negative."""
-        t, layout = self.training, self.layout
+        # a plan may keep dp_shard -1 (the rest of the GPUs): the trainer resolves it, so does this
+        t, layout = self.training, self.layout.resolve(self.num_gpus)
         batch = t.micro_batch * t.grad_accum * t.seq_len * layout.dp
         if self.estimate.global_batch_tokens != batch:
             raise ValueError(

@@ -21,6 +21,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from planner.model.comm import RING_PASSES, CollectiveSample
+from trainer.collectives import all_gather_single, reduce_scatter_single
 
 # Message sizes (bytes of the all-reduced tensor / gathered output / reduce-scattered input).
 CUDA_BYTES = (1 << 16, 1 << 20, 1 << 24, 1 << 28)  # 64 KiB to 256 MiB: latency- to bandwidth-bound
@@ -42,8 +43,8 @@ def _collective(op: str, total_bytes: int, ranks: int, device: torch.device):
     if op == "all_reduce":
         return lambda: dist.all_reduce(full)
     if op == "all_gather":
-        return lambda: dist.all_gather_into_tensor(full, shard)
-    return lambda: dist.reduce_scatter_tensor(shard, full)
+        return lambda: all_gather_single(full, shard)
+    return lambda: reduce_scatter_single(shard, full)
 
 
 def time_collectives(device: torch.device, sizes: tuple[int, ...]) -> list[CollectiveSample]:

@@ -336,17 +336,19 @@ class CheckpointManager:
     def load_latest(self, state: Checkpointable) -> int | None:
         """Load the newest checkpoint that verifies and loads; returns its step, or None to start fresh."""
         touched = None  # a checkpoint whose load failed part-way: the model may hold some of it
-        for step, path in reversed(list_checkpoints(self.ckpt_dir)):
+        newest_first = list(reversed(list_checkpoints(self.ckpt_dir)))
+        for i, (step, path) in enumerate(newest_first):
+            earlier = i + 1 < len(newest_first)
             problem = self.verify(path)
             if problem is not None:  # its files are not what was written: set it aside
-                self._report_corrupt(path, problem)
+                self._report_corrupt(path, problem, earlier)
                 self._quarantine(path)
                 continue
             self._check_identity(path)
             problem = self._try_load(path, state)
             if problem is not None:  # kept where it is: a load can fail for reasons of this run
                 touched = touched or path
-                self._report_corrupt(path, problem)
+                self._report_corrupt(path, problem, earlier)
                 continue
             return step
         if touched is not None:
@@ -356,9 +358,16 @@ class CheckpointManager:
             )
         return None
 
+    def set_aside(self) -> list[str]:
+        """The checkpoints set aside as corrupt (``step-N.corrupt``), by name."""
+        if not self.ckpt_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.ckpt_dir.glob(f"step-*{QUARANTINE_SUFFIX}") if p.is_dir())
+
     @staticmethod
-    def _report_corrupt(path: Path, problem: str) -> None:
-        log.warning(f"checkpoint {path} is corrupt ({problem}); falling back to the previous one", extra=ON_STDOUT)
+    def _report_corrupt(path: Path, problem: str, earlier: bool) -> None:
+        then = "falling back to the previous one" if earlier else "no earlier checkpoint"
+        log.warning(f"checkpoint {path} is corrupt ({problem}); {then}", extra=ON_STDOUT)
 
     def _check_identity(self, path: Path) -> None:
         """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""

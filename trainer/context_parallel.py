@@ -29,6 +29,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
+from trainer.collectives import all_gather_single, reduce_scatter_single
+
 
 @dataclass(frozen=True)
 class ContextParallel:
@@ -62,7 +64,7 @@ class _GatherSequence(torch.autograd.Function):
         ctx.group, ctx.size, ctx.rank = group, size, rank
         gathered = local.new_empty((size * local.shape[0], *local.shape[1:]))
         if not local.is_meta:  # the pipeline's shape inference runs stages on meta tensors
-            dist.all_gather_into_tensor(gathered, local.contiguous(), group=group)
+            all_gather_single(gathered, local.contiguous(), group=group)
         return gathered
 
     @staticmethod
@@ -70,7 +72,7 @@ class _GatherSequence(torch.autograd.Function):
         grad = grad.contiguous()
         if grad.is_cuda:
             local = grad.new_empty((grad.shape[0] // ctx.size, *grad.shape[1:]))
-            dist.reduce_scatter_tensor(local, grad, group=ctx.group)
+            reduce_scatter_single(local, grad, group=ctx.group)
         else:
             # gloo has no reduce-scatter: all-reduce and keep this rank's slice (CPU tests only).
             dist.all_reduce(grad, group=ctx.group)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,17 +29,52 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+# A run's records of its steps and its outcome (trainer/metrics.py, trainer/probe.py).
+METRICS_FILE = "metrics.jsonl"
+REPORT_FILE = "report.json"
+
+
+def keep_earlier_run(job_dir: Path) -> list[str]:
+    """Rename the job's metrics and report to ``metrics.before-restart-N.jsonl`` and
+    ``report.before-restart-N.json`` (N the first free) before a run that starts again from step 0;
+    returns the names given."""
+    n = 1
+    while any((job_dir / _restart_name(name, n)).exists() for name in (METRICS_FILE, REPORT_FILE)):
+        n += 1
+    kept = []
+    for name in (METRICS_FILE, REPORT_FILE):
+        if (job_dir / name).is_file():
+            os.replace(job_dir / name, job_dir / _restart_name(name, n))
+            kept.append(_restart_name(name, n))
+    return kept
+
+
+def _restart_name(name: str, n: int) -> str:
+    stem, dot, suffix = name.partition(".")
+    return f"{stem}.before-restart-{n}{dot}{suffix}"
+
+
 def write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:
     """Write ``text`` to a hidden temporary file beside ``path``, flush it to disk, then rename
     it over ``path``: a crash leaves the old file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if executable:
-        tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if executable:
+            tmp.chmod(tmp.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        os.replace(tmp, path)
+    except OSError as exc:
+        # no temporary file left behind, and the error names the file (a full disk's write error
+        # has no filename: trial s37, "No space left on device", and the leftover .tmp then made
+        # emit's retry refuse the directory as "not empty and holds no job")
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if exc.filename:  # an open or rename names its file already
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     return path
 
 

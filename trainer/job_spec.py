@@ -186,6 +186,22 @@ class JobSpec(BaseModel):
             raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc)})") from None
 
 
+def checked_job(job_dir: str | Path) -> JobSpec:
+    """``JobSpec.load`` with its plan's rules checked again (``Plan.check``), as explain and emit
+    check a plan file: job.json may be edited after emit, and its recorded estimate would then be
+    of another configuration (trial s37: a hand-edited dp_shard trained 4 ranks and reported
+    against the 2-rank prediction, 2x off, where explain refused the same file)."""
+    spec = JobSpec.load(job_dir)
+    try:
+        spec.plan.check()
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(
+            f"{Path(job_dir) / 'job.json'}: inconsistent plan ({one_line(exc)}): job.json was edited after emit;"
+            " emit the job again"
+        ) from None
+    return spec
+
+
 def check_estimate_current(plan: Plan, run: RunSettings, local_procs: int, device_type: str) -> float:
     """The plan's memory estimated again from its model, layout and batch, before anything is
     allocated: job.json may have been edited after emit (a larger micro-batch or vocabulary), and

@@ -26,7 +26,6 @@ from trainer.data import (
     synthetic_fingerprint,
 )
 from trainer.job_spec import RunSettings
-from trainer.log import ALL_RANKS
 
 log = logging.getLogger(__name__)
 
@@ -173,8 +172,7 @@ class ResumableLoader:
             log.warning(
                 f"data: the {self.split} data, seq_len or seed changed since this state was saved; "
                 f"restarting epoch {self.epoch} from its beginning",
-                extra=ALL_RANKS,  # each rank's loader restores its own state
-            )
+            )  # rank 0's line: every rank's loader restores the same change (trial s37: one line per rank)
             self.position = 0
             return
         position = int(state["position"])
@@ -185,7 +183,6 @@ class ResumableLoader:
             log.warning(
                 f"data: batch shape changed ({state['dp_size']}x{state['micro_batch']} -> "
                 f"{self.dp_size}x{self.micro_batch}); resuming at sequence ~{consumed} of epoch {self.epoch}",
-                extra=ALL_RANKS,
             )
         self.position = position
 

@@ -130,8 +130,11 @@ def job_lock(job_dir: Path, node_rank: int = 0, wait_s: float = ORPHAN_WAIT_S) -
         os.close(fd)
         raise
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        except OSError as exc:  # a full disk (trial s37: no path said)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         yield fd
     finally:
         with contextlib.suppress(OSError):

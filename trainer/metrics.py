@@ -22,7 +22,7 @@ import torch
 
 from planner.errors import DiskFullError
 from planner.fmt import duration_clock
-from trainer.files import write_atomic
+from trainer.files import METRICS_FILE, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def truncate_after(path: Path, last_step: int) -> None:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
         raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
-    kept, dropped = [], []
+    kept, dropped, redone = [], [], []
     for number, line in enumerate(lines, 1):
         step = _step_of(line)
         if step is None:
@@ -132,8 +132,15 @@ def truncate_after(path: Path, last_step: int) -> None:
             continue
         if step <= last_step:
             kept.append(line.decode())
+        else:
+            redone.append(step)
     if dropped:
         log.warning(f"warning: {path}: line(s) {', '.join(map(str, dropped[:10]))} are not metrics records; dropped")
+    if redone:  # trial s37: a kill's cost was unsaid
+        log.info(
+            f"steps {last_step + 1}-{max(redone)} of the previous launch, past the checkpoint, are trained again"
+            " (their metrics records dropped)"
+        )
     if len(kept) == len(lines):
         return  # nothing to drop: no rewrite (which needs free space)
     try:
@@ -165,7 +172,7 @@ def warm_step_times(path: Path) -> list[float]:
 class MetricsLogger:
     def __init__(self, job_dir: Path, resume_step: int, enabled: bool, tensorboard: bool = True):
         self.enabled = enabled
-        self.path = Path(job_dir) / "metrics.jsonl"
+        self.path = Path(job_dir) / METRICS_FILE
         self.low_util: deque[bool] = deque(maxlen=UTILIZATION_WINDOW_STEPS)
         self._warned_at = -UTILIZATION_WINDOW_STEPS
         self._tb = None

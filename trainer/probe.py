@@ -35,7 +35,7 @@ from planner.reports import (
     error_pct,
 )
 from planner.units import GIB
-from trainer.files import write_json_atomic
+from trainer.files import REPORT_FILE, write_json_atomic
 from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom
 
 # The CUDA context lives outside the caching allocator: the planner's fit rule adds it to the
@@ -294,7 +294,7 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         layout=plan.layout.describe(),
         gpu=plan.gpu,
     )
-    write_json_atomic(Path(job_dir) / "report.json", report.model_dump(mode="json"))
+    write_json_atomic(Path(job_dir) / REPORT_FILE, report.model_dump(mode="json"))
     return report
 
 

@@ -22,7 +22,7 @@ from planner.errors import DiskFullError, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Layout, Precision
 from trainer.checkpoint import Checkpointable, CheckpointManager, model_identity, step_dir_name
-from trainer.files import CHECKPOINT_DIR
+from trainer.files import CHECKPOINT_DIR, keep_earlier_run
 from trainer.job_spec import JobSpec, memory_headroom
 from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
@@ -182,8 +182,23 @@ class Session:
         step = self.ckpt.load_latest(self._checkpointable())
         if step is not None:
             log.info(f"resumed from checkpoint {step_dir_name(step)} (step {step} of {self.run.steps})")
+        elif aside := self.ckpt.set_aside():
+            self._start_over(aside)
         self.last_saved_step = step if step is not None else -1
         self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0)
+
+    def _start_over(self, aside: list[str]) -> None:
+        """No checkpoint left, some set aside as corrupt: the run starts again from step 0 (the same
+        run, from the seed), and says so; the earlier launches' metrics.jsonl and report.json are
+        kept beside, renamed, not cut back (trial s37: a finished 60-step run's metrics were cut to
+        the 3 steps of the next launch and its report replaced, unsaid)."""
+        kept = keep_earlier_run(self.job_dir) if self.is_rank0 else []
+        log.warning(
+            f"no checkpoint in {self.ckpt.ckpt_dir} verifies ({', '.join(aside)} set aside): starting again from"
+            " step 0, every step trained before is trained again"
+            + (f"; the earlier run's {' and '.join(kept)} kept" if kept else ""),
+            extra=ON_STDOUT,
+        )
 
     def save(self) -> None:
         if self.last_saved_step == self.state.step or not self.run.save_checkpoints:
@@ -245,7 +260,14 @@ class Session:
         where = f"at step {self.state.step} of {self.run.steps} ({step_dir_name(self.state.step)})"
         if self.state.step >= self.run.steps:
             # trial s27: `--steps 10` on a finished 30-step job did not say it was behind the checkpoint
-            behind = f"--steps {self.stop_step} is behind the checkpoint; " if self.stop_step < self.state.step else ""
+            behind = ""
+            if self.stop_step < self.run.steps:
+                behind = f"--steps {self.stop_step} is behind the checkpoint; "
+            elif self.state.step > self.run.steps:  # trial s37: it said "--steps 60", none given
+                behind = (
+                    f"job.json's {self.run.steps} steps are behind the checkpoint (a launch with --steps"
+                    f" {self.state.step} extended the run); "
+                )
             log.info(
                 f"{behind}the job is complete: {where}; its report.json stands (--steps above {self.run.steps}"
                 " extends it)"
@@ -398,8 +420,14 @@ class Session:
             return
         if outcome == Outcome.PREEMPTED:
             name = self.preemption.name()
-            if self.state.step == 0 or not self.run.save_checkpoints:
-                log.info(f"{name}: stopped at step {self.state.step} before anything new was trained; exiting")
+            if self.state.step == 0:
+                log.info(f"{name}: stopped at step 0 before anything was trained; exiting")
+            elif not self.run.save_checkpoints:
+                # trial s37: this said "before anything new was trained" and the rerun began at step 1
+                log.info(
+                    f"{name}: stopped at step {self.state.step}; this job saves no checkpoints (--no-checkpoints),"
+                    f" so its {self.state.step} steps are lost and a rerun starts from step 0; exiting"
+                )
             else:
                 self.save()
                 log.info(f"{name}: saved checkpoint at step {self.state.step}; exiting")

@@ -1,6 +1,6 @@
 """torchrun for ``trainplan run`` and the emitted scripts: the same launcher, one line instead of a traceback.
 
-``python -m trainer.torchrun ARGS`` takes torchrun's own arguments. Plain torchrun lets two
+``python -m trainer.torchrun ARGS`` takes torchrun's own arguments. Plain torchrun lets three
 errors escape as Python tracebacks:
 
 - ``ChildFailedError`` when a worker fails, with a boxed failure table, after the trainer has
@@ -11,6 +11,9 @@ errors escape as Python tracebacks:
   already passed the signal to the workers, which save a checkpoint and exit; here it becomes
   one line and the exit code 128 + the signal (143 for SIGTERM), which schedulers and the
   Kubernetes ``restartPolicy: ExitCode`` treat as retryable, unlike torchrun's 1.
+
+- ``RendezvousError`` when the node hosting the rendezvous store goes away: one line and 144
+  (peer lost, retryable), as a worker whose peer vanished exits.
 
 The agent also asks for SIGTERM when its own parent (``trainplan run``) dies, so it never trains on
 detached; its workers do the same (trainer/locks.py). torch is imported inside ``main``, under
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         with signals_interrupt():  # nothing started yet: a stop here is one line, not a traceback
             from torch.distributed.elastic.multiprocessing.api import SignalException
             from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+            from torch.distributed.elastic.rendezvous.api import RendezvousError
             from torch.distributed.run import determine_local_world_size, parse_args, run
     except Interrupted as stop:
         print(f"torchrun: {stop} while starting; no worker had started", file=sys.stderr)
@@ -117,9 +121,31 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 128 + int(error.sigval)
+    except RendezvousError as error:
+        # The rendezvous store went with its node (the head node lost, or its agent killed): this
+        # node's workers stopped at their next collective and said so; the job resumes from its
+        # last checkpoint when every node runs again (trial s37: a traceback and torchrun's 1,
+        # which Kubernetes' restartPolicy ExitCode treats as permanent).
+        print(rendezvous_line(error), file=sys.stderr)
+        return ExitCode.PEER_LOST
     except KeyboardInterrupt:  # before torchrun installed its handlers
         return ExitCode.ABORTED
     return ExitCode.OK
+
+
+def rendezvous_line(error: Exception) -> str:
+    """``torchrun: lost the rendezvous (...)``: the store another node hosted went away, or (a
+    ``RendezvousTimeoutError``) the nodes never all joined."""
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if type(error).__name__ == "RendezvousTimeoutError":
+        return (
+            f"torchrun: the rendezvous timed out ({reason}): not every node joined; check that each runs"
+            " with the same --rdzv-endpoint and --nnodes, then run the job again on every node"
+        )
+    return (
+        f"torchrun: lost the rendezvous ({reason}): another node, or the one hosting its store, stopped;"
+        " nothing was saved since the last checkpoint: run the job again on every node to resume from it"
+    )
 
 
 if __name__ == "__main__":

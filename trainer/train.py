@@ -35,7 +35,7 @@ from planner.errors import DiskFullError, ExitCode, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
-from trainer.job_spec import JobSpec
+from trainer.job_spec import JobSpec, checked_job
 from trainer.locks import die_with_parent, hold_worker_lock
 from trainer.log import setup_logging
 from trainer.model import ModelArgs, Transformer, native_init_rule
@@ -86,7 +86,7 @@ def load_job(job_dir: Path, steps: int | None) -> tuple[JobSpec, int]:
     planned run there, its learning-rate schedule as planned (shortening the schedule mid-run
     changed the rate of the steps already taken); over them it extends the job, the schedule
     stretched to N, and says so."""
-    job = JobSpec.load(job_dir)
+    job = checked_job(job_dir)
     if steps is None:
         return job, job.run.steps
     if steps < 1:

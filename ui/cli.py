@@ -9,6 +9,7 @@ user error becomes one line on stderr and exit code 2; an infeasible request is 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -472,6 +473,10 @@ def _main(argv: list[str] | None) -> int:
         return ExitCode.INVALID
     except OSError as exc:  # --out on a read-only or full disk, a directory, a name too long
         where = f"{exc.filename}: " if exc.filename else ""
+        if exc.errno == errno.ENOSPC and exc.filename:  # a file it writes (not stdout): docs/trainer.md,
+            # ENOSPC is exit 4 (trial s37: emit on a full disk said only "No space left on device", exit 2)
+            _error(f"{where}disk full ({exc.strerror}); free space there and run the command again"[:480])
+            return ExitCode.DISK_FULL
         _error(f"{where}{exc.strerror or one_line(exc)}"[:480])
         return ExitCode.INVALID
     except OverflowError:

@@ -84,6 +84,12 @@ def emit(
         help="save a checkpoint every N steps (default: the plan's goodput interval, else 20)",
     ),
     no_checkpoints: bool = typer.Option(False, "--no-checkpoints", help="never save (benchmarks)"),
+    keep_checkpoints: int | None = typer.Option(
+        None, "--keep-checkpoints", min=1, help="newest checkpoints kept on disk (default 2)"
+    ),
+    eval_every: int | None = typer.Option(
+        None, "--eval-every", min=0, help="validation loss every N steps (default 0: only the test loss at the end)"
+    ),
     data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
     seed: int = typer.Option(1234, help="random seed (weights and data order)"),
@@ -123,7 +129,12 @@ def emit(
     if warmup_steps is not None and warmup_steps >= steps:  # the peak learning rate never reached
         raise ValueError(f"--warmup-steps {warmup_steps}: at least the job's {steps} steps; give fewer")
     named = dict(
-        checkpoint_every=checkpoint_every, loss_chunk_tokens=loss_chunk_tokens, lr=lr, warmup_steps=warmup_steps
+        checkpoint_every=checkpoint_every,
+        keep_checkpoints=keep_checkpoints,
+        eval_every=eval_every,
+        loss_chunk_tokens=loss_chunk_tokens,
+        lr=lr,
+        warmup_steps=warmup_steps,
     )
     given = {name: value for name, value in named.items() if value is not None}  # unset: RunSettings' default
     run = RunSettings(

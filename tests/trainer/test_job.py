@@ -32,7 +32,7 @@ EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
 VENV_BIN = str(Path(sys.executable).parent)
 
 
-def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "H100-SXM", seq_len: int = 64) -> Plan:
+def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "h100-sxm", seq_len: int = 64) -> Plan:
     num_gpus = num_nodes * gpus_per_node
     training = TrainingConfig(seq_len=seq_len, micro_batch=1, precision=Precision.FP32)
     return jobs.make_plan(Layout(dp_shard=num_gpus), training, num_gpus, num_nodes=num_nodes, gpu=gpu)
@@ -74,7 +74,7 @@ def test_emit_writes_every_file_and_a_loadable_job(tmp_path: Path) -> None:
         assert os.access(tmp_path / "job" / script, os.X_OK)
         subprocess.run(["bash", "-n", str(tmp_path / "job" / script)], check=True)
     readme = (tmp_path / "job" / "README.md").read_text()
-    assert "8 x H100-SXM" in readme and "trainplan run" in readme
+    assert "8 x h100-sxm" in readme and "trainplan run" in readme
 
 
 def test_emit_estimates_the_loss_the_job_will_run(tmp_path: Path) -> None:
@@ -677,6 +677,55 @@ def test_a_lost_peer_is_retryable_only_when_every_failed_worker_lost_one() -> No
     assert failed(lost, 1) == failed(lost, -9) == ExitCode.FAILED  # a crash or a kill: not retried
 
 
+def test_a_lost_rendezvous_store_is_one_line_and_retryable(monkeypatch, capsys) -> None:
+    """Trial s37: with the head node (its rendezvous store) lost, the surviving node's agent raised
+    RendezvousConnectionError: ~100 lines of traceback and torchrun's 1, a permanent failure under
+    Kubernetes' restartPolicy ExitCode. Now one line and 144; a rendezvous that timed out says so."""
+    import torch.distributed.run as torch_run
+    from torch.distributed.elastic.rendezvous.api import RendezvousConnectionError, RendezvousTimeoutError
+
+    from trainer.torchrun import main
+
+    for error, words in (
+        (RendezvousConnectionError("The connection to the C10d store has failed."), "lost the rendezvous"),
+        (RendezvousTimeoutError("the join timed out"), "the rendezvous timed out"),
+    ):
+
+        def fail(_args, error=error):
+            raise error
+
+        monkeypatch.setattr(torch_run, "run", fail)
+        assert main(["--nproc-per-node", "1", "train.py"]) == ExitCode.PEER_LOST
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err and "Traceback" not in err
+
+
+def test_a_full_disk_outside_a_checkpoint_names_the_file_and_exits_4(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Trial s37: emit onto a full disk said "No space left on device" with no path, exit 2, and
+    left .job.json.tmp behind, so the retry refused the directory as "not empty and holds no job";
+    docs/trainer.md says ENOSPC anywhere is exit 4."""
+    import errno
+
+    import trainer.files as files
+    from ui.cli import main
+
+    plan = jobs.make_plan(Layout(dp_shard=1), TrainingConfig(seq_len=32, micro_batch=2, precision="fp32"), 1)
+    plan_file = plan.save(tmp_path / "plan.json")
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    out = tmp_path / "job"
+    assert main(["emit", str(plan_file), "--out", str(out)]) == ExitCode.DISK_FULL
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{out / 'job.json'}: disk full (No space left on device)" in err
+    assert not list(out.glob(".*.tmp"))
+    monkeypatch.setattr(files.os, "fsync", real_fsync)
+    assert main(["emit", str(plan_file), "--out", str(out)]) == ExitCode.OK  # the retry is not refused
+
+
 def test_slurms_time_advice_reads_the_bands_pessimistic_end(tmp_path: Path) -> None:
     """Trial s28c: the script advised --time from the point estimate (78 h) where the portfolio
     had scheduled the job at its p80 (115 h)."""
@@ -750,3 +799,16 @@ def test_one_node_job_files_count_in_words(tmp_path: Path) -> None:
     assert not any("node(s)" in text for text in one.values()) and "(1 node)" in one["launch.sh"]
     assert "NODE_RANK=<" not in one["launch.sh"]
     assert "NODE_RANK=<0..1>" in (tmp_path / "two" / "launch.sh").read_text()
+
+
+def test_emit_sets_validation_and_checkpoint_retention(tmp_path: Path) -> None:
+    """Trial s37: eval_every and keep_checkpoints could only be set by hand-editing job.json."""
+    from ui.cli import main
+
+    plan = jobs.make_plan(Layout(dp_shard=1), TrainingConfig(seq_len=32, micro_batch=2, precision="fp32"), 1)
+    plan_file = plan.save(tmp_path / "plan.json")
+    out = tmp_path / "job"
+    assert main(["emit", str(plan_file), "--out", str(out), "--eval-every", "10", "--keep-checkpoints", "3"]) == 0
+    run = JobSpec.load(out).run
+    assert (run.eval_every, run.keep_checkpoints) == (10, 3)
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "bad"), "--keep-checkpoints", "0"]) == 2

@@ -58,11 +58,14 @@ def test_only_rank0_writes(tmp_path):
     assert not (tmp_path / "metrics.jsonl").exists() and not (tmp_path / "tb").exists()
 
 
-def test_resume_drops_records_after_the_checkpoint(tmp_path):
+def test_resume_drops_records_after_the_checkpoint(tmp_path, caplog):
     path = tmp_path / "metrics.jsonl"
     path.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(1, 8)) + '{"step": 8, "lo')
-    truncate_after(path, last_step=5)
+    with caplog.at_level("INFO"):
+        truncate_after(path, last_step=5)
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4, 5]
+    # trial s37: the steps a kill costs are said
+    assert "steps 6-7 of the previous launch, past the checkpoint, are trained again" in caplog.text
     logger = MetricsLogger(tmp_path, resume_step=3, enabled=True, tensorboard=False)
     logger.log_step(metrics(4))
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4]

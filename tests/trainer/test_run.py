@@ -121,6 +121,49 @@ def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path, in_process,
         assert resumed[step] == pytest.approx(first[step], abs=1e-6)
 
 
+def test_a_preempted_job_without_checkpoints_says_its_steps_are_lost(tmp_path, in_process, monkeypatch, capsys):
+    """Trial s37: with --no-checkpoints a SIGTERM at step 16 said "stopped at step 16 before anything
+    new was trained", and the rerun began at step 1."""
+    import trainer.session as session_module
+
+    calls = [0]
+
+    def gone(_pid) -> bool:  # the launcher dies before the third step: stop as preempted
+        calls[0] += 1
+        return calls[0] >= 3
+
+    monkeypatch.setattr(session_module, "parent_gone", gone)
+    job = write_job(tmp_path, SINGLE, 1, steps=6, save_checkpoints=False, probe_steps=0)
+    assert train(job) == ExitCode.PREEMPTED
+    out = capsys.readouterr().out
+    assert "SIGTERM: stopped at step 2; this job saves no checkpoints (--no-checkpoints), so its 2 steps" in out
+    assert "before anything" not in out and not (job / "ckpt").exists()
+
+
+def test_no_checkpoint_left_starts_over_saying_so_and_keeps_the_earlier_run(tmp_path, in_process, capsys):
+    """Trial s37: with every checkpoint corrupt the run said "falling back to the previous one" of
+    the last, then trained from step 0 unsaid, cutting the finished run's metrics.jsonl to the next
+    launch's 3 records and replacing its report. It still starts over (the same run, from the
+    seed), but the last says there is none, the start-over is said, and the earlier files are kept."""
+    job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, probe_steps=0)
+    assert train(job) == ExitCode.OK
+    report = (job / "report.json").read_text()
+    for step in ("step-000003", "step-000006"):
+        shard = job / "ckpt" / step / "__0_0.distcp"
+        shard.write_bytes(shard.read_bytes()[:-8])
+    capsys.readouterr()
+    assert train(job, "--steps", "3") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "step-000006 is corrupt" in out and "falling back to the previous one" in out
+    assert "step-000003 is corrupt" in out and "no earlier checkpoint" in out
+    assert "(step-000003.corrupt, step-000006.corrupt set aside): starting again from step 0" in out
+    assert "the earlier run's metrics.before-restart-1.jsonl and report.before-restart-1.json kept" in out
+    assert [r["step"] for r in read_metrics(job)] == [1, 2, 3]
+    earlier = (job / "metrics.before-restart-1.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in earlier] == list(range(1, 7))
+    assert (job / "report.before-restart-1.json").read_text() == report
+
+
 def test_probe_out_of_memory_asks_for_a_replan(tmp_path, in_process, monkeypatch):
     job = write_job(tmp_path, SINGLE, 1, steps=6, probe_steps=2)
 

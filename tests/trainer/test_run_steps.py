@@ -58,6 +58,12 @@ def test_a_finished_jobs_rerun_trains_nothing_and_keeps_its_report(tmp_path, in_
     assert (job / "report.json").read_text() == report
     said = capsys.readouterr().out  # trial s27: it did not say --steps 2 was behind the checkpoint
     assert "--steps 2 is behind the checkpoint; the job is complete" in said and "--steps above 4 extends it" in said
+    assert train(job, "--steps", "5") == ExitCode.OK  # extended by one step
+    capsys.readouterr()
+    assert train(job) == ExitCode.OK  # trial s37: "--steps 4 is behind the checkpoint", no --steps given
+    said = capsys.readouterr().out
+    assert "job.json's 4 steps are behind the checkpoint (a launch with --steps 5 extended the run)" in said
+    assert "--steps 4" not in said
 
 
 def test_extending_a_job_says_its_learning_rate_rises_again(tmp_path, caplog):
