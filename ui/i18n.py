@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from planner.catalog.prices import PRICE_KINDS, PriceBasis
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE
+from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
 from ui.i18n_page import PAGE_LABELS
@@ -509,6 +509,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     # The kernel names stay (proper nouns); unfused attention and the cp fallback are worded.
     "kernel_eager": (KERNEL_WORDS[AttentionKernel.EAGER], "非融合（注意力分数经 HBM）"),
     "kernel_sdpa": (SDPA_CUDNN_NOTE, "（PyTorch 2.11 起 SDPA 选用 cuDNN；更早的 torch 请选 sdpa-fa2）"),
+    "kernel_sdpa_skips": (
+        SDPA_SKIPS_CUDNN_NOTE,
+        "（SDPA 在此 GPU 上的选择；cuDNN 融合注意力可用 sdpa_kernel(SDPBackend.CUDNN_ATTENTION) 强制启用，对应 --attention cudnn）",
+    ),
     "kernel_cp_fallback": (
         CP_FALLBACK_WORDS,
         "（不开上下文并行时为 {kernel}：此软件栈的上下文并行调用 flash 内核）",

@@ -134,7 +134,7 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
     """The attention kernel the estimate timed: the CLI's words in English; in Chinese from the typed
     kernel (a plan file from before it: the CLI's words)."""
     e = plan.estimate
-    sdpa = tr("kernel_sdpa") if e.sdpa_picks_cudnn else ""
+    sdpa = tr("kernel_sdpa") if e.sdpa_picks_cudnn else tr("kernel_sdpa_skips") if e.sdpa_skips_cudnn else ""
     if tr.lang == "en" or e.attention_kernel_timed is None:
         return (e.attention_kernel or (plan.attention.value if plan.attention else "-")) + sdpa
     name = (

@@ -16,7 +16,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
-from planner.model.rates import SDPA_CUDNN_NOTE
+from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.plan import Estimate, MemoryTerms, Plan, TimeTerms, term_words
 from planner.plan_calibration import CalibratedGpu, PlanCalibration
 from planner.units import GIB
@@ -90,7 +90,9 @@ def breakdown_table(title: str, terms: MemoryTerms | TimeTerms, unit: str, total
 def attention_words(p: Plan) -> str:
     """', attention cuDNN': the kernel timed (an older plan file: the one named, if any)."""
     kernel = p.estimate.attention_kernel or (None if p.attention is None else p.attention.value)
-    note = SDPA_CUDNN_NOTE if p.estimate.sdpa_picks_cudnn else ""
+    note = (
+        SDPA_CUDNN_NOTE if p.estimate.sdpa_picks_cudnn else SDPA_SKIPS_CUDNN_NOTE if p.estimate.sdpa_skips_cudnn else ""
+    )
     return "" if kernel is None else f", attention {kernel}{note}"
 
 

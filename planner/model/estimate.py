@@ -14,7 +14,7 @@ from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
 from planner.layout import Layout, TrainingConfig
-from planner.model.attention_kernels import AttentionKernel
+from planner.model.attention_kernels import AttentionKernel, te_prefers_cudnn
 from planner.model.candidates import Candidates
 from planner.model.configuration import checked_configuration, rule_values
 from planner.model.energy import energy_kwh, wall_power_w
@@ -159,6 +159,17 @@ def sdpa_picks_cudnn(stack: Stack | None, settings: ModelingSettings, kernel: At
     return chosen and kernel == AttentionKernel.CUDNN
 
 
+def sdpa_skips_cudnn(stack: Stack | None, settings: ModelingSettings, timed, gpu) -> bool:
+    """Whether the stack's own SDPA dispatch timed FlashAttention-2 on a GPU whose cuDNN fused
+    attention TransformerEngine runs (a datacenter Blackwell part SDPA's rule leaves out: sm103,
+    B300 / GB300), so ``--attention cudnn`` times what a run that forces it gets (trial s37: B300
+    at 128K was 2.5x slower than B200, unexplained; ``Estimate.sdpa_skips_cudnn``)."""
+    chosen = stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
+    flash = timed.kernel == AttentionKernel.FLASH2 and not timed.cp_fallback
+    measured = gpu.rates.cudnn_attention_fwd_flops_per_s is not None
+    return chosen and flash and measured and te_prefers_cudnn(gpu.compute_capability)
+
+
 def _gpus_per_node(num_gpus: int, num_nodes: int | None, node) -> int:
     """GPUs on each node: the user's node count's (``--nodes``), else the fewest even nodes."""
     if num_nodes is not None:
@@ -252,6 +263,7 @@ def estimate(
         layout=EstimateLayout.of(resolved, training),
         attention_kernel=timed.words,
         sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),
+        sdpa_skips_cudnn=sdpa_skips_cudnn(stack, settings, timed, gpu_spec),
         attention_kernel_timed=timed.kernel,
         attention_cp_fallback=timed.cp_fallback,
         attention_cp_fallback_from=timed.cp_fallback_from,

@@ -127,6 +127,11 @@ def cp_fallback_words(kernel: AttentionKernel) -> str:
 # Beside a cuDNN kernel that SDPA's dispatch picked (planner/model/estimate.py ``sdpa_note``): the
 # torch it assumes, and the way to time the other.
 SDPA_CUDNN_NOTE = " (SDPA's pick from torch 2.11 on; --attention sdpa-fa2 for older torch)"
+# Beside FlashAttention-2 that SDPA picks on a GPU whose cuDNN attention it leaves out (sm103).
+SDPA_SKIPS_CUDNN_NOTE = (
+    " (SDPA's pick on this GPU; cuDNN's fused attention, which a run can force with"
+    " sdpa_kernel(SDPBackend.CUDNN_ATTENTION), is --attention cudnn)"
+)
 
 
 def timed_attention_kernels(model: ModelSpec, c: Candidates, s: ModelingSettings) -> list[TimedKernel]:

@@ -415,3 +415,24 @@ def test_a_named_kernel_the_stacks_context_parallelism_cannot_call_falls_back(ca
     )
     assert plan.estimate.attention_cp_fallback_from == AttentionKernel.FLASH3
     assert kernel_words(Labels("zh"), plan).startswith("FlashAttention-2（不开上下文并行时为 FlashAttention-3：")
+
+
+def test_sdpas_flash_pick_on_a_cudnn_gpu_says_how_to_time_cudnn(capsys):
+    """Trial s37: on a B300 (sm103, which SDPA's cuDNN-first rule leaves out) trainplan's stack is
+    timed with FlashAttention-2, 2.5x slower than the B200's cuDNN at 128K, with no hint that a run
+    may force cuDNN (--attention cudnn times it). Said on such a GPU only, in both languages."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from ui.i18n import Labels
+    from ui.plan_card import kernel_words
+
+    args = ["--model", "llama3.1-8b", "--num-gpus", "8", "--seq-len", "131072", "--ac", "full"]
+    b300, b200 = (_estimate(capsys, *args, "--gpu", gpu) for gpu in ("b300", "b200"))
+    assert b300["sdpa_skips_cudnn"] and not b200["sdpa_skips_cudnn"]
+    assert not _estimate(capsys, *args, "--gpu", "a100-80gb-sxm")["sdpa_skips_cudnn"]  # no cuDNN kernel there
+    assert not _estimate(capsys, *args, "--gpu", "b300", "--attention", "cudnn")["sdpa_skips_cudnn"]
+    assert main(["estimate", *args, "--gpu", "b300"]) == 0
+    assert "is --attention cudnn)" in capsys.readouterr().out
+    plan = build_plan(get_preset("llama3.1-8b"), "b300", Layout(), TrainingConfig(seq_len=32768), num_gpus=8)
+    assert "SDPBackend.CUDNN_ATTENTION" in kernel_words(Labels("zh"), plan)
