@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from planner.fmt import duration_words
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.goodput import loss_shares
+from planner.model.rates import KERNEL_WORDS
 from planner.model.stacks import Stack
 from planner.plan import Plan, term_words
 from planner.units import SECONDS_PER_MINUTE
@@ -29,6 +31,7 @@ class NoteKind(StrEnum):
     HOST_SERIAL = "host_serial"  # a profile timed with synchronous launches: no dispatch speed-up helps
     EXPOSED_COMM = "exposed_comm"  # fraction
     BUBBLE = "bubble"
+    CP_KERNEL = "cp_kernel"  # kernel: the one that runs without cp, in words
     MFU = "mfu"  # mfu, model_gflop, hfu, hardware_gflop
     FAILURES = "failures"  # num_gpus, mttf_h, write_s, young_min, interval_min, cut (0/1), restart_min
     GOODPUT = "goodput"  # goodput, loss (a LossShares field), share, lost_h
@@ -54,6 +57,8 @@ NOTE_TEXT: dict[NoteKind, str] = {
     "collective (HSDP, tp inside a node) or a larger batch per GPU hides more",
     NoteKind.BUBBLE: "the pipeline bubble is large: more micro-batches per step (accumulation) or "
     "interleaved stages (vpp) shrink it",
+    NoteKind.CP_KERNEL: "attention runs FlashAttention-2 under context parallelism: this stack's cp calls the"
+    " flash kernel, so {kernel}, which runs here without cp, does not (tp inside a node in place of cp keeps it)",
     NoteKind.MFU: "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); "
     "HFU {hfu:.1%} adds recompute ({hardware_gflop:.2f} GFLOP/token)",
     NoteKind.FAILURES: "failures: the {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes "
@@ -164,6 +169,9 @@ def time_notes(p: Plan) -> list[Note]:
         notes.append(_note(NoteKind.EXPOSED_COMM, fraction=comm / total))
     if terms.bubble > 0.1 * total:
         notes.append(_note(NoteKind.BUBBLE))
+    if p.estimate.attention_cp_fallback:  # trial s37: the long-context lever, unexplained
+        kernel = KERNEL_WORDS[p.estimate.attention_cp_fallback_from or AttentionKernel.CUDNN]
+        notes.append(_note(NoteKind.CP_KERNEL, kernel=kernel))
     return notes
 
 

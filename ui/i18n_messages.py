@@ -181,6 +181,12 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "states dominate: shard them further (fsdp over more ranks) to free memory",
         "模型状态占主导：进一步分片（在更多 rank 上使用 fsdp）可释放显存",
     ),
+    "note_cp_kernel": (
+        "attention runs FlashAttention-2 under context parallelism: this stack's cp calls the flash kernel, so"
+        " {kernel}, which runs here without cp, does not (tp inside a node in place of cp keeps it)",
+        "上下文并行下注意力以 FlashAttention-2 运行：此软件栈的上下文并行调用 flash 内核，因此不开 cp 时在此运行的"
+        " {kernel} 不会运行（在节点内以 tp 代替 cp 可保留它）",
+    ),
     "note_step_time": (
         "step time: {term} is the largest part ({fraction:.0%} of {step_s:.3f} s)",
         "单步时间：{term} 是最大的部分（占 {step_s:.3f} 秒的 {fraction:.0%}）",

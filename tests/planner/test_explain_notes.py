@@ -116,3 +116,18 @@ def test_a_run_shorter_than_young_daly_says_it_checkpoints_once():
     for share, cut in ((0.7, True), (1.5, False)):
         g = goodput(np.array([share * young]), *args)
         assert bool(g.interval_cut[0]) is cut and float(g.young_s[0]) == pytest.approx(young)
+
+
+def test_a_plan_whose_cp_displaced_the_kernel_says_so_in_both_languages():
+    """Trial s37: explain listed cp's terms but said nothing of the kernel cp displaced (cuDNN ->
+    FlashAttention-2), the long-context lever; a plan without cp has no such note."""
+    from ui.i18n import Labels
+    from ui.messages import note_text
+
+    model, training = get_preset("llama3.1-8b"), TrainingConfig(seq_len=32768, activation_checkpointing="full")
+    ring = build_plan(model, "h100-sxm", Layout(cp=8), training, num_gpus=8)
+    (note,) = [n for n in plan_notes(ring) if n.kind is NoteKind.CP_KERNEL]
+    assert "so cuDNN, which runs here without cp, does not" in note.text()
+    assert "cuDNN" in note_text(Labels("zh"), note) and "runs here" not in note_text(Labels("zh"), note)
+    plain = build_plan(model, "h100-sxm", Layout(tp=8), training, num_gpus=8)
+    assert all(n.kind is not NoteKind.CP_KERNEL for n in plan_notes(plain))
