@@ -399,6 +399,7 @@ class FixCode(StrEnum):
     PP = "pp"
     ONE_F_ONE_B = "one_f_one_b"
     BIGGER_GPU = "bigger_gpu"
+    NO_ONE_FIX = "no_one_fix"  # past every catalog GPU's memory and no single change fits it
     HOST_OFFLOAD = "host_offload"
     OFFLOAD = "offload"
 
@@ -420,6 +421,10 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
     FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
     FixCode.BIGGER_GPU: "use a GPU with more memory",
+    FixCode.NO_ONE_FIX: (
+        "no one change fits it, nor does any GPU ({times:,.0f}x the largest, {largest}): shorten the sequence, or"
+        " combine checkpointing, sharding and tp/pp/cp"
+    ),
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
     FixCode.OFFLOAD: "keep the optimizer states in host memory (--offload)",
 }

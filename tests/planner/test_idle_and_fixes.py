@@ -155,3 +155,22 @@ def test_a_deadline_no_count_meets_names_the_batch_as_the_lever() -> None:
     )
     with pytest.raises(InfeasiblePlan, match=r"or \d+ h100-sxm GPUs, more than the inventory has"):
         plan(PlanRequest(**ask, global_batch_tokens=4_000_000))
+
+
+def test_a_need_past_every_gpu_is_not_sent_to_a_bigger_one():
+    """Trial s37: gpt-oss-20b's eager scores at 64K needed 3,652 GiB per GPU, and the fix was "use a
+    GPU with more memory", though the largest catalog GPU holds a fourteenth of it."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from planner.rule_codes import FixCode
+    from ui.i18n import Labels
+    from ui.reasons import fix_text
+
+    training = TrainingConfig(seq_len=65536, activation_checkpointing="full", impl="hf")
+    huge = build_plan(get_preset("gpt-oss-20b"), "h100-sxm", Layout(), training, num_gpus=8).estimate
+    assert not huge.feasible and [h.code for h in huge.fix_hints] == [FixCode.NO_ONE_FIX]
+    assert "nor does any GPU (14x the largest, gb300)" in huge.fix
+    assert "gb300" in fix_text(Labels("zh"), huge.fix_hints) and "nor does" not in fix_text(
+        Labels("zh"), huge.fix_hints
+    )
