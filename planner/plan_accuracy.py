@@ -80,6 +80,9 @@ class Uncertainty(BaseModel):
     sequence_tokens: int | None = None
     longest_measured_tokens: int | None = None
     sequence_doublings: float = 0.0
+    # The validation rows the band is read from: "source: name" (planner/accuracy/residuals.csv)
+    # (trial s37: only their sources were named, so a practitioner could not check the regime).
+    row_names: tuple[str, ...] = ()
 
     @property
     def standing(self) -> Standing:

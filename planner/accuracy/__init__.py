@@ -318,6 +318,7 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
         rows=len(ev.rows),
         exact_rows=ev.exact_rows,
         sources=ev.sources,
+        row_names=tuple(f"{source_name(r.source)}: {r.name}" for r in ev.rows),
         mean_abs_error=ev.mean_abs_error,
         widened_by=ev.widened_by,
         envelope=envelope_words(ev, circular),

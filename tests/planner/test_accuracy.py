@@ -216,6 +216,8 @@ def test_an_estimate_carries_its_band_and_envelope_and_the_band_scales_every_fig
     risk = u.time_to_train_h_at_risk
     assert risk["p50"] < risk["p80"] < risk["p90"] < hi * 1.0001
     assert u.envelope.startswith(("validated:", "outside the validated envelope:"))
+    # trial s37: the rows themselves, not only their sources, so the regime can be checked
+    assert len(u.row_names) == u.rows and all(": " in name for name in u.row_names)
 
 
 def test_an_unmeasured_regimes_band_reaches_as_far_as_its_measured_neighbours():
