@@ -374,7 +374,14 @@ class Plan(BaseModel):
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        path.write_text(self.to_json() + "\n")
+        try:
+            path.write_text(self.to_json() + "\n")
+        except OSError as exc:  # a full disk's write error names no file (review s37)
+            if path.is_file():  # no truncated plan left behind (a device such as /dev/full stays)
+                path.unlink(missing_ok=True)
+            if exc.filename:
+                raise
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         return path
 
     def check(self, catalog: Catalog | None = None) -> None:

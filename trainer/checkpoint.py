@@ -187,6 +187,8 @@ class CheckpointManager:
         self.device = collective_device  # tensors for all_reduce (CPU for gloo, CUDA for NCCL)
         self.identity = identity  # written into each manifest; a checkpoint of another model is refused
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        # the checkpoints this launch set aside as corrupt, by name (a start-over says them once)
+        self.set_aside: list[str] = []
 
     # ------------------------------------------------------------------ save
 
@@ -291,6 +293,7 @@ class CheckpointManager:
     def _quarantine(self, path: Path) -> None:
         """Rename a checkpoint that failed to verify or load to ``step-N.corrupt`` (rank 0), so it
         is neither loaded nor counted by pruning again, and is kept for a look."""
+        self.set_aside.append(path.name + QUARANTINE_SUFFIX)
         if self.rank == 0:
             target = path.with_name(path.name + QUARANTINE_SUFFIX)
             try:
@@ -357,12 +360,6 @@ class CheckpointManager:
                 f" model is not freshly initialised: move {self.ckpt_dir} aside to start over"
             )
         return None
-
-    def set_aside(self) -> list[str]:
-        """The checkpoints set aside as corrupt (``step-N.corrupt``), by name."""
-        if not self.ckpt_dir.is_dir():
-            return []
-        return sorted(p.name for p in self.ckpt_dir.glob(f"step-*{QUARANTINE_SUFFIX}") if p.is_dir())
 
     @staticmethod
     def _report_corrupt(path: Path, problem: str, earlier: bool) -> None:

@@ -196,8 +196,8 @@ def checked_job(job_dir: str | Path) -> JobSpec:
         spec.plan.check()
     except (ValueError, RecursionError) as exc:
         raise ValueError(
-            f"{Path(job_dir) / 'job.json'}: inconsistent plan ({one_line(exc)}): job.json was edited after emit;"
-            " emit the job again"
+            f"{Path(job_dir) / 'job.json'}: its plan does not pass this trainplan's checks ({one_line(exc)}):"
+            " job.json was edited after emit, or emitted by another version; emit the job again"
         ) from None
     return spec
 

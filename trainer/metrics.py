@@ -138,8 +138,8 @@ def truncate_after(path: Path, last_step: int) -> None:
         log.warning(f"warning: {path}: line(s) {', '.join(map(str, dropped[:10]))} are not metrics records; dropped")
     if redone:  # trial s37: a kill's cost was unsaid
         log.info(
-            f"steps {last_step + 1}-{max(redone)} of the previous launch, past the checkpoint, are trained again"
-            " (their metrics records dropped)"
+            f"steps {last_step + 1}-{max(redone)} of the previous launch, past the step this one resumes from, are"
+            " trained again (their metrics records dropped)"
         )
     if len(kept) == len(lines):
         return  # nothing to drop: no rewrite (which needs free space)

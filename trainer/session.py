@@ -95,6 +95,7 @@ class Session:
         self.stage_modules = stage_modules or [model]
         self.run, self.plan, self.training = job.run, job.plan, job.plan.training
         self.stop_step = job.run.steps if stop_step is None else min(stop_step, job.run.steps)
+        self.steps_given = stop_step is not None  # run --steps (its messages name the flag only then)
         self.is_rank0 = dist.get_rank() == 0
         self.state = TrainState()
         self.scaler = LossScaler.for_precision(self.training.precision == Precision.FP16)
@@ -182,7 +183,7 @@ class Session:
         step = self.ckpt.load_latest(self._checkpointable())
         if step is not None:
             log.info(f"resumed from checkpoint {step_dir_name(step)} (step {step} of {self.run.steps})")
-        elif aside := self.ckpt.set_aside():
+        elif aside := sorted(self.ckpt.set_aside):  # this launch set them aside (review s37: not again)
             self._start_over(aside)
         self.last_saved_step = step if step is not None else -1
         self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0)
@@ -261,16 +262,13 @@ class Session:
         if self.state.step >= self.run.steps:
             # trial s27: `--steps 10` on a finished 30-step job did not say it was behind the checkpoint
             behind = ""
-            if self.stop_step < self.run.steps:
+            if self.steps_given and self.stop_step < self.state.step:
                 behind = f"--steps {self.stop_step} is behind the checkpoint; "
-            elif self.state.step > self.run.steps:  # trial s37: it said "--steps 60", none given
-                behind = (
-                    f"job.json's {self.run.steps} steps are behind the checkpoint (a launch with --steps"
-                    f" {self.state.step} extended the run); "
-                )
+            elif not self.steps_given and self.state.step > self.run.steps:  # trial s37: "--steps 60", none given
+                behind = f"job.json's {self.run.steps} steps are behind the checkpoint (an earlier --steps extended the run); "
             log.info(
-                f"{behind}the job is complete: {where}; its report.json stands (--steps above {self.run.steps}"
-                " extends it)"
+                f"{behind}the job is complete: {where}; its report.json stands (--steps above"
+                f" {max(self.run.steps, self.state.step)} extends it)"
             )
         else:
             log.info(f"nothing to run before --steps {self.stop_step}: {where}; run without --steps to go on")

@@ -13,7 +13,8 @@ errors escape as Python tracebacks:
   Kubernetes ``restartPolicy: ExitCode`` treat as retryable, unlike torchrun's 1.
 
 - ``RendezvousError`` when the node hosting the rendezvous store goes away: one line and 144
-  (peer lost, retryable), as a worker whose peer vanished exits.
+  (peer lost, retryable), as a worker whose peer vanished exits; a rendezvous that timed out
+  (a wrong endpoint or node count, most often) one line and 2.
 
 The agent also asks for SIGTERM when its own parent (``trainplan run``) dies, so it never trains on
 detached; its workers do the same (trainer/locks.py). torch is imported inside ``main``, under
@@ -127,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         # last checkpoint when every node runs again (trial s37: a traceback and torchrun's 1,
         # which Kubernetes' restartPolicy ExitCode treats as permanent).
         print(rendezvous_line(error), file=sys.stderr)
-        return ExitCode.PEER_LOST
+        # a timeout is most often a misconfigured endpoint or node count, which a retry repeats
+        return ExitCode.INVALID if type(error).__name__ == "RendezvousTimeoutError" else ExitCode.PEER_LOST
     except KeyboardInterrupt:  # before torchrun installed its handlers
         return ExitCode.ABORTED
     return ExitCode.OK

@@ -192,12 +192,13 @@ def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
     # Held while this worker lives: a worker orphaned by a dead launcher still locks the directory.
     lock_fd = hold_worker_lock(job_dir, int(os.environ.get("RANK", "0")))
     try:
-        return _train(job, job_dir, device_type, stop_step)
+        # the stop as --steps gave it (None: the job's own last step; Session words its messages so)
+        return _train(job, job_dir, device_type, stop_step if steps is not None else None)
     finally:
         os.close(lock_fd)
 
 
-def _train(job: JobSpec, job_dir: Path, device_type: str, stop_step: int) -> int:
+def _train(job: JobSpec, job_dir: Path, device_type: str, stop_step: int | None) -> int:
     runtime = setup_runtime(device_type, job.run.seed)
     layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
     meshes = build_meshes(layout, runtime.device.type)

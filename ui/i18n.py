@@ -442,6 +442,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "其序列长度 {seq:,} 个 token，比这些实测数据中最长的（{longest:,}）多出 {doublings:g} 次翻倍；每次翻倍都像一项"
         "不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
     ),
+    "envelope_sequence_none": (
+        "Its sequence, {seq:,} tokens, lies {doublings:g} doubling(s) past {longest:,}, and none of its rows ran a"
+        " sequence that long; each doubling widens the band as a differing feature does (widened by {widened:.0%} in all).",
+        "其序列长度 {seq:,} 个 token，比 {longest:,} 多出 {doublings:g} 次翻倍，而这些实测数据都没有这么长的序列；每次翻倍都像"
+        "一项不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
+    ),
     "envelope_reaches": (
         "Its ends reach the band of the measured {regimes}.",
         "其两端延伸至已实测的 {regimes} 的误差区间。",

@@ -5,6 +5,7 @@ Each check raises ValueError with a one-line message; ``ui.cli.main`` turns it i
 
 from __future__ import annotations
 
+import errno
 import math
 from pathlib import Path
 
@@ -95,6 +96,8 @@ def save_plan(plan, out: Path) -> None:
     try:
         plan.save(out)
     except OSError as exc:
+        if exc.errno == errno.ENOSPC:  # a full disk: exit 4, naming the file (ui/cli.py; review s37)
+            raise
         raise ValueError(f"--out {out}: {exc.strerror or exc}") from None
 
 

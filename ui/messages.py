@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from planner.accuracy.bands import MIN_ROWS
-from planner.accuracy.regime import Feature, said_features
+from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, said_features
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
 from planner.catalog.prices import Commitment, DearerKind
@@ -101,11 +101,11 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
     regimes whose band ends it shows (review s27: the card left them out) and how far its sequence
     lies past the longest measured (trial s37)."""
     text = _envelope_sentence(tr, u)
-    if u.sequence_doublings and u.sequence_tokens and u.longest_measured_tokens:
+    if u.sequence_doublings and u.sequence_tokens:
         sequence = tr(
-            "envelope_sequence",
+            "envelope_sequence" if u.longest_measured_tokens else "envelope_sequence_none",
             seq=u.sequence_tokens,
-            longest=u.longest_measured_tokens,
+            longest=u.longest_measured_tokens or LONG_SEQUENCE_TOKENS,
             doublings=u.sequence_doublings,
             widened=u.widened_by,
         )

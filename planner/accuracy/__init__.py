@@ -225,7 +225,7 @@ def _at_risk(value: float | None, ev: Evidence) -> dict[str, float] | None:
     return None if value is None else {r.value: value * ev.time_factor(r.quantile) for r in Risk}
 
 
-def envelope_words(ev: Evidence, circular: bool = False) -> str:
+def envelope_words(ev: Evidence, circular: bool = False, seq_len: int | None = None) -> str:
     """'validated: ...' or 'outside the validated envelope: ...' with its rows and error;
     ``circular``: the regime's rows are the source of the efficiency ceiling the estimate is held
     at, so the figure repeats them (trial s31: DeepSeek-V3's one row, "held out")."""
@@ -246,13 +246,15 @@ def envelope_words(ev: Evidence, circular: bool = False) -> str:
                 f" ({len(ev.rows) - ev.exact_rows} of nearby regimes), {error}, each end at least as far out as"
                 f" {'that row' if ev.exact_rows == 1 else 'those rows'} erred"
             )
-        return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}" + sequence_words(ev)
+        return f"validated: {ev.regime.describe()}, {rows}; band from {len(ev.rows)} rows, {error}" + sequence_words(
+            ev, seq_len
+        )
     return (
         f"outside the validated envelope: no measured row of {ev.regime.describe()}; nearest {ev.nearest_description()}"
         f"; band from the {len(ev.rows)} nearest rows of {len(ev.sources)} source{'s' if len(ev.sources) > 1 else ''},"
         f" {error}; band widened by"
         f" {ev.widened_by:.0%}"
-        + sequence_words(ev, widened=False)
+        + sequence_words(ev, seq_len, widened=False)
         + "".join(
             f"; it reaches the band of the measured {reached(ev.regime, r, r in ev.pooled_regimes)}"
             for r in ev.setting_neighbours
@@ -260,17 +262,22 @@ def envelope_words(ev: Evidence, circular: bool = False) -> str:
     )
 
 
-def sequence_words(ev: Evidence, widened: bool = True) -> str:
-    """'; sequence 262,144 tokens, 2 doublings past the longest measured (65,536): band widened by
-    8%' where a long query lies past its rows' longest sequence (trial s37), else ''."""
+def sequence_words(ev: Evidence, seq_len: int | None = None, widened: bool = True) -> str:
+    """'; sequence 200,000 tokens, 2 doublings past the longest measured (65,536; counted up to
+    262,144): band widened by 8%' where a long query lies past its rows' longest sequence (trial
+    s37), else ''. ``seq_len``: the sequence asked for (the regime keeps it rounded up)."""
     if not ev.sequence_doublings:
         return ""
-    d = ev.sequence_doublings
-    by = f": band widened by {ev.widened_by:.0%}" if widened else ", counted in that widening"
-    return (
-        f"; sequence {ev.regime.seq_len:,} tokens, {d:g} doubling{'s' if d != 1 else ''} past the longest"
-        f" measured ({ev.longest_measured:,}){by}"
+    d, rounded = ev.sequence_doublings, ev.regime.seq_len
+    asked = rounded if seq_len is None else seq_len
+    counted = "" if asked == rounded else f"; counted up to {rounded:,}"
+    past = (
+        f"the longest measured ({ev.longest_measured:,}{counted})"
+        if ev.longest_measured
+        else f"{LONG_SEQUENCE_TOKENS:,} (no row of its band ran a long sequence{counted})"
     )
+    by = f": band widened by {ev.widened_by:.0%}" if widened else ", counted in that widening"
+    return f"; sequence {asked:,} tokens, {d:g} doubling{'s' if d != 1 else ''} past {past}{by}"
 
 
 def reached(query: Regime, measured: Regime, pooled: bool = False) -> str:
@@ -321,7 +328,7 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
         row_names=tuple(f"{source_name(r.source)}: {r.name}" for r in ev.rows),
         mean_abs_error=ev.mean_abs_error,
         widened_by=ev.widened_by,
-        envelope=envelope_words(ev, circular),
+        envelope=envelope_words(ev, circular, estimate.layout.seq_len),
         circular=circular,
         exact_sources=ev.exact_sources,
         point_outside=outside,
@@ -329,7 +336,8 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
             RegimeWords(stack=r.stack, generation=r.generation, features=feature_names(r.features))
             for r in ev.setting_neighbours
         ),
-        sequence_tokens=regime.seq_len if ev.sequence_doublings else None,
+        # the sequence asked for (its regime keeps it rounded up to a whole doubling)
+        sequence_tokens=estimate.layout.seq_len if ev.sequence_doublings else None,
         longest_measured_tokens=ev.longest_measured if ev.sequence_doublings else None,
         sequence_doublings=ev.sequence_doublings,
         basis=(

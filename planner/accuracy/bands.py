@@ -201,12 +201,14 @@ class Evidence:
     @property
     def sequence_doublings(self) -> float:
         """How many doublings a long query's sequence lies past the longest measured row of its
-        evidence (0 within it, or where no row ran a long one: the long-sequence feature's
-        distance counts that). Each is one unit of extrapolation, as a feature is (trial s37: a
-        262K and a 2M plan read the band of MPT's 32K-65K rows as a 32K plan did)."""
-        longest = self.longest_measured
-        if not self.regime.seq_len or longest is None:
+        evidence, or past LONG_SEQUENCE_TOKENS where no row ran a long one (the long-sequence
+        feature's distance counts reaching that; review s37: counting none there gave the layout
+        with the thinner evidence the narrower band at 1M). Each is one unit of extrapolation, as
+        a feature is (trial s37: a 262K and a 2M plan read the band of MPT's 32K-65K rows as a 32K
+        plan did)."""
+        if not self.regime.seq_len:
             return 0.0
+        longest = max(self.longest_measured or 0, LONG_SEQUENCE_TOKENS)
         return max(0.0, float(np.log2(self.regime.seq_len / longest)))
 
     def extra(self, p: float) -> float:

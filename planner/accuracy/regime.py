@@ -20,6 +20,8 @@ from enum import IntFlag
 
 import numpy as np
 
+from planner.limits import MAX_SEQ_LEN
+
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
 # modules with SDPA flash attention under FSDP / ZeRO (trainplan, torchtitan, IBM fms-fsdp,
 # MosaicML llm-foundry, DeepSpeed on Hugging Face modules), or Megatron's fused kernels with
@@ -75,16 +77,17 @@ class Feature(IntFlag):
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
 FEATURE_SPAN = 1 << len(Feature)
 
-# A long query's sequence is kept in whole doublings from LONG_SEQUENCE_TOKENS up to this many
-# (2M tokens): how far past the longest measured row it lies widens its band (bands.py).
-LONGEST_SEQUENCE_DOUBLINGS = 6
+# A long query's sequence is kept in whole doublings of LONG_SEQUENCE_TOKENS, up to the longest
+# sequence a request may name (planner/limits.py): how far past the longest measured row it lies
+# widens its band (bands.py).
+LONGEST_SEQUENCE_DOUBLINGS = int(np.log2(MAX_SEQ_LEN // LONG_SEQUENCE_TOKENS))
 
 
 def long_sequence(seq_len) -> np.ndarray:
-    """A long-context query's sequence, rounded down to a whole doubling of
-    ``LONG_SEQUENCE_TOKENS`` (at most ``LONGEST_SEQUENCE_DOUBLINGS`` of them); 0 below it."""
+    """A long-context query's sequence, rounded up to a whole doubling of ``LONG_SEQUENCE_TOKENS``
+    (review s37: rounded down, 200K read as 128K and widened by a doubling less); 0 below it."""
     seq = np.maximum(np.asarray(seq_len, dtype=float), 1.0)
-    doublings = np.clip(np.floor(np.log2(seq / LONG_SEQUENCE_TOKENS)), 0, LONGEST_SEQUENCE_DOUBLINGS)
+    doublings = np.clip(np.ceil(np.log2(seq / LONG_SEQUENCE_TOKENS) - 1e-9), 0, LONGEST_SEQUENCE_DOUBLINGS)
     return np.where(seq >= LONG_SEQUENCE_TOKENS, LONG_SEQUENCE_TOKENS * 2.0**doublings, 0.0).astype(np.int64)
 
 

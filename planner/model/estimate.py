@@ -23,7 +23,7 @@ from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, good
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import MemoryBreakdown, fits, memory, usable_capacity
 from planner.model.memory_fixes import FitCheck
-from planner.model.rates import timed_attention_kernels
+from planner.model.rates import TimedKernel, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
@@ -153,21 +153,34 @@ def job_totals(
     return seconds, cost, energy
 
 
+def sdpa_dispatch(stack: Stack | None, settings: ModelingSettings) -> bool:
+    """Whether attention is the stack's own SDPA dispatch (no kernel named)."""
+    return stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
+
+
 def sdpa_picks_cudnn(stack: Stack | None, settings: ModelingSettings, kernel: AttentionKernel) -> bool:
-    """Whether the stack's own SDPA dispatch (no kernel named) runs cuDNN (``Estimate.sdpa_picks_cudnn``)."""
-    chosen = stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
-    return chosen and kernel == AttentionKernel.CUDNN
+    """Whether the stack's own SDPA dispatch runs cuDNN (``Estimate.sdpa_picks_cudnn``)."""
+    return sdpa_dispatch(stack, settings) and kernel == AttentionKernel.CUDNN
 
 
-def sdpa_skips_cudnn(stack: Stack | None, settings: ModelingSettings, timed, gpu) -> bool:
+def sdpa_skips_cudnn(
+    stack: Stack | None, settings: ModelingSettings, timed: TimedKernel, gpu: GPUSpec, cp: int
+) -> bool:
     """Whether the stack's own SDPA dispatch timed FlashAttention-2 on a GPU whose cuDNN fused
     attention TransformerEngine runs (a datacenter Blackwell part SDPA's rule leaves out: sm103,
     B300 / GB300), so ``--attention cudnn`` times what a run that forces it gets (trial s37: B300
-    at 128K was 2.5x slower than B200, unexplained; ``Estimate.sdpa_skips_cudnn``)."""
-    chosen = stack is not None and stack.attention_via_sdpa and settings.attention_kernel is None
+    at 128K was 2.5x slower than B200, unexplained; ``Estimate.sdpa_skips_cudnn``); not under a
+    context parallelism that calls the flash kernel whatever is asked (review s37)."""
     flash = timed.kernel == AttentionKernel.FLASH2 and not timed.cp_fallback
     measured = gpu.rates.cudnn_attention_fwd_flops_per_s is not None
-    return chosen and flash and measured and te_prefers_cudnn(gpu.compute_capability)
+    cudnn_runs = cp == 1 or settings.cudnn_attention_under_cp
+    return (
+        sdpa_dispatch(stack, settings)
+        and flash
+        and measured
+        and cudnn_runs
+        and te_prefers_cudnn(gpu.compute_capability)
+    )
 
 
 def _gpus_per_node(num_gpus: int, num_nodes: int | None, node) -> int:
@@ -263,7 +276,7 @@ def estimate(
         layout=EstimateLayout.of(resolved, training),
         attention_kernel=timed.words,
         sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),
-        sdpa_skips_cudnn=sdpa_skips_cudnn(stack, settings, timed, gpu_spec),
+        sdpa_skips_cudnn=sdpa_skips_cudnn(stack, settings, timed, gpu_spec, resolved.cp),
         attention_kernel_timed=timed.kernel,
         attention_cp_fallback=timed.cp_fallback,
         attention_cp_fallback_from=timed.cp_fallback_from,

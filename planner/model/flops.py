@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.block import attended_keys, band_window_keys, block_table, layer_tables, root_table, window_keys
 from planner.model.block_rows import Part
 from planner.model.candidates import AC_ATTENTION, AC_BLOCKS, AC_FULL, AC_SELECTIVE, IMPL_HF, IMPL_NATIVE, Candidates
@@ -129,22 +130,31 @@ def unrouted_expert_flops_per_token(model: ModelSpec, c: Candidates) -> np.ndarr
     return np.where(hf_dense_experts(model, c), unrouted, 0.0)
 
 
+# Kernels SDPA is asked for with a mask: its own choice, or one a run forces through SDPA. A kernel
+# named outside SDPA (flash-attn's FlashAttention-2/3 with ``window_size``, HF's
+# flash_attention_2) skips the tiles outside the window (review s37: HF + --attention flash2 was
+# timed as the whole square, 8.5x its window).
+SDPA_MASKED_KERNELS = (None, AttentionKernel.CUDNN, AttentionKernel.SDPA_FA2)
+
+
+def _windowed(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Rows with windowed blocks shorter than the sequence, run by SDPA with a mask."""
+    window = model.sliding_window or 0
+    return np.asarray((s.attention_kernel in SDPA_MASKED_KERNELS) & (model.sliding_layers > 0) & (c.seq_len > window))
+
+
 def banded_window_rows(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Rows whose windowed blocks run trainplan's banded attention: its own modules
     (``s.sliding_window_band``, trainplan's trainer) with a window shorter than the sequence."""
-    window = model.sliding_window or 0
-    return np.asarray(
-        s.sliding_window_band & (c.impl == IMPL_NATIVE) & (model.sliding_layers > 0) & (c.seq_len > window)
-    )
+    return np.asarray(s.sliding_window_band & (c.impl == IMPL_NATIVE) & _windowed(model, c, s))
 
 
-def masked_window_rows(model: ModelSpec, c: Candidates) -> np.ndarray:
+def masked_window_rows(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Rows whose windowed blocks run transformers' SDPA path (Hugging Face modules,
     ``hf_attention_implementation`` sdpa) with a window shorter than the sequence: it passes a
     [s, s] mask, so the kernel computes every tile of the whole square."""
-    window = model.sliding_window or 0
     sdpa = model.hf_attention_implementation == "sdpa"
-    return np.asarray(sdpa & (c.impl == IMPL_HF) & (model.sliding_layers > 0) & (c.seq_len > window))
+    return np.asarray(sdpa & (c.impl == IMPL_HF) & _windowed(model, c, s))
 
 
 def masked_window_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
@@ -156,7 +166,7 @@ def masked_window_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSe
     causal = s.causal_attention_flops
     own = window_keys(w, c.seq_len, causal)
     computed = np.select(
-        [banded_window_rows(model, c, s), masked_window_rows(model, c)],
+        [banded_window_rows(model, c, s), masked_window_rows(model, c, s)],
         [band_window_keys(w, c.seq_len, causal), c.seq_len],
         own,
     )

@@ -94,7 +94,7 @@ def named_kernel_cp_fallback(c: Candidates, s: ModelingSettings) -> np.ndarray:
     TransformerEngine's CP, True, runs the kernel chosen per chunk). Trial s37: `--attention flash3`
     with cp 8 on trainplan's stack was timed 1.75x faster, where the named cuDNN fell back."""
     named = s.attention_kernel in (AttentionKernel.FLASH3, AttentionKernel.TRITON)
-    return np.asarray(named & ~s.cudnn_attention_under_cp & (c.cp > 1))
+    return np.asarray(named and not s.cudnn_attention_under_cp) & (c.cp > 1)
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def block_activation_bytes_per_token(model: ModelSpec, c: Candidates, s: Modelin
 
 
 def band_saved_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """What trainplan's banded window attention (trainer/model.py ``sliding_window_attention``)
+    """What trainplan's banded window attention (trainer/sliding_window.py ``sliding_window_attention``)
     saves beyond q, k, v and the output, per local token and block (averaged over the blocks; 0
     where it does not run, ``banded_window_rows``): with one sequence per micro-batch, the
     zero-padded copies of q, k and v where the sequence is not a whole number of n windows (over

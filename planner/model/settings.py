@@ -104,7 +104,7 @@ class ModelingSettings:
     cudnn_attention_under_cp: bool = False
     # Whether the stack's windowed attention (a sliding window shorter than the sequence, its own
     # modules) is trainplan's banded SDPA: each block of w queries computes all 2w keys of its
-    # block and the one before under a mask (trainer/model.py ``sliding_window_attention``;
+    # block and the one before under a mask (trainer/sliding_window.py ``sliding_window_attention``;
     # planner/model/block.py ``band_window_keys``), at the kernel's rate, which SDPA picks for a
     # masked call (cuDNN or the memory-efficient kernel; not measured). False: the stack's kernel
     # skips the tiles outside the window (FlashAttention-2's ``window_size``, TransformerEngine,

@@ -250,7 +250,7 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
         / (head_rate * rates.shape_factor(head_dims, s))
     ) * head_share
     fwd = forward_flops_per_token(model, c.seq_len, s)
-    # what the kernel computes: the keys a window.s mask drops too (masked_window_flops_per_token)
+    # what the kernel computes: the keys a window's mask drops too (masked_window_flops_per_token)
     computed = fwd.attention + masked_window_flops_per_token(model, c, s)
     attn_flops = computed / model.num_layers * n_layers / c.tp * tokens
     # Forward (and its recompute) at the forward rate; the backward, 2x the forward's FLOPs, and

@@ -92,7 +92,7 @@ CASES = {
     "MPT attn_type a list": ([*EST[:2], "{d}/mpt.json", *EST[3:]], "attn_type must be a string"),
     "fleet purchase_usd inf": (["fleet", "{d}/fleet.toml"], "purchase_usd"),
     "--out is a directory": ([*EST, "--out", "{d}/other"], "other"),
-    "--out /dev/full": ([*EST, "--out", "/dev/full"], "No space left on device"),
+    # "--out /dev/full" is a full disk: exit 4 (test_output_to_dev_full_is_one_line; review s37)
     "--out name of 300 characters": ([*EST, "--out", "{d}/" + "n" * 300], "File name too long"),
     "--out under a missing directory": ([*EST, "--out", "{d}/missing/dir/p.json"], "No such file or directory"),
     "explain a plan with step_s 0": (["explain", "{d}/zero-step.json"], "step_s must be > 0"),
@@ -178,6 +178,11 @@ def test_output_to_dev_full_is_one_line(target, tmp_path):
             cwd=tmp_path,
             timeout=60,
         )
+    if target == "--out":  # a file it writes: ENOSPC is exit 4, naming it (review s37)
+        assert proc.returncode == 4 and proc.stderr.strip() == (
+            "trainplan: error: /dev/full: disk full (No space left on device); free space there and run the command again"
+        )
+        return
     assert_one_line(proc.returncode, proc.stderr, "No space left on device")
 
 

@@ -293,9 +293,10 @@ def test_a_sequence_past_the_longest_measured_widens_the_band_by_its_doublings()
     assert at[262144].validated and at[262144].sequence_doublings == 2.0
     assert at[262144].widened_by == pytest.approx(np.expm1(0.05 * 2 * 1.2815515655446004))
     assert at[262144].log_quantile(0.9) > at[65536].log_quantile(0.9)
-    short = EvidenceBase([row(source=s) for s in "abcde"], kappa=0.05)  # no long row: the feature's distance
+    # no long row: past 32K, which the long feature's distance reaches (review s37: counted 0)
+    short = EvidenceBase([row(source=s) for s in "abcde"], kappa=0.05)
     regime = Regime("megatron-core", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.LONG), 262144)
-    assert short.evidence(regime).sequence_doublings == 0
+    assert short.evidence(regime).sequence_doublings == 3
 
 
 def test_the_search_and_an_estimate_judge_a_long_sequence_alike():
@@ -306,7 +307,7 @@ def test_the_search_and_an_estimate_judge_a_long_sequence_alike():
     from planner.model.candidates import single
 
     gpu = load_catalog().gpu("h200-sxm")
-    for seq, long in ((4096, 0), (40000, 32768), (262144, 262144), (2**24, 2**21)):
+    for seq, long in ((4096, 0), (32768, 32768), (40000, 65536), (262144, 262144), (200000, 262144), (2**24, 2**24)):
         c = single(gpu, Layout().resolve(8), TrainingConfig(seq_len=seq), gpus_per_node=8, network_bandwidth=1e9)
         g, bits, got = _key_parts(int(_regime_keys(c, False, False)[0]))
         assert (g, got) == (0, long) and bits & F.LONG == (F.LONG if long else 0)

@@ -686,16 +686,16 @@ def test_a_lost_rendezvous_store_is_one_line_and_retryable(monkeypatch, capsys) 
 
     from trainer.torchrun import main
 
-    for error, words in (
-        (RendezvousConnectionError("The connection to the C10d store has failed."), "lost the rendezvous"),
-        (RendezvousTimeoutError("the join timed out"), "the rendezvous timed out"),
+    for error, words, code in (
+        (RendezvousConnectionError("The connection to the C10d store has failed."), "lost the rendezvous", 144),
+        (RendezvousTimeoutError("the join timed out"), "the rendezvous timed out", ExitCode.INVALID),
     ):
 
         def fail(_args, error=error):
             raise error
 
         monkeypatch.setattr(torch_run, "run", fail)
-        assert main(["--nproc-per-node", "1", "train.py"]) == ExitCode.PEER_LOST
+        assert main(["--nproc-per-node", "1", "train.py"]) == code
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and words in err and "Traceback" not in err
 

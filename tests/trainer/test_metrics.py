@@ -65,7 +65,7 @@ def test_resume_drops_records_after_the_checkpoint(tmp_path, caplog):
         truncate_after(path, last_step=5)
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4, 5]
     # trial s37: the steps a kill costs are said
-    assert "steps 6-7 of the previous launch, past the checkpoint, are trained again" in caplog.text
+    assert "steps 6-7 of the previous launch, past the step this one resumes from, are trained again" in caplog.text
     logger = MetricsLogger(tmp_path, resume_step=3, enabled=True, tensorboard=False)
     logger.log_step(metrics(4))
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4]

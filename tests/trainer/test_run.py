@@ -164,6 +164,23 @@ def test_no_checkpoint_left_starts_over_saying_so_and_keeps_the_earlier_run(tmp_
     assert (job / "report.before-restart-1.json").read_text() == report
 
 
+def test_a_job_whose_plan_was_edited_after_emit_is_refused(tmp_path, in_process, capsys):
+    """Trial s37: a hand-edited job.json (its layout, or seq_len) trained and reported against the
+    recorded estimate of another configuration, 2x off, where explain refused the same file."""
+    from trainer.launch import run_job
+
+    job = write_job(tmp_path, SINGLE, 1, steps=2, probe_steps=0)
+    spec = json.loads((job / "job.json").read_text())
+    spec["plan"]["training"]["seq_len"] *= 2
+    (job / "job.json").write_text(json.dumps(spec))
+    assert train(job) == ExitCode.INVALID
+    err = capsys.readouterr().err
+    assert "does not pass this trainplan's checks (estimate.global_batch_tokens" in err and "emit the job again" in err
+    with pytest.raises(ValueError, match="does not pass this trainplan's checks"):  # the launcher, before torchrun
+        run_job(job, device="cpu")
+    assert not (job / "metrics.jsonl").exists()
+
+
 def test_probe_out_of_memory_asks_for_a_replan(tmp_path, in_process, monkeypatch):
     job = write_job(tmp_path, SINGLE, 1, steps=6, probe_steps=2)
 

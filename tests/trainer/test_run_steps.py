@@ -62,8 +62,11 @@ def test_a_finished_jobs_rerun_trains_nothing_and_keeps_its_report(tmp_path, in_
     capsys.readouterr()
     assert train(job) == ExitCode.OK  # trial s37: "--steps 4 is behind the checkpoint", no --steps given
     said = capsys.readouterr().out
-    assert "job.json's 4 steps are behind the checkpoint (a launch with --steps 5 extended the run)" in said
-    assert "--steps 4" not in said
+    assert "job.json's 4 steps are behind the checkpoint (an earlier --steps extended the run)" in said
+    assert "--steps 4" not in said and "(--steps above 5 extends it)" in said
+    assert train(job, "--steps", "3") == ExitCode.OK  # review s37: "job.json's 3 steps" for the user's own
+    said = capsys.readouterr().out
+    assert "--steps 3 is behind the checkpoint" in said and "job.json" not in said
 
 
 def test_extending_a_job_says_its_learning_rate_rises_again(tmp_path, caplog):

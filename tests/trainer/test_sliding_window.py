@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainer.model import sliding_window_attention
+from trainer.sliding_window import sliding_window_attention
 
 
 def _dense_reference(q, k, v, window):
@@ -124,3 +124,35 @@ def test_transformers_masked_window_is_timed_as_the_whole_square():
         return plan.estimate.time.breakdown_s.attention
 
     assert attention_s("mistral-7b-v0.1") == pytest.approx(2.0 * attention_s("mistral-7b"), rel=1e-6)
+
+
+def test_the_band_counts_the_padded_last_block():
+    """Review s37: Phi-3-mini's 2,047-token window at 4,096 tokens pads the sequence to 3 blocks;
+    the trainer computes 2 later blocks of w queries x 2w keys, which the count left out."""
+    from planner.model.block import band_window_keys
+
+    w, s = 2047.0, 4096.0
+    computed = w * w / 2 + 2 * w * 2 * w  # the first block causally, then two padded later blocks
+    assert float(band_window_keys(w, s, True)) == pytest.approx(computed / s)
+    assert float(band_window_keys(4096.0, 131072.0, True)) == pytest.approx((4096 * 2048 + 31 * 4096 * 8192) / 131072)
+
+
+def test_a_kernel_named_outside_sdpa_skips_the_window_on_hf_modules():
+    """Review s37: transformers' flash_attention_2 (--attention flash2) passes window_size and skips
+    the tiles outside the window; it was timed as the masked square."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.attention_kernels import AttentionKernel
+
+    training = TrainingConfig(seq_len=32768, activation_checkpointing="full", impl="hf")
+
+    def attention_s(name: str, kernel: AttentionKernel) -> float:
+        plan = build_plan(get_preset(name), "h100-sxm", Layout(), training, num_gpus=8, attention=kernel)
+        return plan.estimate.time.breakdown_s.attention
+
+    windowed, full = (
+        attention_s("mistral-7b-v0.1", AttentionKernel.FLASH2),
+        attention_s("mistral-7b", AttentionKernel.FLASH2),
+    )
+    assert windowed < 0.3 * full  # the window's keys: 4,096 - 4,096^2 / 65,536 of 16,384 a query

@@ -682,6 +682,18 @@ def test_the_card_says_how_far_a_sequence_lies_past_the_longest_measured_in_both
     assert "262,144" in chinese and "65,536" in chinese and not english_sentences(chinese)
     short = build_plan(get_preset("llama3.1-8b"), "h200-sxm", Layout(), TrainingConfig(seq_len=65536), num_gpus=8)
     assert "doubling" not in envelope_text(EN, short.estimate.uncertainty)
+    # no row of the band ran a long sequence: past 32K (review s37)
+    tp = build_plan(
+        get_preset("llama3.1-8b"),
+        "h100-sxm",
+        Layout(tp=8),
+        TrainingConfig(seq_len=262144),
+        num_gpus=8,
+        stack="megatron-core",
+    )
+    text = envelope_text(EN, tp.estimate.uncertainty)
+    assert "lies 3 doubling(s) past 32,768, and none of its rows ran a sequence that long" in text
+    assert not english_sentences(envelope_text(ZH, tp.estimate.uncertainty))
 
 
 def test_a_budget_answer_under_a_deadline_says_so_and_offers_the_time_the_budget_meets():

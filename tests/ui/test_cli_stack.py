@@ -432,6 +432,7 @@ def test_sdpas_flash_pick_on_a_cudnn_gpu_says_how_to_time_cudnn(capsys):
     assert b300["sdpa_skips_cudnn"] and not b200["sdpa_skips_cudnn"]
     assert not _estimate(capsys, *args, "--gpu", "a100-80gb-sxm")["sdpa_skips_cudnn"]  # no cuDNN kernel there
     assert not _estimate(capsys, *args, "--gpu", "b300", "--attention", "cudnn")["sdpa_skips_cudnn"]
+    assert not _estimate(capsys, *args, "--gpu", "b300", "--cp", "2")["sdpa_skips_cudnn"]  # review s37: cp calls FA2
     assert main(["estimate", *args, "--gpu", "b300"]) == 0
     assert "is --attention cudnn)" in capsys.readouterr().out
     plan = build_plan(get_preset("llama3.1-8b"), "b300", Layout(), TrainingConfig(seq_len=32768), num_gpus=8)
