@@ -142,7 +142,8 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
         if e.attention_kernel_timed == AttentionKernel.EAGER
         else KERNEL_WORDS[e.attention_kernel_timed]
     )
-    fallback = KERNEL_WORDS[e.attention_cp_fallback_from or AttentionKernel.CUDNN]
+    displaced = e.attention_cp_fallback_from or AttentionKernel.CUDNN
+    fallback = tr("kernel_eager") if displaced == AttentionKernel.EAGER else KERNEL_WORDS[displaced]
     return name + (tr("kernel_cp_fallback", kernel=fallback) if e.attention_cp_fallback else "") + sdpa
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import IMPL_HF, Candidates
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -25,9 +26,22 @@ def eager_softcap_attention(model: ModelSpec, c: Candidates) -> np.ndarray:
 
 
 def flash_attention_on(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Candidates whose attention keeps the scores on chip (``s.flash_attention``, except the
-    eager soft-capped attention of ``eager_softcap_attention``)."""
-    return np.asarray(s.flash_attention) & ~eager_softcap_attention(model, c)
+    """Candidates whose attention keeps the scores on chip (``s.flash_attention``, or a named
+    unfused path the stack's cp replaces with the flash kernel: ``named_kernel_cp_fallback``;
+    except the eager soft-capped attention of ``eager_softcap_attention``)."""
+    flash = np.asarray(s.flash_attention) | named_kernel_cp_fallback(c, s)
+    return flash & ~eager_softcap_attention(model, c)
+
+
+def named_kernel_cp_fallback(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Rows where the kernel a user named (FlashAttention-3, llm-foundry's Triton flash, the unfused
+    path: review s37) would run
+    but for the stack's context parallelism, which calls the flash kernel: PyTorch's all-gather and
+    ring CP reach SDPA's flash or efficient kernel only (``cudnn_attention_under_cp``, False there;
+    TransformerEngine's CP, True, runs the kernel chosen per chunk). Trial s37: `--attention flash3`
+    with cp 8 on trainplan's stack was timed 1.75x faster, where the named cuDNN fell back."""
+    named = s.attention_kernel in (AttentionKernel.FLASH3, AttentionKernel.TRITON, AttentionKernel.EAGER)
+    return np.asarray(named and not s.cudnn_attention_under_cp) & (c.cp > 1)
 
 
 def scores_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.model import attention_kernels
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.attention_scores import eager_softcap_attention
+from planner.model.attention_scores import eager_softcap_attention, named_kernel_cp_fallback
 from planner.model.candidates import PREC_FP8, Candidates
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -87,16 +87,6 @@ def cudnn_attention_rows(c: Candidates, s: ModelingSettings, cp_ok: bool = False
     return chosen & ((c.cp == 1) | s.cudnn_attention_under_cp | cp_ok)
 
 
-def named_kernel_cp_fallback(c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Rows where the kernel a user named (FlashAttention-3, llm-foundry's Triton flash) would run
-    but for the stack's context parallelism, which calls the flash kernel: PyTorch's all-gather and
-    ring CP reach SDPA's flash or efficient kernel only (``cudnn_attention_under_cp``, False there;
-    TransformerEngine's CP, True, runs the kernel chosen per chunk). Trial s37: `--attention flash3`
-    with cp 8 on trainplan's stack was timed 1.75x faster, where the named cuDNN fell back."""
-    named = s.attention_kernel in (AttentionKernel.FLASH3, AttentionKernel.TRITON)
-    return np.asarray(named and not s.cudnn_attention_under_cp) & (c.cp > 1)
-
-
 @dataclass(frozen=True)
 class TimedKernel:
     """The attention kernel a row is timed with, and the kernel that would run but for the stack's
@@ -138,8 +128,10 @@ def timed_attention_kernels(model: ModelSpec, c: Candidates, s: ModelingSettings
     """The attention kernel each row is timed with. Hugging Face's eager attention (no SDPA path:
     ALiBi, sinks, soft-capped scores) is unfused whatever the stack's kernel (trial s26: BLOOM under
     hf-trainer read "FlashAttention-2")."""
-    if not s.flash_attention:
-        return [TimedKernel(AttentionKernel.EAGER)] * len(c)
+    if not s.flash_attention:  # unfused, but where the stack's cp calls the flash kernel (named eager)
+        fallback = named_kernel_cp_fallback(c, s).tolist()
+        eager = AttentionKernel.EAGER
+        return [TimedKernel(AttentionKernel.FLASH2, eager) if f else TimedKernel(eager) for f in fallback]
     eager = eager_softcap_attention(model, c).tolist()
     return [TimedKernel(AttentionKernel.EAGER) if e else k for e, k in zip(eager, _flash_kernels(c, s), strict=True)]
 

@@ -414,6 +414,11 @@ def test_a_named_kernel_the_stacks_context_parallelism_cannot_call_falls_back(ca
         attention=AttentionKernel.FLASH3,
     )
     assert plan.estimate.attention_cp_fallback_from == AttentionKernel.FLASH3
+    # review s37: the named unfused path too, its scores neither timed nor held
+    eager = _estimate(capsys, *args, "--attention", "eager")
+    assert eager["attention_kernel"].startswith("FlashAttention-2 (unfused (scores through HBM) without cp")
+    assert eager["time"]["breakdown_s"]["attention"] == pytest.approx(cudnn["time"]["breakdown_s"]["attention"])
+    assert eager["memory"]["peak_gib"] == pytest.approx(cudnn["memory"]["peak_gib"])
     assert kernel_words(Labels("zh"), plan).startswith("FlashAttention-2（不开上下文并行时为 FlashAttention-3：")
 
 
