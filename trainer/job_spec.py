@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.frozen import FROZEN
-from planner.layout import Layout, PipelineSchedule
+from planner.layout import Implementation, Layout, PipelineSchedule
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stacks import STACK_SETTINGS
 from planner.plan import Plan
@@ -186,6 +186,19 @@ class JobSpec(BaseModel):
             raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc)})") from None
 
 
+def run_problem(plan: Plan, run: RunSettings) -> str | None:
+    """What in the run settings the plan cannot take (None: nothing): checked by the launcher
+    before torchrun starts (``checked_job``) and by every worker (trial s37: freeze_layers past the
+    model's layers was found by the workers only, ~10 s in, after a cluster's queue)."""
+    if run.freeze_layers > plan.model.num_layers:
+        return f"job: freeze_layers={run.freeze_layers} exceeds the model's {plan.model.num_layers} layers"
+    if run.hf_weights is not None and plan.training.impl != Implementation.HF:
+        return "job: hf_weights (pretrained weights) needs impl 'hf'"
+    if run.hf_weights is not None and not Path(run.hf_weights).is_dir():
+        return f"job: hf_weights {run.hf_weights} is not a directory"
+    return None
+
+
 def checked_job(job_dir: str | Path) -> JobSpec:
     """``JobSpec.load`` with its plan's rules checked again (``Plan.check``), as explain and emit
     check a plan file: job.json may be edited after emit, and its recorded estimate would then be
@@ -199,6 +212,8 @@ def checked_job(job_dir: str | Path) -> JobSpec:
             f"{Path(job_dir) / 'job.json'}: its plan does not pass this trainplan's checks ({one_line(exc)}):"
             " job.json was edited after emit, or emitted by another version; emit the job again"
         ) from None
+    if (problem := run_problem(spec.plan, spec.run)) is not None:
+        raise ValueError(problem)
     return spec
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from planner.errors import ReplanNeeded
-from planner.layout import Implementation, Layout, Precision
+from planner.layout import Layout, Precision
 from planner.model.configuration import structural_problem
 from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
@@ -36,7 +36,7 @@ from planner.reports import (
 )
 from planner.units import GIB
 from trainer.files import REPORT_FILE, write_json_atomic
-from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom
+from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom, run_problem
 
 # The CUDA context lives outside the caching allocator: the planner's fit rule adds it to the
 # reserved memory (planner.model.settings.cuda_context_bytes), and so do the checks here.
@@ -70,12 +70,8 @@ def _check_precision(plan: Plan, device: torch.device) -> None:
 
 
 def _check_run(plan: Plan, run: RunSettings) -> None:
-    if run.freeze_layers > plan.model.num_layers:
-        raise ValueError(f"job: freeze_layers={run.freeze_layers} exceeds the model's {plan.model.num_layers} layers")
-    if run.hf_weights is not None and plan.training.impl != Implementation.HF:
-        raise ValueError("job: hf_weights (pretrained weights) needs impl 'hf'")
-    if run.hf_weights is not None and not Path(run.hf_weights).is_dir():
-        raise ValueError(f"job: hf_weights {run.hf_weights} is not a directory")
+    if (problem := run_problem(plan, run)) is not None:
+        raise ValueError(problem)
 
 
 def check_memory_fit(plan: Plan, capacity_gib: float, headroom: float, fresh_gib: float = 0.0) -> None:

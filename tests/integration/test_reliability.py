@@ -485,14 +485,26 @@ def test_an_app_session_writes_only_inside_its_temp_folder(tmp_path, monkeypatch
     assert not list(tmp_path.rglob("PWNED*")) and not (REPO / "PWNED").exists()
 
 
+def test_run_settings_the_plan_cannot_take_are_refused_before_torchrun(tmp_path):
+    """Trial s37: freeze_layers past the model's layers was found by the workers, ~10 s in (after a
+    cluster's queue), as two lines; the launcher now refuses it in one, before any worker starts."""
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, freeze_layers=9)
+    proc = trainplan("run", str(job), "--device", "cpu", "--nproc", "1", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == ["trainplan: error: job: freeze_layers=9 exceeds the model's 4 layers"]
+    assert not (job / "exit_status.json").exists()  # no worker ran
+
+
 def test_trainplan_run_returns_the_trainers_own_exit_code(tmp_path):
     """torchrun reports any failed worker as 1; `trainplan run` returns the trainer's code (2: the
     job is invalid on this machine) with its one-line reason, and torchrun's ChildFailedError
     becomes one line instead of a traceback."""
-    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, freeze_layers=9)
+    bad = tmp_path / "tokenizer.json"  # found by the worker only: it loads the tokenizer
+    bad.write_text("not json")
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2, tokenizer=str(bad))
     proc = trainplan("run", str(job), "--device", "cpu", "--nproc", "1", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "freeze_layers=9" in proc.stderr + proc.stdout
+    assert "cannot load tokenizer" in proc.stderr + proc.stdout
     assert "training failed: rank 0 exited with code 2" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout and "ChildFailedError" not in proc.stderr
     assert json.loads((job / "exit_status.json").read_text()) == {"code": 2}
