@@ -188,8 +188,9 @@ class JobSpec(BaseModel):
 
 def run_problem(plan: Plan, run: RunSettings) -> str | None:
     """What in the run settings the plan cannot take (None: nothing): checked by the launcher
-    before torchrun starts (``checked_job``) and by every worker (trial s37: freeze_layers past the
-    model's layers was found by the workers only, ~10 s in, after a cluster's queue)."""
+    before torchrun starts (trainer/launch.py ``run_job``) and by every worker (trainer/probe.py
+    ``check_plan``; trial s37: freeze_layers past the model's layers was found by the workers only,
+    ~10 s in, after a cluster's queue)."""
     if run.freeze_layers > plan.model.num_layers:
         return f"job: freeze_layers={run.freeze_layers} exceeds the model's {plan.model.num_layers} layers"
     if run.hf_weights is not None and plan.training.impl != Implementation.HF:
@@ -212,8 +213,6 @@ def checked_job(job_dir: str | Path) -> JobSpec:
             f"{Path(job_dir) / 'job.json'}: its plan does not pass this trainplan's checks ({one_line(exc)}):"
             " job.json was edited after emit, or emitted by another version; emit the job again"
         ) from None
-    if (problem := run_problem(spec.plan, spec.run)) is not None:
-        raise ValueError(problem)
     return spec
 
 

@@ -26,7 +26,7 @@ from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import counted, one_line
 from planner.reports import ReplanRequest
 from trainer.files import CHECKPOINT_DIR, check_writable_dir
-from trainer.job_spec import JobSpec, check_estimate_current, checked_job
+from trainer.job_spec import JobSpec, check_estimate_current, checked_job, run_problem
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
 from trainer.preemption import Interrupted, signals_interrupt
@@ -377,6 +377,8 @@ def run_job(
     setup_logging()  # prepare_data's lines, printed here before torchrun starts
     job_dir = resolve_job_dir(job_dir)
     spec = checked_job(job_dir)
+    if (problem := run_problem(spec.plan, spec.run)) is not None:  # the workers' check, before they start
+        raise ValueError(problem)
     _check_counts(nproc, steps, max_restarts)
     check_node_args(spec, nproc, nnodes, node_rank)
     if rdzv_endpoint is not None:

@@ -41,7 +41,14 @@ def named_kernel_cp_fallback(c: Candidates, s: ModelingSettings) -> np.ndarray:
     TransformerEngine's CP, True, runs the kernel chosen per chunk). Trial s37: `--attention flash3`
     with cp 8 on trainplan's stack was timed 1.75x faster, where the named cuDNN fell back."""
     named = s.attention_kernel in (AttentionKernel.FLASH3, AttentionKernel.TRITON, AttentionKernel.EAGER)
-    return np.asarray(named and not s.cudnn_attention_under_cp) & (c.cp > 1)
+    return named & cp_calls_flash_only(c, s)
+
+
+def cp_calls_flash_only(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Rows under a context parallelism that reaches SDPA's flash or efficient kernel only,
+    whatever kernel runs without it (``cudnn_attention_under_cp`` False: PyTorch's all-gather and
+    ring CP; TransformerEngine's runs the kernel chosen per chunk)."""
+    return (c.cp > 1) & (not s.cudnn_attention_under_cp)
 
 
 def scores_per_token(model: ModelSpec, c: Candidates) -> np.ndarray:

@@ -15,6 +15,7 @@ from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel, te_prefers_cudnn
+from planner.model.attention_scores import cp_calls_flash_only
 from planner.model.candidates import Candidates
 from planner.model.configuration import checked_configuration, rule_values
 from planner.model.energy import energy_kwh, wall_power_w
@@ -164,7 +165,7 @@ def sdpa_picks_cudnn(stack: Stack | None, settings: ModelingSettings, kernel: At
 
 
 def sdpa_skips_cudnn(
-    stack: Stack | None, settings: ModelingSettings, timed: TimedKernel, gpu: GPUSpec, cp: int
+    stack: Stack | None, settings: ModelingSettings, timed: TimedKernel, gpu: GPUSpec, c: Candidates
 ) -> bool:
     """Whether the stack's own SDPA dispatch timed FlashAttention-2 on a GPU whose cuDNN fused
     attention TransformerEngine runs (a datacenter Blackwell part SDPA's rule leaves out: sm103,
@@ -173,7 +174,7 @@ def sdpa_skips_cudnn(
     context parallelism that calls the flash kernel whatever is asked (review s37)."""
     flash = timed.kernel == AttentionKernel.FLASH2 and not timed.cp_fallback
     measured = gpu.rates.cudnn_attention_fwd_flops_per_s is not None
-    cudnn_runs = cp == 1 or settings.cudnn_attention_under_cp
+    cudnn_runs = not bool(cp_calls_flash_only(c, settings)[0])
     return (
         sdpa_dispatch(stack, settings)
         and flash
@@ -276,7 +277,7 @@ def estimate(
         layout=EstimateLayout.of(resolved, training),
         attention_kernel=timed.words,
         sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),
-        sdpa_skips_cudnn=sdpa_skips_cudnn(stack, settings, timed, gpu_spec, resolved.cp),
+        sdpa_skips_cudnn=sdpa_skips_cudnn(stack, settings, timed, gpu_spec, c),
         attention_kernel_timed=timed.kernel,
         attention_cp_fallback=timed.cp_fallback,
         attention_cp_fallback_from=timed.cp_fallback_from,

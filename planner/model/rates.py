@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.model import attention_kernels
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.attention_scores import eager_softcap_attention, named_kernel_cp_fallback
+from planner.model.attention_scores import cp_calls_flash_only, eager_softcap_attention, named_kernel_cp_fallback
 from planner.model.candidates import PREC_FP8, Candidates
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -84,7 +84,7 @@ def cudnn_attention_rows(c: Candidates, s: ModelingSettings, cp_ok: bool = False
     cuDNN figures runs it at FlashAttention-2's (the rate unknown, the kernel not)."""
     prefers = c.te_cudnn if s.transformer_engine_attention else c.sdpa_cudnn
     chosen = np.asarray(s.cudnn_attention) & (prefers | (s.attention_kernel == AttentionKernel.CUDNN))
-    return chosen & ((c.cp == 1) | s.cudnn_attention_under_cp | cp_ok)
+    return chosen & (~cp_calls_flash_only(c, s) | cp_ok)
 
 
 @dataclass(frozen=True)
@@ -129,25 +129,29 @@ def timed_attention_kernels(model: ModelSpec, c: Candidates, s: ModelingSettings
     ALiBi, sinks, soft-capped scores) is unfused whatever the stack's kernel (trial s26: BLOOM under
     hf-trainer read "FlashAttention-2")."""
     if not s.flash_attention:  # unfused, but where the stack's cp calls the flash kernel (named eager)
-        fallback = named_kernel_cp_fallback(c, s).tolist()
-        eager = AttentionKernel.EAGER
-        return [TimedKernel(AttentionKernel.FLASH2, eager) if f else TimedKernel(eager) for f in fallback]
+        return _named_kernels(AttentionKernel.EAGER, c, s)
     eager = eager_softcap_attention(model, c).tolist()
     return [TimedKernel(AttentionKernel.EAGER) if e else k for e, k in zip(eager, _flash_kernels(c, s), strict=True)]
 
 
 def _flash_kernels(c: Candidates, s: ModelingSettings) -> list[TimedKernel]:
     """The flash kernel each row's stack runs (``timed_attention_kernels``)."""
-    named = s.attention_kernel
-    if named not in (None, AttentionKernel.CUDNN):
-        fallback = named_kernel_cp_fallback(c, s)
-        return [TimedKernel(AttentionKernel.FLASH2, named) if f else TimedKernel(named) for f in fallback.tolist()]
+    if s.attention_kernel not in (None, AttentionKernel.CUDNN):
+        return _named_kernels(s.attention_kernel, c, s)
     cudnn, without_cp = cudnn_attention_rows(c, s), cudnn_attention_rows(c, s, cp_ok=True)
     return [
         TimedKernel(AttentionKernel.CUDNN)
         if a
         else TimedKernel(AttentionKernel.FLASH2, AttentionKernel.CUDNN if b else None)
         for a, b in zip(cudnn.tolist(), without_cp.tolist(), strict=True)
+    ]
+
+
+def _named_kernels(kernel: AttentionKernel, c: Candidates, s: ModelingSettings) -> list[TimedKernel]:
+    """A named ``kernel`` on every row, FlashAttention-2 where the stack's cp cannot call it."""
+    return [
+        TimedKernel(AttentionKernel.FLASH2, kernel) if f else TimedKernel(kernel)
+        for f in named_kernel_cp_fallback(c, s).tolist()
     ]
 
 
