@@ -465,6 +465,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         "请以区间为准，而非该数值。",
     ),
     "regime_words": ("{stack} on {generation}", "{generation} 上的 {stack}"),
+    "generation_link": ("{generation} ({gpu}'s link)", "{generation}（{gpu} 的互连）"),
     "feature_tp": ("tp > 1", "tp > 1"),
     "feature_pp": ("pp > 1", "pp > 1"),
     "feature_long": ("sequence ≥ 32K", "序列 ≥ 32K"),

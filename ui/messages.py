@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from planner.accuracy.bands import MIN_ROWS
-from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, said_features
+from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
 from planner.catalog.prices import Commitment, DearerKind
@@ -91,9 +91,16 @@ def regime_text(tr: Labels, u: Uncertainty) -> str:
 
 def regime_words_text(tr: Labels, regime: RegimeWords) -> str:
     """The regime's words, a feature another implies left unsaid (``said_features``)."""
-    words = [tr("regime_words", stack=regime.stack, generation=regime.generation)]
+    words = [tr("regime_words", stack=regime.stack, generation=generation_text(tr, regime.generation))]
     bits = sum(int(Feature[name.upper()]) for name in regime.features)
     return tr.join(words + [tr(f"feature_{str(f.name).lower()}") for f in said_features(bits)])
+
+
+def generation_text(tr: Labels, generation: str) -> str:
+    """An architecture, or a part judged apart for its link in the page's words (planner/accuracy/
+    links.py: "Hopper (h800's link)")."""
+    parts = link_apart_parts(generation)
+    return generation if parts is None else tr("generation_link", generation=parts[0], gpu=parts[1])
 
 
 def envelope_text(tr: Labels, u: Uncertainty) -> str:

@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.accuracy.bands import BAND_QUANTILES, EXTRAPOLATION_KAPPA, Evidence, EvidenceBase, query_regime, row_regime
+from planner.accuracy.bands import (
+    BAND_QUANTILES,
+    EXTRAPOLATION_KAPPA,
+    Evidence,
+    EvidenceBase,
+    query_regime,
+    row_ceiling_regime,
+)
 from planner.accuracy.ceiling import Ceilings, ceiling_regime
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 
@@ -98,7 +105,9 @@ def ceiling_beaters(checks: Sequence[BandCheck]) -> tuple[int, int]:
     ceilings = Ceilings(load_residuals())
     beaten = newly_outside = 0
     for c in checks:
-        ceiling = ceilings.ceiling(ceiling_regime(row_regime(c.row), c.row.coarse_experts), exclude_source=c.row.source)
+        ceiling = ceilings.ceiling(
+            ceiling_regime(row_ceiling_regime(c.row), c.row.coarse_experts), exclude_source=c.row.source
+        )
         if ceiling is None:
             continue
         beaten += c.row.measured_mfu > ceiling.mfu

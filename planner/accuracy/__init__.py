@@ -6,7 +6,8 @@ ceiling that no prediction may beat.
 - ``residuals.py``: the held-out rows (``residuals.csv``, written by bench/validate_bands.py);
 - ``bands.py``: the band's maths (quantiles of the nearest rows' log errors, widened outside the
   envelope);
-- ``ceiling.py``: the best hardware FLOP utilisation measured per regime.
+- ``ceiling.py``: the best hardware FLOP utilisation measured per regime;
+- ``links.py``: the parts whose scale-up link no well-measured part of their architecture has.
 
 This module joins them for the API: the typed ``Uncertainty`` and ``EfficiencyCeiling`` of one
 estimate, and the per-row ceilings and risk factors of a candidate table. It reads the model and
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from enum import StrEnum
 
 import numpy as np
 
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, MIN_ROWS, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling, ceiling_regime
+from planner.accuracy.links import link_apart
 from planner.accuracy.regime import (
     FEATURE_SPAN,
     LONG_SEQUENCE_TOKENS,
@@ -30,6 +33,7 @@ from planner.accuracy.regime import (
     Feature,
     Regime,
     feature_bits,
+    link_apart_label,
     long_sequence,
 )
 from planner.accuracy.residuals import source_name
@@ -98,6 +102,17 @@ def regime_generation(gpu: GPUSpec) -> str:
     return f"{gpu.generation} ({gpu.id})"
 
 
+def band_generation(gpu: GPUSpec, multi_gpu) -> str:
+    """The architecture a GPU's band and envelope are read as: ``regime_generation``'s, or its own
+    part's where a job of more than one GPU crosses a link no well-measured part of its architecture
+    has (planner/accuracy/links.py: the H800 at tp 8 read "validated" from H100 rows). Its
+    efficiency ceiling stays ``regime_generation``'s: a slower link can only slow it."""
+    generation = regime_generation(gpu)
+    if generation == gpu.generation and bool(multi_gpu) and link_apart(gpu):
+        return link_apart_label(gpu.generation, gpu.id)
+    return generation
+
+
 def regime_for(
     stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool, named_kernel: bool = False
 ) -> Regime:
@@ -116,12 +131,17 @@ def regime_for(
         training.offload,
         named_kernel,
     )
-    return Regime(stack, regime_generation(gpu), int(bits), int(long_sequence(training.seq_len)))
+    generation = band_generation(gpu, layout.world_size > 1)
+    return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)))
 
 
-def ceiling_of(regime: Regime, calibrated: bool) -> Ceiling | None:
-    """The efficiency ceiling of a regime; none where a calibration file measured the GPU."""
-    return None if calibrated else shipped_base().ceilings.ceiling(regime)
+def ceiling_of(regime: Regime, gpu: GPUSpec, calibrated: bool) -> Ceiling | None:
+    """The efficiency ceiling of ``regime`` on ``gpu``'s architecture (``regime_generation``: a part
+    judged apart only for its link keeps its architecture's); none where a calibration file
+    measured the GPU."""
+    if calibrated:
+        return None
+    return shipped_base().ceilings.ceiling(replace(regime, generation=regime_generation(gpu)))
 
 
 def _row_keys(c: Candidates, moe: bool, named_kernel: bool = False) -> np.ndarray:
@@ -183,7 +203,7 @@ def mfu_ceilings(
     def value(g: int, bits: int, _seq: int) -> tuple[float]:  # no ceiling reads the sequence
         gpu = gpus[g]
         regime = ceiling_regime(Regime(stack, regime_generation(gpu), bits), coarse)
-        ceiling = ceiling_of(regime, gpu.id in calibrated)
+        ceiling = ceiling_of(regime, gpu, gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
     return _per_key(_row_keys(c, moe, named_kernel), value)[:, 0]
@@ -210,7 +230,8 @@ def time_factors(
     base = shipped_base()
 
     def factors(g: int, bits: int, seq: int) -> tuple[float, ...]:
-        return regime_time_factors(base, Regime(stack, regime_generation(gpus[g]), bits, seq), tuple(quantiles))
+        generation = band_generation(gpus[g], bits & Feature.MULTI_GPU)
+        return regime_time_factors(base, Regime(stack, generation, bits, seq), tuple(quantiles))
 
     table = _per_key(_row_keys(c, moe, named_kernel), factors)
     return [table[:, i] for i in range(len(quantiles))]

@@ -55,6 +55,7 @@ from statistics import NormalDist
 import numpy as np
 
 from planner.accuracy.ceiling import Ceilings
+from planner.accuracy.links import row_generation
 from planner.accuracy.regime import (
     LONG_SEQUENCE_TOKENS,
     STACK_FAMILIES,
@@ -99,10 +100,17 @@ def z(p: float) -> float:
 
 
 def row_regime(row: HeldOutRow) -> Regime:
-    """The regime a validation row is placed in (its sequence only as the long feature)."""
+    """The regime a validation row is placed in (its sequence only as the long feature; its
+    architecture as ``links.row_generation`` judges it)."""
     fp8 = row.precision == "fp8"  # no validation row offloads
     bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, row.hf_modules))
-    return Regime(row.stack, row.generation, bits)
+    return Regime(row.stack, row_generation(row), bits)
+
+
+def row_ceiling_regime(row: HeldOutRow) -> Regime:
+    """The regime whose efficiency ceiling holds a validation row: its own architecture's, even
+    where its link sets it apart for its band (``links.py``; as ``accuracy.ceiling_of``)."""
+    return replace(row_regime(row), generation=row.generation)
 
 
 def query_regime(row: HeldOutRow) -> Regime:
@@ -250,7 +258,7 @@ class EvidenceBase:
         self.rows = tuple(r for r, k in zip(all_rows, keep, strict=True) if k)
         self.kappa = kappa
         self.stacks = np.array([r.stack for r in self.rows], dtype=object)
-        self.generations = np.array([r.generation for r in self.rows], dtype=object)
+        self.generations = np.array([row_generation(r) for r in self.rows], dtype=object)
         self.features = np.array([row_regime(r).features for r in self.rows], dtype=np.int64)
         self.log_errors = capped_log_errors(all_rows)[keep]
         self.source_sigma = source_sigma(self.rows, self.log_errors)
@@ -350,7 +358,7 @@ def capped_log_errors(rows: tuple[HeldOutRow, ...]) -> np.ndarray:
     """Each row's ln(1 + e), its prediction held at the ceiling of its regime computed without
     its own source (as the planner holds its own predictions)."""
     ceilings = Ceilings(rows)
-    return np.array([np.log1p(ceilings.capped_error(r, row_regime(r))) for r in rows])
+    return np.array([np.log1p(ceilings.capped_error(r, row_ceiling_regime(r))) for r in rows])
 
 
 def source_sigma(rows: Sequence[HeldOutRow], log_errors: np.ndarray) -> float:

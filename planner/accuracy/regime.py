@@ -45,6 +45,12 @@ STACK_FAMILIES: dict[str, str] = {
 # GPU architecture 2; each differing layout feature 1 (crossing a node 0.5, FEATURE_WEIGHTS).
 STACK_WEIGHTS = (0.0, 1.0, 2.0)  # same stack, same family, other family
 GENERATION_WEIGHT = 2.0
+# A part judged apart from its architecture for its scale-up link only (planner/accuracy/links.py:
+# the H800's cut NVLink) differs from that architecture's parts as one layout feature does: the
+# same chip and kernels, another link under the same collectives. A choice, like the others.
+LINK_WEIGHT = 1.0
+# The label of such a part: "Hopper (h800's link)".
+LINK_APART = "{generation} ({gpu}'s link)"
 
 # Sequences this long count as long context (with or without context parallelism, its own feature:
 # the ring's rounds err apart from one long sequence's kernels, +10 % to +57 % on torchtitan's CP
@@ -176,8 +182,11 @@ class Regime:
         out = []
         if other.stack != self.stack:
             out.append(f"stack {other.stack}")
-        if other.generation != self.generation:
+        if base_generation(other.generation) != base_generation(self.generation):
             out.append(f"GPU {other.generation}")
+        elif other.generation != self.generation:  # one of them judged apart for its link (links.py)
+            apart = link_apart_parts(other.generation) is not None
+            out.append(f"GPU {other.generation}" if apart else f"the link of {other.generation}'s measured parts")
         for f in Feature:
             if (self.features ^ other.features) & f:
                 out.append(("without " if self.features & f else "with ") + FEATURE_WORDS[f])
@@ -192,4 +201,30 @@ def distances(query: Regime, stacks: np.ndarray, generations: np.ndarray, featur
     )
     differing = np.bitwise_xor(features, query.features)
     feature_cost = sum(((differing & f) > 0) * w for f, w in FEATURE_WEIGHTS.items())
-    return stack_cost + (generations != query.generation) * GENERATION_WEIGHT + feature_cost
+    return stack_cost + generation_distance(query.generation, generations) + feature_cost
+
+
+def link_apart_label(generation: str, gpu: str) -> str:
+    return LINK_APART.format(generation=generation, gpu=gpu)
+
+
+def link_apart_parts(generation: str) -> tuple[str, str] | None:
+    """(architecture, GPU id) of a part's ``LINK_APART`` label; None for any other generation."""
+    if not generation.endswith("'s link)"):
+        return None
+    architecture, _, rest = generation.partition(" (")
+    return architecture, rest.removesuffix("'s link)")
+
+
+def base_generation(generation: str) -> str:
+    """The architecture of a part judged apart for its link ('Hopper' for "Hopper (h800's link)")."""
+    parts = link_apart_parts(generation)
+    return generation if parts is None else parts[0]
+
+
+def generation_distance(query: str, generations: np.ndarray) -> np.ndarray:
+    """``GENERATION_WEIGHT`` between architectures, ``LINK_WEIGHT`` between a part judged apart
+    for its link and its own architecture's other parts, 0 for the same."""
+    bases = np.array([base_generation(str(g)) for g in generations], dtype=object)
+    same_chip = bases == base_generation(query)
+    return np.where(generations == query, 0.0, np.where(same_chip, LINK_WEIGHT, GENERATION_WEIGHT))

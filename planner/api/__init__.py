@@ -187,7 +187,7 @@ def judged_estimate(
     the user named the attention kernel (a recipe's kernel, in ``settings``, is its stack's own)."""
     resolved = layout.resolve(num_gpus)
     regime = accuracy.regime_for(Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel)
-    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), calibrated)
+    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, calibrated)
     est = estimate(
         model,
         gpu,

@@ -14,6 +14,7 @@ from planner.accuracy.ceiling import Ceilings
 from planner.accuracy.regime import Feature, distances
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 from planner.api import PlanRequest, build_plan, plan
+from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
@@ -380,8 +381,9 @@ def test_a_plan_made_for_another_stack_is_judged_by_that_stacks_rows():
 
 def test_a_ceiling_is_lifted_only_for_a_gpu_a_calibration_file_measured():
     regime = Regime("trainplan", "Hopper", int(F.MULTI_GPU | F.MULTI_NODE | F.LARGE))
-    assert ceiling_of(regime, calibrated=True) is None
-    assert ceiling_of(regime, calibrated=False) is not None
+    h100 = load_catalog().gpus["h100-sxm"]
+    assert ceiling_of(regime, h100, calibrated=True) is None
+    assert ceiling_of(regime, h100, calibrated=False) is not None
 
 
 def test_regime_features_of_a_row_follow_its_facts():
@@ -481,7 +483,7 @@ def test_experts_as_wide_as_a_dense_ffn_are_held_at_the_dense_ceiling():
     for preset, held_at_moe in (("mixtral-8x7b", False), ("qwen3-30b-a3b", True)):
         p = build_plan(get_preset(preset), "h200-sxm", Layout(tp=2, sharding="zero2"), training, num_gpus=256,
                        stack="megatron-core")  # fmt: skip
-        dense = ceiling_of(ceiling_regime(moe, True), False)  # the scale and family the plan reads
+        dense = ceiling_of(ceiling_regime(moe, True), load_catalog().gpus["h200-sxm"], False)  # what the plan reads
         assert p.estimate.ceiling is not None and (p.estimate.ceiling.mfu == dense.mfu) != held_at_moe, preset
 
 
