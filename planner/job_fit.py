@@ -10,21 +10,48 @@ later plan for that GPU reproduces the job exactly and scales other shapes by th
 
 from __future__ import annotations
 
-from planner.catalog.hardware import Catalog
+from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.measured_job import FACTOR_RANGE, MeasuredJob
+from planner.layout import TrainingConfig
 from planner.model.estimate import estimate_plan
 from planner.model.settings import ModelingSettings
+from planner.model.stacks import Stack
 from planner.plan import Estimate, Plan
+from planner.plan_accuracy import MeasuredJobUse
 
 BISECTION_STEPS = 40  # the bracket [0.2, 5] shrinks 2**40-fold: far below any timer's resolution
 
 
-def job_shape(plan: Plan) -> str:
-    """'llama3-8b, 8 x h200-sxm, fsdp dp_shard=8, mb 1 x accum 4 x seq 4096'."""
-    t = plan.training
+def shape_words(model: str, num_gpus: int, gpu: str, layout_words: str, training: TrainingConfig, stack: Stack) -> str:
+    """'llama3-8b, 8 x h200-sxm, fsdp dp_shard=8, mb 1 x accum 4 x seq 4096, ac none, bf16, native,
+    trainplan': what a measured job ran, and what an estimate must match to be that job (the
+    recomputation, precision, modules and stack were added in session 38: a job of another mode
+    had counted as the same shape; an older file's shape matches no estimate)."""
+    t = training
     return (
-        f"{plan.model.name}, {plan.num_gpus} x {plan.gpu}, {plan.layout_words},"
-        f" mb {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
+        f"{model}, {num_gpus} x {gpu}, {layout_words}, mb {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len},"
+        f" ac {t.activation_checkpointing}, {t.precision}, {t.impl}, {stack}"  # StrEnums, or their values
+    )
+
+
+def job_shape(plan: Plan) -> str:
+    """``shape_words`` of a plan."""
+    return shape_words(plan.model.name, plan.num_gpus, plan.gpu, plan.layout_words, plan.training, plan.stack)
+
+
+def measured_job_use(gpu: GPUSpec, shape: str) -> MeasuredJobUse | None:
+    """The job a calibration file measured on ``gpu`` and whether ``shape`` is that job's (None: no
+    job corrects this GPU)."""
+    job = gpu.measured_job
+    if job is None:
+        return None
+    return MeasuredJobUse(
+        name=job.name,
+        shape=job.shape,
+        date=job.date,
+        exact=job.shape == shape,
+        compute_time_factor=job.compute_time_factor,
+        memory_factor=job.memory_factor,
     )
 
 

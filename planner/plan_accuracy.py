@@ -33,6 +33,21 @@ class Standing(StrEnum):
     OUTSIDE = "outside"
 
 
+class MeasuredJobUse(BaseModel):
+    """The user's own measured job a calibration file corrects this GPU with (planner/catalog/
+    measured_job.py), and whether the estimate is that job's very shape (``exact``: its figures are
+    the job's measurement, the efficiency ceiling lifted for it) or another (the corrections are
+    extrapolated, the ceiling kept: trial s38, a 124M 1-GPU job had lifted it for a 256-GPU 8B)."""
+
+    model_config = FROZEN
+    name: str
+    shape: str
+    date: str
+    exact: bool
+    compute_time_factor: float
+    memory_factor: float
+
+
 class Uncertainty(BaseModel):
     """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
     (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
@@ -83,6 +98,8 @@ class Uncertainty(BaseModel):
     # The validation rows the band is read from: "source: name" (planner/accuracy/residuals.csv)
     # (trial s37: only their sources were named, so a practitioner could not check the regime).
     row_names: tuple[str, ...] = ()
+    # The user's measured job behind a calibration file's corrections on this GPU (None: none).
+    measured_job: MeasuredJobUse | None = None
 
     @property
     def standing(self) -> Standing:

@@ -442,6 +442,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "其序列长度 {seq:,} 个 token，比这些实测数据中最长的（{longest:,}）多出 {doublings:g} 次翻倍；每次翻倍都像一项"
         "不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
     ),
+    "envelope_measured_job": (
+        "Calibrated on your job {name} ({shape}, {date}): this shape's figures are its measurement; the band is"
+        " the published rows'.",
+        "已用你自己的作业 {name}（{shape}，{date}）校准：此形态的数值即其实测值；误差区间仍来自公开数据。",
+    ),
+    "envelope_measured_job_other": (
+        "The corrections of your job {name} ({shape}, {date}) are extrapolated to this shape (compute"
+        " x{compute:.3g}, memory x{memory:.3g}).",
+        "你的作业 {name}（{shape}，{date}）的校正系数被外推到此形态（计算 x{compute:.3g}，显存 x{memory:.3g}）。",
+    ),
     "envelope_sequence_none": (
         "Its sequence, {seq:,} tokens, lies {doublings:g} doubling(s) past {longest:,}, and none of its rows ran a"
         " sequence that long; each doubling widens the band as a differing feature does (widened by {widened:.0%} in all).",

@@ -105,8 +105,8 @@ def generation_text(tr: Labels, generation: str) -> str:
 
 def envelope_text(tr: Labels, u: Uncertainty) -> str:
     """Whether the plan lies inside what was measured, what its band rests on, the measured
-    regimes whose band ends it shows (review s27: the card left them out) and how far its sequence
-    lies past the longest measured (trial s37)."""
+    regimes whose band ends it shows (review s27: the card left them out), how far its sequence
+    lies past the longest measured (trial s37) and the user's measured job behind its corrections."""
     text = _envelope_sentence(tr, u)
     if u.sequence_doublings and u.sequence_tokens:
         sequence = tr(
@@ -117,6 +117,10 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
             widened=u.widened_by,
         )
         text = tr.sentences(text, sequence)
+    if (job := u.measured_job) is not None:  # trial s38: the user's own measurement went unsaid
+        key = "envelope_measured_job" if job.exact else "envelope_measured_job_other"
+        values = dict(name=job.name, shape=job.shape, date=job.date)
+        text = tr.sentences(text, tr(key, **values, compute=job.compute_time_factor, memory=job.memory_factor))
     return text
 
 

@@ -42,7 +42,7 @@ from planner.layout import Implementation, Layout, Precision, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
 from planner.model.rowwise import once_per_table
 from planner.plan import Estimate
-from planner.plan_accuracy import EfficiencyCeiling, RegimeWords, Uncertainty
+from planner.plan_accuracy import EfficiencyCeiling, MeasuredJobUse, RegimeWords, Uncertainty
 
 
 class Risk(StrEnum):
@@ -317,9 +317,26 @@ def feature_names(bits: int) -> tuple[str, ...]:
     return tuple(str(f.name).lower() for f in Feature if bits & f)
 
 
-def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = None) -> Uncertainty:
+def measured_job_words(job: MeasuredJobUse) -> str:
+    """'; calibrated on your job j124 (...), 2026-12-05: this shape's figures are its measurement
+    (the band above is the published rows', which do not know it)' or '; corrections of your job
+    ...: extrapolated to this shape (compute x1.27, memory x1.13)' (trial s38: the envelope said
+    nothing of the user's own measurement)."""
+    said = f"your job {job.name} ({job.shape}), {job.date}"
+    if job.exact:
+        return f"; calibrated on {said}: this shape's figures are its measurement (the band is the published rows')"
+    return (
+        f"; corrections of {said} extrapolated to this shape"
+        f" (compute x{job.compute_time_factor:.3g}, memory x{job.memory_factor:.3g})"
+    )
+
+
+def uncertainty(
+    estimate: Estimate, regime: Regime, ceiling: Ceiling | None = None, job: MeasuredJobUse | None = None
+) -> Uncertainty:
     """The 80 % band of every predicted figure and the time to train at each risk quantile
-    (``ceiling``: the efficiency ceiling the estimate was held at, if any)."""
+    (``ceiling``: the efficiency ceiling the estimate was held at, if any; ``job``: the user's
+    measured job that corrects this GPU, if any)."""
     ev = shipped_base().evidence(regime)
     held = estimate.time.breakdown_s.efficiency_ceiling > 0
     circular = ceiling is not None and held and ev.validated and set(ev.exact_sources) == {ceiling.source}
@@ -349,7 +366,9 @@ def uncertainty(estimate: Estimate, regime: Regime, ceiling: Ceiling | None = No
         row_names=tuple(f"{source_name(r.source)}: {r.name}" for r in ev.rows),
         mean_abs_error=ev.mean_abs_error,
         widened_by=ev.widened_by,
-        envelope=envelope_words(ev, circular, estimate.layout.seq_len),
+        envelope=envelope_words(ev, circular, estimate.layout.seq_len)
+        + ("" if job is None else measured_job_words(job)),
+        measured_job=job,
         circular=circular,
         exact_sources=ev.exact_sources,
         point_outside=outside,

@@ -12,7 +12,8 @@ is bought is model work, and a plan that recomputes spends more FLOPs for the sa
 ceiling binds it later, never sooner. A job over more than one node (``Feature.MULTI_NODE``) is
 held at what jobs of more than one node measured: an 8-GPU record (MPT-3B at 512 tokens, 64 % on A100)
 says nothing of 2,048 GPUs.
-A calibration file that measured the GPU lifts the ceiling for it (the user's own measurement
+A calibration file that measured the GPU's kernel rates lifts the ceiling for it, one that measured
+a job only for that job's own shape (planner/api ``judged_estimate``; the user's own measurement
 outranks the published ones; planner/accuracy/__init__.py). The point is held, not its band: about
 one validation row in ten beat the ceiling its regime had without its source (bench/validate_bands.py
 counts them), so the band's fast end may pass it (docs/validation.md, "The efficiency ceiling").

@@ -34,6 +34,7 @@ from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, OverBudget
 from planner.idle import IdleGPUs
+from planner.job_fit import measured_job_use, shape_words
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
@@ -138,7 +139,7 @@ def plan_from_row(
         settings=settings,
         training_tokens=request.training_tokens,
         stack=request.stack,
-        calibrated=calibration is not None and calibration.entry(gpu.id) is not None,
+        measured_rates=rates_measured(calibration, gpu.id),
         trainer_rules=request.stack.trainer_rules,
         named_kernel=request.names_kernel,
     ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
@@ -178,16 +179,21 @@ def judged_estimate(
     settings: ModelingSettings,
     training_tokens: float | None,
     stack: Stack,
-    calibrated: bool,
+    measured_rates: bool,
     trainer_rules: bool,
     named_kernel: bool = False,
 ) -> Estimate:
-    """``estimate`` held at the efficiency ceiling of its regime (lifted where a calibration file
-    measured the GPU), with the error band of every figure (planner/accuracy). ``named_kernel``:
-    the user named the attention kernel (a recipe's kernel, in ``settings``, is its stack's own)."""
+    """``estimate`` held at the efficiency ceiling of its regime, with the error band of every
+    figure (planner/accuracy). The ceiling is lifted where a calibration file measured the GPU's
+    kernel rates (``measured_rates``) or measured this very job (``measured_job_use``: a job of
+    another shape corrects it by extrapolation, under the ceiling). ``named_kernel``: the user
+    named the attention kernel (a recipe's kernel, in ``settings``, is its stack's own)."""
     resolved = layout.resolve(num_gpus)
     regime = accuracy.regime_for(Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel)
-    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, calibrated)
+    shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
+    job = measured_job_use(gpu, shape)
+    lifted = measured_rates or (job is not None and job.exact)
+    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, lifted)
     est = estimate(
         model,
         gpu,
@@ -204,10 +210,17 @@ def judged_estimate(
     )
     return est.model_copy(
         update={
-            "uncertainty": accuracy.uncertainty(est, regime, ceiling),
+            "uncertainty": accuracy.uncertainty(est, regime, ceiling, job),
             "ceiling": accuracy.efficiency_ceiling(ceiling, est),
         }
     )
+
+
+def rates_measured(record: PlanCalibration | None, gpu: str) -> bool:
+    """Whether a calibration file measured ``gpu``'s kernel rates (a file of a measured job only
+    lifts the ceiling for that job's own shape: ``judged_estimate``)."""
+    entry = None if record is None else record.entry(gpu)
+    return entry is not None and bool(entry.rates)
 
 
 def calibrated(
@@ -267,7 +280,7 @@ def search(
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
     gpu_ids = list(gpus)
-    measured = frozenset(g.gpu for g in record.gpus) if record is not None else frozenset()
+    measured = frozenset(g.gpu for g in record.gpus if g.rates) if record is not None else frozenset()
     table = scored_table(request, catalog, c, gpu_ids, space, settings, measured)
     # check_rows allows only the types an inventory names: a type without one (None) takes its
     # searched count limit beside those that have one.
@@ -400,7 +413,7 @@ def build_plan(
         settings=settings,
         training_tokens=training_tokens,
         stack=stack,
-        calibrated=record is not None and record.entry(spec.id) is not None,
+        measured_rates=rates_measured(record, spec.id),
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=Stack(stack).trainer_rules,
         named_kernel=named_kernel(Stack(stack), attention),

@@ -227,3 +227,28 @@ def test_a_saved_plan_records_its_calibration_and_the_cli_says_so(tmp_path, caps
     out = capsys.readouterr().out  # (the H200 rows' source is named 'calibration' where a band cites it)
     assert not any(line.startswith("calibration") or "calibrated" in line for line in out.splitlines())
     assert json.loads(saved.read_text())["calibration"] is None
+
+
+def test_a_measured_job_lifts_the_ceiling_for_its_own_shape_only_and_the_envelope_says_which(tmp_path, capsys):
+    """Trial s38: a 1-GPU 124M job measured fast lifted the efficiency ceiling of every estimate on
+    its GPU (a 256-GPU 8B run passed the best MFU ever measured), and the envelope never said the
+    figure was the user's own measurement, nor that another shape's correction was extrapolated."""
+    job_dir = _job_dir(tmp_path, step_factor=0.7)  # faster than the regime's ceiling allows
+    assert main(["calibrate", "--calibrate-from", str(job_dir)]) == 0
+    measured = RunReport.load(job_dir / "report.json").measured
+    capsys.readouterr()
+    own = _json(capsys, *ESTIMATE)
+    assert own["time"]["step_s"] == pytest.approx(measured.step_s, rel=1e-5)  # beyond the ceiling: lifted
+    assert own["ceiling"] is None
+    job = own["uncertainty"]["measured_job"]
+    assert job["exact"] and job["name"] == "llama-1b"
+    assert "calibrated on your job llama-1b" in own["uncertainty"]["envelope"]
+    other = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "256", "--sharding", "zero2"]
+    other += ["--micro-batch", "2", "--seq-len", "4096"]
+    bare = _json(capsys, *other, "--no-calibration")
+    corrected = _json(capsys, *other)
+    assert corrected["ceiling"] is not None and corrected["ceiling"]["mfu"] == bare["ceiling"]["mfu"]
+    assert corrected["throughput"]["mfu"] <= bare["ceiling"]["mfu"] + 1e-9
+    assert not corrected["uncertainty"]["measured_job"]["exact"]
+    assert "extrapolated to this shape" in corrected["uncertainty"]["envelope"]
+    assert "measured_job" not in bare["uncertainty"] or bare["uncertainty"]["measured_job"] is None

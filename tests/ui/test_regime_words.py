@@ -19,3 +19,28 @@ def test_a_part_apart_for_its_link_is_named_in_the_pages_language():
     assert generation_text(Labels("en"), "Hopper (h800's link)") == "Hopper (h800's link)"
     assert generation_text(Labels("zh"), "Hopper (h800's link)") == "Hopper（h800 的互连）"
     assert generation_text(Labels("zh"), "Hopper (h20)") == "Hopper (h20)"  # a GPU id only: no words
+
+
+def test_the_card_names_the_users_measured_job_in_every_language():
+    """Trial s38: the envelope said nothing of the user's own job behind a calibration's corrections."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from planner.plan_accuracy import MeasuredJobUse
+    from ui.i18n import Labels
+    from ui.messages import envelope_text
+
+    plan = build_plan(
+        get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=8), TrainingConfig(seq_len=4096), num_gpus=8
+    )
+    job = MeasuredJobUse(
+        name="j124", shape="llama-124m, 1 x h100-sxm", date="2026-12-05", exact=False,
+        compute_time_factor=1.27, memory_factor=1.13,
+    )  # fmt: skip
+    other = plan.estimate.uncertainty.model_copy(update={"measured_job": job})
+    exact = other.model_copy(update={"measured_job": job.model_copy(update={"exact": True})})
+    assert "your job j124 (llama-124m, 1 x h100-sxm, 2026-12-05) are extrapolated" in envelope_text(Labels("en"), other)
+    assert "x1.27" in envelope_text(Labels("en"), other)
+    assert "Calibrated on your job j124" in envelope_text(Labels("en"), exact)
+    assert "你的作业 j124" in envelope_text(Labels("zh"), other)
+    assert "你自己的作业 j124" in envelope_text(Labels("zh"), exact)
