@@ -32,6 +32,7 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 # A run's records of its steps and its outcome (trainer/metrics.py, trainer/probe.py).
 METRICS_FILE = "metrics.jsonl"
 REPORT_FILE = "report.json"
+EXIT_STATUS_FILE = "exit_status.json"  # the workers' exit code, which ``trainplan run`` returns
 
 
 def keep_earlier_run(job_dir: Path) -> list[str]:

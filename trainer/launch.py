@@ -25,7 +25,7 @@ from pathlib import Path
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import counted, one_line
 from planner.reports import ReplanRequest
-from trainer.files import CHECKPOINT_DIR, check_writable_dir
+from trainer.files import CHECKPOINT_DIR, EXIT_STATUS_FILE, check_writable_dir
 from trainer.job_spec import JobSpec, check_estimate_current, checked_job, run_problem
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
@@ -35,7 +35,6 @@ from trainer.worker import WORKER_MODULE
 __all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
 
 REPLAN_FILE = "replan_needed.json"
-EXIT_STATUS_FILE = "exit_status.json"  # written by trainer.train (its EXIT_STATUS_FILE)
 MAX_RESTARTS = 1000  # torchrun elastic restarts: more is a typo, not a policy
 MAX_PROCS_PER_NODE = 1024  # processes one agent starts: more is a hand-edited plan, not a machine
 # The rendezvous id: a prefix of torchrun's store keys (and a path part for some backends).

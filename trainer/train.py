@@ -35,6 +35,7 @@ from planner.errors import DiskFullError, ExitCode, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
+from trainer.files import EXIT_STATUS_FILE
 from trainer.job_spec import JobSpec, checked_job
 from trainer.locks import die_with_parent, hold_worker_lock
 from trainer.log import setup_logging
@@ -250,9 +251,6 @@ def describe_os_error(exc: OSError, job_dir: Path) -> str:
 
 def _report_error(message: str) -> None:
     log.error(f"error: {message}")  # rank 0: the other ranks fail the same way
-
-
-EXIT_STATUS_FILE = "exit_status.json"
 
 
 def record_exit(job_dir: Path, code: int) -> int:

@@ -102,10 +102,15 @@ def run_calibration(
     from planner.catalog.hardware import load_catalog
     from trainer.calibrate import machine_info, measure
 
-    out = out or default_calibration_path()
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available")
+    if out is None and not use_cuda:  # trial s38: a format check became every later plan's GPU rates
+        raise ValueError(
+            "--out: needed on a CPU (its rates check the file's format only; in the default file they would"
+            " time the GPU at the CPU's speed in every later plan)"
+        )
+    out = out or default_calibration_path()
     gpu_id, driver = _calibration_target(gpu, use_cuda)
     gpu_id = load_catalog().gpu(gpu_id).id  # an unknown id fails before anything is measured
     existing = _existing(out)
@@ -199,6 +204,12 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
         raise ValueError(f"--calibrate-from {job_dir}: the job ran on {plan.gpu}, not --gpu {gpu}")
     step_s, peak_gib, measured_in = _job_measurements(Path(job_dir))
     existing = _existing(out) or CalibrationFile(machine=None)
+    if _cpu_rates(existing, plan.gpu):  # trial s38: the refusal blamed "host dispatch or communication"
+        raise ValueError(
+            f"--calibrate-from {job_dir}: {out} times {plan.gpu} with rates measured on a CPU (a format check);"
+            " a job's correction fitted against them would carry their error: --out another file, or measure"
+            " the GPU's rates on it (trainplan calibrate)"
+        )
     # Fit against the model the file is applied with: its kernel rates, no earlier job correction.
     rates_only = CalibrationFile(existing.machine, existing.rates)
     catalog = apply_file(load_catalog(), rates_only, out)
@@ -213,7 +224,44 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
         date=datetime.date.today().isoformat(),
     )
     path = _write(out, CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured}))
-    render.job_calibrated(path, plan.gpu, measured, measured_in)
+    render.job_calibrated(path, plan.gpu, measured, measured_in, plan.estimate.time.step_s)
+
+
+def _measured_in(job_dir: Path, name: str, report) -> str:
+    """'report.json: 48 steps, completed' or "validation.json: the probe's 3 steps"; ValueError for
+    a run whose timing says nothing of the job's steps (trial s38: a diverged run and one timed on
+    its warm-up step alone, compute x 3.95, were taken)."""
+    from planner.reports import RunReport
+    from trainer.files import EXIT_STATUS_FILE
+
+    if not isinstance(report, RunReport):
+        return f"{name}: the probe's {report.probe_steps} steps"
+    if report.outcome == "diverged":
+        raise ValueError(
+            f"--calibrate-from {job_dir}: the run diverged ({name}); its timing is of a broken run: calibrate from"
+            " one that trained"
+        )
+    if report.measured_warmup_only:
+        raise ValueError(
+            f"--calibrate-from {job_dir}: only the warm-up step was timed ({name}: compile, allocator and"
+            " communicator set-up are in it); run more steps (trainplan run --steps)"
+        )
+    status = job_dir / EXIT_STATUS_FILE
+    if status.is_file() and status.stat().st_mtime > (job_dir / name).stat().st_mtime:
+        render.warn(
+            f"{job_dir}: {name} is an earlier launch's: a later one ended after it ({EXIT_STATUS_FILE});"
+            " its figures are that earlier launch's"
+        )
+    steps = f"{report.measured_steps} steps, " if report.measured_steps else ""
+    return f"{name}: {steps}{report.outcome}"
+
+
+def _cpu_rates(calibration, gpu: str) -> bool:
+    """Whether ``calibration`` (a CalibrationFile) holds ``gpu`` rates a CPU measured."""
+    from planner.catalog.calibration import CPU_DEVICE_PREFIX
+
+    machine = calibration.machine
+    return machine is not None and machine["device"].startswith(CPU_DEVICE_PREFIX) and bool(calibration.rates.get(gpu))
 
 
 def _job_measurements(job_dir: Path) -> tuple[float, float, str]:
@@ -245,7 +293,7 @@ def _job_measurements(job_dir: Path) -> tuple[float, float, str]:
             )
         step_s, peak_gib = report.measured.step_s, report.measured.peak_gib
         if step_s and peak_gib:
-            return step_s, peak_gib, name
+            return step_s, peak_gib, _measured_in(job_dir, name, report)
     raise ValueError(
         f"--calibrate-from {job_dir}: no measured step time and peak memory (report.json or validation.json);"
         " run the job first (trainplan run)"

@@ -268,9 +268,11 @@ def _overrides(gpu: CalibratedGpu) -> str:
     return f"{gpu.gpu}: {' + '.join(parts)}"
 
 
-def calibration_line(calibration, record: PlanCalibration | None = None) -> None:
+def calibration_line(calibration, record: PlanCalibration | None = None, gpu: str | None = None) -> None:
     """One line naming the calibration file applied (so a default file never acts silently) and,
-    from the plan's record, its hash and what it overrode."""
+    from the plan's record, its hash and what it overrode; where the plan's ``gpu`` is not among
+    those, that it was timed at the catalog's rates (trial s38: "applied" above an A100 estimate
+    the file did not touch)."""
     if calibration is None and record is None:
         return
     if calibration is None:
@@ -278,7 +280,11 @@ def calibration_line(calibration, record: PlanCalibration | None = None) -> None
         line = f"calibration: the plan was made with {record.file}"
     else:
         line = calibration.line()
-    out.print(line if record is None else f"{line}; {calibration_summary(record)}", markup=False)
+    if record is not None:
+        line = f"{line}; {calibration_summary(record)}"
+        if gpu is not None and record.entry(gpu) is None:
+            line += f"; {gpu}: not in the file, timed at the catalog's rates"
+    out.print(line, markup=False)
 
 
 def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None, warnings=()) -> None:
@@ -292,7 +298,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
             }
         )
         return
-    calibration_line(calibration, p.calibration)
+    calibration_line(calibration, p.calibration, p.gpu)
     print_plan(p)
     if saved_to:
         out.print(written_line(p, saved_to), markup=False)
@@ -364,7 +370,7 @@ def explain(p: Plan, *, as_json: bool, calibration=None, warnings: tuple[str, ..
             }
         )
         return
-    calibration_line(calibration, p.calibration)
+    calibration_line(calibration, p.calibration, p.gpu)
     print_plan(p)
     out.print("[bold]why[/bold]")
     for note in notes:
@@ -456,13 +462,18 @@ def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
         out.print(f"  {name} = {value:,.4g}")
 
 
-def job_calibrated(path: Path, gpu_id: str, job, measured_in: str) -> None:
-    """``calibrate --calibrate-from``: the job's corrections (a MeasuredJob) and where they went."""
+def job_calibrated(path: Path, gpu_id: str, job, measured_in: str, planned_step_s: float) -> None:
+    """``calibrate --calibrate-from``: the job's corrections (a MeasuredJob) and where they went;
+    ``planned_step_s``: the step the job's plan said (trial s38: the fit's own prediction, the
+    model before the efficiency ceiling, appeared nowhere else)."""
     out.print(f"measured job correction for {gpu_id} written to {path} (from {measured_in})", markup=False)
     out.print(f"  job {job.name}: {job.shape}", markup=False)
+    planned = (
+        "" if round(planned_step_s, 4) == round(job.predicted_step_s, 4) else f"; the plan said {planned_step_s:.4g} s"
+    )
     out.print(
-        f"  step {job.step_s:.4g} s measured, {job.predicted_step_s:.4g} s predicted:"
-        f" compute x {job.compute_time_factor:.4g}",
+        f"  step {job.step_s:.4g} s measured, {job.predicted_step_s:.4g} s the model predicted"
+        f" (with the file's rates, before any efficiency ceiling{planned}): compute x {job.compute_time_factor:.4g}",
         markup=False,
     )
     out.print(

@@ -53,7 +53,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
     if as_json:
         emit_json(plan_json(result, calibration))
         return
-    calibration_line(calibration, result.plan.calibration)
+    calibration_line(calibration, result.plan.calibration, result.plan.gpu)
     print_plan(result.plan)
     if request is not None and (line := limits_line(result, request)):
         out.print(line)

@@ -91,7 +91,10 @@ def test_calibrate_writes_the_default_file_and_merges_into_it(capsys):
     )
     jobs = {"h100-sxm": job, "a100-80gb-sxm": job}
     write_calibration(path, CalibrationFile(None, {}, jobs))
-    assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick"]) == 0
+    # trial s38: on a CPU the default file is written only when named (a CPU's rates are a format check)
+    assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick"]) == 2
+    assert "--out: needed on a CPU" in capsys.readouterr().err
+    assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--out", str(path)]) == 0
     captured = capsys.readouterr()
     assert f"written to {path}" in captured.out
     assert "measured job correction of h100-sxm was dropped" in captured.err  # fitted against the old rates

@@ -109,7 +109,14 @@ def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
 
 
 def _job_dir(
-    tmp_path: Path, *, device: str = "cuda", step_factor: float = 1.2, peak_factor: float = 1.05, gpu: str = "h100-sxm"
+    tmp_path: Path,
+    *,
+    device: str = "cuda",
+    step_factor: float = 1.2,
+    peak_factor: float = 1.05,
+    gpu: str = "h100-sxm",
+    outcome: str = "completed",
+    warmup_only: bool = False,
 ) -> Path:
     """A job directory as ``trainplan run`` leaves it: job.json and the trainer's report.json."""
     from trainer.job import emit_job
@@ -118,10 +125,11 @@ def _job_dir(
 
     training = TrainingConfig(seq_len=4096, micro_batch=4)
     plan = build_plan(get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=8), training, num_gpus=8)
-    job_dir = tmp_path / f"job-{device}-{gpu}"
+    job_dir = tmp_path / f"job-{device}-{gpu}-{outcome}-{warmup_only}"
     emit_job(plan, job_dir, name="llama-1b", run=RunSettings())
     step, peak = step_factor * plan.estimate.time.step_s, peak_factor * plan.estimate.memory.peak_gib
-    summary = RunSummary(50, "completed", step, None, None, peak, 3.0, None, None, None, 0, 60.0)
+    steps = 1 if warmup_only else 49
+    summary = RunSummary(50, outcome, step, None, None, peak, 3.0, None, None, None, 0, 60.0, steps, warmup_only)
     write_report(job_dir, plan, summary, device, gpu if device == "cuda" else None)
     return job_dir
 
@@ -131,7 +139,7 @@ def test_calibrate_from_a_job_makes_the_next_estimate_start_from_it(tmp_path, ca
     measured = RunReport.load(job_dir / "report.json").measured
     assert main(["calibrate", "--calibrate-from", str(job_dir)]) == 0
     out = capsys.readouterr().out
-    assert "measured job correction for h100-sxm written to" in out and "report.json" in out
+    assert "measured job correction for h100-sxm written to" in out and "(from report.json: 49 steps, completed)" in out
     job = read_calibration(default_calibration_path()).jobs["h100-sxm"]
     assert job.name == "llama-1b" and "8 x h100-sxm" in job.shape and job.step_s == pytest.approx(measured.step_s)
     again = _json(capsys, *ESTIMATE)  # the job's own configuration
@@ -171,6 +179,9 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
         (["--calibrate-from", str(gpu_job), "--gpu", "h200-sxm"], "the job ran on h100-sxm, not --gpu h200-sxm"),
         (["--calibrate-from", str(gpu_job), "--quick"], "--quick, --device and --collectives measure here"),
         (["--calibrate-from", str(tmp_path / "nothing")], "cannot read job file"),
+        # trial s38: a diverged run and one timed on its warm-up step alone (compute x 3.95) were taken
+        (["--calibrate-from", str(_job_dir(tmp_path, outcome="diverged"))], "the run diverged (report.json)"),
+        (["--calibrate-from", str(_job_dir(tmp_path, warmup_only=True))], "only the warm-up step was timed"),
     ]
     for args, message in cases:
         assert main(["calibrate", *args]) == 2, args
@@ -252,3 +263,38 @@ def test_a_measured_job_lifts_the_ceiling_for_its_own_shape_only_and_the_envelop
     assert not corrected["uncertainty"]["measured_job"]["exact"]
     assert "extrapolated to this shape" in corrected["uncertainty"]["envelope"]
     assert "measured_job" not in bare["uncertainty"] or bare["uncertainty"]["measured_job"] is None
+
+
+def test_calibrate_from_says_when_its_report_is_an_earlier_launchs(tmp_path, capsys):
+    """Trial s38: after a relaunch that crashed, report.json was still the first launch's and was read silently."""
+    job_dir = _job_dir(tmp_path)
+    status = job_dir / "exit_status.json"
+    status.write_text('{"code": 144}\n')
+    later = (job_dir / "report.json").stat().st_mtime + 60
+    os.utime(status, (later, later))
+    assert main(["calibrate", "--calibrate-from", str(job_dir)]) == 0
+    err = capsys.readouterr().err
+    assert "report.json is an earlier launch's: a later one ended after it (exit_status.json)" in err
+
+
+def test_calibrate_from_refuses_a_file_whose_rates_for_the_gpu_a_cpu_measured(tmp_path, capsys):
+    """Trial s38: the fit then failed with 'host dispatch or communication', not the CPU's rates."""
+    cpu = {**MACHINE, "device": "CPU (x86_64)"}
+    path = default_calibration_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_calibration(path, CalibrationFile(cpu, {"h100-sxm": {"gemm_bf16_tflops_achieved": 0.2}}))
+    assert main(["calibrate", "--calibrate-from", str(_job_dir(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "times h100-sxm with rates measured on a CPU" in err[0]
+    assert main(["calibrate", "--calibrate-from", str(_job_dir(tmp_path)), "--out", str(tmp_path / "gpu.toml")]) == 0
+
+
+def test_the_calibration_line_says_when_the_plans_gpu_is_not_in_the_file(capsys):
+    """Trial s38: "calibration: FILE applied" stood above an A100 estimate the file did not touch."""
+    _default_file()
+    a100 = [*ESTIMATE[:4], "a100-80gb-sxm", *ESTIMATE[5:]]
+    assert main(a100) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("calibration: default file") and "a100-80gb-sxm: not in the file" in first
+    assert main(ESTIMATE) == 0
+    assert "not in the file" not in capsys.readouterr().out.splitlines()[0]
