@@ -73,8 +73,10 @@ def apply_run_overrides(plan: Plan, run: RunSettings, calibration: AppliedCalibr
     Plan; the layout is re-validated). Where a run setting changes what the planner modelled (the
     pipeline schedule, the loss chunk), the plan is estimated again with ``calibration`` (None: the
     built-in catalog; ``trainplan emit`` passes the calibration it applies, which the new plan
-    records), so the job's prediction and feasibility describe what the trainer will do."""
-    if not modelled_overrides(plan, run):
+    records), so the job's prediction and feasibility describe what the trainer will do. A
+    ``calibration`` other than the one the plan was made with is applied too (``recalibrates``;
+    trial s38: emit wrote the plan's uncalibrated step while explain showed the calibrated one)."""
+    if not modelled_overrides(plan, run) and not recalibrates(plan, calibration):
         return plan
     schedule = _schedule_override(plan, run)
     layout = plan.layout if schedule is None else _with_schedule(plan, schedule)
@@ -90,6 +92,13 @@ def apply_run_overrides(plan: Plan, run: RunSettings, calibration: AppliedCalibr
         )
     except ValueError as exc:  # a rule of the layout that needs the training settings too
         raise ValueError(f"job: the run settings cannot run the plan: {exc}") from None
+
+
+def recalibrates(plan: Plan, calibration: AppliedCalibration | None) -> bool:
+    """Whether ``calibration`` is another file than the one ``plan`` was made with (by content)."""
+    if calibration is None:
+        return False
+    return plan.calibration is None or plan.calibration.sha256 != calibration.record.sha256
 
 
 def modelled_overrides(plan: Plan, run: RunSettings) -> tuple[str, ...]:

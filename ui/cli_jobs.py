@@ -108,7 +108,9 @@ def emit(
         False, "--force", help="write an infeasible plan, or into a directory that holds another job"
     ),
     calibration: Path | None = typer.Option(
-        None, help=CALIBRATION_HELP + " (used where run settings make emit re-estimate the plan)"
+        None,
+        help=CALIBRATION_HELP + " (a file other than the plan's own, or run settings the plan did not model,"
+        " make emit estimate the plan again)",
     ),
     no_calibration: bool = NO_CALIBRATION,
     k8s_image: str | None = K8S_IMAGE,
@@ -118,7 +120,7 @@ def emit(
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
     from planner.plan import Plan
     from trainer.job import default_steps, emit_job
-    from trainer.job_spec import RunSettings
+    from trainer.job_spec import RunSettings, recalibrates
 
     if not str(out).strip():  # Path("") is ".": the current directory
         raise ValueError("--out: give a directory name")
@@ -145,7 +147,7 @@ def emit(
     job_json = emit_job(
         plan, out, name=name, run=run, force=force, calibration=applied, **k8s_names(k8s_image, k8s_pvc)
     )
-    render.emitted(job_json, as_json=as_json)
+    render.emitted(job_json, as_json=as_json, recalibrated=applied is not None and recalibrates(plan, applied))
 
 
 STEPS_HELP = (

@@ -405,7 +405,8 @@ def detected(found, *, as_json: bool) -> None:
         )
 
 
-def emitted(job_json: Path, *, as_json: bool) -> None:
+def emitted(job_json: Path, *, as_json: bool, recalibrated: bool = False) -> None:
+    """``recalibrated``: the plan was estimated again with a calibration file other than its own."""
     from trainer.job_spec import JobSpec
 
     job_dir, spec = job_json.parent, JobSpec.load(job_json.parent)
@@ -430,6 +431,9 @@ def emitted(job_json: Path, *, as_json: bool) -> None:
     elif run.checkpoint_every >= run.steps:  # the goodput interval of a long training, on a short job
         saves += ", so one at the end (or when stopped)"
     out.print(escape(f"job written to {job_dir}: {counted(run.steps, 'step')}{whose}, {saves}"))
+    if recalibrated and (record := spec.plan.calibration) is not None:
+        step = spec.plan.estimate.time.step_s
+        out.print(escape(f"estimated again with calibration {record.file} (not the plan's own): step {step:.4g} s"))
     out.print(
         escape(
             f"optimizer: AdamW, peak lr {run.lr:g} after {counted(run.warmup_steps, 'warmup step')}, cosine to"

@@ -298,3 +298,22 @@ def test_the_calibration_line_says_when_the_plans_gpu_is_not_in_the_file(capsys)
     assert first.startswith("calibration: default file") and "a100-80gb-sxm: not in the file" in first
     assert main(ESTIMATE) == 0
     assert "not in the file" not in capsys.readouterr().out.splitlines()[0]
+
+
+def test_emit_applies_a_calibration_other_than_the_plans_own_and_says_so(tmp_path, capsys):
+    """Trial s38: emit --calibration (and the default file) was used only where a run setting
+    changed, so job.json kept the plan's uncalibrated step while explain showed the calibrated one."""
+    from trainer.job_spec import JobSpec
+
+    plan_file = tmp_path / "plan.json"
+    assert main([*ESTIMATE, "--no-calibration", "--out", str(plan_file)]) == 0
+    _default_file()
+    capsys.readouterr()
+    assert main(["explain", str(plan_file), "--json"]) == 0
+    explained = json.loads(capsys.readouterr().out)["plan"]["time"]["step_s"]
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "job")]) == 0
+    out = capsys.readouterr().out
+    job = JobSpec.load(tmp_path / "job").plan
+    assert job.calibration is not None and job.estimate.time.step_s == pytest.approx(explained)
+    assert "estimated again with calibration" in out
+    assert explained != pytest.approx(json.loads(plan_file.read_text())["estimate"]["time"]["step_s"])
