@@ -12,12 +12,23 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from planner.catalog.hardware import Catalog
 from planner.errors import InfeasiblePlan
 from planner.limits import MAX_PURCHASE_USD
 from ui import render, render_fleet, render_portfolio
-from ui.cli_options import JSON, K8S_IMAGE, K8S_PVC, k8s_names
+from ui.calibration import applied_calibration, choose_calibration
+from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, k8s_names
 from ui.inputs import check_range
 from ui.portfolio_file import job_keys_help
+
+
+def calibrated_catalog(applied) -> Catalog:
+    """The catalog the jobs are planned on: a calibration file's (``--calibration``, or the default
+    file; an AppliedCalibration) merged over the built-in one, as plan and estimate apply it (trial
+    s38: portfolio and fleet ignored it, and their emitted jobs carried uncalibrated predictions)."""
+    from planner.catalog.hardware import load_catalog
+
+    return load_catalog() if applied is None else applied.catalog
 
 
 def portfolio(
@@ -32,11 +43,12 @@ def portfolio(
     ),
     k8s_image: str | None = K8S_IMAGE,
     k8s_pvc: str | None = K8S_PVC,
+    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
+    no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
-    from planner.catalog.hardware import load_catalog
     from trainer.job_scripts import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
     from ui.portfolio_file import check_k8s_job_names, file_requests, past_horizon, read_jobs_file, rented_types
@@ -51,7 +63,9 @@ def portfolio(
         raise ValueError(f"{jobs_file}: portfolio needs GPUs in an [inventory] table (gpu-id = count)")
     if emit_dir is not None:
         check_k8s_job_names([job.name for job in spec.jobs], jobs_file)
-    catalog = load_catalog()
+    chosen = choose_calibration(calibration, no_calibration)
+    applied = applied_calibration(chosen)
+    catalog = calibrated_catalog(applied)
     try:
         rented = rented_types(spec)
     except ValueError as exc:
@@ -84,7 +98,7 @@ def portfolio(
     except InfeasiblePlan as exc:
         for line in past_horizon(spec):
             render.warn(line)
-        render.infeasible(exc, as_json=as_json, answer_keys=render_portfolio.PORTFOLIO_KEYS)
+        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
     emitted = None
     if emit_dir is not None:
@@ -92,15 +106,18 @@ def portfolio(
         from trainer.job_spec import RunSettings
 
         # Each job trains its whole token budget, as `emit` does.
+        # each job records the file its plan was made with, as plan's do
+        plans = {a.job: a.plan if applied is None else a.plan.model_copy(update={"calibration": applied.record})
+                 for a in solution.assignments}  # fmt: skip
         emitted = {
-            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
-            for a in solution.assignments
+            job: emit_job(p, emit_dir / job, name=job, run=RunSettings(steps=default_steps(p)), **k8s)
+            for job, p in plans.items()
         }
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
-    render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis)
+    render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen)
 
 
 def fleet(
@@ -112,17 +129,19 @@ def fleet(
             f" {job_keys_help()}"
         ),
     ),
+    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
+    no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.explore import plan_fleet
-    from planner.catalog.hardware import load_catalog
     from ui.portfolio_file import file_requests, fleet_options, past_horizon, purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
     for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
         render.warn(line)
-    catalog = load_catalog()
+    chosen = choose_calibration(calibration, no_calibration)
+    catalog = calibrated_catalog(applied_calibration(chosen))
     prices = purchase_prices(spec, catalog)
     for gpu_id, usd in prices.items():
         check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
@@ -158,7 +177,7 @@ def fleet(
                 options["num_slots"] = max(spec.num_slots, 2)
             solution = plan_fleet(requests, prices, spec.horizon_days, **options)
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json, answer_keys=render_fleet.FLEET_KEYS)
+        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_fleet.FLEET_KEYS)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
     render_fleet.fleet(
@@ -168,4 +187,5 @@ def fleet(
         risks=risks,
         tco=spec.ownership.tco(),
         price_kind=spec.price_kind,
+        calibration=chosen,
     )

@@ -445,12 +445,18 @@ def emitted(job_json: Path, *, as_json: bool, recalibrated: bool = False) -> Non
 
 
 def portfolio(
-    solution, *, as_json: bool, emitted: dict[str, Path] | None = None, owned_basis: str | None = None
+    solution,
+    *,
+    as_json: bool,
+    emitted: dict[str, Path] | None = None,
+    owned_basis: str | None = None,
+    calibration=None,
 ) -> None:
-    """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``)."""
+    """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
+    ``calibration``: the file the jobs were planned with (ui.calibration.CalibrationChoice)."""
     from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``
 
-    render_portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=owned_basis)
+    render_portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=owned_basis, calibration=calibration)
 
 
 def progress_line(done: int, total: int, label: str) -> None:

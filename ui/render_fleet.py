@@ -8,7 +8,16 @@ from rich.table import Table
 from planner.fmt import money, money_band, number_band
 from planner.search.fleet import reserved_commitments
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
-from ui.render import add_columns, emit_json, no_infeasibility, out, warn, whole_words
+from ui.render import (
+    add_columns,
+    calibration_json,
+    calibration_line,
+    emit_json,
+    no_infeasibility,
+    out,
+    warn,
+    whole_words,
+)
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
@@ -81,17 +90,20 @@ def fleet(
     risks: dict[str, str] | None = None,
     tco=None,
     price_kind: str | None = None,
+    calibration=None,
 ) -> None:
     """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
     ``tco``: the ownership assumptions the totals rest on, said under the table; ``price_kind``: the
-    rent's, whose reserved term is said where the rent counts job-hours only."""
+    rent's, whose reserved term is said where the rent counts job-hours only; ``calibration``: the
+    file the jobs were planned with (said first, and in --json)."""
     data = fleet_json(solution, utilisation, risks or {})
     data["warnings"] = reserved_term_lines(solution, price_kind)
     for line in data["warnings"]:  # on stderr, as plan's; in --json too
         warn(line)
     if as_json:
-        emit_json(data)
+        emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
+    calibration_line(calibration)
     table = Table(
         title=f"rent vs buy over {solution.horizon_days:.0f} days (80 % bands: every job's cost at its band's ends)",
         title_justify="left",

@@ -15,7 +15,16 @@ from planner.fmt import money, money_band, number_band
 from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
-from ui.render import add_columns, emit_json, no_infeasibility, out, warn, whole_words
+from ui.render import (
+    add_columns,
+    calibration_json,
+    calibration_line,
+    emit_json,
+    no_infeasibility,
+    out,
+    warn,
+    whole_words,
+)
 from ui.render_fleet import depreciation_words
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
@@ -115,10 +124,16 @@ def owned_basis_words(prices: dict[str, tuple[float | None, bool]], tco) -> str:
 
 
 def portfolio(
-    solution, *, as_json: bool, emitted: dict[str, Path] | None = None, owned_basis: str | None = None
+    solution,
+    *,
+    as_json: bool,
+    emitted: dict[str, Path] | None = None,
+    owned_basis: str | None = None,
+    calibration=None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
-    ``owned_basis``: ``owned_basis_words``, said under the totals (and in --json) where GPUs are held."""
+    ``owned_basis``: ``owned_basis_words``, said under the totals (and in --json) where GPUs are held;
+    ``calibration``: the file the jobs were planned with (said first, and in --json)."""
     figures = [job_figures(a) for a in solution.assignments]
     rows = [job_row(a, f, solution.held_types) for a, f in zip(solution.assignments, figures, strict=True)]
     bands = portfolio_bands(solution, figures)  # every job at its band's ends
@@ -142,8 +157,9 @@ def portfolio(
             "owned_rate_basis": owned_basis,
         }
         data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
-        emit_json(data)
+        emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
+    calibration_line(calibration)
     out.print(portfolio_table(solution, rows, figures))
     days = solution.makespan_s / SECONDS_PER_DAY
     out.print(

@@ -317,3 +317,37 @@ def test_emit_applies_a_calibration_other_than_the_plans_own_and_says_so(tmp_pat
     assert job.calibration is not None and job.estimate.time.step_s == pytest.approx(explained)
     assert "estimated again with calibration" in out
     assert explained != pytest.approx(json.loads(plan_file.read_text())["estimate"]["time"]["step_s"])
+
+
+def test_portfolio_and_fleet_apply_the_calibration_plan_applies(tmp_path, capsys):
+    """Trial s38: portfolio and fleet ignored the default file (and took no --calibration), so their
+    jobs were planned, and emitted, at the catalog's rates where plan used the measured ones."""
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text(
+        'horizon_days = 60\n[inventory]\nh100-sxm = 64\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 2e10\n'
+    )
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text(
+        'horizon_days = 365\nbuy = ["h100-sxm"]\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 2e10\n'
+    )
+    bare = {cmd: _json(capsys, cmd, str(f), "--no-calibration") for cmd, f in (("portfolio", jobs), ("fleet", fleet))}
+    _default_file({"gemm_bf16_tflops_achieved": 300.0})  # a slower H100 than the catalog's
+    for cmd, path in (("portfolio", jobs), ("fleet", fleet)):
+        calibrated = _json(capsys, cmd, str(path))
+        assert calibrated["calibration"]["source"] == "default" and "calibration" not in bare[cmd]
+        assert calibrated != bare[cmd]
+        assert main([cmd, str(path)]) == 0
+        assert capsys.readouterr().out.startswith("calibration: default file")
+    days = [d["assignments"][0]["days"] for d in (bare["portfolio"], _json(capsys, "portfolio", str(jobs)))]
+    assert days[1] > days[0]
+
+
+def test_portfolio_emits_jobs_that_record_the_calibration_they_were_planned_with(tmp_path, capsys):
+    from trainer.job_spec import JobSpec
+
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text('[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 2e9\n')
+    _default_file({"gemm_bf16_tflops_achieved": 300.0})
+    assert main(["portfolio", str(jobs), "--emit", str(tmp_path / "jobs")]) == 0
+    job = JobSpec.load(tmp_path / "jobs" / "a").plan
+    assert job.calibration is not None and job.calibration.file == str(default_calibration_path())
