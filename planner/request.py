@@ -144,6 +144,12 @@ class PlanRequest(BaseModel):
         ) or moe_stack_problem(self.stack, self.model)
         if problem:
             raise problem
+        if self.global_batch_tokens is not None and self.global_batch_tokens < seq_len:
+            # trial s38: answered "widen the batch tolerance", which no tolerance can reach
+            raise ValueError(
+                f"global batch {self.global_batch_tokens:,} tokens is less than one sequence ({seq_len:,} tokens):"
+                f" give at least {seq_len:,} (--global-batch-tokens) or a shorter sequence (--seq-len)"
+            )
         return self
 
     @property

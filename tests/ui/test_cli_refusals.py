@@ -54,9 +54,10 @@ def test_fp8_on_gpus_without_it_is_the_answer_not_a_divisibility_verdict(capsys)
 
 
 def test_a_capped_search_cites_the_counts_it_searched(capsys):
-    """A batch below one sequence binds at any count: the answer cites 4-4,096 GPUs (the cap), not
-    the 32,768 its probe past the cap scored."""
-    assert main([*PLAN, "--gpus", "a100-80gb-sxm", "--global-batch-tokens", "1000"]) == 0
+    """A batch of a sequence and a half binds at any count: the answer cites 4-4,096 GPUs (the cap),
+    not the 32,768 its probe past the cap scored. (A batch below one sequence is refused up front.)"""
+    args = ["--seq-len", "4096", "--global-batch-tokens", "6144", "--batch-tolerance", "0.01"]
+    assert main([*PLAN, "--gpus", "a100-80gb-sxm", *args]) == 0
     out = capsys.readouterr().out
     assert "batch:" in out and "-4096 GPUs" in out and "32768" not in out
 
@@ -229,3 +230,11 @@ def test_whole_experts_on_a_dense_model_are_refused(capsys):
     assert "mixture-of-experts" in err and "--no-expert-tp" in err
     assert main([*estimate, "--model", "mixtral-8x7b", "--ep", "4", "--stack", "megatron-core"]) == 0
     assert "etp=1" in capsys.readouterr().out
+
+
+def test_a_batch_smaller_than_one_sequence_is_refused_as_such(capsys):
+    """Trial s38: answered "widen the batch tolerance", which no tolerance can reach."""
+    args = [*PLAN, "--gpus", "h100-sxm=64", "--seq-len", "8192", "--global-batch-tokens", "4096"]
+    err = _one_line_error(capsys, args)
+    assert "global batch 4,096 tokens is less than one sequence (8,192 tokens)" in err
+    assert "batch tolerance" not in err
