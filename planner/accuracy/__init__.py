@@ -250,7 +250,10 @@ def envelope_words(ev: Evidence, circular: bool = False, seq_len: int | None = N
     """'validated: ...' or 'outside the validated envelope: ...' with its rows and error;
     ``circular``: the regime's rows are the source of the efficiency ceiling the estimate is held
     at, so the figure repeats them (trial s31: DeepSeek-V3's one row, "held out")."""
-    error = f"mean |error| {ev.mean_abs_error:.1%}"
+    # the band's own ends beside the rows' mean error (trial s38: "mean |error| 12.7%" stood beside a
+    # band of -31 % / +134 %, and a buyer read the 12.7 % as the uncertainty)
+    low, high = (ev.time_factor(q) - 1.0 for q in BAND_QUANTILES)
+    error = f"mean |error| {ev.mean_abs_error:.1%}, so a time band of {low:+.0%} to {high:+.0%}"
     if ev.validated:
         names = ", ".join(source_name(source) for source in ev.exact_sources)
         rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({names})"

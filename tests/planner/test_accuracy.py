@@ -577,3 +577,15 @@ def test_an_unmeasured_layout_reads_its_own_stacks_nearest_measured_band_too():
         < dataclasses.replace(query, neighbours=()).log_quantile(0.1)
     )
     assert measured.regime in query.setting_neighbours
+
+
+def test_the_envelope_sizes_the_band_beside_the_rows_mean_error():
+    """Trial s38: "mean |error| 12.7%" stood beside a time band of -31 % / +134 %, and read as the
+    uncertainty; the sentence now gives the band's own ends."""
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+    layout = Layout(pp=2, vpp=8, ep=8, sharding="zero2")
+    p = build_plan(get_preset("mixtral-8x7b"), "h100-sxm", layout, training, num_gpus=256)
+    u, step = p.estimate.uncertainty, p.estimate.time.step_s
+    low, high = u.step_s[0] / step - 1.0, u.step_s[1] / step - 1.0
+    assert high > 2 * u.mean_abs_error  # the case: a band far wider than the rows' mean error
+    assert f"mean |error| {u.mean_abs_error:.1%}, so a time band of {low:+.0%} to {high:+.0%}" in u.envelope
