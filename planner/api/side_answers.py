@@ -21,7 +21,7 @@ from planner.frontier import OVER_BUDGET_STRETCH, Knee, NearTie, OverBudget, kne
 from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
 from planner.request import PlanRequest, requested_batch_tokens, solve_request
-from planner.search.ilp import Objective, ScoredTable, check_rows, nearest_batch
+from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable, check_rows, nearest_batch
 from planner.search.ties import tied_to
 
 
@@ -48,7 +48,7 @@ def side_rows(
 ) -> SideRows:
     """The side answers of a search that chose ``chosen`` among ``gpu_ids``; ``held``: the GPU
     types with a count."""
-    median = median_choice(request, c, table, catalog, gpu_ids, deadline_s, inventory)
+    median = median_choice(request, c, table, catalog, gpu_ids, chosen, deadline_s, inventory)
     rows = choosable_rows(request, table, deadline_s, inventory)
     # The chosen row's ties are the chosen plan (ties.py): review s29, the H800 twin of a chosen
     # H100 read as the knee, "for -0.0 % cost, 1.0x faster".
@@ -71,7 +71,6 @@ def side_rows(
     )
     # The idle-GPU offer already answers for a batch off the request (planner/idle.py).
     varied = None if idle is not None else vary_batch_choice(request, table, chosen, deadline_s, inventory)
-    median = None if median == chosen else median
     return SideRows(median=median, tie=tie, knee=bend, over_budget=stretched, idle=idle, varied=varied)
 
 
@@ -81,12 +80,13 @@ def median_choice(
     table: ScoredTable,
     catalog: Catalog,
     gpu_ids: list[str],
+    chosen: int,
     deadline_s: float | None,
     inventory: dict[str, int] | None,
 ) -> int | None:
     """The row the search would choose judged at the median (``Risk.P50``) instead of the
-    request's risk; None when the request is judged at the median already or none is feasible
-    there."""
+    request's risk; None when the request is judged at the median already, none is feasible
+    there, or it is ``chosen`` or near-tied with it there (``told_apart``)."""
     if request.risk == Risk.P50:
         return None
     gpus = [catalog.gpu(g) for g in gpu_ids]
@@ -100,12 +100,24 @@ def median_choice(
     )
     factor = table.extra["time_factor"]
     at_median = replace(
-        table, time_to_train_s=table.time_to_train_s / factor * median, cost_usd=table.cost_usd / factor * median
+        table,
+        time_to_train_s=table.time_to_train_s / factor * median,
+        cost_usd=table.cost_usd / factor * median,
+        extra={**table.extra, "time_factor": np.broadcast_to(median, factor.shape)},
     )
     try:
-        return solve_request(request.model_copy(update={"top_k": 0}), at_median, deadline_s, inventory).row
+        row = solve_request(request.model_copy(update={"top_k": 0}), at_median, deadline_s, inventory).row
     except InfeasiblePlan:
         return None
+    return row if told_apart(at_median, row, chosen) else None
+
+
+def told_apart(table: ScoredTable, row: int, other: int) -> bool:
+    """Whether ``row`` and ``other`` lie more than NEAR_TIE_FRACTION apart in cost or in time in
+    ``table`` (trial s38: "risk p80 changed the choice" was said of two plans $1.86M and $1.86M,
+    22.3 and 22.3 days at the median, 0.1 % apart)."""
+    C, T = table.cost_usd, table.time_to_train_s
+    return row != other and max(abs(C[row] / C[other] - 1.0), abs(T[row] / T[other] - 1.0)) > NEAR_TIE_FRACTION
 
 
 def over_budget_choice(

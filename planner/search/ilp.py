@@ -27,7 +27,7 @@ from planner.model.rowwise import distinct
 from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
 from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
-from planner.search.ties import first_of_tie, tie_order
+from planner.search.ties import first_of_tie, settle_near_tie, tie_order
 
 __all__ = [
     "Objective",
@@ -324,6 +324,8 @@ def solve_single(
         optimal, solver_name = run_solver(problem, solver, time_limit_s)  # (8)
         assert optimal, "the first solve's optimum satisfies (8)"
     row = first_of_tie(table, kept, int(kept[chosen_index(x)]))
+    settled = settle_near_tie(table, feasible, row, (w_cost, w_time), (C_ref, T_ref), NEAR_TIE_FRACTION)
+    row = first_of_tie(table, feasible, settled) if settled != row else row
     return SingleSolution(
         row=row,
         objective=objective,

@@ -56,3 +56,23 @@ def first_of_tie(table: ScoredTable, rows: np.ndarray, row: int) -> int:
     differs from it by 5e-8 in time, through its failure rate's goodput, and had won."""
     tied = rows[tied_to(table, rows, row)]
     return int(tied[0]) if len(tied) else row
+
+
+def settle_near_tie(
+    table: ScoredTable, rows: np.ndarray, row: int, weights: tuple[float, float], refs: tuple[float, float], eps: float
+) -> int:
+    """Of ``rows`` within ``eps`` of ``row`` in both cost and time (at the search's risk quantile),
+    the one whose objective (``weights`` on cost and time over ``refs``) is least at the band's slow
+    end (``extra['band_hi']`` over ``extra['time_factor']``: cost and time scale alike); ``row``
+    where the table has no band or none is lower there. A buyer cannot tell such rows apart at the
+    risk asked, so the one the evidence fears least wins (trial s38: --risk p50 chose, on a 0.1 %
+    difference there, a plan dearer at p80 and at p90 than the one it listed first)."""
+    hi, factor = table.extra.get("band_hi"), table.extra.get("time_factor")
+    if hi is None or factor is None:
+        return row
+    C, T = table.cost_usd, table.time_to_train_s
+    near = rows[(np.abs(C[rows] / C[row] - 1.0) <= eps) & (np.abs(T[rows] / T[row] - 1.0) <= eps)]
+    slow = (weights[0] * C[near] / refs[0] + weights[1] * T[near] / refs[1]) * hi[near] / factor[near]
+    own = (weights[0] * C[row] / refs[0] + weights[1] * T[row] / refs[1]) * hi[row] / factor[row]
+    best = int(np.argmin(slow)) if len(near) else -1
+    return int(near[best]) if best >= 0 and slow[best] < own * (1.0 - TIE_RTOL) else row

@@ -100,7 +100,7 @@ def test_the_risk_line_gives_time_and_cost_at_both_quantiles(capsys):
     """The seeded case of tests/planner/test_accuracy.py: at p90 the search leaves the median's
     unmeasured tp x pp layout. The line gives both figures the objective may rest on (trial s24:
     days only, under a cost objective, made the choice look worse on every figure shown)."""
-    argv = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "h100-sxm=64,a100-80gb-sxm=128"]
+    argv = ["plan", "--model", "llama3-70b", "--tokens", "1e12", "--gpus", "h100-sxm=512"]
     assert main([*argv, "--objective", "time", "--top", "0", "--risk", "p90"]) == 0
     line = " ".join(next(x for x in capsys.readouterr().out.splitlines() if "changed the choice" in x).split())
     assert line.count("$") == 4 and "at p50 and" in line and "at p90 (this plan:" in line, line
