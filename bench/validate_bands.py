@@ -3,6 +3,7 @@
     python bench/validate_bands.py                 # coverage tables on stdout (seconds)
     python bench/validate_bands.py --write         # rebuild planner/accuracy/residuals.csv (~4 min:
                                                    # the published and H200 sets are re-fitted per fold)
+                                                   # and memory_residuals.csv (the memory band's peaks)
     python bench/validate_bands.py --write-docs    # also refresh docs/validation.md
 
 Coverage: each row's 80 % band is read leaving its source out (validation/bands.py); a row is
@@ -120,9 +121,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--write-docs", action="store_true", help=f"refresh the tables in {DOCS}")
     args = parser.parse_args(argv)
     if args.write:
+        from validation.memory_residuals import memory_rows, write_memory_rows
         from validation.residuals import heldout_residuals, write_residuals
 
         print(f"wrote {write_residuals(heldout_residuals())}", file=sys.stderr)
+        print(f"wrote {write_memory_rows(memory_rows())}", file=sys.stderr)
         load_residuals.cache_clear()
         shipped_base.cache_clear()
     table = render()

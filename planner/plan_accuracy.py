@@ -48,6 +48,28 @@ class MeasuredJobUse(BaseModel):
     memory_factor: float
 
 
+class MemoryBand(BaseModel):
+    """The 80 % band of the reserved memory peak (planner/accuracy/memory_band.py): read from the
+    measured peaks of the plan's kind (``validated``) or, where fewer were measured, from every
+    one; ``may_not_fit`` / ``may_fit``: the band's far end lies on the other side of what the fit
+    rule allows (``usable_gib``) than the figure."""
+
+    model_config = FROZEN
+    reserved_gib: tuple[float, float]
+    usable_gib: float
+    may_not_fit: bool  # the figure fits, the band's high end does not
+    may_fit: bool  # the figure does not fit, the band's low end does
+    validated: bool
+    rows: int
+    sources: tuple[str, ...]
+    stacks: tuple[str, ...]  # the stacks of the rows read, each with its count: "torchtitan 13"
+    mean_abs_error: float
+    kind: str  # the plan's kind in words: "torchtitan, more than one GPU"
+    stack: str = ""  # and its parts, for interfaces in other languages
+    hf_modules: bool = False
+    multi_gpu: bool = False
+
+
 class Uncertainty(BaseModel):
     """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
     (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
@@ -100,6 +122,8 @@ class Uncertainty(BaseModel):
     row_names: tuple[str, ...] = ()
     # The user's measured job behind a calibration file's corrections on this GPU (None: none).
     measured_job: MeasuredJobUse | None = None
+    # The band of the reserved memory peak (trial s38: plans at 94-99 % of a GPU had none).
+    memory: MemoryBand | None = None
 
     @property
     def standing(self) -> Standing:

@@ -442,6 +442,29 @@ _LABELS: dict[str, tuple[str, str]] = {
         "其序列长度 {seq:,} 个 token，比这些实测数据中最长的（{longest:,}）多出 {doublings:g} 次翻倍；每次翻倍都像一项"
         "不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
     ),
+    "memory_band_own": (
+        "Memory: the reserved peak's 80 % band is {low:.1f}-{high:.1f} GiB, from {rows} measured peaks of {kind}"
+        " (mean error {error:.1%}).",
+        "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB，取自 {kind} 的 {rows} 个实测峰值（平均误差 {error:.1%}）。",
+    ),
+    "memory_band_all": (
+        "Memory: the reserved peak's 80 % band is {low:.1f}-{high:.1f} GiB; no peak of {kind} was measured, so it is"
+        " read from all {rows} measured peaks ({stacks}; mean error {error:.1%}).",
+        "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB；{kind} 没有实测峰值，因此取自全部 {rows} 个实测峰值"
+        "（{stacks}；平均误差 {error:.1%}）。",
+    ),
+    "memory_kind": ("{stack}{modules}, {scale}", "{stack}{modules}（{scale}）"),
+    "memory_kind_hf": (" with Hugging Face modules", "（Hugging Face 模块）"),
+    "memory_kind_one": ("one GPU", "单 GPU"),
+    "memory_kind_multi": ("more than one GPU", "多 GPU"),
+    "memory_may_not_fit": (
+        "Its high end passes the {usable:.1f} GiB the fit rule allows: it may not fit.",
+        "区间上端超过适配规则允许的 {usable:.1f} GiB：可能放不下。",
+    ),
+    "memory_may_fit": (
+        "Its low end is under the {usable:.1f} GiB the fit rule allows: it may fit.",
+        "区间下端低于适配规则允许的 {usable:.1f} GiB：可能放得下。",
+    ),
     "envelope_measured_job": (
         "Calibrated on your job {name} ({shape}, {date}): this shape's figures are its measurement; the band is"
         " the published rows'.",

@@ -124,6 +124,22 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
     return text
 
 
+def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
+    """The reserved peak's band, where it is read from, and whether its far end crosses what the
+    fit rule allows (trial s38: plans at 94-99 % of a GPU had no memory band); None without one."""
+    band = u.memory
+    if band is None:
+        return None
+    modules = tr("memory_kind_hf") if band.hf_modules else ""
+    scale = tr("memory_kind_multi" if band.multi_gpu else "memory_kind_one")
+    kind = tr("memory_kind", stack=band.stack or band.kind, modules=modules, scale=scale)
+    low, high = band.reserved_gib
+    values = dict(low=low, high=high, rows=band.rows, kind=kind, error=band.mean_abs_error)
+    text = tr("memory_band_own" if band.validated else "memory_band_all", **values, stacks=", ".join(band.stacks))
+    fit = "memory_may_not_fit" if band.may_not_fit else "memory_may_fit" if band.may_fit else None
+    return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib))
+
+
 def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
     """``envelope_text`` but the sequence's sentence."""
     if u.validated and u.circular:  # review s32: the ceiling's own rows, not the band's sources and error

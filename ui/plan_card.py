@@ -35,6 +35,7 @@ from ui.messages import (
     interval,
     larger_batch_text,
     median_text,
+    memory_band_text,
     near_tie_text,
     over_budget_text,
     per_second,
@@ -209,6 +210,8 @@ def card_captions(
     lines = [] if u is None else [envelope_text(tr, u)]
     if u is not None and u.point_outside is not None:
         lines.append(tr(f"point_outside_{u.point_outside}"))
+    if u is not None and (memory := memory_band_text(tr, u)) is not None:
+        lines.append(memory)
     if u is not None and u.time_to_train_h_at_risk is not None and u.cost_usd_at_risk is not None:
         risk = result.risk.value  # what the search judged this plan by (trial s25: p50/p80/p90 looked alike)
         time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from planner.accuracy.memory_band import memory_words
 from planner.catalog.hardware import load_catalog
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, duration_band, energy_band, money_band
@@ -214,6 +215,8 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(escape(f"accuracy: {u.envelope}"))
         if u.point_outside is not None:
             lines.append(escape(point_outside_line(u.point_outside)))
+        if u.memory is not None:  # trial s38: plans at 94-99 % of a GPU had no memory band
+            lines.append(escape(f"memory accuracy: {memory_words(u.memory)}"))
     if e.ceiling is not None and e.ceiling.binding:
         lines.append(escape(ceiling_line(e)))
     if e.goodput is not None:

@@ -26,6 +26,7 @@ import numpy as np
 from planner.accuracy.bands import BAND_COVERAGE, BAND_QUANTILES, MIN_ROWS, Evidence, EvidenceBase, shipped_base
 from planner.accuracy.ceiling import Ceiling, ceiling_regime
 from planner.accuracy.links import link_apart
+from planner.accuracy.memory_band import memory_band
 from planner.accuracy.regime import (
     FEATURE_SPAN,
     LONG_SEQUENCE_TOKENS,
@@ -372,6 +373,13 @@ def uncertainty(
         envelope=envelope_words(ev, circular, estimate.layout.seq_len)
         + ("" if job is None else measured_job_words(job)),
         measured_job=job,
+        memory=memory_band(
+            estimate.memory.reserved_gib,
+            estimate.memory.usable_gib,
+            regime.stack,
+            bool(regime.features & Feature.HF_MODULES),
+            bool(regime.features & Feature.MULTI_GPU),
+        ),
         circular=circular,
         exact_sources=ev.exact_sources,
         point_outside=outside,

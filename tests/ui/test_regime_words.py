@@ -44,3 +44,26 @@ def test_the_card_names_the_users_measured_job_in_every_language():
     assert "Calibrated on your job j124" in envelope_text(Labels("en"), exact)
     assert "你的作业 j124" in envelope_text(Labels("zh"), other)
     assert "你自己的作业 j124" in envelope_text(Labels("zh"), exact)
+
+
+def test_the_card_gives_the_memory_band_and_its_fit_in_every_language():
+    """Trial s38: a plan at 99 % of what a GPU allows showed no band of its memory."""
+    from planner.accuracy.memory_band import memory_band
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, TrainingConfig
+    from ui.i18n import Labels
+    from ui.messages import memory_band_text
+
+    plan = build_plan(
+        get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=8), TrainingConfig(seq_len=4096), num_gpus=8
+    )
+    tight = plan.estimate.uncertainty.model_copy(
+        update={"memory": memory_band(74.3, 75.4, "megatron-core", False, True)}
+    )
+    en, zh = (memory_band_text(Labels(lang), tight) for lang in ("en", "zh"))
+    low, high = tight.memory.reserved_gib
+    assert f"{low:.1f}-{high:.1f} GiB" in en and f"{low:.1f}-{high:.1f} GiB" in zh
+    assert "no peak of megatron-core, more than one GPU was measured" in en and "it may not fit" in en
+    assert "megatron-core（多 GPU）" in zh and "可能放不下" in zh
+    assert memory_band_text(Labels("en"), plan.estimate.uncertainty.model_copy(update={"memory": None})) is None

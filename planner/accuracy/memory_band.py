@@ -1,0 +1,177 @@
+"""The 80 % band of a plan's reserved memory peak, from measured peaks no setting was fitted on.
+
+A plan is chosen at the memory model's own figure plus 5 % headroom, and the search lands many at
+94-99 % of what a GPU allows (trial s38), where the memory model has missed by -25 % to +60 % on the
+peaks that were measured (docs/validation.md, "Memory of torchtitan's rows"). So every figure of
+memory carries a band too:
+
+- rows (``memory_residuals.csv``, written by bench/validate_bands.py --write from
+  validation/memory_residuals.py): torchtitan's 13 reserved peaks (the caching allocator's,
+  as its logs print them) and trainplan's 9 H200 runs' allocated peaks (their reserved figures are
+  not used: two fractions of the reserved model were fitted on them; the allocated model has no
+  fitted term but a 96 MiB constant);
+- grouping: a plan reads the rows of its own stack, modules (Hugging Face's or the stack's) and
+  scale (one GPU, or more) where there are at least ``MIN_MEMORY_ROWS``; else every row, pooled,
+  and says that no peak of its kind was measured;
+- band: the 10th and 90th percentiles of measured / predicted over those rows (the time band's
+  ``BAND_QUANTILES``), each end widened in quadrature by what a new source adds (the spread of the
+  sources' mean errors, as the time band's), times the plan's reserved peak; ``may_not_fit`` where
+  the high end passes what the fit rule allows (``may_fit`` where the low end is under it for a
+  plan judged not to fit).
+
+Nothing here changes which plans fit: the fit rule stays the model's figure (a band read from
+thirteen rows of one stack would drop most large plans); the band says how sure that figure is.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.accuracy.bands import BAND_QUANTILES, z
+from planner.accuracy.residuals import source_name
+from planner.plan_accuracy import MemoryBand
+
+MEMORY_RESIDUALS_CSV = Path(__file__).resolve().parent / "memory_residuals.csv"
+# Fewer rows than this of a plan's kind read every row instead: a band of two rows is their two
+# errors, not a spread. A choice, like bands.MIN_ROWS.
+MIN_MEMORY_ROWS = 5
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """One measured peak: where it came from, the kind of plan it places, and measured vs predicted."""
+
+    source: str
+    name: str
+    stack: str
+    hf_modules: bool
+    gpu: str
+    num_gpus: int
+    figure: str  # "reserved" (the caching allocator's peak) or "allocated"
+    measured_gib: float
+    predicted_gib: float
+
+    @property
+    def ratio(self) -> float:
+        return self.measured_gib / self.predicted_gib
+
+    def kind(self) -> tuple[str, bool, bool]:
+        return (self.stack, self.hf_modules, self.num_gpus > 1)
+
+
+MEMORY_COLUMNS = tuple(MemoryRow.__dataclass_fields__)
+
+
+def _row(record: dict[str, str]) -> MemoryRow:
+    return MemoryRow(
+        source=record["source"],
+        name=record["name"],
+        stack=record["stack"],
+        hf_modules=record["hf_modules"] == "1",
+        gpu=record["gpu"],
+        num_gpus=int(record["num_gpus"]),
+        figure=record["figure"],
+        measured_gib=float(record["measured_gib"]),
+        predicted_gib=float(record["predicted_gib"]),
+    )
+
+
+@functools.cache
+def load_memory_rows(path: Path = MEMORY_RESIDUALS_CSV) -> tuple[MemoryRow, ...]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return tuple(_row(r) for r in csv.DictReader(f))
+
+
+def evidence_rows(
+    rows: tuple[MemoryRow, ...], stack: str, hf_modules: bool, multi_gpu: bool
+) -> tuple[tuple[MemoryRow, ...], bool]:
+    """(the rows a plan of this kind reads, whether they are its own kind's)."""
+    own = tuple(r for r in rows if r.kind() == (stack, hf_modules, multi_gpu))
+    return (own, True) if len(own) >= MIN_MEMORY_ROWS else (rows, False)
+
+
+def source_sigma(rows: tuple[MemoryRow, ...]) -> float:
+    """The standard deviation of the sources' mean log(measured / predicted): what a new source
+    adds to the rows' own spread (as the time band's ``bands.source_sigma``; 0 with one source)."""
+    by_source: dict[str, list[float]] = {}
+    for r in rows:
+        by_source.setdefault(r.source, []).append(float(np.log(r.ratio)))
+    means = [float(np.mean(v)) for v in by_source.values()]
+    return float(np.std(means, ddof=1)) if len(means) >= 2 else 0.0
+
+
+def ratio_band(rows: tuple[MemoryRow, ...], sigma: float) -> tuple[float, float]:
+    """The 10th and 90th percentiles of measured / predicted over ``rows``, each end widened by a
+    new source's offset ``sigma`` in quadrature (log units, as the time band's ``log_quantile``)."""
+    logs = np.log([r.ratio for r in rows])
+    m = float(np.median(logs))
+    ends = []
+    for q in BAND_QUANTILES:
+        spread = float(np.quantile(logs, q)) - m
+        ends.append(float(np.exp(m + np.sign(z(q)) * np.hypot(spread, sigma * z(q)))))
+    return ends[0], ends[1]
+
+
+def memory_band(
+    reserved_gib: float,
+    usable_gib: float,
+    stack: str,
+    hf_modules: bool,
+    multi_gpu: bool,
+    rows: tuple[MemoryRow, ...] | None = None,
+) -> MemoryBand | None:
+    """The band of a plan's reserved peak (None: no measured peak at all)."""
+    rows = load_memory_rows() if rows is None else rows
+    if not rows:
+        return None
+    used, own = evidence_rows(rows, stack, hf_modules, multi_gpu)
+    low, high = ratio_band(used, source_sigma(rows))
+    errors = [abs(1.0 / r.ratio - 1.0) for r in used]  # predicted / measured - 1, as the tables print it
+    fits = reserved_gib <= usable_gib
+    counts = Counter(r.stack for r in used)
+    return MemoryBand(
+        reserved_gib=(reserved_gib * low, reserved_gib * high),
+        usable_gib=usable_gib,
+        may_not_fit=fits and reserved_gib * high > usable_gib,
+        may_fit=not fits and reserved_gib * low <= usable_gib,
+        validated=own,
+        rows=len(used),
+        sources=tuple(sorted({source_name(r.source) for r in used})),
+        stacks=tuple(f"{stack} {n}" for stack, n in sorted(counts.items())),
+        mean_abs_error=float(np.mean(errors)),
+        kind=_kind_words(stack, hf_modules, multi_gpu),
+        stack=stack,
+        hf_modules=hf_modules,
+        multi_gpu=multi_gpu,
+    )
+
+
+def _kind_words(stack: str, hf_modules: bool, multi_gpu: bool) -> str:
+    """'torchtitan, more than one GPU' / 'trainplan with Hugging Face modules, one GPU'."""
+    modules = " with Hugging Face modules" if hf_modules else ""
+    return f"{stack}{modules}, {'more than one GPU' if multi_gpu else 'one GPU'}"
+
+
+def memory_words(band: MemoryBand) -> str:
+    """The CLI's line: '80 % band of the reserved peak 62.3-78.5 GiB, from 13 measured peaks of
+    torchtitan, more than one GPU (mean |error| 19.1%); its high end passes the 75.4 GiB the fit
+    rule allows: it may not fit'."""
+    low, high = band.reserved_gib
+    figures = f"80 % band of the reserved peak {low:.1f}-{high:.1f} GiB"
+    error = f"mean |error| {band.mean_abs_error:.1%}"
+    if band.validated:
+        text = f"{figures}, from {band.rows} measured peaks of {band.kind} ({error})"
+    else:
+        read = ", ".join(band.stacks)
+        text = f"{figures}: no measured peak of {band.kind}; read from all {band.rows} measured peaks ({read}), {error}"
+    if band.may_not_fit:
+        text += f"; its high end passes the {band.usable_gib:.1f} GiB the fit rule allows: it may not fit"
+    if band.may_fit:
+        text += f"; its low end is under the {band.usable_gib:.1f} GiB the fit rule allows: it may fit"
+    return text

@@ -1,0 +1,87 @@
+"""The memory band (planner/accuracy/memory_band.py): every estimate's reserved peak with its 80 %
+band from measured peaks, and whether the band's far end crosses what the fit rule allows (trial
+s38: plans at 94-99 % of a GPU had none, where the memory model missed by -25 % to +60 %)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.accuracy.memory_band import (
+    MIN_MEMORY_ROWS,
+    load_memory_rows,
+    memory_band,
+    memory_words,
+    ratio_band,
+    source_sigma,
+)
+from planner.api import build_plan
+from planner.catalog.models import get_preset
+from planner.layout import Layout, TrainingConfig
+from planner.model.stacks import Stack
+
+
+def test_the_shipped_peaks_are_the_harness_output():
+    """A memory-model change that moves a prediction must rebuild memory_residuals.csv
+    (bench/validate_bands.py --write)."""
+    from validation.memory_residuals import memory_rows
+
+    stored = {(r.source, r.name): r for r in load_memory_rows()}
+    fresh = memory_rows()
+    assert len(fresh) == len(stored) == 22
+    for r in fresh:
+        s = stored[(r.source, r.name)]
+        assert (s.stack, s.hf_modules, s.gpu, s.num_gpus, s.figure) == (
+            r.stack,
+            r.hf_modules,
+            r.gpu,
+            r.num_gpus,
+            r.figure,
+        )
+        assert s.measured_gib == pytest.approx(r.measured_gib, abs=1e-4)
+        assert s.predicted_gib == pytest.approx(r.predicted_gib, abs=1e-4), r.name
+
+
+def _plan(model, gpu, layout, training, num_gpus, stack):
+    return build_plan(get_preset(model), gpu, layout, training, num_gpus=num_gpus, stack=stack)
+
+
+def test_a_torchtitan_plan_reads_torchtitans_own_peaks():
+    training = TrainingConfig(seq_len=8192, micro_batch=1, activation_checkpointing="selective")
+    p = _plan("llama3.1-8b", "h100-sxm", Layout(dp_shard=64), training, 64, Stack.TORCHTITAN)
+    band, reserved = p.estimate.uncertainty.memory, p.estimate.memory.reserved_gib
+    rows = load_memory_rows()
+    own = tuple(r for r in rows if r.stack == "torchtitan")
+    assert len(own) >= MIN_MEMORY_ROWS and band.validated and band.rows == len(own)
+    low, high = ratio_band(own, source_sigma(rows))
+    assert band.reserved_gib == pytest.approx((reserved * low, reserved * high))
+    assert low < 0.8 < 1.0 < high  # torchtitan's peaks ran 34 % under to 33 % over the model
+
+
+def test_a_stack_with_no_measured_peak_reads_all_of_them_and_says_so():
+    layout, training = Layout(tp=8, pp=2, sharding="zero1"), TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=32)
+    p = _plan("llama3-70b", "h100-sxm", layout, training, 64, Stack.MEGATRON_CORE)
+    band = p.estimate.uncertainty.memory
+    assert not band.validated and band.rows == len(load_memory_rows())
+    assert "no measured peak of megatron-core, more than one GPU" in memory_words(band)
+
+
+def test_the_band_says_when_its_far_end_crosses_the_fit_rule():
+    band = memory_band(74.3, 75.4, "megatron-core", False, True)
+    assert band.may_not_fit and not band.may_fit and "it may not fit" in memory_words(band)
+    over = memory_band(88.1, 75.4, "torchtitan", False, True)  # torchtitan ran this at 82.4 GiB
+    assert over.may_fit and not over.may_not_fit and "it may fit" in memory_words(over)
+    roomy = memory_band(40.0, 75.4, "torchtitan", False, True)
+    assert not roomy.may_fit and not roomy.may_not_fit and "fit" not in memory_words(roomy).split(";")[-1]
+
+
+def test_estimate_json_and_text_carry_the_band(capsys):
+    import json
+
+    from ui.cli import main
+
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1"]
+    assert main([*args, "--json"]) == 0
+    memory = json.loads(capsys.readouterr().out)["uncertainty"]["memory"]
+    assert memory["reserved_gib"][0] < memory["reserved_gib"][1] and memory["rows"] == 22
+    assert main(args) == 0
+    assert "memory accuracy: 80 % band of the reserved peak" in capsys.readouterr().out
