@@ -279,6 +279,9 @@ class Estimate(BaseModel):
     # What was asked for, when a global batch was (plan, estimate --global-batch-tokens); differs
     # from global_batch_tokens when no layout in reach divides it (the nearest achievable is used).
     requested_global_batch_tokens: int | None = None
+    # The batch was one the search chose within the tolerance (``--vary-batch``), not the nearest
+    # to the request that a layout makes (trial s38: "nearest achievable" of a reachable batch).
+    batch_varied: bool = False
     time_to_train_h: float | None = None
     cost_usd: float | None = None
     energy_kwh: float | None = None

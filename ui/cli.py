@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.errors import ExitCode, InfeasiblePlan
+from planner.errors import ExitCode, InfeasiblePlan, RuleViolation
 from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
@@ -341,7 +341,8 @@ def plan(
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_plan.PLAN_KEYS)
+        known = {"risk": request.risk.value, "stack": request.stack.value}
+        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_plan.PLAN_KEYS, known=known)
         if out:  # trial s35: a script's `plan --out p.json && emit p.json` failed later, or emitted an old file
             stale = " (the file there is not this request's plan)" if out.exists() else ""
             render.warn(f"no plan is feasible, so none was written to {out}{stale}")
@@ -384,7 +385,10 @@ def explain(
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or chosen is not None:
-        loaded = restack(loaded, stack or loaded.stack, calibration=applied_calibration(chosen))
+        try:
+            loaded = restack(loaded, stack or loaded.stack, calibration=applied_calibration(chosen))
+        except RuleViolation as exc:  # trial s38: its fix named flags (--sharding) explain does not take
+            raise ValueError(f"{exc} (explain keeps the plan's layout; trainplan estimate takes those flags)") from None
     # what estimate warns of the same plan (trial s28c: a plan saved from a multimodal config.json
     # lost its encoder warning here)
     warnings = estimate_warnings(loaded, None)

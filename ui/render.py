@@ -345,10 +345,14 @@ def infeasible_json(exc) -> dict:
     }
 
 
-def infeasible(exc, *, as_json: bool, calibration=None, answer_keys: tuple[str, ...] = ()) -> None:
-    """No answer, in words or JSON; ``answer_keys``: the feasible answer's other keys, null here."""
+def infeasible(
+    exc, *, as_json: bool, calibration=None, answer_keys: tuple[str, ...] = (), known: dict | None = None
+) -> None:
+    """No answer, in words or JSON; ``answer_keys``: the feasible answer's other keys, null here but
+    those ``known`` without a plan (trial s38: ``risk`` was null beside "each plan judged at p80")."""
     if as_json:
-        data = {"feasible": False, **dict.fromkeys(answer_keys), "reason": str(exc), **infeasible_json(exc)}
+        answer = {**dict.fromkeys(answer_keys), **(known or {})}
+        data = {"feasible": False, **answer, "reason": str(exc), **infeasible_json(exc)}
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)

@@ -134,7 +134,8 @@ def batch_note(e: Estimate) -> str:
     requested = e.requested_global_batch_tokens
     if requested is None or requested == e.global_batch_tokens:
         return ""
-    return f" (requested {requested:,}: nearest achievable, {e.global_batch_tokens / requested - 1:+.1%})"
+    how = "chosen within --batch-tolerance" if e.batch_varied else "nearest achievable"
+    return f" (requested {requested:,}: {how}, {e.global_batch_tokens / requested - 1:+.1%})"
 
 
 def domain_gpus(p: Plan) -> int:

@@ -142,7 +142,9 @@ def plan_from_row(
         measured_rates=rates_measured(calibration, gpu.id),
         trainer_rules=request.stack.trainer_rules,
         named_kernel=request.names_kernel,
-    ).model_copy(update={"requested_global_batch_tokens": requested_batch_tokens(request)})
+    ).model_copy(
+        update={"requested_global_batch_tokens": requested_batch_tokens(request), "batch_varied": request.vary_batch}
+    )
     return Plan(
         model=request.model,
         hf_config_path=request.hf_config_path,

@@ -238,3 +238,41 @@ def test_a_batch_smaller_than_one_sequence_is_refused_as_such(capsys):
     err = _one_line_error(capsys, args)
     assert "global batch 4,096 tokens is less than one sequence (8,192 tokens)" in err
     assert "batch tolerance" not in err
+
+
+def test_an_infeasible_json_answer_keeps_the_risk_it_was_judged_at(capsys):
+    """Trial s38: "risk": null beside a reason that says "each plan judged at p80"."""
+    args = [*PLAN, "--gpus", "a100-80gb-sxm=64", "--deadline-days", "0.5", "--json"]
+    assert main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert not data["feasible"] and data["risk"] == "p80" and data["stack"] == "trainplan"
+    assert main([*args, "--risk", "p90"]) == 0
+    assert json.loads(capsys.readouterr().out)["risk"] == "p90"
+
+
+def test_a_batch_chosen_within_the_tolerance_is_not_called_the_nearest_achievable(capsys):
+    """Trial s38: under --vary-batch the note said "nearest achievable" of a batch the plain request reached."""
+    args = ["plan", "--model", "llama2-70b", "--tokens", "2e12", "--gpus", "a100-80gb-sxm=2048", "--seq-len", "4096"]
+    args += ["--global-batch-tokens", "4194304", "--budget-usd", "3.6e6", "--objective", "time", "--risk", "p50"]
+    assert main([*args, "--top", "0", "--vary-batch"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "tokens/step" in x)
+    assert "(requested 4,194,304: chosen within --batch-tolerance, +1.2%)" in line
+
+
+def test_explain_says_its_refusals_flags_are_estimates(tmp_path, capsys):
+    """Trial s38: explain --stack megatron-lm of a zero2 plan said "--sharding zero1", a flag explain lacks."""
+    plan_file = tmp_path / "p.json"
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--sharding", "zero2"]
+    assert main([*args, "--out", str(plan_file)]) == 0
+    capsys.readouterr()
+    err = _one_line_error(capsys, ["explain", str(plan_file), "--stack", "megatron-lm"])
+    assert "--sharding zero1" in err and "trainplan estimate takes those flags" in err
+
+
+def test_a_fix_names_the_batch_of_the_plan_it_names_where_it_is_not_the_request(capsys):
+    """Trial s38: "664 h100-sxm GPUs ... finishes in 44.9 days" ran at 4,079,616 tokens a step, not
+    the 4,194,304 asked for, which showed only when re-planned."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--deadline-days", "45"]
+    assert main([*args, "--gpus", "h100-sxm=512,a100-80gb-sxm=512,l40s=512,b200=64"]) == 0
+    fix = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fix:"))
+    assert "664 h100-sxm GPUs" in fix and "at a global batch of 4,079,616 tokens (-2.7%)" in fix
