@@ -428,12 +428,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "card_median_above": (
         "Median (p50): {figures}, {fraction:.0%} above the model's figure, as the rows nearest this regime"
-        " ran; the headline is the model's own: on runs no setting was fitted on, it misses by less than the median.",
+        " ran. The headline keeps the model's own figure: on held-out runs it erred less than the band's median does.",
         "中位数（p50）：{figures}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，在未参与拟合的实测运行上，其误差小于中位数。",
     ),
     "card_median_below": (
         "Median (p50): {figures}, {fraction:.0%} below the model's figure, as the rows nearest this regime"
-        " ran; the headline is the model's own: on runs no setting was fitted on, it misses by less than the median.",
+        " ran. The headline keeps the model's own figure: on held-out runs it erred less than the band's median does.",
         "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，在未参与拟合的实测运行上，其误差小于中位数。",
     ),
     "envelope_sequence": (

@@ -29,7 +29,9 @@ from ui.render_lines import (
     median_line,
     nvlink_domains,
     point_outside_line,
+    risk_figures_line,
     step_line,
+    written_line,
 )
 
 out = Console(highlight=False, soft_wrap=True)
@@ -211,6 +213,8 @@ def summary_lines(p: Plan) -> list[str]:
         )
     if (median := median_line(e)) is not None:
         lines.append(median)
+    if (at_risk := risk_figures_line(e)) is not None:
+        lines.append(at_risk)
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))
         if u.point_outside is not None:
@@ -224,17 +228,6 @@ def summary_lines(p: Plan) -> list[str]:
     if not e.feasible:  # the verdict first, under the header: the figures below describe a job that cannot run
         lines[1:1] = [f"[red]infeasible[/red] - {escape(e.reason or '')}", f"fix: {escape(e.fix or '')}"]
     return lines
-
-
-def written_line(p: Plan, saved_to: Path) -> str:
-    """Where the plan file went and what reads it next: emit runs a feasible plan of trainplan's
-    stack (Plan.emittable); explain reads any plan."""
-    if not p.emittable:
-        what = f"the {p.stack.value} stack" if p.attention is None else f"--attention {p.attention.value}"
-        return f"plan written to {saved_to} (an estimate for {what}: trainplan explain reads it, emit does not)"
-    if not p.estimate.feasible:
-        return f"plan written to {saved_to} (infeasible: emit refuses it without --force; trainplan explain shows why)"
-    return f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)"
 
 
 def print_plan(p: Plan) -> None:

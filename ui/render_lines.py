@@ -5,9 +5,11 @@ and the batch asked for. Split from ui/render.py (review s27: it passed 500 line
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from planner.catalog.hardware import load_catalog
 from planner.fmt import counted, duration_h, duration_words, money, number_band
+from planner.model.goodput import MIN_GOODPUT
 from planner.plan import Estimate, GoodputEstimate, Plan
 from planner.units import SECONDS_PER_MINUTE
 
@@ -43,9 +45,21 @@ def median_line(e: Estimate) -> str | None:
     return (
         f"median (p50) {duration_h(m.hours)}" + ("" if m.cost_usd is None else f", {money(m.cost_usd)}")
         + f": {abs(m.fraction):.0%} {side} the model's figure, as the rows nearest this"
-        " regime ran; the headline is the model's own: on runs no setting was fitted on, it misses by less"
-        " than the median (docs/validation.md)"
+        " regime ran; the headline keeps the model's own figure: on held-out runs it erred less than the"
+        " band's median does (docs/validation.md)"
     )  # fmt: skip
+
+
+def risk_figures_line(e: Estimate) -> str | None:
+    """'at p80: 35.0 days, $1.40M; at p90: 38.0 days, $1.52M (what plan judges by: --risk)' (trial
+    s38: only plan's table and the JSON gave them, so a buyer re-running a layout could not see
+    the figure it was ranked by); None without a band."""
+    parts = []
+    for risk in ("p80", "p90"):
+        hours, cost = e.time_h_at(risk), e.cost_usd_at(risk)
+        if hours is not None:
+            parts.append(f"at {risk}: {duration_h(hours)}" + ("" if cost is None else f", {money(cost)}"))
+    return None if not parts else "; ".join(parts) + " (what plan judges by: --risk, p80 by default)"
 
 
 def point_outside_line(side: str) -> str:
@@ -102,10 +116,22 @@ def seconds_words(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds >= 0.1 else "< 0.1 s"
 
 
+def no_progress(g: GoodputEstimate | None) -> bool:
+    """Whether failures outpace the job's progress: its goodput is the floor the search scores
+    such a job at (planner/model/goodput.py MIN_GOODPUT), not a figure."""
+    return g is not None and g.goodput_fraction <= MIN_GOODPUT
+
+
 def goodput_line(g: GoodputEstimate) -> str:
     """``goodput 92.4%: MTTF 3.1 h, 419 expected interruptions, checkpoint every 4.0 minutes ...``."""
     if g.mttf_h is None:
         return "goodput 100% (failure rate 0: no failures modelled)"
+    if no_progress(g):  # trial s38: "goodput 0.1%" and a time with a band, for a job that never ends
+        return (
+            f"goodput none: a failure every {duration_words(g.mttf_h * 3600)} on average outpaces a restart of"
+            f" {duration_words(g.restart_s)} plus half a checkpoint interval, so the job never finishes; its"
+            f" time above is the floor the search scores it at ({1 / MIN_GOODPUT:,.0f}x the failure-free time)"
+        )
     parts = [f"MTTF {g.mttf_h:,.1f} h"]
     if g.expected_interruptions is not None:
         parts.append(f"{g.expected_interruptions:,.1f} expected interruptions")
@@ -155,3 +181,14 @@ def nvlink_domains(p: Plan) -> int | None:
     if domain <= p.gpus_per_node or p.num_nodes <= 1:
         return None
     return -(-p.num_gpus // domain)
+
+
+def written_line(p: Plan, saved_to: Path) -> str:
+    """Where the plan file went and what reads it next: emit runs a feasible plan of trainplan's
+    stack (Plan.emittable); explain reads any plan."""
+    if not p.emittable:
+        what = f"the {p.stack.value} stack" if p.attention is None else f"--attention {p.attention.value}"
+        return f"plan written to {saved_to} (an estimate for {what}: trainplan explain reads it, emit does not)"
+    if not p.estimate.feasible:
+        return f"plan written to {saved_to} (infeasible: emit refuses it without --force; trainplan explain shows why)"
+    return f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)"

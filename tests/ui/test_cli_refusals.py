@@ -276,3 +276,24 @@ def test_a_fix_names_the_batch_of_the_plan_it_names_where_it_is_not_the_request(
     assert main([*args, "--gpus", "h100-sxm=512,a100-80gb-sxm=512,l40s=512,b200=64"]) == 0
     fix = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fix:"))
     assert "664 h100-sxm GPUs" in fix and "at a global batch of 4,079,616 tokens (-2.7%)" in fix
+
+
+def test_a_job_that_failures_outpace_says_it_never_finishes(capsys):
+    """Trial s38: 'MTTF 0.0 h ... goodput 0.1%' (the search's floor) read as a figure."""
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "1048576", "--tokens", "1e13"]
+    assert main(args) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("goodput"))
+    assert line.startswith("goodput none: a failure every") and "never finishes" in line and "1,000x" in line
+
+
+def test_estimate_gives_the_pessimistic_figures_plan_ranks_by(capsys):
+    """Trial s38: a buyer re-running a plan's layout could not see the p80 time it was ranked by."""
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "64", "--tokens", "1e12"]
+    assert main([*args, "--json"]) == 0
+    u = json.loads(capsys.readouterr().out)["uncertainty"]
+    assert main(args) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("at p80:"))
+    from planner.fmt import duration_h, money
+
+    p80 = f"at p80: {duration_h(u['time_to_train_h_at_risk']['p80'])}, {money(u['cost_usd_at_risk']['p80'])}"
+    assert line.startswith(p80) and "at p90:" in line
