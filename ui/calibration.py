@@ -277,8 +277,12 @@ def _job_measurements(job_dir: Path) -> tuple[float, float, str]:
             continue
         try:
             report = kind.load(path)
-        except (OSError, ValidationError) as exc:
-            raise ValueError(f"{path}: not a trainplan {name} ({type(exc).__name__})") from None
+        except ValidationError as exc:  # trial s38: "(ValidationError)" said neither where nor what
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "the file"
+            raise ValueError(f"{path}: not a trainplan {name} ({where}: {first['msg']})") from None
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
         if report.device != "cuda":
             raise ValueError(
                 f"--calibrate-from {job_dir}: the job ran on {report.device} ({name}); measurements from a"
@@ -294,6 +298,11 @@ def _job_measurements(job_dir: Path) -> tuple[float, float, str]:
         step_s, peak_gib = report.measured.step_s, report.measured.peak_gib
         if step_s and peak_gib:
             return step_s, peak_gib, _measured_in(job_dir, name, report)
+        if step_s or peak_gib:  # trial s38: a run that ran was told to "run the job first"
+            missing = "peak memory" if step_s else "step time"
+            raise ValueError(
+                f"--calibrate-from {job_dir}: {name} has a measured step time or peak memory but no {missing}"
+            )
     raise ValueError(
         f"--calibrate-from {job_dir}: no measured step time and peak memory (report.json or validation.json);"
         " run the job first (trainplan run)"

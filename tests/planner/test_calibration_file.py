@@ -163,7 +163,10 @@ def test_the_fit_reproduces_the_measured_job_and_refuses_what_compute_cannot_exp
     again = estimate(model, gpu, Layout(dp_shard=8), training, num_gpus=8)
     assert again.time.step_s == pytest.approx(step, rel=1e-9)
     assert again.memory.peak_gib == pytest.approx(peak, rel=1e-9)
-    with pytest.raises(ValueError, match="not set by GPU compute"):
+    with pytest.raises(ValueError, match="slower than the model gives even at compute x 5"):
         fit_measured_job(plan, load_catalog(), DEFAULT_SETTINGS, step_s=step * 100, peak_gib=peak, name="j", date="d")
+    # trial s38: a job faster than any compute factor was blamed on "host dispatch or communication"
+    with pytest.raises(ValueError, match=r"faster than the model gives even at compute x 0\.2.*alone take longer"):
+        fit_measured_job(plan, load_catalog(), DEFAULT_SETTINGS, step_s=step / 100, peak_gib=peak, name="j", date="d")
     with pytest.raises(ValueError, match="not a calibration"):
         fit_measured_job(plan, load_catalog(), DEFAULT_SETTINGS, step_s=step, peak_gib=peak * 10, name="j", date="d")

@@ -351,3 +351,18 @@ def test_portfolio_emits_jobs_that_record_the_calibration_they_were_planned_with
     assert main(["portfolio", str(jobs), "--emit", str(tmp_path / "jobs")]) == 0
     job = JobSpec.load(tmp_path / "jobs" / "a").plan
     assert job.calibration is not None and job.calibration.file == str(default_calibration_path())
+
+
+def test_calibrate_from_names_what_a_report_lacks_or_where_it_is_broken(tmp_path, capsys):
+    """Trial s38: a report without its peak was told to "run the job first", and a broken one only
+    "(ValidationError)"."""
+    job_dir = _job_dir(tmp_path)
+    report = json.loads((job_dir / "report.json").read_text())
+    report["measured"]["peak_gib"] = None
+    (job_dir / "report.json").write_text(json.dumps(report))
+    assert main(["calibrate", "--calibrate-from", str(job_dir)]) == 2
+    assert "has a measured step time or peak memory but no peak memory" in capsys.readouterr().err
+    (job_dir / "report.json").write_text('{"x":')
+    assert main(["calibrate", "--calibrate-from", str(job_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "not a trainplan report.json (" in err and "ValidationError" not in err
