@@ -108,7 +108,9 @@ def fleet(
         title=f"rent vs buy over {solution.horizon_days:.0f} days (80 % bands: every job's cost at its band's ends)",
         title_justify="left",
     )
-    add_columns(table, ("option", "total", "GPUs bought", "bought for", "rent"))
+    # the quantile the jobs are timed and priced at (trial s38: "total" was the p80 cost, unsaid)
+    at = ", ".join(sorted(set((risks or {}).values())))
+    add_columns(table, ("option", f"total at {at}" if at else "total", "GPUs bought", "bought for", "rent"))
     options = [(name, p) for name in ("mixed", "rent_only", "buy_only") if (p := data[name])]
     # one unit down each money column (trial s33: "$783,875" over "$2.01M")
     tops = {k: max(p[k] for _, p in options) for k in ("purchase_usd", "rent_cost_usd")}

@@ -114,3 +114,13 @@ def test_an_unknown_key_names_the_keys_its_table_takes(tmp_path: Path, tables: s
     with pytest.raises(ValueError) as caught:
         read_jobs_file(write(tmp_path, text))
     assert allowed in str(caught.value)
+
+
+def test_the_fleet_table_says_the_quantile_its_totals_are_at(tmp_path, capsys):
+    """Trial s38: the 'total' column was the p80 cost, where plan's headline for the job is its own figure."""
+    from ui.cli import main
+
+    jobs = tmp_path / "f.toml"
+    jobs.write_text('horizon_days = 365\nbuy = ["h100-sxm"]\n[[jobs]]\nname="a"\nmodel="llama3-8b"\ntokens=1e11\n')
+    assert main(["fleet", str(jobs)]) == 0
+    assert "total at p80" in capsys.readouterr().out
