@@ -10,6 +10,7 @@ here with torch.multiprocessing (spawn) and a file rendezvous in a temporary dir
 from __future__ import annotations
 
 import json
+import signal
 import statistics
 import tempfile
 import time
@@ -96,5 +97,21 @@ def measure_collectives(device_type: str, ranks: int, quick: bool) -> list[Colle
         raise ValueError(f"--collectives {ranks}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     sizes = CPU_BYTES if device_type == "cpu" else (CUDA_QUICK_BYTES if quick else CUDA_BYTES)
     with tempfile.TemporaryDirectory(prefix="trainplan-collectives-") as workdir:
-        mp.start_processes(_worker, args=(ranks, device_type, sizes, workdir), nprocs=ranks, start_method="spawn")
+        # The workers start with Ctrl-C ignored (an ignored signal stays so across exec, and Python
+        # installs no KeyboardInterrupt handler then): only this process answers it, stopping them
+        # (trial s38: each spawned worker printed its own KeyboardInterrupt traceback).
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            args = (ranks, device_type, sizes, workdir)
+            context = mp.start_processes(_worker, args=args, nprocs=ranks, join=False, start_method="spawn")
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        try:
+            while not context.join():
+                pass
+        except KeyboardInterrupt:
+            for process in context.processes:
+                process.kill()
+                process.join()
+            raise
         return [CollectiveSample(**x) for x in json.loads((Path(workdir) / "samples.json").read_text())]

@@ -119,8 +119,12 @@ def run_calibration(
     if ranks == 1 and collectives is not None:
         raise ValueError("--collectives 1: a collective needs at least 2 devices")
     values = measure(target, quick, render.progress_line)
+    interrupted = False
     if ranks > 1:
-        values = {**values, **_collective_rates(target.type, ranks, quick)}
+        try:
+            values = {**values, **_collective_rates(target.type, ranks, quick)}
+        except KeyboardInterrupt:  # trial s38: the kernel rates measured before it were lost
+            interrupted = True
     machine = machine_info(target, driver)
     rates, jobs = {gpu_id: values}, {}
     if existing is not None:
@@ -137,6 +141,9 @@ def run_calibration(
     render.calibrated(path, gpu_id, values)
     if target.type == "cpu":
         render.warn(cpu_rates_warning(path, (gpu_id,)))
+    if interrupted:
+        render.warn(f"collectives interrupted: {path} holds the kernel rates measured before, without them")
+        raise KeyboardInterrupt
 
 
 def _collective_rates(device_type: str, ranks: int, quick: bool) -> dict[str, float]:
