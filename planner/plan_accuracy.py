@@ -52,7 +52,8 @@ class MemoryBand(BaseModel):
     """The 80 % band of the reserved memory peak (planner/accuracy/memory_band.py): read from the
     measured peaks of the plan's kind (``validated``) or, where fewer were measured, from every
     one; ``may_not_fit`` / ``may_fit``: the band's far end lies on the other side of what the fit
-    rule allows (``usable_gib``) than the figure."""
+    rule leaves the reserved peak (``usable_gib``: the usable memory less the CUDA context) than
+    the figure."""
 
     model_config = FROZEN
     reserved_gib: tuple[float, float]

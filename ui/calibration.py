@@ -234,6 +234,9 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
     render.job_calibrated(path, plan.gpu, measured, measured_in, plan.estimate.time.step_s)
 
 
+STALE_REPORT_S = 60.0  # exit_status.json this much newer than the report: a later launch's
+
+
 def _measured_in(job_dir: Path, name: str, report) -> str:
     """'report.json: 48 steps, completed' or "validation.json: the probe's 3 steps"; ValueError for
     a run whose timing says nothing of the job's steps (trial s38: a diverged run and one timed on
@@ -254,7 +257,9 @@ def _measured_in(job_dir: Path, name: str, report) -> str:
             " communicator set-up are in it); run more steps (trainplan run --steps)"
         )
     status = job_dir / EXIT_STATUS_FILE
-    if status.is_file() and status.stat().st_mtime > (job_dir / name).stat().st_mtime:
+    # A launch writes its report, then its exit status, within seconds (review s38: an interrupted
+    # run's own pair read as stale); a later launch that ended without a report, minutes after.
+    if status.is_file() and status.stat().st_mtime > (job_dir / name).stat().st_mtime + STALE_REPORT_S:
         render.warn(
             f"{job_dir}: {name} is an earlier launch's: a later one ended after it ({EXIT_STATUS_FILE});"
             " its figures are that earlier launch's"

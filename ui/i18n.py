@@ -458,12 +458,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "memory_kind_one": ("one GPU", "单 GPU"),
     "memory_kind_multi": ("more than one GPU", "多 GPU"),
     "memory_may_not_fit": (
-        "Its high end passes the {usable:.1f} GiB the fit rule allows: it may not fit.",
-        "区间上端超过适配规则允许的 {usable:.1f} GiB：可能放不下。",
+        "Its high end passes the {usable:.1f} GiB the fit rule leaves it: it may not fit.",
+        "区间上端超过适配规则留给它的 {usable:.1f} GiB：可能放不下。",
     ),
     "memory_may_fit": (
-        "Its low end is under the {usable:.1f} GiB the fit rule allows: it may fit.",
-        "区间下端低于适配规则允许的 {usable:.1f} GiB：可能放得下。",
+        "Its low end is under the {usable:.1f} GiB the fit rule leaves it: it may fit.",
+        "区间下端低于适配规则留给它的 {usable:.1f} GiB：可能放得下。",
     ),
     "envelope_measured_job": (
         "Calibrated on your job {name} ({shape}, {date}): this shape's figures are its measurement; the band is"

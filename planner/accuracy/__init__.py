@@ -42,8 +42,10 @@ from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
 from planner.model.rowwise import once_per_table
+from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Estimate
-from planner.plan_accuracy import EfficiencyCeiling, MeasuredJobUse, RegimeWords, Uncertainty
+from planner.plan_accuracy import EfficiencyCeiling, MeasuredJobUse, MemoryBand, RegimeWords, Uncertainty
+from planner.units import GIB
 
 
 class Risk(StrEnum):
@@ -254,7 +256,7 @@ def envelope_words(ev: Evidence, circular: bool = False, seq_len: int | None = N
     # the band's own ends beside the rows' mean error (trial s38: "mean |error| 12.7%" stood beside a
     # band of -31 % / +134 %, and a buyer read the 12.7 % as the uncertainty)
     low, high = (ev.time_factor(q) - 1.0 for q in BAND_QUANTILES)
-    error = f"mean |error| {ev.mean_abs_error:.1%}, so a time band of {low:+.0%} to {high:+.0%}"
+    error = f"mean |error| {ev.mean_abs_error:.1%}; the 80 % time band {low:+.0%} to {high:+.0%}"
     if ev.validated:
         names = ", ".join(source_name(source) for source in ev.exact_sources)
         rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({names})"
@@ -373,13 +375,7 @@ def uncertainty(
         envelope=envelope_words(ev, circular, estimate.layout.seq_len)
         + ("" if job is None else measured_job_words(job)),
         measured_job=job,
-        memory=memory_band(
-            estimate.memory.reserved_gib,
-            estimate.memory.usable_gib,
-            regime.stack,
-            bool(regime.features & Feature.HF_MODULES),
-            bool(regime.features & Feature.MULTI_GPU),
-        ),
+        memory=_memory_band(estimate, regime),
         circular=circular,
         exact_sources=ev.exact_sources,
         point_outside=outside,
@@ -396,6 +392,16 @@ def uncertainty(
             " validation rows nearest this regime (docs/validation.md, 'Error bands')"
         ),
     )
+
+
+def _memory_band(estimate: Estimate, regime: Regime) -> MemoryBand | None:
+    """The band of the estimate's reserved peak, against what the fit rule leaves it: the usable
+    memory less the CUDA context (review s38: the context was left out, so a plan the rule refuses
+    could read "fits")."""
+    m = estimate.memory
+    room = m.usable_gib - DEFAULT_SETTINGS.cuda_context_bytes / GIB
+    hf, multi = bool(regime.features & Feature.HF_MODULES), bool(regime.features & Feature.MULTI_GPU)
+    return memory_band(m.reserved_gib, room, regime.stack, hf, multi)
 
 
 def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate) -> EfficiencyCeiling | None:

@@ -16,6 +16,7 @@ from planner import accuracy
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.accuracy.ceiling import coarse_experts
 from planner.catalog.hardware import Catalog, GPUSpec
+from planner.job_fit import measured_job_rows
 from planner.layout import ActivationCheckpointing
 from planner.model.candidates import AC_NONE, Candidates
 from planner.model.estimate import divisible, job_totals, score
@@ -232,11 +233,14 @@ def row_evidence(
     moe, named = request.model.is_moe, request.names_kernel
     quantiles = (request.risk.quantile, *BAND_QUANTILES)
     risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, quantiles, named_kernel=named)
+    # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)
+    ceilings = accuracy.mfu_ceilings(
+        c, gpus, request.stack.value, moe, calibrated, named_kernel=named, coarse=coarse_experts(request.model)
+    )
+    if any(g.measured_job is not None for g in gpus):  # its own shape is its measurement: not held
+        ceilings = np.where(measured_job_rows(c, gpus, request.model.name, request.stack), np.nan, ceilings)
     return RowEvidence(
-        # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)
-        mfu_ceiling=accuracy.mfu_ceilings(
-            c, gpus, request.stack.value, moe, calibrated, named_kernel=named, coarse=coarse_experts(request.model)
-        ),
+        mfu_ceiling=ceilings,
         time_factor=risk,
         band=(lo, hi),
     )

@@ -584,4 +584,4 @@ def test_the_envelope_sizes_the_band_beside_the_rows_mean_error():
     u, step = p.estimate.uncertainty, p.estimate.time.step_s
     low, high = u.step_s[0] / step - 1.0, u.step_s[1] / step - 1.0
     assert high > 2 * u.mean_abs_error  # the case: a band far wider than the rows' mean error
-    assert f"mean |error| {u.mean_abs_error:.1%}, so a time band of {low:+.0%} to {high:+.0%}" in u.envelope
+    assert f"mean |error| {u.mean_abs_error:.1%}; the 80 % time band {low:+.0%} to {high:+.0%}" in u.envelope
