@@ -33,6 +33,7 @@ from trainer.job_spec import (
     apply_run_overrides,
     memory_headroom,
     modelled_overrides,
+    recalibrates,
 )
 
 JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
@@ -76,8 +77,11 @@ def emit_job(
     applied = apply_run_overrides(plan, run, calibration)
     if not applied.estimate.feasible and not force:
         reason = one_line_comment(applied.estimate.reason or "it does not fit")
-        changed = ", ".join(modelled_overrides(plan, run))
-        what = "the plan is" if not plan.estimate.feasible else f"with {changed} the plan is"
+        changed = list(modelled_overrides(plan, run))
+        if recalibrates(plan, calibration):  # review s38: "with  the plan is" where only the file changed
+            assert calibration is not None
+            changed.append(f"calibration {calibration.record.file}")
+        what = "the plan is" if not plan.estimate.feasible else f"with {', '.join(changed)} the plan is"
         raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
     check_input_paths(run)
     check_k8s_names(k8s_image, k8s_pvc)

@@ -33,6 +33,7 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import Plan
+from planner.plan_calibration import PlanCalibration
 from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
 from planner.search.ownership import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
@@ -389,10 +390,12 @@ def solve_jobs(
     rented: frozenset[str] = frozenset(),
     purchase_usd: dict[str, float] | None = None,
     tco: TcoAssumptions | None = None,
+    calibration: PlanCalibration | None = None,
 ) -> PortfolioOutcome:
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py).
-    Where some jobs cannot run on their own, their answer and the others' schedule without them."""
+    Where some jobs cannot run on their own, their answer and the others' schedule without them.
+    ``calibration``: the record of the file ``catalog`` was calibrated with (its plans keep it)."""
     from planner.api.explore import plan_portfolio
 
     plan_of = functools.partial(
@@ -406,6 +409,7 @@ def solve_jobs(
         rented=rented,
         purchase_usd=purchase_usd,
         tco=tco or TcoAssumptions(),
+        calibration=calibration,
     )
     try:
         return portfolio_outcome(plan_of(requests))

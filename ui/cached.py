@@ -141,6 +141,7 @@ def cached_portfolio(
         rented=rented,
         purchase_usd=dict(purchases),
         tco=tco,
+        calibration=None if (applied := calibration_for(calibration)) is None else applied.record,
     )
 
 

@@ -93,6 +93,7 @@ def portfolio(
                 purchase_usd=given,
                 rented=rented,
                 wall_power_w=spec.ownership.wall_power_w,
+                calibration=None if applied is None else applied.record,
                 **slots,
             )
     except InfeasiblePlan as exc:
@@ -106,12 +107,9 @@ def portfolio(
         from trainer.job_spec import RunSettings
 
         # Each job trains its whole token budget, as `emit` does.
-        # each job records the file its plan was made with, as plan's do
-        plans = {a.job: a.plan if applied is None else a.plan.model_copy(update={"calibration": applied.record})
-                 for a in solution.assignments}  # fmt: skip
-        emitted = {
-            job: emit_job(p, emit_dir / job, name=job, run=RunSettings(steps=default_steps(p)), **k8s)
-            for job, p in plans.items()
+        emitted = {  # each plan records the file it was made with (plan_portfolio's calibration)
+            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
+            for a in solution.assignments
         }
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings))
@@ -141,7 +139,8 @@ def fleet(
     for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
         render.warn(line)
     chosen = choose_calibration(calibration, no_calibration)
-    catalog = calibrated_catalog(applied_calibration(chosen))
+    applied = applied_calibration(chosen)
+    catalog = calibrated_catalog(applied)
     prices = purchase_prices(spec, catalog)
     for gpu_id, usd in prices.items():
         check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
@@ -170,7 +169,7 @@ def fleet(
         render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
-            options = fleet_options(spec, catalog)
+            options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}
             # trial s27: the file's default of 1 slot was raised to 2, whose coarse grid bought and
             # rented where 12 (plan_fleet's) ran the jobs back to back for 26 % less
             if spec.num_slots is not None:

@@ -51,15 +51,15 @@ def median_line(e: Estimate) -> str | None:
 
 
 def risk_figures_line(e: Estimate) -> str | None:
-    """'at p80: 35.0 days, $1.40M; at p90: 38.0 days, $1.52M (what plan judges by: --risk)' (trial
-    s38: only plan's table and the JSON gave them, so a buyer re-running a layout could not see
-    the figure it was ranked by); None without a band."""
+    """'at p80: 35.0 days, $1.40M; at p90: 38.0 days, $1.52M (the figures plan --risk p80 / p90
+    judges by)' (trial s38: only plan's table and the JSON gave them, so a buyer re-running a
+    layout could not see the figure it was ranked by); None without a band."""
     parts = []
     for risk in ("p80", "p90"):
         hours, cost = e.time_h_at(risk), e.cost_usd_at(risk)
         if hours is not None:
             parts.append(f"at {risk}: {duration_h(hours)}" + ("" if cost is None else f", {money(cost)}"))
-    return None if not parts else "; ".join(parts) + " (what plan judges by: --risk, p80 by default)"
+    return None if not parts else "; ".join(parts) + " (the figures plan --risk p80 / p90 judges by)"
 
 
 def point_outside_line(side: str) -> str:

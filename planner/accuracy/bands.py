@@ -61,6 +61,7 @@ from planner.accuracy.regime import (
     STACK_FAMILIES,
     Feature,
     Regime,
+    base_generation,
     distances,
     feature_bits,
     long_sequence,
@@ -306,7 +307,10 @@ class EvidenceBase:
         ``CROSS_GENERATION_FEATURES`` that no row on its architecture measured, every row that has
         it, pooled, the same way."""
         family = np.array([STACK_FAMILIES.get(s, s) for s in self.stacks], dtype=object) == regime.family
-        same_generation = self.generations == regime.generation
+        # a part judged apart for its link pools its architecture's rows (review s38: an H800 cp plan
+        # pooled every architecture's cp rows, as a new architecture would)
+        bases = np.array([base_generation(str(g)) for g in self.generations], dtype=object)
+        same_generation = bases == base_generation(regime.generation)
         out = []
         for f in (*CROSS_FAMILY_FEATURES, *CROSS_GENERATION_FEATURES):
             has = (self.features & f) > 0
@@ -322,7 +326,7 @@ class EvidenceBase:
         # the pool's stack families and architectures, joined by '/' (words no interface translates
         # or parses: review s28b, "any architecture" and ', ' reached the Chinese card)
         stacks = "/".join(sorted({STACK_FAMILIES.get(str(s), str(s)) for s in self.stacks[pool]}))
-        generation = "/".join(sorted({str(g) for g in self.generations[pool]}))
+        generation = "/".join(sorted({base_generation(str(g)) for g in self.generations[pool]}))
         return Evidence(
             regime=Regime(stacks, generation, int(f)),
             rows=tuple(r for r, keep in zip(self.rows, pool, strict=True) if keep),

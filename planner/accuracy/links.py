@@ -23,9 +23,9 @@ from planner.accuracy.regime import link_apart_label
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 from planner.catalog.hardware import GPUSpec, load_catalog
 
-# A part's link counts as measured when at least this many multi-GPU validation rows ran on it
-# (or on a part with the same link): one row (DeepSeek-V3's 2,048 H800) is one layout of one
-# stack, not evidence for the link under every layout. A choice, like MIN_ROWS in bands.py.
+# A part's link counts as measured when at least this many multi-GPU validation rows ran on a part
+# with that link (counted per link: review s38): one row (DeepSeek-V3's 2,048 H800) is one layout
+# of one stack, not evidence for the link under every layout. A choice, like MIN_ROWS in bands.py.
 MIN_LINK_ROWS = 5
 
 # The link a collective inside a node crosses: its kind, how many GPUs it joins, and its rate
@@ -42,12 +42,12 @@ def measured_links() -> dict[str, frozenset[Link]]:
     """Each architecture's links that ``MIN_LINK_ROWS`` or more multi-GPU validation rows ran on
     (catalog parts only: a validation-only variant such as torchtitan's 500 W H100 is not one)."""
     catalog = load_catalog()
-    runs = Counter(r.gpu for r in load_residuals() if r.num_gpus > 1 and r.gpu in catalog.gpus)
+    parts = (catalog.gpus[r.gpu] for r in load_residuals() if r.num_gpus > 1 and r.gpu in catalog.gpus)
+    runs = Counter((gpu.generation, link_of(gpu)) for gpu in parts)
     links: dict[str, set[Link]] = {}
-    for gpu_id, count in runs.items():
-        gpu = catalog.gpus[gpu_id]
+    for (generation, link), count in runs.items():
         if count >= MIN_LINK_ROWS:
-            links.setdefault(gpu.generation, set()).add(link_of(gpu))
+            links.setdefault(generation, set()).add(link)
     return {generation: frozenset(found) for generation, found in links.items()}
 
 

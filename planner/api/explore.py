@@ -20,6 +20,7 @@ from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.model.rowwise import distinct
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan import Plan
+from planner.plan_calibration import PlanCalibration
 from planner.request import (
     PlanRequest,
     allowed_gpus,
@@ -44,6 +45,7 @@ class ScoredSearch:
     candidates: Candidates  # what ``plan_for_row`` re-scores and ``frame`` reads
     gpu_ids: tuple[str, ...] = ()
     catalog: Catalog | None = None  # with the request's price overrides
+    calibration: PlanCalibration | None = None  # the file ``catalog`` was calibrated with, if any
 
     @cached_property
     def frame(self) -> pd.DataFrame:
@@ -63,11 +65,16 @@ class ScoredSearch:
             list(self.gpu_ids),
             self.catalog,
             request_settings(self.request, settings),
+            self.calibration,
         )
 
 
 def scored_search(
-    request: PlanRequest, *, catalog: Catalog | None = None, settings: ModelingSettings | None = None
+    request: PlanRequest,
+    *,
+    catalog: Catalog | None = None,
+    settings: ModelingSettings | None = None,
+    calibration: PlanCalibration | None = None,
 ) -> ScoredSearch:
     """Every valid candidate with its time, cost and layout (``frame``, a DataFrame) (``settings``
     None: the request's stack profile, as ``plan``)."""
@@ -77,8 +84,11 @@ def scored_search(
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
-    table = scored_table(request, catalog, c, list(gpus), space, settings)
-    return ScoredSearch(request=request, table=table, candidates=c, gpu_ids=tuple(gpus), catalog=catalog)
+    # as plan: a file's measured kernel rates lift the ceiling of its GPUs (review s38: portfolio and
+    # fleet held them where plan did not, and their plans did not record the file)
+    measured = frozenset(g.gpu for g in calibration.gpus if g.rates) if calibration is not None else frozenset()
+    table = scored_table(request, catalog, c, list(gpus), space, settings, measured)
+    return ScoredSearch(request, table, c, tuple(gpus), catalog, calibration)
 
 
 def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
@@ -255,9 +265,15 @@ def why_not(
     return why_not_answer(request, gpu_id, catalog=catalog, settings=settings).text()
 
 
-def job_candidates(request: PlanRequest, name: str, catalog: Catalog, settings: ModelingSettings):
+def job_candidates(
+    request: PlanRequest,
+    name: str,
+    catalog: Catalog,
+    settings: ModelingSettings,
+    calibration: PlanCalibration | None = None,
+):
     """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
-    return _job_candidates(scored_search(request, catalog=catalog, settings=settings), name)
+    return _job_candidates(scored_search(request, catalog=catalog, settings=settings, calibration=calibration), name)
 
 
 def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> JobCandidates:
@@ -342,6 +358,7 @@ def plan_portfolio(
     purchase_usd: dict[str, float] | None = None,
     rented: frozenset[str] = frozenset(),
     wall_power_w: dict[str, float] | None = None,
+    calibration: PlanCalibration | None = None,
 ) -> PortfolioPlan:
     """Several jobs sharing one owned inventory; each gets one runnable Plan and a start time.
 
@@ -349,9 +366,14 @@ def plan_portfolio(
     purchase estimate, under ``tco``; a type with neither: its rent). A type in ``rented`` is not
     held: its count caps the GPUs rented at once, each costs its rent while busy and nothing idle
     (F_g = 0, v_g = rent). Start times are continuous up to ``EXACT_MAX_JOBS`` jobs;
-    ``num_slots`` only refines the slotted model used above."""
+    ``num_slots`` only refines the slotted model used above. ``calibration``: the record of the
+    file ``catalog`` was calibrated with: its measured kernel rates lift the ceiling as in ``plan``,
+    and every plan keeps it."""
     catalog = catalog or load_catalog()
-    searches = {name: scored_search(r, catalog=catalog, settings=settings) for name, r in requests.items()}
+    searches = {
+        name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration)
+        for name, r in requests.items()
+    }
     jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
     held = {g: n for g, n in inventory.items() if g not in rented}
@@ -433,11 +455,13 @@ def plan_fleet(
     settings: ModelingSettings = DEFAULT_SETTINGS,
     rent_usd_per_gpu_hour: dict[str, float] | None = None,
     wall_power_w: dict[str, float] | None = None,
+    calibration: PlanCalibration | None = None,
 ) -> FleetSolution:
     """How many GPUs of each type to buy vs rent for a set of jobs over a horizon (rent and wall
-    power per type: given, else the catalog's; the jobs' own rent is their requests' prices)."""
+    power per type: given, else the catalog's; the jobs' own rent is their requests' prices;
+    ``calibration``: as ``plan_portfolio``'s)."""
     catalog = catalog or load_catalog()
-    jobs = [job_candidates(r, name, catalog, settings) for name, r in requests.items()]
+    jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
     economics = economics_for(catalog, purchase_usd, settings, rent_usd_per_gpu_hour, wall_power_w)
     return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots)
 

@@ -275,7 +275,8 @@ def solve_single(
                     (8) sum_c P_c x_c <= (1 + eps) P*       (P* = the first solve's optimum)
 
     keeps a plan within eps = NEAR_TIE_FRACTION of the cheapest (fastest) and takes the fastest
-    (cheapest) of those.
+    (cheapest) of those. Of the rows within eps of that choice in both C and T (and within (8)),
+    the one least at the band's slow end is taken (``ties.settle_near_tie``).
 
     With one job, (5)-(7) bind one x_c at a time, so they are also applied as row filters
     before pruning (Pareto pruning is only sound on rows that satisfy every constraint); the
@@ -310,12 +311,14 @@ def solve_single(
     objective = Objective(objective)
     limits = _Limits(deadline_s, budget_usd, inventory)
     kept_score = w_cost * C[kept] / C_ref + w_time * T[kept] / T_ref
+    settle_rows = feasible  # the rows a near tie may settle on: within (8)'s window, where it applies
     problem, x = _single_job_problem(table, kept, kept_score, limits)
     optimal, solver_name = run_solver(problem, solver, time_limit_s)
     assert optimal, "every variable of the single-job model is a feasible row"
     if objective in (Objective.COST, Objective.TIME):
         P, S, P_ref, S_ref = (C, T, C_ref, T_ref) if objective is Objective.COST else (T, C, T_ref, C_ref)
         optimum = float(P[kept[chosen_index(x)]])
+        settle_rows = feasible[P[feasible] <= optimum * (1 + NEAR_TIE_FRACTION)]  # review s38: not 2 eps
         problem, x = _single_job_problem(table, kept, S[kept] / S_ref + TIE_BREAK_WEIGHT * P[kept] / P_ref, limits)
         # In units of P_ref: the solver's absolute tolerances then hold for a job of any size (a
         # one-token budget has optima of ~1e-9 USD).
@@ -324,7 +327,7 @@ def solve_single(
         optimal, solver_name = run_solver(problem, solver, time_limit_s)  # (8)
         assert optimal, "the first solve's optimum satisfies (8)"
     row = first_of_tie(table, kept, int(kept[chosen_index(x)]))
-    settled = settle_near_tie(table, feasible, row, (w_cost, w_time), (C_ref, T_ref), NEAR_TIE_FRACTION)
+    settled = settle_near_tie(table, settle_rows, row, (w_cost, w_time), (C_ref, T_ref), NEAR_TIE_FRACTION)
     row = first_of_tie(table, feasible, settled) if settled != row else row
     return SingleSolution(
         row=row,

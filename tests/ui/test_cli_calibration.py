@@ -354,6 +354,11 @@ def test_portfolio_emits_jobs_that_record_the_calibration_they_were_planned_with
     assert main(["portfolio", str(jobs), "--emit", str(tmp_path / "jobs")]) == 0
     job = JobSpec.load(tmp_path / "jobs" / "a").plan
     assert job.calibration is not None and job.calibration.file == str(default_calibration_path())
+    # review s38: its measured rates lift the ceiling as in plan and estimate (the record was stamped on)
+    args = ["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", str(job.num_gpus)]
+    args += ["--micro-batch", str(job.training.micro_batch), "--seq-len", str(job.training.seq_len)]
+    capsys.readouterr()
+    assert _json(capsys, *args)["ceiling"] is None and job.estimate.ceiling is None
 
 
 def test_calibrate_from_names_what_a_report_lacks_or_where_it_is_broken(tmp_path, capsys):
