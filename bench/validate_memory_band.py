@@ -2,21 +2,29 @@
 read leaving its own source out (its rows and its share of the new-source offset), by the planner's
 grouping rule, and whether the peak lies inside.
 
-    PYTHONPATH=. .venv/bin/python bench/validate_memory_band.py
+    PYTHONPATH=. .venv/bin/python bench/validate_memory_band.py [--write-docs]
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from planner.accuracy.memory_band import evidence_rows, load_memory_rows, ratio_band, source_sigma
 from planner.accuracy.residuals import source_name
+from validation.docs import replace_marked_block
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "validation.md"
+START, END = "<!-- memory-band:start -->", "<!-- memory-band:end -->"
 
 
-def main() -> None:
+def render() -> list[str]:
+    lines: list[str] = []
     rows = load_memory_rows()
-    print(
+    lines.append(
         "| row | source | stack | measured GiB | predicted GiB | band without its source (GiB) | read from | inside |"
     )
-    print("|---|---|---|---:|---:|---|---|---|")
+    lines.append("|---|---|---|---:|---:|---|---|---|")
     inside = 0
     by_source: dict[str, list[bool]] = {}
     for r in rows:
@@ -29,23 +37,32 @@ def main() -> None:
         inside += hit
         by_source.setdefault(source_name(r.source), []).append(hit)
         read = f"{len(used)} rows of its kind" if own else f"all {len(used)} other rows"
-        print(
+        lines.append(
             f"| {r.name} | {source_name(r.source)} | {r.stack} | {r.measured_gib:.1f} | {r.predicted_gib:.1f} |"
             f" {r.predicted_gib * low:.1f}-{r.predicted_gib * high:.1f} | {read} | {'yes' if hit else 'no'} |"
         )
-    print()
-    print(f"{len(rows)} peaks, {inside} inside their band read without their source ({inside / len(rows):.0%}):")
+    lines.append("")
+    lines.append(f"{len(rows)} peaks, {inside} inside their band read without their source ({inside / len(rows):.0%}):")
     for source, hits in sorted(by_source.items()):
-        print(f"- {source}: {sum(hits)} of {len(hits)}")
-    print(f"New-source sigma (log units, from all rows): {source_sigma(rows):.3f}")
-    print("Bands a plan reads (its kind's rows, or all; not held-out figures):")
+        lines.append(f"- {source}: {sum(hits)} of {len(hits)}")
+    lines.append(f"New-source sigma (log units, from all rows): {source_sigma(rows):.3f}")
+    lines.append("Bands a plan reads (its kind's rows, or all; not held-out figures):")
     for kind in sorted({r.kind() for r in rows}):
         used, own = evidence_rows(rows, *kind)
         low, high = ratio_band(used, source_sigma(rows))
-        print(
+        lines.append(
             f"- {kind[0]}, hf {kind[1]}, multi-GPU {kind[2]}: {len(used)} rows, measured/predicted {low:.3f}-{high:.3f}"
         )
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    text = "\n".join(render())
+    print(text)
+    if "--write-docs" in argv:
+        replace_marked_block(DOCS, START, END, text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

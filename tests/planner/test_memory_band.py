@@ -85,3 +85,17 @@ def test_estimate_json_and_text_carry_the_band(capsys):
     assert memory["reserved_gib"][0] < memory["reserved_gib"][1] and memory["rows"] == 22
     assert main(args) == 0
     assert "memory accuracy: 80 % band of the reserved peak" in capsys.readouterr().out
+
+
+def test_the_docs_table_is_the_benchs_output():
+    """Review s38: a hand copy would go stale (bench/validate_memory_band.py --write-docs writes it)."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("validate_memory_band", root / "bench" / "validate_memory_band.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    docs = (root / "docs" / "validation.md").read_text()
+    block = docs.split(bench.START, 1)[1].split(bench.END, 1)[0].strip()
+    assert block == "\n".join(bench.render()).strip()
