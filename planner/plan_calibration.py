@@ -44,6 +44,12 @@ class PlanCalibration(BaseModel):
     machine: CalibrationMachine | None = None  # None: a file of measured jobs only
     gpus: tuple[CalibratedGpu, ...]
 
+    @property
+    def rate_gpus(self) -> tuple[str, ...]:
+        """The catalog ids whose kernel rates the file measured, in file order (an entry of a
+        measured job only is not one: it lifts the ceiling for its own shape alone)."""
+        return tuple(g.gpu for g in self.gpus if g.rates)
+
     def entry(self, gpu: str) -> CalibratedGpu | None:
         """What the file overrode for ``gpu`` (a catalog id); None when it left it alone."""
         return next((g for g in self.gpus if g.gpu == gpu), None)

@@ -270,10 +270,10 @@ def _measured_in(job_dir: Path, name: str, report) -> str:
 
 def _cpu_rates(calibration, gpu: str) -> bool:
     """Whether ``calibration`` (a CalibrationFile) holds ``gpu`` rates a CPU measured."""
-    from planner.catalog.calibration import CPU_DEVICE_PREFIX
+    from planner.catalog.calibration import measured_on_cpu
 
     machine = calibration.machine
-    return machine is not None and machine["device"].startswith(CPU_DEVICE_PREFIX) and bool(calibration.rates.get(gpu))
+    return machine is not None and measured_on_cpu(machine["device"]) and bool(calibration.rates.get(gpu))
 
 
 def _job_measurements(job_dir: Path) -> tuple[float, float, str]:

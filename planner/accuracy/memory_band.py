@@ -146,7 +146,7 @@ def memory_band(
         validated=own,
         rows=len(used),
         sources=tuple(sorted({source_name(r.source) for r in used})),
-        stacks=tuple(f"{stack} {n}" for stack, n in sorted(counts.items())),
+        stacks=tuple(f"{name} {n}" for name, n in sorted(counts.items())),
         mean_abs_error=float(np.mean(errors)),
         kind=_kind_words(stack, hf_modules, multi_gpu),
         stack=stack,

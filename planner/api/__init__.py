@@ -218,11 +218,15 @@ def judged_estimate(
     )
 
 
+def rate_gpus(record: PlanCalibration | None) -> frozenset[str]:
+    """The GPUs whose kernel rates a calibration file measured: their ceiling is lifted (a file of
+    a measured job only lifts it for that job's own shape: ``judged_estimate``)."""
+    return frozenset(() if record is None else record.rate_gpus)
+
+
 def rates_measured(record: PlanCalibration | None, gpu: str) -> bool:
-    """Whether a calibration file measured ``gpu``'s kernel rates (a file of a measured job only
-    lifts the ceiling for that job's own shape: ``judged_estimate``)."""
-    entry = None if record is None else record.entry(gpu)
-    return entry is not None and bool(entry.rates)
+    """Whether a calibration file measured ``gpu``'s kernel rates (``rate_gpus``)."""
+    return gpu in rate_gpus(record)
 
 
 def calibrated(
@@ -282,8 +286,7 @@ def search(
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
     gpu_ids = list(gpus)
-    measured = frozenset(g.gpu for g in record.gpus if g.rates) if record is not None else frozenset()
-    table = scored_table(request, catalog, c, gpu_ids, space, settings, measured)
+    table = scored_table(request, catalog, c, gpu_ids, space, settings, rate_gpus(record))
     # check_rows allows only the types an inventory names: a type without one (None) takes its
     # searched count limit beside those that have one.
     limited = any(n is not None for n in gpus.values())

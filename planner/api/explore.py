@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.api import PlanResult, plan_from_row, request_catalog, search
+from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.errors import InfeasiblePlan
@@ -86,8 +86,7 @@ def scored_search(
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
     # as plan: a file's measured kernel rates lift the ceiling of its GPUs (review s38: portfolio and
     # fleet held them where plan did not, and their plans did not record the file)
-    measured = frozenset(g.gpu for g in calibration.gpus if g.rates) if calibration is not None else frozenset()
-    table = scored_table(request, catalog, c, list(gpus), space, settings, measured)
+    table = scored_table(request, catalog, c, list(gpus), space, settings, rate_gpus(calibration))
     return ScoredSearch(request, table, c, tuple(gpus), catalog, calibration)
 
 

@@ -22,7 +22,7 @@ from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
 from planner.request import PlanRequest, requested_batch_tokens, solve_request
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable, check_rows, nearest_batch
-from planner.search.ties import tied_to
+from planner.search.ties import near_tied, tied_to
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,7 @@ def told_apart(table: ScoredTable, row: int, other: int) -> bool:
     """Whether ``row`` and ``other`` lie more than NEAR_TIE_FRACTION apart in cost or in time in
     ``table`` (trial s38: "risk p80 changed the choice" was said of two plans $1.86M and $1.86M,
     22.3 and 22.3 days at the median, 0.1 % apart)."""
-    C, T = table.cost_usd, table.time_to_train_s
-    return row != other and max(abs(C[row] / C[other] - 1.0), abs(T[row] / T[other] - 1.0)) > NEAR_TIE_FRACTION
+    return row != other and not near_tied(table, np.array([row]), other, NEAR_TIE_FRACTION)[0]
 
 
 def over_budget_choice(

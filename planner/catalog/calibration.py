@@ -173,13 +173,18 @@ def calibration_record(catalog: Catalog, calibration: CalibrationFile, data: byt
 CPU_DEVICE_PREFIX = "CPU ("
 
 
+def measured_on_cpu(device: str) -> bool:
+    """Whether a file's ``[machine]`` device is a CPU (``trainplan calibrate`` on a CPU writes it so)."""
+    return device.startswith(CPU_DEVICE_PREFIX)
+
+
 def cpu_measured_gpus(record: PlanCalibration) -> tuple[str, ...]:
     """The GPUs a calibration times with rates measured on a CPU (trial s25: applied to an H100
     without a word, a plan took 36.8 million days)."""
     machine = record.machine
-    if machine is None or not machine.device.startswith(CPU_DEVICE_PREFIX):
+    if machine is None or not measured_on_cpu(machine.device):
         return ()
-    return tuple(g.gpu for g in record.gpus if g.rates)
+    return record.rate_gpus
 
 
 def apply_calibration(catalog: Catalog, path: Path) -> Catalog:

@@ -58,6 +58,13 @@ def first_of_tie(table: ScoredTable, rows: np.ndarray, row: int) -> int:
     return int(tied[0]) if len(tied) else row
 
 
+def near_tied(table: ScoredTable, rows: np.ndarray, row: int, eps: float) -> np.ndarray:
+    """Which of ``rows`` lie within ``eps`` of ``row`` in both cost and time (one buyer's tie, wider
+    than ``tied_to``'s exact one: ``settle_near_tie``, and the median's plan is named only outside it)."""
+    C, T = table.cost_usd, table.time_to_train_s
+    return (np.abs(C[rows] / C[row] - 1.0) <= eps) & (np.abs(T[rows] / T[row] - 1.0) <= eps)
+
+
 def settle_near_tie(
     table: ScoredTable, rows: np.ndarray, row: int, weights: tuple[float, float], refs: tuple[float, float], eps: float
 ) -> int:
@@ -71,7 +78,7 @@ def settle_near_tie(
     if hi is None or factor is None:
         return row
     C, T = table.cost_usd, table.time_to_train_s
-    near = rows[(np.abs(C[rows] / C[row] - 1.0) <= eps) & (np.abs(T[rows] / T[row] - 1.0) <= eps)]
+    near = rows[near_tied(table, rows, row, eps)]
     slow = (weights[0] * C[near] / refs[0] + weights[1] * T[near] / refs[1]) * hi[near] / factor[near]
     own = (weights[0] * C[row] / refs[0] + weights[1] * T[row] / refs[1]) * hi[row] / factor[row]
     best = int(np.argmin(slow)) if len(near) else -1
