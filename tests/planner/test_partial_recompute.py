@@ -114,15 +114,15 @@ FRONTIER = dict(
 
 
 def test_405b_plan_recomputes_less_than_every_block_where_memory_allows():
-    """Before: full recompute with 24 of 79 GiB used; now the fewest blocks that fit, and faster."""
-    chosen = plan(PlanRequest(**FRONTIER)).plan
+    """Before: full recompute with 24 of 79 GiB used; now the fewest blocks that fit, and faster.
+    Blocks against full recompute alone: selective recompute ties the blocks here since the
+    reserved peak counts a pipeline's unsharded gradient churn (s39)."""
+    chosen = plan(PlanRequest(**FRONTIER, activation_checkpointing=(AC.BLOCKS, AC.FULL))).plan
     blocks = chosen.estimate.memory.reserved_gib
     assert chosen.training.activation_checkpointing == AC.BLOCKS
     assert 0 < chosen.training.ac_blocks < 126 // chosen.layout.pp
     assert blocks <= chosen.estimate.memory.capacity_gib
-    full = plan(PlanRequest(**FRONTIER, activation_checkpointing=(AC.NONE, AC.SELECTIVE, AC.FULL))).plan
-    # the modes of before recompute more (full, or selective since cp 2 is searched at 8K)
-    assert full.training.activation_checkpointing in (AC.FULL, AC.SELECTIVE)
+    full = plan(PlanRequest(**FRONTIER, activation_checkpointing=(AC.FULL,))).plan
     assert chosen.estimate.time.step_s < full.estimate.time.step_s
 
 
