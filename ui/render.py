@@ -205,16 +205,19 @@ def summary_lines(p: Plan) -> list[str]:
         step_line(e) + (" (MFU and HFU of the bf16 peak)" if t.precision == Precision.FP8 else ""),
     ]
     u = e.uncertainty
+    # Trial s38: an infeasible layout's time and cost read as a usable plan's; they are what it would
+    # give with the memory (or the rule) it lacks.
+    would = "" if e.feasible else "if it fit: " if (e.reason or "").startswith("memory") else "if it could run: "
     if e.time_to_train_h is not None:
         lines.append(
-            f"time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
+            f"{would}time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
             f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}{price_words(p)}, "
             f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}"
         )
     if (median := median_line(e)) is not None:
-        lines.append(median)
+        lines.append(would + median)
     if (at_risk := risk_figures_line(e)) is not None:
-        lines.append(at_risk)
+        lines.append(would + at_risk)
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))
         if u.point_outside is not None:

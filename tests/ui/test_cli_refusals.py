@@ -300,3 +300,13 @@ def test_estimate_gives_the_pessimistic_figures_plan_ranks_by(capsys):
 
     p80 = f"at p80: {duration_h(u['time_to_train_h_at_risk']['p80'])}, {money(u['cost_usd_at_risk']['p80'])}"
     assert line.startswith(p80) and "at p90:" in line
+
+
+def test_an_infeasible_estimate_says_its_time_and_cost_are_what_it_would_give(capsys):
+    """Trial s38: an infeasible layout's time-to-train and cost read as a usable plan's."""
+    assert main(["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "1", "--tokens", "1e9"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("infeasible - memory")
+    assert any(x.startswith("if it fit: time-to-train ") for x in lines)
+    assert any(x.startswith("if it fit: at p80: ") for x in lines)
+    assert not any(x.startswith(("time-to-train", "at p80")) for x in lines)
