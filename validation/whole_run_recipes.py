@@ -39,7 +39,12 @@ META = (Stack.TORCHTITAN, FA2_TORCHTITAN)  # Meta's in-house PyTorch, nanotron: 
 # Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine (BLOOM 2022; Lucie's 2024 fork
 # keeps both): --stack megatron-deepspeed.
 MEGATRON_DEEPSPEED = (Stack.MEGATRON_DEEPSPEED, MEGATRON_DEEPSPEED_SETTINGS)
-GIGATRON = (Stack.MEGATRON_LM, with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2))
+# Gigatron reduce-scatters bf16 gradients (Falcon paper, arXiv 2311.16867 sec. 5.3.1: "a reduce_scatter
+# is applied on the bfloat16 model gradients"; its app. F.3 pseudo-code holds a bf16 buffer).
+GIGATRON = (
+    Stack.MEGATRON_LM,
+    with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2).but(grad_bytes=2.0),
+)
 LLM_FOUNDRY = (Stack.TORCHTITAN, LLM_FOUNDRY_TRITON)
 HAI_LLM = (Stack.MEGATRON_CORE, DEEPSEEK_V3_RUN.settings)
 
@@ -125,10 +130,12 @@ MPT = (
     "timed as AdamW (one moment, not two); ALiBi: no position parameters; "
 )
 FALCON = (
-    "Gigatron: the Megatron-LM profile (gradient reduction not overlapped) with FlashAttention-2 (the cards cite "
-    "FlashAttention, Dao et al. 2022, i.e. v1, which the catalog lacks); parallel attention/MLP blocks timed as sequential "
-    "(same weights and FLOPs; no parallel block in ModelSpec: the tensor-parallel all-reduce it saves is still "
-    "timed, 7B's one norm per block counted as two); ffn 4d GeLU (DERIVED), no linear biases; ZeRO stage not "
+    "Gigatron: the Megatron-LM profile (gradient reduction not overlapped) with bf16 gradients, reduce-scattered in "
+    "bf16 (the paper's sec. 5.3.1; since session 39, read because the 180B missed), and FlashAttention-2 (the cards cite "
+    "FlashAttention, Dao et al. 2022, i.e. v1, which the catalog lacks); parallel attention/MLP blocks: one "
+    "tensor-parallel reduction per block (the paper's sec. 4.3.4; modelled since session 39, looked for because the 180B "
+    "missed: no longer a blind test of it), 7B's one norm per block counted as two; ffn 4d GeLU (DERIVED), no "
+    "linear biases; ZeRO stage not "
     "stated: ZeRO-1; " + OPEN_AC + NO_RAMP
 )
 SMOLLM3 = (
@@ -190,7 +197,7 @@ _TRINITY = (
     ("sliding_window", 4096),
     ("sliding_layers", 45),
 )
-_FALCON = (("family", "falcon"), ("norm_bias", True))
+_FALCON = (("family", "falcon"), ("norm_bias", True), ("parallel_block", True))
 _BLOOM = (("family", "bloom"), ("qkv_bias", True), ("out_bias", True), ("mlp_bias", True), ("norm_bias", True))
 _A100 = "a100-80gb-sxm"
 _LLAMA1_GPUS = f"{ASSUMED_GPUS:,} A100 assumed (the paper states 2,048 for 65B only); "

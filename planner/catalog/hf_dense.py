@@ -72,7 +72,8 @@ def gpt2(cfg: HfConfig) -> dict:
 
 
 def gpt_neox(cfg: HfConfig) -> dict:
-    # use_parallel_residual and rotary_pct change the dataflow, not the weights.
+    # rotary_pct changes the dataflow, not the weights; use_parallel_residual (transformers'
+    # default True) reduces attention and MLP once under tensor parallelism.
     fields = common_fields(cfg, ("hidden_size",), ("num_hidden_layers",), ("num_attention_heads",))
     attention_bias = cfg.flag("attention_bias", True)
     return dict(
@@ -83,6 +84,7 @@ def gpt_neox(cfg: HfConfig) -> dict:
         qkv_bias=attention_bias,
         out_bias=attention_bias,
         tied_embeddings=cfg.flag("tie_word_embeddings", False),
+        parallel_block=cfg.flag("use_parallel_residual", True),
     )
 
 

@@ -349,7 +349,8 @@ def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = Fals
     h = model.hidden_size
     attention, mlp = _attention_rows(model, hf_modules), _feed_forward_rows(model, dense, hf_modules)
     norms = _block_norm_rows(model, hf_modules)
-    # Two residual adds ~3 h each.
+    # Two residual adds ~3 h each (read two, write one); a parallel block's
+    # ``x + attention + mlp`` is two such adds as PyTorch eager runs it too.
     residual = _Rows(
         elementwise=tuple(Elementwise(f"residual add {i}", Part.OTHER, 3 * h, sequence_split=True) for i in (1, 2))
     )
@@ -364,6 +365,7 @@ def _block_table(model: ModelShape, hf_modules: bool = False, dense: bool = Fals
         saved=saved,
         checkpoint=Saved("block input", Part.OTHER, h, sequence_split=True),
         elementwise=(*norms.elementwise, *attention.elementwise, *mlp.elementwise, *residual.elementwise),
+        parallel=model.parallel_block,
     )
 
 

@@ -173,6 +173,7 @@ class BlockTable:
     saved: tuple[Saved, ...]
     checkpoint: Saved  # what a checkpointed block keeps: its input
     elementwise: tuple[Elementwise, ...]
+    parallel: bool = False  # ``ModelShape.parallel_block``: attention and MLP share one reduction
 
     def params(self, part: Part | None = None) -> int:
         gemms = sum(g.params for g in self.gemms if part in (None, g.part))
@@ -193,14 +194,20 @@ class BlockTable:
         """Row-parallel GEMMs (o, down): each ends in a tp all-reduce (reduce-scatter under
         sequence parallelism) forward, and its column-parallel partner's input gradient in one
         backward (Megatron's f/g operators). Row-parallel partial sums of one sub-layer (routed and
-        shared experts' down projections) add up before a single reduction: one per part."""
-        return len({g.part for g in self.gemms if g.split == TpSplit.ROW})
+        shared experts' down projections) add up before a single reduction: one per part. A
+        parallel block adds its attention and MLP outputs first, so both parts share one (Falcon
+        paper, arXiv 2311.16867 sec. 4.3.4: one all_reduce per layer; GPT-J and GPT-NeoX alike)."""
+        parts = {g.part for g in self.gemms if g.split == TpSplit.ROW}
+        return min(len(parts), 1) if self.parallel else len(parts)
 
     @property
     def routed_only_reductions(self) -> int:
         """``tp_reductions`` of parts whose row-parallel GEMMs are all routed experts (an MoE
-        block without shared experts): none once each tp rank routes its own tokens."""
+        block without shared experts): none once each tp rank routes its own tokens, nor in a
+        parallel block, whose one reduction carries the attention output too."""
         parts = {g.part for g in self.gemms if g.split == TpSplit.ROW}
+        if self.parallel:
+            return 0
         return sum(all(g.experts > 1 for g in self.gemms if g.part == p and g.split == TpSplit.ROW) for p in parts)
 
     def saved_in(self, part: Part) -> tuple[Saved, ...]:

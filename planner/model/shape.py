@@ -99,6 +99,10 @@ class ModelShape(BaseModel):
     final_softcap: float | None = Field(None, gt=0)  # Gemma 2: tanh cap of the logits
     embedding_scale: bool = False  # Gemma: embeddings multiplied by sqrt(hidden)
     fused_projections: bool = False  # Phi-3: one qkv and one gate/up weight (same shapes in sum)
+    # GPT-J, GPT-NeoX (use_parallel_residual), Falcon (parallel_attn), PaLM: attention and MLP read
+    # the same input and their outputs add into one residual, so under tensor parallelism the two
+    # row-parallel partial sums are reduced once (planner/model/block_rows.py ``tp_reductions``).
+    parallel_block: bool = False
     mla: LatentAttention | None = None
     # RoPE base and norm epsilon for the native trainer (None: its defaults, 10000 and 1e-5);
     # read from the config by the newer families' readers. No effect on the planner's figures.

@@ -84,6 +84,7 @@ NATIVE_UNSUPPORTED = (
     ("mlp", "geglu"),
     ("norm_placement", "sandwich"),
     ("embedding_scale", True),
+    ("parallel_block", True),
 )
 # The native model pads its vocabulary to a multiple of this (Megatron-LM's
 # --make-vocab-size-divisible-by default), so tensor parallelism can split odd vocabularies.

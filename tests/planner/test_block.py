@@ -216,6 +216,27 @@ def test_two_row_parallel_gemms_per_block(model):
     assert block_table(model).tp_reductions == 2
 
 
+def test_a_parallel_block_reduces_attention_and_mlp_once_under_tensor_parallelism():
+    """Falcon paper sec. 4.3.4: attention and MLP outputs add before one all_reduce per layer, so
+    the tp collectives halve; weights, FLOPs and the native trainer's refusal follow the flag."""
+    from planner.model.structure import native_unsupported
+
+    gpt = get_preset("gpt3-13b")
+    parallel = gpt.model_copy(update={"parallel_block": True})
+    assert block_table(parallel).tp_reductions == 1 and block_table(parallel).routed_only_reductions == 0
+    assert block_table(parallel).params() == block_table(gpt).params()
+    assert "parallel_block=True" in native_unsupported(parallel) and not native_unsupported(gpt)
+    from planner.model.stacks import Stack
+
+    layout, training = Layout(tp=8, sharding="zero1"), TrainingConfig(seq_len=2048)
+    times = [
+        build_plan(m, "h100-sxm", layout, training, num_gpus=8, stack=Stack.MEGATRON_LM).estimate.time.breakdown_s
+        for m in (gpt, parallel)
+    ]
+    assert times[1].tp_comm == pytest.approx(times[0].tp_comm / 2, rel=1e-6)
+    assert times[1].matmul == pytest.approx(times[0].matmul) and times[1].tp_comm < times[0].tp_comm
+
+
 def test_a_gpt_past_its_table_holds_the_grown_position_rows():
     """Memory counts the rows the trainer adds past max_seq_len (fp32 parameters on one GPU)."""
     spec = get_preset("gpt3-125m")

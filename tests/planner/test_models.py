@@ -581,3 +581,12 @@ def test_presets_are_their_config_data():
     for name, fields in before.items():
         assert get_preset(name) == ModelSpec(**fields), name
     assert set(PRESET_CONFIGS) == set(list_presets()) >= set(before)
+
+
+def test_gpt_neox_parallel_residual_is_read(tmp_path):
+    """use_parallel_residual (transformers' default True) sets the parallel block: one tp
+    reduction per block (planner/model/block_rows.py ``tp_reductions``)."""
+    data = json.loads((FIXTURES / "gpt_neox.json").read_text())
+    assert model_from_hf_config(_write_config(tmp_path, data)).parallel_block
+    data["use_parallel_residual"] = False
+    assert not model_from_hf_config(_write_config(tmp_path, data)).parallel_block
