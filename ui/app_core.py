@@ -431,6 +431,7 @@ def solve_jobs(
 def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
     """A solved portfolio as the app's table and totals."""
     from planner.api.portfolio import job_figures, portfolio_bands
+    from ui.render_portfolio import cost_per_gpu_hour
 
     nan = (math.nan, math.nan)
     figures = {a.job: job_figures(a) for a in solution.assignments}
@@ -455,6 +456,9 @@ def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
                 "cost_usd": a.cost_usd,
                 "cost_p10_usd": (figures[a.job].owned_cost_band or nan)[0],
                 "cost_p90_usd": (figures[a.job].owned_cost_band or nan)[1],
+                # trial s39: the CLI's rate and basis were not on the page (worded per page by the view)
+                "usd_per_gpu_h": cost_per_gpu_hour(a),
+                "owned": a.gpu_id in solution.held_types,
                 "validated": figures[a.job].standing,  # worded per page by the view
             }
             for a in solution.assignments

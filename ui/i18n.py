@@ -836,19 +836,22 @@ _LABELS: dict[str, tuple[str, str]] = {
         "同时最多为搜索的数量上限。填入您拥有的 GPU 数量即可看到闲置情况。",
     ),
     "idle_cost_none": (
-        "No GPU type has an inventory in the GPU table, so no GPUs are held and none sit idle: each type is "
-        "rented by the hour, up to the search's count cap at once. Enter the GPUs you own to see what idles.",
-        "GPU 表中没有任何型号设置库存，因此没有持有的 GPU，也就没有闲置成本：各型号按小时租用，同时最多为搜索的数量上限。"
-        "填入您拥有的 GPU 数量即可看到闲置情况。",
+        "Under a rent price no GPUs are held and none sit idle: each type is rented by the hour, its count in "
+        "the GPU table (or the search's count cap) a quota on what runs at once. To plan on GPUs you own and "
+        "see what idles, choose Buy (amortised) pricing and enter their counts.",
+        "租用定价下没有持有的 GPU，也就没有闲置成本：各型号按小时租用，GPU 表中的数量（或搜索的数量上限）是同时运行的配额。"
+        "如需按您拥有的 GPU 规划并查看闲置情况，请选择购买（摊销）定价并填入数量。",
     ),
     "makespan": ("All jobs done after", "全部完成所需时间"),
     # portfolio: the basis of its figures (trial s19, finding 9)
     "portfolio_basis": (
         "Days are each job's time at {risk} (the quantile the search judges plans by), cost is its GPU-hours "
-        "at the owned-GPU rate on the types you hold (a count in the GPU table) and at rent on the others: "
-        "the single-job page's headline is the model's own time and the rent.",
+        "at the owned-GPU rate on the types you hold (a count in the GPU table under Buy pricing) and at rent "
+        "on the others (under a rent price a count is a quota on what runs at once): the single-job page's "
+        "headline is the model's own time and the rent.",
         "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时在您持有的型号"
-        "（GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计；单作业页面的主数字是模型自身的时间与租用费用。",
+        "（购买定价下 GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计（租用定价下，数量是同时运行的配额）；"
+        "单作业页面的主数字是模型自身的时间与租用费用。",
     ),
     # trial s35 (round 2): one job that cannot run alone blanked the others' schedule
     "portfolio_left_out": ("The other jobs, scheduled without {jobs}", "其余作业的排程（不含 {jobs}）"),
@@ -865,6 +868,14 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),
     "col_cost_p10_usd_bought": ("cost, 80 % band from (USD, amortised)", "费用，80% 区间下限（美元，摊销）"),
     "col_cost_p90_usd_bought": ("cost, 80 % band to (USD, amortised)", "费用，80% 区间上限（美元，摊销）"),
+    "number_emptied": (
+        "“{label}” was emptied: it keeps {value}. Type another number to change it.",
+        "“{label}”已被清空：仍为 {value}。如需更改，请输入其他数字。",
+    ),
+    "col_usd_per_gpu_h": ("$/GPU-h", "美元/GPU 小时"),
+    "col_owned": ("cost basis", "计费依据"),
+    "basis_owned": ("owned-GPU rate", "自有 GPU 成本"),
+    "basis_rent": ("rent", "租价"),
     "col_validated": ("validated envelope", "验证情况"),  # trial s33: "在验证范围内" over "超出范围"
     # A plan's standing against the validated envelope (planner/plan_accuracy.py Standing), in the portfolio table.
     "standing_validated": ("validated", "已验证"),

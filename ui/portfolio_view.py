@@ -36,6 +36,7 @@ PORTFOLIO_FORMATS = {
     "cost_usd": app_core.DOLLARS,
     "cost_p10_usd": app_core.DOLLARS,
     "cost_p90_usd": app_core.DOLLARS,
+    "usd_per_gpu_h": "$%,.2f",
 }
 
 
@@ -45,9 +46,11 @@ def shared_inventory(request: PlanRequest) -> dict[str, int]:
     return {g: (cap if n is None else n) for g, n in (request.gpus or {}).items()}
 
 
-def rented_types(request: PlanRequest) -> frozenset[str]:
-    """The allowed types without a count: rented by the hour up to the cap, not held."""
-    return frozenset(g for g, n in (request.gpus or {}).items() if n is None)
+def rented_types(request: PlanRequest, bought: bool) -> frozenset[str]:
+    """The types rented by the hour, not held: every allowed type under a rent price (a count in
+    the GPU table is then a quota on what runs at once, as on the single-job page: trial s39 found
+    a capped rental priced as owned, 3x cheaper); under Buy, the types without a count."""
+    return frozenset(g for g, n in (request.gpus or {}).items() if n is None or not bought)
 
 
 def add_job(tr: Labels, jobs: dict[str, str], name: str, request_json: str) -> None:
@@ -118,7 +121,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             inputs.request.stack,
             inputs.calibration,
             inputs.request.network,
-            rented_types(inputs.request),
+            rented_types(inputs.request, inputs.bought),
             tuple(sorted(inputs.purchases.items())),
             inputs.tco,
         )
@@ -169,7 +172,7 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     if outcome.stopped_gap is not None:  # the slotted model's incumbent at its time limit (review s35)
         gap = "" if math.isnan(outcome.stopped_gap) else tr("portfolio_gap", gap=outcome.stopped_gap)
         st.caption(tr("portfolio_stopped", limit=SLOTTED_TIME_LIMIT_S, gap=gap))
-    frame = with_standing_words(with_training_words(outcome.frame, tr), tr)
+    frame = with_owned_words(with_standing_words(with_training_words(outcome.frame, tr), tr), tr)
     basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd", risk=risk)}
     labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}
     st.dataframe(
@@ -202,6 +205,11 @@ def with_standing_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:
     """Each job's standing against the validated envelope in the page's language (blank: no band)."""
     words = [None if pd.isna(s) else tr(STANDING_KEYS[Standing(s)]) for s in frame["validated"]]
     return frame.assign(validated=words)
+
+
+def with_owned_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:
+    """Whether each job's cost is at the owned-GPU rate or at rent, in the page's language."""
+    return frame.assign(owned=[tr("basis_owned" if owned else "basis_rent") for owned in frame["owned"]])
 
 
 def with_training_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:

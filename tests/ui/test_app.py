@@ -358,7 +358,7 @@ def test_why_not_panel_shows_the_explore_answer():
 
 
 def test_portfolio_mode_schedules_the_added_jobs():
-    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8}, pricing="bought")
     assert at.info[0].value == EN("no_jobs")
     at.text_input(key="job_name").set_value("small")
     at.button(key="add_job").click().run()
@@ -380,6 +380,31 @@ def test_portfolio_mode_schedules_the_added_jobs():
     assert at.info[0].value == EN("no_jobs")
 
 
+def test_a_rented_portfolio_holds_no_gpus_whatever_the_table_caps():
+    """Trial s39: under a rent price, a count in the GPU table (say from the explorer's Send to
+    plan) made the portfolio price that type as owned, about 3x under its rent, unsaid; it is a
+    quota there, as on the single-job page, and the table says each job's rate and basis."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+    at.text_input(key="job_name").set_value("small")
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    request = request_for(gpus={"h100-sxm": 8})
+    rented = plan_portfolio(
+        {"small": request}, {"h100-sxm": 8}, objective="cost", settings=DEFAULT_SETTINGS, rented=frozenset({"h100-sxm"})
+    )
+    assert rented.held_types == ()
+    assert card(at)[EN("jobs_cost")] == app_core.money(rented.total_cost_usd)
+    assert EN("idle_cost") not in card(at) and EN("idle_cost_none") in [c.value for c in at.caption]
+    shown = table(at, EN("col_start_days"))
+    assert list(shown[EN("col_owned")]) == [EN("basis_rent")]
+    from ui.render_portfolio import cost_per_gpu_hour
+
+    assert list(shown[EN("col_usd_per_gpu_h")]) == [pytest.approx(cost_per_gpu_hour(rented.assignments[0]))]
+    assert cost_per_gpu_hour(rented.assignments[0]) == pytest.approx(
+        rented.assignments[0].plan.price_per_gpu_hour_usd, rel=0.01
+    )
+
+
 def test_a_portfolio_without_an_inventory_holds_no_idle_gpus():
     """trial s25: with no inventory the search's cap stood in for one, and 4,096 'owned' GPUs per
     type headlined millions of idle cost."""
@@ -394,7 +419,7 @@ def test_a_partial_inventory_counts_idle_cost_on_the_held_type_only():
     """Review s25: with one type held and one capped, the capped type's 4,096 GPUs counted as idle
     owned ones; they are rented, so only the held type idles."""
     gpus = ["h100-sxm", "a100-80gb-sxm"]
-    at = run_app(portfolio_mode=True, gpus=gpus, inventory={"h100-sxm": 8})
+    at = run_app(portfolio_mode=True, gpus=gpus, inventory={"h100-sxm": 8}, pricing="bought")
     at.text_input(key="job_name").set_value("small")
     at.button(key="add_job").click().run()
     assert not at.exception
@@ -639,7 +664,13 @@ def test_a_portfolio_job_takes_the_sidebars_stack_and_its_modules():
 def test_a_portfolio_prices_held_gpus_at_the_tables_purchase_price():
     """Trial s26b: a portfolio's held GPUs cost the catalog's purchase estimate whatever the table
     said; the table's purchase price now sets their owned rate."""
-    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8}, purchases={"h100-sxm": 150_000})
+    at = run_app(
+        portfolio_mode=True,
+        gpus=["h100-sxm"],
+        inventory={"h100-sxm": 8},
+        purchases={"h100-sxm": 150_000},
+        pricing="bought",
+    )
     at.text_input(key="job_name").set_value("small")
     at.button(key="add_job").click().run()
     assert not at.exception

@@ -53,7 +53,7 @@ def test_the_portfolio_metrics_write_a_figure_and_its_band_in_one_unit():
 
 
 def test_the_portfolios_idle_cost_carries_its_band():
-    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 12})
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 12}, pricing="bought")
     for name in ("small", "other"):
         at.text_input(key="job_name").set_value(name)
         at.button(key="add_job").click().run()
