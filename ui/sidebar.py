@@ -31,6 +31,7 @@ from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
 from ui.i18n import LANGUAGE_NAMES, Labels
+from ui.number_box import number_box
 from ui.reasons import (
     CALIBRATION_REASONS,
     LAYOUT_REASONS,
@@ -165,7 +166,7 @@ def custom_model(tr: Labels) -> ModelSpec | None:
     dims = {}
     left, right = st.columns(2)
     for i, (field, key) in enumerate(CUSTOM_FIELDS.items()):
-        dims[field] = (left if i % 2 == 0 else right).number_input(tr(key), min_value=1, step=1, key=key)
+        dims[field] = number_box(left if i % 2 == 0 else right, tr, key, key=key, min_value=1, step=1)
     try:
         return ModelSpec(name="custom", max_seq_len=max(SEQ_LENS), **dims)
     except ValueError as exc:
@@ -194,8 +195,10 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
         tr("tokens_mode"), ("chinchilla", "absolute"), key="tokens_mode", format_func=tr.option, horizontal=True
     )
     if mode == "chinchilla":
-        multiple = st.number_input(
-            tr("chinchilla_multiple"),
+        multiple = number_box(
+            st,
+            tr,
+            "chinchilla_multiple",
             min_value=0.01,
             max_value=float(MAX_CHINCHILLA_MULTIPLE),
             step=0.5,
@@ -206,11 +209,14 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
         tokens = app_core.chinchilla_tokens(model, multiple)
     else:
         tokens = (
-            st.number_input(
-                tr("tokens_billions"),
+            number_box(
+                st,
+                tr,
+                "tokens_billions",
                 min_value=0.001,
                 max_value=MAX_TRAINING_TOKENS / 1e9,
                 step=10.0,
+                format="%.3f",  # trial s39: the minimum, 0.001 B, showed as "0.00"
                 key="tokens_billions",
             )
             * 1e9
@@ -271,13 +277,13 @@ def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
         st.caption(tr("ownership_help"))
         utilisation = st.slider(tr("tco_utilisation"), 0.05, 1.0, step=0.05, key="tco_utilisation")
         values = dict(
-            lifetime_years=st.number_input(tr("tco_lifetime_years"), min_value=0.5, step=0.5, key="tco_lifetime_years"),
+            lifetime_years=number_box(st, tr, "tco_lifetime_years", min_value=0.5, step=0.5, key="tco_lifetime_years"),
             residual_fraction=st.slider(tr("tco_residual"), 0.0, 0.9, step=0.05, key="tco_residual"),
-            electricity_usd_per_kwh=st.number_input(
-                tr("tco_electricity"), min_value=0.0, step=0.01, key="tco_electricity"
+            electricity_usd_per_kwh=number_box(
+                st, tr, "tco_electricity", min_value=0.0, step=0.01, key="tco_electricity"
             ),
-            hosting_usd_per_gpu_month=st.number_input(tr("tco_hosting"), min_value=0.0, step=10.0, key="tco_hosting"),
-            pue=st.number_input(tr("tco_pue"), min_value=1.0, step=0.05, key="tco_pue"),
+            hosting_usd_per_gpu_month=number_box(st, tr, "tco_hosting", min_value=0.0, step=10.0, key="tco_hosting"),
+            pue=number_box(st, tr, "tco_pue", min_value=1.0, step=0.05, key="tco_pue"),
             cost_of_capital_rate=st.slider(
                 tr("tco_capital"), 0.0, 0.3, step=0.01, key="tco_capital", help=tr("tco_capital_help")
             ),
@@ -300,7 +306,7 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
     ac = st.multiselect(tr("ac"), [a.value for a in ActivationCheckpointing], key="ac", format_func=tr.option)
     offload = st.checkbox(tr("allow_offload"), key="allow_offload")
-    max_gpus = st.number_input(tr("max_gpus"), min_value=1, max_value=MAX_GPUS, step=64, key="max_gpus")
+    max_gpus = number_box(st, tr, "max_gpus", min_value=1, max_value=MAX_GPUS, step=64, key="max_gpus")
     top_k = st.slider(tr("top_k"), 1, 50, key="top_k")
     return dict(
         seq_len=seq_len,

@@ -53,3 +53,18 @@ def test_every_input_code_has_its_own_chinese_label():
     for code, key in zip(INPUT_CODES, keys, strict=True):
         assert fields(zh[key]) <= fields(TEMPLATES[code]) | {"name"}, code
         assert "校准文件" in zh[key] and not english_sentences(zh[key]), code
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_an_emptied_number_box_keeps_its_value_and_says_so(tr):
+    """Trial s39: clearing "Most GPUs to consider" planned on one GPU (its minimum), unsaid."""
+    at = run_app(lang=tr.lang, max_gpus=64)
+    assert not at.exception
+    before = [m.value for m in at.metric]
+    at.number_input(key="max_gpus").set_value(None).run()
+    assert not at.exception and at.number_input(key="max_gpus").value == 64
+    assert tr("number_emptied", label=tr("max_gpus"), value="64") in [w.value for w in at.warning]
+    assert [m.value for m in at.metric] == before
+    at.number_input(key="max_gpus").set_value(32).run()  # the next number is taken, the warning gone
+    assert at.number_input(key="max_gpus").value == 32
+    assert not any(w.value.startswith(tr("number_emptied", label=tr("max_gpus"), value="")[:8]) for w in at.warning)
