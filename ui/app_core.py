@@ -131,6 +131,7 @@ def table_height(rows: int) -> int:
     return ROW_PX * (rows + 1) + 3
 
 
+MAX_HEADROOM_PCT = 50  # the sidebar's memory headroom slider's top (and what a memory warning may ask for)
 BLANK = "—"  # a table's empty cell (Streamlit writes "None" unless told; issue 30)
 DOLLARS = "$%,.0f"  # a table's money column (and its band's): whole dollars, like the plan card
 

@@ -461,6 +461,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Its high end passes the {usable:.1f} GiB the fit rule leaves it: it may not fit.",
         "区间上端超过适配规则留给它的 {usable:.1f} GiB：可能放不下。",
     ),
+    "memory_risk": (
+        "Memory may not fit: the reserved peak's 80 % band reaches {high:.1f} GiB, past the {usable:.1f} GiB the fit"
+        " rule leaves. To plan with that margin, raise “Memory headroom (%)” to {headroom}.",
+        "显存可能不够：预留峰值的 80% 误差区间上端达 {high:.1f} GiB，超过适配规则留给它的 {usable:.1f} GiB。"
+        "如需按这一余量规划，请将“显存余量（%）”调高到 {headroom}。",
+    ),
     "memory_may_fit": (
         "Its low end is under the {usable:.1f} GiB the fit rule leaves it: it may fit.",
         "区间下端低于适配规则留给它的 {usable:.1f} GiB：可能放得下。",

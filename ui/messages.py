@@ -18,7 +18,7 @@ from planner.fmt import duration_parts, energy, number_band
 from planner.plan import Estimate, Plan
 from planner.plan_accuracy import RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
-from ui.app_core import duration_key, money
+from ui.app_core import MAX_HEADROOM_PCT, duration_key, money
 from ui.i18n import Labels, plain
 from ui.render_lines import MedianOffset
 
@@ -138,6 +138,22 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
     text = tr("memory_band_own" if band.validated else "memory_band_all", **values, stacks=", ".join(band.stacks))
     fit = "memory_may_not_fit" if band.may_not_fit else "memory_may_fit" if band.may_fit else None
     return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib))
+
+
+def memory_risk_text(tr: Labels, memory, u: Uncertainty | None) -> str | None:
+    """A warning where the reserved peak's band passes what the fit rule leaves, with the memory
+    headroom at which the search plans with that margin (trial s39: said only in a grey caption;
+    ``memory``: the estimate's ``MemoryEstimate``); None where it surely fits by the band."""
+    band = None if u is None else u.memory
+    if band is None or not band.may_not_fit:
+        return None
+    high = band.reserved_gib[1]
+    # A plan whose band's high end stays under today's limit has a point figure under limit / ratio:
+    # the headroom at which the fit rule leaves that much (the CUDA context sits outside the allocator).
+    ratio = high / memory.reserved_gib
+    context = memory.usable_gib - band.usable_gib
+    headroom = math.ceil(100 * (1 - (band.usable_gib / ratio + context) / memory.capacity_gib))
+    return tr("memory_risk", high=high, usable=band.usable_gib, headroom=min(headroom, MAX_HEADROOM_PCT))
 
 
 def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:

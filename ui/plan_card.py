@@ -36,6 +36,7 @@ from ui.messages import (
     larger_batch_text,
     median_text,
     memory_band_text,
+    memory_risk_text,
     near_tie_text,
     over_budget_text,
     per_second,
@@ -257,6 +258,8 @@ def plan_card(
             st.warning(tr("long_job", time=duration(tr, plan.estimate.time_to_train_h or 0.0)))
         for note in notes:
             st.warning(note)
+        if (memory := memory_risk_text(tr, plan.estimate.memory, plan.estimate.uncertainty)) is not None:
+            st.warning(memory, icon=":material/memory:")
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 column.metric(tr(key), value, deltas.get(key), delta_color="off", delta_arrow="off")

@@ -407,7 +407,9 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         gpu_choice = sidebar_gpus(tr, cat)
         st.header(tr("section_training"))
         training = sidebar_training(tr, model)
-        headroom = st.slider(tr("headroom"), 0, 50, key="headroom_pct", help=tr("headroom_help")) / 100
+        headroom = (
+            st.slider(tr("headroom"), 0, app_core.MAX_HEADROOM_PCT, key="headroom_pct", help=tr("headroom_help")) / 100
+        )
         st.header(tr("section_stack"))
         stack, calibration = sidebar_stack(tr)
     if model is None or gpu_choice is None:
