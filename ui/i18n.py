@@ -526,6 +526,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。区间的快端可以超过此上限：已有实测运行超过其所属类别此前的最佳值"
         "（docs/validation.md，“The efficiency ceiling”）。",
     ),
+    "ceiling_passed": (
+        "The MFU band's fast end, {high:.1%}, passes {mfu:.1%}, the best measured on this GPU architecture,"
+        " precision and scale ({source}): read that end as the band's arithmetic, not as a run anyone has"
+        " measured.",
+        "MFU 误差区间的快端 {high:.1%} 超过此 GPU 架构、精度与规模的实测最佳值 {mfu:.1%}（{source}）："
+        "这一端只是区间的算术结果，并非任何人实测过的运行。",
+    ),
     "risk_changed_batch": (
         "At the median (p50) the search would take {gpus} × {gpu} ({layout}) at {batch:,} tokens per step, the"
         " batch nearest the request that meets it there; judged at {risk}, the pessimistic end of each plan's"

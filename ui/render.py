@@ -24,6 +24,7 @@ from planner.units import GIB
 from ui.render_lines import (
     batch_note,
     ceiling_line,
+    ceiling_passed_line,
     goodput_line,
     host_note,
     median_line,
@@ -226,6 +227,8 @@ def summary_lines(p: Plan) -> list[str]:
             lines.append(escape(f"memory accuracy: {memory_words(u.memory)}"))
     if e.ceiling is not None and e.ceiling.binding:
         lines.append(escape(ceiling_line(e)))
+    elif (passed := ceiling_passed_line(e)) is not None:
+        lines.append(escape(passed))
     if e.goodput is not None:
         lines.append(goodput_line(e.goodput))
     if not e.feasible:  # the verdict first, under the header: the figures below describe a job that cannot run

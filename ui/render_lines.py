@@ -108,6 +108,29 @@ def ceiling_line(e: Estimate) -> str:
     )
 
 
+def band_passing_ceiling(e: Estimate) -> float | None:
+    """The MFU band's fast end where it passes the efficiency ceiling the estimate is not held at
+    (trial s38 finding 12, s39 app finding 7: a 76 % end against a 62.5 % ceiling, unsaid); None
+    otherwise (a held estimate says so in ``ceiling_line``)."""
+    c, u = e.ceiling, e.uncertainty
+    if c is None or c.binding or u is None or u.mfu is None or u.mfu[1] <= c.mfu:
+        return None
+    return u.mfu[1]
+
+
+def ceiling_passed_line(e: Estimate) -> str | None:
+    """'efficiency ceiling: the MFU band's fast end, 76.0%, passes 62.5%, the best measured ...'."""
+    if (high := band_passing_ceiling(e)) is None:
+        return None
+    c = e.ceiling
+    assert c is not None
+    return (
+        f"efficiency ceiling: the MFU band's fast end, {high:.1%}, passes {c.mfu:.1%}, the best measured on this GPU"
+        f" architecture, precision and scale ({c.measured_by}: {c.row}): read that end as the band's arithmetic,"
+        " not as a run anyone has measured"
+    )
+
+
 def seconds_words(seconds: float) -> str:
     """'49 s', '0.4 s', '< 0.1 s': a short time whose rounding to whole seconds read as nothing
     (trial s27: an 8B model's checkpoint "0 s to write")."""

@@ -806,6 +806,29 @@ def test_a_budget_answer_gives_its_deadline_and_the_time_the_budget_meets_in_jso
     assert f"extend the deadline to {math.ceil(data['within_budget_seconds'] / 86400)} days" in data["fix"]
 
 
+def test_a_band_past_the_best_measured_mfu_says_so_where_the_ceiling_does_not_hold_it(capsys):
+    """Trial s38 finding 12, s39 (app) finding 7: an MFU band up to 75 % on A100 against a 62.5 %
+    best measured, unsaid where the ceiling did not bind; the CLI and the card now say so."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, Sharding, TrainingConfig
+    from ui.cli import main
+    from ui.i18n import Labels
+    from ui.messages import ceiling_text
+
+    args = ["estimate", "--model", "llama2-70b", "--gpu", "a100-80gb-sxm", "--num-gpus", "2048", "--tp", "4"]
+    args += ["--pp", "8", "--vpp", "8", "--sharding", "zero1", "--seq-len", "4096", "--global-batch-tokens", "4194304"]
+    assert main(args) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("efficiency ceiling:"))
+    layout = Layout(tp=4, pp=8, vpp=8, sharding=Sharding.ZERO1)
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=16)
+    e = build_plan(get_preset("llama2-70b"), "a100-80gb-sxm", layout, training, num_gpus=2048).estimate
+    assert not e.ceiling.binding and e.uncertainty.mfu[1] > e.ceiling.mfu
+    assert f"the MFU band's fast end, {e.uncertainty.mfu[1]:.1%}, passes {e.ceiling.mfu:.1%}" in line
+    for lang in ("en", "zh"):
+        assert f"{e.uncertainty.mfu[1]:.1%}" in (ceiling_text(Labels(lang), e) or "")
+
+
 def test_a_held_plan_says_why_its_band_may_pass_the_ceiling():
     """Trial s35 (round 2): the card's MFU band ran past "held at 44.2 % MFU, the best measured",
     unexplained. The band is not cut there on evidence (docs/validation.md): the line says why."""
