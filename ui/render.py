@@ -28,6 +28,7 @@ from ui.render_lines import (
     goodput_line,
     host_note,
     median_line,
+    node_fill_words,
     nvlink_domains,
     point_outside_line,
     risk_figures_line,
@@ -191,6 +192,7 @@ def summary_lines(p: Plan) -> list[str]:
     lines = [
         f"[bold]{p.model.name}[/bold] on [bold]{p.num_gpus} x {p.gpu}[/bold] ({counted(p.num_nodes, 'node')}"
         + network_words(p)
+        + node_fill_words(p)
         + ")",
         f"layout {p.layout_words}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),

@@ -187,6 +187,19 @@ def batch_note(e: Estimate) -> str:
     return f" (requested {requested:,}: {how}, {e.global_batch_tokens / requested - 1:+.1%})"
 
 
+def node_fill_words(p: Plan) -> str:
+    """'; 5 of each node's 8 GPUs in use' where a plan over several nodes leaves part of each empty
+    (plan trial s38 finding 14: 100 GPUs spread as 20 x 5 read as 20 whole nodes; a provider that
+    rents whole nodes bills 160 GPUs, which the price line says only where the catalog rents so)."""
+    try:
+        node = load_catalog().node(load_catalog().gpu(p.gpu).default_node)
+    except ValueError:  # a GPU of a catalog built with extra directories
+        return ""
+    if p.num_nodes <= 1 or p.gpus_per_node >= node.gpus_per_node:
+        return ""
+    return f"; {p.gpus_per_node} of each node's {node.gpus_per_node} GPUs in use"
+
+
 def domain_gpus(p: Plan) -> int:
     """GPUs in one scale-up domain of the plan's nodes (0 where its GPU is not in the built-in catalog)."""
     catalog = load_catalog()

@@ -310,3 +310,12 @@ def test_an_infeasible_estimate_says_its_time_and_cost_are_what_it_would_give(ca
     assert any(x.startswith("if it fit: time-to-train ") for x in lines)
     assert any(x.startswith("if it fit: at p80: ") for x in lines)
     assert not any(x.startswith(("time-to-train", "at p80")) for x in lines)
+
+
+def test_part_filled_nodes_are_said(capsys):
+    """Trial s38 finding 14: 100 GPUs spread as 20 nodes of 5 read as 20 whole 8-GPU nodes."""
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--tokens", "1e12", "--num-gpus"]
+    assert main([*args, "100"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("; 5 of each node's 8 GPUs in use)")
+    assert main([*args, "64"]) == 0
+    assert "in use" not in capsys.readouterr().out.splitlines()[0]
