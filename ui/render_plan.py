@@ -203,12 +203,16 @@ ESTIMATED_PRICE_NOTE = f"* $/GPU-h: {PriceBasis.ESTIMATE.words} (trainplan catal
 def plans_table(title: str, chosen, others, risk: str) -> Table:
     """The chosen plan (marked) and ``others``, one row each, with the columns the search weighs;
     a price the catalog estimates is starred, the note under the table."""
-    estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in (chosen, *others))
-    table = Table(title=title, title_justify="left", caption=ESTIMATED_PRICE_NOTE if estimated else None)
+    plans = (chosen, *others)
+    estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in plans)
+    tight = any(may_not_fit(p.estimate) for p in plans)
+    notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight
+    table = Table(title=title, title_justify="left", caption="\n".join(notes) or None)
     columns = (
         "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",
     )  # fmt: skip
-    add_columns(table, (*columns, "mem GiB"))
+    # trial s38 finding 12: "mem GiB" was the reserved peak, unsaid
+    add_columns(table, (*columns, "reserved GiB"))
     for rank, a in enumerate((chosen, *others)):
         e = a.estimate
         table.add_row(
@@ -223,9 +227,17 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             money(e.cost_usd),
             price_cell(a.price_per_gpu_hour_usd, a.price_basis),
             f"{e.throughput.mfu:.1%}",
-            f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}",
+            f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}" + (" !" if may_not_fit(e) else ""),
         )
     return table
+
+
+MAY_NOT_FIT_NOTE = "! reserved GiB: the peak's 80 % band passes what the fit rule leaves: it may not fit"
+
+
+def may_not_fit(e: Estimate) -> bool:
+    """Whether the reserved peak's band passes the fit limit (trial s39: the table did not say)."""
+    return e.uncertainty is not None and e.uncertainty.memory is not None and e.uncertainty.memory.may_not_fit
 
 
 def at_risk_words(e: Estimate, risk: str) -> str:

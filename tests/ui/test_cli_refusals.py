@@ -4,6 +4,7 @@ answered with the reason that binds, not a verdict on every row."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -319,3 +320,14 @@ def test_part_filled_nodes_are_said(capsys):
     assert capsys.readouterr().out.splitlines()[0].endswith("; 5 of each node's 8 GPUs in use)")
     assert main([*args, "64"]) == 0
     assert "in use" not in capsys.readouterr().out.splitlines()[0]
+
+
+def test_the_plans_table_names_the_reserved_peak_and_marks_plans_that_may_not_fit(capsys):
+    """Trial s38 finding 12: "mem GiB" was the reserved peak, unsaid; trial s39 (app) finding 1:
+    plans whose memory band passes the fit limit were listed like the others."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--gpus", "h100-sxm=256", "--seq-len", "4096"]
+    assert main([*args, "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "reserved GiB" in out and "mem GiB" not in out
+    assert "! reserved GiB: the peak's 80 % band passes what the fit rule leaves: it may not fit" in out
+    assert re.search(r"│ \d+/\d+ !\s+│", out) and re.search(r"│ \d+/\d+\s+│", out)  # marked rows and unmarked
