@@ -391,6 +391,7 @@ class FixCode(StrEnum):
     FSDP_GROUP = "fsdp_group"
     FSDP_GROUP_MORE_GPUS = "fsdp_group_more_gpus"
     FULL_AC = "full_ac"
+    FULL_AC_PARTIAL = "full_ac_partial"  # full recomputation shrinks the need but not under the room
     MICRO_BATCH = "micro_batch"
     TP = "tp"
     TP_MORE_GPUS = "tp_more_gpus"
@@ -413,6 +414,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
         "shard with FSDP over a group of at least {group} (dp_shard now {dp_shard}) on {gpus} GPUs"
     ),
     FixCode.FULL_AC: "enable full activation checkpointing",
+    FixCode.FULL_AC_PARTIAL: "enable full activation checkpointing, then more (alone it still needs {need:,.1f} GiB)",
     FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
     FixCode.TP: "use tp={tp} (now {now})",
     FixCode.TP_MORE_GPUS: "use tp={tp} (now {now}) on {gpus} GPUs",

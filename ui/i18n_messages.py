@@ -712,6 +712,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "在 {gpus} 块 GPU 上用 FSDP 在至少 {group} 个 rank 上分片（当前 dp_shard={dp_shard}）",
     ),
     "fix_full_ac": ("enable full activation checkpointing", "开启完整的激活重计算"),
+    "fix_full_ac_partial": (
+        "enable full activation checkpointing, then more (alone it still needs {need:,.1f} GiB)",
+        "开启完整的激活重计算，并再加其他措施（仅此一项仍需 {need:,.1f} GiB）",
+    ),
     "fix_micro_batch": ("lower the micro-batch below {micro_batch}", "把微批减小到 {micro_batch} 以下"),
     "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),
     "fix_tp_more_gpus": ("use tp={tp} (now {now}) on {gpus} GPUs", "在 {gpus} 块 GPU 上使用 tp={tp}（当前 {now}）"),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
-from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
+from planner.layout import ActivationCheckpointing, Implementation, Layout, PipelineSchedule, TrainingConfig
 from planner.model.candidates import SHARD_FSDP, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
@@ -33,6 +33,7 @@ def memory_fix_hint(
     cp_runs: Callable[[int], bool] = lambda cp: False,
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
+    full_ac_need: Callable[[], float | None] = lambda: None,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -48,7 +49,9 @@ def memory_fix_hint(
     and megatron-lm were told to shard with FSDP, which they refuse), ``offload_frees_gib``
     the allocated GiB host offload would move off the GPU, 0 where the stack refuses it (trial
     s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
-    the GPU and it did not fit)."""
+    the GPU and it did not fit), ``full_ac_need`` the GiB the same layout needs with full
+    recomputation (None: not known), so checkpointing that does not close the gap alone is said
+    after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -60,8 +63,13 @@ def memory_fix_hint(
     hints += _sharding_hints(layout, states, need_gib, excess) if fsdp_runs else []
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
+    partial = []
     if training.activation_checkpointing.value != "full" and terms.activations > 0:
-        hints.append(FixHint(code=FixCode.FULL_AC))
+        after = full_ac_need()
+        if after is None or after <= usable_gib:
+            hints.append(FixHint(code=FixCode.FULL_AC))
+        else:
+            partial.append(FixHint(code=FixCode.FULL_AC_PARTIAL, figures={"need": after}))
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
     # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
@@ -79,7 +87,7 @@ def memory_fix_hint(
         hints.append(_degree_hint(layout, "tp", tp, FixCode.TP, FixCode.TP_MORE_GPUS))
     elif layout.pp < model.num_layers and pp_runs(2 * layout.pp):
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
-    return tuple(hints) or (FixHint(code=FixCode.BIGGER_GPU),)
+    return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
 
 
 def _sharding_hints(layout: Layout, states: float, need_gib: float, excess: float) -> list[FixHint]:
@@ -209,8 +217,9 @@ class FitCheck:
             cp_runs=lambda cp: self.fits_with_cp(cp, settings),
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
+            full_ac_need=lambda: self.need_with_full_ac(settings),
         )
-        if fixes == (FixHint(code=FixCode.BIGGER_GPU),):
+        if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):
             fixes = self._past_every_gpu(need, settings) or fixes
         return memory_words(need, usable, cap, self.gpu.id, settings.memory_headroom), fixes
 
@@ -222,6 +231,21 @@ class FitCheck:
         if need <= room:
             return ()
         return (FixHint(code=FixCode.NO_ONE_FIX, figures={"times": need / room, "largest": largest.id}),)
+
+    def need_with_full_ac(self, settings: ModelingSettings) -> float | None:
+        """GiB per GPU (reserved + CUDA context) of the same layout with full recomputation; None
+        where that configuration does not pass the estimate's rules."""
+        full = self.training.model_copy(
+            update={"activation_checkpointing": ActivationCheckpointing.FULL, "ac_blocks": 0}
+        )
+        try:
+            _, c = checked_configuration(
+                self.model, self.gpu, self.resolved, full, self.num_gpus, self.gpus_per_node, self.catalog,
+                self.trainer_rules,
+            )  # fmt: skip
+        except ValueError:
+            return None
+        return float(memory(self.model, c, settings).device_total[0]) / 2**30
 
     def with_offload(self) -> bool:
         """The same layout with the optimizer states on the host (review s32: it was asked as

@@ -238,6 +238,22 @@ def test_a_long_sequence_memory_fix_names_context_parallelism():
     assert not here.feasible  # half of it, on these 8 GPUs, does not fit: the smallest named
 
 
+def test_checkpointing_that_cannot_close_the_gap_alone_is_said_after_the_fixes_that_can():
+    """Trial s38 finding 5: at a million tokens "enable full activation checkpointing" led the
+    fixes, and with it the job still needed 417 GiB; it now comes last, with that figure."""
+    model = LLAMA8B.model_copy(update={"max_seq_len": 1 << 20})
+    e = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 20)
+    full = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 20, activation_checkpointing=AC.FULL)
+    assert not e.feasible and not full.feasible
+    codes = [h.code for h in e.fix_hints]
+    assert codes[-1] == "full_ac_partial" and "full_ac" not in codes, codes
+    need = float(e.fix_hints[-1].figures["need"])
+    assert f"alone it still needs {need:,.1f} GiB" in (e.fix or "")
+    assert abs(need - full.memory.reserved_gib) < 2.0  # the reserved peak plus the CUDA context
+    short = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=16384, micro_batch=4)
+    assert short.fix_hints[0].code == "full_ac"  # where it does close the gap, it leads
+
+
 @pytest.mark.parametrize(
     "layout, message",
     [

@@ -696,7 +696,7 @@ def test_an_estimate_on_a_count_that_does_not_fill_nodes_splits_it_evenly(tmp_pa
     plan_file = tmp_path / "plan.json"
     args = ("estimate", "--model", "tiny", "--gpu", "h100-sxm", "--num-gpus", "9", "--micro-batch", "1")
     assert (
-        "tiny on 9 x h100-sxm (3 nodes on ib-ndr-400, its default network)"
+        "tiny on 9 x h100-sxm (3 nodes on ib-ndr-400, its default network; 3 of each node's 8 GPUs in use)"
         in run(*args, "--seq-len", "256", "--out", str(plan_file)).stdout
     )
     plan = Plan.load(plan_file)

@@ -71,7 +71,8 @@ def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
     # review s27: 9 GPUs run on 3 nodes of 3 (even_node_count), each a whole 8-GPU node: 24, not 16
     nine = [*args[:6], "9", *args[7:], "--price-kind", "reserved-3y"]
     assert (
-        "on 9 x h200-sxm (3 nodes on ib-ndr-400, its default network)" in (said := trainplan(*nine)[1])
+        "on 9 x h200-sxm (3 nodes on ib-ndr-400, its default network; 3 of each node's 8 GPUs in use)"
+        in (said := trainplan(*nine)[1])
         and "billed for 24 GPUs" in said
     )
     assert trainplan(*args, "--price-kind", "reserved-3y", "--out", str(tmp_path / "p.json"))[0] == 0
