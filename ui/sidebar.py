@@ -216,7 +216,7 @@ def sidebar_tokens(tr: Labels, model: ModelSpec | None) -> float | None:
                 min_value=0.001,
                 max_value=MAX_TRAINING_TOKENS / 1e9,
                 step=10.0,
-                format="%.3f",  # trial s39: the minimum, 0.001 B, showed as "0.00"
+                format="%g",  # trial s39: the minimum, 0.001 B, showed as "0.00"
                 key="tokens_billions",
             )
             * 1e9
