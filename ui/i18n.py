@@ -599,6 +599,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "每步 {step} 秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
         "{solver} 用时 {seconds:.1f} 秒",
     ),
+    "card_footer_kept": (
+        "step {step} s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
+        "{solver} in {seconds:.1f} s when first asked (this answer was kept, not solved again)",
+        "每步 {step} 秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
+        "{solver} 首次求解用时 {seconds:.1f} 秒（此答案为缓存结果，未重新求解）",
+    ),
     "why_this_plan": ("Why this plan", "为什么选这个方案"),
     "opt_memory": ("memory", "显存"),
     "opt_divisibility": ("divisibility", "整除性"),

@@ -203,10 +203,10 @@ def loss_text(tr: Labels, e) -> str | None:
 
 
 def card_captions(
-    tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None, bought: bool = False
+    tr: Labels, plan: Plan, result, calibration: CalibrationUpload | None, bought: bool = False, kept: bool = False
 ) -> list[str]:
     """The lines under the metrics: envelope, price, ceiling, risk, the search, estimate-only,
-    calibration."""
+    calibration; ``kept``: the answer came from the cache, so its solve time is the first run's."""
     e, u = plan.estimate, plan.estimate.uncertainty
     lines = [] if u is None else [envelope_text(tr, u)]
     if u is not None and u.point_outside is not None:
@@ -226,7 +226,7 @@ def card_captions(
     lines += [
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(
-            "card_footer",
+            "card_footer_kept" if kept else "card_footer",
             # the CLI's formatter and precision (ui/render_lines.py step_line)
             step=number_band(e.time.step_s, None if u is None else u.step_s, 3),
             kernel=kernel_words(tr, plan),
@@ -248,6 +248,7 @@ def plan_card(
     bought: bool = False,
     calibration: CalibrationUpload | None = None,
     notes: tuple[str, ...] = (),
+    kept: bool = False,
 ) -> None:
     """The chosen plan's figures with their bands, the planner's warnings in the page's language
     (``notes``: the request's, ``request_texts``), and the near tie, idle and batch call-outs."""
@@ -263,7 +264,7 @@ def plan_card(
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
                 column.metric(tr(key), value, deltas.get(key), delta_color="off", delta_arrow="off")
-        for line in card_captions(tr, plan, result, calibration, bought):
+        for line in card_captions(tr, plan, result, calibration, bought, kept):
             st.caption(line)
         callouts = (
             (near_tie_text(tr, result), "⚖️"),

@@ -308,3 +308,12 @@ def test_a_probe_line_writes_the_pages_seconds_and_blank(tmp_path):
     )
     assert "16.290 秒" in probe_text(ZH, report) and f"{BLANK}" in probe_text(EN, report)
     assert " - " not in probe_text(EN, report)
+
+
+def test_a_kept_answer_says_its_solve_time_is_the_first_runs():
+    """Trial s39 (app): the card kept "highs in 23.7 s" on every rerun of a cached request, as if
+    each change cost that much; a kept answer says its time is the first run's."""
+    at = run_app()
+    at.run()  # the same request again: served from the cache
+    footers = [c.value for c in at.caption if " candidates, " in c.value]
+    assert len(footers) == 1 and footers[0].endswith("when first asked (this answer was kept, not solved again)")
