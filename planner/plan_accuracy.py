@@ -51,15 +51,20 @@ class MeasuredJobUse(BaseModel):
 class MemoryBand(BaseModel):
     """The 80 % band of the reserved memory peak (planner/accuracy/memory_band.py): read from the
     measured peaks of the plan's kind (``validated``) or, where fewer were measured, from every
-    one; ``may_not_fit`` / ``may_fit``: the band's far end lies on the other side of what the fit
-    rule leaves the reserved peak (``usable_gib``: the usable memory less the CUDA context) than
-    the figure."""
+    one. ``may_not_fit``: the figure passes the fit rule, but the band's high end passes the
+    GPU's memory itself (``room_gib``: capacity less the CUDA context): it may run out of memory.
+    The rule's headroom is a margin of its own, so the band is not held against it as well (review
+    s39: measured against the rule's limit, following the card's advice moved the limit and the
+    warning came back at every step). ``may_fit``: the figure fails the rule, but the band's low
+    end passes what the rule leaves the reserved peak (``usable_gib``: the usable memory less the
+    CUDA context)."""
 
     model_config = FROZEN
     reserved_gib: tuple[float, float]
     usable_gib: float
-    may_not_fit: bool  # the figure fits, the band's high end does not
-    may_fit: bool  # the figure does not fit, the band's low end does
+    may_not_fit: bool  # the figure passes the rule, the band's high end passes the GPU's room
+    may_fit: bool  # the figure does not pass the rule, the band's low end does
+    room_gib: float | None = None  # capacity less the CUDA context (None: plan files before s39)
     validated: bool
     rows: int
     sources: tuple[str, ...]

@@ -155,8 +155,13 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
         ("ex_step", seconds(tr, e.time.step_s), bands["step_s"]),
         ("tokens_per_s", per_second(e.throughput.tokens_per_s), bands["tokens_per_s"]),
         ("card_mfu", f"{e.throughput.mfu:.1%}", bands["mfu"]),  # trial s35 (round 2): the card's had one
-        ("card_time", duration(tr, e.time_to_train_h or 0.0), bands["time_to_train_h"]),
-        ("card_cost", app_core.money(e.cost_usd or 0.0), bands["cost_usd"]),
+        # an infeasible layout's time and cost are what it would give if it fit (review s39: as the CLI's)
+        (
+            "card_time" if e.feasible else "ex_time_if_fit",
+            duration(tr, e.time_to_train_h or 0.0),
+            bands["time_to_train_h"],
+        ),
+        ("card_cost" if e.feasible else "ex_cost_if_fit", app_core.money(e.cost_usd or 0.0), bands["cost_usd"]),
     )
     for row in (values[:METRICS_PER_ROW], values[METRICS_PER_ROW:]):
         for column, (key, value, delta) in zip(st.columns(METRICS_PER_ROW), row, strict=True):

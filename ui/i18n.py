@@ -458,14 +458,21 @@ _LABELS: dict[str, tuple[str, str]] = {
     "memory_kind_one": ("one GPU", "单 GPU"),
     "memory_kind_multi": ("more than one GPU", "多 GPU"),
     "memory_may_not_fit": (
-        "Its high end passes the {usable:.1f} GiB the fit rule leaves it: it may not fit.",
-        "区间上端超过适配规则留给它的 {usable:.1f} GiB：可能放不下。",
+        "Its high end passes the {room:.1f} GiB the GPU holds beside the CUDA context: it may not fit.",
+        "区间上端超过 GPU 除 CUDA 上下文外的 {room:.1f} GiB：可能放不下。",
     ),
     "memory_risk": (
-        "Memory may not fit: the reserved peak's 80 % band reaches {high:.1f} GiB, past the {usable:.1f} GiB the fit"
-        " rule leaves. To plan with that margin, raise “Memory headroom (%)” to {headroom}.",
-        "显存可能不够：预留峰值的 80% 误差区间上端达 {high:.1f} GiB，超过适配规则留给它的 {usable:.1f} GiB。"
-        "如需按这一余量规划，请将“显存余量（%）”调高到 {headroom}。",
+        "Memory may not fit: the reserved peak's 80 % band reaches {high:.1f} GiB, past the {room:.1f} GiB the GPU"
+        " holds beside the CUDA context. To plan with that margin, raise “{slider}” to {headroom}.",
+        "显存可能不够：预留峰值的 80% 误差区间上端达 {high:.1f} GiB，超过 GPU 除 CUDA 上下文外的 {room:.1f} GiB。"
+        "如需按这一余量规划，请将“{slider}”调高到 {headroom}。",
+    ),
+    "memory_risk_past_headroom": (
+        "Memory may not fit: the reserved peak's 80 % band reaches {high:.1f} GiB, past the {room:.1f} GiB the GPU"
+        " holds beside the CUDA context, and even {most} % headroom would not give that margin: choose a layout"
+        " that uses less memory per GPU.",
+        "显存可能不够：预留峰值的 80% 误差区间上端达 {high:.1f} GiB，超过 GPU 除 CUDA 上下文外的 {room:.1f} GiB；"
+        "即使余量设为 {most}% 也无法留出这一余量：请选择每 GPU 显存占用更少的布局。",
     ),
     "memory_may_fit": (
         "Its low end is under the {usable:.1f} GiB the fit rule leaves it: it may fit.",
@@ -599,6 +606,8 @@ _LABELS: dict[str, tuple[str, str]] = {
         "每步 {step} 秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
         "{solver} 用时 {seconds:.1f} 秒",
     ),
+    "ex_time_if_fit": ("Time to train, if it fit", "训练时间（若能放下）"),
+    "ex_cost_if_fit": ("Cost, if it fit", "费用（若能放下）"),
     "card_footer_kept": (
         "step {step} s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "
         "{solver} in {seconds:.1f} s when first asked (this answer was kept, not solved again)",
@@ -692,7 +701,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_tokens_per_s": ("tokens/s", "token/秒"),
     "col_tokens_p10_per_s": ("tokens/s, 80 % band from", "token/秒，80% 区间下限"),
     "col_tokens_p90_per_s": ("tokens/s, 80 % band to", "token/秒，80% 区间上限"),
-    "col_memory_gib": ("memory (GiB)", "显存（GiB）"),
+    "col_memory_gib": ("reserved peak (GiB)", "预留峰值（GiB）"),
+    "col_memory_p90_gib": ("reserved peak, 80 % band to (GiB)", "预留峰值 80% 区间上限（GiB）"),
     "col_capacity_gib": ("capacity (GiB)", "容量（GiB）"),
     "col_job": ("job", "任务"),
     "col_model": ("model", "模型"),

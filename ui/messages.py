@@ -137,23 +137,26 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
     values = dict(low=low, high=high, rows=band.rows, kind=kind, error=band.mean_abs_error)
     text = tr("memory_band_own" if band.validated else "memory_band_all", **values, stacks=", ".join(band.stacks))
     fit = "memory_may_not_fit" if band.may_not_fit else "memory_may_fit" if band.may_fit else None
-    return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib))
+    room = band.usable_gib if band.room_gib is None else band.room_gib
+    return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib, room=room))
 
 
 def memory_risk_text(tr: Labels, memory, u: Uncertainty | None) -> str | None:
-    """A warning where the reserved peak's band passes what the fit rule leaves, with the memory
-    headroom at which the search plans with that margin (trial s39: said only in a grey caption;
-    ``memory``: the estimate's ``MemoryEstimate``); None where it surely fits by the band."""
+    """A warning where the reserved peak's band passes the GPU's own room (capacity less the CUDA
+    context: ``MemoryBand.may_not_fit``), with the memory headroom at which the search plans so
+    that it does not: a point figure under the room over the band's ratio (trial s39: said only in
+    a grey caption; review s39: held against the rule's limit, each replan moved it). ``memory``:
+    the estimate's ``MemoryEstimate``; None where the band stays within the room."""
     band = None if u is None else u.memory
-    if band is None or not band.may_not_fit:
+    if band is None or not band.may_not_fit or band.room_gib is None:
         return None
     high = band.reserved_gib[1]
-    # A plan whose band's high end stays under today's limit has a point figure under limit / ratio:
-    # the headroom at which the fit rule leaves that much (the CUDA context sits outside the allocator).
     ratio = high / memory.reserved_gib
-    context = memory.usable_gib - band.usable_gib
-    headroom = math.ceil(100 * (1 - (band.usable_gib / ratio + context) / memory.capacity_gib))
-    return tr("memory_risk", high=high, usable=band.usable_gib, headroom=min(headroom, MAX_HEADROOM_PCT))
+    context = memory.capacity_gib - band.room_gib
+    headroom = math.ceil(100 * (1 - (band.room_gib / ratio + context) / memory.capacity_gib))
+    if headroom > MAX_HEADROOM_PCT:
+        return tr("memory_risk_past_headroom", high=high, room=band.room_gib, most=MAX_HEADROOM_PCT)
+    return tr("memory_risk", high=high, room=band.room_gib, headroom=headroom, slider=tr("headroom"))
 
 
 def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:

@@ -27,5 +27,5 @@ def number_box(place: Any, tr: Labels, label_key: str, *, key: str, **limits: An
         return None
     st.session_state[last] = value
     if emptied:
-        place.warning(tr("number_emptied", label=tr(label_key), value=f"{value:,g}"))
+        place.warning(tr("number_emptied", label=tr(label_key), value=f"{value:,.10g}"))  # 1,000,000, not 1e+06
     return value

@@ -46,7 +46,7 @@ def shared_inventory(request: PlanRequest) -> dict[str, int]:
     return {g: (cap if n is None else n) for g, n in (request.gpus or {}).items()}
 
 
-def rented_types(request: PlanRequest, bought: bool) -> frozenset[str]:
+def rented_under_pricing(request: PlanRequest, bought: bool) -> frozenset[str]:
     """The types rented by the hour, not held: every allowed type under a rent price (a count in
     the GPU table is then a quota on what runs at once, as on the single-job page: trial s39 found
     a capped rental priced as owned, 3x cheaper); under Buy, the types without a count."""
@@ -121,7 +121,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             inputs.request.stack,
             inputs.calibration,
             inputs.request.network,
-            rented_types(inputs.request, inputs.bought),
+            rented_under_pricing(inputs.request, inputs.bought),
             tuple(sorted(inputs.purchases.items())),
             inputs.tco,
         )

@@ -13,7 +13,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from planner.accuracy.memory_band import memory_words
-from planner.catalog.hardware import load_catalog
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
@@ -27,9 +26,10 @@ from ui.render_lines import (
     ceiling_passed_line,
     goodput_line,
     host_note,
+    loss_note,
     median_line,
+    network_words,
     node_fill_words,
-    nvlink_domains,
     point_outside_line,
     risk_figures_line,
     step_line,
@@ -155,37 +155,6 @@ def plan_facts_json(p: Plan) -> dict:
     }
 
 
-def network_words(p: Plan) -> str:
-    """' on ib-ndr-400, its default network': the network a plan over several nodes was timed on (trial
-    s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster);
-    ', one NVLink domain' where its nodes share one, so no ring leaves it (review s29b: 16 GB200
-    trays were said to run on the network), and how many domains the network joins where they span
-    nodes (trial s30: 144 GB200 did not say they were two NVL72 racks)."""
-    domains = nvlink_domains(p)
-    if p.network is None and p.num_nodes > 1 and domains == 1:
-        return ", one NVLink domain"
-    racks = f" in {domains} NVLink domains" if domains is not None and domains > 1 else ""
-    if p.network is not None:  # asked for: said, as the app's card says it (review s30)
-        return f"{racks} on {p.network}"
-    if p.num_nodes <= 1:
-        return ""
-    try:
-        default = load_catalog().gpu(p.gpu).default_network
-    except ValueError:  # a GPU of a catalog built with extra directories (the API's load_catalog)
-        return ""
-    return f"{racks} on {default}, its default network"
-
-
-def loss_note(e) -> str:
-    """'; loss over the whole micro-batch's logits, 12 B each' or 'over 1,024-token chunks': the
-    stack's loss as counted (trial s36: HF Trainer's full fp32 logits were nowhere in the output)."""
-    chunk, per_logit = e.memory.loss_chunk_tokens, e.memory.loss_bytes_per_logit
-    if chunk is None or per_logit is None:
-        return ""
-    over = f"{chunk:,}-token chunks" if chunk else "the whole micro-batch's logits"
-    return f"; loss over {over}, {per_logit:g} B a logit"
-
-
 def summary_lines(p: Plan) -> list[str]:
     e = p.estimate
     t = p.training
@@ -210,7 +179,9 @@ def summary_lines(p: Plan) -> list[str]:
     u = e.uncertainty
     # Trial s38: an infeasible layout's time and cost read as a usable plan's; they are what it would
     # give with the memory (or the rule) it lacks.
-    would = "" if e.feasible else "if it fit: " if (e.reason or "").startswith("memory") else "if it could run: "
+    # memory (the device's or the host's): the estimate's typed fixes, or a plan file's reason
+    memory = bool(e.fix_hints) or "memory" in (e.reason or "")
+    would = "" if e.feasible else "if it fit: " if memory else "if it could run: "
     if e.time_to_train_h is not None:
         lines.append(
             f"{would}time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "

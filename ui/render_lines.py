@@ -228,3 +228,34 @@ def written_line(p: Plan, saved_to: Path) -> str:
     if not p.estimate.feasible:
         return f"plan written to {saved_to} (infeasible: emit refuses it without --force; trainplan explain shows why)"
     return f"plan written to {saved_to} (next: trainplan emit {saved_to} --out JOB_DIR)"
+
+
+def network_words(p: Plan) -> str:
+    """' on ib-ndr-400, its default network': the network a plan over several nodes was timed on (trial
+    s29b: B300 plans ran on the 400G template unsaid, where an 800G fabric made them 1.5x faster);
+    ', one NVLink domain' where its nodes share one, so no ring leaves it (review s29b: 16 GB200
+    trays were said to run on the network), and how many domains the network joins where they span
+    nodes (trial s30: 144 GB200 did not say they were two NVL72 racks)."""
+    domains = nvlink_domains(p)
+    if p.network is None and p.num_nodes > 1 and domains == 1:
+        return ", one NVLink domain"
+    racks = f" in {domains} NVLink domains" if domains is not None and domains > 1 else ""
+    if p.network is not None:  # asked for: said, as the app's card says it (review s30)
+        return f"{racks} on {p.network}"
+    if p.num_nodes <= 1:
+        return ""
+    try:
+        default = load_catalog().gpu(p.gpu).default_network
+    except ValueError:  # a GPU of a catalog built with extra directories (the API's load_catalog)
+        return ""
+    return f"{racks} on {default}, its default network"
+
+
+def loss_note(e) -> str:
+    """'; loss over the whole micro-batch's logits, 12 B each' or 'over 1,024-token chunks': the
+    stack's loss as counted (trial s36: HF Trainer's full fp32 logits were nowhere in the output)."""
+    chunk, per_logit = e.memory.loss_chunk_tokens, e.memory.loss_bytes_per_logit
+    if chunk is None or per_logit is None:
+        return ""
+    over = f"{chunk:,}-token chunks" if chunk else "the whole micro-batch's logits"
+    return f"; loss over {over}, {per_logit:g} B a logit"

@@ -212,7 +212,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
         "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",
     )  # fmt: skip
     # trial s38 finding 12: "mem GiB" was the reserved peak, unsaid
-    add_columns(table, (*columns, "reserved GiB"))
+    add_columns(table, (*columns, "reserved / capacity GiB"))
     for rank, a in enumerate((chosen, *others)):
         e = a.estimate
         table.add_row(
@@ -232,11 +232,12 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
     return table
 
 
-MAY_NOT_FIT_NOTE = "! reserved GiB: the peak's 80 % band passes what the fit rule leaves: it may not fit"
+MAY_NOT_FIT_NOTE = "! the reserved peak's 80 % band passes the GPU's memory beside the CUDA context: it may not fit"
 
 
 def may_not_fit(e: Estimate) -> bool:
-    """Whether the reserved peak's band passes the fit limit (trial s39: the table did not say)."""
+    """Whether the reserved peak's band passes the GPU's room (``MemoryBand.may_not_fit``; trial
+    s39: the table did not say)."""
     return e.uncertainty is not None and e.uncertainty.memory is not None and e.uncertainty.memory.may_not_fit
 
 

@@ -114,11 +114,12 @@ TOP_FORMATS = {
     "tokens_p10_per_s": "%,.0f",
     "tokens_p90_per_s": "%,.0f",
     "memory_gib": "%.1f",
+    "memory_p90_gib": "%.1f",
     "capacity_gib": "%.1f",
 }
 TOP_ORDER = (  # memory next to the headline figures, so it is visible without scrolling
     # the figures the search ranked by (its risk quantile) beside the model's (trial s28d: row 2 looked cheaper)
-    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "capacity_gib",
+    "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "memory_p90_gib", "capacity_gib",
     "time_at_risk_days", "cost_at_risk_usd", "time_p10_days", "time_p90_days", "cost_p10_usd", "cost_p90_usd",
     "price_usd_per_gpu_hour", "price_estimated", "mfu", "tokens_per_s", "tokens_p10_per_s", "tokens_p90_per_s",
     "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",

@@ -43,7 +43,10 @@ MEGATRON_DEEPSPEED = (Stack.MEGATRON_DEEPSPEED, MEGATRON_DEEPSPEED_SETTINGS)
 # is applied on the bfloat16 model gradients"; its app. F.3 pseudo-code holds a bf16 buffer).
 GIGATRON = (
     Stack.MEGATRON_LM,
-    with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2).but(grad_bytes=2.0),
+    # and gathers a parallel block's input once for both branches (sec. 4.3.4: one all_reduce per layer)
+    with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2).but(
+        grad_bytes=2.0, parallel_block_single_gather=True
+    ),
 )
 LLM_FOUNDRY = (Stack.TORCHTITAN, LLM_FOUNDRY_TRITON)
 HAI_LLM = (Stack.MEGATRON_CORE, DEEPSEEK_V3_RUN.settings)

@@ -124,12 +124,14 @@ def ratio_band(rows: tuple[MemoryRow, ...], sigma: float) -> tuple[float, float]
 def memory_band(
     reserved_gib: float,
     usable_gib: float,
+    room_gib: float,
     stack: str,
     hf_modules: bool,
     multi_gpu: bool,
     rows: tuple[MemoryRow, ...] | None = None,
 ) -> MemoryBand | None:
-    """The band of a plan's reserved peak (None: no measured peak at all)."""
+    """The band of a plan's reserved peak (None: no measured peak at all), against what the fit
+    rule leaves it (``usable_gib``) and the GPU's own room (``room_gib``; ``MemoryBand``)."""
     rows = load_memory_rows() if rows is None else rows
     if not rows:
         return None
@@ -141,7 +143,8 @@ def memory_band(
     return MemoryBand(
         reserved_gib=(reserved_gib * low, reserved_gib * high),
         usable_gib=usable_gib,
-        may_not_fit=fits and reserved_gib * high > usable_gib,
+        room_gib=room_gib,
+        may_not_fit=fits and reserved_gib * high > room_gib,
         may_fit=not fits and reserved_gib * low <= usable_gib,
         validated=own,
         rows=len(used),
@@ -163,8 +166,8 @@ def _kind_words(stack: str, hf_modules: bool, multi_gpu: bool) -> str:
 
 def memory_words(band: MemoryBand) -> str:
     """The CLI's line: '80 % band of the reserved peak 62.3-78.5 GiB, from 13 measured peaks of
-    torchtitan, more than one GPU (mean |error| 19.1%); its high end passes the 74.8 GiB the fit
-    rule leaves it: it may not fit'."""
+    torchtitan, more than one GPU (mean |error| 19.1%); its high end passes the 78.7 GiB the GPU
+    holds beside the CUDA context: it may not fit'."""
     low, high = band.reserved_gib
     figures = f"80 % band of the reserved peak {low:.1f}-{high:.1f} GiB"
     error = f"mean |error| {band.mean_abs_error:.1%}"
@@ -174,7 +177,8 @@ def memory_words(band: MemoryBand) -> str:
         read = ", ".join(band.stacks)
         text = f"{figures}: no measured peak of {band.kind}; read from all {band.rows} measured peaks ({read}), {error}"
     if band.may_not_fit:
-        text += f"; its high end passes the {band.usable_gib:.1f} GiB the fit rule leaves it: it may not fit"
+        room = band.usable_gib if band.room_gib is None else band.room_gib
+        text += f"; its high end passes the {room:.1f} GiB the GPU holds beside the CUDA context: it may not fit"
     if band.may_fit:
         text += f"; its low end is under the {band.usable_gib:.1f} GiB the fit rule leaves it: it may fit"
     return text

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
-from planner.layout import ActivationCheckpointing, Implementation, Layout, PipelineSchedule, TrainingConfig
+from planner.layout import ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Sharding, TrainingConfig
 from planner.model.candidates import SHARD_FSDP, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
@@ -34,6 +34,7 @@ def memory_fix_hint(
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
+    group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -51,25 +52,26 @@ def memory_fix_hint(
     s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
     the GPU and it did not fit), ``full_ac_need`` the GiB the same layout needs with full
     recomputation (None: not known), so checkpointing that does not close the gap alone is said
-    after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find)."""
+    after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find),
+    ``group_fits(dp_shard, dp_replicate, gpus)`` whether an FSDP group fits by the memory model
+    (review s39: under a pipeline the gradients stay unsharded, and the group named by the
+    states' split still did not fit, nor the next one)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
-    states = terms.states * need_gib / max(terms.total, 1e-9)
+    # A pipeline accumulates its gradients unsharded over the step (memory.py): only the
+    # parameters and moments shrink with the group there.
+    shardable = terms.states - (terms.grads if layout.pp > 1 else 0.0)
+    states = shardable * need_gib / max(terms.total, 1e-9)
     hints = []
     if layout.pp > 1 and layout.pp_schedule == PipelineSchedule.GPIPE and training.grad_accum > layout.pp:
         # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
         hints.append(FixHint(code=FixCode.ONE_F_ONE_B, figures={"pp": layout.pp, "accum": training.grad_accum}))
-    hints += _sharding_hints(layout, states, need_gib, excess) if fsdp_runs else []
+    hints += _sharding_hints(layout, states, need_gib, excess, group_fits) if fsdp_runs else []
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
-    partial = []
-    if training.activation_checkpointing.value != "full" and terms.activations > 0:
-        after = full_ac_need()
-        if after is None or after <= usable_gib:
-            hints.append(FixHint(code=FixCode.FULL_AC))
-        else:
-            partial.append(FixHint(code=FixCode.FULL_AC_PARTIAL, figures={"need": after}))
+    full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
+    hints += full
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
     # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
@@ -90,26 +92,51 @@ def memory_fix_hint(
     return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
 
 
-def _sharding_hints(layout: Layout, states: float, need_gib: float, excess: float) -> list[FixHint]:
-    """FSDP where a large share of the need is unsharded states, else the FSDP group that frees the
-    excess: FSDP over k x more ranks frees (1 - 1/k) of the states. The group grows on these GPUs
-    only by folding replicas into it (dp_replicate); past that it needs ``group x non_dp`` GPUs
-    (trial s35: "at least 12 (dp_shard now 6)" was told to an FSDP layout with no replica)."""
+def _recompute_hints(
+    training: TrainingConfig, terms: MemoryTerms, usable_gib: float, full_ac_need: Callable[[], float | None]
+) -> tuple[list[FixHint], list[FixHint]]:
+    """Full recomputation as a fix that closes the gap alone, or as one that does not (said last,
+    with the GiB it leaves: ``FULL_AC_PARTIAL``)."""
+    if training.activation_checkpointing.value == "full" or terms.activations <= 0:
+        return [], []
+    after = full_ac_need()
+    if after is None or after <= usable_gib:
+        return [FixHint(code=FixCode.FULL_AC)], []
+    return [], [FixHint(code=FixCode.FULL_AC_PARTIAL, figures={"need": after})]
+
+
+def _sharding_hints(
+    layout: Layout, states: float, need_gib: float, excess: float, group_fits: Callable[[int, int, int], bool]
+) -> list[FixHint]:
+    """FSDP where a large share of the need is unsharded states, else the smallest FSDP group that
+    fits: FSDP over k x more ranks frees (1 - 1/k) of the shardable ``states`` (a necessary bound),
+    and ``group_fits`` checks the group by the memory model. The group grows on these GPUs only by
+    folding replicas into it (dp_replicate); past that it needs ``group x non_dp`` GPUs (trial
+    s35: "at least 12 (dp_shard now 6)" was told to an FSDP layout with no replica)."""
     if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:
         return [FixHint(code=FixCode.SHARD_FSDP)]
-    k = next((2**j for j in range(1, 31) if states * (1 - 2.0**-j) >= excess), None) if states > excess else None
-    if k is None:
+    if states <= excess:
         return []
-    # the smallest fold of d | dp_replicate replicas into the group that is at least k times it
-    # (review s35: dp_replicate 3 with k 2 was sent to fewer GPUs than in use)
-    fold = next((d for d in range(k, layout.dp_replicate + 1) if layout.dp_replicate % d == 0), None)
-    if fold is not None:
-        return [
-            FixHint(code=FixCode.FSDP_GROUP, figures={"group": layout.dp_shard * fold, "dp_shard": layout.dp_shard})
-        ]
-    group = layout.dp_shard * k
-    figures = {"group": group, "dp_shard": layout.dp_shard, "gpus": group * layout.non_dp}
-    return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures)]
+    for k in (2**j for j in range(1, MAX_GROUP_DOUBLINGS + 1)):
+        if states * (1 - 1 / k) < excess:
+            continue
+        # the smallest fold of d | dp_replicate replicas into the group that is at least k times it
+        # (review s35: dp_replicate 3 with k 2 was sent to fewer GPUs than in use)
+        fold = next((d for d in range(k, layout.dp_replicate + 1) if layout.dp_replicate % d == 0), None)
+        if fold is not None:
+            group = layout.dp_shard * fold
+            if group_fits(group, layout.dp_replicate // fold, layout.world_size):
+                return [FixHint(code=FixCode.FSDP_GROUP, figures={"group": group, "dp_shard": layout.dp_shard})]
+            continue
+        group = layout.dp_shard * k
+        if group_fits(group, 1, group * layout.non_dp):
+            figures = {"group": group, "dp_shard": layout.dp_shard, "gpus": group * layout.non_dp}
+            return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures)]
+    return []
+
+
+# The widest FSDP group a memory fix names: 2**12 times the group in use.
+MAX_GROUP_DOUBLINGS = 12
 
 
 # The widest context-parallel degree a memory fix names (Llama 3.1's long-context stage ran CP 16;
@@ -172,14 +199,24 @@ class FitCheck:
         """Whether the wider layout passes the estimate's rules and the stack's; with ``settings``,
         also whether it fits the GPU's memory by the memory model itself."""
         world = wider_world(self.num_gpus, self.resolved, degree, value)
+        wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
+        return self._runs(wider, world, config, settings)
+
+    def fits_with_group(self, dp_shard: int, dp_replicate: int, gpus: int, settings: ModelingSettings) -> bool:
+        """An FSDP group of ``dp_shard`` (``dp_replicate`` replicas) on ``gpus`` that runs and fits."""
+        grouped = self.resolved.model_copy(
+            update={"dp_shard": dp_shard, "dp_replicate": dp_replicate, "sharding": Sharding.FSDP}
+        )
+        return self._runs(grouped, gpus, self.training, settings)
+
+    def _runs(self, layout: Layout, world: int, config: TrainingConfig, settings: ModelingSettings | None) -> bool:
         try:
-            wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
             _, c = checked_configuration(
-                self.model, self.gpu, wider, config, world, self.gpus_per_node, self.catalog, self.trainer_rules
+                self.model, self.gpu, layout, config, world, self.gpus_per_node, self.catalog, self.trainer_rules
             )
         except ValueError:
             return False
-        if self.stack is not None and refused_by(self.stack, self.model, wider.resolve(world), config):
+        if self.stack is not None and refused_by(self.stack, self.model, layout.resolve(world), config):
             return False
         return settings is None or bool(
             fits(memory(self.model, c, settings).device_total, c.memory_bytes, settings.memory_headroom)[0]
@@ -218,9 +255,10 @@ class FitCheck:
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
             full_ac_need=lambda: self.need_with_full_ac(settings),
+            group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
         )
-        if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):
-            fixes = self._past_every_gpu(need, settings) or fixes
+        if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
+            fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])
         return memory_words(need, usable, cap, self.gpu.id, settings.memory_headroom), fixes
 
     def _past_every_gpu(self, need: float, settings: ModelingSettings) -> tuple[FixHint, ...]:

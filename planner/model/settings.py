@@ -353,6 +353,13 @@ class ModelingSettings:
     # it (2021) and BigScience's Megatron-DeepSpeed, which has no --sequence-parallel (megatron/
     # arguments.py at bigscience-workshop/Megatron-DeepSpeed 8387ae17).
     sequence_parallel: bool = True
+    # A parallel attention/MLP block (``ModelShape.parallel_block``) reduces its two row-parallel
+    # outputs once forward; backward its two column-parallel inputs' gradients are reduced once
+    # only where the stack gathers the block input once for both branches (Falcon's Gigatron:
+    # arXiv 2311.16867 sec. 4.3.4, "cuts the number of all_reduce necessary from two to one per
+    # layer"); GPT-NeoX's library keeps an f operator in each ColumnParallelLinear, and every other
+    # stack here has no parallel block of its own: one reduction per branch (review s39).
+    parallel_block_single_gather: bool = False
     # DeepSpeed activation checkpointing's ``partition_activations`` (Megatron-DeepSpeed's
     # --partition-activations): a checkpointed block keeps its input as a 1/tp slice and all-gathers
     # it over tp, blocking, before its recompute (deepspeed/runtime/activation_checkpointing/

@@ -116,7 +116,10 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     row_parallel = np.where(
         c.expert_token_split > 1, table.tp_reductions - table.routed_only_reductions, table.tp_reductions
     )
-    tp_collectives = 2.0 * row_parallel + row_parallel * recompute_fraction(c, n_layers)
+    # Backward as many as forward, but a parallel block's second branch unless the stack gathers
+    # its input once for both (``s.parallel_block_single_gather``).
+    backward = row_parallel + (1.0 if table.parallel and not s.parallel_block_single_gather else 0.0)
+    tp_collectives = row_parallel + backward + row_parallel * recompute_fraction(c, n_layers)
     # A recomputed attention sub-layer gathers its input and reduces its output projection again.
     attention_reductions = len({g.part for g in table.gemms if g.split == TpSplit.ROW and g.part == Part.ATTENTION})
     tp_collectives = tp_collectives + attention_reductions * attention_recompute_fraction(c)

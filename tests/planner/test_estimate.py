@@ -182,19 +182,25 @@ def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_ba
 
 
 def test_an_fsdp_group_fix_names_the_gpus_it_needs_beyond_those_in_use():
-    """Trial s35: an FSDP layout at tp 4 x pp 4 on 96 GPUs was told "shard with FSDP over a group
-    of at least 12 (dp_shard now 6)", which those GPUs cannot hold; replicas fold into the group.
-    (Group sizes since s39: under a pipeline the gradients' reserved churn is unsharded, so only
-    the parameters and moments shrink with the group.)"""
-    model, training = get_preset("llama3.1-70b"), dict(grad_accum=6)
-    fsdp = est(Layout(tp=4, pp=4, vpp=2, sharding=Sharding.FSDP), num_gpus=96, model=model, **training)
-    assert "FSDP over a group of at least 24 (dp_shard now 6) on 384 GPUs" in (fsdp.fix or "")
-    hsdp = Layout(tp=4, pp=4, vpp=2, dp_replicate=2, sharding=Sharding.FSDP)
-    folded = est(hsdp, num_gpus=96, model=model, **training)
-    assert "FSDP over a group of at least 12 (dp_shard now 3) on 192 GPUs;" in (folded.fix or "")
-    # review s35: 3 replicas and a group twice as wide were sent to 128 GPUs, fewer than the 192 in use
-    three = est(hsdp.model_copy(update={"dp_replicate": 3}), num_gpus=192, model=model, **training)
-    assert "FSDP over a group of at least 16 (dp_shard now 4) on 256 GPUs;" in (three.fix or "")
+    """Trial s35: an FSDP layout was told "shard with FSDP over a group of at least 12 (dp_shard
+    now 6)", which those GPUs cannot hold; replicas fold into the group. Review s39: the group is
+    checked by the memory model (under a pipeline the gradients stay unsharded, and a group sized
+    by the states' split did not fit, nor the next), so the group named fits where it is named."""
+    model, training = get_preset("llama3.1-70b"), dict(grad_accum=8)
+    fsdp = est(Layout(tp=8, sharding=Sharding.FSDP), num_gpus=16, model=model, **training)
+    assert "FSDP over a group of at least 4 (dp_shard now 2) on 32 GPUs" in (fsdp.fix or "")
+    assert est(Layout(tp=8, dp_shard=4, sharding=Sharding.FSDP), num_gpus=32, model=model, **training).feasible
+    hsdp = Layout(tp=8, dp_replicate=4, sharding=Sharding.FSDP)
+    folded = est(hsdp, num_gpus=64, model=model, **training)
+    assert "FSDP over a group of at least 4 (dp_shard now 2);" in (folded.fix or "")  # on these 64 GPUs
+    fits = Layout(tp=8, dp_shard=4, dp_replicate=2, sharding=Sharding.FSDP)
+    assert est(fits, num_gpus=64, model=model, **training).feasible
+    # review s35: 3 replicas and a group twice as wide were sent to fewer GPUs than the 24 in use
+    three = est(hsdp.model_copy(update={"dp_replicate": 3}), num_gpus=24, model=model, **training)
+    assert "FSDP over a group of at least 4 (dp_shard now 1) on 32 GPUs;" in (three.fix or "")
+    # review s39: tp 4 x pp 4 on 96 GPUs: no FSDP group fits (the unsharded gradients stay), none is named
+    piped = est(Layout(tp=4, pp=4, vpp=2, sharding=Sharding.FSDP), num_gpus=96, model=model, grad_accum=6)
+    assert not piped.feasible and "FSDP over a group" not in (piped.fix or "")
 
 
 def test_a_stack_that_shards_no_parameters_is_not_told_to():

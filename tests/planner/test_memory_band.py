@@ -66,11 +66,11 @@ def test_a_stack_with_no_measured_peak_reads_all_of_them_and_says_so():
 
 
 def test_the_band_says_when_its_far_end_crosses_the_fit_rule():
-    band = memory_band(74.3, 75.4, "megatron-core", False, True)
+    band = memory_band(74.3, 75.4, 78.7, "megatron-core", False, True)
     assert band.may_not_fit and not band.may_fit and "it may not fit" in memory_words(band)
-    over = memory_band(88.1, 75.4, "torchtitan", False, True)  # torchtitan ran this at 82.4 GiB
+    over = memory_band(88.1, 75.4, 78.7, "torchtitan", False, True)  # torchtitan ran this at 82.4 GiB
     assert over.may_fit and not over.may_not_fit and "it may fit" in memory_words(over)
-    roomy = memory_band(40.0, 75.4, "torchtitan", False, True)
+    roomy = memory_band(40.0, 75.4, 78.7, "torchtitan", False, True)
     assert not roomy.may_fit and not roomy.may_not_fit and "fit" not in memory_words(roomy).split(";")[-1]
 
 

@@ -241,7 +241,10 @@ def test_top_plans_table_is_formatted_like_the_card_with_memory_in_view():
     at = open_tab(run_app(), "tab_top")
     shown = table(at, EN("col_layout"))
     columns = list(shown.columns)
-    assert columns.index(EN("col_memory_gib")) < 6 and columns.index(EN("col_capacity_gib")) < 7
+    assert columns.index(EN("col_memory_gib")) < 6 and columns.index(EN("col_capacity_gib")) < 8
+    # review s39: the reserved peak's band's high end beside it, as the CLI marks plans past the GPU
+    assert columns.index(EN("col_memory_gib")) + 1 == columns.index(EN("col_memory_p90_gib"))
+    assert (shown[EN("col_memory_p90_gib")] > shown[EN("col_memory_gib")]).all()
     # the time's 80 % band beside it (planner/accuracy)
     assert columns.index(EN("col_time_p10_days")) + 1 == columns.index(EN("col_time_p90_days"))
     lo, hi = shown[EN("col_time_p10_days")], shown[EN("col_time_p90_days")]
@@ -495,3 +498,13 @@ def test_layout_explorer_keeps_its_values_across_tabs_and_follows_a_new_plan():
     chosen = planned(request_for(get_preset("gpt3-350m"))).plan
     assert at.number_input(key="ex_num_gpus").value == chosen.num_gpus
     assert at.number_input(key="ex_micro_batch").value == chosen.training.micro_batch
+
+
+def test_the_explorer_labels_an_infeasible_layouts_time_and_cost_if_it_fit():
+    """Review s39: the CLI said "if it fit:" of an infeasible estimate's time and cost; the
+    explorer showed them as a usable plan's."""
+    at = open_tab(run_app(), "tab_explorer")
+    at.number_input(key="ex_micro_batch").set_value(256).run()
+    labels = [m.label for m in at.metric]
+    assert EN("ex_time_if_fit") in labels and EN("ex_cost_if_fit") in labels
+    assert EN("ex_fits") not in [s.value for s in at.success]
