@@ -132,6 +132,7 @@ class GpuChoice:
     # the defaults): what a portfolio's held GPUs cost (trial s26b: the portfolio ignored both).
     purchases: dict[str, float] = field(default_factory=dict)
     tco: TcoAssumptions | None = None
+    left_out: tuple[str, ...] = ()  # allowed types without an offer of ``price_kind`` (not planned)
 
 
 def column_config(tr: Labels, bought: bool) -> dict:
@@ -255,6 +256,7 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
         price_kind=kind,
         purchases={g: p for g, p in choice.purchases.items() if g in priced},
         tco=choice.tco,
+        left_out=tuple(dropped),
     )
 
 

@@ -606,6 +606,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "每步 {step} 秒 · 注意力 {kernel} · {candidates:,} 个候选，{feasible:,} 个可行 · "
         "{solver} 用时 {seconds:.1f} 秒",
     ),
+    "card_kind_left_out": (
+        "Planned on {kind} prices: the allowed types without such an offer were left out ({gpus}).",
+        "按{kind}价格规划：没有此类报价的已选型号未参与规划（{gpus}）。",
+    ),
     "ex_time_if_fit": ("Time to train, if it fit", "训练时间（若能放下）"),
     "ex_cost_if_fit": ("Cost, if it fit", "费用（若能放下）"),
     "card_footer_kept": (

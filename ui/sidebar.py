@@ -74,6 +74,7 @@ class Inputs:
     calibration: CalibrationUpload | None = None  # an uploaded calibration file the catalog takes
     purchases: dict[str, float] = dataclasses.field(default_factory=dict)  # the table's purchase USD per allowed type
     tco: TcoAssumptions | None = None  # the ownership assumptions (Buy mode; None: the defaults)
+    left_out: tuple[str, ...] = ()  # allowed types the price kind has no offer of (GpuChoice.left_out)
 
     @property
     def key(self) -> str:
@@ -444,4 +445,5 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         calibration=calibration,
         purchases=gpu_choice.purchases,
         tco=gpu_choice.tco,
+        left_out=gpu_choice.left_out,
     )

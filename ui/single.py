@@ -206,6 +206,9 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
     else:
         assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
         notes = request_texts(tr, inputs.request, result.plan)
+        if inputs.left_out and inputs.request.price_kind is not None:  # trial s39 (app): said in the sidebar only
+            kind = tr.kind(inputs.request.price_kind)
+            notes = (*notes, tr("card_kind_left_out", kind=kind, gpus=tr.join(inputs.left_out)))
         # trial s39 (app): a cached answer kept its first solve's "23.7 s" as if every rerun took it
         cached = waited_s < KEPT_FRACTION * result.seconds
         plan_card(tr, result.plan, result, inputs.bought, inputs.calibration, notes, cached)

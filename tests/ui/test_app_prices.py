@@ -70,3 +70,13 @@ def test_a_reserved_term_longer_than_the_job_is_warned_in_both_languages() -> No
         at = run_app(gpus=["h100-sxm"], pricing="reserved_3y", lang=tr.lang)
         assert commitment_text(tr, term) in [w.value for w in at.warning]
     assert plan_commitment("on-demand", result.plan) is None and plan_commitment(None, result.plan) is None
+
+
+def test_a_price_kind_says_on_the_card_which_allowed_types_it_left_out():
+    """Trial s39 (app): spot pricing left 21 types out, said in the sidebar's caption only."""
+    at = run_app(pricing="spot", gpus=["h100-sxm", "h800"])  # the H800 has no spot offer
+    assert not at.exception
+    warnings = [w.value for w in at.warning if w.value.startswith("Planned on spot prices")]
+    assert warnings == [EN("card_kind_left_out", kind=EN.kind("spot"), gpus="h800")], [w.value for w in at.warning]
+    on_demand = run_app(gpus=["h100-sxm", "h800"])
+    assert not any(w.value.startswith("Planned on") for w in on_demand.warning)  # nothing left out
