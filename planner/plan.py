@@ -35,7 +35,7 @@ from planner.model.memory import usable_capacity
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
-from planner.plan_accuracy import EfficiencyCeiling, Uncertainty
+from planner.plan_accuracy import EfficiencyCeiling, MemoryBand, Uncertainty
 from planner.plan_calibration import PlanCalibration
 from planner.rule_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 
@@ -310,6 +310,17 @@ class Estimate(BaseModel):
         """The cost at a risk quantile; None without a band."""
         u = self.uncertainty
         return None if u is None or u.cost_usd_at_risk is None else u.cost_usd_at_risk.get(risk)
+
+    @property
+    def memory_band(self) -> MemoryBand | None:
+        """The reserved peak's 80 % band; None without a band."""
+        return None if self.uncertainty is None else self.uncertainty.memory
+
+    @property
+    def may_not_fit(self) -> bool:
+        """Whether the reserved peak's band passes the GPU's own room (``MemoryBand.may_not_fit``)."""
+        band = self.memory_band
+        return band is not None and band.may_not_fit
 
 
 class Plan(BaseModel):

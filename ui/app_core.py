@@ -346,16 +346,11 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
                 "memory_gib": e.memory.reserved_gib,
                 # the reserved peak's band's high end (review s39: the CLI's table marked the plans
                 # whose band passes the GPU, the app's had no memory band at all)
-                "memory_p90_gib": math.nan if (m := memory_band_of(e)) is None else m.reserved_gib[1],
+                "memory_p90_gib": math.nan if (m := e.memory_band) is None else m.reserved_gib[1],
                 "capacity_gib": e.memory.capacity_gib,
             }
         )
     return pd.DataFrame(rows)
-
-
-def memory_band_of(e):
-    """The estimate's reserved-peak band (``MemoryBand``), None without one."""
-    return None if e.uncertainty is None else e.uncertainty.memory
 
 
 def band_columns(e, field: str, lo: str, hi: str, unit: float = 1.0) -> dict[str, float]:

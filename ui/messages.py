@@ -141,19 +141,19 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
     return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib, room=room))
 
 
-def memory_risk_text(tr: Labels, memory, u: Uncertainty | None) -> str | None:
+def memory_risk_text(tr: Labels, e: Estimate) -> str | None:
     """A warning where the reserved peak's band passes the GPU's own room (capacity less the CUDA
     context: ``MemoryBand.may_not_fit``), with the memory headroom at which the search plans so
     that it does not: a point figure under the room over the band's ratio (trial s39: said only in
-    a grey caption; review s39: held against the rule's limit, each replan moved it). ``memory``:
-    the estimate's ``MemoryEstimate``; None where the band stays within the room."""
-    band = None if u is None else u.memory
-    if band is None or not band.may_not_fit or band.room_gib is None:
+    a grey caption; review s39: held against the rule's limit, each replan moved it); None where the
+    band stays within the room."""
+    band = e.memory_band
+    if band is None or not e.may_not_fit or band.room_gib is None:
         return None
     high = band.reserved_gib[1]
-    ratio = high / memory.reserved_gib
-    context = memory.capacity_gib - band.room_gib
-    headroom = math.ceil(100 * (1 - (band.room_gib / ratio + context) / memory.capacity_gib))
+    ratio = high / e.memory.reserved_gib
+    context = e.memory.capacity_gib - band.room_gib
+    headroom = math.ceil(100 * (1 - (band.room_gib / ratio + context) / e.memory.capacity_gib))
     if headroom > MAX_HEADROOM_PCT:
         return tr("memory_risk_past_headroom", high=high, room=band.room_gib, most=MAX_HEADROOM_PCT)
     return tr("memory_risk", high=high, room=band.room_gib, headroom=headroom, slider=tr("headroom"))

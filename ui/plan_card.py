@@ -259,7 +259,7 @@ def plan_card(
             st.warning(tr("long_job", time=duration(tr, plan.estimate.time_to_train_h or 0.0)))
         for note in notes:
             st.warning(note)
-        if (memory := memory_risk_text(tr, plan.estimate.memory, plan.estimate.uncertainty)) is not None:
+        if (memory := memory_risk_text(tr, plan.estimate)) is not None:
             st.warning(memory, icon=":material/memory:")
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.catalog.hardware import load_catalog
+from planner.catalog.specs import NodeTemplate
 from planner.fmt import counted, duration_h, duration_words, money, number_band
 from planner.model.goodput import MIN_GOODPUT
 from planner.plan import Estimate, GoodputEstimate, Plan
@@ -191,23 +192,26 @@ def node_fill_words(p: Plan) -> str:
     """'; 5 of each node's 8 GPUs in use' where a plan over several nodes leaves part of each empty
     (plan trial s38 finding 14: 100 GPUs spread as 20 x 5 read as 20 whole nodes; a provider that
     rents whole nodes bills 160 GPUs, which the price line says only where the catalog rents so)."""
-    try:
-        node = load_catalog().node(load_catalog().gpu(p.gpu).default_node)
-    except ValueError:  # a GPU of a catalog built with extra directories
-        return ""
-    if p.num_nodes <= 1 or p.gpus_per_node >= node.gpus_per_node:
+    node = default_node(p)
+    if node is None or p.num_nodes <= 1 or p.gpus_per_node >= node.gpus_per_node:
         return ""
     return f"; {p.gpus_per_node} of each node's {node.gpus_per_node} GPUs in use"
 
 
-def domain_gpus(p: Plan) -> int:
-    """GPUs in one scale-up domain of the plan's nodes (0 where its GPU is not in the built-in catalog)."""
+def default_node(p: Plan) -> NodeTemplate | None:
+    """The plan's GPU's default node in the built-in catalog (None: a GPU of a catalog built with
+    extra directories, which the plan does not name)."""
     catalog = load_catalog()
     try:
-        node = catalog.node(catalog.gpu(p.gpu).default_node)
+        return catalog.node(catalog.gpu(p.gpu).default_node)
     except ValueError:
-        return 0
-    return node.scaleup_domain_holding(p.gpus_per_node)
+        return None
+
+
+def domain_gpus(p: Plan) -> int:
+    """GPUs in one scale-up domain of the plan's nodes (0 where its GPU is not in the built-in catalog)."""
+    node = default_node(p)
+    return 0 if node is None else node.scaleup_domain_holding(p.gpus_per_node)
 
 
 def nvlink_domains(p: Plan) -> int | None:

@@ -205,7 +205,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
     a price the catalog estimates is starred, the note under the table."""
     plans = (chosen, *others)
     estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in plans)
-    tight = any(may_not_fit(p.estimate) for p in plans)
+    tight = any(p.estimate.may_not_fit for p in plans)
     notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight
     table = Table(title=title, title_justify="left", caption="\n".join(notes) or None)
     columns = (
@@ -227,18 +227,12 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             money(e.cost_usd),
             price_cell(a.price_per_gpu_hour_usd, a.price_basis),
             f"{e.throughput.mfu:.1%}",
-            f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}" + (" !" if may_not_fit(e) else ""),
+            f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}" + (" !" if e.may_not_fit else ""),
         )
     return table
 
 
 MAY_NOT_FIT_NOTE = "! the reserved peak's 80 % band passes the GPU's memory beside the CUDA context: it may not fit"
-
-
-def may_not_fit(e: Estimate) -> bool:
-    """Whether the reserved peak's band passes the GPU's room (``MemoryBand.may_not_fit``; trial
-    s39: the table did not say)."""
-    return e.uncertainty is not None and e.uncertainty.memory is not None and e.uncertainty.memory.may_not_fit
 
 
 def at_risk_words(e: Estimate, risk: str) -> str:

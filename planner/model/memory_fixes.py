@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.layout import ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Sharding, TrainingConfig
-from planner.model.candidates import SHARD_FSDP, code
+from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
 from planner.model.settings import ModelingSettings
@@ -17,6 +17,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import FixHint, MemoryTerms
 from planner.rule_codes import FixCode
+from planner.units import GIB
 
 
 def memory_fix_hint(
@@ -210,17 +211,24 @@ class FitCheck:
         return self._runs(grouped, gpus, self.training, settings)
 
     def _runs(self, layout: Layout, world: int, config: TrainingConfig, settings: ModelingSettings | None) -> bool:
-        try:
-            _, c = checked_configuration(
-                self.model, self.gpu, layout, config, world, self.gpus_per_node, self.catalog, self.trainer_rules
-            )
-        except ValueError:
+        c = self._candidates(layout, world, config)
+        if c is None:
             return False
         if self.stack is not None and refused_by(self.stack, self.model, layout.resolve(world), config):
             return False
         return settings is None or bool(
             fits(memory(self.model, c, settings).device_total, c.memory_bytes, settings.memory_headroom)[0]
         )
+
+    def _candidates(self, layout: Layout, world: int, config: TrainingConfig) -> Candidates | None:
+        """The configuration as the estimate checks it; None where its rules refuse it."""
+        try:
+            _, c = checked_configuration(
+                self.model, self.gpu, layout, config, world, self.gpus_per_node, self.catalog, self.trainer_rules
+            )
+        except ValueError:
+            return None
+        return c
 
     def with_tp(self, tp: int) -> bool:
         return self.runs("tp", tp, self.training)
@@ -265,7 +273,7 @@ class FitCheck:
         """Where "a GPU with more memory" is none: the need past the largest catalog GPU's room
         (trial s37: gpt-oss-20b's eager scores at 64K needed 3,652 GiB and were told to find one)."""
         largest = max(self.catalog.gpus.values(), key=lambda g: g.memory_bytes)
-        room = largest.memory_bytes / 2**30 * (1 - settings.memory_headroom)
+        room = largest.memory_bytes / GIB * (1 - settings.memory_headroom)
         if need <= room:
             return ()
         return (FixHint(code=FixCode.NO_ONE_FIX, figures={"times": need / room, "largest": largest.id}),)
@@ -276,14 +284,8 @@ class FitCheck:
         full = self.training.model_copy(
             update={"activation_checkpointing": ActivationCheckpointing.FULL, "ac_blocks": 0}
         )
-        try:
-            _, c = checked_configuration(
-                self.model, self.gpu, self.resolved, full, self.num_gpus, self.gpus_per_node, self.catalog,
-                self.trainer_rules,
-            )  # fmt: skip
-        except ValueError:
-            return None
-        return float(memory(self.model, c, settings).device_total[0]) / 2**30
+        c = self._candidates(self.resolved, self.num_gpus, full)
+        return None if c is None else float(memory(self.model, c, settings).device_total[0]) / GIB
 
     def with_offload(self) -> bool:
         """The same layout with the optimizer states on the host (review s32: it was asked as

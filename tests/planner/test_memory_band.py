@@ -4,6 +4,8 @@ s38: plans at 94-99 % of a GPU had none, where the memory model missed by -25 % 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from planner.accuracy.memory_band import (
@@ -18,6 +20,8 @@ from planner.api import build_plan
 from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.stacks import Stack
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_shipped_peaks_are_the_harness_output():
@@ -87,16 +91,20 @@ def test_estimate_json_and_text_carry_the_band(capsys):
     assert "memory accuracy: 80 % band of the reserved peak" in capsys.readouterr().out
 
 
+def _bench(name: str):
+    """A bench/ script as a module (bench/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_docs_table_is_the_benchs_output():
     """Review s38: a hand copy would go stale (bench/validate_memory_band.py --write-docs writes it)."""
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("validate_memory_band", root / "bench" / "validate_memory_band.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    docs = (root / "docs" / "validation.md").read_text()
+    bench = _bench("validate_memory_band")
+    docs = (ROOT / "docs" / "validation.md").read_text()
     block = docs.split(bench.START, 1)[1].split(bench.END, 1)[0].strip()
     assert block == "\n".join(bench.render()).strip()
 
@@ -106,13 +114,7 @@ def test_the_reserved_peak_under_a_pipeline_meets_torchtitans_405b_peaks():
     on torchtitan's 405B peaks (bench/pp_memory_check.py; docs/model.md "Reserved"): the figures
     the docs quote, within 10 % at the code's default micro-batching, with context parallelism too
     (before the term: -35 % to -22 %)."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "bench" / "pp_memory_check.py"
-    spec = importlib.util.spec_from_file_location("pp_memory_check", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench("pp_memory_check")
     table = [line.split("|")[1:-1] for line in bench.lines() if line.startswith("| ") and "GiB" not in line]
     default = {r[0].strip(): (float(r[2]), float(r[3])) for r in table if r[1].strip() == "8 x 4"}
     assert default == {"1F1B": (82.5, 77.7), "interleaved 1F1B": (72.7, 79.5)}

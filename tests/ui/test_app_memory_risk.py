@@ -26,11 +26,11 @@ def test_a_plan_that_may_not_fit_is_warned_and_the_headroom_it_names_ends_the_wa
     chosen = plan(_request(), settings=DEFAULT_SETTINGS).plan
     u = chosen.estimate.uncertainty
     assert u.memory.may_not_fit and u.memory.reserved_gib[1] > u.memory.room_gib
-    text = memory_risk_text(EN, chosen.estimate.memory, u)
+    text = memory_risk_text(EN, chosen.estimate)
     assert text in [w.value for w in at.warning]
     headroom = int(re.search(r"to (\d+)\.$", text).group(1))
-    assert 5 < headroom < 50 and f"{headroom}。" in memory_risk_text(ZH, chosen.estimate.memory, u)
+    assert 5 < headroom < 50 and f"{headroom}。" in memory_risk_text(ZH, chosen.estimate)
     margin = plan(_request(), settings=DEFAULT_SETTINGS.but(memory_headroom=headroom / 100)).plan
     e = margin.estimate
-    assert not e.uncertainty.memory.may_not_fit and memory_risk_text(EN, e.memory, e.uncertainty) is None
+    assert not e.uncertainty.memory.may_not_fit and memory_risk_text(EN, e) is None
     assert e.uncertainty.memory.reserved_gib[1] <= e.uncertainty.memory.room_gib
