@@ -20,6 +20,7 @@ from planner.model.block_rows import Recompute
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS, moe_a2a_overlapped
+from planner.units import BF16_BYTES
 
 MEGATRON_BRIDGE_ARCHIVE = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100, DGX-B200 and DGX-GB200 tables; "
@@ -41,7 +42,7 @@ MEGATRON_BRIDGE_RECIPES = (
 # reserved above the peak) is in MEGATRON_CORE_SETTINGS itself.
 BRIDGE_MOE_BENCHMARK = MEGATRON_CORE_SETTINGS.but(
     moe_token_imbalance=1.0,
-    grad_bytes=2.0,
+    grad_bytes=BF16_BYTES,
     loss_bytes_per_logit=4.0,
 )
 # The recipes that state Megatron-Core's flex dispatcher with the HybridEP or DeepEP backend

@@ -18,6 +18,7 @@ from planner.model.settings import ModelingSettings
 from planner.model.stack_profiles import TE_FUSED_CE_BYTES_PER_LOGIT
 from planner.model.stacks import STACK_SETTINGS as PROFILES
 from planner.model.stacks import Stack as Profile
+from planner.units import BF16_BYTES
 from validation.published_rows import (
     PublishedRun,
     Stack,
@@ -42,16 +43,33 @@ STACK_SETTINGS = {
 # - TransformerEngine's fused cross-entropy, ``cross_entropy_fusion_impl: "te"`` in every Llama
 #   perf config since the 25.09 one (scripts/performance/configs/llama3/*.yaml, Megatron-Bridge
 #   commit cac49dcd7; perf_recipes/_common.py ``_benchmark_common`` today).
-MEGATRON_BRIDGE_RECIPE = dict(grad_bytes=2.0, loss_bytes_per_logit=TE_FUSED_CE_BYTES_PER_LOGIT)
+MEGATRON_BRIDGE_RECIPE = dict(grad_bytes=BF16_BYTES, loss_bytes_per_logit=TE_FUSED_CE_BYTES_PER_LOGIT)
 # The Megatron-FSDP recipes offload activations to the host (``cpu_offloading_num_layers``), per
 # (model, GPU): 70B FP8 on GB200 40 of 80 blocks (llama3_70b_llm_pretrain.yaml gb200 fp8_cs, 25.09;
 # the same 40 in perf_recipes/llama/gb200/llama3.py today); 405B FP8 on GB200 95 of 126
 # (llama31_405b_llm_pretrain.yaml gb200 fp8_cs, 25.09, the container of its only row).
 MEGATRON_FSDP_OFFLOADED_BLOCKS = {("LLAMA3_70B", "gb200"): 40, ("LLAMA3.1_405B", "gb200"): 95}
 
+# What NeMo 1.x's launcher recipes (the S13 rows of containers 24.03 and 24.07, run with
+# NeMo-Framework-Launcher's launcher_scripts/conf/training/<family>/<size>.yaml, apex's
+# DistributedFusedAdam, ``optim.name: distributed_fused_adam``) set on top of Megatron-Core.
+# Recipe facts, read in the launcher at dbdb2355 (2024-07-30) and NeMo's
+# megatron_base_model.py setup_optimization of that time:
+# - the fp32 master weights kept as 16-bit remainders (setup_optimization forces the optimizer's
+#   dtype to fp32 and, with bf16 weights, ``store_param_remainders``), every row;
+# - bf16 gradient buffers where the model's config sets ``grad_sync_dtype: bf16``: gpt3/175b_fp8.yaml
+#   (the table is FP8) and nemotron/nemotron_340b.yaml (whose ``dtype: bf16`` setup_optimization
+#   overrides); the others reduce in fp32.
+NEMO_LAUNCHER_RECIPE = dict(master_param_bytes=2.0)
+NEMO_LAUNCHER_RELEASES = ("24.03", "24.07")
+NEMO_LAUNCHER_BF16_GRADS = frozenset({"GPT3-175B", "Nemotron-340B"})
+
 
 def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
     """The row's stack profile with what its source's recipes state on top of it."""
+    if run.source == "S13" and run.release.startswith(NEMO_LAUNCHER_RELEASES):
+        grads = dict(grad_bytes=BF16_BYTES) if run.model_name in NEMO_LAUNCHER_BF16_GRADS else {}
+        return profile.but(**NEMO_LAUNCHER_RECIPE, **grads)
     if run.source != "S14":
         return profile
     megatron_fsdp = run.layout.sharding == Sharding.FSDP

@@ -57,6 +57,16 @@ class SkipReason(StrEnum):
     NO_BATCH = "global batch missing"
 
 
+# A NeMo / Megatron-Bridge container version, as the sources print it ("25.04", "26.04.01").
+RELEASE = re.compile(r"\b(2\d\.\d\d(?:\.\d\d)?)\b")
+
+
+def release_in(text: str) -> str:
+    """The first container version in ``text`` ("" when none)."""
+    match = RELEASE.search(text)
+    return match.group(1) if match else ""
+
+
 @dataclass(frozen=True)
 class SkippedRow:
     row_id: int
@@ -84,6 +94,7 @@ class PublishedRun:
     measured_tflops_per_gpu: float | None
     convention: FlopConvention | None
     inferred: tuple[str, ...]  # what a documented rule filled in (shown in the table notes)
+    release: str = ""  # the NeMo / Megatron-Bridge container the source names ("24.07"), if any
 
     @property
     def source(self) -> str:
@@ -414,6 +425,7 @@ def read_row(
         measured_tflops_per_gpu=_number(row["measured_tflops_per_gpu"]),
         convention=fields["convention"],
         inferred=tuple(inferred),
+        release=release_in(" ".join((row["source"], row["source_locator"], row["notes"]))),
     )
 
 

@@ -23,7 +23,6 @@ candidate of the search.
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Iterable
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -48,7 +47,7 @@ from validation.mlperf import compare_mlperf
 from validation.moe_recipes import DEEPSEEK_V3_REPORT, MEGATRON_BRIDGE_ARCHIVE, MODELZOO_QWEN3, h800
 from validation.moe_runs import compare_moe_runs
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell_runs
-from validation.published_rows import DEFAULT_PUBLISHED_RUNS, read_published_runs
+from validation.published_rows import DEFAULT_PUBLISHED_RUNS, read_published_runs, release_in
 from validation.published_rows import Stack as PublishedStack
 
 # The stack each set's rows ran, as the planner's --stack names it where it has a profile.
@@ -107,16 +106,6 @@ def _residual(
         error=error,
         fitted_error=fitted_error,
     )
-
-
-# A NeMo / Megatron-Bridge container version, as the sources print it ("25.04", "26.04.01").
-RELEASE = re.compile(r"\b(2\d\.\d\d(?:\.\d\d)?)\b")
-
-
-def release_in(text: str) -> str:
-    """The first container version in ``text`` ("" when none)."""
-    match = RELEASE.search(text)
-    return match.group(1) if match else ""
 
 
 def published_releases(path: Path = DEFAULT_PUBLISHED_RUNS) -> dict[int, str]:

@@ -13,6 +13,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
 from planner.model.stacks import STACK_SETTINGS, Stack
+from planner.units import BF16_BYTES
 from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON
 from validation.moe_runs import MOE_RUNS
 
@@ -45,7 +46,7 @@ GIGATRON = (
     Stack.MEGATRON_LM,
     # and gathers a parallel block's input once for both branches (sec. 4.3.4: one all_reduce per layer)
     with_attention(STACK_SETTINGS[Stack.MEGATRON_LM], AttentionKernel.FLASH2).but(
-        grad_bytes=2.0, parallel_block_single_gather=True
+        grad_bytes=BF16_BYTES, parallel_block_single_gather=True
     ),
 )
 LLM_FOUNDRY = (Stack.TORCHTITAN, LLM_FOUNDRY_TRITON)

@@ -87,7 +87,8 @@ class MemoryBreakdown:
 
 
 def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """fp32 master params, full-step grads and AdamW moments per GPU, by sharding stage.
+    """Master params (fp32 unless ``s.master_param_bytes`` says less), full-step grads and AdamW
+    moments per GPU, by sharding stage.
 
     DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32
     master weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
@@ -102,7 +103,7 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     """
     local, held = stage.total / c.tp, stage.held / c.tp
     shard = np.maximum(c.shard_group, 1)
-    params = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * FP32_BYTES
+    params = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.master_param_bytes
     grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * grad_element_bytes(c, s)
     moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
     on_gpu = ~c.offload.astype(bool)

@@ -233,6 +233,12 @@ class ModelingSettings:
     lp_grad_bytes: float = 0.0
     # AdamW's exp_avg + exp_avg_sq per parameter: fp32 (8); bf16 moments halve it.
     adam_state_bytes: float = 8.0
+    # The optimizer's master copy of each parameter (sharded with the moments from ZeRO-1 on):
+    # fp32 (4). 2: apex's DistributedFusedAdam with ``store_param_remainders``, which NeMo 1.x
+    # turns on for bf16 working weights (megatron_amp_O2): it keeps only the low 16 bits of the
+    # fp32 master, the bf16 weights hold the rest (NeMo megatron_base_model.py
+    # setup_optimization, 24.03-24.07). Checkpoints still hold fp32 (goodput.py).
+    master_param_bytes: float = 4.0
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0
