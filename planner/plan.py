@@ -355,6 +355,8 @@ class Plan(BaseModel):
     partition_activations: bool = False
     # Megatron-Core's overlapped expert all-to-alls (--overlap-moe-expert-parallel-comm; its plans only).
     moe_a2a_overlap: bool = False
+    # Megatron's bf16 gradient buffers (--grad-reduce-in-bf16; megatron-lm and megatron-core plans only).
+    grad_reduce_bf16: bool = False
     # The catalog network the nodes were estimated on; None: the GPU's default
     # (planner/catalog/networks.py).
     network: str | None = None

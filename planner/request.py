@@ -49,6 +49,7 @@ from planner.search.space import (
     pipeline_degrees,
 )
 from planner.stack_rules import moe_stack_problem, settings_problem
+from planner.units import BF16_BYTES
 
 
 def default_global_batch_tokens(model: ModelSpec) -> int:
@@ -129,6 +130,9 @@ class PlanRequest(BaseModel):
     # Megatron-Core's --overlap-moe-expert-parallel-comm: each micro-batch's expert all-to-alls run
     # under another micro-batch's compute (combined 1F1B schedule; megatron-core only).
     moe_a2a_overlap: bool = False
+    # Megatron's --grad-reduce-in-bf16: gradient buffers and their data-parallel reductions in bf16
+    # (megatron-lm, megatron-core; ``grad_bf16_problem``).
+    grad_reduce_bf16: bool = False
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
     risk: Risk = DEFAULT_RISK
@@ -140,7 +144,13 @@ class PlanRequest(BaseModel):
         if self.impl is None:
             object.__setattr__(self, "impl", self.stack.modules or default_implementation(self.model))
         problem = settings_problem(
-            self.stack, self.impl, self.compile, self.partition_activations, self.moe_a2a_overlap, self.attention
+            self.stack,
+            self.impl,
+            self.compile,
+            self.partition_activations,
+            self.moe_a2a_overlap,
+            self.attention,
+            self.grad_reduce_bf16,
         ) or moe_stack_problem(self.stack, self.model)
         if problem:
             raise problem
@@ -213,7 +223,9 @@ def request_settings(request: PlanRequest, settings: ModelingSettings | None = N
     """The settings a request is scored with: ``settings`` (None: its stack's profile) with the
     attention kernel, the activation partitioning and the all-to-all overlap it names."""
     chosen = settings or STACK_SETTINGS[request.stack]
-    return run_settings(chosen, request.attention, request.partition_activations, request.moe_a2a_overlap)
+    return run_settings(
+        chosen, request.attention, request.partition_activations, request.moe_a2a_overlap, request.grad_reduce_bf16
+    )
 
 
 def run_settings(
@@ -221,12 +233,15 @@ def run_settings(
     attention: AttentionKernel | None,
     partition_activations: bool,
     moe_a2a_overlap: bool,
+    grad_reduce_bf16: bool = False,
 ) -> ModelingSettings:
     """A profile with what one run chooses: its attention kernel, under Megatron-DeepSpeed
-    partitioned activation checkpoints (``partition_problem``), and under Megatron-Core the
-    overlapped expert all-to-alls (``a2a_overlap_problem``)."""
+    partitioned activation checkpoints (``partition_problem``), under Megatron-Core the
+    overlapped expert all-to-alls (``a2a_overlap_problem``), and under Megatron bf16 gradient
+    buffers (``grad_bf16_problem``: 2 bytes a gradient, held and reduced)."""
     chosen = with_attention(settings, attention)
     chosen = chosen.but(partition_activations=True) if partition_activations else chosen
+    chosen = chosen.but(grad_bytes=BF16_BYTES) if grad_reduce_bf16 else chosen
     return moe_a2a_overlapped(chosen) if moe_a2a_overlap else chosen
 
 

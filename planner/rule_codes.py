@@ -93,6 +93,7 @@ class RuleCode(StrEnum):
     STACK_PARTITION = "stack_partition"
     STACK_A2A_OVERLAP = "stack_a2a_overlap"
     STACK_A2A_LAYOUT = "stack_a2a_layout"
+    STACK_GRAD_BF16 = "stack_grad_bf16"
     AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
@@ -307,6 +308,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.STACK_A2A_OVERLAP: (
         "--moe-a2a-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: use --stack megatron-core"
         " (not {stack}); --stack deepseek-v3 already hides its all-to-alls (DualPipe)"
+    ),
+    _C.STACK_GRAD_BF16: (
+        "--grad-reduce-in-bf16 is Megatron's (bf16 gradient buffers): use --stack megatron-core or"
+        " megatron-lm (not {stack}); FSDP2 keeps fp32 gradient shards and DeepSpeed's profiles their own dtype"
     ),
     _C.AC_BLOCKS_RANK: (
         "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"

@@ -81,6 +81,13 @@ def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | 
     return None
 
 
+def grad_bf16_problem(stack: Stack, grad_reduce_bf16: bool) -> RuleViolation | None:
+    """Why bf16 gradient buffers cannot be asked of ``stack`` (None: they can; ``Stack.reduces_grads_in_bf16``)."""
+    if grad_reduce_bf16 and not stack.reduces_grads_in_bf16:
+        return RuleViolation(RuleCode.STACK_GRAD_BF16, {"stack": stack.value})
+    return None
+
+
 def kernel_stack_problem(stack: Stack, attention: AttentionKernel | None) -> RuleViolation | None:
     """Why ``stack`` cannot call the named attention kernel (None: it can; ``Stack.attention_kernels``)."""
     if attention is None or stack.calls(attention):
@@ -96,13 +103,16 @@ def settings_problem(
     partition_activations: bool,
     moe_a2a_overlap: bool,
     attention: AttentionKernel | None = None,
+    grad_reduce_bf16: bool = False,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
-    activations, the overlapped all-to-alls, the modules, torch.compile, the attention kernel. The
-    search's rows and an estimate's layout also meet ``configuration_problem``'s layout rules."""
+    activations, the overlapped all-to-alls, bf16 gradient buffers, the modules, torch.compile, the
+    attention kernel. The search's rows and an estimate's layout also meet
+    ``configuration_problem``'s layout rules."""
     return (
         partition_problem(stack, partition_activations)
         or a2a_overlap_problem(stack, moe_a2a_overlap)
+        or grad_bf16_problem(stack, grad_reduce_bf16)
         or impl_problem(stack, impl)
         or compile_problem(stack, compile)
         or kernel_stack_problem(stack, attention)
@@ -135,12 +145,15 @@ def configuration_problem(
     partition_activations: bool,
     moe_a2a_overlap: bool,
     attention: AttentionKernel | None = None,
+    grad_reduce_bf16: bool = False,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
     the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
-        settings_problem(stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention)
+        settings_problem(
+            stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention, grad_reduce_bf16
+        )
         or moe_stack_problem(stack, model)
         or expert_tp_problem(model, layout)
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)

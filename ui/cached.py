@@ -159,7 +159,7 @@ def cached_detect() -> list | str:
 class ExplorerPricing:
     """What the sidebar's request sets beside the layout: the price (an override, the owned rate
     when buying, or the offer kind, e.g. spot), the attention kernel, activation partitioning and
-    the all-to-all overlap.
+    the all-to-all overlap, Megatron's bf16 gradients.
     The explorer passes them so that "Start from the chosen plan" shows the card's figures (trial
     s25: it priced on demand under spot and timed the stack's kernel under flash3)."""
 
@@ -168,6 +168,7 @@ class ExplorerPricing:
     attention: AttentionKernel | None = None
     partition_activations: bool = False
     moe_a2a_overlap: bool = False
+    grad_reduce_bf16: bool = False
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -204,6 +205,7 @@ def cached_layout_plan(
             attention=pricing.attention,
             partition_activations=pricing.partition_activations,
             moe_a2a_overlap=pricing.moe_a2a_overlap,
+            grad_reduce_bf16=pricing.grad_reduce_bf16,
             network=network,
         )
     except ValueError as exc:

@@ -56,6 +56,7 @@ from ui.cli_options import (
     ATTENTION_HELP,
     CALIBRATION_HELP,
     GPUS,
+    GRAD_REDUCE_BF16,
     IMPL_HELP,
     JSON,
     MOE_A2A_OVERLAP,
@@ -140,6 +141,7 @@ def estimate(
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
+    grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -210,6 +212,7 @@ def estimate(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
+        grad_reduce_bf16=grad_reduce_in_bf16,
         network=network,
     )
     warnings = estimate_warnings(plan, price_kind, price)
@@ -285,6 +288,7 @@ def plan(
     attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
+    grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -335,6 +339,7 @@ def plan(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
+        grad_reduce_bf16=grad_reduce_in_bf16,
         network=network,
     )
     try:

@@ -132,6 +132,13 @@ MOE_A2A_OVERLAP = typer.Option(
     " micro-batch's expert all-to-alls run under another micro-batch's compute (combined 1F1B schedule;"
     " --stack megatron-core only)",
 )
+GRAD_REDUCE_BF16 = typer.Option(
+    False,
+    "--grad-reduce-in-bf16",
+    help="Megatron's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's grad_reduce_in_fp32 off, as their"
+    " FP8 performance recipes set it): gradient buffers and their data-parallel reductions in bf16, half"
+    " the bytes of fp32 (--stack megatron-core or megatron-lm only)",
+)
 AC_HELP = (
     "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"
     " --ac-blocks blocks of each pp rank; attention = each block's attention sub-layer"

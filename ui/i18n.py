@@ -231,6 +231,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Megatron-Core 的 --overlap-moe-expert-parallel-comm（Megatron-Bridge 配方中的 moe_a2a_overlap）："
         "每个微批次的专家 all-to-all 在另一个微批次的计算期间进行（合并 1F1B 调度）。",
     ),
+    "grad_reduce_bf16": ("bf16 gradients", "bf16 梯度"),
+    "grad_reduce_bf16_help": (
+        "Megatron's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's grad_reduce_in_fp32 off, as their FP8 "
+        "performance recipes set it): gradient buffers and their data-parallel reductions in bf16, half the bytes of fp32.",
+        "Megatron 的 --grad-reduce-in-bf16（即 NeMo 与 Megatron-Bridge 的 grad_reduce_in_fp32 关闭，其 FP8 "
+        "性能配方如此设置）：梯度缓冲区及其数据并行归约使用 bf16，字节数为 fp32 的一半。",
+    ),
     "attention_help": (
         "The kernel the run uses: the stack's own (cuDNN on H100/H200 and B200/GB200, FlashAttention-2 elsewhere, B300/GB300 included, and "
         "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",

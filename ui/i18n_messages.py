@@ -458,6 +458,12 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "专家 all-to-all 重叠是 Megatron-Core 的合并 1F1B 调度，{stack} 不支持"
         "（DeepSeek-V3 的 DualPipe 已隐藏其 all-to-all）",
     ),
+    "reason_stack_grad_bf16": (
+        "bf16 gradient buffers are Megatron's (Megatron-LM, Megatron-Core), not {stack}'s: FSDP2 keeps"
+        " fp32 gradient shards and DeepSpeed's profiles their own dtype",
+        "bf16 梯度缓冲区是 Megatron（Megatron-LM、Megatron-Core）的选项，{stack} 不支持：FSDP2 保留 fp32"
+        " 梯度分片，DeepSpeed 的配置使用其自身的数据类型",
+    ),
     "reason_ac_blocks_rank": (
         "{blocks} checkpointed blocks per pp rank: a rank holds at most {most} ({layers} over pp {pp}, vpp {vpp})",
         "每个 pp rank 检查点 {blocks} 个块：一个 rank 最多只有 {most} 个（{layers} 层分到 pp {pp}、vpp {vpp}）",

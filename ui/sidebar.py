@@ -338,6 +338,8 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
     if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
         st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
+    if stack.reduces_grads_in_bf16:  # Megatron's gradient buffers; the FSDP2 stacks keep fp32 shards
+        st.checkbox(tr("grad_reduce_bf16"), key="grad_reduce_bf16", help=tr("grad_reduce_bf16_help"))
     uploaded = st.file_uploader(
         tr("calibration_upload"),
         type=["toml"],
@@ -429,6 +431,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             attention=st.session_state["attention"] or None,
             partition_activations=stack == Stack.MEGATRON_DEEPSPEED and st.session_state["partition_activations"],
             moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
+            grad_reduce_bf16=stack.reduces_grads_in_bf16 and st.session_state["grad_reduce_bf16"],
             network=st.session_state["network"] or None,
             **goals,
             **training,

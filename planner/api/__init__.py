@@ -165,6 +165,7 @@ def plan_from_row(
         attention=request.attention,
         partition_activations=request.partition_activations,
         moe_a2a_overlap=request.moe_a2a_overlap,
+        grad_reduce_bf16=request.grad_reduce_bf16,
         network=canonical_network(catalog, request.network),
     )
 
@@ -385,6 +386,7 @@ def build_plan(
     partition_activations: bool = False,
     moe_a2a_overlap: bool = False,
     network: str | None = None,
+    grad_reduce_bf16: bool = False,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
@@ -392,13 +394,15 @@ def build_plan(
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
-    ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only)."""
+    ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
+    ``grad_reduce_bf16``: bf16 gradient buffers (Megatron-LM and Megatron-Core only)."""
     problem = configuration_problem(
-        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention
+        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention, grad_reduce_bf16
     )
     if problem:
         raise problem
-    settings = run_settings(settings or STACK_SETTINGS[stack], attention, partition_activations, moe_a2a_overlap)
+    chosen = settings or STACK_SETTINGS[stack]
+    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, grad_reduce_bf16)
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
     network = canonical_network(catalog, network)
@@ -445,6 +449,7 @@ def build_plan(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
+        grad_reduce_bf16=grad_reduce_bf16,
         network=network,
     )
 

@@ -212,6 +212,14 @@ class Stack(StrEnum):
         return self is Stack.MEGATRON_CORE
 
     @property
+    def reduces_grads_in_bf16(self) -> bool:
+        """Whether --grad-reduce-in-bf16 is one of its choices: Megatron's gradient buffers in bf16
+        (Megatron-LM / Megatron-Core ``--grad-reduce-in-bf16``, ``grad_reduce_in_fp32`` off). The
+        FSDP2 stacks keep fp32 gradient shards whatever they reduce in, and DeepSpeed's choice is
+        its own profile's (``zero_grads_in_model_dtype``)."""
+        return self in (Stack.MEGATRON_LM, Stack.MEGATRON_CORE)
+
+    @property
     def serialises_host(self) -> bool:
         """Whether its profile times the host's dispatch in series with the GPU (``host_overlap`` < 1:
         megatron-deepspeed, run with CUDA_LAUNCH_BLOCKING=1 by both its measured sources)."""

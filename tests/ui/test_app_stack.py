@@ -144,6 +144,28 @@ def test_the_all_to_all_overlap_is_offered_under_megatron_core_only():
     assert card(at)[ZH("ex_step")] == seconds(ZH, steps[True]) != seconds(ZH, steps[False])
 
 
+def test_bf16_gradients_are_offered_under_megatron_only_and_reach_the_plan():
+    """The checkbox appears with Megatron-LM and Megatron-Core (both languages), not with trainplan's
+    own stack; the plan on the card is the API's with --grad-reduce-in-bf16 (half the gradient
+    reduction: a cheaper plan)."""
+    llama = get_preset("llama3-8b")
+    request = request_for(llama, gpus={"h100-sxm": None}, seq_len=4096, stack=Stack.MEGATRON_LM, grad_reduce_bf16=True)
+    expected = plan(request).plan
+    fp32 = plan(request.model_copy(update={"grad_reduce_bf16": False})).plan
+    assert expected.grad_reduce_bf16 and expected.estimate.cost_usd < fp32.estimate.cost_usd
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], preset="llama3-8b", seq_len=4096, lang=tr.lang)
+        assert not [c for c in at.sidebar.checkbox if c.key == "grad_reduce_bf16"]
+        for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_LM):
+            at.sidebar.selectbox(key="stack").set_value(stack.value).run()
+            box = next(c for c in at.sidebar.checkbox if c.key == "grad_reduce_bf16")
+            assert box.label == tr("grad_reduce_bf16")
+        assert headline(at, tr) == shown_card(fp32, tr)
+        box.check().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert headline(at, tr) == shown_card(expected, tr) != shown_card(fp32, tr)
+
+
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     base = plan(request_for()).plan
     rate = rate_file_values(load_catalog().gpu(base.gpu).rates)["gemm_bf16_tflops_achieved"]

@@ -442,3 +442,48 @@ def test_sdpas_flash_pick_on_a_cudnn_gpu_says_how_to_time_cudnn(capsys):
     assert "is --attention cudnn)" in capsys.readouterr().out
     plan = build_plan(get_preset("llama3.1-8b"), "b300", Layout(), TrainingConfig(seq_len=32768), num_gpus=8)
     assert "SDPBackend.CUDNN_ATTENTION" in kernel_words(Labels("zh"), plan)
+
+
+# Llama 3 70B under Megatron-Core's distributed optimizer (ZeRO-1: the gradient buffer is whole).
+LLAMA3_70B_CORE = ["--model", "llama3-70b", "--gpu", "h100-sxm", "--num-gpus", "64", "--tp", "4", "--pp", "2"]
+LLAMA3_70B_CORE += ["--grad-accum", "8", "--sharding", "zero1", "--stack", "megatron-core"]
+
+
+def test_bf16_gradients_halve_the_buffer_and_its_reduction(capsys):
+    """Megatron's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's FP8 recipes): the gradient
+    buffer ZeRO-1 keeps whole is half its fp32 size, the data-parallel reduction moves half the
+    bytes, and the JSON and the summary say which was estimated."""
+    fp32 = _estimate(capsys, *LLAMA3_70B_CORE)
+    bf16 = _estimate(capsys, *LLAMA3_70B_CORE, "--grad-reduce-in-bf16")
+    grads = lambda e: e["memory"]["breakdown_gib"]["grads"]  # noqa: E731
+    assert grads(bf16) == pytest.approx(grads(fp32) / 2)
+    assert bf16["memory"]["reserved_gib"] < fp32["memory"]["reserved_gib"] - 0.3 * grads(fp32)
+    dp_comm = lambda e: e["time"]["breakdown_s"]["dp_comm"]  # noqa: E731
+    assert 0 < dp_comm(bf16) < 0.75 * dp_comm(fp32)
+    assert bf16["grad_reduce_bf16"] is True and fp32["grad_reduce_bf16"] is False
+    assert main(["estimate", *LLAMA3_70B_CORE, "--grad-reduce-in-bf16"]) == 0
+    assert "bf16 gradients" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stack", ["trainplan", "torchtitan", "deepspeed"])
+def test_bf16_gradients_are_refused_off_megatron_in_one_line(capsys, stack):
+    estimate = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8"]
+    for command in (estimate, ["plan", "--model", "llama3-8b", "--tokens", "1e9"]):
+        assert main([*command, "--stack", stack, "--grad-reduce-in-bf16"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "--stack megatron-core" in err and f"(not {stack})" in err
+
+
+def test_plan_searches_with_bf16_gradients_and_says_so_in_json(capsys):
+    """The search scores its rows with the flag: each plan's gradients against its bf16 working
+    weights (both whole under ZeRO-1, whatever layout each plan chose) are 1x in bf16, 2x in fp32."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e10", "--gpus", "h100-sxm=16", "--stack", "megatron-lm"]
+    assert main([*args, "--json", "--grad-reduce-in-bf16"]) == 0
+    bf16 = json.loads(capsys.readouterr().out)
+    assert main([*args, "--json"]) == 0
+    fp32 = json.loads(capsys.readouterr().out)
+    assert bf16["grad_reduce_bf16"] is True and fp32["grad_reduce_bf16"] is False
+    memory = lambda answer: answer["plan"]["memory"]["breakdown_gib"]  # noqa: E731
+    assert {bf16["plan"]["layout"]["sharding"], fp32["plan"]["layout"]["sharding"]} == {"zero1"}
+    assert memory(bf16)["grads"] == pytest.approx(memory(bf16)["unsharded_params"])
+    assert memory(fp32)["grads"] == pytest.approx(2 * memory(fp32)["unsharded_params"])
