@@ -408,6 +408,7 @@ class FixCode(StrEnum):
     NO_ONE_FIX = "no_one_fix"  # past every catalog GPU's memory and no single change fits it
     HOST_OFFLOAD = "host_offload"
     OFFLOAD = "offload"
+    BF16_GRADS = "bf16_grads"  # Megatron's --grad-reduce-in-bf16
 
 
 # The hints of planner/model/memory_fixes.py memory_fix_hint and planner/model/host.py, byte for byte;
@@ -434,6 +435,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     ),
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
     FixCode.OFFLOAD: "keep the optimizer states in host memory (--offload)",
+    FixCode.BF16_GRADS: "keep Megatron's gradient buffers in bf16 (--grad-reduce-in-bf16)",
 }
 FIX_JOIN = "; or "
 

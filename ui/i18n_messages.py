@@ -750,6 +750,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "把卸载的状态分到更多节点上，或不卸载、留在 GPU 上",
     ),
     "fix_offload": ("keep the optimizer states in host memory (offload)", "把优化器状态放到主机内存（卸载）"),
+    "fix_bf16_grads": (
+        "keep Megatron's gradient buffers in bf16 (bf16 gradients)",
+        "把 Megatron 的梯度缓冲区改为 bf16（bf16 梯度）",
+    ),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (
         "Does not fit: {need:,.1f} GiB per GPU (reserved + CUDA context), {usable:,.1f} GiB usable. Try: {fix}.",

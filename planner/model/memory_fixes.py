@@ -17,7 +17,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import FixHint, MemoryTerms
 from planner.rule_codes import FixCode
-from planner.units import GIB
+from planner.units import BF16_BYTES, GIB
 
 
 def memory_fix_hint(
@@ -36,6 +36,7 @@ def memory_fix_hint(
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
     group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
+    bf16_grads_fit: bool = False,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -56,7 +57,8 @@ def memory_fix_hint(
     after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find),
     ``group_fits(dp_shard, dp_replicate, gpus)`` whether an FSDP group fits by the memory model
     (review s39: under a pipeline the gradients stay unsharded, and the group named by the
-    states' split still did not fit, nor the next one)."""
+    states' split still did not fit, nor the next one), ``bf16_grads_fit`` whether Megatron's bf16
+    gradient buffers alone make the same layout fit (``FitCheck.fits_with_bf16_grads``)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -69,6 +71,8 @@ def memory_fix_hint(
         # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
         hints.append(FixHint(code=FixCode.ONE_F_ONE_B, figures={"pp": layout.pp, "accum": training.grad_accum}))
     hints += _sharding_hints(layout, states, need_gib, excess, group_fits) if fsdp_runs else []
+    if bf16_grads_fit:
+        hints.append(FixHint(code=FixCode.BF16_GRADS))
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
@@ -230,6 +234,13 @@ class FitCheck:
             return None
         return c
 
+    def fits_with_bf16_grads(self, settings: ModelingSettings) -> bool:
+        """The same layout with Megatron's bf16 gradient buffers fits, where the stack takes them
+        and the gradients are wider now (``request.run_settings``'s rule)."""
+        if self.stack is None or not self.stack.reduces_grads_in_bf16 or settings.grad_bytes <= BF16_BYTES:
+            return False
+        return self._runs(self.resolved, self.num_gpus, self.training, settings.but(grad_bytes=BF16_BYTES))
+
     def with_tp(self, tp: int) -> bool:
         return self.runs("tp", tp, self.training)
 
@@ -264,6 +275,7 @@ class FitCheck:
             offload_frees_gib=frees,
             full_ac_need=lambda: self.need_with_full_ac(settings),
             group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
+            bf16_grads_fit=self.fits_with_bf16_grads(settings),
         )
         if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
             fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])

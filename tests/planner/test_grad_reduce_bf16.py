@@ -14,6 +14,7 @@ from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.stacks import Stack
 from planner.request import run_settings
+from planner.rule_codes import FixCode
 from planner.stack_rules import grad_bf16_problem
 from validation.published import MEGATRON_BRIDGE_RECIPE, NEMO_LAUNCHER_BF16_GRADS, recipe_settings
 from validation.published_rows import read_published_runs
@@ -68,3 +69,18 @@ def test_restack_keeps_bf16_gradients_under_megatron_only():
     assert again.grad_reduce_bf16
     assert again.estimate.memory.breakdown_gib.grads == pytest.approx(flagged.estimate.memory.breakdown_gib.grads)
     assert not restack(flagged, Stack.TORCHTITAN).grad_reduce_bf16
+
+
+def test_the_memory_fix_names_bf16_gradients_where_they_alone_make_it_fit():
+    """Llama 3 70B at TP 4 x PP 2 under ZeRO-1 needs 83.8 GiB with fp32 gradients: Megatron's bf16
+    buffers alone fit it (66.7), so the fix names the flag; the flag's own plan fits. Off Megatron,
+    or where half the gradients are not enough (TP 2), it is not named."""
+    fixes = lambda p: [h.code for h in p.estimate.fix_hints]  # noqa: E731
+    plain = llama_plan(stack=Stack.MEGATRON_CORE)
+    assert not plain.estimate.feasible and FixCode.BF16_GRADS in fixes(plain)
+    assert llama_plan(stack=Stack.MEGATRON_CORE, grad_reduce_bf16=True).estimate.feasible
+    assert FixCode.BF16_GRADS not in fixes(llama_plan(stack=Stack.TORCHTITAN))
+    narrow = build_plan(
+        LLAMA3_70B, "h100-sxm", LAYOUT.model_copy(update={"tp": 2}), TRAINING, num_gpus=64, stack=Stack.MEGATRON_CORE
+    )
+    assert not narrow.estimate.feasible and FixCode.BF16_GRADS not in fixes(narrow)
