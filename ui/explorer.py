@@ -19,6 +19,7 @@ from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context
 from ui.gpu_table import send_rows
 from ui.i18n import Labels, plain
 from ui.messages import duration, figure_bands, per_second, seconds
+from ui.number_box import number_box
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
 from ui.sidebar import Inputs
 
@@ -77,12 +78,11 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     gpus = list(catalog().gpus)
     left, right = st.columns(2)
     gpu = left.selectbox(tr("ex_gpu"), gpus, **kept("ex_gpu"))
-    num_gpus = int(
-        right.number_input(tr("ex_num_gpus"), min_value=1, max_value=MAX_GPUS, step=1, **kept("ex_num_gpus"))
-    )
+    num_gpus = int(number_box(right, tr, "ex_num_gpus", min_value=1, max_value=MAX_GPUS, step=1, **kept("ex_num_gpus")))
     columns = st.columns(len(DEGREES))
+    notes = st.container()  # under the row: a sixth of the width wraps a warning a word a line
     tp, pp, vpp, cp, ep, dp_replicate = (
-        int(column.number_input(tr(key), min_value=1, max_value=MAX_GPUS, step=1, **kept(key)))
+        int(number_box(column, tr, key, min_value=1, max_value=MAX_GPUS, step=1, warn_in=notes, **kept(key)))
         for column, key in zip(columns, DEGREES, strict=True)
     )
     # three a row: five cut the choices to "zer" and "bf1" at 800 px (issue 30)
@@ -91,12 +91,12 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     modes = [a.value for a in ActivationCheckpointing]
     ac = row[1].selectbox(tr("ex_ac"), modes, format_func=tr.option, **kept("ex_ac"))
     precision = row[2].selectbox(tr("ex_precision"), [p.value for p in Precision], **kept("ex_precision"))
-    micro = int(row[3].number_input(tr("ex_micro_batch"), min_value=1, step=1, **kept("ex_micro_batch")))
-    accum = int(row[4].number_input(tr("ex_grad_accum"), min_value=1, step=1, **kept("ex_grad_accum")))
+    micro = int(number_box(row[3], tr, "ex_micro_batch", min_value=1, step=1, **kept("ex_micro_batch")))
+    accum = int(number_box(row[4], tr, "ex_grad_accum", min_value=1, step=1, **kept("ex_grad_accum")))
     # The checkpointed block count of "blocks" (trial s25: without it "blocks" ran as none).
     blocks = ac == ActivationCheckpointing.BLOCKS.value
     ac_blocks = int(
-        row[5].number_input(tr("ex_ac_blocks"), min_value=1, step=1, disabled=not blocks, **kept("ex_ac_blocks"))
+        number_box(row[5], tr, "ex_ac_blocks", min_value=1, step=1, disabled=not blocks, **kept("ex_ac_blocks"))
     )
     offload = st.checkbox(tr("ex_offload"), **kept("ex_offload"))  # the plan's, when it offloads
     layout = dict(tp=tp, pp=pp, vpp=vpp, cp=cp, ep=ep, dp_replicate=dp_replicate, sharding=sharding)

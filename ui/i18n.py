@@ -912,6 +912,15 @@ _LABELS: dict[str, tuple[str, str]] = {
         "“{label}” was emptied: it keeps {value}. Type another number to change it.",
         "“{label}”已被清空：仍为 {value}。如需更改，请输入其他数字。",
     ),
+    # ui/number_box.py: the range is checked on the server, so the page can say it (the browser's
+    # red outline said it only in an English tooltip, and the answer stayed the old value's).
+    "number_out_of_range": (
+        "“{label}” takes {range}, not {value}: it keeps {kept}, and the answer shown is for {kept}.",
+        "“{label}”只能取{range}，不能为 {value}：仍为 {kept}，所示结果按 {kept} 计算。",
+    ),
+    "number_range": ("{low} to {high}", "介于 {low} 与 {high} 之间的数"),
+    "number_range_low": ("{low} or more", "不小于 {low} 的数"),
+    "number_range_high": ("{high} or less", "不大于 {high} 的数"),
     "col_usd_per_gpu_h": ("$/GPU-h", "美元/GPU 小时"),
     "col_owned": ("cost basis", "计费依据"),
     "basis_owned": ("owned-GPU rate", "自有 GPU 成本"),

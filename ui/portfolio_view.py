@@ -22,6 +22,7 @@ from ui import app_core, figures
 from ui.cached import cached_portfolio
 from ui.i18n import Labels, plain
 from ui.messages import band_text, duration
+from ui.number_box import number_box
 from ui.sidebar import Inputs
 from ui.single import show_infeasible
 
@@ -108,8 +109,8 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     inventory = shared_inventory(inputs.request)
     st.caption(tr("portfolio_inventory", inventory=", ".join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
     left, right = st.columns(2)
-    horizon = left.number_input(tr("horizon_days"), min_value=0.0, step=5.0, key="horizon_days")
-    slots = right.number_input(tr("num_slots"), min_value=1, max_value=48, step=1, key="num_slots")
+    horizon = number_box(left, tr, "horizon_days", min_value=0.0, step=5.0, key="horizon_days")
+    slots = number_box(right, tr, "num_slots", min_value=1, max_value=48, step=1, key="num_slots")
     with st.spinner(tr("working")):
         outcome = cached_portfolio(
             tuple(jobs.items()),

@@ -26,6 +26,7 @@ from ui.cached import cached_detect, cached_plan
 from ui.i18n import Labels, plain
 from ui.infeasible_words import infeasible_text
 from ui.messages import estimate_only_text, seconds
+from ui.number_box import number_box
 from ui.sidebar import Inputs
 
 REFRESH_S = 2.0
@@ -231,7 +232,7 @@ def show_local(tr: Labels, inputs: Inputs) -> None:
         return
     gpu = max(set(matched), key=matched.count)
     count = matched.count(gpu)
-    steps = st.number_input(tr("run_steps"), min_value=1, step=10, key="run_steps")
+    steps = number_box(st, tr, "run_steps", min_value=1, step=10, key="run_steps")
     run = st.session_state.get("local_run")
     running = run is not None and run.process.poll() is None
     if st.button(tr("run_local", count=count, gpu=gpu), key="run_local", disabled=running):

@@ -235,10 +235,10 @@ def billions(tokens: float) -> str:
 
 
 def sidebar_goals(tr: Labels) -> dict:
-    deadline = st.number_input(
-        tr("deadline_days"), min_value=0.0, max_value=float(MAX_DAYS), step=1.0, key="deadline_days"
+    deadline = number_box(
+        st, tr, "deadline_days", min_value=0.0, max_value=float(MAX_DAYS), step=1.0, key="deadline_days"
     )
-    budget = st.number_input(tr("budget_usd"), min_value=0.0, max_value=MAX_BUDGET_USD, step=1000.0, key="budget_usd")
+    budget = number_box(st, tr, "budget_usd", min_value=0.0, max_value=MAX_BUDGET_USD, step=1000.0, key="budget_usd")
     objective = st.radio(
         tr("objective"), ("cost", "time", "mix"), key="objective", format_func=tr.option, horizontal=True
     )

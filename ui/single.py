@@ -30,6 +30,7 @@ from ui.explorer import show_explorer
 from ui.i18n import Labels, plain
 from ui.infeasible_words import detail_text, infeasible_text, why_not_text
 from ui.messages import estimate_only_text
+from ui.number_box import number_box
 from ui.plan_card import plan_card, request_texts, tie_rule_text
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
@@ -176,8 +177,15 @@ def show_downloads(tr: Labels, plan: Plan) -> None:
     from trainer.job import default_steps  # as app_core's emit: the trainer is imported when used
 
     budget = default_steps(plan)  # emit's own default: the plan's token budget
-    given = right.number_input(
-        tr("emit_steps"), min_value=1, step=10, key="emit_steps", placeholder=tr("emit_steps_budget", steps=budget)
+    given = number_box(  # empty: the plan's token budget, as the placeholder says
+        right,
+        tr,
+        "emit_steps",
+        min_value=1,
+        empty_ok=True,
+        step=10,
+        key="emit_steps",
+        placeholder=tr("emit_steps_budget", steps=budget),
     )
     if not JOB_NAME.fullmatch(name) or name in (".", ".."):  # the zip's folder and file name
         st.error(tr("emit_name_bad", name=plain(name)))

@@ -29,7 +29,7 @@ from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
 from planner.rule_codes import TEMPLATES
 from ui import app_core, reasons
-from ui.i18n import all_labels, plain
+from ui.i18n import Labels, all_labels, plain
 from ui.messages import idle_text, interval
 from ui.reasons import (
     CALIBRATION_REASONS,
@@ -408,7 +408,7 @@ def test_explorer_refuses_a_batch_beyond_the_clis_bound():
 
     for tr in (EN, ZH):
         at = open_tab(run_app(lang=tr.lang), "tab_explorer", tr)
-        assert at.number_input(key="ex_num_gpus").proto.max == MAX_GPUS
+        assert refuses_past(at, "ex_num_gpus", MAX_GPUS)
         for key in ("ex_tp", "ex_pp", "ex_cp", "ex_dp_replicate", "ex_grad_accum", "ex_vpp", "ex_ep"):
             at.number_input(key=key).set_value(1)
         at.number_input(key="ex_num_gpus").set_value(MAX_GPUS)
@@ -419,10 +419,23 @@ def test_explorer_refuses_a_batch_beyond_the_clis_bound():
     # the sidebar's numbers stop where the CLI's do (no "31,227,159,925,0... days")
     from planner.limits import MAX_CHINCHILLA_MULTIPLE, MAX_TRAINING_TOKENS
 
-    assert at.sidebar.number_input(key="chinchilla_multiple").proto.max == MAX_CHINCHILLA_MULTIPLE
-    assert at.sidebar.number_input(key="max_gpus").proto.max == MAX_GPUS
+    assert refuses_past(at, "chinchilla_multiple", float(MAX_CHINCHILLA_MULTIPLE))
+    assert refuses_past(at, "max_gpus", MAX_GPUS)
     at.sidebar.radio(key="tokens_mode").set_value("absolute").run()
-    assert at.sidebar.number_input(key="tokens_billions").proto.max == MAX_TRAINING_TOKENS / 1e9
+    assert refuses_past(at, "tokens_billions", MAX_TRAINING_TOKENS / 1e9)
+
+
+def refuses_past(at, key: str, bound: float) -> bool:
+    """The box ``key`` takes ``bound`` and keeps its value, with a warning, when given more (the
+    bound is checked on the server: ui/number_box.py)."""
+    label = f"“{Labels(at.session_state['lang'])(key)}”"
+    said = lambda: [w.value for w in at.warning if w.value.startswith(label)]  # noqa: E731
+    kept = at.number_input(key=key).value
+    at.number_input(key=key).set_value(bound).run()
+    took = at.number_input(key=key).value == bound and not said()
+    at.number_input(key=key).set_value(kept).run()
+    at.number_input(key=key).set_value(bound + bound / 2).run()  # an int box's bound stays an int
+    return took and at.number_input(key=key).value == kept and len(said()) == 1
 
 
 def test_the_card_shows_the_plan_that_uses_idle_gpus():

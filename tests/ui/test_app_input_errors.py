@@ -7,13 +7,16 @@ from __future__ import annotations
 import string
 
 import pytest
-from support.app import EN, ZH, english_sentences, run_app
+from support import REPO
+from support.app import EN, ZH, english_sentences, open_tab, run_app
 
 from planner.errors import RuleCode
-from planner.limits import MAX_INPUT_BYTES
+from planner.limits import MAX_GPUS, MAX_INPUT_BYTES
 from planner.rule_codes import TEMPLATES
 from ui.calibration import default_calibration_path
+from ui.explorer import KEPT
 from ui.i18n import all_labels
+from ui.number_box import Bounds
 from ui.reasons import CALIBRATION_REASONS
 
 INPUT_CODES = [code for code in RuleCode if code.value.startswith("input_")]
@@ -68,3 +71,83 @@ def test_an_emptied_number_box_keeps_its_value_and_says_so(tr):
     at.number_input(key="max_gpus").set_value(32).run()  # the next number is taken, the warning gone
     assert at.number_input(key="max_gpus").value == 32
     assert not any(w.value.startswith(tr("number_emptied", label=tr("max_gpus"), value="")[:8]) for w in at.warning)
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_a_number_out_of_range_keeps_its_value_and_says_so(tr):
+    """A number past a box's bounds never reached the server (the browser refused it under a red
+    outline, the page kept the old value's answer, unsaid): the page now names the range and the
+    value the answer is for, and the box shows that value."""
+    at = run_app(lang=tr.lang, max_gpus=64)
+    before = [m.value for m in at.metric]
+    for given, shown in ((MAX_GPUS + 1, "1,048,577"), (0, "0")):
+        at.number_input(key="max_gpus").set_value(given).run()
+        assert not at.exception and at.number_input(key="max_gpus").value == 64
+        words = dict(label=tr("max_gpus"), range=tr("number_range", low="1", high="1,048,576"), value=shown)
+        assert [w.value for w in at.warning] == [tr("number_out_of_range", **words, kept="64")]
+        assert [m.value for m in at.metric] == before
+    if tr is EN:
+        assert at.warning[0].value == (
+            "“Most GPUs to consider” takes 1 to 1,048,576, not 0: it keeps 64, and the answer shown is for 64."
+        )
+    at.number_input(key="max_gpus").set_value(32).run()  # an allowed number is taken, the warning gone
+    assert at.number_input(key="max_gpus").value == 32 and not at.warning
+
+
+def test_deadline_and_budget_boxes_keep_their_value():
+    """'0 = none' boxes: emptied they kept nothing and planned with no deadline or budget, unsaid."""
+    at = run_app(deadline_days=30.0, budget_usd=5000.0)
+    for key, kept in (("deadline_days", "30"), ("budget_usd", "5,000")):
+        at.number_input(key=key).set_value(None).run()
+        assert at.number_input(key=key).value == float(kept.replace(",", ""))
+        assert [w.value for w in at.warning] == [EN("number_emptied", label=EN(key), value=kept)]
+    at.number_input(key="deadline_days").set_value(-1.0).run()
+    low_high = EN("number_range", low="0", high="36,525")
+    assert [w.value for w in at.warning] == [
+        EN("number_out_of_range", label=EN("deadline_days"), range=low_high, value="-1", kept="30")
+    ]
+
+
+def test_the_explorers_boxes_keep_their_value_across_runs():
+    """The explorer puts back what the reader set last (explorer.KEPT, written by each box's
+    on_change) on every run: a refused input must not be what it keeps, or the box would be
+    emptied again, and warn, on every later run."""
+    at = open_tab(run_app(), "tab_explorer")
+    micro = at.number_input(key="ex_micro_batch").value
+    at.number_input(key="ex_micro_batch").set_value(None).run()
+    assert at.number_input(key="ex_micro_batch").value == micro
+    assert [w.value for w in at.warning] == [EN("number_emptied", label=EN("ex_micro_batch"), value=str(micro))]
+    assert at.session_state[KEPT]["ex_micro_batch"] == micro
+    at.number_input(key="ex_tp").set_value(0).run()
+    words = dict(label=EN("ex_tp"), range=EN("number_range", low="1", high="1,048,576"), value="0")
+    assert [w.value for w in at.warning] == [EN("number_out_of_range", **words, kept="1")]
+    at.number_input(key="ex_grad_accum").set_value(2).run()  # a later run: no warning, the values kept
+    assert not at.warning and at.number_input(key="ex_micro_batch").value == micro
+    assert at.session_state[KEPT]["ex_tp"] == at.number_input(key="ex_tp").value == 1
+
+
+def test_an_empty_job_steps_box_is_the_plans_budget_and_zero_is_refused():
+    """The job's steps box may be empty (its placeholder: the plan's token budget); 0 is refused."""
+    at = open_tab(run_app(), "tab_downloads")
+    box = at.number_input(key="emit_steps")
+    assert box.value is None
+    box.set_value(0).run()
+    assert at.number_input(key="emit_steps").value is None
+    (warning,) = [w.value for w in at.warning if w.value.startswith("“" + EN("emit_steps"))]
+    assert warning.startswith(f"“{EN('emit_steps')}” takes 1 or more, not 0: it keeps the plan's tokens: ")
+    at.number_input(key="emit_steps").set_value(40).run()
+    assert at.number_input(key="emit_steps").value == 40 and not any("not 0" in w.value for w in at.warning)
+
+
+def test_every_number_box_is_a_number_box():
+    """A plain st.number_input takes its minimum when emptied and leaves an out-of-range number
+    to the browser's red outline: every box in the app is ``ui.number_box.number_box``."""
+    sources = [p for p in (REPO / "ui").glob("*.py") if p.name != "number_box.py"] + [REPO / "app.py"]
+    assert not [p.name for p in sources if "number_input(" in p.read_text()]
+
+
+def test_bounds():
+    assert Bounds(1, 10).refuses(None) and not Bounds(1, 10, empty_ok=True).refuses(None)
+    assert [Bounds(1, 10).refuses(v) for v in (0, 1, 10, 11)] == [True, False, False, True]
+    assert not Bounds(0.0).refuses(1e300) and Bounds(0.0).refuses(-0.001)
+    assert Bounds(1, 1e6).text(EN) == "1 to 1,000,000" and Bounds(0.5).text(ZH) == "不小于 0.5 的数"
