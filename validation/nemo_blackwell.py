@@ -44,6 +44,7 @@ from planner.model.estimate import score
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
+from planner.units import BF16_BYTES
 from validation.moe_recipes import BRIDGE_MOE_BENCHMARK
 from validation.nemo_models import architecture_for, model_for_row
 from validation.published import MEGATRON_BRIDGE_RECIPE, MEGATRON_FSDP_OFFLOADED_BLOCKS
@@ -345,6 +346,16 @@ class Profile(StrEnum):
     MEGATRON_CORE = "megatron-core"
     MEGATRON_BRIDGE = "megatron-core + megatron-bridge recipe"
     BRIDGE_MOE = "megatron-bridge moe benchmark"
+    MLPERF = "megatron-core + mlperf recipe"
+
+
+# The MLPerf Training submissions' source ids (data/validation/mlperf_runs.csv, "MLPERF_TRAINING_V5.1").
+MLPERF_SOURCE = "MLPERF_TRAINING"
+# What every MLPerf row's code states on top of Megatron-Core (read in the mirrors of
+# mlcommons/training_results_v3.0-v5.1): bf16 gradient buffers. GPT-3 runs apex's
+# DistributedFusedAdam (``USE_DIST_OPTIMIZER=True``) with ``grad_sync_dtype: bf16``; the Llama 3.1
+# ``pretrain.py`` of NVIDIA and the other submitters pass ``grad_reduce_in_fp32=False``.
+MLPERF_RECIPE = dict(grad_bytes=BF16_BYTES)
 
 
 def profile_for(run: BlackwellRun) -> tuple[Profile, ModelingSettings]:
@@ -356,6 +367,8 @@ def profile_for(run: BlackwellRun) -> tuple[Profile, ModelingSettings]:
     if run.model.num_experts > 1:
         return Profile.BRIDGE_MOE, BRIDGE_MOE_BENCHMARK
     core = STACK_SETTINGS[Stack.MEGATRON_CORE]
+    if run.source.startswith(MLPERF_SOURCE):
+        return Profile.MLPERF, core.but(**MLPERF_RECIPE)
     if run.source != MEGATRON_BRIDGE_ARCHIVE:
         return Profile.MEGATRON_CORE, core
     megatron_fsdp = run.layout.sharding == Sharding.FSDP

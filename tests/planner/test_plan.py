@@ -222,9 +222,10 @@ def test_gpu_counts_follow_the_inventory_past_the_default_cap():
 
 
 def test_three_times_a_power_of_two_nodes_is_searched():
-    """Trial s35: 70B on 15T tokens, 90 days, $30M: 3,072 H100 meet both at p80 (78.6 days, $29.4M),
+    """Trial s35: 70B on 15T tokens, 90 days, $30M: 3,072 H100 met both at p80 (78.6 days, $29.4M),
     but the grid held 2,888, 3,608 and 4,096 only (the first two miss the 4M batch) and the answer
-    was 'no feasible plan: raise the budget to $30.1M'."""
+    was 'no feasible plan: raise the budget to $30.1M'. Since the MLPerf rows' bf16 gradients
+    (2026-12-06) the p80 reads $30.2M: the budget here is $30.5M."""
     assert {768, 1536, 3072, 6144} <= set(gpu_counts(8192, 8).tolist())  # none on the 1.25x grid
     result = plan(
         PlanRequest(
@@ -232,7 +233,7 @@ def test_three_times_a_power_of_two_nodes_is_searched():
             training_tokens=15e12,
             gpus={"h100-sxm": None},
             deadline_days=90,
-            budget_usd=30e6,
+            budget_usd=30.5e6,
             top_k=0,
         )
     )
