@@ -32,6 +32,7 @@ from planner.limits import MAX_GPUS, MAX_INPUT_BYTES, read_input_text, unique_ke
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.goodput import step_factor
 from planner.model.memory import usable_capacity
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
@@ -355,8 +356,9 @@ class Plan(BaseModel):
     partition_activations: bool = False
     # Megatron-Core's overlapped expert all-to-alls (--overlap-moe-expert-parallel-comm; its plans only).
     moe_a2a_overlap: bool = False
-    # Megatron's bf16 gradient buffers (--grad-reduce-in-bf16; megatron-lm and megatron-core plans only).
-    grad_reduce_bf16: bool = False
+    # The optimizer's formats beyond the stack's profile (bf16 gradient buffers, 16-bit master
+    # remainders: Megatron plans only).
+    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
     # The catalog network the nodes were estimated on; None: the GPU's default
     # (planner/catalog/networks.py).
     network: str | None = None

@@ -35,6 +35,7 @@ from planner.limits import (
 )
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import matmul_peak
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import named_kernel, own_model_profile_warning
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
@@ -49,7 +50,6 @@ from planner.search.space import (
     pipeline_degrees,
 )
 from planner.stack_rules import moe_stack_problem, settings_problem
-from planner.units import BF16_BYTES
 
 
 def default_global_batch_tokens(model: ModelSpec) -> int:
@@ -130,9 +130,9 @@ class PlanRequest(BaseModel):
     # Megatron-Core's --overlap-moe-expert-parallel-comm: each micro-batch's expert all-to-alls run
     # under another micro-batch's compute (combined 1F1B schedule; megatron-core only).
     moe_a2a_overlap: bool = False
-    # Megatron's --grad-reduce-in-bf16: gradient buffers and their data-parallel reductions in bf16
-    # (megatron-lm, megatron-core; ``grad_bf16_problem``).
-    grad_reduce_bf16: bool = False
+    # The optimizer's formats beyond the stack's profile (--grad-reduce-in-bf16,
+    # --precision-aware-optimizer; ``optimizer_precision_problem``).
+    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
     risk: Risk = DEFAULT_RISK
@@ -150,7 +150,7 @@ class PlanRequest(BaseModel):
             self.partition_activations,
             self.moe_a2a_overlap,
             self.attention,
-            self.grad_reduce_bf16,
+            self.optimizer_precision,
         ) or moe_stack_problem(self.stack, self.model)
         if problem:
             raise problem
@@ -224,7 +224,7 @@ def request_settings(request: PlanRequest, settings: ModelingSettings | None = N
     attention kernel, the activation partitioning and the all-to-all overlap it names."""
     chosen = settings or STACK_SETTINGS[request.stack]
     return run_settings(
-        chosen, request.attention, request.partition_activations, request.moe_a2a_overlap, request.grad_reduce_bf16
+        chosen, request.attention, request.partition_activations, request.moe_a2a_overlap, request.optimizer_precision
     )
 
 
@@ -233,15 +233,15 @@ def run_settings(
     attention: AttentionKernel | None,
     partition_activations: bool,
     moe_a2a_overlap: bool,
-    grad_reduce_bf16: bool = False,
+    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> ModelingSettings:
     """A profile with what one run chooses: its attention kernel, under Megatron-DeepSpeed
     partitioned activation checkpoints (``partition_problem``), under Megatron-Core the
-    overlapped expert all-to-alls (``a2a_overlap_problem``), and under Megatron bf16 gradient
-    buffers (``grad_bf16_problem``: 2 bytes a gradient, held and reduced)."""
+    overlapped expert all-to-alls (``a2a_overlap_problem``), and the optimizer's formats
+    (``optimizer_precision_problem``: bf16 gradients, 16-bit master remainders)."""
     chosen = with_attention(settings, attention)
     chosen = chosen.but(partition_activations=True) if partition_activations else chosen
-    chosen = chosen.but(grad_bytes=BF16_BYTES) if grad_reduce_bf16 else chosen
+    chosen = optimizer.applied(chosen)
     return moe_a2a_overlapped(chosen) if moe_a2a_overlap else chosen
 
 

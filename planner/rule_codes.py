@@ -94,6 +94,7 @@ class RuleCode(StrEnum):
     STACK_A2A_OVERLAP = "stack_a2a_overlap"
     STACK_A2A_LAYOUT = "stack_a2a_layout"
     STACK_GRAD_BF16 = "stack_grad_bf16"
+    STACK_PARAM_REMAINDERS = "stack_param_remainders"
     AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
@@ -313,6 +314,10 @@ TEMPLATES: dict[RuleCode, str] = {
         "--grad-reduce-in-bf16 is Megatron's (bf16 gradient buffers): use --stack megatron-core or"
         " megatron-lm (not {stack}); FSDP2 keeps fp32 gradient shards and DeepSpeed's profiles their own dtype"
     ),
+    _C.STACK_PARAM_REMAINDERS: (
+        "--precision-aware-optimizer is Megatron-Core's --use-precision-aware-optimizer: use --stack megatron-core"
+        " (not {stack})"
+    ),
     _C.AC_BLOCKS_RANK: (
         "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"
         " checkpoint at most {most}, or use --ac full"
@@ -409,6 +414,8 @@ class FixCode(StrEnum):
     HOST_OFFLOAD = "host_offload"
     OFFLOAD = "offload"
     BF16_GRADS = "bf16_grads"  # Megatron's --grad-reduce-in-bf16
+    PARAM_REMAINDERS = "param_remainders"  # Megatron-Core's --use-precision-aware-optimizer
+    BF16_GRADS_AND_REMAINDERS = "bf16_grads_and_remainders"  # both
 
 
 # The hints of planner/model/memory_fixes.py memory_fix_hint and planner/model/host.py, byte for byte;
@@ -436,6 +443,11 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
     FixCode.OFFLOAD: "keep the optimizer states in host memory (--offload)",
     FixCode.BF16_GRADS: "keep Megatron's gradient buffers in bf16 (--grad-reduce-in-bf16)",
+    FixCode.PARAM_REMAINDERS: "keep the master weights as 16-bit remainders (--precision-aware-optimizer)",
+    FixCode.BF16_GRADS_AND_REMAINDERS: (
+        "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
+        " (--grad-reduce-in-bf16 --precision-aware-optimizer)"
+    ),
 }
 FIX_JOIN = "; or "
 

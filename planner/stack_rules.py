@@ -13,6 +13,7 @@ from planner.errors import RuleCode, RuleViolation
 from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig, max_pipeline_stages
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import code
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import a2a_overlap_refused
@@ -81,10 +82,13 @@ def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | 
     return None
 
 
-def grad_bf16_problem(stack: Stack, grad_reduce_bf16: bool) -> RuleViolation | None:
-    """Why bf16 gradient buffers cannot be asked of ``stack`` (None: they can; ``Stack.reduces_grads_in_bf16``)."""
-    if grad_reduce_bf16 and not stack.reduces_grads_in_bf16:
+def optimizer_precision_problem(stack: Stack, chosen: OptimizerPrecision) -> RuleViolation | None:
+    """Why ``stack`` cannot take the optimizer formats asked (None: it can): bf16 gradient buffers
+    (``Stack.reduces_grads_in_bf16``), 16-bit master remainders (``Stack.stores_param_remainders``)."""
+    if chosen.grad_reduce_bf16 and not stack.reduces_grads_in_bf16:
         return RuleViolation(RuleCode.STACK_GRAD_BF16, {"stack": stack.value})
+    if chosen.param_remainders and not stack.stores_param_remainders:
+        return RuleViolation(RuleCode.STACK_PARAM_REMAINDERS, {"stack": stack.value})
     return None
 
 
@@ -103,16 +107,16 @@ def settings_problem(
     partition_activations: bool,
     moe_a2a_overlap: bool,
     attention: AttentionKernel | None = None,
-    grad_reduce_bf16: bool = False,
+    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
-    activations, the overlapped all-to-alls, bf16 gradient buffers, the modules, torch.compile, the
+    activations, the overlapped all-to-alls, the optimizer's formats, the modules, torch.compile, the
     attention kernel. The search's rows and an estimate's layout also meet
     ``configuration_problem``'s layout rules."""
     return (
         partition_problem(stack, partition_activations)
         or a2a_overlap_problem(stack, moe_a2a_overlap)
-        or grad_bf16_problem(stack, grad_reduce_bf16)
+        or optimizer_precision_problem(stack, optimizer)
         or impl_problem(stack, impl)
         or compile_problem(stack, compile)
         or kernel_stack_problem(stack, attention)
@@ -145,14 +149,14 @@ def configuration_problem(
     partition_activations: bool,
     moe_a2a_overlap: bool,
     attention: AttentionKernel | None = None,
-    grad_reduce_bf16: bool = False,
+    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
     the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
         settings_problem(
-            stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention, grad_reduce_bf16
+            stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention, optimizer
         )
         or moe_stack_problem(stack, model)
         or expert_tp_problem(model, layout)

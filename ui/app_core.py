@@ -183,6 +183,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "partition_activations": False,  # Megatron-DeepSpeed's --partition-activations
         "moe_a2a_overlap": False,  # Megatron-Core's --overlap-moe-expert-parallel-comm
         "grad_reduce_bf16": False,  # Megatron's --grad-reduce-in-bf16
+        "param_remainders": False,  # Megatron-Core's --use-precision-aware-optimizer
         "network": "",  # each GPU on its catalog default network
         "risk": DEFAULT_RISK.value,
         "why_not_gpu": "",

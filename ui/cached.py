@@ -20,6 +20,7 @@ from planner.catalog.detect import NoGPUDriver
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -159,7 +160,7 @@ def cached_detect() -> list | str:
 class ExplorerPricing:
     """What the sidebar's request sets beside the layout: the price (an override, the owned rate
     when buying, or the offer kind, e.g. spot), the attention kernel, activation partitioning and
-    the all-to-all overlap, Megatron's bf16 gradients.
+    the all-to-all overlap, the optimizer's formats.
     The explorer passes them so that "Start from the chosen plan" shows the card's figures (trial
     s25: it priced on demand under spot and timed the stack's kernel under flash3)."""
 
@@ -168,7 +169,7 @@ class ExplorerPricing:
     attention: AttentionKernel | None = None
     partition_activations: bool = False
     moe_a2a_overlap: bool = False
-    grad_reduce_bf16: bool = False
+    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -205,7 +206,7 @@ def cached_layout_plan(
             attention=pricing.attention,
             partition_activations=pricing.partition_activations,
             moe_a2a_overlap=pricing.moe_a2a_overlap,
-            grad_reduce_bf16=pricing.grad_reduce_bf16,
+            optimizer_precision=pricing.optimizer_precision,
             network=network,
         )
     except ValueError as exc:

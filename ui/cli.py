@@ -44,6 +44,7 @@ from planner.limits import (
     MIN_SEQ_LEN,
 )
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
@@ -62,6 +63,7 @@ from ui.cli_options import (
     MOE_A2A_OVERLAP,
     NETWORK,
     NO_CALIBRATION,
+    PARAM_REMAINDERS,
     PARTITION_ACTIVATIONS,
     PRICE_KIND,
     SEQ_LEN,
@@ -142,6 +144,7 @@ def estimate(
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
     grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
+    precision_aware_optimizer: bool = PARAM_REMAINDERS,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -212,7 +215,9 @@ def estimate(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
-        grad_reduce_bf16=grad_reduce_in_bf16,
+        optimizer_precision=OptimizerPrecision(
+            grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
+        ),
         network=network,
     )
     warnings = estimate_warnings(plan, price_kind, price)
@@ -289,6 +294,7 @@ def plan(
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
     grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
+    precision_aware_optimizer: bool = PARAM_REMAINDERS,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
@@ -339,7 +345,9 @@ def plan(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
-        grad_reduce_bf16=grad_reduce_in_bf16,
+        optimizer_precision=OptimizerPrecision(
+            grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
+        ),
         network=network,
     )
     try:

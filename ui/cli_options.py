@@ -139,6 +139,13 @@ GRAD_REDUCE_BF16 = typer.Option(
     " FP8 performance recipes set it): gradient buffers and their data-parallel reductions in bf16, half"
     " the bytes of fp32 (--stack megatron-core or megatron-lm only)",
 )
+PARAM_REMAINDERS = typer.Option(
+    False,
+    "--precision-aware-optimizer",
+    help="Megatron-Core's --use-precision-aware-optimizer (NeMo 2's bf16 performance recipes set it):"
+    " TransformerEngine's FusedAdam keeps the fp32 master weights as 16-bit remainders beside the bf16"
+    " weights (TE >= 2.1), 2 bytes a parameter instead of 4 (--stack megatron-core only)",
+)
 AC_HELP = (
     "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"
     " --ac-blocks blocks of each pp rank; attention = each block's attention sub-layer"

@@ -134,7 +134,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
             request.attention,
             request.partition_activations,
             request.moe_a2a_overlap,
-            request.grad_reduce_bf16,
+            request.optimizer_precision,
         ),
     )
     if isinstance(answer, Refusal):

@@ -238,6 +238,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Megatron 的 --grad-reduce-in-bf16（即 NeMo 与 Megatron-Bridge 的 grad_reduce_in_fp32 关闭，其 FP8 "
         "性能配方如此设置）：梯度缓冲区及其数据并行归约使用 bf16，字节数为 fp32 的一半。",
     ),
+    "param_remainders": ("Precision-aware optimizer", "精度感知优化器"),
+    "param_remainders_help": (
+        "Megatron-Core's --use-precision-aware-optimizer (NeMo 2's bf16 performance recipes set it): TransformerEngine's "
+        "FusedAdam keeps the fp32 master weights as 16-bit remainders beside the bf16 weights, 2 bytes a parameter instead of 4.",
+        "Megatron-Core 的 --use-precision-aware-optimizer（NeMo 2 的 bf16 性能配方如此设置）：TransformerEngine 的 "
+        "FusedAdam 只保存 fp32 主权重的低 16 位余数（其余位在 bf16 权重中），每个参数 2 字节而非 4 字节。",
+    ),
     "attention_help": (
         "The kernel the run uses: the stack's own (cuDNN on H100/H200 and B200/GB200, FlashAttention-2 elsewhere, B300/GB300 included, and "
         "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",

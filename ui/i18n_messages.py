@@ -464,6 +464,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "bf16 梯度缓冲区是 Megatron（Megatron-LM、Megatron-Core）的选项，{stack} 不支持：FSDP2 保留 fp32"
         " 梯度分片，DeepSpeed 的配置使用其自身的数据类型",
     ),
+    "reason_stack_param_remainders": (
+        "the precision-aware optimizer is Megatron-Core's, not {stack}'s",
+        "精度感知优化器是 Megatron-Core 的选项，{stack} 不支持",
+    ),
     "reason_ac_blocks_rank": (
         "{blocks} checkpointed blocks per pp rank: a rank holds at most {most} ({layers} over pp {pp}, vpp {vpp})",
         "每个 pp rank 检查点 {blocks} 个块：一个 rank 最多只有 {most} 个（{layers} 层分到 pp {pp}、vpp {vpp}）",
@@ -753,6 +757,15 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "fix_bf16_grads": (
         "keep Megatron's gradient buffers in bf16 (bf16 gradients)",
         "把 Megatron 的梯度缓冲区改为 bf16（bf16 梯度）",
+    ),
+    "fix_param_remainders": (
+        "keep the master weights as 16-bit remainders (precision-aware optimizer)",
+        "主权重只保存 16 位余数（精度感知优化器）",
+    ),
+    "fix_bf16_grads_and_remainders": (
+        "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
+        " (bf16 gradients, precision-aware optimizer)",
+        "把 Megatron 的梯度缓冲区改为 bf16，主权重只保存 16 位余数（bf16 梯度、精度感知优化器）",
     ),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (

@@ -124,6 +124,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_A2A_OVERLAP: "reason_stack_a2a_overlap",
     _C.STACK_A2A_LAYOUT: "reason_stack_a2a_layout",
     _C.STACK_GRAD_BF16: "reason_stack_grad_bf16",
+    _C.STACK_PARAM_REMAINDERS: "reason_stack_param_remainders",
     _C.AC_BLOCKS_RANK: "reason_ac_blocks_rank",
 }, english=True)  # fmt: skip
 # A calibration file the app cannot use (planner/catalog/calibration.py and the catalog's rate checks).

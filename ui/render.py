@@ -139,7 +139,7 @@ def price_json(p: Plan) -> dict:
 def plan_facts_json(p: Plan) -> dict:
     """What a plan adds to its estimate's JSON: the stack it describes, whether emit runs it, the
     price behind its cost and where that comes from, the network, DeepSpeed's partitioned
-    activations, Megatron-Core's overlapped all-to-alls and Megatron's bf16 gradients (trial s26: a script comparing stacks
+    activations, Megatron-Core's overlapped all-to-alls and the optimizer's formats (trial s26: a script comparing stacks
     read the ceiling's source stack instead)."""
     return {
         "stack": p.stack.value,
@@ -152,7 +152,7 @@ def plan_facts_json(p: Plan) -> dict:
         "network": p.network,
         "partition_activations": p.partition_activations,
         "moe_a2a_overlap": p.moe_a2a_overlap,
-        "grad_reduce_bf16": p.grad_reduce_bf16,
+        "optimizer_precision": p.optimizer_precision.model_dump(mode="json"),
     }
 
 
@@ -173,7 +173,7 @@ def summary_lines(p: Plan) -> list[str]:
         + attention_words(p)
         + (", partitioned activations" if p.partition_activations else "")
         + (", expert all-to-all overlapped" if p.moe_a2a_overlap else "")
-        + (", bf16 gradients" if p.grad_reduce_bf16 else ""),
+        + p.optimizer_precision.words(),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e) + loss_note(e),
         step_line(e) + (" (MFU and HFU of the bf16 peak)" if t.precision == Precision.FP8 else ""),

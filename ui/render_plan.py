@@ -83,7 +83,7 @@ PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "larger_batch", "risk", "median_plan", "idle_gpus",
     "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
-    "network", "partition_activations", "moe_a2a_overlap", "grad_reduce_bf16", "calibration",
+    "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "calibration",
 )  # fmt: skip
 
 

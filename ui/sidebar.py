@@ -22,6 +22,7 @@ from planner.errors import CatalogError
 from planner.layout import ActivationCheckpointing, Precision
 from planner.limits import MAX_BUDGET_USD, MAX_CHINCHILLA_MULTIPLE, MAX_DAYS, MAX_GPUS, MAX_TRAINING_TOKENS
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.search.ownership import TcoAssumptions
@@ -340,6 +341,8 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
     if stack.reduces_grads_in_bf16:  # Megatron's gradient buffers; the FSDP2 stacks keep fp32 shards
         st.checkbox(tr("grad_reduce_bf16"), key="grad_reduce_bf16", help=tr("grad_reduce_bf16_help"))
+    if stack.stores_param_remainders:  # Megatron-Core's precision-aware optimizer
+        st.checkbox(tr("param_remainders"), key="param_remainders", help=tr("param_remainders_help"))
     uploaded = st.file_uploader(
         tr("calibration_upload"),
         type=["toml"],
@@ -431,7 +434,10 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             attention=st.session_state["attention"] or None,
             partition_activations=stack == Stack.MEGATRON_DEEPSPEED and st.session_state["partition_activations"],
             moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
-            grad_reduce_bf16=stack.reduces_grads_in_bf16 and st.session_state["grad_reduce_bf16"],
+            optimizer_precision=OptimizerPrecision(
+                grad_reduce_bf16=st.session_state["grad_reduce_bf16"],
+                param_remainders=st.session_state["param_remainders"],
+            ).kept_under(stack),
             network=st.session_state["network"] or None,
             **goals,
             **training,

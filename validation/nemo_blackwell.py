@@ -41,10 +41,10 @@ from planner.layout import (
 )
 from planner.model.candidates import Candidates, network_columns, single
 from planner.model.estimate import score
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.units import BF16_BYTES
 from validation.moe_recipes import BRIDGE_MOE_BENCHMARK
 from validation.nemo_models import architecture_for, model_for_row
 from validation.published import MEGATRON_BRIDGE_RECIPE, MEGATRON_FSDP_OFFLOADED_BLOCKS
@@ -355,7 +355,7 @@ MLPERF_SOURCE = "MLPERF_TRAINING"
 # mlcommons/training_results_v3.0-v5.1): bf16 gradient buffers. GPT-3 runs apex's
 # DistributedFusedAdam (``USE_DIST_OPTIMIZER=True``) with ``grad_sync_dtype: bf16``; the Llama 3.1
 # ``pretrain.py`` of NVIDIA and the other submitters pass ``grad_reduce_in_fp32=False``.
-MLPERF_RECIPE = dict(grad_bytes=BF16_BYTES)
+MLPERF_RECIPE = OptimizerPrecision(grad_reduce_bf16=True)
 
 
 def profile_for(run: BlackwellRun) -> tuple[Profile, ModelingSettings]:
@@ -368,7 +368,7 @@ def profile_for(run: BlackwellRun) -> tuple[Profile, ModelingSettings]:
         return Profile.BRIDGE_MOE, BRIDGE_MOE_BENCHMARK
     core = STACK_SETTINGS[Stack.MEGATRON_CORE]
     if run.source.startswith(MLPERF_SOURCE):
-        return Profile.MLPERF, core.but(**MLPERF_RECIPE)
+        return Profile.MLPERF, MLPERF_RECIPE.applied(core)
     if run.source != MEGATRON_BRIDGE_ARCHIVE:
         return Profile.MEGATRON_CORE, core
     megatron_fsdp = run.layout.sharding == Sharding.FSDP

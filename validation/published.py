@@ -14,6 +14,7 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Sharding
 from planner.model.candidates import Candidates, network_columns, single
 from planner.model.estimate import score
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.settings import ModelingSettings
 from planner.model.stack_profiles import TE_FUSED_CE_BYTES_PER_LOGIT
 from planner.model.stacks import STACK_SETTINGS as PROFILES
@@ -60,16 +61,21 @@ MEGATRON_FSDP_OFFLOADED_BLOCKS = {("LLAMA3_70B", "gb200"): 40, ("LLAMA3.1_405B",
 # - bf16 gradient buffers where the model's config sets ``grad_sync_dtype: bf16``: gpt3/175b_fp8.yaml
 #   (the table is FP8) and nemotron/nemotron_340b.yaml (whose ``dtype: bf16`` setup_optimization
 #   overrides); the others reduce in fp32.
-NEMO_LAUNCHER_RECIPE = dict(master_param_bytes=2.0)
+# The same widths as the CLI's --precision-aware-optimizer and --grad-reduce-in-bf16 (one rule:
+# ``OptimizerPrecision.applied``).
 NEMO_LAUNCHER_RELEASES = ("24.03", "24.07")
 NEMO_LAUNCHER_BF16_GRADS = frozenset({"GPT3-175B", "Nemotron-340B"})
+
+
+def nemo_launcher_recipe(run: PublishedRun) -> OptimizerPrecision:
+    """The optimizer formats of an S13 row of NeMo 1.x's launcher (above)."""
+    return OptimizerPrecision(grad_reduce_bf16=run.model_name in NEMO_LAUNCHER_BF16_GRADS, param_remainders=True)
 
 
 def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
     """The row's stack profile with what its source's recipes state on top of it."""
     if run.source == "S13" and run.release.startswith(NEMO_LAUNCHER_RELEASES):
-        grads = dict(grad_bytes=BF16_BYTES) if run.model_name in NEMO_LAUNCHER_BF16_GRADS else {}
-        return profile.but(**NEMO_LAUNCHER_RECIPE, **grads)
+        return nemo_launcher_recipe(run).applied(profile)
     if run.source != "S14":
         return profile
     megatron_fsdp = run.layout.sharding == Sharding.FSDP

@@ -39,6 +39,7 @@ from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import named_kernel
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -165,7 +166,7 @@ def plan_from_row(
         attention=request.attention,
         partition_activations=request.partition_activations,
         moe_a2a_overlap=request.moe_a2a_overlap,
-        grad_reduce_bf16=request.grad_reduce_bf16,
+        optimizer_precision=request.optimizer_precision,
         network=canonical_network(catalog, request.network),
     )
 
@@ -386,7 +387,7 @@ def build_plan(
     partition_activations: bool = False,
     moe_a2a_overlap: bool = False,
     network: str | None = None,
-    grad_reduce_bf16: bool = False,
+    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
@@ -395,14 +396,14 @@ def build_plan(
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
     ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
-    ``grad_reduce_bf16``: bf16 gradient buffers (Megatron-LM and Megatron-Core only)."""
+    ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only)."""
     problem = configuration_problem(
-        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention, grad_reduce_bf16
+        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention, optimizer_precision
     )
     if problem:
         raise problem
     chosen = settings or STACK_SETTINGS[stack]
-    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, grad_reduce_bf16)
+    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision)
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
     network = canonical_network(catalog, network)
@@ -449,7 +450,7 @@ def build_plan(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
-        grad_reduce_bf16=grad_reduce_bf16,
+        optimizer_precision=optimizer_precision,
         network=network,
     )
 

@@ -62,8 +62,8 @@ def restack(
         partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
         # Likewise Megatron-Core's combined 1F1B schedule (deepseek-v3's profile has its own overlap).
         moe_a2a_overlap=plan_.moe_a2a_overlap and Stack(stack).overlaps_moe_a2a,
-        # And Megatron's bf16 gradient buffers (the FSDP2 stacks keep fp32 shards).
-        grad_reduce_bf16=plan_.grad_reduce_bf16 and Stack(stack).reduces_grads_in_bf16,
+        # And the optimizer's formats the stack offers (the FSDP2 stacks keep fp32 gradient shards).
+        optimizer_precision=plan_.optimizer_precision.kept_under(Stack(stack)),
         network=plan_.network,
     )
     return with_price_basis(again, plan_)

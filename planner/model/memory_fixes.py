@@ -12,6 +12,7 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Pipe
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
+from planner.model.optimizer_precision import REMAINDER_BYTES, OptimizerPrecision
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -36,7 +37,7 @@ def memory_fix_hint(
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
     group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
-    bf16_grads_fit: bool = False,
+    optimizer_fix: FixCode | None = None,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -57,8 +58,8 @@ def memory_fix_hint(
     after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find),
     ``group_fits(dp_shard, dp_replicate, gpus)`` whether an FSDP group fits by the memory model
     (review s39: under a pipeline the gradients stay unsharded, and the group named by the
-    states' split still did not fit, nor the next one), ``bf16_grads_fit`` whether Megatron's bf16
-    gradient buffers alone make the same layout fit (``FitCheck.fits_with_bf16_grads``)."""
+    states' split still did not fit, nor the next one), ``optimizer_fix`` the narrower optimizer formats
+    that make the same layout fit, where the stack offers them (``FitCheck.optimizer_fix``)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -71,8 +72,8 @@ def memory_fix_hint(
         # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
         hints.append(FixHint(code=FixCode.ONE_F_ONE_B, figures={"pp": layout.pp, "accum": training.grad_accum}))
     hints += _sharding_hints(layout, states, need_gib, excess, group_fits) if fsdp_runs else []
-    if bf16_grads_fit:
-        hints.append(FixHint(code=FixCode.BF16_GRADS))
+    if optimizer_fix is not None:
+        hints.append(FixHint(code=optimizer_fix))
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
@@ -138,6 +139,14 @@ def _sharding_hints(
             figures = {"group": group, "dp_shard": layout.dp_shard, "gpus": group * layout.non_dp}
             return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures)]
     return []
+
+
+# The narrower optimizer formats a memory fix may name, one change before two.
+OPTIMIZER_FIXES = (
+    (FixCode.BF16_GRADS, OptimizerPrecision(grad_reduce_bf16=True)),
+    (FixCode.PARAM_REMAINDERS, OptimizerPrecision(param_remainders=True)),
+    (FixCode.BF16_GRADS_AND_REMAINDERS, OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)),
+)
 
 
 # The widest FSDP group a memory fix names: 2**12 times the group in use.
@@ -234,12 +243,24 @@ class FitCheck:
             return None
         return c
 
-    def fits_with_bf16_grads(self, settings: ModelingSettings) -> bool:
-        """The same layout with Megatron's bf16 gradient buffers fits, where the stack takes them
-        and the gradients are wider now (``request.run_settings``'s rule)."""
-        if self.stack is None or not self.stack.reduces_grads_in_bf16 or settings.grad_bytes <= BF16_BYTES:
-            return False
-        return self._runs(self.resolved, self.num_gpus, self.training, settings.but(grad_bytes=BF16_BYTES))
+    def optimizer_fix(self, settings: ModelingSettings) -> FixCode | None:
+        """The first of ``OPTIMIZER_FIXES`` (one change before two) that ``self.stack`` offers, that
+        ``settings`` do not have yet, and with which the same layout fits (``OptimizerPrecision.applied``,
+        the rule a run's flags use)."""
+        if self.stack is None:
+            return None
+        held = OptimizerPrecision(
+            grad_reduce_bf16=settings.grad_bytes <= BF16_BYTES,
+            param_remainders=settings.master_param_bytes <= REMAINDER_BYTES,
+        )
+        for fix, chosen in OPTIMIZER_FIXES:
+            offered = chosen.kept_under(self.stack) == chosen
+            new = not (chosen.grad_reduce_bf16 and held.grad_reduce_bf16) and not (
+                chosen.param_remainders and held.param_remainders
+            )
+            if offered and new and self._runs(self.resolved, self.num_gpus, self.training, chosen.applied(settings)):
+                return fix
+        return None
 
     def with_tp(self, tp: int) -> bool:
         return self.runs("tp", tp, self.training)
@@ -275,7 +296,7 @@ class FitCheck:
             offload_frees_gib=frees,
             full_ac_need=lambda: self.need_with_full_ac(settings),
             group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
-            bf16_grads_fit=self.fits_with_bf16_grads(settings),
+            optimizer_fix=self.optimizer_fix(settings),
         )
         if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
             fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])

@@ -220,6 +220,12 @@ class Stack(StrEnum):
         return self in (Stack.MEGATRON_LM, Stack.MEGATRON_CORE)
 
     @property
+    def stores_param_remainders(self) -> bool:
+        """Whether --precision-aware-optimizer is one of its choices: Megatron-Core's
+        --use-precision-aware-optimizer (TransformerEngine's FusedAdam keeps 16-bit master remainders)."""
+        return self is Stack.MEGATRON_CORE
+
+    @property
     def serialises_host(self) -> bool:
         """Whether its profile times the host's dispatch in series with the GPU (``host_overlap`` < 1:
         megatron-deepspeed, run with CUDA_LAUNCH_BLOCKING=1 by both its measured sources)."""

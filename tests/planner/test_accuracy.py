@@ -535,6 +535,7 @@ def test_a_band_read_from_other_regimes_reaches_its_own_few_measured_rows():
     from planner.catalog.models import get_preset
     from planner.layout import Layout, TrainingConfig
     from planner.model.stacks import Stack
+    from validation.nemo_blackwell import MLPERF_RECIPE
 
     training = TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=1, precision="fp8")
     layout = Layout(dp_shard=64, tp=2, cp=4, sharding="zero1")
@@ -545,7 +546,7 @@ def test_a_band_read_from_other_regimes_reaches_its_own_few_measured_rows():
         training,
         num_gpus=512,
         stack=Stack.MEGATRON_CORE,
-        grad_reduce_bf16=True,
+        optimizer_precision=MLPERF_RECIPE,
     )
     u = p.estimate.uncertainty
     assert u.validated and u.exact_rows == 2

@@ -19,6 +19,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import CatalogError, RuleCode
 from planner.layout import Layout, Sharding, TrainingConfig
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from ui import app_core
@@ -149,17 +150,23 @@ def test_bf16_gradients_are_offered_under_megatron_only_and_reach_the_plan():
     own stack; the plan on the card is the API's with --grad-reduce-in-bf16 (half the gradient
     reduction: a cheaper plan)."""
     llama = get_preset("llama3-8b")
-    request = request_for(llama, gpus={"h100-sxm": None}, seq_len=4096, stack=Stack.MEGATRON_LM, grad_reduce_bf16=True)
+    bf16 = OptimizerPrecision(grad_reduce_bf16=True)
+    request = request_for(
+        llama, gpus={"h100-sxm": None}, seq_len=4096, stack=Stack.MEGATRON_LM, optimizer_precision=bf16
+    )
     expected = plan(request).plan
-    fp32 = plan(request.model_copy(update={"grad_reduce_bf16": False})).plan
-    assert expected.grad_reduce_bf16 and expected.estimate.cost_usd < fp32.estimate.cost_usd
+    fp32 = plan(request.model_copy(update={"optimizer_precision": OptimizerPrecision()})).plan
+    assert expected.optimizer_precision == bf16 and expected.estimate.cost_usd < fp32.estimate.cost_usd
     for tr in (EN, ZH):
         at = run_app(gpus=["h100-sxm"], preset="llama3-8b", seq_len=4096, lang=tr.lang)
         assert not [c for c in at.sidebar.checkbox if c.key == "grad_reduce_bf16"]
+        assert not [c for c in at.sidebar.checkbox if c.key == "param_remainders"]
         for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_LM):
             at.sidebar.selectbox(key="stack").set_value(stack.value).run()
             box = next(c for c in at.sidebar.checkbox if c.key == "grad_reduce_bf16")
             assert box.label == tr("grad_reduce_bf16")
+            remainders = [c for c in at.sidebar.checkbox if c.key == "param_remainders"]
+            assert [c.label for c in remainders] == ([tr("param_remainders")] if stack == Stack.MEGATRON_CORE else [])
         assert headline(at, tr) == shown_card(fp32, tr)
         box.check().run()
         assert not at.exception, [e.value for e in at.exception]

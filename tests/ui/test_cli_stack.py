@@ -460,7 +460,8 @@ def test_bf16_gradients_halve_the_buffer_and_its_reduction(capsys):
     assert bf16["memory"]["reserved_gib"] < fp32["memory"]["reserved_gib"] - 0.3 * grads(fp32)
     dp_comm = lambda e: e["time"]["breakdown_s"]["dp_comm"]  # noqa: E731
     assert 0 < dp_comm(bf16) < 0.75 * dp_comm(fp32)
-    assert bf16["grad_reduce_bf16"] is True and fp32["grad_reduce_bf16"] is False
+    assert bf16["optimizer_precision"]["grad_reduce_bf16"] is True
+    assert fp32["optimizer_precision"]["grad_reduce_bf16"] is False
     assert main(["estimate", *LLAMA3_70B_CORE, "--grad-reduce-in-bf16"]) == 0
     assert "bf16 gradients" in capsys.readouterr().out
 
@@ -482,8 +483,39 @@ def test_plan_searches_with_bf16_gradients_and_says_so_in_json(capsys):
     bf16 = json.loads(capsys.readouterr().out)
     assert main([*args, "--json"]) == 0
     fp32 = json.loads(capsys.readouterr().out)
-    assert bf16["grad_reduce_bf16"] is True and fp32["grad_reduce_bf16"] is False
+    assert bf16["optimizer_precision"]["grad_reduce_bf16"] is True
+    assert fp32["optimizer_precision"]["grad_reduce_bf16"] is False
     memory = lambda answer: answer["plan"]["memory"]["breakdown_gib"]  # noqa: E731
     assert {bf16["plan"]["layout"]["sharding"], fp32["plan"]["layout"]["sharding"]} == {"zero1"}
     assert memory(bf16)["grads"] == pytest.approx(memory(bf16)["unsharded_params"])
     assert memory(fp32)["grads"] == pytest.approx(2 * memory(fp32)["unsharded_params"])
+
+
+# NeMo's Nemotron-4 340B on 128 H100 (S13 row 355; issue 27): TP 8 x PP 8 x VPP 12, dp 2, FP8.
+NEMOTRON_340B = ["--model", "nemotron4-340b", "--gpu", "h100-sxm", "--num-gpus", "128", "--tp", "8", "--pp", "8"]
+NEMOTRON_340B += ["--vpp", "12", "--sharding", "zero1", "--seq-len", "4096", "--micro-batch", "1", "--grad-accum", "16"]
+NEMOTRON_340B += ["--precision", "fp8", "--ac", "none", "--stack", "megatron-core"]
+
+
+def test_nemotron_340b_fits_its_published_layout_with_its_recipes_optimizer(capsys):
+    """Issue 27: Nemotron-4 340B at TP 8 x PP 8 x VPP 12 on 128 H100 estimates under megatron-core.
+    With Megatron-Core's fp32 gradients and master weights it needs about 91 GiB of 75.4; with bf16
+    gradients and the precision-aware optimizer's 16-bit master remainders (its recipe's formats,
+    the S13 row's) it fits, and the fix names both flags (neither alone fits it)."""
+    default = _estimate(capsys, *NEMOTRON_340B)
+    assert not default["feasible"] and "(--grad-reduce-in-bf16 --precision-aware-optimizer)" in default["fix"]
+    recipe = _estimate(capsys, *NEMOTRON_340B, "--grad-reduce-in-bf16", "--precision-aware-optimizer")
+    assert recipe["feasible"], recipe["reason"]
+    assert recipe["optimizer_precision"] == {"grad_reduce_bf16": True, "param_remainders": True}
+    states = lambda e: e["memory"]["breakdown_gib"]  # noqa: E731
+    assert states(recipe)["params"] == pytest.approx(states(default)["params"] / 2)
+    assert main(["estimate", *NEMOTRON_340B, "--grad-reduce-in-bf16", "--precision-aware-optimizer"]) == 0
+    assert "bf16 gradients, master weights as remainders" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stack", ["megatron-lm", "torchtitan"])
+def test_the_precision_aware_optimizer_is_refused_off_megatron_core_in_one_line(capsys, stack):
+    estimate = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8"]
+    assert main([*estimate, "--stack", stack, "--precision-aware-optimizer"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--stack megatron-core" in err and f"(not {stack})" in err

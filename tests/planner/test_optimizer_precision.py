@@ -1,0 +1,115 @@
+"""The optimizer's formats a run chooses (``OptimizerPrecision``): Megatron's --grad-reduce-in-bf16
+(bf16 gradient buffers, held and reduced) and Megatron-Core's --use-precision-aware-optimizer
+(16-bit master remainders), as the validation rows whose recipes state them are predicted."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.api import PlanRequest, build_plan, restack
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.errors import RuleCode, RuleViolation
+from planner.layout import Layout, Sharding, TrainingConfig
+from planner.model.optimizer_precision import OptimizerPrecision
+from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
+from planner.model.stacks import Stack
+from planner.request import run_settings
+from planner.rule_codes import FixCode
+from planner.stack_rules import optimizer_precision_problem
+from validation.nemo_blackwell import MLPERF_RECIPE
+from validation.published import MEGATRON_BRIDGE_RECIPE, NEMO_LAUNCHER_BF16_GRADS, recipe_settings
+from validation.published_rows import read_published_runs
+
+MEGATRON = (Stack.MEGATRON_CORE, Stack.MEGATRON_LM)
+BF16_GRADS = OptimizerPrecision(grad_reduce_bf16=True)
+REMAINDERS = OptimizerPrecision(param_remainders=True)
+LLAMA3_70B = get_preset("llama3-70b")
+LAYOUT = Layout(tp=4, pp=2, sharding=Sharding.ZERO1)
+TRAINING = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+
+
+def llama_plan(**kwargs):
+    return build_plan(LLAMA3_70B, "h100-sxm", LAYOUT, TRAINING, num_gpus=64, **kwargs)
+
+
+def test_the_flags_are_the_recipes_formats():
+    """One rule for the flags and the rows whose recipes state the same formats: S14's Megatron-Bridge
+    recipes and MLPerf's code (bf16 gradients), S13's NeMo launcher configs (16-bit master
+    remainders on every row, bf16 gradients for GPT3-175B and Nemotron-340B)."""
+    flagged = run_settings(MEGATRON_CORE_SETTINGS, None, False, False, BF16_GRADS)
+    assert flagged == MEGATRON_CORE_SETTINGS.but(grad_bytes=MEGATRON_BRIDGE_RECIPE["grad_bytes"])
+    assert MLPERF_RECIPE == BF16_GRADS
+    both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
+    runs, _ = read_published_runs()
+    launcher = [r for r in runs if r.source == "S13" and r.release.startswith(("24.03", "24.07"))]
+    assert {r.model_name for r in launcher} >= NEMO_LAUNCHER_BF16_GRADS
+    for r in launcher:
+        chosen = both if r.model_name in NEMO_LAUNCHER_BF16_GRADS else REMAINDERS
+        assert recipe_settings(r, MEGATRON_CORE_SETTINGS) == run_settings(
+            MEGATRON_CORE_SETTINGS, None, False, False, chosen
+        )
+
+
+@pytest.mark.parametrize("stack", MEGATRON)
+def test_bf16_gradients_halve_the_buffer_and_are_recorded_in_the_plan(stack):
+    plain, flagged = llama_plan(stack=stack), llama_plan(stack=stack, optimizer_precision=BF16_GRADS)
+    assert flagged.optimizer_precision == BF16_GRADS and plain.optimizer_precision == OptimizerPrecision()
+    grads = lambda p: p.estimate.memory.breakdown_gib.grads  # noqa: E731
+    assert grads(flagged) == pytest.approx(grads(plain) / 2)
+    assert flagged.estimate.time.breakdown_s.dp_comm < plain.estimate.time.breakdown_s.dp_comm
+
+
+@pytest.mark.parametrize("stack", [s for s in Stack if s not in MEGATRON])
+def test_only_megatron_keeps_bf16_gradient_buffers(stack):
+    assert all(optimizer_precision_problem(s, BF16_GRADS) is None for s in MEGATRON)
+    assert optimizer_precision_problem(stack, OptimizerPrecision()) is None
+    refused = optimizer_precision_problem(stack, BF16_GRADS)
+    assert refused is not None and refused.code == RuleCode.STACK_GRAD_BF16
+    assert "--stack megatron-core" in str(refused) and f"(not {stack.value})" in str(refused)
+    with pytest.raises(RuleViolation, match="--grad-reduce-in-bf16"):
+        llama_plan(stack=stack, optimizer_precision=BF16_GRADS)
+    with pytest.raises(ValueError, match="--grad-reduce-in-bf16"):
+        PlanRequest(model=LLAMA3_70B, training_tokens=1e9, stack=stack, optimizer_precision=BF16_GRADS)
+
+
+@pytest.mark.parametrize("stack", [s for s in Stack if s != Stack.MEGATRON_CORE])
+def test_only_megatron_core_keeps_master_remainders(stack):
+    assert optimizer_precision_problem(Stack.MEGATRON_CORE, REMAINDERS) is None
+    refused = optimizer_precision_problem(stack, REMAINDERS)
+    assert refused is not None and refused.code == RuleCode.STACK_PARAM_REMAINDERS
+    assert "--stack megatron-core" in str(refused) and f"(not {stack.value})" in str(refused)
+    with pytest.raises(ValueError, match="--precision-aware-optimizer"):
+        PlanRequest(model=LLAMA3_70B, training_tokens=1e9, stack=stack, optimizer_precision=REMAINDERS)
+
+
+def test_master_remainders_halve_the_master_weights():
+    plain = llama_plan(stack=Stack.MEGATRON_CORE)
+    remainders = llama_plan(stack=Stack.MEGATRON_CORE, optimizer_precision=REMAINDERS)
+    params = lambda p: p.estimate.memory.breakdown_gib.params  # noqa: E731
+    assert params(remainders) == pytest.approx(params(plain) / 2)
+    assert remainders.estimate.memory.breakdown_gib.grads == plain.estimate.memory.breakdown_gib.grads
+
+
+def test_restack_keeps_what_the_new_stack_offers():
+    both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
+    flagged = llama_plan(stack=Stack.MEGATRON_CORE, optimizer_precision=both)
+    again = restack(flagged, Stack.MEGATRON_LM, catalog=load_catalog())
+    assert again.optimizer_precision == BF16_GRADS  # Megatron-LM's profile: no precision-aware optimizer
+    assert again.estimate.memory.breakdown_gib.grads == pytest.approx(flagged.estimate.memory.breakdown_gib.grads)
+    assert restack(flagged, Stack.TORCHTITAN).optimizer_precision == OptimizerPrecision()
+
+
+def test_the_memory_fix_names_bf16_gradients_where_they_alone_make_it_fit():
+    """Llama 3 70B at TP 4 x PP 2 under ZeRO-1 needs 83.8 GiB with fp32 gradients: Megatron's bf16
+    buffers alone fit it (66.7), so the fix names the flag; the flag's own plan fits. Off Megatron,
+    or where half the gradients are not enough (TP 2), it is not named."""
+    fixes = lambda p: [h.code for h in p.estimate.fix_hints]  # noqa: E731
+    plain = llama_plan(stack=Stack.MEGATRON_CORE)
+    assert not plain.estimate.feasible and FixCode.BF16_GRADS in fixes(plain)
+    assert llama_plan(stack=Stack.MEGATRON_CORE, optimizer_precision=BF16_GRADS).estimate.feasible
+    assert FixCode.BF16_GRADS not in fixes(llama_plan(stack=Stack.TORCHTITAN))
+    narrow = build_plan(
+        LLAMA3_70B, "h100-sxm", LAYOUT.model_copy(update={"tp": 2}), TRAINING, num_gpus=64, stack=Stack.MEGATRON_CORE
+    )
+    assert not narrow.estimate.feasible and FixCode.BF16_GRADS not in fixes(narrow)
