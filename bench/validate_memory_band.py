@@ -22,9 +22,9 @@ def render() -> list[str]:
     lines: list[str] = []
     rows = load_memory_rows()
     lines.append(
-        "| row | source | stack | measured GiB | predicted GiB | band without its source (GiB) | read from | inside |"
+        "| row | source | stack | GPU | measured GiB | predicted GiB | band without its source (GiB) | read from | inside |"
     )
-    lines.append("|---|---|---|---:|---:|---|---|---|")
+    lines.append("|---|---|---|---|---:|---:|---|---|---|")
     inside = 0
     by_source: dict[str, list[bool]] = {}
     for r in rows:
@@ -38,7 +38,7 @@ def render() -> list[str]:
         by_source.setdefault(source_name(r.source), []).append(hit)
         read = f"{len(used)} rows of its kind" if own else f"all {len(used)} other rows"
         lines.append(
-            f"| {r.name} | {source_name(r.source)} | {r.stack} | {r.measured_gib:.1f} | {r.predicted_gib:.1f} |"
+            f"| {r.name} | {source_name(r.source)} | {r.stack} | {r.gpu} | {r.measured_gib:.1f} | {r.predicted_gib:.1f} |"
             f" {r.predicted_gib * low:.1f}-{r.predicted_gib * high:.1f} | {read} | {'yes' if hit else 'no'} |"
         )
     lines.append("")

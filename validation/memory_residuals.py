@@ -1,8 +1,9 @@
 """The measured memory peaks the memory band is read from (planner/accuracy/memory_band.py), as
 the harness predicts them: torchtitan's reserved peaks (validation/fsdp_runs.py, held out: nothing
-was fitted on them) and trainplan's H200 runs' allocated peaks (validation/calibration.py; the
+was fitted on them), trainplan's H200 runs' allocated peaks (validation/calibration.py; the
 allocated model has no fitted term but a 96 MiB constant, while two fractions of the reserved one
-were fitted on these runs, so their reserved figures are not rows). ``bench/validate_bands.py
+were fitted on these runs, so their reserved figures are not rows) and Megatron-LM's CI reference
+values (validation/megatron_memory.py, held out). ``bench/validate_bands.py
 --write`` writes them to planner/accuracy/memory_residuals.csv; the planner only reads that file.
 """
 
@@ -18,6 +19,8 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.model.stacks import Stack
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 from validation.fsdp_runs import SOURCE_STACKS, compare_fsdp_runs, read_fsdp_runs
+from validation.megatron_memory import SOURCE as MEGATRON_SOURCE
+from validation.megatron_memory import predicted_last_rank_gib, read_megatron_memory_runs
 
 H200_SOURCE = "calibration"  # planner/accuracy/residuals.py SOURCE_NAMES: "trainplan's H200 runs"
 
@@ -63,8 +66,28 @@ def h200_memory_rows() -> list[MemoryRow]:
     ]
 
 
+def megatron_memory_rows(catalog: Catalog) -> list[MemoryRow]:
+    """Megatron-LM's CI reference values: the last rank's allocated peak (validation/megatron_memory.py);
+    a case measured on several GPUs keeps one name (one configuration)."""
+    return [
+        MemoryRow(
+            source=MEGATRON_SOURCE,
+            name=run.case,
+            stack=Stack.MEGATRON_CORE.value,
+            hf_modules=False,
+            gpu=run.gpu,
+            num_gpus=run.num_gpus,
+            figure="allocated",
+            measured_gib=run.measured_gib,
+            predicted_gib=predicted_last_rank_gib(run, catalog),
+        )
+        for run in read_megatron_memory_runs()
+    ]
+
+
 def memory_rows(catalog: Catalog | None = None) -> list[MemoryRow]:
-    return fsdp_memory_rows(catalog or load_catalog()) + h200_memory_rows()
+    catalog = catalog or load_catalog()
+    return fsdp_memory_rows(catalog) + h200_memory_rows() + megatron_memory_rows(catalog)
 
 
 def write_memory_rows(rows: Iterable[MemoryRow], path: Path = MEMORY_RESIDUALS_CSV) -> Path:

@@ -68,6 +68,7 @@ SOURCE_NAMES = {
     "ml-engineering": "Bekman's ml-engineering",
     "bigscience": "BigScience's BLOOM logs",
     "lucie-training": "Lucie-Training",
+    "megatron-lm-ci": "Megatron-LM's CI reference values",
 }
 
 

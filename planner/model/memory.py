@@ -382,6 +382,13 @@ def _memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreak
     return worst_stage([t.breakdown(t.activations.saved(c), s) for t in _stage_terms(model, c, s)])
 
 
+def last_rank_memory(model: ModelSpec, c: Candidates, s: ModelingSettings) -> MemoryBreakdown:
+    """The last pp rank's peak (the head and the loss), whichever rank is the most loaded: the one
+    Megatron's logs report (``rank == world_size - 1``, megatron/training/global_vars.py)."""
+    last = _stage_terms(model, c, s)[-1]
+    return last.breakdown(last.activations.saved(c), s)
+
+
 @dataclass(frozen=True)
 class MemoryTerms:
     """``memory`` of a table and its ranks' count-free terms (``stage_terms``), these once per
