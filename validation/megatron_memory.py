@@ -27,7 +27,7 @@ from pathlib import Path
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.hf_dense import GPT2_ARCHITECTURE
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
-from planner.model.candidates import network_columns, single
+from planner.model.candidates import on_default_node
 from planner.model.memory import last_rank_memory
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -107,13 +107,5 @@ def read_megatron_memory_runs(path: Path = DEFAULT_MEGATRON_MEMORY_RUNS) -> list
 def predicted_last_rank_gib(run: MegatronMemoryRun, catalog: Catalog | None = None) -> float:
     """The last pipeline rank's allocated peak under the Megatron-Core profile (GiB)."""
     catalog = catalog or load_catalog()
-    gpu = catalog.gpu(run.gpu)
-    c = single(
-        gpu,
-        run.layout.resolve(run.num_gpus),
-        run.training,
-        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
-        **network_columns(catalog.network(gpu.default_network)),
-        num_gpus=run.num_gpus,
-    )
+    c = on_default_node(catalog.gpu(run.gpu), catalog, run.layout.resolve(run.num_gpus), run.training, run.num_gpus)
     return float(last_rank_memory(run.model, c, CI_SETTINGS).peak_allocated[0]) / GIB

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
-from planner.model.candidates import network_columns, single
+from planner.model.candidates import on_default_node
 from planner.model.estimate import score
 from planner.model.stack_profiles import DEEPSEEK_V3_SETTINGS
 from validation.moe_recipes import (
@@ -288,13 +288,7 @@ class MoeComparison:
 
 def predict_moe_run(run: MoeRun, catalog: Catalog) -> MoeComparison:
     gpu = h800(catalog) if run.gpu == "h800" else catalog.gpu(run.gpu)
-    c = single(
-        gpu,
-        run.layout.resolve(run.num_gpus),
-        run.training,
-        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
-        **network_columns(catalog.network(gpu.default_network)),
-    )
+    c = on_default_node(gpu, catalog, run.layout.resolve(run.num_gpus), run.training)
     scores = score(run.model, c, run.settings)
     return MoeComparison(
         run=run,

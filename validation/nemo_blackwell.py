@@ -39,7 +39,7 @@ from planner.layout import (
     TrainingConfig,
     ep_fits,
 )
-from planner.model.candidates import Candidates, network_columns, single
+from planner.model.candidates import Candidates, on_default_node
 from planner.model.estimate import score
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.settings import ModelingSettings
@@ -392,14 +392,8 @@ class BlackwellComparison:
 
 def candidates_for(run: BlackwellRun, catalog: Catalog) -> Candidates:
     """The one-row candidate table of the published configuration on its catalog GPU and node."""
-    gpu = catalog.gpu(run.gpu_id)
-    return single(
-        gpu,
-        run.layout.resolve(run.num_gpus),
-        run.training,
-        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
-        **network_columns(catalog.network(gpu.default_network)),
-        num_gpus=run.num_gpus,
+    return on_default_node(
+        catalog.gpu(run.gpu_id), catalog, run.layout.resolve(run.num_gpus), run.training, run.num_gpus
     )
 
 

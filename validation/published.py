@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Sharding
-from planner.model.candidates import Candidates, network_columns, single
+from planner.model.candidates import Candidates, on_default_node
 from planner.model.estimate import score
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.settings import ModelingSettings
@@ -103,14 +103,8 @@ class PublishedComparison:
 
 def published_candidates(run: PublishedRun, catalog: Catalog) -> Candidates:
     """The one-row candidate table of the published configuration on its catalog GPU."""
-    gpu = catalog.gpu(run.gpu_id)
-    return single(
-        gpu,
-        run.layout.resolve(run.num_gpus),
-        run.training,
-        **network_columns(catalog.network(gpu.default_network)),
-        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
-        num_gpus=run.num_gpus,
+    return on_default_node(
+        catalog.gpu(run.gpu_id), catalog, run.layout.resolve(run.num_gpus), run.training, run.num_gpus
     )
 
 

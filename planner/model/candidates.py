@@ -348,3 +348,16 @@ def single(
         [gpu], np.array([0]), precision, [gpus_per_node], [network_bandwidth], [network_ring_bandwidth]
     )
     return Candidates.from_columns(1, gpu_index=0, num_gpus=num_gpus or layout.world_size, **knobs, **hw)
+
+
+def on_default_node(gpu, catalog, layout: Layout, training: TrainingConfig, num_gpus: int | None = None) -> Candidates:
+    """``single`` on the GPU's catalog default node and network (``catalog``: a ``Catalog``): a
+    published configuration on its GPU as the catalog sells it (the validation harness's rows)."""
+    return single(
+        gpu,
+        layout,
+        training,
+        gpus_per_node=catalog.node(gpu.default_node).gpus_per_node,
+        **network_columns(catalog.network(gpu.default_network)),
+        num_gpus=num_gpus,
+    )
