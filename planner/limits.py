@@ -24,6 +24,13 @@ MAX_PRICE_USD = 1e6  # per GPU-hour
 MAX_PURCHASE_USD = 1e9  # per GPU
 MAX_BUDGET_USD = 1e13  # a whole job
 MAX_DAYS = 36_525  # deadlines and horizons: a century
+MAX_SLOTS = 64  # start-time slots a portfolio's horizon is cut into
+# Ownership inputs (a fleet file's, the app's boxes): past these a figure is a typo (trial s40: the
+# app took a PUE of 1e6 and an electricity price whose owned rate broke the price bound).
+MAX_LIFETIME_YEARS = 100.0
+MAX_PUE = 10.0
+MAX_ELECTRICITY_USD_PER_KWH = 100.0
+MAX_HOSTING_USD_PER_GPU_MONTH = 100_000.0  # hosting and staff per GPU (an H100's is ~$150-500)
 MAX_SEQ_LEN = 1 << 24  # tokens per sequence (16M, beyond any model's context)
 MIN_SEQ_LEN = 16  # shorter is a typo (no model trains on fewer tokens per sequence), refused by plan and estimate alike
 MAX_CHINCHILLA_MULTIPLE = 10_000  # 200,000 tokens per parameter (Llama 3 8B: ~1,900; SmolLM3 3B: ~3,700)

@@ -74,6 +74,11 @@ class MemoryBand(BaseModel):
     stack: str = ""  # and its parts, for interfaces in other languages
     hf_modules: bool = False
     multi_gpu: bool = False
+    # Where its own kind's peaks are too few for a band of their own (not ``validated``): how many
+    # configurations were measured, and their measured / predicted range (trial s40: "no measured
+    # peak of megatron-core" beside "megatron-core 6", two configurations that ran 4-11 % over).
+    own_configurations: int = 0
+    own_ratio: tuple[float, float] | None = None
 
 
 class Uncertainty(BaseModel):

@@ -95,6 +95,8 @@ class RuleCode(StrEnum):
     STACK_A2A_LAYOUT = "stack_a2a_layout"
     STACK_GRAD_BF16 = "stack_grad_bf16"
     STACK_PARAM_REMAINDERS = "stack_param_remainders"
+    PARAM_REMAINDERS_LAYOUT = "param_remainders_layout"
+    BF16_GRADS_PRECISION = "bf16_grads_precision"
     AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
@@ -311,12 +313,20 @@ TEMPLATES: dict[RuleCode, str] = {
         " (not {stack}); --stack deepseek-v3 already hides its all-to-alls (DualPipe)"
     ),
     _C.STACK_GRAD_BF16: (
-        "--grad-reduce-in-bf16 is Megatron's (bf16 gradient buffers): use --stack megatron-core or"
-        " megatron-lm (not {stack}); FSDP2 keeps fp32 gradient shards and DeepSpeed's profiles their own dtype"
+        "--grad-reduce-in-bf16 is Megatron-Core's (bf16 gradient buffers): use --stack megatron-core (not {stack})"
     ),
     _C.STACK_PARAM_REMAINDERS: (
         "--precision-aware-optimizer is Megatron-Core's --use-precision-aware-optimizer: use --stack megatron-core"
         " (not {stack})"
+    ),
+    _C.BF16_GRADS_PRECISION: (
+        "--grad-reduce-in-bf16 needs bf16 weights (--precision bf16 or fp8; now {precision}): Megatron-Core's"
+        " gradient buffer takes the weights' dtype once it is not fp32"
+    ),
+    _C.PARAM_REMAINDERS_LAYOUT: (
+        "--precision-aware-optimizer needs Megatron's distributed optimizer (--sharding zero1, zero2 or fsdp; now"
+        " {sharding}) and bf16 weights (--precision bf16 or fp8; now {precision}): 16-bit remainders rebuild an"
+        " fp32 master only beside bf16 weights"
     ),
     _C.AC_BLOCKS_RANK: (
         "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"

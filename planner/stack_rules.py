@@ -6,6 +6,8 @@ Split out of planner/request.py, whose requests are checked with them."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from planner.accuracy.regime import LONG_SEQUENCE_TOKENS
@@ -13,7 +15,12 @@ from planner.errors import RuleCode, RuleViolation
 from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig, max_pipeline_stages
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import code
-from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
+from planner.model.optimizer_precision import (
+    DEFAULT_OPTIMIZER_PRECISION,
+    OptimizerPrecision,
+    bf16_grads_refused,
+    remainders_refused,
+)
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import a2a_overlap_refused
@@ -92,6 +99,22 @@ def optimizer_precision_problem(stack: Stack, chosen: OptimizerPrecision) -> Rul
     return None
 
 
+class RunChoices(NamedTuple):
+    """The run-level choices a stack may or may not offer (``kept_under``)."""
+
+    partition_activations: bool
+    moe_a2a_overlap: bool
+    optimizer: OptimizerPrecision
+
+    def kept_under(self, stack: Stack) -> RunChoices:
+        """Those ``stack`` offers (a restacked plan, a portfolio job re-solved on another stack)."""
+        return RunChoices(
+            self.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
+            self.moe_a2a_overlap and stack.overlaps_moe_a2a,
+            self.optimizer.kept_under(stack),
+        )
+
+
 def kernel_stack_problem(stack: Stack, attention: AttentionKernel | None) -> RuleViolation | None:
     """Why ``stack`` cannot call the named attention kernel (None: it can; ``Stack.attention_kernels``)."""
     if attention is None or stack.calls(attention):
@@ -163,7 +186,22 @@ def configuration_problem(
         or stack_problem(stack, model, layout, training.grad_accum, training.offload)
         or ac_blocks_problem(model, layout, training)
         or (a2a_layout_problem(layout, training) if moe_a2a_overlap else None)
+        or optimizer_layout_problem(layout, training, optimizer)
     )
+
+
+def optimizer_layout_problem(
+    layout: Layout, training: TrainingConfig, optimizer: OptimizerPrecision
+) -> RuleViolation | None:
+    """Why Megatron-Core would not run the optimizer formats asked on this layout (``refused_rows``,
+    the search's filter too; None: it runs them)."""
+    sharding, precision = code(layout.sharding), code(training.precision)
+    figures = {"sharding": layout.sharding.value, "precision": training.precision.value}
+    if optimizer.grad_reduce_bf16 and bf16_grads_refused(precision):
+        return RuleViolation(RuleCode.BF16_GRADS_PRECISION, figures)
+    if optimizer.param_remainders and remainders_refused(sharding, precision):
+        return RuleViolation(RuleCode.PARAM_REMAINDERS_LAYOUT, figures)
+    return None
 
 
 def a2a_layout_problem(layout: Layout, training: TrainingConfig) -> RuleViolation | None:

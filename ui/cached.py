@@ -26,6 +26,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
 from planner.search.ownership import TcoAssumptions
+from planner.stack_rules import RunChoices
 from planner.units import GIB
 from ui import app_core, app_jobs
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
@@ -108,9 +109,18 @@ def cached_job_zip(plan_json: str, name: str, steps: int) -> bytes:
 def portfolio_requests(jobs: tuple[tuple[str, str], ...], stack: Stack, network: str | None) -> dict[str, PlanRequest]:
     """Each job's request on the sidebar's stack and network, validated again (review s26: a copy
     kept the modules its own stack had resolved, Hugging Face's under megatron-core): the app sets
-    no --impl, so the stack's own."""
-    update = {"stack": stack, "network": network, "impl": None}
-    return {name: PlanRequest.model_validate({**json.loads(text), **update}) for name, text in jobs}
+    no --impl, so the stack's own; each job's run choices as far as the stack offers them (review s40:
+    a job added with Megatron-Core's optimizer formats raised a traceback under another stack)."""
+    requests = {}
+    for name, text in jobs:
+        stored = PlanRequest.model_validate_json(text)
+        kept = RunChoices(stored.partition_activations, stored.moe_a2a_overlap, stored.optimizer_precision)
+        kept = kept.kept_under(stack)
+        update: dict[str, object] = {"stack": stack, "network": network, "impl": None}
+        update |= {"partition_activations": kept.partition_activations, "moe_a2a_overlap": kept.moe_a2a_overlap}
+        update["optimizer_precision"] = kept.optimizer.model_dump()
+        requests[name] = PlanRequest.model_validate({**json.loads(text), **update})
+    return requests
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -391,10 +391,11 @@ def explain(
 ) -> None:
     """Explain a plan: every memory and time term, and what limits it."""
     from planner.api import estimate_warnings, restack
+    from planner.api.rebuild import dropped_choices
     from planner.plan import Plan
 
     chosen = choose_calibration(calibration, no_calibration)
-    loaded = Plan.load(plan_file, of_job=True)
+    loaded = original = Plan.load(plan_file, of_job=True)
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
     if stack is not None or chosen is not None:
@@ -404,7 +405,7 @@ def explain(
             raise ValueError(f"{exc} (explain keeps the plan's layout; trainplan estimate takes those flags)") from None
     # what estimate warns of the same plan (trial s28c: a plan saved from a multimodal config.json
     # lost its encoder warning here)
-    warnings = estimate_warnings(loaded, None)
+    warnings = (*dropped_choices(original, loaded), *estimate_warnings(loaded, None))
     render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)
 
 

@@ -135,16 +135,17 @@ MOE_A2A_OVERLAP = typer.Option(
 GRAD_REDUCE_BF16 = typer.Option(
     False,
     "--grad-reduce-in-bf16",
-    help="Megatron's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's grad_reduce_in_fp32 off, as their"
-    " FP8 performance recipes set it): gradient buffers and their data-parallel reductions in bf16, half"
-    " the bytes of fp32 (--stack megatron-core or megatron-lm only)",
+    help="Megatron-Core's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's grad_reduce_in_fp32 off, as"
+    " their FP8 performance recipes set it): gradient buffers and their data-parallel reductions in bf16,"
+    " half the bytes of fp32 (--stack megatron-core, bf16 or fp8 weights)",
 )
 PARAM_REMAINDERS = typer.Option(
     False,
     "--precision-aware-optimizer",
     help="Megatron-Core's --use-precision-aware-optimizer (NeMo 2's bf16 performance recipes set it):"
     " TransformerEngine's FusedAdam keeps the fp32 master weights as 16-bit remainders beside the bf16"
-    " weights (TE >= 2.1), 2 bytes a parameter instead of 4 (--stack megatron-core only)",
+    " weights (TE >= 2.1), 2 bytes a parameter instead of 4 (--stack megatron-core with its distributed"
+    " optimizer, --sharding zero1 or more, and bf16 or fp8 weights)",
 )
 AC_HELP = (
     "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"

@@ -467,6 +467,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB；{kind} 没有实测峰值，因此取自全部 {rows} 个实测峰值"
         "（{stacks}；平均误差 {error:.1%}）。",
     ),
+    "memory_band_few": (
+        "Memory: the reserved peak's 80 % band is {low:.1f}-{high:.1f} GiB; only {configurations} configuration(s) of"
+        " {kind} were measured (they ran {own_low:+.0%} to {own_high:+.0%} against the model), too few for a band of"
+        " their own, so it is read from all {rows} measured peaks ({stacks}; mean error {error:.1%}).",
+        "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB；{kind}只实测了 {configurations} 种配置（实测相对模型"
+        " {own_low:+.0%} 至 {own_high:+.0%}），不足以单独成区间，因此取自全部 {rows} 个实测峰值（{stacks}；平均误差 {error:.1%}）。",
+    ),
     "memory_kind": ("{stack}{modules}, {scale}", "{stack}{modules}（{scale}）"),
     "memory_kind_hf": (" with Hugging Face modules", "（Hugging Face 模块）"),
     "memory_kind_one": ("one GPU", "单 GPU"),
@@ -613,6 +620,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_loss_whole": (
         "Its loss runs over the whole micro-batch's logits at once, {bytes:g} bytes a logit at its backward's peak.",
         "其损失一次作用于整个微批次的全部 logits，反向峰值时每个 logit 占 {bytes:g} 字节。",
+    ),
+    "card_optimizer": (
+        "Optimizer formats assumed, as the sidebar asks: {formats}.",
+        "按侧边栏所选假设的优化器数据格式：{formats}。",
     ),
     "card_footer": (
         "step {step} s · attention {kernel} · {candidates:,} candidates, {feasible:,} feasible · "

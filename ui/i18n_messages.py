@@ -459,10 +459,18 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "（DeepSeek-V3 的 DualPipe 已隐藏其 all-to-all）",
     ),
     "reason_stack_grad_bf16": (
-        "bf16 gradient buffers are Megatron's (Megatron-LM, Megatron-Core), not {stack}'s: FSDP2 keeps"
-        " fp32 gradient shards and DeepSpeed's profiles their own dtype",
-        "bf16 梯度缓冲区是 Megatron（Megatron-LM、Megatron-Core）的选项，{stack} 不支持：FSDP2 保留 fp32"
-        " 梯度分片，DeepSpeed 的配置使用其自身的数据类型",
+        "bf16 gradient buffers are Megatron-Core's, not {stack}'s",
+        "bf16 梯度缓冲区是 Megatron-Core 的选项，{stack} 不支持",
+    ),
+    "reason_bf16_grads_precision": (
+        "bf16 gradients need bf16 weights (bf16 or fp8; now {precision})",
+        "bf16 梯度需要 bf16 权重（bf16 或 fp8；当前 {precision}）",
+    ),
+    "reason_param_remainders_layout": (
+        "the precision-aware optimizer needs Megatron's distributed optimizer (sharding zero1, zero2 or fsdp;"
+        " now {sharding}) and bf16 weights (bf16 or fp8; now {precision})",
+        "精度感知优化器需要 Megatron 的分布式优化器（分片 zero1、zero2 或 fsdp；当前 {sharding}）和 bf16 权重"
+        "（bf16 或 fp8；当前 {precision}）",
     ),
     "reason_stack_param_remainders": (
         "the precision-aware optimizer is Megatron-Core's, not {stack}'s",
@@ -753,18 +761,18 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "shard the offloaded states over more nodes, or keep them on the GPUs",
         "把卸载的状态分到更多节点上，或不卸载、留在 GPU 上",
     ),
-    "fix_offload": ("keep the optimizer states in host memory (offload)", "把优化器状态放到主机内存（卸载）"),
+    "fix_offload": ("keep the optimizer states in host memory (“CPU offload”)", "把优化器状态放到主机内存（卸载）"),
     "fix_bf16_grads": (
-        "keep Megatron's gradient buffers in bf16 (bf16 gradients)",
+        "keep Megatron's gradient buffers in bf16 (“bf16 gradients”)",
         "把 Megatron 的梯度缓冲区改为 bf16（bf16 梯度）",
     ),
     "fix_param_remainders": (
-        "keep the master weights as 16-bit remainders (precision-aware optimizer)",
+        "keep the master weights as 16-bit remainders (“Precision-aware optimizer”)",
         "主权重只保存 16 位余数（精度感知优化器）",
     ),
     "fix_bf16_grads_and_remainders": (
         "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
-        " (bf16 gradients, precision-aware optimizer)",
+        " (“bf16 gradients” and “Precision-aware optimizer”)",
         "把 Megatron 的梯度缓冲区改为 bf16，主权重只保存 16 位余数（bf16 梯度、精度感知优化器）",
     ),
     "fix_join": ("; or ", "；或者"),

@@ -50,6 +50,15 @@ def estimate_only_text(tr: Labels, plan: Plan) -> str:
     return tr("estimate_only", stack=plan.stack.value)
 
 
+def optimizer_text(tr: Labels, plan: Plan) -> str | None:
+    """The optimizer formats the estimate assumed beyond its stack's profile (trial s40: the CLI said
+    "bf16 gradients, master weights as remainders", the app nothing); None when none."""
+    chosen = plan.optimizer_precision
+    asked = (("grad_reduce_bf16", chosen.grad_reduce_bf16), ("param_remainders", chosen.param_remainders))
+    parts = [tr(key) for key, on in asked if on]
+    return tr("card_optimizer", formats=tr.join(parts)) if parts else None
+
+
 def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
     """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band)."""
     return None if band is None else tr("card_band", lo=unit(band[0]), hi=unit(band[1]))
@@ -135,7 +144,16 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
     kind = tr("memory_kind", stack=band.stack or band.kind, modules=modules, scale=scale)
     low, high = band.reserved_gib
     values = dict(low=low, high=high, rows=band.rows, kind=kind, error=band.mean_abs_error)
-    text = tr("memory_band_own" if band.validated else "memory_band_all", **values, stacks=", ".join(band.stacks))
+    key = "memory_band_own" if band.validated else "memory_band_few" if band.own_ratio else "memory_band_all"
+    own_low, own_high = (r - 1.0 for r in band.own_ratio) if band.own_ratio else (0.0, 0.0)
+    text = tr(
+        key,
+        **values,
+        stacks=", ".join(band.stacks),
+        configurations=band.own_configurations,
+        own_low=own_low,
+        own_high=own_high,
+    )
     fit = "memory_may_not_fit" if band.may_not_fit else "memory_may_fit" if band.may_fit else None
     room = band.usable_gib if band.room_gib is None else band.room_gib
     return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib, room=room))

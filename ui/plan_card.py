@@ -38,6 +38,7 @@ from ui.messages import (
     memory_band_text,
     memory_risk_text,
     near_tie_text,
+    optimizer_text,
     over_budget_text,
     per_second,
     plan_note_texts,
@@ -237,7 +238,7 @@ def card_captions(
         ),
     ]
     if not plan.emittable:
-        lines += [estimate_only_text(tr, plan), *filter(None, (loss_text(tr, e),))]
+        lines += [estimate_only_text(tr, plan), *filter(None, (optimizer_text(tr, plan), loss_text(tr, e)))]
     return lines + list(filter(None, (calibration_text(tr, plan, calibration),)))
 
 

@@ -49,11 +49,16 @@ from planner.limits import (
     MAX_BATCH_TOKENS,
     MAX_BUDGET_USD,
     MAX_DAYS,
+    MAX_ELECTRICITY_USD_PER_KWH,
     MAX_GPUS,
+    MAX_HOSTING_USD_PER_GPU_MONTH,
     MAX_JOBS,
+    MAX_LIFETIME_YEARS,
     MAX_PRICE_USD,
+    MAX_PUE,
     MAX_PURCHASE_USD,
     MAX_SEQ_LEN,
+    MAX_SLOTS,
     MAX_TRAINING_TOKENS,
     read_input_text,
     unique_keys,
@@ -68,7 +73,7 @@ Days = Annotated[StrictFloat, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False)]
 Usd = Annotated[StrictFloat, Field(gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)]
 UsdPerHour = Annotated[StrictFloat, Field(gt=0, le=MAX_PRICE_USD, allow_inf_nan=False)]
 Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
-UsdPerMonth = Annotated[StrictFloat, Field(ge=0, le=MAX_PURCHASE_USD, allow_inf_nan=False)]
+UsdPerMonth = Annotated[StrictFloat, Field(ge=0, le=MAX_HOSTING_USD_PER_GPU_MONTH, allow_inf_nan=False)]
 
 
 class Ownership(BaseModel):
@@ -76,10 +81,12 @@ class Ownership(BaseModel):
     defaults), the busy fraction to report the owned price at, and wall power per GPU type."""
 
     model_config = ConfigDict(extra="forbid")
-    lifetime_years: Annotated[StrictFloat, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+    lifetime_years: Annotated[StrictFloat, Field(gt=0, le=MAX_LIFETIME_YEARS, allow_inf_nan=False)] | None = None
     residual_fraction: Fraction | None = None
-    pue: Annotated[StrictFloat, Field(ge=1, le=10, allow_inf_nan=False)] | None = None
-    electricity_usd_per_kwh: Annotated[StrictFloat, Field(ge=0, le=100, allow_inf_nan=False)] | None = None
+    pue: Annotated[StrictFloat, Field(ge=1, le=MAX_PUE, allow_inf_nan=False)] | None = None
+    electricity_usd_per_kwh: (
+        Annotated[StrictFloat, Field(ge=0, le=MAX_ELECTRICITY_USD_PER_KWH, allow_inf_nan=False)] | None
+    ) = None
     hosting_usd_per_gpu_month: UsdPerMonth | None = None
     staff_usd_per_gpu_month: UsdPerMonth | None = None
     idle_power_fraction: Fraction | None = None
@@ -127,7 +134,7 @@ class JobsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     horizon_days: Days | None = None
     # None: the model's own (portfolio: 1, refining only the slotted model; fleet: plan_fleet's)
-    num_slots: StrictInt | None = Field(None, ge=1, le=64)
+    num_slots: StrictInt | None = Field(None, ge=1, le=MAX_SLOTS)
     # checked here so that its error names the file (trial s36: "objective: expected one of ..." alone)
     objective: Literal["cost", "time", "mix"] = "cost"
     # the quantile of each job's time its plans are judged and scheduled at, as plan's --risk

@@ -14,6 +14,7 @@ import streamlit as st
 
 from planner.api import PlanRequest
 from planner.fmt import money_band_parts
+from planner.limits import MAX_DAYS, MAX_SLOTS
 from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.search.space import DEFAULT_MAX_GPUS
@@ -109,8 +110,8 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     inventory = shared_inventory(inputs.request)
     st.caption(tr("portfolio_inventory", inventory=", ".join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
     left, right = st.columns(2)
-    horizon = number_box(left, tr, "horizon_days", min_value=0.0, step=5.0, key="horizon_days")
-    slots = number_box(right, tr, "num_slots", min_value=1, max_value=48, step=1, key="num_slots")
+    horizon = number_box(left, tr, "horizon_days", min_value=0.0, max_value=MAX_DAYS, step=5.0, key="horizon_days")
+    slots = number_box(right, tr, "num_slots", min_value=1, max_value=MAX_SLOTS, step=1, key="num_slots")
     with st.spinner(tr("working")):
         outcome = cached_portfolio(
             tuple(jobs.items()),

@@ -125,6 +125,8 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_A2A_LAYOUT: "reason_stack_a2a_layout",
     _C.STACK_GRAD_BF16: "reason_stack_grad_bf16",
     _C.STACK_PARAM_REMAINDERS: "reason_stack_param_remainders",
+    _C.PARAM_REMAINDERS_LAYOUT: "reason_param_remainders_layout",
+    _C.BF16_GRADS_PRECISION: "reason_bf16_grads_precision",
     _C.AC_BLOCKS_RANK: "reason_ac_blocks_rank",
 }, english=True)  # fmt: skip
 # A calibration file the app cannot use (planner/catalog/calibration.py and the catalog's rate checks).
@@ -205,10 +207,16 @@ FIX_LABELS: Mapping[FixCode, str] = {code: f"fix_{code.value}" for code in FixCo
 
 
 def fix_text(tr: Labels, hints: Sequence[FixHint]) -> str:
-    """The hints in the page's language (English: the planner's own words), alternatives joined."""
-    if tr.lang == "en":
-        return FixHint.joined(hints)
-    return tr("fix_join").join(tr(FIX_LABELS[hint.code], **hint.figures) for hint in hints)
+    """The hints in the page's language, alternatives joined. English keeps the planner's own words
+    except where they name a CLI flag: then the label, which names the sidebar's control (trial s40:
+    "--precision-aware-optimizer" on a page whose box is "Precision-aware optimizer")."""
+    return tr("fix_join").join(_fix_words(tr, hint) for hint in hints)
+
+
+def _fix_words(tr: Labels, hint: FixHint) -> str:
+    if tr.lang == "en" and "--" not in hint.text():
+        return hint.text()
+    return tr(FIX_LABELS[hint.code], **hint.figures)
 
 
 def config_reason_text(tr: Labels, refused: Refusal) -> str:

@@ -20,7 +20,17 @@ from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
 from planner.errors import CatalogError
 from planner.layout import ActivationCheckpointing, Precision
-from planner.limits import MAX_BUDGET_USD, MAX_CHINCHILLA_MULTIPLE, MAX_DAYS, MAX_GPUS, MAX_TRAINING_TOKENS
+from planner.limits import (
+    MAX_BUDGET_USD,
+    MAX_CHINCHILLA_MULTIPLE,
+    MAX_DAYS,
+    MAX_ELECTRICITY_USD_PER_KWH,
+    MAX_GPUS,
+    MAX_HOSTING_USD_PER_GPU_MONTH,
+    MAX_LIFETIME_YEARS,
+    MAX_PUE,
+    MAX_TRAINING_TOKENS,
+)
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
@@ -279,13 +289,35 @@ def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
         st.caption(tr("ownership_help"))
         utilisation = st.slider(tr("tco_utilisation"), 0.05, 1.0, step=0.05, key="tco_utilisation")
         values = dict(
-            lifetime_years=number_box(st, tr, "tco_lifetime_years", min_value=0.5, step=0.5, key="tco_lifetime_years"),
+            lifetime_years=number_box(
+                st,
+                tr,
+                "tco_lifetime_years",
+                min_value=0.5,
+                max_value=MAX_LIFETIME_YEARS,
+                step=0.5,
+                key="tco_lifetime_years",
+            ),
             residual_fraction=st.slider(tr("tco_residual"), 0.0, 0.9, step=0.05, key="tco_residual"),
             electricity_usd_per_kwh=number_box(
-                st, tr, "tco_electricity", min_value=0.0, step=0.01, key="tco_electricity"
+                st,
+                tr,
+                "tco_electricity",
+                min_value=0.0,
+                max_value=MAX_ELECTRICITY_USD_PER_KWH,
+                step=0.01,
+                key="tco_electricity",
             ),
-            hosting_usd_per_gpu_month=number_box(st, tr, "tco_hosting", min_value=0.0, step=10.0, key="tco_hosting"),
-            pue=number_box(st, tr, "tco_pue", min_value=1.0, step=0.05, key="tco_pue"),
+            hosting_usd_per_gpu_month=number_box(
+                st,
+                tr,
+                "tco_hosting",
+                min_value=0.0,
+                max_value=MAX_HOSTING_USD_PER_GPU_MONTH,
+                step=10.0,
+                key="tco_hosting",
+            ),
+            pue=number_box(st, tr, "tco_pue", min_value=1.0, max_value=MAX_PUE, step=0.05, key="tco_pue"),
             cost_of_capital_rate=st.slider(
                 tr("tco_capital"), 0.0, 0.3, step=0.01, key="tco_capital", help=tr("tco_capital_help")
             ),

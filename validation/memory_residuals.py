@@ -20,7 +20,7 @@ from planner.model.stacks import Stack
 from validation.calibration import DEFAULT_H200_RUNS, compare_h200, read_h200_runs
 from validation.fsdp_runs import SOURCE_STACKS, compare_fsdp_runs, read_fsdp_runs
 from validation.megatron_memory import SOURCE as MEGATRON_SOURCE
-from validation.megatron_memory import predicted_last_rank_gib, read_megatron_memory_runs
+from validation.megatron_memory import MegatronMemoryRun, predicted_last_rank_gib, read_megatron_memory_runs
 
 H200_SOURCE = "calibration"  # planner/accuracy/residuals.py SOURCE_NAMES: "trainplan's H200 runs"
 
@@ -67,8 +67,13 @@ def h200_memory_rows() -> list[MemoryRow]:
 
 
 def megatron_memory_rows(catalog: Catalog) -> list[MemoryRow]:
-    """Megatron-LM's CI reference values: the last rank's allocated peak (validation/megatron_memory.py);
-    a case measured on several GPUs keeps one name (one configuration)."""
+    """Megatron-LM's CI reference values: the last rank's allocated peak (validation/megatron_memory.py),
+    one row per case, its first GPU's (H100): the same case on A100 and GB200 measured within 2 % of it
+    and is predicted alike, so more rows of it would weigh one configuration three times in the band,
+    its new-source offset and its coverage (review s40)."""
+    first: dict[str, MegatronMemoryRun] = {}
+    for run in read_megatron_memory_runs():
+        first.setdefault(run.case, run)
     return [
         MemoryRow(
             source=MEGATRON_SOURCE,
@@ -81,7 +86,7 @@ def megatron_memory_rows(catalog: Catalog) -> list[MemoryRow]:
             measured_gib=run.measured_gib,
             predicted_gib=predicted_last_rank_gib(run, catalog),
         )
-        for run in read_megatron_memory_runs()
+        for run in first.values()
     ]
 
 

@@ -47,8 +47,8 @@ from validation.mlperf import compare_mlperf
 from validation.moe_recipes import DEEPSEEK_V3_REPORT, MEGATRON_BRIDGE_ARCHIVE, MODELZOO_QWEN3, h800
 from validation.moe_runs import compare_moe_runs
 from validation.nemo_blackwell import compare_nemo_blackwell, read_nemo_blackwell_runs
-from validation.published_rows import DEFAULT_PUBLISHED_RUNS, read_published_runs, release_in
 from validation.published_rows import Stack as PublishedStack
+from validation.published_rows import read_published_runs, release_in
 
 # The stack each set's rows ran, as the planner's --stack names it where it has a profile.
 PUBLISHED_STACKS = {
@@ -108,18 +108,10 @@ def _residual(
     )
 
 
-def published_releases(path: Path = DEFAULT_PUBLISHED_RUNS) -> dict[int, str]:
-    """The container each published row names in its locator (NeMo 24.07 for S13's performance
-    page; the archive section for S14), by row id."""
-    with path.open(newline="", encoding="utf-8") as f:
-        return {int(r["row_id"]): release_in(r["source_locator"] + " " + r["notes"]) for r in csv.DictReader(f)}
-
-
 def published_residuals(catalog: Catalog) -> list[Residual]:
     """The comparable published rows, leave-one-generation-out (slow: ~100 s, a grid re-fit)."""
     runs, _ = read_published_runs()
     by_name = {f"{r.row_id} {r.model_name}": r for r in runs}
-    releases = published_releases()
     out = []
     for held in published_leave_one_generation_out(runs):
         run = by_name[held.name]
@@ -127,7 +119,7 @@ def published_residuals(catalog: Catalog) -> list[Residual]:
             _residual(
                 "published",
                 run.source,
-                releases.get(run.row_id, ""),
+                run.release,  # the container its source names (PublishedRun.release)
                 held.name,
                 PUBLISHED_STACKS[run.stack],
                 catalog.gpu(run.gpu_id),

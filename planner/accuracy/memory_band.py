@@ -20,7 +20,7 @@ memory carries a band too:
   the high end passes what the fit rule leaves the reserved peak (``may_fit`` where the low end
   is under it for a plan judged not to fit).
 
-Held out (leave one source out) its coverage is 61 % (41 % on the first two sources): torchtitan's
+Held out (leave one source out) its coverage is 62 % (41 % on the first two sources): torchtitan's
 peaks err another way than trainplan's and Megatron-LM's (docs/validation.md); the band says how far
 the sources disagree.
 
@@ -142,6 +142,8 @@ def memory_band(
         return None
     used, own = evidence_rows(rows, stack, hf_modules, multi_gpu)
     low, high = ratio_band(used, source_sigma(rows))
+    mine = tuple(r for r in rows if r.kind() == (stack, hf_modules, multi_gpu))
+    few = () if own else mine
     errors = [abs(1.0 / r.ratio - 1.0) for r in used]  # predicted / measured - 1, as the tables print it
     fits = reserved_gib <= usable_gib
     counts = Counter(r.stack for r in used)
@@ -160,6 +162,19 @@ def memory_band(
         stack=stack,
         hf_modules=hf_modules,
         multi_gpu=multi_gpu,
+        own_configurations=len({(r.source, r.name) for r in few}),
+        own_ratio=(min(r.ratio for r in few), max(r.ratio for r in few)) if few else None,
+    )
+
+
+def _own_words(band: MemoryBand) -> str:
+    """'no measured peak of megatron-core, more than one GPU', or how few there are and how they ran."""
+    if not band.own_configurations or band.own_ratio is None:
+        return f"no measured peak of {band.kind}"
+    low, high = (ratio - 1.0 for ratio in band.own_ratio)
+    return (
+        f"only {band.own_configurations} configuration(s) of {band.kind} measured, too few for a band of their"
+        f" own ({MIN_MEMORY_ROWS} needed; they ran {low:+.0%} to {high:+.0%} against the model)"
     )
 
 
@@ -180,7 +195,7 @@ def memory_words(band: MemoryBand) -> str:
         text = f"{figures}, from {band.rows} measured peaks of {band.kind} ({error})"
     else:
         read = ", ".join(band.stacks)
-        text = f"{figures}: no measured peak of {band.kind}; read from all {band.rows} measured peaks ({read}), {error}"
+        text = f"{figures}: {_own_words(band)}; read from all {band.rows} measured peaks ({read}), {error}"
     if band.may_not_fit:
         room = band.usable_gib if band.room_gib is None else band.room_gib
         text += f"; its high end passes the {room:.1f} GiB the GPU holds beside the CUDA context: it may not fit"

@@ -19,6 +19,7 @@ from planner.request import PlanRequest, priced_catalog
 from planner.search.ilp import Objective, solve_single
 from planner.search.score import candidate_table, search_space
 from planner.search.space import build_candidates
+from planner.stack_rules import RunChoices
 
 __all__ = ["OOM_CORRECTION", "price_args", "replan", "restack", "with_price_basis"]
 
@@ -42,6 +43,9 @@ def restack(
     training = plan_.training.model_copy(
         update={"impl": stack.modules or plan_.training.impl, "compile": plan_.training.compile and stack.compiles}
     )
+    kept = RunChoices(plan_.partition_activations, plan_.moe_a2a_overlap, plan_.optimizer_precision).kept_under(
+        Stack(stack)
+    )
     again = build_plan(
         plan_.model,
         plan_.gpu,
@@ -58,15 +62,39 @@ def restack(
         settings=settings,
         calibration=calibration,
         attention=plan_.attention,
-        # Another stack has no such checkpointing: its estimate keeps its own.
-        partition_activations=plan_.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
-        # Likewise Megatron-Core's combined 1F1B schedule (deepseek-v3's profile has its own overlap).
-        moe_a2a_overlap=plan_.moe_a2a_overlap and Stack(stack).overlaps_moe_a2a,
-        # And the optimizer's formats the stack offers (the FSDP2 stacks keep fp32 gradient shards).
-        optimizer_precision=plan_.optimizer_precision.kept_under(Stack(stack)),
+        # Another stack has no such checkpointing, schedule or formats: its estimate keeps its own
+        # (``dropped_choices`` says which went).
+        partition_activations=kept.partition_activations,
+        moe_a2a_overlap=kept.moe_a2a_overlap,
+        optimizer_precision=kept.optimizer,
         network=plan_.network,
     )
     return with_price_basis(again, plan_)
+
+
+def dropped_choices(before: Plan, after: Plan) -> tuple[str, ...]:
+    """The run choices a restacked plan lost because its new stack does not offer them, as warnings
+    (trial s40: explain --stack megatron-lm dropped --precision-aware-optimizer unsaid, and the plan
+    no longer fit)."""
+    flags = (
+        ("--partition-activations", before.partition_activations, after.partition_activations),
+        ("--moe-a2a-overlap", before.moe_a2a_overlap, after.moe_a2a_overlap),
+        (
+            "--grad-reduce-in-bf16",
+            before.optimizer_precision.grad_reduce_bf16,
+            after.optimizer_precision.grad_reduce_bf16,
+        ),
+        (
+            "--precision-aware-optimizer",
+            before.optimizer_precision.param_remainders,
+            after.optimizer_precision.param_remainders,
+        ),
+    )
+    return tuple(
+        f"the plan's {flag} is dropped: {after.stack.value} does not offer it (estimated without it)"
+        for flag, was, now in flags
+        if was and not now
+    )
 
 
 def price_args(plan_: Plan) -> dict:

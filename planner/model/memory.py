@@ -91,7 +91,7 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     moments per GPU, by sharding stage.
 
     DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32
-    master weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
+    master weights (in fp32 training the weights themselves, whole under ZeRO-1/2) (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
     the grads; FSDP also the 16-bit working params (counted in ``unsharded_param_bytes``).
     Offload moves all three to host memory (unsharded gradients stay where
     ``s.offload_unsharded_grads`` is off). MoE experts split over ep ranks are sharded over the
@@ -103,7 +103,12 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     """
     local, held = stage.total / c.tp, stage.held / c.tp
     shard = np.maximum(c.shard_group, 1)
-    params = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.master_param_bytes
+    master = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.master_param_bytes
+    # fp32 training has no master apart from the weights: under ZeRO-1/2 they stay whole on every
+    # rank, fp32 (Megatron's distributed optimizer takes views of them; trial s40: counted as a 1/dp
+    # shard, 11-26 GiB short per GPU). FSDP shards them (``unsharded_param_bytes`` the gathered).
+    whole_fp32 = (c.precision == PREC_FP32) & (c.sharding >= SHARD_ZERO1) & (c.sharding < SHARD_FSDP)
+    params = np.where(whole_fp32, held * FP32_BYTES, master)
     grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * grad_element_bytes(c, s)
     moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
     on_gpu = ~c.offload.astype(bool)

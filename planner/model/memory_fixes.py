@@ -12,7 +12,7 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Pipe
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
-from planner.model.optimizer_precision import REMAINDER_BYTES, OptimizerPrecision
+from planner.model.optimizer_precision import REMAINDER_BYTES, OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -253,8 +253,9 @@ class FitCheck:
             grad_reduce_bf16=settings.grad_bytes <= BF16_BYTES,
             param_remainders=settings.master_param_bytes <= REMAINDER_BYTES,
         )
+        sharding, precision = code(self.resolved.sharding), code(self.training.precision)
         for fix, chosen in OPTIMIZER_FIXES:
-            offered = chosen.kept_under(self.stack) == chosen
+            offered = chosen.kept_under(self.stack) == chosen and not refused_rows(chosen, sharding, precision)
             new = not (chosen.grad_reduce_bf16 and held.grad_reduce_bf16) and not (
                 chosen.param_remainders and held.param_remainders
             )

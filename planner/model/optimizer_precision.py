@@ -8,9 +8,11 @@ The validation rows whose recipes state the same facts use the same widths (vali
 
 from __future__ import annotations
 
+import numpy as np
 from pydantic import BaseModel
 
 from planner.frozen import FROZEN
+from planner.model.candidates import PREC_FP16, PREC_FP32, SHARD_ZERO1
 from planner.model.settings import ModelingSettings
 from planner.model.stacks import Stack
 from planner.units import BF16_BYTES
@@ -25,15 +27,15 @@ class OptimizerPrecision(BaseModel):
 
     model_config = FROZEN
 
-    # Megatron's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's ``grad_reduce_in_fp32`` off, as
-    # their FP8 performance recipes set it): the gradient buffer and its data-parallel reductions in
-    # bf16, half the bytes of fp32 (megatron-core, megatron-lm).
+    # Megatron-Core's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's ``grad_reduce_in_fp32`` off,
+    # as their FP8 performance recipes set it): the gradient buffer and its data-parallel reductions in
+    # bf16, half the bytes of fp32 (megatron-core; bf16 or fp8 weights: ``bf16_grads_refused``).
     grad_reduce_bf16: bool = False
     # Megatron-Core's --use-precision-aware-optimizer (NeMo 2's bf16 performance recipes set it):
     # TransformerEngine's FusedAdam holds the master weights, and from TE 2.1 only their 16-bit
     # remainders (megatron/core/optimizer/__init__.py: ``store_param_remainders`` where
     # ``is_te_min_version("2.1.0.dev0")``): 2 bytes a parameter in the optimizer's shard, not 4
-    # (megatron-core). Its moments stay fp32 (``exp_avg_dtype``'s default).
+    # (megatron-core; ``remainders_refused``). Its moments stay fp32 (``exp_avg_dtype``'s default).
     param_remainders: bool = False
 
     def applied(self, s: ModelingSettings) -> ModelingSettings:
@@ -56,3 +58,28 @@ class OptimizerPrecision(BaseModel):
 
 
 DEFAULT_OPTIMIZER_PRECISION = OptimizerPrecision()
+
+
+def bf16_grads_refused(precision) -> np.ndarray:
+    """Where --grad-reduce-in-bf16 changes nothing Megatron-Core would run: its gradient buffer takes
+    the weights' dtype once ``grad_reduce_in_fp32`` is off, fp32 under fp32 training and fp16 under fp16
+    (review s40: the planner halved fp32 gradients)."""
+    return np.isin(precision, (PREC_FP16, PREC_FP32))
+
+
+def refused_rows(chosen: OptimizerPrecision, sharding, precision) -> np.ndarray:
+    """Where the formats ``chosen`` asks cannot run (the search's filter and an estimate's rule)."""
+    refused = np.zeros(np.shape(sharding), dtype=bool)
+    if chosen.grad_reduce_bf16:
+        refused |= bf16_grads_refused(precision)
+    if chosen.param_remainders:
+        refused |= remainders_refused(sharding, precision)
+    return refused
+
+
+def remainders_refused(sharding, precision) -> np.ndarray:
+    """Where --precision-aware-optimizer cannot run (candidate codes, scalars or arrays): Megatron-Core
+    asserts the distributed optimizer ("--use-precision-aware-optimizer only supported with
+    distributed optimizer", OptimizerConfig), and 16-bit remainders rebuild an fp32 master only beside
+    bf16 weights (TE FusedAdam: no effect otherwise), so not under fp16 or fp32 (trial s40)."""
+    return (np.asarray(sharding) < SHARD_ZERO1) | np.isin(precision, (PREC_FP16, PREC_FP32))

@@ -213,11 +213,12 @@ class Stack(StrEnum):
 
     @property
     def reduces_grads_in_bf16(self) -> bool:
-        """Whether --grad-reduce-in-bf16 is one of its choices: Megatron's gradient buffers in bf16
-        (Megatron-LM / Megatron-Core ``--grad-reduce-in-bf16``, ``grad_reduce_in_fp32`` off). The
-        FSDP2 stacks keep fp32 gradient shards whatever they reduce in, and DeepSpeed's choice is
-        its own profile's (``zero_grads_in_model_dtype``)."""
-        return self in (Stack.MEGATRON_LM, Stack.MEGATRON_CORE)
+        """Whether --grad-reduce-in-bf16 is one of its choices: Megatron-Core's gradient buffers in
+        bf16 (``--grad-reduce-in-bf16``, ``grad_reduce_in_fp32`` off). The megatron-lm profile is the
+        2021-22 Megatron-LM, whose arguments.py forced fp32 accumulation and reduction under bf16
+        (trial s40); the FSDP2 stacks keep fp32 gradient shards whatever they reduce in, and
+        DeepSpeed's choice is its own profile's (``zero_grads_in_model_dtype``)."""
+        return self is Stack.MEGATRON_CORE
 
     @property
     def stores_param_remainders(self) -> bool:

@@ -48,6 +48,7 @@ def search_space(request: PlanRequest, max_gpus: int | None = None) -> SearchSpa
         trainer_rules=request.stack.trainer_rules,
         stack=request.stack,
         moe_a2a_overlap=request.moe_a2a_overlap,
+        optimizer_precision=request.optimizer_precision,
     )
 
 

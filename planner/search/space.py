@@ -35,6 +35,7 @@ from planner.model.candidates import (
     hardware_columns,
     zero_over_one_rank,
 )
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision, refused_rows
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, distinct
 from planner.model.spec import ModelSpec
@@ -97,6 +98,9 @@ class SearchSpace:
     stack: Stack = Stack.TRAINPLAN
     # Megatron-Core's overlapped expert all-to-alls (--moe-a2a-overlap): only the layouts it runs.
     moe_a2a_overlap: bool = False
+    # The optimizer formats a run asks (--grad-reduce-in-bf16, --precision-aware-optimizer): only the
+    # rows Megatron-Core runs them on (``optimizer_precision.refused_rows``).
+    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
 
 
 def gpu_counts(max_gpus: int, gpus_per_node: int, min_gpus: int = 1, extra: tuple[int, ...] = ()) -> np.ndarray:
@@ -236,6 +240,7 @@ def gpu_rows(
         ).any()
         & ~excess_ac_blocks(model, space, rows)
         & ~(space.moe_a2a_overlap & a2a_overlap_refused(rows["ep"], pp, rows["vpp"], rows["ac"]))
+        & ~refused_rows(space.optimizer_precision, sharding, rows["precision"])
         & structurally_valid(
             model,
             tp=tp,

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from planner.api import PlanRequest, build_plan, restack
+from planner.api.rebuild import dropped_choices
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode, RuleViolation
-from planner.layout import Layout, Sharding, TrainingConfig
+from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.stacks import Stack
@@ -21,7 +22,7 @@ from validation.nemo_blackwell import MLPERF_RECIPE
 from validation.published import MEGATRON_BRIDGE_RECIPE, NEMO_LAUNCHER_BF16_GRADS, recipe_settings
 from validation.published_rows import read_published_runs
 
-MEGATRON = (Stack.MEGATRON_CORE, Stack.MEGATRON_LM)
+MEGATRON = (Stack.MEGATRON_CORE,)  # the megatron-lm profile is 2021-22's, which forced fp32 gradients
 BF16_GRADS = OptimizerPrecision(grad_reduce_bf16=True)
 REMAINDERS = OptimizerPrecision(param_remainders=True)
 LLAMA3_70B = get_preset("llama3-70b")
@@ -91,13 +92,45 @@ def test_master_remainders_halve_the_master_weights():
     assert remainders.estimate.memory.breakdown_gib.grads == plain.estimate.memory.breakdown_gib.grads
 
 
-def test_restack_keeps_what_the_new_stack_offers():
+def test_restack_keeps_what_the_new_stack_offers_and_says_what_it_dropped():
     both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
     flagged = llama_plan(stack=Stack.MEGATRON_CORE, optimizer_precision=both)
-    again = restack(flagged, Stack.MEGATRON_LM, catalog=load_catalog())
-    assert again.optimizer_precision == BF16_GRADS  # Megatron-LM's profile: no precision-aware optimizer
+    again = restack(flagged, Stack.MEGATRON_CORE, catalog=load_catalog())
+    assert again.optimizer_precision == both and not dropped_choices(flagged, again)
     assert again.estimate.memory.breakdown_gib.grads == pytest.approx(flagged.estimate.memory.breakdown_gib.grads)
-    assert restack(flagged, Stack.TORCHTITAN).optimizer_precision == OptimizerPrecision()
+    other = restack(flagged, Stack.MEGATRON_LM)
+    assert other.optimizer_precision == OptimizerPrecision()
+    assert [w.split(":")[0] for w in dropped_choices(flagged, other)] == [
+        "the plan's --grad-reduce-in-bf16 is dropped",
+        "the plan's --precision-aware-optimizer is dropped",
+    ]
+
+
+def test_fp32_weights_stay_whole_under_zero1_and_zero2():
+    """Trial s40: fp32 training under ZeRO-1/2 counted the weights as a 1/dp master shard, 11-26 GiB
+    short per GPU; they are the optimizer's own parameters, whole on every rank, as under DDP."""
+    fp32 = TRAINING.model_copy(update={"precision": Precision.FP32})
+    weights = {}
+    for sharding in ("none", "zero1", "zero2"):
+        layout = LAYOUT.model_copy(update={"sharding": Sharding(sharding)})
+        m = build_plan(LLAMA3_70B, "h100-sxm", layout, fp32, num_gpus=64, stack=Stack.MEGATRON_CORE).estimate.memory
+        weights[sharding] = m.breakdown_gib.params + m.breakdown_gib.unsharded_params
+    assert weights["zero1"] == pytest.approx(weights["none"]) == pytest.approx(weights["zero2"])
+
+
+def test_the_host_keeps_fp32_masters_whatever_the_gpu_would():
+    """Review s40: with the remainders, offload's host copy shrank by 2 bytes a parameter; the CPU
+    optimizer keeps fp32 masters."""
+    from planner.model.candidates import on_default_node
+    from planner.model.host import host_need_bytes
+
+    catalog = load_catalog()
+    layout = LAYOUT.resolve(64)
+    c = on_default_node(catalog.gpu("h100-sxm"), catalog, layout, TRAINING.model_copy(update={"offload": True}), 64)
+    need = host_need_bytes(LLAMA3_70B, c, MEGATRON_CORE_SETTINGS)
+    assert need[0] > 0 and need == pytest.approx(
+        host_need_bytes(LLAMA3_70B, c, REMAINDERS.applied(MEGATRON_CORE_SETTINGS))
+    )
 
 
 def test_the_memory_fix_names_bf16_gradients_where_they_alone_make_it_fit():

@@ -151,3 +151,15 @@ def test_bounds():
     assert [Bounds(1, 10).refuses(v) for v in (0, 1, 10, 11)] == [True, False, False, True]
     assert not Bounds(0.0).refuses(1e300) and Bounds(0.0).refuses(-0.001)
     assert Bounds(1, 1e6).text(EN) == "1 to 1,000,000" and Bounds(0.5).text(ZH) == "不小于 0.5 的数"
+
+
+def test_ownership_and_horizon_boxes_take_the_files_bounds():
+    """Trial s40: a PUE of 1e6, a horizon of 1e300 days and 49-64 slots were taken (or refused) unlike a
+    jobs file: the boxes now hold the same limits (planner/limits.py)."""
+    from planner.limits import MAX_DAYS, MAX_PUE, MAX_SLOTS
+
+    at = run_app(pricing="bought")
+    at.number_input(key="tco_pue").set_value(MAX_PUE * 10).run()
+    assert not at.exception and at.number_input(key="tco_pue").value <= MAX_PUE
+    assert any(EN("tco_pue") in w.value for w in at.warning)
+    assert Bounds(0.0, MAX_DAYS).refuses(MAX_DAYS + 1) and not Bounds(1, MAX_SLOTS).refuses(MAX_SLOTS)

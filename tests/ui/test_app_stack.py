@@ -145,32 +145,33 @@ def test_the_all_to_all_overlap_is_offered_under_megatron_core_only():
     assert card(at)[ZH("ex_step")] == seconds(ZH, steps[True]) != seconds(ZH, steps[False])
 
 
-def test_bf16_gradients_are_offered_under_megatron_only_and_reach_the_plan():
-    """The checkbox appears with Megatron-LM and Megatron-Core (both languages), not with trainplan's
-    own stack; the plan on the card is the API's with --grad-reduce-in-bf16 (half the gradient
-    reduction: a cheaper plan)."""
+def test_optimizer_formats_are_offered_under_megatron_core_only_and_reach_the_plan():
+    """The two checkboxes appear with Megatron-Core (both languages), not with trainplan's own stack
+    nor the 2021-22 megatron-lm profile (trial s40); the plan on the card is the API's with the
+    formats asked (half the gradient reduction: a cheaper plan), and the card names them."""
     llama = get_preset("llama3-8b")
-    bf16 = OptimizerPrecision(grad_reduce_bf16=True)
+    both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
     request = request_for(
-        llama, gpus={"h100-sxm": None}, seq_len=4096, stack=Stack.MEGATRON_LM, optimizer_precision=bf16
+        llama, gpus={"h100-sxm": None}, seq_len=4096, stack=Stack.MEGATRON_CORE, optimizer_precision=both
     )
     expected = plan(request).plan
     fp32 = plan(request.model_copy(update={"optimizer_precision": OptimizerPrecision()})).plan
-    assert expected.optimizer_precision == bf16 and expected.estimate.cost_usd < fp32.estimate.cost_usd
+    assert expected.optimizer_precision == both and expected.estimate.cost_usd < fp32.estimate.cost_usd
+    keys = ("grad_reduce_bf16", "param_remainders")
     for tr in (EN, ZH):
         at = run_app(gpus=["h100-sxm"], preset="llama3-8b", seq_len=4096, lang=tr.lang)
-        assert not [c for c in at.sidebar.checkbox if c.key == "grad_reduce_bf16"]
-        assert not [c for c in at.sidebar.checkbox if c.key == "param_remainders"]
-        for stack in (Stack.MEGATRON_CORE, Stack.MEGATRON_LM):
+        for stack in (Stack.TRAINPLAN, Stack.MEGATRON_LM, Stack.MEGATRON_CORE):
             at.sidebar.selectbox(key="stack").set_value(stack.value).run()
-            box = next(c for c in at.sidebar.checkbox if c.key == "grad_reduce_bf16")
-            assert box.label == tr("grad_reduce_bf16")
-            remainders = [c for c in at.sidebar.checkbox if c.key == "param_remainders"]
-            assert [c.label for c in remainders] == ([tr("param_remainders")] if stack == Stack.MEGATRON_CORE else [])
+            boxes = [c for c in at.sidebar.checkbox if c.key in keys]
+            assert [c.label for c in boxes] == ([tr(k) for k in keys] if stack == Stack.MEGATRON_CORE else [])
         assert headline(at, tr) == shown_card(fp32, tr)
-        box.check().run()
+        for box in boxes:
+            box.check()
+        at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert headline(at, tr) == shown_card(expected, tr) != shown_card(fp32, tr)
+        formats = tr.join([tr("grad_reduce_bf16"), tr("param_remainders")])
+        assert tr("card_optimizer", formats=formats) in [m.value for m in (*at.markdown, *at.caption)]
 
 
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
@@ -391,3 +392,31 @@ def test_a_stack_offers_only_the_kernels_its_code_calls_and_words_its_refusal():
         text = reason_text(tr, refused, LAYOUT_REASONS)
         assert "--" not in text and "cudnn" in text
     assert "只能运行" in reason_text(ZH, refused, LAYOUT_REASONS)
+
+
+def test_a_portfolio_job_keeps_the_run_choices_its_new_stack_offers():
+    """Review s40: a job added under megatron-core with its optimizer formats raised a traceback once
+    the sidebar's stack changed (the same hole as --partition-activations): it keeps what the new stack
+    offers."""
+    from ui.cached import portfolio_requests
+
+    both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
+    job = request_for(get_preset("llama3-8b"), stack=Stack.MEGATRON_CORE, optimizer_precision=both)
+    jobs = (("a", job.model_dump_json()),)
+    assert portfolio_requests(jobs, Stack.MEGATRON_CORE, None)["a"].optimizer_precision == both
+    moved = portfolio_requests(jobs, Stack.TORCHTITAN, None)["a"]
+    assert moved.stack == Stack.TORCHTITAN and moved.optimizer_precision == OptimizerPrecision()
+
+
+def test_the_english_fix_names_the_sidebars_boxes_not_cli_flags():
+    """Trial s40: the English explorer said "(--grad-reduce-in-bf16 --precision-aware-optimizer)" on a
+    page whose boxes are "bf16 gradients" and "Precision-aware optimizer"; words without a flag stay
+    the planner's own."""
+    from planner.plan import FixHint
+    from planner.rule_codes import FixCode
+    from ui.reasons import fix_text
+
+    hints = [FixHint(code=FixCode.BF16_GRADS_AND_REMAINDERS), FixHint(code=FixCode.FULL_AC)]
+    said = fix_text(EN, hints)
+    assert "--" not in said and "“bf16 gradients” and “Precision-aware optimizer”" in said
+    assert said.endswith("; or enable full activation checkpointing")

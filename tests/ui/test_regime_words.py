@@ -64,6 +64,10 @@ def test_the_card_gives_the_memory_band_and_its_fit_in_every_language():
     en, zh = (memory_band_text(Labels(lang), tight) for lang in ("en", "zh"))
     low, high = tight.memory.reserved_gib
     assert f"{low:.1f}-{high:.1f} GiB" in en and f"{low:.1f}-{high:.1f} GiB" in zh
-    assert "no peak of megatron-core, more than one GPU was measured" in en and "it may not fit" in en
-    assert "megatron-core（多 GPU）" in zh and "可能放不下" in zh
+    assert "only 2 configuration(s) of megatron-core, more than one GPU were measured" in en
+    assert "it may not fit" in en and "too few for a band of their own" in en
+    assert "megatron-core（多 GPU）只实测了 2 种配置" in zh and "可能放不下" in zh
+    deepspeed = memory_band(74.3, 75.4, 78.7, "megatron-deepspeed", False, True)
+    none = memory_band_text(Labels("en"), tight.model_copy(update={"memory": deepspeed}))
+    assert "no peak of megatron-deepspeed, more than one GPU was measured" in none
     assert memory_band_text(Labels("en"), plan.estimate.uncertainty.model_copy(update={"memory": None})) is None
