@@ -49,7 +49,11 @@ class Bounds:
 
 
 def number_text(value: float | None) -> str:
-    return "" if value is None else f"{value:,.10g}"  # 1,000,000, not 1e+06
+    """1,000,000, not 1e+06; a whole number in full up to 10^16 (trial s40: "0 to 1e+13")."""
+    if value is None:
+        return ""
+    whole = float(value).is_integer() and abs(value) < 1e16
+    return f"{value:,.0f}" if whole else f"{value:,.10g}"
 
 
 def keep_last(key: str, bounds: Bounds, then: Callable[..., None] | None, args: tuple) -> None:

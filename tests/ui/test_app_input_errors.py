@@ -163,3 +163,10 @@ def test_ownership_and_horizon_boxes_take_the_files_bounds():
     assert not at.exception and at.number_input(key="tco_pue").value <= MAX_PUE
     assert any(EN("tco_pue") in w.value for w in at.warning)
     assert Bounds(0.0, MAX_DAYS).refuses(MAX_DAYS + 1) and not Bounds(1, MAX_SLOTS).refuses(MAX_SLOTS)
+
+
+def test_a_range_is_written_in_full():
+    """Trial s40: the budget's range read "0 to 1e+13"."""
+    from ui.number_box import number_text
+
+    assert number_text(1e13) == "10,000,000,000,000" and number_text(0.001) == "0.001" and number_text(2.5) == "2.5"
