@@ -17,10 +17,10 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.models import get_preset
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.block_rows import Recompute
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS, moe_a2a_overlapped
-from planner.units import BF16_BYTES
 
 MEGATRON_BRIDGE_ARCHIVE = (
     "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md (DGX-H100, DGX-B200 and DGX-GB200 tables; "
@@ -40,10 +40,13 @@ MEGATRON_BRIDGE_RECIPES = (
 # loss gradient into the bf16 logits in place (4 bytes per logit: the logits plus one bf16
 # temporary, ESTIMATE). Megatron-Core's persistent contiguous gradient buffer (no gradient churn
 # reserved above the peak) is in MEGATRON_CORE_SETTINGS itself.
-BRIDGE_MOE_BENCHMARK = MEGATRON_CORE_SETTINGS.but(
-    moe_token_imbalance=1.0,
-    grad_bytes=BF16_BYTES,
-    loss_bytes_per_logit=4.0,
+BRIDGE_MOE_BENCHMARK = (
+    OptimizerPrecision(grad_reduce_bf16=True)
+    .applied(MEGATRON_CORE_SETTINGS)
+    .but(
+        moe_token_imbalance=1.0,
+        loss_bytes_per_logit=4.0,
+    )
 )
 # The recipes that state Megatron-Core's flex dispatcher with the HybridEP or DeepEP backend
 # (moe_token_dispatcher_type "flex"): hierarchical dispatch. Megatron-Bridge v0.4.0 (26.04)

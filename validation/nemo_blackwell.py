@@ -47,7 +47,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from validation.moe_recipes import BRIDGE_MOE_BENCHMARK
 from validation.nemo_models import architecture_for, model_for_row
-from validation.published import MEGATRON_BRIDGE_RECIPE, MEGATRON_FSDP_OFFLOADED_BLOCKS
+from validation.published import MEGATRON_FSDP_OFFLOADED_BLOCKS, megatron_bridge_settings
 from validation.published_rows import (
     DEFAULT_PUBLISHED_RUNS,
     GPU_IDS,
@@ -373,7 +373,7 @@ def profile_for(run: BlackwellRun) -> tuple[Profile, ModelingSettings]:
         return Profile.MEGATRON_CORE, core
     megatron_fsdp = run.layout.sharding == Sharding.FSDP
     offloaded = MEGATRON_FSDP_OFFLOADED_BLOCKS.get((run.model_name, run.gpu_id), 0) if megatron_fsdp else 0
-    return Profile.MEGATRON_BRIDGE, core.but(**MEGATRON_BRIDGE_RECIPE, offloaded_activation_blocks=offloaded)
+    return Profile.MEGATRON_BRIDGE, megatron_bridge_settings(core, offloaded)
 
 
 @dataclass(frozen=True)

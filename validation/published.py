@@ -19,7 +19,6 @@ from planner.model.settings import ModelingSettings
 from planner.model.stack_profiles import TE_FUSED_CE_BYTES_PER_LOGIT
 from planner.model.stacks import STACK_SETTINGS as PROFILES
 from planner.model.stacks import Stack as Profile
-from planner.units import BF16_BYTES
 from validation.published_rows import (
     PublishedRun,
     Stack,
@@ -44,7 +43,17 @@ STACK_SETTINGS = {
 # - TransformerEngine's fused cross-entropy, ``cross_entropy_fusion_impl: "te"`` in every Llama
 #   perf config since the 25.09 one (scripts/performance/configs/llama3/*.yaml, Megatron-Bridge
 #   commit cac49dcd7; perf_recipes/_common.py ``_benchmark_common`` today).
-MEGATRON_BRIDGE_RECIPE = dict(grad_bytes=BF16_BYTES, loss_bytes_per_logit=TE_FUSED_CE_BYTES_PER_LOGIT)
+MEGATRON_BRIDGE_FORMATS = OptimizerPrecision(grad_reduce_bf16=True)  # the CLI's --grad-reduce-in-bf16
+MEGATRON_BRIDGE_RECIPE = dict(loss_bytes_per_logit=TE_FUSED_CE_BYTES_PER_LOGIT)
+
+
+def megatron_bridge_settings(profile: ModelingSettings, offloaded_blocks: int) -> ModelingSettings:
+    """``profile`` with the Megatron-Bridge recipes' facts (above) and their offloaded blocks."""
+    return MEGATRON_BRIDGE_FORMATS.applied(profile).but(
+        **MEGATRON_BRIDGE_RECIPE, offloaded_activation_blocks=offloaded_blocks
+    )
+
+
 # The Megatron-FSDP recipes offload activations to the host (``cpu_offloading_num_layers``), per
 # (model, GPU): 70B FP8 on GB200 40 of 80 blocks (llama3_70b_llm_pretrain.yaml gb200 fp8_cs, 25.09;
 # the same 40 in perf_recipes/llama/gb200/llama3.py today); 405B FP8 on GB200 95 of 126
@@ -80,7 +89,7 @@ def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSet
         return profile
     megatron_fsdp = run.layout.sharding == Sharding.FSDP
     offloaded = MEGATRON_FSDP_OFFLOADED_BLOCKS.get((run.model_name, run.gpu_id), 0) if megatron_fsdp else 0
-    return profile.but(**MEGATRON_BRIDGE_RECIPE, offloaded_activation_blocks=offloaded)
+    return megatron_bridge_settings(profile, offloaded)
 
 
 # --------------------------------------------------------------------------- comparison

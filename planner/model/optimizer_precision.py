@@ -3,7 +3,8 @@
 that offer the choice (``Stack.reduces_grads_in_bf16``, ``Stack.stores_param_remainders``).
 
 The validation rows whose recipes state the same facts use the same widths (validation/published.py
-``MEGATRON_BRIDGE_RECIPE``, ``nemo_launcher_recipe``; validation/nemo_blackwell.py ``MLPERF_RECIPE``).
+``MEGATRON_BRIDGE_FORMATS``, ``nemo_launcher_recipe``; validation/moe_recipes.py
+``BRIDGE_MOE_BENCHMARK``; validation/nemo_blackwell.py ``MLPERF_RECIPE``).
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ from planner.model.stacks import Stack
 from planner.request import run_settings
 from planner.rule_codes import FixCode
 from planner.stack_rules import optimizer_precision_problem
+from planner.units import BF16_BYTES
 from validation.nemo_blackwell import MLPERF_RECIPE
-from validation.published import MEGATRON_BRIDGE_RECIPE, NEMO_LAUNCHER_BF16_GRADS, recipe_settings
+from validation.published import MEGATRON_BRIDGE_FORMATS, NEMO_LAUNCHER_BF16_GRADS, recipe_settings
 from validation.published_rows import read_published_runs
 
 MEGATRON = (Stack.MEGATRON_CORE,)  # the megatron-lm profile is 2021-22's, which forced fp32 gradients
@@ -39,7 +40,7 @@ def test_the_flags_are_the_recipes_formats():
     recipes and MLPerf's code (bf16 gradients), S13's NeMo launcher configs (16-bit master
     remainders on every row, bf16 gradients for GPT3-175B and Nemotron-340B)."""
     flagged = run_settings(MEGATRON_CORE_SETTINGS, None, False, False, BF16_GRADS)
-    assert flagged == MEGATRON_CORE_SETTINGS.but(grad_bytes=MEGATRON_BRIDGE_RECIPE["grad_bytes"])
+    assert MEGATRON_BRIDGE_FORMATS == BF16_GRADS and flagged.grad_bytes == BF16_BYTES
     assert MLPERF_RECIPE == BF16_GRADS
     both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
     runs, _ = read_published_runs()
