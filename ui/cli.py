@@ -75,6 +75,7 @@ from ui.cli_options import (
 )
 from ui.console import ABORTED_LINE
 from ui.inputs import (
+    ac_modes,
     check_priced_gpus,
     check_range,
     given_layout,
@@ -363,22 +364,6 @@ def plan(
     if out:
         save_plan(result.plan, out)
     render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen, request=request)
-
-
-def ac_modes(
-    modes: list[ActivationCheckpointing] | None, blocks: int | None, num_layers: int
-) -> tuple[ActivationCheckpointing, ...]:
-    """The recompute modes ``--ac`` names (none given: ``()``, the default), ``blocks`` when only
-    ``--ac-blocks`` is; a count is checked against the model and needs the ``blocks`` mode."""
-    check_range("--ac-blocks", blocks, 1, num_layers)
-    chosen = tuple(dict.fromkeys(modes or ()))
-    if blocks is None:
-        return chosen
-    if not chosen:
-        return (ActivationCheckpointing.BLOCKS,)
-    if ActivationCheckpointing.BLOCKS not in chosen:
-        raise ValueError("--ac-blocks needs --ac blocks (it counts the blocks that mode checkpoints)")
-    return chosen
 
 
 @app.command(epilog=epilog("explain"))

@@ -9,6 +9,8 @@ import errno
 import math
 from pathlib import Path
 
+from planner.layout import ActivationCheckpointing
+
 
 def parse_pairs(
     text: str | list[str] | None,
@@ -131,3 +133,19 @@ def given_layout(stack, sharding, num_gpus: int, *, dp_replicate: int | None, dp
     if sharding is None and zero_over_one_rank(code(chosen), resolved.dp, resolved.cp):
         layout = layout.model_copy(update={"sharding": Sharding.NONE})
     return layout
+
+
+def ac_modes(
+    modes: list[ActivationCheckpointing] | None, blocks: int | None, num_layers: int
+) -> tuple[ActivationCheckpointing, ...]:
+    """The recompute modes ``--ac`` names (none given: ``()``, the default), ``blocks`` when only
+    ``--ac-blocks`` is; a count is checked against the model and needs the ``blocks`` mode."""
+    check_range("--ac-blocks", blocks, 1, num_layers)
+    chosen = tuple(dict.fromkeys(modes or ()))
+    if blocks is None:
+        return chosen
+    if not chosen:
+        return (ActivationCheckpointing.BLOCKS,)
+    if ActivationCheckpointing.BLOCKS not in chosen:
+        raise ValueError("--ac-blocks needs --ac blocks (it counts the blocks that mode checkpoints)")
+    return chosen
