@@ -90,15 +90,15 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     """Master params (fp32 unless ``s.master_param_bytes`` says less), full-step grads and AdamW
     moments per GPU, by sharding stage.
 
-    DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32
-    master weights (in fp32 training the weights themselves, whole under ZeRO-1/2) (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter); ZeRO-2 also
-    the grads; FSDP also the 16-bit working params (counted in ``unsharded_param_bytes``).
-    Offload moves all three to host memory (unsharded gradients stay where
-    ``s.offload_unsharded_grads`` is off). MoE experts split over ep ranks are sharded over the
-    other ``shard_group / ep``: the sharded states are ``total / shard_group`` either way,
-    the unsharded ones hold 1/ep of the experts (``StageParams.held``): the expert-data-parallel
-    group of Megatron-Core (``dp x cp x tp / (ep x etp)``, parallel_state.py) gives the same
-    per-rank share, ``experts / (ep x edp) = experts / shard_group``. Gradients are
+    DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32 master
+    weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter; in fp32 training the
+    weights themselves, whole under ZeRO-1/2); ZeRO-2 also the grads; FSDP also the 16-bit working
+    params (counted in ``unsharded_param_bytes``). Offload moves all three to host memory (unsharded
+    gradients stay where ``s.offload_unsharded_grads`` is off). MoE experts split over ep ranks are
+    sharded over the other ``shard_group / ep``: the sharded states are ``total / shard_group``
+    either way, the unsharded ones hold 1/ep of the experts (``StageParams.held``): the
+    expert-data-parallel group of Megatron-Core (``dp x cp x tp / (ep x etp)``, parallel_state.py)
+    gives the same per-rank share, ``experts / (ep x edp) = experts / shard_group``. Gradients are
     ``grad_element_bytes`` per element (fp32 unless a stack keeps bf16 gradient buffers).
     """
     local, held = stage.total / c.tp, stage.held / c.tp
