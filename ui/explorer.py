@@ -34,6 +34,8 @@ DEGREES = ("ex_tp", "ex_pp", "ex_vpp", "ex_cp", "ex_ep", "ex_dp_replicate")
 KEPT = "_ex_kept"
 LOADED_FROM = "_ex_from"  # the chosen plan the widgets were last set from (its JSON)
 SENT = "_ex_sent"  # "Send to plan" was pressed: the plan it makes does not reload the explorer
+LOADED_VALUES = "_ex_loaded"  # the widget values the last load set, to tell the reader's own from them
+REPLACED = "_ex_replaced"  # the reader's layout a new chosen plan replaced, for one run's notice
 
 
 def remember(key: str) -> None:
@@ -52,6 +54,7 @@ def load_plan(p: Plan) -> None:
     values |= dict(ex_offload=training.offload)
     st.session_state.update(values)
     st.session_state[KEPT] = values
+    st.session_state[LOADED_VALUES] = dict(values)
     st.session_state[LOADED_FROM] = p.to_json()
 
 
@@ -61,11 +64,26 @@ def restore_or_load(chosen: Plan | None) -> None:
     state = st.session_state
     sent = state.pop(SENT, False)  # one run only: a plan asked for later (a new model) loads as before
     if chosen is not None and state.get(LOADED_FROM) != chosen.to_json() and not sent:
+        # trial s40: ticking a sidebar box reloaded the explorer over the layout the reader had set,
+        # unsaid, and it read "Fits" for another layout: the notice names what was replaced.
+        kept = state.get(KEPT)
+        if LOADED_FROM in state and kept and kept != state.get(LOADED_VALUES):
+            state[REPLACED] = layout_words(kept)
         load_plan(chosen)
         return
     if chosen is not None:  # the plan "Send to plan" made: the reader's layout stays (sessions 25-29)
         state[LOADED_FROM] = chosen.to_json()
     state.update(state.get(KEPT, {}))
+
+
+def layout_words(values: dict) -> str:
+    """'128 × h100-sxm, zero1, tp 8, pp 8, vpp 12, cp 1, ep 1, micro-batch 1 × 16' from the widgets' values."""
+    get = values.get
+    degrees = ", ".join(f"{name} {get(f'ex_{name}')}" for name in ("tp", "pp", "vpp", "cp", "ep"))
+    return (
+        f"{get('ex_num_gpus')} × {get('ex_gpu')}, {get('ex_sharding')}, {degrees},"
+        f" micro-batch {get('ex_micro_batch')} × {get('ex_grad_accum')}"
+    )
 
 
 def send_to_plan() -> None:
@@ -182,6 +200,8 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
 def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     """The explorer's widgets (starting from the chosen plan), the estimate, its breakdowns and actions."""
     restore_or_load(chosen)
+    if (replaced := st.session_state.pop(REPLACED, None)) is not None:
+        st.info(tr("ex_replaced", layout=replaced))
     st.caption(tr("ex_help"))
     if chosen is not None:
         st.button(tr("ex_load"), key="ex_load", on_click=load_plan, args=(chosen,))

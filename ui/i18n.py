@@ -792,6 +792,11 @@ _LABELS: dict[str, tuple[str, str]] = {
     "loss": ("loss", "损失"),
     "tokens_per_s": ("tokens/s", "token/秒"),
     # layout explorer
+    "ex_replaced": (
+        "The sidebar changed, so the explorer starts again from the new chosen plan. The layout you had set"
+        " ({layout}) was replaced: set it again to estimate it under the new inputs.",
+        "侧边栏有改动，探索器已从新的选定方案重新开始。你之前设置的布局（{layout}）已被替换：如需在新输入下估算，请重新设置。",
+    ),
     "ex_help": (
         "Fix every knob of one configuration: memory per term against the capacity and the step time "
         "are the planner's own estimate. dp_shard is what the count leaves after tp × pp × cp × dp_replicate; "

@@ -170,3 +170,26 @@ def test_a_range_is_written_in_full():
     from ui.number_box import number_text
 
     assert number_text(1e13) == "10,000,000,000,000" and number_text(0.001) == "0.001" and number_text(2.5) == "2.5"
+
+
+def test_a_new_chosen_plan_says_which_layout_of_the_readers_it_replaced():
+    """Trial s40: the reader set a layout in the explorer, ticked a sidebar box, and the explorer
+    reloaded the new chosen plan unsaid (and read "Fits" for another layout). A reload over the
+    reader's own values now names them; a reload over untouched values says nothing."""
+    from ui.explorer import LOADED_VALUES, layout_words
+
+    opening = EN("ex_replaced", layout="|").split("|")[0]
+    notices = lambda at: [i.value for i in at.info if i.value.startswith(opening)]  # noqa: E731
+    at = open_tab(run_app(), "tab_explorer")
+    at.session_state["seq_len"] = 1024
+    at.run()  # a new chosen plan over values the reader never touched: no notice
+    assert not notices(at) and at.session_state[KEPT] == at.session_state[LOADED_VALUES]
+    accum = at.number_input(key="ex_grad_accum").value + 1
+    at.number_input(key="ex_grad_accum").set_value(accum).run()
+    mine = layout_words(at.session_state[KEPT])
+    assert f"× {accum}" in mine and not notices(at)
+    at.session_state["seq_len"] = 512  # a new chosen plan (another sequence)
+    at.run()
+    assert notices(at) == [EN("ex_replaced", layout=mine)]
+    at.run()  # one run only
+    assert not notices(at)
