@@ -133,3 +133,12 @@ def test_explain_says_which_choices_another_stack_dropped(capsys, tmp_path):
         assert f"the plan's {flag} is dropped: torchtitan does not offer it" in err
     assert main(["explain", str(out)]) == 0
     assert "dropped" not in capsys.readouterr().err
+
+
+def test_with_bf16_gradients_already_asked_the_fix_names_the_remainders_alone(capsys):
+    """Review s40: the remainders-only fix was never exercised. Nemotron-4 340B with bf16 gradients
+    still needs 76.1 GiB of 75.4; the 16-bit master remainders alone make it fit (70.7)."""
+    bf16 = _estimate(capsys, *NEMOTRON_340B, "--grad-reduce-in-bf16")
+    assert not bf16["feasible"]
+    assert "keep the master weights as 16-bit remainders (--precision-aware-optimizer)" in bf16["fix"]
+    assert "--grad-reduce-in-bf16" not in bf16["fix"]
