@@ -81,10 +81,17 @@ def nemo_launcher_recipe(run: PublishedRun) -> OptimizerPrecision:
     return OptimizerPrecision(grad_reduce_bf16=run.model_name in NEMO_LAUNCHER_BF16_GRADS, param_remainders=True)
 
 
+def nemo_launcher_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
+    """``profile`` with an S13 launcher row's formats. apex's DistributedFusedAdam is not Megatron-Core's
+    precision-aware optimizer: whether it casts a bf16 gradient shard to fp32 at the step was not
+    read, so the copy stays counted (``optimizer_copies_16bit_grads``)."""
+    return nemo_launcher_recipe(run).applied(profile).but(optimizer_copies_16bit_grads=True)
+
+
 def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
     """The row's stack profile with what its source's recipes state on top of it."""
     if run.source == "S13" and run.release.startswith(NEMO_LAUNCHER_RELEASES):
-        return nemo_launcher_recipe(run).applied(profile)
+        return nemo_launcher_settings(run, profile)
     if run.source != "S14":
         return profile
     megatron_fsdp = run.layout.sharding == Sharding.FSDP

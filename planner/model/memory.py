@@ -125,9 +125,11 @@ def offload_keeps_grads(sharding: np.ndarray | int, s: ModelingSettings) -> np.n
 
 def optimizer_grad_copy_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """fp32 gradient shard a sharded optimizer makes from 16-bit gradients (``grad_element_bytes``
-    < 4) at its step; none when the gradients are fp32 already (the default)."""
+    < 4) at its step; none when the gradients are fp32 already (the default) or the optimizer reads
+    the 16-bit shard itself (``s.optimizer_copies_16bit_grads`` off)."""
     shard = np.maximum(c.shard_group, 1)
-    sharded = (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool) & (grad_element_bytes(c, s) < FP32_BYTES)
+    copies = s.optimizer_copies_16bit_grads
+    sharded = copies & (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool) & (grad_element_bytes(c, s) < FP32_BYTES)
     return np.where(sharded, stage.total / c.tp / shard * FP32_BYTES, 0.0)
 
 

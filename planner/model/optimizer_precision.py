@@ -40,9 +40,12 @@ class OptimizerPrecision(BaseModel):
     param_remainders: bool = False
 
     def applied(self, s: ModelingSettings) -> ModelingSettings:
-        """``s`` with the widths this run chose."""
+        """``s`` with the widths this run chose; the precision-aware optimizer also reads the 16-bit
+        gradient shard itself, with no fp32 copy at the step (``optimizer_copies_16bit_grads``)."""
         chosen = s.but(grad_bytes=BF16_BYTES) if self.grad_reduce_bf16 else s
-        return chosen.but(master_param_bytes=REMAINDER_BYTES) if self.param_remainders else chosen
+        if not self.param_remainders:
+            return chosen
+        return chosen.but(master_param_bytes=REMAINDER_BYTES, optimizer_copies_16bit_grads=False)
 
     def kept_under(self, stack: Stack) -> OptimizerPrecision:
         """The choices ``stack`` offers of these (a restacked plan keeps only those)."""

@@ -239,6 +239,12 @@ class ModelingSettings:
     # fp32 master, the bf16 weights hold the rest (NeMo megatron_base_model.py
     # setup_optimization, 24.03-24.07). Checkpoints still hold fp32 (goodput.py).
     master_param_bytes: float = 4.0
+    # A sharded optimizer casts its 16-bit gradient shard to fp32 at the step (Megatron's distributed
+    # optimizer: ``shard_main_param.grad = shard_model_grad.float()``; DeepSpeed's partitions
+    # likewise; ``memory.optimizer_grad_copy_bytes``). Off: Megatron-Core's precision-aware
+    # optimizer hands TE FusedAdam the shard itself (``shard_main_param.decoupled_grad =
+    # shard_model_grad``, distrib_optimizer.py ``_copy_model_grads_to_main_grads``; review s40).
+    optimizer_copies_16bit_grads: bool = True
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0
