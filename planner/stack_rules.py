@@ -75,7 +75,7 @@ def compile_problem(stack: Stack, compile: bool) -> RuleViolation | None:
 def partition_problem(stack: Stack, partition_activations: bool) -> RuleViolation | None:
     """Why partitioned activations cannot be asked of ``stack`` (None: they can): they are
     DeepSpeed's activation checkpointing under Megatron's tensor parallelism."""
-    if partition_activations and stack != Stack.MEGATRON_DEEPSPEED:
+    if partition_activations and not stack.partitions_activations:
         return RuleViolation(RuleCode.STACK_PARTITION, {"stack": stack.value})
     return None
 
@@ -109,7 +109,7 @@ class RunChoices(NamedTuple):
     def kept_under(self, stack: Stack) -> RunChoices:
         """Those ``stack`` offers (a restacked plan, a portfolio job re-solved on another stack)."""
         return RunChoices(
-            self.partition_activations and stack == Stack.MEGATRON_DEEPSPEED,
+            self.partition_activations and stack.partitions_activations,
             self.moe_a2a_overlap and stack.overlaps_moe_a2a,
             self.optimizer.kept_under(stack),
         )

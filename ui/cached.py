@@ -6,7 +6,6 @@ the scored candidate table is a shared read-only resource.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import pandas as pd
@@ -119,7 +118,7 @@ def portfolio_requests(jobs: tuple[tuple[str, str], ...], stack: Stack, network:
         update: dict[str, object] = {"stack": stack, "network": network, "impl": None}
         update |= {"partition_activations": kept.partition_activations, "moe_a2a_overlap": kept.moe_a2a_overlap}
         update["optimizer_precision"] = kept.optimizer.model_dump()
-        requests[name] = PlanRequest.model_validate({**json.loads(text), **update})
+        requests[name] = PlanRequest.model_validate({**stored.model_dump(mode="json"), **update})
     return requests
 
 

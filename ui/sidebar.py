@@ -367,7 +367,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         format_func=lambda k: k or tr("attention_stack"),
         help=tr("attention_help"),
     )
-    if stack == Stack.MEGATRON_DEEPSPEED:  # DeepSpeed's checkpointing under Megatron's tp only
+    if stack.partitions_activations:  # DeepSpeed's checkpointing under Megatron's tp only
         st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
     if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
         st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
@@ -464,7 +464,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             price_kind=gpu_choice.price_kind,
             stack=stack,
             attention=st.session_state["attention"] or None,
-            partition_activations=stack == Stack.MEGATRON_DEEPSPEED and st.session_state["partition_activations"],
+            partition_activations=stack.partitions_activations and st.session_state["partition_activations"],
             moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
             optimizer_precision=OptimizerPrecision(
                 grad_reduce_bf16=st.session_state["grad_reduce_bf16"],

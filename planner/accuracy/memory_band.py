@@ -93,15 +93,24 @@ def load_memory_rows(path: Path = MEMORY_RESIDUALS_CSV) -> tuple[MemoryRow, ...]
         return tuple(_row(r) for r in csv.DictReader(f))
 
 
+def kind_rows(rows: tuple[MemoryRow, ...], stack: str, hf_modules: bool, multi_gpu: bool) -> tuple[MemoryRow, ...]:
+    """The rows of one kind of plan (``MemoryRow.kind``)."""
+    return tuple(r for r in rows if r.kind() == (stack, hf_modules, multi_gpu))
+
+
+def configurations(rows: tuple[MemoryRow, ...]) -> int:
+    """How many configurations ``rows`` measured: one measured on several GPUs counts once
+    (Megatron-LM's two CI cases on three GPUs are two)."""
+    return len({(r.source, r.name) for r in rows})
+
+
 def evidence_rows(
     rows: tuple[MemoryRow, ...], stack: str, hf_modules: bool, multi_gpu: bool
 ) -> tuple[tuple[MemoryRow, ...], bool]:
     """(the rows a plan of this kind reads, whether they are its own kind's): its own where they
-    hold ``MIN_MEMORY_ROWS`` configurations, one measured on several GPUs counted once (Megatron-LM's
-    two CI cases on three GPUs are two)."""
-    own = tuple(r for r in rows if r.kind() == (stack, hf_modules, multi_gpu))
-    configurations = {(r.source, r.name) for r in own}
-    return (own, True) if len(configurations) >= MIN_MEMORY_ROWS else (rows, False)
+    hold ``MIN_MEMORY_ROWS`` configurations."""
+    own = kind_rows(rows, stack, hf_modules, multi_gpu)
+    return (own, True) if configurations(own) >= MIN_MEMORY_ROWS else (rows, False)
 
 
 def source_sigma(rows: tuple[MemoryRow, ...]) -> float:
@@ -142,8 +151,7 @@ def memory_band(
         return None
     used, own = evidence_rows(rows, stack, hf_modules, multi_gpu)
     low, high = ratio_band(used, source_sigma(rows))
-    mine = tuple(r for r in rows if r.kind() == (stack, hf_modules, multi_gpu))
-    few = () if own else mine
+    few = () if own else kind_rows(rows, stack, hf_modules, multi_gpu)
     errors = [abs(1.0 / r.ratio - 1.0) for r in used]  # predicted / measured - 1, as the tables print it
     fits = reserved_gib <= usable_gib
     counts = Counter(r.stack for r in used)
@@ -162,7 +170,7 @@ def memory_band(
         stack=stack,
         hf_modules=hf_modules,
         multi_gpu=multi_gpu,
-        own_configurations=len({(r.source, r.name) for r in few}),
+        own_configurations=configurations(few),
         own_ratio=(min(r.ratio for r in few), max(r.ratio for r in few)) if few else None,
     )
 

@@ -12,13 +12,13 @@ from planner.layout import ActivationCheckpointing, Implementation, Layout, Pipe
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
-from planner.model.optimizer_precision import REMAINDER_BYTES, OptimizerPrecision, refused_rows
+from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import FixHint, MemoryTerms
 from planner.rule_codes import FixCode
-from planner.units import BF16_BYTES, GIB
+from planner.units import GIB
 
 
 def memory_fix_hint(
@@ -245,21 +245,15 @@ class FitCheck:
 
     def optimizer_fix(self, settings: ModelingSettings) -> FixCode | None:
         """The first of ``OPTIMIZER_FIXES`` (one change before two) that ``self.stack`` offers, that
-        ``settings`` do not have yet, and with which the same layout fits (``OptimizerPrecision.applied``,
-        the rule a run's flags use)."""
+        changes ``settings`` (one they hold already is no fix), and with which the same layout fits
+        (``OptimizerPrecision.applied``, the rule a run's flags use)."""
         if self.stack is None:
             return None
-        held = OptimizerPrecision(
-            grad_reduce_bf16=settings.grad_bytes <= BF16_BYTES,
-            param_remainders=settings.master_param_bytes <= REMAINDER_BYTES,
-        )
         sharding, precision = code(self.resolved.sharding), code(self.training.precision)
         for fix, chosen in OPTIMIZER_FIXES:
             offered = chosen.kept_under(self.stack) == chosen and not refused_rows(chosen, sharding, precision)
-            new = not (chosen.grad_reduce_bf16 and held.grad_reduce_bf16) and not (
-                chosen.param_remainders and held.param_remainders
-            )
-            if offered and new and self._runs(self.resolved, self.num_gpus, self.training, chosen.applied(settings)):
+            narrower = chosen.applied(settings)
+            if offered and narrower != settings and self._runs(self.resolved, self.num_gpus, self.training, narrower):
                 return fix
         return None
 

@@ -212,6 +212,12 @@ class Stack(StrEnum):
         return self is Stack.MEGATRON_CORE
 
     @property
+    def partitions_activations(self) -> bool:
+        """Whether --partition-activations is one of its choices: DeepSpeed's activation checkpointing
+        under Megatron's tensor parallelism (Megatron-DeepSpeed's --partition-activations)."""
+        return self is Stack.MEGATRON_DEEPSPEED
+
+    @property
     def reduces_grads_in_bf16(self) -> bool:
         """Whether --grad-reduce-in-bf16 is one of its choices: Megatron-Core's gradient buffers in
         bf16 (``--grad-reduce-in-bf16``, ``grad_reduce_in_fp32`` off). The megatron-lm profile is the
