@@ -38,6 +38,15 @@ DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validatio
 # llm-foundry's attn_impl='triton' runs MPT's Triton flash kernel (flash_attn_triton.py):
 # AttentionKernel.TRITON; its profile is the planner's (--stack llm-foundry).
 FA2_TORCHTITAN = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.SDPA_FA2)
+# torchtitan's 2024 benchmark file ran 9dec370, whose train.py had the loss's torch.compile
+# commented out (build_cross_entropy_loss compiles it from bbb1b616, 2025-04-02): the eager fp32
+# loss over the full logits there, compile or not.
+FA2_TORCHTITAN_2024 = FA2_TORCHTITAN.but(compile_fuses_loss=False)
+TORCHTITAN_2024_FILE = "benchmarks/llama3_h100_202412_torchtitan.md"
+# PyTorch FSDP on Llama modules outside torchtitan (IBM fms-fsdp; the whole runs' Meta in-house
+# and nanotron readings): its kernels, but the loss outside the compiled model, and selective
+# checkpointing by whole blocks (fms-fsdp's ``selective_checkpointing``: one block in 1/p).
+FA2_FSDP_BLOCKS = FA2_TORCHTITAN.but(compile_fuses_loss=False, selective_per_op=False)
 LLM_FOUNDRY_FLASH = STACK_SETTINGS[Stack.LLM_FOUNDRY]
 LLM_FOUNDRY_TRITON = with_attention(LLM_FOUNDRY_FLASH, AttentionKernel.TRITON)
 
@@ -74,7 +83,7 @@ FMS_ACCELERATION_HF = with_attention(STACK_SETTINGS[Stack.HF_TRAINER], Attention
 # torchtitan profile describes.
 STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
     ("torchtitan", "sdpa-fa2"): FA2_TORCHTITAN,
-    ("fms-fsdp", "sdpa-fa2"): FA2_TORCHTITAN,
+    ("fms-fsdp", "sdpa-fa2"): FA2_FSDP_BLOCKS,
     ("llm-foundry", "flash"): LLM_FOUNDRY_FLASH,
     ("llm-foundry", "triton"): LLM_FOUNDRY_TRITON,
     ("ml-engineering", "fa3-fa4"): ML_ENGINEERING_DEEPSPEED,
@@ -215,6 +224,8 @@ class FsdpRun:
 
     @property
     def settings(self) -> ModelingSettings:
+        if self.locator.startswith(TORCHTITAN_2024_FILE):
+            return FA2_TORCHTITAN_2024
         return STACK_PROFILES[(self.source, self.attention)]
 
 

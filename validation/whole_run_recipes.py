@@ -14,7 +14,7 @@ from planner.model.settings import ModelingSettings, with_attention
 from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.units import BF16_BYTES
-from validation.fsdp_runs import FA2_TORCHTITAN, LLM_FOUNDRY_TRITON
+from validation.fsdp_runs import FA2_FSDP_BLOCKS, LLM_FOUNDRY_TRITON
 from validation.moe_runs import MOE_RUNS
 
 ASSUMED_GPUS = 2048
@@ -36,7 +36,7 @@ SHARES_A_FITTED_SOURCE = {
     "lucie-7b": "its CUDA_LAUNCH_BLOCKING=1 host time per block is fitted on the same team's A100 sweep",
 }
 # (stack, settings) of each software profile.
-META = (Stack.TORCHTITAN, FA2_TORCHTITAN)  # Meta's in-house PyTorch, nanotron: torchtitan + FA2
+META = (Stack.TORCHTITAN, FA2_FSDP_BLOCKS)  # Meta's in-house PyTorch, nanotron: torchtitan's kernels + FA2
 # Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine (BLOOM 2022; Lucie's 2024 fork
 # keeps both): --stack megatron-deepspeed.
 MEGATRON_DEEPSPEED = (Stack.MEGATRON_DEEPSPEED, MEGATRON_DEEPSPEED_SETTINGS)

@@ -47,6 +47,9 @@ CLAMP_TRAFFIC = 6
 # ~6 h forward + ~8 h backward = ~14 h over the three passes, ~5 h in forward units.
 EXPERT_BIAS_TRAFFIC = 5
 
+# The one GEMM row that stands for wq, wk and wv (op_checkpoint splits it into its three matmuls).
+QKV_GEMM = "qkv"
+
 
 def _norm_params(model: ModelShape, width: int | None = None) -> int:
     return (width or model.hidden_size) * (2 if model.norm_bias else 1)
@@ -167,7 +170,7 @@ def _attention_rows(model: ModelShape, hf_modules: bool) -> _Rows:
     rows = _Rows(
         gemms=(
             # wq, wk, wv share their input and are timed as one GEMM of their total width.
-            Gemm("qkv", Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),
+            Gemm(QKV_GEMM, Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),
             Gemm("o", Part.ATTENTION, q, h, TpSplit.ROW, bias=model.out_bias),
         ),
         # q, k after rotary, v (SDPA saves them; all-gather CP keeps the whole sequence's K, V),

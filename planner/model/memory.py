@@ -25,6 +25,7 @@ from planner.model.candidates import (
     Candidates,
 )
 from planner.model.flops import checkpointed_blocks, chunked_loss, recompute_fraction
+from planner.model.op_checkpoint import op_policy_bytes_per_token
 from planner.model.pipeline import PipelineRank, pipeline_ranks
 from planner.model.rowwise import (
     MEMORY_COLUMNS,
@@ -42,7 +43,7 @@ from planner.model.saved_bytes import native_saved_bytes as native_saved_bytes
 from planner.model.saved_bytes import norm_saved_bytes as norm_saved_bytes
 from planner.model.saved_bytes import score_backward_bytes as score_backward_bytes
 from planner.model.saved_bytes import tp_gathered_bytes as tp_gathered_bytes
-from planner.model.settings import ModelingSettings
+from planner.model.settings import COMPILED_CE_BYTES_PER_LOGIT, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import StageParams, stage_params
 from planner.model.zero_collectives import bucket_buffer_bytes
@@ -173,24 +174,25 @@ class ActivationTerms:
     layers: np.ndarray
     full: np.ndarray
     kept: np.ndarray
+    selective: np.ndarray  # the rank's blocks under ``selective`` (``selective_bytes``)
     attention_kept: np.ndarray  # each block's attention sub-layer checkpointed: it keeps its input
     resident: np.ndarray  # offloaded blocks (Megatron-Core, no recompute) leave by the forward's end
     in_flight: np.ndarray
     last_norm: np.ndarray
 
     def saved(self, c: Candidates) -> np.ndarray:
-        """Selective = every other block checkpointed (torchtitan's layer-selective AC, freq 2);
-        blocks = the first ac_blocks of the rank (flops.checkpointed_blocks)."""
-        n, full, kept = self.layers, self.full, self.kept
+        """Selective: ``selective_bytes``; blocks = the first ac_blocks of the rank
+        (flops.checkpointed_blocks)."""
+        n, kept = self.layers, self.kept
         per_microbatch = np.select(
             [c.ac == AC_SELECTIVE, c.ac == AC_FULL, c.ac == AC_BLOCKS, c.ac == AC_ATTENTION],
             [
-                np.ceil(n / 2) * full + np.floor(n / 2) * kept,
+                self.selective,
                 n * kept,
                 self._blocks(checkpointed_blocks(c, n)),
                 n * self.attention_kept,
             ],
-            self.resident * full,
+            self.resident * self.full,
         )
         return per_microbatch * self.in_flight + self.last_norm
 
@@ -215,11 +217,22 @@ def activation_terms(
         layers=n,
         full=full,
         kept=kept,
+        selective=selective_bytes(model, c, s, n, full, kept),
         attention_kept=full - per_token[Part.ATTENTION.value] * tokens + kept,
         resident=np.maximum(n - s.offloaded_activation_blocks, 0),
         in_flight=rank.in_flight,
         last_norm=np.where(rank.head, norm_saved_bytes(model, c, s) * tokens, 0.0),
     )
+
+
+def selective_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n, full, kept) -> np.ndarray:
+    """``n`` blocks' activations per micro-batch under ``selective``: every other block
+    checkpointed (``full`` saved by one, ``kept`` by the other), or under the per-op policy
+    (``s.selective_per_op``, planner/model/op_checkpoint.py) what it keeps of every block."""
+    op = op_policy_bytes_per_token(model, c, s) if s.selective_per_op else None
+    if op is None:
+        return np.ceil(n / 2) * full + np.floor(n / 2) * kept
+    return n * op * c.micro_batch * c.seq_len / c.cp
 
 
 def recompute_bytes(
@@ -233,6 +246,9 @@ def recompute_bytes(
     full = sum(per_token.values()) * tokens
     attention = per_token[Part.ATTENTION.value] * tokens  # what a recomputed attention sub-layer holds
     checkpointed = np.where(recompute_fraction(c, 1) > 0, full, np.where(c.ac == AC_ATTENTION, attention, 0.0))
+    op = op_policy_bytes_per_token(model, c, s) if s.selective_per_op else None
+    if op is not None:  # the per-op policy rebuilds what it did not keep, beside what it kept
+        checkpointed = np.where(c.ac == AC_SELECTIVE, full - op * tokens, checkpointed)
     if not s.recompute_modules:
         return checkpointed
     # What the modules did not save: the same rules with and without them (zero for HF blocks).
@@ -260,7 +276,14 @@ def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     """
     tokens = c.micro_batch * c.seq_len / c.cp
     held = np.where(chunked_loss(c, s), np.minimum(tokens, max(s.loss_chunk_tokens, 1)), tokens)
-    return s.loss_bytes_per_logit * held * model.vocab_size / c.tp
+    return loss_bytes_per_logit(c, s) * held * model.vocab_size / c.tp
+
+
+def loss_bytes_per_logit(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Bytes per logit the loss backward holds: the stack's, or a compiled loss's where the stack
+    compiles it with the model (``s.compile_fuses_loss``) and it runs over the whole logits."""
+    compiled = s.compile_fuses_loss & c.compile.astype(bool) & ~chunked_loss(c, s)
+    return np.where(compiled, min(s.loss_bytes_per_logit, COMPILED_CE_BYTES_PER_LOGIT), s.loss_bytes_per_logit)
 
 
 def stage_memory(

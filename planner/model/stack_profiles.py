@@ -253,7 +253,11 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # differs: torchtitan/components/loss.py ``cross_entropy_loss`` runs F.cross_entropy over the full
 # fp32 logits (compiled with the model under --compile); trainplan's trainer chunks it. torch.compile
 # and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
-TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0, sliding_window_band=False)  # FlexAttention windows
+# torchtitan: the full logits' loss (compiled with the model under training.compile), windows in
+# FlexAttention, and its per-op selective checkpointing (planner/model/op_checkpoint.py).
+TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
+    loss_chunk_tokens=0, sliding_window_band=False, compile_fuses_loss=True, selective_per_op=True
+)
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or
 # DeepSpeed), called with labels, so the loss upcasts the full logits to fp32 at once
@@ -300,5 +304,9 @@ FLASH_ATTN_CE_BYTES_PER_LOGIT = 4.0
 # package's FlashAttention-2 (attn_impl "flash"; "triton" runs MPT's Triton kernel: --attention
 # triton), never cuDNN. Validated on its benchmark tables (validation/fsdp_runs.py: 209 rows).
 LLM_FOUNDRY_SETTINGS = with_attention(
-    TORCHTITAN_SETTINGS.but(loss_bytes_per_logit=FLASH_ATTN_CE_BYTES_PER_LOGIT), AttentionKernel.FLASH2
+    # Composer checkpoints whole blocks (its FSDP activation_checkpointing); no torch.compile.
+    TORCHTITAN_SETTINGS.but(
+        loss_bytes_per_logit=FLASH_ATTN_CE_BYTES_PER_LOGIT, compile_fuses_loss=False, selective_per_op=False
+    ),
+    AttentionKernel.FLASH2,
 )

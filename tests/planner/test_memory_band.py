@@ -58,7 +58,7 @@ def test_a_torchtitan_plan_reads_torchtitans_own_peaks():
     assert len(own) >= MIN_MEMORY_ROWS and band.validated and band.rows == len(own)
     low, high = ratio_band(own, source_sigma(rows))
     assert band.reserved_gib == pytest.approx((reserved * low, reserved * high))
-    assert low < 0.8 < 1.0 < high  # torchtitan's peaks ran 34 % under to 33 % over the model
+    assert low < 1.0 < high  # torchtitan's peaks ran 0 % to 33 % over the model (the 70B at TP 8 the most)
 
 
 def test_a_stack_with_no_measured_peak_reads_all_of_them_and_says_so():
@@ -101,7 +101,7 @@ def test_megatron_lms_ci_peaks_are_predicted_within_a_tenth_and_count_as_two_con
 def test_the_band_says_when_its_far_end_crosses_the_fit_rule():
     band = memory_band(74.3, 75.4, 78.7, "megatron-core", False, True)
     assert band.may_not_fit and not band.may_fit and "it may not fit" in memory_words(band)
-    over = memory_band(88.1, 75.4, 78.7, "torchtitan", False, True)  # torchtitan ran this at 82.4 GiB
+    over = memory_band(76.1, 75.4, 78.7, "torchtitan", False, True)  # a judged-out plan within its low end
     assert over.may_fit and not over.may_not_fit and "it may fit" in memory_words(over)
     roomy = memory_band(40.0, 75.4, 78.7, "torchtitan", False, True)
     assert not roomy.may_fit and not roomy.may_not_fit and "fit" not in memory_words(roomy).split(";")[-1]

@@ -1,0 +1,79 @@
+"""torchtitan's per-op selective checkpointing (planner/model/op_checkpoint.py; measured against
+PyTorch's own in tests/trainer/test_op_checkpoint_saved.py) and the compiled loss."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.layout import ActivationCheckpointing, Layout, Precision, TrainingConfig
+from planner.model.candidates import single
+from planner.model.memory import loss_bytes_per_logit, memory
+from planner.model.op_checkpoint import op_policy_rows
+from planner.model.settings import COMPILED_CE_BYTES_PER_LOGIT
+from planner.model.spec import ModelSpec
+from planner.model.stack_profiles import TORCHTITAN_SETTINGS
+
+TINY = ModelSpec(
+    name="tiny-llama",
+    family="llama",
+    num_layers=1,
+    hidden_size=64,
+    ffn_hidden_size=160,
+    num_heads=4,
+    num_kv_heads=2,
+    vocab_size=128,
+)
+BATCH, SEQ = 2, 32
+
+
+def fp32_candidates(model: ModelSpec, tp: int = 1):
+    layout = Layout(dp_shard=1, tp=tp)
+    training = TrainingConfig(
+        seq_len=SEQ,
+        micro_batch=BATCH,
+        precision=Precision.FP32,
+        activation_checkpointing=ActivationCheckpointing.SELECTIVE,
+    )
+    gpu = load_catalog().gpu("h100-sxm")
+    return single(gpu, layout, training, gpus_per_node=8, network_bandwidth=50e9)
+
+
+def test_the_odd_numbered_matmuls_and_attention_are_kept():
+    names = [t.name for t in op_policy_rows(get_preset("llama3.1-8b")) or ()]
+    # wq, wk, wv, wo, w1, w3, w2: the 1st, 3rd, 5th and 7th are kept.
+    assert names == [
+        "block input",
+        "qkv output",
+        "qkv output",
+        "gate+up output",
+        "down output",
+        "attention output",
+        "log-sum-exp",
+    ]
+    widths = [t.elements for t in op_policy_rows(get_preset("llama3.1-8b")) or ()]
+    assert widths == [4096, 4096, 1024, 14336, 4096, 4096, 32]
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "mixtral-8x7b", "qwen2.5-7b"])
+def test_moe_latent_attention_and_biased_blocks_keep_the_every_other_block_reading(name):
+    assert op_policy_rows(get_preset(name)) is None
+
+
+def test_torchtitans_selective_holds_less_than_every_other_block():
+    model = TINY.model_copy(update={"num_layers": 4})
+    c = fp32_candidates(model)
+    per_op = memory(model, c, TORCHTITAN_SETTINGS).activations[0]
+    alternate = memory(model, c, TORCHTITAN_SETTINGS.but(selective_per_op=False)).activations[0]
+    assert per_op < alternate
+
+
+def test_a_compiled_torchtitan_loss_holds_four_bytes_a_logit():
+    model = get_preset("llama3.1-8b")
+    c = fp32_candidates(model)
+    eager = float(loss_bytes_per_logit(c, TORCHTITAN_SETTINGS)[0])
+    c.compile[:] = True
+    compiled = float(loss_bytes_per_logit(c, TORCHTITAN_SETTINGS)[0])
+    before_bbb1b616 = float(loss_bytes_per_logit(c, TORCHTITAN_SETTINGS.but(compile_fuses_loss=False))[0])
+    assert (eager, compiled, before_bbb1b616) == (12.0, COMPILED_CE_BYTES_PER_LOGIT, 12.0)
