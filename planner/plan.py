@@ -131,6 +131,9 @@ class MemoryEstimate(BaseModel):
     # logit its backward holds (planner/model/memory.py ``logits_loss_bytes``); None: plan files before.
     loss_chunk_tokens: int | None = None
     loss_bytes_per_logit: float | None = None
+    # Whether ``selective`` was counted as torchtitan's per-op policy (planner/model/op_checkpoint.py):
+    # False for every other stack and mode, and where its rule is not written (MoE, MLA).
+    selective_per_op: bool = False
 
     @property
     def usable_gib(self) -> float:

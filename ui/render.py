@@ -167,7 +167,7 @@ def summary_lines(p: Plan) -> list[str]:
         f"layout {p.layout_words}  micro-batch {t.micro_batch} x accum {t.grad_accum} x seq {t.seq_len}"
         f"  = {e.global_batch_tokens:,} tokens/step" + batch_note(e),
         f"activation checkpointing {t.describe_ac(p.layout.pp)}"
-        + (" (per op)" if p.stack.selective_per_op and t.activation_checkpointing == "selective" else "")
+        + (" (per op)" if e.memory.selective_per_op else "")
         + f", {t.precision.value}, impl {t.impl.value}"
         + (", compile" if t.compile else "")
         + (", offload" if t.offload else "")

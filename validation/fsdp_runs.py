@@ -44,9 +44,12 @@ FA2_TORCHTITAN = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKerne
 FA2_TORCHTITAN_2024 = FA2_TORCHTITAN.but(compile_fuses_loss=False)
 TORCHTITAN_2024_FILE = "benchmarks/llama3_h100_202412_torchtitan.md"
 # PyTorch FSDP on Llama modules outside torchtitan (IBM fms-fsdp; the whole runs' Meta in-house
-# and nanotron readings): its kernels, but the loss outside the compiled model, and selective
-# checkpointing by whole blocks (fms-fsdp's ``selective_checkpointing``: one block in 1/p).
-FA2_FSDP_BLOCKS = FA2_TORCHTITAN.but(compile_fuses_loss=False, selective_per_op=False)
+# and nanotron readings): its kernels, but the loss outside the compiled model (not torch's
+# loss_parallel), and selective checkpointing by whole blocks (fms-fsdp's
+# ``selective_checkpointing``: one block in 1/p).
+FA2_FSDP_BLOCKS = FA2_TORCHTITAN.but(
+    compile_fuses_loss=False, selective_per_op=False, loss_parallel_bytes_per_logit=None
+)
 LLM_FOUNDRY_FLASH = STACK_SETTINGS[Stack.LLM_FOUNDRY]
 LLM_FOUNDRY_TRITON = with_attention(LLM_FOUNDRY_FLASH, AttentionKernel.TRITON)
 

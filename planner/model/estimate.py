@@ -22,7 +22,7 @@ from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import chunked_loss, hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
-from planner.model.memory import MemoryBreakdown, fits, loss_bytes_per_logit, memory, usable_capacity
+from planner.model.memory import MemoryBreakdown, fits, loss_bytes_per_logit, memory, per_op_selective, usable_capacity
 from planner.model.memory_fixes import FitCheck
 from planner.model.rates import TimedKernel, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
@@ -208,6 +208,7 @@ def _memory_estimate(
         **host_memory_gib(model, c, settings),
         loss_chunk_tokens=settings.loss_chunk_tokens if bool(chunked_loss(c, settings)[0]) else 0,
         loss_bytes_per_logit=float(loss_bytes_per_logit(c, settings)[0]),
+        selective_per_op=bool(per_op_selective(model, c, settings)[0]),
     )
 
 

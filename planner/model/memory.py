@@ -18,6 +18,7 @@ from planner.model.candidates import (
     AC_BLOCKS,
     AC_FULL,
     AC_SELECTIVE,
+    IMPL_NATIVE,
     PREC_FP32,
     SHARD_FSDP,
     SHARD_ZERO1,
@@ -25,7 +26,7 @@ from planner.model.candidates import (
     Candidates,
 )
 from planner.model.flops import checkpointed_blocks, chunked_loss, recompute_fraction
-from planner.model.op_checkpoint import op_policy_bytes_per_token
+from planner.model.op_checkpoint import op_policy_bytes_per_token, op_policy_rows
 from planner.model.pipeline import PipelineRank, pipeline_ranks
 from planner.model.rowwise import (
     MEMORY_COLUMNS,
@@ -225,6 +226,13 @@ def activation_terms(
     )
 
 
+def per_op_selective(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Where ``selective`` is counted as torchtitan's per-op policy: the stack's reading
+    (``s.selective_per_op``) on a block whose rule is written (``op_policy_rows``)."""
+    written = s.selective_per_op and op_policy_rows(model) is not None
+    return (c.ac == AC_SELECTIVE) & written
+
+
 def selective_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n, full, kept) -> np.ndarray:
     """``n`` blocks' activations per micro-batch under ``selective``: every other block
     checkpointed (``full`` saved by one, ``kept`` by the other), or under the per-op policy
@@ -268,7 +276,8 @@ def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     """Peak of the LM head + cross-entropy on the last stage, per micro-batch.
 
     Backward of log-softmax holds its saved fp32 output, the fp32 incoming gradient and the
-    fp32 result at once: 12 bytes per logit (vocabulary split by tp with loss parallelism).
+    fp32 result at once: 12 bytes per logit (vocabulary split by tp with loss parallelism, where
+    torch's ``loss_parallel`` holds more: ``loss_bytes_per_logit``).
     The forward peak is lower (bf16 logits 2 + fp32 upcast 4 + log-softmax 4 = 10 bytes).
     The chunked loss (``chunked_loss``) holds the logits of one chunk of
     ``s.loss_chunk_tokens`` tokens at a time (recomputed bf16 2 + fp32 4 + fp32 temporaries):
@@ -280,10 +289,17 @@ def logits_loss_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
 
 
 def loss_bytes_per_logit(c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Bytes per logit the loss backward holds: the stack's, or a compiled loss's where the stack
-    compiles it with the model (``s.compile_fuses_loss``) and it runs over the whole logits."""
-    compiled = s.compile_fuses_loss & c.compile.astype(bool) & ~chunked_loss(c, s)
-    return np.where(compiled, min(s.loss_bytes_per_logit, COMPILED_CE_BYTES_PER_LOGIT), s.loss_bytes_per_logit)
+    """Bytes per logit the loss backward holds: the stack's; torch's ``loss_parallel``'s where a
+    native LM head is tensor-parallel (``s.loss_parallel_bytes_per_logit``); a compiled loss's
+    where the stack compiles it with the model (``s.compile_fuses_loss``) over the whole logits."""
+    per_logit = np.full(len(c), s.loss_bytes_per_logit)
+    if s.loss_parallel_bytes_per_logit is not None:
+        parallel = (c.tp > 1) & (c.impl == IMPL_NATIVE)
+        per_logit = np.where(parallel, s.loss_parallel_bytes_per_logit, per_logit)
+    # Compiled where the loss is a plain tensor's (tp 1: the rows that measured it); under
+    # tp > 1 it is DTensor's loss_parallel, whose compiled form no measured peak shows.
+    compiled = s.compile_fuses_loss & c.compile.astype(bool) & ~chunked_loss(c, s) & (c.tp == 1)
+    return np.where(compiled, np.minimum(per_logit, COMPILED_CE_BYTES_PER_LOGIT), per_logit)
 
 
 def stage_memory(

@@ -13,9 +13,10 @@ list and recomputes everything else from the block's input in the block's backwa
 - float8's amax (a scalar per tensor: not counted).
 
 Norms, rotary, SwiGLU's activation and product, residual adds are recomputed. The rule is
-written for dense blocks of separate, bias-free projections (wq, wk, wv; w1, w3, w2: a biased
-linear calls ``addmm``, which the policy's count skips); ``op_policy_rows`` gives None for MoE,
-MLA and biased blocks, which keep the every-other-block reading (``memory.selective_bytes``).
+written for dense blocks of separate projections (wq, wk, wv; w1, w3, w2); a biased linear
+calls ``addmm``, on neither the save list nor the count, so it is recomputed and skipped.
+``op_policy_rows`` gives None for MoE and MLA blocks, which keep the every-other-block reading
+(``memory.selective_bytes``).
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ def _matmul_outputs(model: ModelShape, gemm: Gemm) -> tuple[Saved, ...]:
 
 def op_policy_rows(model: ModelShape) -> tuple[Saved, ...] | None:
     """What a block keeps under the per-op policy, per token: its input, the odd-numbered matmul
-    outputs, the attention output and LSE. None where the rule is not written (MoE, MLA, biases)."""
-    table = block_table(model)
-    if model.is_moe or model.mla is not None or any(g.bias for g in table.gemms):
+    outputs (biased linears are not matmuls there), the attention output and LSE. None where the
+    rule is not written (MoE, MLA)."""
+    if model.is_moe or model.mla is not None:
         return None
-    outputs = [out for gemm in table.gemms for out in _matmul_outputs(model, gemm)]
+    table = block_table(model)
+    outputs = [out for gemm in table.gemms if not gemm.bias for out in _matmul_outputs(model, gemm)]
     kept = tuple(out for i, out in enumerate(outputs) if i % 2 == 0)  # the 1st, 3rd, ... call
     attention = (
         Saved("attention output", Part.ATTENTION, model.q_size),

@@ -253,6 +253,14 @@ class ModelingSettings:
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0
+    # Bytes per logit at the loss backward's peak where the LM head is tensor-parallel and the loss
+    # runs under torch's ``loss_parallel`` (trainplan's trainer, trainer/step.py
+    # ``uses_loss_parallel``; torchtitan): its backward (torch/distributed/tensor/parallel/loss.py
+    # ``_nll_loss_and_log_softmax_backward``) builds ``(zeros_like(x) + exp(x)) * grad`` beside the
+    # saved fp32 log-softmax output x: x, the zeros, exp(x) until the add returns, and the sum,
+    # 4 x 4 bytes (the unfused log-softmax backward of one GPU: 12). None: the stack's own
+    # vocabulary-parallel loss, ``loss_bytes_per_logit`` at any tp (Megatron).
+    loss_parallel_bytes_per_logit: float | None = 16.0
     # torch.compile compiles the loss too (torchtitan's build_cross_entropy_loss under
     # training.compile, from bbb1b616, 2025-04-02; 9dec370 of its 2024 benchmarks had the line
     # commented out): Inductor fuses the fp32 upcast into the log-softmax reductions and writes

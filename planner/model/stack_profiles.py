@@ -54,6 +54,7 @@ MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     # Vocabulary-parallel cross-entropy in fp32 over the full local logits, in place ...
     loss_chunk_tokens=0,
     loss_bytes_per_logit=MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT,
+    loss_parallel_bytes_per_logit=None,
     # ... gradients in one contiguous buffer allocated at model wrap (no per-step churn), there
     # from the first forward on ...
     reserve_static_fraction=0.0,
@@ -154,6 +155,7 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     # Vocabulary-parallel cross-entropy over the full local logits, in place (as above) ...
     loss_chunk_tokens=0,
     loss_bytes_per_logit=MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT,
+    loss_parallel_bytes_per_logit=None,
     # ... and gradients in Megatron-Core's persistent contiguous buffer (megatron/core/
     # distributed/param_and_grad_buffer.py, allocated once when the model is wrapped; Megatron-FSDP
     # keeps its sharded buffers the same way): no per-step gradient churn left reserved above

@@ -239,12 +239,6 @@ class Stack(StrEnum):
         return STACK_SETTINGS[self].host_overlap < 1.0
 
     @property
-    def selective_per_op(self) -> bool:
-        """Whether its ``selective`` is torchtitan's per-op policy (planner/model/op_checkpoint.py),
-        not every other block checkpointed."""
-        return STACK_SETTINGS[self].selective_per_op
-
-    @property
     def attention_kernels(self) -> frozenset[AttentionKernel] | None:
         """The attention kernels the stack's code can call (None: any the GPU runs). Megatron-LM
         before Megatron-Core and Megatron-DeepSpeed have their unfused attention, FlashAttention

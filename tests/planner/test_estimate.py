@@ -80,7 +80,8 @@ def test_activation_checkpointing_trades_memory_for_time():
 
 def test_chunked_loss_holds_one_chunk_of_logits_and_recomputes_the_head():
     """The trainer's chunked loss (tp = 1): 12 bytes per logit for loss_chunk_tokens tokens, not
-    for the micro-batch; a tensor-parallel head keeps the full local logits (vocabulary-parallel)."""
+    for the micro-batch; a tensor-parallel head keeps the full local logits under torch's
+    loss_parallel, 16 bytes each (tests/trainer/test_loss_parallel_bytes.py)."""
     chunked = est(micro_batch=4)
     full = estimate(
         LLAMA8B,
@@ -97,7 +98,7 @@ def test_chunked_loss_holds_one_chunk_of_logits_and_recomputes_the_head():
     assert full.memory.peak_gib - chunked.memory.peak_gib == pytest.approx(saved, rel=1e-6)
     assert chunked.time.step_s > full.time.step_s  # one more head GEMM per token
     tp = est(Layout(tp=2), micro_batch=4)
-    assert tp.memory.breakdown_gib.logits_loss == pytest.approx(12 * 4 * 4096 * vocab / 2 / gib)
+    assert tp.memory.breakdown_gib.logits_loss == pytest.approx(16 * 4 * 4096 * vocab / 2 / gib)
 
 
 def test_activations_scale_with_micro_batch():

@@ -443,3 +443,14 @@ def test_sdpas_flash_pick_on_a_cudnn_gpu_says_how_to_time_cudnn(capsys):
     assert "is --attention cudnn)" in capsys.readouterr().out
     plan = build_plan(get_preset("llama3.1-8b"), "b300", Layout(), TrainingConfig(seq_len=32768), num_gpus=8)
     assert "SDPBackend.CUDNN_ATTENTION" in kernel_words(Labels("zh"), plan)
+
+
+@pytest.mark.parametrize(("model", "per_op"), [("llama3.1-8b", True), ("mixtral-8x7b", False)])
+def test_the_per_op_reading_is_said_where_it_was_counted(capsys, model, per_op):
+    """Trial s41: "(per op)" was printed for MoE blocks, which keep the every-other-block reading."""
+    args = ["estimate", "--model", model, "--gpu", "h100-sxm", "--num-gpus", "64", "--micro-batch", "1"]
+    args += ["--seq-len", "4096", "--ac", "selective", "--stack", "torchtitan"]
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memory"]["selective_per_op"] is per_op
+    assert main(args) == 0
+    assert ("activation checkpointing selective (per op)" in capsys.readouterr().out) is per_op
