@@ -49,7 +49,7 @@ from planner.search.space import (
     expert_parallel_degrees,
     pipeline_degrees,
 )
-from planner.stack_rules import moe_stack_problem, settings_problem
+from planner.stack_rules import ac_modes_problem, moe_stack_problem, settings_problem
 
 
 def default_global_batch_tokens(model: ModelSpec) -> int:
@@ -152,6 +152,8 @@ class PlanRequest(BaseModel):
             self.attention,
             self.optimizer_precision,
         ) or moe_stack_problem(self.stack, self.model)
+        if not problem and self.activation_checkpointing != DEFAULT_AC:
+            problem = ac_modes_problem(self.stack, self.activation_checkpointing)
         if problem:
             raise problem
         if self.global_batch_tokens is not None and self.global_batch_tokens * (1 + self.batch_tolerance) < seq_len:

@@ -79,6 +79,8 @@ class RuleCode(StrEnum):
     STACK_NO_MOE = "stack_no_moe"
     STACK_NO_ALIBI = "stack_no_alibi"
     STACK_SHARDING = "stack_sharding"
+    STACK_NO_ZERO1 = "stack_no_zero1"
+    STACK_AC_MODE = "stack_ac_mode"
     STACK_NO_PIPELINE = "stack_no_pipeline"
     STACK_HF_PIPELINE = "stack_hf_pipeline"
     STACK_AUTOTP_ZERO3 = "stack_autotp_zero3"
@@ -262,6 +264,14 @@ TEMPLATES: dict[RuleCode, str] = {
     ),
     _C.STACK_SHARDING: (
         "{stack} shards at most the optimizer state (ZeRO-1), not {sharding}: estimate it with --sharding zero1 or none"
+    ),
+    _C.STACK_NO_ZERO1: (
+        "{stack} has no ZeRO-1 (its data parallelism is FSDP, FSDP without resharding after forward, or"
+        " DDP): use --sharding fsdp, zero2 or none"
+    ),
+    _C.STACK_AC_MODE: (
+        "{stack} has no '{ac}' activation checkpointing (its modes: none, selective, full): use --ac none,"
+        " selective or full"
     ),
     _C.STACK_NO_PIPELINE: (
         "{stack} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"

@@ -28,20 +28,27 @@ from planner.model.stacks import Stack
 
 
 def stack_problem(
-    stack: Stack, model: ModelSpec, layout: Layout, grad_accum: int, offload: bool = False
+    stack: Stack,
+    model: ModelSpec,
+    layout: Layout,
+    grad_accum: int,
+    offload: bool = False,
+    ac: ActivationCheckpointing | None = None,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run ``layout`` (None: it can), from ``Stack.refusals``: a pipeline
     without an engine, DeepSpeed's engine with ZeRO-2/3 or interleaving, Megatron-LM's even stages
     and interleaving limits, a context or expert split the stack lacks, more sharding than it has.
     Coded, so the app words it (ui/reasons.py)."""
     layers = model.num_layers
-    r = stack.layout_refusals(layout, layers, grad_accum, offload)
+    r = stack.layout_refusals(layout, layers, grad_accum, offload, ac)
     figures = {"stack": stack.value, "sharding": layout.sharding.value, "layers": layers, "pp": layout.pp}
-    figures |= {"vpp": layout.vpp, "grad_accum": grad_accum}
+    figures |= {"vpp": layout.vpp, "grad_accum": grad_accum, "ac": "" if ac is None else ac.value}
     for refused, rule in (
         (r.no_context_parallel, RuleCode.STACK_NO_CP),
         (r.no_expert_parallel, RuleCode.STACK_NO_EP),
         (r.sharding, RuleCode.STACK_SHARDING),
+        (r.no_zero1, RuleCode.STACK_NO_ZERO1),
+        (r.ac_mode, RuleCode.STACK_AC_MODE),
         (r.no_pipeline, RuleCode.STACK_NO_PIPELINE),
         (r.hf_pipeline, RuleCode.STACK_HF_PIPELINE),
         (r.autotp_zero3, RuleCode.STACK_AUTOTP_ZERO3),
@@ -54,6 +61,15 @@ def stack_problem(
         if refused:
             return RuleViolation(rule, figures)
     return None
+
+
+def ac_modes_problem(stack: Stack, modes: tuple[ActivationCheckpointing, ...]) -> RuleViolation | None:
+    """Why a plan's recompute modes, asked by name, are not all ``stack``'s (``Stack.ac_codes``;
+    the search's filter drops the others of the default modes silently)."""
+    refused = [m for m in modes if code(m) not in stack.ac_codes]
+    if not refused:
+        return None
+    return RuleViolation(RuleCode.STACK_AC_MODE, {"stack": stack.value, "ac": refused[0].value})
 
 
 def impl_problem(stack: Stack, impl: Implementation | None) -> RuleViolation | None:
@@ -183,7 +199,7 @@ def configuration_problem(
         )
         or moe_stack_problem(stack, model)
         or expert_tp_problem(model, layout)
-        or stack_problem(stack, model, layout, training.grad_accum, training.offload)
+        or stack_problem(stack, model, layout, training.grad_accum, training.offload, training.activation_checkpointing)
         or ac_blocks_problem(model, layout, training)
         or (a2a_layout_problem(layout, training) if moe_a2a_overlap else None)
         or optimizer_layout_problem(layout, training, optimizer)

@@ -388,6 +388,15 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} shards at most the optimizer state (ZeRO-1), not {sharding}",
         "{stack} 最多只切分优化器状态（ZeRO-1），不支持 {sharding}",
     ),
+    "reason_stack_no_zero1": (
+        "{stack} has no ZeRO-1 (its data parallelism is FSDP, FSDP without resharding after forward, or DDP):"
+        " choose FSDP, ZeRO-2 or no sharding",
+        "{stack} 没有 ZeRO-1（它的数据并行只有 FSDP、前向后不重新切分的 FSDP 或 DDP）：请选择 FSDP、ZeRO-2 或不切分",
+    ),
+    "reason_stack_ac_mode": (
+        "{stack} has no '{ac}' activation checkpointing (its modes: none, selective, full)",
+        "{stack} 没有“{ac}”激活检查点模式（它只有 none、selective、full）",
+    ),
     "reason_stack_no_pipeline": (
         "{stack} has no pipeline engine: use pp 1, or a stack that has one (megatron-core, torchtitan)",
         "{stack} 没有流水线引擎：请用 pp 1，或选择具备它的软件栈（megatron-core、torchtitan）",

@@ -109,6 +109,8 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_NO_MOE: "reason_stack_no_moe",
     _C.STACK_NO_ALIBI: "reason_stack_no_alibi",
     _C.STACK_SHARDING: "reason_stack_sharding",
+    _C.STACK_NO_ZERO1: "reason_stack_no_zero1",
+    _C.STACK_AC_MODE: "reason_stack_ac_mode",
     _C.STACK_NO_PIPELINE: "reason_stack_no_pipeline",
     _C.STACK_HF_PIPELINE: "reason_stack_hf_pipeline",
     _C.STACK_AUTOTP_ZERO3: "reason_stack_autotp_zero3",

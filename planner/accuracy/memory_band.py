@@ -136,6 +136,18 @@ def ratio_band(rows: tuple[MemoryRow, ...], sigma: float) -> tuple[float, float]
     return ends[0], ends[1]
 
 
+def band_ratios(
+    stack: str, hf_modules: bool, multi_gpu: bool, rows: tuple[MemoryRow, ...] | None = None
+) -> tuple[float, float]:
+    """The band's ends as measured / predicted for a plan of this kind (``ratio_band`` of its
+    ``evidence_rows``); (1, 1) with no measured peak at all."""
+    rows = load_memory_rows() if rows is None else rows
+    if not rows:
+        return 1.0, 1.0
+    used, _ = evidence_rows(rows, stack, hf_modules, multi_gpu)
+    return ratio_band(used, source_sigma(rows))
+
+
 def memory_band(
     reserved_gib: float,
     usable_gib: float,
@@ -151,7 +163,7 @@ def memory_band(
     if not rows:
         return None
     used, own = evidence_rows(rows, stack, hf_modules, multi_gpu)
-    low, high = ratio_band(used, source_sigma(rows))
+    low, high = band_ratios(stack, hf_modules, multi_gpu, rows)
     few = () if own else kind_rows(rows, stack, hf_modules, multi_gpu)
     errors = [abs(1.0 / r.ratio - 1.0) for r in used]  # predicted / measured - 1, as the tables print it
     fits = reserved_gib <= usable_gib

@@ -37,7 +37,10 @@ def rule_values(c: Candidates) -> dict:
 
 def refused_by(stack: Stack, model: ModelSpec, layout: Layout, training: TrainingConfig) -> bool:
     """Whether ``stack`` refuses the layout (``Stack.refusals``, the rule the search filters by)."""
-    return bool(stack.layout_refusals(layout, model.num_layers, training.grad_accum, training.offload).any())
+    refused = stack.layout_refusals(
+        layout, model.num_layers, training.grad_accum, training.offload, training.activation_checkpointing
+    )
+    return bool(refused.any())
 
 
 def checked_configuration(

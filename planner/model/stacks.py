@@ -9,9 +9,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.layout import Implementation, Layout, Sharding
+from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, code
+from planner.model.candidates import AC_CODES, AC_FULL, AC_NONE, AC_SELECTIVE, SHARD_FSDP, SHARD_ZERO1, code
 from planner.model.settings import (
     DEFAULT_SETTINGS,
     ModelingSettings,
@@ -41,6 +41,8 @@ class StackRefusals(NamedTuple):
     no_context_parallel: np.ndarray
     no_expert_parallel: np.ndarray
     sharding: np.ndarray  # more sharding than the stack has
+    no_zero1: np.ndarray  # ZeRO-1 where the stack's data parallelism has none (``Stack.has_zero1``)
+    ac_mode: np.ndarray  # a recompute mode the stack has no switch for (``Stack.ac_codes``)
     unsharded_offload: np.ndarray  # host offload without ZeRO where the stack's offload needs it
 
     def any(self) -> np.ndarray:
@@ -152,6 +154,25 @@ class Stack(StrEnum):
         return SHARD_ZERO1 if self in (Stack.MEGATRON_LM, Stack.DEEPSEEK_V3) else SHARD_FSDP
 
     @property
+    def has_zero1(self) -> bool:
+        """Whether its data parallelism can shard the optimizer states alone. torchtitan's is FSDP2
+        (``fully_shard``; without resharding after forward, ZeRO-2's memory), HSDP or DDP
+        (its ``data_parallel_shard_degree`` / ``replicate_degree``, ``fsdp_reshard_after_forward``);
+        Composer's FSDP (llm-foundry) FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD. Trial
+        s41: ``plan --stack torchtitan`` chose "zero1 pp=2"."""
+        return self not in (Stack.TORCHTITAN, Stack.LLM_FOUNDRY)
+
+    @property
+    def ac_codes(self) -> tuple[int, ...]:
+        """The recompute modes (candidate codes) it has a switch for: torchtitan's ``none``,
+        ``selective`` (its per-op policy) and ``full`` (``ActivationCheckpointingConfig``; the layer
+        frequency of its 2024-25 ``selective_ac_option`` is gone since c5d93d1, 2026-06), not the
+        first blocks of each rank nor the attention sub-layer alone (trial s41); every mode elsewhere."""
+        if self is Stack.TORCHTITAN:
+            return (AC_NONE, AC_SELECTIVE, AC_FULL)
+        return tuple(range(len(AC_CODES)))
+
+    @property
     def megatron_recompute_flags(self) -> bool:
         """Whether the stack's users name recomputation with Megatron's flags
         (``--recompute-granularity selective|full``), whose 'selective' is not trainplan's."""
@@ -174,10 +195,13 @@ class Stack(StrEnum):
             return Sharding.ZERO1
         return Sharding.ZERO2 if self.hf_modules_on_deepspeed and tp > 1 else Sharding.FSDP
 
-    def refusals(self, tp, pp, sharding, vpp, cp, ep, num_layers: int, grad_accum, offload=False) -> StackRefusals:
-        """What the stack refuses, per row (arrays or scalars; ``sharding`` as candidate codes;
-        ``grad_accum``: the pipeline's micro-batches; ``offload``: states on the host). One rule for
-        the search's filter and for an estimate's refusal (planner/request.py ``stack_problem``)."""
+    def refusals(
+        self, tp, pp, sharding, vpp, cp, ep, num_layers: int, grad_accum, offload=False, ac=None
+    ) -> StackRefusals:
+        """What the stack refuses, per row (arrays or scalars; ``sharding`` and ``ac`` as candidate
+        codes, ``ac`` None: not checked; ``grad_accum``: the pipeline's micro-batches; ``offload``:
+        states on the host). One rule for the search's filter and for an estimate's refusal
+        (planner/stack_rules.py ``stack_problem``)."""
         piped, deepspeed = np.asarray(pp) > 1, self.deepspeed_pipeline & (np.asarray(pp) > 1)
         on_hf = self.hf_modules_on_deepspeed
         pp, vpp, chunked = np.asarray(pp), np.asarray(vpp), np.asarray(vpp) > 1
@@ -193,16 +217,20 @@ class Stack(StrEnum):
             no_context_parallel=(np.asarray(cp) > 1) & (not self.context_parallel),
             no_expert_parallel=(np.asarray(ep) > 1) & (not self.expert_parallel),
             sharding=np.asarray(sharding) > self.max_sharding,
+            no_zero1=(np.asarray(sharding) == SHARD_ZERO1) & (not self.has_zero1),
+            ac_mode=np.zeros(np.shape(sharding), dtype=bool) if ac is None else ~np.isin(ac, self.ac_codes),
             unsharded_offload=np.asarray(offload, dtype=bool)
             & (np.asarray(sharding) < SHARD_ZERO1)
             & self.offloads_sharded_states_only,
         )
 
-    def layout_refusals(self, layout: Layout, num_layers: int, grad_accum: int, offload: bool) -> StackRefusals:
-        """``refusals`` of one layout (an estimate's; its fix hints' layouts)."""
-        sharding = code(layout.sharding)
+    def layout_refusals(
+        self, layout: Layout, num_layers: int, grad_accum: int, offload: bool, ac: ActivationCheckpointing | None = None
+    ) -> StackRefusals:
+        """``refusals`` of one layout (an estimate's; its fix hints' layouts) and recompute mode."""
+        sharding, mode = code(layout.sharding), None if ac is None else code(ac)
         return self.refusals(
-            layout.tp, layout.pp, sharding, layout.vpp, layout.cp, layout.ep, num_layers, grad_accum, offload
+            layout.tp, layout.pp, sharding, layout.vpp, layout.cp, layout.ep, num_layers, grad_accum, offload, mode
         )
 
     @property

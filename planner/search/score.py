@@ -15,10 +15,11 @@ import numpy as np
 from planner import accuracy
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.accuracy.ceiling import coarse_experts
+from planner.accuracy.memory_band import band_ratios
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.job_fit import measured_job_rows
 from planner.layout import ActivationCheckpointing
-from planner.model.candidates import AC_NONE, Candidates
+from planner.model.candidates import AC_NONE, IMPL_HF, Candidates
 from planner.model.estimate import divisible, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.memory import MemoryBreakdown, fits, memory_terms
@@ -121,6 +122,8 @@ def candidate_table(
             "time_factor": np.broadcast_to(factor, seconds.shape),
             "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
             "band_hi": np.broadcast_to(hi, seconds.shape),
+            # the memory band's high end passes the GPU's own room: it may not fit (a tie's order)
+            "may_not_fit": may_not_fit(mem, c, settings, evidence),
             # offload's host fit (planner/model/host.py), for the diagnosis
             "host_need_gib": host_need_bytes(model, c, settings) / GIB,
             "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
@@ -198,6 +201,14 @@ def timed_rows(
     return fit, (seconds, cost, uncapped)
 
 
+def may_not_fit(mem: MemoryBreakdown, c: Candidates, s: ModelingSettings, evidence: RowEvidence | None) -> np.ndarray:
+    """Rows whose reserved peak's band passes the GPU's room (its memory less the CUDA context), as
+    ``MemoryBand.may_not_fit`` says of one plan; none without evidence."""
+    if evidence is None or evidence.memory_high is None:
+        return np.zeros(len(c), dtype=bool)
+    return mem.reserved * evidence.memory_high > c.memory_bytes - s.cuda_context_bytes
+
+
 @dataclass(frozen=True)
 class RowEvidence:
     """What the validation says of each candidate (planner/accuracy): the efficiency ceiling of
@@ -206,6 +217,8 @@ class RowEvidence:
     mfu_ceiling: np.ndarray
     time_factor: np.ndarray
     band: tuple[np.ndarray, np.ndarray]
+    # The high end of its reserved peak's 80 % band, as measured / predicted (memory_band.band_ratios).
+    memory_high: np.ndarray | None = None
 
 
 def scored_table(
@@ -244,4 +257,14 @@ def row_evidence(
         mfu_ceiling=ceilings,
         time_factor=risk,
         band=(lo, hi),
+        memory_high=memory_high_ratios(c, request.stack.value),
     )
+
+
+def memory_high_ratios(c: Candidates, stack: str) -> np.ndarray:
+    """Each row's memory band's high end (measured / predicted) by its kind: the stack's, its
+    modules' (Hugging Face's or not) and its scale (one GPU or more)."""
+    hf, multi = c.impl == IMPL_HF, c.num_gpus > 1
+    kinds = [(h, m) for h in (False, True) for m in (False, True)]
+    highs = [band_ratios(stack, h, m)[1] for h, m in kinds]
+    return np.select([(hf == h) & (multi == m) for h, m in kinds], highs)

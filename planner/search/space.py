@@ -236,7 +236,7 @@ def gpu_rows(
         & ((rows["ep"] == 1) | (sharding != SHARD_NONE))
         & ~zero_over_one_rank(sharding, dp, cp)
         & ~space.stack.refusals(
-            tp, pp, sharding, rows["vpp"], cp, rows["ep"], model.num_layers, grad_accum, rows["offload"]
+            tp, pp, sharding, rows["vpp"], cp, rows["ep"], model.num_layers, grad_accum, rows["offload"], rows["ac"]
         ).any()
         & ~excess_ac_blocks(model, space, rows)
         & ~(space.moe_a2a_overlap & a2a_overlap_refused(rows["ep"], pp, rows["vpp"], rows["ac"]))

@@ -62,3 +62,25 @@ def test_first_of_tie_takes_the_first_in_tie_order_of_rows_alike_in_cost_and_tim
     assert rows.tolist() == [1, 2, 3, 0]  # sourced prices first
     assert first_of_tie(table, rows, 0) == 1  # type: ignore[arg-type]  # 1e-7 apart: a tie
     assert first_of_tie(table, rows, 3) == 3  # type: ignore[arg-type]  # cheaper: no tie
+
+
+def test_a_tie_goes_to_the_plan_that_surely_fits_before_the_faster_one():
+    """Trial s41: of six torchtitan plans held at one ceiling, the one whose memory band passes the
+    GPU ("may not fit") was chosen, by the model's own speed; a sure fit now comes first."""
+    table = SimpleNamespace(
+        extra={"uncapped_time_s": np.array([1.0, 2.0, 3.0]), "may_not_fit": np.array([True, False, False])}
+    )
+    assert tie_order(table, np.arange(3)).tolist() == [1, 2, 0]  # type: ignore[arg-type]
+
+
+def test_a_70b_plan_held_at_the_ceiling_is_one_that_surely_fits():
+    """The trial's second case (Llama 3.1 70B on 256 H200): by the model's own speed the tie went
+    to FSDP with 2 x blocks at 131 of 140 GiB, whose band passes the GPU; now to one that fits."""
+    request = PlanRequest(
+        model=get_preset("llama3.1-70b"), training_tokens=1e12, gpus={"h200-sxm": 256}, deadline_days=60, top_k=4
+    )
+    result = plan(request)
+    step = result.plan.estimate.time.step_s
+    tied = [p for p in result.alternatives if p.estimate.time.step_s == step]
+    assert any(p.estimate.may_not_fit for p in tied)  # the tie still holds a plan that may not fit
+    assert not result.plan.estimate.may_not_fit

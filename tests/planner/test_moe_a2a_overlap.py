@@ -10,6 +10,7 @@ from planner.api import PlanRequest, build_plan, restack
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode, RuleViolation
+from planner.layout import Sharding
 from planner.model.stacks import Stack
 from planner.stack_rules import a2a_overlap_problem
 from validation.moe_recipes import A2A_OVERLAP_NOTE, BRIDGE_QWEN3_235B_H100
@@ -68,7 +69,9 @@ def test_restack_keeps_the_overlap_under_megatron_core_only():
     again = restack(overlapped, Stack.MEGATRON_CORE, catalog=load_catalog())  # re-estimated, same stack
     assert again.moe_a2a_overlap and again.estimate.time.step_s == pytest.approx(overlapped.estimate.time.step_s)
     assert not restack(overlapped, Stack.DEEPSEEK_V3).moe_a2a_overlap  # DualPipe: its own overlap
-    assert not restack(overlapped, Stack.TORCHTITAN).moe_a2a_overlap
+    sharded = ROW.layout.model_copy(update={"sharding": Sharding.FSDP})  # torchtitan has no ZeRO-1
+    fsdp = build_plan(ROW.model, ROW.gpu, sharded, ROW.training, num_gpus=ROW.num_gpus, stack=Stack.MEGATRON_CORE)
+    assert not restack(fsdp.model_copy(update={"moe_a2a_overlap": True}), Stack.TORCHTITAN).moe_a2a_overlap
 
 
 def test_an_exposed_all_to_all_under_megatron_core_is_said_in_both_interfaces():

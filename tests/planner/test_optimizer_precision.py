@@ -142,7 +142,7 @@ def test_the_memory_fix_names_bf16_gradients_where_they_alone_make_it_fit():
     plain = llama_plan(stack=Stack.MEGATRON_CORE)
     assert not plain.estimate.feasible and FixCode.BF16_GRADS in fixes(plain)
     assert llama_plan(stack=Stack.MEGATRON_CORE, optimizer_precision=BF16_GRADS).estimate.feasible
-    assert FixCode.BF16_GRADS not in fixes(llama_plan(stack=Stack.TORCHTITAN))
+    assert FixCode.BF16_GRADS not in fixes(llama_plan(stack=Stack.TRAINPLAN))
     narrow = build_plan(
         LLAMA3_70B, "h100-sxm", LAYOUT.model_copy(update={"tp": 2}), TRAINING, num_gpus=64, stack=Stack.MEGATRON_CORE
     )

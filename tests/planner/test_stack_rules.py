@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from planner.api import PlanRequest, build_plan
@@ -172,7 +173,7 @@ def test_deepspeeds_pipeline_engine_refuses_what_it_cannot_run(sharding, vpp, wo
     layout = Layout(pp=2, vpp=vpp, sharding=sharding)
     with pytest.raises(ValueError, match=words):
         build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.MEGATRON_DEEPSPEED)
-    assert build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.TORCHTITAN).layout.pp == 2
+    assert build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.TRAINPLAN).layout.pp == 2
     flat, on_hf = Layout(sharding=sharding), training.model_copy(update={"impl": Implementation.HF})
     assert build_plan(model, "h100-sxm", flat, on_hf, num_gpus=16, stack=Stack.DEEPSPEED).layout.pp == 1
 
@@ -194,7 +195,8 @@ def test_megatron_lm_splits_layers_evenly_and_interleaves_as_its_arguments_allow
     assert refused(lm, 4, 8, 8) == ["uneven_stages"]  # 20 layers per rank in 8 chunks
     assert refused(lm, 2, 2, 8) == ["interleaving"]  # pp 2
     assert refused(lm, 4, 2, 6) == ["interleaving"]  # 6 micro-batches over pp 4
-    assert all(refused(s, 4, 8, 6) == [] for s in (Stack.MEGATRON_CORE, Stack.TRAINPLAN, Stack.TORCHTITAN))
+    assert all(refused(s, 4, 8, 6) == [] for s in (Stack.MEGATRON_CORE, Stack.TRAINPLAN))
+    assert refused(Stack.TORCHTITAN, 4, 8, 6) == ["no_zero1"]  # FSDP2, HSDP or DDP (trial s41)
     layout, training = Layout(tp=4, pp=4, vpp=8, sharding=Sharding.ZERO1), TrainingConfig(seq_len=4096, grad_accum=8)
     with pytest.raises(ValueError, match="splits the 80 layers evenly over pp 4 x vpp 8"):
         build_plan(model, "a100-80gb-sxm", layout, training, num_gpus=64, stack=lm)
@@ -222,3 +224,29 @@ def test_megatron_stacks_without_alibi_refuse_an_alibi_model():
     for stack in (Stack.MEGATRON_DEEPSPEED, Stack.HF_TRAINER, Stack.LLM_FOUNDRY):
         assert PlanRequest(model=model, training_tokens=1e11, stack=stack)
     assert PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e11, stack=Stack.MEGATRON_CORE)
+
+
+def test_torchtitan_refuses_the_modes_it_has_no_switch_for():
+    """Trial s41: `plan --stack torchtitan` chose "zero1 pp=2" and "blocks (8 per pp rank)", and an
+    estimate took --ac attention: torchtitan's data parallelism has no ZeRO-1 and its recompute
+    modes are none, selective (per op) and full. The search leaves such rows out."""
+    model = get_preset("llama3-8b")
+    training = TrainingConfig(seq_len=4096, micro_batch=1, activation_checkpointing=ActivationCheckpointing.ATTENTION)
+    with pytest.raises(ValueError, match="has no 'attention' activation checkpointing"):
+        build_plan(model, "h100-sxm", Layout(), training, num_gpus=8, stack=Stack.TORCHTITAN)
+    with pytest.raises(ValueError, match="has no ZeRO-1"):
+        build_plan(
+            model, "h100-sxm", Layout(sharding=Sharding.ZERO1), TrainingConfig(), num_gpus=8, stack=Stack.TORCHTITAN
+        )
+    with pytest.raises(ValueError, match="has no 'blocks' activation checkpointing"):
+        PlanRequest(
+            model=model,
+            training_tokens=1e12,
+            gpus={"h100-sxm": 64},
+            stack=Stack.TORCHTITAN,
+            activation_checkpointing=(ActivationCheckpointing.BLOCKS,),
+        )
+    space = search_space(PlanRequest(model=model, training_tokens=1e12, gpus={"h100-sxm": 64}, stack=Stack.TORCHTITAN))
+    rows = build_candidates(model, load_catalog(), {"h100-sxm": 64}, space)
+    assert len(rows) and not (rows.sharding == SHARD_ZERO1).any()
+    assert set(np.unique(rows.ac)) <= set(Stack.TORCHTITAN.ac_codes)

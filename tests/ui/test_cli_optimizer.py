@@ -127,10 +127,10 @@ def test_explain_says_which_choices_another_stack_dropped(capsys, tmp_path):
     args = ["estimate", *NEMOTRON_340B, "--grad-reduce-in-bf16", "--precision-aware-optimizer", "--out", str(out)]
     assert main(args) == 0
     capsys.readouterr()
-    assert main(["explain", str(out), "--stack", "torchtitan"]) == 0
+    assert main(["explain", str(out), "--stack", "megatron-lm"]) == 0
     err = capsys.readouterr().err
     for flag in ("--grad-reduce-in-bf16", "--precision-aware-optimizer"):
-        assert f"the plan's {flag} is dropped: torchtitan does not offer it" in err
+        assert f"the plan's {flag} is dropped: megatron-lm does not offer it" in err
     assert main(["explain", str(out)]) == 0
     assert "dropped" not in capsys.readouterr().err
 
