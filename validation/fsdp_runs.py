@@ -38,10 +38,12 @@ DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validatio
 # llm-foundry's attn_impl='triton' runs MPT's Triton flash kernel (flash_attn_triton.py):
 # AttentionKernel.TRITON; its profile is the planner's (--stack llm-foundry).
 FA2_TORCHTITAN = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.SDPA_FA2)
-# torchtitan's 2024 benchmark file ran 9dec370, whose train.py had the loss's torch.compile
-# commented out (build_cross_entropy_loss compiles it from bbb1b616, 2025-04-02): the eager fp32
-# loss over the full logits there, compile or not.
-FA2_TORCHTITAN_2024 = FA2_TORCHTITAN.but(compile_fuses_loss=False)
+# torchtitan before bbb1b616 (2025-04-02), which compiles the loss with the model: the eager fp32
+# loss over the full logits, compile or not. Its 2024 benchmark file ran 9dec370 (the line is
+# commented out in its train.py); torchao's float8 README rows ran torchtitan 0.0.2 with dev builds
+# of torch 2.7.0a0 and torchao 0.10.0 (between torchao 0.9, Feb 2025, and 0.10's release, Apr 2025):
+# read as before it (its compiled reading: 38.3 GiB for 47.7 measured).
+FA2_TORCHTITAN_EAGER_LOSS = FA2_TORCHTITAN.but(compile_fuses_loss=False)
 TORCHTITAN_2024_FILE = "benchmarks/llama3_h100_202412_torchtitan.md"
 # PyTorch FSDP on Llama modules outside torchtitan (IBM fms-fsdp; the whole runs' Meta in-house
 # and nanotron readings): its kernels, but the loss outside the compiled model (not torch's
@@ -87,6 +89,7 @@ FMS_ACCELERATION_HF = with_attention(STACK_SETTINGS[Stack.HF_TRAINER], Attention
 STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
     ("torchtitan", "sdpa-fa2"): FA2_TORCHTITAN,
     ("fms-fsdp", "sdpa-fa2"): FA2_FSDP_BLOCKS,
+    ("torchao", "sdpa-fa2"): FA2_TORCHTITAN_EAGER_LOSS,
     ("llm-foundry", "flash"): LLM_FOUNDRY_FLASH,
     ("llm-foundry", "triton"): LLM_FOUNDRY_TRITON,
     ("ml-engineering", "fa3-fa4"): ML_ENGINEERING_DEEPSPEED,
@@ -101,6 +104,7 @@ STACK_PROFILES: dict[tuple[str, str], ModelingSettings] = {
 SOURCE_STACKS: dict[str, Stack | str] = {
     "torchtitan": Stack.TORCHTITAN,
     "fms-fsdp": "fms-fsdp",
+    "torchao": Stack.TORCHTITAN,
     "llm-foundry": Stack.LLM_FOUNDRY,
     "ml-engineering": Stack.DEEPSPEED,
     "accelerate": Stack.HF_TRAINER,
@@ -228,7 +232,7 @@ class FsdpRun:
     @property
     def settings(self) -> ModelingSettings:
         if self.locator.startswith(TORCHTITAN_2024_FILE):
-            return FA2_TORCHTITAN_2024
+            return FA2_TORCHTITAN_EAGER_LOSS
         return STACK_PROFILES[(self.source, self.attention)]
 
 

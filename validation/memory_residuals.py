@@ -1,5 +1,5 @@
 """The measured memory peaks the memory band is read from (planner/accuracy/memory_band.py), as
-the harness predicts them: torchtitan's reserved peaks (validation/fsdp_runs.py, held out: nothing
+the harness predicts them: torchtitan's (and torchao's) reserved peaks (validation/fsdp_runs.py, held out: nothing
 was fitted on them), trainplan's H200 runs' allocated peaks (validation/calibration.py; the
 allocated model has no fitted term but a 96 MiB constant, while two fractions of the reserved one
 were fitted on these runs, so their reserved figures are not rows) and Megatron-LM's CI reference

@@ -28,7 +28,7 @@ RUNS = read_fsdp_runs()
 def test_every_row_reads_with_a_profile_and_a_generation():
     with DEFAULT_FSDP_RUNS.open(newline="", encoding="utf-8") as f:
         raw = list(csv.DictReader(f))
-    assert len(RUNS) == len(raw) == 256
+    assert len(RUNS) == len(raw) == 258
     assert collections.Counter(r.source for r in RUNS) == {
         "torchtitan": 17,
         "fms-fsdp": 8,
@@ -37,6 +37,7 @@ def test_every_row_reads_with_a_profile_and_a_generation():
         "accelerate": 3,
         "accelerate-deepspeed": 1,
         "fms-acceleration": 4,
+        "torchao": 2,
     }
     for run in RUNS:
         assert (run.source, run.attention) in STACK_PROFILES
