@@ -40,9 +40,9 @@ DEFAULT_FSDP_RUNS = Path(__file__).resolve().parent.parent / "data" / "validatio
 FA2_TORCHTITAN = with_attention(STACK_SETTINGS[Stack.TORCHTITAN], AttentionKernel.SDPA_FA2)
 # torchtitan before bbb1b616 (2025-04-02), which compiles the loss with the model: the eager fp32
 # loss over the full logits, compile or not. Its 2024 benchmark file ran 9dec370 (the line is
-# commented out in its train.py); torchao's float8 README rows ran torchtitan 0.0.2 with dev builds
-# of torch 2.7.0a0 and torchao 0.10.0 (between torchao 0.9, Feb 2025, and 0.10's release, Apr 2025):
-# read as before it (its compiled reading: 38.3 GiB for 47.7 measured).
+# commented out in its train.py); torchao's float8 README rows ran torchtitan 0.0.2 with a torchao
+# built at 890e0ac8 (2025-02-28), and were committed to the README in 8c81863b on 2025-03-12, before
+# it (review s41; its compiled reading: 38.3 GiB for 47.7 measured).
 FA2_TORCHTITAN_EAGER_LOSS = FA2_TORCHTITAN.but(compile_fuses_loss=False)
 TORCHTITAN_2024_FILE = "benchmarks/llama3_h100_202412_torchtitan.md"
 # PyTorch FSDP on Llama modules outside torchtitan (IBM fms-fsdp; the whole runs' Meta in-house

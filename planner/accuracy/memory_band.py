@@ -20,11 +20,11 @@ memory carries a band too:
   the high end passes what the fit rule leaves the reserved peak (``may_fit`` where the low end
   is under it for a plan judged not to fit).
 
-Held out (leave one source out) its coverage is 77 % on four sources (54 % on three once
-torchtitan's per-op checkpointing was read, 62 % before, 41 % on the first two): with three sources
-agreeing within 5 %, a band read from two of them was narrow and the H200 runs, predicted within
-1 %, fell just under it; torchao's float8 README, torchtitan's software measured by another team,
-is the fourth (docs/validation.md). The band says how far the sources disagree.
+Held out (leave one source out, torchao's rows with torchtitan's: the same software) its coverage
+is 54 % (62 % before torchtitan's per-op checkpointing was read, 41 % on the first two sources):
+with three sources agreeing within 5 %, a band read from two of them is narrow and the H200 runs,
+predicted within 1 %, fall just under it (docs/validation.md). The band says how far the sources
+disagree.
 
 Nothing here changes which plans fit: the fit rule stays the model's figure (a band read from
 thirteen rows of one stack would drop most large plans); the band says how sure that figure is.

@@ -44,7 +44,7 @@ from planner.model.saved_bytes import native_saved_bytes as native_saved_bytes
 from planner.model.saved_bytes import norm_saved_bytes as norm_saved_bytes
 from planner.model.saved_bytes import score_backward_bytes as score_backward_bytes
 from planner.model.saved_bytes import tp_gathered_bytes as tp_gathered_bytes
-from planner.model.settings import COMPILED_CE_BYTES_PER_LOGIT, ModelingSettings
+from planner.model.settings import FUSED_CE_BYTES_PER_LOGIT, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import StageParams, stage_params
 from planner.model.zero_collectives import bucket_buffer_bytes
@@ -299,7 +299,7 @@ def loss_bytes_per_logit(c: Candidates, s: ModelingSettings) -> np.ndarray:
     # Compiled where the loss is a plain tensor's (tp 1: the rows that measured it); under
     # tp > 1 it is DTensor's loss_parallel, whose compiled form no measured peak shows.
     compiled = s.compile_fuses_loss & c.compile.astype(bool) & ~chunked_loss(c, s) & (c.tp == 1)
-    return np.where(compiled, np.minimum(per_logit, COMPILED_CE_BYTES_PER_LOGIT), per_logit)
+    return np.where(compiled, np.minimum(per_logit, FUSED_CE_BYTES_PER_LOGIT), per_logit)
 
 
 def stage_memory(

@@ -50,11 +50,12 @@ DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION = (
     * DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM
     / ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH
 )
-# A compiled cross-entropy over bf16 logits (torch.compile of ``F.cross_entropy(pred.float(), ...)``):
-# the forward keeps the bf16 logits and an fp32 log-sum-exp per row, never an fp32 copy, and the
-# backward writes the gradient in the logits' dtype in one fused kernel: 2 + 2 bytes per logit
-# at its peak, as flash-attn's fused cross-entropy (stack_profiles.FLASH_ATTN_CE_BYTES_PER_LOGIT).
-COMPILED_CE_BYTES_PER_LOGIT = 4.0
+# A fused cross-entropy over bf16 logits: the forward keeps the bf16 logits and an fp32 log-sum-exp
+# per row, never an fp32 copy, and the backward writes the gradient in the logits' dtype: 2 + 2
+# bytes per logit at its peak. torch.compile of ``F.cross_entropy(pred.float(), ...)`` fuses it so
+# (``compile_fuses_loss``), and flash-attn's Triton cross-entropy is written so (llm-foundry's
+# profile, stack_profiles.py).
+FUSED_CE_BYTES_PER_LOGIT = 4.0
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ class ModelingSettings:
     # torch.compile compiles the loss too (torchtitan's build_cross_entropy_loss under
     # training.compile, from bbb1b616, 2025-04-02; 9dec370 of its 2024 benchmarks had the line
     # commented out): Inductor fuses the fp32 upcast into the log-softmax reductions and writes
-    # the gradient in bf16, so the loss backward holds ``COMPILED_CE_BYTES_PER_LOGIT``.
+    # the gradient in bf16, so the loss backward holds ``FUSED_CE_BYTES_PER_LOGIT``.
     compile_fuses_loss: bool = False
     # Attention that materialises its s x s scores (planner/model/attention_scores.py) saves some of them
     # for backward, per score and head, masked and out-of-window ones too. Hugging Face's eager
@@ -302,8 +303,9 @@ class ModelingSettings:
     # ``trainer/parallel.py``); True, every block under torchtitan's per-op policy, which keeps
     # the odd-numbered matmuls' and attention's outputs and recomputes the rest
     # (planner/model/op_checkpoint.py; MoE and MLA blocks keep the every-other-block reading).
-    # Memory only: its recompute is timed as every other block's (about 2 % more work on a Llama
-    # block at 8K: half the GEMMs and attention against a third of the GEMMs and every pass).
+    # Memory only: its recompute is timed as every other block's (half the GEMMs and attention
+    # again), while the policy runs about a third of the GEMMs, no attention and every elementwise
+    # pass again: not timed apart (review s41).
     selective_per_op: bool = False
     # Output-discarding recompute of whole modules (Megatron-Core ``recompute_modules``; rows
     # tagged in planner/model/block.py): their outputs are not saved, and their GEMMs and passes

@@ -17,6 +17,7 @@ from planner.model.settings import (
     DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
     DEFAULT_SETTINGS,
+    FUSED_CE_BYTES_PER_LOGIT,
     ModelingSettings,
     with_attention,
 )
@@ -267,7 +268,11 @@ TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
 # asked; SDPA attention (transformers' default attn_implementation). trainplan's FSDP2 kernels
 # otherwise: these are what the H200 calibration runs measured (stock HF Llama under FSDP2,
 # ``model(labels=...)``: validation/calibration.py).
-HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(loss_chunk_tokens=0, sliding_window_band=False)  # HF modules only
+HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
+    loss_chunk_tokens=0,
+    sliding_window_band=False,  # HF modules only
+    loss_parallel_bytes_per_logit=None,  # no tensor-parallel LM head (review s41)
+)
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of
 # ml-engineering's H200-vs-B200 recipe): the same modules and full-logits loss as HF Trainer, the
@@ -294,10 +299,9 @@ DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
 # ``CrossEntropyLossFunction``): the forward saves the logits in their own dtype (bf16 under
 # autocast) and an fp32 log-sum-exp per row, with no fp32 copy; the backward writes the gradient
 # into ``torch.empty_like(logits)`` (bf16; into the logits themselves with inplace_backward,
-# which llm-foundry does not set): 2 + 2 bytes per logit at the loss backward's peak. The 2023
-# benchmark rows ran flash-attn 1.x's CUDA xentropy kernel, which the Triton one replaced and this
-# reading did not open.
-FLASH_ATTN_CE_BYTES_PER_LOGIT = 4.0
+# which llm-foundry does not set): 2 + 2 bytes per logit at the loss backward's peak
+# (``FUSED_CE_BYTES_PER_LOGIT``). The 2023 benchmark rows ran flash-attn 1.x's CUDA xentropy kernel,
+# which the Triton one replaced and this reading did not open.
 
 # MosaicML llm-foundry: Composer FSDP on its MPT modules, flash-attn's fused cross-entropy over
 # the full logits (``loss_fn: fused_crossentropy``, the default of ComposerMPTCausalLM since the
@@ -306,9 +310,14 @@ FLASH_ATTN_CE_BYTES_PER_LOGIT = 4.0
 # package's FlashAttention-2 (attn_impl "flash"; "triton" runs MPT's Triton kernel: --attention
 # triton), never cuDNN. Validated on its benchmark tables (validation/fsdp_runs.py: 209 rows).
 LLM_FOUNDRY_SETTINGS = with_attention(
-    # Composer checkpoints whole blocks (its FSDP activation_checkpointing); no torch.compile.
+    # Composer checkpoints whole blocks (its FSDP activation_checkpointing); no torch.compile; its
+    # one TP strategy (llmfoundry/tp/ffn_tp_strategy.py) splits the MLP only, never the LM head, so
+    # the fused loss holds its bytes at any tp (review s41: charged loss_parallel's 16).
     TORCHTITAN_SETTINGS.but(
-        loss_bytes_per_logit=FLASH_ATTN_CE_BYTES_PER_LOGIT, compile_fuses_loss=False, selective_per_op=False
+        loss_bytes_per_logit=FUSED_CE_BYTES_PER_LOGIT,
+        compile_fuses_loss=False,
+        selective_per_op=False,
+        loss_parallel_bytes_per_logit=None,
     ),
     AttentionKernel.FLASH2,
 )

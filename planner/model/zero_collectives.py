@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model import comm
-from planner.model.block import block_table, root_table
+from planner.model.block import QKV_GEMM, block_table, root_table
 from planner.model.block_rows import AttentionCore
 from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.saved_bytes import compute_dtype_bytes
@@ -65,7 +65,7 @@ def tensors(model: ModelSpec) -> Tensors:
             continue
         if g.experts > 1:
             block.append(g.params)
-        elif g.name == "qkv" and not model.fused_qkv:
+        elif g.name == QKV_GEMM and not model.fused_qkv:
             block.extend(_q_k_v(g.params, g.d_in, table.attention))
         else:
             block.extend([g.params // g.count] * g.count)
