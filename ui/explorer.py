@@ -13,6 +13,7 @@ import streamlit as st
 
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
+from planner.model.stacks import Stack
 from planner.plan import Plan
 from ui import app_core, figures
 from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
@@ -92,7 +93,14 @@ def send_to_plan() -> None:
     st.session_state[SENT] = True
 
 
-def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
+def offered_choice(key: str, offered: list[str], fallback: str) -> None:
+    """A select box's kept value where the stack still offers it, else ``fallback`` (review s41:
+    torchtitan refused the "zero1" and "blocks" the explorer offered it)."""
+    if key in st.session_state and st.session_state[key] not in offered:
+        st.session_state[key] = fallback
+
+
+def explorer_inputs(tr: Labels, stack: Stack) -> tuple[str, int, dict, dict]:
     gpus = list(catalog().gpus)
     left, right = st.columns(2)
     gpu = left.selectbox(tr("ex_gpu"), gpus, **kept("ex_gpu"))
@@ -105,8 +113,11 @@ def explorer_inputs(tr: Labels) -> tuple[str, int, dict, dict]:
     )
     # three a row: five cut the choices to "zer" and "bf1" at 800 px (issue 30)
     row = [*st.columns(3), *st.columns(3)]
-    sharding = row[0].selectbox(tr("ex_sharding"), [s.value for s in Sharding], **kept("ex_sharding"))
-    modes = [a.value for a in ActivationCheckpointing]
+    shardings = [s.value for s in Sharding if stack.offers_sharding(s)]
+    offered_choice("ex_sharding", shardings, stack.default_sharding().value)
+    sharding = row[0].selectbox(tr("ex_sharding"), shardings, **kept("ex_sharding"))
+    modes = [a.value for a in ActivationCheckpointing if stack.offers_ac(a)]
+    offered_choice("ex_ac", modes, ActivationCheckpointing.FULL.value)
     ac = row[1].selectbox(tr("ex_ac"), modes, format_func=tr.option, **kept("ex_ac"))
     precision = row[2].selectbox(tr("ex_precision"), [p.value for p in Precision], **kept("ex_precision"))
     micro = int(number_box(row[3], tr, "ex_micro_batch", min_value=1, step=1, **kept("ex_micro_batch")))
@@ -205,7 +216,7 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     st.caption(tr("ex_help"))
     if chosen is not None:
         st.button(tr("ex_load"), key="ex_load", on_click=load_plan, args=(chosen,))
-    gpu, num_gpus, layout, training = explorer_inputs(tr)
+    gpu, num_gpus, layout, training = explorer_inputs(tr, inputs.request.stack)
     p = explored_plan(tr, inputs, gpu, num_gpus, layout, training)
     if p is None:
         return

@@ -35,6 +35,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
+from planner.request import DEFAULT_AC
 from planner.search.ownership import TcoAssumptions
 from ui import app_core
 from ui.cached import cached_calibration
@@ -338,7 +339,13 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
         format_func=lambda v: tr("auto") if v == 0 else app_core.token_count(v),
     )
     precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
-    ac = st.multiselect(tr("ac"), [a.value for a in ActivationCheckpointing], key="ac", format_func=tr.option)
+    # only the modes the stack has a switch for (review s41: torchtitan refused "blocks" after it was offered)
+    stack = Stack(st.session_state.get("stack", Stack.TRAINPLAN.value))
+    offered = [a.value for a in ActivationCheckpointing if stack.offers_ac(a)]
+    if any(m not in offered for m in st.session_state.get("ac", [])):
+        kept_modes = [m for m in st.session_state["ac"] if m in offered]
+        st.session_state["ac"] = kept_modes or [a.value for a in DEFAULT_AC if a.value in offered]
+    ac = st.multiselect(tr("ac"), offered, key="ac", format_func=tr.option)
     offload = st.checkbox(tr("allow_offload"), key="allow_offload")
     max_gpus = number_box(st, tr, "max_gpus", min_value=1, max_value=MAX_GPUS, step=64, key="max_gpus")
     top_k = st.slider(tr("top_k"), 1, 50, key="top_k")

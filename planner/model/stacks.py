@@ -172,6 +172,14 @@ class Stack(StrEnum):
             return (AC_NONE, AC_SELECTIVE, AC_FULL)
         return tuple(range(len(AC_CODES)))
 
+    def offers_ac(self, mode: ActivationCheckpointing) -> bool:
+        """Whether ``mode`` is one of its recompute switches (``ac_codes``)."""
+        return code(mode) in self.ac_codes
+
+    def offers_sharding(self, sharding: Sharding) -> bool:
+        """Whether its data parallelism runs ``sharding`` (``max_sharding``, ``has_zero1``)."""
+        return code(sharding) <= self.max_sharding and (sharding != Sharding.ZERO1 or self.has_zero1)
+
     @property
     def megatron_recompute_flags(self) -> bool:
         """Whether the stack's users name recomputation with Megatron's flags

@@ -420,3 +420,19 @@ def test_the_english_fix_names_the_sidebars_boxes_not_cli_flags():
     said = fix_text(EN, hints)
     assert "--" not in said and "“bf16 gradients” and “Precision-aware optimizer”" in said
     assert said.endswith("; or enable full activation checkpointing")
+
+
+def test_torchtitan_is_offered_only_the_modes_it_has():
+    """Review s41: the sidebar and the explorer offered torchtitan "blocks", "attention" and
+    "zero1", which it then refused; a kept choice it lacks falls back to one it has."""
+    at = run_app()
+    at.session_state["ac"] = ["blocks"]
+    at.sidebar.selectbox(key="stack").set_value(Stack.TORCHTITAN.value).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.multiselect(key="ac").options == ["none", "selective", "full"]
+    assert list(at.sidebar.multiselect(key="ac").value) == ["none", "selective", "full"]
+    at = open_tab(at, "tab_explorer")
+    assert "zero1" not in at.selectbox(key="ex_sharding").options
+    assert at.selectbox(key="ex_ac").options == ["none", "selective", "full"]
+    at.sidebar.selectbox(key="stack").set_value(Stack.TRAINPLAN.value).run()
+    assert len(at.sidebar.multiselect(key="ac").options) == 5 and "zero1" in at.selectbox(key="ex_sharding").options
