@@ -137,6 +137,13 @@ def ratio_band(rows: tuple[MemoryRow, ...], sigma: float) -> tuple[float, float]
     return ends[0], ends[1]
 
 
+def passes_room(reserved, high, room):
+    """Whether a reserved peak's band (its high end, measured / predicted) passes the GPU's own
+    room (its memory less the CUDA context): a plan's ``may_not_fit``, and the search's tie key
+    (planner/search/score.py). Any units, alike on both sides; arrays broadcast."""
+    return reserved * high > room
+
+
 def band_ratios(
     stack: str, hf_modules: bool, multi_gpu: bool, rows: tuple[MemoryRow, ...] | None = None
 ) -> tuple[float, float]:
@@ -173,7 +180,7 @@ def memory_band(
         reserved_gib=(reserved_gib * low, reserved_gib * high),
         usable_gib=usable_gib,
         room_gib=room_gib,
-        may_not_fit=fits and reserved_gib * high > room_gib,
+        may_not_fit=fits and bool(passes_room(reserved_gib, high, room_gib)),
         may_fit=not fits and reserved_gib * low <= usable_gib,
         validated=own,
         rows=len(used),

@@ -15,7 +15,7 @@ import numpy as np
 from planner import accuracy
 from planner.accuracy.bands import BAND_QUANTILES
 from planner.accuracy.ceiling import coarse_experts
-from planner.accuracy.memory_band import band_ratios
+from planner.accuracy.memory_band import band_ratios, passes_room
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.job_fit import measured_job_rows
 from planner.layout import ActivationCheckpointing
@@ -206,7 +206,7 @@ def may_not_fit(mem: MemoryBreakdown, c: Candidates, s: ModelingSettings, eviden
     ``MemoryBand.may_not_fit`` says of one plan; none without evidence."""
     if evidence is None or evidence.memory_high is None:
         return np.zeros(len(c), dtype=bool)
-    return mem.reserved * evidence.memory_high > c.memory_bytes - s.cuda_context_bytes
+    return passes_room(mem.reserved, evidence.memory_high, c.memory_bytes - s.cuda_context_bytes)
 
 
 @dataclass(frozen=True)
