@@ -26,7 +26,7 @@ from planner.model.candidates import (
     Candidates,
 )
 from planner.model.flops import checkpointed_blocks, chunked_loss, recompute_fraction
-from planner.model.op_checkpoint import op_policy_bytes_per_token, op_policy_rows
+from planner.model.op_checkpoint import op_policy_bytes_per_token
 from planner.model.pipeline import PipelineRank, pipeline_ranks
 from planner.model.rowwise import (
     MEMORY_COLUMNS,
@@ -226,18 +226,23 @@ def activation_terms(
     )
 
 
+def per_op_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray | None:
+    """What a block keeps per token where ``selective`` is torchtitan's per-op policy: the stack's
+    reading (``s.selective_per_op``) on a block whose rule is written (planner/model/op_checkpoint.py);
+    None elsewhere (every other block checkpointed)."""
+    return op_policy_bytes_per_token(model, c, s) if s.selective_per_op else None
+
+
 def per_op_selective(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Where ``selective`` is counted as torchtitan's per-op policy: the stack's reading
-    (``s.selective_per_op``) on a block whose rule is written (``op_policy_rows``)."""
-    written = s.selective_per_op and op_policy_rows(model) is not None
-    return (c.ac == AC_SELECTIVE) & written
+    """Where ``selective`` is counted as the per-op policy (``per_op_bytes_per_token``)."""
+    return (c.ac == AC_SELECTIVE) & (per_op_bytes_per_token(model, c, s) is not None)
 
 
 def selective_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings, n, full, kept) -> np.ndarray:
     """``n`` blocks' activations per micro-batch under ``selective``: every other block
     checkpointed (``full`` saved by one, ``kept`` by the other), or under the per-op policy
-    (``s.selective_per_op``, planner/model/op_checkpoint.py) what it keeps of every block."""
-    op = op_policy_bytes_per_token(model, c, s) if s.selective_per_op else None
+    (``per_op_bytes_per_token``) what it keeps of every block."""
+    op = per_op_bytes_per_token(model, c, s)
     if op is None:
         return np.ceil(n / 2) * full + np.floor(n / 2) * kept
     return n * op * c.micro_batch * c.seq_len / c.cp
@@ -254,7 +259,7 @@ def recompute_bytes(
     full = sum(per_token.values()) * tokens
     attention = per_token[Part.ATTENTION.value] * tokens  # what a recomputed attention sub-layer holds
     checkpointed = np.where(recompute_fraction(c, 1) > 0, full, np.where(c.ac == AC_ATTENTION, attention, 0.0))
-    op = op_policy_bytes_per_token(model, c, s) if s.selective_per_op else None
+    op = per_op_bytes_per_token(model, c, s)
     if op is not None:  # the per-op policy rebuilds what it did not keep, beside what it kept
         checkpointed = np.where(c.ac == AC_SELECTIVE, full - op * tokens, checkpointed)
     if not s.recompute_modules:

@@ -177,8 +177,14 @@ class Stack(StrEnum):
         return code(mode) in self.ac_codes
 
     def offers_sharding(self, sharding: Sharding) -> bool:
-        """Whether its data parallelism runs ``sharding`` (``max_sharding``, ``has_zero1``)."""
-        return code(sharding) <= self.max_sharding and (sharding != Sharding.ZERO1 or self.has_zero1)
+        """Whether its data parallelism runs ``sharding`` (``sharding_refusals``)."""
+        return not any(self.sharding_refusals(code(sharding)))
+
+    def sharding_refusals(self, sharding) -> tuple[np.ndarray, np.ndarray]:
+        """(more sharding than it has: ``max_sharding``; ZeRO-1 where it has none: ``has_zero1``)
+        of candidate codes: ``refusals``' two sharding rules and the app's choices."""
+        codes = np.asarray(sharding)
+        return codes > self.max_sharding, (codes == SHARD_ZERO1) & (not self.has_zero1)
 
     @property
     def megatron_recompute_flags(self) -> bool:
@@ -214,6 +220,7 @@ class Stack(StrEnum):
         on_hf = self.hf_modules_on_deepspeed
         pp, vpp, chunked = np.asarray(pp), np.asarray(vpp), np.asarray(vpp) > 1
         even = self.even_stages
+        over, no_zero1 = self.sharding_refusals(sharding)
         return StackRefusals(
             no_pipeline=piped & (not self.pipelines),
             hf_pipeline=piped & on_hf,
@@ -224,8 +231,8 @@ class Stack(StrEnum):
             interleaving=even & chunked & ((pp <= 2) | (np.asarray(grad_accum) % pp != 0)),
             no_context_parallel=(np.asarray(cp) > 1) & (not self.context_parallel),
             no_expert_parallel=(np.asarray(ep) > 1) & (not self.expert_parallel),
-            sharding=np.asarray(sharding) > self.max_sharding,
-            no_zero1=(np.asarray(sharding) == SHARD_ZERO1) & (not self.has_zero1),
+            sharding=over,
+            no_zero1=no_zero1,
             ac_mode=np.zeros(np.shape(sharding), dtype=bool) if ac is None else ~np.isin(ac, self.ac_codes),
             unsharded_offload=np.asarray(offload, dtype=bool)
             & (np.asarray(sharding) < SHARD_ZERO1)
