@@ -10,12 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from planner.estimate_parts import term_words
 from planner.fmt import duration_words
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.goodput import loss_shares
 from planner.model.rates import KERNEL_WORDS
 from planner.model.stacks import Stack
-from planner.plan import Plan, term_words
+from planner.plan import Plan
 from planner.units import SECONDS_PER_MINUTE
 
 

@@ -156,6 +156,13 @@ class EfficiencyCeiling(BaseModel):
     binding: bool
     uncapped_tokens_per_s: float
 
+    def own_mfu(self, mfu: float, tokens_per_s: float) -> float | None:
+        """The model's own MFU where this ceiling holds an estimate of ``mfu`` at ``tokens_per_s``
+        (None: not held); plans held at one ceiling differ there (trial s41)."""
+        if not self.binding or tokens_per_s <= 0:
+            return None
+        return mfu * self.uncapped_tokens_per_s / tokens_per_s
+
     @property
     def measured_by(self) -> str:
         """'llm-foundry' or 'megatron-core, S13': the stack, and its source when that is another name."""

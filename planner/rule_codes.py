@@ -432,6 +432,7 @@ class FixCode(StrEnum):
     BIGGER_GPU = "bigger_gpu"
     NO_ONE_FIX = "no_one_fix"  # past every catalog GPU's memory and no single change fits it
     HOST_OFFLOAD = "host_offload"
+    COMPILE = "compile"  # torch.compile: a compiled loss holds fewer bytes a logit
     OFFLOAD = "offload"
     BF16_GRADS = "bf16_grads"  # Megatron's --grad-reduce-in-bf16
     PARAM_REMAINDERS = "param_remainders"  # Megatron-Core's --use-precision-aware-optimizer
@@ -461,6 +462,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
         " combine checkpointing, sharding and tp/pp/cp"
     ),
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
+    FixCode.COMPILE: "compile the model and its loss (--compile)",
     FixCode.OFFLOAD: "keep the optimizer states in host memory (--offload)",
     FixCode.BF16_GRADS: "keep Megatron's gradient buffers in bf16 (--grad-reduce-in-bf16)",
     FixCode.PARAM_REMAINDERS: "keep the master weights as 16-bit remainders (--precision-aware-optimizer)",

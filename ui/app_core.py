@@ -180,6 +180,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "portfolio_mode": False,
         "stack": Stack.TRAINPLAN.value,
         "attention": "",  # the stack's own kernel
+        "compile": False,  # torch.compile over the model (--compile), where the stack has it
         "partition_activations": False,  # Megatron-DeepSpeed's --partition-activations
         "moe_a2a_overlap": False,  # Megatron-Core's --overlap-moe-expert-parallel-comm
         "grad_reduce_bf16": False,  # Megatron's --grad-reduce-in-bf16
@@ -344,6 +345,9 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
                 "price_estimated": p.price_basis == PriceBasis.ESTIMATE,
                 "energy_kwh": e.energy_kwh,
                 "mfu": e.throughput.mfu,
+                # the model's own where the efficiency ceiling holds the plan (trial s41: held plans
+                # showed one figure, their trade-offs nowhere)
+                "mfu_model": math.nan if (own := own_mfu(e)) is None else own,
                 "tokens_per_s": e.throughput.tokens_per_s,
                 "memory_gib": e.memory.reserved_gib,
                 # the reserved peak's band's high end (review s39: the CLI's table marked the plans
@@ -353,6 +357,11 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def own_mfu(e) -> float | None:
+    """The model's own MFU of an estimate the efficiency ceiling holds (None: not held)."""
+    return None if e.ceiling is None else e.ceiling.own_mfu(e.throughput.mfu, e.throughput.tokens_per_s)
 
 
 def band_columns(e, field: str, lo: str, hi: str, unit: float = 1.0) -> dict[str, float]:

@@ -19,8 +19,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.catalog.hardware import load_catalog
+from planner.estimate_parts import MemoryTerms, TimeTerms
 from planner.fmt import money_short
-from planner.plan import MemoryTerms, Plan, TimeTerms
+from planner.plan import Plan
 from planner.units import HOURS_PER_DAY
 from ui.app_core import money
 from ui.i18n import Labels
@@ -198,7 +199,7 @@ def _limit_marks(fig: go.Figure, names: list[str], values: list[float], name: st
 
 def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.Figure:
     """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
-    names, labels = plan_names(plans), [plan_words(tr, p) for p in plans]
+    names, labels = plan_names(plans), [plan_words(tr, p) + peak_words(tr, p) for p in plans]
     fig = go.Figure()
     columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
     reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
@@ -244,6 +245,12 @@ def plan_words(tr: Labels, p: Plan) -> str:
     return f"{p.num_gpus}x {p.gpu}: {p.layout_words} · " + training_words(
         tr, t.micro_batch, t.grad_accum, t.activation_checkpointing.value
     )
+
+
+def peak_words(tr: Labels, p: Plan) -> str:
+    """'<br>peak: at the end of the backward ...': when the plan's memory bars are taken (trial s41)."""
+    moment = p.estimate.memory.peak_moment
+    return "" if moment is None else "<br>" + tr(f"peak_{moment.value}")
 
 
 def _hover(frame: pd.DataFrame, tr: Labels) -> list[str]:

@@ -217,6 +217,21 @@ _LABELS: dict[str, tuple[str, str]] = {
         "选择您集群的网络，查看更慢或更快的网络带来的影响。",
     ),
     "attention_stack": ("the stack's own", "软件栈默认"),
+    "peak_backward": (
+        "peak: at the start of the last micro-batch's backward",
+        "峰值：最后一个微批反向传播开始时",
+    ),
+    "peak_end_of_backward": (
+        "peak: at the end of the backward (activations freed, every gradient held)",
+        "峰值：反向传播结束时（激活已释放，全部梯度在显存中）",
+    ),
+    "compile": ("torch.compile", "torch.compile 编译"),
+    "compile_help": (
+        "torch.compile over the model (--compile): fused elementwise kernels (half the eager traffic) and less host "
+        "dispatch per block; under torchtitan the loss compiles with the model too (4 bytes a logit at tp 1).",
+        "对模型使用 torch.compile（--compile）：融合逐元素算子（流量为 eager 的一半），每块的主机下发更少；"
+        "在 torchtitan 下损失函数也随模型一起编译（tp 为 1 时每个 logit 4 字节）。",
+    ),
     "partition_activations": ("Partitioned activation checkpoints", "分片激活检查点"),
     "partition_activations_help": (
         "Megatron-DeepSpeed's --partition-activations: each checkpointed block keeps 1/tp of its input and "
@@ -727,6 +742,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_price_estimated": ("estimated price", "估算价格"),
     "col_energy_kwh": ("energy (kWh)", "能耗（千瓦时）"),
     "col_mfu": ("MFU", "MFU"),
+    "col_mfu_model": ("MFU, the model's own (held at the ceiling)", "MFU，模型自身的预测（受效率上限约束时）"),
     "col_tokens_per_s": ("tokens/s", "token/秒"),
     "col_tokens_p10_per_s": ("tokens/s, 80 % band from", "token/秒，80% 区间下限"),
     "col_tokens_p90_per_s": ("tokens/s, 80 % band to", "token/秒，80% 区间上限"),

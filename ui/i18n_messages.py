@@ -770,6 +770,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "shard the offloaded states over more nodes, or keep them on the GPUs",
         "把卸载的状态分到更多节点上，或不卸载、留在 GPU 上",
     ),
+    "fix_compile": ("compile the model and its loss (“torch.compile”)", "编译模型及其损失函数（torch.compile）"),
     "fix_offload": ("keep the optimizer states in host memory (“CPU offload”)", "把优化器状态放到主机内存（卸载）"),
     "fix_bf16_grads": (
         "keep Megatron's gradient buffers in bf16 (“bf16 gradients”)",

@@ -13,11 +13,12 @@ from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
+from planner.estimate_parts import GoodputEstimate
 from planner.fmt import energy, number_band
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
-from planner.plan import GoodputEstimate, Plan
+from planner.plan import Plan
 from planner.request import left_out_gpus
 from ui import app_core
 from ui.cached import cached_calibration, catalog

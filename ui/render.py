@@ -14,10 +14,12 @@ from rich.table import Table
 
 from planner.accuracy.memory_band import memory_words
 from planner.catalog.prices import PriceBasis
+from planner.estimate_parts import MemoryTerms, TimeTerms, term_words
 from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
+from planner.model.memory import PeakMoment
 from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
-from planner.plan import Estimate, MemoryTerms, Plan, TimeTerms, term_words
+from planner.plan import Estimate, Plan
 from planner.plan_calibration import CalibratedGpu, PlanCalibration
 from planner.units import GIB
 from ui.render_lines import (
@@ -81,6 +83,14 @@ def warn(message: str) -> None:
 
 def estimate_json(e: Estimate) -> dict:
     return e.model_dump(mode="json")
+
+
+# When the memory breakdown's peak falls (trial s41: under full recompute the table had no
+# activations line and nothing said it was the end of the backward).
+PEAK_MOMENT_WORDS = {
+    PeakMoment.BACKWARD: ", at the start of the last micro-batch's backward",
+    PeakMoment.END_OF_BACKWARD: ", at the end of the backward (activations freed, every gradient held)",
+}
 
 
 def breakdown_table(title: str, terms: MemoryTerms | TimeTerms, unit: str, total_label: str, total: float) -> Table:
@@ -217,9 +227,9 @@ def print_plan(p: Plan) -> None:
     for line in summary_lines(p):
         out.print(line)
     e = p.estimate
-    out.print(
-        breakdown_table("memory per GPU (GiB)", e.memory.breakdown_gib, "GiB", "allocated peak", e.memory.peak_gib)
-    )
+    moment = e.memory.peak_moment
+    title = "memory per GPU (GiB)" + ("" if moment is None else PEAK_MOMENT_WORDS[moment])
+    out.print(breakdown_table(title, e.memory.breakdown_gib, "GiB", "allocated peak", e.memory.peak_gib))
     out.print(breakdown_table("step time (s)", e.time.breakdown_s, "s", "step", e.time.step_s))
 
 

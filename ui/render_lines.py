@@ -9,9 +9,10 @@ from pathlib import Path
 
 from planner.catalog.hardware import load_catalog
 from planner.catalog.specs import NodeTemplate
+from planner.estimate_parts import GoodputEstimate
 from planner.fmt import counted, duration_h, duration_words, money, number_band
 from planner.model.goodput import MIN_GOODPUT
-from planner.plan import Estimate, GoodputEstimate, Plan
+from planner.plan import Estimate, Plan
 from planner.units import SECONDS_PER_MINUTE
 
 # A median this far from the model's own figure is said beside it (trial s27: a buyer quoted the

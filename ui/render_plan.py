@@ -206,7 +206,8 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
     plans = (chosen, *others)
     estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in plans)
     tight = any(p.estimate.may_not_fit for p in plans)
-    notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight
+    held = any(e.ceiling is not None and e.ceiling.binding for e in (p.estimate for p in plans))
+    notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held
     table = Table(title=title, title_justify="left", caption="\n".join(notes) or None)
     columns = (
         "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",
@@ -226,10 +227,25 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             risk_figures(e, risk),
             money(e.cost_usd),
             price_cell(a.price_per_gpu_hour_usd, a.price_basis),
-            f"{e.throughput.mfu:.1%}",
+            mfu_cell(e),
             f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}" + (" !" if e.may_not_fit else ""),
         )
     return table
+
+
+CEILING_NOTE = (
+    "(x) MFU held at the efficiency ceiling, the best measured in its regime; in brackets the model's own"
+    " figure, where plans held at one ceiling still differ"
+)
+
+
+def mfu_cell(e: Estimate) -> str:
+    """'43.9%', or '43.9% (47.3)' where the ceiling holds the plan: the model's own MFU beside it
+    (trial s41: six plans held at one ceiling showed identical figures, and the trade-offs between
+    them, recompute and pp, were nowhere)."""
+    held = f"{e.throughput.mfu:.1%}"
+    own = None if e.ceiling is None else e.ceiling.own_mfu(e.throughput.mfu, e.throughput.tokens_per_s)
+    return held if own is None else f"{held} ({own:.1%})".replace("%)", ")")
 
 
 MAY_NOT_FIT_NOTE = "! the reserved peak's 80 % band passes the GPU's memory beside the CUDA context: it may not fit"

@@ -374,6 +374,8 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
         format_func=lambda k: k or tr("attention_stack"),
         help=tr("attention_help"),
     )
+    if stack.compiles:  # PyTorch's stacks (the Megatron family runs its own fused kernels)
+        st.checkbox(tr("compile"), key="compile", help=tr("compile_help"))
     if stack.partitions_activations:  # DeepSpeed's checkpointing under Megatron's tp only
         st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
     if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
@@ -471,6 +473,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             price_kind=gpu_choice.price_kind,
             stack=stack,
             attention=st.session_state["attention"] or None,
+            compile=stack.compiles and st.session_state["compile"],
             partition_activations=stack.partitions_activations and st.session_state["partition_activations"],
             moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
             optimizer_precision=OptimizerPrecision(

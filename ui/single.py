@@ -111,6 +111,7 @@ TOP_FORMATS = {
     "price_usd_per_gpu_hour": "$%.2f",
     "energy_kwh": "%,.0f",
     "mfu": "%.1f%%",  # one decimal, like the card (percent points: Streamlit's "percent" shows two)
+    "mfu_model": "%.1f%%",
     "tokens_per_s": "%,.0f",
     "tokens_p10_per_s": "%,.0f",
     "tokens_p90_per_s": "%,.0f",
@@ -122,7 +123,7 @@ TOP_ORDER = (  # memory next to the headline figures, so it is visible without s
     # the figures the search ranked by (its risk quantile) beside the model's (trial s28d: row 2 looked cheaper)
     "rank", "gpu", "num_gpus", "time_to_train_days", "cost_usd", "memory_gib", "memory_p90_gib", "capacity_gib",
     "time_at_risk_days", "cost_at_risk_usd", "time_p10_days", "time_p90_days", "cost_p10_usd", "cost_p90_usd",
-    "price_usd_per_gpu_hour", "price_estimated", "mfu", "tokens_per_s", "tokens_p10_per_s", "tokens_p90_per_s",
+    "price_usd_per_gpu_hour", "price_estimated", "mfu", "mfu_model", "tokens_per_s", "tokens_p10_per_s", "tokens_p90_per_s",
     "layout", "num_nodes", "micro_batch", "grad_accum", "ac", "energy_kwh",
 )  # fmt: skip
 
@@ -135,7 +136,8 @@ def show_top_plans(
 ) -> None:
     frame = app_core.top_plans_frame(plans, risk)[list(TOP_ORDER)]
     frame["ac"] = frame["ac"].map(tr.option)
-    frame["mfu"] = frame["mfu"] * 100  # in percent points, for TOP_FORMATS' one-decimal percentage
+    for column in ("mfu", "mfu_model"):  # in percent points, for TOP_FORMATS' one-decimal percentage
+        frame[column] = frame[column] * 100
     names = {c: tr(f"col_{c}", risk=risk) for c in frame.columns}
     if bought:  # every price-derived column says it is amortised (review s28b: the at-risk cost did not)
         names |= {c: tr(f"col_{c}_bought", risk=risk) for c in BOUGHT_COLUMNS}

@@ -41,12 +41,13 @@ from planner.api import PlanRequest, build_plan
 from planner.api.explore import scored_search
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset
+from planner.estimate_parts import GoodputEstimate
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.model.goodput import LossShares, loss_shares
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
-from planner.plan import GoodputEstimate, Plan
+from planner.plan import Plan
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
 from planner.units import SECONDS_PER_HOUR
 from validation.flop_conventions import model_flops_noncausal_per_token

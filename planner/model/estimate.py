@@ -13,6 +13,14 @@ import numpy as np
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
 from planner.catalog.prices import billed_gpus
+from planner.estimate_parts import (
+    GoodputEstimate,
+    MemoryEstimate,
+    MemoryTerms,
+    ThroughputEstimate,
+    TimeEstimate,
+    TimeTerms,
+)
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel, te_prefers_cudnn
 from planner.model.attention_scores import cp_calls_flash_only
@@ -22,7 +30,15 @@ from planner.model.energy import energy_kwh, wall_power_w
 from planner.model.flops import chunked_loss, hardware_flops_per_token, model_flops_per_token
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
-from planner.model.memory import MemoryBreakdown, fits, loss_bytes_per_logit, memory, per_op_selective, usable_capacity
+from planner.model.memory import (
+    MemoryBreakdown,
+    fits,
+    loss_bytes_per_logit,
+    memory,
+    peak_moment,
+    per_op_selective,
+    usable_capacity,
+)
 from planner.model.memory_fixes import FitCheck
 from planner.model.rates import TimedKernel, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
@@ -31,21 +47,7 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.step_time import TimeBreakdown, step_time
 from planner.model.structure import structurally_valid
-from planner.plan import (
-    Estimate,
-    EstimateLayout,
-    FixHint,
-    GoodputEstimate,
-    MemoryEstimate,
-    MemoryTerms,
-    ModelSummary,
-    Plan,
-    ThroughputEstimate,
-    TimeEstimate,
-    TimeTerms,
-    even_node_count,
-    fullest_node,
-)
+from planner.plan import Estimate, EstimateLayout, FixHint, ModelSummary, Plan, even_node_count, fullest_node
 from planner.units import GIB, SECONDS_PER_HOUR
 
 
@@ -209,6 +211,7 @@ def _memory_estimate(
         loss_chunk_tokens=settings.loss_chunk_tokens if bool(chunked_loss(c, settings)[0]) else 0,
         loss_bytes_per_logit=float(loss_bytes_per_logit(c, settings)[0]),
         selective_per_op=bool(per_op_selective(model, c, settings)[0]),
+        peak_moment=peak_moment(s.memory),
     )
 
 

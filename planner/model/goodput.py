@@ -42,7 +42,7 @@ from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES, SECONDS_PER_HOUR
 
 if TYPE_CHECKING:  # the typed figures of planner/plan.py, read here, never built
-    from planner.plan import GoodputEstimate
+    from planner.estimate_parts import GoodputEstimate
 
 # Where failures outpace progress (tau / 2 + restart >= MTTF) the first-order model has no
 # finite answer; the job is scored at this goodput (1,000x its failure-free time) so that it

@@ -8,6 +8,7 @@ against measured FSDP2 runs in tests/planner/test_calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from enum import StrEnum
 
 import numpy as np
 
@@ -67,6 +68,14 @@ def fits(memory, capacity, headroom: float):
     return memory <= usable_capacity(capacity, headroom)
 
 
+class PeakMoment(StrEnum):
+    """When in the step the allocated peak falls (``StageTerms._peaks``; trial s41: a breakdown
+    without activations did not say it was the end of the backward)."""
+
+    BACKWARD = "backward"  # the start of the last micro-batch's backward: activations and the loss held
+    END_OF_BACKWARD = "end_of_backward"  # every gradient materialised, the activations freed
+
+
 @dataclass(frozen=True)
 class MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage (arrays over candidates)."""
@@ -82,9 +91,10 @@ class MemoryBreakdown:
     peak_allocated: np.ndarray
     reserved: np.ndarray  # caching-allocator peak (max_memory_reserved)
     device_total: np.ndarray  # reserved + CUDA context: what must fit on the device
+    at_backward: np.ndarray  # True: the peak is PeakMoment.BACKWARD's, False: END_OF_BACKWARD's
 
     def as_gib(self, row: int = 0) -> dict[str, float]:
-        skip = {"peak_allocated", "reserved", "device_total"}
+        skip = {"peak_allocated", "reserved", "device_total", "at_backward"}
         return {f.name: float(getattr(self, f.name)[row]) / GIB for f in fields(self) if f.name not in skip}
 
 
@@ -348,6 +358,7 @@ class StageTerms:
             peak_allocated=peak,
             reserved=reserved,
             device_total=reserved + s.cuda_context_bytes,
+            at_backward=at_a,
         )
 
     def device_total(self, acts: np.ndarray, s: ModelingSettings) -> np.ndarray:
@@ -470,6 +481,11 @@ def _stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings) -> tuple[
     per_token = block_activation_bytes_per_token(model, c, s)
     shared = (per_token, block_backward_bytes(model, c, s, per_token))
     return tuple(stage_terms(model, c, s, rank, shared) for rank in pipeline_ranks(model.num_layers, c))
+
+
+def peak_moment(mem: MemoryBreakdown, row: int = 0) -> PeakMoment:
+    """When ``row``'s allocated peak falls."""
+    return PeakMoment.BACKWARD if bool(mem.at_backward[row]) else PeakMoment.END_OF_BACKWARD
 
 
 def worst_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
+from planner.estimate_parts import MemoryTerms
 from planner.layout import ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Sharding, TrainingConfig
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
@@ -16,7 +17,7 @@ from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
-from planner.plan import FixHint, MemoryTerms
+from planner.plan import FixHint
 from planner.rule_codes import FixCode
 from planner.units import GIB
 
@@ -38,6 +39,7 @@ def memory_fix_hint(
     full_ac_need: Callable[[], float | None] = lambda: None,
     group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
     optimizer_fix: FixCode | None = None,
+    compile_fits: bool = False,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -59,7 +61,9 @@ def memory_fix_hint(
     ``group_fits(dp_shard, dp_replicate, gpus)`` whether an FSDP group fits by the memory model
     (review s39: under a pipeline the gradients stay unsharded, and the group named by the
     states' split still did not fit, nor the next one), ``optimizer_fix`` the narrower optimizer formats
-    that make the same layout fit, where the stack offers them (``FitCheck.optimizer_fix``)."""
+    that make the same layout fit, where the stack offers them (``FitCheck.optimizer_fix``),
+    ``compile_fits`` whether the same layout compiled fits (trial s41: torchtitan's compiled loss
+    freed 17.7 GiB and was never named; ``FitCheck.compile_fits``)."""
     excess = need_gib - usable_gib
     # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
     # with them: compare in the need's currency.
@@ -74,6 +78,8 @@ def memory_fix_hint(
     hints += _sharding_hints(layout, states, need_gib, excess, group_fits) if fsdp_runs else []
     if optimizer_fix is not None:
         hints.append(FixHint(code=optimizer_fix))
+    if compile_fits:
+        hints.append(FixHint(code=FixCode.COMPILE))
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
@@ -257,6 +263,16 @@ class FitCheck:
                 return fix
         return None
 
+    def compile_fits(self, settings: ModelingSettings) -> bool:
+        """Whether the same layout, not compiled, would fit compiled: where the stack has torch.compile
+        and compiles the loss with the model (``s.compile_fuses_loss``), the only memory compile
+        changes in the model (planner/model/memory.py ``loss_bytes_per_logit``)."""
+        if self.training.compile or not settings.compile_fuses_loss:
+            return False
+        if self.stack is not None and not self.stack.compiles:
+            return False
+        return self._runs(self.resolved, self.num_gpus, self.training.model_copy(update={"compile": True}), settings)
+
     def with_tp(self, tp: int) -> bool:
         return self.runs("tp", tp, self.training)
 
@@ -292,6 +308,7 @@ class FitCheck:
             full_ac_need=lambda: self.need_with_full_ac(settings),
             group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
             optimizer_fix=self.optimizer_fix(settings),
+            compile_fits=self.compile_fits(settings),
         )
         if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
             fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])

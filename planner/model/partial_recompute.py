@@ -166,7 +166,7 @@ def _with_rows(mem: MemoryBreakdown, rows: np.ndarray, sub: MemoryBreakdown) -> 
     for f in dataclasses.fields(MemoryBreakdown):
         column = getattr(mem, f.name)
         if not (isinstance(column, np.ndarray) and column.flags.owndata and column.flags.writeable):
-            column = np.array(column, dtype=float)
+            column = np.array(column, dtype=column.dtype if isinstance(column, np.ndarray) else float)
         column[rows] = getattr(sub, f.name)
         changes[f.name] = column
     return dataclasses.replace(mem, **changes)

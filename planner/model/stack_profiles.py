@@ -14,13 +14,12 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
 from planner.model.candidates import AC_BLOCKS, AC_FULL
 from planner.model.settings import (
-    DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
-    DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
     DEFAULT_SETTINGS,
     FUSED_CE_BYTES_PER_LOGIT,
     ModelingSettings,
     with_attention,
 )
+from planner.model.settings_job import DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM, DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION
 from planner.model.zero_config import HF_DOCUMENTED_ZERO
 
 # Megatron's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py,

@@ -322,7 +322,8 @@ def test_build_plan_round_trips_through_json(tmp_path):
 
 def test_estimate_json_keeps_its_keys_and_reads_back_typed():
     """layout and the breakdowns are typed views whose JSON keys are the model's terms."""
-    from planner.plan import Estimate, EstimateLayout, MemoryTerms, TimeTerms
+    from planner.estimate_parts import MemoryTerms, TimeTerms
+    from planner.plan import Estimate, EstimateLayout
 
     e = est(Layout(tp=2, pp=2), grad_accum=4, activation_checkpointing=AC.SELECTIVE)
     data = e.model_dump(mode="json")

@@ -13,8 +13,8 @@ from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingConfig
 from planner.model.candidates import single
 from planner.model.host import host_adam_params_per_s, host_adam_seconds, host_memory_bandwidth
-from planner.model.settings import (
-    DEFAULT_SETTINGS,
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.settings_job import (
     ZERO_OFFLOAD_ADAM_PARAMS,
     ZERO_OFFLOAD_CPU_ADAM_S,
     ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH,

@@ -174,3 +174,31 @@ def test_a_need_past_every_gpu_is_not_sent_to_a_bigger_one():
     assert "gb300" in fix_text(Labels("zh"), huge.fix_hints) and "nor does" not in fix_text(
         Labels("zh"), huge.fix_hints
     )
+
+
+def test_compile_is_named_where_the_compiled_loss_fits():
+    """Trial s41: torchtitan's eager 8B at 2 x 8K did not fit; compiling (its loss then holds 4 B a
+    logit, not 12) freed 17.7 GiB, and the fixes never named it. Named only where the stack
+    compiles its loss with the model and the compiled layout fits, and never twice."""
+    from planner.api import build_plan
+    from planner.layout import Layout, TrainingConfig
+    from planner.model.stacks import Stack
+    from planner.rule_codes import FixCode
+
+    model, layout = get_preset("llama3.1-8b"), Layout(dp_shard=8)
+    training = TrainingConfig(seq_len=8192, micro_batch=2, activation_checkpointing="selective")
+
+    def fixes(stack: Stack, **changes) -> tuple[bool, list[FixCode]]:
+        config = training.model_copy(update=changes)
+        e = build_plan(model, "h100-sxm", layout, config, num_gpus=8, stack=stack).estimate
+        return e.feasible, [h.code for h in e.fix_hints]
+
+    eager, compiled = fixes(Stack.TORCHTITAN), fixes(Stack.TORCHTITAN, compile=True)
+    assert eager[0] is False and FixCode.COMPILE in eager[1]
+    assert compiled[0] is True
+    # trainplan's stack chunks its loss: compile changes no memory there, so it is no fix
+    assert fixes(Stack.TRAINPLAN, micro_batch=8)[0] is False
+    assert FixCode.COMPILE not in fixes(Stack.TRAINPLAN, micro_batch=8)[1]
+    # compiled and still too big: not named again
+    assert fixes(Stack.TORCHTITAN, compile=True, micro_batch=4)[0] is False
+    assert FixCode.COMPILE not in fixes(Stack.TORCHTITAN, compile=True, micro_batch=4)[1]

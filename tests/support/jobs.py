@@ -15,9 +15,10 @@ from typing import Any
 
 from planner.catalog.models import get_preset
 from planner.errors import ExitCode
+from planner.estimate_parts import MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.layout import Layout, TrainingConfig
 from planner.model.spec import ModelSpec
-from planner.plan import Estimate, MemoryEstimate, Plan, ThroughputEstimate, TimeEstimate
+from planner.plan import Estimate, Plan
 from support import REPO
 from trainer.job_spec import JobSpec, RunSettings
 

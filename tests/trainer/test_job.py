@@ -653,7 +653,7 @@ def test_slurms_warning_signal_leaves_time_for_three_checkpoint_writes() -> None
 
     plan = make_plan(num_nodes=1, gpus_per_node=2)
     assert slurm_signal_lead_s(plan) == 120  # a tiny model writes in well under a second
-    from planner.plan import GoodputEstimate
+    from planner.estimate_parts import GoodputEstimate
 
     goodput = GoodputEstimate.model_construct(checkpoint_write_s=100.0)  # a 100 s save
     slow = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"goodput": goodput})})

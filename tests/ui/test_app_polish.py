@@ -130,7 +130,7 @@ def test_mfu_reads_with_one_decimal_everywhere():
 
 
 def test_every_breakdown_term_has_a_label_in_both_languages():
-    from planner.plan import MemoryTerms, TimeTerms
+    from planner.estimate_parts import MemoryTerms, TimeTerms
     from ui.i18n import all_labels
 
     for lang in ("en", "zh"):

@@ -102,6 +102,23 @@ def test_partitioned_activations_are_offered_under_megatron_deepspeed_only():
         assert headline(at, tr) == shown_card(expected, tr)
 
 
+def test_torch_compile_is_offered_where_the_stack_compiles():
+    """The checkbox appears under PyTorch's stacks, not the Megatron family's (trial s41: the app had
+    no compile switch), and the card is the API's plan with --compile, which differs from the plain one."""
+    compiled = plan(request_for(compile=True)).plan
+    assert compiled.training.compile
+    assert shown_card(compiled) != shown_card(plan(request_for()).plan)
+    for tr in (EN, ZH):
+        at = run_app(lang=tr.lang)
+        box = next(c for c in at.sidebar.checkbox if c.key == "compile")
+        assert box.label == tr("compile")
+        box.check().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert headline(at, tr) == shown_card(compiled, tr)
+        at.sidebar.selectbox(key="stack").set_value(Stack.MEGATRON_CORE.value).run()
+        assert not [c for c in at.sidebar.checkbox if c.key == "compile"]
+
+
 def test_the_all_to_all_overlap_is_offered_under_megatron_core_only():
     """The checkbox appears with Megatron-Core (both languages); the plan on the card is the API's
     with --moe-a2a-overlap, and the layout explorer times its layouts with the overlap too."""
