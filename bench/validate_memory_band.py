@@ -32,7 +32,7 @@ def render() -> list[str]:
         used, own = evidence_rows(others, r.stack, r.hf_modules, r.num_gpus > 1)
         # the new-source offset from the other sources too (review s38: with all rows, the held-out
         # source set its own widening, and coverage read 64 % for 41 %)
-        low, high = ratio_band(used, source_sigma(others))
+        low, high = ratio_band(used, others)
         hit = low <= r.ratio <= high
         inside += hit
         by_source.setdefault(source_name(r.source), []).append(hit)
@@ -49,7 +49,7 @@ def render() -> list[str]:
     lines.append("Bands a plan reads (its kind's rows, or all; not held-out figures):")
     for kind in sorted({r.kind() for r in rows}):
         used, own = evidence_rows(rows, *kind)
-        low, high = ratio_band(used, source_sigma(rows))
+        low, high = ratio_band(used, rows)
         lines.append(
             f"- {kind[0]}, hf {kind[1]}, multi-GPU {kind[2]}: {len(used)} rows, measured/predicted {low:.3f}-{high:.3f}"
         )

@@ -16,15 +16,16 @@ memory carries a band too:
   every row, pooled, and says that no peak of its kind was measured (or too few);
 - band: the 10th and 90th percentiles of measured / predicted over those rows (the time band's
   ``BAND_QUANTILES``), each end widened in quadrature by what a new source adds (the spread of the
-  sources' mean errors, as the time band's), times the plan's reserved peak; ``may_not_fit`` where
+  sources' mean errors, as the time band's, at Student's t for so few sources), times the plan's reserved peak; ``may_not_fit`` where
   the high end passes what the fit rule leaves the reserved peak (``may_fit`` where the low end
   is under it for a plan judged not to fit).
 
-Held out (leave one source out, torchao's rows with torchtitan's: the same software) its coverage
-is 54 % (62 % before torchtitan's per-op checkpointing was read, 41 % on the first two sources):
-with three sources agreeing within 5 %, a band read from two of them is narrow and the H200 runs,
-predicted within 1 %, fall just under it (docs/validation.md). The band says how far the sources
-disagree.
+Held out (leave one source out, torchao's rows with torchtitan's: the same software) 26 of 26
+peaks lie in their band; 54 % while a new source's offset was the normal quantile of the sources'
+spread: with three sources agreeing within 5 %, a band read from two of them was narrow and the
+H200 runs, predicted within 1 %, fell just under it. The offset is now the prediction interval of
+one more source from so few (``new_source_quantile``; docs/validation.md). The band says how far
+the sources disagree, and how little a few of them say.
 
 Nothing here changes which plans fit: the fit rule stays the model's figure (a band read from
 thirteen rows of one stack would drop most large plans); the band says how sure that figure is.
@@ -41,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.accuracy.bands import BAND_QUANTILES, z
+from planner.accuracy.new_source import new_source_quantile
 from planner.accuracy.residuals import source_name
 from planner.plan_accuracy import MemoryBand
 
@@ -118,22 +120,30 @@ def evidence_rows(
 def source_sigma(rows: tuple[MemoryRow, ...]) -> float:
     """The standard deviation of the sources' mean log(measured / predicted): what a new source
     adds to the rows' own spread (as the time band's ``bands.source_sigma``; 0 with one source)."""
-    by_source: dict[str, list[float]] = {}
-    for r in rows:
-        by_source.setdefault(r.source, []).append(float(np.log(r.ratio)))
-    means = [float(np.mean(v)) for v in by_source.values()]
+    means = _source_means(rows)
     return float(np.std(means, ddof=1)) if len(means) >= 2 else 0.0
 
 
-def ratio_band(rows: tuple[MemoryRow, ...], sigma: float) -> tuple[float, float]:
-    """The 10th and 90th percentiles of measured / predicted over ``rows``, each end widened by a
-    new source's offset ``sigma`` in quadrature (log units, as the time band's ``log_quantile``)."""
+def _source_means(rows: tuple[MemoryRow, ...]) -> list[float]:
+    by_source: dict[str, list[float]] = {}
+    for r in rows:
+        by_source.setdefault(r.source, []).append(float(np.log(r.ratio)))
+    return [float(np.mean(v)) for v in by_source.values()]
+
+
+def ratio_band(rows: tuple[MemoryRow, ...], offset_rows: tuple[MemoryRow, ...]) -> tuple[float, float]:
+    """The 10th and 90th percentiles of measured / predicted over ``rows``, each end widened in
+    quadrature (log units, as the time band's ``log_quantile``) by where a new source's offset may
+    lie, from the sources of ``offset_rows``: their means' standard deviation times the
+    prediction-interval quantile of so few of them (``new_source_quantile``: t with k - 1 degrees
+    of freedom; the normal's z until session 42, when three sources' held-out coverage read 54 %)."""
     logs = np.log([r.ratio for r in rows])
     m = float(np.median(logs))
+    sigma, sources = source_sigma(offset_rows), len(_source_means(offset_rows))
     ends = []
     for q in BAND_QUANTILES:
         spread = float(np.quantile(logs, q)) - m
-        ends.append(float(np.exp(m + np.sign(z(q)) * np.hypot(spread, sigma * z(q)))))
+        ends.append(float(np.exp(m + np.sign(z(q)) * np.hypot(spread, sigma * new_source_quantile(q, sources)))))
     return ends[0], ends[1]
 
 
@@ -153,7 +163,7 @@ def band_ratios(
     if not rows:
         return 1.0, 1.0
     used, _ = evidence_rows(rows, stack, hf_modules, multi_gpu)
-    return ratio_band(used, source_sigma(rows))
+    return ratio_band(used, rows)
 
 
 def memory_band(

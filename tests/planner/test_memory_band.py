@@ -14,7 +14,6 @@ from planner.accuracy.memory_band import (
     memory_band,
     memory_words,
     ratio_band,
-    source_sigma,
 )
 from planner.api import build_plan
 from planner.catalog.models import get_preset
@@ -56,7 +55,7 @@ def test_a_torchtitan_plan_reads_torchtitans_own_peaks():
     rows = load_memory_rows()
     own = tuple(r for r in rows if r.stack == "torchtitan")
     assert len(own) >= MIN_MEMORY_ROWS and band.validated and band.rows == len(own)
-    low, high = ratio_band(own, source_sigma(rows))
+    low, high = ratio_band(own, rows)
     assert band.reserved_gib == pytest.approx((reserved * low, reserved * high))
     assert low < 1.0 < high  # torchtitan's peaks ran 0 % to 33 % over the model (the 70B at TP 8 the most)
 
