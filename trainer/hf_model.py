@@ -145,6 +145,23 @@ def _llama4_fields(spec: ModelSpec) -> dict[str, Any]:
     )
 
 
+def _afmoe_fields(spec: ModelSpec) -> dict[str, Any]:
+    """AFMoE (Trinity): leading dense blocks, routed and shared experts of one width; the gated
+    attention, q/k norms and sandwich norms are the family's own modules."""
+    windowed = dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}
+    return dict(
+        intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+        moe_intermediate_size=spec.ffn_hidden_size,
+        num_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        num_shared_experts=spec.shared_experts,
+        num_dense_layers=spec.dense_layers,
+        route_norm=spec.moe_renormalize,
+        layer_types=_window_layer_types(spec),
+        **windowed,
+    )
+
+
 def _mistral_fields(spec: ModelSpec) -> dict[str, Any]:
     """Mistral's window on every block; Ministral's ``layer_types`` when only some have it."""
     if spec.sliding_layers == spec.num_layers:
@@ -168,6 +185,7 @@ _FAMILY_FIELDS: dict[str, tuple[str, Callable[[ModelSpec], dict[str, Any]]]] = {
     "gpt_oss": ("gpt_oss", _gpt_oss_fields),
     "qwen2_moe": ("qwen2_moe", _qwen2_moe_fields),
     "llama4": ("llama4_text", _llama4_fields),
+    "afmoe": ("afmoe", _afmoe_fields),
 }
 FAMILY_CONFIGS = tuple(_FAMILY_FIELDS)
 

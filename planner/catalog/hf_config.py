@@ -53,6 +53,7 @@ _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "llama4": moe.llama4,
     "llama4_text": moe.llama4_text,
     "ministral3": dense.ministral3,
+    "afmoe": moe.afmoe,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 

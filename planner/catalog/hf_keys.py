@@ -105,9 +105,12 @@ def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
     Phi-3 window every layer when ``sliding_window`` is set (Mistral's default 4096); Qwen windows
     layers from ``max_window_layers`` on (Qwen2-MoE: every other layer below it), only with
     ``use_sliding_window``; Gemma 2 and GPT-OSS (128) every other layer from the first, Gemma 3
-    all but every ``sliding_window_pattern``-th (6). A ``layer_types`` list, when present, is
+    all but every ``sliding_window_pattern``-th (6), AFMoE (1024) all but every
+    ``global_attn_every_n_layers``-th (4). A ``layer_types`` list, when present, is
     what counts."""
-    default = {"mistral": 4096, "ministral": 4096, "gemma2": 4096, "gemma3": 4096, "gpt_oss": 128}.get(family)
+    default = {"mistral": 4096, "ministral": 4096, "gemma2": 4096, "gemma3": 4096, "gpt_oss": 128, "afmoe": 1024}.get(
+        family
+    )
     if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and not cfg.flag("use_sliding_window", False):
         # The window is unused, whatever it says: transformers 5 saves Qwen2-MoE's as 0 here
         # (``sliding_window if use_sliding_window else 0``; trial s36: a re-saved config was refused).
@@ -125,6 +128,8 @@ def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
         count = (min(layers, cfg.size("max_window_layers", limit=MAX_LAYERS, default=28)) + 1) // 2
     elif family == "gemma3":
         count = layers - layers // cfg.size("sliding_window_pattern", limit=MAX_LAYERS, default=6)
+    elif family == "afmoe":  # global every n-th layer ((i + 1) % n == 0), the rest windowed
+        count = layers - layers // cfg.size("global_attn_every_n_layers", limit=MAX_LAYERS, default=4)
     elif family in ("qwen2", "qwen3", "qwen3_moe"):
         count = layers - min(layers, cfg.size("max_window_layers", limit=MAX_LAYERS, default=28))
     else:

@@ -1,5 +1,5 @@
 """The readers of the mixture-of-experts families' ``config.json``: Qwen3-MoE, DeepSeek-V3,
-GPT-OSS, Qwen2-MoE, Llama 4 (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
+GPT-OSS, Qwen2-MoE, Llama 4, AFMoE (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
 fields; :mod:`planner.catalog.hf_config` dispatches on ``model_type``.
 """
 
@@ -188,3 +188,29 @@ def llama4(cfg: HfConfig) -> dict:
         interval = text.size("no_rope_layer_interval", limit=MAX_LAYERS, default=4)
         chunked = sum(map(bool, rope)) if rope else sum(1 for i in range(layers) if (i + 1) % interval)
     return fields | (dict(attention_chunk=chunk, chunked_layers=chunked) if chunked else {})
+
+
+def afmoe(cfg: HfConfig) -> dict:
+    """Arcee's AFMoE (Trinity Nano, Mini, Large): ``num_dense_layers`` leading blocks with a dense
+    SwiGLU of ``intermediate_size``, then ``num_experts`` routed experts of
+    ``moe_intermediate_size`` (top ``num_experts_per_tok`` by sigmoid scores, renormalised with
+    ``route_norm``) plus ``num_shared_experts`` shared ones as wide; per-head q/k RMSNorm, four
+    norms per block (before and after attention and MLP), and the attention output gated by
+    sigmoid(x W_g) (``gate_proj``, hidden -> heads x head_dim); sliding-window layers with all
+    but every ``global_attn_every_n_layers``-th (transformers 5.25 AfmoeConfig / AfmoeModel). The
+    router's ``expert_bias`` is not trained (aux-loss-free balancing): no parameter here. The
+    global layers' missing rotary (NoPE) and muP's scalings are not in the block table."""
+    fields = decoder_fields(cfg, "afmoe", None, 128, max_seq_len=16384, rope_theta=10000.0, norm_eps=1e-5)
+    dense = min(fields["num_layers"], _layer_count(cfg, "num_dense_layers", 1))
+    return fields | dict(
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=1408),
+        num_experts=cfg.size("num_experts", limit=MAX_EXPERTS, default=64),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=6),
+        shared_experts=cfg.size("num_shared_experts", limit=MAX_EXPERTS, default=2),
+        dense_layers=dense,
+        moe_renormalize=cfg.flag("route_norm", True),
+        qk_norm="head",
+        norm_placement="sandwich",
+        attention_output_gate=True,
+    )

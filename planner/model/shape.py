@@ -92,6 +92,9 @@ class ModelShape(BaseModel):
     # Fraction of each q/k head RoPE rotates (Nemotron: 0.5): int(head_dim x it) channels.
     partial_rotary_factor: float = Field(1.0, gt=0, le=1)
     attention_sinks: bool = False  # GPT-OSS: one learnt softmax logit per head (``sinks``)
+    # AFMoE (Arcee Trinity): the attention output times sigmoid(x W_g) before o_proj, W_g hidden ->
+    # heads x head_dim (transformers' AfmoeAttention ``gate_proj``; planner/model/block.py).
+    attention_output_gate: bool = False
     # GPT-OSS: the gated activation's inputs clamped to +-limit (``swiglu_limit``), eager kernels
     # before the activation (planner/model/block.py ``CLAMP_TRAFFIC``).
     activation_clamp: float | None = Field(None, gt=0)

@@ -128,6 +128,7 @@ def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:
     found += ["mla"] if model.mla is not None else []
     found += ["qk_norm='full'"] if model.qk_norm == "full" else []
     found += ["parallel_block=True"] if model.parallel_block else []  # two RowwiseParallel: two reductions
+    found += ["attention_output_gate=True"] if model.attention_output_gate else []  # gate_proj is in no TP plan
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 else [])
 
 

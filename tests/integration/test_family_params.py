@@ -21,7 +21,7 @@ from planner.catalog.models import model_from_hf_config
 from planner.model.spec import ModelSpec
 
 FIXTURES = DATA / "hf_configs"
-NEW_FAMILIES = ("qwen3", "qwen3_moe", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo2", "deepseek_v3")
+NEW_FAMILIES = ("qwen3", "qwen3_moe", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo2", "deepseek_v3", "afmoe")
 
 
 def _hf_model(data: dict) -> torch.nn.Module:
@@ -35,7 +35,10 @@ def _hf_model(data: dict) -> torch.nn.Module:
 
 
 def _count(module: torch.nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())  # tied weights appear once
+    """Trained parameters (tied weights appear once): AFMoE's router ``expert_bias`` is an
+    ``nn.Parameter`` with ``requires_grad=False`` (aux-loss-free balancing), neither trained nor
+    held by the optimizer, so not in a spec's count."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 
 def _layer_counts(model: torch.nn.Module, num_layers: int) -> list[int]:
@@ -91,6 +94,9 @@ _VARIANTS = [
     ("olmo2", dict(num_key_value_heads=8, attention_bias=True, tie_word_embeddings=True)),
     ("deepseek_v3", dict(q_lora_rank=None, n_shared_experts=2, first_k_dense_replace=1, n_routed_experts=16)),
     ("deepseek_v3", dict(first_k_dense_replace=0, kv_lora_rank=256, qk_rope_head_dim=32, v_head_dim=64)),
+    # AFMoE: the windowed layers from global_attn_every_n_layers (no layer_types), two shared experts
+    ("afmoe", dict(layer_types=None, num_shared_experts=2, num_dense_layers=1, num_key_value_heads=8)),
+    ("afmoe", dict(layer_types=None, num_dense_layers=0, head_dim=64, num_experts=16, tie_word_embeddings=True)),
 ]
 
 

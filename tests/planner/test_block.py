@@ -51,7 +51,8 @@ def _closed_form_attention(m: ModelSpec) -> int:
         return queries + kv_path + heads * a.v_head_dim * h
     attention = 2 * h * q + 2 * h * kv + ((q + 2 * kv) if m.qkv_bias else 0) + (h if m.out_bias else 0)
     qk_norm = {"none": 0, "head": 2 * m.dim_head, "full": q + kv}[m.qk_norm]
-    return attention + qk_norm + (m.num_heads if m.attention_sinks else 0)
+    gate = h * q if m.attention_output_gate else 0  # AFMoE's gate_proj
+    return attention + qk_norm + (m.num_heads if m.attention_sinks else 0) + gate
 
 
 def _closed_form_mlp(m: ModelSpec, f: int) -> int:

@@ -16,7 +16,7 @@ from planner.catalog.models import model_from_hf_config
 from planner.errors import RuleViolation
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.block import attended_keys, block_table, layer_tables, root_table
-from planner.model.block_rows import Part
+from planner.model.block_rows import Part, TpSplit
 from planner.model.estimate import estimate
 from planner.model.flops import forward_flops_per_token
 from planner.model.settings import DEFAULT_SETTINGS
@@ -157,7 +157,7 @@ def test_phi3_fused_projections_keep_parameters_and_flops():
 
 @pytest.mark.parametrize(
     "model_type, window, layers",
-    [("gemma2", 4096, 21), ("gemma3", 1024, 29), ("gemma3_text", 512, 22), ("phi3", 2047, 32)],
+    [("gemma2", 4096, 21), ("gemma3", 1024, 29), ("gemma3_text", 512, 22), ("phi3", 2047, 32), ("afmoe", 2048, 42)],
 )
 def test_sliding_window_layers(model_type, window, layers):
     spec = _spec(model_type)
@@ -276,6 +276,7 @@ def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():
         ("qwen2-57b-a14b", 57e9, None),
         ("ministral-8b", 8e9, None),
         ("llama4-maverick", 400e9, None),
+        ("trinity-large", 398e9, None),
     ],
 )
 def test_new_family_presets_match_their_cards(preset, total, non_embedding):
@@ -299,6 +300,8 @@ def test_new_family_active_parameters_match_their_cards():
     assert 14e9 <= get_preset("qwen2-57b-a14b").num_active_params() < 15e9
     for preset in ("llama4-scout", "llama4-maverick"):
         assert 17e9 <= get_preset(preset).num_active_params() < 18e9
+    # "13B active" (Trinity Large report, abstract): 13.37 B with the attention gate, 12.2 B without
+    assert 13e9 <= get_preset("trinity-large").num_active_params() < 14e9
     for dense in ("nemotron4-340b", "ministral-8b", "mistral-small-3.1-24b"):
         assert get_preset(dense).num_active_params() == get_preset(dense).num_params()
 
@@ -308,7 +311,7 @@ def test_new_family_active_parameters_match_their_cards():
 # (huggingface.co/openai/gpt-oss-20b config.json), Qwen2-57B-A14B (config.json, verbatim in
 # github.com/NVIDIA/TensorRT-LLM tests/unittest/_torch/modeling/, QWEN2_57B_A14B_CONFIG),
 # Llama 4 Maverick (text_config, verbatim but for its layer count in the same tests,
-# LLAMA_4_MAVERICK_TWO_LAYER_CONFIG).
+# LLAMA_4_MAVERICK_TWO_LAYER_CONFIG), Trinity Large (presets/trinity-large.json's source).
 _SIZES = {
     "nemotron4-340b": (
         "nemotron",
@@ -332,6 +335,22 @@ _SIZES = {
             num_key_value_heads=4,
             max_position_embeddings=131072,
             max_window_layers=28,
+        ),
+    ),
+    "trinity-large": (
+        "afmoe",
+        dict(
+            hidden_size=3072,
+            intermediate_size=12288,
+            moe_intermediate_size=3072,
+            num_attention_heads=48,
+            num_key_value_heads=8,
+            num_hidden_layers=60,
+            num_dense_layers=6,
+            num_experts=256,
+            num_experts_per_tok=4,
+            sliding_window=4096,
+            layer_types=["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(60)],
         ),
     ),
     "llama4-maverick": (
@@ -387,6 +406,35 @@ def test_nemotron_rows():
     full = spec.model_copy(update={"partial_rotary_factor": 1.0})
     (rotary_full,) = [e for e in block_table(full).elementwise if e.name == "rotary"]
     assert rotary_full.elements == 10 * 56 * 128  # the full-rotary row as before
+
+
+def test_afmoe_rows():
+    """Trinity Nano: the attention output gate is one more column-parallel GEMM (hidden -> heads x
+    head_dim) between attention and o_proj, an eager sigmoid and product, and two more saved
+    tensors (the sigmoid; the gated output, o_proj's input); FLOPs and parameters follow."""
+    spec = _spec("afmoe")
+    h, q = 1024, 8 * 128
+    assert (spec.dense_layers, spec.shared_experts, spec.experts_per_token) == (2, 1, 8)
+    assert (spec.qk_norm, spec.norm_placement, spec.attention_output_gate) == ("head", "sandwich", True)
+    gated, plain = block_table(spec), block_table(spec.model_copy(update={"attention_output_gate": False}))
+    assert [g.name for g in gated.gemms if g.part == Part.ATTENTION] == ["qkv", "attention gate", "o"]
+    (gate,) = [g for g in gated.gemms if g.name == "attention gate"]
+    assert (gate.d_in, gate.d_out, gate.split, gate.bias) == (h, q, TpSplit.COLUMN, False)
+    assert gated.matmul_weights - plain.matmul_weights == h * q
+    (product,) = [e for e in gated.elementwise if e.name == "attention output gate"]
+    assert product.elements == 5 * q
+    saved = {t.name: t for t in gated.saved_in(Part.ATTENTION)}
+    assert saved["gated attention output"].linear_input and not saved["attention output"].shared_linear_input
+    assert (
+        sum(t.elements for t in gated.saved_in(Part.ATTENTION))
+        - sum(t.elements for t in plain.saved_in(Part.ATTENTION))
+        == 2 * q
+    )
+    per_layer = (
+        spec.param_counts().per_layer
+        - spec.model_copy(update={"attention_output_gate": False}).param_counts().per_layer
+    )
+    assert per_layer == h * q
 
 
 def test_gpt_oss_rows():

@@ -126,7 +126,8 @@ def _build_on_meta(hf_config) -> torch.nn.Module:
 
 
 def _count(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())  # tied weights appear once
+    """Trained parameters, tied weights once (AFMoE's router ``expert_bias`` is not trained)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def _decoder_layers(model: torch.nn.Module, num_layers: int) -> torch.nn.ModuleList:
@@ -414,7 +415,7 @@ def test_remote_code_keys_are_ignored_and_never_run(tmp_path):
 
 # ------------------------------------------- Nemotron, GPT-OSS, Qwen2-MoE, Mistral 3, Llama 4
 
-_CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4")
+_CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4", "afmoe")
 _NEW_TYPES = ("nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4", "llama4_text", "ministral3")
 
 

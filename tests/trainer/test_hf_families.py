@@ -91,6 +91,16 @@ TINY: dict[str, dict] = {
     # A fine-tune's text-only Llama 4 file, and Ministral 3 / Devstral 2's decoder (trial s24).
     "llama4_text": _LLAMA4,
     "ministral3": dict(head_dim=16),
+    "afmoe": dict(
+        head_dim=16,
+        moe_intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        num_shared_experts=1,
+        num_dense_layers=1,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+    ),
 }
 # transformers has no SDPA path for these (``_supports_sdpa = False``): build_hf_model refuses
 # them while the planner sizes their impl 'hf' runs with SDPA (ModelSpec.hf_attention_implementation
@@ -111,7 +121,9 @@ def tiny_spec(tmp_path: Path, model_type: str) -> tuple[ModelSpec, Path]:
 
 
 def count(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())  # a tied weight once
+    """Trained parameters, a tied weight once (AFMoE's router ``expert_bias`` has
+    ``requires_grad=False``: neither trained nor in a spec's count)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def test_every_family_the_planner_reads_has_a_tiny_config():
@@ -212,7 +224,7 @@ def test_gpt_oss_preset_counts_on_meta():
     assert count(model) == spec.num_params()
 
 
-@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss"])
+@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss", "afmoe"])
 def test_hf_impl_trains_the_new_families(tmp_path, in_process, model_type):
     """Two steps of ``trainplan run`` (FSDP2 on one CPU process): init rule, sharding, loss."""
     spec, _ = tiny_spec(tmp_path, model_type)
