@@ -60,6 +60,13 @@ class Risk(StrEnum):
     def quantile(self) -> float:
         return int(self.value[1:]) / 100
 
+    @property
+    def judges_memory(self) -> bool:
+        """Whether a plan must fit at its reserved peak's band's high end too, not only at the
+        model's figure (trial s42: at p90 the search chose a plan its own band said may not fit,
+        beside one 3 % dearer that surely did)."""
+        return self.quantile > 0.5
+
 
 # The search judges plans at the pessimistic end of the band by default: a layout wins on
 # evidence, not on the model's optimism (issue 26).

@@ -60,8 +60,8 @@ from planner.request import (
     run_settings,
     solve_request,
 )
-from planner.search.ilp import SingleSolution
-from planner.search.score import scored_table, search_space
+from planner.search.ilp import ScoredTable, SingleSolution
+from planner.search.score import scored_table, search_space, sure_fit_table
 from planner.search.space import build_candidates
 from planner.stack_rules import configuration_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -295,7 +295,7 @@ def search(
     inventory = {g: limits.limits[g] if n is None else n for g, n in gpus.items()} if limited else None
     deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     try:
-        solution = solve_request(request, table, deadline_s, inventory)
+        solution, table, at_model = solve_at_risk(request, table, deadline_s, inventory)
     except InfeasiblePlan as within:
         if not probe:
             raise
@@ -320,7 +320,8 @@ def search(
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=search_warnings(request, unpriced, catalog, chosen, side.varied, varied_plan),
+        warnings=search_warnings(request, unpriced, catalog, chosen, side.varied, varied_plan)
+        + memory_at_model_warnings(request, chosen, at_model),
         count_limits=limits.limits,
         count_caps=limits.caps,
         near_tie=side.tie,
@@ -337,6 +338,32 @@ def search(
         vary_batch_plan=varied_plan,
         per_gpu=tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None,
         searched_gpus=tuple(gpu_ids),
+    )
+
+
+def solve_at_risk(
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
+) -> tuple[SingleSolution, ScoredTable, bool]:
+    """The ILP at the request's risk: at p80 / p90 among the plans whose reserved peak fits at its
+    memory band's high end (``Risk.judges_memory``; trial s42: a p90 plan its band said may not
+    fit beside a sure one 3 % dearer); where none does, at the model's figure. (The solution, the
+    table it chose from, whether it fell back to the model's figure.)"""
+    if request.risk.judges_memory and table.extra["may_not_fit"].any():
+        sure = sure_fit_table(table)
+        try:
+            return solve_request(request, sure, deadline_s, inventory), sure, False
+        except InfeasiblePlan:
+            pass
+    return solve_request(request, table, deadline_s, inventory), table, request.risk.judges_memory
+
+
+def memory_at_model_warnings(request: PlanRequest, chosen: Plan, at_model: bool) -> tuple[str, ...]:
+    """Where no plan fits at its band's high end, the one chosen at the model's figure says so."""
+    if not (at_model and chosen.estimate.may_not_fit):
+        return ()
+    return (
+        f"--risk {request.risk.value}: no plan fits at the high end of its reserved peak's 80 % band; this one is"
+        " judged at the model's figure, and its band's high end passes the GPU's memory: it may not fit",
     )
 
 

@@ -32,7 +32,7 @@ from planner.search.fleet import FleetSolution, size_fleet
 from planner.search.ilp import ScoredTable, check_rows
 from planner.search.ownership import HourlyRate, TcoAssumptions, economics_for, owned_rate
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
-from planner.search.score import scored_table, search_space
+from planner.search.score import scored_table, search_space, sure_fit_table
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -281,6 +281,9 @@ def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> J
     request = search.request
     deadline = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     table = search.table
+    if request.risk.judges_memory:  # as plan's search (solve_at_risk): the sure fits, where a job has any
+        sure = sure_fit_table(table)
+        table = sure if sure.valid().any() else table
     if labelled:
         labels = np.full(len(search.table), "", dtype=object)
         labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()

@@ -63,6 +63,7 @@ def fit_ac_blocks(
     terms: MemoryTerms,
     recode_full: bool,
     skip: np.ndarray | None = None,
+    capacity: np.ndarray | None = None,
 ) -> MemoryBreakdown:
     """Lower ``ac_blocks`` of the ``blocks`` rows, generated at their full count
     (``full_ac_blocks``), to the fewest that fit where that fits, writing the table's column in
@@ -70,7 +71,9 @@ def fit_ac_blocks(
     memory is returned with those rows re-evaluated. ``recode_full``: a row whose count
     checkpoints every block becomes a ``full`` row (the same memory and time; the search then
     generates no ``full`` rows, planner/search/space.py ``searched_ac_codes``). ``skip``: rows
-    left as generated (the search's pruned rows, which it never times)."""
+    left as generated (the search's pruned rows, which it never times). ``capacity``: each row's
+    memory the count is fitted to (its GPU's by default; less at --risk p80 / p90, where the
+    memory band's high end must fit too: planner/search/score.py ``fit_capacity``)."""
     mem = terms.breakdown
     searched = c.ac == AC_BLOCKS
     if skip is not None:
@@ -79,14 +82,13 @@ def fit_ac_blocks(
     if not len(blocks):
         return mem
     full = full_ac_blocks(model.num_layers, c.pp[blocks], c.vpp[blocks])
-    rows = blocks[fits(mem.device_total[blocks], c.memory_bytes[blocks], s.memory_headroom)]
+    capacity = c.memory_bytes if capacity is None else capacity
+    rows = blocks[fits(mem.device_total[blocks], capacity[blocks], s.memory_headroom)]
     if len(rows):
         # Rows alike in their layout and their GPU's memory have the same fewest: once each.
         first, inverse = distinct_rows(take(c, rows), FIT_COLUMNS)
         once = rows[first]
-        chosen = _fewest_that_fit(
-            terms.of_rows(once), c.ac_blocks[once], c.memory_bytes[once], mem.device_total[once], s
-        )
+        chosen = _fewest_that_fit(terms.of_rows(once), c.ac_blocks[once], capacity[once], mem.device_total[once], s)
         lowered = chosen != c.ac_blocks[once]
         moved = lowered[inverse]
         c.ac_blocks[rows] = chosen[inverse]

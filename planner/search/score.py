@@ -8,7 +8,7 @@ the same table for the app's views.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -85,7 +85,8 @@ def candidate_table(
     # for the pruned rows: never timed, they keep the count generated (and its memory).
     if space.ac_blocks is None:
         full = ActivationCheckpointing.FULL in space.activation_checkpointing
-        mem = fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=fitting[pruned])
+        capacity = fit_capacity(c, settings, evidence)
+        mem = fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=fitting[pruned], capacity=capacity)
     dominated = np.zeros(len(c), dtype=bool)
     dominated[fitting[pruned]] = True
     batch = batch_tokens(c)
@@ -201,6 +202,25 @@ def timed_rows(
     return fit, (seconds, cost, uncapped)
 
 
+def fit_capacity(c: Candidates, s: ModelingSettings, evidence: RowEvidence | None) -> np.ndarray:
+    """The memory a ``blocks`` row's checkpointed count is fitted to: its GPU's, or where the
+    request's risk judges memory the smaller capacity at which the fit rule's limit is also where
+    its reserved peak's band's high end meets the GPU's room (``passes_room``): reserved x high =
+    memory - CUDA context, so device total = room / high + context (trial s42: at p90 the fewest
+    blocks that fit by the model's figure were a plan its band said may not fit)."""
+    if evidence is None or not evidence.judges_memory or evidence.memory_high is None:
+        return c.memory_bytes
+    room = c.memory_bytes - s.cuda_context_bytes
+    sure_total = room / evidence.memory_high + s.cuda_context_bytes
+    return np.minimum(c.memory_bytes, sure_total / (1.0 - s.memory_headroom))
+
+
+def sure_fit_table(table: ScoredTable) -> ScoredTable:
+    """``table`` with only the rows whose reserved peak fits at its band's high end as fitting (the
+    search's memory rule at --risk p80 / p90: ``Risk.judges_memory``)."""
+    return replace(table, fits_memory=table.fits_memory & ~table.extra["may_not_fit"])
+
+
 def may_not_fit(mem: MemoryBreakdown, c: Candidates, s: ModelingSettings, evidence: RowEvidence | None) -> np.ndarray:
     """Rows whose reserved peak's band passes the GPU's room (its memory less the CUDA context), as
     ``MemoryBand.may_not_fit`` says of one plan; none without evidence."""
@@ -219,6 +239,8 @@ class RowEvidence:
     band: tuple[np.ndarray, np.ndarray]
     # The high end of its reserved peak's 80 % band, as measured / predicted (memory_band.band_ratios).
     memory_high: np.ndarray | None = None
+    # Whether plans must fit at that high end too (the request's ``Risk.judges_memory``).
+    judges_memory: bool = False
 
 
 def scored_table(
@@ -258,6 +280,7 @@ def row_evidence(
         time_factor=risk,
         band=(lo, hi),
         memory_high=memory_high_ratios(c, request.stack.value),
+        judges_memory=request.risk.judges_memory,
     )
 
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from planner.accuracy import Risk
 from planner.api import PlanRequest, plan
 from planner.catalog.models import get_preset
 from planner.errors import Constraint, InfeasiblePlan
@@ -54,8 +55,9 @@ def test_opt_run_reports_the_idle_gpus_and_the_plan_that_uses_them() -> None:
     from ui import render_plan
 
     # Before: 512 of 992 GPUs at the exact 4M batch, 22.8 days, without a word (768 since the
-    # search tries 3 x 2^k nodes, trial s35).
-    result = plan(_opt_request(Objective.TIME))
+    # search tries 3 x 2^k nodes, trial s35). At the median (memory at the model's figure): at p80
+    # the idle plan is one that fits at its memory band's high end too, 9 % faster, not 22 %.
+    result = plan(_opt_request(Objective.TIME, risk=Risk.P50))
     assert result.plan.num_gpus == 768 and result.idle is not None and result.idle_plan is not None
     assert (result.idle.used, result.idle.inventory, result.idle.idle) == (768, 992, 224)
     other = result.idle_plan
@@ -85,6 +87,7 @@ def test_bloom_shapes_report_idle_gpus_even_with_vary_batch() -> None:
             objective=Objective.TIME,
             vary_batch=vary,
             top_k=0,
+            risk=Risk.P50,  # at p80 with --vary-batch a 304-GPU batch fits at its memory band's high end
         )
         result = plan(request)
         assert result.idle is not None and (result.idle.used, result.idle.inventory) == (256, 384)

@@ -1,0 +1,59 @@
+"""``--risk p80 / p90`` judge memory too (trial s42 H1: at p90 the search chose a 70B layout whose
+reserved peak's band passed the GPU's memory, beside one 3 % dearer that surely fit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.accuracy import Risk
+from planner.api import PlanRequest, plan
+from planner.catalog.models import get_preset
+from planner.model.stacks import Stack
+
+
+def _plan(risk: Risk, gpus: dict[str, int], tokens: float = 2e12, deadline: float | None = 60):
+    request = PlanRequest(
+        model=get_preset("llama3-70b"),
+        training_tokens=tokens,
+        deadline_days=deadline,
+        gpus=gpus,
+        stack=Stack.MEGATRON_CORE,
+        risk=risk,
+        top_k=3,
+    )
+    return plan(request)
+
+
+def test_p80_and_p90_choose_among_plans_that_fit_at_their_bands_high_end():
+    gpus = {"h100-sxm": 512, "h200-sxm": 256}
+    median = _plan(Risk.P50, gpus)
+    assert median.plan.estimate.may_not_fit  # the model's figure fits, its band's high end does not
+    for risk in (Risk.P80, Risk.P90):
+        judged = _plan(risk, gpus)
+        plans = [judged.plan, *judged.alternatives]
+        assert not any(p.estimate.may_not_fit for p in plans)
+        assert judged.plan.estimate.memory.reserved_gib < median.plan.estimate.memory.reserved_gib
+        assert not any("no plan fits" in w for w in judged.warnings)
+
+
+@pytest.mark.parametrize("risk", [Risk.P80, Risk.P90])
+def test_where_no_plan_fits_at_its_bands_high_end_the_models_figure_decides_and_says_so(risk, monkeypatch):
+    """Every band's high end at 20 x the model's reserved peak: no plan fits there, so the search
+    chooses as at the median, by the model's figure, and warns that the plan may not fit."""
+    import importlib
+
+    import planner.search.score as score
+
+    memory_band = importlib.import_module("planner.accuracy.memory_band")  # (the package exports a function so named)
+
+    def wide(*args, **kwargs) -> tuple[float, float]:
+        return 0.9, 20.0
+
+    monkeypatch.setattr(memory_band, "band_ratios", wide)
+    monkeypatch.setattr(score, "band_ratios", wide)
+    gpus = {"h100-sxm": 512, "h200-sxm": 256}
+    result, median = _plan(risk, gpus), _plan(Risk.P50, gpus)
+    assert result.plan.estimate.may_not_fit
+    (warning,) = [w for w in result.warnings if "no plan fits" in w]
+    assert warning.startswith(f"--risk {risk.value}: ") and "it may not fit" in warning
+    assert not any("no plan fits" in w for w in median.warnings)
