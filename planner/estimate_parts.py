@@ -4,11 +4,21 @@ throughput, and the run's goodput. Frozen pydantic models, read back from plan f
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import BaseModel
 
 from planner.frozen import FROZEN
 from planner.model.goodput import step_factor
-from planner.model.memory import PeakMoment, usable_capacity
+from planner.model.memory import usable_capacity
+
+
+class PeakMoment(StrEnum):
+    """When in the step the allocated peak falls (planner/model/memory.py ``StageTerms._peaks``;
+    trial s41: a breakdown without activations did not say it was the end of the backward)."""
+
+    BACKWARD = "backward"  # the start of the last micro-batch's backward: activations and the loss held
+    END_OF_BACKWARD = "end_of_backward"  # every gradient materialised, the activations freed
 
 
 class MemoryTerms(BaseModel):

@@ -270,8 +270,7 @@ TEMPLATES: dict[RuleCode, str] = {
         " DDP): use --sharding fsdp, zero2 or none"
     ),
     _C.STACK_AC_MODE: (
-        "{stack} has no '{ac}' activation checkpointing (its modes: none, selective, full): use --ac none,"
-        " selective or full"
+        "{stack} has no '{ac}' activation checkpointing (its modes: {modes}): use --ac with one of them"
     ),
     _C.STACK_NO_PIPELINE: (
         "{stack} has no pipeline engine: use --pp 1, or a stack that has one (megatron-core, torchtitan)"

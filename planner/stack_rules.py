@@ -43,6 +43,7 @@ def stack_problem(
     r = stack.layout_refusals(layout, layers, grad_accum, offload, ac)
     figures = {"stack": stack.value, "sharding": layout.sharding.value, "layers": layers, "pp": layout.pp}
     figures |= {"vpp": layout.vpp, "grad_accum": grad_accum, "ac": "" if ac is None else ac.value}
+    figures |= {"modes": stack.ac_mode_names}
     for refused, rule in (
         (r.no_context_parallel, RuleCode.STACK_NO_CP),
         (r.no_expert_parallel, RuleCode.STACK_NO_EP),
@@ -69,7 +70,9 @@ def ac_modes_problem(stack: Stack, modes: tuple[ActivationCheckpointing, ...]) -
     refused = [m for m in modes if code(m) not in stack.ac_codes]
     if not refused:
         return None
-    return RuleViolation(RuleCode.STACK_AC_MODE, {"stack": stack.value, "ac": refused[0].value})
+    return RuleViolation(
+        RuleCode.STACK_AC_MODE, {"stack": stack.value, "ac": refused[0].value, "modes": stack.ac_mode_names}
+    )
 
 
 def impl_problem(stack: Stack, impl: Implementation | None) -> RuleViolation | None:

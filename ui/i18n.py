@@ -358,8 +358,9 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若每步 {batch:,} 个 token，已可节省 {saving:.0%}。",
     ),
     "long_job": (
-        'This plan trains for {time}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count for a date.',
-        "该方案需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
+        'This plan trains for {time} at {risk}, over a year: a deadline (sidebar, "Deadline") sizes the GPU count'
+        " for a date.",
+        "该方案按 {risk} 需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
     ),
     "hf_experts": (
         "{model} runs on Hugging Face's modules (the native trainer lacks {missing}), whose MoE layers loop over"

@@ -394,8 +394,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} 没有 ZeRO-1（它的数据并行只有 FSDP、前向后不重新切分的 FSDP 或 DDP）：请选择 FSDP、ZeRO-2 或不切分",
     ),
     "reason_stack_ac_mode": (
-        "{stack} has no '{ac}' activation checkpointing (its modes: none, selective, full)",
-        "{stack} 没有“{ac}”激活检查点模式（它只有 none、selective、full）",
+        "{stack} has no '{ac}' activation checkpointing (its modes: {modes})",
+        "{stack} 没有“{ac}”激活检查点模式（它只有 {modes}）",
     ),
     "reason_stack_no_pipeline": (
         "{stack} has no pipeline engine: use pp 1, or a stack that has one (megatron-core, torchtitan)",

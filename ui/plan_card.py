@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.api import PlanRequest, chosen_dearer, plan_commitment, trains_too_long
+from planner.api import PlanRequest, chosen_dearer, judged_hours, plan_commitment, trains_too_long
 from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron, serial_host, tie_rule
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
@@ -257,8 +257,9 @@ def plan_card(
     deltas = card_deltas(tr, plan)
     with st.container(border=True):
         st.subheader(tr("plan_card", model=plain(plan.model.name)))
-        if trains_too_long(plan):  # the planner's warning (planner.api.long_job_warnings), in the page's language
-            st.warning(tr("long_job", time=duration(tr, plan.estimate.time_to_train_h or 0.0)))
+        if trains_too_long(plan, result.risk):  # the planner's warning (long_job_warnings), in the page's language
+            hours = judged_hours(plan, result.risk) or 0.0
+            st.warning(tr("long_job", time=duration(tr, hours), risk=result.risk.value))
         for note in notes:
             st.warning(note)
         if (memory := memory_risk_text(tr, plan.estimate)) is not None:

@@ -14,10 +14,9 @@ from rich.table import Table
 
 from planner.accuracy.memory_band import memory_words
 from planner.catalog.prices import PriceBasis
-from planner.estimate_parts import MemoryTerms, TimeTerms, term_words
+from planner.estimate_parts import MemoryTerms, PeakMoment, TimeTerms, term_words
 from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
-from planner.model.memory import PeakMoment
 from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.plan import Estimate, Plan
 from planner.plan_calibration import CalibratedGpu, PlanCalibration

@@ -17,6 +17,7 @@ from planner.estimate_parts import (
     GoodputEstimate,
     MemoryEstimate,
     MemoryTerms,
+    PeakMoment,
     ThroughputEstimate,
     TimeEstimate,
     TimeTerms,
@@ -35,7 +36,6 @@ from planner.model.memory import (
     fits,
     loss_bytes_per_logit,
     memory,
-    peak_moment,
     per_op_selective,
     usable_capacity,
 )
@@ -211,7 +211,7 @@ def _memory_estimate(
         loss_chunk_tokens=settings.loss_chunk_tokens if bool(chunked_loss(c, settings)[0]) else 0,
         loss_bytes_per_logit=float(loss_bytes_per_logit(c, settings)[0]),
         selective_per_op=bool(per_op_selective(model, c, settings)[0]),
-        peak_moment=peak_moment(s.memory),
+        peak_moment=PeakMoment.BACKWARD if bool(s.memory.at_backward[0]) else PeakMoment.END_OF_BACKWARD,
     )
 
 

@@ -50,7 +50,9 @@ def host_need_bytes(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     on_device = replace(c, offload=np.zeros(len(c), dtype=bool))
     # The CPU optimizer keeps fp32 masters whatever the GPU would (review s40: 16-bit remainders
     # shrank the host's copy).
-    params, grads, moments = state_bytes(busiest_stage(model, c), on_device, s.but(master_param_bytes=FP32_BYTES))
+    # (and its 16-bit ZeRO-3 shard stays on the GPU: ``lp_param_shard_bytes``)
+    host = s.but(master_param_bytes=FP32_BYTES, lp_param_shard_bytes=0.0)
+    params, grads, moments = state_bytes(busiest_stage(model, c), on_device, host)
     # where unsharded gradients stay on the GPU (``s.offload_unsharded_grads`` off), the host holds
     # each rank's share of them for its optimizer step only (review s31: they were counted twice)
     grads = np.where(offload_keeps_grads(c.sharding, s), grads / np.maximum(c.shard_group, 1), grads)

@@ -8,7 +8,6 @@ against measured FSDP2 runs in tests/planner/test_calibration.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from enum import StrEnum
 
 import numpy as np
 
@@ -68,14 +67,6 @@ def fits(memory, capacity, headroom: float):
     return memory <= usable_capacity(capacity, headroom)
 
 
-class PeakMoment(StrEnum):
-    """When in the step the allocated peak falls (``StageTerms._peaks``; trial s41: a breakdown
-    without activations did not say it was the end of the backward)."""
-
-    BACKWARD = "backward"  # the start of the last micro-batch's backward: activations and the loss held
-    END_OF_BACKWARD = "end_of_backward"  # every gradient materialised, the activations freed
-
-
 @dataclass(frozen=True)
 class MemoryBreakdown:
     """Bytes per GPU on the most loaded pipeline stage (arrays over candidates)."""
@@ -91,7 +82,7 @@ class MemoryBreakdown:
     peak_allocated: np.ndarray
     reserved: np.ndarray  # caching-allocator peak (max_memory_reserved)
     device_total: np.ndarray  # reserved + CUDA context: what must fit on the device
-    at_backward: np.ndarray  # True: the peak is PeakMoment.BACKWARD's, False: END_OF_BACKWARD's
+    at_backward: np.ndarray  # the peak is the last backward's start, not its end (estimate_parts.PeakMoment)
 
     def as_gib(self, row: int = 0) -> dict[str, float]:
         skip = {"peak_allocated", "reserved", "device_total", "at_backward"}
@@ -121,11 +112,14 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     # shard, 11-26 GiB short per GPU). FSDP shards them (``unsharded_param_bytes`` the gathered).
     whole_fp32 = (c.precision == PREC_FP32) & (c.sharding >= SHARD_ZERO1) & (c.sharding < SHARD_FSDP)
     params = np.where(whole_fp32, held * FP32_BYTES, master)
+    # a stack whose ZeRO-3 keeps a 16-bit shard beside the fp32 one (DeepSpeed; on the GPU under
+    # optimizer offload too: ``lp_param_shard_bytes``)
+    lp_shard = np.where(c.sharding == SHARD_FSDP, local / shard, 0.0) * s.lp_param_shard_bytes
     grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * grad_element_bytes(c, s)
     moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
     on_gpu = ~c.offload.astype(bool)
     grads_on_gpu = on_gpu | offload_keeps_grads(c.sharding, s)
-    return params * on_gpu, grads * grads_on_gpu, moments * on_gpu
+    return params * on_gpu + lp_shard, grads * grads_on_gpu, moments * on_gpu
 
 
 def offload_keeps_grads(sharding: np.ndarray | int, s: ModelingSettings) -> np.ndarray:
@@ -481,11 +475,6 @@ def _stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings) -> tuple[
     per_token = block_activation_bytes_per_token(model, c, s)
     shared = (per_token, block_backward_bytes(model, c, s, per_token))
     return tuple(stage_terms(model, c, s, rank, shared) for rank in pipeline_ranks(model.num_layers, c))
-
-
-def peak_moment(mem: MemoryBreakdown, row: int = 0) -> PeakMoment:
-    """When ``row``'s allocated peak falls."""
-    return PeakMoment.BACKWARD if bool(mem.at_backward[row]) else PeakMoment.END_OF_BACKWARD
 
 
 def worst_stage(stages: list[MemoryBreakdown]) -> MemoryBreakdown:

@@ -205,6 +205,10 @@ class ModelingSettings(JobSettings):
     # runtime/pipe/engine.py _exec_backward_pass: clear_lp_grads, backward,
     # update_hp_grads(clear_lp_grads=False); DeepSpeed 56c5223). Not under ZeRO-2/3 (memory.py).
     lp_grad_bytes: float = 0.0
+    # A 16-bit shard kept beside the fp32 master shard (bytes per parameter over the group). 0: FSDP2
+    # (its shard is the master; bf16 is made at the all-gather). DeepSpeed ZeRO-3 keeps both (stage3.py
+    # ``fp16_partitioned_groups_flat`` beside ``fp32_partitioned_groups_flat``): ZeRO's (2 + 2 + K) / N.
+    lp_param_shard_bytes: float = 0.0
     # AdamW's exp_avg + exp_avg_sq per parameter: fp32 (8); bf16 moments halve it.
     adam_state_bytes: float = 8.0
     # The optimizer's master copy of each parameter (sharded with the moments from ZeRO-1 on):

@@ -289,6 +289,7 @@ DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
     # ZeRO >= 1 keeps gradients in the model's dtype: transformers' configs leave
     # data_types.grad_accum_dtype unset (trial s36: ZeRO-1 was charged 4 bytes a gradient).
     zero_grads_in_model_dtype=True,
+    lp_param_shard_bytes=2.0,  # ZeRO-3's bf16 partition beside the fp32 one (settings.py)
     deepspeed_zero=HF_DOCUMENTED_ZERO,
     host_adam_bytes_per_param=DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,

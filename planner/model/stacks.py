@@ -167,10 +167,21 @@ class Stack(StrEnum):
         """The recompute modes (candidate codes) it has a switch for: torchtitan's ``none``,
         ``selective`` (its per-op policy) and ``full`` (``ActivationCheckpointingConfig``; the layer
         frequency of its 2024-25 ``selective_ac_option`` is gone since c5d93d1, 2026-06), not the
-        first blocks of each rank nor the attention sub-layer alone (trial s41); every mode elsewhere."""
+        first blocks of each rank nor the attention sub-layer alone (trial s41). HF Trainer and
+        DeepSpeed (Hugging Face's modules): ``gradient_checkpointing`` checkpoints every decoder
+        layer (transformers' ``gradient_checkpointing_enable``, accelerate's FSDP
+        ``activation_checkpointing``), so ``none`` or ``full`` (trial s42: their plans named
+        "blocks (62)" and every other block, which no switch of theirs sets). Every mode elsewhere."""
         if self is Stack.TORCHTITAN:
             return (AC_NONE, AC_SELECTIVE, AC_FULL)
+        if self in (Stack.HF_TRAINER, Stack.DEEPSPEED):
+            return (AC_NONE, AC_FULL)
         return tuple(range(len(AC_CODES)))
+
+    @property
+    def ac_mode_names(self) -> str:
+        """'none, selective, full': its recompute modes (``ac_codes``) as ``--ac`` names them."""
+        return ", ".join(AC_CODES[i].value for i in self.ac_codes)
 
     def offers_ac(self, mode: ActivationCheckpointing) -> bool:
         """Whether ``mode`` is one of its recompute switches (``ac_codes``)."""

@@ -277,10 +277,12 @@ def excess_ac_blocks(model: ModelSpec, space: SearchSpace, rows: dict[str, np.nd
 
 
 def searched_ac_codes(space: SearchSpace) -> list[int]:
-    """The recompute codes the rows take. A ``blocks`` row whose count is searched ends at full
-    recompute where nothing less fits, and is then recoded ``full`` (partial_recompute.py): with
-    both allowed, ``full`` rows would repeat those rows."""
-    modes = space.activation_checkpointing
+    """The recompute codes the rows take: the stack's (``Stack.offers_ac``). A ``blocks`` row whose
+    count is searched ends at full recompute where nothing less fits, and is then recoded ``full``
+    (partial_recompute.py): with both allowed, ``full`` rows would repeat those rows. (Session 42:
+    the rule dropped ``full`` for stacks without ``blocks`` too, whose refusals then dropped the
+    ``blocks`` rows: torchtitan, HF Trainer and DeepSpeed searched no full recompute at all.)"""
+    modes = tuple(m for m in space.activation_checkpointing if space.stack.offers_ac(m))
     if space.ac_blocks is None and ActivationCheckpointing.BLOCKS in modes:
         modes = tuple(m for m in modes if m != ActivationCheckpointing.FULL)
     return [AC_CODES.index(a) for a in modes]

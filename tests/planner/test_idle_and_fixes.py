@@ -205,3 +205,32 @@ def test_compile_is_named_where_the_compiled_loss_fits():
     # compiled and still too big: not named again
     assert fixes(Stack.TORCHTITAN, compile=True, micro_batch=4)[0] is False
     assert FixCode.COMPILE not in fixes(Stack.TORCHTITAN, compile=True, micro_batch=4)[1]
+
+
+def test_the_over_a_year_warning_reads_the_time_the_search_judged():
+    """Trial s42 L2: a plan of 328 days by the model's figure and 416 at p80 had no word of a year."""
+    from planner.api import build_plan, judged_hours, trains_too_long
+    from planner.api.notices import long_job_warnings
+    from planner.layout import Layout, TrainingConfig
+
+    def on(tokens: float):
+        return build_plan(
+            get_preset("llama3-8b"),
+            "h100-sxm",
+            Layout(),
+            TrainingConfig(seq_len=4096),
+            num_gpus=8,
+            training_tokens=tokens,
+        )
+
+    probe = on(1e11)
+    at_p80 = probe.estimate.uncertainty.time_to_train_h_at_risk["p80"] / probe.estimate.time_to_train_h
+    assert at_p80 > 1.1
+    # the model's figure 340 days, its p80 past a year
+    p = on(1e11 * 340 * 24 / probe.estimate.time_to_train_h)
+    assert p.estimate.time_to_train_h / 24 == pytest.approx(340, rel=0.01)
+    assert judged_hours(p, Risk.P80) == pytest.approx(340 * 24 * at_p80, rel=0.01)
+    assert not trains_too_long(p) and not long_job_warnings(p)
+    assert trains_too_long(p, Risk.P80)
+    (warning,) = long_job_warnings(p, risk=Risk.P80)
+    assert " at p80, over a year" in warning

@@ -118,3 +118,24 @@ def test_offload_below_zero2_keeps_the_gradients_on_the_gpu_where_the_stack_does
     )
     chosen = plan(request).plan
     assert not (chosen.training.offload and chosen.layout.sharding == Sharding.NONE)
+
+
+def test_deepspeed_zero3_keeps_a_bf16_partition_beside_the_fp32_one() -> None:
+    """Trial s42 L3: ZeRO-3 under DeepSpeed was charged FSDP2's 4 bytes a parameter over the group
+    (the fp32 shard); stage3.py also keeps the bf16 partition the all-gather reads: ZeRO's
+    (2 + 2 + 12) / N. It stays on the GPU under optimizer offload, and the host holds none of it."""
+    model = get_preset("llama3-8b")
+    layout = Layout(dp_shard=16, sharding=Sharding.FSDP)
+
+    def params_gib(stack: Stack, training: TrainingConfig) -> tuple[float, float | None]:
+        e = estimate(model, "h200-sxm", layout, training, num_gpus=16, catalog=CATALOG, settings=STACK_SETTINGS[stack])
+        return e.memory.breakdown_gib.params, e.memory.host_gib_per_node
+
+    plain = TrainingConfig(seq_len=4096, activation_checkpointing=ActivationCheckpointing.FULL)
+    per_param = model.num_params() / 16 / GIB
+    assert params_gib(Stack.TRAINPLAN, plain)[0] == pytest.approx(4 * per_param, rel=1e-6)
+    assert params_gib(Stack.DEEPSPEED, plain)[0] == pytest.approx(6 * per_param, rel=1e-6)
+    offloaded = plain.model_copy(update={"offload": True})
+    on_gpu, host = params_gib(Stack.DEEPSPEED, offloaded)
+    assert on_gpu == pytest.approx(2 * per_param, rel=1e-6)
+    assert host == params_gib(Stack.TRAINPLAN, offloaded)[1]  # the host's share: fp32 states only, as FSDP2's

@@ -155,7 +155,7 @@ def test_attention_recompute_drops_the_attention_activations_for_its_forward():
 
 @pytest.mark.parametrize(
     "preset,stack",
-    (("llama3-70b", Stack.TRAINPLAN), ("mixtral-8x7b", Stack.MEGATRON_CORE), ("gemma2-9b", Stack.HF_TRAINER)),
+    (("llama3-70b", Stack.TRAINPLAN), ("mixtral-8x7b", Stack.MEGATRON_CORE), ("gemma2-9b", Stack.LLM_FOUNDRY)),
 )
 def test_the_fit_is_the_fewest_that_fit_with_memorys_floats(preset, stack):
     """``fit_ac_blocks`` (counts from the ranks' count-free terms) on whole tables: every row that

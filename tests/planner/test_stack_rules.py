@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.api import PlanRequest, build_plan
+from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.hf_config import model_from_hf_config
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Sharding, TrainingConfig
-from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1
+from planner.model.candidates import AC_FULL, AC_NONE, SHARD_FSDP, SHARD_ZERO1
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import first_structural_problem, structural_rules
 from planner.search.score import search_space
@@ -250,3 +250,30 @@ def test_torchtitan_refuses_the_modes_it_has_no_switch_for():
     rows = build_candidates(model, load_catalog(), {"h100-sxm": 64}, space)
     assert len(rows) and not (rows.sharding == SHARD_ZERO1).any()
     assert set(np.unique(rows.ac)) <= set(Stack.TORCHTITAN.ac_codes)
+
+
+@pytest.mark.parametrize("stack", [Stack.HF_TRAINER, Stack.DEEPSPEED])
+def test_hf_trainer_and_deepspeed_checkpoint_every_layer_or_none(stack):
+    """Trial s42: `plan --stack hf-trainer` chose "blocks (62)" and offered every other block;
+    transformers' gradient_checkpointing (and accelerate's FSDP activation_checkpointing) wraps
+    every decoder layer, so the modes are none and full, and the refusal names them."""
+    model = get_preset("llama3-8b")
+    assert stack.ac_mode_names == "none, full"
+    training = TrainingConfig(seq_len=4096, activation_checkpointing=ActivationCheckpointing.SELECTIVE, impl="hf")
+    with pytest.raises(ValueError, match=r"has no 'selective' activation checkpointing \(its modes: none, full\)"):
+        build_plan(model, "h100-sxm", Layout(), training, num_gpus=8, stack=stack)
+    space = search_space(PlanRequest(model=model, training_tokens=1e12, gpus={"h100-sxm": 64}, stack=stack))
+    rows = build_candidates(model, load_catalog(), {"h100-sxm": 64}, space)
+    assert len(rows) and set(np.unique(rows.ac)) == {AC_NONE, AC_FULL}
+    assert Stack.TORCHTITAN.ac_mode_names == "none, selective, full"
+
+
+def test_stacks_without_blocks_still_search_full_recompute():
+    """Session 42: the search drops ``full`` rows where ``blocks`` rows (whose count ends at full)
+    stand for them; it did so for torchtitan too, whose refusals then dropped the ``blocks`` rows:
+    no torchtitan plan could checkpoint every block (70B on 24 H100 needs it)."""
+    model = get_preset("llama3-70b")
+    request = PlanRequest(model=model, training_tokens=1e10, gpus={"h100-sxm": 24}, stack=Stack.TORCHTITAN, top_k=0)
+    rows = build_candidates(model, load_catalog(), {"h100-sxm": 24}, search_space(request))
+    assert set(np.unique(rows.ac)) == set(Stack.TORCHTITAN.ac_codes)
+    assert plan(request).plan.training.activation_checkpointing == ActivationCheckpointing.FULL

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import local_script_runner
 from support import REPO
 from support.app import EN, ZH, english_sentences, open_tab, planned, request_for, run_app
 
-from planner.api import build_plan, plan
+from planner.api import build_plan, judged_hours, plan
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset
 from planner.errors import InfeasiblePlan, RuleCode, RuleViolation
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
@@ -30,7 +30,7 @@ from planner.model.spec import ModelSpec
 from planner.rule_codes import TEMPLATES
 from ui import app_core, reasons
 from ui.i18n import Labels, all_labels, plain
-from ui.messages import idle_text, interval
+from ui.messages import duration, idle_text, interval
 from ui.reasons import (
     CALIBRATION_REASONS,
     LAYOUT_REASONS,
@@ -397,8 +397,11 @@ def test_a_plan_over_a_year_warns_on_the_card_in_both_languages():
         at = run_app(lang=tr.lang, **state)
         days = float(re.sub(r"[^\d.]", "", at.metric[2].value))  # the card's time to train, in days
         assert days > 365 and at.metric[2].value == tr("days_value", value=days)
-        (warning,) = [w.value for w in at.warning if w.value.startswith(tr("long_job", time="")[:6])]
-        assert warning == tr("long_job", time=at.metric[2].value)
+        # judged at the search's risk (trial s42 L2), not the card's model figure
+        result = plan(request_for(training_tokens=1e13, gpus={"a100-80gb-sxm": 1}))
+        hours = judged_hours(result.plan, result.risk)
+        assert hours > result.plan.estimate.time_to_train_h and result.risk.value == "p80"
+        assert tr("long_job", time=duration(tr, hours), risk="p80") in [w.value for w in at.warning]
 
 
 def test_explorer_refuses_a_batch_beyond_the_clis_bound():

@@ -11,8 +11,8 @@ from support.cli import call
 
 from planner.api import build_plan
 from planner.catalog.models import get_preset
+from planner.estimate_parts import PeakMoment
 from planner.layout import Layout, TrainingConfig
-from planner.model.memory import PeakMoment
 from ui import figures
 from ui.render import PEAK_MOMENT_WORDS
 
