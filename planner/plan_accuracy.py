@@ -155,6 +155,7 @@ class EfficiencyCeiling(BaseModel):
     stack: str
     binding: bool
     uncapped_tokens_per_s: float
+    gpu: str | None = None  # the GPU the row ran on (None: plan files before session 42)
 
     def own_mfu(self, mfu: float, tokens_per_s: float) -> float | None:
         """The model's own MFU where this ceiling holds an estimate of ``mfu`` at ``tokens_per_s``
@@ -162,6 +163,12 @@ class EfficiencyCeiling(BaseModel):
         if not self.binding or tokens_per_s <= 0:
             return None
         return mfu * self.uncapped_tokens_per_s / tokens_per_s
+
+    @property
+    def measured_row(self) -> str:
+        """'NB046 LLAMA3.1-405B (NeMo 25.04.01) on gb200': the row, and the GPU it ran on (trial
+        s42: a B200 plan held at a GB200 NVL72 row read as this GPU's own)."""
+        return self.row if self.gpu is None else f"{self.row} on {self.gpu}"
 
     @property
     def measured_by(self) -> str:

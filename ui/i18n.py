@@ -562,6 +562,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_large": ("> 1,000 GPUs", "> 1,000 GPU"),
     "feature_hf_modules": ("Hugging Face modules", "Hugging Face 模块"),
     "feature_offload": ("CPU offload", "CPU 卸载"),
+    "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
         " model alone predicts {tokens:,.0f} tokens/s. If this is that run, the figure is its own measurement,"

@@ -422,6 +422,7 @@ def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate) -> Efficienc
         row=ceiling.row,
         source=ceiling.source,
         stack=ceiling.stack,
+        gpu=ceiling.gpu or None,
         binding=held > 0,
         uncapped_tokens_per_s=estimate.global_batch_tokens / (estimate.time.step_s - held),
     )

@@ -55,9 +55,11 @@ class Ceiling:
     source: str
     stack: str
     scope: str  # "family" (the regime's stack family) or "any stack"
+    gpu: str = ""  # the GPU it ran on (trial s42: a B200 plan held at a GB200 NVL72 row, unsaid)
 
     def describe(self) -> str:
-        return f"{self.mfu:.1%} MFU, the best measured ({self.stack}, {self.source}: {self.row})"
+        on = f" on {self.gpu}" if self.gpu else ""
+        return f"{self.mfu:.1%} MFU, the best measured ({self.stack}, {self.source}: {self.row}{on})"
 
 
 class Ceilings:
@@ -85,7 +87,7 @@ class Ceilings:
         if not chosen:
             return None
         best = max(chosen, key=lambda r: r.measured_mfu)
-        return Ceiling(best.measured_mfu, best.name, best.source, best.stack, scope)
+        return Ceiling(best.measured_mfu, best.name, best.source, best.stack, scope, best.gpu)
 
     def capped_error(self, row: HeldOutRow, regime: Regime) -> float:
         """The row's held-out error with its prediction held at the ceiling of its regime

@@ -46,3 +46,22 @@ def test_a_plan_under_its_ceiling_shows_one_figure():
     assert e.ceiling is None or not e.ceiling.binding
     assert mfu_cell(e) == f"{e.throughput.mfu:.1%}"
     assert "(x)" not in _text(plans_table("plans", result.plan, (), "p80"))
+
+
+def test_the_ceiling_names_the_gpu_its_row_ran_on():
+    """Trial s42 M1: every B200 plan was held at a GB200 NVL72 row's MFU, and the line read as the
+    B200's own ("the best measured on this GPU architecture")."""
+    from planner.api import build_plan
+    from planner.layout import Layout, TrainingConfig
+    from ui.render_lines import ceiling_line
+
+    e = build_plan(
+        get_preset("llama3-70b"),
+        "b200",
+        Layout(tp=4, pp=2),
+        TrainingConfig(seq_len=4096, grad_accum=8),
+        num_gpus=512,
+        stack=Stack.MEGATRON_CORE,
+    ).estimate
+    assert e.ceiling is not None and e.ceiling.gpu == "gb200"
+    assert f"{e.ceiling.row} on gb200)" in ceiling_line(e)
