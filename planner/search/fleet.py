@@ -16,7 +16,6 @@ from planner.catalog.prices import RESERVED_TERM_YEARS, Commitment
 from planner.errors import Constraint, InfeasiblePlan
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import (
-    NEAR_TIE_FRACTION,
     ScoredTable,
     chosen_index,
     pareto_mask,
@@ -40,6 +39,7 @@ from planner.search.slots import (
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver
+from planner.search.ties import fastest_near_cheapest
 from planner.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = [
@@ -224,9 +224,7 @@ def rent_row(table: ScoredTable, rows: np.ndarray) -> int:
     """The row a rented job runs on, as plan's cost objective picks it: of the rows within
     NEAR_TIE_FRACTION of the cheapest, the fastest (trial s27d: the cheapest alone rented a plan
     twice as slow to save 0.7 %, which plan would not choose)."""
-    cost = table.cost_usd[rows]
-    tied = rows[cost <= cost.min() * (1 + NEAR_TIE_FRACTION)]
-    return int(tied[np.lexsort((table.cost_usd[tied], table.time_to_train_s[tied]))[0]])
+    return fastest_near_cheapest(table.cost_usd, table.time_to_train_s, rows)
 
 
 def _job_rows(

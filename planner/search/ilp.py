@@ -27,7 +27,7 @@ from planner.model.rowwise import distinct
 from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
 from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
-from planner.search.ties import first_of_tie, settle_near_tie, tie_order
+from planner.search.ties import NEAR_TIE_FRACTION, first_of_tie, settle_near_tie, tie_order
 
 __all__ = [
     "Objective",
@@ -44,10 +44,6 @@ __all__ = [
 # A secondary objective weight: among equally good rows, prefer the faster (cost objective)
 # or the cheaper (time objective) one. Small enough not to change the primary optimum.
 TIE_BREAK_WEIGHT = 1e-6
-# Plans within this fraction of the primary optimum count as tied; the other objective then
-# decides (cost: the faster wins; time: the cheaper). Without it "cost" chose 2 x B200 for
-# 4.6 days over 8 x B200 for 27.7 h at $4 (0.1 %) more (issue 10).
-NEAR_TIE_FRACTION = 0.01
 
 
 class Objective(StrEnum):

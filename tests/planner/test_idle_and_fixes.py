@@ -234,3 +234,26 @@ def test_the_over_a_year_warning_reads_the_time_the_search_judged():
     assert trains_too_long(p, Risk.P80)
     (warning,) = long_job_warnings(p, risk=Risk.P80)
     assert " at p80, over a year" in warning
+
+
+def test_a_budget_answer_names_the_fastest_plan_at_about_the_lowest_cost():
+    """Trial s42 L1: "the cheapest plan (32 x h100-sxm, 653.1 days) costs $2.55M > $2.50M", while
+    at that cost 512 GPUs finished in 41 days: cost barely depends on the count, so the answer
+    names the fastest plan within NEAR_TIE_FRACTION of the lowest cost."""
+    from planner.model.stacks import Stack
+
+    request = PlanRequest(
+        model=get_preset("llama3-70b"),
+        training_tokens=2e12,
+        budget_usd=2.5e6,
+        gpus={"h100-sxm": 1024, "h200-sxm": 512},
+        stack=Stack.MEGATRON_CORE,
+        objective=Objective.TIME,
+        top_k=0,
+    )
+    with pytest.raises(InfeasiblePlan) as caught:
+        plan(request)
+    answer = caught.value
+    assert answer.constraint is Constraint.BUDGET and answer.named is not None
+    assert answer.named.num_gpus >= 256 and answer.named.seconds < 100 * 86400
+    assert "the fastest within 1% of the lowest cost" in str(answer)
