@@ -15,6 +15,7 @@ from rich.markup import escape
 from planner.catalog.hardware import Catalog
 from planner.errors import InfeasiblePlan
 from planner.limits import MAX_PURCHASE_USD
+from planner.model.stacks import Stack
 from ui import render, render_fleet, render_portfolio
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, k8s_names
@@ -63,6 +64,9 @@ def portfolio(
         raise ValueError(f"{jobs_file}: portfolio needs GPUs in an [inventory] table (gpu-id = count)")
     if emit_dir is not None:
         check_k8s_job_names([job.name for job in spec.jobs], jobs_file)
+        foreign = sorted({str(job.stack or spec.stack) for job in spec.jobs} - {Stack.TRAINPLAN.value})
+        if foreign:  # another stack's plan is an estimate of that software, not a job trainplan runs
+            raise ValueError(f"{jobs_file}: --emit writes trainplan jobs; stack {', '.join(foreign)} is estimate-only")
     chosen = choose_calibration(calibration, no_calibration)
     applied = applied_calibration(chosen)
     catalog = calibrated_catalog(applied)

@@ -45,6 +45,7 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanRequest
 from planner.catalog.prices import PriceKind
 from planner.fmt import one_line, printable
+from planner.layout import Precision
 from planner.limits import (
     MAX_BATCH_TOKENS,
     MAX_BUDGET_USD,
@@ -63,6 +64,7 @@ from planner.limits import (
     read_input_text,
     unique_keys,
 )
+from planner.model.stacks import Stack
 from planner.search.ownership import TcoAssumptions
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
 from trainer.job_spec import JOB_NAME_PATTERN
@@ -112,6 +114,10 @@ class JobEntry(BaseModel):
     # the largest relative distance of the batch from global_batch_tokens (the CLI's --batch-tolerance)
     batch_tolerance: Annotated[StrictFloat, Field(ge=0, lt=1, allow_inf_nan=False)] = DEFAULT_BATCH_TOLERANCE
     vary_batch: StrictBool = False  # the plan may use any batch within the tolerance (--vary-batch)
+    # the software and precision the job runs (None: the file's; trial s42: a fleet sized for
+    # trainplan's FSDP2 when the team runs Megatron-Core or DeepSpeed)
+    stack: Stack | None = None
+    precision: Precision | None = None
 
     @field_validator("name")
     @classmethod
@@ -151,6 +157,9 @@ class JobsFile(BaseModel):
     rent_usd_per_gpu_hour: dict[str, UsdPerHour] = {}
     price_kind: PriceKind | None = None  # rent at the median of the catalog's offers of this kind
     network: str | None = None  # a catalog network every node is on (None: each GPU's default)
+    # every job's software and precision unless the job names its own (plan's --stack, --precision)
+    stack: Stack = Stack.TRAINPLAN
+    precision: Precision = Precision.BF16
     ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
@@ -192,6 +201,8 @@ class JobsFile(BaseModel):
             price_kind=self.price_kind,
             network=self.network,
             risk=self.risk,
+            stack=job.stack or self.stack,
+            precision=job.precision or self.precision,
         )
 
 

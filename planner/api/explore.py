@@ -268,7 +268,7 @@ def job_candidates(
     request: PlanRequest,
     name: str,
     catalog: Catalog,
-    settings: ModelingSettings,
+    settings: ModelingSettings | None,
     calibration: PlanCalibration | None = None,
 ):
     """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
@@ -355,7 +355,7 @@ def plan_portfolio(
     horizon_days: float | None = None,
     num_slots: int = 1,
     catalog: Catalog | None = None,
-    settings: ModelingSettings = DEFAULT_SETTINGS,
+    settings: ModelingSettings | None = None,
     tco: TcoAssumptions = TcoAssumptions(),
     purchase_usd: dict[str, float] | None = None,
     rented: frozenset[str] = frozenset(),
@@ -379,7 +379,7 @@ def plan_portfolio(
     jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
     held = {g: n for g, n in inventory.items() if g not in rented}
-    rates = owned_rates(catalog, held, tco, settings, purchase_usd, wall_power_w)
+    rates = owned_rates(catalog, held, tco, settings or DEFAULT_SETTINGS, purchase_usd, wall_power_w)
     solution: PortfolioSolution = solve_portfolio(
         jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots, rented=rented
     )
@@ -454,7 +454,7 @@ def plan_fleet(
     tco: TcoAssumptions = TcoAssumptions(),
     num_slots: int = 12,
     catalog: Catalog | None = None,
-    settings: ModelingSettings = DEFAULT_SETTINGS,
+    settings: ModelingSettings | None = None,
     rent_usd_per_gpu_hour: dict[str, float] | None = None,
     wall_power_w: dict[str, float] | None = None,
     calibration: PlanCalibration | None = None,
@@ -464,7 +464,7 @@ def plan_fleet(
     ``calibration``: as ``plan_portfolio``'s)."""
     catalog = catalog or load_catalog()
     jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
-    economics = economics_for(catalog, purchase_usd, settings, rent_usd_per_gpu_hour, wall_power_w)
+    economics = economics_for(catalog, purchase_usd, settings or DEFAULT_SETTINGS, rent_usd_per_gpu_hour, wall_power_w)
     return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots)
 
 

@@ -124,3 +124,34 @@ def test_the_fleet_table_says_the_quantile_its_totals_are_at(tmp_path, capsys):
     jobs.write_text('horizon_days = 365\nbuy = ["h100-sxm"]\n[[jobs]]\nname="a"\nmodel="llama3-8b"\ntokens=1e11\n')
     assert main(["fleet", str(jobs)]) == 0
     assert "total at p80" in capsys.readouterr().out
+
+
+def test_jobs_run_the_files_stack_and_precision_unless_they_name_their_own(tmp_path, capsys):
+    """Trial s42 M4: `fleet` and `portfolio` refused a `stack` key, so a team on Megatron-Core or
+    DeepSpeed was sized for trainplan's FSDP2. The file's stack and precision hold for every job,
+    a job's own override it; each job is searched under its stack's profile; and --emit, which
+    writes trainplan jobs, refuses another stack's plans up front."""
+    from planner.api.explore import plan_portfolio
+    from planner.layout import Precision
+    from planner.model.stacks import Stack
+    from ui.cli import main
+
+    text = (
+        'stack = "megatron-core"\nprecision = "fp8"\n[inventory]\nh100-sxm = 64\n'
+        '[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 1e10\n'
+        '[[jobs]]\nname = "b"\nmodel = "llama3-8b"\ntokens = 1e10\nstack = "deepspeed"\nprecision = "bf16"\n'
+    )
+    path = write(tmp_path, text)
+    requests = read_jobs_file(path).requests(None)
+    assert (requests["a"].stack, requests["a"].precision) == (Stack.MEGATRON_CORE, Precision.FP8)
+    assert (requests["b"].stack, requests["b"].precision) == (Stack.DEEPSPEED, Precision.BF16)
+    solution = plan_portfolio(requests, {"h100-sxm": 64})
+    stacks = {a.job: a.plan.stack for a in solution.assignments}
+    assert stacks == {"a": Stack.MEGATRON_CORE, "b": Stack.DEEPSPEED}
+    # each under its own profile (not trainplan's, whose loss is chunked): Megatron's vocab-parallel
+    # cross-entropy holds 6 B a logit, Hugging Face's unchunked loss under DeepSpeed 12
+    loss = {a.job: a.plan.estimate.memory for a in solution.assignments}
+    assert (loss["a"].loss_bytes_per_logit, loss["b"].loss_bytes_per_logit) == (6.0, 12.0)
+    assert loss["a"].loss_chunk_tokens == loss["b"].loss_chunk_tokens == 0
+    assert main(["portfolio", str(path), "--emit", str(tmp_path / "jobs")]) == 2
+    assert "--emit writes trainplan jobs; stack deepspeed, megatron-core is estimate-only" in capsys.readouterr().err
