@@ -163,6 +163,13 @@ class Estimate(BaseModel):
     # run may force (rates.SDPA_SKIPS_CUDNN_NOTE; trial s37: B300 at 128K, 2.5x B200's attention)
     sdpa_skips_cudnn: bool = False
 
+    @property
+    def model_mfu(self) -> float | None:
+        """The model's own MFU where the efficiency ceiling holds the estimate (None: not held):
+        plans held at one ceiling differ there (trial s41; ``EfficiencyCeiling.own_mfu``)."""
+        c = self.ceiling
+        return None if c is None else c.own_mfu(self.throughput.mfu, self.throughput.tokens_per_s)
+
     def time_h_at(self, risk: str) -> float | None:
         """The time to train (hours) at a risk quantile ('p50', 'p80', 'p90'); None without a band."""
         u = self.uncertainty

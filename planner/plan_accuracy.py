@@ -122,6 +122,9 @@ class Uncertainty(BaseModel):
     # so that end is theirs (planner/accuracy/bands.py ``setting_neighbours``; the app's card said
     # nothing of them, the CLI's envelope sentence did).
     reaches: tuple[RegimeWords, ...] = ()
+    # outside the envelope, the regime of the rows nearest it (trial s42: the app did not say a
+    # B200 trainplan plan's band was Megatron-Core's on GB200, as the CLI's envelope line does)
+    nearest: RegimeWords | None = None
     # A long sequence past the longest one its band's rows measured (trial s37): the sequence (in
     # whole doublings of 32K), that longest and the doublings between, each widening the band as
     # a differing feature does (``widened_by`` counts them). None / 0: within what was measured.

@@ -347,7 +347,7 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
                 "mfu": e.throughput.mfu,
                 # the model's own where the efficiency ceiling holds the plan (trial s41: held plans
                 # showed one figure, their trade-offs nowhere)
-                "mfu_model": math.nan if (own := own_mfu(e)) is None else own,
+                "mfu_model": math.nan if e.model_mfu is None else e.model_mfu,
                 "tokens_per_s": e.throughput.tokens_per_s,
                 "memory_gib": e.memory.reserved_gib,
                 # the reserved peak's band's high end (review s39: the CLI's table marked the plans
@@ -357,11 +357,6 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def own_mfu(e) -> float | None:
-    """The model's own MFU of an estimate the efficiency ceiling holds (None: not held)."""
-    return None if e.ceiling is None else e.ceiling.own_mfu(e.throughput.mfu, e.throughput.tokens_per_s)
 
 
 def band_columns(e, field: str, lo: str, hi: str, unit: float = 1.0) -> dict[str, float]:

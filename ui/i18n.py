@@ -451,6 +451,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         "已验证，但仅有 {rows} 行留出数据（{sources}）：{regime}。误差带取自 {band_rows} 行，其中 {nearby} 行来自"
         "相近的情形（{band_sources}），平均误差 {error:.1%}；区间两端至少覆盖这些行的误差。",
     ),
+    "envelope_nearest": ("The nearest measured rows ran {regime}.", "最近的实测数据来自 {regime}。"),
     "envelope_outside": (
         "Outside the validated envelope: no measured row of {regime}. The band is read from the {rows}"
         " nearest rows (mean error {error:.1%}) and widened by {widened:.0%}.",

@@ -195,6 +195,8 @@ def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
             error=u.mean_abs_error,
         )
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
+    if u.nearest is not None:
+        text = tr.sentences(text, tr("envelope_nearest", regime=regime_words_text(tr, u.nearest)))
     if u.reaches:
         reaches = tr("envelope_reaches", regimes=tr.clauses(regime_words_text(tr, r) for r in u.reaches))
         text = tr.sentences(text, reaches)

@@ -234,8 +234,8 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
 
 
 CEILING_NOTE = (
-    "(x) MFU held at the efficiency ceiling, the best measured in its regime; in brackets the model's own"
-    " figure, where plans held at one ceiling still differ"
+    "MFU in brackets: the model's own, where the efficiency ceiling (the best measured in the regime) holds"
+    " the plan; plans held at one ceiling still differ there"
 )
 
 
@@ -243,8 +243,7 @@ def mfu_cell(e: Estimate) -> str:
     """'43.9%', or '43.9% (47.3)' where the ceiling holds the plan: the model's own MFU beside it
     (trial s41: six plans held at one ceiling showed identical figures, and the trade-offs between
     them, recompute and pp, were nowhere)."""
-    held = f"{e.throughput.mfu:.1%}"
-    own = None if e.ceiling is None else e.ceiling.own_mfu(e.throughput.mfu, e.throughput.tokens_per_s)
+    held, own = f"{e.throughput.mfu:.1%}", e.model_mfu
     return held if own is None else f"{held} ({own:.1%})".replace("%)", ")")
 
 

@@ -344,6 +344,11 @@ def measured_job_words(job: MeasuredJobUse) -> str:
     )
 
 
+def regime_words(regime: Regime) -> RegimeWords:
+    """A regime as the plan records it (its words are the interfaces')."""
+    return RegimeWords(stack=regime.stack, generation=regime.generation, features=feature_names(regime.features))
+
+
 def uncertainty(
     estimate: Estimate, regime: Regime, ceiling: Ceiling | None = None, job: MeasuredJobUse | None = None
 ) -> Uncertainty:
@@ -386,10 +391,8 @@ def uncertainty(
         circular=circular,
         exact_sources=ev.exact_sources,
         point_outside=outside,
-        reaches=tuple(
-            RegimeWords(stack=r.stack, generation=r.generation, features=feature_names(r.features))
-            for r in ev.setting_neighbours
-        ),
+        reaches=tuple(regime_words(r) for r in ev.setting_neighbours),
+        nearest=None if ev.validated or not ev.rows else regime_words(ev.nearest_regime()),
         # the sequence asked for (its regime keeps it rounded up to a whole doubling)
         sequence_tokens=estimate.layout.seq_len if ev.sequence_doublings else None,
         longest_measured_tokens=ev.longest_measured if ev.sequence_doublings else None,

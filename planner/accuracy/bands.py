@@ -236,9 +236,13 @@ class Evidence:
         measured sequence), as a fraction."""
         return float(np.expm1(self.kappa * (self.distance + self.sequence_doublings) * z(BAND_QUANTILES[1])))
 
+    def nearest_regime(self) -> Regime:
+        """The regime of the row nearest the query."""
+        return row_regime(self.rows[int(np.argmin(self.row_distances))])
+
     def nearest_description(self) -> str:
         """What the nearest rows are, and how they differ from the query."""
-        nearest = row_regime(self.rows[int(np.argmin(self.row_distances))])
+        nearest = self.nearest_regime()
         diff = self.regime.differences(nearest)
         return nearest.describe() + ("" if not diff else f" (differs: {', '.join(diff)})")
 

@@ -27,7 +27,7 @@ from planner.api.notices import (
     search_warnings,
     trains_too_long,
 )
-from planner.api.side_answers import side_rows
+from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_at_risk
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
@@ -59,10 +59,9 @@ from planner.request import (
     request_settings,
     requested_batch_tokens,
     run_settings,
-    solve_request,
 )
-from planner.search.ilp import ScoredTable, SingleSolution
-from planner.search.score import scored_table, search_space, sure_fit_table
+from planner.search.ilp import SingleSolution
+from planner.search.score import scored_table, search_space
 from planner.search.space import build_candidates
 from planner.stack_rules import configuration_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -339,32 +338,6 @@ def search(
         vary_batch_plan=varied_plan,
         per_gpu=tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None,
         searched_gpus=tuple(gpu_ids),
-    )
-
-
-def solve_at_risk(
-    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
-) -> tuple[SingleSolution, ScoredTable, bool]:
-    """The ILP at the request's risk: at p80 / p90 among the plans whose reserved peak fits at its
-    memory band's high end (``Risk.judges_memory``; trial s42: a p90 plan its band said may not
-    fit beside a sure one 3 % dearer); where none does, at the model's figure. (The solution, the
-    table it chose from, whether it fell back to the model's figure.)"""
-    if request.risk.judges_memory and table.extra["may_not_fit"].any():
-        sure = sure_fit_table(table)
-        try:
-            return solve_request(request, sure, deadline_s, inventory), sure, False
-        except InfeasiblePlan:
-            pass
-    return solve_request(request, table, deadline_s, inventory), table, request.risk.judges_memory
-
-
-def memory_at_model_warnings(request: PlanRequest, chosen: Plan, at_model: bool) -> tuple[str, ...]:
-    """Where no plan fits at its band's high end, the one chosen at the model's figure says so."""
-    if not (at_model and chosen.estimate.may_not_fit):
-        return ()
-    return (
-        f"--risk {request.risk.value}: no plan fits at the high end of its reserved peak's 80 % band; this one is"
-        " judged at the model's figure, and its band's high end passes the GPU's memory: it may not fit",
     )
 
 

@@ -281,13 +281,18 @@ def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> J
     request = search.request
     deadline = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     table = search.table
-    if request.risk.judges_memory:  # as plan's search (solve_at_risk): the sure fits, where a job has any
+    if request.risk.judges_memory:  # as plan's search (solve_at_risk): the sure fits, where they can do the job
         sure = sure_fit_table(table)
-        table = sure if sure.valid().any() else table
+        meets = sure.valid()
+        if deadline is not None:
+            meets &= sure.time_to_train_s <= deadline
+        if request.budget_usd is not None:
+            meets &= sure.cost_usd <= request.budget_usd
+        table = sure if meets.any() else table
     if labelled:
-        labels = np.full(len(search.table), "", dtype=object)
+        labels = np.full(len(table), "", dtype=object)
         labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()
-        table = replace(search.table, label=labels)
+        table = replace(table, label=labels)  # review s42: search.table here dropped the sure rows
     batch = None if request.vary_batch else requested_batch_tokens(request)
     return JobCandidates(name=name, table=table, deadline_s=deadline, budget_usd=request.budget_usd, batch_target=batch)
 

@@ -57,10 +57,8 @@ def judged_hours(chosen: Plan, risk: Risk | None = None) -> float | None:
     """The plan's time to train as the search judged it: at ``risk`` where its band gives one
     (trial s42: 328 days by the model's figure, 416 at p80, and no word of a year), else the
     model's own figure."""
-    at_risk = None if chosen.estimate.uncertainty is None else chosen.estimate.uncertainty.time_to_train_h_at_risk
-    if risk is not None and at_risk:
-        return at_risk[risk.value]
-    return chosen.estimate.time_to_train_h
+    at_risk = None if risk is None else chosen.estimate.time_h_at(risk.value)
+    return chosen.estimate.time_to_train_h if at_risk is None else at_risk
 
 
 def trains_too_long(chosen: Plan, risk: Risk | None = None) -> bool:

@@ -20,8 +20,10 @@ from planner.errors import InfeasiblePlan
 from planner.frontier import OVER_BUDGET_STRETCH, Knee, NearTie, OverBudget, knee_versus, near_tie, over_budget
 from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
+from planner.plan import Plan
 from planner.request import PlanRequest, requested_batch_tokens, solve_request
-from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable, check_rows, nearest_batch
+from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable, SingleSolution, check_rows, nearest_batch
+from planner.search.score import sure_fit_table
 from planner.search.ties import near_tied, tied_to
 
 
@@ -163,3 +165,30 @@ def feasible_rows(
 def at_requested_batch(request: PlanRequest, table: ScoredTable, rows: np.ndarray) -> np.ndarray:
     """Mask of ``rows`` at the batch the request's rule keeps (``nearest_batch``)."""
     return nearest_batch(table.extra["batch_tokens"][rows], requested_batch_tokens(request))
+
+
+def solve_at_risk(
+    request: PlanRequest, table: ScoredTable, deadline_s: float | None, inventory: dict[str, int] | None
+) -> tuple[SingleSolution, ScoredTable, bool]:
+    """The ILP at the request's risk: at p80 / p90 among the plans whose reserved peak fits at its
+    memory band's high end (``Risk.judges_memory``; trial s42: a p90 plan its band said may not
+    fit beside a sure one 3 % dearer); where none does, at the model's figure. (The solution, the
+    table it chose from, whether it fell back to the model's figure.)"""
+    if request.risk.judges_memory and table.extra["may_not_fit"].any():
+        sure = sure_fit_table(table)
+        try:
+            return solve_request(request, sure, deadline_s, inventory), sure, False
+        except InfeasiblePlan:
+            pass
+    return solve_request(request, table, deadline_s, inventory), table, request.risk.judges_memory
+
+
+def memory_at_model_warnings(request: PlanRequest, chosen: Plan, at_model: bool) -> tuple[str, ...]:
+    """Where no plan fits at its band's high end, the one chosen at the model's figure says so."""
+    if not (at_model and chosen.estimate.may_not_fit):
+        return ()
+    return (
+        f"--risk {request.risk.value}: no plan that fits at the high end of its reserved peak's 80 % band meets the"
+        " request (its deadline, budget, GPUs); this one is judged at the model's figure, and its band's high end"
+        " passes the GPU's memory: it may not fit",
+    )

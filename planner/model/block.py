@@ -168,16 +168,12 @@ def _attention_rows(model: ModelShape, hf_modules: bool) -> _Rows:
         return _latent_attention_rows(model, hf_modules)
     h, q, kv = model.hidden_size, model.q_size, model.kv_size
     gated = model.attention_output_gate
-    rows = _Rows(
-        gemms=(
-            # wq, wk, wv share their input and are timed as one GEMM of their total width.
-            Gemm(QKV_GEMM, Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),
-            *_output_gate_gemms(model),
-            Gemm("o", Part.ATTENTION, q, h, TpSplit.ROW, bias=model.out_bias),
-        ),
+    # wq, wk, wv share their input and are timed as one GEMM of their total width; then AFMoE's gate
+    rows = _Rows(gemms=(Gemm(QKV_GEMM, Part.ATTENTION, h, q + 2 * kv, TpSplit.COLUMN, bias=model.qkv_bias),))
+    rows += _output_gate_rows(model) + _Rows(
+        gemms=(Gemm("o", Part.ATTENTION, q, h, TpSplit.ROW, bias=model.out_bias),),
         # q, k after rotary, v (SDPA saves them; all-gather CP keeps the whole sequence's K, V),
-        # the attention output (saved by SDPA and by o_proj, or by the output gate's product) and
-        # flash attention's fp32 LSE.
+        # the attention output (saved by SDPA and by o_proj, or by the gate's product), the fp32 LSE.
         saved=(
             Saved("q", Part.ATTENTION, q),
             Saved("k", Part.ATTENTION, kv, cp_gathered=True),
@@ -186,7 +182,6 @@ def _attention_rows(model: ModelShape, hf_modules: bool) -> _Rows:
             Saved("log-sum-exp", Part.ATTENTION, model.num_heads, fp32=True),
         ),
     )
-    rows += _output_gate_rows(model)
     rows += _qk_norm_rows(model, hf_modules)
     if model.position == "rope":
         rows += _rotary_rows(model)
@@ -197,22 +192,17 @@ def _attention_rows(model: ModelShape, hf_modules: bool) -> _Rows:
     return rows
 
 
-def _output_gate_gemms(model: ModelShape) -> tuple[Gemm, ...]:
-    """AFMoE's gate projection (hidden -> heads x head_dim, no bias; column-parallel like q), run
-    after attention and before o_proj (transformers' AfmoeAttention)."""
-    if not model.attention_output_gate:
-        return ()
-    return (Gemm("attention gate", Part.ATTENTION, model.hidden_size, model.q_size, TpSplit.COLUMN),)
-
-
 def _output_gate_rows(model: ModelShape) -> _Rows:
-    """The gate's eager sigmoid (read + write) and product with the attention output (two reads,
-    one write): 5 elements moved per gated element forward. Backward keeps the sigmoid (for both
-    gradients, with the attention output already kept) and the gated product, o_proj's input."""
+    """AFMoE's output gate (transformers' AfmoeAttention): its projection (hidden -> heads x
+    head_dim, no bias, column-parallel like q) on the block's normed input; its eager sigmoid (read
+    + write) and product with the attention output (two reads, one write), 5 elements moved per
+    gated element forward. Backward keeps the sigmoid (for both gradients, with the attention
+    output already kept) and the gated product, o_proj's input."""
     if not model.attention_output_gate:
         return _Rows()
     q = model.q_size
     return _Rows(
+        gemms=(Gemm("attention gate", Part.ATTENTION, model.hidden_size, q, TpSplit.COLUMN),),
         elementwise=(Elementwise("attention output gate", Part.ATTENTION, 5 * q),),
         saved=(
             Saved("attention gate (sigmoid)", Part.ATTENTION, q),

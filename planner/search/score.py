@@ -80,6 +80,11 @@ def candidate_table(
     # fewest that still do: the rows that fit are these, before it and after.
     fitting = np.flatnonzero(fits(mem.device_total, c.memory_bytes, settings.memory_headroom))
     twin = recompute_twins(c, fitting) if prune_dominated else np.full(len(fitting), -1)
+    if evidence is not None and evidence.judges_memory:
+        # at p80 / p90 a twin stands for a row only if it fits at its band's high end as surely
+        # (review s42: the sure recompute rows were pruned for twins that may not fit)
+        unsure = may_not_fit(mem, c, settings, evidence)
+        twin[(twin >= 0) & unsure[np.maximum(twin, 0)] & ~unsure[fitting]] = -1
     pruned = twin >= 0
     # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns), but
     # for the pruned rows: never timed, they keep the count generated (and its memory).

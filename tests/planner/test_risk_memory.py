@@ -33,7 +33,7 @@ def test_p80_and_p90_choose_among_plans_that_fit_at_their_bands_high_end():
         plans = [judged.plan, *judged.alternatives]
         assert not any(p.estimate.may_not_fit for p in plans)
         assert judged.plan.estimate.memory.reserved_gib < median.plan.estimate.memory.reserved_gib
-        assert not any("no plan fits" in w for w in judged.warnings)
+        assert not any("no plan that fits" in w for w in judged.warnings)
 
 
 @pytest.mark.parametrize("risk", [Risk.P80, Risk.P90])
@@ -54,6 +54,32 @@ def test_where_no_plan_fits_at_its_bands_high_end_the_models_figure_decides_and_
     gpus = {"h100-sxm": 512, "h200-sxm": 256}
     result, median = _plan(risk, gpus), _plan(Risk.P50, gpus)
     assert result.plan.estimate.may_not_fit
-    (warning,) = [w for w in result.warnings if "no plan fits" in w]
+    (warning,) = [w for w in result.warnings if "no plan that fits" in w]
     assert warning.startswith(f"--risk {risk.value}: ") and "it may not fit" in warning
-    assert not any("no plan fits" in w for w in median.warnings)
+    assert not any("no plan that fits" in w for w in median.warnings)
+
+
+def test_a_layout_that_surely_fits_with_recompute_is_not_pruned_for_a_twin_that_may_not():
+    """Review s42 H1: the dominance pruning dropped recompute rows for their ``none`` twins, which at
+    p80 may not fit, so a deadline a sure layout meets was answered by the fallback."""
+    request = PlanRequest(
+        model=get_preset("llama3.1-8b"), training_tokens=1e11, gpus={"h100-sxm": 8}, deadline_days=17.1, top_k=0
+    )
+    result = plan(request)
+    assert not result.plan.estimate.may_not_fit
+    assert not any("no plan that fits" in w for w in result.warnings)
+
+
+def test_fleet_and_portfolio_jobs_read_the_sure_rows():
+    """Review s42 H2: fleet's labelled job tables kept the model's rule; both now keep the rows that
+    fit at their band's high end where those can do the job."""
+    from planner.api.explore import job_candidates
+    from planner.catalog.hardware import load_catalog
+
+    request = PlanRequest(
+        model=get_preset("llama3.1-8b"), training_tokens=1e11, gpus={"h100-sxm": None}, max_gpus=8, deadline_days=60
+    )
+    job = job_candidates(request, "a", load_catalog(), None)
+    valid = job.table.valid()
+    assert valid.any() and not job.table.extra["may_not_fit"][valid].any()
+    assert (job.table.label[valid] != "").all()  # still labelled

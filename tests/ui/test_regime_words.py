@@ -71,3 +71,19 @@ def test_the_card_gives_the_memory_band_and_its_fit_in_every_language():
     none = memory_band_text(Labels("en"), tight.model_copy(update={"memory": deepspeed}))
     assert "no peak of megatron-deepspeed, more than one GPU was measured" in none
     assert memory_band_text(Labels("en"), plan.estimate.uncertainty.model_copy(update={"memory": None})) is None
+
+
+def test_outside_the_envelope_the_card_names_the_regime_its_band_is_read_from():
+    """Trial s42 L5: the CLI said a B200 trainplan plan's band was read from Megatron-Core's rows
+    on Blackwell ("nearest megatron-core on Blackwell ..."); the app's card did not."""
+    from planner.api import PlanRequest, plan
+    from planner.catalog.models import get_preset
+    from ui.i18n import Labels
+    from ui.messages import envelope_text, regime_words_text
+
+    request = PlanRequest(model=get_preset("llama3-70b"), training_tokens=2e12, deadline_days=90, gpus={"b200": None})
+    u = plan(request.model_copy(update={"top_k": 0})).plan.estimate.uncertainty
+    assert not u.validated and u.nearest is not None and u.nearest.stack == "megatron-core"
+    for lang in ("en", "zh"):
+        tr = Labels(lang)
+        assert tr("envelope_nearest", regime=regime_words_text(tr, u.nearest)) in envelope_text(tr, u)
