@@ -603,6 +603,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "若按中位数（p50）评判，搜索会选择 {gpus} × {gpu}（{layout}）；按各方案误差区间的悲观端 {risk} 评判，"
         "选择本方案。",
     ),
+    "risk_changed_memory": (
+        "That plan's reserved peak's band passes the GPU's memory: it may not fit, which p50 does not judge.",
+        "那个方案预留峰值的区间上端超出 GPU 显存：可能放不下，而 p50 不评判这一点。",
+    ),
     "risk_changed_figures": ("That plan: {that}; this one: {this}.", "那个方案：{that}；本方案：{this}。"),
     "risk_figures_at": ("{time}, {cost} at {risk}", "{risk} 下 {time}、{cost}"),
     "risk_figures_pair": ("{p50} and {judged}", "{p50}，{judged}"),

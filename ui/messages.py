@@ -234,6 +234,8 @@ def risk_text(tr: Labels, result) -> str | None:
         risk_figures_text(tr, p.estimate, result.risk.value),
         risk_figures_text(tr, result.plan.estimate, result.risk.value),
     )
+    if p.estimate.may_not_fit:  # review s42: memory, not time, set it aside
+        text = tr.sentences(text, tr("risk_changed_memory"))
     if that is None or this is None:
         return text
     # trial s34 (app): the CLI gives both plans' figures at both quantiles, the app gave none

@@ -41,8 +41,14 @@ def risk_line(result) -> str:
         f"risk {risk} changed the choice: judged at the median (p50) the search would take "
         f"{which}, {risk_figures(p.estimate, 'p50')} at p50 and "
         f"{risk_figures(p.estimate, risk)} at {risk} (this plan: {risk_figures(result.plan.estimate, 'p50')} and "
-        f"{risk_figures(result.plan.estimate, risk)})" + ("" if u is None else f"; that plan is {u.envelope}")
+        f"{risk_figures(result.plan.estimate, risk)})"
+        + ("" if u is None else f"; that plan is {u.envelope}")
+        + (MEDIAN_MAY_NOT_FIT if p.estimate.may_not_fit else "")
     )
+
+
+# where memory, not time, set the median's plan aside (review s42)
+MEDIAN_MAY_NOT_FIT = "; its reserved peak's band passes the GPU's memory: it may not fit, which p50 does not judge"
 
 
 def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=None, request=None) -> None:

@@ -295,6 +295,7 @@ def search(
     inventory = {g: limits.limits[g] if n is None else n for g, n in gpus.items()} if limited else None
     deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
     try:
+        scored = table
         solution, table, at_model = solve_at_risk(request, table, deadline_s, inventory)
     except InfeasiblePlan as within:
         if not probe:
@@ -312,7 +313,7 @@ def search(
         rel_tol=1e-6,
     ), "scalar re-score disagrees with the vectorised score"
     held = {g: n for g, n in gpus.items() if n is not None}
-    side = side_rows(request, c, table, catalog, gpu_ids, solution.row, deadline_s, inventory, held)
+    side = side_rows(request, c, table, catalog, gpu_ids, solution.row, deadline_s, inventory, held, scored)
     varied_plan = None if side.varied is None else wrap(side.varied.row)
     return PlanResult(
         plan=chosen,

@@ -83,3 +83,20 @@ def test_fleet_and_portfolio_jobs_read_the_sure_rows():
     valid = job.table.valid()
     assert valid.any() and not job.table.extra["may_not_fit"][valid].any()
     assert (job.table.label[valid] != "").all()  # still labelled
+
+
+def test_the_median_line_says_when_memory_set_its_plan_aside():
+    """Review s42 M3: the median line ("risk p90 changed the choice ...") was silent where memory,
+    not time, changed the choice: the median's plan is read from every row, and the line says it
+    may not fit, in the CLI and on the app's card in both languages."""
+    from ui.i18n import Labels
+    from ui.messages import risk_text
+    from ui.render_plan import MEDIAN_MAY_NOT_FIT, risk_line
+
+    result = _plan(Risk.P90, {"h100-sxm": 512, "h200-sxm": 256})
+    assert result.median_plan is not None and result.median_plan.estimate.may_not_fit
+    assert not result.plan.estimate.may_not_fit
+    assert risk_line(result).endswith(MEDIAN_MAY_NOT_FIT)
+    for lang in ("en", "zh"):
+        tr = Labels(lang)
+        assert tr("risk_changed_memory") in risk_text(tr, result)
