@@ -180,10 +180,38 @@ def solve_at_risk(
     if request.risk.judges_memory and table.extra["may_not_fit"].any():
         sure = sure_fit_table(table)
         try:
-            return solve_request(request, sure, deadline_s, inventory), sure, False
+            solution = solve_request(request, sure, deadline_s, inventory)
         except InfeasiblePlan:
             pass
+        else:
+            return with_types_at_model(request, solution, table, deadline_s, inventory), sure, False
     return solve_request(request, table, deadline_s, inventory), table, request.risk.judges_memory
+
+
+def with_types_at_model(
+    request: PlanRequest,
+    solution: SingleSolution,
+    table: ScoredTable,
+    deadline_s: float | None,
+    inventory: dict[str, int] | None,
+) -> SingleSolution:
+    """``--per-gpu``'s answer with each GPU type that has no sure plan taking its best at the model's
+    figure, as a search of that type alone would (review s42: "no plan on h100-sxm (memory)" where
+    plan on the H100 alone answered); its plan then shows that it may not fit."""
+    if not request.per_gpu or not solution.unplanned_gpus:
+        return solution
+    try:
+        at_model = solve_request(request, table, deadline_s, inventory)
+    except InfeasiblePlan:
+        return solution
+    planned = {table.gpu_id[r] for r in (solution.row, *solution.best_per_gpu)}
+    added = tuple(r for r in at_model.best_per_gpu if table.gpu_id[r] not in planned)
+    taken = {table.gpu_id[r] for r in added}
+    return replace(
+        solution,
+        best_per_gpu=solution.best_per_gpu + added,
+        unplanned_gpus=tuple(u for u in solution.unplanned_gpus if u[0] not in taken),
+    )
 
 
 def memory_at_model_warnings(request: PlanRequest, chosen: Plan, at_model: bool) -> tuple[str, ...]:

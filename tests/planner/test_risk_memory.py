@@ -100,3 +100,25 @@ def test_the_median_line_says_when_memory_set_its_plan_aside():
     for lang in ("en", "zh"):
         tr = Labels(lang)
         assert tr("risk_changed_memory") in risk_text(tr, result)
+
+
+def test_per_gpu_names_a_types_plan_at_the_models_figure_where_it_has_no_sure_one():
+    """Review s42: at p90 `--per-gpu` said "no plan on h100-sxm (memory)", where a search of the
+    H100 alone answers with a plan that may not fit; the type now shows that plan."""
+    from planner.layout import ActivationCheckpointing
+    from planner.model.stacks import Stack
+
+    request = PlanRequest(
+        model=get_preset("llama3.2-3b"),
+        training_tokens=1e10,
+        gpus={"h200-sxm": 8, "h100-sxm": 1},
+        activation_checkpointing=(ActivationCheckpointing.SELECTIVE,),
+        stack=Stack.TORCHTITAN,
+        per_gpu=True,
+        risk=Risk.P90,
+    )
+    result = plan(request)
+    assert result.plan.gpu == "h200-sxm" and not result.plan.estimate.may_not_fit
+    (h100,) = [p for p in result.per_gpu or () if p.gpu == "h100-sxm"]
+    assert h100.estimate.may_not_fit
+    assert "h100-sxm" not in dict(result.solution.unplanned_gpus)
