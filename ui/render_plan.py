@@ -212,7 +212,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
     plans = (chosen, *others)
     estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in plans)
     tight = any(p.estimate.may_not_fit for p in plans)
-    held = any(e.ceiling is not None and e.ceiling.binding for e in (p.estimate for p in plans))
+    held = any(p.estimate.model_mfu is not None for p in plans)
     notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held
     table = Table(title=title, title_justify="left", caption="\n".join(notes) or None)
     columns = (

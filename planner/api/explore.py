@@ -283,12 +283,7 @@ def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> J
     table = search.table
     if request.risk.judges_memory:  # as plan's search (solve_at_risk): the sure fits, where they can do the job
         sure = sure_fit_table(table)
-        meets = sure.valid()
-        if deadline is not None:
-            meets &= sure.time_to_train_s <= deadline
-        if request.budget_usd is not None:
-            meets &= sure.cost_usd <= request.budget_usd
-        table = sure if meets.any() else table
+        table = sure if check_rows(sure, deadline_s=deadline, budget_usd=request.budget_usd).feasible().any() else table
     if labelled:
         labels = np.full(len(table), "", dtype=object)
         labels[search.frame["row"].to_numpy()] = search.frame["layout"].to_numpy()

@@ -201,7 +201,8 @@ def with_types_at_model(
     if not request.per_gpu or not solution.unplanned_gpus:
         return solution
     try:
-        at_model = solve_request(request, table, deadline_s, inventory)
+        # only its best row per type is read: no alternatives to rank
+        at_model = solve_request(request.model_copy(update={"top_k": 0}), table, deadline_s, inventory)
     except InfeasiblePlan:
         return solution
     planned = {table.gpu_id[r] for r in (solution.row, *solution.best_per_gpu)}
