@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from planner.catalog.prices import PriceBasis, PriceKind, billed_gpus
+from planner.catalog.prices import PriceBasis, PriceKind, TermBilling, billed_gpus, rebilled
 from planner.estimate_parts import GoodputEstimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.fmt import one_line, printable
 from planner.frozen import FROZEN
@@ -146,6 +146,8 @@ class Estimate(BaseModel):
     batch_varied: bool = False
     time_to_train_h: float | None = None
     cost_usd: float | None = None
+    # the reserved term cost_usd bills whole (None: billed by the hour; plan files before it)
+    term: TermBilling | None = None
     energy_kwh: float | None = None
     goodput: GoodputEstimate | None = None  # absent from plan files written before it
     model: ModelSummary | None = None  # absent from plan files written before it
@@ -169,6 +171,12 @@ class Estimate(BaseModel):
         plans held at one ceiling differ there (trial s41; ``EfficiencyCeiling.own_mfu``)."""
         c = self.ceiling
         return None if c is None else c.own_mfu(self.throughput.mfu, self.throughput.tokens_per_s)
+
+    def cost_at_hours(self, hours: float) -> float | None:
+        """The cost of the same GPUs held ``hours`` (a band's end, a risk's time): ``rebilled``."""
+        if self.cost_usd is None or not self.time_to_train_h:
+            return None
+        return float(rebilled(self.cost_usd, self.time_to_train_h, hours, self.term))
 
     def time_h_at(self, risk: str) -> float | None:
         """The time to train (hours) at a risk quantile ('p50', 'p80', 'p90'); None without a band."""

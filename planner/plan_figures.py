@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from planner.catalog.prices import billed_hours
 from planner.model.goodput import MIN_GOODPUT
 from planner.units import SECONDS_PER_HOUR
 
@@ -40,10 +41,11 @@ def figures_problem(plan: Plan, gpu: GPUSpec) -> str | None:
     if hours and price and e.cost_usd is not None:
         units = {1, *(o.gpus_per_offer for o in gpu.offers)}
         billed = {math.ceil(plan.num_gpus / u) * u for u in units}
-        if not any(near(e.cost_usd, hours * n * price) for n in billed):
+        paid = float(billed_hours(hours, e.term))  # a reserved term's whole (``TermBilling``)
+        if not any(near(e.cost_usd, paid * n * price) for n in billed):
             return (
-                f"estimate.cost_usd {e.cost_usd:,.2f} is not time_to_train_h x GPUs x price_per_gpu_hour_usd = "
-                f"{hours * plan.num_gpus * price:,.2f}: {RERUN}"
+                f"estimate.cost_usd {e.cost_usd:,.2f} is not the hours billed x GPUs x price_per_gpu_hour_usd = "
+                f"{paid * plan.num_gpus * price:,.2f}: {RERUN}"
             )
     g, tokens = e.goodput, plan.training_tokens
     if hours and g is not None and tokens and e.throughput.tokens_per_s > 0 and g.goodput_fraction > MIN_GOODPUT:

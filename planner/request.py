@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, model_validator
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.hf_config import encoder_warning
-from planner.catalog.prices import PriceKind, catalog_with_price_kind
+from planner.catalog.prices import PriceKind, TermBilling, catalog_with_price_kind, term_billing
 from planner.errors import RuleCode, RuleViolation
 from planner.frozen import FROZEN
 from planner.layout import (
@@ -93,6 +93,9 @@ class PlanRequest(BaseModel):
     # None: the catalog's default prices; else the median of each GPU's offers of this kind
     # (planner/catalog/prices.py; a spot price brings its interruptions into goodput).
     price_kind: PriceKind | None = None
+    # Under a reserved kind, the share of the term beyond the job that other work uses and pays
+    # (``TermBilling.filled``): 0 bills the whole term to this job.
+    term_filled: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
     # None: each GPU on its catalog default network; else every GPU's nodes on this catalog
     # network (planner/catalog/networks.py: a cluster's own fabric).
     network: str | None = None
@@ -221,13 +224,23 @@ def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> 
     )
 
 
-def request_settings(request: PlanRequest, settings: ModelingSettings | None = None) -> ModelingSettings:
+def request_settings(
+    request: PlanRequest, settings: ModelingSettings | None = None, whole_terms: bool = True
+) -> ModelingSettings:
     """The settings a request is scored with: ``settings`` (None: its stack's profile) with the
-    attention kernel, the activation partitioning and the all-to-all overlap it names."""
+    attention kernel, the activation partitioning and the all-to-all overlap it names, and its
+    price kind's reserved term billed whole (``whole_terms`` False: by the hour, for the jobs of a
+    portfolio or fleet, which share their terms)."""
     chosen = settings or STACK_SETTINGS[request.stack]
-    return run_settings(
+    chosen = run_settings(
         chosen, request.attention, request.partition_activations, request.moe_a2a_overlap, request.optimizer_precision
     )
+    return chosen.but(term=request_term(request) if whole_terms else None)
+
+
+def request_term(request: PlanRequest) -> TermBilling | None:
+    """The reserved term a single job's request bills whole (None: billed by the hour)."""
+    return term_billing(request.price_kind, request.term_filled)
 
 
 def run_settings(

@@ -97,6 +97,14 @@ PRICE_KIND = typer.Option(
     help="on-demand, spot, reserved-1y or reserved-3y: price each GPU at the median of its providers' offers of"
     " that kind (hw_catalog/prices; spot adds its interruptions to goodput); default: the catalog's price",
 )
+TERM_FILLED = typer.Option(
+    0.0,
+    "--term-filled",
+    min=0.0,
+    max=1.0,
+    help="under --price-kind reserved-1y or reserved-3y, the share of the term beyond the job that other work uses"
+    " and pays: 0 (default) bills the job the whole term, 1 its own hours only",
+)
 NETWORK = typer.Option(
     None,
     "--network",

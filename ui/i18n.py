@@ -370,10 +370,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "在侧栏“软件栈”中选择 Megatron-Core，可估算分组 GEMM 软件栈在同样 GPU 上的表现。",
     ),
     "price_commitment": (
-        "{kind} bills its whole {years}-year term: the cost counts the job's {days} ({share} of the term); "
-        "{gpus} {gpu} for the term cost {cost} unless other work fills the rest.",
-        "{kind} 按整个 {years} 年期限计费：成本只计入本作业的 {days}（占期限的 {share}）；"
-        "{gpus} 块 {gpu} 整个期限的费用为 {cost}，除非其余时间有其他任务使用。",
+        "{kind} bills whole {years}-year terms: {gpus} {gpu} for the term cost {cost}, for a job of {days} "
+        "({share} of it); the cost counts the whole term, as if no other work used the rest.",
+        "{kind} 按整个 {years} 年期限计费：{gpus} 块 {gpu} 整个期限的费用为 {cost}，本作业 {days}"
+        "（占期限的 {share}）；成本按整个期限计算，视为其余时间无其他任务使用。",
     ),
     "price_dearer": (
         "{kind} prices {gpu} at ${price:.2f} per GPU-hour, the median of {offers} offers ({providers}), above its "

@@ -127,7 +127,9 @@ def price_words(p: Plan) -> str:
     billed = (
         "" if p.billed_gpus == p.num_gpus else f", billed for {p.billed_gpus} GPUs (whole {p.rent_unit_gpus}-GPU nodes)"
     )
-    return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}{billed}"
+    term = p.estimate.term  # trial s42 H2: the cost bills a reserved term whole
+    whole = "" if term is None else f", billed for whole {term.years}-year terms"
+    return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}{billed}{whole}"
 
 
 def listed_json(p: Plan) -> dict:

@@ -256,6 +256,21 @@ def _at_risk(value: float | None, ev: Evidence) -> dict[str, float] | None:
     return None if value is None else {r.value: value * ev.time_factor(r.quantile) for r in Risk}
 
 
+def _cost_pair(e: Estimate, lo: float, hi: float) -> tuple[float, float] | None:
+    """The cost at the time band's ends: the same GPUs held that long (``Estimate.cost_at_hours``:
+    under a reserved term the whole term's, whatever the time)."""
+    hours = e.time_to_train_h
+    low, high = (None, None) if hours is None else (e.cost_at_hours(hours * lo), e.cost_at_hours(hours * hi))
+    return None if low is None or high is None else (low, high)
+
+
+def _cost_at_risk(e: Estimate, ev: Evidence) -> dict[str, float] | None:
+    """The cost at each risk quantile's time to train (as ``_cost_pair``)."""
+    hours = e.time_to_train_h
+    costs = {} if hours is None else {r.value: e.cost_at_hours(hours * ev.time_factor(r.quantile)) for r in Risk}
+    return {r: c for r, c in costs.items() if c is not None} or None
+
+
 def envelope_words(ev: Evidence, circular: bool = False, seq_len: int | None = None) -> str:
     """'validated: ...' or 'outside the validated envelope: ...' with its rows and error;
     ``circular``: the regime's rows are the source of the efficiency ceiling the estimate is held
@@ -368,11 +383,11 @@ def uncertainty(
         tokens_per_s=(tokens / hi, tokens / lo),
         step_s=(estimate.time.step_s * lo, estimate.time.step_s * hi),
         time_to_train_h=_pair(hours, lo, hi),
-        cost_usd=_pair(estimate.cost_usd, lo, hi),
+        cost_usd=_cost_pair(estimate, lo, hi),
         energy_kwh=_pair(estimate.energy_kwh, lo, hi),
         mfu=(estimate.throughput.mfu / hi, estimate.throughput.mfu / lo),
         time_to_train_h_at_risk=_at_risk(hours, ev),
-        cost_usd_at_risk=_at_risk(estimate.cost_usd, ev),
+        cost_usd_at_risk=_cost_at_risk(estimate, ev),
         validated=ev.validated,
         regime=regime.describe(),
         regime_stack=regime.stack,

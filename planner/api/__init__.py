@@ -31,6 +31,7 @@ from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
+from planner.catalog.prices import term_billing
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, OverBudget
@@ -379,6 +380,7 @@ def build_plan(
     training_tokens: float | None = None,
     price: float | None = None,
     price_kind: str | None = None,
+    term_filled: float | None = 0.0,
     hf_config_path: str | None = None,
     catalog: Catalog | None = None,
     settings: ModelingSettings | None = None,
@@ -395,6 +397,8 @@ def build_plan(
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
     ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``. ``price_kind``:
     price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
+    ``term_filled``: under a reserved kind, the share of its term other work uses (``TermBilling``);
+    None bills the job's hours (a portfolio's job re-estimated as it was billed).
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
     ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
@@ -406,6 +410,7 @@ def build_plan(
         raise problem
     chosen = settings or STACK_SETTINGS[stack]
     settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision)
+    settings = settings.but(term=None if term_filled is None else term_billing(price_kind, term_filled))
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
     network = canonical_network(catalog, network)

@@ -14,6 +14,7 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.prices import TermBilling, rebilled
 from planner.errors import InfeasiblePlan
 from planner.fmt import counted, duration_words, money
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
@@ -26,6 +27,7 @@ from planner.request import (
     allowed_gpus,
     count_limits,
     request_settings,
+    request_term,
     requested_batch_tokens,
 )
 from planner.search.fleet import FleetSolution, size_fleet
@@ -46,12 +48,14 @@ class ScoredSearch:
     gpu_ids: tuple[str, ...] = ()
     catalog: Catalog | None = None  # with the request's price overrides
     calibration: PlanCalibration | None = None  # the file ``catalog`` was calibrated with, if any
+    # a reserved term billed whole (``request_settings``); False for a portfolio's or fleet's jobs
+    whole_terms: bool = True
 
     @cached_property
     def frame(self) -> pd.DataFrame:
         """One row per candidate that passes memory/divisibility/batch, built on first read (a
         portfolio reads none: its strings were a quarter of its time, issue 28)."""
-        return search_frame(self.table, self.candidates)
+        return search_frame(self.table, self.candidates, request_term(self.request) if self.whole_terms else None)
 
     def plan_for_row(self, row: int, settings: ModelingSettings | None = None) -> Plan:
         """Candidate ``row`` of the table as a runnable Plan (re-scored through ``estimate``;
@@ -64,7 +68,7 @@ class ScoredSearch:
             row,
             list(self.gpu_ids),
             self.catalog,
-            request_settings(self.request, settings),
+            request_settings(self.request, settings, self.whole_terms),
             self.calibration,
         )
 
@@ -75,10 +79,11 @@ def scored_search(
     catalog: Catalog | None = None,
     settings: ModelingSettings | None = None,
     calibration: PlanCalibration | None = None,
+    whole_terms: bool = True,
 ) -> ScoredSearch:
     """Every valid candidate with its time, cost and layout (``frame``, a DataFrame) (``settings``
-    None: the request's stack profile, as ``plan``)."""
-    settings = request_settings(request, settings)
+    None: the request's stack profile, as ``plan``; ``whole_terms``: as ``request_settings``)."""
+    settings = request_settings(request, settings, whole_terms)
     catalog = request_catalog(request, catalog or load_catalog(), settings)
     gpus = allowed_gpus(request, catalog)
     limits = count_limits(request, gpus)
@@ -87,18 +92,19 @@ def scored_search(
     # as plan: a file's measured kernel rates lift the ceiling of its GPUs (review s38: portfolio and
     # fleet held them where plan did not, and their plans did not record the file)
     table = scored_table(request, catalog, c, list(gpus), space, settings, rate_gpus(calibration))
-    return ScoredSearch(request, table, c, tuple(gpus), catalog, calibration)
+    return ScoredSearch(request, table, c, tuple(gpus), catalog, calibration, whole_terms)
 
 
-def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
+def search_frame(table: ScoredTable, c: Candidates, term: TermBilling | None = None) -> pd.DataFrame:
     """The rows of ``table`` that pass memory, divisibility and batch and were timed
     (``ScoredTable.valid``), with the model's figures, their 80 % band, the figures at the
-    request's risk and each row's layout."""
+    request's risk and each row's layout (``term``: the reserved term the costs bill whole)."""
     idx = np.flatnonzero(table.valid())
     # The model's figures with their 80 % band; the search judged them at the request's risk.
-    model_s, factor = table.extra["model_time_s"][idx], table.extra["time_factor"][idx]
-    model_cost = table.cost_usd[idx] / factor
+    model_s = table.extra["model_time_s"][idx]
     lo, hi = table.extra["band_lo"][idx], table.extra["band_hi"][idx]
+    risk_h, cost = table.time_to_train_s[idx] / SECONDS_PER_HOUR, table.cost_usd[idx]
+    model_cost, cost_lo, cost_hi = (rebilled(cost, risk_h, model_s * f / SECONDS_PER_HOUR, term) for f in (1.0, lo, hi))
     frame = pd.DataFrame(
         {
             "gpu": table.gpu_id[idx],
@@ -107,8 +113,8 @@ def search_frame(table: ScoredTable, c: Candidates) -> pd.DataFrame:
             "cost_usd": model_cost,
             "time_lo_days": model_s * lo / SECONDS_PER_DAY,
             "time_hi_days": model_s * hi / SECONDS_PER_DAY,
-            "cost_lo_usd": model_cost * lo,
-            "cost_hi_usd": model_cost * hi,
+            "cost_lo_usd": cost_lo,
+            "cost_hi_usd": cost_hi,
             "time_at_risk_days": table.time_to_train_s[idx] / SECONDS_PER_DAY,
             "cost_at_risk_usd": table.cost_usd[idx],
             "memory_gib": table.memory_need_gib[idx],
@@ -272,7 +278,9 @@ def job_candidates(
     calibration: PlanCalibration | None = None,
 ):
     """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
-    return _job_candidates(scored_search(request, catalog=catalog, settings=settings, calibration=calibration), name)
+    # a fleet's jobs share their reserved terms (``fleet.reserved_commitments``): billed by the hour
+    search = scored_search(request, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
+    return _job_candidates(search, name)
 
 
 def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> JobCandidates:
@@ -373,7 +381,8 @@ def plan_portfolio(
     and every plan keeps it."""
     catalog = catalog or load_catalog()
     searches = {
-        name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration)
+        # a portfolio's jobs share their reserved terms: billed by the hour
+        name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
         for name, r in requests.items()
     }
     jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]

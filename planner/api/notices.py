@@ -117,9 +117,10 @@ def left_out_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]
 
 
 def plan_commitment(price_kind: str | None, p: Plan) -> Commitment | None:
-    """The reserved term the plan's price kind binds its GPUs to, when the job is shorter."""
-    e = p.estimate
-    return commitment(price_kind, p.gpu, p.billed_gpus, e.cost_usd, e.time_to_train_h)
+    """The reserved term the plan's cost bills whole, when the job leaves some of it unused."""
+    e, price = p.estimate, p.price_per_gpu_hour_usd
+    hourly = None if price is None else p.billed_gpus * price
+    return commitment(price_kind, e.term, p.gpu, p.billed_gpus, hourly, e.time_to_train_h)
 
 
 def chosen_dearer(request: PlanRequest, catalog: Catalog, chosen: Plan) -> DearerKind | None:

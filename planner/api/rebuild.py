@@ -101,12 +101,14 @@ def price_args(plan_: Plan) -> dict:
     """How a re-estimate of ``plan_`` is priced as the plan was: its price kind's offers again (their
     whole-node billing and spot interruptions with them), else its own price per GPU-hour, under
     the kind it was given with (a spot quote keeps spot's interruptions: review s29b)."""
-    basis = plan_.price_basis
+    basis, term = plan_.price_basis, plan_.estimate.term
+    # a reserved term billed as the plan billed it (None: by the hour, as a portfolio's job was)
+    filled = {"term_filled": None if term is None else term.filled}
     if basis is not None and basis.value in PRICE_KINDS:
-        return {"price_kind": basis.value}
+        return {"price_kind": basis.value, **filled}
     if plan_.price_kind is None:
-        return {"price": plan_.price_per_gpu_hour_usd}
-    return {"price": plan_.price_per_gpu_hour_usd, "price_kind": plan_.price_kind}
+        return {"price": plan_.price_per_gpu_hour_usd, **filled}
+    return {"price": plan_.price_per_gpu_hour_usd, "price_kind": plan_.price_kind, **filled}
 
 
 def with_price_basis(again: Plan, plan_: Plan) -> Plan:
@@ -156,7 +158,7 @@ def replan(
     if not memory_correction > 0:
         raise ValueError(f"memory correction must be > 0, got {memory_correction}")
     headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)
-    corrected = settings.but(memory_headroom=min(headroom, 0.95))
+    corrected = settings.but(memory_headroom=min(headroom, 0.95), term=plan_.estimate.term)
     request = PlanRequest(
         model=plan_.model,
         hf_config_path=plan_.hf_config_path,

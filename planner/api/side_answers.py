@@ -16,15 +16,17 @@ from planner import accuracy
 from planner.accuracy import Risk
 from planner.api.notices import VaryBatch, vary_batch_choice
 from planner.catalog.hardware import Catalog
+from planner.catalog.prices import rebilled
 from planner.errors import InfeasiblePlan
 from planner.frontier import OVER_BUDGET_STRETCH, Knee, NearTie, OverBudget, knee_versus, near_tie, over_budget
 from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
 from planner.plan import Plan
-from planner.request import PlanRequest, requested_batch_tokens, solve_request
+from planner.request import PlanRequest, request_term, requested_batch_tokens, solve_request
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable, SingleSolution, check_rows, nearest_batch
 from planner.search.score import sure_fit_table
 from planner.search.ties import near_tied, tied_to
+from planner.units import SECONDS_PER_HOUR
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,13 @@ def median_choice(
         named_kernel=request.names_kernel,
     )
     factor = table.extra["time_factor"]
+    seconds = table.time_to_train_s / factor * median
     at_median = replace(
         table,
-        time_to_train_s=table.time_to_train_s / factor * median,
-        cost_usd=table.cost_usd / factor * median,
+        time_to_train_s=seconds,
+        cost_usd=rebilled(
+            table.cost_usd, table.time_to_train_s / SECONDS_PER_HOUR, seconds / SECONDS_PER_HOUR, request_term(request)
+        ),
         extra={**table.extra, "time_factor": np.broadcast_to(median, factor.shape)},
     )
     try:

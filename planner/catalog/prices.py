@@ -23,6 +23,7 @@ preemption costs the work since the last checkpoint and a restart, planner/model
 
 from __future__ import annotations
 
+import math
 import statistics
 import tomllib
 from collections.abc import Collection
@@ -232,43 +233,103 @@ RESERVED_TERM_YEARS: dict[str, int] = {"reserved-1y": 1, "reserved-3y": 3}
 
 
 @dataclass(frozen=True)
+class TermBilling:
+    """What a reserved price bills a job that holds its GPUs alone (``ModelingSettings.term``):
+    whole terms, of which other work uses and pays ``filled`` of the hours beyond the job (trial
+    s42 H2: billed by the job's hours, 512 GPUs for 36.5 days tied 256 for 72.8 days, where the
+    1-year term bills the 512 twice the 256's)."""
+
+    term_h: float
+    filled: float = 0.0
+
+    @property
+    def years(self) -> int:
+        return round(self.term_h / HOURS_PER_YEAR)
+
+    def terms(self, hours: float) -> int:
+        """The whole terms a job of ``hours`` holds its GPUs for."""
+        return max(1, math.ceil(hours / self.term_h))
+
+    def billed_hours(self, hours: np.ndarray | float) -> np.ndarray:
+        """The hours billed for a job of ``hours``: its own and the unfilled rest of its last term."""
+        whole = np.maximum(np.ceil(np.asarray(hours, dtype=float) / self.term_h), 1.0) * self.term_h
+        return hours + (whole - hours) * (1.0 - self.filled)
+
+
+def term_billing(kind: str | None, filled: float = 0.0) -> TermBilling | None:
+    """The term a price ``kind`` bills whole (reserved kinds; None for on-demand and spot)."""
+    years = RESERVED_TERM_YEARS.get(kind or "")
+    if not 0.0 <= filled <= 1.0:
+        raise ValueError(f"--term-filled must be between 0 and 1, got {filled:g}")
+    if years is None and filled:  # a flag that would change nothing says so
+        reserved = " or ".join(RESERVED_TERM_YEARS)
+        raise ValueError(f"--term-filled {filled:g} applies to a reserved term: give --price-kind {reserved}")
+    return None if years is None else TermBilling(years * HOURS_PER_YEAR, filled)
+
+
+def billed_hours(hours: np.ndarray | float, term: TermBilling | None) -> np.ndarray:
+    """The hours a job of ``hours`` pays for: its own, or under a reserved term ``billed_hours``."""
+    return np.asarray(hours, dtype=float) if term is None else term.billed_hours(hours)
+
+
+def rebilled(cost_usd, hours, new_hours, term: TermBilling | None):
+    """A cost billed for ``hours`` billed instead for ``new_hours`` on the same GPUs at the same
+    price (a band's end, a risk quantile's time): by the hours billed, which under a reserved
+    term are not the job's (``billed_hours``)."""
+    return cost_usd * billed_hours(new_hours, term) / billed_hours(hours, term)
+
+
+@dataclass(frozen=True)
 class Commitment:
-    """A reserved price kind's term against the job it prices (``commitment``): a plan's cost
-    counts the job's hours only; the term bills every hour of it."""
+    """A reserved price kind's term against the job it prices (``commitment``): the cost bills
+    whole terms, of which other work pays ``filled`` of the hours beyond the job."""
 
     kind: str
     gpu: str
     num_gpus: int  # billed: whole rental units (``billed_gpus``), which the term reserves
     term_years: int
     job_days: float
-    term_cost_usd: float  # the job's hourly bill over the whole term
+    term_cost_usd: float  # the terms' whole bill, as if nothing else used the rest
+    filled: float = 0.0
 
     @property
     def used_share(self) -> str:
-        """``4%``, ``0.2%``: the share of the term the job uses (a decimal below 10 %)."""
-        share = self.job_days / (self.term_years * DAYS_PER_YEAR)
+        """``4%``, ``0.2%``: the share of the terms the job uses (a decimal below 10 %)."""
+        terms = max(1, math.ceil(self.job_days / (self.term_years * DAYS_PER_YEAR)))
+        share = self.job_days / (terms * self.term_years * DAYS_PER_YEAR)
         return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
 
     def words(self) -> str:
         """The CLI's warning (the app words the same record in its page's language)."""
+        rest = (
+            "the whole term, as if no other work used the rest (--term-filled: the share it uses)"
+            if self.filled == 0
+            else f"the job's hours and {1 - self.filled:.0%} of the rest (--term-filled {self.filled:g})"
+        )
         return (
-            f"{self.kind} bills its whole {self.term_years}-year term: the cost counts the job's "
-            f"{self.job_days:,.1f} days ({self.used_share} of the term); {self.num_gpus} {self.gpu} "
-            f"for the term cost {money(self.term_cost_usd)} unless other work fills the rest"
+            f"{self.kind} bills whole {self.term_years}-year terms: {self.num_gpus} {self.gpu} for the term cost "
+            f"{money(self.term_cost_usd)}, for a job of {self.job_days:,.1f} days ({self.used_share} of it); "
+            f"the cost counts {rest}"
         )
 
 
 def commitment(
-    kind: str | None, gpu: str, num_gpus: int, cost_usd: float | None, job_hours: float | None
+    kind: str | None,
+    term: TermBilling | None,
+    gpu: str,
+    num_gpus: int,
+    usd_per_hour: float | None,
+    job_hours: float | None,
 ) -> Commitment | None:
-    """A reserved ``kind``'s term when the job (``job_hours``, billed ``cost_usd``) is shorter than
-    it; None for other kinds, an unpriced job, or a job that outlasts the term."""
-    years = RESERVED_TERM_YEARS.get(kind or "")
-    if years is None or cost_usd is None or not job_hours or job_hours >= years * HOURS_PER_YEAR:
+    """The reserved ``term`` a job (``job_hours`` on ``num_gpus`` billed ``usd_per_hour`` together)
+    is billed for whole under ``kind``, when it leaves some of it unused; None for a job billed by
+    the hour, an unpriced job, or one that fills its terms."""
+    reserved = kind in RESERVED_TERM_YEARS
+    if not reserved or term is None or usd_per_hour is None or not job_hours or job_hours % term.term_h == 0:
         return None
     assert kind is not None
-    term_cost = cost_usd * years * HOURS_PER_YEAR / job_hours
-    return Commitment(kind, gpu, num_gpus, years, job_hours / HOURS_PER_DAY, term_cost)
+    whole = term.terms(job_hours) * term.term_h
+    return Commitment(kind, gpu, num_gpus, term.years, job_hours / HOURS_PER_DAY, usd_per_hour * whole, term.filled)
 
 
 def billed_gpus(num_gpus: np.ndarray | int, unit: np.ndarray | int, num_nodes: np.ndarray | int) -> np.ndarray:

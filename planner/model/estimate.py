@@ -12,7 +12,7 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
-from planner.catalog.prices import billed_gpus
+from planner.catalog.prices import billed_gpus, billed_hours
 from planner.estimate_parts import (
     GoodputEstimate,
     MemoryEstimate,
@@ -151,9 +151,15 @@ def job_totals(
         return nan, nan, nan
     seconds = job_goodput(scores, c, training_tokens, settings).wall_s
     hours = seconds / SECONDS_PER_HOUR
-    cost = hours * billed_gpus(c.num_gpus, c.rent_unit_gpus, c.num_nodes) * c.price_per_gpu_hour
     energy = energy_kwh(hours * c.num_gpus, wall_power_w(c.tdp_watts, c.node_power_w_per_gpu, settings), settings.pue)
-    return seconds, cost, energy
+    return seconds, job_cost_usd(seconds, c, settings), energy
+
+
+def job_cost_usd(seconds: np.ndarray, c: Candidates, settings: ModelingSettings) -> np.ndarray:
+    """Rental cost (USD) of holding ``c``'s GPUs ``seconds``: the GPUs billed (whole rental units)
+    x their hourly price x the hours billed (under a reserved term its whole: ``billed_hours``)."""
+    hours = billed_hours(seconds / SECONDS_PER_HOUR, settings.term)
+    return hours * billed_gpus(c.num_gpus, c.rent_unit_gpus, c.num_nodes) * c.price_per_gpu_hour
 
 
 def sdpa_dispatch(stack: Stack | None, settings: ModelingSettings) -> bool:
@@ -288,6 +294,7 @@ def estimate(
         global_batch_tokens=int(s.tokens_per_step[0]),
         time_to_train_h=None if (train_s := optional(seconds)) is None else train_s / SECONDS_PER_HOUR,
         cost_usd=optional(cost),
+        term=settings.term,
         energy_kwh=optional(energy),
         goodput=goodput_estimate(g),
         model=ModelSummary.of(model),

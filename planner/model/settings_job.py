@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.catalog.prices import TermBilling
 from planner.units import GIB, HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_MINUTE
 
 # --- the host's AdamW step under CPU offload: one published timing on a known host ----------
@@ -171,3 +172,12 @@ class JobSettings:
     # medians are 10-30 min and their tails days; a job free to restart in any zone waits 15-35
     # min (docs/spot-capacity-wait.md: the method, the traces and their commits).
     spot_capacity_wait_s: float = 80 * SECONDS_PER_MINUTE
+    # --- what a reserved price bills (planner/catalog/prices.py) -----------------------------
+    # A reserved price's term, billed whole to a job that holds its GPUs alone: plan and estimate
+    # set it under --price-kind reserved-1y / reserved-3y (planner/request.py ``request_settings``),
+    # as EC2 reservations, Google committed-use discounts and Azure reservations bill every hour of
+    # a 1- or 3-year term, used or not (``RESERVED_TERM_YEARS``). None bills the job's hours:
+    # on-demand, spot, and a portfolio's or fleet's jobs, which share their terms (the fleet's are
+    # ``fleet.reserved_commitments``). Its ``filled``, the share of the term beyond the job that other
+    # work uses and pays: ASSUMPTION 0 (nothing else is known to), --term-filled says otherwise.
+    term: TermBilling | None = None

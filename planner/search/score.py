@@ -20,7 +20,7 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.job_fit import measured_job_rows
 from planner.layout import ActivationCheckpointing
 from planner.model.candidates import AC_NONE, IMPL_HF, Candidates
-from planner.model.estimate import divisible, job_totals, score
+from planner.model.estimate import divisible, job_cost_usd, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
 from planner.model.memory import MemoryBreakdown, fits, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks
@@ -95,7 +95,7 @@ def candidate_table(
     dominated = np.zeros(len(c), dtype=bool)
     dominated[fitting[pruned]] = True
     batch = batch_tokens(c)
-    fit, (seconds, cost, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
+    fit, (seconds, _, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
     # The rest of the fit rule (the host's, for offload) reads no recompute: as the twin's.
     fit[fitting[pruned]] = fit[twin[pruned]]
     factor = 1.0 if evidence is None else evidence.time_factor
@@ -107,7 +107,7 @@ def candidate_table(
         memory_need_gib=mem.device_total / GIB,
         capacity_gib=c.memory_bytes / GIB,
         time_to_train_s=seconds * factor,
-        cost_usd=cost * factor,
+        cost_usd=job_cost_usd(seconds * factor, c, settings),  # the GPUs held that long
         batch_ok=batch_within_tolerance(c, space),
         divisible=valid,
         label=np.full(len(c), "", dtype=object),

@@ -65,7 +65,7 @@ def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
     assert catalog_with_price_kind(CATALOG, "on-demand").gpu("l4") == CATALOG.gpu("l4")
 
 
-def h100_estimate(kind: str | None, settings=DEFAULT_SETTINGS):
+def h100_estimate(kind: str | None, settings=DEFAULT_SETTINGS, term_filled: float = 0.0):
     """Llama 3 8B on 64 H100 for 1e11 tokens, rented at ``kind``'s median (None: the catalog's)."""
     return build_plan(
         get_preset("llama3-8b"),
@@ -76,6 +76,7 @@ def h100_estimate(kind: str | None, settings=DEFAULT_SETTINGS):
         training_tokens=1e11,
         price_kind=kind,
         settings=settings,
+        term_filled=term_filled,
     ).estimate
 
 
@@ -162,9 +163,11 @@ def test_a_three_year_plan_bills_its_reserved_price() -> None:
     """``price_kind="reserved-3y"`` rents the H100 at the median of AWS's p5.48xlarge RI (2.9722),
     Google's a3-highgpu-8g CUD (38.864381 / 8 = 4.858) and Azure's ND96isr H100 v5 RI (5.3953): Google's,
     by whole 8-GPU nodes, and costs less than on-demand for the same job."""
-    reserved, on_demand = h100_estimate("reserved-3y"), h100_estimate("on-demand")
+    reserved, on_demand = h100_estimate("reserved-3y", term_filled=1.0), h100_estimate("on-demand")
     assert reserved.cost_usd == pytest.approx(reserved.time_to_train_h * 64 * 38.864381 / 8, rel=1e-4)
-    assert reserved.cost_usd < on_demand.cost_usd
+    assert reserved.cost_usd < on_demand.cost_usd  # by the hour: other work fills the term
+    whole = h100_estimate("reserved-3y")  # the job alone pays the whole term (trial s42 H2)
+    assert whole.cost_usd == pytest.approx(3 * 8766 * 64 * 38.864381 / 8, rel=1e-4)
     with pytest.raises(ValueError, match="no reserved-3y price for b200"):
         catalog_with_price_kind(CATALOG, "reserved-3y", ["b200"])
 

@@ -25,7 +25,7 @@ from planner.model import pipeline, rowwise, stage_params
 from planner.model import step_time as step_module
 from planner.model.candidates import AC_BLOCKS, KNOBS, Candidates
 from planner.model.configuration import rule_values
-from planner.model.estimate import job_totals, score
+from planner.model.estimate import job_cost_usd, job_totals, score
 from planner.model.stacks import Stack
 from planner.model.structure import structurally_valid
 from planner.request import PlanRequest, allowed_gpus, count_limits, request_settings
@@ -184,7 +184,9 @@ def test_candidate_table_times_the_rows_that_fit_as_scoring_them_all_would(prese
     # NaN where the GPU lacks the precision (fp8 on an A100), in both.
     assert np.array_equal(fast.extra["model_time_s"][fit], seconds[fit], equal_nan=True)
     assert np.array_equal(fast.time_to_train_s[fit], (seconds * evidence.time_factor)[fit], equal_nan=True)
-    assert np.array_equal(fast.cost_usd[fit], (cost * evidence.time_factor)[fit], equal_nan=True)
+    at_risk = job_cost_usd(seconds * evidence.time_factor, c, settings)  # the GPUs held that long
+    assert np.array_equal(fast.cost_usd[fit], at_risk[fit], equal_nan=True)
+    np.testing.assert_allclose(fast.cost_usd[fit], (cost * evidence.time_factor)[fit], rtol=1e-12)  # by the hour
     timed = np.isfinite(fast.time_to_train_s)
     assert not timed[whole.memory.device_total > c.memory_bytes].any()
 

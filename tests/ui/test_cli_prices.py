@@ -38,7 +38,10 @@ def test_plan_rents_at_the_reserved_median_by_whole_nodes(kind: str) -> None:
     unit = min(o.gpus_per_offer for o in offers)
     billed = math.ceil(plan["num_gpus"] / unit) * unit
     assert plan["gpu"] == "h100-sxm"
-    assert plan["cost_usd"] == pytest.approx(plan["time_to_train_h"] * billed * price, rel=1e-4)
+    # trial s42 H2: a reserved term is billed whole, whatever the job's hours
+    years = {"reserved-1y": 1, "reserved-3y": 3}[kind]
+    assert plan["time_to_train_h"] < 24 and plan["term"] == {"term_h": years * 8766.0, "filled": 0.0}
+    assert plan["cost_usd"] == pytest.approx(years * 8766.0 * billed * price, rel=1e-4)
 
 
 def test_plan_rents_the_h200_at_its_three_year_median() -> None:
@@ -50,7 +53,7 @@ def test_plan_rents_the_h200_at_its_three_year_median() -> None:
     plan = json.loads(out)["plan"]
     price = (37.208421 / 8 + 42.221918 / 8) / 2
     assert plan["gpu"] == "h200-sxm" and plan["num_gpus"] <= 8
-    assert plan["cost_usd"] == pytest.approx(plan["time_to_train_h"] * 8 * price, rel=1e-4)
+    assert plan["cost_usd"] == pytest.approx(3 * 8766.0 * 8 * price, rel=1e-4)  # the whole 3-year term
 
 
 def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
@@ -64,7 +67,7 @@ def test_a_cost_billed_for_whole_nodes_says_so(tmp_path) -> None:
     code, out, err = trainplan(*args, "--price-kind", "reserved-3y")
     assert code == 0, err
     assert "(median of reserved-3y offers), billed for 8 GPUs (whole 8-GPU nodes)" in out
-    assert "; 8 h200-sxm for the term cost $" in err
+    assert "3-year terms: 8 h200-sxm for the term cost $" in err
     data = json.loads(trainplan(*args, "--price-kind", "reserved-3y", "--json")[1])
     assert data["billed_gpus"] == 8 and data["num_gpus"] == 4
     assert "billed for" not in trainplan(*args)[1]  # the catalog's price is per GPU
@@ -97,8 +100,8 @@ def test_estimate_warns_that_a_reserved_term_outlasts_the_job() -> None:
     args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--tokens", "1e10"]
     code, _, err = trainplan(*args, "--price-kind", "reserved-1y")
     assert code == 0
-    assert "warning: reserved-1y bills its whole 1-year term: the cost counts the job's " in err
-    assert "(0.5% of the term); 8 h100-sxm for the term cost $" in err
+    assert "warning: reserved-1y bills whole 1-year terms: 8 h100-sxm for the term cost $" in err
+    assert "days (0.5% of it); the cost counts the whole term, as if no other work used the rest" in err
     code, _, err = trainplan(*args, "--price-kind", "on-demand")
     assert code == 0 and "term" not in err
 
