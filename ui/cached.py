@@ -87,8 +87,10 @@ def cached_frontier(
     request_json: str, headroom: float, objective: str, calibration: CalibrationUpload | None = None
 ) -> pd.DataFrame:
     frame = cached_search(request_json, headroom, calibration)
-    points = best_per_count(frame, "time" if objective == "time" else "cost")
-    return points.assign(pareto=pareto_front(points))
+    # at --risk p80 / p90 a count's point and the front are the layouts the search would take there
+    risk = PlanRequest.model_validate_json(request_json).risk
+    points = best_per_count(frame, "time" if objective == "time" else "cost", risk)
+    return points.assign(pareto=pareto_front(points, risk))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)

@@ -1,69 +1,34 @@
 """The app's Plotly figures: pure functions of plans and frames (testable without Streamlit).
 
-One style per GPU type (``gpu_style``: a fixed colour and symbol by catalog position, the same in
-every chart), units in every axis title and hover, decade ticks on log axes (``decade_ticks``),
-and axes clipped to the useful range (``useful_range``) so a 1,000,000-day point does not squeeze
-the plans worth reading.
+One style per GPU type and the mark of a point that may not fit (``ui/figure_style.py``), units in
+every axis title and hover, decade ticks on log axes (``decade_ticks``), and axes clipped to the
+useful range (``useful_range``) so a 1,000,000-day point does not squeeze the plans worth reading.
 """
 
 from __future__ import annotations
 
-import colorsys
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from planner.catalog.hardware import load_catalog
+from planner.accuracy import Risk
+from planner.api.chart_points import judged_points, unsure_points
 from planner.estimate_parts import MemoryTerms, TimeTerms
 from planner.fmt import money_short
 from planner.plan import Plan
 from planner.units import HOURS_PER_DAY
 from ui.app_core import money
+from ui.figure_style import fit_hover, fit_legend, fit_marker, fit_words, gpu_style, plan_unsure
 from ui.i18n import Labels
 from ui.messages import duration
 
-SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
-PALETTE_SIZE = 27  # three rounds of the nine symbols: more than the catalog's GPU types
-
-
-def _palette_colour(index: int) -> str:
-    """Colour ``index`` of PALETTE: hues around the wheel so that the GPUs sharing a symbol
-    (indices nine apart) are 120 degrees apart, and neighbours differ in lightness too. All
-    saturated: none near the grey of out-of-limit points or the black of the Pareto front
-    (issue 30: mi325x's colour read as grey)."""
-    hue = (index % len(SYMBOLS)) / PALETTE_SIZE + (index // len(SYMBOLS)) / 3  # 27 hues 13 degrees apart
-    saturation, value = ((0.85, 0.80), (0.70, 0.55), (0.95, 0.95))[index % 3]
-    r, g, b = colorsys.hsv_to_rgb(hue % 1.0, saturation, value)
-    return f"#{round(r * 255):02X}{round(g * 255):02X}{round(b * 255):02X}"
-
-
-PALETTE = tuple(_palette_colour(i) for i in range(PALETTE_SIZE))
 INFEASIBLE_GREY = "rgba(150, 150, 150, 0.45)"
 CLIP_FACTOR = 30.0  # the x/y axes end this many times past the Pareto front's far end
 HOVER = dict(namelength=-1)  # full term and trace names in hover boxes
-
-
-@dataclass(frozen=True)
-class GpuStyle:
-    color: str
-    symbol: str
-
-
-@cache
-def _catalog_order() -> tuple[str, ...]:
-    return tuple(sorted(load_catalog().gpus))
-
-
-def gpu_style(gpu: str) -> GpuStyle:
-    """The fixed colour and symbol of a GPU type: by its place in the catalog, so every chart agrees."""
-    order = _catalog_order()
-    index = order.index(gpu) if gpu in order else len(order) + sum(map(ord, gpu))
-    return GpuStyle(PALETTE[index % len(PALETTE)], SYMBOLS[index % len(SYMBOLS)])
 
 
 def decade_ticks(low: float, high: float, label) -> tuple[list[float], list[str]]:
@@ -197,9 +162,12 @@ def _limit_marks(fig: go.Figure, names: list[str], values: list[float], name: st
     )
 
 
-def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels) -> go.Figure:
-    """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked."""
-    names, labels = plan_names(plans), [plan_words(tr, p) + peak_words(tr, p) for p in plans]
+def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels, risk: Risk | None = None) -> go.Figure:
+    """Per-GPU memory of each plan as stacked terms, with capacity and the usable limit marked; the
+    hover of a plan that may not fit at ``risk`` says so."""
+    words = fit_words(tr, risk)
+    names = plan_names(plans)
+    labels = [plan_words(tr, p) + peak_words(tr, p) + (words if plan_unsure(p, risk) else "") for p in plans]
     fig = go.Figure()
     columns = [dict(p.estimate.memory.breakdown_gib) for p in plans]
     reserve = [max(0.0, p.estimate.memory.reserved_gib - p.estimate.memory.peak_gib) for p in plans]
@@ -271,11 +239,13 @@ def figures_words(tr: Labels, cost_usd: float, hours: float) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """The request's deadline, budget and inventory: what greys a point out and where the lines go."""
+    """The request's deadline, budget and inventory: what greys a point out and where the lines go;
+    and its risk: at p80 / p90 which points are marked as ones that may not fit (``unsure_points``)."""
 
     deadline_days: float | None = None
     budget_usd: float | None = None
     inventory: dict[str, int] | None = None  # GPU type -> most GPUs (types without a limit absent)
+    risk: Risk | None = None
 
     def feasible(self, points: pd.DataFrame) -> pd.Series:
         ok = pd.Series(True, index=points.index)  # judged as the search judges: at the risk quantile
@@ -288,20 +258,25 @@ class Limits:
         return ok
 
 
-def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: Labels) -> None:
+def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: Labels, risk: Risk | None) -> None:
+    unsure = unsure_points(points, risk)
     for gpu, group in points.groupby("gpu", sort=True):
         style = gpu_style(str(gpu))
         colours = [style.color if good else INFEASIBLE_GREY for good in ok[group.index]]
+        marks = unsure[group.index]
         fig.add_scatter(
             name=str(gpu),
             legendgroup=str(gpu),
             x=group["time_to_train_days"],
             y=group["cost_usd"],
             mode="markers",
-            text=_hover(group, tr),
+            text=fit_hover(_hover(group, tr), marks, tr, risk),
             hovertemplate="%{text}<extra></extra>",
-            marker=dict(size=8, symbol=style.symbol, color=colours, line=dict(width=0.5, color=style.color)),
+            marker=fit_marker(
+                dict(size=8, symbol=style.symbol, color=colours, line=dict(width=0.5, color=style.color)), marks
+            ),
         )
+    fit_legend(fig, unsure, tr, risk)
 
 
 def plan_band(p: Plan) -> pd.DataFrame:
@@ -350,6 +325,46 @@ def _limit_lines(fig: go.Figure, limits: Limits, tr: Labels) -> None:
                         line=dict(color="darkorange", dash="dash"), legendrank=4)  # fmt: skip
 
 
+def _knee_mark(fig: go.Figure, knee: pd.Series | None, tr: Labels, risk: Risk | None) -> None:
+    if knee is None:
+        return
+    at = knee.to_frame().T  # the point as a one-row frame, as _hover and unsure_points read points
+    fig.add_scatter(
+        name=tr("knee"),
+        x=[knee["time_to_train_days"]],
+        y=[knee["cost_usd"]],
+        mode="markers",
+        marker=dict(size=16, symbol="diamond-open", color="black", line=dict(width=2)),
+        text=fit_hover(_hover(at, tr), unsure_points(at, risk), tr, risk),
+        hovertemplate=f"{tr('knee')}<br>%{{text}}<extra></extra>",
+        legendrank=2,
+    )
+
+
+def _chosen_mark(fig: go.Figure, chosen: Plan | None, tr: Labels, risk: Risk | None) -> None:
+    """The chosen plan's star with its 80 % band."""
+    if chosen is None or chosen.estimate.cost_usd is None or chosen.estimate.time_to_train_h is None:
+        return
+    band = plan_band(chosen)
+    fig.add_scatter(
+        name=tr("chosen_plan"),
+        x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
+        y=[chosen.estimate.cost_usd],
+        mode="markers",
+        error_x=_band(band, "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
+        error_y=_band(band, "cost_usd", "cost_lo_usd", "cost_hi_usd", "goldenrod"),
+        marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
+        # trial s34: the star's hover had no figures where the knee's had them
+        text=[
+            f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout_words}<br>"
+            + figures_words(tr, chosen.estimate.cost_usd, chosen.estimate.time_to_train_h)
+            + (fit_words(tr, risk) if plan_unsure(chosen, risk) else "")
+        ],
+        hovertemplate="%{text}<extra></extra>",
+        legendrank=0,
+    )
+
+
 def frontier_figure(
     points: pd.DataFrame,
     front: pd.Series,
@@ -359,11 +374,12 @@ def frontier_figure(
     knee: pd.Series | None = None,
 ) -> go.Figure:
     """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined
-    with its 80 % bands as error bars, points outside the deadline/budget/inventory grey, the knee
-    and the chosen plan (with its band) marked."""
+    with its 80 % bands as error bars, points outside the deadline/budget/inventory grey, points that
+    may not fit at the request's risk hollow with a dot, the knee and the chosen plan (with its band)
+    marked."""
     fig = go.Figure()
     ok = limits.feasible(points)
-    _frontier_points(fig, points, ok, tr)
+    _frontier_points(fig, points, ok, tr, limits.risk)
     best = points[front].sort_values("time_to_train_days")
     # the front's points carry their 80 % band (on every point the cloud would be unreadable)
     fig.add_scatter(
@@ -377,35 +393,8 @@ def frontier_figure(
         error_y=_band(best, "cost_usd", "cost_lo_usd", "cost_hi_usd", "rgba(0,0,0,0.45)"),
         legendrank=1,
     )
-    if knee is not None:
-        fig.add_scatter(
-            name=tr("knee"),
-            x=[knee["time_to_train_days"]],
-            y=[knee["cost_usd"]],
-            mode="markers",
-            marker=dict(size=16, symbol="diamond-open", color="black", line=dict(width=2)),
-            text=_hover(knee.to_frame().T, tr),
-            hovertemplate=f"{tr('knee')}<br>%{{text}}<extra></extra>",
-            legendrank=2,
-        )
-    if chosen is not None and chosen.estimate.cost_usd is not None and chosen.estimate.time_to_train_h is not None:
-        band = plan_band(chosen)
-        fig.add_scatter(
-            name=tr("chosen_plan"),
-            x=[chosen.estimate.time_to_train_h / HOURS_PER_DAY],
-            y=[chosen.estimate.cost_usd],
-            mode="markers",
-            error_x=_band(band, "time_to_train_days", "time_lo_days", "time_hi_days", "goldenrod"),
-            error_y=_band(band, "cost_usd", "cost_lo_usd", "cost_hi_usd", "goldenrod"),
-            marker=dict(size=18, symbol="star", color="gold", line=dict(width=1)),
-            # trial s34: the star's hover had no figures where the knee's had them
-            text=[
-                f"{chosen.num_gpus}x {chosen.gpu}<br>{chosen.layout_words}<br>"
-                + figures_words(tr, chosen.estimate.cost_usd, chosen.estimate.time_to_train_h)
-            ],
-            hovertemplate="%{text}<extra></extra>",
-            legendrank=0,
-        )
+    _knee_mark(fig, knee, tr, limits.risk)
+    _chosen_mark(fig, chosen, tr, limits.risk)
     _limit_lines(fig, limits, tr)
     x_range = useful_range(points["time_to_train_days"], best["time_to_train_days"], limits.deadline_days)
     y_range = useful_range(points["cost_usd"], best["cost_usd"], limits.budget_usd)
@@ -422,34 +411,49 @@ def frontier_figure(
 
 
 TIME_AXIS_COLOUR = "#444444"  # the time line and its axis: never the GPU's colour, which the cost line has
+# The scaling chart's two lines: (axis title key, column, its band's columns, dash, on the right axis).
+SCALING_LINES = (
+    ("axis_cost", "cost_usd", "cost_lo_usd", "cost_hi_usd", None, False),
+    ("axis_days", "time_to_train_days", "time_lo_days", "time_hi_days", "dot", True),
+)
 
 
-def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels) -> go.Figure:
+def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels, risk: Risk | None = None) -> go.Figure:
     """Cost (left axis, in the GPU's colour) and time-to-train (right axis, dark grey, log with
-    decade ticks) against GPU count: each line's colour is its axis's (issue 30)."""
+    decade ticks) against GPU count: each line's colour is its axis's (issue 30). At p80 / p90 the
+    lines join the points the search would take (``judged_points``: the sure ones, where the type has
+    any); a point that may not fit is drawn hollow with a dot, off the lines beside sure ones."""
     rows = points[points["gpu"] == gpu].sort_values("num_gpus")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    hover = _hover(rows, tr)
+    unsure = unsure_points(rows, risk)
+    hover = pd.Series(fit_hover(_hover(rows, tr), unsure, tr, risk), index=rows.index)
+    on_line = judged_points(rows, risk)
     style = gpu_style(gpu)
-    lines = (
-        ("axis_cost", "cost_usd", "cost_lo_usd", "cost_hi_usd", None, False),
-        ("axis_days", "time_to_train_days", "time_lo_days", "time_hi_days", "dot", True),
-    )
-    for key, column, lo, hi, dash, secondary in lines:
+    for key, column, lo, hi, dash, secondary in SCALING_LINES:
         colour = TIME_AXIS_COLOUR if secondary else style.color
-        fig.add_scatter(
-            name=tr(key),
-            x=rows["num_gpus"],
-            y=rows[column],
-            # the 80 % band of each point (trial s28d: this chart had none, the frontier's had)
-            error_y=_band(rows, column, lo, hi, colour),
-            mode="lines+markers",
-            text=hover,
-            hovertemplate="%{text}<extra></extra>",
-            line=dict(color=colour, dash=dash),
-            marker=dict(symbol=style.symbol if not secondary else "circle-open"),
-            secondary_y=secondary,
-        )
+        symbol = "circle-open" if secondary else style.symbol
+        for joined, part in ((True, on_line), (False, ~on_line)):
+            if not part.any():
+                continue
+            some = rows[part]
+            fig.add_scatter(
+                name=tr(key),
+                # a line and the points beside it show and hide together
+                legendgroup=None if on_line.all() else key,
+                showlegend=None if joined else False,
+                x=some["num_gpus"],
+                y=some[column],
+                # the 80 % band of each point (trial s28d: this chart had none, the frontier's had)
+                error_y=_band(some, column, lo, hi, colour),
+                mode="lines+markers" if joined else "markers",
+                text=list(hover[part]),
+                hovertemplate="%{text}<extra></extra>",
+                line=dict(color=colour, dash=dash),
+                # a point off the line takes no colour from it
+                marker=fit_marker(dict(symbol=symbol, color=None if joined else colour), unsure[part]),
+                secondary_y=secondary,
+            )
+    fit_legend(fig, unsure, tr, risk)
     counts = rows["num_gpus"]
     values, text = decade_ticks(float(counts.min()), float(counts.max()), lambda v: f"{v:,.0f}")
     fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log", tickvals=values, ticktext=text)

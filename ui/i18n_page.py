@@ -36,6 +36,16 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "micro-batch {micro} × {accum} · checkpointing {ac}",
         "微批 {micro} × {accum} · 激活重计算 {ac}",
     ),
+    # a chart point the search sets aside at --risk p80 / p90 (ui/figure_style.py): hover line, legend entry
+    "hover_may_not_fit": (
+        "may not fit at {risk}: the reserved peak's 80 % band passes the memory the GPU holds beside the CUDA"
+        " context; the search takes a plan that surely fits before it",
+        "{risk} 下可能放不下：预留峰值的 80% 误差区间上端超过 GPU 除 CUDA 上下文外的显存；搜索会优先选择确定放得下的方案",
+    ),
+    "may_not_fit_mark": (
+        "may not fit at {risk} (memory band's high end past the GPU's memory)",
+        "{risk} 下可能放不下（显存区间上端超过 GPU 显存）",
+    ),
     # Streamlit's file uploader (its own words are English; the 中文 page replaces them by CSS)
     "uploader_button": ("Upload", "上传"),
     "uploader_limit": ("at most {mb} MB per file", "每个文件最大 {mb} MB"),

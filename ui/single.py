@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
+from planner.api.chart_points import judged_points
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import Plan
@@ -63,7 +64,7 @@ def show_infeasible(tr: Labels, infeasible: app_core.Infeasible, inputs: Inputs)
 def show_breakdowns(tr: Labels, plans: list[Plan], inputs: Inputs) -> None:
     context_gib = cuda_context_gib(inputs.headroom, inputs.request.stack)
     st.markdown(f"**{tr('chart_memory')}**")
-    st.plotly_chart(figures.memory_figure(plans, context_gib, tr), key="chart_memory")
+    st.plotly_chart(figures.memory_figure(plans, context_gib, tr, inputs.request.risk), key="chart_memory")
     st.markdown(f"**{tr('chart_step')}**")
     st.plotly_chart(figures.step_time_figure(plans, tr), key="chart_step")
 
@@ -79,9 +80,12 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         deadline_days=request.deadline_days,
         budget_usd=request.budget_usd,
         inventory={g: n for g, n in (request.gpus or {}).items() if n is not None},
+        risk=request.risk,
     )
     usable = points[limits.feasible(points)]
-    # the knee as the search reads it (planner/frontier.py): at the request's risk quantile
+    # the knee as the search reads it (planner/frontier.py): at the request's risk quantile, among
+    # the plans that surely fit memory where any does the job (solve_at_risk)
+    usable = usable[judged_points(usable, request.risk)]
     at = knee(usable["cost_at_risk_usd"].to_numpy(), usable["time_at_risk_days"].to_numpy()) if len(usable) else None
     bend = None if at is None else usable.iloc[at]
     fig = figures.frontier_figure(points, points["pareto"], chosen, tr, limits, bend)
@@ -91,7 +95,7 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         st.session_state["scaling_gpu"] = chosen.gpu if chosen is not None and chosen.gpu in gpus else gpus[0]
     gpu = st.selectbox(tr("scaling_gpu"), gpus, key="scaling_gpu")
     st.markdown(f"**{tr('chart_scaling')}**")
-    st.plotly_chart(figures.scaling_figure(points, gpu, tr), key="chart_scaling")
+    st.plotly_chart(figures.scaling_figure(points, gpu, tr, request.risk), key="chart_scaling")
 
 
 JOB_NAME = re.compile(r"[A-Za-z0-9._-]+")  # a folder and file name on every system the zip lands on

@@ -12,6 +12,7 @@ import pandas as pd
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
+from planner.api.chart_points import best_per_count, pareto_front
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import TermBilling, rebilled
@@ -119,6 +120,9 @@ def search_frame(table: ScoredTable, c: Candidates, term: TermBilling | None = N
             "cost_at_risk_usd": table.cost_usd[idx],
             "memory_gib": table.memory_need_gib[idx],
             "capacity_gib": table.capacity_gib[idx],
+            # the scored table's column (score.may_not_fit, MemoryBand.may_not_fit's rule): the
+            # charts mark and pass over these rows at --risk p80 / p90 as the search does
+            "may_not_fit": table.extra["may_not_fit"][idx],
             "tp": c.tp[idx],
             "pp": c.pp[idx],
             "cp": c.cp[idx],
@@ -188,25 +192,6 @@ def plan_label(p: Plan) -> str:
         f"{layout.sharding.value}{axes} | mb {training.micro_batch} x {training.grad_accum}"
         f" | ac {training.activation_checkpointing.value}"
     )
-
-
-def best_per_count(frame: pd.DataFrame, objective: str = "cost") -> pd.DataFrame:
-    """The best layout for each (GPU type, count), judged as the search judges (at the request's
-    risk quantile): the scaling and frontier charts' points."""
-    cost, days = "cost_at_risk_usd", "time_at_risk_days"
-    order = frame.sort_values([cost, days] if objective == "cost" else [days, cost])
-    return order.groupby(["gpu", "num_gpus"], as_index=False).first()
-
-
-def pareto_front(frame: pd.DataFrame) -> pd.Series:
-    """True for points no other point beats on both cost and time (at the risk quantile)."""
-    order = frame.sort_values(["cost_at_risk_usd", "time_at_risk_days"]).index
-    best_time, front = np.inf, pd.Series(False, index=frame.index)
-    for i in order:
-        t = frame.at[i, "time_at_risk_days"]
-        if t < best_time:
-            front[i], best_time = True, t
-    return front
 
 
 @dataclass(frozen=True)
