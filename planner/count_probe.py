@@ -16,7 +16,7 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog
 from planner.errors import Constraint, InfeasiblePlan
-from planner.fmt import duration_words
+from planner.fmt import duration_words, money
 from planner.layout import ActivationCheckpointing
 from planner.model.settings import ModelingSettings
 from planner.request import CountLimits, PlanRequest, requested_batch_tokens
@@ -60,6 +60,9 @@ class FittingCount:
     capacity_gib: float
     time_to_train_s: float  # that candidate's, at the request's risk
     batch_tokens: int = 0  # its global batch (the request's within the batch tolerance)
+    # the least cost at that count of the candidates that pass, at the request's risk (a deadline
+    # fix's GPUs may cost more than the request's budget: trial s43)
+    cost_usd: float = float("nan")
 
     def batch_words(self, requested: int) -> str:
         """', at a global batch of 4,079,616 tokens (-2.7 %)' where it is not the one asked for
@@ -144,6 +147,7 @@ def _first_fit(
         capacity_gib=float(table.capacity_gib[row]),
         time_to_train_s=float(table.time_to_train_s[row]),
         batch_tokens=int(table.extra["batch_tokens"][row]),
+        cost_usd=float(np.nanmin(table.cost_usd[rows])) if np.isfinite(table.cost_usd[rows]).any() else np.nan,
     )
     return (int(tried.max()) if len(tried) else low), fit
 
@@ -222,8 +226,21 @@ def deadline_fix(
             f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "
             f"({best.layout} finishes in {duration_words(best.time_to_train_s)}"
             f"{best.batch_words(requested_batch_tokens(request))})"
-        )
+        ) + over_budget_words(best, request)
     return error.but(fix=error.fix + more, more_gpus_help=best is not None)
+
+
+def over_budget_words(best: FittingCount, request: PlanRequest) -> str:
+    """'; at that count it costs $3.52M at p80, over the $3.00M budget' where a deadline fix's GPUs
+    break the request's budget (trial s43: the fix named 648 H100 without a word that they cost 17 %
+    more than the budget the same request set)."""
+    budget = request.budget_usd
+    if budget is None or not best.cost_usd > budget:
+        return ""
+    return (
+        f"; at that count it costs {money(best.cost_usd)} at {request.risk.value}, over the request's"
+        f" {money(budget)} budget"
+    )
 
 
 def cap_diagnosis(

@@ -257,3 +257,25 @@ def test_a_budget_answer_names_the_fastest_plan_at_about_the_lowest_cost():
     assert answer.constraint is Constraint.BUDGET and answer.named is not None
     assert answer.named.num_gpus >= 256 and answer.named.seconds < 100 * 86400
     assert "the fastest within 1% of the lowest cost" in str(answer)
+
+
+def test_a_deadline_fix_over_the_requests_budget_says_so() -> None:
+    """Trial s43: the fix named 648 H100 that cost $3.52M at p80 against the request's own $3M
+    budget, without a word. The count's least cost is checked against the budget."""
+    ask = dict(model=get_preset("llama3-70b"), training_tokens=2e12, gpus={"b200": 256}, deadline_days=45, top_k=0)
+    with pytest.raises(InfeasiblePlan) as free:
+        plan(PlanRequest(**ask))
+    assert "budget" not in free.value.fix
+    count = int(re.search(r"or (\d+) b200 GPUs", free.value.fix).group(1))  # type: ignore[union-attr]
+    cost = plan(PlanRequest(**{**ask, "gpus": {"b200": count}})).plan.estimate.cost_usd_at("p80")
+    assert cost is not None
+    with pytest.raises(InfeasiblePlan) as tight:
+        plan(PlanRequest(**ask, budget_usd=cost * 0.5))
+    found = re.search(
+        r"; at that count it costs \$([\d.]+)M at p80, over the request's \$[\d.]+M budget", tight.value.fix
+    )
+    assert found, tight.value.fix
+    assert float(found.group(1)) * 1e6 <= cost * 1.01  # the count's least cost, no more than the plan's
+    with pytest.raises(InfeasiblePlan) as roomy:
+        plan(PlanRequest(**ask, budget_usd=cost * 2))
+    assert "budget" not in roomy.value.fix
