@@ -202,6 +202,12 @@ def hf_experts_missing(model: ModelSpec, stack: Stack, impl: Implementation) -> 
     return ", ".join(native_unsupported(model))
 
 
+def hf_moe_stack(model: ModelSpec, stack: Stack) -> bool:
+    """Whether ``stack`` itself trains a MoE ``model`` on Hugging Face's expert-by-expert modules
+    (HF Trainer, DeepSpeed: trial s43, warned of as trainplan's HF path was)."""
+    return stack.modules == Implementation.HF and model.num_experts > 1
+
+
 def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> str | None:
     """The warning of ``hf_experts_missing``, for plan and estimate alike (trial s24: estimate said
     nothing of a Maverick on HF's expert-by-expert loop), and on any stack of a family whose HF
@@ -215,12 +221,13 @@ def hf_experts_warning(model: ModelSpec, stack: Stack, impl: Implementation) -> 
             " work (timed so, in bf16 whatever the precision):"
             " --stack megatron-core estimates a grouped-GEMM stack that runs the routed experts only"
         )
-    if missing is None:
+    if missing is None and not hf_moe_stack(model, stack):
         return None
+    under = f"under {stack.value}" if missing is None else why
     return (
-        f"{model.name} runs on Hugging Face's modules ({why}), "
-        "whose MoE layers loop over the experts one at a time: --stack megatron-core estimates a "
-        "grouped-GEMM stack on the same GPUs"
+        f"{model.name} runs on Hugging Face's modules ({under}), whose MoE layers loop over the experts one at"
+        " a time, each expert's kernel launches not timed (the step may be slower than shown): --stack"
+        " megatron-core estimates a grouped-GEMM stack on the same GPUs"
     )
 
 

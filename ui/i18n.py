@@ -364,9 +364,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "hf_experts": (
         "{model} runs on Hugging Face's modules (the native trainer lacks {missing}), whose MoE layers loop over"
-        " the experts one at a time: the Megatron-Core stack (sidebar, software stack) estimates a grouped-GEMM"
-        " stack on the same GPUs.",
-        "{model} 使用 Hugging Face 模块训练（原生训练器不支持 {missing}），其 MoE 层逐个专家循环计算："
+        " the experts one at a time, each expert's kernel launches not timed (the step may be slower than shown):"
+        " the Megatron-Core stack (sidebar, software stack) estimates a grouped-GEMM stack on the same GPUs.",
+        "{model} 使用 Hugging Face 模块训练（原生训练器不支持 {missing}），其 MoE 层逐个专家循环计算，"
+        "每个专家的内核启动开销未计入（实际步时可能更长）："
         "在侧栏“软件栈”中选择 Megatron-Core，可估算分组 GEMM 软件栈在同样 GPU 上的表现。",
     ),
     "price_commitment": (

@@ -75,6 +75,14 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "此次运行没有 CUDA 设备：未测量峰值显存和 MFU（这两个面板只显示预测值）。",
     ),
     "run_not_measured": ("not measured (no CUDA)", "未测量（无 CUDA）"),
+    # trial s43: HF Trainer and DeepSpeed train Hugging Face's MoE modules too, unwarned
+    "hf_experts_stack": (
+        "{model} runs on Hugging Face's modules under {stack}, whose MoE layers loop over the experts one at a time,"
+        " each expert's kernel launches not timed (the step may be slower than shown): the Megatron-Core stack"
+        " (sidebar, software stack) estimates a grouped-GEMM stack on the same GPUs.",
+        "{model} 在 {stack} 下使用 Hugging Face 模块训练，其 MoE 层逐个专家循环计算，每个专家的内核启动开销未计入"
+        "（实际步时可能更长）：在侧栏“软件栈”中选择 Megatron-Core，可估算分组 GEMM 软件栈在同样 GPU 上的表现。",
+    ),
     "run_prediction_elsewhere": (
         "The predicted {predicted:,.0f} tokens/s is for the plan's {num_gpus} × {gpu}, not for this machine's CPU "
         "({measured:,.0f} tokens/s measured).",

@@ -19,7 +19,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
 from planner.plan import Plan
-from planner.request import left_out_gpus
+from planner.request import hf_moe_stack, left_out_gpus
 from ui import app_core
 from ui.cached import cached_calibration, catalog
 from ui.calibration_upload import CalibrationUpload
@@ -291,11 +291,13 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
     GPU, a reserved term longer than the job (planner.api.price_warnings), the chosen GPU types the
     attention kernel or precision leaves out."""
     missing = request.hf_experts_missing
+    own_hf = missing is None and hf_moe_stack(plan.model, request.stack)
     dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
     gpu, encoders = catalog().gpu(plan.gpu), encoder_sections(request.hf_config_path)
     return (
         *left_out_texts(tr, request),
         *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
+        *((tr("hf_experts_stack", model=plain(plan.model.name), stack=request.stack.value),) if own_hf else ()),
         *(() if dearer is None else (dearer_text(tr, dearer),)),
         *(() if term is None else (commitment_text(tr, term),)),
         # trial s28b: the CLI's warnings of this session, in the page's language

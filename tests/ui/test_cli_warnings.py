@@ -417,3 +417,33 @@ def test_the_larger_batch_offer_is_made_on_the_same_gpus_under_the_cost_objectiv
     data = json.loads(capsys.readouterr().out)
     for offer in [w for w in data["warnings"] if w.startswith("the batch, ")]:
         assert f"({data['plan']['num_gpus']:,} x h100-sxm," in offer
+
+
+def test_hf_trainer_and_deepspeed_warn_of_hf_expert_loops_as_trainplan_does(capsys):
+    """Trial s43 #9: the same HF MoE modules warned under --stack trainplan and not under the stacks
+    that train them (hf-trainer, deepspeed); a dense model or Megatron-Core says nothing."""
+    args = ["estimate", "--model", "qwen1.5-moe-a2.7b", "--gpu", "h100-sxm", "--num-gpus", "64", "--ac", "full"]
+    for stack in ("hf-trainer", "deepspeed"):
+        assert main([*args, "--stack", stack, "--json"]) == 0
+        warnings = json.loads(capsys.readouterr().out)["warnings"]
+        said = [w for w in warnings if "loop over the experts one at a time" in w]
+        assert len(said) == 1 and f"(under {stack})" in said[0] and "launches not timed" in said[0], warnings
+    for other in (["--stack", "megatron-core"], ["--model", "llama3-8b", "--stack", "hf-trainer"]):
+        assert main([*args, *other, "--json"]) == 0
+        assert not [w for w in json.loads(capsys.readouterr().out)["warnings"] if "experts one at a time" in w]
+
+
+def test_the_app_card_warns_of_hf_expert_loops_under_hf_trainer_in_its_language():
+    from planner.api import PlanRequest, plan
+    from planner.catalog.models import get_preset
+    from planner.model.stacks import Stack
+    from ui.i18n import Labels, plain
+    from ui.plan_card import request_texts
+
+    request = PlanRequest(
+        model=get_preset("qwen1.5-moe-a2.7b"), training_tokens=1e10, gpus={"h100-sxm": 64}, stack=Stack.HF_TRAINER
+    )
+    chosen = plan(request).plan
+    for lang, words in (("en", "under hf-trainer, whose MoE layers loop"), ("zh", "在 hf-trainer 下使用 Hugging Face")):
+        said = [t for t in request_texts(Labels(lang), request, chosen) if words in t]
+        assert said == [Labels(lang)("hf_experts_stack", model=plain(chosen.model.name), stack="hf-trainer")]
