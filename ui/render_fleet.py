@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from planner.catalog.prices import shared_term_words
 from planner.fmt import money, money_band, number_band
 from planner.search.fleet import reserved_commitments
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
@@ -162,13 +163,7 @@ def reserved_term_lines(solution, price_kind: str | None) -> list[str]:
     """Each option's reserved term (``reserved_commitments``): 'rent only: reserved-3y bills its
     whole 3-year term: ...' (trial s36: fleet priced a reservation by the job-hour, unsaid)."""
     options = (("mixed", solution.mixed), ("rent only", solution.rent_only))
-    return [
-        f"{name}: {c.kind} bills its whole {c.term_years}-year term, the rent counts the rented jobs' hours"
-        f" only: reserving the {c.num_gpus:,} {c.gpu} they hold at once costs {money(c.term_cost_usd)}"
-        " for the term unless other work fills it"
-        for name, plan in options
-        for c in reserved_commitments(plan, price_kind)
-    ]
+    return [f"{name}: {shared_term_words(c)}" for name, plan in options for c in reserved_commitments(plan, price_kind)]
 
 
 def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> dict:

@@ -15,7 +15,7 @@ from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, s
 from planner.api.chart_points import best_per_count, pareto_front
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.prices import TermBilling, rebilled
+from planner.catalog.prices import TermBilling, rebilled, shared_term_words
 from planner.errors import InfeasiblePlan
 from planner.fmt import counted, duration_words, money
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
@@ -31,7 +31,7 @@ from planner.request import (
     request_term,
     requested_batch_tokens,
 )
-from planner.search.fleet import FleetSolution, size_fleet
+from planner.search.fleet import FleetSolution, held_commitments, size_fleet
 from planner.search.ilp import ScoredTable, check_rows
 from planner.search.ownership import HourlyRate, TcoAssumptions, economics_for, owned_rate
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
@@ -404,7 +404,22 @@ def plan_portfolio(
             f"{a.job}: {note}"
             for a in assignments
             for note in requests[a.job].warnings + long_job_warnings(a.plan) + fixed_cost_warnings(a.plan)
-        ),
+        )
+        + shared_term_warnings(assignments, requests, {g for g, _ in solution.held_usd_per_gpu_hour}),
+    )
+
+
+def shared_term_warnings(
+    assignments: tuple[PortfolioJob, ...], requests: dict[str, PlanRequest], held: set[str]
+) -> tuple[str, ...]:
+    """The reserved terms the rented types' jobs share, under each price kind the jobs rent at
+    (``held_commitments``; trial s43: plan, estimate and fleet said it, portfolio never did)."""
+    rented = [a for a in assignments if a.gpu_id not in held]
+    kinds = sorted({k for a in rented if (k := requests[a.job].price_kind) is not None})
+    return tuple(
+        shared_term_words(c)
+        for kind in kinds
+        for c in held_commitments([a for a in rented if requests[a.job].price_kind == kind], kind)
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 import numpy as np
 import pulp
@@ -377,22 +378,43 @@ def compacted(assignments: list[FleetAssignment], purchased: Mapping[str, int]) 
     return out
 
 
+class HeldJob(Protocol):
+    """A job that holds GPUs of one type over a span at a cost (a fleet's or a portfolio's)."""
+
+    @property
+    def gpu_id(self) -> str: ...
+    @property
+    def num_gpus(self) -> int: ...
+    @property
+    def start_s(self) -> float: ...
+    @property
+    def end_s(self) -> float: ...
+    @property
+    def cost_usd(self) -> float: ...
+
+
 def reserved_commitments(plan: FleetPlan, kind: str | None) -> tuple[Commitment, ...]:
-    """A reserved price kind's term for each type ``plan`` rents (``Commitment``; none for other
-    kinds): the most GPUs its rented jobs hold at once, each billed every hour of the term at the
-    rate the jobs' rent implies. The plan's rent counts the jobs' hours only (trial s36: "rent
-    only $1.47M" at reserved-3y, where reserving its 256 A100 for the term costs $11.0M)."""
+    """A reserved price kind's term for each type ``plan`` rents (``held_commitments``) (trial s36:
+    "rent only $1.47M" at reserved-3y, where reserving its 256 A100 for the term costs $11.0M)."""
+    return held_commitments([a for a in plan.assignments if not a.owned], kind)
+
+
+def held_commitments(rented: Sequence[HeldJob], kind: str | None) -> tuple[Commitment, ...]:
+    """A reserved price kind's term for each type the ``rented`` jobs hold (``Commitment``; none for
+    other kinds): the most GPUs they hold at once, each billed every hour of the term at the rate
+    their rent implies. Their rent counts their hours only: they share the term (a fleet's and a
+    portfolio's jobs, ``request_settings(whole_terms=False)``)."""
     years = RESERVED_TERM_YEARS.get(kind or "")
     if years is None:
         return ()
     out = []
-    for gpu in sorted({a.gpu_id for a in plan.assignments if not a.owned}):
-        rented = [a for a in plan.assignments if not a.owned and a.gpu_id == gpu]
-        gpu_hours = sum(a.num_gpus * (a.end_s - a.start_s) for a in rented) / SECONDS_PER_HOUR
-        rate = sum(a.cost_usd for a in rented) / gpu_hours if gpu_hours > 0 else 0.0
+    for gpu in sorted({a.gpu_id for a in rented}):
+        jobs = [a for a in rented if a.gpu_id == gpu]
+        gpu_hours = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_HOUR
+        rate = sum(a.cost_usd for a in jobs) / gpu_hours if gpu_hours > 0 else 0.0
         # the most held at once: at some job's start every job running then holds its GPUs
-        peak = max(sum(b.num_gpus for b in rented if b.start_s <= a.start_s < b.end_s) for a in rented)
-        span_days = (max(a.end_s for a in rented) - min(a.start_s for a in rented)) / SECONDS_PER_DAY
+        peak = max(sum(b.num_gpus for b in jobs if b.start_s <= a.start_s < b.end_s) for a in jobs)
+        span_days = (max(a.end_s for a in jobs) - min(a.start_s for a in jobs)) / SECONDS_PER_DAY
         assert kind is not None
         out.append(Commitment(kind, gpu, peak, years, span_days, peak * rate * years * HOURS_PER_YEAR))
     return tuple(out)

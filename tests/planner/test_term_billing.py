@@ -8,6 +8,7 @@ from planner.api import PlanRequest, build_plan, plan, replan, restack
 from planner.api.explore import plan_portfolio, scored_search
 from planner.catalog.models import get_preset
 from planner.catalog.prices import TermBilling, billed_hours, rebilled, term_billing
+from planner.fmt import money
 from planner.layout import Layout, TrainingConfig
 from planner.model.stacks import Stack
 from planner.units import HOURS_PER_YEAR
@@ -99,6 +100,18 @@ def test_a_portfolios_jobs_share_their_terms_and_are_billed_by_the_hour() -> Non
         "b": request(deadline_days=None, training_tokens=5e10),
     }
     answer = plan_portfolio(jobs, {"h100-sxm": 64}, rented=frozenset({"h100-sxm"}))
+    # trial s43: the term they share is said, as fleet says it (the most held at once, for the term)
+    peak = max(
+        sum(b.num_gpus for b in answer.assignments if b.start_s <= a.start_s < b.end_s) for a in answer.assignments
+    )
+    price = answer.assignments[0].plan.price_per_gpu_hour_usd
+    said = [w for w in answer.warnings if "bills whole 1-year terms, the rent counts the rented jobs' hours" in w]
+    assert len(said) == 1 and f"reserving the {peak} h100-sxm they hold at once costs" in said[0]
+    assert money(peak * price * YEAR) in said[0]
+    on_demand = {k: r.model_copy(update={"price_kind": "on-demand"}) for k, r in jobs.items()}
+    assert not [
+        w for w in plan_portfolio(on_demand, {"h100-sxm": 64}, rented=frozenset({"h100-sxm"})).warnings if "term" in w
+    ]
     for job in answer.assignments:
         e = job.plan.estimate
         assert e.term is None and e.time_to_train_h is not None and e.cost_usd is not None
