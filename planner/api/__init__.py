@@ -26,6 +26,7 @@ from planner.api.notices import (
     plan_commitment,
     search_warnings,
     trains_too_long,
+    unplanned_price_warnings,
 )
 from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_at_risk
 from planner.catalog.calibration import AppliedCalibration
@@ -485,4 +486,5 @@ __all__ = [
     "restack",
     "search",
     "trains_too_long",
+    "unplanned_price_warnings",
 ]

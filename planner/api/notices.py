@@ -28,6 +28,7 @@ from planner.request import (
     PlanRequest,
     hf_experts_warning,
     left_out_gpus,
+    request_term,
     requested_batch_tokens,
     solve_request,
 )
@@ -96,14 +97,40 @@ def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tupl
     """Warnings of the request's price kind: the GPU types a whole-catalog search left out for
     want of its offer (``unpriced_types``), and ``chosen_dearer``'s (``catalog``: before the kind
     priced it)."""
-    dropped = unpriced_types(request, catalog)
-    left_out = (
-        f"--price-kind {request.price_kind}: {len(dropped)} GPU types without such an offer were not searched"
-        f" ({', '.join(dropped)}); --price prices them"
-    )
-    words = (left_out,) if dropped else ()
     notes = (chosen_dearer(request, catalog, chosen), plan_commitment(request.price_kind, chosen))
-    return (*words, *(note.words() for note in notes if note is not None))
+    return (*left_out_price_warnings(request, catalog), *(note.words() for note in notes if note is not None))
+
+
+def left_out_price_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]:
+    """The GPU types a whole-catalog search leaves out for want of the price kind's offer."""
+    dropped = unpriced_types(request, catalog)
+    if not dropped:
+        return ()
+    return (
+        f"--price-kind {request.price_kind}: {len(dropped)} GPU types without such an offer were not searched"
+        f" ({', '.join(dropped)}); --price prices them",
+    )
+
+
+def unplanned_price_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]:
+    """What the request's price kind warns of where no plan is feasible (trial s43: an answer over
+    budget under reserved-1y dropped the warnings that explain it): the types left out, each named
+    type priced above its on-demand median (unless the request prices it), and a reserved term
+    billed whole (``catalog``: before the kind priced it)."""
+    own = {catalog.gpu(g).id for g in request.price_overrides}
+    named = [catalog.gpu(g) for g in request.gpus or {} if catalog.gpu(g).id not in own]
+    dearer = [d.words() for gpu in named if (d := dearer_kind(gpu, request.price_kind)) is not None]
+    term = request_term(request)
+    whole = (
+        ()
+        if term is None
+        else (
+            f"{request.price_kind} bills whole {term.years}-year terms: the costs here bill the GPUs for the"
+            f" whole term{'' if term.filled == 0 else f' less the {term.filled:.0%} other work uses'}"
+            " (--term-filled: the share of the rest other work uses)",
+        )
+    )
+    return (*left_out_price_warnings(request, catalog), *dearer, *whole)
 
 
 def left_out_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]:

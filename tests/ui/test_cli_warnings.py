@@ -447,3 +447,20 @@ def test_the_app_card_warns_of_hf_expert_loops_under_hf_trainer_in_its_language(
     for lang, words in (("en", "under hf-trainer, whose MoE layers loop"), ("zh", "在 hf-trainer 下使用 Hugging Face")):
         said = [t for t in request_texts(Labels(lang), request, chosen) if words in t]
         assert said == [Labels(lang)("hf_experts_stack", model=plain(chosen.model.name), stack="hf-trainer")]
+
+
+def test_an_infeasible_plan_keeps_the_price_kinds_warnings(capsys):
+    """Trial s43 #5: under reserved-1y an answer over budget dropped the warnings that explain it
+    (the kind's median above on-demand, the term billed whole): JSON said warnings null."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e12", "--deadline-days", "30", "--budget-usd", "1e4"]
+    assert main([*args, "--gpus", "h100-sxm", "--price-kind", "reserved-1y", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["feasible"] is False and data["constraint"] == "budget"
+    (dearer,) = [w for w in data["warnings"] if "above its on-demand median" in w]
+    (term,) = [w for w in data["warnings"] if "bills whole 1-year terms: the costs here bill" in w]
+    assert dearer.startswith("reserved-1y prices h100-sxm at $")
+    assert main([*args, "--gpus", "h100-sxm", "--price-kind", "reserved-1y"]) == 0
+    err = capsys.readouterr().err
+    assert dearer in err and term in err
+    assert main([*args, "--gpus", "h100-sxm", "--json"]) == 0  # the catalog's price: nothing to say
+    assert json.loads(capsys.readouterr().out)["warnings"] == []
