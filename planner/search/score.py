@@ -130,6 +130,8 @@ def candidate_table(
             "band_hi": np.broadcast_to(hi, seconds.shape),
             # the memory band's high end passes the GPU's own room: it may not fit (a tie's order)
             "may_not_fit": may_not_fit(mem, c, settings, evidence),
+            # ... or passes only the room the fit rule leaves it: into the headroom (a tie's order)
+            "in_headroom": may_not_fit(mem, c, settings, evidence, headroom=settings.memory_headroom),
             # offload's host fit (planner/model/host.py), for the diagnosis
             "host_need_gib": host_need_bytes(model, c, settings) / GIB,
             "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
@@ -226,12 +228,16 @@ def sure_fit_table(table: ScoredTable) -> ScoredTable:
     return replace(table, fits_memory=table.fits_memory & ~table.extra["may_not_fit"])
 
 
-def may_not_fit(mem: MemoryBreakdown, c: Candidates, s: ModelingSettings, evidence: RowEvidence | None) -> np.ndarray:
+def may_not_fit(
+    mem: MemoryBreakdown, c: Candidates, s: ModelingSettings, evidence: RowEvidence | None, headroom: float = 0.0
+) -> np.ndarray:
     """Rows whose reserved peak's band passes the GPU's room (its memory less the CUDA context), as
-    ``MemoryBand.may_not_fit`` says of one plan; none without evidence."""
+    ``MemoryBand.may_not_fit`` says of one plan; none without evidence. ``headroom``: the room the
+    fit rule leaves (memory x (1 - headroom) less the context; trial s43: of two twins alike in
+    time and cost, the one whose band's high end reached 177.2 of 178.5 GiB was chosen)."""
     if evidence is None or evidence.memory_high is None:
         return np.zeros(len(c), dtype=bool)
-    return passes_room(mem.reserved, evidence.memory_high, c.memory_bytes - s.cuda_context_bytes)
+    return passes_room(mem.reserved, evidence.memory_high, c.memory_bytes * (1.0 - headroom) - s.cuda_context_bytes)
 
 
 @dataclass(frozen=True)

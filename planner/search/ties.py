@@ -2,8 +2,8 @@
 
 Which of tied rows a solver returns is arbitrary, so the single-job solve (``ilp.solve_single``)
 and its side answers (planner/api/side_answers.py) settle them by one order: a listed price before
-an estimated one, then a sure fit before one whose memory band may not fit, then the model's own
-time before the efficiency ceiling, then ZeRO-1 of sharding twins (docs/ilp.md, "Exact ties"). The portfolio's pruning keeps the first of a tie within each GPU type (slots.job_rows);
+an estimated one, then a sure fit before one whose memory band may not fit, then one clear of the
+fit rule's headroom, then the model's own time before the efficiency ceiling, then ZeRO-1 of sharding twins (docs/ilp.md, "Exact ties"). The portfolio's pruning keeps the first of a tie within each GPU type (slots.job_rows);
 across the types of an inventory, all held, it does not settle one: a tie-break weight of 1e-6
 lies under the solvers' relative MIP gap (HiGHS 1e-4), and swapping a job's type after the solve
 must keep every other job's schedule (review s29, not done).
@@ -46,7 +46,9 @@ def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
     """``rows`` in the order that settles ties: a sourced price before an estimated one
     (``price_estimated``), then a plan whose memory band stays within the GPU before one that may
     not fit (``may_not_fit``; trial s41: of six plans held at one ceiling, the one flagged "may not
-    fit" was chosen, by its uncapped speed), then by the model's own time, before the efficiency
+    fit" was chosen, by its uncapped speed), then one whose band stays out of the fit rule's
+    headroom before one that reaches into it (``in_headroom``; trial s43: zero1 at 177.2 of 178.5
+    GiB won over its zero2 twin at 164.6), then by the model's own time, before the efficiency
     ceiling (``uncapped_time_s``), then ``SHARDING_TIE_RANK``; each key unused where the table lacks it.
     Rows held at one ceiling tie exactly on time and cost, and the pruning, the alternatives and
     the choice (``first_of_tie``) keep the first of a tie: the one the model rates fastest, not the
@@ -59,6 +61,7 @@ def tie_order(table: ScoredTable, rows: np.ndarray) -> np.ndarray:
     keys = [
         ranked,
         table.extra.get("uncapped_time_s"),
+        table.extra.get("in_headroom"),
         table.extra.get("may_not_fit"),
         table.extra.get("price_estimated"),
     ]

@@ -87,3 +87,29 @@ def test_a_70b_plan_held_at_the_ceiling_is_one_that_surely_fits():
     tied = [p for p in judged.alternatives if p.estimate.time.step_s == step]
     assert tied and not any(p.estimate.may_not_fit for p in (judged.plan, *judged.alternatives))
     assert not plan(request.model_copy(update={"risk": Risk.P50})).plan.estimate.may_not_fit
+
+
+def test_a_tie_goes_to_the_plan_clear_of_the_headroom_before_the_faster_one():
+    """Trial s43 #8: of two B200 twins alike in time and cost (13B, 64 GPUs), zero1 was chosen on its
+    uncapped speed with its band's high end at 177.2 of 178.5 GiB, past the fit rule's 5 % headroom,
+    where zero2's reached 164.6; a plan clear of the headroom now comes first."""
+    table = SimpleNamespace(
+        extra={
+            "uncapped_time_s": np.array([1.0, 2.0, 3.0]),
+            "in_headroom": np.array([True, False, False]),
+            "may_not_fit": np.array([False, False, True]),
+        }
+    )
+    assert tie_order(table, np.arange(3)).tolist() == [1, 0, 2]  # type: ignore[arg-type]
+    request = PlanRequest(
+        model=get_preset("llama2-13b"),
+        training_tokens=2e12,
+        gpus={"b200": None},
+        deadline_days=60,
+        budget_usd=3e6,
+        top_k=3,
+    )
+    chosen = plan(request).plan
+    band = chosen.estimate.memory_band
+    assert band is not None and chosen.gpu == "b200"
+    assert band.reserved_gib[1] <= band.usable_gib  # its band's high end within the room the rule leaves
