@@ -66,7 +66,7 @@ NOTE_TEXT: dict[NoteKind, str] = {
     "{write_s:,.1f} s, so the Young/Daly interval is {interval}; "
     "each failure costs half an interval plus a restart of {restart}",
     NoteKind.GOODPUT: "goodput {goodput:.1%}: the largest loss is {loss} ({share:.1%} of the wall time); the lost time"
-    " adds {lost_h:,.1f} h to time-to-train and cost",
+    " adds {lost_h:,.1f} h to time-to-train, and to the cost where it is billed by the hour",
     NoteKind.INFEASIBLE: "infeasible: {reason}; fix: {fix}",
 }
 # A LossShares field in words (planner/model/goodput.py).

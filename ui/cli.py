@@ -306,9 +306,8 @@ def plan(
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
-    from planner.api import PlanRequest, unplanned_price_warnings
+    from planner.api import PlanRequest
     from planner.api import plan as solve
-    from planner.catalog.hardware import load_catalog
 
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
@@ -362,11 +361,7 @@ def plan(
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
-        warnings = unplanned_price_warnings(request, load_catalog())  # trial s43: they explain the answer
-        for warning in () if as_json else warnings:
-            render.warn(warning)
-        known = {"risk": request.risk.value, "stack": request.stack.value, "warnings": list(warnings)}
-        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_plan.PLAN_KEYS, known=known)
+        render_plan.no_plan(exc, request, as_json=as_json, calibration=chosen)
         if out:  # trial s35: a script's `plan --out p.json && emit p.json` failed later, or emitted an old file
             stale = " (the file there is not this request's plan)" if out.exists() else ""
             render.warn(f"no plan is feasible, so none was written to {out}{stale}")

@@ -233,8 +233,9 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "note_goodput": (
         "goodput {goodput:.1%}: the largest loss is {loss} ({share:.1%} of the wall time); the lost time adds"
-        " {lost} to time-to-train and cost",
-        "有效训练时间占比 {goodput:.1%}：最大的损失是{loss}（占总时间的 {share:.1%}）；损失的时间使训练时间和费用增加 {lost}",
+        " {lost} to time-to-train, and to the cost where it is billed by the hour",
+        "有效训练时间占比 {goodput:.1%}：最大的损失是{loss}（占总时间的 {share:.1%}）；损失的时间使训练时间增加 {lost}，"
+        "按小时计费时费用也随之增加",
     ),
     # planner/model/goodput.py LossShares fields
     "loss_straggler": ("the slowest rank", "最慢的 rank"),

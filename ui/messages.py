@@ -419,9 +419,9 @@ def plan_note_texts(tr: Labels, p: Plan) -> list[str]:
 
 
 def commitment_text(tr: Labels, c: Commitment) -> str:
-    """``Commitment.words`` in the page's language."""
+    """``Commitment.words`` in the page's language (the app has no --term-filled: its terms bill whole)."""
     return tr(
-        "price_commitment",
+        "price_commitment" if c.terms == 1 else "price_commitment_terms",
         kind=tr.kind(c.kind),
         years=c.term_years,
         days=duration(tr, c.job_days * HOURS_PER_DAY),
@@ -429,6 +429,8 @@ def commitment_text(tr: Labels, c: Commitment) -> str:
         gpus=f"{c.num_gpus:,}",
         gpu=c.gpu,
         cost=money(c.term_cost_usd),
+        terms=c.terms,
+        per_term=money(c.term_cost_usd / c.terms),
     )
 
 

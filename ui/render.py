@@ -128,7 +128,7 @@ def price_words(p: Plan) -> str:
         "" if p.billed_gpus == p.num_gpus else f", billed for {p.billed_gpus} GPUs (whole {p.rent_unit_gpus}-GPU nodes)"
     )
     term = p.estimate.term  # trial s42 H2: the cost bills a reserved term whole
-    whole = "" if term is None else f", billed for whole {term.years}-year terms"
+    whole = "" if term is None or not term.words() else f", {term.words()}"
     return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}{billed}{whole}"
 
 

@@ -18,6 +18,7 @@ from ui.render import (
     calibration_json,
     calibration_line,
     emit_json,
+    infeasible,
     listed_json,
     no_infeasibility,
     out,
@@ -91,6 +92,19 @@ PLAN_KEYS = (
     "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
     "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "calibration",
 )  # fmt: skip
+
+
+def no_plan(exc, request, *, as_json: bool, calibration) -> None:
+    """``plan``'s infeasible answer, with what the request's price kind warns of (trial s43: the
+    warnings that explain an answer over budget under reserved-1y were dropped)."""
+    from planner.api import unplanned_price_warnings
+    from planner.catalog.hardware import load_catalog
+
+    warnings = unplanned_price_warnings(request, load_catalog())
+    for warning in () if as_json else warnings:
+        warn(warning)
+    known = {"risk": request.risk.value, "stack": request.stack.value, "warnings": list(warnings)}
+    infeasible(exc, as_json=as_json, calibration=calibration, answer_keys=PLAN_KEYS, known=known)
 
 
 def plan_json(result, calibration) -> dict:

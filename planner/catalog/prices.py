@@ -250,6 +250,15 @@ class TermBilling:
         """The whole terms a job of ``hours`` holds its GPUs for."""
         return max(1, math.ceil(hours / self.term_h))
 
+    def words(self) -> str:
+        """How a cost is billed under it, for the cost line: '' where other work fills the whole
+        rest (billed by the job's hours; review s43: "whole terms" was said of it)."""
+        if self.filled >= 1.0:
+            return ""
+        if self.filled == 0.0:
+            return f"billed for whole {self.years}-year terms"
+        return f"billed for its hours and {1 - self.filled:.0%} of the rest of its {self.years}-year terms"
+
     def billed_hours(self, hours: np.ndarray | float) -> np.ndarray:
         """The hours billed for a job of ``hours``: its own and the unfilled rest of its last term."""
         whole = np.maximum(np.ceil(np.asarray(hours, dtype=float) / self.term_h), 1.0) * self.term_h
@@ -301,13 +310,20 @@ class Commitment:
     job_days: float
     term_cost_usd: float  # the terms' whole bill, as if nothing else used the rest
     filled: float = 0.0
+    terms: int = 1  # the whole terms the job holds its GPUs for (``TermBilling.terms``)
 
     @property
     def used_share(self) -> str:
-        """``4%``, ``0.2%``: the share of the terms the job uses (a decimal below 10 %)."""
-        terms = max(1, math.ceil(self.job_days / (self.term_years * DAYS_PER_YEAR)))
-        share = self.job_days / (terms * self.term_years * DAYS_PER_YEAR)
+        """``4%``, ``0.2%``: the share of its terms the job uses (a decimal below 10 %)."""
+        share = self.job_days / (self.terms * self.term_years * DAYS_PER_YEAR)
         return f"{share:.0%}" if share >= 0.1 else f"{share:.1%}"
+
+    @property
+    def held_for(self) -> str:
+        """'for the term', or 'for its 8 terms ($3.67M a term)' (review s43: 8 terms' bill read as one's)."""
+        if self.terms == 1:
+            return "for the term"
+        return f"for its {self.terms} terms ({money(self.term_cost_usd / self.terms)} a term)"
 
     def words(self) -> str:
         """The CLI's warning (the app words the same record in its page's language)."""
@@ -317,9 +333,9 @@ class Commitment:
             else f"the job's hours and {1 - self.filled:.0%} of the rest (--term-filled {self.filled:g})"
         )
         return (
-            f"{self.kind} bills whole {self.term_years}-year terms: {self.num_gpus} {self.gpu} for the term cost "
-            f"{money(self.term_cost_usd)}, for a job of {self.job_days:,.1f} days ({self.used_share} of it); "
-            f"the cost counts {rest}"
+            f"{self.kind} bills whole {self.term_years}-year terms: {self.num_gpus} {self.gpu} {self.held_for} cost "
+            f"{money(self.term_cost_usd)}, for a job of {self.job_days:,.1f} days ({self.used_share} of "
+            f"{'it' if self.terms == 1 else 'them'}); the cost counts {rest}"
         )
 
 
@@ -338,8 +354,9 @@ def commitment(
     if not reserved or term is None or usd_per_hour is None or not job_hours or job_hours % term.term_h == 0:
         return None
     assert kind is not None
-    whole = term.terms(job_hours) * term.term_h
-    return Commitment(kind, gpu, num_gpus, term.years, job_hours / HOURS_PER_DAY, usd_per_hour * whole, term.filled)
+    terms = term.terms(job_hours)
+    cost = usd_per_hour * terms * term.term_h
+    return Commitment(kind, gpu, num_gpus, term.years, job_hours / HOURS_PER_DAY, cost, term.filled, terms)
 
 
 def billed_gpus(num_gpus: np.ndarray | int, unit: np.ndarray | int, num_nodes: np.ndarray | int) -> np.ndarray:

@@ -128,6 +128,9 @@ def candidate_table(
             "time_factor": np.broadcast_to(factor, seconds.shape),
             "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
             "band_hi": np.broadcast_to(hi, seconds.shape),
+            # the cost at the band's slow end: the GPUs held that long (a term billed whole does not
+            # grow with the time; ties.settle_near_tie, review s43)
+            "cost_hi_usd": job_cost_usd(seconds * hi, c, settings),
             # the memory band's high end passes the GPU's own room: it may not fit (a tie's order)
             "may_not_fit": may_not_fit(mem, c, settings, evidence),
             # ... or passes only the room the fit rule leaves it: into the headroom (a tie's order)

@@ -94,16 +94,18 @@ def settle_near_tie(
 ) -> int:
     """Of ``rows`` within ``eps`` of ``row`` in both cost and time (at the search's risk quantile),
     the one whose objective (``weights`` on cost and time over ``refs``) is least at the band's slow
-    end (``extra['band_hi']`` over ``extra['time_factor']``: cost and time scale alike); ``row``
-    where the table has no band or none is lower there. A buyer cannot tell such rows apart at the
+    end (the time x ``extra['band_hi']`` over ``extra['time_factor']``, the cost there
+    ``extra['cost_hi_usd']``, which a reserved term billed whole keeps flat: review s43; scaled as
+    the time where a table lacks it); ``row`` where the table has no band or none is lower there. A buyer cannot tell such rows apart at the
     risk asked, so the one the evidence fears least wins (trial s38: --risk p50 chose, on a 0.1 %
     difference there, a plan dearer at p80 and at p90 than the one it listed first)."""
     hi, factor = table.extra.get("band_hi"), table.extra.get("time_factor")
     if hi is None or factor is None:
         return row
     C, T = table.cost_usd, table.time_to_train_s
+    C_hi = table.extra.get("cost_hi_usd", C * hi / factor)
     near = rows[near_tied(table, rows, row, eps)]
-    slow = (weights[0] * C[near] / refs[0] + weights[1] * T[near] / refs[1]) * hi[near] / factor[near]
-    own = (weights[0] * C[row] / refs[0] + weights[1] * T[row] / refs[1]) * hi[row] / factor[row]
+    slow = weights[0] * C_hi[near] / refs[0] + weights[1] * T[near] * hi[near] / factor[near] / refs[1]
+    own = weights[0] * C_hi[row] / refs[0] + weights[1] * T[row] * hi[row] / factor[row] / refs[1]
     best = int(np.argmin(slow)) if len(near) else -1
     return int(near[best]) if best >= 0 and slow[best] < own * (1.0 - TIE_RTOL) else row

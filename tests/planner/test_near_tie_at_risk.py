@@ -6,6 +6,8 @@ plan with the same $1.86M and 22.3 days at the median)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from planner.accuracy import Risk
@@ -74,3 +76,15 @@ def test_told_apart_and_settle_near_tie_follow_the_tie_fraction():
     # row 1 is within the fraction of row 0 and lower at the slow end; row 2 is not near
     assert settle_near_tie(slow, rows, 0, weights, refs, NEAR_TIE_FRACTION) == 1
     assert settle_near_tie(_table([100.0, 100.5], [10.0, 10.05]), rows[:2], 0, weights, refs, NEAR_TIE_FRACTION) == 0
+
+
+def test_a_near_tie_reads_the_cost_at_the_slow_end_a_reserved_term_keeps_flat():
+    """Review s43: the slow end's cost was the risk's cost times the band's width, as if cost grew
+    with time; a term billed whole keeps it flat, and a plan 0.5 % dearer at every quantile (row 1)
+    won on its narrower band. With the slow end's cost recorded (score.py ``cost_hi_usd``), the
+    cheaper row stands."""
+    weights, refs = (1.0, 0.0), (100.0, 36000.0)
+    flat = _table([100.0, 100.5], [240.0, 241.0], band_hi=[1.10, 1.00])
+    assert settle_near_tie(flat, np.arange(2), 0, weights, refs, NEAR_TIE_FRACTION) == 1  # scaled as the time
+    term = replace(flat, extra={**flat.extra, "cost_hi_usd": np.array([100.0, 100.5])})
+    assert settle_near_tie(term, np.arange(2), 0, weights, refs, NEAR_TIE_FRACTION) == 0
