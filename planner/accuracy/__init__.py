@@ -306,9 +306,18 @@ def envelope_words(ev: Evidence, circular: bool = False, seq_len: int | None = N
         + sequence_words(ev, seq_len, widened=False)
         + "".join(
             f"; it reaches the band of the measured {reached(ev.regime, r, r in ev.pooled_regimes)}"
+            + neighbour_error(ev, r)
             for r in ev.setting_neighbours
         )
     )
+
+
+def neighbour_error(ev: Evidence, regime: Regime) -> str:
+    """', 41 rows, mean |error| 24.8%': the rows of a neighbour whose band sets this one's end (trial
+    s43: a MoE plan's line quoted 4.2 % from its nearest dense rows beside a -31 % / +45 % band set by
+    the MoE rows, whose error went unsaid)."""
+    n = next(n for n in ev.neighbours if n.regime == regime)
+    return f", {len(n.rows)} row{'s' if len(n.rows) > 1 else ''}, mean |error| {n.mean_abs_error:.1%}"
 
 
 def sequence_words(ev: Evidence, seq_len: int | None = None, widened: bool = True) -> str:

@@ -595,3 +595,19 @@ def test_the_envelope_sizes_the_band_beside_the_rows_mean_error():
     low, high = u.step_s[0] / step - 1.0, u.step_s[1] / step - 1.0
     assert high > 2 * u.mean_abs_error  # the case: a band far wider than the rows' mean error
     assert f"mean |error| {u.mean_abs_error:.1%}; the 80 % time band {low:+.0%} to {high:+.0%}" in u.envelope
+
+
+def test_a_neighbour_that_sets_the_band_says_its_rows_and_their_error():
+    """Trial s43 #10: a MoE plan's line quoted "mean |error| 4.2%" of its nearest dense rows beside a
+    -31 % / +45 % band whose ends the pooled MoE rows set; each such neighbour now says its own."""
+    from planner.accuracy import envelope_words
+    from planner.accuracy.bands import shipped_base
+
+    query = Regime("trainplan", "Hopper", int(Feature.MOE | Feature.MULTI_GPU))
+    ev = shipped_base().evidence(query)
+    assert ev.setting_neighbours, "the case needs a neighbour that sets an end"
+    words = envelope_words(ev)
+    for regime in ev.setting_neighbours:
+        n = next(n for n in ev.neighbours if n.regime == regime)
+        assert f"{len(n.rows)} rows, mean |error| {n.mean_abs_error:.1%}" in words
+        assert n.mean_abs_error > ev.mean_abs_error  # the MoE rows err more than the nearest dense ones
