@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from planner.api.notices import plan_commitment
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.model.stacks import Stack
@@ -19,7 +20,7 @@ from ui import app_core, figures
 from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
 from ui.gpu_table import send_rows
 from ui.i18n import Labels, plain
-from ui.messages import duration, figure_bands, per_second, seconds
+from ui.messages import commitment_text, duration, figure_bands, per_second, seconds
 from ui.number_box import number_box
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
 from ui.sidebar import Inputs
@@ -222,9 +223,11 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         return
     context_gib = cuda_context_gib(inputs.headroom, inputs.request.stack)
     explorer_summary(tr, p, context_gib)
+    if (term := plan_commitment(inputs.request.price_kind, p)) is not None:  # review s43: its cost bills the term
+        st.caption(commitment_text(tr, term))
     # One above the other, each the page's width: side by side, an 800 px window left each chart
     # ~200 px, all of it legend, and cut the plan's label (issue 30).
-    st.plotly_chart(figures.memory_figure([p], context_gib, tr), key="chart_ex_memory")
+    st.plotly_chart(figures.memory_figure([p], context_gib, tr, inputs.request.risk), key="chart_ex_memory")
     st.plotly_chart(figures.step_time_figure([p], tr), key="chart_ex_step")
     left, right = st.columns(2)
     left.button(tr("ex_send"), key="ex_send", on_click=send_to_plan, help=tr("ex_send_help"))

@@ -146,3 +146,20 @@ def test_a_cost_band_keeps_one_unit_at_both_ends():
     fields = ("time_to_train_h", "energy_kwh", "tokens_per_s", "step_s", "mfu")
     u = SimpleNamespace(cost_usd=(297_343.0, 1.01e6), **dict.fromkeys(fields))
     assert figure_bands(EN, SimpleNamespace(uncertainty=u))["cost_usd"] == EN("card_band", lo="$0.30M", hi="$1.01M")
+
+
+def test_the_layout_explorer_says_the_reserved_term_its_cost_bills():
+    """Review s43: under a reserved price the explorer's cost bills the whole term, with no word of
+    it where the card says it; its caption gives the term's bill, in both languages."""
+    from planner.api import plan_commitment
+    from ui.messages import commitment_text
+
+    request = request_for(gpus={"h100-sxm": None}, price_kind="reserved-3y")
+    chosen = planned(request).plan  # the explorer starts from it
+    term = plan_commitment("reserved-3y", chosen)
+    assert term is not None
+    for tr in (EN, ZH):
+        at = open_tab(run_app(gpus=["h100-sxm"], pricing="reserved_3y", lang=tr.lang), "tab_explorer", tr)
+        assert commitment_text(tr, term) in [c.value for c in at.caption]
+    on_demand = open_tab(run_app(gpus=["h100-sxm"]), "tab_explorer", EN)
+    assert not [c.value for c in on_demand.caption if "bills whole" in c.value]
