@@ -352,7 +352,7 @@ def solve_single(
 
 
 def _best_per_gpu(
-    table: ScoredTable, feasible: np.ndarray, score: np.ndarray, chosen: int, objective
+    table: ScoredTable, feasible: np.ndarray, score: np.ndarray, chosen: int, objective: Objective
 ) -> tuple[int, ...]:
     """Each other GPU type's best row, by the rule that chose ``chosen``: under cost or time, of
     the rows of that type within NEAR_TIE_FRACTION of its own optimum, the best on the other axis

@@ -3,8 +3,9 @@
 Which of tied rows a solver returns is arbitrary, so the single-job solve (``ilp.solve_single``)
 and its side answers (planner/api/side_answers.py) settle them by one order: a listed price before
 an estimated one, then a sure fit before one whose memory band may not fit, then one clear of the
-fit rule's headroom, then the model's own time before the efficiency ceiling, then ZeRO-1 of sharding twins (docs/ilp.md, "Exact ties"). The portfolio's pruning keeps the first of a tie within each GPU type (slots.job_rows);
-across the types of an inventory, all held, it does not settle one: a tie-break weight of 1e-6
+fit rule's headroom, then the model's own time before the efficiency ceiling, then ZeRO-1 of
+sharding twins (docs/ilp.md, "Exact ties"). The portfolio's pruning keeps the first of a tie within
+each GPU type (slots.job_rows); across the types of an inventory, all held, it does not settle one: a tie-break weight of 1e-6
 lies under the solvers' relative MIP gap (HiGHS 1e-4), and swapping a job's type after the solve
 must keep every other job's schedule (review s29, not done).
 """
@@ -96,9 +97,10 @@ def settle_near_tie(
     the one whose objective (``weights`` on cost and time over ``refs``) is least at the band's slow
     end (the time x ``extra['band_hi']`` over ``extra['time_factor']``, the cost there
     ``extra['cost_hi_usd']``, which a reserved term billed whole keeps flat: review s43; scaled as
-    the time where a table lacks it); ``row`` where the table has no band or none is lower there. A buyer cannot tell such rows apart at the
-    risk asked, so the one the evidence fears least wins (trial s38: --risk p50 chose, on a 0.1 %
-    difference there, a plan dearer at p80 and at p90 than the one it listed first)."""
+    the time where a table lacks it); ``row`` where the table has no band or none is lower there.
+    A buyer cannot tell such rows apart at the risk asked, so the one the evidence fears least wins
+    (trial s38: --risk p50 chose, on a 0.1 % difference there, a plan dearer at p80 and at p90 than
+    the one it listed first)."""
     hi, factor = table.extra.get("band_hi"), table.extra.get("time_factor")
     if hi is None or factor is None:
         return row
