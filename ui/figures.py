@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from planner.accuracy import Risk
-from planner.api.chart_points import judged_points, unsure_points
+from planner.api.chart_points import Limits, judged_points, unsure_points
 from planner.estimate_parts import MemoryTerms, TimeTerms
 from planner.fmt import money_short
 from planner.plan import Plan
@@ -237,27 +236,6 @@ def figures_words(tr: Labels, cost_usd: float, hours: float) -> str:
     return f"{money(cost_usd)} · {duration(tr, hours)}"
 
 
-@dataclass(frozen=True)
-class Limits:
-    """The request's deadline, budget and inventory: what greys a point out and where the lines go;
-    and its risk: at p80 / p90 which points are marked as ones that may not fit (``unsure_points``)."""
-
-    deadline_days: float | None = None
-    budget_usd: float | None = None
-    inventory: dict[str, int] | None = None  # GPU type -> most GPUs (types without a limit absent)
-    risk: Risk | None = None
-
-    def feasible(self, points: pd.DataFrame) -> pd.Series:
-        ok = pd.Series(True, index=points.index)  # judged as the search judges: at the risk quantile
-        if self.deadline_days:
-            ok &= points["time_at_risk_days"] <= self.deadline_days
-        if self.budget_usd:
-            ok &= points["cost_at_risk_usd"] <= self.budget_usd
-        for gpu, most in (self.inventory or {}).items():
-            ok &= ~((points["gpu"] == gpu) & (points["num_gpus"] > most))
-        return ok
-
-
 def _frontier_points(fig: go.Figure, points: pd.DataFrame, ok: pd.Series, tr: Labels, risk: Risk | None) -> None:
     unsure = unsure_points(points, risk)
     for gpu, group in points.groupby("gpu", sort=True):
@@ -370,13 +348,14 @@ def frontier_figure(
     front: pd.Series,
     chosen: Plan | None,
     tr: Labels,
-    limits: Limits = Limits(),
+    limits: Limits | None = None,
     knee: pd.Series | None = None,
 ) -> go.Figure:
     """Cost against time-to-train of the best layout per (GPU type, count); the Pareto front joined
     with its 80 % bands as error bars, points outside the deadline/budget/inventory grey, points that
     may not fit at the request's risk hollow with a dot, the knee and the chosen plan (with its band)
-    marked."""
+    marked (``limits`` None: none)."""
+    limits = limits or Limits()
     fig = go.Figure()
     ok = limits.feasible(points)
     _frontier_points(fig, points, ok, tr, limits.risk)
@@ -418,16 +397,19 @@ SCALING_LINES = (
 )
 
 
-def scaling_figure(points: pd.DataFrame, gpu: str, tr: Labels, risk: Risk | None = None) -> go.Figure:
+def scaling_figure(
+    points: pd.DataFrame, gpu: str, tr: Labels, risk: Risk | None = None, sure_first: bool = True
+) -> go.Figure:
     """Cost (left axis, in the GPU's colour) and time-to-train (right axis, dark grey, log with
     decade ticks) against GPU count: each line's colour is its axis's (issue 30). At p80 / p90 the
     lines join the points the search would take (``judged_points``: the sure ones, where the type has
-    any); a point that may not fit is drawn hollow with a dot, off the lines beside sure ones."""
+    any; all of them where the search plans at the model's figure, ``sure_first`` False); a point
+    that may not fit is drawn hollow with a dot, off the lines beside sure ones."""
     rows = points[points["gpu"] == gpu].sort_values("num_gpus")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     unsure = unsure_points(rows, risk)
     hover = pd.Series(fit_hover(_hover(rows, tr), unsure, tr, risk), index=rows.index)
-    on_line = judged_points(rows, risk)
+    on_line = judged_points(rows, risk if sure_first else None)
     style = gpu_style(gpu)
     for key, column, lo, hi, dash, secondary in SCALING_LINES:
         colour = TIME_AXIS_COLOUR if secondary else style.color

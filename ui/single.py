@@ -76,16 +76,12 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         return
     st.markdown(f"**{tr('chart_frontier')}**")
     request = inputs.request
-    limits = figures.Limits(
-        deadline_days=request.deadline_days,
-        budget_usd=request.budget_usd,
-        inventory={g: n for g, n in (request.gpus or {}).items() if n is not None},
-        risk=request.risk,
-    )
+    limits = figures.Limits.of(request)
     usable = points[limits.feasible(points)]
     # the knee as the search reads it (planner/frontier.py): at the request's risk quantile, among
-    # the plans that surely fit memory where any does the job (solve_at_risk)
-    usable = usable[judged_points(usable, request.risk)]
+    # the plans that surely fit memory where any does the job (solve_at_risk; cached.frontier_points)
+    sure_first = bool(points["sure_first"].all())
+    usable = usable[judged_points(usable, request.risk if sure_first else None)]
     at = knee(usable["cost_at_risk_usd"].to_numpy(), usable["time_at_risk_days"].to_numpy()) if len(usable) else None
     bend = None if at is None else usable.iloc[at]
     fig = figures.frontier_figure(points, points["pareto"], chosen, tr, limits, bend)
@@ -95,7 +91,7 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         st.session_state["scaling_gpu"] = chosen.gpu if chosen is not None and chosen.gpu in gpus else gpus[0]
     gpu = st.selectbox(tr("scaling_gpu"), gpus, key="scaling_gpu")
     st.markdown(f"**{tr('chart_scaling')}**")
-    st.plotly_chart(figures.scaling_figure(points, gpu, tr, request.risk), key="chart_scaling")
+    st.plotly_chart(figures.scaling_figure(points, gpu, tr, request.risk, sure_first), key="chart_scaling")
 
 
 JOB_NAME = re.compile(r"[A-Za-z0-9._-]+")  # a folder and file name on every system the zip lands on

@@ -9,10 +9,13 @@ The frame's ``may_not_fit`` column is the scored table's (``planner/search/score
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from planner.accuracy import Risk
+from planner.request import PlanRequest
 
 
 def best_per_count(frame: pd.DataFrame, objective: str = "cost", risk: Risk | None = None) -> pd.DataFrame:
@@ -40,6 +43,45 @@ def judged_points(frame: pd.DataFrame, risk: Risk | None) -> pd.Series:
     all, at the model's figure (as ``solve_at_risk`` and ``_job_candidates`` read the table)."""
     sure = ~unsure_points(frame, risk)
     return sure if sure.any() else pd.Series(True, index=frame.index)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The request's deadline, budget and inventory: what greys a chart's point out and where its
+    lines go (ui/figures.py); and its risk: at p80 / p90 which points are marked as ones that may
+    not fit (``unsure_points``)."""
+
+    deadline_days: float | None = None
+    budget_usd: float | None = None
+    inventory: dict[str, int] | None = None  # GPU type -> most GPUs (types without a limit absent)
+    risk: Risk | None = None
+
+    @classmethod
+    def of(cls, request: PlanRequest) -> Limits:
+        """The request's limits (its typed inventories; a type without one is unlimited)."""
+        inventory = {g: n for g, n in (request.gpus or {}).items() if n is not None}
+        return cls(request.deadline_days, request.budget_usd, inventory, request.risk)
+
+    def feasible(self, points: pd.DataFrame) -> pd.Series:
+        ok = pd.Series(True, index=points.index)  # judged as the search judges: at the risk quantile
+        if self.deadline_days:
+            ok &= points["time_at_risk_days"] <= self.deadline_days
+        if self.budget_usd:
+            ok &= points["cost_at_risk_usd"] <= self.budget_usd
+        for gpu, most in (self.inventory or {}).items():
+            ok &= ~((points["gpu"] == gpu) & (points["num_gpus"] > most))
+        return ok
+
+
+def judging_risk(frame: pd.DataFrame, risk: Risk | None, within_limits: pd.Series) -> Risk | None:
+    """The risk the search orders ``frame``'s points by: ``risk`` where some point that surely fits
+    meets the request's limits (``within_limits``: its deadline, budget and inventory), else None,
+    the model's figure, as ``solve_at_risk`` falls back (review s43: where only a layout that may not
+    fit met the deadline, the chart drew the slower sure layout at its count and the chosen plan's
+    star stood on no point)."""
+    if risk is None or not risk.judges_memory:
+        return risk
+    return risk if (~unsure_points(frame, risk) & within_limits).any() else None
 
 
 def pareto_front(frame: pd.DataFrame, risk: Risk | None = None) -> pd.Series:

@@ -164,3 +164,27 @@ def test_the_apps_explore_tab_marks_the_points_that_may_not_fit():
 def _symbols(trace: dict) -> list:
     symbol = trace.get("marker", {}).get("symbol", [])
     return [symbol] if isinstance(symbol, str) else symbol
+
+
+def test_where_only_a_layout_that_may_not_fit_meets_the_deadline_the_chart_follows_the_search(frames):
+    """Review s43: the search plans at the model's figure where no sure layout meets the request's
+    limits (solve_at_risk), yet the chart kept each count's sure layout, drew the slower one at the
+    chosen plan's count, and its star stood on no point."""
+    from planner.api import plan
+    from ui.cached import frontier_points
+
+    frame = frames[Risk.P80]
+    sure, unsure = frame[~frame["may_not_fit"]], frame[frame["may_not_fit"]]
+    deadline = (sure["time_at_risk_days"].min() + unsure["time_at_risk_days"].min()) / 2
+    assert unsure["time_at_risk_days"].min() < deadline < sure["time_at_risk_days"].min()
+    request = _request(Risk.P80).model_copy(update={"deadline_days": deadline})
+    chosen = plan(request, settings=DEFAULT_SETTINGS).plan
+    assert chosen.estimate.may_not_fit  # the search fell back
+    points = frontier_points(frame, request, "cost")
+    assert not points["sure_first"].any()
+    at = points[(points["gpu"] == chosen.gpu) & (points["num_gpus"] == chosen.num_gpus)]
+    assert at["layout"].tolist() == [plan_label(chosen)]  # the star's point is the chosen layout
+    loose = frontier_points(frame, _request(Risk.P80), "cost")  # no deadline: a sure layout does the job
+    assert loose["sure_first"].all() and loose.equals(_points(frame, Risk.P80).assign(sure_first=True))
+    line = figures.scaling_figure(points, chosen.gpu, EN, Risk.P80, sure_first=False).data[0]
+    assert len(line.x) == len(points[points["gpu"] == chosen.gpu])  # the line joins every count
