@@ -7,7 +7,9 @@ are reduced over all ranks before the decision, so every rank skips or steps tog
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
+import time
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +27,30 @@ from trainer.moe import set_aux_loss_scale, update_router_bias
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import TiedEmbeddingSync, run_pipeline_step
+
+log = logging.getLogger(__name__)
+
+# A step that runs longer than this says how far it is, every so often (trial s43: a CPU run of
+# a 1M-token batch printed nothing for 331 s and looked hung).
+HEARTBEAT_S = 30.0
+
+
+class Heartbeat:
+    """'step running: micro-batch 12 of 128 done, 31 s so far' every ``interval_s`` of a step
+    (on rank 0: trainer/log.py)."""
+
+    def __init__(self, interval_s: float | None = None):
+        self.interval_s = HEARTBEAT_S if interval_s is None else interval_s
+        self.started = self.said = time.monotonic()
+
+    def start(self) -> None:
+        self.started = self.said = time.monotonic()
+
+    def tick(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.said >= self.interval_s:
+            log.info(f"step running: micro-batch {done:,} of {total:,} done, {now - self.started:,.0f} s so far")
+            self.said = now
 
 
 def model_loss(head: LossHead, output: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -89,6 +115,7 @@ class Stepper:
         self.holds_loss = pp_rank == layout.pp - 1  # the last pipeline stage computes the loss
         self.loss_ranks = dist.get_world_size() // layout.pp
         self.balance_groups = balance_groups(meshes)
+        self.heartbeat = Heartbeat()
 
     # ------------------------------------------------------------------ contexts
 
@@ -115,7 +142,9 @@ class Stepper:
                 loss = run_pipeline_step(self.schedule, self.meshes.pp, input_ids, labels, train=True)
             return _local(loss) / self.scaler.scale if loss is not None else torch.zeros((), device=self.device)
         total = torch.zeros((), device=self.device)
+        self.heartbeat.start()
         for index, (input_ids, labels) in enumerate(batches):
+            self.heartbeat.tick(index, len(batches))
             input_ids, labels = self._local_tokens(input_ids, labels)
             set_micro_batch_sync(self.model, self.layout.sharding, index == len(batches) - 1)
             with self._context():
