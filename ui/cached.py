@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest, build_plan
-from planner.api.chart_points import judging_risk
+from planner.api.chart_points import Limits, judging_risk
 from planner.api.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from planner.catalog import detect
 from planner.catalog.calibration import AppliedCalibration
@@ -28,7 +28,7 @@ from planner.plan import Plan
 from planner.search.ownership import TcoAssumptions
 from planner.stack_rules import RunChoices
 from planner.units import GIB
-from ui import app_core, app_jobs, figures
+from ui import app_core, app_jobs
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 from ui.reasons import Refusal, refusal
 
@@ -95,7 +95,7 @@ def frontier_points(frame: pd.DataFrame, request: PlanRequest, objective: str) -
     """The frontier's points: each (GPU type, count)'s best layout and the front, ordered as the search
     judges. At --risk p80 / p90 the layouts that surely fit first, where one meets the request's limits
     (``judging_risk``, recorded per point as ``sure_first`` for the knee and the scaling lines)."""
-    judging = judging_risk(frame, request.risk, figures.Limits.of(request).feasible(frame))
+    judging = judging_risk(frame, request.risk, Limits.of(request).feasible(frame))
     points = best_per_count(frame, "time" if objective == "time" else "cost", judging)
     return points.assign(pareto=pareto_front(points, judging), sure_first=judging is not None and judging.judges_memory)
 
