@@ -286,7 +286,7 @@ def shared_term_words(c: Commitment) -> str:
     bills whole 3-year terms, the rent counts the rented jobs' hours only: ...' (trial s36, s43)."""
     return (
         f"{c.kind} bills whole {c.term_years}-year terms, the rent counts the rented jobs' hours only: reserving"
-        f" the {c.num_gpus:,} {c.gpu} they hold at once costs {money(c.term_cost_usd)} for the term unless other"
+        f" the {c.num_gpus:,} {c.gpu} they hold at once {c.held_for} costs {money(c.term_cost_usd)} unless other"
         " work fills it"
     )
 

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 import pulp
 
-from planner.catalog.prices import RESERVED_TERM_YEARS, Commitment
+from planner.catalog.prices import Commitment, term_billing
 from planner.errors import Constraint, InfeasiblePlan
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import (
@@ -41,7 +41,7 @@ from planner.search.slots import (
 )
 from planner.search.solver import new_binaries, new_variable, run_solver
 from planner.search.ties import fastest_near_cheapest
-from planner.units import HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR
+from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = [
     "FleetAssignment",
@@ -400,12 +400,13 @@ def reserved_commitments(plan: FleetPlan, kind: str | None) -> tuple[Commitment,
 
 
 def held_commitments(rented: Sequence[HeldJob], kind: str | None) -> tuple[Commitment, ...]:
-    """A reserved price kind's term for each type the ``rented`` jobs hold (``Commitment``; none for
-    other kinds): the most GPUs they hold at once, each billed every hour of the term at the rate
-    their rent implies. Their rent counts their hours only: they share the term (a fleet's and a
-    portfolio's jobs, ``request_settings(whole_terms=False)``)."""
-    years = RESERVED_TERM_YEARS.get(kind or "")
-    if years is None:
+    """A reserved price kind's terms for each type the ``rented`` jobs hold (``Commitment``; none for
+    other kinds): the most GPUs they hold at once, each billed every hour of the whole terms their
+    span takes (``TermBilling.terms``) at the rate their rent implies. Their rent counts their
+    hours only: they share the terms (a fleet's and a portfolio's jobs,
+    ``request_settings(whole_terms=False)``)."""
+    term = term_billing(kind)
+    if term is None:
         return ()
     out = []
     for gpu in sorted({a.gpu_id for a in rented}):
@@ -414,7 +415,9 @@ def held_commitments(rented: Sequence[HeldJob], kind: str | None) -> tuple[Commi
         rate = sum(a.cost_usd for a in jobs) / gpu_hours if gpu_hours > 0 else 0.0
         # the most held at once: at some job's start every job running then holds its GPUs
         peak = max(sum(b.num_gpus for b in jobs if b.start_s <= a.start_s < b.end_s) for a in jobs)
-        span_days = (max(a.end_s for a in jobs) - min(a.start_s for a in jobs)) / SECONDS_PER_DAY
+        span_s = max(a.end_s for a in jobs) - min(a.start_s for a in jobs)
+        terms = term.terms(span_s / SECONDS_PER_HOUR)  # review s43: a span past the term holds more than one
         assert kind is not None
-        out.append(Commitment(kind, gpu, peak, years, span_days, peak * rate * years * HOURS_PER_YEAR))
+        cost = peak * rate * terms * term.term_h
+        out.append(Commitment(kind, gpu, peak, term.years, span_s / SECONDS_PER_DAY, cost, terms=terms))
     return tuple(out)

@@ -179,7 +179,7 @@ def test_fleet_says_what_a_reserved_term_costs_where_its_rent_counts_job_hours(t
     at_once = sum(a["num_gpus"] for a in rented if a["start_days"] == 0.0)
     term = at_once * rate * 3 * 365.25 * 24
     (line,) = [w for w in data["warnings"] if w.startswith("rent only: ")]
-    assert f"reserving the {at_once} a100-80gb-sxm they hold at once costs ${term / 1e6:.2f}M for the term" in line
+    assert f"reserving the {at_once} a100-80gb-sxm they hold at once for the term costs ${term / 1e6:.2f}M" in line
     assert line in err and code == 0
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")  # on demand: no term
     assert code == 0 and json.loads(out)["warnings"] == []
