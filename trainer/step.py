@@ -41,7 +41,7 @@ class Heartbeat:
 
     def __init__(self, interval_s: float | None = None):
         self.interval_s = HEARTBEAT_S if interval_s is None else interval_s
-        self.started = self.said = time.monotonic()
+        self.start()
 
     def start(self) -> None:
         self.started = self.said = time.monotonic()

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest, build_plan
-from planner.api.chart_points import Limits, judging_risk
+from planner.api.chart_points import Limits, judges_memory, judging_risk
 from planner.api.explore import WhyNot, best_per_count, pareto_front, scored_search, why_not_answer
 from planner.catalog import detect
 from planner.catalog.calibration import AppliedCalibration
@@ -97,7 +97,7 @@ def frontier_points(frame: pd.DataFrame, request: PlanRequest, objective: str) -
     (``judging_risk``, recorded per point as ``sure_first`` for the knee and the scaling lines)."""
     judging = judging_risk(frame, request.risk, Limits.of(request).feasible(frame))
     points = best_per_count(frame, "time" if objective == "time" else "cost", judging)
-    return points.assign(pareto=pareto_front(points, judging), sure_first=judging is not None and judging.judges_memory)
+    return points.assign(pareto=pareto_front(points, judging), sure_first=judges_memory(judging))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)

@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from planner.accuracy import Risk
+from planner.api.chart_points import judges_memory
 from planner.catalog.hardware import load_catalog
 from planner.plan import Plan
 from ui.i18n import Labels
@@ -83,7 +84,7 @@ def fit_marker(marker: dict, unsure: pd.Series) -> dict:
 
 def fit_words(tr: Labels, risk: Risk | None) -> str:
     """The hover line of a point that may not fit ("" where the risk does not judge memory)."""
-    return "" if risk is None or not risk.judges_memory else "<br>" + tr("hover_may_not_fit", risk=risk.value)
+    return "<br>" + tr("hover_may_not_fit", risk=risk.value) if risk is not None and judges_memory(risk) else ""
 
 
 def fit_hover(texts: list[str], unsure: pd.Series, tr: Labels, risk: Risk | None) -> list[str]:
@@ -95,7 +96,7 @@ def fit_hover(texts: list[str], unsure: pd.Series, tr: Labels, risk: Risk | None
 def plan_unsure(p: Plan, risk: Risk | None) -> bool:
     """Whether a plan is one the search sets aside at ``risk`` (its ``Estimate.may_not_fit``, read
     where the risk judges memory), as ``unsure_points`` says of a chart's point."""
-    return risk is not None and risk.judges_memory and p.estimate.may_not_fit
+    return judges_memory(risk) and p.estimate.may_not_fit
 
 
 def fit_legend(fig: go.Figure, unsure: pd.Series, tr: Labels, risk: Risk | None) -> None:

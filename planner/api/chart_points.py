@@ -29,11 +29,17 @@ def best_per_count(frame: pd.DataFrame, objective: str = "cost", risk: Risk | No
     return order.groupby(["gpu", "num_gpus"], as_index=False).first().drop(columns="unsure")
 
 
+def judges_memory(risk: Risk | None) -> bool:
+    """Whether a chart judged at ``risk`` sets aside what may not fit (``Risk.judges_memory``; None,
+    as p50, plans at the model's figure)."""
+    return risk is not None and risk.judges_memory
+
+
 def unsure_points(frame: pd.DataFrame, risk: Risk | None) -> pd.Series:
     """The points the search sets aside at ``risk`` as ones that may not fit (their reserved peak's
     band passes the GPU's room: ``Risk.judges_memory``); none at p50 (or None), which plans at the
     model's figure."""
-    if risk is None or not risk.judges_memory:
+    if not judges_memory(risk):
         return pd.Series(False, index=frame.index)
     return frame["may_not_fit"].astype(bool)
 
@@ -79,7 +85,7 @@ def judging_risk(frame: pd.DataFrame, risk: Risk | None, within_limits: pd.Serie
     the model's figure, as ``solve_at_risk`` falls back (review s43: where only a layout that may not
     fit met the deadline, the chart drew the slower sure layout at its count and the chosen plan's
     star stood on no point)."""
-    if risk is None or not risk.judges_memory:
+    if not judges_memory(risk):
         return risk
     return risk if (~unsure_points(frame, risk) & within_limits).any() else None
 

@@ -117,9 +117,7 @@ def unplanned_price_warnings(request: PlanRequest, catalog: Catalog) -> tuple[st
     budget under reserved-1y dropped the warnings that explain it): the types left out, each named
     type priced above its on-demand median (unless the request prices it), and a reserved term
     billed whole (``catalog``: before the kind priced it)."""
-    own = {catalog.gpu(g).id for g in request.price_overrides}
-    named = [catalog.gpu(g) for g in request.gpus or {} if catalog.gpu(g).id not in own]
-    dearer = [d.words() for gpu in named if (d := dearer_kind(gpu, request.price_kind)) is not None]
+    dearer = [d.words() for gpu in request.gpus or {} if (d := gpu_dearer(request, catalog, gpu)) is not None]
     term = request_term(request)
     whole = (
         ()
@@ -152,11 +150,17 @@ def plan_commitment(price_kind: str | None, p: Plan) -> Commitment | None:
 
 def chosen_dearer(request: PlanRequest, catalog: Catalog, chosen: Plan) -> DearerKind | None:
     """The chosen GPU rented above its on-demand median under the request's price kind
-    (``dearer_kind``), unless the request quotes that GPU's price itself (``catalog``: before the
-    kind priced it)."""
-    if any(catalog.gpu(g).id == chosen.gpu for g in request.price_overrides):  # ids match case-blind
+    (``gpu_dearer``)."""
+    return gpu_dearer(request, catalog, chosen.gpu)
+
+
+def gpu_dearer(request: PlanRequest, catalog: Catalog, gpu: str) -> DearerKind | None:
+    """``gpu`` rented above its on-demand median under the request's price kind (``dearer_kind``),
+    unless the request quotes that GPU's price itself (``catalog``: before the kind priced it)."""
+    spec = catalog.gpu(gpu)
+    if any(catalog.gpu(g).id == spec.id for g in request.price_overrides):  # ids match case-blind
         return None
-    return dearer_kind(catalog.gpu(chosen.gpu), request.price_kind)
+    return dearer_kind(spec, request.price_kind)
 
 
 def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:

@@ -23,7 +23,6 @@ preemption costs the work since the last checkpoint and a restart, planner/model
 
 from __future__ import annotations
 
-import math
 import statistics
 import tomllib
 from collections.abc import Collection
@@ -246,9 +245,13 @@ class TermBilling:
     def years(self) -> int:
         return round(self.term_h / HOURS_PER_YEAR)
 
+    def held_terms(self, hours: np.ndarray | float) -> np.ndarray:
+        """The whole terms a job of ``hours`` holds its GPUs for (at least one)."""
+        return np.maximum(np.ceil(np.asarray(hours, dtype=float) / self.term_h), 1.0)
+
     def terms(self, hours: float) -> int:
-        """The whole terms a job of ``hours`` holds its GPUs for."""
-        return max(1, math.ceil(hours / self.term_h))
+        """``held_terms`` of one job."""
+        return int(self.held_terms(hours))
 
     def words(self) -> str:
         """How a cost is billed under it, for the cost line: '' where other work fills the whole
@@ -261,7 +264,7 @@ class TermBilling:
 
     def billed_hours(self, hours: np.ndarray | float) -> np.ndarray:
         """The hours billed for a job of ``hours``: its own and the unfilled rest of its last term."""
-        whole = np.maximum(np.ceil(np.asarray(hours, dtype=float) / self.term_h), 1.0) * self.term_h
+        whole = self.held_terms(hours) * self.term_h
         return hours + (whole - hours) * (1.0 - self.filled)
 
 

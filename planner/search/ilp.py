@@ -27,7 +27,7 @@ from planner.model.rowwise import distinct
 from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
 from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
-from planner.search.ties import NEAR_TIE_FRACTION, first_of_tie, settle_near_tie, tie_order
+from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest, first_of_tie, settle_near_tie, tie_order
 
 __all__ = [
     "Objective",
@@ -356,20 +356,15 @@ def _best_per_gpu(
 ) -> tuple[int, ...]:
     """Each other GPU type's best row, by the rule that chose ``chosen``: under cost or time, of
     the rows of that type within NEAR_TIE_FRACTION of its own optimum, the best on the other axis
-    (constraint (8); trial s43: --per-gpu listed an H200 plan of 44.7 days where a search of the
-    H200 alone chose 16.8 days for 0.4 % more)."""
+    (constraint (8), ``fastest_near_cheapest`` with the axes the objective's; trial s43: --per-gpu
+    listed an H200 plan of 44.7 days where a search of the H200 alone chose 16.8 days for 0.4 % more)."""
     best = _best_rows(feasible, score, chosen, len(feasible), table.gpu_codes())
     if objective not in (Objective.COST, Objective.TIME):
         return best
     C, T, codes = table.cost_usd, table.time_to_train_s, table.gpu_codes()
     P, S = (C, T) if objective is Objective.COST else (T, C)
-    out = []
-    for b in best:
-        rows = feasible[codes[feasible] == codes[b]]
-        window = rows[P[rows] <= P[b] * (1 + NEAR_TIE_FRACTION)]
-        pick = int(window[np.argmin(S[window] / S[b] + TIE_BREAK_WEIGHT * P[window] / P[b])])
-        out.append(first_of_tie(table, rows, pick))
-    return tuple(out)
+    of_type = (feasible[codes[feasible] == codes[b]] for b in best)
+    return tuple(first_of_tie(table, rows, fastest_near_cheapest(P, S, rows)) for rows in of_type)
 
 
 @dataclass(frozen=True)

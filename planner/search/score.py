@@ -95,7 +95,7 @@ def candidate_table(
     dominated = np.zeros(len(c), dtype=bool)
     dominated[fitting[pruned]] = True
     batch = batch_tokens(c)
-    fit, (seconds, _, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
+    fit, (seconds, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
     # The rest of the fit rule (the host's, for offload) reads no recompute: as the twin's.
     fit[fitting[pruned]] = fit[twin[pruned]]
     factor = 1.0 if evidence is None else evidence.time_factor
@@ -196,20 +196,20 @@ def timed_rows(
     settings: ModelingSettings,
     evidence: RowEvidence | None,
     mem: MemoryBreakdown,
-) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """``score``'s fit and ``job_totals``' seconds and cost of ``rows``, and the seconds without the
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """``score``'s fit and ``job_totals``' seconds of ``rows``, and the seconds without the
     efficiency ceiling's stretch of the step, over all of ``c``'s rows (False and NaN elsewhere);
-    ``mem``: ``memory`` of all of ``c``."""
-    fit, seconds, cost = np.zeros(len(c), dtype=bool), np.full(len(c), np.nan), np.full(len(c), np.nan)
-    uncapped = np.full(len(c), np.nan)
+    ``mem``: ``memory`` of all of ``c``. (The cost is billed from the seconds at the request's risk:
+    ``job_cost_usd`` in ``candidate_table``.)"""
+    fit, seconds, uncapped = np.zeros(len(c), dtype=bool), np.full(len(c), np.nan), np.full(len(c), np.nan)
     if len(rows):
         subset = take(c, rows)
         ceiling = None if evidence is None else evidence.mfu_ceiling[rows]
         s = score(model, subset, settings, ceiling, mem=rows_of(mem, rows, len(c)))
         fit[rows] = s.fits
-        seconds[rows], cost[rows], _ = job_totals(s, subset, training_tokens, settings)
+        seconds[rows] = job_totals(s, subset, training_tokens, settings)[0]
         uncapped[rows] = seconds[rows] * (1.0 - s.time.efficiency_ceiling / s.time.step)
-    return fit, (seconds, cost, uncapped)
+    return fit, (seconds, uncapped)
 
 
 def fit_capacity(c: Candidates, s: ModelingSettings, evidence: RowEvidence | None) -> np.ndarray:

@@ -105,7 +105,8 @@ def settle_near_tie(
     if hi is None or factor is None:
         return row
     C, T = table.cost_usd, table.time_to_train_s
-    C_hi = table.extra.get("cost_hi_usd", C * hi / factor)
+    C_hi = table.extra.get("cost_hi_usd")
+    C_hi = C * hi / factor if C_hi is None else C_hi
     near = rows[near_tied(table, rows, row, eps)]
     slow = weights[0] * C_hi[near] / refs[0] + weights[1] * T[near] * hi[near] / factor[near] / refs[1]
     own = weights[0] * C_hi[row] / refs[0] + weights[1] * T[row] * hi[row] / factor[row] / refs[1]
