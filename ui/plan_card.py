@@ -8,7 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.api import PlanRequest, chosen_dearer, judged_hours, plan_commitment, trains_too_long
-from planner.api.notices import a2a_exposed_under_megatron, host_staged, selective_under_megatron, serial_host, tie_rule
+from planner.api.notices import (
+    a2a_exposed_under_megatron,
+    host_staged,
+    selective_under_megatron,
+    serial_host,
+    tie_rule,
+    zero3_across_nodes,
+)
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
@@ -315,6 +322,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
             if host_staged(plan, gpu)
             else ()
         ),
+        *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
     )
 
 
