@@ -175,6 +175,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "ac": [a.value for a in DEFAULT_AC],  # the planner's default modes (attention-only is opt-in)
         "allow_offload": False,
         "headroom_pct": round(DEFAULT_SETTINGS.memory_headroom * 100),
+        "term_filled_pct": 0,  # --term-filled: a reserved term billed whole (review s43)
         "top_k": 10,
         "max_gpus": DEFAULT_MAX_GPUS,
         "portfolio_mode": False,

@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from planner.catalog.hardware import Catalog
-from planner.catalog.prices import catalog_with_price_kind, offers_of
+from planner.catalog.prices import catalog_with_price_kind, offers_of, term_billing
 from planner.model.energy import gpu_wall_power_w
 from planner.search.ownership import TcoAssumptions
 from planner.units import GIB
@@ -133,6 +133,7 @@ class GpuChoice:
     purchases: dict[str, float] = field(default_factory=dict)
     tco: TcoAssumptions | None = None
     left_out: tuple[str, ...] = ()  # allowed types without an offer of ``price_kind`` (not planned)
+    term_filled: float = 0.0  # a reserved kind's term beyond the job that other work pays (--term-filled)
 
 
 def column_config(tr: Labels, bought: bool) -> dict:
@@ -250,6 +251,9 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
     prices = tr.join(f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}" for g in priced)
     dropped = sorted(set(choice.gpus) - set(priced))
     st.caption(tr("price_kind_note", kind=name, prices=prices, dropped=f" ({tr.join(dropped)})" if dropped else ""))
+    filled = 0.0  # a reserved term is billed whole unless other work fills the rest (--term-filled; review s43)
+    if term_billing(kind) is not None:
+        filled = st.slider(tr("term_filled"), 0, 100, key="term_filled_pct", help=tr("term_filled_help")) / 100
     return GpuChoice(
         gpus={g: n for g, n in choice.gpus.items() if g in priced},
         prices={g: p for g, p in choice.prices.items() if g in priced},
@@ -257,6 +261,7 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
         purchases={g: p for g, p in choice.purchases.items() if g in priced},
         tco=choice.tco,
         left_out=tuple(dropped),
+        term_filled=filled,
     )
 
 

@@ -189,6 +189,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "列出的备选方案数（选定方案之外）",
     ),  # trial s33: 3 listed 4
     "headroom": ("Memory headroom (%)", "显存余量（%）"),
+    "term_filled": ("Reserved term filled by other work (%)", "预留期内由其他工作占用的比例（%）"),
+    "term_filled_help": (
+        "A reserved price bills whole terms. The share of the term beyond this job that other work uses and"
+        " pays for: 0 bills the job the whole term, 100 its own hours only (--term-filled).",
+        "预留价格按整个期限计费。本作业之外的剩余期限中由其他工作使用并付费的比例：0 表示本作业承担整个期限，"
+        "100 表示只承担自身的小时数（--term-filled）。",
+    ),
     "headroom_help": (
         "Fraction of each GPU's memory kept free: a plan fits when reserved memory plus the CUDA "
         "context stays below capacity × (1 − headroom).",

@@ -471,6 +471,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             gpus=gpu_choice.gpus,
             price_overrides=gpu_choice.prices,
             price_kind=gpu_choice.price_kind,
+            term_filled=gpu_choice.term_filled,
             stack=stack,
             attention=st.session_state["attention"] or None,
             compile=stack.compiles and st.session_state["compile"],

@@ -81,3 +81,16 @@ def test_a_price_kind_says_on_the_card_which_allowed_types_it_left_out():
     assert warnings == [EN("card_kind_left_out", kind=EN.kind("spot"), gpus="h800")], [w.value for w in at.warning]
     on_demand = run_app(gpus=["h100-sxm", "h800"])
     assert not any(w.value.startswith("Planned on") for w in on_demand.warning)  # nothing left out
+
+
+def test_a_reserved_term_filled_by_other_work_bills_the_job_less_as_the_cli_does() -> None:
+    """Review s43: the CLI's --term-filled had no input in the app, so its reserved plans billed the
+    whole term. The slider shows under a reserved kind only and bills as the CLI's flag does."""
+    whole = planned(request_for(gpus={"h100-sxm": None}, price_kind="reserved-3y")).plan.estimate
+    half = planned(request_for(gpus={"h100-sxm": None}, price_kind="reserved-3y", term_filled=0.5)).plan.estimate
+    assert half.cost_usd < whole.cost_usd
+    at = run_app(gpus=["h100-sxm"], pricing="reserved_3y", term_filled_pct=50)
+    assert [s.label for s in at.sidebar.slider if s.key == "term_filled_pct"] == [EN("term_filled")]
+    assert card(at)[EN("card_cost")] == app_core.money(half.cost_usd) != app_core.money(whole.cost_usd)
+    spot = run_app(gpus=["h100-sxm"], pricing="spot", term_filled_pct=50)  # no term: no input, no refusal
+    assert not [s for s in spot.sidebar.slider if s.key == "term_filled_pct"]
