@@ -20,6 +20,7 @@ class RegimeWords(BaseModel):
     stack: str
     generation: str
     features: tuple[str, ...] = ()
+    kernel: str = ""  # the attention kernel where its stack would not pick it (``Regime.kernel``)
 
 
 class Standing(StrEnum):
@@ -104,6 +105,7 @@ class Uncertainty(BaseModel):
     regime_stack: str = ""
     regime_generation: str = ""
     regime_features: tuple[str, ...] = ()  # planner/accuracy/regime.py Feature names, lower case
+    regime_kernel: str = ""  # its attention kernel where its stack would not pick it (``Regime.kernel``)
     rows: int  # validation rows the band is read from
     exact_rows: int  # of them, rows of this very regime
     sources: tuple[str, ...]

@@ -36,7 +36,7 @@ from planner.limits import (
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import matmul_peak
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
-from planner.model.profiles import named_kernel, own_model_profile_warning
+from planner.model.profiles import kernel_named, own_model_profile_warning
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import moe_a2a_overlapped
@@ -170,9 +170,10 @@ class PlanRequest(BaseModel):
         return self
 
     @property
-    def names_kernel(self) -> bool:
-        """Its ``attention`` is a choice no stack's row ran (``named_kernel``)."""
-        return named_kernel(self.stack, self.attention)
+    def names_kernel(self) -> str:
+        """Its ``attention``'s name where it is a choice its stack would not make (``kernel_named``;
+        "" for the stack's own), the kernel its band's regime is judged by."""
+        return kernel_named(self.stack, self.attention)
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -93,16 +93,24 @@ def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:
 
 def regime_text(tr: Labels, u: Uncertainty) -> str:
     """The regime in the page's language: '{stack} on {generation}, tp > 1, ...'."""
-    return regime_words_text(
-        tr, RegimeWords(stack=u.regime_stack, generation=u.regime_generation, features=u.regime_features)
+    words = RegimeWords(
+        stack=u.regime_stack, generation=u.regime_generation, features=u.regime_features, kernel=u.regime_kernel
     )
+    return regime_words_text(tr, words)
 
 
 def regime_words_text(tr: Labels, regime: RegimeWords) -> str:
     """The regime's words, a feature another implies left unsaid (``said_features``)."""
     words = [tr("regime_words", stack=regime.stack, generation=generation_text(tr, regime.generation))]
     bits = sum(int(Feature[name.upper()]) for name in regime.features)
-    return tr.join(words + [tr(f"feature_{str(f.name).lower()}") for f in said_features(bits)])
+    return tr.join(words + [_feature_text(tr, f, regime.kernel) for f in said_features(bits)])
+
+
+def _feature_text(tr: Labels, f: Feature, kernel: str) -> str:
+    """A feature's words; the kernel's names it (trial s44 H1)."""
+    if f is Feature.KERNEL and kernel:
+        return tr("feature_kernel_named", kernel=kernel)
+    return tr(f"feature_{str(f.name).lower()}")
 
 
 def generation_text(tr: Labels, generation: str) -> str:

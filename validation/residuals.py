@@ -34,7 +34,8 @@ from planner.accuracy.residuals import RESIDUALS_CSV, HeldOutRow
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import model_flops_per_token
-from planner.model.settings import DEFAULT_SETTINGS
+from planner.model.profiles import kernel_named
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from validation.calibration import DEFAULT_H200_RUNS, read_h200_runs
@@ -82,6 +83,7 @@ def _residual(
     measured_tokens_per_s_per_gpu: float,
     error: float,
     fitted_error: float,
+    kernel: str = "",
 ) -> Residual:
     flops = float(model_flops_per_token(model, np.asarray(training.seq_len), DEFAULT_SETTINGS))
     return Residual(
@@ -105,7 +107,15 @@ def _residual(
         measured_mfu=measured_tokens_per_s_per_gpu * flops / gpu.peak_flops("bf16"),
         error=error,
         fitted_error=fitted_error,
+        kernel=kernel,
     )
+
+
+def row_kernel(stack: str, settings: ModelingSettings) -> str:
+    """The attention kernel a row's recipe ran where its stack would not pick it (``kernel_named``);
+    "" for its stack's own, and for a stack trainplan has no profile of (fms-fsdp: PyTorch SDPA)."""
+    known = stack in {s.value for s in Stack}
+    return kernel_named(Stack(stack), settings.attention_kernel) if known else ""
 
 
 def published_residuals(catalog: Catalog) -> list[Residual]:
@@ -170,6 +180,7 @@ def fsdp_residuals(catalog: Catalog) -> list[Residual]:
             _residual(
                 "fsdp", run.source, "", f"{run.row_id} {run.model.name}", str(SOURCE_STACKS[run.source]), gpu_for(run, catalog),
                 run.num_gpus, run.layout, run.training, run.model, run.measured_tokens_per_s_per_gpu, c.error, c.error,
+                row_kernel(str(SOURCE_STACKS[run.source]), run.settings),
             )
         )  # fmt: skip
     return out

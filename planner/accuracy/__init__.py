@@ -124,10 +124,10 @@ def band_generation(gpu: GPUSpec, multi_gpu) -> str:
 
 
 def regime_for(
-    stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool, named_kernel: bool = False
+    stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool, named_kernel: str = ""
 ) -> Regime:
     """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts;
-    ``named_kernel``: the user named the attention kernel)."""
+    ``named_kernel``: the attention kernel the user named, "" for the stack's own)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
     bits = feature_bits(
         layout.tp,
@@ -139,10 +139,10 @@ def regime_for(
         layout.world_size,
         hf,
         training.offload,
-        named_kernel,
+        bool(named_kernel),
     )
     generation = band_generation(gpu, layout.world_size > 1)
-    return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)))
+    return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)), named_kernel)
 
 
 def ceiling_of(regime: Regime, gpu: GPUSpec, calibrated: bool) -> Ceiling | None:
@@ -154,10 +154,10 @@ def ceiling_of(regime: Regime, gpu: GPUSpec, calibrated: bool) -> Ceiling | None
     return shipped_base().ceilings.ceiling(replace(regime, generation=regime_generation(gpu)))
 
 
-def _row_keys(c: Candidates, moe: bool, named_kernel: bool = False) -> np.ndarray:
+def _row_keys(c: Candidates, moe: bool, named_kernel: str = "") -> np.ndarray:
     """A key per row: its GPU and feature bits (the regime, for a fixed stack); kept for the
     last table (its ceilings and each quantile pass ask for them)."""
-    term = "regime_keys_named_kernel" if named_kernel else "regime_keys"  # ``other`` is kept by identity
+    term = f"regime_keys_{named_kernel}" if named_kernel else "regime_keys"  # ``other`` is kept by identity
     return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, named_kernel))
 
 
@@ -166,9 +166,9 @@ def _row_keys(c: Candidates, moe: bool, named_kernel: bool = False) -> np.ndarra
 SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
 
 
-def _regime_keys(c: Candidates, moe: bool, named_kernel: bool) -> np.ndarray:
-    fp8, hf = c.precision == PREC_FP8, c.impl == IMPL_HF
-    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), named_kernel)
+def _regime_keys(c: Candidates, moe: bool, named_kernel: str) -> np.ndarray:
+    fp8, hf, kernel = c.precision == PREC_FP8, c.impl == IMPL_HF, bool(named_kernel)
+    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel)
     long = long_sequence(c.seq_len)
     octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)
     return (np.asarray(c.gpu_index, dtype=np.int64) * SEQUENCE_KEYS + octave) * FEATURE_SPAN + bits
@@ -204,7 +204,7 @@ def mfu_ceilings(
     stack: str,
     moe: bool,
     calibrated: frozenset[str] = frozenset(),
-    named_kernel: bool = False,
+    named_kernel: str = "",
     coarse: bool = False,
 ) -> np.ndarray:
     """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features);
@@ -233,7 +233,7 @@ def time_factors(
     stack: str,
     moe: bool,
     quantiles: Sequence[float],
-    named_kernel: bool = False,
+    named_kernel: str = "",
 ) -> list[np.ndarray]:
     """Each row's quantiles of measured / predicted time (planner/accuracy/bands.py), one array
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
@@ -241,7 +241,7 @@ def time_factors(
 
     def factors(g: int, bits: int, seq: int) -> tuple[float, ...]:
         generation = band_generation(gpus[g], bits & Feature.MULTI_GPU)
-        return regime_time_factors(base, Regime(stack, generation, bits, seq), tuple(quantiles))
+        return regime_time_factors(base, Regime(stack, generation, bits, seq, named_kernel), tuple(quantiles))
 
     table = _per_key(_row_keys(c, moe, named_kernel), factors)
     return [table[:, i] for i in range(len(quantiles))]
@@ -370,7 +370,12 @@ def measured_job_words(job: MeasuredJobUse) -> str:
 
 def regime_words(regime: Regime) -> RegimeWords:
     """A regime as the plan records it (its words are the interfaces')."""
-    return RegimeWords(stack=regime.stack, generation=regime.generation, features=feature_names(regime.features))
+    return RegimeWords(
+        stack=regime.stack,
+        generation=regime.generation,
+        features=feature_names(regime.features),
+        kernel=regime.kernel,
+    )
 
 
 def uncertainty(
@@ -402,6 +407,7 @@ def uncertainty(
         regime_stack=regime.stack,
         regime_generation=regime.generation,
         regime_features=feature_names(regime.features),
+        regime_kernel=regime.kernel,
         rows=len(ev.rows),
         exact_rows=ev.exact_rows,
         sources=ev.sources,

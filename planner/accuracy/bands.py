@@ -106,10 +106,22 @@ def z(p: float) -> float:
 
 def row_regime(row: HeldOutRow) -> Regime:
     """The regime a validation row is placed in (its sequence only as the long feature; its
-    architecture as ``links.row_generation`` judges it)."""
+    architecture as ``links.row_generation`` judges it; its kernel from a long sequence on,
+    ``row_kernel``)."""
     fp8 = row.precision == "fp8"  # no validation row offloads
-    bits = int(feature_bits(row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, row.hf_modules))
-    return Regime(row.stack, row_generation(row), bits)
+    facts = (row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, row.hf_modules)
+    kernel = row_kernel(row)
+    return Regime(row.stack, row_generation(row), int(feature_bits(*facts, kernel=bool(kernel))), kernel=kernel)
+
+
+def row_kernel(row: HeldOutRow) -> str:
+    """The kernel a row's regime is judged by: the one it ran where its stack would not pick it, from
+    LONG_SEQUENCE_TOKENS on, where attention is most of the step (trial s44 H1: MPT's Triton rows
+    at 65K read as validating llm-foundry's FlashAttention-2); below, attention is a small share and
+    a row speaks for its stack whatever kernel ran. Counted at every length, 34 llm-foundry rows at
+    4K no longer validated llm-foundry at 4K and its band was read from fms-fsdp's (coverage 87.1 %,
+    against 86.8 % without the kernel; docs/validation.md "Error bands")."""
+    return row.kernel if row.seq_len >= LONG_SEQUENCE_TOKENS else ""
 
 
 def row_ceiling_regime(row: HeldOutRow) -> Regime:
@@ -269,6 +281,7 @@ class EvidenceBase:
         self.stacks = np.array([r.stack for r in self.rows], dtype=object)
         self.generations = np.array([row_generation(r) for r in self.rows], dtype=object)
         self.features = np.array([row_regime(r).features for r in self.rows], dtype=np.int64)
+        self.kernels = np.array([row_kernel(r) for r in self.rows], dtype=object)
         self.log_errors = capped_log_errors(all_rows)[keep]
         self.source_sigma = source_sigma(self.rows, self.log_errors)
         # Each regime's evidence, once: a plan asks for the same few regimes per GPU type many times
@@ -301,7 +314,7 @@ class EvidenceBase:
         mine = self.stacks == regime.stack
         if not mine.any():
             return set()
-        d = distances(regime, self.stacks[mine], self.generations[mine], self.features[mine])
+        d = distances(regime, self.stacks[mine], self.generations[mine], self.features[mine], self.kernels[mine])
         rows = [r for r, keep in zip(self.rows, mine, strict=True) if keep]
         return {row_regime(r) for r, dist in zip(rows, d, strict=True) if dist == d.min()}
 
@@ -350,7 +363,7 @@ class EvidenceBase:
     def _nearest_rows(self, regime: Regime) -> Evidence:
         if not self.rows:
             raise ValueError("no validation rows to judge a prediction against")
-        d = distances(regime, self.stacks, self.generations, self.features)
+        d = distances(regime, self.stacks, self.generations, self.features, self.kernels)
         levels = np.unique(d)
         counts = np.searchsorted(np.sort(d), levels, side="right")
         enough = np.flatnonzero(counts >= min(MIN_ROWS, len(d)))

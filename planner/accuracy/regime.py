@@ -77,7 +77,9 @@ class Feature(IntFlag):
     HF_MODULES = 256
     OFFLOAD = 512
     CP = 1024
-    KERNEL = 2048  # an attention kernel the user named (--attention): no row ran one so chosen
+    # an attention kernel its stack would not pick (a user's --attention, a row's recipe): which one
+    # is ``Regime.kernel`` (trial s44 H1: rows that ran Triton validated FlashAttention-2 at 65K)
+    KERNEL = 2048
 
 
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
@@ -121,7 +123,7 @@ FEATURE_WORDS: dict[Feature, str] = {
     Feature.HF_MODULES: "Hugging Face modules",
     Feature.OFFLOAD: "CPU offload",
     Feature.CP: "cp > 1",
-    Feature.KERNEL: "a named attention kernel",
+    Feature.KERNEL: "an attention kernel its stack would not pick",
 }
 
 
@@ -167,6 +169,8 @@ class Regime:
     # A long query's sequence (``long_sequence``), whose distance past the longest measured row
     # widens its band; 0 for a short one, and for a validation row's place among the regimes.
     seq_len: int = 0
+    # The attention kernel where its stack would not pick it (``Feature.KERNEL``; "": the stack's own).
+    kernel: str = ""
 
     @property
     def family(self) -> str:
@@ -174,7 +178,9 @@ class Regime:
 
     def describe(self) -> str:
         """'megatron-core on Hopper, tp > 1, pp > 1, fp8, more than one GPU'."""
-        words = [FEATURE_WORDS[f] for f in said_features(self.features)]
+        words = [
+            kernel_words(self.kernel) if f is Feature.KERNEL else FEATURE_WORDS[f] for f in said_features(self.features)
+        ]
         return ", ".join([f"{self.stack} on {self.generation}", *words])
 
     def differences(self, other: Regime) -> list[str]:
@@ -188,20 +194,34 @@ class Regime:
             apart = link_apart_parts(other.generation) is not None
             out.append(f"GPU {other.generation}" if apart else f"the link of {other.generation}'s measured parts")
         for f in Feature:
-            if (self.features ^ other.features) & f:
+            if f is Feature.KERNEL:
+                if other.kernel != self.kernel:
+                    out.append(kernel_words(other.kernel))
+            elif (self.features ^ other.features) & f:
                 out.append(("without " if self.features & f else "with ") + FEATURE_WORDS[f])
         return out
 
 
-def distances(query: Regime, stacks: np.ndarray, generations: np.ndarray, features: np.ndarray) -> np.ndarray:
-    """Distance from ``query`` to each row's regime (arrays of stack, architecture, bits)."""
+def kernel_words(kernel: str) -> str:
+    """'attention triton', or "its stack's own attention kernel" for ""."""
+    return f"attention {kernel}" if kernel else "its stack's own attention kernel"
+
+
+def distances(
+    query: Regime, stacks: np.ndarray, generations: np.ndarray, features: np.ndarray, kernels: np.ndarray | None = None
+) -> np.ndarray:
+    """Distance from ``query`` to each row's regime (arrays of stack, architecture, bits and
+    ``Regime.kernel``; None: every row its stack's own). Another kernel counts as the feature does,
+    whether one of the two runs its stack's own or both run others."""
     families = np.array([STACK_FAMILIES.get(s, s) for s in stacks], dtype=object)
     stack_cost = np.where(
         stacks == query.stack, STACK_WEIGHTS[0], np.where(families == query.family, STACK_WEIGHTS[1], STACK_WEIGHTS[2])
     )
     differing = np.bitwise_xor(features, query.features)
-    feature_cost = sum(((differing & f) > 0) * w for f, w in FEATURE_WEIGHTS.items())
-    return stack_cost + generation_distance(query.generation, generations) + feature_cost
+    feature_cost = sum(((differing & f) > 0) * w for f, w in FEATURE_WEIGHTS.items() if f is not Feature.KERNEL)
+    row_kernels = np.full(len(stacks), "", dtype=object) if kernels is None else kernels
+    kernel_cost = (row_kernels != query.kernel) * FEATURE_WEIGHTS[Feature.KERNEL]
+    return stack_cost + generation_distance(query.generation, generations) + feature_cost + kernel_cost
 
 
 def link_apart_label(generation: str, gpu: str) -> str:

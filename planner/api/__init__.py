@@ -43,7 +43,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
-from planner.model.profiles import named_kernel
+from planner.model.profiles import kernel_named
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -187,13 +187,14 @@ def judged_estimate(
     stack: Stack,
     measured_rates: bool,
     trainer_rules: bool,
-    named_kernel: bool = False,
+    named_kernel: str = "",
 ) -> Estimate:
     """``estimate`` held at the efficiency ceiling of its regime, with the error band of every
     figure (planner/accuracy). The ceiling is lifted where a calibration file measured the GPU's
     kernel rates (``measured_rates``) or measured this very job (``measured_job_use``: a job of
-    another shape corrects it by extrapolation, under the ceiling). ``named_kernel``: the user
-    named the attention kernel (a recipe's kernel, in ``settings``, is its stack's own)."""
+    another shape corrects it by extrapolation, under the ceiling). ``named_kernel``: the attention
+    kernel the user named, where its stack would not pick it (a recipe's kernel, in ``settings``, is its
+    stack's own; "": none)."""
     resolved = layout.resolve(num_gpus)
     regime = accuracy.regime_for(Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel)
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
@@ -434,7 +435,7 @@ def build_plan(
         measured_rates=rates_measured(record, spec.id),
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=Stack(stack).trainer_rules,
-        named_kernel=named_kernel(Stack(stack), attention),
+        named_kernel=kernel_named(Stack(stack), attention),
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})

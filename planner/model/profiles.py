@@ -8,7 +8,7 @@ from planner.model.settings import with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 
-__all__ = ["named_kernel", "own_kernel_switches", "own_model_profile", "own_model_profile_warning"]
+__all__ = ["kernel_named", "named_kernel", "own_kernel_switches", "own_model_profile", "own_model_profile_warning"]
 
 
 # DeepSeek-V3's shape: layers, hidden size, routed experts (arXiv:2412.19437 sec. 4.2). A family
@@ -59,3 +59,9 @@ def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
         return False
     own = STACK_SETTINGS[stack]
     return with_attention(own, attention).but(attention_kernel=own.attention_kernel) != own
+
+
+def kernel_named(stack: Stack, attention: AttentionKernel | None) -> str:
+    """``attention``'s name where it is a kernel choice of the user's (``named_kernel``), else "":
+    the kernel a band's regime is judged by (``Regime.kernel``), as a validation row's."""
+    return str(attention) if attention is not None and named_kernel(stack, attention) else ""

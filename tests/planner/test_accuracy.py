@@ -438,7 +438,33 @@ def test_a_named_attention_kernel_is_outside_what_was_measured_and_widens_the_ba
     assert own is not None and named is not None
     assert "kernel" in named.regime_features and "kernel" not in own.regime_features
     assert named.widened_by > own.widened_by and not named.validated
-    assert "a named attention kernel" in named.envelope
+    assert "attention flash3" in named.envelope and named.regime_kernel == "flash3"
+
+
+def test_rows_that_ran_another_kernel_at_a_long_sequence_validate_that_kernel_only():
+    """Trial s44 H1: MPT's llm-foundry rows at 32-65K ran its Triton kernel, and an llm-foundry
+    estimate at 65K on its own FlashAttention-2 read "validated, 2.9 %" from them, 53 % too fast
+    against the row of that very job. A long row's kernel is now part of its regime: naming Triton
+    is validated by them, the stack's own kernel is not; at 4K the same rows still validate it."""
+    from planner.accuracy.bands import row_regime
+    from planner.accuracy.residuals import load_residuals
+
+    long_triton = [r for r in load_residuals() if r.kernel == "triton" and r.seq_len >= 32768]
+    assert long_triton and all(row_regime(r).kernel == "triton" for r in long_triton)
+    short = [r for r in load_residuals() if r.kernel == "triton" and r.seq_len < 32768]
+    assert short and all(row_regime(r).kernel == "" for r in short)
+    mpt = get_preset("llama2-7b")  # MPT-7B's width and depth
+    long = TrainingConfig(seq_len=65536, micro_batch=1, grad_accum=2, activation_checkpointing="full")
+    own, triton = (
+        build_plan(mpt, "h100-sxm", Layout(), long, num_gpus=8, stack="llm-foundry", attention=k).estimate.uncertainty
+        for k in (None, "triton")
+    )
+    assert not own.validated and own.regime_kernel == ""
+    assert triton.validated and triton.regime_kernel == "triton" and "attention triton" in triton.envelope
+    short_plan = build_plan(
+        mpt, "a100-80gb-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=64, stack="llm-foundry"
+    )
+    assert short_plan.estimate.uncertainty.validated
 
 
 def test_naming_the_kernel_a_stack_runs_anyway_keeps_its_validation():

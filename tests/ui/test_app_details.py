@@ -894,3 +894,18 @@ def test_judged_at_p50_the_card_does_not_say_the_median_twice():
         lines = card_captions(EN, result.plan, result, None)
         assert any(line.startswith(median) for line in lines) is said, risk
         assert any(line.startswith(f"Judged at {risk.value}") for line in lines)
+
+
+def test_the_card_names_the_attention_kernel_a_long_regime_ran_in_both_languages():
+    """Trial s44 H1: a long row's kernel is part of its regime; the card says which, as the CLI."""
+    from ui.messages import envelope_text
+
+    training = TrainingConfig(seq_len=65536, micro_batch=1, grad_accum=2, activation_checkpointing="full")
+    plan = build_plan(
+        get_preset("llama2-7b"), "h100-sxm", Layout(), training, num_gpus=8, stack="llm-foundry", attention="triton"
+    )
+    u = plan.estimate.uncertainty
+    assert u.validated and u.regime_kernel == "triton"
+    assert "attention triton" in envelope_text(EN, u)
+    chinese = envelope_text(ZH, u)
+    assert "注意力内核 triton" in chinese and not english_sentences(chinese)
