@@ -161,6 +161,8 @@ class EfficiencyCeiling(BaseModel):
     binding: bool
     uncapped_tokens_per_s: float
     gpu: str | None = None  # the GPU the row ran on (None: plan files before session 42)
+    # Held by the best any stack measured with tp or pp, below its own family's best (trial s44 M1).
+    split: bool = False
 
     def own_mfu(self, mfu: float, tokens_per_s: float) -> float | None:
         """The model's own MFU where this ceiling holds an estimate of ``mfu`` at ``tokens_per_s``
@@ -174,6 +176,13 @@ class EfficiencyCeiling(BaseModel):
         """'NB046 LLAMA3.1-405B (NeMo 25.04.01) on gb200': the row, and the GPU it ran on (trial
         s42: a B200 plan held at a GB200 NVL72 row read as this GPU's own)."""
         return self.row if self.gpu is None else f"{self.row} on {self.gpu}"
+
+    @property
+    def scope_words(self) -> str:
+        """What the ceiling is the best of: 'this GPU architecture, precision and scale' (+ 'with tp
+        or pp, by any stack' for a split layout held by that bound)."""
+        split = ", with tp or pp, by any stack" if self.split else ""
+        return f"this GPU architecture, precision and scale{split}"
 
     @property
     def measured_by(self) -> str:

@@ -580,6 +580,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_hf_modules": ("Hugging Face modules", "Hugging Face 模块"),
     "feature_offload": ("CPU offload", "CPU 卸载"),
     "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
+    "ceiling_split": ("; the best any stack measured with tp or pp", "；任一框架在 tp 或 pp 下的实测最佳"),
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
         " model alone predicts {tokens:,.0f} tokens/s. If this is that run, the figure is its own measurement,"

@@ -218,6 +218,7 @@ def ceiling_text(tr: Labels, e: Estimate) -> str | None:
     if c is None:
         return None
     source = f"{c.measured_by}: {c.row}" + ("" if c.gpu is None else tr("ceiling_on_gpu", gpu=c.gpu))
+    source += tr("ceiling_split") if c.split else ""
     if c.binding:
         return tr("ceiling_held", mfu=c.mfu, source=source, tokens=c.uncapped_tokens_per_s)
     if (high := band_passing_ceiling(e)) is not None:

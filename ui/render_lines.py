@@ -102,8 +102,8 @@ def ceiling_line(e: Estimate) -> str:
     c = e.ceiling
     assert c is not None
     return (
-        f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured on this GPU architecture, precision and"
-        f" scale ({c.measured_by}: {c.measured_row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
+        f"efficiency ceiling: held at {c.mfu:.1%} MFU, the best measured on {c.scope_words}"
+        f" ({c.measured_by}: {c.measured_row}); the model alone predicts {c.uncapped_tokens_per_s:,.0f} tokens/s"
         f" (if this is that run, the figure is its own measurement, not a check of it); the band's fast end may"
         " pass it: measured runs have beaten their regime's best before (docs/validation.md, 'The efficiency"
         " ceiling'; trial s35 asked why it does)"
@@ -127,8 +127,8 @@ def ceiling_passed_line(e: Estimate) -> str | None:
     c = e.ceiling
     assert c is not None
     return (
-        f"efficiency ceiling: the MFU band's fast end, {high:.1%}, passes {c.mfu:.1%}, the best measured on this GPU"
-        f" architecture, precision and scale ({c.measured_by}: {c.measured_row}): read that end as the band's arithmetic,"
+        f"efficiency ceiling: the MFU band's fast end, {high:.1%}, passes {c.mfu:.1%}, the best measured on"
+        f" {c.scope_words} ({c.measured_by}: {c.measured_row}): read that end as the band's arithmetic,"
         " not as a run anyone has measured"
     )
 

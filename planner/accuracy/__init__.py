@@ -456,6 +456,7 @@ def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate) -> Efficienc
         source=ceiling.source,
         stack=ceiling.stack,
         gpu=ceiling.gpu or None,
+        split=ceiling.split,
         binding=held > 0,
         uncapped_tokens_per_s=estimate.global_batch_tokens / (estimate.time.step_s - held),
     )

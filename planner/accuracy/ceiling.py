@@ -34,6 +34,9 @@ from planner.accuracy.residuals import HeldOutRow
 # (trial s27: Mixtral on H200 was held at a Qwen3-235B row's 27.9 %, about a third under Megatron
 # -Core's published Mixtral throughput). A judgement from those rows' kinds, not a fit.
 COARSE_EXPERT_RATIO = 2.0
+# The features that split the model over GPUs: their collectives and bubbles are on the step, and
+# a layout with them is held no higher than the best any stack measured with them.
+MODEL_PARALLEL = Feature.TP | Feature.PP
 
 
 def coarse_experts(model) -> bool:
@@ -56,6 +59,8 @@ class Ceiling:
     stack: str
     scope: str  # "family" (the regime's stack family) or "any stack"
     gpu: str = ""  # the GPU it ran on (trial s42: a B200 plan held at a GB200 NVL72 row, unsaid)
+    # The best any stack measured with tp or pp, lower than the family's best (``MODEL_PARALLEL``).
+    split: bool = False
 
     def describe(self) -> str:
         on = f" on {self.gpu}" if self.gpu else ""
@@ -87,6 +92,13 @@ class Ceilings:
         if not chosen:
             return None
         best = max(chosen, key=lambda r: r.measured_mfu)
+        # With tp or pp, no higher than the best any stack measured with tp or pp (trial s44 M1:
+        # trainplan's 3D layouts, never measured, were held at a pure FSDP 7B row's 62.5 % on A100,
+        # above every measured 3D run: Megatron-LM's 55.9 %); the lower of the two bounds holds.
+        split = [r for r in pool if r.tp > 1 or r.pp > 1] if regime.features & MODEL_PARALLEL else []
+        if split and (best_split := max(split, key=lambda r: r.measured_mfu)).measured_mfu < best.measured_mfu:
+            r = best_split
+            return Ceiling(r.measured_mfu, r.name, r.source, r.stack, "any stack", r.gpu, split=True)
         return Ceiling(best.measured_mfu, best.name, best.source, best.stack, scope, best.gpu)
 
     def capped_error(self, row: HeldOutRow, regime: Regime) -> float:

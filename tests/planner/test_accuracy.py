@@ -350,6 +350,33 @@ def test_the_70b_on_2048_a100_plan_is_at_or_under_the_measured_ceiling_and_says_
     assert e.ceiling is not None and e.throughput.mfu <= e.ceiling.mfu + 1e-9
     assert e.uncertainty is not None and not e.uncertainty.validated
     assert "no measured row of trainplan on Ampere" in e.uncertainty.envelope
+    # trial s44 M1: at or under the best measured 3D A100 run (Megatron-LM's 55.9 %), not a pure
+    # FSDP 7B row's 62.5 %
+    assert e.ceiling.split and e.ceiling.stack == "megatron-lm" and e.throughput.mfu <= 0.56
+
+
+def test_a_split_layout_is_held_no_higher_than_the_best_split_run_of_any_stack():
+    """Trial s44 M1: the lower of the family's best and the best any stack measured with tp or pp
+    holds a layout with tp or pp; one without keeps the family's."""
+    from planner.accuracy.ceiling import Ceilings
+    from planner.accuracy.regime import Feature, Regime
+    from planner.accuracy.residuals import HeldOutRow
+
+    def row(name, stack, mfu, tp=1, pp=1):
+        facts = dict(dataset="t", source=name, release="", name=name, gpu="a100-80gb-sxm", generation="Ampere")
+        return HeldOutRow(**facts, stack=stack, num_gpus=64, tp=tp, pp=pp, cp=1, ep=1, seq_len=4096,
+                          precision="bf16", moe=False, measured_mfu=mfu, error=0.0, fitted_error=0.0)  # fmt: skip
+
+    rows = [row("fsdp", "fms-fsdp", 0.62), row("3d", "megatron-lm", 0.56, tp=4, pp=4), row("tp", "torchtitan", 0.40, 2)]
+    ceilings = Ceilings(rows)
+    multi = Feature.MULTI_GPU | Feature.MULTI_NODE
+    plain = ceilings.ceiling(Regime("trainplan", "Ampere", multi))
+    split = ceilings.ceiling(Regime("trainplan", "Ampere", multi | Feature.TP | Feature.PP))
+    assert plain is not None and (plain.mfu, plain.split) == (0.62, False)
+    assert split is not None and (split.mfu, split.row, split.split) == (0.56, "3d", True)
+    # the family that measured the best split run keeps its own ceiling, not flagged split
+    own = ceilings.ceiling(Regime("megatron-lm", "Ampere", multi | Feature.TP))
+    assert own is not None and (own.mfu, own.split) == (0.56, False)
 
 
 def test_judging_at_p90_changes_a_choice_the_median_makes_on_an_unmeasured_layout():
