@@ -136,7 +136,7 @@ def fleet(
     as_json: bool = JSON,
 ) -> None:
     """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
-    from planner.api.explore import plan_fleet
+    from planner.api.fleet import plan_fleet
     from ui.portfolio_file import file_requests, fleet_options, past_horizon, purchase_prices, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
@@ -189,6 +189,5 @@ def fleet(
         utilisation=spec.ownership.utilisation,
         risks=risks,
         tco=spec.ownership.tco(),
-        price_kind=spec.price_kind,
         calibration=chosen,
     )

@@ -12,7 +12,7 @@ b200 = 64
 [purchase_usd]               # fleet: types that may be bought; portfolio: what the owned ones cost (USD per GPU)
 h100-sxm = 35000             # (TOML has no null: list a type in ``buy`` to use the catalog price)
 [rent_usd_per_gpu_hour]      # optional: your rent quote per type (default: the catalog's price)
-h100-sxm = 2.4
+h100-sxm = 2.4               # (under a reserved price_kind, fleet's rate for each hour of the term)
 [ownership]                  # optional: what owning costs (planner.search.ownership.TcoAssumptions); the
                              # portfolio prices its inventory at it (ownership.owned_rate), not at rent
 lifetime_years = 5
@@ -155,7 +155,9 @@ class JobsFile(BaseModel):
     purchase_usd: dict[str, Annotated[StrictFloat, Field(gt=0, le=MAX_PURCHASE_USD, allow_inf_nan=False)] | None] = {}
     # USD per GPU-hour to rent each type (the jobs' rent and the break-even's); default: the catalog's
     rent_usd_per_gpu_hour: dict[str, UsdPerHour] = {}
-    price_kind: PriceKind | None = None  # rent at the median of the catalog's offers of this kind
+    # rent at the median of the catalog's offers of this kind; fleet under a reserved kind reserves
+    # GPUs for whole terms in place of renting (planner/api/fleet.py ``fleet_reserved_prices``)
+    price_kind: PriceKind | None = None
     network: str | None = None  # a catalog network every node is on (None: each GPU's default)
     # every job's software and precision unless the job names its own (plan's --stack, --precision)
     stack: Stack = Stack.TRAINPLAN

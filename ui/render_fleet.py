@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from planner.catalog.prices import shared_term_words
-from planner.fmt import money, money_band, number_band
-from planner.search.fleet import reserved_commitments
+from planner.fmt import counted, money, money_band, number_band
+from planner.search.fleet import Holding
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.render import (
     add_columns,
@@ -16,21 +15,22 @@ from ui.render import (
     emit_json,
     no_infeasibility,
     out,
-    warn,
     whole_words,
 )
 
 
 def fleet_assignment(a, risk: str | None = None) -> dict:
-    """One job of a fleet option: where it runs (owned or rented GPUs) and when, its days and cost
-    with their 80 % bands (null: no evidence), keyed as portfolio's (trial s33); ``risk``: the
-    quantile of its band its duration is at (the search judges plans there, as plan does)."""
+    """One job of a fleet option: where it runs (``held``: owned, reserved or rented GPUs; ``owned``
+    as before session 44) and when, its days and cost with their 80 % bands (null: no evidence), keyed
+    as portfolio's (trial s33); ``risk``: the quantile of its band its duration is at (the search
+    judges plans there, as plan does)."""
     days = (a.end_s - a.start_s) / SECONDS_PER_DAY
     return {
         "job": a.job,
         "gpu": a.gpu_id,
         "num_gpus": a.num_gpus,
-        "owned": a.owned,
+        "owned": a.holding is Holding.OWNED,
+        "held": a.holding.value,
         "start_days": a.start_s / SECONDS_PER_DAY,
         "end_days": a.end_s / SECONDS_PER_DAY,
         "risk": risk,
@@ -73,13 +73,17 @@ def ownership_words(tco, horizon_days: float) -> str:
 
 def fleet_assignment_line(a: dict) -> str:
     """'chat-8b: 32 x h100-sxm on owned GPUs, day 0.0-93.4 (at p80), 93.4 (71.0-97.7) days, busy
-    power $7,316 ($5,561-$7,654)'."""
-    where = "on owned GPUs" if a["owned"] else "rented"
-    cost = "busy power" if a["owned"] else "rent"
+    power $7,316 ($5,561-$7,654)'; on reserved GPUs the term pays it: '..., paid by the reserved term'."""
+    where = {"owned": "on owned GPUs", "reserved": "on reserved GPUs", "rented": "rented"}[a["held"]]
     at = f" (at {a['risk']})" if a["risk"] else ""
+    if a["held"] == Holding.RESERVED:
+        cost = "paid by the reserved term"
+    else:
+        label = "busy power" if a["owned"] else "rent"
+        cost = f"{label} {money_band(a['cost_usd'], a['cost_usd_band'])}"
     return (
         f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_days']:.1f}-{a['end_days']:.1f}{at},"
-        f" {number_band(a['days'], a['days_band'], 1)} days, {cost} {money_band(a['cost_usd'], a['cost_usd_band'])}"
+        f" {number_band(a['days'], a['days_band'], 1)} days, {cost}"
     )
 
 
@@ -90,42 +94,23 @@ def fleet(
     utilisation: float | None = None,
     risks: dict[str, str] | None = None,
     tco=None,
-    price_kind: str | None = None,
     calibration=None,
 ) -> None:
     """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
-    ``tco``: the ownership assumptions the totals rest on, said under the table; ``price_kind``: the
-    rent's, whose reserved term is said where the rent counts job-hours only; ``calibration``: the
-    file the jobs were planned with (said first, and in --json)."""
+    ``tco``: the ownership assumptions the totals rest on, said under the table; ``calibration``: the
+    file the jobs were planned with (said first, and in --json). Under a reserved price kind the
+    option that buys nothing reserves ("reserve only") and the terms are billed, not warned of."""
     data = fleet_json(solution, utilisation, risks or {})
-    data["warnings"] = reserved_term_lines(solution, price_kind)
-    for line in data["warnings"]:  # on stderr, as plan's; in --json too
-        warn(line)
     if as_json:
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)
-    table = Table(
-        title=f"rent vs buy over {solution.horizon_days:.0f} days (80 % bands: every job's cost at its band's ends)",
-        title_justify="left",
-    )
-    # the quantile the jobs are timed and priced at (trial s38: "total" was the p80 cost, unsaid)
-    at = ", ".join(sorted(set((risks or {}).values())))
-    add_columns(table, ("option", f"total at {at}" if at else "total", "GPUs bought", "bought for", "rent"))
-    options = [(name, p) for name in ("mixed", "rent_only", "buy_only") if (p := data[name])]
-    # one unit down each money column (trial s33: "$783,875" over "$2.01M")
-    tops = {k: max(p[k] for _, p in options) for k in ("purchase_usd", "rent_cost_usd")}
-    tops["total_cost_usd"] = max(max(p["total_cost_usd_band"] or (p["total_cost_usd"],)) for _, p in options)
-    for name, p in options:
-        bought = ", ".join(f"{g}={n}" for g, n in p["purchased"].items() if n) or "-"
-        outlay = money(p["purchase_usd"], column_max=tops["purchase_usd"]) if p["purchase_usd"] else "-"
-        total = money_band(p["total_cost_usd"], p["total_cost_usd_band"], column_max=tops["total_cost_usd"])
-        rent = money(p["rent_cost_usd"], column_max=tops["rent_cost_usd"])
-        table.add_row(name.replace("_", " "), total, bought, outlay, rent)
-    out.print(whole_words(table))
-    for name, p in options:
-        if any(p["purchased"].values()):  # an option that buys (split_words)
-            out.print(split_words(name, p, solution.horizon_days))
+    out.print(whole_words(option_table(data, risks or {})))
+    for name, p in option_rows(data):
+        if any(p["purchased"].values()) or p["reserved"]:  # an option that holds GPUs (split_words)
+            out.print(split_words(name, p, solution.horizon_days, data["reserved_term"] is not None))
+    if data["reserved_term"] is not None:
+        out.print(term_words(data["reserved_term"], solution.horizon_days), markup=False)
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))
@@ -134,54 +119,138 @@ def fleet(
         out.print(fleet_assignment_line(a), markup=False)
     for b in data["break_even"]:
         break_even_lines(b, utilisation)
+    for c in data["owned_vs_reserved"]:
+        out.print(owned_vs_reserved_words(c, data["reserved_term"], solution.horizon_days, utilisation), markup=False)
+
+
+def option_rows(data: dict) -> list[tuple[str, dict]]:
+    """The options there are, by their names in the text: the one that buys nothing is 'rent only',
+    or 'reserve only' under a reserved price kind (its JSON key stays ``rent_only``)."""
+    none_bought = "rent only" if data["reserved_term"] is None else "reserve only"
+    names = {"mixed": "mixed", "rent_only": none_bought, "buy_only": "buy only"}
+    return [(names[key], p) for key in ("mixed", "rent_only", "buy_only") if (p := data[key])]
+
+
+def option_table(data: dict, risks: dict[str, str]) -> Table:
+    """Each option's total, GPUs bought and their outlay, and its rent or, under a reserved price
+    kind, the GPUs it reserves and their terms' bill."""
+    reserving = data["reserved_term"] is not None
+    title = "reserve vs buy" if reserving else "rent vs buy"
+    table = Table(
+        title=f"{title} over {data['horizon_days']:.0f} days (80 % bands: every job's cost at its band's ends)",
+        title_justify="left",
+    )
+    # the quantile the jobs are timed and priced at (trial s38: "total" was the p80 cost, unsaid)
+    at = ", ".join(sorted(set(risks.values())))
+    last = ("GPUs reserved", "reserved terms") if reserving else ("rent",)
+    add_columns(table, ("option", f"total at {at}" if at else "total", "GPUs bought", "bought for", *last))
+    options = option_rows(data)
+    # one unit down each money column (trial s33: "$783,875" over "$2.01M")
+    keys = ("purchase_usd", "rent_cost_usd", "reserved_cost_usd")
+    tops = {k: max(p[k] for _, p in options) for k in keys}
+    tops["total_cost_usd"] = max(max(p["total_cost_usd_band"] or (p["total_cost_usd"],)) for _, p in options)
+    for name, p in options:
+        bought = held_words(p["purchased"])
+        outlay = money(p["purchase_usd"], column_max=tops["purchase_usd"]) if p["purchase_usd"] else "-"
+        total = money_band(p["total_cost_usd"], p["total_cost_usd_band"], column_max=tops["total_cost_usd"])
+        if reserving:
+            term = money(p["reserved_cost_usd"], column_max=tops["reserved_cost_usd"])
+            table.add_row(name, total, bought, outlay, held_words(p["reserved"]), term)
+        else:
+            table.add_row(name, total, bought, outlay, money(p["rent_cost_usd"], column_max=tops["rent_cost_usd"]))
+    return table
+
+
+def held_words(held: dict[str, int]) -> str:
+    """'h100-sxm=64', or '-' where none is held."""
+    return ", ".join(f"{g}={n}" for g, n in held.items() if n) or "-"
 
 
 # fleet --json's keys beside "feasible" and the infeasible ones: null when no fleet is found.
-FLEET_KEYS = ("mixed", "rent_only", "buy_only", "horizon_days", "num_slots", "break_even", "warnings")
+FLEET_KEYS = (
+    "mixed",
+    "rent_only",
+    "buy_only",
+    "horizon_days",
+    "num_slots",
+    "break_even",
+    "reserved_term",
+    "owned_vs_reserved",
+    "warnings",
+)
 
 
-def split_words(name: str, p: dict, horizon_days: float) -> str:
+def split_words(name: str, p: dict, horizon_days: float, reserving: bool = False) -> str:
     """An option that buys: 'buy only: ownership $1.24M + busy power $0.11M + rent $0; the 144 owned
-    GPUs busy 81 % of the 365 days' (trial s36: the text showed the total alone)."""
+    GPUs busy 81 % of the 365 days' (trial s36: the text showed the total alone); one that reserves
+    says its terms' bill and its reserved GPUs' busy share in place of the rent (``reserving``: under
+    a reserved price kind, where no job is rented)."""
+    owned = sum(p["purchased"].values())
+    if not reserving:
+        return (
+            f"{name}: ownership {money(p['ownership_cost_usd'])} + busy power"
+            f" {money(p['running_cost_usd'])} + rent {money(p['rent_cost_usd'])}; the {owned:,}"
+            f" owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"
+        )
+    busy = [f"the {owned:,} owned GPUs busy {p['owned_busy_fraction']:.0%}"] if owned else []
+    if p["reserved"]:
+        busy.append(f"the {sum(p['reserved'].values()):,} reserved GPUs busy {p['reserved_busy_fraction']:.0%}")
     return (
-        f"{name.replace('_', ' ')}: ownership {money(p['ownership_cost_usd'])} + busy power"
-        f" {money(p['running_cost_usd'])} + rent {money(p['rent_cost_usd'])}; the {sum(p['purchased'].values()):,}"
-        f" owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"
+        f"{name}: ownership {money(p['ownership_cost_usd'])} + busy power {money(p['running_cost_usd'])}"
+        f" + reserved terms {money(p['reserved_cost_usd'])}; {', '.join(busy)} of the {horizon_days:,.0f} days"
+    )
+
+
+def term_words(term: dict, horizon_days: float) -> str:
+    """What a reserved GPU costs, under the table (trial s44: the rent counted job-hours at a rate
+    only a term buys): 'reserved-1y bills whole 1-year terms: a reserved GPU is paid every hour of
+    the 1 term covering the 365 days, busy or idle, ...; per GPU: h100-sxm $47,497 ($5.42 an hour)'."""
+    rest = (
+        "busy or idle"
+        if term["filled"] == 0
+        else f"less the {term['filled']:.0%} of the hours past the {horizon_days:,.0f} days other work pays"
+    )
+    per_gpu = ", ".join(
+        f"{g} {money(term['usd_per_gpu'][g])} (${rate:,.2f} an hour)" for g, rate in term["usd_per_gpu_hour"].items()
+    )
+    return (
+        f"{term['kind']} bills whole {term['term_years']}-year terms: a reserved GPU is paid every hour of the"
+        f" {counted(term['terms'], 'term')} covering the {horizon_days:,.0f} days, {rest}, and nothing per busy"
+        f" hour (the cloud pays the power); no job is rented by the hour at that rate. Per GPU: {per_gpu}"
     )
 
 
 def slot_words(solution) -> str:
     """That the fleet is the slotted model's (trial s36: its answer moved with num_slots, unsaid)."""
     days = solution.horizon_days / solution.num_slots
+    held = "owned GPUs" if solution.reserved is None else "owned or reserved GPUs"
     return (
-        f"approximate: jobs on owned GPUs start at one of {solution.num_slots} slots of {days:,.1f} days"
+        f"approximate: jobs on {held} start at one of {solution.num_slots} slots of {days:,.1f} days"
         " (num_slots in the jobs file); more slots may find a cheaper fleet, at more solve time"
     )
 
 
-def reserved_term_lines(solution, price_kind: str | None) -> list[str]:
-    """Each option's reserved term (``reserved_commitments``): 'rent only: reserved-3y bills its
-    whole 3-year term: ...' (trial s36: fleet priced a reservation by the job-hour, unsaid)."""
-    options = (("mixed", solution.mixed), ("rent only", solution.rent_only))
-    return [f"{name}: {shared_term_words(c)}" for name, plan in options for c in reserved_commitments(plan, price_kind)]
+def plan_json(p, solution, risks: dict[str, str]) -> dict | None:
+    """One option: its costs, the GPUs it buys and reserves (and their terms' bill), its jobs."""
+    if p is None:
+        return None
+    return {
+        "total_cost_usd": float(p.total_cost_usd),
+        "total_cost_usd_band": p.total_band(),
+        "purchased": p.purchased,
+        "ownership_cost_usd": float(p.ownership_cost_usd),
+        "purchase_usd": float(p.purchase_usd),
+        "rent_cost_usd": float(p.rent_cost_usd),
+        "running_cost_usd": float(p.running_cost_usd),
+        "owned_busy_fraction": p.owned_busy_fraction(solution.horizon_days),
+        "reserved": p.reserved,
+        "reserved_cost_usd": float(p.reserved_cost_usd),
+        "reserved_busy_fraction": p.busy_fraction(Holding.RESERVED, solution.horizon_days),
+        "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
+    }
 
 
 def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> dict:
-    def plan_dict(p):
-        if p is None:
-            return None
-        return {
-            "total_cost_usd": float(p.total_cost_usd),
-            "total_cost_usd_band": p.total_band(),
-            "purchased": p.purchased,
-            "ownership_cost_usd": float(p.ownership_cost_usd),
-            "purchase_usd": float(p.purchase_usd),
-            "rent_cost_usd": float(p.rent_cost_usd),
-            "running_cost_usd": float(p.running_cost_usd),
-            "owned_busy_fraction": p.owned_busy_fraction(solution.horizon_days),
-            "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
-        }
-
     break_even = [
         {
             "gpu": b.gpu_id,
@@ -197,13 +266,78 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
     return {
         "feasible": True,
         **no_infeasibility(),
-        "mixed": plan_dict(solution.mixed),
-        "rent_only": plan_dict(solution.rent_only),
-        "buy_only": plan_dict(solution.buy_only),
+        "mixed": plan_json(solution.mixed, solution, risks),
+        # the option that buys nothing: under a reserved price kind, reserve only
+        "rent_only": plan_json(solution.rent_only, solution, risks),
+        "buy_only": plan_json(solution.buy_only, solution, risks),
         "horizon_days": solution.horizon_days,
-        "num_slots": solution.num_slots,  # the owned jobs' start slots (an approximation: slot_words)
+        "num_slots": solution.num_slots,  # the held jobs' start slots (an approximation: slot_words)
         "break_even": break_even,
+        "reserved_term": reserved_term_json(solution),
+        "owned_vs_reserved": [owned_vs_reserved_json(c, utilisation) for c in solution.owned_vs_reserved],
+        # the reserved terms are billed (reserved_term), no longer warned of (session 44)
+        "warnings": [],
     }
+
+
+def reserved_term_json(solution) -> dict | None:
+    """The reserved price kind's terms (null: none): each type's rate per GPU-hour, the GPUs it is
+    reserved in (``unit``) and one reserved GPU's bill over the whole terms covering the horizon."""
+    reserved = solution.reserved
+    if reserved is None:
+        return None
+    hours = solution.horizon_days * HOURS_PER_DAY
+    rates = reserved.usd_per_gpu_hour
+    return {
+        "kind": reserved.kind,
+        "term_years": reserved.term.years,
+        "terms": reserved.terms(hours),
+        "filled": reserved.term.filled,
+        "usd_per_gpu_hour": dict(rates),
+        "unit": dict(reserved.unit),
+        "usd_per_gpu": {g: reserved.fixed_usd(r, hours) for g, r in rates.items()},
+    }
+
+
+def owned_vs_reserved_json(c, utilisation: float | None) -> dict:
+    """One type bought against reserved (``OwnedVsReserved``): both paid idle or busy, so no
+    break-even utilisation of rent: each one's cost over the horizon, and the busy share below
+    which buying is cheaper (1: at any; 0: at none)."""
+    out = {
+        "gpu": c.gpu_id,
+        "owned_usd": c.owned_fixed_usd,  # one bought GPU over the horizon, idle
+        "owned_usd_busy_throughout": c.owned_full_usd,
+        "reserved_usd": c.reserved_usd,
+        "reserved_usd_per_gpu_hour": c.reserved_usd_per_gpu_hour,
+        "buying_cheaper_below_utilisation": c.buying_cheaper_below,
+    }
+    if utilisation is not None:
+        owned, reserved = c.per_busy_hour(utilisation)
+        out |= {"owned_usd_per_busy_gpu_hour": owned, "reserved_usd_per_busy_gpu_hour": reserved}
+    return out
+
+
+def owned_vs_reserved_words(c: dict, term: dict, horizon_days: float, utilisation: float | None) -> str:
+    """'h100-sxm: one bought costs $185,849 over the 365 days idle, $195,000 busy throughout; one
+    reserved $47,497 (reserved-1y, 1 term): reserving is cheaper at any utilisation'."""
+    below = c["buying_cheaper_below_utilisation"]
+    if below >= 1.0:
+        verdict = "buying is cheaper at any utilisation"
+    elif below <= 0.0:
+        verdict = "reserving is cheaper at any utilisation"
+    else:
+        verdict = f"buying is cheaper below {below:.0%} busy (its power is extra), reserving above"
+    line = (
+        f"{c['gpu']}: one bought costs {money(c['owned_usd'])} over the {horizon_days:,.0f} days idle,"
+        f" {money(c['owned_usd_busy_throughout'])} busy throughout; one reserved {money(c['reserved_usd'])}"
+        f" ({term['kind']}, {counted(term['terms'], 'term')}): {verdict}"
+    )
+    if utilisation is not None:
+        line += (
+            f"\n  at {utilisation:.0%} busy: owned ${c['owned_usd_per_busy_gpu_hour']:,.2f} per busy GPU-hour,"
+            f" reserved ${c['reserved_usd_per_busy_gpu_hour']:,.2f}"
+        )
+    return line
 
 
 def break_even_lines(b: dict, utilisation: float | None) -> None:

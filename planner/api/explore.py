@@ -31,10 +31,10 @@ from planner.request import (
     request_term,
     requested_batch_tokens,
 )
-from planner.search.fleet import FleetSolution, held_commitments, size_fleet
 from planner.search.ilp import ScoredTable, check_rows
 from planner.search.ownership import HourlyRate, TcoAssumptions, economics_for, owned_rate
 from planner.search.portfolio import PortfolioSolution, solve_portfolio
+from planner.search.reserved import held_commitments
 from planner.search.score import scored_table, search_space, sure_fit_table
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
@@ -263,7 +263,8 @@ def job_candidates(
     calibration: PlanCalibration | None = None,
 ):
     """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
-    # a fleet's jobs share their reserved terms (``fleet.reserved_commitments``): billed by the hour
+    # a portfolio's jobs share their reserved terms (``held_commitments``), a fleet reserves them
+    # (``ReservedPrices``): billed by the hour here
     search = scored_search(request, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
     return _job_candidates(search, name)
 
@@ -455,28 +456,6 @@ def held_purchase_prices(
     return out
 
 
-def plan_fleet(
-    requests: dict[str, PlanRequest],
-    purchase_usd: dict[str, float],
-    horizon_days: float,
-    *,
-    tco: TcoAssumptions = TcoAssumptions(),
-    num_slots: int = 12,
-    catalog: Catalog | None = None,
-    settings: ModelingSettings | None = None,
-    rent_usd_per_gpu_hour: dict[str, float] | None = None,
-    wall_power_w: dict[str, float] | None = None,
-    calibration: PlanCalibration | None = None,
-) -> FleetSolution:
-    """How many GPUs of each type to buy vs rent for a set of jobs over a horizon (rent and wall
-    power per type: given, else the catalog's; the jobs' own rent is their requests' prices;
-    ``calibration``: as ``plan_portfolio``'s)."""
-    catalog = catalog or load_catalog()
-    jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
-    economics = economics_for(catalog, purchase_usd, settings or DEFAULT_SETTINGS, rent_usd_per_gpu_hour, wall_power_w)
-    return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots)
-
-
 __all__ = [
     "PlanResult",
     "PortfolioJob",
@@ -488,7 +467,6 @@ __all__ = [
     "held_purchase_prices",
     "owned_rates",
     "pareto_front",
-    "plan_fleet",
     "plan_from_row",
     "plan_label",
     "plan_portfolio",

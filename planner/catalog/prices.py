@@ -285,8 +285,9 @@ def billed_hours(hours: np.ndarray | float, term: TermBilling | None) -> np.ndar
 
 
 def shared_term_words(c: Commitment) -> str:
-    """A shared reserved term in words (a fleet's option, a portfolio's rented type): 'reserved-3y
-    bills whole 3-year terms, the rent counts the rented jobs' hours only: ...' (trial s36, s43)."""
+    """A shared reserved term in words (a portfolio's rented type; a fleet bills its terms instead,
+    session 44): 'reserved-3y bills whole 3-year terms, the rent counts the rented jobs' hours only:
+    ...' (trial s36, s43)."""
     return (
         f"{c.kind} bills whole {c.term_years}-year terms, the rent counts the rented jobs' hours only: reserving"
         f" the {c.num_gpus:,} {c.gpu} they hold at once {c.held_for} costs {money(c.term_cost_usd)} unless other"

@@ -1,32 +1,30 @@
-"""Rent vs buy (:func:`size_fleet`): how many GPUs of each type to own for a set of jobs over a
-horizon, a time-indexed ILP over the slots of planner/search/slots.py; the model and its
-assumptions are in the docstrings below and in docs/ilp.md.
+"""Rent vs buy (:func:`size_fleet`): how many GPUs of each type to own (and, under a reserved price
+kind, to reserve) for a set of jobs over a horizon, a time-indexed ILP over the slots of
+planner/search/slots.py; the model and its assumptions are in the docstrings below and in
+docs/ilp.md. Its answer's types are in planner/search/fleet_plan.py, reserving in reserved.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 import numpy as np
 import pulp
 
-from planner.catalog.prices import Commitment, term_billing
 from planner.errors import Constraint, InfeasiblePlan
-from planner.plan_accuracy import summed_band
-from planner.search.ilp import (
-    ScoredTable,
-    chosen_index,
-    pareto_mask,
+from planner.search.fleet_plan import (
+    FleetAssignment,
+    FleetPlan,
+    FleetSolution,
+    Holding,
+    band_factors,
+    compacted,
 )
-from planner.search.ownership import (
-    GpuBreakEven,
-    GpuEconomics,
-    TcoAssumptions,
-    break_even,
-)
+from planner.search.ilp import ScoredTable, chosen_index, pareto_mask
+from planner.search.ownership import GpuBreakEven, GpuEconomics, TcoAssumptions, break_even
+from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import (
     JobCandidates,
     SlotOptions,
@@ -35,7 +33,6 @@ from planner.search.slots import (
     job_finish_s,
     job_rows,
     jobs_infeasible,
-    list_schedule,
     slot_length_s,
     usage_constraints,
 )
@@ -47,85 +44,11 @@ __all__ = [
     "FleetAssignment",
     "FleetPlan",
     "FleetSolution",
+    "Holding",
+    "ReservedPrices",
     "implied_rent_usd_per_gpu_hour",
     "size_fleet",
 ]
-
-
-@dataclass(frozen=True)
-class FleetAssignment:
-    job: str
-    row: int
-    gpu_id: str
-    num_gpus: int
-    owned: bool
-    start_s: float
-    end_s: float
-    cost_usd: float  # rent for rented jobs, busy power for jobs on owned GPUs
-    # The 80 % band of its duration (and so of its cost: rent and busy power go by the hour) as
-    # factors of them (``band_factors``; None: no evidence), trial s33: fleet showed no band.
-    band: tuple[float, float] | None = None
-
-    def banded(self, value: float) -> tuple[float, float] | None:
-        return None if self.band is None else (value * self.band[0], value * self.band[1])
-
-
-def band_factors(table: ScoredTable, row: int) -> tuple[float, float] | None:
-    """A row's 80 % band of time over its time at the search's risk quantile (score.py's columns)."""
-    extra = table.extra
-    if "band_lo" not in extra:
-        return None
-    factor, lo, hi = (float(extra[key][row]) for key in ("time_factor", "band_lo", "band_hi"))
-    if not (math.isfinite(lo) and math.isfinite(hi) and factor > 0):
-        return None
-    return lo / factor, hi / factor
-
-
-@dataclass(frozen=True)
-class FleetPlan:
-    total_cost_usd: float
-    purchased: dict[str, int]  # GPU type -> GPUs bought
-    ownership_cost_usd: float  # fixed cost of the purchased GPUs over the horizon
-    # what buying them costs up front; the ownership cost is its straight-line share over the horizon
-    # to the resale value (trial s27: "$783k" for 64 H100 read as the outlay, $3.07M)
-    purchase_usd: float
-    running_cost_usd: float  # busy power of owned GPUs
-    rent_cost_usd: float
-    assignments: tuple[FleetAssignment, ...]
-
-    def total_band(self) -> tuple[float, float] | None:
-        """The total with the jobs' costs (rent, or busy power) at their bands' ends, summed
-        (``summed_band``), the ownership cost held. The idle draw, inside the ownership cost, would
-        shrink a little as busy time grows: not counted. None where a job has no band."""
-        jobs = self.assignments
-        band = summed_band([a.banded(a.cost_usd) for a in jobs])
-        if band is None:
-            return None
-        held = self.total_cost_usd - sum(a.cost_usd for a in jobs)
-        return held + band[0], held + band[1]
-
-    def owned_busy_fraction(self, horizon_days: float) -> float | None:
-        """The owned GPUs' busy share of the horizon: their jobs' GPU-days over the GPUs bought x the
-        horizon (None: none bought; trial s36: a fleet 81 % busy said only the rate at the file's 70 %)."""
-        bought = sum(self.purchased.values())
-        if not bought:
-            return None
-        busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in self.assignments if a.owned) / SECONDS_PER_DAY
-        return busy / (bought * horizon_days)
-
-
-@dataclass(frozen=True)
-class FleetSolution:
-    mixed: FleetPlan
-    rent_only: FleetPlan
-    buy_only: FleetPlan | None  # None when some job has no GPU type that can be bought
-    break_even: tuple[GpuBreakEven, ...]
-    horizon_days: float
-    solver: str
-    # The owned jobs start at one of num_slots slot boundaries of the horizon: an approximation
-    # that more slots refine (trial s36: 24 in place of 12 bought 3-9 % cheaper fleets for 12-25
-    # jobs, at 1.2-2.4x the time)
-    num_slots: int = 12
 
 
 def size_fleet(
@@ -139,6 +62,7 @@ def size_fleet(
     solver: str = "auto",
     prune: bool = True,
     time_limit_s: float | None = None,
+    reserved: ReservedPrices | None = None,
 ) -> FleetSolution:
     r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost.
 
@@ -156,68 +80,130 @@ def size_fleet(
 
     u_g: the GPUs bought together (``GpuEconomics.purchase_unit``: a server, whose share each
     GPU's price holds). Solved three times: mixed (as written), buy only (z = 0) and rent only (b = 0).
-    Budgets are ignored: they bound rent, which is what this trades off.
+
+    Under a ``reserved`` price kind there is no hourly rent at its rate (z = 0): each type g a job
+    can run on is a held type r(g) too, reserved q_r = w_r m_r GPUs at a time (m_r in Z, w_r its
+    rent unit) at F_r = rate_g x the hours of the whole terms covering H (``ReservedPrices.fixed_usd``)
+    and v_r = 0 (the cloud pays the power); its options are time-indexed as the owned ones, with
+    sum_r F_r q_r in the objective and (2) for r with q_r in place of b_g. Then rent only is
+    reserve only (b = 0). Budgets are ignored: they bound rent, which is what this trades off.
     """
     if not jobs:
         raise ValueError("jobs: expected at least one job")
     horizon_s = horizon_days * SECONDS_PER_DAY
-    slot_s = slot_length_s(horizon_s, num_slots)
+    horizon_h = horizon_s / SECONDS_PER_HOUR
+    slot_length_s(horizon_s, num_slots)  # a bad horizon or slot count is refused before any work
     limits = dict(max_purchase or {})
     rates = [
-        break_even(gpu, econ, tco, horizon_s / SECONDS_PER_HOUR, _rent_rate(gpu, econ, jobs))
-        for gpu, econ in sorted(economics.items())
+        break_even(gpu, econ, tco, horizon_h, _rent_rate(gpu, econ, jobs)) for gpu, econ in sorted(economics.items())
     ]
-    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
-    rent_rows, parts, failed = [], [], []
+    rent_rows, owned, reserving = _job_options(jobs, economics, limits, horizon_s, num_slots, prune, reserved)
+    held = [_owned_pool(owned, rates, economics, limits)]
+    if reserved is not None and reserving is not None:
+        held.append(_reserved_pool(reserving, reserved, economics, jobs, horizon_h))
+    model = _FleetModel(jobs, held, rent_rows, num_slots, {gpu: econ.purchase_usd for gpu, econ in economics.items()})
+    return _solve_options(model, rates, reserved, horizon_days, solver, time_limit_s)
+
+
+def _job_options(
+    jobs: Sequence[JobCandidates],
+    economics: Mapping[str, GpuEconomics],
+    limits: Mapping[str, int],
+    horizon_s: float,
+    num_slots: int,
+    prune: bool,
+    reserved: ReservedPrices | None,
+) -> tuple[list[int], SlotOptions, SlotOptions | None]:
+    """Each job's rented row, its owned options (the types to buy, within their caps) and, under a
+    reserved kind, its reserved ones (every type: the types to rent are the jobs' own)."""
+    slot_s = slot_length_s(horizon_s, num_slots)
+    rent_rows, owned, reserving, failed = [], [], [], []
     for j, job in enumerate(jobs):
-        finish_by, table = job_finish_s(job, horizon_s), job.table
+        finish_by = job_finish_s(job, horizon_s)
         try:
             rows = _job_rows(job, finish_by, economics, horizon_s)
         except InfeasiblePlan as exc:  # every job that cannot run is named (slots.py jobs_infeasible)
             failed.append((job.name, exc))
             continue
-        rent_rows.append(rent_row(table, rows))
-        buyable = rows[np.isin(table.gpu_id[rows], list(economics))]
-        cap = np.array([limits.get(g, np.inf) for g in table.gpu_id[buyable]], dtype=float)
-        buyable = buyable[table.num_gpus[buyable] <= cap]
-        if prune:
-            gpu_hours = table.num_gpus * table.time_to_train_s
-            buyable = buyable[
-                pareto_mask(
-                    table.gpu_id[buyable],
-                    gpu_hours[buyable],
-                    table.time_to_train_s[buyable],
-                    size=table.num_gpus[buyable],
-                )
-            ]
-        parts.append(expand_starts(j, job, buyable, num_slots, slot_s, finish_by))
+        rent_rows.append(rent_row(job.table, rows))
+        buyable = rows[np.isin(job.table.gpu_id[rows], list(economics))]
+        cap = np.array([limits.get(g, np.inf) for g in job.table.gpu_id[buyable]], dtype=float)
+        buyable = buyable[job.table.num_gpus[buyable] <= cap]
+        owned.append(expand_starts(j, job, _pruned(job.table, buyable, prune), num_slots, slot_s, finish_by))
+        if reserved is not None:
+            reserving.append(expand_starts(j, job, _pruned(job.table, rows, prune), num_slots, slot_s, finish_by))
     if failed:
         raise jobs_infeasible(failed)
-    options = concat_options(parts)
-    hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
-    owned_cost = np.array([busy_rate[g] for g in options.gpu]) * hours
-    model = _FleetModel(
-        jobs,
-        options,
-        owned_cost,
-        rent_rows,
-        {b.gpu_id: b.owned_fixed_usd for b in rates},
-        limits,
-        num_slots,
-        {gpu: econ.purchase_usd for gpu, econ in economics.items()},
-        {gpu: econ.purchase_unit for gpu, econ in economics.items()},
-    )
-    mixed, solver_name = model.solve(allow_rent=True, solver=solver, time_limit_s=time_limit_s)
-    assert mixed is not None, "renting every job is always feasible"
-    buy_only, _ = model.solve(allow_rent=False, solver=solver, time_limit_s=time_limit_s)
+    return rent_rows, concat_options(owned), concat_options(reserving) if reserving else None
+
+
+def _pruned(table: ScoredTable, rows: np.ndarray, prune: bool) -> np.ndarray:
+    """A held type's rows less those another row of its type dominates on (GPU-hours, T, n): the
+    held cost is proportional to GPU-hours (0 on reserved GPUs) and a dominating row holds fewer GPUs
+    for fewer slots."""
+    if not prune:
+        return rows
+    gpu_hours = table.num_gpus * table.time_to_train_s
+    return rows[
+        pareto_mask(table.gpu_id[rows], gpu_hours[rows], table.time_to_train_s[rows], size=table.num_gpus[rows])
+    ]
+
+
+def _solve_options(
+    model: _FleetModel,
+    rates: list[GpuBreakEven],
+    reserved: ReservedPrices | None,
+    horizon_days: float,
+    solver: str,
+    time_limit_s: float | None,
+) -> FleetSolution:
+    """The three options: mixed, buy only and the option that buys nothing (rent only: every job's
+    rent; reserve only under a reserved kind, which packs the jobs on the GPUs it reserves)."""
+    other = Holding.RENTED if reserved is None else Holding.RESERVED
+    mixed, solver_name = model.solve({Holding.OWNED, other}, solver, time_limit_s)
+    assert mixed is not None, "renting (or reserving for) every job is always feasible"
+    buy_only, _ = model.solve({Holding.OWNED}, solver, time_limit_s)
+    if reserved is None:
+        no_buy: FleetPlan | None = model.plan({}, [None] * len(model.jobs))
+    else:
+        no_buy, _ = model.solve({Holding.RESERVED}, solver, time_limit_s)
+    assert no_buy is not None
     return FleetSolution(
         mixed=mixed,
-        rent_only=model.plan({}, [None] * len(jobs)),
+        rent_only=no_buy,
         buy_only=buy_only,
-        break_even=tuple(rates),
+        break_even=tuple(rates) if reserved is None else (),
         horizon_days=horizon_days,
         solver=solver_name,
-        num_slots=num_slots,
+        num_slots=model.num_slots,
+        # as priced: every type's rate and unit, the given or the rent (``_reserved_pool``)
+        reserved=None if reserved is None else _priced(reserved, model.held[-1]),
+        owned_vs_reserved=() if reserved is None else _owned_vs_reserved(rates, model.held[-1], horizon_days),
+    )
+
+
+def _priced(reserved: ReservedPrices, pool: _HeldPool) -> ReservedPrices:
+    assert pool.usd_per_gpu_hour is not None
+    return replace(reserved, usd_per_gpu_hour=dict(pool.usd_per_gpu_hour), unit=dict(pool.unit))
+
+
+def _owned_vs_reserved(rates: list[GpuBreakEven], pool: _HeldPool, horizon_days: float) -> tuple[OwnedVsReserved, ...]:
+    """One GPU bought against one reserved, for each type that can be both."""
+    assert pool.terms is not None and pool.usd_per_gpu_hour is not None
+    rate = pool.usd_per_gpu_hour
+    hours = horizon_days * SECONDS_PER_DAY / SECONDS_PER_HOUR
+    return tuple(
+        OwnedVsReserved(
+            b.gpu_id,
+            b.owned_fixed_usd,
+            b.owned_usd_per_busy_hour,
+            pool.fixed_usd[b.gpu_id],
+            rate[b.gpu_id],
+            hours,
+            pool.terms,
+        )
+        for b in rates
+        if b.gpu_id in pool.fixed_usd
     )
 
 
@@ -271,153 +257,159 @@ def implied_rent_usd_per_gpu_hour(gpu: str, jobs: Sequence[JobCandidates]) -> fl
 
 
 @dataclass(frozen=True, eq=False)
+class _HeldPool:
+    """GPUs a fleet holds for the horizon, bought or reserved: the options o on them (y_o) and each
+    one's busy cost, and per type its fixed cost per GPU (F_g or F_r), the GPUs held together (u_g,
+    w_r) and the most it may hold."""
+
+    holding: Holding
+    symbol: str  # the count variables' prefix: k_i bought units, m_i reserved ones
+    options: SlotOptions
+    busy_usd: np.ndarray
+    fixed_usd: dict[str, float]
+    unit: dict[str, int]
+    cap: Mapping[str, int]
+    usd_per_gpu_hour: Mapping[str, float] | None = None  # reserved: each type's rate
+    terms: int | None = None  # reserved: the whole terms F_r bills
+
+    def counts(self, problem: pulp.LpProblem) -> dict[str, pulp.LpVariable]:
+        """k_g (m_r): the units of each type held, within its cap."""
+        units = {g: self.unit.get(g, 1) for g in sorted(set(self.options.gpu.tolist()))}
+        most = {g: None if (cap := self.cap.get(g)) is None else cap // u for g, u in units.items()}
+        return {g: new_variable(problem, f"{self.symbol}_{i}", 0, most[g], pulp.LpInteger) for i, g in enumerate(units)}
+
+
+def _owned_pool(
+    options: SlotOptions, rates: list[GpuBreakEven], economics: Mapping[str, GpuEconomics], limits: Mapping[str, int]
+) -> _HeldPool:
+    """The GPUs bought: busy cost v_g n_o T_o / 3600 per option, F_g per GPU, bought by the server."""
+    hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
+    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
+    busy = np.array([busy_rate[g] for g in options.gpu]) * hours
+    fixed = {b.gpu_id: b.owned_fixed_usd for b in rates}
+    return _HeldPool(
+        Holding.OWNED, "k", options, busy, fixed, {g: e.purchase_unit for g, e in economics.items()}, limits
+    )
+
+
+def _reserved_pool(
+    options: SlotOptions,
+    reserved: ReservedPrices,
+    economics: Mapping[str, GpuEconomics],
+    jobs: Sequence[JobCandidates],
+    horizon_h: float,
+) -> _HeldPool:
+    """The GPUs reserved: no busy cost, F_r per GPU, each type at its given rate, else its rent
+    (the break-even's, or the one the jobs' tables imply); the types to buy are priced too, for
+    the owned-vs-reserved comparison."""
+    rate = {}
+    for g in sorted(set(options.gpu.tolist()) | set(economics)):
+        given = reserved.usd_per_gpu_hour.get(g)
+        implied = _rent_rate(g, economics[g], jobs) if g in economics else implied_rent_usd_per_gpu_hour(g, jobs)
+        if math.isfinite(usd := implied if given is None else given):
+            rate[g] = usd
+    fixed = {g: reserved.fixed_usd(usd, horizon_h) for g, usd in rate.items()}
+    unit = {g: reserved.unit.get(g, 1) for g in rate}
+    busy = np.zeros(len(options.job))
+    return _HeldPool(Holding.RESERVED, "m", options, busy, fixed, unit, {}, rate, reserved.terms(horizon_h))
+
+
+# A job's choice: the held pool and its option there, or None (rented by the hour)
+_Choice = tuple[_HeldPool, int] | None
+
+
+@dataclass(frozen=True, eq=False)
 class _FleetModel:
     jobs: Sequence[JobCandidates]
-    options: SlotOptions
-    owned_cost: np.ndarray
+    held: list[_HeldPool]  # the GPUs bought, then (under a reserved kind) those reserved
     rent_rows: list[int]
-    fixed_usd: dict[str, float]
-    max_purchase: dict[str, int]
     num_slots: int
     price_usd: dict[str, float]  # each type's purchase price
-    unit: dict[str, int]  # each type's GPUs bought together (GpuEconomics.purchase_unit)
 
-    def solve(self, allow_rent: bool, solver: str, time_limit_s: float | None) -> tuple[FleetPlan | None, str]:
-        options, num_jobs = self.options, len(self.jobs)
-        if not allow_rent and len(set(options.job.tolist())) < num_jobs:
+    def solve(
+        self, holdings: Collection[Holding], solver: str, time_limit_s: float | None
+    ) -> tuple[FleetPlan | None, str]:
+        """The least-cost plan whose jobs hold their GPUs only in the ways ``holdings`` names."""
+        num_jobs, pools = len(self.jobs), [p for p in self.held if p.holding in holdings]
+        rent = Holding.RENTED in holdings
+        job_of = np.concatenate([p.options.job for p in pools])
+        if not rent and len(set(job_of.tolist())) < num_jobs:
             return None, solver
         problem = pulp.LpProblem("fleet", pulp.LpMinimize)
-        y = new_binaries(problem, "y", len(options.job))
-        z = new_binaries(problem, "z", num_jobs) if allow_rent else []
-        units = {g: self.unit.get(g, 1) for g in sorted(set(options.gpu.tolist()))}
-        servers = {g: None if (cap := self.max_purchase.get(g)) is None else cap // u for g, u in units.items()}
-        k = {g: new_variable(problem, f"k_{i}", 0, servers[g], pulp.LpInteger) for i, g in enumerate(units)}
-        buy = {g: units[g] * k[g] for g in units}  # b_g = u_g k_g: whole servers
-        rent = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)]
+        y = new_binaries(problem, "y", len(job_of))
+        z = new_binaries(problem, "z", num_jobs) if rent else []
+        where = [(p, i) for p in pools for i in range(len(p.options.job))]
+        counts = [p.counts(problem) for p in pools]
+        rents = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)]
         problem += (
-            pulp.LpAffineExpression(zip(y, self.owned_cost.tolist(), strict=True))
-            + pulp.LpAffineExpression((k[g], units[g] * self.fixed_usd[g]) for g in units)
-            + pulp.LpAffineExpression(zip(z, rent, strict=False))  # z is empty when renting is not allowed
+            pulp.LpAffineExpression(zip(y, np.concatenate([p.busy_usd for p in pools]).tolist(), strict=True))
+            + pulp.lpSum(
+                pulp.LpAffineExpression((k[g], p.unit.get(g, 1) * p.fixed_usd[g]) for g in k)
+                for p, k in zip(pools, counts, strict=True)
+            )
+            + pulp.LpAffineExpression(zip(z, rents, strict=False))  # z is empty when renting is not allowed
         )
         for j in range(num_jobs):  # (1)
-            problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) + (z[j] if allow_rent else 0) == 1
-        usage_constraints(problem, options, y, self.num_slots, num_jobs, lambda g: buy[g])  # (2)
+            problem += pulp.lpSum(y[i] for i in np.flatnonzero(job_of == j)) + (z[j] if rent else 0) == 1
+        first = 0
+        for p, k in zip(pools, counts, strict=True):  # (2), bought and reserved apart
+            limit = {g: p.unit.get(g, 1) * k[g] for g in k}
+            ys = y[first : first + len(p.options.job)]
+            usage_constraints(problem, p.options, ys, self.num_slots, num_jobs, limit.__getitem__)
+            first += len(ys)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             return None, solver_name
-        owned: list[int | None] = [None] * num_jobs
+        chosen: list[_Choice] = [None] * num_jobs
         for j in range(num_jobs):
-            mine = np.flatnonzero(options.job == j)
-            if len(mine) and (y[mine[chosen_index([y[i] for i in mine])]].varValue or 0) > 0.5:
-                owned[j] = int(mine[chosen_index([y[i] for i in mine])])
-        return self.plan({g: units[g] * round(k[g].varValue or 0) for g in units}, owned), solver_name
+            mine = np.flatnonzero(job_of == j)
+            if len(mine) and (y[pick := int(mine[chosen_index([y[i] for i in mine])])].varValue or 0) > 0.5:
+                chosen[j] = where[pick]
+        held = {
+            p.holding: {g: p.unit.get(g, 1) * round(k[g].varValue or 0) for g in k}
+            for p, k in zip(pools, counts, strict=True)
+        }
+        return self.plan(held, chosen), solver_name
 
-    def plan(self, purchased: dict[str, int], owned: list[int | None]) -> FleetPlan:
-        """Price a decision: GPUs bought and, per job, its owned option index (None: rented)."""
-        assignments = []
-        for j, (job, option) in enumerate(zip(self.jobs, owned, strict=True)):
-            if option is None:
-                row, table = self.rent_rows[j], job.table
-                assignments.append(
-                    FleetAssignment(
-                        job.name,
-                        row,
-                        str(table.gpu_id[row]),
-                        int(table.num_gpus[row]),
-                        False,
-                        0.0,
-                        float(table.time_to_train_s[row]),
-                        float(table.cost_usd[row]),
-                        band_factors(table, row),
-                    )
-                )
-            else:
-                o = self.options
-                assignments.append(
-                    FleetAssignment(
-                        job.name,
-                        int(o.row[option]),
-                        str(o.gpu[option]),
-                        int(o.num_gpus[option]),
-                        True,
-                        float(o.start_s[option]),
-                        float(o.end_s[option]),
-                        float(self.owned_cost[option]),
-                        band_factors(job.table, int(o.row[option])),
-                    )
-                )
-        assignments = compacted(assignments, purchased)
-        ownership = sum(self.fixed_usd[g] * count for g, count in purchased.items())
-        running = sum(a.cost_usd for a in assignments if a.owned)
-        rent = sum(a.cost_usd for a in assignments if not a.owned)
+    def plan(self, held: Mapping[Holding, Mapping[str, int]], chosen: Sequence[_Choice]) -> FleetPlan:
+        """Price a decision: the GPUs held (bought, reserved) and, per job, its held option (None: rented)."""
+        assignments = [self._assignment(j, choice) for j, choice in enumerate(chosen)]
+        purchased, reserved = (dict(held.get(h, {})) for h in (Holding.OWNED, Holding.RESERVED))
+        assignments = compacted(assignments, purchased, reserved)
+        fixed = {p.holding: p.fixed_usd for p in self.held}
+        ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())
+        reserving = sum(fixed[Holding.RESERVED][g] * count for g, count in reserved.items())
+        running = sum(a.cost_usd for a in assignments if a.holding is Holding.OWNED)
+        rent = sum(a.cost_usd for a in assignments if a.holding is Holding.RENTED)
         return FleetPlan(
-            total_cost_usd=ownership + running + rent,
+            total_cost_usd=ownership + running + rent + reserving,
             purchased={g: c for g, c in purchased.items() if c > 0},
             ownership_cost_usd=ownership,
             purchase_usd=sum(self.price_usd[g] * count for g, count in purchased.items()),
             running_cost_usd=running,
             rent_cost_usd=rent,
             assignments=tuple(assignments),
+            reserved={g: c for g, c in reserved.items() if c > 0},
+            reserved_cost_usd=reserving,
         )
 
-
-def compacted(assignments: list[FleetAssignment], purchased: Mapping[str, int]) -> list[FleetAssignment]:
-    """The owned jobs list-scheduled on the GPUs bought, in the order the slots started them
-    (slots.py ``list_schedule``: no job starts later, trial s25: a job waited for its slot with the
-    GPUs free); rented jobs start at once. Costs do not move: owned GPUs are paid for the horizon,
-    busy hours and rent by the hour."""
-    owned = [i for i, a in enumerate(assignments) if a.owned]
-    order = sorted(range(len(owned)), key=lambda k: assignments[owned[k]].start_s)
-    durations = [assignments[i].end_s - assignments[i].start_s for i in owned]
-    starts = list_schedule(
-        order, [assignments[i].gpu_id for i in owned], [assignments[i].num_gpus for i in owned], durations, purchased
-    )
-    out = list(assignments)
-    for k, i in enumerate(owned):
-        out[i] = replace(assignments[i], start_s=starts[k], end_s=starts[k] + durations[k])
-    return out
-
-
-class HeldJob(Protocol):
-    """A job that holds GPUs of one type over a span at a cost (a fleet's or a portfolio's)."""
-
-    @property
-    def gpu_id(self) -> str: ...
-    @property
-    def num_gpus(self) -> int: ...
-    @property
-    def start_s(self) -> float: ...
-    @property
-    def end_s(self) -> float: ...
-    @property
-    def cost_usd(self) -> float: ...
-
-
-def reserved_commitments(plan: FleetPlan, kind: str | None) -> tuple[Commitment, ...]:
-    """A reserved price kind's term for each type ``plan`` rents (``held_commitments``) (trial s36:
-    "rent only $1.47M" at reserved-3y, where reserving its 256 A100 for the term costs $11.0M)."""
-    return held_commitments([a for a in plan.assignments if not a.owned], kind)
-
-
-def held_commitments(rented: Sequence[HeldJob], kind: str | None) -> tuple[Commitment, ...]:
-    """A reserved price kind's terms for each type the ``rented`` jobs hold (``Commitment``; none for
-    other kinds): the most GPUs they hold at once, each billed every hour of the whole terms their
-    span takes (``TermBilling.terms``) at the rate their rent implies. Their rent counts their
-    hours only: they share the terms (a fleet's and a portfolio's jobs,
-    ``request_settings(whole_terms=False)``)."""
-    term = term_billing(kind)
-    if term is None:
-        return ()
-    out = []
-    for gpu in sorted({a.gpu_id for a in rented}):
-        jobs = [a for a in rented if a.gpu_id == gpu]
-        gpu_hours = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_HOUR
-        rate = sum(a.cost_usd for a in jobs) / gpu_hours if gpu_hours > 0 else 0.0
-        # the most held at once: at some job's start every job running then holds its GPUs
-        peak = max(sum(b.num_gpus for b in jobs if b.start_s <= a.start_s < b.end_s) for a in jobs)
-        span_s = max(a.end_s for a in jobs) - min(a.start_s for a in jobs)
-        terms = term.terms(span_s / SECONDS_PER_HOUR)  # review s43: a span past the term holds more than one
-        assert kind is not None
-        cost = peak * rate * terms * term.term_h
-        out.append(Commitment(kind, gpu, peak, term.years, span_s / SECONDS_PER_DAY, cost, terms=terms))
-    return tuple(out)
+    def _assignment(self, j: int, choice: _Choice) -> FleetAssignment:
+        job = self.jobs[j]
+        if choice is None:
+            row, table = self.rent_rows[j], job.table
+            end, cost = float(table.time_to_train_s[row]), float(table.cost_usd[row])
+            gpu, n = str(table.gpu_id[row]), int(table.num_gpus[row])
+            return FleetAssignment(job.name, row, gpu, n, Holding.RENTED, 0.0, end, cost, band_factors(table, row))
+        pool, i = choice
+        o, row = pool.options, int(pool.options.row[i])
+        return FleetAssignment(
+            job.name,
+            row,
+            str(o.gpu[i]),
+            int(o.num_gpus[i]),
+            pool.holding,
+            float(o.start_s[i]),
+            float(o.end_s[i]),
+            float(pool.busy_usd[i]),
+            band_factors(job.table, row),
+        )

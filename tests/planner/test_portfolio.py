@@ -11,7 +11,7 @@ import pytest
 from support import SOLVERS
 
 from planner.errors import Constraint, InfeasiblePlan
-from planner.search.fleet import size_fleet
+from planner.search.fleet import Holding, size_fleet
 from planner.search.ilp import ScoredTable, solve_single
 from planner.search.ownership import GpuEconomics, HourlyRate, TcoAssumptions, break_even
 from planner.search.portfolio import solve_portfolio
@@ -356,7 +356,7 @@ def test_fleet_sizing_buys_when_the_horizon_is_busy_and_rents_when_it_is_not() -
     )
     # Now a GPU costs 25000 * 0.5 * 12 / 2191.5 = 68 $ for 12 days: buy all 8.
     assert cheap.mixed.purchased == {"h100": 8}
-    assert all(a.owned for a in cheap.mixed.assignments)
+    assert all(a.holding is Holding.OWNED for a in cheap.mixed.assignments)
     assert cheap.mixed.total_cost_usd < cheap.rent_only.total_cost_usd
     assert cheap.rent_only.purchased == {} and cheap.rent_only.rent_cost_usd == pytest.approx(8 * 11 * 24 * 4.0)
 
@@ -369,7 +369,7 @@ def test_a_fleets_owned_jobs_start_when_the_gpus_free_up_not_at_a_slot() -> None
     tco = TcoAssumptions(lifetime_years=6, residual_fraction=0.5, hosting_usd_per_gpu_month=0.0)
     sized = size_fleet(jobs, ECONOMICS, horizon_days=28, num_slots=12, tco=tco)
     result = sized.mixed
-    assert result.purchased == {"h100": 8} and all(a.owned for a in result.assignments)
+    assert result.purchased == {"h100": 8} and all(a.holding is Holding.OWNED for a in result.assignments)
     first, second = sorted(result.assignments, key=lambda a: a.start_s)
     assert first.start_s == 0 and second.start_s == first.end_s and second.end_s == 11 * DAY
     assert result.total_cost_usd == pytest.approx(
@@ -457,7 +457,8 @@ def test_portfolio_and_fleet_plans_train_at_the_batch_nearest_the_request():
     no layout meets it within NEAR_BATCH_FRACTION of it (the request's tolerance only bounds the
     search), unless vary_batch."""
     from planner.api import PlanRequest
-    from planner.api.explore import job_candidates, plan_fleet, plan_portfolio
+    from planner.api.explore import job_candidates, plan_portfolio
+    from planner.api.fleet import plan_fleet
     from planner.catalog.hardware import load_catalog
     from planner.catalog.models import get_preset
     from planner.model.settings import DEFAULT_SETTINGS

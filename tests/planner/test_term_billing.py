@@ -135,7 +135,7 @@ def test_shared_terms_bill_every_term_the_jobs_span_takes() -> None:
     for two terms; the shared commitment billed one."""
     from types import SimpleNamespace
 
-    from planner.search.fleet import held_commitments
+    from planner.search.reserved import held_commitments
 
     hour = 3600.0
     jobs = [

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.api.explore import plan_fleet
+from planner.api.fleet import plan_fleet
 from planner.catalog.hardware import load_catalog
 from planner.model.energy import energy_usd
+from planner.search.fleet import Holding
 from planner.search.ownership import TcoAssumptions
 from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR
 from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
@@ -63,7 +64,7 @@ def test_the_fleet_file_takes_rent_and_ownership(tmp_path: Path) -> None:
     depreciation = 48_000 * 0.8 * hours / (5 * HOURS_PER_YEAR)
     idle = tco.idle_power_fraction * energy_usd(hours, 1100, tco.pue, 0.08)
     assert b.owned_fixed_usd == pytest.approx(depreciation + monthly + idle)
-    rented = [a for a in solution.rent_only.assignments if not a.owned]
+    rented = [a for a in solution.rent_only.assignments if a.holding is Holding.RENTED]
     assert rented and all(a.cost_usd > 0 for a in rented)
 
 

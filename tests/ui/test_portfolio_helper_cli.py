@@ -163,26 +163,41 @@ def test_a_portfolios_one_failing_job_is_named_in_the_apps_answer_and_the_json(t
         assert tr("job_answer", job="huge", text="")[:6] in text and "huge" in text
 
 
-def test_fleet_says_what_a_reserved_term_costs_where_its_rent_counts_job_hours(tmp_path):
-    """Trial s36: at price_kind reserved-3y "rent only" read $1.47M, the jobs' hours at the reserved
-    rate, where reserving the GPUs they hold at once costs the term: 320 A100 (two jobs at once)
-    x the implied $/GPU-hour x 3 years; on stderr and in --json, as plan warns of one job's term."""
+def test_fleet_reserves_gpus_for_the_term_under_a_reserved_price_kind(tmp_path):
+    """Trial s36 and s44: at price_kind reserved-3y "rent only" read the jobs' hours at the reserved
+    rate, where reserving the GPUs costs the whole term, and a warning said so beside a total that
+    contradicted it. Now the option that buys nothing reserves: its total is the GPUs it reserves x
+    the rate x every hour of the 3-year term, said in the table and in --json, with no warning."""
     import json
 
     reserved = tmp_path / "fleet.toml"
     reserved.write_text('price_kind = "reserved-3y"\n' + (REPO / "examples" / "fleet.toml").read_text())
     code, out, err = call("fleet", str(reserved), "--json")
     data = json.loads(out)
-    rented = data["rent_only"]["assignments"]
-    hours = sum(a["num_gpus"] * (a["end_days"] - a["start_days"]) * 24 for a in rented)
-    rate = sum(a["cost_usd"] for a in rented) / hours
-    at_once = sum(a["num_gpus"] for a in rented if a["start_days"] == 0.0)
-    term = at_once * rate * 3 * 365.25 * 24
-    (line,) = [w for w in data["warnings"] if w.startswith("rent only: ")]
-    assert f"reserving the {at_once} a100-80gb-sxm they hold at once for the term costs ${term / 1e6:.2f}M" in line
-    assert line in err and code == 0
+    assert code == 0 and data["warnings"] == [] and "warning" not in err
+    term = data["reserved_term"]
+    assert (term["kind"], term["term_years"], term["terms"]) == ("reserved-3y", 3, 1)
+    reserve_only = data["rent_only"]
+    assert reserve_only["rent_cost_usd"] == 0 and reserve_only["reserved"]
+    assert all(a["held"] == "reserved" and a["cost_usd"] == 0 for a in reserve_only["assignments"])
+    billed = sum(n * term["usd_per_gpu_hour"][g] * 3 * 365.25 * 24 for g, n in reserve_only["reserved"].items())
+    assert reserve_only["reserved_cost_usd"] == pytest.approx(billed)
+    assert reserve_only["total_cost_usd"] == pytest.approx(billed)
+    for option in ("mixed", "buy_only"):
+        assert data[option]["total_cost_usd"] <= reserve_only["total_cost_usd"]
+    assert data["break_even"] == [] and {c["gpu"] for c in data["owned_vs_reserved"]} == {"h100-sxm", "a100-80gb-sxm"}
+    code, out, err = call("fleet", str(reserved))
+    text = " ".join(out.split())
+    assert code == 0 and "warning" not in err and "rent only" not in text
+    (gpu, count), *_ = reserve_only["reserved"].items()
+    assert "reserve only" in text and f"{gpu}={count}" in text and "GPUs reserved" in text
+    assert f"reserved terms ${reserve_only['reserved_cost_usd'] / 1e6:.2f}M" in text
+    assert "reserved-3y bills whole 3-year terms: a reserved GPU is paid every hour of the 1 term" in text
+    assert "buying pays off above" not in text and "one reserved" in text
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")  # on demand: no term
-    assert code == 0 and json.loads(out)["warnings"] == []
+    on_demand = json.loads(out)
+    assert code == 0 and on_demand["warnings"] == [] and on_demand["reserved_term"] is None
+    assert on_demand["owned_vs_reserved"] == [] and on_demand["rent_only"]["reserved"] == {}
 
 
 def test_fleet_says_its_answer_is_the_slotted_approximation():

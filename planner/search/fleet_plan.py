@@ -1,0 +1,136 @@
+"""A fleet's answer (:class:`FleetSolution`): each option's GPUs bought and reserved, and how each
+job holds its GPUs (:class:`Holding`); split out of planner/search/fleet.py, which solves for it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from planner.plan_accuracy import summed_band
+from planner.search.ilp import ScoredTable
+from planner.search.ownership import GpuBreakEven
+from planner.search.reserved import OwnedVsReserved, ReservedPrices
+from planner.search.slots import list_schedule
+from planner.units import SECONDS_PER_DAY
+
+__all__ = ["FleetAssignment", "FleetPlan", "FleetSolution", "Holding", "band_factors", "compacted"]
+
+
+class Holding(StrEnum):
+    """How a job of a fleet holds its GPUs, which says what it is charged."""
+
+    OWNED = "owned"  # bought GPUs: paid for the horizon, the job pays their busy power
+    RESERVED = "reserved"  # a reserved price kind's GPUs: paid for whole terms, nothing per busy hour
+    RENTED = "rented"  # rented by the hour (on-demand or spot): the job pays its hours
+
+
+@dataclass(frozen=True)
+class FleetAssignment:
+    job: str
+    row: int
+    gpu_id: str
+    num_gpus: int
+    holding: Holding
+    start_s: float
+    end_s: float
+    # rent for rented jobs, busy power for jobs on owned GPUs, 0 on reserved ones (the term bills them)
+    cost_usd: float
+    # The 80 % band of its duration (and so of its cost: rent and busy power go by the hour) as
+    # factors of them (``band_factors``; None: no evidence), trial s33: fleet showed no band.
+    band: tuple[float, float] | None = None
+
+    def banded(self, value: float) -> tuple[float, float] | None:
+        return None if self.band is None else (value * self.band[0], value * self.band[1])
+
+
+def band_factors(table: ScoredTable, row: int) -> tuple[float, float] | None:
+    """A row's 80 % band of time over its time at the search's risk quantile (score.py's columns)."""
+    extra = table.extra
+    if "band_lo" not in extra:
+        return None
+    factor, lo, hi = (float(extra[key][row]) for key in ("time_factor", "band_lo", "band_hi"))
+    if not (math.isfinite(lo) and math.isfinite(hi) and factor > 0):
+        return None
+    return lo / factor, hi / factor
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    total_cost_usd: float
+    purchased: dict[str, int]  # GPU type -> GPUs bought
+    ownership_cost_usd: float  # fixed cost of the purchased GPUs over the horizon
+    # what buying them costs up front; the ownership cost is its straight-line share over the horizon
+    # to the resale value (trial s27: "$783k" for 64 H100 read as the outlay, $3.07M)
+    purchase_usd: float
+    running_cost_usd: float  # busy power of owned GPUs
+    rent_cost_usd: float
+    assignments: tuple[FleetAssignment, ...]
+    # Under a reserved price kind: GPU type -> GPUs reserved, and their whole terms' bill (trial s44:
+    # the rent counted job-hours at a rate that only a term buys, against a term's warning)
+    reserved: dict[str, int] = field(default_factory=dict)
+    reserved_cost_usd: float = 0.0
+
+    def total_band(self) -> tuple[float, float] | None:
+        """The total with the jobs' costs (rent, or busy power) at their bands' ends, summed
+        (``summed_band``), the ownership and reserved costs held. The idle draw, inside the ownership
+        cost, would shrink a little as busy time grows: not counted. None where a job has no band."""
+        jobs = self.assignments
+        band = summed_band([a.banded(a.cost_usd) for a in jobs])
+        if band is None:
+            return None
+        held = self.total_cost_usd - sum(a.cost_usd for a in jobs)
+        return held + band[0], held + band[1]
+
+    def busy_fraction(self, holding: Holding, horizon_days: float) -> float | None:
+        """The bought (or reserved) GPUs' busy share of the horizon: their jobs' GPU-days over the GPUs
+        held x the horizon (None: none held; trial s36: a fleet 81 % busy said only the rate at the
+        file's 70 %)."""
+        held = sum((self.purchased if holding is Holding.OWNED else self.reserved).values())
+        if not held:
+            return None
+        jobs = [a for a in self.assignments if a.holding is holding]
+        busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_DAY
+        return busy / (held * horizon_days)
+
+    def owned_busy_fraction(self, horizon_days: float) -> float | None:
+        return self.busy_fraction(Holding.OWNED, horizon_days)
+
+
+@dataclass(frozen=True)
+class FleetSolution:
+    mixed: FleetPlan
+    # The option that buys nothing: every job rented, or under a reserved price kind (``reserved``)
+    # every job on reserved GPUs ("reserve only")
+    rent_only: FleetPlan
+    buy_only: FleetPlan | None  # None when some job has no GPU type that can be bought
+    break_even: tuple[GpuBreakEven, ...]  # buying against the hourly rent; none under a reserved kind
+    horizon_days: float
+    solver: str
+    # The held jobs start at one of num_slots slot boundaries of the horizon: an approximation
+    # that more slots refine (trial s36: 24 in place of 12 bought 3-9 % cheaper fleets for 12-25
+    # jobs, at 1.2-2.4x the time)
+    num_slots: int = 12
+    reserved: ReservedPrices | None = None  # the reserved price kind the jobs are held at, if any
+    # buying against reserving, per type that can be bought, under a reserved kind
+    owned_vs_reserved: tuple[OwnedVsReserved, ...] = ()
+
+
+def compacted(
+    assignments: list[FleetAssignment], purchased: Mapping[str, int], reserved: Mapping[str, int] | None = None
+) -> list[FleetAssignment]:
+    """The held jobs list-scheduled on the GPUs bought (and, apart, those reserved), in the order the
+    slots started them (slots.py ``list_schedule``: no job starts later, trial s25: a job waited for
+    its slot with the GPUs free); rented jobs start at once. Costs do not move: held GPUs are paid
+    for the horizon (or the terms), busy hours and rent by the hour."""
+    out = list(assignments)
+    for holding, held in ((Holding.OWNED, purchased), (Holding.RESERVED, reserved or {})):
+        mine = [i for i, a in enumerate(assignments) if a.holding is holding]
+        order = sorted(range(len(mine)), key=lambda k: assignments[mine[k]].start_s)
+        durations = [assignments[i].end_s - assignments[i].start_s for i in mine]
+        gpus = [assignments[i].gpu_id for i in mine]
+        starts = list_schedule(order, gpus, [assignments[i].num_gpus for i in mine], durations, held)
+        for k, i in enumerate(mine):
+            out[i] = replace(assignments[i], start_s=starts[k], end_s=starts[k] + durations[k])
+    return out
