@@ -216,6 +216,8 @@ def test_estimate_reports_the_model():
         ("phi3-mini", "phi3"),
         ("olmo2-7b", "olmo2"),
         ("deepseek-v3", "deepseek_v3"),
+        ("mpt-7b", "mpt"),
+        ("mpt-30b", "mpt"),
     ],
 )
 def test_presets_are_the_stored_configs(tmp_path, preset, model_type):

@@ -69,6 +69,8 @@ _FIXTURE_PRESETS = {
     "olmo2-7b": "olmo2",
     "deepseek-v3": "deepseek_v3",
     "qwen3-235b-a22b": "qwen3_moe",
+    "mpt-7b": "mpt",  # trial s44 L3: 209 llm-foundry rows are MPT, and no preset named one
+    "mpt-30b": "mpt",
 }
 
 

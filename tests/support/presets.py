@@ -11,4 +11,7 @@ QWEN3_235B_FIELDS = dict(
     num_attention_heads=64,
     num_hidden_layers=94,
 )
-FIXTURE_CHANGES: dict[str, dict] = {"qwen3-235b-a22b": QWEN3_235B_FIELDS}
+# mosaicml/mpt-30b against MPT-7B's file (mpt.json): d_model 7168, 64 heads, 48 layers, an 8K
+# context (its config.json; a second public table of MPT shapes gives the same width, heads and layers).
+MPT_30B_FIELDS = dict(d_model=7168, n_heads=64, n_layers=48, max_seq_len=8192)
+FIXTURE_CHANGES: dict[str, dict] = {"qwen3-235b-a22b": QWEN3_235B_FIELDS, "mpt-30b": MPT_30B_FIELDS}
