@@ -21,6 +21,7 @@ from planner.layout import (
     ActivationCheckpointing,
     Implementation,
     Precision,
+    TrainingConfig,
 )
 from planner.limits import (
     MAX_BATCH_TOKENS,
@@ -56,6 +57,16 @@ def default_global_batch_tokens(model: ModelSpec) -> int:
     """Common practice: ~1M tokens below 3B parameters, 2M to 30B, 4M above (GPT-3, Llama)."""
     n = model.num_params()
     return 2**20 if n < 3e9 else (2**21 if n < 3e10 else 2**22)
+
+
+def default_grad_accum(model: ModelSpec, pp: int, micro_batch: int, seq_len: int, dp: int) -> int:
+    """Micro-steps per optimizer step where an estimate names neither them nor a batch: 1, or with a
+    pipeline (pp > 1) those of the model's default global batch (``default_global_batch_tokens``), at
+    least pp: a pipeline's schedule runs pp micro-batches in flight, and one batch of pp would time
+    mostly its bubble (trial s44 L2: issue 27's BLOOM and Nemotron commands failed as typed)."""
+    if pp <= 1:
+        return 1
+    return max(pp, TrainingConfig.grad_accum_for(default_global_batch_tokens(model), micro_batch, seq_len, dp))
 
 
 DEFAULT_SEQ_LEN = 4096

@@ -124,7 +124,9 @@ def estimate(
         " layout makes)",
     ),
     grad_accum: int | None = typer.Option(
-        None, "--grad-accum", help="micro-steps per optimizer step (default 1; or from --global-batch-tokens)"
+        None,
+        "--grad-accum",
+        help="micro-steps per optimizer step (default 1, with pp > 1 the model's default batch; or from --global-batch-tokens)",
     ),
     ac: ActivationCheckpointing | None = typer.Option(None, "--ac", help=AC_HELP + " (default none)"),
     ac_blocks: int | None = AC_BLOCKS,
@@ -153,9 +155,9 @@ def estimate(
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
-    from planner.api import build_plan, estimate_warnings
+    from planner.api import build_plan, defaulted_accum_warning, estimate_warnings
     from planner.model.structure import default_implementation
-    from planner.request import default_seq_len
+    from planner.request import default_grad_accum, default_seq_len
 
     if batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
@@ -186,9 +188,11 @@ def estimate(
         expert_tp=expert_tp,
         pp_schedule=pp_schedule,
     )
-    dp = layout.resolve(num_gpus).dp
+    dp, pp = layout.resolve(num_gpus).dp, layout.pp
     accum = grad_accum or (
-        TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else 1
+        TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp)
+        if global_batch_tokens
+        else default_grad_accum(spec, pp, micro_batch, seq_len, dp)
     )
     training = TrainingConfig(
         seq_len=seq_len,
@@ -224,7 +228,8 @@ def estimate(
         ),
         network=network,
     )
-    warnings = estimate_warnings(plan, price_kind, price)
+    defaulted = grad_accum is None and global_batch_tokens is None and pp > 1
+    warnings = (*((defaulted_accum_warning(plan),) if defaulted else ()), *estimate_warnings(plan, price_kind, price))
     for warning in () if as_json else warnings:
         render.warn(warning)
     if out:

@@ -281,6 +281,17 @@ def a2a_exposed_warnings(p: Plan) -> tuple[str, ...]:
     )
 
 
+def defaulted_accum_warning(p: Plan) -> str:
+    """What an estimate with a pipeline and neither --grad-accum nor --global-batch-tokens took as its
+    accumulation (``default_grad_accum``; trial s44 L2)."""
+    t = p.training
+    return (
+        f"--grad-accum not given: {t.grad_accum} micro-steps per step, the model's default batch"
+        f" ({p.estimate.global_batch_tokens:,} tokens), at least pp = {p.layout.pp}: a pipeline runs pp"
+        " micro-batches in flight; --grad-accum or --global-batch-tokens sets it"
+    )
+
+
 def zero3_across_nodes(p: Plan) -> bool:
     """Whether the plan runs DeepSpeed's ZeRO-3 over more than one node, where no published run of
     today's DeepSpeed was found and the 2021 code's runs at 384-2,240 A100 ran 22-114 % slower than

@@ -494,3 +494,23 @@ def test_deepspeed_zero3_across_nodes_names_the_known_miss_on_cli_and_card(capsy
     for lang in ("en", "zh"):
         texts = [t for t in request_texts(Labels(lang), request, chosen) if "ZeRO-3" in t]
         assert texts == [Labels(lang)("zero3_across_nodes", nodes=2)]
+
+
+def test_an_estimate_with_a_pipeline_and_no_batch_takes_the_models_default_batch(capsys):
+    """Trial s44 L2: `estimate --tp 8 --pp 4` without --grad-accum failed ("1f1b needs grad_accum >=
+    pp"), as issue 27's BLOOM and Nemotron commands did as typed. It now takes the model's default
+    batch (at least pp micro-steps) and says so; without a pipeline the default stays 1."""
+    from planner.catalog.models import get_preset
+    from planner.request import default_global_batch_tokens
+
+    args = ["estimate", "--model", "llama2-70b", "--gpu", "h100-sxm", "--num-gpus", "64", "--tp", "8", "--json"]
+    assert main([*args, "--pp", "4", "--stack", "megatron-core"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["global_batch_tokens"] == default_global_batch_tokens(get_preset("llama2-70b"))
+    (said,) = [w for w in data["warnings"] if w.startswith("--grad-accum not given")]
+    assert "512 micro-steps" in said and "at least pp = 4" in said
+    assert main([*args, "--pp", "4", "--grad-accum", "8", "--stack", "megatron-core"]) == 0
+    assert not any("not given" in w for w in json.loads(capsys.readouterr().out)["warnings"])
+    assert main(args) == 0  # no pipeline: one micro-step, unsaid
+    data = json.loads(capsys.readouterr().out)
+    assert data["layout"]["grad_accum"] == 1 and not any("not given" in w for w in data["warnings"])
