@@ -41,8 +41,8 @@ def risk_line(result) -> str:
     return escape(
         f"risk {risk} changed the choice: judged at the median (p50) the search would take "
         f"{which}, {risk_figures(p.estimate, 'p50')} at p50 and "
-        f"{risk_figures(p.estimate, risk)} at {risk} (this plan: {risk_figures(result.plan.estimate, 'p50')} and "
-        f"{risk_figures(result.plan.estimate, risk)})"
+        f"{risk_figures(p.estimate, risk)} at {risk} (this plan at p50, its band's median: "  # not its headline (trial s44 L4)
+        f"{risk_figures(result.plan.estimate, 'p50')}, and {risk_figures(result.plan.estimate, risk)} at {risk})"
         + ("" if u is None else f"; that plan is {u.envelope}")
         + (MEDIAN_MAY_NOT_FIT if p.estimate.may_not_fit else "")
     )
