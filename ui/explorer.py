@@ -223,6 +223,9 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
         return
     context_gib = cuda_context_gib(inputs.headroom, inputs.request.stack)
     explorer_summary(tr, p, context_gib)
+    # trial s44 app M4: another GPU count kept the accumulation, so the batch (and time, cost) moved, unsaid
+    if chosen is not None and (batch := p.estimate.global_batch_tokens) != chosen.estimate.global_batch_tokens:
+        st.info(tr("ex_batch_differs", tokens=batch, plan_tokens=chosen.estimate.global_batch_tokens))
     if (term := plan_commitment(inputs.request.price_kind, p)) is not None:  # review s43: its cost bills the term
         st.caption(commitment_text(tr, term))
     # One above the other, each the page's width: side by side, an 800 px window left each chart

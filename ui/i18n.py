@@ -180,6 +180,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_selective": ("selective", "选择性"),
     "opt_full": ("full", "完全"),
     "opt_blocks": ("blocks (first N per stage)", "按块（每段前 N 块）"),
+    "card_ac_blocks": ("blocks ({blocks})", "按块（{blocks} 块）"),
+    "card_ac_blocks_per_rank": ("blocks ({blocks} per pp rank)", "按块（每个 pp 段 {blocks} 块）"),
     "opt_attention": ("attention only", "仅注意力"),
     "no_ac": ("Allow at least one activation-checkpointing mode.", "请至少允许一种激活重计算方式。"),
     "allow_offload": ("Allow CPU offload", "允许 CPU 卸载"),
@@ -386,9 +388,22 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "price_commitment": (
         "{kind} bills whole {years}-year terms: {gpus} {gpu} for the term cost {cost}, for a job of {days} "
-        "({share} of it); the cost counts the whole term, as if no other work used the rest.",
+        "({share} of it); the cost counts {rest}.",
         "{kind} 按整个 {years} 年期限计费：{gpus} 块 {gpu} 整个期限的费用为 {cost}，本作业 {days}"
-        "（占期限的 {share}）；成本按整个期限计算，视为其余时间无其他任务使用。",
+        "（占期限的 {share}）；成本{rest}。",
+    ),
+    # what a reserved cost counts: the whole term(s), or (the sidebar's share filled) part of the rest
+    "commitment_rest_whole": (
+        "the whole term, as if no other work used the rest",
+        "按整个期限计算，视为其余时间无其他任务使用",
+    ),
+    "commitment_rest_whole_terms": (
+        "the whole terms, as if no other work used the rest",
+        "按整个期限计算，视为其余时间无其他任务使用",
+    ),
+    "commitment_rest_filled": (
+        "the job's hours and {unfilled:.0%} of the rest (other work uses {filled:.0%} of it)",
+        "按本作业的小时数加其余时间的 {unfilled:.0%} 计算（其余时间的 {filled:.0%} 由其他工作使用）",
     ),
     "price_dearer": (
         "{kind} prices {gpu} at ${price:.2f} per GPU-hour, the median of {offers} offers ({providers}), above its "
@@ -866,6 +881,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "ex_memory": ("reserved per GPU", "每 GPU 保留显存"),
     "ex_step": ("step time", "单步时间"),
     "ex_batch": ("{tokens:,} tokens per step", "每步 {tokens:,} 个 token"),
+    "ex_batch_differs": (
+        "This layout runs {tokens:,} tokens per step, the chosen plan {plan_tokens:,}: its time and cost are for"
+        " that batch. Set the accumulation to compare at the plan's batch.",
+        "此布局每步 {tokens:,} 个 token，所选方案为 {plan_tokens:,}：其时间与成本按该批大小计算。"
+        "调整累积步数以按方案的批大小比较。",
+    ),
     "ex_batch_too_large": (
         "{tokens:,} tokens per step is over the {limit:,} trainplan accepts: use fewer GPUs, a smaller "
         "micro-batch or less accumulation.",

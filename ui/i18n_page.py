@@ -78,9 +78,9 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     # review s43: a job longer than its reserved term holds several (``price_commitment`` is of one)
     "price_commitment_terms": (
         "{kind} bills whole {years}-year terms: {gpus} {gpu} for its {terms} terms cost {cost} ({per_term} a term),"
-        " for a job of {days} ({share} of them); the cost counts the whole terms, as if no other work used the rest.",
+        " for a job of {days} ({share} of them); the cost counts {rest}.",
         "{kind} 按整个 {years} 年期限计费：{gpus} 块 {gpu} 的 {terms} 个期限费用为 {cost}（每个期限 {per_term}），"
-        "本作业 {days}（占这些期限的 {share}）；成本按整个期限计算，视为其余时间无其他任务使用。",
+        "本作业 {days}（占这些期限的 {share}）；成本{rest}。",
     ),
     # trial s43: HF Trainer and DeepSpeed train Hugging Face's MoE modules too, unwarned
     "hf_experts_stack": (

@@ -60,8 +60,12 @@ def optimizer_text(tr: Labels, plan: Plan) -> str | None:
 
 
 def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
-    """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band)."""
-    return None if band is None else tr("card_band", lo=unit(band[0]), hi=unit(band[1]))
+    """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band, or
+    ends that read alike: a reserved term's cost does not move with the job's time, trial s44 app L1
+    "$142,160–$142,160"; the CLI drops such a band too)."""
+    if band is None or (lo := unit(band[0])) == (hi := unit(band[1])):
+        return None
+    return tr("card_band", lo=lo, hi=hi)
 
 
 def seconds(tr: Labels, value: float) -> str:
@@ -428,7 +432,12 @@ def plan_note_texts(tr: Labels, p: Plan) -> list[str]:
 
 
 def commitment_text(tr: Labels, c: Commitment) -> str:
-    """``Commitment.words`` in the page's language (the app has no --term-filled: its terms bill whole)."""
+    """``Commitment.words`` in the page's language: what the cost counts of the terms, whole or with
+    the sidebar's share filled by other work (trial s44 app H1: it said "the whole term" at 50 %)."""
+    if c.filled:
+        rest = tr("commitment_rest_filled", unfilled=1 - c.filled, filled=c.filled)
+    else:
+        rest = tr("commitment_rest_whole" if c.terms == 1 else "commitment_rest_whole_terms")
     return tr(
         "price_commitment" if c.terms == 1 else "price_commitment_terms",
         kind=tr.kind(c.kind),
@@ -440,6 +449,7 @@ def commitment_text(tr: Labels, c: Commitment) -> str:
         cost=money(c.term_cost_usd),
         terms=c.terms,
         per_term=money(c.term_cost_usd / c.terms),
+        rest=rest,
     )
 
 

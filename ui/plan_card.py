@@ -22,6 +22,7 @@ from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import energy, number_band
+from planner.layout import ActivationCheckpointing, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
@@ -121,10 +122,18 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
         (
             (2, "card_layout", plan.layout_words),
             (1, "card_batch", f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"),
-            (1, "card_ac", tr.option(t.activation_checkpointing.value)),
+            (1, "card_ac", ac_text(tr, t, plan.layout.pp)),
         ),
         goodput_row(tr, e.goodput),
     )
+
+
+def ac_text(tr: Labels, t: TrainingConfig, pp: int) -> str:
+    """The recompute as ``TrainingConfig.describe_ac`` says it, in the page's language: the mode, or
+    for ``blocks`` the blocks checkpointed (trial s44 app M1: the card showed the option's "first N")."""
+    if t.activation_checkpointing != ActivationCheckpointing.BLOCKS:
+        return tr.option(t.activation_checkpointing.value)
+    return tr("card_ac_blocks_per_rank" if pp > 1 else "card_ac_blocks", blocks=t.ac_blocks)
 
 
 def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:

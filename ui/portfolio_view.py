@@ -56,18 +56,33 @@ def rented_under_pricing(request: PlanRequest, bought: bool) -> frozenset[str]:
 
 
 def add_job(tr: Labels, jobs: dict[str, str], name: str, request_json: str) -> None:
-    """Add a job under a new name; a taken name is refused (Update replaces a job on purpose)."""
+    """Add a job under a new name; a taken name is refused (Update replaces a job on purpose). The
+    name box then offers the next free "job-N" (trial s44 app M5: a second Add was refused, the box
+    still reading the first job's name)."""
     if not name:
         st.error(tr("job_name_needed"))
     elif name in jobs:
         st.error(tr("job_name_taken", name=plain(name)))
     else:
         jobs[name] = request_json
+        st.session_state[NEXT_JOB_NAME] = next_job_name(jobs)
+        st.rerun()
+
+
+# The name the box takes on the next run: a widget's value may change only before it is drawn.
+NEXT_JOB_NAME = "next_job_name"
+
+
+def next_job_name(jobs: dict[str, str]) -> str:
+    """The first "job-N" (N = 1, 2, ...) no job has."""
+    return next(f"job-{n}" for n in range(1, len(jobs) + 2) if f"job-{n}" not in jobs)
 
 
 def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     """Add the sidebar's job; update or remove one job; remove all (buttons aligned with the inputs)."""
     left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+    if NEXT_JOB_NAME in st.session_state:
+        st.session_state["job_name"] = st.session_state.pop(NEXT_JOB_NAME)
     name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
     if mid.button(tr("add_job"), key="add_job", use_container_width=True):
         add_job(tr, jobs, name.strip(), inputs.key)

@@ -380,6 +380,19 @@ def test_portfolio_mode_schedules_the_added_jobs():
     assert at.info[0].value == EN("no_jobs")
 
 
+def test_adding_a_job_offers_the_next_free_name():
+    """Trial s44 app M5: a second Add job was refused ("job-1 is already in the list"): the name box
+    still read the first job's name. It now offers the next free job-N."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8}, pricing="bought")
+    assert at.text_input(key="job_name").value == "job-1"
+    at.button(key="add_job").click().run()
+    assert at.text_input(key="job_name").value == "job-2" and not at.error
+    at.sidebar.selectbox(key="preset").set_value("gpt3-350m")
+    at.button(key="add_job").click().run()
+    assert not at.error and not at.exception and at.text_input(key="job_name").value == "job-3"
+    assert list(table(at, EN("col_start_days"))[EN("col_job")]).count("job-2") == 1
+
+
 def test_a_rented_portfolio_holds_no_gpus_whatever_the_table_caps():
     """Trial s39: under a rent price, a count in the GPU table (say from the explorer's Send to
     plan) made the portfolio price that type as owned, about 3x under its rent, unsaid; it is a

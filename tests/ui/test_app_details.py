@@ -909,3 +909,17 @@ def test_the_card_names_the_attention_kernel_a_long_regime_ran_in_both_languages
     assert "attention triton" in envelope_text(EN, u)
     chinese = envelope_text(ZH, u)
     assert "注意力内核 triton" in chinese and not english_sentences(chinese)
+
+
+def test_the_card_says_how_many_blocks_are_checkpointed_in_both_languages():
+    """Trial s44 app M1: the card's checkpointing showed the option's label "blocks (first N per
+    stage)" with a literal N; it says the count, as the CLI's "blocks (31)"."""
+    from planner.layout import ActivationCheckpointing
+    from ui.plan_card import ac_text
+
+    blocks = TrainingConfig(seq_len=2048, activation_checkpointing=ActivationCheckpointing.BLOCKS, ac_blocks=31)
+    assert ac_text(EN, blocks, 1) == "blocks (31)" == blocks.describe_ac(1)
+    assert ac_text(EN, blocks, 4) == "blocks (31 per pp rank)" == blocks.describe_ac(4)
+    assert "31" in ac_text(ZH, blocks, 1) and not english_sentences(ac_text(ZH, blocks, 4))
+    full = TrainingConfig(seq_len=2048, activation_checkpointing=ActivationCheckpointing.FULL)
+    assert ac_text(EN, full, 1) == EN.option("full")

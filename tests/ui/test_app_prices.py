@@ -92,5 +92,22 @@ def test_a_reserved_term_filled_by_other_work_bills_the_job_less_as_the_cli_does
     at = run_app(gpus=["h100-sxm"], pricing="reserved_3y", term_filled_pct=50)
     assert [s.label for s in at.sidebar.slider if s.key == "term_filled_pct"] == [EN("term_filled")]
     assert card(at)[EN("card_cost")] == app_core.money(half.cost_usd) != app_core.money(whole.cost_usd)
+    # trial s44 (app) L1: the whole term's cost does not move with the job's time: no "$X–$X" band
+    from ui.messages import band_text
+
+    assert band_text(EN, (142160.0, 142160.2), app_core.money) is None
+    assert band_text(EN, (1.0, 2.0), str) == EN("card_band", lo="1.0", hi="2.0")
+    # trial s44 (app) H1: the warning said "the whole term" at 50 %; it says what the cost counts
+    term = plan_commitment(
+        "reserved-3y", planned(request_for(gpus={"h100-sxm": None}, price_kind="reserved-3y", term_filled=0.5)).plan
+    )
+    assert term is not None and term.filled == 0.5
+    for tr in (EN, ZH):
+        words = commitment_text(tr, term)
+        assert "50%" in words and tr("commitment_rest_whole") not in words
+        shown = [
+            w.value for w in run_app(gpus=["h100-sxm"], pricing="reserved_3y", term_filled_pct=50, lang=tr.lang).warning
+        ]
+        assert words in shown, shown
     spot = run_app(gpus=["h100-sxm"], pricing="spot", term_filled_pct=50)  # no term: no input, no refusal
     assert not [s for s in spot.sidebar.slider if s.key == "term_filled_pct"]

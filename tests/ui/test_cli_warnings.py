@@ -103,7 +103,9 @@ def test_the_risk_line_gives_time_and_cost_at_both_quantiles(capsys):
     argv = ["plan", "--model", "llama3-70b", "--tokens", "1e12", "--gpus", "h100-sxm=512"]
     assert main([*argv, "--objective", "time", "--top", "0", "--risk", "p90"]) == 0
     line = " ".join(next(x for x in capsys.readouterr().out.splitlines() if "changed the choice" in x).split())
-    assert line.count("$") == 4 and "at p50 and" in line and "at p90 (this plan at p50, its band's median:" in line, line
+    assert line.count("$") == 4 and "at p50 and" in line and "at p90 (this plan at p50, its band's median:" in line, (
+        line
+    )
 
 
 def test_named_gpu_types_the_kernel_cannot_run_on_are_named_when_left_out(capsys):
