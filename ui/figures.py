@@ -90,11 +90,18 @@ def wrap_words(text: str, width: int = LABEL_LINE_CHARS) -> str:
 
 
 def plan_names(plans: Sequence[Plan]) -> list[str]:
-    """Unique bar labels that say which plan is which: '#1 8x h100-sxm' over its layout, wrapped."""
-    return [
-        wrap_words(f"#{i} {p.num_gpus}x {p.gpu}") + "<br>" + wrap_words(p.layout_words)
-        for i, p in enumerate(plans, start=1)
-    ]
+    """Unique bar labels that say which plan is which: '#1 8x h100-sxm' over its layout, wrapped; where
+    two plans share both, their micro-batch, accumulation and recompute too (trial s44 app M2: #1 and
+    #5 both read "32x b200 zero1 dp_shard=32")."""
+    shown = [(p.num_gpus, p.gpu, p.layout_words) for p in plans]
+    names = []
+    for i, (p, key) in enumerate(zip(plans, shown, strict=True), start=1):
+        name = wrap_words(f"#{i} {p.num_gpus}x {p.gpu}") + "<br>" + wrap_words(p.layout_words)
+        if shown.count(key) > 1:
+            t = p.training
+            name += "<br>" + wrap_words(f"mb {t.micro_batch} x {t.grad_accum}, ac {t.describe_ac(p.layout.pp)}")
+        names.append(name)
+    return names
 
 
 # One colour per breakdown term, and no colour shared between the memory and the step-time charts

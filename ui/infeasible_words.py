@@ -142,7 +142,8 @@ def app_words(tr: Labels, text: str) -> str:
 
         text = form.sub(label, text)
     # trial s33 (app): "capped at 4096 per type by max_gpus", "--risk p50 judges the median"
-    text = re.sub(r"\bby max_gpus\b", f'by "{tr("max_gpus")}"', text)
+    # ... and trial s44 (app): "probed past the max_gpus cap"
+    text = re.sub(r"(?<![-\w])max_gpus\b", f'"{tr("max_gpus")}"', text)
     return re.sub(r"--risk (p\d\d)\b", lambda m: f'"{tr("risk")}" = {m[1]}', text)
 
 

@@ -250,7 +250,9 @@ def sidebar_goals(tr: Labels) -> dict:
     deadline = number_box(
         st, tr, "deadline_days", min_value=0.0, max_value=float(MAX_DAYS), step=1.0, key="deadline_days"
     )
-    budget = number_box(st, tr, "budget_usd", min_value=0.0, max_value=MAX_BUDGET_USD, step=1000.0, key="budget_usd")
+    budget = number_box(  # whole dollars: "60000000.00" read as cents (trial s44 app L4)
+        st, tr, "budget_usd", min_value=0.0, max_value=MAX_BUDGET_USD, step=1000.0, format="%.0f", key="budget_usd"
+    )
     objective = st.radio(
         tr("objective"), ("cost", "time", "mix"), key="objective", format_func=tr.option, horizontal=True
     )

@@ -36,3 +36,15 @@ def test_words_longer_than_a_line_keep_their_own_line():
     assert figures.wrap_words("a b", 3) == "a b"
     assert figures.wrap_words("a bb c", 3) == "a<br>bb<br>c"
     assert figures.wrap_words("averyverylongword x", 5) == "averyverylongword<br>x"
+
+
+def test_plans_alike_but_for_their_batch_split_or_recompute_say_which_is_which():
+    """Trial s44 app M2: #1 and #5 both read "32x b200 zero1 dp_shard=32" (they differed in micro-batch
+    and checkpointing); such labels add those, a label no other shares stays two lines."""
+    plan = planned(request_for()).plan
+    t = plan.training
+    other = plan.model_copy(update={"training": t.model_copy(update={"micro_batch": t.micro_batch * 2})})
+    labels = figures.plan_names([plan, other, plan.model_copy(update={"num_gpus": plan.num_gpus * 2})])
+    assert labels[0].split("<br>")[-1] == f"mb {t.micro_batch} x {t.grad_accum}, ac {t.describe_ac()}"
+    assert labels[1].split("<br>")[-1] == f"mb {2 * t.micro_batch} x {t.grad_accum}, ac {t.describe_ac()}"
+    assert labels[2].count("<br>") == 1

@@ -305,6 +305,8 @@ def test_the_english_detail_line_names_sidebar_fields_not_cli_flags():
     # trial s33 (app): two more CLI names in the detail lines
     assert app_words(EN, "capped at 4096 per type by max_gpus)") == f'capped at 4096 per type by "{EN("max_gpus")}")'
     assert app_words(EN, "p80; --risk p50 judges the median") == f'p80; "{EN("risk")}" = p50 judges the median'
+    # trial s44 (app) L2: and the probe's words
+    assert app_words(EN, "(probed past the max_gpus cap)") == f'(probed past the "{EN("max_gpus")}" cap)'
 
 
 # --------------------------------------------------------------------------- run view: validation.json
