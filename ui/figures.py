@@ -54,8 +54,9 @@ def money_label(usd: float) -> str:
 
 def useful_range(values: pd.Series, front: pd.Series, *marks: float | None) -> tuple[float, float]:
     """A log axis's range (log10 units): all points from the smallest, up to CLIP_FACTOR x the front's end
-    (or a deadline/budget line, whichever is further)."""
-    low = float(values.min())
+    (or a deadline/budget line, whichever is further), down to a line below every point (trial s44 app
+    L3: an infeasible deadline's line lay off the axis, never drawn)."""
+    low = min([float(values.min()), *(m / 1.5 for m in marks if m)])
     high = max([float(front.max()) * CLIP_FACTOR, *(m * 1.5 for m in marks if m)])
     high = min(high, float(values.max()) * 1.3)
     return math.log10(low / 1.3), math.log10(max(high, low * 2))

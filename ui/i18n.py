@@ -973,10 +973,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Days are each job's time at {risk} (the quantile the search judges plans by), cost is its GPU-hours "
         "at the owned-GPU rate on the types you hold (a count in the GPU table under Buy pricing) and at rent "
         "on the others (under a rent price a count is a quota on what runs at once): the single-job page's "
-        "headline is the model's own time and the rent.",
+        "headline is the model's own time at the table's price per GPU-hour (the rent, or under Buy pricing the "
+        "amortised purchase).",
         "天数为各作业在 {risk} 分位的训练时间（搜索评判方案所用的分位），费用为其 GPU 小时在您持有的型号"
         "（购买定价下 GPU 表中填了数量）上按自有 GPU 成本计，其余型号按租价计（租用定价下，数量是同时运行的配额）；"
-        "单作业页面的主数字是模型自身的时间与租用费用。",
+        "单作业页面的主数字是模型自身的时间，按 GPU 表中每 GPU 小时的价格计（租价，或购买定价下的摊销购置价）。",
     ),
     # trial s35 (round 2): one job that cannot run alone blanked the others' schedule
     "portfolio_left_out": ("The other jobs, scheduled without {jobs}", "其余作业的排程（不含 {jobs}）"),

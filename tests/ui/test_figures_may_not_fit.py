@@ -188,3 +188,19 @@ def test_where_only_a_layout_that_may_not_fit_meets_the_deadline_the_chart_follo
     assert loose["sure_first"].all() and loose.equals(_points(frame, Risk.P80).assign(sure_first=True))
     line = figures.scaling_figure(points, chosen.gpu, EN, Risk.P80, sure_first=False).data[0]
     assert len(line.x) == len(points[points["gpu"] == chosen.gpu])  # the line joins every count
+
+
+def test_a_deadline_below_every_point_stays_on_the_axis():
+    """Trial s44 app L3: an infeasible request's deadline (1 day against points from 50) lay off the
+    time axis, its line never drawn; the range reaches down to it."""
+    import math
+
+    import pandas as pd
+
+    from ui.figures import useful_range
+
+    days = pd.Series([50.0, 80.0, 400.0])
+    low, high = useful_range(days, days, 1.0)
+    assert low <= math.log10(1.0) < high
+    low_without, _ = useful_range(days, days, None)
+    assert low_without > math.log10(1.0)  # without a line below, the axis starts at the points
