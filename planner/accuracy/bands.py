@@ -68,6 +68,8 @@ from planner.accuracy.regime import (
     base_generation,
     distances,
     feature_bits,
+    judged_kernel,
+    judged_kernels,
     long_sequence,
 )
 from planner.accuracy.residuals import HeldOutRow, load_residuals
@@ -107,21 +109,11 @@ def z(p: float) -> float:
 def row_regime(row: HeldOutRow) -> Regime:
     """The regime a validation row is placed in (its sequence only as the long feature; its
     architecture as ``links.row_generation`` judges it; its kernel from a long sequence on,
-    ``row_kernel``)."""
+    ``judged_kernel``)."""
     fp8 = row.precision == "fp8"  # no validation row offloads
     facts = (row.tp, row.pp, row.cp, row.seq_len, row.moe, fp8, row.num_gpus, row.hf_modules)
-    kernel = row_kernel(row)
+    kernel = judged_kernel(row.kernel, row.seq_len)
     return Regime(row.stack, row_generation(row), int(feature_bits(*facts, kernel=bool(kernel))), kernel=kernel)
-
-
-def row_kernel(row: HeldOutRow) -> str:
-    """The kernel a row's regime is judged by: the one it ran where its stack would not pick it, from
-    LONG_SEQUENCE_TOKENS on, where attention is most of the step (trial s44 H1: MPT's Triton rows
-    at 65K read as validating llm-foundry's FlashAttention-2); below, attention is a small share and
-    a row speaks for its stack whatever kernel ran. Counted at every length, 34 llm-foundry rows at
-    4K no longer validated llm-foundry at 4K and its band was read from fms-fsdp's (coverage 87.1 %,
-    against 86.8 % without the kernel; docs/validation.md "Error bands")."""
-    return row.kernel if row.seq_len >= LONG_SEQUENCE_TOKENS else ""
 
 
 def row_ceiling_regime(row: HeldOutRow) -> Regime:
@@ -253,8 +245,13 @@ class Evidence:
         return float(np.expm1(self.kappa * (self.distance + self.sequence_doublings) * z(BAND_QUANTILES[1])))
 
     def nearest_regime(self) -> Regime:
-        """The regime of the row nearest the query."""
-        return row_regime(self.rows[int(np.argmin(self.row_distances))])
+        """The regime of the row nearest the query, with the kernel it ran where the query names one
+        (``judged_kernels``: such a query reads a short row's kernel too)."""
+        row = self.rows[int(np.argmin(self.row_distances))]
+        regime = row_regime(row)
+        if self.regime.kernel and row.kernel and not regime.kernel:
+            return replace(regime, features=regime.features | Feature.KERNEL, kernel=row.kernel)
+        return regime
 
     def nearest_description(self) -> str:
         """What the nearest rows are, and how they differ from the query."""
@@ -281,7 +278,8 @@ class EvidenceBase:
         self.stacks = np.array([r.stack for r in self.rows], dtype=object)
         self.generations = np.array([row_generation(r) for r in self.rows], dtype=object)
         self.features = np.array([row_regime(r).features for r in self.rows], dtype=np.int64)
-        self.kernels = np.array([row_kernel(r) for r in self.rows], dtype=object)
+        self.kernels = np.array([r.kernel for r in self.rows], dtype=object)
+        self.long_rows = np.array([r.seq_len >= LONG_SEQUENCE_TOKENS for r in self.rows], dtype=bool)
         self.log_errors = capped_log_errors(all_rows)[keep]
         self.source_sigma = source_sigma(self.rows, self.log_errors)
         # Each regime's evidence, once: a plan asks for the same few regimes per GPU type many times
@@ -314,7 +312,8 @@ class EvidenceBase:
         mine = self.stacks == regime.stack
         if not mine.any():
             return set()
-        d = distances(regime, self.stacks[mine], self.generations[mine], self.features[mine], self.kernels[mine])
+        kernels = judged_kernels(self.kernels[mine], self.long_rows[mine], regime.kernel)
+        d = distances(regime, self.stacks[mine], self.generations[mine], self.features[mine], kernels)
         rows = [r for r, keep in zip(self.rows, mine, strict=True) if keep]
         return {row_regime(r) for r, dist in zip(rows, d, strict=True) if dist == d.min()}
 
@@ -363,7 +362,8 @@ class EvidenceBase:
     def _nearest_rows(self, regime: Regime) -> Evidence:
         if not self.rows:
             raise ValueError("no validation rows to judge a prediction against")
-        d = distances(regime, self.stacks, self.generations, self.features, self.kernels)
+        kernels = judged_kernels(self.kernels, self.long_rows, regime.kernel)
+        d = distances(regime, self.stacks, self.generations, self.features, kernels)
         levels = np.unique(d)
         counts = np.searchsorted(np.sort(d), levels, side="right")
         enough = np.flatnonzero(counts >= min(MIN_ROWS, len(d)))

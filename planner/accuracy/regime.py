@@ -137,6 +137,26 @@ def said_features(bits: int) -> list[Feature]:
     return [f for f in Feature if bits & f and not bits & IMPLIED_BY.get(f, 0)]
 
 
+def judged_kernel(kernel: str, seq_len) -> str:
+    """The attention kernel a validation row's own regime is placed by: the one it ran where its stack
+    would not pick it (``kernel``), from LONG_SEQUENCE_TOKENS on, where attention is most of the step
+    (trial s44 H1: MPT's Triton rows at 65K read as validating llm-foundry's FlashAttention-2, 53 %
+    too fast against the row of that very job); below, where it is a small share, "": a short row
+    speaks for its stack whatever kernel it ran (``judged_kernels``)."""
+    return kernel if int(seq_len) >= LONG_SEQUENCE_TOKENS else ""
+
+
+def judged_kernels(kernels: np.ndarray, long_rows: np.ndarray, query_kernel: str) -> np.ndarray:
+    """The rows' kernels as a query reads them: a query on its stack's own kernel ("") reads a short
+    row as its stack's whatever kernel it ran (``judged_kernel``); one that names a kernel, timed from
+    another kernel's table or by a factor, is checked only by rows that ran it, at any length (review
+    s44: Triton at 2K read "outside" beside 76 rows that ran it; trial s24: flash3 read FA2's band).
+    Counted at every length for every query, 209 llm-foundry rows left the evidence of each short
+    PyTorch-family query on its own kernel, widening trainplan's bands (the H200 runs' 35.5 -> 41.2 %)
+    at the same coverage (docs/validation.md "Error bands")."""
+    return kernels if query_kernel else np.where(long_rows, kernels, "")
+
+
 def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
     Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
@@ -154,7 +174,7 @@ def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=Fals
         + (np.asarray(num_gpus) > LARGE_SCALE_GPUS) * Feature.LARGE
         + np.asarray(hf, dtype=bool) * Feature.HF_MODULES
         + np.asarray(offload, dtype=bool) * Feature.OFFLOAD
-        + bool(kernel) * Feature.KERNEL
+        + np.asarray(kernel, dtype=bool) * Feature.KERNEL
     )
     return np.asarray(bits, dtype=np.int64)
 

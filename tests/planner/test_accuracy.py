@@ -492,6 +492,10 @@ def test_rows_that_ran_another_kernel_at_a_long_sequence_validate_that_kernel_on
         mpt, "a100-80gb-sxm", Layout(), TrainingConfig(seq_len=4096), num_gpus=64, stack="llm-foundry"
     )
     assert short_plan.estimate.uncertainty.validated
+    # review s44 H2: a query naming Triton at a short sequence is checked by the short rows that ran it
+    short = TrainingConfig(seq_len=2048, micro_batch=1)
+    named = build_plan(mpt, "h100-sxm", Layout(), short, num_gpus=8, stack="llm-foundry", attention="triton")
+    assert named.estimate.uncertainty.validated and named.estimate.uncertainty.regime_kernel == "triton"
 
 
 def test_naming_the_kernel_a_stack_runs_anyway_keeps_its_validation():
