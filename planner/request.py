@@ -61,12 +61,14 @@ def default_global_batch_tokens(model: ModelSpec) -> int:
 
 def default_grad_accum(model: ModelSpec, pp: int, micro_batch: int, seq_len: int, dp: int) -> int:
     """Micro-steps per optimizer step where an estimate names neither them nor a batch: 1, or with a
-    pipeline (pp > 1) those of the model's default global batch (``default_global_batch_tokens``), at
-    least pp: a pipeline's schedule runs pp micro-batches in flight, and one batch of pp would time
-    mostly its bubble (trial s44 L2: issue 27's BLOOM and Nemotron commands failed as typed)."""
+    pipeline (pp > 1) those of the model's default global batch (``default_global_batch_tokens``),
+    rounded up to a multiple of pp: a pipeline's schedule runs pp micro-batches in flight, and the
+    interleaved one needs a multiple of pp (trial s44 L2: issue 27's BLOOM and Nemotron commands
+    failed as typed; review s44: 85 micro-steps were refused at pp 4 vpp 2)."""
     if pp <= 1:
         return 1
-    return max(pp, TrainingConfig.grad_accum_for(default_global_batch_tokens(model), micro_batch, seq_len, dp))
+    accum = TrainingConfig.grad_accum_for(default_global_batch_tokens(model), micro_batch, seq_len, dp)
+    return -(-accum // pp) * pp
 
 
 DEFAULT_SEQ_LEN = 4096

@@ -27,6 +27,7 @@ from planner.model.structure import context_extension_warning
 from planner.plan import Plan
 from planner.request import (
     PlanRequest,
+    default_global_batch_tokens,
     hf_experts_warning,
     left_out_gpus,
     request_term,
@@ -283,20 +284,25 @@ def a2a_exposed_warnings(p: Plan) -> tuple[str, ...]:
 
 def defaulted_accum_warning(p: Plan) -> str:
     """What an estimate with a pipeline and neither --grad-accum nor --global-batch-tokens took as its
-    accumulation (``default_grad_accum``; trial s44 L2)."""
-    t = p.training
+    accumulation (``default_grad_accum``; trial s44 L2): a multiple of pp near the model's default
+    batch, said as such where it is not that batch (review s44: a batch raised to pp was called it)."""
+    t, pp = p.training, p.layout.pp
+    default, batch = default_global_batch_tokens(p.model), p.estimate.global_batch_tokens
+    which = "the model's default batch" if batch == default else f"near the model's default batch ({default:,})"
     return (
-        f"--grad-accum not given: {t.grad_accum} micro-steps per step, the model's default batch"
-        f" ({p.estimate.global_batch_tokens:,} tokens), at least pp = {p.layout.pp}: a pipeline runs pp"
-        " micro-batches in flight; --grad-accum or --global-batch-tokens sets it"
+        f"--grad-accum not given: {t.grad_accum} micro-steps per step, a multiple of pp = {pp} (a pipeline runs pp"
+        f" micro-batches in flight), {batch:,} tokens, {which}; --grad-accum or --global-batch-tokens sets it"
     )
 
 
 def zero3_across_nodes(p: Plan) -> bool:
-    """Whether the plan runs DeepSpeed's ZeRO-3 over more than one node, where no published run of
+    """Whether the plan runs DeepSpeed's ZeRO-3 with its shards over more than one node, where no published run of
     today's DeepSpeed was found and the 2021 code's runs at 384-2,240 A100 ran 22-114 % slower than
     the model times them (docs/validation.md, "Known misses"; trial s43 #10: the miss was unsaid)."""
-    return p.stack is Stack.DEEPSPEED and p.layout.sharding is Sharding.FSDP and p.num_nodes > 1
+    if p.stack is not Stack.DEEPSPEED or p.layout.sharding is not Sharding.FSDP:
+        return False
+    shard = p.layout.resolve(p.num_gpus)  # HSDP inside a node gathers over NVLink (review s44)
+    return shard.dp_shard * shard.tp * shard.cp > p.gpus_per_node
 
 
 def zero3_across_nodes_warnings(p: Plan) -> tuple[str, ...]:

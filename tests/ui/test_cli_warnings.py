@@ -483,7 +483,8 @@ def test_deepspeed_zero3_across_nodes_names_the_known_miss_on_cli_and_card(capsy
 
     args = ["estimate", "--model", "llama2-7b", "--gpu", "h100-sxm", "--micro-batch", "1", "--json"]
     said = []
-    for extra in (["--num-gpus", "16"], ["--num-gpus", "8"], ["--num-gpus", "16", "--sharding", "zero1"]):
+    hsdp = ["--num-gpus", "16", "--dp-replicate", "2"]  # shards inside a node (review s44)
+    for extra in (["--num-gpus", "16"], ["--num-gpus", "8"], ["--num-gpus", "16", "--sharding", "zero1"], hsdp):
         for stack in ("deepspeed", "hf-trainer"):
             assert main([*args, *extra, "--stack", stack]) == 0
             said.append([w for w in json.loads(capsys.readouterr().out)["warnings"] if "Known misses" in w])
@@ -510,7 +511,14 @@ def test_an_estimate_with_a_pipeline_and_no_batch_takes_the_models_default_batch
     data = json.loads(capsys.readouterr().out)
     assert data["global_batch_tokens"] == default_global_batch_tokens(get_preset("llama2-70b"))
     (said,) = [w for w in data["warnings"] if w.startswith("--grad-accum not given")]
-    assert "512 micro-steps" in said and "at least pp = 4" in said
+    assert "512 micro-steps" in said and "a multiple of pp = 4" in said and "the model's default batch;" in said
+    # review s44: an interleaved schedule needs a multiple of pp (85 was refused), and a batch off the
+    # default is said to be near it
+    base = ["estimate", "--model", "llama2-7b", "--gpu", "h100-sxm", "--num-gpus", "24", "--micro-batch", "1", "--json"]
+    assert main([*base, "--pp", "4", "--vpp", "2", "--stack", "megatron-core"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["layout"]["grad_accum"] % 4 == 0
+    assert any("near the model's default batch (2,097,152)" in w for w in data["warnings"])
     assert main([*args, "--pp", "4", "--grad-accum", "8", "--stack", "megatron-core"]) == 0
     assert not any("not given" in w for w in json.loads(capsys.readouterr().out)["warnings"])
     assert main(args) == 0  # no pipeline: one micro-step, unsaid
