@@ -135,7 +135,7 @@ def fleet(
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
 ) -> None:
-    """Rent vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
+    """Rent (or reserve) vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.fleet import plan_fleet
     from ui.portfolio_file import file_requests, fleet_options, past_horizon, purchase_prices, read_jobs_file
 
@@ -155,7 +155,10 @@ def fleet(
     requests = file_requests(spec, {g: None for g in [*prices, *spec.rented]}, jobs_file)
     both = sorted(set(spec.rented) & set(prices))
     if both:  # review s27: rented was dropped without a word
-        render.warn(f"rented lists {', '.join(both)}, a type to buy: fleet buys or rents it, as every type to buy")
+        # review s44: under a reserved kind the fleet reserves, not rents
+        render.warn(
+            f"rented lists {', '.join(both)}, a type to buy: fleet weighs buying it against renting (or reserving) it, as every type to buy"
+        )
     powered = sorted(set(spec.ownership.wall_power_w) - set(prices))
     if powered:  # trial s36: dropped without a word
         render.warn(f"fleet buys none of {', '.join(powered)} and ignores its [ownership].wall_power_w")

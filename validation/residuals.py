@@ -111,7 +111,7 @@ def _residual(
     )
 
 
-def row_kernel(stack: str, settings: ModelingSettings) -> str:
+def recipe_kernel(stack: str, settings: ModelingSettings) -> str:
     """The attention kernel a row's recipe ran where its stack would not pick it (``kernel_named``);
     "" for its stack's own, and for a stack trainplan has no profile of (fms-fsdp: PyTorch SDPA)."""
     known = stack in {s.value for s in Stack}
@@ -180,7 +180,7 @@ def fsdp_residuals(catalog: Catalog) -> list[Residual]:
             _residual(
                 "fsdp", run.source, "", f"{run.row_id} {run.model.name}", str(SOURCE_STACKS[run.source]), gpu_for(run, catalog),
                 run.num_gpus, run.layout, run.training, run.model, run.measured_tokens_per_s_per_gpu, c.error, c.error,
-                row_kernel(str(SOURCE_STACKS[run.source]), run.settings),
+                recipe_kernel(str(SOURCE_STACKS[run.source]), run.settings),
             )
         )  # fmt: skip
     return out

@@ -192,6 +192,12 @@ class Regime:
     # The attention kernel where its stack would not pick it (``Feature.KERNEL``; "": the stack's own).
     kernel: str = ""
 
+    def __post_init__(self) -> None:
+        # the bit says a kernel is named, the field which (review s44: a bit without its name read
+        # "its stack's own attention kernel"); a pooled regime's bits are a feature, not a query's
+        if self.kernel and not self.features & Feature.KERNEL:
+            raise ValueError(f"Regime: kernel {self.kernel!r} without Feature.KERNEL")
+
     @property
     def family(self) -> str:
         return STACK_FAMILIES.get(self.stack, self.stack)
@@ -199,7 +205,8 @@ class Regime:
     def describe(self) -> str:
         """'megatron-core on Hopper, tp > 1, pp > 1, fp8, more than one GPU'."""
         words = [
-            kernel_words(self.kernel) if f is Feature.KERNEL else FEATURE_WORDS[f] for f in said_features(self.features)
+            kernel_words(self.kernel) if f is Feature.KERNEL and self.kernel else FEATURE_WORDS[f]
+            for f in said_features(self.features)
         ]
         return ", ".join([f"{self.stack} on {self.generation}", *words])
 
