@@ -152,7 +152,7 @@ def test_jobs_file_keys_a_command_does_not_use_are_said_and_bad_gpus_name_their_
     neither the file nor the field."""
     fleet = 'horizon_days = 30\nbuy = ["h100-sxm"]\nrented = ["h100-sxm"]\n[[jobs]]\nname = "a"\nmodel = "gpt3-125m"\n'
     assert main(["fleet", _file(tmp_path, fleet + "tokens = 1e9\n")]) == 0
-    assert "rented lists h100-sxm, a type to buy: fleet buys or rents it" in capsys.readouterr().err
+    assert "rented lists h100-sxm, a type to buy: fleet weighs buying it against renting" in capsys.readouterr().err
     bad = '[inventory]\nh100-sxm = 8\n[ownership]\nwall_power_w = { h100x = 900.0 }\n[[jobs]]\nname = "a"\n'
     path = _file(tmp_path, bad + 'model = "gpt3-125m"\ntokens = 1e9\n')
     assert main(["portfolio", path]) == 2
