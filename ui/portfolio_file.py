@@ -156,7 +156,7 @@ class JobsFile(BaseModel):
     # USD per GPU-hour to rent each type (the jobs' rent and the break-even's); default: the catalog's
     rent_usd_per_gpu_hour: dict[str, UsdPerHour] = {}
     # rent at the median of the catalog's offers of this kind; fleet under a reserved kind reserves
-    # GPUs for whole terms in place of renting (planner/api/fleet.py ``fleet_reserved_prices``)
+    # GPUs for whole terms in place of renting (planner/api/reserved.py ``reserved_prices``)
     price_kind: PriceKind | None = None
     network: str | None = None  # a catalog network every node is on (None: each GPU's default)
     # every job's software and precision unless the job names its own (plan's --stack, --precision)

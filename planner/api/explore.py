@@ -14,8 +14,9 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
 from planner.api.chart_points import best_per_count, pareto_front
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
+from planner.api.reserved import reserved_prices
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.prices import TermBilling, rebilled, shared_term_words
+from planner.catalog.prices import TermBilling, rebilled
 from planner.errors import InfeasiblePlan
 from planner.fmt import counted, duration_words, money
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
@@ -33,8 +34,7 @@ from planner.request import (
 )
 from planner.search.ilp import ScoredTable, check_rows
 from planner.search.ownership import HourlyRate, TcoAssumptions, economics_for, owned_rate
-from planner.search.portfolio import PortfolioSolution, solve_portfolio
-from planner.search.reserved import held_commitments
+from planner.search.portfolio import PortfolioSolution, ReservedGpus, solve_portfolio
 from planner.search.score import scored_table, search_space, sure_fit_table
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
@@ -263,8 +263,8 @@ def job_candidates(
     calibration: PlanCalibration | None = None,
 ):
     """A job's scored table for the multi-job ILPs; labels filled for the rows that can be chosen."""
-    # a portfolio's jobs share their reserved terms (``held_commitments``), a fleet reserves them
-    # (``ReservedPrices``): billed by the hour here
+    # a fleet's and a portfolio's jobs share the terms their reservations bill (``ReservedPrices``):
+    # billed by the hour here
     search = scored_search(request, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
     return _job_candidates(search, name)
 
@@ -328,8 +328,13 @@ class PortfolioPlan:
     warnings: tuple[str, ...] = ()
     inventory: tuple[tuple[str, int], ...] = ()  # (type, count) shared: held, or a rented type's cap
     # each held (owned) type's cost per GPU-hour, busy or idle (PortfolioSolution's F_g); the
-    # inventory's other types are rented by the hour
+    # inventory's other types are rented by the hour, or reserved for whole terms (``reserved``)
     held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
+    # under a reserved price kind, the rented types' GPUs reserved and their terms' bill
+    reserved: tuple[ReservedGpus, ...] = ()
+    # what the portfolio pays (PortfolioSolution.billed_usd): the jobs, the held GPUs' idle hours
+    # and the reserved terms' unused ones
+    billed_usd: float = 0.0
 
     @property
     def held_types(self) -> tuple[str, ...]:
@@ -361,13 +366,15 @@ def plan_portfolio(
     Each GPU is priced at its ownership (``owned_rate``: ``purchase_usd``, else the catalog's
     purchase estimate, under ``tco``; a type with neither: its rent). A type in ``rented`` is not
     held: its count caps the GPUs rented at once, each costs its rent while busy and nothing idle
-    (F_g = 0, v_g = rent). Start times are continuous up to ``EXACT_MAX_JOBS`` jobs;
+    (F_g = 0, v_g = rent); under the requests' reserved price kind it is reserved for whole terms
+    instead, up to that count (``reserved_prices``, as a fleet reserves). Start times are continuous up to ``EXACT_MAX_JOBS`` jobs;
     ``num_slots`` only refines the slotted model used above. ``calibration``: the record of the
     file ``catalog`` was calibrated with: its measured kernel rates lift the ceiling as in ``plan``,
     and every plan keeps it."""
     catalog = catalog or load_catalog()
+    reserved = reserved_prices(requests, catalog, settings or DEFAULT_SETTINGS, what="portfolio") if rented else None
     searches = {
-        # a portfolio's jobs share their reserved terms: billed by the hour
+        # a portfolio's jobs share the terms its reservations bill: billed by the hour
         name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
         for name, r in requests.items()
     }
@@ -376,7 +383,14 @@ def plan_portfolio(
     held = {g: n for g, n in inventory.items() if g not in rented}
     rates = owned_rates(catalog, held, tco, settings or DEFAULT_SETTINGS, purchase_usd, wall_power_w)
     solution: PortfolioSolution = solve_portfolio(
-        jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots, rented=rented
+        jobs,
+        inventory,
+        objective,
+        rates=rates,
+        horizon_s=horizon,
+        num_slots=num_slots,
+        rented=rented,
+        reserved=reserved,
     )
     assignments = tuple(
         PortfolioJob(
@@ -401,26 +415,14 @@ def plan_portfolio(
         stopped_gap=solution.stopped_gap,
         inventory=tuple(sorted(inventory.items())),
         held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
+        reserved=solution.reserved,
+        billed_usd=solution.billed_usd,
+        # the reserved terms are billed (``reserved``), no longer warned of (session 44)
         warnings=tuple(
             f"{a.job}: {note}"
             for a in assignments
             for note in requests[a.job].warnings + long_job_warnings(a.plan) + fixed_cost_warnings(a.plan)
-        )
-        + shared_term_warnings(assignments, requests, {g for g, _ in solution.held_usd_per_gpu_hour}),
-    )
-
-
-def shared_term_warnings(
-    assignments: tuple[PortfolioJob, ...], requests: dict[str, PlanRequest], held: set[str]
-) -> tuple[str, ...]:
-    """The reserved terms the rented types' jobs share, under each price kind the jobs rent at
-    (``held_commitments``; trial s43: plan, estimate and fleet said it, portfolio never did)."""
-    rented = [a for a in assignments if a.gpu_id not in held]
-    kinds = sorted({k for a in rented if (k := requests[a.job].price_kind) is not None})
-    return tuple(
-        shared_term_words(c)
-        for kind in kinds
-        for c in held_commitments([a for a in rented if requests[a.job].price_kind == kind], kind)
+        ),
     )
 
 

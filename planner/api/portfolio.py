@@ -103,10 +103,12 @@ def _band_schedules(
         return None
     order = sorted(range(len(jobs)), key=lambda j: (jobs[j].start_s, j))
     gpus, counts = [a.gpu_id for a in jobs], [a.num_gpus for a in jobs]
+    # a reserved type holds the GPUs reserved, not its cap (as the portfolio's own schedule)
+    inventory = {**dict(portfolio.inventory), **{r.gpu_id: r.num_gpus for r in portfolio.reserved}}
     schedules = []
     for end in (0, 1):
         days = [b[end] for b in bands if b]
-        schedules.append((list_schedule(order, gpus, counts, days, dict(portfolio.inventory)), days))
+        schedules.append((list_schedule(order, gpus, counts, days, inventory), days))
     return schedules
 
 

@@ -284,17 +284,6 @@ def billed_hours(hours: np.ndarray | float, term: TermBilling | None) -> np.ndar
     return np.asarray(hours, dtype=float) if term is None else term.billed_hours(hours)
 
 
-def shared_term_words(c: Commitment) -> str:
-    """A shared reserved term in words (a portfolio's rented type; a fleet bills its terms instead,
-    session 44): 'reserved-3y bills whole 3-year terms, the rent counts the rented jobs' hours only:
-    ...' (trial s36, s43)."""
-    return (
-        f"{c.kind} bills whole {c.term_years}-year terms, the rent counts the rented jobs' hours only: reserving"
-        f" the {c.num_gpus:,} {c.gpu} they hold at once {c.held_for} costs {money(c.term_cost_usd)} unless other"
-        " work fills it"
-    )
-
-
 def rebilled(cost_usd, hours, new_hours, term: TermBilling | None):
     """A cost billed for ``hours`` billed instead for ``new_hours`` on the same GPUs at the same
     price (a band's end, a risk quantile's time): by the hours billed, which under a reserved

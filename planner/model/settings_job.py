@@ -177,7 +177,7 @@ class JobSettings:
     # set it under --price-kind reserved-1y / reserved-3y (planner/request.py ``request_settings``),
     # as EC2 reservations, Google committed-use discounts and Azure reservations bill every hour of
     # a 1- or 3-year term, used or not (``RESERVED_TERM_YEARS``). None bills the job's hours:
-    # on-demand, spot, and a portfolio's or fleet's jobs, which share their terms (a portfolio warns
-    # of them, ``reserved.held_commitments``; a fleet reserves them, ``reserved.ReservedPrices``). Its ``filled``, the share of the term beyond the job that other
+    # on-demand, spot, and a portfolio's or fleet's jobs, which share their terms (both reserve
+    # them, ``reserved.ReservedPrices``). Its ``filled``, the share of the term beyond the job that other
     # work uses and pays: ASSUMPTION 0 (nothing else is known to), --term-filled says otherwise.
     term: TermBilling | None = None

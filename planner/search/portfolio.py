@@ -1,8 +1,9 @@
 """Several jobs on one GPU inventory (:func:`solve_portfolio`): an ILP over each job's candidate
 and continuous start times, with resource flows for the shared GPUs, then a list schedule in the
 ILP's order; the model is in the docstring below and in docs/ilp.md. The inventory is held: each
-GPU costs its ownership (planner/search/ownership.py ``owned_rate``) until the last job ends. Rent vs
-buy: planner/search/fleet.py.
+GPU costs its ownership (planner/search/ownership.py ``owned_rate``) until the last job ends; a
+rented type costs its rent, or under a reserved price kind is reserved for whole terms
+(planner/search/portfolio_reserved.py). Rows: portfolio_rows.py. Rent vs buy: planner/search/fleet.py.
 """
 
 from __future__ import annotations
@@ -14,15 +15,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pulp
 
-from planner.errors import InfeasiblePlan
-from planner.search.fleet import implied_rent_usd_per_gpu_hour
-from planner.search.ilp import (
-    TIE_BREAK_WEIGHT,
-    Objective,
-    objective_weights,
-    pareto_mask,
-)
+from planner.search.ilp import TIE_BREAK_WEIGHT, Objective, objective_weights
 from planner.search.ownership import HourlyRate, idle_usd
+from planner.search.portfolio_reserved import ReservedGpus, ReservedPools, reserved_answer, reserved_rates
+from planner.search.portfolio_rows import PortfolioRows, candidate_rows, dot, hourly
+from planner.search.reserved import ReservedPrices
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
     SLOTTED_TIME_LIMIT_S,
@@ -31,8 +28,6 @@ from planner.search.slots import (
     concat_options,
     expand_starts,
     job_finish_s,
-    job_rows,
-    jobs_infeasible,
     list_schedule,
     shared_inventory_infeasible,
     slot_length_s,
@@ -42,9 +37,9 @@ from planner.search.slots import (
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver, stopped_gap
-from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY, SECONDS_PER_HOUR
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
-__all__ = ["SLOTTED_TIME_LIMIT_S", "JobAssignment", "PortfolioSolution", "solve_portfolio"]
+__all__ = ["SLOTTED_TIME_LIMIT_S", "JobAssignment", "PortfolioSolution", "ReservedGpus", "solve_portfolio"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +51,9 @@ class JobAssignment:
     label: str
     start_s: float
     end_s: float
-    cost_usd: float  # its GPU-hours at the held and busy rates (rent when the type has no owned rate)
+    # its GPU-hours at the held and busy rates (rent when the type has no owned rate; on a reserved
+    # type at the reserved rate: its share of the terms, billed in PortfolioSolution.reserved)
+    cost_usd: float
 
 
 @dataclass(frozen=True)
@@ -75,19 +72,19 @@ class PortfolioSolution:
     # F_g, each held type's cost per GPU-hour whether busy or idle (a rented type's is 0): what an
     # idle GPU-hour of it costs
     held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
+    # Under a reserved price kind, the rented types' GPUs reserved for whole terms (ReservedPools)
+    reserved: tuple[ReservedGpus, ...] = ()
 
+    @property
+    def reserved_idle_usd(self) -> float:
+        """The reserved terms' hours no job uses: their bill less the jobs' shares (``cost_usd``)."""
+        return sum(r.idle_usd for r in self.reserved)
 
-@dataclass(frozen=True, eq=False)
-class _Rows:
-    """Every job's candidate rows, flattened: one entry per (job j, row c)."""
-
-    job: np.ndarray
-    row: np.ndarray
-    gpu: np.ndarray
-    n: np.ndarray
-    T: np.ndarray  # days
-    v_cost: np.ndarray  # busy cost v_g n_c T_c, USD
-    job_cost: np.ndarray  # (F_g + v_g) n_c T_c, USD
+    @property
+    def billed_usd(self) -> float:
+        """What the portfolio pays: the held types until the makespan, their busy cost, the rent
+        and the reserved terms whole."""
+        return self.total_cost_usd + self.idle_cost_usd + self.reserved_idle_usd
 
 
 # Jobs above which the exact model gives way to the slotted one: its branch and bound over
@@ -107,6 +104,7 @@ class _Weights:
     T_ref: np.ndarray
     F: Mapping[str, float]
     inventory: Mapping[str, int]
+    reserved: ReservedPools | None = None
 
     @property
     def held_per_day(self) -> float:
@@ -127,6 +125,7 @@ def solve_portfolio(
     solver: str = "auto",
     prune: bool = True,
     time_limit_s: float | None = None,
+    reserved: ReservedPrices | None = None,
 ) -> PortfolioSolution:
     r"""Choose one candidate and a start time for every job, sharing ``inventory``.
 
@@ -155,6 +154,13 @@ def solve_portfolio(
     costs what owning it does. (7), GPU-days within what the inventory offers by M, holds for
     every schedule and tightens the relaxation. C_ref = sum_j min_c (F_g + v_g) n_c T_c, T_ref,j = min_c T_c.
 
+    ``reserved`` (a reserved price kind): each ``rented`` type r is instead reserved for whole
+    terms (planner/search/portfolio_reserved.py ``ReservedPools``): an integer pool q_r = u_r m_r
+    <= inv_r at F_r per GPU, the rate times every billed hour of the terms covering the span
+    (``horizon_s``, else ``slotted_span_s``); its rows cost nothing busy (v_r = 0, the cloud pays the
+    power). The objective's cost gains sum_r F_r q_r, (6)'s source bound reads q_r for inv_r, every
+    job ends within the terms, and C_ref prices a reserved row at F_r spread over the span.
+
     ``exact`` None: this model up to EXACT_MAX_JOBS jobs; above, the slotted approximation of
     :func:`_slotted_order` (max(num_slots, 2 |J|) slots). Either way the chosen rows are then
     list-scheduled in the model's order of starts (:func:`list_schedule`), which ends no job
@@ -166,10 +172,16 @@ def solve_portfolio(
         raise ValueError("jobs: job names must be unique")
     if num_slots < 1:
         raise ValueError(f"num_slots: expected >= 1, got {num_slots}")
-    F, v = _hourly(jobs, inventory, rates, rented)
+    F, v = hourly(jobs, inventory, rates, rented)
     finish_by = [job_finish_s(job, horizon_s) for job in jobs]
-    options = _candidate_rows(jobs, inventory, finish_by, F, v, prune, rented)
-    weights = _weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory)
+    reserved_rate = reserved_rates(jobs, inventory, rented, reserved)
+    options = candidate_rows(jobs, inventory, finish_by, F, v, prune, rented, reserved_rate)
+    pools = None
+    if reserved is not None and reserved_rate:
+        span = horizon_s if horizon_s is not None else slotted_span_s(options.T, options.job, len(jobs), None)
+        pools = ReservedPools.of(reserved, reserved_rate, inventory, span)
+        inventory, finish_by = pools.bounds(inventory, finish_by)
+    weights = _weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
     H = float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
     D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
@@ -184,8 +196,9 @@ def solve_portfolio(
     optimal, solver_name = _solve(problem, solver, time_limit_s, exact, prune)
     if not optimal:
         raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
-    picked, order = order_of()
-    solution = _solution(jobs, inventory, options, picked, order, weights, solver_name, len(problem.variables()), exact)
+    picked, order, pool = order_of()
+    held_or_pool = {**inventory, **pool}  # the list schedule holds no more than the GPUs reserved
+    solution = _solution(jobs, held_or_pool, options, (picked, order), weights, solver_name, problem, exact)
     held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
     return replace(solution, stopped_gap=stopped_gap(problem), held_usd_per_gpu_hour=held)
 
@@ -198,70 +211,95 @@ def _solve(problem: pulp.LpProblem, solver: str, time_limit_s: float | None, exa
 
 
 def _weights(
-    options: _Rows, num_jobs: int, w: tuple[float, float], F: Mapping[str, float], inventory: Mapping[str, int]
+    options: PortfolioRows,
+    num_jobs: int,
+    w: tuple[float, float],
+    F: Mapping[str, float],
+    inventory: Mapping[str, int],
+    pools: ReservedPools | None,
 ) -> _Weights:
     per_job = [options.job == j for j in range(num_jobs)]
-    C_ref = float(sum(np.min(options.job_cost[mine]) for mine in per_job))
+    cost = options.job_cost
+    if pools is not None:
+        cost = pools.reference_cost(options.gpu, options.n * options.T * HOURS_PER_DAY, cost)
+    C_ref = float(sum(np.min(cost[mine]) for mine in per_job))
     T_ref = np.array([np.min(options.T[mine]) for mine in per_job])
-    return _Weights(w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), F, inventory)
+    return _Weights(w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), F, inventory, pools)
 
 
 def _exact_order(
     problem: pulp.LpProblem,
-    options: _Rows,
+    options: PortfolioRows,
     weights: _Weights,
     inventory: Mapping[str, int],
     D: list[float],
     H: float,
-) -> Callable[[], tuple[list[int], list[int]]]:
+) -> Callable[[], _Read]:
     """Write :func:`solve_portfolio`'s model into ``problem``; returns what reads, once solved,
-    the chosen option per job and the jobs in order of start."""
+    the chosen option per job, the jobs in order of start and the GPUs reserved per type."""
     num_jobs = len(D)
     y = new_binaries(problem, "y", len(options.job))
     S = [new_variable(problem, f"S_{j}", 0, D[j]) for j in range(num_jobs)]
     M = new_variable(problem, "M", 0, H)
-    E = [S[j] + _dot(y, options.T, options.job == j) for j in range(num_jobs)]
-    problem += _objective(weights, M, _dot(y, options.v_cost, options.job >= 0), E)
+    m = {} if weights.reserved is None else weights.reserved.counts(problem)
+    E = [S[j] + dot(y, options.T, options.job == j) for j in range(num_jobs)]
+    problem += _objective(weights, M, dot(y, options.v_cost, options.job >= 0), E, m)
     for j in range(num_jobs):
         problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1  # (1)
         problem += E[j] <= D[j]  # (2)
         problem += E[j] <= M
-    _flow_constraints(problem, options, y, S, E, M, inventory, H)  # (3)-(7)
+    sources = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
+    _flow_constraints(problem, options, y, S, E, M, inventory, sources, H)  # (3)-(7)
 
-    def read() -> tuple[list[int], list[int]]:
+    def read() -> _Read:
         picked = [int(i) for i in np.flatnonzero([(var.varValue or 0) > 0.5 for var in y])]
-        return picked, sorted(range(num_jobs), key=lambda j: (S[j].varValue or 0.0, j))
+        order = sorted(range(num_jobs), key=lambda j: (S[j].varValue or 0.0, j))
+        return picked, order, _solved_pool(weights, m)
 
     return read
 
 
-def _objective(weights: _Weights, M: pulp.LpVariable, busy_usd, ends) -> pulp.LpAffineExpression:
+# What a solved model reads: the option picked per job, the jobs in order of start, and q_g of
+# each reserved type
+_Read = tuple[list[int], list[int], dict[str, int]]
+
+
+def _solved_pool(weights: _Weights, m: Mapping[str, pulp.LpVariable]) -> dict[str, int]:
+    return {} if weights.reserved is None else weights.reserved.solved_sizes(m)
+
+
+def _objective(weights: _Weights, M: pulp.LpVariable, busy_usd, ends, m) -> pulp.LpAffineExpression:
     """The objective, scaled by 1/epsilon: the solvers' absolute tolerances (~1e-6) would
-    otherwise swallow the tie-break term."""
+    otherwise swallow the tie-break term. ``m``: the reserved units, whose terms are a cost as the
+    held GPUs' days are (the same w_C / C_ref)."""
     scale = 1 / TIE_BREAK_WEIGHT
-    cost = (scale * weights.w_C / weights.C_ref) * (weights.held_per_day * M + busy_usd)
+    reserved = 0 if weights.reserved is None else weights.reserved.cost(m)
+    cost = (scale * weights.w_C / weights.C_ref) * (weights.held_per_day * M + busy_usd + reserved)
     return cost + pulp.lpSum((scale * weights.w_T / weights.T_ref[j]) * e for j, e in enumerate(ends))
 
 
 def _slotted_order(
     problem: pulp.LpProblem,
     jobs: Sequence[JobCandidates],
-    options: _Rows,
+    options: PortfolioRows,
     weights: _Weights,
     inventory: Mapping[str, int],
     finish_by: list[float | None],
     horizon_s: float,
     num_slots: int,
     prune: bool,
-) -> Callable[[], tuple[list[int], list[int]]]:
+) -> Callable[[], _Read]:
     r"""The approximation for many jobs: ``slotted_span_s`` (twice the fastest rows run serially,
     which a serial schedule fits even with rounding, or the horizon where shorter) cut into slots of dt; options o = (j, c, s) start at s dt and hold
     their GPUs for L_c = ceil(T_c / dt) slots (planner/search/slots.py); e_o = s dt + T_c:
 
-        minimise    w_C (24 sum_g inv_g F_g M + sum_o v_g n_o T_o z_o) / C_ref + w_T sum_o e_o z_o / T_ref,j
+        minimise    w_C (24 sum_g inv_g F_g M + sum_o v_g n_o T_o z_o + sum_r F_r q_r) / C_ref
+                      + w_T sum_o e_o z_o / T_ref,j
         subject to  sum_{o of j} z_o = 1,   M >= sum_{o of j} e_o z_o           every job j
                     sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o z_o <= inv_g    every g, slot t
                     inv_g M >= sum_{o : g(o) = g} n_o T_o z_o                     every g
+
+    (q_r for inv_g in the slot bound of a reserved type r: ``solve_portfolio``.)
     """
     slot_s = slot_length_s(horizon_s, num_slots)
     index_of = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(options.job, options.row, strict=True))}
@@ -279,27 +317,31 @@ def _slotted_order(
     end_days = slotted.end_days
     z = new_binaries(problem, "z", len(source))
     M = new_variable(problem, "M", 0, None)
+    m = {} if weights.reserved is None else weights.reserved.counts(problem)
     if bounded is not None and bounded.start is not None:  # the solver starts from the greedy schedule
         for i, var in enumerate(z):
             var.setInitialValue(1 if i in bounded.start else 0)
         M.setInitialValue(bounded.makespan_days)
-    ends = [_dot(z, end_days, slotted.job == j) for j in range(len(jobs))]
-    problem += _objective(weights, M, _dot(z, options.v_cost[source], source >= 0), ends)
+        for g, units in bounded.reserved_units.items():
+            m[g].setInitialValue(units)
+    ends = [dot(z, end_days, slotted.job == j) for j in range(len(jobs))]
+    problem += _objective(weights, M, dot(z, options.v_cost[source], source >= 0), ends, m)
     for j in range(len(jobs)):
         problem += pulp.lpSum(z[i] for i in np.flatnonzero(slotted.job == j)) == 1
         problem += ends[j] <= M
-    usage_constraints(problem, slotted, z, num_slots, len(jobs), lambda g: inventory[g])
+    pools = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
+    usage_constraints(problem, slotted, z, num_slots, len(jobs), pools.__getitem__)
     # (7) of the exact model: every schedule delivers its GPU-days by M, so the cut removes no
     # solution, but it tightens the relaxation: 18 jobs over 36 slots took 23-30 s of CPU without
     # it, 11-12 s with it, the same answer (bench/bench_plan.py, "portfolio 18 jobs").
     gpu_days = options.n[source] * options.T[source]
     for g, limit in inventory.items():
-        problem += limit * M >= _dot(z, gpu_days, options.gpu[source] == g)
+        problem += limit * M >= dot(z, gpu_days, options.gpu[source] == g)
 
-    def read() -> tuple[list[int], list[int]]:
+    def read() -> _Read:
         chosen = np.flatnonzero([(var.varValue or 0) > 0.5 for var in z])
         order = sorted(range(len(jobs)), key=lambda j: (min(slotted.start_s[chosen][slotted.job[chosen] == j]), j))
-        return [int(source[i]) for i in chosen], order
+        return [int(source[i]) for i in chosen], order, _solved_pool(weights, m)
 
     return read
 
@@ -307,7 +349,7 @@ def _slotted_order(
 def _instance(
     slotted: SlotOptions,
     source: np.ndarray,
-    options: _Rows,
+    options: PortfolioRows,
     weights: _Weights,
     inventory: Mapping[str, int],
     num_slots: int,
@@ -327,89 +369,26 @@ def _instance(
         cost=a * options.v_cost[source] + weights.w_T * end_days / weights.T_ref[slotted.job],
         held=a * weights.held_per_day,
         inventory={g: count for g, count in inventory.items() if count > 0},  # none of a type: no options
+        reserved=weights.reserved,
+        reserved_weight=a,
         num_slots=num_slots,
         num_jobs=num_jobs,
     )
 
 
-def _hourly(
-    jobs: Sequence[JobCandidates],
-    inventory: Mapping[str, int],
-    rates: Mapping[str, HourlyRate] | None,
-    rented: frozenset[str],
-) -> tuple[dict[str, float], dict[str, float]]:
-    """F_g and v_g per inventory type, USD per GPU-hour: ``rates``, else its rent held, 0 busy; a
-    ``rented`` type 0 and 0 (each of its rows costs its own rent, ``_candidate_rows``)."""
-    F, v = {}, {}
-    for gpu in inventory:
-        rate = HourlyRate(0.0) if gpu in rented else (rates or {}).get(gpu)
-        if rate is None:
-            rent = implied_rent_usd_per_gpu_hour(gpu, jobs)
-            rate = HourlyRate(rent if math.isfinite(rent) else 0.0)
-        F[gpu], v[gpu] = rate.held_usd_per_gpu_hour, rate.busy_usd_per_gpu_hour
-    return F, v
-
-
-def _candidate_rows(
-    jobs: Sequence[JobCandidates],
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
-    F: Mapping[str, float],
-    v: Mapping[str, float],
-    prune: bool,
-    rented: frozenset[str] = frozenset(),
-) -> _Rows:
-    """R_j for every job, priced; pruned to the rows no row of the same type beats on GPU-hours,
-    time and GPU count (cost is GPU-hours times a per-type rate, so the optimum survives)."""
-    parts, failed = [], []
-    for j, job in enumerate(jobs):
-        table = job.table
-        try:
-            rows = job_rows(job, inventory, finish_by[j], job.budget_usd, None)
-        except InfeasiblePlan as exc:  # every job that cannot run alone is named, not the first only
-            failed.append((job.name, exc))
-            continue
-        gpu_hours = table.num_gpus[rows] * table.time_to_train_s[rows] / SECONDS_PER_HOUR
-        if prune:
-            keep = pareto_mask(table.gpu_id[rows], gpu_hours, table.time_to_train_s[rows], size=table.num_gpus[rows])
-            rows, gpu_hours = rows[keep], gpu_hours[keep]
-        # A rented row costs its own rent (its job's price, whole-node billing): review s26, one rent
-        # averaged over every job's rows of the type billed none of them as its estimate does.
-        rent = np.isin(table.gpu_id[rows], list(rented))
-        busy = np.where(rent, table.cost_usd[rows], np.array([v[g] for g in table.gpu_id[rows]]) * gpu_hours)
-        held = np.array([F[g] for g in table.gpu_id[rows]]) * gpu_hours
-        parts.append(
-            (
-                np.full(len(rows), j),
-                rows,
-                table.gpu_id[rows],
-                table.num_gpus[rows],
-                table.time_to_train_s[rows] / SECONDS_PER_DAY,
-                busy,
-                busy + held,
-            )
-        )
-    if failed:
-        raise jobs_infeasible(failed)
-    columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
-    return _Rows(*columns)
-
-
-def _dot(y: list[pulp.LpVariable], coefficients: np.ndarray, mask: np.ndarray) -> pulp.LpAffineExpression:
-    return pulp.LpAffineExpression((y[i], float(coefficients[i])) for i in np.flatnonzero(mask))
-
-
 def _flow_constraints(
     problem: pulp.LpProblem,
-    options: _Rows,
+    options: PortfolioRows,
     y: list[pulp.LpVariable],
     S: list[pulp.LpVariable],
     E: list[pulp.LpAffineExpression],
     M: pulp.LpVariable,
     inventory: Mapping[str, int],
+    sources: Mapping[str, int | pulp.LpAffineExpression],
     H: float,
 ) -> None:
-    """(3)-(7) of :func:`solve_portfolio`."""
+    """(3)-(7) of :func:`solve_portfolio`; ``sources``: what the source 0 offers of each type, inv_g
+    or a reserved pool q_r ((7) keeps inv_r >= q_r: valid for every schedule, and linear)."""
     jobs = range(len(S))
     N = {
         (j, g): int(np.max(options.n[(options.job == j) & (options.gpu == g)], initial=0))
@@ -436,27 +415,29 @@ def _flow_constraints(
                 inflow[j].append(f)
                 outflow[i].append(f)
         for j in users:
-            n_jg = _dot(y, options.n, (options.job == j) & (options.gpu == g))
+            n_jg = dot(y, options.n, (options.job == j) & (options.gpu == g))
             problem += pulp.lpSum(inflow[j]) == n_jg  # (5)
             problem += pulp.lpSum(outflow[j]) <= n_jg  # (6)
-        problem += pulp.lpSum(outflow[-1]) <= limit
-        gpu_days = pulp.lpSum(_dot(y, options.n * options.T, (options.job == j) & (options.gpu == g)) for j in users)
+        problem += pulp.lpSum(outflow[-1]) <= sources[g]
+        gpu_days = pulp.lpSum(dot(y, options.n * options.T, (options.job == j) & (options.gpu == g)) for j in users)
         problem += limit * M >= gpu_days  # (7)
 
 
 def _solution(
     jobs: Sequence[JobCandidates],
     inventory: Mapping[str, int],
-    options: _Rows,
-    picked: list[int],
-    order: list[int],
+    options: PortfolioRows,
+    picks: tuple[list[int], list[int]],
     weights: _Weights,
     solver_name: str,
-    num_variables: int,
+    problem: pulp.LpProblem,
     exact: bool,
 ) -> PortfolioSolution:
-    """The picked rows, list-scheduled in ``order`` and scored as the ILP scores them."""
+    """The picked rows, list-scheduled in the model's order of starts (``picks``: the rows, the
+    order) on ``inventory`` (a reserved type's: the GPUs reserved) and scored as the ILP scores them;
+    a reserved type's GPUs are the most its jobs then hold at once, in whole units."""
     w_C, w_T, C_ref, T_ref, held_per_day = weights.w_C, weights.w_T, weights.C_ref, weights.T_ref, weights.held_per_day
+    picked, order = picks
     chosen = [next(i for i in picked if options.job[i] == j) for j in range(len(jobs))]
     days = [float(options.T[i]) for i in chosen]
     start = list_schedule(
@@ -466,7 +447,10 @@ def _solution(
     makespan = max(end)
     busy_cost = float(sum(options.v_cost[i] for i in chosen))
     held = held_per_day * makespan + busy_cost  # what holding the inventory until M costs
-    value = w_C * held / C_ref + w_T * sum(e / T_ref[j] for j, e in enumerate(end))
+    reserved = reserved_answer(weights.reserved, options, chosen, start, end)
+    value = w_C * (held + sum(r.cost_usd for r in reserved)) / C_ref + w_T * sum(
+        e / T_ref[j] for j, e in enumerate(end)
+    )
     assignments = tuple(
         JobAssignment(
             job=jobs[j].name,
@@ -489,6 +473,7 @@ def _solution(
         ),
         makespan_s=makespan * SECONDS_PER_DAY,
         solver=solver_name,
-        num_variables=num_variables,
+        num_variables=len(problem.variables()),
         exact=exact,
+        reserved=reserved,
     )

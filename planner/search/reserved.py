@@ -1,20 +1,18 @@
 """Reserved GPUs as a held resource (:class:`ReservedPrices`): under a reserved price kind a fleet
 commits to GPUs of a type for whole terms, paid every hour busy or idle, as it pays for the GPUs it
-buys; what one reserved GPU costs against one bought (:class:`OwnedVsReserved`); and the terms a
-portfolio's rented jobs share (:func:`held_commitments`). Split out of planner/search/fleet.py,
-which sizes the fleet with them (docs/ilp.md "Fleet sizing")."""
+buys; and what one reserved GPU costs against one bought (:class:`OwnedVsReserved`). Split out of
+planner/search/fleet.py, which sizes the fleet with them (docs/ilp.md "Fleet sizing"); a
+portfolio reserves its rented types with them too (planner/search/portfolio_reserved.py)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from planner.catalog.prices import Commitment, TermBilling, term_billing
-from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from planner.catalog.prices import TermBilling
 
-__all__ = ["HeldJob", "OwnedVsReserved", "ReservedPrices", "held_commitments"]
+__all__ = ["OwnedVsReserved", "ReservedPrices"]
 
 
 @dataclass(frozen=True)
@@ -76,42 +74,3 @@ class OwnedVsReserved:
         busy_h = self.horizon_hours * utilisation
         owned = self.owned_fixed_usd / busy_h + self.owned_usd_per_busy_hour
         return owned, self.reserved_usd / busy_h if busy_h > 0 else math.inf
-
-
-class HeldJob(Protocol):
-    """A job that holds GPUs of one type over a span at a cost (a fleet's or a portfolio's)."""
-
-    @property
-    def gpu_id(self) -> str: ...
-    @property
-    def num_gpus(self) -> int: ...
-    @property
-    def start_s(self) -> float: ...
-    @property
-    def end_s(self) -> float: ...
-    @property
-    def cost_usd(self) -> float: ...
-
-
-def held_commitments(rented: Sequence[HeldJob], kind: str | None) -> tuple[Commitment, ...]:
-    """A reserved price kind's terms for each type the ``rented`` jobs hold (``Commitment``; none for
-    other kinds): the most GPUs they hold at once, each billed every hour of the whole terms their
-    span takes (``TermBilling.terms``) at the rate their rent implies. Their rent counts their
-    hours only: they share the terms (a portfolio's jobs, ``request_settings(whole_terms=False)``;
-    a fleet reserves the terms instead, ``ReservedPrices``)."""
-    term = term_billing(kind)
-    if term is None:
-        return ()
-    out = []
-    for gpu in sorted({a.gpu_id for a in rented}):
-        jobs = [a for a in rented if a.gpu_id == gpu]
-        gpu_hours = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_HOUR
-        rate = sum(a.cost_usd for a in jobs) / gpu_hours if gpu_hours > 0 else 0.0
-        # the most held at once: at some job's start every job running then holds its GPUs
-        peak = max(sum(b.num_gpus for b in jobs if b.start_s <= a.start_s < b.end_s) for a in jobs)
-        span_s = max(a.end_s for a in jobs) - min(a.start_s for a in jobs)
-        terms = term.terms(span_s / SECONDS_PER_HOUR)  # review s43: a span past the term holds more than one
-        assert kind is not None
-        cost = peak * rate * terms * term.term_h
-        out.append(Commitment(kind, gpu, peak, term.years, span_s / SECONDS_PER_DAY, cost, terms=terms))
-    return tuple(out)

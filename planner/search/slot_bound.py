@@ -11,17 +11,24 @@ busy and time terms). Any schedule that picks o costs at least
     LB(o) = a H max(e_o, M_0) + c_o + sum_{k != j(o)} min_{o' of k} c_o',
     M_0 = max_k min_{o' of k} e_o',
 
-so o can go when LB(o) > U.
+so o can go when LB(o) > U. Reserved types (a reserved price kind) add a sum_r F_r q_r >= 0 to
+the objective: U counts it (the GPUs the greedy schedule holds at once), LB(o) leaves it out and
+stays a lower bound.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.search.slots import held_slots
+
+if TYPE_CHECKING:
+    from planner.search.portfolio_reserved import ReservedPools
 
 __all__ = ["Bounded", "SlottedInstance", "bounded_options", "greedy_schedule", "prunable"]
 
@@ -48,6 +55,23 @@ class SlottedInstance:
     inventory: Mapping[str, int]
     num_slots: int
     num_jobs: int
+    reserved: ReservedPools | None = None  # the reserved types, whose q_r the objective pays F_r for
+    reserved_weight: float = 0.0  # a: the weight on their cost, as on the held cost
+
+    def reserved_usd(self, gpu: str, peak: float) -> float:
+        """a F_r q_r for ``peak`` GPUs of ``gpu`` in use at once (0: not a reserved type)."""
+        if self.reserved is None or gpu not in self.reserved.types:
+            return 0.0
+        r = self.reserved.types[gpu]
+        return self.reserved_weight * r.usd_per_gpu * r.gpus(peak)
+
+    def peaks(self, picked: Sequence[int]) -> dict[str, float]:
+        """Each type's most GPUs in use in a slot."""
+        rows = np.asarray(picked, dtype=int)
+        slots = np.arange(held_slots(self.start_slot[rows], self.busy_slots[rows], self.num_slots))
+        holds = (self.start_slot[rows, None] <= slots) & (slots < (self.start_slot + self.busy_slots)[rows, None])
+        used = holds * self.num_gpus[rows, None]
+        return {g: float(np.max(used[self.gpu[rows] == g].sum(axis=0), initial=0)) for g in set(self.gpu[rows])}
 
     def makespan(self, picked: Sequence[int]) -> float:
         """The least M the model allows for one option per job: the last end, or a type's
@@ -63,8 +87,9 @@ class SlottedInstance:
         return np.array([float(np.min(values[self.job == j])) for j in range(self.num_jobs)])
 
     def objective(self, picked: Sequence[int]) -> float:
-        """The model's objective for one option per job, at its least makespan."""
-        return self.held * self.makespan(picked) + float(np.sum(self.cost[np.asarray(picked, dtype=int)]))
+        """The model's objective for one option per job, at its least makespan and pools."""
+        reserved = sum(self.reserved_usd(g, peak) for g, peak in self.peaks(picked).items())
+        return self.held * self.makespan(picked) + float(np.sum(self.cost[np.asarray(picked, dtype=int)])) + reserved
 
 
 def greedy_schedule(instance: SlottedInstance) -> tuple[list[int], float] | None:
@@ -123,7 +148,22 @@ class _Partial:
         grown = np.maximum.reduce(
             [np.full(len(mine), max(ends, float(np.max(self.gpu_days / self.limit)))), inst.end_days[mine], with_own]
         )
-        return int(mine[np.argmin(inst.held * grown + inst.cost[mine])])
+        return int(mine[np.argmin(inst.held * grown + inst.cost[mine] + self.reserved_growth(mine))])
+
+    def reserved_growth(self, options: np.ndarray) -> np.ndarray:
+        """What each option adds to the reserved pools' cost: its type's peak grown to hold it."""
+        inst, g = self.instance, self.type_of[options]
+        if inst.reserved is None:
+            return np.zeros(len(options))
+        types = list(inst.inventory)
+        now = self.used.max(axis=1, initial=0)
+        with_it = np.max(np.where(self.holds[options], self.used[g] + inst.num_gpus[options, None], 0), axis=1)
+        return np.array(
+            [
+                inst.reserved_usd(types[k], max(now[k], w)) - inst.reserved_usd(types[k], now[k])
+                for k, w in zip(g, with_it, strict=True)
+            ]
+        )
 
 
 def _greedy_in_order(instance: SlottedInstance, order: Sequence[int]) -> list[int] | None:
@@ -179,6 +219,7 @@ class Bounded:
     keep: np.ndarray
     start: tuple[int, ...] | None
     makespan_days: float
+    reserved_units: Mapping[str, int] = field(default_factory=dict)  # m_r the greedy schedule holds
 
 
 def bounded_options(instance: SlottedInstance) -> Bounded:
@@ -190,4 +231,11 @@ def bounded_options(instance: SlottedInstance) -> Bounded:
     picked, value = first
     keep = ~prunable(instance, value)
     position = np.cumsum(keep) - 1
-    return Bounded(keep, tuple(int(position[o]) for o in picked), instance.makespan(picked))
+    units = {}
+    if instance.reserved is not None:
+        pools = instance.reserved.types
+        units = {
+            g: math.ceil(pools[g].gpus(p) / pools[g].unit) for g, p in instance.peaks(picked).items() if g in pools
+        }
+        units = {g: units.get(g, 0) for g in pools}
+    return Bounded(keep, tuple(int(position[o]) for o in picked), instance.makespan(picked), units)

@@ -199,7 +199,7 @@ def test_a_fleet_reserves_at_its_requests_kind_and_refuses_two_kinds() -> None:
     """The jobs share one reservation per type, so they rent at one kind (plan_fleet's prices): the
     rate is the kind's median offer, or the job's own quote, which is per GPU."""
     from planner.api import PlanRequest
-    from planner.api.fleet import fleet_reserved_prices
+    from planner.api.reserved import reserved_prices
     from planner.catalog.hardware import load_catalog
     from planner.catalog.models import get_preset
     from planner.catalog.prices import catalog_with_price_kind
@@ -208,14 +208,14 @@ def test_a_fleet_reserves_at_its_requests_kind_and_refuses_two_kinds() -> None:
     catalog = load_catalog()
     job = PlanRequest(model=get_preset("gpt3-125m"), training_tokens=1e9, gpus={"h100-sxm": None})
     reserved = job.model_copy(update={"price_kind": "reserved-1y"})
-    assert fleet_reserved_prices({"a": job}, catalog, DEFAULT_SETTINGS) is None
-    prices = fleet_reserved_prices({"a": reserved, "b": reserved}, catalog, DEFAULT_SETTINGS)
+    assert reserved_prices({"a": job}, catalog, DEFAULT_SETTINGS) is None
+    prices = reserved_prices({"a": reserved, "b": reserved}, catalog, DEFAULT_SETTINGS)
     h100 = catalog_with_price_kind(catalog, "reserved-1y").gpu("h100-sxm")
     assert prices is not None and prices.kind == "reserved-1y" and prices.term.years == 1
     assert prices.usd_per_gpu_hour == {"h100-sxm": h100.price_per_gpu_hour_usd}
     assert prices.unit == {"h100-sxm": h100.rent_unit_gpus}
     quoted = reserved.model_copy(update={"price_overrides": {"h100-sxm": 1.5}})
-    prices = fleet_reserved_prices({"a": quoted}, catalog, DEFAULT_SETTINGS)
+    prices = reserved_prices({"a": quoted}, catalog, DEFAULT_SETTINGS)
     assert prices is not None and (prices.usd_per_gpu_hour, prices.unit) == ({"h100-sxm": 1.5}, {"h100-sxm": 1})
     with pytest.raises(ValueError, match="one price kind"):
-        fleet_reserved_prices({"a": job, "b": reserved}, catalog, DEFAULT_SETTINGS)
+        reserved_prices({"a": job, "b": reserved}, catalog, DEFAULT_SETTINGS)

@@ -7,8 +7,7 @@ import pytest
 from planner.api import PlanRequest, build_plan, plan, replan, restack
 from planner.api.explore import plan_portfolio, scored_search
 from planner.catalog.models import get_preset
-from planner.catalog.prices import TermBilling, billed_hours, rebilled, shared_term_words, term_billing
-from planner.fmt import money
+from planner.catalog.prices import TermBilling, billed_hours, rebilled, term_billing
 from planner.layout import Layout, TrainingConfig
 from planner.model.stacks import Stack
 from planner.units import HOURS_PER_YEAR
@@ -94,24 +93,28 @@ def test_a_filled_share_bills_the_job_and_the_rest_it_leaves_unused() -> None:
     assert build_plan(spec, "h100-sxm", layout, training, num_gpus=8, training_tokens=1e10).estimate.term is None
 
 
-def test_a_portfolios_jobs_share_their_terms_and_are_billed_by_the_hour() -> None:
+def test_a_portfolios_rented_type_is_reserved_for_the_term_and_its_jobs_billed_by_the_hour() -> None:
+    """Session 44: the GPUs a portfolio's rented type holds at once are reserved for the term and
+    billed with it (trial s43 had them warned of beside a total of the jobs' hours); each job's own
+    cost stays its hours at the rate, its share of the term."""
     jobs = {
         "a": request(deadline_days=None, training_tokens=5e10),
         "b": request(deadline_days=None, training_tokens=5e10),
     }
     answer = plan_portfolio(jobs, {"h100-sxm": 64}, rented=frozenset({"h100-sxm"}))
-    # trial s43: the term they share is said, as fleet says it (the most held at once, for the term)
     peak = max(
         sum(b.num_gpus for b in answer.assignments if b.start_s <= a.start_s < b.end_s) for a in answer.assignments
     )
     price = answer.assignments[0].plan.price_per_gpu_hour_usd
-    said = [w for w in answer.warnings if "bills whole 1-year terms, the rent counts the rented jobs' hours" in w]
-    assert len(said) == 1 and f"reserving the {peak} h100-sxm they hold at once for the term costs" in said[0]
-    assert money(peak * price * YEAR) in said[0]
+    assert price is not None
+    (r,) = answer.reserved
+    assert r.gpu_id == "h100-sxm" and peak <= r.num_gpus <= 64 and r.terms == 1
+    assert r.cost_usd == pytest.approx(r.num_gpus * price * YEAR)
+    assert answer.billed_usd == pytest.approx(r.cost_usd)  # nothing held, nothing rented: the term is the bill
+    assert not [w for w in answer.warnings if "term" in w]  # billed, not warned of
     on_demand = {k: r.model_copy(update={"price_kind": "on-demand"}) for k, r in jobs.items()}
-    assert not [
-        w for w in plan_portfolio(on_demand, {"h100-sxm": 64}, rented=frozenset({"h100-sxm"})).warnings if "term" in w
-    ]
+    rented = plan_portfolio(on_demand, {"h100-sxm": 64}, rented=frozenset({"h100-sxm"}))
+    assert rented.reserved == () and not [w for w in rented.warnings if "term" in w]
     for job in answer.assignments:
         e = job.plan.estimate
         assert e.term is None and e.time_to_train_h is not None and e.cost_usd is not None
@@ -128,22 +131,3 @@ def test_a_budget_under_a_reserved_term_holds_the_gpus_it_can_reserve_for_the_te
     reserved = plan(request(**fast)).plan
     assert reserved.billed_gpus <= 16 and (reserved.estimate.cost_usd_at("p80") or 0) <= budget
     assert plan(request(**fast, term_filled=1.0)).plan.num_gpus > 64
-
-
-def test_shared_terms_bill_every_term_the_jobs_span_takes() -> None:
-    """Review s43: a fleet's or portfolio's rented jobs over 1.5 years at reserved-1y hold their GPUs
-    for two terms; the shared commitment billed one."""
-    from types import SimpleNamespace
-
-    from planner.search.reserved import held_commitments
-
-    hour = 3600.0
-    jobs = [
-        SimpleNamespace(gpu_id="h100-sxm", num_gpus=8, start_s=0.0, end_s=YEAR * hour, cost_usd=8 * YEAR * 2.0),
-        SimpleNamespace(gpu_id="h100-sxm", num_gpus=8, start_s=YEAR * hour, end_s=1.5 * YEAR * hour, cost_usd=8 * YEAR),
-    ]
-    (c,) = held_commitments(jobs, "reserved-1y")
-    assert c.terms == 2 and c.num_gpus == 8
-    assert c.term_cost_usd == pytest.approx(8 * 2.0 * 2 * YEAR)  # 8 GPUs at $2/h, two whole terms
-    assert "they hold at once for its 2 terms ($140,256 a term) costs $280,512" in shared_term_words(c)
-    assert held_commitments(jobs, "on-demand") == ()
