@@ -11,7 +11,7 @@ from rich.table import Table
 
 from planner.api.portfolio import JobFigures, job_figures, portfolio_bands
 from planner.catalog.prices import PriceBasis
-from planner.fmt import money, money_band, number_band
+from planner.fmt import counted, money, money_band, number_band
 from planner.plan_accuracy import Standing
 from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -28,8 +28,9 @@ from ui.render import (
 from ui.render_fleet import depreciation_words
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
-# types (the jobs file's ``rented``) at rent (docs/ilp.md "Portfolio").
-OWNED_BASIS, RENT_BASIS = "owned-GPU rate", "rent"
+# types (the jobs file's ``rented``) at rent, or under a reserved price kind at the reserved rate,
+# its share of the terms the portfolio reserves (docs/ilp.md "Many jobs").
+OWNED_BASIS, RENT_BASIS, RESERVED_BASIS = "owned-GPU rate", "rent", "reserved"
 
 
 def day_words(days: float, makespan_s: float, band: tuple[float, float] | None = None) -> str:
@@ -43,15 +44,16 @@ def risk_words(figures: list[JobFigures]) -> str:
     return ", ".join(sorted({f.risk.value for f in figures}))
 
 
-def cost_basis(a, held: tuple[str, ...]) -> str:
-    """The owned-GPU rate, or rent, with the price kind it was rented at (trial s30: a spot
-    portfolio never said spot)."""
+def cost_basis(a, held: tuple[str, ...], reserved: tuple[str, ...] = ()) -> str:
+    """The owned-GPU rate, or rent (the reserved rate on a ``reserved`` type), with the price kind
+    it was rented at (trial s30: a spot portfolio never said spot)."""
     if a.gpu_id in held:
         return OWNED_BASIS
     kind, basis = a.plan.price_kind, a.plan.price_basis
+    word = RESERVED_BASIS if a.gpu_id in reserved else RENT_BASIS
     if basis == PriceBasis.USER:  # review s30b: the file's own quote, as plan says it
-        return f"{RENT_BASIS} ({basis.words_under(kind)})"
-    return RENT_BASIS if kind is None else f"{RENT_BASIS} ({kind})"
+        return f"{word} ({basis.words_under(kind)})"
+    return word if kind is None else f"{word} ({kind})"
 
 
 def envelope_word(figures: JobFigures) -> str:
@@ -69,9 +71,10 @@ def cost_per_gpu_hour(a) -> float | None:
     return a.cost_usd / hours if hours > 0 else None
 
 
-def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
+def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, ...] = ()) -> dict:
     """One job's JSON: where and when it runs, its days at its risk and its cost (at the owned rate,
-    or rent for a rented type: ``held``, the owned types), with bands."""
+    or rent for a rented type, the reserved rate for a reserved one: ``held``, the owned types;
+    ``reserved``, those reserved), with bands."""
     return dict(
         job=a.job,
         gpu=a.gpu_id,
@@ -86,7 +89,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
         days=figures.days,
         days_band=figures.days_band,
         cost_usd=a.cost_usd,
-        cost_basis=cost_basis(a, held),
+        cost_basis=cost_basis(a, held, reserved),
         price_kind=None if a.gpu_id in held else a.plan.price_kind,  # owned GPUs are not rented
         cost_per_gpu_hour_usd=cost_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
@@ -101,7 +104,40 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...]) -> dict:
 PORTFOLIO_KEYS = (
     "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "idle_cost_band_usd",
     "makespan_days", "makespan_band_days", "solver", "exact", "stopped_gap", "owned_rate_basis", "job_dirs",
+    "reserved", "reserved_cost_usd", "billed_usd",
 )  # fmt: skip
+
+
+def reserved_json(r) -> dict:
+    """One reserved type (``ReservedGpus``): its GPUs, rate, terms and their bill, the jobs' share."""
+    return dict(
+        gpu=r.gpu_id,
+        num_gpus=r.num_gpus,
+        usd_per_gpu_hour=r.usd_per_gpu_hour,
+        kind=r.kind,
+        term_years=r.term_years,
+        terms=r.terms,
+        usd_per_gpu=r.usd_per_gpu,
+        cost_usd=r.cost_usd,
+        used_usd=r.used_usd,
+        idle_usd=r.idle_usd,
+    )
+
+
+# a term's length in words, as a buyer reads it ("1 one-year term")
+_YEARS = {1: "one", 2: "two", 3: "three"}
+
+
+def reserved_words(r) -> str:
+    """'reserved: 64 x h100-sxm for 1 one-year term at $2.10 per GPU-hour, $1.18M; the jobs use
+    $290,154 of it, and a reserved GPU is paid every hour of its term, busy or idle' (session 44:
+    the portfolio priced reserved GPUs by the job-hour and warned that the term cost more)."""
+    term = counted(r.terms, f"{_YEARS.get(r.term_years, str(r.term_years))}-year term")
+    return (
+        f"reserved: {r.num_gpus:,} x {r.gpu_id} for {term} at ${r.usd_per_gpu_hour:,.2f} per GPU-hour"
+        f" ({r.kind}), {money(r.cost_usd)}; the jobs use {money(r.used_usd)} of it, and a reserved GPU is paid"
+        " every hour of its term, busy or idle"
+    )
 
 
 def owned_basis_words(prices: dict[str, tuple[float | None, bool]], tco) -> str:
@@ -135,7 +171,8 @@ def portfolio(
     ``owned_basis``: ``owned_basis_words``, said under the totals (and in --json) where GPUs are held;
     ``calibration``: the file the jobs were planned with (said first, and in --json)."""
     figures = [job_figures(a) for a in solution.assignments]
-    rows = [job_row(a, f, solution.held_types) for a, f in zip(solution.assignments, figures, strict=True)]
+    reserved = tuple(r.gpu_id for r in solution.reserved)
+    rows = [job_row(a, f, solution.held_types, reserved) for a, f in zip(solution.assignments, figures, strict=True)]
     bands = portfolio_bands(solution, figures)  # every job at its band's ends
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
@@ -155,6 +192,10 @@ def portfolio(
             "exact": solution.exact,
             "stopped_gap": solution.stopped_gap,  # the slotted model's incumbent at its time limit (None: optimum)
             "owned_rate_basis": owned_basis,
+            # under a reserved price kind the GPUs reserved for whole terms, and what all of it bills
+            "reserved": [reserved_json(r) for r in solution.reserved],
+            "reserved_cost_usd": sum(r.cost_usd for r in solution.reserved),
+            "billed_usd": solution.billed_usd,
         }
         data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
@@ -169,6 +210,10 @@ def portfolio(
         f" all done by {day_words(days, solution.makespan_s, bands.makespan_days)}"
         f" ({model_words(solution)})"
     )
+    for r in solution.reserved:
+        out.print(reserved_words(r), markup=False)
+    if solution.reserved:  # the terms' unused hours are paid too: the total says so
+        out.print(f"billed in all {money(solution.billed_usd)}: the jobs, owned GPUs idle and the reserved terms whole")
     if owned_basis:
         out.print(owned_basis, markup=False)
     for line in accuracy_lines(figures):
@@ -209,9 +254,10 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
     """One row per job: where, when, its days and cost at its risk quantile, with bands (trial s35:
     "cost" beside "days p80" read as the model's figure that `plan` leads with)."""
     risks = risk_words(figures)
+    rented = "the reserved rate of reserved ones" if solution.reserved else "rent of rented ones"
     table = Table(
         title=f"portfolio on the shared inventory (days and cost at {risks}, the search's risk quantile;"
-        f" cost at the {OWNED_BASIS} of owned types, at rent of rented ones; 80 % bands)",
+        f" cost at the {OWNED_BASIS} of owned types, at {rented}; 80 % bands)",
         title_justify="left",
     )
     names = (

@@ -3,6 +3,7 @@ names its job; fleet's deadline answer names the types and the GPU-count cap it 
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -362,3 +363,41 @@ def test_fleet_rents_a_type_it_may_not_buy(tmp_path):
     hours = job["num_gpus"] * (job["end_days"] - job["start_days"]) * 24
     assert job["cost_usd"] >= 4.50 * hours * 0.999  # at the file's quote (whole nodes billed)
     assert "b200" not in data["buy_only"]["purchased"]
+
+
+def test_portfolio_reserves_its_rented_types_for_the_term_under_a_reserved_price_kind(tmp_path):
+    """Session 44: at price_kind reserved-1y a portfolio's rented types were billed by the jobs'
+    hours at the reserved rate, while a warning said the term costs far more; the GPUs reserved and
+    their term's bill are now the answer's, in the text and in --json, with no such warning. The
+    file's own portfolio, on demand, says nothing of reservations."""
+    reserved = tmp_path / "reserved.toml"
+    example = (REPO / "examples" / "portfolio.toml").read_text()
+    # the H100s alone, rented: by the job-hour the jobs ran side by side on 44 of them
+    reserved.write_text(
+        'price_kind = "reserved-1y"\nrented = ["h100-sxm"]\n' + example.replace("a100-80gb-sxm = 64\n", "")
+    )
+    code, out, err = call("portfolio", str(reserved), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    (r,) = data["reserved"]
+    assert (r["kind"], r["term_years"], r["terms"]) == ("reserved-1y", 1, 1)
+    assert r["cost_usd"] == pytest.approx(r["num_gpus"] * r["usd_per_gpu_hour"] * 365.25 * 24)
+    on_it = [a for a in data["assignments"] if a["gpu"] == r["gpu"]]
+    assert r["num_gpus"] >= max(a["num_gpus"] for a in on_it)
+    assert r["used_usd"] == pytest.approx(sum(a["cost_usd"] for a in on_it))
+    assert {a["cost_basis"] for a in on_it} == {"reserved (reserved-1y)"}
+    assert data["billed_usd"] == pytest.approx(data["total_cost_usd"] + data["idle_cost_usd"] + r["idle_usd"])
+    assert not [w for w in data["warnings"] if "term" in w]
+    low, high = data["makespan_band_days"]  # the bands' schedules hold the GPUs reserved, not the cap
+    assert low <= data["makespan_days"] <= high
+    code, out, err = call("portfolio", str(reserved))
+    assert code == 0 and "term" not in err
+    text = " ".join(out.split())
+    assert f"reserved: {r['num_gpus']} x {r['gpu']} for 1 one-year term at ${r['usd_per_gpu_hour']:,.2f}" in text
+    assert "a reserved GPU is paid every hour of its term, busy or idle" in text
+    assert f"billed in all ${data['billed_usd'] / 1e6:.2f}M" in text
+    code, out, _ = call("portfolio", str(REPO / "examples" / "portfolio.toml"), "--json")
+    on_demand = json.loads(out)
+    assert code == 0 and on_demand["reserved"] == [] and on_demand["reserved_cost_usd"] == 0
+    assert on_demand["billed_usd"] == pytest.approx(on_demand["total_cost_usd"] + on_demand["idle_cost_usd"])
+    assert "reserved" not in call("portfolio", str(REPO / "examples" / "portfolio.toml"))[1]
