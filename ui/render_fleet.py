@@ -192,12 +192,19 @@ def split_words(name: str, p: dict, horizon_days: float, reserving: bool = False
             f" {money(p['running_cost_usd'])} + rent {money(p['rent_cost_usd'])}; the {owned:,}"
             f" owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"
         )
-    busy = [f"the {owned:,} owned GPUs busy {p['owned_busy_fraction']:.0%}"] if owned else []
-    if p["reserved"]:
-        busy.append(f"the {sum(p['reserved'].values()):,} reserved GPUs busy {p['reserved_busy_fraction']:.0%}")
+    busy = (
+        [f"the {owned:,} owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"]
+        if owned
+        else []
+    )
+    if p["reserved"]:  # review s44: of the days the terms bill, not of the horizon
+        busy.append(
+            f"the {sum(p['reserved'].values()):,} reserved GPUs busy {p['reserved_busy_fraction']:.0%} of the"
+            f" {p['reserved_billed_days']:,.0f} days their {counted(p['reserved_terms'], 'term')} bill"
+        )
     return (
         f"{name}: ownership {money(p['ownership_cost_usd'])} + busy power {money(p['running_cost_usd'])}"
-        f" + reserved terms {money(p['reserved_cost_usd'])}; {', '.join(busy)} of the {horizon_days:,.0f} days"
+        f" + reserved terms {money(p['reserved_cost_usd'])}; {', '.join(busy) or 'nothing held'}"
     )
 
 
@@ -215,8 +222,9 @@ def term_words(term: dict, horizon_days: float) -> str:
     )
     return (
         f"{term['kind']} bills whole {term['term_years']}-year terms: a reserved GPU is paid every hour of the"
-        f" {counted(term['terms'], 'term')} covering the {horizon_days:,.0f} days, {rest}, and nothing per busy"
-        f" hour (the cloud pays the power); no job is rented by the hour at that rate. Per GPU: {per_gpu}"
+        f" whole terms its jobs need (at most the {counted(term['terms'], 'term')} covering the"
+        f" {horizon_days:,.0f} days), {rest}, and nothing per busy hour (the cloud pays the power); no job is"
+        f" rented by the hour at that rate. Per GPU over the {counted(term['terms'], 'term')}: {per_gpu}"
     )
 
 
@@ -245,7 +253,10 @@ def plan_json(p, solution, risks: dict[str, str]) -> dict | None:
         "owned_busy_fraction": p.owned_busy_fraction(solution.horizon_days),
         "reserved": p.reserved,
         "reserved_cost_usd": float(p.reserved_cost_usd),
-        "reserved_busy_fraction": p.busy_fraction(Holding.RESERVED, solution.horizon_days),
+        # the whole terms billed (those its jobs need) and the reserved GPUs' busy share of their days
+        "reserved_terms": p.reserved_terms,
+        "reserved_billed_days": (billed := billed_days(p, solution)),
+        "reserved_busy_fraction": p.busy_fraction(Holding.RESERVED, billed),
         "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
     }
 
@@ -278,6 +289,12 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
         # the reserved terms are billed (reserved_term), no longer warned of (session 44)
         "warnings": [],
     }
+
+
+def billed_days(p, solution) -> float:
+    """The days an option's reserved terms bill (0: none reserved)."""
+    reserved = solution.reserved
+    return 0.0 if reserved is None else p.reserved_terms * reserved.term.term_h / HOURS_PER_DAY
 
 
 def reserved_term_json(solution) -> dict | None:

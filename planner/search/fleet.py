@@ -34,6 +34,7 @@ from planner.search.slots import (
     job_rows,
     jobs_infeasible,
     slot_length_s,
+    subset_options,
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver
@@ -98,11 +99,35 @@ def size_fleet(
         break_even(gpu, econ, tco, horizon_h, _rent_rate(gpu, econ, jobs)) for gpu, econ in sorted(economics.items())
     ]
     rent_rows, owned, reserving = _job_options(jobs, economics, limits, horizon_s, num_slots, prune, reserved)
-    held = [_owned_pool(owned, rates, economics, limits)]
-    if reserved is not None and reserving is not None:
-        held.append(_reserved_pool(reserving, reserved, economics, jobs, horizon_h))
-    model = _FleetModel(jobs, held, rent_rows, num_slots, {gpu: econ.purchase_usd for gpu, econ in economics.items()})
-    return _solve_options(model, rates, reserved, horizon_days, solver, time_limit_s)
+    bought = _owned_pool(owned, rates, economics, limits)
+    price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
+    if reserved is None or reserving is None:
+        model = _FleetModel(jobs, [bought], rent_rows, num_slots, price)
+        return _solve_options([model], rates, reserved, horizon_days, solver, time_limit_s)
+    pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h)
+    models = [_FleetModel(jobs, [bought, pool], rent_rows, num_slots, price) for pool in pools]
+    return _solve_options(models, rates, reserved, horizon_days, solver, time_limit_s)
+
+
+def _reserved_pools(
+    options: SlotOptions,
+    reserved: ReservedPrices,
+    economics: Mapping[str, GpuEconomics],
+    jobs: Sequence[JobCandidates],
+    horizon_h: float,
+) -> list[_HeldPool]:
+    """The reserved pool for each count k of whole terms the horizon spans: its options those that end
+    within k terms, F_r the k terms' bill (the last k: the horizon's, ``ReservedPrices.fixed_usd``).
+    Solved apart, the cheapest taken: a reservation is billed for the terms its jobs need, not every
+    term the horizon touches (review s44: a 366-day horizon billed two 1-year terms to jobs done by
+    day 321, and the answer flipped to buying at $225k more)."""
+    spans = [k * reserved.term.term_h for k in range(1, reserved.terms(horizon_h))] + [horizon_h]
+    pools = []
+    for span_h in spans:
+        keep = options.end_s <= span_h * SECONDS_PER_HOUR
+        if keep.any():
+            pools.append(_reserved_pool(subset_options(options, keep), reserved, economics, jobs, span_h))
+    return pools
 
 
 def _job_options(
@@ -150,7 +175,7 @@ def _pruned(table: ScoredTable, rows: np.ndarray, prune: bool) -> np.ndarray:
 
 
 def _solve_options(
-    model: _FleetModel,
+    models: list[_FleetModel],
     rates: list[GpuBreakEven],
     reserved: ReservedPrices | None,
     horizon_days: float,
@@ -158,15 +183,18 @@ def _solve_options(
     time_limit_s: float | None,
 ) -> FleetSolution:
     """The three options: mixed, buy only and the option that buys nothing (rent only: every job's
-    rent; reserve only under a reserved kind, which packs the jobs on the GPUs it reserves)."""
+    rent; reserve only under a reserved kind, which packs the jobs on the GPUs it reserves), each the
+    cheapest over ``models`` (one per count of reserved terms, ``_reserved_pools``; the last spans
+    the horizon)."""
+    model = models[-1]
     other = Holding.RENTED if reserved is None else Holding.RESERVED
-    mixed, solver_name = model.solve({Holding.OWNED, other}, solver, time_limit_s)
+    mixed, solver_name = _cheapest(models, {Holding.OWNED, other}, solver, time_limit_s)
     assert mixed is not None, "renting (or reserving for) every job is always feasible"
     buy_only, _ = model.solve({Holding.OWNED}, solver, time_limit_s)
     if reserved is None:
         no_buy: FleetPlan | None = model.plan({}, [None] * len(model.jobs))
     else:
-        no_buy, _ = model.solve({Holding.RESERVED}, solver, time_limit_s)
+        no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)
     assert no_buy is not None
     return FleetSolution(
         mixed=mixed,
@@ -180,6 +208,16 @@ def _solve_options(
         reserved=None if reserved is None else _priced(reserved, model.held[-1]),
         owned_vs_reserved=() if reserved is None else _owned_vs_reserved(rates, model.held[-1], horizon_days),
     )
+
+
+def _cheapest(
+    models: list[_FleetModel], holdings: Collection[Holding], solver: str, time_limit_s: float | None
+) -> tuple[FleetPlan | None, str]:
+    """The least-cost plan of ``holdings`` over the models (None: none can hold every job so)."""
+    solved = [m.solve(holdings, solver, time_limit_s) for m in models]
+    plans = [p for p, _ in solved if p is not None]
+    best = min(plans, key=lambda p: p.total_cost_usd) if plans else None
+    return best, solved[-1][1]
 
 
 def _priced(reserved: ReservedPrices, pool: _HeldPool) -> ReservedPrices:
@@ -377,6 +415,7 @@ class _FleetModel:
         purchased, reserved = (dict(held.get(h, {})) for h in (Holding.OWNED, Holding.RESERVED))
         assignments = compacted(assignments, purchased, reserved)
         fixed = {p.holding: p.fixed_usd for p in self.held}
+        terms = next((p.terms or 0 for p in self.held if p.holding is Holding.RESERVED), 0)
         ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())
         reserving = sum(fixed[Holding.RESERVED][g] * count for g, count in reserved.items())
         running = sum(a.cost_usd for a in assignments if a.holding is Holding.OWNED)
@@ -391,6 +430,7 @@ class _FleetModel:
             assignments=tuple(assignments),
             reserved={g: c for g, c in reserved.items() if c > 0},
             reserved_cost_usd=reserving,
+            reserved_terms=terms if any(reserved.values()) else 0,
         )
 
     def _assignment(self, j: int, choice: _Choice) -> FleetAssignment:

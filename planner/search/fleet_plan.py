@@ -71,6 +71,9 @@ class FleetPlan:
     # the rent counted job-hours at a rate that only a term buys, against a term's warning)
     reserved: dict[str, int] = field(default_factory=dict)
     reserved_cost_usd: float = 0.0
+    # the whole terms the reservation is billed for: those its jobs need, at most the horizon's (review
+    # s44: a 366-day horizon billed 2 one-year terms for jobs done by day 321); 0 where none is reserved
+    reserved_terms: int = 0
 
     def total_band(self) -> tuple[float, float] | None:
         """The total with the jobs' costs (rent, or busy power) at their bands' ends, summed
@@ -83,16 +86,17 @@ class FleetPlan:
         held = self.total_cost_usd - sum(a.cost_usd for a in jobs)
         return held + band[0], held + band[1]
 
-    def busy_fraction(self, holding: Holding, horizon_days: float) -> float | None:
-        """The bought (or reserved) GPUs' busy share of the horizon: their jobs' GPU-days over the GPUs
-        held x the horizon (None: none held; trial s36: a fleet 81 % busy said only the rate at the
-        file's 70 %)."""
+    def busy_fraction(self, holding: Holding, days: float) -> float | None:
+        """The bought (or reserved) GPUs' busy share of ``days`` (the horizon; for reserved GPUs the days
+        their terms bill, review s44: "88 % of the 365 days" of a 3-year bill): their jobs' GPU-days
+        over the GPUs held x the days (None: none held; trial s36: a fleet 81 % busy said only the
+        rate at the file's 70 %)."""
         held = sum((self.purchased if holding is Holding.OWNED else self.reserved).values())
-        if not held:
+        if not held or days <= 0:
             return None
         jobs = [a for a in self.assignments if a.holding is holding]
         busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_DAY
-        return busy / (held * horizon_days)
+        return busy / (held * days)
 
     def owned_busy_fraction(self, horizon_days: float) -> float | None:
         return self.busy_fraction(Holding.OWNED, horizon_days)

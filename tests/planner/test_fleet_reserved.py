@@ -87,12 +87,15 @@ def test_a_reserved_fleet_bills_bought_and_reserved_gpus_and_busy_power_only(see
     solution = size_fleet(jobs, ECONOMICS, horizon_days, tco, num_slots=4, reserved=reserved_1y())
     fixed = {g: break_even(g, e, tco, hours, 0.0).owned_fixed_usd for g, e in ECONOMICS.items()}
     busy = {g: break_even(g, e, tco, hours, 0.0).owned_usd_per_busy_hour for g, e in ECONOMICS.items()}
-    term_usd = {g: RATES[g] * HOURS_PER_YEAR * terms for g in GPUS}  # one reserved GPU's whole terms
     plans = [solution.mixed, solution.rent_only] + ([solution.buy_only] if solution.buy_only else [])
     for plan in plans:
         assert all(a.holding is not Holding.RENTED for a in plan.assignments) and plan.rent_cost_usd == 0
+        # the whole terms its reserved jobs need, at most the horizon's (review s44: a 366-day horizon
+        # billed two terms to jobs done in the first)
+        need = max((a.end_s for a in plan.assignments if a.holding is Holding.RESERVED), default=0) / 3600
+        assert (math.ceil(need / HOURS_PER_YEAR - 1e-9) <= plan.reserved_terms <= terms) if plan.reserved else True
         ownership = sum(fixed[g] * n for g, n in plan.purchased.items())
-        reserving = sum(term_usd[g] * n for g, n in plan.reserved.items())
+        reserving = sum(RATES[g] * HOURS_PER_YEAR * plan.reserved_terms * n for g, n in plan.reserved.items())
         power = sum(
             busy[a.gpu_id] * a.num_gpus * (a.end_s - a.start_s) / 3600
             for a in plan.assignments
@@ -107,7 +110,8 @@ def test_a_reserved_fleet_bills_bought_and_reserved_gpus_and_busy_power_only(see
     for gpu in GPUS:  # reserve only holds the most its jobs hold at once, no more
         assert reserve_only.reserved.get(gpu, 0) == peak_held(reserve_only.assignments, Holding.RESERVED, gpu)
     peaks = {g: peak_held(reserve_only.assignments, Holding.RESERVED, g) for g in GPUS}
-    assert reserve_only.total_cost_usd == pytest.approx(sum(peaks[g] * RATES[g] * HOURS_PER_YEAR * terms for g in GPUS))
+    billed = HOURS_PER_YEAR * reserve_only.reserved_terms
+    assert reserve_only.total_cost_usd == pytest.approx(sum(peaks[g] * RATES[g] * billed for g in GPUS))
     cheapest = min(p.total_cost_usd for p in plans[1:])
     assert solution.mixed.total_cost_usd <= cheapest * (1 + 1e-9)
     assert solution.break_even == () and {c.gpu_id for c in solution.owned_vs_reserved} == set(GPUS)
@@ -128,6 +132,22 @@ def test_a_mixed_reserved_fleet_buys_one_type_and_reserves_the_other() -> None:
     assert mixed.total_cost_usd < min(solution.buy_only.total_cost_usd, solution.rent_only.total_cost_usd)
     (a100, h100) = solution.owned_vs_reserved
     assert a100.buying_cheaper_below == 0.0 and h100.buying_cheaper_below == 1.0
+
+
+@pytest.mark.parametrize("horizon_days", [365.0, 366.0, 500.0, 700.0])
+def test_a_reservation_bills_the_terms_its_jobs_need_not_every_term_the_horizon_touches(horizon_days) -> None:
+    """Review s44 H1: a 366-day horizon billed two 1-year terms to a job done by day 34 (and flipped a
+    fleet to buying at $225k more); the reservation is billed for the one term its job needs. A job
+    that needs the second term (due later, too slow for one) pays for both."""
+    quick = [JobCandidates("a", table("a", ["a100"], [8], [30]))]
+    solution = size_fleet(quick, {}, horizon_days, num_slots=4, reserved=reserved_1y())
+    assert solution.rent_only.reserved_terms == 1
+    assert solution.rent_only.total_cost_usd == pytest.approx(8 * RATES["a100"] * HOURS_PER_YEAR)
+    if horizon_days > 400:
+        slow = [JobCandidates("b", table("b", ["a100"], [8], [400]))]
+        both = size_fleet(slow, {}, horizon_days, num_slots=4, reserved=reserved_1y())
+        assert both.rent_only.reserved_terms == 2
+        assert both.rent_only.total_cost_usd == pytest.approx(8 * RATES["a100"] * HOURS_PER_YEAR * 2)
 
 
 def test_the_reserved_unit_rounds_up_what_is_reserved() -> None:

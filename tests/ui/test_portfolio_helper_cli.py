@@ -193,7 +193,11 @@ def test_fleet_reserves_gpus_for_the_term_under_a_reserved_price_kind(tmp_path):
     (gpu, count), *_ = reserve_only["reserved"].items()
     assert "reserve only" in text and f"{gpu}={count}" in text and "GPUs reserved" in text
     assert f"reserved terms ${reserve_only['reserved_cost_usd'] / 1e6:.2f}M" in text
-    assert "reserved-3y bills whole 3-year terms: a reserved GPU is paid every hour of the 1 term" in text
+    assert "reserved-3y bills whole 3-year terms: a reserved GPU is paid every hour of the whole terms its jobs" in text
+    # review s44 M2: the reserved GPUs' busy share is of the days their term bills, not of the horizon
+    days = reserve_only["reserved_billed_days"]
+    assert days == pytest.approx(3 * 365.25) and reserve_only["reserved_terms"] == 1
+    assert f"of the {days:,.0f} days their 1 term bill" in text
     assert "buying pays off above" not in text and "one reserved" in text
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")  # on demand: no term
     on_demand = json.loads(out)
