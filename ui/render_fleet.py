@@ -7,6 +7,7 @@ from rich.table import Table
 
 from planner.fmt import counted, money, money_band, number_band
 from planner.search.fleet import Holding
+from planner.search.ownership import per_busy_hour
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.render import (
     add_columns,
@@ -376,4 +377,4 @@ def owned_hourly(b, solution, utilisation: float) -> float:
     """One owned GPU per busy GPU-hour at busy fraction ``utilisation``: its fixed cost over the
     horizon spread over the busy hours, plus its busy power (planner.search.ownership.break_even)."""
     hours = solution.horizon_days * HOURS_PER_DAY
-    return b.owned_fixed_usd / (hours * utilisation) + b.owned_usd_per_busy_hour
+    return per_busy_hour(b.owned_fixed_usd, b.owned_usd_per_busy_hour, hours, utilisation)

@@ -109,6 +109,14 @@ def break_even(
     return GpuBreakEven(gpu, fixed, busy, rent_usd_per_gpu_hour, utilisation)
 
 
+def per_busy_hour(fixed_usd: float, busy_usd_per_hour: float, hours: float, utilisation: float) -> float:
+    """A held GPU's cost per busy GPU-hour at busy fraction ``utilisation`` of ``hours``: its fixed
+    cost over them spread over the busy hours, plus what each busy hour adds (inf: never busy). The
+    one rule of the app's "bought" price, the fleet's owned and reserved rates (review s44: restated)."""
+    busy_h = hours * utilisation
+    return fixed_usd / busy_h + busy_usd_per_hour if busy_h > 0 else math.inf
+
+
 @dataclass(frozen=True)
 class HourlyRate:
     """What one GPU of a held inventory costs: ``held`` each hour it is held, busy or idle, and
@@ -131,7 +139,7 @@ def owned_usd_per_busy_gpu_hour(economics: GpuEconomics, tco: TcoAssumptions, ut
     if not 0 < utilisation <= 1:
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation}")
     rate = owned_rate(economics, tco)
-    return rate.held_usd_per_gpu_hour / utilisation + rate.busy_usd_per_gpu_hour
+    return per_busy_hour(rate.held_usd_per_gpu_hour, rate.busy_usd_per_gpu_hour, 1.0, utilisation)
 
 
 def economics_for(

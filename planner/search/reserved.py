@@ -6,11 +6,11 @@ portfolio reserves its rented types with them too (planner/search/portfolio_rese
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from planner.catalog.prices import TermBilling
+from planner.search.ownership import per_busy_hour
 
 __all__ = ["OwnedVsReserved", "ReservedPrices"]
 
@@ -71,6 +71,6 @@ class OwnedVsReserved:
     def per_busy_hour(self, utilisation: float) -> tuple[float, float]:
         """(owned, reserved) USD per busy GPU-hour at busy fraction ``utilisation``: each fixed cost
         spread over the busy hours, the owned one plus its busy power (the owned rate's formula)."""
-        busy_h = self.horizon_hours * utilisation
-        owned = self.owned_fixed_usd / busy_h + self.owned_usd_per_busy_hour
-        return owned, self.reserved_usd / busy_h if busy_h > 0 else math.inf
+        hours = self.horizon_hours
+        owned = per_busy_hour(self.owned_fixed_usd, self.owned_usd_per_busy_hour, hours, utilisation)
+        return owned, per_busy_hour(self.reserved_usd, 0.0, hours, utilisation)

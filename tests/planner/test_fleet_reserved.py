@@ -239,3 +239,19 @@ def test_a_fleet_reserves_at_its_requests_kind_and_refuses_two_kinds() -> None:
     assert prices is not None and (prices.usd_per_gpu_hour, prices.unit) == ({"h100-sxm": 1.5}, {"h100-sxm": 1})
     with pytest.raises(ValueError, match="one price kind"):
         reserved_prices({"a": job, "b": reserved}, catalog, DEFAULT_SETTINGS)
+
+
+def test_owning_against_reserving_in_between_the_ends() -> None:
+    """Review s44 M4: only the clamped ends (0 and 1) were tested. One bought GPU costs F_g + u H v,
+    one reserved F_r: buying is cheaper below u* = (F_r - F_g) / (H v), and each per busy hour is its
+    fixed cost over u H plus (owned) its busy power."""
+    from planner.search.reserved import OwnedVsReserved
+
+    c = OwnedVsReserved("a100", 5000.0, 1.0, 9000.0, 9000.0 / HOURS_PER_YEAR, HOURS_PER_YEAR, 1)
+    assert c.buying_cheaper_below == pytest.approx(4000.0 / HOURS_PER_YEAR)  # 0.456
+    owned, reserved = c.per_busy_hour(0.5)
+    assert owned == pytest.approx(5000.0 / (0.5 * HOURS_PER_YEAR) + 1.0)
+    assert reserved == pytest.approx(9000.0 / (0.5 * HOURS_PER_YEAR))
+    u = c.buying_cheaper_below  # at u* the two cost the same per busy hour
+    assert c.per_busy_hour(u)[0] == pytest.approx(c.per_busy_hour(u)[1])
+    assert c.per_busy_hour(0.0) == (math.inf, math.inf)

@@ -156,3 +156,17 @@ def test_jobs_run_the_files_stack_and_precision_unless_they_name_their_own(tmp_p
     assert loss["a"].loss_chunk_tokens == loss["b"].loss_chunk_tokens == 0
     assert main(["portfolio", str(path), "--emit", str(tmp_path / "jobs")]) == 2
     assert "--emit writes trainplan jobs; stack deepspeed, megatron-core is estimate-only" in capsys.readouterr().err
+
+
+def test_owned_against_reserved_words_in_between_the_ends():
+    """Review s44 M4: the verdict and the per-busy-hour line between the ends, from one record."""
+    from planner.search.reserved import OwnedVsReserved
+    from planner.units import HOURS_PER_YEAR
+    from ui.render_fleet import owned_vs_reserved_json, owned_vs_reserved_words
+
+    c = OwnedVsReserved("a100", 5000.0, 1.0, 9000.0, 9000.0 / HOURS_PER_YEAR, HOURS_PER_YEAR, 1)
+    data = owned_vs_reserved_json(c, 0.7)
+    words = owned_vs_reserved_words(data, {"kind": "reserved-1y", "terms": 1}, 365.25, 0.7)
+    assert "buying is cheaper below 46% busy (its power is extra), reserving above" in words
+    owned, reserved = c.per_busy_hour(0.7)
+    assert f"at 70% busy: owned ${owned:,.2f} per busy GPU-hour, reserved ${reserved:,.2f}" in words
