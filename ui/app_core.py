@@ -387,6 +387,11 @@ class PortfolioOutcome:
     # With ``infeasible``: the jobs it names cannot run on their own and the frame is the others'
     # schedule without them (trial s35, round 2: one such job blanked every other job's schedule).
     left_out: tuple[str, ...] = ()
+    # Under a reserved price kind the rented types' GPUs reserved for whole terms, and what the
+    # portfolio pays in all (its jobs, idle held GPUs and the terms' unused hours): session 44, the
+    # page showed the jobs' cost alone while the choices were made on the terms' bill
+    reserved: tuple = ()  # planner.search.portfolio_reserved.ReservedGpus
+    billed_usd: float | None = None
 
 
 def solve_jobs(
@@ -486,4 +491,6 @@ def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
         makespan_band_days=bands.makespan_days,
         holds_gpus=solution.holds_gpus,
         stopped_gap=solution.stopped_gap,
+        reserved=solution.reserved,
+        billed_usd=solution.billed_usd,
     )

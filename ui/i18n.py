@@ -968,6 +968,17 @@ _LABELS: dict[str, tuple[str, str]] = {
         "如需按您拥有的 GPU 规划并查看闲置情况，请选择购买（摊销）定价并填入数量。",
     ),
     "makespan": ("All jobs done after", "全部完成所需时间"),
+    # session 44: under a reserved kind the portfolio reserves its rented types for whole terms
+    "portfolio_reserved": (
+        "Reserved: {gpus:,} × {gpu} for {terms} {years}-year term(s) at ${rate:,.2f} per GPU-hour ({kind}),"
+        " {cost}; the jobs use {used} of it, and a reserved GPU is paid every hour of its terms, busy or idle.",
+        "预留：{gpus:,} 块 {gpu}，{terms} 个 {years} 年期限，每 GPU 小时 ${rate:,.2f}（{kind}），共 {cost}；"
+        "作业使用其中 {used}，预留的 GPU 在整个期限内无论忙闲每小时都要付费。",
+    ),
+    "portfolio_billed": (
+        "Billed in all: {total} (the jobs, the held GPUs' idle hours and the reserved terms' unused hours).",
+        "总计费用：{total}（作业、持有 GPU 的闲置时间与预留期限中未使用的时间）。",
+    ),
     # portfolio: the basis of its figures (trial s19, finding 9)
     "portfolio_basis": (
         "Days are each job's time at {risk} (the quantile the search judges plans by), cost is its GPU-hours "

@@ -179,6 +179,12 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         delta_color="off",
         delta_arrow="off",
     )
+    for r in outcome.reserved:  # session 44: the terms' bill, which the choices were made on
+        values = dict(gpus=r.num_gpus, gpu=r.gpu_id, terms=r.terms, years=r.term_years, rate=r.usd_per_gpu_hour)
+        cost, used = app_core.money(r.cost_usd), app_core.money(r.used_usd)
+        st.warning(tr("portfolio_reserved", **values, kind=tr.kind(r.kind), cost=cost, used=used))
+    if outcome.reserved and outcome.billed_usd is not None:
+        st.caption(tr("portfolio_billed", total=app_core.money(outcome.billed_usd)))
     if not outcome.holds_gpus:
         # Buy mode prices each type at its amortised rate, not rent (trial s26b: "rented" read wrong).
         st.caption(tr("idle_cost_none_bought" if inputs.bought else "idle_cost_none"))

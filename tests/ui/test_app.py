@@ -710,3 +710,28 @@ def test_a_bought_portfolio_without_an_inventory_is_not_called_rented():
     at.button(key="add_job").click().run()
     captions = [c.value for c in at.caption]
     assert EN("idle_cost_none_bought") in captions and EN("idle_cost_none") not in captions
+
+
+def test_a_reserved_portfolio_shows_its_terms_bill_and_what_it_pays_in_all():
+    """Session 44: under a reserved kind the portfolio reserves its rented types for whole terms
+    and chooses on that bill; the page showed the jobs' cost alone. It says the reserved GPUs,
+    their terms' bill and the total billed, in both languages."""
+    for tr in (EN, ZH):
+        at = run_app(
+            portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8}, pricing="reserved_1y", lang=tr.lang
+        )
+        at.button(key="add_job").click().run()
+        assert not at.exception
+        request = request_for(gpus={"h100-sxm": 8}, price_kind="reserved-1y")
+        expected = plan_portfolio(
+            {"job-1": request},
+            {"h100-sxm": 8},
+            objective="cost",
+            settings=DEFAULT_SETTINGS,
+            rented=frozenset({"h100-sxm"}),
+        )
+        (r,) = expected.reserved
+        said = [w.value for w in at.warning if str(r.gpu_id) in w.value and app_core.money(r.cost_usd) in w.value]
+        assert len(said) == 1, [w.value for w in at.warning]
+        assert tr("portfolio_billed", total=app_core.money(expected.billed_usd)) in [c.value for c in at.caption]
+        assert tr.lang == "en" or not english_sentences(said[0])
