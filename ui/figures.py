@@ -451,7 +451,10 @@ def scaling_figure(
         title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False,
         title_font_color=style.color, tickfont_color=style.color,
     )  # fmt: skip
-    days = rows["time_to_train_days"]
+    # every plotted day, the band's ends with them (trial s44 app M3: a point past the range was cut off)
+    days = pd.concat([rows[c] for c in ("time_to_train_days", "time_lo_days", "time_hi_days") if c in rows])
+    days = days.replace([math.inf, -math.inf], math.nan).dropna()
+    days = days[days > 0]
     low, high = math.log10(float(days.min()) / 1.3), math.log10(float(days.max()) * 1.3)
     values, text = decade_ticks(10**low, 10**high, days_label)
     fig.update_yaxes(

@@ -204,3 +204,16 @@ def test_a_deadline_below_every_point_stays_on_the_axis():
     assert low <= math.log10(1.0) < high
     low_without, _ = useful_range(days, days, None)
     assert low_without > math.log10(1.0)  # without a line below, the axis starts at the points
+
+
+def test_the_scaling_time_axis_holds_every_point_and_its_band(frames):
+    """Trial s44 app M3: the time axis was ranged on the points alone, and an 8-GPU point past it (its
+    band's slow end further still) was cut off; it spans every plotted day, the bands' ends too."""
+    import math
+
+    points = _points(frames[Risk.P80], Risk.P80)
+    fig = figures.scaling_figure(points, "h100-sxm", EN, Risk.P80)
+    low, high = fig.layout.yaxis2.range
+    rows = points[points["gpu"] == "h100-sxm"]
+    for column in ("time_to_train_days", "time_lo_days", "time_hi_days"):
+        assert low <= math.log10(rows[column].min()) and math.log10(rows[column].max()) <= high
