@@ -6,6 +6,9 @@ risk = "p90"                 # optional: the quantile of each job's time the job
                              # scheduled at (p50, p80, p90; default p80, as plan's --risk)
 rented = ["b200"]            # portfolio: inventory types rented, not owned: each busy GPU at its rent,
                              # none idle (default: every type is owned)
+price_kind = "reserved-1y"   # optional: rent at the median of this kind's offers (reserved: whole terms)
+term_filled = 0.5            # optional, reserved kinds: the share of a term past the horizon other work
+                             # pays (plan's --term-filled; default 0: the whole term is billed)
 [inventory]                  # portfolio: GPUs on hand, shared by all jobs
 h100-sxm = 256
 b200 = 64
@@ -39,11 +42,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanRequest
-from planner.catalog.prices import PriceKind
+from planner.catalog.prices import RESERVED_TERM_YEARS, PriceKind
 from planner.fmt import one_line, printable
 from planner.layout import Precision
 from planner.limits import (
@@ -158,12 +161,23 @@ class JobsFile(BaseModel):
     # rent at the median of the catalog's offers of this kind; fleet under a reserved kind reserves
     # GPUs for whole terms in place of renting (planner/api/reserved.py ``reserved_prices``)
     price_kind: PriceKind | None = None
+    # under a reserved kind, the share of a term's hours past the span other work pays, as plan's
+    # --term-filled (review s44: a fleet could not say it, and a 3-year term was charged whole)
+    term_filled: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
     network: str | None = None  # a catalog network every node is on (None: each GPU's default)
     # every job's software and precision unless the job names its own (plan's --stack, --precision)
     stack: Stack = Stack.TRAINPLAN
     precision: Precision = Precision.BF16
     ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
+
+    @model_validator(mode="after")
+    def _term_needs_a_reserved_kind(self) -> JobsFile:
+        # in the file's words, not plan's flags (review s44: "--term-filled ... give --price-kind")
+        if self.term_filled and self.price_kind not in RESERVED_TERM_YEARS:
+            kinds = " or ".join(f'"{k}"' for k in RESERVED_TERM_YEARS)
+            raise ValueError(f"term_filled applies to a reserved term: set price_kind = {kinds}")
+        return self
 
     def requests(self, gpus: dict[str, int | None] | None) -> dict[str, PlanRequest]:
         from planner.catalog.hardware import load_catalog
@@ -201,6 +215,7 @@ class JobsFile(BaseModel):
             gpus=gpus,
             price_overrides=self.rent_usd_per_gpu_hour,
             price_kind=self.price_kind,
+            term_filled=self.term_filled,
             network=self.network,
             risk=self.risk,
             stack=job.stack or self.stack,

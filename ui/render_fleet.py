@@ -350,6 +350,12 @@ def owned_vs_reserved_words(c: dict, term: dict, horizon_days: float, utilisatio
         f" {money(c['owned_usd_busy_throughout'])} busy throughout; one reserved {money(c['reserved_usd'])}"
         f" ({term['kind']}, {counted(term['terms'], 'term')}): {verdict}"
     )
+    past = term["terms"] * term["term_years"] * DAYS_PER_YEAR - horizon_days
+    if past >= 1 and term["filled"] < 1:  # review s44 M1: the comparison is not like for like there
+        line += (
+            f" (the reserved GPU's terms run {past:,.0f} days past the horizon and are charged here, less"
+            f" term_filled's share; the bought GPU keeps its resale value)"
+        )
     if utilisation is not None:
         line += (
             f"\n  at {utilisation:.0%} busy: owned ${c['owned_usd_per_busy_gpu_hour']:,.2f} per busy GPU-hour,"

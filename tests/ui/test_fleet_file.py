@@ -166,7 +166,34 @@ def test_owned_against_reserved_words_in_between_the_ends():
 
     c = OwnedVsReserved("a100", 5000.0, 1.0, 9000.0, 9000.0 / HOURS_PER_YEAR, HOURS_PER_YEAR, 1)
     data = owned_vs_reserved_json(c, 0.7)
-    words = owned_vs_reserved_words(data, {"kind": "reserved-1y", "terms": 1}, 365.25, 0.7)
+    words = owned_vs_reserved_words(
+        data, {"kind": "reserved-1y", "terms": 1, "term_years": 1, "filled": 0.0}, 365.25, 0.7
+    )
     assert "buying is cheaper below 46% busy (its power is extra), reserving above" in words
     owned, reserved = c.per_busy_hour(0.7)
     assert f"at 70% busy: owned ${owned:,.2f} per busy GPU-hour, reserved ${reserved:,.2f}" in words
+    assert "past the horizon" not in words  # one 1-year term over 365.25 days: like for like
+    longer = owned_vs_reserved_words(
+        data, {"kind": "reserved-3y", "terms": 1, "term_years": 3, "filled": 0.0}, 365.25, None
+    )
+    assert "terms run 730 days past the horizon and are charged here" in longer  # review s44 M1
+
+
+def test_a_fleet_file_says_what_share_of_a_reserved_term_other_work_fills(tmp_path: Path) -> None:
+    """Review s44 M1: a fleet's jobs file could not say term_filled, so a 3-year term against a
+    30-day horizon was billed whole; it takes plan's --term-filled, and refuses it without a
+    reserved kind in the file's words."""
+    reserved = 'price_kind = "reserved-3y"\n'
+    bills = {}
+    for filled in (0.0, 0.5):
+        spec = read_jobs_file(write(tmp_path, f"term_filled = {filled}\n{reserved}" + BASE.format(tables="")))
+        catalog = load_catalog()
+        prices = purchase_prices(spec, catalog)
+        solution = plan_fleet(
+            spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **fleet_options(spec, catalog)
+        )
+        assert solution.reserved is not None and solution.reserved.term.filled == filled
+        bills[filled] = solution.rent_only.total_cost_usd
+    assert bills[0.5] < bills[0.0]
+    with pytest.raises(ValueError, match='term_filled applies to a reserved term: set price_kind = "reserved-1y"'):
+        read_jobs_file(write(tmp_path, "term_filled = 0.5\n" + BASE.format(tables="")))
