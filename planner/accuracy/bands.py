@@ -106,6 +106,7 @@ def z(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
+@functools.cache  # a plan's first search asks it for the same rows thousands of times
 def row_regime(row: HeldOutRow) -> Regime:
     """The regime a validation row is placed in (its sequence only as the long feature; its
     architecture as ``links.row_generation`` judges it; its kernel from a long sequence on,
