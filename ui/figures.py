@@ -42,6 +42,24 @@ def decade_ticks(low: float, high: float, label) -> tuple[list[float], list[str]
     return values, [label(v) for v in values]
 
 
+def linear_ticks(high: float, label, most: int = 6) -> tuple[list[float], list[str]]:
+    """Ticks 0, s, 2s, ... up to ``high`` at a 1-2-5 x 10^k step s giving at most ``most`` of them,
+    labelled by ``label`` (trial s44 app M3: the scaling chart wrote "$200,000" where the frontier
+    above it writes "$200k")."""
+    base = 10.0 ** math.floor(math.log10(max(high, 1e-12) / most))
+    step = next(m * base for m in (1, 2, 5, 10) if high / (m * base) <= most)
+    values = [k * step for k in range(int(high // step) + 2)]
+    return values, [label(v) for v in values]
+
+
+def tick_money(usd: float) -> str:
+    """A linear axis's money tick: "$0", "$500k", "$1.5M" (one decimal only where the tick needs it)."""
+    if usd == 0:
+        return "$0"
+    one = money_short(usd, 1)
+    return money_short(usd, 0) if one.replace(".0", "") == money_short(usd, 0) else one
+
+
 def days_label(days: float) -> str:
     return f"{days:,.0f}" if days >= 1 else f"{days:g}"
 
@@ -447,8 +465,10 @@ def scaling_figure(
     counts = rows["num_gpus"]
     values, text = decade_ticks(float(counts.min()), float(counts.max()), lambda v: f"{v:,.0f}")
     fig.update_xaxes(title_text=tr("axis_num_gpus"), type="log", tickvals=values, ticktext=text)
+    costs = pd.concat([rows[c] for c in ("cost_usd", "cost_hi_usd") if c in rows]).replace(math.inf, math.nan)
+    values, text = linear_ticks(float(costs.max()), tick_money)
     fig.update_yaxes(
-        title_text=tr("axis_cost"), rangemode="tozero", tickprefix="$", tickformat=",.0f", secondary_y=False,
+        title_text=tr("axis_cost"), rangemode="tozero", tickvals=values, ticktext=text, secondary_y=False,
         title_font_color=style.color, tickfont_color=style.color,
     )  # fmt: skip
     # every plotted day, the band's ends with them (trial s44 app M3: a point past the range was cut off)

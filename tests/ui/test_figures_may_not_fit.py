@@ -217,3 +217,17 @@ def test_the_scaling_time_axis_holds_every_point_and_its_band(frames):
     rows = points[points["gpu"] == "h100-sxm"]
     for column in ("time_to_train_days", "time_lo_days", "time_hi_days"):
         assert low <= math.log10(rows[column].min()) and math.log10(rows[column].max()) <= high
+
+
+def test_the_scaling_cost_axis_writes_money_as_the_frontier_does(frames):
+    """Trial s44 app M3: the scaling chart's cost axis wrote "$200,000" where the frontier above it
+    writes "$200k"; its ticks are 1-2-5 steps from $0, as short as they can be and no shorter."""
+    from ui.figures import linear_ticks, tick_money
+
+    assert linear_ticks(230_000, tick_money)[1] == ["$0", "$50k", "$100k", "$150k", "$200k", "$250k"]
+    assert linear_ticks(1_400_000, tick_money)[1] == ["$0", "$500k", "$1M", "$1.5M"]
+    points = _points(frames[Risk.P80], Risk.P80)
+    axis = figures.scaling_figure(points, "h100-sxm", EN, Risk.P80).layout.yaxis
+    assert axis.ticktext[0] == "$0" and all("," not in t for t in axis.ticktext)
+    rows = points[points["gpu"] == "h100-sxm"]
+    assert axis.tickvals[-1] >= rows["cost_hi_usd"].max()  # the top tick passes every band's end
