@@ -280,7 +280,7 @@ class EvidenceBase:
         self.generations = np.array([row_generation(r) for r in self.rows], dtype=object)
         self.features = np.array([row_regime(r).features for r in self.rows], dtype=np.int64)
         self.kernels = np.array([r.kernel for r in self.rows], dtype=object)
-        self.long_rows = np.array([r.seq_len >= LONG_SEQUENCE_TOKENS for r in self.rows], dtype=bool)
+        self.placed_kernels = np.array([row_regime(r).kernel for r in self.rows], dtype=object)
         self.log_errors = capped_log_errors(all_rows)[keep]
         self.source_sigma = source_sigma(self.rows, self.log_errors)
         # Each regime's evidence, once: a plan asks for the same few regimes per GPU type many times
@@ -313,7 +313,7 @@ class EvidenceBase:
         mine = self.stacks == regime.stack
         if not mine.any():
             return set()
-        kernels = judged_kernels(self.kernels[mine], self.long_rows[mine], regime.kernel)
+        kernels = judged_kernels(self.kernels[mine], self.placed_kernels[mine], regime.kernel)
         d = distances(regime, self.stacks[mine], self.generations[mine], self.features[mine], kernels)
         rows = [r for r, keep in zip(self.rows, mine, strict=True) if keep]
         return {row_regime(r) for r, dist in zip(rows, d, strict=True) if dist == d.min()}
@@ -363,7 +363,7 @@ class EvidenceBase:
     def _nearest_rows(self, regime: Regime) -> Evidence:
         if not self.rows:
             raise ValueError("no validation rows to judge a prediction against")
-        kernels = judged_kernels(self.kernels, self.long_rows, regime.kernel)
+        kernels = judged_kernels(self.kernels, self.placed_kernels, regime.kernel)
         d = distances(regime, self.stacks, self.generations, self.features, kernels)
         levels = np.unique(d)
         counts = np.searchsorted(np.sort(d), levels, side="right")

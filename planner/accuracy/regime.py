@@ -146,15 +146,16 @@ def judged_kernel(kernel: str, seq_len) -> str:
     return kernel if int(seq_len) >= LONG_SEQUENCE_TOKENS else ""
 
 
-def judged_kernels(kernels: np.ndarray, long_rows: np.ndarray, query_kernel: str) -> np.ndarray:
-    """The rows' kernels as a query reads them: a query on its stack's own kernel ("") reads a short
-    row as its stack's whatever kernel it ran (``judged_kernel``); one that names a kernel, timed from
+def judged_kernels(kernels: np.ndarray, placed: np.ndarray, query_kernel: str) -> np.ndarray:
+    """The rows' kernels as a query reads them (``kernels``: those they ran; ``placed``: their
+    regimes', ``judged_kernel``): a query on its stack's own kernel ("") reads a short row as its
+    stack's whatever kernel it ran; one that names a kernel, timed from
     another kernel's table or by a factor, is checked only by rows that ran it, at any length (review
     s44: Triton at 2K read "outside" beside 76 rows that ran it; trial s24: flash3 read FA2's band).
     Counted at every length for every query, 209 llm-foundry rows left the evidence of each short
     PyTorch-family query on its own kernel, widening trainplan's bands (the H200 runs' 35.5 -> 41.2 %)
     at the same coverage (docs/validation.md "Error bands")."""
-    return kernels if query_kernel else np.where(long_rows, kernels, "")
+    return kernels if query_kernel else placed
 
 
 def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False) -> np.ndarray:

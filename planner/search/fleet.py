@@ -122,11 +122,12 @@ def _reserved_pools(
     term the horizon touches (review s44: a 366-day horizon billed two 1-year terms to jobs done by
     day 321, and the answer flipped to buying at $225k more)."""
     spans = [k * reserved.term.term_h for k in range(1, reserved.terms(horizon_h))] + [horizon_h]
+    rate = _reserved_rates(options, reserved, economics, jobs)  # once: each pool's rates are these
     pools = []
     for span_h in spans:
         keep = options.end_s <= span_h * SECONDS_PER_HOUR
         if keep.any():
-            pools.append(_reserved_pool(subset_options(options, keep), reserved, economics, jobs, span_h))
+            pools.append(_reserved_pool(subset_options(options, keep), reserved, rate, span_h))
     return pools
 
 
@@ -330,26 +331,30 @@ def _owned_pool(
     )
 
 
-def _reserved_pool(
-    options: SlotOptions,
-    reserved: ReservedPrices,
-    economics: Mapping[str, GpuEconomics],
-    jobs: Sequence[JobCandidates],
-    horizon_h: float,
-) -> _HeldPool:
-    """The GPUs reserved: no busy cost, F_r per GPU, each type at its given rate, else its rent
-    (the break-even's, or the one the jobs' tables imply); the types to buy are priced too, for
-    the owned-vs-reserved comparison."""
+def _reserved_rates(
+    options: SlotOptions, reserved: ReservedPrices, economics: Mapping[str, GpuEconomics], jobs: Sequence[JobCandidates]
+) -> dict[str, float]:
+    """Each type's reserved rate: its given rate, else its rent (the break-even's, or the one the
+    jobs' tables imply, read only where none is given); the types to buy are priced too, for the
+    owned-vs-reserved comparison."""
     rate = {}
     for g in sorted(set(options.gpu.tolist()) | set(economics)):
-        given = reserved.usd_per_gpu_hour.get(g)
-        implied = _rent_rate(g, economics[g], jobs) if g in economics else implied_rent_usd_per_gpu_hour(g, jobs)
-        if math.isfinite(usd := implied if given is None else given):
+        usd = reserved.usd_per_gpu_hour.get(g)
+        if usd is None:
+            usd = _rent_rate(g, economics[g], jobs) if g in economics else implied_rent_usd_per_gpu_hour(g, jobs)
+        if math.isfinite(usd):
             rate[g] = usd
+    return rate
+
+
+def _reserved_pool(
+    options: SlotOptions, reserved: ReservedPrices, rate: Mapping[str, float], horizon_h: float
+) -> _HeldPool:
+    """The GPUs reserved over ``horizon_h``: no busy cost, F_r per GPU at each type's ``rate``."""
     fixed = {g: reserved.fixed_usd(usd, horizon_h) for g, usd in rate.items()}
     unit = {g: reserved.unit.get(g, 1) for g in rate}
     busy = np.zeros(len(options.job))
-    return _HeldPool(Holding.RESERVED, "m", options, busy, fixed, unit, {}, rate, reserved.terms(horizon_h))
+    return _HeldPool(Holding.RESERVED, "m", options, busy, fixed, unit, {}, dict(rate), reserved.terms(horizon_h))
 
 
 # A job's choice: the held pool and its option there, or None (rented by the hour)
