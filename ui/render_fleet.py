@@ -221,11 +221,19 @@ def term_words(term: dict, horizon_days: float) -> str:
     per_gpu = ", ".join(
         f"{g} {money(term['usd_per_gpu'][g])} (${rate:,.2f} an hour)" for g, rate in term["usd_per_gpu_hour"].items()
     )
+    per_gpu = f". Per GPU over the {counted(term['terms'], 'term')}: {per_gpu}" if per_gpu else ""
+    unlisted = ", ".join(term["buy_only"])
+    bought = (
+        f"; {unlisted}: no {term['kind']} offer and no rate given, so bought or not held ([rent_usd_per_gpu_hour]"
+        " in the jobs file reserves at a rate of one's own)"
+        if unlisted
+        else ""
+    )
     return (
         f"{term['kind']} bills whole {term['term_years']}-year terms: a reserved GPU is paid every hour of the"
         f" whole terms its jobs need (at most the {counted(term['terms'], 'term')} covering the"
         f" {horizon_days:,.0f} days), {rest}, and nothing per busy hour (the cloud pays the power); no job is"
-        f" rented by the hour at that rate. Per GPU over the {counted(term['terms'], 'term')}: {per_gpu}"
+        f" rented by the hour at that rate{per_gpu}{bought}"
     )
 
 
@@ -314,6 +322,8 @@ def reserved_term_json(solution) -> dict | None:
         "usd_per_gpu_hour": dict(rates),
         "unit": dict(reserved.unit),
         "usd_per_gpu": {g: reserved.fixed_usd(r, hours) for g, r in rates.items()},
+        # types to buy with no offer of the kind and no rate given: bought or not held (review s44 M5)
+        "buy_only": sorted(reserved.buy_only),
     }
 
 

@@ -4,13 +4,16 @@ the one place a fleet (planner/api/fleet.py) and a portfolio (planner/api/explor
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from planner.api import request_catalog
 from planner.catalog.hardware import Catalog
+from planner.catalog.prices import offers_of
 from planner.model.settings import ModelingSettings
 from planner.request import PlanRequest, request_term
 from planner.search.reserved import ReservedPrices
 
-__all__ = ["reserved_prices"]
+__all__ = ["buy_only_types", "reserved_prices", "scored_as_bought"]
 
 
 def reserved_prices(
@@ -19,12 +22,14 @@ def reserved_prices(
     settings: ModelingSettings,
     rent_usd_per_gpu_hour: dict[str, float] | None = None,
     what: str = "fleet",
+    buy_only: frozenset[str] = frozenset(),
 ) -> ReservedPrices | None:
     """Under the requests' reserved price kind (None for another kind), what reserving each of their
     GPU types costs: ``rent_usd_per_gpu_hour``'s rate where given, else the request's own price (the
     median of the kind's offers, or its ``price_overrides``), reserved in the GPUs its offers rent
     together (``rent_unit_gpus``; a quote of one's own is per GPU). A fleet (or a portfolio, ``what``)
-    holds one reservation per type, so every job must be at one price kind and term (ValueError)."""
+    holds one reservation per type, so every job must be at one price kind and term (ValueError).
+    ``buy_only`` (``buy_only_types``) are left unpriced: they are bought or not held."""
     terms = {request_term(r) for r in requests.values()}
     if terms == {None}:
         return None
@@ -41,6 +46,39 @@ def reserved_prices(
         priced = request_catalog(request, catalog, settings)
         for gpu_id in request.gpus or priced.gpus:
             spec = priced.gpu(gpu_id)
+            if spec.id in buy_only:
+                continue
             rates.setdefault(spec.id, given.get(spec.id, spec.price_per_gpu_hour_usd))
             unit.setdefault(spec.id, spec.rent_unit_gpus)
-    return ReservedPrices(kind, term, rates, unit)
+    return ReservedPrices(kind, term, rates, unit, buy_only)
+
+
+def buy_only_types(
+    requests: dict[str, PlanRequest], buy: Collection[str], catalog: Catalog, given: Collection[str] = ()
+) -> frozenset[str]:
+    """Under the requests' reserved price kind, the types to ``buy`` that no offer of that kind rents
+    and no rate is given for (``given``, or a request's own price): a fleet may buy them and never
+    reserves them (review s44 M5: one such type refused the whole fleet, though buying it needs no rent)."""
+    kinds = {r.price_kind for r in requests.values() if request_term(r) is not None}
+    if len(kinds) != 1:  # billed by the hour, or mixed kinds (``reserved_prices`` refuses those)
+        return frozenset()
+    (kind,) = kinds
+    assert kind is not None
+    priced = {catalog.gpu(g).id for g in given} | {
+        catalog.gpu(g).id for r in requests.values() for g in r.price_overrides
+    }
+    specs = [catalog.gpu(g) for g in buy]
+    return frozenset(g.id for g in specs if not offers_of(g, kind) and g.id not in priced)
+
+
+def scored_as_bought(
+    requests: dict[str, PlanRequest], buy_only: frozenset[str], catalog: Catalog
+) -> dict[str, PlanRequest]:
+    """The requests with each ``buy_only`` type at its catalog rate: a price only to score its rows
+    (the fleet prices an owned option by ownership, and never rents or reserves these types)."""
+    if not buy_only:
+        return requests
+    placeholder = {g: catalog.gpu(g).price_per_gpu_hour_usd for g in sorted(buy_only)}
+    return {
+        n: r.model_copy(update={"price_overrides": {**placeholder, **r.price_overrides}}) for n, r in requests.items()
+    }

@@ -126,7 +126,7 @@ def _reserved_pools(
     pools = []
     for span_h in spans:
         keep = options.end_s <= span_h * SECONDS_PER_HOUR
-        if keep.any():
+        if keep.any() or span_h == spans[-1]:  # the horizon's pool always: it may be empty (buy-only types)
             pools.append(_reserved_pool(subset_options(options, keep), reserved, rate, span_h))
     return pools
 
@@ -157,7 +157,8 @@ def _job_options(
         buyable = buyable[job.table.num_gpus[buyable] <= cap]
         owned.append(expand_starts(j, job, _pruned(job.table, buyable, prune), num_slots, slot_s, finish_by))
         if reserved is not None:
-            reserving.append(expand_starts(j, job, _pruned(job.table, rows, prune), num_slots, slot_s, finish_by))
+            reservable = rows[~np.isin(job.table.gpu_id[rows], list(reserved.buy_only))]
+            reserving.append(expand_starts(j, job, _pruned(job.table, reservable, prune), num_slots, slot_s, finish_by))
     if failed:
         raise jobs_infeasible(failed)
     return rent_rows, concat_options(owned), concat_options(reserving) if reserving else None
@@ -195,8 +196,7 @@ def _solve_options(
     if reserved is None:
         no_buy: FleetPlan | None = model.plan({}, [None] * len(model.jobs))
     else:
-        no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)
-    assert no_buy is not None
+        no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)  # None: a job runs only bought
     return FleetSolution(
         mixed=mixed,
         rent_only=no_buy,
@@ -338,7 +338,7 @@ def _reserved_rates(
     jobs' tables imply, read only where none is given); the types to buy are priced too, for the
     owned-vs-reserved comparison."""
     rate = {}
-    for g in sorted(set(options.gpu.tolist()) | set(economics)):
+    for g in sorted((set(options.gpu.tolist()) | set(economics)) - reserved.buy_only):
         usd = reserved.usd_per_gpu_hour.get(g)
         if usd is None:
             usd = _rent_rate(g, economics[g], jobs) if g in economics else implied_rent_usd_per_gpu_hour(g, jobs)

@@ -106,8 +106,9 @@ class FleetPlan:
 class FleetSolution:
     mixed: FleetPlan
     # The option that buys nothing: every job rented, or under a reserved price kind (``reserved``)
-    # every job on reserved GPUs ("reserve only")
-    rent_only: FleetPlan
+    # every job on reserved GPUs ("reserve only"; None when some job runs only on types bought,
+    # ``ReservedPrices.buy_only``)
+    rent_only: FleetPlan | None
     buy_only: FleetPlan | None  # None when some job has no GPU type that can be bought
     break_even: tuple[GpuBreakEven, ...]  # buying against the hourly rent; none under a reserved kind
     horizon_days: float

@@ -64,10 +64,10 @@ def random_jobs(
     return jobs
 
 
-def reserved_1y(rates=RATES) -> ReservedPrices:
+def reserved_1y(rates=RATES, buy_only=frozenset()) -> ReservedPrices:
     term = term_billing("reserved-1y")
     assert term is not None
-    return ReservedPrices("reserved-1y", term, rates)
+    return ReservedPrices("reserved-1y", term, rates, buy_only=buy_only)
 
 
 def peak_held(assignments, holding: Holding, gpu: str) -> int:
@@ -159,9 +159,10 @@ def test_the_reserved_unit_rounds_up_what_is_reserved() -> None:
     assert solution.reserved is not None and solution.reserved.unit == {"a100": 8}
 
 
-def brute_force(jobs, tco, horizon_days, num_slots, allow: set[Holding]) -> float | None:
+def brute_force(jobs, tco, horizon_days, num_slots, allow: set[Holding], buy_only=frozenset()) -> float | None:
     """Least total over every way to hold each job's GPUs: owned (a type that can be bought) or
-    reserved, at each start slot it finishes from; the GPUs held are each type's peak over the slots."""
+    reserved (not ``buy_only``), at each start slot it finishes from; the GPUs held are each type's
+    peak over the slots (None: some job has no way)."""
     horizon_s, hours = horizon_days * DAY, horizon_days * 24
     slot_s = horizon_s / num_slots
     costs = {g: break_even(g, e, tco, hours, 0.0) for g, e in ECONOMICS.items()}
@@ -171,6 +172,8 @@ def brute_force(jobs, tco, horizon_days, num_slots, allow: set[Holding]) -> floa
         t = job.table
         ways = []
         for row, slot, holding in itertools.product(range(len(t)), range(num_slots), allow):
+            if holding is Holding.RESERVED and t.gpu_id[row] in buy_only:
+                continue
             end = slot * slot_s + t.time_to_train_s[row]
             if end <= min(job.deadline_s or math.inf, horizon_s) * (1 + 1e-12):
                 ways.append((row, slot, max(1, math.ceil(t.time_to_train_s[row] / slot_s - 1e-9)), holding))
@@ -213,6 +216,34 @@ def test_a_reserved_fleet_equals_enumeration(seed: int) -> None:
     assert solution.mixed.total_cost_usd == pytest.approx(mixed, rel=1e-9)
     assert solution.rent_only.total_cost_usd == pytest.approx(reserve_only, rel=1e-9)
     assert solution.buy_only is not None and solution.buy_only.total_cost_usd == pytest.approx(buy_only, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_type_with_no_offer_of_the_reserved_kind_is_bought_or_not_held(seed: int) -> None:
+    """Review s44 M5: a type to buy that the kind has no offer for refused the whole fleet. It is now
+    bought or not held (``ReservedPrices.buy_only``): never reserved, never priced as reserved, and
+    where a job runs only on it there is no reserve-only fleet."""
+    rng = np.random.default_rng(4500 + seed)
+    horizon_days, num_slots = 365.0, 3
+    jobs = random_jobs(rng, 2, int(rng.integers(2, 4)), horizon_days, split=seed % 2 == 1)
+    tco = TcoAssumptions()
+    rates = {"a100": RATES["a100"]}
+    unlisted = frozenset({"h100"})
+    solution = size_fleet(
+        jobs, ECONOMICS, horizon_days, tco, num_slots=num_slots, reserved=reserved_1y(rates, unlisted)
+    )
+    owned, reserved = Holding.OWNED, Holding.RESERVED
+    for option in (solution.mixed, solution.rent_only):
+        assert option is None or "h100" not in option.reserved
+    assert solution.reserved is not None and "h100" not in solution.reserved.usd_per_gpu_hour
+    assert [c.gpu_id for c in solution.owned_vs_reserved] == ["a100"]
+    mixed = brute_force(jobs, tco, horizon_days, num_slots, {owned, reserved}, unlisted)
+    reserve_only = brute_force(jobs, tco, horizon_days, num_slots, {reserved}, unlisted)
+    assert solution.mixed.total_cost_usd == pytest.approx(mixed, rel=1e-9)
+    if reserve_only is None:  # a job on h100 alone (split jobs)
+        assert solution.rent_only is None
+    else:
+        assert solution.rent_only is not None and solution.rent_only.total_cost_usd == pytest.approx(reserve_only)
 
 
 def test_a_fleet_reserves_at_its_requests_kind_and_refuses_two_kinds() -> None:

@@ -197,3 +197,35 @@ def test_a_fleet_file_says_what_share_of_a_reserved_term_other_work_fills(tmp_pa
     assert bills[0.5] < bills[0.0]
     with pytest.raises(ValueError, match='term_filled applies to a reserved term: set price_kind = "reserved-1y"'):
         read_jobs_file(write(tmp_path, "term_filled = 0.5\n" + BASE.format(tables="")))
+
+
+def test_a_type_to_buy_with_no_offer_of_the_reserved_kind_is_bought_only(tmp_path: Path) -> None:
+    """Review s44 M5: `buy` naming a type that no offer of the file's reserved kind rents refused the
+    whole fleet ("no reserved-1y price for b200"), though buying it needs no rent. It is bought or not
+    held, and the answer says so, in text and JSON."""
+    from planner.catalog.prices import offers_of
+    from ui.render_fleet import fleet_json, term_words
+
+    catalog = load_catalog()
+    unlisted = next(g.id for g in catalog.gpus.values() if g.purchase_price_usd and not offers_of(g, "reserved-1y"))
+    text = BASE.format(tables="").replace('buy = ["h100-sxm"]', f'buy = ["h100-sxm", "{unlisted}"]')
+    spec = read_jobs_file(write(tmp_path, 'price_kind = "reserved-1y"\n' + text))
+    prices = purchase_prices(spec, catalog)
+    solution = plan_fleet(
+        spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **fleet_options(spec, catalog)
+    )
+    assert solution.reserved is not None and solution.reserved.buy_only == frozenset({unlisted})
+    assert set(solution.reserved.usd_per_gpu_hour) == {"h100-sxm"}
+    assert solution.rent_only is not None and unlisted not in solution.rent_only.reserved
+    data = fleet_json(solution, utilisation=None, risks={})
+    assert data["reserved_term"]["buy_only"] == [unlisted]
+    words = term_words(data["reserved_term"], 30)
+    assert f"{unlisted}: no reserved-1y offer and no rate given, so bought or not held" in words
+    # a given rate reserves it
+    quoted = text.replace("{tables}", "") + f"\n[rent_usd_per_gpu_hour]\n{unlisted} = 3.0\n"
+    spec = read_jobs_file(write(tmp_path, 'price_kind = "reserved-1y"\n' + quoted))
+    solution = plan_fleet(
+        spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **fleet_options(spec, catalog)
+    )
+    assert solution.reserved is not None and solution.reserved.buy_only == frozenset()
+    assert solution.reserved.usd_per_gpu_hour[unlisted] == 3.0
