@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from planner.api.notices import ZERO3_ACROSS_NODES_WORDS
 from planner.catalog.prices import PRICE_KINDS, PriceBasis
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
@@ -333,11 +334,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         " {host_s:,.1f} 秒，按每块每微批拟合的时间）；BigScience 实测该开关本身只影响 0-6 %，不设它的运行收益可能更小。",
     ),
     "zero3_across_nodes": (
-        "DeepSpeed ZeRO-3 across {nodes} nodes: no published run of today's DeepSpeed across nodes was found;"
-        " the 2021 code's ZeRO-3 runs on 384-2,240 A100 (Narayanan et al. 2021) ran 22-114 % slower than this"
-        " model times them, and are not scored in the band.",
+        ZERO3_ACROSS_NODES_WORDS + ".",
         "DeepSpeed ZeRO-3 跨 {nodes} 个节点：未找到当前 DeepSpeed 跨节点的公开运行；2021 年代码的 ZeRO-3 在"
-        " 384-2,240 块 A100 上的运行（Narayanan 等，2021）比本模型的计时慢 22-114 %，未计入误差带。",
+        " 384-2,240 块 A100 上的运行（Narayanan 等，2021，表 2）比本模型的计时慢 22-114 %（每个权重一次阻塞式收集），"
+        "未计入误差带（docs/validation.md，已知偏差）。",
     ),
     "a2a_exposed": (
         "The expert all-to-alls are timed exposed; Megatron-Core can hide them under another micro-batch's"

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.accuracy.regime import NODE_GPUS, STACK_FAMILIES, Feature, Regime
+from planner.accuracy.regime import NODE_GPUS, STACK_FAMILIES, Feature, Regime, feature_bits
 from planner.accuracy.residuals import HeldOutRow
 
 # Experts at least this many times the hidden width are each a dense model's FFN (Mixtral 8x7B:
@@ -95,7 +95,7 @@ class Ceilings:
         # With tp or pp, no higher than the best any stack measured with tp or pp (trial s44 M1:
         # trainplan's 3D layouts, never measured, were held at a pure FSDP 7B row's 62.5 % on A100,
         # above every measured 3D run: Megatron-LM's 55.9 %); the lower of the two bounds holds.
-        split = [r for r in pool if r.tp > 1 or r.pp > 1] if regime.features & MODEL_PARALLEL else []
+        split = [r for r in pool if _splits_model(r)] if regime.features & MODEL_PARALLEL else []
         if split and (best_split := max(split, key=lambda r: r.measured_mfu)).measured_mfu < best.measured_mfu:
             r = best_split
             return Ceiling(r.measured_mfu, r.name, r.source, r.stack, "any stack", r.gpu, split=True)
@@ -107,3 +107,8 @@ class Ceilings:
         ceiling = self.ceiling(ceiling_regime(regime, row.coarse_experts), exclude_source=row.source)
         predicted = row.predicted_mfu if ceiling is None else min(row.predicted_mfu, ceiling.mfu)
         return predicted / row.measured_mfu - 1.0
+
+
+def _splits_model(row: HeldOutRow) -> bool:
+    """Whether a row ran tp or pp, by ``feature_bits``' rule (review s44 L5: restated here)."""
+    return bool(int(feature_bits(row.tp, row.pp, 1, 0, False, False, 1)) & MODEL_PARALLEL)
