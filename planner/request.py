@@ -37,7 +37,7 @@ from planner.limits import (
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import matmul_peak
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
-from planner.model.profiles import kernel_named, own_model_profile_warning
+from planner.model.profiles import kernel_choice, own_model_profile_warning
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import moe_a2a_overlapped
@@ -183,10 +183,10 @@ class PlanRequest(BaseModel):
         return self
 
     @property
-    def names_kernel(self) -> str:
-        """Its ``attention``'s name where it is a choice its stack would not make (``kernel_named``;
+    def kernel_choice(self) -> str:
+        """Its ``attention``'s name where it is a choice its stack would not make (``kernel_choice``;
         "" for the stack's own), the kernel its band's regime is judged by."""
-        return kernel_named(self.stack, self.attention)
+        return kernel_choice(self.stack, self.attention)
 
     @property
     def warnings(self) -> tuple[str, ...]:

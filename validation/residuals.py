@@ -34,7 +34,7 @@ from planner.accuracy.residuals import RESIDUALS_CSV, HeldOutRow
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, TrainingConfig
 from planner.model.flops import model_flops_per_token
-from planner.model.profiles import kernel_named
+from planner.model.profiles import kernel_choice
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -112,10 +112,10 @@ def _residual(
 
 
 def recipe_kernel(stack: str, settings: ModelingSettings) -> str:
-    """The attention kernel a row's recipe ran where its stack would not pick it (``kernel_named``);
+    """The attention kernel a row's recipe ran where its stack would not pick it (``kernel_choice``);
     "" for its stack's own, and for a stack trainplan has no profile of (fms-fsdp: PyTorch SDPA)."""
     known = stack in {s.value for s in Stack}
-    return kernel_named(Stack(stack), settings.attention_kernel) if known else ""
+    return kernel_choice(Stack(stack), settings.attention_kernel) if known else ""
 
 
 def published_residuals(catalog: Catalog) -> list[Residual]:

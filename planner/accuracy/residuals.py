@@ -45,7 +45,7 @@ class HeldOutRow:
     # stack: the H200 runs are stock transformers Llama under FSDP2 (trial s33: read by stack, they
     # validated trainplan's own native modules, which no GPU has run).
     hf_modules: bool = False
-    # The attention kernel the row ran where its stack would not pick it (``profiles.kernel_named``:
+    # The attention kernel the row ran where its stack would not pick it (``profiles.kernel_choice``:
     # MPT's Triton flash under llm-foundry); "": the stack's own. Trial s44 H1: Triton rows at 65K
     # read as validating the FlashAttention-2 llm-foundry runs by default.
     kernel: str = ""

@@ -44,7 +44,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
-from planner.model.profiles import kernel_named
+from planner.model.profiles import kernel_choice
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -145,7 +145,7 @@ def plan_from_row(
         stack=request.stack,
         measured_rates=rates_measured(calibration, gpu.id),
         trainer_rules=request.stack.trainer_rules,
-        named_kernel=request.names_kernel,
+        named_kernel=request.kernel_choice,
     ).model_copy(
         update={"requested_global_batch_tokens": requested_batch_tokens(request), "batch_varied": request.vary_batch}
     )
@@ -436,7 +436,7 @@ def build_plan(
         measured_rates=rates_measured(record, spec.id),
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=Stack(stack).trainer_rules,
-        named_kernel=kernel_named(Stack(stack), attention),
+        named_kernel=kernel_choice(Stack(stack), attention),
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})

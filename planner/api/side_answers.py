@@ -103,7 +103,7 @@ def median_choice(
         request.stack.value,
         request.model.is_moe,
         (Risk.P50.quantile,),
-        named_kernel=request.names_kernel,
+        named_kernel=request.kernel_choice,
     )
     factor = table.extra["time_factor"]
     seconds = table.time_to_train_s / factor * median

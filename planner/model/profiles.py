@@ -8,7 +8,7 @@ from planner.model.settings import with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 
-__all__ = ["kernel_named", "named_kernel", "own_kernel_switches", "own_model_profile", "own_model_profile_warning"]
+__all__ = ["is_kernel_choice", "kernel_choice", "own_kernel_switches", "own_model_profile", "own_model_profile_warning"]
 
 
 # DeepSeek-V3's shape: layers, hidden size, routed experts (arXiv:2412.19437 sec. 4.2). A family
@@ -49,7 +49,7 @@ def own_kernel_switches(stack: Stack) -> frozenset[AttentionKernel]:
     return frozenset()
 
 
-def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
+def is_kernel_choice(stack: Stack, attention: AttentionKernel | None) -> bool:
     """Whether ``attention`` is a kernel choice of the user's, one that times the rows unlike the
     stack's own (the band's ``Feature.KERNEL``): naming the kernel a stack runs anyway, llm-foundry's
     FlashAttention-2, is what its measured rows ran (trial s31: it lost "validated")."""
@@ -61,7 +61,7 @@ def named_kernel(stack: Stack, attention: AttentionKernel | None) -> bool:
     return with_attention(own, attention).but(attention_kernel=own.attention_kernel) != own
 
 
-def kernel_named(stack: Stack, attention: AttentionKernel | None) -> str:
-    """``attention``'s name where it is a kernel choice of the user's (``named_kernel``), else "":
+def kernel_choice(stack: Stack, attention: AttentionKernel | None) -> str:
+    """``attention``'s name where it is a kernel choice of the user's (``is_kernel_choice``), else "":
     the kernel a band's regime is judged by (``Regime.kernel``), as a validation row's."""
-    return str(attention) if attention is not None and named_kernel(stack, attention) else ""
+    return str(attention) if attention is not None and is_kernel_choice(stack, attention) else ""

@@ -280,7 +280,7 @@ def row_evidence(
 ) -> RowEvidence:
     """The evidence columns of ``c`` for the request's stack and risk (``calibrated``: the GPU ids
     a calibration file measured, whose ceiling it lifts)."""
-    moe, named = request.model.is_moe, request.names_kernel
+    moe, named = request.model.is_moe, request.kernel_choice
     quantiles = (request.risk.quantile, *BAND_QUANTILES)
     risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, quantiles, named_kernel=named)
     # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)

@@ -501,7 +501,7 @@ def test_rows_that_ran_another_kernel_at_a_long_sequence_validate_that_kernel_on
 def test_naming_the_kernel_a_stack_runs_anyway_keeps_its_validation():
     """Trial s31: llm-foundry with --attention flash2 (its own kernel) timed alike but lost
     "validated: ... 29 held-out rows"; another kernel still counts as the user's choice."""
-    from planner.model.profiles import named_kernel
+    from planner.model.profiles import is_kernel_choice
 
     training = TrainingConfig(seq_len=4096, micro_batch=2)
     own, same, other = (
@@ -512,8 +512,8 @@ def test_naming_the_kernel_a_stack_runs_anyway_keeps_its_validation():
     )
     assert same.uncertainty == own.uncertainty and same.throughput == own.throughput
     assert own.uncertainty.validated and not other.uncertainty.validated
-    assert not named_kernel(Stack.LLM_FOUNDRY, AttentionKernel.FLASH2)
-    assert named_kernel(Stack.LLM_FOUNDRY, AttentionKernel.FLASH3) and named_kernel(
+    assert not is_kernel_choice(Stack.LLM_FOUNDRY, AttentionKernel.FLASH2)
+    assert is_kernel_choice(Stack.LLM_FOUNDRY, AttentionKernel.FLASH3) and is_kernel_choice(
         Stack.TRAINPLAN, AttentionKernel.FLASH2
     )
 

@@ -110,11 +110,11 @@ def test_a_b300_under_megatron_core_times_cudnn_attention_and_is_not_slower_than
 def test_naming_sdpas_own_flash_backend_keeps_an_sdpa_stack_validated():
     """Review s31: the cuDNN note sends users of torch before 2.11 to --attention sdpa-fa2, their
     SDPA's own pick and what the measured rows ran; it had cost them "validated" as a named kernel."""
-    from planner.model.profiles import named_kernel
+    from planner.model.profiles import is_kernel_choice
 
-    assert not named_kernel(Stack.TORCHTITAN, AttentionKernel.SDPA_FA2)
-    assert named_kernel(Stack.TORCHTITAN, AttentionKernel.FLASH3)
-    assert named_kernel(Stack.MEGATRON_CORE, AttentionKernel.SDPA_FA2)  # TransformerEngine, not SDPA
+    assert not is_kernel_choice(Stack.TORCHTITAN, AttentionKernel.SDPA_FA2)
+    assert is_kernel_choice(Stack.TORCHTITAN, AttentionKernel.FLASH3)
+    assert is_kernel_choice(Stack.MEGATRON_CORE, AttentionKernel.SDPA_FA2)  # TransformerEngine, not SDPA
     training = TrainingConfig(seq_len=4096, micro_batch=1)
     plain = build_plan(MODEL, "h100-sxm", Layout(), training, num_gpus=8, stack=Stack.TORCHTITAN)
     named = build_plan(
@@ -127,10 +127,10 @@ def test_naming_sdpas_own_flash_backend_keeps_an_sdpa_stack_validated():
 def test_megatron_deepspeeds_flash_attention_flag_is_its_own_switch():
     """Review s32: Lucie-Training's rows ran Megatron-DeepSpeed's --use-flash-attn-v2 and validate the
     stack; naming that kernel read "outside the validated envelope"."""
-    from planner.model.profiles import named_kernel
+    from planner.model.profiles import is_kernel_choice
 
-    assert not named_kernel(Stack.MEGATRON_DEEPSPEED, AttentionKernel.FLASH2)
-    assert named_kernel(Stack.MEGATRON_DEEPSPEED, AttentionKernel.CUDNN)
+    assert not is_kernel_choice(Stack.MEGATRON_DEEPSPEED, AttentionKernel.FLASH2)
+    assert is_kernel_choice(Stack.MEGATRON_DEEPSPEED, AttentionKernel.CUDNN)
     training = TrainingConfig(seq_len=4096, micro_batch=2, grad_accum=8)
     layout = Layout(tp=2, pp=2, sharding="zero1")
     flash = build_plan(
