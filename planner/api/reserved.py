@@ -34,8 +34,8 @@ def reserved_prices(
     if terms == {None}:
         return None
     kinds = {r.price_kind for r in requests.values()}
-    if len(terms) > 1 or len(kinds) > 1:
-        named = ", ".join(sorted(str(k) for k in kinds))
+    if len(terms) > 1 or len(kinds) > 1:  # review s44 L9: one kind at two term_filled named the kind alone
+        named = ", ".join(sorted({_kind_words(r) for r in requests.values()}))
         raise ValueError(f"{what}: every job must rent at one price kind and term to share reservations, got {named}")
     (term,), (kind,) = terms, kinds
     assert term is not None and kind is not None
@@ -51,6 +51,13 @@ def reserved_prices(
             rates.setdefault(spec.id, given.get(spec.id, spec.price_per_gpu_hour_usd))
             unit.setdefault(spec.id, spec.rent_unit_gpus)
     return ReservedPrices(kind, term, rates, unit, buy_only)
+
+
+def _kind_words(request: PlanRequest) -> str:
+    """'reserved-1y' or 'reserved-1y (term_filled 0.5)': a request's kind, and the share of its term
+    other work fills where any."""
+    filled = request.term_filled or 0.0
+    return f"{request.price_kind}" + (f" (term_filled {filled:g})" if filled else "")
 
 
 def buy_only_types(

@@ -270,6 +270,10 @@ def test_a_fleet_reserves_at_its_requests_kind_and_refuses_two_kinds() -> None:
     assert prices is not None and (prices.usd_per_gpu_hour, prices.unit) == ({"h100-sxm": 1.5}, {"h100-sxm": 1})
     with pytest.raises(ValueError, match="one price kind"):
         reserved_prices({"a": job, "b": reserved}, catalog, DEFAULT_SETTINGS)
+    # review s44 L9: one kind at two term_filled named the kind alone ("got reserved-1y")
+    half = reserved.model_copy(update={"term_filled": 0.5})
+    with pytest.raises(ValueError, match=r"got reserved-1y, reserved-1y \(term_filled 0.5\)$"):
+        reserved_prices({"a": reserved, "b": half}, catalog, DEFAULT_SETTINGS)
 
 
 def test_owning_against_reserving_in_between_the_ends() -> None:
