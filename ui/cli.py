@@ -1,6 +1,6 @@
-"""``trainplan``: plan, estimate, explain, catalog here; portfolio and fleet in ui/cli_portfolio.py;
-calibrate, detect, emit, run and app in ui/cli_jobs.py; the shared app and options in
-ui/cli_options.py.
+"""``trainplan``: plan, estimate, explain here; catalog and models in ui/cli_listings.py; portfolio
+and fleet in ui/cli_portfolio.py; calibrate, detect, emit, run and app in ui/cli_jobs.py; the shared
+app and options in ui/cli_options.py.
 
 Thin: each command parses its flags, calls the API and renders (``ui.render``). Every
 user error becomes one line on stderr and exit code 2; an infeasible request is an answer
@@ -48,7 +48,7 @@ from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_jobs, cli_portfolio, render, render_listings, render_plan
+from ui import cli_jobs, cli_listings, cli_portfolio, render, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_examples import epilog
 from ui.cli_options import (
@@ -188,12 +188,11 @@ def estimate(
         expert_tp=expert_tp,
         pp_schedule=pp_schedule,
     )
-    dp, pp = layout.resolve(num_gpus).dp, layout.pp
-    accum = grad_accum or (
-        TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp)
-        if global_batch_tokens
-        else default_grad_accum(spec, pp, micro_batch, seq_len, dp)
+    dp = layout.resolve(num_gpus).dp
+    given = grad_accum or (
+        TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else None
     )
+    accum = given or default_grad_accum(spec, layout.pp, micro_batch, seq_len, dp)
     training = TrainingConfig(
         seq_len=seq_len,
         micro_batch=micro_batch,
@@ -228,7 +227,7 @@ def estimate(
         ),
         network=network,
     )
-    defaulted = grad_accum is None and global_batch_tokens is None and pp > 1
+    defaulted = given is None and accum > 1  # the default took more than one micro-step (a pipeline's)
     warnings = (*((defaulted_accum_warning(plan),) if defaulted else ()), *estimate_warnings(plan, price_kind, price))
     for warning in () if as_json else warnings:
         render.warn(warning)
@@ -404,30 +403,9 @@ def explain(
     render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)
 
 
-@app.command(epilog=epilog("catalog"))
-def catalog(as_json: bool = JSON) -> None:
-    """List the GPUs in the hardware catalog with their key numbers and sources."""
-    from planner.catalog.hardware import load_catalog
-
-    render_listings.catalog(load_catalog(), as_json=as_json)
-
-
-@app.command(epilog=epilog("models"))
-def models(
-    names: list[str] | None = typer.Argument(
-        None,
-        metavar="PRESET|CONFIG.JSON",
-        help="show only these presets or config.json files, as --model reads them",
-    ),
-    as_json: bool = JSON,
-) -> None:
-    """List the model presets (--model NAME) with their sizes, or the presets and config.json files named."""
-    from planner.catalog.models import get_preset, list_presets, load_model
-
-    # trial s35: the help said a config.json path works, and `models PATH` was refused
-    render_listings.models(
-        [load_model(n) for n in names] if names else [get_preset(n) for n in list_presets()], as_json=as_json
-    )
+# The listing commands (ui/cli_listings.py), after explain in --help.
+app.command(epilog=epilog("catalog"))(cli_listings.catalog)
+app.command(epilog=epilog("models"))(cli_listings.models)
 
 
 # The portfolio and fleet commands (ui/cli_portfolio.py), after catalog in --help.
