@@ -218,6 +218,7 @@ def test_estimate_reports_the_model():
         ("deepseek-v3", "deepseek_v3"),
         ("mpt-7b", "mpt"),
         ("mpt-30b", "mpt"),
+        ("bloom-176b", "bloom"),
     ],
 )
 def test_presets_are_the_stored_configs(tmp_path, preset, model_type):

@@ -71,6 +71,7 @@ _FIXTURE_PRESETS = {
     "qwen3-235b-a22b": "qwen3_moe",
     "mpt-7b": "mpt",  # trial s44 L3: 209 llm-foundry rows are MPT, and no preset named one
     "mpt-30b": "mpt",
+    "bloom-176b": "bloom",  # issue 27's BLOOM commands named a config file: no preset named it
 }
 
 

@@ -14,4 +14,11 @@ QWEN3_235B_FIELDS = dict(
 # mosaicml/mpt-30b against MPT-7B's file (mpt.json): d_model 7168, 64 heads, 48 layers, an 8K
 # context (its config.json; a second public table of MPT shapes gives the same width, heads and layers).
 MPT_30B_FIELDS = dict(d_model=7168, n_heads=64, n_layers=48, max_seq_len=8192)
-FIXTURE_CHANGES: dict[str, dict] = {"qwen3-235b-a22b": QWEN3_235B_FIELDS, "mpt-30b": MPT_30B_FIELDS}
+# bigscience/bloom against the small BLOOM file (bloom.json): 14336 wide, 112 heads, 70 layers
+# (tests/data/published_configs/bloom-176b.json, its config.json).
+BLOOM_176B_FIELDS = dict(hidden_size=14336, n_head=112, n_layer=70)
+FIXTURE_CHANGES: dict[str, dict] = {
+    "qwen3-235b-a22b": QWEN3_235B_FIELDS,
+    "mpt-30b": MPT_30B_FIELDS,
+    "bloom-176b": BLOOM_176B_FIELDS,
+}
