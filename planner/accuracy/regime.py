@@ -20,6 +20,7 @@ from enum import IntFlag
 
 import numpy as np
 
+from planner.catalog.specs import ARCHITECTURES
 from planner.limits import MAX_SEQ_LEN
 
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
@@ -45,6 +46,13 @@ STACK_FAMILIES: dict[str, str] = {
 # GPU architecture 2; each differing layout feature 1 (crossing a node 0.5, FEATURE_WEIGHTS).
 STACK_WEIGHTS = (0.0, 1.0, 2.0)  # same stack, same family, other family
 GENERATION_WEIGHT = 2.0
+# Another vendor's GPU is another architecture and more: its own GEMM and attention libraries
+# (ROCm's hipBLASLt and CK flash attention on AMD) and collectives (RCCL), which no validation row
+# ran, so it counts as another architecture again (buyer trial s45: with AMD priced at its listed
+# offers, AMD plans won on bands read from Hopper rows at another architecture's distance only).
+# A choice, like the others; no row is of another vendor, so no held-out figure moves.
+VENDOR_WEIGHT = 2.0
+NVIDIA_ARCHITECTURES = frozenset(ARCHITECTURES.values()) | {"NVIDIA"}
 # A part judged apart from its architecture for its scale-up link only (planner/accuracy/links.py:
 # the H800's cut NVLink) differs from that architecture's parts as one layout feature does: the
 # same chip and kernels, another link under the same collectives. A choice, like the others.
@@ -217,7 +225,8 @@ class Regime:
         if other.stack != self.stack:
             out.append(f"stack {other.stack}")
         if base_generation(other.generation) != base_generation(self.generation):
-            out.append(f"GPU {other.generation}")
+            vendors = {vendor_of(r.generation) for r in (self, other)}
+            out.append(f"GPU {other.generation}" + (", another vendor" if len(vendors) > 1 else ""))
         elif other.generation != self.generation:  # one of them judged apart for its link (links.py)
             apart = link_apart_parts(other.generation) is not None
             out.append(f"GPU {other.generation}" if apart else f"the link of {other.generation}'s measured parts")
@@ -271,8 +280,17 @@ def base_generation(generation: str) -> str:
 
 
 def generation_distance(query: str, generations: np.ndarray) -> np.ndarray:
-    """``GENERATION_WEIGHT`` between architectures, ``LINK_WEIGHT`` between a part judged apart
-    for its link and its own architecture's other parts, 0 for the same."""
+    """``GENERATION_WEIGHT`` between architectures (plus ``VENDOR_WEIGHT`` between vendors),
+    ``LINK_WEIGHT`` between a part judged apart for its link and its own architecture's other
+    parts, 0 for the same."""
     bases = np.array([base_generation(str(g)) for g in generations], dtype=object)
     same_chip = bases == base_generation(query)
-    return np.where(generations == query, 0.0, np.where(same_chip, LINK_WEIGHT, GENERATION_WEIGHT))
+    vendors = np.array([vendor_of(str(g)) for g in generations], dtype=object)
+    other = GENERATION_WEIGHT + (vendors != vendor_of(query)) * VENDOR_WEIGHT
+    return np.where(generations == query, 0.0, np.where(same_chip, LINK_WEIGHT, other))
+
+
+def vendor_of(generation: str) -> str:
+    """'nvidia' for NVIDIA's architectures and the parts judged apart within one ('Hopper (h20)'),
+    else the label itself (another vendor's GPUs are grouped by vendor: ``GPUSpec.generation``)."""
+    return "nvidia" if generation.partition(" (")[0] in NVIDIA_ARCHITECTURES else generation

@@ -76,3 +76,24 @@ def test_a_validation_row_on_such_a_part_is_placed_by_the_same_rule():
     assert row_generation(deepseek) == "Hopper (h800's link)" == row_regime(deepseek).generation
     assert row_ceiling_regime(deepseek).generation == "Hopper"  # its ceiling: its architecture's
     assert all(row_generation(r) == r.generation for r in load_residuals() if r.gpu in ("h100-sxm", "a100-80gb-sxm"))
+
+
+def test_another_vendors_gpu_is_another_architecture_and_more():
+    """Buyer trial s45: with AMD priced at its listed offers, an AMD plan read its band from Hopper rows
+    at another architecture's distance only, though no row ran ROCm's kernels or RCCL. Another vendor
+    adds VENDOR_WEIGHT, so its band is widened more than an unmeasured NVIDIA architecture's, and says so."""
+    from planner.accuracy.regime import VENDOR_WEIGHT, vendor_of
+
+    stacks = np.array(["torchtitan"] * 3, dtype=object)
+    generations = np.array(["Hopper", "Ada", "AMD"], dtype=object)
+    on_amd = distances(Regime("torchtitan", "AMD", 0), stacks, generations, np.zeros(3, dtype=np.int64))
+    on_ada = distances(Regime("torchtitan", "Ada", 0), stacks, generations, np.zeros(3, dtype=np.int64))
+    assert list(on_amd) == [GENERATION_WEIGHT + VENDOR_WEIGHT, GENERATION_WEIGHT + VENDOR_WEIGHT, 0.0]
+    assert list(on_ada) == [GENERATION_WEIGHT, 0.0, GENERATION_WEIGHT + VENDOR_WEIGHT]
+    nvidia = ("Ampere", "Hopper", "Blackwell", "Ada", "Hopper (h20)", "Hopper (h800's link)")
+    assert {vendor_of(g) for g in nvidia} == {"nvidia"} != {vendor_of("AMD")}
+    amd, h100 = _estimate("mi300x"), _estimate("h100-sxm")
+    assert amd.uncertainty is not None and h100.uncertainty is not None
+    assert "another vendor" in amd.uncertainty.envelope
+    low, high = amd.uncertainty.tokens_per_s
+    assert amd.uncertainty.widened_by > h100.uncertainty.widened_by + 0.1 and high / low > 1.5
