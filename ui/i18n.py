@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from planner.api.notices import ZERO3_ACROSS_NODES_WORDS
+from planner.api.notices import MEGATRON_LM_ERA_WORDS, ZERO3_ACROSS_NODES_WORDS
 from planner.catalog.prices import PRICE_KINDS, PriceBasis
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
@@ -338,6 +338,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "DeepSpeed ZeRO-3 跨 {nodes} 个节点：未找到当前 DeepSpeed 跨节点的公开运行；2021 年代码的 ZeRO-3 在"
         " 384-2,240 块 A100 上的运行（Narayanan 等，2021，表 2）比本模型的计时慢 22-114 %（每个权重一次阻塞式收集），"
         "未计入误差带（docs/validation.md，已知偏差）。",
+    ),
+    "megatron_lm_era": (
+        MEGATRON_LM_ERA_WORDS + ".",
+        "--stack megatron-lm 是 2021-22 年的 Megatron-LM（Narayanan 等，2021；Korthikanti 等，2022：未融合的注意力，"
+        "没有 TransformerEngine），此处在它从未运行过的 {gpu} 上计时；如今的 Megatron-LM 仓库用 Megatron-Core 训练："
+        "--stack megatron-core。",
     ),
     "a2a_exposed": (
         "The expert all-to-alls are timed exposed; Megatron-Core can hide them under another micro-batch's"

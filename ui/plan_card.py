@@ -11,6 +11,7 @@ from planner.api import PlanRequest, chosen_dearer, judged_hours, plan_commitmen
 from planner.api.notices import (
     a2a_exposed_under_megatron,
     host_staged,
+    megatron_lm_after_its_era,
     selective_under_megatron,
     serial_host,
     tie_rule,
@@ -332,6 +333,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
             else ()
         ),
         *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
+        *((tr("megatron_lm_era", gpu=gpu.id),) if megatron_lm_after_its_era(plan, gpu) else ()),
     )
 
 

@@ -93,6 +93,7 @@ def search_warnings(
         + serial_host_warnings(chosen)
         + host_staged_warnings(chosen, catalog.gpu(chosen.gpu))
         + zero3_across_nodes_warnings(chosen)
+        + megatron_lm_era_warnings(chosen, catalog.gpu(chosen.gpu))
     )
 
 
@@ -191,7 +192,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
         context, experts, own, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
         *a2a_exposed_warnings(p), *serial_host_warnings(p), *host_staged_warnings(p, gpu),
-        *zero3_across_nodes_warnings(p),
+        *zero3_across_nodes_warnings(p), *megatron_lm_era_warnings(p, gpu),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 
@@ -293,6 +294,28 @@ def defaulted_accum_warning(p: Plan) -> str:
         f"--grad-accum not given: {t.grad_accum} micro-steps per step, a multiple of pp = {pp} (a pipeline runs pp"
         f" micro-batches in flight), {batch:,} tokens, {which}; --grad-accum or --global-batch-tokens sets it"
     )
+
+
+# Architectures the 2021-22 Megatron-LM the megatron-lm profile times never ran on (it predates them).
+MEGATRON_LM_ERA = ("Ampere",)
+# The English of ``megatron_lm_after_its_era``, the CLI's and the card's.
+MEGATRON_LM_ERA_WORDS = (
+    "--stack megatron-lm is the Megatron-LM of 2021-22 (Narayanan et al. 2021, Korthikanti et al. 2022:"
+    " unfused attention, no TransformerEngine), timed on {gpu}, a GPU it never ran on; today's Megatron-LM"
+    " repository trains with Megatron-Core: --stack megatron-core"
+)
+
+
+def megatron_lm_after_its_era(p: Plan, gpu: GPUSpec) -> bool:
+    """Whether a megatron-lm plan runs on an architecture its 2021-22 code never ran on (buyer trial
+    s45 M1: Llama 3 70B on H100 under megatron-lm cost $1.71M against megatron-core's $1.16M, and
+    'megatron-lm' names NVIDIA's current repository)."""
+    return p.stack is Stack.MEGATRON_LM and gpu.generation not in MEGATRON_LM_ERA
+
+
+def megatron_lm_era_warnings(p: Plan, gpu: GPUSpec) -> tuple[str, ...]:
+    """The CLI's words of ``megatron_lm_after_its_era``."""
+    return (MEGATRON_LM_ERA_WORDS.format(gpu=gpu.id),) if megatron_lm_after_its_era(p, gpu) else ()
 
 
 def zero3_across_nodes(p: Plan) -> bool:

@@ -1,0 +1,40 @@
+"""A stack profile timed on a GPU its code never ran on says so, on the CLI and the card (buyer trial
+s45 M1: --stack megatron-lm, the 2021-22 code, on H100)."""
+
+from __future__ import annotations
+
+import json
+
+from ui.cli import main
+
+
+def test_megatron_lm_on_a_gpu_after_its_era_points_to_megatron_core(capsys) -> None:
+    from support.app import request_for
+
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Implementation, Layout, Sharding, TrainingConfig
+    from planner.model.stacks import Stack
+    from ui.i18n import Labels
+    from ui.plan_card import request_texts
+
+    args = ["estimate", "--model", "llama2-7b", "--num-gpus", "8", "--tp", "8", "--json"]
+    said = {}
+    for gpu in ("h100-sxm", "b200", "a100-80gb-sxm"):
+        for stack in ("megatron-lm", "megatron-core"):
+            assert main([*args, "--gpu", gpu, "--stack", stack]) == 0
+            warnings = json.loads(capsys.readouterr().out)["warnings"]
+            said[gpu, stack] = [
+                w for w in warnings if w.startswith("--stack megatron-lm is the Megatron-LM of 2021-22")
+            ]
+    assert said["h100-sxm", "megatron-lm"] and "timed on h100-sxm" in said["h100-sxm", "megatron-lm"][0]
+    assert said["b200", "megatron-lm"] and "--stack megatron-core" in said["b200", "megatron-lm"][0]
+    assert not said["a100-80gb-sxm", "megatron-lm"]  # the GPU it ran on
+    assert not any(said[g, "megatron-core"] for g in ("h100-sxm", "b200", "a100-80gb-sxm"))
+    model, training = get_preset("llama2-7b"), TrainingConfig(seq_len=4096, impl=Implementation.NATIVE)
+    layout = Layout(tp=8, sharding=Sharding.ZERO1)
+    chosen = build_plan(model, "h100-sxm", layout, training, num_gpus=8, stack=Stack.MEGATRON_LM)
+    request = request_for(model, stack="megatron-lm")
+    for lang in ("en", "zh"):
+        texts = [t for t in request_texts(Labels(lang), request, chosen) if "megatron-core" in t]
+        assert texts == [Labels(lang)("megatron_lm_era", gpu="h100-sxm")]
