@@ -56,6 +56,24 @@ def test_pareto_rows_and_the_knee():
     assert knee(line, 1 / line) is None
 
 
+def test_on_a_flat_stretch_the_knee_is_its_fastest_point():
+    """Buyer trial s45 M2: a step (8 GPUs cheap) then a plateau (16 to 64 GPUs within 0.4 % of one
+    cost) put the farthest point at the plateau's slow corner, 16 GPUs at +9.7 %, beside 32 at +9.9 %
+    twice as fast. The knee is now the fastest front point within 1 % of that corner's cost."""
+    days = np.array([186.0, 93.3, 46.7, 23.4])
+    cost = np.array([165.5, 181.573, 181.851, 182.131])
+    corner = 1  # the farthest from the chord
+    x, y = np.log(days), np.log(cost)
+    dist = np.abs((y[-1] - y[0]) * (x - x[0]) - (x[-1] - x[0]) * (y - y[0]))
+    assert int(np.argmax(dist)) == corner
+    assert knee(cost, days) == 3  # 64 GPUs: +0.3 % over the corner, 4x as fast
+    steep = cost.copy()
+    steep[2:] = [400.0, 1200.0]  # past the corner each halving costs: the corner stays the knee
+    x, y = np.log(days), np.log(steep)
+    assert int(np.argmax(np.abs((y[-1] - y[0]) * (x - x[0]) - (x[-1] - x[0]) * (y - y[0])))) == corner
+    assert knee(steep, days) == corner
+
+
 def test_the_knee_beside_the_chosen_plan_is_read_on_the_feasible_rows_only():
     days = np.array([64.0, 32.0, 16.0, 8.0, 4.0, 2.0, 1.0, 50.0])
     cost = np.array([100.0, 101.0, 103.0, 106.0, 110.0, 400.0, 3000.0, 500.0])
