@@ -97,9 +97,13 @@ def memory_fix_hint(
         return not native_moe and t <= gpus_per_node and model.num_heads % t == 0 and tp_runs(t)
 
     tp = _smallest_degree(layout.tp, need_gib - terms.misc, excess, tp_fits)
+    # More stages split the layers' states and copies, not the activations: 1F1B keeps pp micro-
+    # batches of 1/pp of the layers in flight on the first stage (buyer trial s45 L2: at a million
+    # tokens pp 8 was offered first and still needed 430 GiB); so only where those could close the gap
+    split = (terms.states + terms.unsharded_params) * need_gib / max(terms.total, 1e-9)
     if tp is not None:
         hints.append(_degree_hint(layout, "tp", tp, FixCode.TP, FixCode.TP_MORE_GPUS))
-    elif layout.pp < model.num_layers and pp_runs(2 * layout.pp):
+    elif layout.pp < model.num_layers and pp_runs(2 * layout.pp) and split > excess:
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
     return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
 

@@ -261,6 +261,19 @@ def test_checkpointing_that_cannot_close_the_gap_alone_is_said_after_the_fixes_t
     assert short.fix_hints[0].code == "full_ac"  # where it does close the gap, it leads
 
 
+def test_more_pipeline_stages_are_named_only_where_the_states_they_split_could_close_the_gap():
+    """Buyer trial s45 L2: at a million tokens "split the layers over more pipeline stages" led the
+    fixes, and pp 8 still needed 430 GiB: 1F1B keeps as many activations in flight on the first
+    stage. Where the states (which stages do split) outweigh the excess, it is still named."""
+    model = LLAMA8B.model_copy(update={"max_seq_len": 1 << 20})
+    long = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 20)
+    assert not long.feasible and "pp" not in [h.code for h in long.fix_hints]
+    big = est(Layout(tp=8, sharding=Sharding.ZERO1), model=get_preset("llama3-70b"), seq_len=2048)
+    terms = big.memory.breakdown_gib
+    assert not big.feasible and terms.states > terms.activations
+    assert "pp" in [h.code for h in big.fix_hints], big.fix
+
+
 @pytest.mark.parametrize(
     "layout, message",
     [
