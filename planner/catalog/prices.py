@@ -436,8 +436,11 @@ def catalog_with_price_kind(
         for g in pinned or []
         if kind != "on-demand" and not offers_of(catalog.gpu(g), kind) and catalog.gpu(g).id not in own
     ]
-    if len(missing) == 1:
-        priced_kind(missing[0], kind, spot, failures)  # raises, naming what the GPU has
+    if len(missing) == 1:  # raises, naming what the GPU has (buyer trial s45 L6: and that it may be left out)
+        try:
+            priced_kind(missing[0], kind, spot, failures)
+        except ValueError as exc:
+            raise ValueError(f"{exc}, or leave it out of --gpus") from None
     if missing:  # trial s28c: the first of several was named, then the next on the next try
         raise ValueError(
             f"no {kind} price for {', '.join(g.id for g in missing)} in hw_catalog/prices; give each a price"
