@@ -250,7 +250,8 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
     Meta's 16M batch 26,880 H100 finish in 54 days)."""
     if answer.constraint is not Constraint.DEADLINE or answer.more_gpus_help is not False or request.vary_batch:
         return answer
-    if answer.batch_tokens is not None:
+    inventory = any(n is not None for n in (request.gpus or {}).values())  # count_probe words those
+    if answer.batch_tokens is not None or inventory:
         return answer
     batch = requested_batch_tokens(request)
     words = f" at a global batch of {batch:,} tokens"

@@ -39,6 +39,9 @@ def test_where_the_larger_batch_does_not_help_it_says_only_the_batch() -> None:
     # not for answers that more GPUs would meet, or that name a batch already
     for other in (NONE_MEETS.but(more_gpus_help=True), NONE_MEETS.but(batch_tokens=1 << 22)):
         assert past_the_cap_batch_fix(other, REQUEST, search) is other
+    # nor on an inventory, whose probe past it names the batch already (count_probe.deadline_fix)
+    on_hand = REQUEST.model_copy(update={"gpus": {"h100-sxm": 64}})
+    assert past_the_cap_batch_fix(NONE_MEETS, on_hand, search) is NONE_MEETS
 
 
 def test_llama_405b_in_60_days_names_the_batch_that_binds() -> None:

@@ -286,7 +286,7 @@ def test_a_much_faster_plan_a_little_over_the_budget_is_a_callout_in_both_langua
             for i in at.info
             if tr("over_budget", over=0.0, speedup=0.0, gpus="", time="", cost="", risk="")[:6] in i.value
         ]
-        assert len(said) == 1 and "16 × h100-sxm" in said[0] and "256 × h100-sxm" in said[0], said
+        assert len(said) == 1 and "128 × h100-sxm" in said[0] and "256 × h100-sxm" in said[0], said
 
 
 def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
