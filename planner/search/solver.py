@@ -35,10 +35,16 @@ def _highs_available() -> bool:
 
 
 def make_solver(
-    solver: str = "auto", time_limit_s: float | None = None, warm_start: bool = False
+    solver: str = "auto",
+    time_limit_s: float | None = None,
+    warm_start: bool = False,
+    gap_rel: float = 0.0,
+    target: float | None = None,
 ) -> tuple[pulp.LpSolver, str]:
     """A quiet PuLP solver with a zero optimality gap, and its name ("highs" or "cbc");
-    ``warm_start``: it starts from the variables' initial values (``setInitialValue``).
+    ``warm_start``: it starts from the variables' initial values (``setInitialValue``). For a model
+    whose answer need only come close: ``gap_rel``, a relative gap to its own bound, and ``target``, an
+    objective at or under which HiGHS stops (CBC's command line has no such option: it runs on).
 
     ``auto`` takes HiGHS when ``highspy`` is importable (in-process, no files), else CBC
     (a subprocess whose temporary files PuLP deletes).
@@ -50,13 +56,14 @@ def make_solver(
         raise ValueError("solver='highs' needs the highspy package (pip install highspy)")
     if choice == "highs" or (choice == "auto" and _highs_available()):
         highs = _HiGHSFromStart if warm_start else pulp.HiGHS
-        return highs(msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s), "highs"
+        extra = {} if target is None else {"objective_target": target}
+        return highs(msg=False, gapRel=gap_rel, gapAbs=0.0, timeLimit=time_limit_s, **extra), "highs"
     # No ``threads`` option: CBC's default is serial, while ``-threads 1`` switches the bundled
     # CBC 2.10 to its threaded search, which now and then idles 10 s before returning.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3 deprecates the bundled CBC
         cbc = pulp.PULP_CBC_CMD(
-            msg=False, gapRel=0.0, gapAbs=0.0, timeLimit=time_limit_s, keepFiles=False, warmStart=warm_start
+            msg=False, gapRel=gap_rel, gapAbs=0.0, timeLimit=time_limit_s, keepFiles=False, warmStart=warm_start
         )
         return cbc, "cbc"
 
@@ -79,11 +86,13 @@ def run_solver(
     time_limit_s: float | None,
     warm_start: bool = False,
     accept_incumbent: bool = False,
+    gap_rel: float = 0.0,
+    target: float | None = None,
 ) -> tuple[bool, str]:
     """Solve in place; (solved?, solver name). False means proven infeasible. ``accept_incumbent``:
     a feasible solution the time limit stopped at counts as solved (``stopped_gap`` says how far
     from proven), for a model that is an approximation already."""
-    engine, name = make_solver(solver, time_limit_s, warm_start)
+    engine, name = make_solver(solver, time_limit_s, warm_start, gap_rel, target)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         status = pulp.LpStatus[problem.solve(engine)]
