@@ -451,10 +451,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "minutes_up": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
     "portfolio_stopped": (
-        "Many jobs: the schedule is the slotted approximation's best after its {limit:.0f} s limit{gap}.",
-        "任务较多：排程为分槽近似模型在 {limit:.0f} 秒时限内找到的最优解{gap}。",
+        "Many jobs: the schedule is the best the many-job search found in its time{gap}.",
+        "任务较多：排程为多任务搜索在其时限内找到的最优解{gap}。",
     ),
-    "portfolio_gap": (", within {gap:.1%} of its bound", "，距其下界不超过 {gap:.1%}"),
+    "portfolio_gap": (", within {gap:.1%} of a lower bound on every schedule", "，距任何排程的下界不超过 {gap:.1%}"),
     "band_summed": ("80 % band {lo}–{hi} (the jobs' bands summed)", "80% 区间 {lo}–{hi}（各任务区间相加）"),
     "seconds_value": ("{value:,.3f} s", "{value:,.3f} 秒"),  # a step time: the CLI's three decimals
     "card_at_risk": (

@@ -322,8 +322,10 @@ class PortfolioPlan:
     solver: str
     num_variables: int
     exact: bool = True  # the continuous model's optimum; False: the slotted approximation's (docs/ilp.md)
-    # the slotted model's incumbent at its time limit: its relative gap to the bound (None: its optimum)
+    # many jobs: the objective above lower_bound, relative (None: the optimum of the model that answered)
     stopped_gap: float | None = None
+    lower_bound: float | None = None  # no schedule's objective is lower (planner/search/lanes.py)
+    lanes: bool = False  # the lanes' schedule answered, not the slotted model's
     # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
     warnings: tuple[str, ...] = ()
     inventory: tuple[tuple[str, int], ...] = ()  # (type, count) shared: held, or a rented type's cap
@@ -413,6 +415,8 @@ def plan_portfolio(
         num_variables=solution.num_variables,
         exact=solution.exact,
         stopped_gap=solution.stopped_gap,
+        lower_bound=solution.lower_bound,
+        lanes=solution.lanes,
         inventory=tuple(sorted(inventory.items())),
         held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
         reserved=solution.reserved,

@@ -16,12 +16,15 @@ import numpy as np
 import pulp
 
 from planner.search.ilp import TIE_BREAK_WEIGHT, Objective, objective_weights
+from planner.search.lanes import LANES_GAP, RowTerms, assignment_bound, lane_schedule
 from planner.search.ownership import HourlyRate, idle_usd
+from planner.search.portfolio_flow import flow_constraints
 from planner.search.portfolio_reserved import ReservedGpus, ReservedPools, reserved_answer, reserved_rates
 from planner.search.portfolio_rows import PortfolioRows, candidate_rows, dot, hourly
 from planner.search.reserved import ReservedPrices
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
+    CERTIFIED_SLOTTED_LIMIT_S,
     SLOTTED_TIME_LIMIT_S,
     JobCandidates,
     SlotOptions,
@@ -66,14 +69,17 @@ class PortfolioSolution:
     solver: str
     num_variables: int
     exact: bool  # True: the continuous model's optimum; False: the slotted approximation's, compacted
-    # The slotted model stopped at SLOTTED_TIME_LIMIT_S: its incumbent's relative gap to the bound
-    # (nan: the solver does not say); None: the model's optimum
+    # The answer's objective above lower_bound, relative to the objective; None: the optimum of the
+    # model that answered (the exact one, or the slotted one proven where its schedule answered)
     stopped_gap: float | None = None
     # F_g, each held type's cost per GPU-hour whether busy or idle (a rented type's is 0): what an
     # idle GPU-hour of it costs
     held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
     # Under a reserved price kind, the rented types' GPUs reserved for whole terms (ReservedPools)
     reserved: tuple[ReservedGpus, ...] = ()
+    # Many jobs: LB, no schedule's objective is lower (planner/search/lanes.py); None: the exact model
+    lower_bound: float | None = None
+    lanes: bool = False  # the lanes' schedule answered, not the slotted model's (planner/search/lanes.py)
 
     @property
     def reserved_idle_usd(self) -> float:
@@ -162,9 +168,10 @@ def solve_portfolio(
     job ends within the terms, and C_ref prices a reserved row at F_r spread over the span.
 
     ``exact`` None: this model up to EXACT_MAX_JOBS jobs; above, the slotted approximation of
-    :func:`_slotted_order` (max(num_slots, 2 |J|) slots). Either way the chosen rows are then
-    list-scheduled in the model's order of starts (:func:`list_schedule`), which ends no job
-    later, and the solution is scored on that schedule.
+    :func:`_slotted_order` (max(num_slots, 2 |J|) slots) or the lanes' schedule, whichever is better,
+    with LB, a bound on every schedule (planner/search/lanes.py; :func:`_many_jobs`). Either way the
+    chosen rows are then list-scheduled in the model's order of starts (:func:`list_schedule`), which
+    ends no job later, and the solution is scored on that schedule.
     """
     if not jobs:
         raise ValueError("jobs: expected at least one job")
@@ -186,28 +193,88 @@ def solve_portfolio(
     D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
     exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
+    held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
     if exact:
         order_of = _exact_order(problem, options, weights, inventory, D, H)
+        optimal, solver_name = run_solver(problem, solver, time_limit_s)
+        if not optimal:
+            raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
+        solution = replace(_read(jobs, inventory, options, weights, order_of()), solver=solver_name, exact=True)
     else:
-        horizon = slotted_span_s(options.T, options.job, len(jobs), horizon_s)
-        order_of = _slotted_order(
-            problem, jobs, options, weights, inventory, finish_by, horizon, max(num_slots, 2 * len(jobs)), prune
+        slots = (horizon_s, max(num_slots, 2 * len(jobs)))
+        solution = _many_jobs(
+            problem, jobs, options, weights, inventory, finish_by, pools, slots, prune, solver, time_limit_s
         )
-    optimal, solver_name = _solve(problem, solver, time_limit_s, exact, prune)
-    if not optimal:
-        raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
-    picked, order, pool = order_of()
-    held_or_pool = {**inventory, **pool}  # the list schedule holds no more than the GPUs reserved
-    solution = _solution(jobs, held_or_pool, options, (picked, order), weights, solver_name, problem, exact)
-    held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
-    return replace(solution, stopped_gap=stopped_gap(problem), held_usd_per_gpu_hour=held)
+    return replace(solution, num_variables=len(problem.variables()), held_usd_per_gpu_hour=held)
 
 
-def _solve(problem: pulp.LpProblem, solver: str, time_limit_s: float | None, exact: bool, prune: bool):
-    """``run_solver`` under ``time_limit_s``; the slotted model without one: ``solve_slotted``."""
-    if exact or time_limit_s is not None:
-        return run_solver(problem, solver, time_limit_s, warm_start=not exact and prune, accept_incumbent=not exact)
-    return solve_slotted(problem, solver, warm_start=prune)
+def _many_jobs(
+    problem: pulp.LpProblem,
+    jobs: Sequence[JobCandidates],
+    options: PortfolioRows,
+    weights: _Weights,
+    inventory: Mapping[str, int],
+    finish_by: list[float | None],
+    pools: ReservedPools | None,
+    slots: tuple[float | None, int],
+    prune: bool,
+    solver: str,
+    time_limit_s: float | None,
+) -> PortfolioSolution:
+    """LB on every schedule and the lanes' schedule first (planner/search/lanes.py), then the slotted
+    model (``slots``: the horizon, the number of slots): for a short time only where LB certifies the
+    lanes already, enough to keep an optimum it proves at once. The better of the two answers."""
+    bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, solver, pools)
+    certified = lanes is not None and _gap(lanes, bound) <= LANES_GAP
+    horizon_s, num_slots = slots
+    span = slotted_span_s(options.T, options.job, len(jobs), horizon_s)
+    order_of = _slotted_order(problem, jobs, options, weights, inventory, finish_by, span, num_slots, prune)
+    limit = time_limit_s if time_limit_s is not None else (CERTIFIED_SLOTTED_LIMIT_S if certified else None)
+    solved, solver_name = solve_slotted(problem, solver, prune, limit, search_on=lanes is None and time_limit_s is None)
+    if solved is None and lanes is None:
+        raise RuntimeError(f"{solver_name} found no schedule of the slotted model by its time limit of {limit} s")
+    answers = ([_read(jobs, inventory, options, weights, order_of())] if solved else []) + ([lanes] if lanes else [])
+    if not answers:  # the slotted model proved it has none, and the lanes found none
+        raise shared_inventory_infeasible(jobs, inventory, horizon_s, False)
+    best = min(answers, key=lambda answer: answer.objective_value)  # the slotted model's on a tie
+    proven = bool(solved) and best is answers[0] and stopped_gap(problem) is None
+    gap = None if proven else _gap(best, bound)
+    return replace(best, solver=solver_name, stopped_gap=gap, lower_bound=bound, lanes=best is lanes)
+
+
+def _gap(solution: PortfolioSolution, bound: float) -> float:
+    """The solution's objective above LB, relative to it (0 where a solver's tolerance puts it under)."""
+    return max(0.0, (solution.objective_value - bound) / solution.objective_value)
+
+
+def _lanes(
+    jobs: Sequence[JobCandidates],
+    options: PortfolioRows,
+    weights: _Weights,
+    inventory: Mapping[str, int],
+    finish_by: list[float | None],
+    solver: str,
+    pools: ReservedPools | None,
+) -> tuple[float, PortfolioSolution | None]:
+    """LB and the lanes' schedule, list-scheduled and scored as an answer (planner/search/lanes.py);
+    none under reserved pools, whose size the lanes do not choose."""
+    a = weights.w_C / weights.C_ref
+    terms = RowTerms(
+        job=options.job,
+        gpu=options.gpu,
+        n=options.n,
+        T=options.T,
+        k=a * options.v_cost + weights.w_T * options.T / weights.T_ref[options.job],
+        held=a * weights.held_per_day,
+        deadline=np.array([math.inf if d is None else d / SECONDS_PER_DAY for d in finish_by]),
+        smith=weights.T_ref,
+        inventory={g: count for g, count in inventory.items() if count > 0},
+    )
+    bound = assignment_bound(terms, solver)
+    found = None if pools is not None else lane_schedule(terms, solver, bound)
+    if found is None:
+        return bound, None
+    return bound, _read(jobs, inventory, options, weights, (list(found.rows), list(found.order), {}))
 
 
 def _weights(
@@ -249,7 +316,7 @@ def _exact_order(
         problem += E[j] <= D[j]  # (2)
         problem += E[j] <= M
     sources = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
-    _flow_constraints(problem, options, y, S, E, M, inventory, sources, H)  # (3)-(7)
+    flow_constraints(problem, options, y, S, E, M, inventory, sources, H)  # (3)-(7)
 
     def read() -> _Read:
         picked = [int(i) for i in np.flatnonzero([(var.varValue or 0) > 0.5 for var in y])]
@@ -376,68 +443,20 @@ def _instance(
     )
 
 
-def _flow_constraints(
-    problem: pulp.LpProblem,
-    options: PortfolioRows,
-    y: list[pulp.LpVariable],
-    S: list[pulp.LpVariable],
-    E: list[pulp.LpAffineExpression],
-    M: pulp.LpVariable,
-    inventory: Mapping[str, int],
-    sources: Mapping[str, int | pulp.LpAffineExpression],
-    H: float,
-) -> None:
-    """(3)-(7) of :func:`solve_portfolio`; ``sources``: what the source 0 offers of each type, inv_g
-    or a reserved pool q_r ((7) keeps inv_r >= q_r: valid for every schedule, and linear)."""
-    jobs = range(len(S))
-    N = {
-        (j, g): int(np.max(options.n[(options.job == j) & (options.gpu == g)], initial=0))
-        for j in jobs
-        for g in inventory
-    }
-    x: dict[tuple[int, int], pulp.LpVariable] = {}
-    for i in jobs:
-        for j in jobs:
-            if i != j and any(N[i, g] and N[j, g] for g in inventory):
-                x[i, j] = new_variable(problem, f"x_{i}_{j}", cat=pulp.LpBinary)
-                problem += S[j] >= E[i] - H * (1 - x[i, j])  # (3)
-    for k, (g, limit) in enumerate(inventory.items()):
-        users = [j for j in jobs if N[j, g]]
-        inflow: dict[int, list[pulp.LpVariable]] = {j: [] for j in users}
-        outflow: dict[int, list[pulp.LpVariable]] = {-1: [], **{j: [] for j in users}}
-        for i in [-1, *users]:
-            for j in users:
-                if i == j:
-                    continue
-                f = new_variable(problem, f"f_{i + 1}_{j}_{k}", 0, N[j, g] if i < 0 else min(N[i, g], N[j, g]))
-                if i >= 0:
-                    problem += f <= min(N[i, g], N[j, g]) * x[i, j]  # (4)
-                inflow[j].append(f)
-                outflow[i].append(f)
-        for j in users:
-            n_jg = dot(y, options.n, (options.job == j) & (options.gpu == g))
-            problem += pulp.lpSum(inflow[j]) == n_jg  # (5)
-            problem += pulp.lpSum(outflow[j]) <= n_jg  # (6)
-        problem += pulp.lpSum(outflow[-1]) <= sources[g]
-        gpu_days = pulp.lpSum(dot(y, options.n * options.T, (options.job == j) & (options.gpu == g)) for j in users)
-        problem += limit * M >= gpu_days  # (7)
-
-
-def _solution(
+def _read(
     jobs: Sequence[JobCandidates],
     inventory: Mapping[str, int],
     options: PortfolioRows,
-    picks: tuple[list[int], list[int]],
     weights: _Weights,
-    solver_name: str,
-    problem: pulp.LpProblem,
-    exact: bool,
+    read: _Read,
 ) -> PortfolioSolution:
-    """The picked rows, list-scheduled in the model's order of starts (``picks``: the rows, the
-    order) on ``inventory`` (a reserved type's: the GPUs reserved) and scored as the ILP scores them;
-    a reserved type's GPUs are the most its jobs then hold at once, in whole units."""
+    """The picked rows, list-scheduled in the model's order of starts (``read``: the rows, the
+    order, the GPUs reserved) on ``inventory`` (a reserved type's: the GPUs reserved) and scored as
+    the ILP scores them; a reserved type's GPUs are the most its jobs then hold at once, in whole
+    units. Which model answered is the caller's to fill in."""
+    picked, order, pool = read
+    inventory = {**inventory, **pool}  # the list schedule holds no more than the GPUs reserved
     w_C, w_T, C_ref, T_ref, held_per_day = weights.w_C, weights.w_T, weights.C_ref, weights.T_ref, weights.held_per_day
-    picked, order = picks
     chosen = [next(i for i in picked if options.job[i] == j) for j in range(len(jobs))]
     days = [float(options.T[i]) for i in chosen]
     start = list_schedule(
@@ -472,8 +491,8 @@ def _solution(
             weights.F, inventory, ((a.gpu_id, a.num_gpus * d) for a, d in zip(assignments, days, strict=True)), makespan
         ),
         makespan_s=makespan * SECONDS_PER_DAY,
-        solver=solver_name,
-        num_variables=len(problem.variables()),
-        exact=exact,
+        solver="",
+        num_variables=0,
+        exact=False,
         reserved=reserved,
     )

@@ -18,7 +18,7 @@ from planner.errors import Constraint, InfeasiblePlan, PortfolioSearchStopped
 from planner.fmt import counted, duration_words
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
-from planner.search.solver import run_solver
+from planner.search.solver import make_solver, run_solver
 from planner.search.ties import tie_order
 from planner.units import SECONDS_PER_DAY
 
@@ -31,8 +31,13 @@ SLOTTED_TIME_LIMIT_S = 30.0
 # a 25-job file with tight deadlines ran 21 minutes without an answer until its user killed it
 # (trial s36); the 18-job bench case has its first schedule in under a second.
 SLOTTED_SEARCH_LIMIT_S = 270.0
+# Seconds it runs where the lanes' schedule is within LANES_GAP of the bound LB already
+# (planner/search/lanes.py): enough for the cases it proves at once to keep their answer (the 10-job
+# bench case: ~1 s), and no more: the 18-job case's slotted optimum is 4 % above its lanes'.
+CERTIFIED_SLOTTED_LIMIT_S = 2.0
 
 __all__ = [
+    "CERTIFIED_SLOTTED_LIMIT_S",
     "SLOTTED_SEARCH_LIMIT_S",
     "SLOTTED_TIME_LIMIT_S",
     "JobCandidates",
@@ -309,13 +314,18 @@ def shared_inventory_infeasible(
     return InfeasiblePlan(Constraint.SHARED_INVENTORY, detail, fix, required=need or None, available=None)
 
 
-def solve_slotted(problem: pulp.LpProblem, solver: str, warm_start: bool) -> tuple[bool, str]:
-    """``run_solver`` for a slotted model: under SLOTTED_TIME_LIMIT_S, its incumbent taken; where
-    that stopped before any, SLOTTED_SEARCH_LIMIT_S more, then ``PortfolioSearchStopped``."""
+def solve_slotted(
+    problem: pulp.LpProblem, solver: str, warm_start: bool, limit_s: float | None = None, search_on: bool = True
+) -> tuple[bool | None, str]:
+    """``run_solver`` for a slotted model: under ``limit_s`` (None: SLOTTED_TIME_LIMIT_S), its
+    incumbent taken; where that stopped before any, None, or with ``search_on``
+    SLOTTED_SEARCH_LIMIT_S more, then ``PortfolioSearchStopped``."""
     try:
-        return run_solver(problem, solver, SLOTTED_TIME_LIMIT_S, warm_start=warm_start, accept_incumbent=True)
+        limit = SLOTTED_TIME_LIMIT_S if limit_s is None else limit_s
+        return run_solver(problem, solver, limit, warm_start=warm_start, accept_incumbent=True)
     except RuntimeError:  # no schedule at all by the limit: search on, up to a bound
-        pass
+        if not search_on:
+            return None, make_solver(solver)[1]
     try:
         return run_solver(problem, solver, SLOTTED_SEARCH_LIMIT_S, warm_start=warm_start, accept_incumbent=True)
     except RuntimeError as exc:

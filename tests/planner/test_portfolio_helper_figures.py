@@ -151,8 +151,10 @@ def test_a_portfolios_idle_cost_has_a_band_and_its_own_times_give_its_idle_cost(
 
 def test_a_slotted_search_that_finds_no_schedule_stops_and_says_so(monkeypatch):
     """Trial s36: a 25-job file found no schedule by the 30 s limit and the search went on without
-    one, 21 minutes until its user killed it. It searches on up to SLOTTED_SEARCH_LIMIT_S, then gives
-    up in one line (a ValueError: exit 2 in the CLI, the app's error)."""
+    one, 21 minutes until its user killed it. Where the lanes have no schedule either, it searches on up
+    to SLOTTED_SEARCH_LIMIT_S, then gives up in one line (a ValueError: exit 2 in the CLI, the app's
+    error); where they have one, it answers with that at once."""
+    import planner.search.portfolio as portfolio_module
     from planner.errors import PortfolioSearchStopped
 
     table = h100_table([4, 8], [4.0, 2.0], [100.0, 100.0])
@@ -164,6 +166,11 @@ def test_a_slotted_search_that_finds_no_schedule_stops_and_says_so(monkeypatch):
         raise RuntimeError("highs stopped without an optimal solution (time limit)")
 
     monkeypatch.setattr(slots_module, "run_solver", no_schedule)
+    answer = solve_portfolio(jobs, {"h100": 8}, horizon_s=60 * DAY)
+    assert answer.lanes and len(limits) == 1  # no search on
+    assert answer.stopped_gap is not None and answer.objective_value >= answer.lower_bound
+    limits.clear()
+    monkeypatch.setattr(portfolio_module, "lane_schedule", lambda *args, **kwargs: None)
     with pytest.raises(PortfolioSearchStopped, match=r"found no schedule of the jobs in 300 s"):
         solve_portfolio(jobs, {"h100": 8}, horizon_s=60 * DAY)
     assert limits == [slots_module.SLOTTED_TIME_LIMIT_S, slots_module.SLOTTED_SEARCH_LIMIT_S]
