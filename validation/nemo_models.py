@@ -31,6 +31,10 @@ class Architecture:
 
 LLAMA3_8B = Architecture("llama3-8b", 32, 4096, 14336, 32, 8, 128256, 8.03e9, "Meta Llama 3 model card")
 LLAMA3_70B = Architecture("llama3-70b", 80, 8192, 28672, 64, 8, 128256, 70.6e9, "Meta Llama 3 model card")
+# Llama 2 (Touvron et al. 2023, Table 1; the Hugging Face configs): 4,096-token context, vocabulary
+# 32,000, the 70B with 8 kv heads (validation/amd_runs.py's Primus rows).
+LLAMA2_7B = Architecture("llama2-7b", 32, 4096, 11008, 32, 32, 32000, 6.74e9, "Meta Llama 2 model card")
+LLAMA2_70B = Architecture("llama2-70b", 80, 8192, 28672, 64, 8, 32000, 68.98e9, "Meta Llama 2 model card")
 LLAMA31_405B = Architecture("llama3.1-405b", 126, 16384, 53248, 128, 8, 128256, 405.9e9, "Meta Llama 3.1 model card")
 # Megatron GPT-3 175B (Brown et al. 2020, Table 2.1): 4h MLP; vocabulary padded as in published_rows.
 GPT3_175B = Architecture("gpt3-175b", 96, 12288, 49152, 96, 96, MEGATRON_GPT_VOCAB, 175e9, "Brown et al. 2020")
@@ -51,6 +55,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     **dict.fromkeys(("llama3-8b", "llama3.1-8b"), LLAMA3_8B),
     **dict.fromkeys(("llama3-70b", "llama3.1-70b"), LLAMA3_70B),
     **dict.fromkeys(("llama3-405b", "llama3.1-405b"), LLAMA31_405B),
+    "llama2-7b": LLAMA2_7B,
+    "llama2-70b": LLAMA2_70B,
     "gpt3-175b": GPT3_175B,
     **dict.fromkeys(("nemotron-15b", "nemotron4-15b"), NEMOTRON4_15B),
     **dict.fromkeys(("nemotron-340b", "nemotron4-340b"), NEMOTRON4_340B),

@@ -1,0 +1,46 @@
+"""Held-out tokens/s error on published LLM pre-training runs on AMD Instinct GPUs.
+
+    python bench/validate_amd.py           # summaries per GPU, model, stack
+    python bench/validate_amd.py --rows    # and every row
+    python bench/validate_amd.py --write-docs   # refresh the summaries in docs/validation.md
+
+No setting is fitted on these rows and nothing is fitted here: the script only reports
+(validation/amd_runs.py; rows and how each was read: data/validation/amd_runs_sources.md).
+Error = (predicted - measured) / measured tokens/s per GPU, the measured figure being the median
+step time of the runs' own training logs. The FLOP check divides the logs' own TFLOP/s/GPU
+(Megatron-LM's num_floating_point_operations) by their tokens/s and compares it with the built
+model's counts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from validation.amd_runs import compare_amd, read_amd
+from validation.docs import summary_main
+from validation.nemo_tables import report_tail, summary_blocks
+
+
+def render(rows: bool = False) -> str:
+    read = read_amd()
+    comparisons = compare_amd(read)
+    lines = [
+        f"**AMD Instinct rows** (held out: nothing fitted on them, no setting changed after seeing them):"
+        f" {len(read.runs) + len(read.skipped)} rows, {len(comparisons)} scored, {len(read.skipped)} skipped.",
+        "",
+        *summary_blocks(
+            comparisons,
+            (
+                (lambda c: "all", "set"),
+                (lambda c: c.run.gpu_label, "GPU"),
+                (lambda c: c.run.model_name, "model"),
+                (lambda c: c.profile.value, "profile"),
+            ),
+        ),
+        *report_tail(read, comparisons, "the log's TFLOP/s/GPU / tokens/s", rows),
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(summary_main(sys.argv[1:], __doc__, render, "amd-table"))
