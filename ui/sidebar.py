@@ -15,10 +15,8 @@ import streamlit as st
 
 from planner.accuracy import Risk
 from planner.api import PlanRequest
-from planner.catalog.calibration import read_calibration_bytes
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
-from planner.errors import CatalogError
 from planner.layout import ActivationCheckpointing, Precision
 from planner.limits import (
     MAX_BUDGET_USD,
@@ -31,21 +29,17 @@ from planner.limits import (
     MAX_PUE,
     MAX_TRAINING_TOKENS,
 )
-from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.request import DEFAULT_AC
 from planner.search.ownership import TcoAssumptions
 from ui import app_core
-from ui.cached import cached_calibration
-from ui.calibration import choose_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
 from ui.i18n import LANGUAGE_NAMES, Labels
 from ui.number_box import number_box
 from ui.reasons import (
-    CALIBRATION_REASONS,
     LAYOUT_REASONS,
     MODEL_REASONS,
     Refusal,
@@ -53,6 +47,7 @@ from ui.reasons import (
     reason_text,
     refusal,
 )
+from ui.sidebar_stack import sidebar_stack
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -360,60 +355,6 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
         max_gpus=int(max_gpus),
         top_k=top_k,
     )
-
-
-def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
-    """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
-    stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
-    # only the kernels the stack's code can call (trial s34: megatron-lm offered cuDNN, then refused it)
-    kernels = ["", *(k.value for k in AttentionKernel if stack.calls(k))]
-    if st.session_state.get("attention", "") not in kernels:
-        st.session_state["attention"] = ""
-    st.selectbox(
-        tr("attention"),
-        kernels,
-        key="attention",
-        format_func=lambda k: k or tr("attention_stack"),
-        help=tr("attention_help"),
-    )
-    if stack.compiles:  # PyTorch's stacks (the Megatron family runs its own fused kernels)
-        st.checkbox(tr("compile"), key="compile", help=tr("compile_help"))
-    if stack.partitions_activations:  # DeepSpeed's checkpointing under Megatron's tp only
-        st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
-    if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
-        st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
-    if stack.reduces_grads_in_bf16:  # Megatron's gradient buffers; the FSDP2 stacks keep fp32 shards
-        st.checkbox(tr("grad_reduce_bf16"), key="grad_reduce_bf16", help=tr("grad_reduce_bf16_help"))
-    if stack.stores_param_remainders:  # Megatron-Core's precision-aware optimizer
-        st.checkbox(tr("param_remainders"), key="param_remainders", help=tr("param_remainders_help"))
-    uploaded = st.file_uploader(
-        tr("calibration_upload"),
-        type=["toml"],
-        key="calibration_upload",
-        max_upload_size=app_core.UPLOAD_LIMIT_MB,
-        help=tr("calibration_help"),
-    )
-    default = None
-    if uploaded is None:
-        default = choose_calibration(None, disabled=False)  # the file plan/estimate/explain apply too
-        if default is None:
-            return stack, None
-        st.caption(tr("calibration_default", path=default.path))
-    upload = CalibrationUpload(str(default.path) if default else uploaded.name if uploaded else "", b"")
-    try:
-        # The default file is read as --calibration reads it (a regular file, capped).
-        data = read_calibration_bytes(default.path) if default else uploaded.getvalue() if uploaded else b""
-        upload = CalibrationUpload(upload.name, data)
-        cached_calibration(upload)
-    except app_core.UploadTooLarge as exc:
-        size_mb = exc.size_bytes / 1e6
-        st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
-        return stack, None
-    except CatalogError as exc:  # planned with the plain catalog
-        error = reason_text(tr, refusal(exc), CALIBRATION_REASONS, name=upload.shown)
-        st.error(tr("bad_calibration", error=error))
-        return stack, None
-    return stack, upload
 
 
 def uploader_css(tr: Labels) -> str:

@@ -1,0 +1,74 @@
+"""The sidebar's last section: the software stack to predict for (``--stack``), the attention
+kernel and switches that stack offers, and the calibration file (``--calibration``), uploaded or
+the per-user default the CLI applies. A module of its own so that ``ui/sidebar.py`` stays under
+the project's ~500 lines a module (CONTRIBUTING.md); ``ui.sidebar.sidebar`` draws it last.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from planner.catalog.calibration import read_calibration_bytes
+from planner.errors import CatalogError
+from planner.model.attention_kernels import AttentionKernel
+from planner.model.stacks import Stack
+from ui import app_core
+from ui.cached import cached_calibration
+from ui.calibration import choose_calibration
+from ui.calibration_upload import CalibrationUpload
+from ui.i18n import Labels
+from ui.reasons import CALIBRATION_REASONS, reason_text, refusal
+
+
+def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
+    """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
+    stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
+    # only the kernels the stack's code can call (trial s34: megatron-lm offered cuDNN, then refused it)
+    kernels = ["", *(k.value for k in AttentionKernel if stack.calls(k))]
+    if st.session_state.get("attention", "") not in kernels:
+        st.session_state["attention"] = ""
+    st.selectbox(
+        tr("attention"),
+        kernels,
+        key="attention",
+        format_func=lambda k: k or tr("attention_stack"),
+        help=tr("attention_help"),
+    )
+    if stack.compiles:  # PyTorch's stacks (the Megatron family runs its own fused kernels)
+        st.checkbox(tr("compile"), key="compile", help=tr("compile_help"))
+    if stack.partitions_activations:  # DeepSpeed's checkpointing under Megatron's tp only
+        st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
+    if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
+        st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
+    if stack.reduces_grads_in_bf16:  # Megatron's gradient buffers; the FSDP2 stacks keep fp32 shards
+        st.checkbox(tr("grad_reduce_bf16"), key="grad_reduce_bf16", help=tr("grad_reduce_bf16_help"))
+    if stack.stores_param_remainders:  # Megatron-Core's precision-aware optimizer
+        st.checkbox(tr("param_remainders"), key="param_remainders", help=tr("param_remainders_help"))
+    uploaded = st.file_uploader(
+        tr("calibration_upload"),
+        type=["toml"],
+        key="calibration_upload",
+        max_upload_size=app_core.UPLOAD_LIMIT_MB,
+        help=tr("calibration_help"),
+    )
+    default = None
+    if uploaded is None:
+        default = choose_calibration(None, disabled=False)  # the file plan/estimate/explain apply too
+        if default is None:
+            return stack, None
+        st.caption(tr("calibration_default", path=default.path))
+    upload = CalibrationUpload(str(default.path) if default else uploaded.name if uploaded else "", b"")
+    try:
+        # The default file is read as --calibration reads it (a regular file, capped).
+        data = read_calibration_bytes(default.path) if default else uploaded.getvalue() if uploaded else b""
+        upload = CalibrationUpload(upload.name, data)
+        cached_calibration(upload)
+    except app_core.UploadTooLarge as exc:
+        size_mb = exc.size_bytes / 1e6
+        st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
+        return stack, None
+    except CatalogError as exc:  # planned with the plain catalog
+        error = reason_text(tr, refusal(exc), CALIBRATION_REASONS, name=upload.shown)
+        st.error(tr("bad_calibration", error=error))
+        return stack, None
+    return stack, upload
