@@ -7,8 +7,8 @@ edit on a warm cache; the planner's own speed is bench/bench_plan.py. Prints a t
 nothing (shared machines are noisy: read the least of --repeat runs).
 
 ``--served N`` (trial s44 app M6) also starts a real server N times each way, ``trainplan app``'s
-launcher (``python -m ui.app_server run app.py``) and
-plain ``streamlit run app.py``, and opens the page in headless Chromium (Playwright;
+launcher (``python -m ui.app_server run app.py``: it plans the default page before it listens) and
+plain ``streamlit run app.py`` (it does not), and opens the page in headless Chromium (Playwright;
 scripts/install_browser.sh): seconds from start to healthy, from opening the page to the plan
 card, and the solve time the card's footer states. Prints the median and the least of N.
 Run: .venv/bin/python bench/bench_app.py [--repeat N] [--served N]

@@ -6,6 +6,9 @@ rebinding) cannot open the app's websocket or pages from the user's browser.
 arguments. Streamlit (1.67 here) serves through Starlette and uvicorn; the Starlette app it builds
 (``create_starlette_app``) is wrapped in ``HostCheck``, an ASGI middleware. Bound to every
 interface (``0.0.0.0``, ``::``) the check is off: the user chose to serve any name.
+
+Before it serves, it runs the page once headless (``warm_default_page``), so that the first
+visitor finds the default request planned (trial s44 app M6).
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ import ctypes
 import ctypes.util
 import functools
 import importlib.util
+import logging
 import sys
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 SERVER_MODULE = "streamlit.web.server.starlette.starlette_server"
@@ -101,10 +107,64 @@ def _option(argv: list[str], name: str, default: str) -> str:
     return argv[argv.index(name) + 1] if name in argv[:-1] else default
 
 
+WARM_TIMEOUT_S = 300  # the default request solves in seconds; a stuck warm-up still lets the server start
+
+
+class DropWarnings(logging.Filter):
+    """Drops a Streamlit log record that starts with one of ``starts``."""
+
+    def __init__(self, *starts: str) -> None:
+        super().__init__()
+        self.starts = starts
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.starts)
+
+
+# Said because the warm-up read Streamlit's config before `streamlit run` read its flags: the server
+# has not started, and starts on the flags' options (the second read is forced), so nothing needs a restart.
+CONFIG_READ_TWICE = DropWarnings("An update to the [server] config option section was detected")
+# AppTest's own calls on the main thread, outside a page run (its docs: "can be ignored").
+NO_RUN_CONTEXT = DropWarnings("Thread 'MainThread': missing ScriptRunContext")
+
+
+def warm_default_page(script: str) -> float | None:
+    """Run the page once, headless, before the server listens; the seconds it took (None: it failed).
+
+    A fresh process's first plan costs about twice a later one (trial s44 app M6, docs/app.md
+    "Speed"): the app's modules are imported, the accuracy bands' per-process tables are built and
+    some 130k pages of a new heap are faulted in, on top of the solve. Running the page as a first
+    visitor would (Streamlit's AppTest, the same code path) pays that here and leaves the default
+    request's plan in ``st.cache_data``, which is global: the first browser finds it there.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    print("trainplan app: planning the default request before serving ...", file=sys.stderr, flush=True)
+    logging.getLogger("streamlit.config").addFilter(CONFIG_READ_TWICE)
+    context_log = logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    context_log.addFilter(NO_RUN_CONTEXT)
+    started = time.perf_counter()
+    try:
+        page = AppTest.from_file(str(Path(script).resolve()), default_timeout=WARM_TIMEOUT_S).run()
+        failed = [str(e.value) for e in page.exception]
+    except Exception as exc:  # only a head start: the page shows any error to its own visitor
+        failed = [f"{type(exc).__name__}: {exc}"]
+    finally:
+        context_log.removeFilter(NO_RUN_CONTEXT)
+    if failed:
+        print(f"trainplan app: the default page was not warmed ({failed[0].splitlines()[0]})", file=sys.stderr)
+        return None
+    seconds = time.perf_counter() - started
+    print(f"trainplan app: the default page is ready ({seconds:.1f} s)", file=sys.stderr, flush=True)
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run ``streamlit`` with ``argv`` and the Host check for its ``--server.address``."""
     argv = sys.argv[1:] if argv is None else argv
     one_malloc_arena()  # before Streamlit starts any thread
+    if argv[:1] == ["run"] and len(argv) > 1:
+        warm_default_page(argv[1])  # before the server listens: its first visitor finds the plan made
     allowed = allowed_hosts(_option(argv, "--server.address", "localhost"))
     if allowed is not None:
         import streamlit.web.server.starlette.starlette_server as server

@@ -9,10 +9,13 @@ import importlib.util
 import sys
 
 import pytest
+from support import REPO
+from support.app import EN
 from support.cli import assert_one_line, call
 
 import ui.app_server as app_server
 import ui.cli_jobs as cli_jobs
+from ui.i18n import plain
 
 
 @pytest.mark.parametrize(
@@ -90,12 +93,15 @@ def test_host_names_and_the_launcher_hook(monkeypatch):
     import streamlit.web.cli
     import streamlit.web.server.starlette.starlette_server as server
 
+    calls = []
     monkeypatch.setattr(server, "create_starlette_app", lambda runtime: "streamlit's app")
-    monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: None)
+    monkeypatch.setattr(app_server, "warm_default_page", lambda script: calls.append(("warm", script)))
+    monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: calls.append(("serve", prog_name)))
     monkeypatch.setattr("sys.argv", ["x"])
     app_server.main(["run", "app.py", "--server.address", "localhost"])
     built = server.create_starlette_app(None)
     assert isinstance(built, app_server.HostCheck) and built.app == "streamlit's app"
+    assert calls == [("warm", "app.py"), ("serve", "streamlit")]  # the page is planned before the server listens
 
 
 def test_the_launcher_gives_every_thread_the_main_malloc_arena(monkeypatch):
@@ -113,6 +119,7 @@ def test_the_launcher_gives_every_thread_the_main_malloc_arena(monkeypatch):
     import streamlit.web.cli
 
     monkeypatch.setattr(streamlit.web.cli, "main", lambda prog_name: None)
+    monkeypatch.setattr(app_server, "warm_default_page", lambda script: None)
     monkeypatch.setattr("sys.argv", ["x"])
     app_server.main(["run", "app.py", "--server.address", "0.0.0.0"])
     assert calls == [(app_server.M_ARENA_MAX, 1)]
@@ -122,3 +129,31 @@ def test_the_launcher_gives_every_thread_the_main_malloc_arena(monkeypatch):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_one_malloc_arena_is_set_on_linux():
     assert app_server.one_malloc_arena() is True
+
+
+def test_the_default_page_is_planned_before_the_first_visitor(monkeypatch, capsys):
+    # Trial s44 app M6: the first visitor of a fresh server waited 17 s, for the process's first plan.
+    # After the launcher's warm-up a visitor's first run finds the default plan in st.cache_data.
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from ui import app_core
+
+    st.cache_data.clear()  # what an earlier test in this process planned is not the warm-up's
+    assert app_server.warm_default_page(str(REPO / "app.py")) is not None
+    assert "the default page is ready" in capsys.readouterr().err
+
+    def solve(*args, **kwargs):
+        raise AssertionError("the default request was planned again")
+
+    monkeypatch.setattr(app_core, "solve", solve)
+    visitor = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
+    assert not visitor.exception, [e.value for e in visitor.exception]
+    assert [h.value for h in visitor.subheader] == [EN("plan_card", model=plain("llama3-8b"))]
+
+
+def test_a_page_that_fails_to_warm_does_not_stop_the_server(tmp_path, capsys):
+    broken = tmp_path / "app.py"
+    broken.write_text("raise RuntimeError('no page today')\n")
+    assert app_server.warm_default_page(str(broken)) is None
+    assert "not warmed (no page today)" in capsys.readouterr().err
