@@ -609,7 +609,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         " before (docs/validation.md, “The efficiency ceiling”).",
         "按此 GPU 架构、精度与规模的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。"
         "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。区间的快端可以超过此上限：已有实测运行超过其所属类别此前的最佳值"
-        "（docs/validation.md，“The efficiency ceiling”）。",
+        "（见 docs/validation.md 中讲效率上限的一段）。",  # trial s44 app L8: its English title was left
     ),
     "ceiling_passed": (
         "The MFU band's fast end, {high:.1%}, passes {mfu:.1%}, the best measured on this GPU architecture,"
@@ -650,6 +650,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "risk_figures_pair": ("{p50} and {judged}", "{p50}，{judged}"),
     # The kernel names stay (proper nouns); unfused attention and the cp fallback are worded.
     "kernel_eager": (KERNEL_WORDS[AttentionKernel.EAGER], "非融合（注意力分数经 HBM）"),
+    "kernel_triton": (
+        KERNEL_WORDS[AttentionKernel.TRITON],
+        "llm-foundry 的 Triton flash 注意力内核",
+    ),  # trial s44 app L8
     "kernel_sdpa": (SDPA_CUDNN_NOTE, "（PyTorch 2.11 起 SDPA 选用 cuDNN；更早的 torch 请选 sdpa-fa2）"),
     "kernel_sdpa_skips": (
         SDPA_SKIPS_CUDNN_NOTE,

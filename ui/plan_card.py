@@ -151,6 +151,16 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
     }
 
 
+# Kernels whose CLI words describe them rather than name a product (FlashAttention-3, cuDNN):
+# written in the page's language (trial s44 app L8: "Triton flash (llm-foundry)" on the 中文 card).
+KERNEL_LABELS = {AttentionKernel.EAGER: "kernel_eager", AttentionKernel.TRITON: "kernel_triton"}
+
+
+def kernel_name(tr: Labels, kernel: AttentionKernel) -> str:
+    key = KERNEL_LABELS.get(kernel)
+    return KERNEL_WORDS[kernel] if key is None else tr(key)
+
+
 def kernel_words(tr: Labels, plan: Plan) -> str:
     """The attention kernel the estimate timed: the CLI's words in English; in Chinese from the typed
     kernel (a plan file from before it: the CLI's words)."""
@@ -158,14 +168,9 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
     sdpa = tr("kernel_sdpa") if e.sdpa_picks_cudnn else tr("kernel_sdpa_skips") if e.sdpa_skips_cudnn else ""
     if tr.lang == "en" or e.attention_kernel_timed is None:
         return (e.attention_kernel or (plan.attention.value if plan.attention else "-")) + sdpa
-    name = (
-        tr("kernel_eager")
-        if e.attention_kernel_timed == AttentionKernel.EAGER
-        else KERNEL_WORDS[e.attention_kernel_timed]
-    )
-    displaced = e.attention_cp_fallback_from or AttentionKernel.CUDNN
-    fallback = tr("kernel_eager") if displaced == AttentionKernel.EAGER else KERNEL_WORDS[displaced]
-    return name + (tr("kernel_cp_fallback", kernel=fallback) if e.attention_cp_fallback else "") + sdpa
+    fallback = kernel_name(tr, e.attention_cp_fallback_from or AttentionKernel.CUDNN)
+    cp = tr("kernel_cp_fallback", kernel=fallback) if e.attention_cp_fallback else ""
+    return kernel_name(tr, e.attention_kernel_timed) + cp + sdpa
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:

@@ -429,6 +429,18 @@ def test_chinese_page_has_no_english_sentence_in_any_panel():
     assert not left, left[:5]
 
 
+def test_chinese_card_words_the_triton_kernel_and_the_ceiling_note():
+    # trial s44 app L8: on 中文 the card kept "Triton flash (llm-foundry)" and the ceiling note's
+    # "The efficiency ceiling"; llm-foundry's Triton kernel on H100 times this plan and holds it there
+    state = dict(preset="llama3-8b", stack="llm-foundry", attention="triton")
+    at = run_app(lang="zh", gpus=["h100-sxm"], **state)
+    texts = page_texts(at)
+    assert any(ZH("kernel_triton") in t for t in texts), texts
+    assert any(ZH("ceiling_held", mfu=0.5, source="s", tokens=1.0)[-12:] in t for t in texts), texts
+    left = [(text, english_sentences(text)) for text in texts if english_sentences(text)]
+    assert not left, left[:5]
+
+
 def page_texts(at) -> list[str]:
     """Every message, caption, metric and table cell the page shows (the GPU table's citations aside)."""
     texts = [
