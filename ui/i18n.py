@@ -1009,7 +1009,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "各作业的方案与其他作业共同选定（它们共享 GPU 库存与上限），因此可能与单作业页面单独规划该作业所得的方案不同。",
     ),
     # At the risk quantile, as the days beside it (trial s35: read as the model's figure `plan` leads with).
-    "col_owned_cost_usd": ("cost at {risk}, owned rate or rent (USD)", "{risk} 分位费用，自有成本或租价（美元）"),
+    # trial s44 app L6: short, for the portfolio's cost table to fit its page; the basis is the column beside it
+    "col_owned_cost_usd": ("cost at {risk} (USD)", "{risk} 分位费用（美元）"),
+    "col_owned_cost_help": (
+        "At the owned-GPU rate on the types you hold, at rent on the others (the cost basis column says which).",
+        "所持型号按自有 GPU 成本计，其余按租价计（见“计费依据”一列）。",
+    ),
+    "col_band_from": ("80 % band from", "80% 区间下限"),  # the figure left of it: its band's low end
+    "col_band_to": ("80 % band to", "80% 区间上限"),
+    "portfolio_schedule": ("Schedule", "排程"),
+    "portfolio_costs": ("Cost of each job", "各作业费用"),
     "col_days_at_risk": ("days at {risk}", "{risk} 分位天数"),
     "col_cost_p10_usd": ("cost, 80 % band from (USD)", "费用，80% 区间下限（美元）"),
     "col_cost_p90_usd": ("cost, 80 % band to (USD)", "费用，80% 区间上限（美元）"),

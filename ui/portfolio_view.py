@@ -196,18 +196,52 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         gap = "" if math.isnan(outcome.stopped_gap) else tr("portfolio_gap", gap=outcome.stopped_gap)
         st.caption(tr("portfolio_stopped", limit=SLOTTED_TIME_LIMIT_S, gap=gap))
     frame = with_owned_words(with_standing_words(with_training_words(outcome.frame, tr), tr), tr)
-    basis = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd", risk=risk)}
-    labels = {c: basis.get(c) or tr(f"col_{c}") for c in frame.columns}
-    st.dataframe(
-        frame.rename(columns=labels),
-        hide_index=True,
-        placeholder=app_core.BLANK,
-        key="portfolio_table",
-        column_config={
-            labels[c]: st.column_config.NumberColumn(format=f) for c, f in PORTFOLIO_FORMATS.items() if c in labels
-        },
-    )
+    show_job_tables(tr, frame, risk)
     st.plotly_chart(figures.portfolio_figure(frame, tr), key="chart_portfolio")
+
+
+# The jobs' figures as two tables, each with its band beside it: as one table of 15 columns they
+# ran to 1,851 px in the 973 px a 1500 px window leaves the page, the bands cut off behind a
+# scroll bar (trial s44 app L6). Each table's key, title and columns; every column is in one.
+JOB_TABLES = (
+    ("portfolio_table", "portfolio_schedule", ("job", "gpu", "num_gpus", "layout", "start_days", "end_days", "days")),
+    ("portfolio_costs", "portfolio_costs", ("job", "cost_usd", "usd_per_gpu_h", "owned", "validated")),
+)
+BANDS = {"days": ("time_p10_days", "time_p90_days"), "cost_usd": ("cost_p10_usd", "cost_p90_usd")}
+
+
+def job_table_labels(tr: Labels, frame: pd.DataFrame, risk: str) -> dict[str, str]:
+    """Each column's label: the days and cost at ``risk``, each band's ends as short words (the
+    figure left of them says whose band it is)."""
+    labels = {"days": tr("col_days_at_risk", risk=risk), "cost_usd": tr("col_owned_cost_usd", risk=risk)}
+    for low, high in BANDS.values():
+        labels |= {low: tr("col_band_from"), high: tr("col_band_to")}
+    return {c: labels.get(c) or tr(f"col_{c}") for c in frame.columns}
+
+
+def show_job_tables(tr: Labels, frame: pd.DataFrame, risk: str) -> None:
+    """The schedule (with the days at ``risk`` and their band) and each job's cost (with its band,
+    rate, basis and standing against the validated envelope)."""
+    labels = job_table_labels(tr, frame, risk)
+    for key, title, heads in JOB_TABLES:
+        columns = [c for head in heads for c in (head, *BANDS.get(head, ()))]  # each band after its figure
+        config = {
+            labels[c]: st.column_config.NumberColumn(format=PORTFOLIO_FORMATS[c])
+            for c in columns
+            if c in PORTFOLIO_FORMATS
+        }
+        if "cost_usd" in columns:  # the basis its short label leaves out (trial s19: said in the label)
+            config[labels["cost_usd"]] = st.column_config.NumberColumn(
+                format=PORTFOLIO_FORMATS["cost_usd"], help=tr("col_owned_cost_help")
+            )
+        st.markdown(f"**{tr(title)}**")
+        st.dataframe(
+            frame[columns].rename(columns=labels),
+            hide_index=True,
+            placeholder=app_core.BLANK,
+            key=key,
+            column_config=config,
+        )
 
 
 STANDING_KEYS = {

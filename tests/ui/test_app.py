@@ -408,7 +408,7 @@ def test_a_rented_portfolio_holds_no_gpus_whatever_the_table_caps():
     assert rented.held_types == ()
     assert card(at)[EN("jobs_cost")] == app_core.money(rented.total_cost_usd)
     assert EN("idle_cost") not in card(at) and EN("idle_cost_none") in [c.value for c in at.caption]
-    shown = table(at, EN("col_start_days"))
+    shown = table(at, EN("col_owned"))  # the cost table under the schedule (trial s44 app L6)
     assert list(shown[EN("col_owned")]) == [EN("basis_rent")]
     from ui.render_portfolio import cost_per_gpu_hour
 

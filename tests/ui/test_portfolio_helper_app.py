@@ -3,8 +3,10 @@ days and cost are (the search's risk quantile; the owned-GPU rate, not rent), in
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from support.app import EN, ZH, run_app, table
+from support.app import EN, ZH, request_for, run_app, table
 
 
 @pytest.mark.parametrize(("tr", "risk"), [(EN, "p80"), (ZH, "p90")])
@@ -14,8 +16,12 @@ def test_the_portfolio_names_the_basis_of_its_days_and_cost(tr, risk):
     at.button(key="add_job").click().run()
     assert not at.exception
     assert tr("portfolio_basis", risk=risk) in [c.value for c in at.caption]
-    shown = table(at, tr("col_start_days"))
-    assert tr("col_owned_cost_usd", risk=risk) in shown.columns and tr("col_cost_usd") not in shown.columns
+    assert tr("col_days_at_risk", risk=risk) in table(at, tr("col_start_days")).columns
+    costs = table(at, tr("col_owned"))
+    assert tr("col_owned_cost_usd", risk=risk) in costs.columns and tr("col_cost_usd") not in costs.columns
+    # the short label leaves the basis to the column beside it and to its tooltip (trial s44 app L6)
+    config = json.loads(next(d for d in at.dataframe if tr("col_owned") in d.value.columns).proto.columns)
+    assert config[tr("col_owned_cost_usd", risk=risk)]["help"] == tr("col_owned_cost_help")
 
 
 def test_the_portfolio_table_shows_each_jobs_band_and_envelope():
@@ -23,16 +29,18 @@ def test_the_portfolio_table_shows_each_jobs_band_and_envelope():
     at.text_input(key="job_name").set_value("small")
     at.button(key="add_job").click().run()
     assert not at.exception
-    shown = table(at, EN("col_start_days"))
-    row = shown.iloc[0]
-    days = row[EN("col_days_at_risk", risk="p80")]
-    assert row[EN("col_time_p10_days")] < days <= row[EN("col_time_p90_days")]
-    assert row[EN("col_cost_p10_usd")] < row[EN("col_owned_cost_usd", risk="p80")] <= row[EN("col_cost_p90_usd")]
+    row = table(at, EN("col_start_days")).iloc[0]  # the schedule: each band's ends after its figure
+    assert row[EN("col_band_from")] < row[EN("col_days_at_risk", risk="p80")] <= row[EN("col_band_to")]
+    costs = table(at, EN("col_owned"))
+    columns = list(costs.columns)
+    assert columns.index(EN("col_owned_cost_usd", risk="p80")) + 1 == columns.index(EN("col_band_from"))
+    cost = costs.iloc[0]
+    assert cost[EN("col_band_from")] < cost[EN("col_owned_cost_usd", risk="p80")] <= cost[EN("col_band_to")]
     metric = next(m for m in at.metric if m.label == EN("jobs_cost"))  # trial s35: the total had no band
     assert metric.delta.startswith("80 % band $") and "the jobs' bands summed" in metric.delta
     done = next(m for m in at.metric if m.label == EN("makespan"))  # nor the last job's end
     assert done.delta.startswith("80 % band ")
-    assert row[EN("col_validated")] in (EN("standing_validated"), EN("standing_circular"), EN("standing_outside"))
+    assert cost[EN("col_validated")] in (EN("standing_validated"), EN("standing_circular"), EN("standing_outside"))
 
 
 def test_the_portfolio_metrics_write_a_figure_and_its_band_in_one_unit():
@@ -76,3 +84,24 @@ def test_a_job_that_cannot_run_alone_leaves_the_others_schedule():
     assert EN("portfolio_left_out", jobs="cheap") in [h.value for h in at.subheader]
     shown = table(at, EN("col_start_days"))
     assert len(shown) == 1 and "small" in shown.to_string() and "cheap" not in shown.to_string()
+
+
+def test_the_schedule_and_cost_tables_show_every_figure_of_the_jobs():
+    """Trial s44 app L6: the jobs' one table of 15 columns ran past its page; as two tables (the
+    schedule, each job's cost) no figure is left out, and only the job's name is in both."""
+    from planner.model.settings import DEFAULT_SETTINGS
+    from ui.app_core import solve_jobs
+    from ui.portfolio_view import BANDS, JOB_TABLES
+
+    request = request_for(gpus={"h100-sxm": 8})
+    outcome = solve_jobs(
+        {"small": request}, {"h100-sxm": 8}, objective="cost", horizon_days=None, num_slots=1, settings=DEFAULT_SETTINGS
+    )
+    assert outcome.frame is not None
+    shown = [c for _, _, heads in JOB_TABLES for head in heads for c in (head, *BANDS.get(head, ()))]
+    # "training" is worded into the layout (with_training_words)
+    assert sorted(shown) == sorted([*(c for c in outcome.frame.columns if c != "training"), "job"])
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+    at.button(key="add_job").click().run()
+    assert not at.exception
+    assert [len(table(at, EN(c)).columns) for c in ("col_start_days", "col_owned")] == [9, 7]
