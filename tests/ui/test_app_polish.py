@@ -321,8 +321,8 @@ def test_a_kept_answer_says_its_solve_time_is_the_first_runs():
 
 
 # CONTRIBUTING.md: modules under ~500 lines. Over today: the two tables of both languages' words,
-# and two modules not yet split (ui/cli.py's commands, ui/figures.py's charts).
-LONG_MODULES_TODAY = frozenset({"i18n.py", "i18n_messages.py", "cli.py", "figures.py"})
+# and one module not yet split (ui/figures.py's charts; ui/cli.py's listings moved out, session 45).
+LONG_MODULES_TODAY = frozenset({"i18n.py", "i18n_messages.py", "figures.py"})
 
 
 def test_the_app_modules_stay_under_500_lines():
