@@ -36,7 +36,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
-from ui import figures
+from ui import figure_axes, figures
 from ui.app_core import money
 from ui.gpu_table import apply_edits, default_rows
 from ui.i18n import all_labels, plain
@@ -62,17 +62,24 @@ def test_log_axes_tick_at_decades_with_readable_labels(points):
     scaling = figures.scaling_figure(points, "h100-sxm", EN)
     days = scaling.layout.yaxis2
     assert days.type == "log" and all(is_decade(v) for v in days.tickvals)
-    assert list(days.ticktext) == [figures.days_label(v) for v in days.tickvals]
+    assert list(days.ticktext) == [figure_axes.days_label(v) for v in days.tickvals]
     assert all(len(text) <= 7 for text in days.ticktext)  # "1,000", "0.01": no "116.6755" or "10.15318k"
     cost = scaling.layout.yaxis  # money written short, as the frontier's (trial s44 app M3)
-    assert list(cost.ticktext) == [figures.tick_money(v) for v in cost.tickvals] and cost.ticktext[0] == "$0"
-    assert figures.decade_ticks(0.3, 250, figures.days_label) == (
+    assert list(cost.ticktext) == [figure_axes.tick_money(v) for v in cost.tickvals] and cost.ticktext[0] == "$0"
+    assert figure_axes.decade_ticks(0.3, 250, figure_axes.days_label) == (
         [0.1, 1.0, 10.0, 100.0, 1000.0],
         ["0.1", "1", "10", "100", "1,000"],
     )
-    assert figures.decade_ticks(900, 2e6, figures.money_label)[1] == ["$100", "$1k", "$10k", "$100k", "$1M", "$10M"]
+    assert figure_axes.decade_ticks(900, 2e6, figure_axes.money_label)[1] == [
+        "$100",
+        "$1k",
+        "$10k",
+        "$100k",
+        "$1M",
+        "$10M",
+    ]
     # a short axis (0.2-0.9 days) gets 1-2-5 steps: labels inside the range, not only outside it
-    assert figures.decade_ticks(0.2, 0.9, figures.days_label)[0] == [0.1, 0.2, 0.5, 1.0]
+    assert figure_axes.decade_ticks(0.2, 0.9, figure_axes.days_label)[0] == [0.1, 0.2, 0.5, 1.0]
     # trial s28d: each point's 80 % band, as the frontier chart has them
     for trace in scaling.data:
         assert trace.error_y.visible is not False and len(trace.error_y.array) == len(trace.x)
@@ -123,7 +130,7 @@ def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points
     assert [c == figures.INFEASIBLE_GREY for c in h100.marker.color] == list(~ok)
     assert (~ok).any() and ok.any()
     front_end = points.loc[points["pareto"], "time_to_train_days"].max()
-    assert 10 ** fig.layout.xaxis.range[1] <= max(front_end * figures.CLIP_FACTOR, deadline * 1.5) * 1.001
+    assert 10 ** fig.layout.xaxis.range[1] <= max(front_end * figure_axes.CLIP_FACTOR, deadline * 1.5) * 1.001
     assert all(is_decade(v) for v in (*fig.layout.xaxis.tickvals, *fig.layout.yaxis.tickvals))
     assert fig.layout.legend.orientation == "h"  # wraps below the plot: every entry stays visible
     ranks = {t.name: t.legendrank for t in fig.data if t.legendrank is not None}
