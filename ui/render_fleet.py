@@ -112,6 +112,8 @@ def fleet(
             out.print(split_words(name, p, solution.horizon_days, data["reserved_term"] is not None))
     if data["reserved_term"] is not None:
         out.print(term_words(data["reserved_term"], solution.horizon_days), markup=False)
+    if data["held_only"]:
+        out.print(held_only_words(data["held_only"]), markup=False)
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))
@@ -177,6 +179,7 @@ FLEET_KEYS = (
     "break_even",
     "reserved_term",
     "owned_vs_reserved",
+    "held_only",
     "warnings",
 )
 
@@ -222,18 +225,19 @@ def term_words(term: dict, horizon_days: float) -> str:
         f"{g} {money(term['usd_per_gpu'][g])} (${rate:,.2f} an hour)" for g, rate in term["usd_per_gpu_hour"].items()
     )
     per_gpu = f". Per GPU over the {counted(term['terms'], 'term')}: {per_gpu}" if per_gpu else ""
-    unlisted = ", ".join(term["buy_only"])
-    bought = (
-        f"; {unlisted}: no {term['kind']} offer and no rate given, so bought or not held ([rent_usd_per_gpu_hour]"
-        " in the jobs file reserves at a rate of one's own)"
-        if unlisted
-        else ""
-    )
     return (
         f"{term['kind']} bills whole {term['term_years']}-year terms: a reserved GPU is paid every hour of the"
         f" whole terms its jobs need (at most the {counted(term['terms'], 'term')} covering the"
         f" {horizon_days:,.0f} days), {rest}, and nothing per busy hour (the cloud pays the power); no job is"
-        f" rented by the hour at that rate{per_gpu}{bought}"
+        f" rented by the hour at that rate{per_gpu}"
+    )
+
+
+def held_only_words(types: list[str]) -> str:
+    """'b200: no offer of the jobs' price kind and no rate given, so bought or not held ...'."""
+    return (
+        f"{', '.join(types)}: no offer of the jobs' price kind and no rate given, so bought or not held, never"
+        " rented or reserved ([rent_usd_per_gpu_hour] in the jobs file rents it at a rate of one's own)"
     )
 
 
@@ -295,6 +299,9 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
         "break_even": break_even,
         "reserved_term": reserved_term_json(solution),
         "owned_vs_reserved": [owned_vs_reserved_json(c, utilisation) for c in solution.owned_vs_reserved],
+        # types to buy with no offer of the jobs' price kind and no rate given: bought or not held
+        # (review s44 M5, s45 M1)
+        "held_only": sorted(solution.held_only),
         # the reserved terms are billed (reserved_term), no longer warned of (session 44)
         "warnings": [],
     }
@@ -322,8 +329,6 @@ def reserved_term_json(solution) -> dict | None:
         "usd_per_gpu_hour": dict(rates),
         "unit": dict(reserved.unit),
         "usd_per_gpu": {g: reserved.fixed_usd(r, hours) for g, r in rates.items()},
-        # types to buy with no offer of the kind and no rate given: bought or not held (review s44 M5)
-        "buy_only": sorted(reserved.buy_only),
     }
 
 

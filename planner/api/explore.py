@@ -14,7 +14,7 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
 from planner.api.chart_points import best_per_count, pareto_front
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
-from planner.api.reserved import reserved_prices
+from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import TermBilling, rebilled
 from planner.errors import InfeasiblePlan
@@ -374,7 +374,17 @@ def plan_portfolio(
     file ``catalog`` was calibrated with: its measured kernel rates lift the ceiling as in ``plan``,
     and every plan keeps it."""
     catalog = catalog or load_catalog()
-    reserved = reserved_prices(requests, catalog, settings or DEFAULT_SETTINGS, what="portfolio") if rented else None
+    held = {g: n for g, n in inventory.items() if g not in rented}
+    # a held type with no offer of the requests' price kind: held at its ownership, its rows scored
+    # at its catalog rate (review s45 M1: it refused the whole portfolio)
+    held_only = held_only_types(requests, held, catalog)
+    requests = scored_as_held(requests, held_only, catalog)
+    settings_or_default = settings or DEFAULT_SETTINGS
+    reserved = (
+        reserved_prices(requests, catalog, settings_or_default, what="portfolio", held_only=held_only)
+        if rented
+        else None
+    )
     searches = {
         # a portfolio's jobs share the terms its reservations bill: billed by the hour
         name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
@@ -382,8 +392,7 @@ def plan_portfolio(
     }
     jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
-    held = {g: n for g, n in inventory.items() if g not in rented}
-    rates = owned_rates(catalog, held, tco, settings or DEFAULT_SETTINGS, purchase_usd, wall_power_w)
+    rates = owned_rates(catalog, held, tco, settings_or_default, purchase_usd, wall_power_w)
     solution: PortfolioSolution = solve_portfolio(
         jobs,
         inventory,

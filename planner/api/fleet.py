@@ -5,7 +5,7 @@ holds the jobs' candidates)."""
 from __future__ import annotations
 
 from planner.api.explore import job_candidates
-from planner.api.reserved import buy_only_types, reserved_prices, scored_as_bought
+from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan_calibration import PlanCalibration
@@ -33,12 +33,12 @@ def plan_fleet(
     power per type: given, else the catalog's; the jobs' own rent is their requests' prices;
     ``calibration``: as ``plan_portfolio``'s). Under a reserved price kind the jobs' GPUs are
     reserved for whole terms instead of rented (planner/api/reserved.py ``reserved_prices``); a type to
-    buy that the kind has no offer for is then bought or not held (``buy_only_types``)."""
+    buy that the jobs' price kind has no offer for is bought or not held (``held_only_types``)."""
     catalog = catalog or load_catalog()
     settings_or_default = settings or DEFAULT_SETTINGS
-    buy_only = buy_only_types(requests, purchase_usd, catalog, rent_usd_per_gpu_hour or {})
-    requests = scored_as_bought(requests, buy_only, catalog)
+    held_only = held_only_types(requests, purchase_usd, catalog, rent_usd_per_gpu_hour or {})
+    requests = scored_as_held(requests, held_only, catalog)
     jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
     economics = economics_for(catalog, purchase_usd, settings_or_default, rent_usd_per_gpu_hour, wall_power_w)
-    reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, buy_only=buy_only)
-    return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved)
+    reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, held_only=held_only)
+    return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved, held_only=held_only)

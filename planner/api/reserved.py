@@ -13,7 +13,7 @@ from planner.model.settings import ModelingSettings
 from planner.request import PlanRequest, request_term
 from planner.search.reserved import ReservedPrices
 
-__all__ = ["buy_only_types", "reserved_prices", "scored_as_bought"]
+__all__ = ["held_only_types", "reserved_prices", "scored_as_held"]
 
 
 def reserved_prices(
@@ -22,14 +22,14 @@ def reserved_prices(
     settings: ModelingSettings,
     rent_usd_per_gpu_hour: dict[str, float] | None = None,
     what: str = "fleet",
-    buy_only: frozenset[str] = frozenset(),
+    held_only: frozenset[str] = frozenset(),
 ) -> ReservedPrices | None:
     """Under the requests' reserved price kind (None for another kind), what reserving each of their
     GPU types costs: ``rent_usd_per_gpu_hour``'s rate where given, else the request's own price (the
     median of the kind's offers, or its ``price_overrides``), reserved in the GPUs its offers rent
     together (``rent_unit_gpus``; a quote of one's own is per GPU). A fleet (or a portfolio, ``what``)
     holds one reservation per type, so every job must be at one price kind and term (ValueError).
-    ``buy_only`` (``buy_only_types``) are left unpriced: they are bought or not held."""
+    ``held_only`` (``held_only_types``) are left unpriced: they are held (bought) or not at all."""
     terms = {request_term(r) for r in requests.values()}
     if terms == {None}:
         return None
@@ -46,11 +46,11 @@ def reserved_prices(
         priced = request_catalog(request, catalog, settings)
         for gpu_id in request.gpus or priced.gpus:
             spec = priced.gpu(gpu_id)
-            if spec.id in buy_only:
+            if spec.id in held_only:
                 continue
             rates.setdefault(spec.id, given.get(spec.id, spec.price_per_gpu_hour_usd))
             unit.setdefault(spec.id, spec.rent_unit_gpus)
-    return ReservedPrices(kind, term, rates, unit, buy_only)
+    return ReservedPrices(kind, term, rates, unit)
 
 
 def _kind_words(request: PlanRequest) -> str:
@@ -60,32 +60,34 @@ def _kind_words(request: PlanRequest) -> str:
     return f"{request.price_kind}" + (f" (term_filled {filled:g})" if filled else "")
 
 
-def buy_only_types(
-    requests: dict[str, PlanRequest], buy: Collection[str], catalog: Catalog, given: Collection[str] = ()
+def held_only_types(
+    requests: dict[str, PlanRequest], held: Collection[str], catalog: Catalog, given: Collection[str] = ()
 ) -> frozenset[str]:
-    """Under the requests' reserved price kind, the types to ``buy`` that no offer of that kind rents
-    and no rate is given for (``given``, or a request's own price): a fleet may buy them and never
-    reserves them (review s44 M5: one such type refused the whole fleet, though buying it needs no rent)."""
-    kinds = {r.price_kind for r in requests.values() if request_term(r) is not None}
-    if len(kinds) != 1:  # billed by the hour, or mixed kinds (``reserved_prices`` refuses those)
+    """Under the requests' price kind (one, not on-demand: a GPU without such an offer keeps its
+    catalog price there), the ``held`` types (bought by a fleet, owned in a portfolio's inventory)
+    that no offer of that kind rents and no rate is given for (``given``, or a request's own price):
+    they are held or not at all, never rented nor reserved (review s44 M5, s45 M1: one such type
+    refused the whole answer, though holding it needs no rent)."""
+    kinds = {r.price_kind for r in requests.values()}
+    if len(kinds) != 1 or kinds <= {None, "on-demand"}:  # mixed kinds are refused where they matter
         return frozenset()
     (kind,) = kinds
     assert kind is not None
     priced = {catalog.gpu(g).id for g in given} | {
         catalog.gpu(g).id for r in requests.values() for g in r.price_overrides
     }
-    specs = [catalog.gpu(g) for g in buy]
+    specs = [catalog.gpu(g) for g in held]
     return frozenset(g.id for g in specs if not offers_of(g, kind) and g.id not in priced)
 
 
-def scored_as_bought(
-    requests: dict[str, PlanRequest], buy_only: frozenset[str], catalog: Catalog
+def scored_as_held(
+    requests: dict[str, PlanRequest], held_only: frozenset[str], catalog: Catalog
 ) -> dict[str, PlanRequest]:
-    """The requests with each ``buy_only`` type at its catalog rate: a price only to score its rows
-    (the fleet prices an owned option by ownership, and never rents or reserves these types)."""
-    if not buy_only:
+    """The requests with each ``held_only`` type at its catalog rate: a price only to score its rows
+    (a held option is priced by ownership; the type is never rented nor reserved)."""
+    if not held_only:
         return requests
-    placeholder = {g: catalog.gpu(g).price_per_gpu_hour_usd for g in sorted(buy_only)}
+    placeholder = {g: catalog.gpu(g).price_per_gpu_hour_usd for g in sorted(held_only)}
     return {
         n: r.model_copy(update={"price_overrides": {**placeholder, **r.price_overrides}}) for n, r in requests.items()
     }

@@ -64,6 +64,7 @@ def size_fleet(
     prune: bool = True,
     time_limit_s: float | None = None,
     reserved: ReservedPrices | None = None,
+    held_only: frozenset[str] = frozenset(),
 ) -> FleetSolution:
     r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost.
 
@@ -88,6 +89,10 @@ def size_fleet(
     and v_r = 0 (the cloud pays the power); its options are time-indexed as the owned ones, with
     sum_r F_r q_r in the objective and (2) for r with q_r in place of b_g. Then rent only is
     reserve only (b = 0). Budgets are ignored: they bound rent, which is what this trades off.
+
+    ``held_only``: types to buy that no offer of the jobs' price kind rents and no rate is given for:
+    never rented nor reserved (a job on them alone has z_j = 0), and no break-even against a rent
+    they do not have (review s44 M5, s45 M1: one such type refused the whole fleet).
     """
     if not jobs:
         raise ValueError("jobs: expected at least one job")
@@ -96,17 +101,20 @@ def size_fleet(
     slot_length_s(horizon_s, num_slots)  # a bad horizon or slot count is refused before any work
     limits = dict(max_purchase or {})
     rates = [
-        break_even(gpu, econ, tco, horizon_h, _rent_rate(gpu, econ, jobs)) for gpu, econ in sorted(economics.items())
+        break_even(gpu, econ, tco, horizon_h, math.nan if gpu in held_only else _rent_rate(gpu, econ, jobs))
+        for gpu, econ in sorted(economics.items())
     ]
-    rent_rows, owned, reserving = _job_options(jobs, economics, limits, horizon_s, num_slots, prune, reserved)
+    rent_rows, owned, reserving = _job_options(
+        jobs, economics, limits, (horizon_s, num_slots), prune, reserved is not None, held_only
+    )
     bought = _owned_pool(owned, rates, economics, limits)
     price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
     if reserved is None or reserving is None:
         model = _FleetModel(jobs, [bought], rent_rows, num_slots, price)
-        return _solve_options([model], rates, reserved, horizon_days, solver, time_limit_s)
-    pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h)
+        return _solve_options([model], rates, reserved, horizon_days, (solver, time_limit_s), held_only)
+    pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, held_only)
     models = [_FleetModel(jobs, [bought, pool], rent_rows, num_slots, price) for pool in pools]
-    return _solve_options(models, rates, reserved, horizon_days, solver, time_limit_s)
+    return _solve_options(models, rates, reserved, horizon_days, (solver, time_limit_s), held_only)
 
 
 def _reserved_pools(
@@ -115,6 +123,7 @@ def _reserved_pools(
     economics: Mapping[str, GpuEconomics],
     jobs: Sequence[JobCandidates],
     horizon_h: float,
+    held_only: frozenset[str],
 ) -> list[_HeldPool]:
     """The reserved pool for each count k of whole terms the horizon spans: its options those that end
     within k terms, F_r the k terms' bill (the last k: the horizon's, ``ReservedPrices.fixed_usd``).
@@ -122,7 +131,7 @@ def _reserved_pools(
     term the horizon touches (review s44: a 366-day horizon billed two 1-year terms to jobs done by
     day 321, and the answer flipped to buying at $225k more)."""
     spans = [k * reserved.term.term_h for k in range(1, reserved.terms(horizon_h))] + [horizon_h]
-    rate = _reserved_rates(options, reserved, economics, jobs)  # once: each pool's rates are these
+    rate = _reserved_rates(options, reserved, economics, jobs, held_only)  # once: each pool's rates are these
     pools = []
     for span_h in spans:
         keep = options.end_s <= span_h * SECONDS_PER_HOUR
@@ -135,13 +144,15 @@ def _job_options(
     jobs: Sequence[JobCandidates],
     economics: Mapping[str, GpuEconomics],
     limits: Mapping[str, int],
-    horizon_s: float,
-    num_slots: int,
+    slotting: tuple[float, int],
     prune: bool,
-    reserved: ReservedPrices | None,
-) -> tuple[list[int], SlotOptions, SlotOptions | None]:
-    """Each job's rented row, its owned options (the types to buy, within their caps) and, under a
-    reserved kind, its reserved ones (every type: the types to rent are the jobs' own)."""
+    reserving_kind: bool,
+    held_only: frozenset[str],
+) -> tuple[list[int | None], SlotOptions, SlotOptions | None]:
+    """Each job's rented row (None: it runs only on ``held_only`` types), its owned options (the
+    types to buy, within their caps) and, under a reserved kind, its reserved ones (every type but
+    ``held_only``: the types to rent are the jobs' own). ``slotting``: the horizon's seconds and slots."""
+    horizon_s, num_slots = slotting
     slot_s = slot_length_s(horizon_s, num_slots)
     rent_rows, owned, reserving, failed = [], [], [], []
     for j, job in enumerate(jobs):
@@ -151,14 +162,14 @@ def _job_options(
         except InfeasiblePlan as exc:  # every job that cannot run is named (slots.py jobs_infeasible)
             failed.append((job.name, exc))
             continue
-        rent_rows.append(rent_row(job.table, rows))
+        rentable = rows[~np.isin(job.table.gpu_id[rows], list(held_only))]
+        rent_rows.append(rent_row(job.table, rentable) if len(rentable) else None)
         buyable = rows[np.isin(job.table.gpu_id[rows], list(economics))]
         cap = np.array([limits.get(g, np.inf) for g in job.table.gpu_id[buyable]], dtype=float)
         buyable = buyable[job.table.num_gpus[buyable] <= cap]
         owned.append(expand_starts(j, job, _pruned(job.table, buyable, prune), num_slots, slot_s, finish_by))
-        if reserved is not None:
-            reservable = rows[~np.isin(job.table.gpu_id[rows], list(reserved.buy_only))]
-            reserving.append(expand_starts(j, job, _pruned(job.table, reservable, prune), num_slots, slot_s, finish_by))
+        if reserving_kind:
+            reserving.append(expand_starts(j, job, _pruned(job.table, rentable, prune), num_slots, slot_s, finish_by))
     if failed:
         raise jobs_infeasible(failed)
     return rent_rows, concat_options(owned), concat_options(reserving) if reserving else None
@@ -181,33 +192,36 @@ def _solve_options(
     rates: list[GpuBreakEven],
     reserved: ReservedPrices | None,
     horizon_days: float,
-    solver: str,
-    time_limit_s: float | None,
+    solving: tuple[str, float | None],
+    held_only: frozenset[str],
 ) -> FleetSolution:
     """The three options: mixed, buy only and the option that buys nothing (rent only: every job's
     rent; reserve only under a reserved kind, which packs the jobs on the GPUs it reserves), each the
     cheapest over ``models`` (one per count of reserved terms, ``_reserved_pools``; the last spans
-    the horizon)."""
+    the horizon). ``solving``: the solver and its time limit."""
+    solver, time_limit_s = solving
     model = models[-1]
     other = Holding.RENTED if reserved is None else Holding.RESERVED
     mixed, solver_name = _cheapest(models, {Holding.OWNED, other}, solver, time_limit_s)
-    assert mixed is not None, "renting (or reserving for) every job is always feasible"
+    assert mixed is not None, "every job can be rented, reserved or bought"
     buy_only, _ = model.solve({Holding.OWNED}, solver, time_limit_s)
-    if reserved is None:
-        no_buy: FleetPlan | None = model.plan({}, [None] * len(model.jobs))
+    if reserved is None:  # None where a job runs only on held_only types
+        rentable = all(r is not None for r in model.rent_rows)
+        no_buy: FleetPlan | None = model.plan({}, [None] * len(model.jobs)) if rentable else None
     else:
         no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)  # None: a job runs only bought
     return FleetSolution(
         mixed=mixed,
         rent_only=no_buy,
         buy_only=buy_only,
-        break_even=tuple(rates) if reserved is None else (),
+        break_even=tuple(b for b in rates if b.gpu_id not in held_only) if reserved is None else (),
         horizon_days=horizon_days,
         solver=solver_name,
         num_slots=model.num_slots,
         # as priced: every type's rate and unit, the given or the rent (``_reserved_pool``)
         reserved=None if reserved is None else _priced(reserved, model.held[-1]),
         owned_vs_reserved=() if reserved is None else _owned_vs_reserved(rates, model.held[-1], horizon_days),
+        held_only=held_only,
     )
 
 
@@ -332,13 +346,17 @@ def _owned_pool(
 
 
 def _reserved_rates(
-    options: SlotOptions, reserved: ReservedPrices, economics: Mapping[str, GpuEconomics], jobs: Sequence[JobCandidates]
+    options: SlotOptions,
+    reserved: ReservedPrices,
+    economics: Mapping[str, GpuEconomics],
+    jobs: Sequence[JobCandidates],
+    held_only: frozenset[str],
 ) -> dict[str, float]:
     """Each type's reserved rate: its given rate, else its rent (the break-even's, or the one the
     jobs' tables imply, read only where none is given); the types to buy are priced too, for the
     owned-vs-reserved comparison."""
     rate = {}
-    for g in sorted((set(options.gpu.tolist()) | set(economics)) - reserved.buy_only):
+    for g in sorted((set(options.gpu.tolist()) | set(economics)) - held_only):
         usd = reserved.usd_per_gpu_hour.get(g)
         if usd is None:
             usd = _rent_rate(g, economics[g], jobs) if g in economics else implied_rent_usd_per_gpu_hour(g, jobs)
@@ -365,7 +383,7 @@ _Choice = tuple[_HeldPool, int] | None
 class _FleetModel:
     jobs: Sequence[JobCandidates]
     held: list[_HeldPool]  # the GPUs bought, then (under a reserved kind) those reserved
-    rent_rows: list[int]
+    rent_rows: list[int | None]  # None: the job runs only on held-only types
     num_slots: int
     price_usd: dict[str, float]  # each type's purchase price
 
@@ -383,7 +401,9 @@ class _FleetModel:
         z = new_binaries(problem, "z", num_jobs) if rent else []
         where = [(p, i) for p in pools for i in range(len(p.options.job))]
         counts = [p.counts(problem) for p in pools]
-        rents = [float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)]
+        rents = [
+            0.0 if r is None else float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)
+        ]
         problem += (
             pulp.LpAffineExpression(zip(y, np.concatenate([p.busy_usd for p in pools]).tolist(), strict=True))
             + pulp.lpSum(
@@ -392,8 +412,10 @@ class _FleetModel:
             )
             + pulp.LpAffineExpression(zip(z, rents, strict=False))  # z is empty when renting is not allowed
         )
-        for j in range(num_jobs):  # (1)
+        for j in range(num_jobs):  # (1); z_j = 0 where the job has no rent row (held-only types)
             problem += pulp.lpSum(y[i] for i in np.flatnonzero(job_of == j)) + (z[j] if rent else 0) == 1
+            if rent and self.rent_rows[j] is None:
+                problem += z[j] == 0
         first = 0
         for p, k in zip(pools, counts, strict=True):  # (2), bought and reserved apart
             limit = {g: p.unit.get(g, 1) * k[g] for g in k}
@@ -442,6 +464,7 @@ class _FleetModel:
         job = self.jobs[j]
         if choice is None:
             row, table = self.rent_rows[j], job.table
+            assert row is not None, "a job without a rent row is held (z_j = 0)"
             end, cost = float(table.time_to_train_s[row]), float(table.cost_usd[row])
             gpu, n = str(table.gpu_id[row]), int(table.num_gpus[row])
             return FleetAssignment(job.name, row, gpu, n, Holding.RENTED, 0.0, end, cost, band_factors(table, row))

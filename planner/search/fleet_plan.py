@@ -106,8 +106,7 @@ class FleetPlan:
 class FleetSolution:
     mixed: FleetPlan
     # The option that buys nothing: every job rented, or under a reserved price kind (``reserved``)
-    # every job on reserved GPUs ("reserve only"; None when some job runs only on types bought,
-    # ``ReservedPrices.buy_only``)
+    # every job on reserved GPUs ("reserve only"); None when some job runs only on ``held_only`` types
     rent_only: FleetPlan | None
     buy_only: FleetPlan | None  # None when some job has no GPU type that can be bought
     break_even: tuple[GpuBreakEven, ...]  # buying against the hourly rent; none under a reserved kind
@@ -120,6 +119,9 @@ class FleetSolution:
     reserved: ReservedPrices | None = None  # the reserved price kind the jobs are held at, if any
     # buying against reserving, per type that can be bought, under a reserved kind
     owned_vs_reserved: tuple[OwnedVsReserved, ...] = ()
+    # types to buy that no offer of the jobs' price kind rents and no rate is given for: bought or
+    # not held (``size_fleet``)
+    held_only: frozenset[str] = frozenset()
 
 
 def compacted(

@@ -21,15 +21,12 @@ class ReservedPrices:
     at a time (``unit``: what the provider rents together, 1 where not given), at
     ``usd_per_gpu_hour`` (not given: the type's rent, ``size_fleet``) for every hour of the whole
     terms covering the horizon (``term``; its ``filled`` share of the hours past the horizon that
-    other work pays is not charged). There is no hourly rent at that rate: the term is the bill.
-    ``buy_only``: types to buy that no offer of the kind rents and no rate is given for; the fleet
-    may buy them and never reserves them (review s44 M5: one such type refused the whole fleet)."""
+    other work pays is not charged). There is no hourly rent at that rate: the term is the bill."""
 
     kind: str
     term: TermBilling
     usd_per_gpu_hour: Mapping[str, float] = field(default_factory=dict)
     unit: Mapping[str, int] = field(default_factory=dict)
-    buy_only: frozenset[str] = frozenset()
 
     def fixed_usd(self, usd_per_gpu_hour: float, horizon_h: float) -> float:
         """F_r: one GPU reserved over the horizon, billed as ``TermBilling.billed_hours`` bills a

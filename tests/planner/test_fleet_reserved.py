@@ -64,10 +64,10 @@ def random_jobs(
     return jobs
 
 
-def reserved_1y(rates=RATES, buy_only=frozenset()) -> ReservedPrices:
+def reserved_1y(rates=RATES) -> ReservedPrices:
     term = term_billing("reserved-1y")
     assert term is not None
-    return ReservedPrices("reserved-1y", term, rates, buy_only=buy_only)
+    return ReservedPrices("reserved-1y", term, rates)
 
 
 def peak_held(assignments, holding: Holding, gpu: str) -> int:
@@ -221,7 +221,7 @@ def test_a_reserved_fleet_equals_enumeration(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_a_type_with_no_offer_of_the_reserved_kind_is_bought_or_not_held(seed: int) -> None:
     """Review s44 M5: a type to buy that the kind has no offer for refused the whole fleet. It is now
-    bought or not held (``ReservedPrices.buy_only``): never reserved, never priced as reserved, and
+    bought or not held (``size_fleet``'s ``held_only``): never reserved, never priced as reserved, and
     where a job runs only on it there is no reserve-only fleet."""
     rng = np.random.default_rng(4500 + seed)
     horizon_days, num_slots = 365.0, 3
@@ -230,13 +230,13 @@ def test_a_type_with_no_offer_of_the_reserved_kind_is_bought_or_not_held(seed: i
     rates = {"a100": RATES["a100"]}
     unlisted = frozenset({"h100"})
     solution = size_fleet(
-        jobs, ECONOMICS, horizon_days, tco, num_slots=num_slots, reserved=reserved_1y(rates, unlisted)
+        jobs, ECONOMICS, horizon_days, tco, num_slots=num_slots, reserved=reserved_1y(rates), held_only=unlisted
     )
     owned, reserved = Holding.OWNED, Holding.RESERVED
     for option in (solution.mixed, solution.rent_only):
         assert option is None or "h100" not in option.reserved
     assert solution.reserved is not None and "h100" not in solution.reserved.usd_per_gpu_hour
-    assert [c.gpu_id for c in solution.owned_vs_reserved] == ["a100"]
+    assert [c.gpu_id for c in solution.owned_vs_reserved] == ["a100"] and solution.held_only == unlisted
     mixed = brute_force(jobs, tco, horizon_days, num_slots, {owned, reserved}, unlisted)
     reserve_only = brute_force(jobs, tco, horizon_days, num_slots, {reserved}, unlisted)
     assert solution.mixed.total_cost_usd == pytest.approx(mixed, rel=1e-9)
@@ -290,3 +290,23 @@ def test_owning_against_reserving_in_between_the_ends() -> None:
     u = c.buying_cheaper_below  # at u* the two cost the same per busy hour
     assert c.per_busy_hour(u)[0] == pytest.approx(c.per_busy_hour(u)[1])
     assert c.per_busy_hour(0.0) == (math.inf, math.inf)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_type_to_buy_with_no_rent_is_never_rented(seed: int) -> None:
+    """Review s45 M1: under spot, a type to buy with no spot offer refused the fleet as under a reserved
+    kind. Held-only, it is bought or not held: no job rents it, it has no break-even against a rent it
+    lacks, and where a job runs only on it there is no rent-only fleet."""
+    rng = np.random.default_rng(4600 + seed)
+    horizon_days, num_slots = 365.0, 3
+    jobs = random_jobs(rng, 2, int(rng.integers(2, 4)), horizon_days, split=seed % 2 == 1)
+    unlisted = frozenset({"h100"})
+    solution = size_fleet(jobs, ECONOMICS, horizon_days, TcoAssumptions(), num_slots=num_slots, held_only=unlisted)
+    for option in (solution.mixed, solution.rent_only, solution.buy_only):
+        rented = [] if option is None else [a for a in option.assignments if a.holding is Holding.RENTED]
+        assert all(a.gpu_id != "h100" for a in rented)
+    assert [b.gpu_id for b in solution.break_even] == ["a100"]
+    on_h100_alone = any(set(j.table.gpu_id.tolist()) == {"h100"} for j in jobs)
+    assert (solution.rent_only is None) == on_h100_alone
+    free = size_fleet(jobs, ECONOMICS, horizon_days, TcoAssumptions(), num_slots=num_slots)
+    assert solution.mixed.total_cost_usd >= free.mixed.total_cost_usd - 1e-6  # a constraint more

@@ -204,7 +204,7 @@ def test_a_type_to_buy_with_no_offer_of_the_reserved_kind_is_bought_only(tmp_pat
     whole fleet ("no reserved-1y price for b200"), though buying it needs no rent. It is bought or not
     held, and the answer says so, in text and JSON."""
     from planner.catalog.prices import offers_of
-    from ui.render_fleet import fleet_json, term_words
+    from ui.render_fleet import fleet_json, held_only_words
 
     catalog = load_catalog()
     unlisted = next(g.id for g in catalog.gpus.values() if g.purchase_price_usd and not offers_of(g, "reserved-1y"))
@@ -214,18 +214,48 @@ def test_a_type_to_buy_with_no_offer_of_the_reserved_kind_is_bought_only(tmp_pat
     solution = plan_fleet(
         spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **fleet_options(spec, catalog)
     )
-    assert solution.reserved is not None and solution.reserved.buy_only == frozenset({unlisted})
+    assert solution.reserved is not None and solution.held_only == frozenset({unlisted})
     assert set(solution.reserved.usd_per_gpu_hour) == {"h100-sxm"}
     assert solution.rent_only is not None and unlisted not in solution.rent_only.reserved
     data = fleet_json(solution, utilisation=None, risks={})
-    assert data["reserved_term"]["buy_only"] == [unlisted]
-    words = term_words(data["reserved_term"], 30)
-    assert f"{unlisted}: no reserved-1y offer and no rate given, so bought or not held" in words
+    assert data["held_only"] == [unlisted]
+    assert held_only_words(data["held_only"]).startswith(f"{unlisted}: no offer of the jobs' price kind")
     # a given rate reserves it
     quoted = text.replace("{tables}", "") + f"\n[rent_usd_per_gpu_hour]\n{unlisted} = 3.0\n"
     spec = read_jobs_file(write(tmp_path, 'price_kind = "reserved-1y"\n' + quoted))
     solution = plan_fleet(
         spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **fleet_options(spec, catalog)
     )
-    assert solution.reserved is not None and solution.reserved.buy_only == frozenset()
+    assert solution.reserved is not None and solution.held_only == frozenset()
     assert solution.reserved.usd_per_gpu_hour[unlisted] == 3.0
+
+
+def test_a_held_type_with_no_offer_of_the_kind_is_held_under_spot_and_in_a_portfolio(tmp_path: Path) -> None:
+    """Review s45 M1: the reserved-kind fix left two refusals of the same kind. A spot fleet buying a type
+    with no spot offer ("no spot price for ..."), and a portfolio holding one in its inventory at a
+    reserved or spot kind: both now hold it at its ownership, never rent it, and say so (fleet)."""
+    from planner.api.explore import plan_portfolio
+    from planner.catalog.prices import offers_of
+    from ui.render_fleet import fleet_json
+
+    catalog = load_catalog()
+    unlisted = next(
+        g.id
+        for g in catalog.gpus.values()
+        if g.purchase_price_usd and not offers_of(g, "spot") and g.memory_bytes > 40e9
+    )
+    text = BASE.format(tables="").replace('buy = ["h100-sxm"]', f'buy = ["h100-sxm", "{unlisted}"]')
+    spec = read_jobs_file(write(tmp_path, 'price_kind = "spot"\n' + text))
+    prices = purchase_prices(spec, catalog)
+    solution = plan_fleet(
+        spec.requests({g: None for g in prices}), prices, 30, num_slots=2, **fleet_options(spec, catalog)
+    )
+    assert solution.held_only == frozenset({unlisted}) and [b.gpu_id for b in solution.break_even] == ["h100-sxm"]
+    for option in (solution.mixed, solution.rent_only, solution.buy_only):
+        assert option is None or all(a.gpu_id != unlisted or a.holding is Holding.OWNED for a in option.assignments)
+    assert fleet_json(solution, utilisation=None, risks={})["held_only"] == [unlisted]
+    for kind in ("spot", "reserved-1y"):
+        spec = read_jobs_file(write(tmp_path, f'price_kind = "{kind}"\n' + text))
+        requests = spec.requests({"h100-sxm": 8, unlisted: 8})
+        held = plan_portfolio(requests, {"h100-sxm": 8, unlisted: 8}, purchase_usd={unlisted: 30_000.0})
+        assert held.assignments  # was: "no spot price for ..."
