@@ -101,16 +101,23 @@ exec "$PYTHON" -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPRO
 # --------------------------------------------------------------------------- slurm.sbatch
 
 
-# Seconds before the --time limit at which Slurm sends SIGTERM (``--signal``), so the workers save
-# and exit 143 instead of being killed with up to a checkpoint interval unsaved (trial s27: the
-# script set none): at least two minutes, or three of the plan's checkpoint writes.
+# The seconds a worker may take from SIGTERM to its exit: it finishes the step in flight, then
+# saves. Slurm sends SIGTERM that long before the --time limit (``--signal``; trial s27: the script
+# set none), trainer/torchrun.py waits that long before its SIGKILL (torchrun's own wait is 30 s),
+# and a pod has that long, plus its agent's exit, before Kubernetes' (its default is 30 s too).
+# At least two minutes, or three of the plan's checkpoint writes and two of its steps at p80 (trial
+# s45: a 4-minute step stopped by a signal was killed at torchrun's 30 s, nothing saved).
 SLURM_SIGNAL_LEAD_MIN_S = 120
 SLURM_SIGNAL_LEAD_WRITES = 3
+STOP_GRACE_STEPS = 2
+K8S_AGENT_EXIT_S = 30  # the torchrun agent's own exit, after its workers', within the pod's grace
 
 
-def slurm_signal_lead_s(plan: Plan) -> int:
+def stop_grace_s(plan: Plan) -> int:
     write_s = plan.estimate.goodput.checkpoint_write_s if plan.estimate.goodput is not None else 0.0
-    return max(SLURM_SIGNAL_LEAD_MIN_S, math.ceil(SLURM_SIGNAL_LEAD_WRITES * write_s))
+    step_s = plan.estimate.time.step_s * p80_factor(plan)
+    need = SLURM_SIGNAL_LEAD_WRITES * write_s + STOP_GRACE_STEPS * step_s
+    return max(SLURM_SIGNAL_LEAD_MIN_S, math.ceil(need))
 
 
 def p80_factor(plan: Plan) -> float:
@@ -159,7 +166,7 @@ def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
 #SBATCH --ntasks-per-node=1
 #SBATCH --gpus-per-node={procs}
 #SBATCH --exclusive
-#SBATCH --signal=TERM@{slurm_signal_lead_s(plan)}
+#SBATCH --signal=TERM@{stop_grace_s(plan)}
 #SBATCH --requeue
 #SBATCH --open-mode=append
 # trainplan job {spec.name}: {_summary(spec)}
@@ -272,7 +279,14 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         return {
             "replicas": count,
             "restartPolicy": "ExitCode",
-            "template": {"spec": {"containers": [container], "volumes": volumes}},
+            "template": {
+                "spec": {
+                    # SIGTERM (eviction, preemption) to SIGKILL: the workers' save, not Kubernetes' 30 s
+                    "terminationGracePeriodSeconds": stop_grace_s(plan) + K8S_AGENT_EXIT_S,
+                    "containers": [container],
+                    "volumes": volumes,
+                }
+            },
         }
 
     replicas = {"Master": replica(1)}

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from planner.errors import ExitCode
 from trainer.locks import die_with_parent
 from trainer.preemption import Interrupted, signals_interrupt
+from trainer.worker import WORKER_MODULE
 
 if TYPE_CHECKING:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_stop_chatter()
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
+        give_workers_their_grace(args)
         if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
             # torchrun's own default (one OpenMP thread per worker), without its warning banner
             os.environ["OMP_NUM_THREADS"] = "1"
@@ -133,6 +135,50 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # before torchrun installed its handlers
         return ExitCode.ABORTED
     return ExitCode.OK
+
+
+# The modules that train a job directory (trainer.train: jobs emitted before trainer.worker).
+_TRAINER_MODULES = (WORKER_MODULE, "trainer.train")
+
+
+def job_stop_grace_s(args) -> int | None:
+    """The seconds the job torchrun starts gives its workers from a stop signal to their exit
+    (trainer/job_scripts.py ``stop_grace_s``: the step in flight and a checkpoint save); None when
+    the command runs no job directory, or one that does not load (its worker says why)."""
+    script_args = list(getattr(args, "training_script_args", None) or [])
+    if not getattr(args, "module", False) or args.training_script not in _TRAINER_MODULES or not script_args:
+        return None
+    from trainer.job_scripts import stop_grace_s
+    from trainer.job_spec import JobSpec
+
+    try:
+        return stop_grace_s(JobSpec.load(script_args[0]).plan)
+    except (ValueError, OSError):
+        return None
+
+
+def give_workers_their_grace(args) -> None:
+    """torchrun SIGKILLs its workers 30 s after passing on SIGTERM or Ctrl-C, whatever they are
+    doing; a worker finishes its step, then saves (trial s45: a 4-minute step was killed mid-way,
+    nothing saved). Unless ``--shutdown-timeout`` or ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` sets that
+    wait, it is the job's stop grace. A torch without the knob (it came in 2026) takes it as the
+    default of the agent's stop (``PContext.close``)."""
+    if os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") or getattr(args, "shutdown_timeout", None) is not None:
+        return
+    grace = job_stop_grace_s(args)
+    if grace is None:
+        return
+    if hasattr(args, "shutdown_timeout"):
+        args.shutdown_timeout = grace
+        return
+    from torch.distributed.elastic.multiprocessing.api import PContext
+
+    close = PContext.close
+
+    def close_with_grace(self, death_sig=None, timeout=grace):
+        return close(self, death_sig, timeout)
+
+    PContext.close = close_with_grace  # type: ignore[method-assign]
 
 
 def rendezvous_line(error: Exception) -> str:

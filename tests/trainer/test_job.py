@@ -649,15 +649,15 @@ def test_a_pod_requests_the_host_memory_its_offloaded_states_take() -> None:
 
 
 def test_slurms_warning_signal_leaves_time_for_three_checkpoint_writes() -> None:
-    from trainer.job_scripts import slurm_signal_lead_s
+    from trainer.job_scripts import stop_grace_s
 
     plan = make_plan(num_nodes=1, gpus_per_node=2)
-    assert slurm_signal_lead_s(plan) == 120  # a tiny model writes in well under a second
+    assert stop_grace_s(plan) == 120  # a tiny model writes in well under a second
     from planner.estimate_parts import GoodputEstimate
 
     goodput = GoodputEstimate.model_construct(checkpoint_write_s=100.0)  # a 100 s save
     slow = plan.model_copy(update={"estimate": plan.estimate.model_copy(update={"goodput": goodput})})
-    assert slurm_signal_lead_s(slow) == 300
+    assert stop_grace_s(slow) == 301  # and two 0.05 s steps (trial s45)
 
 
 def test_a_lost_peer_is_retryable_only_when_every_failed_worker_lost_one() -> None:

@@ -1,0 +1,96 @@
+"""The time a stopped worker has to finish its step and save (trial s45): torchrun's SIGKILL came
+30 s after SIGTERM or Ctrl-C whatever the job, so a step or a save longer than that was killed
+mid-way and the preemption saved nothing; a pod had Kubernetes' default 30 s as well."""
+
+from __future__ import annotations
+
+import json
+import signal
+import types
+from pathlib import Path
+
+import pytest
+from support import jobs
+
+from planner.layout import Layout, Precision, TrainingConfig
+from planner.plan import Plan
+from trainer.job import emit_job
+from trainer.job_scripts import K8S_AGENT_EXIT_S, stop_grace_s
+from trainer.job_spec import RunSettings
+
+
+def make_plan(step_s: float | None = None, write_s: float | None = None) -> Plan:
+    training = TrainingConfig(seq_len=64, micro_batch=1, precision=Precision.FP32)
+    plan = jobs.make_plan(Layout(dp_shard=2), training, 2)
+    estimate = plan.estimate
+    if step_s is not None:
+        estimate = estimate.model_copy(update={"time": estimate.time.model_copy(update={"step_s": step_s})})
+    if write_s is not None:
+        from planner.estimate_parts import GoodputEstimate
+
+        estimate = estimate.model_copy(update={"goodput": GoodputEstimate.model_construct(checkpoint_write_s=write_s)})
+    return plan.model_copy(update={"estimate": estimate})
+
+
+def test_the_grace_covers_the_step_in_flight_and_the_save() -> None:
+    assert stop_grace_s(make_plan()) == 120  # a tiny job: the two-minute floor
+    assert stop_grace_s(make_plan(write_s=100.0)) == 301  # three 100 s saves and two 0.05 s steps
+    assert stop_grace_s(make_plan(step_s=240.0)) >= 480  # a 4-minute step runs to its end first
+
+
+@pytest.fixture
+def job_dir(tmp_path: Path) -> Path:
+    emit_job(make_plan(), tmp_path / "job", name="grace", run=RunSettings())
+    return tmp_path / "job"
+
+
+def started_with(monkeypatch, argv: list[str]):
+    """The arguments trainer.torchrun hands torch's ``run`` for ``argv``."""
+    import torch.distributed.run as torch_run
+
+    from trainer.torchrun import main
+
+    seen = []
+    monkeypatch.setattr(torch_run, "run", seen.append)
+    monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
+    monkeypatch.delenv("PET_SHUTDOWN_TIMEOUT", raising=False)
+    assert main(argv) == 0
+    return seen[0]
+
+
+def test_torchrun_waits_the_jobs_grace_before_its_sigkill(job_dir: Path, monkeypatch) -> None:
+    argv = ["--standalone", "--nproc-per-node", "2", "-m", "trainer.worker", str(job_dir), "--device", "cpu"]
+    assert started_with(monkeypatch, argv).shutdown_timeout == 120  # was None: torch's 30 s
+    legacy = ["--standalone", "--nproc-per-node", "2", "-m", "trainer.train", str(job_dir)]
+    assert started_with(monkeypatch, legacy).shutdown_timeout == 120
+    given = ["--shutdown-timeout", "7", *argv]
+    assert started_with(monkeypatch, given).shutdown_timeout == 7  # the user's own wait stands
+    assert started_with(monkeypatch, ["--nproc-per-node", "1", "train.py"]).shutdown_timeout is None  # no job
+    missing = ["--nproc-per-node", "1", "-m", "trainer.worker", str(job_dir / "nowhere")]
+    assert started_with(monkeypatch, missing).shutdown_timeout is None  # its worker says what is wrong
+
+
+def test_a_torch_without_the_knob_gets_the_grace_as_its_stop_default(job_dir: Path, monkeypatch) -> None:
+    from torch.distributed.elastic.multiprocessing.api import PContext
+
+    from trainer.torchrun import give_workers_their_grace
+
+    waits = []
+    monkeypatch.setattr(PContext, "close", lambda self, death_sig=None, timeout=30: waits.append(timeout))
+    monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
+    old_args = types.SimpleNamespace(module=True, training_script="trainer.worker", training_script_args=[str(job_dir)])
+    give_workers_their_grace(old_args)
+    PContext.close(object(), signal.SIGTERM)  # as an older agent's _shutdown calls it
+    PContext.close(object(), signal.SIGTERM, 5)  # a caller's own timeout stands
+    assert waits == [120, 5]
+
+
+def test_a_pod_has_the_grace_and_the_agents_exit_before_kubernetes_kills_it(tmp_path: Path) -> None:
+    plan = make_plan(step_s=240.0)
+    emit_job(plan, tmp_path / "job", name="slow", run=RunSettings(), force=True)
+    text = (tmp_path / "job" / "k8s.yaml").read_text()
+    manifest = json.loads(text[text.index("{") :])
+    for replica in manifest["spec"]["pytorchReplicaSpecs"].values():
+        pod = replica["template"]["spec"]
+        assert pod["terminationGracePeriodSeconds"] == stop_grace_s(plan) + K8S_AGENT_EXIT_S >= 480 + 30
+    assert f"#SBATCH --signal=TERM@{stop_grace_s(plan)}\n" in (tmp_path / "job" / "slurm.sbatch").read_text()
