@@ -84,6 +84,7 @@ def emit_job(
         what = "the plan is" if not plan.estimate.feasible else f"with {', '.join(changed)} the plan is"
         raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
     check_input_paths(run)
+    check_inputs_read(run, plan.model.vocab_size)
     check_k8s_names(k8s_image, k8s_pvc)
     spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run, k8s_image, k8s_pvc)
     if not force:
@@ -106,6 +107,24 @@ def check_input_paths(run: RunSettings) -> None:
         value = getattr(run, field)
         if value and value != "synthetic" and not Path(value).expanduser().exists():
             raise ValueError(f"--{field.replace('_', '-')} {value}: no such file or directory")
+
+
+def check_inputs_read(run: RunSettings, vocab_size: int) -> None:
+    """The tokenizer loads and fits the model's vocabulary, and the data path holds files the
+    trainer reads: the data preparation's first checks (trainer/data.py ``prepare_data``), here
+    rather than after the job waited in a queue (trial s45: a text file as ``--tokenizer``, and a
+    folder of .md files as ``--data``, were written and refused by ``run``)."""
+    from trainer.corpus import Tokenizer, list_input_files
+
+    try:
+        Tokenizer(run.tokenizer).check_fits(vocab_size)
+    except ValueError as exc:
+        raise ValueError(f"--tokenizer {exc}") from None
+    if run.data != "synthetic":
+        try:
+            list_input_files(Path(run.data))
+        except ValueError as exc:
+            raise ValueError(f"--data {exc}") from None
 
 
 def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
