@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import logging
 import math
@@ -17,12 +18,16 @@ import time
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from planner.errors import DiskFullError
 from planner.fmt import duration_clock
 from trainer.files import METRICS_FILE, write_atomic
+
+if TYPE_CHECKING:
+    from planner.plan import Plan
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,23 @@ class StepMetrics:
     loss_scale: float | None = None  # fp16 only
     val_loss: float | None = None
     launch_start: bool = False  # the first step of a launch (warm-up): left out of the job's typical step
+    setup: str | None = None  # timing_setup: the steps of another one are left out of the job's typical step
+
+
+def timing_setup(plan: Plan, world_size: int, device: str) -> str:
+    """What a step's time depends on besides the code, as a short digest: the model, layout and
+    training settings (batch, recomputation, precision...), the process count and the device (a
+    GPU's catalog id, else cpu or cuda). A job emitted again for another plan, replanned, or moved
+    to other hardware times its typical step over the steps of the setup it runs now (trial s45:
+    the report's median mixed the steps of two layouts and divided the new batch by it)."""
+    what = [
+        plan.model.name,
+        plan.layout.model_dump(mode="json"),
+        plan.training.model_dump(mode="json"),
+        world_size,
+        device,
+    ]
+    return hashlib.blake2b(json.dumps(what, sort_keys=True).encode(), digest_size=6).hexdigest()
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -150,10 +172,17 @@ def truncate_after(path: Path, last_step: int) -> None:
         raise DiskFullError(f"cannot rewrite {path} ({exc.strerror}); free space and resume") from None
 
 
-def warm_step_times(path: Path) -> list[float]:
+def warm_step_times(path: Path, setup: str | None = None) -> list[float]:
     """The step times of the records in ``path`` without each launch's first step (warm-up):
     the earlier launches' share of the job's typical step (trial s25: after a resume the report
-    timed the last launch only). Records before ``launch_start`` existed: all but the first."""
+    timed the last launch only). Records before ``launch_start`` existed: all but the first.
+    With ``setup``, only the records of that ``timing_setup`` (and those from before it was
+    recorded)."""
+    return [step_s for step_s, same in _warm_steps(path, setup) if same]
+
+
+def _warm_steps(path: Path, setup: str | None) -> list[tuple[float, bool]]:
+    """Each warm step's time, and whether it ran under ``setup``."""
     if not path.is_file():
         return []
     times = []
@@ -165,12 +194,15 @@ def warm_step_times(path: Path) -> list[float]:
         step_s = record.get("step_s") if isinstance(record, dict) else None
         first = record.get("launch_start", number == 0) if isinstance(record, dict) else True
         if isinstance(step_s, (int, float)) and math.isfinite(step_s) and not first:
-            times.append(float(step_s))
+            recorded = record.get("setup")
+            times.append((float(step_s), setup is None or recorded is None or recorded == setup))
     return times
 
 
 class MetricsLogger:
-    def __init__(self, job_dir: Path, resume_step: int, enabled: bool, tensorboard: bool = True):
+    def __init__(
+        self, job_dir: Path, resume_step: int, enabled: bool, tensorboard: bool = True, setup: str | None = None
+    ):
         self.enabled = enabled
         self.path = Path(job_dir) / METRICS_FILE
         self.low_util: deque[bool] = deque(maxlen=UTILIZATION_WINDOW_STEPS)
@@ -181,7 +213,13 @@ class MetricsLogger:
         if not enabled:
             return
         truncate_after(self.path, resume_step)
-        self.earlier_step_times = warm_step_times(self.path)
+        warm = _warm_steps(self.path, setup)
+        self.earlier_step_times = [step_s for step_s, same in warm if same]
+        if len(self.earlier_step_times) < len(warm):
+            log.info(
+                f"the times of {len(warm) - len(self.earlier_step_times):,} earlier step(s), under another plan,"
+                " process count or device, are left out of this job's typical step"
+            )
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 

@@ -27,7 +27,7 @@ from trainer.job_spec import JobSpec, memory_headroom
 from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
 from trainer.meter import RunMeter
-from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics
+from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics, timing_setup
 from trainer.optim import LossScaler, adopt_run, apply_schedule
 from trainer.parallel import Meshes
 from trainer.pipeline import describe_run
@@ -121,6 +121,8 @@ class Session:
         # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
         self.parent_pid = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
         self.meter = RunMeter(self.plan, device, self.is_rank0)
+        # the job's typical step is timed over the steps of this setup (trial s45)
+        self.setup = timing_setup(self.plan, dist.get_world_size(), measured_gpu(device) or device.type)
         self.last_saved_step = -1
         self.started = time.perf_counter()
         self.metrics: MetricsLogger | None = None
@@ -186,7 +188,7 @@ class Session:
         elif aside := sorted(self.ckpt.set_aside):  # this launch set them aside (review s37: not again)
             self._start_over(aside)
         self.last_saved_step = step if step is not None else -1
-        self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0)
+        self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0, setup=self.setup)
 
     def _start_over(self, aside: list[str]) -> None:
         """No checkpoint left, some set aside as corrupt: the run starts again from step 0 (the same
@@ -365,6 +367,7 @@ class Session:
             loss_scale=self.scaler.scale if self.scaler.enabled else None,
             val_loss=val_loss,
             launch_start=len(self.meter.step_times) == 1,
+            setup=self.setup,
         )
 
     def _end_condition(self, val_loss: float | None) -> Outcome | None:
