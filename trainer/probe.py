@@ -296,6 +296,14 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
 
 # RunFigures' fields; MFU in percent, as plan and estimate print it (trial s33: "0.003" beside "0.3%")
 REPORT_FORMATS = {"step_s": ".3f", "tokens_per_s": ",.0f", "peak_gib": ".2f", "mfu": ".1%"}
+# ... and their rows' words, with units (trial s45: "peak_gib 0.16" beside the job README's "0.7 GiB
+# reserved" did not say it was the allocated peak, nor "tokens_per_s" that it was the whole job's)
+REPORT_LABELS = {
+    "step_s": "step time (s)",
+    "tokens_per_s": "tokens/s, job",
+    "peak_gib": "allocated peak, GiB",
+    "mfu": "MFU",
+}
 
 
 def timing_line(report: RunReport) -> str:
@@ -314,7 +322,7 @@ def format_report(report: RunReport) -> str:
     lines = [
         f"run {report.outcome} at step {report.steps_done} ({report.wall_s:.0f} s this launch), layout {report.layout}",
         timing_line(report),
-        f"{'':14}{'predicted':>12}{'measured':>12}{'error':>9}",
+        f"{'':20}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]
     if not report.comparable:
         on = report.device if report.device != "cuda" else report.measured_gpu or "a GPU the catalog does not match"
@@ -324,7 +332,7 @@ def format_report(report: RunReport) -> str:
     ):
         fmt = REPORT_FORMATS[key]
         lines.append(
-            f"{key:14}{show(predicted, fmt):>12}{show(measured, fmt):>12}"
+            f"{REPORT_LABELS[key]:20}{show(predicted, fmt):>12}{show(measured, fmt):>12}"
             f"{show(err, '+.1f') + ('%' if err is not None else ''):>9}"
         )
     losses = report.losses

@@ -234,7 +234,7 @@ class Session:
             measured, predicted = report.measured, report.predicted
             log.info(
                 f"\nprobe: {len(self.meter.step_times)} steps, step {measured.step_s:.3f} s (predicted "
-                f"{predicted.step_s:.3f} s), peak "
+                f"{predicted.step_s:.3f} s), allocated peak "
                 + (f"{measured.peak_gib:.2f} GiB" if measured.peak_gib is not None else "n/a on this device")
                 + f" (predicted {predicted.peak_gib:.2f} GiB)"
                 + (

@@ -239,7 +239,9 @@ def test_report_has_predicted_and_measured(tmp_path):
     assert report.error_pct.step_s == pytest.approx(-50.0) and report.losses.test_perplexity == 27.1
     assert RunReport.load(tmp_path / "report.json") == report
     text = format_report(report)
-    assert "step_s" in text and "-50.0%" in text and "perplexity 27.10" in text
+    assert "step time (s)" in text and "-50.0%" in text and "perplexity 27.10" in text
+    # trial s45: the rows' words name their units and which peak (the job README's is the reserved one)
+    assert "allocated peak, GiB" in text and "tokens/s, job" in text and "peak_gib" not in text
     assert "measured over 7 step(s) of the job" in text and report.measured_steps == 7  # trial s25
     assert "memory peak of this launch" in text  # review s26: the step is the job's, the peak is not
     single = format_report(
