@@ -190,11 +190,13 @@ MAX_DEFAULT_WARMUP_STEPS = 2_000
 
 def warmup_schedule(run: RunSettings) -> RunSettings:
     """``run`` with ``warmup_steps`` scaled to its steps (WARMUP_FRACTION, at least RunSettings'
-    default, at most MAX_DEFAULT_WARMUP_STEPS), unless the caller set it."""
+    default, at most MAX_DEFAULT_WARMUP_STEPS), unless the caller set it; fewer than the job's steps,
+    so its last step trains at the peak rate as emit says (trial s45: a 3-step trial warmed up over
+    5, its rate never past 3/5 of the peak, where --warmup-steps 5 is refused for it)."""
     if "warmup_steps" in run.model_fields_set:
         return run
     floor = RunSettings.model_fields["warmup_steps"].default
-    warmup = min(max(floor, round(run.steps * WARMUP_FRACTION)), MAX_DEFAULT_WARMUP_STEPS)
+    warmup = min(max(floor, round(run.steps * WARMUP_FRACTION)), MAX_DEFAULT_WARMUP_STEPS, run.steps - 1)
     return run.model_copy(update={"warmup_steps": warmup})
 
 

@@ -535,6 +535,8 @@ def test_the_warmup_scales_with_the_job_unless_given(tmp_path: Path) -> None:
     from trainer.job import MAX_DEFAULT_WARMUP_STEPS, warmup_schedule
 
     assert warmup_schedule(RunSettings(steps=20)).warmup_steps == 5  # a trial keeps the default
+    # trial s45: a shorter trial warmed up over 5 steps and never reached the peak emit names
+    assert [warmup_schedule(RunSettings(steps=n)).warmup_steps for n in (1, 3, 6)] == [0, 2, 5]
     assert warmup_schedule(RunSettings(steps=50_000)).warmup_steps == 500
     assert warmup_schedule(RunSettings(steps=143_052)).warmup_steps == 1_431
     assert warmup_schedule(RunSettings(steps=400_000)).warmup_steps == MAX_DEFAULT_WARMUP_STEPS
