@@ -102,6 +102,7 @@ def test_emit_estimates_the_loss_the_job_will_run(tmp_path: Path) -> None:
 def test_emit_makes_local_paths_absolute_and_validates_names(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text("Some words.\n")  # emit lists the data's files (trial s45)
     emit_job(make_plan(), Path("job"), name=None, run=RunSettings(data="corpus"))
     spec = JobSpec.load(tmp_path / "job")
     assert spec.run.data == str(tmp_path / "corpus") and spec.name == "job"
@@ -115,6 +116,7 @@ def test_emit_makes_local_paths_absolute_and_validates_names(tmp_path: Path, mon
 
 def test_launch_sh_runs_torchrun_with_the_exact_job_dir(tmp_path: Path) -> None:
     job_dir = tmp_path / EVIL / "job"
+    (tmp_path / "a.txt").write_text("Some words.\n")  # emit lists the data's files (trial s45)
     emit_job(make_plan(), job_dir, name=None, run=RunSettings(data=str(tmp_path)))
     env = fake_tools(tmp_path / "bin", tmp_path / "argv")
     subprocess.run(["bash", "-n", str(job_dir / "launch.sh")], check=True)
