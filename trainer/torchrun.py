@@ -68,9 +68,47 @@ class _Drop(logging.Filter):
         return record.msg != self.message
 
 
-def _quiet_stop_chatter() -> None:
+class _ForcedKills(logging.Filter):
+    """Drops torch's line for each worker it SIGKILLs after the stop grace, and counts them for
+    our own line (trial s45: "Unable to shutdown process N via 15, forcefully exiting via 9" stood
+    above "a worker that had begun training saved a checkpoint")."""
+
+    MESSAGE = "Unable to shutdown process %s via %s, forcefully exiting via %s"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != self.MESSAGE:
+            return True
+        self.count += 1
+        return False
+
+
+def _quiet_stop_chatter() -> _ForcedKills:
     for name, message in _SAID_IN_OUR_LINE:
         logging.getLogger(name).addFilter(_Drop(message))
+    agent_log = logging.getLogger("torch.distributed.elastic.multiprocessing.api")
+    for earlier in [f for f in agent_log.filters if isinstance(f, _ForcedKills)]:  # one per main() call
+        agent_log.removeFilter(earlier)
+    kills = _ForcedKills()
+    agent_log.addFilter(kills)
+    return kills
+
+
+def stop_line(name: str, killed: int) -> str:
+    """Our one line for a stop signal: what the workers saved, or that some were killed first."""
+    if not killed:
+        return (
+            f"torchrun: stopped by {name}; a worker that had begun training saved a checkpoint (its own line says"
+            " so), one still starting saved nothing"
+        )
+    workers = "1 worker was" if killed == 1 else f"{killed} workers were"
+    return (
+        f"torchrun: stopped by {name}; {workers} still running at the end of the stop grace and killed (SIGKILL):"
+        " nothing after the last checkpoint was saved; run the job again to resume from it"
+    )
 
 
 def failure_line(error: ChildFailedError) -> str:
@@ -105,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     except Interrupted as stop:
         print(f"torchrun: {stop} while starting; no worker had started", file=sys.stderr)
         return stop.exit_code
-    _quiet_stop_chatter()
+    kills = _quiet_stop_chatter()
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         give_workers_their_grace(args)
@@ -117,12 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(failure_line(error), file=sys.stderr)
         return failure_code(error)
     except SignalException as error:
-        name = signal.Signals(error.sigval).name
-        print(
-            f"torchrun: stopped by {name}; a worker that had begun training saved a checkpoint (its own line says"
-            " so), one still starting saved nothing",
-            file=sys.stderr,
-        )
+        print(stop_line(signal.Signals(error.sigval).name, kills.count), file=sys.stderr)
         return 128 + int(error.sigval)
     except RendezvousError as error:
         # The rendezvous store went with its node (the head node lost, or its agent killed): this

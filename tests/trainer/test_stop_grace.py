@@ -94,3 +94,29 @@ def test_a_pod_has_the_grace_and_the_agents_exit_before_kubernetes_kills_it(tmp_
         pod = replica["template"]["spec"]
         assert pod["terminationGracePeriodSeconds"] == stop_grace_s(plan) + K8S_AGENT_EXIT_S >= 480 + 30
     assert f"#SBATCH --signal=TERM@{stop_grace_s(plan)}\n" in (tmp_path / "job" / "slurm.sbatch").read_text()
+
+
+def test_workers_killed_at_the_end_of_the_grace_are_said_in_our_line(monkeypatch, capsys) -> None:
+    """Trial s45: torch's "Unable to shutdown process N via 15, forcefully exiting via 9" stood above
+    our "a worker that had begun training saved a checkpoint"; now one line says they were killed."""
+    import logging
+
+    import torch.distributed.run as torch_run
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
+    from trainer.torchrun import main
+
+    def stopped(_args, killed=1):
+        agent_log = logging.getLogger("torch.distributed.elastic.multiprocessing.api")
+        for pid in range(killed):
+            agent_log.warning("Unable to shutdown process %s via %s, forcefully exiting via %s", pid, 15, 9)
+        raise SignalException("stopped", sigval=signal.SIGTERM)
+
+    monkeypatch.setattr(torch_run, "run", stopped)
+    assert main(["--nproc-per-node", "1", "train.py"]) == 128 + signal.SIGTERM
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Unable to shutdown" not in err
+    assert "1 worker was still running at the end of the stop grace and killed (SIGKILL)" in err
+    monkeypatch.setattr(torch_run, "run", lambda _args: stopped(_args, killed=0))
+    assert main(["--nproc-per-node", "1", "train.py"]) == 128 + signal.SIGTERM
+    assert "saved a checkpoint (its own line says so)" in capsys.readouterr().err
