@@ -379,7 +379,9 @@ class Session:
             and self.state.evals_without_improvement >= self.run.early_stop_patience
         ):
             return Outcome.EARLY_STOPPED
-        if self.stop_requested():
+        # A stop during the launch's last step: it ends as it would have, saved and tested (trial s45:
+        # "preempted" at the job's last step, no test loss, and the rerun kept that report as final).
+        if self.stop_requested() and self.state.step < self.stop_step:
             return Outcome.PREEMPTED
         return None
 

@@ -140,6 +140,26 @@ def test_a_preempted_job_without_checkpoints_says_its_steps_are_lost(tmp_path, i
     assert "before anything" not in out and not (job / "ckpt").exists()
 
 
+def test_a_stop_during_the_last_step_ends_the_job_completed_and_tested(tmp_path, in_process, monkeypatch, capsys):
+    """Trial s45: SIGTERM during a job's last step ended it "preempted" at that step, without its test
+    loss, and every rerun said "the job is complete ... its report.json stands": preempted, for good."""
+    import trainer.session as session_module
+
+    calls = [0]
+
+    def gone(_pid) -> bool:  # asked at start-up, then after each step: the stop comes in step 3 of 3
+        calls[0] += 1
+        return calls[0] >= 4
+
+    monkeypatch.setattr(session_module, "parent_gone", gone)
+    job = write_job(tmp_path, SINGLE, 1, steps=3, probe_steps=0)
+    assert train(job) == ExitCode.OK
+    report = json.loads((job / "report.json").read_text())
+    assert (report["outcome"], report["steps_done"]) == ("completed", 3)
+    assert report["losses"]["test"] is not None and calls[0] == 4
+    assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000003"]
+
+
 def test_no_checkpoint_left_starts_over_saying_so_and_keeps_the_earlier_run(tmp_path, in_process, capsys):
     """Trial s37: with every checkpoint corrupt the run said "falling back to the previous one" of
     the last, then trained from step 0 unsaid, cutting the finished run's metrics.jsonl to the next
