@@ -256,10 +256,12 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
     batch = requested_batch_tokens(request)
     words = f" at a global batch of {batch:,} tokens"
     larger = request.model_copy(update={"global_batch_tokens": PAST_CAP_BATCH_FACTOR * batch})
+    seconds = None  # the larger batch's time, where a plan within the cap meets the deadline there
     try:
         other = search(larger).plan
         hours = at_risk(other, Objective.TIME, Risk(larger.risk)) or other.estimate.time_to_train_h or 0.0
-        found = f"{other.num_gpus:,} x {other.gpu} finish in {duration_words(hours * SECONDS_PER_HOUR)} at {larger.risk.value}"
+        seconds = hours * SECONDS_PER_HOUR
+        found = f"{other.num_gpus:,} x {other.gpu} finish in {duration_words(seconds)} at {larger.risk.value}"
     except InfeasiblePlan as exc:
         found = exc.fix if exc.constraint is Constraint.DEADLINE and exc.more_gpus_help else ""
     if found:
@@ -269,4 +271,7 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
         )
     else:
         words += " (a larger one, --global-batch-tokens, lets more GPUs share a step)"
-    return answer.but(fix=answer.fix + words)
+    if seconds is None:
+        return answer.but(fix=answer.fix + words)
+    # typed, as with_batch_fix's: the app's card words it (review s45 M3)
+    return answer.but(fix=answer.fix + words, batch_tokens=larger.global_batch_tokens, batch_seconds=seconds)

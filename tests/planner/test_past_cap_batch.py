@@ -54,3 +54,20 @@ def test_llama_405b_in_60_days_names_the_batch_that_binds() -> None:
     fix = caught.value.fix
     assert "meets the deadline at a global batch of 4,194,304 tokens; at 4x that batch" in fix
     assert "raise max_gpus (--max-gpus) to" in fix
+
+
+def test_a_larger_batch_that_meets_the_deadline_within_the_cap_is_typed() -> None:
+    """Review s45 M3: the app's card words a deadline answer from its typed fields; the larger batch's
+    answer was in the fix's text only. Where a plan within the cap meets it there, its batch and time
+    are the answer's ``batch_tokens`` / ``batch_seconds``."""
+    request = REQUEST.model_copy(update={"deadline_days": 30.0})
+    result = plan(request)  # a plan that meets 30 days: what the 4x search returns below
+
+    def search(other: PlanRequest, probe: bool = True):
+        assert other.global_batch_tokens == PAST_CAP_BATCH_FACTOR * requested_batch_tokens(REQUEST)
+        return result
+
+    fixed = past_the_cap_batch_fix(NONE_MEETS, REQUEST, search)
+    assert fixed.batch_tokens == PAST_CAP_BATCH_FACTOR * requested_batch_tokens(REQUEST)
+    assert fixed.batch_seconds is not None and fixed.batch_seconds > 0
+    assert f"{result.plan.num_gpus:,} x {result.plan.gpu} finish in" in fixed.fix
