@@ -111,19 +111,23 @@ WARM_TIMEOUT_S = 300  # the default request solves in seconds; a stuck warm-up s
 
 
 class DropWarnings(logging.Filter):
-    """Drops a Streamlit log record that starts with one of ``starts``."""
+    """Drops a Streamlit log record that starts with one of ``starts`` (``once``: only the first such
+    record, so a later one of the same words is said: review s45 L2)."""
 
-    def __init__(self, *starts: str) -> None:
+    def __init__(self, *starts: str, once: bool = False) -> None:
         super().__init__()
-        self.starts = starts
+        self.starts, self.once, self.dropped = starts, once, False
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.starts)
+        if (self.once and self.dropped) or not record.getMessage().startswith(self.starts):
+            return True
+        self.dropped = True
+        return False
 
 
 # Said because the warm-up read Streamlit's config before `streamlit run` read its flags: the server
 # has not started, and starts on the flags' options (the second read is forced), so nothing needs a restart.
-CONFIG_READ_TWICE = DropWarnings("An update to the [server] config option section was detected")
+CONFIG_READ_TWICE = DropWarnings("An update to the [server] config option section was detected", once=True)
 # AppTest's own calls on the main thread, outside a page run (its docs: "can be ignored").
 NO_RUN_CONTEXT = DropWarnings("Thread 'MainThread': missing ScriptRunContext")
 

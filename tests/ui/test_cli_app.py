@@ -157,3 +157,19 @@ def test_a_page_that_fails_to_warm_does_not_stop_the_server(tmp_path, capsys):
     broken.write_text("raise RuntimeError('no page today')\n")
     assert app_server.warm_default_page(str(broken)) is None
     assert "not warmed (no page today)" in capsys.readouterr().err
+
+
+def test_the_config_read_twice_warning_is_dropped_once_only() -> None:
+    """Review s45 L2: the filter the warm-up adds for Streamlit's second config read stayed for the
+    server's life and would hide a real config change; it drops the first such record only."""
+    import logging
+
+    from ui.app_server import DropWarnings
+
+    words = "An update to the [server] config option section was detected"
+    once = DropWarnings(words, once=True)
+    record = logging.LogRecord("streamlit.config", logging.WARNING, __file__, 1, words + ".", None, None)
+    other = logging.LogRecord("streamlit.config", logging.WARNING, __file__, 1, "something else", None, None)
+    assert once.filter(other) and not once.filter(record) and once.filter(record)
+    always = DropWarnings(words)
+    assert not always.filter(record) and not always.filter(record)
