@@ -381,7 +381,9 @@ class PortfolioOutcome:
     makespan_days: float | None = None
     makespan_band_days: tuple[float, float] | None = None  # every job at its band's ends (portfolio_bands)
     holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
-    stopped_gap: float | None = None  # the slotted model stopped at its time limit: the gap (None: optimum)
+    # how far above a lower bound on every schedule the many-job answer may lie (None: a proven optimum)
+    stopped_gap: float | None = None
+    lanes: bool = False  # the many-job answer is the lanes' schedule (planner/search/lanes.py)
     infeasible: Infeasible | None = None
     error: str | None = None
     # With ``infeasible``: the jobs it names cannot run on their own and the frame is the others'
@@ -491,6 +493,7 @@ def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
         makespan_band_days=bands.makespan_days,
         holds_gpus=solution.holds_gpus,
         stopped_gap=solution.stopped_gap,
+        lanes=solution.lanes,
         reserved=solution.reserved,
         billed_usd=solution.billed_usd,
     )

@@ -454,6 +454,10 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Many jobs: the schedule is the best the many-job search found in its time{gap}.",
         "任务较多：排程为多任务搜索在其时限内找到的最优解{gap}。",
     ),
+    "portfolio_lanes": (
+        "Many jobs: one after another in fixed lanes of GPUs{gap}.",
+        "任务较多：各任务在固定的 GPU 通道中依次运行{gap}。",
+    ),
     "portfolio_gap": (", within {gap:.1%} of a lower bound on every schedule", "，距任何排程的下界不超过 {gap:.1%}"),
     "band_summed": ("80 % band {lo}–{hi} (the jobs' bands summed)", "80% 区间 {lo}–{hi}（各任务区间相加）"),
     "seconds_value": ("{value:,.3f} s", "{value:,.3f} 秒"),  # a step time: the CLI's three decimals

@@ -7,8 +7,6 @@ Jobs are added from the sidebar, and updated or removed one at a time.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
@@ -16,7 +14,6 @@ from planner.api import PlanRequest
 from planner.fmt import money_band_parts
 from planner.limits import MAX_DAYS, MAX_SLOTS
 from planner.plan_accuracy import Standing
-from planner.search.portfolio import SLOTTED_TIME_LIMIT_S
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
@@ -192,9 +189,9 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
     st.caption(tr("portfolio_basis", risk=risk))
     if len(outcome.frame) > 1:  # the jobs share the inventory: one may not get the plan it gets alone
         st.caption(tr("portfolio_joint"))
-    if outcome.stopped_gap is not None:  # the slotted model's incumbent at its time limit (review s35)
-        gap = "" if math.isnan(outcome.stopped_gap) else tr("portfolio_gap", gap=outcome.stopped_gap)
-        st.caption(tr("portfolio_stopped", limit=SLOTTED_TIME_LIMIT_S, gap=gap))
+    if outcome.stopped_gap is not None:  # not a proven optimum: how close to a bound (review s35, s45)
+        gap = tr("portfolio_gap", gap=outcome.stopped_gap)
+        st.caption(tr("portfolio_lanes" if outcome.lanes else "portfolio_stopped", gap=gap))
     frame = with_owned_words(with_standing_words(with_training_words(outcome.frame, tr), tr), tr)
     show_job_tables(tr, frame, risk)
     st.plotly_chart(figures.portfolio_figure(frame, tr), key="chart_portfolio")

@@ -4,7 +4,6 @@ and the envelope word (planner/api/portfolio.py ``job_figures``; trial s19, find
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from rich.table import Table
@@ -233,7 +232,7 @@ def model_words(solution) -> str:
     gap = solution.stopped_gap
     if gap is None:
         return "slotted approximation: many jobs"
-    bound = "" if math.isnan(gap) else f", within {gap:.1%} of a lower bound on every schedule"
+    bound = f", within {gap:.1%} of a lower bound on every schedule"
     if getattr(solution, "lanes", False):
         return f"many jobs: one after another in fixed lanes of GPUs{bound}"
     return f"slotted approximation: many jobs; the solver stopped at its time limit{bound}"
