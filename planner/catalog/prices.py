@@ -440,11 +440,12 @@ def catalog_with_price_kind(
         try:
             priced_kind(missing[0], kind, spot, failures)
         except ValueError as exc:
-            raise ValueError(f"{exc}, or leave it out of --gpus") from None
+            raise ValueError(f"{exc}, or leave it out of --gpus (a jobs file: of its rented types)") from None
     if missing:  # trial s28c: the first of several was named, then the next on the next try
         raise ValueError(
             f"no {kind} price for {', '.join(g.id for g in missing)} in hw_catalog/prices; give each a price"
-            " (--price, or [rent_usd_per_gpu_hour] in a jobs file), leave them out of --gpus, or add offers"
+            " (--price, or [rent_usd_per_gpu_hour] in a jobs file), leave them out of --gpus (a jobs file: of its"
+            " rented types), or add offers"
         )
     gpus = {}
     for gpu_id, gpu in catalog.gpus.items():

@@ -54,7 +54,10 @@ def test_a_price_kind_prices_at_its_median_and_drops_gpus_without_one() -> None:
         statistics.median([2.35, 5.418, 7.673, 7.8656])
     )
     assert catalog_with_price_kind(CATALOG, None) is CATALOG
-    with pytest.raises(ValueError, match=r"no spot price for l4 .*or add an offer, or leave it out of --gpus$"):
+    with pytest.raises(
+        ValueError,
+        match=r"no spot price for l4 .*or add an offer, or leave it out of --gpus \(a jobs file: of its rented types\)$",
+    ):
         catalog_with_price_kind(CATALOG, "spot", ["l4"])
     # trial s28c: every named type without an offer at once, not the first of them per try
     with pytest.raises(ValueError, match=r"no spot price for l4, h20 in hw_catalog/prices; give each a price"):
