@@ -28,6 +28,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 from torch.distributed.tensor import DTensor
 
+from planner.fmt import counted
 from planner.layout import Layout, PipelineSchedule, Precision, stage_layer_ranges
 from planner.model.spec import ModelSpec
 from trainer.model import build_native_model
@@ -173,7 +174,9 @@ def describe_run(
 ) -> str:
     """``layout: fsdp pp=2 dp_shard=2 vpp=2 on 4 cpu processes, bf16; pipeline: interleaved 1f1b,
     stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start."""
-    line = f"layout: {layout.describe()} on {world_size} {device.type} processes, {precision.value}"
+    # trial s45 L6: "1 cpu processes"
+    processes = counted(world_size, f"{device.type} process", f"{device.type} processes")
+    line = f"layout: {layout.describe()} on {processes}, {precision.value}"
     if pipeline is not None:
         stages = ", ".join(str(s) for s in local_stage_ids(0, layout.pp, num_local_stages))
         kind = f"interleaved {pipeline.value}" if num_local_stages > 1 else pipeline.value

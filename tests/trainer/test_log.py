@@ -34,3 +34,15 @@ def test_setup_is_idempotent_and_does_not_propagate():
     assert sum(isinstance(handler, ConsoleHandler) for handler in logger.handlers) == 1
     assert not logger.propagate and logger.level == logging.INFO
     log.debug("not shown")  # below INFO
+
+
+def test_the_run_line_counts_one_process_in_the_singular() -> None:
+    """Trainer trial s45 L6: 'layout: fsdp (1 GPU) on 1 cpu processes'."""
+    import torch
+
+    from planner.layout import Layout, Precision
+    from trainer.pipeline import describe_run
+
+    one = describe_run(Layout(), Precision.BF16, 1, torch.device("cpu"), None, 1)
+    two = describe_run(Layout(), Precision.BF16, 2, torch.device("cpu"), None, 1)
+    assert " on 1 cpu process, bf16" in one and " on 2 cpu processes, bf16" in two
