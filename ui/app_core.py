@@ -343,7 +343,7 @@ def top_plans_frame(plans: Sequence[Plan], risk: str = "p80") -> pd.DataFrame:
                 "cost_at_risk_usd": math.nan if cost is None else cost,
                 # the price behind the cost, and whether it is an estimate (review s28, as the CLI's table)
                 "price_usd_per_gpu_hour": p.price_per_gpu_hour_usd,
-                "price_estimated": p.price_basis == PriceBasis.ESTIMATE,
+                "price_estimated": p.price_basis is not None and PriceBasis(p.price_basis).estimated,
                 "energy_kwh": e.energy_kwh,
                 "mfu": e.throughput.mfu,
                 # the model's own where the efficiency ceiling holds the plan (trial s41: held plans

@@ -492,6 +492,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "相近的情形（{band_sources}），平均误差 {error:.1%}；区间两端至少覆盖这些行的误差。",
     ),
     "envelope_nearest": ("The nearest measured rows ran {regime}.", "最近的实测数据来自 {regime}。"),
+    "envelope_other_vendor": (
+        "No validation row ran on an {vendor} GPU (its own GEMM, attention and collective libraries), so the"
+        " band is widened as for another architecture and more (docs/validation.md, 'A GPU of another vendor').",
+        "没有任何验证数据运行在 {vendor} GPU 上（其 GEMM、注意力与集合通信库各不相同），因此误差区间按另一架构再加宽"
+        "（docs/validation.md，“A GPU of another vendor”）。",
+    ),
     "envelope_outside": (
         "Outside the validated envelope: no measured row of {regime}. The band is read from the {rows}"
         " nearest rows (mean error {error:.1%}) and widened by {widened:.0%}.",
@@ -675,6 +681,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     # The CLI's words in English (planner/catalog/prices.py), translated.
     "price_basis_catalog": (PriceBasis.CATALOG.words, "按需报价的中位数"),
     "price_basis_estimate": (PriceBasis.ESTIMATE.words, "估算值，并非所列按需报价的中位数"),
+    "price_basis_one_offer": (PriceBasis.ONE_OFFER.words, "单一供应商的挂牌价，并非多家报价的中位数"),
     "price_basis_file": (PriceBasis.FILE.words, "GPU 文件自带的价格：见其来源"),
     "price_basis_user": (PriceBasis.USER.words, "您的价格"),
     "price_basis_on_demand": (PriceBasis.ON_DEMAND.words, "按需报价的中位数"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from planner.accuracy.bands import MIN_ROWS
-from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features
+from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features, vendor_of
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
 from planner.catalog.prices import Commitment, DearerKind
@@ -209,6 +209,8 @@ def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
     if u.nearest is not None:
         text = tr.sentences(text, tr("envelope_nearest", regime=regime_words_text(tr, u.nearest)))
+        if vendor_of(u.regime_generation) != vendor_of(u.nearest.generation):  # app trial s45 M1: unsaid on the card
+            text = tr.sentences(text, tr("envelope_other_vendor", vendor=u.regime_generation))
     if u.reaches:
         reaches = tr("envelope_reaches", regimes=tr.clauses(regime_words_text(tr, r) for r in u.reaches))
         text = tr.sentences(text, reaches)

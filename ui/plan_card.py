@@ -188,6 +188,7 @@ def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:
 PRICE_BASIS_KEYS = {
     PriceBasis.CATALOG: "price_basis_catalog",
     PriceBasis.ESTIMATE: "price_basis_estimate",
+    PriceBasis.ONE_OFFER: "price_basis_one_offer",
     PriceBasis.FILE: "price_basis_file",
     PriceBasis.USER: "price_basis_user",
     PriceBasis.ON_DEMAND: "price_basis_on_demand",

@@ -114,7 +114,7 @@ def price_cell(usd_per_gpu_hour: float | None, basis: PriceBasis | None) -> str:
     """'5.07', or '1.32*' for a price the catalog estimates (the catalog's and the plan tables')."""
     if usd_per_gpu_hour is None:
         return "-"
-    return f"{usd_per_gpu_hour:.2f}" + ("*" if basis == PriceBasis.ESTIMATE else "")
+    return f"{usd_per_gpu_hour:.2f}" + ("*" if basis is not None and PriceBasis(basis).estimated else "")
 
 
 def price_words(p: Plan) -> str:

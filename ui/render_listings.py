@@ -14,7 +14,8 @@ def catalog(cat, *, as_json: bool) -> None:
         emit_json({gid: g.model_dump(mode="json") for gid, g in cat.gpus.items()})
         return
     table = Table(
-        title=f"GPU catalog (dense peaks; scale-up GB/s per direction; * price: {PriceBasis.ESTIMATE.words};"
+        title=f"GPU catalog (dense peaks; scale-up GB/s per direction; * price: {PriceBasis.ESTIMATE.words}, or"
+        f" {PriceBasis.ONE_OFFER.words};"
         " sources: --json)"
     )
     # The scale-up rate per direction is what the export parts cut (H800, A800: trial s24).

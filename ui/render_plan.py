@@ -217,14 +217,16 @@ def unplanned_gpus_line(result) -> str | None:
     return line
 
 
-ESTIMATED_PRICE_NOTE = f"* $/GPU-h: {PriceBasis.ESTIMATE.words} (trainplan catalog --json)"
+ESTIMATED_PRICE_NOTE = (
+    f"* $/GPU-h: {PriceBasis.ESTIMATE.words}, or {PriceBasis.ONE_OFFER.words} (trainplan catalog --json)"
+)
 
 
 def plans_table(title: str, chosen, others, risk: str) -> Table:
     """The chosen plan (marked) and ``others``, one row each, with the columns the search weighs;
     a price the catalog estimates is starred, the note under the table."""
     plans = (chosen, *others)
-    estimated = any(p.price_basis == PriceBasis.ESTIMATE for p in plans)
+    estimated = any(PriceBasis(p.price_basis).estimated for p in plans)
     tight = any(p.estimate.may_not_fit for p in plans)
     held = any(p.estimate.model_mfu is not None for p in plans)
     notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held

@@ -52,6 +52,9 @@ class PriceBasis(StrEnum):
 
     CATALOG = "catalog"  # the median of the on-demand rates the GPU file cites
     ESTIMATE = "estimate"  # the GPU file's estimate, not such a median (its ESTIMATE source)
+    # one provider's listed rate, with no second to take a median of (app trial s45 M2: the MI325X's
+    # one TensorWave offer read "an estimate"); still estimated for the ``*`` and the tie order
+    ONE_OFFER = "one-offer"
     FILE = "file"  # a GPU file's own price of another kind (a user's file with a quote): its source says
     USER = "user"  # the user's own price (--price, a jobs file's, the app's table)
     # The median of the GPU's offers of a price kind (--price-kind; PRICE_KINDS), by kind:
@@ -64,6 +67,12 @@ class PriceBasis(StrEnum):
     def words(self) -> str:
         return PRICE_BASIS_WORDS.get(self, f"median of {self.value} offers")
 
+    @property
+    def estimated(self) -> bool:
+        """No median of listed offers stands behind the price: the ``*`` beside it, and the tie order's
+        sourced prices first (``GPUSpec.price_estimated``)."""
+        return self in (PriceBasis.ESTIMATE, PriceBasis.ONE_OFFER)
+
     def words_under(self, kind: str | None) -> str:
         """``words``, with the price kind a user's price was given under ("your spot price"; review
         s30: a spot quote read "your price"), as plan and portfolio both say it."""
@@ -73,6 +82,7 @@ class PriceBasis(StrEnum):
 PRICE_BASIS_WORDS = {
     PriceBasis.CATALOG: "median of on-demand offers",
     PriceBasis.ESTIMATE: "an estimate, not a median of listed on-demand offers",
+    PriceBasis.ONE_OFFER: "one provider's listed rate, not a median of offers",
     PriceBasis.FILE: "the GPU file's own price: see its source",
     PriceBasis.USER: "your price",
 }
@@ -80,12 +90,15 @@ PRICE_BASIS_WORDS = {
 # the catalog's median of listed on-demand rates, or its estimate.
 MEDIAN_SOURCE_PREFIX = "median over providers"
 ESTIMATE_SOURCE_PREFIX = "ESTIMATE"
+ONE_OFFER_SOURCE_PREFIX = "ESTIMATE (one provider's"
 
 
 def file_price_basis(source: str) -> PriceBasis:
     """The basis of a GPU file's own price, from its stated source."""
     if source.startswith(MEDIAN_SOURCE_PREFIX):
         return PriceBasis.CATALOG
+    if source.startswith(ONE_OFFER_SOURCE_PREFIX):
+        return PriceBasis.ONE_OFFER
     return PriceBasis.ESTIMATE if source.startswith(ESTIMATE_SOURCE_PREFIX) else PriceBasis.FILE
 
 

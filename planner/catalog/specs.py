@@ -138,7 +138,7 @@ class GPUSpec(BaseModel):
         """The price is an estimate, with no listed offer behind it (an export part priced as its
         source die): of two plans alike in time and cost, the search takes the one whose price is
         sourced (trial s28c: an exact H800 / H100 tie went to the H800)."""
-        return self.price_basis == PriceBasis.ESTIMATE
+        return self.price_basis.estimated
 
     def peak_flops(self, precision: str) -> float:
         key = getattr(precision, "value", precision)

@@ -264,3 +264,17 @@ def test_a_kind_dearer_than_on_demand_is_said_and_a_cheaper_one_is_not() -> None
     assert warning in plan(PlanRequest(**ask), catalog=catalog).warnings
     quoted = PlanRequest(**ask, price_overrides={gpu.id.upper(): 3.5})  # ids match case-blind
     assert not any("reserved-1y prices" in w for w in plan(quoted, catalog=catalog).warnings)
+
+
+def test_one_providers_rate_is_said_as_such_and_still_starred() -> None:
+    """App trial s45 M2: the MI325X's one TensorWave offer read "an estimate, not a median of listed
+    on-demand offers". A GPU file whose source is one provider's rate says so; it keeps the ``*`` and
+    the tie order of an estimate (no median stands behind it)."""
+    from planner.catalog.prices import PriceBasis
+
+    for gpu_id in ("mi325x", "b300", "rtx-4090"):
+        gpu = CATALOG.gpu(gpu_id)
+        assert gpu.price_basis == PriceBasis.ONE_OFFER and gpu.price_estimated, gpu_id
+        assert gpu.price_basis.words == "one provider's listed rate, not a median of offers"
+    assert CATALOG.gpu("h800").price_basis == PriceBasis.ESTIMATE and CATALOG.gpu("h800").price_estimated
+    assert CATALOG.gpu("mi300x").price_basis == PriceBasis.CATALOG and not CATALOG.gpu("mi300x").price_estimated

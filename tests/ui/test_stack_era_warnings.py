@@ -38,3 +38,20 @@ def test_megatron_lm_on_a_gpu_after_its_era_points_to_megatron_core(capsys) -> N
     for lang in ("en", "zh"):
         texts = [t for t in request_texts(Labels(lang), request, chosen) if "megatron-core" in t]
         assert texts == [Labels(lang)("megatron_lm_era", gpu="h100-sxm")]
+
+
+def test_the_card_says_no_row_ran_on_another_vendors_gpu() -> None:
+    """App trial s45 M1: the CLI said 'another vendor' of an AMD plan's nearest rows, the card did not."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+    from planner.layout import Layout, Sharding, TrainingConfig
+    from ui.i18n import Labels
+    from ui.messages import envelope_text
+
+    training = TrainingConfig(seq_len=4096)
+    for gpu, said in (("mi325x", True), ("h100-sxm", False)):
+        e = build_plan(get_preset("llama3-8b"), gpu, Layout(sharding=Sharding.FSDP), training, num_gpus=16).estimate
+        assert e.uncertainty is not None
+        for lang in ("en", "zh"):
+            sentence = Labels(lang)("envelope_other_vendor", vendor="AMD")
+            assert (sentence in envelope_text(Labels(lang), e.uncertainty)) == said, (gpu, lang)
