@@ -460,12 +460,8 @@ def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
                 "gpu": a.gpu_id,
                 "num_gpus": a.num_gpus,
                 "layout": a.plan.layout_words,
-                # (micro-batch, accumulation, checkpointing): worded per page by the view
-                "training": (
-                    a.plan.training.micro_batch,
-                    a.plan.training.grad_accum,
-                    a.plan.training.activation_checkpointing.value,
-                ),
+                # the training and pp, worded per page by the view (portfolio_view.with_training_words)
+                "training": (a.plan.training, a.plan.layout.pp),
                 "start_days": a.start_s / SECONDS_PER_DAY,
                 "end_days": a.end_s / SECONDS_PER_DAY,
                 "days": figures[a.job].days,

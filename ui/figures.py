@@ -17,13 +17,14 @@ from plotly.subplots import make_subplots
 from planner.accuracy import Risk
 from planner.api.chart_points import Limits, judged_points, unsure_points
 from planner.estimate_parts import MemoryTerms, TimeTerms
+from planner.layout import ActivationCheckpointing
 from planner.plan import Plan
 from planner.units import HOURS_PER_DAY
 from ui.app_core import money
 from ui.figure_axes import days_label, decade_ticks, linear_ticks, log_axis, money_label, tick_money, useful_range
 from ui.figure_style import fit_hover, fit_legend, fit_marker, fit_words, gpu_style, plan_unsure
 from ui.i18n import Labels
-from ui.messages import duration
+from ui.messages import ac_text, duration
 
 INFEASIBLE_GREY = "rgba(150, 150, 150, 0.45)"
 HOVER = dict(namelength=-1)  # full term and trace names in hover boxes
@@ -170,17 +171,23 @@ def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
 # --------------------------------------------------------------------------- frontier and scaling
 
 
-def training_words(tr: Labels, micro_batch: int, grad_accum: int, ac: str) -> str:
+def training_words(tr: Labels, micro_batch: int, grad_accum: int, ac_words: str) -> str:
     """'micro-batch 2 × 21 · checkpointing none' in the page's language (the planner's label says
-    'mb 2 x 21 | ac none' in English; issue 30)."""
-    return tr("hover_training", micro=micro_batch, accum=grad_accum, ac=tr.option(str(ac)))
+    'mb 2 x 21 | ac none' in English; issue 30); ``ac_words``: the recompute in words (``ac_text``)."""
+    return tr("hover_training", micro=micro_batch, accum=grad_accum, ac=ac_words)
+
+
+def mode_words(tr: Labels, mode: str) -> str:
+    """A recompute mode in words where no block count is known (a chart point's frame holds none;
+    app trial s45 M4: the option's "first N per stage" reached the hovers)."""
+    return tr("ac_blocks_unsized") if mode == ActivationCheckpointing.BLOCKS.value else tr.option(mode)
 
 
 def plan_words(tr: Labels, p: Plan) -> str:
     """A plan in a bar's hover: its GPUs, layout and training, in the page's language."""
     t = p.training
     return f"{p.num_gpus}x {p.gpu}: {p.layout_words} · " + training_words(
-        tr, t.micro_batch, t.grad_accum, t.activation_checkpointing.value
+        tr, t.micro_batch, t.grad_accum, ac_text(tr, t, p.layout.pp)
     )
 
 
@@ -194,7 +201,7 @@ def _hover(frame: pd.DataFrame, tr: Labels) -> list[str]:
     """A point's GPUs, layout, training, cost and time; the time written as the card writes it."""
     columns = ("gpu", "num_gpus", "layout", "micro_batch", "grad_accum", "ac", "cost_usd", "time_to_train_days")
     return [
-        f"{n}x {g}<br>{layout.split(' | ')[0]}<br>{training_words(tr, mb, ga, ac)}<br>"  # the label's layout part
+        f"{n}x {g}<br>{layout.split(' | ')[0]}<br>{training_words(tr, mb, ga, mode_words(tr, ac))}<br>"  # its layout
         + figures_words(tr, cost, days * HOURS_PER_DAY)
         for g, n, layout, mb, ga, ac, cost, days in zip(*(frame[c] for c in columns), strict=True)
     ]

@@ -182,6 +182,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "opt_full": ("full", "完全"),
     "opt_blocks": ("blocks (first N per stage)", "按块（每段前 N 块）"),
     "card_ac_blocks": ("blocks ({blocks})", "按块（{blocks} 块）"),
+    "ac_blocks_unsized": ("blocks", "按块"),  # a chart point's: its frame holds no block count
     "card_ac_blocks_per_rank": ("blocks ({blocks} per pp rank)", "按块（每个 pp 段 {blocks} 块）"),
     "opt_attention": ("attention only", "仅注意力"),
     "no_ac": ("Allow at least one activation-checkpointing mode.", "请至少允许一种激活重计算方式。"),

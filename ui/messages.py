@@ -15,6 +15,7 @@ from planner.api import PlanResult
 from planner.catalog.prices import Commitment, DearerKind
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import duration_parts, energy, number_band
+from planner.layout import ActivationCheckpointing, TrainingConfig
 from planner.plan import Estimate, Plan
 from planner.plan_accuracy import RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
@@ -466,3 +467,12 @@ def dearer_text(tr: Labels, d: DearerKind) -> str:
         providers=tr.join(d.providers),
         base=d.on_demand_usd_per_gpu_hour,
     )
+
+
+def ac_text(tr: Labels, t: TrainingConfig, pp: int) -> str:
+    """The recompute as ``TrainingConfig.describe_ac`` says it, in the page's language: the mode, or
+    for ``blocks`` the blocks checkpointed (trial s44 app M1: the card showed the option's "first N";
+    app trial s45 M4: the portfolio and the bars' hovers did too)."""
+    if t.activation_checkpointing != ActivationCheckpointing.BLOCKS:
+        return tr.option(t.activation_checkpointing.value)
+    return tr("card_ac_blocks_per_rank" if pp > 1 else "card_ac_blocks", blocks=t.ac_blocks)

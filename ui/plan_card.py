@@ -23,7 +23,6 @@ from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import energy, number_band
-from planner.layout import ActivationCheckpointing, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
@@ -34,6 +33,7 @@ from ui.cached import cached_calibration, catalog
 from ui.calibration_upload import CalibrationUpload
 from ui.i18n import Labels, plain
 from ui.messages import (
+    ac_text,
     ceiling_text,
     commitment_text,
     dearer_text,
@@ -127,14 +127,6 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
         ),
         goodput_row(tr, e.goodput),
     )
-
-
-def ac_text(tr: Labels, t: TrainingConfig, pp: int) -> str:
-    """The recompute as ``TrainingConfig.describe_ac`` says it, in the page's language: the mode, or
-    for ``blocks`` the blocks checkpointed (trial s44 app M1: the card showed the option's "first N")."""
-    if t.activation_checkpointing != ActivationCheckpointing.BLOCKS:
-        return tr.option(t.activation_checkpointing.value)
-    return tr("card_ac_blocks_per_rank" if pp > 1 else "card_ac_blocks", blocks=t.ac_blocks)
 
 
 def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:

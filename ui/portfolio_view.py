@@ -19,7 +19,7 @@ from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
 from ui.cached import cached_portfolio
 from ui.i18n import Labels, plain
-from ui.messages import band_text, duration
+from ui.messages import ac_text, band_text, duration
 from ui.number_box import number_box
 from ui.sidebar import Inputs
 from ui.single import show_infeasible
@@ -270,5 +270,8 @@ def with_training_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:
     """The jobs' layouts with their training in the page's language (``figures.training_words``;
     the planner's label says 'mb 2 x 8 | ac full' in English)."""
     pairs = zip(frame["layout"], frame["training"], strict=True)
-    words = [f"{layout} · {figures.training_words(tr, *training)}" for layout, training in pairs]
+    words = [
+        f"{layout} · {figures.training_words(tr, t.micro_batch, t.grad_accum, ac_text(tr, t, pp))}"
+        for layout, (t, pp) in pairs
+    ]
     return frame.drop(columns="training").assign(layout=words)

@@ -917,7 +917,7 @@ def test_the_card_says_how_many_blocks_are_checkpointed_in_both_languages():
     """Trial s44 app M1: the card's checkpointing showed the option's label "blocks (first N per
     stage)" with a literal N; it says the count, as the CLI's "blocks (31)"."""
     from planner.layout import ActivationCheckpointing
-    from ui.plan_card import ac_text
+    from ui.messages import ac_text
 
     blocks = TrainingConfig(seq_len=2048, activation_checkpointing=ActivationCheckpointing.BLOCKS, ac_blocks=31)
     assert ac_text(EN, blocks, 1) == "blocks (31)" == blocks.describe_ac(1)
@@ -925,3 +925,21 @@ def test_the_card_says_how_many_blocks_are_checkpointed_in_both_languages():
     assert "31" in ac_text(ZH, blocks, 1) and not english_sentences(ac_text(ZH, blocks, 4))
     full = TrainingConfig(seq_len=2048, activation_checkpointing=ActivationCheckpointing.FULL)
     assert ac_text(EN, full, 1) == EN.option("full")
+
+
+def test_the_portfolio_and_the_hovers_count_the_blocks_not_first_n():
+    """App trial s45 M4: the card counted a blocks plan's checkpointed blocks (trial s44), while the
+    portfolio's layouts and the charts' hovers still read the option's 'blocks (first N per stage)'."""
+    import pandas as pd
+
+    from planner.layout import ActivationCheckpointing, TrainingConfig
+    from ui import figures
+    from ui.portfolio_view import with_training_words
+
+    blocks = TrainingConfig(seq_len=4096, activation_checkpointing=ActivationCheckpointing.BLOCKS, ac_blocks=31)
+    frame = pd.DataFrame({"layout": ["fsdp dp_shard=8"], "training": [(blocks, 4)]})
+    for tr in (EN, ZH):
+        (words,) = with_training_words(frame, tr)["layout"]
+        assert tr("card_ac_blocks_per_rank", blocks=31) in words and "N" not in words.replace("dp_shard", "")
+        assert figures.mode_words(tr, "blocks") == tr("ac_blocks_unsized") and "N" not in tr("ac_blocks_unsized")
+        assert figures.mode_words(tr, "full") == tr.option("full")
