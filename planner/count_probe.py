@@ -19,7 +19,7 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words, money
 from planner.layout import ActivationCheckpointing
 from planner.model.settings import ModelingSettings
-from planner.request import CountLimits, PlanRequest, requested_batch_tokens
+from planner.request import LARGER_BATCH_WORDS, CountLimits, PlanRequest, requested_batch_tokens
 from planner.search.diagnosis import diagnose
 from planner.search.ilp import check_rows
 from planner.search.score import scored_table, search_space
@@ -220,7 +220,7 @@ def deadline_fix(
         )
         # the diagnosis's fix may name the batch that does already (review s28: two batch clauses)
         if error.batch_tokens is None:
-            more += " (a larger one, global_batch_tokens or --global-batch-tokens, lets more GPUs share a step)"
+            more += LARGER_BATCH_WORDS
     else:
         more = (
             f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "

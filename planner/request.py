@@ -71,6 +71,10 @@ def default_grad_accum(model: ModelSpec, pp: int, micro_batch: int, seq_len: int
     return -(-accum // pp) * pp
 
 
+# What a deadline answer adds where a larger global batch may let more GPUs share a step: the field and
+# the flag, so the app names its own field for both (ui/infeasible_words.py app_words; app trial s45 L1).
+LARGER_BATCH_WORDS = " (a larger one, global_batch_tokens or --global-batch-tokens, lets more GPUs share a step)"
+
 DEFAULT_SEQ_LEN = 4096
 
 

@@ -144,6 +144,8 @@ def app_words(tr: Labels, text: str) -> str:
     # trial s33 (app): "capped at 4096 per type by max_gpus", "--risk p50 judges the median"
     # ... and trial s44 (app): "probed past the max_gpus cap"
     text = re.sub(r"(?<![-\w])max_gpus\b", f'"{tr("max_gpus")}"', text)
+    # app trial s45 L1: the megatron-lm warning's "--stack megatron-core"
+    text = re.sub(r"--stack ([a-z0-9-]+)\b", lambda m: f'"{tr("stack")}" = {m[1]}', text)
     return re.sub(r"--risk (p\d\d)\b", lambda m: f'"{tr("risk")}" = {m[1]}', text)
 
 

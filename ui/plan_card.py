@@ -32,6 +32,7 @@ from ui import app_core
 from ui.cached import cached_calibration, catalog
 from ui.calibration_upload import CalibrationUpload
 from ui.i18n import Labels, plain
+from ui.infeasible_words import app_words
 from ui.messages import (
     ac_text,
     ceiling_text,
@@ -331,7 +332,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
             else ()
         ),
         *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
-        *((tr("megatron_lm_era", gpu=gpu.id),) if megatron_lm_after_its_era(plan, gpu) else ()),
+        *((app_words(tr, tr("megatron_lm_era", gpu=gpu.id)),) if megatron_lm_after_its_era(plan, gpu) else ()),
     )
 
 

@@ -21,7 +21,7 @@ from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import duration_words, money
 from planner.limits import MAX_GPUS
 from planner.plan import Plan
-from planner.request import PlanRequest, requested_batch_tokens
+from planner.request import LARGER_BATCH_WORDS, PlanRequest, requested_batch_tokens
 from planner.search.ilp import Objective
 from planner.units import SECONDS_PER_HOUR
 
@@ -270,7 +270,7 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
             f" {found} (a larger batch changes the training)"
         )
     else:
-        words += " (a larger one, --global-batch-tokens, lets more GPUs share a step)"
+        words += LARGER_BATCH_WORDS
     if seconds is None:
         return answer.but(fix=answer.fix + words)
     # typed, as with_batch_fix's: the app's card words it (review s45 M3)

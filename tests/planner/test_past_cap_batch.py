@@ -10,7 +10,7 @@ from planner.api import PlanRequest, plan
 from planner.api.batch_offers import PAST_CAP_BATCH_FACTOR, past_the_cap_batch_fix
 from planner.catalog.models import get_preset
 from planner.errors import Constraint, InfeasiblePlan
-from planner.request import requested_batch_tokens
+from planner.request import LARGER_BATCH_WORDS, requested_batch_tokens
 
 REQUEST = PlanRequest(model=get_preset("gpt3-125m"), training_tokens=1e10, deadline_days=1, gpus={"h100-sxm": None})
 NONE_MEETS = InfeasiblePlan(Constraint.DEADLINE, "the fastest plan needs 3 days", "allow 3 days", more_gpus_help=False)
@@ -35,7 +35,7 @@ def test_where_the_larger_batch_does_not_help_it_says_only_the_batch() -> None:
         raise InfeasiblePlan(Constraint.DEADLINE, "x", "allow 2 days", more_gpus_help=False)
 
     fixed = past_the_cap_batch_fix(NONE_MEETS, REQUEST, search)
-    assert fixed.fix.endswith("tokens (a larger one, --global-batch-tokens, lets more GPUs share a step)")
+    assert fixed.fix.endswith("tokens" + LARGER_BATCH_WORDS)
     # not for answers that more GPUs would meet, or that name a batch already
     for other in (NONE_MEETS.but(more_gpus_help=True), NONE_MEETS.but(batch_tokens=1 << 22)):
         assert past_the_cap_batch_fix(other, REQUEST, search) is other

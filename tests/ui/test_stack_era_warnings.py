@@ -16,6 +16,7 @@ def test_megatron_lm_on_a_gpu_after_its_era_points_to_megatron_core(capsys) -> N
     from planner.layout import Implementation, Layout, Sharding, TrainingConfig
     from planner.model.stacks import Stack
     from ui.i18n import Labels
+    from ui.infeasible_words import app_words
     from ui.plan_card import request_texts
 
     args = ["estimate", "--model", "llama2-7b", "--num-gpus", "8", "--tp", "8", "--json"]
@@ -37,7 +38,9 @@ def test_megatron_lm_on_a_gpu_after_its_era_points_to_megatron_core(capsys) -> N
     request = request_for(model, stack="megatron-lm")
     for lang in ("en", "zh"):
         texts = [t for t in request_texts(Labels(lang), request, chosen) if "megatron-core" in t]
-        assert texts == [Labels(lang)("megatron_lm_era", gpu="h100-sxm")]
+        # the card names the sidebar's field, not the flag (app trial s45 L1)
+        assert texts == [app_words(Labels(lang), Labels(lang)("megatron_lm_era", gpu="h100-sxm"))]
+        assert "--stack" not in texts[0] and f'"{Labels(lang)("stack")}" = megatron-core' in texts[0]
 
 
 def test_the_card_says_no_row_ran_on_another_vendors_gpu() -> None:
@@ -55,3 +58,15 @@ def test_the_card_says_no_row_ran_on_another_vendors_gpu() -> None:
         for lang in ("en", "zh"):
             sentence = Labels(lang)("envelope_other_vendor", vendor="AMD")
             assert (sentence in envelope_text(Labels(lang), e.uncertainty)) == said, (gpu, lang)
+
+
+def test_the_app_names_its_own_field_for_the_batch() -> None:
+    """App trial s45 L1: '--global-batch-tokens' reached the page's English detail line; the words name
+    the field and the flag as count_probe's do, which the app rewrites to its field's label."""
+    from planner.request import LARGER_BATCH_WORDS
+    from ui.i18n import Labels
+    from ui.infeasible_words import app_words
+
+    en = Labels("en")
+    said = app_words(en, "allow 3 days" + LARGER_BATCH_WORDS + "; at 4x that batch, --global-batch-tokens 16777216: x")
+    assert "--" not in said and f'"{en("global_batch")}" = 16,777,216' in said
