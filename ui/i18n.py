@@ -795,6 +795,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "col_time_p10_days": ("days, 80 % band from", "天数，80% 区间下限"),
     "col_time_p90_days": ("days, 80 % band to", "天数，80% 区间上限"),
     "col_cost_usd": ("cost (USD)", "费用（美元）"),
+    "col_layout_help": (
+        "The layout and its training; a long one is cut here: hover over a cell to read it whole.",
+        "并行布局及其训练设置；过长的内容在此截断：将鼠标悬停在单元格上可查看全文。",
+    ),
     "col_cost_usd_bought": ("cost (USD, amortised)", "费用（美元，摊销）"),
     "col_time_at_risk_days": ("days at {risk}", "{risk} 天数"),
     "col_cost_at_risk_usd": ("cost at {risk} (USD)", "{risk} 费用（美元）"),

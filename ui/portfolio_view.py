@@ -205,6 +205,9 @@ JOB_TABLES = (
     ("portfolio_costs", "portfolio_costs", ("job", "cost_usd", "usd_per_gpu_h", "owned", "validated")),
 )
 BANDS = {"days": ("time_p10_days", "time_p90_days"), "cost_usd": ("cost_p10_usd", "cost_p90_usd")}
+# The layout column's width: the schedule then fits the 753 px a 1,280 px window leaves the page in
+# both languages (tests/ui/test_app_portfolio_browser.py); a longer layout is cut, whole in its tooltip.
+LAYOUT_COLUMN_PX = 120
 
 
 def job_table_labels(tr: Labels, frame: pd.DataFrame, risk: str) -> dict[str, str]:
@@ -227,6 +230,9 @@ def show_job_tables(tr: Labels, frame: pd.DataFrame, risk: str) -> None:
             for c in columns
             if c in PORTFOLIO_FORMATS
         }
+        if "layout" in columns:  # a 3D layout with its training ran the table past 1,280 px (app trial s45 M3):
+            # held to a width, the rest behind the cell's tooltip
+            config[labels["layout"]] = st.column_config.TextColumn(width=LAYOUT_COLUMN_PX, help=tr("col_layout_help"))
         if "cost_usd" in columns:  # the basis its short label leaves out (trial s19: said in the label)
             config[labels["cost_usd"]] = st.column_config.NumberColumn(
                 format=PORTFOLIO_FORMATS["cost_usd"], help=tr("col_owned_cost_help")

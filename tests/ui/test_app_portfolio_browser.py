@@ -17,13 +17,13 @@ WIDTHS = """() => [...document.querySelectorAll('[data-testid=stMain] [data-test
 })"""
 
 
-def test_the_portfolio_tables_fit_the_page_at_1500_px(app_url, tmp_path):  # noqa: F811
+def test_the_portfolio_tables_fit_the_page_at_1280_px(app_url, tmp_path):  # noqa: F811
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            app = Page(browser.new_page(viewport={"width": 1500, "height": 1100}), tmp_path)
+            app = Page(browser.new_page(viewport={"width": 1280, "height": 1100}), tmp_path)
             app.page.goto(app_url)
             app.wait_text(EN("plan_card", model="llama3-8b"), 120)
             app.radio(EN.option("bought"))  # as in the trial: Buy, one job
