@@ -135,7 +135,7 @@ def _reserved_pools(
     pools = []
     for span_h in spans:
         keep = options.end_s <= span_h * SECONDS_PER_HOUR
-        if keep.any() or span_h == spans[-1]:  # the horizon's pool always: it may be empty (buy-only types)
+        if keep.any() or span_h == spans[-1]:  # the horizon's pool always: empty where every type is held-only
             pools.append(_reserved_pool(subset_options(options, keep), reserved, rate, span_h))
     return pools
 
