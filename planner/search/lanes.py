@@ -71,6 +71,11 @@ LANES_TIME_LIMIT_S = 3.0
 BOUND_CUT_SLACK = 1e-6
 
 
+def capped(limit_s: float, caller_s: float | None) -> float:
+    """A MIP's own time limit, or the caller's where shorter."""
+    return limit_s if caller_s is None else min(limit_s, caller_s)
+
+
 @dataclass(frozen=True, eq=False)
 class RowTerms:
     """Every job's candidate rows, one entry per array index, with the objective's terms."""
@@ -100,9 +105,11 @@ def _scaled(problem: pulp.LpProblem, terms: RowTerms, y, M, k: np.ndarray) -> pu
     return objective
 
 
-def assignment_bound(terms: RowTerms, solver: str) -> float:
+def assignment_bound(terms: RowTerms, solver: str, time_limit_s: float | None = None) -> float:
     """LB of the module docstring, in the objective's own units; where the MIP stops at its time
-    limit without its optimum, the LP relaxation's value (a weaker bound)."""
+    limit (BOUND_TIME_LIMIT_S, or the caller's where shorter) without its optimum, the LP
+    relaxation's value (a weaker bound)."""
+    limit = capped(BOUND_TIME_LIMIT_S, time_limit_s)
     for relax in (False, True):
         problem = pulp.LpProblem("portfolio_bound", pulp.LpMinimize)
         y = new_binaries(problem, "y", len(terms.job))
@@ -117,7 +124,7 @@ def assignment_bound(terms: RowTerms, solver: str) -> float:
             problem += pulp.LpAffineExpression((y[i], float(terms.T[i])) for i in mine) <= M  # (2)
         _gpu_days(problem, terms, y, M, np.arange(len(terms.job)))  # (3)
         try:
-            if run_solver(problem, solver, None if relax else BOUND_TIME_LIMIT_S)[0]:
+            if run_solver(problem, solver, None if relax else limit)[0]:
                 return float(pulp.value(problem.objective)) * TIE_BREAK_WEIGHT
         except RuntimeError:  # stopped at the limit: the relaxation, which always solves
             continue
@@ -164,8 +171,11 @@ def _lane_rows(terms: RowTerms, lanes: list[tuple[str, int]]) -> list[tuple[int,
     return cells
 
 
-def lane_schedule(terms: RowTerms, solver: str, bound: float, gap: float = LANES_TARGET_GAP) -> Lanes | None:
-    """The lanes' MIP of the module docstring under ``LANES_TIME_LIMIT_S``, stopped where its best is
+def lane_schedule(
+    terms: RowTerms, solver: str, bound: float, gap: float = LANES_TARGET_GAP, time_limit_s: float | None = None
+) -> Lanes | None:
+    """The lanes' MIP of the module docstring under ``LANES_TIME_LIMIT_S`` (or the caller's limit where
+    shorter: review s45 L5, a call ran up to ~8 s past it), stopped where its best is
     within ``gap`` of ``bound`` (LB), or of its own bound: every lane schedule is a schedule, so its
     objective >= LB is a valid cut, which lifts that bound to LB at least. None where it finds no
     schedule by then (or none exists: deadlines no lane meets)."""
@@ -194,7 +204,8 @@ def lane_schedule(terms: RowTerms, solver: str, bound: float, gap: float = LANES
     _gpu_days(problem, terms, x, M, row)
     try:
         target = bound / (1 - gap) / TIE_BREAK_WEIGHT
-        if not run_solver(problem, solver, LANES_TIME_LIMIT_S, accept_incumbent=True, gap_rel=gap, target=target)[0]:
+        seconds = capped(LANES_TIME_LIMIT_S, time_limit_s)
+        if not run_solver(problem, solver, seconds, accept_incumbent=True, gap_rel=gap, target=target)[0]:
             return None
     except RuntimeError:  # no schedule by the limit
         return None

@@ -224,7 +224,7 @@ def _many_jobs(
     """LB on every schedule and the lanes' schedule first (planner/search/lanes.py), then the slotted
     model (``slots``: the horizon, the number of slots): for a short time only where LB certifies the
     lanes already, enough to keep an optimum it proves at once. The better of the two answers."""
-    bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, solver, pools)
+    bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, (solver, time_limit_s), pools)
     certified = lanes is not None and _gap(lanes, bound) <= LANES_GAP
     horizon_s, num_slots = slots
     span = slotted_span_s(options.T, options.job, len(jobs), horizon_s)
@@ -253,7 +253,7 @@ def _lanes(
     weights: _Weights,
     inventory: Mapping[str, int],
     finish_by: list[float | None],
-    solver: str,
+    solving: tuple[str, float | None],
     pools: ReservedPools | None,
 ) -> tuple[float, PortfolioSolution | None]:
     """LB and the lanes' schedule, list-scheduled and scored as an answer (planner/search/lanes.py);
@@ -270,8 +270,9 @@ def _lanes(
         smith=weights.T_ref,
         inventory={g: count for g, count in inventory.items() if count > 0},
     )
-    bound = assignment_bound(terms, solver)
-    found = None if pools is not None else lane_schedule(terms, solver, bound)
+    solver, time_limit_s = solving  # the caller's limit caps each MIP's own (review s45 L5)
+    bound = assignment_bound(terms, solver, time_limit_s)
+    found = None if pools is not None else lane_schedule(terms, solver, bound, time_limit_s=time_limit_s)
     if found is None:
         return bound, None
     return bound, _read(jobs, inventory, options, weights, (list(found.rows), list(found.order), {}))

@@ -144,3 +144,11 @@ def test_a_target_stops_highs_at_the_first_schedule_under_it() -> None:
         problem += pulp.lpSum(float(weight[i]) * x[i] for i in range(60)) <= float(weight.sum() / 2)
     assert run_solver(problem, "highs", None, accept_incumbent=True, target=-100.0) == (True, "highs")
     assert pulp.value(problem.objective) <= -100.0
+
+
+def test_a_callers_time_limit_caps_the_bound_and_the_lanes() -> None:
+    """Review s45 L5: the two MIPs ran to their own limits (5 s and 3 s) past a caller's shorter one."""
+    from planner.search.lanes import BOUND_TIME_LIMIT_S, LANES_TIME_LIMIT_S, capped
+
+    assert capped(BOUND_TIME_LIMIT_S, None) == BOUND_TIME_LIMIT_S and capped(LANES_TIME_LIMIT_S, 0.5) == 0.5
+    assert capped(LANES_TIME_LIMIT_S, 60.0) == LANES_TIME_LIMIT_S
