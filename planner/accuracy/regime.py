@@ -20,7 +20,7 @@ from enum import IntFlag
 
 import numpy as np
 
-from planner.catalog.specs import ARCHITECTURES
+from planner.catalog.specs import ARCHITECTURES, UNNAMED_NVIDIA_ARCHITECTURE
 from planner.limits import MAX_SEQ_LEN
 
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
@@ -52,7 +52,7 @@ GENERATION_WEIGHT = 2.0
 # offers, AMD plans won on bands read from Hopper rows at another architecture's distance only).
 # A choice, like the others; no row is of another vendor, so no held-out figure moves.
 VENDOR_WEIGHT = 2.0
-NVIDIA_ARCHITECTURES = frozenset(ARCHITECTURES.values()) | {"NVIDIA"}
+NVIDIA_ARCHITECTURES = frozenset(ARCHITECTURES.values()) | {UNNAMED_NVIDIA_ARCHITECTURE}
 # A part judged apart from its architecture for its scale-up link only (planner/accuracy/links.py:
 # the H800's cut NVLink) differs from that architecture's parts as one layout feature does: the
 # same chip and kernels, another link under the same collectives. A choice, like the others.

@@ -213,6 +213,13 @@ def deadline_batch_request(answer: InfeasiblePlan, request: PlanRequest) -> Plan
     return one_sequence_per_gpu(request, gpu, counts[gpu])
 
 
+def hours_at_risk(p: Plan, risk: Risk) -> float:
+    """The hours a larger batch's plan takes at ``risk`` (its own figure where it has no band): what
+    a deadline answer's batch offer says."""
+    hours = at_risk(p, Objective.TIME, risk)
+    return (p.estimate.time_to_train_h if hours is None else hours) or 0.0
+
+
 def with_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search: Search) -> InfeasiblePlan:
     """``answer`` with the larger batch at which the inventory meets the deadline (trial s28b:
     DeepSeek-V3 at the default 4M tokens, 1,024 sequences on 2,048 H800, 'needed' 7,168 GPUs; at
@@ -224,8 +231,7 @@ def with_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search: Search)
         other = search(larger, probe=False).plan
     except InfeasiblePlan:
         return answer
-    hours = at_risk(other, Objective.TIME, Risk(larger.risk))
-    hours = (other.estimate.time_to_train_h if hours is None else hours) or 0.0
+    hours = hours_at_risk(other, Risk(larger.risk))
     on_hand = larger.max_gpus or other.num_gpus
     words = (
         f"; or a batch of one sequence per GPU of the {on_hand:,} on hand, --global-batch-tokens"
@@ -259,7 +265,7 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
     seconds = None  # the larger batch's time, where a plan within the cap meets the deadline there
     try:
         other = search(larger).plan
-        hours = at_risk(other, Objective.TIME, Risk(larger.risk)) or other.estimate.time_to_train_h or 0.0
+        hours = hours_at_risk(other, Risk(larger.risk))
         seconds = hours * SECONDS_PER_HOUR
         found = f"{other.num_gpus:,} x {other.gpu} finish in {duration_words(seconds)} at {larger.risk.value}"
     except InfeasiblePlan as exc:

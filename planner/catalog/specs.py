@@ -52,6 +52,10 @@ ARCHITECTURES: dict[tuple[int, int], str] = {
 }
 
 
+# The architecture of an NVIDIA GPU whose compute capability ARCHITECTURES does not name.
+UNNAMED_NVIDIA_ARCHITECTURE = "NVIDIA"
+
+
 class GPUSpec(BaseModel):
     """One accelerator (as software sees it: an MI250X GCD is one GPU), in SI units."""
 
@@ -131,7 +135,8 @@ class GPUSpec(BaseModel):
         capability, other vendors' by vendor."""
         if self.compute_capability is None:
             return self.vendor.upper()
-        return ARCHITECTURES.get(self.compute_capability, ARCHITECTURES.get((self.compute_capability[0], -1), "NVIDIA"))
+        major = ARCHITECTURES.get((self.compute_capability[0], -1), UNNAMED_NVIDIA_ARCHITECTURE)
+        return ARCHITECTURES.get(self.compute_capability, major)
 
     @property
     def price_estimated(self) -> bool:
