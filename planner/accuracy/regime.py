@@ -20,7 +20,7 @@ from enum import IntFlag
 
 import numpy as np
 
-from planner.catalog.specs import ARCHITECTURES, UNNAMED_NVIDIA_ARCHITECTURE
+from planner.catalog.specs import vendor_of
 from planner.limits import MAX_SEQ_LEN
 
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
@@ -52,7 +52,6 @@ GENERATION_WEIGHT = 2.0
 # offers, AMD plans won on bands read from Hopper rows at another architecture's distance only).
 # A choice, like the others; no row is of another vendor, so no held-out figure moves.
 VENDOR_WEIGHT = 2.0
-NVIDIA_ARCHITECTURES = frozenset(ARCHITECTURES.values()) | {UNNAMED_NVIDIA_ARCHITECTURE}
 # A part judged apart from its architecture for its scale-up link only (planner/accuracy/links.py:
 # the H800's cut NVLink) differs from that architecture's parts as one layout feature does: the
 # same chip and kernels, another link under the same collectives. A choice, like the others.
@@ -288,9 +287,3 @@ def generation_distance(query: str, generations: np.ndarray) -> np.ndarray:
     vendors = np.array([vendor_of(str(g)) for g in generations], dtype=object)
     other = GENERATION_WEIGHT + (vendors != vendor_of(query)) * VENDOR_WEIGHT
     return np.where(generations == query, 0.0, np.where(same_chip, LINK_WEIGHT, other))
-
-
-def vendor_of(generation: str) -> str:
-    """'nvidia' for NVIDIA's architectures and the parts judged apart within one ('Hopper (h20)'),
-    else the label itself (another vendor's GPUs are grouped by vendor: ``GPUSpec.generation``)."""
-    return "nvidia" if generation.partition(" (")[0] in NVIDIA_ARCHITECTURES else generation

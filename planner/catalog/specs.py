@@ -54,6 +54,14 @@ ARCHITECTURES: dict[tuple[int, int], str] = {
 
 # The architecture of an NVIDIA GPU whose compute capability ARCHITECTURES does not name.
 UNNAMED_NVIDIA_ARCHITECTURE = "NVIDIA"
+NVIDIA_ARCHITECTURES = frozenset(ARCHITECTURES.values()) | {UNNAMED_NVIDIA_ARCHITECTURE}
+
+
+def vendor_of(generation: str) -> str:
+    """The ``GPUSpec.vendor`` behind a ``GPUSpec.generation`` label, the inverse of its rule:
+    'nvidia' for NVIDIA's architectures and the parts judged apart within one ('Hopper (h20)'),
+    else the vendor the label upper-cases ('AMD' -> 'amd')."""
+    return "nvidia" if generation.partition(" (")[0] in NVIDIA_ARCHITECTURES else generation.lower()
 
 
 class GPUSpec(BaseModel):

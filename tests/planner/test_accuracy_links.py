@@ -82,7 +82,8 @@ def test_another_vendors_gpu_is_another_architecture_and_more():
     """Buyer trial s45: with AMD priced at its listed offers, an AMD plan read its band from Hopper rows
     at another architecture's distance only, though no row ran ROCm's kernels or RCCL. Another vendor
     adds VENDOR_WEIGHT, so its band is widened more than an unmeasured NVIDIA architecture's, and says so."""
-    from planner.accuracy.regime import VENDOR_WEIGHT, vendor_of
+    from planner.accuracy.regime import VENDOR_WEIGHT
+    from planner.catalog.specs import vendor_of
 
     stacks = np.array(["torchtitan"] * 3, dtype=object)
     generations = np.array(["Hopper", "Ada", "AMD"], dtype=object)
@@ -92,6 +93,8 @@ def test_another_vendors_gpu_is_another_architecture_and_more():
     assert list(on_ada) == [GENERATION_WEIGHT, 0.0, GENERATION_WEIGHT + VENDOR_WEIGHT]
     nvidia = ("Ampere", "Hopper", "Blackwell", "Ada", "Hopper (h20)", "Hopper (h800's link)")
     assert {vendor_of(g) for g in nvidia} == {"nvidia"} != {vendor_of("AMD")}
+    # review s45 L4: the label's vendor is the spec's own, for every part in the catalog
+    assert all(vendor_of(g.generation) == g.vendor for g in GPUS.values())
     amd, h100 = _estimate("mi300x"), _estimate("h100-sxm")
     assert amd.uncertainty is not None and h100.uncertainty is not None
     assert "another vendor" in amd.uncertainty.envelope
