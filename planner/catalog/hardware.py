@@ -27,7 +27,7 @@ from planner.catalog.achievable import (
     rate_file_values,
     rates_from,
 )
-from planner.catalog.prices import file_price_basis, read_offers
+from planner.catalog.prices import file_price_basis, offered_price_basis, read_offers
 from planner.catalog.specs import (
     NETWORK_KINDS,
     PEER_ACCESS,
@@ -417,6 +417,9 @@ def _build(dirs: list[Path]) -> Catalog:
                     gpu, node_power[gpu_id], nodes[gpu.default_node], _show(gpu_files[gpu_id])
                 ),
                 "offers": offers.get(gpu_id, ()),
+                "price_basis": offered_price_basis(
+                    gpu.price_basis, sum(o.kind == "on-demand" for o in offers.get(gpu_id, ()))
+                ),
             }
         )
         for gpu_id, gpu in gpus.items()

@@ -102,6 +102,13 @@ def file_price_basis(source: str) -> PriceBasis:
     return PriceBasis.ESTIMATE if source.startswith(ESTIMATE_SOURCE_PREFIX) else PriceBasis.FILE
 
 
+def offered_price_basis(basis: PriceBasis, on_demand_offers: int) -> PriceBasis:
+    """A median over one on-demand offer is that provider's rate, not a market median (buyer trial
+    s45 L7: the a100-80gb-pcie's $3.67 and the h100-nvl's $6.98 are one Azure VM each): it is said
+    as one provider's rate and starred, whatever the GPU file's source calls it."""
+    return PriceBasis.ONE_OFFER if basis == PriceBasis.CATALOG and on_demand_offers == 1 else basis
+
+
 class PriceOffer(BaseModel):
     """One provider's rate for one GPU, per GPU-hour, with its date and source."""
 

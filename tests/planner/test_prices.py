@@ -277,4 +277,10 @@ def test_one_providers_rate_is_said_as_such_and_still_starred() -> None:
         assert gpu.price_basis == PriceBasis.ONE_OFFER and gpu.price_estimated, gpu_id
         assert gpu.price_basis.words == "one provider's listed rate, not a median of offers"
     assert CATALOG.gpu("h800").price_basis == PriceBasis.ESTIMATE and CATALOG.gpu("h800").price_estimated
+    # buyer trial s45 L7: a "median over providers" of one on-demand offer is that provider's rate
+    for gpu in CATALOG.gpus.values():
+        if gpu.price_basis in (PriceBasis.CATALOG, PriceBasis.ONE_OFFER) and offers_of(gpu, "on-demand"):
+            single = len(offers_of(gpu, "on-demand")) == 1
+            assert (gpu.price_basis == PriceBasis.ONE_OFFER) == single, gpu.id
+    assert CATALOG.gpu("a100-80gb-pcie").price_basis == PriceBasis.ONE_OFFER == CATALOG.gpu("h100-nvl").price_basis
     assert CATALOG.gpu("mi300x").price_basis == PriceBasis.CATALOG and not CATALOG.gpu("mi300x").price_estimated
