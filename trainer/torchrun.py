@@ -112,12 +112,32 @@ def stop_line(name: str, killed: int) -> str:
 
 
 def failure_line(error: ChildFailedError) -> str:
-    """``training failed: rank 0 exited with code 2, rank 1 with code 2``."""
+    """``training failed: rank 0 exited with code 2, rank 1 with code 2``; a rank ended by a signal
+    is said by its name (trial s45 L5: "rank 0 exited with code -15" read as a crash, where the
+    agent had stopped it after rank 1 failed)."""
+    codes = [failure.exitcode for _, failure in sorted(error.failures.items())]
+    stopped = [code for code in codes if code < 0]
     parts = [
-        f"rank {rank} {'exited with code' if i == 0 else 'with code'} {failure.exitcode}"
+        f"rank {rank} {_ended_words(failure.exitcode, first=i == 0, others_failed=len(stopped) < len(codes))}"
         for i, (rank, failure) in enumerate(sorted(error.failures.items()))
     ]
     return "training failed: " + ", ".join(parts) + " (the workers' own messages are above)"
+
+
+def _ended_words(code: int, first: bool, others_failed: bool) -> str:
+    """How one worker ended: its exit code, or the signal that ended it (a negative exit code is
+    -signal, Python's subprocess convention, which torch's agent keeps)."""
+    if code >= 0:
+        return f"{'exited with code' if first else 'with code'} {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    # torch's agent sends SIGTERM to every worker still running when one fails: such a rank is the
+    # failure's echo, not a failure of its own.
+    if code == -signal.SIGTERM and others_failed:
+        return f"stopped by the launcher ({name}) after another rank failed"
+    return f"stopped by {name}"
 
 
 def failure_code(error: ChildFailedError) -> int:

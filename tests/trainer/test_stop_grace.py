@@ -120,3 +120,27 @@ def test_workers_killed_at_the_end_of_the_grace_are_said_in_our_line(monkeypatch
     monkeypatch.setattr(torch_run, "run", lambda _args: stopped(_args, killed=0))
     assert main(["--nproc-per-node", "1", "train.py"]) == 128 + signal.SIGTERM
     assert "saved a checkpoint (its own line says so)" in capsys.readouterr().err
+
+
+def test_a_rank_the_launcher_stopped_is_said_by_its_signal() -> None:
+    """Trial s45 L5: "rank 0 exited with code -15, rank 1 with code 2" read as two crashes; torch's
+    agent had SIGTERMed rank 0 after rank 1 failed."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    from trainer.torchrun import failure_line
+
+    def failed(codes: dict[int, int]) -> ChildFailedError:
+        failures = {
+            rank: ProcessFailure(local_rank=rank, pid=100 + rank, exitcode=code, error_file="")
+            for rank, code in codes.items()
+        }
+        return ChildFailedError("trainer.worker", failures)
+
+    echo = failure_line(failed({0: -signal.SIGTERM, 1: 2}))
+    assert "rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 with code 2" in echo
+    assert "-15" not in echo
+    assert "rank 0 stopped by SIGKILL" in failure_line(failed({0: -signal.SIGKILL}))
+    assert "after another" not in failure_line(failed({0: -signal.SIGTERM}))  # alone: stopped from outside
+    assert failure_line(failed({0: 2, 1: 2})).startswith(
+        "training failed: rank 0 exited with code 2, rank 1 with code 2"
+    )
