@@ -40,6 +40,7 @@ assumes.
 from __future__ import annotations
 
 import functools
+import os
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,11 +135,22 @@ def expert_mesh(layout: Layout, device_type: str) -> DeviceMesh:
     return DeviceMesh(device_type, torch.arange(layout.world_size).view(shape), mesh_dim_names=names)
 
 
+# What torchrun (and the Slurm / Kubernetes launches) sets for env:// rendezvous.
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
 def init_distributed(device_type: str) -> None:
-    """Process group from torchrun's environment; CPU collectives always available (gloo)."""
+    """Process group from torchrun's environment; CPU collectives always available (gloo). Run
+    outside any launcher (``python -m trainer.worker JOB``, none of ``TORCHRUN_ENV`` set), the
+    worker is a world of one on an in-process store, as torchrun --nproc-per-node 1 would make it
+    (trial s45 L8: "environment variable RANK expected"); a plan for more processes is then
+    refused by its layout check, which names the count."""
     if dist.is_initialized():
         return
     backend = "cpu:gloo,cuda:nccl" if device_type == "cuda" else "gloo"
+    if not any(name in os.environ for name in TORCHRUN_ENV):
+        dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
+        return
     dist.init_process_group(backend=backend)
 
 
