@@ -46,7 +46,9 @@ class RunSettings(BaseModel):
     weight_decay: float = Field(0.01, ge=0, allow_inf_nan=False)
     grad_clip: float = Field(1.0, gt=0, allow_inf_nan=False)
     eval_every: int = Field(0, ge=0)  # 0 = no validation during training
-    eval_batches: int = Field(4, ge=1, le=MAX_EVAL_BATCHES)
+    # Global batches of the split each evaluation (and the final test) takes: the plan's batch of
+    # sequences each, so the set is the same on every layout of that batch (Session.evaluate).
+    eval_batches: int = Field(2, ge=1, le=MAX_EVAL_BATCHES)
     early_stop_patience: int = Field(0, ge=0)
     probe_steps: int = Field(3, ge=0)  # validation probe before the long run
     max_bad_steps: int = Field(5, ge=1)  # NaN/inf steps tolerated before stopping
@@ -170,11 +172,11 @@ class JobSpec(BaseModel):
 
     @model_validator(mode="after")
     def _evaluation_bounded(self) -> JobSpec:
-        run, micro_batches = self.run, self.plan.training.grad_accum
-        if run.eval_every and run.eval_batches > EVAL_WORK_FACTOR * run.eval_every * micro_batches:
+        run = self.run  # an evaluation's global batch costs a step's forward pass
+        if run.eval_every and run.eval_batches > EVAL_WORK_FACTOR * run.eval_every:
             raise ValueError(
                 f"run.eval_batches {run.eval_batches} every {run.eval_every} steps would evaluate over"
-                f" {EVAL_WORK_FACTOR}x the {run.eval_every * micro_batches} micro-batches trained in between;"
+                f" {EVAL_WORK_FACTOR}x the {run.eval_every} global batches trained in between;"
                 " evaluate less often or on fewer batches"
             )
         return self

@@ -69,6 +69,11 @@ class TrainState:
     last_train_loss: float | None = None
 
 
+def eval_micro_batches(eval_batches: int, grad_accum: int) -> int:
+    """Micro-batches each rank evaluates: ``eval_batches`` global batches of the plan (Session.evaluate)."""
+    return eval_batches * grad_accum
+
+
 class Session:
     def __init__(
         self,
@@ -388,11 +393,14 @@ class Session:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, split: str) -> float:
-        """Mean loss over the same first ``eval_batches`` batches of a split every time."""
+        """Mean loss over the split's first ``eval_batches`` global batches, the same sequences every
+        time and on every layout of the plan's batch: each rank takes its ``grad_accum`` micro-batches
+        of each (whole pipeline calls under pp). The loader deals the split's order out rank by rank,
+        so the ranks' first k micro-batches are the order's first k x micro_batch x dp sequences
+        (trial s45 L3: over eval_batches micro-batches per rank, dp1 mb2 and pp2 dp1 mb1 tested
+        other sequences, and a replan's early stopping compared losses over other sets)."""
         loader = self._loader(split)
-        num = self.run.eval_batches
-        if self.layout.pp > 1:  # whole pipeline calls of grad_accum micro-batches
-            num = math.ceil(num / self.training.grad_accum) * self.training.grad_accum
+        num = eval_micro_batches(self.run.eval_batches, self.training.grad_accum)
         return self.stepper.eval_loss([next(loader) for _ in range(num)])
 
     def _maybe_evaluate(self) -> float | None:

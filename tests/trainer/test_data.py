@@ -439,3 +439,22 @@ def test_synthetic_data_follows_its_rule_and_reports_the_loss_floor(tmp_path: Pa
     assert abs(follow - (SYNTHETIC_FOLLOW_PROB + (1 - SYNTHETIC_FOLLOW_PROB) / MODEL_VOCAB)) < 0.03
     # Floor: the entropy of "successor with p, else uniform", far below uniform's log(V).
     assert 0.5 * np.log(MODEL_VOCAB) > info.loss_floor > (1 - SYNTHETIC_FOLLOW_PROB) * np.log(MODEL_VOCAB) * 0.9
+
+
+def test_an_evaluation_takes_the_same_sequences_on_every_layout_of_the_batch(corpus_job) -> None:
+    """Trial s45 L3: the validation and test sets held eval_batches micro-batches per rank, so
+    dp1 x mb2 and dp1 x mb1 x accum 2 (pp) tested other sequences. Layouts of one global batch of
+    4 sequences now evaluate the same ones, on a prepared corpus and on synthetic data."""
+    from trainer.session import eval_micro_batches
+
+    run, job_dir, _ = corpus_job
+    prepare_data(run, job_dir, MODEL_VOCAB, 32)
+    for data_run in (run, RunSettings()):
+        sets = set()
+        for dp_size, micro_batch, accum in ((1, 4, 1), (1, 2, 2), (1, 1, 4), (2, 2, 1), (2, 1, 2), (4, 1, 1)):
+            loaders = [
+                build_loader(data_run, job_dir, "val", 32, micro_batch, r, dp_size, MODEL_VOCAB) for r in range(dp_size)
+            ]
+            seen = [loader.next_indices() for loader in loaders for _ in range(eval_micro_batches(3, accum))]
+            sets.add(tuple(sorted(np.concatenate(seen).tolist())))
+        assert len(sets) == 1 and len(next(iter(sets))) == 3 * 4
