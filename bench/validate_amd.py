@@ -7,7 +7,8 @@
 No setting is fitted on these rows and nothing is fitted here: the script only reports
 (validation/amd_runs.py; rows and how each was read: data/validation/amd_runs_sources.md).
 Error = (predicted - measured) / measured tokens/s per GPU, the measured figure being the median
-step time of the runs' own training logs. The FLOP check divides the logs' own TFLOP/s/GPU
+step time of the runs' own training logs (MLPerf rows: the result logs' block throughput). The
+first table counts every source's rows per Instinct generation, skipped ones too. The FLOP check divides the logs' own TFLOP/s/GPU
 (Megatron-LM's num_floating_point_operations) by their tokens/s and compares it with the built
 model's counts.
 """
@@ -16,9 +17,28 @@ from __future__ import annotations
 
 import sys
 
-from validation.amd_runs import compare_amd, read_amd
+from validation.amd_runs import by_source_generation, compare_amd, generation_for, read_amd
 from validation.docs import summary_main
+from validation.nemo_blackwell import BlackwellComparison, BlackwellRows
 from validation.nemo_tables import report_tail, summary_blocks
+
+
+def _pct(value: float | None, signed: bool) -> str:
+    return "-" if value is None else (f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}")
+
+
+def source_generation_lines(read: BlackwellRows, comparisons: list[BlackwellComparison]) -> list[str]:
+    """Rows per source and generation: scored, skipped, held-out mean signed / abs error."""
+    lines = [
+        "| source | generation | rows | scored | skipped | mean signed % | mean abs % |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for g in by_source_generation(read, comparisons):
+        lines.append(
+            f"| {g.source} | {g.generation} | {g.rows} | {g.rows - g.skipped} | {g.skipped} "
+            f"| {_pct(g.mean_signed, True)} | {_pct(g.mean_abs, False)} |"
+        )
+    return lines
 
 
 def render(rows: bool = False) -> str:
@@ -28,10 +48,14 @@ def render(rows: bool = False) -> str:
         f"**AMD Instinct rows** (held out: nothing fitted on them, no setting changed after seeing them):"
         f" {len(read.runs) + len(read.skipped)} rows, {len(comparisons)} scored, {len(read.skipped)} skipped.",
         "",
+        *source_generation_lines(read, comparisons),
+        "",
         *summary_blocks(
             comparisons,
             (
                 (lambda c: "all", "set"),
+                (lambda c: c.run.source, "source"),
+                (lambda c: generation_for(c.run.gpu_id), "generation"),
                 (lambda c: c.run.gpu_label, "GPU"),
                 (lambda c: c.run.model_name, "model"),
                 (lambda c: c.profile.value, "profile"),

@@ -2,8 +2,9 @@
 
 The reader is checked, not the model's error (bench/validate_amd.py prints that): every row is
 built or skipped with a reason, the layout multiplies out to the logged batch, the AMD parts are
-read onto their catalog entries, the logs' own model FLOPs match the built models, and every
-scored row gets a finite positive prediction.
+read onto their catalog entries, the logs' own model FLOPs match the built models, every scored
+row gets a finite positive prediction, and the bench's per-source / per-generation table counts
+every row (the MLPerf v5.1 MI355X / MI350X rows skipped: no catalog entry).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import math
 import pytest
 
 from planner.layout import ActivationCheckpointing, Sharding
-from validation.amd_runs import DEFAULT_AMD_RUNS, compare_amd, read_amd
+from validation.amd_runs import DEFAULT_AMD_RUNS, by_source_generation, compare_amd, generation_for, read_amd
+from validation.nemo_blackwell import BlackwellSkipReason
 from validation.nemo_flops import flop_check
 from validation.published_rows import gpu_id_for
 
@@ -32,10 +34,35 @@ def _csv_rows() -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_every_row_is_built_and_none_is_skipped(read):
+def test_every_row_is_built_or_skipped_for_want_of_a_catalog_part(read):
     ids = [r["row_id"] for r in _csv_rows()]
-    assert sorted(ids) == sorted(r.row_id for r in read.runs)
-    assert len(read.runs) == 3 and not read.skipped
+    assert sorted(ids) == sorted([r.row_id for r in read.runs] + [s.row_id for s in read.skipped])
+    assert {r.row_id for r in read.runs} == {"AMD001", "AMD002", "AMD003"}
+    assert {s.row_id for s in read.skipped} == {"AMD004", "AMD005", "AMD006", "AMD007", "AMD008"}
+    assert {s.reason for s in read.skipped} == {BlackwellSkipReason.GPU_NOT_IN_CATALOG}
+
+
+def test_the_mlperf_rows_multiply_out_to_their_logged_batch():
+    mlperf = [r for r in _csv_rows() if r["source"] == "MLPERF_TRAINING_V5.1"]
+    assert len(mlperf) == 5 and {r["gpu"] for r in mlperf} == {"MI355X", "MI350X"}
+    for row in mlperf:
+        dp = int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]) * int(row["cp"]))
+        assert dp * int(row["mbs"]) * 2 == int(row["gbs"]) and row["notes"].startswith("GA 2;"), row["row_id"]
+        # tokens/s/GPU = samples/s x 8192 / 8: the notes' median of run medians gives it back
+        medians = [float(x) for x in row["notes"].split("medians (")[1].split(")")[0].split(";")]
+        samples_per_s = sorted(medians)[4:6]
+        assert min(samples_per_s) * 1024 <= float(row["tokens_per_s_per_gpu"]) <= max(samples_per_s) * 1024
+
+
+def test_the_bench_counts_every_row_per_source_and_generation(read):
+    groups = {(g.source, g.generation): g for g in by_source_generation(read, compare_amd(read))}
+    assert set(groups) == {("PRIMUS_AAC11", "CDNA3"), ("MLPERF_TRAINING_V5.1", "CDNA4")}
+    primus, mlperf = groups[("PRIMUS_AAC11", "CDNA3")], groups[("MLPERF_TRAINING_V5.1", "CDNA4")]
+    assert (primus.rows, primus.skipped, len(primus.errors)) == (3, 0, 3)
+    assert primus.mean_abs is not None and primus.mean_signed is not None
+    assert primus.mean_abs >= abs(primus.mean_signed)
+    assert (mlperf.rows, mlperf.skipped, mlperf.errors, mlperf.mean_abs) == (5, 5, (), None)
+    assert generation_for("mi325x") == "CDNA3" and generation_for("MI355X") == "CDNA4"
 
 
 def test_layouts_multiply_out_to_the_logged_batch(read):
@@ -56,6 +83,7 @@ def test_the_70b_row_is_fsdp_with_full_recompute(read):
 def test_the_amd_parts_are_read_here_and_not_by_the_calibration_reader(read):
     assert {run.gpu_id for run in read.runs} == {"mi325x"}
     assert gpu_id_for("MI325X") is None and gpu_id_for("MI300X") is None  # published_runs unchanged
+    assert gpu_id_for("MI355X") is None and gpu_id_for("MI350X") is None
 
 
 def test_the_logs_model_flops_match_the_built_models(read):
