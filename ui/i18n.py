@@ -338,7 +338,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         ZERO3_ACROSS_NODES_WORDS + ".",
         "DeepSpeed ZeRO-3 跨 {nodes} 个节点：未找到当前 DeepSpeed 跨节点的公开运行；2021 年代码的 ZeRO-3 在"
         " 384-2,240 块 A100 上的运行（Narayanan 等，2021，表 2）比本模型的计时慢 22-114 %（每个权重一次阻塞式收集），"
-        "未计入误差带（docs/validation.md，已知偏差）。",
+        "未计入误差带；误差带按无实测行的特征放宽（docs/validation.md，已知偏差）。",
     ),
     "megatron_lm_era": (
         MEGATRON_LM_ERA_WORDS + ".",
@@ -611,6 +611,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_large": ("> 1,000 GPUs", "> 1,000 GPU"),
     "feature_hf_modules": ("Hugging Face modules", "Hugging Face 模块"),
     "feature_offload": ("CPU offload", "CPU 卸载"),
+    "feature_zero3_nodes": ("DeepSpeed ZeRO-3 across nodes", "DeepSpeed ZeRO-3 跨节点"),
     "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
     "ceiling_split": ("; the best any stack measured with tp or pp", "；任一框架在 tp 或 pp 下的实测最佳"),
     "ceiling_held": (

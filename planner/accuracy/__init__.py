@@ -36,11 +36,12 @@ from planner.accuracy.regime import (
     feature_bits,
     link_apart_label,
     long_sequence,
+    zero3_shards_across_nodes,
 )
 from planner.accuracy.residuals import source_name
 from planner.catalog.hardware import GPUSpec, load_catalog
-from planner.layout import Implementation, Layout, Precision, TrainingConfig
-from planner.model.candidates import IMPL_HF, PREC_FP8, Candidates
+from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, Candidates
 from planner.model.rowwise import once_per_table
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Estimate
@@ -124,11 +125,21 @@ def band_generation(gpu: GPUSpec, multi_gpu) -> str:
 
 
 def regime_for(
-    stack: str, gpu: GPUSpec, layout: Layout, training: TrainingConfig, moe: bool, named_kernel: str = ""
+    stack: str,
+    gpu: GPUSpec,
+    layout: Layout,
+    training: TrainingConfig,
+    moe: bool,
+    named_kernel: str = "",
+    gpus_per_node: int | None = None,
 ) -> Regime:
     """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts;
-    ``named_kernel``: the attention kernel the user named, "" for the stack's own)."""
+    ``named_kernel``: the attention kernel the user named, "" for the stack's own; ``gpus_per_node``:
+    the job's, default the whole job on one node)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
+    shard_group = layout.dp_shard * layout.tp * layout.cp
+    per_node = layout.world_size if gpus_per_node is None else gpus_per_node
+    zero3 = zero3_shards_across_nodes(stack, layout.sharding == Sharding.FSDP, shard_group, per_node)
     bits = feature_bits(
         layout.tp,
         layout.pp,
@@ -140,6 +151,7 @@ def regime_for(
         hf,
         training.offload,
         bool(named_kernel),
+        zero3,
     )
     generation = band_generation(gpu, layout.world_size > 1)
     return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)), named_kernel)
@@ -154,11 +166,11 @@ def ceiling_of(regime: Regime, gpu: GPUSpec, calibrated: bool) -> Ceiling | None
     return shipped_base().ceilings.ceiling(replace(regime, generation=regime_generation(gpu)))
 
 
-def _row_keys(c: Candidates, moe: bool, named_kernel: str = "") -> np.ndarray:
-    """A key per row: its GPU and feature bits (the regime, for a fixed stack); kept for the
+def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "") -> np.ndarray:
+    """A key per row: its GPU and feature bits (the regime, for ``stack``); kept for the
     last table (its ceilings and each quantile pass ask for them)."""
-    term = f"regime_keys_{named_kernel}" if named_kernel else "regime_keys"  # ``other`` is kept by identity
-    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, named_kernel))
+    term = f"regime_keys_{stack}_{named_kernel}"  # ``other`` is kept by identity
+    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, stack, named_kernel))
 
 
 # A regime key: ((GPU index x SEQUENCE_KEYS) + the long sequence's doublings + 1, or 0 for a
@@ -166,9 +178,10 @@ def _row_keys(c: Candidates, moe: bool, named_kernel: str = "") -> np.ndarray:
 SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
 
 
-def _regime_keys(c: Candidates, moe: bool, named_kernel: str) -> np.ndarray:
+def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str) -> np.ndarray:
     fp8, hf, kernel = c.precision == PREC_FP8, c.impl == IMPL_HF, bool(named_kernel)
-    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel)
+    zero3 = zero3_shards_across_nodes(stack, c.sharding == SHARD_FSDP, c.dp_shard * c.tp * c.cp, c.gpus_per_node)
+    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3)
     long = long_sequence(c.seq_len)
     octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)
     return (np.asarray(c.gpu_index, dtype=np.int64) * SEQUENCE_KEYS + octave) * FEATURE_SPAN + bits
@@ -216,7 +229,7 @@ def mfu_ceilings(
         ceiling = ceiling_of(regime, gpu, gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
-    return _per_key(_row_keys(c, moe, named_kernel), value)[:, 0]
+    return _per_key(_row_keys(c, moe, stack, named_kernel), value)[:, 0]
 
 
 @functools.lru_cache(maxsize=4096)  # thread-safe; a plan and its median re-solve ask the same regimes
@@ -243,7 +256,7 @@ def time_factors(
         generation = band_generation(gpus[g], bits & Feature.MULTI_GPU)
         return regime_time_factors(base, Regime(stack, generation, bits, seq, named_kernel), tuple(quantiles))
 
-    table = _per_key(_row_keys(c, moe, named_kernel), factors)
+    table = _per_key(_row_keys(c, moe, stack, named_kernel), factors)
     return [table[:, i] for i in range(len(quantiles))]
 
 

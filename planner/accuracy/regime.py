@@ -87,6 +87,9 @@ class Feature(IntFlag):
     # an attention kernel its stack would not pick (a user's --attention, a row's recipe): which one
     # is ``Regime.kernel`` (trial s44 H1: rows that ran Triton validated FlashAttention-2 at 65K)
     KERNEL = 2048
+    # DeepSpeed's ZeRO-3 with its shards over more than one node (``zero3_shards_across_nodes``): no row
+    # of today's DeepSpeed measured it, and the 2021 code's did not fit the model (audit s44 M3)
+    ZERO3_NODES = 4096
 
 
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
@@ -113,9 +116,12 @@ def long_sequence(seq_len) -> np.ndarray:
 # (docs/validation.md "Error bands").
 # Offload counts two: no validation row measured it, and part of the step then runs on another
 # machine part (host DRAM, PCIe, the CPU's AdamW), as it does on another GPU architecture
-# (GENERATION_WEIGHT). A choice, like the others (docs/validation.md "Error bands").
+# (GENERATION_WEIGHT). A choice, like the others (docs/validation.md "Error bands"). DeepSpeed's
+# ZeRO-3 across nodes counts two as well: no row of today's DeepSpeed measured it, and each weight's
+# gather then crosses the network, a mechanism the one-node rows do not exercise (audit s44 M3: its
+# band read -16 % to +22 % beside a warning that the 2021 code's runs were 22-114 % slower).
 FEATURE_WEIGHTS: dict[Feature, float] = {
-    f: {Feature.MULTI_NODE: 0.5, Feature.OFFLOAD: 2.0}.get(f, 1.0) for f in Feature
+    f: {Feature.MULTI_NODE: 0.5, Feature.OFFLOAD: 2.0, Feature.ZERO3_NODES: 2.0}.get(f, 1.0) for f in Feature
 }
 
 FEATURE_WORDS: dict[Feature, str] = {
@@ -131,7 +137,17 @@ FEATURE_WORDS: dict[Feature, str] = {
     Feature.OFFLOAD: "CPU offload",
     Feature.CP: "cp > 1",
     Feature.KERNEL: "an attention kernel its stack would not pick",
+    Feature.ZERO3_NODES: "DeepSpeed ZeRO-3 across nodes",
 }
+
+
+def zero3_shards_across_nodes(stack: str, fsdp, shard_group, gpus_per_node) -> np.ndarray:
+    """Whether DeepSpeed's ZeRO-3 (``fsdp``: the layout's full sharding) gathers its shards over
+    more than one node: its shard group (dp_shard x tp x cp; HSDP inside a node gathers over the
+    scale-up link, review s44) spans more GPUs than a node holds. Arrays or scalars."""
+    if stack != "deepspeed":
+        return np.zeros(np.shape(shard_group), dtype=bool)
+    return np.asarray(fsdp, dtype=bool) & (np.asarray(shard_group) > np.asarray(gpus_per_node))
 
 
 # A feature another implies, left unsaid beside it (trial s33 app: "more than one GPU, more than
@@ -165,7 +181,9 @@ def judged_kernels(kernels: np.ndarray, placed: np.ndarray, query_kernel: str) -
     return kernels if query_kernel else placed
 
 
-def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False) -> np.ndarray:
+def feature_bits(
+    tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False, zero3_nodes=False
+) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
     Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
     timed from another kernel's rates by a factor or by its own tables, never measured in a stack's
@@ -183,6 +201,7 @@ def feature_bits(tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=Fals
         + np.asarray(hf, dtype=bool) * Feature.HF_MODULES
         + np.asarray(offload, dtype=bool) * Feature.OFFLOAD
         + np.asarray(kernel, dtype=bool) * Feature.KERNEL
+        + np.asarray(zero3_nodes, dtype=bool) * Feature.ZERO3_NODES
     )
     return np.asarray(bits, dtype=np.int64)
 

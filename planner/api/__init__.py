@@ -216,6 +216,12 @@ def judged_estimate(
         mfu_ceiling=None if ceiling is None else ceiling.mfu,
         stack=Stack(stack),
     )
+    # The band's regime knows the nodes the estimate chose (the ceiling reads no node fact beyond
+    # the GPU count): DeepSpeed's ZeRO-3 across them is a feature no row measured.
+    per_node = est.num_gpus // est.num_nodes
+    regime = accuracy.regime_for(
+        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, gpus_per_node=per_node
+    )
     return est.model_copy(
         update={
             "uncertainty": accuracy.uncertainty(est, regime, ceiling, job),

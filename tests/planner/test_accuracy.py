@@ -310,7 +310,7 @@ def test_the_search_and_an_estimate_judge_a_long_sequence_alike():
     gpu = load_catalog().gpu("h200-sxm")
     for seq, long in ((4096, 0), (32768, 32768), (40000, 65536), (262144, 262144), (200000, 262144), (2**24, 2**24)):
         c = single(gpu, Layout().resolve(8), TrainingConfig(seq_len=seq), gpus_per_node=8, network_bandwidth=1e9)
-        g, bits, got = _key_parts(int(_regime_keys(c, False, False)[0]))
+        g, bits, got = _key_parts(int(_regime_keys(c, False, "trainplan", "")[0]))
         assert (g, got) == (0, long) and bits & F.LONG == (F.LONG if long else 0)
     p = build_plan(get_preset("llama3.1-8b"), "h200-sxm", Layout(), TrainingConfig(seq_len=262144), num_gpus=8)
     u = p.estimate.uncertainty

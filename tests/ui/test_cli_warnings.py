@@ -482,14 +482,20 @@ def test_deepspeed_zero3_across_nodes_names_the_known_miss_on_cli_and_card(capsy
     from ui.plan_card import request_texts
 
     args = ["estimate", "--model", "llama2-7b", "--gpu", "h100-sxm", "--micro-batch", "1", "--json"]
-    said = []
+    said, features, widths = [], [], []
     hsdp = ["--num-gpus", "16", "--dp-replicate", "2"]  # shards inside a node (review s44)
     for extra in (["--num-gpus", "16"], ["--num-gpus", "8"], ["--num-gpus", "16", "--sharding", "zero1"], hsdp):
         for stack in ("deepspeed", "hf-trainer"):
             assert main([*args, *extra, "--stack", stack]) == 0
-            said.append([w for w in json.loads(capsys.readouterr().out)["warnings"] if "Known misses" in w])
+            out = json.loads(capsys.readouterr().out)
+            said.append([w for w in out["warnings"] if "Known misses" in w])
+            features.append("DeepSpeed ZeRO-3 across nodes" in out["uncertainty"]["envelope"])
+            low, high = out["uncertainty"]["tokens_per_s"]
+            widths.append(high / low)
     assert said[0] and said[0][0].startswith("DeepSpeed ZeRO-3 across 2 nodes") and "22-114 %" in said[0][0]
     assert not any(said[1:]), said
+    # audit s44 M3: the band is widened as for a feature no row measured, exactly where it is said
+    assert features == [bool(s) for s in said] and widths[0] > widths[1] * 1.05, (features, widths)
     model, training = get_preset("llama2-7b"), TrainingConfig(seq_len=4096, impl=Implementation.HF)
     layout = Layout(dp_shard=16, sharding=Sharding.FSDP)
     chosen = build_plan(model, "h100-sxm", layout, training, num_gpus=16, stack=Stack.DEEPSPEED)
