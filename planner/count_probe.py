@@ -58,9 +58,9 @@ class FittingCount:
     layout: str  # Layout.describe() (and its recompute) of the fitting candidate with the least memory
     need_gib: float
     capacity_gib: float
-    time_to_train_s: float  # that candidate's, at the request's risk
+    time_to_train_s: float  # that candidate's, as the limits judge it (ScoredTable.limit_figures)
     batch_tokens: int = 0  # its global batch (the request's within the batch tolerance)
-    # the least cost at that count of the candidates that pass, at the request's risk (a deadline
+    # the least cost at that count of the candidates that pass, as a budget judges it (a deadline
     # fix's GPUs may cost more than the request's budget: trial s43)
     cost_usd: float = float("nan")
 
@@ -145,9 +145,9 @@ def _first_fit(
         layout=layout.describe() + ac + offload,
         need_gib=float(table.memory_need_gib[row]),
         capacity_gib=float(table.capacity_gib[row]),
-        time_to_train_s=float(table.time_to_train_s[row]),
+        time_to_train_s=float(checks.time_s[row]),  # as the deadline judged it
         batch_tokens=int(table.extra["batch_tokens"][row]),
-        cost_usd=float(np.nanmin(table.cost_usd[rows])) if np.isfinite(table.cost_usd[rows]).any() else np.nan,
+        cost_usd=float(np.nanmin(checks.cost_usd[rows])) if np.isfinite(checks.cost_usd[rows]).any() else np.nan,
     )
     return (int(tried.max()) if len(tried) else low), fit
 

@@ -138,9 +138,10 @@ def plan_json(result, calibration) -> dict:
 
 
 def limits_line(result, request) -> str | None:
-    """'limits judged at p80: budget $2.30M (this plan $2.30M; its own figure $1.84M), deadline 10.0
-    days (9.5 days; 8.1 days)' where the request has either (trial s30: the budget was compared with
-    the p80 cost, which only an infeasible answer said)."""
+    """'limits judged at p80 (never under the model's own figure): budget $2.30M (this plan $2.30M;
+    its own figure $1.84M), deadline 10.0 days (9.5 days; 8.1 days)' where the request has either
+    (trial s30: the budget was compared with the p80 cost, which only an infeasible answer said;
+    buyer trial s45: at p50 the own figure, the higher, is what the budget judged: limit_figure)."""
     e, risk = result.plan.estimate, result.risk.value
     parts = []
     if request.budget_usd is not None:
@@ -153,7 +154,7 @@ def limits_line(result, request) -> str | None:
             f"deadline {request.deadline_days:,.1f} days (this plan {duration_h(e.time_h_at(risk))}; its own figure"
             f" {duration_h(e.time_to_train_h)})"
         )
-    return f"limits judged at {risk}: " + ", ".join(parts) if parts else None
+    return f"limits judged at {risk} (never under the model's own figure): " + ", ".join(parts) if parts else None
 
 
 def beside_lines(result) -> list[str]:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from planner.accuracy import Risk
 from planner.request import PlanRequest
+from planner.search.table import limit_figure
 
 
 def best_per_count(frame: pd.DataFrame, objective: str = "cost", risk: Risk | None = None) -> pd.DataFrame:
@@ -69,11 +70,14 @@ class Limits:
         return cls(request.deadline_days, request.budget_usd, inventory, request.risk)
 
     def feasible(self, points: pd.DataFrame) -> pd.Series:
-        ok = pd.Series(True, index=points.index)  # judged as the search judges: at the risk quantile
+        ok = pd.Series(True, index=points.index)  # judged as the search judges (ScoredTable.limit_figures)
         if self.deadline_days:
-            ok &= points["time_at_risk_days"] <= self.deadline_days
+            ok &= (
+                limit_figure(points["time_at_risk_days"].to_numpy(), points["time_to_train_days"].to_numpy())
+                <= self.deadline_days
+            )
         if self.budget_usd:
-            ok &= points["cost_at_risk_usd"] <= self.budget_usd
+            ok &= limit_figure(points["cost_at_risk_usd"].to_numpy(), points["cost_usd"].to_numpy()) <= self.budget_usd
         for gpu, most in (self.inventory or {}).items():
             ok &= ~((points["gpu"] == gpu) & (points["num_gpus"] > most))
         return ok

@@ -33,10 +33,6 @@ class TableColumns(Protocol):
     @property
     def memory_need_gib(self) -> np.ndarray: ...
     @property
-    def time_to_train_s(self) -> np.ndarray: ...
-    @property
-    def cost_usd(self) -> np.ndarray: ...
-    @property
     def extra(self) -> dict[str, np.ndarray]: ...
 
 
@@ -54,6 +50,10 @@ class RowChecks:
     inventory_limits: dict[str, int] | None
     deadline_s: float | None
     budget_usd: float | None
+    # Each row's time and cost as the limits judged them (ScoredTable.limit_figures): the
+    # diagnosis cites these, so "needs 31 days" is the figure the 30-day deadline refused.
+    time_s: np.ndarray
+    cost_usd: np.ndarray
     # The types whose limit in ``inventory_limits`` is a GPU-count cap (max_gpus), not an inventory.
     count_caps: dict[str, int] = field(default_factory=dict)
     # Rows that fit but were left untimed (ScoredTable.dominated): a twin passes every check they
@@ -225,7 +225,7 @@ def _explain_inventory(table: TableColumns, checks: RowChecks, passing: np.ndarr
 
 
 def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
-    T = table.time_to_train_s
+    T = checks.time_s
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
     fix = f"allow {duration_words(fastest, round_up=True)}"
@@ -269,7 +269,7 @@ def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int, 
     if not bound.any() or "batch_tokens" not in table.extra:
         return None
     rows = np.flatnonzero(bound)
-    batch, T = table.extra["batch_tokens"], table.time_to_train_s
+    batch, T = table.extra["batch_tokens"], checks.time_s
     # smallest such batch, then fewest GPUs, then the fastest
     row = int(rows[np.lexsort((T[rows], table.num_gpus[rows], batch[rows]))[0]])
     words = (
@@ -282,7 +282,7 @@ def _batch_bound_fix(table: TableColumns, checks: RowChecks) -> tuple[str, int, 
 
 
 def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray) -> InfeasiblePlan:
-    C, T = table.cost_usd, table.time_to_train_s
+    C, T = checks.cost_usd, checks.time_s
     rows = np.flatnonzero(passing)
     cheapest = float(C[rows].min())
     # the fastest within NEAR_TIE_FRACTION of the cheapest (trial s42: "the cheapest plan (32 x

@@ -101,7 +101,8 @@ def check_rows(
                 raise ValueError(f"inventory[{gpu!r}]: expected a GPU count >= 0, got {count!r}")
         per_type = np.array([inventory.get(gpu, 0) for gpu in gpu_types], dtype=np.float64)
         inventory_per_row = per_type[gpu_codes]
-    time_s, cost_usd = table.time_to_train_s, table.cost_usd
+    # at the risk quantile, never under the model's own figure (table.limit_figure)
+    time_s, cost_usd = table.limit_figures()
     checks = RowChecks(
         # A dominated row fits, but its twin passes every check it passes, at no more time or
         # cost: dropping it here changes no choice and no diagnosis.
@@ -115,6 +116,8 @@ def check_rows(
         inventory_limits=dict(inventory) if inventory is not None else None,
         deadline_s=deadline_s,
         budget_usd=budget_usd,
+        time_s=time_s,
+        cost_usd=cost_usd,
         count_caps=dict(count_caps or {}),
         untimed=table.dominated,
     )
@@ -378,7 +381,8 @@ def _single_job_problem(
     table: ScoredTable, kept: np.ndarray, coefficients: np.ndarray, limits: _Limits
 ) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
     """(1)-(7) of :func:`solve_single` over the rows ``kept``, minimising ``coefficients . x``."""
-    C, T, n = table.cost_usd, table.time_to_train_s, table.num_gpus
+    T, C = table.limit_figures()  # the limits' figures, as check_rows judges them
+    n = table.num_gpus
     deadline_s, budget_usd, inventory = limits.deadline_s, limits.budget_usd, limits.inventory
     problem = pulp.LpProblem("single_job", pulp.LpMinimize)
     x = new_binaries(problem, "x", len(kept))

@@ -65,7 +65,7 @@ def candidate_table(
 ) -> ScoredTable:
     """Score every candidate and hand the ILP the columns it constrains on. With ``evidence``
     each row is held at its efficiency ceiling, and its time and cost are those at the risk
-    quantile (the model's own in ``extra['model_time_s']``). Only the rows whose GPU memory fits
+    quantile (the model's own in ``extra['model_time_s']`` and ``extra['model_cost_usd']``). Only the rows whose GPU memory fits
     are timed (issue 28: a quarter of a 70B search): no other row can be chosen, and the diagnosis
     reads their memory only; their time and cost are NaN. ``prune_dominated``: neither are the
     rows that have a ``recompute_twins`` (a third of what fits, issue 28); they are marked
@@ -121,6 +121,7 @@ def candidate_table(
             "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
             "batch_tokens": batch,
             "model_time_s": seconds,
+            "model_cost_usd": job_cost_usd(seconds, c, settings),  # what a budget judges beside the risk's
             # the model's own time, before the efficiency ceiling: the ILP's last tie-break
             "uncapped_time_s": uncapped,
             "price_estimated": c.price_estimated,  # a tie's order: sourced prices first (ties.tie_order)

@@ -23,6 +23,16 @@ _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
 }
 
 
+def limit_figure(at_risk: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """The figure a deadline or a budget judges a plan by: its figure at the request's risk
+    quantile, never under the model's own (the headline a plan prints). Held out, the model's own
+    figure erred less than the band's median, so judging at a median below it passed plans whose
+    printed cost broke the budget (buyer trial s45: --risk p50 chose a $1.94M plan under a $1.90M
+    budget, its median $1.90M). At p80 / p90 the quantile is the higher wherever the band lies above
+    the model's figure, as it does on most regimes. NaN (an untimed row) stays NaN: it passes no limit."""
+    return np.maximum(at_risk, own)
+
+
 @dataclass(frozen=True, eq=False)  # identity equality: == on arrays has no single truth value
 class ScoredTable:
     """The scored candidates the ILP solves over: struct of numpy arrays, one row per (gpu type,
@@ -81,6 +91,14 @@ class ScoredTable:
     def count_cells(self) -> np.ndarray:
         """An int per row naming its (GPU type, GPU count): ``pareto_mask``'s and the knee's cells."""
         return self.gpu_codes().astype(np.int64) * (int(self.num_gpus.max(initial=0)) + 1) + self.num_gpus
+
+    def limit_figures(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's time and cost as a deadline and a budget judge them (``limit_figure``): the
+        table's own where it carries no model figures (a table built by hand)."""
+        own_time, own_cost = self.extra.get("model_time_s"), self.extra.get("model_cost_usd")
+        if own_time is None or own_cost is None:
+            return self.time_to_train_s, self.cost_usd
+        return limit_figure(self.time_to_train_s, own_time), limit_figure(self.cost_usd, own_cost)
 
     def take(self, indices: np.ndarray | list[int]) -> ScoredTable:
         """The rows at ``indices`` (in that order), extra columns included."""
