@@ -390,8 +390,11 @@ def plan_portfolio(
         name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
         for name, r in requests.items()
     }
-    jobs = [_job_candidates(search, name, labelled=False) for name, search in searches.items()]
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
+    # each job knows the horizon: a deadline answer past it names horizon_days too (slots.py)
+    jobs = [
+        replace(_job_candidates(search, name, labelled=False), horizon_s=horizon) for name, search in searches.items()
+    ]
     rates = owned_rates(catalog, held, tco, settings_or_default, purchase_usd, wall_power_w)
     solution: PortfolioSolution = solve_portfolio(
         jobs,

@@ -69,6 +69,10 @@ class JobCandidates:
     # The requested global batch (tokens; needs table.extra["batch_tokens"]): of the rows feasible
     # on their own, only those of the achievable batch nearest it are offered, as in solve_single.
     batch_target: int | None = None
+    # The horizon of the portfolio the job is part of (None: unknown or none): a deadline answer
+    # whose plan ends past it names horizon_days too (buyer trial s45: "set deadline_days to
+    # 233.804 or more" under a 90-day horizon, which then refused it).
+    horizon_s: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,17 +124,8 @@ def job_rows(
     if len(rows) == 0:
         reason = diagnose(job.table, checks)
         detail, fix = f"job {job.name!r}: {reason.detail}", reason.fix
-        if reason.constraint is Constraint.DEADLINE and finish_by != job.deadline_s:
-            # The horizon, not a deadline of the job's, set the limit (the job may have none).
-            horizon = duration_words(finish_by or 0.0)
-            detail += (
-                f" (the horizon of {horizon} ends first)"
-                if job.deadline_s is None
-                else f" (the horizon of {horizon} ends before the job's deadline)"
-            )
-            fix += " (the horizon: horizon_days)"
-        if reason.constraint is Constraint.DEADLINE and finish_by == job.deadline_s and reason.required:
-            detail, fix = _in_deadline_days(reason.required, detail, fix)
+        if reason.constraint is Constraint.DEADLINE:
+            detail, fix = _deadline_answer(job, finish_by, reason.required, detail, fix)
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
             detail += " (its rent at the job's risk quantile, which a budget bounds)"
@@ -148,16 +143,44 @@ def job_rows(
     ]
 
 
-def _in_deadline_days(required_s: float, detail: str, fix: str) -> tuple[str, str]:
-    """A job's deadline answer in the jobs file's own field and unit, one figure in both places:
-    the least number of days that does, rounded up (trial s27: "allow 79 minutes" for a field
-    written in days; trial s33: "needs 5.9 days ... allow 6 days (deadline_days = 5.871)", one
+def _deadline_answer(
+    job: JobCandidates, finish_by: float | None, required_s: float | None, detail: str, fix: str
+) -> tuple[str, str]:
+    """A job's deadline answer: which limit ended first, and a fix naming every jobs-file key that
+    ends before the fastest plan does (its deadline_days, the horizon_days): raising one alone
+    would be refused by the other (buyer trial s45)."""
+    horizon_s = job.horizon_s if finish_by == job.deadline_s else finish_by
+    if finish_by != job.deadline_s:
+        # The horizon, not a deadline of the job's, set the limit (the job may have none).
+        horizon = duration_words(finish_by or 0.0)
+        ends = "ends first" if job.deadline_s is None else "ends before the job's deadline"
+        detail += f" (the horizon of {horizon} {ends})"
+    limits = (("deadline_days", job.deadline_s), ("horizon_days", horizon_s))
+    short = [key for key, limit in limits if limit is not None and required_s and limit < required_s]
+    if not required_s or (short == ["horizon_days"] and finish_by != job.deadline_s):
+        return detail, fix + " (the horizon: horizon_days)"
+    return _in_days_fields(required_s, detail, fix, short or ["deadline_days"])
+
+
+def days_field(seconds: float) -> str:
+    """The least number of days a jobs-file field needs to hold ``seconds``: rounded up to one
+    decimal, as every duration prints (buyer trial s45: "233.804" beside "233.8" everywhere else),
+    or to three under a day, where a tenth (2.4 hours) is too coarse (trial s27: a 79-minute job)."""
+    decimals = 1 if seconds >= SECONDS_PER_DAY else 3
+    scale = 10**decimals
+    least = math.ceil(seconds / SECONDS_PER_DAY * scale - 1e-9) / scale
+    return f"{least:.{decimals}f}".rstrip("0").rstrip(".")  # review s34: :g cut 1234.562 to 1234.56
+
+
+def _in_days_fields(required_s: float, detail: str, fix: str, keys: list[str]) -> tuple[str, str]:
+    """A job's deadline answer in the jobs file's own fields (``keys``) and unit, one figure in both
+    places: the least number of days that does (``days_field``; trial s27: "allow 79 minutes" for a
+    field written in days; trial s33: "needs 5.9 days ... allow 6 days (deadline_days = 5.871)", one
     figure three ways, the least below the "needs")."""
-    least = math.ceil(required_s / SECONDS_PER_DAY * 1000 - 1e-9) / 1000
-    days = f"{least:.3f}".rstrip("0").rstrip(".")  # every decimal kept (review s34: :g cut 1234.562 to 1234.56)
+    days = days_field(required_s)
     detail = detail.replace(duration_words(required_s), f"{days} days", 1)
     allow = f"allow {duration_words(required_s, round_up=True)}"
-    field = f"set deadline_days to {days} or more"
+    field = f"set {' and '.join(keys)} to {days} or more"
     return detail, fix.replace(allow, field, 1) if allow in fix else f"{fix}; {field}"
 
 
