@@ -12,7 +12,7 @@ import numpy as np
 
 from planner.accuracy import Risk
 from planner.api import plan
-from planner.api.side_answers import told_apart
+from planner.api.side_answers import tie_rule_chose, told_apart
 from planner.catalog.models import get_preset
 from planner.request import PlanRequest
 from planner.search.ilp import NEAR_TIE_FRACTION, ScoredTable
@@ -88,3 +88,26 @@ def test_a_near_tie_reads_the_cost_at_the_slow_end_a_reserved_term_keeps_flat():
     assert settle_near_tie(flat, np.arange(2), 0, weights, refs, NEAR_TIE_FRACTION) == 1  # scaled as the time
     term = replace(flat, extra={**flat.extra, "cost_hi_usd": np.array([100.0, 100.5])})
     assert settle_near_tie(term, np.arange(2), 0, weights, refs, NEAR_TIE_FRACTION) == 0
+
+
+def test_risk_is_not_said_to_change_a_choice_the_tie_rule_made():
+    """Buyer trial s45: the median's 128-GPU plan cost 0.2 % less than the chosen 256-GPU one at p50
+    and at p80 alike; the near-tie rule (the faster of plans within 1 %), not the risk, chose."""
+    request = PlanRequest(
+        model=get_preset("llama3-8b"),
+        training_tokens=2e12,
+        gpus={"h100-sxm": None, "a100-80gb-sxm": None},
+        deadline_days=120,
+        top_k=0,
+    )
+    assert plan(request).median_plan is None
+
+
+def test_the_tie_rule_chose_where_the_objectives_figure_is_near_at_every_quantile():
+    cost = PlanRequest(**{**BASE, "risk": Risk.P80})
+    time = cost.model_copy(update={"objective": "time"})
+    at_median, at_risk = _table([100.0, 100.5], [20.0, 10.0]), _table([116.0, 116.4], [23.0, 11.5])
+    assert tie_rule_chose(cost, (at_median, at_risk), 0, 1)  # 2x apart in time, 0.5 % in cost
+    assert not tie_rule_chose(time, (at_median, at_risk), 0, 1)
+    dearer = _table([116.0, 118.0], [23.0, 11.5])  # 1.7 % apart at p80: the risk told them apart
+    assert not tie_rule_chose(cost, (at_median, dearer), 0, 1)
