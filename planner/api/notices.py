@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
+from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import (
@@ -95,6 +96,7 @@ def search_warnings(
         + host_staged_warnings(chosen, catalog.gpu(chosen.gpu))
         + zero3_across_nodes_warnings(chosen)
         + megatron_lm_era_warnings(chosen, catalog.gpu(chosen.gpu))
+        + batch_beyond_published_warnings(chosen)
     )
 
 
@@ -181,7 +183,8 @@ def unpriced_types(request: PlanRequest, catalog: Catalog) -> list[str]:
 def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = None) -> tuple[str, ...]:
     """What ``estimate`` warns of, as ``plan`` does: positions beyond the pretrained context, a
     price kind dearer than on-demand (unless ``price`` quotes the GPU), a reserved term longer
-    than the job, a job over a year or shorter than its start-up, a batch far from the request."""
+    than the job, a job over a year or shorter than its start-up, a batch far from the request or past any
+    published one."""
     context = context_extension_warning(p.model, p.training.seq_len)
     experts = hf_experts_warning(p.model, p.stack, p.training.impl)
     gpu = load_catalog().gpu(p.gpu)
@@ -193,7 +196,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
         context, experts, own, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
         *a2a_exposed_warnings(p), *serial_host_warnings(p), *host_staged_warnings(p, gpu),
-        *zero3_across_nodes_warnings(p), *megatron_lm_era_warnings(p, gpu),
+        *zero3_across_nodes_warnings(p), *megatron_lm_era_warnings(p, gpu), *batch_beyond_published_warnings(p),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 
@@ -340,25 +343,6 @@ ZERO3_ACROSS_NODES_WORDS = (
 def zero3_across_nodes_warnings(p: Plan) -> tuple[str, ...]:
     """The CLI's words of ``zero3_across_nodes``."""
     return (ZERO3_ACROSS_NODES_WORDS.format(nodes=p.num_nodes),) if zero3_across_nodes(p) else ()
-
-
-# A batch this many times off the one asked for is not "nearest achievable" but another job.
-BATCH_OFF_FACTOR = 2.0
-
-
-def batch_off_warnings(p: Plan) -> tuple[str, ...]:
-    """A warning when the layout's batch is over BATCH_OFF_FACTOR times off the requested one
-    (``--global-batch-tokens 100`` makes 32,768 tokens: a sequence per data-parallel rank)."""
-    e, t = p.estimate, p.training
-    requested = e.requested_global_batch_tokens
-    if requested is None or 1 / BATCH_OFF_FACTOR <= e.global_batch_tokens / requested <= BATCH_OFF_FACTOR:
-        return ()
-    least = t.micro_batch * t.seq_len * p.layout.dp
-    return (
-        f"--global-batch-tokens {requested:,}: this layout's batch is {e.global_batch_tokens:,} tokens, "
-        f"{e.global_batch_tokens / requested:,.3g}x the request (at least micro-batch {t.micro_batch} x "
-        f"{t.seq_len:,} tokens x {counted(p.layout.dp, 'data-parallel rank')} = {least:,})",
-    )
 
 
 def fixed_cost_warnings(p: Plan) -> tuple[str, ...]:
