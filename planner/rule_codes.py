@@ -421,6 +421,8 @@ class FixCode(StrEnum):
     FSDP_GROUP_MORE_GPUS = "fsdp_group_more_gpus"
     FULL_AC = "full_ac"
     FULL_AC_PARTIAL = "full_ac_partial"  # full recomputation shrinks the need but not under the room
+    FULL_AC_CP = "full_ac_cp"  # full recomputation and context parallelism together fit
+    FULL_AC_CP_MORE_GPUS = "full_ac_cp_more_gpus"
     MICRO_BATCH = "micro_batch"
     TP = "tp"
     TP_MORE_GPUS = "tp_more_gpus"
@@ -448,6 +450,14 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     ),
     FixCode.FULL_AC: "enable full activation checkpointing",
     FixCode.FULL_AC_PARTIAL: "enable full activation checkpointing, then more (alone it still needs {need:,.1f} GiB)",
+    FixCode.FULL_AC_CP: (
+        "enable full activation checkpointing and split each sequence over cp={cp} ranks (context parallelism,"
+        " now {now})"
+    ),
+    FixCode.FULL_AC_CP_MORE_GPUS: (
+        "enable full activation checkpointing and split each sequence over cp={cp} ranks (context parallelism,"
+        " now {now}) on {gpus} GPUs"
+    ),
     FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
     FixCode.TP: "use tp={tp} (now {now})",
     FixCode.TP_MORE_GPUS: "use tp={tp} (now {now}) on {gpus} GPUs",

@@ -753,6 +753,16 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "enable full activation checkpointing, then more (alone it still needs {need:,.1f} GiB)",
         "开启完整的激活重计算，并再加其他措施（仅此一项仍需 {need:,.1f} GiB）",
     ),
+    "fix_full_ac_cp": (
+        "enable full activation checkpointing and split each sequence over cp={cp} ranks (context parallelism,"
+        " now {now})",
+        "开启完整的激活重计算，并把每条序列切分到 cp={cp} 个 rank 上（上下文并行，当前 {now}）",
+    ),
+    "fix_full_ac_cp_more_gpus": (
+        "enable full activation checkpointing and split each sequence over cp={cp} ranks (context parallelism,"
+        " now {now}) on {gpus} GPUs",
+        "在 {gpus} 块 GPU 上开启完整的激活重计算，并把每条序列切分到 cp={cp} 个 rank 上（上下文并行，当前 {now}）",
+    ),
     "fix_micro_batch": ("lower the micro-batch below {micro_batch}", "把微批减小到 {micro_batch} 以下"),
     "fix_tp": ("use tp={tp} (now {now})", "使用 tp={tp}（当前 {now}）"),
     "fix_tp_more_gpus": ("use tp={tp} (now {now}) on {gpus} GPUs", "在 {gpus} 块 GPU 上使用 tp={tp}（当前 {now}）"),

@@ -37,6 +37,7 @@ def memory_fix_hint(
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
+    full_ac_cp_fits: Callable[[int], bool] = lambda cp: False,
     group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
     optimizer_fix: FixCode | None = None,
     compile_fits: bool = False,
@@ -58,6 +59,9 @@ def memory_fix_hint(
     the GPU and it did not fit), ``full_ac_need`` the GiB the same layout needs with full
     recomputation (None: not known), so checkpointing that does not close the gap alone is said
     after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find),
+    ``full_ac_cp_fits(cp)`` whether full recomputation with that context-parallel degree runs and
+    fits by the memory model (buyer trial s45: at a million tokens neither fixed it alone, and
+    together, cp 16, they did, but the answer named neither cp nor the pair),
     ``group_fits(dp_shard, dp_replicate, gpus)`` whether an FSDP group fits by the memory model
     (review s39: under a pipeline the gradients stay unsharded, and the group named by the
     states' split still did not fit, nor the next one), ``optimizer_fix`` the narrower optimizer formats
@@ -82,12 +86,15 @@ def memory_fix_hint(
         hints.append(FixHint(code=FixCode.COMPILE))
     if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
+    # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
+    sequence = (terms.activations + terms.logits_loss) * need_gib / max(terms.total, 1e-9)
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
+    if partial and sequence > excess:  # the sequence's terms could close the gap: split them too
+        both = _full_ac_cp_hint(layout, full_ac_cp_fits)
+        full, partial = ([both], []) if both is not None else (full, partial)
     hints += full
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
-    # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
-    sequence = (terms.activations + terms.logits_loss) * need_gib / max(terms.total, 1e-9)
     cp = _smallest_degree(layout.cp, sequence, excess, lambda c: c <= MAX_CP_FIX and cp_runs(c))
     if cp is not None:
         hints.append(_degree_hint(layout, "cp", cp, FixCode.CP, FixCode.CP_MORE_GPUS))
@@ -119,6 +126,18 @@ def _recompute_hints(
     if after is None or after <= usable_gib:
         return [FixHint(code=FixCode.FULL_AC)], []
     return [], [FixHint(code=FixCode.FULL_AC_PARTIAL, figures={"need": after})]
+
+
+def _full_ac_cp_hint(layout: Layout, fits: Callable[[int], bool]) -> FixHint | None:
+    """Full recomputation together with the smallest power-of-two multiple of the context-parallel
+    degree (up to MAX_CP_FIX) with which it ``fits``: where checkpointing alone leaves the sequence's
+    activations over the room, splitting the sequence is what shrinks them (buyer trial s45:
+    more pipeline stages at a million tokens still needed 430 GiB, cp 8 with it 78 GiB of 75)."""
+    wider = (layout.cp * 2**j for j in range(1, 8))
+    cp = next((d for d in wider if d <= MAX_CP_FIX and fits(d)), None)
+    if cp is None:
+        return None
+    return _degree_hint(layout, "cp", cp, FixCode.FULL_AC_CP, FixCode.FULL_AC_CP_MORE_GPUS)
 
 
 def _sharding_hints(
@@ -310,6 +329,7 @@ class FitCheck:
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
             full_ac_need=lambda: self.need_with_full_ac(settings),
+            full_ac_cp_fits=lambda cp: self.runs("cp", cp, self.full_ac_training(), settings),
             group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
             optimizer_fix=self.optimizer_fix(settings),
             compile_fits=self.compile_fits(settings),
@@ -330,11 +350,14 @@ class FitCheck:
     def need_with_full_ac(self, settings: ModelingSettings) -> float | None:
         """GiB per GPU (reserved + CUDA context) of the same layout with full recomputation; None
         where that configuration does not pass the estimate's rules."""
-        full = self.training.model_copy(
+        c = self._candidates(self.resolved, self.num_gpus, self.full_ac_training())
+        return None if c is None else float(memory(self.model, c, settings).device_total[0]) / GIB
+
+    def full_ac_training(self) -> TrainingConfig:
+        """The same training with every layer's activations recomputed."""
+        return self.training.model_copy(
             update={"activation_checkpointing": ActivationCheckpointing.FULL, "ac_blocks": 0}
         )
-        c = self._candidates(self.resolved, self.num_gpus, full)
-        return None if c is None else float(memory(self.model, c, settings).device_total[0]) / GIB
 
     def with_offload(self) -> bool:
         """The same layout with the optimizer states on the host (review s32: it was asked as

@@ -247,10 +247,12 @@ def test_a_long_sequence_memory_fix_names_context_parallelism():
 
 def test_checkpointing_that_cannot_close_the_gap_alone_is_said_after_the_fixes_that_can():
     """Trial s38 finding 5: at a million tokens "enable full activation checkpointing" led the
-    fixes, and with it the job still needed 417 GiB; it now comes last, with that figure."""
-    model = LLAMA8B.model_copy(update={"max_seq_len": 1 << 20})
-    e = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 20)
-    full = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 20, activation_checkpointing=AC.FULL)
+    fixes, and with it the job still needed 417 GiB; it now comes last, with that figure. (Buyer
+    trial s45: at a million tokens full checkpointing with cp 16 fits, and is named instead; at 8M
+    tokens not even cp 64 with it does.)"""
+    model = LLAMA8B.model_copy(update={"max_seq_len": 1 << 23})
+    e = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 23)
+    full = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 23, activation_checkpointing=AC.FULL)
     assert not e.feasible and not full.feasible
     codes = [h.code for h in e.fix_hints]
     assert codes[-1] == "full_ac_partial" and "full_ac" not in codes, codes
@@ -259,6 +261,22 @@ def test_checkpointing_that_cannot_close_the_gap_alone_is_said_after_the_fixes_t
     assert abs(need - full.memory.reserved_gib) < 2.0  # the reserved peak plus the CUDA context
     short = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=16384, micro_batch=4)
     assert short.fix_hints[0].code == "full_ac"  # where it does close the gap, it leads
+
+
+def test_a_million_token_memory_fix_pairs_full_checkpointing_with_context_parallelism():
+    """Buyer trial s45 L2: at a million tokens on 8 H100 the fix named full checkpointing, which left
+    435 GiB, and no cp; checkpointing with the sequence split is what fits. The smallest such cp is
+    named, on the GPUs named, and it fits; half of it on these GPUs does not."""
+    model = LLAMA8B.model_copy(update={"max_seq_len": 1 << 20})
+    e = est(Layout(sharding=Sharding.FSDP), model=model, seq_len=1 << 20)
+    assert not e.feasible and e.fix_hints[0].code in ("full_ac_cp", "full_ac_cp_more_gpus"), e.fix
+    assert "full_ac_partial" not in [h.code for h in e.fix_hints]
+    cp, gpus = int(e.fix_hints[0].figures["cp"]), int(e.fix_hints[0].figures.get("gpus", 8))
+    assert (e.fix or "").startswith(f"enable full activation checkpointing and split each sequence over cp={cp} ranks")
+    full = dict(model=model, seq_len=1 << 20, activation_checkpointing=AC.FULL)
+    assert est(Layout(cp=cp, sharding=Sharding.FSDP), num_gpus=gpus, **full).feasible
+    # half of it, on these 8 GPUs (the one widening that keeps them: memory_fixes.wider_world), does not fit
+    assert not est(Layout(cp=cp // 2, sharding=Sharding.FSDP), num_gpus=8, **full).feasible
 
 
 def test_more_pipeline_stages_are_named_only_where_the_states_they_split_could_close_the_gap():
