@@ -216,14 +216,14 @@ def test_every_gpu_has_a_sourced_purchase_price(catalog):
         assert gpu.purchase_price_usd is not None and gpu.purchase_price_usd > 0, gpu.id
         source = gpu.sources["purchase_price_usd"]
         assert source.startswith(PURCHASE_CONVENTION), f"{gpu.id}: purchase price must state the convention"
-        cited = source.removesuffix("; read 2026-11-29")
+        cited = re.sub(r"; read 20\d\d-\d\d-\d\d$", "", source)
         assert cited != source and re.search(r"20\d\d|undated", cited), f"{gpu.id}: say when the cited page is from"
 
 
 def test_purchase_prices_rank_like_the_parts(catalog):
     usd = {gpu.id: gpu.purchase_price_usd for gpu in catalog.gpus.values()}
     assert usd["b200"] > usd["h200-sxm"] >= usd["h100-sxm"] > usd["a100-80gb-sxm"] > usd["a100-40gb-sxm"]
-    assert usd["l4"] < usd["l40s"] and usd["mi300x"] < usd["mi325x"]
+    assert usd["l4"] < usd["l40s"] and usd["mi300x"] < usd["mi325x"] < usd["mi350x"] < usd["mi355x"]
     # same chip: an NVSwitch server on a 400G fabric costs more per GPU than a card in a plain PCIe server
     assert usd["h100-pcie"] < usd["h100-sxm"] and usd["a100-80gb-pcie"] < usd["a100-80gb-sxm"]
     assert usd["h200-nvl"] < usd["h200-sxm"]
@@ -725,3 +725,28 @@ def test_match_new_gpu_names(catalog, name, memory_mib, expected):
 @pytest.mark.parametrize("name", ["NVIDIA GeForce RTX 3090", "NVIDIA RTX A5000"])
 def test_other_24gb_rtx_cards_do_not_borrow_the_4090(catalog, name):
     assert match_gpu_name(name, 24_564 * 2**20, catalog) is None
+
+
+@pytest.mark.parametrize(("gpu_id", "clock_ghz", "tdp"), [("mi355x", 2.4, 1400), ("mi350x", 2.2, 1000)])
+def test_cdna4_dense_peaks_follow_their_derivation(catalog, gpu_id, clock_ghz, tdp):
+    """MI355X / MI350X: 8 XCDs x 32 CUs, FP8 8,192 and BF16 4,096 dense FLOPs per CU per clock
+    (ISSCC 2026; S12), at the peak engine clock; 288 GB HBM3e by the HBM rule, 8 TB/s, 7 Infinity
+    Fabric links of 76.5 GB/s per direction, on the 8-GPU OAM node (docs/hardware.md)."""
+    gpu = catalog.gpu(gpu_id)
+    cus = 8 * 32
+    assert gpu.peak_flops("fp8") == pytest.approx(cus * 8192 * clock_ghz * 1e9, rel=1e-4)
+    assert gpu.peak_flops("bf16") == pytest.approx(cus * 4096 * clock_ghz * 1e9, rel=1e-4)
+    assert gpu.peak_flops("fp16") == gpu.peak_flops("bf16")
+    assert gpu.peak_flops("fp32") == pytest.approx(cus * 256 * clock_ghz * 1e9, rel=1e-3)
+    assert "tf32" not in gpu.peak_flops_per_s  # no TF32 figure published for CDNA 4
+    assert gpu.memory_bytes == round(usable_memory_gib(288) * GIB)
+    assert gpu.hbm_bandwidth_bytes_per_s == pytest.approx(8e12)
+    assert gpu.scaleup_bandwidth_bytes_per_s == pytest.approx(7 * 76.5e9)
+    assert gpu.tdp_watts == tdp and gpu.generation == "AMD" and gpu.compute_capability is None
+    assert gpu.default_node == "amd-oam-8" and gpu.default_network == "roce-400g"
+    assert gpu.rates.gemm_flops_per_s["bf16"] < gpu.peak_flops("bf16")
+    # no dated public offer: the B200's price scaled by dense bf16 (docs/hardware.md "Prices")
+    b200 = catalog.gpu("b200")
+    assert gpu.sources["price_usd_per_gpu_hour"].startswith("ESTIMATE: the B200's")
+    expected = b200.price_per_gpu_hour_usd * gpu.peak_flops("bf16") / b200.peak_flops("bf16")
+    assert gpu.price_per_gpu_hour_usd == pytest.approx(expected, abs=0.005)
