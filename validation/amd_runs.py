@@ -7,15 +7,15 @@ the per-iteration step time (``PRIMUS_AAC11``), and the MLPerf Training v5.1 Lla
 submissions on MI355X and MI350X (AMD's NeMo / Megatron-Core implementation; AMD, Dell,
 Supermicro, Cisco). No validation row had run on an AMD GPU before them; nothing in the model was
 fitted on them, and no setting was changed after seeing them. The CDNA 4 parts (MI355X, MI350X)
-are not in the catalog (a catalog GPU needs a price and no dated public offer was found), so their
-rows are read and skipped with that reason until the catalog holds them.
+joined the catalog after the rows did (hw_catalog/gpus/mi355x.toml, mi350x.toml: datasheet
+figures, a MAMF-based GEMM rate, an ESTIMATE price), with nothing in them read from these rows.
 
 The rows share the NeMo Blackwell file's columns and reader (validation/nemo_blackwell.py) and are
 predicted the same way: ``planner.model.estimate.score`` under the Megatron-Core profile as it is
 (Primus-Megatron runs Megatron-LM's Megatron-Core with TransformerEngine), the Mixtral row under
 the MoE benchmark profile, the MLPerf rows under the MLPerf recipe (bf16 gradient buffers: AMD's
 ``train.py`` passes ``grad_reduce_in_fp32=False``, as NVIDIA's does). Only the GPU names differ:
-the MI300X and MI325X the catalog holds. bench/validate_amd.py prints the tables, per source and
+the MI300X, MI325X, MI350X and MI355X the catalog holds. bench/validate_amd.py prints the tables, per source and
 per generation.
 """
 
@@ -29,12 +29,12 @@ from planner.catalog.hardware import Catalog
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows, compare_nemo_blackwell, read_nemo_blackwell
 
 DEFAULT_AMD_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "amd_runs.csv"
-# The AMD parts the catalog holds; MI355X / MI350X rows are skipped (no catalog entry: no price).
+# The AMD parts the rows name, and their catalog entries.
 AMD_GPU_IDS: tuple[tuple[str, str | None], ...] = (
     ("MI325X", "mi325x"),
     ("MI300X", "mi300x"),
-    ("MI355X", None),
-    ("MI350X", None),
+    ("MI355X", "mi355x"),
+    ("MI350X", "mi350x"),
 )
 # Instinct generations by the part's name (CDNA 3: gfx942; CDNA 4: gfx950; ROCm's GPU
 # specifications table, docs/reference/gpu-arch-specs.rst).
