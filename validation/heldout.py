@@ -3,7 +3,8 @@ without the generation being scored (leave-one-generation-out), then that genera
 
 What is fitted where (docs/validation.md):
 
-- on the published Megatron-Core-family rows (S3, S13, S14): the Megatron-Core profile's
+- on the published Megatron-Core-family rows of S3, S13 and S14 (``MC_FIT_SOURCES``; a later
+  Megatron-Core source such as S15 is scored, never fitted on): the Megatron-Core profile's
   ``attention_kernel_factor`` (relative to the catalog's per-GPU cuDNN rates) and
   ``tp_comm_overlap`` (``MC_GRID``); re-fitted here on the other generations' rows for each
   generation scored;
@@ -40,6 +41,11 @@ GENERATIONS = {
     "gb200": "B200/GB200",
 }
 GENERATION_ORDER = ("A100", "H100", "B200/GB200", "H200")
+
+# The sources the Megatron-Core settings are fitted on (their shipped values and every re-fit
+# here). A Megatron-Core row of any other source (S15, the Nemotron-4 340B report) is scored only:
+# nothing is fitted on it, in no fold.
+MC_FIT_SOURCES = frozenset({"S3", "S13", "S14"})
 
 # The Megatron-Core settings fitted on published rows, and the grid they are re-fitted over.
 MC_GRID: dict[str, list[float]] = {
@@ -87,17 +93,18 @@ def _errors(runs: list[PublishedRun], choice: dict[str, float]) -> np.ndarray:
 
 def published_leave_one_generation_out(runs: list[PublishedRun]) -> list[HeldOut]:
     """Every comparable published row, its Megatron-Core settings re-fitted (grid, mean |error|)
-    on the comparable Megatron-Core rows of the other generations."""
+    on the comparable Megatron-Core rows of the other generations (of ``MC_FIT_SOURCES`` only)."""
     shipped = compare_published(runs)
     scored = [(r, c) for r, c in zip(runs, shipped, strict=True) if c.excluded is None]
     runs = [r for r, _ in scored]
     choices = _grid(MC_GRID)
     errors = np.stack([_errors(runs, choice) for choice in choices])  # [choice, row]
     uses_mc = np.array([r.stack == Stack.MEGATRON_CORE for r in runs])
+    fitted_on = uses_mc & np.array([r.source in MC_FIT_SOURCES for r in runs])
     gens = np.array([generation(r) for r in runs])
     out = []
     for gen in dict.fromkeys(gens):
-        train = uses_mc & (gens != gen)
+        train = fitted_on & (gens != gen)
         best = int(np.argmin(np.abs(errors[:, train]).mean(axis=1))) if train.any() else None
         for i in np.flatnonzero(gens == gen):
             run, fitted = scored[i]
