@@ -45,6 +45,21 @@ def test_each_generation_is_scored_with_settings_fitted_on_the_others(monkeypatc
     assert all(i.fit == {} and i.error == i.fitted_error for i in items if i.generation == "A100")
 
 
+def test_only_the_fit_sources_are_fitted_on(monkeypatch):
+    """A Megatron-Core row outside MC_FIT_SOURCES (S15, the Nemotron-4 340B report) is scored with
+    settings fitted without it, and no fold is fitted on it."""
+    assert {"S3", "S13", "S14"} == heldout.MC_FIT_SOURCES
+    monkeypatch.setattr(heldout, "MC_GRID", {"attention_kernel_factor": [0.5, 1.0], "tp_comm_overlap": [0.0, 0.9]})
+    s15 = [r for r in read_published_runs()[0] if r.source == "S15"]
+    assert len(s15) == 3 and all(r.stack == Stack.MEGATRON_CORE for r in s15)
+    blackwell = [r for r in _subset() if heldout.generation(r) == "B200/GB200"]
+    items = heldout.published_leave_one_generation_out(blackwell + s15)
+    # S15 (H100) is scored with a fit on the Blackwell rows; the Blackwell fold has no row to fit on
+    assert {i.source for i in items if i.generation == "H100"} == {"S15"}
+    assert all(i.fit for i in items if i.generation == "H100")
+    assert all(i.fit == {} and i.error == i.fitted_error for i in items if i.generation == "B200/GB200")
+
+
 def test_summary_means():
     items = [heldout.HeldOut("H100", "S14", str(k), "llama", e, e, {}) for k, e in enumerate((0.1, -0.3))]
     (s,) = heldout.summarise(items, lambda i: i.generation)

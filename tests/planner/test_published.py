@@ -47,7 +47,7 @@ def comparisons(read):
 
 def test_every_row_is_read_or_skipped_with_a_reason(read):
     runs, skipped = read
-    assert len(runs) + len(skipped) == 136
+    assert len(runs) + len(skipped) == 139
     reasons = {s.row_id: s.reason for s in skipped}
     assert reasons[303] == SkipReason.TPU
     assert reasons[375] == SkipReason.GPU_NOT_IN_CATALOG  # GB300
@@ -112,6 +112,29 @@ def test_llama_rows_use_presets_and_megatron_sharding(runs):
     assert zero1.layout.sharding == Sharding.ZERO1
     assert (zero1.layout.tp, zero1.layout.pp, zero1.layout.dp_shard, zero1.layout.vpp) == (4, 8, 2, 5)
     assert runs[423].gpu_id == "gb200" and runs[423].stack == Stack.MEGATRON_CORE
+
+
+def test_nemotron4_340b_report_rows_load_with_the_stated_layout(runs, comparisons):
+    """S15, the Nemotron-4 340B report's Table 2: TP 8 x PP 12 (vpp 8 assumed) x DP 16 / 32 / 64 on
+    DGX H100, bf16, distributed optimizer, micro-batch 1, batch 768 / 1,536 / 2,304 x 4096, read as
+    tokens/s = batch x 4096 / iteration time (10.3 / 10.3 / 8.0 s); scored, held out."""
+    table = {429: (1536, 16, 48, 768, 10.3), 430: (3072, 32, 48, 1536, 10.3), 431: (6144, 64, 36, 2304, 8.0)}
+    scored = {c.run.row_id: c for c in comparisons}
+    assert {r.row_id for r in runs.values() if r.source == "S15"} == set(table)
+    for row_id, (gpus, dp, accum, batch, step_s) in table.items():
+        run = runs[row_id]
+        assert run.model == get_preset("nemotron4-340b") and run.gpu_id == "h100-sxm"
+        assert run.stack == Stack.MEGATRON_CORE and run.num_gpus == gpus
+        layout = run.layout
+        assert (layout.tp, layout.pp, layout.vpp, layout.cp, layout.dp_shard) == (8, 12, 8, 1, dp)
+        assert layout.sharding == Sharding.ZERO1
+        t = run.training
+        assert (t.seq_len, t.micro_batch, t.grad_accum, t.precision) == (4096, 1, accum, Precision.BF16)
+        assert t.activation_checkpointing == AC.NONE and run.micro_batch_published
+        assert t.micro_batch * t.grad_accum * dp == batch
+        assert run.measured_tokens_per_s_per_gpu == pytest.approx(batch * 4096 / step_s / gpus, rel=1e-5)
+        assert run.convention == FlopConvention.MODEL_NONCAUSAL and run.inferred == ()
+        assert scored[row_id].excluded is None
 
 
 def test_selective_recompute_maps_to_none_and_deepspeed_rows_are_not_scored(runs, comparisons):
