@@ -8,6 +8,7 @@ rented type costs its rent, or under a reserved price kind is reserved for whole
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from planner.search.ownership import HourlyRate, idle_usd
 from planner.search.portfolio_flow import flow_constraints
 from planner.search.portfolio_reserved import ReservedGpus, ReservedPools, reserved_answer, reserved_rates
 from planner.search.portfolio_rows import PortfolioRows, candidate_rows, dot, hourly
+from planner.search.portfolio_ties import gap_to_bound, settle_near_ties
 from planner.search.reserved import ReservedPrices
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
@@ -80,6 +82,7 @@ class PortfolioSolution:
     # Many jobs: LB, no schedule's objective is lower (planner/search/lanes.py); None: the exact model
     lower_bound: float | None = None
     lanes: bool = False  # the lanes' schedule answered, not the slotted model's (planner/search/lanes.py)
+    order: tuple[int, ...] = ()  # the jobs in the order they were list-scheduled (portfolio_ties.py)
 
     @property
     def reserved_idle_usd(self) -> float:
@@ -138,9 +141,9 @@ def solve_portfolio(
     Jobs j; rows c in R_j (memory, divisibility, batch, C_c <= B_j, n_c <= inv_g(c) as filters);
     the GPU types g of the inventory cost F_g per held GPU-hour and v_g per busy one (``rates``;
     a type without one: F_g = the rent its rows imply, v_g = 0; a ``rented`` type, not held, its
-    count a cap on GPUs rented at once: F_g = 0, and each row costs its own rent C_c, its job's price
-    and whole-node billing, in place of v_g n_c T_c). Times in days; H a bound on
-    any left-justified schedule (sum_j max_c T_c; D_j = min(deadline, horizon, H)):
+    count a cap on GPUs rented at once: F_g = 0, and each row costs its own rent C_c, its job's price and
+    whole-node billing, in place of v_g n_c T_c). Times in days; H = sum_j max_c T_c bounds any
+    left-justified schedule, D_j = min(deadline, horizon, H):
 
         variables   y_c, x_ij in {0, 1};  S_j, M >= 0;  f_ijg >= 0 (i in {0} + J, j in J)
         minimise    w_C (24 sum_g inv_g F_g M + sum_c v_g n_c T_c y_c) / C_ref
@@ -168,11 +171,10 @@ def solve_portfolio(
     job ends within the terms, and C_ref prices a reserved row at F_r spread over the span.
 
     ``exact`` None: this model up to EXACT_MAX_JOBS jobs; above, the slotted approximation of
-    :func:`_slotted_order` (max(num_slots, 2 |J|) slots) or the lanes' schedule, whichever is better,
-    with LB, a bound on every schedule (planner/search/lanes.py; :func:`_many_jobs`). Either way the
-    chosen rows are then list-scheduled in the model's order of starts (:func:`list_schedule`), which
-    ends no job later, and the solution is scored on that schedule.
-    """
+    :func:`_slotted_order` (max(num_slots, 2 |J|) slots) or the lanes' schedule, whichever is better, with
+    LB, a bound on every schedule (planner/search/lanes.py; :func:`_many_jobs`). Either way the chosen rows
+    are list-scheduled in the model's order of starts (:func:`list_schedule`), which ends no job later, the
+    solution is scored on that schedule, and each job's near tie settled as plan's (portfolio_ties.py)."""
     if not jobs:
         raise ValueError("jobs: expected at least one job")
     if len({job.name for job in jobs}) != len(jobs):
@@ -199,12 +201,14 @@ def solve_portfolio(
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
-        solution = replace(_read(jobs, inventory, options, weights, order_of()), solver=solver_name, exact=True)
+        solution = replace(_read(jobs, options, weights, inventory, order_of()), solver=solver_name, exact=True)
     else:
         slots = (horizon_s, max(num_slots, 2 * len(jobs)))
         solution = _many_jobs(
             problem, jobs, options, weights, inventory, finish_by, pools, slots, prune, solver, time_limit_s
         )
+    score = functools.partial(_read, jobs, options, weights)
+    solution = settle_near_ties(solution, options, objective, finish_by, weights.T_ref, inventory, score)
     return replace(solution, num_variables=len(problem.variables()), held_usd_per_gpu_hour=held)
 
 
@@ -225,7 +229,7 @@ def _many_jobs(
     model (``slots``: the horizon, the number of slots): for a short time only where LB certifies the
     lanes already, enough to keep an optimum it proves at once. The better of the two answers."""
     bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, (solver, time_limit_s), pools)
-    certified = lanes is not None and _gap(lanes, bound) <= LANES_GAP
+    certified = lanes is not None and gap_to_bound(lanes, bound) <= LANES_GAP
     horizon_s, num_slots = slots
     span = slotted_span_s(options.T, options.job, len(jobs), horizon_s)
     order_of = _slotted_order(problem, jobs, options, weights, inventory, finish_by, span, num_slots, prune)
@@ -233,18 +237,13 @@ def _many_jobs(
     solved, solver_name = solve_slotted(problem, solver, prune, limit, search_on=lanes is None and time_limit_s is None)
     if solved is None and lanes is None:
         raise RuntimeError(f"{solver_name} found no schedule of the slotted model by its time limit of {limit} s")
-    answers = ([_read(jobs, inventory, options, weights, order_of())] if solved else []) + ([lanes] if lanes else [])
+    answers = ([_read(jobs, options, weights, inventory, order_of())] if solved else []) + ([lanes] if lanes else [])
     if not answers:  # the slotted model proved it has none, and the lanes found none
         raise shared_inventory_infeasible(jobs, inventory, horizon_s, False)
     best = min(answers, key=lambda answer: answer.objective_value)  # the slotted model's on a tie
     proven = bool(solved) and best is answers[0] and stopped_gap(problem) is None
-    gap = None if proven else _gap(best, bound)
+    gap = None if proven else gap_to_bound(best, bound)
     return replace(best, solver=solver_name, stopped_gap=gap, lower_bound=bound, lanes=best is lanes)
-
-
-def _gap(solution: PortfolioSolution, bound: float) -> float:
-    """The solution's objective above LB, relative to it (0 where a solver's tolerance puts it under)."""
-    return max(0.0, (solution.objective_value - bound) / solution.objective_value)
 
 
 def _lanes(
@@ -275,7 +274,7 @@ def _lanes(
     found = None if pools is not None else lane_schedule(terms, solver, bound, time_limit_s=time_limit_s)
     if found is None:
         return bound, None
-    return bound, _read(jobs, inventory, options, weights, (list(found.rows), list(found.order), {}))
+    return bound, _read(jobs, options, weights, inventory, (list(found.rows), list(found.order), {}))
 
 
 def _weights(
@@ -446,9 +445,9 @@ def _instance(
 
 def _read(
     jobs: Sequence[JobCandidates],
-    inventory: Mapping[str, int],
     options: PortfolioRows,
     weights: _Weights,
+    inventory: Mapping[str, int],
     read: _Read,
 ) -> PortfolioSolution:
     """The picked rows, list-scheduled in the model's order of starts (``read``: the rows, the
@@ -496,4 +495,5 @@ def _read(
         num_variables=0,
         exact=False,
         reserved=reserved,
+        order=tuple(order),
     )
