@@ -1063,6 +1063,21 @@ _LABELS: dict[str, tuple[str, str]] = {
     "standing_validated": ("validated", "已验证"),
     "standing_circular": ("not independent", "非独立验证"),
     "standing_outside": ("outside", "超出范围"),
+    # The exact figures of a budget answer whose named plan is not the cheapest but the fastest within
+    # NEAR_TIE_FRACTION of it (app trial s45 L2: "最便宜的方案需要 $8,586.80" under a headline that named the
+    # 8 x mi325x plan at $8,603, the planner's English line said which)
+    "detail_budget_near": (
+        "Planner's figures: the lowest cost is ${need:,.2f} (the plan named above is the fastest within"
+        " {fraction:.0%} of it), the budget is ${have:,.2f}.",
+        "规划器的精确数字：最低费用为 ${need:,.2f}（上面所列方案是费用在其 {fraction:.0%} 以内的方案中最快的），"
+        "预算为 ${have:,.2f}。",
+    ),
+    "detail_budget_deadline_near": (
+        "Planner's figures: the lowest cost that meets the deadline is ${need:,.2f} (the plan named above is the"
+        " fastest within {fraction:.0%} of it), the budget is ${have:,.2f}.",
+        "规划器的精确数字：满足期限的最低费用为 ${need:,.2f}（上面所列方案是费用在其 {fraction:.0%} 以内的方案中"
+        "最快的），预算为 ${have:,.2f}。",
+    ),
 }
 
 _LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import string
+from dataclasses import replace
 
 import pytest
 from support import DATA
@@ -137,3 +138,27 @@ def test_the_explorers_does_not_fit_names_the_fix_in_chinese():
     assert warning.value == ZH("ex_over_memory_try", need=need, usable=e.memory.usable_gib, fix=plain(fix))
     assert "64" in fix and "cp=4" in fix and "pp > 1" not in fix and "tp=" not in fix
     assert not english_sentences(warning.value)
+
+
+def test_a_budget_answers_exact_figures_name_the_plan_its_headline_names():
+    """App trial s45 L2: the headline named 8 x mi325x (the fastest within 1 % of the lowest cost, as
+    the planner's English line says) and the 中文 line under it "最便宜的方案需要 $8,586.80", the 2-GPU
+    plan's cost: now it says the lowest cost and that the plan named is the fastest within 1 % of it."""
+    from planner.api import plan
+    from planner.catalog.models import get_preset
+    from planner.errors import InfeasiblePlan
+    from ui.app_core import Infeasible
+    from ui.infeasible_words import detail_text
+
+    request = request_for(get_preset("llama3-8b"), gpus={"mi325x": None}, seq_len=8192, budget_usd=1000.0)
+    with pytest.raises(InfeasiblePlan) as raised:
+        plan(request, settings=DEFAULT_SETTINGS)
+    answer = Infeasible.of(raised.value)
+    assert answer.named is not None and answer.named.num_gpus == 8  # not the cheapest, 2 x mi325x
+    assert "the fastest within 1% of the lowest cost" in answer.detail
+    zh = detail_text(ZH, answer)
+    assert zh == ZH("detail_budget_near", need=answer.required, have=1000.0, fraction=0.01)
+    assert "最低费用为 $" in zh and "1% 以内的方案中最快的" in zh and "最便宜的方案" not in zh
+    # a portfolio job's line is worded from the figures in English too
+    job = detail_text(EN, replace(answer, job="job-1"))
+    assert job.startswith("Planner's figures: the lowest cost is $") and "fastest within 1% of it" in job
