@@ -10,10 +10,12 @@ import re
 import time
 from collections.abc import Sequence
 
+import pandas as pd
 import streamlit as st
 from streamlit.elements.lib.mutable_tab_container import TabContainer
 
 from planner.api.chart_points import judged_points
+from planner.errors import NamedPlan
 from planner.fmt import one_line
 from planner.frontier import knee
 from planner.plan import Plan
@@ -69,7 +71,18 @@ def show_breakdowns(tr: Labels, plans: list[Plan], inputs: Inputs) -> None:
     st.plotly_chart(figures.step_time_figure(plans, tr), key="chart_step")
 
 
-def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
+def scaling_default(points: pd.DataFrame, chosen: Plan | None, named: NamedPlan | None) -> str:
+    """The scaling chart's GPU type until one is picked: the chosen plan's; with none, the type the
+    infeasible answer names, else the type of the cheapest point at the search's risk (app trial s45
+    L3: an infeasible budget showed the a10, the first type in the alphabet)."""
+    gpus = set(points["gpu"])
+    for plan in (chosen, named):
+        if plan is not None and plan.gpu in gpus:
+            return plan.gpu
+    return str(points["gpu"][points["cost_at_risk_usd"].idxmin()])
+
+
+def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None, named: NamedPlan | None = None) -> None:
     points = cached_frontier(inputs.key, inputs.headroom, inputs.request.objective.value, inputs.calibration)
     if points.empty:
         st.info(tr("no_candidates"))
@@ -88,7 +101,7 @@ def show_explore(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     st.plotly_chart(fig, key="chart_frontier")
     gpus = sorted(points["gpu"].unique())
     if st.session_state.get("scaling_gpu") not in gpus:
-        st.session_state["scaling_gpu"] = chosen.gpu if chosen is not None and chosen.gpu in gpus else gpus[0]
+        st.session_state["scaling_gpu"] = scaling_default(points, chosen, named)
     gpu = st.selectbox(tr("scaling_gpu"), gpus, key="scaling_gpu")
     st.markdown(f"**{tr('chart_scaling')}**")
     st.plotly_chart(figures.scaling_figure(points, gpu, tr, request.risk, sure_first), key="chart_scaling")
@@ -224,7 +237,9 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         plan_card(tr, result.plan, result, inputs.bought, inputs.calibration, notes, cached)
     panels = {
         "tab_breakdowns": lambda: show_breakdowns(tr, plans, inputs),
-        "tab_explore": lambda: show_explore(tr, inputs, result.plan if result else None),
+        "tab_explore": lambda: show_explore(
+            tr, inputs, result.plan if result else None, outcome.infeasible.named if outcome.infeasible else None
+        ),
         "tab_top": lambda: show_top_plans(
             tr, plans, inputs.bought, result.risk.value if result else "p80", tie_rule_text(tr, result)
         ),

@@ -106,6 +106,21 @@ def test_every_gpu_type_has_its_own_colour_and_symbol_in_every_chart(points):
     assert scaling.layout.yaxis.title.font.color == scaling.data[0].line.color
 
 
+def test_with_no_plan_the_scaling_chart_shows_the_answers_gpu_type_not_the_first_in_the_alphabet(points):
+    """App trial s45 L3: an infeasible budget showed the a10's scaling; now the type the answer names
+    (the fastest plan within 1 % of the cheapest), else the cheapest point's type."""
+    from planner.errors import NamedPlan
+    from ui.single import scaling_default
+
+    at = run_app(gpus=["mi325x", "h100-sxm", "a10"], preset="llama3-8b", seq_len=8192, budget_usd=1000.0)
+    assert at.warning and not at.metric  # no plan: the budget binds
+    open_tab(at, "tab_explore")
+    assert at.session_state["scaling_gpu"] == "mi325x"
+    cheapest = str(points["gpu"][points["cost_at_risk_usd"].idxmin()])
+    assert scaling_default(points, None, None) == cheapest != sorted(points["gpu"])[0]
+    assert scaling_default(points, None, NamedPlan("h100-sxm", 8, 1.0)) == "h100-sxm"
+
+
 def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points):
     # Limits that split the h100 points: half of them miss the deadline (the median of the time they
     # are judged by, at the search's risk).
