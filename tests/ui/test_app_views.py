@@ -121,6 +121,16 @@ def test_with_no_plan_the_scaling_chart_shows_the_answers_gpu_type_not_the_first
     assert scaling_default(points, None, NamedPlan("h100-sxm", 8, 1.0)) == "h100-sxm"
 
 
+def test_the_memory_charts_context_term_is_not_called_cuda_on_an_amd_plan():
+    """App trial s45 L4: "CUDA context" (中文 "CUDA 上下文") in the legend of an MI325X plan."""
+    result = planned(request_for(gpus={"mi325x": None, "h100-sxm": None}, top_k=10))
+    plans = [result.plan, *result.alternatives]
+    assert {p.gpu for p in plans} >= {"mi325x"}
+    for tr, words in ((EN, "GPU runtime context (CUDA/HIP)"), (ZH, "GPU 运行时上下文（CUDA/HIP）")):
+        names = [t.name for t in figures.memory_figure(plans, 0.6, tr).data]
+        assert words in names and not any(n.startswith("CUDA") for n in names), names
+
+
 def test_frontier_marks_limits_greys_infeasible_points_and_clips_its_axes(points):
     # Limits that split the h100 points: half of them miss the deadline (the median of the time they
     # are judged by, at the search's risk).
