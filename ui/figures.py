@@ -439,10 +439,26 @@ def scaling_figure(
 # --------------------------------------------------------------------------- portfolio and runs
 
 
+# A Gantt bar's label stays horizontal (app trial s45 L5: "4x mi325x" stood rotated in a 1.5-day
+# sliver): inside a bar that holds it, else just past the bar's end, the axis stretched to show it.
+# A bar is judged on a plot this wide (px: the app's main column at 1280 px, less the axis labels),
+# the label at this many px a character (12 px text) plus padding.
+GANTT_PLOT_PX = 600
+GANTT_CHAR_PX = 7.5
+GANTT_PAD_PX = 12
+
+
 def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
-    """One bar per job from its start to its end (days), coloured by its GPU type."""
+    """One bar per job from its start to its end (days), coloured by its GPU type and labelled with
+    its GPUs, horizontally: inside the bar where it fits, else after it."""
     fig = go.Figure()
+    span = max(float(assignments["end_days"].max()), 1e-9)
+    right = span
     for row in assignments.itertuples(index=False):
+        text = f"{row.num_gpus}x {row.gpu}"
+        need = (len(text) * GANTT_CHAR_PX + GANTT_PAD_PX) * span / GANTT_PLOT_PX  # days the label takes
+        inside = row.end_days - row.start_days >= need
+        right = max(right, row.end_days + (0.0 if inside else need))
         fig.add_bar(
             name=row.job,
             y=[row.job],
@@ -450,8 +466,11 @@ def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
             base=[row.start_days],
             orientation="h",
             marker_color=gpu_style(row.gpu).color,
-            text=[f"{row.num_gpus}x {row.gpu}"],
-            textposition="inside",
+            text=[text],
+            textposition="inside" if inside else "outside",
+            textangle=0,
+            constraintext="inside",
+            cliponaxis=False,
             hovertemplate=(
                 f"{row.job}: {row.num_gpus}x {row.gpu}<br>{row.layout}<br>"
                 f"{tr('axis_schedule_days')}: {row.start_days:,.1f}–{row.end_days:,.1f}<extra></extra>"
@@ -460,4 +479,5 @@ def portfolio_figure(assignments: pd.DataFrame, tr: Labels) -> go.Figure:
     fig.update_layout(
         xaxis_title=tr("axis_schedule_days"), showlegend=False, barmode="overlay", margin=dict(t=30, b=10)
     )
+    fig.update_xaxes(range=[0.0, right * 1.02])
     return fig

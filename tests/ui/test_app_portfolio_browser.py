@@ -40,3 +40,41 @@ def test_the_portfolio_tables_fit_the_page_at_1280_px(app_url, tmp_path):  # noq
                 app.check(f"portfolio-{tr.lang}")
         finally:
             browser.close()
+
+
+# Each label of the portfolio's Gantt chart: its text, its SVG transform and its box.
+BAR_TEXTS = """() => [...document.querySelectorAll('.st-key-chart_portfolio .bartext')].map(t => {
+  const box = t.getBoundingClientRect();
+  return [t.textContent, t.getAttribute('transform') || '', box.width, box.height];
+})"""
+
+
+def test_the_gantt_labels_stay_horizontal_and_whole_on_a_short_bar(app_url, tmp_path):  # noqa: F811
+    """App trial s45 L5: a 1.5-day job beside a 23-day one had its "4x mi325x" rotated into its sliver
+    of a bar, unreadable; now every label is level and at full size, inside its bar or after it."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            app = Page(browser.new_page(viewport={"width": 1500, "height": 1100}), tmp_path)
+            app.page.goto(app_url)
+            app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+            app.page.get_by_text(EN("portfolio_mode")).click()
+            app.page.get_by_role("button", name=EN("add_job")).click()  # llama3-8b, ~23 days
+            app.wait_text(EN("jobs_cost"), 120, exact=True)
+            app.select(EN("preset"), "llama3.2-1b")  # ~1 day
+            app.page.get_by_role("button", name=EN("add_job")).click()
+            app.scroll_to("stPlotlyChart")
+            app.page.wait_for_function(
+                "() => document.querySelectorAll('.st-key-chart_portfolio .bartext').length == 2", timeout=120_000
+            )
+            labels = app.page.evaluate(BAR_TEXTS)
+            app.check("portfolio-gantt")
+            assert len(labels) == 2, labels
+            for text, transform, width, height in labels:
+                assert text.endswith("x mi325x"), labels  # the GPUs of each job
+                assert "rotate" not in transform and "scale" not in transform, labels
+                assert width > height and height >= 10, labels  # level and whole
+        finally:
+            browser.close()
