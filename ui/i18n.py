@@ -438,7 +438,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_mfu": ("MFU", "MFU"),
     "card_tokens": ("Tokens/s", "token/秒"),
     "card_memory": ("Memory per GPU", "每 GPU 显存"),
-    "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB", "占 {capacity:.1f} GiB 的 {fraction:.0%}"),
+    # the denominator named (app trial s45 L6: "44% of 253.8 GiB" beside Why this plan's "46% of the
+    # usable 241.1 GiB" read as two answers to one question)
+    "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB capacity", "占容量 {capacity:.1f} GiB 的 {fraction:.0%}"),
     "card_goodput": ("Goodput", "有效训练时间占比"),
     "card_mttf": ("Job MTTF", "任务平均故障间隔"),
     "card_interruptions": ("Expected interruptions", "预计中断次数"),

@@ -70,6 +70,9 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert memory.delta == tr(
         "card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib, capacity=e.memory.capacity_gib
     )
+    # its denominator named, beside Why this plan's "of the usable ... GiB" (app trial s45 L6)
+    words = {"en": f"of {e.memory.capacity_gib:.1f} GiB capacity", "zh": f"占容量 {e.memory.capacity_gib:.1f} GiB 的"}
+    assert words[tr.lang] in memory.delta
     key, value = app_core.duration_key(e.time_to_train_h)
     assert shown[tr("card_time")] == tr(key, value=value)
     # the 80 % band under the time and the cost, and what it rests on (planner/accuracy)
