@@ -9,6 +9,7 @@ labels of ``ui.i18n_messages``.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable
 
 from planner.api.notices import MEGATRON_LM_ERA_WORDS, ZERO3_ACROSS_NODES_WORDS
@@ -330,14 +331,14 @@ _LABELS: dict[str, tuple[str, str]] = {
     "serial_host": (
         "This stack is timed as its measured runs ran, with CUDA_LAUNCH_BLOCKING=1: the host's dispatch runs in"
         " series with the GPU ({host_s:,.1f} s of the {step_s:,.1f} s step, a fitted time per block and"
-        " micro-batch); BigScience measured the switch itself at 0-6 %, so a run without it may gain less.",
+        " micro-batch); BigScience measured the switch itself at 0-6%, so a run without it may gain less.",
         "该框架按其实测运行的方式计时（CUDA_LAUNCH_BLOCKING=1）：主机下发与 GPU 串行（{step_s:,.1f} 秒步长中的"
-        " {host_s:,.1f} 秒，按每块每微批拟合的时间）；BigScience 实测该开关本身只影响 0-6 %，不设它的运行收益可能更小。",
+        " {host_s:,.1f} 秒，按每块每微批拟合的时间）；BigScience 实测该开关本身只影响 0-6%，不设它的运行收益可能更小。",
     ),
     "zero3_across_nodes": (
         ZERO3_ACROSS_NODES_WORDS + ".",
         "DeepSpeed ZeRO-3 跨 {nodes} 个节点：未找到当前 DeepSpeed 跨节点的公开运行；2021 年代码的 ZeRO-3 在"
-        " 384-2,240 块 A100 上的运行（Narayanan 等，2021，表 2）比本模型的计时慢 22-114 %（每个权重一次阻塞式收集），"
+        " 384-2,240 块 A100 上的运行（Narayanan 等，2021，表 2）比本模型的计时慢 22-114%（每个权重一次阻塞式收集），"
         "未计入误差带；误差带按无实测行的特征放宽（docs/validation.md，已知偏差）。",
     ),
     "megatron_lm_era": (
@@ -1100,7 +1101,7 @@ class Labels:
 
     def __call__(self, key: str, **values: object) -> str:
         text = _LABELS[key][self._index]
-        return text.format(**values) if values else text
+        return _format(text, values, self.lang == "zh") if values else text
 
     def get(self, key: str, default: str) -> str:
         """The label for ``key``, or ``default`` for keys that have none (terms the API adds later)."""
@@ -1129,6 +1130,40 @@ class Labels:
     def sentences(self, *items: str) -> str:
         """Sentences one after another: a space between them, none in Chinese."""
         return ("" if self.lang == "zh" else " ").join(i for i in items if i)
+
+
+_FORMATTER = string.Formatter()
+# Han characters, CJK punctuation (、。) and the full-width forms (（），：；)
+_WIDE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def _wide(char: str) -> bool:
+    return bool(_WIDE.fullmatch(char))
+
+
+def _format(template: str, values: dict[str, object], zh: bool) -> str:
+    """``template.format(**values)``, less two kinds of space the template sets beside a value (app
+    trial s45 L7), the values never changed:
+    - one percent style in each language, a figure's sign at it: "{extra:.1f} %" reads "8.9%", as
+      "{fraction:.0%}" does ("80 % band", a term of the CLI and the docs, is no figure's);
+    - in Chinese, a space where the value's end and the text's are both Chinese or full-width:
+      "{kind} 没有" keeps its space after "trainplan" and drops it after "（多 GPU）" ("trainplan（多
+      GPU） 没有实测峰值", "一年预留 按整个 1 年期限计费", "Hugging Face 模块 的误差区间")."""
+    out = ""
+    for literal, field, spec, conversion in _FORMATTER.parse(template):
+        if literal[:2] == " %" and out[-1:].isdigit():
+            literal = literal[1:]  # "8.9" then " %"
+        elif zh and literal[:1] == " " and out and _wide(out[-1]) and len(literal) > 1 and _wide(literal[1]):
+            literal = literal[1:]  # a value's wide end, then " 没有"
+        out += literal
+        if field is None:
+            continue
+        value = _FORMATTER.get_field(field, (), values)[0]
+        shown = _FORMATTER.format_field(_FORMATTER.convert_field(value, conversion), spec or "")
+        if zh and literal[-1:] == " " and len(out) > 1 and _wide(out[-2]) and shown[:1] and _wide(shown[0]):
+            out = out[:-1]  # "；" or "取自" then " " then a value that starts wide
+        out += shown
+    return out
 
 
 # Markdown's punctuation (CommonMark escapes any ASCII punctuation with a backslash) and

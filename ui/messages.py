@@ -163,7 +163,7 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
     text = tr(
         key,
         **values,
-        stacks=", ".join(band.stacks),
+        stacks=tr.join(band.stacks),  # 中文 with 、 (app trial s45 L7)
         configurations=band.own_configurations,
         own_low=own_low,
         own_high=own_high,

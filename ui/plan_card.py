@@ -86,7 +86,7 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | No
     if calibration is None:
         return None
     used = cached_calibration(calibration)
-    values = dict(used.machine, gpus=", ".join(used.gpus), name=used.name)
+    values = dict(used.machine, gpus=tr.join(used.gpus), name=used.name)
     line = tr("calibration_elsewhere", gpu=plan.gpu, **values) if plan.gpu not in used.gpus else None
     line = line or tr("calibration_line", **values)
     if cpu := cpu_measured_gpus(used.applied.record):  # the CLI's warning (ui/calibration.py)

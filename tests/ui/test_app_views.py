@@ -556,3 +556,48 @@ def test_the_explorer_labels_an_infeasible_layouts_time_and_cost_if_it_fit():
     labels = [m.label for m in at.metric]
     assert EN("ex_time_if_fit") in labels and EN("ex_cost_if_fit") in labels
     assert EN("ex_fits") not in [s.value for s in at.success]
+
+
+# App trial s45 L7: a space between two Chinese (or full-width) characters, a figure's spaced percent
+CJK_SPACE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef] (?=[\u3400-\u9fff])")
+SPACED_PERCENT = re.compile(r"\d %")
+
+
+def test_chinese_pages_set_no_space_between_chinese_words_and_one_percent_style():
+    """App trial s45 L7: "trainplan（多 GPU） 没有实测峰值", "（megatron-core 2, torchtitan 15, ...）",
+    "一年预留 按整个 1 年期限计费", "Hugging Face 模块 的误差区间", "费用多 9.4 %" beside "6%"; and
+    the English "+9.4 % cost" beside "6% below"."""
+    pages = {
+        "default": dict(gpus=["mi325x", "h100-sxm"]),  # the memory band read from all stacks, a near tie
+        "reserved": dict(gpus=["mi325x", "h100-sxm"], pricing="reserved_1y"),
+        "deepspeed": dict(gpus=["b200", "h100-sxm"], stack="deepspeed"),  # Hugging Face modules' regimes
+    }
+    seen = set()
+    for name, state in pages.items():
+        for tr in (ZH, EN):
+            at = run_app(preset="llama3-8b", seq_len=8192, lang=tr.lang, **state)
+            metrics = {f"{m.label} {m.value}" for m in at.metric}  # a label and its value: two texts
+            texts = [t for t in page_texts(at) if t not in metrics] + [m.value for m in at.metric]
+            seen |= (
+                {name}
+                if any("、trainplan 9；" in t or ZH("kind_reserved-1y") + "按整个" in t for t in texts)
+                else set()
+            )
+            for text in texts:
+                assert not SPACED_PERCENT.search(text.replace("80 % band", "")), (name, text)
+                if tr is ZH:
+                    assert not CJK_SPACE.search(text), (name, text)
+                    assert "个实测峰值（" not in text or ", " not in text.split("个实测峰值（")[1], (name, text)
+    assert seen == {"default", "reserved", "deepspeed"}, seen
+
+
+def test_labels_drop_a_space_only_where_chinese_meets_chinese():
+    assert ZH("envelope_reaches", regimes="Blackwell 上的 deepspeed、Hugging Face 模块").endswith("模块的误差区间。")
+    assert ZH("envelope_reaches", regimes="Hopper 上的 torchtitan、多 GPU").endswith("多 GPU 的误差区间。")
+    kind = ZH("memory_kind", stack="trainplan", modules="", scale=ZH("memory_kind_multi"))
+    text = ZH("memory_band_all", low=1.0, high=2.0, kind=kind, rows=26, stacks=ZH.join(["a 2", "b 3"]), error=0.03)
+    assert "；trainplan（多 GPU）没有实测峰值" in text and "（a 2、b 3；" in text
+    assert ZH("job_answer", job="任务 一", text="x").count("任务 一") == 1  # a value is never changed
+    for tr in (EN, ZH):  # a figure's percent sign at it, as "{fraction:.0%}" writes it
+        near = tr("near_tie_cost", risk="p80", extra=9.4, gain=2.0, gpus="8 × b200", time="1 day", cost="$1")
+        assert "9.4%" in near and "9.4 %" not in near
