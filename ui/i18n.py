@@ -583,9 +583,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "其序列长度 {seq:,} 个 token，比 {longest:,} 多出 {doublings:g} 次翻倍，而这些实测数据都没有这么长的序列；每次翻倍都像"
         "一项不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
     ),
+    # app trial s45 L8: "Its ends reach the band of the measured deepspeed on Blackwell, ..." had no
+    # clear subject, and its regime's words ran on as a list
     "envelope_reaches": (
-        "Its ends reach the band of the measured {regimes}.",
-        "其两端延伸至已实测的 {regimes} 的误差区间。",
+        "The ends of this 80 % band are set by measured runs whose own band reaches further: {regimes}.",
+        "此 80% 误差区间的两端取自误差区间更宽的已实测数据：{regimes}。",
     ),
     "point_outside_slower": (
         "The model's figures lie outside their bands: the rows nearest this regime ran slower than predicted, even"
