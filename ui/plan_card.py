@@ -8,6 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.api import PlanRequest, chosen_dearer, judged_hours, plan_commitment, trains_too_long
+from planner.api.batch_notices import (
+    LARGEST_PUBLISHED_BATCH_RUN,
+    LARGEST_PUBLISHED_BATCH_TOKENS,
+    batch_beyond_published,
+)
 from planner.api.notices import (
     a2a_exposed_under_megatron,
     host_staged,
@@ -333,6 +338,16 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
         ),
         *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
         *((app_words(tr, tr("megatron_lm_era", gpu=gpu.id)),) if megatron_lm_after_its_era(plan, gpu) else ()),
+        *((batch_beyond_published_text(tr, plan),) if batch_beyond_published(plan) else ()),
+    )
+
+
+def batch_beyond_published_text(tr: Labels, plan: Plan) -> str:
+    """The card's words of ``batch_beyond_published`` (the CLI's: ``batch_beyond_published_warnings``)."""
+    batch = plan.estimate.global_batch_tokens
+    largest = LARGEST_PUBLISHED_BATCH_TOKENS
+    return tr(
+        "batch_beyond_published", batch=batch, times=batch / largest, largest=largest, run=LARGEST_PUBLISHED_BATCH_RUN
     )
 
 

@@ -38,3 +38,20 @@ def test_plan_warns_of_a_batch_past_any_published_one_and_not_of_a_common_one():
     assert any(WORDS in w for w in huge.warnings)
     assert any(WORDS in w for w in estimate_warnings(huge.plan, None))  # estimate's own list
     assert not any("published pre-training" in w for w in plan(_request(4_194_304)).warnings)
+
+
+def test_the_card_says_it_in_both_languages():
+    """The app's card words the same warning with the same figures (ui/plan_card.request_texts)."""
+    from support.app import request_for
+
+    from ui.i18n import Labels
+    from ui.plan_card import request_texts
+
+    huge = plan(_request(1e9)).plan
+    request = request_for(get_preset("llama3-8b"))
+    for lang, words in (("en", "the largest a published pre-training used"), ("zh", "已公开预训练所用最大值")):
+        texts = [t for t in request_texts(Labels(lang), request, huge) if words in t]
+        assert len(texts) == 1 and "134,217,728" in texts[0] and "Arcee Trinity Large" in texts[0], texts
+    assert not any(
+        "published pre-training" in t for t in request_texts(Labels("en"), request, plan(_request(4_194_304)).plan)
+    )
