@@ -53,7 +53,7 @@ def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
     # trial s27: "...; p50: the median)" read as a dangling phrase
     detail = (
         f"{answer.detail} (each plan judged at {risk.value}, the {risk.quantile:.0%} quantile of its band;"
-        " --risk p50 judges the median)"
+        " --risk p50 judges the median, never under the model's own figure)"
     )
     return answer.but(detail=detail)
 

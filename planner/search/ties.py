@@ -5,9 +5,9 @@ and its side answers (planner/api/side_answers.py) settle them by one order: a l
 an estimated one, then a sure fit before one whose memory band may not fit, then one clear of the
 fit rule's headroom, then the model's own time before the efficiency ceiling, then ZeRO-1 of
 sharding twins (docs/ilp.md, "Exact ties"). The portfolio's pruning keeps the first of a tie within
-each GPU type (slots.job_rows); across the types of an inventory, all held, it does not settle one: a tie-break weight of 1e-6
-lies under the solvers' relative MIP gap (HiGHS 1e-4), and swapping a job's type after the solve
-must keep every other job's schedule (review s29, not done).
+each GPU type (slots.job_rows); across types, a tie-break weight of 1e-6 lies under the solvers'
+relative MIP gap (HiGHS 1e-4), so after the solve each job in turn takes ``plan``'s near-tie rule
+with every other job's schedule kept (planner/search/portfolio_ties.py; review s29, app trial s45 M5).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ def test_a_budget_judged_at_p80_says_so_and_p50_does_not(capsys):
     out = capsys.readouterr().out
     assert (
         "budget:" in out
-        and "(each plan judged at p80, the 80% quantile of its band; --risk p50 judges the median)" in out
+        and "(each plan judged at p80, the 80% quantile of its band; --risk p50 judges the median, never under the model's own figure)"
+        in out
     )
     assert main([*args, "--risk", "p50"]) == 0
     assert "--risk" not in capsys.readouterr().out
