@@ -777,7 +777,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "mem_allocator_reserve": ("allocator reserve", "分配器预留"),
     # the runtime's own memory on each GPU: CUDA's on NVIDIA, HIP's on AMD (app trial s45 L4: "CUDA
     # context" in an MI325X plan's legend)
-    "mem_cuda_context": ("GPU runtime context (CUDA/HIP)", "GPU 运行时上下文（CUDA/HIP）"),
+    "mem_cuda_context": ("runtime context (CUDA/HIP)", "运行时上下文（CUDA/HIP）"),
     "time_matmul": ("matmul", "矩阵乘"),
     "time_attention": ("attention", "注意力"),
     "time_memory_bound": ("memory-bound kernels", "访存密集算子"),

@@ -126,7 +126,7 @@ def test_the_memory_charts_context_term_is_not_called_cuda_on_an_amd_plan():
     result = planned(request_for(gpus={"mi325x": None, "h100-sxm": None}, top_k=10))
     plans = [result.plan, *result.alternatives]
     assert {p.gpu for p in plans} >= {"mi325x"}
-    for tr, words in ((EN, "GPU runtime context (CUDA/HIP)"), (ZH, "GPU 运行时上下文（CUDA/HIP）")):
+    for tr, words in ((EN, "runtime context (CUDA/HIP)"), (ZH, "运行时上下文（CUDA/HIP）")):
         names = [t.name for t in figures.memory_figure(plans, 0.6, tr).data]
         assert words in names and not any(n.startswith("CUDA") for n in names), names
 
