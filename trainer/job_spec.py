@@ -25,7 +25,9 @@ from trainer.files import read_capped, write_atomic
 JOB_SCHEMA_VERSION = 1
 MAX_SEED = 2**32 - 1  # numpy's seed range; torch takes it too
 MAX_JOB_BYTES = 16_000_000  # job.json is a few KB: refuse /dev/zero and the like before reading
-MAX_EVAL_BATCHES = 10_000
+# Global batches an evaluation may take (Session.evaluate): 100 of Llama 3.1 405B's 16M tokens are 1.6B
+# tokens, far past any validation set (review s46 L5: the cap of 10,000 was set when it counted micro-batches).
+MAX_EVAL_BATCHES = 100
 EVAL_WORK_FACTOR = 10  # evaluation may cost at most this many times the training between evaluations
 
 

@@ -116,9 +116,11 @@ def failure_line(error: ChildFailedError) -> str:
     is said by its name (trial s45 L5: "rank 0 exited with code -15" read as a crash, where the
     agent had stopped it after rank 1 failed)."""
     codes = [failure.exitcode for _, failure in sorted(error.failures.items())]
-    stopped = [code for code in codes if code < 0]
+    # a rank that failed in its own way: any end but the launcher's SIGTERM (a peer's SIGKILL or
+    # SIGSEGV too: review s46 L4)
+    failed_alone = any(code != -signal.SIGTERM for code in codes)
     parts = [
-        f"rank {rank} {_ended_words(failure.exitcode, first=i == 0, others_failed=len(stopped) < len(codes))}"
+        f"rank {rank} {_ended_words(failure.exitcode, first=i == 0, others_failed=failed_alone)}"
         for i, (rank, failure) in enumerate(sorted(error.failures.items()))
     ]
     return "training failed: " + ", ".join(parts) + " (the workers' own messages are above)"

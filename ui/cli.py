@@ -295,8 +295,9 @@ def plan(
     risk: Risk = typer.Option(
         DEFAULT_RISK,
         help="judge time and cost at this quantile of the held-out error band: p50 the median, p80/p90"
-        " the pessimistic end, so a layout wins on evidence rather than on the model's optimism; at p80/p90 a"
-        " plan must also fit at its reserved peak's band's high end where any plan does",
+        " the pessimistic end, so a layout wins on evidence rather than on the model's optimism (a deadline or"
+        " budget never judges under the headline figure); at p80/p90 a plan must also fit at its reserved"
+        " peak's band's high end where any plan does",
     ),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
     stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),

@@ -83,10 +83,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "risk": ("Judge plans at", "方案评判分位"),
     "risk_help": (
         "The quantile of each plan's error band the search minimises and holds to the deadline and budget: p50 "
-        "the median, p80 or p90 the pessimistic end, so a layout wins on evidence, not on the model's optimism. "
+        "the median, p80 or p90 the pessimistic end, so a layout wins on evidence, not on the model's optimism; "
+        "a deadline or budget never judges a plan under its headline figure. "
         "At p80 and p90 a plan must also fit at the high end of its reserved peak's band, where any plan does.",
         "搜索按每个方案误差区间的该分位数最小化目标并检查期限与预算：p50 为中位数，p80、p90 为悲观端，"
-        "使方案凭实测依据而非模型的乐观估计胜出。在 p80、p90 下，只要有方案能做到，所选方案还须在其预留峰值区间的上端也放得下。",
+        "使方案凭实测依据而非模型的乐观估计胜出；期限与预算从不按低于方案标题数字的值评判。"
+        "在 p80、p90 下，只要有方案能做到，所选方案还须在其预留峰值区间的上端也放得下。",
     ),
     "opt_cost": ("Cheapest", "成本最低"),
     "opt_time": ("Fastest", "时间最短"),

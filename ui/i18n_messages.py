@@ -8,6 +8,8 @@ typed fields' names (``InfeasiblePlan.required``/``available``, ``Note.values``)
 
 from __future__ import annotations
 
+from planner.api.batch_notices import BATCH_BEYOND_PUBLISHED_WORDS
+
 MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "infeasible": (
         "No plan satisfies every constraint. Binding constraint: {constraint}. {body}",
@@ -249,9 +251,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "note_infeasible": ("infeasible: {reason}; fix: {fix}", "不可行：{reason}；解决办法：{fix}"),
     # planner/api/batch_notices.py batch_beyond_published (the CLI's: batch_beyond_published_warnings)
     "batch_beyond_published": (
-        "The global batch, {batch:,} tokens per step, is {times:,.1f}× the largest a published pre-training used"
-        " ({largest:,}: {run}); its time and cost are the model's, but no run shows it trains as well: past the"
-        " critical batch more tokens per step stop saving steps.",
+        BATCH_BEYOND_PUBLISHED_WORDS + ".",
         "全局批大小为每步 {batch:,} 个 token，是已公开预训练所用最大值（{largest:,}：{run}）的 {times:,.1f} 倍；"
         "其时间和费用为模型的估计，但没有任何运行表明这样的批大小能训练得同样好：超过临界批大小后，每步更多的 token"
         "不再减少所需步数。",

@@ -16,6 +16,7 @@ from planner.api import PlanRequest
 from planner.api.explore import WhyNot
 from planner.fmt import budget_amounts
 from planner.plan import Plan
+from planner.search.diagnosis import NEAR_CHEAPEST_WORDS
 from planner.search.ties import NEAR_TIE_FRACTION
 from planner.stack_rules import sequence_split_stacks
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -150,11 +151,6 @@ def app_words(tr: Labels, text: str) -> str:
     return re.sub(r"--risk (p\d\d)\b", lambda m: f'"{tr("risk")}" = {m[1]}', text)
 
 
-# What the planner's budget answer says where the plan it names is not the cheapest but the fastest
-# of the plans within NEAR_TIE_FRACTION of it (planner/search/diagnosis.py ``_explain_budget``)
-NEAR_CHEAPEST = f"the fastest within {NEAR_TIE_FRACTION:.0%} of the lowest cost"
-
-
 def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     """The line under an infeasible answer: the planner's own words in English (the sidebar's field
     names for its flags), its exact figures otherwise, and for a portfolio's job in English too: its
@@ -167,7 +163,7 @@ def detail_text(tr: Labels, infeasible: Infeasible) -> str:
     c, need, have = infeasible.constraint, infeasible.required or 0.0, infeasible.available or 0.0
     if c == "deadline":
         return tr("detail_deadline", need=_hours(need), have=_hours(have))
-    if c == "budget" and NEAR_CHEAPEST in infeasible.detail:  # the plan named is not the cheapest (s45 L2)
+    if c == "budget" and NEAR_CHEAPEST_WORDS in infeasible.detail:  # the plan named is not the cheapest (s45 L2)
         key = "detail_budget_near" if infeasible.deadline_seconds is None else "detail_budget_deadline_near"
         return tr(key, need=need, have=have, fraction=NEAR_TIE_FRACTION)
     if c == "budget" and infeasible.deadline_seconds is not None:  # its cheapest meets the deadline

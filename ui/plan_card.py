@@ -8,11 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.api import PlanRequest, chosen_dearer, judged_hours, plan_commitment, trains_too_long
-from planner.api.batch_notices import (
-    LARGEST_PUBLISHED_BATCH_RUN,
-    LARGEST_PUBLISHED_BATCH_TOKENS,
-    batch_beyond_published,
-)
+from planner.api.batch_notices import batch_beyond_published, batch_beyond_published_values
 from planner.api.notices import (
     a2a_exposed_under_megatron,
     host_staged,
@@ -344,11 +340,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ..
 
 def batch_beyond_published_text(tr: Labels, plan: Plan) -> str:
     """The card's words of ``batch_beyond_published`` (the CLI's: ``batch_beyond_published_warnings``)."""
-    batch = plan.estimate.global_batch_tokens
-    largest = LARGEST_PUBLISHED_BATCH_TOKENS
-    return tr(
-        "batch_beyond_published", batch=batch, times=batch / largest, largest=largest, run=LARGEST_PUBLISHED_BATCH_RUN
-    )
+    return tr("batch_beyond_published", **batch_beyond_published_values(plan))
 
 
 def serial_host_text(tr: Labels, plan: Plan) -> str:

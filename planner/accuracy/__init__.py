@@ -137,9 +137,9 @@ def regime_for(
     ``named_kernel``: the attention kernel the user named, "" for the stack's own; ``gpus_per_node``:
     the job's, default the whole job on one node)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
-    shard_group = layout.dp_shard * layout.tp * layout.cp
     per_node = layout.world_size if gpus_per_node is None else gpus_per_node
-    zero3 = zero3_shards_across_nodes(stack, layout.sharding == Sharding.FSDP, shard_group, per_node)
+    fsdp = layout.sharding == Sharding.FSDP
+    zero3 = zero3_shards_across_nodes(stack, fsdp, layout.dp_shard, layout.tp, layout.cp, per_node)
     bits = feature_bits(
         layout.tp,
         layout.pp,
@@ -180,7 +180,7 @@ SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
 
 def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str) -> np.ndarray:
     fp8, hf, kernel = c.precision == PREC_FP8, c.impl == IMPL_HF, bool(named_kernel)
-    zero3 = zero3_shards_across_nodes(stack, c.sharding == SHARD_FSDP, c.dp_shard * c.tp * c.cp, c.gpus_per_node)
+    zero3 = zero3_shards_across_nodes(stack, c.sharding == SHARD_FSDP, c.dp_shard, c.tp, c.cp, c.gpus_per_node)
     bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3)
     long = long_sequence(c.seq_len)
     octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)

@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.catalog.specs import vendor_of
 from planner.limits import MAX_SEQ_LEN
+from planner.model.stacks import Stack
 
 # The software stacks of one family run the same kind of kernels and collectives: PyTorch eager
 # modules with SDPA flash attention under FSDP / ZeRO (trainplan, torchtitan, IBM fms-fsdp,
@@ -141,13 +142,14 @@ FEATURE_WORDS: dict[Feature, str] = {
 }
 
 
-def zero3_shards_across_nodes(stack: str, fsdp, shard_group, gpus_per_node) -> np.ndarray:
+def zero3_shards_across_nodes(stack: str, fsdp, dp_shard, tp, cp, gpus_per_node) -> np.ndarray:
     """Whether DeepSpeed's ZeRO-3 (``fsdp``: the layout's full sharding) gathers its shards over
     more than one node: its shard group (dp_shard x tp x cp; HSDP inside a node gathers over the
     scale-up link, review s44) spans more GPUs than a node holds. Arrays or scalars."""
-    if stack != "deepspeed":
-        return np.zeros(np.shape(shard_group), dtype=bool)
-    return np.asarray(fsdp, dtype=bool) & (np.asarray(shard_group) > np.asarray(gpus_per_node))
+    group = np.asarray(dp_shard) * np.asarray(tp) * np.asarray(cp)
+    if stack != Stack.DEEPSPEED.value:
+        return np.zeros(np.shape(group), dtype=bool)
+    return np.asarray(fsdp, dtype=bool) & (group > np.asarray(gpus_per_node))
 
 
 # A feature another implies, left unsaid beside it (trial s33 app: "more than one GPU, more than

@@ -40,15 +40,29 @@ def batch_beyond_published(p: Plan) -> bool:
     return p.estimate.global_batch_tokens > LARGEST_PUBLISHED_BATCH_TOKENS
 
 
+# The English of ``batch_beyond_published``, the CLI's and the card's (review s46 M4: two copies).
+BATCH_BEYOND_PUBLISHED_WORDS = (
+    "The global batch, {batch:,} tokens per step, is {times:,.1f}x the largest a published pre-training used"
+    " ({largest:,}: {run}); its time and cost are the model's, but no run shows it trains as well: past the"
+    " critical batch more tokens per step stop saving steps"
+)
+
+
+def batch_beyond_published_values(p: Plan) -> dict[str, object]:
+    """The figures ``BATCH_BEYOND_PUBLISHED_WORDS`` is filled with."""
+    batch = p.estimate.global_batch_tokens
+    return dict(
+        batch=batch,
+        times=batch / LARGEST_PUBLISHED_BATCH_TOKENS,
+        largest=LARGEST_PUBLISHED_BATCH_TOKENS,
+        run=LARGEST_PUBLISHED_BATCH_RUN,
+    )
+
+
 def batch_beyond_published_warnings(p: Plan) -> tuple[str, ...]:
     """The CLI's words of ``batch_beyond_published`` (the card's: ``batch_beyond_published`` in
-    ui/i18n_messages.py, with the same figures)."""
+    ui/i18n_messages.py)."""
     if not batch_beyond_published(p):
         return ()
-    batch = p.estimate.global_batch_tokens
-    return (
-        f"the global batch, {batch:,} tokens per step, is {batch / LARGEST_PUBLISHED_BATCH_TOKENS:,.1f}x the"
-        f" largest a published pre-training used ({LARGEST_PUBLISHED_BATCH_TOKENS:,}: {LARGEST_PUBLISHED_BATCH_RUN});"
-        " its time and cost are the model's, but no run shows it trains as well: past the critical batch more"
-        " tokens per step stop saving steps (--global-batch-tokens sets it)",
-    )
+    words = BATCH_BEYOND_PUBLISHED_WORDS.format(**batch_beyond_published_values(p))
+    return (words + " (--global-batch-tokens sets it)",)

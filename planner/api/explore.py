@@ -274,7 +274,7 @@ def _job_candidates(search: ScoredSearch, name: str, labelled: bool = True) -> J
     plans, ``PortfolioJob.label``, and needs no string per row)."""
     request = search.request
     deadline = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
-    table = search.table
+    table = search.table.judged_times()
     if request.risk.judges_memory:  # as plan's search (solve_at_risk): the sure fits, where they can do the job
         sure = sure_fit_table(table)
         table = sure if check_rows(sure, deadline_s=deadline, budget_usd=request.budget_usd).feasible().any() else table

@@ -326,9 +326,10 @@ def zero3_across_nodes(p: Plan) -> bool:
     """Whether the plan runs DeepSpeed's ZeRO-3 with its shards over more than one node, where no published run of
     today's DeepSpeed was found and the 2021 code's runs at 384-2,240 A100 ran 22-114 % slower than
     the model times them (docs/validation.md, "Known misses"; trial s43 #10: the miss was unsaid)."""
-    shard = p.layout.resolve(p.num_gpus)
-    group = shard.dp_shard * shard.tp * shard.cp
-    return bool(zero3_shards_across_nodes(p.stack.value, shard.sharding is Sharding.FSDP, group, p.gpus_per_node))
+    s = p.layout.resolve(p.num_gpus)
+    return bool(
+        zero3_shards_across_nodes(p.stack.value, s.sharding is Sharding.FSDP, s.dp_shard, s.tp, s.cp, p.gpus_per_node)
+    )
 
 
 # The English of ``zero3_across_nodes``, the CLI's and the card's (review s44 L2: two copies had drifted).

@@ -164,7 +164,8 @@ def over_budget_choice(
         # every batch the rule keeps (review s30b: the first row's alone made the answer order-bound)
         rows = rows[at_requested_batch(request, table, rows) | (batch[rows] == batch[chosen])]
     rows = rows[~tied_to(table, rows, chosen)]
-    return over_budget(table.cost_usd, table.time_to_train_s, rows, chosen, request.budget_usd)
+    time_s, cost_usd = table.limit_figures()  # as the budget judged them (review s46 M2)
+    return over_budget(cost_usd, time_s, rows, chosen, request.budget_usd)
 
 
 def choosable_rows(

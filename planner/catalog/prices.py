@@ -102,11 +102,22 @@ def file_price_basis(source: str) -> PriceBasis:
     return PriceBasis.ESTIMATE if source.startswith(ESTIMATE_SOURCE_PREFIX) else PriceBasis.FILE
 
 
-def offered_price_basis(basis: PriceBasis, on_demand_offers: int) -> PriceBasis:
-    """A median over one on-demand offer is that provider's rate, not a market median (buyer trial
-    s45 L7: the a100-80gb-pcie's $3.67 and the h100-nvl's $6.98 are one Azure VM each): it is said
-    as one provider's rate and starred, whatever the GPU file's source calls it."""
-    return PriceBasis.ONE_OFFER if basis == PriceBasis.CATALOG and on_demand_offers == 1 else basis
+# The bases that are a median of offers (of the GPU file's on-demand ones, or of a price kind's).
+MEDIAN_BASES = (
+    PriceBasis.CATALOG,
+    PriceBasis.ON_DEMAND,
+    PriceBasis.SPOT,
+    PriceBasis.RESERVED_1Y,
+    PriceBasis.RESERVED_3Y,
+)
+
+
+def offered_price_basis(basis: PriceBasis, offers_behind: int) -> PriceBasis:
+    """A median over one offer is that provider's rate, not a market median (buyer trial s45 L7:
+    the a100-80gb-pcie's $3.67 and the h100-nvl's $6.98 are one Azure VM each; review s46 M5: the
+    same under --price-kind): it is said as one provider's rate and starred, whatever the GPU
+    file's source calls it."""
+    return PriceBasis.ONE_OFFER if basis in MEDIAN_BASES and offers_behind == 1 else basis
 
 
 class PriceOffer(BaseModel):
@@ -380,6 +391,11 @@ def billed_gpus(num_gpus: np.ndarray | int, unit: np.ndarray | int, num_nodes: n
     return np.asarray(num_nodes) * np.ceil(per_node / unit) * unit
 
 
+def of_offers(kind: str, count: int) -> str:
+    """'median of spot offers', or 'one spot offer' where there is one."""
+    return f"one {kind} offer" if count == 1 else f"median of {kind} offers"
+
+
 def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float, node_failures: float) -> GPUSpec:
     """The GPU at the median of its ``kind`` offers (ValueError without one); a spot price adds
     the offers' median interruption rate to its host failures (``node_failures`` where the
@@ -399,8 +415,8 @@ def priced_kind(gpu: GPUSpec, kind: str, spot_interruptions_per_node_hour: float
         "price_per_gpu_hour_usd": float(price),
         # whole nodes where every provider of this kind rents only whole nodes
         "rent_unit_gpus": min(o.gpus_per_offer for o in offers),
-        "sources": {**gpu.sources, "price_usd_per_gpu_hour": f"median of {kind} offers [{listed}]"},
-        "price_basis": PriceBasis(kind),
+        "sources": {**gpu.sources, "price_usd_per_gpu_hour": f"{of_offers(kind, len(offers))} [{listed}]"},
+        "price_basis": offered_price_basis(PriceBasis(kind), len(offers)),
     }
     if kind == "spot":
         rates = [o.interruptions_per_node_hour for o in offers]

@@ -19,6 +19,10 @@ from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest
 
 __all__ = ["RowChecks", "binding_per_type", "diagnose"]
 
+# What a budget answer says of the plan it names where that is not the cheapest but the fastest of
+# the plans within NEAR_TIE_FRACTION of it (the app's card reads it: ui/infeasible_words.py).
+NEAR_CHEAPEST_WORDS = f"the fastest within {NEAR_TIE_FRACTION:.0%} of the lowest cost"
+
 
 class TableColumns(Protocol):
     """The columns of :class:`planner.search.ilp.ScoredTable` the diagnosis reads (a protocol,
@@ -293,7 +297,7 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     cost_words, budget_words, raise_to = budget_amounts(cheapest, budget)
     # trial s28b: the answer named no plan, so "$3.2M" could not be looked up; trial s28d: nor how
     # long it takes (the cheapest of 2,048 H100 was 8 of them for 2,289 days)
-    near = "" if C[row] == cheapest else f": the fastest within {NEAR_TIE_FRACTION:.0%} of the lowest cost"
+    near = "" if C[row] == cheapest else f": {NEAR_CHEAPEST_WORDS}"
     which = f" ({table.num_gpus[row]} x {table.gpu_id[row]}, {duration_words(float(T[row]))}{near})"
     scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
     fix, fastest = f"raise the budget to {raise_to}", None

@@ -20,11 +20,13 @@ of least (P, S), and
 
 The job takes the row of ``tied`` with the least S (then P). For a job on types nothing else
 binds (rented, a count no schedule reaches) P(c) - P(c0) is the job's own difference, so this is
-``plan``'s rule exactly; on held or shared GPUs the portfolio may spend at most eps' of that job's
-own cost (time) to lower S. Each job is moved once, so the answer's P is within eps' of the
-solved one's; its S is no higher, unless a move lowers P (the many-job models' answers need not be
-the least P of these moves, the exact model's is). ``mix`` weighs both measures already and is left
-alone.
+``plan``'s rule exactly; on held or shared GPUs it also moves what the makespan bills (the held
+GPUs' idle hours), and the portfolio may spend at most eps' of that job's own cost (time) over the
+best kept row to lower S. Each job is moved once, each move within eps' of its own share, so the
+answer's P exceeds the solved one's by at most eps' of the sum of the shares, about eps' of P where
+the jobs' shares make up P; an exact model's proven optimum may thus be exceeded by up to that, by
+design (review s46 L8). Its S is no higher, unless a move lowers P. ``mix`` weighs both measures
+already and is left alone.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ its fit, time, cost and the checks' columns, built by planner/search/score.py.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -99,6 +99,13 @@ class ScoredTable:
         if own_time is None or own_cost is None:
             return self.time_to_train_s, self.cost_usd
         return limit_figure(self.time_to_train_s, own_time), limit_figure(self.cost_usd, own_cost)
+
+    def judged_times(self) -> ScoredTable:
+        """The table with each row's time as a deadline judges it (``limit_figures``): a fleet's or
+        a portfolio's schedule holds a job's GPUs and checks its deadline by that time, as plan's
+        limits do (review s46 M1: at p50 a job ended "in time" at its median while its printed time
+        ended past the deadline)."""
+        return replace(self, time_to_train_s=self.limit_figures()[0])
 
     def take(self, indices: np.ndarray | list[int]) -> ScoredTable:
         """The rows at ``indices`` (in that order), extra columns included."""

@@ -312,7 +312,7 @@ EDITED = {
     "num_gpus = gpus_per_node = 2**40": (_gpus(2**40), [], "job"),
     "2048 GPUs in one node": (_gpus(2048), [], ""),
     "eval_batches 10**7": (lambda s: s["run"].update(eval_every=1, eval_batches=10**7), [], "run.eval_batches"),
-    "eval_batches 5000 every step": (lambda s: s["run"].update(eval_every=1, eval_batches=5000), [], "evaluate"),
+    "eval_batches 50 every step": (lambda s: s["run"].update(eval_every=1, eval_batches=50), [], "evaluate"),
     "micro_batch 10**6": (_set("plan", "training", "micro_batch", 10**6), [], "job.json was edited after emit"),
     "vocab_size 2**40": (_set("plan", "model", "vocab_size", 2**40), [], "job.json was edited after emit"),
 }

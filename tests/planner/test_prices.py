@@ -284,3 +284,15 @@ def test_one_providers_rate_is_said_as_such_and_still_starred() -> None:
             assert (gpu.price_basis == PriceBasis.ONE_OFFER) == single, gpu.id
     assert CATALOG.gpu("a100-80gb-pcie").price_basis == PriceBasis.ONE_OFFER == CATALOG.gpu("h100-nvl").price_basis
     assert CATALOG.gpu("mi300x").price_basis == PriceBasis.CATALOG and not CATALOG.gpu("mi300x").price_estimated
+
+
+def test_a_price_kind_over_one_offer_is_said_as_one_providers_rate():
+    """Review s46 M5: --price-kind on-demand over the A100 80GB PCIe's one Azure offer still said
+    "median of on-demand offers"; a kind's median of two offers is still a median."""
+    from planner.catalog.prices import PriceBasis
+
+    one = catalog_with_price_kind(CATALOG, "on-demand").gpu("a100-80gb-pcie")
+    assert one.price_basis == PriceBasis.ONE_OFFER and one.price_estimated
+    assert one.sources["price_usd_per_gpu_hour"].startswith("one on-demand offer [")
+    two = catalog_with_price_kind(CATALOG, "spot").gpu("h100-sxm")
+    assert two.price_basis == PriceBasis.SPOT and not two.price_estimated

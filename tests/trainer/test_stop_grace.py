@@ -140,6 +140,8 @@ def test_a_rank_the_launcher_stopped_is_said_by_its_signal() -> None:
     assert "rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 with code 2" in echo
     assert "-15" not in echo
     assert "rank 0 stopped by SIGKILL" in failure_line(failed({0: -signal.SIGKILL}))
+    killed = failure_line(failed({0: -signal.SIGTERM, 1: -signal.SIGKILL}))  # review s46 L4
+    assert "rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 stopped by SIGKILL" in killed
     assert "after another" not in failure_line(failed({0: -signal.SIGTERM}))  # alone: stopped from outside
     assert failure_line(failed({0: 2, 1: 2})).startswith(
         "training failed: rank 0 exited with code 2, rank 1 with code 2"
