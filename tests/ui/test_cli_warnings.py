@@ -506,6 +506,22 @@ def test_deepspeed_zero3_across_nodes_names_the_known_miss_on_cli_and_card(capsy
         assert texts == [Labels(lang)("zero3_across_nodes", nodes=2)]
 
 
+def test_plan_and_estimate_read_one_band_for_zero3_across_nodes(capsys):
+    """Review s46 L3: the search keys the ZeRO-3-across-nodes feature per candidate row, the estimate
+    from its own node count; a plan that chose it and the estimate of its layout read one band."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "1e12", "--gpus", "h800=128", "--stack", "deepspeed"]
+    assert main([*args, "--json"]) == 0
+    chosen = json.loads(capsys.readouterr().out)["plan"]
+    lay, u = chosen["layout"], chosen["uncertainty"]
+    assert lay["sharding"] == "fsdp" and chosen["num_nodes"] > 1 and "ZeRO-3 across nodes" in u["envelope"]
+    again = ["estimate", "--model", "llama3-70b", "--gpu", "h800", "--num-gpus", str(chosen["num_gpus"])]
+    again += ["--stack", "deepspeed", "--micro-batch", str(lay["micro_batch"]), "--grad-accum", str(lay["grad_accum"])]
+    again += ["--ac", lay["activation_checkpointing"], "--tokens", "1e12", "--json"]
+    assert main(again) == 0
+    estimated = json.loads(capsys.readouterr().out)["uncertainty"]
+    assert estimated["step_s"] == pytest.approx(u["step_s"], rel=1e-9) and estimated["envelope"] == u["envelope"]
+
+
 def test_an_estimate_with_a_pipeline_and_no_batch_takes_the_models_default_batch(capsys):
     """Trial s44 L2: `estimate --tp 8 --pp 4` without --grad-accum failed ("1f1b needs grad_accum >=
     pp"), as issue 27's BLOOM and Nemotron commands did as typed. It now takes the model's default
