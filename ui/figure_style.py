@@ -23,15 +23,18 @@ from planner.plan import Plan
 from ui.i18n import Labels
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
-PALETTE_SIZE = 27  # three rounds of the nine symbols: more than the catalog's GPU types
+# Rounds of the nine symbols: at least three, and enough for every catalog GPU type its own colour
+# (session 46: the 27th type filled the 27 colours there were, review s46).
+ROUNDS = max(3, -(-len(load_catalog().gpus) // len(SYMBOLS)))
+PALETTE_SIZE = ROUNDS * len(SYMBOLS)
 
 
 def _palette_colour(index: int) -> str:
     """Colour ``index`` of PALETTE: hues around the wheel so that the GPUs sharing a symbol
-    (indices nine apart) are 120 degrees apart, and neighbours differ in lightness too. All
-    saturated: none near the grey of out-of-limit points or the black of the Pareto front
+    (indices nine apart) are a round's share of the wheel apart, and neighbours differ in lightness
+    too. All saturated: none near the grey of out-of-limit points or the black of the Pareto front
     (issue 30: mi325x's colour read as grey)."""
-    hue = (index % len(SYMBOLS)) / PALETTE_SIZE + (index // len(SYMBOLS)) / 3  # 27 hues 13 degrees apart
+    hue = (index % len(SYMBOLS)) / PALETTE_SIZE + (index // len(SYMBOLS)) / ROUNDS  # PALETTE_SIZE hues
     saturation, value = ((0.85, 0.80), (0.70, 0.55), (0.95, 0.95))[index % 3]
     r, g, b = colorsys.hsv_to_rgb(hue % 1.0, saturation, value)
     return f"#{round(r * 255):02X}{round(g * 255):02X}{round(b * 255):02X}"
