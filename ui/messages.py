@@ -212,7 +212,8 @@ def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
     if u.nearest is not None:
         text = tr.sentences(text, tr("envelope_nearest", regime=regime_words_text(tr, u.nearest)))
         if vendor_of(u.regime_generation) != vendor_of(u.nearest.generation):  # app trial s45 M1: unsaid on the card
-            text = tr.sentences(text, tr("envelope_other_vendor", vendor=u.regime_generation))
+            vendor = vendor_of(u.regime_generation).upper()  # 'AMD', not its architecture 'CDNA3'
+            text = tr.sentences(text, tr("envelope_other_vendor", vendor=vendor))
     if u.reaches:
         reaches = tr("envelope_reaches", regimes=tr.clauses(regime_words_text(tr, r) for r in u.reaches))
         text = tr.sentences(text, reaches)

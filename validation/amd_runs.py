@@ -25,7 +25,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.catalog.hardware import Catalog
+from planner.catalog.hardware import Catalog, load_catalog
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows, compare_nemo_blackwell, read_nemo_blackwell
 
 DEFAULT_AMD_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "amd_runs.csv"
@@ -36,20 +36,14 @@ AMD_GPU_IDS: tuple[tuple[str, str | None], ...] = (
     ("MI355X", "mi355x"),
     ("MI350X", "mi350x"),
 )
-# Instinct generations by the part's name (CDNA 3: gfx942; CDNA 4: gfx950; ROCm's GPU
-# specifications table, docs/reference/gpu-arch-specs.rst).
-AMD_GENERATIONS: tuple[tuple[str, str], ...] = (
-    ("MI300X", "CDNA3"),
-    ("MI325X", "CDNA3"),
-    ("MI350X", "CDNA4"),
-    ("MI355X", "CDNA4"),
-    ("MI250", "CDNA2"),
-)
 
 
 def generation_for(gpu: str) -> str:
-    """The Instinct generation of a GPU name or catalog id ('mi325x' -> 'CDNA3'), else the name."""
-    return next((gen for part, gen in AMD_GENERATIONS if part.lower() in gpu.lower()), gpu)
+    """The Instinct architecture of a GPU name or catalog id ('mi325x' -> 'CDNA3'): the catalog
+    part's own (``GPUSpec.generation``, by its LLVM target), else the name."""
+    gpus = load_catalog().gpus
+    part = next((gpus[i] for name, i in AMD_GPU_IDS if i in gpus and name.lower() in gpu.lower()), None)
+    return gpu if part is None else part.generation
 
 
 def row_gpus(path: Path = DEFAULT_AMD_RUNS) -> dict[str, str]:

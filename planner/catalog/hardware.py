@@ -101,6 +101,8 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     "vendor": _Text(),
     # NVIDIA's "major.minor" (developer.nvidia.com/cuda-gpus); kernel libraries choose by it.
     "compute_capability": _Text(required=False, pattern=r"\d+\.\d+", example="9.0"),
+    # AMD's LLVM target (rocm.docs.amd.com "AMD GPU specifications"); its architecture: specs.AMD_ARCHITECTURES.
+    "llvm_target": _Text(required=False, pattern=r"gfx[0-9a-f]+", example="gfx942"),
     "memory_gib": _Num(1, 2048),
     "hbm_bandwidth_tbps": _Num(0, 100),
     "bf16_tflops": _OPTIONAL_TFLOPS,
@@ -263,6 +265,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         hbm_bandwidth_bytes_per_s=values["hbm_bandwidth_tbps"] * 1e12,
         peak_flops_per_s={p: values[f"{p}_tflops"] * 1e12 for p in PRECISIONS if f"{p}_tflops" in values},
         compute_capability=_capability(values.get("compute_capability")),
+        llvm_target=values.get("llvm_target"),
         scaleup_kind=values["scaleup_kind"],
         peer_access=values.get("peer_access", "direct"),
         scaleup_domain_size=values["scaleup_domain_size"],

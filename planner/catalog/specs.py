@@ -56,12 +56,21 @@ ARCHITECTURES: dict[tuple[int, int], str] = {
 UNNAMED_NVIDIA_ARCHITECTURE = "NVIDIA"
 NVIDIA_ARCHITECTURES = frozenset(ARCHITECTURES.values()) | {UNNAMED_NVIDIA_ARCHITECTURE}
 
+# AMD Instinct architecture by LLVM target, AMD's counterpart of the compute capability (ROCm
+# documentation, "AMD GPU specifications", rocm.docs.amd.com/en/latest/reference/gpu-specs.html:
+# MI250X gfx90a CDNA2; MI300X, MI325X gfx942 CDNA3; MI350X, MI355X gfx950 CDNA4). Session 46: every
+# AMD part read as one "AMD" architecture, so a CDNA 3 plan would have read CDNA 4 rows as its own.
+AMD_ARCHITECTURES: dict[str, str] = {"gfx90a": "CDNA2", "gfx942": "CDNA3", "gfx950": "CDNA4"}
+
 
 def vendor_of(generation: str) -> str:
     """The ``GPUSpec.vendor`` behind a ``GPUSpec.generation`` label, the inverse of its rule:
     'nvidia' for NVIDIA's architectures and the parts judged apart within one ('Hopper (h20)'),
-    else the vendor the label upper-cases ('AMD' -> 'amd')."""
-    return "nvidia" if generation.partition(" (")[0] in NVIDIA_ARCHITECTURES else generation.lower()
+    'amd' for AMD's, else the vendor the label upper-cases ('INTEL' -> 'intel')."""
+    base = generation.partition(" (")[0]
+    if base in NVIDIA_ARCHITECTURES:
+        return "nvidia"
+    return "amd" if base in AMD_ARCHITECTURES.values() else base.lower()
 
 
 class GPUSpec(BaseModel):
@@ -77,6 +86,8 @@ class GPUSpec(BaseModel):
     # (major, minor) of an NVIDIA GPU; None for other vendors. Kernel libraries pick their
     # kernels by it (planner/model/attention_kernels.py sdpa_prefers_cudnn).
     compute_capability: tuple[int, int] | None = None
+    # An AMD GPU's LLVM target ('gfx942'); None for other vendors (AMD_ARCHITECTURES).
+    llvm_target: str | None = None
     scaleup_kind: ScaleupKind
     peer_access: PeerAccess = "direct"
     scaleup_domain_size: int
@@ -140,9 +151,9 @@ class GPUSpec(BaseModel):
     def generation(self) -> str:
         """The architecture the GPU belongs to (``Hopper``: H100 and H200 alike), which groups the
         measured rows a prediction is judged against (planner/accuracy): NVIDIA's by compute
-        capability, other vendors' by vendor."""
+        capability, AMD's by LLVM target, other vendors' by vendor."""
         if self.compute_capability is None:
-            return self.vendor.upper()
+            return AMD_ARCHITECTURES.get(self.llvm_target or "", self.vendor.upper())
         major = ARCHITECTURES.get((self.compute_capability[0], -1), UNNAMED_NVIDIA_ARCHITECTURE)
         return ARCHITECTURES.get(self.compute_capability, major)
 

@@ -100,3 +100,14 @@ def test_another_vendors_gpu_is_another_architecture_and_more():
     assert "another vendor" in amd.uncertainty.envelope
     low, high = amd.uncertainty.tokens_per_s
     assert amd.uncertainty.widened_by > h100.uncertainty.widened_by + 0.1 and high / low > 1.5
+
+
+def test_amd_parts_are_grouped_by_their_architecture():
+    """Session 46: every AMD part read as one "AMD" architecture, so a CDNA 3 plan would have read
+    CDNA 4 rows as its own. AMD's LLVM target names the architecture (ROCm's GPU specifications),
+    and the label still maps back to its vendor."""
+    from planner.catalog.specs import vendor_of
+
+    by_id = {g: GPUS[g].generation for g in ("mi250x", "mi300x", "mi325x", "mi350x", "mi355x")}
+    assert by_id == {"mi250x": "CDNA2", "mi300x": "CDNA3", "mi325x": "CDNA3", "mi350x": "CDNA4", "mi355x": "CDNA4"}
+    assert {vendor_of(g) for g in by_id.values()} == {"amd"}

@@ -742,7 +742,7 @@ def test_cdna4_dense_peaks_follow_their_derivation(catalog, gpu_id, clock_ghz, t
     assert gpu.memory_bytes == round(usable_memory_gib(288) * GIB)
     assert gpu.hbm_bandwidth_bytes_per_s == pytest.approx(8e12)
     assert gpu.scaleup_bandwidth_bytes_per_s == pytest.approx(7 * 76.5e9)
-    assert gpu.tdp_watts == tdp and gpu.generation == "AMD" and gpu.compute_capability is None
+    assert gpu.tdp_watts == tdp and gpu.generation == "CDNA4" and gpu.compute_capability is None
     assert gpu.default_node == "amd-oam-8" and gpu.default_network == "roce-400g"
     assert gpu.rates.gemm_flops_per_s["bf16"] < gpu.peak_flops("bf16")
     # no dated public offer: the B200's price scaled by dense bf16 (docs/hardware.md "Prices")
