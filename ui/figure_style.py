@@ -23,24 +23,26 @@ from planner.plan import Plan
 from ui.i18n import Labels
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "triangle-down", "pentagon", "star-square")
-# Rounds of the nine symbols: at least three, and enough for every catalog GPU type its own colour
-# (session 46: the 27th type filled the 27 colours there were, review s46).
-ROUNDS = max(3, -(-len(load_catalog().gpus) // len(SYMBOLS)))
-PALETTE_SIZE = ROUNDS * len(SYMBOLS)
 
 
-def _palette_colour(index: int) -> str:
-    """Colour ``index`` of PALETTE: hues around the wheel so that the GPUs sharing a symbol
-    (indices nine apart) are a round's share of the wheel apart, and neighbours differ in lightness
-    too. All saturated: none near the grey of out-of-limit points or the black of the Pareto front
-    (issue 30: mi325x's colour read as grey)."""
-    hue = (index % len(SYMBOLS)) / PALETTE_SIZE + (index // len(SYMBOLS)) / ROUNDS  # PALETTE_SIZE hues
+def _palette_colour(index: int, rounds: int) -> str:
+    """Colour ``index`` of a palette of ``rounds`` rounds of the nine symbols: hues around the wheel
+    so that the GPUs sharing a symbol (indices nine apart) are a round's share of the wheel apart,
+    and neighbours differ in lightness too. All saturated: none near the grey of out-of-limit
+    points or the black of the Pareto front (issue 30: mi325x's colour read as grey)."""
+    size = rounds * len(SYMBOLS)
+    hue = (index % len(SYMBOLS)) / size + (index // len(SYMBOLS)) / rounds  # ``size`` hues evenly apart
     saturation, value = ((0.85, 0.80), (0.70, 0.55), (0.95, 0.95))[index % 3]
     r, g, b = colorsys.hsv_to_rgb(hue % 1.0, saturation, value)
     return f"#{round(r * 255):02X}{round(g * 255):02X}{round(b * 255):02X}"
 
 
-PALETTE = tuple(_palette_colour(i) for i in range(PALETTE_SIZE))
+@cache
+def _palette() -> tuple[str, ...]:
+    """At least three rounds of the nine symbols, and enough for every catalog GPU type its own
+    colour (session 46: the 27th type filled the 27 colours there were)."""
+    rounds = max(3, -(-len(_catalog_order()) // len(SYMBOLS)))
+    return tuple(_palette_colour(i, rounds) for i in range(rounds * len(SYMBOLS)))
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ def gpu_style(gpu: str) -> GpuStyle:
     """The fixed colour and symbol of a GPU type: by its place in the catalog, so every chart agrees."""
     order = _catalog_order()
     index = order.index(gpu) if gpu in order else len(order) + sum(map(ord, gpu))
-    return GpuStyle(PALETTE[index % len(PALETTE)], SYMBOLS[index % len(SYMBOLS)])
+    palette = _palette()
+    return GpuStyle(palette[index % len(palette)], SYMBOLS[index % len(SYMBOLS)])
 
 
 # Hollow with a dot: the scaling chart's time points are hollow circles already, and the dot tells

@@ -42,7 +42,7 @@ from planner.job_fit import measured_job_use, shape_words
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
-from planner.model.estimate import estimate
+from planner.model.estimate import estimate, gpus_per_node_of
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import kernel_choice
 from planner.model.settings import ModelingSettings
@@ -197,7 +197,12 @@ def judged_estimate(
     kernel the user named, where its stack would not pick it (a recipe's kernel, in ``settings``, is its
     stack's own; "": none)."""
     resolved = layout.resolve(num_gpus)
-    regime = accuracy.regime_for(Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel)
+    # the nodes the estimate will hold the GPUs on: DeepSpeed's ZeRO-3 across them is a band
+    # feature no row measured (the ceiling reads no node fact beyond the GPU count)
+    per_node = gpus_per_node_of(num_gpus, num_nodes, catalog.node(gpu.default_node))
+    regime = accuracy.regime_for(
+        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, gpus_per_node=per_node
+    )
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)
     lifted = measured_rates or (job is not None and job.exact)
@@ -215,12 +220,6 @@ def judged_estimate(
         trainer_rules=trainer_rules,
         mfu_ceiling=None if ceiling is None else ceiling.mfu,
         stack=Stack(stack),
-    )
-    # The band's regime knows the nodes the estimate chose (the ceiling reads no node fact beyond
-    # the GPU count): DeepSpeed's ZeRO-3 across them is a feature no row measured.
-    per_node = est.num_gpus // est.num_nodes
-    regime = accuracy.regime_for(
-        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, gpus_per_node=per_node
     )
     return est.model_copy(
         update={

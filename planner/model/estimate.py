@@ -192,7 +192,7 @@ def sdpa_skips_cudnn(
     )
 
 
-def _gpus_per_node(num_gpus: int, num_nodes: int | None, node) -> int:
+def gpus_per_node_of(num_gpus: int, num_nodes: int | None, node) -> int:
     """GPUs on each node: the user's node count's (``--nodes``), else the fewest even nodes."""
     if num_nodes is not None:
         if num_nodes < 1 or num_gpus % num_nodes:
@@ -253,7 +253,7 @@ def estimate(
     memory fixes it names (the caller checked the configuration itself)."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
-    gpus_per_node = _gpus_per_node(num_gpus, num_nodes, catalog.node(gpu_spec.default_node))
+    gpus_per_node = gpus_per_node_of(num_gpus, num_nodes, catalog.node(gpu_spec.default_node))
     resolved, c = checked_configuration(
         model, gpu_spec, layout, training, num_gpus, gpus_per_node, catalog, trainer_rules
     )
