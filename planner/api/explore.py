@@ -104,8 +104,10 @@ def search_frame(table: ScoredTable, c: Candidates, term: TermBilling | None = N
     # The model's figures with their 80 % band; the search judged them at the request's risk.
     model_s = table.extra["model_time_s"][idx]
     lo, hi = table.extra["band_lo"][idx], table.extra["band_hi"][idx]
-    risk_h, cost = table.time_to_train_s[idx] / SECONDS_PER_HOUR, table.cost_usd[idx]
-    model_cost, cost_lo, cost_hi = (rebilled(cost, risk_h, model_s * f / SECONDS_PER_HOUR, term) for f in (1.0, lo, hi))
+    # The model's own cost as the table holds it, the number a budget judges (ScoredTable.limit_figures;
+    # review s46 L11: re-derived here, the chart judged a copy); its band's ends billed as it is.
+    model_cost, model_h = table.extra["model_cost_usd"][idx], model_s / SECONDS_PER_HOUR
+    cost_lo, cost_hi = (rebilled(model_cost, model_h, model_h * f, term) for f in (lo, hi))
     frame = pd.DataFrame(
         {
             "gpu": table.gpu_id[idx],

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from planner.api import PlanRequest, build_plan, plan, replan, restack
+from planner.api.chart_points import Limits
 from planner.api.explore import plan_portfolio, scored_search
 from planner.catalog.models import get_preset
 from planner.catalog.prices import TermBilling, billed_hours, rebilled, term_billing
@@ -131,3 +132,23 @@ def test_a_budget_under_a_reserved_term_holds_the_gpus_it_can_reserve_for_the_te
     reserved = plan(request(**fast)).plan
     assert reserved.billed_gpus <= 16 and (reserved.estimate.cost_usd_at("p80") or 0) <= budget
     assert plan(request(**fast, term_filled=1.0)).plan.num_gpus > 64
+
+
+@pytest.mark.parametrize("price_kind", ["reserved-1y", "on-demand"])
+def test_the_chart_frame_judges_the_numbers_the_search_judged(price_kind: str) -> None:
+    """Review s46 L11: the chart's frame re-derived the model's own cost from the risk's, so its
+    deadline and budget greyed points by a copy; it now reads the table's, and each point's limit
+    figures are the search's own (``ScoredTable.limit_figures``), bit for bit."""
+    search = scored_search(request(price_kind=price_kind, risk="p50"))
+    frame, table = search.frame, search.table
+    rows = frame["row"].to_numpy()
+    limit_s, limit_usd = (figure[rows] for figure in table.limit_figures())
+    np.testing.assert_array_equal(frame["cost_usd"].to_numpy(), table.extra["model_cost_usd"][rows])
+    judged_usd = np.maximum(frame["cost_at_risk_usd"].to_numpy(), frame["cost_usd"].to_numpy())
+    np.testing.assert_array_equal(judged_usd, limit_usd)
+    judged_days = np.maximum(frame["time_at_risk_days"].to_numpy(), frame["time_to_train_days"].to_numpy())
+    np.testing.assert_allclose(judged_days * 86400.0, limit_s, rtol=1e-12)
+    # so a budget at one point's own figure passes it on the chart as in the search
+    budget = float(limit_usd[0])
+    on_chart = Limits(budget_usd=budget).feasible(frame).to_numpy()
+    np.testing.assert_array_equal(on_chart, limit_usd <= budget)
