@@ -29,6 +29,7 @@ from planner.search.slots import (
     JobCandidates,
     SlotOptions,
     concat_options,
+    days_field,
     expand_starts,
     job_finish_s,
     job_rows,
@@ -283,7 +284,8 @@ def _job_rows(
         counts = ", ".join(f"{g}<={int(table.num_gpus[table.gpu_id == g].max())}" for g in types)
         scope = "the GPU types to buy" if set(types) <= set(economics) else "the jobs' GPU types"
         past_horizon = exc.constraint is Constraint.DEADLINE and (exc.required or 0.0) > horizon_s
-        horizon = f" and a horizon_days of at least {math.ceil((exc.required or 0.0) / SECONDS_PER_DAY)}"
+        # the least days a days field needs, as the deadline's own fix (review s46 L9: whole days here)
+        horizon = f" and a horizon_days of at least {days_field(exc.required or 0.0)}"
         # the answer's typed figures kept (review s35: a fresh InfeasiblePlan dropped them)
         raise exc.but(
             detail=f"{exc.detail}; searched only {scope}, up to the GPU-count cap ({counts})",

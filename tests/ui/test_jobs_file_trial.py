@@ -57,6 +57,9 @@ def test_a_fleet_deadline_past_the_horizon_names_the_horizon(tmp_path, capsys):
     assert main(["fleet", _file(tmp_path, jobs + "deadline_days = 30\n")]) == 0
     out = capsys.readouterr().out
     assert "deadline" in out and "and a horizon_days of at least" in out
+    # one figure for both fields, as every duration prints (review s46 L9: the horizon was whole days)
+    needs = re.search(r"needs ([0-9.]+) days", out)
+    assert needs and f"set deadline_days to {needs[1]} or more and a horizon_days of at least {needs[1]}," in out
 
 
 def test_a_jobs_file_rents_the_types_it_lists_as_rented(tmp_path, capsys):
