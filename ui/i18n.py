@@ -560,7 +560,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "memory_risk_past_headroom": (
         "Memory may not fit: the reserved peak's 80 % band reaches {high:.1f} GiB, past the {room:.1f} GiB the GPU"
-        " holds beside the CUDA context, and even {most} % headroom would not give that margin: choose a layout"
+        " holds beside the CUDA context, and even {most}% headroom would not give that margin: choose a layout"
         " that uses less memory per GPU.",
         "显存可能不够：预留峰值的 80% 误差区间上端达 {high:.1f} GiB，超过 GPU 除 CUDA 上下文外的 {room:.1f} GiB；"
         "即使余量设为 {most}% 也无法留出这一余量：请选择每 GPU 显存占用更少的布局。",
@@ -1149,7 +1149,8 @@ def _format(template: str, values: dict[str, object], zh: bool) -> str:
     """``template.format(**values)``, less two kinds of space the template sets beside a value (app
     trial s45 L7), the values never changed:
     - one percent style in each language, a figure's sign at it: "{extra:.1f} %" reads "8.9%", as
-      "{fraction:.0%}" does ("80 % band", a term of the CLI and the docs, is no figure's);
+      "{fraction:.0%}" does ("80 % band", a term of the CLI and the docs, is no figure's); the
+      templates write it so (a test checks), this a guard for a new one (review s46 L7);
     - in Chinese, a space where the value's end and the text's are both Chinese or full-width:
       "{kind} 没有" keeps its space after "trainplan" and drops it after "（多 GPU）" ("trainplan（多
       GPU） 没有实测峰值", "一年预留 按整个 1 年期限计费", "Hugging Face 模块 的误差区间")."""

@@ -127,22 +127,22 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "no_gpu_limit": ("none", "无"),
     "near_tie_cost": (
-        "Near tie (at {risk}): for +{extra:.1f} % cost, {gain:.1f} × faster — {gpus} in {time} for {cost}.",
-        "接近的方案（按 {risk}）：费用多 {extra:.1f} %，速度快 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
+        "Near tie (at {risk}): for +{extra:.1f}% cost, {gain:.1f} × faster — {gpus} in {time} for {cost}.",
+        "接近的方案（按 {risk}）：费用多 {extra:.1f}%，速度快 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
     ),
     "near_tie_time": (
-        "Near tie (at {risk}): for +{extra:.1f} % time, {gain:.1f} × cheaper — {gpus} in {time} for {cost}.",
-        "接近的方案（按 {risk}）：时间多 {extra:.1f} %，费用省 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
+        "Near tie (at {risk}): for +{extra:.1f}% time, {gain:.1f} × cheaper — {gpus} in {time} for {cost}.",
+        "接近的方案（按 {risk}）：时间多 {extra:.1f}%，费用省 {gain:.1f} 倍 —— {gpus}，{time}，{cost}。",
     ),
     "over_budget": (
-        "A little over the budget (at {risk}): {speedup:.1f} × faster than the fastest plan within it, for {over:.1f} %"
+        "A little over the budget (at {risk}): {speedup:.1f} × faster than the fastest plan within it, for {over:.1f}%"
         " over the budget — {gpus} in {time} for {cost}.",
-        "略超预算（按 {risk}）：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f} % —— {gpus}，{time}，{cost}。",
+        "略超预算（按 {risk}）：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f}% —— {gpus}，{time}，{cost}。",
     ),
     "over_budget_further": (
-        "Further over it: {speedup:.1f} × faster than the fastest plan within it, for {over:.1f} % over the budget —"
+        "Further over it: {speedup:.1f} × faster than the fastest plan within it, for {over:.1f}% over the budget —"
         " {gpus} in {time} for {cost}.",
-        "再多超一些：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f} % —— {gpus}，{time}，{cost}。",
+        "再多超一些：比预算内最快的方案快 {speedup:.1f} 倍，超出预算 {over:.1f}% —— {gpus}，{time}，{cost}。",
     ),
     "point_estimate": ("the model's estimate", "模型估计"),
     "knee": ("knee of the front", "前沿拐点"),

@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import re
+import string
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
-from ui import figure_axes, figures
+from ui import figure_axes, figures, i18n
 from ui.app_core import money
 from ui.gpu_table import apply_edits, default_rows
 from ui.i18n import all_labels, plain
@@ -606,3 +607,16 @@ def test_labels_drop_a_space_only_where_chinese_meets_chinese():
     for tr in (EN, ZH):  # a figure's percent sign at it, as "{fraction:.0%}" writes it
         near = tr("near_tie_cost", risk="p80", extra=9.4, gain=2.0, gpus="8 × b200", time="1 day", cost="$1")
         assert "9.4%" in near and "9.4 %" not in near
+
+
+def test_no_template_spaces_a_figures_percent_sign():
+    """Review s46 L7: the templates wrote "{extra:.1f} %" and ``_format`` removed the space at render;
+    the templates now read as they render, and ``_format``'s rule stays a guard for a new one."""
+    spaced = []
+    for key, texts in i18n._LABELS.items():
+        for text in texts:
+            parts = list(string.Formatter().parse(text))
+            for (_, field, _, _), (literal, _, _, _) in itertools.pairwise(parts):
+                if field is not None and literal.startswith(" %"):
+                    spaced.append((key, text))
+    assert not spaced, spaced
