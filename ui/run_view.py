@@ -130,7 +130,7 @@ def probe_text(tr: Labels, v: ValidationReport) -> str:
     """validation.json in one line: the probe's measured step time and peak memory against the plan's."""
     # the page's blank and its seconds (trial s35, round 2: "-" and "16.29 s" on the 中文 page)
     blank = app_core.BLANK
-    pct = lambda value: blank if value is None else f"{value:+.1f} %"  # noqa: E731
+    pct = lambda value: blank if value is None else f"{value:+.1f}%"  # noqa: E731  the page's percent style (s46 L7)
     step = lambda value: blank if value is None else seconds(tr, value)  # noqa: E731
     gib = lambda value: blank if value is None else f"{value:,.4g} GiB"  # noqa: E731
     if v.comparable:

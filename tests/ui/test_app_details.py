@@ -339,7 +339,7 @@ def test_run_view_shows_the_probe_against_the_plan(probed_job):
     assert "0.250 s measured" in line  # the median of the steps after the first
     assert f"{chosen.estimate.time.step_s:,.4g} s predicted" in line
     assert "3.5 GiB measured" in line and f"{chosen.estimate.memory.peak_gib:,.4g} GiB predicted" in line
-    assert f"{report.error_pct.step_s:+.1f} %" in line and f"{report.error_pct.peak_gib:+.1f} %" in line
+    assert f"{report.error_pct.step_s:+.1f}%" in line and f"{report.error_pct.peak_gib:+.1f}%" in line
     at = open_tab(run_app(run_dir=str(directory), lang="zh"), "tab_run", ZH)
     (line,) = [c.value for c in at.caption if c.value.startswith("探测（cuda 上 4 步）")]
     assert "0.250 秒" in line and not english_sentences(line)  # the page's seconds (trial s35)
