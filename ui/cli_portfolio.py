@@ -22,6 +22,11 @@ from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBR
 from ui.inputs import check_range
 from ui.portfolio_file import job_keys_help
 
+# What fleet reads no budget from: it sizes what to own, and a budget bounds a job's rent on an
+# inventory (portfolio's). The help says so where it lists the keys (practitioner s47: the help
+# listed budget_usd among fleet's keys, and only a warning after the solve said it was ignored).
+FLEET_IGNORED_JOB_KEY = "budget_usd"
+
 
 def calibrated_catalog(applied) -> Catalog:
     """The catalog the jobs are planned on: a calibration file's (``--calibration``, or the default
@@ -128,7 +133,7 @@ def fleet(
         help=escape(
             "jobs file (TOML/JSON) with horizon_days, the GPU types to buy"
             " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]] (examples/fleet.toml);"
-            f" {job_keys_help()}"
+            f" {job_keys_help()} ({FLEET_IGNORED_JOB_KEY}: portfolio's; fleet ignores it)"
         ),
     ),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
@@ -172,7 +177,7 @@ def fleet(
     if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, budgets bound rent
         ignored = ["[inventory]"] if spec.inventory else []
         if budgeted:
-            ignored.append(f"budget_usd ({', '.join(budgeted)})")
+            ignored.append(f"{FLEET_IGNORED_JOB_KEY} ({', '.join(budgeted)})")
         render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):

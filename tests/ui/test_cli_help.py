@@ -128,3 +128,14 @@ def test_the_jobs_file_commands_name_the_keys_a_job_takes():
     for name in ("portfolio", "fleet"):
         shown = " ".join(help_text(name).split())
         assert all(key in shown for key in JobEntry.model_fields) and f"examples/{name}.toml" in shown
+
+
+def test_fleet_help_says_it_ignores_a_jobs_budget():
+    """Practitioner s47: fleet's help listed budget_usd among a job's keys, and only a warning
+    after the solve said fleet ignores it; portfolio, which honours it, says no such thing."""
+
+    def words(name: str) -> str:  # the help's text, its box borders and line breaks dropped
+        return " ".join(help_text(name).replace("│", " ").split())
+
+    assert "budget_usd: portfolio's; fleet ignores it" in words("fleet")
+    assert "fleet ignores" not in words("portfolio")
