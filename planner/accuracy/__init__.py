@@ -31,8 +31,10 @@ from planner.accuracy.regime import (
     FEATURE_SPAN,
     LONG_SEQUENCE_TOKENS,
     LONGEST_SEQUENCE_DOUBLINGS,
+    NODE_GPUS,
     Feature,
     Regime,
+    crosses_nodes,
     feature_bits,
     link_apart_label,
     long_sequence,
@@ -132,10 +134,11 @@ def regime_for(
     moe: bool,
     named_kernel: str = "",
     gpus_per_node: int | None = None,
+    scaleup_domain_size: int = NODE_GPUS,
 ) -> Regime:
     """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts;
     ``named_kernel``: the attention kernel the user named, "" for the stack's own; ``gpus_per_node``:
-    the job's, default the whole job on one node)."""
+    the job's, default the whole job on one node; ``scaleup_domain_size``: its node's, ``crosses_nodes``)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
     per_node = layout.world_size if gpus_per_node is None else gpus_per_node
     fsdp = layout.sharding == Sharding.FSDP
@@ -152,6 +155,7 @@ def regime_for(
         training.offload,
         bool(named_kernel),
         zero3,
+        crosses_nodes(layout.world_size, per_node, scaleup_domain_size),
     )
     generation = band_generation(gpu, layout.world_size > 1)
     return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)), named_kernel)
@@ -181,7 +185,10 @@ SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
 def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str) -> np.ndarray:
     fp8, hf, kernel = c.precision == PREC_FP8, c.impl == IMPL_HF, bool(named_kernel)
     zero3 = zero3_shards_across_nodes(stack, c.sharding == SHARD_FSDP, c.dp_shard, c.tp, c.cp, c.gpus_per_node)
-    bits = feature_bits(c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3)
+    multi_node = crosses_nodes(c.num_gpus, c.gpus_per_node, c.scaleup_domain_size)
+    bits = feature_bits(
+        c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3, multi_node
+    )
     long = long_sequence(c.seq_len)
     octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)
     return (np.asarray(c.gpu_index, dtype=np.int64) * SEQUENCE_KEYS + octave) * FEATURE_SPAN + bits

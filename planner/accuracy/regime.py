@@ -152,6 +152,17 @@ def zero3_shards_across_nodes(stack: str, fsdp, dp_shard, tp, cp, gpus_per_node)
     return np.asarray(fsdp, dtype=bool) & (group > np.asarray(gpus_per_node))
 
 
+def crosses_nodes(num_gpus, gpus_per_node, scaleup_domain_size) -> np.ndarray:
+    """Whether a job's collectives leave the scale-up domain as the rows' "more than one node" does:
+    over NODE_GPUS GPUs (every row's rule), or over the GPUs it holds on each node where its node's
+    domain ends at the node (trial s47 M3: 8 GPUs on 8 nodes, one each, read single-node rows). A
+    rack-scale domain (NVL72's 72 over trays of 4) is judged as a node of NODE_GPUS, as its rows are.
+    Arrays or scalars."""
+    node_domain = np.asarray(scaleup_domain_size) <= NODE_GPUS
+    reach = np.where(node_domain, np.minimum(np.asarray(gpus_per_node), NODE_GPUS), NODE_GPUS)
+    return np.asarray(num_gpus) > reach
+
+
 # A feature another implies, left unsaid beside it (trial s33 app: "more than one GPU, more than
 # one node"); the bits and the JSON's feature names keep both.
 IMPLIED_BY = {Feature.MULTI_GPU: Feature.MULTI_NODE, Feature.MULTI_NODE: Feature.LARGE}
@@ -184,12 +195,14 @@ def judged_kernels(kernels: np.ndarray, placed: np.ndarray, query_kernel: str) -
 
 
 def feature_bits(
-    tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False, zero3_nodes=False
+    tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False, zero3_nodes=False, multi_node=None
 ) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
     Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
     timed from another kernel's rates by a factor or by its own tables, never measured in a stack's
-    run as the user's choice: trial s24, flash3 / triton / eager bands were as narrow as FA2's)."""
+    run as the user's choice: trial s24, flash3 / triton / eager bands were as narrow as FA2's;
+    ``multi_node``: a query's ``crosses_nodes``, None: a row's, over NODE_GPUS)."""
+    multi_node = np.asarray(num_gpus) > NODE_GPUS if multi_node is None else np.asarray(multi_node, dtype=bool)
     bits = (
         (np.asarray(tp) > 1) * Feature.TP
         + (np.asarray(pp) > 1) * Feature.PP
@@ -198,7 +211,7 @@ def feature_bits(
         + np.asarray(moe, dtype=bool) * Feature.MOE
         + np.asarray(fp8, dtype=bool) * Feature.FP8
         + (np.asarray(num_gpus) > 1) * Feature.MULTI_GPU
-        + (np.asarray(num_gpus) > NODE_GPUS) * Feature.MULTI_NODE
+        + multi_node * Feature.MULTI_NODE
         + (np.asarray(num_gpus) > LARGE_SCALE_GPUS) * Feature.LARGE
         + np.asarray(hf, dtype=bool) * Feature.HF_MODULES
         + np.asarray(offload, dtype=bool) * Feature.OFFLOAD

@@ -199,9 +199,10 @@ def judged_estimate(
     resolved = layout.resolve(num_gpus)
     # the nodes the estimate will hold the GPUs on: DeepSpeed's ZeRO-3 across them is a band
     # feature no row measured (the ceiling reads no node fact beyond the GPU count)
-    per_node = gpus_per_node_of(num_gpus, num_nodes, catalog.node(gpu.default_node))
+    node = catalog.node(gpu.default_node)
+    per_node = gpus_per_node_of(num_gpus, num_nodes, node)
     regime = accuracy.regime_for(
-        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, gpus_per_node=per_node
+        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, per_node, node.scaleup_domain_size
     )
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)

@@ -11,7 +11,7 @@ import pytest
 from planner.accuracy import Regime, Risk, ceiling_of
 from planner.accuracy.bands import BAND_QUANTILES, COVERAGE_MAX, COVERAGE_MIN, EvidenceBase, row_regime
 from planner.accuracy.ceiling import Ceilings
-from planner.accuracy.regime import Feature, distances
+from planner.accuracy.regime import Feature, crosses_nodes, distances
 from planner.accuracy.residuals import HeldOutRow, load_residuals
 from planner.api import PlanRequest, build_plan, plan
 from planner.catalog.hardware import load_catalog
@@ -668,3 +668,23 @@ def test_a_neighbour_that_sets_the_band_says_its_rows_and_their_error():
         n = next(n for n in ev.neighbours if n.regime == regime)
         assert f"{len(n.rows)} rows, mean |error| {n.mean_abs_error:.1%}" in words
         assert n.mean_abs_error > ev.mean_abs_error  # the MoE rows err more than the nearest dense ones
+
+
+def test_a_job_spread_over_nodes_reads_multi_node_rows_by_its_nodes_not_its_count() -> None:
+    """Trial s47 M3: 8 GPUs on 8 nodes (one each, every collective over the network) read the band
+    of one-node rows, as the count alone (8) said. A node's own scale-up domain ends at the node, so
+    the GPUs held on each decide; a rack-scale domain (GB200 NVL72, trays of 4) stays one node up to
+    NODE_GPUS as its rows are; the search's keys agree with the estimate's regime."""
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=4)
+    spec = get_preset("llama3-8b")
+
+    def regime(gpu: str, nodes: int | None) -> str:
+        p = build_plan(spec, gpu, Layout(dp_shard=8), training, num_gpus=8, num_nodes=nodes)
+        assert p.estimate.uncertainty is not None
+        return p.estimate.uncertainty.regime
+
+    assert "more than one node" not in regime("h100-sxm", 1)
+    assert "more than one node" in regime("h100-sxm", 8) and "more than one node" in regime("h100-sxm", 2)
+    assert "more than one node" not in regime("gb200", None)  # two trays of one NVLink domain
+    assert crosses_nodes(16, 8, 8) and not crosses_nodes(8, 8, 8) and crosses_nodes(4, 2, 8)
+    assert not crosses_nodes(8, 4, 72) and crosses_nodes(16, 4, 72)
