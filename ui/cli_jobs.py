@@ -45,8 +45,10 @@ def calibrate(
         " (instead of measuring kernels here)",
     ),
 ) -> None:
-    """Measure this machine's GEMM, attention, copy and collective rates, or read a finished job's
-    step time and memory (--calibrate-from), into a calibration file that plan, estimate and explain use."""
+    """Measure rates into a calibration file that plan, estimate, explain, emit, portfolio and fleet apply.
+
+    The rates are this machine's GEMM, attention, copy and collective rates, or a finished job's
+    step time and memory (--calibrate-from)."""
     from ui.calibration import calibrate_from_job, run_calibration
 
     if calibrate_from is not None:
