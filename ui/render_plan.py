@@ -26,6 +26,7 @@ from ui.render import (
     price_cell,
     print_plan,
     warn,
+    whole_words,
     written_line,
 )
 
@@ -253,7 +254,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
             mfu_cell(e),
             f"{e.memory.reserved_gib:.0f}/{e.memory.capacity_gib:.0f}" + (" !" if e.may_not_fit else ""),
         )
-    return table
+    return whole_words(table)  # s47: --per-gpu folded "a100-80gb-sx" over "m"
 
 
 CEILING_NOTE = (
