@@ -67,7 +67,7 @@ def check_range(
     below = value < high if high_open else value <= high
     if not (math.isfinite(value) and above and below):
         bounds = f"{'>' if low_open else '>='} {_shown(low)} and {'<' if high_open else '<='} {_shown(high)}"
-        raise ValueError(f"{flag} must be a finite number {bounds}, got {value}")
+        raise ValueError(f"{flag} must be a finite number {bounds}, got {value:g}")  # 0, not 0.0 (trial s47 L5)
 
 
 def whole_tokens(flag: str, value: float | None, high: float) -> int | None:

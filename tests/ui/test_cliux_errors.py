@@ -74,10 +74,17 @@ def test_a_layout_rule_names_the_flags(flags, expected):
 
 def test_a_price_of_zero_or_below_reads_the_same():
     zero, negative = refused(*ESTIMATE, "--price", "0"), refused(*ESTIMATE, "--price", "-3")
-    assert zero.replace("0.0", "X") == negative.replace("-3.0", "X")
+    assert zero.replace("got 0", "got X") == negative.replace("got -3", "got X")
     assert "--price must be a finite number > 0" in zero
     pair_zero, pair_negative = refused(*PLAN, "--price", "h100-sxm=0"), refused(*PLAN, "--price", "h100-sxm=-3")
-    assert "> 0" in pair_zero and pair_zero.replace("0.0", "X") == pair_negative.replace("-3.0", "X")
+    assert "> 0" in pair_zero and pair_zero.replace("got 0", "got X") == pair_negative.replace("got -3", "got X")
+
+
+def test_a_refused_number_reads_as_it_was_typed():
+    """Trial s47 L5: a count read "got 0.0" and a token budget "got -5.0"."""
+    assert refused(*PLAN, "--gpus", "a100-80gb-sxm=0").endswith("<= 1,048,576, got 0")
+    assert refused(*ESTIMATE, "--nodes", "0").endswith(", got 0")
+    assert refused("plan", "--model", "llama3-8b", "--tokens", "-5").endswith(", got -5")
 
 
 def test_zero_nodes_is_a_bound_not_a_divisor():
