@@ -328,6 +328,20 @@ class TrainingConfig(BaseModel):
         return max(1, math.floor(global_batch_tokens / per_pass + 0.5 + 1e-9))
 
 
+# Context parallelism pays for long sequences: every degree from 16K tokens on, and cp 2 from 8K
+# (MLPerf Training v5.x ran Llama 3.1 405B and 8B at CP 2 on 8,192-token sequences,
+# data/validation/mlperf_runs.csv, layouts the search could not reach below 16K: trial s29b; the
+# 8K degrees stop at 2, as each doubles the search's rows there). One rule for the search's degrees
+# and the memory fixes it names (trial s47 L3: cp=16 on a 4K sequence, 256 tokens a rank, was named).
+CP_MIN_SEQ_LEN = 16384
+CP_SHORT_SEQ_LEN, CP_SHORT_MAX = 8192, 2
+
+
+def cp_pays(seq_len: int, cp: int) -> bool:
+    """Whether context-parallel degree ``cp`` > 1 is one to run at ``seq_len`` tokens (above)."""
+    return seq_len >= CP_MIN_SEQ_LEN or (seq_len >= CP_SHORT_SEQ_LEN and cp <= CP_SHORT_MAX)
+
+
 # Uneven pipeline stages. The embedding counts as PIPELINE_INPUT_WEIGHT blocks on the first
 # stage and the final norm + LM head as PIPELINE_OUTPUT_WEIGHT blocks on the last (torchtitan's
 # generate_llm_fqn_per_model_part, input_weight=output_weight=1, its defaults), so those stages

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.estimate_parts import MemoryTerms
-from planner.layout import ActivationCheckpointing, Implementation, Layout, PipelineSchedule, Sharding, TrainingConfig
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Layout,
+    PipelineSchedule,
+    Sharding,
+    TrainingConfig,
+    cp_pays,
+)
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.memory import fits, memory, offload_keeps_grads
@@ -89,13 +97,17 @@ def memory_fix_hint(
     # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
     sequence = (terms.activations + terms.logits_loss) * need_gib / max(terms.total, 1e-9)
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
+
+    def cp_named(c: int) -> bool:  # a degree the search runs at this sequence (trial s47 L3: cp=16 at 4K)
+        return c <= MAX_CP_FIX and cp_pays(training.seq_len, c)
+
     if partial and sequence > excess:  # the sequence's terms could close the gap: split them too
-        both = _full_ac_cp_hint(layout, full_ac_cp_fits)
+        both = _full_ac_cp_hint(layout, lambda c: cp_named(c) and full_ac_cp_fits(c))
         full, partial = ([both], []) if both is not None else (full, partial)
     hints += full
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
-    cp = _smallest_degree(layout.cp, sequence, excess, lambda c: c <= MAX_CP_FIX and cp_runs(c))
+    cp = _smallest_degree(layout.cp, sequence, excess, lambda c: cp_named(c) and cp_runs(c))
     if cp is not None:
         hints.append(_degree_hint(layout, "cp", cp, FixCode.CP, FixCode.CP_MORE_GPUS))
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)

@@ -17,6 +17,7 @@ from planner.layout import (
     ActivationCheckpointing,
     Implementation,
     Precision,
+    cp_pays,
     ep_fits,
     max_pipeline_stages,
     shard_group_of,
@@ -54,12 +55,6 @@ SHARDING_VARIANTS = (
 MICRO_BATCHES = (1, 2, 4, 8, 16)
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 72)
 CP_DEGREES = (1, 2, 4, 8, 16)
-# Context parallelism pays for long sequences: every degree is searched from 16K tokens on, and
-# cp 2 from 8K (MLPerf Training v5.x ran Llama 3.1 405B and 8B at CP 2 on 8,192-token sequences,
-# data/validation/mlperf_runs.csv, layouts the search could not reach below 16K: trial s29b; the
-# 8K degrees stop at 2, as each doubles the search's rows there).
-CP_MIN_SEQ_LEN = 16384
-CP_SHORT_SEQ_LEN, CP_SHORT_MAX = 8192, 2
 # Largest relative distance of a candidate's global batch from the requested one. Of the feasible
 # candidates, plan() then keeps those of the achievable batch nearest the request (docs/ilp.md).
 DEFAULT_BATCH_TOLERANCE = 0.05
@@ -181,10 +176,8 @@ def cross(table: dict[str, np.ndarray], **axes: np.ndarray) -> dict[str, np.ndar
 
 
 def searched_cp(space: SearchSpace, cp: int) -> bool:
-    """Whether the search tries context-parallel degree ``cp`` > 1: every degree from
-    ``CP_MIN_SEQ_LEN`` tokens, up to ``CP_SHORT_MAX`` from ``CP_SHORT_SEQ_LEN``."""
-    long = space.seq_len >= CP_MIN_SEQ_LEN
-    return space.allow_cp and (long or (space.seq_len >= CP_SHORT_SEQ_LEN and cp <= CP_SHORT_MAX))
+    """Whether the search tries context-parallel degree ``cp`` > 1: where it pays (``cp_pays``)."""
+    return space.allow_cp and cp_pays(space.seq_len, cp)
 
 
 def gpu_rows(

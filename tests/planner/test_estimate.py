@@ -8,7 +8,7 @@ from planner.api import build_plan
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing as AC
-from planner.layout import Layout, Precision, Sharding, TrainingConfig
+from planner.layout import Layout, Precision, Sharding, TrainingConfig, cp_pays
 from planner.model.estimate import estimate, score
 from planner.model.settings import DEFAULT_SETTINGS
 
@@ -593,3 +593,17 @@ def test_zero2_under_a_pipeline_reserves_as_its_zero1_twin():
     ]
     assert twins[0].memory.peak_gib == pytest.approx(twins[1].memory.peak_gib)
     assert twins[0].memory.reserved_gib == pytest.approx(twins[1].memory.reserved_gib)
+
+
+def test_a_memory_fix_names_context_parallelism_only_where_the_search_would_run_it():
+    """Trial s47 L3: llama2-7b at 4,096 tokens, 1.7 GiB over on 8 A100, was told "split each sequence
+    over cp=16 ranks ... on 128 GPUs" (256 tokens a rank), a degree the search never tries at 4K
+    (``cp_pays``). At 4K no cp is named; at 8K only cp 2; from 16K any."""
+    a100 = dict(gpu="a100-80gb-sxm", model=get_preset("llama2-7b"), activation_checkpointing=AC.FULL)
+    short = est(Layout(sharding=Sharding.ZERO1), grad_accum=8, **a100)
+    assert not short.feasible and not any("cp" in h.figures for h in short.fix_hints), short.fix
+    for seq_len in (4096, 8192, 16384, 32768):
+        e = est(Layout(sharding=Sharding.ZERO1), micro_batch=8 * 4096 // seq_len or 1, seq_len=seq_len, **a100)
+        named = [int(h.figures["cp"]) for h in e.fix_hints if "cp" in h.figures]
+        assert all(cp_pays(seq_len, cp) for cp in named), (seq_len, e.fix)
+    assert not cp_pays(4096, 2) and cp_pays(8192, 2) and not cp_pays(8192, 4) and cp_pays(16384, 16)
