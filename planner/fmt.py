@@ -90,6 +90,16 @@ def energy(kwh: float | None) -> str:
 SMALL_MONEY_USD = 10.0
 
 
+def interruptions(expected: float) -> str:
+    """Expected interruptions as the CLI and the card print them: two significant figures under 10
+    ('0.15', '2.3'), whole above ('419'), and '< 0.01' rather than '0' for a short job that may still
+    be interrupted (trial s47 L7: the text said 0.2 where --json said 0.151; the card '< 0.1', the
+    CLI '0.0', for one figure)."""
+    if 0 < expected < 0.005:
+        return "< 0.01"
+    return f"{expected:,.0f}" if expected >= 10 else f"{expected:.2g}"
+
+
 def money(usd: float | None, *, cents_below: float = -math.inf, column_max: float = 0.0) -> str:
     """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
     cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").

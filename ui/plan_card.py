@@ -23,7 +23,7 @@ from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.estimate_parts import GoodputEstimate
-from planner.fmt import energy, number_band
+from planner.fmt import energy, interruptions, number_band
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
@@ -94,11 +94,6 @@ def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | No
         # its own sentence (trial s35, round 2: "... on 2026-12-05 It was measured on a CPU")
         line = tr.sentences(line + tr("full_stop"), tr("calibration_cpu", gpu=tr.join(cpu)))
     return line
-
-
-def interruptions(expected: float) -> str:
-    """'2.3', and '< 0.1' rather than '0.0' for a short job that may still be interrupted."""
-    return "< 0.1" if 0 < expected < 0.05 else f"{expected:,.1f}"
 
 
 def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:

@@ -10,7 +10,7 @@ from pathlib import Path
 from planner.catalog.hardware import load_catalog
 from planner.catalog.specs import NodeTemplate
 from planner.estimate_parts import GoodputEstimate
-from planner.fmt import counted, duration_h, duration_words, money, number_band
+from planner.fmt import counted, duration_h, duration_words, interruptions, money, number_band
 from planner.model.goodput import MIN_GOODPUT
 from planner.plan import Estimate, Plan
 from planner.units import SECONDS_PER_MINUTE
@@ -159,7 +159,7 @@ def goodput_line(g: GoodputEstimate) -> str:
         )
     parts = [f"MTTF {g.mttf_h:,.1f} h"]
     if g.expected_interruptions is not None:
-        parts.append(f"{g.expected_interruptions:,.1f} expected interruptions")
+        parts.append(f"{interruptions(g.expected_interruptions)} expected interruptions")
     if g.checkpoint_interval_min is not None:
         steps = f"{counted(g.checkpoint_interval_steps, 'step')}, " if g.checkpoint_interval_steps is not None else ""
         parts.append(
