@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Sharding
+from planner.model.attention_kernels import CudnnGeneration
 from planner.model.candidates import Candidates, on_default_node
 from planner.model.estimate import score
 from planner.model.optimizer_precision import OptimizerPrecision
@@ -88,8 +89,25 @@ def nemo_launcher_settings(run: PublishedRun, profile: ModelingSettings) -> Mode
     return nemo_launcher_recipe(run).applied(profile).but(optimizer_copies_16bit_grads=True)
 
 
+# The NeMo containers of validation rows whose cuDNN is pinned at or below 9.1 (the 2024 generation
+# measured, attention_kernels.CUDNN_9_1): NeMo 24.05 "is built on top of NVIDIA Optimized Frameworks
+# PyTorch 24.02" and NeMo 24.07 lists the same PyTorch 2.3.0a0 (NeMo Framework user guide 24.09,
+# Software Component Versions); NGC's builds moved to 2.4.0a0 in 24.05 (torch 2.4.0a0+07cecf4168
+# .nv24.05), whose containers carry cuDNN 9.1.0.70 (the 24.05 Optimized Frameworks release notes),
+# so a 2.3.0a0 base carries 9.1.0 or older; NeMo 24.03.01 predates both. Every other release (all
+# later: 25.02 on for the Hopper rows) and a row without a named container run the catalog's 9.19
+# (attention_kernels.CudnnGeneration says why for those in between).
+CUDNN_9_1_RELEASES = ("24.03", "24.07")
+
+
+def cudnn_generation_for(release: str) -> CudnnGeneration:
+    """The cuDNN generation a row's container runs (above): 9.1 where its release pins one that old."""
+    return CudnnGeneration.CUDNN_9_1 if release.startswith(CUDNN_9_1_RELEASES) else CudnnGeneration.CUDNN_9_19
+
+
 def recipe_settings(run: PublishedRun, profile: ModelingSettings) -> ModelingSettings:
-    """The row's stack profile with what its source's recipes state on top of it."""
+    """The row's stack profile with what its source's recipes and container state on top of it."""
+    profile = profile.but(cudnn_generation=cudnn_generation_for(run.release))
     if run.source == "S13" and run.release.startswith(NEMO_LAUNCHER_RELEASES):
         return nemo_launcher_settings(run, profile)
     if run.source != "S14":

@@ -15,6 +15,8 @@ share of that rate each kernel reaches at them, read from the same benchmark fig
   paper measured a 2024 cuDNN.
 - Past 16K (to 128K), both kernels' causal shares follow NVIDIA's cudnn-frontend B200 benchmark
   (FA2 keeps rising a few per cent, cuDNN peaks at 32K and falls ~5 % by 128K).
+- A run on an older cuDNN (its container's, 2024: 9.1) times that generation's table, measured by
+  the same NVIDIA harness in May 2024 (``CUDNN_9_1``, ``CudnnGeneration``).
 
 Between the published points the share is interpolated in log2 of the head dim or the length;
 outside them it is held at the nearest point. Both factors multiply (head dim at 16K, length at
@@ -163,6 +165,60 @@ CUDNN = KernelShapes(
         )
     ),
 )
+
+
+# cuDNN of 2024, the generation a run whose container carries cuDNN 9.1 or older ran
+# (``CudnnGeneration.CUDNN_9_1``). Causal length, both passes measured: NVIDIA cudnn-frontend
+# benchmark/benchmark_results.csv at 505fcfe (2024-05-07: NGC PyTorch 24.03 with the CUDA
+# repository's cuDNN, whose run in the README prints backend 90100; clocks locked at 1980 MHz per
+# the README; 16 heads, head dim 128, BF16), causal forward 542.3 572.9 586.8 577.3 567.0 and
+# backward 443.6 463.5 497.7 499.7 503.8 TFLOP/s at 4K 8K 16K 32K 64K, over the catalog's 9.19
+# reference rates (702 / 612) like the table above: the same harness, two years apart. Below 4K
+# the FA3 paper's cuDNN causal ratios to its 4K point (ESTIMATE): forward 315 / 410 / 484 of 518,
+# backward 193.3 / 291.4 / 364.8 of 424.4 (its non-causal 305 408 465 499 x the forward's causal
+# ratio). The FA3 paper measured the same generation (cuDNN 9.1.1.17, its appendix C.1) at a
+# fixed 1830 MHz: its 16K non-causal 595 forward and causal 539 are this file's 642 / 587 times
+# 1830 / 1980, so the 2024-to-2026 gap is ~13 % at 16K-32K here, not the ~20 % its raw bars read.
+_CUDNN_9_1_FWD_C = [542.3, 572.9, 586.8, 577.3, 567.0]
+_CUDNN_9_1_BWD_C = [443.6, 463.5, 497.7, 499.7, 503.8]
+_CUDNN_9_1_FWD_SHORT = [315 / 518, 410 / 518, 484 / 518]
+_CUDNN_9_1_BWD_SHORT = [193.3 / 424.4, 291.4 / 424.4, 364.8 / 424.4]
+_CUDNN_9_1_SEQS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
+CUDNN_9_1 = KernelShapes(
+    head_dim_fwd=CUDNN.head_dim_fwd,
+    head_dim_bwd=CUDNN.head_dim_bwd,
+    causal_seq_fwd=tuple(
+        zip(
+            _CUDNN_9_1_SEQS,
+            [r * 542.3 / 702 for r in _CUDNN_9_1_FWD_SHORT] + [v / 702 for v in _CUDNN_9_1_FWD_C],
+            strict=True,
+        )
+    ),
+    causal_seq_bwd=tuple(
+        zip(
+            _CUDNN_9_1_SEQS,
+            [r * 443.6 / 612 for r in _CUDNN_9_1_BWD_SHORT] + [v / 612 for v in _CUDNN_9_1_BWD_C],
+            strict=True,
+        )
+    ),
+)
+
+
+class CudnnGeneration(StrEnum):
+    """The cuDNN release generation whose attention a run times (``ModelingSettings.cudnn_generation``).
+
+    A plan runs today's (9.19, the catalog's rates). A validation row runs its container's:
+    ``CUDNN_9_1`` where the container carries cuDNN 9.1 or older (validation/published.py
+    ``cudnn_generation_for``). A container between 9.1 and 9.19 runs the 9.19 table: the one
+    measurement in between (the same cudnn-frontend file at 61100c8, September 2024, cuDNN version
+    not printed) has its causal forward within 4 % of 9.19's at 16K (650 vs 673), its backward
+    still 9.1's (489 vs 579), and no release is pinned to it."""
+
+    CUDNN_9_19 = "9.19"
+    CUDNN_9_1 = "9.1"
+
+
+CUDNN_SHAPES = {CudnnGeneration.CUDNN_9_19: CUDNN, CudnnGeneration.CUDNN_9_1: CUDNN_9_1}
 
 
 def share(table: tuple[tuple[int, float], ...], x: np.ndarray | float) -> np.ndarray:

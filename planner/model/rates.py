@@ -50,7 +50,8 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
     """Flash-attention forward and backward FLOP/s at ``head_dim`` over each candidate's causal
     sequence (``seq_len / cp`` keys per kernel call): the catalog's reference rates of the
     kernel the stack runs on that GPU (head dim 128, non-causal, 16K), times that kernel's
-    published share at this head dim and causal length (planner/model/attention_kernels.py), the
+    published share at this head dim and causal length (planner/model/attention_kernels.py; cuDNN's
+    of ``s.cudnn_generation``), the
     residual share of training steps (``attention_shape_fraction``) and the factor of a kernel
     the catalog does not measure (``attention_kernel_factor``).
 
@@ -67,7 +68,9 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
     bwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_bwd_flops), c.cudnn_attention_bwd_flops, bwd)
     seq = c.seq_len / c.cp
     fa2_fwd, fa2_bwd = attention_kernels.shape_shares(attention_kernels.FLASH2, head_dim, seq)
-    cudnn_fwd, cudnn_bwd = attention_kernels.shape_shares(attention_kernels.CUDNN, head_dim, seq)
+    cudnn_fwd, cudnn_bwd = attention_kernels.shape_shares(
+        attention_kernels.CUDNN_SHAPES[s.cudnn_generation], head_dim, seq
+    )
     # a named kernel the stack's context parallelism cannot call runs as its flash kernel (factor 1)
     factor = np.where(named_kernel_cp_fallback(c, s), 1.0, s.attention_kernel_factor)
     scale = s.attention_shape_fraction * factor

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel
+from planner.model.attention_kernels import FLASH3_OVER_FLASH2, TRITON_OVER_FLASH2, AttentionKernel, CudnnGeneration
 from planner.model.block_rows import Recompute
 from planner.model.settings_job import CLIP_BYTES_PER_PARAM, JobSettings
 from planner.model.zero_config import ZeroConfig
@@ -65,6 +65,9 @@ class ModelingSettings(JobSettings):
     # Whose rule picks cuDNN on a GPU: PyTorch SDPA's (sm90, sm100; False) or TransformerEngine's
     # (every Hopper and datacenter Blackwell part; True: Megatron-Core), attention_kernels.py.
     transformer_engine_attention: bool = False
+    # Whose cuDNN's attention is timed: today's (9.19, the catalog's rates) for a plan; a
+    # validation row's container may carry an older one (attention_kernels.CudnnGeneration).
+    cudnn_generation: CudnnGeneration = CudnnGeneration.CUDNN_9_19
     # Speed of the stack's attention relative to the catalog's rate of its kernel: another
     # kernel (FlashAttention-3, llm-foundry's Triton flash), or a stack's own overheads around it;
     # 1 for trainplan.

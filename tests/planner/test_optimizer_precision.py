@@ -12,6 +12,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode, RuleViolation
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
+from planner.model.attention_kernels import CudnnGeneration
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.stacks import Stack
@@ -50,7 +51,9 @@ def test_the_flags_are_the_recipes_formats():
         chosen = both if r.model_name in NEMO_LAUNCHER_BF16_GRADS else REMAINDERS
         flagged = run_settings(MEGATRON_CORE_SETTINGS, None, False, False, chosen)
         # apex's optimizer keeps the fp32 gradient copy counted (validation.published.nemo_launcher_settings)
-        assert recipe_settings(r, MEGATRON_CORE_SETTINGS) == flagged.but(optimizer_copies_16bit_grads=True)
+        # ... and the container's cuDNN, 9.1 (validation.published.cudnn_generation_for)
+        expected = flagged.but(optimizer_copies_16bit_grads=True, cudnn_generation=CudnnGeneration.CUDNN_9_1)
+        assert recipe_settings(r, MEGATRON_CORE_SETTINGS) == expected
 
 
 @pytest.mark.parametrize("stack", MEGATRON)
