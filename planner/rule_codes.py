@@ -247,7 +247,8 @@ TEMPLATES: dict[RuleCode, str] = {
         "MoE expert weights ({local_experts} experts per ep rank, hidden {hidden}) do not shard evenly over"
         " dp_shard*cp/ep={shards} ranks: use a count that divides {local_experts} or {hidden}"
     ),
-    _C.PRECISION: "{gpu} does not support {precision}",
+    # the way on in the same line (trial s47 L2): its tensor cores lack the format
+    _C.PRECISION: "{gpu} does not support {precision} (no {precision} tensor-core rate): choose bf16 or another GPU",
     _C.STACK_NO_CP: "{stack} has no context parallelism of the kind modelled: use --cp 1, or a stack that has it",
     _C.STACK_NO_EP: (
         "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"

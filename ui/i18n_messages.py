@@ -370,7 +370,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "the sequence length {seq_len} is not divisible by 2 × cp = {degree} (load-balanced context parallel)",
         "序列长度 {seq_len} 不能被 2 × cp = {degree} 整除（负载均衡的上下文并行）",
     ),
-    "reason_precision": ("{gpu} does not support {precision}", "{gpu} 不支持 {precision}"),
+    "reason_precision": (
+        "{gpu} does not support {precision} (no {precision} tensor-core rate): choose bf16 or another GPU",
+        "{gpu} 不支持 {precision}（张量核心没有 {precision} 算力）：请改用 bf16 或其他 GPU",
+    ),
     # What a software stack cannot run (the app's words: no CLI flags)
     "reason_stack_no_cp": (
         "{stack} has no context parallelism of the kind modelled: use cp 1, or a stack that has it",

@@ -48,7 +48,8 @@ def test_an_empty_gpu_or_price_list_is_refused(capsys):
 
 def test_fp8_on_gpus_without_it_is_the_answer_not_a_divisibility_verdict(capsys):
     err = _one_line_error(capsys, [*PLAN, "--gpus", "a100-80gb-sxm", "--precision", "fp8"])
-    assert err.endswith("a100-80gb-sxm does not support fp8")
+    # the way on said too (trial s47 L2)
+    assert err.endswith("a100-80gb-sxm does not support fp8 (no fp8 tensor-core rate): choose bf16 or another GPU")
     # Beside a GPU that has it, the one without is left out of the search.
     assert main([*PLAN, "--gpus", "a100-80gb-sxm,h100-sxm=64", "--precision", "fp8", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plan"]["gpu"] == "h100-sxm"
