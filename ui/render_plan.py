@@ -12,7 +12,9 @@ from planner.api.notices import tie_rule
 from planner.catalog.prices import PriceBasis
 from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate
+from planner.search.diagnosis import Unplanned
 from planner.search.ilp import Objective
+from planner.units import SECONDS_PER_HOUR
 from ui.render import (
     add_columns,
     calibration_json,
@@ -90,7 +92,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "larger_batch", "risk", "median_plan", "idle_gpus",
-    "per_gpu", "per_gpu_none", "per_gpu_binding", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
+    "per_gpu", "per_gpu_none", "per_gpu_binding", "per_gpu_fastest_h", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
     "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "calibration",
 )  # fmt: skip
 
@@ -133,6 +135,7 @@ def plan_json(result, calibration) -> dict:
         "per_gpu": None if result.per_gpu is None else [listed_json(p) for p in result.per_gpu],
         "per_gpu_none": None if result.per_gpu is None else unplanned_gpus(result),
         "per_gpu_binding": None if result.per_gpu is None else unplanned_binding(result),
+        "per_gpu_fastest_h": None if result.per_gpu is None else unplanned_fastest_h(result),
         **plan_facts_json(result.plan),
         "calibration": calibration_json(calibration, result.plan.calibration),
     }
@@ -197,8 +200,22 @@ def unplanned_gpus(result) -> list[str]:
 
 def unplanned_binding(result) -> dict[str, str]:
     """Each unplanned GPU type's binding constraint (``binding_per_type``; per_gpu_binding in --json)."""
-    binding = dict(result.solution.unplanned_gpus)
+    binding = {u.gpu: u.constraint for u in result.solution.unplanned_gpus}
     return {g: binding[g].value for g in unplanned_gpus(result) if g in binding}
+
+
+def unplanned_fastest_h(result) -> dict[str, float]:
+    """The fastest time, in hours, of each type the deadline rules out (``Unplanned.fastest_s``)."""
+    return {u.gpu: u.fastest_s / SECONDS_PER_HOUR for u in result.solution.unplanned_gpus if u.fastest_s is not None}
+
+
+def _unplanned_words(gpu: str, unplanned: dict[str, Unplanned], risk: str) -> str:
+    """'h200-sxm (deadline: fastest 421.6 days at p80)', 'b200 (memory)', or the bare id."""
+    u = unplanned.get(gpu)
+    if u is None:
+        return gpu
+    fastest = "" if u.fastest_s is None else f": fastest {duration_h(u.fastest_s / SECONDS_PER_HOUR)} at {risk}"
+    return f"{gpu} ({u.constraint.value}{fastest})"
 
 
 def unplanned_gpus_line(result) -> str | None:
@@ -207,7 +224,8 @@ def unplanned_gpus_line(result) -> str | None:
     missing, binding = unplanned_gpus(result), unplanned_binding(result)
     if not missing:
         return None
-    named = ", ".join(f"{g} ({binding[g]})" if g in binding else g for g in missing)
+    unplanned = {u.gpu: u for u in result.solution.unplanned_gpus}
+    named = ", ".join(_unplanned_words(g, unplanned, result.risk.value) for g in missing)
     line = f"no plan on {named} meets the request; in brackets the constraint that rules the type out"
     if "batch" in binding.values():
         # trial s29b: 16e6 ruled GB200 out (its nearest batch, 2^24, is +4.9 %) beside a warning that

@@ -232,7 +232,7 @@ def with_types_at_model(
     return replace(
         solution,
         best_per_gpu=solution.best_per_gpu + added,
-        unplanned_gpus=tuple(u for u in solution.unplanned_gpus if u[0] not in taken),
+        unplanned_gpus=tuple(u for u in solution.unplanned_gpus if u.gpu not in taken),
     )
 
 

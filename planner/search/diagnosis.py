@@ -17,7 +17,7 @@ from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan, NamedPla
 from planner.fmt import budget_amounts, duration_words
 from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest
 
-__all__ = ["RowChecks", "binding_per_type", "diagnose"]
+__all__ = ["RowChecks", "Unplanned", "binding_per_type", "diagnose"]
 
 # What a budget answer says of the plan it names where that is not the cheapest but the fastest of
 # the plans within NEAR_TIE_FRACTION of it (the app's card reads it: ui/infeasible_words.py).
@@ -74,25 +74,37 @@ class RowChecks:
         return ok
 
 
-def binding_per_type(gpu_ids: np.ndarray, checks: RowChecks, kept: np.ndarray) -> dict[str, Constraint]:
+@dataclass(frozen=True)
+class Unplanned:
+    """A GPU type with no feasible row (``--per-gpu``): the constraint that rules it out and, where
+    that is the deadline, its fastest time as the deadline judged it (trial s47 L4: "no plan on
+    h200-sxm (deadline)" said which, not by how far; ``RowChecks.time_s``)."""
+
+    gpu: str
+    constraint: Constraint
+    fastest_s: float | None = None
+
+
+def binding_per_type(gpu_ids: np.ndarray, checks: RowChecks, kept: np.ndarray) -> tuple[Unplanned, ...]:
     """For each allowed GPU type with no row in ``kept`` (the feasible rows the batch rule keeps),
     what rules it out: the constraint that empties its rows, in ``diagnose``'s order, or the batch
     where the batch rule dropped all its feasible rows (trial s27: `plan --per-gpu` said "no plan on
     a100-80gb-sxm meets the request (deadline, budget, inventory, memory or batch)", not which)."""
-    binding: dict[str, Constraint] = {}
+    binding: list[Unplanned] = []
     planned = set(gpu_ids[kept].tolist())
     for gpu in dict.fromkeys(gpu_ids.tolist()):
         passing = (gpu_ids == gpu) & checks.gpu_type
         if gpu in planned or not passing.any():
             continue
         for constraint in ROW_CONSTRAINTS:
-            passing = passing & checks.passes(constraint)
+            before, passing = passing, passing & checks.passes(constraint)
             if not passing.any():
-                binding[str(gpu)] = constraint
+                fastest = float(np.nanmin(checks.time_s[before])) if constraint is Constraint.DEADLINE else None
+                binding.append(Unplanned(str(gpu), constraint, fastest))
                 break
         else:  # feasible rows, none at the batch the others meet (review s27)
-            binding[str(gpu)] = Constraint.BATCH
-    return binding
+            binding.append(Unplanned(str(gpu), Constraint.BATCH))
+    return tuple(binding)
 
 
 def diagnose(table: TableColumns, checks: RowChecks) -> InfeasiblePlan:

@@ -21,10 +21,9 @@ import numpy as np
 import pandas as pd
 import pulp
 
-from planner.errors import Constraint
 from planner.frontier import anchor_survivors
 from planner.model.rowwise import distinct
-from planner.search.diagnosis import RowChecks, binding_per_type, diagnose
+from planner.search.diagnosis import RowChecks, Unplanned, binding_per_type, diagnose
 from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
 from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest, first_of_tie, settle_near_tie, tie_order
@@ -233,9 +232,9 @@ class SingleSolution:
     cost_ref_usd: float
     time_ref_s: float
     # ``per_gpu``: the best feasible row of each other GPU type, best first (which GPU: trial s26),
-    # and what rules out each type with no feasible row (trial s27), as (type, constraint) pairs
+    # and what rules out each type with no feasible row (trial s27)
     best_per_gpu: tuple[int, ...] = ()
-    unplanned_gpus: tuple[tuple[str, Constraint], ...] = ()
+    unplanned_gpus: tuple[Unplanned, ...] = ()
 
 
 def solve_single(
@@ -343,7 +342,7 @@ def solve_single(
             _twin_key(table, feasible, T, C) if top_k else None,
         ),
         best_per_gpu=_best_per_gpu(table, feasible, score, row, objective) if per_gpu else (),
-        unplanned_gpus=tuple(binding_per_type(table.gpu_id, checks, feasible).items()) if per_gpu else (),
+        unplanned_gpus=binding_per_type(table.gpu_id, checks, feasible) if per_gpu else (),
         solver=solver_name,
         num_rows=len(table),
         num_feasible=len(feasible),

@@ -609,5 +609,11 @@ def test_per_gpu_names_what_rules_out_each_type_batch_included() -> None:
         extra={"batch_tokens": np.array([2**22, 2**22, 3_000_000, 2**22])},
     )
     solution = solve_single(table, "cost", per_gpu=True, batch_target=2**22)
-    assert dict(solution.unplanned_gpus) == {"b": Constraint.BATCH, "c": Constraint.MEMORY}
+    assert {u.gpu: u.constraint for u in solution.unplanned_gpus} == {"b": Constraint.BATCH, "c": Constraint.MEMORY}
     assert solve_single(table, "cost", batch_target=2**22).unplanned_gpus == ()  # only with per_gpu
+    # trial s47 L4: a type the deadline rules out says its fastest time, as the deadline judged it
+    late = solve_single(table, "cost", per_gpu=True, deadline_s=2.5e5)
+    assert {u.gpu: (u.constraint, u.fastest_s) for u in late.unplanned_gpus} == {
+        "b": (Constraint.DEADLINE, 3e5),
+        "c": (Constraint.MEMORY, None),
+    }

@@ -234,7 +234,13 @@ def test_plan_per_gpu_shows_each_searched_types_best_plan() -> None:
     budget += ["--gpus", "h100-sxm,a100-80gb-sxm,l4", "--top", "0", "--per-gpu"]
     data = json.loads(trainplan(*budget, "--json")[1])
     assert data["per_gpu_binding"] == {"a100-80gb-sxm": "budget", "l4": "deadline"}
-    assert "no plan on a100-80gb-sxm (budget), l4 (deadline) meets the request" in trainplan(*budget)[1]
+    # ... and, where the deadline does, how long the type's fastest plan takes (trial s47 L4)
+    fastest = data["per_gpu_fastest_h"]["l4"]
+    assert set(data["per_gpu_fastest_h"]) == {"l4"} and fastest > 30 * 24
+    said = (
+        f"no plan on a100-80gb-sxm (budget), l4 (deadline: fastest {fastest / 24:,.1f} days at p80) meets the request"
+    )
+    assert said in trainplan(*budget)[1]
 
 
 def test_your_own_quote_prices_a_gpu_without_offers_of_the_kind() -> None:
@@ -294,12 +300,17 @@ def test_a_type_ruled_out_by_the_batch_is_pointed_to_vary_batch() -> None:
     from types import SimpleNamespace
 
     from planner.errors import Constraint
+    from planner.search.diagnosis import Unplanned
     from ui.render_plan import unplanned_gpus_line
 
     def result(constraint: Constraint):
-        solution = SimpleNamespace(unplanned_gpus=(("b200", constraint),))
+        solution = SimpleNamespace(unplanned_gpus=(Unplanned("b200", constraint),))
         return SimpleNamespace(
-            plan=SimpleNamespace(gpu="b300"), per_gpu=(), searched_gpus=("b300", "b200"), solution=solution
+            plan=SimpleNamespace(gpu="b300"),
+            per_gpu=(),
+            searched_gpus=("b300", "b200"),
+            solution=solution,
+            risk=SimpleNamespace(value="p80"),
         )
 
     assert "--vary-batch" in (unplanned_gpus_line(result(Constraint.BATCH)) or "")
