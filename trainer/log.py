@@ -56,11 +56,52 @@ class ConsoleHandler(logging.Handler):
             self.handleError(record)
 
 
-REDISTRIBUTE_LOGGER = "torch.distributed.tensor._redistribute"
+# Records of torch's (and its companions') loggers that advise their developers, not a job's user,
+# dropped in every process that logs the trainer's lines: (logger, a part of the message).
+LIBRARY_NOTES = (
+    # Each rank's DTensor says at start-up that a (dp_shard, tp) redistribution takes two
+    # all-reduces: advice about a mesh the trainer builds (trial s25: two such lines per start).
+    ("torch.distributed.tensor._redistribute", "flatten mesh dimensions"),
+    # torchao 0.18's import registers its Enums as pytree constants, which torch 2.13 deprecates:
+    # two lines per rank whenever torchao is imported, by transformers (--impl hf) or fp8
+    # (trial s45 L4); torchao's own call, nothing a job can change.
+    ("torch.utils._pytree", "is an Enum subclass and is now natively supported"),
+    # torchao's optional C++ kernels (mxfp8, cutlass) that fail to load on this build of torch (a
+    # CPU torch, another Python): the trainer's float8 is tensor-wise through torch._scaled_mm,
+    # which needs none of them.
+    ("torchao", "Failed to load "),
+)
+
+
+class DropRecords(logging.Filter):
+    """Drops a log record whose message contains one of ``parts``; ``once``: only the first such
+    record, so a later one of the same words is said (review s45 L2). ``dropped`` counts them."""
+
+    def __init__(self, *parts: str, once: bool = False) -> None:
+        super().__init__()
+        self.parts, self.once, self.dropped = parts, once, 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (self.once and self.dropped) or not any(part in record.getMessage() for part in self.parts):
+            return True
+        self.dropped += 1
+        return False
+
+
+def drop_records(logger_name: str, *parts: str, once: bool = False) -> DropRecords:
+    """Add a :class:`DropRecords` for ``parts`` to the logger, in place of an earlier one for the
+    same parts (a second start-up in one process, as in the tests, adds no second filter)."""
+    logger = logging.getLogger(logger_name)
+    for earlier in [f for f in logger.filters if isinstance(f, DropRecords) and f.parts == parts]:
+        logger.removeFilter(earlier)
+    drop = DropRecords(*parts, once=once)
+    logger.addFilter(drop)
+    return drop
 
 
 def setup_logging(level: int = logging.INFO) -> logging.Logger:
-    """Give the ``trainer`` logger its console handler (once; later calls only set the level)."""
+    """Give the ``trainer`` logger its console handler (once; later calls only set the level), and
+    drop the libraries' notes (``LIBRARY_NOTES``)."""
     logger = logging.getLogger(LOGGER_NAME)
     if not any(isinstance(handler, ConsoleHandler) for handler in logger.handlers):
         handler = ConsoleHandler()
@@ -69,17 +110,6 @@ def setup_logging(level: int = logging.INFO) -> logging.Logger:
         logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
-    # Each rank's DTensor warns at start-up that a (dp_shard, tp) redistribution takes two
-    # all-reduces ("flatten mesh dimensions"): advice to torch's users about a mesh the trainer
-    # builds, not something a job's user can act on (trial s25: two such lines per start).
-    redistribute = logging.getLogger(REDISTRIBUTE_LOGGER)
-    if not any(isinstance(f, _FlattenMeshNote) for f in redistribute.filters):
-        redistribute.addFilter(_FlattenMeshNote())
+    for name, part in LIBRARY_NOTES:
+        drop_records(name, part)
     return logger
-
-
-class _FlattenMeshNote(logging.Filter):
-    """Drops only DTensor's "flatten mesh dimensions" note; its other records pass."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "flatten mesh dimensions" not in record.getMessage()

@@ -23,7 +23,6 @@ detached; its workers do the same (trainer/locks.py). torch is imported inside `
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from planner.errors import ExitCode
 from trainer.locks import die_with_parent
+from trainer.log import DropRecords, drop_records
 from trainer.preemption import Interrupted, signals_interrupt
 from trainer.worker import WORKER_MODULE
 
@@ -51,50 +51,29 @@ _TRAINER_CODES = {
 
 # What torch's agent logs on every stop signal or failed worker, which this launcher's own line
 # says (torch 2.6-2.13; trial s27: "E... api.py:1002] failed (exitcode: 2) local_rank: 0 ..." before
-# every failure's one line).
+# every failure's one line): (logger, a part of the message).
 _SAID_IN_OUR_LINE = (
-    ("torch.distributed.elastic.agent.server.api", "Received %s death signal, shutting down workers"),
-    ("torch.distributed.elastic.multiprocessing.api", "Sending process %s closing signal %s"),
-    ("torch.distributed.elastic.multiprocessing.api", "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s"),
+    ("torch.distributed.elastic.agent.server.api", "death signal, shutting down workers"),
+    ("torch.distributed.elastic.multiprocessing.api", "closing signal"),
+    ("torch.distributed.elastic.multiprocessing.api", ") local_rank: "),
+    # At the normal end of a multi-node run each agent closes the rendezvous in the store that
+    # node 0's agent hosts; a node that gets there after node 0 has exited finds the store gone
+    # and says it "has failed to shutdown the rendezvous ... RendezvousConnectionError" (trial s45
+    # L4, pytorch/pytorch#69197). Node 0 closed it already, and a lost store during the run is
+    # our rendezvous_line, so the note tells the user nothing.
+    ("torch.distributed.elastic.rendezvous.dynamic_rendezvous", "has failed to shutdown the rendezvous"),
 )
+# torch's line for each worker it SIGKILLs after the stop grace: counted for our own line (trial
+# s45: "Unable to shutdown process N via 15, forcefully exiting via 9" stood above "a worker that
+# had begun training saved a checkpoint").
+_FORCED_KILL = ("torch.distributed.elastic.multiprocessing.api", "forcefully exiting via")
 
 
-class _Drop(logging.Filter):
-    def __init__(self, message: str) -> None:
-        super().__init__()
-        self.message = message
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != self.message
-
-
-class _ForcedKills(logging.Filter):
-    """Drops torch's line for each worker it SIGKILLs after the stop grace, and counts them for
-    our own line (trial s45: "Unable to shutdown process N via 15, forcefully exiting via 9" stood
-    above "a worker that had begun training saved a checkpoint")."""
-
-    MESSAGE = "Unable to shutdown process %s via %s, forcefully exiting via %s"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg != self.MESSAGE:
-            return True
-        self.count += 1
-        return False
-
-
-def _quiet_stop_chatter() -> _ForcedKills:
-    for name, message in _SAID_IN_OUR_LINE:
-        logging.getLogger(name).addFilter(_Drop(message))
-    agent_log = logging.getLogger("torch.distributed.elastic.multiprocessing.api")
-    for earlier in [f for f in agent_log.filters if isinstance(f, _ForcedKills)]:  # one per main() call
-        agent_log.removeFilter(earlier)
-    kills = _ForcedKills()
-    agent_log.addFilter(kills)
-    return kills
+def _quiet_stop_chatter() -> DropRecords:
+    """Drop torch's lines that ours say; the filter counting the workers killed after the grace."""
+    for name, part in _SAID_IN_OUR_LINE:
+        drop_records(name, part)
+    return drop_records(*_FORCED_KILL)
 
 
 def stop_line(name: str, killed: int) -> str:
@@ -169,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         give_workers_their_grace(args)
+        ignore_node_rank_off_static(args)
         if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
             # torchrun's own default (one OpenMP thread per worker), without its warning banner
             os.environ["OMP_NUM_THREADS"] = "1"
@@ -177,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         print(failure_line(error), file=sys.stderr)
         return failure_code(error)
     except SignalException as error:
-        print(stop_line(signal.Signals(error.sigval).name, kills.count), file=sys.stderr)
+        print(stop_line(signal.Signals(error.sigval).name, kills.dropped), file=sys.stderr)
         return 128 + int(error.sigval)
     except RendezvousError as error:
         # The rendezvous store went with its node (the head node lost, or its agent killed): this
@@ -234,6 +214,16 @@ def give_workers_their_grace(args) -> None:
         return close(self, death_sig, timeout)
 
     PContext.close = close_with_grace  # type: ignore[method-assign]
+
+
+def ignore_node_rank_off_static(args) -> None:
+    """A c10d rendezvous gives the nodes their ranks in the order they join, and torch ignores
+    ``--node-rank`` there, with a warning on every node but node 0 ("node_rank is only used for static
+    rdzv_backend", trial s47). The scripts pass it all the same (each node says which it is, and
+    ``trainplan run`` names its lock after it); off the static backend it is dropped here, so torch
+    has nothing to warn about."""
+    if getattr(args, "rdzv_backend", "static") != "static":
+        args.node_rank = 0
 
 
 def rendezvous_line(error: Exception) -> str:

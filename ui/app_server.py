@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from trainer.log import DropRecords
+
 SERVER_MODULE = "streamlit.web.server.starlette.starlette_server"
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::"})
@@ -110,26 +112,11 @@ def _option(argv: list[str], name: str, default: str) -> str:
 WARM_TIMEOUT_S = 300  # the default request solves in seconds; a stuck warm-up still lets the server start
 
 
-class DropWarnings(logging.Filter):
-    """Drops a Streamlit log record that starts with one of ``starts`` (``once``: only the first such
-    record, so a later one of the same words is said: review s45 L2)."""
-
-    def __init__(self, *starts: str, once: bool = False) -> None:
-        super().__init__()
-        self.starts, self.once, self.dropped = starts, once, False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if (self.once and self.dropped) or not record.getMessage().startswith(self.starts):
-            return True
-        self.dropped = True
-        return False
-
-
 # Said because the warm-up read Streamlit's config before `streamlit run` read its flags: the server
 # has not started, and starts on the flags' options (the second read is forced), so nothing needs a restart.
-CONFIG_READ_TWICE = DropWarnings("An update to the [server] config option section was detected", once=True)
+CONFIG_READ_TWICE = DropRecords("An update to the [server] config option section was detected", once=True)
 # AppTest's own calls on the main thread, outside a page run (its docs: "can be ignored").
-NO_RUN_CONTEXT = DropWarnings("Thread 'MainThread': missing ScriptRunContext")
+NO_RUN_CONTEXT = DropRecords("Thread 'MainThread': missing ScriptRunContext")
 
 
 def warm_default_page(script: str) -> float | None:

@@ -164,12 +164,12 @@ def test_the_config_read_twice_warning_is_dropped_once_only() -> None:
     server's life and would hide a real config change; it drops the first such record only."""
     import logging
 
-    from ui.app_server import DropWarnings
+    from trainer.log import DropRecords
 
     words = "An update to the [server] config option section was detected"
-    once = DropWarnings(words, once=True)
+    once = DropRecords(words, once=True)
     record = logging.LogRecord("streamlit.config", logging.WARNING, __file__, 1, words + ".", None, None)
     other = logging.LogRecord("streamlit.config", logging.WARNING, __file__, 1, "something else", None, None)
     assert once.filter(other) and not once.filter(record) and once.filter(record)
-    always = DropWarnings(words)
+    always = DropRecords(words)
     assert not always.filter(record) and not always.filter(record)
