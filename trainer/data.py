@@ -46,7 +46,7 @@ from trainer.corpus import (
     normalise,
     read_documents,
 )
-from trainer.files import file_sha256, read_capped, write_json_atomic
+from trainer.files import CHECKED_SHARDS_ENV, file_sha256, read_capped, write_json_atomic
 from trainer.job_spec import RunSettings
 from trainer.log import ON_STDOUT
 
@@ -63,10 +63,12 @@ __all__ = [  # noqa: RUF022 - grouped: this module's names, then the re-exports
     "SYNTHETIC_FOLLOW_PROB",
     "DataInfo",
     "SplitInfo",
+    "CHECKED_SHARDS_ENV",
     "check_split",
     "meta_and_problem",
     "prepare_data",
     "read_meta",
+    "shards_stamp",
     "split_of",
     "synthetic_fingerprint",
     "synthetic_loss_floor",
@@ -367,6 +369,20 @@ def _shards_problem(data_dir: Path, meta: dict, verify: bool) -> str | None:
     return None
 
 
+def shards_stamp(job_dir: Path) -> str | None:
+    """A digest of the job's ``data/meta.json`` (the shards' sha256 among it) and of each shard's
+    size, mtime and inode: it changes when anything rewrites them after they were hashed. None: not prepared."""
+    data_dir = Path(job_dir) / "data"
+    try:
+        stamp = hashlib.sha256(read_capped(data_dir / "meta.json", MAX_META_BYTES))
+        for shard in (data_dir / f"{split}.bin" for split in SPLITS):
+            stat = shard.stat()
+            stamp.update(f"{shard.name} {stat.st_size} {stat.st_mtime_ns} {stat.st_ino};".encode())
+    except (OSError, ValueError):
+        return None
+    return stamp.hexdigest()
+
+
 def _info_from_meta(meta: dict, reused: bool) -> DataInfo:
     splits = {s: SplitInfo(meta["splits"][s]["num_documents"], meta["splits"][s]["num_tokens"]) for s in SPLITS}
     return DataInfo(
@@ -394,12 +410,16 @@ def synthetic_loss_floor(vocab_size: int) -> float:
     return -(p_successor * math.log(p_successor) + (vocab_size - 1) * p_other * math.log(p_other))
 
 
-def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int) -> DataInfo:
+def prepare_data(
+    run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int, checked_stamp: str | None = None
+) -> DataInfo:
     """Build (or reuse) the packed shards for ``run.data``; call on global rank 0 only.
 
     Idempotent: shards whose fingerprint matches the inputs are reused. When the inputs are not
     reachable (a compute node that sees only the job directory), shards prepared from the same
-    source and tokenizer are reused with a notice.
+    source and tokenizer are reused with a notice. ``checked_stamp``: the launcher's
+    ``shards_stamp`` of the shards it has just prepared or hashed; while it holds they are reused
+    without a word or a read.
     """
     tokenizer = Tokenizer(run.tokenizer)
     tokenizer.check_fits(vocab_size)
@@ -416,6 +436,8 @@ def prepare_data(run: RunSettings, job_dir: Path, vocab_size: int, seq_len: int)
     data_dir = Path(job_dir) / "data"
     source = Path(run.data)
     meta, problem = meta_and_problem(data_dir, verify=False)
+    if meta is not None and checked_stamp is not None and checked_stamp == shards_stamp(job_dir):
+        return _checked(_info_from_meta(meta, reused=True), run.data, seq_len)
     unreachable = not source.exists()
     if unreachable and meta is not None and (meta["source"], meta["tokenizer_digest"]) == (run.data, tokenizer.digest):
         problem = _reuse_problem(data_dir, meta, tokenizer)

@@ -32,6 +32,10 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 # A run's records of its steps and its outcome (trainer/metrics.py, trainer/probe.py).
 METRICS_FILE = "metrics.jsonl"
 REPORT_FILE = "report.json"
+# `trainplan run` prepares (or hashes) the data shards before torchrun starts and hands its workers
+# their ``shards_stamp`` (trainer/data.py) in this variable: rank 0 reuses them unread while the
+# stamp holds (trial s45 L9: "data: reusing prepared shards" and a full read of every shard, twice a launch).
+CHECKED_SHARDS_ENV = "TRAINPLAN_CHECKED_SHARDS"
 EXIT_STATUS_FILE = "exit_status.json"  # the workers' exit code, which ``trainplan run`` returns
 
 

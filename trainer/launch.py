@@ -25,7 +25,7 @@ from pathlib import Path
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import counted, one_line
 from planner.reports import ReplanRequest
-from trainer.files import CHECKPOINT_DIR, EXIT_STATUS_FILE, check_writable_dir
+from trainer.files import CHECKED_SHARDS_ENV, CHECKPOINT_DIR, EXIT_STATUS_FILE, check_writable_dir
 from trainer.job_spec import JobSpec, check_estimate_current, checked_job, run_problem
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
@@ -215,14 +215,16 @@ def resolve_job_dir(job_dir: Path) -> Path:
     return resolved
 
 
-def run_child(command: list[str], *, keep_fds: tuple[int, ...] = ()) -> int:
-    """Run ``command`` in its own process group with inherited stdout/stderr; forward SIGINT and
-    SIGTERM to the whole group. Returns the exit code (128 + signal number when killed)."""
+def run_child(command: list[str], *, keep_fds: tuple[int, ...] = (), extra_env: dict[str, str] | None = None) -> int:
+    """Run ``command`` in its own process group with inherited stdout/stderr and ``extra_env``;
+    forward SIGINT and SIGTERM to the whole group. Returns the exit code (128 + signal number when killed)."""
     # PYTHONUNBUFFERED: progress lines reach the terminal as printed. The store knob: torchrun's
     # workers otherwise reuse the agent's TCPStore across --max-restarts, and a restarted gloo/NCCL
     # group reads the dead workers' addresses from it (pytorch/pytorch#135712, #167288); with it
     # each restart round gets a fresh store.
     env = dict(os.environ, PYTHONUNBUFFERED="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
+    env.pop(CHECKED_SHARDS_ENV, None)  # only this launcher's own check speaks for the shards
+    env.update(extra_env or {})
     child = subprocess.Popen(command, start_new_session=True, pass_fds=keep_fds, env=env)
 
     def forward(signum: int, _frame: object) -> None:
@@ -274,6 +276,17 @@ def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
 
     with signals_interrupt():
         prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
+
+
+def checked_data_env(job_dir: Path, spec: JobSpec, node_rank: int) -> dict[str, str]:
+    """The workers' word that node 0's launcher has just prepared or hashed the shards
+    (trainer/data.py ``CHECKED_SHARDS_ENV``): rank 0 then does not hash them again."""
+    if node_rank != 0 or spec.run.data == "synthetic":
+        return {}
+    from trainer.data import shards_stamp
+
+    stamp = shards_stamp(job_dir)
+    return {CHECKED_SHARDS_ENV: stamp} if stamp else {}
 
 
 def prepare_or_exit_code(job_dir: Path, spec: JobSpec) -> int | None:
@@ -419,7 +432,8 @@ def run_job(
                 nodes = nnodes or spec.plan.num_nodes
                 print(f"trainplan: node {node_rank} of {nodes}: waiting at {rdzv_endpoint} until every node joins",
                       file=sys.stderr, flush=True)  # fmt: skip
-            code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,)))
+            data_env = checked_data_env(job_dir, spec, node_rank)
+            code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,), extra_env=data_env))
             if code == KILLED:  # trial s25: exit 137 with no line of the launcher's own
                 print(
                     "trainplan: torchrun was killed (SIGKILL: an operator or the kernel's OOM killer); its workers"

@@ -6,6 +6,7 @@ rank's loader of a split (``split_loader``)."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -15,7 +16,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from planner.errors import DiskFullError
 from planner.layout import Implementation, Layout, PipelineSchedule, TrainingConfig
-from trainer.data import prepare_data
+from trainer.data import CHECKED_SHARDS_ENV, prepare_data
 from trainer.job_spec import RunSettings
 from trainer.loader import ResumableLoader, build_loader
 from trainer.loss import build_loss_head, chunk_tokens_for
@@ -88,7 +89,7 @@ def prepare_data_once(run: RunSettings, job_dir: Path, vocab_size: int, seq_len:
     result: list[tuple[str, str] | None] = [None]
     if is_rank0:
         try:
-            info = prepare_data(run, job_dir, vocab_size, seq_len)
+            info = prepare_data(run, job_dir, vocab_size, seq_len, os.environ.get(CHECKED_SHARDS_ENV))
             if info.loss_floor is not None:
                 log.info(f"data: synthetic, best achievable loss {info.loss_floor:.3f}")
         except ValueError as exc:

@@ -69,6 +69,39 @@ def test_a_shard_changed_in_place_is_found_by_its_hash_and_prepared_again(tmp_pa
         prepare(source, job)
 
 
+def test_shards_the_launcher_just_checked_are_not_read_again_until_rewritten(tmp_path, monkeypatch, capsys):
+    """Trial s45 L9: `trainplan run` hashed the shards and said "data: reusing prepared shards",
+    then its rank 0 did both again. With the launcher's stamp rank 0 reuses them unread and silent;
+    a shard rewritten since (its mtime) is hashed, found changed and prepared again."""
+    source, job = corpus_file(tmp_path / "in" / "c.txt"), tmp_path / "job"
+    prepare(source, job)
+    stamp = data.shards_stamp(job)
+    assert stamp is not None and data.shards_stamp(tmp_path / "nothing") is None
+    hashed: list[Path] = []
+    monkeypatch.setattr(data, "file_sha256", lambda path: hashed.append(path) or file_sha256(path))
+    capsys.readouterr()
+    run = RunSettings(data=str(source))
+    assert prepare_data(run, job, MODEL_VOCAB, 16, checked_stamp=stamp).reused
+    assert hashed == [] and capsys.readouterr().out == ""
+    train_bin = job / "data" / "train.bin"
+    train_bin.write_bytes(bytes(train_bin.stat().st_size))  # zero-filled in place after the check
+    assert not prepare_data(run, job, MODEL_VOCAB, 16, checked_stamp=stamp).reused
+    assert train_bin in hashed and "does not match its sha256" in capsys.readouterr().out
+
+
+def test_trainplan_run_says_and_reads_the_data_once(tmp_path, capfd):
+    """The launcher prepares; its one worker (rank 0) says nothing more about the data."""
+    job = data_job(tmp_path, corpus_file(tmp_path / "in" / "c.txt"))
+    spec = json.loads((job / "job.json").read_text())
+    spec["run"].update(steps=1, probe_steps=0, save_checkpoints=False)
+    (job / "job.json").write_text(json.dumps(spec))
+    assert launch.run_job(job, device="cpu") == ExitCode.OK
+    out = capfd.readouterr().out
+    assert out.count("data: preparing") == 1 and "data: reusing prepared shards" not in out, out
+    assert launch.run_job(job, device="cpu") == ExitCode.OK  # a second launch: the launcher's line only
+    assert capfd.readouterr().out.count("data: reusing prepared shards") == 1
+
+
 def test_a_meta_json_dtype_that_is_not_the_tokenizers_is_prepared_again(tmp_path, capsys):
     source, job = corpus_file(tmp_path / "c.txt"), tmp_path / "job"
     prepare(source, job)
