@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
@@ -18,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.fmt import one_line
+from planner.fmt import counted, one_line
 from planner.limits import MAX_TOKENIZER_BYTES, check_input
+from trainer.log import ON_STDOUT
 
 SUPPORTED_SUFFIXES = (".txt", ".jsonl", ".parquet")
 # A .txt file is one document unless it contains this line, which separates documents.
@@ -35,10 +37,16 @@ EOS_TOKEN_NAMES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>")
 # this size: preparation memory is bounded by it, not by the largest document.
 LONG_DOCUMENT_CHARS = 1 << 22
 
+log = logging.getLogger(__name__)
+
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _NOT_LETTERS_RE = re.compile(r"[\W\d_]+")  # runs of them: one match per gap between words, not per letter
 _SPACE_RE = re.compile(r"\s+")
 _SURROGATE_RE = re.compile(r"[\ud800-\udfff]")  # a JSON "\\ud800" escape: not text, cannot be encoded
+# A .jsonl line that is not a JSON object with a string "text" is skipped and counted while such
+# lines are at most this fraction of their file's: a truncated last line or a stray record does not
+# stop a real corpus (trial s45 L9), a file of another format or field name does.
+MAX_INVALID_LINE_FRACTION = 0.01
 _SEPARATOR_RE = re.compile(re.escape(TXT_DOCUMENT_SEPARATOR) + r"[ \t]*\n?")
 
 
@@ -51,6 +59,7 @@ class CleaningStats:
     num_garbled: int = 0
     num_duplicates: int = 0
     num_kept: int = 0
+    num_invalid_lines: int = 0  # .jsonl lines skipped as invalid (not documents: none was read)
 
 
 # --------------------------------------------------------------------------- tokenizers
@@ -152,12 +161,13 @@ class LongDocument:
             pass
 
 
-def read_documents(path: Path) -> Iterator[str | LongDocument]:
-    """Raw document texts of one file; undecodable bytes become U+FFFD (then count as garbled)."""
+def read_documents(path: Path, stats: CleaningStats | None = None) -> Iterator[str | LongDocument]:
+    """Raw document texts of one file; undecodable bytes become U+FFFD (then count as garbled).
+    ``stats`` counts the invalid .jsonl lines skipped."""
     if path.suffix == ".txt":
         yield from _read_txt(path)
     elif path.suffix == ".jsonl":
-        yield from _read_jsonl(path)
+        yield from _read_jsonl(path, CleaningStats() if stats is None else stats)
     else:
         yield from _read_parquet(path)
 
@@ -214,20 +224,48 @@ def _long_pieces(head: list[str], lines: Iterator[str | None], ended: list[bool]
         yield "".join(buffered)
 
 
-def _read_jsonl(path: Path) -> Iterator[str]:
+def _read_jsonl(path: Path, stats: CleaningStats) -> Iterator[str]:
+    """The ``text`` of each record; invalid lines are skipped and counted while they are at most
+    MAX_INVALID_LINE_FRACTION of the file's, else the file stops the preparation at its end."""
+    records, invalid, first = 0, 0, ""
     with path.open(encoding="utf-8", errors="replace") as lines:
         for line_no, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
+            records += 1
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: invalid JSON ({exc.msg})") from None
-            except RecursionError:  # json's C decoder recurses per nesting level
-                raise ValueError(f"{path}:{line_no}: JSON nested too deeply for a document record") from None
-            if not isinstance(record, dict) or not isinstance(record.get("text", 0), (str, type(None))):
-                raise ValueError(f'{path}:{line_no}: expected an object with a string "text" field')
-            yield record.get("text") or ""
+                text = _jsonl_text(line)
+            except ValueError as exc:
+                invalid += 1
+                first = first or f"{path}:{line_no}: {exc}"
+                continue
+            yield text
+    if invalid > MAX_INVALID_LINE_FRACTION * records:
+        raise ValueError(
+            first
+            if records == 1
+            else f"{first}; {invalid:,} of its {records:,} lines are invalid, over the {MAX_INVALID_LINE_FRACTION:.0%}"
+            " that would be skipped"
+        )
+    if invalid:
+        stats.num_invalid_lines += invalid
+        log.warning(
+            f"warning: data: skipped {counted(invalid, 'invalid line')} of {records:,}; the first: {first}",
+            extra=ON_STDOUT,
+        )
+
+
+def _jsonl_text(line: str) -> str:
+    """The record's text; ValueError saying what is wrong with the line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg})") from None
+    except RecursionError:  # json's C decoder recurses per nesting level
+        raise ValueError("JSON nested too deeply for a document record") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text", 0), (str, type(None))):
+        raise ValueError('expected an object with a string "text" field')
+    return record.get("text") or ""
 
 
 def _read_parquet(path: Path) -> Iterator[str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import DiskFullError, JobDirWriteError
+from planner.fmt import counted
 from trainer.corpus import (
     BYTE_VOCAB_SIZE,
     EOS_TOKEN_NAMES,
@@ -267,11 +268,11 @@ def _tokenise_long(
     writer.keep_spill(split)
 
 
-def _documents_of(files: list[Path]) -> Iterator[str | LongDocument]:
+def _documents_of(files: list[Path], stats: CleaningStats) -> Iterator[str | LongDocument]:
     """The documents of every file; a file that cannot be read is named in a one-line error."""
     for path in files:
         try:
-            yield from read_documents(path)
+            yield from read_documents(path, stats)
         except OSError as exc:
             raise ValueError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
 
@@ -298,7 +299,7 @@ def _write_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tok
     stats = CleaningStats()
     writer = _ShardWriter(data_dir, tokenizer.dtype)
     try:  # BaseException: a signal that stops preparation (trainer/preemption.py) removes the .tmp files too
-        _tokenise_into(writer, _documents_of(files), tokenizer, stats)
+        _tokenise_into(writer, _documents_of(files, stats), tokenizer, stats)
         writer.commit()
     except BaseException:
         writer.abort()
@@ -492,6 +493,7 @@ def _print_summary(info: DataInfo, data_dir: Path) -> None:
     log.info(
         f"data: read {c.num_read:,} documents: {c.num_empty:,} empty, {c.num_garbled:,} garbled, "
         f"{c.num_duplicates:,} duplicates removed, {c.num_kept:,} kept"
+        + (f" ({counted(c.num_invalid_lines, 'invalid .jsonl line')} skipped)" if c.num_invalid_lines else "")
     )
     log.info(
         f"data: train/val/test {info.train.num_documents:,}/{info.val.num_documents:,}/{info.test.num_documents:,} "

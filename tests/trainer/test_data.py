@@ -176,6 +176,26 @@ def test_bad_jsonl_names_file_and_line(tmp_path: Path, content: str, message: st
         prepare_data(RunSettings(data=str(tmp_path / "bad.jsonl")), tmp_path / "job", MODEL_VOCAB, 8)
 
 
+def test_a_few_invalid_jsonl_lines_are_skipped_and_counted_many_stop(tmp_path: Path, capsys) -> None:
+    """Trial s45 L9: one truncated line stopped a whole corpus. Up to 1% of a file's lines are
+    skipped, counted and the first named; more (another format, another field name) still stop."""
+    lines = [json.dumps({"text": t}) + "\n" for t in make_documents(400)]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("".join([*lines[:100], '{"body": "no text"}\n', *lines[100:200]]))
+    (tmp_path / "in" / "b.jsonl").write_text("".join(lines[200:]) + '{"text": "cut off')  # a download cut mid-line
+    info = prepare_data(RunSettings(data=str(tmp_path / "in")), tmp_path / "job", MODEL_VOCAB, 16)
+    assert info.cleaning.num_invalid_lines == 2 and info.cleaning.num_read == 400
+    out = capsys.readouterr().out
+    assert "skipped 1 invalid line of 201; the first: " in out and "a.jsonl:101: expected an object" in out
+    assert "b.jsonl:201: invalid JSON (Unterminated string" in out
+    assert "(2 invalid .jsonl lines skipped)" in out
+    assert read_meta(tmp_path / "job" / "data")["cleaning"]["num_invalid_lines"] == 2
+    (tmp_path / "c.jsonl").write_text("".join(lines[:100]) + "{\n" * 2)  # 2 of 102 lines: over 1%
+    with pytest.raises(ValueError, match=r"c.jsonl:101: invalid JSON .*; 2 of its 102 lines are invalid, over the 1%"):
+        prepare_data(RunSettings(data=str(tmp_path / "c.jsonl")), tmp_path / "job2", MODEL_VOCAB, 16)
+    assert not (tmp_path / "job2" / "data" / "meta.json").exists()
+
+
 def test_bad_inputs_are_refused_clearly(tmp_path: Path) -> None:
     pq.write_table(pa.table({"content": ["x"]}), tmp_path / "p.parquet")
     with pytest.raises(ValueError, match=r'p.parquet: parquet file has no "text" column'):
