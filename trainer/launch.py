@@ -252,14 +252,18 @@ KILLED = 128 + signal.SIGKILL  # run_child's code for a torchrun agent killed by
 
 
 def worker_exit_code(job_dir: Path, torchrun_code: int) -> int:
-    """torchrun turns every worker failure into 1; the trainer leaves its own code (2 invalid,
-    4 disk full, 5 diverged) in ``exit_status.json``, which is what ``trainplan run`` returns."""
+    """torchrun's 1 (a failure without a trainer code it saw) becomes the code rank 0 left in
+    ``exit_status.json`` (2 invalid, 4 disk full, 5 diverged), which ``trainplan run`` returns; not
+    a lost peer (144, retryable): trainer.torchrun returns that itself when every failed worker says
+    it, so beside its 1 it is the echo of a rank that failed in its own way (trial s47: a SIGKILLed
+    rank made ``trainplan run`` exit 144 where launch.sh exits 1, review s27's rule)."""
     if torchrun_code != ExitCode.FAILED:
         return torchrun_code
     try:
-        return int(json.loads((job_dir / EXIT_STATUS_FILE).read_text())["code"])
+        code = int(json.loads((job_dir / EXIT_STATUS_FILE).read_text())["code"])
     except (OSError, ValueError, KeyError, TypeError):
         return torchrun_code
+    return torchrun_code if code == ExitCode.PEER_LOST else code
 
 
 def _signal_group(child: subprocess.Popen, signum: int) -> None:

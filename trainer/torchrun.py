@@ -127,7 +127,10 @@ def failure_code(error: ChildFailedError) -> int:
     own way it is that rank's echo (review s27: a crashed or OOM-killed rank's peers made a
     permanent failure retryable, and Kubernetes restarted it in a loop)."""
     codes = [failure.exitcode for _, failure in sorted(error.failures.items())]
-    if codes and all(code == ExitCode.PEER_LOST for code in codes):
+    # A rank the agent SIGTERMed once another had failed is that failure's echo (trial s47: rank 0,
+    # on its way out with 144 after its peer was SIGKILLed, was reported as -15).
+    judged = [code for code in codes if code != -signal.SIGTERM]
+    if judged and all(code == ExitCode.PEER_LOST for code in judged):
         return ExitCode.PEER_LOST
     own = [code for code in codes if code in _TRAINER_CODES and code != ExitCode.PEER_LOST]
     return own[0] if own else ExitCode.FAILED

@@ -679,6 +679,21 @@ def test_a_lost_peer_is_retryable_only_when_every_failed_worker_lost_one() -> No
     assert failed(lost, lost) == lost and failed(lost) == lost  # a node of a multi-node job was preempted
     assert failed(lost, 2) == 2 and failed(lost, 4, 2) == 4  # the rank's own code, lowest rank first
     assert failed(lost, 1) == failed(lost, -9) == ExitCode.FAILED  # a crash or a kill: not retried
+    # the ranks the agent SIGTERMed after the first failure echo it (trial s47)
+    assert failed(lost, -15) == lost and failed(-15, -9) == failed(-15, -15) == ExitCode.FAILED
+
+
+def test_trainplan_run_keeps_a_killed_ranks_failure_permanent(tmp_path: Path) -> None:
+    """Trial s47: rank 1 SIGKILLed, rank 0 stopped with 144 (its peer lost) and wrote it to
+    exit_status.json; torchrun said 1 (a kill is not retried) but `trainplan run` returned 144."""
+    from trainer.launch import worker_exit_code
+
+    status = tmp_path / "exit_status.json"
+    status.write_text(json.dumps({"code": ExitCode.PEER_LOST}))
+    assert worker_exit_code(tmp_path, ExitCode.FAILED) == ExitCode.FAILED
+    assert worker_exit_code(tmp_path, ExitCode.PEER_LOST) == ExitCode.PEER_LOST  # torchrun's own judgement
+    status.write_text(json.dumps({"code": ExitCode.DIVERGED}))
+    assert worker_exit_code(tmp_path, ExitCode.FAILED) == ExitCode.DIVERGED
 
 
 def test_a_lost_rendezvous_store_is_one_line_and_retryable(monkeypatch, capsys) -> None:
