@@ -120,6 +120,7 @@ def test_hf_model_head_is_detached_and_matches():
     assert head.chunked
     output = chunked(input_ids=tokens).logits
     assert output.shape[-1] == 32  # hidden states, not logits
+    assert output._base is None  # not a view, which FSDP2 warned about (trial s47)
     loss = head(output, labels)
     loss.backward()
     assert loss.item() == pytest.approx(ref_loss.item(), rel=1e-6)  # both fp32 log-softmax
