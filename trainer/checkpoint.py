@@ -42,7 +42,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from planner.errors import CheckpointDiskFullError, JobDirWriteError
 from planner.fmt import one_line
 from trainer.files import file_sha256, list_checkpoints, step_dir_name
-from trainer.log import ON_STDOUT
+from trainer.log import ON_STDOUT, clipped
 from trainer.safe_dcp import safe_load
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def _manifest_files(manifest: object) -> dict[str, dict]:
 
 
 def _detail(exc: BaseException) -> str:
-    text = one_line(exc)[:160]
+    text = clipped(one_line(exc))
     return f": {text}" if text and text != exc.__class__.__name__ else ""
 
 

@@ -27,6 +27,12 @@ ALL_RANKS = {"all_ranks": True}  # extra= for a record every rank shows
 ON_STDOUT = {"on_stdout": True}  # extra= for a warning or error that belongs in the progress output
 
 
+def clipped(text: str, limit: int = 160) -> str:
+    """``text`` cut to ``limit`` characters, with an ellipsis where it was cut (trial s47: a gloo
+    error ended "... This is typically caused by a rem)")."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def global_rank() -> int:
     """This process's global rank; reads ``torch.distributed`` only when something imported it."""
     dist = sys.modules.get("torch.distributed")

@@ -77,11 +77,13 @@ def _quiet_stop_chatter() -> DropRecords:
 
 
 def stop_line(name: str, killed: int) -> str:
-    """Our one line for a stop signal: what the workers saved, or that some were killed first."""
+    """Our one line for a stop signal: what the workers saved, or that some were killed first (trial
+    s47: "a worker ... saved a checkpoint, one still starting saved nothing" read as if one had not
+    saved, after both had)."""
     if not killed:
         return (
-            f"torchrun: stopped by {name}; a worker that had begun training saved a checkpoint (its own line says"
-            " so), one still starting saved nothing"
+            f"torchrun: stopped by {name}; the workers that had begun training saved a checkpoint (rank 0's line"
+            " above says at which step), any still starting saved nothing"
         )
     workers = "1 worker was" if killed == 1 else f"{killed} workers were"
     return (

@@ -39,7 +39,7 @@ from trainer.context_parallel import apply_context_parallel
 from trainer.files import EXIT_STATUS_FILE
 from trainer.job_spec import JobSpec, checked_job
 from trainer.locks import die_with_parent, hold_worker_lock
-from trainer.log import setup_logging
+from trainer.log import clipped, setup_logging
 from trainer.model import ModelArgs, Transformer, native_init_rule
 from trainer.optim import lr_factor
 from trainer.parallel import (
@@ -348,7 +348,7 @@ def _main(argv: list[str] | None) -> int:
         rank = os.environ.get("RANK", "0")
         kept = keep_traceback(args.job_dir, rank)
         print(
-            f"rank {rank}: a peer rank stopped during a collective ({one_line(exc)[:160]}); stopping too:"
+            f"rank {rank}: a peer rank stopped during a collective ({clipped(one_line(exc))}); stopping too:"
             f" run the job again to resume from its last checkpoint (traceback: {kept})",
             file=sys.stderr,
             flush=True,

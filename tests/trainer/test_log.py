@@ -46,3 +46,12 @@ def test_the_run_line_counts_one_process_in_the_singular() -> None:
     one = describe_run(Layout(), Precision.BF16, 1, torch.device("cpu"), None, 1)
     two = describe_run(Layout(), Precision.BF16, 2, torch.device("cpu"), None, 1)
     assert " on 1 cpu process, bf16" in one and " on 2 cpu processes, bf16" in two
+
+
+def test_a_clipped_message_says_it_was_cut() -> None:
+    """Trial s47: a peer's gloo error was cut at 160 characters mid-word, "... caused by a rem)"."""
+    from trainer.log import clipped
+
+    text = "Connection reset by peer. This is typically caused by a remote worker crashing"
+    assert clipped(text, 60) == "Connection reset by peer. This is typically caused by a rem…"
+    assert len(clipped(text, 60)) == 60 and clipped(text) == text
