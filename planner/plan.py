@@ -32,6 +32,7 @@ from planner.layout import (
 from planner.limits import MAX_GPUS, MAX_INPUT_BYTES, read_input_text, unique_keys
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
+from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
@@ -235,6 +236,9 @@ class Plan(BaseModel):
     # The optimizer's formats beyond the stack's profile (bf16 gradient buffers, 16-bit master
     # remainders: Megatron plans only).
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
+    # The user's own run-loss figures its goodput rests on (None each: the default; plan files
+    # before it: none given).
+    run_losses: RunLossInputs = DEFAULT_RUN_LOSSES
     # The catalog network the nodes were estimated on; None: the GPU's default
     # (planner/catalog/networks.py).
     network: str | None = None

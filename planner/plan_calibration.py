@@ -53,3 +53,14 @@ class PlanCalibration(BaseModel):
     def entry(self, gpu: str) -> CalibratedGpu | None:
         """What the file overrode for ``gpu`` (a catalog id); None when it left it alone."""
         return next((g for g in self.gpus if g.gpu == gpu), None)
+
+
+def rate_gpus(record: PlanCalibration | None) -> frozenset[str]:
+    """The GPUs whose kernel rates a calibration file measured: their ceiling is lifted (a file of
+    a measured job only lifts it for that job's own shape: planner/api ``judged_estimate``)."""
+    return frozenset(() if record is None else record.rate_gpus)
+
+
+def rates_measured(record: PlanCalibration | None, gpu: str) -> bool:
+    """Whether a calibration file measured ``gpu``'s kernel rates (``rate_gpus``)."""
+    return gpu in rate_gpus(record)

@@ -38,6 +38,7 @@ from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKe
 from planner.model.candidates import matmul_peak
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import kernel_choice, own_model_profile_warning
+from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings, with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import moe_a2a_overlapped
@@ -153,6 +154,9 @@ class PlanRequest(BaseModel):
     # The optimizer's formats beyond the stack's profile (--grad-reduce-in-bf16,
     # --precision-aware-optimizer; ``optimizer_precision_problem``).
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
+    # The user's own failure rate, checkpoint bandwidth, restart, stall, evaluation and start-up
+    # figures for goodput (None each: the named default; planner/model/run_loss_inputs.py).
+    run_losses: RunLossInputs = DEFAULT_RUN_LOSSES
     # The quantile of the held-out error band the search minimises and constrains by
     # (planner/accuracy): p80 by default, so a layout wins on evidence, not optimism.
     risk: Risk = DEFAULT_RISK
@@ -258,7 +262,12 @@ def request_settings(
     portfolio or fleet, which share their terms)."""
     chosen = settings or STACK_SETTINGS[request.stack]
     chosen = run_settings(
-        chosen, request.attention, request.partition_activations, request.moe_a2a_overlap, request.optimizer_precision
+        chosen,
+        request.attention,
+        request.partition_activations,
+        request.moe_a2a_overlap,
+        request.optimizer_precision,
+        request.run_losses,
     )
     return chosen.but(term=request_term(request) if whole_terms else None)
 
@@ -274,14 +283,16 @@ def run_settings(
     partition_activations: bool,
     moe_a2a_overlap: bool,
     optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
+    losses: RunLossInputs = DEFAULT_RUN_LOSSES,
 ) -> ModelingSettings:
     """A profile with what one run chooses: its attention kernel, under Megatron-DeepSpeed
     partitioned activation checkpoints (``partition_problem``), under Megatron-Core the
-    overlapped expert all-to-alls (``a2a_overlap_problem``), and the optimizer's formats
-    (``optimizer_precision_problem``: bf16 gradients, 16-bit master remainders)."""
+    overlapped expert all-to-alls (``a2a_overlap_problem``), the optimizer's formats
+    (``optimizer_precision_problem``: bf16 gradients, 16-bit master remainders), and the user's
+    own run-loss figures (``RunLossInputs``: the one place they reach the settings)."""
     chosen = with_attention(settings, attention)
     chosen = chosen.but(partition_activations=True) if partition_activations else chosen
-    chosen = optimizer.applied(chosen)
+    chosen = losses.applied(optimizer.applied(chosen))
     return moe_a2a_overlapped(chosen) if moe_a2a_overlap else chosen
 
 

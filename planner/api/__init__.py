@@ -45,11 +45,12 @@ from planner.model.candidates import Candidates
 from planner.model.estimate import estimate, gpus_per_node_of
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import kernel_choice
+from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Estimate, Plan
-from planner.plan_calibration import PlanCalibration
+from planner.plan_calibration import PlanCalibration, rate_gpus, rates_measured
 from planner.reports import ReplanRequest
 from planner.request import (
     CountLimits,
@@ -170,6 +171,7 @@ def plan_from_row(
         partition_activations=request.partition_activations,
         moe_a2a_overlap=request.moe_a2a_overlap,
         optimizer_precision=request.optimizer_precision,
+        run_losses=request.run_losses,
         network=canonical_network(catalog, request.network),
     )
 
@@ -228,17 +230,6 @@ def judged_estimate(
             "ceiling": accuracy.efficiency_ceiling(ceiling, est),
         }
     )
-
-
-def rate_gpus(record: PlanCalibration | None) -> frozenset[str]:
-    """The GPUs whose kernel rates a calibration file measured: their ceiling is lifted (a file of
-    a measured job only lifts it for that job's own shape: ``judged_estimate``)."""
-    return frozenset(() if record is None else record.rate_gpus)
-
-
-def rates_measured(record: PlanCalibration | None, gpu: str) -> bool:
-    """Whether a calibration file measured ``gpu``'s kernel rates (``rate_gpus``)."""
-    return gpu in rate_gpus(record)
 
 
 def calibrated(
@@ -401,6 +392,7 @@ def build_plan(
     moe_a2a_overlap: bool = False,
     network: str | None = None,
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
+    run_losses: RunLossInputs = DEFAULT_RUN_LOSSES,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
@@ -411,14 +403,15 @@ def build_plan(
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
     ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
-    ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only)."""
+    ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only).
+    ``run_losses``: the user's own failure rate, checkpoint bandwidth and other run losses."""
     problem = configuration_problem(
         Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention, optimizer_precision
     )
     if problem:
         raise problem
     chosen = settings or STACK_SETTINGS[stack]
-    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision)
+    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision, run_losses)
     settings = settings.but(term=None if term_filled is None else term_billing(price_kind, term_filled))
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
@@ -467,6 +460,7 @@ def build_plan(
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
         optimizer_precision=optimizer_precision,
+        run_losses=run_losses,
         network=network,
     )
 

@@ -11,6 +11,7 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import catalog_on_network
 from planner.catalog.prices import PRICE_KINDS
+from planner.model.run_loss_inputs import RunLossInputs
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.stacks import Stack
 from planner.plan import Plan
@@ -31,12 +32,15 @@ def restack(
     catalog: Catalog | None = None,
     settings: ModelingSettings | None = None,
     calibration: AppliedCalibration | None = None,
+    run_losses: RunLossInputs | None = None,
 ) -> Plan:
-    """The same configuration estimated for another software stack, catalog, calibration or
-    settings (``explain --stack``, ``--calibration``; emit, when a run setting changes what the
-    planner modelled). ``settings`` None: the profile of ``stack``. Unchanged when none differs;
-    otherwise the new plan records ``calibration`` (None: none, whatever ``plan_`` was made with)."""
-    if stack == plan_.stack and catalog is None and settings is None and calibration is None:
+    """The same configuration estimated for another software stack, catalog, calibration, settings
+    or run-loss figures (``explain --stack``, ``--calibration``, ``--failure-rate-x``...; emit, when a
+    run setting changes what the planner modelled). ``settings`` None: the profile of ``stack``;
+    ``run_losses`` None: the plan's own (given: these replace the plan's where set). Unchanged when
+    none differs; otherwise the new plan records ``calibration`` (None: none, whatever ``plan_``
+    was made with)."""
+    if stack == plan_.stack and catalog is None and settings is None and calibration is None and run_losses is None:
         return plan_
     # The target stack's own modules, and no torch.compile where it has none (review s26: explain
     # --stack megatron-core of a hf-trainer plan was refused "drop --impl hf", a flag explain lacks).
@@ -67,6 +71,7 @@ def restack(
         partition_activations=kept.partition_activations,
         moe_a2a_overlap=kept.moe_a2a_overlap,
         optimizer_precision=kept.optimizer,
+        run_losses=plan_.run_losses.but(run_losses),  # the user's figures hold whatever the stack
         network=plan_.network,
     )
     return with_price_basis(again, plan_)
@@ -158,7 +163,8 @@ def replan(
     if not memory_correction > 0:
         raise ValueError(f"memory correction must be > 0, got {memory_correction}")
     headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)
-    corrected = settings.but(memory_headroom=min(headroom, 0.95), term=plan_.estimate.term)
+    # the plan's own run-loss figures too: the replanned job's goodput rests on the same word
+    corrected = plan_.run_losses.applied(settings.but(memory_headroom=min(headroom, 0.95), term=plan_.estimate.term))
     request = PlanRequest(
         model=plan_.model,
         hf_config_path=plan_.hf_config_path,
@@ -173,6 +179,7 @@ def replan(
         objective=Objective.TIME,
         top_k=0,
         network=plan_.network,
+        run_losses=plan_.run_losses,
     )
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
     catalog = on_plan_nodes(catalog_on_network(catalog or load_catalog(), plan_.network), plan_)

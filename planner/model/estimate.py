@@ -126,8 +126,10 @@ def held_at_ceiling(time: TimeBreakdown, peak_seconds: np.ndarray, ceiling: np.n
 def job_goodput(scores: Scores, c: Candidates, training_tokens: float | None, settings: ModelingSettings) -> Goodput:
     """Failures, checkpoints and restarts of each row (wall time NaN without a token budget)."""
     useful = np.full(len(c), np.nan) if training_tokens is None else training_tokens / scores.tokens_per_s
-    gpu_rate, node_rate = failure_rates(c.failure_rate_per_gpu_hour, c.failure_rate_per_node_hour, settings)
     preempted = c.preemptions_per_node_hour * float(settings.model_failures)
+    gpu_rate, node_rate = failure_rates(
+        c.failure_rate_per_gpu_hour, c.failure_rate_per_node_hour, settings, c.preemptions_per_node_hour
+    )
     return goodput(
         useful,
         scores.time.step,

@@ -8,8 +8,9 @@ formula (docs/model.md, "Goodput"):
   independent per GPU-hour and per host-hour): ``MTTF = 1 / (n x r_gpu + k x r_node)``; a spot
   price adds its preemptions per node-hour to ``r_node`` (planner/catalog/prices.py);
 - a checkpoint writes the job's state (fp32 master weights + AdamW moments) sharded over all
-  ranks, ``write = state_bytes / (n x storage bandwidth per GPU)``; a restore reads it back at
-  the same rate and a restart adds a fixed overhead (rescheduling, process-group setup);
+  ranks, ``write = state_bytes / (n x storage bandwidth per GPU)`` (or over the job's own
+  aggregate bandwidth where one is set: ``checkpoint_bandwidth``); a restore reads it back and a
+  restart adds a fixed overhead (rescheduling, process-group setup);
 - checkpoints every ``tau = sqrt(2 x write x MTTF)`` (Young 1974; Daly 2006's first-order
   optimum), rounded to whole optimizer steps and never longer than the run;
 - per useful second the job spends ``write / tau`` writing checkpoints, and each failure
@@ -87,16 +88,26 @@ class Goodput:
 
 
 def failure_rates(
-    gpu_rate: np.ndarray, node_rate: np.ndarray, settings: ModelingSettings
+    gpu_rate: np.ndarray, node_rate: np.ndarray, settings: ModelingSettings, preemptions: np.ndarray | float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-GPU-hour and per-node-hour failure rates: the catalog's where the GPU (node) file
-    has one, else the settings' (both 0 with ``model_failures`` off)."""
-    gpu, node = np.asarray(gpu_rate, dtype=float), np.asarray(node_rate, dtype=float)
+    has one, else the settings', times ``failure_rate_scale`` (all 0 with ``model_failures`` off).
+    Of ``node_rate``, ``preemptions`` per node-hour are a spot price's: kept, not scaled."""
+    gpu, node = np.asarray(gpu_rate, dtype=float), np.asarray(node_rate, dtype=float) - preemptions
     on = float(settings.model_failures)
+    scale = on * settings.failure_rate_scale
     return (
-        np.where(np.isfinite(gpu), gpu, settings.failure_rate_per_gpu_hour) * on,
-        np.where(np.isfinite(node), node, settings.failure_rate_per_node_hour) * on,
+        np.where(np.isfinite(gpu), gpu, settings.failure_rate_per_gpu_hour) * scale,
+        np.where(np.isfinite(node), node, settings.failure_rate_per_node_hour) * scale + on * np.asarray(preemptions),
     )
+
+
+def checkpoint_bandwidth(num_gpus: np.ndarray, settings: ModelingSettings) -> np.ndarray:
+    """Bytes per second a checkpoint is written at: the job's own aggregate where the settings
+    give one, else every GPU at the per-GPU figure (Llama 3's store shared out)."""
+    if settings.checkpoint_bandwidth_bytes_per_s is not None:
+        return np.full(np.shape(num_gpus), settings.checkpoint_bandwidth_bytes_per_s)
+    return num_gpus * settings.checkpoint_bandwidth_bytes_per_s_per_gpu
 
 
 def goodput(
@@ -121,7 +132,7 @@ def goodput(
     failures_per_s = per_hour / SECONDS_PER_HOUR
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mttf = np.where(failures_per_s > 0, 1.0 / failures_per_s, np.inf)
-        write = state_bytes / (n * settings.checkpoint_bandwidth_bytes_per_s_per_gpu)
+        write = state_bytes / checkpoint_bandwidth(n, settings)
         restart = settings.restart_overhead_s + settings.restore_over_save * write
         young = np.sqrt(2.0 * write * mttf)
         # no point checkpointing less than once per run, nor at all when nothing fails

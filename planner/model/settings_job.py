@@ -71,10 +71,17 @@ class JobSettings:
     failure_rate_per_node_hour: float = 53 / (2_048 * 54 * 24)
     # False: plan as if nothing ever failed (no lost time, no periodic checkpoints).
     model_failures: bool = True
+    # A multiplier on both rates, the catalog's or the two above (a user's cluster that fails more
+    # or less often than Llama 3's: --failure-rate-x, planner/model/run_loss_inputs.py); a spot
+    # price's preemptions are the market's, not scaled.
+    failure_rate_scale: float = 1.0
     # Checkpoint write (and restore) bandwidth per GPU, each rank writing its own shard: Llama
     # 3's Tectonic store sustains 2 TB/s (peak 7 TB/s; same paper, sec. 3.3.1) for 16,384
     # GPUs = 122 MB/s per GPU, scaled linearly with the job's GPU count.
     checkpoint_bandwidth_bytes_per_s_per_gpu: float = 2e12 / 16_384
+    # The job's own storage: its aggregate write bandwidth, whatever its GPU count (a user's store,
+    # --checkpoint-write-gb-per-s); None scales the per-GPU figure above with the GPUs.
+    checkpoint_bandwidth_bytes_per_s: float | None = None
     # Fixed cost of one restart besides reading the checkpoint back: detect the failure,
     # reschedule onto spare nodes, start the processes, set up NCCL. ESTIMATE (no published
     # breakdown): 10 min, which with the two numbers above gives the 405B run 92 % goodput,

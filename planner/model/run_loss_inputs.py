@@ -1,0 +1,98 @@
+"""A user's own figures for the whole-run losses goodput models (planner/model/goodput.py): how
+often their cluster fails, how fast their storage writes a checkpoint, how long a restart, an
+input stall, evaluation and the start-up take. Each None keeps the named default of
+``JobSettings`` (planner/model/settings_job.py: Llama 3's failure log and store, the ESTIMATEs),
+so a plan says which of its figures rest on the user's word (``given``).
+
+Carried by ``PlanRequest`` and ``build_plan``, recorded in the ``Plan`` (explain, emit, restack and
+replan keep them), applied to the settings in one place (planner/request.py ``run_settings``).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from planner.frozen import FROZEN
+from planner.model.settings import ModelingSettings
+from planner.units import SECONDS_PER_MINUTE
+
+# Past these a figure is a typo. A hundred times Llama 3's failure rate fails a 16K-GPU job every
+# two minutes; 10 TB/s is beyond the 7 TB/s peak of Llama 3's Tectonic store; a restart or a
+# start-up of a day; input stalls or evaluation ten times the step itself.
+MAX_FAILURE_RATE_X = 100.0
+MAX_CHECKPOINT_WRITE_GB_PER_S = 10_000.0
+MAX_RUN_LOSS_MINUTES = 1_440.0
+MAX_STEP_LOSS_PCT = 1_000.0
+# The largest value of each field (the CLI's bounds; all but the bandwidth may be 0).
+RUN_LOSS_MAX = {
+    "failure_rate_x": MAX_FAILURE_RATE_X,
+    "checkpoint_write_gb_per_s": MAX_CHECKPOINT_WRITE_GB_PER_S,
+    "restart_minutes": MAX_RUN_LOSS_MINUTES,
+    "data_stall_pct": MAX_STEP_LOSS_PCT,
+    "eval_pct": MAX_STEP_LOSS_PCT,
+    "startup_minutes": MAX_RUN_LOSS_MINUTES,
+}
+BYTES_PER_GB = 1e9  # storage vendors' decimal gigabytes
+
+
+class RunLossInputs(BaseModel):
+    """The run-loss figures a user gave (None: the default). Named apart from goodput's
+    ``RunLosses``, the per-row losses these settings produce."""
+
+    model_config = FROZEN
+    # A multiplier on the GPU and node failure rates (the catalog's, else Llama 3's); 0: none fail.
+    failure_rate_x: float | None = Field(None, ge=0, le=MAX_FAILURE_RATE_X, allow_inf_nan=False)
+    # The job's aggregate checkpoint write bandwidth, replacing GPUs x Llama 3's 122 MB/s per GPU;
+    # a restore reads back ``restore_over_save`` times slower, as with the default.
+    checkpoint_write_gb_per_s: float | None = Field(None, gt=0, le=MAX_CHECKPOINT_WRITE_GB_PER_S, allow_inf_nan=False)
+    # One restart's fixed cost besides reading the checkpoint back.
+    restart_minutes: float | None = Field(None, ge=0, le=MAX_RUN_LOSS_MINUTES, allow_inf_nan=False)
+    # Time the input pipeline adds to each step, in percent of the modelled step (5: 5 % longer).
+    data_stall_pct: float | None = Field(None, ge=0, le=MAX_STEP_LOSS_PCT, allow_inf_nan=False)
+    # In-loop evaluation, in percent of the step time.
+    eval_pct: float | None = Field(None, ge=0, le=MAX_STEP_LOSS_PCT, allow_inf_nan=False)
+    # The job's start-up, once per run.
+    startup_minutes: float | None = Field(None, ge=0, le=MAX_RUN_LOSS_MINUTES, allow_inf_nan=False)
+
+    def given(self) -> dict[str, float]:
+        """The fields the user set, by name (empty: every default)."""
+        return {name: value for name, value in self if value is not None}
+
+    def but(self, other: RunLossInputs | None) -> RunLossInputs:
+        """These figures with those ``other`` gives in their place (None: these)."""
+        return self if other is None else self.model_copy(update=other.given())
+
+    def applied(self, s: ModelingSettings) -> ModelingSettings:
+        """``s`` with the figures given; the defaults stay where none is."""
+        changes: dict[str, float] = {}
+        if self.failure_rate_x is not None:
+            changes["failure_rate_scale"] = self.failure_rate_x
+        if self.checkpoint_write_gb_per_s is not None:
+            changes["checkpoint_bandwidth_bytes_per_s"] = self.checkpoint_write_gb_per_s * BYTES_PER_GB
+        if self.restart_minutes is not None:
+            changes["restart_overhead_s"] = self.restart_minutes * SECONDS_PER_MINUTE
+        if self.data_stall_pct is not None:
+            changes["data_stall_fraction"] = self.data_stall_pct / 100
+        if self.eval_pct is not None:
+            changes["eval_time_fraction"] = self.eval_pct / 100
+        if self.startup_minutes is not None:
+            changes["job_startup_s"] = self.startup_minutes * SECONDS_PER_MINUTE
+        return s.but(**changes) if changes else s
+
+    def words(self) -> str:
+        """'failure rate 2x, checkpoint write 20 GB/s' for the goodput line ('' when none given; 'no
+        failures' for a rate of 0)."""
+        units = {
+            "failure_rate_x": ("failure rate ", "x"),
+            "checkpoint_write_gb_per_s": ("checkpoint write ", " GB/s"),
+            "restart_minutes": ("restart ", " min"),
+            "data_stall_pct": ("input stalls ", " %"),
+            "eval_pct": ("evaluation ", " %"),
+            "startup_minutes": ("start-up ", " min"),
+        }
+        given = self.given()
+        words = [f"{units[name][0]}{value:g}{units[name][1]}" for name, value in given.items()]
+        return ", ".join("no failures" if w == "failure rate 0x" else w for w in words)
+
+
+DEFAULT_RUN_LOSSES = RunLossInputs()
