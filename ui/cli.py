@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     import click  # type: ignore[no-redef]
 
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.errors import ExitCode, InfeasiblePlan, RuleViolation
+from planner.errors import ExitCode, InfeasiblePlan
 from planner.fmt import one_line, printable
 from planner.layout import (
     ActivationCheckpointing,
@@ -48,7 +48,7 @@ from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_jobs, cli_listings, cli_portfolio, render, render_plan
+from ui import cli_explain, cli_jobs, cli_listings, cli_portfolio, render, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_examples import epilog
 from ui.cli_options import (
@@ -73,6 +73,15 @@ from ui.cli_options import (
     TOP,
     app,
     flag_error,
+)
+from ui.cli_run_losses import (
+    CHECKPOINT_WRITE_GB_PER_S,
+    DATA_STALL_PCT,
+    EVAL_PCT,
+    FAILURE_RATE_X,
+    RESTART_MINUTES,
+    STARTUP_MINUTES,
+    run_loss_inputs,
 )
 from ui.console import ABORTED_LINE
 from ui.inputs import (
@@ -152,6 +161,12 @@ def estimate(
     precision_aware_optimizer: bool = PARAM_REMAINDERS,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
+    failure_rate_x: float | None = FAILURE_RATE_X,
+    checkpoint_write_gb_per_s: float | None = CHECKPOINT_WRITE_GB_PER_S,
+    restart_minutes: float | None = RESTART_MINUTES,
+    data_stall_pct: float | None = DATA_STALL_PCT,
+    eval_pct: float | None = EVAL_PCT,
+    startup_minutes: float | None = STARTUP_MINUTES,
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
@@ -226,6 +241,14 @@ def estimate(
             grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
         ),
         network=network,
+        run_losses=run_loss_inputs(
+            failure_rate_x=failure_rate_x,
+            checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
+            restart_minutes=restart_minutes,
+            data_stall_pct=data_stall_pct,
+            eval_pct=eval_pct,
+            startup_minutes=startup_minutes,
+        ),
     )
     defaulted = given is None and accum > 1  # the default took more than one micro-step (a pipeline's)
     warnings = (*((defaulted_accum_warning(plan),) if defaulted else ()), *estimate_warnings(plan, price_kind, price))
@@ -308,6 +331,12 @@ def plan(
     precision_aware_optimizer: bool = PARAM_REMAINDERS,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
+    failure_rate_x: float | None = FAILURE_RATE_X,
+    checkpoint_write_gb_per_s: float | None = CHECKPOINT_WRITE_GB_PER_S,
+    restart_minutes: float | None = RESTART_MINUTES,
+    data_stall_pct: float | None = DATA_STALL_PCT,
+    eval_pct: float | None = EVAL_PCT,
+    startup_minutes: float | None = STARTUP_MINUTES,
     as_json: bool = JSON,
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
@@ -361,6 +390,14 @@ def plan(
             grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
         ),
         network=network,
+        run_losses=run_loss_inputs(
+            failure_rate_x=failure_rate_x,
+            checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
+            restart_minutes=restart_minutes,
+            data_stall_pct=data_stall_pct,
+            eval_pct=eval_pct,
+            startup_minutes=startup_minutes,
+        ),
     )
     try:
         with render.working("searching layouts and solving the ILP", quiet=as_json):
@@ -376,32 +413,8 @@ def plan(
     render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen, request=request)
 
 
-@app.command(epilog=epilog("explain"))
-def explain(
-    plan_file: Path = typer.Argument(..., help="a plan.json (or an emitted job.json: the plan it holds)"),
-    stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
-    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP + " (re-estimates the plan)"),
-    no_calibration: bool = NO_CALIBRATION,
-    as_json: bool = JSON,
-) -> None:
-    """Explain a plan: every memory and time term, and what limits it."""
-    from planner.api import estimate_warnings, restack
-    from planner.api.rebuild import dropped_choices
-    from planner.plan import Plan
-
-    chosen = choose_calibration(calibration, no_calibration)
-    loaded = original = Plan.load(plan_file, of_job=True)
-    if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
-        raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
-    if stack is not None or chosen is not None:
-        try:
-            loaded = restack(loaded, stack or loaded.stack, calibration=applied_calibration(chosen))
-        except RuleViolation as exc:  # trial s38: its fix named flags (--sharding) explain does not take
-            raise ValueError(f"{exc} (explain keeps the plan's layout; trainplan estimate takes those flags)") from None
-    # what estimate warns of the same plan (trial s28c: a plan saved from a multimodal config.json
-    # lost its encoder warning here)
-    warnings = (*dropped_choices(original, loaded), *estimate_warnings(loaded, None))
-    render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)
+# explain (ui/cli_explain.py), after plan in --help.
+app.command(epilog=epilog("explain"))(cli_explain.explain)
 
 
 # The listing commands (ui/cli_listings.py), after explain in --help.

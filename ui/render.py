@@ -33,6 +33,7 @@ from ui.render_lines import (
     node_fill_words,
     point_outside_line,
     risk_figures_line,
+    run_losses_note,
     step_line,
     written_line,
 )
@@ -164,6 +165,8 @@ def plan_facts_json(p: Plan) -> dict:
         "partition_activations": p.partition_activations,
         "moe_a2a_overlap": p.moe_a2a_overlap,
         "optimizer_precision": p.optimizer_precision.model_dump(mode="json"),
+        # the user's run-loss figures its goodput rests on (null: the named default)
+        "run_losses": p.run_losses.model_dump(mode="json"),
     }
 
 
@@ -218,7 +221,7 @@ def summary_lines(p: Plan) -> list[str]:
     elif (passed := ceiling_passed_line(e)) is not None:
         lines.append(escape(passed))
     if e.goodput is not None:
-        lines.append(goodput_line(e.goodput))
+        lines.append(goodput_line(e.goodput) + run_losses_note(p))
     if not e.feasible:  # the verdict first, under the header: the figures below describe a job that cannot run
         lines[1:1] = [f"[red]infeasible[/red] - {escape(e.reason or '')}", f"fix: {escape(e.fix or '')}"]
     return lines

@@ -149,16 +149,17 @@ def no_progress(g: GoodputEstimate | None) -> bool:
 
 def goodput_line(g: GoodputEstimate) -> str:
     """``goodput 92.4%: MTTF 3.1 h, 419 expected interruptions, checkpoint every 4.0 minutes ...``."""
-    if g.mttf_h is None:
-        return "goodput 100% (failure rate 0: no failures modelled)"
-    if no_progress(g):  # trial s38: "goodput 0.1%" and a time with a band, for a job that never ends
+    if g.mttf_h is not None and no_progress(
+        g
+    ):  # trial s38: "goodput 0.1%" and a time with a band, for a job that never ends
         return (
             f"goodput none: a failure every {duration_words(g.mttf_h * 3600)} on average outpaces a restart of"
             f" {duration_words(g.restart_s)} plus half a checkpoint interval, so the job never finishes; its"
             f" time above is the floor the search scores it at ({1 / MIN_GOODPUT:,.0f}x the failure-free time)"
         )
-    parts = [f"MTTF {g.mttf_h:,.1f} h"]
-    if g.expected_interruptions is not None:
+    # failure rate 0 (--failure-rate-x 0): the other losses still count (was "goodput 100%", whatever they took)
+    parts = ["no failures modelled (failure rate 0)"] if g.mttf_h is None else [f"MTTF {g.mttf_h:,.1f} h"]
+    if g.expected_interruptions is not None and g.mttf_h is not None:
         parts.append(f"{interruptions(g.expected_interruptions)} expected interruptions")
     if g.checkpoint_interval_min is not None:
         steps = f"{counted(g.checkpoint_interval_steps, 'step')}, " if g.checkpoint_interval_steps is not None else ""
@@ -166,7 +167,8 @@ def goodput_line(g: GoodputEstimate) -> str:
             f"checkpoint every {duration_words(g.checkpoint_interval_min * SECONDS_PER_MINUTE)}"
             f" ({steps}{seconds_words(g.checkpoint_write_s)} to write)"
         )
-    parts.append(f"restart {duration_words(g.restart_s)}")
+    if g.mttf_h is not None:
+        parts.append(f"restart {duration_words(g.restart_s)}")
     if g.capacity_wait_s > 0:  # trial s30: a preemption was timed as a failure, no wait
         count = "spot preemptions" if g.spot_preemptions is None else f"{g.spot_preemptions:,.1f} spot preemptions"
         parts.append(f"{count}, each waiting {duration_words(g.capacity_wait_s)} for capacity")
@@ -178,6 +180,13 @@ def goodput_line(g: GoodputEstimate) -> str:
         + f", start-up {duration_words(g.startup_s)}"
     )
     return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)
+
+
+def run_losses_note(p: Plan) -> str:
+    """'; on your figures: failure rate 2x, input stalls 5 %' after the goodput line, where the
+    user's own run-loss figures replaced the defaults it would otherwise rest on."""
+    words = p.run_losses.words()
+    return f"; on your figures: {words}" if words else ""
 
 
 def batch_note(e: Estimate) -> str:

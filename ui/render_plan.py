@@ -93,7 +93,8 @@ PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "larger_batch", "risk", "median_plan", "idle_gpus",
     "per_gpu", "per_gpu_none", "per_gpu_binding", "per_gpu_fastest_h", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
-    "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "calibration",
+    "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "run_losses",
+    "calibration",
 )  # fmt: skip
 
 
@@ -107,6 +108,7 @@ def no_plan(exc, request, *, as_json: bool, calibration) -> None:
     for warning in () if as_json else warnings:
         warn(warning)
     known = {"risk": request.risk.value, "stack": request.stack.value, "warnings": list(warnings)}
+    known["run_losses"] = request.run_losses.model_dump(mode="json")  # the answer rests on them too
     infeasible(exc, as_json=as_json, calibration=calibration, answer_keys=PLAN_KEYS, known=known)
 
 

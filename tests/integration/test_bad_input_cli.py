@@ -228,12 +228,13 @@ HOSTILE = st.sampled_from(
 FLAGS = {
     "estimate": ["--model", "--gpu", "--num-gpus", "--nodes", "--tp", "--pp", "--cp", "--vpp", "--dp-shard",
                  "--micro-batch", "--seq-len", "--global-batch-tokens", "--grad-accum", "--tokens", "--price",
-                 "--precision", "--ac", "--sharding"],
+                 "--precision", "--ac", "--sharding", "--failure-rate-x", "--checkpoint-write-gb-per-s",
+                 "--restart-minutes", "--data-stall-pct", "--eval-pct", "--startup-minutes"],
     "emit": ["--out", "--steps", "--checkpoint-every", "--seed", "--data", "--tokenizer", "--name",
              "--loss-chunk-tokens"],
     "run": ["--nproc", "--steps", "--max-restarts", "--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id",
             "--device"],
-    "explain": [],
+    "explain": ["--failure-rate-x", "--checkpoint-write-gb-per-s", "--data-stall-pct", "--startup-minutes"],
     "portfolio": [],
     "fleet": [],
 }  # fmt: skip
