@@ -85,6 +85,8 @@ def test_a_refused_number_reads_as_it_was_typed():
     assert refused(*PLAN, "--gpus", "a100-80gb-sxm=0").endswith("<= 1,048,576, got 0")
     assert refused(*ESTIMATE, "--nodes", "0").endswith(", got 0")
     assert refused("plan", "--model", "llama3-8b", "--tokens", "-5").endswith(", got -5")
+    # past int64 the layout's arrays held Python ints and the step model divided by zero (fuzz s47)
+    assert refused(*ESTIMATE, "--micro-batch", "99999999999999999999").startswith("--micro-batch must be a finite")
 
 
 def test_zero_nodes_is_a_bound_not_a_divisor():
