@@ -179,7 +179,8 @@ def estimate(
     check_range("--num-gpus", num_gpus, 1, MAX_GPUS)
     global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
     check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
-    check_range("--micro-batch", micro_batch, 1, MAX_BATCH_TOKENS)  # past int64 a ZeroDivisionError (fuzz s47)
+    if micro_batch > MAX_BATCH_TOKENS:  # past int64 a ZeroDivisionError (fuzz s47); under 1 the layout's rule says
+        check_range("--micro-batch", micro_batch, 1, MAX_BATCH_TOKENS)
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     check_range("--price", price, 0, MAX_PRICE_USD, low_open=True)  # the catalog's rule: a positive price
     check_range("--seq-len", seq_len, MIN_SEQ_LEN, MAX_SEQ_LEN)
