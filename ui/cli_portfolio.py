@@ -198,4 +198,5 @@ def fleet(
         risks=risks,
         tco=spec.ownership.tco(),
         calibration=chosen,
+        losses={name: request.run_losses for name, request in requests.items()},
     )

@@ -31,6 +31,9 @@ tokens = 1e12
 deadline_days = 60
 # optional per job: budget_usd, seq_len, global_batch_tokens (4e6 or 4194304), batch_tolerance
 # (default 0.05) and vary_batch (true: any batch within it), as plan's flags
+data_stall_pct = 5           # optional, per job or file-wide (a job's own replaces the file's): your run
+                             # losses, as plan's flags: failure_rate_x, checkpoint_write_gb_per_s,
+                             # restart_minutes, data_stall_pct, eval_pct, startup_minutes
 """
 
 from __future__ import annotations
@@ -42,7 +45,19 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanRequest
@@ -67,6 +82,7 @@ from planner.limits import (
     read_input_text,
     unique_keys,
 )
+from planner.model.run_loss_inputs import RUN_LOSS_MAX, RunLossInputs
 from planner.model.stacks import Stack
 from planner.search.ownership import TcoAssumptions
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
@@ -79,6 +95,26 @@ Usd = Annotated[StrictFloat, Field(gt=0, le=MAX_BUDGET_USD, allow_inf_nan=False)
 UsdPerHour = Annotated[StrictFloat, Field(gt=0, le=MAX_PRICE_USD, allow_inf_nan=False)]
 Fraction = Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 UsdPerMonth = Annotated[StrictFloat, Field(ge=0, le=MAX_HOSTING_USD_PER_GPU_MONTH, allow_inf_nan=False)]
+
+
+def run_loss_bound(value: float, info: ValidationInfo) -> float:
+    """A run-loss key (plan's flags' names) within ``RunLossInputs``' bounds, in pydantic's words as
+    the file's other keys are; the bounds stay the model's own."""
+    try:
+        RunLossInputs.model_validate({info.field_name: value})
+    except ValidationError as exc:
+        raise ValueError(one_line(exc, where=False)) from None
+    return value
+
+
+# A run-loss key of a job or the file: a number (not a boolean) within its bound.
+RunLossFigure = Annotated[StrictFloat, AfterValidator(run_loss_bound)]
+
+
+def given_run_losses(entry: JobEntry | JobsFile) -> RunLossInputs:
+    """The run-loss keys an entry (a job, or the file's defaults) sets."""
+    given = {name: getattr(entry, name) for name in RUN_LOSS_MAX}
+    return RunLossInputs(**{name: value for name, value in given.items() if value is not None})
 
 
 class Ownership(BaseModel):
@@ -121,6 +157,13 @@ class JobEntry(BaseModel):
     # trainplan's FSDP2 when the team runs Megatron-Core or DeepSpeed)
     stack: Stack | None = None
     precision: Precision | None = None
+    # your run losses, as plan's flags (planner/model/run_loss_inputs.py; None: the file's, else the default)
+    failure_rate_x: RunLossFigure | None = None
+    checkpoint_write_gb_per_s: RunLossFigure | None = None
+    restart_minutes: RunLossFigure | None = None
+    data_stall_pct: RunLossFigure | None = None
+    eval_pct: RunLossFigure | None = None
+    startup_minutes: RunLossFigure | None = None
 
     @field_validator("name")
     @classmethod
@@ -168,6 +211,13 @@ class JobsFile(BaseModel):
     # every job's software and precision unless the job names its own (plan's --stack, --precision)
     stack: Stack = Stack.TRAINPLAN
     precision: Precision = Precision.BF16
+    # your run losses, as plan's flags: every job's unless it gives its own (None: the default)
+    failure_rate_x: RunLossFigure | None = None
+    checkpoint_write_gb_per_s: RunLossFigure | None = None
+    restart_minutes: RunLossFigure | None = None
+    data_stall_pct: RunLossFigure | None = None
+    eval_pct: RunLossFigure | None = None
+    startup_minutes: RunLossFigure | None = None
     ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
@@ -220,6 +270,7 @@ class JobsFile(BaseModel):
             risk=self.risk,
             stack=job.stack or self.stack,
             precision=job.precision or self.precision,
+            run_losses=given_run_losses(self).but(given_run_losses(job)),
         )
 
 
@@ -352,7 +403,9 @@ def ordinal(n: int) -> str:
 def job_keys_help() -> str:
     """The keys a ``[[jobs]]`` entry takes, for the commands' help (trial s35: they were listed
     only in the error an unknown key gets)."""
-    return f"each [[jobs]] entry takes {', '.join(JobEntry.model_fields)}"
+    keys = ", ".join(JobEntry.model_fields)
+    run_losses = f"{next(iter(RUN_LOSS_MAX))} to {next(reversed(RUN_LOSS_MAX))}"
+    return f"each [[jobs]] entry takes {keys} ({run_losses}, plan's run-loss flags, also at the top for every job)"
 
 
 def allowed_keys_hint(exc: Exception) -> str:

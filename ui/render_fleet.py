@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from planner.fmt import counted, money, money_band, number_band
+from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.search.fleet import Holding
 from planner.search.ownership import per_busy_hour
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
@@ -18,13 +19,14 @@ from ui.render import (
     out,
     whole_words,
 )
+from ui.render_lines import figures_words
 
 
-def fleet_assignment(a, risk: str | None = None) -> dict:
+def fleet_assignment(a, risk: str | None = None, losses: RunLossInputs = DEFAULT_RUN_LOSSES) -> dict:
     """One job of a fleet option: where it runs (``held``: owned, reserved or rented GPUs; ``owned``
     as before session 44) and when, its days and cost with their 80 % bands (null: no evidence), keyed
     as portfolio's (trial s33); ``risk``: the quantile of its band its duration is at (the search
-    judges plans there, as plan does)."""
+    judges plans there, as plan does); ``losses``: the jobs file's run-loss figures its days rest on."""
     days = (a.end_s - a.start_s) / SECONDS_PER_DAY
     return {
         "job": a.job,
@@ -39,6 +41,7 @@ def fleet_assignment(a, risk: str | None = None) -> dict:
         "days_band": a.banded(days),
         "cost_usd": float(a.cost_usd),
         "cost_usd_band": a.banded(float(a.cost_usd)),
+        "run_losses": losses.model_dump(mode="json"),  # as portfolio's and plan's (null: the default)
     }
 
 
@@ -74,7 +77,8 @@ def ownership_words(tco, horizon_days: float) -> str:
 
 def fleet_assignment_line(a: dict) -> str:
     """'chat-8b: 32 x h100-sxm on owned GPUs, day 0.0-93.4 (at p80), 93.4 (71.0-97.7) days, busy
-    power $7,316 ($5,561-$7,654)'; on reserved GPUs the term pays it: '..., paid by the reserved term'."""
+    power $7,316 ($5,561-$7,654)'; on reserved GPUs the term pays it: '..., paid by the reserved term';
+    with the file's run-loss figures: '...; on your figures: input stalls 5 %'."""
     where = {"owned": "on owned GPUs", "reserved": "on reserved GPUs", "rented": "rented"}[a["held"]]
     at = f" (at {a['risk']})" if a["risk"] else ""
     if a["held"] == Holding.RESERVED:
@@ -85,7 +89,7 @@ def fleet_assignment_line(a: dict) -> str:
     return (
         f"  {a['job']}: {a['num_gpus']} x {a['gpu']} {where}, day {a['start_days']:.1f}-{a['end_days']:.1f}{at},"
         f" {number_band(a['days'], a['days_band'], 1)} days, {cost}"
-    )
+    ) + (f"; {words}" if (words := figures_words(RunLossInputs(**a["run_losses"]))) else "")
 
 
 def fleet(
@@ -96,12 +100,14 @@ def fleet(
     risks: dict[str, str] | None = None,
     tco=None,
     calibration=None,
+    losses: dict[str, RunLossInputs] | None = None,
 ) -> None:
     """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
     ``tco``: the ownership assumptions the totals rest on, said under the table; ``calibration``: the
     file the jobs were planned with (said first, and in --json). Under a reserved price kind the
-    option that buys nothing reserves ("reserve only") and the terms are billed, not warned of."""
-    data = fleet_json(solution, utilisation, risks or {})
+    option that buys nothing reserves ("reserve only") and the terms are billed, not warned of;
+    ``losses``: job -> the jobs file's run-loss figures (said on each job's line, and in --json)."""
+    data = fleet_json(solution, utilisation, risks or {}, losses)
     if as_json:
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
@@ -251,7 +257,7 @@ def slot_words(solution) -> str:
     )
 
 
-def plan_json(p, solution, risks: dict[str, str]) -> dict | None:
+def plan_json(p, solution, risks: dict[str, str], losses: dict[str, RunLossInputs] | None = None) -> dict | None:
     """One option: its costs, the GPUs it buys and reserves (and their terms' bill), its jobs."""
     if p is None:
         return None
@@ -270,11 +276,15 @@ def plan_json(p, solution, risks: dict[str, str]) -> dict | None:
         "reserved_terms": p.reserved_terms,
         "reserved_billed_days": (billed := billed_days(p, solution)),
         "reserved_busy_fraction": p.busy_fraction(Holding.RESERVED, billed),
-        "assignments": [fleet_assignment(a, risks.get(a.job)) for a in p.assignments],
+        "assignments": [
+            fleet_assignment(a, risks.get(a.job), (losses or {}).get(a.job, DEFAULT_RUN_LOSSES)) for a in p.assignments
+        ],
     }
 
 
-def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> dict:
+def fleet_json(
+    solution, utilisation: float | None, risks: dict[str, str], losses: dict[str, RunLossInputs] | None = None
+) -> dict:
     break_even = [
         {
             "gpu": b.gpu_id,
@@ -290,10 +300,10 @@ def fleet_json(solution, utilisation: float | None, risks: dict[str, str]) -> di
     return {
         "feasible": True,
         **no_infeasibility(),
-        "mixed": plan_json(solution.mixed, solution, risks),
+        "mixed": plan_json(solution.mixed, solution, risks, losses),
         # the option that buys nothing: under a reserved price kind, reserve only
-        "rent_only": plan_json(solution.rent_only, solution, risks),
-        "buy_only": plan_json(solution.buy_only, solution, risks),
+        "rent_only": plan_json(solution.rent_only, solution, risks, losses),
+        "buy_only": plan_json(solution.buy_only, solution, risks, losses),
         "horizon_days": solution.horizon_days,
         "num_slots": solution.num_slots,  # the held jobs' start slots (an approximation: slot_words)
         "break_even": break_even,

@@ -12,6 +12,7 @@ from planner.catalog.specs import NodeTemplate
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import counted, duration_h, duration_words, interruptions, money, number_band
 from planner.model.goodput import MIN_GOODPUT
+from planner.model.run_loss_inputs import RunLossInputs
 from planner.plan import Estimate, Plan
 from planner.units import SECONDS_PER_MINUTE
 
@@ -182,11 +183,29 @@ def goodput_line(g: GoodputEstimate) -> str:
     return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)
 
 
+def figures_words(losses: RunLossInputs) -> str:
+    """'on your figures: failure rate 2x, input stalls 5 %' where the user's own run-loss figures
+    replaced the defaults a time or goodput would otherwise rest on ('' where none did)."""
+    words = losses.words()
+    return f"on your figures: {words}" if words else ""
+
+
 def run_losses_note(p: Plan) -> str:
-    """'; on your figures: failure rate 2x, input stalls 5 %' after the goodput line, where the
-    user's own run-loss figures replaced the defaults it would otherwise rest on."""
-    words = p.run_losses.words()
-    return f"; on your figures: {words}" if words else ""
+    """'; on your figures: ...' after the goodput line (``figures_words``)."""
+    words = figures_words(p.run_losses)
+    return f"; {words}" if words else ""
+
+
+def jobs_figures_lines(losses: dict[str, RunLossInputs]) -> list[str]:
+    """Under portfolio's table: which jobs' days rest on the jobs file's run-loss keys, one line for
+    all where every job has the same ('every job's days on your figures: input stalls 5 %'), else a
+    line per job that gave some ('chat-8b's days on your figures: ...')."""
+    words = {job: figures_words(given) for job, given in losses.items()}
+    if not any(words.values()):
+        return []
+    if len(words) > 1 and len(set(words.values())) == 1:
+        return [f"every job's days {next(iter(words.values()))}"]
+    return [f"{job}'s days {w}" for job, w in words.items() if w]
 
 
 def batch_note(e: Estimate) -> str:

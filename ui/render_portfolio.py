@@ -24,6 +24,7 @@ from ui.render import (
     whole_words,
 )
 from ui.render_fleet import depreciation_words
+from ui.render_lines import jobs_figures_lines
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent, or under a reserved price kind at the reserved rate,
@@ -94,6 +95,8 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, 
         validated=figures.validated,
         standing=None if figures.standing is None else figures.standing.value,
         envelope=figures.envelope,
+        # the run-loss figures its days rest on, as plan --json gives them (null: the default)
+        run_losses=a.plan.run_losses.model_dump(mode="json"),
     )
 
 
@@ -204,6 +207,8 @@ def portfolio(
         return
     calibration_line(calibration)
     out.print(portfolio_table(solution, rows, figures))
+    for line in jobs_figures_lines({a.job: a.plan.run_losses for a in solution.assignments}):
+        out.print(line, markup=False)
     days = solution.makespan_s / SECONDS_PER_DAY
     out.print(
         f"jobs {money_band(solution.total_cost_usd, bands.jobs_cost_usd)} at {risk_words(figures)}"
