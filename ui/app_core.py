@@ -38,6 +38,7 @@ from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
 from planner.search.ownership import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
+from ui.i18n_run_losses import LOSS_KEYS
 
 if TYPE_CHECKING:  # the portfolio's modules load when a portfolio is solved
     from planner.api.explore import PortfolioPlan
@@ -225,6 +226,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "ex_grad_accum": 1,
         "ex_ac": "none",
         "ex_precision": "bf16",
+        **dict.fromkeys(LOSS_KEYS.values()),  # the run-loss boxes: empty, the planner's defaults
     }
     return values
 

@@ -21,6 +21,7 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
+from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
@@ -178,7 +179,7 @@ def cached_detect() -> list | str:
 class ExplorerPricing:
     """What the sidebar's request sets beside the layout: the price (an override, the owned rate
     when buying, or the offer kind, e.g. spot), the attention kernel, activation partitioning and
-    the all-to-all overlap, the optimizer's formats.
+    the all-to-all overlap, the optimizer's formats, the user's run-loss figures.
     The explorer passes them so that "Start from the chosen plan" shows the card's figures (trial
     s25: it priced on demand under spot and timed the stack's kernel under flash3)."""
 
@@ -188,6 +189,7 @@ class ExplorerPricing:
     partition_activations: bool = False
     moe_a2a_overlap: bool = False
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
+    run_losses: RunLossInputs = DEFAULT_RUN_LOSSES  # the goodput, so the time and cost, rest on them
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -225,6 +227,7 @@ def cached_layout_plan(
             partition_activations=pricing.partition_activations,
             moe_a2a_overlap=pricing.moe_a2a_overlap,
             optimizer_precision=pricing.optimizer_precision,
+            run_losses=pricing.run_losses,
             network=network,
         )
     except ValueError as exc:

@@ -165,6 +165,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
             request.partition_activations,
             request.moe_a2a_overlap,
             request.optimizer_precision,
+            request.run_losses,
         ),
     )
     if isinstance(answer, Refusal):

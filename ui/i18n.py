@@ -19,6 +19,7 @@ from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
 from ui.i18n_page import PAGE_LABELS
+from ui.i18n_run_losses import RUN_LOSS_LABELS
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 
@@ -1062,6 +1063,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "number_range": ("{low} to {high}", "介于 {low} 与 {high} 之间的数"),
     "number_range_low": ("{low} or more", "不小于 {low} 的数"),
+    "number_range_above": ("more than {low} and at most {high}", "大于 {low} 且不大于 {high} 的数"),
     "number_range_high": ("{high} or less", "不大于 {high} 的数"),
     "col_usd_per_gpu_h": ("$/GPU-h", "美元/GPU 小时"),
     "col_owned": ("cost basis", "计费依据"),
@@ -1091,6 +1093,7 @@ _LABELS: dict[str, tuple[str, str]] = {
 
 _LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)
 _LABELS.update(PAGE_LABELS)  # later controls and notes (ui/i18n_page.py)
+_LABELS.update(RUN_LOSS_LABELS)  # the run-loss figures' boxes and card line (ui/i18n_run_losses.py)
 LANGUAGES = tuple(LANGUAGE_NAMES)
 
 

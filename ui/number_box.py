@@ -28,19 +28,24 @@ REFUSED = "_refused_{}"  # the input the box was just refused (None: emptied), f
 
 @dataclass(frozen=True)
 class Bounds:
-    """A box's allowed range (either end open) and whether empty is an allowed value."""
+    """A box's allowed range (either end open), whether empty is an allowed value, and whether
+    ``low`` itself is refused (a bandwidth: more than 0)."""
 
     low: float | None = None
     high: float | None = None
     empty_ok: bool = False
+    low_open: bool = False
 
     def refuses(self, value: float | None) -> bool:
         if value is None:
             return not self.empty_ok
-        return (self.low is not None and value < self.low) or (self.high is not None and value > self.high)
+        below = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        return below or (self.high is not None and value > self.high)
 
     def text(self, tr: Labels) -> str:
-        """The range in words: "1 to 65,536", "1 or more"."""
+        """The range in words: "1 to 65,536", "1 or more", "more than 0 and at most 10,000"."""
+        if self.low_open and self.low is not None and self.high is not None:
+            return tr("number_range_above", low=number_text(self.low), high=number_text(self.high))
         if self.low is not None and self.high is not None:
             return tr("number_range", low=number_text(self.low), high=number_text(self.high))
         if self.low is not None:
@@ -77,17 +82,18 @@ def number_box(
     min_value: float | None = None,
     max_value: float | None = None,
     empty_ok: bool = False,
+    low_open: bool = False,
     warn_in: Any = None,
     on_change: Callable[..., None] | None = None,
     args: tuple = (),
     **options: Any,
 ) -> Any:
     """``place.number_input`` (``place``: ``st`` or a column) under ``tr(label_key)``, its state
-    under ``key``, taking ``min_value`` to ``max_value`` (and empty where ``empty_ok``: a box whose
-    placeholder says what empty means); the value the box shows, its last one where it was just
-    given what it cannot take. The warning goes under the box, or in ``warn_in`` (a container
+    under ``key``, taking ``min_value`` (above it where ``low_open``) to ``max_value`` (and empty
+    where ``empty_ok``: a box whose placeholder says what empty means); the value the box shows,
+    its last one where it was just given what it cannot take. The warning goes under the box, or in ``warn_in`` (a container
     under a row of narrow columns, where it would wrap a word a line)."""
-    bounds = Bounds(min_value, max_value, empty_ok)
+    bounds = Bounds(min_value, max_value, empty_ok, low_open)
     value = place.number_input(
         tr(label_key), value=None, key=key, on_change=keep_last, args=(key, bounds, on_change, args), **options
     )

@@ -82,6 +82,21 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
     )
 
 
+def run_losses_text(tr: Labels, plan: Plan) -> str | None:
+    """'Goodput on your figures: failure rate 2×, input stalls 5%.' under the goodput, where the
+    user's run-loss figures replaced the defaults (the CLI's ``run_losses_note``); None: all defaults."""
+    given = plan.run_losses.given()
+    if not given:
+        return None
+    words = [
+        tr("loss_words_no_failures")
+        if name == "failure_rate_x" and value == 0
+        else tr(f"loss_words_{name}", value=value)
+        for name, value in given.items()
+    ]
+    return tr("card_run_losses", words=tr.join(words))
+
+
 def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | None) -> str | None:
     """Where the plan's GPU rates were measured, when a calibration file is in use."""
     if calibration is None:
@@ -222,7 +237,8 @@ def card_captions(
     """The lines under the metrics: envelope, price, ceiling, risk, the search, estimate-only,
     calibration; ``kept``: the answer came from the cache, so its solve time is the first run's."""
     e, u = plan.estimate, plan.estimate.uncertainty
-    lines = [] if u is None else [envelope_text(tr, u)]
+    lines = [*filter(None, (run_losses_text(tr, plan),))]  # first: it sits under the goodput's row
+    lines += [] if u is None else [envelope_text(tr, u)]
     if u is not None and u.point_outside is not None:
         lines.append(tr(f"point_outside_{u.point_outside}"))
     if u is not None and (memory := memory_band_text(tr, u)) is not None:

@@ -47,6 +47,7 @@ from ui.reasons import (
     reason_text,
     refusal,
 )
+from ui.sidebar_losses import sidebar_run_losses
 from ui.sidebar_stack import sidebar_stack
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
@@ -400,6 +401,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         headroom = (
             st.slider(tr("headroom"), 0, app_core.MAX_HEADROOM_PCT, key="headroom_pct", help=tr("headroom_help")) / 100
         )
+        run_losses = sidebar_run_losses(tr)
         st.header(tr("section_stack"))
         stack, calibration = sidebar_stack(tr)
     if model is None or gpu_choice is None:
@@ -425,6 +427,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
                 param_remainders=st.session_state["param_remainders"],
             ).kept_under(stack),
             network=st.session_state["network"] or None,
+            run_losses=run_losses,
             **goals,
             **training,
         )
