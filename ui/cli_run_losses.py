@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from planner.model.run_loss_inputs import RUN_LOSS_MAX, RunLossInputs
+from planner.model.run_loss_inputs import RUN_LOSS_MAX, RunLossInputs, refuses_zero
 from ui.i18n_run_losses import RUN_LOSS_LABELS
 from ui.inputs import check_range
 
@@ -33,5 +33,5 @@ def run_loss_inputs(**given: float | None) -> RunLossInputs:
     record, each within its bound (``check_range``: one line naming the flag)."""
     for name, value in given.items():
         flag = "--" + name.replace("_", "-")
-        check_range(flag, value, 0, RUN_LOSS_MAX[name], low_open=name == "checkpoint_write_gb_per_s")
+        check_range(flag, value, 0, RUN_LOSS_MAX[name], low_open=refuses_zero(name))
     return RunLossInputs(**given)

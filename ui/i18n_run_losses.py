@@ -65,8 +65,8 @@ RUN_LOSS_LABELS: dict[str, tuple[str, str]] = {
     ),
     "loss_help_restart_minutes": (
         f"one restart's fixed cost beside reading the checkpoint back, minutes (default {RESTART_MIN:g}: an"
-        " estimate; reported 5-20)",
-        f"每次重启除读回检查点之外的固定耗时，分钟（默认 {RESTART_MIN:g}：估计值；公开报告为 5–20）",
+        " estimate, no published breakdown)",
+        f"每次重启除读回检查点之外的固定耗时，分钟（默认 {RESTART_MIN:g}：估计值，无公开的分项数据）",
     ),
     "loss_help_data_stall_pct": (
         "time your input pipeline adds to each step, percent of the step (5: steps 5 percent longer; default"

@@ -8,10 +8,9 @@ keeps the default, so the request is the one without figures. A module of its ow
 
 from __future__ import annotations
 
-import annotated_types
 import streamlit as st
 
-from planner.model.run_loss_inputs import RUN_LOSS_MAX, RunLossInputs
+from planner.model.run_loss_inputs import RUN_LOSS_MAX, RunLossInputs, refuses_zero
 from ui.i18n import Labels
 from ui.i18n_run_losses import LOSS_KEYS
 from ui.number_box import number_box
@@ -27,11 +26,6 @@ STEPS = {
 }
 
 
-def above_zero(name: str) -> bool:
-    """Whether the field refuses 0 itself (``gt=0``: the checkpoint bandwidth, a write takes time)."""
-    return any(isinstance(rule, annotated_types.Gt) for rule in RunLossInputs.model_fields[name].metadata)
-
-
 def sidebar_run_losses(tr: Labels) -> RunLossInputs:
     """The figures given in the (collapsed) expander; each empty box: the planner's default."""
     given: dict[str, float | None] = {}
@@ -45,7 +39,7 @@ def sidebar_run_losses(tr: Labels) -> RunLossInputs:
                 key=key,
                 min_value=0.0,
                 max_value=RUN_LOSS_MAX[name],
-                low_open=above_zero(name),
+                low_open=refuses_zero(name),
                 empty_ok=True,
                 step=STEPS[name],
                 format="%g",

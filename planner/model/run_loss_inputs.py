@@ -10,6 +10,7 @@ replan keep them), applied to the settings in one place (planner/request.py ``ru
 
 from __future__ import annotations
 
+import annotated_types
 from pydantic import BaseModel, Field
 
 from planner.frozen import FROZEN
@@ -96,3 +97,9 @@ class RunLossInputs(BaseModel):
 
 
 DEFAULT_RUN_LOSSES = RunLossInputs()
+
+
+def refuses_zero(name: str) -> bool:
+    """Whether a field refuses 0 itself (``gt=0``: the checkpoint bandwidth, as a write takes time):
+    the CLI's and the app's ranges read it here."""
+    return any(isinstance(rule, annotated_types.Gt) for rule in RunLossInputs.model_fields[name].metadata)
