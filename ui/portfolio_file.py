@@ -111,10 +111,22 @@ def run_loss_bound(value: float, info: ValidationInfo) -> float:
 RunLossFigure = Annotated[StrictFloat, AfterValidator(run_loss_bound)]
 
 
-def given_run_losses(entry: JobEntry | JobsFile) -> RunLossInputs:
-    """The run-loss keys an entry (a job, or the file's defaults) sets."""
-    given = {name: getattr(entry, name) for name in RUN_LOSS_MAX}
-    return RunLossInputs(**{name: value for name, value in given.items() if value is not None})
+class RunLossKeys(BaseModel):
+    """Your run losses, as plan's flags (planner/model/run_loss_inputs.py): the file's for every job,
+    a job's in its place, key by key (None: the file's, else the default)."""
+
+    model_config = ConfigDict(extra="forbid")
+    failure_rate_x: RunLossFigure | None = None
+    checkpoint_write_gb_per_s: RunLossFigure | None = None
+    restart_minutes: RunLossFigure | None = None
+    data_stall_pct: RunLossFigure | None = None
+    eval_pct: RunLossFigure | None = None
+    startup_minutes: RunLossFigure | None = None
+
+    def given_run_losses(self) -> RunLossInputs:
+        """The run-loss keys this entry (a job, or the file's defaults) sets."""
+        given = {name: getattr(self, name) for name in RUN_LOSS_MAX}
+        return RunLossInputs(**{name: value for name, value in given.items() if value is not None})
 
 
 class Ownership(BaseModel):
@@ -140,7 +152,7 @@ class Ownership(BaseModel):
         return TcoAssumptions(**given)
 
 
-class JobEntry(BaseModel):
+class JobEntry(RunLossKeys):
     model_config = ConfigDict(extra="forbid")
     name: str
     model: str
@@ -157,13 +169,6 @@ class JobEntry(BaseModel):
     # trainplan's FSDP2 when the team runs Megatron-Core or DeepSpeed)
     stack: Stack | None = None
     precision: Precision | None = None
-    # your run losses, as plan's flags (planner/model/run_loss_inputs.py; None: the file's, else the default)
-    failure_rate_x: RunLossFigure | None = None
-    checkpoint_write_gb_per_s: RunLossFigure | None = None
-    restart_minutes: RunLossFigure | None = None
-    data_stall_pct: RunLossFigure | None = None
-    eval_pct: RunLossFigure | None = None
-    startup_minutes: RunLossFigure | None = None
 
     @field_validator("name")
     @classmethod
@@ -182,7 +187,7 @@ class JobEntry(BaseModel):
         return whole_tokens("global_batch_tokens", value, MAX_BATCH_TOKENS)
 
 
-class JobsFile(BaseModel):
+class JobsFile(RunLossKeys):
     model_config = ConfigDict(extra="forbid")
     horizon_days: Days | None = None
     # None: the model's own (portfolio: 1, refining only the slotted model; fleet: plan_fleet's)
@@ -211,13 +216,6 @@ class JobsFile(BaseModel):
     # every job's software and precision unless the job names its own (plan's --stack, --precision)
     stack: Stack = Stack.TRAINPLAN
     precision: Precision = Precision.BF16
-    # your run losses, as plan's flags: every job's unless it gives its own (None: the default)
-    failure_rate_x: RunLossFigure | None = None
-    checkpoint_write_gb_per_s: RunLossFigure | None = None
-    restart_minutes: RunLossFigure | None = None
-    data_stall_pct: RunLossFigure | None = None
-    eval_pct: RunLossFigure | None = None
-    startup_minutes: RunLossFigure | None = None
     ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
 
@@ -270,7 +268,7 @@ class JobsFile(BaseModel):
             risk=self.risk,
             stack=job.stack or self.stack,
             precision=job.precision or self.precision,
-            run_losses=given_run_losses(self).but(given_run_losses(job)),
+            run_losses=self.given_run_losses().but(job.given_run_losses()),
         )
 
 
@@ -403,7 +401,7 @@ def ordinal(n: int) -> str:
 def job_keys_help() -> str:
     """The keys a ``[[jobs]]`` entry takes, for the commands' help (trial s35: they were listed
     only in the error an unknown key gets)."""
-    keys = ", ".join(JobEntry.model_fields)
+    keys = ", ".join(table_keys(JobEntry))
     run_losses = f"{next(iter(RUN_LOSS_MAX))} to {next(reversed(RUN_LOSS_MAX))}"
     return f"each [[jobs]] entry takes {keys} ({run_losses}, plan's run-loss flags, also at the top for every job)"
 
@@ -417,7 +415,12 @@ def allowed_keys_hint(exc: Exception) -> str:
     loc = errors()[0]["loc"]
     tables: dict[str, type[BaseModel]] = {"jobs": JobEntry, "ownership": Ownership}
     table = tables.get(loc[0], JobsFile) if len(loc) > 1 else JobsFile
-    return f"; allowed: {', '.join(table.model_fields)}"
+    return f"; allowed: {', '.join(table_keys(table))}"
+
+
+def table_keys(table: type[BaseModel]) -> list[str]:
+    """A table's keys, its own first, then the run-loss keys every entry shares (``RunLossKeys``)."""
+    return sorted(table.model_fields, key=lambda name: name in RunLossKeys.model_fields)
 
 
 def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
