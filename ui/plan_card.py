@@ -85,16 +85,10 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
 def run_losses_text(tr: Labels, plan: Plan) -> str | None:
     """'Goodput on your figures: failure rate 2×, input stalls 5%.' under the goodput, where the
     user's run-loss figures replaced the defaults (the CLI's ``run_losses_note``); None: all defaults."""
-    given = plan.run_losses.given()
-    if not given:
+    said = plan.run_losses.said()
+    if not said:
         return None
-    words = [
-        tr("loss_words_no_failures")
-        if name == "failure_rate_x" and value == 0
-        else tr(f"loss_words_{name}", value=value)
-        for name, value in given.items()
-    ]
-    return tr("card_run_losses", words=tr.join(words))
+    return tr("card_run_losses", words=tr.join([tr(f"loss_words_{key}", value=value) for key, value in said]))
 
 
 def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | None) -> str | None:

@@ -150,9 +150,8 @@ def no_progress(g: GoodputEstimate | None) -> bool:
 
 def goodput_line(g: GoodputEstimate) -> str:
     """``goodput 92.4%: MTTF 3.1 h, 419 expected interruptions, checkpoint every 4.0 minutes ...``."""
-    if g.mttf_h is not None and no_progress(
-        g
-    ):  # trial s38: "goodput 0.1%" and a time with a band, for a job that never ends
+    # trial s38: "goodput 0.1%" and a time with a band, for a job that never ends
+    if g.mttf_h is not None and no_progress(g):
         return (
             f"goodput none: a failure every {duration_words(g.mttf_h * 3600)} on average outpaces a restart of"
             f" {duration_words(g.restart_s)} plus half a checkpoint interval, so the job never finishes; its"

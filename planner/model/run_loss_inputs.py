@@ -80,20 +80,31 @@ class RunLossInputs(BaseModel):
             changes["job_startup_s"] = self.startup_minutes * SECONDS_PER_MINUTE
         return s.but(**changes) if changes else s
 
+    def said(self) -> list[tuple[str, float]]:
+        """The figures given as (word key, value): a field's name, or ``NO_FAILURES`` for a failure rate
+        of 0 (the CLI's ``words`` and the app card's words read this one rule)."""
+        return [
+            (NO_FAILURES if name == "failure_rate_x" and value == 0 else name, value)
+            for name, value in self.given().items()
+        ]
+
     def words(self) -> str:
         """'failure rate 2x, checkpoint write 20 GB/s' for the goodput line ('' when none given; 'no
         failures' for a rate of 0)."""
-        units = {
-            "failure_rate_x": ("failure rate ", "x"),
-            "checkpoint_write_gb_per_s": ("checkpoint write ", " GB/s"),
-            "restart_minutes": ("restart ", " min"),
-            "data_stall_pct": ("input stalls ", " %"),
-            "eval_pct": ("evaluation ", " %"),
-            "startup_minutes": ("start-up ", " min"),
-        }
-        given = self.given()
-        words = [f"{units[name][0]}{value:g}{units[name][1]}" for name, value in given.items()]
-        return ", ".join("no failures" if w == "failure rate 0x" else w for w in words)
+        return ", ".join(_WORDS[key].format(value=value) for key, value in self.said())
+
+
+# The CLI's words of each figure (the app's, in both languages: ui/i18n_run_losses.py "loss_words_*").
+NO_FAILURES = "no_failures"
+_WORDS = {
+    "failure_rate_x": "failure rate {value:g}x",
+    NO_FAILURES: "no failures",
+    "checkpoint_write_gb_per_s": "checkpoint write {value:g} GB/s",
+    "restart_minutes": "restart {value:g} min",
+    "data_stall_pct": "input stalls {value:g} %",
+    "eval_pct": "evaluation {value:g} %",
+    "startup_minutes": "start-up {value:g} min",
+}
 
 
 DEFAULT_RUN_LOSSES = RunLossInputs()
