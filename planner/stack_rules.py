@@ -175,6 +175,39 @@ def moe_stack_problem(stack: Stack, model: ModelSpec) -> RuleViolation | None:
     return None
 
 
+class StackSwitch(NamedTuple):
+    """A stack asked for that refuses a request, and the fork of its code line that estimates it."""
+
+    asked: Stack
+    runs: Stack
+    refusal: RuleCode  # what ``asked`` would have answered: STACK_NO_ALIBI or STACK_HF_PIPELINE
+
+    def words(self, model: str) -> str:
+        """The notice an estimate or a plan prints before its figures."""
+        why = (
+            f"{self.asked.value} has no ALiBi attention bias, which {model} needs; BigScience's fork of"
+            " Megatron-LM added it to train BLOOM"
+            if self.refusal == RuleCode.STACK_NO_ALIBI
+            else "DeepSpeed's pipeline engine trains a PipelineModule, not Hugging Face's modules, so its 3D"
+            " parallelism (pp > 1) is Megatron-DeepSpeed's"
+        )
+        return f"{why}: estimated as --stack {self.runs.value} (its profile and its validation rows)"
+
+
+def stack_switch(stack: Stack, model: ModelSpec, pp: int) -> StackSwitch | None:
+    """The fork that estimates ``model`` at ``pp`` stages where ``stack`` would refuse it for a reason
+    the fork lacks (``Stack.fork``): ALiBi under Megatron-LM, pp > 1 on DeepSpeed's Hugging Face
+    modules. None: ``stack`` runs it, or refuses it for a reason no fork mends. Read before the layout
+    is made, since the fork's default sharding is its own (ZeRO-1 under DeepSpeed's pipeline)."""
+    if (fork := stack.fork) is None:
+        return None
+    if model.position == "alibi" and not stack.alibi:
+        return StackSwitch(stack, fork, RuleCode.STACK_NO_ALIBI)
+    if pp > 1 and stack.hf_modules_on_deepspeed:
+        return StackSwitch(stack, fork, RuleCode.STACK_HF_PIPELINE)
+    return None
+
+
 def expert_tp_problem(model: ModelSpec, layout: Layout) -> RuleViolation | None:
     """Why the layout's expert tensor parallelism is not the model's (None: it is): whole experts
     (``expert_tp`` off) need experts (trial s34: a dense model read "etp=1" and was timed as any)."""

@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -173,6 +174,7 @@ def estimate(
     from planner.api import build_plan, defaulted_accum_warning, estimate_warnings
     from planner.model.structure import default_implementation
     from planner.request import default_grad_accum, default_seq_len
+    from planner.stack_rules import stack_switch
 
     if batch_tokens is not None and grad_accum is not None:
         raise ValueError("give --global-batch-tokens or --grad-accum, not both")
@@ -187,6 +189,8 @@ def estimate(
     check_range("--nodes", nodes, 1, MAX_GPUS)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
+    switch = stack_switch(stack, spec, pp)  # before the layout: the fork's default sharding is its own
+    stack = switch.runs if switch else stack
     (mode,) = ac_modes([ac] if ac else None, ac_blocks, spec.num_layers) or (ActivationCheckpointing.NONE,)
     if mode == ActivationCheckpointing.BLOCKS and ac_blocks is None:
         raise ValueError("--ac blocks needs --ac-blocks N (blocks checkpointed per pp rank)")
@@ -253,7 +257,12 @@ def estimate(
         ),
     )
     defaulted = given is None and accum > 1  # the default took more than one micro-step (a pipeline's)
-    warnings = (*((defaulted_accum_warning(plan),) if defaulted else ()), *estimate_warnings(plan, price_kind, price))
+    switched = (switch.words(spec.name),) if switch else ()
+    warnings = (
+        *switched,
+        *((defaulted_accum_warning(plan),) if defaulted else ()),
+        *estimate_warnings(plan, price_kind, price),
+    )
     for warning in () if as_json else warnings:
         render.warn(warning)
     if out:
@@ -344,6 +353,7 @@ def plan(
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
     from planner.api import PlanRequest
     from planner.api import plan as solve
+    from planner.stack_rules import stack_switch
 
     check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
     global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
@@ -354,6 +364,8 @@ def plan(
     check_range("--batch-tolerance", batch_tolerance, 0, 1, high_open=True)
     chosen = choose_calibration(calibration, no_calibration)
     spec, hf_path = load_model_arg(model)
+    switch = stack_switch(stack, spec, pp=1)  # a plan's layouts are the search's: the model's reason only
+    stack = switch.runs if switch else stack
     modes = ac_modes(ac, ac_blocks, spec.num_layers)
     inventory = parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None
     # a positive price, as estimate's --price (PlanRequest's PositiveFloat)
@@ -405,11 +417,15 @@ def plan(
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
+        if switch and not as_json:
+            render.warn(switch.words(spec.name))
         render_plan.no_plan(exc, request, as_json=as_json, calibration=chosen)
         if out:  # trial s35: a script's `plan --out p.json && emit p.json` failed later, or emitted an old file
             stale = " (the file there is not this request's plan)" if out.exists() else ""
             render.warn(f"no plan is feasible, so none was written to {out}{stale}")
         return
+    if switch:
+        result = replace(result, warnings=(switch.words(spec.name), *result.warnings))
     if out:
         save_plan(result.plan, out)
     render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen, request=request)

@@ -45,6 +45,7 @@ def explain(
     from planner.api import estimate_warnings, restack
     from planner.api.rebuild import dropped_choices
     from planner.plan import Plan
+    from planner.stack_rules import stack_switch
 
     chosen = choose_calibration(calibration, no_calibration)
     losses = run_loss_inputs(
@@ -58,6 +59,8 @@ def explain(
     loaded = original = Plan.load(plan_file, of_job=True)
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
+    switch = None if stack is None else stack_switch(stack, loaded.model, loaded.layout.pp)
+    stack = switch.runs if switch else stack
     if stack is not None or chosen is not None or losses.given():
         try:
             loaded = restack(
@@ -70,5 +73,6 @@ def explain(
             raise ValueError(f"{exc} (explain keeps the plan's layout; trainplan estimate takes those flags)") from None
     # what estimate warns of the same plan (trial s28c: a plan saved from a multimodal config.json
     # lost its encoder warning here)
-    warnings = (*dropped_choices(original, loaded), *estimate_warnings(loaded, None))
+    switched = (switch.words(loaded.model.name),) if switch else ()
+    warnings = (*switched, *dropped_choices(original, loaded), *estimate_warnings(loaded, None))
     render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)

@@ -390,6 +390,12 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{stack} 没有 ALiBi 注意力偏置，而 {model} 需要（其 GPT 模型只提供可学习、旋转或无位置编码）："
         "请选择 megatron-deepspeed（BigScience 用它训练了 BLOOM 的分支）",
     ),
+    "stack_switched_alibi": (  # issue 27: StackSwitch.words, the CLI's
+        "{stack} has no ALiBi attention bias, which {model} needs; BigScience's fork of Megatron-LM added it to"
+        " train BLOOM: planned as {runs} (its profile and its validation rows)",
+        "{stack} 没有 ALiBi 注意力偏置，而 {model} 需要；BigScience 的 Megatron-LM 分支为训练 BLOOM 加入了它："
+        "按 {runs} 规划（使用其配置与验证数据）",
+    ),
     "reason_stack_no_ep": (
         "{stack} trains Hugging Face's MoE modules, which run every expert on every rank (DeepSpeed's expert"
         " parallelism needs its own deepspeed.moe layers): use ep 1, or the megatron-core or megatron-deepspeed"

@@ -34,10 +34,11 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.request import DEFAULT_AC
 from planner.search.ownership import TcoAssumptions
+from planner.stack_rules import stack_switch
 from ui import app_core
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
-from ui.i18n import LANGUAGE_NAMES, Labels
+from ui.i18n import LANGUAGE_NAMES, Labels, plain
 from ui.number_box import number_box
 from ui.reasons import (
     LAYOUT_REASONS,
@@ -409,6 +410,9 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
     if not training["activation_checkpointing"]:
         st.error(tr("no_ac"))
         return tr, None
+    if switch := stack_switch(stack, model, pp=1):  # issue 27: an ALiBi model under megatron-lm
+        st.info(tr("stack_switched_alibi", stack=stack.value, model=plain(model.name), runs=switch.runs.value))
+        stack = switch.runs
     try:
         request = PlanRequest(
             model=model,

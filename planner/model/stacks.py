@@ -146,6 +146,17 @@ class Stack(StrEnum):
         return self not in (Stack.MEGATRON_LM, Stack.MEGATRON_CORE, Stack.DEEPSEEK_V3)
 
     @property
+    def fork(self) -> Stack | None:
+        """The stack of the same code line that runs what this one refuses of a request
+        (``stack_rules.stack_switch``): Megatron-DeepSpeed, for DeepSpeed's 3D parallelism (its
+        PipelineEngine trains Megatron-DeepSpeed's GPTModelPipe, not transformers' models:
+        ``hf_modules_on_deepspeed``) and for Megatron-LM of 2021-22 with ALiBi (BigScience forked that
+        Megatron-LM and added ``--position-embedding-type alibi`` to train BLOOM). Issue 27 asks both
+        stacks to estimate BLOOM's 3D layout; the switch is said, never silent (trials s26, s36: these
+        were timed on the wrong modules or kernels with no note, so they were refused until now)."""
+        return Stack.MEGATRON_DEEPSPEED if self in (Stack.DEEPSPEED, Stack.MEGATRON_LM) else None
+
+    @property
     def max_sharding(self) -> int:
         """The most a stack shards (planner/model/candidates.py codes): Megatron-LM of 2021-22 had
         its distributed optimizer (ZeRO-1) and neither ZeRO-2 nor FSDP; DeepSeek-V3's HAI-LLM is

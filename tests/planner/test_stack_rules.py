@@ -277,3 +277,27 @@ def test_stacks_without_blocks_still_search_full_recompute():
     rows = build_candidates(model, load_catalog(), {"h100-sxm": 24}, search_space(request))
     assert set(np.unique(rows.ac)) == set(Stack.TORCHTITAN.ac_codes)
     assert plan(request).plan.training.activation_checkpointing == ActivationCheckpointing.FULL
+
+
+def test_a_stack_that_refuses_what_its_fork_runs_switches_to_the_fork():
+    """Issue 27: BLOOM at TP4 x PP12 under `megatron-lm` and `deepspeed`. Megatron-LM of 2021-22 has
+    no ALiBi, which BigScience's fork of it added; DeepSpeed's pipeline engine trains Megatron-
+    DeepSpeed's PipelineModule, not Hugging Face's modules. Each is estimated as that fork, and says
+    why; a stack with no fork of its line (Megatron-Core, DeepSeek's) still refuses."""
+    from planner.errors import RuleCode
+    from planner.stack_rules import stack_switch
+
+    bloom = model_from_hf_config(CONFIGS / "bloom-176b.json")
+    llama = get_preset("llama3-8b")
+    alibi = stack_switch(Stack.MEGATRON_LM, bloom, pp=1)
+    assert alibi is not None and (alibi.runs, alibi.refusal) == (Stack.MEGATRON_DEEPSPEED, RuleCode.STACK_NO_ALIBI)
+    assert alibi.words("bloom").startswith("megatron-lm has no ALiBi attention bias, which bloom needs")
+    piped = stack_switch(Stack.DEEPSPEED, llama, pp=2)
+    assert piped is not None and (piped.runs, piped.refusal) == (Stack.MEGATRON_DEEPSPEED, RuleCode.STACK_HF_PIPELINE)
+    assert "estimated as --stack megatron-deepspeed" in piped.words("llama3-8b")
+    # no switch where the stack runs it, or where no fork mends the refusal
+    assert stack_switch(Stack.DEEPSPEED, bloom, pp=1) is None  # Hugging Face's eager ALiBi, no pipeline
+    assert stack_switch(Stack.MEGATRON_LM, llama, pp=12) is None  # rotary: Megatron-LM's own
+    assert stack_switch(Stack.MEGATRON_CORE, bloom, pp=12) is None and not Stack.MEGATRON_CORE.alibi
+    assert stack_switch(Stack.HF_TRAINER, llama, pp=2) is None  # no pipeline engine at all: refused
+    assert {s for s in Stack if s.fork} == {Stack.MEGATRON_LM, Stack.DEEPSPEED}

@@ -46,6 +46,12 @@ def shown_card(p: Plan, tr: Labels = EN) -> dict[str, str]:
     }
 
 
+def headline_of(at, p: Plan, tr: Labels = EN) -> dict[str, str]:
+    """The card's figures of the keys ``shown_card`` gives ``p``."""
+    shown = card(at)
+    return {k: shown[k] for k in shown_card(p, tr)}
+
+
 def headline(at, tr: Labels = EN) -> dict[str, str]:
     shown = card(at)
     return {k: shown[k] for k in shown_card(plan(request_for()).plan, tr)}
@@ -85,6 +91,19 @@ def test_megatron_deepspeed_is_offered_and_planned_like_the_api():
     assert expected.stack == Stack.MEGATRON_DEEPSPEED
     assert headline(at) == shown_card(expected)
     assert EN("estimate_only", stack="megatron-deepspeed") in [c.value for c in at.caption]
+
+
+def test_an_alibi_model_under_megatron_lm_is_planned_as_its_fork_and_says_so():
+    """Issue 27, as the CLI: Megatron-LM has no ALiBi, BigScience's fork of it (megatron-deepspeed)
+    does; the app plans MPT under megatron-lm as that fork, with the notice in both languages."""
+    mpt = get_preset("mpt-7b")
+    expected = plan(request_for(model=mpt, stack=Stack.MEGATRON_DEEPSPEED, gpus={"a100-80gb-sxm": None})).plan
+    for tr in (EN, ZH):
+        at = run_app(gpus=["a100-80gb-sxm"], preset="mpt-7b", stack="megatron-lm", lang=tr.lang)
+        notice = tr("stack_switched_alibi", stack="megatron-lm", model=plain("mpt-7b"), runs="megatron-deepspeed")
+        assert notice in [i.value for i in at.info]
+        assert headline_of(at, expected, tr) == shown_card(expected, tr)
+        assert not at.error
 
 
 def test_partitioned_activations_are_offered_under_megatron_deepspeed_only():
